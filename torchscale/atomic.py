@@ -1,0 +1,30 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half of one.
+
+A finished measurement must survive a crash or Ctrl-C at any instant, so every result file is
+written to a temporary file in the same directory, flushed to disk, then renamed over the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write `text` to `path` atomically (temp file + fsync + rename); create parent dirs."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    return target

@@ -1,0 +1,1 @@
+"""The Typer command-line interface. The only layer that turns errors into exit codes."""

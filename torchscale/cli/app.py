@@ -1,0 +1,47 @@
+"""`torchscale` root command. Sub-commands import their heavy dependencies lazily, so
+`torchscale --help` stays instant (no torch, pandas, plotly or weasyprint at start-up)."""
+
+from __future__ import annotations
+
+import typer
+
+from torchscale import __version__
+from torchscale.cli import config_cmd, validate_cmd
+from torchscale.cli.common import Verbosity
+
+app = typer.Typer(
+    name="torchscale",
+    help="Benchmark, profile and report on PyTorch distributed (DDP/FSDP) training.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"torchscale {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    verbose: bool | None = typer.Option(
+        None, "--verbose/--quiet", help="More detail (--verbose) or only problems (--quiet)."
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Show the version and exit."
+    ),
+) -> None:
+    """Benchmark, profile and report on PyTorch distributed (DDP/FSDP) training."""
+    Verbosity.set({None: 0, True: 1, False: -1}[verbose])
+
+
+app.add_typer(config_cmd.app, name="config")
+app.command("validate")(validate_cmd.validate)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

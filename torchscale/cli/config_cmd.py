@@ -1,0 +1,66 @@
+"""`torchscale config validate|show|schema`: check, resolve and describe config files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from torchscale.cli.common import Verbosity, handle_errors, stdout
+from torchscale.cli.options import set_option, verbosity_option
+
+app = typer.Typer(help="Check, resolve and describe benchmark config files.", no_args_is_help=True)
+
+FILE_ARG = typer.Argument(..., help="YAML config file.", show_default=False)
+
+
+@app.command("validate")
+@handle_errors
+def validate_config(
+    file: Path = FILE_ARG, overrides: list[str] = set_option(),
+    verbose: bool | None = verbosity_option(),
+) -> None:
+    """Check a config file (and overrides); exit 0 when valid, 2 with every problem otherwise."""
+    Verbosity.override(verbose)
+    from torchscale.config import load_config
+
+    config = load_config(file, overrides)
+    cells = (len(config.models) * len(config.batch_sizes) * len(config.gpu_counts)
+             * len(config.training.precision) * len(config.training.strategy))
+    if not Verbosity.quiet():
+        stdout.print(
+            f"[green]OK[/] {file}: experiment '{config.experiment_name}', {cells} cell(s) = "
+            f"{len(config.models)} model(s) x {len(config.batch_sizes)} batch size(s) x "
+            f"{len(config.gpu_counts)} GPU count(s) x {len(config.training.precision)} "
+            f"precision(s) x {len(config.training.strategy)} strategy(ies)",
+            markup=True,
+        )
+
+
+@app.command("show")
+@handle_errors
+def show_config(
+    file: Path = FILE_ARG,
+    overrides: list[str] = set_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of YAML."),
+) -> None:
+    """Print the resolved config with every default filled in."""
+    import yaml
+
+    from torchscale.config import load_config
+
+    data = load_config(file, overrides).model_dump(mode="json")
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip())
+
+
+@app.command("schema")
+@handle_errors
+def config_schema() -> None:
+    """Print the config's JSON Schema (point your editor's YAML plug-in at it)."""
+    from torchscale.config.schema import BenchConfig
+
+    typer.echo(json.dumps(BenchConfig.model_json_schema(), indent=2))

@@ -1,0 +1,6 @@
+"""Benchmark configuration: the schema, and loading it from YAML with overrides."""
+
+from torchscale.config.loader import load_config, parse_config
+from torchscale.config.schema import BenchConfig
+
+__all__ = ["BenchConfig", "load_config", "parse_config"]

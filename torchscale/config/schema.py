@@ -1,0 +1,358 @@
+"""The benchmark config, one pydantic model per YAML section.
+
+Every model forbids unknown keys and is strict about types (YAML already says what a value is:
+`batch_sizes: ["64"]` is a mistake worth reporting, not coercing). The published TorchScale
+format (experiment_name, models, batch_sizes, gpu_counts, profiling) is accepted unchanged;
+everything else has a default, so `config show` can print the fully resolved config.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ByteSize,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from torchscale.config.catalog import BUILTIN_MODELS, is_plugin_model
+from torchscale.config.suggest import did_you_mean
+
+Precision = Literal["fp32", "amp", "bf16"]
+Strategy = Literal["ddp", "fsdp"]
+Device = Literal["auto", "cuda", "cpu"]
+Backend = Literal["auto", "nccl", "gloo"]
+Collective = Literal[
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv"
+]
+CommDtype = Literal["float32", "float16", "bfloat16"]
+
+T = TypeVar("T", bound=Hashable)
+
+EXPERIMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _unique(values: list[T]) -> list[T]:
+    seen: set[T] = set()
+    dupes: list[T] = []
+    for v in values:
+        if v in seen and v not in dupes:
+            dupes.append(v)
+        seen.add(v)
+    if dupes:
+        raise ValueError("duplicate entries: " + ", ".join(str(d) for d in dupes))
+    return values
+
+
+def _scalar_to_list(value: Any) -> Any:
+    """Let a sweep axis be written as one value (`precision: bf16`) or a list of them."""
+    if isinstance(value, (str, int, float, bool)):
+        return [value]
+    return value
+
+
+def _name_to_model_spec(value: Any) -> Any:
+    """`models: ["resnet50"]` is shorthand for `models: [{name: resnet50}]`."""
+    if isinstance(value, str):
+        return {"name": value}
+    return value
+
+
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+
+
+# A sweep axis: one value or a non-empty list of distinct values.
+PrecisionSweep = Annotated[
+    list[Precision],
+    BeforeValidator(_scalar_to_list, json_schema_input_type=Precision | list[Precision]),
+    AfterValidator(_unique),
+    Field(min_length=1),
+]
+StrategySweep = Annotated[
+    list[Strategy],
+    BeforeValidator(_scalar_to_list, json_schema_input_type=Strategy | list[Strategy]),
+    AfterValidator(_unique),
+    Field(min_length=1),
+]
+CollectiveSweep = Annotated[
+    list[Collective],
+    BeforeValidator(_scalar_to_list, json_schema_input_type=Collective | list[Collective]),
+    AfterValidator(_unique),
+    Field(min_length=1),
+]
+
+
+class StrictModel(BaseModel):
+    """Base for every section: unknown keys are errors, types are not coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
+
+
+class ModelSpec(StrictModel):
+    """One model to benchmark: a built-in name or a `package.module:factory` plug-in."""
+
+    name: Annotated[str, Field(min_length=1, description="built-in model or package.module:factory")]
+    label: str | None = Field(
+        default=None, description="name shown in results and reports (default: name)"
+    )
+    options: dict[str, int | float | str | bool] = Field(
+        default_factory=dict,
+        description="architecture options of the model (e.g. d_model for 'transformer')",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _known_model(cls, name: str) -> str:
+        if name in BUILTIN_MODELS or is_plugin_model(name):
+            return name
+        raise ValueError(
+            f"unknown model '{name}'{did_you_mean(name, BUILTIN_MODELS)}; "
+            "or give a plug-in as 'package.module:factory'"
+        )
+
+    @model_validator(mode="after")
+    def _known_options(self) -> ModelSpec:
+        allowed = BUILTIN_MODELS.get(self.name)
+        if allowed is None:  # plug-in: its factory receives the options as keyword arguments
+            return self
+        bad = [k for k in self.options if k not in allowed]
+        if bad:
+            hints = "; ".join(f"'{k}'{did_you_mean(k, allowed)}" for k in bad)
+            raise ValueError(f"unknown option(s) for model '{self.name}': {hints}")
+        return self
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name
+
+
+class DDPConfig(StrictModel):
+    """DistributedDataParallel knobs that change communication behaviour."""
+
+    bucket_cap_mb: PositiveFloat = 25.0
+    gradient_as_bucket_view: bool = True
+    static_graph: bool = False
+    find_unused_parameters: bool = False
+    broadcast_buffers: bool = True
+
+
+class FSDPConfig(StrictModel):
+    """FSDP2 (`fully_shard`) knobs."""
+
+    reshard_after_forward: bool = True
+
+
+class TrainingConfig(StrictModel):
+    """How each cell trains. `precision` and `strategy` are sweep axes."""
+
+    precision: PrecisionSweep = Field(default_factory=lambda: ["fp32"])
+    strategy: StrategySweep = Field(default_factory=lambda: ["ddp"])
+    optimizer: Literal["adamw", "sgd"] = "adamw"
+    learning_rate: PositiveFloat = 1e-4
+    fused_optimizer: bool | None = Field(
+        default=None, description="fused AdamW kernel; null = use it where supported"
+    )
+    channels_last: bool | None = Field(
+        default=None, description="channels_last memory format; null = on for conv nets on CUDA"
+    )
+    compile: bool = False
+    grad_accum_steps: PositiveInt = 1
+    seed: NonNegativeInt = 0
+    ddp: DDPConfig = Field(default_factory=DDPConfig)
+    fsdp: FSDPConfig = Field(default_factory=FSDPConfig)
+
+
+class TelemetryConfig(StrictModel):
+    """GPU telemetry sampled by pynvml during the measured window (ignored on CPU)."""
+
+    enabled: bool = True
+    interval_ms: Annotated[int, Field(ge=10)] = 100
+
+
+DEFAULT_STEPS = 20
+
+
+class MeasurementConfig(StrictModel):
+    """The measured window: warm-up discarded, then a fixed number of steps or seconds."""
+
+    warmup_steps: NonNegativeInt = 5
+    steps: PositiveInt | None = Field(
+        default=None, description=f"measured steps per repeat (default {DEFAULT_STEPS})"
+    )
+    duration_s: PositiveFloat | None = Field(
+        default=None, description="measure for this many seconds instead of a step count"
+    )
+    repeats: PositiveInt = 3
+    timing: Literal["auto", "cuda_events", "sync_cuda", "perf_counter"] = "auto"
+    comm_overhead: bool = Field(
+        default=True, description="extra window under DDP no_sync() to measure exposed comm"
+    )
+    flops: bool = Field(default=True, description="count FLOPs per step for TFLOP/s and MFU")
+    cv_warn_threshold: PositiveFloat = Field(
+        default=0.10, description="step-time coefficient of variation flagged as high variance"
+    )
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+
+    @model_validator(mode="after")
+    def _steps_or_duration(self) -> MeasurementConfig:
+        if self.steps is not None and self.duration_s is not None:
+            raise ValueError("set either 'steps' or 'duration_s', not both")
+        if self.steps is None and self.duration_s is None:
+            self.steps = DEFAULT_STEPS
+        return self
+
+
+class DataConfig(StrictModel):
+    """Input data. Synthetic batches are generated on the device: no I/O in the timed loop."""
+
+    source: Literal["synthetic"] = "synthetic"
+    seq_len: PositiveInt | None = Field(
+        default=None, description="sequence length for language models (null: model default)"
+    )
+    image_size: PositiveInt | None = Field(
+        default=None, description="square image side for vision models (null: model default)"
+    )
+
+
+class SlurmConfig(StrictModel):
+    """Used when launcher.kind is 'slurm'."""
+
+    partition: str | None = None
+    account: str | None = None
+    time_limit: str | None = Field(default=None, pattern=r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$")
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class LauncherConfig(StrictModel):
+    """How cells are started: torchrun locally, or torchrun under Slurm."""
+
+    kind: Literal["local", "slurm"] = "local"
+    cell_timeout_s: PositiveFloat = Field(
+        default=900.0, description="a cell running longer is killed and recorded as 'timeout'"
+    )
+    nnodes: PositiveInt = 1
+    omp_num_threads: PositiveInt | None = Field(
+        default=None, description="OMP_NUM_THREADS per rank; null = cores / ranks, at least 1"
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="extra environment variables for every cell"
+    )
+    slurm: SlurmConfig = Field(default_factory=SlurmConfig)
+
+
+class ProfilingConfig(StrictModel):
+    """Trace capture for sync-stall analysis (the published `profiling` section)."""
+
+    enabled: bool = False
+    tool: Literal["torch", "nsys"] = "torch"
+    trigger: Literal["sync_stall_detection", "always"] = Field(
+        default="sync_stall_detection",
+        description="always: profile every cell; sync_stall_detection: only cells whose "
+        "exposed communication passes stall_threshold",
+    )
+    stall_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.10
+    steps: PositiveInt = 5
+    warmup_steps: NonNegativeInt = 2
+    record_shapes: bool = False
+    with_stack: bool = False
+
+
+class CommConfig(StrictModel):
+    """Collective bandwidth sweep in nccl-tests conventions (algbw, busbw)."""
+
+    enabled: bool = False
+    collectives: CollectiveSweep = Field(default_factory=lambda: ["all_reduce"])
+    min_bytes: ByteSize = Field(default=ByteSize(1024), description="e.g. 1024, '8KiB'")
+    max_bytes: ByteSize = Field(default=ByteSize(64 * 2**20), description="e.g. '64MiB', '1GB'")
+    step_factor: Annotated[int, Field(ge=2)] = 2
+    dtype: CommDtype = "float32"
+    warmup_iters: NonNegativeInt = 5
+    iters: PositiveInt = 20
+    check: bool = Field(default=True, description="verify every result element")
+    min_busbw_gbps: PositiveFloat | None = Field(
+        default=None, description="fail the run when the average bus bandwidth is lower"
+    )
+
+    @model_validator(mode="after")
+    def _range(self) -> CommConfig:
+        if self.min_bytes <= 0:
+            raise ValueError("min_bytes must be > 0")
+        if self.min_bytes > self.max_bytes:
+            raise ValueError(
+                f"min_bytes ({int(self.min_bytes)}) is larger than max_bytes ({int(self.max_bytes)})"
+            )
+        return self
+
+
+class BenchConfig(StrictModel):
+    """A whole experiment: the sweep axes and how every cell is run and measured."""
+
+    experiment_name: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=100,
+            description="names the results directory: letters, digits, '.', '_', '-'",
+        ),
+    ]
+    description: str = ""
+    models: Annotated[
+        list[ModelSpec],
+        BeforeValidator(
+            lambda v: [_name_to_model_spec(x) for x in v] if isinstance(v, list) else v,
+            json_schema_input_type=list[str | ModelSpec],
+        ),
+        Field(min_length=1),
+    ]
+    batch_sizes: Annotated[
+        list[PositiveInt],
+        AfterValidator(_unique),
+        Field(min_length=1, description="per-device batch sizes"),
+    ]
+    gpu_counts: Annotated[
+        list[PositiveInt],
+        AfterValidator(_unique),
+        Field(min_length=1, description="world sizes; on CPU, the number of gloo processes"),
+    ]
+    device: Device = Field(default="auto", description="auto: CUDA GPUs when present, else CPU")
+    backend: Backend = Field(default="auto", description="auto: nccl on CUDA, gloo on CPU")
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    measurement: MeasurementConfig = Field(default_factory=MeasurementConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    launcher: LauncherConfig = Field(default_factory=LauncherConfig)
+    profiling: ProfilingConfig = Field(default_factory=ProfilingConfig)
+    comm: CommConfig = Field(default_factory=CommConfig)
+
+    @field_validator("experiment_name")
+    @classmethod
+    def _safe_directory_name(cls, name: str) -> str:
+        if not EXPERIMENT_NAME.match(name):
+            raise ValueError(
+                f"'{name}' may only use letters, digits, '.', '_' and '-' and must start with a "
+                "letter or digit (it names the results directory)"
+            )
+        return name
+
+    @field_validator("models")
+    @classmethod
+    def _distinct_models(cls, models: list[ModelSpec]) -> list[ModelSpec]:
+        _unique([m.display_name for m in models])
+        return models
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BenchConfig:
+        if self.device == "cpu" and self.backend == "nccl":
+            raise ValueError("backend 'nccl' needs device 'cuda' (or 'auto'); on CPU use 'gloo'")
+        if self.launcher.kind == "local" and self.launcher.nnodes > 1:
+            raise ValueError("launcher.nnodes > 1 needs launcher.kind 'slurm'")
+        return self

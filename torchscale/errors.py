@@ -1,0 +1,63 @@
+"""The one exception tree of torchscale.
+
+Library code raises these; only the CLI layer turns them into messages and exit codes, so the
+same failure reads the same whichever command hit it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class TorchScaleError(Exception):
+    """Base of every error torchscale raises on purpose. `exit_code` is what the CLI returns."""
+
+    exit_code: int = 1
+
+    def lines(self) -> list[str]:
+        """One line per problem, ready to print."""
+        return [str(self)]
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One problem found in a config: where it is and what is wrong."""
+
+    path: str  # dotted path such as "training.precision" or "batch_sizes[1]"; "" for the file
+    message: str
+    source: str = ""  # file name, or "--set" for a command-line override
+    line: int | None = None  # 1-based line in `source` where known
+    column: int | None = None  # 1-based column where known
+
+    def render(self) -> str:
+        where = self.source
+        if where and self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        parts = [p for p in (where, self.path) if p]
+        prefix = ": ".join(parts)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class ConfigError(TorchScaleError):
+    """A config file or override is invalid. Carries every problem found, not just the first."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[ConfigProblem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(p.render() for p in problems))
+
+    def lines(self) -> list[str]:
+        return [p.render() for p in self.problems]
+
+
+class UsageError(TorchScaleError):
+    """The command line itself is wrong (bad option value, missing file)."""
+
+    exit_code = 2
+
+
+class LaunchError(TorchScaleError):
+    """A subprocess (torchrun, nsys) could not be started or did not finish as expected."""

@@ -1,0 +1,1 @@
+"""Starting torchrun subprocesses: argv and environment built as data, then run."""

@@ -1,0 +1,1 @@
+"""`torchscale validate`: does this node meet the requirements for distributed training?"""

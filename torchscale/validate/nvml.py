@@ -1,0 +1,94 @@
+"""NVIDIA Management Library access (nvidia-ml-py, imported as `pynvml`).
+
+Every call can fail for reasons that are facts about the node (no library, no driver, a GPU that
+does not support a query), so each failure is turned into a reason string, never a crash.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class NvmlGpu:
+    index: int
+    handle: Any
+    name: str
+    uuid: str
+    bus_id: str
+
+
+@dataclass
+class NvmlState:
+    """An initialised NVML with its GPUs, or the reason there is none."""
+
+    module: ModuleType | None
+    error: str | None
+    driver_version: str | None = None
+    cuda_driver_version: tuple[int, int] | None = None  # highest CUDA the driver supports
+    gpus: list[NvmlGpu] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.module is not None and self.error is None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def nvml_error_name(exc: BaseException) -> str:
+    """'NVMLError_LibraryNotFound: NVML Shared Library Not Found' style text."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def call(fn: Callable[..., T], *args: Any) -> tuple[T | None, str | None]:
+    """Call an NVML function; return (value, None) or (None, reason)."""
+    try:
+        return fn(*args), None
+    except Exception as exc:  # NVMLError subclasses, plus AttributeError on old bindings
+        return None, nvml_error_name(exc)
+
+
+def probe_nvml() -> NvmlState:
+    """Import pynvml, initialise NVML and list GPUs; on failure say why."""
+    try:
+        pynvml = importlib.import_module("pynvml")
+    except ImportError as exc:
+        return NvmlState(None, f"pynvml is not importable ({exc}); pip install nvidia-ml-py")
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        reason = nvml_error_name(exc)
+        if "LibraryNotFound" in reason:
+            reason = "libnvidia-ml.so not found (no NVIDIA driver on this node)"
+        elif "DriverNotLoaded" in reason:
+            reason = "the NVIDIA kernel module is not loaded"
+        return NvmlState(pynvml, reason)
+    state = NvmlState(pynvml, None)
+    version, _ = call(pynvml.nvmlSystemGetDriverVersion)
+    state.driver_version = _text(version) if version is not None else None
+    cuda_version, _ = call(pynvml.nvmlSystemGetCudaDriverVersion_v2)
+    if isinstance(cuda_version, int):
+        state.cuda_driver_version = (cuda_version // 1000, (cuda_version % 1000) // 10)
+    count, err = call(pynvml.nvmlDeviceGetCount)
+    if err is not None or count is None:
+        state.error = f"nvmlDeviceGetCount failed: {err}"
+        return state
+    for index in range(count):
+        handle, err = call(pynvml.nvmlDeviceGetHandleByIndex, index)
+        if err is not None:
+            state.gpus.append(NvmlGpu(index, None, f"<unreadable: {err}>", "", ""))
+            continue
+        name, _ = call(pynvml.nvmlDeviceGetName, handle)
+        uuid, _ = call(pynvml.nvmlDeviceGetUUID, handle)
+        pci, _ = call(pynvml.nvmlDeviceGetPciInfo, handle)
+        bus_id = _text(getattr(pci, "busId", "")) if pci is not None else ""
+        state.gpus.append(NvmlGpu(index, handle, _text(name), _text(uuid or ""), bus_id))
+    return state
