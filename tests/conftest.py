@@ -28,9 +28,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     run_slow = config.getoption("--runslow") or os.environ.get("TORCHSCALE_RUN_SLOW") == "1"
     gpus = None
     for item in items:
-        if "slow" in item.keywords and not run_slow:
+        # markers, not item.keywords: keywords also hold parameter ids such as "gpu"
+        if item.get_closest_marker("slow") and not run_slow:
             item.add_marker(pytest.mark.skip(reason="slow: run with --runslow"))
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu"):
             if gpus is None:
                 gpus = _cuda_gpus()
             if gpus == 0:

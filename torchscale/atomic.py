@@ -22,9 +22,9 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
+        Path(tmp_name).replace(target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
+            Path(tmp_name).unlink()
         raise
     return target

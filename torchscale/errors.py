@@ -61,3 +61,7 @@ class UsageError(TorchScaleError):
 
 class LaunchError(TorchScaleError):
     """A subprocess (torchrun, nsys) could not be started or did not finish as expected."""
+
+
+class ModelError(TorchScaleError):
+    """A model cannot be built: unknown name, bad option, or a plug-in that breaks its contract."""

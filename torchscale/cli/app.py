@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from torchscale import __version__
@@ -27,12 +29,18 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def root(
-    verbose: bool | None = typer.Option(
-        None, "--verbose/--quiet", help="More detail (--verbose) or only problems (--quiet)."
-    ),
-    version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Show the version and exit."
-    ),
+    verbose: Annotated[
+        bool | None,
+        typer.Option(
+            "--verbose/--quiet", help="More detail (--verbose) or only problems (--quiet)."
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Benchmark, profile and report on PyTorch distributed (DDP/FSDP) training."""
     Verbosity.set({None: 0, True: 1, False: -1}[verbose])

@@ -18,7 +18,7 @@ R = TypeVar("R")
 
 EXIT_INTERRUPTED = 130
 
-stdout = Console(highlight=False, soft_wrap=False)
+stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

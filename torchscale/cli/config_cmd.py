@@ -4,30 +4,37 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from torchscale.cli.common import Verbosity, handle_errors, stdout
-from torchscale.cli.options import set_option, verbosity_option
+from torchscale.cli.options import SetOverrides, VerbosityFlag
 
 app = typer.Typer(help="Check, resolve and describe benchmark config files.", no_args_is_help=True)
 
-FILE_ARG = typer.Argument(..., help="YAML config file.", show_default=False)
+ConfigFile = Annotated[
+    Path, typer.Argument(help="YAML config file.", show_default=False, metavar="FILE")
+]
 
 
 @app.command("validate")
 @handle_errors
 def validate_config(
-    file: Path = FILE_ARG, overrides: list[str] = set_option(),
-    verbose: bool | None = verbosity_option(),
+    file: ConfigFile, overrides: SetOverrides = None, verbose: VerbosityFlag = None
 ) -> None:
     """Check a config file (and overrides); exit 0 when valid, 2 with every problem otherwise."""
     Verbosity.override(verbose)
     from torchscale.config import load_config
 
-    config = load_config(file, overrides)
-    cells = (len(config.models) * len(config.batch_sizes) * len(config.gpu_counts)
-             * len(config.training.precision) * len(config.training.strategy))
+    config = load_config(file, overrides or [])
+    cells = (
+        len(config.models)
+        * len(config.batch_sizes)
+        * len(config.gpu_counts)
+        * len(config.training.precision)
+        * len(config.training.strategy)
+    )
     if not Verbosity.quiet():
         stdout.print(
             f"[green]OK[/] {file}: experiment '{config.experiment_name}', {cells} cell(s) = "
@@ -41,20 +48,19 @@ def validate_config(
 @app.command("show")
 @handle_errors
 def show_config(
-    file: Path = FILE_ARG,
-    overrides: list[str] = set_option(),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of YAML."),
+    file: ConfigFile,
+    overrides: SetOverrides = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of YAML.")] = False,
 ) -> None:
     """Print the resolved config with every default filled in."""
-    import yaml
-
     from torchscale.config import load_config
+    from torchscale.config.yaml_source import dump_yaml
 
-    data = load_config(file, overrides).model_dump(mode="json")
+    data = load_config(file, overrides or []).model_dump(mode="json")
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:
-        typer.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip())
+        typer.echo(dump_yaml(data).rstrip())
 
 
 @app.command("schema")

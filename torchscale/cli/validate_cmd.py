@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
-from torchscale.cli.options import verbosity_option
+from torchscale.cli.options import VerbosityFlag
 
 if TYPE_CHECKING:
     from torchscale.validate.model import ValidateReport
@@ -27,8 +27,11 @@ def render_report(report: ValidateReport) -> None:
     """The report as a rich table, then the verdict."""
     from rich.table import Table
 
-    table = Table(title=f"torchscale validate ({report.device}) on {escape(report.hostname)}",
-                  show_lines=False, expand=False)
+    table = Table(
+        title=f"torchscale validate ({report.device}) on {escape(report.hostname)}",
+        show_lines=False,
+        expand=False,
+    )
     table.add_column("Status", no_wrap=True)
     table.add_column("Check", no_wrap=True)
     table.add_column("Detail / how to fix", overflow="fold")
@@ -48,26 +51,32 @@ def render_report(report: ValidateReport) -> None:
 
 @handle_errors
 def validate(
-    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable JSON report."),
-    quick: bool = typer.Option(False, "--quick", help="Skip the live torchrun smoke test."),
-    device: DeviceChoice = typer.Option(
-        DeviceChoice.cuda, "--device", help="Path to validate: cuda (GPU nodes) or cpu (gloo)."
-    ),
-    output_dir: Path = typer.Option(
-        Path("./results"), "--output-dir", "-o", help="Where results will go (free-disk check)."
-    ),
-    timeout: float = typer.Option(
-        120.0, "--timeout", min=1.0, help="Seconds before the smoke test is killed."
-    ),
-    verbose: bool | None = verbosity_option(),
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a machine-readable JSON report.")
+    ] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Skip the live torchrun smoke test.")
+    ] = False,
+    device: Annotated[
+        DeviceChoice,
+        typer.Option("--device", help="Path to validate: cuda (GPU nodes) or cpu (gloo)."),
+    ] = DeviceChoice.cuda,
+    output_dir: Annotated[
+        Path, typer.Option("--output-dir", "-o", help="Where results will go (free-disk check).")
+    ] = Path("./results"),
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1.0, help="Seconds before the smoke test is killed.")
+    ] = 120.0,
+    verbose: VerbosityFlag = None,
 ) -> None:
     """Check if this node meets the requirements for distributed training (exit 1 if not)."""
     from torchscale.validate.context import ValidateContext
     from torchscale.validate.runner import run_validation
 
     Verbosity.override(verbose)
-    ctx = ValidateContext(device=device.value, output_dir=output_dir, quick=quick,
-                          smoke_timeout_s=timeout)
+    ctx = ValidateContext(
+        device=device.value, output_dir=output_dir, quick=quick, smoke_timeout_s=timeout
+    )
     if as_json or Verbosity.quiet():
         report = run_validation(ctx)
     else:

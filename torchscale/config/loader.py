@@ -30,7 +30,9 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     except FileNotFoundError:
         raise ConfigError([ConfigProblem("", "file not found", source)]) from None
     except IsADirectoryError:
-        raise ConfigError([ConfigProblem("", "is a directory, not a config file", source)]) from None
+        raise ConfigError(
+            [ConfigProblem("", "is a directory, not a config file", source)]
+        ) from None
     except UnicodeDecodeError as exc:
         raise ConfigError([ConfigProblem("", f"not UTF-8 text ({exc.reason})", source)]) from None
     except OSError as exc:
@@ -47,8 +49,14 @@ def parse_config(
         raise ConfigError([ConfigProblem("", f"the file is empty; {REQUIRED_HINT}", source)])
     if not isinstance(data, dict):
         raise ConfigError(
-            [ConfigProblem("", f"the top level must be a mapping of keys to values; {REQUIRED_HINT}",
-                           source, line=1)]
+            [
+                ConfigProblem(
+                    "",
+                    f"the top level must be a mapping of keys to values; {REQUIRED_HINT}",
+                    source,
+                    line=1,
+                )
+            ]
         )
     data, applied = apply_overrides(data, overrides)
     try:
@@ -74,8 +82,13 @@ def apply_overrides(
         key = key.strip()
         parts = key.split(".")
         if not sep or not key or any(not p for p in parts):
-            problems.append(ConfigProblem("", "expected KEY=VALUE with a dotted key, "
-                                              "e.g. --set training.precision=bf16", source))
+            problems.append(
+                ConfigProblem(
+                    "",
+                    "expected KEY=VALUE with a dotted key, e.g. --set training.precision=bf16",
+                    source,
+                )
+            )
             continue
         try:
             value = parse_scalar(raw_value)
@@ -86,8 +99,9 @@ def apply_overrides(
         for depth, part in enumerate(parts[:-1]):
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                problems.append(ConfigProblem(
-                    key, f"'{'.'.join(parts[: depth + 1])}' is not a section", source))
+                problems.append(
+                    ConfigProblem(key, f"'{'.'.join(parts[: depth + 1])}' is not a section", source)
+                )
                 break
             node = child
         else:
@@ -151,7 +165,9 @@ def _message(err: Any, loc: Path_) -> str:
         return f"{_show(value)} is not allowed; expected one of {ctx.get('expected')}"
     if kind in _COMPARISONS:
         symbol, name = _COMPARISONS[kind]
-        return f"must be {symbol} {ctx.get(name)} (got {_show(value)})"
+        return f"must be {symbol} {ctx.get(name):g} (got {_show(value)})"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters (got {len(str(value))})"
     if kind == "too_short":
         return "must not be empty"
     if kind == "string_pattern_mismatch":
@@ -184,7 +200,10 @@ def _fields_at(loc: Path_) -> list[str]:
     for part in loc:
         if isinstance(part, int):
             continue
-        if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or part not in cls.model_fields:
+        if (
+            not (isinstance(cls, type) and issubclass(cls, BaseModel))
+            or part not in cls.model_fields
+        ):
             return []
         cls = _unwrap(cls.model_fields[part].annotation)
     if isinstance(cls, type) and issubclass(cls, BaseModel):

@@ -59,6 +59,16 @@ def _scalar_to_list(value: Any) -> Any:
     return value
 
 
+def _env_values_to_text(value: Any) -> Any:
+    """`NCCL_IB_DISABLE: 1` means the string "1"; a boolean is ambiguous and stays an error."""
+    if isinstance(value, dict):
+        return {
+            k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+            for k, v in value.items()
+        }
+    return value
+
+
 def _name_to_model_spec(value: Any) -> Any:
     """`models: ["resnet50"]` is shorthand for `models: [{name: resnet50}]`."""
     if isinstance(value, str):
@@ -101,7 +111,9 @@ class StrictModel(BaseModel):
 class ModelSpec(StrictModel):
     """One model to benchmark: a built-in name or a `package.module:factory` plug-in."""
 
-    name: Annotated[str, Field(min_length=1, description="built-in model or package.module:factory")]
+    name: Annotated[
+        str, Field(min_length=1, description="built-in model or package.module:factory")
+    ]
     label: str | None = Field(
         default=None, description="name shown in results and reports (default: name)"
     )
@@ -155,8 +167,8 @@ class FSDPConfig(StrictModel):
 class TrainingConfig(StrictModel):
     """How each cell trains. `precision` and `strategy` are sweep axes."""
 
-    precision: PrecisionSweep = Field(default_factory=lambda: ["fp32"])
-    strategy: StrategySweep = Field(default_factory=lambda: ["ddp"])
+    precision: PrecisionSweep = Field(default_factory=lambda: ["fp32"])  # type: ignore[arg-type]
+    strategy: StrategySweep = Field(default_factory=lambda: ["ddp"])  # type: ignore[arg-type]
     optimizer: Literal["adamw", "sgd"] = "adamw"
     learning_rate: PositiveFloat = 1e-4
     fused_optimizer: bool | None = Field(
@@ -244,9 +256,10 @@ class LauncherConfig(StrictModel):
     omp_num_threads: PositiveInt | None = Field(
         default=None, description="OMP_NUM_THREADS per rank; null = cores / ranks, at least 1"
     )
-    env: dict[str, str] = Field(
-        default_factory=dict, description="extra environment variables for every cell"
-    )
+    env: Annotated[
+        dict[str, str],
+        BeforeValidator(_env_values_to_text, json_schema_input_type=dict[str, str | int | float]),
+    ] = Field(default_factory=dict, description="extra environment variables for every cell")
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)
 
 
@@ -271,7 +284,7 @@ class CommConfig(StrictModel):
     """Collective bandwidth sweep in nccl-tests conventions (algbw, busbw)."""
 
     enabled: bool = False
-    collectives: CollectiveSweep = Field(default_factory=lambda: ["all_reduce"])
+    collectives: CollectiveSweep = Field(default_factory=lambda: ["all_reduce"])  # type: ignore[arg-type]
     min_bytes: ByteSize = Field(default=ByteSize(1024), description="e.g. 1024, '8KiB'")
     max_bytes: ByteSize = Field(default=ByteSize(64 * 2**20), description="e.g. '64MiB', '1GB'")
     step_factor: Annotated[int, Field(ge=2)] = 2
@@ -289,7 +302,8 @@ class CommConfig(StrictModel):
             raise ValueError("min_bytes must be > 0")
         if self.min_bytes > self.max_bytes:
             raise ValueError(
-                f"min_bytes ({int(self.min_bytes)}) is larger than max_bytes ({int(self.max_bytes)})"
+                f"min_bytes ({int(self.min_bytes)}) is larger than "
+                f"max_bytes ({int(self.max_bytes)})"
             )
         return self
 

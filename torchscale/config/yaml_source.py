@@ -18,14 +18,32 @@ from torchscale.errors import ConfigError, ConfigProblem
 
 
 class _ConfigLoader(yaml.SafeLoader):
-    """SafeLoader plus YAML 1.2 exponent floats such as 1e-4."""
+    """SafeLoader with YAML 1.2 numbers: `1e-4` is a float, and `1:30:00` stays a string
+    (YAML 1.1 reads it as the base-60 integer 5400, a trap for Slurm time limits)."""
 
 
-_ConfigLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
+_INT = re.compile(
+    r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""",
+    re.X,
 )
+_FLOAT = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_ConfigLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _NUMBER_TAGS]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+# int first: a plain "64" must stay an int, the float pattern would also match it
+_ConfigLoader.add_implicit_resolver(_NUMBER_TAGS[0], _INT, list("-+0123456789"))
+_ConfigLoader.add_implicit_resolver(_NUMBER_TAGS[1], _FLOAT, list("-+0123456789."))
 
 
 @dataclass(frozen=True)
@@ -57,8 +75,9 @@ def _mark(node: yaml.Node) -> Mark:
     return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
 
 
-def _walk(node: yaml.Node, path: Path_, index: YamlIndex, problems: list[ConfigProblem],
-          source: str) -> None:
+def _walk(
+    node: yaml.Node, path: Path_, index: YamlIndex, problems: list[ConfigProblem], source: str
+) -> None:
     index.values[path] = _mark(node)
     if isinstance(node, yaml.MappingNode):
         first_seen: dict[Any, Mark] = {}
@@ -78,8 +97,9 @@ def _walk(node: yaml.Node, path: Path_, index: YamlIndex, problems: list[ConfigP
                 )
                 continue
             first_seen[key] = mark
-            index.keys[(*path, key)] = mark
-            _walk(value_node, (*path, key), index, problems, source)
+            child: Path_ = (*path, key)
+            index.keys[child] = mark
+            _walk(value_node, child, index, problems, source)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _walk(item, (*path, i), index, problems, source)
@@ -118,6 +138,21 @@ def read_yaml(text: str, source: str) -> tuple[Any, YamlIndex]:
         ) from None
     finally:
         loader.dispose()
+
+
+class _ConfigDumper(yaml.SafeDumper):
+    """SafeDumper that quotes exactly the strings _ConfigLoader would read as numbers
+    (e.g. '1e5'), so what `config show` prints reads back as the same config."""
+
+
+_ConfigDumper.yaml_implicit_resolvers = {
+    first: list(resolvers) for first, resolvers in _ConfigLoader.yaml_implicit_resolvers.items()
+}
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML text that read_yaml reads back as `data` (keys in the given order)."""
+    return yaml.dump(data, Dumper=_ConfigDumper, sort_keys=False, default_flow_style=False)
 
 
 def parse_scalar(text: str) -> Any:

@@ -32,31 +32,48 @@ def check_cuda(ctx: ValidateContext) -> CheckResult:
     build = torch_build(torch)
     if build == "CPU-only":
         return failed(
-            "cuda", "CUDA", f"torch {torch.__version__} is a CPU-only build",
+            "cuda",
+            "CUDA",
+            f"torch {torch.__version__} is a CPU-only build",
             "install a CUDA build of PyTorch; on a machine without GPUs use --device cpu",
         )
     try:
         available = bool(torch.cuda.is_available())
         count = int(torch.cuda.device_count()) if available else 0
     except Exception as exc:
-        return failed("cuda", "CUDA", f"torch.cuda raised {type(exc).__name__}: {exc}",
-                      "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES")
+        return failed(
+            "cuda",
+            "CUDA",
+            f"torch.cuda raised {type(exc).__name__}: {exc}",
+            "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES",
+        )
     if not available or count == 0:
         return failed(
-            "cuda", "CUDA", f"{build} build, but no CUDA device is usable",
+            "cuda",
+            "CUDA",
+            f"{build} build, but no CUDA device is usable",
             "check that the NVIDIA driver is loaded (nvidia-smi), that CUDA_VISIBLE_DEVICES "
             "does not hide the GPUs, and that the container was started with GPU access",
             device_count=0,
         )
-    return passed("cuda", "CUDA", f"{count} device(s) usable by torch ({build})",
-                  device_count=count, cuda_runtime=torch.version.cuda)
+    return passed(
+        "cuda",
+        "CUDA",
+        f"{count} device(s) usable by torch ({build})",
+        device_count=count,
+        cuda_runtime=torch.version.cuda,
+    )
 
 
 def _gpu_facts(state: NvmlState, gpu: NvmlGpu) -> dict[str, Any]:
     pynvml = state.module
     assert pynvml is not None
-    facts: dict[str, Any] = {"index": gpu.index, "name": gpu.name, "uuid": gpu.uuid,
-                             "pci_bus_id": gpu.bus_id}
+    facts: dict[str, Any] = {
+        "index": gpu.index,
+        "name": gpu.name,
+        "uuid": gpu.uuid,
+        "pci_bus_id": gpu.bus_id,
+    }
     memory, _ = call(pynvml.nvmlDeviceGetMemoryInfo, gpu.handle)
     if memory is not None:
         facts["memory_total_bytes"] = int(memory.total)
@@ -68,8 +85,12 @@ def _gpu_facts(state: NvmlState, gpu: NvmlGpu) -> dict[str, Any]:
 
 def _torch_gpu_facts(torch: Any, index: int) -> dict[str, Any]:
     props = torch.cuda.get_device_properties(index)
-    return {"index": index, "name": props.name, "memory_total_bytes": int(props.total_memory),
-            "compute_capability": f"{props.major}.{props.minor}"}
+    return {
+        "index": index,
+        "name": props.name,
+        "memory_total_bytes": int(props.total_memory),
+        "compute_capability": f"{props.major}.{props.minor}",
+    }
 
 
 def _describe(gpu: dict[str, Any]) -> str:
@@ -94,14 +115,22 @@ def check_gpus(ctx: ValidateContext) -> CheckResult:
         source = "torch (NVML unavailable)"
     if not gpus:
         why = _no_nvml(state) if not state.ok else "NVML lists no GPU"
-        return failed("gpus", "GPUs", f"no GPU found ({why})",
-                      "install the NVIDIA driver and check `nvidia-smi` lists the GPUs")
+        return failed(
+            "gpus",
+            "GPUs",
+            f"no GPU found ({why})",
+            "install the NVIDIA driver and check `nvidia-smi` lists the GPUs",
+        )
     names = {g["name"] for g in gpus}
     detail = f"{len(gpus)} GPU(s) via {source}: " + "; ".join(_describe(g) for g in gpus)
     if len(names) > 1:
-        return warned("gpus", "GPUs", detail,
-                      "mixed GPU models: the slowest one sets the pace of every DDP step",
-                      gpus=gpus)
+        return warned(
+            "gpus",
+            "GPUs",
+            detail,
+            "mixed GPU models: the slowest one sets the pace of every DDP step",
+            gpus=gpus,
+        )
     return passed("gpus", "GPUs", detail, gpus=gpus)
 
 
@@ -110,13 +139,21 @@ def check_driver(ctx: ValidateContext) -> CheckResult:
         return skipped("driver", "NVIDIA driver", CPU_SKIP)
     state = ctx.nvml
     if not state.ok:
-        return failed("driver", "NVIDIA driver", _no_nvml(state),
-                      "install/load the NVIDIA driver; `nvidia-smi` must work on the node")
+        return failed(
+            "driver",
+            "NVIDIA driver",
+            _no_nvml(state),
+            "install/load the NVIDIA driver; `nvidia-smi` must work on the node",
+        )
     cuda = state.cuda_driver_version
     cuda_text = f", supports CUDA up to {cuda[0]}.{cuda[1]}" if cuda else ""
-    return passed("driver", "NVIDIA driver", f"driver {state.driver_version}{cuda_text}",
-                  driver_version=state.driver_version,
-                  cuda_driver_version=f"{cuda[0]}.{cuda[1]}" if cuda else None)
+    return passed(
+        "driver",
+        "NVIDIA driver",
+        f"driver {state.driver_version}{cuda_text}",
+        driver_version=state.driver_version,
+        cuda_driver_version=f"{cuda[0]}.{cuda[1]}" if cuda else None,
+    )
 
 
 def cuda_compatibility(runtime: tuple[int, int], driver: tuple[int, int]) -> str:
@@ -148,13 +185,22 @@ def check_cuda_compat(ctx: ValidateContext) -> CheckResult:
     detail = f"torch built with CUDA {runtime_text}; driver supports up to {driver[0]}.{driver[1]}"
     data = {"runtime": runtime_text, "driver": f"{driver[0]}.{driver[1]}", "verdict": verdict}
     if verdict == "too_old":
-        return failed("cuda_compat", title, detail,
-                      f"upgrade the driver to one supporting CUDA {runtime_text}, or install a "
-                      f"PyTorch build for CUDA {driver[0]}.x", **data)
+        return failed(
+            "cuda_compat",
+            title,
+            detail,
+            f"upgrade the driver to one supporting CUDA {runtime_text}, or install a "
+            f"PyTorch build for CUDA {driver[0]}.x",
+            **data,
+        )
     if verdict == "minor":
-        return warned("cuda_compat", title, detail + " (minor-version compatibility mode)",
-                      "works for most kernels; upgrade the driver for PTX JIT and newest "
-                      "features", **data)
+        return warned(
+            "cuda_compat",
+            title,
+            detail + " (minor-version compatibility mode)",
+            "works for most kernels; upgrade the driver for PTX JIT and newest features",
+            **data,
+        )
     return passed("cuda_compat", title, detail, **data)
 
 
@@ -189,9 +235,14 @@ def check_p2p(ctx: ValidateContext) -> CheckResult:
     detail = f"peer access {len(pairs) - len(missing)}/{len(pairs)} pairs; NVLink {links}"
     data = {"peer_access": pairs, "active_nvlinks": nvlinks}
     if missing:
-        return warned("p2p", title, detail + f"; no peer access: {', '.join(missing)}",
-                      "without P2P, NCCL copies through host memory: check `nvidia-smi topo -m`,"
-                      " IOMMU/ACS settings, or NCCL_P2P_DISABLE", **data)
+        return warned(
+            "p2p",
+            title,
+            detail + f"; no peer access: {', '.join(missing)}",
+            "without P2P, NCCL copies through host memory: check `nvidia-smi topo -m`,"
+            " IOMMU/ACS settings, or NCCL_P2P_DISABLE",
+            **data,
+        )
     return passed("p2p", title, detail, **data)
 
 
@@ -224,8 +275,12 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
     unsupported = 0
     for gpu in ctx.nvml.gpus:
         facts: dict[str, Any] = {}
-        volatile, err = call(pynvml.nvmlDeviceGetTotalEccErrors, gpu.handle,
-                             pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC)
+        volatile, err = call(
+            pynvml.nvmlDeviceGetTotalEccErrors,
+            gpu.handle,
+            pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+            pynvml.NVML_VOLATILE_ECC,
+        )
         if err is not None:
             unsupported += 1
             facts["ecc"] = f"unsupported ({err})"
@@ -241,22 +296,31 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
         remap, err = call(pynvml.nvmlDeviceGetRemappedRows, gpu.handle)
         if err is None and remap is not None:
             corrected, uncorrected, is_pending, failure = remap
-            facts["remapped_rows"] = {"correctable": corrected, "uncorrectable": uncorrected,
-                                      "pending": bool(is_pending), "failure": bool(failure)}
+            facts["remapped_rows"] = {
+                "correctable": corrected,
+                "uncorrectable": uncorrected,
+                "pending": bool(is_pending),
+                "failure": bool(failure),
+            }
             if failure:
                 bad.append(f"GPU{gpu.index}: row remapping failed (replace the GPU)")
             elif is_pending:
                 bad.append(f"GPU{gpu.index}: row remapping pending (reset the GPU)")
         per_gpu[gpu.index] = facts
     if bad:
-        return failed("ecc", title, "; ".join(bad),
-                      "drain the node: reset/reboot for pending retirement or remapping, "
-                      "RMA the GPU on remapping failure or recurring uncorrected errors",
-                      gpus=per_gpu)
+        return failed(
+            "ecc",
+            title,
+            "; ".join(bad),
+            "drain the node: reset/reboot for pending retirement or remapping, "
+            "RMA the GPU on remapping failure or recurring uncorrected errors",
+            gpus=per_gpu,
+        )
     if unsupported == len(ctx.nvml.gpus):
         return skipped("ecc", title, "ECC not supported or disabled on these GPUs", gpus=per_gpu)
-    return passed("ecc", title, "no uncorrected ECC errors, no pending retirement/remapping",
-                  gpus=per_gpu)
+    return passed(
+        "ecc", title, "no uncorrected ECC errors, no pending retirement/remapping", gpus=per_gpu
+    )
 
 
 def check_persistence(ctx: ValidateContext) -> CheckResult:
@@ -272,10 +336,14 @@ def check_persistence(ctx: ValidateContext) -> CheckResult:
         modes[gpu.index] = None if err else value == pynvml.NVML_FEATURE_ENABLED
     off = [i for i, on in modes.items() if on is False]
     if off:
-        return warned("persistence", title,
-                      "disabled on GPU " + ", ".join(map(str, off)),
-                      "enable it (`sudo nvidia-smi -pm 1` or nvidia-persistenced) so the driver "
-                      "does not re-initialise the GPUs at every process start", gpus=modes)
+        return warned(
+            "persistence",
+            title,
+            "disabled on GPU " + ", ".join(map(str, off)),
+            "enable it (`sudo nvidia-smi -pm 1` or nvidia-persistenced) so the driver "
+            "does not re-initialise the GPUs at every process start",
+            gpus=modes,
+        )
     if all(on is None for on in modes.values()):
         return skipped("persistence", title, "not queryable on these GPUs", gpus=modes)
     return passed("persistence", title, "enabled on every GPU", gpus=modes)
@@ -293,8 +361,9 @@ CLOCK_REASONS: dict[int, str] = {
     0x80: "HwPowerBrakeSlowdown",
     0x100: "DisplayClockSetting",
 }
-HARMLESS_REASONS = frozenset({"GpuIdle", "ApplicationsClocksSetting", "SyncBoost",
-                              "DisplayClockSetting"})
+HARMLESS_REASONS = frozenset(
+    {"GpuIdle", "ApplicationsClocksSetting", "SyncBoost", "DisplayClockSetting"}
+)
 
 
 def decode_clock_reasons(mask: int) -> list[str]:
@@ -313,8 +382,10 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
         return skip
     pynvml = ctx.nvml.module
     assert pynvml is not None
-    query = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-        pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons")
+    # renamed in newer bindings; older ones only have the "Throttle" name
+    query = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
+        pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
     reasons: dict[int, list[str]] = {}
     for gpu in ctx.nvml.gpus:
         mask, err = call(query, gpu.handle)
@@ -323,8 +394,12 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
     slowing = {i: rs for i, rs in slowing.items() if rs}
     if slowing:
         text = "; ".join(f"GPU{i}: {', '.join(rs)}" for i, rs in slowing.items())
-        return warned("throttle", title, f"clocks held down now: {text}",
-                      "check cooling and power limits (`nvidia-smi -q -d PERFORMANCE,POWER`); a "
-                      "throttling GPU becomes the straggler every rank waits for",
-                      gpus=reasons)
+        return warned(
+            "throttle",
+            title,
+            f"clocks held down now: {text}",
+            "check cooling and power limits (`nvidia-smi -q -d PERFORMANCE,POWER`); a "
+            "throttling GPU becomes the straggler every rank waits for",
+            gpus=reasons,
+        )
     return passed("throttle", title, "no thermal or power slowdown active", gpus=reasons)

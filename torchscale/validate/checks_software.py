@@ -49,7 +49,9 @@ def check_torch(ctx: ValidateContext) -> CheckResult:
     state = ctx.torch
     if state.module is None:
         return failed(
-            "torch", "PyTorch", f"cannot import torch: {state.error}",
+            "torch",
+            "PyTorch",
+            f"cannot import torch: {state.error}",
             "install PyTorch >= 2.1 for this platform (CUDA build on GPU nodes)",
         )
     torch = state.module
@@ -83,7 +85,9 @@ def check_nccl(ctx: ValidateContext) -> CheckResult:
         return skipped("nccl", "NCCL", NEEDS_TORCH)
     if not (torch.distributed.is_available() and torch.distributed.is_nccl_available()):
         return failed(
-            "nccl", "NCCL", f"not available in torch {torch.__version__} ({torch_build(torch)})",
+            "nccl",
+            "NCCL",
+            f"not available in torch {torch.__version__} ({torch_build(torch)})",
             "install a CUDA build of PyTorch: its wheels bundle NCCL",
         )
     try:
@@ -91,7 +95,9 @@ def check_nccl(ctx: ValidateContext) -> CheckResult:
         version = ".".join(str(x) for x in raw) if isinstance(raw, tuple) else str(raw)
     except Exception as exc:  # the library is missing or fails to load
         return failed(
-            "nccl", "NCCL", f"torch reports NCCL but cannot load it: {exc}",
+            "nccl",
+            "NCCL",
+            f"torch reports NCCL but cannot load it: {exc}",
             "reinstall the CUDA build of PyTorch (nvidia-nccl-cu* wheel)",
         )
     return passed("nccl", "NCCL", f"NCCL {version}", version=version)
@@ -104,12 +110,15 @@ def check_torchrun(ctx: ValidateContext) -> CheckResult:
     )
     if not has_module:
         return failed(
-            "torchrun", "torchrun", "torch.distributed.run is not importable",
+            "torchrun",
+            "torchrun",
+            "torch.distributed.run is not importable",
             "install PyTorch >= 2.1 in this environment",
         )
     if path is None:
         return warned(
-            "torchrun", "torchrun",
+            "torchrun",
+            "torchrun",
             f"not on PATH; `{sys.executable} -m torch.distributed.run` works "
             "(torchscale launches it that way)",
             "activate the environment that has torch so `torchrun` is on PATH",
@@ -133,7 +142,10 @@ def check_nsys(ctx: ValidateContext) -> CheckResult:
         return warned("nsys", "Nsight Systems", "nsys not found on PATH", hint)
     try:
         proc = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=NSYS_TIMEOUT_S,
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=NSYS_TIMEOUT_S,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -143,8 +155,7 @@ def check_nsys(ctx: ValidateContext) -> CheckResult:
         out = (proc.stdout + proc.stderr).strip().splitlines()
         tail = out[-1] if out else f"exit code {proc.returncode}"
         return warned("nsys", "Nsight Systems", f"{path} --version failed: {tail}", hint, path=path)
-    return passed("nsys", "Nsight Systems", f"nsys {version} at {path}", path=path,
-                  version=version)
+    return passed("nsys", "Nsight Systems", f"nsys {version} at {path}", path=path, version=version)
 
 
 SHOWN_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_", "TORCH_DISTRIBUTED_")
@@ -161,7 +172,8 @@ SLOW_NCCL_SETTINGS = {
 def check_environment(ctx: ValidateContext) -> CheckResult:
     env = os.environ
     shown = {
-        k: v for k, v in sorted(env.items())
+        k: v
+        for k, v in sorted(env.items())
         if k.startswith(SHOWN_ENV_PREFIXES) or k in SHOWN_ENV_NAMES
     }
     leftovers = sorted(k for k in env if is_inherited_distributed_var(k))
@@ -178,9 +190,12 @@ def check_environment(ctx: ValidateContext) -> CheckResult:
         hints.append("unset them unless you are debugging: they force slower NCCL paths")
     if leftovers:
         problems.append("inherited launcher variables: " + ", ".join(leftovers))
-        hints.append("they belong to another launch; torchscale strips them from its cells, "
-                     "but your own scripts would join the wrong rendezvous")
+        hints.append(
+            "they belong to another launch; torchscale strips them from its cells, "
+            "but your own scripts would join the wrong rendezvous"
+        )
     if problems:
-        return warned("env", "Environment", "; ".join(problems) + f" ({detail})",
-                      "; ".join(hints), **data)
+        return warned(
+            "env", "Environment", "; ".join(problems) + f" ({detail})", "; ".join(hints), **data
+        )
     return passed("env", "Environment", detail, **data)

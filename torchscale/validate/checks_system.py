@@ -29,14 +29,18 @@ def check_cpu(ctx: ValidateContext) -> CheckResult:
     cores = usable_cores()
     detail = f"{cores} usable core(s) ({os.cpu_count()} online)"
     if ctx.device == "cpu" and cores < 2:
-        return warned("cpu", "CPU cores", detail,
-                      "two or more ranks will share one core: CPU-path timings are oversubscribed",
-                      usable_cores=cores)
+        return warned(
+            "cpu",
+            "CPU cores",
+            detail,
+            "two or more ranks will share one core: CPU-path timings are oversubscribed",
+            usable_cores=cores,
+        )
     return passed("cpu", "CPU cores", detail, usable_cores=cores, online_cores=os.cpu_count())
 
 
-def check_shm(ctx: ValidateContext, path: Path = Path("/dev/shm")) -> CheckResult:
-    title = "/dev/shm size"
+def check_shm(ctx: ValidateContext, path: Path = Path("/dev/shm")) -> CheckResult:  # noqa: S108
+    title = "/dev/shm size"  # noqa: S108
     if not path.exists():
         return skipped("shm", title, f"{path} does not exist on this platform")
     stats = os.statvfs(path)
@@ -45,9 +49,14 @@ def check_shm(ctx: ValidateContext, path: Path = Path("/dev/shm")) -> CheckResul
     detail = f"{total / GIB:.1f} GiB ({free / GIB:.1f} GiB free)"
     data = {"total_bytes": total, "free_bytes": free}
     if total < SHM_WARN_BYTES:
-        return warned("shm", title, detail + f"; below {SHM_WARN_BYTES // GIB} GiB",
-                      "DataLoader workers and NCCL's shared-memory transport need more: start "
-                      "the container with --shm-size=16g or --ipc=host", **data)
+        return warned(
+            "shm",
+            title,
+            detail + f"; below {SHM_WARN_BYTES // GIB} GiB",
+            "DataLoader workers and NCCL's shared-memory transport need more: start "
+            "the container with --shm-size=16g or --ipc=host",
+            **data,
+        )
     return passed("shm", title, detail, **data)
 
 
@@ -58,12 +67,21 @@ def check_open_files(ctx: ValidateContext) -> CheckResult:
     except ImportError:
         return skipped("open_files", title, "resource limits are not available on this platform")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    show = lambda n: "unlimited" if n == resource.RLIM_INFINITY else str(n)  # noqa: E731
+
+    def show(n: int) -> str:
+        return "unlimited" if n == resource.RLIM_INFINITY else str(n)
+
     detail = f"soft {show(soft)}, hard {show(hard)}"
     if soft != resource.RLIM_INFINITY and soft < OPEN_FILES_WARN:
-        return warned("open_files", title, detail,
-                      f"raise it (`ulimit -n 65536`): DataLoader workers sharing tensors and many "
-                      f"ranks per node exhaust {soft} descriptors", soft=soft, hard=hard)
+        return warned(
+            "open_files",
+            title,
+            detail,
+            f"raise it (`ulimit -n 65536`): DataLoader workers sharing tensors and many "
+            f"ranks per node exhaust {soft} descriptors",
+            soft=soft,
+            hard=hard,
+        )
     return passed("open_files", title, detail, soft=soft, hard=hard)
 
 
@@ -78,9 +96,12 @@ def check_infiniband(ctx: ValidateContext, root: Path = INFINIBAND_SYSFS) -> Che
     title = "InfiniBand / RoCE"
     devices = sorted(root.iterdir()) if root.is_dir() else []
     if not devices:
-        return skipped("infiniband", title,
-                       "no RDMA devices: fine on one node; across nodes NCCL falls back to TCP "
-                       "sockets, far slower than InfiniBand/RoCE")
+        return skipped(
+            "infiniband",
+            title,
+            "no RDMA devices: fine on one node; across nodes NCCL falls back to TCP "
+            "sockets, far slower than InfiniBand/RoCE",
+        )
     ports: dict[str, dict[str, str]] = {}
     for dev in devices:
         for port in sorted((dev / "ports").glob("*")):
@@ -90,12 +111,18 @@ def check_infiniband(ctx: ValidateContext, root: Path = INFINIBAND_SYSFS) -> Che
                 "link_layer": _read(port / "link_layer"),
             }
     active = [name for name, p in ports.items() if "ACTIVE" in p["state"]]
-    detail = "; ".join(f"{n}: {p['state']}, {p['rate']}, {p['link_layer']}"
-                       for n, p in ports.items()) or "devices without ports"
+    detail = (
+        "; ".join(f"{n}: {p['state']}, {p['rate']}, {p['link_layer']}" for n, p in ports.items())
+        or "devices without ports"
+    )
     if not active:
-        return warned("infiniband", title, detail,
-                      "no port is ACTIVE: check cabling and the subnet manager (`ibstat`)",
-                      ports=ports)
+        return warned(
+            "infiniband",
+            title,
+            detail,
+            "no port is ACTIVE: check cabling and the subnet manager (`ibstat`)",
+            ports=ports,
+        )
     return passed("infiniband", title, detail, ports=ports)
 
 

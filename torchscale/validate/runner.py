@@ -7,6 +7,7 @@ import socket
 import traceback
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
+from pathlib import Path
 
 from torchscale import __version__
 from torchscale.validate import checks_gpu, checks_software, checks_system
@@ -49,8 +50,10 @@ def _guarded(check: Check, ctx: ValidateContext) -> CheckResult:
         name = check.__name__.removeprefix("check_")
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return failed(
-            name, name, f"the check itself crashed: {type(exc).__name__}: {exc} "
-            f"({os.path.basename(where.filename)}:{where.lineno})",
+            name,
+            name,
+            f"the check itself crashed: {type(exc).__name__}: {exc} "
+            f"({Path(where.filename).name}:{where.lineno})",
             "please report this as a torchscale bug, with `torchscale validate --json`",
         )
 
@@ -78,16 +81,23 @@ def verdict_text(ctx: ValidateContext, results: list[CheckResult]) -> str:
     if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 0:
         text = "GPU training is impossible on this node: " + "; ".join(_no_gpu_reasons(ctx)) + "."
         if cpu_works:
-            text += (" The CPU path works (gloo smoke test passed): `torchscale validate "
-                     "--device cpu` checks it, and `device: cpu` in a config runs each rank as "
-                     "a CPU process with gloo.")
+            text += (
+                " The CPU path works (gloo smoke test passed): `torchscale validate "
+                "--device cpu` checks it, and `device: cpu` in a config runs each rank as "
+                "a CPU process with gloo."
+            )
         else:
-            text += (" The CPU path (gloo) may still work: check it with "
-                     "`torchscale validate --device cpu`.")
+            text += (
+                " The CPU path (gloo) may still work: check it with "
+                "`torchscale validate --device cpu`."
+            )
         return text
     if failures:
-        return ("This node is NOT ready for distributed training: "
-                + ", ".join(r.title for r in failures) + " failed.")
+        return (
+            "This node is NOT ready for distributed training: "
+            + ", ".join(r.title for r in failures)
+            + " failed."
+        )
     warns = [r.title for r in results if r.status is Status.WARN]
     path = "GPU (NCCL)" if ctx.device == "cuda" else "CPU (gloo)"
     text = f"This node is ready for {path} distributed training."
@@ -115,8 +125,14 @@ def run_validation(
     try:
         results.extend(check_smoke(ctx, env))
     except Exception as exc:
-        results.append(failed("smoke", "Smoke test", f"could not run: {type(exc).__name__}: {exc}",
-                              "please report this as a torchscale bug"))
+        results.append(
+            failed(
+                "smoke",
+                "Smoke test",
+                f"could not run: {type(exc).__name__}: {exc}",
+                "please report this as a torchscale bug",
+            )
+        )
     counts = {s: sum(r.status is s for r in results) for s in Status}
     return ValidateReport(
         torchscale_version=__version__,

@@ -54,17 +54,25 @@ def smoke_command(
 ) -> tuple[list[str], dict[str, str]]:
     """argv and environment of one smoke run (torchrun via the current interpreter)."""
     argv = [
-        python, "-m", "torch.distributed.run",
+        python,
+        "-m",
+        "torch.distributed.run",
         "--standalone",
         "--nnodes=1",
         f"--nproc-per-node={spec.nproc}",
         "--max-restarts=0",
-        "-m", "torchscale.validate.smoke_worker",
-        "--backend", spec.backend,
-        "--device", spec.device,
-        "--elements", str(SMOKE_ELEMENTS),
-        "--iters", str(SMOKE_ITERS),
-        "--out", str(result_file),
+        "-m",
+        "torchscale.validate.smoke_worker",
+        "--backend",
+        spec.backend,
+        "--device",
+        spec.device,
+        "--elements",
+        str(SMOKE_ELEMENTS),
+        "--iters",
+        str(SMOKE_ITERS),
+        "--out",
+        str(result_file),
     ]
     env = child_environment(
         base_env,
@@ -92,36 +100,56 @@ def _root_cause(error_file: Path) -> str | None:
 
 
 def judge_smoke(
-    spec: SmokeSpec, outcome: ProcessOutcome, verdict: dict[str, Any] | None,
+    spec: SmokeSpec,
+    outcome: ProcessOutcome,
+    verdict: dict[str, Any] | None,
     root_cause: str | None,
 ) -> CheckResult:
     """Turn one smoke run's exit status and JSON verdict into a check result."""
     title = f"Smoke test ({spec.label})"
     id = f"smoke_{spec.backend}_{spec.device}"
-    data: dict[str, Any] = {"spec": {"backend": spec.backend, "nproc": spec.nproc,
-                                     "device": spec.device}, "wall_s": round(outcome.wall_s, 2)}
+    data: dict[str, Any] = {
+        "spec": {"backend": spec.backend, "nproc": spec.nproc, "device": spec.device},
+        "wall_s": round(outcome.wall_s, 2),
+    }
     tail = outcome.log_tail(8)
     hint_logs = f"full log: {outcome.log_path}"
     if outcome.timed_out:
-        return failed(id, title, f"no result after {outcome.wall_s:.0f} s (hung rendezvous or "
-                      "collective); killed", f"{hint_logs}; check firewall/loopback and "
-                      "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME", **data)
+        return failed(
+            id,
+            title,
+            f"no result after {outcome.wall_s:.0f} s (hung rendezvous or collective); killed",
+            f"{hint_logs}; check firewall/loopback and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME",
+            **data,
+        )
     if outcome.returncode != 0 or verdict is None:
         cause = root_cause or (tail.splitlines()[-1] if tail else "no output")
-        return failed(id, title, f"torchrun exited with {outcome.returncode}: {cause}",
-                      hint_logs, log_tail=tail, **data)
+        return failed(
+            id,
+            title,
+            f"torchrun exited with {outcome.returncode}: {cause}",
+            hint_logs,
+            log_tail=tail,
+            **data,
+        )
     data["result"] = verdict
     if verdict.get("wrong_elements", 1) != 0 or not verdict.get("all_gather_ok", False):
-        return failed(id, title,
-                      f"WRONG RESULTS: {verdict.get('wrong_elements')} wrong all_reduce element(s) "
-                      f"(expected {verdict.get('expected_value')}), all_gather ranks "
-                      f"{verdict.get('all_gather_ranks')}",
-                      "the collective library returns corrupt data: check the GPU (ECC), driver "
-                      "and NCCL version before training on this node", **data)
+        return failed(
+            id,
+            title,
+            f"WRONG RESULTS: {verdict.get('wrong_elements')} wrong all_reduce element(s) "
+            f"(expected {verdict.get('expected_value')}), all_gather ranks "
+            f"{verdict.get('all_gather_ranks')}",
+            "the collective library returns corrupt data: check the GPU (ECC), driver "
+            "and NCCL version before training on this node",
+            **data,
+        )
     ms = verdict["seconds_per_all_reduce"] * 1e3
-    detail = (f"all_reduce of {verdict['bytes'] // 2**20} MiB correct on {spec.nproc} rank(s): "
-              f"{ms:.2f} ms each, busbw {verdict['busbw_gbps']:.2f} GB/s; all_gather correct; "
-              f"{outcome.wall_s:.1f} s wall")
+    detail = (
+        f"all_reduce of {verdict['bytes'] // 2**20} MiB correct on {spec.nproc} rank(s): "
+        f"{ms:.2f} ms each, busbw {verdict['busbw_gbps']:.2f} GB/s; all_gather correct; "
+        f"{outcome.wall_s:.1f} s wall"
+    )
     return passed(id, title, detail, **data)
 
 
@@ -137,7 +165,8 @@ def run_smoke(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> Ch
             verdict = json.loads(result_file.read_text())
         except ValueError:
             verdict = None
-    result = judge_smoke(spec, outcome, verdict, _root_cause(result_file.with_suffix(".error.json")))
+    cause = _root_cause(result_file.with_suffix(".error.json"))
+    result = judge_smoke(spec, outcome, verdict, cause)
     if result.status.value == "PASS":
         shutil.rmtree(workdir, ignore_errors=True)
     return result
@@ -149,5 +178,6 @@ def check_smoke(ctx: ValidateContext, base_env: dict[str, str]) -> list[CheckRes
     if ctx.torch.module is None:
         return [skipped("smoke", "Smoke test", "needs torch, which could not be imported")]
     gpu_count = ctx.torch.cuda_gpu_count if ctx.device == "cuda" else 0
-    return [run_smoke(spec, ctx.smoke_timeout_s, base_env)
-            for spec in plan_smoke(ctx.device, gpu_count)]
+    return [
+        run_smoke(spec, ctx.smoke_timeout_s, base_env) for spec in plan_smoke(ctx.device, gpu_count)
+    ]
