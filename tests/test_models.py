@@ -1,0 +1,357 @@
+"""The model zoo: exact reference sizes, the catalog contract, training on CPU, FLOPs, plug-ins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from torchscale.config.catalog import BUILTIN_MODELS
+from torchscale.errors import ModelError, TorchScaleError
+from torchscale.models import (
+    BUILTIN,
+    ModelBundle,
+    build_model,
+    call_model,
+    list_models,
+    load_plugin,
+    parameter_count,
+)
+from torchscale.models.bert import BERT_BASE, BERT_LARGE, BertModel
+from torchscale.models.transformer import DEFAULT_PARAMETERS
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+META = torch.device("meta")
+
+# /work/shared/reference/models.md (torchvision 0.28, HF transformers 4.57)
+REFERENCE_PARAMETERS = {
+    "resnet18": 11_689_512,
+    "resnet50": 25_557_032,
+    "vit-b16": 86_567_656,
+    "bert-base": 109_514_298,  # BertForMaskedLM
+    "bert-large": 335_174_458,  # BertForMaskedLM
+    "gpt2": 124_439_808,
+    "gpt2-medium": 354_823_168,
+    "gpt2-large": 774_030_080,
+}
+TINY_PARAMETERS = {
+    "tiny-mlp": 22_026,
+    "tiny-cnn": 78_042,
+    "tiny-gpt2": 182_016,
+    "tiny-bert": 187_456,
+    "tiny-transformer": 299_776,
+}
+TINY = sorted(TINY_PARAMETERS)
+
+# a valid value for every option name the catalog allows (small, so building is cheap)
+OPTION_VALUES: dict[str, Any] = {
+    "image_size": 64,
+    "num_classes": 7,
+    "seq_len": 32,
+    "hidden": 16,
+    "layers": 1,
+    "d_model": 32,
+    "nhead": 2,
+    "num_encoder_layers": 1,
+    "num_decoder_layers": 1,
+    "dim_feedforward": 64,
+    "dropout": 0.0,
+    "vocab_size": 100,
+}
+
+
+def meta_build(name: str, options: dict[str, Any] | None = None, **kw: Any) -> ModelBundle:
+    with torch.device("meta"):
+        return build_model(name, options, **kw)
+
+
+def gflops(bundle: ModelBundle, batch: int = 1) -> float:
+    """Forward FLOPs on the meta device: exact shapes, no memory, attention counted too."""
+    inputs, _ = bundle.make_batch(batch, META)
+    with FlopCounterMode(display=False) as counter:
+        call_model(bundle.model, inputs)
+    return counter.get_total_flops() / 1e9
+
+
+# ---------------------------------------------------------------- exact parameter counts
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_PARAMETERS))
+def test_builtin_parameter_count_matches_reference(name: str) -> None:
+    assert parameter_count(meta_build(name).model) == REFERENCE_PARAMETERS[name]
+
+
+@pytest.mark.parametrize(("cfg", "expected"), [(BERT_BASE, 109_482_240), (BERT_LARGE, 335_141_888)])
+def test_bare_bert_with_pooler_matches_reference(cfg: Any, expected: int) -> None:
+    with torch.device("meta"):
+        model = BertModel(cfg)
+    assert parameter_count(model) == expected
+
+
+def test_transformer_default_is_about_3_5m() -> None:
+    count = parameter_count(meta_build("transformer").model)
+    assert count == DEFAULT_PARAMETERS == 3_494_400
+    assert 3_300_000 <= count <= 3_700_000
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_tiny_parameter_counts(name: str) -> None:
+    count = parameter_count(meta_build(name).model)
+    assert count == TINY_PARAMETERS[name]
+    assert count < 300_000
+
+
+@pytest.mark.parametrize(("name", "vocab"), [("gpt2", 50257), ("bert-base", 30522)])
+def test_output_head_is_tied_to_the_embedding(name: str, vocab: int) -> None:
+    model = meta_build(name).model
+    vocab_matrices = [n for n, p in model.named_parameters() if p.ndim == 2 and vocab in p.shape]
+    assert len(vocab_matrices) == 1, vocab_matrices
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_description_states_the_exact_count(name: str) -> None:
+    assert f"{parameter_count(meta_build(name).model):,}" in BUILTIN[name].description
+
+
+# ---------------------------------------------------------------- the catalog contract
+
+
+def test_registry_names_match_catalog() -> None:
+    assert set(BUILTIN) == set(BUILTIN_MODELS)
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_MODELS))
+def test_options_match_catalog(name: str) -> None:
+    assert BUILTIN[name].options == BUILTIN_MODELS[name]
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_MODELS))
+def test_every_catalog_option_is_accepted(name: str) -> None:
+    options = {key: OPTION_VALUES[key] for key in BUILTIN_MODELS[name]}
+    bundle = meta_build(name, options)
+    if "seq_len" in options:
+        assert bundle.tokens_per_sample == 32
+    if "image_size" in options:
+        assert bundle.input_shape == (3, 64, 64)
+    if "num_classes" in options:
+        inputs, _ = bundle.make_batch(2, META)
+        assert call_model(bundle.model, inputs).shape == (2, 7)
+
+
+def test_options_change_the_architecture() -> None:
+    assert parameter_count(meta_build("tiny-mlp", {"hidden": 16, "layers": 1}).model) == (
+        32 * 16 + 16 + 16 * 10 + 10
+    )
+    small = meta_build("transformer", {"num_encoder_layers": 1, "num_decoder_layers": 1})
+    assert parameter_count(small.model) < DEFAULT_PARAMETERS
+
+
+def test_unknown_model_lists_what_exists() -> None:
+    with pytest.raises(ModelError) as err:
+        build_model("resnet51")
+    message = str(err.value)
+    assert "resnet51" in message and "did you mean 'resnet50'" in message
+    assert all(name in message for name in BUILTIN)
+    assert isinstance(err.value, TorchScaleError)
+
+
+def test_unknown_option_is_refused() -> None:
+    with pytest.raises(ModelError, match=r"does not take option\(s\) d_model; it takes: seq_len"):
+        build_model("gpt2", {"d_model": 64})
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "match"),
+    [
+        ("gpt2", {"seq_len": 2048}, "seq_len' = 2048 exceeds 1024"),
+        ("tiny-bert", {"seq_len": 0}, "positive integer"),
+        ("tiny-mlp", {"layers": 1.5}, "positive integer"),
+        ("tiny-mlp", {"hidden": True}, "positive integer"),
+        ("tiny-transformer", {"dropout": 1.5}, r"number in \[0, 1\)"),
+        ("tiny-transformer", {"d_model": 30, "nhead": 4}, "multiple of 4"),
+        ("vit-b16", {"image_size": 100}, "multiple of 16"),
+    ],
+)
+def test_bad_option_values(name: str, options: dict[str, Any], match: str) -> None:
+    with pytest.raises(ModelError, match=match):
+        meta_build(name, options)
+
+
+def test_data_settings_apply_where_accepted_and_options_win() -> None:
+    assert meta_build("tiny-gpt2", seq_len=16).tokens_per_sample == 16
+    assert meta_build("tiny-gpt2", {"seq_len": 8}, seq_len=16).tokens_per_sample == 8
+    assert meta_build("tiny-cnn", image_size=48).input_shape == (3, 48, 48)
+    # models without the option ignore the config-wide setting
+    assert meta_build("tiny-mlp", seq_len=16, image_size=48).input_shape == (32,)
+    assert meta_build("tiny-cnn", seq_len=16).tokens_per_sample is None
+
+
+def test_list_models_rows() -> None:
+    rows = {row["name"]: row for row in list_models()}
+    assert set(rows) == set(BUILTIN)
+    assert rows["gpt2"]["parameters"] == REFERENCE_PARAMETERS["gpt2"]
+    assert rows["gpt2"]["tokens_per_sample"] == 1024
+    assert rows["resnet50"]["input_shape"] == (3, 224, 224)
+    assert rows["resnet50"]["tokens_per_sample"] is None
+    assert rows["bert-base"]["input_shape"] == (128,)
+    assert rows["transformer"]["parameters"] == DEFAULT_PARAMETERS
+
+
+def test_kinds_and_conv_flags() -> None:
+    assert meta_build("resnet50").conv_net and meta_build("tiny-cnn").conv_net
+    assert not meta_build("vit-b16").conv_net
+    assert meta_build("vit-b16").kind == "vision"
+    assert meta_build("tiny-mlp").kind == "other"
+    for name in ("bert-base", "gpt2", "transformer", "tiny-gpt2", "tiny-bert"):
+        assert meta_build(name).kind == "language"
+
+
+# ---------------------------------------------------------------- training the tiny models
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_tiny_model_trains_on_cpu(name: str) -> None:
+    torch.manual_seed(0)
+    bundle = build_model(name)
+    before = {n: p.detach().clone() for n, p in bundle.model.named_parameters()}
+    optimizer = torch.optim.AdamW(bundle.model.parameters(), lr=1e-2)
+    inputs, targets = bundle.make_batch(4, torch.device("cpu"))
+    loss = bundle.step_loss(inputs, targets)
+    assert loss.ndim == 0 and torch.isfinite(loss)
+    loss.backward()
+    # every parameter takes part in the loss: DDP needs no find_unused_parameters
+    assert all(p.grad is not None for p in bundle.model.parameters())
+    optimizer.step()
+    changed = [n for n, p in bundle.model.named_parameters() if not torch.equal(p, before[n])]
+    assert len(changed) >= len(before) - 1  # bert: the unused token-type row has zero grad
+    if bundle.kind == "language":
+        assert bundle.tokens_per_sample == BUILTIN[name].defaults["seq_len"]
+        first = inputs[0] if isinstance(inputs, tuple) else inputs
+        assert first.shape == (4, bundle.tokens_per_sample)
+    else:
+        assert bundle.tokens_per_sample is None
+
+
+def test_gpt2_attention_is_causal() -> None:
+    torch.manual_seed(0)
+    model = build_model("tiny-gpt2").model.eval()
+    tokens = torch.randint(0, 1024, (1, 16))
+    changed = tokens.clone()
+    changed[0, 10:] = (changed[0, 10:] + 1) % 1024
+    with torch.no_grad():
+        a, b = model(tokens), model(changed)
+    assert torch.allclose(a[0, :10], b[0, :10], atol=1e-5)
+    assert not torch.allclose(a[0, 10:], b[0, 10:])
+
+
+def test_bert_mlm_has_no_pooler() -> None:
+    names = [n for n, _ in build_model("tiny-bert").model.named_parameters()]
+    assert not any("pooler" in n for n in names)
+
+
+# ---------------------------------------------------------------- FLOPs (reference values)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "expected"),
+    [
+        ("resnet50", {}, 8.178),
+        ("resnet18", {}, 3.628),
+        ("vit-b16", {}, 35.13),
+        ("gpt2", {"seq_len": 1024}, 291.65),
+    ],
+)
+def test_forward_flops_match_reference(name: str, options: dict[str, Any], expected: float) -> None:
+    assert gflops(meta_build(name, options)) == pytest.approx(expected, rel=0.005)
+
+
+def test_bert_base_encoder_flops_match_reference() -> None:
+    with torch.device("meta"):
+        model = BertModel(BERT_BASE, add_pooling_layer=False)
+    with FlopCounterMode(display=False) as counter:
+        model(torch.randint(0, 30522, (1, 128), device=META))
+    assert counter.get_total_flops() / 1e9 == pytest.approx(22.35, rel=0.005)
+
+
+def test_resnet50_flops_on_real_cpu_tensors() -> None:
+    torch.manual_seed(0)
+    bundle = build_model("resnet50")
+    inputs, _ = bundle.make_batch(1, torch.device("cpu"))
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        bundle.model(inputs)
+    assert counter.get_total_flops() / 1e9 == pytest.approx(8.178, rel=0.005)
+
+
+# ---------------------------------------------------------------- plug-ins
+
+
+@pytest.fixture()
+def importable_tests(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Make `tests.plugin_models` importable however pytest was started."""
+    monkeypatch.syspath_prepend(str(REPO_ROOT))
+    yield
+
+
+@pytest.mark.usefixtures("importable_tests")
+def test_plugin_tuple_is_wrapped_and_trains() -> None:
+    bundle = build_model("tests.plugin_models:factory", {"hidden": 4})
+    assert bundle.kind == "other" and bundle.tokens_per_sample is None
+    assert bundle.input_shape == () and not bundle.conv_net
+    assert parameter_count(bundle.model) == 4 * 4 + 4 + 4 + 1
+    inputs, targets = bundle.make_batch(3, torch.device("cpu"))
+    loss = bundle.step_loss(inputs, targets)
+    loss.backward()
+    assert torch.isfinite(loss)
+
+
+@pytest.mark.usefixtures("importable_tests")
+def test_plugin_bundle_is_kept() -> None:
+    bundle = load_plugin("tests.plugin_models:bundle_factory", {"seq_len": 8})
+    assert bundle.kind == "language" and bundle.tokens_per_sample == 8
+
+
+@pytest.mark.usefixtures("importable_tests")
+@pytest.mark.parametrize(
+    ("spec", "options", "match"),
+    [
+        ("no_such_pkg_xyz.models:factory", {}, "module 'no_such_pkg_xyz.models' not found"),
+        ("tests.no_such_module:factory", {}, "module 'tests.no_such_module' not found"),
+        ("tests.plugin_models:missing", {}, "has no 'missing'"),
+        ("tests.plugin_models:NOT_CALLABLE", {}, "is a int, not a callable"),
+        ("tests.plugin_models:returns_pair", {}, "tuple of 2 items; expected a ModelBundle"),
+        ("tests.plugin_models:returns_non_module", {}, "not a torch.nn.Module"),
+        ("tests.plugin_models:raises", {}, "factory failed: RuntimeError: no GPU here"),
+        ("tests.plugin_models:factory", {"depth": 2}, "factory failed: TypeError"),
+        ("not a spec", {}, "not of the form 'package.module:factory'"),
+    ],
+)
+def test_bad_plugins_give_one_line_errors(spec: str, options: dict[str, Any], match: str) -> None:
+    with pytest.raises(ModelError, match=match) as err:
+        load_plugin(spec, options)
+    assert "\n" not in str(err.value)
+
+
+def test_plugin_whose_own_import_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "broken_plugin_mod.py").write_text("import not_installed_dep_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModelError, match="importing 'broken_plugin_mod' failed") as err:
+        load_plugin("broken_plugin_mod:factory", {})
+    assert "not_installed_dep_xyz" in str(err.value)
+
+
+# ---------------------------------------------------------------- calling convention
+
+
+def test_call_model_unpacks_tuples_and_mappings() -> None:
+    class Echo(torch.nn.Module):
+        def forward(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+            return args, kwargs
+
+    echo = Echo()
+    assert call_model(echo, (1, 2)) == ((1, 2), {})
+    assert call_model(echo, {"a": 1}) == ((), {"a": 1})
+    assert call_model(echo, 5) == ((5,), {})

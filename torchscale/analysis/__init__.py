@@ -1,0 +1,1 @@
+"""Pure functions over measurements: statistics, scaling, communication, stalls."""

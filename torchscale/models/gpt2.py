@@ -1,0 +1,100 @@
+"""GPT-2 small, medium and large (vocab 50,257, 1,024 positions, lm_head tied to the embedding).
+
+Exactly 124,439,808 / 354,823,168 / 774,030,080 parameters, the tied matrix counted once, as
+HF's GPT2LMHeadModel. Pre-LN blocks with tanh-approximated GELU ("gelu_new") and causal
+attention through `scaled_dot_product_attention(is_causal=True)`; trained with next-token cross
+entropy on random token ids.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torchscale.models import tasks
+from torchscale.models.bundle import ModelBundle
+from torchscale.models.layers import Block, init_normal
+from torchscale.models.options import at_most
+
+
+@dataclass(frozen=True)
+class GPT2Config:
+    """Sizes of one GPT-2 variant (HF names in comments)."""
+
+    hidden: int  # n_embd
+    layers: int  # n_layer
+    heads: int  # n_head
+    vocab_size: int = 50257
+    max_positions: int = 1024  # n_positions
+    dropout: float = 0.1  # resid, embd and attn dropout
+    eps: float = 1e-5  # layer_norm_epsilon
+
+
+GPT2_SMALL = GPT2Config(hidden=768, layers=12, heads=12)
+GPT2_MEDIUM = GPT2Config(hidden=1024, layers=24, heads=16)
+GPT2_LARGE = GPT2Config(hidden=1280, layers=36, heads=20)
+
+
+class GPT2(nn.Module):
+    """Token + position embeddings, pre-LN causal blocks, final LayerNorm, tied LM head."""
+
+    def __init__(self, cfg: GPT2Config) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.hidden)
+        self.wpe = nn.Embedding(cfg.max_positions, cfg.hidden)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.Sequential(
+            *(
+                Block(
+                    cfg.hidden,
+                    cfg.heads,
+                    4 * cfg.hidden,
+                    norm_first=True,
+                    causal=True,
+                    dropout=cfg.dropout,
+                    attn_dropout=cfg.dropout,
+                    eps=cfg.eps,
+                    gelu="tanh",
+                )
+                for _ in range(cfg.layers)
+            )
+        )
+        self.ln_f = nn.LayerNorm(cfg.hidden, eps=cfg.eps)
+        self.apply(init_normal)
+        # GPT-2 scales the residual output projections by 1/sqrt(2 * layers)
+        residual_std = 0.02 / math.sqrt(2 * cfg.layers)
+        for block in self.blocks:
+            assert isinstance(block, Block)
+            nn.init.normal_(block.attn.proj.weight, std=residual_std)
+            nn.init.normal_(block.mlp.fc2.weight, std=residual_std)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        x = self.drop(self.wte(input_ids) + self.wpe(positions))
+        x = self.ln_f(self.blocks(x))
+        return F.linear(x, self.wte.weight)  # the LM head is the token embedding, transposed
+
+
+def gpt2_lm(name: str, cfg: GPT2Config, seq_len: int) -> ModelBundle:
+    """A GPT-2 bundle with next-token loss; `seq_len` must fit the position table."""
+    at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
+    return tasks.language_bundle(GPT2(cfg), tasks.next_token(cfg.vocab_size, seq_len), seq_len)
+
+
+def gpt2(seq_len: int = 1024) -> ModelBundle:
+    """GPT-2 small: 124,439,808 parameters."""
+    return gpt2_lm("gpt2", GPT2_SMALL, seq_len)
+
+
+def gpt2_medium(seq_len: int = 1024) -> ModelBundle:
+    """GPT-2 medium: 354,823,168 parameters."""
+    return gpt2_lm("gpt2-medium", GPT2_MEDIUM, seq_len)
+
+
+def gpt2_large(seq_len: int = 1024) -> ModelBundle:
+    """GPT-2 large: 774,030,080 parameters."""
+    return gpt2_lm("gpt2-large", GPT2_LARGE, seq_len)

@@ -1,0 +1,219 @@
+"""The built-in model zoo: names, what each one is, its default options, and how to build it.
+
+The names and accepted option names must equal `torchscale.config.catalog.BUILTIN_MODELS`
+(kept apart so config validation never imports torch); tests hold the two together. Here an
+entry's accepted options are exactly the keys of its defaults, so an option can never be
+accepted without a documented default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from torchscale.config.catalog import is_plugin_model
+from torchscale.config.suggest import did_you_mean
+from torchscale.errors import ModelError
+from torchscale.models import bert, gpt2, resnet, tiny, transformer, vit
+from torchscale.models.bundle import ModelBundle
+from torchscale.models.options import positive_int, probability
+from torchscale.models.plugin import load_plugin
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One built-in model. `builder(**options)` gets every option, defaults filled in."""
+
+    name: str
+    family: str
+    description: str  # which variant it is and its exact parameter count with the defaults
+    defaults: Mapping[str, Any]
+    builder: Callable[..., ModelBundle]
+
+    @property
+    def options(self) -> frozenset[str]:
+        """The option names this model accepts."""
+        return frozenset(self.defaults)
+
+
+_VISION = {"image_size": 224, "num_classes": 1000}
+
+_INFOS = (
+    ModelInfo(
+        "resnet18",
+        "resnet",
+        "ResNet-18 (torchvision layout), 1000 classes, 224x224: 11,689,512 parameters",
+        _VISION,
+        resnet.resnet18,
+    ),
+    ModelInfo(
+        "resnet50",
+        "resnet",
+        "ResNet-50 v1.5 (stride in the 3x3 conv, as torchvision), 1000 classes, 224x224: "
+        "25,557,032 parameters",
+        _VISION,
+        resnet.resnet50,
+    ),
+    ModelInfo(
+        "vit-b16",
+        "vit",
+        "ViT-B/16 (torchvision vit_b_16: class token, learned positions, pre-LN), 1000 classes, "
+        "224x224: 86,567,656 parameters",
+        _VISION,
+        vit.vit_b16,
+    ),
+    ModelInfo(
+        "bert-base",
+        "bert",
+        "BERT-base uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the "
+        "word embeddings): 109,514,298 parameters (bare BertModel with pooler: 109,482,240)",
+        {"seq_len": 128},
+        bert.bert_base,
+    ),
+    ModelInfo(
+        "bert-large",
+        "bert",
+        "BERT-large uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the "
+        "word embeddings): 335,174,458 parameters (bare BertModel with pooler: 335,141,888)",
+        {"seq_len": 128},
+        bert.bert_large,
+    ),
+    ModelInfo(
+        "gpt2",
+        "gpt2",
+        "GPT-2 small (12 layers, 768 hidden), LM head tied to the token embedding: "
+        "124,439,808 parameters",
+        {"seq_len": 1024},
+        gpt2.gpt2,
+    ),
+    ModelInfo(
+        "gpt2-medium",
+        "gpt2",
+        "GPT-2 medium (24 layers, 1024 hidden), LM head tied: 354,823,168 parameters",
+        {"seq_len": 1024},
+        gpt2.gpt2_medium,
+    ),
+    ModelInfo(
+        "gpt2-large",
+        "gpt2",
+        "GPT-2 large (36 layers, 1280 hidden), LM head tied: 774,030,080 parameters",
+        {"seq_len": 1024},
+        gpt2.gpt2_large,
+    ),
+    ModelInfo(
+        "transformer",
+        "transformer",
+        "encoder-decoder nn.Transformer (d_model 128, 4 heads, 3+3 layers, FFN 512) with a "
+        "shared 8,192-token embedding and output projection: 3,494,400 parameters",
+        transformer.DEFAULTS,
+        transformer.transformer,
+    ),
+    ModelInfo(
+        "tiny-mlp",
+        "tiny",
+        "2 hidden layers of 128 on 32 random features, 10 classes: 22,026 parameters",
+        {"hidden": 128, "layers": 2},
+        tiny.tiny_mlp,
+    ),
+    ModelInfo(
+        "tiny-cnn",
+        "tiny",
+        "3-stage ResNet (16/32/64 channels), 32x32, 10 classes: 78,042 parameters",
+        {"image_size": 32, "num_classes": 10},
+        tiny.tiny_cnn,
+    ),
+    ModelInfo(
+        "tiny-gpt2",
+        "tiny",
+        "GPT-2 code, 2 layers of 64, vocab 1,024: 182,016 parameters",
+        {"seq_len": 64},
+        tiny.tiny_gpt2,
+    ),
+    ModelInfo(
+        "tiny-bert",
+        "tiny",
+        "BertForMaskedLM code, 2 layers of 64, vocab 1,024: 187,456 parameters",
+        {"seq_len": 64},
+        tiny.tiny_bert,
+    ),
+    ModelInfo(
+        "tiny-transformer",
+        "tiny",
+        "encoder-decoder code, d_model 64, 2+2 layers, vocab 1,024: 299,776 parameters",
+        tiny.TINY_TRANSFORMER_DEFAULTS,
+        tiny.tiny_transformer,
+    ),
+)
+
+BUILTIN: dict[str, ModelInfo] = {info.name: info for info in _INFOS}
+
+
+def build_model(
+    name: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    seq_len: int | None = None,
+    image_size: int | None = None,
+) -> ModelBundle:
+    """Build a built-in model or a `package.module:factory` plug-in.
+
+    `seq_len`/`image_size` are the config-wide data settings: they apply to the models that
+    take that option and are ignored by the others; a model's own `options` win over them.
+    Plug-ins receive only their `options`. Builds on the current default device, so
+    `with torch.device("meta"):` builds without allocating memory.
+    """
+    options = dict(options or {})
+    info = BUILTIN.get(name)
+    if info is None:
+        if is_plugin_model(name):
+            return load_plugin(name, options)
+        hint = did_you_mean(name, BUILTIN)
+        hint = hint if hint.startswith(" (did you mean") else ""  # the list follows anyway
+        raise ModelError(
+            f"unknown model '{name}'{hint}; built-in models: {', '.join(BUILTIN)}; "
+            "or give a plug-in as 'package.module:factory'"
+        )
+    unknown = sorted(set(options) - info.options)
+    if unknown:
+        raise ModelError(
+            f"model '{name}' does not take option(s) {', '.join(unknown)}; "
+            f"it takes: {', '.join(sorted(info.options))}"
+        )
+    resolved = dict(info.defaults)
+    for key, value in (("seq_len", seq_len), ("image_size", image_size)):
+        if value is not None and key in resolved:
+            resolved[key] = value
+    resolved.update(options)
+    for key, value in resolved.items():
+        check = probability if isinstance(info.defaults[key], float) else positive_int
+        resolved[key] = check(name, key, value)
+    return info.builder(**resolved)
+
+
+def parameter_count(model: torch.nn.Module) -> int:
+    """Parameters of `model`; a tensor shared by two modules (tied weights) counts once."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def list_models() -> list[dict[str, Any]]:
+    """One row per built-in model for `torchscale list`, counts computed on the meta device."""
+    rows: list[dict[str, Any]] = []
+    for info in BUILTIN.values():
+        with torch.device("meta"):
+            bundle = build_model(info.name)
+        rows.append(
+            {
+                "name": info.name,
+                "family": info.family,
+                "kind": bundle.kind,
+                "parameters": parameter_count(bundle.model),
+                "input_shape": bundle.input_shape,
+                "tokens_per_sample": bundle.tokens_per_sample,
+                "options": dict(info.defaults),
+                "description": info.description,
+            }
+        )
+    return rows

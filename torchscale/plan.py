@@ -1,0 +1,131 @@
+"""Config -> the plan: one cell per model x batch size x world size x precision x strategy.
+
+Pure functions over the validated config and a description of the machine, so the whole plan
+(ids, what is skipped and why) is testable without launching anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from torchscale.config.schema import BenchConfig, ModelSpec
+
+ResolvedDevice = Literal["cuda", "cpu"]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the plan needs to know about the node it will run on."""
+
+    gpu_count: int  # CUDA GPUs usable by torch on this node
+    cpu_cores: int  # cores usable by this process
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: a model at one batch size, world size, precision and strategy."""
+
+    model: ModelSpec
+    batch_size: int  # per device
+    world_size: int
+    precision: str
+    strategy: str
+    device: ResolvedDevice
+    backend: str
+    definition: str = field(repr=False)  # canonical JSON of everything that shapes the result
+
+    @property
+    def cell_id(self) -> str:
+        """Stable, filesystem-safe, readable id; the hash keeps ids of different definitions
+        apart (e.g. two transformer sizes, or a changed step count)."""
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.model.display_name)
+        short = hashlib.sha256(self.definition.encode()).hexdigest()[:8]
+        return (f"{slug}__b{self.batch_size}__w{self.world_size}__{self.precision}__"
+                f"{self.strategy}__{short}")
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    cell: Cell
+    skip_reason: str | None = None  # set: recorded as 'skipped', never launched
+    warnings: tuple[str, ...] = ()
+
+
+def resolve_device(config: BenchConfig, machine: Machine) -> ResolvedDevice:
+    """`auto` means CUDA GPUs when the node has any, else CPU processes."""
+    if config.device == "auto":
+        return "cuda" if machine.gpu_count > 0 else "cpu"
+    return config.device
+
+
+def resolve_backend(config: BenchConfig, device: ResolvedDevice) -> str:
+    if config.backend == "auto":
+        return "nccl" if device == "cuda" else "gloo"
+    return config.backend
+
+
+def _definition(config: BenchConfig, model: ModelSpec, batch_size: int, world_size: int,
+                precision: str, strategy: str, device: str, backend: str) -> str:
+    """Everything that changes what a cell measures, as canonical JSON (for ids and resume)."""
+    training = config.training.model_dump(mode="json", exclude={"precision", "strategy"})
+    payload: dict[str, Any] = {
+        "model": model.model_dump(mode="json"),
+        "batch_size": batch_size,
+        "world_size": world_size,
+        "precision": precision,
+        "strategy": strategy,
+        "device": device,
+        "backend": backend,
+        "training": training,
+        "measurement": config.measurement.model_dump(mode="json"),
+        "data": config.data.model_dump(mode="json"),
+        "nnodes": config.launcher.nnodes,
+    }
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"))
+
+
+def _feasibility(cell: Cell, config: BenchConfig, machine: Machine) -> PlannedCell:
+    nnodes = config.launcher.nnodes
+    if cell.device == "cuda":
+        if machine.gpu_count == 0:
+            return PlannedCell(cell, "device 'cuda' requested but no CUDA GPU is visible")
+        available = machine.gpu_count * nnodes
+        if cell.world_size > available:
+            return PlannedCell(
+                cell, f"needs {cell.world_size} GPUs; {nnodes} node(s) x {machine.gpu_count} "
+                f"GPU(s) = {available}")
+        if cell.world_size % nnodes:
+            return PlannedCell(cell, f"{cell.world_size} GPUs do not split evenly over "
+                               f"{nnodes} nodes")
+        return PlannedCell(cell)
+    warnings: list[str] = []
+    if cell.precision == "amp":
+        warnings.append("amp (fp16 autocast) on CPU is slow and not representative of GPUs")
+    per_node = cell.world_size // nnodes if cell.world_size % nnodes == 0 else cell.world_size
+    if per_node > machine.cpu_cores:
+        warnings.append(f"{per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
+                        "timings include contention")
+    return PlannedCell(cell, None, tuple(warnings))
+
+
+def build_plan(config: BenchConfig, machine: Machine) -> list[PlannedCell]:
+    """Every cell in a stable order: model, precision, strategy, batch size, world size
+    (world size innermost, so a model's scaling curve is measured back to back)."""
+    device = resolve_device(config, machine)
+    backend = resolve_backend(config, device)
+    plan: list[PlannedCell] = []
+    for model in config.models:
+        for precision in config.training.precision:
+            for strategy in config.training.strategy:
+                for batch_size in config.batch_sizes:
+                    for world_size in sorted(config.gpu_counts):
+                        definition = _definition(config, model, batch_size, world_size,
+                                                 precision, strategy, device, backend)
+                        cell = Cell(model, batch_size, world_size, precision, strategy, device,
+                                    backend, definition)
+                        plan.append(_feasibility(cell, config, machine))
+    return plan

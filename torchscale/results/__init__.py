@@ -1,0 +1,1 @@
+"""Result files: the versioned schema, atomic storage, and the summary table."""

@@ -1,0 +1,1 @@
+"""What runs inside every rank of a benchmark cell (started by torchrun)."""

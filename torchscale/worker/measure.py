@@ -1,0 +1,163 @@
+"""The measurement protocol inside one rank: warm-up, FLOP count, timed windows, memory.
+
+Only window edges synchronise (device sync + barrier), so the steps inside run exactly as in
+training; per-step times come from timers that do not sync the host per step.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from torchscale.worker.timing import make_timer, resolve_timing, synchronize
+from torchscale.worker.trainer import Trainer
+
+
+@dataclass
+class Window:
+    wall_s: float
+    step_s: list[float]
+
+
+@dataclass
+class RankMeasurement:
+    """Everything one rank measured; gathered to rank 0."""
+
+    rank: int
+    host: str
+    timing: str
+    steps: int
+    warmup_s: list[float]
+    windows: list[Window] = field(default_factory=list)
+    no_sync: Window | None = None
+    flops_per_step: float | None = None
+    flops_note: str | None = None
+    peak_allocated: int | None = None
+    peak_reserved: int | None = None
+    peak_rss: int | None = None
+    static: dict[str, int] = field(default_factory=dict)
+
+
+def run_window(trainer: Trainer, steps: int, timing: str, skip_sync: bool = False) -> Window:
+    """`steps` training steps between two barriers; per-step times from the timer."""
+    device = trainer.device
+    timer = make_timer(timing, steps, device)
+    synchronize(device)
+    dist.barrier()
+    start = time.perf_counter()
+    for i in range(steps):
+        timer.start(i)
+        trainer.step(skip_gradient_sync=skip_sync)
+        timer.stop(i)
+    synchronize(device)
+    dist.barrier()
+    wall = time.perf_counter() - start
+    return Window(wall, timer.seconds())
+
+
+def warm_up(trainer: Trainer, steps: int) -> list[float]:
+    """Discarded steps (allocator, cuDNN autotune, DDP buckets, compile); their wall times only
+    calibrate duration-based windows."""
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        trainer.step()
+        synchronize(trainer.device)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def count_flops(trainer: Trainer) -> tuple[float | None, str | None]:
+    """FLOPs of one training step on this rank (one extra step, outside every window).
+
+    On CPU the fused attention kernel has no FLOP formula (it would count 0), so the count runs
+    under the MATH attention backend, which has one.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    backend: Any = None
+    if trainer.device.type == "cpu":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = sdpa_kernel(SDPBackend.MATH)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        if backend is not None:
+            with backend:
+                trainer.step()
+        else:
+            trainer.step()
+    synchronize(trainer.device)
+    total = float(counter.get_total_flops())
+    if total <= 0:
+        return None, "FlopCounterMode counted no FLOPs (e.g. under torch.compile)"
+    return total, None
+
+
+def agreed_steps(duration_s: float, warmup_s: list[float], device: torch.device) -> int:
+    """Steps that fill `duration_s`, from the warm-up step times, agreed by all ranks (MAX):
+    ranks must run the same number of collectives, and no check happens inside the window."""
+    per_step = sorted(warmup_s)[len(warmup_s) // 2] if warmup_s else 0.0
+    local = max(1, math.ceil(duration_s / per_step)) if per_step > 0 else 1
+    tensor = torch.tensor([local], dtype=torch.int64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return int(tensor.item())
+
+
+def _local_numel_bytes(tensor: torch.Tensor) -> int:
+    local = tensor.to_local() if hasattr(tensor, "to_local") else tensor  # FSDP2 DTensor shard
+    return int(local.numel() * local.element_size())
+
+
+def static_memory(trainer: Trainer) -> dict[str, int]:
+    """Exact bytes of parameters, gradients (one per trainable parameter, same dtype) and
+    optimizer state held by this rank (shards under FSDP)."""
+    params = list(trainer.model.parameters())
+    state = 0
+    for per_param in trainer.optimizer.state.values():
+        for value in per_param.values():
+            if isinstance(value, torch.Tensor):
+                state += _local_numel_bytes(value)
+    return {
+        "parameter_bytes": sum(_local_numel_bytes(p) for p in params),
+        "gradient_bytes": sum(_local_numel_bytes(p) for p in params if p.requires_grad),
+        "optimizer_state_bytes": state,
+    }
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set of this process (Linux reports KiB)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def measure(trainer: Trainer, host: str) -> RankMeasurement:
+    spec = trainer.spec
+    settings = spec.measurement
+    device = trainer.device
+    timing = resolve_timing(settings.timing, device)
+    warmup = warm_up(trainer, settings.warmup_steps)
+    flops: float | None = None
+    flops_note: str | None = "measurement.flops is off"
+    if settings.flops:
+        flops, flops_note = count_flops(trainer)
+    steps = settings.steps or agreed_steps(settings.duration_s or 0.0, warmup, device)
+    result = RankMeasurement(dist.get_rank(), host, timing, steps, warmup,
+                             flops_per_step=flops, flops_note=flops_note)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    for _ in range(settings.repeats):
+        result.windows.append(run_window(trainer, steps, timing))
+    result.static = static_memory(trainer)  # optimizer state exists after the first step
+    if settings.comm_overhead and spec.strategy == "ddp":
+        result.no_sync = run_window(trainer, steps, timing, skip_sync=True)
+    if device.type == "cuda":
+        result.peak_allocated = int(torch.cuda.max_memory_allocated(device))
+        result.peak_reserved = int(torch.cuda.max_memory_reserved(device))
+    result.peak_rss = peak_rss_bytes()
+    return result
