@@ -44,8 +44,10 @@ class Cell:
         apart (e.g. two transformer sizes, or a changed step count)."""
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.model.display_name)
         short = hashlib.sha256(self.definition.encode()).hexdigest()[:8]
-        return (f"{slug}__b{self.batch_size}__w{self.world_size}__{self.precision}__"
-                f"{self.strategy}__{short}")
+        return (
+            f"{slug}__b{self.batch_size}__w{self.world_size}__{self.precision}__"
+            f"{self.strategy}__{short}"
+        )
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,16 @@ def resolve_backend(config: BenchConfig, device: ResolvedDevice) -> str:
     return config.backend
 
 
-def _definition(config: BenchConfig, model: ModelSpec, batch_size: int, world_size: int,
-                precision: str, strategy: str, device: str, backend: str) -> str:
+def _definition(
+    config: BenchConfig,
+    model: ModelSpec,
+    batch_size: int,
+    world_size: int,
+    precision: str,
+    strategy: str,
+    device: str,
+    backend: str,
+) -> str:
     """Everything that changes what a cell measures, as canonical JSON (for ids and resume)."""
     training = config.training.model_dump(mode="json", exclude={"precision", "strategy"})
     payload: dict[str, Any] = {
@@ -96,19 +106,24 @@ def _feasibility(cell: Cell, config: BenchConfig, machine: Machine) -> PlannedCe
         available = machine.gpu_count * nnodes
         if cell.world_size > available:
             return PlannedCell(
-                cell, f"needs {cell.world_size} GPUs; {nnodes} node(s) x {machine.gpu_count} "
-                f"GPU(s) = {available}")
+                cell,
+                f"needs {cell.world_size} GPUs; {nnodes} node(s) x {machine.gpu_count} "
+                f"GPU(s) = {available}",
+            )
         if cell.world_size % nnodes:
-            return PlannedCell(cell, f"{cell.world_size} GPUs do not split evenly over "
-                               f"{nnodes} nodes")
+            return PlannedCell(
+                cell, f"{cell.world_size} GPUs do not split evenly over {nnodes} nodes"
+            )
         return PlannedCell(cell)
     warnings: list[str] = []
     if cell.precision == "amp":
         warnings.append("amp (fp16 autocast) on CPU is slow and not representative of GPUs")
     per_node = cell.world_size // nnodes if cell.world_size % nnodes == 0 else cell.world_size
     if per_node > machine.cpu_cores:
-        warnings.append(f"{per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
-                        "timings include contention")
+        warnings.append(
+            f"{per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
+            "timings include contention"
+        )
     return PlannedCell(cell, None, tuple(warnings))
 
 
@@ -123,9 +138,25 @@ def build_plan(config: BenchConfig, machine: Machine) -> list[PlannedCell]:
             for strategy in config.training.strategy:
                 for batch_size in config.batch_sizes:
                     for world_size in sorted(config.gpu_counts):
-                        definition = _definition(config, model, batch_size, world_size,
-                                                 precision, strategy, device, backend)
-                        cell = Cell(model, batch_size, world_size, precision, strategy, device,
-                                    backend, definition)
+                        definition = _definition(
+                            config,
+                            model,
+                            batch_size,
+                            world_size,
+                            precision,
+                            strategy,
+                            device,
+                            backend,
+                        )
+                        cell = Cell(
+                            model,
+                            batch_size,
+                            world_size,
+                            precision,
+                            strategy,
+                            device,
+                            backend,
+                            definition,
+                        )
                         plan.append(_feasibility(cell, config, machine))
     return plan

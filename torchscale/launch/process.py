@@ -34,16 +34,34 @@ class ProcessOutcome:
         return "\n".join(text.splitlines()[-lines:])
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member exists but is not ours to signal
+        return True
+    return True
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group, give it TERM_GRACE_S, then SIGKILL what is left."""
-    for sig, wait_s in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, TERM_GRACE_S)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait_s)
+    """SIGTERM the whole process group, give it TERM_GRACE_S, then SIGKILL what is left.
+
+    The group, not just the launched process: a rank that ignores SIGTERM must not outlive
+    the cell holding a port or a GPU.
+    """
+    pgid = proc.pid  # start_new_session=True: the child leads its own group
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(pgid):
             return
-        except subprocess.TimeoutExpired:
-            continue
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=TERM_GRACE_S)
 
 
 def run_logged(

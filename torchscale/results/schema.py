@@ -80,6 +80,7 @@ class CellResult(_Model):
     status: CellStatus
     model: str
     model_label: str
+    model_kind: str | None = Field(default=None, description="vision | language | other")
     batch_size: int = Field(description="per device")
     world_size: int
     precision: str

@@ -121,6 +121,20 @@ def check_gpus(ctx: ValidateContext) -> CheckResult:
             f"no GPU found ({why})",
             "install the NVIDIA driver and check `nvidia-smi` lists the GPUs",
         )
+    unreadable = [g for g in state.gpus if g.handle is None] if state.ok else []
+    if unreadable:
+        return failed(
+            "gpus",
+            "GPUs",
+            "NVML cannot read GPU "
+            + "; ".join(
+                f"{g.index} ({g.name.removeprefix('<unreadable: ').rstrip('>')})"
+                for g in unreadable
+            ),
+            "the GPU may have fallen off the bus: check `nvidia-smi` and dmesg (Xid errors), "
+            "reset or reboot",
+            gpus=gpus,
+        )
     names = {g["name"] for g in gpus}
     detail = f"{len(gpus)} GPU(s) via {source}: " + "; ".join(_describe(g) for g in gpus)
     if len(names) > 1:

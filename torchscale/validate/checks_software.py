@@ -169,7 +169,7 @@ SLOW_NCCL_SETTINGS = {
 }
 
 
-def check_environment(ctx: ValidateContext) -> CheckResult:
+def check_env(ctx: ValidateContext) -> CheckResult:
     env = os.environ
     shown = {
         k: v

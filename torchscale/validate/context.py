@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -51,3 +52,10 @@ class ValidateContext:
     @cached_property
     def nvml(self) -> NvmlState:
         return probe_nvml()
+
+    def close(self) -> None:
+        """Shut NVML down if a check initialised it."""
+        state = self.__dict__.get("nvml")
+        if state is not None and state.ok and state.module is not None:
+            with contextlib.suppress(Exception):
+                state.module.nvmlShutdown()

@@ -37,7 +37,7 @@ CHECKS: tuple[Check, ...] = (
     checks_system.check_shm,
     checks_system.check_open_files,
     checks_system.check_infiniband,
-    checks_software.check_environment,
+    checks_software.check_env,
     checks_system.check_disk,
 )
 
@@ -133,6 +133,8 @@ def run_validation(
                 "please report this as a torchscale bug",
             )
         )
+    finally:
+        ctx.close()
     counts = {s: sum(r.status is s for r in results) for s in Status}
     return ValidateReport(
         torchscale_version=__version__,

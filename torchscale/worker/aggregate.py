@@ -26,6 +26,7 @@ class CellFacts:
     """What rank 0 knows besides the measurements."""
 
     parameters: int
+    model_kind: str
     tokens_per_sample: int | None
     device_name: str  # "cpu" or the CUDA device name
     peak_tflops: float | None
@@ -84,11 +85,14 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     if all(r.no_sync for r in ranks):
         no_sync_p50 = statistics.median(t for r in ranks if r.no_sync for t in r.no_sync.step_s)
         overhead = 1 - no_sync_p50 / pooled.p50 if pooled.p50 > 0 else None
-    else:
+    elif world == 1:
+        unavailable["comm_overhead"] = "world size 1: no gradient communication to expose"
+    elif spec.strategy != "ddp":
         unavailable["comm_overhead"] = (
             "measured for DDP only (FSDP has no no_sync equivalent that removes all comm)"
-            if spec.strategy != "ddp" else "measurement.comm_overhead is off"
         )
+    else:
+        unavailable["comm_overhead"] = "measurement.comm_overhead is off"
 
     flops = ranks[0].flops_per_step
     achieved = flops / pooled.p50 / 1e12 if flops and pooled.p50 > 0 else None
@@ -99,10 +103,12 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         unavailable["mfu"] = facts.peak_note or "no FLOP count"
 
     static = ranks[0].static
-    peak_alloc = max((r.peak_allocated for r in ranks if r.peak_allocated is not None),
-                     default=None)
-    peak_reserved = max((r.peak_reserved for r in ranks if r.peak_reserved is not None),
-                        default=None)
+    peak_alloc = max(
+        (r.peak_allocated for r in ranks if r.peak_allocated is not None), default=None
+    )
+    peak_reserved = max(
+        (r.peak_reserved for r in ranks if r.peak_reserved is not None), default=None
+    )
     static_total = sum(static.values())
     activations = peak_alloc - static_total if peak_alloc is not None else None
     if peak_alloc is None:
@@ -114,6 +120,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         status="ok",
         model=spec.model.name,
         model_label=spec.model.display_name,
+        model_kind=facts.model_kind,
         batch_size=spec.batch_size,
         world_size=world,
         precision=spec.precision,
@@ -148,6 +155,10 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         warnings=warnings,
         unavailable=unavailable,
         environment=facts.environment
-        | {"timing": ranks[0].timing, "fused_optimizer": facts.fused_optimizer,
-           "channels_last": facts.channels_last, "device_name": facts.device_name},
+        | {
+            "timing": ranks[0].timing,
+            "fused_optimizer": facts.fused_optimizer,
+            "channels_last": facts.channels_last,
+            "device_name": facts.device_name,
+        },
     )

@@ -13,8 +13,14 @@ import torch
 
 RECORDED_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_", "TORCH_DISTRIBUTED_", "TORCHELASTIC_")
 RECORDED_ENV_NAMES = (
-    "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+    "OMP_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
 )
 
 
@@ -70,7 +76,8 @@ def capture_environment() -> dict[str, Any]:
         "torch_threads": torch.get_num_threads(),
         "gpus": gpus,
         "env": {
-            k: v for k, v in sorted(os.environ.items())
+            k: v
+            for k, v in sorted(os.environ.items())
             if k.startswith(RECORDED_ENV_PREFIXES) or k in RECORDED_ENV_NAMES
         },
     }

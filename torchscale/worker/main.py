@@ -47,6 +47,7 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
         name, peak, note = "cpu", None, "MFU is defined against GPU peak FLOP/s; none on CPU"
     return CellFacts(
         parameters=parameter_count(trainer.bundle.model),
+        model_kind=trainer.bundle.kind,
         tokens_per_sample=trainer.bundle.tokens_per_sample,
         device_name=name,
         peak_tflops=peak,
@@ -62,12 +63,26 @@ def _step_records(measurements: list[RankMeasurement]) -> str:
     for m in sorted(measurements, key=lambda r: r.rank):
         for repeat, window in enumerate(m.windows):
             for step, seconds in enumerate(window.step_s):
-                lines.append({"rank": m.rank, "window": "sync", "repeat": repeat, "step": step,
-                              "time_s": seconds})
+                lines.append(
+                    {
+                        "rank": m.rank,
+                        "window": "sync",
+                        "repeat": repeat,
+                        "step": step,
+                        "time_s": seconds,
+                    }
+                )
         if m.no_sync is not None:
             for step, seconds in enumerate(m.no_sync.step_s):
-                lines.append({"rank": m.rank, "window": "no_sync", "repeat": 0, "step": step,
-                              "time_s": seconds})
+                lines.append(
+                    {
+                        "rank": m.rank,
+                        "window": "no_sync",
+                        "repeat": 0,
+                        "step": step,
+                        "time_s": seconds,
+                    }
+                )
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 

@@ -147,14 +147,15 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     if settings.flops:
         flops, flops_note = count_flops(trainer)
     steps = settings.steps or agreed_steps(settings.duration_s or 0.0, warmup, device)
-    result = RankMeasurement(dist.get_rank(), host, timing, steps, warmup,
-                             flops_per_step=flops, flops_note=flops_note)
+    result = RankMeasurement(
+        dist.get_rank(), host, timing, steps, warmup, flops_per_step=flops, flops_note=flops_note
+    )
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     for _ in range(settings.repeats):
         result.windows.append(run_window(trainer, steps, timing))
     result.static = static_memory(trainer)  # optimizer state exists after the first step
-    if settings.comm_overhead and spec.strategy == "ddp":
+    if settings.comm_overhead and spec.strategy == "ddp" and dist.get_world_size() > 1:
         result.no_sync = run_window(trainer, steps, timing, skip_sync=True)
     if device.type == "cuda":
         result.peak_allocated = int(torch.cuda.max_memory_allocated(device))

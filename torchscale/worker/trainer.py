@@ -24,11 +24,14 @@ from torchscale.worker.spec import WorkerSpec
 def _fused_supported(device: torch.device) -> bool:
     """Fused AdamW exists for CUDA and, in recent torch, for CPU."""
     return "fused" in inspect.signature(torch.optim.AdamW).parameters and device.type in (
-        "cuda", "cpu")
+        "cuda",
+        "cpu",
+    )
 
 
-def _optimizer(spec: WorkerSpec, params: Any, device: torch.device) -> tuple[
-        torch.optim.Optimizer, bool]:
+def _optimizer(
+    spec: WorkerSpec, params: Any, device: torch.device
+) -> tuple[torch.optim.Optimizer, bool]:
     lr = spec.training.learning_rate
     if spec.training.optimizer == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=0.9), False
@@ -80,8 +83,12 @@ class Trainer:
     @classmethod
     def build(cls, spec: WorkerSpec, device: torch.device) -> Trainer:
         torch.manual_seed(spec.training.seed + dist.get_rank())
-        bundle = build_model(spec.model.name, spec.model.options, seq_len=spec.data.seq_len,
-                             image_size=spec.data.image_size)
+        bundle = build_model(
+            spec.model.name,
+            spec.model.options,
+            seq_len=spec.data.seq_len,
+            image_size=spec.data.image_size,
+        )
         model = bundle.model.to(device)
         channels_last = spec.training.channels_last
         if channels_last is None:
@@ -96,9 +103,19 @@ class Trainer:
         inputs, targets = bundle.make_batch(spec.batch_size, device)
         if channels_last and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
             inputs = inputs.contiguous(memory_format=torch.channels_last)
-        return cls(spec, device, bundle, wrapped, optimizer, fused, channels_last, inputs,
-                   targets, grad_scaler(spec.precision, device),
-                   autocast_factory(spec.precision, device))
+        return cls(
+            spec,
+            device,
+            bundle,
+            wrapped,
+            optimizer,
+            fused,
+            channels_last,
+            inputs,
+            targets,
+            grad_scaler(spec.precision, device),
+            autocast_factory(spec.precision, device),
+        )
 
     def _no_sync(self, skip_sync: bool) -> Any:
         if skip_sync and isinstance(self.model, DistributedDataParallel):

@@ -1,0 +1,283 @@
+"""A small stand-in for the `pynvml` module (nvidia-ml-py), for unit tests of the GPU checks.
+
+It is a real module object (so it can also be put in ``sys.modules["pynvml"]``) with the NVML
+functions and constants torchscale calls. Each GPU is a `FakeGpu` whose fields say what the
+queries return; a field set to `NOT_SUPPORTED` makes that query raise `NVMLError_NotSupported`,
+as NVML does on GPUs or drivers that lack the feature.
+
+    fake = FakeNvml([FakeGpu(ecc_uncorrected_volatile=3)])
+    ctx.__dict__["nvml"] = fake.state()
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchscale.validate.nvml import NvmlGpu, NvmlState
+
+
+class NVMLError(Exception):
+    message = "Unknown Error"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.message)
+
+
+class NVMLError_NotSupported(NVMLError):
+    message = "Not Supported"
+
+
+class NVMLError_LibraryNotFound(NVMLError):
+    message = "NVML Shared Library Not Found"
+
+
+class NVMLError_DriverNotLoaded(NVMLError):
+    message = "Driver Not Loaded"
+
+
+class NVMLError_InvalidArgument(NVMLError):
+    message = "Invalid Argument"
+
+
+class NVMLError_Unknown(NVMLError):
+    message = "Unknown Error"
+
+
+class _NotSupported:
+    def __repr__(self) -> str:
+        return "NOT_SUPPORTED"
+
+
+NOT_SUPPORTED: Any = _NotSupported()
+"""Field value that makes the matching query raise NVMLError_NotSupported."""
+
+# NVML constants (values as in nvml.h)
+NVML_FEATURE_DISABLED = 0
+NVML_FEATURE_ENABLED = 1
+NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_VOLATILE_ECC = 0
+NVML_AGGREGATE_ECC = 1
+
+
+@dataclass
+class FakeMemory:
+    total: int
+    free: int
+    used: int
+
+
+@dataclass
+class FakePciInfo:
+    busId: bytes
+
+
+@dataclass
+class FakeGpu:
+    name: str = "NVIDIA H100 80GB HBM3"
+    uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
+    bus_id: str = "00000000:18:00.0"
+    memory_total: Any = 80 * 2**30
+    compute_capability: Any = (9, 0)
+    # ECC counters: uncorrected since boot (volatile) is what matters; the others are decoys
+    ecc_uncorrected_volatile: Any = 0
+    ecc_uncorrected_aggregate: Any = 0
+    ecc_corrected_volatile: Any = 0
+    retired_pages_pending: Any = False
+    # (correctable rows, uncorrectable rows, remap pending, remap failure)
+    remapped_rows: Any = (0, 0, False, False)
+    persistence: Any = True
+    clock_reasons: Any = 0  # NVML clocks-event-reasons bit mask
+    nvlinks: list[bool] = field(default_factory=list)  # state of each link that exists
+    unreadable: bool = False  # nvmlDeviceGetHandleByIndex raises for this GPU
+
+
+@dataclass(frozen=True)
+class FakeHandle:
+    index: int
+
+
+class FakeNvml(types.ModuleType):
+    """Configurable fake `pynvml`. Every call is recorded in `calls` as (name, args)."""
+
+    NVMLError = NVMLError
+    NVMLError_NotSupported = NVMLError_NotSupported
+    NVMLError_LibraryNotFound = NVMLError_LibraryNotFound
+    NVMLError_DriverNotLoaded = NVMLError_DriverNotLoaded
+    NVMLError_InvalidArgument = NVMLError_InvalidArgument
+    NVMLError_Unknown = NVMLError_Unknown
+
+    NVML_FEATURE_DISABLED = NVML_FEATURE_DISABLED
+    NVML_FEATURE_ENABLED = NVML_FEATURE_ENABLED
+    NVML_MEMORY_ERROR_TYPE_CORRECTED = NVML_MEMORY_ERROR_TYPE_CORRECTED
+    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+    NVML_VOLATILE_ECC = NVML_VOLATILE_ECC
+    NVML_AGGREGATE_ECC = NVML_AGGREGATE_ECC
+    NVML_NVLINK_MAX_LINKS = 18
+
+    def __init__(
+        self,
+        gpus: list[FakeGpu] | None = None,
+        *,
+        driver_version: str | bytes = "550.54.15",
+        cuda_driver_version: int = 12040,
+        init_error: NVMLError | None = None,
+        count_error: NVMLError | None = None,
+        clocks_event_reasons_api: bool = True,
+    ) -> None:
+        super().__init__("pynvml")
+        self.gpus = [FakeGpu()] if gpus is None else gpus
+        self.driver_version = driver_version
+        self.cuda_driver_version = cuda_driver_version
+        self.init_error = init_error
+        self.count_error = count_error
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        if not clocks_event_reasons_api:
+            # older nvidia-ml-py: only the "throttle reasons" spelling exists
+            self.nvmlDeviceGetCurrentClocksEventReasons = None
+
+    # -- helpers for tests --------------------------------------------------------------------
+
+    def state(self, cuda_driver_version: tuple[int, int] | None = (12, 4)) -> NvmlState:
+        """An initialised NvmlState over these GPUs, as probe_nvml would build it."""
+        return NvmlState(
+            module=self,
+            error=None,
+            driver_version=(
+                self.driver_version.decode()
+                if isinstance(self.driver_version, bytes)
+                else self.driver_version
+            ),
+            cuda_driver_version=cuda_driver_version,
+            gpus=[
+                NvmlGpu(i, FakeHandle(i), g.name, g.uuid, g.bus_id) for i, g in enumerate(self.gpus)
+            ],
+        )
+
+    def called(self, name: str) -> list[tuple[Any, ...]]:
+        return [args for n, args in self.calls if n == name]
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _record(self, name: str, *args: Any) -> None:
+        self.calls.append((name, args))
+
+    def _gpu(self, handle: Any) -> FakeGpu:
+        if not isinstance(handle, FakeHandle) or not 0 <= handle.index < len(self.gpus):
+            raise NVMLError_InvalidArgument()
+        return self.gpus[handle.index]
+
+    @staticmethod
+    def _value(value: Any) -> Any:
+        if value is NOT_SUPPORTED:
+            raise NVMLError_NotSupported()
+        if isinstance(value, BaseException):
+            raise value
+        return value
+
+    def _query(self, name: str, handle: Any, get: Callable[[FakeGpu], Any]) -> Any:
+        self._record(name, handle)
+        return self._value(get(self._gpu(handle)))
+
+    # -- the pynvml API -----------------------------------------------------------------------
+
+    def nvmlInit(self) -> None:
+        self._record("nvmlInit")
+        if self.init_error is not None:
+            raise self.init_error
+
+    def nvmlShutdown(self) -> None:
+        self._record("nvmlShutdown")
+
+    def nvmlSystemGetDriverVersion(self) -> str | bytes:
+        self._record("nvmlSystemGetDriverVersion")
+        return self.driver_version
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        self._record("nvmlSystemGetCudaDriverVersion_v2")
+        return self.cuda_driver_version
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        self._record("nvmlSystemGetCudaDriverVersion")
+        return self.cuda_driver_version
+
+    def nvmlDeviceGetCount(self) -> int:
+        self._record("nvmlDeviceGetCount")
+        if self.count_error is not None:
+            raise self.count_error
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> FakeHandle:
+        self._record("nvmlDeviceGetHandleByIndex", index)
+        if not 0 <= index < len(self.gpus):
+            raise NVMLError_InvalidArgument()
+        if self.gpus[index].unreadable:
+            raise NVMLError_Unknown()
+        return FakeHandle(index)
+
+    def nvmlDeviceGetName(self, handle: Any) -> bytes:
+        return self._query("nvmlDeviceGetName", handle, lambda g: g.name.encode())
+
+    def nvmlDeviceGetUUID(self, handle: Any) -> bytes:
+        return self._query("nvmlDeviceGetUUID", handle, lambda g: g.uuid.encode())
+
+    def nvmlDeviceGetPciInfo(self, handle: Any) -> FakePciInfo:
+        return self._query("nvmlDeviceGetPciInfo", handle, lambda g: FakePciInfo(g.bus_id.encode()))
+
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> FakeMemory:
+        def memory(g: FakeGpu) -> Any:
+            if g.memory_total is NOT_SUPPORTED:
+                return NOT_SUPPORTED
+            return FakeMemory(g.memory_total, g.memory_total, 0)
+
+        return self._query("nvmlDeviceGetMemoryInfo", handle, memory)
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle: Any) -> tuple[int, int]:
+        return self._query(
+            "nvmlDeviceGetCudaComputeCapability", handle, lambda g: g.compute_capability
+        )
+
+    def nvmlDeviceGetTotalEccErrors(self, handle: Any, error_type: int, counter: int) -> int:
+        self._record("nvmlDeviceGetTotalEccErrors", handle, error_type, counter)
+        gpu = self._gpu(handle)
+        if error_type == NVML_MEMORY_ERROR_TYPE_CORRECTED:
+            return self._value(gpu.ecc_corrected_volatile)
+        if counter == NVML_AGGREGATE_ECC:
+            return self._value(gpu.ecc_uncorrected_aggregate)
+        return self._value(gpu.ecc_uncorrected_volatile)
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: Any) -> int:
+        return self._query(
+            "nvmlDeviceGetRetiredPagesPendingStatus", handle, lambda g: g.retired_pages_pending
+        )
+
+    def nvmlDeviceGetRemappedRows(self, handle: Any) -> tuple[int, int, int, int]:
+        return self._query("nvmlDeviceGetRemappedRows", handle, lambda g: g.remapped_rows)
+
+    def nvmlDeviceGetPersistenceMode(self, handle: Any) -> int:
+        def mode(g: FakeGpu) -> Any:
+            if g.persistence is NOT_SUPPORTED:
+                return NOT_SUPPORTED
+            return NVML_FEATURE_ENABLED if g.persistence else NVML_FEATURE_DISABLED
+
+        return self._query("nvmlDeviceGetPersistenceMode", handle, mode)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any) -> int:
+        return self._query(
+            "nvmlDeviceGetCurrentClocksEventReasons", handle, lambda g: g.clock_reasons
+        )
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: Any) -> int:
+        return self._query(
+            "nvmlDeviceGetCurrentClocksThrottleReasons", handle, lambda g: g.clock_reasons
+        )
+
+    def nvmlDeviceGetNvLinkState(self, handle: Any, link: int) -> int:
+        self._record("nvmlDeviceGetNvLinkState", handle, link)
+        gpu = self._gpu(handle)
+        if link >= len(gpu.nvlinks):
+            raise NVMLError_NotSupported()
+        return NVML_FEATURE_ENABLED if gpu.nvlinks[link] else NVML_FEATURE_DISABLED

@@ -1,0 +1,549 @@
+"""The `validate` smoke test: planning, command, judging, the worker, and process handling.
+
+Only one real torchrun is started here (a smoke run that must fail and name its root cause);
+the passing gloo x2 run is exercised once, through the CLI, in test_validate_cli.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from torchscale.atomic import write_text_atomic
+from torchscale.launch import process
+from torchscale.launch.environment import child_environment, is_inherited_distributed_var
+from torchscale.launch.process import ProcessOutcome, run_logged
+from torchscale.validate import smoke_worker
+from torchscale.validate.model import Status
+from torchscale.validate.smoke import (
+    SMOKE_ELEMENTS,
+    SMOKE_ITERS,
+    SmokeSpec,
+    _root_cause,
+    judge_smoke,
+    plan_smoke,
+    run_smoke,
+    smoke_command,
+)
+
+GLOO_CPU = SmokeSpec("gloo", 2, "cpu")
+
+
+# ------------------------------------------------------------------------------------ plan
+
+
+@pytest.mark.parametrize(
+    ("device", "gpus", "expected"),
+    [
+        ("cuda", 4, [SmokeSpec("nccl", 2, "cuda")]),
+        ("cuda", 2, [SmokeSpec("nccl", 2, "cuda")]),
+        ("cuda", 1, [SmokeSpec("nccl", 1, "cuda"), SmokeSpec("gloo", 2, "cpu")]),
+        ("cuda", 0, [SmokeSpec("gloo", 2, "cpu")]),
+        ("cpu", 8, [SmokeSpec("gloo", 2, "cpu")]),
+        ("cpu", 0, [SmokeSpec("gloo", 2, "cpu")]),
+    ],
+)
+def test_plan_smoke(device: Any, gpus: int, expected: list[SmokeSpec]) -> None:
+    assert plan_smoke(device, gpus) == expected
+
+
+def test_spec_label() -> None:
+    assert SmokeSpec("nccl", 2, "cuda").label == "nccl x2 on cuda"
+
+
+# --------------------------------------------------------------------------------- command
+
+
+INHERITED = {
+    "RANK": "3",
+    "WORLD_SIZE": "8",
+    "MASTER_ADDR": "10.0.0.1",
+    "MASTER_PORT": "29500",
+    "LOCAL_RANK": "1",
+    "TORCHELASTIC_RUN_ID": "old-job",
+    "PET_NPROC_PER_NODE": "8",
+}
+
+
+def test_smoke_command_argv(tmp_path: Path) -> None:
+    result_file = tmp_path / "result.json"
+    argv, _ = smoke_command(GLOO_CPU, result_file, {})
+    assert argv[:3] == [sys.executable, "-m", "torch.distributed.run"]
+    module_at = argv.index("torchscale.validate.smoke_worker")
+    assert argv[module_at - 1] == "-m"
+    # torchrun's flags come before the worker module (after it they would go to the worker)
+    for flag in ("--standalone", "--max-restarts=0", "--nproc-per-node=2", "--nnodes=1"):
+        assert flag in argv[3 : module_at - 1], flag
+    worker_args = argv[module_at + 1 :]
+    assert worker_args == [
+        "--backend", "gloo",
+        "--device", "cpu",
+        "--elements", str(SMOKE_ELEMENTS),
+        "--iters", str(SMOKE_ITERS),
+        "--out", str(result_file),
+    ]  # fmt: skip
+    # the worker accepts exactly these arguments
+    parsed = smoke_worker._parse(worker_args)
+    assert (parsed.backend, parsed.device, parsed.out) == ("gloo", "cpu", str(result_file))
+
+
+def test_smoke_command_uses_given_python(tmp_path: Path) -> None:
+    argv, _ = smoke_command(
+        SmokeSpec("nccl", 1, "cuda"), tmp_path / "r.json", {}, python="/opt/py/bin/python3"
+    )
+    assert argv[0] == "/opt/py/bin/python3"
+    assert "--nproc-per-node=1" in argv
+    assert argv[argv.index("--backend") + 1] == "nccl"
+
+
+def test_smoke_command_environment(tmp_path: Path) -> None:
+    result_file = tmp_path / "result.json"
+    base = {
+        **INHERITED,
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/home/u",
+        "NCCL_DEBUG": "INFO",
+        "OMP_NUM_THREADS": "16",
+    }
+    _, env = smoke_command(GLOO_CPU, result_file, base)
+    for name in INHERITED:
+        assert name not in env, name
+    assert not [
+        k for k in env if is_inherited_distributed_var(k) and k != "TORCHELASTIC_ERROR_FILE"
+    ]
+    assert env["PATH"] == "/usr/bin:/bin"
+    assert env["HOME"] == "/home/u"
+    assert env["NCCL_DEBUG"] == "INFO"
+    assert env["OMP_NUM_THREADS"] == "1"
+    assert env["TORCHELASTIC_ERROR_FILE"] == str(tmp_path / "result.error.json")
+    assert base["RANK"] == "3"  # the caller's mapping is not modified
+
+
+def test_child_environment_extra_wins_and_strips() -> None:
+    env = child_environment({"A": "1", "MASTER_PORT": "1", "PET_X": "y"}, {"A": "2", "B": "3"})
+    assert env == {"A": "2", "B": "3"}
+
+
+@pytest.mark.parametrize(
+    ("name", "inherited"),
+    [
+        ("RANK", True),
+        ("LOCAL_WORLD_SIZE", True),
+        ("TORCHELASTIC_RESTART_COUNT", True),
+        ("PET_RDZV_ENDPOINT", True),
+        ("NCCL_DEBUG", False),
+        ("RANKING", False),
+        ("PATH", False),
+    ],
+)
+def test_is_inherited_distributed_var(name: str, inherited: bool) -> None:
+    assert is_inherited_distributed_var(name) is inherited
+
+
+# ----------------------------------------------------------------------------------- judge
+
+
+def outcome(
+    tmp_path: Path,
+    *,
+    returncode: int | None = 0,
+    timed_out: bool = False,
+    wall_s: float = 6.4,
+    log: str = "",
+) -> ProcessOutcome:
+    log_path = tmp_path / "torchrun.log"
+    log_path.write_text(log)
+    return ProcessOutcome(returncode, timed_out, wall_s, log_path)
+
+
+def good_verdict(**changes: Any) -> dict[str, Any]:
+    verdict = {
+        "backend": "gloo",
+        "device": "cpu",
+        "world_size": 2,
+        "elements": SMOKE_ELEMENTS,
+        "bytes": SMOKE_ELEMENTS * 4,
+        "iters": SMOKE_ITERS,
+        "expected_value": 3.0,
+        "wrong_elements": 0,
+        "all_gather_ranks": [0, 1],
+        "all_gather_ok": True,
+        "seconds_per_all_reduce": 0.011,
+        "algbw_gbps": 0.381,
+        "busbw_gbps": 0.381,
+        "torch_version": "2.13.0+cpu",
+    }
+    verdict.update(changes)
+    return verdict
+
+
+def test_judge_correct_result_passes(tmp_path: Path) -> None:
+    result = judge_smoke(GLOO_CPU, outcome(tmp_path), good_verdict(), None)
+    assert result.status is Status.PASS
+    assert (result.id, result.title) == ("smoke_gloo_cpu", "Smoke test (gloo x2 on cpu)")
+    assert result.detail == (
+        "all_reduce of 4 MiB correct on 2 rank(s): 11.00 ms each, busbw "
+        "0.38 GB/s; all_gather correct; 6.4 s wall"
+    )
+    assert result.data["result"]["wrong_elements"] == 0
+    assert result.data["spec"] == {"backend": "gloo", "nproc": 2, "device": "cpu"}
+    assert result.data["wall_s"] == 6.4
+    assert result.hint == ""
+
+
+def test_judge_wrong_elements_fail(tmp_path: Path) -> None:
+    result = judge_smoke(GLOO_CPU, outcome(tmp_path), good_verdict(wrong_elements=3), None)
+    assert result.status is Status.FAIL
+    assert result.detail.startswith("WRONG RESULTS: 3 wrong all_reduce element(s) (expected 3.0)")
+    assert "ECC" in result.hint
+    assert result.data["result"]["wrong_elements"] == 3
+
+
+def test_judge_bad_all_gather_fails(tmp_path: Path) -> None:
+    verdict = good_verdict(all_gather_ok=False, all_gather_ranks=[0, 0])
+    result = judge_smoke(GLOO_CPU, outcome(tmp_path), verdict, None)
+    assert result.status is Status.FAIL
+    assert "WRONG RESULTS: 0 wrong" in result.detail
+    assert "all_gather ranks [0, 0]" in result.detail
+
+
+def test_judge_incomplete_verdict_fails(tmp_path: Path) -> None:
+    result = judge_smoke(GLOO_CPU, outcome(tmp_path), {"backend": "gloo"}, None)
+    assert result.status is Status.FAIL
+    assert "WRONG RESULTS" in result.detail
+
+
+def test_judge_timeout_fails(tmp_path: Path) -> None:
+    run = outcome(tmp_path, returncode=None, timed_out=True, wall_s=120.3, log="waiting\n")
+    result = judge_smoke(GLOO_CPU, run, None, None)
+    assert result.status is Status.FAIL
+    assert result.detail.startswith("no result after 120 s")
+    assert "killed" in result.detail
+    assert f"full log: {run.log_path}" in result.hint
+    assert "GLOO_SOCKET_IFNAME" in result.hint
+
+
+def test_judge_timeout_wins_over_a_verdict(tmp_path: Path) -> None:
+    run = outcome(tmp_path, returncode=None, timed_out=True, wall_s=30)
+    assert judge_smoke(GLOO_CPU, run, good_verdict(), None).status is Status.FAIL
+
+
+def test_judge_crash_quotes_root_cause(tmp_path: Path) -> None:
+    run = outcome(tmp_path, returncode=1, log="Traceback ...\n  boom\n=========\n")
+    cause = "RuntimeError: Connection reset by peer"
+    result = judge_smoke(GLOO_CPU, run, None, cause)
+    assert result.status is Status.FAIL
+    assert result.detail == f"torchrun exited with 1: {cause}"
+    assert result.hint == f"full log: {run.log_path}"
+    assert result.data["log_tail"].endswith("=========")
+
+
+def test_judge_crash_without_root_cause_quotes_log(tmp_path: Path) -> None:
+    log = "".join(f"line {i}\n" for i in range(20)) + "torch.distributed.DistNetworkError: nope\n"
+    run = outcome(tmp_path, returncode=1, log=log)
+    result = judge_smoke(GLOO_CPU, run, None, None)
+    assert result.status is Status.FAIL
+    assert result.detail == "torchrun exited with 1: torch.distributed.DistNetworkError: nope"
+    assert len(result.data["log_tail"].splitlines()) == 8
+
+
+def test_judge_crash_with_empty_log(tmp_path: Path) -> None:
+    result = judge_smoke(GLOO_CPU, outcome(tmp_path, returncode=-9), None, None)
+    assert result.status is Status.FAIL
+    assert result.detail == "torchrun exited with -9: no output"
+
+
+def test_judge_exit_zero_without_verdict_fails(tmp_path: Path) -> None:
+    result = judge_smoke(GLOO_CPU, outcome(tmp_path, returncode=0, log="done\n"), None, None)
+    assert result.status is Status.FAIL
+    assert "torchrun exited with 0: done" in result.detail
+
+
+def test_judge_nonzero_exit_with_verdict_fails(tmp_path: Path) -> None:
+    result = judge_smoke(GLOO_CPU, outcome(tmp_path, returncode=1), good_verdict(), "X: y")
+    assert result.status is Status.FAIL
+    assert result.detail == "torchrun exited with 1: X: y"
+
+
+def test_root_cause_from_torchelastic_error_file(tmp_path: Path) -> None:
+    error_file = tmp_path / "result.error.json"
+    error_file.write_text(
+        json.dumps(
+            {
+                "message": {
+                    "message": "Traceback (most recent call last):\n  ...\n"
+                    "ValueError: bad device\n",
+                    "extraInfo": {"py_callstack": "...", "timestamp": "1700000000"},
+                },
+            }
+        )
+    )
+    assert _root_cause(error_file) == "ValueError: bad device"
+
+
+def test_root_cause_string_message(tmp_path: Path) -> None:
+    error_file = tmp_path / "e.json"
+    error_file.write_text(json.dumps({"message": "Signal 9 (SIGKILL) received"}))
+    assert _root_cause(error_file) == "Signal 9 (SIGKILL) received"
+
+
+@pytest.mark.parametrize("content", [None, "", "{not json", "[1, 2]", '{"message": {}}'])
+def test_root_cause_absent_or_unreadable(tmp_path: Path, content: str | None) -> None:
+    error_file = tmp_path / "e.json"
+    if content is not None:
+        error_file.write_text(content)
+    assert _root_cause(error_file) is None
+
+
+# ---------------------------------------------------------------------------------- worker
+
+
+@pytest.mark.parametrize(("world", "expected"), [(1, 1.0), (2, 3.0), (4, 10.0), (8, 36.0)])
+def test_expected_sum(world: int, expected: float) -> None:
+    assert smoke_worker.expected_sum(world) == expected
+
+
+def test_count_wrong() -> None:
+    result = torch.full((1000,), 10.0)
+    assert smoke_worker.count_wrong(result, 4) == 0
+    result[3] = 9.0
+    result[997] = float("nan")
+    assert smoke_worker.count_wrong(result, 4) == 2
+    assert smoke_worker.count_wrong(result, 3) == 1000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_worker_single_rank_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's verdict has what judge_smoke reads (one gloo rank, no torchrun)."""
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch without gloo")
+    for name, value in {
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("TORCHELASTIC_ERROR_FILE", raising=False)
+    out = tmp_path / "verdict.json"
+    smoke_worker.main(
+        [
+            "--backend",
+            "gloo",
+            "--device",
+            "cpu",
+            "--elements",
+            "4096",
+            "--iters",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
+    assert not dist.is_initialized()
+    verdict = json.loads(out.read_text())
+    assert verdict["world_size"] == 1
+    assert verdict["wrong_elements"] == 0
+    assert verdict["expected_value"] == 1.0
+    assert verdict["all_gather_ranks"] == [0]
+    assert verdict["all_gather_ok"] is True
+    assert verdict["bytes"] == 4096 * 4
+    assert verdict["busbw_gbps"] == 0.0  # 2(n-1)/n is 0 for one rank
+    assert [p.name for p in tmp_path.iterdir()] == ["verdict.json"]
+    result = judge_smoke(SmokeSpec("gloo", 1, "cpu"), outcome(tmp_path), verdict, None)
+    assert result.status is Status.PASS, result.detail
+
+
+# ------------------------------------------------------------------------------- real runs
+
+
+def test_failing_smoke_run_names_root_cause_and_keeps_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real torchrun whose worker raises (NCCL asked to run on the CPU): FAIL, not a hang,
+    with the rank's exception (from torchelastic's error file) as the detail."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    start = time.monotonic()
+    result = run_smoke(SmokeSpec("nccl", 1, "cpu"), 60.0, dict(os.environ))
+    assert time.monotonic() - start < 50
+    assert result.status is Status.FAIL
+    assert result.id == "smoke_nccl_cpu"
+    assert result.detail.startswith("torchrun exited with 1: ")
+    cause = result.detail.removeprefix("torchrun exited with 1: ")
+    assert "Error" in cause.split(":")[0], cause  # an exception line, not a log separator
+    assert "=====" not in cause
+    assert result.hint.startswith("full log: ")
+    log = Path(result.hint.removeprefix("full log: "))
+    assert log.is_file()
+    assert log.parent.parent == tmp_path
+    assert log.parent.name.startswith("torchscale-validate-")
+    assert cause in log.read_text()
+    assert result.data["log_tail"]
+
+
+def _live_group_members(pgid: int) -> list[int]:
+    """Processes of group `pgid` that are not zombies (Linux /proc)."""
+    live = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state != "Z":
+            live.append(int(entry.name))
+    return live
+
+
+def _wait_until_gone(pgid: int, within_s: float = 3.0) -> list[int]:
+    """Live members of group `pgid` once they are gone, or after `within_s` (signal delivery
+    to the other members of a group is asynchronous)."""
+    deadline = time.monotonic() + within_s
+    while (live := _live_group_members(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return live
+
+
+def _kill_stray(pid: int, pgid: int) -> None:
+    """SIGKILL `pid` if it is still a live member of the test's process group `pgid` (so a
+    recycled pid is never touched)."""
+    if pid in _live_group_members(pgid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+@needs_proc
+def test_run_logged_kills_hung_process_group(tmp_path: Path) -> None:
+    code = (
+        "import os, subprocess, sys, time\n"
+        "print(os.getpid(), flush=True)\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    start = time.monotonic()
+    run = run_logged([sys.executable, "-c", code], dict(os.environ), tmp_path / "hung.log", 1.0)
+    elapsed = time.monotonic() - start
+    pids = [int(x) for x in run.log_tail().split()]
+    try:
+        assert run.timed_out is True
+        assert run.returncode is None
+        assert 1.0 <= run.wall_s < 10
+        assert elapsed < 10
+        leader = pids[0]
+        assert os.getpgid(0) != leader  # it ran in its own process group
+        with pytest.raises(ProcessLookupError):
+            os.kill(leader, 0)  # dead and reaped
+        assert _wait_until_gone(leader) == []  # its child died with it
+    finally:
+        for pid in pids[1:]:
+            _kill_stray(pid, pids[0])
+
+
+@needs_proc
+def test_run_logged_sigkills_descendants_that_ignore_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process, "TERM_GRACE_S", 0.5)
+    stubborn = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    code = (
+        "import os, subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {stubborn!r}], stdout=subprocess.PIPE)\n"
+        "child.stdout.readline()\n"  # SIGTERM is ignored from here on
+        "print(os.getpid(), child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    run = run_logged([sys.executable, "-c", code], dict(os.environ), tmp_path / "hung.log", 2.0)
+    pids = [int(x) for x in run.log_tail().split()]
+    try:
+        assert run.timed_out is True
+        assert len(pids) == 2, "the test's own set-up did not finish in time"
+        assert _wait_until_gone(pids[0], within_s=2.0) == []
+    finally:
+        for pid in pids[1:]:
+            _kill_stray(pid, pids[0])
+
+
+def test_run_logged_captures_output_and_exit_code(tmp_path: Path) -> None:
+    code = (
+        "import os, sys; print('to stdout', os.environ['SMOKE_TEST_VAR'], flush=True); "
+        "print('to stderr', file=sys.stderr, flush=True); print(os.getcwd()); sys.exit(3)"
+    )
+    log = tmp_path / "logs" / "run.log"
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    run = run_logged(
+        [sys.executable, "-c", code],
+        {**os.environ, "SMOKE_TEST_VAR": "xyz"},
+        log,
+        30.0,
+        cwd=workdir,
+    )
+    assert run.returncode == 3
+    assert run.timed_out is False
+    assert run.log_path == log
+    text = log.read_text()
+    assert "to stdout xyz" in text
+    assert "to stderr" in text
+    assert str(workdir) in text
+    assert run.log_tail(1) == str(workdir)
+
+
+def test_log_tail_of_missing_log_is_empty(tmp_path: Path) -> None:
+    assert ProcessOutcome(1, False, 0.1, tmp_path / "nope.log").log_tail() == ""
+
+
+# ---------------------------------------------------------------------------- atomic write
+
+
+def test_write_text_atomic_writes_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "deep" / "er" / "result.json"
+    assert write_text_atomic(target, '{"a": "µ"}\n') == target
+    assert target.read_text(encoding="utf-8") == '{"a": "µ"}\n'
+    assert [p.name for p in target.parent.iterdir()] == ["result.json"]
+
+
+def test_write_text_atomic_replaces_existing(tmp_path: Path) -> None:
+    target = tmp_path / "result.json"
+    target.write_text("old content that is longer than the new one")
+    write_text_atomic(str(target), "new")
+    assert target.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
+
+
+def test_write_text_atomic_failure_cleans_up(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "keep").write_text("x")  # a non-empty directory cannot be replaced by a file
+    with pytest.raises(OSError):
+        write_text_atomic(target, "data")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (target / "keep").read_text() == "x"
