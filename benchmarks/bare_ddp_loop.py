@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -51,9 +52,12 @@ def main() -> None:
     dist.barrier()
     wall = time.perf_counter() - start
     if rank == 0:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump({"samples_per_s": world * args.batch * args.steps / wall, "wall_s": wall,
-                       "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}, handle)
+        result = {
+            "samples_per_s": world * args.batch * args.steps / wall,
+            "wall_s": wall,
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        }
+        Path(args.out).write_text(json.dumps(result), encoding="utf-8")
     dist.destroy_process_group()
 
 

@@ -27,27 +27,57 @@ REPO = Path(__file__).resolve().parent.parent
 
 def bare(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> float:
     out = workdir / "bare.json"
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={args.world}", "--max-restarts=0",
-            str(REPO / "benchmarks" / "bare_ddp_loop.py"), "--model", args.model,
-            "--batch", str(args.batch), "--warmup", str(args.warmup), "--steps", str(args.steps),
-            "--out", str(out)]
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={args.world}",
+        "--max-restarts=0",
+        str(REPO / "benchmarks" / "bare_ddp_loop.py"),
+        "--model",
+        args.model,
+        "--batch",
+        str(args.batch),
+        "--warmup",
+        str(args.warmup),
+        "--steps",
+        str(args.steps),
+        "--out",
+        str(out),
+    ]
     subprocess.run(argv, env=env, check=True, capture_output=True)
     return float(json.loads(out.read_text())["samples_per_s"])
 
 
-def harness(args: argparse.Namespace, workdir: Path, env: dict[str, str],
-            index: int) -> tuple[float, float, float]:
+def harness(
+    args: argparse.Namespace, workdir: Path, env: dict[str, str], index: int
+) -> tuple[float, float, float]:
     config = workdir / "cfg.yaml"
     config.write_text(
         f"experiment_name: overhead{index}\nmodels: [{args.model}]\nbatch_sizes: [{args.batch}]\n"
         f"gpu_counts: [{args.world}]\ndevice: cpu\n"
         f"measurement: {{warmup_steps: {args.warmup}, steps: {args.steps}, repeats: 1, "
         "comm_overhead: false, flops: true}\n"
-        f"launcher: {{omp_num_threads: {env['OMP_NUM_THREADS']}}}\n")
+        f"launcher: {{omp_num_threads: {env['OMP_NUM_THREADS']}}}\n"
+    )
     out = workdir / "results"
-    subprocess.run([sys.executable, "-m", "torchscale", "--quiet", "benchmark", "-c",
-                    str(config), "-o", str(out)], env=env, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchscale",
+            "--quiet",
+            "benchmark",
+            "-c",
+            str(config),
+            "-o",
+            str(out),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     cell = json.loads(next((out / f"overhead{index}" / "cells").glob("*.json")).read_text())
     if cell["status"] != "ok":
         raise SystemExit(f"torchscale cell failed: {cell['error']}")
@@ -56,8 +86,9 @@ def harness(args: argparse.Namespace, workdir: Path, env: dict[str, str],
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", default="tiny-gpt2")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--world", type=int, default=2)
@@ -82,17 +113,26 @@ def main() -> None:
             harness_runs.append(thr)
             walls.append(wall)
             fixed.append(cost)
-            print(f"round {i + 1}: bare {bare_runs[-1]:,.1f} samples/s, torchscale "
-                  f"{thr:,.1f} samples/s (ratio {thr / bare_runs[-1]:.3f})", flush=True)
+            print(
+                f"round {i + 1}: bare {bare_runs[-1]:,.1f} samples/s, torchscale "
+                f"{thr:,.1f} samples/s (ratio {thr / bare_runs[-1]:.3f})",
+                flush=True,
+            )
     ratio = statistics.median(harness_runs) / statistics.median(bare_runs)
-    print(f"\n{args.model}, batch {args.batch}, world {args.world}, {args.steps} steps, "
-          f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']}, {args.rounds} alternating rounds "
-          f"({time.perf_counter() - started:.0f} s)")
-    print(f"median throughput: bare {statistics.median(bare_runs):,.1f}, torchscale "
-          f"{statistics.median(harness_runs):,.1f} samples/s")
+    print(
+        f"\n{args.model}, batch {args.batch}, world {args.world}, {args.steps} steps, "
+        f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']}, {args.rounds} alternating rounds "
+        f"({time.perf_counter() - started:.0f} s)"
+    )
+    print(
+        f"median throughput: bare {statistics.median(bare_runs):,.1f}, torchscale "
+        f"{statistics.median(harness_runs):,.1f} samples/s"
+    )
     print(f"harness / bare ratio: {ratio:.4f} ({(ratio - 1) * 100:+.2f}%)")
-    print(f"torchscale cell wall time: median {statistics.median(walls):.1f} s; fixed cost "
-          f"(wall - measured steps): median {statistics.median(fixed):.1f} s")
+    print(
+        f"torchscale cell wall time: median {statistics.median(walls):.1f} s; fixed cost "
+        f"(wall - measured steps): median {statistics.median(fixed):.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -23,9 +23,17 @@ def list_catalog(
 
     models = list_models()
     if as_json:
-        typer.echo(json.dumps({"models": models, "strategies": list(STRATEGIES),
-                               "precisions": list(PRECISIONS),
-                               "collectives": list(COLLECTIVES)}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "models": models,
+                    "strategies": list(STRATEGIES),
+                    "precisions": list(PRECISIONS),
+                    "collectives": list(COLLECTIVES),
+                },
+                indent=2,
+            )
+        )
         return
     table = Table(title="built-in models", title_justify="left")
     for col in ("name", "parameters", "input per sample", "tokens/sample", "options"):
@@ -33,9 +41,16 @@ def list_catalog(
     for m in models:
         shape = "x".join(str(d) for d in m["input_shape"])
         options = ", ".join(f"{k}={v}" for k, v in m["options"].items())
-        table.add_row(escape(m["name"]), f"{m['parameters']:,}", shape,
-                      str(m["tokens_per_sample"] or "-"), escape(options))
+        table.add_row(
+            escape(m["name"]),
+            f"{m['parameters']:,}",
+            shape,
+            str(m["tokens_per_sample"] or "-"),
+            escape(options),
+        )
     stdout.print(table)
     stdout.print("plug-in: models: [{name: 'package.module:factory', options: {...}}]")
-    stdout.print(f"strategies: {', '.join(STRATEGIES)}; precisions: {', '.join(PRECISIONS)} "
-                 "(amp = fp16 autocast + GradScaler); collectives: " + ", ".join(COLLECTIVES))
+    stdout.print(
+        f"strategies: {', '.join(STRATEGIES)}; precisions: {', '.join(PRECISIONS)} "
+        "(amp = fp16 autocast + GradScaler); collectives: " + ", ".join(COLLECTIVES)
+    )
