@@ -15,6 +15,7 @@ from typing import Any, Literal
 from torchscale.config.schema import BenchConfig, ModelSpec
 
 ResolvedDevice = Literal["cuda", "cpu"]
+MAX_SLUG = 80  # keeps a cell id (and its result file name) far below NAME_MAX
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,14 @@ class Cell:
     strategy: str
     device: ResolvedDevice
     backend: str
+    omp_num_threads: int  # per rank, set explicitly for every cell
     definition: str = field(repr=False)  # canonical JSON of everything that shapes the result
 
     @property
     def cell_id(self) -> str:
         """Stable, filesystem-safe, readable id; the hash keeps ids of different definitions
         apart (e.g. two transformer sizes, or a changed step count)."""
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.model.display_name)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.model.display_name)[:MAX_SLUG]
         short = hashlib.sha256(self.definition.encode()).hexdigest()[:8]
         return (
             f"{slug}__b{self.batch_size}__w{self.world_size}__{self.precision}__"
@@ -70,6 +72,23 @@ def resolve_backend(config: BenchConfig, device: ResolvedDevice) -> str:
     return config.backend
 
 
+def resolve_omp_threads(config: BenchConfig, machine: Machine) -> int:
+    """OMP_NUM_THREADS for every rank of every cell of the sweep.
+
+    An explicit `launcher.env.OMP_NUM_THREADS` or `launcher.omp_num_threads` wins. Otherwise
+    the cores divided by the largest world size: every rank gets the same threads whatever the
+    cell's world size (as every rank gets one GPU), so scaling efficiency compares equal ranks
+    and a lone rank is not handed threads it would lose to contention on a busy machine.
+    """
+    from_env = config.launcher.env.get("OMP_NUM_THREADS", "")
+    if from_env.isdigit() and int(from_env) > 0:
+        return int(from_env)
+    if config.launcher.omp_num_threads is not None:
+        return config.launcher.omp_num_threads
+    ranks_per_node = max(1, max(config.gpu_counts) // config.launcher.nnodes)
+    return max(1, machine.cpu_cores // ranks_per_node)
+
+
 def _definition(
     config: BenchConfig,
     model: ModelSpec,
@@ -79,6 +98,7 @@ def _definition(
     strategy: str,
     device: str,
     backend: str,
+    omp_num_threads: int,
 ) -> str:
     """Everything that changes what a cell measures, as canonical JSON (for ids and resume)."""
     training = config.training.model_dump(mode="json", exclude={"precision", "strategy"})
@@ -94,6 +114,8 @@ def _definition(
         "measurement": config.measurement.model_dump(mode="json"),
         "data": config.data.model_dump(mode="json"),
         "nnodes": config.launcher.nnodes,
+        "omp_num_threads": omp_num_threads,
+        "env": dict(sorted(config.launcher.env.items())),
     }
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
@@ -115,6 +137,8 @@ def _feasibility(cell: Cell, config: BenchConfig, machine: Machine) -> PlannedCe
                 cell, f"{cell.world_size} GPUs do not split evenly over {nnodes} nodes"
             )
         return PlannedCell(cell)
+    if cell.backend == "nccl":
+        return PlannedCell(cell, "backend 'nccl' needs CUDA GPUs; none is visible")
     warnings: list[str] = []
     if cell.precision == "amp":
         warnings.append("amp (fp16 autocast) on CPU is slow and not representative of GPUs")
@@ -132,6 +156,7 @@ def build_plan(config: BenchConfig, machine: Machine) -> list[PlannedCell]:
     (world size innermost, so a model's scaling curve is measured back to back)."""
     device = resolve_device(config, machine)
     backend = resolve_backend(config, device)
+    threads = resolve_omp_threads(config, machine)
     plan: list[PlannedCell] = []
     for model in config.models:
         for precision in config.training.precision:
@@ -147,6 +172,7 @@ def build_plan(config: BenchConfig, machine: Machine) -> list[PlannedCell]:
                             strategy,
                             device,
                             backend,
+                            threads,
                         )
                         cell = Cell(
                             model,
@@ -156,6 +182,7 @@ def build_plan(config: BenchConfig, machine: Machine) -> list[PlannedCell]:
                             strategy,
                             device,
                             backend,
+                            threads,
                             definition,
                         )
                         plan.append(_feasibility(cell, config, machine))

@@ -56,7 +56,7 @@ def cell_command(
         store.log_dir(cell.cell_id),
         base_env,
         cpu_cores,
-        omp_num_threads=config.launcher.omp_num_threads,
+        omp_num_threads=cell.omp_num_threads,
         extra_env=config.launcher.env,
     )
 
@@ -85,7 +85,10 @@ def _bare_result(
 class SweepHooks:
     """Callbacks for progress display; the sweep itself prints nothing."""
 
-    on_start: Callable[[PlannedCell, int, int], None] = lambda planned, index, total: None
+    # (cell, index, total, will_launch): will_launch is False for skipped and reused cells
+    on_start: Callable[[PlannedCell, int, int, bool], None] = (
+        lambda planned, index, total, will_launch: None
+    )
     on_done: Callable[[CellResult, bool], None] = lambda result, reused: None
 
 
@@ -153,16 +156,15 @@ def run_sweep(
     try:
         for index, planned in enumerate(plan):
             cell = planned.cell
-            hooks.on_start(planned, index, len(plan))
+            previous = None
+            if resume and planned.skip_reason is None:
+                previous = store.finished_ok(cell.cell_id, definition_sha256(cell))
+            reused = previous is not None
+            hooks.on_start(planned, index, len(plan), planned.skip_reason is None and not reused)
             if planned.skip_reason is not None:
                 result = _bare_result(cell, "skipped", {"reason": planned.skip_reason})
                 store.write_cell(result)
-                reused = False
             else:
-                previous = (
-                    store.finished_ok(cell.cell_id, definition_sha256(cell)) if resume else None
-                )
-                reused = previous is not None
                 result = previous or run_cell(config, planned, store, base_env, cpu_cores)
             outcome.results.append(result)
             write_summary(store, outcome.results)

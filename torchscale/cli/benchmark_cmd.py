@@ -230,9 +230,9 @@ def _run(
     )
     task = progress.add_task("cells", total=len(plan))
 
-    def on_start(planned: PlannedCell, index: int, total: int) -> None:
+    def on_start(planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
         cell = planned.cell
-        if planned.skip_reason is None and not quiet:
+        if will_launch and not quiet:
             unit = "GPUs" if cell.device == "cuda" else "CPU ranks"
             progress.console.print(
                 f"> Running {escape(cell.model.display_name)} on {cell.world_size} {unit} "

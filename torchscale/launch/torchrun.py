@@ -91,5 +91,7 @@ def torchrun_command(
             base_env.get("CUDA_VISIBLE_DEVICES"), nproc
         )
     overrides.update(extra_env or {})
+    if overrides["OMP_NUM_THREADS"].isdigit():  # an explicit env value wins: record what runs
+        threads = int(overrides["OMP_NUM_THREADS"])
     env = child_environment(base_env, overrides)
     return LaunchCommand(argv, env, overrides, threads, error_file, log_dir)

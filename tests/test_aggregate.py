@@ -1,0 +1,513 @@
+"""Rank 0's aggregation of every rank's measurements into one CellResult, the statistics it
+rests on, scaling efficiency over the summary table, and the GPU peak table for MFU.
+
+All synthetic: RankMeasurement lists built by hand, no torch.distributed, no subprocess.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from torchscale.analysis.scaling import add_scaling_efficiency
+from torchscale.analysis.stats import (
+    median_and_spread,
+    percentile,
+    scaling_efficiency,
+    step_stats,
+)
+from torchscale.config.schema import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+from torchscale.results.schema import CellResult
+from torchscale.worker.aggregate import CellFacts, aggregate
+from torchscale.worker.measure import RankMeasurement, Window
+from torchscale.worker.peaks import peak_tflops
+from torchscale.worker.spec import WorkerSpec
+
+STATIC = {"parameter_bytes": 1000, "gradient_bytes": 1000, "optimizer_state_bytes": 2000}
+
+
+def make_spec(
+    world: int = 2,
+    strategy: str = "ddp",
+    batch: int = 8,
+    grad_accum: int = 1,
+    cv_warn: float = 0.10,
+    steps: int = 4,
+) -> WorkerSpec:
+    return WorkerSpec(
+        cell_id="cell",
+        definition_sha256="0" * 64,
+        model=ModelSpec(name="tiny-mlp"),
+        batch_size=batch,
+        world_size=world,
+        precision="fp32",
+        strategy=strategy,
+        device="cpu",
+        backend="gloo",
+        training=TrainingConfig(grad_accum_steps=grad_accum),
+        measurement=MeasurementConfig(steps=steps, repeats=3, cv_warn_threshold=cv_warn),
+        data=DataConfig(),
+        result_path="/nonexistent/result.json",
+        steps_path="/nonexistent/steps.jsonl",
+    )
+
+
+def make_facts(
+    kind: str = "other",
+    tokens: int | None = None,
+    peak: float | None = None,
+    note: str | None = "MFU is defined against GPU peak FLOP/s; none on CPU",
+) -> CellFacts:
+    return CellFacts(
+        parameters=1234,
+        model_kind=kind,
+        tokens_per_sample=tokens,
+        device_name="cpu" if peak is None else "NVIDIA H100 80GB HBM3",
+        peak_tflops=peak,
+        peak_note=note,
+        environment={"host": "test"},
+        fused_optimizer=False,
+        channels_last=False,
+    )
+
+
+def make_rank(
+    rank: int,
+    walls: Sequence[float],
+    step_s: Sequence[float] | Sequence[Sequence[float]] = (0.01, 0.01, 0.01, 0.01),
+    no_sync: Sequence[float] | None = None,
+    flops: float | None = None,
+    peak_allocated: int | None = None,
+    static: dict[str, int] | None = None,
+) -> RankMeasurement:
+    per_window: list[list[float]]
+    if step_s and isinstance(step_s[0], (list, tuple)):
+        per_window = [list(w) for w in step_s]  # type: ignore[arg-type]
+    else:
+        per_window = [list(step_s)] * len(walls)  # type: ignore[arg-type]
+    windows = [Window(wall, steps) for wall, steps in zip(walls, per_window, strict=True)]
+    return RankMeasurement(
+        rank=rank,
+        host=f"host{rank}",
+        timing="perf_counter",
+        steps=len(per_window[0]),
+        warmup_s=[0.02, 0.02],
+        windows=windows,
+        no_sync=Window(sum(no_sync), list(no_sync)) if no_sync is not None else None,
+        flops_per_step=flops,
+        flops_note=None if flops else "measurement.flops is off",
+        peak_allocated=peak_allocated,
+        peak_reserved=peak_allocated * 2 if peak_allocated is not None else None,
+        peak_rss=50_000_000,
+        static=dict(STATIC if static is None else static),
+    )
+
+
+def run(ranks: list[RankMeasurement], spec: WorkerSpec | None = None, **facts: Any) -> CellResult:
+    spec = spec or make_spec(world=len(ranks))
+    result = aggregate(spec, ranks, make_facts(**facts))
+    CellResult.model_validate(result.model_dump())  # always a valid result
+    return result
+
+
+# ------------------------------------------------------------------------------ throughput
+
+
+def test_global_throughput_uses_the_slowest_rank_per_repeat() -> None:
+    ranks = [
+        make_rank(0, walls=[1.0, 2.0, 1.5]),
+        make_rank(1, walls=[1.2, 1.8, 1.5]),
+    ]
+    result = run(ranks)
+    thr = result.throughput
+    assert thr is not None
+    global_batch = 8 * 2
+    steps = 4
+    expected = [global_batch * steps / w for w in (1.2, 2.0, 1.5)]
+    assert thr.repeats == pytest.approx(expected)
+    assert thr.samples_per_s == pytest.approx(statistics.median(expected))
+    assert thr.samples_per_s_per_device == pytest.approx(statistics.median(expected) / 2)
+    assert thr.spread == pytest.approx(
+        (max(expected) - min(expected)) / statistics.median(expected)
+    )
+    assert result.global_batch == 16
+    assert result.measured_steps == 4
+    assert result.repeats == 3
+    assert result.world_size == 2
+    assert result.status == "ok"
+
+
+def test_median_is_robust_to_one_bad_repeat() -> None:
+    ranks = [make_rank(0, walls=[1.0, 1.0, 10.0]), make_rank(1, walls=[1.0, 1.0, 1.0])]
+    thr = run(ranks).throughput
+    assert thr is not None
+    assert thr.samples_per_s == pytest.approx(8 * 2 * 4 / 1.0)
+    assert thr.spread == pytest.approx((64 - 6.4) / 64)
+
+
+def test_grad_accumulation_counts_in_the_global_batch() -> None:
+    spec = make_spec(world=2, grad_accum=4)
+    ranks = [make_rank(0, walls=[2.0, 2.0, 2.0]), make_rank(1, walls=[2.0, 2.0, 2.0])]
+    result = run(ranks, spec)
+    assert result.global_batch == 8 * 4 * 2
+    assert result.throughput is not None
+    assert result.throughput.samples_per_s == pytest.approx(64 * 4 / 2.0)
+
+
+def test_tokens_only_for_language_models() -> None:
+    ranks = [make_rank(0, walls=[1.0, 1.0, 1.0])]
+    lm = run(ranks, kind="language", tokens=128)
+    assert lm.throughput is not None
+    assert lm.throughput.tokens_per_s == pytest.approx(lm.throughput.samples_per_s * 128)
+    assert "tokens_per_s" not in lm.unavailable
+    other = run(ranks, kind="vision", tokens=None)
+    assert other.throughput is not None
+    assert other.throughput.tokens_per_s is None
+    assert other.unavailable["tokens_per_s"]
+
+
+# ------------------------------------------------------------------- step-time statistics
+
+
+def test_per_rank_and_pooled_stats() -> None:
+    r0 = [[0.010, 0.011, 0.012, 0.013], [0.010, 0.010, 0.010, 0.014], [0.011] * 4]
+    r1 = [[0.020, 0.021, 0.022, 0.023], [0.020, 0.019, 0.020, 0.024], [0.021] * 4]
+    result = run([make_rank(1, [1, 1, 1], r1), make_rank(0, [1, 1, 1], r0)])  # unsorted input
+    assert [r.rank for r in result.ranks] == [0, 1]
+    assert [r.host for r in result.ranks] == ["host0", "host1"]
+    for stats, times in zip(result.ranks, (r0, r1), strict=True):
+        flat = [t for w in times for t in w]
+        expected = step_stats(flat)
+        assert stats.step_time.count == 12
+        assert stats.step_time.p50 == pytest.approx(expected.p50)
+        assert stats.step_time.p95 == pytest.approx(expected.p95)
+        assert stats.step_time.mean == pytest.approx(statistics.fmean(flat))
+        assert stats.step_time.std == pytest.approx(statistics.stdev(flat))
+    pooled = [t for w in r0 + r1 for t in w]
+    assert result.step_time is not None
+    assert result.step_time.count == 24
+    assert result.step_time.p50 == pytest.approx(percentile(sorted(pooled), 50))
+    assert result.step_time.max == max(pooled)
+
+
+def test_straggler_is_the_rank_with_the_highest_p50() -> None:
+    ranks = [
+        make_rank(0, [1, 1, 1], (0.010, 0.010, 0.010, 0.010)),
+        make_rank(1, [1, 1, 1], (0.010, 0.011, 0.010, 0.050)),  # one spike, p50 still low
+        make_rank(2, [1, 1, 1], (0.012, 0.012, 0.012, 0.012)),  # consistently slower
+        make_rank(3, [1, 1, 1], (0.009, 0.009, 0.009, 0.009)),
+    ]
+    assert run(ranks).straggler_rank == 2
+
+
+def test_no_straggler_for_one_rank() -> None:
+    assert run([make_rank(0, [1, 1, 1])]).straggler_rank is None
+
+
+def _pooled_cv(times: Sequence[float]) -> float:
+    return statistics.stdev(times) / statistics.fmean(times)
+
+
+def test_high_variance_warning_only_above_the_threshold() -> None:
+    times = (0.010, 0.012, 0.009, 0.014)
+    cv = _pooled_cv(list(times) * 6)
+    ranks = [make_rank(0, [1, 1, 1], times), make_rank(1, [1, 1, 1], times)]
+    below = run(ranks, make_spec(cv_warn=cv * 1.01))
+    assert not [w for w in below.warnings if "variance" in w.lower()]
+    above = run(ranks, make_spec(cv_warn=cv * 0.99))
+    (warning,) = [w for w in above.warnings if "variance" in w.lower()]
+    assert warning.startswith("High variance in step time")
+    assert f"{cv:.2f}" in warning
+
+
+def test_constant_step_times_never_warn() -> None:
+    ranks = [make_rank(0, [1, 1, 1]), make_rank(1, [1, 1, 1])]
+    result = run(ranks, make_spec(cv_warn=0.001))
+    assert result.step_time is not None
+    assert result.step_time.cv == pytest.approx(0.0, abs=1e-12)
+    assert result.warnings == []
+
+
+# --------------------------------------------------------------------- communication
+
+
+def test_comm_overhead_from_the_no_sync_window() -> None:
+    sync = (0.010, 0.010, 0.010, 0.010)
+    ranks = [
+        make_rank(0, [1, 1, 1], sync, no_sync=(0.004, 0.004, 0.004, 0.004)),
+        make_rank(1, [1, 1, 1], sync, no_sync=(0.004, 0.004, 0.004, 0.005)),
+    ]
+    result = run(ranks)
+    comm = result.communication
+    assert comm is not None
+    assert comm.step_time_no_sync_s == pytest.approx(0.004)
+    assert comm.comm_overhead == pytest.approx(1 - 0.004 / 0.010)
+    assert "comm_overhead" not in result.unavailable
+
+
+def test_comm_overhead_null_for_world_size_one() -> None:
+    result = run([make_rank(0, [1, 1, 1])], make_spec(world=1))
+    assert result.communication is not None
+    assert result.communication.comm_overhead is None
+    assert result.communication.step_time_no_sync_s is None
+    assert "world size 1" in result.unavailable["comm_overhead"]
+
+
+def test_comm_overhead_null_for_fsdp() -> None:
+    ranks = [make_rank(0, [1, 1, 1]), make_rank(1, [1, 1, 1])]
+    result = run(ranks, make_spec(world=2, strategy="fsdp"))
+    assert result.communication is not None
+    assert result.communication.comm_overhead is None
+    assert "FSDP" in result.unavailable["comm_overhead"]
+
+
+# ------------------------------------------------------------------------- compute, MFU
+
+
+def test_mfu_against_a_known_peak() -> None:
+    ranks = [make_rank(0, [1, 1, 1], flops=2e12), make_rank(1, [1, 1, 1], flops=2e12)]
+    result = run(ranks, peak=989.0, note=None)
+    compute = result.compute
+    assert compute is not None
+    assert compute.flops_per_step == 2e12
+    achieved = 2e12 / 0.01 / 1e12  # per device: FLOPs per rank step / p50 step time
+    assert compute.achieved_tflops_per_device == pytest.approx(achieved)
+    assert compute.peak_tflops_per_device == 989.0
+    assert compute.mfu == pytest.approx(achieved / 989.0)
+    assert "mfu" not in result.unavailable
+
+
+def test_mfu_null_with_the_reason_when_no_peak() -> None:
+    ranks = [make_rank(0, [1, 1, 1], flops=1e9)]
+    result = run(ranks, peak=None, note="no peak FLOP/s table entry for 'Mystery GPU'")
+    assert result.compute is not None
+    assert result.compute.achieved_tflops_per_device == pytest.approx(1e9 / 0.01 / 1e12)
+    assert result.compute.mfu is None
+    assert result.unavailable["mfu"] == "no peak FLOP/s table entry for 'Mystery GPU'"
+
+
+def test_no_flop_count_means_no_tflops_and_no_mfu() -> None:
+    result = run([make_rank(0, [1, 1, 1], flops=None)], peak=989.0, note=None)
+    assert result.compute is not None
+    assert result.compute.achieved_tflops_per_device is None
+    assert result.compute.mfu is None
+    assert result.unavailable["flops"] == "measurement.flops is off"
+    assert result.unavailable["mfu"]
+
+
+# --------------------------------------------------------------------------------- memory
+
+
+def test_activation_bytes_are_peak_allocated_minus_static() -> None:
+    ranks = [
+        make_rank(0, [1, 1, 1], peak_allocated=10_000),
+        make_rank(1, [1, 1, 1], peak_allocated=12_000),
+    ]
+    memory = run(ranks).memory
+    assert memory is not None
+    assert memory.parameter_bytes == 1000
+    assert memory.gradient_bytes == 1000
+    assert memory.optimizer_state_bytes == 2000
+    assert memory.peak_allocated_bytes == 12_000
+    assert memory.activation_bytes == 12_000 - 4000
+
+
+def test_cpu_memory_has_no_allocator_figures() -> None:
+    result = run([make_rank(0, [1, 1, 1], peak_allocated=None)])
+    memory = result.memory
+    assert memory is not None
+    assert memory.peak_allocated_bytes is None
+    assert memory.activation_bytes is None
+    assert memory.peak_rss_bytes == 50_000_000
+    assert result.unavailable["peak_allocated"]
+
+
+# ============================================================================ analysis.stats
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 10, 101])
+def test_percentile_matches_numpy_linear(n: int) -> None:
+    rng = random.Random(n)
+    values = sorted(rng.uniform(0.001, 1.0) for _ in range(n))
+    qs = [0, 1, 5, 25, 50, 75, 90, 95, 99, 99.9, 100, *(rng.uniform(0, 100) for _ in range(20))]
+    for q in qs:
+        assert percentile(values, q) == pytest.approx(
+            float(np.percentile(values, q)), rel=1e-12, abs=1e-15
+        ), q
+
+
+def test_percentile_rejects_bad_input() -> None:
+    with pytest.raises(ValueError):
+        percentile([], 50)
+    with pytest.raises(ValueError):
+        percentile([1.0], 101)
+    with pytest.raises(ValueError):
+        percentile([1.0], -1)
+
+
+def test_step_stats_against_numpy() -> None:
+    rng = np.random.default_rng(7)
+    times = list(rng.lognormal(-4, 0.3, size=257))
+    stats = step_stats(times)
+    arr = np.array(times)
+    assert stats.count == 257
+    assert stats.mean == pytest.approx(arr.mean())
+    assert stats.std == pytest.approx(arr.std(ddof=1))  # sample std
+    assert stats.cv == pytest.approx(arr.std(ddof=1) / arr.mean())
+    for name, q in (("p50", 50), ("p95", 95), ("p99", 99)):
+        assert getattr(stats, name) == pytest.approx(np.percentile(arr, q))
+    assert stats.min == arr.min()
+    assert stats.max == arr.max()
+    assert set(stats.as_dict()) == {"count", "mean", "p50", "p95", "p99", "min", "max", "std", "cv"}
+
+
+def test_step_stats_edge_cases() -> None:
+    one = step_stats([0.5])
+    assert (one.count, one.std, one.cv, one.p50, one.p99) == (1, 0.0, 0.0, 0.5, 0.5)
+    with pytest.raises(ValueError):
+        step_stats([])
+
+
+def test_median_and_spread() -> None:
+    assert median_and_spread([10.0, 12.0, 8.0]) == (10.0, pytest.approx(0.4))
+    assert median_and_spread([5.0]) == (5.0, 0.0)
+    with pytest.raises(ValueError):
+        median_and_spread([])
+
+
+@pytest.mark.parametrize(
+    ("thr", "world", "base_thr", "base_world", "expected"),
+    [
+        (100.0, 1, 100.0, 1, 1.0),
+        (180.0, 2, 100.0, 1, 0.9),
+        (400.0, 4, 100.0, 1, 1.0),
+        (340.0, 4, 180.0, 2, 340 / (4 * 90)),
+        (50.0, 2, 100.0, 1, 0.25),
+    ],
+)
+def test_scaling_efficiency(
+    thr: float, world: int, base_thr: float, base_world: int, expected: float
+) -> None:
+    assert scaling_efficiency(thr, world, base_thr, base_world) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("args", [(1.0, 2, 0.0, 1), (1.0, 0, 1.0, 1), (1.0, 2, 1.0, 0)])
+def test_scaling_efficiency_rejects_bad_input(args: tuple[float, int, float, int]) -> None:
+    with pytest.raises(ValueError):
+        scaling_efficiency(*args)
+
+
+# ========================================================================= analysis.scaling
+
+
+def _row(
+    world: int,
+    thr: float | None,
+    status: str = "ok",
+    batch: int = 8,
+    precision: str = "fp32",
+    label: str = "m",
+) -> dict[str, Any]:
+    return {
+        "model_label": label,
+        "batch_size": batch,
+        "precision": precision,
+        "strategy": "ddp",
+        "device": "cpu",
+        "world_size": world,
+        "status": status,
+        "samples_per_s": thr,
+    }
+
+
+def test_add_scaling_efficiency() -> None:
+    table = pd.DataFrame(
+        [
+            _row(2, 180.0),  # group A: base world 1 (listed later)
+            _row(1, 100.0),
+            _row(4, None, "failed"),
+            _row(1, None, "oom", batch=16),  # group B: smallest world failed -> base is 2
+            _row(2, 200.0, batch=16),
+            _row(4, 360.0, batch=16),
+            _row(2, 150.0, precision="bf16"),  # group C: only one world size
+            _row(4, 380.0, label="other"),  # group D: another model, base 4
+            _row(8, 700.0, label="other"),
+            _row(1, None, "skipped", label="skip-only"),  # no ok base at all
+        ]
+    )
+    original = table.copy()
+    out = add_scaling_efficiency(table)
+    pd.testing.assert_frame_equal(table, original)  # the input is not modified
+    eff = out["scaling_efficiency"].tolist()
+    assert eff[0] == pytest.approx(0.9)
+    assert eff[1] == pytest.approx(1.0)
+    assert math.isnan(eff[2])
+    assert math.isnan(eff[3])
+    assert eff[4] == pytest.approx(1.0)
+    assert eff[5] == pytest.approx(360 / (4 * 100))
+    assert eff[6] == pytest.approx(1.0)
+    assert eff[7] == pytest.approx(1.0)
+    assert eff[8] == pytest.approx(700 / (8 * 95))
+    assert math.isnan(eff[9])
+
+
+def test_scaling_efficiency_ignores_ok_rows_without_throughput() -> None:
+    table = pd.DataFrame([_row(1, float("nan")), _row(2, 150.0)])
+    eff = add_scaling_efficiency(table)["scaling_efficiency"].tolist()
+    assert math.isnan(eff[0])
+    assert eff[1] == pytest.approx(1.0)
+
+
+# =========================================================================== worker.peaks
+
+
+@pytest.mark.parametrize(
+    ("name", "precision", "tf32", "expected"),
+    [
+        ("NVIDIA H100 80GB HBM3", "bf16", False, 989.0),  # SXM
+        ("NVIDIA H100 80GB HBM3", "amp", False, 989.0),
+        ("NVIDIA H100 80GB HBM3", "fp32", False, 67.0),
+        ("NVIDIA H100 80GB HBM3", "fp32", True, 494.0),
+        ("NVIDIA H100 PCIe", "bf16", False, 756.0),
+        ("NVIDIA H100 PCIe", "fp32", True, 378.0),
+        ("NVIDIA H100 PCIe", "fp32", False, 51.0),
+        ("NVIDIA A100-SXM4-80GB", "bf16", False, 312.0),
+        ("NVIDIA A100-SXM4-80GB", "fp32", True, 156.0),
+        ("NVIDIA L40S", "bf16", False, 362.0),
+        ("NVIDIA L4", "bf16", False, 121.0),
+        ("Tesla V100-SXM2-32GB", "amp", False, 125.0),
+        ("Tesla V100-SXM2-32GB", "fp32", False, 15.7),
+    ],
+)
+def test_peak_tflops_known(name: str, precision: str, tf32: bool, expected: float) -> None:
+    assert peak_tflops(name, precision, tf32) == (expected, None)
+
+
+def test_peak_tflops_unknown_gpu() -> None:
+    peak, reason = peak_tflops("NVIDIA GeForce GTX 1080", "fp32", False)
+    assert peak is None
+    assert reason is not None
+    assert "NVIDIA GeForce GTX 1080" in reason
+
+
+def test_peak_tflops_dtype_not_in_table() -> None:
+    peak, reason = peak_tflops("Tesla V100-SXM2-32GB", "bf16", False)
+    assert peak is None
+    assert reason is not None
+    assert "bf16" in reason
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong"),
+    [("NVIDIA L40", 121.0), ("NVIDIA RTX A1000 6GB Laptop GPU", 312.0)],
+)
+def test_peak_tflops_does_not_match_a_different_gpu(name: str, wrong: float) -> None:
+    peak, _ = peak_tflops(name, "bf16", False)
+    assert peak != wrong

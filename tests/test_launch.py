@@ -1,0 +1,391 @@
+"""Launching a cell, as data: the torchrun argv, the child environment, and how a run that left
+no result is classified (timeout, oom, failed with its root-cause rank). Nothing is started."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchscale.config.schema import BenchConfig
+from torchscale.launch.failure import classify_failure, read_error_file
+from torchscale.launch.process import ProcessOutcome
+from torchscale.launch.torchrun import (
+    WORKER_MODULE,
+    LaunchCommand,
+    omp_threads,
+    torchrun_command,
+    visible_devices,
+)
+from torchscale.plan import Cell, Machine, build_plan
+from torchscale.results.store import ResultStore
+from torchscale.sweep import cell_command
+
+INHERITED = {
+    "RANK": "3",
+    "WORLD_SIZE": "8",
+    "LOCAL_RANK": "1",
+    "LOCAL_WORLD_SIZE": "4",
+    "GROUP_RANK": "0",
+    "MASTER_ADDR": "10.0.0.1",
+    "MASTER_PORT": "29500",
+    "TORCHELASTIC_RUN_ID": "old-job",
+    "TORCHELASTIC_RESTART_COUNT": "0",
+    "TORCHELASTIC_ERROR_FILE": "/old/error.json",
+    "PET_NPROC_PER_NODE": "8",
+    "PET_RDZV_ENDPOINT": "elsewhere:29400",
+}
+KEPT = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/home/me",
+    "RANKING": "keep",  # not RANK
+    "MY_RANK": "keep",
+    "NCCL_DEBUG": "WARN",
+    "OMP_NUM_THREADS": "16",  # inherited, replaced by ours
+}
+
+
+def make_config(**overrides: Any) -> BenchConfig:
+    data: dict[str, Any] = {
+        "experiment_name": "launch",
+        "models": ["tiny-mlp"],
+        "batch_sizes": [8],
+        "gpu_counts": [1, 2, 4],
+        "device": "cpu",
+    }
+    data.update(overrides)
+    return BenchConfig.model_validate(data)
+
+
+def cell_for(world: int, device: str = "cpu", **overrides: Any) -> Cell:
+    machine = Machine(gpu_count=8 if device == "cuda" else 0, cpu_cores=2)
+    plan = build_plan(make_config(device=device, **overrides), machine)
+    (planned,) = [p for p in plan if p.cell.world_size == world]
+    return planned.cell
+
+
+def command(
+    tmp_path: Path,
+    world: int = 2,
+    device: str = "cpu",
+    base_env: dict[str, str] | None = None,
+    cpu_cores: int = 2,
+    **kwargs: Any,
+) -> LaunchCommand:
+    cell = cell_for(world, device)
+    return torchrun_command(
+        cell,
+        tmp_path / "specs" / f"{cell.cell_id}.json",
+        tmp_path / "logs" / cell.cell_id,
+        {**INHERITED, **KEPT} if base_env is None else base_env,
+        cpu_cores,
+        **kwargs,
+    )
+
+
+# ------------------------------------------------------------------------------------ argv
+
+
+@pytest.mark.parametrize("world", [1, 2, 4])
+def test_torchrun_argv(tmp_path: Path, world: int) -> None:
+    cmd = command(tmp_path, world)
+    cell = cell_for(world)
+    argv = cmd.argv
+    assert argv[:3] == [sys.executable, "-m", "torch.distributed.run"]
+    assert "--standalone" in argv
+    assert f"--nproc-per-node={world}" in argv
+    assert "--max-restarts=0" in argv
+    log_dir = Path(argv[argv.index("--log-dir") + 1])
+    assert log_dir.is_relative_to(tmp_path / "logs" / cell.cell_id)
+    worker = argv.index("-m", 3)
+    assert argv[worker : worker + 2] == ["-m", WORKER_MODULE]
+    assert argv[worker + 2 :] == ["--spec", str(tmp_path / "specs" / f"{cell.cell_id}.json")]
+    # every torchrun option comes before the worker module; after it only the worker's own
+    assert [a for a in argv[worker:] if a.startswith("--")] == ["--spec"]
+    assert cmd.log_dir == tmp_path / "logs" / cell.cell_id
+    assert cmd.error_file.parent == cmd.log_dir
+
+
+def test_argv_parses_with_torchruns_own_parser(tmp_path: Path) -> None:
+    from torch.distributed.run import get_args_parser
+
+    cmd = command(tmp_path, 2)
+    args = get_args_parser().parse_args(cmd.argv[3:])
+    assert args.standalone is True
+    assert str(args.nproc_per_node) == "2"
+    assert args.max_restarts == 0
+    assert Path(args.log_dir).is_relative_to(cmd.log_dir)
+    assert args.module is True
+    assert args.training_script == WORKER_MODULE
+    assert args.training_script_args[0] == "--spec"
+
+
+def test_custom_python(tmp_path: Path) -> None:
+    cmd = command(tmp_path, 1, python="/opt/py/bin/python3")
+    assert cmd.argv[0] == "/opt/py/bin/python3"
+
+
+# ------------------------------------------------------------------------------------- env
+
+
+def test_env_strips_inherited_distributed_variables(tmp_path: Path) -> None:
+    cmd = command(tmp_path, 2)
+    for name in INHERITED:
+        if name == "TORCHELASTIC_ERROR_FILE":
+            continue
+        assert name not in cmd.env, name
+    assert not [k for k in cmd.env if k.startswith("PET_")]
+    assert [k for k in cmd.env if k.startswith("TORCHELASTIC_")] == ["TORCHELASTIC_ERROR_FILE"]
+    for name in ("PATH", "HOME", "RANKING", "MY_RANK", "NCCL_DEBUG"):
+        assert cmd.env[name] == KEPT[name]
+
+
+def test_env_sets_error_file_per_cell(tmp_path: Path) -> None:
+    cmd = command(tmp_path, 2)
+    assert cmd.env["TORCHELASTIC_ERROR_FILE"] == str(cmd.error_file)
+    assert cmd.error_file != Path(INHERITED["TORCHELASTIC_ERROR_FILE"])
+    assert cmd.error_file.is_relative_to(cmd.log_dir)
+    assert cmd.env_overrides["TORCHELASTIC_ERROR_FILE"] == str(cmd.error_file)
+
+
+@pytest.mark.parametrize(
+    ("configured", "cores", "nproc", "expected"),
+    [
+        (None, 2, 1, 2),
+        (None, 2, 2, 1),
+        (None, 2, 4, 1),  # oversubscribed: still at least 1
+        (None, 16, 4, 4),
+        (None, 15, 4, 3),
+        (None, 1, 1, 1),
+        (3, 2, 2, 3),  # configured value wins
+        (1, 64, 1, 1),
+    ],
+)
+def test_omp_num_threads(
+    tmp_path: Path, configured: int | None, cores: int, nproc: int, expected: int
+) -> None:
+    assert omp_threads(configured, cores, nproc) == expected
+    cmd = command(tmp_path, nproc, cpu_cores=cores, omp_num_threads=configured)
+    assert cmd.env["OMP_NUM_THREADS"] == str(expected)  # the inherited 16 is replaced
+    assert cmd.env_overrides["OMP_NUM_THREADS"] == str(expected)
+    assert cmd.omp_num_threads == expected
+
+
+def test_recorded_omp_threads_match_the_child_env(tmp_path: Path) -> None:
+    cmd = command(tmp_path, 1, extra_env={"OMP_NUM_THREADS": "4"})
+    assert cmd.omp_num_threads == int(cmd.env["OMP_NUM_THREADS"])
+
+
+def test_cuda_cell_gets_first_n_of_inherited_devices(tmp_path: Path) -> None:
+    env = {**KEPT, "CUDA_VISIBLE_DEVICES": "4,5,6,7"}
+    cmd = command(tmp_path, 2, device="cuda", base_env=env)
+    assert cmd.env["CUDA_VISIBLE_DEVICES"] == "4,5"
+    assert cmd.env_overrides["CUDA_VISIBLE_DEVICES"] == "4,5"
+    cmd = command(tmp_path, 4, device="cuda", base_env=env)
+    assert cmd.env["CUDA_VISIBLE_DEVICES"] == "4,5,6,7"
+
+
+def test_cuda_cell_without_inherited_devices(tmp_path: Path) -> None:
+    cmd = command(tmp_path, 2, device="cuda", base_env=dict(KEPT))
+    assert cmd.env["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
+def test_cpu_cell_sets_no_cuda_devices(tmp_path: Path) -> None:
+    cmd = command(tmp_path, 2, device="cpu")
+    assert "CUDA_VISIBLE_DEVICES" not in cmd.env_overrides
+
+
+@pytest.mark.parametrize(
+    ("inherited", "count", "expected"),
+    [
+        (None, 1, "0"),
+        (None, 3, "0,1,2"),
+        ("", 2, "0,1"),
+        ("3", 1, "3"),
+        (" 2, 3 ,5", 2, "2,3"),
+        ("GPU-aaa,GPU-bbb", 1, "GPU-aaa"),
+    ],
+)
+def test_visible_devices(inherited: str | None, count: int, expected: str) -> None:
+    assert visible_devices(inherited, count) == expected
+
+
+def test_extra_env_is_applied(tmp_path: Path) -> None:
+    extra = {"PYTHONPATH": "/repo", "NCCL_DEBUG": "INFO", "GLOO_SOCKET_IFNAME": "lo"}
+    cmd = command(tmp_path, 2, extra_env=extra)
+    for key, value in extra.items():
+        assert cmd.env[key] == value
+        assert cmd.env_overrides[key] == value
+
+
+def test_cell_command_takes_launcher_settings_from_the_config(tmp_path: Path) -> None:
+    config = make_config(launcher={"omp_num_threads": 3, "env": {"PYTHONPATH": "/repo"}})
+    planned = next(p for p in build_plan(config, Machine(0, 2)) if p.cell.world_size == 2)
+    store = ResultStore(tmp_path / "exp")
+    cmd = cell_command(config, planned.cell, store, {**INHERITED, **KEPT}, 2)
+    cell_id = planned.cell.cell_id
+    assert cmd.argv[-1] == str(store.spec_path(cell_id))
+    assert cmd.log_dir == store.log_dir(cell_id)
+    assert cmd.env["OMP_NUM_THREADS"] == "3"
+    assert cmd.env["PYTHONPATH"] == "/repo"
+    assert "RANK" not in cmd.env
+
+
+# ------------------------------------------------------------------------ failure classes
+
+ROOT_CAUSE_LOG = """\
+[W1121 19:57:21] Sending process 11234 closing signal SIGTERM
+E1121 19:57:21 failed (exitcode: 1) local_rank: 1 (pid: 11235) of binary: python
+Traceback (most recent call last):
+  File "torch/distributed/run.py", line 1, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+torchscale.worker.main FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-21_19:57:22
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 11234)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 11234
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-21_19:57:21
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 11235)
+  error_file: /tmp/x/attempt_0/1/error.json
+  traceback : Traceback (most recent call last):
+    File "tests/fault_models.py", line 32, in forward
+      raise RuntimeError(f"injected failure on rank {_rank()}")
+  RuntimeError: boom on rank 1
+============================================================
+"""
+
+
+def outcome(
+    tmp_path: Path, log: str, returncode: int | None = 1, timed_out: bool = False
+) -> ProcessOutcome:
+    path = tmp_path / "torchrun.log"
+    path.write_text(log, encoding="utf-8")
+    return ProcessOutcome(returncode, timed_out, 3.5, path)
+
+
+def error_file(tmp_path: Path, message: str, nested: bool = True) -> Path:
+    path = tmp_path / "error.json"
+    body: Any = {"message": message, "extraInfo": {"py_callstack": "...", "timestamp": "1"}}
+    path.write_text(json.dumps({"message": body if nested else message}), encoding="utf-8")
+    return path
+
+
+def test_timeout(tmp_path: Path) -> None:
+    failure = classify_failure(
+        outcome(tmp_path, "started\nstill going\n", returncode=None, timed_out=True),
+        tmp_path / "missing.json",
+        15.0,
+    )
+    assert failure.status == "timeout"
+    assert "15 s" in failure.reason
+    assert failure.root_cause_rank is None
+    assert failure.exception is None
+    assert "still going" in failure.log_tail
+
+
+def test_timeout_wins_over_an_error_file(tmp_path: Path) -> None:
+    errors = error_file(tmp_path, "RuntimeError: x")
+    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG, None, True), errors, 30)
+    assert failure.status == "timeout"
+
+
+def test_oom_from_the_error_file(tmp_path: Path) -> None:
+    message = (
+        "Traceback (most recent call last):\n  File ...\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a "
+        "total capacity of 79.11 GiB of which 3.12 GiB is free."
+    )
+    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), error_file(tmp_path, message), 60)
+    assert failure.status == "oom"
+    assert failure.exception is not None
+    assert failure.exception.startswith("torch.OutOfMemoryError: CUDA out of memory")
+    assert "Tried to allocate 20.00 GiB" in failure.reason  # the numbers are kept
+    assert failure.root_cause_rank == 1
+
+
+def test_cpu_oom_from_the_log_without_error_file(tmp_path: Path) -> None:
+    log = (
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: "
+        "can't allocate memory: you tried to allocate 999 bytes\n"
+    )
+    failure = classify_failure(outcome(tmp_path, log), tmp_path / "missing.json", 60)
+    assert failure.status == "oom"
+
+
+def test_root_cause_rank_and_exception(tmp_path: Path) -> None:
+    failure = classify_failure(
+        outcome(tmp_path, ROOT_CAUSE_LOG), error_file(tmp_path, "RuntimeError: boom on rank 1"), 60
+    )
+    assert failure.status == "failed"
+    assert failure.root_cause_rank == 1  # the Root Cause block, not the first "rank :" line
+    assert failure.exception == "RuntimeError: boom on rank 1"
+    assert "rank 1" in failure.reason
+    assert "RuntimeError: boom on rank 1" in failure.reason
+    error = failure.as_error()
+    assert error["root_cause_rank"] == 1
+    assert error["exception"] == "RuntimeError: boom on rank 1"
+    assert "RuntimeError: boom on rank 1" in error["log_tail"]
+
+
+def test_root_cause_rank_from_the_log_alone(tmp_path: Path) -> None:
+    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), tmp_path / "missing.json", 60)
+    assert failure.status == "failed"
+    assert failure.root_cause_rank == 1
+    assert failure.exception is None
+
+
+@pytest.mark.parametrize("returncode", [1, 3, -9])
+def test_no_error_file_reason_names_the_exit_code(tmp_path: Path, returncode: int) -> None:
+    failure = classify_failure(
+        outcome(tmp_path, "something went wrong\n", returncode), tmp_path / "missing.json", 60
+    )
+    assert failure.status == "failed"
+    assert str(returncode) in failure.reason
+    assert "exit" in failure.reason
+    assert failure.root_cause_rank is None
+    assert failure.exception is None
+
+
+def test_unreadable_error_file_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "error.json"
+    path.write_text("{not json", encoding="utf-8")
+    failure = classify_failure(outcome(tmp_path, "x\n", 2), path, 60)
+    assert failure.status == "failed"
+    assert failure.exception is None
+    assert "2" in failure.reason
+
+
+def test_missing_log_is_tolerated(tmp_path: Path) -> None:
+    gone = ProcessOutcome(1, False, 0.1, tmp_path / "never-written.log")
+    failure = classify_failure(gone, tmp_path / "missing.json", 60)
+    assert failure.status == "failed"
+    assert failure.log_tail == ""
+
+
+def test_log_tail_is_the_last_lines(tmp_path: Path) -> None:
+    log = "".join(f"line {i}\n" for i in range(100))
+    failure = classify_failure(outcome(tmp_path, log), tmp_path / "missing.json", 60)
+    lines = failure.log_tail.splitlines()
+    assert lines[-1] == "line 99"
+    assert "line 0" not in lines
+    assert 10 <= len(lines) <= 50
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_read_error_file_formats(tmp_path: Path, nested: bool) -> None:
+    path = error_file(tmp_path, "Traceback ...\n  File x\nValueError: bad value\n", nested)
+    assert read_error_file(path) == "ValueError: bad value"

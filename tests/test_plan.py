@@ -1,0 +1,347 @@
+"""The benchmark plan: expansion order and count, cell ids, device/backend resolution, skips and
+warnings. Pure functions over a validated config and a described machine: nothing is launched."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchscale.config.loader import parse_config
+from torchscale.config.schema import BenchConfig
+from torchscale.plan import Machine, PlannedCell, build_plan, resolve_backend, resolve_device
+from torchscale.results.store import ResultStore
+from torchscale.sweep import _bare_result
+
+CPU_BOX = Machine(gpu_count=0, cpu_cores=2)
+GPU_BOX = Machine(gpu_count=2, cpu_cores=32)
+SAFE_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def make_config(**overrides: Any) -> BenchConfig:
+    data: dict[str, Any] = {
+        "experiment_name": "plan",
+        "models": ["tiny-mlp"],
+        "batch_sizes": [8],
+        "gpu_counts": [1, 2],
+        "device": "cpu",
+    }
+    data.update(overrides)
+    return BenchConfig.model_validate(data)
+
+
+def ids(plan: list[PlannedCell]) -> list[str]:
+    return [p.cell.cell_id for p in plan]
+
+
+def only_id(config: BenchConfig, machine: Machine = CPU_BOX) -> str:
+    plan = build_plan(config, machine)
+    assert len(plan) == 1
+    return plan[0].cell.cell_id
+
+
+# ----------------------------------------------------------------------- expansion and order
+
+
+def test_expansion_order_and_count() -> None:
+    config = make_config(
+        models=["tiny-mlp", "tiny-cnn"],
+        training={"precision": ["fp32", "bf16"], "strategy": ["ddp", "fsdp"]},
+        batch_sizes=[16, 8],
+        gpu_counts=[4, 1, 2],
+    )
+    plan = build_plan(config, CPU_BOX)
+    assert len(plan) == 2 * 2 * 2 * 2 * 3
+    got = [
+        (p.cell.model.name, p.cell.precision, p.cell.strategy, p.cell.batch_size, p.cell.world_size)
+        for p in plan
+    ]
+    # model, precision, strategy, batch size (as written), world size (sorted, innermost)
+    expected = list(
+        itertools.product(
+            ["tiny-mlp", "tiny-cnn"], ["fp32", "bf16"], ["ddp", "fsdp"], [16, 8], [1, 2, 4]
+        )
+    )
+    assert got == expected
+    assert len(set(ids(plan))) == len(plan)
+
+
+def test_single_values_expand_to_one_cell() -> None:
+    config = make_config(gpu_counts=[2], training={"precision": "bf16", "strategy": "fsdp"})
+    plan = build_plan(config, CPU_BOX)
+    assert len(plan) == 1
+    cell = plan[0].cell
+    assert (cell.precision, cell.strategy, cell.world_size, cell.batch_size) == (
+        "bf16",
+        "fsdp",
+        2,
+        8,
+    )
+
+
+def test_cell_id_is_readable() -> None:
+    config = make_config(gpu_counts=[2], training={"precision": "bf16", "strategy": "fsdp"})
+    cell_id = only_id(config)
+    assert re.fullmatch(r"tiny-mlp__b8__w2__bf16__fsdp__[0-9a-f]{8}", cell_id), cell_id
+
+
+# --------------------------------------------------------------------------------- cell ids
+
+
+def test_cell_ids_stable_within_a_process() -> None:
+    first = ids(build_plan(make_config(gpu_counts=[1, 2, 4]), CPU_BOX))
+    second = ids(build_plan(make_config(gpu_counts=[4, 2, 1]), CPU_BOX))
+    assert first == second
+
+
+CONFIG_YAML = """\
+experiment_name: ids
+models:
+  - {name: tiny-mlp, options: {hidden: 64, layers: 3}}
+  - {name: tiny-gpt2, label: "GPT tiny / v1"}
+batch_sizes: [8, 16]
+gpu_counts: [1, 2]
+device: cpu
+training: {precision: [fp32, bf16]}
+measurement: {steps: 7, repeats: 2}
+"""
+
+IDS_SCRIPT = """\
+import json, sys
+from torchscale.config.loader import parse_config
+from torchscale.plan import Machine, build_plan
+config = parse_config(sys.stdin.read())
+print(json.dumps([p.cell.cell_id for p in build_plan(config, Machine(0, 2))]))
+"""
+
+
+def test_cell_ids_stable_across_processes() -> None:
+    """Another interpreter (another hash seed) computes the same ids: resume depends on it."""
+    here = ids(build_plan(parse_config(CONFIG_YAML), CPU_BOX))
+    for seed in ("1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [sys.executable, "-c", IDS_SCRIPT],
+            input=CONFIG_YAML,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=True,
+        )
+        assert json.loads(proc.stdout) == here
+
+
+def test_option_order_does_not_change_the_id() -> None:
+    a = make_config(models=[{"name": "tiny-mlp", "options": {"hidden": 64, "layers": 3}}])
+    b = make_config(models=[{"name": "tiny-mlp", "options": {"layers": 3, "hidden": 64}}])
+    assert ids(build_plan(a, CPU_BOX)) == ids(build_plan(b, CPU_BOX))
+
+
+BASE = {"gpu_counts": [2]}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"measurement": {"steps": 21}}, id="measurement.steps"),
+        pytest.param({"measurement": {"repeats": 5}}, id="measurement.repeats"),
+        pytest.param({"measurement": {"warmup_steps": 1}}, id="measurement.warmup_steps"),
+        pytest.param({"measurement": {"duration_s": 2.0}}, id="measurement.duration_s"),
+        pytest.param({"models": [{"name": "tiny-mlp", "options": {"hidden": 64}}]}, id="option"),
+        pytest.param({"models": [{"name": "tiny-mlp", "label": "mlp"}]}, id="label"),
+        pytest.param({"training": {"seed": 1}}, id="training.seed"),
+        pytest.param({"training": {"grad_accum_steps": 2}}, id="training.grad_accum_steps"),
+        pytest.param({"training": {"optimizer": "sgd"}}, id="training.optimizer"),
+        pytest.param({"training": {"ddp": {"bucket_cap_mb": 50.0}}}, id="training.ddp"),
+        pytest.param({"training": {"compile": True}}, id="training.compile"),
+        pytest.param({"data": {"seq_len": 64}}, id="data.seq_len"),
+    ],
+)
+def test_id_changes_with_the_definition(change: dict[str, Any]) -> None:
+    base_id = only_id(make_config(**BASE))
+    changed_id = only_id(make_config(**{**BASE, **change}))
+    assert changed_id != base_id
+    # same readable part for the same model/batch/world/precision/strategy: only the hash moved
+    if "models" not in change:
+        assert changed_id.rsplit("__", 1)[0] == base_id.rsplit("__", 1)[0]
+
+
+def test_id_changes_with_the_resolved_device() -> None:
+    cpu_id = only_id(make_config(gpu_counts=[1], device="auto"), CPU_BOX)
+    cuda_id = only_id(make_config(gpu_counts=[1], device="auto"), GPU_BOX)
+    assert cpu_id != cuda_id
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"experiment_name": "other"}, id="experiment_name"),
+        pytest.param({"description": "words"}, id="description"),
+        pytest.param({"launcher": {"cell_timeout_s": 30.0}}, id="launcher.cell_timeout_s"),
+        pytest.param({"backend": "gloo"}, id="backend auto == resolved gloo"),
+        pytest.param({"batch_sizes": [8, 32]}, id="another batch size"),
+        pytest.param({"models": ["tiny-cnn", "tiny-mlp"]}, id="another model first"),
+    ],
+)
+def test_id_unchanged_by_what_does_not_shape_the_result(change: dict[str, Any]) -> None:
+    base = {p.cell.cell_id for p in build_plan(make_config(**BASE), CPU_BOX)}
+    changed = {p.cell.cell_id for p in build_plan(make_config(**{**BASE, **change}), CPU_BOX)}
+    assert base <= changed
+
+
+def test_id_changes_with_omp_num_threads() -> None:
+    base = make_config(**BASE)
+    default_threads = build_plan(base, CPU_BOX)[0].cell.omp_num_threads
+    changed = make_config(**BASE, launcher={"omp_num_threads": default_threads + 1})
+    assert only_id(changed) != only_id(base)
+    # the same effective thread count, spelled explicitly, is the same cell
+    same = make_config(**BASE, launcher={"omp_num_threads": default_threads})
+    assert only_id(same) == only_id(base)
+
+
+def test_default_threads_are_equal_for_every_world_size() -> None:
+    """Every rank gets cores // largest world size, whatever its own cell's world size."""
+    config = make_config(**{**BASE, "gpu_counts": [1, 2, 4]})
+    threads = {
+        p.cell.world_size: p.cell.omp_num_threads
+        for p in build_plan(config, Machine(gpu_count=0, cpu_cores=8))
+    }
+    assert threads == {1: 2, 2: 2, 4: 2}
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["My Model / v2 (big)", "a/b", "a b", "../../etc/passwd", "modèle", "x:y*z?", "  "],
+)
+def test_ids_are_filesystem_safe(label: str, tmp_path: Path) -> None:
+    config = make_config(models=[{"name": "tiny-mlp", "label": label}], gpu_counts=[1])
+    planned = build_plan(config, CPU_BOX)[0]
+    cell_id = planned.cell.cell_id
+    assert SAFE_ID.fullmatch(cell_id), cell_id
+    assert cell_id not in (".", "..")
+    store = ResultStore(tmp_path)
+    path = store.write_cell(_bare_result(planned.cell, "skipped", {"reason": "test"}))
+    assert path.parent == tmp_path / "cells"
+    assert store.read_cell(cell_id) is not None
+
+
+def test_labels_differing_only_in_unsafe_characters_get_distinct_ids() -> None:
+    config = make_config(
+        models=[
+            {"name": "tiny-mlp", "label": "a/b"},
+            {"name": "tiny-mlp", "label": "a b"},
+            {"name": "tiny-mlp", "label": "a_b"},
+        ],
+        gpu_counts=[1],
+    )
+    cell_ids = ids(build_plan(config, CPU_BOX))
+    assert len(set(cell_ids)) == 3
+    assert all(i.startswith("a_b__") for i in cell_ids)
+
+
+def test_long_label_still_gives_a_writable_id(tmp_path: Path) -> None:
+    config = make_config(models=[{"name": "tiny-mlp", "label": "L" * 300}], gpu_counts=[1])
+    planned = build_plan(config, CPU_BOX)[0]
+    store = ResultStore(tmp_path)
+    store.write_cell(_bare_result(planned.cell, "skipped", {"reason": "test"}))
+    assert store.read_cell(planned.cell.cell_id) is not None
+
+
+# ------------------------------------------------------------------ device and backend
+
+
+@pytest.mark.parametrize(
+    ("device", "gpus", "expected_device", "expected_backend"),
+    [
+        ("auto", 8, "cuda", "nccl"),
+        ("auto", 1, "cuda", "nccl"),
+        ("auto", 0, "cpu", "gloo"),
+        ("cpu", 8, "cpu", "gloo"),
+        ("cuda", 4, "cuda", "nccl"),
+        ("cuda", 0, "cuda", "nccl"),
+    ],
+)
+def test_device_and_backend_resolution(
+    device: str, gpus: int, expected_device: str, expected_backend: str
+) -> None:
+    config = make_config(device=device)
+    machine = Machine(gpu_count=gpus, cpu_cores=2)
+    resolved = resolve_device(config, machine)
+    assert resolved == expected_device
+    assert resolve_backend(config, resolved) == expected_backend
+    for planned in build_plan(config, machine):
+        assert (planned.cell.device, planned.cell.backend) == (expected_device, expected_backend)
+
+
+def test_explicit_backend_is_kept() -> None:
+    config = make_config(device="cuda", backend="gloo")
+    assert resolve_backend(config, "cuda") == "gloo"
+    assert {p.cell.backend for p in build_plan(config, GPU_BOX)} == {"gloo"}
+
+
+# --------------------------------------------------------------------- skips and warnings
+
+
+def test_cuda_cells_needing_more_gpus_than_the_node_has_are_skipped() -> None:
+    config = make_config(device="cuda", gpu_counts=[1, 2, 4, 8])
+    plan = build_plan(config, Machine(gpu_count=2, cpu_cores=16))
+    by_world = {p.cell.world_size: p for p in plan}
+    assert by_world[1].skip_reason is None
+    assert by_world[2].skip_reason is None
+    assert by_world[4].skip_reason == "needs 4 GPUs; 1 node(s) x 2 GPU(s) = 2"
+    assert by_world[8].skip_reason == "needs 8 GPUs; 1 node(s) x 2 GPU(s) = 2"
+    assert all(p.warnings == () for p in plan)
+
+
+def test_cuda_requested_without_gpus_skips_every_cell() -> None:
+    plan = build_plan(make_config(device="cuda", gpu_counts=[1, 2]), CPU_BOX)
+    assert [p.skip_reason for p in plan] == [
+        "device 'cuda' requested but no CUDA GPU is visible"
+    ] * 2
+
+
+def test_cpu_oversubscription_is_warned_not_skipped() -> None:
+    plan = build_plan(make_config(gpu_counts=[1, 2, 4]), Machine(gpu_count=0, cpu_cores=2))
+    by_world = {p.cell.world_size: p for p in plan}
+    assert all(p.skip_reason is None for p in plan)
+    assert by_world[1].warnings == ()
+    assert by_world[2].warnings == ()
+    (warning,) = by_world[4].warnings
+    assert warning.startswith("4 CPU ranks on 2 core(s): oversubscribed")
+
+
+def test_amp_on_cpu_is_warned() -> None:
+    plan = build_plan(
+        make_config(gpu_counts=[1], training={"precision": ["fp32", "amp", "bf16"]}), CPU_BOX
+    )
+    warned = {p.cell.precision: p.warnings for p in plan}
+    assert warned["fp32"] == ()
+    assert warned["bf16"] == ()
+    assert len(warned["amp"]) == 1
+    assert "amp" in warned["amp"][0]
+    assert "CPU" in warned["amp"][0]
+
+
+def test_amp_on_cuda_is_not_warned() -> None:
+    plan = build_plan(make_config(device="cuda", training={"precision": "amp"}), GPU_BOX)
+    assert all(p.warnings == () and p.skip_reason is None for p in plan)
+
+
+def test_amp_and_oversubscription_warnings_together() -> None:
+    plan = build_plan(make_config(gpu_counts=[3], training={"precision": "amp"}), CPU_BOX)
+    assert len(plan[0].warnings) == 2
+
+
+def test_nccl_without_gpus_is_skipped_not_launched() -> None:
+    config = make_config(**BASE, backend="nccl")  # device auto: resolves to cpu here
+    planned = build_plan(config, CPU_BOX)[0]
+    assert planned.cell.backend == "nccl"
+    assert planned.skip_reason == "backend 'nccl' needs CUDA GPUs; none is visible"
