@@ -341,7 +341,7 @@ def test_amp_and_oversubscription_warnings_together() -> None:
 
 
 def test_nccl_without_gpus_is_skipped_not_launched() -> None:
-    config = make_config(**BASE, backend="nccl")  # device auto: resolves to cpu here
+    config = make_config(**BASE, device="auto", backend="nccl")  # auto resolves to cpu here
     planned = build_plan(config, CPU_BOX)[0]
     assert planned.cell.backend == "nccl"
     assert planned.skip_reason == "backend 'nccl' needs CUDA GPUs; none is visible"
