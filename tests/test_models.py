@@ -355,3 +355,15 @@ def test_call_model_unpacks_tuples_and_mappings() -> None:
     assert call_model(echo, (1, 2)) == ((1, 2), {})
     assert call_model(echo, {"a": 1}) == ((), {"a": 1})
     assert call_model(echo, 5) == ((5,), {})
+
+
+def test_fsdp_units_keep_tied_weights_in_the_root_unit() -> None:
+    from torchscale.worker.trainer import fsdp_units
+
+    with torch.device("meta"):
+        model = build_model("tiny-gpt2").model
+    units = fsdp_units(model)
+    assert units, "transformer blocks are FSDP units"
+    unit_params = {id(p) for unit in units for p in unit.parameters()}
+    tied = [p for p in model.parameters() if p.dim() == 2 and p.shape[0] > 1000]  # embedding
+    assert tied and all(id(p) not in unit_params for p in tied)

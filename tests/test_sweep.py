@@ -624,3 +624,25 @@ def test_schema_version_constant_matches_model() -> None:
     assert field.default == RESULT_SCHEMA_VERSION
     schema = CellResult.model_json_schema()
     assert schema["properties"]["schema_version"]["const"] == RESULT_SCHEMA_VERSION
+
+
+def test_fsdp_cell_with_tied_weights_runs(tmp_path: Path) -> None:
+    """FSDP2 on gloo with a model whose head is tied to its embedding (tiny-gpt2): the tied
+    weight must stay in one FSDP unit, or the forward mixes DTensor and Tensor and fails."""
+    sweep = run_sweep(
+        tmp_path,
+        "fsdp",
+        models=["tiny-gpt2"],
+        batch_sizes=[4],
+        gpu_counts=[2],
+        training={"strategy": "fsdp"},
+        measurement=SHORT,
+    )
+    (cell,) = sweep.cells
+    assert cell.status == "ok", cell.error
+    assert cell.strategy == "fsdp"
+    assert cell.throughput is not None and cell.throughput.samples_per_s > 0
+    assert "FSDP" in cell.unavailable["comm_overhead"]
+    # each rank holds a shard: less than the whole model's parameter bytes
+    assert cell.memory is not None and cell.parameters is not None
+    assert cell.memory.parameter_bytes < cell.parameters * 4

@@ -108,6 +108,7 @@ def _fmt(value: object, spec: str, scale: float = 1.0) -> str:
 
 def _print_tables(table: object) -> None:
     import pandas as pd
+    from rich import box
     from rich.table import Table
 
     assert isinstance(table, pd.DataFrame)
@@ -125,10 +126,13 @@ def _print_tables(table: object) -> None:
         "status",
     )
     for model, rows in table.groupby("model_label", sort=False):
-        t = Table(title=f"{model}", title_justify="left", pad_edge=False)
+        t = Table(title=f"{model}", title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
         for col in columns:
             t.add_column(
-                col, justify="left" if col in ("status", "prec/strat") else "right", no_wrap=True
+                col,
+                justify="left" if col in ("status", "prec/strat") else "right",
+                no_wrap=True,
+                min_width=len(col),
             )
         for _, r in rows.iterrows():
             gpu_mem = r["peak_allocated_bytes"]

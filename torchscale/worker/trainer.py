@@ -43,15 +43,33 @@ def _optimizer(
     return torch.optim.AdamW(params, lr=lr, fused=fused or None), bool(fused)
 
 
+def fsdp_units(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The repeated blocks to shard on their own, innermost first (FSDP2 wants bottom-up).
+
+    Children of any nn.ModuleList or nn.Sequential made of two or more modules of one class
+    (transformer layers, ResNet bottlenecks): the usual FSDP unit. Everything else, tied
+    embeddings and heads included, stays with the root unit, so a weight shared by two modules
+    is never split between two units.
+    """
+    depth = {module: len(name.split(".")) for name, module in model.named_modules() if name}
+    units: dict[int, torch.nn.Module] = {}
+    for holder in model.modules():
+        if not isinstance(holder, (torch.nn.ModuleList, torch.nn.Sequential)):
+            continue
+        children = list(holder.children())
+        if len(children) >= 2 and len({type(c) for c in children}) == 1:
+            units.update((id(c), c) for c in children if any(True for _ in c.parameters()))
+    return sorted(units.values(), key=lambda m: -depth.get(m, 0))
+
+
 def _wrap(spec: WorkerSpec, model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
     if spec.strategy == "fsdp":
         from torch.distributed.fsdp import fully_shard
 
-        # shard every direct child that holds parameters, then the root (FSDP2 convention)
-        for child in model.children():
-            if any(True for _ in child.parameters()):
-                fully_shard(child, reshard_after_forward=spec.training.fsdp.reshard_after_forward)
-        fully_shard(model, reshard_after_forward=spec.training.fsdp.reshard_after_forward)
+        reshard = spec.training.fsdp.reshard_after_forward
+        for block in fsdp_units(model):
+            fully_shard(block, reshard_after_forward=reshard)
+        fully_shard(model, reshard_after_forward=reshard)
         return model
     ddp = spec.training.ddp
     options: dict[str, Any] = {
