@@ -358,6 +358,10 @@ def test_process_scan_sees_a_live_process(tmp_path: Path) -> None:
     marker = str(tmp_path / "marker")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
     try:
+        # until the child has exec'd, /proc shows the parent's command line: poll for it
+        deadline = time.monotonic() + 10
+        while not _scan_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert len(processes_mentioning(marker, grace_s=0)) == 1
     finally:
         proc.kill()
