@@ -345,3 +345,25 @@ def test_nccl_without_gpus_is_skipped_not_launched() -> None:
     planned = build_plan(config, CPU_BOX)[0]
     assert planned.cell.backend == "nccl"
     assert planned.skip_reason == "backend 'nccl' needs CUDA GPUs; none is visible"
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parent.parent / "examples").glob("*.yaml")))
+def test_examples_plan_and_build_on_a_gpu_node(path: Path) -> None:
+    """Every shipped example expands into runnable cells on an 8-GPU node, and every model in
+    it builds with its options (on the meta device: no memory)."""
+    import torch
+
+    from torchscale.config.loader import load_config
+    from torchscale.models import build_model
+
+    config = load_config(path)
+    plan = build_plan(config, Machine(gpu_count=8, cpu_cores=64))
+    assert plan and all(p.skip_reason is None for p in plan)
+    for model in config.models:
+        with torch.device("meta"):
+            build_model(
+                model.name,
+                model.options,
+                seq_len=config.data.seq_len,
+                image_size=config.data.image_size,
+            )

@@ -650,3 +650,67 @@ def test_fsdp_cell_with_tied_weights_runs(tmp_path: Path) -> None:
     # each rank holds a shard: less than the whole model's parameter bytes
     assert cell.memory is not None and cell.parameters is not None
     assert cell.memory.parameter_bytes < cell.parameters * 4
+
+
+def test_ctrl_c_stops_the_running_cell_keeps_finished_results_and_exits_130(
+    tmp_path: Path,
+) -> None:
+    """SIGINT during a (hung) second cell: the first cell's result and the summary survive,
+    the running cell's process group is gone, and the exit code is 130."""
+    cfg = write_config(
+        tmp_path / "int.yaml",
+        experiment_name="interrupted",
+        device="cpu",
+        models=[
+            "tests.fault_models:healthy",
+            {"name": "tests.fault_models:hang", "options": {"on_rank": 0}},
+        ],
+        batch_sizes=[4],
+        gpu_counts=[1],
+        measurement=SHORT,
+        launcher={"env": FAULT_ENV, "cell_timeout_s": 600},
+    )
+    out = tmp_path / "results"
+    exp_dir = out / "interrupted"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "torchscale",
+            "--quiet",
+            "benchmark",
+            "-c",
+            str(cfg),
+            "-o",
+            str(out),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        hang_log = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            logs = list((exp_dir / "logs").glob("tests.fault_models_hang*/ranks"))
+            if logs and list(logs[0].rglob("stdout.log")):
+                hang_log = logs[0]
+                break
+            time.sleep(0.2)
+        assert hang_log is not None, "the hanging cell never started"
+        time.sleep(2)  # let the hung rank reach its forward pass
+        proc.send_signal(2)  # SIGINT, as Ctrl-C in a terminal
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, output
+    assert "interrupted" in output
+    cells = read_cells(exp_dir)
+    assert [c.status for c in cells] == ["ok"]  # the finished cell, nothing for the hung one
+    summary = pd.read_csv(exp_dir / "summary.csv")
+    assert list(summary["status"]) == ["ok"]
+    assert processes_mentioning(str(exp_dir)) == []
