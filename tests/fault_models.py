@@ -65,3 +65,12 @@ def hang(on_rank: int = 1) -> tuple[nn.Module, Any, Any]:
 def healthy() -> tuple[nn.Module, Any, Any]:
     """Never fails (on_rank -2 matches no rank)."""
     return _bundle("crash", -2)
+
+
+def exits_badly_after_result(code: int = 3) -> tuple[nn.Module, Any, Any]:
+    """Healthy, but the process exits with `code` at interpreter shutdown, after rank 0 has
+    written its result (as a rank aborting in gloo teardown does)."""
+    import atexit
+
+    atexit.register(os._exit, code)
+    return _bundle("crash", -2)

@@ -714,3 +714,20 @@ def test_ctrl_c_stops_the_running_cell_keeps_finished_results_and_exits_130(
     summary = pd.read_csv(exp_dir / "summary.csv")
     assert list(summary["status"]) == ["ok"]
     assert processes_mentioning(str(exp_dir)) == []
+
+
+def test_result_written_before_a_bad_exit_is_kept_with_a_warning(tmp_path: Path) -> None:
+    sweep = run_sweep(
+        tmp_path,
+        "badexit",
+        models=["tests.fault_models:exits_badly_after_result"],
+        batch_sizes=[4],
+        gpu_counts=[1],
+        measurement=SHORT,
+        launcher={"env": FAULT_ENV},
+    )
+    (cell,) = sweep.cells
+    assert cell.status == "ok"
+    assert cell.throughput is not None
+    assert any("torchrun exited with 1 after the result was written" in w for w in cell.warnings)
+    assert sweep.result.exit_code == 0

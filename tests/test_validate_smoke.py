@@ -547,3 +547,13 @@ def test_write_text_atomic_failure_cleans_up(tmp_path: Path) -> None:
         write_text_atomic(target, "data")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert (target / "keep").read_text() == "x"
+
+
+def test_write_text_atomic_honours_the_umask(tmp_path: Path) -> None:
+    """Result files get the usual permissions, not mkstemp's private 0600."""
+    old = os.umask(0o022)
+    try:
+        path = write_text_atomic(tmp_path / "r.json", "{}")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644

@@ -12,6 +12,12 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write `text` to `path` atomically (temp file + fsync + rename); create parent dirs."""
     target = Path(path)
@@ -22,6 +28,7 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        Path(tmp_name).chmod(0o666 & ~_umask())  # mkstemp gives 0600: results are for sharing
         Path(tmp_name).replace(target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

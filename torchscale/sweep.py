@@ -126,12 +126,18 @@ def run_cell(
         "omp_num_threads": command.omp_num_threads,
         "log_dir": str(command.log_dir),
     }
-    result = store.read_cell(cell.cell_id) if outcome.returncode == 0 else None
+    # the stale file was removed before launch: a result here was written by this run's rank 0
+    result = None if outcome.timed_out else store.read_cell(cell.cell_id)
     if result is None:
         failure = classify_failure(outcome, command.error_file, timeout)
         result = _bare_result(cell, failure.status, failure.as_error(), planned.warnings)
     else:
         result.warnings = list(planned.warnings) + result.warnings
+        if outcome.returncode != 0:  # e.g. a rank aborting in gloo teardown after the gather
+            result.warnings.append(
+                f"torchrun exited with {outcome.returncode} after the result was written "
+                f"(shutdown failure; measurement kept): see {command.log_dir}"
+            )
     result.launch = launch
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)
