@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from torchscale.atomic import write_text_atomic
 from torchscale.config.schema import BenchConfig
 from torchscale.launch.failure import classify_failure
 from torchscale.launch.process import run_logged
@@ -113,8 +114,6 @@ def run_cell(
     cell = planned.cell
     spec = worker_spec(config, cell, store)
     store.cell_path(cell.cell_id).unlink(missing_ok=True)  # a stale result must not pass as new
-    from torchscale.atomic import write_text_atomic
-
     write_text_atomic(store.spec_path(cell.cell_id), spec.model_dump_json(indent=2))
     command = cell_command(config, cell, store, base_env, cpu_cores)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from torchscale.config.schema import BenchConfig
     from torchscale.plan import PlannedCell
     from torchscale.results.schema import CellResult
+    from torchscale.results.store import ResultStore
 
 STATUS_STYLE = {
     "ok": "green",
@@ -200,7 +201,7 @@ def benchmark(
 def _run(
     config: BenchConfig,
     plan: list[PlannedCell],
-    store: object,
+    store: ResultStore,
     cores: int,
     resume: bool,
     fail_fast: bool,
@@ -214,12 +215,10 @@ def _run(
         TimeRemainingColumn,
     )
 
-    from torchscale.results.store import ResultStore
     from torchscale.results.summary import summary_table
     from torchscale.sweep import SweepHooks, run_sweep
     from torchscale.worker.environment import capture_environment
 
-    assert isinstance(store, ResultStore)
     store.write_environment(capture_environment())
     quiet = Verbosity.quiet()
     progress = Progress(

@@ -17,7 +17,7 @@ from typing import Any
 from torchscale.launch.environment import child_environment
 from torchscale.launch.process import ProcessOutcome, run_logged
 from torchscale.validate.context import Device, ValidateContext
-from torchscale.validate.model import CheckResult, failed, passed, skipped
+from torchscale.validate.model import CheckResult, Status, failed, passed, skipped
 
 SMOKE_ELEMENTS = 1 << 20  # 4 MiB of float32: big enough to leave the latency regime
 SMOKE_ITERS = 10
@@ -167,7 +167,7 @@ def run_smoke(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> Ch
             verdict = None
     cause = _root_cause(result_file.with_suffix(".error.json"))
     result = judge_smoke(spec, outcome, verdict, cause)
-    if result.status.value == "PASS":
+    if result.status is Status.PASS:
         shutil.rmtree(workdir, ignore_errors=True)
     return result
 
