@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import torchscale.results
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -78,11 +80,12 @@ def harness(
         check=True,
         capture_output=True,
     )
-    cell = json.loads(next((out / f"overhead{index}" / "cells").glob("*.json")).read_text())
-    if cell["status"] != "ok":
-        raise SystemExit(f"torchscale cell failed: {cell['error']}")
-    measured = cell["step_time"]["mean"] * cell["step_time"]["count"] / cell["world_size"]
-    return cell["throughput"]["samples_per_s"], cell["wall_s"], cell["wall_s"] - measured
+    (cell,) = torchscale.results.load(out / f"overhead{index}").results
+    if cell.status != "ok" or cell.throughput is None or cell.step_time is None:
+        raise SystemExit(f"torchscale cell failed: {cell.error}")
+    wall = cell.wall_s or 0.0
+    measured = cell.step_time.mean * cell.step_time.count / cell.cell.world_size
+    return cell.throughput.samples_per_s, wall, wall - measured
 
 
 def main() -> None:

@@ -3,7 +3,9 @@
 It is a real module object (so it can also be put in ``sys.modules["pynvml"]``) with the NVML
 functions and constants torchscale calls. Each GPU is a `FakeGpu` whose fields say what the
 queries return; a field set to `NOT_SUPPORTED` makes that query raise `NVMLError_NotSupported`,
-as NVML does on GPUs or drivers that lack the feature.
+as NVML does on GPUs or drivers that lack the feature; `driver_has_clocks_event_reasons=False`
+makes the new clocks-event query raise `NVMLError_FunctionNotFound`, as nvidia-ml-py does on a
+driver older than 535.
 
     fake = FakeNvml([FakeGpu(ecc_uncorrected_volatile=3)])
     ctx.__dict__["nvml"] = fake.state()
@@ -28,6 +30,12 @@ class NVMLError(Exception):
 
 class NVMLError_NotSupported(NVMLError):
     message = "Not Supported"
+
+
+class NVMLError_FunctionNotFound(NVMLError):
+    """What nvidia-ml-py raises when the binding has a function the driver's library lacks."""
+
+    message = "Function Not Found"
 
 
 class NVMLError_LibraryNotFound(NVMLError):
@@ -105,6 +113,7 @@ class FakeNvml(types.ModuleType):
 
     NVMLError = NVMLError
     NVMLError_NotSupported = NVMLError_NotSupported
+    NVMLError_FunctionNotFound = NVMLError_FunctionNotFound
     NVMLError_LibraryNotFound = NVMLError_LibraryNotFound
     NVMLError_DriverNotLoaded = NVMLError_DriverNotLoaded
     NVMLError_InvalidArgument = NVMLError_InvalidArgument
@@ -127,6 +136,8 @@ class FakeNvml(types.ModuleType):
         init_error: NVMLError | None = None,
         count_error: NVMLError | None = None,
         clocks_event_reasons_api: bool = True,
+        driver_has_clocks_event_reasons: bool = True,
+        throttle_reasons_api: bool = True,
     ) -> None:
         super().__init__("pynvml")
         self.gpus = [FakeGpu()] if gpus is None else gpus
@@ -135,9 +146,14 @@ class FakeNvml(types.ModuleType):
         self.init_error = init_error
         self.count_error = count_error
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        # a driver older than 535: the binding has the new name, the library lacks the symbol
+        self.driver_has_clocks_event_reasons = driver_has_clocks_event_reasons
         if not clocks_event_reasons_api:
             # older nvidia-ml-py: only the "throttle reasons" spelling exists
             self.nvmlDeviceGetCurrentClocksEventReasons = None
+        if not throttle_reasons_api:
+            # a future nvidia-ml-py without the deprecated "throttle reasons" spelling
+            self.nvmlDeviceGetCurrentClocksThrottleReasons = None
 
     # -- helpers for tests --------------------------------------------------------------------
 
@@ -266,6 +282,9 @@ class FakeNvml(types.ModuleType):
         return self._query("nvmlDeviceGetPersistenceMode", handle, mode)
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any) -> int:
+        if not self.driver_has_clocks_event_reasons:
+            self._record("nvmlDeviceGetCurrentClocksEventReasons", handle)
+            raise NVMLError_FunctionNotFound()
         return self._query(
             "nvmlDeviceGetCurrentClocksEventReasons", handle, lambda g: g.clock_reasons
         )

@@ -1,5 +1,6 @@
 """Launching a cell, as data: the torchrun argv, the child environment, and how a run that left
-no result is classified (timeout, oom, failed with its root-cause rank). Nothing is started."""
+no result is classified (timeout, oom, failed with its root-cause rank, killed by a signal).
+Nothing is started."""
 
 from __future__ import annotations
 
@@ -10,19 +11,17 @@ from typing import Any
 
 import pytest
 
+from torchscale.cell import Device
 from torchscale.config.schema import BenchConfig
-from torchscale.launch.failure import classify_failure, read_error_file
+from torchscale.launch.failure import classify_failure, read_error_file, root_cause
 from torchscale.launch.process import ProcessOutcome
 from torchscale.launch.torchrun import (
-    WORKER_MODULE,
+    DIAGNOSTICS_ENV,
     LaunchCommand,
-    omp_threads,
     torchrun_command,
     visible_devices,
 )
-from torchscale.plan import Cell, Machine, build_plan
-from torchscale.results.store import ResultStore
-from torchscale.sweep import cell_command
+from torchscale.plan import WORKER_MODULE, Machine, build_plan
 
 INHERITED = {
     "RANK": "3",
@@ -46,6 +45,7 @@ KEPT = {
     "NCCL_DEBUG": "WARN",
     "OMP_NUM_THREADS": "16",  # inherited, replaced by ours
 }
+CELL_ID = "tiny-mlp__b8__w2__fp32__ddp__0123abcd"
 
 
 def make_config(**overrides: Any) -> BenchConfig:
@@ -60,28 +60,23 @@ def make_config(**overrides: Any) -> BenchConfig:
     return BenchConfig.model_validate(data)
 
 
-def cell_for(world: int, device: str = "cpu", **overrides: Any) -> Cell:
-    machine = Machine(gpu_count=8 if device == "cuda" else 0, cpu_cores=2)
-    plan = build_plan(make_config(device=device, **overrides), machine)
-    (planned,) = [p for p in plan if p.cell.world_size == world]
-    return planned.cell
-
-
 def command(
     tmp_path: Path,
     world: int = 2,
-    device: str = "cpu",
+    device: Device = "cpu",
     base_env: dict[str, str] | None = None,
-    cpu_cores: int = 2,
+    omp_num_threads: int = 1,
     **kwargs: Any,
 ) -> LaunchCommand:
-    cell = cell_for(world, device)
+    """The benchmark worker's launch, as the plan builds it."""
     return torchrun_command(
-        cell,
-        tmp_path / "specs" / f"{cell.cell_id}.json",
-        tmp_path / "logs" / cell.cell_id,
-        {**INHERITED, **KEPT} if base_env is None else base_env,
-        cpu_cores,
+        WORKER_MODULE,
+        ["--spec", str(tmp_path / "specs" / f"{CELL_ID}.json")],
+        nproc=world,
+        device=device,
+        log_dir=tmp_path / "logs" / CELL_ID,
+        base_env={**INHERITED, **KEPT} if base_env is None else base_env,
+        omp_num_threads=omp_num_threads,
         **kwargs,
     )
 
@@ -92,21 +87,22 @@ def command(
 @pytest.mark.parametrize("world", [1, 2, 4])
 def test_torchrun_argv(tmp_path: Path, world: int) -> None:
     cmd = command(tmp_path, world)
-    cell = cell_for(world)
     argv = cmd.argv
     assert argv[:3] == [sys.executable, "-m", "torch.distributed.run"]
     assert "--standalone" in argv
     assert f"--nproc-per-node={world}" in argv
     assert "--max-restarts=0" in argv
     log_dir = Path(argv[argv.index("--log-dir") + 1])
-    assert log_dir.is_relative_to(tmp_path / "logs" / cell.cell_id)
+    assert log_dir.is_relative_to(tmp_path / "logs" / CELL_ID)
     worker = argv.index("-m", 3)
     assert argv[worker : worker + 2] == ["-m", WORKER_MODULE]
-    assert argv[worker + 2 :] == ["--spec", str(tmp_path / "specs" / f"{cell.cell_id}.json")]
+    assert argv[worker + 2 :] == ["--spec", str(tmp_path / "specs" / f"{CELL_ID}.json")]
     # every torchrun option comes before the worker module; after it only the worker's own
     assert [a for a in argv[worker:] if a.startswith("--")] == ["--spec"]
-    assert cmd.log_dir == tmp_path / "logs" / cell.cell_id
+    assert cmd.log_dir == tmp_path / "logs" / CELL_ID
     assert cmd.error_file.parent == cmd.log_dir
+    assert cmd.log_path.parent == cmd.log_dir
+    assert cmd.nproc == world
 
 
 def test_argv_parses_with_torchruns_own_parser(tmp_path: Path) -> None:
@@ -151,31 +147,35 @@ def test_env_sets_error_file_per_cell(tmp_path: Path) -> None:
     assert cmd.env_overrides["TORCHELASTIC_ERROR_FILE"] == str(cmd.error_file)
 
 
-@pytest.mark.parametrize(
-    ("configured", "cores", "nproc", "expected"),
-    [
-        (None, 2, 1, 2),
-        (None, 2, 2, 1),
-        (None, 2, 4, 1),  # oversubscribed: still at least 1
-        (None, 16, 4, 4),
-        (None, 15, 4, 3),
-        (None, 1, 1, 1),
-        (3, 2, 2, 3),  # configured value wins
-        (1, 64, 1, 1),
-    ],
-)
-def test_omp_num_threads(
-    tmp_path: Path, configured: int | None, cores: int, nproc: int, expected: int
-) -> None:
-    assert omp_threads(configured, cores, nproc) == expected
-    cmd = command(tmp_path, nproc, cpu_cores=cores, omp_num_threads=configured)
-    assert cmd.env["OMP_NUM_THREADS"] == str(expected)  # the inherited 16 is replaced
-    assert cmd.env_overrides["OMP_NUM_THREADS"] == str(expected)
-    assert cmd.omp_num_threads == expected
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_env_names_the_diagnostics_dir_for_every_rank(tmp_path: Path, device: Device) -> None:
+    cmd = command(tmp_path, 2, device=device, base_env=dict(KEPT))
+    assert cmd.env[DIAGNOSTICS_ENV] == str(cmd.diagnostics_dir)
+    assert cmd.diagnostics_dir.is_relative_to(cmd.log_dir)
+
+
+def test_cuda_cells_turn_on_the_nccl_flight_recorder(tmp_path: Path) -> None:
+    cuda = command(tmp_path, 2, device="cuda", base_env=dict(KEPT))
+    assert int(cuda.env["TORCH_NCCL_TRACE_BUFFER_SIZE"]) > 0
+    assert cuda.env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
+    dump = Path(cuda.env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"])
+    assert dump.parent == cuda.diagnostics_dir  # kept with the logs, listed as artifacts
+    cpu = command(tmp_path, 2, device="cpu", base_env=dict(KEPT))
+    assert not [k for k in cpu.env_overrides if k.startswith("TORCH_NCCL_")]
+
+
+@pytest.mark.parametrize("threads", [1, 3, 16])
+def test_omp_num_threads_is_always_set_explicitly(tmp_path: Path, threads: int) -> None:
+    for world in (1, 2):  # torchrun itself sets 1 only for nproc > 1
+        cmd = command(tmp_path, world, omp_num_threads=threads)
+        assert cmd.env["OMP_NUM_THREADS"] == str(threads)  # the inherited 16 is replaced
+        assert cmd.env_overrides["OMP_NUM_THREADS"] == str(threads)
+        assert cmd.omp_num_threads == threads
 
 
 def test_recorded_omp_threads_match_the_child_env(tmp_path: Path) -> None:
     cmd = command(tmp_path, 1, extra_env={"OMP_NUM_THREADS": "4"})
+    assert cmd.env["OMP_NUM_THREADS"] == "4"  # an explicit launcher.env value wins
     assert cmd.omp_num_threads == int(cmd.env["OMP_NUM_THREADS"])
 
 
@@ -221,14 +221,13 @@ def test_extra_env_is_applied(tmp_path: Path) -> None:
         assert cmd.env_overrides[key] == value
 
 
-def test_cell_command_takes_launcher_settings_from_the_config(tmp_path: Path) -> None:
+def test_planned_cell_command_takes_launcher_settings_from_the_config(tmp_path: Path) -> None:
     config = make_config(launcher={"omp_num_threads": 3, "env": {"PYTHONPATH": "/repo"}})
     planned = next(p for p in build_plan(config, Machine(0, 2)) if p.cell.world_size == 2)
-    store = ResultStore(tmp_path / "exp")
-    cmd = cell_command(config, planned.cell, store, {**INHERITED, **KEPT}, 2)
-    cell_id = planned.cell.cell_id
-    assert cmd.argv[-1] == str(store.spec_path(cell_id))
-    assert cmd.log_dir == store.log_dir(cell_id)
+    spec = tmp_path / "spec.json"
+    cmd = planned.command(spec, tmp_path / "logs", {**INHERITED, **KEPT})
+    assert cmd.argv[-2:] == ["--spec", str(spec)]
+    assert cmd.log_dir == tmp_path / "logs"
     assert cmd.env["OMP_NUM_THREADS"] == "3"
     assert cmd.env["PYTHONPATH"] == "/repo"
     assert "RANK" not in cmd.env
@@ -269,37 +268,46 @@ Root Cause (first observed failure):
 """
 
 
+def cell(tmp_path: Path) -> LaunchCommand:
+    """A launch whose log is tmp_path/torchrun.log and error file tmp_path/error.json."""
+    return torchrun_command(
+        WORKER_MODULE, [], nproc=2, device="cpu", log_dir=tmp_path, base_env={}, omp_num_threads=1
+    )
+
+
 def outcome(
     tmp_path: Path, log: str, returncode: int | None = 1, timed_out: bool = False
 ) -> ProcessOutcome:
-    path = tmp_path / "torchrun.log"
+    path = cell(tmp_path).log_path
     path.write_text(log, encoding="utf-8")
     return ProcessOutcome(returncode, timed_out, 3.5, path)
 
 
 def error_file(tmp_path: Path, message: str, nested: bool = True) -> Path:
-    path = tmp_path / "error.json"
+    path = cell(tmp_path).error_file
     body: Any = {"message": message, "extraInfo": {"py_callstack": "...", "timestamp": "1"}}
     path.write_text(json.dumps({"message": body if nested else message}), encoding="utf-8")
     return path
 
 
-def test_timeout(tmp_path: Path) -> None:
+def test_timeout_without_stack_dumps(tmp_path: Path) -> None:
     failure = classify_failure(
         outcome(tmp_path, "started\nstill going\n", returncode=None, timed_out=True),
-        tmp_path / "missing.json",
+        cell(tmp_path),
         15.0,
     )
     assert failure.status == "timeout"
-    assert "15 s" in failure.reason
+    assert failure.reason.startswith("killed after the 15 s cell timeout")
+    assert "no rank dumped its stack" in failure.reason
     assert failure.root_cause_rank is None
     assert failure.exception is None
+    assert failure.diagnosis == ()
     assert "still going" in failure.log_tail
 
 
 def test_timeout_wins_over_an_error_file(tmp_path: Path) -> None:
-    errors = error_file(tmp_path, "RuntimeError: x")
-    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG, None, True), errors, 30)
+    error_file(tmp_path, "RuntimeError: x")
+    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG, None, True), cell(tmp_path), 30)
     assert failure.status == "timeout"
 
 
@@ -309,7 +317,8 @@ def test_oom_from_the_error_file(tmp_path: Path) -> None:
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a "
         "total capacity of 79.11 GiB of which 3.12 GiB is free."
     )
-    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), error_file(tmp_path, message), 60)
+    error_file(tmp_path, message)
+    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), cell(tmp_path), 60)
     assert failure.status == "oom"
     assert failure.exception is not None
     assert failure.exception.startswith("torch.OutOfMemoryError: CUDA out of memory")
@@ -322,63 +331,64 @@ def test_cpu_oom_from_the_log_without_error_file(tmp_path: Path) -> None:
         "RuntimeError: [enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: "
         "can't allocate memory: you tried to allocate 999 bytes\n"
     )
-    failure = classify_failure(outcome(tmp_path, log), tmp_path / "missing.json", 60)
+    failure = classify_failure(outcome(tmp_path, log), cell(tmp_path), 60)
     assert failure.status == "oom"
 
 
 def test_root_cause_rank_and_exception(tmp_path: Path) -> None:
-    failure = classify_failure(
-        outcome(tmp_path, ROOT_CAUSE_LOG), error_file(tmp_path, "RuntimeError: boom on rank 1"), 60
-    )
+    error_file(tmp_path, "RuntimeError: boom on rank 1")
+    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), cell(tmp_path), 60)
     assert failure.status == "failed"
     assert failure.root_cause_rank == 1  # the Root Cause block, not the first "rank :" line
     assert failure.exception == "RuntimeError: boom on rank 1"
-    assert "rank 1" in failure.reason
-    assert "RuntimeError: boom on rank 1" in failure.reason
+    assert failure.reason == "rank 1 raised RuntimeError: boom on rank 1"
+    assert failure.exit_signal is None
     error = failure.as_error()
-    assert error["root_cause_rank"] == 1
-    assert error["exception"] == "RuntimeError: boom on rank 1"
-    assert "RuntimeError: boom on rank 1" in error["log_tail"]
+    assert error.root_cause_rank == 1
+    assert error.exception == "RuntimeError: boom on rank 1"
+    assert error.log_tail is not None
+    assert "RuntimeError: boom on rank 1" in error.log_tail
 
 
 def test_root_cause_rank_from_the_log_alone(tmp_path: Path) -> None:
-    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), tmp_path / "missing.json", 60)
+    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), cell(tmp_path), 60)
     assert failure.status == "failed"
     assert failure.root_cause_rank == 1
     assert failure.exception is None
+    assert failure.exit_signal is None  # exit code 1: no signal (rank 0's -15 is not the cause)
+    assert failure.reason == "torchrun exited with 1"
 
 
-@pytest.mark.parametrize("returncode", [1, 3, -9])
+@pytest.mark.parametrize("returncode", [1, 3])
 def test_no_error_file_reason_names_the_exit_code(tmp_path: Path, returncode: int) -> None:
     failure = classify_failure(
-        outcome(tmp_path, "something went wrong\n", returncode), tmp_path / "missing.json", 60
+        outcome(tmp_path, "something went wrong\n", returncode), cell(tmp_path), 60
     )
     assert failure.status == "failed"
-    assert str(returncode) in failure.reason
-    assert "exit" in failure.reason
+    assert failure.reason == f"torchrun exited with {returncode}"
     assert failure.root_cause_rank is None
     assert failure.exception is None
+    assert failure.exit_signal is None
 
 
 def test_unreadable_error_file_is_ignored(tmp_path: Path) -> None:
-    path = tmp_path / "error.json"
-    path.write_text("{not json", encoding="utf-8")
-    failure = classify_failure(outcome(tmp_path, "x\n", 2), path, 60)
+    cell(tmp_path).error_file.write_text("{not json", encoding="utf-8")
+    failure = classify_failure(outcome(tmp_path, "x\n", 2), cell(tmp_path), 60)
     assert failure.status == "failed"
     assert failure.exception is None
-    assert "2" in failure.reason
+    assert failure.reason == "torchrun exited with 2"
 
 
 def test_missing_log_is_tolerated(tmp_path: Path) -> None:
     gone = ProcessOutcome(1, False, 0.1, tmp_path / "never-written.log")
-    failure = classify_failure(gone, tmp_path / "missing.json", 60)
+    failure = classify_failure(gone, cell(tmp_path), 60)
     assert failure.status == "failed"
     assert failure.log_tail == ""
 
 
 def test_log_tail_is_the_last_lines(tmp_path: Path) -> None:
     log = "".join(f"line {i}\n" for i in range(100))
-    failure = classify_failure(outcome(tmp_path, log), tmp_path / "missing.json", 60)
+    failure = classify_failure(outcome(tmp_path, log), cell(tmp_path), 60)
     lines = failure.log_tail.splitlines()
     assert lines[-1] == "line 99"
     assert "line 0" not in lines
@@ -389,3 +399,102 @@ def test_log_tail_is_the_last_lines(tmp_path: Path) -> None:
 def test_read_error_file_formats(tmp_path: Path, nested: bool) -> None:
     path = error_file(tmp_path, "Traceback ...\n  File x\nValueError: bad value\n", nested)
     assert read_error_file(path) == "ValueError: bad value"
+
+
+# --------------------------------------------------------------------- killed by a signal
+
+# torchrun's log (torch 2.13.0+cpu) when rank 1 of 2 sent itself SIGKILL (tests/hang_worker.py
+# --fault signal:9), verbatim but for paths and the traceback of torchrun's own frames
+SIGKILL_LOG = """\
+W1122 07:36:27.046000 3736 torch/distributed/elastic/multiprocessing/api.py:1028] Sending \
+process 3816 closing signal SIGTERM
+E1122 07:36:27.062000 3736 torch/distributed/elastic/multiprocessing/api.py:1002] failed \
+(exitcode: -9) local_rank: 1 (pid: 3817) of binary: /work/main/.venv/bin/python
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n\
+======================================================
+tests.hang_worker FAILED
+------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-22_07:36:27
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 3816)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 3816
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-22_07:36:27
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 3817)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 3817
+======================================================
+"""
+
+
+def killed_log(signum: int, name: str) -> str:
+    """The real SIGKILL log with another signal in the root cause (same format)."""
+    return (
+        SIGKILL_LOG.replace("(exitcode: -9)", f"(exitcode: -{signum})")
+        .replace(
+            "exitcode  : -9 (pid: 3817)  (SIGKILL)", f"exitcode  : -{signum} (pid: 3817)  ({name})"
+        )
+        .replace(
+            "Signal 9 (SIGKILL) received by PID 3817",
+            f"Signal {signum} ({name}) received by PID 3817",
+        )
+    )
+
+
+def test_rank_killed_by_sigkill_real_torchrun_log(tmp_path: Path) -> None:
+    failure = classify_failure(outcome(tmp_path, SIGKILL_LOG), cell(tmp_path), 60)
+    assert failure.status == "failed"
+    assert failure.reason == (
+        "rank 1 was killed by SIGKILL (signal 9), often the kernel's OOM killer: see dmesg"
+    )
+    assert failure.root_cause_rank == 1
+    assert failure.exit_signal == "SIGKILL"
+    assert failure.as_error().exit_signal == "SIGKILL"
+
+
+@pytest.mark.parametrize(
+    ("signum", "name", "cause"),
+    [
+        (11, "SIGSEGV", "segmentation fault"),
+        (6, "SIGABRT", "aborted in native code"),
+        (7, "SIGBUS", "/dev/shm too small"),
+        (15, "SIGTERM", "stopped it"),
+    ],
+)
+def test_rank_killed_by_a_signal_names_it_and_its_likely_cause(
+    tmp_path: Path, signum: int, name: str, cause: str
+) -> None:
+    failure = classify_failure(outcome(tmp_path, killed_log(signum, name)), cell(tmp_path), 60)
+    assert failure.reason.startswith(f"rank 1 was killed by {name} (signal {signum}), ")
+    assert cause in failure.reason
+    assert failure.exit_signal == name
+    assert failure.root_cause_rank == 1
+
+
+def test_root_cause_from_the_agent_line_when_the_block_is_missing() -> None:
+    (line,) = [x for x in SIGKILL_LOG.splitlines() if "failed (exitcode" in x]
+    first = root_cause(line)
+    assert (first.rank, first.exitcode, first.signum) == (1, -9, 9)
+    assert root_cause("nothing here").signum is None
+
+
+def test_torchrun_itself_killed_by_a_signal(tmp_path: Path) -> None:
+    failure = classify_failure(outcome(tmp_path, "starting\n", returncode=-9), cell(tmp_path), 60)
+    assert failure.reason.startswith("torchrun was killed by SIGKILL (signal 9)")
+    assert failure.exit_signal == "SIGKILL"
+
+
+def test_an_exception_wins_over_a_signal(tmp_path: Path) -> None:
+    error_file(tmp_path, "RuntimeError: boom")
+    failure = classify_failure(outcome(tmp_path, SIGKILL_LOG), cell(tmp_path), 60)
+    assert failure.reason == "rank 1 raised RuntimeError: boom"

@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
+from torchscale.cell import Status
 from torchscale.config.loader import parse_config
 from torchscale.config.schema import BenchConfig
-from torchscale.plan import Machine, PlannedCell, build_plan, resolve_backend, resolve_device
+from torchscale.plan import Machine, Plan, build_plan, resolve_backend, resolve_device
+from torchscale.results.schema import CellError
 from torchscale.results.store import ResultStore
-from torchscale.sweep import _bare_result
+from torchscale.sweep import unmeasured_result
 
 CPU_BOX = Machine(gpu_count=0, cpu_cores=2)
 GPU_BOX = Machine(gpu_count=2, cpu_cores=32)
@@ -37,14 +39,14 @@ def make_config(**overrides: Any) -> BenchConfig:
     return BenchConfig.model_validate(data)
 
 
-def ids(plan: list[PlannedCell]) -> list[str]:
-    return [p.cell.cell_id for p in plan]
+def ids(plan: Plan) -> list[str]:
+    return [p.cell.id for p in plan]
 
 
 def only_id(config: BenchConfig, machine: Machine = CPU_BOX) -> str:
     plan = build_plan(config, machine)
     assert len(plan) == 1
-    return plan[0].cell.cell_id
+    return plan[0].cell.id
 
 
 # ----------------------------------------------------------------------- expansion and order
@@ -60,7 +62,7 @@ def test_expansion_order_and_count() -> None:
     plan = build_plan(config, CPU_BOX)
     assert len(plan) == 2 * 2 * 2 * 2 * 3
     got = [
-        (p.cell.model.name, p.cell.precision, p.cell.strategy, p.cell.batch_size, p.cell.world_size)
+        (p.cell.model, p.cell.precision, p.cell.strategy, p.cell.batch_size, p.cell.world_size)
         for p in plan
     ]
     # model, precision, strategy, batch size (as written), world size (sorted, innermost)
@@ -118,7 +120,7 @@ import json, sys
 from torchscale.config.loader import parse_config
 from torchscale.plan import Machine, build_plan
 config = parse_config(sys.stdin.read())
-print(json.dumps([p.cell.cell_id for p in build_plan(config, Machine(0, 2))]))
+print(json.dumps([p.cell.id for p in build_plan(config, Machine(0, 2))]))
 """
 
 
@@ -192,14 +194,14 @@ def test_id_changes_with_the_resolved_device() -> None:
     ],
 )
 def test_id_unchanged_by_what_does_not_shape_the_result(change: dict[str, Any]) -> None:
-    base = {p.cell.cell_id for p in build_plan(make_config(**BASE), CPU_BOX)}
-    changed = {p.cell.cell_id for p in build_plan(make_config(**{**BASE, **change}), CPU_BOX)}
+    base = {p.cell.id for p in build_plan(make_config(**BASE), CPU_BOX)}
+    changed = {p.cell.id for p in build_plan(make_config(**{**BASE, **change}), CPU_BOX)}
     assert base <= changed
 
 
 def test_id_changes_with_omp_num_threads() -> None:
     base = make_config(**BASE)
-    default_threads = build_plan(base, CPU_BOX)[0].cell.omp_num_threads
+    default_threads = build_plan(base, CPU_BOX)[0].launch.omp_num_threads
     changed = make_config(**BASE, launcher={"omp_num_threads": default_threads + 1})
     assert only_id(changed) != only_id(base)
     # the same effective thread count, spelled explicitly, is the same cell
@@ -211,7 +213,7 @@ def test_default_threads_are_equal_for_every_world_size() -> None:
     """Every rank gets cores // largest world size, whatever its own cell's world size."""
     config = make_config(**{**BASE, "gpu_counts": [1, 2, 4]})
     threads = {
-        p.cell.world_size: p.cell.omp_num_threads
+        p.cell.world_size: p.launch.omp_num_threads
         for p in build_plan(config, Machine(gpu_count=0, cpu_cores=8))
     }
     assert threads == {1: 2, 2: 2, 4: 2}
@@ -224,11 +226,11 @@ def test_default_threads_are_equal_for_every_world_size() -> None:
 def test_ids_are_filesystem_safe(label: str, tmp_path: Path) -> None:
     config = make_config(models=[{"name": "tiny-mlp", "label": label}], gpu_counts=[1])
     planned = build_plan(config, CPU_BOX)[0]
-    cell_id = planned.cell.cell_id
+    cell_id = planned.cell.id
     assert SAFE_ID.fullmatch(cell_id), cell_id
     assert cell_id not in (".", "..")
     store = ResultStore(tmp_path)
-    path = store.write_cell(_bare_result(planned.cell, "skipped", {"reason": "test"}))
+    path = store.write_cell(unmeasured_result(planned, Status.SKIPPED, CellError(reason="test")))
     assert path.parent == tmp_path / "cells"
     assert store.read_cell(cell_id) is not None
 
@@ -251,8 +253,8 @@ def test_long_label_still_gives_a_writable_id(tmp_path: Path) -> None:
     config = make_config(models=[{"name": "tiny-mlp", "label": "L" * 300}], gpu_counts=[1])
     planned = build_plan(config, CPU_BOX)[0]
     store = ResultStore(tmp_path)
-    store.write_cell(_bare_result(planned.cell, "skipped", {"reason": "test"}))
-    assert store.read_cell(planned.cell.cell_id) is not None
+    store.write_cell(unmeasured_result(planned, Status.SKIPPED, CellError(reason="test")))
+    assert store.read_cell(planned.cell.id) is not None
 
 
 # ------------------------------------------------------------------ device and backend

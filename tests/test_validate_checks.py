@@ -7,6 +7,7 @@ them, through the context's cached properties (`ctx.__dict__["torch"]`, `ctx.__d
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections import namedtuple
@@ -25,8 +26,9 @@ from fake_nvml import (
     NVMLError_Unknown,
 )
 
+from torchscale import host
 from torchscale.launch.environment import is_inherited_distributed_var
-from torchscale.validate import checks_gpu, checks_software, checks_system, runner
+from torchscale.validate import checks_gpu, checks_software, checks_system, requirements, runner
 from torchscale.validate.checks_gpu import (
     check_cuda,
     check_cuda_compat,
@@ -95,7 +97,7 @@ def make_ctx(
 
 def fake_torch(
     *,
-    version: str = "2.4.1+cu124",
+    version: str = "2.7.1+cu124",
     cuda: str | None = "12.4",
     hip: str | None = None,
     gpus: int = 2,
@@ -196,16 +198,39 @@ def test_torch_real_install_passes() -> None:
     assert result.data["build"] == torch_build(torch)
 
 
-def test_torch_too_old_fails() -> None:
-    result = check_torch(make_ctx(torch=fake_torch(version="1.13.1+cu117")))
+@pytest.mark.parametrize("version", ["1.13.1+cu117", "2.1.2+cu121", "2.5.1+cu124"])
+def test_torch_below_the_floor_fails(version: str) -> None:
+    result = check_torch(make_ctx(torch=fake_torch(version=version)))
     assert result.status is Status.FAIL
-    assert "torch 1.13.1+cu117, CUDA 12.4 build" in result.detail
-    assert "torch >= 2.1" in result.hint
+    assert result.detail == f"torch {version}, CUDA 12.4 build; torchscale needs >= 2.6"
+    assert result.hint.startswith("upgrade to torch >= 2.6 (FSDP2's fully_shard")
 
 
-def test_torch_prerelease_version_is_accepted() -> None:
-    result = check_torch(make_ctx(torch=fake_torch(version="2.1.0a0+git1234abc")))
-    assert result.status is Status.PASS
+@pytest.mark.parametrize("version", ["2.6.0+cu124", "2.6.0a0+git1234abc", "2.13.0+cpu", "3.0.0"])
+def test_torch_at_or_above_the_floor_passes(version: str) -> None:
+    result = check_torch(make_ctx(torch=fake_torch(version=version)))
+    assert result.status is Status.PASS, result.detail
+
+
+def _pyproject_floor(name: str, text: str) -> tuple[int, ...]:
+    """The `>=` floor pyproject.toml declares for `name` (torch or requires-python)."""
+    pattern = r'"torch>=([\d.]+)"' if name == "torch" else r'requires-python = ">=([\d.]+)"'
+    found = re.findall(pattern, text)
+    assert len(found) == 1, f"expected one {name} floor in pyproject.toml, found {found}"
+    return tuple(int(x) for x in found[0].split("."))
+
+
+def test_pyproject_declares_the_floors_validate_checks() -> None:
+    """One floor: what pip installs against is what `validate` demands (MIN_TORCH)."""
+    text = (Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert _pyproject_floor("torch", text) == requirements.MIN_TORCH == (2, 6)
+    assert _pyproject_floor("python", text) == requirements.MIN_PYTHON
+    assert checks_software.MIN_TORCH is requirements.MIN_TORCH
+
+
+def test_torch_hints_name_the_floor() -> None:
+    missing = check_torch(make_ctx(torch=NO_TORCH))
+    assert missing.hint.startswith("install PyTorch >= 2.6 ")
 
 
 @pytest.mark.parametrize(
@@ -301,14 +326,14 @@ def test_nccl_skipped_on_cpu_path() -> None:
 def test_nccl_not_built_fails() -> None:
     result = check_nccl(make_ctx("cuda", torch=fake_torch(nccl=False)))
     assert result.status is Status.FAIL
-    assert "not available in torch 2.4.1+cu124 (CUDA 12.4)" in result.detail
+    assert "not available in torch 2.7.1+cu124 (CUDA 12.4)" in result.detail
     assert "CUDA build of PyTorch" in result.hint
 
 
 def test_nccl_unloadable_fails() -> None:
     result = check_nccl(make_ctx(torch=fake_torch(nccl_version=OSError("libnccl.so.2: nope"))))
     assert result.status is Status.FAIL
-    assert "cannot load it: libnccl.so.2: nope" in result.detail
+    assert result.detail == "torch reports NCCL but cannot load it: OSError: libnccl.so.2: nope"
 
 
 def test_nccl_version_passes() -> None:
@@ -316,6 +341,46 @@ def test_nccl_version_passes() -> None:
     assert result.status is Status.PASS
     assert result.detail == "NCCL 2.21.5"
     assert result.data == {"version": "2.21.5"}
+
+
+# ------------------------------------------------------------------------------ host probes
+
+
+def test_host_probes_ask_the_torch_they_are_given() -> None:
+    """validate hands host.py the torch it holds (here a stand-in): one probe for every command."""
+    assert host.cuda_gpu_count(fake_torch(gpus=8).module) == 8
+    assert host.cuda_gpu_count(fake_torch(gpus=0).module) == 0
+    broken = fake_torch(cuda_error=RuntimeError("CUDA driver initialization failed"))
+    assert host.cuda_gpu_count(broken.module) == 0
+    assert host.probe_nccl_version(fake_torch(nccl_version=(2, 21, 5)).module) == ("2.21.5", None)
+    assert host.nccl_version(fake_torch(nccl_version=(2, 27, 3)).module) == "2.27.3"
+    unloadable = fake_torch(nccl_version=OSError("libnccl.so.2: nope")).module
+    assert host.probe_nccl_version(unloadable) == (None, "OSError: libnccl.so.2: nope")
+    assert host.nccl_version(unloadable) is None
+
+
+def test_host_probes_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert host.cuda_gpu_count() == 0
+    version, error = host.probe_nccl_version()
+    assert version is None
+    assert error is not None
+    assert error.startswith("ModuleNotFoundError")
+
+
+def test_context_counts_gpus_with_the_host_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[Any] = []
+
+    def count(torch: Any = None) -> int:
+        asked.append(torch)
+        return 3
+
+    monkeypatch.setattr(host, "cuda_gpu_count", count)
+    state = fake_torch(gpus=1)
+    assert state.cuda_gpu_count == 3
+    assert asked == [state.module]
+    assert NO_TORCH.cuda_gpu_count == 0
+    assert asked == [state.module]  # no torch: nothing to ask (host would import its own)
 
 
 def test_torchrun_not_on_path_warns(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -500,9 +565,9 @@ def test_gpu_checks_skip_on_cpu_path() -> None:
 
 
 def test_cuda_cpu_only_build_fails() -> None:
-    result = check_cuda(make_ctx(torch=fake_torch(version="2.4.1+cpu", cuda=None, gpus=0)))
+    result = check_cuda(make_ctx(torch=fake_torch(version="2.7.1+cpu", cuda=None, gpus=0)))
     assert result.status is Status.FAIL
-    assert "torch 2.4.1+cpu is a CPU-only build" in result.detail
+    assert "torch 2.7.1+cpu is a CPU-only build" in result.detail
     assert "--device cpu" in result.hint
 
 
@@ -843,10 +908,94 @@ def test_throttle_harmless_reasons_are_not_listed_as_slowing() -> None:
     assert result.detail == "clocks held down now: GPU0: SwPowerCap"
 
 
-def test_throttle_unqueryable_passes() -> None:
-    result = check_throttle(gpu_ctx(FakeNvml([FakeGpu(clock_reasons=NOT_SUPPORTED)])))
-    assert result.status is Status.PASS
-    assert result.data["gpus"] == {0: []}
+NEW_CLOCKS = "nvmlDeviceGetCurrentClocksEventReasons"
+OLD_CLOCKS = "nvmlDeviceGetCurrentClocksThrottleReasons"
+
+
+def test_throttle_queries_the_new_name_only_when_the_driver_has_it() -> None:
+    fake = FakeNvml([FakeGpu(clock_reasons=0x1)])
+    assert check_throttle(gpu_ctx(fake)).status is Status.PASS
+    assert len(fake.called(NEW_CLOCKS)) == 1
+    assert fake.called(OLD_CLOCKS) == []
+
+
+def test_throttle_falls_back_when_the_driver_lacks_the_new_function() -> None:
+    """A driver < 535 under a current nvidia-ml-py: the new name raises FUNCTION_NOT_FOUND and
+    the old name still reports the thermal slowdown (it used to be dropped as a PASS)."""
+    fake = FakeNvml(
+        [FakeGpu(clock_reasons=0x1), FakeGpu(clock_reasons=0x40)],
+        driver_has_clocks_event_reasons=False,
+    )
+    result = check_throttle(gpu_ctx(fake))
+    assert result.status is Status.WARN
+    assert result.detail == "clocks held down now: GPU1: HwThermalSlowdown"
+    assert len(fake.called(NEW_CLOCKS)) == 2
+    assert len(fake.called(OLD_CLOCKS)) == 2
+    assert result.data["errors"] == {}
+
+
+def test_throttle_falls_back_on_not_supported() -> None:
+    fake = FakeNvml([FakeGpu(clock_reasons=0x4)])
+    fake.gpus[0].clock_reasons = 0x4
+    calls: list[str] = []
+
+    def new_name_not_supported(handle: Any) -> int:
+        calls.append("new")
+        raise NVMLError_NotSupported()
+
+    fake.nvmlDeviceGetCurrentClocksEventReasons = new_name_not_supported  # type: ignore[method-assign]
+    result = check_throttle(gpu_ctx(fake))
+    assert calls == ["new"]
+    assert result.status is Status.WARN
+    assert "SwPowerCap" in result.detail
+    assert fake.called(OLD_CLOCKS)
+
+
+def test_throttle_skips_with_the_error_when_neither_name_answers() -> None:
+    fake = FakeNvml(
+        [FakeGpu(clock_reasons=NOT_SUPPORTED), FakeGpu(clock_reasons=NOT_SUPPORTED)],
+        driver_has_clocks_event_reasons=False,
+    )
+    result = check_throttle(gpu_ctx(fake))
+    assert result.status is Status.SKIP
+    assert result.detail == (
+        f"clock reasons unreadable: GPU0, GPU1: {NEW_CLOCKS}: NVMLError_FunctionNotFound: "
+        f"Function Not Found; {OLD_CLOCKS}: NVMLError_NotSupported: Not Supported"
+    )
+    assert "nvidia-smi -q -d PERFORMANCE" in result.hint
+    assert result.data["gpus"] == {}
+    assert set(result.data["errors"]) == {0, 1}
+
+
+def test_throttle_skips_when_the_binding_has_neither_usable_name() -> None:
+    fake = FakeNvml([FakeGpu()], driver_has_clocks_event_reasons=False, throttle_reasons_api=False)
+    result = check_throttle(gpu_ctx(fake))
+    assert result.status is Status.SKIP
+    assert f"{OLD_CLOCKS}: not in this pynvml" in result.detail
+    assert "FunctionNotFound" in result.detail
+
+
+def test_throttle_does_not_fall_back_on_a_real_failure() -> None:
+    """A lost GPU is not a missing function: the old name is not asked, the error is kept."""
+    fake = FakeNvml([FakeGpu(clock_reasons=NVMLError_Unknown("GPU is lost"))])
+    result = check_throttle(gpu_ctx(fake))
+    assert result.status is Status.SKIP
+    assert (
+        result.detail
+        == f"clock reasons unreadable: GPU0: {NEW_CLOCKS}: NVMLError_Unknown: GPU is lost"
+    )
+    assert fake.called(OLD_CLOCKS) == []
+
+
+def test_throttle_unreadable_gpu_is_named_next_to_a_throttling_one() -> None:
+    fake = FakeNvml([FakeGpu(clock_reasons=0x20), FakeGpu(clock_reasons=NOT_SUPPORTED)])
+    result = check_throttle(gpu_ctx(fake))
+    assert result.status is Status.WARN
+    assert result.detail.startswith(
+        "clocks held down now: GPU0: SwThermalSlowdown; unreadable: GPU1: "
+    )
+    assert result.data["gpus"] == {0: ["SwThermalSlowdown"]}
+    assert list(result.data["errors"]) == [1]
 
 
 def test_throttle_uses_old_api_name_when_new_one_is_missing() -> None:
@@ -1200,11 +1349,11 @@ def test_verdict_ready_with_warnings() -> None:
 
 def test_verdict_gpu_impossible_but_cpu_works() -> None:
     ctx = make_ctx(
-        "cuda", quick=False, torch=fake_torch(version="2.4.1+cpu", cuda=None, gpus=0), nvml=NO_NVML
+        "cuda", quick=False, torch=fake_torch(version="2.7.1+cpu", cuda=None, gpus=0), nvml=NO_NVML
     )
     text = runner.verdict_text(ctx, [smoke_pass("cpu")])
     assert text.startswith(
-        "GPU training is impossible on this node: torch 2.4.1+cpu is a "
+        "GPU training is impossible on this node: torch 2.7.1+cpu is a "
         "CPU-only build; NVML: libnvidia-ml.so not found"
     )
     assert "The CPU path works (gloo smoke test passed)" in text

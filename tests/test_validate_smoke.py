@@ -1,7 +1,8 @@
 """The `validate` smoke test: planning, command, judging, the worker, and process handling.
 
 Only one real torchrun is started here (a smoke run that must fail and name its root cause);
-the passing gloo x2 run is exercised once, through the CLI, in test_validate_cli.py.
+the passing gloo x2 run is exercised once, through the CLI, in test_validate_cli.py. Multi-GPU
+plans are tested with the fake torch of test_validate_checks.py and a stand-in for the launch.
 """
 
 from __future__ import annotations
@@ -19,22 +20,25 @@ from typing import Any
 
 import pytest
 import torch
+from test_validate_checks import fake_torch, make_ctx
 
 from torchscale.atomic import write_text_atomic
 from torchscale.launch import process
 from torchscale.launch.environment import child_environment, is_inherited_distributed_var
 from torchscale.launch.process import ProcessOutcome, run_logged
-from torchscale.validate import smoke_worker
-from torchscale.validate.model import Status
+from torchscale.launch.torchrun import LaunchCommand
+from torchscale.validate import smoke, smoke_worker
+from torchscale.validate.model import CheckResult, Status, passed
 from torchscale.validate.smoke import (
     SMOKE_ELEMENTS,
     SMOKE_ITERS,
+    WORKER_MODULE,
     SmokeSpec,
-    _root_cause,
+    check_smoke,
     judge_smoke,
     plan_smoke,
     run_smoke,
-    smoke_command,
+    smoke_launch,
 )
 
 GLOO_CPU = SmokeSpec("gloo", 2, "cpu")
@@ -46,7 +50,9 @@ GLOO_CPU = SmokeSpec("gloo", 2, "cpu")
 @pytest.mark.parametrize(
     ("device", "gpus", "expected"),
     [
-        ("cuda", 4, [SmokeSpec("nccl", 2, "cuda")]),
+        ("cuda", 8, [SmokeSpec("nccl", 8, "cuda")]),
+        ("cuda", 4, [SmokeSpec("nccl", 4, "cuda")]),
+        ("cuda", 3, [SmokeSpec("nccl", 3, "cuda")]),
         ("cuda", 2, [SmokeSpec("nccl", 2, "cuda")]),
         ("cuda", 1, [SmokeSpec("nccl", 1, "cuda"), SmokeSpec("gloo", 2, "cpu")]),
         ("cuda", 0, [SmokeSpec("gloo", 2, "cpu")]),
@@ -59,7 +65,42 @@ def test_plan_smoke(device: Any, gpus: int, expected: list[SmokeSpec]) -> None:
 
 
 def test_spec_label() -> None:
-    assert SmokeSpec("nccl", 2, "cuda").label == "nccl x2 on cuda"
+    assert SmokeSpec("nccl", 8, "cuda").label == "nccl x8 on cuda"
+
+
+def _planned(
+    monkeypatch: pytest.MonkeyPatch, device: str, gpus: int
+) -> list[tuple[SmokeSpec, float]]:
+    """The specs check_smoke runs on a node whose torch sees `gpus` GPUs (nothing launched)."""
+    ran: list[tuple[SmokeSpec, float]] = []
+
+    def fake_run(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> CheckResult:
+        ran.append((spec, timeout_s))
+        return passed(f"smoke_{spec.backend}_{spec.device}", spec.label, "ok")
+
+    monkeypatch.setattr(smoke, "run_smoke", fake_run)
+    ctx = make_ctx(device, quick=False, torch=fake_torch(gpus=gpus))
+    ctx.smoke_timeout_s = 42.0
+    results = check_smoke(ctx, {})
+    assert len(results) == len(ran)
+    return ran
+
+
+@pytest.mark.parametrize("gpus", [2, 8])
+def test_check_smoke_runs_nccl_on_every_gpu_torch_sees(
+    monkeypatch: pytest.MonkeyPatch, gpus: int
+) -> None:
+    """An 8-GPU node is vetted with 8 NCCL ranks, not the first 2."""
+    assert _planned(monkeypatch, "cuda", gpus) == [(SmokeSpec("nccl", gpus, "cuda"), 42.0)]
+
+
+def test_check_smoke_single_gpu_and_cpu_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert [s for s, _ in _planned(monkeypatch, "cuda", 1)] == [
+        SmokeSpec("nccl", 1, "cuda"),
+        SmokeSpec("gloo", 2, "cpu"),
+    ]
+    assert [s for s, _ in _planned(monkeypatch, "cuda", 0)] == [GLOO_CPU]
+    assert [s for s, _ in _planned(monkeypatch, "cpu", 8)] == [GLOO_CPU]
 
 
 # --------------------------------------------------------------------------------- command
@@ -76,16 +117,17 @@ INHERITED = {
 }
 
 
-def test_smoke_command_argv(tmp_path: Path) -> None:
-    result_file = tmp_path / "result.json"
-    argv, _ = smoke_command(GLOO_CPU, result_file, {})
+def test_smoke_launch_argv(tmp_path: Path) -> None:
+    command = smoke_launch(GLOO_CPU, tmp_path, {})
+    argv = command.argv
     assert argv[:3] == [sys.executable, "-m", "torch.distributed.run"]
-    module_at = argv.index("torchscale.validate.smoke_worker")
+    module_at = argv.index(WORKER_MODULE)
     assert argv[module_at - 1] == "-m"
     # torchrun's flags come before the worker module (after it they would go to the worker)
     for flag in ("--standalone", "--max-restarts=0", "--nproc-per-node=2", "--nnodes=1"):
         assert flag in argv[3 : module_at - 1], flag
     worker_args = argv[module_at + 1 :]
+    result_file = tmp_path / "result.json"
     assert worker_args == [
         "--backend", "gloo",
         "--device", "cpu",
@@ -96,19 +138,14 @@ def test_smoke_command_argv(tmp_path: Path) -> None:
     # the worker accepts exactly these arguments
     parsed = smoke_worker._parse(worker_args)
     assert (parsed.backend, parsed.device, parsed.out) == ("gloo", "cpu", str(result_file))
-
-
-def test_smoke_command_uses_given_python(tmp_path: Path) -> None:
-    argv, _ = smoke_command(
-        SmokeSpec("nccl", 1, "cuda"), tmp_path / "r.json", {}, python="/opt/py/bin/python3"
+    assert (command.nproc, command.log_dir, command.log_path) == (
+        2,
+        tmp_path,
+        tmp_path / "torchrun.log",
     )
-    assert argv[0] == "/opt/py/bin/python3"
-    assert "--nproc-per-node=1" in argv
-    assert argv[argv.index("--backend") + 1] == "nccl"
 
 
-def test_smoke_command_environment(tmp_path: Path) -> None:
-    result_file = tmp_path / "result.json"
+def test_smoke_launch_environment(tmp_path: Path) -> None:
     base = {
         **INHERITED,
         "PATH": "/usr/bin:/bin",
@@ -116,7 +153,7 @@ def test_smoke_command_environment(tmp_path: Path) -> None:
         "NCCL_DEBUG": "INFO",
         "OMP_NUM_THREADS": "16",
     }
-    _, env = smoke_command(GLOO_CPU, result_file, base)
+    env = smoke_launch(GLOO_CPU, tmp_path, base).env
     for name in INHERITED:
         assert name not in env, name
     assert not [
@@ -126,8 +163,23 @@ def test_smoke_command_environment(tmp_path: Path) -> None:
     assert env["HOME"] == "/home/u"
     assert env["NCCL_DEBUG"] == "INFO"
     assert env["OMP_NUM_THREADS"] == "1"
-    assert env["TORCHELASTIC_ERROR_FILE"] == str(tmp_path / "result.error.json")
+    assert env["TORCHELASTIC_ERROR_FILE"] == str(tmp_path / "error.json")
+    assert "CUDA_VISIBLE_DEVICES" not in env  # CPU ranks: the GPUs are none of their business
     assert base["RANK"] == "3"  # the caller's mapping is not modified
+
+
+@pytest.mark.parametrize(
+    ("inherited", "expected"),
+    [(None, "0,1,2,3,4,5,6,7"), ("7,6,5,4,3,2,1,0", "7,6,5,4,3,2,1,0")],
+)
+def test_smoke_launch_on_8_gpus_hands_every_gpu_to_a_rank(
+    tmp_path: Path, inherited: str | None, expected: str
+) -> None:
+    base = {} if inherited is None else {"CUDA_VISIBLE_DEVICES": inherited}
+    command = smoke_launch(SmokeSpec("nccl", 8, "cuda"), tmp_path, base)
+    assert "--nproc-per-node=8" in command.argv
+    assert command.argv[command.argv.index("--backend") + 1] == "nccl"
+    assert command.env["CUDA_VISIBLE_DEVICES"] == expected
 
 
 def test_child_environment_extra_wins_and_strips() -> None:
@@ -202,6 +254,55 @@ def test_judge_correct_result_passes(tmp_path: Path) -> None:
     assert result.hint == ""
 
 
+def test_judge_eight_nccl_ranks_pass(tmp_path: Path) -> None:
+    spec = SmokeSpec("nccl", 8, "cuda")
+    verdict = good_verdict(
+        backend="nccl",
+        device="cuda",
+        world_size=8,
+        expected_value=36.0,
+        all_gather_ranks=list(range(8)),
+        seconds_per_all_reduce=0.0001,
+        algbw_gbps=41.94,
+        busbw_gbps=73.40,
+    )
+    result = judge_smoke(spec, outcome(tmp_path), verdict, None)
+    assert result.status is Status.PASS, result.detail
+    assert (result.id, result.title) == ("smoke_nccl_cuda", "Smoke test (nccl x8 on cuda)")
+    assert result.detail.startswith(
+        "all_reduce of 4 MiB correct on 8 rank(s): 0.10 ms each, busbw 73.40 GB/s;"
+    )
+
+
+def test_judge_one_rank_prints_no_bus_bandwidth(tmp_path: Path) -> None:
+    """busbw = algbw x 2(n-1)/n is 0 at one rank: meaningless, so it is not printed."""
+    spec = SmokeSpec("nccl", 1, "cuda")
+    verdict = good_verdict(
+        backend="nccl",
+        device="cuda",
+        world_size=1,
+        expected_value=1.0,
+        all_gather_ranks=[0],
+        busbw_gbps=None,
+    )
+    result = judge_smoke(spec, outcome(tmp_path), verdict, None)
+    assert result.status is Status.PASS, result.detail
+    assert result.detail == (
+        "all_reduce of 4 MiB correct on 1 rank(s): 11.00 ms each, 1 rank: no bus bandwidth; "
+        "all_gather correct; 6.4 s wall"
+    )
+    assert "busbw" not in result.detail
+
+
+def test_judge_fewer_ranks_than_planned_fails(tmp_path: Path) -> None:
+    """A verdict from 2 of 8 planned ranks must not declare an 8-GPU node ready."""
+    spec = SmokeSpec("nccl", 8, "cuda")
+    result = judge_smoke(spec, outcome(tmp_path), good_verdict(world_size=2), None)
+    assert result.status is Status.FAIL
+    assert result.detail == "ran on 2 rank(s), expected 8"
+    assert "CUDA_VISIBLE_DEVICES" in result.hint
+
+
 def test_judge_wrong_elements_fail(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path), good_verdict(wrong_elements=3), None)
     assert result.status is Status.FAIL
@@ -230,7 +331,9 @@ def test_judge_timeout_fails(tmp_path: Path) -> None:
     assert result.status is Status.FAIL
     assert result.detail.startswith("no result after 120 s")
     assert "killed" in result.detail
-    assert f"full log: {run.log_path}" in result.hint
+    assert f"full log: {run.log_path} (each rank's output under {tmp_path / 'ranks'})" in (
+        result.hint
+    )
     assert "GLOO_SOCKET_IFNAME" in result.hint
 
 
@@ -245,7 +348,9 @@ def test_judge_crash_quotes_root_cause(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, run, None, cause)
     assert result.status is Status.FAIL
     assert result.detail == f"torchrun exited with 1: {cause}"
-    assert result.hint == f"full log: {run.log_path}"
+    assert (
+        result.hint == f"full log: {run.log_path} (each rank's output under {tmp_path / 'ranks'})"
+    )
     assert result.data["log_tail"].endswith("=========")
 
 
@@ -276,36 +381,6 @@ def test_judge_nonzero_exit_with_verdict_fails(tmp_path: Path) -> None:
     assert result.detail == "torchrun exited with 1: X: y"
 
 
-def test_root_cause_from_torchelastic_error_file(tmp_path: Path) -> None:
-    error_file = tmp_path / "result.error.json"
-    error_file.write_text(
-        json.dumps(
-            {
-                "message": {
-                    "message": "Traceback (most recent call last):\n  ...\n"
-                    "ValueError: bad device\n",
-                    "extraInfo": {"py_callstack": "...", "timestamp": "1700000000"},
-                },
-            }
-        )
-    )
-    assert _root_cause(error_file) == "ValueError: bad device"
-
-
-def test_root_cause_string_message(tmp_path: Path) -> None:
-    error_file = tmp_path / "e.json"
-    error_file.write_text(json.dumps({"message": "Signal 9 (SIGKILL) received"}))
-    assert _root_cause(error_file) == "Signal 9 (SIGKILL) received"
-
-
-@pytest.mark.parametrize("content", [None, "", "{not json", "[1, 2]", '{"message": {}}'])
-def test_root_cause_absent_or_unreadable(tmp_path: Path, content: str | None) -> None:
-    error_file = tmp_path / "e.json"
-    if content is not None:
-        error_file.write_text(content)
-    assert _root_cause(error_file) is None
-
-
 # ---------------------------------------------------------------------------------- worker
 
 
@@ -321,6 +396,11 @@ def test_count_wrong() -> None:
     result[997] = float("nan")
     assert smoke_worker.count_wrong(result, 4) == 2
     assert smoke_worker.count_wrong(result, 3) == 1000
+
+
+@pytest.mark.parametrize(("world", "expected"), [(1, None), (2, 10.0), (4, 15.0), (8, 17.5)])
+def test_bus_bandwidth(world: int, expected: float | None) -> None:
+    assert smoke_worker.bus_bandwidth(10.0, world) == expected
 
 
 def _free_port() -> int:
@@ -367,10 +447,12 @@ def test_worker_single_rank_in_process(tmp_path: Path, monkeypatch: pytest.Monke
     assert verdict["all_gather_ranks"] == [0]
     assert verdict["all_gather_ok"] is True
     assert verdict["bytes"] == 4096 * 4
-    assert verdict["busbw_gbps"] == 0.0  # 2(n-1)/n is 0 for one rank
+    assert verdict["busbw_gbps"] is None  # one rank: no bus bandwidth
+    assert verdict["algbw_gbps"] > 0
     assert [p.name for p in tmp_path.iterdir()] == ["verdict.json"]
     result = judge_smoke(SmokeSpec("gloo", 1, "cpu"), outcome(tmp_path), verdict, None)
     assert result.status is Status.PASS, result.detail
+    assert "1 rank: no bus bandwidth" in result.detail
 
 
 # ------------------------------------------------------------------------------- real runs
@@ -392,12 +474,80 @@ def test_failing_smoke_run_names_root_cause_and_keeps_log(
     assert "Error" in cause.split(":")[0], cause  # an exception line, not a log separator
     assert "=====" not in cause
     assert result.hint.startswith("full log: ")
-    log = Path(result.hint.removeprefix("full log: "))
+    log = Path(result.hint.removeprefix("full log: ").split(" (")[0])
     assert log.is_file()
+    assert log.name == "torchrun.log"
     assert log.parent.parent == tmp_path
     assert log.parent.name.startswith("torchscale-validate-")
-    assert cause in log.read_text()
+    assert (log.parent / "error.json").is_file()  # the shared builder's error file was read
+    assert cause in log.read_text() or any(
+        cause in p.read_text() for p in (log.parent / "ranks").rglob("*.log")
+    )
     assert result.data["log_tail"]
+
+
+def _fake_launch(
+    monkeypatch: pytest.MonkeyPatch, verdict: dict[str, Any] | None, error: str | None
+) -> list[LaunchCommand]:
+    """Replace the launch: write what the ranks would have written, return an outcome."""
+    launched: list[LaunchCommand] = []
+
+    def run_launch(command: LaunchCommand, timeout_s: float) -> ProcessOutcome:
+        launched.append(command)
+        command.log_path.write_text("torchrun output\n")
+        if verdict is not None:
+            (command.log_dir / "result.json").write_text(json.dumps(verdict))
+        if error is not None:
+            message = {"message": f"Traceback (most recent call last):\n  ...\n{error}\n"}
+            command.error_file.write_text(json.dumps({"message": message}))
+        code = 0 if error is None else 1
+        return ProcessOutcome(code, False, 1.5, command.log_path)
+
+    monkeypatch.setattr(smoke, "run_launch", run_launch)
+    return launched
+
+
+def test_run_smoke_passing_run_removes_its_work_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    launched = _fake_launch(monkeypatch, good_verdict(), None)
+    result = run_smoke(GLOO_CPU, 30.0, {"PATH": "/bin"})
+    assert result.status is Status.PASS, result.detail
+    assert len(launched) == 1
+    assert launched[0].log_dir.parent == tmp_path
+    assert not launched[0].log_dir.exists()
+
+
+def test_run_smoke_reads_the_shared_error_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    launched = _fake_launch(monkeypatch, None, "ValueError: bad device")
+    result = run_smoke(SmokeSpec("nccl", 8, "cuda"), 30.0, {})
+    assert result.status is Status.FAIL
+    assert result.detail == "torchrun exited with 1: ValueError: bad device"
+    assert launched[0].error_file == launched[0].log_dir / "error.json"
+    assert launched[0].log_dir.is_dir()  # kept for the person reading the hint
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]"])
+def test_run_smoke_unreadable_verdict_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    launched: list[LaunchCommand] = []
+
+    def run_launch(command: LaunchCommand, timeout_s: float) -> ProcessOutcome:
+        launched.append(command)
+        command.log_path.write_text("done\n")
+        (command.log_dir / "result.json").write_text(content)
+        return ProcessOutcome(0, False, 1.0, command.log_path)
+
+    monkeypatch.setattr(smoke, "run_launch", run_launch)
+    result = run_smoke(GLOO_CPU, 30.0, {})
+    assert result.status is Status.FAIL
+    assert result.detail == "torchrun exited with 0: done"
 
 
 def _live_group_members(pgid: int) -> list[int]:

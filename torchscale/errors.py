@@ -65,3 +65,20 @@ class LaunchError(TorchScaleError):
 
 class ModelError(TorchScaleError):
     """A model cannot be built: unknown name, bad option, or a plug-in that breaks its contract."""
+
+
+class ResultsError(TorchScaleError):
+    """A results directory cannot be written (disk full, quota, permissions) or read."""
+
+
+class OutputDirError(UsageError):
+    """The results directory asked for cannot be created or written: nothing was run."""
+
+
+def describe_os_error(exc: OSError) -> str:
+    """'No space left on device (ENOSPC)' style text for an OSError, without the traceback."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    text = exc.strerror or str(exc)
+    return f"{text} ({name})" if name else text

@@ -1,21 +1,35 @@
 """Config -> the plan: one cell per model x batch size x world size x precision x strategy.
 
-Pure functions over the validated config and a description of the machine, so the whole plan
-(ids, what is skipped and why) is testable without launching anything.
+Pure functions over the validated config and a description of the machine. The plan resolves
+everything a cell needs (its identity, worker spec contents, launch settings, what is skipped
+and why), so the sweep only runs it and the whole plan is testable without launching anything.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any
 
-from torchscale.config.schema import BenchConfig, ModelSpec
+from torchscale.cell import Backend, CellIdentity, Device, definition_hash, make_cell_id
+from torchscale.config.schema import (
+    BenchConfig,
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    Precision,
+    Strategy,
+    TrainingConfig,
+)
+from torchscale.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.worker.spec import WorkerSpec
 
-ResolvedDevice = Literal["cuda", "cpu"]
-MAX_SLUG = 80  # keeps a cell id (and its result file name) far below NAME_MAX
+WORKER_MODULE = "torchscale.worker.main"
+# torchrun start-up seen on 2 cores: ~5 s plus ~1.5 s per extra rank (docs/methodology.md)
+LAUNCH_BASE_S = 5.0
+LAUNCH_PER_RANK_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -27,46 +41,109 @@ class Machine:
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One measurement: a model at one batch size, world size, precision and strategy."""
+class LaunchSettings:
+    """How a cell is started: resolved once by the plan, the same for --dry-run and the run."""
 
-    model: ModelSpec
-    batch_size: int  # per device
-    world_size: int
-    precision: str
-    strategy: str
-    device: ResolvedDevice
-    backend: str
+    nproc_per_node: int
+    nnodes: int
     omp_num_threads: int  # per rank, set explicitly for every cell
-    definition: str = field(repr=False)  # canonical JSON of everything that shapes the result
-
-    @property
-    def cell_id(self) -> str:
-        """Stable, filesystem-safe, readable id; the hash keeps ids of different definitions
-        apart (e.g. two transformer sizes, or a changed step count)."""
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.model.display_name)[:MAX_SLUG]
-        short = hashlib.sha256(self.definition.encode()).hexdigest()[:8]
-        return (
-            f"{slug}__b{self.batch_size}__w{self.world_size}__{self.precision}__"
-            f"{self.strategy}__{short}"
-        )
+    extra_env: Mapping[str, str]  # launcher.env, on top of what torchscale sets
+    timeout_s: float
 
 
 @dataclass(frozen=True)
 class PlannedCell:
-    cell: Cell
+    """One cell with everything needed to run it, or the reason it is skipped."""
+
+    cell: CellIdentity
+    model: ModelSpec
+    definition: str = field(repr=False)  # canonical JSON of everything that shapes the result
+    training: TrainingConfig = field(repr=False)
+    measurement: MeasurementConfig = field(repr=False)
+    data: DataConfig = field(repr=False)
+    launch: LaunchSettings = field(repr=False)
     skip_reason: str | None = None  # set: recorded as 'skipped', never launched
     warnings: tuple[str, ...] = ()
 
+    def worker_spec(self, result_path: Path, steps_path: Path) -> WorkerSpec:
+        return WorkerSpec(
+            cell=self.cell,
+            model=self.model,
+            training=self.training,
+            measurement=self.measurement,
+            data=self.data,
+            result_path=str(result_path),
+            steps_path=str(steps_path),
+        )
 
-def resolve_device(config: BenchConfig, machine: Machine) -> ResolvedDevice:
+    def command(
+        self, spec_path: Path, log_dir: Path, base_env: Mapping[str, str]
+    ) -> LaunchCommand:
+        """The torchrun command of this cell (single node)."""
+        return torchrun_command(
+            WORKER_MODULE,
+            ["--spec", str(spec_path)],
+            nproc=self.launch.nproc_per_node,
+            device=self.cell.device,
+            log_dir=log_dir,
+            base_env=base_env,
+            omp_num_threads=self.launch.omp_num_threads,
+            extra_env=self.launch.extra_env,
+        )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float
+    basis: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every cell of a sweep in run order, with the resolved config it came from."""
+
+    config: BenchConfig
+    cells: list[PlannedCell]
+
+    def __iter__(self) -> Iterator[PlannedCell]:
+        return iter(self.cells)
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __getitem__(self, index: int) -> PlannedCell:
+        return self.cells[index]
+
+    @property
+    def experiment(self) -> str:
+        return self.config.experiment_name
+
+    @property
+    def runnable(self) -> list[PlannedCell]:
+        return [p for p in self.cells if p.skip_reason is None]
+
+    def estimate(self) -> Estimate:
+        """A lower bound on the sweep's wall time: launches, plus timed windows when the
+        measurement is duration-based (step times are unknown before measuring)."""
+        runnable = self.runnable
+        launch = sum(LAUNCH_BASE_S + LAUNCH_PER_RANK_S * p.cell.world_size for p in runnable)
+        m = self.config.measurement
+        if m.duration_s is not None:
+            windows = m.repeats + (1 if m.comm_overhead else 0)
+            return Estimate(
+                launch + len(runnable) * windows * m.duration_s, "launch + timed windows"
+            )
+        return Estimate(launch, "launch overhead only: step times are unknown until measured")
+
+
+def resolve_device(config: BenchConfig, machine: Machine) -> Device:
     """`auto` means CUDA GPUs when the node has any, else CPU processes."""
     if config.device == "auto":
         return "cuda" if machine.gpu_count > 0 else "cpu"
     return config.device
 
 
-def resolve_backend(config: BenchConfig, device: ResolvedDevice) -> str:
+def resolve_backend(config: BenchConfig, device: Device) -> Backend:
     if config.backend == "auto":
         return "nccl" if device == "cuda" else "gloo"
     return config.backend
@@ -100,7 +177,12 @@ def _definition(
     backend: str,
     omp_num_threads: int,
 ) -> str:
-    """Everything that changes what a cell measures, as canonical JSON (for ids and resume)."""
+    """Everything that changes what a cell measures, as canonical JSON (for ids and resume).
+
+    Its shape is part of the results format: a result of an older schema version is reused by
+    --resume only while this JSON (and so its hash) is unchanged. A config field added later
+    must be left out here while it holds its default, or every earlier result stops matching.
+    """
     training = config.training.model_dump(mode="json", exclude={"precision", "strategy"})
     payload: dict[str, Any] = {
         "model": model.model_dump(mode="json"),
@@ -120,25 +202,25 @@ def _definition(
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
-def _feasibility(cell: Cell, config: BenchConfig, machine: Machine) -> PlannedCell:
+def _skip_or_warn(
+    cell: CellIdentity, config: BenchConfig, machine: Machine
+) -> tuple[str | None, tuple[str, ...]]:
+    """(skip reason, warnings) of a cell on this machine."""
     nnodes = config.launcher.nnodes
     if cell.device == "cuda":
         if machine.gpu_count == 0:
-            return PlannedCell(cell, "device 'cuda' requested but no CUDA GPU is visible")
+            return "device 'cuda' requested but no CUDA GPU is visible", ()
         available = machine.gpu_count * nnodes
         if cell.world_size > available:
-            return PlannedCell(
-                cell,
+            return (
                 f"needs {cell.world_size} GPUs; {nnodes} node(s) x {machine.gpu_count} "
-                f"GPU(s) = {available}",
-            )
+                f"GPU(s) = {available}"
+            ), ()
         if cell.world_size % nnodes:
-            return PlannedCell(
-                cell, f"{cell.world_size} GPUs do not split evenly over {nnodes} nodes"
-            )
-        return PlannedCell(cell)
+            return f"{cell.world_size} GPUs do not split evenly over {nnodes} nodes", ()
+        return None, ()
     if cell.backend == "nccl":
-        return PlannedCell(cell, "backend 'nccl' needs CUDA GPUs; none is visible")
+        return "backend 'nccl' needs CUDA GPUs; none is visible", ()
     warnings: list[str] = []
     if cell.precision == "amp":
         warnings.append("amp (fp16 autocast) on CPU is slow and not representative of GPUs")
@@ -148,42 +230,71 @@ def _feasibility(cell: Cell, config: BenchConfig, machine: Machine) -> PlannedCe
             f"{per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
             "timings include contention"
         )
-    return PlannedCell(cell, None, tuple(warnings))
+    return None, tuple(warnings)
 
 
-def build_plan(config: BenchConfig, machine: Machine) -> list[PlannedCell]:
-    """Every cell in a stable order: model, precision, strategy, batch size, world size
-    (world size innermost, so a model's scaling curve is measured back to back)."""
+def plan_cell(
+    config: BenchConfig,
+    machine: Machine,
+    model: ModelSpec,
+    batch_size: int,
+    world_size: int,
+    precision: Precision,
+    strategy: Strategy,
+) -> PlannedCell:
+    """Resolve one cell: identity, definition, launch settings, feasibility."""
     device = resolve_device(config, machine)
     backend = resolve_backend(config, device)
     threads = resolve_omp_threads(config, machine)
-    plan: list[PlannedCell] = []
-    for model in config.models:
-        for precision in config.training.precision:
-            for strategy in config.training.strategy:
-                for batch_size in config.batch_sizes:
-                    for world_size in sorted(config.gpu_counts):
-                        definition = _definition(
-                            config,
-                            model,
-                            batch_size,
-                            world_size,
-                            precision,
-                            strategy,
-                            device,
-                            backend,
-                            threads,
-                        )
-                        cell = Cell(
-                            model,
-                            batch_size,
-                            world_size,
-                            precision,
-                            strategy,
-                            device,
-                            backend,
-                            threads,
-                            definition,
-                        )
-                        plan.append(_feasibility(cell, config, machine))
-    return plan
+    nnodes = config.launcher.nnodes
+    definition = _definition(
+        config, model, batch_size, world_size, precision, strategy, device, backend, threads
+    )
+    sha = definition_hash(definition)
+    label = model.display_name
+    identity = CellIdentity(
+        id=make_cell_id(label, batch_size, world_size, precision, strategy, sha),
+        definition_sha256=sha,
+        model=model.name,
+        label=label,
+        batch_size=batch_size,
+        world_size=world_size,
+        precision=precision,
+        strategy=strategy,
+        device=device,
+        backend=backend,
+        nodes=nnodes,
+    )
+    skip, warnings = _skip_or_warn(identity, config, machine)
+    launch = LaunchSettings(
+        nproc_per_node=max(1, world_size // nnodes),
+        nnodes=nnodes,
+        omp_num_threads=threads,
+        extra_env=dict(config.launcher.env),
+        timeout_s=config.launcher.cell_timeout_s,
+    )
+    return PlannedCell(
+        identity,
+        model,
+        definition,
+        config.training,
+        config.measurement,
+        config.data,
+        launch,
+        skip,
+        warnings,
+    )
+
+
+def build_plan(config: BenchConfig, machine: Machine) -> Plan:
+    """Every cell in a stable order: model, precision, strategy, batch size, world size
+    (world size innermost, so a model's scaling curve is measured back to back)."""
+    cells = [
+        plan_cell(config, machine, model, batch_size, world_size, precision, strategy)
+        for model in config.models
+        for precision in config.training.precision
+        for strategy in config.training.strategy
+        for batch_size in config.batch_sizes
+        for world_size in sorted(config.gpu_counts)
+    ]
+    return Plan(config, cells)

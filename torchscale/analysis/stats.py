@@ -2,58 +2,31 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from torchscale.results.schema import StepTimeStats
 
 
-@dataclass(frozen=True)
-class StepStats:
-    """Distribution of step times (seconds). cv = std / mean, the variance flag's input."""
-
-    count: int
-    mean: float
-    p50: float
-    p95: float
-    p99: float
-    min: float
-    max: float
-    std: float
-    cv: float
-
-    def as_dict(self) -> dict[str, float | int]:
-        return asdict(self)
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (numpy's default 'linear' method), q in [0, 100]."""
-    if not sorted_values:
-        raise ValueError("percentile of no values")
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile q must be in [0, 100], got {q}")
-    position = (len(sorted_values) - 1) * q / 100
-    low = math.floor(position)
-    high = min(low + 1, len(sorted_values) - 1)
-    fraction = position - low
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * fraction
-
-
-def step_stats(times: Sequence[float]) -> StepStats:
-    """Summarise step times; std is the sample standard deviation (0 for one step)."""
+def step_stats(times: Sequence[float]) -> StepTimeStats:
+    """Summarise step times; percentiles are numpy's default (linear interpolation), std the
+    sample standard deviation (0 for one step), cv = std / mean."""
     if not times:
         raise ValueError("no step times to summarise")
-    ordered = sorted(times)
-    mean = statistics.fmean(ordered)
-    std = statistics.stdev(ordered) if len(ordered) > 1 else 0.0
-    return StepStats(
-        count=len(ordered),
+    values = np.asarray(times, dtype=float)
+    p50, p95, p99 = (float(q) for q in np.percentile(values, [50, 95, 99]))
+    mean = statistics.fmean(times)
+    std = statistics.stdev(times) if len(times) > 1 else 0.0
+    return StepTimeStats(
+        count=len(times),
         mean=mean,
-        p50=percentile(ordered, 50),
-        p95=percentile(ordered, 95),
-        p99=percentile(ordered, 99),
-        min=ordered[0],
-        max=ordered[-1],
+        p50=p50,
+        p95=p95,
+        p99=p99,
+        min=float(values.min()),
+        max=float(values.max()),
         std=std,
         cv=std / mean if mean > 0 else 0.0,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from torchscale.errors import TorchScaleError
+from torchscale.signals import Terminated, terminate_on_signals
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -53,17 +55,24 @@ def print_error_lines(lines: list[str]) -> None:
 
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Decorate a command: TorchScaleError -> its lines on stderr and its exit code;
-    Ctrl-C -> exit 130. Anything else is a bug and keeps its traceback."""
+    Ctrl-C -> exit 130; SIGTERM/SIGHUP -> exit 128 + the signal's number, after the same
+    clean-up as Ctrl-C (a launched cell's process group is killed on the way out). Anything
+    else is a bug and keeps its traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return fn(*args, **kwargs)
+            with terminate_on_signals():
+                return fn(*args, **kwargs)
         except TorchScaleError as exc:
             print_error_lines(exc.lines())
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             stderr.print("[yellow]interrupted[/]")
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Terminated as exc:
+            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                stderr.print(f"[yellow]stopped by {exc.name}; finished results are kept[/]")
+            raise typer.Exit(exc.exit_code) from None
 
     return wrapper

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -19,9 +20,13 @@ from pydantic import (
     ByteSize,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from torchscale.config.catalog import BUILTIN_MODELS, is_plugin_model
 from torchscale.config.suggest import did_you_mean
@@ -76,9 +81,77 @@ def _name_to_model_spec(value: Any) -> Any:
     return value
 
 
-PositiveInt = Annotated[int, Field(gt=0)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+@dataclass(frozen=True)
+class AtMost:
+    """Upper bound of a number: one readable error line, and `maximum` in the JSON Schema.
+
+    pydantic's `le=` would do both, but its error hands the bound over as a float that the
+    loader prints as 1.04858e+06; a bound should read as the number a user would type.
+    """
+
+    limit: int | float
+    shown: str = ""  # how the error writes the limit (default: the number itself)
+    note: str = ""  # what the value means, for the likeliest slip (e.g. a percentage)
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema["maximum"] = self.limit
+        return json_schema
+
+    def _check(self, value: Any) -> Any:
+        if not value <= self.limit:  # `not <=` also catches NaN
+            shown = self.shown or _shown_number(self.limit)
+            note = f"; {self.note}" if self.note else ""
+            raise ValueError(f"must be <= {shown} (got {_shown_number(value)}){note}")
+        return value
+
+
+def _shown_number(value: Any) -> str:
+    """A number as a YAML user writes it: 86400 for 86400.0, .inf for infinity."""
+    if isinstance(value, ByteSize):
+        return f"{int(value)} bytes"
+    if isinstance(value, float):
+        if value in (float("inf"), float("-inf")):
+            return ".inf" if value > 0 else "-.inf"
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+    return str(value)
+
+
+# Upper bounds: far above what any real run uses, low enough that a typo (an extra digit, a
+# unit slip) or an absurd value fails here instead of deep inside a launch. Documented in
+# docs/configuration.md; changing one changes what is valid, not how a valid config dumps.
+MAX_BATCH_SIZE = 2**20  # per device; 1,048,576 samples
+MAX_WORLD_SIZE = 2**16  # ranks in one cell (65,536 GPUs)
+MAX_NNODES = 4096
+MAX_STEPS = 10_000_000  # measured or warm-up steps per repeat
+MAX_REPEATS = 1000
+MAX_GRAD_ACCUM_STEPS = 2**16
+MAX_SEED = 2**63 - 1  # an int64; seed + rank stays within torch.manual_seed's 64-bit range
+MAX_SEQ_LEN = 2**20
+MAX_IMAGE_SIZE = 16384
+MAX_TELEMETRY_INTERVAL_MS = 60_000  # sampling less than once a minute says nothing
+MAX_OMP_THREADS = 1024
+MAX_PROFILE_STEPS = 1000  # traced steps: a trace of more is gigabytes and will not open
+MAX_COMM_ITERS = 1_000_000
+MAX_STEP_FACTOR = 1024
+MAX_COMM_BYTES = 2**40  # 1 TiB: larger than any GPU's memory
+MAX_DURATION_S = 86_400.0  # one day per measured window
+MAX_CELL_TIMEOUT_S = 604_800.0  # one week
+MAX_LEARNING_RATE = 100.0
+MAX_CV_WARN_THRESHOLD = 1.0  # a coefficient of variation, a fraction: 0.10 is 10 %
+MAX_BUSBW_GBPS = 100_000.0  # 100 TB/s, far beyond any interconnect
+MAX_BUCKET_CAP_MB = 65_536.0  # 64 GiB: one bucket larger than any model's gradients
+
 PositiveFloat = Annotated[float, Field(gt=0)]
+CommBytes = Annotated[ByteSize, AtMost(MAX_COMM_BYTES, "1TiB")]
 
 
 # A sweep axis: one value or a non-empty list of distinct values.
@@ -151,7 +224,7 @@ class ModelSpec(StrictModel):
 class DDPConfig(StrictModel):
     """DistributedDataParallel knobs that change communication behaviour."""
 
-    bucket_cap_mb: PositiveFloat = 25.0
+    bucket_cap_mb: Annotated[float, Field(gt=0), AtMost(MAX_BUCKET_CAP_MB)] = 25.0
     gradient_as_bucket_view: bool = True
     static_graph: bool = False
     find_unused_parameters: bool = False
@@ -170,7 +243,7 @@ class TrainingConfig(StrictModel):
     precision: PrecisionSweep = Field(default_factory=lambda: ["fp32"])  # type: ignore[arg-type]
     strategy: StrategySweep = Field(default_factory=lambda: ["ddp"])  # type: ignore[arg-type]
     optimizer: Literal["adamw", "sgd"] = "adamw"
-    learning_rate: PositiveFloat = 1e-4
+    learning_rate: Annotated[float, Field(gt=0), AtMost(MAX_LEARNING_RATE)] = 1e-4
     fused_optimizer: bool | None = Field(
         default=None, description="fused AdamW kernel; null = use it where supported"
     )
@@ -178,8 +251,8 @@ class TrainingConfig(StrictModel):
         default=None, description="channels_last memory format; null = on for conv nets on CUDA"
     )
     compile: bool = False
-    grad_accum_steps: PositiveInt = 1
-    seed: NonNegativeInt = 0
+    grad_accum_steps: Annotated[int, Field(gt=0), AtMost(MAX_GRAD_ACCUM_STEPS)] = 1
+    seed: Annotated[int, Field(ge=0), AtMost(MAX_SEED)] = 0
     ddp: DDPConfig = Field(default_factory=DDPConfig)
     fsdp: FSDPConfig = Field(default_factory=FSDPConfig)
 
@@ -188,7 +261,7 @@ class TelemetryConfig(StrictModel):
     """GPU telemetry sampled by pynvml during the measured window (ignored on CPU)."""
 
     enabled: bool = True
-    interval_ms: Annotated[int, Field(ge=10)] = 100
+    interval_ms: Annotated[int, Field(ge=10), AtMost(MAX_TELEMETRY_INTERVAL_MS)] = 100
 
 
 DEFAULT_STEPS = 20
@@ -197,20 +270,22 @@ DEFAULT_STEPS = 20
 class MeasurementConfig(StrictModel):
     """The measured window: warm-up discarded, then a fixed number of steps or seconds."""
 
-    warmup_steps: NonNegativeInt = 5
-    steps: PositiveInt | None = Field(
+    warmup_steps: Annotated[int, Field(ge=0), AtMost(MAX_STEPS)] = 5
+    steps: Annotated[int, Field(gt=0), AtMost(MAX_STEPS)] | None = Field(
         default=None, description=f"measured steps per repeat (default {DEFAULT_STEPS})"
     )
-    duration_s: PositiveFloat | None = Field(
+    duration_s: Annotated[float, Field(gt=0), AtMost(MAX_DURATION_S)] | None = Field(
         default=None, description="measure for this many seconds instead of a step count"
     )
-    repeats: PositiveInt = 3
+    repeats: Annotated[int, Field(gt=0), AtMost(MAX_REPEATS)] = 3
     timing: Literal["auto", "cuda_events", "sync_cuda", "perf_counter"] = "auto"
     comm_overhead: bool = Field(
         default=True, description="extra window under DDP no_sync() to measure exposed comm"
     )
     flops: bool = Field(default=True, description="count FLOPs per step for TFLOP/s and MFU")
-    cv_warn_threshold: PositiveFloat = Field(
+    cv_warn_threshold: Annotated[
+        float, Field(gt=0), AtMost(MAX_CV_WARN_THRESHOLD, note="a fraction: 0.10 is 10 %")
+    ] = Field(
         default=0.10, description="step-time coefficient of variation flagged as high variance"
     )
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
@@ -228,10 +303,10 @@ class DataConfig(StrictModel):
     """Input data. Synthetic batches are generated on the device: no I/O in the timed loop."""
 
     source: Literal["synthetic"] = "synthetic"
-    seq_len: PositiveInt | None = Field(
+    seq_len: Annotated[int, Field(gt=0), AtMost(MAX_SEQ_LEN)] | None = Field(
         default=None, description="sequence length for language models (null: model default)"
     )
-    image_size: PositiveInt | None = Field(
+    image_size: Annotated[int, Field(gt=0), AtMost(MAX_IMAGE_SIZE)] | None = Field(
         default=None, description="square image side for vision models (null: model default)"
     )
 
@@ -249,11 +324,11 @@ class LauncherConfig(StrictModel):
     """How cells are started: torchrun locally, or torchrun under Slurm."""
 
     kind: Literal["local", "slurm"] = "local"
-    cell_timeout_s: PositiveFloat = Field(
+    cell_timeout_s: Annotated[float, Field(gt=0), AtMost(MAX_CELL_TIMEOUT_S)] = Field(
         default=900.0, description="a cell running longer is killed and recorded as 'timeout'"
     )
-    nnodes: PositiveInt = 1
-    omp_num_threads: PositiveInt | None = Field(
+    nnodes: Annotated[int, Field(gt=0), AtMost(MAX_NNODES)] = 1
+    omp_num_threads: Annotated[int, Field(gt=0), AtMost(MAX_OMP_THREADS)] | None = Field(
         default=None, description="OMP_NUM_THREADS per rank; null = cores / ranks, at least 1"
     )
     env: Annotated[
@@ -274,8 +349,8 @@ class ProfilingConfig(StrictModel):
         "exposed communication passes stall_threshold",
     )
     stall_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.10
-    steps: PositiveInt = 5
-    warmup_steps: NonNegativeInt = 2
+    steps: Annotated[int, Field(gt=0), AtMost(MAX_PROFILE_STEPS)] = 5
+    warmup_steps: Annotated[int, Field(ge=0), AtMost(MAX_PROFILE_STEPS)] = 2
     record_shapes: bool = False
     with_stack: bool = False
 
@@ -285,14 +360,14 @@ class CommConfig(StrictModel):
 
     enabled: bool = False
     collectives: CollectiveSweep = Field(default_factory=lambda: ["all_reduce"])  # type: ignore[arg-type]
-    min_bytes: ByteSize = Field(default=ByteSize(1024), description="e.g. 1024, '8KiB'")
-    max_bytes: ByteSize = Field(default=ByteSize(64 * 2**20), description="e.g. '64MiB', '1GB'")
-    step_factor: Annotated[int, Field(ge=2)] = 2
+    min_bytes: CommBytes = Field(default=ByteSize(1024), description="e.g. 1024, '8KiB'")
+    max_bytes: CommBytes = Field(default=ByteSize(64 * 2**20), description="e.g. '64MiB', '1GB'")
+    step_factor: Annotated[int, Field(ge=2), AtMost(MAX_STEP_FACTOR)] = 2
     dtype: CommDtype = "float32"
-    warmup_iters: NonNegativeInt = 5
-    iters: PositiveInt = 20
+    warmup_iters: Annotated[int, Field(ge=0), AtMost(MAX_COMM_ITERS)] = 5
+    iters: Annotated[int, Field(gt=0), AtMost(MAX_COMM_ITERS)] = 20
     check: bool = Field(default=True, description="verify every result element")
-    min_busbw_gbps: PositiveFloat | None = Field(
+    min_busbw_gbps: Annotated[float, Field(gt=0), AtMost(MAX_BUSBW_GBPS)] | None = Field(
         default=None, description="fail the run when the average bus bandwidth is lower"
     )
 
@@ -329,12 +404,12 @@ class BenchConfig(StrictModel):
         Field(min_length=1),
     ]
     batch_sizes: Annotated[
-        list[PositiveInt],
+        list[Annotated[int, Field(gt=0), AtMost(MAX_BATCH_SIZE)]],
         AfterValidator(_unique),
         Field(min_length=1, description="per-device batch sizes"),
     ]
     gpu_counts: Annotated[
-        list[PositiveInt],
+        list[Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]],
         AfterValidator(_unique),
         Field(min_length=1, description="world sizes; on CPU, the number of gloo processes"),
     ]

@@ -1,7 +1,11 @@
 """Run one command in its own process group, with a timeout that kills the whole group.
 
 torchrun starts one worker per rank; killing only torchrun can leave ranks holding ports and
-GPUs. Starting a new session makes every descendant killable with one signal.
+GPUs. Starting a new session makes the command killable with one signal, whatever it started in
+its group; the parent-death signal (Linux) kills it even when we are SIGKILLed and can clean up
+nothing. (torchrun puts each rank in a session of its own: ranks set their own parent-death
+signal, in torchscale/worker/diagnostics.py.) A timed-out torchrun launch is asked where its
+ranks are stuck before it is killed.
 """
 
 from __future__ import annotations
@@ -11,9 +15,16 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscale.launch.diagnose import request_stacks
+from torchscale.signals import die_with_parent, parent_death_signal_supported
+
+if TYPE_CHECKING:
+    from torchscale.launch.torchrun import LaunchCommand
 
 TERM_GRACE_S = 5.0
 
@@ -24,6 +35,8 @@ class ProcessOutcome:
     timed_out: bool
     wall_s: float
     log_path: Path
+    # rank -> file with the Python stacks it dumped when the timeout hit (run_launch only)
+    stacks: Mapping[int, Path] = field(default_factory=dict)
 
     def log_tail(self, lines: int = 20) -> str:
         """The last `lines` lines of the combined stdout/stderr log."""
@@ -64,16 +77,32 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=TERM_GRACE_S)
 
 
+def _die_with(parent: int) -> Callable[[], None] | None:
+    """A preexec_fn that gives the child SIGKILL as its parent-death signal (Linux only)."""
+    if not parent_death_signal_supported():
+        return None
+
+    def preexec() -> None:
+        die_with_parent(parent)
+
+    return preexec
+
+
 def run_logged(
     argv: Sequence[str],
     env: Mapping[str, str],
     log_path: Path,
     timeout_s: float,
     cwd: Path | None = None,
+    *,
+    on_timeout: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
-    """Run `argv` with stdout+stderr to `log_path`; kill its process group after `timeout_s`.
+    """Run `argv` with stdout+stderr to `log_path`; kill its process group after `timeout_s`
+    (calling `on_timeout` first, while it is still alive to be examined).
 
-    Ctrl-C (KeyboardInterrupt) also takes the whole group down before propagating.
+    Ctrl-C (KeyboardInterrupt), SIGTERM (torchscale.signals.Terminated) and any other exception
+    also take the whole group down before propagating. The child dies with this thread: the
+    wait below keeps the thread alive as long as the child runs.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -86,14 +115,42 @@ def run_logged(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with(os.getpid()),  # only a prctl call, resolved beforehand
         )
         try:
             returncode = proc.wait(timeout=timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            try:
+                if on_timeout is not None:
+                    on_timeout()
+            finally:
+                _kill_group(proc)
             returncode, timed_out = None, True
         except BaseException:
             _kill_group(proc)
             raise
     return ProcessOutcome(returncode, timed_out, time.perf_counter() - start, log_path)
+
+
+def _clear_diagnostics(directory: Path) -> None:
+    """Remove a previous run's pid and dump files: a stale pid must never be signalled."""
+    with contextlib.suppress(OSError):
+        for path in directory.iterdir():
+            if path.is_file():
+                path.unlink(missing_ok=True)
+
+
+def run_launch(command: LaunchCommand, timeout_s: float) -> ProcessOutcome:
+    """Run a built torchrun command with its log in its log directory; on timeout, collect
+    each rank's stacks (and keep them with the logs) before the kill."""
+    _clear_diagnostics(command.diagnostics_dir)
+    stacks: dict[int, Path] = {}
+
+    def diagnose() -> None:
+        stacks.update(request_stacks(command.diagnostics_dir))
+
+    outcome = run_logged(
+        command.argv, command.env, command.log_path, timeout_s, on_timeout=diagnose
+    )
+    return replace(outcome, stacks=stacks)

@@ -1,23 +1,27 @@
-"""One benchmark cell -> the torchrun command that runs it (argv and environment as data).
+"""The one torchrun command builder (argv and environment as data), for every launch we make.
 
-torchrun is started through the current interpreter (`python -m torch.distributed.run`), so the
-cell runs with the same torch as torchscale even when `torchrun` on PATH belongs to another
-environment. `--standalone` rendezvous on a free local port (back-to-back and concurrent cells
+torchrun is started through the current interpreter (`python -m torch.distributed.run`), so a
+launch runs with the same torch as torchscale even when `torchrun` on PATH belongs to another
+environment. `--standalone` rendezvous on a free local port (back-to-back and concurrent launches
 never collide), `--max-restarts=0` (a restart would silently mix two runs' timings), per-rank
-logs in the cell's log directory, and a torchelastic error file for the root cause.
+logs, a torchelastic error file for the root cause, and a diagnostics directory where ranks dump
+their Python stacks (and, on CUDA, NCCL's flight recorder) when the parent asks.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchscale.cell import Device
 from torchscale.launch.environment import child_environment
-from torchscale.plan import Cell
 
-WORKER_MODULE = "torchscale.worker.main"
+# where a rank writes its pid and, on request, its stacks (read by launch/diagnose.py)
+DIAGNOSTICS_ENV = "TORCHSCALE_DIAGNOSTICS_DIR"
+# NCCL flight recorder: ring buffer of recent collectives per rank, dumped on timeout / request
+FLIGHT_RECORDER_ENTRIES = "2000"
 
 
 @dataclass(frozen=True)
@@ -26,19 +30,18 @@ class LaunchCommand:
     env: dict[str, str]
     env_overrides: dict[str, str]  # what torchscale set on top of the inherited environment
     omp_num_threads: int
+    nproc: int
     error_file: Path
     log_dir: Path
 
+    @property
+    def log_path(self) -> Path:
+        """torchrun's own combined stdout/stderr."""
+        return self.log_dir / "torchrun.log"
 
-def omp_threads(configured: int | None, cpu_cores: int, nproc: int) -> int:
-    """OMP_NUM_THREADS per rank: as configured, else the cores shared out among the ranks.
-
-    Always set explicitly: torchrun sets 1 only when nproc > 1, and one rank with the library
-    default on a busy machine was seen 80x slower per step.
-    """
-    if configured is not None:
-        return configured
-    return max(1, cpu_cores // max(1, nproc))
+    @property
+    def diagnostics_dir(self) -> Path:
+        return self.log_dir / "diagnostics"
 
 
 def visible_devices(inherited: str | None, count: int) -> str:
@@ -51,18 +54,23 @@ def visible_devices(inherited: str | None, count: int) -> str:
 
 
 def torchrun_command(
-    cell: Cell,
-    spec_path: Path,
+    module: str,
+    module_args: Sequence[str],
+    *,
+    nproc: int,
+    device: Device,
     log_dir: Path,
     base_env: Mapping[str, str],
-    cpu_cores: int,
-    omp_num_threads: int | None = None,
+    omp_num_threads: int,
     extra_env: Mapping[str, str] | None = None,
     python: str = sys.executable,
 ) -> LaunchCommand:
-    """The command for a single-node cell (one torchrun with world_size processes)."""
-    nproc = cell.world_size
-    threads = omp_threads(omp_num_threads, cpu_cores, nproc)
+    """A single-node launch of `python -m module *module_args` on `nproc` ranks.
+
+    OMP_NUM_THREADS is always set explicitly (torchrun sets 1 only when nproc > 1, and one rank
+    with the library default on a busy machine was seen 80x slower); `extra_env` (the config's
+    launcher.env) goes on top, so what is recorded is what ran.
+    """
     error_file = log_dir / "error.json"
     argv = [
         python,
@@ -77,21 +85,27 @@ def torchrun_command(
         "--redirects",
         "3",
         "-m",
-        WORKER_MODULE,
-        "--spec",
-        str(spec_path),
+        module,
+        *module_args,
     ]
+    diagnostics = log_dir / "diagnostics"
     overrides = {
-        "OMP_NUM_THREADS": str(threads),
+        "OMP_NUM_THREADS": str(omp_num_threads),
         "TORCHELASTIC_ERROR_FILE": str(error_file),
         "PYTHONUNBUFFERED": "1",
+        DIAGNOSTICS_ENV: str(diagnostics),
     }
-    if cell.device == "cuda":
+    if device == "cuda":
         overrides["CUDA_VISIBLE_DEVICES"] = visible_devices(
             base_env.get("CUDA_VISIBLE_DEVICES"), nproc
         )
+        # NCCL flight recorder: kept with the logs when a cell hangs
+        overrides["TORCH_NCCL_TRACE_BUFFER_SIZE"] = FLIGHT_RECORDER_ENTRIES
+        overrides["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1"
+        overrides["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = str(diagnostics / "nccl_trace_rank_")
     overrides.update(extra_env or {})
-    if overrides["OMP_NUM_THREADS"].isdigit():  # an explicit env value wins: record what runs
+    threads = omp_num_threads
+    if overrides["OMP_NUM_THREADS"].isdigit():  # an explicit launcher.env value wins
         threads = int(overrides["OMP_NUM_THREADS"])
     env = child_environment(base_env, overrides)
-    return LaunchCommand(argv, env, overrides, threads, error_file, log_dir)
+    return LaunchCommand(argv, env, overrides, threads, nproc, error_file, log_dir)

@@ -11,9 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RESULT_SCHEMA_VERSION = 1
+from torchscale.cell import CellIdentity, Status
 
-CellStatus = Literal["ok", "failed", "oom", "timeout", "skipped"]
+# 1: first release (identity fields at top level, memory.activation_bytes).
+# 2: identity nested as `cell`, status enum, typed `error`, memory.non_static_peak_bytes,
+#    per-rank memory, compute.peak_basis and window-based achieved TFLOP/s.
+RESULT_SCHEMA_VERSION = 2
 
 
 class _Model(BaseModel):
@@ -38,6 +41,8 @@ class RankStats(_Model):
     rank: int
     host: str
     step_time: StepTimeStats
+    peak_rss_bytes: int | None = Field(default=None, description="this rank's process")
+    peak_allocated_bytes: int | None = Field(default=None, description="CUDA only")
 
 
 class Throughput(_Model):
@@ -56,14 +61,25 @@ class Memory(_Model):
     optimizer_state_bytes: int
     peak_allocated_bytes: int | None = Field(description="CUDA caching allocator; null on CPU")
     peak_reserved_bytes: int | None
-    activation_bytes: int | None = Field(description="peak allocated - static, CUDA only")
-    peak_rss_bytes: int | None = Field(description="peak resident set of rank 0's process")
+    non_static_peak_bytes: int | None = Field(
+        description=(
+            "peak allocated - (parameters + gradients + optimizer state), CUDA only: "
+            "activations plus, under DDP, gradient buckets; under FSDP, unsharded parameters, "
+            "prefetch and communication buffers"
+        )
+    )
+    peak_rss_bytes: int | None = Field(description="largest peak resident set of any rank")
 
 
 class Compute(_Model):
     flops_per_step: float | None = Field(description="per rank, FlopCounterMode, fwd+bwd")
-    achieved_tflops_per_device: float | None
+    achieved_tflops_per_device: float | None = Field(
+        description="flops_per_step x steps / window wall time, median over repeats"
+    )
     peak_tflops_per_device: float | None
+    peak_basis: str | None = Field(
+        default=None, description="which peak was used: GPU, dtype and why (e.g. TF32 convs)"
+    )
     mfu: float | None
 
 
@@ -72,21 +88,28 @@ class Communication(_Model):
     comm_overhead: float | None = Field(description="1 - t_no_sync / t_sync")
 
 
+class CellError(_Model):
+    """Why a cell did not produce a measurement (or why it was skipped)."""
+
+    reason: str = Field(description="one line, for people")
+    root_cause_rank: int | None = None
+    exception: str | None = Field(default=None, description="the failing rank's exception")
+    exit_signal: str | None = Field(default=None, description="e.g. SIGKILL, when a rank died")
+    diagnosis: list[str] = Field(
+        default_factory=list, description="hang: one line per rank, where it was"
+    )
+    artifacts: list[str] = Field(
+        default_factory=list, description="stack dumps, flight-recorder dumps, kept with the logs"
+    )
+    log_tail: str | None = None
+
+
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[1] = 1
-    cell_id: str
-    definition_sha256: str = Field(description="hash of everything that shapes the result")
-    status: CellStatus
-    model: str
-    model_label: str
+    schema_version: Literal[2] = 2
+    cell: CellIdentity
+    status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
-    batch_size: int = Field(description="per device")
-    world_size: int
-    precision: str
-    strategy: str
-    device: str
-    backend: str
     parameters: int | None = None
     measured_steps: int | None = Field(default=None, description="per repeat")
     warmup_steps: int | None = None
@@ -103,10 +126,12 @@ class CellResult(_Model):
     unavailable: dict[str, str] = Field(
         default_factory=dict, description="metric -> why it could not be measured here"
     )
-    error: dict[str, Any] | None = Field(
-        default=None, description="failed/oom/timeout/skipped: reason, root-cause rank, log tail"
-    )
+    error: CellError | None = Field(default=None, description="failed/oom/timeout/skipped")
     environment: dict[str, Any] = Field(default_factory=dict)
     launch: dict[str, Any] = Field(default_factory=dict, description="argv, env, omp threads")
     started_at: str | None = None
     wall_s: float | None = Field(default=None, description="launch to exit, seconds")
+
+    @property
+    def cell_id(self) -> str:
+        return self.cell.id

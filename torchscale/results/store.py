@@ -4,25 +4,49 @@ results/<experiment>/
   config.yaml  env.json  summary.csv
   cells/<cell_id>.json     one CellResult per cell (schema-versioned)
   steps/<cell_id>.jsonl    per-step records (rank, window, repeat, step, time_s)
-  logs/<cell_id>/          torchrun log, per-rank logs, torchelastic error file
+  logs/<cell_id>/          torchrun log, per-rank logs, torchelastic error file, diagnostics
   specs/<cell_id>.json     what the worker was asked to run
+
+A write that fails (disk full, quota, permissions) raises ResultsError naming the path; what
+was written before stays intact, and `--resume` continues once the cause is fixed.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from torchscale.atomic import write_text_atomic
 from torchscale.config.schema import BenchConfig
 from torchscale.config.yaml_source import dump_yaml
+from torchscale.errors import OutputDirError, ResultsError, describe_os_error
 from torchscale.results.schema import CellResult
+from torchscale.results.versions import read_cell_result
+from torchscale.worker.spec import WorkerSpec
 
 log = logging.getLogger(__name__)
+PROBE_NAME = ".torchscale-write-probe"
+
+
+def check_output_dir(root: Path) -> None:
+    """Create `root` and prove it is writable (write and remove a probe file) before anything
+    runs, so a bad -o fails in one line instead of after the first cell."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / PROBE_NAME
+        with probe.open("w", encoding="utf-8") as handle:
+            handle.write("probe\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        probe.unlink()
+    except OSError as exc:
+        where = exc.filename or root
+        raise OutputDirError(
+            f"cannot write results to '{root}': {where}: {describe_os_error(exc)}"
+        ) from None
 
 
 class ResultStore:
@@ -49,36 +73,51 @@ class ResultStore:
     def summary_path(self) -> Path:
         return self.root / "summary.csv"
 
+    def write_text(self, path: Path, text: str) -> Path:
+        """Atomic write; an OSError becomes one ResultsError line naming the path."""
+        try:
+            return write_text_atomic(path, text)
+        except OSError as exc:
+            raise ResultsError(f"cannot write {path}: {describe_os_error(exc)}") from None
+
     def write_config(self, config: BenchConfig) -> None:
-        write_text_atomic(self.root / "config.yaml", dump_yaml(config.model_dump(mode="json")))
+        self.write_text(self.root / "config.yaml", dump_yaml(config.model_dump(mode="json")))
 
     def write_environment(self, environment: dict[str, Any]) -> None:
-        write_text_atomic(self.root / "env.json", json.dumps(environment, indent=2))
+        self.write_text(self.root / "env.json", json.dumps(environment, indent=2))
 
     def write_cell(self, result: CellResult) -> Path:
-        return write_text_atomic(self.cell_path(result.cell_id), result.model_dump_json(indent=2))
+        return self.write_text(self.cell_path(result.cell_id), result.model_dump_json(indent=2))
+
+    def write_spec(self, spec: WorkerSpec) -> Path:
+        return self.write_text(self.spec_path(spec.cell.id), spec.model_dump_json(indent=2))
+
+    def prepare_cell(self, cell_id: str) -> None:
+        """Before a launch: drop a stale result (it must not pass as new) and make the log
+        directory, so the launch itself cannot fail on the results filesystem."""
+        try:
+            self.cell_path(cell_id).unlink(missing_ok=True)
+            self.log_dir(cell_id).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ResultsError(
+                f"cannot prepare {self.log_dir(cell_id)}: {describe_os_error(exc)}"
+            ) from None
 
     def read_cell(self, cell_id: str) -> CellResult | None:
-        """The stored result of a cell, or None when absent or unreadable (then it reruns)."""
+        """The stored result of a cell (any known schema version), or None when absent or
+        unreadable (then it reruns)."""
         path = self.cell_path(cell_id)
         if not path.exists():
             return None
-        try:
-            return CellResult.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValidationError, ValueError) as exc:
-            log.warning("ignoring unreadable result %s: %s", path, exc)
-            return None
+        read = read_cell_result(path)
+        if read.problem is not None:
+            log.warning("ignoring %s: %s", path, read.problem)
+        return read.result
 
     def finished_ok(self, cell_id: str, definition_sha256: str) -> CellResult | None:
-        """The stored result when it is `ok` for exactly this cell definition (for --resume)."""
+        """The stored result when it is `ok` for exactly this cell definition (for --resume);
+        a result of an older schema version counts while its definition hash matches."""
         result = self.read_cell(cell_id)
-        if result and result.status == "ok" and result.definition_sha256 == definition_sha256:
+        if result and result.status == "ok" and result.cell.definition_sha256 == definition_sha256:
             return result
         return None
-
-    def all_cells(self) -> list[CellResult]:
-        cells_dir = self.root / "cells"
-        if not cells_dir.is_dir():
-            return []
-        results = [self.read_cell(p.stem) for p in sorted(cells_dir.glob("*.json"))]
-        return [r for r in results if r is not None]

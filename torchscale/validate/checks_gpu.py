@@ -12,7 +12,7 @@ from typing import Any
 from torchscale.validate.checks_software import NEEDS_TORCH, torch_build
 from torchscale.validate.context import ValidateContext
 from torchscale.validate.model import CheckResult, failed, passed, skipped, warned
-from torchscale.validate.nvml import NvmlGpu, NvmlState, call
+from torchscale.validate.nvml import NvmlGpu, NvmlState, call, nvml_error_name
 
 CPU_SKIP = "--device cpu: GPU checks are not run"
 NO_GPU = "no GPU visible"
@@ -218,15 +218,15 @@ def check_cuda_compat(ctx: ValidateContext) -> CheckResult:
     return passed("cuda_compat", title, detail, **data)
 
 
-def _gpu_skip(ctx: ValidateContext, id: str, title: str) -> CheckResult | None:
-    """The common SKIP reasons of per-GPU NVML checks, or None when the check can run."""
+def _nvml_or_skip(ctx: ValidateContext, id: str, title: str) -> tuple[Any, CheckResult | None]:
+    """(pynvml, None) when a per-GPU NVML check can run, else (None, the SKIP saying why)."""
     if ctx.device == "cpu":
-        return skipped(id, title, CPU_SKIP)
-    if not ctx.nvml.ok:
-        return skipped(id, title, _no_nvml(ctx.nvml))
+        return None, skipped(id, title, CPU_SKIP)
+    if not ctx.nvml.ok or ctx.nvml.module is None:
+        return None, skipped(id, title, _no_nvml(ctx.nvml))
     if not ctx.nvml.gpus:
-        return skipped(id, title, NO_GPU)
-    return None
+        return None, skipped(id, title, NO_GPU)
+    return ctx.nvml.module, None
 
 
 def check_p2p(ctx: ValidateContext) -> CheckResult:
@@ -279,11 +279,9 @@ def _active_nvlinks(state: NvmlState) -> dict[int, int]:
 def check_ecc(ctx: ValidateContext) -> CheckResult:
     """Uncorrected ECC errors since boot, retired pages and row-remapping failures."""
     title = "ECC / retired memory"
-    skip = _gpu_skip(ctx, "ecc", title)
+    pynvml, skip = _nvml_or_skip(ctx, "ecc", title)
     if skip:
         return skip
-    pynvml = ctx.nvml.module
-    assert pynvml is not None
     per_gpu: dict[int, dict[str, Any]] = {}
     bad: list[str] = []
     unsupported = 0
@@ -339,11 +337,9 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
 
 def check_persistence(ctx: ValidateContext) -> CheckResult:
     title = "Persistence mode"
-    skip = _gpu_skip(ctx, "persistence", title)
+    pynvml, skip = _nvml_or_skip(ctx, "persistence", title)
     if skip:
         return skip
-    pynvml = ctx.nvml.module
-    assert pynvml is not None
     modes: dict[int, bool | None] = {}
     for gpu in ctx.nvml.gpus:
         value, err = call(pynvml.nvmlDeviceGetPersistenceMode, gpu.handle)
@@ -389,31 +385,77 @@ def decode_clock_reasons(mask: int) -> list[str]:
     return names
 
 
+# the query under its current name (driver >= 535), then the deprecated one with the same bits
+CLOCK_REASON_QUERIES = (
+    "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetCurrentClocksThrottleReasons",
+)
+# errors after which the other name may still answer
+FALLBACK_ERRORS = ("NVMLError_FunctionNotFound", "NVMLError_NotSupported")
+
+
+def read_clock_reasons(pynvml: Any, handle: Any) -> tuple[int | None, str | None]:
+    """(clocks-event-reasons mask, None), or (None, why neither query name answered).
+
+    nvidia-ml-py defines nvmlDeviceGetCurrentClocksEventReasons even when the driver lacks the
+    symbol: the call then raises NVMLError_FunctionNotFound, and only the old "throttle" name
+    works. The binding may also lack either name (old bindings the new, future ones the old).
+    """
+    fallback = tuple(
+        cls for cls in (getattr(pynvml, n, None) for n in FALLBACK_ERRORS) if isinstance(cls, type)
+    )
+    errors: list[str] = []
+    for name in CLOCK_REASON_QUERIES:
+        query = getattr(pynvml, name, None)
+        if query is None:
+            errors.append(f"{name}: not in this pynvml")
+            continue
+        try:
+            return int(query(handle)), None
+        except Exception as exc:
+            errors.append(f"{name}: {nvml_error_name(exc)}")
+            if not isinstance(exc, fallback):
+                break  # a real failure (GPU lost, ...): the other name would not help
+    return None, "; ".join(errors)
+
+
 def check_throttle(ctx: ValidateContext) -> CheckResult:
     title = "Clock throttling"
-    skip = _gpu_skip(ctx, "throttle", title)
+    pynvml, skip = _nvml_or_skip(ctx, "throttle", title)
     if skip:
         return skip
-    pynvml = ctx.nvml.module
-    assert pynvml is not None
-    # renamed in newer bindings; older ones only have the "Throttle" name
-    query = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
-        pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
-    )
     reasons: dict[int, list[str]] = {}
+    unreadable: dict[int, str] = {}
     for gpu in ctx.nvml.gpus:
-        mask, err = call(query, gpu.handle)
-        reasons[gpu.index] = decode_clock_reasons(int(mask)) if err is None and mask else []
+        mask, err = read_clock_reasons(pynvml, gpu.handle)
+        if mask is None:
+            unreadable[gpu.index] = err or "no answer"
+        else:
+            reasons[gpu.index] = decode_clock_reasons(mask)
     slowing = {i: [r for r in rs if r not in HARMLESS_REASONS] for i, rs in reasons.items()}
     slowing = {i: rs for i, rs in slowing.items() if rs}
+    by_error: dict[str, list[str]] = {}
+    for i, e in unreadable.items():
+        by_error.setdefault(e, []).append(f"GPU{i}")
+    unknown = "; ".join(f"{', '.join(gpus)}: {e}" for e, gpus in by_error.items())
+    data: dict[str, Any] = {"gpus": reasons, "errors": unreadable}
     if slowing:
         text = "; ".join(f"GPU{i}: {', '.join(rs)}" for i, rs in slowing.items())
         return warned(
             "throttle",
             title,
-            f"clocks held down now: {text}",
+            f"clocks held down now: {text}" + (f"; unreadable: {unknown}" if unknown else ""),
             "check cooling and power limits (`nvidia-smi -q -d PERFORMANCE,POWER`); a "
             "throttling GPU becomes the straggler every rank waits for",
-            gpus=reasons,
+            **data,
         )
-    return passed("throttle", title, "no thermal or power slowdown active", gpus=reasons)
+    if unreadable:  # not a PASS: a GPU we could not read may be the one throttling
+        return skipped(
+            "throttle",
+            title,
+            f"clock reasons unreadable: {unknown}",
+            "NVML cannot say whether these GPUs throttle: check `nvidia-smi -q -d "
+            "PERFORMANCE` by hand, and the driver (`nvidia-smi`) if it fails too",
+            **data,
+        )
+    return passed("throttle", title, "no thermal or power slowdown active", **data)

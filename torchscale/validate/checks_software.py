@@ -9,13 +9,14 @@ import shutil
 import subprocess
 import sys
 
+from torchscale.host import probe_nccl_version
 from torchscale.launch.environment import is_inherited_distributed_var
 from torchscale.validate.context import ValidateContext
 from torchscale.validate.model import CheckResult, failed, passed, skipped, warned
+from torchscale.validate.requirements import MIN_PYTHON, MIN_TORCH, version_text
 
-MIN_PYTHON = (3, 10)
-MIN_TORCH = (2, 1)
 NSYS_TIMEOUT_S = 20.0
+INSTALL_TORCH = f"install PyTorch >= {version_text(MIN_TORCH)}"
 
 NEEDS_TORCH = "needs torch, which could not be imported"
 
@@ -28,7 +29,7 @@ def check_python(ctx: ValidateContext) -> CheckResult:
     version = ".".join(str(x) for x in sys.version_info[:3])
     detail = f"Python {version} ({sys.implementation.name}) at {sys.executable}"
     if sys.version_info[:2] < MIN_PYTHON:
-        need = ".".join(map(str, MIN_PYTHON))
+        need = version_text(MIN_PYTHON)
         return failed("python", "Python", detail, f"use Python >= {need}", version=version)
     return passed("python", "Python", detail, version=version, executable=sys.executable)
 
@@ -52,7 +53,7 @@ def check_torch(ctx: ValidateContext) -> CheckResult:
             "torch",
             "PyTorch",
             f"cannot import torch: {state.error}",
-            "install PyTorch >= 2.1 for this platform (CUDA build on GPU nodes)",
+            f"{INSTALL_TORCH} for this platform (CUDA build on GPU nodes)",
         )
     torch = state.module
     version = str(torch.__version__)
@@ -60,8 +61,15 @@ def check_torch(ctx: ValidateContext) -> CheckResult:
     detail = f"torch {version}, {build} build"
     data = {"version": version, "build": build}
     if _version_tuple(version) < MIN_TORCH:
-        need = ".".join(map(str, MIN_TORCH))
-        return failed("torch", "PyTorch", detail, f"upgrade to torch >= {need}", **data)
+        need = version_text(MIN_TORCH)
+        return failed(
+            "torch",
+            "PyTorch",
+            detail + f"; torchscale needs >= {need}",
+            f"upgrade to torch >= {need} (FSDP2's fully_shard and torch.amp.GradScaler "
+            "are missing before it)",
+            **data,
+        )
     return passed("torch", "PyTorch", detail, **data)
 
 
@@ -90,14 +98,12 @@ def check_nccl(ctx: ValidateContext) -> CheckResult:
             f"not available in torch {torch.__version__} ({torch_build(torch)})",
             "install a CUDA build of PyTorch: its wheels bundle NCCL",
         )
-    try:
-        raw = torch.cuda.nccl.version()
-        version = ".".join(str(x) for x in raw) if isinstance(raw, tuple) else str(raw)
-    except Exception as exc:  # the library is missing or fails to load
+    version, error = probe_nccl_version(torch)
+    if version is None:  # the library is missing or fails to load
         return failed(
             "nccl",
             "NCCL",
-            f"torch reports NCCL but cannot load it: {exc}",
+            f"torch reports NCCL but cannot load it: {error}",
             "reinstall the CUDA build of PyTorch (nvidia-nccl-cu* wheel)",
         )
     return passed("nccl", "NCCL", f"NCCL {version}", version=version)
@@ -113,7 +119,7 @@ def check_torchrun(ctx: ValidateContext) -> CheckResult:
             "torchrun",
             "torchrun",
             "torch.distributed.run is not importable",
-            "install PyTorch >= 2.1 in this environment",
+            f"{INSTALL_TORCH} in this environment",
         )
     if path is None:
         return warned(

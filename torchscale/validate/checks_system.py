@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+from torchscale.host import usable_cores
 from torchscale.validate.context import ValidateContext
 from torchscale.validate.model import CheckResult, failed, passed, skipped, warned
 
@@ -16,13 +17,6 @@ OPEN_FILES_WARN = 4096
 DISK_WARN_BYTES = 1 * GIB
 DISK_FAIL_BYTES = 100 * MIB
 INFINIBAND_SYSFS = Path("/sys/class/infiniband")
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (respects taskset/cgroup cpusets, unlike os.cpu_count)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def check_cpu(ctx: ValidateContext) -> CheckResult:

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Literal
 
+from torchscale import host
 from torchscale.validate.nvml import NvmlState, probe_nvml
 
 Device = Literal["cuda", "cpu"]
@@ -25,13 +26,7 @@ class TorchState:
     @property
     def cuda_gpu_count(self) -> int:
         """GPUs torch can use here (0 on a CPU-only build or without a working driver)."""
-        torch = self.module
-        if torch is None:
-            return 0
-        try:
-            return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
-        except Exception:  # a broken driver can raise from inside is_available()
-            return 0
+        return 0 if self.module is None else host.cuda_gpu_count(self.module)
 
 
 @dataclass

@@ -1,34 +1,37 @@
-"""The live smoke test: a real torchrun with 2 processes doing checked collectives.
+"""The live smoke test: a real torchrun whose ranks run checked collectives.
 
-The plan (which backend, how many processes, which device) and the command (argv, env) are
-pure data; `run_smoke` executes them and `judge_smoke` turns the outcome into a check result.
+The plan (which backend, how many processes, which device) is pure data; the command comes from
+the one torchrun builder every launch uses (launch/torchrun.py), `run_smoke` executes it, and
+`judge_smoke` turns the outcome into a check result.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchscale.launch.environment import child_environment
-from torchscale.launch.process import ProcessOutcome, run_logged
+from torchscale.launch.failure import read_error_file
+from torchscale.launch.process import ProcessOutcome, run_launch
+from torchscale.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.validate.context import Device, ValidateContext
 from torchscale.validate.model import CheckResult, Status, failed, passed, skipped
 
 SMOKE_ELEMENTS = 1 << 20  # 4 MiB of float32: big enough to leave the latency regime
 SMOKE_ITERS = 10
-SMOKE_PROCESSES = 2
+CPU_RANKS = 2  # gloo ranks on the CPU: the fewest that prove multi-process rendezvous
+WORKER_MODULE = "torchscale.validate.smoke_worker"
+RESULT_FILE = "result.json"
 
 
 @dataclass(frozen=True)
 class SmokeSpec:
     backend: str  # "nccl" or "gloo"
     nproc: int
-    device: str  # "cuda" or "cpu"
+    device: Device
 
     @property
     def label(self) -> str:
@@ -38,31 +41,22 @@ class SmokeSpec:
 def plan_smoke(device: Device, gpu_count: int) -> list[SmokeSpec]:
     """Which smoke runs prove the path being validated works on this node.
 
-    NCCL needs one GPU per rank: with >= 2 GPUs, 2 NCCL ranks; with exactly 1, a 1-rank NCCL
-    run proves the library and kernels work and 2 gloo ranks prove multi-process rendezvous;
-    without GPUs (or --device cpu), 2 gloo ranks on the CPU.
+    NCCL needs one GPU per rank, and a node is only ready when every GPU it offers works: with
+    >= 2 GPUs, one NCCL rank per GPU torch sees; with exactly 1, a 1-rank NCCL run proves the
+    library and kernels work and 2 gloo ranks prove multi-process rendezvous; without GPUs (or
+    --device cpu), 2 gloo ranks on the CPU.
     """
-    if device == "cuda" and gpu_count >= SMOKE_PROCESSES:
-        return [SmokeSpec("nccl", SMOKE_PROCESSES, "cuda")]
+    if device == "cuda" and gpu_count >= 2:
+        return [SmokeSpec("nccl", gpu_count, "cuda")]
     if device == "cuda" and gpu_count == 1:
-        return [SmokeSpec("nccl", 1, "cuda"), SmokeSpec("gloo", SMOKE_PROCESSES, "cpu")]
-    return [SmokeSpec("gloo", SMOKE_PROCESSES, "cpu")]
+        return [SmokeSpec("nccl", 1, "cuda"), SmokeSpec("gloo", CPU_RANKS, "cpu")]
+    return [SmokeSpec("gloo", CPU_RANKS, "cpu")]
 
 
-def smoke_command(
-    spec: SmokeSpec, result_file: Path, base_env: dict[str, str], python: str = sys.executable
-) -> tuple[list[str], dict[str, str]]:
-    """argv and environment of one smoke run (torchrun via the current interpreter)."""
-    argv = [
-        python,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nnodes=1",
-        f"--nproc-per-node={spec.nproc}",
-        "--max-restarts=0",
-        "-m",
-        "torchscale.validate.smoke_worker",
+def smoke_launch(spec: SmokeSpec, workdir: Path, base_env: dict[str, str]) -> LaunchCommand:
+    """The torchrun of one smoke run: the shared builder, one OpenMP thread per rank, the
+    worker's verdict written to `workdir/result.json`."""
+    worker_args = [
         "--backend",
         spec.backend,
         "--device",
@@ -72,31 +66,17 @@ def smoke_command(
         "--iters",
         str(SMOKE_ITERS),
         "--out",
-        str(result_file),
+        str(workdir / RESULT_FILE),
     ]
-    env = child_environment(
-        base_env,
-        {
-            "OMP_NUM_THREADS": "1",
-            "TORCHELASTIC_ERROR_FILE": str(result_file.with_suffix(".error.json")),
-            "PYTHONUNBUFFERED": "1",
-        },
+    return torchrun_command(
+        WORKER_MODULE,
+        worker_args,
+        nproc=spec.nproc,
+        device=spec.device,
+        log_dir=workdir,
+        base_env=base_env,
+        omp_num_threads=1,
     )
-    return argv, env
-
-
-def _root_cause(error_file: Path) -> str | None:
-    """The failing rank's message from torchrun's error file (written by @record)."""
-    try:
-        data = json.loads(error_file.read_text())
-        message = data.get("message", {})
-        if isinstance(message, dict):
-            text = str(message.get("message", "")).strip()
-        else:
-            text = str(message)
-        return text.splitlines()[-1] if text else None
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def judge_smoke(
@@ -113,7 +93,8 @@ def judge_smoke(
         "wall_s": round(outcome.wall_s, 2),
     }
     tail = outcome.log_tail(8)
-    hint_logs = f"full log: {outcome.log_path}"
+    ranks_dir = outcome.log_path.parent / "ranks"
+    hint_logs = f"full log: {outcome.log_path} (each rank's output under {ranks_dir})"
     if outcome.timed_out:
         return failed(
             id,
@@ -144,11 +125,23 @@ def judge_smoke(
             "and NCCL version before training on this node",
             **data,
         )
+    world = verdict.get("world_size")
+    if world != spec.nproc:  # a node is ready only if every planned rank (GPU) took part
+        return failed(
+            id,
+            title,
+            f"ran on {world} rank(s), expected {spec.nproc}",
+            f"{hint_logs}; check CUDA_VISIBLE_DEVICES and that no other job holds a GPU",
+            **data,
+        )
     ms = verdict["seconds_per_all_reduce"] * 1e3
+    # busbw = algbw x 2(n-1)/n measures the links between ranks; one rank crosses none
+    bandwidth = (
+        "1 rank: no bus bandwidth" if world == 1 else f"busbw {verdict['busbw_gbps']:.2f} GB/s"
+    )
     detail = (
-        f"all_reduce of {verdict['bytes'] // 2**20} MiB correct on {spec.nproc} rank(s): "
-        f"{ms:.2f} ms each, busbw {verdict['busbw_gbps']:.2f} GB/s; all_gather correct; "
-        f"{outcome.wall_s:.1f} s wall"
+        f"all_reduce of {verdict['bytes'] // 2**20} MiB correct on {world} rank(s): "
+        f"{ms:.2f} ms each, {bandwidth}; all_gather correct; {outcome.wall_s:.1f} s wall"
     )
     return passed(id, title, detail, **data)
 
@@ -156,17 +149,15 @@ def judge_smoke(
 def run_smoke(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> CheckResult:
     """Run one smoke test for real; its logs are kept (and named) only when it fails."""
     workdir = Path(tempfile.mkdtemp(prefix="torchscale-validate-"))
-    result_file = workdir / "result.json"
-    argv, env = smoke_command(spec, result_file, base_env)
-    outcome = run_logged(argv, env, workdir / "torchrun.log", timeout_s)
+    command = smoke_launch(spec, workdir, base_env)
+    outcome = run_launch(command, timeout_s)
     verdict: dict[str, Any] | None = None
-    if result_file.exists():
-        try:
-            verdict = json.loads(result_file.read_text())
-        except ValueError:
-            verdict = None
-    cause = _root_cause(result_file.with_suffix(".error.json"))
-    result = judge_smoke(spec, outcome, verdict, cause)
+    try:
+        loaded = json.loads((workdir / RESULT_FILE).read_text(encoding="utf-8"))
+        verdict = loaded if isinstance(loaded, dict) else None
+    except (OSError, ValueError):
+        verdict = None
+    result = judge_smoke(spec, outcome, verdict, read_error_file(command.error_file))
     if result.status is Status.PASS:
         shutil.rmtree(workdir, ignore_errors=True)
     return result

@@ -3,6 +3,8 @@
 Each rank fills a tensor with rank + 1 and all-reduces it; every element of the result must be
 1 + 2 + ... + world_size, which float32 represents exactly. An all_gather of the ranks checks
 that every rank joined once. Rank 0 writes the verdict as JSON (atomically) for the parent.
+torchrun starts one rank per GPU on the NCCL path (every GPU the node offers) and 2 CPU ranks
+with gloo.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ def expected_sum(world_size: int) -> float:
 def count_wrong(result: torch.Tensor, world_size: int) -> int:
     """Elements of an all-reduce result that differ from the expected sum."""
     return int((result != expected_sum(world_size)).sum().item())
+
+
+def bus_bandwidth(algbw: float, world_size: int) -> float | None:
+    """all_reduce bus bandwidth in nccl-tests terms, algbw x 2(n-1)/n; None for one rank,
+    where no byte crosses a link (0.0 would read as a dead interconnect)."""
+    if world_size < 2:
+        return None
+    return algbw * 2 * (world_size - 1) / world_size
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -105,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
                 "all_gather_ok": gathered == list(range(world)),
                 "seconds_per_all_reduce": seconds,
                 "algbw_gbps": algbw,
-                "busbw_gbps": algbw * 2 * (world - 1) / world,
+                "busbw_gbps": bus_bandwidth(algbw, world),
                 "torch_version": torch.__version__,
             }
             write_text_atomic(args.out, json.dumps(verdict, indent=2))

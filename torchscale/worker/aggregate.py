@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchscale.analysis.stats import median_and_spread, step_stats
+from torchscale.cell import Status
 from torchscale.results.schema import (
     CellResult,
     Communication,
     Compute,
     Memory,
     RankStats,
-    StepTimeStats,
     Throughput,
 )
 from torchscale.worker.measure import RankMeasurement
@@ -30,14 +30,19 @@ class CellFacts:
     tokens_per_sample: int | None
     device_name: str  # "cpu" or the CUDA device name
     peak_tflops: float | None
-    peak_note: str | None
+    peak_note: str | None  # why there is no peak (peak_tflops None)
     environment: dict[str, Any]
     fused_optimizer: bool
     channels_last: bool
+    peak_basis: str | None = None  # which peak: GPU, dtype and why (e.g. TF32 convolutions)
 
 
-def _stats(times: Sequence[float]) -> StepTimeStats:
-    return StepTimeStats.model_validate(step_stats(times).as_dict())
+def achieved_tflops(
+    flops_per_step: float, samples_per_s_per_device: float, samples_per_rank_step: int
+) -> float:
+    """Achieved TFLOP/s per device over the timed windows: FLOPs per optimizer step times the
+    steps per second that the throughput figure implies, so MFU and throughput always agree."""
+    return flops_per_step * samples_per_s_per_device / samples_per_rank_step / 1e12
 
 
 def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts) -> CellResult:
@@ -45,7 +50,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     world = len(ranks)
     steps = ranks[0].steps
     repeats = len(ranks[0].windows)
-    samples_per_rank_step = spec.batch_size * spec.training.grad_accum_steps
+    samples_per_rank_step = spec.cell.batch_size * spec.training.grad_accum_steps
     global_batch = samples_per_rank_step * world
     unavailable: dict[str, str] = {}
     warnings: list[str] = []
@@ -67,11 +72,17 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         spread=spread,
     )
 
-    rank_stats = []
-    for r in ranks:
-        times = [t for w in r.windows for t in w.step_s]
-        rank_stats.append(RankStats(rank=r.rank, host=r.host, step_time=_stats(times)))
-    pooled = _stats([t for r in ranks for w in r.windows for t in w.step_s])
+    rank_stats = [
+        RankStats(
+            rank=r.rank,
+            host=r.host,
+            step_time=step_stats([t for w in r.windows for t in w.step_s]),
+            peak_rss_bytes=r.peak_rss,
+            peak_allocated_bytes=r.peak_allocated,
+        )
+        for r in ranks
+    ]
+    pooled = step_stats([t for r in ranks for w in r.windows for t in w.step_s])
     straggler = max(rank_stats, key=lambda s: s.step_time.p50).rank if world > 1 else None
     if pooled.cv > spec.measurement.cv_warn_threshold:
         warnings.append(
@@ -87,7 +98,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         overhead = 1 - no_sync_p50 / pooled.p50 if pooled.p50 > 0 else None
     elif world == 1:
         unavailable["comm_overhead"] = "world size 1: no gradient communication to expose"
-    elif spec.strategy != "ddp":
+    elif spec.cell.strategy != "ddp":
         unavailable["comm_overhead"] = (
             "measured for DDP only (FSDP has no no_sync equivalent that removes all comm)"
         )
@@ -95,7 +106,11 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         unavailable["comm_overhead"] = "measurement.comm_overhead is off"
 
     flops = ranks[0].flops_per_step
-    achieved = flops / pooled.p50 / 1e12 if flops and pooled.p50 > 0 else None
+    achieved = (
+        achieved_tflops(flops, throughput.samples_per_s_per_device, samples_per_rank_step)
+        if flops
+        else None
+    )
     mfu = achieved / facts.peak_tflops if achieved is not None and facts.peak_tflops else None
     if flops is None:
         unavailable["flops"] = ranks[0].flops_note or "not counted"
@@ -110,23 +125,15 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         (r.peak_reserved for r in ranks if r.peak_reserved is not None), default=None
     )
     static_total = sum(static.values())
-    activations = peak_alloc - static_total if peak_alloc is not None else None
+    non_static = peak_alloc - static_total if peak_alloc is not None else None
+    peak_rss = max((r.peak_rss for r in ranks if r.peak_rss is not None), default=None)
     if peak_alloc is None:
         unavailable["peak_allocated"] = "no CUDA caching allocator on CPU (see peak_rss_bytes)"
 
     return CellResult(
-        cell_id=spec.cell_id,
-        definition_sha256=spec.definition_sha256,
-        status="ok",
-        model=spec.model.name,
-        model_label=spec.model.display_name,
+        cell=spec.cell,
+        status=Status.OK,
         model_kind=facts.model_kind,
-        batch_size=spec.batch_size,
-        world_size=world,
-        precision=spec.precision,
-        strategy=spec.strategy,
-        device=spec.device,
-        backend=spec.backend,
         parameters=facts.parameters,
         measured_steps=steps,
         warmup_steps=spec.measurement.warmup_steps,
@@ -142,13 +149,14 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             optimizer_state_bytes=static.get("optimizer_state_bytes", 0),
             peak_allocated_bytes=peak_alloc,
             peak_reserved_bytes=peak_reserved,
-            activation_bytes=activations,
-            peak_rss_bytes=ranks[0].peak_rss,
+            non_static_peak_bytes=non_static,
+            peak_rss_bytes=peak_rss,
         ),
         compute=Compute(
             flops_per_step=flops,
             achieved_tflops_per_device=achieved,
             peak_tflops_per_device=facts.peak_tflops,
+            peak_basis=facts.peak_basis,
             mfu=mfu,
         ),
         communication=Communication(step_time_no_sync_s=no_sync_p50, comm_overhead=overhead),

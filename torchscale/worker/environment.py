@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from torchscale import host
+
 RECORDED_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_", "TORCH_DISTRIBUTED_", "TORCHELASTIC_")
 RECORDED_ENV_NAMES = (
     "OMP_NUM_THREADS",
@@ -35,28 +37,6 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _nccl_version() -> str | None:
-    try:
-        raw = torch.cuda.nccl.version()
-    except Exception:  # CPU build: AttributeError; broken install: RuntimeError
-        return None
-    return ".".join(map(str, raw)) if isinstance(raw, tuple) else str(raw)
-
-
-def _driver_version() -> str | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            version = pynvml.nvmlSystemGetDriverVersion()
-        finally:
-            pynvml.nvmlShutdown()
-        return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception:  # no library, no driver
-        return None
-
-
 def capture_environment() -> dict[str, Any]:
     gpus: list[str] = []
     if torch.cuda.is_available():
@@ -68,11 +48,11 @@ def capture_environment() -> dict[str, Any]:
         "torch": torch.__version__,
         "cuda_runtime": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
-        "nccl": _nccl_version(),
-        "driver": _driver_version() if gpus else None,
+        "nccl": host.nccl_version(),
+        "driver": host.driver_version() if gpus else None,
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "usable_cores": host.usable_cores(),
         "torch_threads": torch.get_num_threads(),
         "gpus": gpus,
         "env": {

@@ -24,7 +24,7 @@ from torchscale.models import parameter_count
 from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.environment import capture_environment
 from torchscale.worker.measure import RankMeasurement, measure
-from torchscale.worker.peaks import peak_tflops
+from torchscale.worker.peaks import Peak, cell_peak, read_tf32_settings
 from torchscale.worker.spec import WorkerSpec
 from torchscale.worker.trainer import Trainer
 
@@ -32,29 +32,54 @@ INIT_TIMEOUT = timedelta(minutes=10)
 
 
 def _device(spec: WorkerSpec) -> torch.device:
-    if spec.device == "cuda":
+    """This rank's device. On CUDA cuDNN autotuning is switched on, as training with fixed
+    shapes runs it; the warm-up steps absorb its first-call cost (recorded by `_facts`)."""
+    if spec.cell.device == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
+        torch.backends.cudnn.benchmark = True
         return device
     return torch.device("cpu")
 
 
 def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
+    """What rank 0 records besides the measurements: the model, the peak MFU divides by (and
+    why that one), and the settings this worker chose that change the figures."""
+    tf32_record: dict[str, str] | None = None  # no TF32 on CPU
     if trainer.device.type == "cuda":
         name = torch.cuda.get_device_name(trainer.device)
-        peak, note = peak_tflops(name, spec.precision, torch.backends.cuda.matmul.allow_tf32)
+        tf32 = read_tf32_settings()
+        peak = cell_peak(name, spec.cell.precision, trainer.bundle.conv_net, tf32)
+        tf32_record = {"matmul": tf32.matmul_source, "conv": tf32.conv_source}
     else:
-        name, peak, note = "cpu", None, "MFU is defined against GPU peak FLOP/s; none on CPU"
+        name = "cpu"
+        peak = Peak(None, "MFU is defined against GPU peak FLOP/s; none on CPU", None)
+    flop_step = None
+    if spec.measurement.flops:
+        flop_step = (
+            "eager step (torch.compile's wrapper bypassed via _orig_mod: FlopCounterMode cannot "
+            "see inside compiled graphs)"
+            if spec.training.compile
+            else "the training step as run"
+        )
+        if trainer.device.type == "cpu":
+            flop_step += "; attention under the MATH SDPA backend (the CPU kernel has no formula)"
+    recorded = trainer.settings | {
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "tf32": tf32_record,
+        "flop_count_step": flop_step,
+    }
     return CellFacts(
         parameters=parameter_count(trainer.bundle.model),
         model_kind=trainer.bundle.kind,
         tokens_per_sample=trainer.bundle.tokens_per_sample,
         device_name=name,
-        peak_tflops=peak,
-        peak_note=note,
-        environment=capture_environment(),
+        peak_tflops=peak.tflops,
+        peak_note=peak.note,
+        environment=capture_environment() | recorded,
         fused_optimizer=trainer.fused_optimizer,
         channels_last=trainer.channels_last,
+        peak_basis=peak.basis,
     )
 
 
@@ -88,8 +113,8 @@ def _step_records(measurements: list[RankMeasurement]) -> str:
 
 def run(spec: WorkerSpec) -> None:
     device = _device(spec)
-    kwargs: dict[str, Any] = {"backend": spec.backend, "timeout": INIT_TIMEOUT}
-    if spec.backend == "nccl":
+    kwargs: dict[str, Any] = {"backend": spec.cell.backend, "timeout": INIT_TIMEOUT}
+    if spec.cell.backend == "nccl":
         kwargs["device_id"] = device
     dist.init_process_group(**kwargs)
     try:
@@ -108,6 +133,10 @@ def run(spec: WorkerSpec) -> None:
 
 @record
 def main(argv: list[str] | None = None) -> None:
+    # first: a rank that hangs later can then be asked for its stacks, and dies with torchrun
+    from torchscale.worker.diagnostics import install
+
+    install()
     parser = argparse.ArgumentParser(description="torchscale benchmark worker (one rank)")
     parser.add_argument("--spec", required=True, help="cell description (JSON)")
     args = parser.parse_args(argv)

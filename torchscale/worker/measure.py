@@ -6,6 +6,7 @@ training; per-step times come from timers that do not sync the host per step.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import resource
 import time
@@ -76,27 +77,26 @@ def warm_up(trainer: Trainer, steps: int) -> list[float]:
 def count_flops(trainer: Trainer) -> tuple[float | None, str | None]:
     """FLOPs of one training step on this rank (one extra step, outside every window).
 
-    On CPU the fused attention kernel has no FLOP formula (it would count 0), so the count runs
-    under the MATH attention backend, which has one.
+    The step runs eagerly (`eager=True`: torch.compile's wrapper bypassed): FlopCounterMode
+    sees aten ops as they dispatch, and a compiled graph's kernels never dispatch; what a
+    compiled model computes (its matmuls, convolutions, attention) is the same math. On CPU the
+    fused attention kernel has no FLOP formula (it would count 0), so the count runs under the
+    MATH attention backend, which has one.
     """
     from torch.utils.flop_counter import FlopCounterMode
 
-    backend: Any = None
+    backend: Any = contextlib.nullcontext()
     if trainer.device.type == "cpu":
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         backend = sdpa_kernel(SDPBackend.MATH)
     counter = FlopCounterMode(display=False)
-    with counter:
-        if backend is not None:
-            with backend:
-                trainer.step()
-        else:
-            trainer.step()
+    with counter, backend:
+        trainer.step(eager=True)
     synchronize(trainer.device)
     total = float(counter.get_total_flops())
     if total <= 0:
-        return None, "FlopCounterMode counted no FLOPs (e.g. under torch.compile)"
+        return None, "FlopCounterMode counted no FLOPs (no op of the step has a FLOP formula)"
     return total, None
 
 
@@ -155,10 +155,12 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     for _ in range(settings.repeats):
         result.windows.append(run_window(trainer, steps, timing))
     result.static = static_memory(trainer)  # optimizer state exists after the first step
-    if settings.comm_overhead and spec.strategy == "ddp" and dist.get_world_size() > 1:
-        result.no_sync = run_window(trainer, steps, timing, skip_sync=True)
+    # peaks of the training windows only: under no_sync() DDP accumulates into fresh .grad
+    # tensors beside its buckets, a second copy of the gradients training never holds
     if device.type == "cuda":
         result.peak_allocated = int(torch.cuda.max_memory_allocated(device))
         result.peak_reserved = int(torch.cuda.max_memory_reserved(device))
     result.peak_rss = peak_rss_bytes()
+    if settings.comm_overhead and spec.cell.strategy == "ddp" and dist.get_world_size() > 1:
+        result.no_sync = run_window(trainer, steps, timing, skip_sync=True)
     return result

@@ -1,18 +1,28 @@
-"""Mixed precision: autocast for the forward/loss, GradScaler for fp16 ('amp')."""
+"""Mixed precision: autocast for the forward/loss, GradScaler for fp16 ('amp'), and the FSDP2
+MixedPrecisionPolicy for bf16 cells under FSDP."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from torch.distributed.fsdp import MixedPrecisionPolicy
 
 AUTOCAST_DTYPES = {"amp": torch.float16, "bf16": torch.bfloat16}
 
 
 def autocast_factory(precision: str, device: torch.device) -> Callable[[], Any]:
-    """A zero-argument callable returning the autocast context for one forward pass."""
+    """A zero-argument callable returning the autocast context for one forward pass.
+
+    Autocast stays on for bf16 under FSDP too, where the parameters already arrive in bf16: it
+    costs nothing there (casting bf16 to bf16 is a no-op) and keeps the ops autocast runs in
+    fp32 (softmax, layer norm, cross-entropy loss) in fp32, as in the DDP bf16 cell, so that the
+    two strategies differ in communication, not in numerics.
+    """
     dtype = AUTOCAST_DTYPES.get(precision)
     if dtype is None:
         return contextlib.nullcontext
@@ -25,3 +35,45 @@ def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | 
     if precision != "amp":
         return None
     return torch.amp.GradScaler(device.type)
+
+
+FSDP_PARAM_DTYPES = {"bf16": torch.bfloat16}
+
+
+def fsdp_policy(precision: str) -> MixedPrecisionPolicy | None:
+    """The policy bf16 FSDP training runs with: bf16 parameters for the all-gathers and the
+    compute, fp32 gradient reduce-scatter (bf16 sums over many ranks lose precision). Without
+    it FSDP would all-gather fp32 parameters, twice the bytes a real bf16 run moves.
+
+    None for fp32 (nothing to cast) and for amp: fp16 cells keep fp32 parameters and fp32
+    communication under FSDP, with autocast for the compute; an fp16 policy is not modelled.
+    """
+    dtype = FSDP_PARAM_DTYPES.get(precision)
+    if dtype is None:
+        return None
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    return MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
+
+
+def norm_policy(policy: MixedPrecisionPolicy) -> MixedPrecisionPolicy:
+    """For BatchNorm units under a low-precision policy: fp32 parameters (CUDA's batch norm
+    refuses bf16 weights next to its fp32 running statistics), output cast to the compute
+    dtype so the next layer sees what it would have seen. FSDP1 did the same by default."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    return MixedPrecisionPolicy(output_dtype=policy.param_dtype)
+
+
+def describe_policy(policy: MixedPrecisionPolicy | None) -> dict[str, str | None]:
+    """The policy as recorded with the result (dtype names; None = the parameters' own)."""
+    if policy is None:
+        return {"param_dtype": None, "reduce_dtype": None}
+    return {
+        "param_dtype": dtype_name(policy.param_dtype),
+        "reduce_dtype": dtype_name(policy.reduce_dtype),
+    }
+
+
+def dtype_name(dtype: torch.dtype | None) -> str | None:
+    return None if dtype is None else str(dtype).removeprefix("torch.")

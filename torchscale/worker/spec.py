@@ -4,21 +4,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from torchscale.cell import CellIdentity
 from torchscale.config.schema import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
 
 
 class WorkerSpec(BaseModel):
+    """What one rank needs: the cell's identity, how to build and train it, where to write."""
+
     model_config = ConfigDict(extra="forbid")
 
-    cell_id: str
-    definition_sha256: str
-    model: ModelSpec
-    batch_size: int
-    world_size: int
-    precision: str
-    strategy: str
-    device: str
-    backend: str
+    cell: CellIdentity
+    model: ModelSpec  # name and architecture options (the identity holds name and label)
     training: TrainingConfig
     measurement: MeasurementConfig
     data: DataConfig

@@ -17,8 +17,22 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.models import ModelBundle, build_model, call_model
-from torchscale.worker.precision import autocast_factory, grad_scaler
+from torchscale.worker.precision import (
+    AUTOCAST_DTYPES,
+    autocast_factory,
+    describe_policy,
+    dtype_name,
+    fsdp_policy,
+    grad_scaler,
+    norm_policy,
+)
 from torchscale.worker.spec import WorkerSpec
+
+CHANNELS_LAST_FSDP_NOTE = (
+    "weights kept contiguous under FSDP (fully_shard refuses non-contiguous parameters, and a "
+    "channels_last 3x3 weight is one); inputs are channels_last, which is enough for cuDNN to "
+    "run channels_last convolutions"
+)
 
 
 def _fused_supported(device: torch.device) -> bool:
@@ -62,15 +76,73 @@ def fsdp_units(model: torch.nn.Module) -> list[torch.nn.Module]:
     return sorted(units.values(), key=lambda m: -depth.get(m, 0))
 
 
-def _wrap(spec: WorkerSpec, model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-    if spec.strategy == "fsdp":
-        from torch.distributed.fsdp import fully_shard
+def eager_module(model: torch.nn.Module) -> torch.nn.Module:
+    """The module torch.compile wrapped (`OptimizedModule._orig_mod`), or `model` itself.
 
-        reshard = spec.training.fsdp.reshard_after_forward
-        for block in fsdp_units(model):
-            fully_shard(block, reshard_after_forward=reshard)
-        fully_shard(model, reshard_after_forward=reshard)
-        return model
+    The compiled wrapper is not a DDP instance and does not forward `no_sync()`: whatever needs
+    the real wrapper (no_sync, the eager FLOP count) looks through it.
+    """
+    inner = getattr(model, "_orig_mod", None)
+    return inner if isinstance(inner, torch.nn.Module) else model
+
+
+def ddp_module(model: torch.nn.Module) -> DistributedDataParallel | None:
+    """The DDP wrapper, compiled or not; None under FSDP."""
+    inner = eager_module(model)
+    return inner if isinstance(inner, DistributedDataParallel) else None
+
+
+def batch_norms(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """BatchNorm modules holding parameters (they need their own FSDP unit under bf16)."""
+    from torch.nn.modules.batchnorm import _BatchNorm
+
+    return [
+        m
+        for m in model.modules()
+        if isinstance(m, _BatchNorm) and any(True for _ in m.parameters(recurse=False))
+    ]
+
+
+def _shard(spec: WorkerSpec, model: torch.nn.Module, device: torch.device) -> dict[str, Any]:
+    """FSDP2 bottom-up on an explicit mesh of this cell's device; returns what was set up.
+
+    The mesh is explicit because fully_shard's default mesh takes the accelerator when there
+    is one: a `device: cpu` cell on a GPU node would otherwise shard onto CUDA and fail.
+    Under bf16, BatchNorm layers become units of their own with fp32 parameters (see
+    `norm_policy`), as FSDP1 did by default; everything else shards with the bf16 policy.
+    """
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    reshard = spec.training.fsdp.reshard_after_forward
+    policy = fsdp_policy(spec.cell.precision)
+    options: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": reshard}
+    units = fsdp_units(model)  # before any fully_shard: it changes the classes it compares
+    norms: list[torch.nn.Module] = []
+    if policy is not None:
+        options["mp_policy"] = policy
+        norms = batch_norms(model)
+        for norm in norms:
+            fully_shard(
+                norm, mesh=mesh, reshard_after_forward=reshard, mp_policy=norm_policy(policy)
+            )
+    for block in units:
+        if not any(block is norm for norm in norms):
+            fully_shard(block, **options)
+    fully_shard(model, **options)
+    return {
+        "fsdp_mesh_device": mesh.device_type,
+        "fsdp_mixed_precision": describe_policy(policy)
+        | {"batchnorm_units_fp32_params": len(norms)},
+    }
+
+
+def _wrap(
+    spec: WorkerSpec, model: torch.nn.Module, device: torch.device
+) -> tuple[torch.nn.Module, dict[str, Any]]:
+    if spec.cell.strategy == "fsdp":
+        return model, _shard(spec, model, device)
     ddp = spec.training.ddp
     options: dict[str, Any] = {
         "device_ids": [device.index] if device.type == "cuda" else None,
@@ -81,7 +153,10 @@ def _wrap(spec: WorkerSpec, model: torch.nn.Module, device: torch.device) -> tor
     }
     if not ddp.broadcast_buffers:  # newer torch warns when the (default) True is passed
         options["broadcast_buffers"] = False
-    return DistributedDataParallel(model, **options)
+    return DistributedDataParallel(model, **options), {
+        "fsdp_mesh_device": None,
+        "fsdp_mixed_precision": None,
+    }
 
 
 @dataclass
@@ -97,10 +172,18 @@ class Trainer:
     targets: Any
     scaler: torch.amp.GradScaler | None
     autocast: Any
+    settings: dict[str, Any]  # what was set up that a reader of the result must know
+
+    @property
+    def eager_model(self) -> torch.nn.Module:
+        """The wrapped model without torch.compile's wrapper (itself when not compiled)."""
+        return eager_module(self.model)
 
     @classmethod
     def build(cls, spec: WorkerSpec, device: torch.device) -> Trainer:
-        torch.manual_seed(spec.training.seed + dist.get_rank())
+        # one seed for the weights (every FSDP shard then comes from the same model, as DDP's
+        # broadcast makes it), another per rank for the data
+        torch.manual_seed(spec.training.seed)
         bundle = build_model(
             spec.model.name,
             spec.model.options,
@@ -112,13 +195,22 @@ class Trainer:
         if channels_last is None:
             channels_last = bundle.conv_net and device.type == "cuda"
         channels_last = bool(channels_last and bundle.conv_net)
-        if channels_last:
+        weights_channels_last = channels_last and spec.cell.strategy != "fsdp"
+        if weights_channels_last:
             model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-        wrapped = _wrap(spec, model, device)
+        wrapped, settings = _wrap(spec, model, device)
+        settings |= {
+            "channels_last_weights": weights_channels_last,
+            "channels_last_note": CHANNELS_LAST_FSDP_NOTE
+            if channels_last and not weights_channels_last
+            else None,
+            "autocast": dtype_name(AUTOCAST_DTYPES.get(spec.cell.precision)),
+        }
         if spec.training.compile:
             wrapped = torch.compile(wrapped)  # type: ignore[assignment]
         optimizer, fused = _optimizer(spec, wrapped.parameters(), device)
-        inputs, targets = bundle.make_batch(spec.batch_size, device)
+        torch.manual_seed(spec.training.seed + dist.get_rank())
+        inputs, targets = bundle.make_batch(spec.cell.batch_size, device)
         if channels_last and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
             inputs = inputs.contiguous(memory_format=torch.channels_last)
         return cls(
@@ -131,27 +223,34 @@ class Trainer:
             channels_last,
             inputs,
             targets,
-            grad_scaler(spec.precision, device),
-            autocast_factory(spec.precision, device),
+            grad_scaler(spec.cell.precision, device),
+            autocast_factory(spec.cell.precision, device),
+            settings,
         )
 
-    def _no_sync(self, skip_sync: bool) -> Any:
-        if skip_sync and isinstance(self.model, DistributedDataParallel):
-            return self.model.no_sync()
+    def no_sync(self, skip_sync: bool) -> Any:
+        """DDP's no_sync() when `skip_sync` (looking through torch.compile's wrapper), else a
+        null context. FSDP has no equivalent here: its micro-batches always reduce-scatter."""
+        ddp = ddp_module(self.model)
+        if skip_sync and ddp is not None:
+            return ddp.no_sync()
         return contextlib.nullcontext()
 
-    def step(self, skip_gradient_sync: bool = False) -> None:
+    def step(self, skip_gradient_sync: bool = False, eager: bool = False) -> None:
         """One optimizer step over grad_accum_steps micro-batches.
 
         `skip_gradient_sync` runs every micro-batch under DDP no_sync(): the same compute with
-        no gradient all-reduce, for the exposed-communication measurement.
+        no gradient all-reduce, for the exposed-communication measurement. `eager` runs the
+        model without torch.compile's wrapper (for the FLOP count, which cannot see inside a
+        compiled graph).
         """
+        model = self.eager_model if eager else self.model
         accum = self.spec.training.grad_accum_steps
         for micro in range(accum):
             last = micro == accum - 1
-            with self._no_sync(skip_gradient_sync or not last):
+            with self.no_sync(skip_gradient_sync or not last):
                 with self.autocast():
-                    loss = self.bundle.loss_fn(call_model(self.model, self.inputs), self.targets)
+                    loss = self.bundle.loss_fn(call_model(model, self.inputs), self.targets)
                 if accum > 1:
                     loss = loss / accum
                 if self.scaler is not None:
@@ -167,4 +266,4 @@ class Trainer:
 
     def samples_per_step(self) -> int:
         """Samples one rank processes per optimizer step."""
-        return self.spec.batch_size * self.spec.training.grad_accum_steps
+        return self.spec.cell.batch_size * self.spec.training.grad_accum_steps

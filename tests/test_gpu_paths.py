@@ -1,0 +1,502 @@
+"""The worker's GPU-only paths, exercised on CPU where the mechanism allows.
+
+No GPU has run this code yet, so each GPU bug found by reading gets a CPU test of its
+mechanism: channels_last weights under FSDP (forced on CPU), the peak chosen for MFU (fake
+device names), DDP no_sync() and the FLOP count through torch.compile's wrapper (compiled
+lazily, never run), FSDP's mesh when torch believes there is an accelerator, the memory peaks'
+place in the protocol, and the bf16 FSDP mixed-precision policy. Each test that needs
+torch.distributed gets its own 1-rank gloo group on a FileStore, destroyed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from torchscale.cell import CellIdentity
+from torchscale.config.schema import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+from torchscale.models import call_model
+from torchscale.worker import measure as measure_module
+from torchscale.worker.measure import Window, count_flops, measure
+from torchscale.worker.peaks import Tf32Settings, cell_peak, peak_tflops, read_tf32_settings
+from torchscale.worker.spec import WorkerSpec
+from torchscale.worker.trainer import Trainer, batch_norms, ddp_module
+
+H100 = "NVIDIA H100 80GB HBM3"
+TF32_DEFAULTS = Tf32Settings(  # torch's defaults: cuDNN may use TF32, cuBLAS may not
+    matmul=False,
+    conv=True,
+    matmul_source="torch.backends.cuda.matmul.allow_tf32=False",
+    conv_source="torch.backends.cudnn.allow_tf32=True",
+)
+
+
+@pytest.fixture()
+def process_group(tmp_path: Path) -> Iterator[None]:
+    """A 1-rank gloo group, as torchrun would give a world-size-1 cell."""
+    store = f"file://{tmp_path / 'store'}"  # a FileStore
+    dist.init_process_group("gloo", init_method=store, rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def make_spec(
+    model: str = "tiny-mlp",
+    strategy: str = "ddp",
+    precision: str = "fp32",
+    device: str = "cpu",
+    **training: Any,
+) -> WorkerSpec:
+    return WorkerSpec(
+        cell=CellIdentity(
+            id="cell",
+            definition_sha256="0" * 64,
+            model=model,
+            label=model,
+            batch_size=4,
+            world_size=1,
+            precision=precision,  # type: ignore[arg-type]
+            strategy=strategy,  # type: ignore[arg-type]
+            device=device,  # type: ignore[arg-type]
+            backend="gloo" if device == "cpu" else "nccl",
+        ),
+        model=ModelSpec(name=model),
+        training=TrainingConfig(**training),
+        measurement=MeasurementConfig(steps=2, repeats=1, warmup_steps=0),
+        data=DataConfig(),
+        result_path="/nonexistent/result.json",
+        steps_path="/nonexistent/steps.jsonl",
+    )
+
+
+def build(**spec: Any) -> Trainer:
+    return Trainer.build(make_spec(**spec), torch.device("cpu"))
+
+
+def local(tensor: torch.Tensor) -> torch.Tensor:
+    """An FSDP2 parameter's local shard (a plain tensor as is)."""
+    to_local = getattr(tensor, "to_local", None)
+    return to_local() if to_local is not None else tensor
+
+
+# ------------------------------------------------------------------ 1. channels_last x FSDP
+
+
+@pytest.mark.usefixtures("process_group")
+def test_channels_last_under_fsdp_keeps_weights_contiguous_and_inputs_channels_last() -> None:
+    trainer = build(model="tiny-cnn", strategy="fsdp", channels_last=True)  # raised before
+    outputs: list[torch.Tensor] = []
+    first_conv = next(m for m in trainer.model.modules() if isinstance(m, torch.nn.Conv2d))
+    first_conv.register_forward_hook(lambda _m, _a, out: outputs.append(out))
+    trainer.step()
+    trainer.step()
+    assert all(local(p).is_contiguous() for p in trainer.model.parameters())
+    assert trainer.channels_last
+    assert trainer.inputs.is_contiguous(memory_format=torch.channels_last)
+    # contiguous weights do not turn the convolutions back to NCHW: the input decides
+    assert outputs[0].is_contiguous(memory_format=torch.channels_last)
+    assert trainer.settings["channels_last_weights"] is False
+    assert "contiguous" in trainer.settings["channels_last_note"]
+
+
+@pytest.mark.usefixtures("process_group")
+def test_channels_last_under_ddp_still_converts_the_weights() -> None:
+    trainer = build(model="tiny-cnn", strategy="ddp", channels_last=True)
+    kernels = [p for p in trainer.model.parameters() if p.dim() == 4 and p.shape[-1] == 3]
+    assert kernels
+    assert all(k.is_contiguous(memory_format=torch.channels_last) for k in kernels)
+    assert not any(k.is_contiguous() for k in kernels)
+    assert trainer.settings["channels_last_weights"] is True
+    assert trainer.settings["channels_last_note"] is None
+
+
+# ------------------------------------------------------------------ 2. and 4. the peak for MFU
+
+
+@pytest.mark.parametrize(
+    ("conv_net", "tf32", "expected", "basis_has"),
+    [
+        # conv net, torch defaults: cuDNN convolutions may use TF32 -> TF32 peak
+        (True, TF32_DEFAULTS, 494.0, "cuDNN convolutions may use TF32"),
+        # same defaults, a matmul model: cuBLAS decides, and TF32 is off there
+        (False, TF32_DEFAULTS, 67.0, "no TF32"),
+        (False, Tf32Settings(True, False, "m=True", "c=False"), 494.0, "cuBLAS matmuls"),
+        (True, Tf32Settings(False, False, "m=False", "c=False"), 67.0, "no TF32"),
+        # a conv net's head is a matmul: TF32 there may run part of its FLOPs on TF32 units
+        (True, Tf32Settings(True, False, "m=True", "c=False"), 494.0, "cuBLAS matmuls"),
+    ],
+)
+def test_fp32_peak_follows_what_runs_the_flops(
+    conv_net: bool, tf32: Tf32Settings, expected: float, basis_has: str
+) -> None:
+    peak = cell_peak(H100, "fp32", conv_net, tf32)
+    assert peak.tflops == expected
+    assert peak.note is None
+    assert peak.basis is not None
+    assert peak.basis.startswith(f"{H100}: ")
+    assert f"dense peak {expected:g} TFLOP/s" in peak.basis
+    assert basis_has in peak.basis
+
+
+def test_default_conv_net_basis_names_the_cudnn_setting() -> None:
+    peak = cell_peak(H100, "fp32", True, TF32_DEFAULTS)
+    assert peak.basis == (
+        f"{H100}: tf32 dense peak 494 TFLOP/s "
+        "(cuDNN convolutions may use TF32: torch.backends.cudnn.allow_tf32=True)"
+    )
+
+
+def test_unreadable_tf32_setting_gives_no_peak() -> None:
+    tf32 = Tf32Settings(False, None, "m=False", "torch.backends.cudnn.allow_tf32")
+    peak = cell_peak(H100, "fp32", True, tf32)
+    assert peak.tflops is None
+    assert peak.basis is None
+    assert peak.note is not None
+    assert "torch.backends.cudnn.allow_tf32" in peak.note
+    # a matmul model does not depend on the cuDNN setting
+    assert cell_peak(H100, "fp32", False, tf32).tflops == 67.0
+
+
+@pytest.mark.parametrize(("precision", "expected"), [("bf16", 989.0), ("amp", 989.0)])
+def test_16_bit_peak_ignores_tf32(precision: str, expected: float) -> None:
+    for tf32 in (TF32_DEFAULTS, Tf32Settings(None, None, "m", "c")):
+        peak = cell_peak(H100, precision, True, tf32)
+        assert peak.tflops == expected
+        assert peak.basis is not None
+        assert "TF32" not in peak.basis
+
+
+def test_v100_fp32_with_tf32_allowed_uses_the_fp32_peak_and_says_why() -> None:
+    peak = cell_peak("Tesla V100-SXM2-32GB", "fp32", True, TF32_DEFAULTS)
+    assert peak.tflops == 15.7
+    assert peak.basis is not None
+    assert "fp32 dense peak" in peak.basis
+    assert "no TF32 units" in peak.basis
+
+
+@pytest.mark.parametrize(
+    ("name", "precision", "tf32", "expected"),
+    [
+        ("NVIDIA H200 NVL", "bf16", False, 835.5),  # datasheet 1,671 with sparsity
+        ("NVIDIA H200 NVL", "fp32", True, 417.5),
+        ("NVIDIA H200 NVL", "fp32", False, 60.0),
+        ("NVIDIA H200", "bf16", False, 989.0),  # SXM
+        ("NVIDIA H100 NVL", "bf16", False, 835.5),
+    ],
+)
+def test_nvl_variants_have_their_own_peaks(
+    name: str, precision: str, tf32: bool, expected: float
+) -> None:
+    assert peak_tflops(name, precision, tf32) == (expected, None)
+
+
+@pytest.mark.parametrize(
+    "name", ["NVIDIA A100-SXM4-40GB MIG 1g.5gb", "NVIDIA H100 80GB HBM3 MIG 3g.40gb"]
+)
+@pytest.mark.parametrize("precision", ["fp32", "amp", "bf16"])
+def test_mig_slice_gets_no_peak(name: str, precision: str) -> None:
+    peak = cell_peak(name, precision, True, TF32_DEFAULTS)
+    assert peak.tflops is None
+    assert peak.basis is None
+    assert peak.note is not None
+    assert "MIG" in peak.note
+    assert name in peak.note
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong"),
+    [
+        ("NVIDIA L40", 121.0),
+        ("NVIDIA RTX A1000 6GB Laptop GPU", 312.0),
+        ("NVIDIA GH200 480GB", 989.0),
+    ],
+)
+def test_whole_token_matching_still_holds(name: str, wrong: float) -> None:
+    assert cell_peak(name, "bf16", False, TF32_DEFAULTS).tflops != wrong
+
+
+def test_read_tf32_settings_follows_the_legacy_flags() -> None:
+    matmul, conv = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = True
+        read = read_tf32_settings()
+        assert (read.matmul, read.conv) == (False, True)
+        torch.set_float32_matmul_precision("high")  # the usual way to allow TF32 matmuls
+        torch.backends.cudnn.allow_tf32 = False
+        read = read_tf32_settings()
+        assert (read.matmul, read.conv) == (True, False)
+        assert read.conv_source == "torch.backends.cudnn.allow_tf32=False"
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = matmul
+        torch.backends.cudnn.allow_tf32 = conv
+
+
+def test_read_tf32_settings_follows_the_new_api() -> None:
+    """In a fresh process: after the new API is used, reading the legacy flag raises."""
+    script = (
+        "import json, torch\n"
+        "from torchscale.worker.peaks import read_tf32_settings\n"
+        "torch.backends.cuda.matmul.fp32_precision = 'tf32'\n"
+        "torch.backends.cudnn.conv.fp32_precision = 'ieee'\n"
+        "r = read_tf32_settings()\n"
+        "print(json.dumps([r.matmul, r.conv, r.matmul_source, r.conv_source]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    matmul, conv, matmul_source, conv_source = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (matmul, conv) == (True, False)
+    assert matmul_source == "torch.backends.cuda.matmul.fp32_precision='tf32'"
+    assert conv_source == "torch.backends.cudnn.conv.fp32_precision='ieee'"
+
+
+@pytest.mark.usefixtures("process_group")
+@pytest.mark.parametrize(
+    ("model", "device_name", "peak", "basis_has"),
+    [
+        ("tiny-cnn", H100, 494.0, "cuDNN convolutions may use TF32"),
+        ("tiny-mlp", H100, 67.0, "no TF32"),
+        ("tiny-cnn", "NVIDIA A100-SXM4-40GB MIG 1g.5gb", None, None),
+    ],
+)
+def test_facts_on_a_fake_cuda_device(
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+    device_name: str,
+    peak: float | None,
+    basis_has: str | None,
+) -> None:
+    from torchscale.worker.main import _facts
+
+    spec = make_spec(model=model)
+    trainer = Trainer.build(spec, torch.device("cpu"))
+    trainer.device = torch.device("cuda", 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _device=None: device_name)
+    matmul, conv = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = True
+        facts = _facts(spec, trainer)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = matmul
+        torch.backends.cudnn.allow_tf32 = conv
+    assert facts.device_name == device_name
+    assert facts.peak_tflops == peak
+    if basis_has is None:
+        assert facts.peak_basis is None
+        assert facts.peak_note is not None
+        assert "MIG" in facts.peak_note
+    else:
+        assert facts.peak_note is None
+        assert facts.peak_basis is not None
+        assert basis_has in facts.peak_basis
+    env = facts.environment
+    for key in ("cudnn_benchmark", "tf32", "fsdp_mixed_precision", "channels_last_weights"):
+        assert key in env
+    # torch 2.13 reports the (default) TF32 convolutions through its new API; older, the flag
+    assert env["tf32"]["conv"] in (
+        "torch.backends.cudnn.conv.fp32_precision='tf32'",
+        "torch.backends.cudnn.allow_tf32=True",
+    )
+    assert env["flop_count_step"].startswith("the training step as run")
+
+
+# ------------------------------------------------------------------ 5. cudnn.benchmark
+
+
+def test_cuda_device_turns_cudnn_benchmark_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchscale.worker.main import _device
+
+    monkeypatch.setattr(torch.cuda, "set_device", lambda _device: None)
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    before = torch.backends.cudnn.benchmark
+    try:
+        torch.backends.cudnn.benchmark = False
+        assert _device(make_spec(device="cpu")) == torch.device("cpu")
+        assert torch.backends.cudnn.benchmark is False  # untouched on CPU
+        assert _device(make_spec(device="cuda")) == torch.device("cuda", 0)
+        assert torch.backends.cudnn.benchmark is True
+    finally:
+        torch.backends.cudnn.benchmark = before
+
+
+# ------------------------------------------------------------------ 3. and 9. torch.compile
+
+
+@pytest.mark.usefixtures("process_group")
+def test_no_sync_reaches_ddp_through_the_compiled_wrapper() -> None:
+    trainer = build(compile=True, grad_accum_steps=2)  # compiled lazily: nothing runs here
+    assert not isinstance(trainer.model, DistributedDataParallel)  # the bug's precondition
+    ddp = ddp_module(trainer.model)
+    assert isinstance(ddp, DistributedDataParallel)
+    assert ddp is trainer.eager_model
+    with trainer.no_sync(True):
+        assert ddp.require_backward_grad_sync is False
+    assert ddp.require_backward_grad_sync is True
+    with trainer.no_sync(False):
+        assert ddp.require_backward_grad_sync is True
+
+
+@pytest.mark.usefixtures("process_group")
+def test_flops_are_counted_on_the_eager_model_under_compile() -> None:
+    plain = build()
+    expected, note = count_flops(plain)
+    assert expected is not None
+    assert expected > 0
+    assert note is None
+
+    compiled = build(compile=True)
+
+    def compiled_path(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("the FLOP step went through the compiled wrapper")
+
+    compiled.model.forward = compiled_path
+    assert count_flops(compiled) == (expected, None)
+
+
+# ------------------------------------------------------------------ 6. FSDP mesh on CPU
+
+
+@pytest.mark.usefixtures("process_group")
+def test_cpu_fsdp_shards_on_a_cpu_mesh_when_torch_sees_an_accelerator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # what a GPU node looks like to fully_shard's default mesh (which then fails here)
+    monkeypatch.setattr(torch._C, "_get_accelerator", lambda: torch.device("cuda"))
+    trainer = build(model="tiny-mlp", strategy="fsdp")
+    trainer.step()
+    meshes = {p.device_mesh.device_type for p in trainer.model.parameters()}  # type: ignore[attr-defined]
+    assert meshes == {"cpu"}
+    assert trainer.settings["fsdp_mesh_device"] == "cpu"
+
+
+# ------------------------------------------------------------------ 7. DDP memory peaks
+
+
+@pytest.mark.usefixtures("process_group")
+def test_memory_peaks_are_read_before_the_no_sync_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trainer = build()
+    spec = trainer.spec.model_copy(
+        update={
+            "measurement": MeasurementConfig(
+                steps=2, repeats=2, warmup_steps=0, flops=False, comm_overhead=True
+            )
+        }
+    )
+    trainer.spec = spec
+    trainer.device = torch.device("cuda", 0)  # only the protocol runs: windows are faked
+    events: list[str] = []
+
+    def window(_trainer: Trainer, steps: int, _timing: str, skip_sync: bool = False) -> Window:
+        events.append("no_sync window" if skip_sync else "window")
+        return Window(1.0, [0.5] * steps)
+
+    def peak(name: str) -> Any:
+        def read(_device: Any = None) -> int:
+            events.append(name)
+            return 1
+
+        return read
+
+    monkeypatch.setattr(measure_module, "run_window", window)
+    monkeypatch.setattr(dist, "get_world_size", lambda _group=None: 2)  # no_sync needs > 1
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda _device=None: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", peak("allocated"))
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", peak("reserved"))
+    result = measure(trainer, "host")
+    assert events == ["window", "window", "allocated", "reserved", "no_sync window"]
+    assert result.no_sync is not None
+    assert result.peak_allocated == 1
+
+
+# ------------------------------------------------------------------ 8. bf16 under FSDP
+
+
+@pytest.mark.usefixtures("process_group")
+def test_bf16_fsdp_runs_bf16_params_with_fp32_reduction_and_fp32_batch_norm() -> None:
+    from torch.distributed.fsdp import FSDPModule
+
+    trainer = build(model="tiny-cnn", strategy="fsdp", precision="bf16")
+    seen: dict[str, set[torch.dtype]] = {}
+    for module in trainer.model.modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear, torch.nn.BatchNorm2d)):
+            kind = "norm" if isinstance(module, torch.nn.BatchNorm2d) else "compute"
+            module.register_forward_pre_hook(
+                lambda m, _a, kind=kind: seen.setdefault(kind, set()).add(m.weight.dtype)
+            )
+    trainer.step()
+    assert seen == {"compute": {torch.bfloat16}, "norm": {torch.float32}}
+    norms = batch_norms(trainer.model)
+    assert norms
+    assert all(isinstance(n, FSDPModule) for n in norms)
+    # the policy FSDP applied to each parameter (FSDP2 internals: what decides the collectives)
+    groups = [
+        group
+        for module in trainer.model.modules()
+        if isinstance(module, FSDPModule)
+        for group in module._get_fsdp_state()._fsdp_param_groups
+    ]
+    dtypes = {(p.param_dtype, p.reduce_dtype) for group in groups for p in group.fsdp_params}
+    assert dtypes == {(torch.bfloat16, torch.float32), (None, None)}  # blocks, batch norms
+    # sharded parameters (what the optimizer steps) stay fp32
+    assert {local(p).dtype for p in trainer.model.parameters()} == {torch.float32}
+    # autocast stays on: the loss is computed in fp32 from bf16 logits
+    with trainer.autocast():
+        logits = call_model(trainer.model, trainer.inputs)
+        loss = trainer.bundle.loss_fn(logits, trainer.targets)
+    assert logits.dtype == torch.bfloat16
+    assert loss.dtype == torch.float32
+    assert trainer.settings["fsdp_mixed_precision"] == {
+        "param_dtype": "bfloat16",
+        "reduce_dtype": "float32",
+        "batchnorm_units_fp32_params": len(norms),
+    }
+    assert trainer.settings["autocast"] == "bfloat16"
+
+
+@pytest.mark.usefixtures("process_group")
+def test_bf16_fsdp_transformer_steps_and_fp32_fsdp_has_no_policy() -> None:
+    bf16 = build(model="tiny-gpt2", strategy="fsdp", precision="bf16")
+    bf16.step()
+    assert bf16.settings["fsdp_mixed_precision"]["param_dtype"] == "bfloat16"
+    assert bf16.settings["fsdp_mixed_precision"]["batchnorm_units_fp32_params"] == 0
+    fp32 = build(model="tiny-cnn", strategy="fsdp", precision="fp32")
+    seen: set[torch.dtype] = set()
+    for module in fp32.model.modules():
+        if isinstance(module, torch.nn.Conv2d):
+            module.register_forward_pre_hook(lambda m, _a: seen.add(m.weight.dtype))
+    fp32.step()
+    assert seen == {torch.float32}
+    assert fp32.settings["fsdp_mixed_precision"] == {
+        "param_dtype": None,
+        "reduce_dtype": None,
+        "batchnorm_units_fp32_params": 0,
+    }
+
+
+@pytest.mark.usefixtures("process_group")
+def test_facts_on_cpu_have_no_peak_and_no_tf32_record() -> None:
+    from torchscale.worker.main import _facts
+
+    spec = make_spec(model="tiny-cnn", compile=True)
+    facts = _facts(spec, Trainer.build(spec, torch.device("cpu")))
+    assert facts.peak_tflops is None
+    assert facts.peak_basis is None
+    assert facts.peak_note is not None
+    assert facts.environment["tf32"] is None
+    assert facts.environment["cudnn_benchmark"] is torch.backends.cudnn.benchmark
+    assert facts.environment["flop_count_step"].startswith("eager step")

@@ -1,0 +1,156 @@
+"""Terminal rendering (torchscale.report.terminal): levels come from the data, every user
+string is escaped, the tables show what the flat cells table holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from torchscale.cell import Status
+from torchscale.config.schema import BenchConfig
+from torchscale.plan import Machine, build_plan
+from torchscale.report.terminal import (
+    cell_lines,
+    model_tables,
+    plan_lines,
+    running_line,
+)
+from torchscale.results.frame import cells_table
+from torchscale.results.schema import CellError, CellResult
+from torchscale.results.store import ResultStore
+
+
+def identity(**overrides: Any) -> dict[str, Any]:
+    return {
+        "id": "c",
+        "definition_sha256": "a" * 64,
+        "model": "tiny-mlp",
+        "label": "tiny-mlp",
+        "batch_size": 8,
+        "world_size": 2,
+        "precision": "fp32",
+        "strategy": "ddp",
+        "device": "cpu",
+        "backend": "gloo",
+        **overrides,
+    }
+
+
+def ok_result(warnings: list[str] | None = None, label: str = "tiny-mlp") -> CellResult:
+    stats = {
+        "count": 4,
+        "mean": 0.01,
+        "p50": 0.01,
+        "p95": 0.02,
+        "p99": 0.02,
+        "min": 0.01,
+        "max": 0.02,
+        "std": 0.001,
+        "cv": 0.1,
+    }
+    return CellResult.model_validate(
+        {
+            "cell": identity(label=label),
+            "status": "ok",
+            "model_kind": "other",
+            "throughput": {
+                "samples_per_s": 1600.0,
+                "samples_per_s_per_device": 800.0,
+                "tokens_per_s": None,
+                "repeats": [1600.0],
+                "spread": 0.0,
+            },
+            "step_time": stats,
+            "communication": {"step_time_no_sync_s": 0.008, "comm_overhead": 0.2},
+            "warnings": warnings or [],
+        }
+    )
+
+
+def render(markup: str) -> str:
+    console = Console(record=True, width=200, color_system="truecolor")
+    console.print(markup)
+    return console.export_text()
+
+
+def test_ok_cell_lines_and_levels() -> None:
+    lines = cell_lines(ok_result(warnings=["High variance in step time: CV 0.20 > 0.10"]))
+    texts = [line.text for line in lines]
+    assert texts[0] == "> [INFO] Average Throughput: 1,600 samples/sec"
+    assert texts[1] == "> [INFO] Iteration Latency: 10.0ms (p95 20.0ms)"
+    assert texts[2] == "> [INFO] Exposed communication: 20% of step time"
+    assert [line.level for line in lines] == ["info", "info", "info", "warn"]
+
+
+def test_a_warning_that_says_fail_is_still_a_warning() -> None:
+    """The level is the data's, not a search of the text."""
+    (_, _, _, warning) = cell_lines(ok_result(warnings=["[FAIL] looks bad but is a warning"]))
+    assert warning.level == "warn"
+
+
+def test_failed_and_skipped_lines() -> None:
+    for status, level, tag in (
+        (Status.FAILED, "fail", "FAIL"),
+        (Status.OOM, "fail", "FAIL"),
+        (Status.TIMEOUT, "fail", "FAIL"),
+        (Status.SKIPPED, "skip", "SKIP"),
+    ):
+        result = CellResult(
+            cell=identity(), status=status, error=CellError(reason="because")  # type: ignore[arg-type]
+        )
+        (line,) = cell_lines(result)
+        assert line.level == level
+        assert line.text == f"> [{tag}] {status.value}: because"
+
+
+def test_user_strings_are_escaped() -> None:
+    result = ok_result(warnings=["[bold red]not markup[/]"], label="[blink]model[/]")
+    shown = render(cell_lines(result)[-1].markup())
+    assert "[bold red]not markup[/]" in shown
+    config = BenchConfig.model_validate(
+        {
+            "experiment_name": "e",
+            "models": [{"name": "tiny-mlp", "label": "[blink]model[/]"}],
+            "batch_sizes": [8],
+            "gpu_counts": [2],
+            "device": "cpu",
+        }
+    )
+    planned = build_plan(config, Machine(0, 2))[0]
+    assert "[blink]model[/]" in render(running_line(planned).markup())
+    console = Console(record=True, width=200)
+    for table in model_tables(cells_table([result])):
+        console.print(table)
+    assert "[blink]model[/]" in console.export_text()
+
+
+def test_table_shows_the_cells_table_figures() -> None:
+    console = Console(record=True, width=200)
+    for table in model_tables(cells_table([ok_result()])):
+        console.print(table)
+    text = console.export_text()
+    assert "1,600" in text and "800" in text
+    assert "10.0|20.0" in text
+    assert "20%" in text  # comm
+    assert "ok" in text
+
+
+def test_plan_lines_show_argv_skips_and_estimate(tmp_path: Any) -> None:
+    config = BenchConfig.model_validate(
+        {
+            "experiment_name": "e",
+            "models": ["tiny-mlp"],
+            "batch_sizes": [8],
+            "gpu_counts": [1, 2],
+            "device": "cuda",
+        }
+    )
+    plan = build_plan(config, Machine(gpu_count=1, cpu_cores=2))
+    lines = plan_lines(plan, ResultStore(tmp_path), {})
+    texts = [line.text for line in lines]
+    assert any("argv:" in t and "--nproc-per-node=1" in t for t in texts)
+    skip = [line for line in lines if line.text.strip().startswith("skip:")]
+    assert len(skip) == 1 and skip[0].level == "skip"
+    assert "needs 2 GPUs" in skip[0].text
+    assert texts[-1].startswith("1 cell(s) to run, 1 skipped; estimated >= ")

@@ -1,0 +1,279 @@
+"""`torchscale.results.load` and schema evolution: every version ever written reads into the
+current schema and pandas, a newer version is refused in one line, and --resume still trusts a
+version-1 result whose definition hash matches.
+
+tests/fixtures/results_v1/ is a real results directory written by torchscale 0.1.0 (result
+schema 1) from tests/fixtures/results_v1/v1.yaml: tiny-mlp at world sizes 1 and 2 (ok), the
+crash plug-in (ok at world 1, failed at world 2) and one skipped cell (device cuda, no GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import torchscale.results
+from torchscale.cell import Status
+from torchscale.cli.app import app
+from torchscale.config.loader import load_config
+from torchscale.errors import ResultsError
+from torchscale.plan import Machine, build_plan
+from torchscale.results.frame import COLUMNS
+from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.results.store import ResultStore
+from torchscale.results.versions import parse_cell_result, read_cell_result, upgrade_v1
+
+FIXTURES = Path(__file__).parent / "fixtures" / "results_v1"
+V1_DIR = FIXTURES / "v1_fixture"
+V1_CONFIG = FIXTURES / "v1.yaml"
+TINY_W1 = "tiny-mlp__b8__w1__fp32__ddp__a654a748"
+TINY_W2 = "tiny-mlp__b8__w2__fp32__ddp__cb115c3f"
+CRASH_W1 = "tests.fault_models_crash__b8__w1__fp32__ddp__4d78d128"
+CRASH_W2 = "tests.fault_models_crash__b8__w2__fp32__ddp__da59d299"
+SKIPPED = "tiny-mlp__b8__w1__fp32__ddp__f95bc20a"
+
+
+def raw(cell_id: str) -> dict[str, object]:
+    data = json.loads((V1_DIR / "cells" / f"{cell_id}.json").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+# ------------------------------------------------------------------------ the v1 fixture
+
+
+def test_fixture_is_really_version_1() -> None:
+    versions = {raw(p.stem)["schema_version"] for p in (V1_DIR / "cells").glob("*.json")}
+    assert versions == {1}
+    assert RESULT_SCHEMA_VERSION > 1
+
+
+def test_load_reads_every_v1_cell() -> None:
+    experiment = torchscale.results.load(V1_DIR)
+    assert experiment.skipped == []
+    assert experiment.name == "v1_fixture"
+    cells = experiment.cells.set_index("cell_id")
+    assert set(cells.index) == {TINY_W1, TINY_W2, CRASH_W1, CRASH_W2, SKIPPED}
+    assert (cells["schema_version"] == 1).all()
+    assert list(experiment.cells.columns) == [*COLUMNS, "schema_version"]
+    assert cells.loc[TINY_W1, "status"] == "ok"
+    assert cells.loc[CRASH_W2, "status"] == "failed"
+    assert cells.loc[SKIPPED, "status"] == "skipped"
+    assert "no CUDA GPU" in cells.loc[SKIPPED, "error"]
+
+
+def test_v1_figures_survive_the_upgrade_unchanged() -> None:
+    experiment = torchscale.results.load(V1_DIR)
+    old = raw(TINY_W2)
+    new = experiment.result(TINY_W2)
+    assert new.cell.id == old["cell_id"]
+    assert new.cell.definition_sha256 == old["definition_sha256"]
+    assert new.cell.label == old["model_label"]
+    assert new.cell.nodes == 1
+    assert new.throughput is not None
+    assert new.throughput.model_dump() == old["throughput"]
+    assert new.step_time is not None
+    assert new.step_time.model_dump() == old["step_time"]
+    memory = old["memory"]
+    assert isinstance(memory, dict)
+    assert new.memory is not None
+    assert new.memory.non_static_peak_bytes == memory["activation_bytes"]
+    assert new.memory.peak_rss_bytes == memory["peak_rss_bytes"]
+    row = experiment.cells.set_index("cell_id").loc[TINY_W2]
+    assert row["samples_per_s"] == pytest.approx(new.throughput.samples_per_s)
+    assert row["world_size"] == 2
+
+
+def test_v1_error_becomes_the_typed_error() -> None:
+    failed = torchscale.results.load(V1_DIR).result(CRASH_W2)
+    old = raw(CRASH_W2)["error"]
+    assert isinstance(old, dict)
+    assert failed.status is Status.FAILED
+    assert failed.error is not None
+    assert failed.error.reason == old["reason"]
+    assert failed.error.root_cause_rank == old["root_cause_rank"] == 1
+    assert failed.error.exception == old["exception"]
+    assert failed.error.log_tail == old["log_tail"]
+
+
+def test_steps_and_ranks_tables() -> None:
+    experiment = torchscale.results.load(V1_DIR)
+    steps = experiment.steps
+    assert list(steps.columns) == ["cell_id", "rank", "window", "repeat", "step", "time_s"]
+    w2 = steps[steps["cell_id"] == TINY_W2]
+    # 2 ranks x 2 repeats x 5 steps in sync windows, 2 ranks x 5 steps under no_sync
+    assert len(w2[w2["window"] == "sync"]) == 20
+    assert len(w2[w2["window"] == "no_sync"]) == 10
+    assert set(w2["rank"]) == {0, 1}
+    assert (steps["time_s"] > 0).all()
+    assert steps[steps["cell_id"] == CRASH_W2].empty  # a failed cell has no step records
+    ranks = experiment.ranks
+    w2_ranks = ranks[ranks["cell_id"] == TINY_W2].set_index("rank")
+    assert list(w2_ranks.index) == [0, 1]
+    old_ranks = raw(TINY_W2)["ranks"]
+    assert isinstance(old_ranks, list)
+    assert w2_ranks.loc[1, "step_p50_s"] == old_ranks[1]["step_time"]["p50"]
+
+
+def test_steps_match_the_pooled_statistics() -> None:
+    """The per-step table is the raw data the result's statistics came from."""
+    experiment = torchscale.results.load(V1_DIR)
+    steps = experiment.steps
+    sync = steps[(steps["cell_id"] == TINY_W2) & (steps["window"] == "sync")]
+    result = experiment.result(TINY_W2)
+    assert result.step_time is not None
+    assert len(sync) == result.step_time.count
+    assert sync["time_s"].max() == pytest.approx(result.step_time.max)
+    assert sync["time_s"].median() == pytest.approx(result.step_time.p50)
+
+
+# ------------------------------------------------------------------ versions and bad files
+
+
+def test_newer_version_is_skipped_with_one_line(tmp_path: Path) -> None:
+    exp = tmp_path / "exp"
+    shutil.copytree(V1_DIR, exp)
+    future = raw(TINY_W1) | {"schema_version": RESULT_SCHEMA_VERSION + 1}
+    (exp / "cells" / f"{TINY_W1}.json").write_text(json.dumps(future), encoding="utf-8")
+    (exp / "cells" / "torn.json").write_text('{"kind": "torchscale.cell", "sche', "utf-8")
+    experiment = torchscale.results.load(exp)
+    reasons = {path.name: reason for path, reason in experiment.skipped}
+    assert f"schema version {RESULT_SCHEMA_VERSION + 1} is newer" in reasons[f"{TINY_W1}.json"]
+    assert "upgrade torchscale" in reasons[f"{TINY_W1}.json"]
+    assert "not valid JSON" in reasons["torn.json"]
+    assert all("\n" not in reason for reason in reasons.values())
+    assert TINY_W1 not in set(experiment.cells["cell_id"])
+    assert TINY_W2 in set(experiment.cells["cell_id"])
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ([], "not a torchscale cell result"),
+        ({"kind": "other"}, "not a torchscale cell result"),
+        ({"kind": "torchscale.cell", "schema_version": "1"}, "bad schema_version"),
+        ({"kind": "torchscale.cell", "schema_version": 0}, "bad schema_version"),
+        ({"kind": "torchscale.cell", "schema_version": True}, "bad schema_version"),
+        ({"kind": "torchscale.cell", "schema_version": 1}, "invalid version 1 result"),
+        ({"kind": "torchscale.cell", "schema_version": 2, "status": "ok"}, "invalid version 2"),
+    ],
+)
+def test_bad_result_data_is_a_problem_not_a_crash(data: object, problem: str) -> None:
+    result, _, reason = parse_cell_result(data)
+    assert result is None
+    assert reason is not None and problem in reason
+
+
+def test_unreadable_file_is_a_problem(tmp_path: Path) -> None:
+    read = read_cell_result(tmp_path / "missing.json")
+    assert read.result is None and read.problem is not None
+    assert "unreadable" in read.problem
+
+
+def test_upgrade_v1_does_not_touch_its_input() -> None:
+    data = raw(TINY_W2)
+    before = json.dumps(data, sort_keys=True)
+    upgraded = upgrade_v1(data)
+    assert json.dumps(data, sort_keys=True) == before
+    assert upgraded["schema_version"] == 2
+    CellResult.model_validate(upgraded)
+
+
+def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:
+    with pytest.raises(ResultsError, match="not a torchscale results directory"):
+        torchscale.results.load(tmp_path)
+    shutil.copytree(V1_DIR, tmp_path / "v1_fixture")
+    with pytest.raises(ResultsError, match="holds experiment"):
+        torchscale.results.load(tmp_path)
+
+
+def test_load_of_a_current_version_sweep(tmp_path: Path) -> None:
+    """Written by this version: schema_version column says so, and the table is the same as
+    summary.csv's."""
+    exp = tmp_path / "exp"
+    shutil.copytree(V1_DIR, exp)
+    store = ResultStore(exp)
+    current = torchscale.results.load(V1_DIR).result(TINY_W1)
+    store.write_cell(current)  # rewritten in the current schema
+    experiment = torchscale.results.load(exp)
+    versions = experiment.cells.set_index("cell_id")["schema_version"]
+    assert versions[TINY_W1] == RESULT_SCHEMA_VERSION
+    assert versions[TINY_W2] == 1
+    on_disk = json.loads(store.cell_path(TINY_W1).read_text(encoding="utf-8"))
+    assert on_disk["schema_version"] == RESULT_SCHEMA_VERSION
+
+
+def test_results_package_does_not_import_pandas_for_the_worker() -> None:
+    """Ranks import results.schema to write results; they must not pay for pandas."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torchscale.results.schema, torchscale.results.store; "
+        "print('pandas' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------------- resume of v1
+
+
+def test_the_v1_config_still_plans_the_v1_cell_ids() -> None:
+    """The definition (and so the hash --resume keys on) did not change shape."""
+    config = load_config(V1_CONFIG)
+    plan = build_plan(config, Machine(gpu_count=0, cpu_cores=2))
+    planned_ids = {p.cell.id for p in plan}
+    assert {TINY_W1, TINY_W2, CRASH_W2} <= planned_ids
+
+
+def test_resume_reuses_version_1_results(tmp_path: Path) -> None:
+    """--resume over the v1 directory: the ok v1 cells of the same definition are reused as
+    they are (no launch, file untouched); summary.csv is rewritten in the current columns."""
+    out = tmp_path / "results"
+    exp = out / "v1_fixture"
+    shutil.copytree(V1_DIR, exp)
+    (exp / "cells" / f"{CRASH_W2}.json").unlink()  # keep the rerun set to ok cells only
+    config = tmp_path / "v1.yaml"
+    text = V1_CONFIG.read_text(encoding="utf-8").replace(
+        '  - name: "tests.fault_models:crash"\n    options: {on_rank: 1}\n', ""
+    )
+    config.write_text(text, encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in (exp / "cells").glob("*.json")}
+    result = CliRunner().invoke(
+        app,
+        [
+            "benchmark",
+            *("-c", str(config), "-o", str(out), "--resume"),
+            *("--set", "launcher.omp_num_threads=1"),  # as resolved on the 2-core machine
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    text_out = " ".join(result.output.split())
+    assert f"{TINY_W1}: ok in a previous run (--resume), not rerun" in text_out
+    assert f"{TINY_W2}: ok in a previous run (--resume), not rerun" in text_out
+    assert "Running" not in text_out
+    assert not (exp / "logs").exists() or not any((exp / "logs").iterdir())
+    after = {p.name: p.read_bytes() for p in (exp / "cells").glob("*.json")}
+    assert after == before  # nothing rewritten
+    summary = pd.read_csv(exp / "summary.csv")
+    assert list(summary.columns) == COLUMNS
+    assert set(summary["cell_id"]) == {TINY_W1, TINY_W2}
+    assert (summary["status"] == "ok").all()
+
+
+def test_resume_does_not_reuse_a_v1_result_of_another_definition(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    (tmp_path / "cells").mkdir()
+    shutil.copy(V1_DIR / "cells" / f"{TINY_W1}.json", store.cell_path(TINY_W1))
+    sha = raw(TINY_W1)["definition_sha256"]
+    assert isinstance(sha, str)
+    assert store.finished_ok(TINY_W1, sha) is not None
+    assert store.finished_ok(TINY_W1, "0" * 64) is None

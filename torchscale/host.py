@@ -1,0 +1,68 @@
+"""Facts about this node, probed one way for every command (validate, benchmark, the worker).
+
+Each probe answers from the node as it is and never raises: a CPU-only build, a missing driver
+or a broken install gives 0 / None, and the callers say what that means. The torch probes take
+the torch module to ask (default: import it), so `validate`, which already holds torch or a
+test's stand-in for it, asks the same questions the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (respects taskset/cgroup cpusets, unlike os.cpu_count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _torch(module: Any) -> Any:
+    """`module` itself, or the imported torch when None (an import failure propagates)."""
+    return module if module is not None else importlib.import_module("torch")
+
+
+def cuda_gpu_count(torch: Any = None) -> int:
+    """CUDA GPUs torch can use here (0 on a CPU-only build or without a working driver)."""
+    try:
+        cuda = _torch(torch).cuda
+        return int(cuda.device_count()) if cuda.is_available() else 0
+    except Exception:  # no torch, or a broken driver raising from inside is_available()
+        return 0
+
+
+def probe_nccl_version(torch: Any = None) -> tuple[str | None, str | None]:
+    """(NCCL bundled with torch as 'major.minor.patch', None), or (None, why it is unknown).
+
+    The reason matters to `validate`: a CUDA build that reports NCCL but cannot load it is a
+    broken install, not a CPU-only one.
+    """
+    try:
+        raw = _torch(torch).cuda.nccl.version()
+    except Exception as exc:  # CPU build: AttributeError; broken install: RuntimeError/OSError
+        return None, f"{type(exc).__name__}: {exc}"
+    version = ".".join(map(str, raw)) if isinstance(raw, tuple) else str(raw)
+    return version, None
+
+
+def nccl_version(torch: Any = None) -> str | None:
+    """NCCL bundled with torch, as 'major.minor.patch'; None on a CPU-only build."""
+    return probe_nccl_version(torch)[0]
+
+
+def driver_version() -> str | None:
+    """NVIDIA driver version from NVML; None without the library or a driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            version = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # no library, no driver
+        return None

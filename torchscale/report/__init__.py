@@ -1,0 +1,1 @@
+"""Rendering results for people: the terminal now; HTML, PDF and Markdown from the same data."""

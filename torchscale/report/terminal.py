@@ -1,0 +1,187 @@
+"""Terminal rendering of a sweep: per-cell lines, the plan of a dry run, a table per model.
+
+Each line carries its level (info, warn, fail, skip), chosen from the data, so the CLI colours
+by level and never by searching the text; the tables are built from the flat cells table that
+`torchscale.results.load` returns, so `report` renders the same numbers.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from torchscale.cell import Status
+from torchscale.plan import Plan, PlannedCell
+from torchscale.results.schema import CellResult
+from torchscale.results.store import ResultStore
+
+Level = Literal["info", "warn", "fail", "skip", "head"]
+LEVEL_STYLE: dict[Level, str] = {
+    "info": "",
+    "warn": "yellow",
+    "fail": "bold red",
+    "skip": "dim",
+    "head": "bold",
+}
+STATUS_LEVEL: dict[Status, Level] = {
+    Status.OK: "info",
+    Status.SKIPPED: "skip",
+    Status.FAILED: "fail",
+    Status.OOM: "fail",
+    Status.TIMEOUT: "fail",
+}
+TABLE_NOTE = (
+    "peak MiB: CUDA peak allocated on GPUs, largest process peak RSS of any rank on CPU; "
+    "comm: exposed communication share of a step (DDP no_sync method); MFU from the timed "
+    "windows; '-': not measurable here (reasons in cells/*.json 'unavailable')"
+)
+
+
+@dataclass(frozen=True)
+class Line:
+    level: Level
+    text: str
+
+    def markup(self) -> str:
+        """Rich markup with every piece of text escaped."""
+        style = LEVEL_STYLE[self.level]
+        return f"[{style}]{escape(self.text)}[/]" if style else escape(self.text)
+
+
+def running_line(planned: PlannedCell) -> Line:
+    cell = planned.cell
+    unit = "GPUs" if cell.device == "cuda" else "CPU ranks"
+    return Line(
+        "info",
+        f"> Running {cell.label} on {cell.world_size} {unit} "
+        f"(Batch {cell.batch_size}, {cell.precision}, {cell.strategy})...",
+    )
+
+
+def reused_line(result: CellResult) -> Line:
+    return Line("info", f"> [INFO] {result.cell.id}: ok in a previous run (--resume), not rerun")
+
+
+def cell_lines(result: CellResult) -> list[Line]:
+    """The published per-cell lines: throughput, latency, comm, then warnings."""
+    if result.status is not Status.OK:
+        tag = "SKIP" if result.status is Status.SKIPPED else "FAIL"
+        reason = result.error.reason if result.error else ""
+        return [Line(STATUS_LEVEL[result.status], f"> [{tag}] {result.status}: {reason}")]
+    thr, steps = result.throughput, result.step_time
+    lines: list[Line] = []
+    if thr is not None:
+        unit = "img/sec" if result.model_kind == "vision" else "samples/sec"
+        tokens = f" ({thr.tokens_per_s:,.0f} tokens/sec)" if thr.tokens_per_s else ""
+        lines.append(
+            Line("info", f"> [INFO] Average Throughput: {thr.samples_per_s:,.0f} {unit}{tokens}")
+        )
+    if steps is not None:
+        lines.append(
+            Line(
+                "info",
+                f"> [INFO] Iteration Latency: {steps.p50 * 1e3:.1f}ms "
+                f"(p95 {steps.p95 * 1e3:.1f}ms)",
+            )
+        )
+    comm = result.communication
+    if comm and comm.comm_overhead is not None:
+        lines.append(
+            Line("info", f"> [INFO] Exposed communication: {comm.comm_overhead:.0%} of step time")
+        )
+    lines += [Line("warn", f"> [WARN] {w}") for w in result.warnings]
+    return lines
+
+
+def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> list[Line]:
+    """What --dry-run shows: every cell's exact argv and environment, what is skipped and why,
+    and the estimate."""
+    lines: list[Line] = []
+    for i, planned in enumerate(plan.cells, 1):
+        cell_id = planned.cell.id
+        lines.append(Line("head", f"{i}. {cell_id}"))
+        if planned.skip_reason:
+            lines.append(Line("skip", f"   skip: {planned.skip_reason}"))
+            continue
+        command = planned.command(store.spec_path(cell_id), store.log_dir(cell_id), base_env)
+        env = " ".join(f"{k}={v}" for k, v in sorted(command.env_overrides.items()))
+        lines.append(Line("info", f"   argv: {shlex.join(command.argv)}"))
+        lines.append(
+            Line("info", f"   env:  {env} (+ inherited, minus RANK/MASTER_*/PET_*/TORCHELASTIC_*)")
+        )
+        lines += [Line("warn", f"   warn: {w}") for w in planned.warnings]
+    estimate = plan.estimate()
+    runnable = len(plan.runnable)
+    lines.append(
+        Line(
+            "info",
+            f"{runnable} cell(s) to run, {len(plan.cells) - runnable} skipped; estimated "
+            f">= {estimate.seconds:.0f} s ({estimate.basis}); each cell is killed after "
+            f"{plan.config.launcher.cell_timeout_s:g} s",
+        )
+    )
+    return lines
+
+
+def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
+    if value is None or pd.isna(value):
+        return "-"
+    return format(float(value) * scale, spec)
+
+
+TABLE_COLUMNS = (
+    "world",
+    "batch",
+    "prec/strat",
+    "samples/s",
+    "/device",
+    "p50|p95 ms",
+    "scaling",
+    "comm",
+    "MFU",
+    "peak MiB",
+    "status",
+)
+
+
+def model_tables(table: pd.DataFrame) -> list[Table]:
+    """One rich table per model from the flat cells table (results.frame.cells_table)."""
+    tables = []
+    for model, rows in table.groupby("model_label", sort=False):
+        t = Table(
+            title=escape(str(model)), title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD
+        )
+        for col in TABLE_COLUMNS:
+            t.add_column(
+                col,
+                justify="left" if col in ("status", "prec/strat") else "right",
+                no_wrap=True,
+                min_width=len(col),
+            )
+        for _, r in rows.iterrows():
+            gpu_mem = r["peak_allocated_bytes"]
+            mem = r["peak_rss_bytes"] if gpu_mem is None or pd.isna(gpu_mem) else gpu_mem
+            status = Status(r["status"])
+            style = LEVEL_STYLE[STATUS_LEVEL[status]] or "green"
+            t.add_row(
+                str(r["world_size"]),
+                str(r["batch_size"]),
+                escape(f"{r['precision']}/{r['strategy']}"),
+                _fmt(r["samples_per_s"], ",.0f"),
+                _fmt(r["samples_per_s_per_device"], ",.0f"),
+                f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",
+                _fmt(r["scaling_efficiency"], ".0%"),
+                _fmt(r["comm_overhead"], ".0%"),
+                _fmt(r["mfu"], ".1%"),
+                _fmt(mem, ",.0f", 2**-20),
+                f"[{style}]{status}[/]",
+            )
+        tables.append(t)
+    return tables

@@ -1,0 +1,137 @@
+"""`torchscale.results.load(DIR)`: one experiment's results as pandas tables, whatever schema
+version wrote them. report, profile and the suites read results through here only."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from torchscale.errors import ResultsError, describe_os_error
+from torchscale.results.frame import cells_table, ranks_table
+from torchscale.results.schema import CellResult
+from torchscale.results.versions import read_cell_result
+
+log = logging.getLogger(__name__)
+STEP_COLUMNS = ["cell_id", "rank", "window", "repeat", "step", "time_s"]
+
+
+@dataclass
+class Experiment:
+    """One results directory, read.
+
+    `cells`: one row per cell (flat columns, the same as summary.csv, plus `schema_version`,
+    the version the file was written in). `steps`: one row per measured step per rank
+    (window 'sync' or 'no_sync'). `ranks`: one row per cell and rank. `results`: the typed
+    CellResult of every cell. `skipped`: files that could not be read, with why.
+    """
+
+    root: Path
+    config: dict[str, Any]
+    environment: dict[str, Any]
+    results: list[CellResult]
+    versions: dict[str, int]  # cell id -> schema version of its file
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.config.get("experiment_name") or self.root.name)
+
+    def result(self, cell_id: str) -> CellResult:
+        for result in self.results:
+            if result.cell.id == cell_id:
+                return result
+        raise KeyError(cell_id)
+
+    @cached_property
+    def cells(self) -> pd.DataFrame:
+        table = cells_table(self.results)
+        table["schema_version"] = [self.versions[r.cell.id] for r in self.results]
+        return table
+
+    @cached_property
+    def ranks(self) -> pd.DataFrame:
+        return ranks_table(self.results)
+
+    @cached_property
+    def steps(self) -> pd.DataFrame:
+        frames = [
+            frame for r in self.results if (frame := self._steps_of(r.cell.id)) is not None
+        ]
+        if not frames:
+            return pd.DataFrame(columns=STEP_COLUMNS)
+        return pd.concat(frames, ignore_index=True)[STEP_COLUMNS]
+
+    def _steps_of(self, cell_id: str) -> pd.DataFrame | None:
+        path = self.root / "steps" / f"{cell_id}.jsonl"
+        if not path.exists():
+            return None
+        records = []
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            self.skipped.append((path, f"unreadable: {describe_os_error(exc)}"))
+            return None
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                records.append({k: record[k] for k in STEP_COLUMNS[1:]})
+            except (ValueError, KeyError, TypeError):
+                self.skipped.append((path, f"line {number}: not a step record"))
+                return None  # a torn file is ignored whole rather than half-used
+        frame = pd.DataFrame.from_records(records, columns=STEP_COLUMNS[1:])
+        frame.insert(0, "cell_id", cell_id)
+        return frame
+
+
+def _read_mapping(path: Path, parse: Any, what: str) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = parse(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ResultsError(f"cannot read {path}: {describe_os_error(exc)}") from None
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ResultsError(f"{path}: not a valid {what}: {exc}") from None
+    return data if isinstance(data, dict) else {}
+
+
+def load(path: str | Path) -> Experiment:
+    """Read the results directory of one experiment (`<output>/<experiment_name>`).
+
+    Cells of every known schema version are upgraded to the current one; an unreadable file or
+    one of a newer version is skipped with a one-line reason (in `skipped` and the log).
+    """
+    root = Path(path)
+    cells_dir = root / "cells"
+    if not cells_dir.is_dir():
+        inner = sorted(p.name for p in root.glob("*/cells") if p.is_dir()) if root.is_dir() else []
+        hint = (
+            f"; it holds experiment(s) {', '.join(p.split('/')[0] for p in inner)}: pass one"
+            if inner
+            else ""
+        )
+        raise ResultsError(f"{root} is not a torchscale results directory (no cells/){hint}")
+    config = _read_mapping(root / "config.yaml", yaml.safe_load, "YAML config")
+    environment = _read_mapping(root / "env.json", json.loads, "JSON environment")
+    results: list[CellResult] = []
+    versions: dict[str, int] = {}
+    skipped: list[tuple[Path, str]] = []
+    for file in sorted(cells_dir.glob("*.json")):
+        read = read_cell_result(file)
+        if read.result is None or read.version is None:
+            reason = read.problem or "unreadable"
+            log.warning("skipping %s: %s", file, reason)
+            skipped.append((file, reason))
+            continue
+        results.append(read.result)
+        versions[read.result.cell.id] = read.version
+    return Experiment(root, config, environment, results, versions, skipped)

@@ -1,0 +1,155 @@
+"""Cell results as flat table rows: one row per cell, one column per figure.
+
+summary.csv and `torchscale.results.load(...).cells` are built from the same rows, so a column
+means the same thing wherever it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from torchscale.analysis.scaling import add_scaling_efficiency
+from torchscale.results.schema import CellResult
+
+COLUMNS = [
+    "cell_id",
+    "status",
+    "model",
+    "model_label",
+    "batch_size",
+    "world_size",
+    "nodes",
+    "precision",
+    "strategy",
+    "device",
+    "backend",
+    "global_batch",
+    "samples_per_s",
+    "samples_per_s_per_device",
+    "tokens_per_s",
+    "throughput_spread",
+    "step_p50_s",
+    "step_p95_s",
+    "step_p99_s",
+    "step_cv",
+    "straggler_rank",
+    "scaling_efficiency",
+    "comm_overhead",
+    "flops_per_step",
+    "tflops_per_device",
+    "mfu",
+    "peak_tflops_per_device",
+    "peak_allocated_bytes",
+    "peak_reserved_bytes",
+    "non_static_peak_bytes",
+    "peak_rss_bytes",
+    "parameters",
+    "measured_steps",
+    "repeats",
+    "wall_s",
+    "definition_sha256",
+    "warnings",
+    "error",
+]
+
+
+def cell_row(result: CellResult) -> dict[str, Any]:
+    """The flat row of one cell (None where a figure was not measured)."""
+    cell = result.cell
+    thr, steps, mem = result.throughput, result.step_time, result.memory
+    comp, comm = result.compute, result.communication
+    return {
+        "cell_id": cell.id,
+        "status": result.status.value,
+        "model": cell.model,
+        "model_label": cell.label,
+        "batch_size": cell.batch_size,
+        "world_size": cell.world_size,
+        "nodes": cell.nodes,
+        "precision": cell.precision,
+        "strategy": cell.strategy,
+        "device": cell.device,
+        "backend": cell.backend,
+        "global_batch": result.global_batch,
+        "samples_per_s": thr.samples_per_s if thr else None,
+        "samples_per_s_per_device": thr.samples_per_s_per_device if thr else None,
+        "tokens_per_s": thr.tokens_per_s if thr else None,
+        "throughput_spread": thr.spread if thr else None,
+        "step_p50_s": steps.p50 if steps else None,
+        "step_p95_s": steps.p95 if steps else None,
+        "step_p99_s": steps.p99 if steps else None,
+        "step_cv": steps.cv if steps else None,
+        "straggler_rank": result.straggler_rank,
+        "comm_overhead": comm.comm_overhead if comm else None,
+        "flops_per_step": comp.flops_per_step if comp else None,
+        "tflops_per_device": comp.achieved_tflops_per_device if comp else None,
+        "mfu": comp.mfu if comp else None,
+        "peak_tflops_per_device": comp.peak_tflops_per_device if comp else None,
+        "peak_allocated_bytes": mem.peak_allocated_bytes if mem else None,
+        "peak_reserved_bytes": mem.peak_reserved_bytes if mem else None,
+        "non_static_peak_bytes": mem.non_static_peak_bytes if mem else None,
+        "peak_rss_bytes": mem.peak_rss_bytes if mem else None,
+        "parameters": result.parameters,
+        "measured_steps": result.measured_steps,
+        "repeats": result.repeats,
+        "wall_s": result.wall_s,
+        "definition_sha256": cell.definition_sha256,
+        "warnings": "; ".join(result.warnings),
+        "error": result.error.reason if result.error else None,
+    }
+
+
+def cells_table(results: Sequence[CellResult]) -> pd.DataFrame:
+    """One row per cell in COLUMNS order, with scaling efficiency within each group."""
+    table = pd.DataFrame(
+        [cell_row(r) for r in results], columns=[c for c in COLUMNS if c != "scaling_efficiency"]
+    )
+    table["samples_per_s"] = pd.to_numeric(table["samples_per_s"])
+    table = add_scaling_efficiency(table)
+    return table[COLUMNS]
+
+
+def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
+    """One row per (cell, rank): each rank's step-time distribution and memory."""
+    rows = [
+        {
+            "cell_id": r.cell.id,
+            "rank": rank.rank,
+            "host": rank.host,
+            "step_mean_s": rank.step_time.mean,
+            "step_p50_s": rank.step_time.p50,
+            "step_p95_s": rank.step_time.p95,
+            "step_p99_s": rank.step_time.p99,
+            "step_min_s": rank.step_time.min,
+            "step_max_s": rank.step_time.max,
+            "step_std_s": rank.step_time.std,
+            "step_cv": rank.step_time.cv,
+            "step_count": rank.step_time.count,
+            "peak_rss_bytes": rank.peak_rss_bytes,
+            "peak_allocated_bytes": rank.peak_allocated_bytes,
+        }
+        for r in results
+        for rank in r.ranks
+    ]
+    return pd.DataFrame(rows, columns=RANK_COLUMNS)
+
+
+RANK_COLUMNS = [
+    "cell_id",
+    "rank",
+    "host",
+    "step_mean_s",
+    "step_p50_s",
+    "step_p95_s",
+    "step_p99_s",
+    "step_min_s",
+    "step_max_s",
+    "step_std_s",
+    "step_cv",
+    "step_count",
+    "peak_rss_bytes",
+    "peak_allocated_bytes",
+]

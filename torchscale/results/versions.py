@@ -1,0 +1,112 @@
+"""Reading cell results of every schema version ever written.
+
+Each older version has an upgrade function that turns its JSON into the next version's shape,
+applied in order up to the current one; a file of an unknown newer version is refused with a
+one-line reason (never a crash), so an old torchscale reading a new results directory says so.
+
+Version history:
+  1  torchscale 0.1.0: identity fields at the top level (cell_id, model, model_label, ...),
+     error as a free dict, memory.activation_bytes, memory.peak_rss_bytes of rank 0 only,
+     achieved TFLOP/s from the median step time.
+  2  identity nested as `cell` (with `nodes`), status enum, typed `error`,
+     memory.non_static_peak_bytes, per-rank memory, compute.peak_basis, achieved TFLOP/s from
+     the barrier-bounded windows (as throughput).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from torchscale.errors import describe_os_error
+from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
+
+CELL_KIND = "torchscale.cell"
+_V1_IDENTITY = {
+    "cell_id": "id",
+    "definition_sha256": "definition_sha256",
+    "model": "model",
+    "model_label": "label",
+    "batch_size": "batch_size",
+    "world_size": "world_size",
+    "precision": "precision",
+    "strategy": "strategy",
+    "device": "device",
+    "backend": "backend",
+}
+_V1_ERROR_KEYS = ("reason", "root_cause_rank", "exception", "log_tail")
+
+
+def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2. Figures are kept as measured (v1's achieved TFLOP/s came from the median
+    step time and its peak RSS from rank 0 only; both are left as they were recorded)."""
+    out = {k: v for k, v in data.items() if k not in _V1_IDENTITY}
+    out["cell"] = {new: data[old] for old, new in _V1_IDENTITY.items() if old in data}
+    out["cell"]["nodes"] = 1  # version 1 ran on one node only
+    memory = out.get("memory")
+    if isinstance(memory, dict) and "activation_bytes" in memory:
+        memory = dict(memory)
+        memory["non_static_peak_bytes"] = memory.pop("activation_bytes")
+        out["memory"] = memory
+    error = out.get("error")
+    if isinstance(error, dict):
+        out["error"] = {k: error.get(k) for k in _V1_ERROR_KEYS if k in error}
+        out["error"].setdefault("reason", "unknown (version 1 result without a reason)")
+    out["schema_version"] = 2
+    return out
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: upgrade_v1}
+
+
+@dataclass(frozen=True)
+class ReadCell:
+    """One result file as read: the result (current schema), the version it was written in,
+    or why it could not be used."""
+
+    path: Path
+    result: CellResult | None
+    version: int | None
+    problem: str | None
+
+
+def parse_cell_result(data: Any) -> tuple[CellResult | None, int | None, str | None]:
+    """(result, source version, problem) from decoded JSON of any known version."""
+    if not isinstance(data, dict) or data.get("kind") != CELL_KIND:
+        return None, None, f"not a torchscale cell result (kind is not '{CELL_KIND}')"
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return None, None, f"bad schema_version {version!r}"
+    if version > RESULT_SCHEMA_VERSION:
+        return (
+            None,
+            version,
+            f"schema version {version} is newer than this torchscale reads "
+            f"({RESULT_SCHEMA_VERSION}): upgrade torchscale to read it",
+        )
+    upgraded = data
+    for step in range(version, RESULT_SCHEMA_VERSION):
+        upgraded = UPGRADES[step](upgraded)
+    try:
+        return CellResult.model_validate(upgraded), version, None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return None, version, f"invalid version {version} result: {where}: {first['msg']}"
+
+
+def read_cell_result(path: Path) -> ReadCell:
+    """Read one cells/*.json; never raises for a bad file (the problem says why)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        return ReadCell(path, None, None, f"unreadable: {describe_os_error(exc)}")
+    except ValueError as exc:
+        return ReadCell(path, None, None, f"not valid JSON: {exc}")
+    result, version, problem = parse_cell_result(data)
+    return ReadCell(path, result, version, problem)
