@@ -12,6 +12,11 @@ collective C:
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # as torchscale/worker/main.py: die with torchrun before torch loads
+    from torchscale.worker.diagnostics import die_with_torchrun
+
+    die_with_torchrun()
+
 import argparse
 import os
 import sys
@@ -48,13 +53,16 @@ def main() -> None:
     args = parser.parse_args()
     install()
     dist.init_process_group("gloo")
-    print(f"rank {dist.get_rank()} ready", flush=True)
-    if dist.get_rank() == args.rank:
-        if args.fault == "hang":
-            compute(3600)
-        elif args.fault.startswith("signal:"):
-            os.kill(os.getpid(), int(args.fault.split(":", 1)[1]))
-            time.sleep(10)  # a signal that does not kill (ignored): fall through
+    rank = dist.get_rank()
+    # "ready" is printed on the line before each blocking call: a test that saw it can ask for
+    # stacks (a dump can still land in the few bytecodes before the call: ask again then)
+    if rank == args.rank and args.fault == "hang":
+        print(f"rank {rank} ready", flush=True)
+        compute(3600)
+    elif rank == args.rank and args.fault.startswith("signal:"):
+        os.kill(os.getpid(), int(args.fault.split(":", 1)[1]))
+        time.sleep(10)  # a signal that does not kill (ignored): fall through
+    print(f"rank {rank} ready", flush=True)
     collective(args.collective)
     dist.destroy_process_group()
     sys.exit(0)

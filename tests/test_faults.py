@@ -4,7 +4,8 @@ before the kill), which signal killed a rank, and that no rank outlives its torc
 The parsing is tested on real faulthandler output captured from this project's runs (torch
 2.13.0+cpu, Python 3.11; only the install prefixes are abbreviated), and live: a process that
 installed the worker's diagnostics is asked for its stacks. Real torchrun launches use
-tests/hang_worker.py (a few seconds each); one sweep runs the hang plug-in model end to end.
+tests/hang_worker.py (a few seconds each); the hang plug-in model through a whole sweep is
+tests/test_sweep.py's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +25,6 @@ import pytest
 
 from tests.processes import (
     REPO_ROOT,
-    cli,
     kill_mentioning,
     processes_mentioning,
     scan_processes,
@@ -33,6 +34,7 @@ from tests.processes import (
 )
 from torchscale.cell import Status
 from torchscale.launch.diagnose import (
+    Frame,
     HangDiagnosis,
     RankPlace,
     diagnose_hang,
@@ -160,6 +162,14 @@ torch._C._sparse, torch._C._special, yaml._yaml (total: 14)
 """
 
 
+def lines(path: Path) -> list[str]:
+    """The lines written to `path` so far (none while it does not exist)."""
+    try:
+        return path.read_text().splitlines()
+    except OSError:
+        return []
+
+
 def line_of(path: Path, text: str) -> int:
     """1-based line of the first line of `path` containing `text`."""
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -225,6 +235,64 @@ def test_fatal_signal_dump() -> None:
     assert place.line() == "rank 1 in main (hang_worker.py:54)"
 
 
+def installed(text: str, site: str) -> str:
+    """A captured dump as a non-editable install would print it: torch, torchscale and the
+    model (tests/fault_models.py) all in the site-packages directory `site`."""
+    text = text.replace("$REPO/tests/", "$SITE/").replace("$REPO/", "$SITE/")
+    return text.replace("$SITE", site)
+
+
+STDLIB = sysconfig.get_path("stdlib")
+
+
+@pytest.mark.parametrize(
+    "site",
+    [
+        f"{STDLIB}/site-packages",  # pyenv, conda, python images: inside the stdlib directory
+        f"{sysconfig.get_path('platstdlib')}/site-packages",  # a venv's lib/pythonX.Y
+        sysconfig.get_path("purelib"),
+        "/usr/lib/python3/dist-packages",  # Debian's system packages
+    ],
+    ids=["stdlib-site-packages", "platstdlib-site-packages", "purelib", "dist-packages"],
+)
+def test_code_installed_in_site_packages_is_code(site: str) -> None:
+    """Installed code is the model's or the harness's, even where site-packages lies under
+    the stdlib prefix (/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages)."""
+    forward = locate(1, installed(DDP_FORWARD_RANK1, site))
+    assert forward.kind == "code"
+    assert forward.line() == "rank 1 in forward (fault_models.py:39)"
+    backward = locate(0, installed(DDP_BACKWARD_RANK0, site))
+    assert backward.line() == (
+        "rank 0 in backward (autograd: DDP gradient all-reduce, in C++), "
+        "called from step (trainer.py:160)"
+    )
+    collective = locate(0, installed(ALL_REDUCE_RANK0, site))
+    assert collective.line() == (
+        "rank 0 waiting in all_reduce (distributed_c10d.py:3252), "
+        "called from collective (hang_worker.py:31)"
+    )
+
+
+# a rank whose main thread runs only torch and the stdlib (no model or harness frame)
+NO_CODE_FRAME = """Current thread 0x00007f3c2a1b4b80 (most recent call first):
+  File "$STDLIB/threading.py", line 331 in wait
+  File "$SITE/torch/utils/data/dataloader.py", line 1284 in _next_data
+  File "<frozen runpy>", line 198 in _run_module_as_main
+"""
+
+
+def test_a_dump_without_code_frames_says_where_it_was() -> None:
+    """Not 'no stack dump': the rank did dump, its stack just holds no code of ours."""
+    text = real(NO_CODE_FRAME).replace("$STDLIB", STDLIB)
+    place = locate(2, text)
+    assert place.kind == "code"
+    assert place.code is None
+    assert place.describe() == "in wait (threading.py:331), no model or harness code on its stack"
+    assert "no stack dump" not in place.line()
+    empty = locate(2, "Current thread 0x00007f3c2a1b4b80 (most recent call first):\n")
+    assert empty.line() == "rank 2 dumped its stack, but no Python frame was running in it"
+
+
 # a script whose main thread trains while a threading.Thread sleeps (run from runpy), rank 0
 TWO_THREADS = """\
 Thread 0x00007f991ec0b6c0 (most recent call first):
@@ -247,7 +315,7 @@ Current thread 0x00007f9920bbdb80 (most recent call first):
 @pytest.mark.parametrize("swap", [False, True], ids=["main-current", "other-current"])
 def test_the_main_thread_is_read_whichever_thread_took_the_signal(swap: bool) -> None:
     """The kernel may deliver SIGUSR1 to any thread: 'Current thread' is not the main one."""
-    text = TWO_THREADS.replace("$STDLIB", sysconfig.get_path("stdlib"))
+    text = TWO_THREADS.replace("$STDLIB", STDLIB)
     if swap:
         text = text.replace("Current thread", "@").replace("Thread 0x", "Current thread 0x")
         text = text.replace("@", "Thread")
@@ -385,10 +453,12 @@ from torchscale.worker.diagnostics import install
 
 
 def background():
+    print("thread ready", flush=True)
     time.sleep(120)
 
 
 def sleeper():
+    print("main ready", flush=True)
     time.sleep(120)  # dumped here
 
 
@@ -398,17 +468,44 @@ sleeper()
 """
 
 
+READY = ("thread ready", "main ready")  # each a line of its own, or one interleaved
+
+
+def stacks_once(
+    directory: Path, blocked: Callable[[dict[int, Path]], bool], timeout_s: float = 30
+) -> dict[int, Path]:
+    """Stacks asked for once the processes printed "ready", on the line before their blocking
+    call. A dump can still land in the bytecodes between (a process preempted there on a busy
+    machine): until `blocked` holds for the dumps, ask again (each dump is appended; the last
+    is read). The dumps as they are at the deadline otherwise, for the test to fail on."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stacks = request_stacks(directory)
+        if blocked(stacks) or time.monotonic() >= deadline:
+            return stacks
+        time.sleep(0.1)
+
+
+def innermost(path: Path) -> Frame | None:
+    """The innermost frame of the main thread of the last dump in `path`."""
+    thread = main_thread(parse_dump(path.read_text()))
+    return thread.frames[0] if thread is not None and thread.frames else None
+
+
 def test_a_registered_process_dumps_its_stacks_and_lives_on(tmp_path: Path) -> None:
     script = tmp_path / "sleeper.py"
     script.write_text(SLEEPER)
     directory = tmp_path / "diagnostics"
     env = {DIAGNOSTICS_ENV: str(directory), "RANK": "3"}
     proc = start([sys.executable, str(script)], tmp_path / "out.log", env=env)
+    output = tmp_path / "out.log"
+    asleep = line_of(script, "dumped here")
+    asleep_frame = Frame(str(script), asleep, "sleeper")
     try:
-        assert wait_for(lambda: 3 in read_pids(directory), 30), (tmp_path / "out.log").read_text()
+        ready = wait_for(lambda: all(r in "".join(lines(output)) for r in READY), 60)
+        assert ready, output.read_text()
         assert read_pids(directory) == {3: proc.pid}
-        time.sleep(0.3)  # let the thread start and the main thread reach sleeper()
-        stacks = request_stacks(directory)
+        stacks = stacks_once(directory, lambda s: 3 in s and innermost(s[3]) == asleep_frame)
         assert set(stacks) == {3}
         assert proc.poll() is None  # SIGUSR1 dumped, did not kill
         threads = parse_dump(stacks[3].read_text())
@@ -417,7 +514,7 @@ def test_a_registered_process_dumps_its_stacks_and_lives_on(tmp_path: Path) -> N
         assert main is not None
         assert main.is_main
         place = locate(3, stacks[3].read_text())
-        assert place.describe() == f"in sleeper (sleeper.py:{line_of(script, 'dumped here')})"
+        assert place.describe() == f"in sleeper (sleeper.py:{asleep})"
         request_stacks(directory)  # a second dump is appended; the last one is read
         assert len(parse_dump(stacks[3].read_text())) == 2
         assert proc.poll() is None
@@ -475,14 +572,31 @@ ctypes.CDLL(None).prctl(2, ctypes.byref(value), 0, 0, 0)  # PR_GET_PDEATHSIG
 print(value.value)
 """
 
+# runs argv[2:] as its child and exits with it; argv[1], unused, is there to be read in its
+# /proc/<pid>/cmdline: "torch.distributed.run" makes it pass for torchrun, anything else not
+PARENT = """\
+import subprocess, sys
+run = subprocess.run(sys.argv[2:])
+sys.exit(run.returncode if run.returncode >= 0 else 128 - run.returncode)
+"""
+UNDER_TORCHRUN = [sys.executable, "-c", PARENT, "torch.distributed.run"]
+UNDER_ANOTHER = [sys.executable, "-c", PARENT, "some-other-launcher"]
+
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
 @pytest.mark.parametrize(
-    ("env", "expected"), [({"TORCHELASTIC_RUN_ID": "x"}, signal.SIGKILL), ({}, 0)]
+    ("env", "parent", "expected"),
+    [
+        ({"TORCHELASTIC_RUN_ID": "x"}, UNDER_TORCHRUN, signal.SIGKILL),
+        ({}, UNDER_ANOTHER, 0),  # not started by torchrun: nothing to die with
+    ],
+    ids=["torchrun", "no-torchrun"],
 )
-def test_a_rank_under_torchrun_dies_with_it(env: dict[str, str], expected: int) -> None:
+def test_a_rank_under_torchrun_dies_with_it(
+    env: dict[str, str], parent: list[str], expected: int
+) -> None:
     run = subprocess.run(
-        [sys.executable, "-c", PDEATHSIG_PROBE, json.dumps(env)],
+        [*parent, sys.executable, "-c", PDEATHSIG_PROBE, json.dumps(env)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -490,6 +604,82 @@ def test_a_rank_under_torchrun_dies_with_it(env: dict[str, str], expected: int) 
         check=True,
     )
     assert int(run.stdout.strip()) == expected
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+def test_a_rank_whose_parent_is_not_torchrun_exits_at_once() -> None:
+    """TORCHELASTIC_RUN_ID says torchrun started the rank; a parent that is not torchrun
+    means torchrun is gone and something else inherited the rank."""
+    run = subprocess.run(
+        [*UNDER_ANOTHER, sys.executable, "-c", PDEATHSIG_PROBE, '{"TORCHELASTIC_RUN_ID": "x"}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert run.returncode == 128 + signal.SIGKILL, run.stderr
+    assert run.stdout == ""
+    assert "torchrun is gone" in run.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+def test_the_worker_checks_its_torchrun_before_it_imports_torch() -> None:
+    """The benchmark worker under a parent that is not torchrun exits before `import torch`
+    (-X importtime lists every module imported, in order)."""
+    run = subprocess.run(
+        [*UNDER_ANOTHER, sys.executable, "-X", "importtime", "-m", "torchscale.worker.main"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "TORCHELASTIC_RUN_ID": "x"},
+    )
+    assert run.returncode == 128 + signal.SIGKILL, run.stderr
+    assert "torchrun is gone" in run.stderr
+    imported = [
+        line.rsplit("|", 1)[-1].strip()
+        for line in run.stderr.splitlines()
+        if line.startswith("import time:")
+    ]
+    assert "torchscale.worker.diagnostics" in imported
+    assert "torch" not in imported
+
+
+# waits until its parent (a stand-in torchrun, pid last in argv) has exited, then sets up as a
+# rank does
+ORPHAN_PROBE = """\
+import os, sys, time
+from torchscale.worker.diagnostics import install
+parent = int(sys.argv[-1])
+deadline = time.monotonic() + 60
+while os.getppid() == parent and time.monotonic() < deadline:
+    time.sleep(0.01)
+print("reparented", os.getppid() != parent, flush=True)
+install({"TORCHELASTIC_RUN_ID": "x"})
+print("outlived its torchrun", flush=True)
+"""
+
+# a stand-in torchrun that dies as soon as its rank has started (told its pid)
+ABANDON = """\
+import os, subprocess, sys
+subprocess.Popen([*sys.argv[2:], str(os.getpid())])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+def test_a_rank_whose_torchrun_died_before_it_set_up_exits(tmp_path: Path) -> None:
+    """The rank's parent-death signal would never come: its torchrun is gone already."""
+    marker = str(tmp_path / "orphan")
+    output = tmp_path / "out.log"
+    argv = [sys.executable, "-c", ABANDON, "torch.distributed.run"]
+    parent = start([*argv, sys.executable, "-c", ORPHAN_PROBE, marker], output)
+    try:
+        parent.wait(timeout=60)
+        assert processes_mentioning(marker, grace_s=60) == []
+    finally:
+        stop(parent, marker)
+    assert lines(output)[:1] == ["reparented True"], output.read_text()
+    assert "torchrun is gone" in output.read_text()
+    assert "outlived" not in output.read_text()
 
 
 # ====================================================================== real torchrun runs
@@ -516,21 +706,30 @@ class Hung:
 @pytest.fixture(scope="module")
 def hung(tmp_path_factory: pytest.TempPathFactory) -> Hung:
     """Rank 1 asleep in compute(), rank 0 in all_reduce. Asked for stacks once both ranks are
-    there (waiting for that state, not racing a timer on a busy machine), then killed."""
+    there (each prints "ready" on the line before its blocking call: waiting for that state,
+    not racing a timer on a busy machine), then killed."""
     tmp = tmp_path_factory.mktemp("hung")
     command = launch(tmp, "--fault", "hang", "--collective", "all_reduce")
     torchrun = start(command.argv, tmp / "torchrun.log", env=command.env)
     try:
         ready = wait_for(lambda: rank_output(command).count("ready") == 2, 120)
         assert ready, (tmp / "torchrun.log").read_text()
-        time.sleep(1.0)  # from print() to sleep() and all_reduce(): microseconds; be generous
-        stacks = request_stacks(command.diagnostics_dir)
+        stacks = stacks_once(command.diagnostics_dir, lambda s: past_main(s, {0, 1}))
         live = {pid for pid, _ in scan_processes(str(tmp))}
         ranks = set(read_pids(command.diagnostics_dir).values())
         alive = torchrun.poll() is None and len(ranks) == 2 and ranks <= live
     finally:
         stop(torchrun, str(tmp))
     return Hung(command, stacks, alive, processes_mentioning(str(tmp)))
+
+
+def past_main(stacks: dict[int, Path], ranks: set[int]) -> bool:
+    """Every rank's main thread has left hang_worker.main(), where it printed "ready", for the
+    blocking call that followed (compute(), or a collective inside torch)."""
+    if set(stacks) != ranks:
+        return False
+    frames = [innermost(path) for path in stacks.values()]
+    return all(f is not None and f.function != "main" for f in frames)
 
 
 def test_hung_ranks_are_located(hung: Hung) -> None:
@@ -648,48 +847,38 @@ def test_ranks_die_when_their_torchrun_is_killed(tmp_path: Path) -> None:
         stop(torchrun, marker)
 
 
-# ========================================================== a hung cell through the sweep
-
-
-def test_sweep_reports_where_a_hung_cell_was(tmp_path: Path) -> None:
-    """The hang plug-in model under a real sweep: the timeout reason names the stuck rank
-    and its line, the waiting rank, and the stack files are kept with the cell's logs."""
-    config = tmp_path / "hang.yaml"
-    config.write_text(
-        json.dumps(
-            {
-                "experiment_name": "hang",
-                "device": "cpu",
-                "models": [{"name": "tests.fault_models:hang", "options": {"on_rank": 1}}],
-                "batch_sizes": [4],
-                "gpu_counts": [2],
-                "measurement": {"warmup_steps": 1, "steps": 2, "repeats": 1},
-                "launcher": {"env": FAULT_ENV, "cell_timeout_s": 12},
-            }
-        )
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+def test_ranks_still_importing_torch_die_with_their_torchrun(tmp_path: Path) -> None:
+    """The benchmark worker sets its parent-death signal before it imports torch (seconds):
+    torchrun SIGKILLed while its ranks import torch leaves none. Their spec is a FIFO nobody
+    writes, so a rank that outlived torchrun would block reading it, not exit by itself."""
+    spec = tmp_path / "spec.json"
+    os.mkfifo(spec)
+    command = torchrun_command(
+        "torchscale.worker.main",
+        ["--spec", str(spec)],
+        nproc=2,
+        device="cpu",
+        log_dir=tmp_path / "logs",
+        base_env=dict(os.environ),
+        omp_num_threads=1,
+        extra_env=FAULT_ENV,
     )
-    exp_dir = tmp_path / "results" / "hang"
-    proc = start(cli("benchmark", "-c", config, "-o", tmp_path / "results"), tmp_path / "out.log")
+    marker = str(tmp_path)
+    torchrun = start(command.argv, tmp_path / "torchrun.log", env=command.env)
+
+    def ranks() -> list[int]:
+        return [
+            pid
+            for pid, cmdline in scan_processes(marker)
+            if pid != torchrun.pid and "-m torchscale.worker.main" in cmdline
+        ]
+
     try:
-        proc.wait(timeout=120)
-        leftovers = processes_mentioning(str(exp_dir))
+        assert wait_for(lambda: len(ranks()) == 2, 60), (tmp_path / "torchrun.log").read_text()
+        assert read_pids(command.diagnostics_dir) == {}  # not registered: still importing
+        os.killpg(torchrun.pid, signal.SIGKILL)
+        torchrun.wait(timeout=10)
+        assert processes_mentioning(marker) == []
     finally:
-        stop(proc, str(exp_dir))
-    output = (tmp_path / "out.log").read_text()
-    assert proc.returncode == 1, output
-    assert leftovers == []
-    (path,) = (exp_dir / "cells").glob("*.json")
-    result = json.loads(path.read_text())
-    assert result["status"] == "timeout"
-    error = result["error"]
-    forward = line_of(REPO_ROOT / "tests" / "fault_models.py", "time.sleep(3600)")
-    assert error["reason"] == (
-        f"killed after the 12 s cell timeout: rank 1 in forward (fault_models.py:{forward}); "
-        "rank 0 in backward (autograd: DDP gradient all-reduce, in C++)"
-    )
-    assert error["root_cause_rank"] == 1
-    assert error["diagnosis"][0] == f"rank 1 in forward (fault_models.py:{forward})"
-    assert error["diagnosis"][1].startswith("rank 0 in backward (autograd: DDP gradient")
-    logs = exp_dir / "logs" / path.stem
-    assert error["artifacts"] == [str(logs / "diagnostics" / f"rank{r}.stacks.txt") for r in (0, 1)]
-    assert all(Path(p).stat().st_size > 0 for p in error["artifacts"])
+        stop(torchrun, marker)

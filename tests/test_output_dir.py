@@ -238,3 +238,73 @@ def test_disk_full_mid_sweep_stops_cleanly_and_resume_finishes(tmp_path: Path) -
         assert f"{first_id}: ok in a previous run (--resume), not rerun" in printed
         summary = pd.read_csv(exp / "summary.csv")
         assert list(summary["status"]) == ["ok", "ok"]
+
+
+# ------------------------------------------------------------- a rerun never loses a result
+
+
+def _one_cell_plan(tmp_path: Path) -> Any:
+    from torchscale.config.loader import load_config
+    from torchscale.plan import Machine, build_plan
+
+    config = load_config(write_config(tmp_path / "c.yaml", "rerun"), ["batch_sizes=[4]"])
+    return build_plan(config, Machine(gpu_count=0, cpu_cores=2))
+
+
+def test_an_interrupted_rerun_keeps_the_earlier_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rerunning a cell (no --resume) that is stopped mid-launch must leave its earlier
+    result in cells/ as it was: the new launch writes elsewhere until it is over."""
+    import torchscale.sweep as sweep
+
+    plan = _one_cell_plan(tmp_path)
+    (planned,) = plan.cells
+    store = ResultStore(tmp_path / "out")
+    earlier = CellResult(cell=planned.cell, status=Status.OK, warnings=["earlier"])
+    store.write_cell(earlier)
+    before = store.cell_path(planned.cell.id).read_bytes()
+    stale = store.attempt_result_path(planned.cell.id)
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text(earlier.model_dump_json(), encoding="utf-8")  # a stale attempt
+
+    launched: list[Path] = []
+
+    def interrupted(command: Any, timeout_s: float) -> Any:
+        launched.append(command.log_dir)
+        assert not stale.exists(), "a stale attempt must not pass as this launch's result"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "run_launch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run_sweep(plan, store, {})
+    assert launched
+    assert store.cell_path(planned.cell.id).read_bytes() == before
+
+
+def test_a_finished_attempt_is_moved_into_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torchscale.sweep as sweep
+    from torchscale.launch.process import ProcessOutcome
+
+    plan = _one_cell_plan(tmp_path)
+    (planned,) = plan.cells
+    store = ResultStore(tmp_path / "out")
+
+    def finished(command: Any, timeout_s: float) -> ProcessOutcome:
+        cell_id = planned.cell.id
+        store.attempt_steps_path(cell_id).write_text('{"rank": 0}\n', encoding="utf-8")
+        new = CellResult(cell=planned.cell, status=Status.OK, warnings=["new"])
+        store.attempt_result_path(cell_id).write_text(new.model_dump_json(), encoding="utf-8")
+        return ProcessOutcome(0, False, 1.0, command.log_path)
+
+    monkeypatch.setattr(sweep, "run_launch", finished)
+    outcome = sweep.run_sweep(plan, store, {})
+    (result,) = outcome.results
+    assert result.warnings == ["new"]
+    stored = store.read_cell(planned.cell.id)
+    assert stored is not None and stored.warnings == ["new"] and stored.launch
+    assert store.steps_path(planned.cell.id).read_text(encoding="utf-8") == '{"rank": 0}\n'
+    assert not store.attempt_result_path(planned.cell.id).exists()
+    assert not store.attempt_steps_path(planned.cell.id).exists()

@@ -11,6 +11,7 @@ stops copy its results and `--resume`, so only the hanging cell is launched agai
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -36,7 +37,8 @@ from tests.processes import (
     stop,
     wait_for,
 )
-from torchscale.cli.common import EXIT_INTERRUPTED, handle_errors
+from torchscale.cli import common
+from torchscale.cli.common import EXIT_INTERRUPTED, handle_errors, terminated_in_chain
 from torchscale.launch.process import run_logged
 from torchscale.signals import Terminated, signal_name, terminate_on_signals
 
@@ -175,6 +177,59 @@ def test_handle_errors_turns_a_stop_into_its_exit_code(
     assert message in capsys.readouterr().err
 
 
+def raise_terminated_then_eio() -> None:
+    """A SIGHUP from a closed terminal, then clean-up writing to that terminal (rich's
+    transient progress display leaving the screen) while the stop unwinds."""
+    try:
+        raise Terminated(signal.SIGHUP)
+    finally:
+        raise OSError(errno.EIO, "Input/output error")
+
+
+def test_a_dead_terminal_during_clean_up_is_still_the_stop(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(typer.Exit) as exit_info:
+        handle_errors(raise_terminated_then_eio)()
+    assert exit_info.value.exit_code == 129
+    assert "stopped by SIGHUP; finished results are kept" in capsys.readouterr().err
+
+
+def test_the_stop_keeps_its_exit_code_when_its_message_cannot_be_printed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def dead_tty(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(common.stderr, "print", dead_tty)
+    with pytest.raises(typer.Exit) as exit_info:
+        handle_errors(raise_terminated_then_eio)()
+    assert exit_info.value.exit_code == 129
+
+
+def test_an_os_error_without_a_stop_keeps_its_traceback() -> None:
+    def broken() -> None:
+        try:
+            raise ValueError("unrelated")
+        except ValueError as exc:
+            raise OSError(errno.EIO, "Input/output error") from exc
+
+    with pytest.raises(OSError, match="Input/output error"):
+        handle_errors(broken)()
+
+
+def test_the_stop_is_found_however_deep_and_through_a_cause() -> None:
+    stop = Terminated(signal.SIGTERM)
+    middle = RuntimeError("clean-up failed")
+    middle.__context__ = stop
+    outer = OSError(errno.EIO, "Input/output error")
+    outer.__cause__ = middle
+    assert terminated_in_chain(outer) is stop
+    looped = OSError("a cycle")
+    looped.__context__ = looped
+    assert terminated_in_chain(looped) is None
+
+
 @pytest.mark.usefixtures("default_dispositions")
 def test_handle_errors_installs_the_handlers_only_while_the_command_runs() -> None:
     during: list[object] = []
@@ -191,6 +246,44 @@ def test_handle_errors_installs_the_handlers_only_while_the_command_runs() -> No
 
 
 # ==================================================================== parent-death signal
+
+IMPORT_PROBE = """\
+import sys
+events = []
+watched = {"subprocess.Popen", "os.posix_spawn", "os.fork", "os.exec", "ctypes.dlopen"}
+sys.addaudithook(lambda event, args: events.append(event) if event in watched else None)
+import torchscale.cli.common
+from torchscale import signals
+print(events)
+print(signals.parent_death_signal_supported())
+loaded = list(events)
+for _ in range(3):
+    signals.set_parent_death_signal(0)
+    signals.die_with_parent(signals.os.getppid(), 0)
+print(loaded, events == loaded)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+def test_importing_the_cli_starts_no_process_and_prctl_is_resolved_once() -> None:
+    """Every CLI start (even --help) and every rank imports torchscale.signals: it must not
+    run `ldconfig -p` (ctypes.util.find_library) to find libc, nor load anything until
+    asked; asked, it loads once, and later calls (a preexec_fn in a forked child) only call."""
+    run = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=True,
+    )
+    imported, supported, resolved = run.stdout.splitlines()
+    assert imported == "[]"  # no process, no library loaded
+    assert supported == "True"
+    assert "dlopen" in resolved  # ctypes itself loads the interpreter's symbols: one or two
+    assert "Popen" not in resolved and "spawn" not in resolved and "fork" not in resolved
+    assert resolved.endswith("] True")  # nothing more after the first use
+
 
 SUPERVISOR = """\
 import os, sys

@@ -169,8 +169,9 @@ def fault_sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
 
 @pytest.fixture(scope="module")
 def hang_sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """A hung rank under a 15 s cell timeout with --fail-fast: the healthy cell after it must
-    never run."""
+    """A hung rank under a 30 s cell timeout with --fail-fast: the healthy cell after it must
+    never run. (30 s: a 2-rank cell needs ~8.5 s to reach its first step on an idle 2-core
+    machine; the timeout must not fire before rank 1 is in forward, even under load.)"""
     return run_sweep(
         tmp_path_factory.mktemp("hang"),
         "hang",
@@ -182,8 +183,17 @@ def hang_sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
         batch_sizes=[4],
         gpu_counts=[2],
         measurement=SHORT,
-        launcher={"env": FAULT_ENV, "cell_timeout_s": 15},
+        launcher={"env": FAULT_ENV, "cell_timeout_s": HANG_TIMEOUT_S},
     )
+
+
+HANG_TIMEOUT_S = 30
+
+
+def line_of(path: Path, text: str) -> int:
+    """1-based line of the first line of `path` containing `text`."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
 @dataclass
@@ -535,10 +545,33 @@ def test_hung_cell_times_out_and_leaves_no_processes(hang_sweep: Sweep) -> None:
     assert cell.cell.model == "tests.fault_models:hang"
     assert cell.status == "timeout"
     assert cell.error is not None
-    assert "15 s" in cell.error.reason
+    assert f"{HANG_TIMEOUT_S} s" in cell.error.reason
     assert cell.wall_s is not None
-    assert cell.wall_s >= 15
+    assert cell.wall_s >= HANG_TIMEOUT_S
     assert hang_sweep.leftovers == []
+
+
+def test_hung_cell_says_where_every_rank_was(hang_sweep: Sweep) -> None:
+    """The timeout reason names the stuck rank and its line and what the other rank was doing;
+    every rank's stacks are kept with the cell's logs."""
+    (cell,) = hang_sweep.cells
+    error = cell.error
+    assert error is not None
+    forward = line_of(REPO_ROOT / "tests" / "fault_models.py", "time.sleep(3600)")
+    assert error.reason == (
+        f"killed after the {HANG_TIMEOUT_S} s cell timeout: rank 1 in forward "
+        f"(fault_models.py:{forward}); rank 0 in backward (autograd: DDP gradient all-reduce, "
+        "in C++)"
+    )
+    assert error.root_cause_rank == 1
+    assert error.diagnosis[0] == f"rank 1 in forward (fault_models.py:{forward})"
+    assert error.diagnosis[1].startswith("rank 0 in backward (autograd: DDP gradient")
+    logs = hang_sweep.exp_dir / "logs" / cell.cell_id
+    assert error.artifacts == [
+        str(logs / "diagnostics" / f"rank{r}.stacks.txt") for r in (0, 1)
+    ]
+    assert all(Path(p).stat().st_size > 0 for p in error.artifacts)
+    assert "rank 1 in forward" in flat(hang_sweep.output)  # the line a user reads
 
 
 def test_fail_fast_stops_after_the_first_failure(hang_sweep: Sweep) -> None:

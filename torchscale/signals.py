@@ -10,8 +10,6 @@ are told by the kernel instead (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -87,22 +85,40 @@ def terminate_on_signals(signums: tuple[int, ...] = TERMINATING_SIGNALS) -> Iter
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
 
-def _prctl() -> Callable[..., int] | None:
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, from the symbols already loaded into this process (dlopen(NULL)), else
+    libc.so.6. Never ctypes.util.find_library, which runs `ldconfig -p` in a subprocess."""
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        prctl: Callable[..., int] = libc.prctl
-    except (OSError, AttributeError):
-        return None
-    return prctl
+    import ctypes  # here, not at import: every CLI start and every rank imports this module
+
+    for name in (None, "libc.so.6"):
+        try:
+            prctl: Callable[..., int] = ctypes.CDLL(name, use_errno=True).prctl
+        except (OSError, AttributeError):
+            continue
+        return prctl
+    return None
 
 
-_PRCTL = _prctl()  # resolved once, so a forked child (preexec_fn) only makes the call
+_resolved = False
+_prctl_function: Callable[..., int] | None = None
+
+
+def _prctl() -> Callable[..., int] | None:
+    """prctl, looked up on first use and kept. A preexec_fn must not be the first user (a
+    forked child should only make the call): resolve it in the parent first, with
+    parent_death_signal_supported()."""
+    global _resolved, _prctl_function
+    if not _resolved:
+        _prctl_function = _load_prctl()
+        _resolved = True
+    return _prctl_function
 
 
 def parent_death_signal_supported() -> bool:
-    return _PRCTL is not None
+    """Whether prctl(PR_SET_PDEATHSIG) is available; resolves it for later calls."""
+    return _prctl() is not None
 
 
 def set_parent_death_signal(signum: int = signal.SIGKILL) -> bool:
@@ -111,14 +127,16 @@ def set_parent_death_signal(signum: int = signal.SIGKILL) -> bool:
     Linux only (returns False elsewhere, or if prctl fails). The caller must check that the
     parent is still the expected one afterwards: if it died first, no signal will ever come.
     """
-    if _PRCTL is None:
+    prctl = _prctl()
+    if prctl is None:
         return False
-    return bool(_PRCTL(PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0)
+    return bool(prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0)
 
 
 def die_with_parent(expected_parent: int, signum: int = signal.SIGKILL) -> bool:
     """Set the parent-death signal, and deliver it now if the parent is already gone
-    (reparented away from `expected_parent`). False where the platform has no such signal."""
+    (reparented away from `expected_parent`, the pid of the process that forked this one,
+    read before the fork: a preexec_fn). False where the platform has no such signal."""
     if not set_parent_death_signal(signum):
         return False
     if os.getppid() != expected_parent:

@@ -56,18 +56,19 @@ def run_cell(planned: PlannedCell, store: ResultStore, base_env: Mapping[str, st
     cell_id = planned.cell.id
     store.prepare_cell(cell_id)
     spec_path = store.write_spec(
-        planned.worker_spec(store.cell_path(cell_id), store.steps_path(cell_id))
+        planned.worker_spec(store.attempt_result_path(cell_id), store.attempt_steps_path(cell_id))
     )
     command = planned.command(spec_path, store.log_dir(cell_id), base_env)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     timeout = planned.launch.timeout_s
     outcome = run_launch(command, timeout)
-    # the stale file was removed before launch: a result here was written by this run's rank 0
-    result = None if outcome.timed_out else store.read_cell(cell_id)
+    # stale attempts were removed before launch: a result here was written by this launch
+    result = None if outcome.timed_out else store.read_attempt(cell_id)
     if result is None:
         failure = classify_failure(outcome, command, timeout)
         result = unmeasured_result(planned, failure.status, failure.as_error(), planned.warnings)
     else:
+        store.commit_attempt(cell_id)  # rank 0's result is now safe in cells/
         result.warnings = list(planned.warnings) + result.warnings
         if outcome.returncode != 0:  # e.g. a rank aborting in gloo teardown after the gather
             result.warnings.append(

@@ -57,7 +57,11 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Decorate a command: TorchScaleError -> its lines on stderr and its exit code;
     Ctrl-C -> exit 130; SIGTERM/SIGHUP -> exit 128 + the signal's number, after the same
     clean-up as Ctrl-C (a launched cell's process group is killed on the way out). Anything
-    else is a bug and keeps its traceback."""
+    else is a bug and keeps its traceback.
+
+    An OSError raised while a Terminated unwinds is that stop too: after SIGHUP from a closed
+    terminal, clean-up that writes to the dead tty (a live progress display leaving the
+    screen) fails with EIO, and would otherwise replace the stop with a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -71,8 +75,33 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
             stderr.print("[yellow]interrupted[/]")
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except Terminated as exc:
-            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-                stderr.print(f"[yellow]stopped by {exc.name}; finished results are kept[/]")
-            raise typer.Exit(exc.exit_code) from None
+            raise _stopped(exc) from None
+        except OSError as exc:
+            stop = terminated_in_chain(exc)
+            if stop is None:
+                raise
+            raise _stopped(stop) from None
 
     return wrapper
+
+
+def terminated_in_chain(exc: BaseException) -> Terminated | None:
+    """The Terminated that `exc` was raised while handling (its __context__ or __cause__,
+    however deep), if any."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc.__context__, exc.__cause__]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        if isinstance(current, Terminated):
+            return current
+        seen.add(id(current))
+        pending += [current.__context__, current.__cause__]
+    return None
+
+
+def _stopped(stop: Terminated) -> typer.Exit:
+    with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+        stderr.print(f"[yellow]stopped by {stop.name}; finished results are kept[/]")
+    return typer.Exit(stop.exit_code)

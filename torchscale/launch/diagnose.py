@@ -143,12 +143,26 @@ class ThreadStack:
 
 
 def _is_stdlib(path: str) -> bool:
-    return any(path.startswith(prefix) for prefix in _STDLIB_PREFIXES)
+    """Under the standard library's directory, and not an installed package: under pyenv,
+    conda, python Docker images and venvs (platstdlib is the venv's lib/pythonX.Y)
+    site-packages lies inside that directory, and a model or a non-editable torchscale
+    installed there is code. torch is told apart by its own patterns, wherever it lies."""
+    if _PACKAGES.search(path) or _under(path, _PACKAGE_PREFIXES):
+        return False
+    return _under(path, _STDLIB_PREFIXES)
 
 
-_STDLIB_PREFIXES = tuple(
-    {p for p in (sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")) if p}
-)
+def _under(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == prefix or path.startswith(prefix + os.sep) for prefix in prefixes)
+
+
+def _prefixes(*names: str) -> tuple[str, ...]:
+    return tuple(sorted({p.rstrip("/\\") for p in map(sysconfig.get_path, names) if p}))
+
+
+_PACKAGES = re.compile(r"[/\\](site|dist)-packages([/\\]|$)")
+_PACKAGE_PREFIXES = _prefixes("purelib", "platlib")
+_STDLIB_PREFIXES = _prefixes("stdlib", "platstdlib")
 
 
 def parse_dump(text: str) -> list[ThreadStack]:
@@ -204,6 +218,7 @@ class RankPlace:
     kind: Kind
     code: Frame | None = None  # innermost frame outside torch and the stdlib
     inside: Frame | None = None  # the torch.distributed call it waits in (kind collective)
+    innermost: Frame | None = None  # the main thread's innermost frame, whatever its code
 
     @property
     def waiting(self) -> bool:
@@ -217,6 +232,11 @@ class RankPlace:
             return "in backward (autograd: DDP gradient all-reduce, in C++)"
         if self.kind == "code" and self.code is not None:
             return f"in {self.code.function} ({self.code.where})"
+        if self.kind == "code" and self.innermost is not None:  # dumped: torch/stdlib only
+            where = self.innermost
+            return f"in {where.function} ({where.where}), no model or harness code on its stack"
+        if self.kind == "code":
+            return "dumped its stack, but no Python frame was running in it"
         return "no stack dump (no pid file, or did not answer SIGUSR1)"
 
     def line(self) -> str:
@@ -251,7 +271,7 @@ def locate(rank: int, text: str) -> RankPlace:
         return RankPlace(rank, "collective", code, inside)
     if any(_AUTOGRAD.search(f.path) for f in library):
         return RankPlace(rank, "backward", code)
-    return RankPlace(rank, "code", code)
+    return RankPlace(rank, "code", code, innermost=frames[0] if frames else None)
 
 
 @dataclass(frozen=True)

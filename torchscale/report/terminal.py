@@ -10,9 +10,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import pandas as pd
 from rich import box
 from rich.markup import escape
 from rich.table import Table
@@ -21,6 +20,9 @@ from torchscale.cell import Status
 from torchscale.plan import Plan, PlannedCell
 from torchscale.results.schema import CellResult
 from torchscale.results.store import ResultStore
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Level = Literal["info", "warn", "fail", "skip", "head"]
 LEVEL_STYLE: dict[Level, str] = {
@@ -130,8 +132,13 @@ def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> l
     return lines
 
 
+def _missing(value: Any) -> bool:
+    """None or NaN (pandas fills missing figures with NaN)."""
+    return value is None or value != value
+
+
 def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
-    if value is None or pd.isna(value):
+    if _missing(value):
         return "-"
     return format(float(value) * scale, spec)
 
@@ -167,7 +174,7 @@ def model_tables(table: pd.DataFrame) -> list[Table]:
             )
         for _, r in rows.iterrows():
             gpu_mem = r["peak_allocated_bytes"]
-            mem = r["peak_rss_bytes"] if gpu_mem is None or pd.isna(gpu_mem) else gpu_mem
+            mem = r["peak_rss_bytes"] if _missing(gpu_mem) else gpu_mem
             status = Status(r["status"])
             style = LEVEL_STYLE[STATUS_LEVEL[status]] or "green"
             t.add_row(

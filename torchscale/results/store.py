@@ -66,6 +66,14 @@ class ResultStore:
     def log_dir(self, cell_id: str) -> Path:
         return self.root / "logs" / cell_id
 
+    def attempt_result_path(self, cell_id: str) -> Path:
+        """Where rank 0 writes a launch's result: moved into cells/ only once the launch is
+        over, so an earlier result of the cell stays until a new one replaces it."""
+        return self.log_dir(cell_id) / "result.json"
+
+    def attempt_steps_path(self, cell_id: str) -> Path:
+        return self.log_dir(cell_id) / "steps.jsonl"
+
     def spec_path(self, cell_id: str) -> Path:
         return self.root / "specs" / f"{cell_id}.json"
 
@@ -93,14 +101,40 @@ class ResultStore:
         return self.write_text(self.spec_path(spec.cell.id), spec.model_dump_json(indent=2))
 
     def prepare_cell(self, cell_id: str) -> None:
-        """Before a launch: drop a stale result (it must not pass as new) and make the log
-        directory, so the launch itself cannot fail on the results filesystem."""
+        """Before a launch: make the log directory and drop a stale attempt (it must not pass
+        as new). The cell's earlier result in cells/ stays until this launch replaces it."""
         try:
-            self.cell_path(cell_id).unlink(missing_ok=True)
             self.log_dir(cell_id).mkdir(parents=True, exist_ok=True)
+            self.attempt_result_path(cell_id).unlink(missing_ok=True)
+            self.attempt_steps_path(cell_id).unlink(missing_ok=True)
         except OSError as exc:
             raise ResultsError(
                 f"cannot prepare {self.log_dir(cell_id)}: {describe_os_error(exc)}"
+            ) from None
+
+    def read_attempt(self, cell_id: str) -> CellResult | None:
+        """The result this launch's rank 0 wrote, or None."""
+        path = self.attempt_result_path(cell_id)
+        if not path.exists():
+            return None
+        read = read_cell_result(path)
+        if read.problem is not None:
+            log.warning("ignoring %s: %s", path, read.problem)
+        return read.result
+
+    def commit_attempt(self, cell_id: str) -> None:
+        """Move a finished launch's step records and result into steps/ and cells/. Renames
+        need no free space, so a full disk cannot lose a result rank 0 managed to write."""
+        try:
+            steps = self.attempt_steps_path(cell_id)
+            if steps.exists():
+                self.steps_path(cell_id).parent.mkdir(parents=True, exist_ok=True)
+                steps.replace(self.steps_path(cell_id))
+            self.cell_path(cell_id).parent.mkdir(parents=True, exist_ok=True)
+            self.attempt_result_path(cell_id).replace(self.cell_path(cell_id))
+        except OSError as exc:
+            raise ResultsError(
+                f"cannot move the result of {cell_id} into {self.root}: {describe_os_error(exc)}"
             ) from None
 
     def read_cell(self, cell_id: str) -> CellResult | None:

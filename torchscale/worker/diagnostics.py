@@ -6,23 +6,65 @@ SIGUSR1, so the parent can ask for every thread's Python stack before killing th
 torchscale/launch/diagnose.py). A fatal signal (SIGSEGV, SIGABRT, SIGBUS...) dumps to the same
 file. And a rank dies with its torchrun: torchrun starts ranks in sessions of their own, so a
 SIGKILLed torchrun would otherwise leave them running, holding ports and GPUs.
+
+This module imports neither torch nor anything heavy at the top: the worker calls
+die_with_torchrun() before it imports torch (seconds during which torchrun may die).
 """
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
+import signal
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from torchscale.launch.diagnose import STACK_SIGNAL, pid_file, stack_file
-from torchscale.launch.torchrun import DIAGNOSTICS_ENV
-from torchscale.signals import die_with_parent
+from torchscale.signals import set_parent_death_signal
 
 AGENT_ENV = "TORCHELASTIC_RUN_ID"  # set by torchrun for every rank it starts
+# what the command line of a rank's parent mentions when that parent is torchrun
+# (`python -m torch.distributed.run`, the `torchrun` script, the elastic agent)
+_TORCHRUN_MARKS = (b"torch.distributed.run", b"torchrun", b"torch.distributed.elastic")
 
 _open_files: list[TextIO] = []  # faulthandler writes to their descriptors: keep them open
+
+
+def die_with_torchrun(env: Mapping[str, str] | None = None, signum: int = signal.SIGKILL) -> bool:
+    """Under torchrun (AGENT_ENV set), have the kernel send `signum` to this rank when torchrun
+    exits; if torchrun is gone already (this rank was reparented: its parent is init, or a
+    process that is not torchrun), exit now the same way. Outside torchrun, or where the
+    platform has no parent-death signal, nothing is done (False).
+
+    The signal is set before the parent is checked: a torchrun that dies after the check
+    delivers it, one that died before fails the check.
+    """
+    env = os.environ if env is None else env
+    if AGENT_ENV not in env or not set_parent_death_signal(signum):
+        return False
+    parent = os.getppid()
+    if not _is_torchrun(parent):
+        with contextlib.suppress(OSError):
+            sys.stderr.write(
+                f"torchscale: this rank's torchrun is gone (parent is now pid {parent}); exiting\n"
+            )
+            sys.stderr.flush()
+        os.kill(os.getpid(), signum)
+    return True
+
+
+def _is_torchrun(pid: int) -> bool:
+    if pid <= 1:  # reparented to init
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except PermissionError:
+        return True  # cannot tell (a restricted /proc): keep the rank
+    except OSError:
+        return not Path("/proc/self").is_dir()  # gone; or no /proc to tell from
+    return any(mark in cmdline for mark in _TORCHRUN_MARKS)
 
 
 def install(env: Mapping[str, str] | None = None) -> Path | None:
@@ -32,9 +74,12 @@ def install(env: Mapping[str, str] | None = None) -> Path | None:
     The pid file is written last and atomically: a pid the parent can read belongs to a rank
     that will dump on SIGUSR1 rather than die of it (its default action).
     """
+    # here, not at the top: they import the config schema, too late for die_with_torchrun
+    from torchscale.launch.diagnose import STACK_SIGNAL, pid_file, stack_file
+    from torchscale.launch.torchrun import DIAGNOSTICS_ENV
+
     env = os.environ if env is None else env
-    if AGENT_ENV in env:  # started by torchrun: its death is the cell's end
-        die_with_parent(os.getppid())
+    die_with_torchrun(env)  # idempotent: the worker did it before importing torch
     directory = env.get(DIAGNOSTICS_ENV)
     if not directory:
         return None

@@ -7,6 +7,13 @@ lands in the error file the sweep reads to name the root cause (and to tell an O
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # first, before torch (seconds to import): a torchrun that dies from here on takes this
+    # rank with it, and one already gone makes it exit now (importing it elsewhere: no effect)
+    from torchscale.worker.diagnostics import die_with_torchrun
+
+    die_with_torchrun()
+
 import argparse
 import json
 import os
@@ -133,7 +140,8 @@ def run(spec: WorkerSpec) -> None:
 
 @record
 def main(argv: list[str] | None = None) -> None:
-    # first: a rank that hangs later can then be asked for its stacks, and dies with torchrun
+    # first: a rank that hangs later can then be asked for its stacks (and, called from
+    # elsewhere than `python -m`, dies with torchrun from here on)
     from torchscale.worker.diagnostics import install
 
     install()
