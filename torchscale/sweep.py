@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import pandas as pd
+
 from torchscale.cell import Status
 from torchscale.errors import ResultsError
 from torchscale.launch.failure import classify_failure
@@ -44,6 +46,7 @@ class SweepHooks:
 @dataclass
 class SweepOutcome:
     results: list[CellResult] = field(default_factory=list)
+    table: pd.DataFrame | None = None  # the flat cells table last written to summary.csv
     stopped_early: bool = False  # --fail-fast stopped it
 
     @property
@@ -119,14 +122,15 @@ def run_sweep(
             else:
                 result = previous or run_cell(planned, store, base_env)
             outcome.results.append(result)
-            write_summary(store, outcome.results)
+            outcome.table = write_summary(store, outcome.results)
             hooks.on_done(result, reused)
             if fail_fast and result.status.is_failure:
                 outcome.stopped_early = True
                 break
-    finally:
+    except BaseException:
         if outcome.results:
             # best effort on the way out (Ctrl-C, a full disk): never mask the first error
             with contextlib.suppress(ResultsError):
                 write_summary(store, outcome.results)
+        raise
     return outcome

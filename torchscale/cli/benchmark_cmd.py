@@ -79,7 +79,6 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
         reused_line,
         running_line,
     )
-    from torchscale.results.frame import cells_table
     from torchscale.sweep import SweepHooks, run_sweep
     from torchscale.worker.environment import capture_environment
 
@@ -117,8 +116,8 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
             fail_fast=fail_fast,
             hooks=SweepHooks(on_start, on_done),
         )
-    if outcome.results:
-        for table in model_tables(cells_table(outcome.results)):
+    if outcome.table is not None:
+        for table in model_tables(outcome.table):
             stdout.print(table)
         stdout.print(escape(TABLE_NOTE))
     failures = outcome.failures

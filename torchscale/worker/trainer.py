@@ -231,10 +231,8 @@ class Trainer:
     def no_sync(self, skip_sync: bool) -> Any:
         """DDP's no_sync() when `skip_sync` (looking through torch.compile's wrapper), else a
         null context. FSDP has no equivalent here: its micro-batches always reduce-scatter."""
-        ddp = ddp_module(self.model)
-        if skip_sync and ddp is not None:
-            return ddp.no_sync()
-        return contextlib.nullcontext()
+        ddp = ddp_module(self.model) if skip_sync else None
+        return ddp.no_sync() if ddp is not None else contextlib.nullcontext()
 
     def step(self, skip_gradient_sync: bool = False, eager: bool = False) -> None:
         """One optimizer step over grad_accum_steps micro-batches.
