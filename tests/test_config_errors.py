@@ -361,7 +361,7 @@ def test_unknown_precision_in_a_list_is_reported_at_the_item() -> None:
 def test_unknown_profiling_tool() -> None:
     problem = only_problem(MINIMAL + "profiling:\n  tool: nsight\n")
     assert problem.path == "profiling.tool"
-    assert problem.message == "'nsight' is not allowed; expected one of 'torch' or 'nsys'"
+    assert problem.message == "'nsight' is not allowed; expected one of 'torch', 'nsys' or 'auto'"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,11 @@ version-1 result whose definition hash matches.
 tests/fixtures/results_v1/ is a real results directory written by torchscale 0.1.0 (result
 schema 1) from tests/fixtures/results_v1/v1.yaml: tiny-mlp at world sizes 1 and 2 (ok), the
 crash plug-in (ok at world 1, failed at world 2) and one skipped cell (device cuda, no GPU).
+
+tests/fixtures/results_v2/ is a real results directory written at result schema 2 (the tree of
+commit 7530faa) from tests/fixtures/results_v2/v2.yaml: tiny-mlp at world sizes 1 and 2 under
+DDP and FSDP. Version 2's comm_overhead pooled the no_sync step over ranks (load imbalance and
+communication together): the upgrade moves it to sync_overhead.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -26,7 +32,14 @@ from torchscale.plan import Machine, build_plan
 from torchscale.results.frame import COLUMNS
 from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.results.store import ResultStore
-from torchscale.results.versions import parse_cell_result, read_cell_result, upgrade_v1
+from torchscale.results.versions import (
+    V2_COMM_OVERHEAD,
+    V2_STRAGGLER,
+    parse_cell_result,
+    read_cell_result,
+    upgrade_v1,
+    upgrade_v2,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results_v1"
 V1_DIR = FIXTURES / "v1_fixture"
@@ -36,6 +49,10 @@ TINY_W2 = "tiny-mlp__b8__w2__fp32__ddp__cb115c3f"
 CRASH_W1 = "tests.fault_models_crash__b8__w1__fp32__ddp__4d78d128"
 CRASH_W2 = "tests.fault_models_crash__b8__w2__fp32__ddp__da59d299"
 SKIPPED = "tiny-mlp__b8__w1__fp32__ddp__f95bc20a"
+V2_DIR = Path(__file__).parent / "fixtures" / "results_v2" / "v2_fixture"
+V2_DDP_W1 = "tiny-mlp__b8__w1__fp32__ddp__24c2df7e"
+V2_DDP_W2 = "tiny-mlp__b8__w2__fp32__ddp__982c8c77"
+V2_FSDP_W2 = "tiny-mlp__b8__w2__fp32__fsdp__055245f5"
 
 
 def raw(cell_id: str) -> dict[str, object]:
@@ -104,7 +121,9 @@ def test_v1_error_becomes_the_typed_error() -> None:
 def test_steps_and_ranks_tables() -> None:
     experiment = torchscale.results.load(V1_DIR)
     steps = experiment.steps
-    assert list(steps.columns) == ["cell_id", "rank", "window", "repeat", "step", "time_s"]
+    phases = ["data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s"]
+    assert list(steps.columns) == ["cell_id", "rank", "window", "repeat", "step", "time_s", *phases]
+    assert steps[phases].isna().all().all()  # v1 step files hold no phase times
     w2 = steps[steps["cell_id"] == TINY_W2]
     # 2 ranks x 2 repeats x 5 steps in sync windows, 2 ranks x 5 steps under no_sync
     assert len(w2[w2["window"] == "sync"]) == 20
@@ -130,6 +149,93 @@ def test_steps_match_the_pooled_statistics() -> None:
     assert len(sync) == result.step_time.count
     assert sync["time_s"].max() == pytest.approx(result.step_time.max)
     assert sync["time_s"].median() == pytest.approx(result.step_time.p50)
+
+
+# ------------------------------------------------------------------------ the v2 fixture
+
+
+def raw_v2(cell_id: str) -> dict[str, Any]:
+    data = json.loads((V2_DIR / "cells" / f"{cell_id}.json").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_v2_fixture_is_really_version_2() -> None:
+    versions = {raw_v2(p.stem)["schema_version"] for p in (V2_DIR / "cells").glob("*.json")}
+    assert versions == {2}
+    assert RESULT_SCHEMA_VERSION == 3
+
+
+def test_load_reads_every_v2_cell() -> None:
+    experiment = torchscale.results.load(V2_DIR)
+    assert experiment.skipped == []
+    cells = experiment.cells.set_index("cell_id")
+    assert len(cells) == 4
+    assert (cells["schema_version"] == 2).all()
+    assert (cells["status"] == "ok").all()
+    assert list(experiment.cells.columns) == [*COLUMNS, "schema_version"]
+    steps = experiment.steps
+    assert len(steps[steps["cell_id"] == V2_DDP_W2]) == 2 * 2 * 5 + 2 * 5
+
+
+def test_v2_comm_overhead_becomes_sync_overhead() -> None:
+    """Version 2's comm_overhead mixed load imbalance with communication: it keeps its value
+    under the name that says so, and comm_overhead (now: exposed communication only) is null
+    with the reason. The v2 straggler rank (highest synchronised median: noise) is dropped."""
+    experiment = torchscale.results.load(V2_DIR)
+    old = raw_v2(V2_DDP_W2)
+    new = experiment.result(V2_DDP_W2)
+    assert new.communication is not None
+    assert new.communication.sync_overhead == old["communication"]["comm_overhead"]
+    assert new.communication.step_time_no_sync_s == old["communication"]["step_time_no_sync_s"]
+    assert new.communication.comm_overhead is None
+    assert new.communication.load_imbalance is None
+    assert new.unavailable["comm_overhead"] == V2_COMM_OVERHEAD
+    assert "sync_overhead" in new.unavailable["comm_overhead"]
+    assert old["straggler_rank"] is not None
+    assert new.straggler_rank is None and new.straggler is None
+    assert new.unavailable["straggler"] == V2_STRAGGLER
+    assert new.ranks[0].phases is None and new.ranks[0].compute_time is None
+    assert "no per-step phase timing" in new.unavailable["phases"]
+    row = experiment.cells.set_index("cell_id").loc[V2_DDP_W2]
+    assert row["sync_overhead"] == pytest.approx(old["communication"]["comm_overhead"])
+    assert pd.isna(row["comm_overhead"])
+    assert pd.isna(row["straggler_rank"])
+    # everything else as measured
+    assert new.throughput is not None
+    assert new.throughput.model_dump() == old["throughput"]
+    assert new.step_time is not None
+    assert new.step_time.model_dump() == old["step_time"]
+
+
+@pytest.mark.parametrize("cell_id", [V2_DDP_W1, V2_FSDP_W2])
+def test_v2_unmeasured_comm_keeps_its_reason(cell_id: str) -> None:
+    old = raw_v2(cell_id)
+    new = torchscale.results.load(V2_DIR).result(cell_id)
+    assert new.communication is not None
+    assert new.communication.comm_overhead is None
+    assert new.communication.sync_overhead is None
+    assert new.unavailable["comm_overhead"] == old["unavailable"]["comm_overhead"]
+    assert new.unavailable["sync_overhead"] == old["unavailable"]["comm_overhead"]
+
+
+def test_upgrade_v2_does_not_touch_its_input() -> None:
+    data = raw_v2(V2_DDP_W2)
+    before = json.dumps(data, sort_keys=True)
+    upgraded = upgrade_v2(data)
+    assert json.dumps(data, sort_keys=True) == before
+    assert upgraded["schema_version"] == 3
+    CellResult.model_validate(upgraded)
+
+
+def test_v1_upgrades_through_v2_to_the_current_version() -> None:
+    new = torchscale.results.load(V1_DIR).result(TINY_W2)
+    old = raw(TINY_W2)["communication"]
+    assert isinstance(old, dict)
+    assert new.schema_version == RESULT_SCHEMA_VERSION
+    assert new.communication is not None
+    assert new.communication.sync_overhead == old["comm_overhead"]
+    assert new.communication.comm_overhead is None
 
 
 # ------------------------------------------------------------------ versions and bad files
@@ -181,7 +287,7 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     upgraded = upgrade_v1(data)
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 2
-    CellResult.model_validate(upgraded)
+    CellResult.model_validate(upgrade_v2(upgraded))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:

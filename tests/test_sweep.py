@@ -328,8 +328,16 @@ def test_sweep_step_records(main_sweep: Sweep) -> None:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
         assert rows
         assert {r["rank"] for r in rows} == set(range(world))
-        assert all(set(r) == {"rank", "window", "repeat", "step", "time_s"} for r in rows)
+        phases = {"data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s"}
+        assert all(set(r) == {"rank", "window", "repeat", "step", "time_s"} | phases for r in rows)
         assert all(r["time_s"] > 0 and math.isfinite(r["time_s"]) for r in rows)
+        # the phases of a step add up to (a little under) the step: the timer edges differ
+        for r in rows:
+            known = [r[p] for p in phases if r[p] is not None]
+            assert r["forward_s"] is not None and r["forward_s"] > 0
+            assert sum(known) <= r["time_s"] * 1.05 + 1e-4
+        if world == 1:  # no gradient sync to wait for on one rank
+            assert all(r["grad_sync_wait_s"] is None or r["grad_sync_wait_s"] < 0.05 for r in rows)
         for rank in range(world):
             sync = [r for r in rows if r["rank"] == rank and r["window"] == "sync"]
             no_sync = [r for r in rows if r["rank"] == rank and r["window"] == "no_sync"]

@@ -71,6 +71,13 @@ class ResultsError(TorchScaleError):
     """A results directory cannot be written (disk full, quota, permissions) or read."""
 
 
+class TraceError(TorchScaleError):
+    """A trace cannot be read or analysed (missing, not a trace, truncated, inconsistent ranks).
+
+    Raised for a whole input that cannot be used; a problem with one part of an otherwise usable
+    trace is a note in the analysis instead, so a partial analysis still comes out."""
+
+
 class OutputDirError(UsageError):
     """The results directory asked for cannot be created or written: nothing was run."""
 

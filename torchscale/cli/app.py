@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from torchscale import __version__
-from torchscale.cli import benchmark_cmd, config_cmd, list_cmd, validate_cmd
+from torchscale.cli import benchmark_cmd, config_cmd, list_cmd, profile_cmd, validate_cmd
 from torchscale.cli.common import Verbosity
 
 app = typer.Typer(
@@ -49,6 +49,7 @@ def root(
 app.add_typer(config_cmd.app, name="config")
 app.command("benchmark")(benchmark_cmd.benchmark)
 app.command("list")(list_cmd.list_catalog)
+app.add_typer(profile_cmd.app, name="profile")
 app.command("validate")(validate_cmd.validate)
 
 

@@ -127,4 +127,38 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
     )
     if outcome.stopped_early:
         stdout.print("[yellow]--fail-fast: stopped at the first failure[/]")
+    elif plan.config.profiling.enabled:
+        _profile_after(plan, store, outcome.results)
     return 1 if failures else 0
+
+
+def _profile_after(plan: Plan, store: ResultStore, results: list[CellResult]) -> None:
+    """The config's `profiling:` section: profile the cells its trigger selects, then print
+    each analysis. A profile that fails is reported; it never changes the sweep's exit code
+    (the measurements it follows are complete)."""
+    from torchscale.profiling.session import profile_after_sweep
+    from torchscale.profiling.trigger import Selected
+    from torchscale.report.profile_terminal import analysis_lines
+
+    settings = plan.config.profiling
+
+    def on_start(selected: Selected, note: str | None) -> None:
+        if note:
+            stderr.print(f"[cyan]note:[/] {escape(note)}")
+        stdout.print(f"> [PROFILE] {escape(selected.cell_id)}: {escape(selected.reason)}")
+
+    done = profile_after_sweep(plan, store, os.environ, results, on_start)
+    if not done:
+        stdout.print(
+            f"> [PROFILE] no cell crossed the profiling thresholds (trigger "
+            f"{settings.trigger}: stall {settings.stall_threshold:.0%}, step-time CV "
+            f"{settings.variance_threshold:.2f})"
+        )
+    for selected, profiled in done:
+        if profiled.analysis is None:
+            reason = profiled.analysis_error or "no analysis"
+            stdout.print(f"[yellow]> [PROFILE] {escape(selected.cell_id)}: {escape(reason)}[/]")
+            continue
+        for line in analysis_lines(profiled.analysis):
+            stdout.print(line.markup())
+        stdout.print(f"> [PROFILE] analysis: {escape(str(profiled.directory / 'analysis.json'))}")

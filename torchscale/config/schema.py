@@ -339,18 +339,39 @@ class LauncherConfig(StrictModel):
 
 
 class ProfilingConfig(StrictModel):
-    """Trace capture for sync-stall analysis (the published `profiling` section)."""
+    """Trace capture and sync-stall analysis after a sweep (the published `profiling` section).
+
+    With `enabled: true`, once every cell has run, the selected cells are run again under the
+    profiler (outside their measured windows; the sweep's own results are never touched) and
+    analysed into `profile/<cell_id>/analysis.json`. docs/profiling.md explains the thresholds.
+    """
 
     enabled: bool = False
-    tool: Literal["torch", "nsys"] = "torch"
+    tool: Literal["torch", "nsys", "auto"] = Field(
+        default="torch",
+        description="torch: torch.profiler (Kineto) traces; nsys: Nsight Systems; auto: nsys "
+        "when installed and the cell runs on GPUs, else torch",
+    )
     trigger: Literal["sync_stall_detection", "always"] = Field(
         default="sync_stall_detection",
-        description="always: profile every cell; sync_stall_detection: only cells whose "
-        "exposed communication passes stall_threshold",
+        description="always: profile every ok cell; sync_stall_detection: only ok cells whose "
+        "exposed communication or load imbalance reaches stall_threshold, or whose step-time "
+        "CV reaches variance_threshold",
     )
-    stall_threshold: Annotated[float, Field(gt=0, lt=1)] = 0.10
-    steps: Annotated[int, Field(gt=0), AtMost(MAX_PROFILE_STEPS)] = 5
-    warmup_steps: Annotated[int, Field(ge=0), AtMost(MAX_PROFILE_STEPS)] = 2
+    stall_threshold: Annotated[float, Field(gt=0, lt=1)] = Field(
+        default=0.10,
+        description="fraction of the step: exposed communication, or the wait for the slowest "
+        "rank (load imbalance)",
+    )
+    variance_threshold: Annotated[float, Field(gt=0), AtMost(MAX_CV_WARN_THRESHOLD)] = Field(
+        default=0.10, description="step-time coefficient of variation (0.10 is 10 %)"
+    )
+    steps: Annotated[int, Field(gt=0), AtMost(MAX_PROFILE_STEPS)] = Field(
+        default=10, description="active (traced) steps per rank"
+    )
+    warmup_steps: Annotated[int, Field(ge=0), AtMost(MAX_PROFILE_STEPS)] = Field(
+        default=2, description="profiler warm-up steps (traced, then discarded)"
+    )
     record_shapes: bool = False
     with_stack: bool = False
 

@@ -129,6 +129,22 @@ def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> l
             f"{plan.config.launcher.cell_timeout_s:g} s",
         )
     )
+    profiling = plan.config.profiling
+    if profiling.enabled:
+        which = (
+            "every ok cell"
+            if profiling.trigger == "always"
+            else f"ok cells whose exposed communication or wait for the slowest rank reaches "
+            f"{profiling.stall_threshold:.0%} of the step, or whose step-time CV reaches "
+            f"{profiling.variance_threshold:.2f}"
+        )
+        lines.append(
+            Line(
+                "info",
+                f"after the sweep: profile {which} with {profiling.tool} "
+                f"({profiling.steps} traced step(s) per rank) into profile/<cell_id>/",
+            )
+        )
     return lines
 
 

@@ -20,6 +20,8 @@ from torchscale.results.versions import read_cell_result
 
 log = logging.getLogger(__name__)
 STEP_COLUMNS = ["cell_id", "rank", "window", "repeat", "step", "time_s"]
+# per-step phase times (schema 3 on); NaN in step files written before them
+PHASE_STEP_COLUMNS = ["data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s"]
 
 
 @dataclass
@@ -65,8 +67,8 @@ class Experiment:
             frame for r in self.results if (frame := self._steps_of(r.cell.id)) is not None
         ]
         if not frames:
-            return pd.DataFrame(columns=STEP_COLUMNS)
-        return pd.concat(frames, ignore_index=True)[STEP_COLUMNS]
+            return pd.DataFrame(columns=STEP_COLUMNS + PHASE_STEP_COLUMNS)
+        return pd.concat(frames, ignore_index=True)[STEP_COLUMNS + PHASE_STEP_COLUMNS]
 
     def _steps_of(self, cell_id: str) -> pd.DataFrame | None:
         path = self.root / "steps" / f"{cell_id}.jsonl"
@@ -83,11 +85,14 @@ class Experiment:
                 continue
             try:
                 record = json.loads(line)
-                records.append({k: record[k] for k in STEP_COLUMNS[1:]})
+                row = {k: record[k] for k in STEP_COLUMNS[1:]}
+                row.update({k: record.get(k) for k in PHASE_STEP_COLUMNS})
+                records.append(row)
             except (ValueError, KeyError, TypeError):
                 self.skipped.append((path, f"line {number}: not a step record"))
                 return None  # a torn file is ignored whole rather than half-used
-        frame = pd.DataFrame.from_records(records, columns=STEP_COLUMNS[1:])
+        frame = pd.DataFrame.from_records(records, columns=STEP_COLUMNS[1:] + PHASE_STEP_COLUMNS)
+        frame[PHASE_STEP_COLUMNS] = frame[PHASE_STEP_COLUMNS].astype("float64")
         frame.insert(0, "cell_id", cell_id)
         return frame
 

@@ -12,7 +12,9 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.scaling import add_scaling_efficiency
-from torchscale.results.schema import CellResult
+from torchscale.results.schema import CellResult, PhaseTimes
+
+PHASE_NAMES = tuple(PhaseTimes.model_fields)  # data, forward, backward, grad_sync_wait, optimizer
 
 COLUMNS = [
     "cell_id",
@@ -36,8 +38,12 @@ COLUMNS = [
     "step_p99_s",
     "step_cv",
     "straggler_rank",
+    "straggler_phase",
+    "straggler_gap_s",
     "scaling_efficiency",
     "comm_overhead",
+    "load_imbalance",
+    "sync_overhead",
     "flops_per_step",
     "tflops_per_device",
     "mfu",
@@ -60,7 +66,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
     """The flat row of one cell (None where a figure was not measured)."""
     cell = result.cell
     thr, steps, mem = result.throughput, result.step_time, result.memory
-    comp, comm = result.compute, result.communication
+    comp, comm, straggler = result.compute, result.communication, result.straggler
     return {
         "cell_id": cell.id,
         "status": result.status.value,
@@ -83,7 +89,11 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "step_p99_s": steps.p99 if steps else None,
         "step_cv": steps.cv if steps else None,
         "straggler_rank": result.straggler_rank,
+        "straggler_phase": straggler.phase if straggler else None,
+        "straggler_gap_s": straggler.gap_s if straggler else None,
         "comm_overhead": comm.comm_overhead if comm else None,
+        "load_imbalance": comm.load_imbalance if comm else None,
+        "sync_overhead": comm.sync_overhead if comm else None,
         "flops_per_step": comp.flops_per_step if comp else None,
         "tflops_per_device": comp.achieved_tflops_per_device if comp else None,
         "mfu": comp.mfu if comp else None,
@@ -113,7 +123,8 @@ def cells_table(results: Sequence[CellResult]) -> pd.DataFrame:
 
 
 def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
-    """One row per (cell, rank): each rank's step-time distribution and memory."""
+    """One row per (cell, rank): each rank's step-time distribution, memory, compute time
+    (median step under no_sync) and phase medians."""
     rows = [
         {
             "cell_id": r.cell.id,
@@ -130,6 +141,11 @@ def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
             "step_count": rank.step_time.count,
             "peak_rss_bytes": rank.peak_rss_bytes,
             "peak_allocated_bytes": rank.peak_allocated_bytes,
+            "compute_p50_s": rank.compute_time.p50 if rank.compute_time else None,
+            **{
+                f"{phase}_s": getattr(rank.phases, phase) if rank.phases else None
+                for phase in PHASE_NAMES
+            },
         }
         for r in results
         for rank in r.ranks
@@ -152,4 +168,6 @@ RANK_COLUMNS = [
     "step_count",
     "peak_rss_bytes",
     "peak_allocated_bytes",
+    "compute_p50_s",
+    *(f"{phase}_s" for phase in PHASE_NAMES),
 ]

@@ -16,7 +16,11 @@ from torchscale.cell import CellIdentity, Status
 # 1: first release (identity fields at top level, memory.activation_bytes).
 # 2: identity nested as `cell`, status enum, typed `error`, memory.non_static_peak_bytes,
 #    per-rank memory, compute.peak_basis and window-based achieved TFLOP/s.
-RESULT_SCHEMA_VERSION = 2
+# 3: per-rank compute time (no_sync) and phase medians, the straggler with its slow phase,
+#    communication split into slowest compute / load imbalance / exposed communication
+#    (comm_overhead now means exposed communication only; the old pooled figure is
+#    sync_overhead), injected delays, profile capture.
+RESULT_SCHEMA_VERSION = 3
 
 
 class _Model(BaseModel):
@@ -37,12 +41,34 @@ class StepTimeStats(_Model):
     cv: float
 
 
+class PhaseTimes(_Model):
+    """Median seconds per phase of one rank over its synchronised measured steps
+    (docs/methodology.md, "Phase timing"). A null phase has its reason in the result's
+    `unavailable` under `phases.<phase>`."""
+
+    data: float | None = Field(description="fetching the batch")
+    forward: float | None = Field(description="forward and loss")
+    backward: float | None = Field(
+        description="backward compute: backward() called -> last gradient produced; the whole "
+        "backward (its communication waits included) when grad_sync_wait is null"
+    )
+    grad_sync_wait: float | None = Field(
+        description="last gradient produced -> backward() returned: the wait for gradient sync"
+    )
+    optimizer: float | None = Field(description="optimizer step and zero_grad")
+
+
 class RankStats(_Model):
     rank: int
     host: str
     step_time: StepTimeStats
     peak_rss_bytes: int | None = Field(default=None, description="this rank's process")
     peak_allocated_bytes: int | None = Field(default=None, description="CUDA only")
+    compute_time: StepTimeStats | None = Field(
+        default=None,
+        description="this rank's steps under DDP no_sync(): its compute alone (DDP, world > 1)",
+    )
+    phases: PhaseTimes | None = Field(default=None, description="median per phase, seconds")
 
 
 class Throughput(_Model):
@@ -84,8 +110,78 @@ class Compute(_Model):
 
 
 class Communication(_Model):
-    step_time_no_sync_s: float | None = Field(description="median step under DDP no_sync()")
-    comm_overhead: float | None = Field(description="1 - t_no_sync / t_sync")
+    """The synchronised step T (median) split three ways (docs/methodology.md): the slowest
+    rank's compute, the wait of the other ranks for it (load imbalance), and communication
+    exposed beyond it. Per rank r: T = compute_r + (slowest - compute_r) + (T - slowest)."""
+
+    step_time_no_sync_s: float | None = Field(
+        description="median step under DDP no_sync(), all ranks pooled"
+    )
+    comm_overhead: float | None = Field(
+        description="exposed communication: (T - slowest rank's compute) / T"
+    )
+    sync_overhead: float | None = Field(
+        default=None,
+        description="1 - step_time_no_sync_s / T: pooled over ranks, so load imbalance and "
+        "communication together (what comm_overhead meant up to schema 2)",
+    )
+    step_time_s: float | None = Field(default=None, description="T: median synchronised step")
+    slowest_compute_s: float | None = Field(
+        default=None, description="the slowest rank's median step under no_sync()"
+    )
+    slowest_compute_rank: int | None = None
+    load_imbalance_s: float | None = Field(
+        default=None, description="mean over ranks of (slowest compute - its compute)"
+    )
+    load_imbalance: float | None = Field(default=None, description="load_imbalance_s / T")
+    exposed_comm_s: float | None = Field(default=None, description="T - slowest compute")
+
+
+class Straggler(_Model):
+    """The rank with the highest compute time, and the phase that makes it slow."""
+
+    rank: int
+    basis: Literal["no_sync", "phases"] = Field(
+        description="no_sync: each rank's median step under DDP no_sync(); phases: the sum of "
+        "its data, forward, backward-compute and optimizer medians"
+    )
+    compute_s: float = Field(description="the straggler's compute time")
+    others_compute_s: float = Field(description="median of the other ranks' compute times")
+    compute_gap_s: float = Field(description="compute_s - others_compute_s")
+    phase: str | None = Field(
+        description="the phase with the largest positive gap (grad_sync_wait excluded: it is "
+        "where the other ranks wait for the straggler); null when no phase is slower"
+    )
+    gap_s: float | None = Field(description="that phase's gap, seconds")
+    phase_gaps_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="per phase: the straggler's median - the median of the other ranks' medians",
+    )
+    injected: bool = Field(
+        default=False, description="a delay was injected on this rank (--inject-delay)"
+    )
+
+
+class InjectedDelay(_Model):
+    """A delay injected on purpose (`--inject-delay RANK:PHASE:MS`): the straggler it makes is
+    artificial."""
+
+    rank: int
+    phase: str
+    ms: float
+
+
+class ProfileRecord(_Model):
+    """Profiled steps run after the measured windows (never inside them)."""
+
+    tool: str = Field(description="torch | nsys")
+    trace_dir: str
+    wait: int
+    warmup: int
+    active: int
+    files: list[str] = Field(default_factory=list, description="names inside trace_dir")
+    capture_s: float | None = Field(description="wall time of the capture, slowest rank")
+    notes: list[str] = Field(default_factory=list)
 
 
 class CellError(_Model):
@@ -106,7 +202,7 @@ class CellError(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -118,10 +214,17 @@ class CellResult(_Model):
     throughput: Throughput | None = None
     step_time: StepTimeStats | None = Field(default=None, description="all ranks pooled")
     ranks: list[RankStats] = Field(default_factory=list)
-    straggler_rank: int | None = Field(default=None, description="rank with highest median")
+    straggler_rank: int | None = Field(
+        default=None, description="rank with the highest compute time (= straggler.rank)"
+    )
+    straggler: Straggler | None = None
     memory: Memory | None = None
     compute: Compute | None = None
     communication: Communication | None = None
+    injected_delays: list[InjectedDelay] = Field(
+        default_factory=list, description="--inject-delay: an artificial straggler"
+    )
+    profile: ProfileRecord | None = None
     warnings: list[str] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(
         default_factory=dict, description="metric -> why it could not be measured here"

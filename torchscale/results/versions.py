@@ -11,6 +11,10 @@ Version history:
   2  identity nested as `cell` (with `nodes`), status enum, typed `error`,
      memory.non_static_peak_bytes, per-rank memory, compute.peak_basis, achieved TFLOP/s from
      the barrier-bounded windows (as throughput).
+  3  per-rank compute time (no_sync) and phase medians; `straggler` (rank, slow phase, gap);
+     communication split into slowest compute, load imbalance and exposed communication:
+     `comm_overhead` now means exposed communication only, and version 2's pooled figure
+     (imbalance and communication together) is `sync_overhead`; `injected_delays`, `profile`.
 """
 
 from __future__ import annotations
@@ -61,7 +65,48 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: upgrade_v1}
+V2_COMM_OVERHEAD = (
+    "version 2 result: its comm_overhead (1 - pooled no_sync median / step) did not split load "
+    "imbalance from communication; it is kept as sync_overhead"
+)
+V2_STRAGGLER = (
+    "version 2 result: its straggler_rank was the rank with the highest median synchronised "
+    "step, which gradient sync makes equal on every rank (noise), not the slowest rank's "
+    "compute; not carried over"
+)
+V2_PHASES = "version 2 result: no per-step phase timing"
+
+
+def upgrade_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 -> 3. A figure whose meaning changed is moved to the name that says what it
+    is (comm_overhead -> sync_overhead) and the new name is null with the reason; the
+    straggler rank (the highest median synchronised step, noise under gradient sync) is
+    dropped with the reason. Everything else is kept as measured."""
+    out = dict(data)
+    unavailable = dict(out.get("unavailable") or {})
+    comm = out.get("communication")
+    if isinstance(comm, dict):
+        comm = dict(comm)
+        pooled = comm.get("comm_overhead")
+        comm["sync_overhead"] = pooled
+        comm["comm_overhead"] = None
+        if pooled is not None:
+            unavailable["comm_overhead"] = V2_COMM_OVERHEAD
+            unavailable.setdefault("load_imbalance", V2_COMM_OVERHEAD)
+        elif "comm_overhead" in unavailable:
+            unavailable.setdefault("sync_overhead", unavailable["comm_overhead"])
+        out["communication"] = comm
+    if out.get("straggler_rank") is not None:
+        out["straggler_rank"] = None
+        unavailable["straggler"] = V2_STRAGGLER
+    if out.get("ranks"):
+        unavailable.setdefault("phases", V2_PHASES)
+    out["unavailable"] = unavailable
+    out["schema_version"] = 3
+    return out
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: upgrade_v1, 2: upgrade_v2}
 
 
 @dataclass(frozen=True)

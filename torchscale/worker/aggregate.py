@@ -1,11 +1,20 @@
-"""Rank 0 turns every rank's measurements into one CellResult. Pure: no torch.distributed."""
+"""Rank 0 turns every rank's measurements into one CellResult. Pure: no torch.distributed.
+
+Straggler and communication (docs/methodology.md, "Stragglers, load imbalance and exposed
+communication"): under gradient sync every rank's step takes the same time T, so step times
+cannot tell which rank is slow. Each rank's compute time can: its median step under DDP
+no_sync() (every rank runs free, no gradient all-reduce), or, without that window, the sum of
+its phase medians that contain no wait for other ranks. The straggler is the rank with the
+highest compute time; T splits into that rank's compute, the wait of every other rank for it
+(load imbalance) and the communication exposed beyond it.
+"""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from torchscale.analysis.stats import median_and_spread, step_stats
 from torchscale.cell import Status
@@ -13,12 +22,25 @@ from torchscale.results.schema import (
     CellResult,
     Communication,
     Compute,
+    InjectedDelay,
     Memory,
+    PhaseTimes,
+    ProfileRecord,
     RankStats,
+    Straggler,
     Throughput,
 )
 from torchscale.worker.measure import RankMeasurement
+from torchscale.worker.phases import COMPUTE_PHASES, PHASES, medians
 from torchscale.worker.spec import WorkerSpec
+
+WORLD_ONE = "world size 1: no other rank to wait for, no gradient communication to expose"
+FSDP_NO_COMPUTE = (
+    "FSDP: no compute-only time per rank (no no_sync window, and its forward and backward "
+    "phases contain all-gather/reduce-scatter waits); profile the cell to find a straggler"
+)
+NO_SYNC_OFF = "measurement.comm_overhead is off (no no_sync window): no compute-only step time"
+NO_PHASES = "no phase timing with backward split at the last gradient on every rank"
 
 
 @dataclass(frozen=True)
@@ -43,6 +65,132 @@ def achieved_tflops(
     """Achieved TFLOP/s per device over the timed windows: FLOPs per optimizer step times the
     steps per second that the throughput figure implies, so MFU and throughput always agree."""
     return flops_per_step * samples_per_s_per_device / samples_per_rank_step / 1e12
+
+
+@dataclass(frozen=True)
+class ComputeTimes:
+    """Each rank's compute time (seconds) and what it was taken from."""
+
+    per_rank: dict[int, float]
+    basis: Literal["no_sync", "phases"]
+
+
+def rank_phase_medians(rank: RankMeasurement) -> dict[str, float | None] | None:
+    """Median per phase over the rank's synchronised windows; None without phase timing."""
+    windows = [w.phases for w in rank.windows if w.phases is not None]
+    return medians(windows) if windows else None
+
+
+def compute_times(
+    spec: WorkerSpec,
+    ranks: Sequence[RankMeasurement],
+    phases: dict[int, dict[str, float | None] | None],
+) -> tuple[ComputeTimes | None, str | None]:
+    """Per-rank compute times, or why there are none. The no_sync window when every rank ran
+    one; else the sum of each rank's data, forward, backward-compute and optimizer medians,
+    when backward could be split at the last gradient (else backward holds sync waits)."""
+    if len(ranks) == 1:
+        return None, WORLD_ONE
+    if all(r.no_sync is not None and r.no_sync.step_s for r in ranks):
+        return ComputeTimes(
+            {r.rank: statistics.median(r.no_sync.step_s) for r in ranks if r.no_sync},
+            "no_sync",
+        ), None
+    if spec.cell.strategy == "fsdp":
+        return None, FSDP_NO_COMPUTE
+    sums: dict[int, float] = {}
+    for r in ranks:
+        medians_r = phases.get(r.rank)
+        if medians_r is None or medians_r.get("grad_sync_wait") is None:
+            return None, f"{NO_SYNC_OFF}, and {NO_PHASES}"
+        values = [medians_r.get(phase) for phase in COMPUTE_PHASES]
+        sums[r.rank] = sum(v for v in values if v is not None)
+    return ComputeTimes(sums, "phases"), None
+
+
+def find_straggler(
+    compute: ComputeTimes,
+    phases: dict[int, dict[str, float | None] | None],
+    injected: Sequence[int] = (),
+) -> Straggler:
+    """The rank with the highest compute time (ties: the lowest rank), and its slow phase: the
+    phase whose median exceeds the median of the other ranks' medians the most. grad_sync_wait
+    never counts: it is where the other ranks show the straggler (their wait for it)."""
+    slow = max(sorted(compute.per_rank), key=lambda rank: compute.per_rank[rank])
+    others = [t for rank, t in compute.per_rank.items() if rank != slow]
+    others_median = statistics.median(others)
+    gaps: dict[str, float] = {}
+    mine = phases.get(slow)
+    if mine is not None:
+        split = mine.get("grad_sync_wait") is not None
+        for name in COMPUTE_PHASES:
+            if name == "backward" and not split:
+                continue  # the whole backward holds the waits: not the straggler's own work
+            value = mine.get(name)
+            peers = [
+                v
+                for rank, m in phases.items()
+                if rank != slow and m is not None and (v := m.get(name)) is not None
+            ]
+            if value is not None and peers:
+                gaps[name] = value - statistics.median(peers)
+    positive = {name: gap for name, gap in gaps.items() if gap > 0}
+    phase = max(positive, key=lambda name: positive[name]) if positive else None
+    return Straggler(
+        rank=slow,
+        basis=compute.basis,
+        compute_s=compute.per_rank[slow],
+        others_compute_s=others_median,
+        compute_gap_s=compute.per_rank[slow] - others_median,
+        phase=phase,
+        gap_s=positive[phase] if phase is not None else None,
+        phase_gaps_s=gaps,
+        injected=slow in injected,
+    )
+
+
+def split_step(
+    step_s: float, compute: ComputeTimes, no_sync_pooled_s: float | None
+) -> Communication:
+    """T = slowest compute + exposed communication; imbalance = the others' wait within it."""
+    slowest_rank = max(sorted(compute.per_rank), key=lambda rank: compute.per_rank[rank])
+    slowest = compute.per_rank[slowest_rank]
+    imbalance = statistics.fmean(slowest - t for t in compute.per_rank.values())
+    exposed = step_s - slowest
+    positive = step_s > 0
+    return Communication(
+        step_time_no_sync_s=no_sync_pooled_s,
+        comm_overhead=exposed / step_s if positive else None,
+        sync_overhead=1 - no_sync_pooled_s / step_s
+        if positive and no_sync_pooled_s is not None
+        else None,
+        step_time_s=step_s,
+        slowest_compute_s=slowest,
+        slowest_compute_rank=slowest_rank,
+        load_imbalance_s=imbalance,
+        load_imbalance=imbalance / step_s if positive else None,
+        exposed_comm_s=exposed,
+    )
+
+
+def _profile_record(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> ProfileRecord | None:
+    profile = spec.profile
+    if profile is None:
+        return None
+    times = [r.profile_capture_s for r in ranks if r.profile_capture_s is not None]
+    notes: list[str] = []
+    for r in ranks:
+        notes += [n for n in r.profile_notes if n not in notes]
+    return ProfileRecord(
+        tool=profile.tool,
+        trace_dir=profile.trace_dir,
+        wait=profile.wait,
+        warmup=profile.warmup,
+        active=profile.active,
+        files=sorted({name for r in ranks for name in r.profile_files}),
+        capture_s=max(times) if times else None,
+        notes=notes,
+    )
 
 
 def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts) -> CellResult:
@@ -72,6 +220,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         spread=spread,
     )
 
+    phases = {r.rank: rank_phase_medians(r) for r in ranks}
     rank_stats = [
         RankStats(
             rank=r.rank,
@@ -79,31 +228,60 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             step_time=step_stats([t for w in r.windows for t in w.step_s]),
             peak_rss_bytes=r.peak_rss,
             peak_allocated_bytes=r.peak_allocated,
+            compute_time=step_stats(r.no_sync.step_s) if r.no_sync and r.no_sync.step_s else None,
+            phases=PhaseTimes(**phase_medians) if (phase_medians := phases[r.rank]) else None,
         )
         for r in ranks
     ]
+    if all(p is None for p in phases.values()):
+        unavailable["phases"] = "phase timing was off"
+    else:
+        for phase in PHASES:
+            notes = {r.phase_notes[phase] for r in ranks if phase in r.phase_notes}
+            if notes:
+                unavailable[f"phases.{phase}"] = "; ".join(sorted(notes))
     pooled = step_stats([t for r in ranks for w in r.windows for t in w.step_s])
-    straggler = max(rank_stats, key=lambda s: s.step_time.p50).rank if world > 1 else None
     if pooled.cv > spec.measurement.cv_warn_threshold:
         warnings.append(
             f"High variance in step time: CV {pooled.cv:.2f} > "
             f"{spec.measurement.cv_warn_threshold:.2f}"
         )
 
-    # exposed communication: same steps under DDP no_sync() (no gradient all-reduce)
-    no_sync_p50 = None
-    overhead = None
-    if all(r.no_sync for r in ranks):
-        no_sync_p50 = statistics.median(t for r in ranks if r.no_sync for t in r.no_sync.step_s)
-        overhead = 1 - no_sync_p50 / pooled.p50 if pooled.p50 > 0 else None
-    elif world == 1:
-        unavailable["comm_overhead"] = "world size 1: no gradient communication to expose"
-    elif spec.cell.strategy != "ddp":
-        unavailable["comm_overhead"] = (
-            "measured for DDP only (FSDP has no no_sync equivalent that removes all comm)"
+    # straggler: the rank with the highest compute time, and its slow phase
+    delays = [InjectedDelay(rank=d.rank, phase=d.phase, ms=d.ms) for d in spec.inject_delay]
+    for delay in spec.inject_delay:
+        warnings.append(
+            f"Injected delay (--inject-delay {delay.text()}): rank {delay.rank} sleeps "
+            f"{delay.ms:g} ms in its {delay.phase} phase every step: the straggler and load "
+            "imbalance it causes are artificial"
         )
+    compute, why_not = compute_times(spec, ranks, phases)
+    straggler = None
+    if compute is not None:
+        straggler = find_straggler(compute, phases, [d.rank for d in delays])
+        if straggler.phase is None:
+            unavailable["straggler.phase"] = (
+                "no phase of the straggler is slower than the other ranks' (its extra compute "
+                "time is below the noise of the phase medians)"
+            )
     else:
-        unavailable["comm_overhead"] = "measurement.comm_overhead is off"
+        unavailable["straggler"] = why_not or "no compute time per rank"
+
+    # the synchronised step split: slowest compute, load imbalance, exposed communication
+    no_sync_ranks = [r.no_sync for r in ranks if r.no_sync is not None]
+    if world > 1 and len(no_sync_ranks) == world and compute is not None:
+        no_sync_p50 = statistics.median(t for w in no_sync_ranks for t in w.step_s)
+        communication = split_step(pooled.p50, compute, no_sync_p50)
+    else:
+        communication = Communication(step_time_no_sync_s=None, comm_overhead=None)
+        if world == 1:
+            reason = "world size 1: no gradient communication to expose"
+        elif spec.cell.strategy != "ddp":
+            reason = "measured for DDP only (FSDP has no no_sync equivalent that removes all comm)"
+        else:
+            reason = "measurement.comm_overhead is off"
+        for key in ("comm_overhead", "sync_overhead", "load_imbalance"):
+            unavailable[key] = reason
 
     flops = ranks[0].flops_per_step
     achieved = (
@@ -142,7 +320,10 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         throughput=throughput,
         step_time=pooled,
         ranks=rank_stats,
-        straggler_rank=straggler,
+        straggler_rank=straggler.rank if straggler is not None else None,
+        straggler=straggler,
+        injected_delays=delays,
+        profile=_profile_record(spec, ranks),
         memory=Memory(
             parameter_bytes=static.get("parameter_bytes", 0),
             gradient_bytes=static.get("gradient_bytes", 0),
@@ -159,7 +340,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             peak_basis=facts.peak_basis,
             mfu=mfu,
         ),
-        communication=Communication(step_time_no_sync_s=no_sync_p50, comm_overhead=overhead),
+        communication=communication,
         warnings=warnings,
         unavailable=unavailable,
         environment=facts.environment

@@ -1,8 +1,10 @@
 """Entry point of every rank: `python -m torchscale.worker --spec CELL.json` under torchrun.
 
 Rank 0 gathers every rank's measurements (outside the timed windows) and writes the cell's
-result and per-step records atomically. Under torchelastic's @record, an exception in any rank
-lands in the error file the sweep reads to name the root cause (and to tell an OOM).
+result and per-step records atomically. With a profile in the spec, every rank first runs the
+profiled steps (torchscale/profiling/capture.py), after its measured windows. Under
+torchelastic's @record, an exception in any rank lands in the error file the sweep reads to name
+the root cause (and to tell an OOM).
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.atomic import write_text_atomic
 from torchscale.models import parameter_count
+from torchscale.profiling.capture import capture
 from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.environment import capture_environment
-from torchscale.worker.measure import RankMeasurement, measure
+from torchscale.worker.measure import RankMeasurement, Window, measure
 from torchscale.worker.peaks import Peak, cell_peak, read_tf32_settings
+from torchscale.worker.phases import PHASES
 from torchscale.worker.spec import WorkerSpec
 from torchscale.worker.trainer import Trainer
 
@@ -90,29 +94,30 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     )
 
 
+def _phase_columns(window: Window, step: int) -> dict[str, float | None]:
+    """`<phase>_s` of one step (none when the window has no phase timing)."""
+    if window.phases is None:
+        return {}
+    return {f"{phase}_s": window.phases[phase][step] for phase in PHASES}
+
+
 def _step_records(measurements: list[RankMeasurement]) -> str:
+    """One JSON line per measured step per rank: its time and its phase times."""
     lines = []
     for m in sorted(measurements, key=lambda r: r.rank):
-        for repeat, window in enumerate(m.windows):
+        windows = [("sync", repeat, w) for repeat, w in enumerate(m.windows)]
+        if m.no_sync is not None:
+            windows.append(("no_sync", 0, m.no_sync))
+        for kind, repeat, window in windows:
             for step, seconds in enumerate(window.step_s):
                 lines.append(
                     {
                         "rank": m.rank,
-                        "window": "sync",
+                        "window": kind,
                         "repeat": repeat,
                         "step": step,
                         "time_s": seconds,
-                    }
-                )
-        if m.no_sync is not None:
-            for step, seconds in enumerate(m.no_sync.step_s):
-                lines.append(
-                    {
-                        "rank": m.rank,
-                        "window": "no_sync",
-                        "repeat": 0,
-                        "step": step,
-                        "time_s": seconds,
+                        **_phase_columns(window, step),
                     }
                 )
     return "".join(json.dumps(line) + "\n" for line in lines)
@@ -127,6 +132,11 @@ def run(spec: WorkerSpec) -> None:
     try:
         trainer = Trainer.build(spec, device)
         mine = measure(trainer, socket.gethostname())
+        if spec.profile is not None:  # after the measured windows, outside them
+            outcome = capture(trainer, spec.profile, dist.get_rank())
+            mine.profile_capture_s = outcome.capture_s
+            mine.profile_files = outcome.files
+            mine.profile_notes = outcome.notes
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)
         if dist.get_rank() == 0:

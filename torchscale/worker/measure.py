@@ -1,7 +1,8 @@
 """The measurement protocol inside one rank: warm-up, FLOP count, timed windows, memory.
 
 Only window edges synchronise (device sync + barrier), so the steps inside run exactly as in
-training; per-step times come from timers that do not sync the host per step.
+training; per-step times come from timers that do not sync the host per step, and so do the
+per-step phase times (torchscale/worker/phases.py), recorded in every window.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from torchscale.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
 from torchscale.worker.timing import make_timer, resolve_timing, synchronize
 from torchscale.worker.trainer import Trainer
 
@@ -24,6 +26,9 @@ from torchscale.worker.trainer import Trainer
 class Window:
     wall_s: float
     step_s: list[float]
+    # per phase (phases.PHASES), one value per step; None: phase timing was off
+    phases: PhaseSeconds | None = None
+    phase_notes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -43,23 +48,56 @@ class RankMeasurement:
     peak_reserved: int | None = None
     peak_rss: int | None = None
     static: dict[str, int] = field(default_factory=dict)
+    # phase -> why it is not measured as named (e.g. grad_sync_wait under FSDP)
+    phase_notes: dict[str, str] = field(default_factory=dict)
+    profile_capture_s: float | None = None  # wall time of the profiled steps (capture.py)
+    profile_files: list[str] = field(default_factory=list)
+    profile_notes: list[str] = field(default_factory=list)
 
 
-def run_window(trainer: Trainer, steps: int, timing: str, skip_sync: bool = False) -> Window:
-    """`steps` training steps between two barriers; per-step times from the timer."""
+def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
+    """A recorder for `steps` steps of `trainer`: CUDA events on GPUs, perf_counter on CPU."""
+    params = trainable(trainer.model)
+    return PhaseRecorder(
+        steps,
+        trainer.spec.training.grad_accum_steps,
+        trainer.device,
+        # CUDA events on GPUs whatever the step timer (with sync_cuda, host times of phase
+        # boundaries would be launch times of asynchronous kernels: events are the real ones)
+        cuda_events=trainer.device.type == "cuda",
+        split_reason=backward_split(trainer.spec.cell.strategy, params),
+    )
+
+
+def run_window(
+    trainer: Trainer, steps: int, timing: str, skip_sync: bool = False, phases: bool = True
+) -> Window:
+    """`steps` training steps between two barriers; per-step times from the timer, and per-step
+    phase times unless `phases` is False (the overhead benchmark's control)."""
     device = trainer.device
     timer = make_timer(timing, steps, device)
-    synchronize(device)
-    dist.barrier()
-    start = time.perf_counter()
-    for i in range(steps):
-        timer.start(i)
-        trainer.step(skip_gradient_sync=skip_sync)
-        timer.stop(i)
-    synchronize(device)
-    dist.barrier()
-    wall = time.perf_counter() - start
-    return Window(wall, timer.seconds())
+    recorder = phase_recorder(trainer, steps) if phases else None
+    hooks = (
+        recorder.hooks(trainable(trainer.model))
+        if recorder is not None
+        else contextlib.nullcontext()
+    )
+    with hooks:
+        synchronize(device)
+        dist.barrier()
+        start = time.perf_counter()
+        for i in range(steps):
+            timer.start(i)
+            trainer.step(skip_gradient_sync=skip_sync, phases=recorder)
+            timer.stop(i)
+        synchronize(device)
+        dist.barrier()
+        wall = time.perf_counter() - start
+    window = Window(wall, timer.seconds())
+    if recorder is not None:
+        window.phases = recorder.seconds()
+        window.phase_notes = dict(recorder.notes)
+    return window
 
 
 def warm_up(trainer: Trainer, steps: int) -> list[float]:
@@ -163,4 +201,7 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     result.peak_rss = peak_rss_bytes()
     if settings.comm_overhead and spec.cell.strategy == "ddp" and dist.get_world_size() > 1:
         result.no_sync = run_window(trainer, steps, timing, skip_sync=True)
+    for window in [*result.windows, *([result.no_sync] if result.no_sync else [])]:
+        for phase, note in window.phase_notes.items():
+            result.phase_notes.setdefault(phase, note)
     return result

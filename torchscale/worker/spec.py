@@ -2,10 +2,55 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.cell import CellIdentity
 from torchscale.config.schema import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+
+# the phases a delay can be injected into (grad-sync wait is not a place anyone can sleep in:
+# it is the wait for the other ranks)
+DelayPhase = Literal["data", "forward", "backward", "optimizer"]
+DELAY_PHASES: tuple[DelayPhase, ...] = ("data", "forward", "backward", "optimizer")
+MAX_DELAY_MS = 60_000.0
+MAX_PROFILE_STEPS = 1000
+
+
+class DelaySpec(BaseModel):
+    """`--inject-delay RANK:PHASE:MS`: rank RANK sleeps MS ms in PHASE once every step (see
+    torchscale/worker/delay.py for where exactly)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rank: int = Field(ge=0)
+    phase: DelayPhase
+    ms: float = Field(gt=0, le=MAX_DELAY_MS)
+
+    def text(self) -> str:
+        """As written on the command line: `1:backward:50`."""
+        return f"{self.rank}:{self.phase}:{self.ms:g}"
+
+
+class ProfileSpec(BaseModel):
+    """Extra steps captured after the measured windows (never inside them).
+
+    tool "torch": torch.profiler with schedule(wait, warmup, active), one compressed Kineto
+    trace per rank (`<trace_dir>/rank<k>.trace.json.gz`). tool "nsys": no torch profiler, NVTX
+    ranges around the same steps (the launch is wrapped in `nsys profile` by the caller).
+    Either way `<trace_dir>/rank<k>.phases.json` holds the worker's own phase timings of the
+    active steps, to cross-check a trace against.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: Literal["torch", "nsys"] = "torch"
+    wait: int = Field(default=1, ge=0, le=MAX_PROFILE_STEPS)
+    warmup: int = Field(default=2, ge=0, le=MAX_PROFILE_STEPS)
+    active: int = Field(default=5, ge=1, le=MAX_PROFILE_STEPS)
+    record_shapes: bool = False
+    with_stack: bool = False
+    trace_dir: str
 
 
 class WorkerSpec(BaseModel):
@@ -20,3 +65,5 @@ class WorkerSpec(BaseModel):
     data: DataConfig
     result_path: str
     steps_path: str
+    profile: ProfileSpec | None = None
+    inject_delay: list[DelaySpec] = Field(default_factory=list)

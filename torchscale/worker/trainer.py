@@ -17,6 +17,9 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.models import ModelBundle, build_model, call_model
+from torchscale.profiling import markers
+from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
+from torchscale.worker.phases import PhaseRecorder
 from torchscale.worker.precision import (
     AUTOCAST_DTYPES,
     autocast_factory,
@@ -173,6 +176,7 @@ class Trainer:
     scaler: torch.amp.GradScaler | None
     autocast: Any
     settings: dict[str, Any]  # what was set up that a reader of the result must know
+    delays: RankDelays = NO_DELAYS  # --inject-delay aimed at this rank
 
     @property
     def eager_model(self) -> torch.nn.Module:
@@ -209,6 +213,7 @@ class Trainer:
         if spec.training.compile:
             wrapped = torch.compile(wrapped)  # type: ignore[assignment]
         optimizer, fused = _optimizer(spec, wrapped.parameters(), device)
+        delays = RankDelays.for_rank(spec.inject_delay, dist.get_rank(), dist.get_world_size())
         torch.manual_seed(spec.training.seed + dist.get_rank())
         inputs, targets = bundle.make_batch(spec.cell.batch_size, device)
         if channels_last and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
@@ -226,6 +231,7 @@ class Trainer:
             grad_scaler(spec.cell.precision, device),
             autocast_factory(spec.cell.precision, device),
             settings,
+            delays,
         )
 
     def no_sync(self, skip_sync: bool) -> Any:
@@ -234,33 +240,66 @@ class Trainer:
         ddp = ddp_module(self.model) if skip_sync else None
         return ddp.no_sync() if ddp is not None else contextlib.nullcontext()
 
-    def step(self, skip_gradient_sync: bool = False, eager: bool = False) -> None:
+    def step(
+        self,
+        skip_gradient_sync: bool = False,
+        eager: bool = False,
+        phases: PhaseRecorder | None = None,
+    ) -> None:
         """One optimizer step over grad_accum_steps micro-batches.
 
         `skip_gradient_sync` runs every micro-batch under DDP no_sync(): the same compute with
-        no gradient all-reduce, for the exposed-communication measurement. `eager` runs the
-        model without torch.compile's wrapper (for the FLOP count, which cannot see inside a
-        compiled graph).
+        no gradient all-reduce, each rank's compute alone (straggler, exposed communication).
+        `eager` runs the model without torch.compile's wrapper (for the FLOP count, which
+        cannot see inside a compiled graph). `phases` records the phase boundaries
+        (torchscale/worker/phases.py). Phase ranges go to whichever profiler listens
+        (torchscale/profiling/markers.py; none in the measured windows), and a delay injected
+        on this rank sleeps in its phase (torchscale/worker/delay.py).
         """
         model = self.eager_model if eager else self.model
         accum = self.spec.training.grad_accum_steps
+        marks = markers.current()
+        delays = self.delays
+        if phases is not None:
+            phases.step_start()
         for micro in range(accum):
             last = micro == accum - 1
+            with marks.range(markers.DATA):
+                inputs, targets = self.inputs, self.targets
+                if last and delays.data:
+                    sleep(delays.data)
+            if phases is not None:
+                phases.data_end()
             with self.no_sync(skip_gradient_sync or not last):
-                with self.autocast():
-                    loss = self.bundle.loss_fn(call_model(model, self.inputs), self.targets)
-                if accum > 1:
-                    loss = loss / accum
-                if self.scaler is not None:
-                    self.scaler.scale(loss).backward()
-                else:
-                    loss.backward()
-        if self.scaler is not None:
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        else:
-            self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+                with marks.range(markers.FORWARD):
+                    with self.autocast():
+                        loss = self.bundle.loss_fn(call_model(model, inputs), targets)
+                    if accum > 1:
+                        loss = loss / accum
+                    if last and delays.any:
+                        if delays.forward:
+                            sleep(delays.forward)
+                        loss = delays.delay_backward(loss)
+                if phases is not None:
+                    phases.backward_start()
+                with marks.range(markers.BACKWARD):
+                    if self.scaler is not None:
+                        self.scaler.scale(loss).backward()
+                    else:
+                        loss.backward()
+                if phases is not None:
+                    phases.backward_end()
+        with marks.range(markers.OPTIMIZER):
+            if delays.optimizer:
+                sleep(delays.optimizer)
+            if self.scaler is not None:
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        if phases is not None:
+            phases.step_end()
 
     def samples_per_step(self) -> int:
         """Samples one rank processes per optimizer step."""

@@ -1,0 +1,213 @@
+"""`torchscale profile analyze` through the CLI: the shared real GPU traces (golden figures),
+synthetic multi-rank traces with a known straggler, and every kind of bad input (one line,
+non-zero exit, never a traceback)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from torchscale.cli.app import app
+from torchscale.durations import parse_duration
+from torchscale.errors import UsageError
+from torchscale.profiling.analyze import analyze_directory
+from torchscale.profiling.result import ProfileAnalysis
+
+SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
+needs_shared = pytest.mark.skipif(
+    not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the checkout"
+)
+
+# Figures of the real traces (docs/profiling.md): rank(s), world size declared, backend, cycle
+# (median step, us), exposed communication % and comm/compute overlap % (HTA's definition),
+# the finding categories. Recomputed by `torchscale profile analyze ../shared/traces/<folder>`.
+GOLDEN = {
+    "df_index_resolver": ([1], 2, "cuda", 345770.0, 17.23, 0.0, ["host_bound", "exposed_comm"]),
+    "mtia_trace_single_rank": ([0], 1, "mtia", 13336315.8, 0.0, 0.0, ["host_bound"]),
+    "nccl_parser_config": ([0], 2, "cuda", 222442.2, 4.74, 15.61, ["host_bound", "exposed_comm"]),
+    "negative_queue_length_values_check": (
+        [0],
+        16,
+        "cuda",
+        216119.0,
+        14.15,
+        1.44,
+        ["exposed_comm"],
+    ),
+    "ns_resolution_trace": ([0], 1, "cuda", 95624.1, 0.0, None, []),
+    "trace_filter": ([0, 1], 128, "cuda", 617195.8, 25.94, 17.38, ["host_bound", "exposed_comm"]),
+}
+
+
+def invoke(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, ["profile", *map(str, args)])
+
+
+def one_error_line(result: Result) -> str:
+    assert result.exit_code != 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("error:"), lines[0]
+    return lines[0]
+
+
+@needs_shared
+@pytest.mark.parametrize("folder", sorted(GOLDEN))
+def test_shared_real_traces_golden(folder: str, tmp_path: Path) -> None:
+    ranks, world, device, cycle, exposed, overlap, categories = GOLDEN[folder]
+    analysis = analyze_directory(SHARED_TRACES / folder)
+    assert [f.rank for f in analysis.files] == ranks
+    assert all(f.rank_source == "distributedInfo" for f in analysis.files)
+    assert (analysis.world_size, analysis.device_type) == (world, device)
+    assert analysis.cycle_us == pytest.approx(cycle, rel=1e-3)
+    assert analysis.exposed_comm_pct == pytest.approx(exposed, abs=0.01)
+    if overlap is None:
+        assert analysis.overlap_pct is None and "overlap_pct" in analysis.unavailable
+    else:
+        assert analysis.overlap_pct == pytest.approx(overlap, abs=0.01)
+    assert [f.category for f in analysis.findings] == categories
+    # single ranks of multi-rank jobs: no stall is invented, and the reason is given
+    assert analysis.sync_stall_pct is None and "sync_stall_pct" in analysis.unavailable
+
+
+@needs_shared
+def test_cli_on_read_only_shared_folder_prints_and_does_not_fail(tmp_path: Path) -> None:
+    result = invoke("analyze", SHARED_TRACES / "nccl_parser_config")
+    assert result.exit_code == 0, result.output
+    assert "[ANALYSIS] Sync stall time: unavailable" in result.output
+    assert "Exposed NCCL communication" in result.output
+    # --output writes the versioned analysis wherever asked
+    out = tmp_path / "a.json"
+    result = invoke("analyze", SHARED_TRACES / "trace_filter", "--output", out, "--json")
+    assert result.exit_code == 0, result.output
+    stored = ProfileAnalysis.model_validate_json(out.read_text())
+    printed = json.loads(result.stdout)
+    assert printed["kind"] == "torchscale.profile_analysis" and printed["schema_version"] == 1
+    assert stored.ranks_analysed == printed["ranks_analysed"] == 2
+
+
+def _synthetic(tmp_path: Path, ranks: int, **kwargs: object) -> Path:
+    from torchscale.traces.synthetic import write_synthetic_traces
+
+    out = tmp_path / f"synthetic{ranks}"
+    write_synthetic_traces(out, ranks=ranks, **kwargs)  # type: ignore[arg-type]
+    return out
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_synthetic_straggler_named_with_rank_phase_and_size(tmp_path: Path, ranks: int) -> None:
+    directory = _synthetic(
+        tmp_path, ranks, steps=8, straggler=1, delay_us=20_000, phase="backward", seed=3
+    )
+    result = invoke("analyze", directory)
+    assert result.exit_code == 0, result.output
+    analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
+    assert analysis.straggler is not None
+    assert (analysis.straggler.rank, analysis.straggler.phase) == (1, "backward")
+    assert analysis.straggler.phase_gap_us == pytest.approx(20_000, rel=0.25)
+    assert analysis.sync_stall_pct is not None and analysis.cycle_us is not None
+    expected = 100 * 20_000 * (ranks - 1) / ranks / analysis.cycle_us
+    assert analysis.sync_stall_pct == pytest.approx(expected, rel=0.25)
+    assert analysis.findings and analysis.findings[0].category == "straggler"
+    assert "[ANALYSIS] Sync stall time:" in result.output
+
+
+def test_skewed_clocks_do_not_change_the_stall(tmp_path: Path) -> None:
+    plain = analyze_directory(
+        _synthetic(tmp_path / "a", 4, steps=6, straggler=2, delay_us=10_000, seed=1)
+    )
+    skewed = analyze_directory(
+        _synthetic(
+            tmp_path / "b",
+            4,
+            steps=6,
+            straggler=2,
+            delay_us=10_000,
+            seed=1,
+            skew_us=[0.0, 3e6, -1e6, 5e5],
+        )
+    )
+    assert plain.sync_stall_pct == pytest.approx(skewed.sync_stall_pct, rel=1e-6)
+    assert skewed.straggler is not None and skewed.straggler.rank == 2
+    offsets = {c.rank: c.offset_us for c in skewed.clock}
+    assert offsets[1] - offsets[0] == pytest.approx(3e6, abs=5_000)
+
+
+# ------------------------------------------------------------------------------- bad input
+
+
+def test_missing_directory(tmp_path: Path) -> None:
+    line = one_error_line(invoke("analyze", tmp_path / "nope"))
+    assert "no such directory" in line
+
+
+def test_empty_directory(tmp_path: Path) -> None:
+    line = one_error_line(invoke("analyze", tmp_path))
+    assert "no trace" in line.lower()
+
+
+def test_non_trace_file_only(tmp_path: Path) -> None:
+    (tmp_path / "notes.json").write_text('{"hello": 1}')
+    (tmp_path / "readme.txt").write_text("hello")
+    line = one_error_line(invoke("analyze", tmp_path))
+    assert "no trace" in line.lower()
+
+
+def test_truncated_gzip(tmp_path: Path) -> None:
+    directory = _synthetic(tmp_path, 2, steps=3)
+    victim = sorted(directory.glob("*.json*"))[0]
+    raw = gzip.compress(victim.read_bytes()) if victim.suffix != ".gz" else victim.read_bytes()
+    target = directory / (victim.name if victim.suffix == ".gz" else victim.name + ".gz")
+    victim.unlink()
+    target.write_bytes(raw[: len(raw) // 2])
+    line = one_error_line(invoke("analyze", directory))
+    assert target.name in line
+
+
+def test_duplicate_ranks(tmp_path: Path) -> None:
+    directory = _synthetic(tmp_path, 2, steps=3)
+    first = sorted(directory.glob("*.json*"))[0]
+    shutil.copy(first, directory / ("copy_of_" + first.name))
+    line = one_error_line(invoke("analyze", directory))
+    assert "rank" in line and "copy_of_" in line
+
+
+def test_a_file_instead_of_a_directory(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text("{}")
+    line = one_error_line(invoke("analyze", path))
+    assert "not a directory" in line
+
+
+# ------------------------------------------------------------------------------- durations
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30s", 30), ("2m", 120), ("45", 45), ("1h", 3600), ("500ms", 0.5)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "abc", "-5", "0", "5 parsecs", "1e400"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_duration(text)
+
+
+def test_profile_refuses_duration_and_steps_together(tmp_path: Path) -> None:
+    line = one_error_line(invoke("--duration", "5s", "--steps", "3", "-o", tmp_path))
+    assert "--duration and --steps" in line
+
+
+def test_profile_rejects_a_bad_delay(tmp_path: Path) -> None:
+    result = invoke("--gpus", "2", "--inject-delay", "5:backward:50", "-o", tmp_path)
+    assert result.exit_code == 2
+    assert "rank 5" in result.output and "Traceback" not in result.output

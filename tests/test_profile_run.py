@@ -1,0 +1,116 @@
+"""`torchscale profile` end to end with real torchrun ranks on CPU (gloo), against a straggler
+whose rank, phase and size are known (`--inject-delay 1:backward:50`), and the config's
+`profiling:` section acting after a sweep.
+
+The expected sync stall follows from the injected delay D and the measured cycle T: every rank
+but the late one waits about D per step, so the stall is D (N-1)/N / T; the tolerance is 25 %
+(relative), as the issue asks. Timings on a shared 2-core machine are noisy: only what the
+delay makes unmistakable is asserted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from torchscale.cli.app import app
+from torchscale.profiling.result import ProfileAnalysis
+from torchscale.results.versions import read_cell_result
+
+DELAY_MS = 50.0
+
+
+def invoke(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, [*map(str, args)])
+
+
+def _profile(tmp_path: Path, ranks: int) -> tuple[Result, Path]:
+    result = invoke(
+        "profile",
+        "--gpus",
+        str(ranks),
+        "--model",
+        "tiny-mlp",
+        "--batch-size",
+        "8",
+        "--steps",
+        "10",
+        "--inject-delay",
+        f"1:backward:{DELAY_MS:g}",
+        "--tool",
+        "torch",
+        "-o",
+        tmp_path,
+        "--name",
+        f"straggler{ranks}",
+    )
+    cells = sorted((tmp_path / f"straggler{ranks}" / "profile").iterdir())
+    assert len(cells) == 1, result.output
+    return result, cells[0]
+
+
+@pytest.fixture(scope="module", params=[2, 4], ids=["2ranks", "4ranks"])
+def profiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[
+    int, Result, Path
+]:
+    ranks = int(request.param)
+    result, directory = _profile(tmp_path_factory.mktemp(f"profile{ranks}"), ranks)
+    return ranks, result, directory
+
+
+def test_trace_analysis_names_rank_phase_and_size(profiled: tuple[int, Result, Path]) -> None:
+    ranks, result, directory = profiled
+    assert result.exit_code == 0, result.output
+    assert "[ANALYSIS] Sync stall time:" in result.output
+    files = sorted(p.name for p in directory.glob("rank*.trace.json.gz"))
+    assert files == [f"rank{r}.trace.json.gz" for r in range(ranks)]
+    analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
+    assert analysis.ranks_analysed == ranks and analysis.backend == "gloo"
+    assert analysis.straggler is not None, analysis.unavailable
+    assert (analysis.straggler.rank, analysis.straggler.phase) == (1, "backward")
+    assert analysis.straggler.phase_gap_us == pytest.approx(DELAY_MS * 1e3, rel=0.25)
+    assert analysis.cycle_us is not None and analysis.sync_stall_pct is not None
+    expected = 100 * DELAY_MS * 1e3 * (ranks - 1) / ranks / analysis.cycle_us
+    assert analysis.sync_stall_pct == pytest.approx(expected, rel=0.25)
+    assert analysis.findings[0].category == "straggler"
+    assert "rank 1" in analysis.findings[0].title and "backward" in analysis.findings[0].title
+
+
+def test_phase_timers_of_the_same_run_name_it_too(profiled: tuple[int, Result, Path]) -> None:
+    """The plain measurement (no profiler) before the traced steps: per-rank phase timers."""
+    _, result, directory = profiled
+    assert result.exit_code == 0, result.output
+    read = read_cell_result(directory / "result.json")
+    assert read.result is not None, read.problem
+    straggler = read.result.straggler
+    assert straggler is not None
+    assert (straggler.rank, straggler.phase, straggler.injected) == (1, "backward", True)
+    assert straggler.gap_s == pytest.approx(DELAY_MS / 1e3, rel=0.25)
+    assert read.result.straggler_rank == 1
+
+
+def test_sweep_profiling_section_profiles_after_the_sweep(tmp_path: Path) -> None:
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        "experiment_name: swept\n"
+        "models: [tiny-mlp]\n"
+        "batch_sizes: [8]\n"
+        "gpu_counts: [2]\n"
+        "device: cpu\n"
+        "measurement: {warmup_steps: 2, steps: 5, repeats: 1}\n"
+        "profiling: {enabled: true, trigger: always, steps: 3, warmup_steps: 1}\n"
+    )
+    result = invoke("benchmark", "-c", config, "-o", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "> [PROFILE]" in result.output and "trigger is 'always'" in result.output
+    root = tmp_path / "swept"
+    (cell,) = sorted((root / "cells").glob("*.json"))
+    profile_dir = root / "profile" / cell.stem
+    analysis = ProfileAnalysis.model_validate_json((profile_dir / "analysis.json").read_text())
+    assert analysis.ranks_analysed == 2
+    assert "[ANALYSIS] Sync stall time" in result.output
+    # the sweep's own result is untouched by the profiled run
+    read = read_cell_result(cell)
+    assert read.result is not None and read.result.measured_steps == 5

@@ -1,0 +1,755 @@
+"""Trace analyses on hand-built event tables with known answers (no trace files, no torch)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from torchscale.analysis.trace import intervals as iv
+from torchscale.analysis.trace.breakdown import activity, overlap_pct, rank_breakdown
+from torchscale.analysis.trace.clock import arrivals, estimate_offsets
+from torchscale.analysis.trace.collectives import (
+    collective_table,
+    match_collectives,
+    sync_stall,
+)
+from torchscale.analysis.trace.findings import (
+    MIN_COST_FRACTION,
+    FindingInputs,
+    finding_inputs,
+    rank_findings,
+)
+from torchscale.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
+from torchscale.analysis.trace.steps import phase_table, step_table
+from torchscale.analysis.trace.straggler import attribute_straggler, binomial_tail
+from torchscale.analysis.trace.whatif import what_if
+from torchscale.traces.model import EVENT_COLUMNS
+
+# --------------------------------------------------------------------------- event helper
+
+DTYPES = {
+    "name": "category",
+    "kind": "category",
+    "ts": np.float64,
+    "dur": np.float64,
+    "tid": np.int64,
+    "device_side": bool,
+    "correlation": "Int64",
+    "step": "Int64",
+    "phase": "category",
+    "coll_op": "category",
+    "pg": object,
+    "seq": "Int64",
+    "nelems": "Int64",
+    "dtype": object,
+    "group_size": "Int64",
+}
+
+
+def ev(*rows: dict[str, Any]) -> pd.DataFrame:
+    """An events table with exactly the model's columns and dtypes; unspecified fields None."""
+    defaults: dict[str, Any] = {c: None for c in EVENT_COLUMNS}
+    defaults.update(tid=1, device_side=False)
+    data = [{**defaults, **r} for r in rows]
+    frame = pd.DataFrame(data, columns=list(EVENT_COLUMNS))
+    assert tuple(frame.columns) == EVENT_COLUMNS
+    return frame.astype(DTYPES)
+
+
+def row(kind: str, ts: float, dur: float, name: str = "", **kw: Any) -> dict[str, Any]:
+    return {"kind": kind, "ts": ts, "dur": dur, "name": name or kind, **kw}
+
+
+# durations of a synthetic DDP step (us)
+DATA, FWD, BWD, XFER, OPT = 1000.0, 3000.0, 5000.0, 800.0, 1000.0
+START = 1.0e9  # a large, realistic base time
+
+
+def cpu_ddp_rank(
+    rank: int,
+    *,
+    steps: int = 6,
+    delay_rank: int | None = 1,
+    delay: float = 2000.0,
+    offset: float = 0.0,
+    buckets: int = 1,
+    end_noise: float = 0.0,
+    seed: int = 0,
+    op: str = "all_reduce",
+    nelems: int = 1000,
+    world: int = 2,
+) -> pd.DataFrame:
+    """One CPU (gloo) DDP rank: data, forward, backward (+ `delay` on `delay_rank`, injected at
+    the start of backward), gradient all_reduce per bucket on its own runloop thread, optimizer.
+    The collective of every rank ends when the last arrival's transfer is done; the fast ranks'
+    backward range includes the wait (main thread blocked, nothing recorded). `offset` shifts
+    this rank's clock."""
+    rng = np.random.default_rng(seed * 100 + rank)
+    delay = delay if delay_rank is not None else 0.0
+    rows: list[dict[str, Any]] = []
+    step_len = DATA + FWD + BWD + delay + XFER + OPT
+    t = START
+    for s in range(steps):
+        d = delay if rank == delay_rank else 0.0
+        rows.append(row("step", t, step_len, f"ProfilerStep#{s}", step=s))
+        rows.append(row("phase", t, DATA, "torchscale:data", phase="data"))
+        rows.append(row("cpu_op", t, DATA, "collate"))
+        rows.append(row("phase", t + DATA, FWD, "torchscale:forward", phase="forward"))
+        rows.append(row("cpu_op", t + DATA, FWD, "aten::addmm"))
+        b0 = t + DATA + FWD
+        if d:
+            rows.append(row("cpu_op", b0, d, "torchscale:injected_delay"))
+        rows.append(row("cpu_op", b0 + d, BWD, "autograd::engine"))
+        finish = b0 + delay + BWD + XFER  # the last bucket's end, all ranks
+        for b in range(buckets):
+            ready = BWD * (b + 1) / buckets
+            arrive = b0 + d + ready
+            end = b0 + delay + ready + XFER + rng.uniform(-end_noise, end_noise)
+            seqno = s * buckets + b
+            rows.append(row("collective_call", arrive, 5.0, "c10d::allreduce_", coll_op=op, tid=1))
+            rows.append(
+                row(
+                    "collective",
+                    arrive,
+                    end - arrive,
+                    f"gloo:{op}",
+                    coll_op=op,
+                    tid=100 + b % 2,
+                    pg="0",
+                    seq=seqno,
+                    nelems=nelems + b,
+                    dtype="float32",
+                    group_size=world,
+                )
+            )
+        rows.append(row("phase", b0, finish - b0, "torchscale:backward", phase="backward"))
+        rows.append(row("phase", finish, OPT, "Optimizer.step", phase="optimizer"))
+        rows.append(row("cpu_op", finish, OPT, "aten::add_"))
+        t += step_len
+    frame = ev(*rows)
+    frame["ts"] += offset
+    return frame
+
+
+def run_all(frames: dict[int, pd.DataFrame]) -> dict[str, Any]:
+    """The caller's loop: per-rank reducers one rank at a time, then the cross-rank steps."""
+    steps, phases, colls, bds, bases = {}, {}, {}, {}, {}
+    for r, events in frames.items():
+        st = step_table(events)
+        steps[r] = st.table
+        phases[r] = phase_table(events, st.table)
+        colls[r] = collective_table(events, st.table)
+        bds[r] = rank_breakdown(events, st.table)
+        bases[r] = idle_reducer(events, st.table)
+    matched = match_collectives(colls)
+    offsets = estimate_offsets(matched)
+    arr = arrivals(matched, offsets)
+    stall = sync_stall(matched, steps)
+    strag = attribute_straggler(matched, arr, phases, steps)
+    exposed = {r: b.exposed for r, b in bases.items()}
+    wi = what_if(matched, steps, exposed)
+    idle = idle_taxonomy(bases, matched)
+    return dict(
+        steps=steps,
+        phases=phases,
+        colls=colls,
+        bds=bds,
+        bases=bases,
+        matched=matched,
+        offsets=offsets,
+        arr=arr,
+        stall=stall,
+        strag=strag,
+        whatif=wi,
+        idle=idle,
+        exposed=exposed,
+    )
+
+
+STEP_LEN = DATA + FWD + BWD + 2000.0 + XFER + OPT
+
+# --------------------------------------------------------------------------- intervals
+
+
+def test_merge_and_window_lengths() -> None:
+    m = iv.merge([5, 0, 2, 20, 20], [6, 3, 4, 25, 22])
+    assert m.starts.tolist() == [0, 5, 20] and m.ends.tolist() == [4, 6, 25]
+    assert m.total() == 10
+    assert m.within([0, 3, 21, -10], [10, 5.5, 100, -5]).tolist() == [5, 1.5, 4, 0]
+    assert iv.subtract(m, iv.merge([1], [21])).total() == 1 + 4
+    assert iv.intersect(m, iv.merge([1], [21])).total() == 3 + 1 + 1
+    assert iv.merge([], []).count == 0 and iv.EMPTY.within([0], [1]).tolist() == [0]
+
+
+def test_overlap_pct_is_htas_definition() -> None:
+    # comm [0,10) and [20,30) = 20 us; compute [5,25) overlaps 5 + 5 = 10 us -> 50 %
+    comm = iv.merge([0, 20], [10, 30])
+    compute = iv.merge([5, 6], [25, 7])  # nested ranges merge, counted once
+    assert overlap_pct(compute, comm) == pytest.approx(50.0)
+    assert np.isnan(overlap_pct(compute, iv.EMPTY))
+    # the same through rank_breakdown on a GPU-style rank
+    events = ev(
+        row("step", 0, 40, step=1),
+        row(
+            "collective",
+            0,
+            10,
+            "ncclDevKernel_AllReduce",
+            device_side=True,
+            tid=7,
+            coll_op="all_reduce",
+        ),
+        row(
+            "collective",
+            20,
+            10,
+            "ncclDevKernel_AllReduce",
+            device_side=True,
+            tid=7,
+            coll_op="all_reduce",
+        ),
+        row("kernel", 5, 20, "gemm", device_side=True, tid=8),
+        row("kernel", 6, 1, "small", device_side=True, tid=9),
+    )
+    bd = rank_breakdown(events, step_table(events).table).iloc[0]
+    assert bd["comm_us"] == 20 and bd["compute_us"] == 20
+    assert bd["overlap_pct"] == pytest.approx(50.0)
+    assert bd["exposed_comm_us"] == 10
+    assert bd["idle_us"] == 40 - 30  # [30, 40)
+
+
+def test_breakdown_is_fast_on_a_million_events() -> None:
+    n = 1_000_000
+    rng = np.random.default_rng(0)
+    ts = np.sort(rng.uniform(0, 1e7, n))
+    frame = pd.DataFrame(
+        {
+            "name": pd.Categorical(["k"] * n),
+            "kind": pd.Categorical(np.where(np.arange(n) % 10 == 0, "collective", "kernel")),
+            "ts": ts,
+            "dur": rng.uniform(1, 20, n),
+            "tid": np.int64(7),
+            "device_side": True,
+        }
+    )
+    steps = pd.DataFrame({"step": np.arange(10), "start": np.arange(10) * 1e6})
+    steps["end"] = steps["start"] + 1e6
+    steps["dur"] = 1e6
+    steps["partial"] = False
+    for col in EVENT_COLUMNS:  # cheap all-missing columns of the model's dtypes
+        if frame.get(col) is not None:
+            continue
+        if DTYPES[col] == "Int64":
+            frame[col] = pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, bool))
+        elif DTYPES[col] == "category":
+            frame[col] = pd.Categorical.from_codes(np.full(n, -1), categories=["x"])
+        else:
+            frame[col] = np.full(n, None, dtype=object)
+    frame = frame[list(EVENT_COLUMNS)]
+    t0 = time.perf_counter()
+    bd = rank_breakdown(frame, steps)
+    elapsed = time.perf_counter() - t0
+    assert len(bd) == 10
+    assert elapsed < 1.0, elapsed
+
+
+# --------------------------------------------------------------------------- steps, phases
+
+
+def test_steps_partial_and_pseudo() -> None:
+    events = ev(
+        row("step", 0, 100, step=3),
+        row("step", 100, 100, step=4),
+        row("step", 200, 100, step=5),
+        row("step", 300, 20, step=6),  # cut short by the end of the capture
+        row("cpu_op", 0, 320),
+    )
+    st = step_table(events)
+    assert st.table["step"].tolist() == [3, 4, 5, 6]
+    assert st.table["partial"].tolist() == [False, False, False, True]
+    assert st.full["step"].tolist() == [3, 4, 5]
+    assert any("partial" in n for n in st.notes)
+    bd = rank_breakdown(events, st.table)
+    assert bd["step"].tolist() == [3, 4, 5]  # partial step left out
+
+    no_steps = ev(row("cpu_op", 10, 5), row("cpu_op", 30, 10))
+    st = step_table(no_steps)
+    assert len(st.table) == 1 and st.table.iloc[0]["dur"] == 30
+    assert any("pseudo-step" in n for n in st.notes)
+
+
+def test_phase_busy_hides_nothing_under_ddp() -> None:
+    fast, slow = cpu_ddp_rank(0), cpu_ddp_rank(1)
+    pf = phase_table(fast, step_table(fast).table).set_index(["step", "phase"])
+    ps = phase_table(slow, step_table(slow).table).set_index(["step", "phase"])
+    # raw backward durations are equal: the fast rank's range includes its wait
+    assert pf.loc[(0, "backward"), "dur_us"] == ps.loc[(0, "backward"), "dur_us"]
+    # busy time shows the delay
+    assert pf.loc[(0, "backward"), "busy_us"] == BWD
+    assert ps.loc[(0, "backward"), "busy_us"] == BWD + 2000
+    assert bool(pf.loc[(0, "backward"), "has_comm"])
+    assert ps.loc[(0, "backward"), "effective_us"] == BWD + 2000
+    # a phase without communication: its duration is the rank's own cost
+    assert pf.loc[(0, "data"), "effective_us"] == DATA
+
+
+# --------------------------------------------------------------------------- known answers
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_delayed_rank_wait_stall_straggler_whatif(world: int) -> None:
+    delay = 2000.0
+    frames = {r: cpu_ddp_rank(r, world=world, delay=delay) for r in range(world)}
+    out = run_all(frames)
+    matched = out["matched"]
+    assert not matched.mismatches
+    m = matched.matched
+    assert len(m) == 6 * world
+    others = m[m["rank"] != 1]
+    assert np.allclose(others["wait_us"], delay)
+    assert np.allclose(m[m["rank"] == 1]["wait_us"], 0.0)
+    assert np.allclose(m["transfer_us"], XFER)
+    assert m[m["last_by_duration"]]["rank"].unique().tolist() == [1]
+
+    stall = out["stall"]
+    expected = 100.0 * delay * (world - 1) / world / STEP_LEN
+    assert stall.overall_pct == pytest.approx(expected)
+    t = stall.table.set_index(["rank", "step"])
+    assert t.loc[(0, 2), "stall_us"] == pytest.approx(delay)
+    assert t.loc[(1, 2), "stall_us"] == 0.0
+
+    s = out["strag"].straggler
+    assert s is not None, out["strag"].reason
+    assert s.rank == 1 and s.share_last == 1.0 and s.op == "all_reduce"
+    assert s.mean_lateness_us == pytest.approx(delay)
+    assert s.phase == "backward"
+    assert s.phase_gap_us == pytest.approx(delay)
+    assert s.phase_gap_pct == pytest.approx(100 * delay / STEP_LEN)
+    assert s.mean_arrival_lateness_us == pytest.approx(delay)
+
+    wi = out["whatif"].set_index("rank")
+    assert wi.index.tolist() == [1]
+    # by hand: rank 1 last every step, gap = (delay + xfer) - xfer = delay, one per step
+    assert wi.loc[1, "saved_us_per_step"] == pytest.approx(delay)
+    assert wi.loc[1, "speedup_pct"] == pytest.approx(100 * delay / STEP_LEN)
+
+    idle = out["idle"].set_index(["rank", "step"])
+    assert idle.loc[(0, 1), "waiting_for_peers_us"] == pytest.approx(delay)
+    assert idle.loc[(0, 1), "transfer_us"] == pytest.approx(XFER)
+    assert idle.loc[(1, 1), "waiting_for_peers_us"] == pytest.approx(0.0)
+
+
+def test_no_delay_no_straggler() -> None:
+    frames = {r: cpu_ddp_rank(r, world=4, delay_rank=None) for r in range(4)}
+    out = run_all(frames)
+    assert out["stall"].overall_pct == pytest.approx(0.0)
+    assert out["strag"].straggler is None
+    assert "clear last" in out["strag"].reason
+    assert out["whatif"].empty
+
+
+def test_even_spread_is_not_a_straggler() -> None:
+    # each rank late once per cycle of 4 steps: shares are uniform
+    frames = {}
+    for r in range(4):
+        parts = []
+        for s in range(8):
+            f = cpu_ddp_rank(r, steps=1, delay_rank=s % 4, world=4)
+            f["ts"] += s * STEP_LEN
+            f["step"] = f["step"].where(f["step"].isna(), s)
+            f["seq"] = f["seq"].where(f["seq"].isna(), s)
+            parts.append(f)
+        frames[r] = pd.concat(parts, ignore_index=True)
+    out = run_all(frames)
+    assert out["strag"].straggler is None
+    assert "no rank stands out" in out["strag"].reason
+    assert out["stall"].overall_pct == pytest.approx(100 * 2000 * 3 / 4 / STEP_LEN)
+    inputs = finding_inputs(
+        out["bds"],
+        idle=out["idle"],
+        stall=out["stall"],
+        straggler=out["strag"],
+        whatif=out["whatif"],
+        device_type="cpu",
+        backend="gloo",
+    )
+    cats = [f.category for f in rank_findings(inputs)]
+    assert "load_imbalance" in cats and "straggler" not in cats
+
+
+def test_skewed_clocks_offsets_and_lateness() -> None:
+    skew = {0: 0.0, 1: 3.0e6, 2: -1.0e6, 3: 0.5e6}
+    frames = {
+        r: cpu_ddp_rank(r, world=4, offset=skew[r], end_noise=3.0, steps=10, seed=7)
+        for r in range(4)
+    }
+    out = run_all(frames)
+    off = out["offsets"].table.set_index("rank")
+    for r in range(4):
+        assert off.loc[r, "offset_us"] == pytest.approx(skew[r], abs=6.0)
+        assert off.loc[r, "uncertainty_us"] < 10.0
+    assert out["offsets"].reference == 0
+    arr = out["arr"].table
+    late = arr[arr["rank"] == 1]["arrival_lateness_us"]
+    assert np.allclose(late, 2000.0, atol=12.0)
+    assert arr[arr["last_by_arrival"]]["rank"].unique().tolist() == [1]
+    assert out["arr"].agreement == 1.0
+    # the duration method never looks at clocks: waits are the delay up to the end noise
+    m = out["matched"].matched
+    assert np.allclose(m[m["rank"] != 1]["wait_us"], 2000.0, atol=6.0)
+    assert out["strag"].straggler is not None and out["strag"].straggler.rank == 1
+
+
+def test_mismatches_and_unequal_counts_are_reported() -> None:
+    a = cpu_ddp_rank(0, delay_rank=None)
+    b = cpu_ddp_rank(1, delay_rank=None, nelems=999)  # every size differs
+    matched = match_collectives(
+        {0: collective_table(a, step_table(a).table), 1: collective_table(b, step_table(b).table)}
+    )
+    assert any("size" in line for line in matched.mismatches)
+    assert matched.usable.empty and not matched.matched.empty
+
+    c = cpu_ddp_rank(1, delay_rank=None, op="broadcast")
+    m2 = match_collectives(
+        {0: collective_table(a, step_table(a).table), 1: collective_table(c, step_table(c).table)}
+    )
+    assert any("op" in line and "broadcast" in line for line in m2.mismatches)
+
+    short = cpu_ddp_rank(1, steps=4)
+    tables = {
+        0: collective_table(a, step_table(a).table),
+        1: collective_table(short, step_table(short).table),
+    }
+    m3 = match_collectives(tables)
+    assert any("different numbers" in line and "rank 0: 6" in line for line in m3.mismatches)
+    assert m3.matched["index"].nunique() == 4
+
+    # without seq: matched by order, the common prefix
+    for t in tables.values():
+        t["by_seq"] = False
+    m4 = match_collectives(tables)
+    assert m4.matched["index"].nunique() == 4 and m4.mismatches
+
+
+def test_single_rank_gives_comm_figures_but_no_stall() -> None:
+    frames = {0: cpu_ddp_rank(0, delay_rank=None)}
+    out = run_all(frames)
+    assert out["matched"].matched.empty
+    assert any("only rank 0" in n for n in out["matched"].notes)
+    assert out["stall"].overall_pct is None
+    assert out["strag"].straggler is None
+    assert out["whatif"].empty
+    assert out["offsets"].table.empty and out["arr"].agreement is None
+    bd = out["bds"][0]
+    assert (bd["comm_us"] == XFER).all()
+    idle = out["idle"]
+    assert (idle["waiting_for_peers_us"] == 0).all()
+    inputs = finding_inputs(out["bds"], idle=idle, stall=out["stall"], straggler=out["strag"])
+    assert inputs.stall_frac is None
+    rank_findings(inputs)  # no crash
+
+
+def test_empty_tables() -> None:
+    empty = ev()
+    st = step_table(empty)
+    assert st.table.empty
+    assert phase_table(empty, st.table).empty
+    assert rank_breakdown(empty, st.table).empty
+    coll = collective_table(empty, st.table)
+    assert coll.empty
+    base = idle_reducer(empty, st.table)
+    matched = match_collectives({0: coll, 1: coll})
+    assert matched.matched.empty
+    assert sync_stall(matched, {0: st.table}).overall_pct is None
+    assert estimate_offsets(matched).table.empty
+    assert arrivals(matched, estimate_offsets(matched)).table.empty
+    assert attribute_straggler(matched, None, {}).straggler is None
+    assert what_if(matched, {0: st.table}).empty
+    assert idle_taxonomy({0: base}, matched).empty
+    assert rank_findings(finding_inputs({})) == []
+    # a rank with steps but nothing else
+    only_steps = ev(row("step", 0, 10, step=0))
+    assert rank_breakdown(only_steps, step_table(only_steps).table)["idle_us"].tolist() == [10]
+
+
+def test_idle_categories_add_up_cpu() -> None:
+    frames = {r: cpu_ddp_rank(r, world=2, buckets=2) for r in range(2)}
+    out = run_all(frames)
+    idle = out["idle"]
+    assert np.allclose(idle[CATEGORIES].sum(axis=1), idle["step_us"])
+    # two buckets: bucket 0's wait hides behind backward compute, bucket 1's is exposed
+    r0 = idle[idle["rank"] == 0]
+    assert np.allclose(r0["waiting_for_peers_us"], 2000.0)
+    m = out["matched"].matched
+    assert np.allclose(m[m["rank"] == 0]["wait_us"], 2000.0)
+    # hidden waits count in the raw stall, not in the exposed one
+    assert out["stall"].table.set_index(["rank", "step"]).loc[(0, 0), "stall_us"] == 4000.0
+    exposed = sync_stall(out["matched"], out["steps"], out["exposed"])
+    assert exposed.table.set_index(["rank", "step"]).loc[(0, 0), "stall_us"] == 2000.0
+    # what-if with exposure: rank 1 on time saves one delay per step, not two
+    assert out["whatif"].set_index("rank").loc[1, "saved_us_per_step"] == pytest.approx(2000.0)
+
+
+def test_gloo_buckets_on_two_threads_are_ordered_by_start() -> None:
+    # four buckets alternate between two runloop threads; no seq recorded
+    frames = {r: cpu_ddp_rank(r, world=2, buckets=4, steps=3) for r in range(2)}
+    tables = {}
+    for r, f in frames.items():
+        f["seq"] = pd.array([pd.NA] * len(f), dtype="Int64")
+        t = collective_table(f, step_table(f).table)
+        assert not t["by_seq"].any()
+        assert t["tid"].nunique() == 2
+        # index follows start order, alternating threads; sizes come in bucket order
+        assert t.sort_values("index")["nelems"].tolist() == [1000, 1001, 1002, 1003] * 3
+        tables[r] = t
+    matched = match_collectives(tables)
+    assert not matched.mismatches
+    m = matched.matched
+    assert np.allclose(m[m["rank"] == 0]["wait_us"], 2000.0)
+    # compute excludes the runloop threads' time
+    act = activity(frames[0])
+    assert act.comm.total() > 0
+    assert act.compute.within([START], [START + STEP_LEN])[0] == DATA + FWD + BWD + OPT
+
+
+def test_metadata_filled_from_calls_on_cpu() -> None:
+    f = cpu_ddp_rank(0, delay_rank=None)
+    calls = f["kind"] == "collective_call"
+    coll = f["kind"] == "collective"
+    # metadata only on the enqueue calls, as some readers leave it
+    for col in ("pg", "nelems", "dtype"):
+        f.loc[calls, col] = f.loc[coll, col].to_numpy()
+        f.loc[coll, col] = None
+    t = collective_table(f, step_table(f).table)
+    assert (t["group"] == "0").all()
+    assert (t["nelems"] == 1000).all() and (t["dtype"] == "float32").all()
+
+
+# --------------------------------------------------------------------------- GPU ranks
+
+
+def gpu_rank(
+    rank: int, *, delay: float = 0.0, launch_gap: float = 0.0, steps: int = 4
+) -> pd.DataFrame:
+    """A tiny GPU rank: per step, a host range launching forward and backward kernels and an
+    NCCL all_reduce on its own stream. `delay` makes the backward kernel longer; `launch_gap`
+    launches the backward kernel late (the GPU idles waiting for the host)."""
+    rows: list[dict[str, Any]] = []
+    step_len = 1000.0
+    corr = 0
+    for s in range(steps):
+        t = s * step_len
+        rows.append(row("step", t, step_len, step=s))
+        rows.append(row("phase", t, 300, "fwd", phase="forward"))
+        rows.append(row("phase", t + 300, 500, "bwd", phase="backward"))
+        corr += 1
+        rows.append(row("runtime", t + 10, 5, "cudaLaunchKernel", correlation=corr))
+        rows.append(
+            row("kernel", t + 20, 200, "gemm_fwd", device_side=True, tid=7, correlation=corr)
+        )
+        corr += 1
+        launch = t + 310 + launch_gap
+        rows.append(row("runtime", launch, 5, "cudaLaunchKernel", tid=2, correlation=corr))
+        rows.append(
+            row(
+                "kernel",
+                max(launch + 10, t + 320),
+                300 + delay,
+                "gemm_bwd",
+                device_side=True,
+                tid=7,
+                correlation=corr,
+            )
+        )
+        corr += 1
+        rows.append(row("runtime", t + 700, 5, "cudaLaunchKernel", tid=2, correlation=corr))
+        rows.append(
+            row(
+                "collective_call",
+                t + 695,
+                20,
+                "record_param_comms",
+                coll_op="all_reduce",
+                tid=2,
+                pg="0",
+                nelems=4096,
+                dtype="bf16",
+                seq=s,
+            )
+        )
+        rows.append(
+            row(
+                "collective",
+                t + 720,
+                100,
+                "ncclDevKernel_AllReduce_Sum_bf16",
+                device_side=True,
+                tid=20,
+                coll_op="all_reduce",
+                correlation=corr,
+            )
+        )
+        rows.append(row("memory", t + 900, 20, "Memcpy HtoD", device_side=True, tid=21))
+    return ev(*rows)
+
+
+def test_gpu_phase_busy_uses_launch_correlation() -> None:
+    events = gpu_rank(0, delay=50.0)
+    ph = phase_table(events, step_table(events).table).set_index(["step", "phase"])
+    assert ph.loc[(0, "forward"), "busy_us"] == 200
+    assert ph.loc[(0, "backward"), "busy_us"] == 350  # launched in backward, from thread 2
+    t = collective_table(events, step_table(events).table)
+    # metadata came from the enqueuing call through the launch correlation
+    assert t["group"].tolist() == ["0"] * 4 and t["nelems"].tolist() == [4096] * 4
+    assert t["by_seq"].all() and t["step"].tolist() == [0, 1, 2, 3]
+
+
+def test_gpu_idle_host_wait_and_categories() -> None:
+    events = gpu_rank(0, launch_gap=200.0)
+    st = step_table(events).table
+    base = idle_reducer(events, st)
+    ps = base.per_step.set_index("step")
+    # step 1: fwd kernel [1020,1220), bwd launched at 1510, runs [1520, 1820); the gap
+    # [1220, 1520) ends with a kernel launched after it began: host wait
+    # plus [1920, 2000): step 2's first kernel is launched at 2010, after the memcpy ended; and
+    # [1000, 1020) before this step's first kernel, launched at 1010
+    assert ps.loc[1, "host_wait_us"] == pytest.approx(300.0 + 80.0 + 20.0)
+    idle = idle_taxonomy({0: base}, None)
+    assert np.allclose(idle[CATEGORIES].sum(axis=1), idle["step_us"])
+    assert (idle["memory_us"] == 20).all()
+    bd = rank_breakdown(events, st).set_index("step")
+    assert bd.loc[1, "compute_us"] == 500
+    assert bd.loc[1, "comm_us"] == pytest.approx(820 + 100 - 820)  # collective [1720,1820)
+    # under the backward kernel: overlap 100 %
+    assert bd.loc[1, "overlap_pct"] == pytest.approx(100.0)
+    inputs = finding_inputs(
+        {0: rank_breakdown(events, st)}, idle=idle, device_type="cuda", backend="nccl"
+    )
+    assert inputs.host_wait_frac is not None and inputs.host_wait_frac > 0.2
+    assert rank_findings(inputs)[0].category == "host_bound"
+
+
+def _gpu_pair(steps: int) -> dict[int, pd.DataFrame]:
+    frames = {}
+    for r in range(2):
+        f = gpu_rank(r, delay=100.0 if r == 1 else 0.0, steps=steps)
+        coll = f["kind"] == "collective"
+        if r == 0:  # arrives 100 us earlier, the collective ends together: it waits
+            f.loc[coll, "dur"] = 200.0
+            f.loc[coll, "ts"] = f.loc[coll, "ts"] - 100.0
+        frames[r] = f
+    return frames
+
+
+def test_gpu_straggler_named_with_enough_evidence() -> None:
+    few = run_all(_gpu_pair(4))["strag"]
+    assert few.straggler is None  # 4 of 4: p = 2 x 1/16 = 0.125, could be chance
+    assert "chance" in few.reason
+    out = run_all(_gpu_pair(8))
+    s = out["strag"].straggler
+    assert s is not None and s.rank == 1 and s.phase == "backward"
+    assert s.phase_gap_us == pytest.approx(100.0)  # kernel busy, launched in backward
+    assert s.mean_lateness_us == pytest.approx(100.0)
+    inputs = finding_inputs(
+        out["bds"],
+        idle=out["idle"],
+        stall=out["stall"],
+        straggler=out["strag"],
+        whatif=out["whatif"],
+        device_type="cuda",
+        backend="nccl",
+    )
+    found = {f.category: f for f in rank_findings(inputs)}
+    top = found["straggler"]
+    assert top.title == "NCCL all_reduce: GPU-1 finishing backward pass slower than GPU-0"
+    assert top.cost_fraction == pytest.approx(0.1)  # 100 us saved of a 1000 us step
+    assert "host_bound" in found  # the toy step leaves the GPU idle between launches
+
+
+def test_findings_titles_and_threshold() -> None:
+    frames = {r: cpu_ddp_rank(r, world=4, delay=2000.0) for r in range(4)}
+    out = run_all(frames)
+    inputs = finding_inputs(
+        out["bds"],
+        idle=out["idle"],
+        stall=out["stall"],
+        straggler=out["strag"],
+        whatif=out["whatif"],
+        device_type="cpu",
+        backend="gloo",
+    )
+    found = rank_findings(inputs)
+    assert found[0].category == "straggler"
+    assert found[0].title == "gloo all_reduce: rank 1 finishing backward pass slower than rank 0"
+    assert "GPU" not in found[0].title
+    assert found[0].cost_fraction == pytest.approx(2000.0 / STEP_LEN)
+    assert all(f.cost_fraction >= MIN_COST_FRACTION for f in found)
+    costs = [f.cost_fraction for f in found]
+    assert costs == sorted(costs, reverse=True)
+    assert all(f.recommendation and f.evidence for f in found)
+    cats = {f.category for f in found}
+    assert "data_wait" in cats  # 1 ms of 12.8 ms
+    assert "load_imbalance" not in cats
+
+    gpu = FindingInputs(
+        cycle_us=1000.0,
+        ranks=4,
+        device_type="cuda",
+        backend="nccl",
+        stall_frac=0.15,
+        straggler=out["strag"].straggler,
+        straggler_saving_frac=0.12,
+        exposed_transfer_frac=0.01,
+        data_wait_frac=0.005,
+    )
+    found = rank_findings(gpu)
+    assert found[0].title == "NCCL all_reduce: GPU-1 finishing backward pass slower than GPU-0"
+    assert "throttl" in found[0].recommendation
+    assert [f.category for f in found] == ["straggler"]  # the rest is under 2 %
+
+
+def test_binomial_tail() -> None:
+    assert binomial_tail(0, 5, 0.5) == 1.0
+    assert binomial_tail(5, 5, 0.5) == pytest.approx(1 / 32)
+    assert binomial_tail(3, 4, 0.5) == pytest.approx(5 / 16)
+    assert binomial_tail(6, 5, 0.5) == 0.0
+
+
+def test_captures_starting_at_different_steps() -> None:
+    a = cpu_ddp_rank(0, steps=6)
+    b = cpu_ddp_rank(1, steps=7)
+    b = b[~((b["kind"] != "step") & (b["ts"] < START + STEP_LEN))]  # rank 1 starts a step late
+    b = b[b["step"].isna() | (b["step"] >= 1)]
+    st_a, st_b = step_table(a).table, step_table(b).table
+    tables = {0: collective_table(a, st_a), 1: collective_table(b, st_b)}
+    by_seq = match_collectives(tables)
+    assert not by_seq.mismatches  # same count, shifted window: a note, not a mismatch
+    assert any("cover different" in n for n in by_seq.notes)
+    assert sorted(by_seq.matched["index"].unique()) == [1, 2, 3, 4, 5]
+    assert np.allclose(by_seq.usable.query("rank == 0")["wait_us"], 2000.0)
+    for t in tables.values():
+        t["by_seq"] = False
+    by_order = match_collectives(tables)
+    assert any("different steps" in n for n in by_order.notes)
+    assert np.allclose(by_order.usable.query("rank == 0")["wait_us"], 2000.0)
+    assert by_order.matched["step"].min() == 1
+
+
+def test_findings_say_when_waits_are_unknown() -> None:
+    out = run_all({0: cpu_ddp_rank(0, delay_rank=None)})
+    inputs = finding_inputs(out["bds"], idle=out["idle"], stall=out["stall"])
+    assert not inputs.waits_known
+    comm = [f for f in rank_findings(inputs) if f.category == "exposed_comm"]
+    assert comm and "may include waiting" in comm[0].evidence[0]
+
+
+def test_waits_fully_hidden_behind_compute_save_nothing() -> None:
+    out = run_all({r: cpu_ddp_rank(r) for r in range(2)})
+    hidden = {0: iv.EMPTY, 1: iv.EMPTY}  # no exposed communication at all
+    wi = what_if(out["matched"], out["steps"], hidden)
+    assert wi.set_index("rank").loc[1, "saved_us_per_step"] == 0.0
+    assert sync_stall(out["matched"], out["steps"], hidden).overall_pct == 0.0

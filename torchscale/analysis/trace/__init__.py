@@ -1,0 +1,3 @@
+"""Trace analyses: pure functions over the event tables of `torchscale.traces.model`, one
+analysis per module (collective matching, clock offsets, breakdown, stragglers, what-if,
+findings)."""

@@ -1,0 +1,1 @@
+"""Profiling: capture (torch.profiler, Nsight Systems) and the end-to-end trace analysis."""

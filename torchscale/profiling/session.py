@@ -1,0 +1,225 @@
+"""One profiled run of one cell: launch under the profiler, then analyse the traces.
+
+A profiled run keeps everything in `<results>/<experiment>/profile/<cell_id>/`: the worker spec,
+torchrun's logs, the run's own result (its measured windows, phase timings and straggler by
+phase timers, taken before any profiled step), one trace per rank, and `analysis.json`. It never
+writes into `cells/`, so profiling a cell after a sweep cannot change the sweep's results.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from torchscale.atomic import write_text_atomic
+from torchscale.cell import Status
+from torchscale.config.schema import ProfilingConfig
+from torchscale.errors import LaunchError, ResultsError, TorchScaleError, describe_os_error
+from torchscale.launch.failure import classify_failure
+from torchscale.launch.process import run_launch
+from torchscale.launch.torchrun import LaunchCommand
+from torchscale.plan import Plan, PlannedCell
+from torchscale.profiling.result import ProfileAnalysis
+from torchscale.profiling.trigger import Selected
+from torchscale.results.schema import CellResult
+from torchscale.results.store import ResultStore
+from torchscale.results.versions import read_cell_result
+from torchscale.worker.spec import DelaySpec, ProfileSpec
+
+Tool = Literal["torch", "nsys"]
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    """How to profile: which profiler, how many steps, what to analyse, any injected delay."""
+
+    tool: Tool = "torch"
+    wait_steps: int = 1
+    warmup_steps: int = 2
+    active_steps: int = 10
+    record_shapes: bool = False
+    with_stack: bool = False
+    target: str = "sync_stalls"
+    inject_delay: tuple[DelaySpec, ...] = ()
+
+
+@dataclass
+class ProfiledCell:
+    """What one profiled run left: the run's result, the analysis (or why there is none)."""
+
+    directory: Path
+    result: CellResult
+    analysis: ProfileAnalysis | None = None
+    analysis_error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def profile_dir(store: ResultStore, cell_id: str) -> Path:
+    return store.root / "profile" / cell_id
+
+
+def resolve_tool(requested: str, device: str) -> tuple[Tool, str | None]:
+    """torch | nsys, from torch | nsys | auto, with a line saying why when auto chose."""
+    from torchscale.profiling.nsys import find_nsys
+
+    if requested == "torch":
+        return "torch", None
+    found = find_nsys()
+    if requested == "nsys":
+        if found is None:
+            raise LaunchError(
+                "--tool nsys: Nsight Systems (nsys) was not found on PATH or in "
+                "TORCHSCALE_NSYS; install it (docs/profiling.md) or use --tool torch"
+            )
+        return "nsys", None
+    if found is not None and device == "cuda":
+        return "nsys", "--tool auto: Nsight Systems found and the cell runs on GPUs: using nsys"
+    why = "no nsys found" if found is None else "the cell runs on CPU"
+    return "torch", f"--tool auto: {why}: using torch.profiler"
+
+
+def _prepare(directory: Path) -> None:
+    """A fresh profile directory: traces of an earlier run must not mix with this one's."""
+    try:
+        if directory.exists():
+            shutil.rmtree(directory)
+        (directory / "logs").mkdir(parents=True)
+    except OSError as exc:
+        raise ResultsError(f"cannot prepare {directory}: {describe_os_error(exc)}") from None
+
+
+def _nsys_wrap(command: LaunchCommand, directory: Path) -> LaunchCommand:
+    """The torchrun launch inside `nsys profile` (the launch itself unchanged)."""
+    from torchscale.profiling.nsys import find_nsys, wrap_launch
+
+    nsys = find_nsys()
+    if nsys is None:
+        raise LaunchError("Nsight Systems (nsys) disappeared between planning and launch")
+    gpu = "CUDA_VISIBLE_DEVICES" in command.env_overrides
+    return wrap_launch(command, nsys, directory / "capture", gpu=gpu, tmp_dir=directory / "tmp")
+
+
+def launch_profiled(
+    planned: PlannedCell,
+    store: ResultStore,
+    base_env: Mapping[str, str],
+    request: ProfileRequest,
+) -> ProfiledCell:
+    """Run `planned` once with the profiler on every rank; analyse what it wrote."""
+    directory = profile_dir(store, planned.cell.id)
+    _prepare(directory)
+    spec = planned.worker_spec(directory / "result.json", directory / "steps.jsonl").model_copy(
+        update={
+            "profile": ProfileSpec(
+                tool=request.tool,
+                wait=request.wait_steps,
+                warmup=request.warmup_steps,
+                active=request.active_steps,
+                record_shapes=request.record_shapes,
+                with_stack=request.with_stack,
+                trace_dir=str(directory),
+            ),
+            "inject_delay": list(request.inject_delay),
+        }
+    )
+    spec_path = directory / "spec.json"
+    try:
+        write_text_atomic(spec_path, spec.model_dump_json(indent=2))
+    except OSError as exc:
+        raise ResultsError(f"cannot write {spec_path}: {describe_os_error(exc)}") from None
+    command = planned.command(spec_path, directory / "logs", base_env)
+    if request.tool == "nsys":
+        command = _nsys_wrap(command, directory)
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    outcome = run_launch(command, planned.launch.timeout_s)
+    result = None
+    if not outcome.timed_out and (directory / "result.json").exists():
+        read = read_cell_result(directory / "result.json")
+        result = read.result
+    if result is None:
+        failure = classify_failure(outcome, command, planned.launch.timeout_s)
+        result = CellResult(cell=planned.cell, status=failure.status, error=failure.as_error())
+    result.started_at = started
+    result.wall_s = round(outcome.wall_s, 3)
+    result.launch = {"argv": command.argv, "env": command.env_overrides}
+    profiled = ProfiledCell(directory, result)
+    if result.status != Status.OK:
+        profiled.analysis_error = "the profiled run did not finish: no traces to analyse"
+        _write_result(directory, result)
+        return profiled
+    _write_result(directory, result)
+    analyse_into(profiled, request)
+    return profiled
+
+
+def _write_result(directory: Path, result: CellResult) -> None:
+    path = directory / "result.json"
+    try:
+        write_text_atomic(path, result.model_dump_json(indent=2))
+    except OSError as exc:
+        raise ResultsError(f"cannot write {path}: {describe_os_error(exc)}") from None
+
+
+def analyse_into(profiled: ProfiledCell, request: ProfileRequest) -> None:
+    """Analyse the traces of a finished profiled run and store analysis.json beside them."""
+    from torchscale.profiling.analyze import analyze_directory, write_analysis
+
+    directory = profiled.directory
+    try:
+        if request.tool == "nsys":
+            from torchscale.profiling.nsys import expect_report, export_sqlite, find_nsys
+
+            nsys = find_nsys()
+            if nsys is None:
+                raise LaunchError("Nsight Systems (nsys) is no longer found: cannot export")
+            export_sqlite(nsys, expect_report(directory / "capture"))
+        analysis = analyze_directory(directory, target=request.target, tool=request.tool)
+    except TorchScaleError as exc:
+        profiled.analysis_error = "; ".join(exc.lines())
+        return
+    write_analysis(analysis, directory / "analysis.json")
+    profiled.analysis = analysis
+
+
+def request_from_config(
+    settings: ProfilingConfig, device: str
+) -> tuple[ProfileRequest, str | None]:
+    """The request a sweep's `profiling:` section makes for a cell on `device`."""
+    tool, note = resolve_tool(settings.tool, device)
+    return (
+        ProfileRequest(
+            tool=tool,
+            warmup_steps=settings.warmup_steps,
+            active_steps=settings.steps,
+            record_shapes=settings.record_shapes,
+            with_stack=settings.with_stack,
+        ),
+        note,
+    )
+
+
+def profile_after_sweep(
+    plan: Plan,
+    store: ResultStore,
+    base_env: Mapping[str, str],
+    results: Sequence[CellResult],
+    on_start: Callable[[Selected, str | None], None] = lambda selected, note: None,
+) -> list[tuple[Selected, ProfiledCell]]:
+    """Profile the cells the config's trigger selects, one after another, after the sweep."""
+    from torchscale.profiling.trigger import select_for_profiling
+
+    settings = plan.config.profiling
+    by_id = {planned.cell.id: planned for planned in plan.cells}
+    done = []
+    for selected in select_for_profiling(results, settings):
+        planned = by_id.get(selected.cell_id)
+        if planned is None:
+            continue
+        request, note = request_from_config(settings, planned.cell.device)
+        on_start(selected, note)
+        done.append((selected, launch_profiled(planned, store, base_env, request)))
+    return done
