@@ -52,9 +52,9 @@ def _profile(tmp_path: Path, ranks: int) -> tuple[Result, Path]:
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["2ranks", "4ranks"])
-def profiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[
-    int, Result, Path
-]:
+def profiled(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[int, Result, Path]:
     ranks = int(request.param)
     result, directory = _profile(tmp_path_factory.mktemp(f"profile{ranks}"), ranks)
     return ranks, result, directory
@@ -114,3 +114,39 @@ def test_sweep_profiling_section_profiles_after_the_sweep(tmp_path: Path) -> Non
     # the sweep's own result is untouched by the profiled run
     read = read_cell_result(cell)
     assert read.result is not None and read.result.measured_steps == 5
+
+
+def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
+    """`--tool nsys`: the torchrun launch inside `nsys profile`, exported to SQLite and read.
+    On CPU nsys sees no collectives (no kernels): the stall is unavailable with the reason,
+    while the ranks, steps and phases come through the NVTX marks."""
+    from torchscale.profiling.nsys import find_nsys, nsys_unavailable_reason
+
+    if find_nsys() is None:
+        pytest.skip(f"Nsight Systems not available: {nsys_unavailable_reason()}")
+    pytest.importorskip("nvtx", reason="CPU workers need the nvtx package (< 0.2.12) for nsys")
+    result = invoke(
+        "profile",
+        "--gpus",
+        "2",
+        "--model",
+        "tiny-mlp",
+        "--batch-size",
+        "8",
+        "--steps",
+        "3",
+        "--profile-steps",
+        "4",
+        "--tool",
+        "nsys",
+        "-o",
+        tmp_path,
+    )
+    assert result.exit_code == 0, result.output
+    (directory,) = sorted((tmp_path / "profile" / "profile").iterdir())
+    assert (directory / "capture.sqlite").exists()
+    analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
+    assert analysis.tool == "nsys" and analysis.ranks_analysed == 2
+    assert all(f.rank_source == "nvtx mark" for f in analysis.files)
+    assert all(r.steps >= 3 for r in analysis.ranks)
+    assert "sync_stall_pct" in analysis.unavailable
