@@ -78,9 +78,13 @@ def test_shared_real_traces_golden(folder: str, tmp_path: Path) -> None:
 
 
 @needs_shared
-def test_cli_on_read_only_shared_folder_prints_and_does_not_fail(tmp_path: Path) -> None:
-    result = invoke("analyze", SHARED_TRACES / "nccl_parser_config")
+def test_cli_on_the_shared_traces_prints_and_writes_only_where_asked(tmp_path: Path) -> None:
+    # never write into ../shared (as root, its read-only modes would not stop a write)
+    result = invoke(
+        "analyze", SHARED_TRACES / "nccl_parser_config", "--output", tmp_path / "n.json"
+    )
     assert result.exit_code == 0, result.output
+    assert not (SHARED_TRACES / "nccl_parser_config" / "analysis.json").exists()
     assert "[ANALYSIS] Sync stall time: unavailable" in result.output
     assert "Exposed NCCL communication" in result.output
     # --output writes the versioned analysis wherever asked
