@@ -100,9 +100,8 @@ def profile(
         return
     Verbosity.override(verbose)
     from torchscale import host
-    from torchscale.config.schema import BenchConfig
+    from torchscale.config.loader import validate_data
     from torchscale.durations import parse_duration
-    from torchscale.errors import ConfigError, ConfigProblem
     from torchscale.plan import Machine, build_plan
     from torchscale.profiling.session import ProfileRequest, launch_profiled, resolve_tool
     from torchscale.results.store import ResultStore, check_output_dir
@@ -146,7 +145,7 @@ def profile(
         "training": {"precision": [precision], "strategy": [strategy]},
         "measurement": measurement,
     }
-    config = _validate(raw, BenchConfig, ConfigError, ConfigProblem)
+    config = validate_data(raw, "command line")
     machine = Machine(gpu_count=gpu_count, cpu_cores=host.usable_cores())
     planned = build_plan(config, machine).cells[0]
     if planned.skip_reason is not None:
@@ -170,21 +169,6 @@ def profile(
         )
     profiled = launch_profiled(planned, store, os.environ, request)
     raise typer.Exit(_print_outcome(profiled, json_output))
-
-
-def _validate(raw: dict[str, Any], model: Any, error: Any, problem: Any) -> Any:
-    """The profile's config, with pydantic's complaints as one line each."""
-    from pydantic import ValidationError
-
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        raise error(
-            [
-                problem(".".join(str(p) for p in e["loc"]), e["msg"], "command line")
-                for e in exc.errors()
-            ]
-        ) from None
 
 
 def _print_outcome(profiled: ProfiledCell, json_output: bool) -> int:

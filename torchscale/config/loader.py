@@ -59,10 +59,22 @@ def parse_config(
             ]
         )
     data, applied = apply_overrides(data, overrides)
+    return validate_data(data, source, index, applied)
+
+
+def validate_data(
+    data: dict[str, Any],
+    source: str,
+    index: YamlIndex | None = None,
+    applied: dict[Path_, str] | None = None,
+) -> BenchConfig:
+    """Validate config `data` (from a file, or built by a command from its options) into a
+    BenchConfig, or raise ConfigError with every problem, one line each."""
     try:
         return BenchConfig.model_validate(data)
     except ValidationError as exc:
-        problems = [_problem(err, data, index, applied, source) for err in exc.errors()]
+        where = index or YamlIndex()
+        problems = [_problem(err, data, where, applied or {}, source) for err in exc.errors()]
         problems.sort(key=lambda p: (p.source != source, p.line or 0, p.column or 0))
         raise ConfigError(problems) from None
 

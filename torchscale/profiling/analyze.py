@@ -229,16 +229,6 @@ def combine(
     ]
     analysis.cycle_us = _median(f.step_us for f in analysis.ranks if f.step_us is not None)
     analysis.exposed_comm_pct = _share(analysis.ranks, "exposed_comm_us")
-    overlaps = (
-        pd.concat([b for b in breakdowns.values() if len(b)], ignore_index=True)
-        if any(len(b) for b in breakdowns.values())
-        else pd.DataFrame()
-    )
-    if len(overlaps) and float(overlaps["comm_us"].sum()) > 0:
-        overlapped = float((overlaps["comm_us"] - overlaps["exposed_comm_us"]).sum())
-        analysis.overlap_pct = 100 * overlapped / float(overlaps["comm_us"].sum())
-    else:
-        unavailable["overlap_pct"] = "no communication in the traced steps"
     inputs = findings.finding_inputs(
         breakdowns,
         idle=taxonomy,
@@ -248,6 +238,10 @@ def combine(
         device_type=first.device_type,
         backend=first.backend,
     )
+    # HTA's overlap over every rank and step: computing while communicating / communication
+    analysis.overlap_pct = inputs.overlap_pct
+    if inputs.overlap_pct is None:
+        unavailable["overlap_pct"] = "no communication in the traced steps"
     notes += list(inputs.notes)
     analysis.findings = [
         FindingFigures(

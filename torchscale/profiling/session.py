@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from torchscale.atomic import write_text_atomic
 from torchscale.cell import Status
 from torchscale.config.schema import ProfilingConfig
 from torchscale.errors import LaunchError, ResultsError, TorchScaleError, describe_os_error
@@ -126,11 +125,7 @@ def launch_profiled(
             "inject_delay": list(request.inject_delay),
         }
     )
-    spec_path = directory / "spec.json"
-    try:
-        write_text_atomic(spec_path, spec.model_dump_json(indent=2))
-    except OSError as exc:
-        raise ResultsError(f"cannot write {spec_path}: {describe_os_error(exc)}") from None
+    spec_path = store.write_text(directory / "spec.json", spec.model_dump_json(indent=2))
     command = planned.command(spec_path, directory / "logs", base_env)
     if request.tool == "nsys":
         command = _nsys_wrap(command, directory)
@@ -146,22 +141,13 @@ def launch_profiled(
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)
     result.launch = {"argv": command.argv, "env": command.env_overrides}
+    store.write_text(directory / "result.json", result.model_dump_json(indent=2))
     profiled = ProfiledCell(directory, result)
     if result.status != Status.OK:
         profiled.analysis_error = "the profiled run did not finish: no traces to analyse"
-        _write_result(directory, result)
         return profiled
-    _write_result(directory, result)
     analyse_into(profiled, request)
     return profiled
-
-
-def _write_result(directory: Path, result: CellResult) -> None:
-    path = directory / "result.json"
-    try:
-        write_text_atomic(path, result.model_dump_json(indent=2))
-    except OSError as exc:
-        raise ResultsError(f"cannot write {path}: {describe_os_error(exc)}") from None
 
 
 def analyse_into(profiled: ProfiledCell, request: ProfileRequest) -> None:

@@ -45,11 +45,13 @@ other bounded one, builds a dict per event (about 40 MB/s).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
 import re
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -205,10 +207,11 @@ def _open(path: Path) -> IO[bytes]:
     return raw
 
 
-def _read(stream: IO[bytes], path: Path, size: int) -> bytes:
-    """Up to `size` decompressed bytes; decompression and I/O errors become one-line errors."""
+@contextlib.contextmanager
+def _read_errors(path: Path) -> Iterator[None]:
+    """Decompression and I/O errors of a read as one-line TraceErrors naming the file."""
     try:
-        return stream.read(size)
+        yield
     except EOFError:
         raise TraceError(
             f"{path}: truncated gzip file (the compressed stream ends early)"
@@ -219,19 +222,16 @@ def _read(stream: IO[bytes], path: Path, size: int) -> bytes:
         raise TraceError(f"{path}: cannot read: {describe_os_error(exc)}") from None
 
 
+def _read(stream: IO[bytes], path: Path, size: int) -> bytes:
+    """Up to `size` decompressed bytes."""
+    with _read_errors(path):
+        return stream.read(size)
+
+
 def _read_into(stream: IO[bytes], path: Path, buf: bytearray, start: int) -> int:
     """Fill buf[start:] from the stream (no new buffer per block); bytes read, 0 at the end."""
-    with memoryview(buf) as view, view[start:] as target:
-        try:
-            return stream.readinto(target)  # type: ignore[attr-defined,no-any-return]
-        except EOFError:
-            raise TraceError(
-                f"{path}: truncated gzip file (the compressed stream ends early)"
-            ) from None
-        except (gzip.BadGzipFile, zlib.error) as exc:
-            raise TraceError(f"{path}: corrupt gzip data ({exc})") from None
-        except OSError as exc:
-            raise TraceError(f"{path}: cannot read: {describe_os_error(exc)}") from None
+    with memoryview(buf) as view, view[start:] as target, _read_errors(path):
+        return stream.readinto(target)  # type: ignore[attr-defined,no-any-return]
 
 
 def _find_header(buf: bytes, start: int) -> tuple[_Header, int] | None:
