@@ -1,0 +1,202 @@
+"""The report model: what a report says, independent of how it is drawn.
+
+`torchscale report` builds one `Report` from results by pure functions (`report.build`), then
+hands it to a renderer (terminal, HTML, PDF, Markdown, JSON). Every number is computed before
+rendering: templates and renderers only format and lay out. The JSON format is this model
+dumped as it is (`kind: torchscale.report`, versioned), so a notebook or a CI job can read a
+report without parsing HTML.
+
+A section is an ordered list of blocks, each of one type: text, key figures, a table, a chart,
+findings, or a note of what is unavailable and why. Values in tables and charts are raw numbers
+(seconds, bytes, ratios) with the unit in the column or axis; renderers choose the formatting.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# 1: first version (issue 8).
+REPORT_SCHEMA_VERSION = 1
+
+# how a renderer formats a value; raw values stay in the model
+ValueFormat = Literal[
+    "text",  # as is
+    "int",  # 1,234
+    "float",  # 3 significant figures
+    "ratio_pct",  # 0.123 -> 12.3 %
+    "pct",  # 12.3 -> 12.3 % (already a percentage)
+    "seconds",  # 0.0123 -> 12.3 ms
+    "us",  # microseconds -> ms / s as fits
+    "bytes",  # 1048576 -> 1.0 MiB
+    "rate",  # samples/s, tokens/s: 1,234.5
+    "change_pct",  # signed ratio: +0.052 -> +5.2 %
+    "money",  # 1.234 -> $1.23
+]
+Severity = Literal["info", "good", "warn", "bad"]
+SectionId = Literal[
+    "summary",
+    "scaling",
+    "latency",
+    "efficiency",
+    "bottlenecks",
+    "baseline",
+    "failures",
+    "appendix",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Text(_Model):
+    """A paragraph of plain text (never markup: every renderer escapes it)."""
+
+    type: Literal["text"] = "text"
+    text: str
+    severity: Severity = "info"
+
+
+class KeyFigure(_Model):
+    label: str
+    value: float | str | None = Field(description="None: unavailable (see note)")
+    format: ValueFormat = "text"
+    note: str | None = Field(default=None, description="what it is, or why it is unavailable")
+    severity: Severity = "info"
+
+
+class KeyFigures(_Model):
+    type: Literal["key_figures"] = "key_figures"
+    figures: list[KeyFigure]
+
+
+class Column(_Model):
+    key: str
+    label: str
+    format: ValueFormat = "text"
+    align: Literal["left", "right"] = "right"
+
+
+class Table(_Model):
+    """Rows are dicts keyed by column key; a missing or None value renders as '-'. A row may
+    carry `_severity` (Severity) to highlight it."""
+
+    type: Literal["table"] = "table"
+    id: str
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    note: str | None = None
+
+
+class Series(_Model):
+    """One named series. For line/bar/scatter: x and y of equal length (None = gap); `low` and
+    `high` (same length) draw an interval (run-to-run spread). For box: `values` per x label
+    (`x[i]` -> distribution `values[i]`)."""
+
+    name: str
+    x: list[float | int | str] = Field(default_factory=list)
+    y: list[float | None] = Field(default_factory=list)
+    low: list[float | None] | None = None
+    high: list[float | None] | None = None
+    values: list[list[float]] | None = None
+    style: Literal["solid", "dashed", "dotted"] = "solid"
+
+
+class Heatmap(_Model):
+    """z[i][j] is the value at y_labels[i], x_labels[j] (None = no data)."""
+
+    x_labels: list[str]
+    y_labels: list[str]
+    z: list[list[float | None]]
+    z_label: str
+
+
+class Chart(_Model):
+    type: Literal["chart"] = "chart"
+    id: str = Field(description="unique in the report; used as the HTML element id")
+    title: str
+    kind: Literal["line", "bar", "stacked_bar", "box", "heatmap"]
+    x_label: str
+    y_label: str
+    x_format: ValueFormat = "text"
+    y_format: ValueFormat = "float"
+    x_log2: bool = Field(default=False, description="GPU counts: 1, 2, 4, 8 evenly spaced")
+    series: list[Series] = Field(default_factory=list)
+    heatmap: Heatmap | None = None
+    note: str | None = None
+
+
+class Finding(_Model):
+    title: str
+    cost_pct: float | None = Field(description="share of cycle or step time, %")
+    source: str = Field(description="where it comes from: a cell id or a profile name")
+    evidence: list[str] = Field(default_factory=list)
+    recommendation: str | None = None
+    severity: Severity = "warn"
+
+
+class Findings(_Model):
+    type: Literal["findings"] = "findings"
+    findings: list[Finding]
+
+
+class Unavailable(_Model):
+    """What this section cannot show, and why (never a silent gap)."""
+
+    type: Literal["unavailable"] = "unavailable"
+    items: dict[str, str] = Field(description="what -> why")
+
+
+Block = Annotated[
+    Text | KeyFigures | Table | Chart | Findings | Unavailable, Field(discriminator="type")
+]
+
+
+class Section(_Model):
+    id: SectionId
+    title: str
+    blocks: list[Block] = Field(default_factory=list)
+
+
+class Source(_Model):
+    """One experiment read into the report."""
+
+    name: str
+    path: str
+    cells: int
+    ok: int
+    failed: int
+    skipped: int
+    profiles: int
+    schema_versions: list[int]
+
+
+class Skipped(_Model):
+    path: str
+    reason: str
+
+
+class Report(_Model):
+    kind: Literal["torchscale.report"] = "torchscale.report"
+    schema_version: Literal[1] = 1
+    torchscale_version: str
+    title: str
+    generated_at: str = Field(description="ISO 8601, UTC")
+    sources: list[Source]
+    sections: list[Section]
+    regressions: int = Field(default=0, description="baseline regressions flagged beyond noise")
+    skipped: list[Skipped] = Field(
+        default_factory=list, description="inputs left out of the report, with why"
+    )
+
+    def section(self, section_id: str) -> Section | None:
+        for section in self.sections:
+            if section.id == section_id:
+                return section
+        return None
+
+    def charts(self) -> list[Chart]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, Chart)]
