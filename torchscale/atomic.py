@@ -20,12 +20,17 @@ def _umask() -> int:
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write `text` to `path` atomically (temp file + fsync + rename); create parent dirs."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """Write `data` to `path` atomically (temp file + fsync + rename); create parent dirs."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         Path(tmp_name).chmod(0o666 & ~_umask())  # mkstemp gives 0600: results are for sharing

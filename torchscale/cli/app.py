@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from torchscale import __version__
-from torchscale.cli import benchmark_cmd, config_cmd, list_cmd, profile_cmd, validate_cmd
+from torchscale.cli import (
+    benchmark_cmd,
+    config_cmd,
+    list_cmd,
+    profile_cmd,
+    report_cmd,
+    validate_cmd,
+)
 from torchscale.cli.common import Verbosity
 
 app = typer.Typer(
@@ -50,6 +57,7 @@ app.add_typer(config_cmd.app, name="config")
 app.command("benchmark")(benchmark_cmd.benchmark)
 app.command("list")(list_cmd.list_catalog)
 app.add_typer(profile_cmd.app, name="profile")
+app.add_typer(report_cmd.app, name="report")
 app.command("validate")(validate_cmd.validate)
 
 

@@ -63,38 +63,39 @@ class Experiment:
 
     @cached_property
     def steps(self) -> pd.DataFrame:
-        frames = [
-            frame for r in self.results if (frame := self._steps_of(r.cell.id)) is not None
-        ]
-        if not frames:
-            return pd.DataFrame(columns=STEP_COLUMNS + PHASE_STEP_COLUMNS)
-        return pd.concat(frames, ignore_index=True)[STEP_COLUMNS + PHASE_STEP_COLUMNS]
+        columns = STEP_COLUMNS + PHASE_STEP_COLUMNS
+        records: list[tuple[Any, ...]] = []
+        for result in self.results:
+            records += self._steps_of(result.cell.id)
+        # one frame from every record: a frame per cell costs ~2 ms each, 1 s at 500 cells
+        frame = pd.DataFrame.from_records(records, columns=columns)
+        frame[PHASE_STEP_COLUMNS] = frame[PHASE_STEP_COLUMNS].astype("float64")
+        return frame
 
-    def _steps_of(self, cell_id: str) -> pd.DataFrame | None:
+    def _steps_of(self, cell_id: str) -> list[tuple[Any, ...]]:
+        """The step records of one cell as tuples in STEP_COLUMNS + PHASE_STEP_COLUMNS order
+        (none when the file is missing, unreadable or torn: a torn file is ignored whole
+        rather than half-used, and said so in `skipped`)."""
         path = self.root / "steps" / f"{cell_id}.jsonl"
         if not path.exists():
-            return None
-        records = []
+            return []
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as exc:
             self.skipped.append((path, f"unreadable: {describe_os_error(exc)}"))
-            return None
+            return []
+        records: list[tuple[Any, ...]] = []
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-                row = {k: record[k] for k in STEP_COLUMNS[1:]}
-                row.update({k: record.get(k) for k in PHASE_STEP_COLUMNS})
-                records.append(row)
+                row = (cell_id, *(record[k] for k in STEP_COLUMNS[1:]))
+                records.append(row + tuple(record.get(k) for k in PHASE_STEP_COLUMNS))
             except (ValueError, KeyError, TypeError):
                 self.skipped.append((path, f"line {number}: not a step record"))
-                return None  # a torn file is ignored whole rather than half-used
-        frame = pd.DataFrame.from_records(records, columns=STEP_COLUMNS[1:] + PHASE_STEP_COLUMNS)
-        frame[PHASE_STEP_COLUMNS] = frame[PHASE_STEP_COLUMNS].astype("float64")
-        frame.insert(0, "cell_id", cell_id)
-        return frame
+                return []
+        return records
 
 
 def _read_mapping(path: Path, parse: Any, what: str) -> dict[str, Any]:

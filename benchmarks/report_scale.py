@@ -1,0 +1,140 @@
+"""Report build and render time at scale, and how the HTML grows with the number of cells.
+
+Generates results for --cells cells (default 500: models x batch sizes x GPU counts x
+precisions x strategies) by varying the real schema-3 fixture cells of
+tests/fixtures/results_v3 (ids, sizes, throughputs scaled, step files copied), then times, each
+in the same run: the bare `torchscale.results.load` of the directory (the baseline: reading
+the results at all), building the report model, and rendering HTML and PDF. The same is done
+at --small cells to show that the HTML grows sub-linearly (plotly.js is embedded once).
+
+    python benchmarks/report_scale.py                 # 500 cells (and 50 for the growth ratio)
+    python benchmarks/report_scale.py --cells 200 --no-pdf
+
+Bounds (issue 8): HTML <= 2 s and PDF <= 15 s for 500 cells on this 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "results_v3" / "v3_fixture"
+
+MODELS = [f"scale-model-{i}" for i in range(1, 6)]  # labels only: the figures are scaled copies
+BATCHES = [8, 16, 32, 64, 128]
+GPUS = [1, 2, 4, 8, 16]
+PRECISIONS = ["fp32", "bf16"]
+STRATEGIES = ["ddp", "fsdp"]
+
+
+def write_results(root: Path, cells: int) -> Path:
+    """An experiment directory of `cells` results derived from the fixture's ok cells."""
+    experiment = root / f"scale_{cells}"
+    (experiment / "cells").mkdir(parents=True)
+    (experiment / "steps").mkdir()
+    shutil.copy(FIXTURE / "config.yaml", experiment / "config.yaml")
+    shutil.copy(FIXTURE / "env.json", experiment / "env.json")
+    templates = []
+    for path in sorted((FIXTURE / "cells").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data["status"] == "ok" and data["cell"]["world_size"] == 2:
+            steps = (FIXTURE / "steps" / path.name).with_suffix(".jsonl")
+            templates.append((data, steps.read_text(encoding="utf-8")))
+    combos = itertools.product(MODELS, BATCHES, GPUS, PRECISIONS, STRATEGIES)
+    for index, (model, batch, gpus, precision, strategy) in enumerate(
+        itertools.islice(combos, cells)
+    ):
+        data, steps = templates[index % len(templates)]
+        data = json.loads(json.dumps(data))
+        key = f"{model}|{batch}|{gpus}|{precision}|{strategy}"
+        sha = hashlib.sha256(key.encode()).hexdigest()
+        cell_id = f"{model}__b{batch}__w{gpus}__{precision}__{strategy}__{sha[:8]}"
+        data["cell"].update(
+            id=cell_id,
+            definition_sha256=sha,
+            model=model,
+            label=model,
+            batch_size=batch,
+            world_size=gpus,
+            precision=precision,
+            strategy=strategy,
+        )
+        scale = gpus * (0.97 ** (gpus - 1)) * batch / 8
+        throughput = data["throughput"]
+        for field in ("samples_per_s", "samples_per_s_per_device", "tokens_per_s"):
+            if throughput.get(field) is not None:
+                throughput[field] = throughput[field] * scale
+        throughput["repeats"] = [value * scale for value in throughput.get("repeats") or []]
+        data["global_batch"] = batch * gpus
+        (experiment / "cells" / f"{cell_id}.json").write_text(json.dumps(data), encoding="utf-8")
+        (experiment / "steps" / f"{cell_id}.jsonl").write_text(steps, encoding="utf-8")
+    return experiment
+
+
+def measure(experiment: Path, pdf: bool) -> dict[str, float]:
+    from torchscale.report.build import ReportOptions, build_report
+    from torchscale.report.render import renderer
+    from torchscale.report.sources import read_sources
+    from torchscale.results import load
+
+    out: dict[str, float] = {}
+    started = time.perf_counter()
+    experiment_table = load(experiment)
+    _ = experiment_table.cells, experiment_table.steps
+    out["load_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    report = build_report(read_sources(experiment), ReportOptions(generated_at="fixed"))
+    out["build_s"] = time.perf_counter() - started
+    for fmt in ("html", "pdf") if pdf else ("html",):
+        started = time.perf_counter()
+        content = renderer(fmt)(report)
+        out[f"{fmt}_s"] = time.perf_counter() - started
+        out[f"{fmt}_bytes"] = float(len(content))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cells", type=int, default=500)
+    parser.add_argument("--small", type=int, default=50, help="cells for the growth ratio")
+    parser.add_argument("--no-pdf", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = {}
+        for cells in (args.small, args.cells):
+            experiment = write_results(Path(tmp), cells)
+            measure(experiment, pdf=False)  # warm imports (plotly, jinja2, matplotlib) once
+            rows[cells] = measure(experiment, pdf=not args.no_pdf)
+        for cells, row in rows.items():
+            total_html = row["build_s"] + row["html_s"]
+            line = (
+                f"{cells:4d} cells: load (bare) {row['load_s']:.2f} s, "
+                f"build {row['build_s']:.2f} s,"
+                f" HTML {row['html_s']:.2f} s ({row['html_bytes'] / 1e6:.2f} MB;"
+                f" build+render {total_html:.2f} s = {total_html / row['load_s']:.1f}x the load)"
+            )
+            if "pdf_s" in row:
+                total_pdf = row["build_s"] + row["pdf_s"]
+                line += (
+                    f", PDF {row['pdf_s']:.2f} s ({row['pdf_bytes'] / 1e6:.2f} MB;"
+                    f" build+render {total_pdf:.2f} s)"
+                )
+            print(line)
+        small, large = rows[args.small], rows[args.cells]
+        cell_ratio = args.cells / args.small
+        size_ratio = large["html_bytes"] / small["html_bytes"]
+        print(
+            f"HTML size x{size_ratio:.2f} for x{cell_ratio:.0f} the cells "
+            f"({'sub-linear' if size_ratio < cell_ratio else 'NOT sub-linear'})"
+        )
+
+
+if __name__ == "__main__":
+    main()

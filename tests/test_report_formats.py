@@ -1,0 +1,217 @@
+"""Markdown, JSON and terminal renderers (torchscale.report.render.markdown / json_format /
+term): escaping of user strings, the JSON round trip, plain terminal text with no markup
+interpreted, and the short summary printed after every report."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from report_sample import HOSTILE, HOSTILE_IMG, sample_report
+
+from torchscale.report.model import Chart, Column, Report, Series, Table
+from torchscale.report.render import json_format, markdown, renderer, term
+from torchscale.report.render.formatting import format_value
+
+
+def _with_cell(report: Report, text: str) -> Report:
+    """The sample report with `text` as the model name of the first scaling row."""
+    copy = report.model_copy(deep=True)
+    table = next(b for b in copy.section("scaling").blocks if isinstance(b, Table))  # type: ignore[union-attr]
+    table.rows[0]["model"] = text
+    return copy
+
+
+def _table_lines(text: str, header: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {header} |"))
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return lines[start:end]
+
+
+def _unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)(?:\\\\)*\|", line))
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+
+
+def test_markdown_never_holds_raw_html_from_user_strings() -> None:
+    text = markdown.render(sample_report()).decode("utf-8")
+    assert "<script>" not in text
+    assert "<img" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&gt;&lt;img src=x onerror=alert(2)&gt;" in text
+    assert "<" not in text and ">" not in text  # nothing from the model is markup
+
+
+def test_markdown_escapes_pipes_backslashes_and_ampersands_in_cells() -> None:
+    report = _with_cell(sample_report(), "a|b \\ c & d\nnext line")
+    text = markdown.render(report).decode("utf-8")
+    assert "a\\|b \\\\ c &amp; d next line" in text
+    rows = _table_lines(text, "Model")
+    columns = len(next(b for b in report.section("scaling").blocks if isinstance(b, Table)).columns)  # type: ignore[union-attr]
+    # every row of the table has exactly its columns: the `|` in the cell did not add one
+    assert all(_unescaped_pipes(row) == columns + 1 for row in rows)
+
+
+def test_markdown_has_title_sources_figures_tables_findings_and_unavailable() -> None:
+    report = sample_report()
+    text = markdown.render(report).decode("utf-8")
+    assert text.startswith("# Scaling report ")
+    assert text.endswith("\n")
+    for section in report.sections:
+        assert f"## {markdown.escape(section.title)}" in text
+    assert "5 cells, 4 ok, 1 failed" in text
+    assert "**Best throughput**: 704.0" in text
+    assert "88.0 %" in text
+    assert "| Model | GPUs |" in text
+    assert "|:---|---:|" in text
+    assert "- Chart: Scaling efficiency (see the HTML/PDF report)" in text
+    assert "recommendation: balance the input pipeline of rank 1" in text
+    assert "(15.0 % of cycle/step time)" in text
+    assert "- MFU: CPU device: no peak FLOP/s is known for it" in text
+    assert "not valid JSON" in text
+    assert "x" * 150 in text  # the long cell id is whole
+
+
+def test_markdown_caps_rows_per_table() -> None:
+    text = markdown.render(sample_report(cells=60)).decode("utf-8")
+    rows = _table_lines(text, "Model")
+    assert len(rows) == 2 + markdown.MAX_ROWS
+    assert f"... {60 - markdown.MAX_ROWS} more rows" in text
+
+
+def test_markdown_paragraphs_cannot_start_blocks() -> None:
+    assert markdown._paragraph("# not a heading") == "\\# not a heading"
+    assert markdown._paragraph("1. not a list") == "1\\. not a list"
+    assert markdown._paragraph("- not a list") == "\\- not a list"
+    assert markdown._paragraph("69.2 % of the step") == "69.2 % of the step"
+    assert markdown.escape("[link](javascript:x) *b* `c`") == (
+        "\\[link\\](javascript:x) \\*b\\* \\`c\\`"
+    )
+    # underscores inside a word cannot emphasise: ids stay readable; at a boundary they can
+    assert markdown.escape("tiny-mlp__b8__w2 snake_case") == "tiny-mlp__b8__w2 snake_case"
+    assert markdown.escape("_x_ __init__") == "\\_x\\_ \\_\\_init\\_\\_"
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+
+def test_json_round_trips_to_the_same_model() -> None:
+    report = sample_report(cells=12)
+    data = json_format.render(report)
+    assert data.endswith(b"\n")
+    assert Report.model_validate_json(data) == report
+    loaded = json.loads(data)
+    assert loaded["kind"] == "torchscale.report"
+    assert loaded["schema_version"] == 1
+    assert renderer("json") is json_format.render
+
+
+# --- terminal ---------------------------------------------------------------------------------
+
+
+def test_term_holds_every_section_and_hostile_strings_literally() -> None:
+    report = sample_report()
+    text = term.render(report).decode("utf-8")
+    for section in report.sections:
+        assert section.title in text
+    assert HOSTILE in text
+    assert HOSTILE_IMG in text
+    assert "\x1b[" not in text  # no ANSI escapes in the recorded text
+    assert max(len(line) for line in text.splitlines()) <= term.WIDTH
+    assert "704.0" in text and "88.0 %" in text
+    assert "Chart: Throughput vs GPUs" in text
+    assert "100.0 at 1 → 704.0 at 8" in text  # line chart: first → last
+    assert "balance the input pipeline of rank 1" in text
+    assert "MFU: CPU device" in text
+    # the failures table folds its long strings, it never cuts them
+    assert text.count("x") >= 150
+    assert text.count("y") >= 300
+
+
+def test_term_interprets_no_markup_in_user_strings() -> None:
+    title = "[bold red]boom[/] :rocket: [link=https://example.com]x[/link]"
+    report = _with_cell(sample_report().model_copy(update={"title": title}), "[/]")
+    text = term.render(report).decode("utf-8")
+    assert title in text
+    assert "[/]" in text
+    assert "🚀" not in text
+
+
+def test_term_table_fits_the_width_with_all_columns() -> None:
+    text = term.render(sample_report(cells=8)).decode("utf-8")
+    assert "baseline" in text  # the last column is not cropped off
+    assert max(len(line) for line in text.splitlines()) <= term.WIDTH
+
+
+def test_term_table_too_wide_for_the_console_becomes_records() -> None:
+    columns = [Column(key=f"c{i}", label=f"Column number {i}", format="seconds") for i in range(16)]
+    row = {f"c{i}": 0.0123 * (i + 1) for i in range(16)}
+    table = Table(id="wide", title="Wide table", columns=columns, rows=[row, row])
+    report = sample_report()
+    report.sections[0].blocks = [table]
+    text = term.render(report).decode("utf-8")
+    assert max(len(line) for line in text.splitlines()) <= term.WIDTH
+    for i in range(16):
+        # each value whole on the line of its label: no number folded across lines
+        assert re.search(
+            rf"Column number {i} +{re.escape(format_value(row[f'c{i}'], 'seconds'))}", text
+        )
+
+
+def test_chart_summaries_per_kind() -> None:
+    charts = {c.id: c for c in sample_report().charts()}
+    assert term.chart_summary(charts["efficiency"]).startswith("gpt2: 1=100.0 %, 2=96.0 %")
+    assert "4 distributions over GPUs 1, 2, 4, 8" in term.chart_summary(charts["step-distribution"])
+    assert "backward: 0=8.00 ms, 1=58.0 ms" in term.chart_summary(charts["phases-per-rank"])
+    assert term.chart_summary(charts["stall-heatmap"]).startswith("2 x 5 grid of stall % of step")
+    gap = Chart(
+        id="g", title="g", kind="line", x_label="x", y_label="y",
+        series=[Series(name="s", x=[1, 2, 3], y=[None, 2.0, None])],
+    )  # fmt: skip
+    assert term.chart_summary(gap) == "s: 2.00 at 2 → 2.00 at 2"
+
+
+def test_summary_lines_from_header_and_summary_section() -> None:
+    report = sample_report()
+    lines = term.summary_lines(report)
+    assert 5 <= len(lines) <= term.SUMMARY_MAX_LINES
+    assert lines[0] == report.title
+    assert lines[1] == "cells: 4 ok, 1 failed of 5 in 1 source(s)"
+    assert f"Best throughput: {format_value(704.0, 'rate')} ({HOSTILE} at 8 GPUs)" in lines
+    assert "Scaling efficiency at 8 GPUs: 88.0 %" in lines
+    assert any(line.startswith("Top finding:") for line in lines)
+    assert "regressions: 1 beyond noise" in lines
+    assert all("\n" not in line for line in lines)
+
+
+def test_summary_lines_stay_short_with_many_figures() -> None:
+    report = sample_report()
+    summary = report.section("summary")
+    assert summary is not None
+    summary.blocks = summary.blocks * 5
+    lines = term.summary_lines(report)
+    assert len(lines) == term.SUMMARY_MAX_LINES
+    assert lines[-2].startswith("regressions:")  # the header facts are kept, figures cut
+
+
+# --- imports ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["markdown", "json_format", "term", "pdf"])
+def test_light_formats_import_neither_weasyprint_nor_matplotlib(module: str) -> None:
+    code = (
+        f"import sys, torchscale.report.render.{module}; "
+        "print(sorted(m for m in ('weasyprint', 'matplotlib') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, check=True, timeout=60, text=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,53 @@
+"""What throughput costs at a price per GPU-hour (pure functions, no I/O).
+
+A job holds every one of its GPUs for its whole run, so the GPU-hours a million samples (or
+tokens) take are `world_size x time`, with time = 1e6 / global rate. On CPU cells a "GPU" is one
+rank (one process), the unit the price is then given for.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+SECONDS_PER_HOUR = 3600.0
+MILLION = 1e6
+COST_COLUMNS = ["gpu_hours_per_m_samples", "cost_per_m_samples", "cost_per_m_tokens"]
+
+
+def gpu_hours_per_million(rate_per_s: float, world_size: int) -> float:
+    """GPU-hours to process one million items at `rate_per_s` items/s over all `world_size`
+    GPUs (each GPU is paid for the whole time)."""
+    if not rate_per_s > 0 or world_size <= 0:
+        raise ValueError("the rate and the world size must be positive")
+    return MILLION / rate_per_s / SECONDS_PER_HOUR * world_size
+
+
+def cost_per_million(rate_per_s: float, world_size: int, price_per_gpu_hour: float) -> float:
+    """Money for one million items: GPU-hours per million x the price of one GPU-hour."""
+    check_price(price_per_gpu_hour)
+    return gpu_hours_per_million(rate_per_s, world_size) * price_per_gpu_hour
+
+
+def check_price(price_per_gpu_hour: float) -> None:
+    """A price must be a finite number >= 0 (0: free hardware, every cost is 0)."""
+    if not math.isfinite(price_per_gpu_hour) or price_per_gpu_hour < 0:
+        raise ValueError(f"a price per GPU-hour must be >= 0, not {price_per_gpu_hour}")
+
+
+def cost_table(cells: pd.DataFrame, price_per_gpu_hour: float) -> pd.DataFrame:
+    """The ok cells that have a throughput, with COST_COLUMNS added: GPU-hours and cost per
+    million samples, and cost per million tokens (NaN where the model has no tokens/s)."""
+    check_price(price_per_gpu_hour)
+    rate = pd.to_numeric(cells["samples_per_s"], errors="coerce")
+    out = cells[(cells["status"] == "ok") & (rate > 0)].copy()
+    world = pd.to_numeric(out["world_size"]).astype(float)
+    samples = pd.to_numeric(out["samples_per_s"]).astype(float)
+    tokens = pd.to_numeric(out["tokens_per_s"], errors="coerce").astype(float)
+    hours_per_sample = world / SECONDS_PER_HOUR / samples
+    out["gpu_hours_per_m_samples"] = MILLION * hours_per_sample
+    out["cost_per_m_samples"] = out["gpu_hours_per_m_samples"] * price_per_gpu_hour
+    tokens = tokens.where(tokens > 0)
+    out["cost_per_m_tokens"] = MILLION * world / SECONDS_PER_HOUR / tokens * price_per_gpu_hour
+    return out

@@ -1,0 +1,143 @@
+"""`torchscale report` (also spelled `torchscale report generate`, as in the published docs):
+render a results directory as HTML, PDF, Markdown, JSON or terminal text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.markup import escape
+
+from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
+from torchscale.cli.options import VerbosityFlag
+
+Format = Literal["html", "pdf", "md", "json", "term"]
+EXIT_REGRESSION = 3  # --fail-on-regression: a CI gate tells this apart from a crash (1)
+
+app = typer.Typer(
+    help="Turn results into a report: HTML, PDF, Markdown, JSON or terminal "
+    "(`torchscale report generate ...` is the same command).",
+    no_args_is_help=False,
+    invoke_without_command=True,
+)
+
+SourceOption = Annotated[
+    Path,
+    typer.Option(
+        "--source",
+        "-s",
+        help="A results directory: one experiment, or a folder of several (one each).",
+    ),
+]
+FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Output file (default: <source>/<experiment>_report.<ext>; term: print only).",
+    ),
+]
+BaselineOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline",
+        help="Results to compare against: matched cells, changes, regressions beyond noise.",
+    ),
+]
+FailOption = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-regression",
+        help=f"Exit {EXIT_REGRESSION} when a regression beyond noise is flagged (for CI).",
+    ),
+]
+CostOption = Annotated[
+    float | None,
+    typer.Option(
+        "--cost-per-gpu-hour", help="Price of one GPU-hour: adds cost per million samples."
+    ),
+]
+TitleOption = Annotated[str | None, typer.Option("--title", help="Report title.")]
+
+
+def _run(
+    source: Path,
+    fmt: str,
+    output: Path | None,
+    baseline: Path | None,
+    fail_on_regression: bool,
+    cost_per_gpu_hour: float | None,
+    title: str | None,
+) -> None:
+    from torchscale.report.generate import ReportRequest, generate
+    from torchscale.report.render.term import summary_lines
+
+    outcome = generate(
+        ReportRequest(
+            source=source,
+            fmt=fmt,
+            output=output,
+            baseline=baseline,
+            cost_per_gpu_hour=cost_per_gpu_hour,
+            title=title,
+        )
+    )
+    report = outcome.report
+    if fmt == "term" and output is None:
+        stdout.out(outcome.content.decode("utf-8"), highlight=False)
+    elif not Verbosity.quiet():
+        for line in summary_lines(report):
+            stdout.print(escape(line))
+    for skipped in report.skipped:
+        stderr.print(f"[yellow]skipped:[/] {escape(skipped.path)}: {escape(skipped.reason)}")
+    if outcome.path is not None:
+        stdout.print(
+            f"[bold]report:[/] {escape(str(outcome.path))} "
+            f"({len(outcome.content) / 1e6:.1f} MB; built in {outcome.build_s:.2f} s, "
+            f"rendered in {outcome.render_s:.2f} s)"
+        )
+    if report.regressions:
+        stderr.print(
+            f"[bold red]{report.regressions} regression(s)[/] beyond noise against the baseline"
+        )
+        if fail_on_regression:
+            raise typer.Exit(EXIT_REGRESSION)
+
+
+@app.callback(invoke_without_command=True)
+@handle_errors
+def report(
+    ctx: typer.Context,
+    source: SourceOption = Path("./results"),
+    fmt: FormatOption = "html",
+    output: OutputOption = None,
+    baseline: BaselineOption = None,
+    fail_on_regression: FailOption = False,
+    cost_per_gpu_hour: CostOption = None,
+    title: TitleOption = None,
+    verbose: VerbosityFlag = None,
+) -> None:
+    """Turn results into a report a stakeholder reads and an engineer acts on."""
+    if ctx.invoked_subcommand is not None:
+        return
+    Verbosity.override(verbose)
+    _run(source, fmt, output, baseline, fail_on_regression, cost_per_gpu_hour, title)
+
+
+@app.command("generate")
+@handle_errors
+def generate_command(
+    source: SourceOption = Path("./results"),
+    fmt: FormatOption = "html",
+    output: OutputOption = None,
+    baseline: BaselineOption = None,
+    fail_on_regression: FailOption = False,
+    cost_per_gpu_hour: CostOption = None,
+    title: TitleOption = None,
+    verbose: VerbosityFlag = None,
+) -> None:
+    """The same as `torchscale report` (the spelling of the published docs)."""
+    Verbosity.override(verbose)
+    _run(source, fmt, output, baseline, fail_on_regression, cost_per_gpu_hour, title)

@@ -1,0 +1,135 @@
+"""Build the `Report` model from read results, by pure functions.
+
+`read_sources` (report.sources) does all the reading; `build_report` only computes and lays
+out: every figure, table and chart is decided here, so every renderer shows the same numbers.
+One function per section (`report.sections.<id>.build(ctx)`) over a shared `Context`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import torchscale
+from torchscale.errors import UsageError
+from torchscale.report.model import Chart, Report, Section, Source, Table
+from torchscale.report.sections import (
+    appendix,
+    bottlenecks,
+    efficiency,
+    failures,
+    latency,
+    scaling,
+    summary,
+)
+from torchscale.report.sections import baseline as baseline_section
+from torchscale.report.sections.context import make_context
+from torchscale.report.sections.findings import collect_findings
+from torchscale.report.sections.limits import cap_chart
+from torchscale.report.sources import Sources
+
+DEFAULT_NOISE_PCT = 5.0
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """How to build a report. `generated_at` None: now (UTC, ISO 8601); fix it for a
+    reproducible report. `noise_pct`: the regression threshold when the repeats' spread is not
+    known on both sides (see `analysis.baseline.judge_change`)."""
+
+    title: str | None = None
+    cost_per_gpu_hour: float | None = None
+    generated_at: str | None = None
+    noise_pct: float = DEFAULT_NOISE_PCT
+
+    def __post_init__(self) -> None:
+        price = self.cost_per_gpu_hour
+        if price is not None and (not math.isfinite(price) or price < 0):
+            raise UsageError(f"--cost-per-gpu-hour must be a number >= 0, not {price}")
+        if not math.isfinite(self.noise_pct) or self.noise_pct < 0:
+            raise UsageError(f"the noise threshold must be a number >= 0 %, not {self.noise_pct}")
+
+
+def default_title(sources: Sources, baseline: Sources | None) -> str:
+    title = "torchscale report: " + ", ".join(s.name for s in sources.experiments)
+    if baseline is not None:
+        title += " vs " + ", ".join(s.name for s in baseline.experiments)
+    return title
+
+
+def source_summary(sources: Sources) -> list[Source]:
+    """One `Source` per experiment: cell counts by status, profiles, schema versions."""
+    out = []
+    for source in sources.experiments:
+        statuses = []
+        versions: set[int] = set()
+        if source.experiment is not None:
+            statuses = [r.status.value for r in source.experiment.results]
+            versions = set(source.experiment.versions.values())
+        versions |= {p.analysis.schema_version for p in source.profiles}
+        out.append(
+            Source(
+                name=source.name,
+                path=str(source.path),
+                cells=len(statuses),
+                ok=statuses.count("ok"),
+                failed=sum(s in ("failed", "oom", "timeout") for s in statuses),
+                skipped=statuses.count("skipped"),
+                profiles=len(source.profiles),
+                schema_versions=sorted(versions),
+            )
+        )
+    return out
+
+
+def _unique_ids(sections: list[Section]) -> None:
+    """Chart and table ids are unique in the report (HTML element ids): a repeated one gets a
+    -2, -3 suffix (sections build distinct ids; this is the guarantee)."""
+    seen: set[str] = set()
+    for section in sections:
+        for block in section.blocks:
+            if isinstance(block, (Chart, Table)):
+                base, number = block.id, 2
+                while block.id in seen:
+                    block.id = f"{base}-{number}"
+                    number += 1
+                seen.add(block.id)
+
+
+def _capped(section: Section) -> Section:
+    """Charts within the limits of `sections.limits` (tables keep every row)."""
+    blocks = [cap_chart(b) if isinstance(b, Chart) else b for b in section.blocks]
+    return section.model_copy(update={"blocks": blocks})
+
+
+def build_report(
+    sources: Sources, options: ReportOptions, baseline: Sources | None = None
+) -> Report:
+    """The report over `sources` (and against `baseline` when given: then the baseline
+    section and `Report.regressions`)."""
+    ctx = make_context(sources, options, baseline)
+    ctx.findings = collect_findings(ctx)
+    sections = [
+        summary.build(ctx),
+        scaling.build(ctx),
+        latency.build(ctx),
+        efficiency.build(ctx),
+        bottlenecks.build(ctx),
+    ]
+    if baseline is not None:
+        sections.append(baseline_section.build(ctx))
+    sections += [failures.build(ctx), appendix.build(ctx)]
+    sections = [_capped(section) for section in sections]
+    _unique_ids(sections)
+    skipped = list(sources.skipped) + (list(baseline.skipped) if baseline else [])
+    generated = options.generated_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return Report(
+        torchscale_version=torchscale.__version__,
+        title=options.title or default_title(sources, baseline),
+        generated_at=generated,
+        sources=source_summary(sources),
+        sections=sections,
+        regressions=ctx.comparison.regressions if ctx.comparison is not None else 0,
+        skipped=skipped,
+    )

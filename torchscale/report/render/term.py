@@ -1,0 +1,314 @@
+"""Terminal renderer: the whole report as plain text (rich tables, no colour), and the short
+summary printed after every report.
+
+Every user string goes into rich as a `Text` object and the console runs with markup, emoji
+codes and highlighting off, so a model name such as `[bold]x[/]` or `:rocket:` prints exactly as
+written. Charts cannot be drawn here: each is its title plus a one-line summary of its data
+(first and last point of a line, the bars of a bar chart), values formatted by `format_value`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator, Sequence
+from typing import IO
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.rule import Rule
+from rich.table import Table as RichTable
+from rich.text import Text as RichText
+
+from torchscale.report.model import (
+    Block,
+    Chart,
+    Findings,
+    KeyFigures,
+    Report,
+    Series,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.report.render.formatting import format_value
+
+WIDTH = 100
+SUMMARY_MAX_LINES = 10
+CHART_POINTS = 6
+MAX_NUMBER_WIDTH = 12
+MIN_TEXT_WIDTH = 8
+NARROW_HEADER = 6
+COLUMN_GAP = 2  # a blank divider and one space of padding
+SEVERITY_MARK = {"bad": "✖ ", "warn": "▲ ", "good": "✔ ", "info": ""}
+SEVERITY_STYLE = {"bad": "bold", "warn": "italic", "good": "", "info": ""}
+
+
+def _text(text: str, style: str = "") -> RichText:
+    return RichText(text, style=style)
+
+
+def _header(report: Report) -> Iterator[RenderableType]:
+    yield _text(report.title, "bold")
+    yield _text(f"generated {report.generated_at} by torchscale {report.torchscale_version}")
+    for source in report.sources:
+        yield _text(
+            f"source {source.name} ({source.path}): {source.cells} cells, {source.ok} ok, "
+            f"{source.failed} failed, {source.skipped} skipped, {source.profiles} profile(s)"
+        )
+    for item in report.skipped:
+        yield _text(f"skipped input {item.path}: {item.reason}", "italic")
+    if report.regressions:
+        yield _text(
+            f"{SEVERITY_MARK['bad']}{report.regressions} regression(s) beyond noise", "bold"
+        )
+
+
+def _key_figures(block: KeyFigures) -> RichTable:
+    table = RichTable(box=None, show_header=False, padding=(0, 2, 0, 0))
+    table.add_column("label", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold", style="bold")
+    table.add_column("note", overflow="fold")
+    for figure in block.figures:
+        table.add_row(
+            _text(SEVERITY_MARK[figure.severity] + figure.label),
+            _text(format_value(figure.value, figure.format)),
+            _text(figure.note or ""),
+        )
+    return table
+
+
+def _table(block: Table) -> Iterator[RenderableType]:
+    """A table, or when its columns cannot fit the console, one record per row (label:
+    value), so that no number is folded across lines."""
+    yield _text(block.title, "bold")
+    rows = []
+    for row in block.rows:
+        severity = row.get("_severity") or "info"
+        cells = [format_value(row.get(c.key), c.format) for c in block.columns]
+        if cells:
+            cells[0] = SEVERITY_MARK.get(severity, "") + cells[0]
+        rows.append((cells, SEVERITY_STYLE.get(severity, "")))
+    widths = _widths(block, rows)
+    table = RichTable(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        show_header=widths is not None,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+        expand=False,
+    )
+    if widths is None:
+        table.add_column("field", style="bold", overflow="fold")
+        table.add_column("value", overflow="fold")
+        for number, (cells, style) in enumerate(rows):
+            if number:
+                table.add_section()
+            for column, cell in zip(block.columns, cells, strict=True):
+                table.add_row(_text(column.label), _text(cell), style=style)
+    else:
+        for column, width in zip(block.columns, widths, strict=True):
+            # fold: a long cell id or error message wraps, it is never cut with an ellipsis
+            table.add_column(
+                _text(_wrappable(column.label)), justify=column.align, overflow="fold", width=width
+            )
+        for cells, style in rows:
+            table.add_row(*(_text(cell) for cell in cells), style=style)
+    yield table
+    if block.note:
+        yield _text(block.note)
+
+
+def _wrappable(label: str) -> str:
+    """A column label that may wrap after `/` and `-` too (Batch/GPU, Speed-up)."""
+    return re.sub(r"([/-])(?=\w)", r"\1 ", label)
+
+
+def _widths(block: Table, rows: Sequence[tuple[list[str], str]]) -> list[int] | None:
+    """Column widths that add up to the console width (rich would otherwise size a column by
+    its longest word and crop the last columns off the console). Numbers keep their width,
+    and so do header words where there is room; text columns share the rest. None: too many
+    columns to fit, left to rich."""
+    count = len(block.columns)
+    headers = [max((len(w) for w in _wrappable(c.label).split()), default=1) for c in block.columns]
+    longest = [max((len(cells[i]) for cells, _ in rows), default=1) for i in range(count)]
+    texts = [i for i, column in enumerate(block.columns) if column.align != "right"]
+    room = WIDTH - COLUMN_GAP * (count - 1)
+    # first every header word whole; then header words may fold past NARROW_HEADER letters
+    for header_cap in (WIDTH, NARROW_HEADER):
+        widths = [
+            0 if i in texts else max(min(headers[i], header_cap), min(longest[i], MAX_NUMBER_WIDTH))
+            for i in range(count)
+        ]
+        budget = room - sum(widths)
+        if budget >= sum(max(MIN_TEXT_WIDTH, min(headers[i], header_cap)) for i in texts):
+            break
+    else:
+        return None
+    # fill the text columns up to their content, narrowest first, the rest shared evenly
+    for n, i in enumerate(sorted(texts, key=lambda i: max(longest[i], headers[i]))):
+        share = budget // (len(texts) - n)
+        widths[i] = min(max(longest[i], headers[i]), share)
+        budget -= widths[i]
+    return widths
+
+
+def _points(series: Series, chart: Chart) -> list[str]:
+    return [
+        f"{_x(x, chart)}={format_value(y, chart.y_format)}"
+        for x, y in zip(series.x, series.y, strict=False)
+    ]
+
+
+def _x(x: float | int | str, chart: Chart) -> str:
+    return x if isinstance(x, str) else format_value(x, chart.x_format)
+
+
+def chart_summary(chart: Chart) -> str:
+    """One line saying what a chart shows, from its data as given (nothing derived)."""
+    if chart.kind == "heatmap":
+        heatmap = chart.heatmap
+        if heatmap is None:
+            return "no data"
+        return (
+            f"{len(heatmap.y_labels)} x {len(heatmap.x_labels)} grid of {heatmap.z_label} "
+            f"({chart.y_label} by {chart.x_label})"
+        )
+    parts = []
+    for series in chart.series:
+        if chart.kind == "line":
+            known = [(x, y) for x, y in zip(series.x, series.y, strict=False) if y is not None]
+            if not known:
+                parts.append(f"{series.name}: no data")
+                continue
+            (x0, y0), (x1, y1) = known[0], known[-1]
+            parts.append(
+                f"{series.name}: {format_value(y0, chart.y_format)} at {_x(x0, chart)} → "
+                f"{format_value(y1, chart.y_format)} at {_x(x1, chart)}"
+            )
+        elif chart.kind == "box":
+            labels = [_x(x, chart) for x in series.x]
+            parts.append(
+                f"{series.name}: {len(series.values or [])} distributions over "
+                f"{chart.x_label} {', '.join(labels[:CHART_POINTS])}"
+                + (" …" if len(labels) > CHART_POINTS else "")
+            )
+        else:
+            points = _points(series, chart)
+            more = f" … ({len(points) - CHART_POINTS} more)" if len(points) > CHART_POINTS else ""
+            parts.append(f"{series.name}: {', '.join(points[:CHART_POINTS])}{more}")
+    return "; ".join(parts) or "no data"
+
+
+def _block(block: Block) -> Iterator[RenderableType]:
+    if isinstance(block, Text):
+        yield _text(SEVERITY_MARK[block.severity] + block.text, SEVERITY_STYLE[block.severity])
+    elif isinstance(block, KeyFigures):
+        yield _key_figures(block)
+    elif isinstance(block, Table):
+        yield from _table(block)
+    elif isinstance(block, Chart):
+        yield _text(f"Chart: {block.title} (see the HTML/PDF report)", "bold")
+        yield _text(f"  {chart_summary(block)}")
+    elif isinstance(block, Findings):
+        for number, finding in enumerate(block.findings, start=1):
+            cost = (
+                f", {format_value(finding.cost_pct, 'pct')} of cycle/step time"
+                if finding.cost_pct is not None
+                else ""
+            )
+            yield _text(
+                f"{SEVERITY_MARK[finding.severity]}{number}. {finding.title}",
+                SEVERITY_STYLE[finding.severity] or "bold",
+            )
+            yield _text(f"   source: {finding.source}{cost}")
+            for item in finding.evidence:
+                yield _text(f"   evidence: {item}")
+            if finding.recommendation:
+                yield _text(f"   recommendation: {finding.recommendation}")
+    elif isinstance(block, Unavailable):
+        yield _text("Not available here:", "bold")
+        for what, why in block.items.items():
+            yield _text(f"  - {what}: {why}")
+
+
+def renderables(report: Report) -> list[RenderableType]:
+    """The report as rich renderables, for printing to a real terminal with styles."""
+    items: list[RenderableType] = list(_header(report))
+    for section in report.sections:
+        items.append(_text(""))
+        items.append(Rule(_text(section.title, "bold"), align="left"))
+        for block in section.blocks:
+            items.extend(_block(block))
+            items.append(_text(""))
+    return items
+
+
+def console(file: IO[str] | None = None, width: int | None = WIDTH) -> Console:
+    """A console that interprets nothing in the text it prints (no markup, emoji, highlight)."""
+    return Console(
+        file=file,
+        record=file is not None,
+        width=width,
+        force_terminal=False,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
+
+
+def render(report: Report) -> bytes:
+    """The whole report as plain text, `WIDTH` columns wide."""
+    out = console(io.StringIO())
+    for item in renderables(report):
+        out.print(item)
+    return out.export_text(styles=False).encode("utf-8")
+
+
+def summary_lines(report: Report) -> list[str]:
+    """The short summary printed after every report (plain text: print it with markup off).
+
+    From the report header (title, cells, regressions, skipped inputs) and the summary
+    section's key figures and text (the top findings), at most `SUMMARY_MAX_LINES` lines: the
+    header facts always, then key figures and text sharing the rest."""
+    figures: list[str] = []
+    texts: list[str] = []
+    summary = report.section("summary")
+    for block in summary.blocks if summary is not None else []:
+        if isinstance(block, KeyFigures):
+            for figure in block.figures:
+                note = f" ({figure.note})" if figure.note else ""
+                value = format_value(figure.value, figure.format)
+                figures.append(f"{figure.label}: {value}{note}")
+        elif isinstance(block, Text):
+            texts.append(block.text)
+        elif isinstance(block, Findings) and block.findings:
+            texts.append(f"top finding: {block.findings[0].title}")
+    head = [report.title]
+    if not any(line.lower().startswith("cells") for line in figures):
+        ok = sum(s.ok for s in report.sources)
+        failed = sum(s.failed for s in report.sources)
+        skipped = sum(s.skipped for s in report.sources)
+        head.append(
+            f"cells: {ok} ok, {failed} failed"
+            + (f", {skipped} skipped" if skipped else "")
+            + f" of {sum(s.cells for s in report.sources)} in {len(report.sources)} source(s)"
+        )
+    tail = [
+        f"regressions: {report.regressions} beyond noise"
+        if report.regressions
+        else "regressions: none flagged"
+    ]
+    if report.skipped:
+        tail.append(f"inputs skipped: {len(report.skipped)} (reasons in the report)")
+    room = max(0, SUMMARY_MAX_LINES - len(head) - len(tail))
+    # text (failures, the top finding) keeps a third of the room when there is text
+    n_texts = min(len(texts), max(1, room // 3)) if texts else 0
+    n_figures = min(len(figures), room - n_texts)
+    n_texts = min(len(texts), room - n_figures)
+    body = _one_line(figures[:n_figures] + texts[:n_texts])
+    return [*head, *body, *tail]
+
+
+def _one_line(lines: Sequence[str]) -> list[str]:
+    return [" ".join(line.split()) for line in lines]

@@ -1,0 +1,278 @@
+"""Appendix: the sources read, the environment per host, each experiment's resolved config (as
+text), one line per figure on how it is measured, and the versions involved."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import yaml
+
+import torchscale
+from torchscale.profiling.result import ANALYSIS_SCHEMA_VERSION
+from torchscale.report.model import (
+    REPORT_SCHEMA_VERSION,
+    Block,
+    KeyFigure,
+    KeyFigures,
+    Section,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.report.sections.context import Context, col
+from torchscale.report.sources import ExperimentSource
+from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
+
+METHODOLOGY = [
+    (
+        "Throughput",
+        "global samples/s = batch x grad_accum x GPUs x steps / wall time of a barrier-bounded "
+        "window (slowest rank); the median over repeats",
+    ),
+    ("Tokens/s", "samples/s x sequence length (language models only)"),
+    (
+        "Run-to-run spread",
+        "(fastest - slowest repeat) / median of the repeats' throughput",
+    ),
+    (
+        "Step time p50/p95/p99, CV",
+        "over every measured step of every repeat, all ranks pooled; CV = sample std / mean",
+    ),
+    (
+        "Scaling efficiency",
+        "thr(N) / (N / N_min x thr(N_min)) within model, batch per GPU, precision, strategy and "
+        "device: weak scaling, the batch per GPU is fixed",
+    ),
+    (
+        "Strong scaling",
+        "the same formula within the same global batch (batch per GPU shrinking as GPUs grow)",
+    ),
+    (
+        "Straggler (phase timers)",
+        "the rank with the highest compute time (median step under no_sync, else its phase sum) "
+        "and the phase whose median exceeds the other ranks' the most",
+    ),
+    (
+        "Phase times",
+        "medians per rank over the synchronised steps: data, forward, backward compute, "
+        "grad-sync wait, optimizer (they add up to the step)",
+    ),
+    (
+        "Exposed communication",
+        "(T - slowest rank's compute under no_sync) / T, T the median synchronised step (DDP, "
+        "two or more ranks)",
+    ),
+    ("Load imbalance", "mean over ranks of (slowest compute - their compute) / T"),
+    ("Sync overhead", "1 - pooled no_sync median / T: load imbalance and communication together"),
+    (
+        "Achieved TFLOP/s, MFU",
+        "FlopCounterMode FLOPs per step x steps/s over the timed windows; MFU = achieved / the "
+        "device's peak dense TFLOP/s for the dtype that runs",
+    ),
+    (
+        "Memory",
+        "static = parameters + gradients + optimizer state held by a rank (exact); non-static "
+        "peak = CUDA peak allocated - static; peak RSS = largest process resident set",
+    ),
+    ("Cost", "GPU-hours per million = GPUs x 1e6 / global rate / 3600, times the price"),
+    (
+        "Sync stall (profile)",
+        "time ranks wait for peers in collectives with nothing else to do, over their step time "
+        "(from traces, clock-aligned)",
+    ),
+    (
+        "What-if (profile)",
+        "the step had one rank arrived at the collectives with the second-last rank",
+    ),
+    (
+        "Regression",
+        "medians further apart than half of each side's repeats range together; without "
+        "repeats on both sides, a change beyond the default noise threshold",
+    ),
+]
+
+
+def _gpus(environment: dict[str, Any]) -> str:
+    gpus = environment.get("gpus") or []
+    if not isinstance(gpus, list) or not gpus:
+        return "none"
+    return ", ".join(f"{n} x {name}" for name, n in Counter(str(g) for g in gpus).items())
+
+
+def _env_row(source: str, host: str, role: str, environment: dict[str, Any]) -> dict[str, Any]:
+    usable, count = environment.get("usable_cores"), environment.get("cpu_count")
+    cores = f"{usable} usable of {count}" if usable is not None else (str(count) if count else None)
+    return {
+        "source": source,
+        "host": host,
+        "role": role,
+        "platform": environment.get("platform"),
+        "python": environment.get("python"),
+        "torch": environment.get("torch"),
+        "cuda": environment.get("cuda_runtime"),
+        "cudnn": environment.get("cudnn"),
+        "nccl": environment.get("nccl"),
+        "driver": environment.get("driver"),
+        "cpu": environment.get("cpu_model"),
+        "cores": cores,
+        "threads": environment.get("torch_threads"),
+        "gpus": _gpus(environment),
+    }
+
+
+def _clean(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v if isinstance(v, (int, float)) or v is None else str(v)) for k, v in row.items()}
+
+
+def _environment_rows(source: ExperimentSource) -> list[dict[str, Any]]:
+    rows = []
+    results: list[tuple[str, CellResult]] = []
+    if source.experiment is not None:
+        environment = source.experiment.environment
+        if environment:
+            host = str(environment.get("hostname", "unknown"))
+            rows.append(_env_row(source.name, host, "launching host (env.json)", environment))
+        results += [("rank 0 of the cells", r) for r in source.experiment.results]
+    results += [("rank 0 of the profiled run", p.result) for p in source.profiles if p.result]
+    seen: dict[str, int] = {}
+    hosts_with_ranks: set[str] = set()
+    for role, result in results:
+        hosts_with_ranks |= {r.host for r in result.ranks}
+        environment = result.environment
+        if not environment or environment.get("hostname") is None:
+            continue
+        host = str(environment["hostname"])
+        if host not in seen:
+            seen[host] = len(rows)
+            rows.append(_env_row(source.name, host, role, environment))
+    recorded = {str(r["host"]) for r in rows}
+    for host in sorted(hosts_with_ranks - recorded):
+        rows.append(
+            {
+                "source": source.name,
+                "host": host,
+                "role": "ran ranks; no environment recorded (results keep rank 0's host only)",
+            }
+        )
+    return [_clean(r) for r in rows]
+
+
+def _sources_table(ctx: Context) -> Table:
+    rows = []
+    for source in ctx.sources.experiments:
+        experiment = source.experiment
+        statuses = Counter(r.status.value for r in experiment.results) if experiment else Counter()
+        versions = sorted(set(experiment.versions.values())) if experiment else []
+        writers = sorted({p.analysis.torchscale_version for p in source.profiles})
+        rows.append(
+            {
+                "name": source.name,
+                "path": str(source.path),
+                "cells": sum(statuses.values()),
+                "ok": statuses.get("ok", 0),
+                "profiles": len(source.profiles),
+                "versions": ", ".join(str(v) for v in versions) or None,
+                "profile_writers": ", ".join(writers) or None,
+            }
+        )
+    return Table(
+        id="appendix-sources",
+        title="Sources",
+        columns=[
+            col("name", "Experiment"),
+            col("path", "Path"),
+            col("cells", "Cells", "int"),
+            col("ok", "Ok", "int"),
+            col("profiles", "Profiles", "int"),
+            col("versions", "Result schema versions"),
+            col("profile_writers", "Profiles analysed by torchscale"),
+        ],
+        rows=rows,
+        note=f"results of older schema versions are upgraded to version {RESULT_SCHEMA_VERSION} "
+        "when read; a figure whose meaning changed is left out with the reason",
+    )
+
+
+def _config_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    blocks: list[Block] = []
+    missing = {}
+    for source in ctx.sources.experiments:
+        if source.experiment is None:
+            missing[f"resolved config ({source.name})"] = (
+                "a directory of profiled runs keeps no config.yaml"
+            )
+        elif not source.experiment.config:
+            missing[f"resolved config ({source.name})"] = (
+                "no readable config.yaml in the experiment directory"
+            )
+        else:
+            dumped = yaml.safe_dump(source.experiment.config, sort_keys=False, width=100)
+            blocks.append(Text(text=f"Resolved config of {source.name}:\n{dumped.rstrip()}"))
+    return blocks, missing
+
+
+def build(ctx: Context) -> Section:
+    """Sources, environment per host, resolved configs, methodology, versions."""
+    blocks: list[Block] = [
+        KeyFigures(
+            figures=[
+                KeyFigure(
+                    label="torchscale", value=torchscale.__version__, note="built this report"
+                ),
+                KeyFigure(label="Report schema", value=REPORT_SCHEMA_VERSION, format="int"),
+                KeyFigure(label="Result schema read", value=RESULT_SCHEMA_VERSION, format="int"),
+                KeyFigure(
+                    label="Profile analysis schema read",
+                    value=ANALYSIS_SCHEMA_VERSION,
+                    format="int",
+                ),
+            ]
+        ),
+        _sources_table(ctx),
+    ]
+    unavailable: dict[str, str] = {}
+    rows = [row for source in ctx.sources.experiments for row in _environment_rows(source)]
+    if rows:
+        blocks.append(
+            Table(
+                id="appendix-environment",
+                title="Environment per host",
+                columns=[
+                    col("source", "Experiment"),
+                    col("host", "Host"),
+                    col("role", "Recorded by"),
+                    col("platform", "Platform"),
+                    col("python", "Python"),
+                    col("torch", "torch"),
+                    col("cuda", "CUDA"),
+                    col("cudnn", "cuDNN"),
+                    col("nccl", "NCCL"),
+                    col("driver", "Driver"),
+                    col("cpu", "CPU"),
+                    col("cores", "Cores"),
+                    col("threads", "torch threads", "int"),
+                    col("gpus", "GPUs"),
+                ],
+                rows=rows,
+                note="the launching host from env.json; the hosts that ran ranks from the first "
+                "result recorded there (rank 0 records it)",
+            )
+        )
+    else:
+        unavailable["environment"] = "no env.json and no environment in any result"
+    config_blocks, missing = _config_blocks(ctx)
+    blocks += config_blocks
+    unavailable.update(missing)
+    blocks.append(
+        Table(
+            id="appendix-methodology",
+            title="How each figure is measured",
+            columns=[col("figure", "Figure"), col("how", "How")],
+            rows=[{"figure": f, "how": h} for f, h in METHODOLOGY],
+            note="details: docs/methodology.md and docs/profiling.md",
+        )
+    )
+    if unavailable:
+        blocks.append(Unavailable(items=unavailable))
+    return Section(id="appendix", title="Appendix", blocks=blocks)

@@ -1,0 +1,331 @@
+"""Bottlenecks: every finding ranked by cost, each with evidence and a recommendation; per
+profile, its figures (stall, exposed communication, overlap, idle, straggler, what-if) and the
+rank x step stall heatmap; and the sweep's warnings (high step-time variance, throttling)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Any
+
+from torchscale.profiling.result import ProfileAnalysis
+from torchscale.report.model import (
+    Block,
+    Chart,
+    Findings,
+    Heatmap,
+    KeyFigure,
+    KeyFigures,
+    Section,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.report.sections.context import Context, ProfileRef, col, fmt, records, slug
+from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
+
+WARNING_KINDS = (
+    ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),
+    ("throttling", re.compile(r"throttl|thermal|power (cap|limit)|clocks?\b", re.IGNORECASE)),
+    ("injected delay", re.compile(r"inject", re.IGNORECASE)),
+    ("contention", re.compile(r"oversubscri|contention", re.IGNORECASE)),
+)
+NO_PROFILE = (
+    "no `torchscale profile` results in the sources (profile/<cell>/analysis.json): run "
+    "`torchscale profile` on a cell to measure them from traces"
+)
+
+
+def warning_kind(warning: str) -> str:
+    for kind, pattern in WARNING_KINDS:
+        if pattern.search(warning):
+            return kind
+    return "other"
+
+
+def _profile_figures(analysis: ProfileAnalysis) -> KeyFigures:
+    why = analysis.unavailable
+    straggler = analysis.straggler
+    best = max(analysis.whatif, key=lambda w: w.speedup_pct, default=None)
+    idle = [r.idle_us for r in analysis.ranks if r.idle_us is not None]
+    figures = [
+        KeyFigure(
+            label="Cycle (median step)",
+            value=analysis.cycle_us,
+            format="us",
+            note=why.get("cycle_us") if analysis.cycle_us is None else None,
+        ),
+        KeyFigure(
+            label="Sync stall",
+            value=analysis.sync_stall_pct,
+            format="pct",
+            note=why.get("sync_stall_pct", "ranks waiting for peers with nothing else to do"),
+            severity="bad" if (analysis.sync_stall_pct or 0) >= 10 else "info",
+        ),
+        KeyFigure(
+            label="Collective wait",
+            value=analysis.collective_wait_pct,
+            format="pct",
+            note=why.get("collective_wait_pct", "all waiting inside collectives, hidden or not"),
+        ),
+        KeyFigure(
+            label="Exposed communication",
+            value=analysis.exposed_comm_pct,
+            format="pct",
+            note=why.get("exposed_comm_pct"),
+        ),
+        KeyFigure(
+            label="Compute/communication overlap",
+            value=analysis.overlap_pct,
+            format="pct",
+            note=why.get("overlap_pct", "HTA's definition: computing while communicating"),
+        ),
+        KeyFigure(
+            label="Idle per step (median rank)",
+            value=statistics.median(idle) if idle else None,
+            format="us",
+            note="the device doing nothing: waiting for the host or between kernels"
+            if idle
+            else why.get("idle_us", "no rank's idle time could be measured"),
+        ),
+        KeyFigure(
+            label="Straggler",
+            value=f"rank {straggler.rank}" + (f" ({straggler.phase})" if straggler.phase else "")
+            if straggler
+            else None,
+            note=(
+                f"last at {fmt(straggler.last_arrival_share, 'ratio_pct')} of the collectives"
+                + (
+                    f"; its {straggler.phase} is {fmt(straggler.phase_gap_us, 'us')} longer"
+                    if straggler.phase and straggler.phase_gap_us is not None
+                    else ""
+                )
+            )
+            if straggler
+            else why.get("straggler", "no rank arrives last more often than chance"),
+            severity="warn" if straggler else "info",
+        ),
+        KeyFigure(
+            label="What-if: slowest rank at the median",
+            value=best.speedup_pct if best else None,
+            format="pct",
+            note=f"rank {best.rank}: {fmt(best.saved_us_per_step, 'us')} shorter steps"
+            if best
+            else why.get("whatif", "no what-if computed"),
+        ),
+    ]
+    return KeyFigures(figures=figures)
+
+
+def _ranks_table(ref: ProfileRef, key: str) -> Table:
+    analysis = ref.entry.analysis
+    rows: list[dict[str, Any]] = []
+    for rank in analysis.ranks:
+        busy = rank.phases_busy_us
+        rows.append(
+            {
+                "rank": rank.rank,
+                "steps": rank.steps,
+                "step_us": rank.step_us,
+                "compute_us": rank.compute_us,
+                "comm_us": rank.comm_us,
+                "exposed_us": rank.exposed_comm_us,
+                "overlap_pct": rank.overlap_pct,
+                "stall_us": rank.sync_stall_us,
+                "stall_pct": rank.sync_stall_pct,
+                "idle_us": rank.idle_us,
+                "data_wait_us": rank.data_wait_us,
+                "forward_us": busy.get("forward"),
+                "backward_us": busy.get("backward"),
+                "optimizer_us": busy.get("optimizer"),
+                "_severity": "warn"
+                if analysis.straggler and analysis.straggler.rank == rank.rank
+                else "info",
+            }
+        )
+    return Table(
+        id=f"bottlenecks-{key}-ranks",
+        title=f"{ref.label}: per rank (trace analysis)",
+        columns=[
+            col("rank", "Rank", "int"),
+            col("steps", "Steps", "int"),
+            col("step_us", "Step", "us"),
+            col("compute_us", "Compute", "us"),
+            col("comm_us", "Communication", "us"),
+            col("exposed_us", "Exposed comm", "us"),
+            col("overlap_pct", "Overlap", "pct"),
+            col("stall_us", "Sync stall", "us"),
+            col("stall_pct", "Sync stall share", "pct"),
+            col("idle_us", "Idle", "us"),
+            col("data_wait_us", "Data wait", "us"),
+            col("forward_us", "Forward busy", "us"),
+            col("backward_us", "Backward busy", "us"),
+            col("optimizer_us", "Optimizer busy", "us"),
+        ],
+        rows=rows,
+        note="medians over each rank's complete profiled steps; the straggler's row is marked",
+    )
+
+
+def _whatif_table(ref: ProfileRef, key: str) -> Table:
+    return Table(
+        id=f"bottlenecks-{key}-whatif",
+        title=f"{ref.label}: what if one rank ran at the median",
+        columns=[
+            col("rank", "Rank", "int"),
+            col("saved", "Saved per step", "us"),
+            col("speedup", "Shorter steps by", "pct"),
+        ],
+        rows=[
+            {"rank": w.rank, "saved": w.saved_us_per_step, "speedup": w.speedup_pct}
+            for w in sorted(ref.entry.analysis.whatif, key=lambda w: -w.speedup_pct)
+        ],
+    )
+
+
+def _heatmap(ref: ProfileRef, key: str) -> Chart | None:
+    cells = ref.entry.analysis.stall_by_step
+    if not cells:
+        return None
+    ranks = sorted({c.rank for c in cells})
+    steps = sorted({c.step for c in cells})
+    z: list[list[float | None]] = [[None] * len(steps) for _ in ranks]
+    for cell in cells:
+        share = cell.stall_us / cell.step_us * 100 if cell.step_us > 0 else None
+        z[ranks.index(cell.rank)][steps.index(cell.step)] = share
+    return Chart(
+        id=f"bottlenecks-{key}-stalls",
+        title=f"{ref.label}: sync stall per rank and step",
+        kind="heatmap",
+        x_label="step",
+        y_label="rank",
+        heatmap=Heatmap(
+            x_labels=[str(s) for s in steps],
+            y_labels=[str(r) for r in ranks],
+            z=z,
+            z_label="sync stall, % of the step",
+        ),
+        note="a rank that stalls waits for the others: the straggler is the rank that does not",
+    )
+
+
+def _profile_blocks(ref: ProfileRef) -> list[Block]:
+    analysis, result = ref.entry.analysis, ref.entry.result
+    key = slug(ref.entry.name)
+    ranks = f"{analysis.ranks_analysed} rank(s)"
+    if analysis.world_size and analysis.world_size != analysis.ranks_analysed:
+        ranks += f" of {analysis.world_size}"
+    blocks: list[Block] = [
+        Text(
+            text=f"Profile {ref.entry.name} ({ref.label}): {analysis.tool} traces of {ranks}, "
+            f"{analysis.backend or 'unknown backend'} on {analysis.device_type or 'unknown device'}"
+            f", {analysis.matched_collectives} matched collectives, target {analysis.target}."
+        )
+    ]
+    if result is not None and result.injected_delays:
+        delays = "; ".join(
+            f"rank {d.rank} sleeps {d.ms:g} ms in {d.phase}" for d in result.injected_delays
+        )
+        blocks.append(
+            Text(
+                text=f"This run injected a delay on purpose ({delays}): the straggler and the "
+                "stall it causes are artificial.",
+                severity="warn",
+            )
+        )
+    blocks.append(_profile_figures(analysis))
+    if analysis.ranks:
+        blocks.append(_ranks_table(ref, key))
+    if analysis.whatif:
+        blocks.append(_whatif_table(ref, key))
+    heatmap = _heatmap(ref, key)
+    if heatmap is not None:
+        blocks.append(heatmap)
+    blocks += [Text(text=f"Note: {note}") for note in analysis.notes]
+    unavailable = dict(analysis.unavailable)
+    if heatmap is None:
+        unavailable.setdefault(
+            "stall heatmap", "the analysis holds no per-step stalls (stall_by_step is empty)"
+        )
+    if unavailable:
+        blocks.append(
+            Unavailable(items={f"{k} ({ref.entry.name})": v for k, v in unavailable.items()})
+        )
+    return blocks
+
+
+def _warnings(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    rows = []
+    runs = [(ctx.label(row), ctx.result(row)) for row in records(ctx.cells)]
+    runs += [(ref.label, ref.entry.result) for ref in ctx.profiles if ref.entry.result]
+    for label, result in runs:
+        for warning in result.warnings:
+            kind = warning_kind(warning)
+            rows.append(
+                {
+                    "cell": label,
+                    "kind": kind,
+                    "warning": warning,
+                    "_severity": "info" if kind == "injected delay" else "warn",
+                }
+            )
+    blocks: list[Block] = []
+    if rows:
+        blocks.append(
+            Table(
+                id="bottlenecks-warnings",
+                title="Warnings from the runs",
+                columns=[col("cell", "Run"), col("kind", "Kind"), col("warning", "Warning")],
+                rows=rows,
+                note="high variance: pooled step-time CV above measurement.cv_warn_threshold",
+            )
+        )
+    else:
+        blocks.append(Text(text="No run recorded a warning.", severity="good"))
+    unavailable = {}
+    if not any(r["kind"] == "throttling" for r in rows):
+        devices = {result.cell.device for _, result in runs if result.status.value == "ok"}
+        unavailable["throttling"] = (
+            "CPU runs only: no GPU clocks to throttle"
+            if devices <= {"cpu"}
+            else "the results record no clock telemetry, so throttling can be neither shown "
+            "nor ruled out here (`torchscale validate` reads each GPU's throttle reasons)"
+        )
+    return blocks, unavailable
+
+
+def build(ctx: Context) -> Section:
+    """All findings by cost, each profile's figures and heatmap, and the runs' warnings."""
+    blocks: list[Block] = []
+    if ctx.findings:
+        blocks.append(Findings(findings=ctx.findings))
+    else:
+        blocks.append(
+            Text(
+                text="No finding: no profile finding, and no straggler wait above "
+                f"{fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication above "
+                f"{fmt(EXPOSED_COMM_MIN, 'ratio_pct')} or per-rank compute slowdown above "
+                f"{fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step in the sweep.",
+                severity="good",
+            )
+        )
+    blocks.append(
+        Text(
+            text="Findings are ranked by cost, their share of the step (of the profiled cycle "
+            "for trace findings); sweep findings come from the cells' phase timers and no_sync "
+            "window."
+        )
+    )
+    for ref in ctx.profiles:
+        blocks += _profile_blocks(ref)
+    warning_blocks, unavailable = _warnings(ctx)
+    blocks += warning_blocks
+    if not ctx.profiles:
+        unavailable = {
+            "profile findings (sync stall, straggler, overlap, idle, what-if)": NO_PROFILE,
+            "rank x step stall heatmap": NO_PROFILE,
+            **unavailable,
+        }
+    if unavailable:
+        blocks.append(Unavailable(items=unavailable))
+    return Section(id="bottlenecks", title="Bottlenecks", blocks=blocks)

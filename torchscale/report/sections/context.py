@@ -1,0 +1,292 @@
+"""The context every section is built from: the sources flattened into one cells table (with the
+experiment each cell came from), the typed results, the profiles, the baseline comparison and
+the findings, computed once. Small helpers turn pandas values into the plain numbers the
+report model holds (no NaN, no numpy scalars)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from torchscale.analysis.baseline import Comparison, compare
+from torchscale.report.model import Column, Finding, Severity, ValueFormat
+from torchscale.report.render.formatting import format_value
+from torchscale.report.sources import ProfileEntry, Sources, UnanalysedProfile
+from torchscale.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
+from torchscale.results.frame import COLUMNS
+from torchscale.results.schema import CellResult
+
+if TYPE_CHECKING:
+    from torchscale.report.build import ReportOptions
+
+CELL_COLUMNS = ["experiment", *COLUMNS, "schema_version"]
+SORT_COLUMNS = [
+    "experiment_order",
+    "model_label",
+    "precision",
+    "strategy",
+    "device",
+    "batch_size",
+    "world_size",
+    "nodes",
+    "cell_id",
+]
+# scaling efficiency: at or above GOOD reads good, below BAD reads bad, warn between
+EFFICIENCY_GOOD = 0.9
+EFFICIENCY_BAD = 0.7
+LIST_LIMIT = 3  # names listed in one line before "and N more"
+
+
+def num(value: Any) -> float | None:
+    """A finite float, or None (None, NaN, infinities, text)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def integer(value: Any) -> int | None:
+    number = num(value)
+    return None if number is None else round(number)
+
+
+def text(value: Any) -> str | None:
+    """A non-empty string, or None (None, NaN, '')."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    out = str(value)
+    return out or None
+
+
+def fmt(value: Any, value_format: ValueFormat) -> str:
+    """A value as text for a sentence, formatted as the renderers format it."""
+    return format_value(value, value_format)
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows as dicts: the fast way to walk a few hundred rows (iterrows builds a
+    Series per row)."""
+    columns = [str(c) for c in frame.columns]
+    return [dict(zip(columns, row, strict=True)) for row in frame.to_numpy(dtype=object)]
+
+
+def slug(value: str) -> str:
+    """A fragment for chart and table ids: lower case, [a-z0-9-]."""
+    return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-") or "x"
+
+
+def names(items: Iterable[str], limit: int = LIST_LIMIT) -> str:
+    """'a, b, c and 4 more'."""
+    listed = list(dict.fromkeys(items))
+    head = ", ".join(listed[:limit])
+    return f"{head} and {len(listed) - limit} more" if len(listed) > limit else head
+
+
+def by_reason(
+    items: Iterable[tuple[str, str]], what: str, everyone: int | None = None
+) -> dict[str, str]:
+    """Unavailable items grouped by reason: {'<what> (<cells>)': reason}, one per reason;
+    '(all N cells)' when a reason holds for all `everyone` of them."""
+    grouped: dict[str, list[str]] = {}
+    for label, reason in items:
+        grouped.setdefault(reason, []).append(label)
+    out = {}
+    for reason, labels in grouped.items():
+        unique = list(dict.fromkeys(labels))
+        which = (
+            f"all {everyone} cells" if everyone and len(unique) == everyone > 1 else names(unique)
+        )
+        out[f"{what} ({which})"] = reason
+    return out
+
+
+def efficiency_severity(efficiency: float | None) -> Severity:
+    if efficiency is None:
+        return "info"
+    if efficiency >= EFFICIENCY_GOOD:
+        return "good"
+    return "warn" if efficiency >= EFFICIENCY_BAD else "bad"
+
+
+def cost_severity(cost_pct: float | None) -> Severity:
+    """A finding's severity from its share of the step."""
+    if cost_pct is None:
+        return "warn"
+    if cost_pct >= 20:
+        return "bad"
+    return "warn" if cost_pct >= 5 else "info"
+
+
+@dataclass(frozen=True)
+class ProfileRef:
+    """A profile entry with the experiment it came from and its display label."""
+
+    experiment: str
+    entry: ProfileEntry
+    label: str
+
+    @property
+    def source(self) -> str:
+        return f"profile {self.entry.name}"
+
+
+@dataclass
+class Context:
+    """What the sections are built from (read-only by convention)."""
+
+    options: ReportOptions
+    sources: Sources
+    baseline: Sources | None
+    cells: pd.DataFrame  # CELL_COLUMNS, all experiments, sorted
+    steps: pd.DataFrame  # experiment + Experiment.steps columns
+    results: dict[tuple[str, str], CellResult]  # (experiment, cell id) -> result
+    profiles: list[ProfileRef]
+    unanalysed: list[tuple[str, UnanalysedProfile]]
+    multi: bool  # cells from more than one experiment: labels name theirs
+    mixed_devices: bool
+    comparison: Comparison | None = None
+    baseline_cells: pd.DataFrame | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        return self.cells[self.cells["status"] == "ok"]
+
+    def result(self, row: Mapping[str, Any] | pd.Series) -> CellResult:
+        return self.results[(str(row["experiment"]), str(row["cell_id"]))]
+
+    def label(self, row: Mapping[str, Any] | pd.Series, *, model: bool = True) -> str:
+        """'tiny-mlp b8 x2 fp32 ddp' (+ nodes, device, [experiment] where they tell cells
+        apart)."""
+        parts = [str(row["model_label"])] if model else []
+        parts.append(f"b{row['batch_size']} x{row['world_size']}")
+        nodes = integer(row.get("nodes"))
+        if nodes and nodes > 1:
+            parts.append(f"({nodes} nodes)")
+        parts += [str(row["precision"]), str(row["strategy"])]
+        if self.mixed_devices:
+            parts.append(str(row["device"]))
+        if self.multi and row.get("experiment") is not None:
+            parts.append(f"[{row['experiment']}]")
+        return " ".join(parts)
+
+    def group_name(self, row: Mapping[str, Any] | pd.Series, batch: str | None = None) -> str:
+        """'b8 fp32 ddp' (+ device, [experiment] where they tell groups apart): a scaling
+        group of one model; `batch` replaces 'b8' (e.g. 'global batch 32')."""
+        parts = [batch or f"b{row['batch_size']}", str(row["precision"]), str(row["strategy"])]
+        if self.mixed_devices:
+            parts.append(str(row["device"]))
+        if self.multi and row.get("experiment") is not None:
+            parts.append(f"[{row['experiment']}]")
+        return " ".join(parts)
+
+    def result_label(self, experiment: str, result: CellResult) -> str:
+        """`label` of a result that is not in the cells table (a profiled run)."""
+        cell = result.cell
+        return self.label(
+            {
+                "model_label": cell.label,
+                "batch_size": cell.batch_size,
+                "world_size": cell.world_size,
+                "nodes": cell.nodes,
+                "precision": cell.precision,
+                "strategy": cell.strategy,
+                "device": cell.device,
+                "experiment": experiment,
+            }
+        )
+
+
+def concat_cells(sources: Sources) -> pd.DataFrame:
+    """Every experiment's cells table, with `experiment`, in a stable order."""
+    frames = []
+    for order, source in enumerate(sources.experiments):
+        if source.experiment is None:
+            continue
+        frame = source.experiment.cells.copy()
+        frame.insert(0, "experiment", source.name)
+        frame["experiment_order"] = order
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    cells = pd.concat(frames, ignore_index=True)
+    cells = cells.sort_values(SORT_COLUMNS, kind="stable").reset_index(drop=True)
+    return cells[CELL_COLUMNS]
+
+
+def _concat_steps(sources: Sources) -> pd.DataFrame:
+    frames = []
+    for source in sources.experiments:
+        if source.experiment is None or source.experiment.steps.empty:
+            continue
+        frame = source.experiment.steps.copy()
+        frame.insert(0, "experiment", source.name)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["experiment", *STEP_COLUMNS, *PHASE_STEP_COLUMNS])
+    return pd.concat(frames, ignore_index=True)
+
+
+def make_context(
+    sources: Sources, options: ReportOptions, baseline: Sources | None = None
+) -> Context:
+    """Flatten the sources once; compare with the baseline when there is one."""
+    cells = concat_cells(sources)
+    results = {
+        (source.name, result.cell.id): result
+        for source in sources.experiments
+        if source.experiment is not None
+        for result in source.experiment.results
+    }
+    profile_devices = {
+        e.result.cell.device for s in sources.experiments for e in s.profiles if e.result
+    }
+    ctx = Context(
+        options=options,
+        sources=sources,
+        baseline=baseline,
+        cells=cells,
+        steps=_concat_steps(sources),
+        results=results,
+        profiles=[],
+        unanalysed=[(s.name, u) for s in sources.experiments for u in s.unanalysed],
+        multi=sum(s.experiment is not None for s in sources.experiments) > 1,
+        mixed_devices=len(set(cells["device"]) | profile_devices) > 1,
+    )
+    for source in sources.experiments:
+        for entry in source.profiles:
+            label = (
+                f"{ctx.result_label(source.name, entry.result)} (profiled run)"
+                if entry.result is not None
+                else f"profile {entry.name}"
+            )
+            ctx.profiles.append(ProfileRef(source.name, entry, label))
+    if baseline is not None:
+        ctx.baseline_cells = concat_cells(baseline)
+        ctx.comparison = compare(cells, ctx.baseline_cells, options.noise_pct)
+    return ctx
+
+
+def col(key: str, label: str, value_format: ValueFormat = "text") -> Column:
+    """A table column: text left-aligned, numbers right-aligned."""
+    return Column(
+        key=key,
+        label=label,
+        format=value_format,
+        align="left" if value_format == "text" else "right",
+    )
+
+
+def repeats_range(result: CellResult) -> tuple[float | None, float | None]:
+    """(min, max) of the repeats' global samples/s: the run-to-run interval."""
+    if result.throughput is None or not result.throughput.repeats:
+        return None, None
+    return min(result.throughput.repeats), max(result.throughput.repeats)

@@ -1,0 +1,234 @@
+"""The report's findings, ranked by cost (share of the step): the trace analyses' findings of
+every profile, and what the sweep's own figures show (a straggler by phase timers, exposed
+communication, per-rank compute slower than at the smallest world size). Shared by the summary
+(top lines) and the bottlenecks section (all of them)."""
+
+from __future__ import annotations
+
+from torchscale.report.model import Finding
+from torchscale.report.sections.context import (
+    Context,
+    ProfileRef,
+    cost_severity,
+    fmt,
+    integer,
+    num,
+    records,
+)
+from torchscale.results.schema import CellResult
+
+# below these shares of the step a figure is noise or not worth a finding
+STRAGGLER_MIN = 0.05  # load imbalance: the other ranks' wait for the slowest
+EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
+SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's
+
+
+def _injected_note(result: CellResult, rank: int | None) -> str | None:
+    for delay in result.injected_delays:
+        if rank is None or delay.rank == rank:
+            return (
+                f"artificial: --inject-delay made rank {delay.rank} sleep {delay.ms:g} ms in "
+                f"its {delay.phase} phase every step"
+            )
+    return None
+
+
+def profile_findings(ref: ProfileRef) -> list[Finding]:
+    """A profile's findings as they are, marked artificial when an injected delay makes the
+    straggler."""
+    analysis, result = ref.entry.analysis, ref.entry.result
+    out = []
+    for item in analysis.findings:
+        evidence = list(item.evidence)
+        severity = cost_severity(item.cost_pct)
+        title = item.title
+        if result is not None and item.category == "straggler":
+            rank = analysis.straggler.rank if analysis.straggler else None
+            note = _injected_note(result, rank)
+            if note is not None:
+                evidence.insert(0, note)
+                severity = "info"
+                title = f"{title} (injected delay)"
+        out.append(
+            Finding(
+                title=title,
+                cost_pct=item.cost_pct,
+                source=ref.source,
+                evidence=evidence,
+                recommendation=item.recommendation,
+                severity=severity,
+            )
+        )
+    return out
+
+
+PHASE_ADVICE = {
+    "data": "its input pipeline: more DataLoader workers, pinned memory, faster storage",
+    "forward": "its device and host: clocks and throttling on GPUs, other processes and core "
+    "pinning (OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank",
+    "backward": "its device and host: clocks and throttling on GPUs, other processes and core "
+    "pinning (OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank",
+    "optimizer": "host-side work in its optimizer step (offload, non-fused optimizer) and its "
+    "device",
+}
+
+
+def straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
+    """The straggler the phase timers found, when the others wait for it long enough
+    (load imbalance >= STRAGGLER_MIN of the step)."""
+    straggler, comm = result.straggler, result.communication
+    imbalance = num(comm.load_imbalance) if comm else None
+    if straggler is None or imbalance is None or imbalance < STRAGGLER_MIN:
+        return None
+    rank = straggler.rank
+    title = f"{label}: rank {rank} is the straggler"
+    evidence = [
+        f"compute time ({straggler.basis}): rank {rank} {fmt(straggler.compute_s, 'seconds')} "
+        f"against {fmt(straggler.others_compute_s, 'seconds')} for the other ranks (median)"
+    ]
+    if straggler.phase is not None and straggler.gap_s is not None:
+        title += f", slow in {straggler.phase}"
+        evidence.append(
+            f"its {straggler.phase} phase takes {fmt(straggler.gap_s, 'seconds')} longer than "
+            "the other ranks' (phase timers, medians)"
+        )
+    waits = [
+        f"rank {r.rank} {fmt(r.phases.grad_sync_wait, 'seconds')}"
+        for r in result.ranks
+        if r.phases is not None and r.phases.grad_sync_wait is not None
+    ]
+    if waits:
+        evidence.append(f"grad-sync wait per step: {', '.join(waits)}")
+    evidence.append(f"the other ranks wait for it {fmt(imbalance, 'ratio_pct')} of each step")
+    note = _injected_note(result, rank)
+    if note is not None:
+        evidence.insert(0, note)
+        title += " (injected delay)"
+    advice = PHASE_ADVICE.get(straggler.phase or "", PHASE_ADVICE["backward"])
+    return Finding(
+        title=title,
+        cost_pct=imbalance * 100,
+        source=source,
+        evidence=evidence,
+        recommendation=f"Check rank {rank}: {advice}.",
+        severity="info" if note else cost_severity(imbalance * 100),
+    )
+
+
+def exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
+    comm = result.communication
+    share = num(comm.comm_overhead) if comm else None
+    if comm is None or share is None or share < EXPOSED_COMM_MIN:
+        return None
+    evidence = [
+        f"median step {fmt(comm.step_time_s, 'seconds')}, slowest rank's compute "
+        f"{fmt(comm.slowest_compute_s, 'seconds')} (no_sync): "
+        f"{fmt(comm.exposed_comm_s, 'seconds')} of communication is not hidden",
+    ]
+    if comm.load_imbalance is not None:
+        evidence.append(f"load imbalance {fmt(comm.load_imbalance, 'ratio_pct')} of the step")
+    cell = result.cell
+    network = (
+        "set GLOO_SOCKET_IFNAME to the fast interface"
+        if cell.backend == "gloo"
+        else "check the NCCL transport (NCCL_DEBUG=INFO: NVLink/IB, not sockets)"
+    )
+    return Finding(
+        title=f"{label}: exposed communication {fmt(share, 'ratio_pct')} of each step",
+        cost_pct=share * 100,
+        source=cell.id,
+        evidence=evidence,
+        recommendation="Hide or shrink gradient communication: DDP bucket_cap_mb, "
+        "gradient_as_bucket_view, gradient accumulation under no_sync(), a bf16 compression "
+        f"hook; {network}.",
+        severity=cost_severity(share * 100),
+    )
+
+
+def slowdown_finding(
+    result: CellResult, label: str, base: CellResult, base_label: str
+) -> Finding | None:
+    """Each rank computes slower than the same batch per GPU did at the smallest world size:
+    ranks compete for something (cores, memory bandwidth, clocks)."""
+    comm, cell = result.communication, result.cell
+    slowest = num(comm.slowest_compute_s) if comm else None
+    step = num(comm.step_time_s) if comm else None
+    if base.cell.world_size == 1:
+        before = num(base.step_time.p50) if base.step_time else None
+    else:
+        before = num(base.communication.slowest_compute_s) if base.communication else None
+    if slowest is None or step is None or before is None or step <= 0 or before <= 0:
+        return None
+    share = (slowest - before) / step
+    if share < SLOWDOWN_MIN:
+        return None
+    device_advice = (
+        "on CPU, give each rank its own cores (OMP_NUM_THREADS x ranks per host <= cores, "
+        "pinning with taskset/numactl)"
+        if cell.device == "cpu"
+        else "check clocks and throttling, and host contention (data-loading threads, NUMA "
+        "binding, PCIe sharing)"
+    )
+    return Finding(
+        title=f"{label}: each rank computes {slowest / before:.2f}x slower than at "
+        f"{base.cell.world_size} GPU(s)",
+        cost_pct=share * 100,
+        source=cell.id,
+        evidence=[
+            f"slowest rank's compute (no_sync) {fmt(slowest, 'seconds')} against "
+            f"{fmt(before, 'seconds')} for {base_label}, with the same {cell.batch_size} "
+            "samples per GPU",
+            f"the difference is {fmt(share, 'ratio_pct')} of the {fmt(step, 'seconds')} step",
+        ],
+        recommendation=f"Ranks compete for a shared resource: {device_advice}.",
+        severity=cost_severity(share * 100),
+    )
+
+
+def _weak_bases(ctx: Context) -> dict[tuple[object, ...], CellResult]:
+    """(experiment, model, batch, precision, strategy, device) -> the ok cell at the smallest
+    world size of that group."""
+    bases: dict[tuple[object, ...], CellResult] = {}
+    ok = ctx.ok.sort_values(["world_size", "cell_id"], kind="stable")
+    for row in records(ok):
+        key = tuple(
+            row[c]
+            for c in ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
+        )
+        bases.setdefault(key, ctx.result(row))
+    return bases
+
+
+def rank_findings(findings: list[Finding]) -> list[Finding]:
+    """Highest cost first; findings without a cost last; ties by title."""
+    return sorted(
+        findings, key=lambda f: (f.cost_pct is None, -(f.cost_pct or 0.0), f.title, f.source)
+    )
+
+
+def collect_findings(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    for ref in ctx.profiles:
+        findings += profile_findings(ref)
+        if ref.entry.result is not None:
+            found = straggler_finding(ref.entry.result, ref.label, f"{ref.source}, phase timers")
+            findings += [found] if found else []
+    bases = _weak_bases(ctx)
+    for row in records(ctx.ok):
+        result, label = ctx.result(row), ctx.label(row)
+        if (integer(row["world_size"]) or 0) < 2:
+            continue
+        found = straggler_finding(result, label, result.cell.id)
+        findings += [found] if found else []
+        found = exposed_comm_finding(result, label)
+        findings += [found] if found else []
+        key = tuple(
+            row[c]
+            for c in ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
+        )
+        base = bases.get(key)
+        if base is not None and base.cell.world_size < result.cell.world_size:
+            base_label = ctx.result_label(str(row["experiment"]), base)
+            found = slowdown_finding(result, label, base, base_label)
+            findings += [found] if found else []
+    return rank_findings(findings)

@@ -1,0 +1,354 @@
+"""Throughput and latency: step-time percentiles and spread per cell, step-time distributions per
+world size (from the per-step records of the synchronised windows), the run-to-run interval of
+throughput over repeats, and per-rank step and phase times, so that a straggler shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from torchscale.report.model import Block, Chart, Section, Series, Table, Unavailable
+from torchscale.report.sections.context import (
+    Context,
+    by_reason,
+    col,
+    fmt,
+    integer,
+    num,
+    records,
+    repeats_range,
+    slug,
+)
+from torchscale.report.sections.findings import STRAGGLER_MIN
+from torchscale.results.frame import PHASE_NAMES
+from torchscale.results.schema import CellResult, RankStats
+
+MAX_BOX_VALUES = 2000  # per box; more are reduced to this many evenly spaced quantiles
+MAX_RANKS_PER_CELL = 16  # per-rank rows of one cell: the slowest ones beyond this
+MAX_PHASE_CHARTS = 12
+
+
+@dataclass(frozen=True, eq=False)
+class RankSource:
+    """A multi-rank run whose ranks are shown: a sweep cell or a profiled run."""
+
+    key: str
+    label: str
+    result: CellResult
+
+
+def _stats_table(ctx: Context) -> Table:
+    rows = []
+    for row in records(ctx.ok):
+        result = ctx.result(row)
+        low, high = repeats_range(result)
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "gpus": integer(row["world_size"]),
+                "samples_per_s": num(row["samples_per_s"]),
+                "low": low,
+                "high": high,
+                "spread": num(row["throughput_spread"]),
+                "repeats": integer(row["repeats"]),
+                "step_p50_s": num(row["step_p50_s"]),
+                "step_p95_s": num(row["step_p95_s"]),
+                "step_p99_s": num(row["step_p99_s"]),
+                "step_cv": num(row["step_cv"]),
+                "steps": integer(row["measured_steps"]),
+                "_severity": "warn" if "High variance" in str(row["warnings"]) else "info",
+            }
+        )
+    return Table(
+        id="latency-stats",
+        title="Throughput and step time per cell",
+        columns=[
+            col("cell", "Cell"),
+            col("gpus", "GPUs", "int"),
+            col("samples_per_s", "Samples/s (median)", "rate"),
+            col("low", "Slowest repeat", "rate"),
+            col("high", "Fastest repeat", "rate"),
+            col("spread", "Spread", "ratio_pct"),
+            col("repeats", "Repeats", "int"),
+            col("step_p50_s", "Step p50", "seconds"),
+            col("step_p95_s", "Step p95", "seconds"),
+            col("step_p99_s", "Step p99", "seconds"),
+            col("step_cv", "Step CV", "ratio_pct"),
+            col("steps", "Steps per repeat", "int"),
+        ],
+        rows=rows,
+        note="step percentiles over every measured step of every repeat, all ranks pooled; "
+        "spread = (fastest - slowest repeat) / median; CV = std / mean",
+    )
+
+
+def _repeats_chart(ctx: Context) -> Chart:
+    series = []
+    for model, group in ctx.ok.groupby("model_label", sort=True):
+        ranges = [repeats_range(ctx.result(r)) for r in records(group)]
+        series.append(
+            Series(
+                name=str(model),
+                x=[ctx.label(r, model=False) for r in records(group)],
+                y=[num(v) for v in group["samples_per_s"]],
+                low=[r[0] for r in ranges],
+                high=[r[1] for r in ranges],
+            )
+        )
+    return Chart(
+        id="latency-repeats",
+        title="Throughput per cell: median and range over repeats",
+        kind="bar",
+        x_label="cell",
+        y_label="samples/s",
+        y_format="rate",
+        series=series,
+        note="interval: slowest to fastest repeat (run-to-run spread)",
+    )
+
+
+def _box_values(times: pd.Series) -> tuple[list[float], bool]:
+    values = np.sort(pd.to_numeric(times).dropna().to_numpy(dtype=float))
+    if len(values) <= MAX_BOX_VALUES:
+        return [float(v) for v in values], False
+    reduced = np.quantile(values, np.linspace(0.0, 1.0, MAX_BOX_VALUES))
+    return [float(v) for v in reduced], True
+
+
+def _box_charts(ctx: Context) -> tuple[list[Chart], dict[str, str]]:
+    sync = ctx.steps[ctx.steps["window"] == "sync"]
+    by_cell = {key: frame["time_s"] for key, frame in sync.groupby(["experiment", "cell_id"])}
+    charts, missing, reduced = [], [], False
+    for model, by_model in ctx.ok.groupby("model_label", sort=True):
+        series = []
+        keys = ["experiment", "batch_size", "precision", "strategy", "device"]
+        for _, group in by_model.groupby(keys, sort=True):
+            x: list[float | int | str] = []
+            values: list[list[float]] = []
+            for row in records(group.sort_values("world_size")):
+                times = by_cell.get((row["experiment"], row["cell_id"]))
+                if times is None or times.dropna().empty:
+                    missing.append(ctx.label(row))
+                    continue
+                box, was_reduced = _box_values(times)
+                reduced |= was_reduced
+                x.append(str(row["world_size"]))
+                values.append(box)
+            if x:
+                series.append(Series(name=ctx.group_name(group.iloc[0]), x=x, values=values))
+        if series:
+            note = "every measured step of every repeat, all ranks pooled (window 'sync')"
+            if reduced:
+                note += f"; boxes over {MAX_BOX_VALUES} evenly spaced quantiles of the steps"
+            charts.append(
+                Chart(
+                    id=f"latency-steps-{slug(str(model))}",
+                    title=f"{model}: step time distribution per GPU count",
+                    kind="box",
+                    x_label="GPUs",
+                    y_label="step time",
+                    y_format="seconds",
+                    series=series,
+                    note=note,
+                )
+            )
+    why = "no per-step records (steps/<cell>.jsonl missing or unreadable)"
+    return charts, by_reason(((m, why) for m in missing), "step-time distribution")
+
+
+def rank_sources(ctx: Context) -> list[RankSource]:
+    """Profiled runs, then every ok sweep cell of two or more ranks."""
+    out = [
+        RankSource(ref.source, ref.label, ref.entry.result)
+        for ref in ctx.profiles
+        if ref.entry.result is not None and len(ref.entry.result.ranks) > 1
+    ]
+    for row in records(ctx.ok):
+        result = ctx.result(row)
+        if len(result.ranks) > 1:
+            out.append(RankSource(f"{row['experiment']}/{row['cell_id']}", ctx.label(row), result))
+    return out
+
+
+def _compute(rank: RankStats) -> float:
+    if rank.compute_time is not None:
+        return rank.compute_time.p50
+    if rank.phases is not None:
+        phases = rank.phases
+        parts = (phases.data, phases.forward, phases.backward, phases.optimizer)
+        return sum(p for p in parts if p is not None)
+    return rank.step_time.p50
+
+
+def _role(result: CellResult, rank: int) -> str:
+    straggler = result.straggler
+    if straggler is None or straggler.rank != rank:
+        return ""
+    text = "straggler"
+    if straggler.phase:
+        text += f" ({straggler.phase})"
+    return text + (", injected delay" if straggler.injected else "")
+
+
+def _is_real_straggler(result: CellResult) -> bool:
+    comm = result.communication
+    imbalance = num(comm.load_imbalance) if comm else None
+    return result.straggler is not None and (
+        result.straggler.injected or (imbalance is not None and imbalance >= STRAGGLER_MIN)
+    )
+
+
+def _ranks_table(sources: list[RankSource]) -> Table:
+    rows: list[dict[str, Any]] = []
+    limited = []
+    for source in sources:
+        ranks = source.result.ranks
+        if len(ranks) > MAX_RANKS_PER_CELL:
+            limited.append(source.label)
+            ranks = sorted(ranks, key=_compute, reverse=True)[:MAX_RANKS_PER_CELL]
+            ranks = sorted(ranks, key=lambda r: r.rank)
+        for rank in ranks:
+            role = _role(source.result, rank.rank)
+            phases = rank.phases
+            rows.append(
+                {
+                    "cell": source.label,
+                    "rank": rank.rank,
+                    "host": rank.host,
+                    "step_p50_s": rank.step_time.p50,
+                    "step_p95_s": rank.step_time.p95,
+                    "step_cv": rank.step_time.cv,
+                    "compute_s": rank.compute_time.p50 if rank.compute_time else None,
+                    **{
+                        f"{phase}_s": num(getattr(phases, phase)) if phases else None
+                        for phase in PHASE_NAMES
+                    },
+                    "role": role or None,
+                    "_severity": "warn" if role and _is_real_straggler(source.result) else "info",
+                }
+            )
+    note = (
+        "compute: the rank's median step under DDP no_sync() (no gradient sync); phases: "
+        "medians over the synchronised steps; grad-sync wait is where the other ranks wait "
+        "for a straggler"
+    )
+    if limited:
+        note += (
+            f"; {MAX_RANKS_PER_CELL} ranks with the highest compute time shown for "
+            + ", ".join(limited)
+        )
+    return Table(
+        id="latency-ranks",
+        title="Per-rank step and phase times",
+        columns=[
+            col("cell", "Run"),
+            col("rank", "Rank", "int"),
+            col("host", "Host"),
+            col("step_p50_s", "Step p50", "seconds"),
+            col("step_p95_s", "Step p95", "seconds"),
+            col("step_cv", "Step CV", "ratio_pct"),
+            col("compute_s", "Compute (no_sync)", "seconds"),
+            col("data_s", "Data", "seconds"),
+            col("forward_s", "Forward", "seconds"),
+            col("backward_s", "Backward", "seconds"),
+            col("grad_sync_wait_s", "Grad-sync wait", "seconds"),
+            col("optimizer_s", "Optimizer", "seconds"),
+            col("role", "Straggler"),
+        ],
+        rows=rows,
+        note=note,
+    )
+
+
+def _chart_order(sources: list[RankSource]) -> list[RankSource]:
+    """Profiled runs, cells with a straggler worth a finding, then each model's largest run."""
+    with_phases = [s for s in sources if any(r.phases is not None for r in s.result.ranks)]
+    profiled = [s for s in with_phases if s.key.startswith("profile ")]
+    stragglers = [s for s in with_phases if s not in profiled and _is_real_straggler(s.result)]
+    largest: dict[tuple[str, str], RankSource] = {}
+    for source in with_phases:
+        if source in profiled:
+            continue
+        model = (source.key.split("/")[0], source.result.cell.label)
+        held = largest.get(model)
+        if held is None or source.result.cell.world_size > held.result.cell.world_size:
+            largest[model] = source
+    ordered = list(dict.fromkeys([*profiled, *stragglers, *largest.values()]))
+    return ordered[:MAX_PHASE_CHARTS]
+
+
+def _phase_chart(source: RankSource) -> Chart:
+    ranks = sorted(source.result.ranks, key=lambda r: r.rank)
+    x: list[float | int | str] = [str(r.rank) for r in ranks]
+    series = []
+    for phase in PHASE_NAMES:
+        values = [num(getattr(r.phases, phase)) if r.phases else None for r in ranks]
+        if any(v is not None for v in values):
+            series.append(Series(name=phase, x=list(x), y=values))
+    straggler = source.result.straggler
+    note = "median seconds per phase over the synchronised steps"
+    if straggler is not None and _is_real_straggler(source.result):
+        note += f"; straggler: rank {straggler.rank}"
+        if straggler.phase and straggler.gap_s is not None:
+            note += f", {straggler.phase} {fmt(straggler.gap_s, 'seconds')} over the others"
+        if straggler.injected:
+            note += " (injected delay)"
+    elif straggler is not None:
+        comm = source.result.communication
+        wait = fmt(comm.load_imbalance if comm else None, "ratio_pct")
+        note += (
+            f"; slowest rank by compute: {straggler.rank}, but the others wait only {wait} of "
+            "the step for it (noise)"
+        )
+    return Chart(
+        id=f"latency-phases-{slug(source.key)}",
+        title=f"{source.label}: phase times per rank",
+        kind="stacked_bar",
+        x_label="rank",
+        y_label="time per step",
+        y_format="seconds",
+        series=series,
+        note=note,
+    )
+
+
+def _rank_unavailable(sources: list[RankSource]) -> dict[str, str]:
+    items = []
+    for source in sources:
+        unavailable = source.result.unavailable
+        if all(r.phases is None for r in source.result.ranks):
+            items.append((source.label, unavailable.get("phases", "no phase timing recorded")))
+            continue
+        for phase in PHASE_NAMES:
+            reason = unavailable.get(f"phases.{phase}")
+            if reason:
+                items.append((f"{phase}: {source.label}", reason))
+    return by_reason(items, "phase times")
+
+
+def build(ctx: Context) -> Section:
+    """Percentiles, step distributions, run-to-run intervals, per-rank and phase times."""
+    blocks: list[Block] = []
+    unavailable: dict[str, str] = {}
+    if ctx.ok.empty:
+        unavailable["throughput and step-time statistics"] = "no sweep cell finished ok"
+    else:
+        blocks += [_stats_table(ctx), _repeats_chart(ctx)]
+        charts, missing = _box_charts(ctx)
+        blocks += charts
+        unavailable.update(missing)
+    sources = rank_sources(ctx)
+    if sources:
+        blocks.append(_ranks_table(sources))
+        blocks += [_phase_chart(s) for s in _chart_order(sources)]
+        unavailable.update(_rank_unavailable(sources))
+    else:
+        unavailable["per-rank spread and phase times"] = (
+            "no run of two or more ranks finished ok: no other rank to compare with"
+        )
+    if unavailable:
+        blocks.append(Unavailable(items=unavailable))
+    return Section(id="latency", title="Throughput and latency", blocks=blocks)

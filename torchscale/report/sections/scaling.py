@@ -1,0 +1,242 @@
+"""Scaling: throughput against GPU count with the ideal line, and speed-up and efficiency per
+model x batch x precision x strategy.
+
+Every cell's batch size is per GPU, so a sweep over GPU counts keeps the work per GPU fixed and
+grows the global batch with the GPUs: weak scaling in the global-batch sense, whose ideal is
+linear throughput. Strong scaling (the same global batch split over more GPUs) exists only where
+the sweep holds the same global batch at two or more GPU counts (batch sizes that shrink as the
+GPUs grow); it is shown when it does, and said to be absent otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from torchscale.analysis.scaling import GROUP_COLUMNS, STRONG_GROUP_COLUMNS, scaling_table
+from torchscale.report.model import Block, Chart, Column, Section, Series, Table, Text, Unavailable
+from torchscale.report.sections.context import (
+    Context,
+    col,
+    efficiency_severity,
+    integer,
+    names,
+    num,
+    records,
+    repeats_range,
+    slug,
+)
+
+WEAK_TEXT = (
+    "Every cell runs a fixed batch per GPU (batch_size is per device), so the global batch grows "
+    "with the GPU count: these sweeps are weak scaling in the global-batch sense (the same work "
+    "per GPU; ideal: throughput linear in GPUs). Speed-up = thr(N) / thr(N_min); efficiency = "
+    "thr(N) / (N / N_min x thr(N_min)), against the smallest GPU count measured ok in the same "
+    "model, batch, precision, strategy and device (1.0 = linear). Throughput is global samples/s, "
+    "the median over repeats; the interval is the range of the repeats."
+)
+STRONG_TEXT = (
+    "Strong scaling: the same global batch split over more GPUs (batch per GPU = global batch / "
+    "N); speed-up and efficiency as above, within the same global batch."
+)
+NO_STRONG = (
+    "no model has cells with the same global batch at two or more GPU counts: every sweep here "
+    "keeps its batch per GPU, so the global batch grows with the GPUs (weak scaling). To measure "
+    "strong scaling, add batch sizes that shrink as the GPUs grow (e.g. batch_sizes [32, 16] "
+    "with gpu_counts [1, 2])"
+)
+
+
+def _group_name(ctx: Context, row: pd.Series, strong: bool) -> str:
+    """'b8 fp32 ddp' for weak scaling, 'global batch 32 fp32 ddp' for strong."""
+    batch = f"global batch {integer(row['global_batch'])}" if strong else None
+    return ctx.group_name(row, batch=batch)
+
+
+def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
+    rows = []
+    for row in records(table):
+        low, high = repeats_range(ctx.result(row))
+        efficiency = num(row["efficiency"])
+        world = integer(row["world_size"])
+        rows.append(
+            {
+                "model": str(row["model_label"]),
+                "config": f"{row['precision']} {row['strategy']}"
+                + (f" {row['device']}" if ctx.mixed_devices else "")
+                + (f" [{row['experiment']}]" if ctx.multi else ""),
+                "gpus": world,
+                "nodes": integer(row["nodes"]),
+                "batch_per_gpu": integer(row["batch_size"]),
+                "global_batch": integer(row["global_batch"]),
+                "samples_per_s": num(row["samples_per_s"]),
+                "low": low,
+                "high": high,
+                "spread": num(row["throughput_spread"]),
+                "per_gpu": num(row["samples_per_s_per_device"]),
+                "tokens_per_s": num(row["tokens_per_s"]),
+                "speedup": num(row["speedup"]),
+                "efficiency": efficiency,
+                "_severity": efficiency_severity(efficiency)
+                if world != integer(row["base_world_size"])
+                else "info",
+            }
+        )
+    return rows
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[Column]:
+    columns = [col("model", "Model"), col("config", "Precision, strategy")]
+    columns.append(col("gpus", "GPUs", "int"))
+    if any((r["nodes"] or 1) > 1 for r in rows):
+        columns.append(col("nodes", "Nodes", "int"))
+    columns += [
+        col("batch_per_gpu", "Batch/GPU", "int"),
+        col("global_batch", "Global batch", "int"),
+        col("samples_per_s", "Samples/s", "rate"),
+        col("spread", "Repeats spread", "ratio_pct"),
+        col("per_gpu", "Samples/s per GPU", "rate"),
+    ]
+    if any(r["tokens_per_s"] is not None for r in rows):
+        columns.append(col("tokens_per_s", "Tokens/s", "rate"))
+    columns += [col("speedup", "Speed-up", "float"), col("efficiency", "Efficiency", "ratio_pct")]
+    return columns
+
+
+def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[Chart]:
+    charts = []
+    kind = "strong" if strong else "weak"
+    for model, by_model in table.groupby("model_label", sort=True):
+        series = []
+        groups = list(by_model.groupby("group", sort=True))
+        for _, group in groups:
+            first = group.iloc[0]
+            name = _group_name(ctx, first, strong)
+            ranges = [repeats_range(ctx.result(r)) for r in records(group)]
+            gpus = [int(w) for w in group["world_size"]]
+            series.append(
+                Series(
+                    name=name,
+                    x=list(gpus),
+                    y=[num(v) for v in group["samples_per_s"]],
+                    low=[r[0] for r in ranges],
+                    high=[r[1] for r in ranges],
+                )
+            )
+            series.append(
+                Series(
+                    name=f"ideal ({name})" if len(groups) > 1 else "ideal (linear)",
+                    x=list(gpus),
+                    y=[num(v) for v in group["ideal_samples_per_s"]],
+                    style="dashed",
+                )
+            )
+        charts.append(
+            Chart(
+                id=f"scaling-{kind}-throughput-{slug(str(model))}",
+                title=f"{model}: throughput vs GPUs ({kind} scaling)",
+                kind="line",
+                x_label="GPUs",
+                y_label="samples/s",
+                x_format="int",
+                y_format="rate",
+                x_log2=True,
+                series=series,
+                note="dashed: ideal linear scaling from the smallest GPU count; interval: "
+                "range of the repeats",
+            )
+        )
+    return charts
+
+
+def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
+    kind = "strong" if strong else "weak"
+    series = []
+    all_gpus: set[int] = set()
+    for _, group in table.groupby("group", sort=True):
+        first = group.iloc[0]
+        gpus = [int(w) for w in group["world_size"]]
+        all_gpus |= set(gpus)
+        series.append(
+            Series(
+                name=f"{first['model_label']} {_group_name(ctx, first, strong)}",
+                x=list(gpus),
+                y=[num(v) for v in group["efficiency"]],
+            )
+        )
+    ideal = sorted(all_gpus)
+    series.append(Series(name="ideal", x=list(ideal), y=[1.0] * len(ideal), style="dashed"))
+    return Chart(
+        id=f"scaling-{kind}-efficiency",
+        title=f"Scaling efficiency ({kind} scaling)",
+        kind="line",
+        x_label="GPUs",
+        y_label="efficiency",
+        x_format="int",
+        y_format="ratio_pct",
+        x_log2=True,
+        series=series,
+    )
+
+
+def _single_sizes(ctx: Context, columns: list[str], table: pd.DataFrame) -> dict[str, str]:
+    """Groups measured at one GPU count: no scaling to show for them."""
+    everything = scaling_table(ctx.cells, columns)
+    shown = set(zip(table["experiment"], table["cell_id"], strict=True))
+    keys = zip(everything["experiment"], everything["cell_id"], strict=True)
+    single = everything[[key not in shown for key in keys]]
+    if single.empty:
+        return {}
+    labels = names(ctx.label(r) for r in records(single))
+    return {f"scaling of {labels}": "measured at one GPU count only"}
+
+
+def build(ctx: Context) -> Section:
+    """Weak scaling (always labelled as such), strong scaling where the sweep has it."""
+    blocks: list[Block] = [] if ctx.ok.empty else [Text(text=WEAK_TEXT)]
+    unavailable: dict[str, str] = {}
+    weak_columns = ["experiment", *GROUP_COLUMNS]
+    weak = scaling_table(ctx.cells, weak_columns, min_world_sizes=2)
+    if ctx.ok.empty:
+        unavailable["scaling"] = "no cell finished ok: nothing measured"
+    elif weak.empty:
+        unavailable["weak scaling"] = (
+            "every model was measured at one GPU count only: add gpu_counts to scale over"
+        )
+    else:
+        rows = _rows(ctx, weak)
+        blocks.append(
+            Table(
+                id="scaling-weak",
+                title="Weak scaling (fixed batch per GPU)",
+                columns=_columns(rows),
+                rows=rows,
+                note="efficiency = thr(N) / (N / N_min x thr(N_min)); the same figure as the "
+                "cells' scaling_efficiency",
+            )
+        )
+        blocks += _throughput_charts(ctx, weak, strong=False)
+        blocks.append(_efficiency_chart(ctx, weak, strong=False))
+        unavailable.update(_single_sizes(ctx, weak_columns, weak))
+    strong_columns = ["experiment", *STRONG_GROUP_COLUMNS]
+    strong = scaling_table(ctx.cells, strong_columns, min_world_sizes=2)
+    if not ctx.ok.empty:
+        if strong.empty:
+            unavailable["strong scaling"] = NO_STRONG
+        else:
+            blocks.append(Text(text=STRONG_TEXT))
+            rows = _rows(ctx, strong)
+            blocks.append(
+                Table(
+                    id="scaling-strong",
+                    title="Strong scaling (fixed global batch)",
+                    columns=_columns(rows),
+                    rows=rows,
+                )
+            )
+            blocks += _throughput_charts(ctx, strong, strong=True)
+            blocks.append(_efficiency_chart(ctx, strong, strong=True))
+    if unavailable:
+        blocks.append(Unavailable(items=unavailable))
+    return Section(id="scaling", title="Scaling", blocks=blocks)

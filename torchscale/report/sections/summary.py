@@ -1,0 +1,296 @@
+"""Executive summary: the best configuration of each model (throughput, and cost when a price is
+given), its scaling efficiency at the largest world size, and the top findings, one line each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from torchscale.analysis.cost import cost_table
+from torchscale.analysis.scaling import GROUP_COLUMNS, scaling_table
+from torchscale.report.model import (
+    Block,
+    KeyFigure,
+    KeyFigures,
+    Section,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.report.sections.context import (
+    Context,
+    col,
+    efficiency_severity,
+    fmt,
+    integer,
+    names,
+    num,
+    records,
+)
+from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
+
+MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
+TOP_FINDINGS = 5
+NO_PRICE = "no --cost-per-gpu-hour given"
+
+
+def priced_cells(ctx: Context) -> pd.DataFrame | None:
+    """The ok cells with their cost columns, or None without a price."""
+    price = ctx.options.cost_per_gpu_hour
+    return None if price is None else cost_table(ctx.cells, price)
+
+
+def _config(ctx: Context, row: pd.Series) -> str:
+    return ctx.label(row, model=False)
+
+
+def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]]:
+    rows = []
+    ok = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    for model, group in ok.groupby("model_label", sort=True):
+        picks = [("throughput", group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()])]
+        if priced is not None:
+            costs = priced[priced["model_label"] == model]
+            if len(costs):
+                cheapest = costs.loc[pd.to_numeric(costs["cost_per_m_samples"]).idxmin()]
+                if cheapest["cell_id"] != picks[0][1]["cell_id"]:
+                    picks.append(("cost", cheapest))
+                else:
+                    picks[0] = ("throughput and cost", cheapest)
+        for best_by, row in picks:
+            out = {
+                "model": str(model),
+                "best_by": best_by,
+                "config": _config(ctx, row),
+                "gpus": integer(row["world_size"]),
+                "batch_per_gpu": integer(row["batch_size"]),
+                "samples_per_s": num(row["samples_per_s"]),
+                "tokens_per_s": num(row["tokens_per_s"]),
+                "efficiency": num(row["scaling_efficiency"]),
+                "step_p50_s": num(row["step_p50_s"]),
+            }
+            if priced is not None:
+                match = priced[
+                    (priced["cell_id"] == row["cell_id"])
+                    & (priced["experiment"] == row["experiment"])
+                ]
+                cost = match.iloc[0] if len(match) else {}
+                out["cost_per_m_samples"] = num(cost.get("cost_per_m_samples"))
+                out["cost_per_m_tokens"] = num(cost.get("cost_per_m_tokens"))
+            rows.append(out)
+    return rows
+
+
+def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigure:
+    """Efficiency at the model's largest GPU count that has a smaller one to compare with
+    (a configuration measured at one GPU count only would read a trivial 100 %)."""
+    scaled = weak[(weak["model_label"] == model) & (weak["world_size"] > weak["base_world_size"])]
+    if scaled.empty:
+        return KeyFigure(
+            label=f"Scaling efficiency: {model}",
+            value=None,
+            format="ratio_pct",
+            note="no configuration of this model measured at two or more GPU counts",
+        )
+    largest = int(scaled["world_size"].max())
+    at_largest = scaled[scaled["world_size"] == largest]
+    row = at_largest.loc[pd.to_numeric(at_largest["samples_per_s"]).idxmax()]
+    efficiency = num(row["efficiency"])
+    return KeyFigure(
+        label=f"Scaling efficiency at {largest} GPUs: {model}",
+        value=efficiency,
+        format="ratio_pct",
+        note=f"{_config(ctx, row)}, against {integer(row['base_world_size'])} GPU(s) "
+        "(1.0 = linear)",
+        severity=efficiency_severity(efficiency),
+    )
+
+
+def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
+    cells = ctx.cells
+    total, ok = len(cells), int((cells["status"] == "ok").sum())
+    failed = int(cells["status"].isin(["failed", "oom", "timeout"]).sum())
+    skipped = int((cells["status"] == "skipped").sum())
+    if total:
+        note = ", ".join(
+            f"{count} {what}" for count, what in ((failed, "failed"), (skipped, "skipped")) if count
+        )
+        figures = [
+            KeyFigure(
+                label="Cells measured",
+                value=f"{ok} of {total}",
+                note=note or "every cell finished ok",
+                severity="good" if ok == total else ("bad" if failed else "warn"),
+            )
+        ]
+    else:
+        figures = [
+            KeyFigure(
+                label="Cells measured",
+                value=None,
+                note="no benchmark sweep in the sources (profiles only)",
+            )
+        ]
+    ok_cells = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    models = sorted(set(ok_cells["model_label"]))
+    weak = scaling_table(ctx.cells, ["experiment", *GROUP_COLUMNS], min_world_sizes=2)
+    for model in models[:MAX_MODEL_FIGURES]:
+        group = ok_cells[ok_cells["model_label"] == model]
+        best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
+        tokens = num(best["tokens_per_s"])
+        note = f"samples/s at {_config(ctx, best)}"
+        if tokens is not None:
+            note += f"; {fmt(tokens, 'rate')} tokens/s"
+        figures.append(
+            KeyFigure(
+                label=f"Best throughput: {model}",
+                value=num(best["samples_per_s"]),
+                format="rate",
+                note=note,
+                severity="good",
+            )
+        )
+        figures.append(_efficiency_figure(ctx, model, weak))
+        costs = priced[priced["model_label"] == model] if priced is not None else None
+        if costs is not None and not costs.empty:
+            cheapest = costs.loc[pd.to_numeric(costs["cost_per_m_samples"]).idxmin()]
+            figures.append(
+                KeyFigure(
+                    label=f"Cost per million samples: {model}",
+                    value=num(cheapest["cost_per_m_samples"]),
+                    format="money",
+                    note=f"cheapest: {_config(ctx, cheapest)}, at "
+                    f"{fmt(ctx.options.cost_per_gpu_hour, 'money')} per GPU-hour",
+                )
+            )
+    if priced is None and models:
+        figures.append(
+            KeyFigure(label="Cost per million samples", value=None, format="money", note=NO_PRICE)
+        )
+    for ref in ctx.profiles:
+        stall = ref.entry.analysis.sync_stall_pct
+        figures.append(
+            KeyFigure(
+                label=f"Sync stall: {ref.label}",
+                value=stall,
+                format="pct",
+                note="share of step time ranks wait for peers (trace analysis)"
+                if stall is not None
+                else ref.entry.analysis.unavailable.get("sync_stall_pct", "not measurable"),
+                severity="info" if stall is None else ("bad" if stall >= 10 else "good"),
+            )
+        )
+    if ctx.comparison is not None:
+        comparison = ctx.comparison
+        figures.append(
+            KeyFigure(
+                label="Regressions against the baseline",
+                value=comparison.regressions,
+                format="int",
+                note=f"{len(comparison.pairs)} cells matched, {comparison.improvements} improved",
+                severity="bad" if comparison.regressions else "good",
+            )
+        )
+    return figures
+
+
+def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
+    rows = _best_rows(ctx, priced)
+    if not rows:
+        return None
+    columns = [
+        col("model", "Model"),
+        col("best_by", "Best by"),
+        col("config", "Configuration"),
+        col("gpus", "GPUs", "int"),
+        col("batch_per_gpu", "Batch/GPU", "int"),
+        col("samples_per_s", "Samples/s", "rate"),
+    ]
+    if any(r["tokens_per_s"] is not None for r in rows):
+        columns.append(col("tokens_per_s", "Tokens/s", "rate"))
+    columns += [
+        col("efficiency", "Scaling efficiency", "ratio_pct"),
+        col("step_p50_s", "Step p50", "seconds"),
+    ]
+    if priced is not None:
+        columns.append(col("cost_per_m_samples", "$ / M samples", "money"))
+        if any(r.get("cost_per_m_tokens") is not None for r in rows):
+            columns.append(col("cost_per_m_tokens", "$ / M tokens", "money"))
+    note = "best by throughput: the highest global samples/s (median over repeats)"
+    if priced is not None:
+        note += (
+            f"; best by cost: the lowest cost per million samples at "
+            f"{fmt(ctx.options.cost_per_gpu_hour, 'money')} per GPU-hour"
+        )
+    return Table(
+        id="summary-best",
+        title="Best configuration per model",
+        columns=columns,
+        rows=rows,
+        note=note,
+    )
+
+
+def _lines(ctx: Context) -> list[Block]:
+    lines: list[Block] = []
+    cells = ctx.cells
+    failed = cells[cells["status"].isin(["failed", "oom", "timeout"])]
+    if len(failed):
+        reasons = names(str(r) for r in failed["error"].dropna())
+        which = names(ctx.label(r) for r in records(failed))
+        lines.append(
+            Text(
+                text=f"{len(failed)} cell(s) did not finish ({which}): {reasons}.",
+                severity="bad",
+            )
+        )
+    for _, unanalysed in ctx.unanalysed:
+        lines.append(
+            Text(
+                text=f"Profile {unanalysed.name} has no analysis: {unanalysed.reason}.",
+                severity="warn",
+            )
+        )
+    if ctx.comparison is not None and ctx.comparison.regressions:
+        flagged = ctx.comparison.pairs[ctx.comparison.pairs["regression"]]
+        lines.append(
+            Text(
+                text=f"{ctx.comparison.regressions} regression(s) against the baseline beyond "
+                f"the noise: {names(ctx.label(r) for r in records(flagged))}.",
+                severity="bad",
+            )
+        )
+    for finding in ctx.findings[:TOP_FINDINGS]:
+        cost = (
+            f"{fmt(finding.cost_pct, 'pct')} of the step: " if finding.cost_pct is not None else ""
+        )
+        lines.append(
+            Text(text=f"{cost}{finding.title} ({finding.source}).", severity=finding.severity)
+        )
+    if not ctx.findings:
+        lines.append(
+            Text(
+                text="No bottleneck above the report's thresholds (straggler wait "
+                f"{fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication "
+                f"{fmt(EXPOSED_COMM_MIN, 'ratio_pct')}, per-rank compute slowdown "
+                f"{fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step) and no profile findings.",
+                severity="good",
+            )
+        )
+    return lines
+
+
+def build(ctx: Context) -> Section:
+    """The executive summary: key figures, the best configuration per model, top lines."""
+    priced = priced_cells(ctx)
+    blocks: list[Block] = [KeyFigures(figures=_figures(ctx, priced))]
+    table = _best_table(ctx, priced)
+    if table is not None:
+        blocks.append(table)
+    elif len(ctx.cells):
+        blocks.append(
+            Unavailable(items={"best configuration": "no cell finished ok: nothing measured"})
+        )
+    blocks += _lines(ctx)
+    return Section(id="summary", title="Executive summary", blocks=blocks)
