@@ -46,12 +46,17 @@ def definition_hash(definition: str) -> str:
     return hashlib.sha256(definition.encode()).hexdigest()
 
 
+def file_safe(text: str) -> str:
+    """`text` with every run of characters outside [A-Za-z0-9._-] replaced by '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
+
+
 def make_cell_id(
     label: str, batch_size: int, world_size: int, precision: str, strategy: str, sha256: str
 ) -> str:
     """Stable, filesystem-safe, readable id; the hash keeps ids of different definitions
     apart (two transformer sizes, or a changed step count)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:MAX_SLUG]
+    slug = file_safe(label)[:MAX_SLUG]
     return f"{slug}__b{batch_size}__w{world_size}__{precision}__{strategy}__{sha256[:8]}"
 
 

@@ -7,12 +7,12 @@ never an abort, unless nothing at all can be read.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchscale.atomic import write_bytes_atomic
+from torchscale.cell import file_safe
 from torchscale.errors import ResultsError, UsageError, describe_os_error
 from torchscale.report.model import Report
 from torchscale.report.render import FORMATS, SUFFIX, renderer
@@ -39,7 +39,7 @@ class ReportOutcome:
 
 
 def _slug(text: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-")
+    slug = file_safe(text).strip("._-")
     return (slug or "torchscale")[:80]
 
 

@@ -10,6 +10,8 @@ from typing import Any
 from torchscale.report.model import ValueFormat
 
 MISSING = "-"
+# the mark of a severity in every format, so a flagged row or figure survives greyscale print
+SEVERITY_MARK = {"bad": "\u2716", "warn": "\u25b2", "good": "\u2714", "info": ""}
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
@@ -80,3 +82,27 @@ def format_value(value: Any, fmt: ValueFormat) -> str:
     if fmt == "money":
         return f"${number:,.2f}" if abs(number) >= 0.01 else f"${number:.4f}"
     raise ValueError(f"unknown value format {fmt!r}")
+
+
+def severity_prefix(severity: str) -> str:
+    """The severity's mark and a space, for text formats ('' for info)."""
+    mark = SEVERITY_MARK.get(severity, "")
+    return f"{mark} " if mark else ""
+
+
+def template_environment(folder: str, **globals_: Any) -> Any:
+    """A Jinja2 environment over the package folder `torchscale/report/<folder>`: autoescape on
+    for everything (every user string is escaped), undefined names are errors rather than
+    blanks, `format_value` available as the `fmt` filter and global."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("torchscale.report", folder),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["fmt"] = format_value
+    env.globals.update(fmt=format_value, format_value=format_value, **globals_)
+    return env

@@ -19,17 +19,16 @@ import json
 import re
 from typing import Any, get_args
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import Environment
 from markupsafe import Markup
 
 from torchscale.report.model import Chart, Report, Severity, Table
-from torchscale.report.render.formatting import format_value
+from torchscale.report.render.formatting import SEVERITY_MARK, template_environment
 from torchscale.report.render.plotly_charts import CONFIG, figure
 
 TEMPLATE = "html/report.html.j2"
 _SEVERITIES: tuple[str, ...] = get_args(Severity)
 # a glyph per severity besides the colour, so a flagged row survives greyscale print
-SEVERITY_MARK = {"info": "", "good": "\u2714", "warn": "\u25b2", "bad": "\u2716"}
 # table cell class by (column align, numeric format): short, as a big report has many cells;
 # r: right-aligned, n: a formatted number (kept on one line, tabular figures)
 CELL_CLASS = {
@@ -50,22 +49,16 @@ _SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
 
 @functools.lru_cache(maxsize=1)
 def environment() -> Environment:
-    """The Jinja2 environment: autoescape on for everything, templates from the package (so
-    an installed torchscale finds them), undefined names are errors rather than blanks."""
-    env = Environment(
-        loader=PackageLoader("torchscale.report", "templates"),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    """The Jinja2 environment (`template_environment`: package templates, autoescape on,
+    undefined names are errors) with the HTML renderer's filters and globals."""
+    env: Environment = template_environment(
+        "templates",
+        severity_of=severity_of,
+        flagged=flagged,
+        severity_mark=SEVERITY_MARK,
+        cell_class=CELL_CLASS,
     )
-    env.filters["fmt"] = format_value
     env.filters["figure_json"] = figure_json
-    env.globals["format_value"] = format_value
-    env.globals["severity_of"] = severity_of
-    env.globals["flagged"] = flagged
-    env.globals["severity_mark"] = SEVERITY_MARK
-    env.globals["cell_class"] = CELL_CLASS
     return env
 
 

@@ -23,14 +23,13 @@ from torchscale.report.model import (
     Table,
     Text,
 )
-from torchscale.report.render.formatting import format_value
+from torchscale.report.render.formatting import format_value, severity_prefix
 
 MAX_ROWS = 50
 _NUMBERED = re.compile(r"^\d{1,9}[.)](?=\s|$)")
 # a run of `_` opens or closes emphasis only at a word boundary: escape those runs, leave
 # snake_case and tiny-mlp__b8__w2 ids (inert inside a word) readable
 _EMPHASIS_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z_])_+|_+(?![0-9A-Za-z_])")
-SEVERITY_MARK = {"bad": "✖ ", "warn": "▲ ", "good": "✔ ", "info": ""}
 _ESCAPES = str.maketrans(
     {
         "\\": "\\\\",
@@ -98,7 +97,7 @@ def _key_figures(block: KeyFigures) -> list[str]:
     lines = []
     for figure in block.figures:
         line = (
-            f"- {SEVERITY_MARK[figure.severity]}**{escape(figure.label)}**: "
+            f"- {severity_prefix(figure.severity)}**{escape(figure.label)}**: "
             f"{_value(figure.value, figure.format)}"
         )
         if figure.note:
@@ -119,7 +118,7 @@ def _table(block: Table) -> list[str]:
         if severity in ("bad", "warn") and cells:
             cells = [f"**{cell}**" if cell and cell != "-" else cell for cell in cells]
         if cells:
-            cells[0] = SEVERITY_MARK.get(severity, "") + cells[0]
+            cells[0] = severity_prefix(severity) + cells[0]
         lines.append("| " + " | ".join(cells) + " |")
     if not block.rows:
         lines.append("| " + " | ".join(["-"] * len(block.columns)) + " |")
@@ -138,7 +137,7 @@ def _finding(finding: Finding) -> list[str]:
         else f" ({_value(finding.cost_pct, 'pct')} of cycle/step time)"
     )
     lines = [
-        f"- {SEVERITY_MARK[finding.severity]}**{escape(finding.title)}**{cost}, "
+        f"- {severity_prefix(finding.severity)}**{escape(finding.title)}**{cost}, "
         f"source: {escape(finding.source)}"
     ]
     lines += [f"  - evidence: {escape(item)}" for item in finding.evidence]
@@ -149,7 +148,7 @@ def _finding(finding: Finding) -> list[str]:
 
 def _block(block: Block) -> list[str]:
     if isinstance(block, Text):
-        return [SEVERITY_MARK[block.severity] + _paragraph(block.text)]
+        return [severity_prefix(block.severity) + _paragraph(block.text)]
     if isinstance(block, KeyFigures):
         return _key_figures(block)
     if isinstance(block, Table):

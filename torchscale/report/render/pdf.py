@@ -27,7 +27,7 @@ from typing import Any
 import jinja2
 
 from torchscale.report.model import Chart, Column, Report, Table
-from torchscale.report.render.formatting import format_value
+from torchscale.report.render.formatting import SEVERITY_MARK, format_value, template_environment
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,6 @@ TEMPLATE_PACKAGE = "torchscale.report"
 TEMPLATE_DIR = "templates/pdf"
 STYLESHEET = "report.css"
 # greyscale-safe severity cue: a glyph and bold text, with colour only as a bonus
-SEVERITY_MARK = {"bad": "✖", "warn": "▲", "good": "✔", "info": ""}
 SEVERITY_WORD = {"bad": "problem", "warn": "warning", "good": "good", "info": ""}
 # table layout of report.css: A4 less two 15 mm margins, 3 pt of padding each side of a cell,
 # and the font sizes a table may get (CSS class -> pt), largest first: a table gets the largest
@@ -101,15 +100,8 @@ def url_fetcher() -> Any:
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader(TEMPLATE_PACKAGE, TEMPLATE_DIR),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.globals.update(
-        fmt=format_value,
+    env: jinja2.Environment = template_environment(
+        TEMPLATE_DIR,
         severity_mark=SEVERITY_MARK,
         severity_word=SEVERITY_WORD,
         table_layout=table_layout,

@@ -31,7 +31,7 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.report.render.formatting import format_value
+from torchscale.report.render.formatting import format_value, severity_prefix
 
 WIDTH = 100
 SUMMARY_MAX_LINES = 10
@@ -40,7 +40,6 @@ MAX_NUMBER_WIDTH = 12
 MIN_TEXT_WIDTH = 8
 NARROW_HEADER = 6
 COLUMN_GAP = 2  # a blank divider and one space of padding
-SEVERITY_MARK = {"bad": "✖ ", "warn": "▲ ", "good": "✔ ", "info": ""}
 SEVERITY_STYLE = {"bad": "bold", "warn": "italic", "good": "", "info": ""}
 
 
@@ -60,7 +59,7 @@ def _header(report: Report) -> Iterator[RenderableType]:
         yield _text(f"skipped input {item.path}: {item.reason}", "italic")
     if report.regressions:
         yield _text(
-            f"{SEVERITY_MARK['bad']}{report.regressions} regression(s) beyond noise", "bold"
+            f"{severity_prefix('bad')}{report.regressions} regression(s) beyond noise", "bold"
         )
 
 
@@ -71,7 +70,7 @@ def _key_figures(block: KeyFigures) -> RichTable:
     table.add_column("note", overflow="fold")
     for figure in block.figures:
         table.add_row(
-            _text(SEVERITY_MARK[figure.severity] + figure.label),
+            _text(severity_prefix(figure.severity) + figure.label),
             _text(format_value(figure.value, figure.format)),
             _text(figure.note or ""),
         )
@@ -87,7 +86,7 @@ def _table(block: Table) -> Iterator[RenderableType]:
         severity = row.get("_severity") or "info"
         cells = [format_value(row.get(c.key), c.format) for c in block.columns]
         if cells:
-            cells[0] = SEVERITY_MARK.get(severity, "") + cells[0]
+            cells[0] = severity_prefix(severity) + cells[0]
         rows.append((cells, SEVERITY_STYLE.get(severity, "")))
     widths = _widths(block, rows)
     table = RichTable(
@@ -202,7 +201,7 @@ def chart_summary(chart: Chart) -> str:
 
 def _block(block: Block) -> Iterator[RenderableType]:
     if isinstance(block, Text):
-        yield _text(SEVERITY_MARK[block.severity] + block.text, SEVERITY_STYLE[block.severity])
+        yield _text(severity_prefix(block.severity) + block.text, SEVERITY_STYLE[block.severity])
     elif isinstance(block, KeyFigures):
         yield _key_figures(block)
     elif isinstance(block, Table):
@@ -218,7 +217,7 @@ def _block(block: Block) -> Iterator[RenderableType]:
                 else ""
             )
             yield _text(
-                f"{SEVERITY_MARK[finding.severity]}{number}. {finding.title}",
+                f"{severity_prefix(finding.severity)}{number}. {finding.title}",
                 SEVERITY_STYLE[finding.severity] or "bold",
             )
             yield _text(f"   source: {finding.source}{cost}")
