@@ -268,9 +268,28 @@ def sample_report(cells: int = 4) -> Report:
             Section(
                 id="appendix",
                 title="Appendix",
-                blocks=[Text(text=f"config: experiment_name: {HOSTILE}")],
+                blocks=[
+                    Text(text="Resolved config:"),
+                    Text(
+                        text=f"experiment_name: {HOSTILE}\nmodels:\n- name: tiny-mlp\n"
+                        "  options: {}\n# ```\n1. not a list",
+                        preformatted=True,
+                    ),
+                ],
             ),
         ],
         regressions=1,
         skipped=[Skipped(path=f"/results/{HOSTILE}.json", reason="not valid JSON")],
     )
+
+
+def with_findings(report: Report, count: int) -> Report:
+    """`report` with its findings list replaced by `count` findings of falling cost (a large
+    sweep's list: one per cell)."""
+    copy = report.model_copy(deep=True)
+    block = next(b for b in copy.section("bottlenecks").blocks if isinstance(b, Findings))  # type: ignore[union-attr]
+    block.findings = [
+        Finding(title=f"finding {i}", cost_pct=100.0 - i * 0.1, source=f"cell-{i}")
+        for i in range(count)
+    ]
+    return copy

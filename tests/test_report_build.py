@@ -615,3 +615,40 @@ def test_strong_scaling_shown_where_the_global_batch_is_fixed(sweep: Path) -> No
     assert any(c.id == "scaling-strong-throughput-tiny-mlp" for c in built.charts())
     summary = figures(built, "summary")
     assert summary["Scaling efficiency: tiny-mlp"].value is None  # no weak pair left
+
+
+def test_run_to_run_spread_noisiest_first(report: Report) -> None:
+    (chart,) = [c for c in report.charts() if c.id == "latency-repeats"]
+    (series,) = chart.series
+    assert series.y == sorted(series.y, key=lambda v: -(v or 0.0))
+    spreads = {r["cell"]: r["spread"] for r in table(report, "latency-stats").rows}
+    assert dict(zip(series.x, series.y, strict=True)) == spreads
+
+
+def test_single_repeat_cells_have_no_spread_chart(sweep: Path) -> None:
+    for path in (sweep / "v3_fixture" / "cells").glob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("throughput"):
+            data["throughput"]["repeats"] = data["throughput"]["repeats"][:1]
+            data["throughput"]["spread"] = 0.0  # what one repeat gives
+            path.write_text(json.dumps(data), encoding="utf-8")
+    built = build_report(read_sources(sweep), ReportOptions(generated_at=GENERATED_AT))
+    assert "latency-repeats" not in {c.id for c in built.charts()}
+    assert "measurement.repeats" in unavailable(built, "latency")["run-to-run spread"]
+
+
+def test_baseline_experiments_are_sources_with_their_role(report: Report) -> None:
+    roles = {s.name: s.role for s in report.sources}
+    assert roles == {"profile": "current", "v3_fixture": "current", "v1_fixture": "baseline"}
+    assert [s.name for s in report.baseline_sources()] == ["v1_fixture"]
+    assert build(V3, baseline=None).baseline_sources() == []
+
+
+def test_ideal_lines_name_their_series(report: Report) -> None:
+    for chart in report.charts():
+        if "throughput" not in chart.id or not chart.id.startswith("scaling-"):
+            continue
+        names = {s.name for s in chart.series if s.reference_for is None}
+        references = [s for s in chart.series if s.reference_for is not None]
+        assert references and all(s.reference_for in names for s in references)
+        assert all(s.style == "dashed" for s in references)

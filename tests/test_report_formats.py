@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from report_sample import HOSTILE, HOSTILE_IMG, sample_report
+from report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
 
 from torchscale.report.model import Chart, Column, Report, Series, Table
 from torchscale.report.render import json_format, markdown, renderer, term
@@ -85,6 +85,26 @@ def test_markdown_caps_rows_per_table() -> None:
     rows = _table_lines(text, "Model")
     assert len(rows) == 2 + markdown.MAX_ROWS
     assert f"... {60 - markdown.MAX_ROWS} more rows" in text
+
+
+def test_markdown_lists_the_costliest_findings_and_counts_the_rest() -> None:
+    text = markdown.render(with_findings(sample_report(), 25)).decode("utf-8")
+    assert f"**finding {markdown.MAX_FINDINGS - 1}**" in text
+    assert f"**finding {markdown.MAX_FINDINGS}**" not in text
+    assert f"... {25 - markdown.MAX_FINDINGS} more findings" in text
+
+
+def test_markdown_keeps_the_lines_of_preformatted_text_as_text() -> None:
+    text = markdown.render(sample_report()).decode("utf-8")
+    start = text.index("experiment_name:")  # a `_` inside a word is left as it is
+    lines = text[start:].splitlines()[:6]
+    assert lines[1:] == [
+        "models:\\",
+        "\\- name: tiny-mlp\\",  # a list item stays text
+        "&nbsp;&nbsp;options: {}\\",  # indentation kept
+        "\\# \\`\\`\\`\\",  # neither a heading nor a code fence
+        "1\\. not a list",
+    ]
 
 
 def test_markdown_paragraphs_cannot_start_blocks() -> None:

@@ -515,3 +515,42 @@ def test_non_finite_values_are_gaps() -> None:
     fig = figure(chart(series=[Series(name="s", x=[1, 2], y=[math.nan, math.inf])]))
     assert fig["data"][0]["y"] == [None, None]
     json.dumps(fig, allow_nan=False)
+
+
+def _paired_chart() -> Chart:
+    return chart(
+        series=[
+            Series(name="b8", x=[1, 2, 4], y=[1.0, 1.9, 3.6]),
+            Series(
+                name="ideal (b8)",
+                x=[1, 2, 4],
+                y=[1.0, 2.0, 4.0],
+                style="dashed",
+                reference_for="b8",
+            ),
+            Series(name="b16", x=[1, 2, 4], y=[2.0, 3.8, 7.0]),
+            Series(
+                name="ideal (b16)",
+                x=[1, 2, 4],
+                y=[2.0, 4.0, 8.0],
+                style="dashed",
+                reference_for="b16",
+            ),
+        ]
+    )
+
+
+def test_ideal_lines_take_their_series_colour_and_share_one_legend_entry() -> None:
+    data = figure(_paired_chart())["data"]
+    by_name = {trace["name"]: trace for trace in data}
+    for name in ("b8", "b16"):
+        ideal = by_name[f"ideal ({name})"]
+        assert ideal["line"]["color"] == by_name[name]["line"]["color"]
+        assert ideal["line"]["dash"] == "dash" and ideal["mode"] == "lines"
+        assert ideal["showlegend"] is False and ideal["legendgroup"] == "reference"
+    assert by_name["b8"]["line"]["color"] != by_name["b16"]["line"]["color"]
+    in_legend = [t["name"] for t in data if t.get("showlegend", True)]
+    assert in_legend == ["b8", "b16", "ideal (dashed, in its series' colour)"]
+    (entry,) = [t for t in data if t["name"].startswith("ideal (dashed")]
+    assert entry["legendgroup"] == "reference"  # clicking it shows or hides every ideal line
+    go.Figure(figure(_paired_chart()))

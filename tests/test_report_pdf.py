@@ -14,12 +14,22 @@ from typing import Any, Literal
 
 import pytest
 from matplotlib import cbook
-from report_sample import HOSTILE, HOSTILE_IMG, sample_report
+from report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
 
-from torchscale.report.model import Chart, Heatmap, KeyFigures, Report, Series
+from torchscale.report.build import ReportOptions, build_report
+from torchscale.report.model import (
+    Chart,
+    Findings,
+    Heatmap,
+    KeyFigures,
+    Report,
+    Series,
+    Table,
+)
 from torchscale.report.render import pdf, renderer
 from torchscale.report.render.formatting import format_value
-from torchscale.report.render.svg_charts import chart_svg, plain
+from torchscale.report.render.svg_charts import PALETTE, chart_svg, plain
+from torchscale.report.sources import read_sources
 
 PDFTOTEXT = shutil.which("pdftotext")
 PDFIMAGES = shutil.which("pdfimages")
@@ -218,6 +228,41 @@ def test_series_differ_by_marker_and_dash_not_colour_alone() -> None:
         assert _drawn(str(tick), svg)
 
 
+def test_ideal_lines_drawn_in_their_series_colour_with_one_legend_entry() -> None:
+    chart = Chart(
+        id="paired",
+        title="paired",
+        kind="line",
+        x_label="GPUs",
+        y_label="samples/s",
+        x_log2=True,
+        series=[
+            Series(name="b8", x=[1, 2, 4], y=[1.0, 1.9, 3.6]),
+            Series(
+                name="ideal (b8)",
+                x=[1, 2, 4],
+                y=[1.0, 2.0, 4.0],
+                style="dashed",
+                reference_for="b8",
+            ),
+            Series(name="b16", x=[1, 2, 4], y=[2.0, 3.8, 7.0]),
+            Series(
+                name="ideal (b16)",
+                x=[1, 2, 4],
+                y=[2.0, 4.0, 8.0],
+                style="dashed",
+                reference_for="b16",
+            ),
+        ],
+    )
+    svg = chart_svg(chart)
+    dashed = re.findall(r'style="[^"]*stroke-dasharray[^"]*stroke: (#[0-9a-f]{6})', svg)
+    # each ideal line in its series' colour (the first two palette colours) + the legend key
+    assert set(dashed) >= {PALETTE[0].lower(), PALETTE[1].lower()}
+    assert _drawn("ideal (dashed, in its series' colour)", svg)
+    assert not _drawn("ideal (b8)", svg) and not _drawn("ideal (b16)", svg)
+
+
 def test_user_strings_never_become_mathtext() -> None:
     name = "cost $5 per $GPU hour"
     assert cbook.is_math_text(name)
@@ -313,6 +358,41 @@ def test_large_tables_are_complete_and_never_cut_off(large_pdf: Path) -> None:
     assert outside == []
 
 
+@pytest.fixture(scope="module")
+def fixture_pdf(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Path]:
+    """The PDF of the real fixture results (benchmark, profile, a version-1 baseline)."""
+    fixtures = Path(__file__).parent / "fixtures"
+    report = build_report(
+        read_sources(fixtures / "results_v3"),
+        ReportOptions(generated_at="2026-01-01T00:00:00Z", cost_per_gpu_hour=2.5),
+        read_sources(fixtures / "results_v1"),
+    )
+    return report, _write_pdf(report, tmp_path_factory.mktemp("pdf") / "fixture.pdf")
+
+
+@needs_pdftotext
+def test_no_table_header_word_is_broken(fixture_pdf: tuple[Report, Path]) -> None:
+    """Column widths come from the font's own advance widths: "Steps per repeat" in a
+    narrow column must not come out as "repea" over "t"."""
+    report, path = fixture_pdf
+    words = {html.unescape(w[2]) for w in WORD.findall(_text(path, "-bbox"))}
+    tables = [b for s in report.sections for b in s.blocks if isinstance(b, Table)]
+    assert len(tables) > 10
+    header_words = {word for t in tables for c in t.columns for word in c.label.split()}
+    assert {"Steps", "repeat", "Samples/s"} <= header_words <= words
+    # a broken word leaves a piece of it on a line of its own ("repea" over "t"): no word of
+    # the PDF may be such a piece, unless the report says that word somewhere as a whole
+    said = set(re.findall(r"[^\s\"]+", report.model_dump_json()))
+    pieces = {
+        piece
+        for word in header_words
+        for k in range(1, len(word))
+        for piece in (word[:k], word[k:])
+        if len(piece) >= 2  # one letter is also a unit ("3 s") or a label
+    }
+    assert sorted((words & pieces) - said - header_words) == []
+
+
 @needs_pdftotext
 def test_table_header_repeats_on_every_page_of_a_long_table(large_pdf: Path) -> None:
     pages = _text(large_pdf).split("\f")
@@ -320,6 +400,15 @@ def test_table_header_repeats_on_every_page_of_a_long_table(large_pdf: Path) -> 
     assert len(with_rows) >= 3
     for page in with_rows:
         assert "Samples/s" in page
+
+
+def test_pdf_findings_are_cut_to_the_costliest_with_a_note() -> None:
+    report = pdf.shortened(with_findings(sample_report(), 40), max_findings=15)
+    block = next(b for b in report.section("bottlenecks").blocks if isinstance(b, Findings))  # type: ignore[union-attr]
+    assert [f.title for f in block.findings] == [f"finding {i}" for i in range(15)]
+    assert block.note == "the 15 costliest of 40 findings; 25 more in the HTML report"
+    html = pdf.render_html(report, charts=pdf.chart_uris(report, draw=lambda chart: "<svg/>"))
+    assert "the 15 costliest of 40 findings; 25 more in the HTML report" in html
 
 
 def test_pdf_tables_are_shortened_with_a_note() -> None:

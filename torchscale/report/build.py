@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Literal
 
 import torchscale
 from torchscale.errors import UsageError
@@ -58,7 +59,9 @@ def default_title(sources: Sources, baseline: Sources | None) -> str:
     return title
 
 
-def source_summary(sources: Sources) -> list[Source]:
+def source_summary(
+    sources: Sources, role: Literal["current", "baseline"] = "current"
+) -> list[Source]:
     """One `Source` per experiment: cell counts by status, profiles, schema versions."""
     out = []
     for source in sources.experiments:
@@ -78,6 +81,7 @@ def source_summary(sources: Sources) -> list[Source]:
                 skipped=statuses.count("skipped"),
                 profiles=len(source.profiles),
                 schema_versions=sorted(versions),
+                role=role,
             )
         )
     return out
@@ -128,7 +132,8 @@ def build_report(
         torchscale_version=torchscale.__version__,
         title=options.title or default_title(sources, baseline),
         generated_at=generated,
-        sources=source_summary(sources),
+        sources=source_summary(sources)
+        + (source_summary(baseline, "baseline") if baseline is not None else []),
         sections=sections,
         regressions=ctx.comparison.regressions if ctx.comparison is not None else 0,
         skipped=skipped,

@@ -46,7 +46,7 @@ def _slug(text: str) -> str:
 def default_output(source: Path, report: Report, fmt: str) -> Path:
     """`<source>/<experiment>_report.<ext>`: named after the one experiment read, or after the
     source directory when it holds several."""
-    names = [s.name for s in report.sources]
+    names = [s.name for s in report.current_sources()]
     stem = names[0] if len(names) == 1 else source.resolve().name
     return source / f"{_slug(stem)}_report{SUFFIX[fmt]}"
 

@@ -57,6 +57,9 @@ class Text(_Model):
     type: Literal["text"] = "text"
     text: str
     severity: Severity = "info"
+    preformatted: bool = Field(
+        default=False, description="keep line breaks and indentation (a config file)"
+    )
 
 
 class KeyFigure(_Model):
@@ -103,6 +106,11 @@ class Series(_Model):
     high: list[float | None] | None = None
     values: list[list[float]] | None = None
     style: Literal["solid", "dashed", "dotted"] = "solid"
+    reference_for: str | None = Field(
+        default=None,
+        description="name of the series this one is the reference of (its ideal line): drawn "
+        "in that series' colour, shown and hidden with it, one legend entry for all of them",
+    )
 
 
 class Heatmap(_Model):
@@ -141,6 +149,7 @@ class Finding(_Model):
 class Findings(_Model):
     type: Literal["findings"] = "findings"
     findings: list[Finding]
+    note: str | None = Field(default=None, description="e.g. how many a renderer left out")
 
 
 class Unavailable(_Model):
@@ -172,6 +181,9 @@ class Source(_Model):
     skipped: int
     profiles: int
     schema_versions: list[int]
+    role: Literal["current", "baseline"] = Field(
+        default="current", description="baseline: read only to compare against (--baseline)"
+    )
 
 
 class Skipped(_Model):
@@ -197,6 +209,13 @@ class Report(_Model):
             if section.id == section_id:
                 return section
         return None
+
+    def current_sources(self) -> list[Source]:
+        return [s for s in self.sources if s.role == "current"]
+
+    def baseline_sources(self) -> list[Source]:
+        """Empty when no baseline was given (then "no regression" means "not compared")."""
+        return [s for s in self.sources if s.role == "baseline"]
 
     def charts(self) -> list[Chart]:
         return [b for s in self.sections for b in s.blocks if isinstance(b, Chart)]

@@ -26,6 +26,7 @@ from torchscale.report.model import (
 from torchscale.report.render.formatting import format_value, severity_prefix
 
 MAX_ROWS = 50
+MAX_FINDINGS = 10  # the costliest: a PR comment is read, not searched
 _NUMBERED = re.compile(r"^\d{1,9}[.)](?=\s|$)")
 # a run of `_` opens or closes emphasis only at a word boundary: escape those runs, leave
 # snake_case and tiny-mlp__b8__w2 ids (inert inside a word) readable
@@ -63,6 +64,19 @@ def _paragraph(text: str) -> str:
     return "\\" + body if body[:1] in {"#", "-", "+", "=", "!"} else body
 
 
+def _preformatted(text: str) -> str:
+    """Lines and indentation kept without a code block (a code block shows its text raw, so
+    `<` from the model would stay in the Markdown, and a line of backticks in the text would
+    close it): each line escaped, its leading spaces as no-break spaces, a hard line break
+    (`\\` at the end) after every line."""
+    lines = []
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        indent = len(line) - len(body)
+        lines.append("&nbsp;" * indent + escape(body) if indent else _paragraph(body))
+    return "\\\n".join(lines)
+
+
 def _value(value: Any, fmt: Any) -> str:
     return escape(format_value(value, fmt))
 
@@ -79,8 +93,9 @@ def _header(report: Report) -> list[str]:
         lines.append("**Sources**")
         lines.append("")
         for source in report.sources:
+            role = "baseline: " if source.role == "baseline" else ""
             lines.append(
-                f"- {escape(source.name)} ({escape(source.path)}): "
+                f"- {role}{escape(source.name)} ({escape(source.path)}): "
                 f"{source.cells} cells, {source.ok} ok, {source.failed} failed, "
                 f"{source.skipped} skipped, {source.profiles} profile(s)"
             )
@@ -147,6 +162,8 @@ def _finding(finding: Finding) -> list[str]:
 
 
 def _block(block: Block) -> list[str]:
+    if isinstance(block, Text) and block.preformatted:
+        return [_preformatted(block.text)]
     if isinstance(block, Text):
         return [severity_prefix(block.severity) + _paragraph(block.text)]
     if isinstance(block, KeyFigures):
@@ -157,8 +174,13 @@ def _block(block: Block) -> list[str]:
         return [f"- Chart: {escape(block.title)} (see the HTML/PDF report)"]
     if isinstance(block, Findings):
         lines = ["**Findings**", ""]
-        for finding in block.findings:
+        for finding in block.findings[:MAX_FINDINGS]:
             lines += _finding(finding)
+        hidden = len(block.findings) - MAX_FINDINGS
+        if hidden > 0:
+            lines += ["", f"... {hidden} more findings (see the HTML/PDF report)"]
+        if block.note:
+            lines += ["", f"_{escape(block.note)}_"]
         return lines
     lines = ["**Unavailable**", ""]
     lines += [f"- {escape(what)}: {escape(why)}" for what, why in block.items.items()]

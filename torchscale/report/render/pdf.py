@@ -22,12 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from torchscale.report.model import Chart, Column, Report, Table
+from torchscale.report.model import Chart, Column, Findings, Report, Table
 from torchscale.report.render.formatting import SEVERITY_MARK, format_value, template_environment
+from torchscale.report.render.svg_worker import ChartError, draw_in_parallel, draw_serially
 
 log = logging.getLogger(__name__)
 
@@ -46,26 +48,8 @@ TABLE_FONTS = (("", 8.0), ("wide", 7.0), ("very-wide", 6.2), ("tiny", 5.5))
 # for up to LONG_TEXT_EM and wraps within it
 SHORT_TEXT_EM = 6.5
 LONG_TEXT_EM = 18.0
-# DejaVu Sans advance widths in em (regular; bold is about BOLD times wider); other letters:
-# capitals 0.72 but for the narrow and wide ones, anything else 0.8
-BOLD = 1.1
-SAFETY = 1.07
-_EM = {
-    **dict.fromkeys("0123456789", 0.636),
-    **dict.fromkeys("abdghnopqu", 0.63),
-    **dict.fromkeys("ceksvxyz", 0.56),
-    **dict.fromkeys("fjilt", 0.32),
-    "r": 0.41,
-    "m": 0.974,
-    "w": 0.818,
-    **dict.fromkeys(" .,:;'|!", 0.33),
-    **dict.fromkeys("()[]{}/\\-", 0.37),
-    **dict.fromkeys("IJ", 0.3),
-    **dict.fromkeys("MW%@", 0.97),
-    **dict.fromkeys("+=<>~", 0.84),
-    "_": 0.5,
-    "&": 0.78,
-}
+SAFETY = 1.05  # rounding, kerning and fallback fonts
+MISSING_GLYPH_EM = 1.0  # a character DejaVu Sans lacks: another font draws it, as wide as this
 
 
 class RefusedURL(ValueError):
@@ -121,10 +105,33 @@ def _cell_text(row: dict[str, Any], column: Column) -> str:
     return format_value(row.get(column.key), column.format)
 
 
-def text_em(text: str) -> float:
-    """About how wide `text` is in em of DejaVu Sans, the PDF's font (a table of advance
-    widths, no font file read: this only shares a table's width out between its columns)."""
-    return sum(_EM.get(char, 0.72 if char.isupper() else 0.8) for char in text)
+@cache
+def _font(bold: bool) -> Any:
+    """DejaVu Sans (the PDF's font) as shipped with matplotlib, at 100 px per em."""
+    from matplotlib import font_manager, ft2font
+
+    name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
+    font = ft2font.FT2Font(str(Path(font_manager.__file__).parent / "mpl-data/fonts/ttf" / name))
+    font.set_size(100, 72)
+    return font
+
+
+@cache
+def char_em(char: str, bold: bool = True) -> float:
+    """The advance width of `char` in DejaVu Sans, in em, from the font file itself."""
+    from matplotlib import ft2font
+
+    font = _font(bold)
+    if font.get_char_index(ord(char)) == 0:
+        return MISSING_GLYPH_EM
+    glyph = font.load_char(ord(char), flags=ft2font.LoadFlags.NO_HINTING)
+    return float(glyph.linearHoriAdvance) / 65536 / 100
+
+
+def text_em(text: str, bold: bool = True) -> float:
+    """How wide `text` is in em of DejaVu Sans, the PDF's font (bold by default: headers and
+    the rows marked bad are bold). Only shares a table's width out between its columns."""
+    return sum(char_em(char, bold) for char in text)
 
 
 @dataclass(frozen=True)
@@ -147,9 +154,9 @@ def table_layout(table: Table) -> TableLayout:
         content.append((header, longest))
 
     def widths_at(limit: float, padding: float) -> list[float]:
-        # headers are bold, and so are the rows marked bad: measure everything as bold
+        # headers are bold, and so are the rows marked bad: everything is measured as bold
         return [
-            padding + SAFETY * BOLD * max(1.0, header, min(longest, limit))
+            padding + SAFETY * max(1.0, header, min(longest, limit))
             for header, longest in content
         ]
 
@@ -194,6 +201,7 @@ def sources_table(report: Report) -> Table:
     rows = [
         {
             **source.model_dump(exclude={"schema_versions"}),
+            "name": f"{source.name} (baseline)" if source.role == "baseline" else source.name,
             "schema": ", ".join(str(v) for v in source.schema_versions),
         }
         for source in report.sources
@@ -217,18 +225,28 @@ def _svg_uri(svg: str) -> str:
 def chart_uris(report: Report, draw: Callable[[Chart], str] | None = None) -> dict[str, str]:
     """Each chart id -> its SVG as a `data:` URI, or the error text (no `data:` prefix) when
     the chart could not be drawn: the PDF then says so in its place instead of failing whole.
-    matplotlib is imported only here."""
+    The default drawing (matplotlib, imported only here) uses every core (`svg_worker`); a
+    given `draw` runs in this process."""
+    charts = list(report.charts())
     if draw is None:
         from torchscale.report.render.svg_charts import chart_svg
 
-        draw = chart_svg
+        drawn = draw_in_parallel(charts, chart_svg)
+    else:
+        drawn = draw_serially(charts, draw)
     uris = {}
-    for chart in report.charts():
-        try:
-            uris[chart.id] = _svg_uri(draw(chart))
-        except Exception as error:  # a chart is one figure: the rest of the report stands
-            log.warning("chart %s could not be drawn: %r", chart.id, error)
-            uris[chart.id] = f"{type(error).__name__}: {error}"
+    for chart in charts:
+        result = drawn[chart.id]
+        if isinstance(result, Exception):
+            text = (
+                str(result)
+                if isinstance(result, ChartError)
+                else f"{type(result).__name__}: {result}"
+            )
+            log.warning("chart %s could not be drawn: %s", chart.id, text)
+            uris[chart.id] = text
+        else:
+            uris[chart.id] = _svg_uri(result)
     return uris
 
 
@@ -243,13 +261,21 @@ def render_html(report: Report, charts: dict[str, str] | None = None) -> str:
     )
 
 
-PDF_MAX_ROWS = 40  # per table: a stakeholder's PDF; the HTML and JSON keep every row
+PDF_MAX_ROWS = 30  # per table: a stakeholder's PDF; the HTML and JSON keep every row
+PDF_MAX_FINDINGS = 15  # the costliest; each takes a fifth of a page
 
 
-def shortened(report: Report, max_rows: int = PDF_MAX_ROWS) -> Report:
-    """The report with each table cut to its first `max_rows` rows, saying how many more the
-    HTML and JSON reports hold. WeasyPrint lays out about 60 table rows a second: the 3,400
-    rows of a 500-cell sweep would take a minute and a hundred pages."""
+def _noted(old: str | None, new: str) -> str:
+    return f"{old}; {new}" if old else new
+
+
+def shortened(
+    report: Report, max_rows: int = PDF_MAX_ROWS, max_findings: int = PDF_MAX_FINDINGS
+) -> Report:
+    """The report with each table cut to its first `max_rows` rows and each findings list to
+    its first (costliest) `max_findings`, saying how many more the HTML and JSON reports hold.
+    WeasyPrint lays out about 60 table rows a second: the 3,400 rows and 200 findings of a
+    500-cell sweep would take a minute and a hundred pages."""
     sections = []
     for section in report.sections:
         blocks = []
@@ -258,9 +284,18 @@ def shortened(report: Report, max_rows: int = PDF_MAX_ROWS) -> Report:
                 more = len(block.rows) - max_rows
                 note = f"first {max_rows} of {len(block.rows)} rows; {more} more in the HTML report"
                 block = block.model_copy(
+                    update={"rows": block.rows[:max_rows], "note": _noted(block.note, note)}
+                )
+            elif isinstance(block, Findings) and len(block.findings) > max_findings:
+                more = len(block.findings) - max_findings
+                note = (
+                    f"the {max_findings} costliest of {len(block.findings)} findings; "
+                    f"{more} more in the HTML report"
+                )
+                block = block.model_copy(
                     update={
-                        "rows": block.rows[:max_rows],
-                        "note": f"{block.note}; {note}" if block.note else note,
+                        "findings": block.findings[:max_findings],
+                        "note": _noted(block.note, note),
                     }
                 )
             blocks.append(block)
@@ -268,13 +303,16 @@ def shortened(report: Report, max_rows: int = PDF_MAX_ROWS) -> Report:
     return report.model_copy(update={"sections": sections})
 
 
-def render(report: Report, max_rows: int | None = PDF_MAX_ROWS) -> bytes:
-    """The report as a PDF document, tables cut to `max_rows` rows (`shortened`; None: all)."""
+def render(
+    report: Report, max_rows: int | None = PDF_MAX_ROWS, max_findings: int = PDF_MAX_FINDINGS
+) -> bytes:
+    """The report as a PDF document, tables and findings cut as `shortened` says (max_rows
+    None: nothing cut)."""
     import weasyprint
 
     start = time.perf_counter()
     if max_rows is not None:
-        report = shortened(report, max_rows)
+        report = shortened(report, max_rows, max_findings)
     html = render_html(report)
     drawn = time.perf_counter()
     fetcher = url_fetcher()

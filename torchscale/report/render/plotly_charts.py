@@ -41,6 +41,8 @@ SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star")
 _DASH = {"solid": "solid", "dashed": "dash", "dotted": "dot"}
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _GRID = "#e3e6ea"
+REFERENCE_GREY = "#555555"
+REFERENCE_GROUP = "reference"
 _NO_DATA = "#e3e6ea"
 _TEXT = "#1f2328"
 TITLE_WRAP = 72  # characters per title line: fits beside the mode bar on a laptop screen
@@ -187,24 +189,68 @@ def _error_y(series: Series, factor: float) -> dict[str, Any] | None:
     }
 
 
+def _styles(series: Sequence[Series]) -> list[tuple[str, str]]:
+    """(colour, marker symbol) per series: a palette slot per series of its own; a reference
+    (an ideal line) takes its series' colour, so the pair reads as one."""
+    own: dict[str, int] = {}
+    for s in series:
+        if s.reference_for is None:
+            own.setdefault(s.name, len(own))
+    slots = [own.get(s.reference_for if s.reference_for is not None else s.name) for s in series]
+    return [
+        (PALETTE[slot % len(PALETTE)], SYMBOLS[slot % len(SYMBOLS)])
+        if slot is not None
+        else (REFERENCE_GREY, SYMBOLS[0])
+        for slot in slots
+    ]
+
+
+def _reference_legend(series: Sequence[Series]) -> list[dict[str, Any]]:
+    """One legend entry for every attached reference line: clicking it shows or hides them all."""
+    first = next((s for s in series if s.reference_for is not None), None)
+    if first is None:
+        return []
+    generic = first.name.split(" (")[0]
+    return [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": [None],
+            "y": [None],
+            "name": plotly_text(f"{generic} ({first.style}, in its series' colour)"),
+            "legendgroup": REFERENCE_GROUP,
+            "line": {"color": REFERENCE_GREY, "width": 1.5, "dash": _DASH[first.style]},
+            "hoverinfo": "skip",
+        }
+    ]
+
+
 def _line_or_bar_traces(
     chart: Chart, factor: float, x_factor: float, categorical: bool
 ) -> list[dict[str, Any]]:
     traces: list[dict[str, Any]] = []
-    for i, series in enumerate(chart.series):
-        colour = PALETTE[i % len(PALETTE)]
+    for series, (colour, symbol) in zip(chart.series, _styles(chart.series), strict=True):
         trace: dict[str, Any] = {
             "name": plotly_text(series.name),
             "x": _x_values(series, categorical, x_factor),
             "y": _scaled(series.y, factor),
         }
-        if chart.kind == "line":
+        if series.reference_for is not None:
+            trace.update(legendgroup=REFERENCE_GROUP, showlegend=False)
+        if chart.kind == "line" and series.reference_for is not None:
+            trace.update(
+                type="scatter",
+                mode="lines",
+                connectgaps=False,
+                line={"color": colour, "width": 1.5, "dash": _DASH[series.style]},
+            )
+        elif chart.kind == "line":
             trace.update(
                 type="scatter",
                 mode="lines+markers",
                 connectgaps=False,
                 line={"color": colour, "width": 2, "dash": _DASH[series.style]},
-                marker={"color": colour, "size": 7, "symbol": SYMBOLS[i % len(SYMBOLS)]},
+                marker={"color": colour, "size": 7, "symbol": symbol},
             )
         else:
             trace.update(type="bar", marker={"color": colour})
@@ -216,7 +262,7 @@ def _line_or_bar_traces(
             error["color"] = colour if chart.kind == "line" else _TEXT
             trace["error_y"] = error
         traces.append(trace)
-    return traces
+    return traces + _reference_legend(chart.series)
 
 
 def _box_traces(chart: Chart, factor: float) -> list[dict[str, Any]]:
@@ -297,7 +343,10 @@ def figure(chart: Chart) -> dict[str, Any]:
     # pixels above the plot taken by the title; the legend sits right under it, in container
     # coordinates, so however many rows it wraps to it pushes the plot down, not into the title
     title_px = 14 + 20 * title_lines
-    legend_rows = 0 if chart.kind == "heatmap" else max(1, math.ceil(len(chart.series) / 3))
+    entries = sum(1 for s in chart.series if s.reference_for is None) + (
+        1 if any(s.reference_for is not None for s in chart.series) else 0
+    )
+    legend_rows = 0 if chart.kind == "heatmap" else max(1, math.ceil(entries / 3))
     height = 360 + 20 * legend_rows + 20 * (title_lines - 1)
     layout: dict[str, Any] = {
         "title": {

@@ -28,10 +28,12 @@ from matplotlib import colormaps
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 from matplotlib.transforms import Transform
+from matplotlib.typing import LineStyleType
 
 from torchscale.report.model import Chart, Series, ValueFormat
 from torchscale.report.render.formatting import format_value
@@ -41,16 +43,25 @@ log = logging.getLogger(__name__)
 # width fits an A4 portrait column (17 cm of text width) without scaling the fonts much
 FIGSIZE = (6.6, 2.7)
 FONT_SIZE = 8.0
-# Okabe-Ito: safe for colour-blind readers, and of distinct lightness for greyscale print
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+# Okabe-Ito (olive for its yellow, unreadable as a thin line on white): safe for colour-blind
+# readers, and of distinct lightness for greyscale print
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 # line hatches only: a dot or circle hatch is ~70 KB of SVG per pattern and slow to lay out
 HATCHES = ("", "//", "xx", "\\\\", "--", "||", "++", "///")
-LINESTYLES = {"solid": "-", "dashed": (0, (5.0, 2.5)), "dotted": (0, (1.2, 1.8))}
+LINESTYLES: dict[str, LineStyleType] = {
+    "solid": "-",
+    "dashed": (0.0, (5.0, 2.5)),
+    "dotted": (0.0, (1.2, 1.8)),
+}
+REFERENCE_GREY = "#555555"
 HEATMAP_CMAP = "cividis"
 MAX_HEATMAP_X_LABELS = 20
 MAX_HEATMAP_Y_LABELS = 16
 LABEL_WIDTH = 40
+ROTATION = 50  # degrees, for category labels too many or too long to sit level
+ROTATED_MAX = 34  # characters of a slanted label
+ROTATED_EXTRA_HEIGHT = 1.1  # inches
 LABEL_MAX = 90
 
 
@@ -109,13 +120,15 @@ def _no_data(ax: Axes) -> None:
     ax.set_yticks([])
 
 
-def _legend(ax: Axes, count: int, handles: list[Artist] | None = None) -> None:
+def _legend(
+    ax: Axes, count: int, handles: list[Artist] | None = None, outside: bool = False
+) -> None:
     """Inside the axes where matplotlib finds room for a few lines; outside, on the right,
     for bars (they fill the axes: "best" would still cover one) and for many series."""
     if count <= 1:
         return
     extra: dict[str, Any] = {} if handles is None else {"handles": handles}
-    if count <= 4 and handles is None:
+    if count <= 4 and not outside:
         ax.legend(loc="best", frameon=True, framealpha=0.85, fontsize=FONT_SIZE - 1, **extra)
     else:
         ax.legend(
@@ -152,12 +165,29 @@ def _hatch_overlay(path: Path, transform: Transform, hatch: str) -> PathPatch:
     )
 
 
+def _line_colours(series: Sequence[Series]) -> list[str]:
+    """A palette colour per measured series; a reference series (its ideal line) takes the
+    colour of the series it belongs to, an unattached one (one ideal for all) dark grey."""
+    own: dict[str, str] = {}
+    for s in series:
+        if s.reference_for is None and s.style == "solid":
+            own.setdefault(s.name, PALETTE[len(own) % len(PALETTE)])
+    return [
+        own.get(s.reference_for, REFERENCE_GREY)
+        if s.reference_for is not None
+        else own.get(s.name, REFERENCE_GREY)
+        for s in series
+    ]
+
+
 def _draw_line(ax: Axes, chart: Chart) -> None:
     numeric = _numeric_x(chart.series)
     log2 = chart.x_log2 and numeric
     categories = [] if numeric else _categories(chart.series)
     ticks: dict[float, float | int | str] = {}
+    colours = _line_colours(chart.series)
     marker_index = 0
+    attached: Series | None = None  # the first reference drawn in its series' colour
     for index, s in enumerate(chart.series):
         count = min(len(s.x), len(s.y))
         xs = [float(x) if numeric else float(categories.index(str(x))) for x in s.x[:count]]
@@ -168,20 +198,23 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
             ticks.setdefault(xs[i], s.x[i])  # label a tick with the value as given: 4, not 4.0
         xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
         reference = s.style != "solid"
-        colour = "#555555" if reference else PALETTE[index % len(PALETTE)]
+        colour = colours[index]
         marker = "None" if reference else MARKERS[marker_index % len(MARKERS)]
         if not reference:
             marker_index += 1
+        if s.reference_for is not None and attached is None:
+            attached = s
         ax.plot(
             xs,
             ys,
-            label=_label(s.name),
+            # references attached to a series share one legend entry, added below
+            label="_nolegend_" if s.reference_for is not None else _label(s.name),
             color=colour,
             linestyle=LINESTYLES[s.style],
-            linewidth=1.2 if reference else 1.6,
+            linewidth=1.0 if reference else 1.6,
             marker=marker,
             markersize=5,
-            markerfacecolor="white" if index % 2 else colour,
+            markerfacecolor="white" if marker_index % 2 == 0 else colour,
             markeredgecolor=colour,
             zorder=2 if reference else 3,
         )
@@ -218,7 +251,20 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
         ax.xaxis.set_major_formatter(_fmt(chart.x_format))
         if chart.x_format == "int":
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    _legend(ax, len(chart.series))
+    handles, _ = ax.get_legend_handles_labels()
+    if attached is not None:
+        generic = attached.name.split(" (")[0]
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=REFERENCE_GREY,
+                linestyle=LINESTYLES[attached.style],
+                linewidth=1.0,
+                label=_label(f"{generic} ({attached.style}, in its series' colour)"),
+            )
+        )
+    _legend(ax, len(handles), handles if attached is not None else None)
 
 
 def _draw_bars(ax: Axes, chart: Chart, stacked: bool) -> None:
@@ -281,10 +327,31 @@ def _draw_bars(ax: Axes, chart: Chart, stacked: bool) -> None:
             )
         if stacked:
             bottoms = bottoms + np.nan_to_num(heights)
-    ax.set_xticks(positions, labels=[_label(c) for c in categories])
+    if _rotated(categories):
+        # one line each, slanted: wrapped labels of 40 bars would overprint each other
+        ax.set_xticks(
+            positions,
+            labels=[plain(_short(c)) for c in categories],
+            rotation=ROTATION,
+            ha="right",
+            rotation_mode="anchor",
+            fontsize=FONT_SIZE - 1.5,
+        )
+    else:
+        ax.set_xticks(positions, labels=[_label(c) for c in categories])
     ax.set_xlim(-0.6, len(keys) - 0.4)
     ax.grid(axis="x", visible=False)
-    _legend(ax, count, handles)
+    _legend(ax, count, handles, outside=True)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= ROTATED_MAX else text[: ROTATED_MAX - 1] + "…"
+
+
+def _rotated(categories: Sequence[str]) -> bool:
+    """Whether category labels are slanted: many of them, or long ones that would collide."""
+    widest = max((len(c) for c in categories), default=0)
+    return len(categories) > 12 or widest * len(categories) > 110
 
 
 def _key(x: float | int | str) -> str:
@@ -336,7 +403,7 @@ def _draw_box(ax: Axes, chart: Chart) -> None:
     ax.set_xticks(range(len(keys)), labels=[_label(c) for c in labels])
     ax.set_xlim(-0.6, len(keys) - 0.4)
     ax.grid(axis="x", visible=False)
-    _legend(ax, count, handles)
+    _legend(ax, count, handles, outside=True)
 
 
 def _draw_heatmap(fig: Figure, ax: Axes, chart: Chart) -> None:
@@ -411,7 +478,12 @@ def _cmap() -> Any:
 
 
 def _figure(chart: Chart) -> Figure:
-    fig = Figure(figsize=FIGSIZE, layout="constrained")
+    size = FIGSIZE
+    if chart.kind in ("bar", "stacked_bar") and _rotated(
+        [_x_text(x, chart.x_format) for x in _category_values(chart.series)]
+    ):
+        size = (FIGSIZE[0], FIGSIZE[1] + ROTATED_EXTRA_HEIGHT)  # room under the axes
+    fig = Figure(figsize=size, layout="constrained")
     ax = fig.add_subplot()
     ax.tick_params(labelsize=FONT_SIZE)
     ax.set_xlabel(plain(chart.x_label), fontsize=FONT_SIZE)

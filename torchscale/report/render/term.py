@@ -52,7 +52,8 @@ def _header(report: Report) -> Iterator[RenderableType]:
     yield _text(f"generated {report.generated_at} by torchscale {report.torchscale_version}")
     for source in report.sources:
         yield _text(
-            f"source {source.name} ({source.path}): {source.cells} cells, {source.ok} ok, "
+            f"{source.role if source.role == 'baseline' else 'source'} {source.name} "
+            f"({source.path}): {source.cells} cells, {source.ok} ok, "
             f"{source.failed} failed, {source.skipped} skipped, {source.profiles} profile(s)"
         )
     for item in report.skipped:
@@ -285,19 +286,21 @@ def summary_lines(report: Report) -> list[str]:
             texts.append(f"top finding: {block.findings[0].title}")
     head = [report.title]
     if not any(line.lower().startswith("cells") for line in figures):
-        ok = sum(s.ok for s in report.sources)
-        failed = sum(s.failed for s in report.sources)
-        skipped = sum(s.skipped for s in report.sources)
+        current = report.current_sources()
+        ok = sum(s.ok for s in current)
+        failed = sum(s.failed for s in current)
+        skipped = sum(s.skipped for s in current)
         head.append(
             f"cells: {ok} ok, {failed} failed"
             + (f", {skipped} skipped" if skipped else "")
-            + f" of {sum(s.cells for s in report.sources)} in {len(report.sources)} source(s)"
+            + f" of {sum(s.cells for s in current)} in {len(current)} source(s)"
         )
-    tail = [
-        f"regressions: {report.regressions} beyond noise"
-        if report.regressions
-        else "regressions: none flagged"
-    ]
+    if report.regressions:
+        tail = [f"regressions: {report.regressions} beyond noise"]
+    elif report.baseline_sources():
+        tail = ["regressions: none beyond noise against the baseline"]
+    else:
+        tail = ["regressions: not compared (no --baseline given)"]
     if report.skipped:
         tail.append(f"inputs skipped: {len(report.skipped)} (reasons in the report)")
     room = max(0, SUMMARY_MAX_LINES - len(head) - len(tail))

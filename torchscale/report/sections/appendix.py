@@ -208,7 +208,8 @@ def _config_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
             )
         else:
             dumped = yaml.safe_dump(source.experiment.config, sort_keys=False, width=100)
-            blocks.append(Text(text=f"Resolved config of {source.name}:\n{dumped.rstrip()}"))
+            blocks.append(Text(text=f"Resolved config of {source.name}:"))
+            blocks.append(Text(text=dumped.rstrip(), preformatted=True))
     return blocks, missing
 
 

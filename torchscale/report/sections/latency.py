@@ -85,28 +85,42 @@ def _stats_table(ctx: Context) -> Table:
     )
 
 
-def _repeats_chart(ctx: Context) -> Chart:
-    series = []
-    for model, group in ctx.ok.groupby("model_label", sort=True):
-        ranges = [repeats_range(ctx.result(r)) for r in records(group)]
-        series.append(
-            Series(
-                name=str(model),
-                x=[ctx.label(r, model=False) for r in records(group)],
-                y=[num(v) for v in group["samples_per_s"]],
-                low=[r[0] for r in ranges],
-                high=[r[1] for r in ranges],
-            )
-        )
+def _throughput_repeats(result: CellResult) -> list[float]:
+    return list(result.throughput.repeats) if result.throughput is not None else []
+
+
+def _repeats_chart(ctx: Context) -> Chart | None:
+    """Run-to-run spread per cell, noisiest first: one scale for every model (a spread, not a
+    throughput), so a small model's noise is as visible as a large one's. None when no cell
+    has two repeats."""
+    rows = [
+        (ctx.label(row), num(row["throughput_spread"]))
+        for row in records(ctx.ok)
+        if len(_throughput_repeats(ctx.result(row))) >= 2
+    ]
+    measured = sorted(
+        ((label, spread) for label, spread in rows if spread is not None),
+        key=lambda item: item[1],
+        reverse=True,
+    )
+    if not measured:
+        return None
     return Chart(
         id="latency-repeats",
-        title="Throughput per cell: median and range over repeats",
+        title="Run-to-run spread per cell (noisiest first)",
         kind="bar",
         x_label="cell",
-        y_label="samples/s",
-        y_format="rate",
-        series=series,
-        note="interval: slowest to fastest repeat (run-to-run spread)",
+        y_label="spread of samples/s",
+        y_format="ratio_pct",
+        series=[
+            Series(
+                name="spread over repeats",
+                x=[label for label, _ in measured],
+                y=[spread for _, spread in measured],
+            )
+        ],
+        note="spread = (fastest - slowest repeat) / median samples/s; each cell's interval "
+        "(slowest to fastest repeat) is in the table above and on the scaling charts",
     )
 
 
@@ -336,7 +350,14 @@ def build(ctx: Context) -> Section:
     if ctx.ok.empty:
         unavailable["throughput and step-time statistics"] = "no sweep cell finished ok"
     else:
-        blocks += [_stats_table(ctx), _repeats_chart(ctx)]
+        blocks.append(_stats_table(ctx))
+        spread = _repeats_chart(ctx)
+        if spread is not None:
+            blocks.append(spread)
+        else:
+            unavailable["run-to-run spread"] = (
+                "every cell ran one measured window: set `measurement.repeats` to 2 or more"
+            )
         charts, missing = _box_charts(ctx)
         blocks += charts
         unavailable.update(missing)

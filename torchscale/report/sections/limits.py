@@ -27,7 +27,7 @@ def _cap_lines(chart: Chart) -> Chart:
         s
         for s in chart.series
         if id(s) in keep
-        or (s.style != "solid" and (not s.name.startswith("ideal (") or s.name[7:-1] in names))
+        or (s.style != "solid" and (s.reference_for is None or s.reference_for in names))
     ]
     note = (
         f"{MAX_LINES} of {len(measured)} series drawn (highest peaks); every group is in the "

@@ -130,6 +130,7 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
                     x=list(gpus),
                     y=[num(v) for v in group["ideal_samples_per_s"]],
                     style="dashed",
+                    reference_for=name,
                 )
             )
         charts.append(
@@ -143,8 +144,8 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
                 y_format="rate",
                 x_log2=True,
                 series=series,
-                note="dashed: ideal linear scaling from the smallest GPU count; interval: "
-                "range of the repeats",
+                note="dashed, in the colour of its series: ideal linear scaling from the "
+                "smallest GPU count; interval: range of the repeats",
             )
         )
     return charts

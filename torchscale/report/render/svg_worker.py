@@ -1,0 +1,203 @@
+"""Draw the PDF's charts on several cores: matplotlib holds the GIL, so more cores mean more
+processes.
+
+Why this shape:
+- A worker is a plain command, `python -m torchscale.report.render.svg_worker IN OUT PARENT`
+  (built as data by `worker_argv`), not multiprocessing: nothing depends on how the caller's
+  `__main__` was started, and nothing is pickled. Charts go in as the report model's JSON in a
+  file, SVGs (or the error of each chart that could not be drawn) come back as JSON in a file.
+- The calling process draws its own share meanwhile; the worker's share is smaller by its
+  start-up time (Python and matplotlib imports, about 0.8 s here).
+- A worker cannot outlive the report: it runs in a session of its own (a Ctrl-C at the
+  terminal reaches only the parent, which then kills it), it asks the kernel for SIGKILL when
+  its parent dies, and any exception in the parent kills and reaps it.
+- A worker that fails, times out or returns bad output costs only time: its charts are then
+  drawn in the calling process, with a warning in the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from torchscale.report.model import Chart
+
+log = logging.getLogger(__name__)
+
+MODULE = "torchscale.report.render.svg_worker"
+MAX_WORKERS = 4
+CHARTS_PER_WORKER = 6  # fewer charts than this per process do not repay a worker's start-up
+WORKER_SHARE = 0.8  # of an equal share: a worker starts about 0.8 s after the caller
+TIMEOUT_S = 60.0
+TIMEOUT_PER_CHART_S = 10.0
+
+# chart id -> SVG text, or the exception that stopped the chart from being drawn
+Drawn = dict[str, str | Exception]
+
+
+class ChartError(Exception):
+    """A chart a worker could not draw, with the worker's description of the error."""
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where the platform has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def worker_count(charts: int, cores: int) -> int:
+    """How many worker processes to start besides the caller: one per spare core, while each
+    has at least CHARTS_PER_WORKER charts to draw."""
+    return max(0, min(cores - 1, MAX_WORKERS, charts // CHARTS_PER_WORKER - 1))
+
+
+def split(charts: Sequence[Chart], workers: int) -> list[list[Chart]]:
+    """The caller's share first, then one share per worker. Interleaved, so that each share
+    has charts of every kind (their cost differs by kind); a worker's share is WORKER_SHARE of
+    the caller's, for its start-up time."""
+    weights = [1.0] + [WORKER_SHARE] * workers
+    shares: list[list[Chart]] = [[] for _ in weights]
+    load = [0.0] * len(weights)
+    for chart in charts:
+        # the share that is the least full relative to its weight takes the next chart
+        index = min(range(len(weights)), key=lambda i: (load[i] / weights[i], i))
+        shares[index].append(chart)
+        load[index] += 1.0
+    return shares
+
+
+def worker_argv(charts_path: Path, output_path: Path, parent_pid: int) -> list[str]:
+    return [sys.executable, "-m", MODULE, str(charts_path), str(output_path), str(parent_pid)]
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=TIMEOUT_S)
+
+
+def _read_output(path: Path, share: Sequence[Chart]) -> Drawn:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    drawn: Drawn = {}
+    for chart in share:
+        item = data[chart.id]
+        drawn[chart.id] = item["svg"] if "svg" in item else ChartError(item["error"])
+    return drawn
+
+
+def draw_serially(charts: Sequence[Chart], draw: Callable[[Chart], str]) -> Drawn:
+    drawn: Drawn = {}
+    for chart in charts:
+        try:
+            drawn[chart.id] = draw(chart)
+        except Exception as error:  # one chart is one figure: the rest of the report stands
+            drawn[chart.id] = error
+    return drawn
+
+
+def draw_in_parallel(
+    charts: Sequence[Chart], draw: Callable[[Chart], str], cores: int | None = None
+) -> Drawn:
+    """Every chart drawn by `draw` in this process or by `chart_svg` in worker processes (one
+    per spare core, see `worker_count`). Same result as `draw_serially`, sooner."""
+    workers = worker_count(len(charts), usable_cores() if cores is None else cores)
+    if workers == 0:
+        return draw_serially(charts, draw)
+    mine, *theirs = split(charts, workers)
+    with tempfile.TemporaryDirectory(prefix="torchscale-charts-") as tmp:
+        started: list[tuple[subprocess.Popen[bytes], Path, Path, list[Chart]]] = []
+        try:
+            for number, share in enumerate(theirs):
+                charts_path = Path(tmp) / f"charts-{number}.json"
+                output_path = Path(tmp) / f"svgs-{number}.json"
+                log_path = Path(tmp) / f"worker-{number}.log"
+                charts_path.write_text(
+                    json.dumps([chart.model_dump(mode="json") for chart in share]),
+                    encoding="utf-8",
+                )
+                with log_path.open("wb") as log_file:
+                    proc = subprocess.Popen(
+                        worker_argv(charts_path, output_path, os.getpid()),
+                        stdin=subprocess.DEVNULL,
+                        stdout=log_file,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                started.append((proc, output_path, log_path, share))
+            drawn = draw_serially(mine, draw)
+            for proc, output_path, log_path, share in started:
+                drawn.update(_collect(proc, output_path, log_path, share, draw))
+        finally:
+            for proc, *_ in started:
+                if proc.poll() is None:
+                    _stop(proc)
+    return drawn
+
+
+def _collect(
+    proc: subprocess.Popen[bytes],
+    output_path: Path,
+    log_path: Path,
+    share: Sequence[Chart],
+    draw: Callable[[Chart], str],
+) -> Drawn:
+    """The worker's charts; drawn here instead when the worker did not deliver them."""
+    timeout = TIMEOUT_S + TIMEOUT_PER_CHART_S * len(share)
+    try:
+        returncode = proc.wait(timeout=timeout)
+        if returncode == 0:
+            return _read_output(output_path, share)
+        problem = f"exit status {returncode}"
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        problem = f"no answer in {timeout:.0f} s"
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        problem = f"unreadable output ({error!r})"
+    try:
+        tail = log_path.read_text(encoding="utf-8", errors="replace").strip()[-500:]
+    except OSError:
+        tail = ""
+    log.warning(
+        "chart worker failed (%s), drawing its %d charts here%s",
+        problem,
+        len(share),
+        f": {tail}" if tail else "",
+    )
+    return draw_serially(share, draw)
+
+
+def _work(charts_path: Path, output_path: Path) -> None:
+    from torchscale.report.render.svg_charts import chart_svg
+
+    charts = [Chart.model_validate(item) for item in json.loads(charts_path.read_text("utf-8"))]
+    result: dict[str, dict[str, str]] = {}
+    for chart in charts:
+        try:
+            result[chart.id] = {"svg": chart_svg(chart)}
+        except Exception as error:  # reported per chart, like draw_serially
+            result[chart.id] = {"error": f"{type(error).__name__}: {error}"}
+    partial = output_path.with_name(output_path.name + ".partial")
+    partial.write_text(json.dumps(result), encoding="utf-8")
+    partial.replace(output_path)
+
+
+def main(argv: Sequence[str]) -> int:
+    charts_path, output_path, parent = argv
+    from torchscale.signals import die_with_parent
+
+    die_with_parent(int(parent))  # SIGKILL when the report's process dies: no orphan
+    _work(Path(charts_path), Path(output_path))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
