@@ -92,6 +92,7 @@ def measure(experiment: Path, pdf: bool) -> dict[str, float]:
     started = time.perf_counter()
     report = build_report(read_sources(experiment), ReportOptions(generated_at="fixed"))
     out["build_s"] = time.perf_counter() - started
+    out["charts"] = float(len(report.charts()))
     for fmt in ("html", "pdf") if pdf else ("html",):
         started = time.perf_counter()
         content = renderer(fmt)(report)
@@ -100,7 +101,17 @@ def measure(experiment: Path, pdf: bool) -> dict[str, float]:
     return out
 
 
+HTML_BOUND_S = 2.0
+PDF_BOUND_S = 15.0
+
+
+def _met(seconds: float, bound: float) -> str:
+    return "met" if seconds <= bound else "MISSED"
+
+
 def main() -> None:
+    from torchscale.report.render.svg_worker import usable_cores, worker_count
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cells", type=int, default=500)
     parser.add_argument("--small", type=int, default=50, help="cells for the growth ratio")
@@ -127,7 +138,23 @@ def main() -> None:
                     f" build+render {total_pdf:.2f} s)"
                 )
             print(line)
-        small, large = rows[args.small], rows[args.cells]
+        large = rows[args.cells]
+        html_total = large["build_s"] + large["html_s"]
+        verdicts = [
+            f"HTML {html_total:.2f} s <= {HTML_BOUND_S:.0f} s: {_met(html_total, HTML_BOUND_S)}"
+        ]
+        if "pdf_s" in large:
+            pdf_total = large["build_s"] + large["pdf_s"]
+            verdicts.append(
+                f"PDF {pdf_total:.2f} s <= {PDF_BOUND_S:.0f} s: {_met(pdf_total, PDF_BOUND_S)}"
+            )
+        print(
+            f"bounds at {args.cells} cells (build + render, {usable_cores()} core(s), "
+            f"{int(large['charts'])} charts, "
+            f"{worker_count(int(large['charts']), usable_cores())} chart worker(s)): "
+            + "; ".join(verdicts)
+        )
+        small = rows[args.small]
         cell_ratio = args.cells / args.small
         size_ratio = large["html_bytes"] / small["html_bytes"]
         print(

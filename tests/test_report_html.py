@@ -359,7 +359,7 @@ def test_styles_keep_tables_and_print_in_shape(root: Element) -> None:
     css = style.text()
     assert "overflow-wrap: anywhere" in css
     assert re.search(r"\.table-scroll \{[^}]*overflow-x: auto", css)
-    assert "max-width: 1100px" in css
+    assert "max-width: 1320px" in css
     assert "system-ui" in css
     media = css[css.index("@media print") :]
     assert "nav.toc" in media and "display: none" in media
@@ -554,3 +554,14 @@ def test_ideal_lines_take_their_series_colour_and_share_one_legend_entry() -> No
     (entry,) = [t for t in data if t["name"].startswith("ideal (dashed")]
     assert entry["legendgroup"] == "reference"  # clicking it shows or hides every ideal line
     go.Figure(figure(_paired_chart()))
+
+
+def test_long_tables_scroll_in_a_box_of_their_own_and_print_whole() -> None:
+    from torchscale.report.render.html import TALL_TABLE_ROWS
+
+    page = render(sample_report(cells=TALL_TABLE_ROWS + 1)).decode("utf-8")
+    assert '<div class="table-scroll tall">\n<table id="scaling-table">' in page
+    short = render(sample_report(cells=TALL_TABLE_ROWS)).decode("utf-8")
+    assert '<div class="table-scroll">\n<table id="scaling-table">' in short
+    printed = page[page.index("@media print") :]
+    assert ".table-scroll.tall { overflow: visible; max-height: none; }" in printed

@@ -45,6 +45,9 @@ _SCRIPT_ESCAPES = {
     "\u2029": "\\u2029",
 }
 _SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+# a table longer than this scrolls inside a box of its own (header kept in view), so that the
+# charts after a 500-row table are not 500 rows down the page; print shows every row
+TALL_TABLE_ROWS = 25
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,6 +60,7 @@ def environment() -> Environment:
         flagged=flagged,
         severity_mark=SEVERITY_MARK,
         cell_class=CELL_CLASS,
+        tall_table_rows=TALL_TABLE_ROWS,
     )
     env.filters["figure_json"] = figure_json
     return env

@@ -45,6 +45,8 @@ REFERENCE_GREY = "#555555"
 REFERENCE_GROUP = "reference"
 _NO_DATA = "#e3e6ea"
 _TEXT = "#1f2328"
+MANY_CATEGORIES = 12
+MANY_CATEGORIES_EXTRA_PX = 160
 TITLE_WRAP = 72  # characters per title line: fits beside the mode bar on a laptop screen
 
 # plotly.js config: same for every chart; the renderer writes it into the page once
@@ -329,6 +331,10 @@ def _heatmap(chart: Chart) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
     return [trace], axes, height
 
 
+def _category_count(chart: Chart) -> int:
+    return len({str(x) for series in chart.series for x in series.x})
+
+
 def title_text(title: str, width: int = TITLE_WRAP) -> tuple[str, int]:
     """A chart title as escaped plotly text, broken into lines at word boundaries (plotly
     never wraps a title, and a long one would run under the mode bar), and its line count."""
@@ -348,6 +354,8 @@ def figure(chart: Chart) -> dict[str, Any]:
     )
     legend_rows = 0 if chart.kind == "heatmap" else max(1, math.ceil(entries / 3))
     height = 360 + 20 * legend_rows + 20 * (title_lines - 1)
+    if chart.kind in ("bar", "stacked_bar") and _category_count(chart) > MANY_CATEGORIES:
+        height += MANY_CATEGORIES_EXTRA_PX  # plotly turns their labels upright, under the axes
     layout: dict[str, Any] = {
         "title": {
             "text": title,
