@@ -49,6 +49,22 @@ def scan_processes(marker: str) -> list[tuple[int, str]]:
     return found
 
 
+def live_children(parent: int | None = None) -> list[int]:
+    """Pids of the live (not zombie) child processes of `parent` (default: this process)."""
+    parent = os.getpid() if parent is None else parent
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == parent and fields[0] != "Z":
+            found.append(int(proc.name))
+    return found
+
+
 def kill_mentioning(marker: str) -> None:
     """SIGKILL every process (and its group) whose command line mentions `marker`."""
     for pid, _ in scan_processes(marker):

@@ -293,3 +293,28 @@ def with_findings(report: Report, count: int) -> Report:
         for i in range(count)
     ]
     return copy
+
+
+def paired_chart() -> Chart:
+    """A scaling chart of two series, each with its ideal line attached (`reference_for`)."""
+    series = []
+    for name, base in (("b8", 1.0), ("b16", 2.0)):
+        series.append(Series(name=name, x=[1, 2, 4], y=[base, base * 1.9, base * 3.6]))
+        series.append(
+            Series(
+                name=f"ideal ({name})",
+                x=[1, 2, 4],
+                y=[base, base * 2, base * 4],
+                style="dashed",
+                reference_for=name,
+            )
+        )
+    return Chart(
+        id="paired",
+        title="paired",
+        kind="line",
+        x_label="GPUs",
+        y_label="samples/s",
+        x_log2=True,
+        series=series,
+    )

@@ -15,6 +15,7 @@ from torchscale.analysis.collectives import (
     count_for_size,
     size_bytes,
 )
+from torchscale.config.catalog import COLLECTIVES
 
 # op -> (S is count x n x itemsize, factor as a function of n): the reference table
 REFERENCE = {
@@ -22,26 +23,24 @@ REFERENCE = {
     "reduce_scatter": (True, lambda n: (n - 1) / n),
     "all_gather": (True, lambda n: (n - 1) / n),
     "all_to_all": (True, lambda n: (n - 1) / n),
-    "gather": (True, lambda n: (n - 1) / n),
-    "scatter": (True, lambda n: (n - 1) / n),
     "broadcast": (False, lambda n: 1.0),
     "reduce": (False, lambda n: 1.0),
     "send_recv": (False, lambda n: 1.0),
 }
 
 
-def test_every_op_is_in_the_reference() -> None:
-    assert set(OPS) == set(REFERENCE)
+def test_every_op_of_the_catalog_and_only_those() -> None:
+    assert set(OPS) == set(REFERENCE) == set(COLLECTIVES)
 
 
 @pytest.mark.parametrize("op", sorted(REFERENCE))
 @pytest.mark.parametrize("ranks", [1, 2, 3, 8, 64])
 def test_factor_and_size_per_op(op: str, ranks: int) -> None:
     gathered, factor = REFERENCE[op]
-    assert busbw_factor(op, ranks) == pytest.approx(factor(ranks))  # type: ignore[arg-type]
+    assert busbw_factor(op, ranks) == pytest.approx(factor(ranks))
     expected = 1000 * 4 * (ranks if gathered else 1)
-    assert size_bytes(op, count=1000, itemsize=4, ranks=ranks) == expected  # type: ignore[arg-type]
-    assert count_for_size(op, expected, itemsize=4, ranks=ranks) == 1000  # type: ignore[arg-type]
+    assert size_bytes(op, count=1000, itemsize=4, ranks=ranks) == expected
+    assert count_for_size(op, expected, itemsize=4, ranks=ranks) == 1000
 
 
 def test_all_reduce_on_eight_ranks() -> None:
@@ -64,6 +63,7 @@ def test_count_rounds_down_to_whole_elements() -> None:
     ("call", "message"),
     [
         (lambda: busbw_factor("all_reduce", 0), "at least 1"),
+        (lambda: busbw_factor("allreduce", 2), "unknown collective 'allreduce'"),
         (lambda: algbw_gbps(8, 0.0), "positive"),
         (lambda: algbw_gbps(8, math.nan), "positive"),
         (lambda: size_bytes("reduce", count=-1, itemsize=4, ranks=2), ">= 0"),

@@ -17,7 +17,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 import pytest
-from report_sample import HOSTILE, HOSTILE_IMG, sample_report
+from report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report
 
 from torchscale.report.model import Chart, Heatmap, Report, Series
 from torchscale.report.render import renderer
@@ -517,31 +517,8 @@ def test_non_finite_values_are_gaps() -> None:
     json.dumps(fig, allow_nan=False)
 
 
-def _paired_chart() -> Chart:
-    return chart(
-        series=[
-            Series(name="b8", x=[1, 2, 4], y=[1.0, 1.9, 3.6]),
-            Series(
-                name="ideal (b8)",
-                x=[1, 2, 4],
-                y=[1.0, 2.0, 4.0],
-                style="dashed",
-                reference_for="b8",
-            ),
-            Series(name="b16", x=[1, 2, 4], y=[2.0, 3.8, 7.0]),
-            Series(
-                name="ideal (b16)",
-                x=[1, 2, 4],
-                y=[2.0, 4.0, 8.0],
-                style="dashed",
-                reference_for="b16",
-            ),
-        ]
-    )
-
-
 def test_ideal_lines_take_their_series_colour_and_share_one_legend_entry() -> None:
-    data = figure(_paired_chart())["data"]
+    data = figure(paired_chart())["data"]
     by_name = {trace["name"]: trace for trace in data}
     for name in ("b8", "b16"):
         ideal = by_name[f"ideal ({name})"]
@@ -553,7 +530,7 @@ def test_ideal_lines_take_their_series_colour_and_share_one_legend_entry() -> No
     assert in_legend == ["b8", "b16", "ideal (dashed, in its series' colour)"]
     (entry,) = [t for t in data if t["name"].startswith("ideal (dashed")]
     assert entry["legendgroup"] == "reference"  # clicking it shows or hides every ideal line
-    go.Figure(figure(_paired_chart()))
+    go.Figure(figure(paired_chart()))
 
 
 def test_long_tables_scroll_in_a_box_of_their_own_and_print_whole() -> None:

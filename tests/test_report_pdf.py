@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pytest
 from matplotlib import cbook
-from report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
+from report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report, with_findings
 
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.model import (
@@ -229,32 +229,7 @@ def test_series_differ_by_marker_and_dash_not_colour_alone() -> None:
 
 
 def test_ideal_lines_drawn_in_their_series_colour_with_one_legend_entry() -> None:
-    chart = Chart(
-        id="paired",
-        title="paired",
-        kind="line",
-        x_label="GPUs",
-        y_label="samples/s",
-        x_log2=True,
-        series=[
-            Series(name="b8", x=[1, 2, 4], y=[1.0, 1.9, 3.6]),
-            Series(
-                name="ideal (b8)",
-                x=[1, 2, 4],
-                y=[1.0, 2.0, 4.0],
-                style="dashed",
-                reference_for="b8",
-            ),
-            Series(name="b16", x=[1, 2, 4], y=[2.0, 3.8, 7.0]),
-            Series(
-                name="ideal (b16)",
-                x=[1, 2, 4],
-                y=[2.0, 4.0, 8.0],
-                style="dashed",
-                reference_for="b16",
-            ),
-        ],
-    )
+    chart = paired_chart()
     svg = chart_svg(chart)
     dashed = re.findall(r'style="[^"]*stroke-dasharray[^"]*stroke: (#[0-9a-f]{6})', svg)
     # each ideal line in its series' colour (the first two palette colours) + the legend key

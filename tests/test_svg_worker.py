@@ -5,11 +5,11 @@ call, whatever ends it."""
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from processes import live_children
 from report_sample import sample_report
 
 from torchscale.report.model import Chart, Series
@@ -35,22 +35,6 @@ def _charts(count: int) -> list[Chart]:
         )
         for i in range(count)
     ]
-
-
-def _children() -> list[int]:
-    """Live (not zombie) child processes of this test process, from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == os.getpid() and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def test_worker_count_needs_spare_cores_and_enough_charts() -> None:
@@ -80,7 +64,7 @@ def test_parallel_draws_the_same_charts_and_leaves_no_process() -> None:
         assert isinstance(svg, str) and svg.lstrip().startswith("<?xml")
         # the chart's own data, whichever process drew it: its y tick range differs per chart
         assert "samples/s" in svg
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_a_failing_worker_costs_only_time(
@@ -96,7 +80,7 @@ def test_a_failing_worker_costs_only_time(
     assert drawn == {c.id: f"<svg id='{c.id}'/>" for c in charts}
     assert "chart worker failed (exit status 3)" in caplog.text
     assert "worker broke" in caplog.text
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_a_hung_worker_is_killed_and_its_charts_drawn_here(
@@ -113,7 +97,7 @@ def test_a_hung_worker_is_killed_and_its_charts_drawn_here(
         drawn = draw_in_parallel(charts, lambda chart: "<svg/>", cores=2)
     assert set(drawn) == {c.id for c in charts}
     assert "no answer in 0 s" in caplog.text or "no answer in 1 s" in caplog.text
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_an_interrupt_while_drawing_kills_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,12 +107,12 @@ def test_an_interrupt_while_drawing_kills_the_worker(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(svg_worker, "worker_argv", hanging)
 
     def interrupted(chart: Chart) -> str:
-        assert _children() != []  # the worker is running meanwhile
+        assert live_children() != []  # the worker is running meanwhile
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         draw_in_parallel(_charts(2 * CHARTS_PER_WORKER), interrupted, cores=2)
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_a_chart_the_worker_cannot_draw_comes_back_as_its_error(

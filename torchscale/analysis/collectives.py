@@ -21,17 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Op = Literal[
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "broadcast",
-    "reduce",
-    "all_to_all",
-    "send_recv",
-    "gather",
-    "scatter",
-]
 GB = 1e9  # nccl-tests' GB/s: 1e9 bytes per second
 
 
@@ -44,29 +33,30 @@ class OpShape:
     factor: Literal["2(n-1)/n", "(n-1)/n", "1"]
 
 
-OPS: dict[Op, OpShape] = {
+# keyed by the op names of torchscale.config.catalog.COLLECTIVES (a test keeps them equal)
+OPS: dict[str, OpShape] = {
     "all_reduce": OpShape(ranks_in_size=False, factor="2(n-1)/n"),
     "reduce_scatter": OpShape(ranks_in_size=True, factor="(n-1)/n"),
     "all_gather": OpShape(ranks_in_size=True, factor="(n-1)/n"),
     "all_to_all": OpShape(ranks_in_size=True, factor="(n-1)/n"),
-    "gather": OpShape(ranks_in_size=True, factor="(n-1)/n"),
-    "scatter": OpShape(ranks_in_size=True, factor="(n-1)/n"),
     "broadcast": OpShape(ranks_in_size=False, factor="1"),
     "reduce": OpShape(ranks_in_size=False, factor="1"),
     "send_recv": OpShape(ranks_in_size=False, factor="1"),
 }
 
 
-def _check_ranks(ranks: int) -> None:
+def _shape(op: str, ranks: int) -> OpShape:
+    if op not in OPS:
+        raise ValueError(f"unknown collective {op!r}: one of {', '.join(OPS)}")
     if ranks < 1:
         raise ValueError(f"the number of ranks must be at least 1, got {ranks}")
+    return OPS[op]
 
 
-def busbw_factor(op: Op, ranks: int) -> float:
+def busbw_factor(op: str, ranks: int) -> float:
     """nccl-tests' bus bandwidth factor of `op` over `ranks` ranks (0 for a ring of one rank
     where the factor has an (n-1) term: nothing crosses a link)."""
-    _check_ranks(ranks)
-    factor = OPS[op].factor
+    factor = _shape(op, ranks).factor
     if factor == "2(n-1)/n":
         return 2.0 * (ranks - 1) / ranks
     if factor == "(n-1)/n":
@@ -74,23 +64,22 @@ def busbw_factor(op: Op, ranks: int) -> float:
     return 1.0
 
 
-def size_bytes(op: Op, count: int, itemsize: int, ranks: int) -> int:
+def size_bytes(op: str, count: int, itemsize: int, ranks: int) -> int:
     """S in bytes: `count` elements of `itemsize` bytes per rank; times the ranks for the ops
-    whose S is the whole gathered/scattered buffer (all_gather, reduce_scatter, all_to_all,
-    gather, scatter)."""
-    _check_ranks(ranks)
+    whose S is the whole gathered/scattered buffer (all_gather, reduce_scatter, all_to_all)."""
+    shape = _shape(op, ranks)
     if count < 0 or itemsize <= 0:
         raise ValueError("the element count must be >= 0 and the item size > 0")
-    return count * itemsize * (ranks if OPS[op].ranks_in_size else 1)
+    return count * itemsize * (ranks if shape.ranks_in_size else 1)
 
 
-def count_for_size(op: Op, size: int, itemsize: int, ranks: int) -> int:
+def count_for_size(op: str, size: int, itemsize: int, ranks: int) -> int:
     """The per-rank element count whose S is `size` bytes (rounded down to whole elements, as
     nccl-tests does when it steps through sizes)."""
-    _check_ranks(ranks)
+    shape = _shape(op, ranks)
     if size < 0 or itemsize <= 0:
         raise ValueError("the size must be >= 0 and the item size > 0")
-    return size // (itemsize * (ranks if OPS[op].ranks_in_size else 1))
+    return size // (itemsize * (ranks if shape.ranks_in_size else 1))
 
 
 def algbw_gbps(size: int, seconds: float) -> float:
@@ -100,6 +89,6 @@ def algbw_gbps(size: int, seconds: float) -> float:
     return size / seconds / GB
 
 
-def busbw_gbps(op: Op, size: int, seconds: float, ranks: int) -> float:
+def busbw_gbps(op: str, size: int, seconds: float, ranks: int) -> float:
     """Bus bandwidth: algbw x busbw_factor(op, ranks), in GB/s."""
     return algbw_gbps(size, seconds) * busbw_factor(op, ranks)
