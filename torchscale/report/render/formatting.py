@@ -5,9 +5,10 @@ render as '-' (the model says why elsewhere)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
-from torchscale.report.model import ValueFormat
+from torchscale.report.model import Series, ValueFormat
 
 MISSING = "-"
 # the mark of a severity in every format, so a flagged row or figure survives greyscale print
@@ -106,3 +107,16 @@ def template_environment(folder: str, **globals_: Any) -> Any:
     env.filters["fmt"] = format_value
     env.globals.update(fmt=format_value, format_value=format_value, **globals_)
     return env
+
+
+def reference_legend(series: Sequence[Series]) -> Series | None:
+    """The series whose legend entry stands for every reference line attached to a series
+    (`reference_for`): the first of them; None when there is none. Its label is
+    `reference_label`."""
+    return next((s for s in series if s.reference_for is not None), None)
+
+
+def reference_label(reference: Series) -> str:
+    """ "ideal (dashed, in its series' colour)" for "ideal (b8 fp32 ddp)": what every attached
+    reference line shares, for their one legend entry."""
+    return f"{reference.name.split(' (')[0]} ({reference.style}, in its series' colour)"

@@ -156,8 +156,7 @@ def table_layout(table: Table) -> TableLayout:
     def widths_at(limit: float, padding: float) -> list[float]:
         # headers are bold, and so are the rows marked bad: everything is measured as bold
         return [
-            padding + SAFETY * max(1.0, header, min(longest, limit))
-            for header, longest in content
+            padding + SAFETY * max(1.0, header, min(longest, limit)) for header, longest in content
         ]
 
     def fits(font: float, limit: float) -> bool:
@@ -237,14 +236,9 @@ def chart_uris(report: Report, draw: Callable[[Chart], str] | None = None) -> di
     uris = {}
     for chart in charts:
         result = drawn[chart.id]
-        if isinstance(result, Exception):
-            text = (
-                str(result)
-                if isinstance(result, ChartError)
-                else f"{type(result).__name__}: {result}"
-            )
-            log.warning("chart %s could not be drawn: %s", chart.id, text)
-            uris[chart.id] = text
+        if isinstance(result, ChartError):
+            log.warning("chart %s could not be drawn: %s", chart.id, result)
+            uris[chart.id] = str(result)
         else:
             uris[chart.id] = _svg_uri(result)
     return uris

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from torchscale.report.model import Chart, Series, ValueFormat
-from torchscale.report.render.formatting import format_value
+from torchscale.report.render.formatting import format_value, reference_label, reference_legend
 
 FONT_STACK = (
     'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif'
@@ -209,17 +209,16 @@ def _styles(series: Sequence[Series]) -> list[tuple[str, str]]:
 
 def _reference_legend(series: Sequence[Series]) -> list[dict[str, Any]]:
     """One legend entry for every attached reference line: clicking it shows or hides them all."""
-    first = next((s for s in series if s.reference_for is not None), None)
+    first = reference_legend(series)
     if first is None:
         return []
-    generic = first.name.split(" (")[0]
     return [
         {
             "type": "scatter",
             "mode": "lines",
             "x": [None],
             "y": [None],
-            "name": plotly_text(f"{generic} ({first.style}, in its series' colour)"),
+            "name": plotly_text(reference_label(first)),
             "legendgroup": REFERENCE_GROUP,
             "line": {"color": REFERENCE_GREY, "width": 1.5, "dash": _DASH[first.style]},
             "hoverinfo": "skip",
@@ -350,7 +349,7 @@ def figure(chart: Chart) -> dict[str, Any]:
     # coordinates, so however many rows it wraps to it pushes the plot down, not into the title
     title_px = 14 + 20 * title_lines
     entries = sum(1 for s in chart.series if s.reference_for is None) + (
-        1 if any(s.reference_for is not None for s in chart.series) else 0
+        reference_legend(chart.series) is not None
     )
     legend_rows = 0 if chart.kind == "heatmap" else max(1, math.ceil(entries / 3))
     height = 360 + 20 * legend_rows + 20 * (title_lines - 1)

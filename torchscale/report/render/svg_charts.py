@@ -36,7 +36,7 @@ from matplotlib.transforms import Transform
 from matplotlib.typing import LineStyleType
 
 from torchscale.report.model import Chart, Series, ValueFormat
-from torchscale.report.render.formatting import format_value
+from torchscale.report.render.formatting import format_value, reference_label, reference_legend
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,6 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
     ticks: dict[float, float | int | str] = {}
     colours = _line_colours(chart.series)
     marker_index = 0
-    attached: Series | None = None  # the first reference drawn in its series' colour
     for index, s in enumerate(chart.series):
         count = min(len(s.x), len(s.y))
         xs = [float(x) if numeric else float(categories.index(str(x))) for x in s.x[:count]]
@@ -202,8 +201,6 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
         marker = "None" if reference else MARKERS[marker_index % len(MARKERS)]
         if not reference:
             marker_index += 1
-        if s.reference_for is not None and attached is None:
-            attached = s
         ax.plot(
             xs,
             ys,
@@ -252,8 +249,8 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
         if chart.x_format == "int":
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     handles, _ = ax.get_legend_handles_labels()
+    attached = reference_legend(chart.series)
     if attached is not None:
-        generic = attached.name.split(" (")[0]
         handles.append(
             Line2D(
                 [],
@@ -261,7 +258,7 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
                 color=REFERENCE_GREY,
                 linestyle=LINESTYLES[attached.style],
                 linewidth=1.0,
-                label=_label(f"{generic} ({attached.style}, in its series' colour)"),
+                label=_label(reference_label(attached)),
             )
         )
     _legend(ax, len(handles), handles if attached is not None else None)

@@ -38,12 +38,17 @@ WORKER_SHARE = 0.8  # of an equal share: a worker starts about 0.8 s after the c
 TIMEOUT_S = 60.0
 TIMEOUT_PER_CHART_S = 10.0
 
-# chart id -> SVG text, or the exception that stopped the chart from being drawn
-Drawn = dict[str, str | Exception]
-
 
 class ChartError(Exception):
-    """A chart a worker could not draw, with the worker's description of the error."""
+    """A chart that could not be drawn, here or in a worker: "ErrorType: message"."""
+
+    @classmethod
+    def from_error(cls, error: Exception) -> ChartError:
+        return cls(f"{type(error).__name__}: {error}")
+
+
+# chart id -> SVG text, or why the chart could not be drawn
+Drawn = dict[str, str | ChartError]
 
 
 def usable_cores() -> int:
@@ -100,7 +105,7 @@ def draw_serially(charts: Sequence[Chart], draw: Callable[[Chart], str]) -> Draw
         try:
             drawn[chart.id] = draw(chart)
         except Exception as error:  # one chart is one figure: the rest of the report stands
-            drawn[chart.id] = error
+            drawn[chart.id] = ChartError.from_error(error)
     return drawn
 
 
@@ -184,7 +189,7 @@ def _work(charts_path: Path, output_path: Path) -> None:
         try:
             result[chart.id] = {"svg": chart_svg(chart)}
         except Exception as error:  # reported per chart, like draw_serially
-            result[chart.id] = {"error": f"{type(error).__name__}: {error}"}
+            result[chart.id] = {"error": str(ChartError.from_error(error))}
     partial = output_path.with_name(output_path.name + ".partial")
     partial.write_text(json.dumps(result), encoding="utf-8")
     partial.replace(output_path)
