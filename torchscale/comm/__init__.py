@@ -1,0 +1,1 @@
+"""Collective bandwidth in nccl-tests' conventions: `torchscale comm` and nccl-tests import."""

@@ -1,0 +1,77 @@
+"""nccl-tests' footer over a run's rows (pure functions): average bus bandwidth, the check, the
+`--min-busbw` gate.
+
+nccl-tests prints, after its table, `Out of bounds values : N OK|FAILED` and `Avg bus bandwidth`,
+the mean busbw of every row it timed (out-of-place and in-place both count). We do the same per
+op and over the whole run. The gate compares each op's average with the minimum: averaging an
+all_reduce with a broadcast would mean nothing. An op whose busbw factor is 0 (one rank: nothing
+crosses a link) cannot pass or fail a bandwidth gate and is left out of it, with the reason.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from torchscale.analysis.collectives import busbw_factor
+from torchscale.comm.result import CommRow, OpSummary
+
+
+def summarize(rows: Sequence[CommRow], world_size: int) -> list[OpSummary]:
+    """One summary per op, in the order the ops first appear."""
+    ops: list[str] = []
+    for row in rows:
+        if row.op not in ops:
+            ops.append(row.op)
+    summaries = []
+    for op in ops:
+        mine = [r for r in rows if r.op == op]
+        ok = [r.busbw_gbps for r in mine if r.status == "ok" and r.busbw_gbps is not None]
+        checked = [r.wrong for r in mine if r.wrong is not None]
+        summaries.append(
+            OpSummary(
+                op=op,
+                rows=len(mine),
+                avg_busbw_gbps=statistics.fmean(ok) if ok else None,
+                wrong=sum(checked) if checked else None,
+                busbw_factor=busbw_factor(op, world_size),
+            )
+        )
+    return summaries
+
+
+def average_busbw(rows: Sequence[CommRow]) -> float | None:
+    """nccl-tests' 'Avg bus bandwidth': the mean busbw of every ok row."""
+    values = [r.busbw_gbps for r in rows if r.status == "ok" and r.busbw_gbps is not None]
+    return statistics.fmean(values) if values else None
+
+
+def wrong_total(rows: Sequence[CommRow]) -> int | None:
+    """Wrong elements over every checked row; None when no row was checked."""
+    checked = [r.wrong for r in rows if r.wrong is not None]
+    return sum(checked) if checked else None
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    verdict: str  # passed | failed | unavailable
+    reason: str
+
+
+def gate(summaries: Sequence[OpSummary], minimum_gbps: float) -> GateOutcome:
+    """Every op with a bandwidth to judge must average at least `minimum_gbps` of busbw."""
+    judged = [s for s in summaries if s.busbw_factor > 0 and s.avg_busbw_gbps is not None]
+    if not judged:
+        skipped = ", ".join(s.op for s in summaries) or "no op"
+        return GateOutcome(
+            "unavailable",
+            f"no bus bandwidth to compare with {minimum_gbps:g} GB/s ({skipped}: busbw is 0 by "
+            "definition on one rank, or no row finished)",
+        )
+    below = [s for s in judged if s.avg_busbw_gbps is not None and s.avg_busbw_gbps < minimum_gbps]
+    if below:
+        text = ", ".join(f"{s.op} {s.avg_busbw_gbps:.2f}" for s in below)
+        return GateOutcome("failed", f"average busbw below {minimum_gbps:g} GB/s: {text} GB/s")
+    text = ", ".join(f"{s.op} {s.avg_busbw_gbps:.2f}" for s in judged)
+    return GateOutcome("passed", f"average busbw at least {minimum_gbps:g} GB/s: {text} GB/s")
