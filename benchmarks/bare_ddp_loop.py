@@ -1,13 +1,15 @@
 """A bare, minimal DDP training loop: the yardstick torchscale's harness is compared against.
 
 Run under torchrun. Same model code (torchscale's registry), same synthetic batch, same
-optimizer settings as a torchscale cell; nothing else: no per-step timers, no FLOP counting,
-no gathering. Throughput = samples of all ranks / barrier-to-barrier wall time.
+optimizer settings as a torchscale cell (AdamW, fused on CUDA; bf16 = autocast, as a DDP cell);
+nothing else: no per-step timers, no FLOP counting, no gathering. Throughput = samples of all
+ranks / barrier-to-barrier wall time (on CUDA, with a synchronize before each barrier).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
@@ -27,29 +29,51 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, required=True)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     args = parser.parse_args()
 
-    dist.init_process_group("gloo")
+    cuda = args.device == "cuda"
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else None
+    if device is not None:
+        torch.cuda.set_device(device)
+        torch.backends.cudnn.benchmark = True  # as a torchscale cell on CUDA
+        dist.init_process_group("nccl", device_id=device)
+    else:
+        dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(rank)
     bundle = build_model(args.model)
-    model = DistributedDataParallel(bundle.model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    inputs, targets = bundle.make_batch(args.batch, torch.device("cpu"))
+    model = DistributedDataParallel(
+        bundle.model.to(device or "cpu"), device_ids=[device] if device is not None else None
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True if cuda else None)
+    inputs, targets = bundle.make_batch(args.batch, device or torch.device("cpu"))
+    autocast = (
+        torch.autocast(device_type=args.device, dtype=torch.bfloat16)
+        if args.precision == "bf16"
+        else contextlib.nullcontext()
+    )
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+        dist.barrier()
 
     def step() -> None:
-        loss = bundle.loss_fn(call_model(model, inputs), targets)
+        with autocast:
+            loss = bundle.loss_fn(call_model(model, inputs), targets)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
     for _ in range(args.warmup):
         step()
-    dist.barrier()
+    sync()
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
-    dist.barrier()
+    sync()
     wall = time.perf_counter() - start
     if rank == 0:
         result = {

@@ -7,7 +7,7 @@ ratio of the medians. Also prints torchscale's fixed cost per cell: cell wall ti
 time inside measured windows (launch, imports, DDP set-up, warm-up, FLOP step, gather, exit).
 
     python benchmarks/harness_overhead.py [--model tiny-gpt2] [--batch 16] [--world 2] \
-        [--steps 40] [--rounds 5]
+        [--steps 40] [--rounds 5] [--device cpu|cuda] [--precision fp32|bf16]
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ def bare(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> float:
         str(args.steps),
         "--out",
         str(out),
+        "--device",
+        args.device,
+        "--precision",
+        args.precision,
     ]
     subprocess.run(argv, env=env, check=True, capture_output=True)
     return float(json.loads(out.read_text())["samples_per_s"])
@@ -58,7 +62,8 @@ def harness(
     config = workdir / "cfg.yaml"
     config.write_text(
         f"experiment_name: overhead{index}\nmodels: [{args.model}]\nbatch_sizes: [{args.batch}]\n"
-        f"gpu_counts: [{args.world}]\ndevice: cpu\n"
+        f"gpu_counts: [{args.world}]\ndevice: {args.device}\n"
+        f"training: {{precision: {args.precision}, strategy: ddp}}\n"
         f"measurement: {{warmup_steps: {args.warmup}, steps: {args.steps}, repeats: 1, "
         "comm_overhead: false, flops: true}\n"
         f"launcher: {{omp_num_threads: {env['OMP_NUM_THREADS']}}}\n"
@@ -98,11 +103,14 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "MASTER_", "PET_"))}
     env["OMP_NUM_THREADS"] = str(max(1, cores // args.world))
-    env["PYTHONPATH"] = str(REPO)
+    # the repo first, then whatever the caller's PYTHONPATH held (site packages outside the venv)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     bare_runs: list[float] = []
     harness_runs: list[float] = []
     walls: list[float] = []
@@ -123,7 +131,8 @@ def main() -> None:
             )
     ratio = statistics.median(harness_runs) / statistics.median(bare_runs)
     print(
-        f"\n{args.model}, batch {args.batch}, world {args.world}, {args.steps} steps, "
+        f"\n{args.model}, batch {args.batch}, world {args.world}, {args.device}, "
+        f"{args.precision}, {args.steps} steps, "
         f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']}, {args.rounds} alternating rounds "
         f"({time.perf_counter() - started:.0f} s)"
     )

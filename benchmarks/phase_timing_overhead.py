@@ -145,7 +145,8 @@ def launch(args: argparse.Namespace) -> None:
     cores = len(os.sched_getaffinity(0))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "MASTER_", "PET_"))}
     env.setdefault("OMP_NUM_THREADS", str(max(1, cores // args.world)))
-    env["PYTHONPATH"] = str(REPO)
+    # the repo first, then whatever the caller's PYTHONPATH held (site packages outside the venv)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "overhead.json"
         argv = [

@@ -10,6 +10,7 @@ import typer
 from torchscale import __version__
 from torchscale.cli import (
     benchmark_cmd,
+    comm_cmd,
     config_cmd,
     list_cmd,
     profile_cmd,
@@ -53,6 +54,7 @@ def root(
     Verbosity.set({None: 0, True: 1, False: -1}[verbose])
 
 
+app.command("comm")(comm_cmd.comm)
 app.add_typer(config_cmd.app, name="config")
 app.command("benchmark")(benchmark_cmd.benchmark)
 app.command("list")(list_cmd.list_catalog)

@@ -119,6 +119,13 @@ class CommResult(_Model):
         default=None, description="null when no minimum was asked for"
     )
     gate_reason: str | None = None
+    status: Literal["ok", "failed", "oom", "timeout"] = Field(
+        default="ok", description="how the launch ended; rows finished before a failure are kept"
+    )
+    error: str | None = Field(default=None, description="why the run stopped early, one line")
+    skipped: list[str] = Field(
+        default_factory=list, description="sizes left out, e.g. too small to split over the ranks"
+    )
     warnings: list[str] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(default_factory=dict)
     environment: dict[str, Any] = Field(default_factory=dict)

@@ -4,8 +4,8 @@
 nccl-tests prints, after its table, `Out of bounds values : N OK|FAILED` and `Avg bus bandwidth`,
 the mean busbw of every row it timed (out-of-place and in-place both count). We do the same per
 op and over the whole run. The gate compares each op's average with the minimum: averaging an
-all_reduce with a broadcast would mean nothing. An op whose busbw factor is 0 (one rank: nothing
-crosses a link) cannot pass or fail a bandwidth gate and is left out of it, with the reason.
+all_reduce with a broadcast would mean nothing. On one rank nothing crosses a link, and the gate
+says it cannot judge rather than pass a launch time as a bandwidth.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from torchscale.analysis.collectives import busbw_factor
 from torchscale.comm.result import CommRow, OpSummary
@@ -55,12 +56,24 @@ def wrong_total(rows: Sequence[CommRow]) -> int | None:
 
 @dataclass(frozen=True)
 class GateOutcome:
-    verdict: str  # passed | failed | unavailable
+    verdict: Literal["passed", "failed", "unavailable"]
     reason: str
 
 
-def gate(summaries: Sequence[OpSummary], minimum_gbps: float) -> GateOutcome:
-    """Every op with a bandwidth to judge must average at least `minimum_gbps` of busbw."""
+ONE_RANK = (
+    "one rank: no data crosses a link, so the times are each call's fixed cost (NCCL copies "
+    "nothing for an in-place op on one rank) and algbw/busbw are not link bandwidths"
+)
+
+
+def gate(summaries: Sequence[OpSummary], minimum_gbps: float, world_size: int) -> GateOutcome:
+    """Every op with a bandwidth to judge must average at least `minimum_gbps` of busbw.
+
+    Nothing is judged on one rank: nccl-tests' busbw factor of broadcast and reduce is 1 for any
+    rank count, so a one-rank 'bandwidth' (a no-op's launch time) would pass any minimum.
+    """
+    if world_size < 2:
+        return GateOutcome("unavailable", f"cannot check {minimum_gbps:g} GB/s: {ONE_RANK}")
     judged = [s for s in summaries if s.busbw_factor > 0 and s.avg_busbw_gbps is not None]
     if not judged:
         skipped = ", ".join(s.op for s in summaries) or "no op"

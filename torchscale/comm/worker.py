@@ -1,0 +1,274 @@
+"""Entry point of every rank of `torchscale comm`: `python -m torchscale.comm.worker --spec F`.
+
+Per op and size: a check run on known inputs (with --check), warm-up, a barrier, then `iters`
+operations back to back with a timestamp between every two (CUDA events on the current stream,
+which waits for NCCL's stream; perf_counter on CPU, where gloo calls return when done). Ranks
+meet only at the barrier and at the gather after the window. Rank 0 rewrites the result after
+every row, so a later hang or crash loses no finished row, and names the row it is about to
+run in the progress file, so the parent can mark the row that hung.
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__":
+    from torchscale.worker.diagnostics import die_with_torchrun
+
+    die_with_torchrun()
+
+import argparse
+import itertools
+import os
+import re
+import socket
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from torchscale.analysis.collectives import count_for_size, size_bytes
+from torchscale.atomic import write_text_atomic
+from torchscale.comm.collective_ops import Prepared, Unsupported, exchange, prepare
+from torchscale.comm.result import CommPair, CommResult, CommRow
+from torchscale.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
+from torchscale.comm.spec import CommSpec
+from torchscale.comm.summary import ONE_RANK, average_busbw, summarize, wrong_total
+from torchscale.worker.environment import capture_environment
+
+INIT_TIMEOUT = timedelta(minutes=10)
+# what backends say when they lack an op (gloo before reduce_scatter_tensor, for one)
+UNSUPPORTED_MESSAGE = re.compile(r"not support|unsupported|not implement", re.IGNORECASE)
+
+
+class Stamps:
+    """Timestamps at iteration edges: CUDA events (read after one synchronize) or perf_counter."""
+
+    def __init__(self, device: torch.device, iters: int) -> None:
+        self._cuda = device.type == "cuda"
+        self._device = device
+        self._events = (
+            [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)] if self._cuda else []
+        )
+        self._times = [0.0] * (iters + 1)
+
+    def mark(self, index: int) -> None:
+        if self._cuda:
+            self._events[index].record()
+        else:
+            self._times[index] = time.perf_counter()
+
+    def intervals(self) -> tuple[float, list[float]]:
+        """(window seconds, per-iteration seconds), after the last mark."""
+        if self._cuda:
+            torch.cuda.synchronize(self._device)
+            first = self._events[0]
+            edges = [first.elapsed_time(e) / 1e3 for e in self._events]
+        else:
+            edges = [t - self._times[0] for t in self._times]
+        return edges[-1], [b - a for a, b in itertools.pairwise(edges)]
+
+
+def _device(spec: CommSpec) -> torch.device:
+    if spec.device == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        return device
+    return torch.device("cpu")
+
+
+def _settle(device: torch.device) -> None:
+    """Everything queued is done and every rank is here: the window starts on even terms."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    dist.barrier()
+
+
+def _first_call(prepared: Prepared) -> None:
+    """Run once; a backend that lacks the op raises Unsupported with its own words."""
+    try:
+        prepared.run()
+    except (RuntimeError, NotImplementedError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, NotImplementedError) or UNSUPPORTED_MESSAGE.search(first):
+            raise Unsupported(f"unsupported by backend: {first}") from exc
+        raise
+
+
+def time_op(
+    op: str, count: int, spec: CommSpec, device: torch.device, rank: int, ranks: int, host: str
+) -> RankTiming:
+    """This rank's check and timed window of `op` with `count` elements per rank."""
+    dtype = getattr(torch, spec.dtype)
+    wrong = None
+    if spec.check:
+        checked = prepare(op, count, dtype, device, rank=rank, ranks=ranks, check=True)
+        _settle(device)
+        _first_call(checked)
+        wrong = checked.verify()
+        del checked
+    timed = prepare(op, count, dtype, device, rank=rank, ranks=ranks, check=False)
+    for i in range(spec.warmup_iters):
+        if i == 0 and not spec.check:
+            _first_call(timed)
+        else:
+            timed.run()
+    _settle(device)
+    stamps = Stamps(device, spec.iters)
+    stamps.mark(0)
+    for i in range(spec.iters):
+        timed.run()
+        stamps.mark(i + 1)
+    window, iterations = stamps.intervals()
+    return RankTiming(rank, host, window, iterations, wrong)
+
+
+def _row(
+    op: str, size: int, spec: CommSpec, device: torch.device, host: str, state: dict[str, str]
+) -> CommRow | None:
+    """One row, agreed by every rank (gathered after the window); None on ranks other than 0."""
+    rank, ranks = dist.get_rank(), dist.get_world_size()
+    itemsize = torch.empty(0, dtype=getattr(torch, spec.dtype)).element_size()
+    count = count_for_size(op, size, itemsize, ranks)
+    actual = size_bytes(op, count, itemsize, ranks)
+    mine: RankTiming | str
+    if op in state:
+        mine = state[op]
+    else:
+        try:
+            mine = time_op(op, count, spec, device, rank, ranks, host)
+        except Unsupported as exc:
+            mine = state[op] = str(exc)  # the op's later sizes are not tried again
+    gathered: list[Any] = [None] * ranks
+    dist.all_gather_object(gathered, mine)
+    if rank != 0:
+        return None
+    reasons = [g for g in gathered if isinstance(g, str)]
+    if reasons:
+        return unmeasured_row(op, actual, count, spec.dtype, "unsupported", reasons[0])
+    return measured_row(
+        op, actual, count, spec.dtype, gathered, spec.iters, ranks, spec.across_ranks
+    )
+
+
+def _pairs(spec: CommSpec, device: torch.device, host: str) -> list[CommPair]:
+    """Every pair of ranks exchanges `pairs_bytes` both ways while the others wait."""
+    assert spec.pairs_bytes is not None
+    rank, ranks = dist.get_rank(), dist.get_world_size()
+    dtype = getattr(torch, spec.dtype)
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    count = max(1, spec.pairs_bytes // itemsize)
+    windows: dict[tuple[int, int], float] = {}
+    for a, b in itertools.combinations(range(ranks), 2):
+        _settle(device)
+        if rank not in (a, b):
+            continue
+        run = exchange(b if rank == a else a, count, dtype, device)
+        for _ in range(spec.warmup_iters):
+            run()
+        stamps = Stamps(device, spec.iters)
+        stamps.mark(0)
+        for i in range(spec.iters):
+            run()
+            stamps.mark(i + 1)
+        windows[(a, b)] = stamps.intervals()[0]
+    _settle(device)
+    gathered: list[Any] = [None] * ranks
+    dist.all_gather_object(gathered, (host, windows))
+    hosts = {r: g[0] for r, g in enumerate(gathered)}
+    pairs = []
+    for a, b in itertools.combinations(range(ranks), 2):
+        measured = [g[1][(a, b)] for g in gathered if (a, b) in g[1]]
+        pairs.append(pair_result(a, b, hosts, count * itemsize, measured, spec.iters))
+    return pairs
+
+
+def _skipped(spec: CommSpec, ranks: int) -> list[str]:
+    itemsize = torch.empty(0, dtype=getattr(torch, spec.dtype)).element_size()
+    notes = []
+    for op in spec.ops:
+        small = [s for s in spec.sizes if count_for_size(op, s, itemsize, ranks) == 0]
+        if small:
+            notes.append(
+                f"{op}: {len(small)} size(s) below {size_bytes(op, 1, itemsize, ranks)} B "
+                f"(one {spec.dtype} element per rank) left out"
+            )
+    return notes
+
+
+def _write(spec: CommSpec, result: CommResult) -> None:
+    result.summaries = summarize(result.rows, result.world_size)
+    result.avg_busbw_gbps = average_busbw(result.rows)
+    result.wrong_total = wrong_total(result.rows)
+    write_text_atomic(spec.result_path, result.model_dump_json(indent=2))
+
+
+def run(spec: CommSpec) -> None:
+    device = _device(spec)
+    kwargs: dict[str, Any] = {"backend": spec.backend, "timeout": INIT_TIMEOUT}
+    if spec.backend == "nccl":
+        kwargs["device_id"] = device
+    dist.init_process_group(**kwargs)
+    try:
+        rank, ranks = dist.get_rank(), dist.get_world_size()
+        host = socket.gethostname()
+        itemsize = torch.empty(0, dtype=getattr(torch, spec.dtype)).element_size()
+        result = CommResult(
+            id=spec.run_id,
+            world_size=ranks,
+            nodes=int(os.environ.get("GROUP_WORLD_SIZE", "1")),
+            device=spec.device,
+            backend=spec.backend,
+            device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            dtype=spec.dtype,
+            warmup_iters=spec.warmup_iters,
+            iters=spec.iters,
+            check=spec.check,
+            across_ranks=spec.across_ranks,
+            skipped=_skipped(spec, ranks),
+            environment=capture_environment() if rank == 0 else {},
+        )
+        if ranks == 1:
+            result.warnings.append(ONE_RANK)
+        unsupported: dict[str, str] = {}
+        for op in spec.ops:
+            for size in spec.sizes:
+                if count_for_size(op, size, itemsize, ranks) == 0:
+                    continue
+                if rank == 0:
+                    write_text_atomic(spec.progress_path, f"{op} {size}\n")
+                row = _row(op, size, spec, device, host, unsupported)
+                if row is not None:
+                    result.rows.append(row)
+                    _write(spec, result)
+        if spec.pairs_bytes is not None:
+            if ranks < 2:
+                result.unavailable["pairs"] = "needs at least 2 ranks"
+            else:
+                if rank == 0:
+                    write_text_atomic(spec.progress_path, f"pairs {spec.pairs_bytes}\n")
+                result.pairs = _pairs(spec, device, host)
+        if rank == 0:
+            Path(spec.progress_path).unlink(missing_ok=True)
+            _write(spec, result)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+@record
+def main(argv: list[str] | None = None) -> None:
+    from torchscale.worker.diagnostics import install
+
+    install()
+    parser = argparse.ArgumentParser(description="torchscale comm worker (one rank)")
+    parser.add_argument("--spec", required=True, help="what to run (JSON)")
+    args = parser.parse_args(argv)
+    spec = CommSpec.model_validate_json(Path(args.spec).read_text(encoding="utf-8"))
+    run(spec)
+
+
+if __name__ == "__main__":
+    main()
