@@ -18,6 +18,7 @@ from torchscale.report.model import Chart, Report, Section, Source, Table
 from torchscale.report.sections import (
     appendix,
     bottlenecks,
+    collectives,
     efficiency,
     failures,
     latency,
@@ -121,6 +122,9 @@ def build_report(
         efficiency.build(ctx),
         bottlenecks.build(ctx),
     ]
+    comm_section = collectives.build(ctx)
+    if comm_section is not None:
+        sections.append(comm_section)
     if baseline is not None:
         sections.append(baseline_section.build(ctx))
     sections += [failures.build(ctx), appendix.build(ctx)]

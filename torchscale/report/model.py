@@ -41,6 +41,7 @@ SectionId = Literal[
     "latency",
     "efficiency",
     "bottlenecks",
+    "collectives",
     "baseline",
     "failures",
     "appendix",
@@ -132,6 +133,9 @@ class Chart(_Model):
     x_format: ValueFormat = "text"
     y_format: ValueFormat = "float"
     x_log2: bool = Field(default=False, description="GPU counts: 1, 2, 4, 8 evenly spaced")
+    y_log: bool = Field(
+        default=False, description="log y (bandwidth over sizes); values <= 0 are not drawn"
+    )
     series: list[Series] = Field(default_factory=list)
     heatmap: Heatmap | None = None
     note: str | None = None

@@ -1,7 +1,8 @@
 """What `torchscale report --source DIR` reads: one experiment directory, or a directory of them.
 
 An experiment directory holds `cells/` (a `torchscale benchmark` sweep), `profile/<run>/`
-(`torchscale profile` runs: `analysis.json`, `result.json`), or both. Everything is read here,
+(`torchscale profile` runs: `analysis.json`, `result.json`), `comm/<run>.json` (`torchscale
+comm` runs and nccl-tests imports), or any of them together. Everything is read here,
 once, so that building the report is pure. A file that cannot be used (unreadable, corrupt,
 truncated, of a newer schema version) is left out with a one-line reason in `Sources.skipped`,
 never a traceback; only a path that holds nothing usable at all raises `ResultsError`.
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from torchscale.comm.result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
 from torchscale.errors import ResultsError, describe_os_error
 from torchscale.profiling.result import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.report.model import Skipped
@@ -27,7 +29,9 @@ from torchscale.results.versions import read_cell_result
 
 log = logging.getLogger(__name__)
 ANALYSIS_KIND = "torchscale.profile_analysis"
-NOT_AN_EXPERIMENT = "not a torchscale experiment (no cells/ and no profile/<run>/analysis.json)"
+NOT_AN_EXPERIMENT = (
+    "not a torchscale experiment (no cells/, no profile/<run>/analysis.json, no comm/<run>.json)"
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class ExperimentSource:
     experiment: Experiment | None
     profiles: list[ProfileEntry] = field(default_factory=list)
     unanalysed: list[UnanalysedProfile] = field(default_factory=list)
+    comm: list[CommResult] = field(default_factory=list)
 
 
 @dataclass
@@ -101,9 +106,16 @@ def _is_profile_run(path: Path) -> bool:
     )
 
 
+def _comm_files(path: Path) -> list[Path]:
+    try:
+        return sorted(p for p in (path / "comm").glob("*.json") if not p.name.startswith("."))
+    except OSError:
+        return []
+
+
 def is_experiment_dir(path: Path) -> bool:
-    """A sweep (`cells/`) or a directory of profiled runs (`profile/<run>/`)."""
-    if _is_dir(path / "cells"):
+    """A sweep (`cells/`), a directory of profiled runs (`profile/<run>/`) or of comm runs."""
+    if _is_dir(path / "cells") or _comm_files(path):
         return True
     profile = path / "profile"
     try:
@@ -199,6 +211,41 @@ def _load_without_metadata(root: Path) -> Experiment:
     return Experiment(root, config, environment, results, versions, bad)
 
 
+def read_comm(path: Path) -> tuple[CommResult | None, str | None]:
+    """One comm/<run>.json, or why it cannot be used (never raises)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        return None, f"unreadable: {describe_os_error(exc)}"
+    except ValueError as exc:
+        return None, f"not valid JSON: {exc}"
+    if not isinstance(data, dict) or data.get("kind") != COMM_KIND:
+        return None, f"not a torchscale comm result (kind is not '{COMM_KIND}')"
+    version = data.get("schema_version")
+    if isinstance(version, int) and version > COMM_SCHEMA_VERSION:
+        return None, (
+            f"comm schema version {version} is newer than this torchscale reads "
+            f"({COMM_SCHEMA_VERSION}): upgrade torchscale to read it"
+        )
+    try:
+        return CommResult.model_validate(data), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return None, f"invalid comm result: {where}: {first['msg']}"
+
+
+def _read_comm_runs(root: Path, skipped: list[Skipped]) -> list[CommResult]:
+    runs = []
+    for path in _comm_files(root):
+        run, problem = read_comm(path)
+        if run is None:
+            _skip(skipped, path, problem or "unusable")
+        else:
+            runs.append(run)
+    return runs
+
+
 def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | None:
     """One experiment directory, or None when nothing in it can be used (reasons skipped)."""
     experiment = None
@@ -215,11 +262,12 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         if not experiment.results:
             experiment = None
     profiles, unanalysed = _read_profiles(root / "profile", skipped)
-    if experiment is None and not profiles and not unanalysed:
-        _skip(skipped, root, "no readable cell result or profile in it")
+    comm = _read_comm_runs(root, skipped)
+    if experiment is None and not profiles and not unanalysed and not comm:
+        _skip(skipped, root, "no readable cell result, profile or comm run in it")
         return None
     name = experiment.name if experiment is not None else root.name
-    return ExperimentSource(name, root, experiment, profiles, unanalysed)
+    return ExperimentSource(name, root, experiment, profiles, unanalysed, comm)
 
 
 def _unique_names(experiments: list[ExperimentSource]) -> None:

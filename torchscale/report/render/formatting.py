@@ -120,3 +120,15 @@ def reference_label(reference: Series) -> str:
     """ "ideal (dashed, in its series' colour)" for "ideal (b8 fp32 ddp)": what every attached
     reference line shares, for their one legend entry."""
     return f"{reference.name.split(' (')[0]} ({reference.style}, in its series' colour)"
+
+
+MAX_LOG_TICKS = 8  # beyond this, labels on a log x axis (28 message sizes) run together
+
+
+def thin_ticks(ticks: list[float]) -> list[float]:
+    """Every k-th tick of a sorted list so that at most MAX_LOG_TICKS remain, the last kept."""
+    if len(ticks) <= MAX_LOG_TICKS:
+        return ticks
+    step = -(-len(ticks) // MAX_LOG_TICKS)
+    kept = ticks[::-1][::step][::-1]
+    return kept

@@ -18,7 +18,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from torchscale.report.model import Chart, Series, ValueFormat
-from torchscale.report.render.formatting import format_value, reference_label, reference_legend
+from torchscale.report.render.formatting import (
+    format_value,
+    reference_label,
+    reference_legend,
+    thin_ticks,
+)
 
 FONT_STACK = (
     'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif'
@@ -154,7 +159,7 @@ def _x_axis(chart: Chart, categorical: bool) -> tuple[float, dict[str, Any]]:
         return 1.0, axis
     if chart.x_log2:
         # log axis with a tick at each value measured: 1, 2, 4, 8 GPUs evenly spaced
-        ticks = sorted({x for x in numbers if x > 0})
+        ticks = thin_ticks(sorted({x for x in numbers if x > 0}))
         axis.update(
             type="log",
             tickmode="array",
@@ -404,7 +409,9 @@ def figure(chart: Chart) -> dict[str, Any]:
             if chart.kind != "line":
                 layout["barmode"] = "stack" if chart.kind == "stacked_bar" else "group"
         layout["yaxis"] = {"title": {"text": plotly_text(chart.y_label)}, **y_props}
-        if chart.kind != "line" or chart.y_format in ("seconds", "us", "bytes", "ratio_pct"):
+        if chart.y_log:
+            layout["yaxis"]["type"] = "log"  # plotly leaves values <= 0 out on a log axis
+        elif chart.kind != "line" or chart.y_format in ("seconds", "us", "bytes", "ratio_pct"):
             layout["yaxis"]["rangemode"] = "tozero"
     for name in ("xaxis", "yaxis"):
         axis = layout.get(name)

@@ -36,7 +36,12 @@ from matplotlib.transforms import Transform
 from matplotlib.typing import LineStyleType
 
 from torchscale.report.model import Chart, Series, ValueFormat
-from torchscale.report.render.formatting import format_value, reference_label, reference_legend
+from torchscale.report.render.formatting import (
+    format_value,
+    reference_label,
+    reference_legend,
+    thin_ticks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -236,12 +241,14 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
                 capsize=3,
                 zorder=2,
             )
+    if chart.y_log:
+        ax.set_yscale("log", nonpositive="mask")  # values <= 0 cannot be drawn on it
     if log2 and ticks:
         ax.set_xscale("log", base=2)
-        where = sorted(ticks)
+        where = thin_ticks(sorted(ticks))
         ax.set_xticks(where, labels=[plain(_x_text(ticks[x], chart.x_format)) for x in where])
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xlim(where[0] / 1.25, where[-1] * 1.25)
+        ax.set_xlim(min(ticks) / 1.25, max(ticks) * 1.25)
     elif not numeric:
         ax.set_xticks(range(len(categories)), labels=[_label(c) for c in categories])
     else:
