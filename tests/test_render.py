@@ -97,7 +97,9 @@ def test_failed_and_skipped_lines() -> None:
         (Status.SKIPPED, "skip", "SKIP"),
     ):
         result = CellResult(
-            cell=identity(), status=status, error=CellError(reason="because")  # type: ignore[arg-type]
+            cell=identity(),
+            status=status,
+            error=CellError(reason="because"),  # type: ignore[arg-type]
         )
         (line,) = cell_lines(result)
         assert line.level == level
@@ -154,3 +156,36 @@ def test_plan_lines_show_argv_skips_and_estimate(tmp_path: Any) -> None:
     assert len(skip) == 1 and skip[0].level == "skip"
     assert "needs 2 GPUs" in skip[0].text
     assert texts[-1].startswith("1 cell(s) to run, 1 skipped; estimated >= ")
+
+
+def test_benchmark_table_never_cuts_a_figure_on_a_narrow_console() -> None:
+    """Seen on an H100 log (80 columns): MFU '16.6%' printed as '16…'."""
+    import io
+
+    import pandas as pd
+    from rich.console import Console
+
+    from torchscale.report.terminal import model_tables
+
+    row = {
+        "model_label": "gpt2",
+        "world_size": 1,
+        "batch_size": 8,
+        "precision": "fp32",
+        "strategy": "ddp",
+        "samples_per_s": 48.1,
+        "samples_per_s_per_device": 48.1,
+        "step_p50_s": 0.1662,
+        "step_p95_s": 0.1664,
+        "scaling_efficiency": 1.0,
+        "comm_overhead": None,
+        "mfu": 0.642,
+        "peak_allocated_bytes": 11489 * 2**20,
+        "peak_rss_bytes": None,
+        "status": "ok",
+    }
+    console = Console(width=80, file=io.StringIO(), soft_wrap=True)
+    for table in model_tables(pd.DataFrame([row])):
+        console.print(table)
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "64.2%" in out and "166.2|166.4" in out and "…" not in out

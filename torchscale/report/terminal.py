@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rich import box
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from torchscale.cell import Status
 from torchscale.plan import Plan, PlannedCell
@@ -174,37 +175,47 @@ TABLE_COLUMNS = (
 )
 
 
+def _row_cells(r: pd.Series) -> list[str]:
+    gpu_mem = r["peak_allocated_bytes"]
+    mem = r["peak_rss_bytes"] if _missing(gpu_mem) else gpu_mem
+    status = Status(r["status"])
+    style = LEVEL_STYLE[STATUS_LEVEL[status]] or "green"
+    return [
+        str(r["world_size"]),
+        str(r["batch_size"]),
+        escape(f"{r['precision']}/{r['strategy']}"),
+        _fmt(r["samples_per_s"], ",.0f"),
+        _fmt(r["samples_per_s_per_device"], ",.0f"),
+        f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",
+        _fmt(r["scaling_efficiency"], ".0%"),
+        _fmt(r["comm_overhead"], ".0%"),
+        _fmt(r["mfu"], ".1%"),
+        _fmt(mem, ",.0f", 2**-20),
+        f"[{style}]{status}[/]",
+    ]
+
+
 def model_tables(table: pd.DataFrame) -> list[Table]:
-    """One rich table per model from the flat cells table (results.frame.cells_table)."""
+    """One rich table per model from the flat cells table (results.frame.cells_table).
+
+    Every column is at least as wide as its widest value: a narrow terminal (or a log file,
+    80 columns) gets a wider table, never a figure cut to '16…'.
+    """
     tables = []
     for model, rows in table.groupby("model_label", sort=False):
         t = Table(
             title=escape(str(model)), title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD
         )
-        for col in TABLE_COLUMNS:
+        cells = [_row_cells(r) for _, r in rows.iterrows()]
+        for index, col in enumerate(TABLE_COLUMNS):
+            widest = max((Text.from_markup(c[index]).cell_len for c in cells), default=0)
             t.add_column(
                 col,
                 justify="left" if col in ("status", "prec/strat") else "right",
                 no_wrap=True,
-                min_width=len(col),
+                min_width=max(len(col), widest),
             )
-        for _, r in rows.iterrows():
-            gpu_mem = r["peak_allocated_bytes"]
-            mem = r["peak_rss_bytes"] if _missing(gpu_mem) else gpu_mem
-            status = Status(r["status"])
-            style = LEVEL_STYLE[STATUS_LEVEL[status]] or "green"
-            t.add_row(
-                str(r["world_size"]),
-                str(r["batch_size"]),
-                escape(f"{r['precision']}/{r['strategy']}"),
-                _fmt(r["samples_per_s"], ",.0f"),
-                _fmt(r["samples_per_s_per_device"], ",.0f"),
-                f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",
-                _fmt(r["scaling_efficiency"], ".0%"),
-                _fmt(r["comm_overhead"], ".0%"),
-                _fmt(r["mfu"], ".1%"),
-                _fmt(mem, ",.0f", 2**-20),
-                f"[{style}]{status}[/]",
-            )
+        for row in cells:
+            t.add_row(*row)
         tables.append(t)
     return tables
