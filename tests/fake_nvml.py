@@ -3,7 +3,9 @@
 It is a real module object (so it can also be put in ``sys.modules["pynvml"]``) with the NVML
 functions and constants torchscale calls. Each GPU is a `FakeGpu` whose fields say what the
 queries return; a field set to `NOT_SUPPORTED` makes that query raise `NVMLError_NotSupported`,
-as NVML does on GPUs or drivers that lack the feature; `driver_has_clocks_event_reasons=False`
+as NVML does on GPUs or drivers that lack the feature, a field set to an exception instance
+raises it, and a field set to a callable is called at each query (values that change over time,
+for the telemetry sampler); `driver_has_clocks_event_reasons=False`
 makes the new clocks-event query raise `NVMLError_FunctionNotFound`, as nvidia-ml-py does on a
 driver older than 535.
 
@@ -54,6 +56,14 @@ class NVMLError_Unknown(NVMLError):
     message = "Unknown Error"
 
 
+class NVMLError_NotFound(NVMLError):
+    message = "Not Found"
+
+
+class NVMLError_NoPermission(NVMLError):
+    message = "Insufficient Permissions"
+
+
 class _NotSupported:
     def __repr__(self) -> str:
         return "NOT_SUPPORTED"
@@ -69,6 +79,8 @@ NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
 NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
 NVML_VOLATILE_ECC = 0
 NVML_AGGREGATE_ECC = 1
+NVML_TEMPERATURE_GPU = 0
+NVML_CLOCK_SM = 1
 
 
 @dataclass
@@ -81,6 +93,12 @@ class FakeMemory:
 @dataclass
 class FakePciInfo:
     busId: bytes
+
+
+@dataclass
+class FakeUtilization:
+    gpu: int
+    memory: int
 
 
 @dataclass
@@ -99,6 +117,13 @@ class FakeGpu:
     remapped_rows: Any = (0, 0, False, False)
     persistence: Any = True
     clock_reasons: Any = 0  # NVML clocks-event-reasons bit mask
+    # telemetry (value, NOT_SUPPORTED, an exception, or a callable giving the value now)
+    utilization: Any = 50  # percent
+    memory_used: Any = 0  # bytes
+    power_mw: Any = 300_000
+    temperature: Any = 60  # Celsius
+    sm_clock: Any = 1980  # MHz
+    energy_mj: Any = 1_000_000  # total-energy counter, millijoules
     nvlinks: list[bool] = field(default_factory=list)  # state of each link that exists
     unreadable: bool = False  # nvmlDeviceGetHandleByIndex raises for this GPU
 
@@ -118,6 +143,8 @@ class FakeNvml(types.ModuleType):
     NVMLError_DriverNotLoaded = NVMLError_DriverNotLoaded
     NVMLError_InvalidArgument = NVMLError_InvalidArgument
     NVMLError_Unknown = NVMLError_Unknown
+    NVMLError_NotFound = NVMLError_NotFound
+    NVMLError_NoPermission = NVMLError_NoPermission
 
     NVML_FEATURE_DISABLED = NVML_FEATURE_DISABLED
     NVML_FEATURE_ENABLED = NVML_FEATURE_ENABLED
@@ -125,6 +152,8 @@ class FakeNvml(types.ModuleType):
     NVML_MEMORY_ERROR_TYPE_UNCORRECTED = NVML_MEMORY_ERROR_TYPE_UNCORRECTED
     NVML_VOLATILE_ECC = NVML_VOLATILE_ECC
     NVML_AGGREGATE_ECC = NVML_AGGREGATE_ECC
+    NVML_TEMPERATURE_GPU = NVML_TEMPERATURE_GPU
+    NVML_CLOCK_SM = NVML_CLOCK_SM
     NVML_NVLINK_MAX_LINKS = 18
 
     def __init__(
@@ -192,6 +221,8 @@ class FakeNvml(types.ModuleType):
             raise NVMLError_NotSupported()
         if isinstance(value, BaseException):
             raise value
+        if callable(value):
+            return FakeNvml._value(value())
         return value
 
     def _query(self, name: str, handle: Any, get: Callable[[FakeGpu], Any]) -> Any:
@@ -234,6 +265,16 @@ class FakeNvml(types.ModuleType):
             raise NVMLError_Unknown()
         return FakeHandle(index)
 
+    def nvmlDeviceGetHandleByUUID(self, uuid: str | bytes) -> FakeHandle:
+        self._record("nvmlDeviceGetHandleByUUID", uuid)
+        text = uuid.decode() if isinstance(uuid, bytes) else uuid
+        for index, gpu in enumerate(self.gpus):
+            if gpu.uuid == text:
+                if gpu.unreadable:
+                    raise NVMLError_Unknown()
+                return FakeHandle(index)
+        raise NVMLError_NotFound()
+
     def nvmlDeviceGetName(self, handle: Any) -> bytes:
         return self._query("nvmlDeviceGetName", handle, lambda g: g.name.encode())
 
@@ -247,7 +288,8 @@ class FakeNvml(types.ModuleType):
         def memory(g: FakeGpu) -> Any:
             if g.memory_total is NOT_SUPPORTED:
                 return NOT_SUPPORTED
-            return FakeMemory(g.memory_total, g.memory_total, 0)
+            used = self._value(g.memory_used)
+            return FakeMemory(g.memory_total, g.memory_total - used, used)
 
         return self._query("nvmlDeviceGetMemoryInfo", handle, memory)
 
@@ -300,3 +342,32 @@ class FakeNvml(types.ModuleType):
         if link >= len(gpu.nvlinks):
             raise NVMLError_NotSupported()
         return NVML_FEATURE_ENABLED if gpu.nvlinks[link] else NVML_FEATURE_DISABLED
+
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> FakeUtilization:
+        return self._query(
+            "nvmlDeviceGetUtilizationRates",
+            handle,
+            lambda g: (
+                g.utilization
+                if g.utilization is NOT_SUPPORTED
+                else FakeUtilization(self._value(g.utilization), 0)
+            ),
+        )
+
+    def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
+        return self._query("nvmlDeviceGetPowerUsage", handle, lambda g: g.power_mw)
+
+    def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
+        self._record("nvmlDeviceGetTemperature", handle, sensor)
+        if sensor != NVML_TEMPERATURE_GPU:
+            raise NVMLError_InvalidArgument()
+        return self._value(self._gpu(handle).temperature)
+
+    def nvmlDeviceGetClockInfo(self, handle: Any, clock_type: int) -> int:
+        self._record("nvmlDeviceGetClockInfo", handle, clock_type)
+        if clock_type != NVML_CLOCK_SM:
+            raise NVMLError_InvalidArgument()
+        return self._value(self._gpu(handle).sm_clock)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
+        return self._query("nvmlDeviceGetTotalEnergyConsumption", handle, lambda g: g.energy_mj)

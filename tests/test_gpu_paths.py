@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -400,10 +401,22 @@ def test_memory_peaks_are_read_before_the_no_sync_window(
     trainer.spec = spec
     trainer.device = torch.device("cuda", 0)  # only the protocol runs: windows are faked
     events: list[str] = []
+    sampler = SimpleNamespace(report=lambda: None)  # telemetry: the training windows only
 
-    def window(_trainer: Trainer, steps: int, _timing: str, skip_sync: bool = False) -> Window:
+    def window(
+        _trainer: Trainer,
+        steps: int,
+        _timing: str,
+        skip_sync: bool = False,
+        telemetry: Any = None,
+    ) -> Window:
         events.append("no_sync window" if skip_sync else "window")
+        assert telemetry is (None if skip_sync else sampler)
         return Window(1.0, [0.5] * steps)
+
+    def stats(_device: Any = None) -> dict[str, int]:
+        events.append("stats")
+        return {}
 
     def peak(name: str) -> Any:
         def read(_device: Any = None) -> int:
@@ -417,8 +430,13 @@ def test_memory_peaks_are_read_before_the_no_sync_window(
     monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda _device=None: None)
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", peak("allocated"))
     monkeypatch.setattr(torch.cuda, "max_memory_reserved", peak("reserved"))
+    monkeypatch.setattr(torch.cuda, "memory_stats", stats)
+    monkeypatch.setattr(measure_module, "rank_sampler", lambda _config, _device: sampler)
+    monkeypatch.setattr(measure_module, "summarise_rank", lambda *_args: None)
     result = measure(trainer, "host")
-    assert events == ["window", "window", "allocated", "reserved", "no_sync window"]
+    assert events == [
+        *("stats", "window", "window", "allocated", "reserved", "stats", "no_sync window")
+    ]
     assert result.no_sync is not None
     assert result.peak_allocated == 1
 

@@ -258,7 +258,8 @@ class TrainingConfig(StrictModel):
 
 
 class TelemetryConfig(StrictModel):
-    """GPU telemetry sampled by pynvml during the measured window (ignored on CPU)."""
+    """Telemetry sampled in each rank during the measured windows: its GPU through NVML and
+    its process through psutil (the process only on CPU). docs/telemetry.md."""
 
     enabled: bool = True
     interval_ms: Annotated[int, Field(ge=10), AtMost(MAX_TELEMETRY_INTERVAL_MS)] = 100

@@ -52,6 +52,20 @@ COLUMNS = [
     "peak_reserved_bytes",
     "non_static_peak_bytes",
     "peak_rss_bytes",
+    "alloc_retries",
+    "oom_count",
+    "fragmentation",
+    "gpu_util_mean",
+    "power_w_mean",
+    "temperature_c_max",
+    "sm_clock_mhz_mean",
+    "cpu_util_mean",
+    "energy_j",
+    "energy_method",
+    "samples_per_joule",
+    "tokens_per_joule",
+    "throttled",
+    "throttle_reasons",
     "parameters",
     "measured_steps",
     "repeats",
@@ -67,6 +81,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
     cell = result.cell
     thr, steps, mem = result.throughput, result.step_time, result.memory
     comp, comm, straggler = result.compute, result.communication, result.straggler
+    tel = result.telemetry
     return {
         "cell_id": cell.id,
         "status": result.status.value,
@@ -102,6 +117,20 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "peak_reserved_bytes": mem.peak_reserved_bytes if mem else None,
         "non_static_peak_bytes": mem.non_static_peak_bytes if mem else None,
         "peak_rss_bytes": mem.peak_rss_bytes if mem else None,
+        "alloc_retries": mem.alloc_retries if mem else None,
+        "oom_count": mem.oom_count if mem else None,
+        "fragmentation": mem.fragmentation if mem else None,
+        "gpu_util_mean": tel.gpu_util_pct_mean if tel else None,
+        "power_w_mean": tel.power_w_mean if tel else None,
+        "temperature_c_max": tel.temperature_c_max if tel else None,
+        "sm_clock_mhz_mean": tel.sm_clock_mhz_mean if tel else None,
+        "cpu_util_mean": tel.cpu_util_pct_mean if tel else None,
+        "energy_j": tel.energy_j if tel else None,
+        "energy_method": tel.energy_method if tel else None,
+        "samples_per_joule": tel.samples_per_joule if tel else None,
+        "tokens_per_joule": tel.tokens_per_joule if tel else None,
+        "throttled": tel.throttled if tel else None,
+        "throttle_reasons": "; ".join(tel.throttle_reasons) if tel else None,
         "parameters": result.parameters,
         "measured_steps": result.measured_steps,
         "repeats": result.repeats,
@@ -122,9 +151,27 @@ def cells_table(results: Sequence[CellResult]) -> pd.DataFrame:
     return table[COLUMNS]
 
 
+def _rank_telemetry(result: CellResult, rank: int) -> dict[str, Any]:
+    """A rank's telemetry columns (None where it was not sampled)."""
+    tel = result.telemetry
+    mine = next((r for r in tel.ranks if r.rank == rank), None) if tel else None
+    if mine is None:
+        return dict.fromkeys(RANK_TELEMETRY_COLUMNS)
+    return {
+        "gpu_util_mean": mine.gpu_util_pct.mean if mine.gpu_util_pct else None,
+        "power_w_mean": mine.power_w.mean if mine.power_w else None,
+        "temperature_c_max": mine.temperature_c.max if mine.temperature_c else None,
+        "sm_clock_mhz_mean": mine.sm_clock_mhz.mean if mine.sm_clock_mhz else None,
+        "cpu_util_mean": mine.cpu_util_pct.mean if mine.cpu_util_pct else None,
+        "rss_max_bytes": mine.rss_bytes.max if mine.rss_bytes else None,
+        "energy_j": mine.energy_j,
+        "throttled_fraction": mine.throttled_fraction,
+    }
+
+
 def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
     """One row per (cell, rank): each rank's step-time distribution, memory, compute time
-    (median step under no_sync) and phase medians."""
+    (median step under no_sync), phase medians and telemetry."""
     rows = [
         {
             "cell_id": r.cell.id,
@@ -141,11 +188,13 @@ def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
             "step_count": rank.step_time.count,
             "peak_rss_bytes": rank.peak_rss_bytes,
             "peak_allocated_bytes": rank.peak_allocated_bytes,
+            "alloc_retries": rank.alloc_retries,
             "compute_p50_s": rank.compute_time.p50 if rank.compute_time else None,
             **{
                 f"{phase}_s": getattr(rank.phases, phase) if rank.phases else None
                 for phase in PHASE_NAMES
             },
+            **_rank_telemetry(r, rank.rank),
         }
         for r in results
         for rank in r.ranks
@@ -153,6 +202,16 @@ def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
 
 
+RANK_TELEMETRY_COLUMNS = [
+    "gpu_util_mean",
+    "power_w_mean",
+    "temperature_c_max",
+    "sm_clock_mhz_mean",
+    "cpu_util_mean",
+    "rss_max_bytes",
+    "energy_j",
+    "throttled_fraction",
+]
 RANK_COLUMNS = [
     "cell_id",
     "rank",
@@ -168,6 +227,8 @@ RANK_COLUMNS = [
     "step_count",
     "peak_rss_bytes",
     "peak_allocated_bytes",
+    "alloc_retries",
     "compute_p50_s",
     *(f"{phase}_s" for phase in PHASE_NAMES),
+    *RANK_TELEMETRY_COLUMNS,
 ]

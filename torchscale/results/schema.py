@@ -20,7 +20,10 @@ from torchscale.cell import CellIdentity, Status
 #    communication split into slowest compute / load imbalance / exposed communication
 #    (comm_overhead now means exposed communication only; the old pooled figure is
 #    sync_overhead), injected delays, profile capture.
-RESULT_SCHEMA_VERSION = 3
+# 4: telemetry sampled during the measured windows (per rank: GPU utilisation, memory, power,
+#    temperature, SM clock, clocks-event reasons, energy; process CPU and RSS) with totals and
+#    energy per sample; CUDA allocator retries, OOMs and fragmentation in memory.
+RESULT_SCHEMA_VERSION = 4
 
 
 class _Model(BaseModel):
@@ -64,6 +67,9 @@ class RankStats(_Model):
     step_time: StepTimeStats
     peak_rss_bytes: int | None = Field(default=None, description="this rank's process")
     peak_allocated_bytes: int | None = Field(default=None, description="CUDA only")
+    alloc_retries: int | None = Field(
+        default=None, description="CUDA only: num_alloc_retries during the measured windows"
+    )
     compute_time: StepTimeStats | None = Field(
         default=None,
         description="this rank's steps under DDP no_sync(): its compute alone (DDP, world > 1)",
@@ -95,6 +101,106 @@ class Memory(_Model):
         )
     )
     peak_rss_bytes: int | None = Field(description="largest peak resident set of any rank")
+    alloc_retries: int | None = Field(
+        default=None,
+        description="CUDA only: most cudaMalloc retries of any rank during the measured windows "
+        "(memory_stats num_alloc_retries: the allocator freed its cache and tried again, a sign "
+        "of memory pressure that costs a synchronisation each time)",
+    )
+    oom_count: int | None = Field(
+        default=None,
+        description="CUDA only: most out-of-memory errors of any rank during the measured windows "
+        "(memory_stats num_ooms)",
+    )
+    fragmentation: float | None = Field(
+        default=None,
+        description="CUDA only, highest of any rank: 1 - peak allocated / peak reserved over the "
+        "measured windows, the share of the reserved pool that never held live tensors at the "
+        "peak (caching and block splitting)",
+    )
+    inactive_split_peak_bytes: int | None = Field(
+        default=None,
+        description="CUDA only, largest of any rank: peak of memory_stats "
+        "inactive_split_bytes.all (free bytes stranded inside partly used segments)",
+    )
+
+
+class FieldStats(_Model):
+    """Mean and maximum of one sampled quantity over a rank's samples in the measured windows."""
+
+    mean: float
+    max: float
+
+
+EnergyMethod = Literal["counter", "power_integral"]
+
+
+class RankTelemetry(_Model):
+    """What one rank's sampler saw during the measured windows (docs/telemetry.md). A null
+    field has its reason in `unavailable` under the field's name."""
+
+    rank: int
+    host: str
+    device: str = Field(description="cuda:<index> or cpu")
+    gpu_name: str | None = None
+    gpu_uuid: str | None = Field(default=None, description="the NVML UUID sampled")
+    samples: int = Field(description="samples taken, window edges included")
+    sampled_s: float = Field(description="seconds covered by sampling, all windows")
+    gpu_util_pct: FieldStats | None = Field(
+        description="NVML utilisation: % of time a kernel ran, over the driver's sample period"
+    )
+    gpu_memory_used_bytes: FieldStats | None = Field(
+        description="NVML device memory used (all processes on the GPU)"
+    )
+    power_w: FieldStats | None = Field(description="NVML power draw, watts")
+    temperature_c: FieldStats | None = Field(description="GPU core temperature, Celsius")
+    sm_clock_mhz: FieldStats | None = Field(description="SM clock, MHz")
+    cpu_util_pct: FieldStats | None = Field(
+        description="this rank's process: CPU seconds / wall seconds x 100 (100 = one core)"
+    )
+    rss_bytes: FieldStats | None = Field(description="this rank's process resident set")
+    energy_j: float | None = Field(description="GPU energy over the sampled windows, joules")
+    energy_method: EnergyMethod | None = Field(
+        description="counter: nvmlDeviceGetTotalEnergyConsumption at each window's start and "
+        "stop; power_integral: trapezoid integral of the power samples"
+    )
+    clock_event_reasons: list[str] = Field(
+        default_factory=list,
+        description="clocks-event reasons seen in any sample (GpuIdle, "
+        "ApplicationsClocksSetting left out)",
+    )
+    throttle_reasons: list[str] = Field(
+        default_factory=list, description="those of them that slow the GPU (power, thermal, HW)"
+    )
+    throttled_fraction: float | None = Field(
+        description="share of samples with a slowdown reason set"
+    )
+    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+
+
+class Telemetry(_Model):
+    """Telemetry of every rank and the cell's totals (docs/telemetry.md). A null total has its
+    reason in the result's `unavailable` under `telemetry.<field>`."""
+
+    source: str = Field(description="what was sampled: nvml+psutil on CUDA, psutil on CPU")
+    interval_ms: int
+    windows: int = Field(description="measured windows sampled (no_sync window excluded)")
+    ranks: list[RankTelemetry]
+    gpu_util_pct_mean: float | None = Field(description="mean over GPUs of their mean")
+    power_w_mean: float | None = Field(description="mean over GPUs of their mean power")
+    temperature_c_max: float | None = Field(description="hottest sample of any GPU")
+    sm_clock_mhz_mean: float | None = Field(description="mean over GPUs of their mean")
+    cpu_util_pct_mean: float | None = Field(description="mean over ranks of their mean")
+    energy_j: float | None = Field(description="sum over GPUs, all sampled windows")
+    energy_method: EnergyMethod | Literal["mixed"] | None = None
+    samples_per_joule: float | None = Field(
+        description="samples processed by all ranks in the windows / energy_j"
+    )
+    tokens_per_joule: float | None = Field(description="language models only")
+    throttled: bool | None = Field(
+        description="a slowdown reason was set in any sample of any GPU; null: none readable"
+    )
+    throttle_reasons: list[str] = Field(default_factory=list)
 
 
 class Compute(_Model):
@@ -202,7 +308,7 @@ class CellError(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[3] = 3
+    schema_version: Literal[4] = 4
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -225,6 +331,9 @@ class CellResult(_Model):
         default_factory=list, description="--inject-delay: an artificial straggler"
     )
     profile: ProfileRecord | None = None
+    telemetry: Telemetry | None = Field(
+        default=None, description="sampled during the measured windows; null: see unavailable"
+    )
     warnings: list[str] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(
         default_factory=dict, description="metric -> why it could not be measured here"

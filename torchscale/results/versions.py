@@ -15,6 +15,9 @@ Version history:
      communication split into slowest compute, load imbalance and exposed communication:
      `comm_overhead` now means exposed communication only, and version 2's pooled figure
      (imbalance and communication together) is `sync_overhead`; `injected_delays`, `profile`.
+  4  `telemetry` sampled during the measured windows (per rank and totals, energy per sample);
+     memory.alloc_retries, oom_count, fragmentation, inactive_split_peak_bytes (CUDA allocator)
+     and ranks[].alloc_retries.
 """
 
 from __future__ import annotations
@@ -106,7 +109,37 @@ def upgrade_v2(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: upgrade_v1, 2: upgrade_v2}
+V3_TELEMETRY = "version 3 result: no telemetry"
+V3_ALLOCATOR = "version 3 result: no CUDA allocator statistics (memory_stats) were recorded"
+V3_ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
+
+
+def upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 -> 4. Nothing is recomputed: telemetry and the allocator figures were never
+    recorded, so they are null with the reason (for measured cells; a cell that did not
+    finish has no figures to explain)."""
+    out = dict(data)
+    unavailable = dict(out.get("unavailable") or {})
+    out["telemetry"] = None
+    if out.get("status") == "ok":
+        unavailable.setdefault("telemetry", V3_TELEMETRY)
+    memory = out.get("memory")
+    if isinstance(memory, dict):
+        memory = dict(memory)
+        for name in V3_ALLOCATOR_FIELDS:
+            memory[name] = None
+            unavailable.setdefault(f"memory.{name}", V3_ALLOCATOR)
+        out["memory"] = memory
+    out["unavailable"] = unavailable
+    out["schema_version"] = 4
+    return out
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: upgrade_v1,
+    2: upgrade_v2,
+    3: upgrade_v3,
+}
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchscale.telemetry.reasons import (
+    HARMLESS_REASONS,
+    decode_clock_reasons,
+    read_clock_reasons,
+)
 from torchscale.validate.checks_software import NEEDS_TORCH, torch_build
 from torchscale.validate.context import ValidateContext
 from torchscale.validate.model import CheckResult, failed, passed, skipped, warned
-from torchscale.validate.nvml import NvmlGpu, NvmlState, call, nvml_error_name
+from torchscale.validate.nvml import NvmlGpu, NvmlState, call
 
 CPU_SKIP = "--device cpu: GPU checks are not run"
 NO_GPU = "no GPU visible"
@@ -359,66 +364,6 @@ def check_persistence(ctx: ValidateContext) -> CheckResult:
     return passed("persistence", title, "enabled on every GPU", gpus=modes)
 
 
-# NVML clock event ("throttle") reason bits; names as in nvml.h
-CLOCK_REASONS: dict[int, str] = {
-    0x1: "GpuIdle",
-    0x2: "ApplicationsClocksSetting",
-    0x4: "SwPowerCap",
-    0x8: "HwSlowdown",
-    0x10: "SyncBoost",
-    0x20: "SwThermalSlowdown",
-    0x40: "HwThermalSlowdown",
-    0x80: "HwPowerBrakeSlowdown",
-    0x100: "DisplayClockSetting",
-}
-HARMLESS_REASONS = frozenset(
-    {"GpuIdle", "ApplicationsClocksSetting", "SyncBoost", "DisplayClockSetting"}
-)
-
-
-def decode_clock_reasons(mask: int) -> list[str]:
-    """Names of the bits set in an NVML clocks-event-reasons mask."""
-    names = [name for bit, name in CLOCK_REASONS.items() if mask & bit]
-    unknown = mask & ~sum(CLOCK_REASONS)
-    if unknown:
-        names.append(f"0x{unknown:x}")
-    return names
-
-
-# the query under its current name (driver >= 535), then the deprecated one with the same bits
-CLOCK_REASON_QUERIES = (
-    "nvmlDeviceGetCurrentClocksEventReasons",
-    "nvmlDeviceGetCurrentClocksThrottleReasons",
-)
-# errors after which the other name may still answer
-FALLBACK_ERRORS = ("NVMLError_FunctionNotFound", "NVMLError_NotSupported")
-
-
-def read_clock_reasons(pynvml: Any, handle: Any) -> tuple[int | None, str | None]:
-    """(clocks-event-reasons mask, None), or (None, why neither query name answered).
-
-    nvidia-ml-py defines nvmlDeviceGetCurrentClocksEventReasons even when the driver lacks the
-    symbol: the call then raises NVMLError_FunctionNotFound, and only the old "throttle" name
-    works. The binding may also lack either name (old bindings the new, future ones the old).
-    """
-    fallback = tuple(
-        cls for cls in (getattr(pynvml, n, None) for n in FALLBACK_ERRORS) if isinstance(cls, type)
-    )
-    errors: list[str] = []
-    for name in CLOCK_REASON_QUERIES:
-        query = getattr(pynvml, name, None)
-        if query is None:
-            errors.append(f"{name}: not in this pynvml")
-            continue
-        try:
-            return int(query(handle)), None
-        except Exception as exc:
-            errors.append(f"{name}: {nvml_error_name(exc)}")
-            if not isinstance(exc, fallback):
-                break  # a real failure (GPU lost, ...): the other name would not help
-    return None, "; ".join(errors)
-
-
 def check_throttle(ctx: ValidateContext) -> CheckResult:
     title = "Clock throttling"
     pynvml, skip = _nvml_or_skip(ctx, "throttle", title)
@@ -427,7 +372,7 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
     reasons: dict[int, list[str]] = {}
     unreadable: dict[int, str] = {}
     for gpu in ctx.nvml.gpus:
-        mask, err = read_clock_reasons(pynvml, gpu.handle)
+        mask, _, err = read_clock_reasons(pynvml, gpu.handle)
         if mask is None:
             unreadable[gpu.index] = err or "no answer"
         else:

@@ -28,8 +28,11 @@ from torchscale.results.schema import (
     ProfileRecord,
     RankStats,
     Straggler,
+    Telemetry,
     Throughput,
 )
+from torchscale.telemetry.summary import combine
+from torchscale.worker.allocator import AllocatorStats
 from torchscale.worker.measure import RankMeasurement
 from torchscale.worker.phases import COMPUTE_PHASES, PHASES, medians
 from torchscale.worker.spec import WorkerSpec
@@ -41,6 +44,9 @@ FSDP_NO_COMPUTE = (
 )
 NO_SYNC_OFF = "measurement.comm_overhead is off (no no_sync window): no compute-only step time"
 NO_PHASES = "no phase timing with backward split at the last gradient on every rank"
+NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUDA only)"
+TELEMETRY_OFF = "measurement.telemetry.enabled is false"
+ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
 
 
 @dataclass(frozen=True)
@@ -193,6 +199,45 @@ def _profile_record(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> Profi
     )
 
 
+def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Memory's allocator fields for the cell, each the worst of any rank (most retries and
+    OOMs, highest fragmentation, largest stranded bytes), or null with the reason on CPU."""
+    stats = [r.allocator for r in ranks if r.allocator is not None]
+    if not stats or len(stats) != len(ranks):
+        return {}, {f"memory.{name}": NO_ALLOCATOR for name in ALLOCATOR_FIELDS}
+    fragmentation = [s.fragmentation for s in stats if s.fragmentation is not None]
+    fields: dict[str, Any] = {
+        "alloc_retries": max(s.alloc_retries for s in stats),
+        "oom_count": max(s.oom_count for s in stats),
+        "fragmentation": max(fragmentation) if fragmentation else None,
+        "inactive_split_peak_bytes": max(s.inactive_split_peak_bytes for s in stats),
+    }
+    unavailable = {}
+    if not fragmentation:
+        unavailable["memory.fragmentation"] = "the allocator reserved nothing in the windows"
+    return fields, unavailable
+
+
+def _retries(allocator: AllocatorStats | None) -> int | None:
+    return allocator.alloc_retries if allocator is not None else None
+
+
+def cell_telemetry(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts, samples: int
+) -> tuple[Telemetry | None, dict[str, str], list[str]]:
+    """(telemetry, unavailable, warnings) of the cell from every rank's summary."""
+    per_rank = [r.telemetry for r in ranks if r.telemetry is not None]
+    if not per_rank:
+        return None, {"telemetry": TELEMETRY_OFF}, []
+    return combine(
+        per_rank,
+        interval_ms=spec.measurement.telemetry.interval_ms,
+        windows=len(ranks[0].windows),
+        samples_processed=samples,
+        tokens_per_sample=facts.tokens_per_sample,
+    )
+
+
 def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts) -> CellResult:
     ranks = sorted(ranks, key=lambda r: r.rank)
     world = len(ranks)
@@ -228,6 +273,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             step_time=step_stats([t for w in r.windows for t in w.step_s]),
             peak_rss_bytes=r.peak_rss,
             peak_allocated_bytes=r.peak_allocated,
+            alloc_retries=_retries(r.allocator),
             compute_time=step_stats(r.no_sync.step_s) if r.no_sync and r.no_sync.step_s else None,
             phases=PhaseTimes(**phase_medians) if (phase_medians := phases[r.rank]) else None,
         )
@@ -307,6 +353,15 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     peak_rss = max((r.peak_rss for r in ranks if r.peak_rss is not None), default=None)
     if peak_alloc is None:
         unavailable["peak_allocated"] = "no CUDA caching allocator on CPU (see peak_rss_bytes)"
+    allocator, why_not_allocator = allocator_totals(ranks)
+    unavailable.update(why_not_allocator)
+
+    # telemetry: energy per sample counts what all ranks processed in the sampled windows
+    telemetry, why_not_telemetry, telemetry_warnings = cell_telemetry(
+        spec, ranks, facts, global_batch * steps * repeats
+    )
+    unavailable.update(why_not_telemetry)
+    warnings += telemetry_warnings
 
     return CellResult(
         cell=spec.cell,
@@ -324,6 +379,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         straggler=straggler,
         injected_delays=delays,
         profile=_profile_record(spec, ranks),
+        telemetry=telemetry,
         memory=Memory(
             parameter_bytes=static.get("parameter_bytes", 0),
             gradient_bytes=static.get("gradient_bytes", 0),
@@ -332,6 +388,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             peak_reserved_bytes=peak_reserved,
             non_static_peak_bytes=non_static,
             peak_rss_bytes=peak_rss,
+            **allocator,
         ),
         compute=Compute(
             flops_per_step=flops,

@@ -2,7 +2,9 @@
 
 Only window edges synchronise (device sync + barrier), so the steps inside run exactly as in
 training; per-step times come from timers that do not sync the host per step, and so do the
-per-step phase times (torchscale/worker/phases.py), recorded in every window.
+per-step phase times (torchscale/worker/phases.py), recorded in every window. The telemetry
+sampler (torchscale/telemetry/) runs in its own thread from just before each measured window's
+opening edge to just after its closing one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from torchscale.results.schema import RankTelemetry
+from torchscale.telemetry.rank import rank_sampler
+from torchscale.telemetry.sampler import Sampler
+from torchscale.telemetry.summary import summarise_rank
+from torchscale.worker.allocator import AllocatorStats, allocator_stats
 from torchscale.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
 from torchscale.worker.timing import make_timer, resolve_timing, synchronize
 from torchscale.worker.trainer import Trainer
@@ -53,6 +60,8 @@ class RankMeasurement:
     profile_capture_s: float | None = None  # wall time of the profiled steps (capture.py)
     profile_files: list[str] = field(default_factory=list)
     profile_notes: list[str] = field(default_factory=list)
+    telemetry: RankTelemetry | None = None  # None: measurement.telemetry.enabled is false
+    allocator: AllocatorStats | None = None  # CUDA only
 
 
 def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
@@ -70,10 +79,16 @@ def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
 
 
 def run_window(
-    trainer: Trainer, steps: int, timing: str, skip_sync: bool = False, phases: bool = True
+    trainer: Trainer,
+    steps: int,
+    timing: str,
+    skip_sync: bool = False,
+    phases: bool = True,
+    telemetry: Sampler | None = None,
 ) -> Window:
     """`steps` training steps between two barriers; per-step times from the timer, and per-step
-    phase times unless `phases` is False (the overhead benchmark's control)."""
+    phase times unless `phases` is False (the overhead benchmark's control). `telemetry`
+    samples from just before the opening edge to just after the closing one."""
     device = trainer.device
     timer = make_timer(timing, steps, device)
     recorder = phase_recorder(trainer, steps) if phases else None
@@ -83,16 +98,22 @@ def run_window(
         else contextlib.nullcontext()
     )
     with hooks:
-        synchronize(device)
-        dist.barrier()
-        start = time.perf_counter()
-        for i in range(steps):
-            timer.start(i)
-            trainer.step(skip_gradient_sync=skip_sync, phases=recorder)
-            timer.stop(i)
-        synchronize(device)
-        dist.barrier()
-        wall = time.perf_counter() - start
+        if telemetry is not None:
+            telemetry.start()
+        try:
+            synchronize(device)
+            dist.barrier()
+            start = time.perf_counter()
+            for i in range(steps):
+                timer.start(i)
+                trainer.step(skip_gradient_sync=skip_sync, phases=recorder)
+                timer.stop(i)
+            synchronize(device)
+            dist.barrier()
+            wall = time.perf_counter() - start
+        finally:
+            if telemetry is not None:
+                telemetry.stop()
     window = Window(wall, timer.seconds())
     if recorder is not None:
         window.phases = recorder.seconds()
@@ -188,16 +209,22 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     result = RankMeasurement(
         dist.get_rank(), host, timing, steps, warmup, flops_per_step=flops, flops_note=flops_note
     )
+    sampler = rank_sampler(settings.telemetry, device)
+    allocator_before: dict[str, Any] = {}
     if device.type == "cuda":
+        allocator_before = torch.cuda.memory_stats(device)
         torch.cuda.reset_peak_memory_stats(device)
     for _ in range(settings.repeats):
-        result.windows.append(run_window(trainer, steps, timing))
+        result.windows.append(run_window(trainer, steps, timing, telemetry=sampler))
     result.static = static_memory(trainer)  # optimizer state exists after the first step
     # peaks of the training windows only: under no_sync() DDP accumulates into fresh .grad
     # tensors beside its buckets, a second copy of the gradients training never holds
     if device.type == "cuda":
         result.peak_allocated = int(torch.cuda.max_memory_allocated(device))
         result.peak_reserved = int(torch.cuda.max_memory_reserved(device))
+        result.allocator = allocator_stats(allocator_before, torch.cuda.memory_stats(device))
+    if sampler is not None:
+        result.telemetry = summarise_rank(result.rank, host, sampler.report())
     result.peak_rss = peak_rss_bytes()
     if settings.comm_overhead and spec.cell.strategy == "ddp" and dist.get_world_size() > 1:
         result.no_sync = run_window(trainer, steps, timing, skip_sync=True)

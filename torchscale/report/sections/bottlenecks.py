@@ -1,6 +1,7 @@
 """Bottlenecks: every finding ranked by cost, each with evidence and a recommendation; per
 profile, its figures (stall, exposed communication, overlap, idle, straggler, what-if) and the
-rank x step stall heatmap; and the sweep's warnings (high step-time variance, throttling)."""
+rank x step stall heatmap; the sweep's warnings (high step-time variance, throttling); and the
+telemetry sampled during the measured windows (utilisation, power, clocks, energy)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from torchscale.report.model import (
 )
 from torchscale.report.sections.context import Context, ProfileRef, col, fmt, records, slug
 from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
+from torchscale.results.schema import CellResult
 
 WARNING_KINDS = (
     ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),
@@ -284,13 +286,106 @@ def _warnings(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         blocks.append(Text(text="No run recorded a warning.", severity="good"))
     unavailable = {}
     if not any(r["kind"] == "throttling" for r in rows):
-        devices = {result.cell.device for _, result in runs if result.status.value == "ok"}
-        unavailable["throttling"] = (
-            "CPU runs only: no GPU clocks to throttle"
-            if devices <= {"cpu"}
-            else "the results record no clock telemetry, so throttling can be neither shown "
-            "nor ruled out here (`torchscale validate` reads each GPU's throttle reasons)"
+        note, why = _throttling_status([result for _, result in runs])
+        if note is not None:
+            blocks.append(Text(text=note, severity="good"))
+        if why is not None:
+            unavailable["throttling"] = why
+    return blocks, unavailable
+
+
+def _throttling_status(results: list[CellResult]) -> tuple[str | None, str | None]:
+    """(what the telemetry rules out, why the rest cannot be told) when no run warned of
+    throttling."""
+    gpu = [r for r in results if r.status.value == "ok" and r.cell.device != "cpu"]
+    if not gpu:
+        return None, "CPU runs only: no GPU clocks to throttle"
+    read = [r for r in gpu if r.telemetry is not None and r.telemetry.throttled is False]
+    unread = [r for r in gpu if r.telemetry is None or r.telemetry.throttled is None]
+    note = None
+    if read:
+        intervals = sorted({r.telemetry.interval_ms for r in read if r.telemetry is not None})
+        note = (
+            f"No GPU clock throttling during the measured windows of {len(read)} GPU run(s): no "
+            "power, thermal or hardware slowdown reason in any NVML clocks-event sample (every "
+            f"{'/'.join(map(str, intervals))} ms)."
         )
+    why = None
+    if unread:
+        reasons = sorted(
+            {
+                r.unavailable.get("telemetry.throttled")
+                or r.unavailable.get("telemetry")
+                or "no telemetry"
+                for r in unread
+            }
+        )
+        why = (
+            f"{len(unread)} GPU run(s) without readable clocks-event reasons, so throttling can "
+            f"be neither shown nor ruled out there: {'; '.join(reasons)} (`torchscale validate` "
+            "reads each GPU's throttle reasons now)"
+        )
+    return note, why
+
+
+def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    """One row per measured cell with telemetry; why there is none otherwise."""
+    rows: list[dict[str, Any]] = []
+    missing: set[str] = set()
+    for row in records(ctx.ok):
+        result = ctx.result(row)
+        tel = result.telemetry
+        if tel is None:
+            missing.add(result.unavailable.get("telemetry", "no telemetry in the result"))
+            continue
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "gpus": result.cell.world_size,
+                "gpu_util": tel.gpu_util_pct_mean,
+                "power": tel.power_w_mean,
+                "temp": tel.temperature_c_max,
+                "clock": tel.sm_clock_mhz_mean,
+                "energy": tel.energy_j,
+                "per_joule": tel.samples_per_joule,
+                "tokens_per_joule": tel.tokens_per_joule,
+                "cpu": tel.cpu_util_pct_mean,
+                "throttled": "-"
+                if tel.throttled is None
+                else ", ".join(tel.throttle_reasons)
+                if tel.throttled
+                else "no",
+                "_severity": "warn" if tel.throttled else "info",
+            }
+        )
+    blocks: list[Block] = []
+    if rows:
+        blocks.append(
+            Table(
+                id="bottlenecks-telemetry",
+                title="Telemetry during the measured windows",
+                columns=[
+                    col("cell", "Cell"),
+                    col("gpus", "GPUs", "int"),
+                    col("gpu_util", "GPU utilisation (mean)", "pct"),
+                    col("power", "Power per GPU, W (mean)", "float"),
+                    col("temp", "Hottest GPU, C", "float"),
+                    col("clock", "SM clock, MHz (mean)", "float"),
+                    col("energy", "Energy, J (all GPUs)", "float"),
+                    col("per_joule", "Samples per joule", "float"),
+                    col("tokens_per_joule", "Tokens per joule", "float"),
+                    col("cpu", "CPU per rank (mean, 100 % = one core)", "pct"),
+                    col("throttled", "Throttled"),
+                ],
+                rows=rows,
+                note="NVML and psutil sampled in a thread from each window's start to its stop "
+                "(docs/telemetry.md); energy from the GPU's energy counter, or the power "
+                "samples where it has none; '-': not measurable here (reasons in the results)",
+            )
+        )
+    unavailable = {}
+    if missing:
+        unavailable["telemetry"] = "; ".join(sorted(missing))
     return blocks, unavailable
 
 
@@ -320,6 +415,9 @@ def build(ctx: Context) -> Section:
         blocks += _profile_blocks(ref)
     warning_blocks, unavailable = _warnings(ctx)
     blocks += warning_blocks
+    telemetry_blocks, no_telemetry = _telemetry(ctx)
+    blocks += telemetry_blocks
+    unavailable |= no_telemetry
     if not ctx.profiles:
         unavailable = {
             "profile findings (sync stall, straggler, overlap, idle, what-if)": NO_PROFILE,

@@ -1,7 +1,8 @@
 """The report's findings, ranked by cost (share of the step): the trace analyses' findings of
 every profile, and what the sweep's own figures show (a straggler by phase timers, exposed
-communication, per-rank compute slower than at the smallest world size). Shared by the summary
-(top lines) and the bottlenecks section (all of them)."""
+communication, per-rank compute slower than at the smallest world size, GPU clocks throttled
+during the windows). Shared by the summary (top lines) and the bottlenecks section (all of
+them)."""
 
 from __future__ import annotations
 
@@ -185,6 +186,45 @@ def slowdown_finding(
     )
 
 
+def throttling_finding(result: CellResult, label: str) -> Finding | None:
+    """GPU clocks held down by power, heat or hardware during the measured windows (the
+    telemetry's clocks-event reasons). No cost: the share of samples throttled is not a share
+    of the step."""
+    telemetry = result.telemetry
+    if telemetry is None or not telemetry.throttled:
+        return None
+    evidence = []
+    for rank in telemetry.ranks:
+        if not rank.throttle_reasons:
+            continue
+        line = (
+            f"rank {rank.rank} ({rank.gpu_name or rank.device}): "
+            f"{', '.join(rank.throttle_reasons)} set in "
+            f"{fmt(rank.throttled_fraction, 'ratio_pct')} of {rank.samples} samples"
+        )
+        if rank.sm_clock_mhz is not None:
+            line += f"; SM clock mean {rank.sm_clock_mhz.mean:.0f} MHz"
+        if rank.temperature_c is not None:
+            line += f", up to {rank.temperature_c.max:.0f} C"
+        if rank.power_w is not None:
+            line += f", power mean {rank.power_w.mean:.0f} W"
+        evidence.append(line)
+    evidence.append(
+        f"sampled every {telemetry.interval_ms} ms over {telemetry.windows} measured window(s)"
+    )
+    return Finding(
+        title=f"{label}: GPU clocks throttled ({', '.join(telemetry.throttle_reasons)})",
+        cost_pct=None,
+        source=result.cell.id,
+        evidence=evidence,
+        recommendation="The figures were measured below full clocks. Thermal reasons point at "
+        "cooling or airflow, SwPowerCap at the power limit (`nvidia-smi -q -d "
+        "PERFORMANCE,POWER,TEMPERATURE`); in a multi-GPU cell a throttled GPU becomes the "
+        "straggler every rank waits for.",
+        severity="warn",
+    )
+
+
 def _weak_bases(ctx: Context) -> dict[tuple[object, ...], CellResult]:
     """(experiment, model, batch, precision, strategy, device) -> the ok cell at the smallest
     world size of that group."""
@@ -216,6 +256,8 @@ def collect_findings(ctx: Context) -> list[Finding]:
     bases = _weak_bases(ctx)
     for row in records(ctx.ok):
         result, label = ctx.result(row), ctx.label(row)
+        found = throttling_finding(result, label)
+        findings += [found] if found else []
         if (integer(row["world_size"]) or 0) < 2:
             continue
         found = straggler_finding(result, label, result.cell.id)

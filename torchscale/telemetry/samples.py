@@ -1,0 +1,52 @@
+"""What a sampler records: per window, one column per field and one entry per sample.
+
+Plain data (dataclasses of lists and floats), so a rank's record pickles cheaply and the
+summary functions (summary.py) stay pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# the fields each source writes; a value is None where that sample could not read it
+GPU_FIELDS = (
+    "gpu_util_pct",
+    "gpu_memory_used_bytes",
+    "power_w",
+    "temperature_c",
+    "sm_clock_mhz",
+    "clock_reasons",  # NVML clocks-event-reasons bit mask
+)
+PROCESS_FIELDS = ("cpu_s", "rss_bytes")  # cumulative CPU seconds (user + system), RSS
+
+
+@dataclass
+class WindowSamples:
+    """One measured window's samples. `t` is time.perf_counter() of each sample; the first and
+    last samples are taken at the window's start and stop, so the samples span the window."""
+
+    t: list[float] = field(default_factory=list)
+    values: dict[str, list[float | None]] = field(default_factory=dict)
+    energy_start_mj: float | None = None  # NVML total-energy counter at start, millijoules
+    energy_stop_mj: float | None = None
+    energy_t: tuple[float, float] | None = None  # when the two counter reads happened
+    complete: bool = False  # the thread stopped cleanly (else: what it had, and `failure`)
+    failure: str | None = None
+
+    def column(self, name: str) -> list[float | None]:
+        return self.values.get(name, [None] * len(self.t))
+
+
+@dataclass
+class SamplerReport:
+    """Everything a rank's sampler knows after its last window, for summary.summarise_rank."""
+
+    device: str  # "cuda:0" or "cpu"
+    interval_s: float
+    windows: list[WindowSamples]
+    # field -> why it was never read (NotSupported, no GPU on CPU, no psutil, ...)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    # field -> the last error of a query that failed only sometimes
+    errors: dict[str, str] = field(default_factory=dict)
+    gpu_name: str | None = None
+    gpu_uuid: str | None = None

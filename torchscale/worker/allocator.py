@@ -1,0 +1,41 @@
+"""CUDA caching-allocator figures of the measured windows, from torch.cuda.memory_stats.
+
+Pure: takes the stats read before and after the windows (outside them), with the peaks reset
+before the windows. Fragmentation is defined as `1 - allocated_bytes.all.peak /
+reserved_bytes.all.peak`: the share of the memory the allocator held at its peak that never
+held live tensors at the peak, i.e. what caching and block splitting cost on top of the
+tensors. Reserved memory does not shrink inside the windows (the allocator returns memory to
+the driver only on empty_cache() or an allocation retry, counted in alloc_retries), so the two
+peaks compare like for like. `inactive_split_bytes.all.peak` (free bytes stranded inside partly
+used segments) is kept beside it as the allocator's own fragmentation counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AllocatorStats:
+    alloc_retries: int  # cudaMalloc retries after freeing the cache, during the windows
+    oom_count: int  # out-of-memory errors raised during the windows
+    fragmentation: float | None  # None when nothing was reserved
+    inactive_split_peak_bytes: int
+
+
+def _int(stats: Mapping[str, Any], key: str) -> int:
+    return int(stats.get(key, 0) or 0)
+
+
+def allocator_stats(before: Mapping[str, Any], after: Mapping[str, Any]) -> AllocatorStats:
+    """The windows' figures: counters as differences, peaks as read after the windows."""
+    allocated = _int(after, "allocated_bytes.all.peak")
+    reserved = _int(after, "reserved_bytes.all.peak")
+    return AllocatorStats(
+        alloc_retries=_int(after, "num_alloc_retries") - _int(before, "num_alloc_retries"),
+        oom_count=_int(after, "num_ooms") - _int(before, "num_ooms"),
+        fragmentation=1 - allocated / reserved if reserved > 0 else None,
+        inactive_split_peak_bytes=_int(after, "inactive_split_bytes.all.peak"),
+    )
