@@ -194,14 +194,11 @@ def _import(
 ) -> CommResult:
     from torchscale.comm.launch import store_result
     from torchscale.comm.nccl_tests import read_nccl_tests
-    from torchscale.comm.summary import gate
+    from torchscale.comm.summary import apply_gate
 
     result = read_nccl_tests(path, op=op)
     if min_busbw is not None:
-        verdict = gate(result.summaries, min_busbw, result.world_size)
-        result.min_busbw_gbps = min_busbw
-        result.gate = verdict.verdict
-        result.gate_reason = verdict.reason
+        apply_gate(result, min_busbw)
     stored = store_result(result, experiment_dir / "comm" / f"{result.id}.json")
     if not Verbosity.quiet():
         stderr.print(f"stored: {escape(str(stored))}")

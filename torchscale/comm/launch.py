@@ -25,7 +25,7 @@ from torchscale.comm.result import AcrossRanks, CommResult
 from torchscale.comm.rows import unmeasured_row
 from torchscale.comm.sizes import size_ladder
 from torchscale.comm.spec import DTYPES, CommSpec
-from torchscale.comm.summary import average_busbw, gate, summarize, wrong_total
+from torchscale.comm.summary import add_footer, apply_gate
 from torchscale.errors import ResultsError, UsageError, describe_os_error
 from torchscale.launch.failure import classify_failure
 from torchscale.launch.process import run_launch
@@ -173,14 +173,9 @@ def run_comm(launch: CommLaunch, request: CommRequest) -> CommResult:
             result.rows.append(unmeasured_row(op, size, 0, request.dtype, "failed", failure.reason))
         elif stopped is not None:
             result.unavailable["pairs"] = failure.reason
-    result.summaries = summarize(result.rows, result.world_size)
-    result.avg_busbw_gbps = average_busbw(result.rows)
-    result.wrong_total = wrong_total(result.rows)
+    add_footer(result)
     if request.min_busbw_gbps is not None:
-        verdict = gate(result.summaries, request.min_busbw_gbps, result.world_size)
-        result.min_busbw_gbps = request.min_busbw_gbps
-        result.gate = verdict.verdict
-        result.gate_reason = verdict.reason
+        apply_gate(result, request.min_busbw_gbps)
     result.launch = {
         "argv": launch.command.argv,
         "env": launch.command.env_overrides,

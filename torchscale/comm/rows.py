@@ -11,6 +11,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from torchscale.analysis.collectives import algbw_gbps, busbw_factor
 from torchscale.comm.result import AcrossRanks, CommPair, CommRow, Placement, RankTime
@@ -29,6 +30,15 @@ class RankTiming:
     window_s: float  # first timestamp to last: `iters` operations back to back
     iteration_s: list[float]
     wrong: int | None  # None: not checked
+
+
+def _identity(op: str) -> dict[str, Any]:
+    """The columns nccl-tests prints before the figures that follow from the op alone."""
+    return {
+        "redop": "sum" if op in REDUCTIONS else None,
+        "root": 0 if op in ROOTED else None,
+        "placement": placement(op),
+    }
 
 
 def placement(op: str) -> Placement:
@@ -78,9 +88,7 @@ def measured_row(
         size_bytes=size_bytes,
         count=count,
         dtype=dtype,
-        redop="sum" if op in REDUCTIONS else None,
-        root=0 if op in ROOTED else None,
-        placement=placement(op),
+        **_identity(op),
         time_us=time_us,
         time_us_min=min(times_us),
         time_us_max=max(times_us),
@@ -106,9 +114,7 @@ def unmeasured_row(
         size_bytes=size_bytes,
         count=count,
         dtype=dtype,
-        redop="sum" if op in REDUCTIONS else None,
-        root=0 if op in ROOTED else None,
-        placement=placement(op),
+        **_identity(op),
         status="unsupported" if status == "unsupported" else "failed",
         reason=reason,
     )

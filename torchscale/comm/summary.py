@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from torchscale.analysis.collectives import busbw_factor
-from torchscale.comm.result import CommRow, OpSummary
+from torchscale.comm.result import CommResult, CommRow, OpSummary
 
 
 def summarize(rows: Sequence[CommRow], world_size: int) -> list[OpSummary]:
@@ -54,6 +54,14 @@ def wrong_total(rows: Sequence[CommRow]) -> int | None:
     return sum(checked) if checked else None
 
 
+def add_footer(result: CommResult) -> CommResult:
+    """Fill the run's footer fields (per-op summaries, average busbw, #wrong) from its rows."""
+    result.summaries = summarize(result.rows, result.world_size)
+    result.avg_busbw_gbps = average_busbw(result.rows)
+    result.wrong_total = wrong_total(result.rows)
+    return result
+
+
 @dataclass(frozen=True)
 class GateOutcome:
     verdict: Literal["passed", "failed", "unavailable"]
@@ -88,3 +96,12 @@ def gate(summaries: Sequence[OpSummary], minimum_gbps: float, world_size: int) -
         return GateOutcome("failed", f"average busbw below {minimum_gbps:g} GB/s: {text} GB/s")
     text = ", ".join(f"{s.op} {s.avg_busbw_gbps:.2f}" for s in judged)
     return GateOutcome("passed", f"average busbw at least {minimum_gbps:g} GB/s: {text} GB/s")
+
+
+def apply_gate(result: CommResult, minimum_gbps: float) -> CommResult:
+    """Judge a run whose footer is filled against `--min-busbw` and record the verdict."""
+    verdict = gate(result.summaries, minimum_gbps, result.world_size)
+    result.min_busbw_gbps = minimum_gbps
+    result.gate = verdict.verdict
+    result.gate_reason = verdict.reason
+    return result

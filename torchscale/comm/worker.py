@@ -37,7 +37,7 @@ from torchscale.comm.collective_ops import Prepared, Unsupported, exchange, prep
 from torchscale.comm.result import CommPair, CommResult, CommRow
 from torchscale.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
 from torchscale.comm.spec import CommSpec
-from torchscale.comm.summary import ONE_RANK, average_busbw, summarize, wrong_total
+from torchscale.comm.summary import ONE_RANK, add_footer
 from torchscale.worker.environment import capture_environment
 
 INIT_TIMEOUT = timedelta(minutes=10)
@@ -71,6 +71,10 @@ class Stamps:
         else:
             edges = [t - self._times[0] for t in self._times]
         return edges[-1], [b - a for a, b in itertools.pairwise(edges)]
+
+
+def _itemsize(dtype: str) -> int:
+    return torch.empty(0, dtype=getattr(torch, dtype)).element_size()
 
 
 def _device(spec: CommSpec) -> torch.device:
@@ -142,7 +146,7 @@ def _row(
 ) -> CommRow | None:
     """One row, agreed by every rank (gathered after the window); None on ranks other than 0."""
     rank, ranks = dist.get_rank(), dist.get_world_size()
-    itemsize = torch.empty(0, dtype=getattr(torch, spec.dtype)).element_size()
+    itemsize = _itemsize(spec.dtype)
     count = count_for_size(op, size, itemsize, ranks)
     actual = size_bytes(op, count, itemsize, ranks)
     mine: RankTiming | str
@@ -170,7 +174,7 @@ def _pairs(spec: CommSpec, device: torch.device, host: str) -> list[CommPair]:
     assert spec.pairs_bytes is not None
     rank, ranks = dist.get_rank(), dist.get_world_size()
     dtype = getattr(torch, spec.dtype)
-    itemsize = torch.empty(0, dtype=dtype).element_size()
+    itemsize = _itemsize(spec.dtype)
     count = max(1, spec.pairs_bytes // itemsize)
     windows: dict[tuple[int, int], float] = {}
     for a, b in itertools.combinations(range(ranks), 2):
@@ -198,7 +202,7 @@ def _pairs(spec: CommSpec, device: torch.device, host: str) -> list[CommPair]:
 
 
 def _skipped(spec: CommSpec, ranks: int) -> list[str]:
-    itemsize = torch.empty(0, dtype=getattr(torch, spec.dtype)).element_size()
+    itemsize = _itemsize(spec.dtype)
     notes = []
     for op in spec.ops:
         small = [s for s in spec.sizes if count_for_size(op, s, itemsize, ranks) == 0]
@@ -211,9 +215,7 @@ def _skipped(spec: CommSpec, ranks: int) -> list[str]:
 
 
 def _write(spec: CommSpec, result: CommResult) -> None:
-    result.summaries = summarize(result.rows, result.world_size)
-    result.avg_busbw_gbps = average_busbw(result.rows)
-    result.wrong_total = wrong_total(result.rows)
+    add_footer(result)
     write_text_atomic(spec.result_path, result.model_dump_json(indent=2))
 
 
@@ -226,7 +228,7 @@ def run(spec: CommSpec) -> None:
     try:
         rank, ranks = dist.get_rank(), dist.get_world_size()
         host = socket.gethostname()
-        itemsize = torch.empty(0, dtype=getattr(torch, spec.dtype)).element_size()
+        itemsize = _itemsize(spec.dtype)
         result = CommResult(
             id=spec.run_id,
             world_size=ranks,
