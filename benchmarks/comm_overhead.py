@@ -2,8 +2,9 @@
 
 For each size, alternately (A B A B ...: a drifting shared machine hits both) runs the bare
 all_reduce loop (benchmarks/bare_collective_loop.py) and `torchscale comm` on the same ranks,
-each as its own torchrun with the same OMP_NUM_THREADS, and prints the ratio of the median
-algbw (busbw is algbw times a constant, so the ratio is the same). Bound: within 3 %.
+each as its own torchrun with the same OMP_NUM_THREADS, and prints the median of the per-round
+ratios of algbw (busbw is algbw times a constant, so the ratio is the same), and the ratio of the
+two medians. Bound: the median per-round ratio within 3 %.
 
     python benchmarks/comm_overhead.py [--world 2] [--sizes 1M,64M] [--iters 20] [--rounds 5] \
         [--device cpu|cuda]
@@ -104,13 +105,18 @@ def main() -> None:
                     f"{ours[-1]:.4g} GB/s (ratio {ours[-1] / bare_runs[-1]:.3f})",
                     flush=True,
                 )
-            ratio = statistics.median(ours) / statistics.median(bare_runs)
-            ok = abs(ratio - 1) <= BOUND
+            # judged on the median of the per-round ratios: each round's two runs are back to
+            # back, so a drift of the shared machine (another process, CPU frequency) moves
+            # both; the ratio of the two medians is printed too, and can pair different rounds
+            paired = statistics.median(o / b for o, b in zip(ours, bare_runs, strict=True))
+            of_medians = statistics.median(ours) / statistics.median(bare_runs)
+            ok = abs(paired - 1) <= BOUND
             verdicts.append(ok)
             print(
                 f"{text} ({size} B): median algbw bare {statistics.median(bare_runs):.4g}, "
-                f"torchscale {statistics.median(ours):.4g} GB/s; ratio {ratio:.4f} "
-                f"({(ratio - 1) * 100:+.2f} %, bound +-{BOUND * 100:.0f} %: "
+                f"torchscale {statistics.median(ours):.4g} GB/s (ratio of medians "
+                f"{of_medians:.4f}); median per-round ratio {paired:.4f} "
+                f"({(paired - 1) * 100:+.2f} %, bound +-{BOUND * 100:.0f} %: "
                 f"{'met' if ok else 'NOT met'})",
                 flush=True,
             )

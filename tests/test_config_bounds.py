@@ -95,8 +95,8 @@ BOUNDS: list[tuple[str, str, str, str, str]] = [
         "comm.min_bytes",
         "max_bytes: 1TiB",
         "1TiB",
-        "1.5TiB",
-        "must be <= 1TiB (got 1649267441664 bytes)",
+        "1025G",
+        "must be <= 1TiB (got 1100585369600 bytes)",
     ),
     (
         "comm.max_bytes",

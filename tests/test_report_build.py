@@ -39,6 +39,7 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
+from torchscale.report.sections.summary import NO_PRICE
 from torchscale.report.sources import read_sources
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -254,11 +255,9 @@ def test_cost_per_million(report: Report) -> None:
 
 def test_without_a_price_cost_is_unavailable() -> None:
     built = build(V3_SWEEP, baseline=None, price=None)
-    assert unavailable(built, "efficiency")["cost per million samples and tokens"] == (
-        "no --cost-per-gpu-hour given"
-    )
+    assert unavailable(built, "efficiency")["cost per million samples and tokens"] == NO_PRICE
     cost = figures(built, "summary")["Cost per million samples"]
-    assert cost.value is None and cost.note == "no --cost-per-gpu-hour given"
+    assert cost.value is None and cost.note == NO_PRICE
     assert built.section("baseline") is None
     assert built.regressions == 0
 

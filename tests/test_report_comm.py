@@ -4,6 +4,7 @@ the pair matrix, and a corrupt comm file left out with its reason."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -91,7 +92,8 @@ def test_torchscale_and_nccl_tests_side_by_side(tmp_path: Path) -> None:
 def test_a_corrupt_comm_file_is_left_out_with_its_reason(tmp_path: Path) -> None:
     experiment = tmp_path / "net"
     store_result(_run(2, "ours"), experiment / "comm" / "ours.json")
-    (experiment / "comm" / "broken.json").write_text('{"kind": "torchscale.comm", "rows": 3}')
+    broken = {"kind": "torchscale.comm", "schema_version": 1, "rows": 3}
+    (experiment / "comm" / "broken.json").write_text(json.dumps(broken))
     shutil.copy(FIXTURES / "not_nccl.txt", experiment / "comm" / "notes.txt")
     sources = read_sources(tmp_path)
     assert [s.path.endswith("broken.json") for s in sources.skipped] == [True]

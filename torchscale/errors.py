@@ -78,6 +78,11 @@ class TraceError(TorchScaleError):
     trace is a note in the analysis instead, so a partial analysis still comes out."""
 
 
+class DataError(TorchScaleError):
+    """The input data cannot be prepared or read: shards that cannot be written (disk full),
+    dataset files missing or malformed, a model the data source cannot feed."""
+
+
 class OutputDirError(UsageError):
     """The results directory asked for cannot be created or written: nothing was run."""
 

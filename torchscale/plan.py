@@ -23,6 +23,7 @@ from torchscale.config.schema import (
     Strategy,
     TrainingConfig,
 )
+from torchscale.data.tasks import unsupported
 from torchscale.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.worker.spec import WorkerSpec
 
@@ -76,9 +77,7 @@ class PlannedCell:
             steps_path=str(steps_path),
         )
 
-    def command(
-        self, spec_path: Path, log_dir: Path, base_env: Mapping[str, str]
-    ) -> LaunchCommand:
+    def command(self, spec_path: Path, log_dir: Path, base_env: Mapping[str, str]) -> LaunchCommand:
         """The torchrun command of this cell (single node)."""
         return torchrun_command(
             WORKER_MODULE,
@@ -194,12 +193,26 @@ def _definition(
         "backend": backend,
         "training": training,
         "measurement": config.measurement.model_dump(mode="json"),
-        "data": config.data.model_dump(mode="json"),
+        "data": _data_definition(config),
         "nnodes": config.launcher.nnodes,
         "omp_num_threads": omp_num_threads,
         "env": dict(sorted(config.launcher.env.items())),
     }
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
+
+
+# the data fields of result schema 1-4; the others (loader, shards) joined with the `disk` and
+# `cifar100` sources in schema 5 and change nothing a synthetic cell measures
+SYNTHETIC_DATA_FIELDS = ("source", "seq_len", "image_size")
+
+
+def _data_definition(config: BenchConfig) -> dict[str, Any]:
+    """The `data` part of a cell's definition: for synthetic data only the fields it always
+    had (so earlier results keep their hash and --resume reuses them), else every field."""
+    data = config.data.model_dump(mode="json")
+    if config.data.source == "synthetic":
+        return {key: data[key] for key in SYNTHETIC_DATA_FIELDS}
+    return data
 
 
 def _skip_or_warn(
@@ -266,6 +279,8 @@ def plan_cell(
         nodes=nnodes,
     )
     skip, warnings = _skip_or_warn(identity, config, machine)
+    if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
+        skip = unsupported(config.data.source, model.name)
     launch = LaunchSettings(
         nproc_per_node=max(1, world_size // nnodes),
         nnodes=nnodes,

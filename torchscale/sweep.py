@@ -15,12 +15,14 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
+from torchscale.analysis.cost import cell_cost
 from torchscale.cell import Status
+from torchscale.data.prepare import DataReady, prepare_data
 from torchscale.errors import ResultsError
 from torchscale.launch.failure import classify_failure
 from torchscale.launch.process import run_launch
 from torchscale.plan import Plan, PlannedCell
-from torchscale.results.schema import CellError, CellResult
+from torchscale.results.schema import CellError, CellResult, Cost
 from torchscale.results.store import ResultStore
 from torchscale.results.summary import write_summary
 
@@ -41,6 +43,9 @@ class SweepHooks:
         lambda planned, index, total, will_launch: None
     )
     on_done: Callable[[CellResult, bool], None] = lambda result, reused: None
+    # the dataset was generated, found cached or checked (data.source disk / cifar100), once
+    # before the first cell that launches; never called for synthetic data
+    on_data: Callable[[DataReady], None] = lambda ready: None
 
 
 @dataclass
@@ -54,8 +59,14 @@ class SweepOutcome:
         return [r for r in self.results if r.status.is_failure]
 
 
-def run_cell(planned: PlannedCell, store: ResultStore, base_env: Mapping[str, str]) -> CellResult:
-    """Launch one cell and return its result (also written to the store)."""
+def run_cell(
+    planned: PlannedCell,
+    store: ResultStore,
+    base_env: Mapping[str, str],
+    price_per_gpu_hour: float | None = None,
+) -> CellResult:
+    """Launch one cell and return its result (also written to the store), priced at
+    `price_per_gpu_hour` (config `cost:`) when it finished ok."""
     cell_id = planned.cell.id
     store.prepare_cell(cell_id)
     spec_path = store.write_spec(
@@ -86,8 +97,24 @@ def run_cell(planned: PlannedCell, store: ResultStore, base_env: Mapping[str, st
     }
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)
+    result = priced(result, price_per_gpu_hour)
     store.write_cell(result)
     return result
+
+
+def priced(result: CellResult, price_per_gpu_hour: float | None) -> CellResult:
+    """The result with its `cost` at this price (a copy; cost is derived, never measured)."""
+    if result.status != Status.OK or result.throughput is None:
+        return result
+    throughput = result.throughput
+    fields, unavailable = cell_cost(
+        throughput.samples_per_s,
+        throughput.tokens_per_s,
+        result.cell.world_size,
+        price_per_gpu_hour,
+    )
+    stale = {k: v for k, v in result.unavailable.items() if not k.startswith("cost")}
+    return result.model_copy(update={"cost": Cost(**fields), "unavailable": stale | unavailable})
 
 
 def _previous_ok(planned: PlannedCell, store: ResultStore, resume: bool) -> CellResult | None:
@@ -110,6 +137,12 @@ def run_sweep(
     outcome = SweepOutcome()
     store.write_config(plan.config)
     total = len(plan.cells)
+    # the dataset every cell reads, made (or verified) once here: DataError stops the sweep
+    # before any launch; nothing to do when no cell will launch (all skipped or resumed)
+    if any(p.skip_reason is None and _previous_ok(p, store, resume) is None for p in plan.cells):
+        ready = prepare_data(plan.config.data)
+        if ready is not None:
+            hooks.on_data(ready)
     try:
         for index, planned in enumerate(plan.cells):
             previous = _previous_ok(planned, store, resume)
@@ -120,7 +153,11 @@ def run_sweep(
                 result = unmeasured_result(planned, Status.SKIPPED, error)
                 store.write_cell(result)
             else:
-                result = previous or run_cell(planned, store, base_env)
+                # a reused result is kept as it was written (any schema version, its own
+                # price); the report's --cost-per-gpu-hour prices it anew
+                result = previous or run_cell(
+                    planned, store, base_env, plan.config.cost.per_gpu_hour
+                )
             outcome.results.append(result)
             outcome.table = write_summary(store, outcome.results)
             hooks.on_done(result, reused)

@@ -72,6 +72,7 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
     )
 
     from torchscale.cell import Status
+    from torchscale.data.prepare import DataReady
     from torchscale.report.terminal import (
         TABLE_NOTE,
         cell_lines,
@@ -100,6 +101,11 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
         if will_launch and not quiet:
             progress.console.print(running_line(planned).markup())
 
+    def on_data(ready: DataReady) -> None:
+        if not quiet:
+            note = f" ({ready.note})" if ready.note else ""
+            progress.console.print(escape(f"> {ready.message}{note}"))
+
     def on_done(result: CellResult, reused: bool) -> None:
         progress.advance(task)
         if quiet and result.status in (Status.OK, Status.SKIPPED):
@@ -114,7 +120,7 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
             os.environ,
             resume=resume,
             fail_fast=fail_fast,
-            hooks=SweepHooks(on_start, on_done),
+            hooks=SweepHooks(on_start, on_done, on_data),
         )
     if outcome.table is not None:
         for table in model_tables(outcome.table):
@@ -127,9 +133,80 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
     )
     if outcome.stopped_early:
         stdout.print("[yellow]--fail-fast: stopped at the first failure[/]")
-    elif plan.config.profiling.enabled:
+        return 1
+    comm_ok = _comm_after(plan, store)
+    searched_ok = _max_batch_after(plan, store)
+    if plan.config.profiling.enabled:
         _profile_after(plan, store, outcome.results)
-    return 1 if failures else 0
+    return 1 if failures or not comm_ok or not searched_ok else 0
+
+
+def _max_batch_after(plan: Plan, store: ResultStore) -> bool:
+    """The config's `memory.max_batch_search`: the largest batch per device of each cell
+    group, one fresh torchrun per probe, stored in <experiment>/max_batch/. False when a
+    search ended on a failure other than running out of memory."""
+    if not plan.config.memory.max_batch_search:
+        return True
+    from torchscale.data.prepare import prepare_data
+    from torchscale.memory.runner import SearchGroup, run_max_batch_search
+    from torchscale.memory.search import ProbeOutcome
+
+    quiet = Verbosity.quiet()
+    prepare_data(plan.config.data)  # the probes read it too (cached: a manifest check)
+
+    def on_probe(group: SearchGroup, batch: int, outcome: ProbeOutcome) -> None:
+        if not quiet:
+            why = f": {outcome.reason}" if outcome.kind == "failed" and outcome.reason else ""
+            stderr.print(
+                f"> [MEMORY] {escape(group.id)}: batch {batch} {outcome.kind}{escape(why)}"
+            )
+
+    if not quiet:
+        stderr.print("> [MEMORY] max batch search: doubling, then bisection, one process per probe")
+    ok = True
+    for result in run_max_batch_search(plan, store, os.environ, on_probe):
+        if result.status != "ok" or result.max_batch is None:
+            ok = False
+            stdout.print(
+                f"> [MEMORY] {escape(result.group)}: no answer ({escape(result.reason or '')})"
+            )
+            continue
+        answer = f"at least {result.max_batch}" if result.limit_reached else str(result.max_batch)
+        used = (
+            f", memory utilisation {result.memory_utilisation:.0%}"
+            if result.memory_utilisation is not None
+            else ""
+        )
+        stdout.print(
+            f"> [MEMORY] {escape(result.label)} x{result.world_size} {result.precision} "
+            f"{result.strategy}: max batch per device {answer}{used} "
+            f"({len(result.probes)} probes, {result.wall_s or 0:.0f} s)"
+        )
+    return ok
+
+
+def _comm_after(plan: Plan, store: ResultStore) -> bool:
+    """The config's `comm:` section: one collective sweep per world size, printed as
+    `torchscale comm` prints it and stored in <experiment>/comm/. False when one failed (a hang,
+    a wrong element, the bandwidth gate); the cells' results are never touched."""
+    from torchscale.comm.from_config import comm_failed, comm_requests
+    from torchscale.comm.launch import comm_launch, new_run_id, run_comm
+    from torchscale.report.comm_text import comm_lines
+
+    ok = True
+    for request in comm_requests(plan):
+        launch = comm_launch(request, store.root, os.environ, new_run_id(request))
+        if not Verbosity.quiet():
+            stderr.print(
+                f"> [COMM] {', '.join(request.ops)} on {request.ranks} rank(s) "
+                f"({request.backend}), {len(launch.spec.sizes)} size(s) ..."
+            )
+        result = run_comm(launch, request)
+        for line in comm_lines(result):
+            stdout.out(line, highlight=False)
+        stdout.print(f"> [COMM] stored: {escape(str(launch.result_path))}")
+        ok = ok and not comm_failed(result)
+    return ok
 
 
 def _profile_after(plan: Plan, store: ResultStore, results: list[CellResult]) -> None:

@@ -177,16 +177,9 @@ def _lines(result: CommResult) -> list[str]:
 
 
 def _exit_code(result: CommResult) -> int:
-    failed_rows = any(r.status == "failed" for r in result.rows)
-    wrong = result.wrong_total or 0
-    if (
-        result.status != "ok"
-        or failed_rows
-        or wrong > 0
-        or result.gate in ("failed", "unavailable")
-    ):
-        return 1
-    return 0
+    from torchscale.comm.from_config import comm_failed
+
+    return 1 if comm_failed(result) else 0
 
 
 def _import(

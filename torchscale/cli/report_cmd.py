@@ -54,9 +54,14 @@ FailOption = Annotated[
     ),
 ]
 CostOption = Annotated[
-    float | None,
+    list[str] | None,
     typer.Option(
-        "--cost-per-gpu-hour", help="Price of one GPU-hour: adds cost per million samples."
+        "--cost-per-gpu-hour",
+        metavar="[EXPERIMENT=]PRICE",
+        help="Price of one GPU-hour: cost per million samples and tokens. PRICE for every "
+        "result set, or EXPERIMENT=PRICE (repeat it) to compare machines at their own prices; "
+        "default: the config's cost.per_gpu_hour stored with the results.",
+        show_default=False,
     ),
 ]
 TitleOption = Annotated[str | None, typer.Option("--title", help="Report title.")]
@@ -68,19 +73,21 @@ def _run(
     output: Path | None,
     baseline: Path | None,
     fail_on_regression: bool,
-    cost_per_gpu_hour: float | None,
+    cost_per_gpu_hour: list[str] | None,
     title: str | None,
 ) -> None:
-    from torchscale.report.generate import ReportRequest, generate
+    from torchscale.report.generate import ReportRequest, generate, parse_prices
     from torchscale.report.render.term import summary_lines
 
+    everyone, per_experiment = parse_prices(cost_per_gpu_hour or [])
     outcome = generate(
         ReportRequest(
             source=source,
             fmt=fmt,
             output=output,
             baseline=baseline,
-            cost_per_gpu_hour=cost_per_gpu_hour,
+            cost_per_gpu_hour=everyone,
+            prices=per_experiment,
             title=title,
         )
     )

@@ -17,7 +17,6 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
-    ByteSize,
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
@@ -28,8 +27,10 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
+from torchscale.comm.sizes import parse_bytes
 from torchscale.config.catalog import BUILTIN_MODELS, is_plugin_model
 from torchscale.config.suggest import did_you_mean
+from torchscale.errors import UsageError
 
 Precision = Literal["fp32", "amp", "bf16"]
 Strategy = Literal["ddp", "fsdp"]
@@ -92,6 +93,7 @@ class AtMost:
     limit: int | float
     shown: str = ""  # how the error writes the limit (default: the number itself)
     note: str = ""  # what the value means, for the likeliest slip (e.g. a percentage)
+    unit: str = ""  # after the value in the error: " bytes"
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
@@ -109,14 +111,13 @@ class AtMost:
         if not value <= self.limit:  # `not <=` also catches NaN
             shown = self.shown or _shown_number(self.limit)
             note = f"; {self.note}" if self.note else ""
-            raise ValueError(f"must be <= {shown} (got {_shown_number(value)}){note}")
+            got = _shown_number(value) + self.unit
+            raise ValueError(f"must be <= {shown} (got {got}){note}")
         return value
 
 
 def _shown_number(value: Any) -> str:
     """A number as a YAML user writes it: 86400 for 86400.0, .inf for infinity."""
-    if isinstance(value, ByteSize):
-        return f"{int(value)} bytes"
     if isinstance(value, float):
         if value in (float("inf"), float("-inf")):
             return ".inf" if value > 0 else "-.inf"
@@ -151,7 +152,30 @@ MAX_BUSBW_GBPS = 100_000.0  # 100 TB/s, far beyond any interconnect
 MAX_BUCKET_CAP_MB = 65_536.0  # 64 GiB: one bucket larger than any model's gradients
 
 PositiveFloat = Annotated[float, Field(gt=0)]
-CommBytes = Annotated[ByteSize, AtMost(MAX_COMM_BYTES, "1TiB")]
+MAX_SHARD_MB = 4096  # one shard file; larger says nothing a 128 MB shard does not
+MAX_SHARDS = 100_000
+MAX_LOADER_WORKERS = 256
+MAX_PREFETCH_FACTOR = 64
+MAX_PRICE_PER_GPU_HOUR = 10_000.0  # far above any rental price; catches a price per month
+
+
+def _comm_bytes(value: Any) -> Any:
+    """A message size as nccl-tests writes it ('64K', '1G': powers of 1024; '1GiB'; '1GB':
+    10^9), so a size copied from an nccl-tests command line means the same bytes here."""
+    if isinstance(value, str):
+        try:
+            return parse_bytes(value, "")
+        except UsageError as exc:
+            raise ValueError(str(exc).strip()) from None
+    return value
+
+
+CommBytes = Annotated[
+    int,
+    BeforeValidator(_comm_bytes, json_schema_input_type=int | str),
+    Field(gt=0),
+    AtMost(MAX_COMM_BYTES, "1TiB", unit=" bytes"),
+]
 
 
 # A sweep axis: one value or a non-empty list of distinct values.
@@ -301,14 +325,71 @@ class MeasurementConfig(StrictModel):
 
 
 class DataConfig(StrictModel):
-    """Input data. Synthetic batches are generated on the device: no I/O in the timed loop."""
+    """Input data (docs/data.md). `synthetic` batches are made once on the device: no I/O in
+    the timed loop, compute isolated. `disk` reads generated shards under `dir` through a
+    DataLoader (workers, pinned memory, non-blocking copies), to measure that storage and the
+    input pipeline; `cifar100` reads the real dataset from the user's files under `dir`."""
 
-    source: Literal["synthetic"] = "synthetic"
+    source: Literal["synthetic", "disk", "cifar100"] = "synthetic"
     seq_len: Annotated[int, Field(gt=0), AtMost(MAX_SEQ_LEN)] | None = Field(
         default=None, description="sequence length for language models (null: model default)"
     )
     image_size: Annotated[int, Field(gt=0), AtMost(MAX_IMAGE_SIZE)] | None = Field(
         default=None, description="square image side for vision models (null: model default)"
+    )
+    dir: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None,
+        description="disk: where shards are generated and read (any mount: NVMe, NFS); "
+        "cifar100: the folder holding the python-pickle files ('train', 'meta')",
+    )
+    shard_mb: Annotated[int, Field(gt=0), AtMost(MAX_SHARD_MB)] = Field(
+        default=128, description="disk: size of one shard file, MB (10^6 bytes)"
+    )
+    num_shards: Annotated[int, Field(gt=0), AtMost(MAX_SHARDS)] = Field(
+        default=4, description="disk: shard files generated (shard_0000.bin ...)"
+    )
+    num_workers: Annotated[int, Field(ge=0), AtMost(MAX_LOADER_WORKERS)] = Field(
+        default=2, description="DataLoader worker processes per rank (0: load in the rank)"
+    )
+    pin_memory: bool | None = Field(
+        default=None, description="page-locked host batches; null = on when training on CUDA"
+    )
+    prefetch_factor: Annotated[int, Field(gt=0), AtMost(MAX_PREFETCH_FACTOR)] = Field(
+        default=2, description="batches loaded ahead per worker"
+    )
+
+    @model_validator(mode="after")
+    def _dir_when_read(self) -> DataConfig:
+        if self.source != "synthetic" and self.dir is None:
+            raise ValueError(f"source '{self.source}' needs 'dir' (the folder to read)")
+        return self
+
+
+class MemoryConfig(StrictModel):
+    """Memory suite (docs/memory.md). The static breakdown, activations, peaks and allocator
+    statistics are in every cell; `max_batch_search` also finds the largest batch per device
+    that trains without running out of memory, one fresh process per probe."""
+
+    max_batch_search: bool = False
+    max_batch_limit: Annotated[int, Field(gt=0), AtMost(MAX_BATCH_SIZE)] = Field(
+        default=4096, description="largest batch a search tries; reaching it is reported as such"
+    )
+    probe_steps: Annotated[int, Field(gt=0), AtMost(MAX_STEPS)] = Field(
+        default=2,
+        description="training steps per probe (the second step holds optimizer state and "
+        "gradients together, usually the peak)",
+    )
+
+
+class CostConfig(StrictModel):
+    """Price of the hardware, for cost per million samples/tokens (docs/cost.md)."""
+
+    per_gpu_hour: (
+        Annotated[float, Field(ge=0), AtMost(MAX_PRICE_PER_GPU_HOUR, note="a price per hour")]
+        | None
+    ) = Field(
+        default=None,
+        description="price of one GPU-hour (on CPU: one rank-hour); null: costs unavailable",
     )
 
 
@@ -382,8 +463,12 @@ class CommConfig(StrictModel):
 
     enabled: bool = False
     collectives: CollectiveSweep = Field(default_factory=lambda: ["all_reduce"])  # type: ignore[arg-type]
-    min_bytes: CommBytes = Field(default=ByteSize(1024), description="e.g. 1024, '8KiB'")
-    max_bytes: CommBytes = Field(default=ByteSize(64 * 2**20), description="e.g. '64MiB', '1GB'")
+    min_bytes: CommBytes = Field(
+        default=1024, description="e.g. 1024, '8K' (K, M, G: powers of 1024 as in nccl-tests)"
+    )
+    max_bytes: CommBytes = Field(
+        default=64 * 2**20, description="e.g. '64M', '1G' (2^30), '1GB' (10^9)"
+    )
     step_factor: Annotated[int, Field(ge=2), AtMost(MAX_STEP_FACTOR)] = 2
     dtype: CommDtype = "float32"
     warmup_iters: Annotated[int, Field(ge=0), AtMost(MAX_COMM_ITERS)] = 5
@@ -395,12 +480,9 @@ class CommConfig(StrictModel):
 
     @model_validator(mode="after")
     def _range(self) -> CommConfig:
-        if self.min_bytes <= 0:
-            raise ValueError("min_bytes must be > 0")
         if self.min_bytes > self.max_bytes:
             raise ValueError(
-                f"min_bytes ({int(self.min_bytes)}) is larger than "
-                f"max_bytes ({int(self.max_bytes)})"
+                f"min_bytes ({self.min_bytes}) is larger than max_bytes ({self.max_bytes})"
             )
         return self
 
@@ -443,6 +525,8 @@ class BenchConfig(StrictModel):
     launcher: LauncherConfig = Field(default_factory=LauncherConfig)
     profiling: ProfilingConfig = Field(default_factory=ProfilingConfig)
     comm: CommConfig = Field(default_factory=CommConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    cost: CostConfig = Field(default_factory=CostConfig)
 
     @field_validator("experiment_name")
     @classmethod

@@ -8,7 +8,8 @@ One function per section (`report.sections.<id>.build(ctx)`) over a shared `Cont
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal
 
@@ -22,6 +23,7 @@ from torchscale.report.sections import (
     efficiency,
     failures,
     latency,
+    memory,
     scaling,
     summary,
 )
@@ -41,14 +43,15 @@ class ReportOptions:
     known on both sides (see `analysis.baseline.judge_change`)."""
 
     title: str | None = None
-    cost_per_gpu_hour: float | None = None
+    cost_per_gpu_hour: float | None = None  # every result set (overrides stored prices)
     generated_at: str | None = None
     noise_pct: float = DEFAULT_NOISE_PCT
+    prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> its price
 
     def __post_init__(self) -> None:
-        price = self.cost_per_gpu_hour
-        if price is not None and (not math.isfinite(price) or price < 0):
-            raise UsageError(f"--cost-per-gpu-hour must be a number >= 0, not {price}")
+        for price in [self.cost_per_gpu_hour, *self.prices.values()]:
+            if price is not None and (not math.isfinite(price) or price < 0):
+                raise UsageError(f"--cost-per-gpu-hour must be a number >= 0, not {price}")
         if not math.isfinite(self.noise_pct) or self.noise_pct < 0:
             raise UsageError(f"the noise threshold must be a number >= 0 %, not {self.noise_pct}")
 
@@ -122,6 +125,9 @@ def build_report(
         efficiency.build(ctx),
         bottlenecks.build(ctx),
     ]
+    memory_section = memory.build(ctx)
+    if memory_section is not None:
+        sections.append(memory_section)
     comm_section = collectives.build(ctx)
     if comm_section is not None:
         sections.append(comm_section)

@@ -7,8 +7,10 @@ never an abort, unless nothing at all can be read.
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchscale.atomic import write_bytes_atomic
@@ -27,6 +29,7 @@ class ReportRequest:
     cost_per_gpu_hour: float | None = None
     title: str | None = None
     generated_at: str | None = None  # fixed in tests; None = now
+    prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> price
 
 
 @dataclass(frozen=True)
@@ -51,12 +54,41 @@ def default_output(source: Path, report: Report, fmt: str) -> Path:
     return source / f"{_slug(stem)}_report{SUFFIX[fmt]}"
 
 
+def parse_prices(values: Sequence[str]) -> tuple[float | None, dict[str, float]]:
+    """`--cost-per-gpu-hour 2.5` (every result set) and `--cost-per-gpu-hour h100=2.5
+    --cost-per-gpu-hour h200=3.9` (one per experiment, to compare machines at their prices)
+    -> (price for all, {experiment: price})."""
+    everyone: float | None = None
+    per_experiment: dict[str, float] = {}
+    for value in values:
+        name, _, text = value.rpartition("=")
+        try:
+            price = float(text)
+        except ValueError:
+            price = math.nan
+        if not math.isfinite(price) or price <= 0:
+            raise UsageError(
+                f"--cost-per-gpu-hour {value!r}: give a positive price (2.5) or "
+                "EXPERIMENT=PRICE (h100=2.5)"
+            )
+        if not name:
+            if everyone is not None:
+                raise UsageError("--cost-per-gpu-hour: more than one price for every result set")
+            everyone = price
+        elif name in per_experiment:
+            raise UsageError(f"--cost-per-gpu-hour: two prices for {name!r}")
+        else:
+            per_experiment[name] = price
+    return everyone, per_experiment
+
+
 def check_request(request: ReportRequest) -> None:
     """Command-line mistakes, found before any work."""
     if request.fmt not in FORMATS:
         raise UsageError(f"unknown format {request.fmt!r}: use one of {', '.join(FORMATS)}")
-    if request.cost_per_gpu_hour is not None and not request.cost_per_gpu_hour > 0:
-        raise UsageError("--cost-per-gpu-hour must be a positive price (e.g. 2.5)")
+    for price in [request.cost_per_gpu_hour, *request.prices.values()]:
+        if price is not None and not price > 0:
+            raise UsageError("--cost-per-gpu-hour must be a positive price (e.g. 2.5)")
     if request.output is not None and request.output.is_dir():
         raise UsageError(f"--output {request.output} is a directory: give a file name")
 
@@ -70,12 +102,20 @@ def generate(request: ReportRequest) -> ReportOutcome:
     started = time.perf_counter()
     sources = read_sources(request.source)
     baseline = read_sources(request.baseline) if request.baseline is not None else None
+    known = {s.name for s in sources.experiments}
+    unknown = sorted(set(request.prices) - known)
+    if unknown:
+        raise UsageError(
+            f"--cost-per-gpu-hour names {', '.join(map(repr, unknown))}: no such result set "
+            f"in {request.source} (there: {', '.join(sorted(known)) or 'none'})"
+        )
     report = build_report(
         sources,
         ReportOptions(
             title=request.title,
             cost_per_gpu_hour=request.cost_per_gpu_hour,
             generated_at=request.generated_at,
+            prices=request.prices,
         ),
         baseline=baseline,
     )

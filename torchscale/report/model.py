@@ -41,6 +41,7 @@ SectionId = Literal[
     "latency",
     "efficiency",
     "bottlenecks",
+    "memory",
     "collectives",
     "baseline",
     "failures",

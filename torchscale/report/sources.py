@@ -21,11 +21,13 @@ from pydantic import ValidationError
 
 from torchscale.comm.result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
 from torchscale.errors import ResultsError, describe_os_error
+from torchscale.memory.result import MAX_BATCH_DIR, MaxBatchResult, read_max_batch
 from torchscale.profiling.result import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.report.model import Skipped
 from torchscale.results.experiment import Experiment, load
 from torchscale.results.schema import CellResult
 from torchscale.results.versions import read_cell_result
+from torchscale.versioned import read_json, version_problem
 
 log = logging.getLogger(__name__)
 ANALYSIS_KIND = "torchscale.profile_analysis"
@@ -65,6 +67,7 @@ class ExperimentSource:
     profiles: list[ProfileEntry] = field(default_factory=list)
     unanalysed: list[UnanalysedProfile] = field(default_factory=list)
     comm: list[CommResult] = field(default_factory=list)
+    max_batch: list[MaxBatchResult] = field(default_factory=list)
 
 
 @dataclass
@@ -126,22 +129,11 @@ def is_experiment_dir(path: Path) -> bool:
 
 def read_analysis(path: Path) -> tuple[ProfileAnalysis | None, str | None]:
     """(analysis, None) or (None, why it cannot be used); never raises for a bad file."""
-    try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        return None, f"unreadable: {describe_os_error(exc)}"
-    except ValueError as exc:
-        return None, f"not valid JSON: {exc}"
-    if not isinstance(data, dict) or data.get("kind") != ANALYSIS_KIND:
-        return None, f"not a torchscale profile analysis (kind is not '{ANALYSIS_KIND}')"
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        return None, f"bad schema_version {version!r}"
-    if version > ANALYSIS_SCHEMA_VERSION:
-        return None, (
-            f"analysis schema version {version} is newer than this torchscale reads "
-            f"({ANALYSIS_SCHEMA_VERSION}): upgrade torchscale to read it"
-        )
+    data, problem = read_json(path)
+    if problem is None:
+        problem = version_problem(data, ANALYSIS_KIND, "analysis", ANALYSIS_SCHEMA_VERSION)
+    if problem is not None:
+        return None, problem
     try:
         return ProfileAnalysis.model_validate(data), None
     except ValidationError as exc:
@@ -213,20 +205,11 @@ def _load_without_metadata(root: Path) -> Experiment:
 
 def read_comm(path: Path) -> tuple[CommResult | None, str | None]:
     """One comm/<run>.json, or why it cannot be used (never raises)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        return None, f"unreadable: {describe_os_error(exc)}"
-    except ValueError as exc:
-        return None, f"not valid JSON: {exc}"
-    if not isinstance(data, dict) or data.get("kind") != COMM_KIND:
-        return None, f"not a torchscale comm result (kind is not '{COMM_KIND}')"
-    version = data.get("schema_version")
-    if isinstance(version, int) and version > COMM_SCHEMA_VERSION:
-        return None, (
-            f"comm schema version {version} is newer than this torchscale reads "
-            f"({COMM_SCHEMA_VERSION}): upgrade torchscale to read it"
-        )
+    data, problem = read_json(path)
+    if problem is None:
+        problem = version_problem(data, COMM_KIND, "comm result", COMM_SCHEMA_VERSION)
+    if problem is not None:
+        return None, problem
     try:
         return CommResult.model_validate(data), None
     except ValidationError as exc:
@@ -244,6 +227,24 @@ def _read_comm_runs(root: Path, skipped: list[Skipped]) -> list[CommResult]:
         else:
             runs.append(run)
     return runs
+
+
+def _read_max_batch(root: Path, skipped: list[Skipped]) -> list[MaxBatchResult]:
+    """The max-batch searches of a sweep (`memory.max_batch_search`), one per cell group."""
+    try:
+        paths = sorted(
+            p for p in (root / MAX_BATCH_DIR).glob("*.json") if not p.name.startswith(".")
+        )
+    except OSError:
+        return []
+    found = []
+    for path in paths:
+        result, problem = read_max_batch(path)
+        if result is None:
+            _skip(skipped, path, problem or "unusable")
+        else:
+            found.append(result)
+    return found
 
 
 def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | None:
@@ -267,7 +268,8 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         _skip(skipped, root, "no readable cell result, profile or comm run in it")
         return None
     name = experiment.name if experiment is not None else root.name
-    return ExperimentSource(name, root, experiment, profiles, unanalysed, comm)
+    max_batch = _read_max_batch(root, skipped) if experiment is not None else []
+    return ExperimentSource(name, root, experiment, profiles, unanalysed, comm, max_batch)
 
 
 def _unique_names(experiments: list[ExperimentSource]) -> None:

@@ -146,6 +146,39 @@ def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> l
                 f"({profiling.steps} traced step(s) per rank) into profile/<cell_id>/",
             )
         )
+    lines += _comm_plan_lines(plan, store, base_env)
+    memory = plan.config.memory
+    if memory.max_batch_search:
+        from torchscale.memory.runner import search_groups
+
+        groups = search_groups(plan)
+        lines.append(
+            Line(
+                "info",
+                f"after the cells: max batch search for {len(groups)} group(s) (model, world "
+                f"size, precision, strategy), batch up to {memory.max_batch_limit}, one torchrun "
+                f"of {memory.probe_steps} step(s) per probe, into max_batch/",
+            )
+        )
+    return lines
+
+
+def _comm_plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> list[Line]:
+    """The config's `comm:` section as --dry-run shows it: one torchrun per world size."""
+    from torchscale.comm.from_config import comm_requests
+    from torchscale.comm.launch import comm_launch, new_run_id
+
+    lines: list[Line] = []
+    for request in comm_requests(plan):
+        launch = comm_launch(request, store.root, base_env, new_run_id(request))
+        lines.append(
+            Line(
+                "info",
+                f"after the cells: {', '.join(request.ops)} on {request.ranks} rank(s), "
+                f"{len(launch.spec.sizes)} size(s) into comm/",
+            )
+        )
+        lines.append(Line("info", f"   argv: {shlex.join(launch.command.argv)}"))
     return lines
 
 

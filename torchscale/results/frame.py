@@ -66,6 +66,14 @@ COLUMNS = [
     "tokens_per_joule",
     "throttled",
     "throttle_reasons",
+    "data_source",
+    "data_wait_s",
+    "data_wait_share",
+    "data_read_mb_per_s",
+    "cost_per_gpu_hour",
+    "gpu_hours_per_m_samples",
+    "cost_per_m_samples",
+    "cost_per_m_tokens",
     "parameters",
     "measured_steps",
     "repeats",
@@ -81,7 +89,8 @@ def cell_row(result: CellResult) -> dict[str, Any]:
     cell = result.cell
     thr, steps, mem = result.throughput, result.step_time, result.memory
     comp, comm, straggler = result.compute, result.communication, result.straggler
-    tel = result.telemetry
+    tel, data, cost = result.telemetry, result.data, result.cost
+    read = data.read_bytes_per_s if data else None
     return {
         "cell_id": cell.id,
         "status": result.status.value,
@@ -131,6 +140,14 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "tokens_per_joule": tel.tokens_per_joule if tel else None,
         "throttled": tel.throttled if tel else None,
         "throttle_reasons": "; ".join(tel.throttle_reasons) if tel else None,
+        "data_source": data.source if data else None,
+        "data_wait_s": data.wait_s if data else None,
+        "data_wait_share": data.share if data else None,
+        "data_read_mb_per_s": read / 1e6 if read is not None else None,
+        "cost_per_gpu_hour": cost.per_gpu_hour if cost else None,
+        "gpu_hours_per_m_samples": cost.gpu_hours_per_m_samples if cost else None,
+        "cost_per_m_samples": cost.cost_per_m_samples if cost else None,
+        "cost_per_m_tokens": cost.cost_per_m_tokens if cost else None,
         "parameters": result.parameters,
         "measured_steps": result.measured_steps,
         "repeats": result.repeats,

@@ -23,7 +23,9 @@ from torchscale.cell import CellIdentity, Status
 # 4: telemetry sampled during the measured windows (per rank: GPU utilisation, memory, power,
 #    temperature, SM clock, clocks-event reasons, energy; process CPU and RSS) with totals and
 #    energy per sample; CUDA allocator retries, OOMs and fragmentation in memory.
-RESULT_SCHEMA_VERSION = 4
+# 5: the input pipeline (`data`: source, loader settings, data-wait time per step and its share
+#    of the step) and `cost` (GPU-hours and price per million samples and tokens).
+RESULT_SCHEMA_VERSION = 5
 
 
 class _Model(BaseModel):
@@ -306,9 +308,49 @@ class CellError(_Model):
     log_tail: str | None = None
 
 
+class DataPipeline(_Model):
+    """Where the batches came from and how long the step waited for them (docs/data.md).
+
+    `wait_s` is the median time per step spent getting the batch (the `data` phase: the
+    DataLoader's next() and the copy to the device), on the rank that waited longest; `share`
+    is that over the median step time. With synthetic data it is about 0 by construction.
+    """
+
+    source: Literal["synthetic", "disk", "cifar100"]
+    wait_s: float | None = Field(description="median data wait per step, slowest rank, seconds")
+    share: float | None = Field(description="wait_s / median step time (0.25 = 25 %)")
+    wait_s_per_rank: list[float | None] = Field(
+        default_factory=list, description="median data wait per step of each rank"
+    )
+    num_workers: int | None = Field(default=None, description="DataLoader workers per rank")
+    pin_memory: bool | None = None
+    prefetch_factor: int | None = None
+    dir: str | None = Field(default=None, description="where the data was read")
+    dataset_bytes: int | None = Field(default=None, description="bytes of the files read")
+    samples: int | None = Field(default=None, description="samples in the dataset")
+    read_bytes_per_s: float | None = Field(
+        default=None,
+        description="bytes of samples consumed per second of measured windows, all ranks",
+    )
+    notes: list[str] = Field(default_factory=list)
+
+
+class Cost(_Model):
+    """What the measured throughput costs (torchscale/analysis/cost.py, docs/cost.md).
+
+    Every GPU of the cell is paid for the whole time: GPU-hours per million samples =
+    world_size x 10^6 / samples_per_s / 3600. On CPU one "GPU" is one rank.
+    """
+
+    per_gpu_hour: float | None = Field(description="price of one GPU-hour; null: not given")
+    gpu_hours_per_m_samples: float | None
+    cost_per_m_samples: float | None
+    cost_per_m_tokens: float | None = Field(description="null: the model has no tokens")
+
+
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[4] = 4
+    schema_version: Literal[5] = 5
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -334,6 +376,8 @@ class CellResult(_Model):
     telemetry: Telemetry | None = Field(
         default=None, description="sampled during the measured windows; null: see unavailable"
     )
+    data: DataPipeline | None = Field(default=None, description="the input pipeline")
+    cost: Cost | None = Field(default=None, description="price per million samples/tokens")
     warnings: list[str] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(
         default_factory=dict, description="metric -> why it could not be measured here"

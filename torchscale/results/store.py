@@ -6,6 +6,8 @@ results/<experiment>/
   steps/<cell_id>.jsonl    per-step records (rank, window, repeat, step, time_s)
   logs/<cell_id>/          torchrun log, per-rank logs, torchelastic error file, diagnostics
   specs/<cell_id>.json     what the worker was asked to run
+  comm/<run>.json          collective sweeps (torchscale/comm/)
+  max_batch/<group>.json   max-batch searches; their probes under max_batch/probes/<group>/
 
 A write that fails (disk full, quota, permissions) raises ResultsError naming the path; what
 was written before stays intact, and `--resume` continues once the cause is fixed.

@@ -18,6 +18,8 @@ Version history:
   4  `telemetry` sampled during the measured windows (per rank and totals, energy per sample);
      memory.alloc_retries, oom_count, fragmentation, inactive_split_peak_bytes (CUDA allocator)
      and ranks[].alloc_retries.
+  5  `data` (input source, loader settings, data-wait time per step and its share) and `cost`
+     (GPU-hours and price per million samples and tokens).
 """
 
 from __future__ import annotations
@@ -135,10 +137,31 @@ def upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+V4_DATA = "version 4 result: the input pipeline was not recorded (synthetic data, no data wait)"
+V4_COST = "version 4 result: no price was recorded; give one with --cost-per-gpu-hour"
+
+
+def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 -> 5. Versions up to 4 trained on synthetic on-device data only, so the source
+    is known; its wait was inside the phases (ranks[].phases.data) and is not recomputed here.
+    Cost was never stored: null with the reason."""
+    out = dict(data)
+    unavailable = dict(out.get("unavailable") or {})
+    out["data"] = None
+    out["cost"] = None
+    if out.get("status") == "ok":
+        unavailable.setdefault("data", V4_DATA)
+        unavailable.setdefault("cost", V4_COST)
+    out["unavailable"] = unavailable
+    out["schema_version"] = 5
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
     3: upgrade_v3,
+    4: upgrade_v4,
 }
 
 

@@ -22,6 +22,7 @@ from torchscale.results.schema import (
     CellResult,
     Communication,
     Compute,
+    DataPipeline,
     InjectedDelay,
     Memory,
     PhaseTimes,
@@ -47,6 +48,10 @@ NO_PHASES = "no phase timing with backward split at the last gradient on every r
 NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUDA only)"
 TELEMETRY_OFF = "measurement.telemetry.enabled is false"
 ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
+# the key under which the trainer's settings carry the input pipeline's facts (trainer.py)
+DATA_KEY = "data_pipeline"
+NOTHING_READ = "synthetic batches are made on the device: nothing is read"
+NO_DATA_PHASE = "no phase timing: the data wait was not measured"
 
 
 @dataclass(frozen=True)
@@ -238,6 +243,80 @@ def cell_telemetry(
     )
 
 
+def _epochs_note(
+    info: dict[str, Any], spec: WorkerSpec, world: int, steps_per_rank: int
+) -> str | None:
+    """The page-cache caveat when the dataset fits in this host's memory."""
+    dataset, memory, samples = (
+        info.get("dataset_bytes"),
+        info.get("physical_memory_bytes"),
+        info.get("samples"),
+    )
+    if not dataset or not memory or not samples or dataset >= memory:
+        return None
+    per_rank = samples // world
+    read = steps_per_rank * spec.cell.batch_size * spec.training.grad_accum_steps
+    epochs = read / per_rank if per_rank else 0.0
+    return (
+        f"the dataset ({dataset / 1e6:,.0f} MB) is smaller than this host's memory "
+        f"({memory / 1e9:,.1f} GB): after the first epoch samples may come from the page cache, "
+        f"not the storage (each rank read {epochs:.2f} epochs of its share in this cell)"
+    )
+
+
+def data_pipeline(
+    spec: WorkerSpec,
+    phases: dict[int, dict[str, float | None] | None],
+    step_p50_s: float,
+    window_s: float,
+    steps: int,
+    read_steps: int,
+    facts: CellFacts,
+) -> tuple[DataPipeline, dict[str, str]]:
+    """`data` of the cell: the slowest rank's median data wait, its share of the median step,
+    the loader's settings and the bytes of samples consumed per second of measured windows."""
+    unavailable: dict[str, str] = {}
+    per_rank = [(m or {}).get("data") for _, m in sorted(phases.items())]
+    known = [w for w in per_rank if w is not None]
+    wait = max(known) if known else None
+    share = wait / step_p50_s if wait is not None and step_p50_s > 0 else None
+    if wait is None:
+        unavailable["data.wait_s"] = NO_DATA_PHASE
+    info = facts.environment.get(DATA_KEY)
+    if spec.data.source == "synthetic" or not isinstance(info, dict):
+        unavailable["data.read_bytes_per_s"] = NOTHING_READ
+        return DataPipeline(
+            source=spec.data.source, wait_s=wait, share=share, wait_s_per_rank=per_rank
+        ), unavailable
+    world = len(phases)
+    repeats = spec.measurement.repeats
+    samples_per_step = spec.cell.batch_size * spec.training.grad_accum_steps * world
+    record = info.get("record_bytes")
+    rate = None
+    if record and window_s > 0 and steps:
+        rate = record * samples_per_step * steps * repeats / window_s
+    else:
+        unavailable["data.read_bytes_per_s"] = "no measured window time"
+    notes = list(info.get("notes") or [])
+    caveat = _epochs_note(info, spec, world, read_steps)
+    if caveat is not None:
+        notes.append(caveat)
+    return DataPipeline(
+        source=spec.data.source,
+        wait_s=wait,
+        share=share,
+        wait_s_per_rank=per_rank,
+        num_workers=info.get("num_workers"),
+        pin_memory=info.get("pin_memory"),
+        prefetch_factor=info.get("prefetch_factor"),
+        dir=info.get("dir"),
+        dataset_bytes=info.get("dataset_bytes"),
+        samples=info.get("samples"),
+        read_bytes_per_s=rate,
+        notes=notes,
+    ), unavailable
+
+
 def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts) -> CellResult:
     ranks = sorted(ranks, key=lambda r: r.rank)
     world = len(ranks)
@@ -363,6 +442,19 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     unavailable.update(why_not_telemetry)
     warnings += telemetry_warnings
 
+    # the input pipeline: data wait per step and its share, bytes read per second of windows
+    window_s = sum(max(r.windows[i].wall_s for r in ranks) for i in range(repeats))
+    first = ranks[0]  # every step of the cell reads: warm-up, FLOP step, windows, no_sync
+    read_steps = (
+        len(first.warmup_s)
+        + int(spec.measurement.flops)
+        + sum(len(w.step_s) for w in first.windows)
+        + (len(first.no_sync.step_s) if first.no_sync else 0)
+    )
+    data, why_not_data = data_pipeline(spec, phases, pooled.p50, window_s, steps, read_steps, facts)
+    unavailable.update(why_not_data)
+    environment = {k: v for k, v in facts.environment.items() if k != DATA_KEY}
+
     return CellResult(
         cell=spec.cell,
         status=Status.OK,
@@ -380,6 +472,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         injected_delays=delays,
         profile=_profile_record(spec, ranks),
         telemetry=telemetry,
+        data=data,
         memory=Memory(
             parameter_bytes=static.get("parameter_bytes", 0),
             gradient_bytes=static.get("gradient_bytes", 0),
@@ -400,7 +493,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         communication=communication,
         warnings=warnings,
         unavailable=unavailable,
-        environment=facts.environment
+        environment=environment
         | {
             "timing": ranks[0].timing,
             "fused_optimizer": facts.fused_optimizer,

@@ -137,6 +137,7 @@ def run(spec: WorkerSpec) -> None:
             mine.profile_capture_s = outcome.capture_s
             mine.profile_files = outcome.files
             mine.profile_notes = outcome.notes
+        trainer.close()  # DataLoader workers: gone before the gather (also at exit, on error)
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)
         if dist.get_rank() == 0:

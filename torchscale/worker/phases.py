@@ -8,8 +8,9 @@ Each step of a window is cut at these boundaries (one optimizer step of `accum` 
 
 and split into five phases that add up to the step exactly:
 
-- data: fetching the batch (here a pre-made on-device batch, so about 0 unless a delay is
-  injected).
+- data: fetching the batch. With `data.source: synthetic` a pre-made on-device batch, so about
+  0 unless a delay is injected; with disk or CIFAR-100 data the DataLoader's next() and the
+  copy to the device (torchscale/data/, docs/data.md), the cell's data wait.
 - forward: the model's forward and the loss (and the division by `accum`).
 - backward: backward compute, from backward() called to the LAST gradient produced: the time
   of the last `register_post_accumulate_grad_hook` call on the trainable parameters (DDP wraps

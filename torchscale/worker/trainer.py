@@ -1,8 +1,10 @@
 """One rank's training set-up and step: model wrapped for DDP or FSDP, optimizer, precision.
 
 The step is what a real training loop does (forward under autocast, loss, backward, optimizer
-step, zero_grad) on one synthetic batch generated once on the device, so the timed loop measures
-compute and communication, never data loading.
+step, zero_grad). With `data.source: synthetic` it trains on one batch generated once on the
+device, so the timed loop measures compute and communication, never data loading; with `disk`
+or `cifar100` every micro-batch comes from a DataLoader (torchscale/data/pipeline.py), fetched
+inside the step's data phase, so the phase is the step's real wait for its input.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from torchscale.data.pipeline import Pipeline, build_pipeline, layout_for
 from torchscale.models import ModelBundle, build_model, call_model
 from torchscale.profiling import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
@@ -162,6 +165,34 @@ def _wrap(
     }
 
 
+def _channels_last(inputs: Any, channels_last: bool) -> Any:
+    """An NCHW image batch in channels_last memory format when the trainer uses it."""
+    if channels_last and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
+        return inputs.contiguous(memory_format=torch.channels_last)
+    return inputs
+
+
+def _pipeline(spec: WorkerSpec, bundle: ModelBundle, device: torch.device) -> Pipeline:
+    """This rank's DataLoader for the cell's model (torchscale/data/pipeline.py)."""
+    layout = layout_for(
+        spec.model.name,
+        spec.model.options,
+        bundle,
+        seq_len=spec.data.seq_len,
+        image_size=spec.data.image_size,
+    )
+    return build_pipeline(
+        spec.data,
+        layout,
+        spec.model.name,
+        spec.cell.batch_size,
+        device,
+        dist.get_rank(),
+        dist.get_world_size(),
+        spec.training.seed,
+    )
+
+
 @dataclass
 class Trainer:
     spec: WorkerSpec
@@ -177,6 +208,7 @@ class Trainer:
     autocast: Any
     settings: dict[str, Any]  # what was set up that a reader of the result must know
     delays: RankDelays = NO_DELAYS  # --inject-delay aimed at this rank
+    pipeline: Pipeline | None = None  # disk / cifar100: the DataLoader every batch comes from
 
     @property
     def eager_model(self) -> torch.nn.Module:
@@ -215,9 +247,14 @@ class Trainer:
         optimizer, fused = _optimizer(spec, wrapped.parameters(), device)
         delays = RankDelays.for_rank(spec.inject_delay, dist.get_rank(), dist.get_world_size())
         torch.manual_seed(spec.training.seed + dist.get_rank())
-        inputs, targets = bundle.make_batch(spec.cell.batch_size, device)
-        if channels_last and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
-            inputs = inputs.contiguous(memory_format=torch.channels_last)
+        pipeline = None
+        if spec.data.source == "synthetic":
+            inputs, targets = bundle.make_batch(spec.cell.batch_size, device)
+            inputs = _channels_last(inputs, channels_last)
+        else:
+            pipeline = _pipeline(spec, bundle, device)
+            inputs = targets = None  # every micro-batch comes from the pipeline
+            settings["data_pipeline"] = pipeline.info
         return cls(
             spec,
             device,
@@ -232,7 +269,20 @@ class Trainer:
             autocast_factory(spec.cell.precision, device),
             settings,
             delays,
+            pipeline,
         )
+
+    def close(self) -> None:
+        """Shut the DataLoader's workers down (also done at exit; idempotent)."""
+        if self.pipeline is not None:
+            self.pipeline.close()
+
+    def next_batch(self) -> tuple[Any, Any]:
+        """The micro-batch to train on: the synthetic one, or the pipeline's next one."""
+        if self.pipeline is None:
+            return self.inputs, self.targets
+        inputs, targets = self.pipeline.next_batch()
+        return _channels_last(inputs, self.channels_last), targets
 
     def no_sync(self, skip_sync: bool) -> Any:
         """DDP's no_sync() when `skip_sync` (looking through torch.compile's wrapper), else a
@@ -265,7 +315,7 @@ class Trainer:
         for micro in range(accum):
             last = micro == accum - 1
             with marks.range(markers.DATA):
-                inputs, targets = self.inputs, self.targets
+                inputs, targets = self.next_batch()
                 if last and delays.data:
                     sleep(delays.data)
             if phases is not None:

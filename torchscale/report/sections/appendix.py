@@ -75,6 +75,17 @@ METHODOLOGY = [
         "static = parameters + gradients + optimizer state held by a rank (exact); non-static "
         "peak = CUDA peak allocated - static; peak RSS = largest process resident set",
     ),
+    (
+        "Max batch per device",
+        "largest batch that trains while batch + 1 runs out of memory: doubling, then bisection, "
+        "one fresh process per probe, the answer probed twice; utilisation = peak reserved / GPU "
+        "memory",
+    ),
+    (
+        "Data wait",
+        "median time per step in the data phase (DataLoader next() and the copy to the device) "
+        "of the rank that waited longest; share = that / the median step",
+    ),
     ("Cost", "GPU-hours per million = GPUs x 1e6 / global rate / 3600, times the price"),
     (
         "Sync stall (profile)",

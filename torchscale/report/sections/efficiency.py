@@ -220,6 +220,7 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
             {
                 "cell": ctx.label(row),
                 "gpus": integer(row["world_size"]),
+                "price": num(row["price_per_gpu_hour"]),
                 "samples_per_s": num(row["samples_per_s"]),
                 "tokens_per_s": num(row["tokens_per_s"]),
                 "gpu_hours": num(row["gpu_hours_per_m_samples"]),
@@ -227,7 +228,7 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
                 "cost_tokens": num(row["cost_per_m_tokens"]),
             }
         )
-    price = fmt(ctx.options.cost_per_gpu_hour, "money")
+    prices = sorted(set(pd.Series(priced["price_per_gpu_hour"]).astype(float)))
     columns = [
         col("cell", "Cell"),
         col("gpus", "GPUs", "int"),
@@ -238,8 +239,13 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     if any(r["tokens_per_s"] is not None for r in rows):
         columns[3:3] = [col("tokens_per_s", "Tokens/s", "rate")]
         columns.append(col("cost_tokens", "$ / M tokens", "money"))
+    if len(prices) > 1:  # result sets at different prices (machines): each row says its own
+        columns[2:2] = [col("price", "$ / GPU-hour", "money")]
+        at = "at each result set's price per GPU-hour"
+    else:
+        at = f"at {fmt(prices[0], 'money')} per GPU-hour"
     devices = set(pd.Series(priced["device"]).astype(str))
-    note = f"at {price} per GPU-hour; GPU-hours = GPUs x time (every GPU of the job is paid)"
+    note = f"{at}; GPU-hours = GPUs x time (every GPU of the job is paid)"
     if "cpu" in devices:
         note += "; on CPU cells a 'GPU' is one rank"
     return [

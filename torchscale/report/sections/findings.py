@@ -22,6 +22,7 @@ from torchscale.results.schema import CellResult
 STRAGGLER_MIN = 0.05  # load imbalance: the other ranks' wait for the slowest
 EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
 SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's
+DATA_WAIT_MIN = 0.10  # waiting for the next batch (input pipeline)
 
 
 def _injected_note(result: CellResult, rank: int | None) -> str | None:
@@ -146,6 +147,32 @@ def exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
     )
 
 
+def data_wait_finding(result: CellResult, label: str) -> Finding | None:
+    """The step waits for its batch: the DataLoader or the storage under it is the bottleneck
+    (never for synthetic data, made on the device once)."""
+    data = result.data
+    share = num(data.share) if data else None
+    if data is None or data.source == "synthetic" or share is None or share < DATA_WAIT_MIN:
+        return None
+    evidence = [
+        f"{data.source} data: the slowest rank waits {fmt(data.wait_s, 'seconds')} per step "
+        f"for its batch ({fmt(share, 'ratio_pct')} of the median step)",
+    ]
+    if data.read_bytes_per_s is not None:
+        evidence.append(f"read {data.read_bytes_per_s / 1e6:.1f} MB/s over the measured windows")
+    workers = f"{data.num_workers} worker(s)" if data.num_workers is not None else "the workers"
+    return Finding(
+        title=f"{label}: input pipeline waits {fmt(share, 'ratio_pct')} of each step",
+        cost_pct=share * 100,
+        source=result.cell.id,
+        evidence=evidence,
+        recommendation=f"Feed the GPUs faster: more DataLoader workers than {workers}, "
+        "pin_memory with non-blocking copies, a larger prefetch_factor, faster or local "
+        "storage (copy the dataset to NVMe), or decode and augment on the GPU.",
+        severity=cost_severity(share * 100),
+    )
+
+
 def slowdown_finding(
     result: CellResult, label: str, base: CellResult, base_label: str
 ) -> Finding | None:
@@ -257,6 +284,8 @@ def collect_findings(ctx: Context) -> list[Finding]:
     for row in records(ctx.ok):
         result, label = ctx.result(row), ctx.label(row)
         found = throttling_finding(result, label)
+        findings += [found] if found else []
+        found = data_wait_finding(result, label)
         findings += [found] if found else []
         if (integer(row["world_size"]) or 0) < 2:
             continue

@@ -3,6 +3,7 @@ given), its scaling efficiency at the largest world size, and the top findings, 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -32,13 +33,30 @@ from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, 
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
 TOP_FINDINGS = 5
-NO_PRICE = "no --cost-per-gpu-hour given"
+NO_PRICE = "no --cost-per-gpu-hour given and no cost.per_gpu_hour in the results' config"
+STORED_PRICE = "cost_per_gpu_hour"  # the price a cell was measured under (config cost:)
+
+
+def cell_prices(ctx: Context) -> pd.Series:
+    """The price of each cell: --cost-per-gpu-hour NAME=PRICE for its result set, else a bare
+    --cost-per-gpu-hour PRICE, else the config's cost.per_gpu_hour stored in the cell; NaN
+    when none is known."""
+    cells = ctx.cells
+    stored = cells[STORED_PRICE] if STORED_PRICE in cells else pd.Series(math.nan, cells.index)
+    prices = pd.to_numeric(stored, errors="coerce").astype(float)
+    if ctx.options.cost_per_gpu_hour is not None:
+        prices = pd.Series(float(ctx.options.cost_per_gpu_hour), index=cells.index)
+    for experiment, price in ctx.options.prices.items():
+        prices[cells["experiment"] == experiment] = float(price)
+    return prices
 
 
 def priced_cells(ctx: Context) -> pd.DataFrame | None:
-    """The ok cells with their cost columns, or None without a price."""
-    price = ctx.options.cost_per_gpu_hour
-    return None if price is None else cost_table(ctx.cells, price)
+    """The ok cells that have a price, with their cost columns; None when no cell has one."""
+    prices = cell_prices(ctx)
+    if prices.isna().all():
+        return None
+    return cost_table(ctx.cells, prices)
 
 
 def _config(ctx: Context, row: pd.Series) -> str:

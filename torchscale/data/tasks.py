@@ -1,0 +1,56 @@
+"""Which training task each built-in model runs, and so which data sources can feed it.
+
+Kept free of torch so the plan can refuse an impossible (model, source) pair before anything is
+launched. A record read from disk is decoded per task (torchscale/data/records.py), so the
+batches have exactly the shapes and dtypes of the model's synthetic batches.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from torchscale.config.catalog import is_plugin_model
+
+Task = Literal["classification", "next-token", "masked-tokens", "seq2seq"]
+
+# built-in model -> its task (the batch maker in torchscale/models/tasks.py it uses)
+MODEL_TASKS: dict[str, Task] = {
+    "resnet18": "classification",
+    "resnet50": "classification",
+    "vit-b16": "classification",
+    "tiny-cnn": "classification",
+    "tiny-mlp": "classification",
+    "gpt2": "next-token",
+    "gpt2-medium": "next-token",
+    "gpt2-large": "next-token",
+    "tiny-gpt2": "next-token",
+    "bert-base": "masked-tokens",
+    "bert-large": "masked-tokens",
+    "tiny-bert": "masked-tokens",
+    "transformer": "seq2seq",
+    "tiny-transformer": "seq2seq",
+}
+# the models that take RGB images (CIFAR-100 can feed them); tiny-mlp classifies features
+IMAGE_MODELS = frozenset({"resnet18", "resnet50", "vit-b16", "tiny-cnn"})
+
+PLUGIN_SYNTHETIC_ONLY = (
+    "plug-in models train on synthetic data only (their batch format is their own); "
+    "data.source '{source}' cannot feed them"
+)
+CIFAR_IMAGES_ONLY = "data.source 'cifar100' holds RGB images: it feeds image models only ({names})"
+
+
+def task_of(model: str) -> Task | None:
+    """The task of a built-in model; None for a plug-in (or an unknown name)."""
+    return MODEL_TASKS.get(model)
+
+
+def unsupported(source: str, model: str) -> str | None:
+    """Why `source` cannot feed `model` (a cell skip reason), or None when it can."""
+    if source == "synthetic":
+        return None
+    if is_plugin_model(model) or task_of(model) is None:
+        return PLUGIN_SYNTHETIC_ONLY.format(source=source)
+    if source == "cifar100" and model not in IMAGE_MODELS:
+        return CIFAR_IMAGES_ONLY.format(names=", ".join(sorted(IMAGE_MODELS)))
+    return None

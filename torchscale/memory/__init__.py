@@ -1,0 +1,42 @@
+"""Memory suite: the largest batch that fits (`memory.max_batch_search`, docs/memory.md).
+
+Names are imported lazily: the search needs the sweep's launch path (and pandas), which a
+reader of the results alone should not pay for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchscale.memory.result import MaxBatchResult, load_max_batch, read_max_batch
+    from torchscale.memory.runner import SearchGroup, run_max_batch_search
+    from torchscale.memory.search import ProbeOutcome, SearchOutcome, search_max_batch
+
+_WHERE = {
+    "MaxBatchResult": "torchscale.memory.result",
+    "load_max_batch": "torchscale.memory.result",
+    "read_max_batch": "torchscale.memory.result",
+    "SearchGroup": "torchscale.memory.runner",
+    "run_max_batch_search": "torchscale.memory.runner",
+    "ProbeOutcome": "torchscale.memory.search",
+    "SearchOutcome": "torchscale.memory.search",
+    "search_max_batch": "torchscale.memory.search",
+}
+__all__ = [
+    "MaxBatchResult",
+    "ProbeOutcome",
+    "SearchGroup",
+    "SearchOutcome",
+    "load_max_batch",
+    "read_max_batch",
+    "run_max_batch_search",
+    "search_max_batch",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(name)

@@ -1,0 +1,38 @@
+"""Reading torchscale's own versioned JSON files (cells, profile analyses, comm runs, max-batch
+searches): the checks every reader makes before validating, in one place, so each kind of file
+refuses a wrong kind, a bad version or a newer version with the same one-line reasons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from torchscale.errors import describe_os_error
+
+
+def read_json(path: Path) -> tuple[Any, str | None]:
+    """(decoded JSON, None) or (None, why it could not be read); never raises."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), None
+    except OSError as exc:
+        return None, f"unreadable: {describe_os_error(exc)}"
+    except ValueError as exc:
+        return None, f"not valid JSON: {exc}"
+
+
+def version_problem(data: Any, kind: str, what: str, current: int) -> str | None:
+    """Why `data` is not a readable `kind` file of version 1..current, or None when it is.
+    `what` names it in the reason ('comm result'); the reason for a newer version says to
+    upgrade torchscale."""
+    if not isinstance(data, dict) or data.get("kind") != kind:
+        return f"not a torchscale {what} (kind is not '{kind}')"
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return f"bad schema_version {version!r}"
+    if version > current:
+        return (
+            f"{what} schema version {version} is newer than this torchscale reads "
+            f"({current}): upgrade torchscale to read it"
+        )
+    return None
