@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
@@ -45,6 +45,9 @@ from torchscale.errors import DataError
 from torchscale.models import ModelBundle, build_model, call_model
 
 Finish = Callable[[torch.Tensor], torch.Tensor]
+# the key of the trainer's settings that carries `Pipeline.info` to rank 0's result
+# (torchscale/worker/aggregate.py reads it into `data` and keeps it out of `environment`)
+SETTINGS_KEY = "data_pipeline"
 
 
 def layout_for(
@@ -250,6 +253,6 @@ def build_pipeline(
 
 def _physical_memory() -> int | None:
     try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
+        return int(psutil.virtual_memory().total)
+    except (OSError, RuntimeError):
         return None

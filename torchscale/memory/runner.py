@@ -14,7 +14,6 @@ everyone; `memory.max_batch_limit` bounds it, so keep it modest there.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import shutil
 import time
@@ -114,23 +113,20 @@ def visible_device_total_bytes(env: Mapping[str, str]) -> tuple[int | None, str 
     NVML's total is the whole device: slightly more than torch's total_memory, which leaves
     out what the driver keeps for itself.
     """
+    from torchscale.validate.nvml import probe_nvml
+
+    visible = [t.strip() for t in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if t.strip()]
+    if any(t.startswith("MIG-") for t in visible):
+        return None, "MIG slices: their memory total is not read here"
+    state = probe_nvml()
+    if state.module is None or state.error is not None:
+        return None, f"NVML unavailable ({state.error}): device memory total unknown"
+    nvml: Any = state.module
     try:
-        nvml: Any = importlib.import_module("pynvml")
-    except ImportError as exc:
-        return None, f"pynvml is not importable ({exc}): device memory total unknown"
-    try:
-        nvml.nvmlInit()
-    except Exception as exc:
-        return None, f"NVML unavailable ({type(exc).__name__}): device memory total unknown"
-    try:
-        visible = [t.strip() for t in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if t.strip()]
-        if any(t.startswith("MIG-") for t in visible):
-            return None, "MIG slices: their memory total is not read here"
+        gpus = state.gpus
         if visible and all(t.startswith("GPU-") for t in visible):
-            handles = [nvml.nvmlDeviceGetHandleByUUID(t) for t in visible]
-        else:
-            handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
-        totals = [int(nvml.nvmlDeviceGetMemoryInfo(h).total) for h in handles]
+            gpus = [g for g in gpus if g.uuid in visible]
+        totals = [int(nvml.nvmlDeviceGetMemoryInfo(g.handle).total) for g in gpus]
     except Exception as exc:
         return None, f"NVML could not read device memory ({type(exc).__name__}: {exc})"
     finally:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -30,6 +31,7 @@ from torchscale.results.versions import read_cell_result
 from torchscale.versioned import read_json, version_problem
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 ANALYSIS_KIND = "torchscale.profile_analysis"
 NOT_AN_EXPERIMENT = (
     "not a torchscale experiment (no cells/, no profile/<run>/analysis.json, no comm/<run>.json)"
@@ -109,11 +111,16 @@ def _is_profile_run(path: Path) -> bool:
     )
 
 
-def _comm_files(path: Path) -> list[Path]:
+def _json_files(folder: Path) -> list[Path]:
+    """The visible *.json files of `folder`, sorted; none when it cannot be listed."""
     try:
-        return sorted(p for p in (path / "comm").glob("*.json") if not p.name.startswith("."))
+        return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
     except OSError:
         return []
+
+
+def _comm_files(path: Path) -> list[Path]:
+    return _json_files(path / "comm")
 
 
 def is_experiment_dir(path: Path) -> bool:
@@ -218,32 +225,17 @@ def read_comm(path: Path) -> tuple[CommResult | None, str | None]:
         return None, f"invalid comm result: {where}: {first['msg']}"
 
 
-def _read_comm_runs(root: Path, skipped: list[Skipped]) -> list[CommResult]:
-    runs = []
-    for path in _comm_files(root):
-        run, problem = read_comm(path)
-        if run is None:
-            _skip(skipped, path, problem or "unusable")
-        else:
-            runs.append(run)
-    return runs
-
-
-def _read_max_batch(root: Path, skipped: list[Skipped]) -> list[MaxBatchResult]:
-    """The max-batch searches of a sweep (`memory.max_batch_search`), one per cell group."""
-    try:
-        paths = sorted(
-            p for p in (root / MAX_BATCH_DIR).glob("*.json") if not p.name.startswith(".")
-        )
-    except OSError:
-        return []
+def _read_each(
+    paths: list[Path], read: Callable[[Path], tuple[T | None, str | None]], skipped: list[Skipped]
+) -> list[T]:
+    """Every file `read` can use; the others are skipped with its reason."""
     found = []
     for path in paths:
-        result, problem = read_max_batch(path)
-        if result is None:
+        item, problem = read(path)
+        if item is None:
             _skip(skipped, path, problem or "unusable")
         else:
-            found.append(result)
+            found.append(item)
     return found
 
 
@@ -263,12 +255,16 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         if not experiment.results:
             experiment = None
     profiles, unanalysed = _read_profiles(root / "profile", skipped)
-    comm = _read_comm_runs(root, skipped)
+    comm = _read_each(_comm_files(root), read_comm, skipped)
     if experiment is None and not profiles and not unanalysed and not comm:
         _skip(skipped, root, "no readable cell result, profile or comm run in it")
         return None
     name = experiment.name if experiment is not None else root.name
-    max_batch = _read_max_batch(root, skipped) if experiment is not None else []
+    max_batch = (
+        _read_each(_json_files(root / MAX_BATCH_DIR), read_max_batch, skipped)
+        if experiment is not None
+        else []
+    )
     return ExperimentSource(name, root, experiment, profiles, unanalysed, comm, max_batch)
 
 

@@ -24,7 +24,6 @@ Version history:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +31,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from torchscale.errors import describe_os_error
 from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.versioned import read_json, version_problem
 
 CELL_KIND = "torchscale.cell"
 _V1_IDENTITY = {
@@ -178,18 +177,12 @@ class ReadCell:
 
 def parse_cell_result(data: Any) -> tuple[CellResult | None, int | None, str | None]:
     """(result, source version, problem) from decoded JSON of any known version."""
-    if not isinstance(data, dict) or data.get("kind") != CELL_KIND:
-        return None, None, f"not a torchscale cell result (kind is not '{CELL_KIND}')"
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        return None, None, f"bad schema_version {version!r}"
-    if version > RESULT_SCHEMA_VERSION:
-        return (
-            None,
-            version,
-            f"schema version {version} is newer than this torchscale reads "
-            f"({RESULT_SCHEMA_VERSION}): upgrade torchscale to read it",
-        )
+    problem = version_problem(data, CELL_KIND, "cell result", RESULT_SCHEMA_VERSION)
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if problem is not None:  # the version is kept only when it is a newer one
+        newer = isinstance(version, int) and version > RESULT_SCHEMA_VERSION
+        return None, version if newer else None, problem
+    assert isinstance(version, int)  # version_problem checked it
     upgraded = data
     for step in range(version, RESULT_SCHEMA_VERSION):
         upgraded = UPGRADES[step](upgraded)
@@ -203,11 +196,8 @@ def parse_cell_result(data: Any) -> tuple[CellResult | None, int | None, str | N
 
 def read_cell_result(path: Path) -> ReadCell:
     """Read one cells/*.json; never raises for a bad file (the problem says why)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        return ReadCell(path, None, None, f"unreadable: {describe_os_error(exc)}")
-    except ValueError as exc:
-        return ReadCell(path, None, None, f"not valid JSON: {exc}")
+    data, problem = read_json(path)
+    if problem is not None:
+        return ReadCell(path, None, None, problem)
     result, version, problem = parse_cell_result(data)
     return ReadCell(path, result, version, problem)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from torchscale.analysis.stats import median_and_spread, step_stats
 from torchscale.cell import Status
+from torchscale.data.pipeline import SETTINGS_KEY
 from torchscale.results.schema import (
     CellResult,
     Communication,
@@ -48,8 +49,7 @@ NO_PHASES = "no phase timing with backward split at the last gradient on every r
 NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUDA only)"
 TELEMETRY_OFF = "measurement.telemetry.enabled is false"
 ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
-# the key under which the trainer's settings carry the input pipeline's facts (trainer.py)
-DATA_KEY = "data_pipeline"
+DATA_KEY = SETTINGS_KEY  # the trainer's settings entry with the input pipeline's facts
 NOTHING_READ = "synthetic batches are made on the device: nothing is read"
 NO_DATA_PHASE = "no phase timing: the data wait was not measured"
 

@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from torchscale.data.pipeline import Pipeline, build_pipeline, layout_for
+from torchscale.data.pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
 from torchscale.models import ModelBundle, build_model, call_model
 from torchscale.profiling import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
@@ -254,7 +254,7 @@ class Trainer:
         else:
             pipeline = _pipeline(spec, bundle, device)
             inputs = targets = None  # every micro-batch comes from the pipeline
-            settings["data_pipeline"] = pipeline.info
+            settings[SETTINGS_KEY] = pipeline.info
         return cls(
             spec,
             device,

@@ -70,8 +70,6 @@ def _max_batch_table(ctx: Context) -> list[Block]:
 
 def _data_table(ctx: Context) -> list[Block]:
     ok = ctx.ok
-    if "data_source" not in ok:
-        return []
     fed = ok[ok["data_source"].notna() & (ok["data_source"] != "synthetic")]
     if fed.empty:
         return []

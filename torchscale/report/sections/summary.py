@@ -3,7 +3,6 @@ given), its scaling efficiency at the largest world size, and the top findings, 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
@@ -42,8 +41,7 @@ def cell_prices(ctx: Context) -> pd.Series:
     --cost-per-gpu-hour PRICE, else the config's cost.per_gpu_hour stored in the cell; NaN
     when none is known."""
     cells = ctx.cells
-    stored = cells[STORED_PRICE] if STORED_PRICE in cells else pd.Series(math.nan, cells.index)
-    prices = pd.to_numeric(stored, errors="coerce").astype(float)
+    prices = pd.to_numeric(cells[STORED_PRICE], errors="coerce").astype(float)
     if ctx.options.cost_per_gpu_hour is not None:
         prices = pd.Series(float(ctx.options.cost_per_gpu_hour), index=cells.index)
     for experiment, price in ctx.options.prices.items():
