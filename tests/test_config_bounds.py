@@ -87,7 +87,9 @@ BOUNDS: list[tuple[str, str, str, str, str]] = [
     ("data.seq_len", "", "1048576", "1048577", "must be <= 1048576 (got 1048577)"),
     ("data.image_size", "", "16384", "16385", "must be <= 16384 (got 16385)"),
     ("launcher.cell_timeout_s", "", "604800", "604801", "must be <= 604800 (got 604801)"),
-    ("launcher.nnodes", "kind: slurm", "4096", "4097", "must be <= 4096 (got 4097)"),
+    ("launcher.slurm.cpus_per_task", "", "4096", "4097", "must be <= 4096 (got 4097)"),
+    ("launcher.slurm.signal_grace_s", "", "3600", "3601", "must be <= 3600 (got 3601)"),
+    ("launcher.slurm.poll_s", "", "600", "601", "must be <= 600 (got 601)"),
     ("launcher.omp_num_threads", "", "1024", "1025", "must be <= 1024 (got 1025)"),
     ("profiling.steps", "", "1000", "1001", "must be <= 1000 (got 1001)"),
     ("profiling.warmup_steps", "", "1000", "1001", "must be <= 1000 (got 1001)"),
@@ -170,6 +172,12 @@ def test_infinity_and_nan_are_rejected(path: str, extra: str, limit: str) -> Non
     assert inf.message.startswith(f"must be <= {limit} (got .inf)")
     (nan,) = problems(config_with(path, ".nan", extra))
     assert nan.message == "must be > 0 (got nan)"
+
+
+def test_a_node_count_past_the_limit_is_one_clear_line() -> None:
+    found = problems(MINIMAL + "launcher:\n  kind: slurm\n  nodes: [1, 4097]\n")
+    assert [p.message for p in found] == ["must be <= 4096 (got 4097)"]
+    assert found[0].path == "launcher.nodes[1]"
 
 
 def _numeric_leaves(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:

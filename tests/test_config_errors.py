@@ -395,7 +395,16 @@ def test_comm_min_bytes_above_max_bytes() -> None:
 
 def test_multi_node_needs_slurm() -> None:
     problem = only_problem(MINIMAL + "launcher:\n  nnodes: 2\n")
-    assert problem.message == "launcher.nnodes > 1 needs launcher.kind 'slurm'"
+    assert problem.message == (
+        "launcher.nodes above 1 needs launcher.kind 'slurm' or 'k8s' (local is one node)"
+    )
+    problem = only_problem(MINIMAL + "launcher:\n  nodes: [1, 2]\n")
+    assert "needs launcher.kind 'slurm' or 'k8s'" in problem.message
+
+
+def test_nnodes_and_nodes_together_are_refused() -> None:
+    problem = only_problem(MINIMAL + "launcher:\n  kind: slurm\n  nnodes: 2\n  nodes: [2]\n")
+    assert "not both" in problem.message
 
 
 # ---------------------------------------------------------------------------------------------

@@ -52,12 +52,20 @@ def file_safe(text: str) -> str:
 
 
 def make_cell_id(
-    label: str, batch_size: int, world_size: int, precision: str, strategy: str, sha256: str
+    label: str,
+    batch_size: int,
+    world_size: int,
+    precision: str,
+    strategy: str,
+    sha256: str,
+    nodes: int = 1,
 ) -> str:
     """Stable, filesystem-safe, readable id; the hash keeps ids of different definitions
-    apart (two transformer sizes, or a changed step count)."""
+    apart (two transformer sizes, or a changed step count). More than one node shows as
+    `__n2` after the world size (one-node ids are as they always were)."""
     slug = file_safe(label)[:MAX_SLUG]
-    return f"{slug}__b{batch_size}__w{world_size}__{precision}__{strategy}__{sha256[:8]}"
+    spread = f"__n{nodes}" if nodes > 1 else ""
+    return f"{slug}__b{batch_size}__w{world_size}{spread}__{precision}__{strategy}__{sha256[:8]}"
 
 
 class CellIdentity(BaseModel):

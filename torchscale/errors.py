@@ -83,6 +83,11 @@ class DataError(TorchScaleError):
     dataset files missing or malformed, a model the data source cannot feed."""
 
 
+class SlurmError(TorchScaleError):
+    """A Slurm command failed or said something we cannot read (sbatch refused a job,
+    squeue cannot reach slurmctld)."""
+
+
 class OutputDirError(UsageError):
     """The results directory asked for cannot be created or written: nothing was run."""
 

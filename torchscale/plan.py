@@ -42,6 +42,55 @@ class Machine:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """How many ranks a cell has and how they sit on nodes."""
+
+    world_size: int
+    nodes: int
+    nproc_per_node: int
+    problem: str | None = None  # set: the shape cannot be launched (a skip reason)
+
+
+def node_gpus(config: BenchConfig) -> int | None:
+    """GPUs per node as the launcher's config states them (Slurm, k8s); None: unstated."""
+    if config.launcher.kind == "slurm":
+        return config.launcher.slurm.gpus_per_node
+    if config.launcher.kind == "k8s":
+        return config.launcher.k8s.gpus_per_node
+    return None
+
+
+def cell_shapes(config: BenchConfig) -> list[Shape]:
+    """The world sizes of the sweep, in run order.
+
+    With `launcher.nodes`, gpu_counts are ranks per node and every node count multiplies them
+    (world size = per node x nodes). Without it, gpu_counts are total ranks (the published
+    meaning): one node, or, where the launcher states GPUs per node, as many full nodes as
+    that takes.
+    """
+    if config.launcher.nodes:
+        return [
+            Shape(per_node * nodes, nodes, per_node)
+            for per_node in sorted(config.gpu_counts)
+            for nodes in config.launcher.node_counts
+        ]
+    per_node_limit = node_gpus(config)
+    shapes = []
+    for world in sorted(config.gpu_counts):
+        if per_node_limit is None or world <= per_node_limit:
+            shapes.append(Shape(world, 1, world))
+        elif world % per_node_limit:
+            problem = (
+                f"{world} GPUs do not fill whole nodes of {per_node_limit} "
+                "(launcher gpus_per_node); give launcher.nodes to choose the split"
+            )
+            shapes.append(Shape(world, -(-world // per_node_limit), per_node_limit, problem))
+        else:
+            shapes.append(Shape(world, world // per_node_limit, per_node_limit))
+    return sorted(shapes, key=lambda shape: (shape.world_size, shape.nodes))
+
+
+@dataclass(frozen=True)
 class LaunchSettings:
     """How a cell is started: resolved once by the plan, the same for --dry-run and the run."""
 
@@ -161,7 +210,7 @@ def resolve_omp_threads(config: BenchConfig, machine: Machine) -> int:
         return int(from_env)
     if config.launcher.omp_num_threads is not None:
         return config.launcher.omp_num_threads
-    ranks_per_node = max(1, max(config.gpu_counts) // config.launcher.nnodes)
+    ranks_per_node = max(shape.nproc_per_node for shape in cell_shapes(config))
     return max(1, machine.cpu_cores // ranks_per_node)
 
 
@@ -170,6 +219,7 @@ def _definition(
     model: ModelSpec,
     batch_size: int,
     world_size: int,
+    nodes: int,
     precision: str,
     strategy: str,
     device: str,
@@ -194,7 +244,7 @@ def _definition(
         "training": training,
         "measurement": config.measurement.model_dump(mode="json"),
         "data": _data_definition(config),
-        "nnodes": config.launcher.nnodes,
+        "nnodes": nodes,
         "omp_num_threads": omp_num_threads,
         "env": dict(sorted(config.launcher.env.items())),
     }
@@ -216,31 +266,30 @@ def _data_definition(config: BenchConfig) -> dict[str, Any]:
 
 
 def _skip_or_warn(
-    cell: CellIdentity, config: BenchConfig, machine: Machine
+    cell: CellIdentity, shape: Shape, machine: Machine
 ) -> tuple[str | None, tuple[str, ...]]:
-    """(skip reason, warnings) of a cell on this machine."""
-    nnodes = config.launcher.nnodes
+    """(skip reason, warnings) of a cell on nodes like `machine`."""
+    if shape.problem is not None:
+        return shape.problem, ()
     if cell.device == "cuda":
         if machine.gpu_count == 0:
             return "device 'cuda' requested but no CUDA GPU is visible", ()
-        available = machine.gpu_count * nnodes
-        if cell.world_size > available:
+        if shape.nproc_per_node > machine.gpu_count:
+            if shape.nodes == 1:
+                return f"needs {shape.nproc_per_node} GPUs; a node has {machine.gpu_count}", ()
             return (
-                f"needs {cell.world_size} GPUs; {nnodes} node(s) x {machine.gpu_count} "
-                f"GPU(s) = {available}"
+                f"needs {shape.nproc_per_node} GPUs on each of {shape.nodes} nodes; a node has "
+                f"{machine.gpu_count}"
             ), ()
-        if cell.world_size % nnodes:
-            return f"{cell.world_size} GPUs do not split evenly over {nnodes} nodes", ()
         return None, ()
     if cell.backend == "nccl":
         return "backend 'nccl' needs CUDA GPUs; none is visible", ()
     warnings: list[str] = []
     if cell.precision == "amp":
         warnings.append("amp (fp16 autocast) on CPU is slow and not representative of GPUs")
-    per_node = cell.world_size // nnodes if cell.world_size % nnodes == 0 else cell.world_size
-    if per_node > machine.cpu_cores:
+    if shape.nproc_per_node > machine.cpu_cores:
         warnings.append(
-            f"{per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
+            f"{shape.nproc_per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
             "timings include contention"
         )
     return None, tuple(warnings)
@@ -251,7 +300,7 @@ def plan_cell(
     machine: Machine,
     model: ModelSpec,
     batch_size: int,
-    world_size: int,
+    shape: Shape,
     precision: Precision,
     strategy: Strategy,
 ) -> PlannedCell:
@@ -259,14 +308,23 @@ def plan_cell(
     device = resolve_device(config, machine)
     backend = resolve_backend(config, device)
     threads = resolve_omp_threads(config, machine)
-    nnodes = config.launcher.nnodes
+    world_size = shape.world_size
     definition = _definition(
-        config, model, batch_size, world_size, precision, strategy, device, backend, threads
+        config,
+        model,
+        batch_size,
+        world_size,
+        shape.nodes,
+        precision,
+        strategy,
+        device,
+        backend,
+        threads,
     )
     sha = definition_hash(definition)
     label = model.display_name
     identity = CellIdentity(
-        id=make_cell_id(label, batch_size, world_size, precision, strategy, sha),
+        id=make_cell_id(label, batch_size, world_size, precision, strategy, sha, shape.nodes),
         definition_sha256=sha,
         model=model.name,
         label=label,
@@ -276,14 +334,14 @@ def plan_cell(
         strategy=strategy,
         device=device,
         backend=backend,
-        nodes=nnodes,
+        nodes=shape.nodes,
     )
-    skip, warnings = _skip_or_warn(identity, config, machine)
+    skip, warnings = _skip_or_warn(identity, shape, machine)
     if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
         skip = unsupported(config.data.source, model.name)
     launch = LaunchSettings(
-        nproc_per_node=max(1, world_size // nnodes),
-        nnodes=nnodes,
+        nproc_per_node=shape.nproc_per_node,
+        nnodes=shape.nodes,
         omp_num_threads=threads,
         extra_env=dict(config.launcher.env),
         timeout_s=config.launcher.cell_timeout_s,
@@ -304,12 +362,13 @@ def plan_cell(
 def build_plan(config: BenchConfig, machine: Machine) -> Plan:
     """Every cell in a stable order: model, precision, strategy, batch size, world size
     (world size innermost, so a model's scaling curve is measured back to back)."""
+    shapes = cell_shapes(config)
     cells = [
-        plan_cell(config, machine, model, batch_size, world_size, precision, strategy)
+        plan_cell(config, machine, model, batch_size, shape, precision, strategy)
         for model in config.models
         for precision in config.training.precision
         for strategy in config.training.strategy
         for batch_size in config.batch_sizes
-        for world_size in sorted(config.gpu_counts)
+        for shape in shapes
     ]
     return Plan(config, cells)

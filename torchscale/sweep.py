@@ -12,6 +12,8 @@ import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -21,6 +23,7 @@ from torchscale.data.prepare import DataReady, prepare_data
 from torchscale.errors import ResultsError
 from torchscale.launch.failure import classify_failure
 from torchscale.launch.process import run_launch
+from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
 from torchscale.results.schema import CellError, CellResult, Cost
 from torchscale.results.store import ResultStore
@@ -59,20 +62,34 @@ class SweepOutcome:
         return [r for r in self.results if r.status.is_failure]
 
 
+# (cell, spec file, log directory, inherited environment) -> the launch; the default is the
+# cell's own one-node torchrun, a Slurm allocation wraps torchrun in an srun step
+CommandBuilder = Callable[[PlannedCell, Path, Path, Mapping[str, str]], LaunchCommand]
+
+
+def _one_node(
+    planned: PlannedCell, spec_path: Path, log_dir: Path, base_env: Mapping[str, str]
+) -> LaunchCommand:
+    return planned.command(spec_path, log_dir, base_env)
+
+
 def run_cell(
     planned: PlannedCell,
     store: ResultStore,
     base_env: Mapping[str, str],
     price_per_gpu_hour: float | None = None,
+    command_for: CommandBuilder = _one_node,
+    launch_notes: Mapping[str, Any] | None = None,
 ) -> CellResult:
     """Launch one cell and return its result (also written to the store), priced at
-    `price_per_gpu_hour` (config `cost:`) when it finished ok."""
+    `price_per_gpu_hour` (config `cost:`) when it finished ok. `launch_notes` join the
+    result's `launch` record (a Slurm job id and node list)."""
     cell_id = planned.cell.id
     store.prepare_cell(cell_id)
     spec_path = store.write_spec(
         planned.worker_spec(store.attempt_result_path(cell_id), store.attempt_steps_path(cell_id))
     )
-    command = planned.command(spec_path, store.log_dir(cell_id), base_env)
+    command = command_for(planned, spec_path, store.log_dir(cell_id), base_env)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     timeout = planned.launch.timeout_s
     outcome = run_launch(command, timeout)
@@ -94,6 +111,7 @@ def run_cell(
         "env": command.env_overrides,
         "omp_num_threads": command.omp_num_threads,
         "log_dir": str(command.log_dir),
+        **(launch_notes or {}),
     }
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)

@@ -14,7 +14,8 @@ from torchscale.cli.options import SetOverrides, VerbosityFlag
 from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
-    from torchscale.plan import Plan, PlannedCell
+    from torchscale.config.schema import BenchConfig
+    from torchscale.plan import Machine, Plan, PlannedCell
     from torchscale.results.schema import CellResult
     from torchscale.results.store import ResultStore
 
@@ -22,8 +23,9 @@ if TYPE_CHECKING:
 @handle_errors
 def benchmark(
     config_file: Annotated[
-        Path, typer.Option("--config", "-c", help="Benchmark config (YAML).", show_default=False)
-    ],
+        Path | None,
+        typer.Option("--config", "-c", help="Benchmark config (YAML).", show_default=False),
+    ] = None,
     output_dir: Annotated[
         Path, typer.Option("--output-dir", "-o", help="Results go to OUTPUT_DIR/<experiment>.")
     ] = Path("./results"),
@@ -37,28 +39,82 @@ def benchmark(
     fail_fast: Annotated[
         bool, typer.Option("--fail-fast", help="Stop at the first failed cell.")
     ] = False,
+    status_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--status",
+            metavar="DIR",
+            help="Show the Slurm jobs of the sweep whose results are in DIR; run nothing.",
+        ),
+    ] = None,
+    cancel_dir: Annotated[
+        Path | None,
+        typer.Option("--cancel", metavar="DIR", help="Cancel the Slurm jobs of the sweep in DIR."),
+    ] = None,
     verbose: VerbosityFlag = None,
 ) -> None:
     """Run throughput/latency tests across model x batch x GPU count x precision."""
-    from torchscale import host
     from torchscale.config import load_config
-    from torchscale.plan import Machine, build_plan
+    from torchscale.plan import build_plan
     from torchscale.report.terminal import plan_lines
     from torchscale.results.store import ResultStore, check_output_dir
 
     Verbosity.override(verbose)
+    if status_dir is not None or cancel_dir is not None:
+        from torchscale.cli.slurm_run import cancel_jobs, show_status
+
+        if status_dir is not None and cancel_dir is not None:
+            raise UsageError("give --status or --cancel, not both")
+        if status_dir is not None:
+            raise typer.Exit(show_status(status_dir))
+        assert cancel_dir is not None
+        raise typer.Exit(cancel_jobs(cancel_dir))
+    if config_file is None:
+        raise UsageError("--config FILE is needed (or --status DIR / --cancel DIR)")
     config = load_config(config_file, overrides or [])
-    if config.launcher.kind != "local":
-        raise UsageError("launcher.kind 'slurm' is not implemented yet; use 'local' (one node)")
-    machine = Machine(gpu_count=host.cuda_gpu_count(), cpu_cores=host.usable_cores())
-    plan = build_plan(config, machine)
+    kind = config.launcher.kind
+    if kind == "slurm":
+        from torchscale.slurm.client import require_sbatch
+
+        require_sbatch()  # before anything is written
+    plan = build_plan(config, _machine(config))
     store = ResultStore.for_experiment(output_dir, config.experiment_name)
+    if kind == "slurm":
+        from torchscale.cli.slurm_run import run_slurm_sweep, slurm_dry_run
+
+        store = ResultStore(store.root.resolve())  # the nodes get absolute paths
+        if dry_run:
+            slurm_dry_run(plan, store)
+            return
+        check_output_dir(store.root)
+        raise typer.Exit(run_slurm_sweep(plan, store, resume))
+    if kind == "k8s":
+        raise typer.Exit(_k8s(plan, store, dry_run))
     if dry_run:
         for line in plan_lines(plan, store, os.environ):
             stdout.print(line.markup())
         return
     check_output_dir(store.root)
     raise typer.Exit(_run(plan, store, resume, fail_fast))
+
+
+def _machine(config: BenchConfig) -> Machine:
+    """The nodes cells run on: this one (local), or as the launcher's config describes them
+    (Slurm, k8s: the submitting host's GPUs say nothing about the nodes')."""
+    from torchscale import host
+    from torchscale.plan import Machine
+
+    launcher = config.launcher
+    if launcher.kind == "slurm":
+        cores = launcher.slurm.cpus_per_task or host.usable_cores()
+        return Machine(gpu_count=launcher.slurm.gpus_per_node or 0, cpu_cores=cores)
+    if launcher.kind == "k8s":
+        return Machine(gpu_count=launcher.k8s.gpus_per_node or 0, cpu_cores=host.usable_cores())
+    return Machine(gpu_count=host.cuda_gpu_count(), cpu_cores=host.usable_cores())
+
+
+def _k8s(plan: Plan, store: ResultStore, dry_run: bool) -> int:
+    raise UsageError("launcher.kind 'k8s' is not wired yet")
 
 
 def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:

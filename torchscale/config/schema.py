@@ -157,6 +157,9 @@ MAX_SHARDS = 100_000
 MAX_LOADER_WORKERS = 256
 MAX_PREFETCH_FACTOR = 64
 MAX_PRICE_PER_GPU_HOUR = 10_000.0  # far above any rental price; catches a price per month
+MAX_CPUS_PER_TASK = 4096  # cores of one node
+MAX_SIGNAL_GRACE_S = 3600  # warning before a time limit
+MAX_POLL_S = 600.0
 
 
 def _comm_bytes(value: Any) -> Any:
@@ -393,23 +396,110 @@ class CostConfig(StrictModel):
     )
 
 
-class SlurmConfig(StrictModel):
-    """Used when launcher.kind is 'slurm'."""
+SLURM_TIME = r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$"
+# Kubernetes object names and label values: DNS-1123 labels
+K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
-    partition: str | None = None
+
+class SlurmConfig(StrictModel):
+    """Used when launcher.kind is 'slurm': one allocation per node count (docs/multinode.md)."""
+
+    partition: str | None = Field(default=None, description="null: the cluster's default")
     account: str | None = None
-    time_limit: str | None = Field(default=None, pattern=r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$")
-    extra_args: list[str] = Field(default_factory=list)
+    qos: str | None = None
+    time_limit: str | None = Field(
+        default=None,
+        pattern=SLURM_TIME,
+        description="of each allocation (all its cells); null: the partition's default",
+    )
+    gpus_per_node: Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)] | None = Field(
+        default=None,
+        description="GPUs per node (--gpus-per-node, torchrun --nproc-per-node on CUDA); "
+        "null on CPU",
+    )
+    cpus_per_task: Annotated[int, Field(gt=0), AtMost(MAX_CPUS_PER_TASK)] | None = Field(
+        default=None,
+        description="cores per node for the node's ranks (one task per node); null: Slurm's "
+        "default",
+    )
+    exclusive: bool = Field(default=False, description="--exclusive: whole nodes")
+    extra_sbatch: list[str] = Field(
+        default_factory=list, description="more #SBATCH options, e.g. ['--constraint=h100']"
+    )
+    setup: list[str] = Field(
+        default_factory=list,
+        description="shell lines run before the cells in each allocation (module load ...)",
+    )
+    container: str | None = Field(
+        default=None, description="pyxis/enroot image for every step (--container-image)"
+    )
+    python: str | None = Field(
+        default=None,
+        description="interpreter on the nodes with torchscale installed; null: the one "
+        "running torchscale benchmark (must be visible on every node)",
+    )
+    signal_grace_s: Annotated[int, Field(ge=60), AtMost(MAX_SIGNAL_GRACE_S)] = Field(
+        default=120,
+        description="Slurm warns the job this long before its time limit (--signal); the "
+        "running cell is stopped cleanly (Slurm may send it up to 60 s earlier)",
+    )
+    poll_s: Annotated[float, Field(gt=0), AtMost(MAX_POLL_S)] = Field(
+        default=5.0, description="how often squeue is asked while following the jobs"
+    )
+
+
+class K8sConfig(StrictModel):
+    """Used when launcher.kind is 'k8s': manifests, one per cell (docs/multinode.md)."""
+
+    image: str | None = Field(
+        default=None, description="container image with torchscale and torch; needed for k8s"
+    )
+    namespace: Annotated[str, Field(pattern=K8S_NAME, max_length=63)] = "default"
+    runtime: Annotated[str, Field(pattern=K8S_NAME, max_length=63)] = Field(
+        default="torch-distributed", description="Kubeflow Trainer ClusterTrainingRuntime"
+    )
+    api: Literal["trainjob", "pytorchjob"] = Field(
+        default="trainjob",
+        description="trainjob: Kubeflow Trainer v2 TrainJob; pytorchjob: kubeflow.org/v1",
+    )
+    resources: Annotated[
+        dict[str, str],
+        BeforeValidator(_env_values_to_text, json_schema_input_type=dict[str, str | int | float]),
+    ] = Field(
+        default_factory=dict,
+        description="per node (pod) limits, e.g. {'cpu': 16, 'memory': '64Gi'}; GPUs come "
+        "from gpus_per_node",
+    )
+    gpus_per_node: Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)] | None = Field(
+        default=None, description="nvidia.com/gpu per pod; null on CPU"
+    )
+    results_claim: str | None = Field(
+        default=None,
+        description="PersistentVolumeClaim (ReadWriteMany) that holds the results directory",
+    )
+    results_mount: str = Field(default="/results", description="where that claim is mounted")
+    apply: bool = Field(default=False, description="kubectl apply the manifests (needs kubectl)")
 
 
 class LauncherConfig(StrictModel):
-    """How cells are started: torchrun locally, or torchrun under Slurm."""
+    """How cells are started: torchrun locally, torchrun under Slurm, or Kubernetes jobs."""
 
-    kind: Literal["local", "slurm"] = "local"
+    kind: Literal["local", "slurm", "k8s"] = "local"
+    nodes: (
+        Annotated[
+            list[Annotated[int, Field(gt=0), AtMost(MAX_NNODES)]],
+            AfterValidator(_unique),
+            Field(min_length=1),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="node counts, a sweep axis: gpu_counts are then GPUs (ranks) per node; "
+        "null: gpu_counts are total GPUs per cell",
+    )
     cell_timeout_s: Annotated[float, Field(gt=0), AtMost(MAX_CELL_TIMEOUT_S)] = Field(
         default=900.0, description="a cell running longer is killed and recorded as 'timeout'"
     )
-    nnodes: Annotated[int, Field(gt=0), AtMost(MAX_NNODES)] = 1
     omp_num_threads: Annotated[int, Field(gt=0), AtMost(MAX_OMP_THREADS)] | None = Field(
         default=None, description="OMP_NUM_THREADS per rank; null = cores / ranks, at least 1"
     )
@@ -418,6 +508,23 @@ class LauncherConfig(StrictModel):
         BeforeValidator(_env_values_to_text, json_schema_input_type=dict[str, str | int | float]),
     ] = Field(default_factory=dict, description="extra environment variables for every cell")
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)
+    k8s: K8sConfig = Field(default_factory=K8sConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nnodes_is_nodes(cls, data: Any) -> Any:
+        """`nnodes: N` (before 0.7.0) is `nodes: [N]`."""
+        if isinstance(data, dict) and "nnodes" in data:
+            data = dict(data)
+            nnodes = data.pop("nnodes")
+            if "nodes" in data:
+                raise ValueError("give launcher.nodes (a list) or launcher.nnodes, not both")
+            data["nodes"] = [nnodes]
+        return data
+
+    @property
+    def node_counts(self) -> list[int]:
+        return sorted(self.nodes) if self.nodes else [1]
 
 
 class ProfilingConfig(StrictModel):
@@ -548,6 +655,10 @@ class BenchConfig(StrictModel):
     def _consistent(self) -> BenchConfig:
         if self.device == "cpu" and self.backend == "nccl":
             raise ValueError("backend 'nccl' needs device 'cuda' (or 'auto'); on CPU use 'gloo'")
-        if self.launcher.kind == "local" and self.launcher.nnodes > 1:
-            raise ValueError("launcher.nnodes > 1 needs launcher.kind 'slurm'")
+        if self.launcher.kind == "local" and max(self.launcher.node_counts) > 1:
+            raise ValueError(
+                "launcher.nodes above 1 needs launcher.kind 'slurm' or 'k8s' (local is one node)"
+            )
+        if self.launcher.kind == "k8s" and not self.launcher.k8s.image:
+            raise ValueError("launcher.kind 'k8s' needs launcher.k8s.image")
         return self

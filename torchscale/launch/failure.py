@@ -129,6 +129,18 @@ def signal_reason(who: str, signum: int) -> str:
     return f"{text}, {cause}" if cause else text
 
 
+def _other_nodes_error(error_file: Path) -> str | None:
+    """The first exception another node's torchrun recorded (a Slurm step: node k writes
+    error-node<k>.json beside error.json, torchscale/slurm/node.py)."""
+    pattern = f"{error_file.stem}-node*{error_file.suffix}"
+    with contextlib.suppress(OSError):
+        for path in sorted(error_file.parent.glob(pattern)):
+            found = read_error_file(path)
+            if found:
+                return found
+    return None
+
+
 def classify_failure(
     outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float
 ) -> CellFailure:
@@ -139,7 +151,7 @@ def classify_failure(
     tail = "\n".join(log.splitlines()[-30:])
     if outcome.timed_out:
         return _timeout(diagnose_hang(command.diagnostics_dir, outcome.stacks), timeout_s, tail)
-    exception = read_error_file(command.error_file)
+    exception = read_error_file(command.error_file) or _other_nodes_error(command.error_file)
     first = root_cause(log)
     rank = first.rank
     evidence = exception if exception else log  # the exception itself, when known

@@ -64,8 +64,11 @@ def torchrun_command(
     omp_num_threads: int,
     extra_env: Mapping[str, str] | None = None,
     python: str = sys.executable,
+    rendezvous: Sequence[str] = ("--standalone", "--nnodes=1"),
 ) -> LaunchCommand:
-    """A single-node launch of `python -m module *module_args` on `nproc` ranks.
+    """A launch of `python -m module *module_args` on `nproc` ranks per node: one node with
+    the default `rendezvous`, or whatever a multi-node launcher passes instead
+    (`--nnodes=2 --rdzv-backend=c10d ...`, torchscale/slurm/step.py).
 
     OMP_NUM_THREADS is always set explicitly (torchrun sets 1 only when nproc > 1, and one rank
     with the library default on a busy machine was seen 80x slower); `extra_env` (the config's
@@ -76,8 +79,7 @@ def torchrun_command(
         python,
         "-m",
         "torch.distributed.run",
-        "--standalone",
-        "--nnodes=1",
+        *rendezvous,
         f"--nproc-per-node={nproc}",
         "--max-restarts=0",
         "--log-dir",

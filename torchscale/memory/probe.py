@@ -58,7 +58,9 @@ def probe_cell(
     definition = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     sha = definition_hash(definition)
     cell = planned.cell
-    cell_id = make_cell_id(cell.label, batch, cell.world_size, cell.precision, cell.strategy, sha)
+    cell_id = make_cell_id(
+        cell.label, batch, cell.world_size, cell.precision, cell.strategy, sha, cell.nodes
+    )
     identity = cell.model_copy(
         update={"id": f"p{ordinal:02d}__{cell_id}", "definition_sha256": sha, "batch_size": batch}
     )

@@ -124,9 +124,7 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
     return outcome
 
 
-def _torch_steps(
-    trainer: Trainer, profile: ProfileSpec, recorder: Any, target: Path
-) -> str | None:
+def _torch_steps(trainer: Trainer, profile: ProfileSpec, recorder: Any, target: Path) -> str | None:
     """The steps under torch.profiler; the trace written, or why not (a write error must not
     cost the cell its measured windows: the other ranks go on, and the result says so)."""
     import torch

@@ -61,9 +61,10 @@ class Line:
 def running_line(planned: PlannedCell) -> Line:
     cell = planned.cell
     unit = "GPUs" if cell.device == "cuda" else "CPU ranks"
+    spread = f" over {cell.nodes} nodes" if cell.nodes > 1 else ""
     return Line(
         "info",
-        f"> Running {cell.label} on {cell.world_size} {unit} "
+        f"> Running {cell.label} on {cell.world_size} {unit}{spread} "
         f"(Batch {cell.batch_size}, {cell.precision}, {cell.strategy})...",
     )
 
@@ -213,8 +214,10 @@ def _row_cells(r: pd.Series) -> list[str]:
     mem = r["peak_rss_bytes"] if _missing(gpu_mem) else gpu_mem
     status = Status(r["status"])
     style = LEVEL_STYLE[STATUS_LEVEL[status]] or "green"
+    nodes = r.get("nodes", 1)
+    spread = f" ({int(nodes)}n)" if not _missing(nodes) and int(nodes) > 1 else ""
     return [
-        str(r["world_size"]),
+        f"{r['world_size']}{spread}",
         str(r["batch_size"]),
         escape(f"{r['precision']}/{r['strategy']}"),
         _fmt(r["samples_per_s"], ",.0f"),

@@ -58,8 +58,7 @@ def parse_delay(text: str) -> DelaySpec:
         raise UsageError(f"{where}: {ms_text!r} is not a number of milliseconds") from None
     if not math.isfinite(ms) or ms <= 0 or ms > MAX_DELAY_MS:
         raise UsageError(
-            f"{where}: the delay must be more than 0 and at most {MAX_DELAY_MS:g} ms, "
-            f"got {ms_text}"
+            f"{where}: the delay must be more than 0 and at most {MAX_DELAY_MS:g} ms, got {ms_text}"
         )
     return DelaySpec.model_validate({"rank": int(rank_text), "phase": phase, "ms": ms})
 

@@ -1,0 +1,170 @@
+"""One Slurm allocation: the cells of one node count, written down before anything is submitted.
+
+The submitting host resolves every cell once (the plan) and writes it here as data: the worker
+spec of each cell and how it is launched. The driver inside the allocation runs exactly that, so
+what `--dry-run` shows is what runs, and no node rebuilds a plan from a config on a machine that
+may see other GPUs or cores.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from torchscale.config.schema import SlurmConfig
+from torchscale.plan import LaunchSettings, PlannedCell
+from torchscale.results.store import ResultStore
+from torchscale.worker.spec import WorkerSpec
+
+ALLOCATION_KIND = "torchscale.slurm_allocation"
+ALLOCATION_VERSION = 1
+DRIVER_MODULE = "torchscale.slurm.driver"
+
+
+class AllocationCell(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    spec: WorkerSpec
+    nproc_per_node: int
+    omp_num_threads: int
+    extra_env: dict[str, str]
+    timeout_s: float
+    warnings: list[str] = Field(default_factory=list)
+
+    def planned(self) -> PlannedCell:
+        """The plan's cell again, as the sweep's run_cell takes it (no definition text: the
+        cell's identity carries its hash)."""
+        spec = self.spec
+        launch = LaunchSettings(
+            nproc_per_node=self.nproc_per_node,
+            nnodes=spec.cell.nodes,
+            omp_num_threads=self.omp_num_threads,
+            extra_env=dict(self.extra_env),
+            timeout_s=self.timeout_s,
+        )
+        return PlannedCell(
+            spec.cell,
+            spec.model,
+            "",
+            spec.training,
+            spec.measurement,
+            spec.data,
+            launch,
+            None,
+            tuple(self.warnings),
+        )
+
+
+class Allocation(BaseModel):
+    """What one sbatch job runs: its cells in order, and where things go."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = ALLOCATION_KIND
+    version: int = ALLOCATION_VERSION
+    name: str = Field(description="s<submission>-n<nodes>, also its directory under slurm/")
+    experiment_root: str
+    nodes: int
+    gpus_per_node: int | None
+    cpus_per_task: int | None
+    container: str | None
+    python: str
+    price_per_gpu_hour: float | None
+    cells: list[AllocationCell]
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.experiment_root) / "slurm" / self.name
+
+    @property
+    def cell_ids(self) -> list[str]:
+        return [c.spec.cell.id for c in self.cells]
+
+
+def allocation_dir(store: ResultStore, name: str) -> Path:
+    return store.root / "slurm" / name
+
+
+def build_allocation(
+    name: str,
+    nodes: int,
+    cells: list[PlannedCell],
+    store: ResultStore,
+    slurm: SlurmConfig,
+    price_per_gpu_hour: float | None,
+) -> Allocation:
+    """The allocation of `cells` (all on `nodes` nodes), their specs pointing into `store`."""
+    entries = [
+        AllocationCell(
+            spec=p.worker_spec(
+                store.attempt_result_path(p.cell.id), store.attempt_steps_path(p.cell.id)
+            ),
+            nproc_per_node=p.launch.nproc_per_node,
+            omp_num_threads=p.launch.omp_num_threads,
+            extra_env=dict(p.launch.extra_env),
+            timeout_s=p.launch.timeout_s,
+            warnings=list(p.warnings),
+        )
+        for p in cells
+    ]
+    return Allocation(
+        name=name,
+        experiment_root=str(store.root.resolve()),
+        nodes=nodes,
+        gpus_per_node=slurm.gpus_per_node,
+        cpus_per_task=slurm.cpus_per_task,
+        container=slurm.container,
+        python=slurm.python or sys.executable,
+        price_per_gpu_hour=price_per_gpu_hour,
+        cells=entries,
+    )
+
+
+def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -> str:
+    """The job script: #SBATCH lines, the user's setup lines, then the driver, exec'd so that
+    Slurm's warning signal (--signal=B:USR1) reaches it rather than a shell."""
+    directory = allocation.directory
+    lines = [
+        "#!/bin/bash",
+        f"# torchscale: {len(allocation.cells)} cell(s) of {experiment} on {allocation.nodes} "
+        "node(s); written by torchscale benchmark",
+        f"#SBATCH --job-name={shlex.quote(f'torchscale-{experiment}-{allocation.name}')}",
+        f"#SBATCH --nodes={allocation.nodes}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --output={directory / 'slurm-%j.out'}",
+        f"#SBATCH --signal=B:USR1@{slurm.signal_grace_s}",
+        "#SBATCH --no-requeue",
+    ]
+    if slurm.gpus_per_node is not None:
+        lines.append(f"#SBATCH --gpus-per-node={slurm.gpus_per_node}")
+    if slurm.cpus_per_task is not None:
+        lines.append(f"#SBATCH --cpus-per-task={slurm.cpus_per_task}")
+    for option, value in (
+        ("partition", slurm.partition),
+        ("account", slurm.account),
+        ("qos", slurm.qos),
+        ("time", slurm.time_limit),
+    ):
+        if value:
+            lines.append(f"#SBATCH --{option}={value}")
+    if slurm.exclusive:
+        lines.append("#SBATCH --exclusive")
+    lines.extend(f"#SBATCH {option}" for option in slurm.extra_sbatch)
+    lines.append("")
+    if slurm.setup:
+        lines.append("# launcher.slurm.setup")
+        lines.extend(slurm.setup)
+        lines.append("")
+    driver = [
+        allocation.python,
+        "-m",
+        DRIVER_MODULE,
+        "--allocation",
+        str(directory / "allocation.json"),
+        f"--grace-s={slurm.signal_grace_s}",
+    ]
+    lines.append("exec " + shlex.join(driver))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,143 @@
+"""Runs inside a Slurm allocation (the sbatch script execs it): its cells one after another,
+each an srun step of torchrun on all the allocation's nodes, each result written as a local
+sweep writes it.
+
+Slurm's warning before the time limit (SIGUSR1, --signal=B:USR1@grace), scancel and preemption
+(SIGTERM) stop the running step; the cell is recorded as failed with why, every finished cell is
+already safe, and `torchscale benchmark --resume` runs the rest.
+
+    python -m torchscale.slurm.driver --allocation <experiment>/slurm/<name>/allocation.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from torchscale.cell import Status
+from torchscale.launch.process import run_logged
+from torchscale.launch.torchrun import LaunchCommand
+from torchscale.plan import PlannedCell
+from torchscale.results.schema import CellError
+from torchscale.results.store import ResultStore
+from torchscale.signals import Terminated, signal_name, terminate_on_signals
+from torchscale.slurm.allocation import Allocation
+from torchscale.slurm.client import hostnames, node_address
+from torchscale.slurm.progress import Progress, write_progress
+from torchscale.slurm.step import StepPlace, free_port, srun_command
+from torchscale.sweep import run_cell, unmeasured_result
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
+HOSTENV_TIMEOUT_S = 300.0
+
+
+def stop_reason(signum: int, grace_s: int | None = None) -> str:
+    """Why the running cell ended, in the words an operator acts on."""
+    if signum == signal.SIGUSR1:
+        return (
+            "stopped before the Slurm job's time limit (SIGUSR1, the warning sent "
+            f"{grace_s or '?'} s ahead): run again with torchscale benchmark --resume"
+        )
+    return (
+        f"stopped by Slurm ({signal_name(signum)}): the job was cancelled, preempted or reached "
+        "its time limit; run again with torchscale benchmark --resume"
+    )
+
+
+def record_hosts(allocation: Allocation, env: Mapping[str, str]) -> None:
+    """Every node's environment, once, before the cells (a failure here is only a note in
+    the driver's output: the cells record rank 0's environment anyway)."""
+    directory = allocation.directory / "hosts"
+    argv = [
+        "srun",
+        f"--nodes={allocation.nodes}",
+        f"--ntasks={allocation.nodes}",
+        "--ntasks-per-node=1",
+        "--job-name=torchscale-hosts",
+        allocation.python,
+        "-m",
+        "torchscale.slurm.hostenv",
+        str(directory),
+    ]
+    outcome = run_logged(argv, env, directory / "srun.log", HOSTENV_TIMEOUT_S)
+    if outcome.returncode != 0:
+        print(f"torchscale: recording the nodes' environment failed: {outcome.log_tail(5)}")
+
+
+def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int | None) -> int:
+    """Run every cell of the allocation; 0, or 128 + the signal that stopped it."""
+    store = ResultStore(Path(allocation.experiment_root))
+    job_id = env.get("SLURM_JOB_ID", "0")
+    nodes = hostnames(env.get("SLURM_JOB_NODELIST", ""), env) if "SLURM_JOB_NODELIST" in env else []
+    head = node_address(nodes[0], env) if nodes else "127.0.0.1"
+    progress = Progress(job_id=job_id, nodes=nodes, head_address=head)
+    write_progress(allocation.directory, progress)
+    place = StepPlace(
+        job_id=job_id,
+        head_address=head,
+        gpus_per_node=allocation.gpus_per_node,
+        cpus_per_task=allocation.cpus_per_task,
+        container=allocation.container,
+        python=allocation.python,
+    )
+    current: PlannedCell | None = None
+    try:
+        with terminate_on_signals(STOP_SIGNALS):
+            record_hosts(allocation, env)
+            for index, entry in enumerate(allocation.cells):
+                current = entry.planned()
+                progress.current = current.cell.id
+                write_progress(allocation.directory, progress)
+                port = free_port()
+
+                def command_for(
+                    planned: PlannedCell,
+                    spec_path: Path,
+                    log_dir: Path,
+                    base_env: Mapping[str, str],
+                    port: int = port,
+                    index: int = index,
+                ) -> LaunchCommand:
+                    return srun_command(planned, spec_path, log_dir, base_env, place, port, index)
+
+                notes = {
+                    "slurm_job_id": job_id,
+                    "slurm_nodes": nodes,
+                    "rendezvous": f"{head}:{port}",
+                }
+                run_cell(current, store, env, allocation.price_per_gpu_hour, command_for, notes)
+                progress.done.append(current.cell.id)
+                progress.current = None
+                current = None
+                write_progress(allocation.directory, progress)
+    except Terminated as stop:
+        reason = stop_reason(stop.signum, grace_s)
+        if current is not None:
+            error = CellError(reason=reason, exit_signal=stop.name)
+            store.write_cell(unmeasured_result(current, Status.FAILED, error, current.warnings))
+            progress.done.append(current.cell.id)  # done: it has this allocation's result
+        progress.current = None
+        progress.stopped = reason
+        write_progress(allocation.directory, progress)
+        print(f"torchscale: {reason}", flush=True)
+        return stop.exit_code
+    progress.finished = True
+    write_progress(allocation.directory, progress)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="torchscale: run one Slurm allocation's cells")
+    parser.add_argument("--allocation", required=True, type=Path)
+    parser.add_argument("--grace-s", type=int, default=None)
+    args = parser.parse_args(argv)
+    allocation = Allocation.model_validate_json(args.allocation.read_text(encoding="utf-8"))
+    sys.exit(run_allocation(allocation, os.environ, args.grace_s))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""One cell as an srun step in an allocation: srun on every node, torchrun on each, c10d
+rendezvous at the first node's address (the launch as data, like launch/torchrun.py)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from torchscale.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.plan import WORKER_MODULE, PlannedCell
+
+NODE_MODULE = "torchscale.slurm.node"
+
+
+@dataclass(frozen=True)
+class StepPlace:
+    """Where the steps of one allocation meet."""
+
+    job_id: str
+    head_address: str  # the first node's NodeAddr
+    gpus_per_node: int | None
+    cpus_per_task: int | None
+    container: str | None
+    python: str
+
+
+def free_port() -> int:
+    """A port free on this host now (the driver runs on the allocation's first node, which
+    hosts the c10d store)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def srun_command(
+    planned: PlannedCell,
+    spec_path: Path,
+    log_dir: Path,
+    base_env: Mapping[str, str],
+    place: StepPlace,
+    port: int,
+    index: int,
+) -> LaunchCommand:
+    """`srun ... python -m torchscale.slurm.node -- python -m torch.distributed.run ...`:
+    one task per node, the step killed whole when one node's torchrun fails."""
+    nodes = planned.launch.nnodes
+    rendezvous = (
+        f"--nnodes={nodes}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={place.head_address}:{port}",
+        f"--rdzv-id={place.job_id}-{index}",
+    )
+    inner = torchrun_command(
+        WORKER_MODULE,
+        ["--spec", str(spec_path)],
+        nproc=planned.launch.nproc_per_node,
+        device=planned.cell.device,
+        log_dir=log_dir,
+        base_env=base_env,
+        omp_num_threads=planned.launch.omp_num_threads,
+        extra_env=planned.launch.extra_env,
+        python=place.python,
+        rendezvous=rendezvous,
+    )
+    srun = [
+        "srun",
+        "--kill-on-bad-exit=1",
+        f"--nodes={nodes}",
+        f"--ntasks={nodes}",
+        "--ntasks-per-node=1",
+        f"--job-name={planned.cell.id}",
+    ]
+    if place.gpus_per_node is not None:
+        srun.append(f"--gpus-per-node={place.gpus_per_node}")
+    if place.cpus_per_task is not None:
+        srun.append(f"--cpus-per-task={place.cpus_per_task}")
+    if place.container:
+        srun.append(f"--container-image={place.container}")
+    argv = [*srun, place.python, "-m", NODE_MODULE, "--", *inner.argv]
+    return replace(inner, argv=argv)
