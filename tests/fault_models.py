@@ -74,3 +74,22 @@ def exits_badly_after_result(code: int = 3) -> tuple[nn.Module, Any, Any]:
 
     atexit.register(os._exit, code)
     return _bundle("crash", -2)
+
+
+class _HangWhileMarker(nn.Module):
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 1)
+        self.marker = marker
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        while os.path.exists(self.marker):
+            time.sleep(0.2)
+        return self.linear(x)
+
+
+def hang_while_marker(marker: str) -> tuple[nn.Module, Any, Any]:
+    """Every rank waits in forward while the file `marker` exists: a cell that hangs in one
+    run and, with the file removed, succeeds in the next under the same definition (resume)."""
+    bundle = _bundle("crash", -2)
+    return _HangWhileMarker(marker), bundle[1], bundle[2]

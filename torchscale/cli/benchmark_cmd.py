@@ -114,7 +114,35 @@ def _machine(config: BenchConfig) -> Machine:
 
 
 def _k8s(plan: Plan, store: ResultStore, dry_run: bool) -> int:
-    raise UsageError("launcher.kind 'k8s' is not wired yet")
+    """Write one manifest per cell (and the specs its pods read); with `apply: true` and no
+    --dry-run, kubectl apply them. torchscale does not follow Kubernetes jobs."""
+    from torchscale.launch.k8s import apply_manifests, write_k8s_manifests
+
+    settings = plan.config.launcher.k8s
+    if settings.apply and not dry_run:
+        import shutil
+
+        if shutil.which("kubectl") is None:
+            raise UsageError("launcher.k8s.apply needs kubectl on PATH; nothing was written")
+    if settings.results_claim is None:
+        stderr.print(
+            "[yellow]warning:[/] launcher.k8s.results_claim is not set: the runtime must mount "
+            f"shared storage at {escape(settings.results_mount)}, or the results stay in the pods"
+        )
+    paths = write_k8s_manifests(plan, store, settings.pod_patch)
+    for path in paths:
+        stdout.print(f"manifest: {escape(str(path))}")
+    skipped = [p for p in plan.cells if p.skip_reason is not None]
+    stdout.print(
+        f"{len(paths)} manifest(s) written under {escape(str(store.root / 'k8s'))}"
+        + (f"; {len(skipped)} cell(s) skipped" if skipped else "")
+    )
+    if dry_run or not settings.apply:
+        stdout.print("nothing applied: kubectl apply -f FILE (or launcher.k8s.apply: true)")
+        return 0
+    for applied in apply_manifests(paths):
+        stdout.print(escape(f"applied {applied.path}: {applied.output.strip()}"))
+    return 0
 
 
 def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:

@@ -478,6 +478,11 @@ class K8sConfig(StrictModel):
         description="PersistentVolumeClaim (ReadWriteMany) that holds the results directory",
     )
     results_mount: str = Field(default="/results", description="where that claim is mounted")
+    pod_patch: Literal["runtimePatches", "podTemplateOverrides"] = Field(
+        default="runtimePatches",
+        description="how a TrainJob adds the results volume: runtimePatches (Kubeflow Trainer "
+        "2.2+) or podTemplateOverrides (2.1)",
+    )
     apply: bool = Field(default=False, description="kubectl apply the manifests (needs kubectl)")
 
 

@@ -129,16 +129,22 @@ def signal_reason(who: str, signum: int) -> str:
     return f"{text}, {cause}" if cause else text
 
 
-def _other_nodes_error(error_file: Path) -> str | None:
-    """The first exception another node's torchrun recorded (a Slurm step: node k writes
-    error-node<k>.json beside error.json, torchscale/slurm/node.py)."""
-    pattern = f"{error_file.stem}-node*{error_file.suffix}"
+def _node_errors(error_file: Path) -> list[str]:
+    """The exceptions recorded by this launch's torchrun(s): `error_file`, then those of the
+    other nodes of a Slurm step (node k writes error-node<k>.json, torchscale/slurm/node.py)."""
+    paths = [error_file]
     with contextlib.suppress(OSError):
-        for path in sorted(error_file.parent.glob(pattern)):
-            found = read_error_file(path)
-            if found:
-                return found
-    return None
+        paths += sorted(error_file.parent.glob(f"{error_file.stem}-node*{error_file.suffix}"))
+    return [e for e in (read_error_file(p) for p in paths) if e]
+
+
+def _first_cause(errors: list[str]) -> str | None:
+    """The exception that started it: when one node's rank fails, srun stops the others'
+    torchrun with SIGTERM, whose error file then says SignalException, not why."""
+    for error in errors:
+        if not error.startswith("SignalException"):
+            return error
+    return errors[0] if errors else None
 
 
 def classify_failure(
@@ -151,7 +157,7 @@ def classify_failure(
     tail = "\n".join(log.splitlines()[-30:])
     if outcome.timed_out:
         return _timeout(diagnose_hang(command.diagnostics_dir, outcome.stacks), timeout_s, tail)
-    exception = read_error_file(command.error_file) or _other_nodes_error(command.error_file)
+    exception = _first_cause(_node_errors(command.error_file))
     first = root_cause(log)
     rank = first.rank
     evidence = exception if exception else log  # the exception itself, when known

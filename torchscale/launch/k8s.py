@@ -1,0 +1,382 @@
+"""Kubernetes: the launch of every cell as data, one job manifest per cell (docs/multinode.md).
+
+Two kinds of job, both running the torchrun command of a local launch (torchrun.py) with
+`--nnodes=N` in place of its `--standalone` rendezvous:
+
+- `TrainJob` (Kubeflow Trainer v2, trainer.kubeflow.org/v1alpha1): the torch runtime's plugin
+  sets PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT in
+  the trainer container named `node`, and runs `spec.trainer.command` as given (it wraps
+  nothing in torchrun itself). torchrun reads PET_<FLAG> as the default of each flag, so its
+  static rendezvous finds node 0 with no flag of ours. The webhook rejects a TrainJob that sets
+  those five variables itself.
+- `PyTorchJob` (training operator, kubeflow.org/v1, v1.7 or later for `nprocPerNode`) for
+  clusters without Trainer v2: one Master pod and nodes - 1 Worker pods, container `pytorch`;
+  the operator sets the same PET_* variables (and MASTER_ADDR/PORT, WORLD_SIZE, RANK, which
+  torchrun replaces for the ranks it starts).
+
+The results PersistentVolumeClaim is the host's output directory (the parent of the store
+root): rank 0 writes `cells/<id>.json` and `steps/<id>.jsonl` under `<mount>/<experiment>/`
+and reads its spec from `<mount>/<experiment>/k8s/specs/<id>.json`, which
+`write_k8s_manifests` writes beside the manifests.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import yaml
+
+from torchscale.config.schema import K8sConfig
+from torchscale.errors import LaunchError, UsageError
+from torchscale.launch.environment import is_inherited_distributed_var
+from torchscale.launch.torchrun import torchrun_command
+from torchscale.plan import WORKER_MODULE, Plan, PlannedCell
+from torchscale.results.store import ResultStore
+from torchscale.worker.spec import WorkerSpec
+
+TRAINJOB_API = "trainer.kubeflow.org/v1alpha1"
+PYTORCHJOB_API = "kubeflow.org/v1"
+TRAINER_GROUP = "trainer.kubeflow.org"
+# Trainer's torch runtimes name their replicated job and trainer container `node`; the training
+# operator finds a PyTorchJob's container (and its port) by the name `pytorch`
+TRAINER_JOB = "node"
+PYTORCH_CONTAINER = "pytorch"
+PATCH_MANAGER = "torchscale"  # owner of our entry in a TrainJob's runtimePatches
+RESULTS_VOLUME = "torchscale-results"
+SHM_VOLUME = "torchscale-shm"  # a pod's /dev/shm is 64 MiB unless mounted: too small for NCCL
+SHM_PATH = "/dev/shm"  # noqa: S108 (a mount point in the pod; nothing here writes to it)
+GPU_RESOURCE = "nvidia.com/gpu"
+LABEL_PREFIX = "torchscale/"
+K8S_DIR = "k8s"
+APPLY_TIMEOUT_S = 120.0
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+MAX_LABEL = 63
+# The longest names an operator derives from ours are the pods `<name>-node-0-<index>` (JobSet)
+# and `<name>-worker-<index>`: 12 characters for 4096 nodes, and they must stay 63-char labels.
+MAX_NAME = MAX_LABEL - len("-worker-4095")
+HASH_CHARS = 8
+
+# the Trainer API that mounts volumes into a TrainJob's pods: runtimePatches since Trainer
+# v2.2, podTemplateOverrides in v2.1 (a breaking rename; v2.0 had podSpecOverrides)
+PodPatchApi = Literal["runtimePatches", "podTemplateOverrides"]
+
+
+@dataclass(frozen=True)
+class PodPaths:
+    """Where a cell's files are inside its pods (the claim holds the output directory)."""
+
+    experiment_root: PurePosixPath  # <mount>/<experiment>
+    cell_id: str
+
+    @property
+    def result(self) -> PurePosixPath:
+        return self.experiment_root / "cells" / f"{self.cell_id}.json"
+
+    @property
+    def steps(self) -> PurePosixPath:
+        return self.experiment_root / "steps" / f"{self.cell_id}.jsonl"
+
+    @property
+    def spec(self) -> PurePosixPath:
+        return self.experiment_root / K8S_DIR / "specs" / f"{self.cell_id}.json"
+
+    @property
+    def logs(self) -> PurePosixPath:
+        return self.experiment_root / "logs" / self.cell_id
+
+
+@dataclass(frozen=True)
+class K8sManifest:
+    """One cell's job: its object, the worker spec it reads, and where both are written."""
+
+    cell_id: str
+    name: str  # metadata.name, also what `kubectl get/logs/delete` take
+    manifest: dict[str, Any]
+    spec: WorkerSpec  # result_path and steps_path are the in-pod paths
+    pod_spec_path: PurePosixPath  # --spec as the pods see it
+    path: Path  # <store root>/k8s/<name>.yaml
+    spec_path: Path  # <store root>/k8s/specs/<cell_id>.json (the pods' pod_spec_path)
+
+    @property
+    def kind(self) -> str:
+        return str(self.manifest["kind"])
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:HASH_CHARS]
+
+
+def object_name(experiment: str, cell_id: str) -> str:
+    """A DNS-1035 label (a letter first: TrainJob's CRD and the PyTorchJob webhook demand it)
+    of at most MAX_NAME characters, readable and unique per cell.
+
+    Lower-cased experiment and cell id with every other character run turned into '-', cut to
+    fit, then a hash of the untruncated pair: two cells whose ids differ only past the cut, or
+    only in case, still get different names.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{experiment}-{cell_id}".lower()).strip("-")
+    if not slug[:1].isalpha():
+        slug = f"ts-{slug}".rstrip("-")
+    head = slug[: MAX_NAME - HASH_CHARS - 1].rstrip("-")
+    return f"{head}-{_short_hash(experiment + chr(0) + cell_id)}"
+
+
+def label_value(text: str) -> str:
+    """`text` as a legal label value: itself when it is one, else cut and made unique with a
+    hash (the full text goes into an annotation)."""
+    if len(text) <= MAX_LABEL and _LABEL_VALUE.match(text):
+        return text
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text)
+    head = cleaned[: MAX_LABEL - HASH_CHARS - 1].strip("-_.")
+    return f"{head}-{_short_hash(text)}" if head else _short_hash(text)
+
+
+def _metadata(name: str, namespace: str, experiment: str, cell_id: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": {
+            f"{LABEL_PREFIX}experiment": label_value(experiment),
+            f"{LABEL_PREFIX}cell": label_value(cell_id),
+        },
+        "annotations": {
+            f"{LABEL_PREFIX}experiment": experiment,
+            f"{LABEL_PREFIX}cell-id": cell_id,
+        },
+    }
+
+
+def _check_env(env: Mapping[str, str]) -> None:
+    """launcher.env must leave the rendezvous to the operator (Trainer's webhook rejects PET_*
+    in a TrainJob; in a PyTorchJob they would silently change the world)."""
+    taken = sorted(name for name in env if is_inherited_distributed_var(name))
+    if taken:
+        raise UsageError(
+            f"launcher.env sets {', '.join(taken)}: on Kubernetes the job operator sets the "
+            "rendezvous variables; remove them"
+        )
+
+
+def worker_command(planned: PlannedCell, paths: PodPaths) -> tuple[list[str], dict[str, str]]:
+    """(argv, env) of a cell's torchrun in each pod: the local command with only `--nnodes` as
+    its rendezvous; torchrun's default static rendezvous takes node rank and node 0's address
+    from PET_NODE_RANK and PET_MASTER_ADDR/PORT, which the operator sets."""
+    _check_env(planned.launch.extra_env)
+    local = torchrun_command(
+        WORKER_MODULE,
+        ["--spec", str(paths.spec)],
+        nproc=planned.launch.nproc_per_node,
+        device=planned.cell.device,
+        log_dir=Path(str(paths.logs)),
+        base_env={},
+        omp_num_threads=planned.launch.omp_num_threads,
+        extra_env=planned.launch.extra_env,
+        python="python",  # the image's interpreter
+        rendezvous=(f"--nnodes={planned.cell.nodes}",),
+    )
+    return local.argv, dict(local.env_overrides)
+
+
+def _limits(config: K8sConfig, planned: PlannedCell) -> dict[str, str]:
+    """Per pod: launcher.k8s.resources, plus whole-node GPUs (gpus_per_node, else the cell's
+    ranks per node) on CUDA."""
+    limits = dict(config.resources)
+    if planned.cell.device == "cuda":
+        gpus = config.gpus_per_node or planned.launch.nproc_per_node
+        limits[GPU_RESOURCE] = str(gpus)
+    return limits
+
+
+def _volumes(config: K8sConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, volume mounts): a memory-backed /dev/shm, and the results claim when set."""
+    volumes: list[dict[str, Any]] = [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
+    mounts: list[dict[str, Any]] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
+    if config.results_claim:
+        volumes.append(
+            {"name": RESULTS_VOLUME, "persistentVolumeClaim": {"claimName": config.results_claim}}
+        )
+        mounts.append({"name": RESULTS_VOLUME, "mountPath": config.results_mount})
+    return volumes, mounts
+
+
+def _env_list(env: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"name": key, "value": value} for key, value in env.items()]
+
+
+def _pod_patch(config: K8sConfig, api: PodPatchApi) -> dict[str, Any]:
+    """The TrainJob spec entry that adds our volumes to the `node` pods."""
+    volumes, mounts = _volumes(config)
+    pod_spec = {"volumes": volumes, "containers": [{"name": TRAINER_JOB, "volumeMounts": mounts}]}
+    if api == "podTemplateOverrides":
+        return {"podTemplateOverrides": [{"targetJobs": [{"name": TRAINER_JOB}], "spec": pod_spec}]}
+    job = {"name": TRAINER_JOB, "template": {"spec": {"template": {"spec": pod_spec}}}}
+    patch = {"template": {"spec": {"replicatedJobs": [job]}}}
+    return {"runtimePatches": [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": patch}]}
+
+
+def trainjob(
+    planned: PlannedCell,
+    config: K8sConfig,
+    metadata: dict[str, Any],
+    paths: PodPaths,
+    pod_patch: PodPatchApi = "runtimePatches",
+) -> dict[str, Any]:
+    """A Kubeflow Trainer v2 TrainJob running the cell on the configured torch runtime."""
+    argv, env = worker_command(planned, paths)
+    trainer: dict[str, Any] = {
+        "image": config.image,
+        "command": argv,
+        "env": _env_list(env),
+        "numNodes": planned.cell.nodes,
+        "numProcPerNode": planned.launch.nproc_per_node,
+    }
+    limits = _limits(config, planned)
+    if limits:
+        trainer["resourcesPerNode"] = {"limits": limits}
+    spec: dict[str, Any] = {
+        "runtimeRef": {
+            "name": config.runtime,
+            "apiGroup": TRAINER_GROUP,
+            "kind": "ClusterTrainingRuntime",
+        },
+        "trainer": trainer,
+        **_pod_patch(config, pod_patch),
+    }
+    return {"apiVersion": TRAINJOB_API, "kind": "TrainJob", "metadata": metadata, "spec": spec}
+
+
+def _replica(replicas: int, pod: dict[str, Any]) -> dict[str, Any]:
+    """A replica spec with its own copy of the pod template (shared objects would come out of
+    yaml.safe_dump as anchors and aliases, which some tools reading manifests reject)."""
+    return {
+        "replicas": replicas,
+        "restartPolicy": "Never",  # a restarted pod would rerun the cell and mix two runs
+        "template": copy.deepcopy(pod),
+    }
+
+
+def pytorchjob(
+    planned: PlannedCell, config: K8sConfig, metadata: dict[str, Any], paths: PodPaths
+) -> dict[str, Any]:
+    """A kubeflow.org/v1 PyTorchJob: Master plus nodes - 1 Workers (none on one node)."""
+    argv, env = worker_command(planned, paths)
+    volumes, mounts = _volumes(config)
+    container: dict[str, Any] = {
+        "name": PYTORCH_CONTAINER,
+        "image": config.image,
+        "command": argv,
+        "env": _env_list(env),
+        "volumeMounts": mounts,
+    }
+    limits = _limits(config, planned)
+    if limits:
+        container["resources"] = {"limits": limits}
+    pod = {
+        "metadata": {"labels": metadata["labels"]},
+        "spec": {"containers": [container], "volumes": volumes},
+    }
+    replicas = {"Master": _replica(1, pod)}
+    if planned.cell.nodes > 1:
+        replicas["Worker"] = _replica(planned.cell.nodes - 1, pod)
+    spec = {
+        "nprocPerNode": str(planned.launch.nproc_per_node),
+        "runPolicy": {"backoffLimit": 0},
+        "pytorchReplicaSpecs": replicas,
+    }
+    return {"apiVersion": PYTORCHJOB_API, "kind": "PyTorchJob", "metadata": metadata, "spec": spec}
+
+
+def k8s_manifests(
+    plan: Plan, store_root: Path, pod_patch: PodPatchApi = "runtimePatches"
+) -> list[K8sManifest]:
+    """One manifest per runnable cell (skipped cells have nothing to launch), in plan order."""
+    config = plan.config.launcher.k8s
+    if not config.image:
+        raise UsageError("launcher.k8s.image is needed: the container image the pods run")
+    experiment_root = PurePosixPath(config.results_mount) / plan.experiment
+    manifests = []
+    for planned in plan.runnable:
+        cell_id = planned.cell.id
+        paths = PodPaths(experiment_root, cell_id)
+        name = object_name(plan.experiment, cell_id)
+        metadata = _metadata(name, config.namespace, plan.experiment, cell_id)
+        if config.api == "pytorchjob":
+            manifest = pytorchjob(planned, config, metadata, paths)
+        else:
+            manifest = trainjob(planned, config, metadata, paths, pod_patch)
+        spec = planned.worker_spec(Path(str(paths.result)), Path(str(paths.steps)))
+        k8s_dir = store_root / K8S_DIR
+        manifests.append(
+            K8sManifest(
+                cell_id=cell_id,
+                name=name,
+                manifest=manifest,
+                spec=spec,
+                pod_spec_path=paths.spec,
+                path=k8s_dir / f"{name}.yaml",
+                spec_path=k8s_dir / "specs" / f"{cell_id}.json",
+            )
+        )
+    return manifests
+
+
+def write_k8s_manifests(
+    plan: Plan, store: ResultStore, pod_patch: PodPatchApi = "runtimePatches"
+) -> list[Path]:
+    """Write every cell's worker spec and manifest under `<store root>/k8s/` (atomically; an
+    I/O error is a one-line ResultsError) and return the manifest paths, in plan order."""
+    written = []
+    for item in k8s_manifests(plan, store.root, pod_patch):
+        store.write_text(item.spec_path, item.spec.model_dump_json(indent=2))
+        header = f"# torchscale: cell {item.cell_id}\n"
+        store.write_text(item.path, header + yaml.safe_dump(item.manifest, sort_keys=False))
+        written.append(item.path)
+    return written
+
+
+@dataclass(frozen=True)
+class Applied:
+    path: Path
+    output: str  # what kubectl said, e.g. "trainjob.trainer.kubeflow.org/x created"
+
+
+def apply_manifests(paths: Sequence[Path], kubectl: str = "kubectl") -> list[Applied]:
+    """`kubectl apply -f FILE` for each manifest, in order; the first failure stops with a
+    one-line LaunchError carrying kubectl's message (those applied before stay applied)."""
+    executable = shutil.which(kubectl)
+    if executable is None:
+        raise UsageError(
+            f"'{kubectl}' is not on PATH: install kubectl (with a kubeconfig for the cluster) "
+            "or apply the written manifests yourself"
+        )
+    return [_apply_one(executable, path, done) for done, path in enumerate(paths)]
+
+
+def _apply_one(executable: str, path: Path, done: int) -> Applied:
+    argv = [executable, "apply", "-f", str(path)]
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, check=False, timeout=APPLY_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        raise LaunchError(
+            f"kubectl apply -f {path} gave no answer in {APPLY_TIMEOUT_S:g} s "
+            f"({done} manifest(s) applied before it)"
+        ) from None
+    except OSError as exc:
+        raise LaunchError(f"cannot run {executable}: {exc}") from None
+    if proc.returncode != 0:
+        said = "; ".join(line.strip() for line in proc.stderr.splitlines() if line.strip())
+        raise LaunchError(
+            f"kubectl apply -f {path} failed (exit {proc.returncode}, {done} manifest(s) "
+            f"applied before it): {said or 'no message'}"
+        )
+    return Applied(path, proc.stdout.strip())
