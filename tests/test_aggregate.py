@@ -392,7 +392,15 @@ def test_step_stats_against_numpy() -> None:
     assert stats.min == arr.min()
     assert stats.max == arr.max()
     assert set(stats.model_dump()) == {
-        "count", "mean", "p50", "p95", "p99", "min", "max", "std", "cv"
+        "count",
+        "mean",
+        "p50",
+        "p95",
+        "p99",
+        "min",
+        "max",
+        "std",
+        "cv",
     }
 
 

@@ -70,10 +70,16 @@ def test_rank_slow_in_backward_is_the_straggler() -> None:
     """The issue's case: rank 1 is 60 ms slower in backward. Synchronised steps are equal (and
     rank 0's median is even a hair higher): the straggler comes from compute, not from them."""
     ranks = [
-        make_rank(0, [1, 1, 1], (0.0751,) * 4, no_sync=(0.012,) * 4,
-                  phases=phases(backward=0.006, wait=0.063)),
-        make_rank(1, [1, 1, 1], SYNC, no_sync=(0.072,) * 4,
-                  phases=phases(backward=0.066, wait=0.003)),
+        make_rank(
+            0,
+            [1, 1, 1],
+            (0.0751,) * 4,
+            no_sync=(0.012,) * 4,
+            phases=phases(backward=0.006, wait=0.063),
+        ),
+        make_rank(
+            1, [1, 1, 1], SYNC, no_sync=(0.072,) * 4, phases=phases(backward=0.066, wait=0.003)
+        ),
     ]
     result = run(ranks)
     assert result.straggler_rank == 1
@@ -96,10 +102,12 @@ def test_rank_slow_in_backward_is_the_straggler() -> None:
 
 def test_summary_and_rank_tables_carry_the_straggler_and_the_split() -> None:
     ranks = [
-        make_rank(0, [1, 1, 1], SYNC, no_sync=(0.012,) * 4,
-                  phases=phases(backward=0.006, wait=0.063)),
-        make_rank(1, [1, 1, 1], SYNC, no_sync=(0.072,) * 4,
-                  phases=phases(backward=0.066, wait=0.003)),
+        make_rank(
+            0, [1, 1, 1], SYNC, no_sync=(0.012,) * 4, phases=phases(backward=0.006, wait=0.063)
+        ),
+        make_rank(
+            1, [1, 1, 1], SYNC, no_sync=(0.072,) * 4, phases=phases(backward=0.066, wait=0.003)
+        ),
     ]
     result = run(ranks)
     row = cells_table([result]).iloc[0]
@@ -182,8 +190,9 @@ def test_without_a_no_sync_window_the_phases_name_the_straggler() -> None:
 def test_the_straggler_phase_never_is_grad_sync_wait() -> None:
     ranks = [
         make_rank(0, [1, 1, 1], SYNC, no_sync=(0.010,) * 4, phases=phases(wait=0.001)),
-        make_rank(1, [1, 1, 1], SYNC, no_sync=(0.012,) * 4,
-                  phases=phases(backward=0.008, wait=0.020)),
+        make_rank(
+            1, [1, 1, 1], SYNC, no_sync=(0.012,) * 4, phases=phases(backward=0.008, wait=0.020)
+        ),
     ]
     straggler = run(ranks).straggler
     assert straggler is not None
@@ -195,10 +204,16 @@ def test_a_whole_backward_is_not_blamed() -> None:
     """Where backward could not be split (FSDP, missed hooks) it holds the waits for other
     ranks, so it is not compared."""
     ranks = [
-        make_rank(0, [1, 1, 1], SYNC, no_sync=(0.010,) * 4,
-                  phases=phases(backward=0.001, wait=None)),
-        make_rank(1, [1, 1, 1], SYNC, no_sync=(0.012,) * 4,
-                  phases=phases(backward=0.050, wait=None, optimizer=0.004)),
+        make_rank(
+            0, [1, 1, 1], SYNC, no_sync=(0.010,) * 4, phases=phases(backward=0.001, wait=None)
+        ),
+        make_rank(
+            1,
+            [1, 1, 1],
+            SYNC,
+            no_sync=(0.012,) * 4,
+            phases=phases(backward=0.050, wait=None, optimizer=0.004),
+        ),
     ]
     straggler = run(ranks).straggler
     assert straggler is not None
@@ -208,9 +223,7 @@ def test_a_whole_backward_is_not_blamed() -> None:
 
 def test_fsdp_names_no_straggler_and_says_why() -> None:
     spec = make_spec(world=2, strategy="fsdp")
-    ranks = [
-        make_rank(r, [1, 1, 1], SYNC, phases=phases(backward=0.02, wait=None)) for r in (0, 1)
-    ]
+    ranks = [make_rank(r, [1, 1, 1], SYNC, phases=phases(backward=0.02, wait=None)) for r in (0, 1)]
     for rank in ranks:
         rank.phase_notes = {"grad_sync_wait": FSDP_REASON}
     result = run(ranks, spec)
@@ -528,9 +541,7 @@ def straggler_cell(tmp_path_factory: pytest.TempPathFactory) -> tuple[CellResult
     )
     spec_path = tmp / "spec.json"
     spec_path.write_text(spec.model_dump_json(), encoding="utf-8")
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("RANK", "MASTER_", "PET_"))
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "MASTER_", "PET_"))}
     env |= {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(
         [

@@ -398,3 +398,12 @@ def test_a_job_killed_by_its_time_limit_resumes(
     assert resumed.exit_code == 0
     assert "2 cell(s) already ok, kept" in resumed.output
     assert "nothing to submit" in resumed.output
+
+
+@pytest.mark.slurm
+def test_a_job_slurm_has_forgotten_reads_as_unknown(slurm: SlurmCluster) -> None:
+    """squeue -j fails outright on one id older than MinJobAge; --status must still answer."""
+    from torchscale.slurm.client import job_states
+
+    (state,) = job_states(["987654"], slurm.env).values()
+    assert (state.state, state.active) == ("UNKNOWN", False)

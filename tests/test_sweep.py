@@ -575,9 +575,7 @@ def test_hung_cell_says_where_every_rank_was(hang_sweep: Sweep) -> None:
     assert error.diagnosis[0] == f"rank 1 in forward (fault_models.py:{forward})"
     assert error.diagnosis[1].startswith("rank 0 in backward (autograd: DDP gradient")
     logs = hang_sweep.exp_dir / "logs" / cell.cell_id
-    assert error.artifacts == [
-        str(logs / "diagnostics" / f"rank{r}.stacks.txt") for r in (0, 1)
-    ]
+    assert error.artifacts == [str(logs / "diagnostics" / f"rank{r}.stacks.txt") for r in (0, 1)]
     assert all(Path(p).stat().st_size > 0 for p in error.artifacts)
     assert "rank 1 in forward" in flat(hang_sweep.output)  # the line a user reads
 
