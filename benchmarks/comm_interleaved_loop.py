@@ -10,7 +10,7 @@ they go on for `--seconds`, in pairs, so each order runs equally often (whicheve
 a round measured about 3 % faster on that machine).
 
 - bare: warm-up, barrier, ITERS `dist.all_reduce` calls, window / ITERS averaged over the ranks
-  (benchmarks/bare_collective_loop.py's loop, verbatim).
+  (benchmarks/bare_collective_loop.py's `time_per_op`).
 - torchscale: `torchscale.comm.worker._row`, the function `torchscale comm` runs per size: its
   buffers, warm-up, settle, window, the gather of every rank's timing, and the row's algbw
   computed by torchscale's formulas.
@@ -28,32 +28,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+# torchrun puts this script's directory first on sys.path
+from bare_collective_loop import init, time_per_op
+
 from torchscale.comm.spec import CommSpec
 from torchscale.comm.worker import _row
-
-
-def bare_algbw(size: int, warmup: int, iters: int, device: torch.device) -> float:
-    """GB/s of the bare loop, nccl-tests' definition (size / mean over ranks of time per op)."""
-    cuda = device.type == "cuda"
-    buffer = torch.zeros(size // 4, dtype=torch.float32, device=device)
-
-    def settle() -> None:
-        if cuda:
-            torch.cuda.synchronize()
-        dist.barrier()
-
-    for _ in range(warmup):
-        dist.all_reduce(buffer)
-    settle()
-    start = time.perf_counter()
-    for _ in range(iters):
-        dist.all_reduce(buffer)
-    if cuda:
-        torch.cuda.synchronize()
-    window = time.perf_counter() - start
-    times: list[float] = [0.0] * dist.get_world_size()
-    dist.all_gather_object(times, window / iters)
-    return size / (sum(times) / len(times)) / 1e9
 
 
 def main() -> None:
@@ -66,13 +45,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()
-    if args.device == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
-        dist.init_process_group("nccl", device_id=device)
-    else:
-        device = torch.device("cpu")
-        dist.init_process_group("gloo")
+    device = init(args.device)
     spec = CommSpec(
         run_id="interleaved",
         ops=["all_reduce"],
@@ -101,7 +74,8 @@ def main() -> None:
         got: dict[str, float] = {}
         for which in order:
             if which == "bare":
-                got[which] = bare_algbw(args.bytes, args.warmup, args.iters, device)
+                time_s = time_per_op(args.bytes, args.warmup, args.iters, device)
+                got[which] = args.bytes / time_s / 1e9
             else:
                 row = _row("all_reduce", args.bytes, spec, device, host, {})
                 got[which] = float(row.algbw_gbps) if row is not None else float("nan")

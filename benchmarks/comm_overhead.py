@@ -37,8 +37,10 @@ from torchscale.comm.sizes import parse_bytes  # noqa: E402
 BOUND = 0.03
 
 
-def bare(args: argparse.Namespace, size: int, workdir: Path, env: dict[str, str]) -> float:
-    out = workdir / "bare.json"
+def _torchrun(
+    args: argparse.Namespace, script: str, size: int, out: Path, env: dict[str, str], *extra: str
+) -> None:
+    """One torchrun of a benchmarks/ script on `args.world` local ranks."""
     argv = [
         sys.executable,
         "-m",
@@ -46,14 +48,20 @@ def bare(args: argparse.Namespace, size: int, workdir: Path, env: dict[str, str]
         "--standalone",
         f"--nproc-per-node={args.world}",
         "--max-restarts=0",
-        str(REPO / "benchmarks" / "bare_collective_loop.py"),
+        str(REPO / "benchmarks" / script),
         f"--bytes={size}",
         f"--warmup={args.warmup}",
         f"--iters={args.iters}",
         f"--out={out}",
         f"--device={args.device}",
+        *extra,
     ]
     subprocess.run(argv, env=env, check=True, capture_output=True)
+
+
+def bare(args: argparse.Namespace, size: int, workdir: Path, env: dict[str, str]) -> float:
+    out = workdir / "bare.json"
+    _torchrun(args, "bare_collective_loop.py", size, out, env)
     return size / float(json.loads(out.read_text())["time_s"]) / 1e9
 
 
@@ -62,22 +70,7 @@ def interleaved(
 ) -> list[dict[str, float]]:
     """Per round {"bare": GB/s, "torchscale": GB/s}, both taken in one process group."""
     out = workdir / "interleaved.json"
-    argv = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={args.world}",
-        "--max-restarts=0",
-        str(REPO / "benchmarks" / "comm_interleaved_loop.py"),
-        f"--bytes={size}",
-        f"--warmup={args.warmup}",
-        f"--iters={args.iters}",
-        f"--seconds={args.seconds}",
-        f"--out={out}",
-        f"--device={args.device}",
-    ]
-    subprocess.run(argv, env=env, check=True, capture_output=True)
+    _torchrun(args, "comm_interleaved_loop.py", size, out, env, f"--seconds={args.seconds}")
     rounds: list[dict[str, float]] = json.loads(out.read_text())["rounds"]
     return rounds
 

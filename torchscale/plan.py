@@ -8,7 +8,8 @@ and why), so the sweep only runs it and the whole plan is testable without launc
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from torchscale.config.schema import (
     TrainingConfig,
 )
 from torchscale.data.tasks import unsupported
-from torchscale.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 from torchscale.worker.spec import WorkerSpec
 
 WORKER_MODULE = "torchscale.worker.main"
@@ -126,8 +127,17 @@ class PlannedCell:
             steps_path=str(steps_path),
         )
 
-    def command(self, spec_path: Path, log_dir: Path, base_env: Mapping[str, str]) -> LaunchCommand:
-        """The torchrun command of this cell (single node)."""
+    def command(
+        self,
+        spec_path: Path,
+        log_dir: Path,
+        base_env: Mapping[str, str],
+        *,
+        python: str = sys.executable,
+        rendezvous: Sequence[str] = ONE_NODE,
+    ) -> LaunchCommand:
+        """The torchrun command of this cell: one node by default; a multi-node launcher
+        (Slurm step, Kubernetes pod) passes its interpreter and rendezvous flags."""
         return torchrun_command(
             WORKER_MODULE,
             ["--spec", str(spec_path)],
@@ -137,6 +147,8 @@ class PlannedCell:
             base_env=base_env,
             omp_num_threads=self.launch.omp_num_threads,
             extra_env=self.launch.extra_env,
+            python=python,
+            rendezvous=rendezvous,
         )
 
 

@@ -67,18 +67,12 @@ class SweepOutcome:
 CommandBuilder = Callable[[PlannedCell, Path, Path, Mapping[str, str]], LaunchCommand]
 
 
-def _one_node(
-    planned: PlannedCell, spec_path: Path, log_dir: Path, base_env: Mapping[str, str]
-) -> LaunchCommand:
-    return planned.command(spec_path, log_dir, base_env)
-
-
 def run_cell(
     planned: PlannedCell,
     store: ResultStore,
     base_env: Mapping[str, str],
     price_per_gpu_hour: float | None = None,
-    command_for: CommandBuilder = _one_node,
+    command_for: CommandBuilder = PlannedCell.command,
     launch_notes: Mapping[str, Any] | None = None,
 ) -> CellResult:
     """Launch one cell and return its result (also written to the store), priced at

@@ -65,7 +65,7 @@ def run_slurm_sweep(plan: Plan, store: ResultStore, resume: bool) -> int:
 
     def on_job(job: JobRecord, state: JobState) -> None:
         if not quiet:
-            why = f" ({state.reason})" if state.reason and state.reason != "None" else ""
+            why = f" ({state.reason})" if state.reason else ""
             stderr.print(
                 f"> [SLURM] job {job.job_id} ({job.nodes} node(s), {len(job.cells)} cell(s)): "
                 f"{escape(state.state)}{escape(why)}"
@@ -156,7 +156,7 @@ def show_status(directory: Path) -> int:
     for job in jobs:
         state = states[job.job_id]
         progress = read_progress(store.root / "slurm" / job.allocation)
-        why = f" ({state.reason})" if state.reason and state.reason != "None" else ""
+        why = f" ({state.reason})" if state.reason else ""
         stdout.print(
             f"job {job.job_id} {job.allocation} ({job.nodes} node(s)): "
             f"{escape(state.state)}{escape(why)}, {len(progress.done)}/{len(job.cells)} "

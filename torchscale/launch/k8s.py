@@ -37,8 +37,7 @@ import yaml
 from torchscale.config.schema import K8sConfig
 from torchscale.errors import LaunchError, UsageError
 from torchscale.launch.environment import is_inherited_distributed_var
-from torchscale.launch.torchrun import torchrun_command
-from torchscale.plan import WORKER_MODULE, Plan, PlannedCell
+from torchscale.plan import Plan, PlannedCell
 from torchscale.results.store import ResultStore
 from torchscale.worker.spec import WorkerSpec
 
@@ -170,15 +169,10 @@ def worker_command(planned: PlannedCell, paths: PodPaths) -> tuple[list[str], di
     its rendezvous; torchrun's default static rendezvous takes node rank and node 0's address
     from PET_NODE_RANK and PET_MASTER_ADDR/PORT, which the operator sets."""
     _check_env(planned.launch.extra_env)
-    local = torchrun_command(
-        WORKER_MODULE,
-        ["--spec", str(paths.spec)],
-        nproc=planned.launch.nproc_per_node,
-        device=planned.cell.device,
-        log_dir=Path(str(paths.logs)),
-        base_env={},
-        omp_num_threads=planned.launch.omp_num_threads,
-        extra_env=planned.launch.extra_env,
+    local = planned.command(
+        Path(str(paths.spec)),
+        Path(str(paths.logs)),
+        {},
         python="python",  # the image's interpreter
         rendezvous=(f"--nnodes={planned.cell.nodes}",),
     )

@@ -22,6 +22,8 @@ from torchscale.launch.environment import child_environment
 DIAGNOSTICS_ENV = "TORCHSCALE_DIAGNOSTICS_DIR"
 # NCCL flight recorder: ring buffer of recent collectives per rank, dumped on timeout / request
 FLIGHT_RECORDER_ENTRIES = "2000"
+# the rendezvous of a launch on this node alone
+ONE_NODE = ("--standalone", "--nnodes=1")
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ def torchrun_command(
     omp_num_threads: int,
     extra_env: Mapping[str, str] | None = None,
     python: str = sys.executable,
-    rendezvous: Sequence[str] = ("--standalone", "--nnodes=1"),
+    rendezvous: Sequence[str] = ONE_NODE,
 ) -> LaunchCommand:
     """A launch of `python -m module *module_args` on `nproc` ranks per node: one node with
     the default `rendezvous`, or whatever a multi-node launcher passes instead

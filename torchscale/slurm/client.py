@@ -42,7 +42,7 @@ _FIELD = re.compile(r"(\w+)=(\S*)")
 class JobState:
     job_id: str
     state: str  # PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, ... or UNKNOWN
-    reason: str = ""  # squeue's %R: why pending, or the node list when running
+    reason: str = ""  # why pending, the node list when running, why it ended; "" for none
     exit_code: str = ""  # scontrol's ExitCode (code:signal) once ended
 
     @property
@@ -52,16 +52,12 @@ class JobState:
 
 def require_sbatch() -> None:
     """A clear error before anything is written when Slurm's client is missing."""
-    missing = [name for name in ("sbatch", "squeue", "scontrol", "scancel") if not which(name)]
+    missing = [n for n in ("sbatch", "squeue", "scontrol", "scancel") if not shutil.which(n)]
     if missing:
         raise UsageError(
             f"launcher.kind 'slurm' needs Slurm's client commands on PATH; missing: "
             f"{', '.join(missing)} (run torchscale on a login node of the cluster)"
         )
-
-
-def which(name: str) -> str | None:
-    return shutil.which(name)
 
 
 def run_slurm(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
@@ -83,6 +79,11 @@ def run_slurm(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
         message = " ".join((done.stderr or done.stdout).split()) or f"exit {done.returncode}"
         raise SlurmError(f"{argv[0]} failed: {message}")
     return done.stdout
+
+
+def _no_none(reason: str) -> str:
+    """Slurm writes "None" where there is no reason."""
+    return "" if reason == "None" else reason
 
 
 def submit(script: str, env: Mapping[str, str] | None = None) -> str:
@@ -121,7 +122,7 @@ def job_states(job_ids: Sequence[str], env: Mapping[str, str] | None = None) -> 
             reason = parts[2].strip()
             if reason.startswith("(") and reason.endswith(")"):  # a pending job's reason
                 reason = reason[1:-1]
-            states[parts[0]] = JobState(parts[0], parts[1], "" if reason == "None" else reason)
+            states[parts[0]] = JobState(parts[0], parts[1], _no_none(reason))
     for job_id in job_ids:
         if job_id not in states or not states[job_id].active:
             states[job_id] = show_job(job_id, env)
@@ -139,7 +140,7 @@ def show_job(job_id: str, env: Mapping[str, str] | None = None) -> JobState:
     return JobState(
         job_id,
         fields.get("JobState", "UNKNOWN"),
-        fields.get("Reason", ""),
+        _no_none(fields.get("Reason", "")),
         fields.get("ExitCode", ""),
     )
 

@@ -28,7 +28,7 @@ from torchscale.signals import Terminated, signal_name, terminate_on_signals
 from torchscale.slurm.allocation import Allocation
 from torchscale.slurm.client import hostnames, node_address
 from torchscale.slurm.progress import Progress, write_progress
-from torchscale.slurm.step import StepPlace, free_port, srun_command
+from torchscale.slurm.step import StepPlace, free_port, srun_command, srun_prefix
 from torchscale.sweep import run_cell, unmeasured_result
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
@@ -53,11 +53,7 @@ def record_hosts(allocation: Allocation, env: Mapping[str, str]) -> None:
     the driver's output: the cells record rank 0's environment anyway)."""
     directory = allocation.directory / "hosts"
     argv = [
-        "srun",
-        f"--nodes={allocation.nodes}",
-        f"--ntasks={allocation.nodes}",
-        "--ntasks-per-node=1",
-        "--job-name=torchscale-hosts",
+        *srun_prefix(allocation.nodes, "torchscale-hosts"),
         allocation.python,
         "-m",
         "torchscale.slurm.hostenv",

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from torchscale.launch.torchrun import LaunchCommand, torchrun_command
-from torchscale.plan import WORKER_MODULE, PlannedCell
+from torchscale.launch.torchrun import LaunchCommand
+from torchscale.plan import PlannedCell
 
 NODE_MODULE = "torchscale.slurm.node"
 
@@ -35,6 +35,19 @@ def free_port() -> int:
         return port
 
 
+def srun_prefix(nodes: int, job_name: str) -> list[str]:
+    """srun over every node of the allocation, one task each, the step killed whole when one
+    task fails."""
+    return [
+        "srun",
+        "--kill-on-bad-exit=1",
+        f"--nodes={nodes}",
+        f"--ntasks={nodes}",
+        "--ntasks-per-node=1",
+        f"--job-name={job_name}",
+    ]
+
+
 def srun_command(
     planned: PlannedCell,
     spec_path: Path,
@@ -47,32 +60,19 @@ def srun_command(
     """`srun ... python -m torchscale.slurm.node -- python -m torch.distributed.run ...`:
     one task per node, the step killed whole when one node's torchrun fails."""
     nodes = planned.launch.nnodes
-    rendezvous = (
-        f"--nnodes={nodes}",
-        "--rdzv-backend=c10d",
-        f"--rdzv-endpoint={place.head_address}:{port}",
-        f"--rdzv-id={place.job_id}-{index}",
-    )
-    inner = torchrun_command(
-        WORKER_MODULE,
-        ["--spec", str(spec_path)],
-        nproc=planned.launch.nproc_per_node,
-        device=planned.cell.device,
-        log_dir=log_dir,
-        base_env=base_env,
-        omp_num_threads=planned.launch.omp_num_threads,
-        extra_env=planned.launch.extra_env,
+    inner = planned.command(
+        spec_path,
+        log_dir,
+        base_env,
         python=place.python,
-        rendezvous=rendezvous,
+        rendezvous=(
+            f"--nnodes={nodes}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={place.head_address}:{port}",
+            f"--rdzv-id={place.job_id}-{index}",
+        ),
     )
-    srun = [
-        "srun",
-        "--kill-on-bad-exit=1",
-        f"--nodes={nodes}",
-        f"--ntasks={nodes}",
-        "--ntasks-per-node=1",
-        f"--job-name={planned.cell.id}",
-    ]
+    srun = srun_prefix(nodes, planned.cell.id)
     if place.gpus_per_node is not None:
         srun.append(f"--gpus-per-node={place.gpus_per_node}")
     if place.cpus_per_task is not None:

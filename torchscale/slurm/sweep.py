@@ -167,7 +167,7 @@ def settle_job(
     progress = read_progress(store.root / "slurm" / job.allocation)
     written = []
     tail = _job_output_tail(store, job)
-    ended = state.state + (f", {state.reason}" if state.reason and state.reason != "None" else "")
+    ended = state.state + (f", {state.reason}" if state.reason else "")
     for cell_id in job.cells:
         if cell_id in progress.done or cell_id not in planned:
             continue
