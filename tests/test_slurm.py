@@ -110,7 +110,7 @@ def test_sbatch_script_has_one_task_per_node_and_the_warning_signal(tmp_path: Pa
     plan = build_plan(cfg, Machine(gpu_count=8, cpu_cores=32))
     store = ResultStore(tmp_path / "sl")
     cells = [p for p in plan if p.cell.nodes == 2]
-    allocation = build_allocation("s01-n2", 2, cells, store, cfg.launcher.slurm, None)
+    allocation = build_allocation("s01-n2", 2, cells, store, cfg.launcher.slurm, None, cfg.comm)
     script = sbatch_script(allocation, cfg.launcher.slurm, "sl")
     lines = script.splitlines()
     assert lines[0] == "#!/bin/bash"
@@ -196,8 +196,8 @@ launcher:
   nodes: {nodes}
   cell_timeout_s: 120
   env: {{PYTHONPATH: "{repo}"}}
-  slurm: {{poll_s: 0.5, time_limit: "{time_limit}", signal_grace_s: 60}}
-"""
+  slurm: {{poll_s: 0.5, time_limit: "{time_limit}", signal_grace_s: 60{slurm_extra}}}
+{tail}"""
 
 
 def write_config(
@@ -206,11 +206,20 @@ def write_config(
     models: str = "  - tiny-mlp",
     nodes: str = "[1, 2]",
     time_limit: str = "10",
+    slurm_extra: str = "",
+    tail: str = "",
 ) -> Path:
     path = tmp_path / f"{name}.yaml"
-    path.write_text(
-        SLURM_CONFIG.format(name=name, models=models, nodes=nodes, repo=REPO, time_limit=time_limit)
+    text = SLURM_CONFIG.format(
+        name=name,
+        models=models,
+        nodes=nodes,
+        repo=REPO,
+        time_limit=time_limit,
+        slurm_extra=slurm_extra,
+        tail=tail,
     )
+    path.write_text(text)
     return path
 
 
@@ -288,6 +297,48 @@ def test_a_sweep_over_one_and_two_nodes_runs_through_sbatch_and_reports(
     status = runner.invoke(app, ["benchmark", "--status", str(root)])
     assert status.exit_code == 0, status.output
     assert "COMPLETED" in status.output and ": ok" in status.output
+
+
+@pytest.mark.slurm
+def test_the_preflight_validates_every_node_and_measures_the_fabric_first(
+    slurm: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _env(slurm, monkeypatch)
+    out = tmp_path / "out"
+    cfg = write_config(
+        tmp_path,
+        "pre",
+        nodes="[2]",
+        slurm_extra=", preflight: {validate_nodes: true, comm: true}",
+        tail="comm: {collectives: [all_reduce], min_bytes: 1KiB, max_bytes: 16KiB, iters: 5}\n",
+    )
+    result = runner.invoke(app, ["benchmark", "-c", str(cfg), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "comm: section" not in result.output  # the preflight runs it: no 'not run' warning
+    root = out / "pre"
+    (job,) = json.loads((root / "slurm" / "jobs.json").read_text())["jobs"]
+    progress = json.loads((root / "slurm" / job["allocation"] / "progress.json").read_text())
+    verdicts = progress["preflight"]
+    assert list(verdicts) == ["validate node0", "validate node1", "comm"], verdicts
+    assert all(v.startswith("ok") for v in verdicts.values()), verdicts
+    # every node's own validate report, and the comm run where the report reads comm runs
+    for k in (0, 1):
+        report = json.loads(
+            (
+                root / "slurm" / job["allocation"] / "preflight" / f"validate-node{k}.json"
+            ).read_text()
+        )
+        assert report["kind"] == "torchscale.validate" and report["ok"] is True
+    (comm,) = (root / "comm").glob("*.json")
+    run = json.loads(comm.read_text())
+    assert run["nodes"] == 2 and run["world_size"] == 2 and run["status"] == "ok"
+    assert [r["size_bytes"] for r in run["rows"]] == [1024, 2048, 4096, 8192, 16384]
+    assert all(r["status"] == "ok" and r["wrong"] == 0 for r in run["rows"])
+    assert "srun" in run["launch"]["argv"][0]
+    assert json.loads(next((root / "cells").glob("*.json")).read_text())["status"] == "ok"
+    status = runner.invoke(app, ["benchmark", "--status", str(root)])
+    assert "preflight validate node1: ok" in status.output
+    assert "preflight comm: ok" in status.output
 
 
 @pytest.mark.slurm

@@ -52,7 +52,11 @@ def run_slurm_sweep(plan: Plan, store: ResultStore, resume: bool) -> int:
     store.write_config(plan.config)
     store.write_environment(capture_environment())
     for what, on in (
-        ("the comm: section", plan.config.comm.enabled),
+        (
+            "the comm: section (launcher.slurm.preflight.comm runs it across each allocation's "
+            "nodes)",
+            plan.config.comm.enabled and not plan.config.launcher.slurm.preflight.comm,
+        ),
         ("memory.max_batch_search", plan.config.memory.max_batch_search),
         ("profiling", plan.config.profiling.enabled),
     ):
@@ -75,6 +79,10 @@ def run_slurm_sweep(plan: Plan, store: ResultStore, resume: bool) -> int:
         if not quiet:
             stderr.print(f"> [SLURM] job {job.job_id}: running {escape(cell_id)}")
 
+    def on_preflight(job: JobRecord, step: str, verdict: str) -> None:
+        if not quiet or not verdict.startswith("ok"):
+            stderr.print(f"> [SLURM] job {job.job_id}: preflight {escape(step)}: {escape(verdict)}")
+
     def on_done(result: CellResult) -> None:
         if quiet and not result.status.is_failure:
             return
@@ -88,7 +96,7 @@ def run_slurm_sweep(plan: Plan, store: ResultStore, resume: bool) -> int:
             plan,
             following,
             os.environ,
-            FollowHooks(on_job, on_running, on_done),
+            FollowHooks(on_job, on_running, on_done, on_preflight),
             poll_s=plan.config.launcher.slurm.poll_s,
         )
     except (KeyboardInterrupt, Terminated):
@@ -162,6 +170,8 @@ def show_status(directory: Path) -> int:
             f"{escape(state.state)}{escape(why)}, {len(progress.done)}/{len(job.cells)} "
             f"cell(s) done"
         )
+        for step, verdict in progress.preflight.items():
+            stdout.print(f"  preflight {escape(step)}: {escape(verdict)}")
         for cell_id in job.cells:
             result = store.read_cell(cell_id)
             if cell_id in progress.done and result is not None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,7 +30,7 @@ from torchscale.comm.summary import add_footer, apply_gate
 from torchscale.errors import ResultsError, UsageError, describe_os_error
 from torchscale.launch.failure import classify_failure
 from torchscale.launch.process import run_launch
-from torchscale.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 
 
 @dataclass(frozen=True)
@@ -89,9 +90,18 @@ class CommLaunch:
 
 
 def comm_launch(
-    request: CommRequest, experiment_dir: Path, base_env: Mapping[str, str], run_id: str
+    request: CommRequest,
+    experiment_dir: Path,
+    base_env: Mapping[str, str],
+    run_id: str,
+    *,
+    nodes: int = 1,
+    python: str = sys.executable,
+    rendezvous: Sequence[str] = ONE_NODE,
 ) -> CommLaunch:
-    """The launch as data: what each rank runs and the torchrun command (shown by --dry-run)."""
+    """The launch as data: what each rank runs and the torchrun command (shown by --dry-run).
+    A multi-node launcher (the Slurm preflight) passes its node count, interpreter and
+    rendezvous flags; `request.ranks` is then the ranks of all nodes together."""
     log_dir = experiment_dir / "logs" / "comm" / run_id
     spec = CommSpec(
         run_id=run_id,
@@ -112,11 +122,13 @@ def comm_launch(
     command = torchrun_command(
         "torchscale.comm.worker",
         ["--spec", str(spec_path)],
-        nproc=request.ranks,
+        nproc=request.ranks // nodes,
         device=request.device,
         log_dir=log_dir,
         base_env=base_env,
         omp_num_threads=request.omp_num_threads,
+        python=python,
+        rendezvous=rendezvous,
     )
     result_path = experiment_dir / "comm" / f"{run_id}.json"
     return CommLaunch(spec, command, spec_path, result_path)

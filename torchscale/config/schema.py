@@ -401,6 +401,19 @@ SLURM_TIME = r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$"
 K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
+class SlurmPreflight(StrictModel):
+    """First steps of every allocation, before its cells (torchscale/slurm/preflight.py)."""
+
+    validate_nodes: bool = Field(
+        default=False, description="torchscale validate --json on every node of the allocation"
+    )
+    comm: bool = Field(
+        default=False,
+        description="the comm: section's collective sweep (its defaults when the section is "
+        "off) across all the allocation's nodes, stored in comm/",
+    )
+
+
 class SlurmConfig(StrictModel):
     """Used when launcher.kind is 'slurm': one allocation per node count (docs/multinode.md)."""
 
@@ -446,6 +459,7 @@ class SlurmConfig(StrictModel):
     poll_s: Annotated[float, Field(gt=0), AtMost(MAX_POLL_S)] = Field(
         default=5.0, description="how often squeue is asked while following the jobs"
     )
+    preflight: SlurmPreflight = Field(default_factory=SlurmPreflight)
 
 
 class K8sConfig(StrictModel):

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from torchscale.config.schema import SlurmConfig
+from torchscale.config.schema import CommConfig, SlurmConfig
 from torchscale.plan import LaunchSettings, PlannedCell
 from torchscale.results.store import ResultStore
+from torchscale.slurm.preflight import CommPreflight, comm_preflight
 from torchscale.worker.spec import WorkerSpec
 
 ALLOCATION_KIND = "torchscale.slurm_allocation"
@@ -74,6 +75,8 @@ class Allocation(BaseModel):
     python: str
     price_per_gpu_hour: float | None
     cells: list[AllocationCell]
+    preflight_validate: bool = False
+    preflight_comm: CommPreflight | None = None
 
     @property
     def directory(self) -> Path:
@@ -95,8 +98,10 @@ def build_allocation(
     store: ResultStore,
     slurm: SlurmConfig,
     price_per_gpu_hour: float | None,
+    comm: CommConfig,
 ) -> Allocation:
-    """The allocation of `cells` (all on `nodes` nodes), their specs pointing into `store`."""
+    """The allocation of `cells` (all on `nodes` nodes), their specs pointing into `store`,
+    and the preflight steps `slurm.preflight` asks for."""
     entries = [
         AllocationCell(
             spec=p.worker_spec(
@@ -120,6 +125,8 @@ def build_allocation(
         python=slurm.python or sys.executable,
         price_per_gpu_hour=price_per_gpu_hour,
         cells=entries,
+        preflight_validate=slurm.preflight.validate_nodes,
+        preflight_comm=comm_preflight(comm, cells) if slurm.preflight.comm else None,
     )
 
 

@@ -27,6 +27,7 @@ from torchscale.results.store import ResultStore
 from torchscale.signals import Terminated, signal_name, terminate_on_signals
 from torchscale.slurm.allocation import Allocation
 from torchscale.slurm.client import hostnames, node_address
+from torchscale.slurm.preflight import run_preflight
 from torchscale.slurm.progress import Progress, write_progress
 from torchscale.slurm.step import StepPlace, free_port, srun_command, srun_prefix
 from torchscale.sweep import run_cell, unmeasured_result
@@ -84,6 +85,9 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
     try:
         with terminate_on_signals(STOP_SIGNALS):
             record_hosts(allocation, env)
+            run_preflight(allocation, env, place, progress)
+            for step, verdict in progress.preflight.items():
+                print(f"torchscale: preflight {step}: {verdict}", flush=True)
             for index, entry in enumerate(allocation.cells):
                 current = entry.planned()
                 progress.current = current.cell.id

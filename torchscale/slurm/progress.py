@@ -25,6 +25,10 @@ class Progress(BaseModel):
     head_address: str | None = None
     current: str | None = Field(default=None, description="the cell running now")
     done: list[str] = Field(default_factory=list)
+    preflight: dict[str, str] = Field(
+        default_factory=dict,
+        description="preflight step -> verdict (validate per node, comm), in the order run",
+    )
     stopped: str | None = Field(default=None, description="why the driver stopped early")
     finished: bool = False
 

@@ -48,6 +48,31 @@ def srun_prefix(nodes: int, job_name: str) -> list[str]:
     ]
 
 
+def rendezvous_flags(nodes: int, place: StepPlace, port: int, index: int | str) -> tuple[str, ...]:
+    """torchrun's multi-node rendezvous for step `index`: c10d at the first node's address,
+    a port and rendezvous id of its own."""
+    return (
+        f"--nnodes={nodes}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={place.head_address}:{port}",
+        f"--rdzv-id={place.job_id}-{index}",
+    )
+
+
+def srun_wrap(inner: LaunchCommand, nodes: int, job_name: str, place: StepPlace) -> LaunchCommand:
+    """`srun ... python -m torchscale.slurm.node -- <inner torchrun>`: one task per node, the
+    step killed whole when one node's torchrun fails."""
+    srun = srun_prefix(nodes, job_name)
+    if place.gpus_per_node is not None:
+        srun.append(f"--gpus-per-node={place.gpus_per_node}")
+    if place.cpus_per_task is not None:
+        srun.append(f"--cpus-per-task={place.cpus_per_task}")
+    if place.container:
+        srun.append(f"--container-image={place.container}")
+    argv = [*srun, place.python, "-m", NODE_MODULE, "--", *inner.argv]
+    return replace(inner, argv=argv)
+
+
 def srun_command(
     planned: PlannedCell,
     spec_path: Path,
@@ -57,27 +82,13 @@ def srun_command(
     port: int,
     index: int,
 ) -> LaunchCommand:
-    """`srun ... python -m torchscale.slurm.node -- python -m torch.distributed.run ...`:
-    one task per node, the step killed whole when one node's torchrun fails."""
+    """One cell as an srun step of torchrun on every node of the allocation."""
     nodes = planned.launch.nnodes
     inner = planned.command(
         spec_path,
         log_dir,
         base_env,
         python=place.python,
-        rendezvous=(
-            f"--nnodes={nodes}",
-            "--rdzv-backend=c10d",
-            f"--rdzv-endpoint={place.head_address}:{port}",
-            f"--rdzv-id={place.job_id}-{index}",
-        ),
+        rendezvous=rendezvous_flags(nodes, place, port, index),
     )
-    srun = srun_prefix(nodes, planned.cell.id)
-    if place.gpus_per_node is not None:
-        srun.append(f"--gpus-per-node={place.gpus_per_node}")
-    if place.cpus_per_task is not None:
-        srun.append(f"--cpus-per-task={place.cpus_per_task}")
-    if place.container:
-        srun.append(f"--container-image={place.container}")
-    argv = [*srun, place.python, "-m", NODE_MODULE, "--", *inner.argv]
-    return replace(inner, argv=argv)
+    return srun_wrap(inner, nodes, planned.cell.id, place)

@@ -51,6 +51,7 @@ class FollowHooks:
     on_job: Callable[[JobRecord, JobState], None] = lambda job, state: None
     on_running: Callable[[JobRecord, str], None] = lambda job, cell_id: None
     on_done: Callable[[CellResult], None] = lambda result: None
+    on_preflight: Callable[[JobRecord, str, str], None] = lambda job, step, verdict: None
 
 
 def check_nodes(plan: Plan, env: Mapping[str, str]) -> None:
@@ -122,7 +123,13 @@ def prepare_sweep(
     for offset, (nodes, cells) in enumerate(sorted(by_nodes.items())):
         name = f"s{number + offset:02d}-n{nodes}"
         allocation = build_allocation(
-            name, nodes, cells, store, config.launcher.slurm, config.cost.per_gpu_hour
+            name,
+            nodes,
+            cells,
+            store,
+            config.launcher.slurm,
+            config.cost.per_gpu_hour,
+            config.comm,
         )
         directory = allocation.directory
         store.write_text(directory / ALLOCATION_FILE, allocation.model_dump_json(indent=2))
@@ -200,6 +207,7 @@ def follow(
     seen_state: dict[str, tuple[str, str]] = {}
     seen_running: dict[str, str | None] = {}
     reported: set[str] = set()
+    preflights: set[tuple[str, str]] = set()
     while active:
         states = job_states(list(active), env)
         for job_id, job in list(active.items()):
@@ -208,6 +216,10 @@ def follow(
                 seen_state[job_id] = (state.state, state.reason)
                 hooks.on_job(job, state)
             progress = read_progress(store.root / "slurm" / job.allocation)
+            for step, verdict in progress.preflight.items():
+                if (job_id, step) not in preflights:
+                    preflights.add((job_id, step))
+                    hooks.on_preflight(job, step, verdict)
             for cell_id in progress.done:
                 if cell_id not in reported:
                     reported.add(cell_id)

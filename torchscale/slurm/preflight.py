@@ -1,0 +1,219 @@
+"""The optional first steps of an allocation (`launcher.slurm.preflight`), before its cells.
+
+- `validate: true`: `torchscale validate --json` on every node at once (one srun task per
+  node, each writing `preflight/validate-node<k>.json`), so a node with a sick GPU, a wrong
+  driver or no NCCL is named before the cells spend the allocation on it.
+- `comm: true`: the collective sweep of the config's `comm:` section (its defaults when the
+  section is off) across all the allocation's nodes, as one srun step of torchrun like a cell,
+  stored in `<experiment>/comm/` where `torchscale report` finds it: the fabric the cells
+  then ran on, measured in the same allocation.
+
+Neither stops the cells: their verdicts go into progress.json (`torchscale benchmark --status`
+prints them) and the driver's output; a cell on a broken node fails with its own root cause.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from torchscale.cell import Backend, Device
+from torchscale.comm.launch import CommRequest, comm_launch, new_run_id, run_comm
+from torchscale.comm.result import CommResult
+from torchscale.config.schema import CommConfig
+from torchscale.errors import TorchScaleError
+from torchscale.launch.process import run_logged
+from torchscale.plan import PlannedCell
+from torchscale.slurm.progress import Progress, write_progress
+from torchscale.slurm.step import StepPlace, free_port, rendezvous_flags, srun_wrap
+
+if TYPE_CHECKING:
+    from torchscale.slurm.allocation import Allocation
+
+PREFLIGHT_DIR = "preflight"
+VALIDATE_TIMEOUT_S = 600.0
+
+
+class CommPreflight(BaseModel):
+    """The comm sweep an allocation runs first, resolved on the submitting host."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ops: list[str]
+    min_bytes: int
+    max_bytes: int
+    step_factor: int
+    dtype: str
+    warmup_iters: int
+    iters: int
+    check: bool
+    nproc_per_node: int
+    device: Device
+    backend: Backend
+    omp_num_threads: int
+    timeout_s: float
+    min_busbw_gbps: float | None = None
+
+    def request(self, nodes: int) -> CommRequest:
+        return CommRequest(
+            ops=tuple(self.ops),
+            min_bytes=self.min_bytes,
+            max_bytes=self.max_bytes,
+            step_factor=self.step_factor,
+            dtype=self.dtype,
+            warmup_iters=self.warmup_iters,
+            iters=self.iters,
+            check=self.check,
+            ranks=self.nproc_per_node * nodes,
+            device=self.device,
+            backend=self.backend,
+            omp_num_threads=self.omp_num_threads,
+            timeout_s=self.timeout_s,
+            min_busbw_gbps=self.min_busbw_gbps,
+        )
+
+
+def comm_preflight(section: CommConfig, cells: list[PlannedCell]) -> CommPreflight:
+    """The sweep of `section` on as many ranks per node as the allocation's widest cell, on
+    the cells' device (the allocation's cells share one device type)."""
+    widest = max(cells, key=lambda p: p.launch.nproc_per_node)
+    return CommPreflight(
+        ops=list(section.collectives),
+        min_bytes=section.min_bytes,
+        max_bytes=section.max_bytes,
+        step_factor=section.step_factor,
+        dtype=section.dtype,
+        warmup_iters=section.warmup_iters,
+        iters=section.iters,
+        check=section.check,
+        nproc_per_node=widest.launch.nproc_per_node,
+        device=widest.cell.device,
+        backend=widest.cell.backend,
+        omp_num_threads=widest.launch.omp_num_threads,
+        timeout_s=widest.launch.timeout_s,
+        min_busbw_gbps=section.min_busbw_gbps,
+    )
+
+
+def validate_argv(nodes: int, python: str, device: Device, directory: Path) -> list[str]:
+    """One `torchscale validate --json` per node, each node's JSON in its own file (srun's
+    %n: the node's index in the allocation)."""
+    return [
+        "srun",
+        f"--nodes={nodes}",
+        f"--ntasks={nodes}",
+        "--ntasks-per-node=1",
+        "--job-name=torchscale-validate",
+        f"--output={directory / 'validate-node%n.json'}",
+        f"--error={directory / 'validate-node%n.log'}",
+        python,
+        "-m",
+        "torchscale",
+        "validate",
+        "--json",
+        f"--device={device}",
+    ]
+
+
+def node_verdict(path: Path) -> str:
+    """One node's validate report in one line: 'ok', 'not ready: <verdict>' or why unread."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"no report ({type(exc).__name__}: {exc})"
+    verdict = str(report.get("verdict", "")).strip()
+    host = report.get("hostname", "?")
+    if report.get("ok") is True:
+        return f"ok ({host})"
+    return f"not ready ({host}): {verdict or 'see the report'}"
+
+
+def run_validate(
+    nodes: int, python: str, device: Device, directory: Path, env: Mapping[str, str]
+) -> dict[str, str]:
+    """Validate every node; node index -> verdict line."""
+    directory = directory / PREFLIGHT_DIR
+    argv = validate_argv(nodes, python, device, directory)
+    outcome = run_logged(argv, env, directory / "validate-srun.log", VALIDATE_TIMEOUT_S)
+    verdicts = {
+        f"node{k}": node_verdict(directory / f"validate-node{k}.json") for k in range(nodes)
+    }
+    if outcome.timed_out:
+        verdicts["srun"] = f"timed out after {VALIDATE_TIMEOUT_S:.0f} s"
+    return verdicts
+
+
+def run_comm_preflight(
+    preflight: CommPreflight,
+    nodes: int,
+    experiment_root: Path,
+    env: Mapping[str, str],
+    place: StepPlace,
+) -> CommResult:
+    """The comm sweep across every node, as an srun step of torchrun (its own port and
+    rendezvous id), stored in comm/ as `torchscale comm` stores its runs."""
+    request = preflight.request(nodes)
+    run_id = new_run_id(request) + f"-n{nodes}-job{place.job_id}"
+    flags = rendezvous_flags(nodes, place, free_port(), "comm")
+    launch = comm_launch(
+        request,
+        experiment_root,
+        env,
+        run_id,
+        nodes=nodes,
+        python=place.python,
+        rendezvous=flags,
+    )
+    command = srun_wrap(launch.command, nodes, f"torchscale-comm-{run_id}", place)
+    return run_comm(replace(launch, command=command), request)
+
+
+def comm_verdict(result: CommResult) -> str:
+    """The comm preflight in one line, naming the stored run."""
+    stored = f"comm/{result.id}.json"
+    if result.status != "ok":
+        return f"{result.status}: {result.error or 'see ' + stored} ({stored})"
+    wrong = f", {result.wrong_total} wrong element(s)" if result.wrong_total else ""
+    busbw = (
+        f", avg busbw {result.avg_busbw_gbps:.2f} GB/s" if result.avg_busbw_gbps is not None else ""
+    )
+    return f"ok: {len(result.rows)} row(s){busbw}{wrong} ({stored})"
+
+
+def run_preflight(
+    allocation: Allocation, env: Mapping[str, str], place: StepPlace, progress: Progress
+) -> None:
+    """The steps the allocation asks for, each verdict written to progress.json as it comes."""
+    root = Path(allocation.experiment_root)
+    if allocation.preflight_validate and allocation.cells:
+        device = allocation.cells[0].spec.cell.device
+        try:
+            verdicts = run_validate(
+                allocation.nodes, allocation.python, device, allocation.directory, env
+            )
+        except (OSError, TorchScaleError) as exc:
+            verdicts = {"srun": describe_error(exc)}
+        for name, verdict in verdicts.items():
+            progress.preflight[f"validate {name}"] = verdict
+        write_progress(allocation.directory, progress)
+    if allocation.preflight_comm is not None:
+        try:
+            result = run_comm_preflight(
+                allocation.preflight_comm, allocation.nodes, root, env, place
+            )
+            progress.preflight["comm"] = comm_verdict(result)
+        except (OSError, TorchScaleError) as exc:
+            progress.preflight["comm"] = describe_error(exc)
+        write_progress(allocation.directory, progress)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A preflight that could not run at all, in one line (it never stops the cells)."""
+    if isinstance(exc, TorchScaleError):
+        return f"failed: {exc}"
+    return f"failed: {type(exc).__name__}: {exc}"
