@@ -8,13 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
+
+if TYPE_CHECKING:
+    from torch.distributed.device_mesh import DeviceMesh
 
 ModelKind = Literal["vision", "language", "other"]
 MakeBatch = Callable[[int, torch.device], tuple[Any, Any]]
 LossFn = Callable[[Any, Any], torch.Tensor]
+# a plug-in's own tensor-parallel plan: (model, 1-D "tp" DeviceMesh, sequence_parallel) -> None,
+# applied in place with torch.distributed.tensor.parallel.parallelize_module
+TpPlan = Callable[[torch.nn.Module, "DeviceMesh", bool], None]
+# a plug-in's own pipeline split: (model, number of stage modules) -> the stage modules in order,
+# each taking the previous one's output tensor (the first the model input, the last giving output)
+PpSplit = Callable[[torch.nn.Module, int], list[torch.nn.Module]]
 
 
 @dataclass
@@ -34,6 +43,10 @@ class ModelBundle:
     tokens_per_sample: int | None  # seq_len for language models: tokens/s = samples/s * this
     input_shape: tuple[int, ...]  # per-sample input shape, shown by `torchscale list`
     conv_net: bool  # channels_last memory format is meaningful
+    # optional, for plug-ins (built-in models are split by torchscale/parallel): without them a
+    # plug-in is reported infeasible for tensor / pipeline parallelism
+    tp_plan: TpPlan | None = None
+    pp_split: PpSplit | None = None
 
     def step_loss(self, inputs: Any, targets: Any) -> torch.Tensor:
         """Forward pass and loss for one batch: the part of a training step the model defines."""

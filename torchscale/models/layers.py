@@ -4,7 +4,9 @@ The three differ only in where LayerNorm sits (pre-LN for ViT and GPT-2, post-LN
 GELU flavour, the LayerNorm epsilon and causality; one block with those switches keeps the
 architectures from drifting apart. Attention uses one fused q/k/v projection (same parameter
 count as three separate ones) and `scaled_dot_product_attention`, so the fastest kernel the
-device has is the one benchmarked.
+device has is the one benchmarked. The fused projection's output rows are ordered per head (q, k,
+v of head 0, then of head 1, ...) so that tensor parallelism can split it by columns into whole
+heads (torchscale/parallel/tensor.py); unsplit, it is the same attention.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class SelfAttention(nn.Module):
         if dim % heads:
             raise ValueError(f"hidden size {dim} is not a multiple of the {heads} heads")
         self.heads = heads
+        self.head_dim = dim // heads
         self.causal = causal
         self.attn_dropout = attn_dropout  # on the attention weights, inside SDPA
         self.qkv = nn.Linear(dim, 3 * dim)
@@ -31,9 +34,14 @@ class SelfAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)  # on the projected output
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        batch, seq, dim = x.shape
-        qkv = self.qkv(x).view(batch, seq, 3, self.heads, dim // self.heads)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (batch, heads, seq, head_dim)
+        batch, seq, _ = x.shape
+        qkv = self.qkv(x)
+        # rows of the fused weight are grouped per head (q, k, v of head 0, then head 1, ...), so
+        # a column split under tensor parallelism keeps whole heads: the local head count is
+        # whatever width this rank's projection produced
+        heads = qkv.shape[-1] // (3 * self.head_dim)
+        qkv = qkv.view(batch, seq, heads, 3, self.head_dim)
+        q, k, v = qkv.permute(3, 0, 2, 1, 4).unbind(0)  # each (batch, heads, seq, head_dim)
         out = F.scaled_dot_product_attention(
             q,
             k,
@@ -41,7 +49,7 @@ class SelfAttention(nn.Module):
             dropout_p=self.attn_dropout if self.training else 0.0,
             is_causal=self.causal,
         )
-        out = out.transpose(1, 2).reshape(batch, seq, dim)
+        out = out.transpose(1, 2).reshape(batch, seq, heads * self.head_dim)
         y: torch.Tensor = self.dropout(self.proj(out))
         return y
 
