@@ -41,6 +41,7 @@ from torchscale.results.versions import (
     upgrade_v2,
     upgrade_v3,
     upgrade_v4,
+    upgrade_v5,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results_v1"
@@ -227,7 +228,7 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     upgraded = upgrade_v2(data)
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 3
-    CellResult.model_validate(upgrade_v4(upgrade_v3(upgraded)))
+    CellResult.model_validate(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))
 
 
 def test_v1_upgrades_through_v2_to_the_current_version() -> None:
@@ -289,7 +290,7 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     upgraded = upgrade_v1(data)
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 2
-    CellResult.model_validate(upgrade_v4(upgrade_v3(upgrade_v2(upgraded))))
+    CellResult.model_validate(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:
@@ -385,3 +386,18 @@ def test_resume_does_not_reuse_a_v1_result_of_another_definition(tmp_path: Path)
     assert isinstance(sha, str)
     assert store.finished_ok(TINY_W1, sha) is not None
     assert store.finished_ok(TINY_W1, "0" * 64) is None
+
+
+def test_a_version_5_result_from_a_real_h100_reads_as_the_current_schema() -> None:
+    """Written by torchscale 0.7.0 on one H100 (GPT-2 bf16, torch.compile): read through the
+    upgrade chain, its figures untouched, the fields schema 6 added empty."""
+    path = Path(__file__).parent / "fixtures" / "results_v5" / "h100_gpt2_bf16_compile.json"
+    raw = json.loads(path.read_text())
+    assert raw["schema_version"] == 5
+    result, version, problem = parse_cell_result(raw)
+    assert problem is None and version == 5 and result is not None
+    assert result.schema_version == RESULT_SCHEMA_VERSION
+    assert result.parallel is None and result.warmup is None
+    assert result.throughput is not None
+    assert result.throughput.samples_per_s == raw["throughput"]["samples_per_s"]
+    assert result.cell.parallel is None and result.cell.strategy == "ddp"

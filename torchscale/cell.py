@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from torchscale.config.schema import Precision, Strategy
+from torchscale.config.schema import HybridLayout, Precision, Schedule, Strategy
 
 Device = Literal["cuda", "cpu"]  # as resolved by the plan ('auto' is gone by then)
 Backend = Literal["nccl", "gloo"]
@@ -68,6 +68,50 @@ def make_cell_id(
     return f"{slug}__b{batch_size}__w{world_size}{spread}__{precision}__{strategy}__{sha256[:8]}"
 
 
+SCHEDULE_SLUGS = {"gpipe": "gpipe", "1f1b": "1f1b", "interleaved_1f1b": "i1f1b"}
+
+
+class ParallelShape(BaseModel):
+    """The mesh of a tp, pp or hybrid cell: how its world splits into data-parallel replicas,
+    tensor-parallel ranks and pipeline stages (dp x tp x pp = world size)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dp: int = Field(description="data-parallel replicas (each reads its own batch)")
+    tp: int = Field(description="tensor-parallel ranks per replica (1: none)")
+    pp: int = Field(description="pipeline stages per replica (1: none)")
+    microbatches: int = Field(default=1, description="micro-batches per step (pipelines)")
+    schedule: Schedule | None = Field(default=None, description="pipeline schedule")
+    sequence_parallel: bool = False
+    hybrid: HybridLayout | None = Field(default=None, description="the 2-D layout of hybrid")
+
+    def _pipe(self) -> str:
+        if self.schedule is None:
+            return ""
+        return f"-{SCHEDULE_SLUGS[self.schedule]}-m{self.microbatches}"
+
+    def family(self, strategy: str) -> str:
+        """What stays fixed along a scaling curve: the slug without the degrees that grow with
+        the world (tp and pp use every rank; hybrid's data-parallel degree grows)."""
+        sp = "sp" if self.sequence_parallel else ""
+        if self.hybrid == "fsdp_tp":
+            return f"fsdp_tp{self.tp}{sp}"
+        if self.hybrid == "ddp_pp":
+            return f"ddp_pp{self.pp}{self._pipe()}"
+        return f"{strategy}{sp}{self._pipe()}"
+
+    def slug(self, strategy: str) -> str:
+        """The strategy part of a cell id: tp2, tp2sp, pp2-1f1b-m4, fsdp2xtp2, ddp2xpp2-..."""
+        sp = "sp" if self.sequence_parallel else ""
+        if self.hybrid == "fsdp_tp":
+            return f"fsdp{self.dp}xtp{self.tp}{sp}"
+        if self.hybrid == "ddp_pp":
+            return f"ddp{self.dp}xpp{self.pp}{self._pipe()}"
+        if strategy == "tp":
+            return f"tp{self.tp}{sp}"
+        return f"pp{self.pp}{self._pipe()}"
+
+
 class CellIdentity(BaseModel):
     """Which measurement a cell is. Built once by the plan, carried by spec and result."""
 
@@ -84,3 +128,6 @@ class CellIdentity(BaseModel):
     device: Device
     backend: Backend
     nodes: int = Field(default=1, description="nodes the world is spread over")
+    parallel: ParallelShape | None = Field(
+        default=None, description="tp, pp and hybrid: the mesh (null for ddp and fsdp)"
+    )

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchscale.cell import Backend, CellIdentity, Device, definition_hash, make_cell_id
+from torchscale.cell import (
+    Backend,
+    CellIdentity,
+    Device,
+    ParallelShape,
+    definition_hash,
+    make_cell_id,
+)
 from torchscale.config.schema import (
     BenchConfig,
     DataConfig,
@@ -26,6 +33,12 @@ from torchscale.config.schema import (
 )
 from torchscale.data.tasks import unsupported
 from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
+from torchscale.strategies import (
+    compile_problem,
+    model_problem,
+    parallel_shapes,
+    world_problem,
+)
 from torchscale.worker.spec import WorkerSpec
 
 WORKER_MODULE = "torchscale.worker.main"
@@ -237,14 +250,18 @@ def _definition(
     device: str,
     backend: str,
     omp_num_threads: int,
+    parallel: ParallelShape | None = None,
 ) -> str:
     """Everything that changes what a cell measures, as canonical JSON (for ids and resume).
 
     Its shape is part of the results format: a result of an older schema version is reused by
     --resume only while this JSON (and so its hash) is unchanged. A config field added later
-    must be left out here while it holds its default, or every earlier result stops matching.
+    must be left out here while it holds its default, or every earlier result stops matching:
+    `training.parallel` (0.8.0) enters only as the mesh of a tp, pp or hybrid cell.
     """
-    training = config.training.model_dump(mode="json", exclude={"precision", "strategy"})
+    training = config.training.model_dump(
+        mode="json", exclude={"precision", "strategy", "parallel"}
+    )
     payload: dict[str, Any] = {
         "model": model.model_dump(mode="json"),
         "batch_size": batch_size,
@@ -260,6 +277,8 @@ def _definition(
         "omp_num_threads": omp_num_threads,
         "env": dict(sorted(config.launcher.env.items())),
     }
+    if parallel is not None:
+        payload["parallel"] = parallel.model_dump(mode="json")
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
@@ -315,6 +334,7 @@ def plan_cell(
     shape: Shape,
     precision: Precision,
     strategy: Strategy,
+    parallel: ParallelShape | None = None,
 ) -> PlannedCell:
     """Resolve one cell: identity, definition, launch settings, feasibility."""
     device = resolve_device(config, machine)
@@ -332,11 +352,13 @@ def plan_cell(
         device,
         backend,
         threads,
+        parallel,
     )
     sha = definition_hash(definition)
     label = model.display_name
+    slug = parallel.slug(strategy) if parallel is not None else strategy
     identity = CellIdentity(
-        id=make_cell_id(label, batch_size, world_size, precision, strategy, sha, shape.nodes),
+        id=make_cell_id(label, batch_size, world_size, precision, slug, sha, shape.nodes),
         definition_sha256=sha,
         model=model.name,
         label=label,
@@ -347,10 +369,27 @@ def plan_cell(
         device=device,
         backend=backend,
         nodes=shape.nodes,
+        parallel=parallel,
     )
     skip, warnings = _skip_or_warn(identity, shape, machine)
     if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
         skip = unsupported(config.data.source, model.name)
+    if skip is None and parallel is not None:
+        skip = (
+            world_problem(strategy, parallel, world_size)
+            or compile_problem(parallel, config.training.compile)
+            or model_problem(
+                strategy,
+                parallel,
+                world_size,
+                model,
+                batch_size,
+                precision,
+                config.training.grad_accum_steps,
+                config.data.seq_len,
+                config.data.image_size,
+            )
+        )
     launch = LaunchSettings(
         nproc_per_node=shape.nproc_per_node,
         nnodes=shape.nodes,
@@ -373,14 +412,17 @@ def plan_cell(
 
 def build_plan(config: BenchConfig, machine: Machine) -> Plan:
     """Every cell in a stable order: model, precision, strategy, batch size, world size
-    (world size innermost, so a model's scaling curve is measured back to back)."""
+    (world size innermost but for the layouts of a model-parallel strategy at that size, so a
+    model's scaling curve is measured back to back)."""
     shapes = cell_shapes(config)
+    parallel = config.training.parallel
     cells = [
-        plan_cell(config, machine, model, batch_size, shape, precision, strategy)
+        plan_cell(config, machine, model, batch_size, shape, precision, strategy, layout)
         for model in config.models
         for precision in config.training.precision
         for strategy in config.training.strategy
         for batch_size in config.batch_sizes
         for shape in shapes
+        for layout in parallel_shapes(strategy, parallel, shape.world_size)
     ]
     return Plan(config, cells)

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import pandas as pd
 
-GROUP_COLUMNS = ["model_label", "batch_size", "precision", "strategy", "device"]
+# layout_family: the strategy, or for tp/pp/hybrid what stays fixed as the world grows
+GROUP_COLUMNS = ["model_label", "batch_size", "precision", "layout_family", "device"]
+
+
+def with_layout_family(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with `layout_family`: tables written before 0.8.0 (every cell ddp or fsdp) have
+    none, and their strategy is their family."""
+    if "layout_family" in table.columns or "strategy" not in table.columns:
+        return table
+    return table.assign(layout_family=table["strategy"])
 
 
 def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
     """Add `scaling_efficiency` = thr(N) / (N * thr(N_min) / N_min) per (model, batch,
-    precision, strategy, device), against the smallest world size measured ok in that group.
-    Rows that are not ok, or whose group has no ok base, get NaN."""
-    out = table.copy()
+    precision, layout family, device), against the smallest world size measured ok in that
+    group. Rows that are not ok, or whose group has no ok base, get NaN."""
+    out = with_layout_family(table).copy()
     out["scaling_efficiency"] = float("nan")
     ok = out[(out["status"] == "ok") & out["samples_per_s"].notna()]
     for _, group in ok.groupby(GROUP_COLUMNS, dropna=False):
@@ -24,7 +33,13 @@ def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
 
 
 # strong scaling: the same global batch (the same work per step) split over more GPUs
-STRONG_GROUP_COLUMNS = ["model_label", "global_batch", "precision", "strategy", "device"]
+STRONG_GROUP_COLUMNS = [
+    "model_label",
+    "global_batch",
+    "precision",
+    "layout_family",
+    "device",
+]
 SCALING_TABLE_COLUMNS = [
     "group",
     "base_world_size",
@@ -46,6 +61,7 @@ def scaling_table(
     `min_world_sizes` distinct world sizes are left out. `group` numbers the groups kept, in
     key order; rows are sorted by group, then world size."""
     columns = GROUP_COLUMNS if group_columns is None else group_columns
+    table = with_layout_family(table)
     out_columns = [*table.columns, *SCALING_TABLE_COLUMNS]
     thr = pd.to_numeric(table["samples_per_s"], errors="coerce")
     ok = table[(table["status"] == "ok") & thr.notna()].copy()

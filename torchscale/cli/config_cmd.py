@@ -28,20 +28,74 @@ def validate_config(
     from torchscale.config import load_config
 
     config = load_config(file, overrides or [])
+    from torchscale.plan import cell_shapes
+    from torchscale.strategies import parallel_shapes
+
+    per_model_batch = sum(
+        len(parallel_shapes(strategy, config.training.parallel, shape.world_size))
+        for strategy in config.training.strategy
+        for shape in cell_shapes(config)
+    )
     cells = (
         len(config.models)
         * len(config.batch_sizes)
-        * len(config.gpu_counts)
         * len(config.training.precision)
-        * len(config.training.strategy)
+        * per_model_batch
     )
     if not Verbosity.quiet():
+        layouts = (
+            " (tp/pp/hybrid: one cell per parallel layout)"
+            if any(s in ("tp", "pp", "hybrid") for s in config.training.strategy)
+            else ""
+        )
         stdout.print(
             f"[green]OK[/] {file}: experiment '{config.experiment_name}', {cells} cell(s) = "
             f"{len(config.models)} model(s) x {len(config.batch_sizes)} batch size(s) x "
             f"{len(config.gpu_counts)} GPU count(s) x {len(config.training.precision)} "
-            f"precision(s) x {len(config.training.strategy)} strategy(ies)",
+            f"precision(s) x {len(config.training.strategy)} strategy(ies){layouts}",
             markup=True,
+        )
+
+
+@app.command("init")
+@handle_errors
+def init_config(
+    hardware: Annotated[
+        str,
+        typer.Option(
+            "--hardware",
+            help="auto (this node), cpu, or a named node: v100-8x, a10g-1x, l4-1x, "
+            "a100-40gb-8x, a100-8x, h100-1x, h100-8x, h200-8x.",
+        ),
+    ] = "auto",
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (default: print).", show_default=False),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite FILE if it exists.")] = False,
+) -> None:
+    """Write a commented starter config sized for this node or a named one."""
+    from torchscale.atomic import write_text_atomic
+    from torchscale.config import parse_config
+    from torchscale.config.hardware import hardware as resolve_hardware
+    from torchscale.config.starter import GPU_MODEL, model_parameters, plan_starter, starter_yaml
+    from torchscale.errors import ResultsError, UsageError, describe_os_error
+
+    node = resolve_hardware(hardware)
+    text = starter_yaml(plan_starter(node, model_parameters(GPU_MODEL)))
+    parse_config(text, "the starter config")  # what it writes must validate
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    if output.exists() and not force:
+        raise UsageError(f"{output} exists: choose another -o FILE, or --force to overwrite it")
+    try:
+        write_text_atomic(output, text)
+    except OSError as exc:
+        raise ResultsError(f"cannot write {output}: {describe_os_error(exc)}") from None
+    if not Verbosity.quiet():
+        stdout.print(
+            f"wrote {output} ({node.source}); check it: torchscale config validate {output}"
         )
 
 

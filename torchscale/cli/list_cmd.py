@@ -19,9 +19,13 @@ def list_catalog(
     from rich.table import Table
 
     from torchscale.config.catalog import COLLECTIVES, PRECISIONS, STRATEGIES
+    from torchscale.config.schema import ModelSpec
     from torchscale.models import list_models
+    from torchscale.strategies import supported_strategies
 
     models = list_models()
+    for m in models:
+        m["strategies"] = supported_strategies(ModelSpec(name=m["name"]))
     if as_json:
         typer.echo(
             json.dumps(
@@ -36,7 +40,7 @@ def list_catalog(
         )
         return
     table = Table(title="built-in models", title_justify="left")
-    for col in ("name", "parameters", "input per sample", "tokens/sample", "options"):
+    for col in ("name", "parameters", "input per sample", "tokens/sample", "strategies", "options"):
         table.add_column(col, justify="right" if col == "parameters" else "left")
     for m in models:
         shape = "x".join(str(d) for d in m["input_shape"])
@@ -46,10 +50,14 @@ def list_catalog(
             f"{m['parameters']:,}",
             shape,
             str(m["tokens_per_sample"] or "-"),
+            ", ".join(m["strategies"]),
             escape(options),
         )
     stdout.print(table)
-    stdout.print("plug-in: models: [{name: 'package.module:factory', options: {...}}]")
+    stdout.print(
+        "plug-in: models: [{name: 'package.module:factory', options: {...}}] (ddp, fsdp; tp and "
+        "pp when its ModelBundle declares tp_plan / pp_split)"
+    )
     stdout.print(
         f"strategies: {', '.join(STRATEGIES)}; precisions: {', '.join(PRECISIONS)} "
         "(amp = fp16 autocast + GradScaler); collectives: " + ", ".join(COLLECTIVES)

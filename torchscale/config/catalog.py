@@ -46,7 +46,7 @@ BUILTIN_MODELS: dict[str, frozenset[str]] = {
 PLUGIN_MODEL_PATTERN = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
 PRECISIONS = ("fp32", "amp", "bf16")
-STRATEGIES = ("ddp", "fsdp")
+STRATEGIES = ("ddp", "fsdp", "tp", "pp", "hybrid")
 COLLECTIVES = (
     "all_reduce",
     "all_gather",

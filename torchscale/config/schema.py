@@ -33,7 +33,9 @@ from torchscale.config.suggest import did_you_mean
 from torchscale.errors import UsageError
 
 Precision = Literal["fp32", "amp", "bf16"]
-Strategy = Literal["ddp", "fsdp"]
+Strategy = Literal["ddp", "fsdp", "tp", "pp", "hybrid"]
+Schedule = Literal["gpipe", "1f1b", "interleaved_1f1b"]
+HybridLayout = Literal["fsdp_tp", "ddp_pp"]
 Device = Literal["auto", "cuda", "cpu"]
 Backend = Literal["auto", "nccl", "gloo"]
 Collective = Literal[
@@ -194,6 +196,33 @@ StrategySweep = Annotated[
     AfterValidator(_unique),
     Field(min_length=1),
 ]
+ScheduleSweep = Annotated[
+    list[Schedule],
+    BeforeValidator(_scalar_to_list, json_schema_input_type=Schedule | list[Schedule]),
+    AfterValidator(_unique),
+    Field(min_length=1),
+]
+HybridSweep = Annotated[
+    list[HybridLayout],
+    BeforeValidator(_scalar_to_list, json_schema_input_type=HybridLayout | list[HybridLayout]),
+    AfterValidator(_unique),
+    Field(min_length=1),
+]
+Degree = Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]
+DegreeSweep = Annotated[
+    list[Degree],
+    BeforeValidator(_scalar_to_list, json_schema_input_type=Degree | list[Degree]),
+    AfterValidator(_unique),
+    Field(min_length=1),
+]
+MAX_MICROBATCHES = 4096
+Microbatches = Annotated[int, Field(gt=0), AtMost(MAX_MICROBATCHES)]
+MicrobatchSweep = Annotated[
+    list[Microbatches],
+    BeforeValidator(_scalar_to_list, json_schema_input_type=Microbatches | list[Microbatches]),
+    AfterValidator(_unique),
+    Field(min_length=1),
+]
 CollectiveSweep = Annotated[
     list[Collective],
     BeforeValidator(_scalar_to_list, json_schema_input_type=Collective | list[Collective]),
@@ -264,6 +293,38 @@ class FSDPConfig(StrictModel):
     reshard_after_forward: bool = True
 
 
+class ParallelConfig(StrictModel):
+    """Degrees of the model-parallel strategies (docs/strategies.md). Lists join the matrix,
+    each only for the strategies it shapes."""
+
+    tp: DegreeSweep | None = Field(
+        default=None,
+        description="tensor-parallel ranks: strategy tp uses every rank when null (a set "
+        "value skips cells of another world size); hybrid fsdp_tp: the inner degree (null: 2)",
+    )
+    pp: DegreeSweep | None = Field(
+        default=None,
+        description="pipeline stages: strategy pp uses one per rank when null; hybrid "
+        "ddp_pp: the stages of each replica (null: 2)",
+    )
+    microbatches: MicrobatchSweep = Field(
+        default_factory=lambda: [4],
+        description="micro-batches per step under pipelining; must divide the batch",
+    )
+    schedule: ScheduleSweep = Field(
+        default_factory=lambda: ["1f1b"],  # type: ignore[arg-type]
+        description="pipeline schedule (torch.distributed.pipelining)",
+    )
+    sequence_parallel: bool = Field(
+        default=False, description="tp: LayerNorms and dropout on sequence-sharded activations"
+    )
+    hybrid: HybridSweep = Field(
+        default_factory=lambda: ["fsdp_tp"],  # type: ignore[arg-type]
+        description="2-D meshes of strategy hybrid: fsdp_tp (FSDP across TP groups) and/or "
+        "ddp_pp (DDP across pipelines)",
+    )
+
+
 class TrainingConfig(StrictModel):
     """How each cell trains. `precision` and `strategy` are sweep axes."""
 
@@ -282,6 +343,7 @@ class TrainingConfig(StrictModel):
     seed: Annotated[int, Field(ge=0), AtMost(MAX_SEED)] = 0
     ddp: DDPConfig = Field(default_factory=DDPConfig)
     fsdp: FSDPConfig = Field(default_factory=FSDPConfig)
+    parallel: ParallelConfig = Field(default_factory=ParallelConfig)
 
 
 class TelemetryConfig(StrictModel):

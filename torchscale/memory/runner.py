@@ -79,9 +79,13 @@ def group_definition(planned: PlannedCell) -> str:
 
 def search_groups(plan: Plan) -> list[SearchGroup]:
     """The distinct groups of the plan's runnable cells, in plan order (skipped cells are
-    skipped for reasons a batch does not change: device, world size)."""
+    skipped for reasons a batch does not change: device, world size). tp, pp and hybrid cells
+    are not searched yet: a probe's batch must also suit the mesh (micro-batches divide it),
+    which the doubling and bisection do not respect (docs/memory.md)."""
     members: dict[str, list[PlannedCell]] = {}
     for planned in plan.runnable:
+        if planned.cell.parallel is not None:
+            continue
         members.setdefault(definition_hash(group_definition(planned)), []).append(planned)
     groups = []
     for sha, cells in members.items():

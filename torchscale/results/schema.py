@@ -25,7 +25,10 @@ from torchscale.cell import CellIdentity, Status
 #    energy per sample; CUDA allocator retries, OOMs and fragmentation in memory.
 # 5: the input pipeline (`data`: source, loader settings, data-wait time per step and its share
 #    of the step) and `cost` (GPU-hours and price per million samples and tokens).
-RESULT_SCHEMA_VERSION = 5
+# 6: tp, pp and hybrid cells (`cell.parallel`: the mesh) with `parallel` (per-stage busy time,
+#    measured and theoretical pipeline bubble), global_batch per data-parallel replica, and
+#    `warmup` (warm-up step times, torch.compile's compile time).
+RESULT_SCHEMA_VERSION = 6
 
 
 class _Model(BaseModel):
@@ -348,9 +351,50 @@ class Cost(_Model):
     cost_per_m_tokens: float | None = Field(description="null: the model has no tokens")
 
 
+class StageTime(_Model):
+    """One pipeline rank in the measured windows (medians over its steps)."""
+
+    rank: int
+    stages: list[int] = Field(description="indices of the stage modules this rank holds")
+    busy_s: float = Field(description="compute of its stages per step (forward, loss, backward)")
+    step_s: float = Field(description="its step time")
+    bubble: float = Field(description="1 - busy_s / step_s: idle share of its step")
+
+
+class ParallelMetrics(_Model):
+    """What a tp, pp or hybrid cell measured beyond every cell's figures (docs/strategies.md)."""
+
+    global_batch_definition: str = Field(
+        description="global batch = dp x batch_size x grad_accum_steps; how a batch splits"
+    )
+    mesh_shape: list[int]
+    mesh_dim_names: list[str]
+    stages: list[StageTime] = Field(default_factory=list, description="pipelines: per rank")
+    bubble_measured: float | None = Field(
+        default=None, description="pipelines: mean over ranks of 1 - busy / step"
+    )
+    bubble_theoretical: float | None = Field(
+        default=None, description="(p-1)/(v*m+p-1) of the schedule (v: stages per rank)"
+    )
+    slowest_stage_rank: int | None = Field(
+        default=None, description="pipelines: the rank whose stages compute longest"
+    )
+
+
+class Warmup(_Model):
+    """The discarded steps before the measured windows, and what they absorbed."""
+
+    step_s: list[float] = Field(description="each warm-up step, slowest rank")
+    compile_s: float | None = Field(
+        default=None,
+        description="training.compile: time torch.compile spent compiling (dynamo's "
+        "total_wall_time), slowest rank; inside the warm-up, never in a measured window",
+    )
+
+
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[5] = 5
+    schema_version: Literal[6] = 6
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -358,7 +402,11 @@ class CellResult(_Model):
     measured_steps: int | None = Field(default=None, description="per repeat")
     warmup_steps: int | None = None
     repeats: int | None = None
-    global_batch: int | None = Field(default=None, description="batch x world x grad_accum")
+    global_batch: int | None = Field(
+        default=None,
+        description="samples per optimizer step: batch x data-parallel replicas x grad_accum "
+        "(replicas = world size under ddp and fsdp)",
+    )
     throughput: Throughput | None = None
     step_time: StepTimeStats | None = Field(default=None, description="all ranks pooled")
     ranks: list[RankStats] = Field(default_factory=list)
@@ -378,6 +426,10 @@ class CellResult(_Model):
     )
     data: DataPipeline | None = Field(default=None, description="the input pipeline")
     cost: Cost | None = Field(default=None, description="price per million samples/tokens")
+    parallel: ParallelMetrics | None = Field(
+        default=None, description="tp, pp and hybrid cells: the mesh, stages and bubble"
+    )
+    warmup: Warmup | None = None
     warnings: list[str] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(
         default_factory=dict, description="metric -> why it could not be measured here"

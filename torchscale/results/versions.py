@@ -156,11 +156,22 @@ def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 5 -> 6. Up to 5 every cell was ddp or fsdp (no mesh, no pipeline), and warm-up
+    times were not kept."""
+    out = dict(data)
+    out["parallel"] = None
+    out["warmup"] = None
+    out["schema_version"] = 6
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
     3: upgrade_v3,
     4: upgrade_v4,
+    5: upgrade_v5,
 }
 
 

@@ -36,6 +36,7 @@ from torchscale.results.schema import (
 from torchscale.telemetry.summary import combine
 from torchscale.worker.allocator import AllocatorStats
 from torchscale.worker.measure import RankMeasurement
+from torchscale.worker.parallel_metrics import parallel_metrics, warmup_record
 from torchscale.worker.phases import COMPUTE_PHASES, PHASES, medians
 from torchscale.worker.spec import WorkerSpec
 
@@ -71,7 +72,7 @@ class CellFacts:
 
 
 def achieved_tflops(
-    flops_per_step: float, samples_per_s_per_device: float, samples_per_rank_step: int
+    flops_per_step: float, samples_per_s_per_device: float, samples_per_rank_step: float
 ) -> float:
     """Achieved TFLOP/s per device over the timed windows: FLOPs per optimizer step times the
     steps per second that the throughput figure implies, so MFU and throughput always agree."""
@@ -323,7 +324,11 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     steps = ranks[0].steps
     repeats = len(ranks[0].windows)
     samples_per_rank_step = spec.cell.batch_size * spec.training.grad_accum_steps
-    global_batch = samples_per_rank_step * world
+    shape = spec.cell.parallel
+    # ranks of one TP group or pipeline train one replica on one batch
+    replicas = shape.dp if shape is not None else world
+    group = world // replicas
+    global_batch = samples_per_rank_step * replicas
     unavailable: dict[str, str] = {}
     warnings: list[str] = []
 
@@ -359,7 +364,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         for r in ranks
     ]
     if all(p is None for p in phases.values()):
-        unavailable["phases"] = "phase timing was off"
+        unavailable["phases"] = ranks[0].phase_notes.get("phases", "phase timing was off")
     else:
         for phase in PHASES:
             notes = {r.phase_notes[phase] for r in ranks if phase in r.phase_notes}
@@ -401,6 +406,11 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         communication = Communication(step_time_no_sync_s=None, comm_overhead=None)
         if world == 1:
             reason = "world size 1: no gradient communication to expose"
+        elif shape is not None:
+            reason = (
+                "the no_sync method needs DDP; tp, pp and hybrid communicate inside forward and "
+                "backward (see parallel)"
+            )
         elif spec.cell.strategy != "ddp":
             reason = "measured for DDP only (FSDP has no no_sync equivalent that removes all comm)"
         else:
@@ -409,8 +419,9 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             unavailable[key] = reason
 
     flops = ranks[0].flops_per_step
+    # a device's share of a replica's samples (a whole replica under ddp and fsdp)
     achieved = (
-        achieved_tflops(flops, throughput.samples_per_s_per_device, samples_per_rank_step)
+        achieved_tflops(flops, throughput.samples_per_s_per_device, samples_per_rank_step / group)
         if flops
         else None
     )
@@ -454,6 +465,11 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     data, why_not_data = data_pipeline(spec, phases, pooled.p50, window_s, steps, read_steps, facts)
     unavailable.update(why_not_data)
     environment = {k: v for k, v in facts.environment.items() if k != DATA_KEY}
+    parallel, why_not_parallel = parallel_metrics(spec, ranks)
+    unavailable.update(why_not_parallel)
+    warmup = warmup_record(ranks)
+    if spec.training.compile and warmup.compile_s is None:
+        unavailable["warmup.compile_s"] = "torch._dynamo's compile time could not be read"
 
     return CellResult(
         cell=spec.cell,
@@ -491,6 +507,8 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             mfu=mfu,
         ),
         communication=communication,
+        parallel=parallel,
+        warmup=warmup,
         warnings=warnings,
         unavailable=unavailable,
         environment=environment

@@ -24,9 +24,16 @@ from torchscale.telemetry.rank import rank_sampler
 from torchscale.telemetry.sampler import Sampler
 from torchscale.telemetry.summary import summarise_rank
 from torchscale.worker.allocator import AllocatorStats, allocator_stats
+from torchscale.worker.model_parallel import replica_flops
 from torchscale.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
 from torchscale.worker.timing import make_timer, resolve_timing, synchronize
 from torchscale.worker.trainer import Trainer
+
+PIPELINE_PHASES_NOTE = (
+    "pipelines interleave the micro-batches' forward and backward inside the schedule: no "
+    "per-phase split; the stage's busy time and the bubble stand in for it (parallel in the "
+    "result)"
+)
 
 
 @dataclass
@@ -36,6 +43,8 @@ class Window:
     # per phase (phases.PHASES), one value per step; None: phase timing was off
     phases: PhaseSeconds | None = None
     phase_notes: dict[str, str] = field(default_factory=dict)
+    # pipelines: seconds this rank computed in each step (torchscale/parallel/busy.py)
+    busy_s: list[float] | None = None
 
 
 @dataclass
@@ -62,11 +71,16 @@ class RankMeasurement:
     profile_notes: list[str] = field(default_factory=list)
     telemetry: RankTelemetry | None = None  # None: measurement.telemetry.enabled is false
     allocator: AllocatorStats | None = None  # CUDA only
+    compile_s: float | None = None  # training.compile: dynamo's compile time in the warm-up
 
 
 def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
     """A recorder for `steps` steps of `trainer`: CUDA events on GPUs, perf_counter on CPU."""
     params = trainable(trainer.model)
+    strategy = trainer.spec.cell.strategy
+    parallel = trainer.spec.cell.parallel
+    if parallel is not None and parallel.hybrid == "fsdp_tp":
+        strategy = "fsdp"  # FSDP2's hooks fire after its reduce-scatter, as under fsdp
     return PhaseRecorder(
         steps,
         trainer.spec.training.grad_accum_steps,
@@ -74,7 +88,7 @@ def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
         # CUDA events on GPUs whatever the step timer (with sync_cuda, host times of phase
         # boundaries would be launch times of asynchronous kernels: events are the real ones)
         cuda_events=trainer.device.type == "cuda",
-        split_reason=backward_split(trainer.spec.cell.strategy, params),
+        split_reason=backward_split(strategy, params),
     )
 
 
@@ -91,7 +105,8 @@ def run_window(
     samples from just before the opening edge to just after the closing one."""
     device = trainer.device
     timer = make_timer(timing, steps, device)
-    recorder = phase_recorder(trainer, steps) if phases else None
+    # under pipelining forward and backward interleave inside the schedule: no phases
+    recorder = phase_recorder(trainer, steps) if phases and trainer.runner is None else None
     hooks = (
         recorder.hooks(trainable(trainer.model))
         if recorder is not None
@@ -115,6 +130,10 @@ def run_window(
             if telemetry is not None:
                 telemetry.stop()
     window = Window(wall, timer.seconds())
+    if trainer.runner is not None:
+        window.busy_s = trainer.runner.stage_busy_s
+        trainer.runner.clear_busy()
+        window.phase_notes = {"phases": PIPELINE_PHASES_NOTE}
     if recorder is not None:
         window.phases = recorder.seconds()
         window.phase_notes = dict(recorder.notes)
@@ -130,11 +149,17 @@ def warm_up(trainer: Trainer, steps: int) -> list[float]:
         trainer.step()
         synchronize(trainer.device)
         times.append(time.perf_counter() - start)
+    if trainer.runner is not None:
+        trainer.runner.clear_busy()
     return times
 
 
 def count_flops(trainer: Trainer) -> tuple[float | None, str | None]:
     """FLOPs of one training step on this rank (one extra step, outside every window).
+
+    tp, pp and hybrid cells: the FLOPs of one model replica's step (the unsplit model on the
+    meta device, torchscale/worker/model_parallel.py) shared equally by the replica's ranks,
+    so that MFU counts each replica once, never once per shard.
 
     The step runs eagerly (`eager=True`: torch.compile's wrapper bypassed): FlopCounterMode
     sees aten ops as they dispatch, and a compiled graph's kernels never dispatch; what a
@@ -144,6 +169,12 @@ def count_flops(trainer: Trainer) -> tuple[float | None, str | None]:
     """
     from torch.utils.flop_counter import FlopCounterMode
 
+    parallel = trainer.spec.cell.parallel
+    if parallel is not None:
+        total = replica_flops(trainer.spec) / (parallel.tp * parallel.pp)
+        if total <= 0:
+            return None, "FlopCounterMode counted no FLOPs (no op of the step has a FLOP formula)"
+        return total, None
     backend: Any = contextlib.nullcontext()
     if trainer.device.type == "cpu":
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -157,6 +188,22 @@ def count_flops(trainer: Trainer) -> tuple[float | None, str | None]:
     if total <= 0:
         return None, "FlopCounterMode counted no FLOPs (no op of the step has a FLOP formula)"
     return total, None
+
+
+def compile_seconds() -> tuple[float | None, str | None]:
+    """Time torch.compile has spent compiling in this process (dynamo's own accounting,
+    `torch._dynamo.utils.calculate_time_spent()['total_wall_time']`: tracing, AOT autograd,
+    Inductor code generation and kernel compilation, forward and backward graphs), or why
+    it cannot be read (a private API: it may move between torch versions)."""
+    try:
+        from torch._dynamo.utils import calculate_time_spent
+
+        spent = calculate_time_spent().get("total_wall_time")
+    except Exception as exc:  # private API: absent or changed in this torch
+        return None, f"torch._dynamo.utils.calculate_time_spent unavailable ({exc})"
+    if not isinstance(spent, (int, float)):
+        return None, "torch._dynamo reported no total_wall_time"
+    return float(spent), None
 
 
 def agreed_steps(duration_s: float, warmup_s: list[float], device: torch.device) -> int:
@@ -209,6 +256,8 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     result = RankMeasurement(
         dist.get_rank(), host, timing, steps, warmup, flops_per_step=flops, flops_note=flops_note
     )
+    if spec.training.compile:
+        result.compile_s, _ = compile_seconds()
     sampler = rank_sampler(settings.telemetry, device)
     allocator_before: dict[str, Any] = {}
     if device.type == "cuda":

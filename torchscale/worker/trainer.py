@@ -20,8 +20,10 @@ from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.data.pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
 from torchscale.models import ModelBundle, build_model, call_model
+from torchscale.parallel.pipeline import PipelineRunner
 from torchscale.profiling import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
+from torchscale.worker.model_parallel import model_parallel
 from torchscale.worker.phases import PhaseRecorder
 from torchscale.worker.precision import (
     AUTOCAST_DTYPES,
@@ -172,8 +174,11 @@ def _channels_last(inputs: Any, channels_last: bool) -> Any:
     return inputs
 
 
-def _pipeline(spec: WorkerSpec, bundle: ModelBundle, device: torch.device) -> Pipeline:
-    """This rank's DataLoader for the cell's model (torchscale/data/pipeline.py)."""
+def _pipeline(
+    spec: WorkerSpec, bundle: ModelBundle, device: torch.device, data_rank: int, data_ranks: int
+) -> Pipeline:
+    """This rank's DataLoader for the cell's model (torchscale/data/pipeline.py): the shard of
+    its data-parallel replica (the global rank under ddp and fsdp)."""
     layout = layout_for(
         spec.model.name,
         spec.model.options,
@@ -187,8 +192,8 @@ def _pipeline(spec: WorkerSpec, bundle: ModelBundle, device: torch.device) -> Pi
         spec.model.name,
         spec.cell.batch_size,
         device,
-        dist.get_rank(),
-        dist.get_world_size(),
+        data_rank,
+        data_ranks,
         spec.training.seed,
     )
 
@@ -209,6 +214,7 @@ class Trainer:
     settings: dict[str, Any]  # what was set up that a reader of the result must know
     delays: RankDelays = NO_DELAYS  # --inject-delay aimed at this rank
     pipeline: Pipeline | None = None  # disk / cifar100: the DataLoader every batch comes from
+    runner: PipelineRunner | None = None  # pp, hybrid ddp_pp: runs forward and backward
 
     @property
     def eager_model(self) -> torch.nn.Module:
@@ -230,11 +236,29 @@ class Trainer:
         channels_last = spec.training.channels_last
         if channels_last is None:
             channels_last = bundle.conv_net and device.type == "cuda"
-        channels_last = bool(channels_last and bundle.conv_net)
-        weights_channels_last = channels_last and spec.cell.strategy != "fsdp"
+        # model-parallel cells keep contiguous tensors: pipeline sends need them
+        channels_last = bool(channels_last and bundle.conv_net and spec.cell.parallel is None)
+        weights_channels_last = channels_last and spec.cell.strategy == "ddp"
         if weights_channels_last:
             model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-        wrapped, settings = _wrap(spec, model, device)
+        autocast = autocast_factory(spec.cell.precision, device)
+        runner = None
+        data_rank, data_ranks = dist.get_rank(), dist.get_world_size()
+        settings: dict[str, Any]
+        params: Any = None
+        if spec.cell.parallel is not None:
+            parallel = model_parallel(spec, bundle, model, device, autocast, data_ranks)
+            wrapped, runner = parallel.module, parallel.runner
+            data_rank, data_ranks = parallel.data_rank, parallel.data_ranks
+            params = parallel.param_groups
+            settings = {
+                "fsdp_mesh_device": None,
+                "fsdp_mixed_precision": None,
+                "model_parallel": parallel.settings,
+            }
+            del model  # a pipeline rank keeps only its stages: the rest can be freed
+        else:
+            wrapped, settings = _wrap(spec, model, device)
         settings |= {
             "channels_last_weights": weights_channels_last,
             "channels_last_note": CHANNELS_LAST_FSDP_NOTE
@@ -242,17 +266,20 @@ class Trainer:
             else None,
             "autocast": dtype_name(AUTOCAST_DTYPES.get(spec.cell.precision)),
         }
-        if spec.training.compile:
+        if spec.training.compile and runner is None:  # the plan skips compile + pipelines
             wrapped = torch.compile(wrapped)  # type: ignore[assignment]
-        optimizer, fused = _optimizer(spec, wrapped.parameters(), device)
+        optimizer, fused = _optimizer(
+            spec, params if params is not None else wrapped.parameters(), device
+        )
         delays = RankDelays.for_rank(spec.inject_delay, dist.get_rank(), dist.get_world_size())
-        torch.manual_seed(spec.training.seed + dist.get_rank())
+        # the data seed follows the replica: ranks of one TP group or pipeline read one batch
+        torch.manual_seed(spec.training.seed + data_rank)
         pipeline = None
         if spec.data.source == "synthetic":
             inputs, targets = bundle.make_batch(spec.cell.batch_size, device)
             inputs = _channels_last(inputs, channels_last)
         else:
-            pipeline = _pipeline(spec, bundle, device)
+            pipeline = _pipeline(spec, bundle, device, data_rank, data_ranks)
             inputs = targets = None  # every micro-batch comes from the pipeline
             settings[SETTINGS_KEY] = pipeline.info
         return cls(
@@ -266,10 +293,11 @@ class Trainer:
             inputs,
             targets,
             grad_scaler(spec.cell.precision, device),
-            autocast_factory(spec.cell.precision, device),
+            autocast,
             settings,
             delays,
             pipeline,
+            runner,
         )
 
     def close(self) -> None:
@@ -306,6 +334,9 @@ class Trainer:
         (torchscale/profiling/markers.py; none in the measured windows), and a delay injected
         on this rank sleeps in its phase (torchscale/worker/delay.py).
         """
+        if self.runner is not None:
+            self._pipeline_step(phases)
+            return
         model = self.eager_model if eager else self.model
         accum = self.spec.training.grad_accum_steps
         marks = markers.current()
@@ -350,6 +381,27 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
         if phases is not None:
             phases.step_end()
+
+    def _pipeline_step(self, phases: PhaseRecorder | None) -> None:
+        """One optimizer step of a pipeline rank: the schedule runs every micro-batch's
+        forward and backward (interleaved, so no forward/backward phases: the pipeline's busy
+        time and bubble stand in for them); gradient accumulation is refused by the plan."""
+        assert self.runner is not None and phases is None
+        marks = markers.current()
+        delays = self.delays
+        with marks.range(markers.DATA):
+            inputs, targets = self.next_batch()
+            if delays.data:
+                sleep(delays.data)
+        with marks.range(markers.FORWARD):
+            if delays.forward:
+                sleep(delays.forward)
+            self.runner.step(inputs, targets)
+        with marks.range(markers.OPTIMIZER):
+            if delays.optimizer:
+                sleep(delays.optimizer)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
 
     def samples_per_step(self) -> int:
         """Samples one rank processes per optimizer step."""

@@ -1,0 +1,153 @@
+"""`infeasible` names the reason a layout cannot run a model, before any process starts; the
+pipeline pieces of every split model compute what the whole model does (no torchrun here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from tests.parallel_ranks import batch, build
+from torchscale.models import build_model
+from torchscale.models.bert import BertConfig, BertForMaskedLM
+from torchscale.parallel import ParallelLayout, infeasible, layout_problem
+from torchscale.parallel.pieces import block_ranges, split_builtin
+from torchscale.parallel.pipeline import theoretical_bubble
+
+
+def meta_model(name: str, **options: Any) -> nn.Module:
+    with torch.device("meta"):
+        return build_model(name, options).model
+
+
+def tp(world: int = 2, sp: bool = False) -> ParallelLayout:
+    return ParallelLayout.build("tp", world, tp=world, sequence_parallel=sp)
+
+
+def pp(world: int = 2, schedule: Any = "gpipe", microbatches: int = 2) -> ParallelLayout:
+    return ParallelLayout.build("pp", world, pp=world, schedule=schedule, microbatches=microbatches)
+
+
+def test_build_derives_dp_and_mesh() -> None:
+    layout = ParallelLayout.build("hybrid", 8, tp=2, hybrid="fsdp_tp")
+    assert layout.dp == 4 and layout.mesh_shape() == ((4, 2), ("dp", "tp"))
+    assert [layout.replica_of(r) for r in range(4)] == [0, 0, 1, 1]
+    interleaved = ParallelLayout.build(
+        "hybrid", 4, pp=2, hybrid="ddp_pp", schedule="interleaved_1f1b", microbatches=4
+    )
+    assert interleaved.stage_modules == 4 and interleaved.describe()["mesh_dim_names"] == [
+        "dp",
+        "pp",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("layout", "reason"),
+    [
+        (ParallelLayout("tp", 4, 2, 1, 1, 1, None, False, None), "is not dp x tp x pp"),
+        (ParallelLayout.build("tp", 4, tp=2), "use hybrid fsdp_tp"),
+        (ParallelLayout.build("pp", 4, pp=2, schedule="gpipe"), "use hybrid ddp_pp"),
+        (ParallelLayout.build("pp", 2, pp=2, schedule=None), "is not gpipe"),
+        (ParallelLayout.build("pp", 2, pp=2, schedule="gpipe", sequence_parallel=True), "tensor"),
+        (pp(4, "1f1b", microbatches=2), "at least as many micro-batches as stages (2 < 4)"),
+        (pp(2, "interleaved_1f1b", microbatches=5), "multiple of max(1, microbatches // pp) = 2"),
+        (ParallelLayout.build("tp", 2, tp=2, microbatches=2), "pipeline layouts only"),
+        (ParallelLayout.build("hybrid", 4, tp=2, hybrid=None), "is not a layout"),
+    ],
+)
+def test_layout_problems(layout: ParallelLayout, reason: str) -> None:
+    problem = layout_problem(layout)
+    assert problem is not None and reason in problem
+
+
+@pytest.mark.parametrize(
+    ("model", "layout", "batch_size", "reason"),
+    [
+        ("gpt2", tp(8), 8, "12 attention heads are not divisible by tp=8"),
+        ("resnet50", tp(), 8, "no tensor-parallel plan for ResNet"),
+        ("tiny-transformer", tp(), 8, "in_proj_weight"),
+        ("tiny-transformer", pp(), 8, "no pipeline split for the encoder-decoder"),
+        ("vit-b16", tp(sp=True), 8, "sequence length 197 is not divisible by tp=2"),
+        ("tiny-mlp", tp(sp=True), 8, "needs a sequence dimension"),
+        ("tiny-cnn", pp(2, "interleaved_1f1b", 2), 8, "3 blocks, fewer than the 4 stage"),
+        (
+            "tiny-gpt2",
+            pp(2, "gpipe", 4),
+            6,
+            "4 micro-batches do not divide the per-replica batch 6",
+        ),
+    ],
+)
+def test_model_reasons(model: str, layout: ParallelLayout, batch_size: int, reason: str) -> None:
+    problem = infeasible(meta_model(model), layout, batch_size)
+    assert problem is not None and reason in problem
+
+
+def test_mlp_width_and_sequence_length_reasons() -> None:
+    with torch.device("meta"):
+        bert = BertForMaskedLM(BertConfig(hidden=32, layers=1, heads=4, intermediate=66))
+    assert "MLP width 66 is not divisible by tp=4" in str(infeasible(bert, tp(4), 4))
+    gpt2 = meta_model("tiny-gpt2")
+    assert "sequence length 63" in str(infeasible(gpt2, tp(sp=True), 4, seq_len=63))
+    assert infeasible(gpt2, tp(sp=True), 4, seq_len=64) is None
+
+
+def test_precision_and_accumulation_reasons() -> None:
+    gpt2 = meta_model("tiny-gpt2")
+    assert "GradScaler" in str(infeasible(gpt2, tp(), 4, precision="fp16"))
+    assert infeasible(gpt2, tp(), 4, precision="bf16") is None
+    assert "raise microbatches" in str(infeasible(gpt2, pp(), 4, grad_accum_steps=2))
+    assert "contiguous" in str(infeasible(meta_model("tiny-cnn"), pp(), 4, channels_last=True))
+
+
+def test_plugins_need_their_own_plan() -> None:
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    assert "declares no tp_plan" in str(infeasible(model, tp(), 4))
+    assert "declares no pp_split" in str(infeasible(model, pp(), 4))
+    assert infeasible(model, tp(), 4, plugin_tp_plan=lambda m, mesh, sp: None) is None
+    assert infeasible(model, pp(), 4, plugin_pp_split=lambda m, n: [m[:2], m[2:]]) is None
+
+
+@pytest.mark.parametrize(
+    ("model", "layout"),
+    [
+        ("gpt2", tp(4, sp=True)),
+        ("bert-base", tp(4, sp=True)),
+        ("vit-b16", tp(4)),
+        ("tiny-mlp", tp(2)),
+        ("gpt2", pp(4, "interleaved_1f1b", 8)),
+        ("resnet50", pp(4, "1f1b", 4)),
+        ("tiny-bert", pp(2, "1f1b", 2)),
+    ],
+)
+def test_feasible_layouts(model: str, layout: ParallelLayout) -> None:
+    assert infeasible(meta_model(model), layout, 8, seq_len=128) is None
+
+
+def test_block_ranges_put_longer_runs_first() -> None:
+    assert block_ranges(12, 4) == [range(0, 3), range(3, 6), range(6, 9), range(9, 12)]
+    assert block_ranges(3, 2) == [range(0, 2), range(2, 3)]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert", "vit", "cnn", "mlp"])
+def test_stage_chain_is_the_model(name: str) -> None:
+    """The stage modules, run in order, compute the unsplit model's output (eval mode)."""
+    model, _ = build(name)
+    model.eval()
+    inputs, _ = batch(name, 0, 3)
+    split = split_builtin(model, 2 if name == "cnn" else 4)
+    x = inputs
+    with torch.no_grad():
+        for stage in split.stages:
+            x = stage(x)
+        torch.testing.assert_close(x, model(inputs), rtol=0, atol=0)
+    assert all(t.first is not t.last for t in split.tied)
+    assert bool(split.tied) == (name in ("gpt2", "bert"))
+
+
+def test_theoretical_bubble() -> None:
+    assert theoretical_bubble(pp(4, "gpipe", 8)) == pytest.approx(3 / 11)
+    assert theoretical_bubble(pp(4, "1f1b", 8)) == pytest.approx(3 / 11)
+    assert theoretical_bubble(pp(4, "interleaved_1f1b", 8)) == pytest.approx(3 / 19)

@@ -1,0 +1,102 @@
+"""What `torchscale config init` sizes a starter config for: this node, or a named machine.
+
+A profile is the few facts a first sweep depends on: how many GPUs a node has, how much memory
+each has, and whether it computes in bf16 (compute capability 8.0 and up: A100, H100, L4, ...).
+`auto` reads them from torch on this node; the named profiles are the usual cloud nodes, so a
+config can be written on a laptop for the cluster it will run on.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from torchscale.errors import UsageError
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One node as a starter config sees it."""
+
+    name: str
+    gpus: int  # 0: CPU ranks (gloo)
+    gpu_name: str | None
+    gpu_memory_bytes: int | None
+    bf16: bool  # the GPUs compute in bf16 (sm80+); never assumed on CPU
+    cpu_cores: int
+    source: str  # how the facts were obtained (a named profile, or probed on this node)
+
+
+def _gpu_profile(name: str, gpu: str, count: int, memory_gib: int, bf16: bool) -> Hardware:
+    return Hardware(
+        name=name,
+        gpus=count,
+        gpu_name=gpu,
+        gpu_memory_bytes=memory_gib * GIB,
+        bf16=bf16,
+        cpu_cores=8 * count,
+        source=f"named profile '{name}' ({count} x {gpu}, {memory_gib} GiB each)",
+    )
+
+
+PROFILES: dict[str, Hardware] = {
+    p.name: p
+    for p in (
+        _gpu_profile("v100-8x", "Tesla V100-SXM2-32GB", 8, 32, False),
+        _gpu_profile("a10g-1x", "NVIDIA A10G", 1, 24, True),
+        _gpu_profile("l4-1x", "NVIDIA L4", 1, 24, True),
+        _gpu_profile("a100-40gb-8x", "NVIDIA A100-SXM4-40GB", 8, 40, True),
+        _gpu_profile("a100-8x", "NVIDIA A100-SXM4-80GB", 8, 80, True),
+        _gpu_profile("h100-1x", "NVIDIA H100 80GB HBM3", 1, 80, True),
+        _gpu_profile("h100-8x", "NVIDIA H100 80GB HBM3", 8, 80, True),
+        _gpu_profile("h200-8x", "NVIDIA H200", 8, 141, True),
+    )
+}
+CHOICES = ("auto", "cpu", *PROFILES)
+
+
+def cpu_node(cores: int | None = None) -> Hardware:
+    usable = cores if cores is not None else len(os.sched_getaffinity(0))
+    return Hardware(
+        name="cpu",
+        gpus=0,
+        gpu_name=None,
+        gpu_memory_bytes=None,
+        bf16=False,
+        cpu_cores=max(1, usable),
+        source=f"CPU ranks over gloo ({usable} usable core(s) on this node)",
+    )
+
+
+def this_node() -> Hardware:
+    """The GPUs torch sees here (all of one kind is assumed: the first one's facts), else CPU."""
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        return cpu_node()
+    count = torch.cuda.device_count()
+    props = torch.cuda.get_device_properties(0)
+    return Hardware(
+        name="auto",
+        gpus=count,
+        gpu_name=props.name,
+        gpu_memory_bytes=int(props.total_memory),
+        bf16=props.major >= 8,
+        cpu_cores=len(os.sched_getaffinity(0)),
+        source=f"probed on this node: {count} x {props.name}, "
+        f"{props.total_memory / GIB:.0f} GiB each, compute capability {props.major}.{props.minor}",
+    )
+
+
+def hardware(choice: str) -> Hardware:
+    """The profile `--hardware` names."""
+    if choice == "auto":
+        return this_node()
+    if choice == "cpu":
+        return cpu_node()
+    profile = PROFILES.get(choice)
+    if profile is None:
+        raise UsageError(f"--hardware {choice!r} is not known: choose from {', '.join(CHOICES)}")
+    return profile

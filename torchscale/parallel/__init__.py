@@ -1,0 +1,18 @@
+"""Tensor, pipeline and hybrid (FSDP x TP, DDP x PP) parallelism from torch's own building blocks.
+
+`ParallelLayout` says how the ranks divide, `infeasible` whether a model can run that way, and
+`parallelize` turns a built model into what one rank trains (torchscale/parallel/setup.py).
+"""
+
+from torchscale.parallel.layout import ParallelLayout, infeasible, layout_problem
+from torchscale.parallel.pipeline import PipelineRunner
+from torchscale.parallel.setup import Parallelized, parallelize
+
+__all__ = [
+    "ParallelLayout",
+    "Parallelized",
+    "PipelineRunner",
+    "infeasible",
+    "layout_problem",
+    "parallelize",
+]

@@ -1,0 +1,130 @@
+"""Where the built-in models keep their repeated blocks, and what that allows.
+
+Kept in one place so no model knowledge leaks into the worker: tensor parallelism needs the
+transformer blocks (torchscale/models/layers.py) and their widths, pipeline parallelism the
+ordered blocks between an input part and an output part (torchscale/parallel/pieces.py builds
+those parts). Every function works on a model built on the meta device.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from torch import nn
+
+from torchscale.models.bert import BertForMaskedLM
+from torchscale.models.gpt2 import GPT2
+from torchscale.models.layers import Block
+from torchscale.models.resnet import ResNet
+from torchscale.models.tiny import MLP
+from torchscale.models.transformer import Seq2SeqTransformer
+from torchscale.models.vit import VisionTransformer
+
+Family = Literal["gpt2", "bert", "vit", "resnet", "mlp", "seq2seq"]
+
+_FAMILIES: tuple[tuple[type[nn.Module], Family], ...] = (
+    (GPT2, "gpt2"),
+    (BertForMaskedLM, "bert"),
+    (VisionTransformer, "vit"),
+    (ResNet, "resnet"),
+    (MLP, "mlp"),
+    (Seq2SeqTransformer, "seq2seq"),
+)
+
+NO_TP = {
+    "resnet": "no tensor-parallel plan for ResNet: its layers are convolutions and BatchNorm "
+    "(channel-split convolutions are not among torch's ColwiseParallel/RowwiseParallel styles)",
+    "seq2seq": "no tensor-parallel plan for the encoder-decoder transformer: nn.Transformer's "
+    "MultiheadAttention keeps q/k/v in one in_proj_weight Parameter consumed by "
+    "F.multi_head_attention_forward, which ColwiseParallel cannot split into whole heads",
+}
+NO_PP = {
+    "seq2seq": "no pipeline split for the encoder-decoder transformer: every decoder layer "
+    "cross-attends to the encoder output, so a stage boundary would have to carry the encoder "
+    "memory and the decoder state (two tensors, with the target ids) through every stage",
+}
+
+
+def family(model: nn.Module) -> Family | None:
+    """Which built-in architecture `model` is; None for a plug-in."""
+    for cls, name in _FAMILIES:
+        if isinstance(model, cls):
+            return name
+    return None
+
+
+def block_container(model: nn.Module) -> nn.Sequential | None:
+    """The nn.Sequential of transformer blocks (GPT-2, BERT, ViT), else None."""
+    if isinstance(model, (GPT2, VisionTransformer)):
+        return model.blocks
+    if isinstance(model, BertForMaskedLM):
+        return model.bert.encoder
+    return None
+
+
+def transformer_blocks(model: nn.Module) -> list[Block]:
+    """The layers.Block modules of a transformer model, in order."""
+    container = block_container(model)
+    if container is None:
+        return []
+    return [b for b in container if isinstance(b, Block)]
+
+
+def mlp_linears(model: MLP) -> list[nn.Linear]:
+    """The tiny MLP's Linear layers in order (hidden layers, then the classifier)."""
+    return [m for m in model.net if isinstance(m, nn.Linear)]
+
+
+def tp_problem(model: nn.Module, tp: int) -> str | None:
+    """Why `model` cannot be split over `tp` ranks by torchscale/parallel/tensor.py, or None."""
+    kind = family(model)
+    if kind in NO_TP:
+        return NO_TP[kind]
+    if isinstance(model, MLP):
+        hidden = mlp_linears(model)[:-1]
+        if len(hidden) < 2:
+            return "no tensor-parallel plan for an MLP with fewer than 2 hidden layers"
+        widths = [lin.out_features for lin in hidden[0 : len(hidden) - len(hidden) % 2 : 2]]
+        bad = [w for w in widths if w % tp]
+        if bad:
+            return f"MLP hidden width {bad[0]} is not divisible by tp={tp}"
+        return None
+    for i, block in enumerate(transformer_blocks(model)):
+        heads = block.attn.heads
+        if heads % tp:
+            return f"block {i}: {heads} attention heads are not divisible by tp={tp}"
+        width = block.mlp.fc1.out_features
+        if width % tp:
+            return f"block {i}: MLP width {width} is not divisible by tp={tp}"
+    return None
+
+
+def sp_problem(model: nn.Module, tp: int, seq_len: int | None) -> str | None:
+    """Why sequence parallelism cannot run on `model` at `tp`, or None."""
+    if isinstance(model, MLP):
+        return "sequence parallelism needs a sequence dimension; the MLP's inputs have none"
+    if isinstance(model, VisionTransformer):
+        seq_len = model.pos_embedding.shape[1]  # patches + class token
+    if seq_len is not None and seq_len % tp:
+        return f"sequence length {seq_len} is not divisible by tp={tp} (sequence parallelism)"
+    return None
+
+
+def pp_problem(model: nn.Module) -> str | None:
+    """Why `model` has no pipeline split, or None."""
+    kind = family(model)
+    return NO_PP.get(kind) if kind is not None else None
+
+
+def pipeline_blocks(model: nn.Module) -> list[nn.Module]:
+    """The units a pipeline boundary may fall between, in order.
+
+    Transformer blocks; ResNet's residual blocks (all stages flattened); the MLP's hidden
+    Linear+ReLU pairs (its classifier rides with the last one).
+    """
+    if isinstance(model, ResNet):
+        return [block for stage in model.stages for block in stage.children()]
+    if isinstance(model, MLP):
+        layers = list(model.net)[:-1]
+        return [nn.Sequential(*layers[i : i + 2]) for i in range(0, len(layers), 2)]
+    return list(transformer_blocks(model))

@@ -1,0 +1,82 @@
+"""How long a pipeline rank computes within a step, for the measured bubble fraction.
+
+The bubble is the part of a step a rank spends waiting, so the measured fraction is
+1 - busy / step. Busy time is summed over the rank's own compute actions (each stage module's
+forward, its loss, its backward), never across a wait for a neighbour:
+
+* CPU: `time.perf_counter()` around each action. The schedule waits for received activations
+  and gradients before it calls an action, so the waits fall outside.
+* CUDA: a pair of timing events around each action on the current stream, read only when asked
+  for (after the step), so the step itself never waits on the host. The schedule's receive waits
+  are enqueued before the start event, so they fall outside here too.
+
+In either case DDP's gradient all-reduce under ddp_pp finishes inside each stage's last
+backward (DDP waits for it at the end of that backward), so it counts as busy: the measured
+bubble is then the pipeline's own idle time, not communication hidden elsewhere.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+
+class BusyTimer:
+    """Sums compute intervals per step; `seconds()` gives every finished step's total."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self._cpu = 0.0
+        self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+        self._pending: list[list[tuple[torch.cuda.Event, torch.cuda.Event]] | float] = []
+        self._done: list[float] = []
+
+    @property
+    def method(self) -> str:
+        """How busy time is measured, for the result."""
+        return "cuda_events" if self.cuda else "perf_counter"
+
+    @contextmanager
+    def measure(self) -> Iterator[None]:
+        """Time one compute action of the current step."""
+        if self.cuda:
+            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            start.record()
+            try:
+                yield
+            finally:
+                end.record()
+                self._events.append((start, end))
+        else:
+            began = time.perf_counter()
+            try:
+                yield
+            finally:
+                self._cpu += time.perf_counter() - began
+
+    def end_step(self) -> None:
+        """Close the current step's record (no device synchronisation)."""
+        self._pending.append(self._events if self.cuda else self._cpu)
+        self._events, self._cpu = [], 0.0
+
+    def seconds(self) -> list[float]:
+        """Busy seconds of every step ended so far (on CUDA this waits for their events)."""
+        for record in self._pending:
+            if isinstance(record, float):
+                self._done.append(record)
+            elif record:
+                record[-1][1].synchronize()
+                self._done.append(sum(s.elapsed_time(e) for s, e in record) / 1000.0)
+            else:
+                self._done.append(0.0)
+        self._pending.clear()
+        return list(self._done)
+
+    def clear(self) -> None:
+        """Forget finished steps (warm-up steps, say)."""
+        self.seconds()
+        self._done.clear()

@@ -1,0 +1,121 @@
+"""The `parallel` and `warmup` parts of a cell's result, from every rank's measurements.
+
+Pure functions over the gathered RankMeasurements. Pipeline figures per rank:
+- busy: the median over measured steps of the time its stage modules computed (forward, loss,
+  backward; torchscale/parallel/busy.py), the stage's own step time;
+- bubble: 1 - busy / its median step time, the share of its step it waited (for activations,
+  gradients, or the rest of the schedule);
+set beside the schedule's theoretical (p-1)/(v*m+p-1), which assumes equal stages and free
+communication: a measured bubble above it says the stages are unequal or the transfers cost.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from torchscale.cell import ParallelShape
+from torchscale.results.schema import ParallelMetrics, StageTime, Warmup
+from torchscale.worker.measure import RankMeasurement
+from torchscale.worker.spec import WorkerSpec
+
+VIRTUAL_STAGES = 2  # interleaved 1F1B: stage modules per rank (torchscale/parallel/layout.py)
+
+
+def global_batch_definition(shape: ParallelShape, batch: int, accum: int) -> str:
+    """The global batch in words, with this cell's numbers."""
+    text = (
+        f"global batch = dp x batch_size x grad_accum_steps = {shape.dp} x {batch} x {accum} = "
+        f"{shape.dp * batch * accum}; every rank of a "
+    )
+    if shape.pp > 1:
+        return text + (
+            f"pipeline reads its replica's batch of {batch}, split into {shape.microbatches} "
+            f"micro-batches of {batch // shape.microbatches}"
+        )
+    return text + f"tensor-parallel group reads the same batch of {batch}"
+
+
+def theoretical_bubble(shape: ParallelShape) -> float | None:
+    """(p-1)/(v*m+p-1) (Narayanan et al. 2021, sec. 2.2); None without a pipeline."""
+    if shape.pp < 2 or shape.schedule is None:
+        return None
+    v = VIRTUAL_STAGES if shape.schedule == "interleaved_1f1b" else 1
+    return (shape.pp - 1) / (v * shape.microbatches + shape.pp - 1)
+
+
+def _stages_of(rank: int, shape: ParallelShape) -> list[int]:
+    position = rank % shape.pp
+    per_rank = VIRTUAL_STAGES if shape.schedule == "interleaved_1f1b" else 1
+    return [position + k * shape.pp for k in range(per_rank)]
+
+
+def stage_times(ranks: Sequence[RankMeasurement], shape: ParallelShape) -> list[StageTime]:
+    """Per pipeline rank: busy and step medians over the measured windows, and its bubble."""
+    out = []
+    for r in sorted(ranks, key=lambda m: m.rank):
+        busy = [b for w in r.windows for b in (w.busy_s or [])]
+        steps = [t for w in r.windows for t in w.step_s]
+        if not busy or not steps:
+            continue
+        busy_s, step_s = statistics.median(busy), statistics.median(steps)
+        bubble = max(0.0, 1.0 - busy_s / step_s) if step_s > 0 else 0.0
+        out.append(
+            StageTime(
+                rank=r.rank,
+                stages=_stages_of(r.rank, shape),
+                busy_s=busy_s,
+                step_s=step_s,
+                bubble=bubble,
+            )
+        )
+    return out
+
+
+def parallel_metrics(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement]
+) -> tuple[ParallelMetrics | None, dict[str, str]]:
+    """`parallel` of a tp/pp/hybrid cell (None for ddp and fsdp) and what it could not give."""
+    shape = spec.cell.parallel
+    if shape is None:
+        return None, {}
+    unavailable: dict[str, str] = {}
+    if shape.hybrid == "fsdp_tp":
+        mesh, names = [shape.dp, shape.tp], ["dp", "tp"]
+    elif shape.hybrid == "ddp_pp":
+        mesh, names = [shape.dp, shape.pp], ["dp", "pp"]
+    elif shape.pp > 1:
+        mesh, names = [shape.pp], ["pp"]
+    else:
+        mesh, names = [shape.tp], ["tp"]
+    stages = stage_times(ranks, shape) if shape.pp > 1 else []
+    measured = statistics.fmean(s.bubble for s in stages) if stages else None
+    slowest = max(stages, key=lambda s: s.busy_s).rank if stages else None
+    if shape.pp > 1 and not stages:
+        unavailable["parallel.bubble_measured"] = "no busy time was recorded by the stages"
+    if shape.tp > 1:
+        unavailable["parallel.tp_comm"] = (
+            "the share of a step in tensor-parallel collectives is not measured yet (their "
+            "time sits inside forward and backward: see phases, and a profiled step's "
+            "collectives with torchscale profile)"
+        )
+    metrics = ParallelMetrics(
+        global_batch_definition=global_batch_definition(
+            shape, spec.cell.batch_size, spec.training.grad_accum_steps
+        ),
+        mesh_shape=mesh,
+        mesh_dim_names=names,
+        stages=stages,
+        bubble_measured=measured,
+        bubble_theoretical=theoretical_bubble(shape),
+        slowest_stage_rank=slowest,
+    )
+    return metrics, unavailable
+
+
+def warmup_record(ranks: Sequence[RankMeasurement]) -> Warmup:
+    """Each warm-up step's slowest rank, and the slowest rank's compile time."""
+    counts = {len(r.warmup_s) for r in ranks}
+    steps = [max(r.warmup_s[i] for r in ranks) for i in range(min(counts))] if counts else []
+    compiles = [r.compile_s for r in ranks if r.compile_s is not None]
+    return Warmup(step_s=steps, compile_s=max(compiles) if compiles else None)
