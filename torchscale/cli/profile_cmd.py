@@ -47,7 +47,9 @@ def profile(
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1)] = 32,
     precision: Annotated[str, typer.Option(help="fp32 | amp | bf16")] = "fp32",
-    strategy: Annotated[str, typer.Option(help="ddp | fsdp")] = "ddp",
+    strategy: Annotated[
+        str, typer.Option(help="ddp | fsdp | tp | pp | hybrid (tp/pp over every rank)")
+    ] = "ddp",
     device: Annotated[str, typer.Option(help="auto | cuda | cpu")] = "auto",
     duration: Annotated[
         str | None,

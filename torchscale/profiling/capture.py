@@ -72,7 +72,7 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
     """Run the profiled steps on this rank and write its files (every rank calls this)."""
     import torch.distributed as dist
 
-    from torchscale.worker.measure import phase_recorder
+    from torchscale.worker.measure import PIPELINE_PHASES_NOTE, phase_recorder
     from torchscale.worker.phases import trainable
     from torchscale.worker.timing import synchronize
 
@@ -80,12 +80,18 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
     directory.mkdir(parents=True, exist_ok=True)
     skipped = profile.wait + profile.warmup
     total = skipped + profile.active
-    recorder = phase_recorder(trainer, total)
+    # pipelines interleave forward and backward inside the schedule: no phase split
+    recorder = phase_recorder(trainer, total) if trainer.runner is None else None
     outcome = CaptureOutcome(0.0)
     synchronize(trainer.device)
     dist.barrier()
     started = time.perf_counter()
-    with recorder.hooks(trainable(trainer.model)):
+    hooks = (
+        recorder.hooks(trainable(trainer.model))
+        if recorder is not None
+        else contextlib.nullcontext()
+    )
+    with hooks:
         if profile.tool == "torch":
             problem = _torch_steps(trainer, profile, recorder, directory / trace_name(rank))
             if problem is None:
@@ -105,14 +111,15 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
                 with markers.use(marks), marks.step(step):
                     trainer.step(phases=recorder)
             synchronize(trainer.device)
-    phases = recorder.seconds()
+    phases = recorder.seconds() if recorder is not None else {}
+    notes = recorder.notes if recorder is not None else {"phases": PIPELINE_PHASES_NOTE}
     record = {
         "rank": rank,
         "tool": profile.tool,
         "unit": "s",
         "steps": list(range(skipped, total)),
         "phases": {name: values[skipped:] for name, values in phases.items()},
-        "notes": recorder.notes,
+        "notes": notes,
         "clock": "cuda_events" if trainer.device.type == "cuda" else "perf_counter",
     }
     try:
