@@ -498,3 +498,46 @@ def test_an_exception_wins_over_a_signal(tmp_path: Path) -> None:
     error_file(tmp_path, "RuntimeError: boom")
     failure = classify_failure(outcome(tmp_path, SIGKILL_LOG), cell(tmp_path), 60)
     assert failure.reason == "rank 1 raised RuntimeError: boom"
+
+
+def _rank_error(tmp_path: Path, local_rank: int, message: str, node: str | None = None) -> None:
+    base = tmp_path / "ranks" / (node or "") / "run-x" / "attempt_0" / str(local_rank)
+    base.mkdir(parents=True)
+    body = {"message": {"message": message, "extraInfo": {"timestamp": "1"}}}
+    (base / "error.json").write_text(json.dumps(body), encoding="utf-8")
+
+
+GLOO_PEER = (
+    "RuntimeError: [third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+    "[127.0.0.1]:1234. This is typically caused by a remote worker crashing."
+)
+
+
+def test_a_peer_that_closed_the_socket_is_not_the_root_cause(tmp_path: Path) -> None:
+    """Under load rank 0's collective error (its peer died) can be timestamped before rank 1's
+    own exception; the rank that failed on its own is named (seen in a CI run)."""
+    error_file(tmp_path, GLOO_PEER)
+    _rank_error(tmp_path, 0, GLOO_PEER)
+    _rank_error(tmp_path, 1, "RuntimeError: injected failure on rank 1")
+    log = ROOT_CAUSE_LOG.replace("rank      : 1 (local_rank: 1)", "rank      : 0 (local_rank: 0)")
+    failure = classify_failure(outcome(tmp_path, log), cell(tmp_path), 60)
+    assert failure.status == "failed"
+    assert failure.root_cause_rank == 1
+    assert failure.reason == "rank 1 raised RuntimeError: injected failure on rank 1"
+
+
+def test_only_secondary_errors_keep_torchruns_choice(tmp_path: Path) -> None:
+    error_file(tmp_path, GLOO_PEER)
+    _rank_error(tmp_path, 0, GLOO_PEER)
+    log = ROOT_CAUSE_LOG.replace("rank      : 1 (local_rank: 1)", "rank      : 0 (local_rank: 0)")
+    failure = classify_failure(outcome(tmp_path, log), cell(tmp_path), 60)
+    assert failure.root_cause_rank == 0 and "Connection closed by peer" in failure.reason
+
+
+def test_another_nodes_rank_is_named_without_a_guessed_number(tmp_path: Path) -> None:
+    error_file(tmp_path, GLOO_PEER)
+    _rank_error(tmp_path, 0, GLOO_PEER, node="node0")
+    _rank_error(tmp_path, 0, "ValueError: bad shard", node="node1")
+    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), cell(tmp_path), 60)
+    assert failure.root_cause_rank is None
+    assert failure.reason == "a rank raised ValueError: bad shard"

@@ -138,6 +138,20 @@ def _node_errors(error_file: Path) -> list[str]:
     return [e for e in (read_error_file(p) for p in paths) if e]
 
 
+# failures that follow another rank's: the peer's socket closed under a collective, or the
+# SIGTERM torchrun (or srun) sent the survivors
+SECONDARY_MARKERS = (
+    "SignalException",
+    "Connection closed by peer",
+    "remote worker crashing",
+    "Connection reset by peer",
+)
+
+
+def is_secondary(error: str) -> bool:
+    return any(marker in error for marker in SECONDARY_MARKERS)
+
+
 def _first_cause(errors: list[str]) -> str | None:
     """The exception that started it: when one node's rank fails, srun stops the others'
     torchrun with SIGTERM, whose error file then says SignalException, not why."""
@@ -145,6 +159,39 @@ def _first_cause(errors: list[str]) -> str | None:
         if not error.startswith("SignalException"):
             return error
     return errors[0] if errors else None
+
+
+def _rank_errors(log_dir: Path) -> list[tuple[int | None, str]]:
+    """Every rank's own error file (torchrun's `ranks/<run>/attempt_<n>/<local rank>/`), as
+    (rank, exception line); the rank is None for other nodes' ranks (`ranks/node<k>/...`),
+    whose global rank this side does not know."""
+    found: list[tuple[int | None, str]] = []
+    with contextlib.suppress(OSError):
+        for path in sorted((log_dir / "ranks").glob("**/attempt_*/*/error.json")):
+            error = read_error_file(path)
+            if not error:
+                continue
+            local = int(path.parent.name) if path.parent.name.isdigit() else None
+            other_node = any(
+                part.startswith("node") and part != "node0"
+                for part in path.relative_to(log_dir).parts
+            )
+            found.append((None if other_node else local, error))
+    return found
+
+
+def primary_failure(
+    exception: str | None, rank: int | None, log_dir: Path
+) -> tuple[str | None, int | None]:
+    """torchrun names the rank whose error it recorded first; when that error only follows
+    another rank's (a collective whose peer died: "Connection closed by peer"), the rank that
+    failed on its own is the root cause, if one left its error file."""
+    if exception is None or not is_secondary(exception):
+        return exception, rank
+    for other_rank, error in _rank_errors(log_dir):
+        if not is_secondary(error):
+            return error, other_rank
+    return exception, rank
 
 
 def classify_failure(
@@ -159,7 +206,7 @@ def classify_failure(
         return _timeout(diagnose_hang(command.diagnostics_dir, outcome.stacks), timeout_s, tail)
     exception = _first_cause(_node_errors(command.error_file))
     first = root_cause(log)
-    rank = first.rank
+    exception, rank = primary_failure(exception, first.rank, command.log_dir)
     evidence = exception if exception else log  # the exception itself, when known
     if any(marker in evidence for marker in OOM_MARKERS):
         reason = f"out of memory: {exception or 'see log'}"
