@@ -76,6 +76,15 @@ def exits_badly_after_result(code: int = 3) -> tuple[nn.Module, Any, Any]:
     return _bundle("crash", -2)
 
 
+def hangs_after_result() -> tuple[nn.Module, Any, Any]:
+    """Healthy, but the process never finishes its interpreter shutdown, after rank 0 has
+    written its result (as ranks stuck in a backend's teardown do)."""
+    import atexit
+
+    atexit.register(time.sleep, 3600)
+    return _bundle("crash", -2)
+
+
 class _HangWhileMarker(nn.Module):
     def __init__(self, marker: str) -> None:
         super().__init__()

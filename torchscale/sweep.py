@@ -87,15 +87,23 @@ def run_cell(
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     timeout = planned.launch.timeout_s
     outcome = run_launch(command, timeout)
-    # stale attempts were removed before launch: a result here was written by this launch
-    result = None if outcome.timed_out else store.read_attempt(cell_id)
+    # stale attempts were removed before launch: a result here was written by this launch,
+    # after every rank's measurement was gathered; a launch that then hangs in its shutdown
+    # and is killed at the timeout keeps it
+    result = store.read_attempt(cell_id)
     if result is None:
         failure = classify_failure(outcome, command, timeout)
         result = unmeasured_result(planned, failure.status, failure.as_error(), planned.warnings)
     else:
         store.commit_attempt(cell_id)  # rank 0's result is now safe in cells/
         result.warnings = list(planned.warnings) + result.warnings
-        if outcome.returncode != 0:  # e.g. a rank aborting in gloo teardown after the gather
+        if outcome.timed_out:
+            result.warnings.append(
+                f"the ranks had not exited {timeout:g} s after the launch (the cell timeout) "
+                f"although the result was written: killed in their shutdown; measurement kept: "
+                f"see {command.log_dir}"
+            )
+        elif outcome.returncode != 0:  # e.g. a rank aborting in gloo teardown after the gather
             result.warnings.append(
                 f"torchrun exited with {outcome.returncode} after the result was written "
                 f"(shutdown failure; measurement kept): see {command.log_dir}"

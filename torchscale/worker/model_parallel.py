@@ -10,17 +10,17 @@ replica (`data_rank` of `data_ranks`), not the global rank.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from torchscale.models import ModelBundle
-from torchscale.parallel.pipeline import PipelineRunner
-from torchscale.parallel.setup import parallelize
-from torchscale.strategies import layout_of
 from torchscale.worker.precision import fsdp_policy
 from torchscale.worker.spec import WorkerSpec
+
+if TYPE_CHECKING:
+    from torchscale.parallel.pipeline import PipelineRunner
 
 
 @dataclass
@@ -43,7 +43,13 @@ def model_parallel(
     autocast: Any,
     world: int,
 ) -> ModelParallel:
-    """Parallelize `model` (on `device`, identical on every rank) for the cell's mesh."""
+    """Parallelize `model` (on `device`, identical on every rank) for the cell's mesh.
+
+    torchscale/parallel/ (DTensor, pipelining: some 300 torch modules, torch._dynamo among
+    them) is imported here, so ddp and fsdp ranks start and exit as they always did."""
+    from torchscale.parallel.setup import parallelize
+    from torchscale.strategies import layout_of
+
     shape = spec.cell.parallel
     assert shape is not None
     layout = layout_of(spec.cell.strategy, shape, world)

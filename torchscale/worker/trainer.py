@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -20,10 +20,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.data.pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
 from torchscale.models import ModelBundle, build_model, call_model
-from torchscale.parallel.pipeline import PipelineRunner
 from torchscale.profiling import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
-from torchscale.worker.model_parallel import model_parallel
 from torchscale.worker.phases import PhaseRecorder
 from torchscale.worker.precision import (
     AUTOCAST_DTYPES,
@@ -35,6 +33,9 @@ from torchscale.worker.precision import (
     norm_policy,
 )
 from torchscale.worker.spec import WorkerSpec
+
+if TYPE_CHECKING:  # imported when a cell is model-parallel: ddp and fsdp ranks never load them
+    from torchscale.parallel.pipeline import PipelineRunner
 
 CHANNELS_LAST_FSDP_NOTE = (
     "weights kept contiguous under FSDP (fully_shard refuses non-contiguous parameters, and a "
@@ -247,6 +248,8 @@ class Trainer:
         settings: dict[str, Any]
         params: Any = None
         if spec.cell.parallel is not None:
+            from torchscale.worker.model_parallel import model_parallel
+
             parallel = model_parallel(spec, bundle, model, device, autocast, data_ranks)
             wrapped, runner = parallel.module, parallel.runner
             data_rank, data_ranks = parallel.data_rank, parallel.data_ranks
