@@ -10,7 +10,29 @@ from __future__ import annotations
 
 from torchscale.comm.launch import CommRequest
 from torchscale.comm.result import CommResult
-from torchscale.plan import Plan
+from torchscale.config.schema import CommConfig
+from torchscale.plan import Plan, PlannedCell
+
+
+def section_request(section: CommConfig, planned: PlannedCell, ranks: int) -> CommRequest:
+    """The sweep of `section` on `ranks` ranks, launched as `planned` is (device, backend,
+    threads, timeout)."""
+    return CommRequest(
+        ops=tuple(section.collectives),
+        min_bytes=section.min_bytes,
+        max_bytes=section.max_bytes,
+        step_factor=section.step_factor,
+        dtype=section.dtype,
+        warmup_iters=section.warmup_iters,
+        iters=section.iters,
+        check=section.check,
+        ranks=ranks,
+        device=planned.cell.device,
+        backend=planned.cell.backend,
+        omp_num_threads=planned.launch.omp_num_threads,
+        timeout_s=planned.launch.timeout_s,
+        min_busbw_gbps=section.min_busbw_gbps,
+    )
 
 
 def comm_requests(plan: Plan) -> list[CommRequest]:
@@ -24,22 +46,7 @@ def comm_requests(plan: Plan) -> list[CommRequest]:
         world = planned.cell.world_size
         if world in requests or planned.cell.nodes != 1:
             continue
-        requests[world] = CommRequest(
-            ops=tuple(section.collectives),
-            min_bytes=section.min_bytes,
-            max_bytes=section.max_bytes,
-            step_factor=section.step_factor,
-            dtype=section.dtype,
-            warmup_iters=section.warmup_iters,
-            iters=section.iters,
-            check=section.check,
-            ranks=world,
-            device=planned.cell.device,
-            backend=planned.cell.backend,
-            omp_num_threads=planned.launch.omp_num_threads,
-            timeout_s=planned.launch.timeout_s,
-            min_busbw_gbps=section.min_busbw_gbps,
-        )
+        requests[world] = section_request(section, planned, world)
     return [requests[w] for w in sorted(requests)]
 
 

@@ -67,11 +67,6 @@ class TiedGrad:
     group: dist.ProcessGroup
 
 
-def stage_indices(layout: ParallelLayout, pp_rank: int) -> list[int]:
-    """The stage modules pipeline rank `pp_rank` holds (round-robin over the pipeline)."""
-    return [pp_rank + k * layout.pp for k in range(layout.stages_per_rank)]
-
-
 def _as_args(inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Positional and keyword arguments by the ModelBundle convention (tuple, mapping, value)."""
     if isinstance(inputs, tuple):
@@ -160,24 +155,6 @@ class PipelineRunner:
     def clear_busy(self) -> None:
         """Forget the busy times recorded so far (call after warm-up steps)."""
         self.timer.clear()
-
-    def theoretical_bubble(self) -> float:
-        """The idle fraction of an ideal step for this layout (`theoretical_bubble`)."""
-        return theoretical_bubble(self.layout)
-
-
-def theoretical_bubble(layout: ParallelLayout) -> float:
-    """The idle fraction of an ideal step: (p-1)/(m+p-1) for GPipe and 1F1B,
-    (p-1)/(v*m+p-1) for interleaved 1F1B with v stages per rank.
-
-    Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
-    Megatron-LM" (SC'21, arXiv 2104.04473), section 2.2: the bubble takes (p-1)/m of the ideal
-    compute time, (1/v)(p-1)/m with v interleaved stages per device; as a fraction of the whole
-    step (bubble + compute) that is (p-1)/(v*m + p-1), v = 1 without interleaving. Assumes equal
-    stage costs and free communication.
-    """
-    p, m, v = layout.pp, layout.microbatches, layout.stages_per_rank
-    return (p - 1) / (v * m + p - 1)
 
 
 def build_schedule(layout: ParallelLayout, stages: list[TimedStage], loss_fn: LossFn) -> Any:

@@ -19,16 +19,14 @@ from torch.nn.parallel import DistributedDataParallel
 from torchscale.models.bundle import PpSplit
 from torchscale.parallel import anatomy, pieces
 from torchscale.parallel.busy import BusyTimer
-from torchscale.parallel.layout import ParallelLayout
+from torchscale.parallel.layout import ParallelLayout, stage_indices, theoretical_bubble
 from torchscale.parallel.pipeline import (
     Autocast,
     PipelineRunner,
     TiedGrad,
     TimedStage,
     build_schedule,
-    stage_indices,
     stage_shapes,
-    theoretical_bubble,
     timed_loss,
 )
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from torchscale.comm.launch import CommRequest
 from torchscale.config.schema import CommConfig, SlurmConfig
 from torchscale.plan import LaunchSettings, PlannedCell
 from torchscale.results.store import ResultStore
-from torchscale.slurm.preflight import CommPreflight, comm_preflight
+from torchscale.slurm.preflight import comm_preflight
 from torchscale.worker.spec import WorkerSpec
 
 ALLOCATION_KIND = "torchscale.slurm_allocation"
@@ -76,7 +77,7 @@ class Allocation(BaseModel):
     price_per_gpu_hour: float | None
     cells: list[AllocationCell]
     preflight_validate: bool = False
-    preflight_comm: CommPreflight | None = None
+    preflight_comm: CommRequest | None = None  # resolved here, run as the first step
 
     @property
     def directory(self) -> Path:

@@ -20,9 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
-from torchscale.cell import Backend, Device
+from torchscale.cell import Device
+from torchscale.comm.from_config import section_request
 from torchscale.comm.launch import CommRequest, comm_launch, new_run_id, run_comm
 from torchscale.comm.result import CommResult
 from torchscale.config.schema import CommConfig
@@ -39,65 +38,12 @@ PREFLIGHT_DIR = "preflight"
 VALIDATE_TIMEOUT_S = 600.0
 
 
-class CommPreflight(BaseModel):
-    """The comm sweep an allocation runs first, resolved on the submitting host."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    ops: list[str]
-    min_bytes: int
-    max_bytes: int
-    step_factor: int
-    dtype: str
-    warmup_iters: int
-    iters: int
-    check: bool
-    nproc_per_node: int
-    device: Device
-    backend: Backend
-    omp_num_threads: int
-    timeout_s: float
-    min_busbw_gbps: float | None = None
-
-    def request(self, nodes: int) -> CommRequest:
-        return CommRequest(
-            ops=tuple(self.ops),
-            min_bytes=self.min_bytes,
-            max_bytes=self.max_bytes,
-            step_factor=self.step_factor,
-            dtype=self.dtype,
-            warmup_iters=self.warmup_iters,
-            iters=self.iters,
-            check=self.check,
-            ranks=self.nproc_per_node * nodes,
-            device=self.device,
-            backend=self.backend,
-            omp_num_threads=self.omp_num_threads,
-            timeout_s=self.timeout_s,
-            min_busbw_gbps=self.min_busbw_gbps,
-        )
-
-
-def comm_preflight(section: CommConfig, cells: list[PlannedCell]) -> CommPreflight:
-    """The sweep of `section` on as many ranks per node as the allocation's widest cell, on
-    the cells' device (the allocation's cells share one device type)."""
+def comm_preflight(section: CommConfig, cells: list[PlannedCell]) -> CommRequest:
+    """The sweep of `section` on every node of the allocation, as many ranks per node as its
+    widest cell, on the cells' device (the allocation's cells share one device type)."""
     widest = max(cells, key=lambda p: p.launch.nproc_per_node)
-    return CommPreflight(
-        ops=list(section.collectives),
-        min_bytes=section.min_bytes,
-        max_bytes=section.max_bytes,
-        step_factor=section.step_factor,
-        dtype=section.dtype,
-        warmup_iters=section.warmup_iters,
-        iters=section.iters,
-        check=section.check,
-        nproc_per_node=widest.launch.nproc_per_node,
-        device=widest.cell.device,
-        backend=widest.cell.backend,
-        omp_num_threads=widest.launch.omp_num_threads,
-        timeout_s=widest.launch.timeout_s,
-        min_busbw_gbps=section.min_busbw_gbps,
-    )
+    ranks = widest.launch.nproc_per_node * widest.launch.nnodes
+    return section_request(section, widest, ranks)
 
 
 def validate_argv(nodes: int, python: str, device: Device, directory: Path) -> list[str]:
@@ -149,7 +95,7 @@ def run_validate(
 
 
 def run_comm_preflight(
-    preflight: CommPreflight,
+    request: CommRequest,
     nodes: int,
     experiment_root: Path,
     env: Mapping[str, str],
@@ -157,7 +103,6 @@ def run_comm_preflight(
 ) -> CommResult:
     """The comm sweep across every node, as an srun step of torchrun (its own port and
     rendezvous id), stored in comm/ as `torchscale comm` stores its runs."""
-    request = preflight.request(nodes)
     run_id = new_run_id(request) + f"-n{nodes}-job{place.job_id}"
     flags = rendezvous_flags(nodes, place, free_port(), "comm")
     launch = comm_launch(

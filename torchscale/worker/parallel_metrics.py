@@ -5,21 +5,24 @@ Pure functions over the gathered RankMeasurements. Pipeline figures per rank:
   backward; torchscale/parallel/busy.py), the stage's own step time;
 - bubble: 1 - busy / its median step time, the share of its step it waited (for activations,
   gradients, or the rest of the schedule);
-set beside the schedule's theoretical (p-1)/(v*m+p-1), which assumes equal stages and free
-communication: a measured bubble above it says the stages are unequal or the transfers cost.
+set beside the schedule's theoretical (p-1)/(v*m+p-1) (torchscale/parallel/layout.py), which
+assumes equal stages and free communication: a measured bubble above it says the stages are
+unequal or the transfers cost.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from torchscale.cell import ParallelShape
 from torchscale.results.schema import ParallelMetrics, StageTime, Warmup
 from torchscale.worker.measure import RankMeasurement
 from torchscale.worker.spec import WorkerSpec
 
-VIRTUAL_STAGES = 2  # interleaved 1F1B: stage modules per rank (torchscale/parallel/layout.py)
+if TYPE_CHECKING:  # imported by model-parallel cells only (torchscale/worker/model_parallel.py)
+    from torchscale.parallel.layout import ParallelLayout
 
 
 def global_batch_definition(shape: ParallelShape, batch: int, accum: int) -> str:
@@ -36,22 +39,10 @@ def global_batch_definition(shape: ParallelShape, batch: int, accum: int) -> str
     return text + f"tensor-parallel group reads the same batch of {batch}"
 
 
-def theoretical_bubble(shape: ParallelShape) -> float | None:
-    """(p-1)/(v*m+p-1) (Narayanan et al. 2021, sec. 2.2); None without a pipeline."""
-    if shape.pp < 2 or shape.schedule is None:
-        return None
-    v = VIRTUAL_STAGES if shape.schedule == "interleaved_1f1b" else 1
-    return (shape.pp - 1) / (v * shape.microbatches + shape.pp - 1)
-
-
-def _stages_of(rank: int, shape: ParallelShape) -> list[int]:
-    position = rank % shape.pp
-    per_rank = VIRTUAL_STAGES if shape.schedule == "interleaved_1f1b" else 1
-    return [position + k * shape.pp for k in range(per_rank)]
-
-
-def stage_times(ranks: Sequence[RankMeasurement], shape: ParallelShape) -> list[StageTime]:
+def stage_times(ranks: Sequence[RankMeasurement], layout: ParallelLayout) -> list[StageTime]:
     """Per pipeline rank: busy and step medians over the measured windows, and its bubble."""
+    from torchscale.parallel.layout import stage_indices
+
     out = []
     for r in sorted(ranks, key=lambda m: m.rank):
         busy = [b for w in r.windows for b in (w.busy_s or [])]
@@ -63,7 +54,7 @@ def stage_times(ranks: Sequence[RankMeasurement], shape: ParallelShape) -> list[
         out.append(
             StageTime(
                 rank=r.rank,
-                stages=_stages_of(r.rank, shape),
+                stages=stage_indices(layout, r.rank % layout.pp),
                 busy_s=busy_s,
                 step_s=step_s,
                 bubble=bubble,
@@ -79,16 +70,13 @@ def parallel_metrics(
     shape = spec.cell.parallel
     if shape is None:
         return None, {}
+    from torchscale.parallel.layout import theoretical_bubble
+    from torchscale.strategies import layout_of
+
     unavailable: dict[str, str] = {}
-    if shape.hybrid == "fsdp_tp":
-        mesh, names = [shape.dp, shape.tp], ["dp", "tp"]
-    elif shape.hybrid == "ddp_pp":
-        mesh, names = [shape.dp, shape.pp], ["dp", "pp"]
-    elif shape.pp > 1:
-        mesh, names = [shape.pp], ["pp"]
-    else:
-        mesh, names = [shape.tp], ["tp"]
-    stages = stage_times(ranks, shape) if shape.pp > 1 else []
+    layout = layout_of(spec.cell.strategy, shape, len(ranks))
+    mesh, names = layout.mesh_shape()
+    stages = stage_times(ranks, layout) if layout.uses_pp else []
     measured = statistics.fmean(s.bubble for s in stages) if stages else None
     slowest = max(stages, key=lambda s: s.busy_s).rank if stages else None
     if shape.pp > 1 and not stages:
@@ -103,11 +91,11 @@ def parallel_metrics(
         global_batch_definition=global_batch_definition(
             shape, spec.cell.batch_size, spec.training.grad_accum_steps
         ),
-        mesh_shape=mesh,
-        mesh_dim_names=names,
+        mesh_shape=list(mesh),
+        mesh_dim_names=list(names),
         stages=stages,
         bubble_measured=measured,
-        bubble_theoretical=theoretical_bubble(shape),
+        bubble_theoretical=theoretical_bubble(layout) if layout.uses_pp else None,
         slowest_stage_rank=slowest,
     )
     return metrics, unavailable

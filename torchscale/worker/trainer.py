@@ -373,17 +373,21 @@ class Trainer:
                         loss.backward()
                 if phases is not None:
                     phases.backward_end()
+        self._optimizer_step(marks)
+        if phases is not None:
+            phases.step_end()
+
+    def _optimizer_step(self, marks: markers.Markers) -> None:
+        """optimizer.step() (GradScaler's step and update under fp16) and zero_grad."""
         with marks.range(markers.OPTIMIZER):
-            if delays.optimizer:
-                sleep(delays.optimizer)
+            if self.delays.optimizer:
+                sleep(self.delays.optimizer)
             if self.scaler is not None:
                 self.scaler.step(self.optimizer)
                 self.scaler.update()
             else:
                 self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
-        if phases is not None:
-            phases.step_end()
 
     def _pipeline_step(self, phases: PhaseRecorder | None) -> None:
         """One optimizer step of a pipeline rank: the schedule runs every micro-batch's
@@ -400,11 +404,7 @@ class Trainer:
             if delays.forward:
                 sleep(delays.forward)
             self.runner.step(inputs, targets)
-        with marks.range(markers.OPTIMIZER):
-            if delays.optimizer:
-                sleep(delays.optimizer)
-            self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
+        self._optimizer_step(marks)  # no scaler: fp16 is refused with pipelines
 
     def samples_per_step(self) -> int:
         """Samples one rank processes per optimizer step."""
