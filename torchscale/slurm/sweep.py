@@ -182,6 +182,8 @@ def settle_job(
             reason = f"Slurm job {job.job_id} ended ({ended}) while this cell ran"
         else:
             reason = f"not run: Slurm job {job.job_id} ended ({ended}) before this cell started"
+            if progress.stopped:  # the driver's own word on why (e.g. the time-limit warning)
+                reason += f": {progress.stopped}"
         if state.exit_code:
             reason += f" (exit code {state.exit_code})"
         error = CellError(reason=reason, log_tail=tail)
