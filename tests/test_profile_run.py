@@ -136,7 +136,7 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
         "--steps",
         "3",
         "--profile-steps",
-        "4",
+        "6",
         "--tool",
         "nsys",
         "-o",
@@ -148,5 +148,7 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
     assert analysis.tool == "nsys" and analysis.ranks_analysed == 2
     assert all(f.rank_source == "nvtx mark" for f in analysis.files)
+    # a step under half the median counts as cut by the capture; on a loaded machine one of
+    # these millisecond steps may be, so 6 are traced and 3 required
     assert all(r.steps >= 3 for r in analysis.ranks)
     assert "sync_stall_pct" in analysis.unavailable

@@ -401,3 +401,18 @@ def test_a_version_5_result_from_a_real_h100_reads_as_the_current_schema() -> No
     assert result.throughput is not None
     assert result.throughput.samples_per_s == raw["throughput"]["samples_per_s"]
     assert result.cell.parallel is None and result.cell.strategy == "ddp"
+
+
+def test_a_version_6_tp_result_reads_as_the_current_schema() -> None:
+    """Written by torchscale 0.8.0 (tiny GPT-2, tp2 on two CPU ranks): its mesh and figures
+    untouched, no profiled communication, and the reason it had none kept."""
+    path = Path(__file__).parent / "fixtures" / "results_v6" / "cpu_tiny_gpt2_tp2.json"
+    raw = json.loads(path.read_text())
+    assert raw["schema_version"] == 6
+    result, version, problem = parse_cell_result(raw)
+    assert problem is None and version == 6 and result is not None
+    assert result.schema_version == RESULT_SCHEMA_VERSION
+    assert result.parallel is not None and result.parallel.profiled_comm is None
+    assert result.parallel.mesh_shape == raw["parallel"]["mesh_shape"]
+    assert "parallel.tp_comm" in result.unavailable
+    assert result.cell.parallel is not None and result.cell.parallel.tp == 2

@@ -184,6 +184,14 @@ def test_a_sweep_over_every_strategy_runs_and_carries_the_strategy_metrics(
     assert par["bubble_theoretical"] == pytest.approx(1 / 5)  # (p-1)/(m+p-1), p=2, m=4
     assert 0 < par["bubble_measured"] < 1
     assert "interleave" in pp["unavailable"]["phases"]
+    # tensor parallelism: its collectives profiled after the windows, the exposed part split
+    comm = tp["parallel"]["profiled_comm"]
+    assert comm["steps"] >= 2 and comm["matched_collectives"] > 0
+    assert 0 < comm["exposed"] <= comm["comm"] < 1  # a CPU rank blocks in every all-reduce
+    assert comm["waiting_for_peers"] + comm["exposed_transfer"] == pytest.approx(comm["exposed"])
+    assert "parallel.profiled_comm" not in tp["unavailable"]
+    assert results["fsdp1xtp2"]["parallel"]["profiled_comm"]["scope"].startswith("every")
+    assert pp["parallel"]["profiled_comm"] is None  # no tp: not probed
     hybrid = results["ddp1xpp2-gpipe-m4"]["parallel"]
     assert hybrid["mesh_dim_names"] == ["dp", "pp"] and hybrid["mesh_shape"] == [1, 2]
     # the per-rank static memory shows what sharding saves
@@ -195,3 +203,29 @@ def test_a_sweep_over_every_strategy_runs_and_carries_the_strategy_metrics(
         ["report", "--source", str(tmp_path / "strategies"), "-o", str(tmp_path / "r.html")],
     )
     assert report.exit_code == 0, report.output
+    # the report puts the six layouts side by side, each with its communication method
+    as_json = runner.invoke(
+        app,
+        [
+            "report",
+            "--source",
+            str(tmp_path / "strategies"),
+            "-f",
+            "json",
+            "-o",
+            str(tmp_path / "r.json"),
+        ],
+    )
+    assert as_json.exit_code == 0, as_json.output
+    sections = json.loads((tmp_path / "r.json").read_text())["sections"]
+    (view,) = [s for s in sections if s["id"] == "strategies"]
+    (table,) = [b for b in view["blocks"] if b.get("id") == "strategies-side-by-side"]
+    rows = {row["layout"]: row for row in table["rows"]}
+    assert sorted(rows) == sorted(results)
+    assert rows["ddp"]["method"] == "no_sync window" and rows["ddp"]["vs_ddp"] == 1.0
+    assert rows["tp2"]["method"] == "profiled steps"
+    assert rows["tp2"]["waiting"] == comm["waiting_for_peers"]
+    assert rows["pp2-gpipe-m4"]["bubble_theory"] == pytest.approx(1 / 5)
+    assert rows["fsdp"]["vs_ddp"] == pytest.approx(0.5, abs=0.01)  # half the state per rank
+    charts = {b["id"] for b in view["blocks"] if b["type"] == "chart"}
+    assert {"strategies-throughput", "strategies-memory"} <= charts

@@ -297,6 +297,35 @@ def test_phase_busy_hides_nothing_under_ddp() -> None:
     assert pf.loc[(0, "data"), "effective_us"] == DATA
 
 
+def tp_forward_rank(waits: bool) -> pd.DataFrame:
+    """One CPU step as DTensor tensor parallelism records it: an enclosing op (the DTensor
+    matmul) holds 600 us of work and, nested in it, a 400 us `wait_tensor` while gloo's
+    runloop thread runs the all-reduce. `waits=False` drops the wait row (as if the trace had
+    only the enclosing op)."""
+    rows = [
+        row("step", START, 2000.0, "ProfilerStep#0", step=0),
+        row("phase", START, 2000.0, "torchscale:forward", phase="forward"),
+        row("cpu_op", START + 100, 1000.0, "aten::mm"),
+        row("collective", START + 700, 400.0, "gloo:all_reduce", tid=9, coll_op="all_reduce"),
+    ]
+    if waits:
+        rows.append(row("comm_wait", START + 700, 400.0, "_c10d_functional::wait_tensor"))
+    return ev(*rows)
+
+
+def test_a_wait_nested_in_an_op_is_exposed_communication_not_compute() -> None:
+    frame = tp_forward_rank(waits=True)
+    steps = step_table(frame).table
+    b = rank_breakdown(frame, steps).iloc[0]
+    assert b["compute_us"] == 600.0  # 1000 us op less the 400 us it sat in the wait
+    assert b["exposed_comm_us"] == 400.0 and b["overlap_pct"] == 0.0
+    busy = phase_table(frame, steps).set_index("phase").loc["forward", "busy_us"]
+    assert busy == 600.0
+    # negative control: without the wait row the same timeline reads as fully hidden comm
+    hidden = rank_breakdown(tp_forward_rank(waits=False), steps).iloc[0]
+    assert hidden["exposed_comm_us"] == 0.0 and hidden["compute_us"] == 1000.0
+
+
 # --------------------------------------------------------------------------- known answers
 
 

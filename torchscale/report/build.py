@@ -25,6 +25,7 @@ from torchscale.report.sections import (
     latency,
     memory,
     scaling,
+    strategies,
     summary,
 )
 from torchscale.report.sections import baseline as baseline_section
@@ -123,8 +124,11 @@ def build_report(
         scaling.build(ctx),
         latency.build(ctx),
         efficiency.build(ctx),
-        bottlenecks.build(ctx),
     ]
+    strategies_section = strategies.build(ctx)
+    if strategies_section is not None:
+        sections.append(strategies_section)
+    sections += [bottlenecks.build(ctx)]
     memory_section = memory.build(ctx)
     if memory_section is not None:
         sections.append(memory_section)

@@ -18,7 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # 1: first version (issue 8).
-REPORT_SCHEMA_VERSION = 1
+# 2: the "strategies" section (layouts of one model and world size side by side).
+REPORT_SCHEMA_VERSION = 2
 
 # how a renderer formats a value; raw values stay in the model
 ValueFormat = Literal[
@@ -40,6 +41,7 @@ SectionId = Literal[
     "scaling",
     "latency",
     "efficiency",
+    "strategies",
     "bottlenecks",
     "memory",
     "collectives",
@@ -198,7 +200,7 @@ class Skipped(_Model):
 
 class Report(_Model):
     kind: Literal["torchscale.report"] = "torchscale.report"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     torchscale_version: str
     title: str
     generated_at: str = Field(description="ISO 8601, UTC")

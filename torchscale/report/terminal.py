@@ -65,7 +65,8 @@ def running_line(planned: PlannedCell) -> Line:
     return Line(
         "info",
         f"> Running {cell.label} on {cell.world_size} {unit}{spread} "
-        f"(Batch {cell.batch_size}, {cell.precision}, {cell.strategy})...",
+        f"(Batch {cell.batch_size}, {cell.precision}, "
+        f"{cell.parallel.slug(cell.strategy) if cell.parallel else cell.strategy})...",
     )
 
 
@@ -219,7 +220,7 @@ def _row_cells(r: pd.Series) -> list[str]:
     return [
         f"{r['world_size']}{spread}",
         str(r["batch_size"]),
-        escape(f"{r['precision']}/{r['strategy']}"),
+        escape(f"{r['precision']}/{r.get('layout') or r['strategy']}"),
         _fmt(r["samples_per_s"], ",.0f"),
         _fmt(r["samples_per_s_per_device"], ",.0f"),
         f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.scaling import add_scaling_efficiency
-from torchscale.results.schema import CellResult, PhaseTimes
+from torchscale.results.schema import CellResult, ParallelMetrics, PhaseTimes
 
 PHASE_NAMES = tuple(PhaseTimes.model_fields)  # data, forward, backward, grad_sync_wait, optimizer
 
@@ -75,6 +75,12 @@ COLUMNS = [
     "throttle_reasons",
     "bubble_measured",
     "bubble_theoretical",
+    "tp_comm",
+    "tp_exposed_comm",
+    "tp_waiting_for_peers",
+    "tp_exposed_transfer",
+    "parameter_bytes",
+    "static_bytes",
     "compile_s",
     "data_source",
     "data_wait_s",
@@ -160,6 +166,11 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "throttle_reasons": "; ".join(tel.throttle_reasons) if tel else None,
         "bubble_measured": parallel.bubble_measured if parallel else None,
         "bubble_theoretical": parallel.bubble_theoretical if parallel else None,
+        **_profiled_comm(parallel),
+        "parameter_bytes": mem.parameter_bytes if mem else None,
+        "static_bytes": (
+            mem.parameter_bytes + mem.gradient_bytes + mem.optimizer_state_bytes if mem else None
+        ),
         "compile_s": warmup.compile_s if warmup else None,
         "data_source": data.source if data else None,
         "data_wait_s": data.wait_s if data else None,
@@ -176,6 +187,17 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "definition_sha256": cell.definition_sha256,
         "warnings": "; ".join(result.warnings),
         "error": result.error.reason if result.error else None,
+    }
+
+
+def _profiled_comm(parallel: ParallelMetrics | None) -> dict[str, float | None]:
+    """A tensor-parallel cell's profiled communication shares (None elsewhere)."""
+    comm = parallel.profiled_comm if parallel else None
+    return {
+        "tp_comm": comm.comm if comm else None,
+        "tp_exposed_comm": comm.exposed if comm else None,
+        "tp_waiting_for_peers": comm.waiting_for_peers if comm else None,
+        "tp_exposed_transfer": comm.exposed_transfer if comm else None,
     }
 
 

@@ -28,7 +28,9 @@ from torchscale.cell import CellIdentity, Status
 # 6: tp, pp and hybrid cells (`cell.parallel`: the mesh) with `parallel` (per-stage busy time,
 #    measured and theoretical pipeline bubble), global_batch per data-parallel replica, and
 #    `warmup` (warm-up step times, torch.compile's compile time).
-RESULT_SCHEMA_VERSION = 6
+# 7: `parallel.profiled_comm`: a tensor-parallel cell's communication and exposed
+#    communication (waiting for peers apart from transfer) from steps profiled after the windows.
+RESULT_SCHEMA_VERSION = 7
 
 
 class _Model(BaseModel):
@@ -361,6 +363,28 @@ class StageTime(_Model):
     bubble: float = Field(description="1 - busy_s / step_s: idle share of its step")
 
 
+class ProfiledComm(_Model):
+    """Communication of a tensor-parallel cell, from a few steps profiled after the measured
+    windows (never inside them). Shares are of the step time, summed over ranks, as
+    `torchscale profile` computes them (docs/strategies.md)."""
+
+    scope: str = Field(description="which collectives the figures cover")
+    steps: int = Field(description="complete profiled steps analysed per rank (fewest rank)")
+    step_s: float | None = Field(description="median profiled step, over ranks")
+    comm: float | None = Field(description="share of the step with a collective running")
+    exposed: float | None = Field(
+        description="share of the step with a collective running and no compute on the rank"
+    )
+    waiting_for_peers: float | None = Field(
+        description="the part of `exposed` spent waiting for a late peer (load imbalance)"
+    )
+    exposed_transfer: float | None = Field(
+        description="exposed - waiting_for_peers: communication a faster link would shorten"
+    )
+    matched_collectives: int = Field(description="collective instances matched across ranks")
+    method: str
+
+
 class ParallelMetrics(_Model):
     """What a tp, pp or hybrid cell measured beyond every cell's figures (docs/strategies.md)."""
 
@@ -379,6 +403,9 @@ class ParallelMetrics(_Model):
     slowest_stage_rank: int | None = Field(
         default=None, description="pipelines: the rank whose stages compute longest"
     )
+    profiled_comm: ProfiledComm | None = Field(
+        default=None, description="tensor parallelism: exposed communication, profiled steps"
+    )
 
 
 class Warmup(_Model):
@@ -394,7 +421,7 @@ class Warmup(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[6] = 6
+    schema_version: Literal[7] = 7
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

@@ -166,12 +166,24 @@ def upgrade_v5(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 6 -> 7. `parallel.profiled_comm` did not exist; a tp cell said why in
+    unavailable["parallel.tp_comm"], which is kept."""
+    out = dict(data)
+    parallel = out.get("parallel")
+    if isinstance(parallel, dict):
+        out["parallel"] = {**parallel, "profiled_comm": None}
+    out["schema_version"] = 7
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
     3: upgrade_v3,
     4: upgrade_v4,
     5: upgrade_v5,
+    6: upgrade_v6,
 }
 
 

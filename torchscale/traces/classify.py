@@ -13,6 +13,10 @@ Decisions worth knowing:
   autograd node, on the autograd thread, interleaved with DDP/FSDP hooks and collectives. Their
   union is not a phase: the gaps between them (waiting for gradients, hooks) would be counted
   or lost by guesswork. Forward, data and optimizer have ranges PyTorch writes itself.
+- A host op that only waits for a collective (`_c10d_functional::wait_tensor`, a
+  `record_param_comms` "wait") is "comm_wait", not "cpu_op": on a CPU rank it would otherwise
+  count as compute, and a thread blocked on a tensor-parallel all-reduce would read as
+  communication hidden behind compute.
 - Dropped (None): `python_function` (with_stack call frames: they duplicate the ops they wrap
   and nest around everything, so any "busy" sum would double count), `gpu_user_annotation`
   (the device-side shadow of CPU ranges, again double counting), `cuda_sync` (records of
@@ -47,7 +51,12 @@ _C10D_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::")
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _FORWARD_RANGES = frozenset({"DistributedDataParallel.forward", "FullyShardedDataParallel.forward"})
 # "Collective name" values of record_param_comms that are not collectives
-_NOT_COLLECTIVE = frozenset({"init", "split", "comm_split", "wait", "destroy"})
+_NOT_COLLECTIVE = frozenset({"init", "split", "comm_split", "destroy"})
+# host ops that block until a collective's result is ready (functional collectives: DTensor,
+# FSDP2, TP); their time is the thread waiting, not computing
+_WAIT_OPS = frozenset(
+    {"_c10d_functional::wait_tensor", "c10d_functional::wait_tensor", "c10d::wait"}
+)
 
 # squashed (lower-case letters only) op text -> COLL_OPS member; first hit wins, so the longer
 # names that contain shorter ones come first
@@ -176,6 +185,8 @@ def _host_event(name: str, args: Mapping[str, Any] | None) -> EventClass:
         return EventClass("collective", coll_op=normalise_coll_op(name))
     if name.startswith(_CALL_PREFIXES):
         return EventClass("collective_call", coll_op=normalise_coll_op(name))
+    if name in _WAIT_OPS:
+        return EventClass("comm_wait")
     if name.startswith(_C10D_PREFIXES):
         op = normalise_coll_op(name)
         return (
@@ -185,6 +196,8 @@ def _host_event(name: str, args: Mapping[str, Any] | None) -> EventClass:
         arg_op = _args_op(args)
         if arg_op is None:
             return EventClass("collective_call", coll_op="unknown")
+        if arg_op.strip("_").lower() == "wait":
+            return EventClass("comm_wait")
         if arg_op.strip("_").lower() in _NOT_COLLECTIVE:
             return EventClass("cpu_op")
         return EventClass("collective_call", coll_op=normalise_coll_op(arg_op))

@@ -35,7 +35,9 @@ KINDS:
   pairs up.
 - "collective_call": the host-side call that enqueues a collective (`c10d::allreduce_`,
   `record_param_comms`, `nccl:all_reduce`); carries metadata, never used as transfer time.
-  (`record_param_comms` rows whose "Collective name" is `wait` or `init` are "cpu_op".)
+  (`record_param_comms` rows whose "Collective name" is `init` are "cpu_op".)
+- "comm_wait": a host op that blocks until a collective's result is ready
+  (`_c10d_functional::wait_tensor`, `record_param_comms` "wait"): neither compute nor transfer.
 - "kernel": a device-side compute kernel (not communication, not memory).
 - "memory": device memcpy / memset.
 - "runtime": host-side launch API (`cudaLaunchKernel`, ...), for launch delay and host wait.
@@ -66,6 +68,7 @@ KINDS = (
     "memory",
     "runtime",
     "cpu_op",
+    "comm_wait",
 )
 PHASES = ("data", "forward", "backward", "optimizer")
 COLL_OPS = (

@@ -409,7 +409,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         elif shape is not None:
             reason = (
                 "the no_sync method needs DDP; tp, pp and hybrid communicate inside forward and "
-                "backward (see parallel)"
+                "backward (tensor parallelism: see parallel.profiled_comm)"
             )
         elif spec.cell.strategy != "ddp":
             reason = "measured for DDP only (FSDP has no no_sync equivalent that removes all comm)"

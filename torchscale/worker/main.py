@@ -138,6 +138,10 @@ def run(spec: WorkerSpec) -> None:
             mine.profile_capture_s = outcome.capture_s
             mine.profile_files = outcome.files
             mine.profile_notes = outcome.notes
+        elif spec.cell.parallel is not None and spec.cell.parallel.tp > 1:
+            from torchscale.worker.comm_probe import probe_rank
+
+            mine.comm_probe = probe_rank(trainer, dist.get_rank())
         trainer.close()  # DataLoader workers: gone before the gather (also at exit, on error)
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)

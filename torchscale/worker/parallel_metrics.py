@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from torchscale.cell import ParallelShape
-from torchscale.results.schema import ParallelMetrics, StageTime, Warmup
+from torchscale.results.schema import ParallelMetrics, ProfiledComm, StageTime, Warmup
 from torchscale.worker.measure import RankMeasurement
 from torchscale.worker.spec import WorkerSpec
 
@@ -81,12 +81,11 @@ def parallel_metrics(
     slowest = max(stages, key=lambda s: s.busy_s).rank if stages else None
     if shape.pp > 1 and not stages:
         unavailable["parallel.bubble_measured"] = "no busy time was recorded by the stages"
+    comm = None
     if shape.tp > 1:
-        unavailable["parallel.tp_comm"] = (
-            "the share of a step in tensor-parallel collectives is not measured yet (their "
-            "time sits inside forward and backward: see phases, and a profiled step's "
-            "collectives with torchscale profile)"
-        )
+        comm, why = _profiled_comm(spec, ranks)
+        if why is not None:
+            unavailable["parallel.profiled_comm"] = why
     metrics = ParallelMetrics(
         global_batch_definition=global_batch_definition(
             shape, spec.cell.batch_size, spec.training.grad_accum_steps
@@ -97,8 +96,27 @@ def parallel_metrics(
         bubble_measured=measured,
         bubble_theoretical=theoretical_bubble(layout) if layout.uses_pp else None,
         slowest_stage_rank=slowest,
+        profiled_comm=comm,
     )
     return metrics, unavailable
+
+
+def _profiled_comm(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement]
+) -> tuple[ProfiledComm | None, str | None]:
+    """A tp cell's profiled communication, or why there is none."""
+    if spec.profile is not None:
+        return None, (
+            "this launch was profiled by torchscale profile: its analysis.json holds the "
+            "communication of the profiled steps"
+        )
+    from torchscale.worker.comm_probe import profiled_comm, scope
+
+    shape = spec.cell.parallel
+    assert shape is not None
+    return profiled_comm(
+        {r.rank: r.comm_probe for r in ranks}, scope(spec.cell.strategy, shape.hybrid)
+    )
 
 
 def warmup_record(ranks: Sequence[RankMeasurement]) -> Warmup:

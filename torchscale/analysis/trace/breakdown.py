@@ -19,7 +19,7 @@ from torchscale.analysis.trace.intervals import (
     intersect,
     union,
 )
-from torchscale.analysis.trace.steps import full_steps, is_device_trace
+from torchscale.analysis.trace.steps import cpu_busy_by_tid, full_steps, is_device_trace
 
 BREAKDOWN_COLUMNS = [
     "step",
@@ -49,7 +49,8 @@ def activity(events: pd.DataFrame) -> Activity:
     GPU ranks: compute = "kernel" rows (device side), comm = "collective" rows (communication
     kernels), memory = memcpy/memset. CPU ranks: compute = cpu_op rows on threads that run no
     collective (gloo runs its ops on its own runloop threads, whose helper ops are not model
-    compute), comm = the gloo ops; no memory rows."""
+    compute), less each thread's own waits for collectives (`steps.cpu_busy_by_tid`), comm =
+    the gloo ops; no memory rows."""
     if events.empty:
         return Activity(EMPTY, EMPTY, EMPTY, device=False)
     kind = events["kind"]
@@ -59,9 +60,9 @@ def activity(events: pd.DataFrame) -> Activity:
         compute = from_frame(events[(kind == "kernel") & events["device_side"].astype(bool)])
         memory = from_frame(events[kind == "memory"])
     else:
-        coll_tids = events.loc[kind == "collective", "tid"].unique()
-        ops = events[(kind == "cpu_op") & ~events["tid"].isin(coll_tids)]
-        compute = from_frame(ops)
+        coll_tids = set(events.loc[kind == "collective", "tid"].unique().tolist())
+        busy = cpu_busy_by_tid(events)
+        compute = union(*(iv for tid, iv in busy.items() if tid not in coll_tids))
         memory = EMPTY
     return Activity(compute=compute, comm=comm, memory=memory, device=device)
 

@@ -18,6 +18,8 @@ from torchscale.analysis.trace.intervals import (
     from_frame,
     grouped_merge,
     slices_union,
+    subtract,
+    union,
 )
 
 PARTIAL_FRACTION = 0.5  # a step shorter than this x the median step was cut by the capture
@@ -145,7 +147,8 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     in the step, clipped to the step window), busy_us, has_comm (a collective or collective call
     overlaps the phase), effective_us (the figure straggler attribution compares).
 
-    busy_us: CPU ranks: union of the cpu_op rows nested in the phase on the same thread
+    busy_us: CPU ranks: union of the cpu_op rows nested in the phase on the same thread, less
+    its waits for collectives (`cpu_busy_by_tid`)
     (collective and collective_call rows have their own kinds and are left out; a
     `torchscale:injected_delay` range is a cpu_op and counts). GPU ranks: union of the compute
     kernels whose launching runtime event (same correlation) lies inside the phase range, on any
@@ -201,7 +204,7 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
         # the host's own work in the phase, on any thread (autograd's included): a rank can be
         # late because its host issues the phase late (a slow data step, an injected delay,
         # Python overhead) while its kernels take as long as everyone's
-        host_ops = from_frame(events[events["kind"] == "cpu_op"])
+        host_ops = union(*cpu_busy_by_tid(events).values())
         host = np.bincount(gid, weights=host_ops.within(lo_s, hi_s), minlength=len(out))
         out["busy_us"] = np.maximum(kernels, host[: len(out)])
     else:
@@ -210,7 +213,7 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
         tids = per_tid["tid"].to_numpy(dtype=np.int64)
         lo_t = per_tid["lo"].to_numpy(np.float64)
         hi_t = per_tid["hi"].to_numpy(np.float64)
-        for tid, ops in _cpu_ops_by_tid(events).items():
+        for tid, ops in cpu_busy_by_tid(events).items():
             mask = tids == tid
             if mask.any():
                 busy[mask] = ops.within(lo_t[mask], hi_t[mask])
@@ -225,9 +228,23 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     return out[PHASE_COLUMNS].astype({"step": np.int64})
 
 
-def _cpu_ops_by_tid(events: pd.DataFrame) -> dict[int, Intervals]:
+def cpu_busy_by_tid(events: pd.DataFrame) -> dict[int, Intervals]:
+    """Per host thread: the union of its cpu_op rows less the time it was blocked in a wait
+    for a collective (a `comm_wait` row). The subtraction matters because a wait is nested in
+    ops that enclose it (a DTensor op, an autograd node), whose span alone would count the
+    blocked thread as computing. Threads are kept apart: one thread's wait says nothing about
+    what another thread did meanwhile."""
     ops = events[events["kind"] == "cpu_op"]
-    return {int(tid): from_frame(g) for tid, g in ops.groupby("tid", sort=False)}
+    waits = {
+        int(tid): from_frame(g)
+        for tid, g in events[events["kind"] == "comm_wait"].groupby("tid", sort=False)
+    }
+    out: dict[int, Intervals] = {}
+    for tid, group in ops.groupby("tid", sort=False):
+        busy = from_frame(group)
+        blocked = waits.get(int(tid))
+        out[int(tid)] = subtract(busy, blocked) if blocked is not None else busy
+    return out
 
 
 def _kernel_busy(
