@@ -782,3 +782,24 @@ def test_waits_fully_hidden_behind_compute_save_nothing() -> None:
     wi = what_if(out["matched"], out["steps"], hidden)
     assert wi.set_index("rank").loc[1, "saved_us_per_step"] == 0.0
     assert sync_stall(out["matched"], out["steps"], hidden).overall_pct == 0.0
+
+
+def test_exposed_communication_remedy_follows_the_strategy() -> None:
+    """DDP bucket advice is wrong for a tensor-parallel cell: its all-reduces are in every
+    layer, not in a gradient sync."""
+
+    def fix(strategy: str | None) -> str:
+        inputs = FindingInputs(
+            cycle_us=1000.0,
+            ranks=2,
+            backend="gloo",
+            strategy=strategy,
+            exposed_transfer_frac=0.2,
+            waits_known=True,
+        )
+        (found,) = [f for f in rank_findings(inputs) if f.category == "exposed_comm"]
+        return found.recommendation
+
+    assert "bucket_cap_mb" in fix(None) and "bucket_cap_mb" in fix("ddp")
+    assert "Tensor-parallel" in fix("tp") and "bucket_cap_mb" not in fix("tp")
+    assert "micro-batches" in fix("pp")

@@ -104,7 +104,11 @@ def _rank_traces(directory: Path) -> Iterator[RankTrace]:
 
 
 def analyze_directory(
-    directory: Path, *, target: str = "sync_stalls", tool: str | None = None
+    directory: Path,
+    *,
+    target: str = "sync_stalls",
+    tool: str | None = None,
+    strategy: str | None = None,
 ) -> ProfileAnalysis:
     """Analyse every rank's trace in `directory` (see the module docstring for memory)."""
     started = time.perf_counter()
@@ -115,7 +119,9 @@ def analyze_directory(
         gc.collect()  # the events of a big rank must be gone before the next is parsed
     if not reductions:
         raise TraceError(f"{directory}: no trace found (.json, .json.gz or nsys .sqlite)")
-    analysis = combine(reductions, source=str(directory), target=target, tool=tool)
+    analysis = combine(
+        reductions, source=str(directory), target=target, tool=tool, strategy=strategy
+    )
     analysis.analysis_s = round(time.perf_counter() - started, 3)
     return analysis
 
@@ -131,8 +137,10 @@ def combine(
     source: str,
     target: str = "sync_stalls",
     tool: str | None = None,
+    strategy: str | None = None,
 ) -> ProfileAnalysis:
-    """The cross-rank analyses over the per-rank reductions."""
+    """The cross-rank analyses over the per-rank reductions (`strategy`, when known, picks
+    the remedies of the findings)."""
     ranks = sorted(reductions)
     first = reductions[ranks[0]]
     notes = [note for rank in ranks for note in reductions[rank].notes]
@@ -237,6 +245,7 @@ def combine(
         whatif=whatif,
         device_type=first.device_type,
         backend=first.backend,
+        strategy=strategy,
     )
     # HTA's overlap over every rank and step: computing while communicating / communication
     analysis.overlap_pct = inputs.overlap_pct

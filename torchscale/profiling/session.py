@@ -163,7 +163,12 @@ def analyse_into(profiled: ProfiledCell, request: ProfileRequest) -> None:
             if nsys is None:
                 raise LaunchError("Nsight Systems (nsys) is no longer found: cannot export")
             export_sqlite(nsys, expect_report(directory / "capture"))
-        analysis = analyze_directory(directory, target=request.target, tool=request.tool)
+        analysis = analyze_directory(
+            directory,
+            target=request.target,
+            tool=request.tool,
+            strategy=profiled.result.cell.strategy,
+        )
     except TorchScaleError as exc:
         profiled.analysis_error = "; ".join(exc.lines())
         return

@@ -49,6 +49,7 @@ class FindingInputs:
     ranks: int
     device_type: str = "cpu"  # "cuda", "cpu", or another accelerator
     backend: str | None = None  # "nccl", "gloo", ...
+    strategy: str | None = None  # the cell's (ddp, fsdp, tp, pp, hybrid) when known
     stall_frac: float | None = None  # time ranks wait for peers, exposed, mean over ranks
     straggler: Straggler | None = None
     straggler_reason: str = ""
@@ -80,6 +81,7 @@ def finding_inputs(
     whatif: pd.DataFrame | None = None,
     device_type: str = "cpu",
     backend: str | None = None,
+    strategy: str | None = None,
 ) -> FindingInputs:
     """Summarise the module outputs: `breakdowns` per rank (`breakdown.rank_breakdown`),
     `idle` (`idle.idle_taxonomy`), `stall` (`collectives.sync_stall`), `straggler`
@@ -97,6 +99,7 @@ def finding_inputs(
         ranks=len(breakdowns),
         device_type=device_type,
         backend=backend,
+        strategy=strategy,
         notes=notes,
     )
     if not bd.empty:
@@ -278,6 +281,28 @@ def _imbalance(i: FindingInputs) -> Finding | None:
     )
 
 
+# a tp, pp or hybrid cell's communication is not DDP's gradient all-reduce: other remedies
+MODEL_PARALLEL_FIX = {
+    "tp": (
+        "Tensor-parallel all-reduces sit inside every layer's forward and backward, on the "
+        "critical path: keep each TP group inside one node (NVLink), use a smaller tp with "
+        "more data parallelism (hybrid fsdp_tp) if memory allows, and consider sequence "
+        "parallelism (reduce-scatter + all-gather, less activation memory); on CPU/gloo TP "
+        "communication is rarely worth it beyond measuring."
+    ),
+    "pp": (
+        "Pipeline transfers and waits between stages: more micro-batches, the 1f1b or "
+        "interleaved_1f1b schedule, and stages of equal cost (see parallel.stages in the "
+        "benchmark result)."
+    ),
+    "hybrid": (
+        "A 2-D mesh communicates on both axes: keep the inner axis (tp or pp) inside a node "
+        "and the data-parallel axis across nodes, and compare with the pure layouts in the "
+        "report's strategies view before tuning collectives."
+    ),
+}
+
+
 def _exposed_comm(i: FindingInputs) -> Finding | None:
     if i.exposed_transfer_frac is None:
         return None
@@ -295,7 +320,10 @@ def _exposed_comm(i: FindingInputs) -> Finding | None:
         evidence.append(f"all communication: {_pct(i.comm_frac)} of the step")
     if i.overlap_pct is not None:
         evidence.append(f"compute/communication overlap: {i.overlap_pct:.0f} % (HTA definition)")
-    if i.device_type == "cpu" or (i.backend or "").lower().startswith("gloo"):
+    model_parallel = MODEL_PARALLEL_FIX.get(i.strategy or "")
+    if model_parallel is not None:
+        fix = model_parallel
+    elif i.device_type == "cpu" or (i.backend or "").lower().startswith("gloo"):
         fix = (
             "Hide or shrink gradient communication: DDP bucket_cap_mb (smaller buckets start "
             "earlier and overlap more of backward; larger ones cut per-call overhead), "
