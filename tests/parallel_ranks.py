@@ -21,10 +21,11 @@ if __name__ == "__main__":  # die with torchrun before torch loads, as the bench
 
     die_with_torchrun()
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from torchscale.models.gpt2 import GPT2, GPT2Config
 from torchscale.models.resnet import BasicBlock, ResNet
 from torchscale.models.tasks import IGNORE_INDEX
 from torchscale.models.tiny import MLP
+from torchscale.models.transformer import Seq2SeqTransformer
 from torchscale.models.vit import VisionTransformer
 
 STEPS = 3
@@ -46,7 +48,7 @@ VOCAB = 128
 CLASSES = 5
 MODEL_SEED = 0
 
-Batch = tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[Any, torch.Tensor]  # inputs: a tensor, or a tuple (seq2seq: source, target ids)
 
 
 def token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -85,6 +87,8 @@ def build(name: str) -> tuple[nn.Module, Callable[[Any, Any], torch.Tensor]]:
         return cnn, F.cross_entropy
     if name == "mlp":
         return MLP(8, 16, 4, CLASSES), F.cross_entropy
+    if name == "seq2seq":
+        return Seq2SeqTransformer(VOCAB, 32, 4, 2, 2, 64, dropout=0.0), token_loss
     if name == "plugin":
         layers = [nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, CLASSES)]
         return nn.Sequential(*layers), F.cross_entropy
@@ -114,6 +118,10 @@ def batch(name: str, step: int, size: int) -> Batch:
     if name == "gpt2":
         tokens = torch.randint(0, VOCAB, (size, SEQ + 1), generator=g)
         return tokens[:, :-1], tokens[:, 1:]
+    if name == "seq2seq":
+        src = torch.randint(0, VOCAB, (size, SEQ), generator=g)
+        tgt = torch.randint(0, VOCAB, (size, SEQ + 1), generator=g)
+        return (src, tgt[:, :-1]), tgt[:, 1:]
     if name == "bert":
         tokens = torch.randint(0, VOCAB, (size, SEQ), generator=g)
         chosen = torch.rand((size, SEQ), generator=g) < 0.15
@@ -125,17 +133,45 @@ def batch(name: str, step: int, size: int) -> Batch:
     return torch.randn((size, 3, 8, 8), generator=g), labels
 
 
+def rows_of(inputs: Any, rows: slice) -> Any:
+    """The samples `rows` of a batch's inputs (each tensor of a tuple)."""
+    return tuple(t[rows] for t in inputs) if isinstance(inputs, tuple) else inputs[rows]
+
+
+def chunks(inputs: Any, parts: int) -> list[Any]:
+    """`parts` equal micro-batches of a batch's inputs (each tensor of a tuple split alike)."""
+    if isinstance(inputs, tuple):
+        return list(zip(*(t.chunk(parts) for t in inputs), strict=True))
+    return list(inputs.chunk(parts))
+
+
+def forward(model: nn.Module, inputs: Any) -> torch.Tensor:
+    """The model on its inputs: a tuple's tensors as separate arguments."""
+    out: torch.Tensor = model(*inputs) if isinstance(inputs, tuple) else model(inputs)
+    return out
+
+
 def autocast(case: dict[str, Any]) -> Callable[[], Any]:
     """The case's autocast context factory: bf16 on the CPU, or none."""
-    import contextlib
-
     if case.get("autocast") == "bf16":
         return lambda: torch.autocast("cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext
 
 
 def reference_losses(case: dict[str, Any]) -> list[float]:
-    """The case's losses in one process: full model, every replica's micro-batches accumulated."""
+    """The case's losses in one process: full model, every replica's micro-batches accumulated.
+
+    On one thread, as every rank runs (OMP_NUM_THREADS=1): CPU bf16 matmuls round differently
+    with the thread count (seen: 9e-6 relative at the third step of the seq2seq model)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _reference_losses(case)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _reference_losses(case: dict[str, Any]) -> list[float]:
     model, loss_fn = build(case["model"])
     opt = torch.optim.AdamW(model.parameters(), lr=LR)
     dp, per_replica = case["dp"], case["batch"]
@@ -145,9 +181,9 @@ def reference_losses(case: dict[str, Any]) -> list[float]:
         inputs, targets = batch(case["model"], step, dp * per_replica)
         parts = dp * micro
         total = torch.zeros(())
-        for x, y in zip(inputs.chunk(parts), targets.chunk(parts), strict=True):
+        for x, y in zip(chunks(inputs, parts), targets.chunk(parts), strict=True):
             with autocast(case)():
-                loss = loss_fn(model(x), y) / parts
+                loss = loss_fn(forward(model, x), y) / parts
             loss.backward()
             total += loss.detach()
         opt.step()
@@ -200,13 +236,13 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     for step in range(STEPS):
         inputs, targets = batch(case["model"], step, layout.dp * per_replica)
         rows = slice(par.data_rank * per_replica, (par.data_rank + 1) * per_replica)
-        x, y = inputs[rows], targets[rows]
+        x, y = rows_of(inputs, rows), targets[rows]
         if par.pipeline is not None:
             loss = par.pipeline.step(x, y)
         else:
             assert par.model is not None
             with autocast(case)():
-                loss = loss_fn(par.model(x), y)
+                loss = loss_fn(forward(par.model, x), y)
             loss.backward()
             loss = loss.detach()
         opt.step()
@@ -217,9 +253,53 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         dist.all_reduce(have)
         losses.append((have[0] / have[1]).item())
     busy = par.pipeline.stage_busy_s if par.pipeline is not None else []
+    mine = {"settings": par.settings, "busy": busy, "replicated": replicated_sums(par.model)}
     settings: list[Any] = [None] * world
-    dist.all_gather_object(settings, {"settings": par.settings, "busy": busy})
+    dist.all_gather_object(settings, mine)
     return {"losses": losses, "ranks": settings}
+
+
+def replicated_sums(model: nn.Module | None) -> dict[str, float]:
+    """Each plain (non-DTensor) parameter's sum after training: under TP these are replicated,
+    and equal sums on every rank show their gradients agreed at every step."""
+    from torch.distributed.tensor import DTensor
+
+    if model is None:
+        return {}
+    return {
+        name: p.detach().double().sum().item()
+        for name, p in model.named_parameters()
+        if not isinstance(p, DTensor)
+    }
+
+
+@contextlib.contextmanager
+def broken_pass_through(broken: bool) -> Iterator[None]:
+    """Negative control, while active: a stage passes on detached what it received and hands on
+    unchanged (the encoder stages' target embedding, the decoder stages' memory), so the
+    gradient later stages compute for it never comes back (shows the test can fail)."""
+    from torchscale.parallel import pieces
+
+    units = (pieces.EncoderUnit, pieces.DecoderUnit)
+    originals = [unit.forward for unit in units]
+
+    def detaching(original: Any, keep: int) -> Any:
+        def passed_detached(self: nn.Module, pair: pieces.Pair) -> pieces.Pair:
+            out = list(original(self, pair))
+            if out[keep].is_leaf:  # received from the previous stage, passed on untouched
+                out[keep] = out[keep].detach()
+            return out[0], out[1]
+
+        return passed_detached
+
+    if broken:
+        for unit, original, keep in zip(units, originals, (1, 0), strict=True):
+            unit.forward = detaching(original, keep)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for unit, original in zip(units, originals, strict=True):
+            unit.forward = original  # type: ignore[method-assign]
 
 
 def launch(cases: list[dict[str, Any]], nproc: int, workdir: Path, timeout_s: float = 150) -> Any:
@@ -265,7 +345,10 @@ def main(argv: list[str]) -> None:
 
     cases = json.loads(Path(argv[0]).read_text())
     dist.init_process_group("gloo")
-    results = {case["name"]: run_case(case) for case in cases}
+    results = {}
+    for case in cases:
+        with broken_pass_through(case.get("break") == "pass_through"):
+            results[case["name"]] = run_case(case)
     if dist.get_rank() == 0:
         Path(argv[1]).write_text(json.dumps(results))
     dist.barrier()

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.parallel_ranks import batch, build
+from tests.parallel_ranks import batch, build, forward
 from torchscale.models import build_model
 from torchscale.models.bert import BertConfig, BertForMaskedLM
 from torchscale.parallel import ParallelLayout, infeasible, layout_problem
@@ -67,8 +67,8 @@ def test_layout_problems(layout: ParallelLayout, reason: str) -> None:
     [
         ("gpt2", tp(8), 8, "12 attention heads are not divisible by tp=8"),
         ("resnet50", tp(), 8, "no tensor-parallel plan for ResNet"),
-        ("tiny-transformer", tp(), 8, "in_proj_weight"),
-        ("tiny-transformer", pp(), 8, "no pipeline split for the encoder-decoder"),
+        ("tiny-transformer", tp(sp=True), 8, "no sequence-parallel plan for the encoder-decoder"),
+        ("tiny-transformer", pp(4, "interleaved_1f1b", 8), 8, "4 blocks, fewer than the 8 stage"),
         ("vit-b16", tp(sp=True), 8, "sequence length 197 is not divisible by tp=2"),
         ("tiny-mlp", tp(sp=True), 8, "needs a sequence dimension"),
         ("tiny-cnn", pp(2, "interleaved_1f1b", 2), 8, "3 blocks, fewer than the 4 stage"),
@@ -92,6 +92,20 @@ def test_mlp_width_and_sequence_length_reasons() -> None:
     gpt2 = meta_model("tiny-gpt2")
     assert "sequence length 63" in str(infeasible(gpt2, tp(sp=True), 4, seq_len=63))
     assert infeasible(gpt2, tp(sp=True), 4, seq_len=64) is None
+
+
+def test_seq2seq_divisibility_reasons() -> None:
+    """The seq2seq plan splits feed-forward widths and vocabulary rows, never attention heads."""
+    wide = meta_model("tiny-transformer", dim_feedforward=66)
+    assert "layer 0: feed-forward width 66 is not divisible by tp=4" in str(
+        infeasible(wide, tp(4), 4)
+    )
+    odd_vocab = meta_model("tiny-transformer", vocab_size=1001)
+    assert "vocabulary 1001 (embedding and output projection rows)" in str(
+        infeasible(odd_vocab, tp(2), 4)
+    )
+    two_heads = meta_model("tiny-transformer", nhead=2)
+    assert infeasible(two_heads, tp(4), 4) is None  # attention is replicated: heads need not split
 
 
 def test_precision_and_accumulation_reasons() -> None:
@@ -120,6 +134,9 @@ def test_plugins_need_their_own_plan() -> None:
         ("gpt2", pp(4, "interleaved_1f1b", 8)),
         ("resnet50", pp(4, "1f1b", 4)),
         ("tiny-bert", pp(2, "1f1b", 2)),
+        ("transformer", tp(4)),
+        ("transformer", pp(2, "interleaved_1f1b", 8)),
+        ("tiny-transformer", pp(2, "gpipe", 2)),
     ],
 )
 def test_feasible_layouts(model: str, layout: ParallelLayout) -> None:
@@ -131,9 +148,10 @@ def test_block_ranges_put_longer_runs_first() -> None:
     assert block_ranges(3, 2) == [range(0, 2), range(2, 3)]
 
 
-@pytest.mark.parametrize("name", ["gpt2", "bert", "vit", "cnn", "mlp"])
+@pytest.mark.parametrize("name", ["gpt2", "bert", "vit", "cnn", "mlp", "seq2seq"])
 def test_stage_chain_is_the_model(name: str) -> None:
-    """The stage modules, run in order, compute the unsplit model's output (eval mode)."""
+    """The stage modules, run in order, compute the unsplit model's output (eval mode); a tuple
+    (the encoder-decoder's ids, then its pair) goes in as separate arguments, as in a pipeline."""
     model, _ = build(name)
     model.eval()
     inputs, _ = batch(name, 0, 3)
@@ -141,8 +159,8 @@ def test_stage_chain_is_the_model(name: str) -> None:
     x = inputs
     with torch.no_grad():
         for stage in split.stages:
-            x = stage(x)
-        torch.testing.assert_close(x, model(inputs), rtol=0, atol=0)
+            x = forward(stage, x)
+        torch.testing.assert_close(x, forward(model, inputs), rtol=0, atol=0)
     assert all(t.first is not t.last for t in split.tied)
     assert bool(split.tied) == (name in ("gpt2", "bert"))
 

@@ -1,9 +1,10 @@
 """Where the built-in models keep their repeated blocks, and what that allows.
 
 Kept in one place so no model knowledge leaks into the worker: tensor parallelism needs the
-transformer blocks (torchscale/models/layers.py) and their widths, pipeline parallelism the
-ordered blocks between an input part and an output part (torchscale/parallel/pieces.py builds
-those parts). Every function works on a model built on the meta device.
+transformer blocks (torchscale/models/layers.py, or nn.Transformer's layers for the
+encoder-decoder) and their widths, pipeline parallelism the ordered blocks between an input part
+and an output part (torchscale/parallel/pieces.py builds those parts). Every function works on a
+model built on the meta device.
 """
 
 from __future__ import annotations
@@ -34,14 +35,12 @@ _FAMILIES: tuple[tuple[type[nn.Module], Family], ...] = (
 NO_TP = {
     "resnet": "no tensor-parallel plan for ResNet: its layers are convolutions and BatchNorm "
     "(channel-split convolutions are not among torch's ColwiseParallel/RowwiseParallel styles)",
-    "seq2seq": "no tensor-parallel plan for the encoder-decoder transformer: nn.Transformer's "
-    "MultiheadAttention keeps q/k/v in one in_proj_weight Parameter consumed by "
-    "F.multi_head_attention_forward, which ColwiseParallel cannot split into whole heads",
 }
-NO_PP = {
-    "seq2seq": "no pipeline split for the encoder-decoder transformer: every decoder layer "
-    "cross-attends to the encoder output, so a stage boundary would have to carry the encoder "
-    "memory and the decoder state (two tensors, with the target ids) through every stage",
+NO_SP = {
+    "seq2seq": "no sequence-parallel plan for the encoder-decoder transformer: its attention "
+    "stays replicated under TP (nn.MultiheadAttention's packed in_proj_weight), so there is no "
+    "column/row-parallel pair around it whose all-reduces could become all-gather + "
+    "reduce-scatter over sequence shards",
 }
 
 
@@ -60,6 +59,17 @@ def block_container(model: nn.Module) -> nn.Sequential | None:
     if isinstance(model, BertForMaskedLM):
         return model.bert.encoder
     return None
+
+
+Seq2SeqLayer = nn.TransformerEncoderLayer | nn.TransformerDecoderLayer
+
+
+def seq2seq_layers(model: nn.Module) -> list[Seq2SeqLayer]:
+    """nn.Transformer's encoder layers, then its decoder layers; empty for other models."""
+    if not isinstance(model, Seq2SeqTransformer):
+        return []
+    stacks = (model.transformer.encoder.layers, model.transformer.decoder.layers)
+    return [m for stack in stacks for m in stack if isinstance(m, Seq2SeqLayer)]
 
 
 def transformer_blocks(model: nn.Module) -> list[Block]:
@@ -89,6 +99,8 @@ def tp_problem(model: nn.Module, tp: int) -> str | None:
         if bad:
             return f"MLP hidden width {bad[0]} is not divisible by tp={tp}"
         return None
+    if isinstance(model, Seq2SeqTransformer):
+        return _seq2seq_tp_problem(model, tp)
     for i, block in enumerate(transformer_blocks(model)):
         heads = block.attn.heads
         if heads % tp:
@@ -99,8 +111,26 @@ def tp_problem(model: nn.Module, tp: int) -> str | None:
     return None
 
 
+def _seq2seq_tp_problem(model: Seq2SeqTransformer, tp: int) -> str | None:
+    """The splits the seq2seq plan makes: feed-forward widths, and the vocabulary rows of the
+    embedding and output projection (attention is replicated: its heads need not divide)."""
+    for i, layer in enumerate(seq2seq_layers(model)):
+        width = layer.linear1.out_features
+        if width % tp:
+            return f"layer {i}: feed-forward width {width} is not divisible by tp={tp}"
+    vocab = model.output.out_features
+    if vocab % tp:
+        return (
+            f"vocabulary {vocab} (embedding and output projection rows) is not divisible by tp={tp}"
+        )
+    return None
+
+
 def sp_problem(model: nn.Module, tp: int, seq_len: int | None) -> str | None:
     """Why sequence parallelism cannot run on `model` at `tp`, or None."""
+    kind = family(model)
+    if kind in NO_SP:
+        return NO_SP[kind]
     if isinstance(model, MLP):
         return "sequence parallelism needs a sequence dimension; the MLP's inputs have none"
     if isinstance(model, VisionTransformer):
@@ -111,17 +141,19 @@ def sp_problem(model: nn.Module, tp: int, seq_len: int | None) -> str | None:
 
 
 def pp_problem(model: nn.Module) -> str | None:
-    """Why `model` has no pipeline split, or None."""
-    kind = family(model)
-    return NO_PP.get(kind) if kind is not None else None
+    """Why `model` has no pipeline split, or None (every built-in model has one)."""
+    return None
 
 
 def pipeline_blocks(model: nn.Module) -> list[nn.Module]:
     """The units a pipeline boundary may fall between, in order.
 
-    Transformer blocks; ResNet's residual blocks (all stages flattened); the MLP's hidden
-    Linear+ReLU pairs (its classifier rides with the last one).
+    Transformer blocks; the encoder-decoder's encoder then decoder layers (torchscale/parallel/
+    pieces.py wraps them to carry two tensors); ResNet's residual blocks (all stages
+    flattened); the MLP's hidden Linear+ReLU pairs (its classifier rides with the last one).
     """
+    if isinstance(model, Seq2SeqTransformer):
+        return list(seq2seq_layers(model))
     if isinstance(model, ResNet):
         return [block for stage in model.stages for block in stage.children()]
     if isinstance(model, MLP):

@@ -6,12 +6,20 @@ model has. The one exception is a weight tied across the cut: GPT-2's LM head an
 decoder reuse the token embedding, which lives in the first stage; the last stage gets its own
 copy, initialised equal, and the pipeline runner keeps the two equal by summing their gradients
 (Megatron-LM's treatment of tied embeddings).
+
+The encoder-decoder carries two tensors across every cut: (source hidden, target embedding)
+through the encoder layers, then (encoder memory, decoder hidden) through the decoder layers,
+since every decoder layer cross-attends to the memory. A stage that does not touch one of them
+returns its received tensor as is; PipelineStage sends it on and, in backward, hands the
+gradient it receives for it straight back (plus what the stage's own layers add).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -21,8 +29,11 @@ from torchscale.models.bert import BertForMaskedLM
 from torchscale.models.gpt2 import GPT2
 from torchscale.models.resnet import ResNet
 from torchscale.models.tiny import MLP
+from torchscale.models.transformer import Seq2SeqTransformer, sinusoidal_positions
 from torchscale.models.vit import VisionTransformer
 from torchscale.parallel import anatomy
+
+Pair = tuple[torch.Tensor, torch.Tensor]
 
 
 class StageModule(nn.Module):
@@ -36,9 +47,12 @@ class StageModule(nn.Module):
         self.blocks = nn.Sequential(*blocks)
         self.epilogue = epilogue
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, *args: Any) -> Any:
+        """One tensor for most models; several (the encoder-decoder's pair) arrive as separate
+        arguments, as PipelineStage passes them, and travel between blocks as one tuple."""
+        x: Any = args[0] if len(args) == 1 else args
         if self.prologue is not None:
-            x = self.prologue(x)
+            x = self.prologue(*args)
         x = self.blocks(x)
         if self.epilogue is not None:
             x = self.epilogue(x)
@@ -123,6 +137,80 @@ class PoolHead(nn.Module):
         return y
 
 
+class Seq2SeqEmbed(nn.Module):
+    """The shared token embedding, scaled, plus sinusoidal positions and dropout, applied to
+    the source and the target ids (Seq2SeqTransformer._embed, twice)."""
+
+    def __init__(self, model: Seq2SeqTransformer) -> None:
+        super().__init__()
+        self.embedding, self.dropout, self.d_model = model.embedding, model.dropout, model.d_model
+
+    def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        positions = sinusoidal_positions(tokens.shape[1], self.d_model, tokens.device)
+        y: torch.Tensor = self.dropout(self.embedding(tokens) * math.sqrt(self.d_model) + positions)
+        return y
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> Pair:
+        return self._embed(src), self._embed(tgt)
+
+
+class EncoderUnit(nn.Module):
+    """One encoder layer on the source hidden state (the last one followed by nn.Transformer's
+    encoder norm); the target embedding passes through for the decoder stages."""
+
+    def __init__(self, layer: nn.TransformerEncoderLayer, norm: nn.Module | None) -> None:
+        super().__init__()
+        self.layer, self.norm = layer, norm
+
+    def forward(self, pair: Pair) -> Pair:
+        h, tgt = pair
+        h = self.layer(h)
+        if self.norm is not None:
+            h = self.norm(h)
+        return h, tgt
+
+
+class DecoderUnit(nn.Module):
+    """One causal decoder layer, cross-attending to the encoder memory it passes on."""
+
+    def __init__(self, layer: nn.TransformerDecoderLayer) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, pair: Pair) -> Pair:
+        memory, y = pair
+        causal = nn.Transformer.generate_square_subsequent_mask(y.shape[1], device=y.device)
+        y = self.layer(y, memory, tgt_mask=causal, tgt_is_causal=True)
+        return memory, y
+
+
+class Seq2SeqHead(nn.Module):
+    """nn.Transformer's decoder norm and the output projection; the memory ends here."""
+
+    def __init__(self, model: Seq2SeqTransformer) -> None:
+        super().__init__()
+        norm = model.transformer.decoder.norm
+        assert norm is not None  # nn.Transformer always builds one
+        self.norm, self.output = norm, model.output
+
+    def forward(self, pair: Pair) -> torch.Tensor:
+        y: torch.Tensor = self.output(self.norm(pair[1]))
+        return y
+
+
+def seq2seq_units(model: Seq2SeqTransformer) -> list[nn.Module]:
+    """The encoder then decoder layers, wrapped to carry the pair between them."""
+    encoder = model.transformer.encoder
+    last = len(encoder.layers) - 1
+    units: list[nn.Module] = []
+    for i, layer in enumerate(anatomy.seq2seq_layers(model)):
+        if isinstance(layer, nn.TransformerEncoderLayer):
+            units.append(EncoderUnit(layer, encoder.norm if i == last else None))
+        else:
+            units.append(DecoderUnit(layer))
+    return units
+
+
 @dataclass
 class TiedWeight:
     """A weight the unsplit model uses twice, held by the first and the last stage."""
@@ -164,6 +252,8 @@ def _ends(model: nn.Module) -> tuple[nn.Module | None, nn.Module, list[TiedWeigh
         return model.stem, PoolHead(model), []
     if isinstance(model, MLP):
         return None, anatomy.mlp_linears(model)[-1], []
+    if isinstance(model, Seq2SeqTransformer):
+        return Seq2SeqEmbed(model), Seq2SeqHead(model), []
     raise ValueError(f"no pipeline split for {type(model).__name__}")
 
 
@@ -178,9 +268,27 @@ def block_ranges(blocks: int, stages: int) -> list[range]:
     return ranges
 
 
+def _span(noun: str, run: range) -> str:
+    return f"{noun}s {run.start}-{run.stop - 1}" if len(run) > 1 else f"{noun} {run.start}"
+
+
+def _run_names(model: nn.Module, run: range) -> list[str]:
+    """What a run of blocks is: "blocks 2-3", or the encoder-decoder's layers by stack."""
+    if not isinstance(model, Seq2SeqTransformer):
+        return [_span("block", run)]
+    encoders = len(model.transformer.encoder.layers)
+    enc = range(run.start, min(run.stop, encoders))
+    dec = range(max(run.start, encoders) - encoders, run.stop - encoders)
+    return [_span(noun, r) for noun, r in (("encoder layer", enc), ("decoder layer", dec)) if r]
+
+
 def split_builtin(model: nn.Module, stages: int) -> Split:
     """Cut a built-in model into `stages` stage modules (see the module docstring)."""
-    blocks = anatomy.pipeline_blocks(model)
+    blocks = (
+        seq2seq_units(model)
+        if isinstance(model, Seq2SeqTransformer)
+        else anatomy.pipeline_blocks(model)
+    )
     if len(blocks) < stages:
         raise ValueError(f"{len(blocks)} blocks cannot fill {stages} stage modules")
     prologue, epilogue, tied = _ends(model)
@@ -195,7 +303,7 @@ def split_builtin(model: nn.Module, stages: int) -> Split:
             )
         )
         parts = ["input part"] if first else []
-        parts.append(f"blocks {run.start}-{run.stop - 1}" if len(run) > 1 else f"block {run.start}")
+        parts += _run_names(model, run)
         if last:
             parts.append("output part")
         holds.append(" + ".join(parts))

@@ -82,25 +82,48 @@ def _meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
     return meta.requires_grad_(requires_grad and t.is_floating_point())
 
 
+Flow = torch.Tensor | tuple[torch.Tensor, ...]  # what crosses a stage boundary
+
+
+def _meta_flow(x: Flow, requires_grad: bool) -> Flow:
+    """`_meta_like` of one tensor, or of each tensor of a tuple (several stage arguments)."""
+    if isinstance(x, tuple):
+        return tuple(_meta_like(t, requires_grad) for t in x)
+    return _meta_like(x, requires_grad)
+
+
+def _call(module: nn.Module, x: Flow) -> Flow:
+    """Run a stage module as PipelineStage does: a tuple's tensors as separate arguments."""
+    y: Flow = module(*x) if isinstance(x, tuple) else module(x)
+    return y
+
+
 def stage_shapes(
-    modules: list[nn.Module], example: torch.Tensor, autocast: Autocast
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    modules: list[nn.Module], example: Flow, autocast: Autocast
+) -> list[tuple[Flow, Flow]]:
     """(input, output) meta tensors of every stage module for one micro-batch `example`.
 
-    Runs the whole chain once without gradients in eval mode (no BatchNorm statistics change,
-    no dropout), under the autocast the training step uses, so dtypes match what flows.
+    A tuple (the encoder-decoder's source and target ids, and the pair its stages pass on)
+    gives a tuple of meta tensors, one stage argument each. Runs the whole chain once without
+    gradients in eval mode (no BatchNorm statistics change, no dropout), under the autocast
+    the training step uses, so dtypes match what flows.
     """
     modes = [m.training for m in modules]
-    shapes: list[tuple[torch.Tensor, torch.Tensor]] = []
+    shapes: list[tuple[Flow, Flow]] = []
     x = example
+    fastpath = torch.backends.mha.get_fastpath_enabled()
+    # nn.TransformerEncoderLayer's eval-mode fast path ignores CPU autocast (it checks CUDA's
+    # only) and returns bf16 where training returns fp32; size stages as training runs them
+    torch.backends.mha.set_fastpath_enabled(False)
     try:
         with torch.no_grad(), autocast():
             for i, module in enumerate(modules):
                 module.eval()
-                y = module(x)
-                shapes.append((_meta_like(x, requires_grad=i > 0), _meta_like(y, True)))
+                y = _call(module, x)
+                shapes.append((_meta_flow(x, requires_grad=i > 0), _meta_flow(y, True)))
                 x = y
     finally:
+        torch.backends.mha.set_fastpath_enabled(fastpath)
         for module, mode in zip(modules, modes, strict=True):
             module.train(mode)
     return shapes
@@ -128,7 +151,8 @@ class PipelineRunner:
         """One step's forward and backward over `layout.microbatches` micro-batches.
 
         Every rank of the pipeline passes the same (per-replica) batch; only the first stage
-        reads `inputs` and only the last `targets`. Returns the mean of the micro-batch losses
+        reads `inputs` (a tuple's items as its arguments: the encoder-decoder's source and
+        target ids) and only the last `targets`. Returns the mean of the micro-batch losses
         (detached) on the rank holding the last stage, None elsewhere. Gradients are the mean
         over micro-batches (the schedule divides them by the micro-batch count), and weights tied
         across stages have their two gradients summed between the two stages' ranks, so both

@@ -40,6 +40,21 @@ def first_tensor(inputs: Any) -> Any:
     return inputs
 
 
+def stage_example(inputs: Any, microbatches: int) -> torch.Tensor | tuple[torch.Tensor, ...]:
+    """One micro-batch of the first stage's arguments, to size the stages: every tensor of a
+    tuple (the encoder-decoder's source and target ids: the runner passes a tuple's items as
+    the first stage's arguments), else the first input (a list's or mapping's first item, or
+    the value itself)."""
+    if isinstance(inputs, tuple) and len(inputs) > 1:
+        if not all(isinstance(t, torch.Tensor) for t in inputs):
+            raise ValueError("pipeline layouts need example_inputs made of tensors")
+        return tuple(t[: t.shape[0] // microbatches] for t in inputs)
+    example = first_tensor(inputs)
+    if not isinstance(example, torch.Tensor):
+        raise ValueError("pipeline layouts need example_inputs (one tensor) to size the stages")
+    return example[: example.shape[0] // microbatches]
+
+
 def pipeline_parallel(
     model: nn.Module,
     loss_fn: Callable[[Any, Any], torch.Tensor],
@@ -52,9 +67,8 @@ def pipeline_parallel(
     plugin: PpSplit | None,
 ) -> tuple[PipelineRunner, list[nn.Parameter], dict[str, Any]]:
     """This rank's runner, its parameters, and the settings that describe the pipeline."""
-    example = first_tensor(example_inputs)
-    if not isinstance(example, torch.Tensor):
-        raise ValueError("pipeline layouts need example_inputs (one tensor) to size the stages")
+    micro = layout.microbatches
+    example = stage_example(example_inputs, micro)
     count = layout.stage_modules
     if anatomy.family(model) is None:
         assert plugin is not None  # infeasible() said so
@@ -63,8 +77,7 @@ def pipeline_parallel(
         split = pieces.split_builtin(model, count)
     for module in split.stages:
         module.to(device)
-    micro = layout.microbatches
-    shapes = stage_shapes(split.stages, example[: example.shape[0] // micro], autocast)
+    shapes = stage_shapes(split.stages, example, autocast)
     pp_mesh = mesh["pp"]
     pp_rank = pp_mesh.get_local_rank()
     mine = stage_indices(layout, pp_rank)
@@ -107,7 +120,7 @@ def pipeline_parallel(
         "pp_local_parameters": sum(p.numel() for p in params),
         "pp_schedule": layout.schedule,
         "pp_microbatches": micro,
-        "pp_microbatch_size": int(example.shape[0]) // micro,
+        "pp_microbatch_size": int(first_tensor(example).shape[0]),
         "pp_tied_weights": [
             f"{t.name}: the last stage holds a copy initialised equal; the two gradients are "
             "summed between the first and last stage's ranks after each step"

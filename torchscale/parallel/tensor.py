@@ -8,6 +8,15 @@ heads stay replicated: GPT-2's LM head is tied to the token embedding, and shard
 the other would break the tie. With sequence parallelism (Korthikanti et al. 2022,
 arXiv 2205.05198) the LayerNorms and the dropouts after the row-parallel layers run on a
 sequence shard, the all-reduces becoming reduce-scatter + all-gather, as in torchtitan.
+
+The encoder-decoder (nn.Transformer) splits only what torch's styles reach: every layer's
+feed-forward pair, the shared embedding and the output projection (both by vocabulary rows).
+Its attention stays replicated: nn.MultiheadAttention keeps q/k/v in one `in_proj_weight`
+Parameter (q rows, then k, then v) that F.multi_head_attention_forward reads directly, so no
+Linear module exists for ColwiseParallel to split into whole heads, and the output projection is
+called functionally too, out of reach of RowwiseParallel's hooks. Replicated attention sees
+replicated inputs and output gradients on every TP rank, so its gradients agree without any
+communication.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from torch.distributed.tensor.parallel import (
 from torch.distributed.tensor.parallel.style import ParallelStyle
 
 from torchscale.models.tiny import MLP
+from torchscale.models.transformer import Seq2SeqTransformer
 from torchscale.parallel import anatomy
 
 SEQ = Shard(1)  # activations are (batch, sequence, hidden)
@@ -110,10 +120,39 @@ def _parallelize_mlp(model: MLP, mesh: DeviceMesh) -> str:
     return "hidden Linear layers in pairs: the first colwise, the second rowwise"
 
 
+SEQ2SEQ_PLAN = (
+    "feed-forward layers split (per encoder/decoder layer: linear1 colwise, linear2 rowwise); "
+    "shared embedding rowwise and output projection colwise (vocabulary rows, logits "
+    "all-gathered); attention and LayerNorms replicated because nn.MultiheadAttention packs "
+    "q/k/v in one in_proj_weight Parameter that torch's Colwise/RowwiseParallel cannot split "
+    "into whole heads"
+)
+
+
+def _parallelize_seq2seq(model: Seq2SeqTransformer, mesh: DeviceMesh) -> str:
+    """Megatron's feed-forward pair per layer; embedding and projection split by vocabulary."""
+    for layer in anatomy.seq2seq_layers(model):
+        parallelize_module(
+            layer, mesh, {"linear1": ColwiseParallel(), "linear2": RowwiseParallel()}
+        )
+    parallelize_module(
+        model,
+        mesh,
+        {
+            "embedding": RowwiseParallel(input_layouts=Replicate()),
+            "output": ColwiseParallel(output_layouts=Replicate()),
+        },
+    )
+    return SEQ2SEQ_PLAN
+
+
 def apply_builtin(model: nn.Module, mesh: DeviceMesh, sequence_parallel: bool) -> str:
     """Apply the built-in plan in place; returns its one-line description."""
     if isinstance(model, MLP):
         return _parallelize_mlp(model, mesh)
+    if isinstance(model, Seq2SeqTransformer):
+        assert not sequence_parallel  # infeasible() refuses it (anatomy.NO_SP)
+        return _parallelize_seq2seq(model, mesh)
     return _parallelize_transformer(model, mesh, sequence_parallel)
 
 

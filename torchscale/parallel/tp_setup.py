@@ -47,14 +47,17 @@ def tensor_parallel(
 
 
 def _shard(model: nn.Module, dp_mesh: DeviceMesh, mp_policy: Any, reshard: bool) -> str:
-    """FSDP2 bottom-up over the data-parallel mesh: each transformer block, then the root."""
+    """FSDP2 bottom-up over the data-parallel mesh: each transformer block (or encoder/decoder
+    layer), then the root."""
     from torch.distributed.fsdp import fully_shard
 
     options: dict[str, Any] = {"mesh": dp_mesh, "reshard_after_forward": reshard}
     if mp_policy is not None:
         options["mp_policy"] = mp_policy
-    units = anatomy.transformer_blocks(model)
+    blocks, layers = anatomy.transformer_blocks(model), anatomy.seq2seq_layers(model)
+    units: list[nn.Module] = [*blocks, *layers]
     for block in units:
         fully_shard(block, **options)
     fully_shard(model, **options)
-    return f"{len(units)} transformer blocks + root, sharded over mesh['dp']"
+    kind = "encoder/decoder layers" if layers else "transformer blocks"
+    return f"{len(units)} {kind} + root, sharded over mesh['dp']"
