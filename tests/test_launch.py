@@ -541,3 +541,20 @@ def test_another_nodes_rank_is_named_without_a_guessed_number(tmp_path: Path) ->
     failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), cell(tmp_path), 60)
     assert failure.root_cause_rank is None
     assert failure.reason == "a rank raised ValueError: bad shard"
+
+
+def test_a_node_that_lost_the_rendezvous_store_is_not_the_root_cause(tmp_path: Path) -> None:
+    """Seen under Slurm: rank 1 fails on node 1, node 0's torchrun (hosting the store) stops,
+    and node 1's torchrun records RendezvousConnectionError over its worker's error."""
+    lost = (
+        "RendezvousConnectionError: The connection to the C10d store has failed. See inner "
+        "exception for details."
+    )
+    error_file(tmp_path, "SignalException: Process 1 got signal: 15")
+    node1 = cell(tmp_path).error_file
+    node1 = node1.with_name(f"{node1.stem}-node1{node1.suffix}")
+    body = {"message": {"message": lost, "extraInfo": {"timestamp": "1"}}}
+    node1.write_text(json.dumps(body), encoding="utf-8")
+    _rank_error(tmp_path, 0, "RuntimeError: injected failure on rank 1", node="node1")
+    failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), cell(tmp_path), 60)
+    assert failure.reason == "a rank raised RuntimeError: injected failure on rank 1"

@@ -12,7 +12,7 @@ import sys
 import pytest
 from report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
 
-from torchscale.report.model import Chart, Column, Report, Series, Table
+from torchscale.report.model import REPORT_SCHEMA_VERSION, Chart, Column, Report, Series, Table
 from torchscale.report.render import json_format, markdown, renderer, term
 from torchscale.report.render.formatting import format_value
 
@@ -130,7 +130,7 @@ def test_json_round_trips_to_the_same_model() -> None:
     assert Report.model_validate_json(data) == report
     loaded = json.loads(data)
     assert loaded["kind"] == "torchscale.report"
-    assert loaded["schema_version"] == 1
+    assert loaded["schema_version"] == REPORT_SCHEMA_VERSION
     assert renderer("json") is json_format.render
 
 

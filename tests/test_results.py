@@ -42,6 +42,7 @@ from torchscale.results.versions import (
     upgrade_v3,
     upgrade_v4,
     upgrade_v5,
+    upgrade_v6,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results_v1"
@@ -228,7 +229,7 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     upgraded = upgrade_v2(data)
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 3
-    CellResult.model_validate(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))
+    CellResult.model_validate(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded)))))
 
 
 def test_v1_upgrades_through_v2_to_the_current_version() -> None:
@@ -290,7 +291,7 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     upgraded = upgrade_v1(data)
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 2
-    CellResult.model_validate(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
+    CellResult.model_validate(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded))))))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:

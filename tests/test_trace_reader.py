@@ -688,7 +688,8 @@ def test_real_nccl_metadata_and_float_timestamps() -> None:
     [trace] = _real("nccl_parser_config")
     df = trace.events
     records = df[df["name"] == "record_param_comms"]
-    assert records["kind"].value_counts()[["collective_call", "cpu_op"]].tolist() == [21, 6]
+    # the 6 others are "wait" records: a thread blocked until a collective is done
+    assert records["kind"].value_counts()[["collective_call", "comm_wait"]].tolist() == [21, 6]
     calls = records[records["kind"] == "collective_call"]  # the 6 others are "wait" records
     assert calls["nelems"].notna().all() and (calls["nelems"] > 0).all()
     assert set(calls["dtype"]) == {"Float", "Long"} and set(calls["pg"]) == {"0"}

@@ -138,13 +138,17 @@ def _node_errors(error_file: Path) -> list[str]:
     return [e for e in (read_error_file(p) for p in paths) if e]
 
 
-# failures that follow another rank's: the peer's socket closed under a collective, or the
-# SIGTERM torchrun (or srun) sent the survivors
+# failures that follow another rank's: the peer's socket closed under a collective, the
+# SIGTERM torchrun (or srun) sent the survivors, or (multi-node) a node's torchrun losing the
+# rendezvous store once the node hosting it had stopped (seen under Slurm: the failing node's
+# agent then records RendezvousConnectionError over its worker's own error)
 SECONDARY_MARKERS = (
     "SignalException",
     "Connection closed by peer",
     "remote worker crashing",
     "Connection reset by peer",
+    "RendezvousConnectionError",
+    "The connection to the C10d store has failed",
 )
 
 
@@ -154,9 +158,10 @@ def is_secondary(error: str) -> bool:
 
 def _first_cause(errors: list[str]) -> str | None:
     """The exception that started it: when one node's rank fails, srun stops the others'
-    torchrun with SIGTERM, whose error file then says SignalException, not why."""
+    torchrun with SIGTERM, whose error file then says SignalException, not why; a node's
+    torchrun may also lose the rendezvous store as the others stop (see SECONDARY_MARKERS)."""
     for error in errors:
-        if not error.startswith("SignalException"):
+        if not is_secondary(error):
             return error
     return errors[0] if errors else None
 
