@@ -236,7 +236,7 @@ def combine(
         for row in stall.table.itertuples()
     ]
     analysis.cycle_us = _median(f.step_us for f in analysis.ranks if f.step_us is not None)
-    analysis.exposed_comm_pct = _share(analysis.ranks, "exposed_comm_us")
+    analysis.exposed_comm_pct = share_pct(analysis.ranks, "exposed_comm_us")
     inputs = findings.finding_inputs(
         breakdowns,
         idle=taxonomy,
@@ -301,7 +301,7 @@ def _op_figures(usable: pd.DataFrame) -> list[OpFigures]:
     ]
 
 
-def _share(figures: list[RankFigures], column: str) -> float | None:
+def share_pct(figures: list[RankFigures], column: str) -> float | None:
     """Sum of a per-rank figure over the sum of step time, in % (None when absent)."""
     pairs = [
         (getattr(f, column), f.step_us)

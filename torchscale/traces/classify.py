@@ -54,9 +54,7 @@ _FORWARD_RANGES = frozenset({"DistributedDataParallel.forward", "FullyShardedDat
 _NOT_COLLECTIVE = frozenset({"init", "split", "comm_split", "destroy"})
 # host ops that block until a collective's result is ready (functional collectives: DTensor,
 # FSDP2, TP); their time is the thread waiting, not computing
-_WAIT_OPS = frozenset(
-    {"_c10d_functional::wait_tensor", "c10d_functional::wait_tensor", "c10d::wait"}
-)
+_WAIT_OPS = frozenset({"_c10d_functional::wait_tensor", "c10d_functional::wait_tensor"})
 
 # squashed (lower-case letters only) op text -> COLL_OPS member; first hit wins, so the longer
 # names that contain shorter ones come first

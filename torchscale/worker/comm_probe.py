@@ -75,18 +75,11 @@ def probe_rank(trainer: Trainer, rank: int) -> RankReduction | str:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _share(values: list[tuple[float | None, float | None]]) -> float | None:
-    pairs = [(a, b) for a, b in values if a is not None and b]
-    if not pairs:
-        return None
-    return sum(a for a, _ in pairs) / sum(b for _, b in pairs)
-
-
 def profiled_comm(
     reductions: Mapping[int, RankReduction | str | None], scope_text: str
 ) -> tuple[ProfiledComm | None, str | None]:
     """Rank 0: the figures from every rank's reduction, or why there are none (pure)."""
-    from torchscale.profiling.analyze import combine
+    from torchscale.profiling.analyze import combine, share_pct
 
     problems = [r for r in reductions.values() if isinstance(r, str)]
     if problems:
@@ -98,15 +91,19 @@ def profiled_comm(
     ranks = analysis.ranks
     if not ranks or min(r.steps for r in ranks) == 0:
         return None, "the profiled steps held no complete step on some rank"
-    exposed = _share([(r.exposed_comm_us, r.step_us) for r in ranks])
-    waiting = _share([(r.sync_stall_us, r.step_us) for r in ranks])
+
+    def share(column: str) -> float | None:  # the analysis' % over ranks, as a fraction
+        pct = share_pct(ranks, column)
+        return pct / 100 if pct is not None else None
+
+    exposed, waiting = share("exposed_comm_us"), share("sync_stall_us")
     steps_us = [r.step_us for r in ranks if r.step_us]
     return (
         ProfiledComm(
             scope=scope_text,
             steps=min(r.steps for r in ranks),
             step_s=statistics.median(steps_us) / 1e6 if steps_us else None,
-            comm=_share([(r.comm_us, r.step_us) for r in ranks]),
+            comm=share("comm_us"),
             exposed=exposed,
             waiting_for_peers=waiting,
             exposed_transfer=max(0.0, exposed - waiting)

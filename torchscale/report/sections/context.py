@@ -163,15 +163,19 @@ class Context:
     def result(self, row: Mapping[str, Any] | pd.Series) -> CellResult:
         return self.results[(str(row["experiment"]), str(row["cell_id"]))]
 
-    def label(self, row: Mapping[str, Any] | pd.Series, *, model: bool = True) -> str:
+    def label(
+        self, row: Mapping[str, Any] | pd.Series, *, model: bool = True, strategy: bool = True
+    ) -> str:
         """'tiny-mlp b8 x2 fp32 ddp' (+ nodes, device, [experiment] where they tell cells
-        apart)."""
+        apart); without the strategy for a group of layouts."""
         parts = [str(row["model_label"])] if model else []
         parts.append(f"b{row['batch_size']} x{row['world_size']}")
         nodes = integer(row.get("nodes"))
         if nodes and nodes > 1:
             parts.append(f"({nodes} nodes)")
-        parts += [str(row["precision"]), str(row["strategy"])]
+        parts.append(str(row["precision"]))
+        if strategy:
+            parts.append(str(row["strategy"]))
         if self.mixed_devices:
             parts.append(str(row["device"]))
         if self.multi and row.get("experiment") is not None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.report.model import Block, Chart, Section, Series, Table, Text
+from torchscale.report.model import Block, Chart, Section, Series, Table, Text, ValueFormat
 from torchscale.report.sections.context import Context, col, integer, num, records, text
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
@@ -35,20 +35,6 @@ def _groups(ok: pd.DataFrame) -> list[pd.DataFrame]:
         if group["layout"].nunique() >= 2:
             found.append(group)
     return found
-
-
-def _group_label(ctx: Context, row: dict[str, Any]) -> str:
-    """'tiny-gpt2 b8 x2 fp32' (+ nodes, device, [experiment] where they tell groups apart)."""
-    parts = [str(row["model_label"]), f"b{row['batch_size']} x{row['world_size']}"]
-    nodes = integer(row.get("nodes"))
-    if nodes and nodes > 1:
-        parts.append(f"({nodes} nodes)")
-    parts.append(str(row["precision"]))
-    if ctx.mixed_devices:
-        parts.append(str(row["device"]))
-    if ctx.multi and row.get("experiment") is not None:
-        parts.append(f"[{row['experiment']}]")
-    return " ".join(parts)
 
 
 def _mesh(row: dict[str, Any]) -> str:
@@ -87,7 +73,7 @@ def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
         static = num(row.get("static_bytes"))
         rows.append(
             {
-                "group": _group_label(ctx, row),
+                "group": ctx.label(row, strategy=False),
                 "layout": text(row.get("layout")),
                 "mesh": _mesh(row),
                 "global_batch": integer(row.get("global_batch")),
@@ -138,7 +124,12 @@ def _table(rows: list[dict[str, Any]]) -> Table:
 
 
 def _chart(
-    chart_id: str, title: str, y_label: str, y_format: Any, rows: list[dict[str, Any]], key: str
+    chart_id: str,
+    title: str,
+    y_label: str,
+    y_format: ValueFormat,
+    rows: list[dict[str, Any]],
+    key: str,
 ) -> Chart | None:
     series: dict[str, Series] = {}
     for row in rows:
