@@ -7,7 +7,8 @@ as NVML does on GPUs or drivers that lack the feature, a field set to an excepti
 raises it, and a field set to a callable is called at each query (values that change over time,
 for the telemetry sampler); `driver_has_clocks_event_reasons=False`
 makes the new clocks-event query raise `NVMLError_FunctionNotFound`, as nvidia-ml-py does on a
-driver older than 535.
+driver older than 535, and `driver_has_compute_processes_v3=False` makes the unversioned
+compute-process query raise `NVMLLibraryMismatchError` (a library without the _v3 symbol).
 
     fake = FakeNvml([FakeGpu(ecc_uncorrected_volatile=3)])
     ctx.__dict__["nvml"] = fake.state()
@@ -64,6 +65,11 @@ class NVMLError_NoPermission(NVMLError):
     message = "Insufficient Permissions"
 
 
+class NVMLLibraryMismatchError(Exception):
+    """What nvidia-ml-py's unversioned wrappers raise when the library lacks the symbol they
+    call (it is not an NVMLError)."""
+
+
 class _NotSupported:
     def __repr__(self) -> str:
         return "NOT_SUPPORTED"
@@ -102,6 +108,16 @@ class FakeUtilization:
 
 
 @dataclass
+class FakeProcessInfo:
+    """As nvidia-ml-py returns a compute process (nvmlProcessInfo_v2_t as an object)."""
+
+    pid: int
+    usedGpuMemory: int | None = None
+    gpuInstanceId: int = 0xFFFFFFFF
+    computeInstanceId: int = 0xFFFFFFFF
+
+
+@dataclass
 class FakeGpu:
     name: str = "NVIDIA H100 80GB HBM3"
     uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
@@ -124,6 +140,7 @@ class FakeGpu:
     temperature: Any = 60  # Celsius
     sm_clock: Any = 1980  # MHz
     energy_mj: Any = 1_000_000  # total-energy counter, millijoules
+    compute_pids: Any = ()  # PIDs of the compute processes on the GPU
     nvlinks: list[bool] = field(default_factory=list)  # state of each link that exists
     unreadable: bool = False  # nvmlDeviceGetHandleByIndex raises for this GPU
 
@@ -145,6 +162,7 @@ class FakeNvml(types.ModuleType):
     NVMLError_Unknown = NVMLError_Unknown
     NVMLError_NotFound = NVMLError_NotFound
     NVMLError_NoPermission = NVMLError_NoPermission
+    NVMLLibraryMismatchError = NVMLLibraryMismatchError
 
     NVML_FEATURE_DISABLED = NVML_FEATURE_DISABLED
     NVML_FEATURE_ENABLED = NVML_FEATURE_ENABLED
@@ -167,6 +185,7 @@ class FakeNvml(types.ModuleType):
         clocks_event_reasons_api: bool = True,
         driver_has_clocks_event_reasons: bool = True,
         throttle_reasons_api: bool = True,
+        driver_has_compute_processes_v3: bool = True,
     ) -> None:
         super().__init__("pynvml")
         self.gpus = [FakeGpu()] if gpus is None else gpus
@@ -177,6 +196,7 @@ class FakeNvml(types.ModuleType):
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         # a driver older than 535: the binding has the new name, the library lacks the symbol
         self.driver_has_clocks_event_reasons = driver_has_clocks_event_reasons
+        self.driver_has_compute_processes_v3 = driver_has_compute_processes_v3
         if not clocks_event_reasons_api:
             # older nvidia-ml-py: only the "throttle reasons" spelling exists
             self.nvmlDeviceGetCurrentClocksEventReasons = None
@@ -371,3 +391,16 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
         return self._query("nvmlDeviceGetTotalEnergyConsumption", handle, lambda g: g.energy_mj)
+
+    def _processes(self, name: str, handle: Any) -> list[FakeProcessInfo]:
+        pids = self._query(name, handle, lambda g: g.compute_pids)
+        return [FakeProcessInfo(pid) for pid in pids]
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[FakeProcessInfo]:
+        if not self.driver_has_compute_processes_v3:
+            self._record("nvmlDeviceGetComputeRunningProcesses", handle)
+            raise NVMLLibraryMismatchError("Unversioned function called ...")
+        return self._processes("nvmlDeviceGetComputeRunningProcesses", handle)
+
+    def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: Any) -> list[FakeProcessInfo]:
+        return self._processes("nvmlDeviceGetComputeRunningProcesses_v2", handle)

@@ -6,6 +6,11 @@ The expected sync stall follows from the injected delay D and the measured cycle
 but the late one waits about D per step, so the stall is D (N-1)/N / T; the tolerance is 25 %
 (relative), as the issue asks. Timings on a shared 2-core machine are noisy: only what the
 delay makes unmistakable is asserted.
+
+One answer per question (issue 22): the straggler is named once, by the step model's verdict,
+with the same figures in the terminal and in analysis.json; the run's phase timers, arrival
+order and the what-if are [CHECK] lines of that model, never rival headlines; a balanced run
+names no straggler.
 """
 
 from __future__ import annotations
@@ -63,11 +68,14 @@ def profiled(
 def test_trace_analysis_names_rank_phase_and_size(profiled: tuple[int, Result, Path]) -> None:
     ranks, result, directory = profiled
     assert result.exit_code == 0, result.output
-    assert "[ANALYSIS] Sync stall time:" in result.output
     files = sorted(p.name for p in directory.glob("rank*.trace.json.gz"))
     assert files == [f"rank{r}.trace.json.gz" for r in range(ranks)]
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
     assert analysis.ranks_analysed == ranks and analysis.backend == "gloo"
+    assert analysis.attribution is not None, analysis.unavailable
+    verdict = analysis.attribution.straggler
+    assert verdict is not None and verdict.named, verdict.summary
+    assert (verdict.rank, verdict.phase) == (1, "backward")
     assert analysis.straggler is not None, analysis.unavailable
     assert (analysis.straggler.rank, analysis.straggler.phase) == (1, "backward")
     assert analysis.straggler.phase_gap_us == pytest.approx(DELAY_MS * 1e3, rel=0.25)
@@ -76,6 +84,73 @@ def test_trace_analysis_names_rank_phase_and_size(profiled: tuple[int, Result, P
     assert analysis.sync_stall_pct == pytest.approx(expected, rel=0.25)
     assert analysis.findings[0].category == "straggler"
     assert "rank 1" in analysis.findings[0].title and "backward" in analysis.findings[0].title
+
+
+def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result, Path]) -> None:
+    """Terminal and analysis.json say the same, once: the Step line is the stored parts, the
+    Straggler line the stored verdict; the finding costs the stored wait; the what-if is an
+    upper bound no larger than the other ranks' wait; the phase timers are a [CHECK]."""
+    _ranks, result, directory = profiled
+    assert result.exit_code == 0, result.output
+    analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
+    attribution = analysis.attribution
+    assert attribution is not None and attribution.straggler is not None
+    out = result.output
+    assert out.count("Straggler:") == 1 and out.count("[ANALYSIS] Step ") == 1
+    assert f"[ANALYSIS] Straggler: {attribution.straggler.summary}" in out
+    assert "> [INFO] Step " not in out and "[RUN] phase timers" not in out
+    assert "Exposed communication:" not in out and "Sync stall" not in out
+    checks = {c.name: c for c in attribution.cross_checks}
+    assert checks["phase timers: straggler"].agrees is True
+    assert checks["arrival order (last arriver)"].agrees is True
+    assert "[CHECK] phase timers: straggler: agrees" in out
+    wait = next(p for p in attribution.parts if p.name == "wait_for_peers")
+    assert analysis.findings[0].cost_share == wait.share
+    (whatif,) = analysis.whatif
+    assert whatif.rank == 1
+    others = [
+        next(p.seconds.value for p in r.parts if p.name == "wait_for_peers")
+        for r in analysis.ranks
+        if r.rank != 1
+    ]
+    assert whatif.saved_us_per_step <= min(others) * 1e6 + 1e-6
+    assert "[CHECK] what-if (upper bound)" in out and "at most" in out
+    for part in attribution.parts:
+        for figure in (part.share.value, part.share.low, part.share.high):
+            assert figure is None or 0.0 <= figure <= 1.0
+
+
+@pytest.mark.slow
+def test_balanced_run_names_no_straggler(tmp_path: Path) -> None:
+    result = invoke(
+        "profile",
+        "--gpus",
+        "2",
+        "--model",
+        "tiny-mlp",
+        "--batch-size",
+        "16",
+        "--steps",
+        "10",
+        "--tool",
+        "torch",
+        "-o",
+        tmp_path,
+        "--name",
+        "balanced",
+    )
+    assert result.exit_code == 0, result.output
+    (directory,) = sorted((tmp_path / "balanced" / "profile").iterdir())
+    analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
+    verdict = analysis.attribution.straggler
+    assert verdict is not None and not verdict.named, verdict.summary
+    assert analysis.straggler is None
+    assert "straggler" not in {f.category for f in analysis.findings}
+    assert f"[ANALYSIS] Straggler: {verdict.summary}" in result.output
+    # only a cross-check may say otherwise (the run's phase timers on a busy machine, say),
+    # and then as a [CHECK] line that disagrees, never as a headline
+    headlines = [line for line in result.output.splitlines() if "[CHECK]" not in line]
+    assert not any("is a straggler" in line for line in headlines), result.output
 
 
 def test_phase_timers_of_the_same_run_name_it_too(profiled: tuple[int, Result, Path]) -> None:
@@ -110,7 +185,7 @@ def test_sweep_profiling_section_profiles_after_the_sweep(tmp_path: Path) -> Non
     profile_dir = root / "profile" / cell.stem
     analysis = ProfileAnalysis.model_validate_json((profile_dir / "analysis.json").read_text())
     assert analysis.ranks_analysed == 2
-    assert "[ANALYSIS] Sync stall time" in result.output
+    assert "[ANALYSIS] Step " in result.output and "[ANALYSIS] Straggler:" in result.output
     # the sweep's own result is untouched by the profiled run
     read = read_cell_result(cell)
     assert read.result is not None and read.result.measured_steps == 5

@@ -79,13 +79,49 @@ def test_ok_cell_lines_and_levels() -> None:
     texts = [line.text for line in lines]
     assert texts[0] == "> [INFO] Average Throughput: 1,600 samples/sec"
     assert texts[1] == "> [INFO] Iteration Latency: 10.0ms (p95 20.0ms)"
-    assert texts[2] == "> [INFO] Exposed communication: 20% of step time"
-    assert [line.level for line in lines] == ["info", "info", "info", "warn"]
+    # no step model in this result (and no reason given): no communication line at all,
+    # never the older point figure as a headline
+    assert not [t for t in texts if "communication" in t.lower()]
+    assert [line.level for line in lines] == ["info", "info", "warn"]
+
+
+def test_step_model_lines_come_from_the_attribution() -> None:
+    """The Step, Straggler and [CHECK] lines say what `attribution` holds, with ±, and a
+    named straggler is a warning."""
+    from tests.test_aggregate import make_rank, run
+
+    phases = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}
+    result = run(
+        [
+            make_rank(
+                0,
+                [1, 1, 1],
+                (0.02,) * 4,
+                no_sync=(0.006,) * 4,
+                phases={**phases, "grad_sync_wait": 0.011},
+            ),
+            make_rank(
+                1,
+                [1, 1, 1],
+                (0.02,) * 4,
+                no_sync=(0.016,) * 4,
+                phases={**phases, "backward": 0.013, "grad_sync_wait": 0.001},
+            ),
+        ]
+    )
+    lines = cell_lines(result)
+    step = next(line for line in lines if line.text.startswith("> [INFO] Step "))
+    assert "compute 54.5%" in step.text and "exposed transfer 5.0% ±0.00%" in step.text
+    straggler = next(line for line in lines if "Straggler:" in line.text)
+    assert straggler.level == "warn"
+    assert "rank 1 is a straggler in backward: +10 ms" in straggler.text
+    (check,) = [line for line in lines if line.text.startswith("> [CHECK]")]
+    assert "communication cost (no_sync windows)" in check.text
 
 
 def test_a_warning_that_says_fail_is_still_a_warning() -> None:
     """The level is the data's, not a search of the text."""
-    (_, _, _, warning) = cell_lines(ok_result(warnings=["[FAIL] looks bad but is a warning"]))
+    (_, _, warning) = cell_lines(ok_result(warnings=["[FAIL] looks bad but is a warning"]))
     assert warning.level == "warn"
 
 

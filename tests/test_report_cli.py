@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner, Result
 
@@ -72,30 +73,97 @@ def test_term_prints_without_writing(source: Path) -> None:
     assert not list(source.glob("*_report*"))
 
 
-def test_fail_on_regression_exits_3(tmp_path: Path, source: Path) -> None:
-    """A baseline twice as fast as the current results is a regression beyond any noise."""
-    baseline = tmp_path / "baseline"
-    shutil.copytree(source / "v3_fixture", baseline)
-    for path in (baseline / "cells").glob("*.json"):
+def with_repeats(target: Path, factor: float, repeats: int, seed: int) -> Path:
+    """A copy of the fixture experiment whose ok cells ran `repeats` repeats around `factor`
+    x their throughput (3 % noise, seeded): a rerun with enough repeats for the rule."""
+    shutil.copytree(SOURCE / "v3_fixture", target)
+    rng = np.random.default_rng(seed)
+    for path in sorted((target / "cells").glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("throughput"):
-            for key in ("samples_per_s", "samples_per_s_per_device", "tokens_per_s"):
-                if data["throughput"].get(key) is not None:
-                    data["throughput"][key] *= 2.0
+        throughput = data.get("throughput")
+        if throughput:
+            median = throughput["samples_per_s"] * factor
+            values = [float(v) for v in median * (1 + 0.03 * rng.standard_normal(repeats))]
+            throughput["repeats"] = values
+            throughput["samples_per_s"] = float(np.median(values))
+            throughput["spread"] = (max(values) - min(values)) / float(np.median(values))
+            for key in ("samples_per_s_per_device", "tokens_per_s"):
+                if throughput.get(key) is not None:
+                    throughput[key] *= factor
+            data["repeats"] = repeats
         path.write_text(json.dumps(data), encoding="utf-8")
-    args = ["--source", source / "v3_fixture", "--baseline", baseline, "--format", "md"]
-    result = run(*args, "--output", tmp_path / "r.md")
+    return target
+
+
+def gate(tmp_path: Path, source: Path, baseline: Path, *flags: str) -> Result:
+    out = tmp_path / f"{source.name}-vs-{baseline.name}.md"
+    args = ["--source", source, "--baseline", baseline, "--format", "md", "--output", out]
+    result = run(*args, *flags)
     no_traceback(result)
+    return result
+
+
+def test_fail_on_regression_exits_3_on_a_regression(tmp_path: Path) -> None:
+    """15 % slower over 10 repeats on each side: a regression by the rule."""
+    baseline = with_repeats(tmp_path / "baseline", 1.0, 10, seed=1)
+    slower = with_repeats(tmp_path / "slower", 0.85, 10, seed=2)
+    result = gate(tmp_path, slower, baseline)
     assert result.exit_code == 0, result.output
-    assert "regression" in result.output
-    gated = run(*args, "--output", tmp_path / "r2.md", "--fail-on-regression")
+    assert "4 regression(s)" in result.output
+    gated = gate(tmp_path, slower, baseline, "--fail-on-regression")
     assert gated.exit_code == 3, gated.output
-    # against itself: nothing flagged, the gate passes
-    same = run(
-        "--source", source / "v3_fixture", "--baseline", source / "v3_fixture",
-        "--format", "md", "--output", tmp_path / "r3.md", "--fail-on-regression",
-    )  # fmt: skip
+    assert "warning" not in gated.output
+
+
+def test_an_unchanged_rerun_passes_the_gate(tmp_path: Path) -> None:
+    """The issue: the same config run twice must not fail the gate (nor warn)."""
+    baseline = with_repeats(tmp_path / "baseline", 1.0, 10, seed=1)
+    for seed in range(2, 5):
+        rerun = with_repeats(tmp_path / f"rerun{seed}", 1.0, 10, seed=seed)
+        gated = gate(tmp_path, rerun, baseline, "--fail-on-regression")
+        assert gated.exit_code == 0, gated.output
+        assert "regression(s)" not in gated.output
+        assert "warning" not in gated.output
+    # against itself: nothing changed, the gate passes
+    same = gate(tmp_path, baseline, baseline, "--fail-on-regression")
     assert same.exit_code == 0, same.output
+
+
+def test_too_few_repeats_pass_the_gate_with_a_warning(tmp_path: Path) -> None:
+    """Half the throughput, but 2 repeats a side: not enough to judge, never a regression;
+    the gate passes and says that nothing could be judged."""
+    halved = with_repeats(tmp_path / "halved", 0.5, 2, seed=2)
+    gated = gate(tmp_path, halved, SOURCE / "v3_fixture", "--fail-on-regression")
+    assert gated.exit_code == 0, gated.output
+    assert "warning: Nothing could be judged" in " ".join(gated.output.split())
+    assert "need 4 per side" in " ".join(gated.output.split())
+    report = (tmp_path / "halved-vs-v3_fixture.md").read_text(encoding="utf-8")
+    assert "Not enough repeats" in report and "Mann-Whitney" in report
+    # some cells judged, some not: the gate still only fails on a regression
+    mixed = with_repeats(tmp_path / "mixed", 0.85, 10, seed=3)
+    cells = sorted((mixed / "cells").glob("tiny-mlp*.json"))
+    data = json.loads(cells[0].read_text(encoding="utf-8"))
+    data["throughput"]["repeats"] = data["throughput"]["repeats"][:1]  # (10 vs 2 can judge)
+    cells[0].write_text(json.dumps(data), encoding="utf-8")
+    baseline = with_repeats(tmp_path / "baseline", 1.0, 10, seed=1)
+    gated = gate(tmp_path, mixed, baseline, "--fail-on-regression")
+    assert gated.exit_code == 3, gated.output
+    assert "3 regression(s)" in gated.output
+    assert "1 of 6 matched cell(s) could not be judged" in " ".join(gated.output.split())
+
+
+def test_the_json_report_states_the_rule(tmp_path: Path) -> None:
+    baseline = with_repeats(tmp_path / "baseline", 1.0, 10, seed=1)
+    out = tmp_path / "r.json"
+    result = run("--source", baseline, "--baseline", baseline, "-f", "json", "-o", out)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    (section,) = [s for s in data["sections"] if s["id"] == "baseline"]
+    (rule,) = [b for b in section["blocks"] if b.get("id") == "baseline-rule"]
+    values = {r["parameter"]: r["value"] for r in rule["rows"]}
+    assert values["test"] == "two-sided Mann-Whitney U"
+    assert values["alpha"] == "0.05"
+    assert values["repeats needed"] == "4 per side"
 
 
 @pytest.mark.parametrize(

@@ -148,7 +148,9 @@ def test_term_holds_every_section_and_hostile_strings_literally() -> None:
     assert max(len(line) for line in text.splitlines()) <= term.WIDTH
     assert "704.0" in text and "88.0 %" in text
     assert "Chart: Throughput vs GPUs" in text
-    assert "100.0 at 1 → 704.0 at 8" in text  # line chart: first → last
+    # line chart: first → last, each point with the interval drawn around it
+    words = " ".join(text.split())  # the line wraps at the console's width
+    assert "100.0 (interval 97.0 to 103.0) at 1 → 704.0 (interval 682.9 to 725.1) at 8" in words
     assert "balance the input pipeline of rank 1" in text
     assert "MFU: CPU device" in text
     # the failures table folds its long strings, it never cuts them

@@ -43,6 +43,7 @@ from torchscale.results.versions import (
     upgrade_v4,
     upgrade_v5,
     upgrade_v6,
+    upgrade_v7,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results_v1"
@@ -229,7 +230,7 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     upgraded = upgrade_v2(data)
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 3
-    CellResult.model_validate(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded)))))
+    CellResult.model_validate(upgrade_v7(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))))
 
 
 def test_v1_upgrades_through_v2_to_the_current_version() -> None:
@@ -291,7 +292,8 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     upgraded = upgrade_v1(data)
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 2
-    CellResult.model_validate(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded))))))
+    upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
+    CellResult.model_validate(upgrade_v7(upgraded))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:
@@ -417,3 +419,28 @@ def test_a_version_6_tp_result_reads_as_the_current_schema() -> None:
     assert result.parallel.mesh_shape == raw["parallel"]["mesh_shape"]
     assert "parallel.tp_comm" in result.unavailable
     assert result.cell.parallel is not None and result.cell.parallel.tp == 2
+
+
+def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
+    """Written by torchscale 0.9.0 (tiny-mlp, DDP on two CPU ranks): its point figures kept
+    as measured, no step model or intervals, and the reason said; its throughput interval in
+    the cells table comes from the recorded repeats by the same rule as schema 8's."""
+    path = Path(__file__).parent / "fixtures" / "results_v7" / "cpu_tiny_mlp_ddp_w2.json"
+    raw = json.loads(path.read_text())
+    assert raw["schema_version"] == 7
+    result, version, problem = parse_cell_result(raw)
+    assert problem is None and version == 7 and result is not None
+    assert result.schema_version == RESULT_SCHEMA_VERSION
+    assert result.attribution is None and result.intervals is None
+    assert "schema 7 or older" in result.unavailable["attribution"]
+    assert result.communication is not None
+    assert result.communication.comm_overhead == raw["communication"]["comm_overhead"]
+    from torchscale.results.frame import cells_table
+
+    row = cells_table([result]).iloc[0]
+    repeats = raw["throughput"]["repeats"]
+    assert min(repeats) <= row["samples_per_s_low"] <= row["samples_per_s"]
+    assert row["samples_per_s"] <= row["samples_per_s_high"] <= max(repeats)
+    assert row["exposed_transfer_share"] is None or row["exposed_transfer_share"] != row[
+        "exposed_transfer_share"
+    ]

@@ -313,12 +313,23 @@ def test_sweep_communication(main_sweep: Sweep) -> None:
     assert one.straggler_rank is None
     assert two.communication is not None
     overhead = two.communication.comm_overhead
-    assert overhead is not None
-    assert math.isfinite(overhead)
-    assert overhead < 1
+    # the step model's exposed transfer: a share of the step, or not measurable with why
+    if overhead is None:
+        assert "not measurable" in two.unavailable["comm_overhead"]
+    else:
+        assert 0 < overhead < 1
     assert two.communication.step_time_no_sync_s is not None
     assert two.communication.step_time_no_sync_s > 0
-    assert two.straggler_rank in (0, 1)
+    attribution = two.attribution
+    assert attribution is not None and attribution.ranks == 2
+    assert sum(p.seconds.value or 0.0 for p in attribution.parts) <= (
+        attribution.step_s.value or 0.0
+    ) * (1 + 1e-9)
+    verdict = attribution.straggler
+    assert verdict is not None
+    # balanced ranks: a straggler is named only when the test says so, and then once
+    assert two.straggler_rank == (verdict.rank if verdict.named else None)
+    assert len(attribution.cross_checks) == 1
 
 
 def test_sweep_step_records(main_sweep: Sweep) -> None:
@@ -344,7 +355,10 @@ def test_sweep_step_records(main_sweep: Sweep) -> None:
             assert sorted((r["repeat"], r["step"]) for r in sync) == [
                 (rep, step) for rep in range(2) for step in range(5)
             ]
-            assert len(no_sync) == (5 if world > 1 else 0)
+            # one no_sync window after each synchronised one (interleaved, schema 8)
+            assert sorted((r["repeat"], r["step"]) for r in no_sync) == (
+                [(rep, step) for rep in range(2) for step in range(5)] if world > 1 else []
+            )
         windows = {r["window"] for r in rows}
         assert windows == ({"sync", "no_sync"} if world > 1 else {"sync"})
 

@@ -37,7 +37,7 @@ from torchscale.config.schema import (
     TrainingConfig,
 )
 from torchscale.results.frame import COLUMNS, cells_table, ranks_table
-from torchscale.results.schema import CellResult, FieldStats, RankTelemetry
+from torchscale.results.schema import CellResult, FieldStats, RankLoad, RankTelemetry
 from torchscale.results.versions import (
     V3_ALLOCATOR,
     V3_TELEMETRY,
@@ -408,8 +408,26 @@ def rank_telemetry(rank: int, **fields: Any) -> RankTelemetry:
         "energy_j": 300.0,
         "energy_method": "counter",
         "throttled_fraction": 0.0,
+        "load": quiet_load(rank),
     }
     return RankTelemetry(**(defaults | fields))
+
+
+def quiet_load(rank: int, **fields: Any) -> RankLoad:
+    """A rank's host readings on a quiet 64-core host: over 2 s of windows the rank used one
+    core and all processes of the host 2.1; its GPU held only its own process."""
+    defaults: dict[str, Any] = {
+        "pid": 1000 + rank,
+        "cores": 64,
+        "usable_cores": 64,
+        "window_s": 2.0,
+        "busy_cpu_s": 2.0 * 2.1,
+        "own_cpu_s": 2.0,
+        "load_avg_1m": [2.0, 2.1],
+        "gpu_pids": [1000 + rank],
+        "gpu_processes_max": 1,
+    }
+    return RankLoad(**(defaults | fields))
 
 
 def test_combine_totals_and_energy_per_sample() -> None:
@@ -838,3 +856,23 @@ def test_aggregate_without_telemetry_says_it_was_off() -> None:
     result = run([make_rank(0, [1, 1, 1])])
     assert result.telemetry is None
     assert result.unavailable["telemetry"] == "measurement.telemetry.enabled is false"
+
+
+def test_real_cpu_cell_records_what_else_ran_on_its_host(cpu_cell: CellResult) -> None:
+    telemetry = cpu_cell.telemetry
+    assert telemetry is not None and telemetry.hosts is not None
+    (host,) = telemetry.hosts
+    assert host.ranks == [0, 1] and host.cores == os.cpu_count()
+    assert host.cell_cores is not None and host.cell_cores > 0
+    assert host.busy_cores is not None and host.busy_cores > 0
+    assert host.other_cores is not None and host.other_cores >= 0
+    assert host.load_avg_1m is not None and host.load_avg_1m.max > 0
+    assert host.other_gpu_processes is None
+    assert host.unavailable["other_gpu_processes"] == CPU_NO_GPU
+    loads = [r.load for r in telemetry.ranks]
+    assert all(load is not None and load.window_s > 0 for load in loads)
+    assert len({load.pid for load in loads if load is not None}) == 2
+    # the warning follows the rule, whatever else this shared machine was doing
+    assert any(w.startswith("busy machine") for w in cpu_cell.warnings) is host.busy
+    row = cells_table([cpu_cell]).iloc[0]
+    assert row["other_cpu_cores"] == pytest.approx(host.other_cores)

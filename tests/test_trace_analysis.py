@@ -19,14 +19,19 @@ from torchscale.analysis.trace.collectives import (
 )
 from torchscale.analysis.trace.findings import (
     MIN_COST_FRACTION,
+    Finding,
     FindingInputs,
     finding_inputs,
+    for_target,
+    point,
     rank_findings,
 )
 from torchscale.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
+from torchscale.analysis.trace.step_model import build_step_model
 from torchscale.analysis.trace.steps import phase_table, step_table
 from torchscale.analysis.trace.straggler import attribute_straggler, binomial_tail
-from torchscale.analysis.trace.whatif import what_if
+from torchscale.analysis.trace.whatif import savings_by_step, what_if
+from torchscale.results.schema import PART_NAMES
 from torchscale.traces.model import EVENT_COLUMNS
 
 # --------------------------------------------------------------------------- event helper
@@ -66,6 +71,7 @@ def row(kind: str, ts: float, dur: float, name: str = "", **kw: Any) -> dict[str
 
 # durations of a synthetic DDP step (us)
 DATA, FWD, BWD, XFER, OPT = 1000.0, 3000.0, 5000.0, 800.0, 1000.0
+CALL = 5.0  # the enqueue call of each bucket, on the main thread (not compute: communication)
 START = 1.0e9  # a large, realistic base time
 
 
@@ -110,7 +116,7 @@ def cpu_ddp_rank(
             arrive = b0 + d + ready
             end = b0 + delay + ready + XFER + rng.uniform(-end_noise, end_noise)
             seqno = s * buckets + b
-            rows.append(row("collective_call", arrive, 5.0, "c10d::allreduce_", coll_op=op, tid=1))
+            rows.append(row("collective_call", arrive, CALL, "c10d::allreduce_", coll_op=op, tid=1))
             rows.append(
                 row(
                     "collective",
@@ -135,8 +141,9 @@ def cpu_ddp_rank(
     return frame
 
 
-def run_all(frames: dict[int, pd.DataFrame]) -> dict[str, Any]:
-    """The caller's loop: per-rank reducers one rank at a time, then the cross-rank steps."""
+def run_all(frames: dict[int, pd.DataFrame], world: int | None = None) -> dict[str, Any]:
+    """The caller's loop: per-rank reducers one rank at a time, then the cross-rank steps and
+    the step model (`world`: the world size the traces declare; default: the ranks given)."""
     steps, phases, colls, bds, bases = {}, {}, {}, {}, {}
     for r, events in frames.items():
         st = step_table(events)
@@ -153,7 +160,17 @@ def run_all(frames: dict[int, pd.DataFrame]) -> dict[str, Any]:
     exposed = {r: b.exposed for r, b in bases.items()}
     wi = what_if(matched, steps, exposed)
     idle = idle_taxonomy(bases, matched)
+    model = build_step_model(
+        idle,
+        phases_by_rank=phases,
+        matched=matched,
+        arrival=strag,
+        savings=savings_by_step(matched, steps, exposed),
+        waits_known=stall.overall_pct is not None,
+        world_size=world if world is not None else len(frames),
+    )
     return dict(
+        model=model,
         steps=steps,
         phases=phases,
         colls=colls,
@@ -171,6 +188,23 @@ def run_all(frames: dict[int, pd.DataFrame]) -> dict[str, Any]:
 
 
 STEP_LEN = DATA + FWD + BWD + 2000.0 + XFER + OPT
+
+
+def findings_of(
+    out: dict[str, Any], device_type: str = "cpu", backend: str | None = "gloo"
+) -> tuple[FindingInputs, list[Finding]]:
+    """The findings of a run_all result, as the analysis builds them."""
+    inputs = finding_inputs(
+        out["model"],
+        out["bds"],
+        matched=out["matched"],
+        arrival=out["strag"],
+        phases_by_rank=out["phases"],
+        device_type=device_type,
+        backend=backend,
+    )
+    return inputs, rank_findings(inputs)
+
 
 # --------------------------------------------------------------------------- intervals
 
@@ -397,17 +431,16 @@ def test_even_spread_is_not_a_straggler() -> None:
     assert out["strag"].straggler is None
     assert "no rank stands out" in out["strag"].reason
     assert out["stall"].overall_pct == pytest.approx(100 * 2000 * 3 / 4 / STEP_LEN)
-    inputs = finding_inputs(
-        out["bds"],
-        idle=out["idle"],
-        stall=out["stall"],
-        straggler=out["strag"],
-        whatif=out["whatif"],
-        device_type="cpu",
-        backend="gloo",
-    )
-    cats = [f.category for f in rank_findings(inputs)]
+    attribution = out["model"].attribution
+    verdict = attribution.straggler
+    assert verdict is not None and not verdict.named, verdict.summary
+    wait = next(p for p in attribution.parts if p.name == "wait_for_peers")
+    assert wait.share.value == pytest.approx(2000 * 3 / 4 / STEP_LEN)
+    _inputs, found = findings_of(out)
+    cats = [f.category for f in found]
     assert "load_imbalance" in cats and "straggler" not in cats
+    (imbalance,) = [f for f in found if f.category == "load_imbalance"]
+    assert imbalance.cost == wait.share  # the finding costs the model's part, nothing else
 
 
 def test_skewed_clocks_offsets_and_lateness() -> None:
@@ -466,7 +499,7 @@ def test_mismatches_and_unequal_counts_are_reported() -> None:
 
 def test_single_rank_gives_comm_figures_but_no_stall() -> None:
     frames = {0: cpu_ddp_rank(0, delay_rank=None)}
-    out = run_all(frames)
+    out = run_all(frames, world=2)
     assert out["matched"].matched.empty
     assert any("only rank 0" in n for n in out["matched"].notes)
     assert out["stall"].overall_pct is None
@@ -477,9 +510,14 @@ def test_single_rank_gives_comm_figures_but_no_stall() -> None:
     assert (bd["comm_us"] == XFER).all()
     idle = out["idle"]
     assert (idle["waiting_for_peers_us"] == 0).all()
-    inputs = finding_inputs(out["bds"], idle=idle, stall=out["stall"], straggler=out["strag"])
-    assert inputs.stall_frac is None
-    rank_findings(inputs)  # no crash
+    inputs, _ = findings_of(out)
+    assert inputs.stall is None and not inputs.waits_known
+    # one rank of two: the wait is not zero, it is unknown (inside exposed transfer)
+    attribution = out["model"].attribution
+    wait = next(p for p in attribution.parts if p.name == "wait_for_peers")
+    assert wait.share.value is None and wait.share.high is None
+    assert "one rank of 2" in (wait.share.reason or "")
+    assert attribution.straggler is None
 
 
 def test_empty_tables() -> None:
@@ -499,7 +537,17 @@ def test_empty_tables() -> None:
     assert attribute_straggler(matched, None, {}).straggler is None
     assert what_if(matched, {0: st.table}).empty
     assert idle_taxonomy({0: base}, matched).empty
-    assert rank_findings(finding_inputs({})) == []
+    model = build_step_model(
+        idle_taxonomy({0: base}, matched),
+        phases_by_rank={},
+        matched=matched,
+        arrival=None,
+        savings=savings_by_step(matched, {0: st.table}),
+        waits_known=False,
+        world_size=None,
+    )
+    assert model.attribution is None and model.reason
+    assert rank_findings(finding_inputs(model, {})) == []
     # a rank with steps but nothing else
     only_steps = ev(row("step", 0, 10, step=0))
     assert rank_breakdown(only_steps, step_table(only_steps).table)["idle_us"].tolist() == [10]
@@ -510,17 +558,19 @@ def test_idle_categories_add_up_cpu() -> None:
     out = run_all(frames)
     idle = out["idle"]
     assert np.allclose(idle[CATEGORIES].sum(axis=1), idle["step_us"])
-    # two buckets: bucket 0's wait hides behind backward compute, bucket 1's is exposed
+    # two buckets: bucket 0's wait hides behind backward compute (but for the CALL us its
+    # enqueue call interrupts it: the thread is communicating then), bucket 1's is exposed
     r0 = idle[idle["rank"] == 0]
-    assert np.allclose(r0["waiting_for_peers_us"], 2000.0)
+    assert np.allclose(r0["waiting_for_peers_us"], 2000.0 + CALL)
     m = out["matched"].matched
     assert np.allclose(m[m["rank"] == 0]["wait_us"], 2000.0)
     # hidden waits count in the raw stall, not in the exposed one
     assert out["stall"].table.set_index(["rank", "step"]).loc[(0, 0), "stall_us"] == 4000.0
     exposed = sync_stall(out["matched"], out["steps"], out["exposed"])
-    assert exposed.table.set_index(["rank", "step"]).loc[(0, 0), "stall_us"] == 2000.0
+    assert exposed.table.set_index(["rank", "step"]).loc[(0, 0), "stall_us"] == 2000.0 + CALL
     # what-if with exposure: rank 1 on time saves one delay per step, not two
-    assert out["whatif"].set_index("rank").loc[1, "saved_us_per_step"] == pytest.approx(2000.0)
+    saved = out["whatif"].set_index("rank").loc[1, "saved_us_per_step"]
+    assert saved == pytest.approx(2000.0 + CALL)
 
 
 def test_gloo_buckets_on_two_threads_are_ordered_by_start() -> None:
@@ -539,10 +589,12 @@ def test_gloo_buckets_on_two_threads_are_ordered_by_start() -> None:
     assert not matched.mismatches
     m = matched.matched
     assert np.allclose(m[m["rank"] == 0]["wait_us"], 2000.0)
-    # compute excludes the runloop threads' time
+    # compute excludes the runloop threads' time and the main thread's enqueue calls (three
+    # of the four fall inside the backward op; the last one comes after it)
     act = activity(frames[0])
     assert act.comm.total() > 0
-    assert act.compute.within([START], [START + STEP_LEN])[0] == DATA + FWD + BWD + OPT
+    computed = act.compute.within([START], [START + STEP_LEN])[0]
+    assert computed == DATA + FWD + BWD + OPT - 3 * CALL
 
 
 def test_metadata_filled_from_calls_on_cpu() -> None:
@@ -655,11 +707,11 @@ def test_gpu_idle_host_wait_and_categories() -> None:
     assert bd.loc[1, "comm_us"] == pytest.approx(820 + 100 - 820)  # collective [1720,1820)
     # under the backward kernel: overlap 100 %
     assert bd.loc[1, "overlap_pct"] == pytest.approx(100.0)
-    inputs = finding_inputs(
-        {0: rank_breakdown(events, st)}, idle=idle, device_type="cuda", backend="nccl"
-    )
-    assert inputs.host_wait_frac is not None and inputs.host_wait_frac > 0.2
-    assert rank_findings(inputs)[0].category == "host_bound"
+    out = run_all({0: events})
+    inputs, found = findings_of(out, device_type="cuda", backend="nccl")
+    assert inputs.host_wait is not None and (inputs.host_wait.value or 0) > 0.2
+    assert found[0].category == "host_bound"
+    assert found[0].cost == out["model"].host_wait
 
 
 def _gpu_pair(steps: int) -> dict[int, pd.DataFrame]:
@@ -683,45 +735,38 @@ def test_gpu_straggler_named_with_enough_evidence() -> None:
     assert s is not None and s.rank == 1 and s.phase == "backward"
     assert s.phase_gap_us == pytest.approx(100.0)  # kernel busy, launched in backward
     assert s.mean_lateness_us == pytest.approx(100.0)
-    inputs = finding_inputs(
-        out["bds"],
-        idle=out["idle"],
-        stall=out["stall"],
-        straggler=out["strag"],
-        whatif=out["whatif"],
-        device_type="cuda",
-        backend="nccl",
-    )
-    found = {f.category: f for f in rank_findings(inputs)}
+    verdict = out["model"].attribution.straggler
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), verdict.summary
+    assert verdict.gap_s.value == pytest.approx(100e-6)
+    _, listed = findings_of(out, device_type="cuda", backend="nccl")
+    found = {f.category: f for f in listed}
     top = found["straggler"]
     assert top.title == "NCCL all_reduce: GPU-1 finishing backward pass slower than GPU-0"
-    assert top.cost_fraction == pytest.approx(0.1)  # 100 us saved of a 1000 us step
+    # its cost is the model's waiting for peers: GPU-0 waits 100 us, GPU-1 0, of 1000 us
+    assert top.cost_fraction == pytest.approx(0.05)
+    # the what-if is the other rank's own wait (an upper bound), never more
+    assert out["model"].whatif.value == pytest.approx(0.1)
     assert "host_bound" in found  # the toy step leaves the GPU idle between launches
 
 
 def test_findings_titles_and_threshold() -> None:
-    frames = {r: cpu_ddp_rank(r, world=4, delay=2000.0) for r in range(4)}
+    # 8 steps: the paired test needs at least 7 to reach p < 0.01
+    frames = {r: cpu_ddp_rank(r, world=4, delay=2000.0, steps=8) for r in range(4)}
     out = run_all(frames)
-    inputs = finding_inputs(
-        out["bds"],
-        idle=out["idle"],
-        stall=out["stall"],
-        straggler=out["strag"],
-        whatif=out["whatif"],
-        device_type="cpu",
-        backend="gloo",
-    )
-    found = rank_findings(inputs)
+    _inputs, found = findings_of(out)
     assert found[0].category == "straggler"
     assert found[0].title == "gloo all_reduce: rank 1 finishing backward pass slower than rank 0"
     assert "GPU" not in found[0].title
-    assert found[0].cost_fraction == pytest.approx(2000.0 / STEP_LEN)
+    # the model's waiting for peers: three of four ranks wait 2 ms of each step
+    assert found[0].cost_fraction == pytest.approx(2000.0 * 3 / 4 / STEP_LEN)
     assert all(f.cost_fraction >= MIN_COST_FRACTION for f in found)
     costs = [f.cost_fraction for f in found]
     assert costs == sorted(costs, reverse=True)
     assert all(f.recommendation and f.evidence for f in found)
     cats = {f.category for f in found}
-    assert "data_wait" in cats  # 1 ms of 12.8 ms
+    # the data phase is all collate (an op): compute, not a wait for data (schema 1 counted
+    # it twice, as compute and as a 7.8 % data wait)
+    assert "data_wait" not in cats
     assert "load_imbalance" not in cats
 
     gpu = FindingInputs(
@@ -729,11 +774,13 @@ def test_findings_titles_and_threshold() -> None:
         ranks=4,
         device_type="cuda",
         backend="nccl",
-        stall_frac=0.15,
-        straggler=out["strag"].straggler,
-        straggler_saving_frac=0.12,
-        exposed_transfer_frac=0.01,
-        data_wait_frac=0.005,
+        stall=point(0.15),
+        verdict=out["model"].attribution.straggler,
+        straggler_op="all_reduce",
+        straggler_peer=0,
+        whatif=point(0.12),
+        exposed_transfer=point(0.01),
+        data=point(0.005),
     )
     found = rank_findings(gpu)
     assert found[0].title == "NCCL all_reduce: GPU-1 finishing backward pass slower than GPU-0"
@@ -769,10 +816,10 @@ def test_captures_starting_at_different_steps() -> None:
 
 
 def test_findings_say_when_waits_are_unknown() -> None:
-    out = run_all({0: cpu_ddp_rank(0, delay_rank=None)})
-    inputs = finding_inputs(out["bds"], idle=out["idle"], stall=out["stall"])
+    out = run_all({0: cpu_ddp_rank(0, delay_rank=None)}, world=2)
+    inputs, found = findings_of(out)
     assert not inputs.waits_known
-    comm = [f for f in rank_findings(inputs) if f.category == "exposed_comm"]
+    comm = [f for f in found if f.category == "exposed_comm"]
     assert comm and "may include waiting" in comm[0].evidence[0]
 
 
@@ -794,7 +841,7 @@ def test_exposed_communication_remedy_follows_the_strategy() -> None:
             ranks=2,
             backend="gloo",
             strategy=strategy,
-            exposed_transfer_frac=0.2,
+            exposed_transfer=point(0.2),
             waits_known=True,
         )
         (found,) = [f for f in rank_findings(inputs) if f.category == "exposed_comm"]
@@ -803,3 +850,177 @@ def test_exposed_communication_remedy_follows_the_strategy() -> None:
     assert "bucket_cap_mb" in fix(None) and "bucket_cap_mb" in fix("ddp")
     assert "Tensor-parallel" in fix("tp") and "bucket_cap_mb" not in fix("tp")
     assert "micro-batches" in fix("pp")
+
+
+# --------------------------------------------------------------------------- the step model
+
+
+def assert_partition(out: dict[str, Any]) -> None:
+    """The model's parts are never negative, add up to every step of every rank, and its
+    estimates are shares inside [0, 1] whose means add up to the mean step."""
+    model = out["model"]
+    parts = model.parts
+    assert not parts.empty
+    values = parts[list(PART_NAMES)].to_numpy()
+    assert (values >= 0).all()
+    window = out["idle"].set_index(["rank", "step"])["step_us"]
+    keyed = parts.set_index(["rank", "step"])
+    assert np.allclose(keyed["step_s"] * 1e6, window.loc[keyed.index], rtol=0, atol=1e-3)
+    assert np.allclose(values.sum(axis=1), parts["step_s"])
+    attribution = model.attribution
+    per_step = parts.groupby("step")[list(PART_NAMES)].mean()
+    assert per_step.sum(axis=1).mean() == pytest.approx(attribution.step_s.value)
+    for part in attribution.parts:
+        for figure in (part.share.value, part.share.low, part.share.high):
+            assert figure is None or 0.0 <= figure <= 1.0
+        for figure in (part.seconds.value, part.seconds.low, part.seconds.high):
+            assert figure is None or figure >= 0.0
+
+
+def _overlapping_rank() -> pd.DataFrame:
+    """A CPU rank where everything overlaps: a data phase with an op in it and a collective
+    under it, compute nested in compute, a collective half under compute."""
+    rows = []
+    for s in range(3):
+        t = START + s * 10_000.0
+        rows += [
+            row("step", t, 10_000.0, f"ProfilerStep#{s}", step=s),
+            row("phase", t, 3000.0, "torchscale:data", phase="data"),
+            row("cpu_op", t, 1000.0, "collate"),
+            row("cpu_op", t + 200, 500.0, "aten::copy_"),  # nested: counted once
+            row("collective", t + 2000, 500.0, "gloo:broadcast", coll_op="broadcast", tid=9),
+            row("phase", t + 3000, 4000.0, "torchscale:forward", phase="forward"),
+            row("cpu_op", t + 3000, 3000.0, "aten::addmm"),
+            row("collective", t + 5500, 1000.0, "gloo:all_reduce", coll_op="all_reduce", tid=9),
+        ]
+    return ev(*rows)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["cpu_delay", "cpu_buckets", "cpu_balanced", "gpu_host_wait", "gpu_pair", "overlapping"],
+)
+def test_step_model_parts_partition_the_step(case: str) -> None:
+    frames = {
+        "cpu_delay": lambda: {r: cpu_ddp_rank(r, world=4, steps=8) for r in range(4)},
+        "cpu_buckets": lambda: {r: cpu_ddp_rank(r, buckets=3, end_noise=40) for r in range(2)},
+        "cpu_balanced": lambda: {r: cpu_ddp_rank(r, delay_rank=None) for r in range(3)},
+        "gpu_host_wait": lambda: {0: gpu_rank(0, launch_gap=200.0)},
+        "gpu_pair": lambda: _gpu_pair(8),
+        "overlapping": lambda: {0: _overlapping_rank()},
+    }[case]()
+    assert_partition(run_all(frames))
+
+
+def test_data_is_the_data_phase_with_nothing_else_running() -> None:
+    out = run_all({0: _overlapping_rank()})
+    parts = out["model"].parts.iloc[0]
+    # data phase 3000 us: collate 1000 us is compute, the broadcast 500 us is communication
+    assert parts["data"] == pytest.approx(1500e-6)
+    assert parts["compute"] == pytest.approx(4000e-6)
+    assert parts["exposed_transfer"] == pytest.approx(500e-6 + 500e-6)  # half under addmm
+    assert parts["rest"] == pytest.approx(10_000e-6 - 1500e-6 - 4000e-6 - 1000e-6)
+    bd = out["bds"][0].iloc[0]
+    assert bd["data_wait_us"] == pytest.approx(1500.0)  # the breakdown says the same
+
+
+def test_balanced_ranks_name_no_straggler_and_a_gap_names_rank_and_phase() -> None:
+    balanced = run_all({r: cpu_ddp_rank(r, world=4, delay_rank=None, steps=8) for r in range(4)})
+    verdict = balanced["model"].attribution.straggler
+    assert verdict is not None and not verdict.named and verdict.rank is None
+    assert verdict.summary.startswith("no significant straggler")
+    _, found = findings_of(balanced)
+    assert "straggler" not in {f.category for f in found}
+    delayed = run_all({r: cpu_ddp_rank(r, world=4, steps=8) for r in range(4)})
+    verdict = delayed["model"].attribution.straggler
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), verdict.summary
+    assert verdict.gap_s.value == pytest.approx(2000e-6)
+    agree = {c.name: c.agrees for c in delayed["model"].attribution.cross_checks}
+    assert agree["arrival order (last arriver)"] is True
+    assert agree["others' wait for it (matched collectives)"] is True
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_whatif_never_promises_more_than_the_wait_it_removes(world: int) -> None:
+    for frames in (
+        {r: cpu_ddp_rank(r, world=world, steps=8) for r in range(world)},
+        {r: cpu_ddp_rank(r, world=world, steps=8, buckets=2) for r in range(world)},
+    ):
+        out = run_all(frames)
+        model = out["model"]
+        parts = model.parts
+        candidate = model.whatif_rank
+        assert candidate == 1
+        others = parts[parts["rank"] != candidate].groupby("rank")["wait_for_peers"].mean()
+        assert model.whatif_saved_s is not None
+        assert model.whatif_saved_s <= float(others.min()) + 1e-12
+        wait = next(p for p in model.attribution.parts if p.name == "wait_for_peers")
+        # in the Step line's terms: the mean wait over N ranks is (N-1)/N of the others' wait
+        assert model.whatif.value <= wait.share.value * world / (world - 1) + 1e-9
+        check = next(c for c in model.attribution.cross_checks if c.name.startswith("what-if"))
+        assert "at most" in check.detail and check.estimate == model.whatif
+
+
+def test_contradicting_arrival_order_withdraws_the_straggler() -> None:
+    """Own work says GPU-1 is slower in backward, but the collectives say GPU-0 arrives last
+    at every one: the traces contradict the test, no straggler is named."""
+    frames = {}
+    for r in range(2):
+        f = gpu_rank(r, delay=100.0 if r == 1 else 0.0, steps=8)
+        coll = f["kind"] == "collective"
+        if r == 1:  # rank 1 now holds the longer instance: it waited, rank 0 was last
+            f.loc[coll, "dur"] = 200.0
+            f.loc[coll, "ts"] = f.loc[coll, "ts"] - 100.0
+        frames[r] = f
+    out = run_all(frames)
+    assert out["strag"].straggler is not None and out["strag"].straggler.rank == 0
+    verdict = out["model"].attribution.straggler
+    assert not verdict.named and verdict.candidate_rank == 1
+    assert "rank 0 arrives last" in verdict.summary
+    check = next(c for c in out["model"].attribution.cross_checks if c.name.startswith("arrival"))
+    assert check.agrees is False
+
+
+def test_targets_select_and_rank_findings() -> None:
+    def make(category: str, cost: float) -> Finding:
+        return Finding(category, point(cost), ["e"], "fix", category)
+
+    found = [
+        make("exposed_comm", 0.30),
+        make("host_bound", 0.20),
+        make("straggler", 0.10),
+        make("data_wait", 0.05),
+    ]
+    kept, left = for_target(found, "sync_stalls")
+    assert [f.category for f in kept] == ["straggler"]
+    assert [f.category for f in left] == ["exposed_comm", "host_bound", "data_wait"]
+    kept, _ = for_target(found, "comm")
+    assert [f.category for f in kept] == ["exposed_comm", "straggler"]
+    kept, _ = for_target(found, "compute")
+    assert [f.category for f in kept] == ["host_bound", "data_wait"]
+    assert for_target(found, "memory")[0] == []
+    assert for_target(found, "all") == (found, [])
+
+
+def test_without_collectives_the_wait_is_unknown_but_the_phases_name_the_straggler() -> None:
+    """An nsys capture of CPU ranks records no collectives: the wait for peers cannot be
+    split from the rest, but the phases still name the slow rank (and say its cost is its
+    extra own work, not a wait it cannot see)."""
+    frames = {}
+    for r in range(2):
+        f = cpu_ddp_rank(r, steps=8)
+        frames[r] = f[~f["kind"].isin(["collective", "collective_call"])].reset_index(drop=True)
+    out = run_all(frames)
+    model = out["model"]
+    assert not model.waits_known
+    wait = next(p for p in model.attribution.parts if p.name == "wait_for_peers")
+    assert wait.share.value is None and "no collective matched" in (wait.share.reason or "")
+    verdict = model.attribution.straggler
+    assert verdict.named and (verdict.rank, verdict.phase) == (1, "backward"), verdict.summary
+    assert model.whatif is None  # nothing to cap it with: no what-if at all
+    inputs, found = findings_of(out)
+    assert inputs.stall is None
+    (straggler,) = [f for f in found if f.category == "straggler"]
+    assert any("extra own work" in e for e in straggler.evidence)
+    assert 0 < straggler.cost_fraction <= 1
+    assert_partition(out)

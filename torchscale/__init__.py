@@ -1,3 +1,3 @@
 """torchscale: benchmark, profile and report on PyTorch distributed training."""
 
-__version__ = "0.9.0"
+__version__ = "0.10.0"

@@ -202,7 +202,7 @@ class Plan:
         launch = sum(LAUNCH_BASE_S + LAUNCH_PER_RANK_S * p.cell.world_size for p in runnable)
         m = self.config.measurement
         if m.duration_s is not None:
-            windows = m.repeats + (1 if m.comm_overhead else 0)
+            windows = m.repeats * (2 if m.comm_overhead else 1)  # a no_sync window after each
             return Estimate(
                 launch + len(runnable) * windows * m.duration_s, "launch + timed windows"
             )

@@ -9,7 +9,7 @@ ResultsError; results already written stay as they are.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +35,35 @@ def unmeasured_result(
 ) -> CellResult:
     """The result of a cell that produced no measurement (skipped, failed, oom, timeout)."""
     return CellResult(cell=planned.cell, status=status, warnings=list(warnings), error=error)
+
+
+def _cells(count: int) -> str:
+    return f"{count} cell" if count == 1 else f"{count} cells"
+
+
+def nothing_measured(results: Sequence[CellResult], planned: int) -> str | None:
+    """Why a sweep measured nothing (no cell ok), or None when a cell was measured.
+
+    Skipped cells are not failures, so without this a sweep whose every cell was skipped (a
+    GPU config on a node without GPUs) would pass a CI gate with nothing measured; the CLI
+    prints this line and exits 1 (README, exit codes)."""
+    if any(r.status == Status.OK for r in results):
+        return None
+    if planned == 0:
+        return "nothing measured: the plan has no cells"
+    skipped = [r for r in results if r.status == Status.SKIPPED]
+    failed = sum(1 for r in results if r.status.is_failure)
+    first = next((r.error.reason for r in skipped if r.error is not None), None)
+    why = f" (first reason: {first})" if first else ""
+    if len(skipped) == planned:
+        every = "the only cell was" if planned == 1 else f"all {planned} cells"
+        return f"nothing measured: {every} skipped{why}"
+    parts = [f"{failed} failed"] if failed else []
+    if skipped:
+        parts.append(f"{len(skipped)} skipped{why}")
+    if len(results) < planned:
+        parts.append(f"{planned - len(results)} not run")
+    return f"nothing measured: no cell of {_cells(planned)} ok ({', '.join(parts)})"
 
 
 @dataclass

@@ -1,8 +1,17 @@
-"""Scaling efficiency over the summary table (pure pandas, no plotting)."""
+"""Scaling efficiency over the summary table (pure pandas, no plotting), with its 95 % interval:
+the ratio of the cell's and its base's median throughput, bootstrapped from their per-repeat
+throughputs (`uncertainty.ratio_of_medians`), so that an efficiency above 1 can be told apart
+from linear scaling within noise."""
 
 from __future__ import annotations
 
+import functools
+import math
+from typing import Any
+
 import pandas as pd
+
+from torchscale.analysis.uncertainty import ratio_of_medians
 
 # layout_family: the strategy, or for tp/pp/hybrid what stays fixed as the world grows
 GROUP_COLUMNS = ["model_label", "batch_size", "precision", "layout_family", "device"]
@@ -16,19 +25,91 @@ def with_layout_family(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(layout_family=table["strategy"])
 
 
+REPEATS_COLUMN = "samples_per_s_repeats"  # ';'-joined per-repeat global samples/s
+
+
+def parse_repeats(value: Any) -> tuple[float, ...]:
+    """The per-repeat throughputs of a `samples_per_s_repeats` cell ('' or NaN: none)."""
+    return _parsed(value) if isinstance(value, str) else ()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(value: str) -> tuple[float, ...]:
+    out = []
+    for part in value.split(";"):
+        try:
+            number = float(part)
+        except ValueError:
+            continue
+        if math.isfinite(number):
+            out.append(number)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def efficiency_interval(
+    repeats: tuple[float, ...], base_repeats: tuple[float, ...], world: int, base_world: int
+) -> tuple[float | None, float | None]:
+    """The 95 % interval of eff = thr(N) / (N x thr(N_min) / N_min): the bootstrap interval of
+    the ratio of the two medians over their repeats, times N_min / N. (None, None) without two
+    repeats on each side. Cached: the report asks for the same pairs several times."""
+    if len(repeats) < 2 or len(base_repeats) < 2 or world <= 0 or base_world <= 0:
+        return None, None
+    _, low, high = ratio_of_medians(repeats, base_repeats)
+    if low is None or high is None:
+        return None, None
+    factor = base_world / world
+    return low * factor, high * factor
+
+
+def _intervals(frame: pd.DataFrame, bases: dict[Any, Any]) -> tuple[list[float], list[float]]:
+    """Each row's efficiency interval against its base row (`bases`: row label -> base row
+    label, both in `frame`); NaN for a base itself (1 by definition) and without repeats.
+    Plain lists and the cached `efficiency_interval`: no per-row pandas objects."""
+    nan = math.nan
+    if REPEATS_COLUMN not in frame.columns:
+        return [nan] * len(bases), [nan] * len(bases)
+    repeats = dict(zip(frame.index, frame[REPEATS_COLUMN], strict=True))
+    worlds = dict(zip(frame.index, frame["world_size"], strict=True))
+    lows, highs = [], []
+    for label, base in bases.items():
+        low = high = None
+        if label != base:
+            low, high = efficiency_interval(
+                parse_repeats(repeats[label]),
+                parse_repeats(repeats[base]),
+                int(worlds[label]),
+                int(worlds[base]),
+            )
+        lows.append(nan if low is None else low)
+        highs.append(nan if high is None else high)
+    return lows, highs
+
+
 def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
     """Add `scaling_efficiency` = thr(N) / (N * thr(N_min) / N_min) per (model, batch,
     precision, layout family, device), against the smallest world size measured ok in that
-    group. Rows that are not ok, or whose group has no ok base, get NaN."""
+    group, and its 95 % interval `scaling_efficiency_low` / `_high` from the per-repeat
+    throughputs (none for the base row, and without two repeats on each side). Rows that are
+    not ok, or whose group has no ok base, get NaN."""
     out = with_layout_family(table).copy()
     out["scaling_efficiency"] = float("nan")
+    out["scaling_efficiency_low"] = float("nan")
+    out["scaling_efficiency_high"] = float("nan")
     ok = out[(out["status"] == "ok") & out["samples_per_s"].notna()]
+    bases: dict[Any, Any] = {}
     for _, group in ok.groupby(GROUP_COLUMNS, dropna=False):
-        base = group.loc[group["world_size"].idxmin()]
+        base_label = group["world_size"].idxmin()
+        base = group.loc[base_label]
         per_device_base = base["samples_per_s"] / base["world_size"]
         out.loc[group.index, "scaling_efficiency"] = group["samples_per_s"] / (
             group["world_size"] * per_device_base
         )
+        bases.update(dict.fromkeys(group.index, base_label))
+    if bases:
+        lows, highs = _intervals(ok, bases)
+        out.loc[list(bases), "scaling_efficiency_low"] = lows
+        out.loc[list(bases), "scaling_efficiency_high"] = highs
     return out
 
 
@@ -47,6 +128,8 @@ SCALING_TABLE_COLUMNS = [
     "ideal_samples_per_s",
     "speedup",
     "efficiency",
+    "efficiency_low",
+    "efficiency_high",
 ]
 
 
@@ -57,9 +140,10 @@ def scaling_table(
     batch per GPU is fixed, so the global batch grows with the GPUs; STRONG_GROUP_COLUMNS
     fixes the global batch instead), each against its smallest world size measured ok:
     `speedup = thr(N) / thr(N_min)`, `ideal = thr(N_min) x N / N_min`, `efficiency = thr / ideal`
-    (the same formula and base row as `add_scaling_efficiency`). Groups with fewer than
-    `min_world_sizes` distinct world sizes are left out. `group` numbers the groups kept, in
-    key order; rows are sorted by group, then world size."""
+    (the same formula and base row as `add_scaling_efficiency`) and its 95 % interval
+    `efficiency_low` / `_high`. Groups with fewer than `min_world_sizes` distinct world sizes
+    are left out. `group` numbers the groups kept, in key order; rows are sorted by group,
+    then world size."""
     columns = GROUP_COLUMNS if group_columns is None else group_columns
     table = with_layout_family(table)
     out_columns = [*table.columns, *SCALING_TABLE_COLUMNS]
@@ -73,6 +157,7 @@ def scaling_table(
     grouped = ok.groupby(columns, dropna=False, sort=True)
     ok["group"] = grouped.ngroup()
     sizes = grouped["world_size"].transform("nunique")
+    everything = ok  # every group's base row, before groups too small are dropped
     base_rows = ok.loc[grouped["world_size"].idxmin().to_numpy()]  # first smallest, as above
     base_world = pd.Series(base_rows["world_size"].to_numpy(), index=base_rows["group"])
     base_thr = pd.Series(base_rows["samples_per_s"].to_numpy(), index=base_rows["group"])
@@ -85,6 +170,10 @@ def scaling_table(
     ok["ideal_samples_per_s"] = ok["base_samples_per_s"] * world / ok["base_world_size"]
     ok["speedup"] = ok["samples_per_s"] / ok["base_samples_per_s"]
     ok["efficiency"] = ok["samples_per_s"] / ok["ideal_samples_per_s"]
+    base_of_group = dict(zip(base_rows["group"], base_rows.index, strict=True))
+    groups = zip(ok.index, ok["group"], strict=True)
+    bases = {label: base_of_group[group] for label, group in groups}
+    ok["efficiency_low"], ok["efficiency_high"] = _intervals(everything, bases)
     ok = ok.sort_values(["group", "world_size", "cell_id"], kind="stable")
     ok["group"] = pd.factorize(ok["group"])[0]
     return ok[out_columns]

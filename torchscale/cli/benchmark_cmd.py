@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
+from torchscale.cli.common import Verbosity, handle_errors, print_error_lines, stderr, stdout
 from torchscale.cli.options import SetOverrides, VerbosityFlag
 from torchscale.errors import UsageError
 
@@ -164,7 +164,7 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
         reused_line,
         running_line,
     )
-    from torchscale.sweep import SweepHooks, run_sweep
+    from torchscale.sweep import SweepHooks, nothing_measured, run_sweep
     from torchscale.worker.environment import capture_environment
 
     store.write_environment(capture_environment())
@@ -215,6 +215,9 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
         f"results: {escape(str(store.root))} ({len(outcome.results)} cell(s), "
         f"{len(failures)} failed)"
     )
+    empty = nothing_measured(outcome.results, len(plan.cells))
+    if empty is not None:  # skipped cells are no failures, but a sweep of only them is
+        print_error_lines([empty])
     if outcome.stopped_early:
         stdout.print("[yellow]--fail-fast: stopped at the first failure[/]")
         return 1
@@ -222,7 +225,7 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
     searched_ok = _max_batch_after(plan, store)
     if plan.config.profiling.enabled:
         _profile_after(plan, store, outcome.results)
-    return 1 if failures or not comm_ok or not searched_ok else 0
+    return 1 if failures or empty or not comm_ok or not searched_ok else 0
 
 
 def _max_batch_after(plan: Plan, store: ResultStore) -> bool:

@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from torchscale.profiling.session import ProfiledCell
 
 Target = Literal["sync_stalls", "comm", "compute", "memory", "all"]
+TARGET_HELP = (
+    "What the analysis reports and ranks (the Step and Straggler lines always show): "
+    "sync_stalls = waiting for peers, the straggler and its cross-checks, per-rank waits, "
+    "straggler and load-imbalance findings (others left out, named); comm = exposed transfer, "
+    "per-op collective figures, overlap, communication findings first; compute = per-rank "
+    "parts, top kernels, host-bound and data-wait findings; memory = device copies and the "
+    "run's memory peaks (allocator events are not traced: said why); all = everything."
+)
 ToolChoice = Literal["torch", "nsys", "auto"]
 
 # defaults of the published reference: `torchscale profile --gpus 4 --duration 30 ...`
@@ -71,9 +79,7 @@ def profile(
             "collectives to rule out chance: small models need about 10 steps).",
         ),
     ] = 10,
-    target: Annotated[
-        Target, typer.Option("--target", "-t", help="What the findings focus on.")
-    ] = "sync_stalls",
+    target: Annotated[Target, typer.Option("--target", "-t", help=TARGET_HELP)] = "sync_stalls",
     tool: Annotated[
         ToolChoice, typer.Option(help="torch (torch.profiler), nsys (Nsight Systems) or auto.")
     ] = "auto",
@@ -177,7 +183,7 @@ def _print_outcome(profiled: ProfiledCell, json_output: bool) -> int:
     from torchscale.cell import Status
     from torchscale.report.profile_terminal import run_lines
 
-    for line in run_lines(profiled.result, profiled.directory):
+    for line in run_lines(profiled.result, profiled.directory, profiled.analysis):
         (stdout if not json_output else stderr).print(line.markup())
     if profiled.result.status != Status.OK:
         return 1
@@ -207,7 +213,7 @@ def analyze(
             help="Directory of per-rank Kineto traces (.json/.json.gz) or nsys SQLite exports."
         ),
     ],
-    target: Annotated[Target, typer.Option("--target", "-t")] = "sync_stalls",
+    target: Annotated[Target, typer.Option("--target", "-t", help=TARGET_HELP)] = "sync_stalls",
     output: Annotated[
         Path | None,
         typer.Option(

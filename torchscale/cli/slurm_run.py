@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from torchscale.cli.common import Verbosity, stderr, stdout
+from torchscale.cli.common import Verbosity, print_error_lines, stderr, stdout
 from torchscale.errors import UsageError
 from torchscale.plan import Plan
 from torchscale.results.schema import CellResult
@@ -27,6 +27,7 @@ from torchscale.slurm.sweep import (
     prepare_sweep,
     submit_sweep,
 )
+from torchscale.sweep import nothing_measured
 
 LOCAL_ONLY = (
     "{what} runs with launcher.kind 'local' only for now; under Slurm it is not run "
@@ -43,7 +44,8 @@ def slurm_dry_run(plan: Plan, store: ResultStore) -> None:
 
 
 def run_slurm_sweep(plan: Plan, store: ResultStore, resume: bool) -> int:
-    """Submit, follow, summarise; 1 when a cell failed. Ctrl-C stops following, not the jobs."""
+    """Submit, follow, summarise; 1 when a cell failed or none was measured (all skipped).
+    Ctrl-C stops following, not the jobs."""
     from torchscale.report.terminal import TABLE_NOTE, cell_lines, model_tables
     from torchscale.worker.environment import capture_environment
 
@@ -114,7 +116,10 @@ def run_slurm_sweep(plan: Plan, store: ResultStore, resume: bool) -> int:
     stdout.print(
         f"results: {escape(str(store.root))} ({len(results)} cell(s), {len(failed)} failed)"
     )
-    return 1 if failed else 0
+    empty = nothing_measured(results, len(plan.cells))
+    if empty is not None:  # as a local sweep: only skipped cells is no green run
+        print_error_lines([empty])
+    return 1 if failed or empty else 0
 
 
 def _print_sweep(

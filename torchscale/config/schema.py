@@ -370,7 +370,11 @@ class MeasurementConfig(StrictModel):
     repeats: Annotated[int, Field(gt=0), AtMost(MAX_REPEATS)] = 3
     timing: Literal["auto", "cuda_events", "sync_cuda", "perf_counter"] = "auto"
     comm_overhead: bool = Field(
-        default=True, description="extra window under DDP no_sync() to measure exposed comm"
+        default=True,
+        description=(
+            "DDP: a no_sync() window after each measured window, the cross-check of the step "
+            "model's communication figure and each rank's compute time"
+        ),
     )
     flops: bool = Field(default=True, description="count FLOPs per step for TFLOP/s and MFU")
     cv_warn_threshold: Annotated[

@@ -4,6 +4,11 @@ Memory stays bounded by one rank: each rank's trace is parsed, reduced to small 
 (steps, phase busy times, the local breakdown, its collectives) and dropped before the next rank
 is read; only the cross-rank analyses (collective matching, clock offsets, stragglers, what-if,
 findings) see every rank, and they see the small tables only.
+
+Everything the analysis reports about where step time goes is read off one step model
+(`analysis/trace/step_model.py`), computed once here and stored as `attribution`: the stall,
+exposed-communication and what-if figures, the straggler and the findings' costs are its parts
+or its cross-checks, never separate answers to the same question.
 """
 
 from __future__ import annotations
@@ -19,7 +24,15 @@ from pathlib import Path
 import pandas as pd
 
 from torchscale import __version__
-from torchscale.analysis.trace import breakdown, clock, collectives, findings, idle, steps
+from torchscale.analysis.trace import (
+    breakdown,
+    clock,
+    collectives,
+    findings,
+    idle,
+    step_model,
+    steps,
+)
 from torchscale.analysis.trace import straggler as straggler_analysis
 from torchscale.analysis.trace import whatif as whatif_analysis
 from torchscale.atomic import write_text_atomic
@@ -27,6 +40,7 @@ from torchscale.errors import ResultsError, TraceError, describe_os_error
 from torchscale.profiling.result import (
     ClockOffset,
     FindingFigures,
+    KernelFigures,
     OpFigures,
     ProfileAnalysis,
     RankFigures,
@@ -35,7 +49,10 @@ from torchscale.profiling.result import (
     TraceFile,
     WhatIf,
 )
+from torchscale.results.schema import CellResult, Estimate
 from torchscale.traces.model import RankTrace
+
+TOP_KERNELS = 10  # kernels kept per rank (by total time) and reported over ranks
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +70,7 @@ class RankReduction:
     breakdown: pd.DataFrame
     collectives: pd.DataFrame
     idle: idle.IdleBase
+    kernels: pd.DataFrame = field(default_factory=pd.DataFrame)  # name, calls, total_us
     notes: list[str] = field(default_factory=list)
 
 
@@ -81,8 +99,47 @@ def reduce_rank(trace: RankTrace) -> RankReduction:
         breakdown=breakdown.rank_breakdown(events, step_frame),
         collectives=collectives.collective_table(events, step_frame, local_notes),
         idle=idle_base,
+        kernels=_top_kernels(events, step_frame),
         notes=[f"rank {trace.rank}: {note}" for note in dict.fromkeys(local_notes)],
     )
+
+
+def _top_kernels(events: pd.DataFrame, step_frame: pd.DataFrame) -> pd.DataFrame:
+    """The rank's compute kernels starting inside its complete steps, by total time (the
+    TOP_KERNELS largest plus one row for the rest, so shares of compute stay exact)."""
+    columns = ["name", "calls", "total_us"]
+    full = steps.full_steps(step_frame)
+    if events.empty or full.empty:
+        return pd.DataFrame(columns=columns)
+    kern = events[(events["kind"] == "kernel") & events["device_side"].astype(bool)]
+    if kern.empty:
+        return pd.DataFrame(columns=columns)
+    from torchscale.analysis.trace.intervals import window_index
+
+    inside = window_index(
+        full["start"].to_numpy(dtype=float),
+        full["end"].to_numpy(dtype=float),
+        kern["ts"].to_numpy(dtype=float),
+    )
+    kern = kern[inside >= 0]
+    table = (
+        kern.assign(name=kern["name"].astype(str))
+        .groupby("name")["dur"]
+        .agg(calls="size", total_us="sum")
+        .sort_values("total_us", ascending=False)
+        .reset_index()
+    )
+    if len(table) > TOP_KERNELS:
+        rest = table.iloc[TOP_KERNELS:]
+        other = pd.DataFrame(
+            {
+                "name": [f"(other {len(rest)} kernels)"],
+                "calls": [int(rest["calls"].sum())],
+                "total_us": [float(rest["total_us"].sum())],
+            }
+        )
+        table = pd.concat([table.iloc[:TOP_KERNELS], other], ignore_index=True)
+    return table[columns]
 
 
 def _rank_traces(directory: Path) -> Iterator[RankTrace]:
@@ -109,8 +166,11 @@ def analyze_directory(
     target: str = "sync_stalls",
     tool: str | None = None,
     strategy: str | None = None,
+    cell: CellResult | None = None,
 ) -> ProfileAnalysis:
-    """Analyse every rank's trace in `directory` (see the module docstring for memory)."""
+    """Analyse every rank's trace in `directory` (see the module docstring for memory).
+    `cell`: the profiled run's own result, whose phase-timer step model becomes a cross-check
+    of the trace model."""
     started = time.perf_counter()
     reductions: dict[int, RankReduction] = {}
     for trace in _rank_traces(directory):
@@ -120,7 +180,12 @@ def analyze_directory(
     if not reductions:
         raise TraceError(f"{directory}: no trace found (.json, .json.gz or nsys .sqlite)")
     analysis = combine(
-        reductions, source=str(directory), target=target, tool=tool, strategy=strategy
+        reductions,
+        source=str(directory),
+        target=target,
+        tool=tool,
+        strategy=strategy,
+        cell=cell,
     )
     analysis.analysis_s = round(time.perf_counter() - started, 3)
     return analysis
@@ -138,9 +203,11 @@ def combine(
     target: str = "sync_stalls",
     tool: str | None = None,
     strategy: str | None = None,
+    cell: CellResult | None = None,
 ) -> ProfileAnalysis:
     """The cross-rank analyses over the per-rank reductions (`strategy`, when known, picks
-    the remedies of the findings)."""
+    the remedies of the findings; `cell`, the profiled run's result, adds its phase-timer
+    model as a cross-check)."""
     ranks = sorted(reductions)
     first = reductions[ranks[0]]
     notes = [note for rank in ranks for note in reductions[rank].notes]
@@ -150,22 +217,40 @@ def combine(
     if len(device_types) > 1:
         notes.append(f"ranks report different devices: {sorted(device_types)}")
     steps_by_rank = {r: reductions[r].steps for r in ranks}
+    phases_by_rank = {r: reductions[r].phases for r in ranks}
     matched = collectives.match_collectives({r: reductions[r].collectives for r in ranks})
     notes += list(matched.notes)
     exposed = {r: reductions[r].idle.exposed for r in ranks}
-    # the stall: waiting for peers with nothing else to do (the wait hidden behind this rank's
-    # own compute costs no time); the raw wait inside collectives is kept beside it
+    # waiting for peers with nothing else to do (the wait hidden behind this rank's own
+    # compute costs no time) is the model's part; the raw wait inside collectives is kept
     stall = collectives.sync_stall(matched, steps_by_rank, exposed)
     raw_wait = collectives.sync_stall(matched, steps_by_rank)
     notes += list(stall.notes)
     offsets = clock.estimate_offsets(matched)
     arrivals = clock.arrivals(matched, offsets)
-    found = straggler_analysis.attribute_straggler(
-        matched, arrivals, {r: reductions[r].phases for r in ranks}, steps_by_rank
+    arrival = straggler_analysis.attribute_straggler(
+        matched, arrivals, phases_by_rank, steps_by_rank
     )
-    whatif = whatif_analysis.what_if(matched, steps_by_rank, exposed)
+    savings = whatif_analysis.savings_by_step(matched, steps_by_rank, exposed)
     taxonomy = idle.idle_taxonomy({r: reductions[r].idle for r in ranks}, matched)
     breakdowns = {r: reductions[r].breakdown for r in ranks}
+    model = step_model.build_step_model(
+        taxonomy,
+        phases_by_rank=phases_by_rank,
+        matched=matched,
+        arrival=arrival,
+        savings=savings,
+        waits_known=stall.overall_pct is not None,
+        world_size=first.world_size,
+    )
+    notes += model.notes
+    attribution = model.attribution
+    if attribution is not None and cell is not None and cell.attribution is not None:
+        checks = step_model.phase_timer_checks(attribution, cell.attribution)
+        attribution = attribution.model_copy(
+            update={"cross_checks": [*attribution.cross_checks, *checks]}
+        )
+        model.attribution = attribution
 
     analysis = ProfileAnalysis(
         torchscale_version=__version__,
@@ -178,20 +263,17 @@ def combine(
         backend=first.backend,
         device_type=first.device_type,
         cycle_us=None,
-        sync_stall_pct=stall.overall_pct,
+        attribution=attribution,
+        sync_stall_pct=None,
         collective_wait_pct=raw_wait.overall_pct,
         exposed_comm_pct=None,
         overlap_pct=None,
         matched_collectives=_instances(matched.usable),
         mismatches=list(matched.mismatches),
     )
-    if stall.overall_pct is None:
-        unavailable["sync_stall_pct"] = (
-            "one rank in the input: waiting for peers needs the same collectives on two or "
-            "more ranks"
-            if len(ranks) < 2
-            else "no collective could be matched across ranks"
-        )
+    if attribution is None:
+        unavailable["attribution"] = model.reason or "no step model"
+    _model_figures(analysis, model, unavailable, len(ranks))
     analysis.clock = [
         ClockOffset(
             rank=int(row.rank),
@@ -202,47 +284,67 @@ def combine(
         for row in offsets.table.itertuples()
     ]
     analysis.arrival_agreement = _finite(arrivals.agreement)
-    if found.straggler is not None:
-        s = found.straggler
+    verdict = attribution.straggler if attribution is not None else None
+    if verdict is not None and verdict.named and verdict.rank is not None:
+        mine = (
+            arrival.straggler
+            if arrival.straggler and arrival.straggler.rank == verdict.rank
+            else None
+        )
+        step_s = attribution.step_s.value if attribution is not None else None
+        gap_s = verdict.phase_gap_s.value if verdict.phase_gap_s is not None else None
         analysis.straggler = StragglerFigures(
-            rank=s.rank,
-            last_arrival_share=s.share_last,
-            mean_lateness_us=_finite(s.mean_lateness_us),
-            phase=s.phase,
-            phase_gap_us=_finite(s.phase_gap_us),
-            phase_gap_pct=_finite(s.phase_gap_pct),
-            shares={str(k): float(v) for k, v in found.shares.items()},
+            rank=verdict.rank,
+            last_arrival_share=arrival.shares.get(verdict.rank),
+            mean_lateness_us=_finite(mine.mean_lateness_us) if mine is not None else None,
+            phase=verdict.phase,
+            phase_gap_us=gap_s * 1e6 if gap_s is not None else None,
+            phase_gap_pct=100 * gap_s / step_s if gap_s is not None and step_s else None,
+            shares={str(k): float(v) for k, v in arrival.shares.items()},
         )
     elif len(ranks) > 1:
-        unavailable["straggler"] = found.reason or "no rank stands out"
-    analysis.whatif = [
-        WhatIf(
-            rank=int(row.rank),
-            saved_us_per_step=float(row.saved_us_per_step),
-            speedup_pct=float(row.speedup_pct),
+        unavailable["straggler"] = (
+            verdict.summary if verdict is not None else model.reason or "no step model"
         )
-        for row in whatif.itertuples()
-        if _finite(float(row.speedup_pct)) is not None
-    ]
+    if model.whatif is not None and model.whatif_rank is not None:
+        share = model.whatif
+        if share.measurable and share.value is not None:
+            analysis.whatif = [
+                WhatIf(
+                    rank=model.whatif_rank,
+                    saved_us_per_step=float(model.whatif_saved_s or 0.0) * 1e6,
+                    speedup_pct=100 * share.value,
+                    share=share,
+                )
+            ]
+        else:
+            unavailable["whatif"] = (
+                f"rank {model.whatif_rank} arriving with the others would save nothing "
+                f"measurable ({_not_measurable(share)})"
+            )
     analysis.ops = _op_figures(matched.usable)
-    analysis.ranks = [_rank_figures(r, reductions[r], stall.table, taxonomy) for r in ranks]
-    analysis.stall_by_step = [
-        StepStall(
-            rank=int(row.rank),
-            step=int(row.step),
-            step_us=float(row.step_us),
-            stall_us=float(row.stall_us),
-        )
-        for row in stall.table.itertuples()
-    ]
+    analysis.ranks = [_rank_figures(r, reductions[r], model, taxonomy) for r in ranks]
+    analysis.stall_by_step = (
+        [
+            StepStall(
+                rank=int(row.rank),
+                step=int(row.step),
+                step_us=float(row.step_s) * 1e6,
+                stall_us=float(row.wait_for_peers) * 1e6,
+            )
+            for row in model.parts.itertuples()
+        ]
+        if model.waits_known
+        else []
+    )
     analysis.cycle_us = _median(f.step_us for f in analysis.ranks if f.step_us is not None)
-    analysis.exposed_comm_pct = share_pct(analysis.ranks, "exposed_comm_us")
+    analysis.top_kernels = _kernel_figures([reductions[r].kernels for r in ranks])
     inputs = findings.finding_inputs(
+        model,
         breakdowns,
-        idle=taxonomy,
-        stall=stall,
-        straggler=found,
-        whatif=whatif,
+        matched=matched,
+        arrival=arrival,
+        phases_by_rank=phases_by_rank,
         device_type=first.device_type,
         backend=first.backend,
         strategy=strategy,
@@ -252,19 +354,97 @@ def combine(
     if inputs.overlap_pct is None:
         unavailable["overlap_pct"] = "no communication in the traced steps"
     notes += list(inputs.notes)
-    analysis.findings = [
-        FindingFigures(
-            title=f.title,
-            category=f.category,
-            cost_pct=100 * f.cost_fraction,
-            evidence=list(f.evidence),
-            recommendation=f.recommendation,
-        )
-        for f in findings.rank_findings(inputs)
-    ]
+    kept, others = findings.for_target(findings.rank_findings(inputs), target)
+    analysis.findings = [_finding_figures(f) for f in kept]
+    analysis.other_findings = [_finding_figures(f) for f in others]
+    if target == "memory":
+        unavailable.setdefault("memory.allocations", MEMORY_UNAVAILABLE)
     analysis.notes = list(dict.fromkeys(notes))
     analysis.unavailable = unavailable
     return analysis
+
+
+MEMORY_UNAVAILABLE = (
+    "no allocator figures in these traces: torchscale's profiled steps do not record memory "
+    "events (torch.profiler profile_memory) and the trace reader does not read them; the "
+    "peaks of the measured windows are in the run's result.json (memory)"
+)
+
+
+def _not_measurable(estimate: Estimate) -> str:
+    if estimate.high is None:
+        return estimate.reason or "no interval"
+    return f"< {estimate.high * 100:.1f} % of the step"
+
+
+def _model_figures(
+    analysis: ProfileAnalysis,
+    model: step_model.StepModel,
+    unavailable: dict[str, str],
+    ranks: int,
+) -> None:
+    """The schema-1 headline figures, read off the model (one answer per question)."""
+    parts = {p.name: p for p in model.attribution.parts} if model.attribution else {}
+    wait = parts.get("wait_for_peers")
+    if not model.waits_known or wait is None:
+        unavailable["sync_stall_pct"] = (
+            "one rank in the input: waiting for peers needs the same collectives on two or "
+            "more ranks"
+            if ranks < 2
+            else "no collective could be matched across ranks"
+        )
+    else:
+        analysis.sync_stall_pct = _pct_of(wait.share, "sync_stall_pct", unavailable)
+    transfer = parts.get("exposed_transfer")
+    if transfer is None:
+        unavailable["exposed_comm_pct"] = model.reason or "no step model"
+    else:
+        analysis.exposed_comm_pct = _pct_of(transfer.share, "exposed_comm_pct", unavailable)
+    if analysis.device_type not in (None, "cpu"):
+        analysis.memory_copy_share = model.memory
+
+
+def _pct_of(share: Estimate, key: str, unavailable: dict[str, str]) -> float | None:
+    """A share as %, 0 when it is exactly 0 on every step (interval [0, 0]), None with the
+    reason when it is not measurable above noise."""
+    if share.measurable and share.value is not None:
+        return 100 * share.value
+    if share.value is None and share.high == 0:
+        return 0.0
+    unavailable[key] = f"not measurable above noise ({_not_measurable(share)})"
+    return None
+
+
+def _finding_figures(f: findings.Finding) -> FindingFigures:
+    return FindingFigures(
+        title=f.title,
+        category=f.category,
+        cost_pct=100 * f.cost_fraction,
+        cost_share=f.cost,
+        evidence=list(f.evidence),
+        recommendation=f.recommendation,
+    )
+
+
+def _kernel_figures(tables: list[pd.DataFrame]) -> list[KernelFigures]:
+    """Top kernels over ranks (each rank's TOP_KERNELS and its '(other ...)' row)."""
+    frames = [t for t in tables if not t.empty]
+    if not frames:
+        return []
+    allk = pd.concat(frames, ignore_index=True)
+    total = float(allk["total_us"].sum())
+    named = allk[~allk["name"].str.startswith("(other ")]
+    per = named.groupby("name").agg(calls=("calls", "sum"), total_us=("total_us", "sum"))
+    per = per.sort_values("total_us", ascending=False).head(TOP_KERNELS)
+    return [
+        KernelFigures(
+            name=str(name),
+            calls=int(row.calls),
+            total_us=float(row.total_us),
+            share_of_compute=float(row.total_us) / total if total > 0 else 0.0,
+        )
+        for name, row in per.iterrows()
+    ]
 
 
 def _finite(value: float | None) -> float | None:
@@ -320,8 +500,13 @@ def _median_of(frame: pd.DataFrame, column: str) -> float | None:
 
 
 def _rank_figures(
-    rank: int, reduction: RankReduction, stall: pd.DataFrame, taxonomy: pd.DataFrame
+    rank: int,
+    reduction: RankReduction,
+    model: step_model.StepModel,
+    taxonomy: pd.DataFrame,
 ) -> RankFigures:
+    """One rank: HTA-style medians of its breakdown, the medians of its partition (the step
+    model's own per-step figures, so they never overlap) and its parts with intervals."""
     table = reduction.breakdown
     phases = reduction.phases
     busy = (
@@ -332,8 +517,15 @@ def _rank_figures(
         if len(phases)
         else {}
     )
-    stall_rank = stall[stall["rank"] == rank] if "rank" in stall.columns else stall
     split = taxonomy[taxonomy["rank"] == rank] if "rank" in taxonomy.columns else taxonomy
+    parts = model.parts[model.parts["rank"] == rank] if not model.parts.empty else model.parts
+    stall_us = (
+        _median_of(parts.assign(w=parts["wait_for_peers"] * 1e6), "w") if len(parts) else None
+    )
+    stall_pct = None
+    if len(parts) and model.waits_known:
+        shares = 100 * parts["wait_for_peers"] / parts["step_s"].where(parts["step_s"] > 0)
+        stall_pct = _median(shares)
     return RankFigures(
         rank=rank,
         steps=len(table),
@@ -343,13 +535,14 @@ def _rank_figures(
         exposed_comm_us=_median_of(table, "exposed_comm_us"),
         overlap_pct=_median_of(table, "overlap_pct"),
         idle_us=_median_of(table, "idle_us"),
-        data_wait_us=_median_of(table, "data_wait_us"),
-        sync_stall_us=_median_of(stall_rank, "stall_us"),
-        sync_stall_pct=_median_of(stall_rank, "stall_pct"),
+        data_wait_us=_median_of(split, "data_us"),
+        sync_stall_us=stall_us if model.waits_known else None,
+        sync_stall_pct=stall_pct,
         transfer_us=_median_of(split, "transfer_us"),
         host_wait_us=_median_of(split, "host_wait_us") if reduction.device_type != "cpu" else None,
         other_idle_us=_median_of(split, "other_idle_us"),
         phases_busy_us=busy,
+        parts=model.per_rank.get(rank, []),
     )
 
 

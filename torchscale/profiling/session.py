@@ -168,6 +168,7 @@ def analyse_into(profiled: ProfiledCell, request: ProfileRequest) -> None:
             target=request.target,
             tool=request.tool,
             strategy=profiled.result.cell.strategy,
+            cell=profiled.result,
         )
     except TorchScaleError as exc:
         profiled.analysis_error = "; ".join(exc.lines())

@@ -34,27 +34,22 @@ from torchscale.report.sections.findings import collect_findings
 from torchscale.report.sections.limits import cap_chart
 from torchscale.report.sources import Sources
 
-DEFAULT_NOISE_PCT = 5.0
-
 
 @dataclass(frozen=True)
 class ReportOptions:
     """How to build a report. `generated_at` None: now (UTC, ISO 8601); fix it for a
-    reproducible report. `noise_pct`: the regression threshold when the repeats' spread is not
-    known on both sides (see `analysis.baseline.judge_change`)."""
+    reproducible report. Regressions against a baseline are decided by one stated rule
+    (`analysis.baseline.RULE`, docs/regressions.md), not by an option."""
 
     title: str | None = None
     cost_per_gpu_hour: float | None = None  # every result set (overrides stored prices)
     generated_at: str | None = None
-    noise_pct: float = DEFAULT_NOISE_PCT
     prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> its price
 
     def __post_init__(self) -> None:
         for price in [self.cost_per_gpu_hour, *self.prices.values()]:
             if price is not None and (not math.isfinite(price) or price < 0):
                 raise UsageError(f"--cost-per-gpu-hour must be a number >= 0, not {price}")
-        if not math.isfinite(self.noise_pct) or self.noise_pct < 0:
-            raise UsageError(f"the noise threshold must be a number >= 0 %, not {self.noise_pct}")
 
 
 def default_title(sources: Sources, baseline: Sources | None) -> str:

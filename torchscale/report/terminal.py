@@ -19,7 +19,8 @@ from rich.text import Text
 
 from torchscale.cell import Status
 from torchscale.plan import Plan, PlannedCell
-from torchscale.results.schema import CellResult
+from torchscale.report.estimates import plus_minus
+from torchscale.results.schema import Attribution, CellResult
 from torchscale.results.store import ResultStore
 
 if TYPE_CHECKING:
@@ -42,8 +43,10 @@ STATUS_LEVEL: dict[Status, Level] = {
 }
 TABLE_NOTE = (
     "peak MiB: CUDA peak allocated on GPUs, largest process peak RSS of any rank on CPU; "
-    "comm: exposed communication share of a step (DDP no_sync method); MFU from the timed "
-    "windows; '-': not measurable here (reasons in cells/*.json 'unavailable')"
+    "samples/s: median of repeats ± half its 95 % interval; comm: exposed transfer share of "
+    "the step (step model), '<x%' when not measurable above noise; scaling '≈100%': linear "
+    "within noise; MFU from the timed windows; '-': not measured here (reasons in "
+    "cells/*.json 'unavailable')"
 )
 
 
@@ -74,33 +77,69 @@ def reused_line(result: CellResult) -> Line:
     return Line("info", f"> [INFO] {result.cell.id}: ok in a previous run (--resume), not rerun")
 
 
+PART_LABELS = {
+    "compute": "compute",
+    "data": "data",
+    "wait_for_peers": "waiting for peers",
+    "exposed_transfer": "exposed transfer",
+    "rest": "rest",
+}
+
+
+def _pct(value: float) -> str:
+    """One decimal, two below 1 % (a '±0.0%' would hide that the interval was measured)."""
+    return f"{value * 100:.2f}%" if abs(value) < 0.01 else f"{value * 100:.1f}%"
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1e3:.1f}ms"
+
+
+def step_model_lines(attribution: Attribution | None, why_not: str | None) -> list[Line]:
+    """The one model of the step: its parts with ±, the straggler verdict, the cross-checks.
+    Every surface that shows these figures shows these values (docs/methodology.md)."""
+    if attribution is None:
+        return [Line("skip", f"> [INFO] Step model: unavailable ({why_not})")] if why_not else []
+    parts = ", ".join(
+        f"{PART_LABELS[p.name]} {plus_minus(p.share, _pct)}" for p in attribution.parts
+    )
+    lines = [Line("info", f"> [INFO] Step {plus_minus(attribution.step_s, _ms)}: {parts}")]
+    verdict = attribution.straggler
+    if verdict is not None:
+        level: Level = "warn" if verdict.named else "info"
+        lines.append(Line(level, f"> [INFO] Straggler: {verdict.summary}"))
+    for check in attribution.cross_checks:
+        figure = plus_minus(check.estimate, _pct) if check.estimate else "no figure"
+        verdict_text = {True: "agrees", False: "disagrees", None: "not judged"}[check.agrees]
+        lines.append(
+            Line("skip", f"> [CHECK] {check.name}: {figure}, {verdict_text}: {check.detail}")
+        )
+    return lines
+
+
 def cell_lines(result: CellResult) -> list[Line]:
-    """The published per-cell lines: throughput, latency, comm, then warnings."""
+    """The published per-cell lines (throughput, latency) with their intervals, then the
+    step model, then warnings."""
     if result.status is not Status.OK:
         tag = "SKIP" if result.status is Status.SKIPPED else "FAIL"
         reason = result.error.reason if result.error else ""
         return [Line(STATUS_LEVEL[result.status], f"> [{tag}] {result.status}: {reason}")]
-    thr, steps = result.throughput, result.step_time
+    thr, steps, intervals = result.throughput, result.step_time, result.intervals
     lines: list[Line] = []
     if thr is not None:
         unit = "img/sec" if result.model_kind == "vision" else "samples/sec"
         tokens = f" ({thr.tokens_per_s:,.0f} tokens/sec)" if thr.tokens_per_s else ""
-        lines.append(
-            Line("info", f"> [INFO] Average Throughput: {thr.samples_per_s:,.0f} {unit}{tokens}")
-        )
+        figure = f"{thr.samples_per_s:,.0f}"
+        if intervals is not None:
+            figure = plus_minus(intervals.samples_per_s, lambda v: f"{v:,.0f}")
+        lines.append(Line("info", f"> [INFO] Average Throughput: {figure} {unit}{tokens}"))
     if steps is not None:
-        lines.append(
-            Line(
-                "info",
-                f"> [INFO] Iteration Latency: {steps.p50 * 1e3:.1f}ms "
-                f"(p95 {steps.p95 * 1e3:.1f}ms)",
-            )
-        )
-    comm = result.communication
-    if comm and comm.comm_overhead is not None:
-        lines.append(
-            Line("info", f"> [INFO] Exposed communication: {comm.comm_overhead:.0%} of step time")
-        )
+        p50, p95 = _ms(steps.p50), _ms(steps.p95)
+        if intervals is not None:
+            p50, p95 = plus_minus(intervals.step_p50_s, _ms), plus_minus(intervals.step_p95_s, _ms)
+        lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
+    if result.cell.world_size > 1 or result.attribution is not None:
+        lines += step_model_lines(result.attribution, result.unavailable.get("attribution"))
     lines += [Line("warn", f"> [WARN] {w}") for w in result.warnings]
     return lines
 
@@ -210,6 +249,33 @@ TABLE_COLUMNS = (
 )
 
 
+def _throughput(r: pd.Series) -> str:
+    value, low, high = r["samples_per_s"], r.get("samples_per_s_low"), r.get("samples_per_s_high")
+    if _missing(value) or _missing(low) or _missing(high):
+        return _fmt(value, ",.0f")
+    return f"{float(value):,.0f}±{(float(high) - float(low)) / 2:,.0f}"
+
+
+def _scaling(r: pd.Series) -> str:
+    """Efficiency; above 1 only when its whole interval is (else linear within noise)."""
+    value, low = r["scaling_efficiency"], r.get("scaling_efficiency_low")
+    if not _missing(value) and float(value) > 1 and (_missing(low) or float(low) <= 1):
+        return "≈100%"
+    return _fmt(value, ".0%")
+
+
+def _comm(r: pd.Series) -> str:
+    """The step model's exposed transfer share; '<x%' when not measurable above noise."""
+    value, high = r.get("exposed_transfer_share"), r.get("exposed_transfer_share_high")
+    if _missing(value) and not _missing(high):
+        return f"<{float(high):.0%}"
+    if _missing(value):
+        value = r["comm_overhead"]
+        if not _missing(value) and not 0 <= float(value) <= 1:
+            return "noise"  # an older result's point value outside its domain
+    return _fmt(value, ".0%")
+
+
 def _row_cells(r: pd.Series) -> list[str]:
     gpu_mem = r["peak_allocated_bytes"]
     mem = r["peak_rss_bytes"] if _missing(gpu_mem) else gpu_mem
@@ -221,11 +287,11 @@ def _row_cells(r: pd.Series) -> list[str]:
         f"{r['world_size']}{spread}",
         str(r["batch_size"]),
         escape(f"{r['precision']}/{r.get('layout') or r['strategy']}"),
-        _fmt(r["samples_per_s"], ",.0f"),
+        _throughput(r),
         _fmt(r["samples_per_s_per_device"], ",.0f"),
         f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",
-        _fmt(r["scaling_efficiency"], ".0%"),
-        _fmt(r["comm_overhead"], ".0%"),
+        _scaling(r),
+        _comm(r),
         _fmt(r["mfu"], ".1%"),
         _fmt(mem, ",.0f", 2**-20),
         f"[{style}]{status}[/]",

@@ -11,10 +11,25 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.analysis.reliability import add_reliability
 from torchscale.analysis.scaling import add_scaling_efficiency
-from torchscale.results.schema import CellResult, ParallelMetrics, PhaseTimes
+from torchscale.analysis.uncertainty import median_of_repeats
+from torchscale.results.schema import (
+    PART_NAMES,
+    Attribution,
+    CellResult,
+    Estimate,
+    HostLoad,
+    ParallelMetrics,
+    PhaseTimes,
+)
 
 PHASE_NAMES = tuple(PhaseTimes.model_fields)  # data, forward, backward, grad_sync_wait, optimizer
+# the one model of the step (schema 8): per part its share of the mean step with the 95 %
+# interval; the share is empty where it is not measurable above noise (the interval stays)
+ATTRIBUTION_COLUMNS = [
+    f"{part}_{suffix}" for part in PART_NAMES for suffix in ("share", "share_low", "share_high")
+]
 
 COLUMNS = [
     "cell_id",
@@ -44,16 +59,36 @@ COLUMNS = [
     "step_p95_s",
     "step_p99_s",
     "step_cv",
+    "samples_per_s_low",
+    "samples_per_s_high",
+    "samples_per_s_repeats",
+    "step_p50_low_s",
+    "step_p50_high_s",
+    "step_p95_low_s",
+    "step_p95_high_s",
+    "step_p99_low_s",
+    "step_p99_high_s",
     "straggler_rank",
     "straggler_phase",
     "straggler_gap_s",
+    "straggler_named",
+    "straggler_p_value",
+    "straggler_summary",
+    "step_mean_s",
+    *ATTRIBUTION_COLUMNS,
     "scaling_efficiency",
+    "scaling_efficiency_low",
+    "scaling_efficiency_high",
+    "reliability",
+    "reliability_reason",
     "comm_overhead",
     "load_imbalance",
     "sync_overhead",
     "flops_per_step",
     "tflops_per_device",
     "mfu",
+    "mfu_low",
+    "mfu_high",
     "peak_tflops_per_device",
     "peak_allocated_bytes",
     "peak_reserved_bytes",
@@ -73,6 +108,10 @@ COLUMNS = [
     "tokens_per_joule",
     "throttled",
     "throttle_reasons",
+    "other_cpu_cores",
+    "load_avg_1m",
+    "other_gpu_processes",
+    "busy_machine",
     "bubble_measured",
     "bubble_theoretical",
     "tp_comm",
@@ -136,15 +175,18 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "step_p95_s": steps.p95 if steps else None,
         "step_p99_s": steps.p99 if steps else None,
         "step_cv": steps.cv if steps else None,
+        **_headline_intervals(result),
         "straggler_rank": result.straggler_rank,
         "straggler_phase": straggler.phase if straggler else None,
         "straggler_gap_s": straggler.gap_s if straggler else None,
+        **_attribution(result.attribution),
         "comm_overhead": comm.comm_overhead if comm else None,
         "load_imbalance": comm.load_imbalance if comm else None,
         "sync_overhead": comm.sync_overhead if comm else None,
         "flops_per_step": comp.flops_per_step if comp else None,
         "tflops_per_device": comp.achieved_tflops_per_device if comp else None,
         "mfu": comp.mfu if comp else None,
+        **_mfu_interval(result),
         "peak_tflops_per_device": comp.peak_tflops_per_device if comp else None,
         "peak_allocated_bytes": mem.peak_allocated_bytes if mem else None,
         "peak_reserved_bytes": mem.peak_reserved_bytes if mem else None,
@@ -164,6 +206,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "tokens_per_joule": tel.tokens_per_joule if tel else None,
         "throttled": tel.throttled if tel else None,
         "throttle_reasons": "; ".join(tel.throttle_reasons) if tel else None,
+        **_host_load(tel.hosts if tel else None),
         "bubble_measured": parallel.bubble_measured if parallel else None,
         "bubble_theoretical": parallel.bubble_theoretical if parallel else None,
         **_profiled_comm(parallel),
@@ -190,6 +233,75 @@ def cell_row(result: CellResult) -> dict[str, Any]:
     }
 
 
+def _ends(estimate: Estimate | None, name: str, suffix: str = "") -> dict[str, float | None]:
+    return {
+        f"{name}_low{suffix}": estimate.low if estimate else None,
+        f"{name}_high{suffix}": estimate.high if estimate else None,
+    }
+
+
+def _headline_intervals(result: CellResult) -> dict[str, Any]:
+    """Throughput and latency intervals: the result's own (schema 8), else the throughput's
+    taken from the recorded repeats with the same rule (latency: not recorded before 8)."""
+    thr, intervals = result.throughput, result.intervals
+    throughput = intervals.samples_per_s if intervals else None
+    if throughput is None and thr is not None and thr.repeats:
+        throughput = median_of_repeats(thr.repeats)
+    return {
+        **_ends(throughput, "samples_per_s"),
+        "samples_per_s_repeats": ";".join(f"{v:.6g}" for v in thr.repeats) if thr else None,
+        **_ends(intervals.step_p50_s if intervals else None, "step_p50", "_s"),
+        **_ends(intervals.step_p95_s if intervals else None, "step_p95", "_s"),
+        **_ends(intervals.step_p99_s if intervals else None, "step_p99", "_s"),
+    }
+
+
+def _mfu_interval(result: CellResult) -> dict[str, float | None]:
+    return _ends(result.intervals.mfu if result.intervals else None, "mfu")
+
+
+def _attribution(attribution: Attribution | None) -> dict[str, Any]:
+    """The step model's columns (None before schema 8 and where there is none)."""
+    row: dict[str, Any] = dict.fromkeys(
+        ["straggler_named", "straggler_p_value", "straggler_summary", "step_mean_s"]
+    )
+    row.update(dict.fromkeys(ATTRIBUTION_COLUMNS))
+    if attribution is None:
+        return row
+    verdict = attribution.straggler
+    row["straggler_named"] = verdict.named if verdict else None
+    row["straggler_p_value"] = verdict.p_value if verdict else None
+    row["straggler_summary"] = verdict.summary if verdict else None
+    row["step_mean_s"] = attribution.step_s.value
+    for part in attribution.parts:
+        row[f"{part.name}_share"] = part.share.value
+        row[f"{part.name}_share_low"] = part.share.low
+        row[f"{part.name}_share_high"] = part.share.high
+    return row
+
+
+HOST_LOAD_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_machine")
+
+
+def _host_load(hosts: list[HostLoad] | None) -> dict[str, Any]:
+    """What else ran on the cell's hosts during its windows (docs/telemetry.md): the busiest
+    host's other-process cores and load average, other compute processes on the cell's GPUs
+    summed over hosts, and whether any host was busy. None unless every host has the figure
+    (a figure over some hosts would be another figure)."""
+    if not hosts:
+        return dict.fromkeys(HOST_LOAD_COLUMNS)
+    other = [h.other_cores for h in hosts]
+    load = [h.load_avg_1m.max if h.load_avg_1m else None for h in hosts]
+    gpu = [h.other_gpu_processes for h in hosts]
+    busy = [h.busy for h in hosts]
+    return {
+        "other_cpu_cores": max(v for v in other if v is not None) if None not in other else None,
+        "load_avg_1m": max(v for v in load if v is not None) if None not in load else None,
+        "other_gpu_processes": sum(v for v in gpu if v is not None) if None not in gpu else None,
+        "busy_machine": True if any(busy) else (False if None not in busy else None),
+    }
+
+
 def _profiled_comm(parallel: ParallelMetrics | None) -> dict[str, float | None]:
     """A tensor-parallel cell's profiled communication shares (None elsewhere)."""
     comm = parallel.profiled_comm if parallel else None
@@ -201,13 +313,25 @@ def _profiled_comm(parallel: ParallelMetrics | None) -> dict[str, float | None]:
     }
 
 
+# computed over the whole table (a cell against its group), not from one result
+DERIVED_COLUMNS = {
+    "scaling_efficiency",
+    "scaling_efficiency_low",
+    "scaling_efficiency_high",
+    "reliability",
+    "reliability_reason",
+}
+
+
 def cells_table(results: Sequence[CellResult]) -> pd.DataFrame:
-    """One row per cell in COLUMNS order, with scaling efficiency within each group."""
+    """One row per cell in COLUMNS order, with scaling efficiency (and its interval) within
+    each group and each cell's reliability."""
     table = pd.DataFrame(
-        [cell_row(r) for r in results], columns=[c for c in COLUMNS if c != "scaling_efficiency"]
+        [cell_row(r) for r in results], columns=[c for c in COLUMNS if c not in DERIVED_COLUMNS]
     )
     table["samples_per_s"] = pd.to_numeric(table["samples_per_s"])
     table = add_scaling_efficiency(table)
+    table = add_reliability(table)
     return table[COLUMNS]
 
 

@@ -30,11 +30,29 @@ from torchscale.cell import CellIdentity, Status
 #    `warmup` (warm-up step times, torch.compile's compile time).
 # 7: `parallel.profiled_comm`: a tensor-parallel cell's communication and exposed
 #    communication (waiting for peers apart from transfer) from steps profiled after the windows.
-RESULT_SCHEMA_VERSION = 7
+# 8: `attribution`: one model of the step (compute, data, waiting for peers, exposed transfer,
+#    rest) with 95 % intervals and a straggler named only by a significance test; `intervals`
+#    for the headline figures; no_sync windows interleaved with the synchronised ones.
+RESULT_SCHEMA_VERSION = 8
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Estimate(_Model):
+    """One figure with its 95 % interval (torchscale/analysis/uncertainty.py). Inside its own
+    noise (the interval reaches outside the figure's domain, e.g. a time that may be 0 or a
+    share that may be 0) it is not measurable: `value` is null and the interval, clamped to the
+    domain, says how large it could be. Without an interval (one repeat) `reason` says why."""
+
+    value: float | None = Field(description="the figure; null when not measurable above noise")
+    low: float | None = Field(description="lower end of the 95 % interval (clamped to the domain)")
+    high: float | None = Field(description="upper end of the 95 % interval")
+    n: int = Field(description="the units the interval was taken over (steps, repeats)")
+    method: str = Field(description="how the interval was taken")
+    measurable: bool = Field(description="false: the interval includes 0 or leaves the domain")
+    reason: str | None = Field(default=None, description="why not measurable, or no interval")
 
 
 class StepTimeStats(_Model):
@@ -142,6 +160,35 @@ class FieldStats(_Model):
 EnergyMethod = Literal["counter", "power_integral"]
 
 
+class RankLoad(_Model):
+    """What one rank's sampler read of its host at each measured window's start and stop, and
+    of its GPU's compute processes: the inputs of the cell's `HostLoad` (docs/telemetry.md)."""
+
+    pid: int | None = Field(description="the rank's process id")
+    cores: int | None = Field(description="logical CPUs of the host (psutil.cpu_count())")
+    usable_cores: int | None = Field(description="CPUs the rank may run on (its affinity)")
+    window_s: float = Field(description="seconds from each window's start edge to its stop edge")
+    busy_cpu_s: float | None = Field(
+        description="CPU seconds all processes of the host used in the windows (psutil.cpu_times "
+        "deltas: everything but idle and iowait)"
+    )
+    own_cpu_s: float | None = Field(
+        description="CPU seconds the rank's process and its child processes used in the windows"
+    )
+    load_avg_1m: list[float] = Field(
+        default_factory=list, description="os.getloadavg()[0] at each window's start and stop"
+    )
+    gpu_pids: list[int] | None = Field(
+        default=None,
+        description="compute processes NVML listed on the rank's GPU at the window edges, its "
+        "own included; null: not read",
+    )
+    gpu_processes_max: int | None = Field(
+        default=None, description="the most compute processes listed on the GPU at one edge"
+    )
+    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+
+
 class RankTelemetry(_Model):
     """What one rank's sampler saw during the measured windows (docs/telemetry.md). A null
     field has its reason in `unavailable` under the field's name."""
@@ -183,6 +230,9 @@ class RankTelemetry(_Model):
         description="share of samples with a slowdown reason set"
     )
     unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+    load: RankLoad | None = Field(
+        default=None, description="the host's CPU and the GPU's processes at the window edges"
+    )
 
 
 class Telemetry(_Model):
@@ -208,6 +258,47 @@ class Telemetry(_Model):
         description="a slowdown reason was set in any sample of any GPU; null: none readable"
     )
     throttle_reasons: list[str] = Field(default_factory=list)
+    hosts: list[HostLoad] | None = Field(
+        default=None,
+        description="what else ran on each of the cell's hosts during the windows; null: not "
+        "sampled (the reason in the result's unavailable['telemetry.hosts'])",
+    )
+
+
+class HostLoad(_Model):
+    """What else ran on one host during the cell's measured windows (docs/telemetry.md): the CPU
+    of all its processes less the cell's ranks' own, the load average, and compute processes on
+    the cell's GPUs that are not its ranks. A null figure has its reason in `unavailable`."""
+
+    host: str
+    ranks: list[int] = Field(description="the cell's ranks on this host")
+    cores: int | None = Field(description="logical CPUs of the host")
+    busy_cores: float | None = Field(
+        description="all processes: busy CPU seconds / window seconds, mean over the ranks here"
+    )
+    cell_cores: float | None = Field(
+        description="the cell's ranks here and their child processes: sum over the ranks of "
+        "their CPU seconds / window seconds"
+    )
+    other_cores: float | None = Field(
+        description="busy_cores - cell_cores, at least 0: other processes, the kernel and "
+        "hypervisor steal"
+    )
+    load_avg_1m: FieldStats | None = Field(
+        description="1-minute load average at the window edges of every rank here"
+    )
+    other_gpu_processes: int | None = Field(
+        description="compute processes on the cell's GPUs here that are not its ranks"
+    )
+    other_gpu_pids: list[int] = Field(
+        default_factory=list,
+        description="their PIDs; empty when NVML's PIDs belong to another PID namespace",
+    )
+    busy: bool | None = Field(
+        description="other_cores >= 0.25 per rank here and fewer idle cores than ranks here; "
+        "null: the CPU figures are missing"
+    )
+    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
 
 
 class Compute(_Model):
@@ -273,6 +364,68 @@ class Straggler(_Model):
     injected: bool = Field(
         default=False, description="a delay was injected on this rank (--inject-delay)"
     )
+
+
+PartName = Literal["compute", "data", "wait_for_peers", "exposed_transfer", "rest"]
+PART_NAMES: tuple[PartName, ...] = ("compute", "data", "wait_for_peers", "exposed_transfer", "rest")
+
+
+class StepPart(_Model):
+    """One part of the step (docs/methodology.md, "One model of the step")."""
+
+    name: PartName
+    seconds: Estimate = Field(description="mean per step, over ranks and steps")
+    share: Estimate = Field(description="seconds / the mean step")
+
+
+class StragglerVerdict(_Model):
+    """Whether one rank is significantly slower than the others, by a stated test."""
+
+    named: bool = Field(description="true only when the test is significant and evidence agrees")
+    rank: int | None = Field(description="the straggler; null unless named")
+    phase: str | None = Field(description="its slow phase; null unless one is significant")
+    candidate_rank: int | None = Field(description="the rank with the largest mean gap")
+    gap_s: Estimate | None = Field(
+        description="candidate's own work per step minus the median of the others', same step"
+    )
+    phase_gap_s: Estimate | None = Field(default=None, description="the named phase's gap")
+    p_value: float | None = Field(description="one-sided Wilcoxon signed-rank, paired steps")
+    min_effect_s: float | None = Field(description="smallest gap named: a share of the step")
+    test: str = Field(description="the test, in words")
+    summary: str = Field(description="one line, the same on every surface")
+
+
+class CrossCheck(_Model):
+    """A second estimate of a figure of the model, shown only as agreeing or not."""
+
+    name: str
+    method: str
+    estimate: Estimate | None
+    agrees: bool | None = Field(description="null: could not judge")
+    detail: str
+
+
+class Attribution(_Model):
+    """The one model of a step: compute + data + waiting for peers + exposed transfer + rest,
+    each with its 95 % interval, the parts adding up to the step by construction."""
+
+    basis: str = Field(description="the evidence the parts come from")
+    steps: int = Field(description="steps the parts are averaged over (per rank)")
+    ranks: int
+    step_s: Estimate = Field(description="the mean step the parts add up to")
+    parts: list[StepPart]
+    straggler: StragglerVerdict | None = Field(description="null: one rank")
+    cross_checks: list[CrossCheck] = Field(default_factory=list)
+
+
+class Intervals(_Model):
+    """Headline figures with their 95 % intervals (docs/methodology.md, "Uncertainty")."""
+
+    samples_per_s: Estimate = Field(description="global throughput, median over repeats")
+    step_p50_s: Estimate
+    step_p95_s: Estimate
+    step_p99_s: Estimate
+    mfu: Estimate | None = Field(default=None, description="scales with throughput")
 
 
 class InjectedDelay(_Model):
@@ -421,7 +574,7 @@ class Warmup(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[7] = 7
+    schema_version: Literal[8] = 8
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -441,6 +594,10 @@ class CellResult(_Model):
         default=None, description="rank with the highest compute time (= straggler.rank)"
     )
     straggler: Straggler | None = None
+    attribution: Attribution | None = Field(
+        default=None, description="the one model of the step, with intervals (schema 8)"
+    )
+    intervals: Intervals | None = Field(default=None, description="schema 8")
     memory: Memory | None = None
     compute: Compute | None = None
     communication: Communication | None = None

@@ -20,6 +20,11 @@ Version history:
      and ranks[].alloc_retries.
   5  `data` (input source, loader settings, data-wait time per step and its share) and `cost`
      (GPU-hours and price per million samples and tokens).
+  6  tp, pp and hybrid cells, `parallel`, `warmup`.
+  7  `parallel.profiled_comm`.
+  8  `attribution` (one model of the step, parts with 95 % intervals, the straggler named only
+     by a significance test, cross-checks) and `intervals` (headline figures with intervals);
+     DDP's no_sync windows interleaved with the synchronised ones.
 """
 
 from __future__ import annotations
@@ -177,6 +182,30 @@ def upgrade_v6(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+V7_ATTRIBUTION = (
+    "result of schema 7 or older: no attribution with intervals (schema 8); its straggler and "
+    "communication figures are point values without a significance test"
+)
+
+
+V7_HOSTS = "result of schema 7 or older: what else ran on the host was not recorded"
+
+
+def upgrade_v7(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 7 -> 8. The one model of the step with intervals (`attribution`) and the
+    headline intervals (`intervals`) did not exist; the older point figures are kept as
+    measured and marked as such in `unavailable`."""
+    out = dict(data)
+    if out.get("status") == "ok":
+        unavailable = dict(out.get("unavailable") or {})
+        unavailable.setdefault("attribution", V7_ATTRIBUTION)
+        if isinstance(out.get("telemetry"), dict):
+            unavailable.setdefault("telemetry.hosts", V7_HOSTS)
+        out["unavailable"] = unavailable
+    out["schema_version"] = 8
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -184,6 +213,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     4: upgrade_v4,
     5: upgrade_v5,
     6: upgrade_v6,
+    7: upgrade_v7,
 }
 
 

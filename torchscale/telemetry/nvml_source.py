@@ -1,5 +1,5 @@
 """One GPU through NVML (pynvml): utilisation, memory used, power, temperature, SM clock,
-clocks-event reasons and the total-energy counter.
+clocks-event reasons and the total-energy counter; at each window's edges, its compute processes.
 
 The GPU is found by its UUID (what torch reports for the rank's device), never by index:
 CUDA_VISIBLE_DEVICES may reorder the GPUs or name them by UUID, and NVML always sees every GPU
@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from torchscale.telemetry.reasons import read_clock_reasons
-from torchscale.telemetry.samples import GPU_FIELDS
+from torchscale.telemetry.samples import GPU_FIELDS, GPU_PROCESSES, EdgeReading
 from torchscale.validate.nvml import nvml_error_name
 
 ENERGY = "energy_j"  # the unavailable key of the energy counter
@@ -25,6 +25,13 @@ PERMANENT_ERRORS = (
     "NVMLError_FunctionNotFound",
     "NVMLError_NoPermission",
 )
+# the compute-process list: nvidia-ml-py's unversioned name calls the _v3 symbol (driver >= 510)
+# and raises NVMLLibraryMismatchError where the library lacks it; then _v2 answers the same
+PROCESS_QUERIES = (
+    "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+)
+MISSING_SYMBOL = ("NVMLError_FunctionNotFound", "NVMLLibraryMismatchError")
 
 
 def uuid_candidates(torch_uuid: str) -> list[str]:
@@ -59,9 +66,10 @@ class NvmlSource:
         self._nvml: Any = None
         self._handle: Any = None
         self._reasons_query: str | None = None  # the clocks-event query name that answers
+        self._process_queries = list(PROCESS_QUERIES)  # those not yet found missing
 
     def _fail_all(self, why: str) -> None:
-        for name in (*self.fields, ENERGY):
+        for name in (*self.fields, ENERGY, GPU_PROCESSES):
             self.unavailable.setdefault(name, why)
 
     def open(self) -> None:
@@ -141,6 +149,31 @@ class NvmlSource:
         into["sm_clock_mhz"] = float(clock) if clock is not None else None
         mask = self._clock_reasons()
         into["clock_reasons"] = float(mask) if mask is not None else None
+
+    def read_edge(self, into: EdgeReading) -> None:
+        """The PIDs of the GPU's compute processes (every process holding a CUDA context on
+        it, busy or not), read at the window's edges only: a process on the GPU through the
+        window is seen at both, and the loop's ticks stay as cheap as they were measured."""
+        if GPU_PROCESSES in self.unavailable or self._handle is None:
+            return
+        while self._process_queries:
+            query = self._process_queries[0]
+            try:
+                pids = sorted({int(p.pid) for p in getattr(self._nvml, query)(self._handle)})
+            except Exception as exc:
+                why = f"{query}: {nvml_error_name(exc)}"
+                if type(exc).__name__ in MISSING_SYMBOL or isinstance(exc, AttributeError):
+                    self._process_queries.pop(0)  # an older driver or binding: the next name
+                    if not self._process_queries:
+                        self.unavailable[GPU_PROCESSES] = why
+                    continue
+                if _permanent(exc):
+                    self.unavailable[GPU_PROCESSES] = why
+                else:
+                    self.errors[GPU_PROCESSES] = why
+                return
+            into.gpu_pids = pids
+            return
 
     def energy_mj(self) -> float | None:
         """The GPU's total-energy counter (millijoules since the driver loaded; Volta and

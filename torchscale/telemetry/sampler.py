@@ -2,9 +2,10 @@
 
 The training loop never waits for it: between start() and stop() the main thread takes no lock
 the sampler holds and makes no NVML or psutil call; NVML's ctypes calls release the GIL while
-the driver answers. start() returns once the window's first sample (and energy counter read) is
-taken, so the samples span the window; stop() takes the last ones and joins the thread. Both
-happen outside the timed steps (before the window's opening barrier, after its closing one).
+the driver answers. start() returns once the window's first sample (and energy counter read, and
+the edge sources' reads) is taken, so the samples span the window; stop() takes the last ones
+and joins the thread. Both happen outside the timed steps (before the window's opening barrier,
+after its closing one).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from torchscale.telemetry.samples import SamplerReport, WindowSamples
+from torchscale.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 
 # the first start() opens the sources (nvmlInit can take a while on a node without
 # persistence mode); a thread that does not stop within this is abandoned, its window marked
@@ -38,6 +39,14 @@ class Source(Protocol):
     def energy_mj(self) -> float | None: ...
 
 
+@runtime_checkable
+class EdgeSource(Protocol):
+    """A source that also reads at each window's two edges only (the host's CPU, the GPU's
+    processes): what a window's mean needs from the edges alone stays out of the ticks."""
+
+    def read_edge(self, into: EdgeReading) -> None: ...
+
+
 class Sampler:
     """Samples `sources` every `interval_s` seconds during each window (start() .. stop())."""
 
@@ -56,6 +65,7 @@ class Sampler:
         self.windows: list[WindowSamples] = []
         self._fixed_unavailable = dict(unavailable or {})  # e.g. GPU fields on a CPU cell
         self._fields = tuple(f for s in self.sources for f in s.fields)
+        self._edge_sources = [s for s in self.sources if isinstance(s, EdgeSource)]
         self._opened = False
         self._thread: threading.Thread | None = None
         self._record: WindowSamples | None = None
@@ -101,12 +111,16 @@ class Sampler:
         """The windows sampled so far and why fields are missing (call when stopped)."""
         unavailable = dict(self._fixed_unavailable)
         errors: dict[str, str] = {}
-        name = uuid = None
+        name = uuid = pid = cores = usable = None
         for source in self.sources:
             unavailable.update(source.unavailable)
             errors.update(source.errors)
             name = name or getattr(source, "name", None)
             uuid = uuid or getattr(source, "uuid", None)
+            if isinstance(source, EdgeSource):  # the host source knows its process and host
+                pid = pid or getattr(source, "pid", None)
+                cores = cores or getattr(source, "cores", None)
+                usable = usable or getattr(source, "usable_cores", None)
         return SamplerReport(
             device=self.device,
             interval_s=self.interval_s,
@@ -115,6 +129,9 @@ class Sampler:
             errors=errors,
             gpu_name=name,
             gpu_uuid=uuid,
+            pid=pid,
+            cores=cores,
+            usable_cores=usable,
         )
 
     # -- the thread ----------------------------------------------------------------------------
@@ -125,6 +142,12 @@ class Sampler:
             if value is not None:
                 return value
         return None
+
+    def _edge(self, record: WindowSamples) -> None:
+        reading = EdgeReading(t=time.perf_counter())
+        for source in self._edge_sources:
+            source.read_edge(reading)
+        record.edges.append(reading)
 
     def _take(self, record: WindowSamples) -> None:
         row: dict[str, float | None] = {}
@@ -143,6 +166,7 @@ class Sampler:
                 self._opened = True
             started = time.perf_counter()
             record.energy_start_mj = self._energy()
+            self._edge(record)
             self._take(record)
             self._ready.set()
             deadline = record.t[0] + self.interval_s
@@ -153,6 +177,7 @@ class Sampler:
                 if deadline < now:  # a slow query: skip the missed ticks, never burst
                     deadline = now + self.interval_s
             self._take(record)
+            self._edge(record)
             record.energy_stop_mj = self._energy()
             record.energy_t = (started, time.perf_counter())
             record.complete = True

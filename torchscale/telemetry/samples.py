@@ -18,6 +18,21 @@ GPU_FIELDS = (
     "clock_reasons",  # NVML clocks-event-reasons bit mask
 )
 PROCESS_FIELDS = ("cpu_s", "rss_bytes")  # cumulative CPU seconds (user + system), RSS
+# read at each window's two edges only (host_source.py): the host's busy CPU seconds (every
+# process), the rank's process tree's CPU seconds, the 1-minute load average
+HOST_FIELDS = ("busy_cpu_s", "own_cpu_s", "load_avg_1m")
+GPU_PROCESSES = "gpu_pids"  # the GPU's compute processes, read at the edges (nvml_source.py)
+
+
+@dataclass
+class EdgeReading:
+    """What the edge sources read at one window edge (its start or its stop). Only deltas and
+    levels at the edges are needed (CPU seconds telescope over a window), so these reads stay
+    out of the sampling ticks."""
+
+    t: float  # time.perf_counter() of the reading
+    values: dict[str, float | None] = field(default_factory=dict)
+    gpu_pids: list[int] | None = None  # None: not read
 
 
 @dataclass
@@ -32,6 +47,7 @@ class WindowSamples:
     energy_t: tuple[float, float] | None = None  # when the two counter reads happened
     complete: bool = False  # the thread stopped cleanly (else: what it had, and `failure`)
     failure: str | None = None
+    edges: list[EdgeReading] = field(default_factory=list)  # at the start, then at the stop
 
     def column(self, name: str) -> list[float | None]:
         return self.values.get(name, [None] * len(self.t))
@@ -50,3 +66,6 @@ class SamplerReport:
     errors: dict[str, str] = field(default_factory=dict)
     gpu_name: str | None = None
     gpu_uuid: str | None = None
+    pid: int | None = None  # the rank's process
+    cores: int | None = None  # logical CPUs of the host
+    usable_cores: int | None = None  # CPUs the rank may run on

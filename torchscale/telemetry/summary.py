@@ -4,6 +4,10 @@ Energy (docs/telemetry.md): by the GPU's total-energy counter when it answered a
 every window, `E = sum over windows (E_stop - E_start) / 1000` joules; else by the trapezoid
 rule over the power samples, `E = sum over windows sum_i (t_i+1 - t_i) (P_i + P_i+1) / 2`. The
 first and last samples sit at the window's edges, so both cover the whole window.
+
+What else ran on each host (docs/telemetry.md): from the readings at every window's two edges,
+`other cores = (host busy CPU s - the cell's ranks' own CPU s) / window s`, with the 1-minute
+load average and the compute processes on the cell's GPUs that are not its ranks.
 """
 
 from __future__ import annotations
@@ -13,9 +17,16 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Literal
 
-from torchscale.results.schema import EnergyMethod, FieldStats, RankTelemetry, Telemetry
+from torchscale.results.schema import (
+    EnergyMethod,
+    FieldStats,
+    HostLoad,
+    RankLoad,
+    RankTelemetry,
+    Telemetry,
+)
 from torchscale.telemetry.reasons import IGNORED_REASONS, SLOWDOWN_REASONS, decode_clock_reasons
-from torchscale.telemetry.samples import SamplerReport, WindowSamples
+from torchscale.telemetry.samples import GPU_PROCESSES, SamplerReport, WindowSamples
 
 # psutil reads CPU time in 10 ms kernel ticks: utilisation over shorter spans is mostly
 # rounding, so the maximum is taken over spans of at least this long
@@ -23,6 +34,15 @@ MIN_CPU_SPAN_S = 0.1
 SPAN_SLACK = 0.95  # a sample a hair early (timer jitter) still closes a span
 NO_SAMPLE = "no sample of it in the measured windows"
 GPU_STATS = ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c", "sm_clock_mhz")
+# the busy-machine rule (docs/telemetry.md): other processes used at least this many cores per
+# rank of the cell on a host, and that host had fewer idle cores than the cell has ranks there
+OTHER_CORES_PER_RANK = 0.25
+BUSY_NOTE = "timings may be slowed or noisy"
+NO_HOST = "no host readings"
+NAMESPACE_PIDS = (
+    "NVML lists PIDs of another PID namespace (a container without the host's PID namespace: "
+    "a rank's own PID is not among its GPU's processes): counted, not named"
+)
 
 
 def field_stats(values: Iterable[float | None]) -> FieldStats | None:
@@ -127,6 +147,51 @@ def clock_reasons(
     return seen, slowing, throttled / len(masks)
 
 
+def rank_load(report: SamplerReport) -> RankLoad:
+    """The rank's host readings over its windows: CPU-second deltas between each window's two
+    edges, summed; the load average at every edge; the GPU's processes seen at any edge."""
+    windows = report.windows
+    unavailable: dict[str, str] = {}
+    broken = [w.failure or "no edge reading" for w in windows if not w.complete or len(w.edges) < 2]
+    whole = [w for w in windows if w.complete and len(w.edges) >= 2]
+    window_s = sum(w.edges[-1].t - w.edges[0].t for w in whole)
+
+    def why(name: str) -> str:
+        return report.unavailable.get(name) or report.errors.get(name) or NO_SAMPLE
+
+    def delta(name: str) -> float | None:
+        if broken or not whole:
+            unavailable[name] = (
+                f"a window was not fully sampled: {broken[0]}" if broken else why(name)
+            )
+            return None
+        pairs = [(w.edges[0].values.get(name), w.edges[-1].values.get(name)) for w in whole]
+        if any(a is None or b is None for a, b in pairs):
+            unavailable[name] = why(name)
+            return None
+        return sum(b - a for a, b in pairs if a is not None and b is not None)
+
+    busy, own = delta("busy_cpu_s"), delta("own_cpu_s")
+    loads = [v for w in windows for e in w.edges if (v := e.values.get("load_avg_1m")) is not None]
+    if not loads:
+        unavailable["load_avg_1m"] = why("load_avg_1m")
+    lists = [e.gpu_pids for w in windows for e in w.edges if e.gpu_pids is not None]
+    if not lists:
+        unavailable[GPU_PROCESSES] = why(GPU_PROCESSES)
+    return RankLoad(
+        pid=report.pid,
+        cores=report.cores,
+        usable_cores=report.usable_cores,
+        window_s=window_s,
+        busy_cpu_s=busy,
+        own_cpu_s=own,
+        load_avg_1m=loads,
+        gpu_pids=sorted({pid for pids in lists for pid in pids}) if lists else None,
+        gpu_processes_max=max(len(pids) for pids in lists) if lists else None,
+        unavailable=unavailable,
+    )
+
+
 def summarise_rank(rank: int, host: str, report: SamplerReport) -> RankTelemetry:
     """One rank's telemetry from its sampler's windows; a null field says why."""
     windows = report.windows
@@ -184,6 +249,7 @@ def summarise_rank(rank: int, host: str, report: SamplerReport) -> RankTelemetry
         throttle_reasons=slowing,
         throttled_fraction=fraction,
         unavailable=unavailable,
+        load=rank_load(report),
     )
 
 
@@ -220,6 +286,155 @@ def throttle_warning(ranks: Sequence[RankTelemetry]) -> str | None:
         + "; ".join(parts)
         + " (the figures were measured below full clocks)"
     )
+
+
+def _joined(reasons: dict[int, str], ranks: int) -> str:
+    """The reasons of the ranks that lack a figure: once when all `ranks` share it, else
+    named by rank."""
+    if len(reasons) == ranks and len(set(reasons.values())) == 1:
+        return next(iter(reasons.values()))
+    return "; ".join(f"rank {rank}: {why}" for rank, why in reasons.items())
+
+
+def _load_reason(ranks: Sequence[RankTelemetry], key: str) -> str:
+    """Why the ranks' host readings lack `key`, once when they share it."""
+    return _joined(
+        {r.rank: r.load.unavailable.get(key, NO_SAMPLE) if r.load else NO_HOST for r in ranks},
+        len(ranks),
+    )
+
+
+def _rates(ranks: Sequence[RankTelemetry], name: str) -> tuple[list[float] | None, str | None]:
+    """Each rank's `name` (CPU seconds) per second of its windows: (rates, None) when every
+    rank has it, else (None, why)."""
+    rates: list[float] = []
+    reasons: dict[int, str] = {}
+    for r in ranks:
+        load = r.load
+        seconds = getattr(load, name) if load is not None else None
+        if load is None:
+            reasons[r.rank] = NO_HOST
+        elif seconds is None:
+            reasons[r.rank] = load.unavailable.get(name, NO_SAMPLE)
+        elif load.window_s <= 0:
+            reasons[r.rank] = "its windows have no length"
+        else:
+            rates.append(seconds / load.window_s)
+    return (None, _joined(reasons, len(ranks))) if reasons else (rates, None)
+
+
+def other_gpu_processes(
+    ranks: Sequence[RankTelemetry],
+) -> tuple[int | None, list[int], dict[str, str]]:
+    """(count, PIDs, unavailable) of compute processes on the ranks' GPUs that are not the
+    ranks (all on one host: PIDs are per host). A rank's own PID missing from its GPU's list
+    means NVML's PIDs are of another PID namespace: then each GPU counts its processes beyond
+    the cell's ranks on it, without names."""
+    loads = [(r, r.load) for r in ranks if r.load is not None and r.load.gpu_pids is not None]
+    if len(loads) < len(ranks):  # a count over some GPUs would be another figure
+        return None, [], {"other_gpu_processes": _load_reason(ranks, GPU_PROCESSES)}
+    if all(load.pid in (load.gpu_pids or []) for _, load in loads):
+        ours = {load.pid for _, load in loads}
+        others = sorted({pid for _, load in loads for pid in load.gpu_pids or []} - ours)
+        return len(others), others, {}
+    per_gpu: dict[str, list[int]] = {}  # GPU -> the most processes each of its ranks saw
+    for r, load in loads:
+        per_gpu.setdefault(r.gpu_uuid or r.device, []).append(load.gpu_processes_max or 0)
+    count = sum(max(0, max(most) - len(most)) for most in per_gpu.values())
+    return count, [], {"other_gpu_pids": NAMESPACE_PIDS}
+
+
+def is_busy(other_cores: float, busy_cores: float, cores: int | None, ranks: int) -> bool:
+    """The busy-machine rule: other processes used at least OTHER_CORES_PER_RANK cores per
+    rank of the cell on the host, and the host had fewer idle cores than the cell has ranks
+    there (so they were not merely using cores the cell left free)."""
+    idle = cores - busy_cores if cores else None
+    return other_cores >= OTHER_CORES_PER_RANK * ranks and (idle is None or idle < ranks)
+
+
+def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
+    """What else ran on `host` during the windows, from the cell's ranks on it: other cores =
+    mean over the ranks of (host busy CPU s / window s) - sum over them of (own CPU s / window
+    s), at least 0 (the kernel's 10 ms ticks can take it a hair below)."""
+    unavailable: dict[str, str] = {}
+    loads = [r.load for r in ranks if r.load is not None]
+    cores = max((load.cores for load in loads if load.cores), default=None)
+    busy_rates, why_busy = _rates(ranks, "busy_cpu_s")
+    own_rates, why_own = _rates(ranks, "own_cpu_s")
+    busy_cores = statistics.fmean(busy_rates) if busy_rates else None
+    cell_cores = sum(own_rates) if own_rates is not None else None
+    other = busy = None
+    if busy_cores is not None and cell_cores is not None:
+        other = max(0.0, busy_cores - cell_cores)
+        busy = is_busy(other, busy_cores, cores, len(ranks))
+    for key, why in (("busy_cores", why_busy), ("cell_cores", why_own)):
+        if why is not None:
+            unavailable[key] = why
+    if other is None:
+        unavailable["other_cores"] = unavailable["busy"] = why_busy or why_own or NO_SAMPLE
+    load_avg = field_stats([v for load in loads for v in load.load_avg_1m])
+    if load_avg is None:
+        unavailable["load_avg_1m"] = _load_reason(ranks, "load_avg_1m")
+    gpu_count, gpu_pids, why_gpu = other_gpu_processes(ranks)
+    return HostLoad(
+        host=host,
+        ranks=[r.rank for r in ranks],
+        cores=cores,
+        busy_cores=busy_cores,
+        cell_cores=cell_cores,
+        other_cores=other,
+        load_avg_1m=load_avg,
+        other_gpu_processes=gpu_count,
+        other_gpu_pids=gpu_pids,
+        busy=busy,
+        unavailable=unavailable | why_gpu,
+    )
+
+
+def host_loads(ranks: Sequence[RankTelemetry]) -> list[HostLoad] | None:
+    """One HostLoad per host the cell's ranks ran on (in rank order), or None when no rank
+    read its host."""
+    if not any(r.load is not None for r in ranks):
+        return None
+    by_host: dict[str, list[RankTelemetry]] = {}
+    for r in sorted(ranks, key=lambda r: r.rank):
+        by_host.setdefault(r.host, []).append(r)
+    return [host_load(host, members) for host, members in by_host.items()]
+
+
+def busy_warnings(hosts: Sequence[HostLoad]) -> list[str]:
+    """The result's warnings when other processes competed with the cell: for CPU by the
+    busy rule, for a GPU whenever another compute process was on one of the cell's."""
+    warnings = []
+    parts = []
+    for h in hosts:
+        if not h.busy or h.other_cores is None or h.busy_cores is None:
+            continue
+        of = f" of {h.cores}" if h.cores else ""
+        idle = f", {max(0.0, h.cores - h.busy_cores):.1f} idle" if h.cores else ""
+        mine = f"the cell's {len(h.ranks)} rank(s) used {h.cell_cores or 0:.1f}{idle}"
+        load = f"; load average up to {h.load_avg_1m.max:.1f}" if h.load_avg_1m else ""
+        parts.append(f"{h.other_cores:.1f}{of} cores on {h.host} ({mine}{load})")
+    if parts:
+        warnings.append(
+            f"busy machine: other processes used {'; '.join(parts)} during the measured "
+            f"windows; {BUSY_NOTE}"
+        )
+    shared = []
+    for h in hosts:
+        if not h.other_gpu_processes:
+            continue
+        named = ", ".join(map(str, h.other_gpu_pids)) if h.other_gpu_pids else None
+        which = f"PID {named}" if named else "PIDs of another PID namespace"
+        shared.append(f"{h.host}: {h.other_gpu_processes} ({which})")
+    if shared:
+        total = sum(h.other_gpu_processes or 0 for h in hosts)
+        warnings.append(
+            f"GPU shared: {total} other compute process(es) on the cell's GPUs during the "
+            f"measured windows ({'; '.join(shared)}); their kernels time-share the GPU with the "
+            f"cell's: {BUSY_NOTE}"
+        )
+    return warnings
 
 
 def combine(
@@ -279,6 +494,9 @@ def combine(
         unavailable["telemetry.samples_per_joule"] = (
             unavailable.get("telemetry.energy_j") or "the windows used 0 J"
         )
+    hosts = host_loads(ranks)
+    if hosts is None:
+        unavailable["telemetry.hosts"] = f"{NO_HOST} from any rank"
     if tokens is None:
         unavailable["telemetry.tokens_per_joule"] = (
             "not a language model"
@@ -301,6 +519,7 @@ def combine(
         tokens_per_joule=tokens,
         throttled=throttled,
         throttle_reasons=throttle_reasons,
+        hosts=hosts,
     )
     warning = throttle_warning(ranks)
-    return telemetry, unavailable, [warning] if warning else []
+    return telemetry, unavailable, ([warning] if warning else []) + busy_warnings(hosts or [])

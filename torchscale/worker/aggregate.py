@@ -1,12 +1,11 @@
 """Rank 0 turns every rank's measurements into one CellResult. Pure: no torch.distributed.
 
-Straggler and communication (docs/methodology.md, "Stragglers, load imbalance and exposed
-communication"): under gradient sync every rank's step takes the same time T, so step times
-cannot tell which rank is slow. Each rank's compute time can: its median step under DDP
-no_sync() (every rank runs free, no gradient all-reduce), or, without that window, the sum of
-its phase medians that contain no wait for other ranks. The straggler is the rank with the
-highest compute time; T splits into that rank's compute, the wait of every other rank for it
-(load imbalance) and the communication exposed beyond it.
+The step (docs/methodology.md, "One model of the step"): every synchronised step of every rank
+splits into compute, data, waiting for peers, exposed transfer and rest from the phase timers
+(torchscale/analysis/attribution.py), each part with its 95 % interval; a straggler is named
+only when a paired test over the steps says so. The no_sync windows, interleaved with the
+synchronised ones, cross-check the communication figure; the older `straggler` and
+`communication` blocks are read from the model, so each quantity has one value.
 """
 
 from __future__ import annotations
@@ -14,17 +13,23 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+import pandas as pd
+
+from torchscale.analysis.attribution import NoSyncSteps, cell_attribution
 from torchscale.analysis.stats import median_and_spread, step_stats
+from torchscale.analysis.uncertainty import median_of_repeats, percentile_of_steps
 from torchscale.cell import Status
 from torchscale.data.pipeline import SETTINGS_KEY
 from torchscale.results.schema import (
+    Attribution,
     CellResult,
     Communication,
     Compute,
     DataPipeline,
     InjectedDelay,
+    Intervals,
     Memory,
     PhaseTimes,
     ProfileRecord,
@@ -40,13 +45,20 @@ from torchscale.worker.parallel_metrics import parallel_metrics, warmup_record
 from torchscale.worker.phases import COMPUTE_PHASES, PHASES, medians
 from torchscale.worker.spec import WorkerSpec
 
-WORLD_ONE = "world size 1: no other rank to wait for, no gradient communication to expose"
-FSDP_NO_COMPUTE = (
-    "FSDP: no compute-only time per rank (no no_sync window, and its forward and backward "
-    "phases contain all-gather/reduce-scatter waits); profile the cell to find a straggler"
+FSDP_NO_SPLIT = (
+    "FSDP: its forward and backward phases contain all-gather/reduce-scatter waits (backward is "
+    "not split at the last gradient), so no step model separates compute from communication "
+    "or names a straggler; profile the cell (`torchscale profile`) for both"
 )
-NO_SYNC_OFF = "measurement.comm_overhead is off (no no_sync window): no compute-only step time"
+MODEL_PARALLEL = (
+    "tp, pp and hybrid: communication runs inside forward and backward, so the phase timers "
+    "cannot separate it (tensor parallelism: parallel.profiled_comm; pipelines: the bubble)"
+)
 NO_PHASES = "no phase timing with backward split at the last gradient on every rank"
+SYNC_OVERHEAD_GONE = (
+    "schema 8: the pooled no_sync figure is a cross-check of the step model "
+    "(attribution.cross_checks), not a headline"
+)
 NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUDA only)"
 TELEMETRY_OFF = "measurement.telemetry.enabled is false"
 ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
@@ -79,109 +91,148 @@ def achieved_tflops(
     return flops_per_step * samples_per_s_per_device / samples_per_rank_step / 1e12
 
 
-@dataclass(frozen=True)
-class ComputeTimes:
-    """Each rank's compute time (seconds) and what it was taken from."""
-
-    per_rank: dict[int, float]
-    basis: Literal["no_sync", "phases"]
-
-
 def rank_phase_medians(rank: RankMeasurement) -> dict[str, float | None] | None:
     """Median per phase over the rank's synchronised windows; None without phase timing."""
     windows = [w.phases for w in rank.windows if w.phases is not None]
     return medians(windows) if windows else None
 
 
-def compute_times(
-    spec: WorkerSpec,
-    ranks: Sequence[RankMeasurement],
-    phases: dict[int, dict[str, float | None] | None],
-) -> tuple[ComputeTimes | None, str | None]:
-    """Per-rank compute times, or why there are none. The no_sync window when every rank ran
-    one; else the sum of each rank's data, forward, backward-compute and optimizer medians,
-    when backward could be split at the last gradient (else backward holds sync waits)."""
-    if len(ranks) == 1:
-        return None, WORLD_ONE
-    if all(r.no_sync is not None and r.no_sync.step_s for r in ranks):
-        return ComputeTimes(
-            {r.rank: statistics.median(r.no_sync.step_s) for r in ranks if r.no_sync},
-            "no_sync",
-        ), None
-    if spec.cell.strategy == "fsdp":
-        return None, FSDP_NO_COMPUTE
-    sums: dict[int, float] = {}
+def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
+    """Every synchronised step of every rank with its phase seconds: (window, step, rank,
+    step_s, data, forward, backward, grad_sync_wait, optimizer); phases None without timing."""
+    rows = []
     for r in ranks:
-        medians_r = phases.get(r.rank)
-        if medians_r is None or medians_r.get("grad_sync_wait") is None:
-            return None, f"{NO_SYNC_OFF}, and {NO_PHASES}"
-        values = [medians_r.get(phase) for phase in COMPUTE_PHASES]
-        sums[r.rank] = sum(v for v in values if v is not None)
-    return ComputeTimes(sums, "phases"), None
+        for window, w in enumerate(r.windows):
+            for step, seconds in enumerate(w.step_s):
+                row: dict[str, Any] = {
+                    "window": window, "step": step, "rank": r.rank, "step_s": seconds
+                }
+                for phase in PHASES:
+                    row[phase] = w.phases[phase][step] if w.phases is not None else None
+                rows.append(row)
+    return pd.DataFrame(rows, columns=["window", "step", "rank", "step_s", *PHASES])
 
 
-def find_straggler(
-    compute: ComputeTimes,
-    phases: dict[int, dict[str, float | None] | None],
-    injected: Sequence[int] = (),
-) -> Straggler:
-    """The rank with the highest compute time (ties: the lowest rank), and its slow phase: the
-    phase whose median exceeds the median of the other ranks' medians the most. grad_sync_wait
-    never counts: it is where the other ranks show the straggler (their wait for it)."""
-    slow = max(sorted(compute.per_rank), key=lambda rank: compute.per_rank[rank])
-    others = [t for rank, t in compute.per_rank.items() if rank != slow]
-    others_median = statistics.median(others)
-    gaps: dict[str, float] = {}
-    mine = phases.get(slow)
-    if mine is not None:
-        split = mine.get("grad_sync_wait") is not None
-        for name in COMPUTE_PHASES:
-            if name == "backward" and not split:
-                continue  # the whole backward holds the waits: not the straggler's own work
-            value = mine.get(name)
-            peers = [
-                v
-                for rank, m in phases.items()
-                if rank != slow and m is not None and (v := m.get(name)) is not None
-            ]
-            if value is not None and peers:
-                gaps[name] = value - statistics.median(peers)
-    positive = {name: gap for name, gap in gaps.items() if gap > 0}
-    phase = max(positive, key=lambda name: positive[name]) if positive else None
+def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
+    """Each rank's free-running steps of the interleaved no_sync windows (None without)."""
+    if not all(r.no_sync is not None and r.no_sync.step_s for r in ranks):
+        return None
+    return NoSyncSteps({r.rank: list(r.no_sync.step_s) for r in ranks if r.no_sync})
+
+
+def step_model(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement], table: pd.DataFrame
+) -> tuple[Attribution | None, str | None]:
+    """The cell's one model of the step, or why there is none."""
+    if spec.cell.parallel is not None:
+        return None, MODEL_PARALLEL
+    if spec.cell.strategy == "fsdp":
+        return None, FSDP_NO_SPLIT
+    attribution = cell_attribution(table, no_sync_steps(ranks))
+    if attribution is None:
+        return None, NO_PHASES
+    return attribution, None
+
+
+def straggler_record(
+    attribution: Attribution, table: pd.DataFrame, injected: Sequence[int]
+) -> Straggler | None:
+    """The named straggler in the older `straggler` shape (None unless the test named one):
+    its own work per step, the others' median, the gap, and every phase's mean gap."""
+    verdict = attribution.straggler
+    if verdict is None or not verdict.named or verdict.rank is None:
+        return None
+    slow = verdict.rank
+    means = table.groupby("rank")[list(COMPUTE_PHASES)].mean()
+    own = means.sum(axis=1)
+    others = own.drop(index=slow)
+    gaps = {
+        phase: float(means.loc[slow, phase] - means.drop(index=slow)[phase].median())
+        for phase in COMPUTE_PHASES
+    }
     return Straggler(
         rank=slow,
-        basis=compute.basis,
-        compute_s=compute.per_rank[slow],
-        others_compute_s=others_median,
-        compute_gap_s=compute.per_rank[slow] - others_median,
-        phase=phase,
-        gap_s=positive[phase] if phase is not None else None,
+        basis="phases",
+        compute_s=float(own.loc[slow]),
+        others_compute_s=float(others.median()),
+        compute_gap_s=float(own.loc[slow] - others.median()),
+        phase=verdict.phase,
+        gap_s=verdict.phase_gap_s.value if verdict.phase_gap_s else None,
         phase_gaps_s=gaps,
         injected=slow in injected,
     )
 
 
-def split_step(
-    step_s: float, compute: ComputeTimes, no_sync_pooled_s: float | None
-) -> Communication:
-    """T = slowest compute + exposed communication; imbalance = the others' wait within it."""
-    slowest_rank = max(sorted(compute.per_rank), key=lambda rank: compute.per_rank[rank])
-    slowest = compute.per_rank[slowest_rank]
-    imbalance = statistics.fmean(slowest - t for t in compute.per_rank.values())
-    exposed = step_s - slowest
-    positive = step_s > 0
+def communication_record(
+    attribution: Attribution, no_sync_pooled_s: float | None
+) -> tuple[Communication, dict[str, str]]:
+    """The older `communication` block read from the step model (one value per quantity):
+    comm_overhead is the exposed transfer's share, load_imbalance the wait for peers'; each
+    null where the model says it is not measurable above noise."""
+    parts = {p.name: p for p in attribution.parts}
+    transfer, wait = parts["exposed_transfer"], parts["wait_for_peers"]
+    unavailable = {}
+    for key, part in (("comm_overhead", transfer), ("load_imbalance", wait)):
+        if part.share.value is None:
+            unavailable[key] = part.share.reason or "not measurable above noise"
+    unavailable["sync_overhead"] = SYNC_OVERHEAD_GONE
     return Communication(
         step_time_no_sync_s=no_sync_pooled_s,
-        comm_overhead=exposed / step_s if positive else None,
-        sync_overhead=1 - no_sync_pooled_s / step_s
-        if positive and no_sync_pooled_s is not None
-        else None,
-        step_time_s=step_s,
-        slowest_compute_s=slowest,
-        slowest_compute_rank=slowest_rank,
-        load_imbalance_s=imbalance,
-        load_imbalance=imbalance / step_s if positive else None,
-        exposed_comm_s=exposed,
+        comm_overhead=transfer.share.value,
+        sync_overhead=None,
+        step_time_s=attribution.step_s.value,
+        load_imbalance_s=wait.seconds.value,
+        load_imbalance=wait.share.value,
+        exposed_comm_s=transfer.seconds.value,
+    ), unavailable
+
+
+BUSY_CAVEAT = (
+    "; the machine was busy during the windows (other processes used {cores} core(s) on "
+    "{host}): a rank starved of CPU by them is slow the same way, so check the host before "
+    "the workload"
+)
+
+
+def busy_caveat(attribution: Attribution, telemetry: Telemetry) -> Attribution:
+    """A straggler named on a busy host says so: other processes taking one rank's cores make
+    it slow exactly like a slow workload would (seen: 1.75 ms on a 9 ms step, load 9.6 on 2
+    cores, balanced ranks)."""
+    verdict = attribution.straggler
+    busy = [h for h in telemetry.hosts or [] if h.busy]
+    if verdict is None or not verdict.named or not busy:
+        return attribution
+    host = busy[0]
+    cores = f"{host.other_cores:.1f}" if host.other_cores is not None else "?"
+    summary = verdict.summary + BUSY_CAVEAT.format(cores=cores, host=host.host)
+    return attribution.model_copy(
+        update={"straggler": verdict.model_copy(update={"summary": summary})}
+    )
+
+
+def headline_intervals(
+    per_repeat: Sequence[float], step_times: Sequence[float], mfu: float | None
+) -> Intervals:
+    """Throughput (median of repeats), latency percentiles (steps) and MFU with intervals.
+    MFU is throughput times a constant (FLOPs per sample / peak), so it takes the same
+    relative interval."""
+    throughput = median_of_repeats(per_repeat)
+    mfu_estimate = None
+    if mfu is not None and throughput.value:
+        scale = mfu / throughput.value
+        mfu_estimate = throughput.model_copy(
+            update={
+                "value": mfu,
+                "low": throughput.low * scale if throughput.low is not None else None,
+                "high": throughput.high * scale if throughput.high is not None else None,
+            }
+        )
+    return Intervals(
+        samples_per_s=throughput,
+        step_p50_s=percentile_of_steps(step_times, 50),
+        step_p95_s=percentile_of_steps(step_times, 95),
+        step_p99_s=percentile_of_steps(step_times, 99),
+        mfu=mfu_estimate,
     )
 
 
@@ -377,7 +428,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             f"{spec.measurement.cv_warn_threshold:.2f}"
         )
 
-    # straggler: the rank with the highest compute time, and its slow phase
+    # the one model of the step: parts with intervals, the straggler only when significant
     delays = [InjectedDelay(rank=d.rank, phase=d.phase, ms=d.ms) for d in spec.inject_delay]
     for delay in spec.inject_delay:
         warnings.append(
@@ -385,38 +436,33 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             f"{delay.ms:g} ms in its {delay.phase} phase every step: the straggler and load "
             "imbalance it causes are artificial"
         )
-    compute, why_not = compute_times(spec, ranks, phases)
+    table = steps_table(ranks)
+    attribution, why_not = step_model(spec, ranks, table)
     straggler = None
-    if compute is not None:
-        straggler = find_straggler(compute, phases, [d.rank for d in delays])
-        if straggler.phase is None:
-            unavailable["straggler.phase"] = (
-                "no phase of the straggler is slower than the other ranks' (its extra compute "
-                "time is below the noise of the phase medians)"
-            )
-    else:
-        unavailable["straggler"] = why_not or "no compute time per rank"
-
-    # the synchronised step split: slowest compute, load imbalance, exposed communication
     no_sync_ranks = [r.no_sync for r in ranks if r.no_sync is not None]
-    if world > 1 and len(no_sync_ranks) == world and compute is not None:
-        no_sync_p50 = statistics.median(t for w in no_sync_ranks for t in w.step_s)
-        communication = split_step(pooled.p50, compute, no_sync_p50)
+    no_sync_p50 = (
+        statistics.median(t for w in no_sync_ranks for t in w.step_s)
+        if no_sync_ranks and len(no_sync_ranks) == world
+        else None
+    )
+    if attribution is not None and world > 1:
+        straggler = straggler_record(attribution, table, [d.rank for d in delays])
+        if straggler is None and attribution.straggler is not None:
+            unavailable["straggler"] = attribution.straggler.summary
+        communication, why_not_comm = communication_record(attribution, no_sync_p50)
+        unavailable.update(why_not_comm)
     else:
+        unavailable["straggler"] = (
+            "world size 1: no other rank to be slower than" if world == 1 else why_not
+        ) or "no step model"
         communication = Communication(step_time_no_sync_s=None, comm_overhead=None)
-        if world == 1:
-            reason = "world size 1: no gradient communication to expose"
-        elif shape is not None:
-            reason = (
-                "the no_sync method needs DDP; tp, pp and hybrid communicate inside forward and "
-                "backward (tensor parallelism: see parallel.profiled_comm)"
-            )
-        elif spec.cell.strategy != "ddp":
-            reason = "measured for DDP only (FSDP has no no_sync equivalent that removes all comm)"
-        else:
-            reason = "measurement.comm_overhead is off"
+        reason = (
+            "world size 1: no gradient communication to expose" if world == 1 else why_not
+        ) or "no step model"
         for key in ("comm_overhead", "sync_overhead", "load_imbalance"):
             unavailable[key] = reason
+    if attribution is None:
+        unavailable["attribution"] = why_not or NO_PHASES
 
     flops = ranks[0].flops_per_step
     # a device's share of a replica's samples (a whole replica under ddp and fsdp)
@@ -452,6 +498,8 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     )
     unavailable.update(why_not_telemetry)
     warnings += telemetry_warnings
+    if attribution is not None and telemetry is not None:
+        attribution = busy_caveat(attribution, telemetry)
 
     # the input pipeline: data wait per step and its share, bytes read per second of windows
     window_s = sum(max(r.windows[i].wall_s for r in ranks) for i in range(repeats))
@@ -485,6 +533,10 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         ranks=rank_stats,
         straggler_rank=straggler.rank if straggler is not None else None,
         straggler=straggler,
+        attribution=attribution,
+        intervals=headline_intervals(
+            per_repeat, [t for r in ranks for w in r.windows for t in w.step_s], mfu
+        ),
         injected_delays=delays,
         profile=_profile_record(spec, ranks),
         telemetry=telemetry,

@@ -39,3 +39,16 @@ def allocator_stats(before: Mapping[str, Any], after: Mapping[str, Any]) -> Allo
         fragmentation=1 - allocated / reserved if reserved > 0 else None,
         inactive_split_peak_bytes=_int(after, "inactive_split_bytes.all.peak"),
     )
+
+
+def merge_windows(windows: list[AllocatorStats]) -> AllocatorStats:
+    """Several measured windows' figures as one (each window's peaks were reset before it, so
+    that the no_sync windows interleaved between them count in none): retries and OOMs
+    summed, fragmentation and stranded bytes the worst window's."""
+    fragmentation = [w.fragmentation for w in windows if w.fragmentation is not None]
+    return AllocatorStats(
+        alloc_retries=sum(w.alloc_retries for w in windows),
+        oom_count=sum(w.oom_count for w in windows),
+        fragmentation=max(fragmentation) if fragmentation else None,
+        inactive_split_peak_bytes=max((w.inactive_split_peak_bytes for w in windows), default=0),
+    )

@@ -107,8 +107,7 @@ def _step_records(measurements: list[RankMeasurement]) -> str:
     lines = []
     for m in sorted(measurements, key=lambda r: r.rank):
         windows = [("sync", repeat, w) for repeat, w in enumerate(m.windows)]
-        if m.no_sync is not None:
-            windows.append(("no_sync", 0, m.no_sync))
+        windows += [("no_sync", repeat, w) for repeat, w in enumerate(m.no_sync_windows)]
         for kind, repeat, window in windows:
             for step, seconds in enumerate(window.step_s):
                 lines.append(

@@ -23,7 +23,7 @@ from torchscale.results.schema import RankTelemetry
 from torchscale.telemetry.rank import rank_sampler
 from torchscale.telemetry.sampler import Sampler
 from torchscale.telemetry.summary import summarise_rank
-from torchscale.worker.allocator import AllocatorStats, allocator_stats
+from torchscale.worker.allocator import AllocatorStats, allocator_stats, merge_windows
 from torchscale.worker.model_parallel import replica_flops
 from torchscale.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
 from torchscale.worker.timing import make_timer, resolve_timing, synchronize
@@ -57,7 +57,10 @@ class RankMeasurement:
     steps: int
     warmup_s: list[float]
     windows: list[Window] = field(default_factory=list)
+    # every no_sync window's steps pooled (None: no no_sync window); each window interleaved
+    # with a synchronised one, in `no_sync_windows`
     no_sync: Window | None = None
+    no_sync_windows: list[Window] = field(default_factory=list)
     flops_per_step: float | None = None
     flops_note: str | None = None
     peak_allocated: int | None = None
@@ -140,6 +143,25 @@ def run_window(
         window.phases = recorder.seconds()
         window.phase_notes = dict(recorder.notes)
     return window
+
+
+def pooled_window(windows: list[Window]) -> Window:
+    """The steps of several windows as one (wall times summed, per-step lists joined)."""
+    phases: PhaseSeconds | None = None
+    if all(w.phases is not None for w in windows):
+        phases = {}
+        for w in windows:
+            for name, values in (w.phases or {}).items():
+                phases.setdefault(name, []).extend(values)
+    notes: dict[str, str] = {}
+    for w in windows:
+        notes.update(w.phase_notes)
+    return Window(
+        wall_s=sum(w.wall_s for w in windows),
+        step_s=[t for w in windows for t in w.step_s],
+        phases=phases,
+        phase_notes=notes,
+    )
 
 
 def warm_up(trainer: Trainer, steps: int) -> list[float]:
@@ -261,24 +283,35 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     if spec.training.compile:
         result.compile_s, _ = compile_seconds()
     sampler = rank_sampler(settings.telemetry, device)
-    allocator_before: dict[str, Any] = {}
-    if device.type == "cuda":
-        allocator_before = torch.cuda.memory_stats(device)
-        torch.cuda.reset_peak_memory_stats(device)
+    per_window_allocator: list[AllocatorStats] = []
+    interleave = (
+        settings.comm_overhead and spec.cell.strategy == "ddp" and dist.get_world_size() > 1
+    )
+    peak_allocated = peak_reserved = 0
     for _ in range(settings.repeats):
+        # peaks of the training windows only: under no_sync() DDP accumulates into fresh
+        # .grad tensors beside its buckets, a second copy of the gradients training never holds
+        if device.type == "cuda":
+            before = torch.cuda.memory_stats(device)
+            torch.cuda.reset_peak_memory_stats(device)
         result.windows.append(run_window(trainer, steps, timing, telemetry=sampler))
+        if device.type == "cuda":
+            peak_allocated = max(peak_allocated, int(torch.cuda.max_memory_allocated(device)))
+            peak_reserved = max(peak_reserved, int(torch.cuda.max_memory_reserved(device)))
+            per_window_allocator.append(allocator_stats(before, torch.cuda.memory_stats(device)))
+        if interleave:
+            # right after its synchronised window, so both see the same machine state
+            result.no_sync_windows.append(run_window(trainer, steps, timing, skip_sync=True))
     result.static = static_memory(trainer)  # optimizer state exists after the first step
-    # peaks of the training windows only: under no_sync() DDP accumulates into fresh .grad
-    # tensors beside its buckets, a second copy of the gradients training never holds
     if device.type == "cuda":
-        result.peak_allocated = int(torch.cuda.max_memory_allocated(device))
-        result.peak_reserved = int(torch.cuda.max_memory_reserved(device))
-        result.allocator = allocator_stats(allocator_before, torch.cuda.memory_stats(device))
+        result.peak_allocated = peak_allocated
+        result.peak_reserved = peak_reserved
+        result.allocator = merge_windows(per_window_allocator)
     if sampler is not None:
         result.telemetry = summarise_rank(result.rank, host, sampler.report())
     result.peak_rss = peak_rss_bytes()
-    if settings.comm_overhead and spec.cell.strategy == "ddp" and dist.get_world_size() > 1:
-        result.no_sync = run_window(trainer, steps, timing, skip_sync=True)
+    if result.no_sync_windows:
+        result.no_sync = pooled_window(result.no_sync_windows)
     for window in [*result.windows, *([result.no_sync] if result.no_sync else [])]:
         for phase, note in window.phase_notes.items():
             result.phase_notes.setdefault(phase, note)

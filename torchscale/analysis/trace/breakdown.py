@@ -17,6 +17,7 @@ from torchscale.analysis.trace.intervals import (
     Intervals,
     from_frame,
     intersect,
+    subtract,
     union,
 )
 from torchscale.analysis.trace.steps import cpu_busy_by_tid, full_steps, is_device_trace
@@ -72,14 +73,19 @@ def _empty() -> pd.DataFrame:
     return frame.astype({"step": np.int64})
 
 
-def data_wait(events: pd.DataFrame, steps: pd.DataFrame) -> np.ndarray:
-    """Union of the data-phase ranges inside each step window (steps as given, in order)."""
+def data_wait(events: pd.DataFrame, steps: pd.DataFrame, act: Activity | None = None) -> np.ndarray:
+    """Per step window (steps as given, in order): the data-phase ranges where the rank neither
+    computes nor communicates. The ops inside a data phase (collate, the copy to the device)
+    are compute; only the blocked remainder is waiting for data, so this never overlaps
+    compute_us or comm_us (the same `data_us` as `idle.idle_reducer`)."""
     lo = steps["start"].to_numpy(np.float64)
     hi = steps["end"].to_numpy(np.float64)
     if events.empty:
         return np.zeros(lo.size)
     rows = events[(events["kind"] == "phase") & (events["phase"] == "data")]
-    return from_frame(rows).within(lo, hi)
+    act = act if act is not None else activity(events)
+    busy = union(act.compute, act.comm, act.memory)
+    return subtract(from_frame(rows), busy).within(lo, hi)
 
 
 def rank_breakdown(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
@@ -89,7 +95,7 @@ def rank_breakdown(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     collectives); exposed_comm_us (comm time with no compute running); overlap_pct (HTA's
     definition: time computing while communicating / total communication time x 100, NaN
     without communication); idle_us (step time not covered by compute, comm or memory);
-    data_wait_us (union of the data-phase ranges).
+    data_wait_us (data-phase time covered by none of them: part of idle_us, see `data_wait`).
 
     Every interval is clipped to the step window. Kernels queued in one step may run in the
     next step's host window; the totals over steps are exact, the split between neighbouring
@@ -116,7 +122,7 @@ def rank_breakdown(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
             "exposed_comm_us": comm - overlap,
             "overlap_pct": overlap_pct,
             "idle_us": np.maximum(step_us - busy, 0.0),
-            "data_wait_us": data_wait(events, steps),
+            "data_wait_us": data_wait(events, steps, act),
         }
     )[BREAKDOWN_COLUMNS]
 

@@ -1,10 +1,17 @@
-"""Ranked findings: what costs the most cycle time, the evidence, and the fix.
+"""Ranked findings: what costs the most step time, the evidence, and the fix.
 
-Each finding carries `cost_fraction`, the share of the cycle (median step time) it costs.
-Findings under MIN_COST_FRACTION (2 %) are not reported: below that, run-to-run noise of a
-profiled step is as large as the effect, and a fix would not show. Costs are estimates from
-different angles and may overlap (a straggler's slow data loading shows as its stall cost and in
-the mean data wait): rank by them, do not add them up.
+Every finding's cost is a part of the step model (`step_model.py`), as a share of the mean
+step with its interval, so a finding never gives a second answer to a question the model
+answers: exposed communication costs the model's exposed transfer; a straggler and load
+imbalance cost its waiting for peers; data loading its data part; a host-bound device the
+host-wait share of its rest. A finding whose cost is not measurable above noise, or under
+MIN_COST_FRACTION (2 %) of the step, is not reported: below that, run-to-run noise of a
+profiled step is as large as the effect, and a fix would not show.
+
+`--target` picks which findings a profile reports and how they rank (`for_target`):
+sync_stalls -> straggler and load imbalance; comm -> exposed communication first, then the
+waits; compute -> host-bound and data wait; memory -> none of these; all -> every finding by
+cost.
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from torchscale.analysis.trace.collectives import SyncStall
+from torchscale.analysis.trace.collectives import Matched
+from torchscale.analysis.trace.step_model import StepModel
 from torchscale.analysis.trace.straggler import Straggler, StragglerAnalysis
+from torchscale.results.schema import Estimate, StragglerVerdict
 
 MIN_COST_FRACTION = 0.02
 PHASE_WORDS = {
@@ -25,119 +34,172 @@ PHASE_WORDS = {
     "backward": "backward pass",
     "optimizer": "optimizer step",
 }
+TARGETS = ("sync_stalls", "comm", "compute", "memory", "all")
+# per target: the categories it reports, in the order it ranks them (None: all, by cost)
+TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
+    "sync_stalls": ("straggler", "load_imbalance"),
+    "comm": ("exposed_comm", "straggler", "load_imbalance"),
+    "compute": ("host_bound", "data_wait"),
+    "memory": (),
+    "all": None,
+}
 
 
 @dataclass
 class Finding:
-    """One problem: `title` names who and what, `cost_fraction` is the share of cycle time it
-    costs, `evidence` the figures behind it, `recommendation` a concrete next step.
+    """One problem: `title` names who and what, `cost` is the part of the step model it costs
+    (share of the step, with its interval), `evidence` the figures behind it,
+    `recommendation` a concrete next step.
     `category`: straggler | load_imbalance | exposed_comm | data_wait | host_bound."""
 
     title: str
-    cost_fraction: float
+    cost: Estimate
     evidence: list[str]
     recommendation: str
     category: str
 
+    @property
+    def cost_fraction(self) -> float:
+        """The cost's point value (share of the step)."""
+        return float(self.cost.value or 0.0)
+
 
 @dataclass
 class FindingInputs:
-    """Summary figures the other analyses produce (fractions are of the cycle time; None: not
-    measured). Build it with `finding_inputs` or by hand."""
+    """What the findings read: parts of the step model (shares of the step with intervals;
+    None: not measured) and the straggler verdict. Build it with `finding_inputs` or by
+    hand (`point` makes an Estimate without an interval)."""
 
-    cycle_us: float  # median full-step time over ranks
+    cycle_us: float  # the model's mean step, us
     ranks: int
     device_type: str = "cpu"  # "cuda", "cpu", or another accelerator
     backend: str | None = None  # "nccl", "gloo", ...
     strategy: str | None = None  # the cell's (ddp, fsdp, tp, pp, hybrid) when known
-    stall_frac: float | None = None  # time ranks wait for peers, exposed, mean over ranks
-    straggler: Straggler | None = None
-    straggler_reason: str = ""
-    straggler_saving_frac: float | None = None  # what-if speed-up if the straggler caught up
-    exposed_transfer_frac: float | None = None  # exposed comm that is transfer, not waiting
-    waits_known: bool = False  # waits were split out of exposed_transfer_frac (ranks matched)
-    comm_frac: float | None = None  # all communication time (overlapped or not)
-    overlap_pct: float | None = None  # HTA overlap over all ranks and steps
-    data_wait_frac: float | None = None  # data-phase time, mean over ranks
-    data_wait_worst: tuple[int, float] | None = None  # (rank, fraction) of the slowest loader
-    host_wait_frac: float | None = None  # GPU idle waiting for launches, mean over ranks
+    stall: Estimate | None = None  # the model's wait_for_peers share
+    exposed_transfer: Estimate | None = None  # the model's exposed_transfer share
+    data: Estimate | None = None  # the model's data share
+    host_wait: Estimate | None = None  # the host-wait part of the model's rest (devices)
+    waits_known: bool = False  # waits were split out of exposed_transfer (ranks matched)
+    verdict: StragglerVerdict | None = None
+    straggler_op: str | None = None  # the collective op the named rank is last at most often
+    straggler_peer: int | None = None  # the fastest other rank in its slow phase
+    arrival: Straggler | None = None  # arrival-order evidence for the named rank
+    arrival_reason: str = ""
+    whatif: Estimate | None = None  # the named rank's capped what-if share
+    comm_frac: float | None = None  # all communication time (overlapped or not), evidence
+    overlap_pct: float | None = None  # HTA overlap over all ranks and steps, evidence
+    data_wait_worst: tuple[int, float] | None = None  # (rank, share) of the slowest loader
     compute_spread_frac: float | None = None  # median over steps of (max - min) rank compute
     notes: list[str] = field(default_factory=list)
 
 
-def _mean_frac(table: pd.DataFrame, column: str) -> float | None:
-    if table.empty or column not in table.columns:
+def point(value: float) -> Estimate:
+    """An Estimate without an interval (a figure given by hand)."""
+    return Estimate(
+        value=value, low=None, high=None, n=1, method="given", measurable=True, reason=None
+    )
+
+
+def _part(model: StepModel, name: str) -> Estimate | None:
+    if model.attribution is None:
         return None
-    total = float(table["step_us"].sum())
-    return float(table[column].sum()) / total if total > 0 else None
+    for part in model.attribution.parts:
+        if part.name == name:
+            return part.share
+    return None
 
 
 def finding_inputs(
+    model: StepModel,
     breakdowns: Mapping[int, pd.DataFrame],
     *,
-    idle: pd.DataFrame | None = None,
-    stall: SyncStall | None = None,
-    straggler: StragglerAnalysis | None = None,
-    whatif: pd.DataFrame | None = None,
+    matched: Matched | None = None,
+    arrival: StragglerAnalysis | None = None,
+    phases_by_rank: Mapping[int, pd.DataFrame] | None = None,
     device_type: str = "cpu",
     backend: str | None = None,
     strategy: str | None = None,
 ) -> FindingInputs:
-    """Summarise the module outputs: `breakdowns` per rank (`breakdown.rank_breakdown`),
-    `idle` (`idle.idle_taxonomy`), `stall` (`collectives.sync_stall`), `straggler`
-    (`straggler.attribute_straggler`), `whatif` (`whatif.what_if`)."""
-    parts = [t.assign(rank=int(r)) for r, t in sorted(breakdowns.items()) if not t.empty]
-    bd = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    """The step model's parts and verdict, plus evidence from the per-rank breakdowns
+    (`breakdown.rank_breakdown`), the matched collectives and arrival order."""
     notes: list[str] = []
-    if bd.empty:
-        cycle = float("nan")
-        notes.append("no full steps: no findings")
-    else:
-        cycle = float(bd.groupby("rank")["step_us"].median().median())
+    attribution = model.attribution
+    if attribution is None or not (attribution.step_s.value or 0) > 0:
+        notes.append("no step model: no findings")
+        return FindingInputs(cycle_us=float("nan"), ranks=len(breakdowns), notes=notes)
     inputs = FindingInputs(
-        cycle_us=cycle,
-        ranks=len(breakdowns),
+        cycle_us=float(attribution.step_s.value or 0.0) * 1e6,
+        ranks=attribution.ranks,
         device_type=device_type,
         backend=backend,
         strategy=strategy,
+        stall=_part(model, "wait_for_peers") if model.waits_known else None,
+        exposed_transfer=_part(model, "exposed_transfer"),
+        data=_part(model, "data"),
+        host_wait=model.host_wait if device_type != "cpu" else None,
+        waits_known=model.waits_known,
+        verdict=attribution.straggler,
+        whatif=model.whatif,
         notes=notes,
     )
+    parts = [t.assign(rank=int(r)) for r, t in sorted(breakdowns.items()) if not t.empty]
+    bd = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if not bd.empty:
-        inputs.comm_frac = _mean_frac(bd, "comm_us")
+        total = float(bd["step_us"].sum())
         comm = float(bd["comm_us"].sum())
+        inputs.comm_frac = comm / total if total > 0 else None
         if comm > 0:
-            overlap = float((bd["comm_us"] - bd["exposed_comm_us"]).sum())
-            inputs.overlap_pct = 100.0 * overlap / comm
-        inputs.data_wait_frac = _mean_frac(bd, "data_wait_us")
-        per_rank = bd.groupby("rank")[["data_wait_us", "step_us"]].sum()
-        per_rank = per_rank[per_rank["step_us"] > 0]
-        if len(per_rank):
-            frac = per_rank["data_wait_us"] / per_rank["step_us"]
-            inputs.data_wait_worst = (int(frac.idxmax()), float(frac.max()))
-        if bd["rank"].nunique() > 1:
-            spread = bd.groupby("step")["compute_us"].agg(lambda s: float(s.max() - s.min()))
-            counted = bd.groupby("step")["rank"].nunique() > 1
-            if counted.any() and cycle > 0:
-                inputs.compute_spread_frac = float(spread[counted].median()) / cycle
-        inputs.exposed_transfer_frac = _mean_frac(bd, "exposed_comm_us")
-    # waits are known only where collectives were matched across ranks
-    inputs.waits_known = stall is not None and stall.overall_pct is not None
-    if idle is not None and not idle.empty:
-        inputs.exposed_transfer_frac = _mean_frac(idle, "transfer_us")
-        if inputs.waits_known:
-            inputs.stall_frac = _mean_frac(idle, "waiting_for_peers_us")
-        if device_type != "cpu":
-            inputs.host_wait_frac = _mean_frac(idle, "host_wait_us")
-    if inputs.stall_frac is None and stall is not None and stall.overall_pct is not None:
-        inputs.stall_frac = stall.overall_pct / 100.0
-    if straggler is not None:
-        inputs.straggler = straggler.straggler
-        inputs.straggler_reason = straggler.reason
-        if straggler.straggler is not None and whatif is not None and not whatif.empty:
-            row = whatif[whatif["rank"] == straggler.straggler.rank]
-            if len(row):
-                inputs.straggler_saving_frac = float(row["speedup_pct"].iloc[0]) / 100.0
+            inputs.overlap_pct = 100.0 * float((bd["comm_us"] - bd["exposed_comm_us"]).sum()) / comm
+    parts_table = model.parts
+    if not parts_table.empty and parts_table["rank"].nunique() > 1 and inputs.cycle_us > 0:
+        # the model's compute part, so the evidence is in the Step line's terms
+        by_step = parts_table.groupby("step")["compute"]
+        spread = (by_step.max() - by_step.min()).median()
+        inputs.compute_spread_frac = float(spread) * 1e6 / inputs.cycle_us
+    data_by_rank = {
+        rank: next((p.share.value for p in ps if p.name == "data"), None)
+        for rank, ps in model.per_rank.items()
+    }
+    known = {r: v for r, v in data_by_rank.items() if v is not None}
+    if known:
+        worst = max(known, key=lambda r: known[r])
+        inputs.data_wait_worst = (worst, float(known[worst]))
+    verdict = attribution.straggler
+    if arrival is not None:
+        inputs.arrival_reason = arrival.reason
+    if verdict is not None and verdict.named and verdict.rank is not None:
+        top = arrival.straggler if arrival is not None else None
+        if top is not None and top.rank == verdict.rank:
+            inputs.arrival = top
+        inputs.straggler_op = _op_of(matched, verdict.rank)
+        if verdict.phase is not None and phases_by_rank is not None:
+            inputs.straggler_peer = _fastest_peer(phases_by_rank, verdict.rank, verdict.phase)
     return inputs
+
+
+def _op_of(matched: Matched | None, rank: int) -> str | None:
+    """The collective op the rank arrived last at most often (else the most common op)."""
+    if matched is None or matched.usable.empty:
+        return None
+    use = matched.usable
+    mine = use[(use["rank"] == rank) & use["last_by_duration"].astype(bool)]
+    source = mine if not mine.empty else use
+    return str(source["op"].value_counts().index[0])
+
+
+def _fastest_peer(phases_by_rank: Mapping[int, pd.DataFrame], rank: int, phase: str) -> int | None:
+    """The other rank with the least median effective time in `phase`."""
+    best: tuple[float, int] | None = None
+    for other, table in phases_by_rank.items():
+        if other == rank or table.empty:
+            continue
+        rows = table[table["phase"] == phase]
+        if rows.empty:
+            continue
+        value = float(rows["effective_us"].median())
+        if best is None or value < best[0]:
+            best = (value, int(other))
+    return best[1] if best is not None else None
 
 
 def _device_word(device_type: str) -> str:
@@ -164,68 +226,116 @@ def _us(x: float) -> str:
     return f"{x / 1000.0:.2f} ms" if abs(x) >= 1000 else f"{x:.0f} us"
 
 
+def _share(estimate: Estimate) -> str:
+    """A share with its interval, for evidence text."""
+    if not estimate.measurable or estimate.value is None:
+        high = estimate.high
+        return "not measurable" + (f" (< {_pct(high)})" if high is not None else "")
+    if estimate.low is None or estimate.high is None:
+        return _pct(estimate.value)
+    return f"{_pct(estimate.value)} (95 % interval {_pct(estimate.low)} to {_pct(estimate.high)})"
+
+
+def _costs(estimate: Estimate | None) -> bool:
+    """A cost worth a finding: measurable above noise and at least MIN_COST_FRACTION."""
+    return (
+        estimate is not None
+        and estimate.measurable
+        and estimate.value is not None
+        and estimate.value >= MIN_COST_FRACTION
+    )
+
+
 def rank_findings(inputs: FindingInputs) -> list[Finding]:
-    """Findings costing at least MIN_COST_FRACTION of the cycle, most expensive first."""
+    """Findings whose cost is measurable and at least MIN_COST_FRACTION of the step, most
+    expensive first."""
     if not (inputs.cycle_us > 0):
         return []
     found: list[Finding] = []
     for make in (_straggler, _imbalance, _exposed_comm, _data_wait, _host_bound):
         f = make(inputs)
-        if f is not None and f.cost_fraction >= MIN_COST_FRACTION:
+        if f is not None and _costs(f.cost):
             found.append(f)
     return sorted(found, key=lambda f: f.cost_fraction, reverse=True)
 
 
+def for_target(findings: list[Finding], target: str) -> tuple[list[Finding], list[Finding]]:
+    """(the target's findings in its order, the others by cost). Within a target, categories
+    rank in the target's order, then by cost."""
+    order = TARGET_CATEGORIES.get(target)
+    if order is None:
+        return list(findings), []
+    kept = [f for f in findings if f.category in order]
+    kept.sort(key=lambda f: (order.index(f.category), -f.cost_fraction))
+    return kept, [f for f in findings if f.category not in order]
+
+
 def _straggler(i: FindingInputs) -> Finding | None:
-    s = i.straggler
-    if s is None:
+    v = i.verdict
+    if v is None or not v.named or v.rank is None:
         return None
-    cost = i.straggler_saving_frac if i.straggler_saving_frac is not None else i.stall_frac
-    if cost is None:
+    who = _who(i.device_type, v.rank)
+    step_s = i.cycle_us / 1e6
+    if i.stall is not None:
+        cost = i.stall
+    elif v.gap_s is not None and v.gap_s.value is not None and step_s > 0:
+        # waits not separable (no matched collectives): its extra own work is the cost
+        cost = Estimate(
+            value=min(v.gap_s.value / step_s, 1.0),
+            low=None if v.gap_s.low is None else max(0.0, min(v.gap_s.low / step_s, 1.0)),
+            high=None if v.gap_s.high is None else max(0.0, min(v.gap_s.high / step_s, 1.0)),
+            n=v.gap_s.n,
+            method=f"{v.gap_s.method}, over the mean step",
+            measurable=v.gap_s.measurable,
+        )
+    else:
         return None
-    who = _who(i.device_type, s.rank)
-    prefix = " ".join(p for p in (_backend_word(i.backend), s.op) if p)
-    if s.phase is not None:
+    prefix = " ".join(p for p in (_backend_word(i.backend), i.straggler_op) if p)
+    prefix = f"{prefix}: " if prefix else ""
+    if v.phase is not None:
         than = (
-            _who(i.device_type, s.peer_rank)
-            if s.peer_rank is not None
+            _who(i.device_type, i.straggler_peer)
+            if i.straggler_peer is not None
             else f"the other {_device_word(i.device_type)}s"
         )
-        title = f"{prefix}: {who} finishing {PHASE_WORDS.get(s.phase, s.phase)} slower than {than}"
+        title = f"{prefix}{who} finishing {PHASE_WORDS.get(v.phase, v.phase)} slower than {than}"
     else:
-        title = f"{prefix}: {who} arrives last at {s.share_last:.0%} of the collectives"
-    evidence = [
-        f"{who} arrived last at {s.instances_last} of {s.instances} matched collectives "
-        f"({s.share_last:.0%}; chance alone: {s.expected_share:.0%}, p = {s.p_value:.2g})",
-        f"the other ranks waited {_us(s.mean_lateness_us)} for it on average (median over "
-        "ranks, from durations: no clock alignment needed)",
-    ]
-    if s.mean_arrival_lateness_us is not None:
+        title = f"{prefix}{who} is slower than the other {_device_word(i.device_type)}s"
+    evidence = [f"step model: {v.summary}"]
+    if v.phase is not None and v.phase_gap_s is not None and v.phase_gap_s.value is not None:
         evidence.append(
-            f"on aligned clocks it started {_us(s.mean_arrival_lateness_us)} after the first "
-            "arrival on average"
+            f"its {PHASE_WORDS.get(v.phase, v.phase)} takes {_us(v.phase_gap_s.value * 1e6)} "
+            "longer than the median of the other ranks, step by step"
         )
-    if s.phase is not None and s.phase_gap_us is not None:
-        pct = f" ({s.phase_gap_pct:.1f} % of its step)" if s.phase_gap_pct is not None else ""
+    s = i.arrival
+    if s is not None:
         evidence.append(
-            f"its {PHASE_WORDS.get(s.phase, s.phase)} takes {_us(s.phase_gap_us)} longer than "
-            f"the median of the other ranks, step by step{pct}"
+            f"cross-check: {who} arrived last at {s.instances_last} of {s.instances} matched "
+            f"collectives ({s.share_last:.0%}; chance alone: {s.expected_share:.0%}, "
+            f"p = {s.p_value:.2g})"
         )
-    elif s.phase_reason:
-        evidence.append(s.phase_reason)
-    if i.straggler_saving_frac is not None:
+    elif i.arrival_reason:
+        evidence.append(f"cross-check, arrival order: {i.arrival_reason}")
+    if i.stall is not None:
         evidence.append(
-            f"what-if: had {who} arrived with the second-last rank, steps would be "
-            f"{_pct(i.straggler_saving_frac)} shorter (rest of the step unchanged)"
+            f"ranks wait for peers {_share(i.stall)} of the step (mean over ranks, exposed)"
         )
-    if i.stall_frac is not None:
-        evidence.append(f"ranks wait for peers {_pct(i.stall_frac)} of the step time (exposed)")
-    return Finding(title, float(cost), evidence, _straggler_fix(i, s, who), "straggler")
+    else:
+        evidence.append(
+            "waits not separable from the transfer (no collective matched): the cost is its "
+            "extra own work per step"
+        )
+    if i.whatif is not None:
+        evidence.append(
+            f"what-if (upper bound): had {who} arrived with the others, steps would be at most "
+            f"{_share(i.whatif)} shorter (capped by the other ranks' wait for it)"
+        )
+    return Finding(title, cost, evidence, _straggler_fix(i, v.phase, who), "straggler")
 
 
-def _straggler_fix(i: FindingInputs, s: Straggler, who: str) -> str:
+def _straggler_fix(i: FindingInputs, phase: str | None, who: str) -> str:
     gpu = i.device_type != "cpu"
-    if s.phase in ("forward", "backward"):
+    if phase in ("forward", "backward"):
         if gpu:
             return (
                 f"Check {who}: SM clock and throttle reasons in the telemetry (thermal, power "
@@ -238,13 +348,13 @@ def _straggler_fix(i: FindingInputs, s: Straggler, who: str) -> str:
             "(`top`, `lscpu`), OMP_NUM_THREADS and core pinning (`taskset`/`numactl`) so ranks "
             "do not share cores; if the host is healthy, look for uneven inputs on that rank."
         )
-    if s.phase == "data":
+    if phase == "data":
         return (
             f"{who} waits on its DataLoader: raise num_workers, set pin_memory=True and "
             "persistent_workers=True, prefetch_factor >= 4; check that rank's storage or "
             "network read speed and that its data shard is not larger than the others."
         )
-    if s.phase == "optimizer":
+    if phase == "optimizer":
         return (
             f"The optimizer step on {who} is slower: use the fused/foreach optimizer "
             "implementation (`fused=True`), check for CPU offload or host contention on that "
@@ -258,12 +368,11 @@ def _straggler_fix(i: FindingInputs, s: Straggler, who: str) -> str:
 
 
 def _imbalance(i: FindingInputs) -> Finding | None:
-    if i.straggler is not None or i.stall_frac is None or i.ranks < 2:
+    if (i.verdict is not None and i.verdict.named) or i.stall is None or i.ranks < 2:
         return None
-    evidence = [
-        f"ranks wait for peers {_pct(i.stall_frac)} of the step time",
-        f"no single straggler: {i.straggler_reason}" if i.straggler_reason else "no straggler",
-    ]
+    evidence = [f"ranks wait for peers {_share(i.stall)} of the step (mean over ranks)"]
+    if i.verdict is not None:
+        evidence.append(f"no single straggler: {i.verdict.summary}")
     if i.compute_spread_frac is not None:
         evidence.append(
             f"compute time differs between the fastest and slowest rank by "
@@ -271,7 +380,7 @@ def _imbalance(i: FindingInputs) -> Finding | None:
         )
     return Finding(
         "Load imbalance: ranks take turns waiting for each other",
-        float(i.stall_frac),
+        i.stall,
         evidence,
         "Give every rank the same work per step: equal batch sizes (DistributedSampler with "
         "drop_last=True), sequences bucketed or padded to equal lengths per step "
@@ -304,7 +413,7 @@ MODEL_PARALLEL_FIX = {
 
 
 def _exposed_comm(i: FindingInputs) -> Finding | None:
-    if i.exposed_transfer_frac is None:
+    if i.exposed_transfer is None:
         return None
     b = _backend_word(i.backend)
     how = (
@@ -313,13 +422,16 @@ def _exposed_comm(i: FindingInputs) -> Finding | None:
         else "may include waiting for peers: no other rank matched to separate it"
     )
     evidence = [
-        f"communication not hidden behind compute: {_pct(i.exposed_transfer_frac)} of the "
-        f"step ({how})"
+        f"exposed transfer (communication with nothing computing, {how}): "
+        f"{_share(i.exposed_transfer)} of the step"
     ]
     if i.comm_frac is not None:
-        evidence.append(f"all communication: {_pct(i.comm_frac)} of the step")
+        evidence.append(f"all communication, hidden or not: {_pct(i.comm_frac)} of the step")
     if i.overlap_pct is not None:
-        evidence.append(f"compute/communication overlap: {i.overlap_pct:.0f} % (HTA definition)")
+        evidence.append(
+            f"compute/communication overlap: {i.overlap_pct:.0f} % of the communication time "
+            "(HTA definition)"
+        )
     model_parallel = MODEL_PARALLEL_FIX.get(i.strategy or "")
     if model_parallel is not None:
         fix = model_parallel
@@ -339,19 +451,22 @@ def _exposed_comm(i: FindingInputs) -> Finding | None:
             "NCCL_IB_HCA / NCCL_SOCKET_IFNAME; do not force NCCL_ALGO/NCCL_PROTO)."
         )
     title = f"Exposed {b + ' ' if b else ''}communication"
-    return Finding(title, float(i.exposed_transfer_frac), evidence, fix, "exposed_comm")
+    return Finding(title, i.exposed_transfer, evidence, fix, "exposed_comm")
 
 
 def _data_wait(i: FindingInputs) -> Finding | None:
-    if i.data_wait_frac is None:
+    if i.data is None:
         return None
-    evidence = [f"data loading takes {_pct(i.data_wait_frac)} of the step (mean over ranks)"]
+    evidence = [
+        f"waiting for data with nothing else running: {_share(i.data)} of the step (mean over "
+        "ranks)"
+    ]
     if i.data_wait_worst is not None and i.ranks > 1:
         r, f = i.data_wait_worst
-        evidence.append(f"slowest: {_who(i.device_type, r)} at {_pct(f)}")
+        evidence.append(f"slowest: {_who(i.device_type, r)} at {_pct(f)} of its step")
     return Finding(
         "Training waits for data",
-        float(i.data_wait_frac),
+        i.data,
         evidence,
         "Feed the loop ahead of time: DataLoader num_workers > 0 (about the cores per rank), "
         "pin_memory=True with .to(device, non_blocking=True), persistent_workers=True, "
@@ -361,14 +476,15 @@ def _data_wait(i: FindingInputs) -> Finding | None:
 
 
 def _host_bound(i: FindingInputs) -> Finding | None:
-    if i.host_wait_frac is None or i.device_type == "cpu":
+    if i.host_wait is None or i.device_type == "cpu":
         return None
     return Finding(
         f"{_device_word(i.device_type)} idle waiting for the host to launch work",
-        float(i.host_wait_frac),
+        i.host_wait,
         [
-            f"the device idles with nothing queued {_pct(i.host_wait_frac)} of the step "
-            "(the next kernel was launched only after the previous one ended)"
+            f"the device idles with nothing queued {_share(i.host_wait)} of the step (part of "
+            "the step model's rest: the next kernel was launched only after the previous one "
+            "ended)"
         ],
         "Give the device more work per launch: a larger batch per GPU, CUDA graphs "
         "(torch.compile(mode='reduce-overhead')), torch.compile to fuse small kernels, and no "

@@ -2,15 +2,23 @@
 
 HTA counts the time a rank sits inside an NCCL kernel waiting for a late peer as busy
 communication; here it is split out. Categories (us per rank and step) add up to the step time;
-each instant is attributed once, by priority:
+each instant of the step window is attributed once, by priority:
 
-    compute > memory > waiting_for_peers > transfer > host_wait > other_idle
+    compute > memory > waiting_for_peers > transfer > data > host_wait > other_idle
+
+This is the partition the step model (`step_model.py`) is built from: compute + memory is the
+rank's own work, data the wait for its batch with nothing else running, host_wait + other_idle
+the rest. Because every category is the length of a set disjoint from the others inside the
+window, none is negative and they add up to the step by construction.
 
 Compute first (like HTA: communication hidden behind compute costs nothing). Among exposed
 communication, time inside any collective's [ts, ts + wait_us) window is waiting for peers,
 even while another, concurrent collective transfers (gloo runs two at once): the rank cannot
 finish the step before the late peer arrives, so the wait is what holds it; the rest is
-transfer. Idle time is host wait when the device work that
+transfer. Data is the data-phase range (`torchscale:data`, DataLoader `__next__`) where the rank
+neither computes nor communicates: the ops inside a data phase (collate, the copy to the device)
+are compute, only the blocked remainder is the wait for data. Idle time is host wait when the
+device work that
 ended the gap was launched after the gap began (HTA's rule, GPU only: a CPU rank has no launch
 queue, its host_wait_us is 0), else other idle.
 
@@ -31,6 +39,7 @@ from torchscale.analysis.trace.collectives import Matched
 from torchscale.analysis.trace.intervals import (
     EMPTY,
     Intervals,
+    from_frame,
     intersect,
     merge,
     subtract,
@@ -46,6 +55,7 @@ BASE_COLUMNS = [
     "compute_us",
     "memory_us",
     "comm_exposed_us",
+    "data_us",
     "host_wait_us",
     "other_idle_us",
 ]
@@ -57,6 +67,7 @@ IDLE_COLUMNS = [
     "memory_us",
     "transfer_us",
     "waiting_for_peers_us",
+    "data_us",
     "host_wait_us",
     "other_idle_us",
 ]
@@ -68,7 +79,8 @@ class IdleBase:
     """Per-rank part of the idle taxonomy.
 
     `per_step` columns: step, start, end, step_us, compute_us, memory_us (memory not under
-    compute), comm_exposed_us (collectives under neither), host_wait_us, other_idle_us.
+    compute), comm_exposed_us (collectives under neither), data_us (data phase under none of
+    these), host_wait_us, other_idle_us.
     `exposed`: merged exposed-communication intervals inside the full steps (own clock), what
     the cross-rank step splits into transfer and waiting. `device`: GPU rank."""
 
@@ -90,10 +102,12 @@ def idle_reducer(
     cm = union(act.compute, act.memory)
     busy = union(cm, act.comm)
     exposed = subtract(act.comm, cm)
+    data = subtract(data_ranges(events), busy)
     step_us = hi - lo
-    idle = np.maximum(step_us - busy.within(lo, hi), 0.0)
+    data_us = data.within(lo, hi)
+    idle = np.maximum(step_us - busy.within(lo, hi) - data_us, 0.0)
     if act.device:
-        host = _host_wait(events, busy).within(lo, hi)
+        host = subtract(_host_wait(events, busy), data).within(lo, hi)
     else:
         host = np.zeros(lo.size)
         if lo.size:
@@ -108,11 +122,19 @@ def idle_reducer(
             "compute_us": act.compute.within(lo, hi),
             "memory_us": subtract(act.memory, act.compute).within(lo, hi),
             "comm_exposed_us": exposed.within(lo, hi),
+            "data_us": data_us,
             "host_wait_us": np.minimum(host, idle),
             "other_idle_us": np.maximum(idle - np.minimum(host, idle), 0.0),
         }
     )
     return IdleBase(per_step[BASE_COLUMNS], intersect(exposed, window), act.device, notes)
+
+
+def data_ranges(events: pd.DataFrame) -> Intervals:
+    """Union of the data-phase ranges of a rank (its own clock)."""
+    if events.empty:
+        return EMPTY
+    return from_frame(events[(events["kind"] == "phase") & (events["phase"] == "data")])
 
 
 def _host_wait(events: pd.DataFrame, busy: Intervals) -> Intervals:
@@ -144,8 +166,9 @@ def _empty_taxonomy() -> pd.DataFrame:
 
 def idle_taxonomy(bases: Mapping[int, IdleBase], matched: Matched | None) -> pd.DataFrame:
     """Per rank and full step. Columns: rank, step, step_us, compute_us, memory_us,
-    transfer_us, waiting_for_peers_us, host_wait_us, other_idle_us (us; the categories add up
-    to step_us). Without matched collectives all exposed communication is transfer."""
+    transfer_us, waiting_for_peers_us, data_us, host_wait_us, other_idle_us (us; the
+    categories add up to step_us). Without matched collectives all exposed communication is
+    transfer."""
     parts = []
     use = matched.usable if matched is not None else pd.DataFrame()
     for rank, base in sorted(bases.items()):
@@ -172,6 +195,7 @@ def idle_taxonomy(bases: Mapping[int, IdleBase], matched: Matched | None) -> pd.
                     "memory_us": ps["memory_us"].to_numpy(np.float64),
                     "transfer_us": exposed - waiting,
                     "waiting_for_peers_us": waiting,
+                    "data_us": ps["data_us"].to_numpy(np.float64),
                     "host_wait_us": ps["host_wait_us"].to_numpy(np.float64),
                     "other_idle_us": ps["other_idle_us"].to_numpy(np.float64),
                 }

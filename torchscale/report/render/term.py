@@ -164,6 +164,20 @@ def _x(x: float | int | str, chart: Chart) -> str:
     return x if isinstance(x, str) else format_value(x, chart.x_format)
 
 
+def _line_point(series: Series, i: int, chart: Chart) -> str:
+    """'52.6 % at 2', with the point's interval where the series draws one (a point is never
+    shown without the interval drawn around it)."""
+    text = format_value(series.y[i], chart.y_format)
+    low = series.low[i] if series.low is not None and i < len(series.low) else None
+    high = series.high[i] if series.high is not None and i < len(series.high) else None
+    if low is not None and high is not None:
+        text += (
+            f" (interval {format_value(low, chart.y_format)} to "
+            f"{format_value(high, chart.y_format)})"
+        )
+    return f"{text} at {_x(series.x[i], chart)}"
+
+
 def chart_summary(chart: Chart) -> str:
     """One line saying what a chart shows, from its data as given (nothing derived)."""
     if chart.kind == "heatmap":
@@ -177,15 +191,12 @@ def chart_summary(chart: Chart) -> str:
     parts = []
     for series in chart.series:
         if chart.kind == "line":
-            known = [(x, y) for x, y in zip(series.x, series.y, strict=False) if y is not None]
+            known = [i for i, y in enumerate(series.y) if y is not None and i < len(series.x)]
             if not known:
                 parts.append(f"{series.name}: no data")
                 continue
-            (x0, y0), (x1, y1) = known[0], known[-1]
-            parts.append(
-                f"{series.name}: {format_value(y0, chart.y_format)} at {_x(x0, chart)} → "
-                f"{format_value(y1, chart.y_format)} at {_x(x1, chart)}"
-            )
+            first = _line_point(series, known[0], chart)
+            parts.append(f"{series.name}: {first} → {_line_point(series, known[-1], chart)}")
         elif chart.kind == "box":
             labels = [_x(x, chart) for x in series.x]
             parts.append(

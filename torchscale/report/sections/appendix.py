@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 import torchscale
+from torchscale.analysis.reliability import CV_WARN_THRESHOLD
 from torchscale.profiling.result import ANALYSIS_SCHEMA_VERSION
 from torchscale.report.model import (
     REPORT_SCHEMA_VERSION,
@@ -24,6 +25,7 @@ from torchscale.report.sections.context import Context, col
 from torchscale.report.sources import ExperimentSource
 from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
 
+_LIMIT = f"{CV_WARN_THRESHOLD * 100:g} %"
 METHODOLOGY = [
     (
         "Throughput",
@@ -33,7 +35,21 @@ METHODOLOGY = [
     ("Tokens/s", "samples/s x sequence length (language models only)"),
     (
         "Run-to-run spread",
-        "(fastest - slowest repeat) / median of the repeats' throughput",
+        "(fastest - slowest repeat) / median of the repeats' throughput; one repeat: spread "
+        "unknown",
+    ),
+    (
+        "95 % intervals",
+        "throughput: percentile bootstrap of the median over the repeats; step percentiles and "
+        "the step model's parts: moving-block bootstrap over the steps (schema 8); MFU scales "
+        "with throughput; '±' is half the interval's width; a figure whose interval reaches 0 "
+        "is 'not measurable above noise'",
+    ),
+    (
+        "Reliability",
+        f"noisy when the throughput's 95 % interval is wider than ±{_LIMIT} of the median or "
+        f"the step-time CV is above {_LIMIT} (measurement.cv_warn_threshold's default); spread "
+        "unknown with one repeat; else reliable. Only reliable cells get a check mark",
     ),
     (
         "Step time p50/p95/p99, CV",
@@ -42,16 +58,31 @@ METHODOLOGY = [
     (
         "Scaling efficiency",
         "thr(N) / (N / N_min x thr(N_min)) within model, batch per GPU, precision, strategy and "
-        "device: weak scaling, the batch per GPU is fixed",
+        "device: weak scaling, the batch per GPU is fixed; 95 % interval: bootstrap of the "
+        "ratio of the two medians over their repeats. Above 100 % with 100 % inside the "
+        "interval: linear within noise; interval wholly above 100 %: super-linear, flagged",
     ),
     (
         "Strong scaling",
         "the same formula within the same global batch (batch per GPU shrinking as GPUs grow)",
     ),
     (
-        "Straggler (phase timers)",
+        "One model of the step (schema 8)",
+        "every step of every rank = compute + data + waiting for peers + exposed transfer + "
+        "rest from the phase timers, means over ranks and steps (they add up to the step), "
+        "each share with its 95 % interval",
+    ),
+    (
+        "Straggler (schema 8)",
+        "named only when a one-sided Wilcoxon signed-rank test of the per-step gap of its own "
+        "work over the other ranks' is significant and the gap is at least 5 % of the step; "
+        "otherwise 'no significant straggler' with the largest gap and its interval",
+    ),
+    (
+        "Straggler (older results, phase timers)",
         "the rank with the highest compute time (median step under no_sync, else its phase sum) "
-        "and the phase whose median exceeds the other ranks' the most",
+        "and the phase whose median exceeds the other ranks' the most; named in findings only "
+        "when the others wait for it at least 5 % of the step",
     ),
     (
         "Phase times",
@@ -60,8 +91,9 @@ METHODOLOGY = [
     ),
     (
         "Exposed communication",
-        "(T - slowest rank's compute under no_sync) / T, T the median synchronised step (DDP, "
-        "two or more ranks)",
+        "schema 8: the step model's exposed transfer; older results: (T - slowest rank's "
+        "compute under no_sync) / T, T the median synchronised step (DDP, two or more ranks), "
+        "shown only in [0, 1] (outside: not measurable, no interval)",
     ),
     ("Load imbalance", "mean over ranks of (slowest compute - their compute) / T"),
     ("Sync overhead", "1 - pooled no_sync median / T: load imbalance and communication together"),

@@ -1,19 +1,24 @@
-"""Against the baseline (only with --baseline): matched cells, the change of each key metric,
-cells on one side only, and regressions flagged only beyond the noise
-(`analysis.baseline.judge_change`). Improvements are shown and never counted."""
+"""Against the baseline (only with --baseline): matched cells, the change of each key metric
+with its interval, cells on one side only, and a verdict per cell by the stated rule
+(`analysis.baseline.judge_change`, docs/regressions.md), which the section prints with its
+parameters. Improvements are shown and never counted; cells with too few repeats are "not
+enough repeats", never a regression."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from torchscale.analysis.baseline import METRICS, Comparison
+from torchscale.analysis.baseline import METRICS, Comparison, PairVerdict, RegressionRule
+from torchscale.analysis.uncertainty import LEVEL
 from torchscale.report.model import (
     Block,
     Chart,
     KeyFigure,
     KeyFigures,
+    Report,
     Section,
     Series,
     Severity,
@@ -21,40 +26,93 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.report.sections.context import Context, col, fmt, num, records, text
+from torchscale.report.sections.context import Context, col, num, records, text
 
 MATCH_TEXT = {"definition": "same definition", "key": "same key (settings differ)"}
+# key figure labels, also read back by `gate_summary` (the CLI's exit code)
+MATCHED = "Cells matched"
+NO_CHANGE = "no significant change"
+VERDICT_LABELS: dict[PairVerdict, str] = {
+    "regression": "Regressions",
+    "improvement": "Improvements",
+    "no significant change": "No significant change",
+    "not enough repeats": "Not enough repeats",
+}
 
 
-def rule_text(noise_pct: float) -> str:
+def rule_text(rule: RegressionRule) -> str:
+    """The rule in words, with its parameters, and what else decides or is only shown."""
+    shown = "; ".join(f"{m.label} ({m.judged_by})" for m in METRICS if not m.tested)
     return (
-        "Throughput and step time p50 are flagged only beyond the noise. Where both sides ran "
-        "two or more repeats, the noise band is half the range of the baseline's repeats plus "
-        "half the range of the current ones (the medians must be further apart than the two "
-        "half-ranges together: the ranges do not overlap); otherwise a throughput drop or "
-        f"step-time rise above {fmt(noise_pct, 'pct')} is flagged. A cell that ran ok in the "
-        "baseline and fails now is a regression too. Scaling efficiency, exposed communication "
-        "and peak memory are shown, not flagged. Cells are matched by definition hash, else by "
-        "model, batch per GPU, GPUs, precision, strategy and device."
+        f"{rule.describe()} Throughput is judged over the global samples/s of each repeat; "
+        "step time p50 over each repeat's median synchronised step (every rank), where the "
+        "step records are there. A cell that ran ok in the baseline and fails now is a "
+        "regression whatever its figures; a cell is a regression when any judged metric is. "
+        f"Shown with their change, never judged: {shown}. Cells are matched by definition "
+        "hash, else by model, batch "
+        "per GPU, GPUs, precision, strategy and device."
+    )
+
+
+def _rule_table(rule: RegressionRule) -> Table:
+    """The rule's parameters as data (the JSON report carries them as they were applied)."""
+    e = rule.min_effect
+    rows = [
+        {"parameter": "test", "value": rule.test, "meaning": "on the per-repeat figures"},
+        {"parameter": "alpha", "value": f"{rule.alpha:g}", "meaning": "p must be below it"},
+        {
+            "parameter": "minimum effect",
+            "value": f"{e * 100:g} %",
+            "meaning": "|ratio of medians - 1| must reach it",
+        },
+        {
+            "parameter": "interval",
+            "value": f"{LEVEL * 100:g} % percentile bootstrap of the ratio of medians",
+            "meaning": f"must lie entirely below {1 - e:g} (or above {1 + e:g})",
+        },
+        {
+            "parameter": "repeats needed",
+            "value": f"{rule.repeats_needed} per side",
+            "meaning": f"fewer: the test cannot reach p < {rule.alpha:g}: not enough repeats",
+        },
+    ]
+    return Table(
+        id="baseline-rule",
+        title="Regression rule",
+        columns=[
+            col("parameter", "Parameter"),
+            col("value", "Value"),
+            col("meaning", "Meaning"),
+        ],
+        rows=rows,
+        note="docs/regressions.md: why these values, and the measured false-positive and "
+        "detection rates",
     )
 
 
 def _severity(row: pd.Series) -> Severity:
     if bool(row["regression"]):
         return "bad"
-    return "good" if bool(row["improvement"]) else "info"
+    if bool(row["improvement"]):
+        return "good"
+    return "warn" if row["verdict"] == "not enough repeats" else "info"
 
 
-def _verdict(row: pd.Series) -> str:
+def _verdict(row: pd.Series, rule: RegressionRule) -> str:
     if row["status_change"] == "broke":
         return f"regression: {row['baseline_status']} -> {row['status']}"
     if row["status_change"] == "fixed":
         return f"improvement: {row['baseline_status']} -> {row['status']}"
-    verdicts = [str(row[f"{m.key}_verdict"]) for m in METRICS if m.tested]
-    for outcome in ("regression", "improvement", "noise"):
-        if outcome in verdicts:
-            return outcome
-    return "not compared" if row["status"] != "ok" or row["baseline_status"] != "ok" else "n/a"
+    verdict = str(row["verdict"])
+    if verdict in ("regression", "improvement"):
+        which = [m.label for m in METRICS if m.tested and row[f"{m.key}_verdict"] == verdict]
+        return f"{verdict} ({', '.join(which)})"
+    if verdict == "not enough repeats":
+        return (
+            f"not enough repeats ({row['samples_per_s_repeats']} repeats; need "
+            f"{rule.repeats_needed} per side)"
+        )
+    return verdict
 
 
 def _tested_table(ctx: Context, comparison: Comparison) -> Table:
@@ -67,17 +125,17 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
                 "thr_base": num(row["samples_per_s_baseline"]),
                 "thr_now": num(row["samples_per_s_current"]),
                 "thr_change": num(row["samples_per_s_change"]),
-                "thr_threshold": num(row["samples_per_s_threshold"]),
-                "rule": {"spread": "repeats' spread", "noise_pct": "default noise"}.get(
-                    str(row["samples_per_s_rule"])
-                ),
-                "step_base": num(row["step_p50_s_baseline"]),
-                "step_now": num(row["step_p50_s_current"]),
+                "thr_low": num(row["samples_per_s_change_low"]),
+                "thr_high": num(row["samples_per_s_change_high"]),
+                "thr_p": num(row["samples_per_s_p_value"]),
+                "repeats": text(row["samples_per_s_repeats"]),
                 "step_change": num(row["step_p50_s_change"]),
-                "verdict": _verdict(row),
+                "step_p": num(row["step_p50_s_p_value"]),
+                "verdict": _verdict(row, comparison.rule),
                 "_severity": _severity(row),
             }
         )
+    level = f"{LEVEL * 100:g} %"
     return Table(
         id="baseline-changes",
         title="Throughput and step time against the baseline",
@@ -87,16 +145,18 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
             col("thr_base", "Samples/s (baseline)", "rate"),
             col("thr_now", "Samples/s (now)", "rate"),
             col("thr_change", "Change", "change_pct"),
-            col("thr_threshold", "Noise band", "ratio_pct"),
-            col("rule", "Noise from"),
-            col("step_base", "Step p50 (baseline)", "seconds"),
-            col("step_now", "Step p50 (now)", "seconds"),
-            col("step_change", "Change", "change_pct"),
+            col("thr_low", f"{level} low", "change_pct"),
+            col("thr_high", f"{level} high", "change_pct"),
+            col("thr_p", "p", "float"),
+            col("repeats", "Repeats (baseline vs now)"),
+            col("step_change", "Step p50 change", "change_pct"),
+            col("step_p", "Step p50 p", "float"),
             col("verdict", "Verdict"),
         ],
         rows=rows,
-        note=f"noise band: the relative change a pair must exceed to be flagged "
-        f"(default {fmt(comparison.noise_pct, 'pct')} without repeats on both sides)",
+        note=f"change: median now / median baseline - 1; low, high: its {level} bootstrap "
+        "interval; p: the test on the per-repeat figures (none: too few repeats). Verdict by "
+        "the rule above",
     )
 
 
@@ -122,7 +182,7 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
         )
     return Table(
         id="baseline-other",
-        title="Efficiency, communication and memory against the baseline (not flagged)",
+        title="Efficiency, communication and memory against the baseline (not judged)",
         columns=[
             col("cell", "Cell"),
             col("eff_base", "Efficiency (baseline)", "ratio_pct"),
@@ -136,7 +196,7 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
             col("mem_kind", "Memory basis"),
         ],
         rows=rows,
-        note="no run-to-run noise is known for these: shown, never counted as regressions",
+        note="no per-repeat figures for these: shown, never counted as regressions",
     )
 
 
@@ -145,6 +205,7 @@ def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
     if usable.empty:
         return None
     labels: list[float | int | str] = [ctx.label(r) for r in records(usable)]
+    e = comparison.rule.min_effect
     return Chart(
         id="baseline-throughput-change",
         title="Throughput change against the baseline",
@@ -157,9 +218,13 @@ def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
                 name="throughput change",
                 x=labels,
                 y=[num(v) for v in usable["samples_per_s_change"]],
+                low=[num(v) for v in usable["samples_per_s_change_low"]],
+                high=[num(v) for v in usable["samples_per_s_change_high"]],
             )
         ],
-        note="each change is judged against its noise band (table above)",
+        note=f"whiskers: the {LEVEL * 100:g} % bootstrap interval of the change; a change is "
+        f"judged only when the whole interval lies beyond -{e * 100:g} % or +{e * 100:g} % "
+        "(and the test agrees)",
     )
 
 
@@ -223,6 +288,101 @@ def _sources_table(ctx: Context) -> Table:
     )
 
 
+def not_judged_text(comparison: Comparison) -> str | None:
+    """A warning when matched cells could not be judged for too few repeats (None when all
+    could). Said in the report and by `torchscale report` on stderr."""
+    short = comparison.not_enough_repeats
+    if not short:
+        return None
+    need = comparison.rule.repeats_needed
+    if comparison.judged == 0 and comparison.regressions == 0:
+        head = f"Nothing could be judged: all {short} compared cell(s) ran too few repeats"
+    else:
+        head = f"{short} of {len(comparison.pairs)} matched cell(s) could not be judged"
+        head += ": too few repeats"
+    return (
+        f"{head} for the rule (need {need} per side; more to catch a small change: "
+        "measurement.repeats). They are neither regressions nor passes."
+    )
+
+
+def _figures(comparison: Comparison) -> KeyFigures:
+    pairs = comparison.pairs
+    counts = {verdict: comparison.count(verdict) for verdict in VERDICT_LABELS}
+    notes: dict[PairVerdict, str] = {
+        "regression": "by the rule (throughput, step time) or newly failing",
+        "improvement": "shown, never counted as regressions",
+        "no significant change": "judged: no change beyond the rule",
+        "not enough repeats": f"need {comparison.rule.repeats_needed} repeats per side",
+    }
+    severities: dict[PairVerdict, Severity] = {
+        "regression": "bad" if counts["regression"] else "good",
+        "improvement": "good" if counts["improvement"] else "info",
+        "no significant change": "info",
+        "not enough repeats": "warn" if counts["not enough repeats"] else "info",
+    }
+    return KeyFigures(
+        figures=[
+            KeyFigure(label=MATCHED, value=len(pairs), format="int"),
+            *(
+                KeyFigure(
+                    label=label,
+                    value=counts[verdict],
+                    format="int",
+                    note=notes[verdict],
+                    severity=severities[verdict],
+                )
+                for verdict, label in VERDICT_LABELS.items()
+            ),
+            KeyFigure(label="Now only", value=len(comparison.only_current), format="int"),
+            KeyFigure(label="Baseline only", value=len(comparison.only_baseline), format="int"),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class GateSummary:
+    """What `--fail-on-regression` needs from a built report: matched cells per verdict and
+    the section's warning about cells it could not judge."""
+
+    matched: int
+    counts: dict[str, int]
+    warning: str | None
+
+    @property
+    def regressions(self) -> int:
+        return self.counts.get("regression", 0)
+
+    @property
+    def judged(self) -> int:
+        return sum(self.counts.get(v, 0) for v in ("regression", "improvement", NO_CHANGE))
+
+
+def gate_summary(report: Report) -> GateSummary | None:
+    """Read back from the report's baseline section (None without --baseline)."""
+    section = report.section("baseline")
+    if section is None:
+        return None
+    labels: dict[str, str] = {label: verdict for verdict, label in VERDICT_LABELS.items()}
+    counts: dict[str, int] = {}
+    matched: int | None = None
+    warning: str | None = None
+    for block in section.blocks:
+        if isinstance(block, KeyFigures):
+            for figure in block.figures:
+                if not isinstance(figure.value, (int, float)):
+                    continue
+                if figure.label == MATCHED:
+                    matched = int(figure.value)
+                elif figure.label in labels:
+                    counts[labels[figure.label]] = int(figure.value)
+        elif isinstance(block, Text) and block.severity == "warn" and warning is None:
+            warning = block.text
+    if matched is None:
+        return None
+    return GateSummary(matched=matched, counts=counts, warning=warning)
+
+
 def build(ctx: Context) -> Section:
     """The comparison with the baseline (an Unavailable block when there is none)."""
     comparison = ctx.comparison
@@ -234,30 +394,12 @@ def build(ctx: Context) -> Section:
             blocks=[Unavailable(items={"baseline comparison": "no --baseline given"})],
         )
     pairs = comparison.pairs
-    blocks.append(
-        KeyFigures(
-            figures=[
-                KeyFigure(label="Cells matched", value=len(pairs), format="int"),
-                KeyFigure(
-                    label="Regressions",
-                    value=comparison.regressions,
-                    format="int",
-                    note="cells beyond the noise (throughput, step time) or newly failing",
-                    severity="bad" if comparison.regressions else "good",
-                ),
-                KeyFigure(
-                    label="Improvements",
-                    value=comparison.improvements,
-                    format="int",
-                    note="shown, never counted as regressions",
-                    severity="good" if comparison.improvements else "info",
-                ),
-                KeyFigure(label="Now only", value=len(comparison.only_current), format="int"),
-                KeyFigure(label="Baseline only", value=len(comparison.only_baseline), format="int"),
-            ]
-        )
-    )
-    blocks.append(Text(text=rule_text(comparison.noise_pct)))
+    blocks.append(_figures(comparison))
+    warning = not_judged_text(comparison)
+    if warning is not None:
+        blocks.append(Text(text=warning, severity="warn"))
+    blocks.append(Text(text=rule_text(comparison.rule)))
+    blocks.append(_rule_table(comparison.rule))
     if len(pairs):
         blocks.append(_tested_table(ctx, comparison))
         chart = _change_chart(ctx, comparison)

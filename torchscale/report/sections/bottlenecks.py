@@ -1,4 +1,6 @@
-"""Bottlenecks: every finding ranked by cost, each with evidence and a recommendation; per
+"""Bottlenecks: every finding ranked by cost, each with evidence and a recommendation; the
+straggler test of every multi-rank run that has one (schema 8: a rank is named only when the
+test is significant, otherwise "no significant straggler" with the test's summary); per
 profile, its figures (stall, exposed communication, overlap, idle, straggler, what-if) and the
 rank x step stall heatmap; the sweep's warnings (high step-time variance, throttling); and the
 telemetry sampled during the measured windows (utilisation, power, clocks, energy)."""
@@ -10,6 +12,7 @@ import statistics
 from typing import Any
 
 from torchscale.profiling.result import ProfileAnalysis
+from torchscale.report.estimates import plus_minus, value_format
 from torchscale.report.model import (
     Block,
     Chart,
@@ -30,6 +33,7 @@ WARNING_KINDS = (
     ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),
     ("throttling", re.compile(r"throttl|thermal|power (cap|limit)|clocks?\b", re.IGNORECASE)),
     ("injected delay", re.compile(r"inject", re.IGNORECASE)),
+    ("busy machine", re.compile(r"busy machine", re.IGNORECASE)),
     ("contention", re.compile(r"oversubscri|contention", re.IGNORECASE)),
 )
 NO_PROFILE = (
@@ -256,6 +260,57 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
     return blocks
 
 
+def _straggler_tests(ctx: Context) -> Table | None:
+    """One row per multi-rank run with a straggler verdict: named only when significant, the
+    verdict's own summary in every case (the same line on every surface)."""
+    runs = [(ctx.label(row), ctx.result(row)) for row in records(ctx.ok)]
+    runs += [(ref.label, ref.entry.result) for ref in ctx.profiles if ref.entry.result]
+    rows: list[dict[str, Any]] = []
+    tests: list[str] = []
+    seconds = value_format("seconds")
+    for label, result in runs:
+        verdict = result.attribution.straggler if result.attribution else None
+        if verdict is None:
+            continue
+        tests.append(verdict.test)
+        if verdict.named:
+            named = f"rank {verdict.rank}" + (f" ({verdict.phase})" if verdict.phase else "")
+        else:
+            named = "no significant straggler"
+        rows.append(
+            {
+                "cell": label,
+                "verdict": named,
+                "named": verdict.named,
+                "rank": verdict.rank,
+                "candidate_rank": verdict.candidate_rank,
+                "gap_s": verdict.gap_s.value if verdict.gap_s else None,
+                "gap_text": plus_minus(verdict.gap_s, seconds) if verdict.gap_s else None,
+                "p_value": verdict.p_value,
+                "summary": verdict.summary,
+                "_severity": "warn" if verdict.named else "info",
+            }
+        )
+    if not rows:
+        return None
+    test = tests[0] if len(set(tests)) == 1 else "the run's own test (in the results) passes"
+    return Table(
+        id="bottlenecks-straggler-tests",
+        title="Straggler test per run",
+        columns=[
+            col("cell", "Run"),
+            col("verdict", "Straggler"),
+            col("candidate_rank", "Largest gap: rank", "int"),
+            col("gap_text", "Gap per step ±95 %"),
+            col("p_value", "p", "float"),
+            col("summary", "Summary"),
+        ],
+        rows=rows,
+        note=f"a rank is named only when {test}; otherwise the largest gap is shown with its "
+        "interval and no rank is called a straggler",
+    )
+
+
 def _warnings(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     rows = []
     runs = [(ctx.label(row), ctx.result(row)) for row in records(ctx.cells)]
@@ -411,6 +466,9 @@ def build(ctx: Context) -> Section:
             "window."
         )
     )
+    tests = _straggler_tests(ctx)
+    if tests is not None:
+        blocks.append(tests)
     for ref in ctx.profiles:
         blocks += _profile_blocks(ref)
     warning_blocks, unavailable = _warnings(ctx)

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from torchscale.analysis.baseline import Comparison, compare
+from torchscale.analysis.baseline import Comparison, compare, with_step_repeats
+from torchscale.analysis.reliability import LEVELS, repeat_count
+from torchscale.report.estimates import compact, efficiency_kind, long_form
 from torchscale.report.model import Column, Finding, Severity, ValueFormat
 from torchscale.report.render.formatting import format_value
 from torchscale.report.sources import ProfileEntry, Sources, UnanalysedProfile
@@ -108,12 +110,36 @@ def by_reason(
     return out
 
 
-def efficiency_severity(efficiency: float | None) -> Severity:
+def efficiency_severity(
+    efficiency: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    reliable: bool = True,
+) -> Severity:
+    """Good only for a reliable measurement at or above EFFICIENCY_GOOD that is not above
+    linear beyond noise: a super-linear figure, or one above 1 without an interval, asks for a
+    look (warn), and a noisy cell earns no check mark."""
     if efficiency is None:
         return "info"
+    kind = efficiency_kind(efficiency, low, high)
+    if kind in ("super-linear", "above linear"):
+        return "warn"
     if efficiency >= EFFICIENCY_GOOD:
-        return "good"
+        return "good" if reliable else "info"
     return "warn" if efficiency >= EFFICIENCY_BAD else "bad"
+
+
+def is_reliable(row: Mapping[str, Any] | pd.Series) -> bool:
+    """Whether a cells-table row was judged reliable (analysis.reliability)."""
+    return row.get("reliability") == "reliable"
+
+
+def reliability_severity(row: Mapping[str, Any] | pd.Series) -> Severity:
+    """What a cell's own figures may be marked with: good only when reliable, warn when
+    noisy, info when its spread is unknown."""
+    level = row.get("reliability")
+    return "good" if level == "reliable" else ("warn" if level == "noisy" else "info")
 
 
 def cost_severity(cost_pct: float | None) -> Severity:
@@ -275,7 +301,10 @@ def make_context(
             ctx.profiles.append(ProfileRef(source.name, entry, label))
     if baseline is not None:
         ctx.baseline_cells = concat_cells(baseline)
-        ctx.comparison = compare(cells, ctx.baseline_cells, options.noise_pct)
+        ctx.comparison = compare(
+            with_step_repeats(cells, ctx.steps),
+            with_step_repeats(ctx.baseline_cells, _concat_steps(baseline)),
+        )
     return ctx
 
 
@@ -294,3 +323,55 @@ def repeats_range(result: CellResult) -> tuple[float | None, float | None]:
     if result.throughput is None or not result.throughput.repeats:
         return None, None
     return min(result.throughput.repeats), max(result.throughput.repeats)
+
+
+# ---------------------------------------------------------------- figures with their intervals
+
+
+def _repeats(row: Mapping[str, Any] | pd.Series) -> int:
+    return repeat_count(row.get("samples_per_s_repeats"))
+
+
+def throughput_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
+    """A cell's samples/s with its 95 % interval ('spread unknown' with one repeat)."""
+    show = long_form if long else compact
+    return show(
+        num(row.get("samples_per_s")),
+        num(row.get("samples_per_s_low")),
+        num(row.get("samples_per_s_high")),
+        "rate",
+        spread_unknown=_repeats(row) < 2,
+    )
+
+
+def step_text(
+    row: Mapping[str, Any] | pd.Series, percentile: str, *, long: bool = False
+) -> str | None:
+    """Step time p50/p95/p99 ('p50') with its interval (schema 8; older results: the value)."""
+    show = long_form if long else compact
+    return show(
+        num(row.get(f"step_{percentile}_s")),
+        num(row.get(f"step_{percentile}_low_s")),
+        num(row.get(f"step_{percentile}_high_s")),
+        "seconds",
+    )
+
+
+def mfu_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
+    """MFU with its interval (it scales with throughput; older results: the value)."""
+    show = long_form if long else compact
+    return show(num(row.get("mfu")), num(row.get("mfu_low")), num(row.get("mfu_high")), "ratio_pct")
+
+
+def spread_value(row: Mapping[str, Any] | pd.Series) -> float | str | None:
+    """The repeats' spread, or 'spread unknown' with one repeat (never a 0.0 % it cannot
+    have)."""
+    if num(row.get("samples_per_s")) is None:
+        return None
+    return num(row.get("throughput_spread")) if _repeats(row) >= 2 else "spread unknown"
+
+
+def reliability_counts(cells: pd.DataFrame) -> dict[str, list[int]]:
+    """Row positions of the measured cells by reliability level (in LEVELS order)."""
+    levels = list(cells["reliability"]) if "reliability" in cells.columns else []
+    return {level: [i for i, v in enumerate(levels) if v == level] for level in LEVELS}

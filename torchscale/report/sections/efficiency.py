@@ -1,6 +1,13 @@
-"""Efficiency: compute (achieved TFLOP/s, MFU against the stated peak), where the synchronised
-step goes (compute, load imbalance, exposed communication), memory (static state against the
-rest of the peak), and cost per million samples / tokens when a price is given."""
+"""Efficiency: compute (achieved TFLOP/s, MFU against the stated peak, with its 95 % interval),
+where the step goes, memory (static state against the rest of the peak), and cost per million
+samples / tokens when a price is given.
+
+Where the step goes comes from the one model of the step (result schema 8: compute, data,
+waiting for peers, exposed transfer, rest, each a share with its 95 % interval, adding up to
+the step by construction); a part inside its noise reads "not measurable", never a negative
+time or a share above 100 %. Older results have only point figures (exposed communication,
+load imbalance): shown where they can be shares, in [0, 1], else "not measurable (older
+result, no interval)", and charted only where the three shares add up."""
 
 from __future__ import annotations
 
@@ -8,17 +15,38 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.report.model import Block, Chart, Section, Series, Table, Unavailable
+from torchscale.report.estimates import NOT_MEASURABLE_OLDER, older_share, plus_minus, value_format
+from torchscale.report.model import Block, Chart, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (
     Context,
     by_reason,
     col,
     fmt,
     integer,
+    mfu_text,
+    names,
     num,
     records,
 )
 from torchscale.report.sections.summary import NO_PRICE, priced_cells
+from torchscale.results.schema import PART_NAMES, Attribution
+
+PART_LABELS = {
+    "compute": "Compute",
+    "data": "Data",
+    "wait_for_peers": "Waiting for peers",
+    "exposed_transfer": "Exposed transfer",
+    "rest": "Rest",
+}
+PART_SERIES = {
+    "compute": "compute (own work: forward, backward, optimizer)",
+    "data": "data (waiting for the batch)",
+    "wait_for_peers": "waiting for peers (load imbalance)",
+    "exposed_transfer": "exposed transfer (communication not hidden)",
+    "rest": "rest (between the phases)",
+}
+INSIDE_NOISE = "parts not measurable above noise (together)"
+EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
 
 
 def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
@@ -35,6 +63,9 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
                 "peak": num(row["peak_tflops_per_device"]),
                 "basis": compute.peak_basis if compute else None,
                 "mfu": num(row["mfu"]),
+                "mfu_low": num(row["mfu_low"]),
+                "mfu_high": num(row["mfu_high"]),
+                "mfu_text": mfu_text(row),
             }
         )
         for metric, key in (("MFU", "mfu"), ("achieved TFLOP/s", "achieved_tflops")):
@@ -52,12 +83,13 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
             col("tflops", "Achieved TFLOP/s per device", "float"),
             col("peak", "Peak TFLOP/s used", "float"),
             col("basis", "Peak basis"),
-            col("mfu", "MFU", "ratio_pct"),
+            col("mfu_text", "MFU ±95 %"),
         ],
         rows=rows,
         note="FLOPs counted by FlopCounterMode (forward + backward of one step); achieved = "
         "FLOPs per step x steps/s over the timed windows; MFU = achieved / the peak dense "
-        "TFLOP/s of the device for the dtype that runs (the basis column says which)",
+        "TFLOP/s of the device for the dtype that runs (the basis column says which), ± half "
+        "its 95 % interval (it scales with throughput; older results recorded none)",
     )
     items: dict[str, str] = {}
     for metric in ("MFU", "achieved TFLOP/s"):
@@ -66,45 +98,175 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
     return table, items
 
 
-def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    rows, missing = [], []
+def _attribution_row(ctx: Context, row: dict[str, Any], model: Attribution) -> dict[str, Any]:
+    """One cell's parts: the raw share and interval of each, and the compact text shown."""
+    pct, seconds = value_format("ratio_pct"), value_format("seconds")
+    out: dict[str, Any] = {
+        "cell": ctx.label(row),
+        "gpus": integer(row["world_size"]),
+        "step_s": model.step_s.value,
+        "step_text": plus_minus(model.step_s, seconds),
+        "basis": model.basis,
+    }
+    for part in model.parts:
+        out[f"{part.name}_share"] = part.share.value
+        out[f"{part.name}_share_low"] = part.share.low
+        out[f"{part.name}_share_high"] = part.share.high
+        out[f"{part.name}_s"] = part.seconds.value
+        out[f"{part.name}_text"] = plus_minus(part.share, pct)
+    exposed = out.get("exposed_transfer_share")
+    out["_severity"] = "bad" if exposed is not None and exposed >= EXPOSED_BAD else "info"
+    return out
+
+
+def _attribution_table(rows: list[dict[str, Any]]) -> Table:
+    return Table(
+        id="efficiency-step-model",
+        title="Where the step goes (one model of the step, shares with 95 % intervals)",
+        columns=[
+            col("cell", "Cell"),
+            col("gpus", "GPUs", "int"),
+            col("step_text", "Step (mean)"),
+            *(col(f"{name}_text", PART_LABELS[name]) for name in PART_NAMES),
+        ],
+        rows=rows,
+        note="every step of every rank = compute (its own forward, backward and optimizer) + "
+        "data (waiting for its batch) + waiting for peers (for the slowest rank: load "
+        "imbalance) + exposed transfer (communication nothing hid: the smallest grad-sync wait "
+        "of any rank at that step) + rest (between the phases); means over ranks and steps, "
+        "so the five shares add up to the step; ± half the 95 % interval of a block bootstrap "
+        "over the steps; 'not measurable': the interval reaches 0, the share could be none "
+        "(its upper end in brackets)",
+    )
+
+
+def _attribution_chart(rows: list[dict[str, Any]]) -> Chart | None:
+    """Stacked shares that add up to 1: the measurable parts, and the parts inside their noise
+    together as one bar segment (their sum is known even where each part is not)."""
+    x: list[float | int | str] = [r["cell"] for r in rows]
+    if not x:
+        return None
+    series = []
+    for name in PART_NAMES:
+        values = [r.get(f"{name}_share") for r in rows]
+        if any(v is not None for v in values):
+            series.append(Series(name=PART_SERIES[name], x=list(x), y=values))
+    noise = []
+    for r in rows:
+        known = sum(r.get(f"{name}_share") or 0.0 for name in PART_NAMES)
+        unknown = any(r.get(f"{name}_share") is None for name in PART_NAMES)
+        noise.append(max(0.0, 1.0 - known) if unknown else None)
+    if any(v is not None for v in noise):
+        series.append(Series(name=INSIDE_NOISE, x=list(x), y=noise))
+    return Chart(
+        id="efficiency-step-split",
+        title="Where the step goes",
+        kind="stacked_bar",
+        x_label="cell",
+        y_label="share of the step",
+        y_format="ratio_pct",
+        series=series,
+        note="the one model of the step: the five parts add up to the mean step by "
+        "construction, so every bar reaches 100 %; parts whose interval reaches 0 are drawn "
+        "together as one segment, their sum (each one's interval is in the table)",
+    )
+
+
+def _older_row(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
+    """A result without the step model (schema < 8): its point figures where they can be
+    shares of the step, "not measurable (older result, no interval)" where they cannot."""
+    comm = ctx.result(row).communication
+    share = older_share(num(row["comm_overhead"]))
+    exposed_s = num(comm.exposed_comm_s) if comm else None
+    if exposed_s is not None and (exposed_s < 0 or isinstance(share, str)):
+        exposed: float | str | None = NOT_MEASURABLE_OLDER
+    else:
+        exposed = exposed_s
+    return {
+        "cell": ctx.label(row),
+        "gpus": integer(row["world_size"]),
+        "step_s": num(comm.step_time_s) if comm else num(row["step_p50_s"]),
+        "slowest_s": num(comm.slowest_compute_s) if comm else None,
+        "slowest_rank": comm.slowest_compute_rank if comm else None,
+        "exposed_s": exposed,
+        "comm_overhead": share,
+        "load_imbalance": older_share(num(row["load_imbalance"])),
+        "sync_overhead": older_share(num(row["sync_overhead"])),
+        "_severity": "bad" if isinstance(share, float) and share >= EXPOSED_BAD else "info",
+    }
+
+
+def _comm_rows(
+    ctx: Context,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """(rows of cells with the step model, rows of older multi-rank cells, unavailable)."""
+    modelled, older, missing = [], [], []
     for row in records(ctx.ok):
+        result = ctx.result(row)
+        if result.attribution is not None:
+            modelled.append(_attribution_row(ctx, row, result.attribution))
+            continue
         if (integer(row["world_size"]) or 0) < 2:
             continue
-        result = ctx.result(row)
-        comm = result.communication
-        share = num(row["comm_overhead"])
-        rows.append(
-            {
-                "cell": ctx.label(row),
-                "gpus": integer(row["world_size"]),
-                "step_s": num(comm.step_time_s) if comm else num(row["step_p50_s"]),
-                "slowest_s": num(comm.slowest_compute_s) if comm else None,
-                "slowest_rank": comm.slowest_compute_rank if comm else None,
-                "exposed_s": num(comm.exposed_comm_s) if comm else None,
-                "comm_overhead": share,
-                "load_imbalance": num(row["load_imbalance"]),
-                "sync_overhead": num(row["sync_overhead"]),
-                "_severity": "bad" if share is not None and share >= 0.3 else "info",
-            }
-        )
-        if share is None:
+        older.append(_older_row(ctx, row))
+        if num(row["comm_overhead"]) is None:
             reason = result.unavailable.get("comm_overhead", "not measured for this cell")
             missing.append((ctx.label(row), reason))
-    return rows, by_reason(missing, "exposed communication")
+    return modelled, older, by_reason(missing, "exposed communication")
 
 
-def _split_chart(rows: list[dict[str, Any]]) -> Chart | None:
-    usable = [r for r in rows if r["comm_overhead"] is not None and r["load_imbalance"] is not None]
+def _older_table(rows: list[dict[str, Any]]) -> Table:
+    return Table(
+        id="efficiency-comm",
+        title="Communication and load imbalance (older results, point figures)",
+        columns=[
+            col("cell", "Cell"),
+            col("gpus", "GPUs", "int"),
+            col("step_s", "Step (T, median)", "seconds"),
+            col("slowest_s", "Slowest compute", "seconds"),
+            col("slowest_rank", "Slowest rank", "int"),
+            col("exposed_s", "Exposed comm", "seconds"),
+            col("comm_overhead", "Exposed comm share", "ratio_pct"),
+            col("load_imbalance", "Load imbalance", "ratio_pct"),
+            col("sync_overhead", "Sync overhead (pooled)", "ratio_pct"),
+        ],
+        rows=rows,
+        note="results written before schema 8: no interval; exposed communication = (T - "
+        "slowest rank's compute under no_sync) / T; load imbalance = mean over ranks of "
+        "(slowest compute - their compute) / T; sync overhead = 1 - pooled no_sync median / T "
+        "(the two together); a figure outside 0-100 % is noise no interval can tell apart "
+        "and reads 'not measurable'",
+    )
+
+
+def _older_chart(rows: list[dict[str, Any]]) -> tuple[Chart | None, list[str]]:
+    """The three point shares of older results, only where they add up (both in [0, 1] and
+    together at most 1); the cells left out."""
+    usable, left_out = [], []
+    for r in rows:
+        exposed, imbalance = r["comm_overhead"], r["load_imbalance"]
+        if exposed is None or imbalance is None:
+            continue  # not measured: the table says why
+        numbers = isinstance(exposed, float) and isinstance(imbalance, float)
+        if numbers and exposed + imbalance <= 1.0:
+            usable.append(r)
+        else:
+            left_out.append(r["cell"])
     if not usable:
-        return None
+        return None, left_out
     x: list[float | int | str] = [r["cell"] for r in usable]
     imbalance = [r["load_imbalance"] for r in usable]
     exposed = [r["comm_overhead"] for r in usable]
     compute = [1.0 - i - e for i, e in zip(imbalance, exposed, strict=True)]
-    return Chart(
-        id="efficiency-step-split",
-        title="Where the synchronised step goes",
+    note = (
+        "older results (no interval): per rank T = its compute + (slowest compute - its "
+        "compute) + (T - slowest compute); averaged over ranks the three shares add up to 1"
+    )
+    if left_out:
+        note += f"; left out, their shares do not add up: {names(left_out)}"
+    chart = Chart(
+        id="efficiency-step-split-older",
+        title="Where the synchronised step goes (older results)",
         kind="stacked_bar",
         x_label="cell",
         y_label="share of the step",
@@ -114,9 +276,37 @@ def _split_chart(rows: list[dict[str, Any]]) -> Chart | None:
             Series(name="load imbalance (wait for the slowest rank)", x=list(x), y=imbalance),
             Series(name="exposed communication", x=list(x), y=exposed),
         ],
-        note="per rank T = its compute + (slowest compute - its compute) + (T - slowest "
-        "compute); averaged over ranks the three shares add up to 1",
+        note=note,
     )
+    return chart, left_out
+
+
+def _comm_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    """The step model's table and chart, and the older results' figures beside them."""
+    modelled, older, unavailable = _comm_rows(ctx)
+    blocks: list[Block] = []
+    if modelled:
+        blocks.append(_attribution_table(modelled))
+        chart = _attribution_chart(modelled)
+        if chart is not None:
+            blocks.append(chart)
+    if older:
+        blocks.append(_older_table(older))
+        older_chart, left_out = _older_chart(older)
+        if older_chart is not None:
+            blocks.append(older_chart)
+        elif left_out:
+            blocks.append(
+                Text(
+                    text="No chart of the step's split for "
+                    f"{names(left_out)}: {NOT_MEASURABLE_OLDER}; its shares do not add up.",
+                )
+            )
+    if not modelled and not older:
+        unavailable["exposed communication and load imbalance"] = (
+            "every cell ran on one rank: no gradient communication to expose"
+        )
+    return blocks, unavailable
 
 
 def _memory(ctx: Context) -> tuple[list[Block], dict[str, str]]:
@@ -269,37 +459,9 @@ def build(ctx: Context) -> Section:
     table, missing = _compute_table(ctx)
     blocks.append(table)
     unavailable.update(missing)
-    rows, missing = _comm_rows(ctx)
-    if rows:
-        blocks.append(
-            Table(
-                id="efficiency-comm",
-                title="Communication and load imbalance",
-                columns=[
-                    col("cell", "Cell"),
-                    col("gpus", "GPUs", "int"),
-                    col("step_s", "Step (T, median)", "seconds"),
-                    col("slowest_s", "Slowest compute", "seconds"),
-                    col("slowest_rank", "Slowest rank", "int"),
-                    col("exposed_s", "Exposed comm", "seconds"),
-                    col("comm_overhead", "Exposed comm share", "ratio_pct"),
-                    col("load_imbalance", "Load imbalance", "ratio_pct"),
-                    col("sync_overhead", "Sync overhead (pooled)", "ratio_pct"),
-                ],
-                rows=rows,
-                note="exposed communication = (T - slowest rank's compute under no_sync) / T; "
-                "load imbalance = mean over ranks of (slowest compute - their compute) / T; sync "
-                "overhead = 1 - pooled no_sync median / T (the two together)",
-            )
-        )
-        chart = _split_chart(rows)
-        if chart is not None:
-            blocks.append(chart)
-        unavailable.update(missing)
-    else:
-        unavailable["exposed communication and load imbalance"] = (
-            "every cell ran on one rank: no gradient communication to expose"
-        )
+    comm_blocks, missing = _comm_blocks(ctx)
+    blocks += comm_blocks
+    unavailable.update(missing)
     memory_blocks, missing = _memory(ctx)
     blocks += memory_blocks
     unavailable.update(missing)

@@ -2,10 +2,16 @@
 every profile, and what the sweep's own figures show (a straggler by phase timers, exposed
 communication, per-rank compute slower than at the smallest world size, GPU clocks throttled
 during the windows). Shared by the summary (top lines) and the bottlenecks section (all of
-them)."""
+them).
+
+Where a result has the one model of the step (schema 8), its figures are used, with their
+intervals: a straggler only when the significance test names it (its summary is the evidence),
+a share only when it is measurable above noise. Older results keep their point figures, used
+only where they can be shares of the step (in [0, 1])."""
 
 from __future__ import annotations
 
+from torchscale.report.estimates import value_format, with_interval
 from torchscale.report.model import Finding
 from torchscale.report.sections.context import (
     Context,
@@ -16,7 +22,7 @@ from torchscale.report.sections.context import (
     num,
     records,
 )
-from torchscale.results.schema import CellResult
+from torchscale.results.schema import CellResult, Estimate, StepPart
 
 # below these shares of the step a figure is noise or not worth a finding
 STRAGGLER_MIN = 0.05  # load imbalance: the other ranks' wait for the slowest
@@ -75,12 +81,70 @@ PHASE_ADVICE = {
 }
 
 
+def part(result: CellResult, name: str) -> StepPart | None:
+    """A part of the result's step model (None without one)."""
+    if result.attribution is None:
+        return None
+    return next((p for p in result.attribution.parts if p.name == name), None)
+
+
+def measured_share(share: Estimate | None) -> float | None:
+    """A share's value when it is measurable above noise, else None."""
+    if share is None or not share.measurable:
+        return None
+    return num(share.value)
+
+
+def _named_straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
+    """The straggler the significance test named (schema 8), or None: a rank that the test
+    does not name is never called a straggler, whatever its point gap."""
+    verdict = result.attribution.straggler if result.attribution else None
+    if verdict is None or not verdict.named or verdict.rank is None:
+        return None
+    rank = verdict.rank
+    title = f"{label}: rank {rank} is the straggler"
+    if verdict.phase:
+        title += f", slow in {verdict.phase}"
+    evidence = [verdict.summary]
+    waiting = part(result, "wait_for_peers")
+    pct = value_format("ratio_pct")
+    if waiting is not None:
+        evidence.append(
+            f"the other ranks wait for it {with_interval(waiting.share, pct)} of each step"
+        )
+    if verdict.phase and verdict.phase_gap_s is not None:
+        evidence.append(
+            f"its {verdict.phase} phase: "
+            f"{with_interval(verdict.phase_gap_s, value_format('seconds'))} longer than the "
+            "other ranks' at the same step"
+        )
+    evidence.append(f"test: {verdict.test}")
+    note = _injected_note(result, rank)
+    if note is not None:
+        evidence.insert(0, note)
+        title += " (injected delay)"
+    share = measured_share(waiting.share) if waiting is not None else None
+    cost = share * 100 if share is not None else None
+    advice = PHASE_ADVICE.get(verdict.phase or "", PHASE_ADVICE["backward"])
+    return Finding(
+        title=title,
+        cost_pct=cost,
+        source=source,
+        evidence=evidence,
+        recommendation=f"Check rank {rank}: {advice}.",
+        severity="info" if note else cost_severity(cost),
+    )
+
+
 def straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
-    """The straggler the phase timers found, when the others wait for it long enough
-    (load imbalance >= STRAGGLER_MIN of the step)."""
+    """The straggler: named by the significance test where the result has the step model
+    (schema 8); in older results the one the phase timers found, when the others wait for it
+    long enough (load imbalance >= STRAGGLER_MIN of the step, and a share it can have)."""
+    if result.attribution is not None:
+        return _named_straggler_finding(result, label, source)
     straggler, comm = result.straggler, result.communication
     imbalance = num(comm.load_imbalance) if comm else None
-    if straggler is None or imbalance is None or imbalance < STRAGGLER_MIN:
+    if straggler is None or imbalance is None or not STRAGGLER_MIN <= imbalance <= 1.0:
         return None
     rank = straggler.rank
     title = f"{label}: rank {rank} is the straggler"
@@ -117,32 +181,71 @@ def straggler_finding(result: CellResult, label: str, source: str) -> Finding | 
     )
 
 
+def _exposed_transfer_finding(result: CellResult, label: str) -> Finding | None:
+    """Exposed transfer from the step model, when measurable and at least EXPOSED_COMM_MIN."""
+    transfer = part(result, "exposed_transfer")
+    share = measured_share(transfer.share) if transfer is not None else None
+    if transfer is None or share is None or share < EXPOSED_COMM_MIN:
+        return None
+    pct, seconds = value_format("ratio_pct"), value_format("seconds")
+    evidence = [
+        f"exposed transfer {with_interval(transfer.share, pct)} of the mean step: "
+        f"{with_interval(transfer.seconds, seconds)} per step in which communication runs "
+        "and nothing hides it (the smallest grad-sync wait of any rank at that step)"
+    ]
+    waiting = part(result, "wait_for_peers")
+    if waiting is not None:
+        evidence.append(f"waiting for peers {with_interval(waiting.share, pct)} of the step")
+    evidence += [
+        f"cross-check {check.name}: {check.detail}"
+        for check in (result.attribution.cross_checks if result.attribution else [])
+    ]
+    return Finding(
+        title=f"{label}: exposed communication {fmt(share, 'ratio_pct')} of each step",
+        cost_pct=share * 100,
+        source=result.cell.id,
+        evidence=evidence,
+        recommendation=_comm_advice(result),
+        severity=cost_severity(share * 100),
+    )
+
+
+def _comm_advice(result: CellResult) -> str:
+    network = (
+        "set GLOO_SOCKET_IFNAME to the fast interface"
+        if result.cell.backend == "gloo"
+        else "check the NCCL transport (NCCL_DEBUG=INFO: NVLink/IB, not sockets)"
+    )
+    return (
+        "Hide or shrink gradient communication: DDP bucket_cap_mb, gradient_as_bucket_view, "
+        f"gradient accumulation under no_sync(), a bf16 compression hook; {network}."
+    )
+
+
 def exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
+    """Exposed communication: the step model's exposed transfer (schema 8), or an older
+    result's point figure when it is a share it can have."""
+    if result.attribution is not None:
+        return _exposed_transfer_finding(result, label)
     comm = result.communication
     share = num(comm.comm_overhead) if comm else None
-    if comm is None or share is None or share < EXPOSED_COMM_MIN:
+    if comm is None or share is None or not EXPOSED_COMM_MIN <= share <= 1.0:
         return None
     evidence = [
         f"median step {fmt(comm.step_time_s, 'seconds')}, slowest rank's compute "
         f"{fmt(comm.slowest_compute_s, 'seconds')} (no_sync): "
         f"{fmt(comm.exposed_comm_s, 'seconds')} of communication is not hidden",
     ]
-    if comm.load_imbalance is not None:
-        evidence.append(f"load imbalance {fmt(comm.load_imbalance, 'ratio_pct')} of the step")
-    cell = result.cell
-    network = (
-        "set GLOO_SOCKET_IFNAME to the fast interface"
-        if cell.backend == "gloo"
-        else "check the NCCL transport (NCCL_DEBUG=INFO: NVLink/IB, not sockets)"
-    )
+    imbalance = num(comm.load_imbalance)
+    if imbalance is not None and 0.0 <= imbalance <= 1.0:
+        evidence.append(f"load imbalance {fmt(imbalance, 'ratio_pct')} of the step")
+    evidence.append("older result: point figures, no interval")
     return Finding(
         title=f"{label}: exposed communication {fmt(share, 'ratio_pct')} of each step",
         cost_pct=share * 100,
-        source=cell.id,
+        source=result.cell.id,
         evidence=evidence,
-        recommendation="Hide or shrink gradient communication: DDP bucket_cap_mb, "
-        "gradient_as_bucket_view, gradient accumulation under no_sync(), a bf16 compression "
-        f"hook; {network}.",
+        recommendation=_comm_advice(result),
         severity=cost_severity(share * 100),
     )
 
@@ -151,13 +254,23 @@ def data_wait_finding(result: CellResult, label: str) -> Finding | None:
     """The step waits for its batch: the DataLoader or the storage under it is the bottleneck
     (never for synthetic data, made on the device once)."""
     data = result.data
-    share = num(data.share) if data else None
-    if data is None or data.source == "synthetic" or share is None or share < DATA_WAIT_MIN:
+    modelled = part(result, "data")
+    share = measured_share(modelled.share) if modelled else num(data.share) if data else None
+    if data is None or data.source == "synthetic" or share is None:
         return None
-    evidence = [
-        f"{data.source} data: the slowest rank waits {fmt(data.wait_s, 'seconds')} per step "
-        f"for its batch ({fmt(share, 'ratio_pct')} of the median step)",
-    ]
+    if not DATA_WAIT_MIN <= share <= 1.0:
+        return None
+    if modelled is not None:
+        pct, seconds = value_format("ratio_pct"), value_format("seconds")
+        evidence = [
+            f"{data.source} data: ranks wait {with_interval(modelled.seconds, seconds)} per step "
+            f"for their batch, {with_interval(modelled.share, pct)} of the mean step",
+        ]
+    else:
+        evidence = [
+            f"{data.source} data: the slowest rank waits {fmt(data.wait_s, 'seconds')} per "
+            f"step for its batch ({fmt(share, 'ratio_pct')} of the median step)",
+        ]
     if data.read_bytes_per_s is not None:
         evidence.append(f"read {data.read_bytes_per_s / 1e6:.1f} MB/s over the measured windows")
     workers = f"{data.num_workers} worker(s)" if data.num_workers is not None else "the workers"

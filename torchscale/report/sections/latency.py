@@ -1,6 +1,8 @@
-"""Throughput and latency: step-time percentiles and spread per cell, step-time distributions per
-world size (from the per-step records of the synchronised windows), the run-to-run interval of
-throughput over repeats, and per-rank step and phase times, so that a straggler shows."""
+"""Throughput and latency: throughput and step-time percentiles per cell with their 95 %
+intervals and the cell's reliability, step-time distributions per world size (from the per-step
+records of the synchronised windows), the run-to-run spread of throughput over repeats, and
+per-rank step and phase times, with a straggler named only where a significance test names it
+(schema 8) or, in older results, where the others wait for it long enough."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from torchscale.report.sections.context import (
     records,
     repeats_range,
     slug,
+    spread_value,
+    step_text,
+    throughput_text,
 )
 from torchscale.report.sections.findings import STRAGGLER_MIN
 from torchscale.results.frame import PHASE_NAMES
@@ -29,6 +34,7 @@ from torchscale.results.schema import CellResult, RankStats
 MAX_BOX_VALUES = 2000  # per box; more are reduced to this many evenly spaced quantiles
 MAX_RANKS_PER_CELL = 16  # per-rank rows of one cell: the slowest ones beyond this
 MAX_PHASE_CHARTS = 12
+PERCENTILES = ("p50", "p95", "p99")
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,43 +51,75 @@ def _stats_table(ctx: Context) -> Table:
     for row in records(ctx.ok):
         result = ctx.result(row)
         low, high = repeats_range(result)
-        rows.append(
-            {
-                "cell": ctx.label(row),
-                "gpus": integer(row["world_size"]),
-                "samples_per_s": num(row["samples_per_s"]),
-                "low": low,
-                "high": high,
-                "spread": num(row["throughput_spread"]),
-                "repeats": integer(row["repeats"]),
-                "step_p50_s": num(row["step_p50_s"]),
-                "step_p95_s": num(row["step_p95_s"]),
-                "step_p99_s": num(row["step_p99_s"]),
-                "step_cv": num(row["step_cv"]),
-                "steps": integer(row["measured_steps"]),
-                "_severity": "warn" if "High variance" in str(row["warnings"]) else "info",
-            }
-        )
+        entry: dict[str, Any] = {
+            "cell": ctx.label(row),
+            "gpus": integer(row["world_size"]),
+            "samples_per_s": num(row["samples_per_s"]),
+            "samples_per_s_low": num(row["samples_per_s_low"]),
+            "samples_per_s_high": num(row["samples_per_s_high"]),
+            "samples_per_s_text": throughput_text(row),
+            "low": low,
+            "high": high,
+            "spread": spread_value(row),
+            "repeats": integer(row["repeats"]),
+            "step_cv": num(row["step_cv"]),
+            "steps": integer(row["measured_steps"]),
+            "reliability": row["reliability"],
+            "reliability_reason": row["reliability_reason"],
+            "_severity": "warn" if row["reliability"] == "noisy" else "info",
+        }
+        for q in PERCENTILES:
+            entry[f"step_{q}_s"] = num(row[f"step_{q}_s"])
+            entry[f"step_{q}_low_s"] = num(row[f"step_{q}_low_s"])
+            entry[f"step_{q}_high_s"] = num(row[f"step_{q}_high_s"])
+            entry[f"step_{q}_text"] = step_text(row, q)
+        rows.append(entry)
     return Table(
         id="latency-stats",
         title="Throughput and step time per cell",
         columns=[
             col("cell", "Cell"),
             col("gpus", "GPUs", "int"),
-            col("samples_per_s", "Samples/s (median)", "rate"),
-            col("low", "Slowest repeat", "rate"),
-            col("high", "Fastest repeat", "rate"),
+            col("samples_per_s_text", "Samples/s ±95 %"),
             col("spread", "Spread", "ratio_pct"),
             col("repeats", "Repeats", "int"),
-            col("step_p50_s", "Step p50", "seconds"),
-            col("step_p95_s", "Step p95", "seconds"),
-            col("step_p99_s", "Step p99", "seconds"),
+            col("step_p50_text", "Step p50"),
+            col("step_p95_text", "Step p95"),
+            col("step_p99_text", "Step p99"),
             col("step_cv", "Step CV", "ratio_pct"),
             col("steps", "Steps per repeat", "int"),
+            col("reliability", "Reliability"),
         ],
         rows=rows,
-        note="step percentiles over every measured step of every repeat, all ranks pooled; "
-        "spread = (fastest - slowest repeat) / median; CV = std / mean",
+        note="samples/s: the median over repeats ± half its 95 % interval (bootstrap over the "
+        "repeats; one repeat: spread unknown); step percentiles over every measured step of "
+        "every repeat, all ranks pooled, ± half the 95 % interval of a block bootstrap over "
+        "the steps (schema 8; older results recorded none); spread = (fastest - slowest "
+        "repeat) / median; CV = std / mean; reliable: interval and CV within the threshold",
+    )
+
+
+def _reliability_table(ctx: Context) -> Table | None:
+    """Why each cell that is not reliable is not (the stats table has the level only)."""
+    rows = [
+        {
+            "cell": ctx.label(row),
+            "reliability": row["reliability"],
+            "reason": row["reliability_reason"],
+            "_severity": "warn" if row["reliability"] == "noisy" else "info",
+        }
+        for row in records(ctx.ok)
+        if row["reliability"] in ("noisy", "spread unknown")
+    ]
+    if not rows:
+        return None
+    return Table(
+        id="latency-reliability",
+        title="Cells not measured reliably, and why",
+        columns=[col("cell", "Cell"), col("reliability", "Reliability"), col("reason", "Why")],
+        rows=rows,
+        note="their figures carry no check mark anywhere in the report; more repeats (spread "
+        "unknown) or a quieter machine and more steps (noisy) make them reliable",
     )
 
 
@@ -198,20 +236,30 @@ def _compute(rank: RankStats) -> float:
 
 
 def _role(result: CellResult, rank: int) -> str:
+    """'straggler (backward)' for the rank a significance test names (schema 8), or in an
+    older result the slowest rank when the others wait for it long enough; else ''."""
+    verdict = result.attribution.straggler if result.attribution else None
+    injected = ", injected delay" if result.straggler and result.straggler.injected else ""
+    if result.attribution is not None:
+        if verdict is None or not verdict.named or verdict.rank != rank:
+            return ""
+        return "straggler" + (f" ({verdict.phase})" if verdict.phase else "") + injected
     straggler = result.straggler
-    if straggler is None or straggler.rank != rank:
+    if straggler is None or straggler.rank != rank or not _is_real_straggler(result):
         return ""
-    text = "straggler"
-    if straggler.phase:
-        text += f" ({straggler.phase})"
-    return text + (", injected delay" if straggler.injected else "")
+    return "straggler" + (f" ({straggler.phase})" if straggler.phase else "") + injected
 
 
 def _is_real_straggler(result: CellResult) -> bool:
+    """Named by the test (schema 8); in older results, an injected delay or a wait for the
+    slowest rank of at least STRAGGLER_MIN of the step (a share it can have: at most 1)."""
+    if result.attribution is not None:
+        verdict = result.attribution.straggler
+        return verdict is not None and verdict.named
     comm = result.communication
     imbalance = num(comm.load_imbalance) if comm else None
     return result.straggler is not None and (
-        result.straggler.injected or (imbalance is not None and imbalance >= STRAGGLER_MIN)
+        result.straggler.injected or (imbalance is not None and STRAGGLER_MIN <= imbalance <= 1.0)
     )
 
 
@@ -304,7 +352,13 @@ def _phase_chart(source: RankSource) -> Chart:
             series.append(Series(name=phase, x=list(x), y=values))
     straggler = source.result.straggler
     note = "median seconds per phase over the synchronised steps"
-    if straggler is not None and _is_real_straggler(source.result):
+    attribution = source.result.attribution
+    verdict = attribution.straggler if attribution is not None else None
+    if attribution is not None:
+        if verdict is not None:
+            prefix = "straggler" if verdict.named else "no significant straggler"
+            note += f"; {prefix}: {verdict.summary}"
+    elif straggler is not None and _is_real_straggler(source.result):
         note += f"; straggler: rank {straggler.rank}"
         if straggler.phase and straggler.gap_s is not None:
             note += f", {straggler.phase} {fmt(straggler.gap_s, 'seconds')} over the others"
@@ -312,10 +366,16 @@ def _phase_chart(source: RankSource) -> Chart:
             note += " (injected delay)"
     elif straggler is not None:
         comm = source.result.communication
-        wait = fmt(comm.load_imbalance if comm else None, "ratio_pct")
+        imbalance = num(comm.load_imbalance) if comm else None
+        wait = (
+            fmt(imbalance, "ratio_pct")
+            if imbalance is not None and 0.0 <= imbalance <= 1.0
+            else "an unmeasurable share"
+        )
         note += (
-            f"; slowest rank by compute: {straggler.rank}, but the others wait only {wait} of "
-            "the step for it (noise)"
+            f"; no significant straggler: the slowest rank by compute is {straggler.rank}, but "
+            f"the others wait only {wait} of the step for it (older result: no significance "
+            "test)"
         )
     return Chart(
         id=f"latency-phases-{slug(source.key)}",
@@ -351,6 +411,9 @@ def build(ctx: Context) -> Section:
         unavailable["throughput and step-time statistics"] = "no sweep cell finished ok"
     else:
         blocks.append(_stats_table(ctx))
+        reliability = _reliability_table(ctx)
+        if reliability is not None:
+            blocks.append(reliability)
         spread = _repeats_chart(ctx)
         if spread is not None:
             blocks.append(spread)

@@ -15,17 +15,21 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.scaling import GROUP_COLUMNS, STRONG_GROUP_COLUMNS, scaling_table
+from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, efficiency_text
 from torchscale.report.model import Block, Chart, Column, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (
     Context,
     col,
     efficiency_severity,
     integer,
+    is_reliable,
     names,
     num,
     records,
     repeats_range,
     slug,
+    spread_value,
+    throughput_text,
 )
 
 WEAK_TEXT = (
@@ -34,7 +38,10 @@ WEAK_TEXT = (
     "per GPU; ideal: throughput linear in GPUs). Speed-up = thr(N) / thr(N_min); efficiency = "
     "thr(N) / (N / N_min x thr(N_min)), against the smallest GPU count measured ok in the same "
     "model, batch, precision, strategy and device (1.0 = linear). Throughput is global samples/s, "
-    "the median over repeats; the interval is the range of the repeats."
+    "the median over repeats, with its 95 % interval (bootstrap over the repeats; one repeat: "
+    "spread unknown). Efficiency carries the 95 % interval of the ratio of the two medians: "
+    "above 100 % with 100 % inside the interval it is linear within noise; an interval wholly "
+    "above 100 % is super-linear and said so (e.g. cache effects), never shown bare."
 )
 STRONG_TEXT = (
     "Strong scaling: the same global batch split over more GPUs (batch per GPU = global batch / "
@@ -54,12 +61,23 @@ def _group_name(ctx: Context, row: pd.Series, strong: bool) -> str:
     return ctx.group_name(row, batch=batch)
 
 
+def _reliable_bases(table: pd.DataFrame) -> dict[int, bool]:
+    """group -> whether every cell at the group's base GPU count measured reliably."""
+    bases = table[table["world_size"] == table["base_world_size"]]
+    reliable = bases["reliability"].eq("reliable").groupby(bases["group"]).all()
+    return {int(group): bool(value) for group, value in reliable.items()}
+
+
 def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
+    reliable_base = _reliable_bases(table)
     for row in records(table):
         low, high = repeats_range(ctx.result(row))
         efficiency = num(row["efficiency"])
+        eff_low, eff_high = num(row["efficiency_low"]), num(row["efficiency_high"])
         world = integer(row["world_size"])
+        base = world == integer(row["base_world_size"])
+        reliable = is_reliable(row) and reliable_base.get(int(row["group"]), False)
         rows.append(
             {
                 "model": str(row["model_label"]),
@@ -71,19 +89,42 @@ def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
                 "batch_per_gpu": integer(row["batch_size"]),
                 "global_batch": integer(row["global_batch"]),
                 "samples_per_s": num(row["samples_per_s"]),
+                "samples_per_s_low": num(row["samples_per_s_low"]),
+                "samples_per_s_high": num(row["samples_per_s_high"]),
+                "samples_per_s_text": throughput_text(row),
                 "low": low,
                 "high": high,
-                "spread": num(row["throughput_spread"]),
+                "spread": spread_value(row),
                 "per_gpu": num(row["samples_per_s_per_device"]),
                 "tokens_per_s": num(row["tokens_per_s"]),
                 "speedup": num(row["speedup"]),
                 "efficiency": efficiency,
-                "_severity": efficiency_severity(efficiency)
-                if world != integer(row["base_world_size"])
-                else "info",
+                "efficiency_low": eff_low,
+                "efficiency_high": eff_high,
+                "efficiency_text": efficiency_text(efficiency, eff_low, eff_high, base=base),
+                "reliability": row["reliability"],
+                "_severity": "info"
+                if base
+                else efficiency_severity(efficiency, eff_low, eff_high, reliable=reliable),
             }
         )
     return rows
+
+
+def _table_note(rows: list[dict[str, Any]], head: str) -> str:
+    """The table's note, saying what a super-linear or above-linear row means when there is
+    one (never a figure above 100 % left unexplained)."""
+    kinds = {
+        efficiency_kind(r["efficiency"], r["efficiency_low"], r["efficiency_high"]) for r in rows
+    }
+    note = f"{head}; samples/s and efficiency ± half their 95 % interval"
+    if "linear within noise" in kinds:
+        note += "; 'linear within noise': above 100 % with 100 % inside the interval"
+    if "super-linear" in kinds:
+        note += f"; {SUPER_LINEAR_NOTE}"
+    if "above linear" in kinds:
+        note += "; above 100 % with one repeat: no interval to tell it from linear"
+    return note
 
 
 def _columns(rows: list[dict[str, Any]]) -> list[Column]:
@@ -94,13 +135,15 @@ def _columns(rows: list[dict[str, Any]]) -> list[Column]:
     columns += [
         col("batch_per_gpu", "Batch/GPU", "int"),
         col("global_batch", "Global batch", "int"),
-        col("samples_per_s", "Samples/s", "rate"),
-        col("spread", "Repeats spread", "ratio_pct"),
+        col("samples_per_s_text", "Samples/s ±95 %"),
         col("per_gpu", "Samples/s per GPU", "rate"),
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
         columns.append(col("tokens_per_s", "Tokens/s", "rate"))
-    columns += [col("speedup", "Speed-up", "float"), col("efficiency", "Efficiency", "ratio_pct")]
+    columns += [
+        col("speedup", "Speed-up", "float"),
+        col("efficiency_text", "Efficiency"),
+    ]
     return columns
 
 
@@ -113,15 +156,14 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
         for _, group in groups:
             first = group.iloc[0]
             name = _group_name(ctx, first, strong)
-            ranges = [repeats_range(ctx.result(r)) for r in records(group)]
             gpus = [int(w) for w in group["world_size"]]
             series.append(
                 Series(
                     name=name,
                     x=list(gpus),
                     y=[num(v) for v in group["samples_per_s"]],
-                    low=[r[0] for r in ranges],
-                    high=[r[1] for r in ranges],
+                    low=[num(v) for v in group["samples_per_s_low"]],
+                    high=[num(v) for v in group["samples_per_s_high"]],
                 )
             )
             series.append(
@@ -145,7 +187,8 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
                 x_log2=True,
                 series=series,
                 note="dashed, in the colour of its series: ideal linear scaling from the "
-                "smallest GPU count; interval: range of the repeats",
+                "smallest GPU count; interval: the 95 % interval of the median over the repeats "
+                "(none with one repeat)",
             )
         )
     return charts
@@ -155,6 +198,7 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
     kind = "strong" if strong else "weak"
     series = []
     all_gpus: set[int] = set()
+    above: set[str] = set()
     for _, group in table.groupby("group", sort=True):
         first = group.iloc[0]
         gpus = [int(w) for w in group["world_size"]]
@@ -164,10 +208,29 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
                 name=f"{first['model_label']} {_group_name(ctx, first, strong)}",
                 x=list(gpus),
                 y=[num(v) for v in group["efficiency"]],
+                low=[num(v) for v in group["efficiency_low"]],
+                high=[num(v) for v in group["efficiency_high"]],
             )
         )
+        kinds = [
+            efficiency_kind(num(v), num(lo), num(hi))
+            for v, lo, hi in zip(
+                group["efficiency"], group["efficiency_low"], group["efficiency_high"], strict=True
+            )
+        ]
+        above |= {k for k in kinds if k in ("linear within noise", "super-linear", "above linear")}
     ideal = sorted(all_gpus)
     series.append(Series(name="ideal", x=list(ideal), y=[1.0] * len(ideal), style="dashed"))
+    note = (
+        "interval: the 95 % interval of the efficiency, bootstrapped from the repeats of the "
+        "cell and of its base"
+    )
+    if "linear within noise" in above:
+        note += "; a point above 100 % whose interval reaches 100 % is linear within noise"
+    if "super-linear" in above:
+        note += f"; {SUPER_LINEAR_NOTE}"
+    if "above linear" in above:
+        note += "; a point above 100 % without an interval (one repeat) is not shown to be above"
     return Chart(
         id=f"scaling-{kind}-efficiency",
         title=f"Scaling efficiency ({kind} scaling)",
@@ -178,6 +241,7 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
         y_format="ratio_pct",
         x_log2=True,
         series=series,
+        note=note,
     )
 
 
@@ -213,8 +277,11 @@ def build(ctx: Context) -> Section:
                 title="Weak scaling (fixed batch per GPU)",
                 columns=_columns(rows),
                 rows=rows,
-                note="efficiency = thr(N) / (N / N_min x thr(N_min)); the same figure as the "
-                "cells' scaling_efficiency",
+                note=_table_note(
+                    rows,
+                    "efficiency = thr(N) / (N / N_min x thr(N_min)); the same figure as the "
+                    "cells' scaling_efficiency",
+                ),
             )
         )
         blocks += _throughput_charts(ctx, weak, strong=False)
@@ -234,6 +301,7 @@ def build(ctx: Context) -> Section:
                     title="Strong scaling (fixed global batch)",
                     columns=_columns(rows),
                     rows=rows,
+                    note=_table_note(rows, "efficiency within the same global batch"),
                 )
             )
             blocks += _throughput_charts(ctx, strong, strong=True)

@@ -3,8 +3,12 @@ sweep costs in throughput, memory per rank and communication (docs/strategies.md
 
 Communication is measured differently per strategy, so each row says how, and the split is the
 same everywhere: waiting for a late peer apart from the communication itself.
-- ddp: the no_sync method (`communication`): exposed communication beyond the slowest rank's
-  compute, and load imbalance (the others' wait for it);
+- cells with the one model of the step (result schema 8) and no profiled communication: its
+  exposed transfer and waiting for peers, each with its 95 % interval ("not measurable" inside
+  the noise);
+- older ddp results: the no_sync method (`communication`): exposed communication beyond the
+  slowest rank's compute, and load imbalance (the others' wait for it), shown only where they
+  can be shares of the step (in [0, 1]);
 - tp and fsdp x tp: steps profiled after the windows (`parallel.profiled_comm`): exposed
   transfer and waiting for peers;
 - pipelines: the measured bubble beside the schedule's theory (waiting is their communication
@@ -19,8 +23,9 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.report.estimates import compact, older_share
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, ValueFormat
-from torchscale.report.sections.context import Context, col, integer, num, records, text
+from torchscale.report.sections.context import Context, col, integer, mfu_text, num, records, text
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
 
@@ -42,19 +47,35 @@ def _mesh(row: dict[str, Any]) -> str:
     return f"{dp or 1} x {tp or 1} x {pp or 1}"
 
 
-def _comm(row: dict[str, Any]) -> tuple[float | None, float | None, str]:
-    """(exposed transfer, waiting for peers, method) of one cell."""
-    if num(row.get("tp_exposed_comm")) is not None:
-        return (
-            num(row.get("tp_exposed_transfer")),
-            num(row.get("tp_waiting_for_peers")),
-            "profiled steps",
-        )
+Share = float | str | None  # a share, or text saying it is not measurable
+
+
+def _modelled(row: dict[str, Any], name: str) -> tuple[float | None, str | None]:
+    """(measurable share, its compact text) of a step-model part in a cells-table row."""
+    value = num(row.get(f"{name}_share"))
+    low, high = num(row.get(f"{name}_share_low")), num(row.get(f"{name}_share_high"))
+    return value, compact(value, low, high, "ratio_pct")
+
+
+def _comm(row: dict[str, Any]) -> tuple[Share, Share, str, float | None]:
+    """(exposed transfer, waiting for peers, method, exposed share to chart) of one cell: the
+    texts shown (with intervals where the step model has them) and a number to chart only
+    where it is measurable."""
+    if num(row.get("tp_exposed_comm")) is not None:  # collectives inside forward/backward
+        exposed = num(row.get("tp_exposed_transfer"))
+        return exposed, num(row.get("tp_waiting_for_peers")), "profiled steps", exposed
+    if num(row.get("exposed_transfer_share_high")) is not None:
+        exposed, exposed_text = _modelled(row, "exposed_transfer")
+        _, waiting_text = _modelled(row, "wait_for_peers")
+        return exposed_text, waiting_text, "step model (phase timers)", exposed
     if num(row.get("comm_overhead")) is not None:
-        return num(row.get("comm_overhead")), num(row.get("load_imbalance")), "no_sync window"
+        shown = older_share(num(row.get("comm_overhead")))
+        waiting = older_share(num(row.get("load_imbalance")))
+        chart = shown if isinstance(shown, float) else None
+        return shown, waiting, "no_sync window (older result)", chart
     if num(row.get("bubble_measured")) is not None:
-        return None, None, "pipeline bubble"
-    return None, None, "not split"
+        return None, None, "pipeline bubble", None
+    return None, None, "not split", None
 
 
 def _memory(row: dict[str, Any]) -> float | None:
@@ -69,7 +90,7 @@ def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
     ddp_static = num(ddp.get("static_bytes")) if ddp else None
     rows = []
     for row in cells:
-        exposed, waiting, method = _comm(row)
+        exposed, waiting, method, charted = _comm(row)
         static = num(row.get("static_bytes"))
         rows.append(
             {
@@ -79,10 +100,12 @@ def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
                 "global_batch": integer(row.get("global_batch")),
                 "samples": num(row.get("samples_per_s")),
                 "mfu": num(row.get("mfu")),
+                "mfu_text": mfu_text(row),
                 "static": static,
                 "vs_ddp": static / ddp_static if static and ddp_static else None,
                 "peak": _memory(row),
                 "exposed": exposed,
+                "exposed_share": charted,
                 "waiting": waiting,
                 "method": method,
                 "bubble": num(row.get("bubble_measured")),
@@ -102,7 +125,7 @@ def _table(rows: list[dict[str, Any]]) -> Table:
             col("mesh", "Mesh dp x tp x pp"),
             col("global_batch", "Global batch", "int"),
             col("samples", "Samples/s", "rate"),
-            col("mfu", "MFU", "ratio_pct"),
+            col("mfu_text", "MFU"),
             col("static", "Static memory per rank", "bytes"),
             col("vs_ddp", "Static vs DDP", "ratio_pct"),
             col("peak", "Peak memory (largest rank)", "bytes"),
@@ -119,7 +142,8 @@ def _table(rows: list[dict[str, Any]]) -> Table:
         "slowest rank's compute, and load imbalance) or steps profiled after the windows "
         "(tensor parallelism: transfer with nothing computing, and waiting for a late peer); "
         "pipelines: 1 - busy / step per stage rank, beside (p-1)/(v*m+p-1); '-': not "
-        "measured for that strategy (docs/strategies.md)",
+        "measured for that strategy (docs/strategies.md); results of schema 8 give the step "
+        "model's shares ± half their 95 % interval, 'not measurable' inside the noise",
     )
 
 
@@ -185,7 +209,7 @@ def build(ctx: Context) -> Section | None:
             "share of the step",
             "ratio_pct",
             rows,
-            "exposed",
+            "exposed_share",
         ),
     ]
     blocks += [c for c in charts if c is not None]

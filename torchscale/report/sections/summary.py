@@ -1,5 +1,7 @@
-"""Executive summary: the best configuration of each model (throughput, and cost when a price is
-given), its scaling efficiency at the largest world size, and the top findings, one line each."""
+"""Executive summary: how many cells measured reliably (and, where the telemetry says so, how many
+ran on a busy machine), the best configuration of each model (throughput, and cost when a price
+is given) with its 95 % interval, its scaling efficiency at the largest world size, and the top
+findings, one line each. A check mark goes only to a reliable cell's figures."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.cost import cost_table
+from torchscale.analysis.reliability import CV_WARN_THRESHOLD, LEVELS
 from torchscale.analysis.scaling import GROUP_COLUMNS, scaling_table
+from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, efficiency_text
 from torchscale.report.model import (
     Block,
     KeyFigure,
@@ -24,9 +28,14 @@ from torchscale.report.sections.context import (
     efficiency_severity,
     fmt,
     integer,
+    is_reliable,
     names,
     num,
     records,
+    reliability_counts,
+    reliability_severity,
+    step_text,
+    throughput_text,
 )
 from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
 
@@ -34,6 +43,11 @@ MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
 TOP_FINDINGS = 5
 NO_PRICE = "no --cost-per-gpu-hour given and no cost.per_gpu_hour in the results' config"
 STORED_PRICE = "cost_per_gpu_hour"  # the price a cell was measured under (config cost:)
+# telemetry of other load on the machine during the windows (used only where the results have it)
+BUSY_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_machine")
+BUSY_FLAG = "busy_machine"  # True where the telemetry judged the machine busy
+BUSY_WARNING = "busy machine"  # the same verdict in the cell's warnings
+RELIABLE_RULE = "reliable: throughput's 95 % interval within ±{limit}, step-time CV at most {limit}"
 
 
 def cell_prices(ctx: Context) -> pd.Series:
@@ -82,9 +96,18 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 "gpus": integer(row["world_size"]),
                 "batch_per_gpu": integer(row["batch_size"]),
                 "samples_per_s": num(row["samples_per_s"]),
+                "samples_per_s_low": num(row["samples_per_s_low"]),
+                "samples_per_s_high": num(row["samples_per_s_high"]),
+                "samples_per_s_text": throughput_text(row),
                 "tokens_per_s": num(row["tokens_per_s"]),
                 "efficiency": num(row["scaling_efficiency"]),
+                "efficiency_low": num(row["scaling_efficiency_low"]),
+                "efficiency_high": num(row["scaling_efficiency_high"]),
+                "efficiency_text": _efficiency_cell(row),
                 "step_p50_s": num(row["step_p50_s"]),
+                "step_p50_text": step_text(row, "p50"),
+                "reliability": row["reliability"],
+                "_severity": "warn" if row["reliability"] == "noisy" else "info",
             }
             if priced is not None:
                 match = priced[
@@ -98,9 +121,18 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
     return rows
 
 
+def _efficiency_cell(row: dict[str, Any]) -> str | None:
+    """A cell's own scaling efficiency as the tables show it (its base: '(base)')."""
+    low, high = num(row["scaling_efficiency_low"]), num(row["scaling_efficiency_high"])
+    efficiency = num(row["scaling_efficiency"])
+    base = efficiency == 1.0 and low is None
+    return efficiency_text(efficiency, low, high, base=base)
+
+
 def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigure:
     """Efficiency at the model's largest GPU count that has a smaller one to compare with
-    (a configuration measured at one GPU count only would read a trivial 100 %)."""
+    (a configuration measured at one GPU count only would read a trivial 100 %), with its 95 %
+    interval: above 1 it reads "linear within noise" unless the interval is above 1 too."""
     scaled = weak[(weak["model_label"] == model) & (weak["world_size"] > weak["base_world_size"])]
     if scaled.empty:
         return KeyFigure(
@@ -113,13 +145,95 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     at_largest = scaled[scaled["world_size"] == largest]
     row = at_largest.loc[pd.to_numeric(at_largest["samples_per_s"]).idxmax()]
     efficiency = num(row["efficiency"])
+    low, high = num(row["efficiency_low"]), num(row["efficiency_high"])
+    kind = efficiency_kind(efficiency, low, high)
+    note = f"{_config(ctx, row)}, against {integer(row['base_world_size'])} GPU(s) (1.0 = linear)"
+    value: float | str | None = efficiency
+    if kind == "linear within noise":
+        value = "linear within noise"
+    if kind == "super-linear":
+        interval = f"{fmt(low, 'ratio_pct')} to {fmt(high, 'ratio_pct')}"
+        note += f"; 95 % interval {interval}; {SUPER_LINEAR_NOTE}"
+    else:
+        note += f"; {efficiency_text(efficiency, low, high, long=True)}"
+    base = weak[
+        (weak["model_label"] == model)
+        & (weak["group"] == row["group"])
+        & (weak["world_size"] == row["base_world_size"])
+    ]
+    reliable = is_reliable(row) and all(is_reliable(b) for b in records(base))
+    if not reliable:
+        note += "; not every cell behind it measured reliably"
     return KeyFigure(
         label=f"Scaling efficiency at {largest} GPUs: {model}",
-        value=efficiency,
+        value=value,
         format="ratio_pct",
-        note=f"{_config(ctx, row)}, against {integer(row['base_world_size'])} GPU(s) "
-        "(1.0 = linear)",
-        severity=efficiency_severity(efficiency),
+        note=note,
+        severity=efficiency_severity(efficiency, low, high, reliable=reliable),
+    )
+
+
+def _reliability_figure(ctx: Context) -> KeyFigure | None:
+    """How many measured cells are reliable, noisy, or of unknown spread (one repeat)."""
+    measured = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    if measured.empty:
+        return None
+    counts = {level: len(rows) for level, rows in reliability_counts(measured).items()}
+    others = ", ".join(f"{counts[level]} {level}" for level in LEVELS[1:] if counts[level])
+    limit = f"{CV_WARN_THRESHOLD * 100:g} %"
+    return KeyFigure(
+        label="Cells reliable",
+        value=f"{counts['reliable']} of {len(measured)}",
+        note=(f"{others}; " if others else "every measured cell; ")
+        + RELIABLE_RULE.format(limit=limit),
+        severity="good" if counts["reliable"] == len(measured) else "warn",
+    )
+
+
+def _headline(ctx: Context) -> Text | None:
+    """'9 of 12 cells reliable; 2 noisy (a, b), 1 spread unknown (c).', and how many cells ran
+    on a busy machine where the telemetry recorded it."""
+    measured = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    if measured.empty:
+        return None
+    rows = records(measured)
+    found = reliability_counts(measured)
+    parts = []
+    for level in LEVELS[1:]:
+        if found[level]:
+            which = names(ctx.label(rows[i]) for i in found[level])
+            parts.append(f"{len(found[level])} {level} ({which})")
+    line = f"{len(found['reliable'])} of {len(rows)} cells reliable"
+    line += "; " + ", ".join(parts) if parts else ""
+    busy = _busy(ctx, measured)
+    if busy is not None:
+        line += f"; {busy}"
+    calm = busy is None or busy.startswith("none")
+    reliable = len(found["reliable"]) == len(rows)
+    return Text(text=line + ".", severity="good" if reliable and calm else "warn")
+
+
+def _busy(ctx: Context, measured: pd.DataFrame) -> str | None:
+    """How many cells ran on a busy machine, from the telemetry's busy-machine warning, out of
+    the cells whose telemetry looked (None when no cell has that telemetry: then nothing can
+    be said either way)."""
+    columns = [c for c in BUSY_COLUMNS if c in measured.columns]
+    if not columns:
+        return None
+    looked = measured[measured[columns].notna().any(axis=1)]
+    if looked.empty:
+        return None
+    if BUSY_FLAG in looked.columns:  # the telemetry's own verdict, where the table has it
+        busy = looked[BUSY_FLAG].map(lambda v: v is True or v == 1.0)
+    else:
+        busy = looked["warnings"].astype(str).str.contains(BUSY_WARNING, case=False)
+    warned = looked[busy.astype(bool)]
+    if warned.empty:
+        return f"none of the {len(looked)} with load telemetry ran on a busy machine"
+    which = names(ctx.label(r) for r in records(warned))
+    return (
+        f"{len(warned)} of {len(looked)} ran on a busy machine ({which}): other processes "
+        "used its cores or GPUs during the windows"
     )
 
 
@@ -148,6 +262,9 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                 note="no benchmark sweep in the sources (profiles only)",
             )
         ]
+    reliability = _reliability_figure(ctx)
+    if reliability is not None:
+        figures.append(reliability)
     ok_cells = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
     models = sorted(set(ok_cells["model_label"]))
     weak = scaling_table(ctx.cells, ["experiment", *GROUP_COLUMNS], min_world_sizes=2)
@@ -155,16 +272,18 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         group = ok_cells[ok_cells["model_label"] == model]
         best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
         tokens = num(best["tokens_per_s"])
-        note = f"samples/s at {_config(ctx, best)}"
+        note = f"samples/s at {_config(ctx, best)}: {throughput_text(best, long=True)}"
         if tokens is not None:
             note += f"; {fmt(tokens, 'rate')} tokens/s"
+        if not is_reliable(best):
+            note += f"; {best['reliability']}: {best['reliability_reason']}"
         figures.append(
             KeyFigure(
                 label=f"Best throughput: {model}",
                 value=num(best["samples_per_s"]),
                 format="rate",
                 note=note,
-                severity="good",
+                severity=reliability_severity(best),
             )
         )
         figures.append(_efficiency_figure(ctx, model, weak))
@@ -221,19 +340,23 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         col("config", "Configuration"),
         col("gpus", "GPUs", "int"),
         col("batch_per_gpu", "Batch/GPU", "int"),
-        col("samples_per_s", "Samples/s", "rate"),
+        col("samples_per_s_text", "Samples/s ±95 %"),
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
         columns.append(col("tokens_per_s", "Tokens/s", "rate"))
     columns += [
-        col("efficiency", "Scaling efficiency", "ratio_pct"),
-        col("step_p50_s", "Step p50", "seconds"),
+        col("efficiency_text", "Scaling efficiency"),
+        col("step_p50_text", "Step p50"),
+        col("reliability", "Reliability"),
     ]
     if priced is not None:
         columns.append(col("cost_per_m_samples", "$ / M samples", "money"))
         if any(r.get("cost_per_m_tokens") is not None for r in rows):
             columns.append(col("cost_per_m_tokens", "$ / M tokens", "money"))
-    note = "best by throughput: the highest global samples/s (median over repeats)"
+    note = (
+        "best by throughput: the highest global samples/s (median over repeats, ± half its "
+        "95 % interval)"
+    )
     if priced is not None:
         note += (
             f"; best by cost: the lowest cost per million samples at "
@@ -301,6 +424,9 @@ def build(ctx: Context) -> Section:
     """The executive summary: key figures, the best configuration per model, top lines."""
     priced = priced_cells(ctx)
     blocks: list[Block] = [KeyFigures(figures=_figures(ctx, priced))]
+    headline = _headline(ctx)
+    if headline is not None:
+        blocks.append(headline)
     table = _best_table(ctx, priced)
     if table is not None:
         blocks.append(table)

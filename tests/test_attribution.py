@@ -1,0 +1,200 @@
+"""The one model of the step (torchscale/analysis/attribution.py) on synthetic step tables with
+known answers: balanced ranks plus noise name no straggler, an injected gap names the right
+rank and phase, and the parts are never negative and add up to the step whatever the input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from torchscale.analysis.attribution import (
+    MIN_EFFECT_SHARE,
+    NoSyncSteps,
+    cell_attribution,
+    step_parts,
+)
+from torchscale.results.schema import PART_NAMES, Attribution
+
+PHASE_MS = {"data": 0.1, "forward": 1.0, "backward": 2.0, "optimizer": 0.5}
+TRANSFER_MS = 1.0
+REST_MS = 0.2
+
+
+def step_table(
+    *,
+    ranks: int = 2,
+    windows: int = 3,
+    steps: int = 15,
+    noise: float = 0.05,
+    delay: tuple[int, str, float] | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Steps of DDP ranks as the phase timers see them: every rank works (each phase with
+    relative noise), the ranks that arrive early at the gradient sync wait for the last one,
+    then all wait for the transfer. `delay` = (rank, phase, ms) adds work to one rank."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for window in range(windows):
+        for step in range(steps):
+            work: dict[int, dict[str, float]] = {}
+            for rank in range(ranks):
+                phases = {
+                    name: ms / 1e3 * (1 + abs(rng.normal(0, noise)))
+                    for name, ms in PHASE_MS.items()
+                }
+                if delay is not None and rank == delay[0]:
+                    phases[delay[1]] += delay[2] / 1e3
+                work[rank] = phases
+            # the sync happens at the end of backward: what comes before it decides the order
+            arrive = {r: p["data"] + p["forward"] + p["backward"] for r, p in work.items()}
+            last = max(arrive.values())
+            transfer = TRANSFER_MS / 1e3 * (1 + abs(rng.normal(0, noise)))
+            for rank, phases in work.items():
+                wait = last - arrive[rank] + transfer
+                step_s = sum(phases.values()) + wait + REST_MS / 1e3
+                rows.append(
+                    {
+                        "window": window,
+                        "step": step,
+                        "rank": rank,
+                        "step_s": step_s,
+                        "grad_sync_wait": wait,
+                        **phases,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def parts_of(attribution: Attribution) -> dict[str, float | None]:
+    return {p.name: p.share.value for p in attribution.parts}
+
+
+def test_balanced_ranks_name_no_straggler() -> None:
+    for seed in range(5):
+        attribution = cell_attribution(step_table(seed=seed), None)
+        assert attribution is not None and attribution.straggler is not None
+        verdict = attribution.straggler
+        assert not verdict.named, verdict.summary
+        assert verdict.rank is None and verdict.phase is None
+        assert verdict.summary.startswith("no significant straggler")
+        # the largest gap is stated with its interval, which includes zero or is tiny
+        assert verdict.gap_s is not None and verdict.gap_s.low is not None
+        assert verdict.gap_s.low < MIN_EFFECT_SHARE * attribution.step_s.value  # type: ignore[operator]
+
+
+def test_small_real_gap_below_the_minimum_effect_is_not_named() -> None:
+    """A consistent but tiny gap (36 us on a ~5 ms step) is certain and still not a straggler."""
+    table = step_table(delay=(1, "backward", 0.036), noise=0.001)
+    attribution = cell_attribution(table, None)
+    assert attribution is not None and attribution.straggler is not None
+    assert not attribution.straggler.named
+    assert "below the minimum effect" in attribution.straggler.summary
+
+
+@pytest.mark.parametrize(
+    ("rank", "phase", "ranks"), [(1, "backward", 2), (0, "forward", 2), (3, "optimizer", 4)]
+)
+def test_injected_gap_names_rank_and_phase(rank: int, phase: str, ranks: int) -> None:
+    table = step_table(ranks=ranks, delay=(rank, phase, 3.0))
+    attribution = cell_attribution(table, None)
+    assert attribution is not None and attribution.straggler is not None
+    verdict = attribution.straggler
+    assert verdict.named, verdict.summary
+    assert verdict.rank == rank
+    assert verdict.phase == phase
+    assert verdict.phase_gap_s is not None and verdict.phase_gap_s.value is not None
+    assert verdict.phase_gap_s.value == pytest.approx(3e-3, rel=0.1)
+    assert verdict.p_value is not None and verdict.p_value < 0.01
+    assert f"rank {rank} is a straggler in {phase}" in verdict.summary
+
+
+def test_the_others_wait_for_the_straggler() -> None:
+    """Waiting for peers is what the delay costs the other ranks; transfer stays the transfer."""
+    table = step_table(ranks=2, delay=(1, "backward", 3.0), noise=0.01)
+    attribution = cell_attribution(table, None)
+    assert attribution is not None
+    seconds = {p.name: p.seconds.value for p in attribution.parts}
+    # rank 0 waits ~3 ms, rank 1 none: the mean over the two ranks is ~1.5 ms
+    assert seconds["wait_for_peers"] == pytest.approx(1.5e-3, rel=0.1)
+    assert seconds["exposed_transfer"] == pytest.approx(TRANSFER_MS / 1e3, rel=0.1)
+    assert seconds["rest"] == pytest.approx(REST_MS / 1e3, rel=0.1)
+
+
+def test_no_sync_windows_that_contradict_the_candidate_stop_the_name() -> None:
+    table = step_table(ranks=2, delay=(1, "backward", 3.0))
+    rng = np.random.default_rng(3)
+    contradicting = NoSyncSteps(
+        {0: list(rng.normal(8e-3, 1e-4, 30)), 1: list(rng.normal(4e-3, 1e-4, 30))}
+    )
+    attribution = cell_attribution(table, contradicting)
+    assert attribution is not None and attribution.straggler is not None
+    assert not attribution.straggler.named
+    assert "no_sync windows show it faster" in attribution.straggler.summary
+    agreeing = NoSyncSteps(
+        {0: list(rng.normal(4e-3, 1e-4, 30)), 1: list(rng.normal(7e-3, 1e-4, 30))}
+    )
+    named = cell_attribution(table, agreeing)
+    assert named is not None and named.straggler is not None and named.straggler.named
+    assert len(named.cross_checks) == 1
+    assert named.cross_checks[0].agrees is not None
+
+
+def test_parts_never_negative_and_add_up_to_the_step() -> None:
+    """Random tables, including ones whose timers disagree (a rest below zero, phases longer
+    than the step): every part of every step is >= 0, the parts add up to the model step,
+    shares are in [0, 1] or not measurable, and the point shares add up to 1."""
+    rng = np.random.default_rng(42)
+    for trial in range(40):
+        ranks = int(rng.integers(1, 5))
+        steps = int(rng.integers(1, 30))
+        rows = []
+        for step in range(steps):
+            for rank in range(ranks):
+                phases = {
+                    name: float(rng.exponential(rng.choice([1e-5, 1e-3, 1e-1])))
+                    for name in ("data", "forward", "backward", "grad_sync_wait", "optimizer")
+                }
+                jitter = float(rng.normal(0, 1e-3))  # the step timer may read less than phases
+                rows.append(
+                    {
+                        "window": 0,
+                        "step": step,
+                        "rank": rank,
+                        "step_s": sum(phases.values()) + jitter,
+                        **phases,
+                    }
+                )
+        table = pd.DataFrame(rows)
+        parts = step_parts(table)
+        values = parts[list(PART_NAMES)]
+        assert (values >= 0).all().all(), trial
+        assert np.allclose(values.sum(axis=1), parts["model_step_s"]), trial
+        attribution = cell_attribution(table, None)
+        assert attribution is not None
+        shares = [p.share for p in attribution.parts]
+        total = 0.0
+        for share in shares:
+            for end in (share.value, share.low, share.high):
+                assert end is None or 0 <= end <= 1 + 1e-9, (trial, share)
+        points = [p.seconds for p in attribution.parts]
+        total = sum(p.value or 0.0 for p in points)
+        # measurable parts never exceed the step; not-measurable ones are below their high end
+        assert total <= (attribution.step_s.value or 0) * (1 + 1e-9), trial
+
+
+def test_rows_without_every_phase_give_no_model() -> None:
+    table = step_table().assign(grad_sync_wait=None)  # FSDP: backward not split
+    assert cell_attribution(table, None) is None
+
+
+def test_too_few_steps_for_the_test_say_so() -> None:
+    """With 6 paired steps the smallest one-sided signed-rank p is 2^-6 > 0.01: even a 3 ms
+    gap on every step cannot be named, and the verdict says how many steps it needs."""
+    table = step_table(windows=1, steps=6, delay=(1, "backward", 3.0))
+    attribution = cell_attribution(table, None)
+    assert attribution is not None and attribution.straggler is not None
+    assert not attribution.straggler.named
+    assert "needs at least 7" in attribution.straggler.summary
+    named = cell_attribution(step_table(windows=1, steps=7, delay=(1, "backward", 3.0)), None)
+    assert named is not None and named.straggler is not None and named.straggler.named

@@ -1,0 +1,188 @@
+"""Honest exit codes of `torchscale benchmark`: a sweep that measured nothing (every cell
+skipped, or no cell planned) exits 1 with one line saying why, locally and under Slurm;
+`--dry-run` stays 0; one measured cell beside skipped ones is a green run.
+
+No torchrun is started: skipped cells never launch, and the one "measured" cell has its launch
+replaced by a stand-in that writes an ok result where the worker would.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner, Result
+
+import torchscale.host
+import torchscale.sweep
+from torchscale.cell import CellIdentity, Status
+from torchscale.cli.app import app
+from torchscale.launch.process import ProcessOutcome
+from torchscale.results.schema import CellError, CellResult
+from torchscale.sweep import nothing_measured
+
+NO_GPU = "device 'cuda' requested but no CUDA GPU is visible"
+CUDA_CONFIG: dict[str, Any] = {
+    "models": ["tiny-mlp"],
+    "batch_sizes": [8],
+    "gpu_counts": [1, 2],
+    "device": "cuda",
+    "measurement": {"warmup_steps": 1, "steps": 3, "repeats": 1},
+}
+
+
+def invoke(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, ["benchmark", *map(str, args)])
+
+
+def write_config(path: Path, name: str, **extra: Any) -> Path:
+    path.write_text(json.dumps({"experiment_name": name, **CUDA_CONFIG, **extra}), "utf-8")
+    return path
+
+
+def stored(exp_dir: Path) -> list[CellResult]:
+    return [
+        CellResult.model_validate_json(p.read_text(encoding="utf-8"))
+        for p in sorted((exp_dir / "cells").glob("*.json"))
+    ]
+
+
+def error_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("error:")]
+
+
+def result(status: Status, reason: str | None = None, name: str = "c") -> CellResult:
+    cell = CellIdentity(
+        id=name,
+        definition_sha256="0" * 64,
+        model="tiny-mlp",
+        label="tiny-mlp",
+        batch_size=8,
+        world_size=1,
+        precision="fp32",
+        strategy="ddp",
+        device="cuda",
+        backend="nccl",
+    )
+    error = CellError(reason=reason) if reason else None
+    return CellResult(cell=cell, status=status, error=error)
+
+
+@pytest.fixture
+def gpus(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Set how many GPUs the planner sees here (the test machine's own do not matter)."""
+
+    def set_count(count: int) -> None:
+        monkeypatch.setattr(torchscale.host, "cuda_gpu_count", lambda torch=None: count)
+
+    return set_count
+
+
+# ============================================================================ the sentence
+
+
+def test_nothing_measured_says_why() -> None:
+    skipped = [result(Status.SKIPPED, NO_GPU), result(Status.SKIPPED, "needs 2 GPUs")]
+    assert nothing_measured(skipped, 2) == (
+        f"nothing measured: all 2 cells skipped (first reason: {NO_GPU})"
+    )
+    assert nothing_measured(skipped[:1], 1) == (
+        f"nothing measured: the only cell was skipped (first reason: {NO_GPU})"
+    )
+    assert nothing_measured([], 0) == "nothing measured: the plan has no cells"
+    failed = result(Status.FAILED, "boom")
+    assert nothing_measured([failed, skipped[0]], 3) == (
+        f"nothing measured: no cell of 3 cells ok (1 failed, 1 skipped (first reason: "
+        f"{NO_GPU}), 1 not run)"
+    )
+    assert nothing_measured([result(Status.OOM), result(Status.TIMEOUT)], 2) == (
+        "nothing measured: no cell of 2 cells ok (2 failed)"
+    )
+    # one measured cell is enough: skipped ones beside it are not failures
+    assert nothing_measured([result(Status.OK), *skipped], 3) is None
+
+
+# ==================================================================================== local
+
+
+def test_a_sweep_of_only_skipped_cells_exits_one_with_the_reason(tmp_path: Path, gpus: Any) -> None:
+    gpus(0)
+    out = tmp_path / "results"
+    run = invoke("-c", write_config(tmp_path / "c.yaml", "skips"), "-o", out)
+    assert run.exit_code == 1, run.output
+    assert error_lines(run.output) == [
+        f"error: nothing measured: all 2 cells skipped (first reason: {NO_GPU})"
+    ]
+    assert "(2 cell(s), 0 failed)" in run.output
+    exp = out / "skips"
+    assert not (exp / "logs").exists()  # nothing was launched
+    table = pd.read_csv(exp / "summary.csv")
+    assert list(table["status"]) == ["skipped", "skipped"]  # the records are still written
+
+
+def test_dry_run_of_only_skipped_cells_still_exits_zero(tmp_path: Path, gpus: Any) -> None:
+    gpus(0)
+    run = invoke("-c", write_config(tmp_path / "c.yaml", "dry"), "-o", tmp_path / "r", "--dry-run")
+    assert run.exit_code == 0, run.output
+    assert "0 cell(s) to run, 2 skipped" in " ".join(run.output.split())
+    assert not error_lines(run.output)
+
+
+def test_one_measured_cell_beside_skipped_ones_exits_zero(
+    tmp_path: Path, gpus: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One GPU: the 1-rank cell runs (its launch stood in for), the 2-rank cell is skipped."""
+    gpus(1)
+
+    def launched(command: Any, timeout_s: float) -> ProcessOutcome:
+        spec = json.loads(Path(command.argv[-1]).read_text(encoding="utf-8"))
+        identity = CellIdentity.model_validate(spec["cell"])
+        ok = CellResult(cell=identity, status=Status.OK)
+        Path(spec["result_path"]).write_text(ok.model_dump_json(), encoding="utf-8")
+        return ProcessOutcome(0, False, 0.1, command.log_path)
+
+    monkeypatch.setattr(torchscale.sweep, "run_launch", launched)
+    out = tmp_path / "results"
+    run = invoke("-c", write_config(tmp_path / "c.yaml", "mixed"), "-o", out)
+    assert run.exit_code == 0, run.output
+    assert not error_lines(run.output)
+    cells = {c.cell.world_size: c.status for c in stored(out / "mixed")}
+    assert cells == {1: Status.OK, 2: Status.SKIPPED}
+
+
+# ==================================================================================== Slurm
+
+
+def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under Slurm a cell is skipped by what the config says of the nodes (no
+    gpus_per_node: no GPU): nothing is submitted, and the sweep must not pass as green. The
+    Slurm client commands are stood in for; none is called for an empty submission."""
+    import torchscale.cli.slurm_run as slurm_run
+    import torchscale.slurm.client as client
+    import torchscale.slurm.sweep as slurm_sweep
+
+    def no_slurm(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    monkeypatch.setattr(client, "require_sbatch", no_slurm)
+    monkeypatch.setattr(slurm_run, "require_sbatch", no_slurm)
+    monkeypatch.setattr(slurm_run, "check_nodes", no_slurm)
+
+    def submit(*args: Any, **kwargs: Any) -> str:
+        raise AssertionError("nothing may be submitted")
+
+    monkeypatch.setattr(slurm_sweep, "submit", submit)
+    out = tmp_path / "results"
+    config = write_config(tmp_path / "c.yaml", "sl", launcher={"kind": "slurm"})
+    run = invoke("-c", config, "-o", out)
+    assert run.exit_code == 1, run.output
+    assert error_lines(run.output) == [
+        f"error: nothing measured: all 2 cells skipped (first reason: {NO_GPU})"
+    ]
+    assert "nothing to submit: every cell is ok or skipped" in run.output
+    assert [c.status for c in stored(out / "sl")] == [Status.SKIPPED, Status.SKIPPED]
