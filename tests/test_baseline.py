@@ -369,3 +369,45 @@ def test_empty_sides() -> None:
     assert len(comparison.only_baseline) == 1
     assert comparison.regressions == 0
     assert comparison.judged == 0
+
+
+def test_a_busy_machine_on_either_side_is_not_judged() -> None:
+    """Whole runs drift apart on a busy host by more than the changes the rule looks for: a
+    pair whose baseline or current cell ran on a busy machine is neither a regression nor a
+    pass, and says why; the same pair on a quiet machine is judged."""
+    from torchscale.analysis.baseline import compare
+
+    quiet = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2]
+    slower = [80.0, 81.0, 79.0, 80.5, 79.5, 80.2]
+
+    def table(repeats: list[float], busy: bool | None, cores: float | None) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "cell_id": "c",
+                    "definition_sha256": "d" * 64,
+                    "model_label": "tiny-mlp",
+                    "batch_size": 8,
+                    "world_size": 2,
+                    "precision": "fp32",
+                    "strategy": "ddp",
+                    "device": "cpu",
+                    "status": "ok",
+                    "samples_per_s": float(np.median(repeats)),
+                    "samples_per_s_repeats": ";".join(str(r) for r in repeats),
+                    "busy_machine": busy,
+                    "other_cpu_cores": cores,
+                }
+            ]
+        )
+
+    judged = compare(table(slower, False, 0.0), table(quiet, False, 0.0))
+    assert judged.regressions == 1
+    busy = compare(table(slower, True, 0.9), table(quiet, False, 0.0))
+    assert busy.regressions == 0 and busy.busy_machine == 1
+    (row,) = busy.pairs.to_dict("records")
+    assert row["verdict"] == "busy machine"
+    assert "busy during the current windows" in row["samples_per_s_why"]
+    assert "0.9 core(s)" in row["samples_per_s_why"]
+    older = compare(table(slower, None, None), table(quiet, None, None))
+    assert older.regressions == 1  # results before the host-load record are judged as before

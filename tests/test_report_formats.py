@@ -210,7 +210,7 @@ def test_summary_lines_from_header_and_summary_section() -> None:
     assert f"Best throughput: {format_value(704.0, 'rate')} ({HOSTILE} at 8 GPUs)" in lines
     assert "Scaling efficiency at 8 GPUs: 88.0 %" in lines
     assert any(line.startswith("Top finding:") for line in lines)
-    assert "regressions: 1 beyond noise" in lines
+    assert "regressions: 1 by the stated rule" in lines
     assert all("\n" not in line for line in lines)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -37,10 +37,30 @@ MIN_EFFECT = 0.05  # the smallest |ratio of medians - 1| ever flagged; the inter
 MATCH_KEY = ["model_label", "batch_size", "world_size", "precision", "strategy", "device"]
 FAILURES = frozenset({"failed", "oom", "timeout"})
 STEP_REPEATS = "step_p50_s_repeats"  # added by `with_step_repeats` from the steps table
-Outcome = Literal["regression", "improvement", "no significant change", "not enough repeats", "n/a"]
-PairVerdict = Literal[
-    "regression", "improvement", "no significant change", "not enough repeats", "not compared"
+Outcome = Literal[
+    "regression",
+    "improvement",
+    "no significant change",
+    "busy machine",
+    "not enough repeats",
+    "n/a",
 ]
+PairVerdict = Literal[
+    "regression",
+    "improvement",
+    "no significant change",
+    "busy machine",
+    "not enough repeats",
+    "not compared",
+]
+JUDGED_OUTCOMES = ("regression", "improvement", "no significant change")
+BUSY_COLUMN = "busy_machine"  # the cell's host-load record: other processes took its cores
+BUSY_WHY = (
+    "not judged: the machine was busy during the {side} windows (other processes used "
+    "{cores} core(s)); on a busy host whole runs drift apart by more than the changes this rule "
+    "looks for (unchanged reruns differed by 11 % median, up to 40-58 %, on this project's 2-core "
+    "VM under one CPU hog: docs/regressions.md), so neither a regression nor a pass"
+)
 
 
 def min_p_value(n_baseline: int, n_current: int) -> float:
@@ -352,6 +372,10 @@ class Comparison:
         return self.count("no significant change")
 
     @property
+    def busy_machine(self) -> int:
+        return self.count("busy machine")
+
+    @property
     def not_enough_repeats(self) -> int:
         return self.count("not enough repeats")
 
@@ -376,6 +400,21 @@ def _relative(then: float | None, now: float | None) -> float | None:
     return None if then is None or now is None or then <= 0 else (now - then) / then
 
 
+def busy_reason(cur: pd.Series, base: pd.Series) -> str | None:
+    """Why a pair is not judged because either side ran on a busy machine (None: neither did,
+    or the results predate the host-load record)."""
+    sides = []
+    cores = []
+    for side, row in (("baseline", base), ("current", cur)):
+        if row.get(BUSY_COLUMN) is True or row.get(BUSY_COLUMN) == 1.0:
+            sides.append(side)
+            other = _number(row.get("other_cpu_cores"))
+            cores.append(f"{other:.1f}" if other is not None else "?")
+    if not sides:
+        return None
+    return BUSY_WHY.format(side=" and ".join(sides), cores=" and ".join(cores))
+
+
 def _pair_verdict(outcomes: list[Outcome], status_change: str | None, both_ok: bool) -> PairVerdict:
     """One verdict per cell: a broken cell or any regressed metric is a regression (it wins
     over an improvement elsewhere), then improvement, then no significant change; not enough
@@ -386,7 +425,7 @@ def _pair_verdict(outcomes: list[Outcome], status_change: str | None, both_ok: b
         return "improvement"
     if not both_ok:
         return "not compared"
-    for outcome in ("no significant change", "not enough repeats"):
+    for outcome in ("no significant change", "busy machine", "not enough repeats"):
         if outcome in outcomes:
             return outcome
     return "not compared"
@@ -411,6 +450,7 @@ def _pair_row(
     memory_now, memory_base, memory_kind = _peak_memory(cur, base)
     row["peak_memory_kind"] = memory_kind or None
     outcomes: list[Outcome] = []
+    busy = busy_reason(cur, base) if both_ok else None
     for metric in METRICS:
         if metric.key == "peak_memory_bytes":
             now, then = memory_now, memory_base
@@ -432,6 +472,8 @@ def _pair_row(
             )
         else:
             verdict = Verdict(None, None, None, None, 0, 0, "n/a", "not ok on both sides")
+        if busy is not None and verdict.outcome in JUDGED_OUTCOMES:
+            verdict = replace(verdict, outcome="busy machine", reason=busy)
         row[f"{metric.key}_change_low"] = verdict.low
         row[f"{metric.key}_change_high"] = verdict.high
         row[f"{metric.key}_p_value"] = verdict.p_value

@@ -206,7 +206,9 @@ class Report(_Model):
     generated_at: str = Field(description="ISO 8601, UTC")
     sources: list[Source]
     sections: list[Section]
-    regressions: int = Field(default=0, description="baseline regressions flagged beyond noise")
+    regressions: int = Field(
+        default=0, description="baseline regressions by the stated rule (docs/regressions.md)"
+    )
     skipped: list[Skipped] = Field(
         default_factory=list, description="inputs left out of the report, with why"
     )

@@ -87,7 +87,7 @@ def _header(report: Report) -> list[str]:
         f"Generated {escape(report.generated_at)} by torchscale {escape(report.torchscale_version)}"
     )
     if report.regressions:
-        meta += f" · **✖ {report.regressions} regression(s) flagged beyond noise**"
+        meta += f" · **✖ {report.regressions} regression(s) by the stated rule**"
     lines += [meta, ""]
     if report.sources:
         lines.append("**Sources**")

@@ -60,7 +60,7 @@ def _header(report: Report) -> Iterator[RenderableType]:
         yield _text(f"skipped input {item.path}: {item.reason}", "italic")
     if report.regressions:
         yield _text(
-            f"{severity_prefix('bad')}{report.regressions} regression(s) beyond noise", "bold"
+            f"{severity_prefix('bad')}{report.regressions} regression(s) by the stated rule", "bold"
         )
 
 
@@ -307,9 +307,9 @@ def summary_lines(report: Report) -> list[str]:
             + f" of {sum(s.cells for s in current)} in {len(current)} source(s)"
         )
     if report.regressions:
-        tail = [f"regressions: {report.regressions} beyond noise"]
+        tail = [f"regressions: {report.regressions} by the stated rule"]
     elif report.baseline_sources():
-        tail = ["regressions: none beyond noise against the baseline"]
+        tail = ["regressions: none by the stated rule (cells it could not judge: baseline section)"]
     else:
         tail = ["regressions: not compared (no --baseline given)"]
     if report.skipped:

@@ -36,6 +36,7 @@ VERDICT_LABELS: dict[PairVerdict, str] = {
     "regression": "Regressions",
     "improvement": "Improvements",
     "no significant change": "No significant change",
+    "busy machine": "Not judged: busy machine",
     "not enough repeats": "Not enough repeats",
 }
 
@@ -95,7 +96,7 @@ def _severity(row: pd.Series) -> Severity:
         return "bad"
     if bool(row["improvement"]):
         return "good"
-    return "warn" if row["verdict"] == "not enough repeats" else "info"
+    return "warn" if row["verdict"] in ("not enough repeats", "busy machine") else "info"
 
 
 def _verdict(row: pd.Series, rule: RegressionRule) -> str:
@@ -107,6 +108,8 @@ def _verdict(row: pd.Series, rule: RegressionRule) -> str:
     if verdict in ("regression", "improvement"):
         which = [m.label for m in METRICS if m.tested and row[f"{m.key}_verdict"] == verdict]
         return f"{verdict} ({', '.join(which)})"
+    if verdict == "busy machine":
+        return "not judged: busy machine (other processes took the cores; rerun on a quiet one)"
     if verdict == "not enough repeats":
         return (
             f"not enough repeats ({row['samples_per_s_repeats']} repeats; need "
@@ -291,19 +294,27 @@ def _sources_table(ctx: Context) -> Table:
 def not_judged_text(comparison: Comparison) -> str | None:
     """A warning when matched cells could not be judged for too few repeats (None when all
     could). Said in the report and by `torchscale report` on stderr."""
+    busy = comparison.busy_machine
+    busy_text = (
+        f"{busy} of {len(comparison.pairs)} matched cell(s) not judged: the machine was busy "
+        "during their windows (neither regressions nor passes; rerun on a quiet machine)"
+        if busy
+        else None
+    )
     short = comparison.not_enough_repeats
     if not short:
-        return None
+        return busy_text
     need = comparison.rule.repeats_needed
     if comparison.judged == 0 and comparison.regressions == 0:
         head = f"Nothing could be judged: all {short} compared cell(s) ran too few repeats"
     else:
         head = f"{short} of {len(comparison.pairs)} matched cell(s) could not be judged"
         head += ": too few repeats"
-    return (
+    text = (
         f"{head} for the rule (need {need} per side; more to catch a small change: "
         "measurement.repeats). They are neither regressions nor passes."
     )
+    return f"{text} {busy_text}." if busy_text else text
 
 
 def _figures(comparison: Comparison) -> KeyFigures:
@@ -313,12 +324,14 @@ def _figures(comparison: Comparison) -> KeyFigures:
         "regression": "by the rule (throughput, step time) or newly failing",
         "improvement": "shown, never counted as regressions",
         "no significant change": "judged: no change beyond the rule",
+        "busy machine": "other processes took the cores: rerun on a quiet machine",
         "not enough repeats": f"need {comparison.rule.repeats_needed} repeats per side",
     }
     severities: dict[PairVerdict, Severity] = {
         "regression": "bad" if counts["regression"] else "good",
         "improvement": "good" if counts["improvement"] else "info",
         "no significant change": "info",
+        "busy machine": "warn" if counts["busy machine"] else "info",
         "not enough repeats": "warn" if counts["not enough repeats"] else "info",
     }
     return KeyFigures(
@@ -333,6 +346,7 @@ def _figures(comparison: Comparison) -> KeyFigures:
                     severity=severities[verdict],
                 )
                 for verdict, label in VERDICT_LABELS.items()
+                if verdict != "busy machine" or counts[verdict]  # said only when it happened
             ),
             KeyFigure(label="Now only", value=len(comparison.only_current), format="int"),
             KeyFigure(label="Baseline only", value=len(comparison.only_baseline), format="int"),

@@ -323,8 +323,12 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                 label="Regressions against the baseline",
                 value=comparison.regressions,
                 format="int",
-                note=f"{len(comparison.pairs)} cells matched, {comparison.improvements} improved",
-                severity="bad" if comparison.regressions else "good",
+                note=f"{len(comparison.pairs)} cells matched, {comparison.judged} judged, "
+                f"{comparison.improvements} improved",
+                # nothing judged is no pass: amber, not green
+                severity="bad"
+                if comparison.regressions
+                else ("good" if comparison.judged else "warn"),
             )
         )
     return figures
@@ -395,8 +399,8 @@ def _lines(ctx: Context) -> list[Block]:
         flagged = ctx.comparison.pairs[ctx.comparison.pairs["regression"]]
         lines.append(
             Text(
-                text=f"{ctx.comparison.regressions} regression(s) against the baseline beyond "
-                f"the noise: {names(ctx.label(r) for r in records(flagged))}.",
+                text=f"{ctx.comparison.regressions} regression(s) against the baseline by the "
+                f"stated rule: {names(ctx.label(r) for r in records(flagged))}.",
                 severity="bad",
             )
         )
