@@ -111,7 +111,9 @@ class RegressionRule:
             f"bootstrap interval lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
             f"repeats for the test to ever reach p < {self.alpha:g} (3 vs 3 gives at best "
             f'{min_p_value(3, 3):.2g}) the verdict is "not enough repeats" (need '
-            f"{self.repeats_needed} per side), never a regression."
+            f"{self.repeats_needed} per side), never a regression. A cell whose baseline or "
+            "current windows ran on a busy machine (its host-load record: other processes took "
+            'its cores) is "not judged: busy machine", neither a regression nor a pass.'
         )
 
 
