@@ -6,8 +6,9 @@
   give no sign of noise either;
 - "reliable": neither.
 
-The threshold is the config's `measurement.cv_warn_threshold` default (the one the worker warns
-at), taken from the config schema so that the two can never drift apart. Pure functions over
+The threshold is `torchscale.thresholds.CV_WARN_THRESHOLD`, which is also the config's
+`measurement.cv_warn_threshold` default (the one the worker warns at): one constant, so the two
+can never drift apart. Pure functions over
 numbers and the cells table (pandas), no I/O. docs/methodology.md, "Uncertainty".
 """
 
@@ -19,11 +20,10 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from torchscale.config.schema import MeasurementConfig
+from torchscale.thresholds import CV_WARN_THRESHOLD
 
 Level = Literal["reliable", "noisy", "spread unknown"]
 LEVELS: tuple[Level, ...] = ("reliable", "noisy", "spread unknown")
-CV_WARN_THRESHOLD: float = float(MeasurementConfig.model_fields["cv_warn_threshold"].default)
 COLUMNS = ["reliability", "reliability_reason"]
 
 

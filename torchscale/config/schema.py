@@ -31,6 +31,7 @@ from torchscale.comm.sizes import parse_bytes
 from torchscale.config.catalog import BUILTIN_MODELS, is_plugin_model
 from torchscale.config.suggest import did_you_mean
 from torchscale.errors import UsageError
+from torchscale.thresholds import CV_WARN_THRESHOLD
 
 Precision = Literal["fp32", "amp", "bf16"]
 Strategy = Literal["ddp", "fsdp", "tp", "pp", "hybrid"]
@@ -380,7 +381,8 @@ class MeasurementConfig(StrictModel):
     cv_warn_threshold: Annotated[
         float, Field(gt=0), AtMost(MAX_CV_WARN_THRESHOLD, note="a fraction: 0.10 is 10 %")
     ] = Field(
-        default=0.10, description="step-time coefficient of variation flagged as high variance"
+        default=CV_WARN_THRESHOLD,
+        description="step-time coefficient of variation flagged as high variance",
     )
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.cost import cost_table
-from torchscale.analysis.reliability import CV_WARN_THRESHOLD, LEVELS
+from torchscale.analysis.reliability import LEVELS
 from torchscale.analysis.scaling import GROUP_COLUMNS, scaling_table
 from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, efficiency_text
 from torchscale.report.model import (
@@ -38,6 +38,7 @@ from torchscale.report.sections.context import (
     throughput_text,
 )
 from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
+from torchscale.thresholds import CV_WARN_THRESHOLD
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
 TOP_FINDINGS = 5

@@ -1,0 +1,9 @@
+"""Thresholds that several layers judge by (contracts layer: no imports), so that a default in
+the config, a warning in the worker and a verdict in a report can never drift apart."""
+
+from __future__ import annotations
+
+# a step-time CV (and a throughput interval's half-width, relative) above this is "noisy": the
+# config's default `measurement.cv_warn_threshold`, the worker's high-variance warning and the
+# report's reliability verdict
+CV_WARN_THRESHOLD = 0.10
