@@ -1024,3 +1024,22 @@ def test_without_collectives_the_wait_is_unknown_but_the_phases_name_the_straggl
     assert any("extra own work" in e for e in straggler.evidence)
     assert 0 < straggler.cost_fraction <= 1
     assert_partition(out)
+
+
+def test_a_gap_nobody_waits_for_is_not_named() -> None:
+    """Own work says GPU-1 is slower every step, significantly, but at the collectives nobody
+    waits for it (every instance as long on both ranks): the evidence does not agree, so no
+    straggler is named (a balanced CPU profile named a rank whose peers waited no longer than
+    it did, and which arrived last at 4 of 10 collectives)."""
+    frames = {}
+    for r in range(2):
+        f = gpu_rank(r, delay=100.0 if r == 1 else 0.0, steps=8)
+        f.loc[f["kind"] == "collective", "dur"] = 100.0
+        frames[r] = f
+    out = run_all(frames)
+    verdict = out["model"].attribution.straggler
+    assert verdict is not None and verdict.candidate_rank == 1
+    assert verdict.p_value is not None and verdict.p_value < 0.01  # the gap itself is certain
+    assert not verdict.named and verdict.rank is None
+    assert verdict.summary.startswith("no significant straggler")
+    assert "others' wait for it (matched collectives)" in verdict.summary

@@ -298,10 +298,10 @@ def _overlap(a: Estimate, b: Estimate) -> bool | None:
 
 def _wait_check(
     parts: pd.DataFrame, candidate: int, verdict: StragglerVerdict, step: np.ndarray
-) -> tuple[CrossCheck, str | None]:
+) -> CrossCheck:
     """The others' wait for peers minus the candidate's, same step, as a share of the step:
-    a straggler makes the others wait, not itself. Returns the check and, when the traces
-    contradict the candidate (the interval entirely below 0), why."""
+    a straggler makes the others wait, not itself (the interval entirely below 0 contradicts
+    the candidate)."""
     wait = _wide(parts, "wait_for_peers")
     others = wait.drop(columns=[candidate]).mean(axis=1)
     diff = (others - wait[candidate]).to_numpy(np.float64)
@@ -347,15 +347,12 @@ def _wait_check(
             f"minimum effect ({_pct(min_share)}), though its own work is not significantly "
             "above theirs: its delay may lie outside the work the traces measure"
         )
-    return (
-        CrossCheck(
-            name="others' wait for it (matched collectives)",
-            method=method,
-            estimate=estimate,
-            agrees=agrees,
-            detail=detail,
-        ),
-        contradiction,
+    return CrossCheck(
+        name="others' wait for it (matched collectives)",
+        method=method,
+        estimate=estimate,
+        agrees=agrees,
+        detail=detail,
     )
 
 
@@ -364,7 +361,7 @@ def _arrival_check(
     arrival: StragglerAnalysis | None,
     candidate: int,
     verdict: StragglerVerdict,
-) -> tuple[CrossCheck, str | None]:
+) -> CrossCheck:
     """Arrival order at the matched collectives (clock-free: the shortest instance arrived
     last) against the verdict; a different rank standing out contradicts it."""
     method = (
@@ -374,15 +371,12 @@ def _arrival_check(
     )
     counts = _last_counts(matched)
     if candidate not in counts:
-        return (
-            CrossCheck(
-                name="arrival order (last arriver)",
-                method=method,
-                estimate=None,
-                agrees=None,
-                detail="no matched collective with a clear last arriver",
-            ),
-            None,
+        return CrossCheck(
+            name="arrival order (last arriver)",
+            method=method,
+            estimate=None,
+            agrees=None,
+            detail="no matched collective with a clear last arriver",
         )
     k, n = counts[candidate]
     interval = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=0.95)
@@ -425,15 +419,12 @@ def _arrival_check(
                 "collectives: arrival order alone would name it; not a straggler by the step "
                 "model's test"
             )
-    return (
-        CrossCheck(
-            name="arrival order (last arriver)",
-            method=method,
-            estimate=estimate,
-            agrees=agrees,
-            detail=detail,
-        ),
-        contradiction if verdict.named else None,
+    return CrossCheck(
+        name="arrival order (last arriver)",
+        method=method,
+        estimate=estimate,
+        agrees=agrees,
+        detail=detail,
     )
 
 
@@ -580,22 +571,21 @@ def build_step_model(
         verdict = verdict.model_copy(update={"test": f"{verdict.test}; {model.own_work_basis}"})
         candidate = verdict.candidate_rank
         if candidate is not None:
-            contradictions = []
             if model.waits_known:
-                wait_check, why_not = _wait_check(parts, candidate, verdict, step_series)
-                checks.append(wait_check)
-                contradictions.append(why_not)
-            arrival_check, why_not = _arrival_check(matched, arrival, candidate, verdict)
-            checks.append(arrival_check)
-            contradictions.append(why_not)
-            found = [c for c in contradictions if c]
+                checks.append(_wait_check(parts, candidate, verdict, step_series))
+            checks.append(_arrival_check(matched, arrival, candidate, verdict))
+            # named only when the evidence agrees: a check that disagrees withdraws the name,
+            # and so do others that do not measurably wait for it (what a straggler costs)
+            found = [f"{c.name}: {c.detail}" for c in checks if c.agrees is False]
+            if model.waits_known and checks[0].agrees is None:
+                found.append(f"{checks[0].name}: {checks[0].detail}")
             if verdict.named and found:
                 verdict = withdraw(verdict, "; ".join(found))
                 # the checks were judged against a named rank: judge them again
                 checks = []
                 if model.waits_known:
-                    checks.append(_wait_check(parts, candidate, verdict, step_series)[0])
-                checks.append(_arrival_check(matched, arrival, candidate, verdict)[0])
+                    checks.append(_wait_check(parts, candidate, verdict, step_series))
+                checks.append(_arrival_check(matched, arrival, candidate, verdict))
             if model.waits_known:
                 estimate, saved = _whatif(parts, savings, candidate, step_series)
                 model.whatif, model.whatif_rank, model.whatif_saved_s = estimate, candidate, saved
