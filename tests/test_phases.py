@@ -199,8 +199,11 @@ def test_without_a_no_sync_window_the_phases_still_split_the_step() -> None:
     assert straggler.phase == "forward"
     assert straggler.gap_s == pytest.approx(0.030)
     assert straggler.compute_s == pytest.approx(0.0001 + 0.034 + 0.006 + 0.002)
-    # the step model needs no no_sync window; it only loses its cross-check
-    assert result.attribution is not None and result.attribution.cross_checks == []
+    # the step model needs no no_sync window; it only loses that cross-check
+    assert result.attribution is not None
+    assert [c.name for c in result.attribution.cross_checks] == [
+        "others' wait for it (phase timers)"
+    ]
     assert result.communication is not None
     assert result.communication.comm_overhead == pytest.approx(0.001 / 0.075)
 
@@ -209,13 +212,47 @@ def test_the_straggler_phase_never_is_grad_sync_wait() -> None:
     ranks = [
         make_rank(0, [1, 1, 1], SYNC, no_sync=(0.010,) * 4, phases=phases(wait=0.011)),
         make_rank(
-            1, [1, 1, 1], SYNC, no_sync=(0.020,) * 4, phases=phases(backward=0.016, wait=0.020)
+            1, [1, 1, 1], SYNC, no_sync=(0.020,) * 4, phases=phases(backward=0.016, wait=0.001)
         ),
     ]
     straggler = run(ranks).straggler
     assert straggler is not None
     assert straggler.phase == "backward"
     assert straggler.gap_s == pytest.approx(0.010)
+
+
+def test_a_straggler_nobody_waits_for_is_not_named() -> None:
+    """Rank 1's own work is 10 ms a step above rank 0's, significantly, but rank 0 does not
+    wait for it (rank 1 waits longer itself): the timers contradict each other, so the name is
+    withdrawn and the cross-check says why (the trace side's rule, on the phase timers)."""
+    ranks = [
+        make_rank(0, [1, 1, 1], SYNC, no_sync=(0.010,) * 4, phases=phases(wait=0.001)),
+        make_rank(
+            1, [1, 1, 1], SYNC, no_sync=(0.020,) * 4, phases=phases(backward=0.016, wait=0.020)
+        ),
+    ]
+    result = run(ranks)
+    assert result.straggler is None and result.straggler_rank is None
+    attribution = result.attribution
+    assert attribution is not None and attribution.straggler is not None
+    verdict = attribution.straggler
+    assert not verdict.named and verdict.candidate_rank == 1
+    assert "rank 1 waits for the others more than they wait for it" in verdict.summary
+    (check,) = [c for c in attribution.cross_checks if c.name.startswith("others' wait")]
+    assert check.name == "others' wait for it (phase timers)" and check.agrees is False
+
+
+def test_a_named_straggler_carries_the_others_wait_for_it() -> None:
+    ranks = [
+        make_rank(0, [1, 1, 1], SYNC, phases=phases(backward=0.006, wait=0.063)),
+        make_rank(1, [1, 1, 1], SYNC, phases=phases(backward=0.066, wait=0.003)),
+    ]
+    attribution = run(ranks).attribution
+    assert attribution is not None and attribution.straggler is not None
+    assert attribution.straggler.named and attribution.straggler.rank == 1
+    (check,) = attribution.cross_checks
+    assert check.agrees is True and check.estimate is not None
+    assert check.estimate.value == pytest.approx(0.060 / 0.0751, rel=1e-3)
 
 
 def test_a_gap_below_the_minimum_effect_is_not_named() -> None:

@@ -441,6 +441,7 @@ def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
     repeats = raw["throughput"]["repeats"]
     assert min(repeats) <= row["samples_per_s_low"] <= row["samples_per_s"]
     assert row["samples_per_s"] <= row["samples_per_s_high"] <= max(repeats)
-    assert row["exposed_transfer_share"] is None or row["exposed_transfer_share"] != row[
-        "exposed_transfer_share"
-    ]
+    assert (
+        row["exposed_transfer_share"] is None
+        or row["exposed_transfer_share"] != row["exposed_transfer_share"]
+    )

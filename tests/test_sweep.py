@@ -329,7 +329,10 @@ def test_sweep_communication(main_sweep: Sweep) -> None:
     assert verdict is not None
     # balanced ranks: a straggler is named only when the test says so, and then once
     assert two.straggler_rank == (verdict.rank if verdict.named else None)
-    assert len(attribution.cross_checks) == 1
+    assert [c.name for c in attribution.cross_checks] == [
+        "others' wait for it (phase timers)",
+        "communication cost (no_sync windows)",
+    ]
 
 
 def test_sweep_step_records(main_sweep: Sweep) -> None:

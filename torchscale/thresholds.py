@@ -7,3 +7,9 @@ from __future__ import annotations
 # config's default `measurement.cv_warn_threshold`, the worker's high-variance warning and the
 # report's reliability verdict
 CV_WARN_THRESHOLD = 0.10
+
+# other processes' CPU, in cores per rank of a cell: at least this much (on a host with fewer
+# idle cores than the cell's ranks) makes the machine "busy" (telemetry's host-load record),
+# and two runs whose other-process load differs by this much are not compared by the
+# regression rule ("not judged: busy machine", docs/regressions.md)
+OTHER_CORES_PER_RANK = 0.25

@@ -65,6 +65,7 @@ STRAGGLER_TEST = (
 MIN_PAIRED_STEPS = math.floor(math.log2(1 / ALPHA)) + 1  # smallest n with 2^-n < ALPHA
 PHASE_BASIS = "phase timers of the synchronised steps (every rank, every measured step)"
 ONE_RANK = "one rank: no peers to wait for"
+CELL_WAIT = "phase timers"  # where the cell model's others' wait for the candidate comes from
 
 
 @dataclass(frozen=True)
@@ -387,6 +388,92 @@ def no_sync_cross_check(
     )
 
 
+def share_of_step(
+    numerator: np.ndarray, step: np.ndarray, *, method: str, lower: float | None = 0.0
+) -> Estimate:
+    """mean(numerator) / mean(step) over the same steps, with the block-bootstrap interval of
+    that ratio (whole steps resampled); a share of the step, so at most 1."""
+    matrix = np.column_stack([numerator, step])
+    means, resampled = mean_columns(matrix)
+    value = float(means[0] / means[1]) if means[1] > 0 else 0.0
+    if resampled is None:
+        reason = ONE_UNIT.format(unit="step")
+        return judged(value, None, None, n=1, method="one step", reason=reason, lower=lower)
+    ratio = resampled[:, 0] / np.where(resampled[:, 1] > 0, resampled[:, 1], np.nan)
+    ratio = ratio[np.isfinite(ratio)]
+    if ratio.size == 0:  # no step with any length: nothing to resample
+        return judged(value, None, None, n=1, method=method, reason="no step time", lower=lower)
+    low, high = percentile_interval(ratio)
+    n = int(matrix.shape[0])
+    return judged(value, low, high, n=n, method=method, lower=lower, upper=1.0)
+
+
+def others_wait_check(
+    wait: pd.DataFrame, candidate: int, verdict: StragglerVerdict, step: np.ndarray, source: str
+) -> CrossCheck:
+    """The others' wait for peers minus the candidate's, same step, as a share of the step
+    (`wait`: step x rank wait for peers, rows aligned with `step`, the mean step): a straggler
+    makes the others wait, not itself. Disagrees (agrees False) when the interval lies
+    entirely below 0; for a named candidate, agrees None when the extra wait is not
+    measurable (the caller withdraws the name: a straggler nobody waits for costs nothing).
+    `source`: where the waits come from, in the check's name and sentences."""
+    others = wait.drop(columns=[candidate]).mean(axis=1)
+    diff = (others - wait[candidate]).to_numpy(np.float64)
+    method = (
+        "mean over the other ranks of their wait for peers minus the candidate's, same step, "
+        "moving-block bootstrap over steps"
+    )
+    estimate = share_of_step(diff, step, method=method)
+    matrix = np.column_stack([diff, step])
+    _, resampled = mean_columns(matrix)
+    high = None
+    if resampled is not None:
+        ratio = resampled[:, 0] / resampled[:, 1]
+        high = percentile_interval(ratio)[1]
+    mean_step = float(np.mean(step))
+    min_share = (verdict.min_effect_s or 0.0) / mean_step if mean_step > 0 else 0.0
+    agrees: bool | None
+    if high is not None and high < 0:
+        agrees = False
+        detail = f"at the {source} rank {candidate} waits for the others more than they wait for it"
+    elif verdict.named:
+        agrees = True if estimate.measurable else None
+        detail = (
+            f"the other ranks wait for peers this share of the step longer than rank "
+            f"{candidate} does: they wait for it"
+            if estimate.measurable
+            else f"no measurable extra wait of the others for rank {candidate}: its extra work "
+            "may be hidden behind their compute"
+        )
+    else:
+        low = estimate.low if estimate.low is not None else estimate.value
+        agrees = low is None or low < min_share
+        detail = (
+            f"the other ranks' extra wait for peers over rank {candidate}'s (share of the "
+            "step) is not a straggler's size either"
+            if agrees
+            else f"the other ranks wait for peers longer than rank {candidate}, above the "
+            f"minimum effect ({min_share * 100:.1f} %), though its own work is not "
+            f"significantly above theirs: its delay may lie outside the work the {source} measure"
+        )
+    return CrossCheck(
+        name=f"others' wait for it ({source})",
+        method=method,
+        estimate=estimate,
+        agrees=agrees,
+        detail=detail,
+    )
+
+
+def evidence_against(checks: Sequence[CrossCheck], waits_known: bool) -> list[str]:
+    """What withdraws a named straggler: every check that disagrees, and the others' wait for
+    it (the first check, when the waits are known) when it is not measurable."""
+    found = [f"{c.name}: {c.detail}" for c in checks if c.agrees is False]
+    if waits_known and checks and checks[0].agrees is None:
+        found.append(f"{checks[0].name}: {checks[0].detail}")
+    return found
+
+
 def cell_attribution(steps: pd.DataFrame, no_sync: NoSyncSteps | None) -> Attribution | None:
     """The step model of a cell from its per-step phase table (see step_parts); None when no
     step has every phase."""
@@ -397,9 +484,19 @@ def cell_attribution(steps: pd.DataFrame, no_sync: NoSyncSteps | None) -> Attrib
     per_step = parts.groupby(["window", "step"])[list(PART_NAMES)].mean()
     step_est, estimates = part_estimates(per_step.to_numpy(), ranks)
     verdict = None
+    checks: list[CrossCheck] = []
     if ranks > 1:
         verdict = straggler_verdict(steps, parts, step_est.value or 0.0, no_sync)
-    checks = []
+        candidate = verdict.candidate_rank
+        if candidate is not None:
+            wait = _pivot(parts, "wait_for_peers").loc[per_step.index]
+            step_series = per_step[list(PART_NAMES)].sum(axis=1).to_numpy(np.float64)
+            check = others_wait_check(wait, candidate, verdict, step_series, CELL_WAIT)
+            found = evidence_against([check], waits_known=True)
+            if verdict.named and found:
+                verdict = withdraw(verdict, "; ".join(found))
+                check = others_wait_check(wait, candidate, verdict, step_series, CELL_WAIT)
+            checks.append(check)
     if no_sync is not None and ranks > 1:
         by_name = {p.name: p for p in estimates}
         sync_steps = parts.groupby(["window", "step"])["model_step_s"].mean()

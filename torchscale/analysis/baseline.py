@@ -11,9 +11,11 @@ one unmatched cell on each side has that key; `matched_by` says which rule match
 whose settings may differ is visible as such. A key shared by several unmatched cells on one
 side is ambiguous and is not guessed: those cells are reported on one side only, with why.
 
-Regressions (docs/regressions.md): `judge_change` is the rule, over the per-repeat figures of
-both sides (each repeat is one barrier-bounded window, the unit that is independent enough to
-test); `compare` says what is counted.
+Regressions (docs/regressions.md): `judge_change` is the rule, over the per-run figures of both
+sides when each holds several runs of the cell (`pool_runs`: on a shared host whole runs drift
+apart by more than their windows do, so runs are the units that are independent enough), else
+over the per-repeat figures of one run (each repeat is one barrier-bounded window); `compare`
+says what is counted.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from torchscale.analysis.uncertainty import LEVEL, ratio_of_medians
+from torchscale.thresholds import OTHER_CORES_PER_RANK
 
 # The rule's parameters (docs/regressions.md; measured by benchmarks/regression_detection.py).
 TEST = "two-sided Mann-Whitney U"
@@ -55,11 +58,23 @@ PairVerdict = Literal[
 ]
 JUDGED_OUTCOMES = ("regression", "improvement", "no significant change")
 BUSY_COLUMN = "busy_machine"  # the cell's host-load record: other processes took its cores
-BUSY_WHY = (
-    "not judged: the machine was busy during the {side} windows (other processes used "
-    "{cores} core(s)); on a busy host whole runs drift apart by more than the changes this rule "
-    "looks for (unchanged reruns differed by 11 % median, up to 40-58 %, on this project's 2-core "
-    "VM under one CPU hog: docs/regressions.md), so neither a regression nor a pass"
+OTHER_COLUMN = "other_cpu_cores"  # how many cores other processes used during its windows
+LOAD_WHY = (
+    "not judged: the machine's load differed between the runs (other processes used {base} "
+    "core(s) during the baseline windows and {now} during the current ones; {why}); a busy "
+    "host slows and spreads a run by more than the changes this rule looks for, so a "
+    "difference in load would read as a change in the code: neither a regression nor a pass"
+)
+ONE_RUN_WHY = (
+    "not judged: {alike}, but one run a side: on a busy host whole runs drift apart by more "
+    "than their repeats show (unchanged reruns under one CPU hog differed by a median 4-7 %, "
+    "up to 28 %, on this project's 2-core VM: docs/regressions.md), and one run cannot see it; "
+    "run the config at least {runs} times a side (the runs of each side are pooled) to judge "
+    "on this machine"
+)
+ALIKE_NOTE = (
+    "a busy machine, loaded alike on both sides (other processes used {base} and {now} "
+    "core(s)): judged like for like"
 )
 
 
@@ -105,15 +120,19 @@ class RegressionRule:
         e = f"{self.min_effect * 100:g} %"
         return (
             f"A change is a regression (or an improvement) only when all three hold, on the "
-            f"per-repeat figures of both sides (each repeat is one measured window): the "
+            f"per-run figures of both sides when each holds several runs of the cell (each "
+            f"run's median; the same config run again, each its own launch), else on the "
+            f"per-repeat figures of one run (each repeat is one measured window): the "
             f"{self.test} test gives p < {self.alpha:g}; the ratio of the medians (now / "
             f"baseline) differs from 1 by at least {e}; and its {LEVEL * 100:g} % "
             f"bootstrap interval lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
-            f"repeats for the test to ever reach p < {self.alpha:g} (3 vs 3 gives at best "
-            f'{min_p_value(3, 3):.2g}) the verdict is "not enough repeats" (need '
-            f"{self.repeats_needed} per side), never a regression. A cell whose baseline or "
-            "current windows ran on a busy machine (its host-load record: other processes took "
-            'its cores) is "not judged: busy machine", neither a regression nor a pass.'
+            f"runs or repeats for the test to ever reach p < {self.alpha:g} (3 vs 3 gives at "
+            f'best {min_p_value(3, 3):.2g}) the verdict is "not enough repeats" (need '
+            f"{self.repeats_needed} per side), never a regression. When either side ran on a "
+            "busy machine (its host-load record: other processes took its cores), the pair is "
+            "judged only if both were loaded alike (other processes' cores within "
+            f"{OTHER_CORES_PER_RANK:g} per rank) and each side holds several runs; otherwise "
+            'it is "not judged: busy machine", neither a regression nor a pass.'
         )
 
 
@@ -142,14 +161,16 @@ METRICS = (
         "throughput",
         higher_is_better=True,
         repeats="samples_per_s_repeats",
-        judged_by="the rule, over the global samples/s of each repeat",
+        judged_by="the rule, over the global samples/s of each run (its repeats' median) "
+        "where each side holds several runs, else of each repeat",
     ),
     Metric(
         "step_p50_s",
         "step time p50",
         higher_is_better=False,
         repeats=STEP_REPEATS,
-        judged_by="the rule, over each repeat's median synchronised step time (all ranks)",
+        judged_by="the rule, over each run's (or each repeat's) median synchronised step "
+        "time (all ranks)",
     ),
     Metric(
         "scaling_efficiency",
@@ -223,6 +244,7 @@ def judge_change(
     *,
     higher_is_better: bool,
     rule: RegressionRule = RULE,
+    unit: str = "repeats",
 ) -> Verdict:
     """Whether the per-repeat figures `current` regressed from `baseline`, by `rule`.
 
@@ -251,11 +273,11 @@ def judge_change(
     if not rule.enough(nb, nc) or low is None or high is None:
         floor = min_p_value(nb, nc)
         why = (
-            "one repeat has no spread"
+            f"one of the {unit} has no spread"
             if min(nb, nc) < 2
             else f"the smallest p-value the test can give is {floor:.2g}, not below {rule.alpha:g}"
         )
-        reason = f"{nb} vs {nc} repeats: {why}; need {rule.repeats_needed} per side"
+        reason = f"{nb} vs {nc} {unit}: {why}; need {rule.repeats_needed} per side"
         lo = None if low is None else low - 1
         hi = None if high is None else high - 1
         return Verdict(change, lo, hi, None, nb, nc, "not enough repeats", reason)
@@ -266,7 +288,7 @@ def judge_change(
     lo, hi = low - 1, high - 1
     beyond = hi < -rule.min_effect if change < 0 else lo > rule.min_effect
     interval = f"{LEVEL * 100:g} % interval {_pct(lo)} to {_pct(hi)}"
-    evidence = f"p = {p_value:.2g}, change {_pct(change)}, {interval}"
+    evidence = f"p = {p_value:.2g} over {nb} vs {nc} {unit}, change {_pct(change)}, {interval}"
     e = f"{rule.min_effect * 100:g} %"
     if p_value >= rule.alpha:
         why = f"p >= {rule.alpha:g}"
@@ -402,19 +424,126 @@ def _relative(then: float | None, now: float | None) -> float | None:
     return None if then is None or now is None or then <= 0 else (now - then) / then
 
 
-def busy_reason(cur: pd.Series, base: pd.Series) -> str | None:
-    """Why a pair is not judged because either side ran on a busy machine (None: neither did,
-    or the results predate the host-load record)."""
-    sides = []
-    cores = []
-    for side, row in (("baseline", base), ("current", cur)):
-        if row.get(BUSY_COLUMN) is True or row.get(BUSY_COLUMN) == 1.0:
-            sides.append(side)
-            other = _number(row.get("other_cpu_cores"))
-            cores.append(f"{other:.1f}" if other is not None else "?")
-    if not sides:
-        return None
-    return BUSY_WHY.format(side=" and ".join(sides), cores=" and ".join(cores))
+def _busy(row: pd.Series) -> bool:
+    return row.get(BUSY_COLUMN) is True or row.get(BUSY_COLUMN) == 1.0
+
+
+def load_check(cur: pd.Series, base: pd.Series) -> tuple[str | None, str | None]:
+    """Whether the two runs of a pair ran under comparable load: (why it is not judged, None)
+    when the machine was busy on a side (telemetry's host-load record) and the other-process
+    load of the two sides differs by OTHER_CORES_PER_RANK cores per rank or more, or cannot be
+    compared; (None, note) when both were loaded alike (judged when each side holds several
+    runs, with the note; one run a side is not judged: `_pair_row`); (None, None) when neither
+    was busy or the results predate the host-load record. Why like for like and not "never on
+    a busy machine": a CI runner that is always shared is loaded alike on both sides, and the
+    rule's false-positive rate there, over runs, is measured (docs/regressions.md)."""
+    if not (_busy(cur) or _busy(base)):
+        return None, None
+    now, then = _number(cur.get(OTHER_COLUMN)), _number(base.get(OTHER_COLUMN))
+    shown = {k: "?" if v is None else f"{v:.1f}" for k, v in (("base", then), ("now", now))}
+    if now is None or then is None:
+        why = "one side has no host-load record, so the loads cannot be compared"
+        return LOAD_WHY.format(**shown, why=why), None
+    ranks = _number(cur.get("world_size")) or 1.0
+    limit = OTHER_CORES_PER_RANK * ranks
+    if abs(now - then) >= limit:
+        gap = abs(now - then)
+        why = f"{gap:.1f} core(s) apart, at least {limit:g} ({OTHER_CORES_PER_RANK:g} per rank)"
+        return LOAD_WHY.format(**shown, why=why), None
+    return None, ALIKE_NOTE.format(**shown)
+
+
+RUNS_SUFFIX = "_runs"  # per-run figures of a metric, added by `pool_runs`
+RUN_COLUMN = "runs"  # how many runs of the experiment a (pooled) row holds
+STATUS_ORDER = ("failed", "oom", "timeout", "skipped")  # a pooled row's status: the worst
+
+
+def _run_figure(row: pd.Series, metric: Metric) -> float | None:
+    """One run's figure of a tested metric: the median of its per-repeat figures, else its
+    headline value."""
+    assert metric.repeats is not None
+    repeats = parse_repeats(row.get(metric.repeats))
+    return float(np.median(repeats)) if repeats else _number(row.get(metric.key))
+
+
+def _pooled_status(statuses: list[str]) -> str:
+    if all(status == "ok" for status in statuses):
+        return "ok"
+    for status in STATUS_ORDER:
+        if status in statuses:
+            return status
+    return next(status for status in statuses if status != "ok")
+
+
+def _pooled_row(rows: pd.DataFrame) -> dict[str, Any]:
+    """Several runs of one cell (same definition, different experiments) as one row: the
+    figures of each run for the tested metrics (RUNS_SUFFIX), every run's repeats together,
+    the median over runs of the shown figures, the worst status, and the host load of all."""
+    first = rows.iloc[0]
+    out: dict[str, Any] = first.to_dict()
+    out[RUN_COLUMN] = len(rows)
+    out["experiment"] = ", ".join(str(e) for e in rows["experiment"])
+    out["status"] = _pooled_status([str(v) for v in rows["status"]])
+    for metric in METRICS:
+        if metric.tested:
+            assert metric.repeats is not None
+            figures = [_run_figure(row, metric) for _, row in rows.iterrows()]
+            out[f"{metric.key}{RUNS_SUFFIX}"] = ";".join(
+                f"{v:.6g}" for v in figures if v is not None
+            )
+            column = rows[metric.repeats] if metric.repeats in rows.columns else []
+            everything = [v for value in column for v in parse_repeats(value)]
+            out[metric.repeats] = ";".join(f"{v:.6g}" for v in everything) or None
+        values = [_number(v) for v in rows[metric.key]] if metric.key in rows.columns else []
+        known = [v for v in values if v is not None]
+        if known:
+            out[metric.key] = float(np.median(known))
+    for column in ("peak_allocated_bytes", "peak_rss_bytes"):
+        if column in rows.columns:
+            known = [v for v in (_number(x) for x in rows[column]) if v is not None]
+            out[column] = max(known) if known else None
+    if BUSY_COLUMN in rows.columns:
+        flags = [v is True or v == 1.0 for v in rows[BUSY_COLUMN]]
+        unknown = [v is None or (isinstance(v, float) and math.isnan(v)) for v in rows[BUSY_COLUMN]]
+        out[BUSY_COLUMN] = True if any(flags) else (None if any(unknown) else False)
+    if OTHER_COLUMN in rows.columns:
+        cores = [_number(v) for v in rows[OTHER_COLUMN]]
+        out[OTHER_COLUMN] = None if None in cores else float(np.mean(cores))  # type: ignore[arg-type]
+    return out
+
+
+def pool_runs(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell, with its runs pooled: cells of the same definition in different
+    experiments (the same config run several times, each its own torchrun, as a CI job that
+    wants verdicts on a shared machine does) become one row whose RUN_COLUMN counts them and
+    whose `<metric>_runs` hold one figure per run (`_pooled_row`). Other cells get runs = 1.
+    Why: on a busy host whole runs drift apart by more than their repeats do, so a test that
+    sees one run per side mistakes that drift for a change; runs as the units see it."""
+    table = cells.reset_index(drop=True).copy()
+    table[RUN_COLUMN] = 1
+    if table.empty or "experiment" not in table.columns or "definition_sha256" not in table:
+        return table
+    rows: list[dict[str, Any]] = []
+    done: set[int] = set()
+    for index, row in table.iterrows():
+        if index in done:
+            continue
+        sha = row.get("definition_sha256")
+        same = table[(table["definition_sha256"] == sha)] if pd.notna(sha) else table.loc[[index]]
+        if len(same) > 1 and same["experiment"].nunique() == len(same):
+            rows.append(_pooled_row(same))
+            done.update(int(i) for i in same.index)
+        else:
+            rows.append(row.to_dict())
+            done.add(int(index))
+    return pd.DataFrame(rows)
+
+
+def _units(cur: pd.Series, base: pd.Series) -> str:
+    """'runs' when both sides hold several runs of the cell, else 'repeats' (one run's
+    windows: between-run drift unseen)."""
+    runs = (_number(cur.get(RUN_COLUMN)) or 1, _number(base.get(RUN_COLUMN)) or 1)
+    return "runs" if min(runs) >= 2 else "repeats"
 
 
 def _pair_verdict(outcomes: list[Outcome], status_change: str | None, both_ok: bool) -> PairVerdict:
@@ -452,7 +581,15 @@ def _pair_row(
     memory_now, memory_base, memory_kind = _peak_memory(cur, base)
     row["peak_memory_kind"] = memory_kind or None
     outcomes: list[Outcome] = []
-    busy = busy_reason(cur, base) if both_ok else None
+    differed, alike = load_check(cur, base) if both_ok else (None, None)
+    units = _units(cur, base)
+    if alike is not None and units == "repeats":
+        differed, alike = ONE_RUN_WHY.format(alike=alike, runs=rule.repeats_needed), None
+    row["load_note"] = differed or alike
+    row["units"] = units
+    row["runs"] = (
+        f"{int(_number(base.get(RUN_COLUMN)) or 1)} vs {int(_number(cur.get(RUN_COLUMN)) or 1)}"
+    )
     for metric in METRICS:
         if metric.key == "peak_memory_bytes":
             now, then = memory_now, memory_base
@@ -465,21 +602,27 @@ def _pair_row(
         row[f"{metric.key}_change"] = _relative(then, now)
         if metric.repeats is None:
             continue
+        column = f"{metric.key}{RUNS_SUFFIX}" if units == "runs" else metric.repeats
         if both_ok:
             verdict = judge_change(
-                parse_repeats(base.get(metric.repeats)),
-                parse_repeats(cur.get(metric.repeats)),
+                parse_repeats(base.get(column)),
+                parse_repeats(cur.get(column)),
                 higher_is_better=metric.higher_is_better,
                 rule=rule,
+                unit=units,
             )
         else:
             verdict = Verdict(None, None, None, None, 0, 0, "n/a", "not ok on both sides")
-        if busy is not None and verdict.outcome in JUDGED_OUTCOMES:
-            verdict = replace(verdict, outcome="busy machine", reason=busy)
+        if differed is not None and verdict.outcome in JUDGED_OUTCOMES:
+            verdict = replace(verdict, outcome="busy machine", reason=differed)
+        elif alike is not None and verdict.outcome in JUDGED_OUTCOMES:
+            verdict = replace(verdict, reason=f"{verdict.reason}; {alike}")
         row[f"{metric.key}_change_low"] = verdict.low
         row[f"{metric.key}_change_high"] = verdict.high
         row[f"{metric.key}_p_value"] = verdict.p_value
         repeats = f"{verdict.n_baseline} vs {verdict.n_current}"
+        if units == "runs":
+            repeats += " runs"
         row[f"{metric.key}_repeats"] = repeats if both_ok else None
         row[f"{metric.key}_verdict"] = verdict.outcome
         row[f"{metric.key}_why"] = verdict.reason
@@ -499,7 +642,7 @@ TESTED_SUFFIXES = ("change_low", "change_high", "p_value", "repeats", "verdict",
 
 def pair_columns() -> list[str]:
     """The columns of `Comparison.pairs` (without the optional experiment columns)."""
-    columns = [*PAIR_KEYS, "peak_memory_kind"]
+    columns = [*PAIR_KEYS, "peak_memory_kind", "load_note", "units", "runs"]
     for metric in METRICS:
         columns += [f"{metric.key}_{s}" for s in ("baseline", "current", "change")]
         if metric.tested:
@@ -526,7 +669,7 @@ def compare(
     compared (not ok on both sides). `Comparison.regressions` counts regressing pairs (cells,
     not metrics); improvements are never counted as regressions.
     """
-    cur, base = current.reset_index(drop=True), baseline.reset_index(drop=True)
+    cur, base = pool_runs(current), pool_runs(baseline)
     pairs, only_cur, only_base = match_cells(cur, base)
     rows = [_pair_row(cur.loc[c], base.loc[b], how, rule) for c, b, how in pairs]
     columns = pair_columns()

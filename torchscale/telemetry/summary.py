@@ -28,15 +28,16 @@ from torchscale.results.schema import (
 from torchscale.telemetry.reasons import IGNORED_REASONS, SLOWDOWN_REASONS, decode_clock_reasons
 from torchscale.telemetry.samples import GPU_PROCESSES, SamplerReport, WindowSamples
 
+# the busy-machine rule (docs/telemetry.md): other processes used at least this many cores per
+# rank of the cell on a host, and that host had fewer idle cores than the cell has ranks there
+from torchscale.thresholds import OTHER_CORES_PER_RANK
+
 # psutil reads CPU time in 10 ms kernel ticks: utilisation over shorter spans is mostly
 # rounding, so the maximum is taken over spans of at least this long
 MIN_CPU_SPAN_S = 0.1
 SPAN_SLACK = 0.95  # a sample a hair early (timer jitter) still closes a span
 NO_SAMPLE = "no sample of it in the measured windows"
 GPU_STATS = ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c", "sm_clock_mhz")
-# the busy-machine rule (docs/telemetry.md): other processes used at least this many cores per
-# rank of the cell on a host, and that host had fewer idle cores than the cell has ranks there
-OTHER_CORES_PER_RANK = 0.25
 BUSY_NOTE = "timings may be slowed or noisy"
 NO_HOST = "no host readings"
 NAMESPACE_PIDS = (

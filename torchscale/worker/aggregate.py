@@ -105,7 +105,10 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
         for window, w in enumerate(r.windows):
             for step, seconds in enumerate(w.step_s):
                 row: dict[str, Any] = {
-                    "window": window, "step": step, "rank": r.rank, "step_s": seconds
+                    "window": window,
+                    "step": step,
+                    "rank": r.rank,
+                    "step_s": seconds,
                 }
                 for phase in PHASES:
                     row[phase] = w.phases[phase][step] if w.phases is not None else None

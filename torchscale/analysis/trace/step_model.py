@@ -38,7 +38,14 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 # the cell's model: the same estimates, the same straggler rule and the same sentences
-from torchscale.analysis.attribution import part_estimates, straggler_verdict, withdraw
+from torchscale.analysis.attribution import (
+    evidence_against,
+    others_wait_check,
+    part_estimates,
+    share_of_step,
+    straggler_verdict,
+    withdraw,
+)
 from torchscale.analysis.trace.collectives import Matched
 from torchscale.analysis.trace.straggler import StragglerAnalysis
 from torchscale.analysis.uncertainty import (
@@ -171,24 +178,7 @@ def _estimate_list(matrix: np.ndarray, method: str) -> list[StepPart]:
     return out
 
 
-def share_of_step(
-    numerator: np.ndarray, step: np.ndarray, *, method: str, lower: float | None = 0.0
-) -> Estimate:
-    """mean(numerator) / mean(step) over the same steps, with the block-bootstrap interval of
-    that ratio (whole steps resampled); a share of the step, so at most 1."""
-    matrix = np.column_stack([numerator, step])
-    means, resampled = mean_columns(matrix)
-    value = float(means[0] / means[1]) if means[1] > 0 else 0.0
-    if resampled is None:
-        reason = ONE_UNIT.format(unit="step")
-        return judged(value, None, None, n=1, method="one step", reason=reason, lower=lower)
-    ratio = resampled[:, 0] / np.where(resampled[:, 1] > 0, resampled[:, 1], np.nan)
-    ratio = ratio[np.isfinite(ratio)]
-    if ratio.size == 0:  # no step with any length: nothing to resample
-        return judged(value, None, None, n=1, method=method, reason="no step time", lower=lower)
-    low, high = percentile_interval(ratio)
-    n = int(matrix.shape[0])
-    return judged(value, low, high, n=n, method=method, lower=lower, upper=1.0)
+TRACE_WAIT = "matched collectives"  # where the others' wait for the candidate comes from
 
 
 def _wide(parts: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -294,66 +284,6 @@ def _overlap(a: Estimate, b: Estimate) -> bool | None:
     if ra is None or rb is None:
         return None
     return ra[0] <= rb[1] and rb[0] <= ra[1]
-
-
-def _wait_check(
-    parts: pd.DataFrame, candidate: int, verdict: StragglerVerdict, step: np.ndarray
-) -> CrossCheck:
-    """The others' wait for peers minus the candidate's, same step, as a share of the step:
-    a straggler makes the others wait, not itself (the interval entirely below 0 contradicts
-    the candidate)."""
-    wait = _wide(parts, "wait_for_peers")
-    others = wait.drop(columns=[candidate]).mean(axis=1)
-    diff = (others - wait[candidate]).to_numpy(np.float64)
-    method = (
-        "mean over the other ranks of their wait for peers minus the candidate's, same step, "
-        "moving-block bootstrap over steps"
-    )
-    estimate = share_of_step(diff, step, method=method)
-    matrix = np.column_stack([diff, step])
-    _, resampled = mean_columns(matrix)
-    high = None
-    if resampled is not None:
-        ratio = resampled[:, 0] / resampled[:, 1]
-        high = percentile_interval(ratio)[1]
-    contradiction = None
-    if high is not None and high < 0:
-        contradiction = (
-            f"at the matched collectives rank {candidate} waits for the others more than "
-            "they wait for it"
-        )
-    min_share = (verdict.min_effect_s or 0.0) / float(np.mean(step)) if np.mean(step) > 0 else 0
-    agrees: bool | None
-    if contradiction is not None:
-        agrees = False
-        detail = contradiction
-    elif verdict.named:
-        agrees = True if estimate.measurable else None
-        detail = (
-            f"the other ranks wait for peers this share of the step longer than rank "
-            f"{candidate} does: they wait for it"
-            if estimate.measurable
-            else f"no measurable extra wait of the others for rank {candidate}: its extra work "
-            "may be hidden behind their compute"
-        )
-    else:
-        low = estimate.low if estimate.low is not None else estimate.value
-        agrees = low is None or low < min_share
-        detail = (
-            f"the other ranks' extra wait for peers over rank {candidate}'s (share of the "
-            "step) is not a straggler's size either"
-            if agrees
-            else f"the other ranks wait for peers longer than rank {candidate}, above the "
-            f"minimum effect ({_pct(min_share)}), though its own work is not significantly "
-            "above theirs: its delay may lie outside the work the traces measure"
-        )
-    return CrossCheck(
-        name="others' wait for it (matched collectives)",
-        method=method,
-        estimate=estimate,
-        agrees=agrees,
-        detail=detail,
-    )
 
 
 def _arrival_check(
@@ -572,19 +502,29 @@ def build_step_model(
         candidate = verdict.candidate_rank
         if candidate is not None:
             if model.waits_known:
-                checks.append(_wait_check(parts, candidate, verdict, step_series))
+                checks.append(
+                    others_wait_check(
+                        _wide(parts, "wait_for_peers"), candidate, verdict, step_series, TRACE_WAIT
+                    )
+                )
             checks.append(_arrival_check(matched, arrival, candidate, verdict))
             # named only when the evidence agrees: a check that disagrees withdraws the name,
             # and so do others that do not measurably wait for it (what a straggler costs)
-            found = [f"{c.name}: {c.detail}" for c in checks if c.agrees is False]
-            if model.waits_known and checks[0].agrees is None:
-                found.append(f"{checks[0].name}: {checks[0].detail}")
+            found = evidence_against(checks, model.waits_known)
             if verdict.named and found:
                 verdict = withdraw(verdict, "; ".join(found))
                 # the checks were judged against a named rank: judge them again
                 checks = []
                 if model.waits_known:
-                    checks.append(_wait_check(parts, candidate, verdict, step_series))
+                    checks.append(
+                        others_wait_check(
+                            _wide(parts, "wait_for_peers"),
+                            candidate,
+                            verdict,
+                            step_series,
+                            TRACE_WAIT,
+                        )
+                    )
                 checks.append(_arrival_check(matched, arrival, candidate, verdict))
             if model.waits_known:
                 estimate, saved = _whatif(parts, savings, candidate, step_series)

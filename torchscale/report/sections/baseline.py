@@ -45,10 +45,11 @@ def rule_text(rule: RegressionRule) -> str:
     """The rule in words, with its parameters, and what else decides or is only shown."""
     shown = "; ".join(f"{m.label} ({m.judged_by})" for m in METRICS if not m.tested)
     return (
-        f"{rule.describe()} Throughput is judged over the global samples/s of each repeat; "
-        "step time p50 over each repeat's median synchronised step (every rank), where the "
-        "step records are there. A cell that ran ok in the baseline and fails now is a "
-        "regression whatever its figures; a cell is a regression when any judged metric is. "
+        f"{rule.describe()} Throughput is judged over the global samples/s of each repeat "
+        "(a run's figure: their median); step time p50 over each repeat's median synchronised "
+        "step (every rank), where the step records are there. A cell that ran ok in the "
+        "baseline and fails now is a regression whatever its figures; a cell is a regression "
+        "when any judged metric is. "
         f"Shown with their change, never judged: {shown}. Cells are matched by definition "
         "hash, else by model, batch "
         "per GPU, GPUs, precision, strategy and device."
@@ -105,16 +106,27 @@ def _verdict(row: pd.Series, rule: RegressionRule) -> str:
     if row["status_change"] == "fixed":
         return f"improvement: {row['baseline_status']} -> {row['status']}"
     verdict = str(row["verdict"])
+    alike = "; busy machine, loaded alike on both sides" if row.get("load_note") else ""
     if verdict in ("regression", "improvement"):
         which = [m.label for m in METRICS if m.tested and row[f"{m.key}_verdict"] == verdict]
-        return f"{verdict} ({', '.join(which)})"
+        return f"{verdict} ({', '.join(which)}){alike}"
+    if verdict == "no significant change":
+        return f"{verdict}{alike}"
     if verdict == "busy machine":
-        return "not judged: busy machine (other processes took the cores; rerun on a quiet one)"
-    if verdict == "not enough repeats":
+        if str(row.get("units")) == "repeats" and "one run a side" in str(row.get("load_note")):
+            return (
+                "not judged: busy machine, one run a side (run the config 4 times a side to "
+                "judge on a shared machine)"
+            )
         return (
-            f"not enough repeats ({row['samples_per_s_repeats']} repeats; need "
-            f"{rule.repeats_needed} per side)"
+            "not judged: the machine's load differed between the runs (rerun both under the "
+            "same load, best a quiet machine)"
         )
+    if verdict == "not enough repeats":
+        counted = str(row["samples_per_s_repeats"])
+        if not counted.endswith("runs"):
+            counted += " repeats"
+        return f"not enough repeats ({counted}; need {rule.repeats_needed} per side)"
     return verdict
 
 
@@ -132,6 +144,7 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
                 "thr_high": num(row["samples_per_s_change_high"]),
                 "thr_p": num(row["samples_per_s_p_value"]),
                 "repeats": text(row["samples_per_s_repeats"]),
+                "runs": text(row.get("runs")),
                 "step_change": num(row["step_p50_s_change"]),
                 "step_p": num(row["step_p50_s_p_value"]),
                 "verdict": _verdict(row, comparison.rule),
@@ -151,15 +164,17 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
             col("thr_low", f"{level} low", "change_pct"),
             col("thr_high", f"{level} high", "change_pct"),
             col("thr_p", "p", "float"),
-            col("repeats", "Repeats (baseline vs now)"),
+            col("runs", "Runs (baseline vs now)"),
+            col("repeats", "Units judged (baseline vs now)"),
             col("step_change", "Step p50 change", "change_pct"),
             col("step_p", "Step p50 p", "float"),
             col("verdict", "Verdict"),
         ],
         rows=rows,
         note=f"change: median now / median baseline - 1; low, high: its {level} bootstrap "
-        "interval; p: the test on the per-repeat figures (none: too few repeats). Verdict by "
-        "the rule above",
+        "interval; p: the test on the per-run figures where both sides hold several runs of "
+        "the cell (units judged end in 'runs'), else on one run's per-repeat figures (none: "
+        "too few). Verdict by the rule above",
     )
 
 
@@ -296,8 +311,10 @@ def not_judged_text(comparison: Comparison) -> str | None:
     could). Said in the report and by `torchscale report` on stderr."""
     busy = comparison.busy_machine
     busy_text = (
-        f"{busy} of {len(comparison.pairs)} matched cell(s) not judged: the machine was busy "
-        "during their windows (neither regressions nor passes; rerun on a quiet machine)"
+        f"{busy} of {len(comparison.pairs)} matched cell(s) not judged: busy machine (the load "
+        "differed between the baseline and current runs, or one run a side on a busy machine, "
+        "which cannot see how far whole runs drift apart; neither regressions nor passes: run "
+        "the config 4 times a side under the same load, or on a quiet machine)"
         if busy
         else None
     )
@@ -310,9 +327,11 @@ def not_judged_text(comparison: Comparison) -> str | None:
     else:
         head = f"{short} of {len(comparison.pairs)} matched cell(s) could not be judged"
         head += ": too few repeats"
+    runs = "units" in comparison.pairs.columns and (comparison.pairs["units"] == "runs").any()
+    more = "more runs of the config, or measurement.repeats" if runs else "measurement.repeats"
     text = (
         f"{head} for the rule (need {need} per side; more to catch a small change: "
-        "measurement.repeats). They are neither regressions nor passes."
+        f"{more}). They are neither regressions nor passes."
     )
     return f"{text} {busy_text}." if busy_text else text
 
@@ -324,7 +343,7 @@ def _figures(comparison: Comparison) -> KeyFigures:
         "regression": "by the rule (throughput, step time) or newly failing",
         "improvement": "shown, never counted as regressions",
         "no significant change": "judged: no change beyond the rule",
-        "busy machine": "other processes took the cores: rerun on a quiet machine",
+        "busy machine": "load differed, or one run a side on a busy machine",
         "not enough repeats": f"need {comparison.rule.repeats_needed} repeats per side",
     }
     severities: dict[PairVerdict, Severity] = {
