@@ -18,8 +18,9 @@ if __name__ == "__main__":  # as torchscale/worker/main.py: die with torchrun be
     die_with_torchrun()
 
 import argparse
-import os
+import signal
 import sys
+import threading
 import time
 
 import torch
@@ -60,7 +61,9 @@ def main() -> None:
         print(f"rank {rank} ready", flush=True)
         compute(3600)
     elif rank == args.rank and args.fault.startswith("signal:"):
-        os.kill(os.getpid(), int(args.fault.split(":", 1)[1]))
+        # to this thread, not the process: a process-directed signal may land on one of
+        # gloo's threads while this one runs on, and the dump then names the next line
+        signal.pthread_kill(threading.get_ident(), int(args.fault.split(":", 1)[1]))
         time.sleep(10)  # a signal that does not kill (ignored): fall through
     print(f"rank {rank} ready", flush=True)
     collective(args.collective)

@@ -15,10 +15,12 @@ from torchscale.analysis.baseline import (
     ALPHA,
     METRICS,
     MIN_EFFECT,
+    POWER,
     RULE,
     STEP_REPEATS,
     RegressionRule,
     compare,
+    detectable_regression,
     judge_change,
     match_cells,
     min_p_value,
@@ -163,6 +165,87 @@ def test_an_interval_reaching_inside_the_minimum_effect_is_no_change() -> None:
     assert verdict.change is not None and verdict.change < -MIN_EFFECT
     assert verdict.outcome == "no significant change"
     assert "interval reaches within 5 %" in verdict.reason
+
+
+def test_detectable_regression_from_the_interval_width() -> None:
+    # ratio interval 0.95..1.05: se of the log ratio = log(1.05 / 0.95) / (2 x 1.96); over 8 vs
+    # 8 units (t with 14 degrees of freedom: 2.1448 and 1.7613) a drop is found 95 % of the
+    # time once the log ratio <= log(0.95) - (2.1448 + 1.7613) x se
+    se = np.log(1.05 / 0.95) / (2 * 1.959964)
+    shift = (2.144787 + 1.761310) * se
+    drop = detectable_regression(0.95, 1.05, 0.05, higher_is_better=True, units=16)
+    rise = detectable_regression(0.95, 1.05, 0.05, higher_is_better=False, units=16)
+    assert drop == pytest.approx(1 - 0.95 * np.exp(-shift), rel=1e-4)
+    assert rise == pytest.approx(1.05 * np.exp(shift) - 1, rel=1e-4)
+    same = detectable_regression(1.0, 1.0, 0.05, higher_is_better=True, units=16)
+    assert same == pytest.approx(0.05)
+    assert detectable_regression(0.0, 1.0, 0.05, higher_is_better=True, units=16) is None
+    assert detectable_regression(0.9, 1.1, 0.05, higher_is_better=True, units=2) is None
+
+
+def test_a_no_change_verdict_says_what_it_could_have_seen() -> None:
+    tight = judge_change(
+        noisy(100, 10, 1, cv=0.01), noisy(100, 10, 2, cv=0.01), higher_is_better=True
+    )
+    loose = judge_change(
+        noisy(100, 10, 1, cv=0.08), noisy(100, 10, 2, cv=0.08), higher_is_better=True
+    )
+    assert tight.outcome == loose.outcome == "no significant change"
+    assert tight.detectable is not None and loose.detectable is not None
+    assert MIN_EFFECT < tight.detectable < loose.detectable
+    assert f"{loose.detectable * 100:.0f} % or more would be found" in loose.reason
+    few = judge_change(noisy(100, 3, 1), noisy(100, 3, 2), higher_is_better=True)
+    assert few.outcome == "not enough repeats" and few.detectable is None
+
+
+def test_the_comparison_names_the_largest_drop_its_unchanged_cells_may_hide() -> None:
+    base = [
+        measured(noisy(100, 10, seed), cell_id=f"c{i}", definition_sha256=f"h{i}")
+        for i, seed in ((0, 1), (1, 2))
+    ]
+    now = [
+        measured(noisy(100, 10, 11, cv=0.01), cell_id="c0", definition_sha256="h0"),
+        measured(noisy(100, 10, 12, cv=0.10), cell_id="c1", definition_sha256="h1"),
+    ]
+    comparison = compare(table(*now), table(*base))
+    assert list(comparison.pairs["verdict"]) == ["no significant change"] * 2
+    detectable = list(comparison.pairs["samples_per_s_detectable"])
+    assert comparison.largest_undetectable == pytest.approx(max(detectable))
+    assert detectable[1] > detectable[0] > MIN_EFFECT
+    # nothing judged unchanged: nothing to say
+    few = compare(table(measured([100.0, 101.0])), table(measured([99.0, 100.0])))
+    assert few.largest_undetectable is None
+
+
+def test_the_detectable_drop_is_found_about_as_often_as_it_says() -> None:
+    # calibration of the normal approximation on log-normal runs (8 a side, spread 5 %): the
+    # drop the rule says it finds 95 % of the time at this spread, once real, is found in
+    # about that share of fresh pairs (the exact test and small samples make it approximate)
+    rng = np.random.default_rng(7)
+
+    def side(shift: float) -> list[float]:
+        return list(100 * np.exp(shift + 0.05 * rng.standard_normal(8)))
+
+    pilot = [
+        judge_change(side(0), side(0), higher_is_better=True, unit="runs").detectable
+        for _ in range(15)
+    ]
+    said = float(np.median([d for d in pilot if d is not None]))
+    assert 0.08 < said < 0.2
+    drop = np.log(1 - said)
+    found = sum(
+        judge_change(side(0), side(drop), higher_is_better=True, unit="runs").outcome
+        == "regression"
+        for _ in range(80)
+    )
+    assert 0.8 <= found / 80 <= 1.0, (said, found)
+    half = np.log(1 - said / 2)
+    found_half = sum(
+        judge_change(side(0), side(half), higher_is_better=True, unit="runs").outcome
+        == "regression"
+        for _ in range(80)
+    )
+    assert found_half / 80 < POWER - 0.2, (said, found_half)
 
 
 def test_identical_repeats_are_no_change() -> None:

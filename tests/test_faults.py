@@ -799,7 +799,7 @@ def test_run_logged_kills_even_when_on_timeout_fails(tmp_path: Path) -> None:
             signal.SIGSEGV,
             "rank 1 was killed by SIGSEGV (signal 11), a segmentation fault in native code "
             "(a C++/CUDA extension, a driver)",
-            "os.kill(os.getpid()",  # faulthandler's fatal-signal dump points at the line
+            "signal.pthread_kill(",  # faulthandler's fatal-signal dump points at the line
         ),
     ],
     ids=["sigkill", "sigsegv"],

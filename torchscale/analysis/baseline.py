@@ -37,6 +37,7 @@ from torchscale.thresholds import OTHER_CORES_PER_RANK
 TEST = "two-sided Mann-Whitney U"
 ALPHA = 0.05  # the test's significance level, over the per-repeat figures of both sides
 MIN_EFFECT = 0.05  # the smallest |ratio of medians - 1| ever flagged; the interval must clear it
+POWER = 0.95  # `detectable`: the change the rule finds this often at the spread it saw
 MATCH_KEY = ["model_label", "batch_size", "world_size", "precision", "strategy", "device"]
 FAILURES = frozenset({"failed", "oom", "timeout"})
 STEP_REPEATS = "step_p50_s_repeats"  # added by `with_step_repeats` from the steps table
@@ -199,7 +200,10 @@ METRICS = (
 @dataclass(frozen=True)
 class Verdict:
     """One metric's change by the rule: the change of the medians (now / baseline - 1) with
-    its bootstrap interval, the test's p-value, the repeats on each side, the outcome and why."""
+    its bootstrap interval, the test's p-value, the repeats on each side, the outcome and why;
+    `detectable`: the smallest regression (a fraction, e.g. 0.14) the rule would find with
+    probability POWER at the spread these figures show (`detectable_regression`), None where
+    there is no interval."""
 
     change: float | None
     low: float | None
@@ -209,6 +213,43 @@ class Verdict:
     n_current: int
     outcome: Outcome
     reason: str
+    detectable: float | None = None
+
+
+def detectable_regression(
+    low: float,
+    high: float,
+    min_effect: float,
+    *,
+    higher_is_better: bool,
+    units: int,
+    power: float = POWER,
+) -> float | None:
+    """The smallest regression that the rule would flag with probability `power`, at the
+    spread the interval (low, high) of the ratio of medians shows, over `units` figures of
+    both sides together: a fraction of the baseline (0.14: throughput 14 % lower, or step
+    time 14 % higher).
+
+    On the log of the ratio: its standard error is the interval's width over 2 z (z the
+    normal quantile of the interval's level: a percentile bootstrap interval is a normal one
+    around the plug-in spread, too narrow in small samples); a change is flagged when the
+    interval clears the minimum effect, which happens with probability `power` once the true
+    log ratio lies (t_level + t_power) standard errors beyond log(1 -/+ min_effect), t the
+    Student quantiles with units - 2 degrees of freedom. Checked by simulation (log-normal
+    runs, 4-12 a side, spread 4-8 %): a drop of the stated size was found 90-100 % of the
+    time (normal quantiles throughout: 81-98 %). Why at all: a "no significant change" over
+    runs that spread 8 % cannot see a 15 % slowdown, and the reader must know that rather than
+    read it as a pass (docs/regressions.md). None when the interval is not positive or there
+    are too few units."""
+    if not 0 < low <= high or units < 3:
+        return None
+    z = float(scipy_stats.norm.ppf(0.5 + LEVEL / 2))
+    se = (math.log(high) - math.log(low)) / (2 * z)
+    t_level = float(scipy_stats.t.ppf(0.5 + LEVEL / 2, units - 2))
+    shift = (t_level + float(scipy_stats.t.ppf(power, units - 2))) * se
+    if higher_is_better:
+        return 1 - (1 - min_effect) * math.exp(-shift)
+    return (1 + min_effect) * math.exp(shift) - 1
 
 
 def _number(value: Any) -> float | None:
@@ -290,6 +331,9 @@ def judge_change(
     interval = f"{LEVEL * 100:g} % interval {_pct(lo)} to {_pct(hi)}"
     evidence = f"p = {p_value:.2g} over {nb} vs {nc} {unit}, change {_pct(change)}, {interval}"
     e = f"{rule.min_effect * 100:g} %"
+    blind = detectable_regression(
+        low, high, rule.min_effect, higher_is_better=higher_is_better, units=nb + nc
+    )
     if p_value >= rule.alpha:
         why = f"p >= {rule.alpha:g}"
     elif abs(change) < rule.min_effect:
@@ -299,8 +343,15 @@ def judge_change(
     else:
         worse = change < 0 if higher_is_better else change > 0
         outcome: Outcome = "regression" if worse else "improvement"
-        return Verdict(change, lo, hi, p_value, nb, nc, outcome, evidence)
-    return Verdict(change, lo, hi, p_value, nb, nc, "no significant change", f"{why} ({evidence})")
+        return Verdict(change, lo, hi, p_value, nb, nc, outcome, evidence, blind)
+    sees = ""
+    if blind is not None:
+        sees = (
+            f"; at this spread only a regression of about {blind * 100:.0f} % or more would be "
+            f"found {POWER * 100:g} % of the time"
+        )
+    reason = f"{why} ({evidence}){sees}"
+    return Verdict(change, lo, hi, p_value, nb, nc, "no significant change", reason, blind)
 
 
 def with_step_repeats(cells: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
@@ -402,6 +453,17 @@ class Comparison:
     @property
     def not_enough_repeats(self) -> int:
         return self.count("not enough repeats")
+
+    @property
+    def largest_undetectable(self) -> float | None:
+        """Over the cells judged "no significant change", the largest throughput drop the rule
+        would find 95 % of the time (`samples_per_s_detectable`): a drop up to about this size
+        may hide behind those verdicts. None when no such cell has the figure."""
+        if not len(self.pairs) or "samples_per_s_detectable" not in self.pairs.columns:
+            return None
+        unchanged = self.pairs[self.pairs["verdict"] == "no significant change"]
+        values = pd.to_numeric(unchanged["samples_per_s_detectable"], errors="coerce").dropna()
+        return float(values.max()) if len(values) else None
 
     @property
     def judged(self) -> int:
@@ -620,6 +682,7 @@ def _pair_row(
         row[f"{metric.key}_change_low"] = verdict.low
         row[f"{metric.key}_change_high"] = verdict.high
         row[f"{metric.key}_p_value"] = verdict.p_value
+        row[f"{metric.key}_detectable"] = verdict.detectable
         repeats = f"{verdict.n_baseline} vs {verdict.n_current}"
         if units == "runs":
             repeats += " runs"
@@ -637,7 +700,15 @@ def _pair_row(
 
 
 PAIR_KEYS = ["cell_id", "baseline_cell_id", *MATCH_KEY, "matched_by", "status", "baseline_status"]
-TESTED_SUFFIXES = ("change_low", "change_high", "p_value", "repeats", "verdict", "why")
+TESTED_SUFFIXES = (
+    "change_low",
+    "change_high",
+    "p_value",
+    "detectable",
+    "repeats",
+    "verdict",
+    "why",
+)
 
 
 def pair_columns() -> list[str]:

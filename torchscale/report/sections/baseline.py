@@ -11,7 +11,13 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.analysis.baseline import METRICS, Comparison, PairVerdict, RegressionRule
+from torchscale.analysis.baseline import (
+    METRICS,
+    POWER,
+    Comparison,
+    PairVerdict,
+    RegressionRule,
+)
 from torchscale.analysis.uncertainty import LEVEL
 from torchscale.report.model import (
     Block,
@@ -143,6 +149,7 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
                 "thr_low": num(row["samples_per_s_change_low"]),
                 "thr_high": num(row["samples_per_s_change_high"]),
                 "thr_p": num(row["samples_per_s_p_value"]),
+                "thr_detectable": num(row["samples_per_s_detectable"]),
                 "repeats": text(row["samples_per_s_repeats"]),
                 "runs": text(row.get("runs")),
                 "step_change": num(row["step_p50_s_change"]),
@@ -152,6 +159,7 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
             }
         )
     level = f"{LEVEL * 100:g} %"
+    found = f"{POWER * 100:g} % of the time"
     return Table(
         id="baseline-changes",
         title="Throughput and step time against the baseline",
@@ -164,6 +172,7 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
             col("thr_low", f"{level} low", "change_pct"),
             col("thr_high", f"{level} high", "change_pct"),
             col("thr_p", "p", "float"),
+            col("thr_detectable", f"Drop found {found}", "ratio_pct"),
             col("runs", "Runs (baseline vs now)"),
             col("repeats", "Units judged (baseline vs now)"),
             col("step_change", "Step p50 change", "change_pct"),
@@ -174,7 +183,10 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
         note=f"change: median now / median baseline - 1; low, high: its {level} bootstrap "
         "interval; p: the test on the per-run figures where both sides hold several runs of "
         "the cell (units judged end in 'runs'), else on one run's per-repeat figures (none: "
-        "too few). Verdict by the rule above",
+        f"too few); drop found {found}: the smallest throughput drop the rule would flag "
+        f"{found} at the spread these figures show (an approximation from the "
+        "interval's width): a 'no significant change' says nothing about smaller drops. "
+        "Verdict by the rule above",
     )
 
 

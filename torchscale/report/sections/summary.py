@@ -319,13 +319,21 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         )
     if ctx.comparison is not None:
         comparison = ctx.comparison
+        blind = comparison.largest_undetectable
+        sees = (
+            ""
+            if blind is None
+            else f"; 'no significant change' here may miss throughput drops smaller than "
+            f"about {blind * 100:.0f} % (the rule finds one that large 95 % of the time at the "
+            "spread measured; more runs a side see smaller ones)"
+        )
         figures.append(
             KeyFigure(
                 label="Regressions against the baseline",
                 value=comparison.regressions,
                 format="int",
                 note=f"{len(comparison.pairs)} cells matched, {comparison.judged} judged, "
-                f"{comparison.improvements} improved",
+                f"{comparison.improvements} improved{sees}",
                 # nothing judged is no pass: amber, not green
                 severity="bad"
                 if comparison.regressions
