@@ -15,7 +15,7 @@ from torchscale.analysis.collectives import (
     count_for_size,
     size_bytes,
 )
-from torchscale.config.catalog import COLLECTIVES
+from torchscale.catalog import COLLECTIVES
 
 # op -> (S is count x n x itemsize, factor as a function of n): the reference table
 REFERENCE = {

@@ -24,11 +24,12 @@ from torchscale.comm.collective_ops import Unsupported, count_wrong, pattern, pr
 from torchscale.comm.launch import parse_ops
 from torchscale.comm.result import CommResult, CommRow, OpSummary
 from torchscale.comm.rows import RankTiming, measured_row, percentile, unmeasured_row
-from torchscale.comm.sizes import parse_bytes, size_ladder
+from torchscale.comm.sizes import size_ladder
 from torchscale.comm.spec import CommSpec
 from torchscale.comm.summary import average_busbw, gate, summarize, wrong_total
 from torchscale.errors import UsageError
 from torchscale.report.comm_text import comm_lines, row_line
+from torchscale.units import parse_bytes
 
 
 def invoke(*args: str | Path) -> Result:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_trace_analysis import START, ev, row
-from torchscale.profiling.analyze import RankReduction, reduce_rank
+from torchscale.analysis.trace.reduce import RankReduction, reduce_rank
 from torchscale.traces.model import RankTrace
 from torchscale.worker.comm_probe import profiled_comm, scope
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from pydantic import ByteSize, TypeAdapter
 
+from torchscale.catalog import BUILTIN_MODELS
 from torchscale.config import BenchConfig, load_config, parse_config
-from torchscale.config.catalog import BUILTIN_MODELS
 from torchscale.config.schema import DEFAULT_STEPS
 from torchscale.config.yaml_source import read_yaml
 

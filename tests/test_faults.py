@@ -47,7 +47,8 @@ from torchscale.launch.diagnose import (
 )
 from torchscale.launch.failure import classify_failure
 from torchscale.launch.process import ProcessOutcome, run_launch, run_logged
-from torchscale.launch.torchrun import DIAGNOSTICS_ENV, LaunchCommand, torchrun_command
+from torchscale.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.rank_diagnostics import DIAGNOSTICS_ENV
 
 SITE = "/work/main/.venv/lib/python3.11/site-packages"
 FAULT_ENV = {"PYTHONPATH": str(REPO_ROOT)}

@@ -24,7 +24,7 @@ from referencing import Registry, Resource
 from torchscale.config import load_config, parse_config
 from torchscale.config.schema import BenchConfig
 from torchscale.errors import ConfigError, LaunchError, ResultsError, UsageError
-from torchscale.launch.k8s import (
+from torchscale.k8s import (
     MAX_NAME,
     K8sManifest,
     apply_manifests,

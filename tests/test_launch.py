@@ -13,15 +13,16 @@ import pytest
 
 from torchscale.cell import Device
 from torchscale.config.schema import BenchConfig
+from torchscale.launch.attempt import run_attempt
 from torchscale.launch.failure import classify_failure, read_error_file, root_cause
 from torchscale.launch.process import ProcessOutcome
 from torchscale.launch.torchrun import (
-    DIAGNOSTICS_ENV,
     LaunchCommand,
     torchrun_command,
     visible_devices,
 )
 from torchscale.plan import WORKER_MODULE, Machine, build_plan
+from torchscale.rank_diagnostics import DIAGNOSTICS_ENV
 
 INHERITED = {
     "RANK": "3",
@@ -558,3 +559,53 @@ def test_a_node_that_lost_the_rendezvous_store_is_not_the_root_cause(tmp_path: P
     _rank_error(tmp_path, 0, "RuntimeError: injected failure on rank 1", node="node1")
     failure = classify_failure(outcome(tmp_path, ROOT_CAUSE_LOG), cell(tmp_path), 60)
     assert failure.reason == "a rank raised RuntimeError: injected failure on rank 1"
+
+
+# ------------------------------------------------------------------------ one launch, read
+
+
+def _script_command(tmp_path: Path, script: str) -> LaunchCommand:
+    """A launch whose 'ranks' are one plain Python process running `script` (run_attempt
+    cares what was written and how the process ended, not that it is torchrun)."""
+    log_dir = tmp_path / "logs"
+    return LaunchCommand(
+        argv=[sys.executable, "-c", script],
+        env={"PATH": "/usr/bin:/bin"},
+        env_overrides={},
+        omp_num_threads=1,
+        nproc=1,
+        error_file=log_dir / "error.json",
+        log_dir=log_dir,
+    )
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+def test_a_result_written_before_a_hung_shutdown_is_kept(tmp_path: Path) -> None:
+    out = tmp_path / "result.txt"
+    script = f"import time, pathlib; pathlib.Path({str(out)!r}).write_text('42'); time.sleep(60)"
+    attempt = run_attempt(_script_command(tmp_path, script), 3.0, lambda: _read(out))
+    assert attempt.outcome.timed_out
+    assert attempt.written == "42" and attempt.failure is None
+    assert any("killed in their shutdown; measurement kept" in w for w in attempt.warnings)
+
+
+def test_a_result_written_before_a_bad_exit_is_kept(tmp_path: Path) -> None:
+    out = tmp_path / "result.txt"
+    script = f"import pathlib, sys; pathlib.Path({str(out)!r}).write_text('7'); sys.exit(3)"
+    attempt = run_attempt(_script_command(tmp_path, script), 30.0, lambda: _read(out))
+    assert attempt.written == "7" and attempt.failure is None
+    assert attempt.warnings == [
+        f"torchrun exited with 3 after the result was written (shutdown failure; measurement "
+        f"kept): see {tmp_path / 'logs'}"
+    ]
+
+
+def test_a_launch_that_wrote_nothing_is_a_classified_failure(tmp_path: Path) -> None:
+    out = tmp_path / "result.txt"
+    script = "raise SystemExit('boom')"
+    attempt = run_attempt(_script_command(tmp_path, script), 30.0, lambda: _read(out))
+    assert attempt.written is None and attempt.warnings == []
+    assert attempt.failure is not None and attempt.failure.status == "failed"

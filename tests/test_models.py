@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from torchscale.config.catalog import BUILTIN_MODELS
+from torchscale.catalog import BUILTIN_MODELS
 from torchscale.errors import ModelError, TorchScaleError
 from torchscale.models import (
     BUILTIN,

@@ -34,9 +34,9 @@ from torchscale.config.schema import (
     TrainingConfig,
 )
 from torchscale.errors import UsageError
-from torchscale.profiling import markers
 from torchscale.results.frame import cells_table, ranks_table
 from torchscale.results.schema import CellResult
+from torchscale.worker import markers
 from torchscale.worker.delay import RankDelays, parse_delay
 from torchscale.worker.measure import run_window
 from torchscale.worker.phases import FSDP_REASON, PHASES

@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from torchscale.cli.app import app
-from torchscale.profiling.result import ProfileAnalysis
+from torchscale.results.profile_schema import ProfileAnalysis
 from torchscale.results.versions import read_cell_result
 
 DELAY_MS = 50.0

@@ -28,6 +28,7 @@ from fake_nvml import (
 
 from torchscale import host
 from torchscale.launch.environment import is_inherited_distributed_var
+from torchscale.nvml import NvmlState, probe_nvml
 from torchscale.validate import checks_gpu, checks_software, checks_system, requirements, runner
 from torchscale.validate.checks_gpu import (
     check_cuda,
@@ -63,7 +64,6 @@ from torchscale.validate.checks_system import (
 )
 from torchscale.validate.context import TorchState, ValidateContext
 from torchscale.validate.model import CheckResult, Status, passed, skipped, warned
-from torchscale.validate.nvml import NvmlState, probe_nvml
 from torchscale.validate.smoke import check_smoke
 
 GIB = 2**30

@@ -1,4 +1,7 @@
-"""`python -m torchscale` is the same program as the `torchscale` console script."""
+"""`python -m torchscale` is the same program as the `torchscale` console script.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
 
 from torchscale.cli.app import main
 

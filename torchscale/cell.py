@@ -2,6 +2,8 @@
 
 The plan builds a `CellIdentity` for every cell; the worker spec and the result carry it whole,
 so the fields that say which measurement this is are written in one place and typed once.
+
+Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from torchscale.config.schema import HybridLayout, Precision, Schedule, Strategy
+from torchscale.catalog import HybridLayout, Precision, Schedule, Strategy
 
 Device = Literal["cuda", "cpu"]  # as resolved by the plan ('auto' is gone by then)
 Backend = Literal["nccl", "gloo"]

@@ -1,4 +1,7 @@
-"""Durations as people type them on a command line: `30s`, `2m`, `1h`, `45` (seconds)."""
+"""Durations as people type them on a command line: `30s`, `2m`, `1h`, `45` (seconds).
+
+Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 Pure functions over the validated config and a description of the machine. The plan resolves
 everything a cell needs (its identity, worker spec contents, launch settings, what is skipped
 and why), so the sweep only runs it and the whole plan is testable without launching anything.
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchscale.catalog import Precision, Strategy
 from torchscale.cell import (
     Backend,
     CellIdentity,
@@ -27,8 +30,6 @@ from torchscale.config.schema import (
     DataConfig,
     MeasurementConfig,
     ModelSpec,
-    Precision,
-    Strategy,
     TrainingConfig,
 )
 from torchscale.data.tasks import unsupported

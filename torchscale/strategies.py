@@ -15,6 +15,9 @@ The expansion is pure arithmetic. Whether a layout can train a model (heads and 
 divisible by tp, enough blocks for the stages, micro-batches dividing the batch) is judged by
 torchscale/parallel/layout.py on the model built on the meta device (`model_problem`): no
 memory, no process, before anything is launched.
+
+Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own,
+except the config's section types (debt: tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from torchscale.catalog import Precision, Strategy
 from torchscale.cell import ParallelShape
-from torchscale.config.schema import ModelSpec, ParallelConfig, Precision, Strategy
+from torchscale.config.schema import ModelSpec, ParallelConfig
 
 if TYPE_CHECKING:
     from torchscale.models.bundle import ModelBundle

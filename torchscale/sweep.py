@@ -4,6 +4,8 @@ Every cell ends as a result file (ok, failed, oom, timeout or skipped) before th
 summary.csv is rewritten after each cell, so an interrupted sweep keeps everything it finished
 and `--resume` picks up where it stopped. A write that fails (disk full) stops the sweep with
 ResultsError; results already written stay as they are.
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ from torchscale.analysis.cost import cell_cost
 from torchscale.cell import Status
 from torchscale.data.prepare import DataReady, prepare_data
 from torchscale.errors import ResultsError
-from torchscale.launch.failure import classify_failure
-from torchscale.launch.process import run_launch
+from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
 from torchscale.results.schema import CellError, CellResult, Cost
@@ -115,28 +116,19 @@ def run_cell(
     command = command_for(planned, spec_path, store.log_dir(cell_id), base_env)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     timeout = planned.launch.timeout_s
-    outcome = run_launch(command, timeout)
     # stale attempts were removed before launch: a result here was written by this launch,
-    # after every rank's measurement was gathered; a launch that then hangs in its shutdown
-    # and is killed at the timeout keeps it
-    result = store.read_attempt(cell_id)
-    if result is None:
-        failure = classify_failure(outcome, command, timeout)
-        result = unmeasured_result(planned, failure.status, failure.as_error(), planned.warnings)
+    # after every rank's measurement was gathered, and is kept however the launch ended
+    attempt = run_attempt(command, timeout, lambda: store.read_attempt(cell_id))
+    outcome = attempt.outcome
+    if attempt.written is None:
+        assert attempt.failure is not None
+        result = unmeasured_result(
+            planned, attempt.failure.status, attempt.failure.as_error(), planned.warnings
+        )
     else:
+        result = attempt.written
         store.commit_attempt(cell_id)  # rank 0's result is now safe in cells/
-        result.warnings = list(planned.warnings) + result.warnings
-        if outcome.timed_out:
-            result.warnings.append(
-                f"the ranks had not exited {timeout:g} s after the launch (the cell timeout) "
-                f"although the result was written: killed in their shutdown; measurement kept: "
-                f"see {command.log_dir}"
-            )
-        elif outcome.returncode != 0:  # e.g. a rank aborting in gloo teardown after the gather
-            result.warnings.append(
-                f"torchrun exited with {outcome.returncode} after the result was written "
-                f"(shutdown failure; measurement kept): see {command.log_dir}"
-            )
+        result.warnings = list(planned.warnings) + result.warnings + attempt.warnings
     result.launch = {
         "argv": command.argv,
         "env": command.env_overrides,
@@ -184,7 +176,7 @@ def run_sweep(
 ) -> SweepOutcome:
     hooks = hooks or SweepHooks()
     outcome = SweepOutcome()
-    store.write_config(plan.config)
+    store.write_config(plan.config.as_yaml())
     total = len(plan.cells)
     # the dataset every cell reads, made (or verified) once here: DataError stops the sweep
     # before any launch; nothing to do when no cell will launch (all skipped or resumed)

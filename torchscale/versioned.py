@@ -1,6 +1,9 @@
 """Reading torchscale's own versioned JSON files (cells, profile analyses, comm runs, max-batch
 searches): the checks every reader makes before validating, in one place, so each kind of file
-refuses a wrong kind, a bad version or a newer version with the same one-line reasons."""
+refuses a wrong kind, a bad version or a newer version with the same one-line reasons.
+
+Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
+"""
 
 from __future__ import annotations
 

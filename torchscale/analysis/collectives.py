@@ -33,7 +33,7 @@ class OpShape:
     factor: Literal["2(n-1)/n", "(n-1)/n", "1"]
 
 
-# keyed by the op names of torchscale.config.catalog.COLLECTIVES (a test keeps them equal)
+# keyed by the op names of torchscale.catalog.COLLECTIVES (a test keeps them equal)
 OPS: dict[str, OpShape] = {
     "all_reduce": OpShape(ranks_in_size=False, factor="2(n-1)/n"),
     "reduce_scatter": OpShape(ranks_in_size=True, factor="(n-1)/n"),

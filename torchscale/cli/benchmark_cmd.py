@@ -116,7 +116,7 @@ def _machine(config: BenchConfig) -> Machine:
 def _k8s(plan: Plan, store: ResultStore, dry_run: bool) -> int:
     """Write one manifest per cell (and the specs its pods read); with `apply: true` and no
     --dry-run, kubectl apply them. torchscale does not follow Kubernetes jobs."""
-    from torchscale.launch.k8s import apply_manifests, write_k8s_manifests
+    from torchscale.k8s import apply_manifests, write_k8s_manifests
 
     settings = plan.config.launcher.k8s
     if settings.apply and not dry_run:

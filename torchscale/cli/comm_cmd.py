@@ -227,8 +227,8 @@ def _run(
         parse_ops,
         run_comm,
     )
-    from torchscale.comm.sizes import parse_bytes
     from torchscale.results.store import check_output_dir as ensure_writable
+    from torchscale.units import parse_bytes
 
     chosen, ranks, notes = _resolve(device, gpus)
     upper = max_bytes or (GPU_MAX_BYTES if chosen == "cuda" else CPU_MAX_BYTES)

@@ -18,7 +18,7 @@ def list_catalog(
     """List built-in models with exact parameter counts, strategies, precisions, collectives."""
     from rich.table import Table
 
-    from torchscale.config.catalog import COLLECTIVES, PRECISIONS, STRATEGIES
+    from torchscale.catalog import COLLECTIVES, PRECISIONS, STRATEGIES
     from torchscale.config.schema import ModelSpec
     from torchscale.models import list_models
     from torchscale.strategies import supported_strategies

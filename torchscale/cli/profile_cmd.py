@@ -15,8 +15,8 @@ from torchscale.cli.options import VerbosityFlag
 from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
-    from torchscale.profiling.result import ProfileAnalysis
     from torchscale.profiling.session import ProfiledCell
+    from torchscale.results.profile_schema import ProfileAnalysis
 
 Target = Literal["sync_stalls", "comm", "compute", "memory", "all"]
 TARGET_HELP = (

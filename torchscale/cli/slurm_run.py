@@ -51,7 +51,7 @@ def run_slurm_sweep(plan: Plan, store: ResultStore, resume: bool) -> int:
 
     require_sbatch()
     check_nodes(plan, os.environ)
-    store.write_config(plan.config)
+    store.write_config(plan.config.as_yaml())
     store.write_environment(capture_environment())
     for what, on in (
         (

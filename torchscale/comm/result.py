@@ -36,7 +36,7 @@ class RankTime(_Model):
 class CommRow(_Model):
     """One op at one size, as one line of an nccl-tests table (one placement)."""
 
-    op: str = Field(description="torchscale.config.catalog.COLLECTIVES name")
+    op: str = Field(description="torchscale.catalog.COLLECTIVES name")
     size_bytes: int = Field(description="nccl-tests' S for this op (analysis/collectives.py)")
     count: int = Field(description="elements per rank (nccl-tests' count column)")
     dtype: str = Field(description="torch dtype name: float32, float16, bfloat16, ...")

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ValidationError
 
 from torchscale.config.paths import Path_, render_path
 from torchscale.config.schema import BenchConfig
-from torchscale.config.suggest import did_you_mean
 from torchscale.config.yaml_source import YamlIndex, parse_scalar, read_yaml
 from torchscale.errors import ConfigError, ConfigProblem
+from torchscale.suggest import did_you_mean
 
 REQUIRED_HINT = "a config needs at least experiment_name, models, batch_sizes and gpu_counts"
 

@@ -27,21 +27,22 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from torchscale.comm.sizes import parse_bytes
-from torchscale.config.catalog import BUILTIN_MODELS, is_plugin_model
-from torchscale.config.suggest import did_you_mean
+from torchscale.catalog import (
+    BUILTIN_MODELS,
+    Collective,
+    HybridLayout,
+    Precision,
+    Schedule,
+    Strategy,
+    is_plugin_model,
+)
 from torchscale.errors import UsageError
+from torchscale.suggest import did_you_mean
 from torchscale.thresholds import CV_WARN_THRESHOLD
+from torchscale.units import parse_bytes
 
-Precision = Literal["fp32", "amp", "bf16"]
-Strategy = Literal["ddp", "fsdp", "tp", "pp", "hybrid"]
-Schedule = Literal["gpipe", "1f1b", "interleaved_1f1b"]
-HybridLayout = Literal["fsdp_tp", "ddp_pp"]
 Device = Literal["auto", "cuda", "cpu"]
 Backend = Literal["auto", "nccl", "gloo"]
-Collective = Literal[
-    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv"
-]
 CommDtype = Literal["float32", "float16", "bfloat16"]
 
 T = TypeVar("T", bound=Hashable)
@@ -749,3 +750,9 @@ class BenchConfig(StrictModel):
         if self.launcher.kind == "k8s" and not self.launcher.k8s.image:
             raise ValueError("launcher.kind 'k8s' needs launcher.k8s.image")
         return self
+
+    def as_yaml(self) -> str:
+        """The resolved config as YAML that loads back to itself (the results' config.yaml)."""
+        from torchscale.config.yaml_source import dump_yaml
+
+        return dump_yaml(self.model_dump(mode="json"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from torchscale.config.catalog import is_plugin_model
+from torchscale.catalog import is_plugin_model
 
 Task = Literal["classification", "next-token", "masked-tokens", "seq2seq"]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import sysconfig
 import time
 from collections.abc import Iterable, Mapping
@@ -21,9 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from torchscale.launch.torchrun import DIAGNOSTICS_ENV
+from torchscale.rank_diagnostics import DIAGNOSTICS_ENV, STACK_SIGNAL, stack_file
 
-STACK_SIGNAL = signal.SIGUSR1  # what worker/diagnostics.py registers faulthandler on
 STACK_WAIT_S = 2.0
 _PID_FILE = re.compile(r"^rank(\d+)\.pid$")  # pid_file()
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)\b.*\(most recent call first\):")
@@ -38,14 +36,6 @@ _MAIN_ENTRIES = frozenset({"<module>", "_run_module_as_main"})
 
 
 # ------------------------------------------------------------------------- asking for stacks
-
-
-def pid_file(directory: Path, rank: int) -> Path:
-    return directory / f"rank{rank}.pid"
-
-
-def stack_file(directory: Path, rank: int) -> Path:
-    return directory / f"rank{rank}.stacks.txt"
 
 
 def read_pids(directory: Path) -> dict[int, int]:

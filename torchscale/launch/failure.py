@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchscale.cell import Status
-from torchscale.launch.diagnose import HangDiagnosis, diagnose_hang, locate, stack_file
+from torchscale.launch.diagnose import HangDiagnosis, diagnose_hang, locate
 from torchscale.launch.process import ProcessOutcome
 from torchscale.launch.torchrun import LaunchCommand
+from torchscale.rank_diagnostics import stack_file
 from torchscale.results.schema import CellError
 from torchscale.signals import signal_name
 

@@ -17,9 +17,8 @@ from pathlib import Path
 
 from torchscale.cell import Device
 from torchscale.launch.environment import child_environment
+from torchscale.rank_diagnostics import DIAGNOSTICS_ENV
 
-# where a rank writes its pid and, on request, its stacks (read by launch/diagnose.py)
-DIAGNOSTICS_ENV = "TORCHSCALE_DIAGNOSTICS_DIR"
 # NCCL flight recorder: ring buffer of recent collectives per rank, dumped on timeout / request
 FLIGHT_RECORDER_ENTRIES = "2000"
 # the rendezvous of a launch on this node alone

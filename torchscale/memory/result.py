@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from torchscale.catalog import Precision, Strategy
 from torchscale.cell import Backend, Device
-from torchscale.config.schema import Precision, Strategy
 from torchscale.memory.search import Phase, ProbeKind, SearchOutcome
 from torchscale.versioned import read_json, version_problem
 

@@ -117,7 +117,7 @@ def visible_device_total_bytes(env: Mapping[str, str]) -> tuple[int | None, str 
     NVML's total is the whole device: slightly more than torch's total_memory, which leaves
     out what the driver keeps for itself.
     """
-    from torchscale.validate.nvml import probe_nvml
+    from torchscale.nvml import probe_nvml
 
     visible = [t.strip() for t in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if t.strip()]
     if any(t.startswith("MIG-") for t in visible):

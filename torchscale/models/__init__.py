@@ -1,6 +1,8 @@
 """The model zoo: built-in architectures in plain torch.nn, plug-in loading, and the registry.
 
 Everything the train loop needs from a model comes as a ModelBundle from `build_model`.
+
+Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from torchscale.models.bundle import ModelBundle, call_model

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from torchscale.config.catalog import is_plugin_model
+from torchscale.catalog import is_plugin_model
 from torchscale.errors import ModelError
 from torchscale.models.bundle import ModelBundle
 

@@ -1,6 +1,6 @@
 """The built-in model zoo: names, what each one is, its default options, and how to build it.
 
-The names and accepted option names must equal `torchscale.config.catalog.BUILTIN_MODELS`
+The names and accepted option names must equal `torchscale.catalog.BUILTIN_MODELS`
 (kept apart so config validation never imports torch); tests hold the two together. Here an
 entry's accepted options are exactly the keys of its defaults, so an option can never be
 accepted without a documented default.
@@ -14,13 +14,13 @@ from typing import Any
 
 import torch
 
-from torchscale.config.catalog import is_plugin_model
-from torchscale.config.suggest import did_you_mean
+from torchscale.catalog import is_plugin_model
 from torchscale.errors import ModelError
 from torchscale.models import bert, gpt2, resnet, tiny, transformer, vit
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.options import positive_int, probability
 from torchscale.models.plugin import load_plugin
+from torchscale.suggest import did_you_mean
 
 
 @dataclass(frozen=True)

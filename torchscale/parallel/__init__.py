@@ -2,6 +2,8 @@
 
 `ParallelLayout` says how the ranks divide, `infeasible` whether a model can run that way, and
 `parallelize` turns a built model into what one rank trains (torchscale/parallel/setup.py).
+
+Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from torchscale.parallel.layout import ParallelLayout, infeasible, layout_problem

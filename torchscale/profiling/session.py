@@ -18,12 +18,11 @@ from typing import Literal
 from torchscale.cell import Status
 from torchscale.config.schema import ProfilingConfig
 from torchscale.errors import LaunchError, ResultsError, TorchScaleError, describe_os_error
-from torchscale.launch.failure import classify_failure
-from torchscale.launch.process import run_launch
+from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
-from torchscale.profiling.result import ProfileAnalysis
 from torchscale.profiling.trigger import Selected
+from torchscale.results.profile_schema import ProfileAnalysis
 from torchscale.results.schema import CellResult
 from torchscale.results.store import ResultStore
 from torchscale.results.versions import read_cell_result
@@ -102,6 +101,11 @@ def _nsys_wrap(command: LaunchCommand, directory: Path) -> LaunchCommand:
     return wrap_launch(command, nsys, directory / "capture", gpu=gpu, tmp_dir=directory / "tmp")
 
 
+def _written_result(path: Path) -> CellResult | None:
+    """The result rank 0 wrote, or None when it wrote none (or none that reads)."""
+    return read_cell_result(path).result if path.exists() else None
+
+
 def launch_profiled(
     planned: PlannedCell,
     store: ResultStore,
@@ -130,14 +134,19 @@ def launch_profiled(
     if request.tool == "nsys":
         command = _nsys_wrap(command, directory)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    outcome = run_launch(command, planned.launch.timeout_s)
-    result = None
-    if not outcome.timed_out and (directory / "result.json").exists():
-        read = read_cell_result(directory / "result.json")
-        result = read.result
-    if result is None:
-        failure = classify_failure(outcome, command, planned.launch.timeout_s)
+    # the directory was emptied before the launch: a result.json here is this launch's, and
+    # is kept even when the ranks then hung in their shutdown (as a sweep keeps it)
+    attempt = run_attempt(
+        command, planned.launch.timeout_s, lambda: _written_result(directory / "result.json")
+    )
+    outcome = attempt.outcome
+    if attempt.written is None:
+        assert attempt.failure is not None
+        failure = attempt.failure
         result = CellResult(cell=planned.cell, status=failure.status, error=failure.as_error())
+    else:
+        result = attempt.written
+        result.warnings = result.warnings + attempt.warnings
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)
     result.launch = {"argv": command.argv, "env": command.env_overrides}

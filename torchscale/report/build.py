@@ -7,15 +7,12 @@ One function per section (`report.sections.<id>.build(ctx)`) over a shared `Cont
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal
 
 import torchscale
-from torchscale.errors import UsageError
 from torchscale.report.model import Chart, Report, Section, Source, Table
+from torchscale.report.request import ReportOptions
 from torchscale.report.sections import (
     appendix,
     bottlenecks,
@@ -33,23 +30,6 @@ from torchscale.report.sections.context import make_context
 from torchscale.report.sections.findings import collect_findings
 from torchscale.report.sections.limits import cap_chart
 from torchscale.report.sources import Sources
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    """How to build a report. `generated_at` None: now (UTC, ISO 8601); fix it for a
-    reproducible report. Regressions against a baseline are decided by one stated rule
-    (`analysis.baseline.RULE`, docs/regressions.md), not by an option."""
-
-    title: str | None = None
-    cost_per_gpu_hour: float | None = None  # every result set (overrides stored prices)
-    generated_at: str | None = None
-    prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> its price
-
-    def __post_init__(self) -> None:
-        for price in [self.cost_per_gpu_hour, *self.prices.values()]:
-            if price is not None and (not math.isfinite(price) or price < 0):
-                raise UsageError(f"--cost-per-gpu-hour must be a number >= 0, not {price}")
 
 
 def default_title(sources: Sources, baseline: Sources | None) -> str:

@@ -95,7 +95,8 @@ def check_request(request: ReportRequest) -> None:
 
 def generate(request: ReportRequest) -> ReportOutcome:
     """Build and render one report; write it unless it is terminal output without --output."""
-    from torchscale.report.build import ReportOptions, build_report
+    from torchscale.report.build import build_report
+    from torchscale.report.request import ReportOptions
     from torchscale.report.sources import read_sources
 
     check_request(request)

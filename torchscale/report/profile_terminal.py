@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.cell import Status
-from torchscale.profiling.result import FindingFigures, ProfileAnalysis
 from torchscale.report.estimates import plus_minus, with_interval
 from torchscale.report.terminal import Level, Line, cell_lines
+from torchscale.results.profile_schema import FindingFigures, ProfileAnalysis
 from torchscale.results.schema import Attribution, CellResult, Estimate, StepPart
 
 PART_LABELS = {

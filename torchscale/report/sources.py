@@ -23,9 +23,9 @@ from pydantic import ValidationError
 from torchscale.comm.result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
 from torchscale.errors import ResultsError, describe_os_error
 from torchscale.memory.result import MAX_BATCH_DIR, MaxBatchResult, read_max_batch
-from torchscale.profiling.result import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.report.model import Skipped
 from torchscale.results.experiment import Experiment, load
+from torchscale.results.profile_schema import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.results.schema import CellResult
 from torchscale.results.versions import read_cell_result
 from torchscale.versioned import read_json, version_problem

@@ -2,6 +2,9 @@
 
 `load` and `Experiment` are imported lazily so that the worker ranks, which only write results,
 never pay for importing pandas.
+
+Layer 1 (contracts) of docs/architecture.md: imports only other contracts, except the
+derived columns `load` adds with analysis functions (debt: tests/test_architecture.py).
 """
 
 from __future__ import annotations

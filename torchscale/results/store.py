@@ -19,18 +19,30 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from torchscale.atomic import write_text_atomic
-from torchscale.config.schema import BenchConfig
-from torchscale.config.yaml_source import dump_yaml
 from torchscale.errors import OutputDirError, ResultsError, describe_os_error
 from torchscale.results.schema import CellResult
 from torchscale.results.versions import read_cell_result
-from torchscale.worker.spec import WorkerSpec
 
 log = logging.getLogger(__name__)
 PROBE_NAME = ".torchscale-write-probe"
+
+
+class _Named(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class CellSpec(Protocol):
+    """What `write_spec` needs of a rank's spec (`worker.spec.WorkerSpec`): its cell's id and
+    its JSON. A protocol, so the results layout (layer 1) does not import the rank side."""
+
+    @property
+    def cell(self) -> _Named: ...
+
+    def model_dump_json(self, *, indent: int | None = None) -> str: ...
 
 
 def check_output_dir(root: Path) -> None:
@@ -90,8 +102,9 @@ class ResultStore:
         except OSError as exc:
             raise ResultsError(f"cannot write {path}: {describe_os_error(exc)}") from None
 
-    def write_config(self, config: BenchConfig) -> None:
-        self.write_text(self.root / "config.yaml", dump_yaml(config.model_dump(mode="json")))
+    def write_config(self, config_yaml: str) -> None:
+        """The experiment's resolved config (`BenchConfig.as_yaml()`) as config.yaml."""
+        self.write_text(self.root / "config.yaml", config_yaml)
 
     def write_environment(self, environment: dict[str, Any]) -> None:
         self.write_text(self.root / "env.json", json.dumps(environment, indent=2))
@@ -99,7 +112,9 @@ class ResultStore:
     def write_cell(self, result: CellResult) -> Path:
         return self.write_text(self.cell_path(result.cell_id), result.model_dump_json(indent=2))
 
-    def write_spec(self, spec: WorkerSpec) -> Path:
+    def write_spec(self, spec: CellSpec) -> Path:
+        """A rank's spec (`worker.spec.WorkerSpec`, or any model that names its cell) as JSON
+        beside the cell: the store knows the layout, not what a rank reads."""
         return self.write_text(self.spec_path(spec.cell.id), spec.model_dump_json(indent=2))
 
     def prepare_cell(self, cell_id: str) -> None:

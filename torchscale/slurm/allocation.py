@@ -14,16 +14,24 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from torchscale.comm.from_config import section_request
 from torchscale.comm.launch import CommRequest
 from torchscale.config.schema import CommConfig, SlurmConfig
 from torchscale.plan import LaunchSettings, PlannedCell
 from torchscale.results.store import ResultStore
-from torchscale.slurm.preflight import comm_preflight
 from torchscale.worker.spec import WorkerSpec
 
 ALLOCATION_KIND = "torchscale.slurm_allocation"
 ALLOCATION_VERSION = 1
 DRIVER_MODULE = "torchscale.slurm.driver"
+
+
+def comm_preflight(section: CommConfig, cells: list[PlannedCell]) -> CommRequest:
+    """The sweep of `section` on every node of the allocation, as many ranks per node as its
+    widest cell, on the cells' device (the allocation's cells share one device type)."""
+    widest = max(cells, key=lambda p: p.launch.nproc_per_node)
+    ranks = widest.launch.nproc_per_node * widest.launch.nnodes
+    return section_request(section, widest, ranks)
 
 
 class AllocationCell(BaseModel):

@@ -21,13 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.cell import Device
-from torchscale.comm.from_config import section_request
 from torchscale.comm.launch import CommRequest, comm_launch, new_run_id, run_comm
 from torchscale.comm.result import CommResult
-from torchscale.config.schema import CommConfig
 from torchscale.errors import TorchScaleError
 from torchscale.launch.process import run_logged
-from torchscale.plan import PlannedCell
 from torchscale.slurm.progress import Progress, write_progress
 from torchscale.slurm.step import StepPlace, free_port, rendezvous_flags, srun_wrap
 
@@ -36,14 +33,6 @@ if TYPE_CHECKING:
 
 PREFLIGHT_DIR = "preflight"
 VALIDATE_TIMEOUT_S = 600.0
-
-
-def comm_preflight(section: CommConfig, cells: list[PlannedCell]) -> CommRequest:
-    """The sweep of `section` on every node of the allocation, as many ranks per node as its
-    widest cell, on the cells' device (the allocation's cells share one device type)."""
-    widest = max(cells, key=lambda p: p.launch.nproc_per_node)
-    ranks = widest.launch.nproc_per_node * widest.launch.nnodes
-    return section_request(section, widest, ranks)
 
 
 def validate_argv(nodes: int, python: str, device: Device, directory: Path) -> list[str]:

@@ -14,9 +14,9 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from torchscale.nvml import nvml_error_name
 from torchscale.telemetry.reasons import read_clock_reasons
 from torchscale.telemetry.samples import GPU_FIELDS, GPU_PROCESSES, EdgeReading
-from torchscale.validate.nvml import nvml_error_name
 
 ENERGY = "energy_j"  # the unavailable key of the energy counter
 # errors that say the query will never answer on this GPU and driver

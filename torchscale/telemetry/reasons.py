@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchscale.validate.nvml import nvml_error_name
+from torchscale.nvml import nvml_error_name
 
 # NVML clock event ("throttle") reason bits; names as in nvml.h
 CLOCK_REASONS: dict[int, str] = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchscale.nvml import NvmlGpu, NvmlState, call
 from torchscale.telemetry.reasons import (
     HARMLESS_REASONS,
     decode_clock_reasons,
@@ -17,7 +18,6 @@ from torchscale.telemetry.reasons import (
 from torchscale.validate.checks_software import NEEDS_TORCH, torch_build
 from torchscale.validate.context import ValidateContext
 from torchscale.validate.model import CheckResult, failed, passed, skipped, warned
-from torchscale.validate.nvml import NvmlGpu, NvmlState, call
 
 CPU_SKIP = "--device cpu: GPU checks are not run"
 NO_GPU = "no GPU visible"

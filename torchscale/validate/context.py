@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Literal
 
 from torchscale import host
-from torchscale.validate.nvml import NvmlState, probe_nvml
+from torchscale.nvml import NvmlState, probe_nvml
 
 Device = Literal["cuda", "cpu"]
 

@@ -5,7 +5,7 @@ tensor parallelism cannot run without its all-reduces, and they sit inside forwa
 backward where no phase timer can tell them from compute. So every rank of a cell with tp > 1
 runs PROBE_WARMUP + PROBE_STEPS more steps under torch.profiler once its windows are done (the
 windows are never profiled), exports its trace to a private temporary directory, reduces it
-with the same per-rank reducer `torchscale profile` uses (torchscale/profiling/analyze.py) and
+with the same per-rank reducer `torchscale profile` uses (torchscale/analysis/trace/reduce.py) and
 deletes it. Rank 0 combines the reductions: collectives matched across ranks split the exposed
 communication into waiting for a late peer and transfer (docs/strategies.md).
 
@@ -26,7 +26,7 @@ from torchscale.errors import TorchScaleError
 from torchscale.results.schema import ProfiledComm
 
 if TYPE_CHECKING:
-    from torchscale.profiling.analyze import RankReduction
+    from torchscale.analysis.trace.reduce import RankReduction
     from torchscale.worker.trainer import Trainer
 
 PROBE_WARMUP = 1  # profiled but discarded: the profiler's own first-step cost
@@ -55,9 +55,9 @@ def probe_rank(trainer: Trainer, rank: int) -> RankReduction | str:
     """Profile this rank's extra steps and reduce its trace; a one-line reason on failure.
 
     Every rank must call it (the capture starts with a barrier)."""
-    from torchscale.profiling.analyze import reduce_rank
-    from torchscale.profiling.capture import capture, trace_name
+    from torchscale.analysis.trace.reduce import reduce_rank
     from torchscale.traces.kineto import read_kineto
+    from torchscale.worker.capture import capture, trace_name
     from torchscale.worker.spec import ProfileSpec
 
     directory = Path(tempfile.mkdtemp(prefix=f"torchscale-tp-comm-rank{rank}-"))
@@ -79,7 +79,7 @@ def profiled_comm(
     reductions: Mapping[int, RankReduction | str | None], scope_text: str
 ) -> tuple[ProfiledComm | None, str | None]:
     """Rank 0: the figures from every rank's reduction, or why there are none (pure)."""
-    from torchscale.profiling.analyze import combine, share_pct
+    from torchscale.analysis.trace.reduce import combine, share_pct
 
     problems = [r for r in reductions.values() if isinstance(r, str)]
     if problems:

@@ -15,7 +15,7 @@ last micro-batch (the one whose backward synchronises gradients). Where exactly:
 - optimizer: inside the optimizer phase, before optimizer.step().
 
 The sleep is a host sleep wrapped in a `torchscale:injected_delay` range (see
-torchscale/profiling/markers.py), so trace analyses count it as work of its phase, not as idle
+torchscale/worker/markers.py), so trace analyses count it as work of its phase, not as idle
 time. On CUDA it delays every kernel launched after it; kernels already queued keep the GPU busy
 meanwhile, so the GPU-side delay is the sleep less what was queued (negligible for tens of ms).
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from torchscale.errors import UsageError
-from torchscale.profiling import markers
+from torchscale.worker import markers
 from torchscale.worker.spec import DELAY_PHASES, MAX_DELAY_MS, DelaySpec
 
 if TYPE_CHECKING:

@@ -75,8 +75,7 @@ def install(env: Mapping[str, str] | None = None) -> Path | None:
     that will dump on SIGUSR1 rather than die of it (its default action).
     """
     # here, not at the top: they import the config schema, too late for die_with_torchrun
-    from torchscale.launch.diagnose import STACK_SIGNAL, pid_file, stack_file
-    from torchscale.launch.torchrun import DIAGNOSTICS_ENV
+    from torchscale.rank_diagnostics import DIAGNOSTICS_ENV, STACK_SIGNAL, pid_file, stack_file
 
     env = os.environ if env is None else env
     die_with_torchrun(env)  # idempotent: the worker did it before importing torch

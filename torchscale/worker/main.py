@@ -2,7 +2,7 @@
 
 Rank 0 gathers every rank's measurements (outside the timed windows) and writes the cell's
 result and per-step records atomically. With a profile in the spec, every rank first runs the
-profiled steps (torchscale/profiling/capture.py), after its measured windows. Under
+profiled steps (torchscale/worker/capture.py), after its measured windows. Under
 torchelastic's @record, an exception in any rank lands in the error file the sweep reads to name
 the root cause (and to tell an OOM).
 """
@@ -31,8 +31,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.atomic import write_text_atomic
 from torchscale.models import parameter_count
-from torchscale.profiling.capture import capture
 from torchscale.worker.aggregate import CellFacts, aggregate
+from torchscale.worker.capture import capture
 from torchscale.worker.environment import capture_environment
 from torchscale.worker.measure import RankMeasurement, Window, measure
 from torchscale.worker.peaks import Peak, cell_peak, read_tf32_settings

@@ -75,7 +75,7 @@ class RankMeasurement:
     telemetry: RankTelemetry | None = None  # None: measurement.telemetry.enabled is false
     allocator: AllocatorStats | None = None  # CUDA only
     compile_s: float | None = None  # training.compile: dynamo's compile time in the warm-up
-    # tp > 1: this rank's reduced profiled steps (profiling.analyze.RankReduction) or why none
+    # tp > 1: this rank's reduced profiled steps (analysis.trace.reduce.RankReduction) or why none
     comm_probe: Any = None
 
 

@@ -20,7 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.data.pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
 from torchscale.models import ModelBundle, build_model, call_model
-from torchscale.profiling import markers
+from torchscale.worker import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
 from torchscale.worker.phases import PhaseRecorder
 from torchscale.worker.precision import (
@@ -334,7 +334,7 @@ class Trainer:
         `eager` runs the model without torch.compile's wrapper (for the FLOP count, which
         cannot see inside a compiled graph). `phases` records the phase boundaries
         (torchscale/worker/phases.py). Phase ranges go to whichever profiler listens
-        (torchscale/profiling/markers.py; none in the measured windows), and a delay injected
+        (torchscale/worker/markers.py; none in the measured windows), and a delay injected
         on this rank sleeps in its phase (torchscale/worker/delay.py).
         """
         if self.runner is not None:

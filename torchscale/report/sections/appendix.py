@@ -9,7 +9,6 @@ from typing import Any
 import yaml
 
 import torchscale
-from torchscale.profiling.result import ANALYSIS_SCHEMA_VERSION
 from torchscale.report.model import (
     REPORT_SCHEMA_VERSION,
     Block,
@@ -22,6 +21,7 @@ from torchscale.report.model import (
 )
 from torchscale.report.sections.context import Context, col
 from torchscale.report.sources import ExperimentSource
+from torchscale.results.profile_schema import ANALYSIS_SCHEMA_VERSION
 from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.thresholds import CV_WARN_THRESHOLD
 

@@ -11,7 +11,6 @@ import re
 import statistics
 from typing import Any
 
-from torchscale.profiling.result import ProfileAnalysis
 from torchscale.report.estimates import plus_minus, value_format
 from torchscale.report.model import (
     Block,
@@ -27,6 +26,7 @@ from torchscale.report.model import (
 )
 from torchscale.report.sections.context import Context, ProfileRef, col, fmt, records, slug
 from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
+from torchscale.results.profile_schema import ProfileAnalysis
 from torchscale.results.schema import CellResult
 
 WARNING_KINDS = (

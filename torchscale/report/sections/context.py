@@ -24,7 +24,7 @@ from torchscale.results.frame import COLUMNS
 from torchscale.results.schema import CellResult
 
 if TYPE_CHECKING:
-    from torchscale.report.build import ReportOptions
+    from torchscale.report.request import ReportOptions
 
 CELL_COLUMNS = ["experiment", *COLUMNS, "schema_version"]
 SORT_COLUMNS = [

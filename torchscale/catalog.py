@@ -1,4 +1,6 @@
-"""Names the config may refer to: built-in models and the options each one accepts.
+"""Layer 1 (contracts): the names a config may refer to, which cells and results carry too:
+built-in models and the options each one accepts, precisions, strategies, pipeline schedules,
+hybrid layouts and collectives (one source for each).
 
 Kept apart from the model code so that validating a config never imports torch. The model
 registry (torchscale.worker) must define exactly these names; a test holds the two together.
@@ -7,6 +9,7 @@ registry (torchscale.worker) must define exactly these names; a test holds the t
 from __future__ import annotations
 
 import re
+from typing import Literal, get_args
 
 VISION_OPTIONS = frozenset({"image_size", "num_classes"})
 LM_OPTIONS = frozenset({"seq_len"})
@@ -45,17 +48,17 @@ BUILTIN_MODELS: dict[str, frozenset[str]] = {
 # "package.module:factory" plugs in a user model (the factory returns model, batch maker, loss)
 PLUGIN_MODEL_PATTERN = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
-PRECISIONS = ("fp32", "amp", "bf16")
-STRATEGIES = ("ddp", "fsdp", "tp", "pp", "hybrid")
-COLLECTIVES = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "broadcast",
-    "reduce",
-    "all_to_all",
-    "send_recv",
-)
+# the names a config, a cell and a result share: each a type, and its values as a tuple
+Precision = Literal["fp32", "amp", "bf16"]
+Strategy = Literal["ddp", "fsdp", "tp", "pp", "hybrid"]
+Schedule = Literal["gpipe", "1f1b", "interleaved_1f1b"]
+HybridLayout = Literal["fsdp_tp", "ddp_pp"]
+Collective = Literal[
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv"
+]
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
+COLLECTIVES: tuple[Collective, ...] = get_args(Collective)
 
 
 def is_plugin_model(name: str) -> bool:

@@ -18,6 +18,8 @@ The results PersistentVolumeClaim is the host's output directory (the parent of 
 root): rank 0 writes `cells/<id>.json` and `steps/<id>.jsonl` under `<mount>/<experiment>/`
 and reads its spec from `<mount>/<experiment>/k8s/specs/<id>.json`, which
 `write_k8s_manifests` writes beside the manifests.
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

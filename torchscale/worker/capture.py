@@ -5,7 +5,7 @@ its windows are done (same model, same batch, same injected delays):
 
 - tool "torch": under `torch.profiler.profile(schedule=schedule(wait, warmup, active))`, CPU
   activity always and CUDA activity on GPUs, with the phases marked by `record_function`
-  ranges (torchscale/profiling/markers.py) and torch.profiler's own `ProfilerStep#<n>` ranges.
+  ranges (torchscale/worker/markers.py) and torch.profiler's own `ProfilerStep#<n>` ranges.
   The trace is written compressed to `<trace_dir>/rank<k>.trace.json.gz` (torch's
   export_chrome_trace gzips a path ending in .gz), atomically: exported under a temporary name in
   the same directory, fsynced, renamed.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchscale.atomic import write_text_atomic
-from torchscale.profiling import markers
+from torchscale.worker import markers
 
 if TYPE_CHECKING:
     from torchscale.worker.spec import ProfileSpec

@@ -1,4 +1,7 @@
-"""Did-you-mean hints for misspelt keys and names."""
+"""Did-you-mean hints for misspelt keys and names.
+
+Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
+"""
 
 from __future__ import annotations
 

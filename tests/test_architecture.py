@@ -1,0 +1,246 @@
+"""The layers of docs/architecture.md, enforced: every import inside `torchscale/` (module level,
+inside functions and under TYPE_CHECKING alike: a hidden import is still a dependency) points
+down the layers or stays in its layer, and no packages or files import each other in a loop.
+
+What does not hold yet is listed below with why (the debt of issue 23). The lists must match
+the code exactly: a new upward import or loop fails, and so does an entry that no longer exists
+(the debt only shrinks: delete the entry with the import that paid it).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "torchscale"
+
+# unit (a subpackage or a top-level module of torchscale) -> layer; docs/architecture.md
+LAYERS: dict[str, int] = {
+    # 1 contracts and utilities: what every process role shares
+    **dict.fromkeys(
+        [
+            "errors",
+            "atomic",
+            "units",
+            "catalog",
+            "suggest",
+            "rank_diagnostics",
+            "durations",
+            "versioned",
+            "thresholds",
+            "host",
+            "signals",
+            "nvml",
+            "cell",
+            "results",
+        ],
+        1,
+    ),
+    # 2 rank side (inside every torchrun rank) and offline side (traces, analysis), beside
+    # each other
+    **dict.fromkeys(
+        ["worker", "models", "parallel", "data", "telemetry", "strategies", "traces", "analysis"],
+        2,
+    ),
+    # 3 host orchestration: the parent process that plans, launches and collects
+    **dict.fromkeys(
+        [
+            "config",
+            "plan",
+            "launch",
+            "sweep",
+            "slurm",
+            "k8s",
+            "comm",
+            "memory",
+            "profiling",
+            "validate",
+        ],
+        3,
+    ),
+    # 4 presentation
+    **dict.fromkeys(["report", "cli", "__main__"], 4),
+}
+LAYER_NAMES = {1: "contracts", 2: "rank side and offline", 3: "orchestration", 4: "presentation"}
+
+# (importing unit, imported unit) -> why it still runs upward
+CONFIG_SECTIONS = (
+    "the config's section models (DataConfig, TelemetryConfig, ModelSpec, ParallelConfig) "
+    "travel to the ranks inside WorkerSpec; next step: the plan hands the rank resolved "
+    "settings of its own (a contract), not config sections"
+)
+UPWARD_DEBT: dict[tuple[str, str], str] = {
+    ("data", "config"): CONFIG_SECTIONS,
+    ("strategies", "config"): CONFIG_SECTIONS,
+    ("telemetry", "config"): CONFIG_SECTIONS,
+    ("worker", "config"): CONFIG_SECTIONS,
+    ("results", "analysis"): "`results.load` adds derived columns (reliability, scaling "
+    "efficiency and its interval) with analysis functions; next step: the loader reads, the "
+    "analysis layer derives",
+}
+# package loops (sorted units) -> why
+PACKAGE_LOOP_DEBT: dict[tuple[str, ...], str] = {
+    ("analysis", "results"): "the same derived columns of `results.load` (UPWARD_DEBT)",
+}
+# file loops (sorted modules) -> why
+FILE_LOOP_DEBT: dict[tuple[str, ...], str] = {}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, module: str, known: set[str] | None = None) -> set[str]:
+    """Every torchscale module `path` imports, wherever the import statement stands.
+    `from pkg import name`: the module pkg.name where `known` has it (the arrow goes to the
+    submodule, not through the package's __init__), else pkg."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                found.add(submodule if known is not None and submodule in known else target)
+                if known is None:
+                    found.add(submodule)
+    return {name for name in found if name == "torchscale" or name.startswith("torchscale.")}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        graph[name] = {t for t in _imports(path, name, set(modules)) if t in modules and t != name}
+    return graph
+
+
+def unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "torchscale"
+
+
+def _loops(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
+    """Strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[tuple[str, ...]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(tuple(sorted(component)))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+GRAPH = _graph()
+UNITS = {unit(m) for m in GRAPH} - {"torchscale"}
+
+
+def upward_imports() -> dict[tuple[str, str], list[str]]:
+    """(importing unit, imported unit) -> 'file -> module' lines, for imports up the layers."""
+    found: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for module, targets in GRAPH.items():
+        for target in targets:
+            a, b = unit(module), unit(target)
+            if a != b and a in LAYERS and b in LAYERS and LAYERS[b] > LAYERS[a]:
+                found[(a, b)].append(f"{module} -> {target}")
+    return dict(found)
+
+
+def package_graph() -> dict[str, set[str]]:
+    units: dict[str, set[str]] = defaultdict(set)
+    for module, targets in GRAPH.items():
+        for target in targets:
+            if unit(module) != unit(target):
+                units[unit(module)].add(unit(target))
+    return dict(units)
+
+
+def test_every_unit_has_a_layer() -> None:
+    assert sorted(UNITS - set(LAYERS)) == [], "give each new package a layer (and its docstring)"
+    assert sorted(set(LAYERS) - UNITS) == [], "a layer entry for a unit that no longer exists"
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    found = upward_imports()
+    new = {k: v for k, v in found.items() if k not in UPWARD_DEBT}
+    assert new == {}, "imports up the layers (docs/architecture.md says where things go)"
+    paid = sorted(set(UPWARD_DEBT) - set(found))
+    assert paid == [], "paid debt: remove these entries from UPWARD_DEBT"
+
+
+def test_no_packages_import_each_other() -> None:
+    loops = _loops(package_graph())
+    assert [loop for loop in loops if loop not in PACKAGE_LOOP_DEBT] == []
+    assert [loop for loop in PACKAGE_LOOP_DEBT if loop not in loops] == [], "paid: remove them"
+
+
+def test_no_files_import_each_other() -> None:
+    loops = _loops(GRAPH)
+    assert [loop for loop in loops if loop not in FILE_LOOP_DEBT] == []
+    assert [loop for loop in FILE_LOOP_DEBT if loop not in loops] == [], "paid: remove them"
+
+
+@pytest.mark.parametrize("name", sorted(UNITS))
+def test_each_package_says_its_layer(name: str) -> None:
+    path = PACKAGE / name / "__init__.py"
+    if not path.exists():
+        path = PACKAGE / f"{name}.py"
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    layer = LAYERS[name]
+    said = re.search(r"Layer (\d)", doc)
+    assert said is not None, (
+        f"{path}: its docstring should say 'Layer {layer} ({LAYER_NAMES[layer]})'"
+    )
+    assert int(said.group(1)) == layer, f"{path} says layer {said.group(1)}, the map {layer}"
+
+
+def test_the_checker_sees_hidden_imports(tmp_path: Path) -> None:
+    # a function-level and a TYPE_CHECKING import count like any other
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from torchscale.report import model\n"
+        "def f():\n    import torchscale.cli.app\n    from . import sibling\n",
+        encoding="utf-8",
+    )
+    found = _imports(source, "torchscale.worker.mod")
+    assert {"torchscale.report.model", "torchscale.cli.app", "torchscale.worker.sibling"} <= found
+    assert _loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [("a", "b", "c")]
