@@ -41,7 +41,7 @@ def worker(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     from torchscale.cell import CellIdentity
-    from torchscale.config.schema import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+    from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
     from torchscale.worker.measure import run_window, warm_up
     from torchscale.worker.phases import trainable
     from torchscale.worker.spec import WorkerSpec

@@ -43,7 +43,7 @@ def worker(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     from torchscale.cell import CellIdentity
-    from torchscale.config.schema import (
+    from torchscale.cell_settings import (
         DataConfig,
         MeasurementConfig,
         ModelSpec,
@@ -142,7 +142,7 @@ def sample_cost(device: str, no_nvml: bool, samples: int = 500) -> tuple[float, 
     source names. Wall beyond CPU is time in the driver, with the GIL released."""
     import torch
 
-    from torchscale.config.schema import TelemetryConfig
+    from torchscale.cell_settings import TelemetryConfig
     from torchscale.telemetry.process_source import ProcessSource
     from torchscale.telemetry.rank import rank_sampler
     from torchscale.telemetry.samples import WindowSamples

@@ -18,7 +18,7 @@ import pytest
 from torchscale.analysis.scaling import add_scaling_efficiency
 from torchscale.analysis.stats import median_and_spread, scaling_efficiency, step_stats
 from torchscale.cell import CellIdentity
-from torchscale.config.schema import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
 from torchscale.results.schema import CellResult
 from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.measure import RankMeasurement, Window

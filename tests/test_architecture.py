@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
             "catalog",
             "suggest",
             "rank_diagnostics",
+            "cell_settings",
             "durations",
             "versioned",
             "thresholds",
@@ -68,19 +69,10 @@ LAYERS: dict[str, int] = {
 LAYER_NAMES = {1: "contracts", 2: "rank side and offline", 3: "orchestration", 4: "presentation"}
 
 # (importing unit, imported unit) -> why it still runs upward
-CONFIG_SECTIONS = (
-    "the config's section models (DataConfig, TelemetryConfig, ModelSpec, ParallelConfig) "
-    "travel to the ranks inside WorkerSpec; next step: the plan hands the rank resolved "
-    "settings of its own (a contract), not config sections"
-)
 UPWARD_DEBT: dict[tuple[str, str], str] = {
-    ("data", "config"): CONFIG_SECTIONS,
-    ("strategies", "config"): CONFIG_SECTIONS,
-    ("telemetry", "config"): CONFIG_SECTIONS,
-    ("worker", "config"): CONFIG_SECTIONS,
     ("results", "analysis"): "`results.load` adds derived columns (reliability, scaling "
     "efficiency and its interval) with analysis functions; next step: the loader reads, the "
-    "analysis layer derives",
+    "analysis layer derives (keeping `torchscale.results.load` as the public call)",
 }
 # package loops (sorted units) -> why
 PACKAGE_LOOP_DEBT: dict[tuple[str, ...], str] = {

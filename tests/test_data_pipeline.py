@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 import torchscale.results
 from tests.processes import live_children, processes_mentioning
 from torchscale.cell import CellIdentity, Status
+from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
 from torchscale.cli.app import app
-from torchscale.config.schema import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
 from torchscale.data import shards
 from torchscale.data.cifar100 import URL, load_train
 from torchscale.data.pipeline import build_pipeline, layout_for

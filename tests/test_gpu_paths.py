@@ -24,7 +24,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.cell import CellIdentity
-from torchscale.config.schema import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
 from torchscale.models import call_model
 from torchscale.worker import measure as measure_module
 from torchscale.worker.measure import Window, count_flops, measure

@@ -26,7 +26,7 @@ import torch.distributed as dist
 
 from tests.test_aggregate import make_rank, make_spec, run
 from torchscale.cell import CellIdentity
-from torchscale.config.schema import (
+from torchscale.cell_settings import (
     DataConfig,
     MeasurementConfig,
     ModelSpec,

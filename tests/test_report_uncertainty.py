@@ -23,7 +23,7 @@ import pytest
 import torchscale.results
 from torchscale.analysis.reliability import CV_WARN_THRESHOLD, add_reliability, judge
 from torchscale.analysis.scaling import add_scaling_efficiency, efficiency_interval
-from torchscale.config.schema import MeasurementConfig
+from torchscale.cell_settings import MeasurementConfig
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.estimates import (
     NOT_MEASURABLE_OLDER,

@@ -29,7 +29,7 @@ from fake_nvml import (
 
 import torchscale.results
 from torchscale.cell import CellIdentity
-from torchscale.config.schema import (
+from torchscale.cell_settings import (
     DataConfig,
     MeasurementConfig,
     ModelSpec,

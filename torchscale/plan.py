@@ -25,13 +25,8 @@ from torchscale.cell import (
     definition_hash,
     make_cell_id,
 )
-from torchscale.config.schema import (
-    BenchConfig,
-    DataConfig,
-    MeasurementConfig,
-    ModelSpec,
-    TrainingConfig,
-)
+from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+from torchscale.config.schema import BenchConfig
 from torchscale.data.tasks import unsupported
 from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 from torchscale.strategies import (

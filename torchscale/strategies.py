@@ -16,8 +16,7 @@ divisible by tp, enough blocks for the stages, micro-batches dividing the batch)
 torchscale/parallel/layout.py on the model built on the meta device (`model_problem`): no
 memory, no process, before anything is launched.
 
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own,
-except the config's section types (debt: tests/test_architecture.py).
+Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchscale.catalog import Precision, Strategy
 from torchscale.cell import ParallelShape
-from torchscale.config.schema import ModelSpec, ParallelConfig
+from torchscale.cell_settings import ModelSpec, ParallelConfig
 
 if TYPE_CHECKING:
     from torchscale.models.bundle import ModelBundle

@@ -19,7 +19,7 @@ def list_catalog(
     from rich.table import Table
 
     from torchscale.catalog import COLLECTIVES, PRECISIONS, STRATEGIES
-    from torchscale.config.schema import ModelSpec
+    from torchscale.cell_settings import ModelSpec
     from torchscale.models import list_models
     from torchscale.strategies import supported_strategies
 

@@ -4,6 +4,5 @@ feed; no torch), shards (generate, cache and evict the disk dataset), cifar100 (
 records (record layouts and decoding), pipeline (one rank's DataLoader), prepare (before the
 sweep, in the parent). Nothing is imported here, so the CLI never pays for torch.
 
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own,
-except the config's section types (debt: tests/test_architecture.py).
+Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from torchscale.config.schema import DataConfig
+from torchscale.cell_settings import DataConfig
 from torchscale.data import cifar100
 from torchscale.data.records import (
     CifarImages,

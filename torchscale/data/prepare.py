@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from torchscale.config.schema import DataConfig
+from torchscale.cell_settings import DataConfig
 from torchscale.data.shards import MB, ensure_shards
 
 

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 
 from torchscale.cell import Status, definition_hash, make_cell_id
-from torchscale.config.schema import MeasurementConfig
+from torchscale.cell_settings import MeasurementConfig
 from torchscale.memory.search import ProbeKind, ProbeOutcome
 from torchscale.plan import PlannedCell
 from torchscale.results.schema import CellResult

@@ -5,6 +5,5 @@ its process) between a window's edges; pure functions (summary.py) turn the samp
 result's figures. Nothing here touches the training loop beyond starting and stopping the thread
 outside the timed steps.
 
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own,
-except the config's section types (debt: tests/test_architecture.py).
+Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from torchscale.config.schema import TelemetryConfig
+from torchscale.cell_settings import TelemetryConfig
 from torchscale.telemetry.host_source import HostSource
 from torchscale.telemetry.nvml_source import ENERGY, NvmlSource
 from torchscale.telemetry.process_source import ProcessSource

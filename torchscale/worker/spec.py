@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.cell import CellIdentity
-from torchscale.config.schema import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
 
 # the phases a delay can be injected into (grad-sync wait is not a place anyone can sleep in:
 # it is the wait for the other ranks)
