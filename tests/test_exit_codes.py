@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import torchscale.host
-import torchscale.sweep
+import torchscale.launch.attempt
 from torchscale.cell import CellIdentity, Status
 from torchscale.cli.app import app
 from torchscale.launch.process import ProcessOutcome
@@ -144,7 +144,7 @@ def test_one_measured_cell_beside_skipped_ones_exits_zero(
         Path(spec["result_path"]).write_text(ok.model_dump_json(), encoding="utf-8")
         return ProcessOutcome(0, False, 0.1, command.log_path)
 
-    monkeypatch.setattr(torchscale.sweep, "run_launch", launched)
+    monkeypatch.setattr(torchscale.launch.attempt, "run_launch", launched)
     out = tmp_path / "results"
     run = invoke("-c", write_config(tmp_path / "c.yaml", "mixed"), "-o", out)
     assert run.exit_code == 0, run.output

@@ -256,6 +256,7 @@ def test_an_interrupted_rerun_keeps_the_earlier_result(
 ) -> None:
     """Rerunning a cell (no --resume) that is stopped mid-launch must leave its earlier
     result in cells/ as it was: the new launch writes elsewhere until it is over."""
+    import torchscale.launch.attempt as attempt
     import torchscale.sweep as sweep
 
     plan = _one_cell_plan(tmp_path)
@@ -275,7 +276,7 @@ def test_an_interrupted_rerun_keeps_the_earlier_result(
         assert not stale.exists(), "a stale attempt must not pass as this launch's result"
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep, "run_launch", interrupted)
+    monkeypatch.setattr(attempt, "run_launch", interrupted)
     with pytest.raises(KeyboardInterrupt):
         sweep.run_sweep(plan, store, {})
     assert launched
@@ -285,6 +286,7 @@ def test_an_interrupted_rerun_keeps_the_earlier_result(
 def test_a_finished_attempt_is_moved_into_cells(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import torchscale.launch.attempt as attempt
     import torchscale.sweep as sweep
     from torchscale.launch.process import ProcessOutcome
 
@@ -299,7 +301,7 @@ def test_a_finished_attempt_is_moved_into_cells(
         store.attempt_result_path(cell_id).write_text(new.model_dump_json(), encoding="utf-8")
         return ProcessOutcome(0, False, 1.0, command.log_path)
 
-    monkeypatch.setattr(sweep, "run_launch", finished)
+    monkeypatch.setattr(attempt, "run_launch", finished)
     outcome = sweep.run_sweep(plan, store, {})
     (result,) = outcome.results
     assert result.warnings == ["new"]
