@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     # 3 host orchestration: the parent process that plans, launches and collects
     **dict.fromkeys(
         [
+            "api",
             "config",
             "plan",
             "launch",

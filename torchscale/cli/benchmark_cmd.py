@@ -14,8 +14,15 @@ from torchscale.cli.options import SetOverrides, VerbosityFlag
 from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
-    from torchscale.config.schema import BenchConfig
-    from torchscale.plan import Machine, Plan, PlannedCell
+    from torchscale.api import BenchmarkRun
+    from torchscale.comm.launch import CommLaunch, CommRequest
+    from torchscale.comm.result import CommResult
+    from torchscale.data.prepare import DataReady
+    from torchscale.memory.result import MaxBatchResult
+    from torchscale.memory.runner import SearchGroup
+    from torchscale.memory.search import ProbeOutcome
+    from torchscale.plan import Plan, PlannedCell
+    from torchscale.profiling.trigger import Selected
     from torchscale.results.schema import CellResult
     from torchscale.results.store import ResultStore
 
@@ -54,8 +61,8 @@ def benchmark(
     verbose: VerbosityFlag = None,
 ) -> None:
     """Run throughput/latency tests across model x batch x GPU count x precision."""
+    from torchscale.api import plan_benchmark
     from torchscale.config import load_config
-    from torchscale.plan import build_plan
     from torchscale.report.terminal import plan_lines
     from torchscale.results.store import ResultStore, check_output_dir
 
@@ -77,7 +84,7 @@ def benchmark(
         from torchscale.slurm.client import require_sbatch
 
         require_sbatch()  # before anything is written
-    plan = build_plan(config, _machine(config))
+    plan = plan_benchmark(config)
     store = ResultStore.for_experiment(output_dir, config.experiment_name)
     if kind == "slurm":
         from torchscale.cli.slurm_run import run_slurm_sweep, slurm_dry_run
@@ -94,23 +101,7 @@ def benchmark(
         for line in plan_lines(plan, store, os.environ):
             stdout.print(line.markup())
         return
-    check_output_dir(store.root)
-    raise typer.Exit(_run(plan, store, resume, fail_fast))
-
-
-def _machine(config: BenchConfig) -> Machine:
-    """The nodes cells run on: this one (local), or as the launcher's config describes them
-    (Slurm, k8s: the submitting host's GPUs say nothing about the nodes')."""
-    from torchscale import host
-    from torchscale.plan import Machine
-
-    launcher = config.launcher
-    if launcher.kind == "slurm":
-        cores = launcher.slurm.cpus_per_task or host.usable_cores()
-        return Machine(gpu_count=launcher.slurm.gpus_per_node or 0, cpu_cores=cores)
-    if launcher.kind == "k8s":
-        return Machine(gpu_count=launcher.k8s.gpus_per_node or 0, cpu_cores=host.usable_cores())
-    return Machine(gpu_count=host.cuda_gpu_count(), cpu_cores=host.usable_cores())
+    raise typer.Exit(_run(plan, output_dir, resume, fail_fast))
 
 
 def _k8s(plan: Plan, store: ResultStore, dry_run: bool) -> int:
@@ -145,7 +136,8 @@ def _k8s(plan: Plan, store: ResultStore, dry_run: bool) -> int:
     return 0
 
 
-def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
+def _run(plan: Plan, output_dir: Path, resume: bool, fail_fast: bool) -> int:
+    """The local sweep through the library (`torchscale.api.run_benchmark`), printed as it goes."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -155,8 +147,8 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
         TimeRemainingColumn,
     )
 
+    from torchscale.api import BenchmarkEvents, run_benchmark
     from torchscale.cell import Status
-    from torchscale.data.prepare import DataReady
     from torchscale.report.terminal import (
         TABLE_NOTE,
         cell_lines,
@@ -164,10 +156,7 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
         reused_line,
         running_line,
     )
-    from torchscale.sweep import SweepHooks, nothing_measured, run_sweep
-    from torchscale.worker.environment import capture_environment
 
-    store.write_environment(capture_environment())
     quiet = Verbosity.quiet()
     progress = Progress(
         TextColumn("{task.description}"),
@@ -181,7 +170,7 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
     )
     task = progress.add_task("cells", total=len(plan.cells))
 
-    def on_start(planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
+    def on_cell_start(planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
         if will_launch and not quiet:
             progress.console.print(running_line(planned).markup())
 
@@ -190,70 +179,87 @@ def _run(plan: Plan, store: ResultStore, resume: bool, fail_fast: bool) -> int:
             note = f" ({ready.note})" if ready.note else ""
             progress.console.print(escape(f"> {ready.message}{note}"))
 
-    def on_done(result: CellResult, reused: bool) -> None:
+    def on_cell_done(result: CellResult, reused: bool) -> None:
         progress.advance(task)
         if quiet and result.status in (Status.OK, Status.SKIPPED):
             return
         for line in [reused_line(result)] if reused else cell_lines(result):
             progress.console.print(line.markup())
 
-    with progress:
-        outcome = run_sweep(
-            plan,
-            store,
-            os.environ,
-            resume=resume,
-            fail_fast=fail_fast,
-            hooks=SweepHooks(on_start, on_done, on_data),
-        )
-    if outcome.table is not None:
-        for table in model_tables(outcome.table):
-            stdout.print(table)
-        stdout.print(escape(TABLE_NOTE))
-    failures = outcome.failures
-    stdout.print(
-        f"results: {escape(str(store.root))} ({len(outcome.results)} cell(s), "
-        f"{len(failures)} failed)"
+    def on_sweep_done(run: BenchmarkRun) -> None:
+        progress.stop()
+        if run.sweep.table is not None:
+            for table in model_tables(run.sweep.table):
+                stdout.print(table)
+            stdout.print(escape(TABLE_NOTE))
+        _sweep_summary(run)
+
+    events = BenchmarkEvents(
+        on_cell_start=on_cell_start,
+        on_cell_done=on_cell_done,
+        on_data=on_data,
+        on_sweep_done=on_sweep_done,
+        on_comm_start=_comm_started,
+        on_comm_done=_comm_done,
+        on_max_batch_start=_max_batch_started,
+        on_probe=_probed,
+        on_max_batch_done=_max_batch_done,
+        on_profile_start=_profile_started,
     )
-    empty = nothing_measured(outcome.results, len(plan.cells))
-    if empty is not None:  # skipped cells are no failures, but a sweep of only them is
-        print_error_lines([empty])
-    if outcome.stopped_early:
+    progress.start()
+    try:
+        run = run_benchmark(
+            plan.config, output_dir, resume=resume, fail_fast=fail_fast, events=events, plan=plan
+        )
+    finally:
+        progress.stop()
+    if run.plan.config.profiling.enabled and not run.sweep.stopped_early:
+        _profiles_done(run)
+    return run.exit_code
+
+
+def _sweep_summary(run: BenchmarkRun) -> None:
+    """The lines after the table: where the results are, and why the sweep counts as failed."""
+    stdout.print(
+        f"results: {escape(str(run.store.root))} ({len(run.sweep.results)} cell(s), "
+        f"{len(run.sweep.failures)} failed)"
+    )
+    if run.nothing_measured is not None:  # skipped cells are no failures, but only them is
+        print_error_lines([run.nothing_measured])
+    if run.sweep.stopped_early:
         stdout.print("[yellow]--fail-fast: stopped at the first failure[/]")
-        return 1
-    comm_ok = _comm_after(plan, store)
-    searched_ok = _max_batch_after(plan, store)
-    if plan.config.profiling.enabled:
-        _profile_after(plan, store, outcome.results)
-    return 1 if failures or empty or not comm_ok or not searched_ok else 0
 
 
-def _max_batch_after(plan: Plan, store: ResultStore) -> bool:
-    """The config's `memory.max_batch_search`: the largest batch per device of each cell
-    group, one fresh torchrun per probe, stored in <experiment>/max_batch/. False when a
-    search ended on a failure other than running out of memory."""
-    if not plan.config.memory.max_batch_search:
-        return True
-    from torchscale.data.prepare import prepare_data
-    from torchscale.memory.runner import SearchGroup, run_max_batch_search
-    from torchscale.memory.search import ProbeOutcome
+def _comm_started(request: CommRequest, launch: CommLaunch) -> None:
+    if not Verbosity.quiet():
+        stderr.print(
+            f"> [COMM] {', '.join(request.ops)} on {request.ranks} rank(s) "
+            f"({request.backend}), {len(launch.spec.sizes)} size(s) ..."
+        )
 
-    quiet = Verbosity.quiet()
-    prepare_data(plan.config.data)  # the probes read it too (cached: a manifest check)
 
-    def on_probe(group: SearchGroup, batch: int, outcome: ProbeOutcome) -> None:
-        if not quiet:
-            why = f": {outcome.reason}" if outcome.kind == "failed" and outcome.reason else ""
-            stderr.print(
-                f"> [MEMORY] {escape(group.id)}: batch {batch} {outcome.kind}{escape(why)}"
-            )
+def _comm_done(result: CommResult, stored: Path) -> None:
+    from torchscale.report.comm_text import comm_lines
 
-    if not quiet:
+    for line in comm_lines(result):
+        stdout.out(line, highlight=False)
+    stdout.print(f"> [COMM] stored: {escape(str(stored))}")
+
+
+def _max_batch_started() -> None:
+    if not Verbosity.quiet():
         stderr.print("> [MEMORY] max batch search: doubling, then bisection, one process per probe")
-    ok = True
-    for result in run_max_batch_search(plan, store, os.environ, on_probe):
+
+
+def _probed(group: SearchGroup, batch: int, outcome: ProbeOutcome) -> None:
+    if not Verbosity.quiet():
+        why = f": {outcome.reason}" if outcome.kind == "failed" and outcome.reason else ""
+        stderr.print(f"> [MEMORY] {escape(group.id)}: batch {batch} {outcome.kind}{escape(why)}")
+
+
+def _max_batch_done(results: list[MaxBatchResult]) -> None:
+    for result in results:
         if result.status != "ok" or result.max_batch is None:
-            ok = False
             stdout.print(
                 f"> [MEMORY] {escape(result.group)}: no answer ({escape(result.reason or '')})"
             )
@@ -269,56 +275,27 @@ def _max_batch_after(plan: Plan, store: ResultStore) -> bool:
             f"{result.strategy}: max batch per device {answer}{used} "
             f"({len(result.probes)} probes, {result.wall_s or 0:.0f} s)"
         )
-    return ok
 
 
-def _comm_after(plan: Plan, store: ResultStore) -> bool:
-    """The config's `comm:` section: one collective sweep per world size, printed as
-    `torchscale comm` prints it and stored in <experiment>/comm/. False when one failed (a hang,
-    a wrong element, the bandwidth gate); the cells' results are never touched."""
-    from torchscale.comm.from_config import comm_failed, comm_requests
-    from torchscale.comm.launch import comm_launch, new_run_id, run_comm
-    from torchscale.report.comm_text import comm_lines
-
-    ok = True
-    for request in comm_requests(plan):
-        launch = comm_launch(request, store.root, os.environ, new_run_id(request))
-        if not Verbosity.quiet():
-            stderr.print(
-                f"> [COMM] {', '.join(request.ops)} on {request.ranks} rank(s) "
-                f"({request.backend}), {len(launch.spec.sizes)} size(s) ..."
-            )
-        result = run_comm(launch, request)
-        for line in comm_lines(result):
-            stdout.out(line, highlight=False)
-        stdout.print(f"> [COMM] stored: {escape(str(launch.result_path))}")
-        ok = ok and not comm_failed(result)
-    return ok
+def _profile_started(selected: Selected, note: str | None) -> None:
+    if note:
+        stderr.print(f"[cyan]note:[/] {escape(note)}")
+    stdout.print(f"> [PROFILE] {escape(selected.cell_id)}: {escape(selected.reason)}")
 
 
-def _profile_after(plan: Plan, store: ResultStore, results: list[CellResult]) -> None:
-    """The config's `profiling:` section: profile the cells its trigger selects, then print
-    each analysis. A profile that fails is reported; it never changes the sweep's exit code
-    (the measurements it follows are complete)."""
-    from torchscale.profiling.session import profile_after_sweep
-    from torchscale.profiling.trigger import Selected
+def _profiles_done(run: BenchmarkRun) -> None:
+    """Each profile's analysis; a profile that failed is reported and never changes the exit
+    code (the measurements it follows are complete)."""
     from torchscale.report.profile_terminal import analysis_lines
 
-    settings = plan.config.profiling
-
-    def on_start(selected: Selected, note: str | None) -> None:
-        if note:
-            stderr.print(f"[cyan]note:[/] {escape(note)}")
-        stdout.print(f"> [PROFILE] {escape(selected.cell_id)}: {escape(selected.reason)}")
-
-    done = profile_after_sweep(plan, store, os.environ, results, on_start)
-    if not done:
+    settings = run.plan.config.profiling
+    if not run.profiles:
         stdout.print(
             f"> [PROFILE] no cell crossed the profiling thresholds (trigger "
             f"{settings.trigger}: stall {settings.stall_threshold:.0%}, step-time CV "
             f"{settings.variance_threshold:.2f})"
         )
-    for selected, profiled in done:
+    for selected, profiled in run.profiles:
         if profiled.analysis is None:
             reason = profiled.analysis_error or "no analysis"
             stdout.print(f"[yellow]> [PROFILE] {escape(selected.cell_id)}: {escape(reason)}[/]")
