@@ -9,7 +9,6 @@ package (docs/architecture.md). Every model forbids unknown keys and is strict a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
@@ -30,25 +29,16 @@ from pydantic_core import CoreSchema, core_schema
 
 from torchscale.catalog import (
     BUILTIN_MODELS,
-    Collective,
     HybridLayout,
     Precision,
     Schedule,
     Strategy,
     is_plugin_model,
 )
-from torchscale.errors import UsageError
 from torchscale.suggest import did_you_mean
 from torchscale.thresholds import CV_WARN_THRESHOLD
-from torchscale.units import parse_bytes
-
-Device = Literal["auto", "cuda", "cpu"]
-Backend = Literal["auto", "nccl", "gloo"]
-CommDtype = Literal["float32", "float16", "bfloat16"]
 
 T = TypeVar("T", bound=Hashable)
-
-EXPERIMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _unique(values: list[T]) -> list[T]:
@@ -67,23 +57,6 @@ def _scalar_to_list(value: Any) -> Any:
     """Let a sweep axis be written as one value (`precision: bf16`) or a list of them."""
     if isinstance(value, (str, int, float, bool)):
         return [value]
-    return value
-
-
-def _env_values_to_text(value: Any) -> Any:
-    """`NCCL_IB_DISABLE: 1` means the string "1"; a boolean is ambiguous and stays an error."""
-    if isinstance(value, dict):
-        return {
-            k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
-            for k, v in value.items()
-        }
-    return value
-
-
-def _name_to_model_spec(value: Any) -> Any:
-    """`models: ["resnet50"]` is shorthand for `models: [{name: resnet50}]`."""
-    if isinstance(value, str):
-        return {"name": value}
     return value
 
 
@@ -167,25 +140,6 @@ MAX_SIGNAL_GRACE_S = 3600  # warning before a time limit
 MAX_POLL_S = 600.0
 
 
-def _comm_bytes(value: Any) -> Any:
-    """A message size as nccl-tests writes it ('64K', '1G': powers of 1024; '1GiB'; '1GB':
-    10^9), so a size copied from an nccl-tests command line means the same bytes here."""
-    if isinstance(value, str):
-        try:
-            return parse_bytes(value, "")
-        except UsageError as exc:
-            raise ValueError(str(exc).strip()) from None
-    return value
-
-
-CommBytes = Annotated[
-    int,
-    BeforeValidator(_comm_bytes, json_schema_input_type=int | str),
-    Field(gt=0),
-    AtMost(MAX_COMM_BYTES, "1TiB", unit=" bytes"),
-]
-
-
 # A sweep axis: one value or a non-empty list of distinct values.
 PrecisionSweep = Annotated[
     list[Precision],
@@ -223,12 +177,6 @@ Microbatches = Annotated[int, Field(gt=0), AtMost(MAX_MICROBATCHES)]
 MicrobatchSweep = Annotated[
     list[Microbatches],
     BeforeValidator(_scalar_to_list, json_schema_input_type=Microbatches | list[Microbatches]),
-    AfterValidator(_unique),
-    Field(min_length=1),
-]
-CollectiveSweep = Annotated[
-    list[Collective],
-    BeforeValidator(_scalar_to_list, json_schema_input_type=Collective | list[Collective]),
     AfterValidator(_unique),
     Field(min_length=1),
 ]

@@ -8,15 +8,17 @@ everything else has a default, so `config show` can print the fully resolved con
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
+from torchscale.catalog import Collective
 from torchscale.cell_settings import (
-    EXPERIMENT_NAME,
     MAX_BATCH_SIZE,
     MAX_BUSBW_GBPS,
     MAX_CELL_TIMEOUT_S,
+    MAX_COMM_BYTES,
     MAX_COMM_ITERS,
     MAX_CPUS_PER_TASK,
     MAX_CV_WARN_THRESHOLD,
@@ -30,20 +32,66 @@ from torchscale.cell_settings import (
     MAX_STEPS,
     MAX_WORLD_SIZE,
     AtMost,
-    Backend,
-    CollectiveSweep,
-    CommBytes,
-    CommDtype,
     DataConfig,
-    Device,
     MeasurementConfig,
     ModelSpec,
     StrictModel,
     TrainingConfig,
-    _env_values_to_text,
-    _name_to_model_spec,
+    _scalar_to_list,
     _unique,
 )
+from torchscale.errors import UsageError
+from torchscale.units import parse_bytes
+
+Device = Literal["auto", "cuda", "cpu"]
+Backend = Literal["auto", "nccl", "gloo"]
+CommDtype = Literal["float32", "float16", "bfloat16"]
+
+EXPERIMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _env_values_to_text(value: Any) -> Any:
+    """`NCCL_IB_DISABLE: 1` means the string "1"; a boolean is ambiguous and stays an error."""
+    if isinstance(value, dict):
+        return {
+            k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+            for k, v in value.items()
+        }
+    return value
+
+
+def _name_to_model_spec(value: Any) -> Any:
+    """`models: ["resnet50"]` is shorthand for `models: [{name: resnet50}]`."""
+    if isinstance(value, str):
+        return {"name": value}
+    return value
+
+
+def _comm_bytes(value: Any) -> Any:
+    """A message size as nccl-tests writes it ('64K', '1G': powers of 1024; '1GiB'; '1GB':
+    10^9), so a size copied from an nccl-tests command line means the same bytes here."""
+    if isinstance(value, str):
+        try:
+            return parse_bytes(value, "")
+        except UsageError as exc:
+            raise ValueError(str(exc).strip()) from None
+    return value
+
+
+CommBytes = Annotated[
+    int,
+    BeforeValidator(_comm_bytes, json_schema_input_type=int | str),
+    Field(gt=0),
+    AtMost(MAX_COMM_BYTES, "1TiB", unit=" bytes"),
+]
+
+
+CollectiveSweep = Annotated[
+    list[Collective],
+    BeforeValidator(_scalar_to_list, json_schema_input_type=Collective | list[Collective]),
+    AfterValidator(_unique),
+    Field(min_length=1),
+]
 
 
 class MemoryConfig(StrictModel):

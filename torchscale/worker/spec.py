@@ -7,14 +7,19 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.cell import CellIdentity
-from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+from torchscale.cell_settings import (
+    MAX_PROFILE_STEPS,
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    TrainingConfig,
+)
 
 # the phases a delay can be injected into (grad-sync wait is not a place anyone can sleep in:
 # it is the wait for the other ranks)
 DelayPhase = Literal["data", "forward", "backward", "optimizer"]
 DELAY_PHASES: tuple[DelayPhase, ...] = ("data", "forward", "backward", "optimizer")
 MAX_DELAY_MS = 60_000.0
-MAX_PROFILE_STEPS = 1000
 
 
 class DelaySpec(BaseModel):
