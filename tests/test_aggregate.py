@@ -19,7 +19,7 @@ from torchscale.analysis.scaling import add_scaling_efficiency
 from torchscale.analysis.stats import median_and_spread, scaling_efficiency, step_stats
 from torchscale.cell import CellIdentity
 from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
-from torchscale.results.schema import CellResult
+from torchscale.schema.cell_result import CellResult
 from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.measure import RankMeasurement, Window
 from torchscale.worker.peaks import peak_tflops
@@ -573,7 +573,7 @@ def test_peak_tflops_does_not_match_a_different_gpu(name: str, wrong: float) -> 
 def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     """Other processes that starve one rank of CPU make it slow exactly like a slow workload:
     the verdict keeps its name and figures and adds why to look at the host first."""
-    from torchscale.results.schema import HostLoad, Telemetry
+    from torchscale.schema.cell_result import HostLoad, Telemetry
     from torchscale.worker.aggregate import busy_caveat
 
     phases = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}

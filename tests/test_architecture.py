@@ -37,14 +37,24 @@ LAYERS: dict[str, int] = {
             "signals",
             "nvml",
             "cell",
-            "results",
+            "schema",
         ],
         1,
     ),
     # 2 rank side (inside every torchrun rank) and offline side (traces, analysis), beside
     # each other
     **dict.fromkeys(
-        ["worker", "models", "parallel", "data", "telemetry", "strategies", "traces", "analysis"],
+        [
+            "worker",
+            "models",
+            "parallel",
+            "data",
+            "telemetry",
+            "strategies",
+            "traces",
+            "analysis",
+            "results",
+        ],
         2,
     ),
     # 3 host orchestration: the parent process that plans, launches and collects
@@ -70,15 +80,9 @@ LAYERS: dict[str, int] = {
 LAYER_NAMES = {1: "contracts", 2: "rank side and offline", 3: "orchestration", 4: "presentation"}
 
 # (importing unit, imported unit) -> why it still runs upward
-UPWARD_DEBT: dict[tuple[str, str], str] = {
-    ("results", "analysis"): "`results.load` adds derived columns (reliability, scaling "
-    "efficiency and its interval) with analysis functions; next step: the loader reads, the "
-    "analysis layer derives (keeping `torchscale.results.load` as the public call)",
-}
+UPWARD_DEBT: dict[tuple[str, str], str] = {}
 # package loops (sorted units) -> why
-PACKAGE_LOOP_DEBT: dict[tuple[str, ...], str] = {
-    ("analysis", "results"): "the same derived columns of `results.load` (UPWARD_DEBT)",
-}
+PACKAGE_LOOP_DEBT: dict[tuple[str, ...], str] = {}
 # file loops (sorted modules) -> why
 FILE_LOOP_DEBT: dict[tuple[str, ...], str] = {}
 

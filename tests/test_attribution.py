@@ -14,7 +14,7 @@ from torchscale.analysis.attribution import (
     cell_attribution,
     step_parts,
 )
-from torchscale.results.schema import PART_NAMES, Attribution
+from torchscale.schema.cell_result import PART_NAMES, Attribution
 
 PHASE_MS = {"data": 0.1, "forward": 1.0, "backward": 2.0, "optimizer": 0.5}
 TRANSFER_MS = 1.0

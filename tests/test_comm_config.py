@@ -20,7 +20,7 @@ from torchscale.comm.from_config import comm_requests
 from torchscale.comm.result import CommResult
 from torchscale.config.schema import BenchConfig, CommConfig, CostConfig
 from torchscale.plan import Machine, build_plan
-from torchscale.results.schema import CellResult
+from torchscale.schema.cell_result import CellResult
 
 
 def invoke(*args: str | Path) -> Result:

@@ -528,7 +528,7 @@ def test_a_real_cell_reads_its_batches_from_disk(disk_sweep: dict[str, Any]) -> 
 
 
 def test_the_real_cell_result_describes_the_pipeline(disk_sweep: dict[str, Any]) -> None:
-    from torchscale.results.schema import CellResult
+    from torchscale.schema.cell_result import CellResult
 
     [path] = (disk_sweep["exp"] / "cells").glob("*.json")
     cell = CellResult.model_validate_json(path.read_text())

@@ -21,7 +21,7 @@ import torchscale.launch.attempt
 from torchscale.cell import CellIdentity, Status
 from torchscale.cli.app import app
 from torchscale.launch.process import ProcessOutcome
-from torchscale.results.schema import CellError, CellResult
+from torchscale.schema.cell_result import CellError, CellResult
 from torchscale.sweep import nothing_measured
 
 NO_GPU = "device 'cuda' requested but no CUDA GPU is visible"

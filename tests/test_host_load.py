@@ -22,7 +22,7 @@ from fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml, NVMLError_Unknown
 from tests.test_telemetry import UUID, quiet_load, rank_telemetry
 from torchscale.cell import CellIdentity, Status
 from torchscale.results.frame import cells_table
-from torchscale.results.schema import CellResult, RankTelemetry
+from torchscale.schema.cell_result import CellResult, RankTelemetry
 from torchscale.telemetry.host_source import HostSource, busy_cpu_seconds
 from torchscale.telemetry.nvml_source import NvmlSource
 from torchscale.telemetry.rank import CPU_NO_GPU

@@ -38,8 +38,8 @@ from torchscale.memory.runner import (
 )
 from torchscale.memory.search import ProbeOutcome, SearchOutcome, search_max_batch
 from torchscale.plan import Machine, build_plan
-from torchscale.results.schema import CellError, CellResult, Memory
 from torchscale.results.store import ResultStore
+from torchscale.schema.cell_result import CellError, CellResult, Memory
 
 LIMIT = 4096
 CPU_MACHINE = Machine(gpu_count=0, cpu_cores=2)

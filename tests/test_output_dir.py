@@ -28,8 +28,8 @@ import torchscale.atomic
 from torchscale.cell import Status
 from torchscale.cli.app import app
 from torchscale.errors import OutputDirError, ResultsError
-from torchscale.results.schema import CellResult
 from torchscale.results.store import ResultStore, check_output_dir
+from torchscale.schema.cell_result import CellResult
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TINY: dict[str, Any] = {

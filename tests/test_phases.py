@@ -35,7 +35,7 @@ from torchscale.cell_settings import (
 )
 from torchscale.errors import UsageError
 from torchscale.results.frame import cells_table, ranks_table
-from torchscale.results.schema import CellResult
+from torchscale.schema.cell_result import CellResult
 from torchscale.worker import markers
 from torchscale.worker.delay import RankDelays, parse_delay
 from torchscale.worker.measure import run_window

@@ -18,8 +18,8 @@ from torchscale.cell import Status
 from torchscale.config.loader import parse_config
 from torchscale.config.schema import BenchConfig
 from torchscale.plan import Machine, Plan, build_plan, resolve_backend, resolve_device
-from torchscale.results.schema import CellError
 from torchscale.results.store import ResultStore
+from torchscale.schema.cell_result import CellError
 from torchscale.sweep import unmeasured_result
 
 CPU_BOX = Machine(gpu_count=0, cpu_cores=2)

@@ -16,7 +16,7 @@ from torchscale.cli.app import app
 from torchscale.durations import parse_duration
 from torchscale.errors import UsageError
 from torchscale.profiling.analyze import analyze_directory
-from torchscale.results.profile_schema import ProfileAnalysis
+from torchscale.schema.profile_analysis import ProfileAnalysis
 
 SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 needs_shared = pytest.mark.skipif(

@@ -21,8 +21,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from torchscale.cli.app import app
-from torchscale.results.profile_schema import ProfileAnalysis
 from torchscale.results.versions import read_cell_result
+from torchscale.schema.profile_analysis import ProfileAnalysis
 
 DELAY_MS = 50.0
 

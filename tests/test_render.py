@@ -17,8 +17,8 @@ from torchscale.report.terminal import (
     running_line,
 )
 from torchscale.results.frame import cells_table
-from torchscale.results.schema import CellError, CellResult
 from torchscale.results.store import ResultStore
+from torchscale.schema.cell_result import CellError, CellResult
 
 
 def identity(**overrides: Any) -> dict[str, Any]:

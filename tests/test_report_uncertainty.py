@@ -36,7 +36,7 @@ from torchscale.report.model import Chart, Findings, KeyFigures, Report, Table, 
 from torchscale.report.render import html, json_format, markdown, term
 from torchscale.report.sections.context import slug
 from torchscale.report.sources import read_sources
-from torchscale.results.schema import (
+from torchscale.schema.cell_result import (
     Attribution,
     CellResult,
     Estimate,

@@ -30,7 +30,6 @@ from torchscale.config.loader import load_config
 from torchscale.errors import ResultsError
 from torchscale.plan import Machine, build_plan
 from torchscale.results.frame import COLUMNS
-from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.results.store import ResultStore
 from torchscale.results.versions import (
     V2_COMM_OVERHEAD,
@@ -45,6 +44,7 @@ from torchscale.results.versions import (
     upgrade_v6,
     upgrade_v7,
 )
+from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results_v1"
 V1_DIR = FIXTURES / "v1_fixture"
@@ -326,7 +326,7 @@ def test_results_package_does_not_import_pandas_for_the_worker() -> None:
     import sys
 
     code = (
-        "import sys, torchscale.results.schema, torchscale.results.store; "
+        "import sys, torchscale.schema.cell_result, torchscale.results.store; "
         "print('pandas' in sys.modules)"
     )
     out = subprocess.run(

@@ -29,13 +29,13 @@ from typer.testing import CliRunner, Result
 
 from torchscale.cli.app import app
 from torchscale.config.loader import load_config
-from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.results.store import ResultStore
+from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_SCHEMA = Path(__file__).parent / "golden" / "cell_result.schema.json"
 REGENERATE = (
-    "python -c 'import json; from torchscale.results.schema import CellResult; "
+    "python -c 'import json; from torchscale.schema.cell_result import CellResult; "
     "print(json.dumps(CellResult.model_json_schema(), indent=2, sort_keys=True))' "
     "> tests/golden/cell_result.schema.json"
 )
@@ -678,7 +678,7 @@ def test_result_schema_matches_golden_file() -> None:
     assert current.strip() == golden.strip(), (
         "The JSON Schema of cells/<cell_id>.json (CellResult) changed. If that is deliberate, "
         "bump RESULT_SCHEMA_VERSION (and the schema_version Literal) in "
-        f"torchscale/results/schema.py, then regenerate the golden file:\n    {REGENERATE}"
+        f"torchscale/schema/cell_result.py, then regenerate the golden file:\n    {REGENERATE}"
     )
 
 

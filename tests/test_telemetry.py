@@ -37,13 +37,13 @@ from torchscale.cell_settings import (
     TrainingConfig,
 )
 from torchscale.results.frame import COLUMNS, cells_table, ranks_table
-from torchscale.results.schema import CellResult, FieldStats, RankLoad, RankTelemetry
 from torchscale.results.versions import (
     V3_ALLOCATOR,
     V3_TELEMETRY,
     parse_cell_result,
     upgrade_v3,
 )
+from torchscale.schema.cell_result import CellResult, FieldStats, RankLoad, RankTelemetry
 from torchscale.telemetry import sampler as sampler_module
 from torchscale.telemetry.nvml_source import NvmlSource, uuid_candidates
 from torchscale.telemetry.process_source import ProcessSource

@@ -31,7 +31,7 @@ from torchscale.analysis.trace.step_model import build_step_model
 from torchscale.analysis.trace.steps import phase_table, step_table
 from torchscale.analysis.trace.straggler import attribute_straggler, binomial_tail
 from torchscale.analysis.trace.whatif import savings_by_step, what_if
-from torchscale.results.schema import PART_NAMES
+from torchscale.schema.cell_result import PART_NAMES
 from torchscale.traces.model import EVENT_COLUMNS
 
 # --------------------------------------------------------------------------- event helper

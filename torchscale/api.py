@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from torchscale.plan import Machine, Plan, PlannedCell
     from torchscale.profiling.session import ProfiledCell
     from torchscale.profiling.trigger import Selected
-    from torchscale.results.schema import CellResult
     from torchscale.results.store import ResultStore
+    from torchscale.schema.cell_result import CellResult
     from torchscale.sweep import SweepOutcome
 
 

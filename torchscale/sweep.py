@@ -26,9 +26,9 @@ from torchscale.errors import ResultsError
 from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
-from torchscale.results.schema import CellError, CellResult, Cost
 from torchscale.results.store import ResultStore
 from torchscale.results.summary import write_summary
+from torchscale.schema.cell_result import CellError, CellResult, Cost
 
 
 def unmeasured_result(

@@ -41,7 +41,7 @@ from torchscale.analysis.uncertainty import (
     paired_gap_test,
     percentile_interval,
 )
-from torchscale.results.schema import (
+from torchscale.schema.cell_result import (
     PART_NAMES,
     Attribution,
     CrossCheck,

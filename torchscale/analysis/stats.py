@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from torchscale.results.schema import StepTimeStats
+from torchscale.schema.cell_result import StepTimeStats
 
 
 def step_stats(times: Sequence[float]) -> StepTimeStats:

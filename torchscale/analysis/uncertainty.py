@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from torchscale.results.schema import Estimate
+from torchscale.schema.cell_result import Estimate
 
 LEVEL = 0.95
 RESAMPLES = 2000

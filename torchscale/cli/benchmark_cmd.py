@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from torchscale.memory.search import ProbeOutcome
     from torchscale.plan import Plan, PlannedCell
     from torchscale.profiling.trigger import Selected
-    from torchscale.results.schema import CellResult
     from torchscale.results.store import ResultStore
+    from torchscale.schema.cell_result import CellResult
 
 
 @handle_errors

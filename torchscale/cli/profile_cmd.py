@@ -16,7 +16,7 @@ from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
     from torchscale.profiling.session import ProfiledCell
-    from torchscale.results.profile_schema import ProfileAnalysis
+    from torchscale.schema.profile_analysis import ProfileAnalysis
 
 Target = Literal["sync_stalls", "comm", "compute", "memory", "all"]
 TARGET_HELP = (

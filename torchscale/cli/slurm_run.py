@@ -11,8 +11,8 @@ from rich.markup import escape
 from torchscale.cli.common import Verbosity, print_error_lines, stderr, stdout
 from torchscale.errors import UsageError
 from torchscale.plan import Plan
-from torchscale.results.schema import CellResult
 from torchscale.results.store import ResultStore
+from torchscale.schema.cell_result import CellResult
 from torchscale.signals import Terminated
 from torchscale.slurm.client import JobState, job_states, require_sbatch
 from torchscale.slurm.jobs import JobRecord, read_jobs

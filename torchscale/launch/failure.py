@@ -21,7 +21,7 @@ from torchscale.launch.diagnose import HangDiagnosis, diagnose_hang, locate
 from torchscale.launch.process import ProcessOutcome
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.rank_diagnostics import stack_file
-from torchscale.results.schema import CellError
+from torchscale.schema.cell_result import CellError
 from torchscale.signals import signal_name
 
 OOM_MARKERS = (

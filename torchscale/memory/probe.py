@@ -23,8 +23,8 @@ from torchscale.cell import Status, definition_hash, make_cell_id
 from torchscale.cell_settings import MeasurementConfig
 from torchscale.memory.search import ProbeKind, ProbeOutcome
 from torchscale.plan import PlannedCell
-from torchscale.results.schema import CellResult
 from torchscale.results.store import ResultStore
+from torchscale.schema.cell_result import CellResult
 
 PROBE_WARMUP_STEPS = 0  # the probe's steps are all measured, so the peaks cover every step
 

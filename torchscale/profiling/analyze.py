@@ -16,8 +16,8 @@ from pathlib import Path
 from torchscale.analysis.trace.reduce import RankReduction, combine, reduce_rank
 from torchscale.atomic import write_text_atomic
 from torchscale.errors import ResultsError, TraceError, describe_os_error
-from torchscale.results.profile_schema import ProfileAnalysis
-from torchscale.results.schema import CellResult
+from torchscale.schema.cell_result import CellResult
+from torchscale.schema.profile_analysis import ProfileAnalysis
 from torchscale.traces.model import RankTrace
 
 log = logging.getLogger(__name__)

@@ -22,10 +22,10 @@ from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
 from torchscale.profiling.trigger import Selected
-from torchscale.results.profile_schema import ProfileAnalysis
-from torchscale.results.schema import CellResult
 from torchscale.results.store import ResultStore
 from torchscale.results.versions import read_cell_result
+from torchscale.schema.cell_result import CellResult
+from torchscale.schema.profile_analysis import ProfileAnalysis
 from torchscale.worker.spec import DelaySpec, ProfileSpec
 
 Tool = Literal["torch", "nsys"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from torchscale.cell import Status
 from torchscale.config.schema import ProfilingConfig
-from torchscale.results.schema import CellResult
+from torchscale.schema.cell_result import CellResult
 
 
 @dataclass(frozen=True)

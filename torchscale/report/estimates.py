@@ -8,7 +8,7 @@ from typing import Literal
 
 from torchscale.report.model import ValueFormat
 from torchscale.report.render.formatting import format_value
-from torchscale.results.schema import Estimate
+from torchscale.schema.cell_result import Estimate
 
 Format = Callable[[float], str]
 

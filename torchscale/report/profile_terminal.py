@@ -15,8 +15,8 @@ from pathlib import Path
 from torchscale.cell import Status
 from torchscale.report.estimates import plus_minus, with_interval
 from torchscale.report.terminal import Level, Line, cell_lines
-from torchscale.results.profile_schema import FindingFigures, ProfileAnalysis
-from torchscale.results.schema import Attribution, CellResult, Estimate, StepPart
+from torchscale.schema.cell_result import Attribution, CellResult, Estimate, StepPart
+from torchscale.schema.profile_analysis import FindingFigures, ProfileAnalysis
 
 PART_LABELS = {
     "compute": "compute",

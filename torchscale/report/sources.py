@@ -25,9 +25,9 @@ from torchscale.errors import ResultsError, describe_os_error
 from torchscale.memory.result import MAX_BATCH_DIR, MaxBatchResult, read_max_batch
 from torchscale.report.model import Skipped
 from torchscale.results.experiment import Experiment, load
-from torchscale.results.profile_schema import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
-from torchscale.results.schema import CellResult
 from torchscale.results.versions import read_cell_result
+from torchscale.schema.cell_result import CellResult
+from torchscale.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.versioned import read_json, version_problem
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from rich.text import Text
 from torchscale.cell import Status
 from torchscale.plan import Plan, PlannedCell
 from torchscale.report.estimates import plus_minus
-from torchscale.results.schema import Attribution, CellResult
 from torchscale.results.store import ResultStore
+from torchscale.schema.cell_result import Attribution, CellResult
 
 if TYPE_CHECKING:
     import pandas as pd

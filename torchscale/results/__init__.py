@@ -1,10 +1,11 @@
-"""Results: the versioned cell schema, the atomic store, and `load` (every version, as pandas).
+"""Results: the results directory (`ResultStore`), reading every schema version, and `load`
+(every version, as pandas, with the derived columns the analysis layer defines).
 
 `load` and `Experiment` are imported lazily so that the worker ranks, which only write results,
 never pay for importing pandas.
 
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts, except the
-derived columns `load` adds with analysis functions (debt: tests/test_architecture.py).
+Layer 2 (offline side, beside analysis) of docs/architecture.md: imports contracts (the
+schemas in `torchscale.schema`) and the analysis layer; rank 0 writes through `ResultStore`.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ import yaml
 
 from torchscale.errors import ResultsError, describe_os_error
 from torchscale.results.frame import cells_table, ranks_table
-from torchscale.results.schema import CellResult
 from torchscale.results.versions import read_cell_result
+from torchscale.schema.cell_result import CellResult
 
 log = logging.getLogger(__name__)
 STEP_COLUMNS = ["cell_id", "rank", "window", "repeat", "step", "time_s"]

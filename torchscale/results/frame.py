@@ -14,7 +14,7 @@ import pandas as pd
 from torchscale.analysis.reliability import add_reliability
 from torchscale.analysis.scaling import add_scaling_efficiency
 from torchscale.analysis.uncertainty import median_of_repeats
-from torchscale.results.schema import (
+from torchscale.schema.cell_result import (
     PART_NAMES,
     Attribution,
     CellResult,

@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 from torchscale.atomic import write_text_atomic
 from torchscale.errors import OutputDirError, ResultsError, describe_os_error
-from torchscale.results.schema import CellResult
 from torchscale.results.versions import read_cell_result
+from torchscale.schema.cell_result import CellResult
 
 log = logging.getLogger(__name__)
 PROBE_NAME = ".torchscale-write-probe"

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from torchscale.results.frame import cells_table
-from torchscale.results.schema import CellResult
 from torchscale.results.store import ResultStore
+from torchscale.schema.cell_result import CellResult
 
 
 def write_summary(store: ResultStore, results: Sequence[CellResult]) -> pd.DataFrame:

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.versioned import read_json, version_problem
 
 CELL_KIND = "torchscale.cell"

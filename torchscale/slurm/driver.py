@@ -22,8 +22,8 @@ from torchscale.cell import Status
 from torchscale.launch.process import run_logged
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import PlannedCell
-from torchscale.results.schema import CellError
 from torchscale.results.store import ResultStore
+from torchscale.schema.cell_result import CellError
 from torchscale.signals import Terminated, signal_name, terminate_on_signals
 from torchscale.slurm.allocation import Allocation
 from torchscale.slurm.client import hostnames, node_address

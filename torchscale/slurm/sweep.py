@@ -18,9 +18,9 @@ import pandas as pd
 from torchscale.cell import Status
 from torchscale.errors import SlurmError, UsageError
 from torchscale.plan import Plan, PlannedCell
-from torchscale.results.schema import CellError, CellResult
 from torchscale.results.store import ResultStore
 from torchscale.results.summary import write_summary
+from torchscale.schema.cell_result import CellError, CellResult
 from torchscale.slurm.allocation import Allocation, build_allocation, sbatch_script
 from torchscale.slurm.client import JobState, cancel, job_states, partition_limits, submit
 from torchscale.slurm.filesystem import local_filesystem_warning

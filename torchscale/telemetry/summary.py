@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Literal
 
-from torchscale.results.schema import (
+from torchscale.schema.cell_result import (
     EnergyMethod,
     FieldStats,
     HostLoad,

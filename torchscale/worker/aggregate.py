@@ -22,7 +22,7 @@ from torchscale.analysis.stats import median_and_spread, step_stats
 from torchscale.analysis.uncertainty import median_of_repeats, percentile_of_steps
 from torchscale.cell import Status
 from torchscale.data.pipeline import SETTINGS_KEY
-from torchscale.results.schema import (
+from torchscale.schema.cell_result import (
     Attribution,
     CellResult,
     Communication,

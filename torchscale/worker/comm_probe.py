@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchscale.errors import TorchScaleError
-from torchscale.results.schema import ProfiledComm
+from torchscale.schema.cell_result import ProfiledComm
 
 if TYPE_CHECKING:
     from torchscale.analysis.trace.reduce import RankReduction

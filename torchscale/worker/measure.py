@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from torchscale.results.schema import RankTelemetry
+from torchscale.schema.cell_result import RankTelemetry
 from torchscale.telemetry.rank import rank_sampler
 from torchscale.telemetry.sampler import Sampler
 from torchscale.telemetry.summary import summarise_rank

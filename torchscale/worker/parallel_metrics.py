@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from torchscale.cell import ParallelShape
-from torchscale.results.schema import ParallelMetrics, ProfiledComm, StageTime, Warmup
+from torchscale.schema.cell_result import ParallelMetrics, ProfiledComm, StageTime, Warmup
 from torchscale.worker.measure import RankMeasurement
 from torchscale.worker.spec import WorkerSpec
 

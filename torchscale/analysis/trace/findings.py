@@ -25,7 +25,7 @@ import pandas as pd
 from torchscale.analysis.trace.collectives import Matched
 from torchscale.analysis.trace.step_model import StepModel
 from torchscale.analysis.trace.straggler import Straggler, StragglerAnalysis
-from torchscale.results.schema import Estimate, StragglerVerdict
+from torchscale.schema.cell_result import Estimate, StragglerVerdict
 
 MIN_COST_FRACTION = 0.02
 PHASE_WORDS = {

@@ -32,7 +32,8 @@ from torchscale.analysis.trace import (
 )
 from torchscale.analysis.trace import straggler as straggler_analysis
 from torchscale.analysis.trace import whatif as whatif_analysis
-from torchscale.results.profile_schema import (
+from torchscale.schema.cell_result import CellResult, Estimate
+from torchscale.schema.profile_analysis import (
     ClockOffset,
     FindingFigures,
     KernelFigures,
@@ -44,7 +45,6 @@ from torchscale.results.profile_schema import (
     TraceFile,
     WhatIf,
 )
-from torchscale.results.schema import CellResult, Estimate
 from torchscale.traces.model import RankTrace
 
 TOP_KERNELS = 10  # kernels kept per rank (by total time) and reported over ranks

@@ -54,7 +54,7 @@ from torchscale.analysis.uncertainty import (
     mean_columns,
     percentile_interval,
 )
-from torchscale.results.schema import (
+from torchscale.schema.cell_result import (
     PART_NAMES,
     Attribution,
     CrossCheck,

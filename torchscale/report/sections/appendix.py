@@ -21,8 +21,8 @@ from torchscale.report.model import (
 )
 from torchscale.report.sections.context import Context, col
 from torchscale.report.sources import ExperimentSource
-from torchscale.results.profile_schema import ANALYSIS_SCHEMA_VERSION
-from torchscale.results.schema import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.thresholds import CV_WARN_THRESHOLD
 
 _LIMIT = f"{CV_WARN_THRESHOLD * 100:g} %"

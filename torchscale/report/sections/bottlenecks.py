@@ -26,8 +26,8 @@ from torchscale.report.model import (
 )
 from torchscale.report.sections.context import Context, ProfileRef, col, fmt, records, slug
 from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
-from torchscale.results.profile_schema import ProfileAnalysis
-from torchscale.results.schema import CellResult
+from torchscale.schema.cell_result import CellResult
+from torchscale.schema.profile_analysis import ProfileAnalysis
 
 WARNING_KINDS = (
     ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),

@@ -21,7 +21,7 @@ from torchscale.report.render.formatting import format_value
 from torchscale.report.sources import ProfileEntry, Sources, UnanalysedProfile
 from torchscale.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.results.frame import COLUMNS
-from torchscale.results.schema import CellResult
+from torchscale.schema.cell_result import CellResult
 
 if TYPE_CHECKING:
     from torchscale.report.request import ReportOptions

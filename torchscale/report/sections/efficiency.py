@@ -29,7 +29,7 @@ from torchscale.report.sections.context import (
     records,
 )
 from torchscale.report.sections.summary import NO_PRICE, priced_cells
-from torchscale.results.schema import PART_NAMES, Attribution
+from torchscale.schema.cell_result import PART_NAMES, Attribution
 
 PART_LABELS = {
     "compute": "Compute",

@@ -9,7 +9,7 @@ from typing import Any
 
 from torchscale.report.model import Block, Section, Table, Text
 from torchscale.report.sections.context import Context, col, records, text
-from torchscale.results.schema import CellError
+from torchscale.schema.cell_result import CellError
 
 MAX_LINE = 300  # characters of one shown line
 

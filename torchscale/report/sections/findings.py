@@ -22,7 +22,7 @@ from torchscale.report.sections.context import (
     num,
     records,
 )
-from torchscale.results.schema import CellResult, Estimate, StepPart
+from torchscale.schema.cell_result import CellResult, Estimate, StepPart
 
 # below these shares of the step a figure is noise or not worth a finding
 STRAGGLER_MIN = 0.05  # load imbalance: the other ranks' wait for the slowest

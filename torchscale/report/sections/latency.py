@@ -29,7 +29,7 @@ from torchscale.report.sections.context import (
 )
 from torchscale.report.sections.findings import STRAGGLER_MIN
 from torchscale.results.frame import PHASE_NAMES
-from torchscale.results.schema import CellResult, RankStats
+from torchscale.schema.cell_result import CellResult, RankStats
 
 MAX_BOX_VALUES = 2000  # per box; more are reduced to this many evenly spaced quantiles
 MAX_RANKS_PER_CELL = 16  # per-rank rows of one cell: the slowest ones beyond this

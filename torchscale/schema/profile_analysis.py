@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from torchscale.results.schema import Attribution, Estimate, StepPart
+from torchscale.schema.cell_result import Attribution, Estimate, StepPart
 
 # 1: first version (issue 7).
 # 2: `attribution`, the one model of the step from the traces (compute, data, waiting for
