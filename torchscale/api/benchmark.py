@@ -1,12 +1,12 @@
-"""The library API: a whole job in one call, returning typed results (docs/python-api.md).
+"""`run_benchmark`: a whole benchmark in one call, returning typed results (docs/python-api.md).
 
-`run_benchmark` is what `torchscale benchmark` does with a local launcher: plan the config's
+It is what `torchscale benchmark` does with a local launcher: plan the config's
 cells, run the sweep, then the suites the config turns on (the collective sweep, the max-batch
 search, profiles of the cells its trigger selects), and hand back everything they produced with
 the exit code the command would set. It prints nothing; a caller that wants progress passes
 `BenchmarkEvents`, which is how the CLI prints as it goes.
 
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
+Layer 4 (entry points) of docs/architecture.md, with the rest of `torchscale.api`.
 """
 
 from __future__ import annotations

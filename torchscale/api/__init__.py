@@ -1,0 +1,28 @@
+"""The library API: a whole job in one call, returning typed results (docs/python-api.md).
+
+Each command of the CLI is a thin call into one function here: `run_benchmark` (benchmark.py),
+`run_profile` (profile.py), `run_comm` (comm.py), `build_report` (report.py). They print
+nothing and exit nothing; a caller that wants progress passes callbacks, and every result
+carries the exit code the command would set.
+
+Layer 4 (entry points, beside the CLI) of docs/architecture.md: the API and the CLI are the two
+front doors; they import everything below them and nothing imports them.
+"""
+
+from __future__ import annotations
+
+from torchscale.api.benchmark import (
+    BenchmarkEvents,
+    BenchmarkRun,
+    machine_for,
+    plan_benchmark,
+    run_benchmark,
+)
+
+__all__ = [
+    "BenchmarkEvents",
+    "BenchmarkRun",
+    "machine_for",
+    "plan_benchmark",
+    "run_benchmark",
+]
