@@ -35,9 +35,9 @@ from torch import nn
 
 from torchscale.models.bert import BertConfig, BertForMaskedLM
 from torchscale.models.gpt2 import GPT2, GPT2Config
+from torchscale.models.mlp import MLP
 from torchscale.models.resnet import BasicBlock, ResNet
 from torchscale.models.tasks import IGNORE_INDEX
-from torchscale.models.tiny import MLP
 from torchscale.models.transformer import Seq2SeqTransformer
 from torchscale.models.vit import VisionTransformer
 
@@ -278,13 +278,13 @@ def broken_pass_through(broken: bool) -> Iterator[None]:
     """Negative control, while active: a stage passes on detached what it received and hands on
     unchanged (the encoder stages' target embedding, the decoder stages' memory), so the
     gradient later stages compute for it never comes back (shows the test can fail)."""
-    from torchscale.parallel import pieces
+    from torchscale.models import seq2seq_units
 
-    units = (pieces.EncoderUnit, pieces.DecoderUnit)
+    units = (seq2seq_units.EncoderUnit, seq2seq_units.DecoderUnit)
     originals = [unit.forward for unit in units]
 
     def detaching(original: Any, keep: int) -> Any:
-        def passed_detached(self: nn.Module, pair: pieces.Pair) -> pieces.Pair:
+        def passed_detached(self: nn.Module, pair: seq2seq_units.Pair) -> seq2seq_units.Pair:
             out = list(original(self, pair))
             if out[keep].is_leaf:  # received from the previous stage, passed on untouched
                 out[keep] = out[keep].detach()

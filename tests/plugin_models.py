@@ -1,4 +1,5 @@
-"""Plug-in model factories used by tests/test_models.py (loaded as 'tests.plugin_models:...')."""
+"""Plug-in model factories used by tests/test_models.py and tests/test_parallel_plan.py (loaded
+as 'tests.plugin_models:...')."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchscale.models import ModelBundle
+from torchscale.models import ModelBundle, tasks
+from torchscale.models.block_stack import BlockStackPlan
+from torchscale.models.layers import Block
+from torchscale.models.parallel_plan import ParallelPlan, PipelineParts
 
 NOT_CALLABLE = 3
 
@@ -39,3 +43,43 @@ def returns_non_module() -> tuple[Any, Any, Any]:
 
 def raises() -> None:
     raise RuntimeError("no GPU here")
+
+
+class TinyDecoder(nn.Module):
+    """A model torchscale/parallel/ has never seen: token embedding, a stack of layers.Block and
+    a linear head, declaring its own ParallelPlan in this module and nowhere else."""
+
+    def __init__(self, vocab: int = 64, hidden: int = 16, heads: int = 4, layers: int = 2) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.blocks = nn.Sequential(
+            *(
+                Block(
+                    hidden,
+                    heads,
+                    4 * hidden,
+                    norm_first=True,
+                    causal=True,
+                    dropout=0.0,
+                    attn_dropout=0.0,
+                    eps=1e-5,
+                )
+                for _ in range(layers)
+            )
+        )
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        y: torch.Tensor = self.head(self.blocks(self.embed(input_ids)))
+        return y
+
+    def parallel_plan(self) -> ParallelPlan:
+        return BlockStackPlan(
+            self.blocks, lambda blocks: PipelineParts(self.embed, blocks, self.head)
+        )
+
+
+def decoder(seq_len: int = 16, layers: int = 2) -> ModelBundle:
+    """TinyDecoder with next-token loss; its bundle declares no tp_plan / pp_split."""
+    model = TinyDecoder(layers=layers)
+    return tasks.language_bundle(model, tasks.next_token(64, seq_len), seq_len)

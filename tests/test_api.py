@@ -1,6 +1,8 @@
-"""The library API drives a whole benchmark without the CLI (issue 23): `run_benchmark` plans,
-runs the sweep and the suites the config turns on, prints nothing and returns typed results
-with the exit code `torchscale benchmark` would set."""
+"""The library API drives whole jobs without the CLI (issue 23): `run_benchmark` plans, runs
+the sweep and the suites the config turns on (or hands the plan to the Slurm or Kubernetes
+launcher), `run_profile` profiles one cell, `analyze_traces` reads any job's traces,
+`build_report` writes a report; each prints nothing and returns typed results with the exit
+code its command would set."""
 
 from __future__ import annotations
 
@@ -9,9 +11,19 @@ from pathlib import Path
 import pytest
 
 import torchscale.results
-from torchscale.api import BenchmarkEvents, plan_benchmark, run_benchmark
+from torchscale.api import (
+    BenchmarkEvents,
+    ProfileOptions,
+    analyze_traces,
+    build_report,
+    plan_benchmark,
+    run_benchmark,
+    run_profile,
+)
 from torchscale.config.schema import BenchConfig
 from torchscale.errors import UsageError
+from torchscale.launchers import launcher_for
+from torchscale.worker.spec import DelaySpec
 
 
 def config(**changes: object) -> BenchConfig:
@@ -61,7 +73,66 @@ def test_nothing_measured_is_exit_code_one(tmp_path: Path) -> None:
     assert run.nothing_measured is not None and run.exit_code == 1
 
 
-def test_other_launchers_are_the_clis(tmp_path: Path) -> None:
-    cfg = config(launcher={"kind": "k8s", "k8s": {"image": "registry.example/train:1"}})
-    with pytest.raises(UsageError, match=r"launcher\.kind local"):
-        run_benchmark(cfg, tmp_path)
+def test_kubernetes_through_the_same_call(tmp_path: Path) -> None:
+    """Every launcher sits behind run_benchmark: k8s writes one manifest per cell (nothing is
+    applied without launcher.k8s.apply) and runs nothing here."""
+    cfg = config(
+        gpu_counts=[1, 2],
+        launcher={"kind": "k8s", "k8s": {"image": "registry.example/train:1"}},
+    )
+    written: list[int] = []
+    warnings: list[str] = []
+    events = BenchmarkEvents(
+        on_kubernetes_written=lambda sub: written.append(len(sub.manifests)),
+        on_warning=warnings.append,
+    )
+    run = run_benchmark(cfg, tmp_path, events=events)
+    assert run.kubernetes is not None and not run.kubernetes.applied
+    assert written == [2] and all(p.exists() for p in run.kubernetes.manifests)
+    assert run.kubernetes.directory == tmp_path / "api" / "k8s"
+    assert any("results_claim" in w for w in warnings)
+    assert run.sweep.results == [] and run.exit_code == 0
+
+
+def test_a_dry_run_runs_nothing(tmp_path: Path) -> None:
+    run = run_benchmark(config(), tmp_path, dry_run=True)
+    assert run.dry_run and run.sweep.results == [] and run.exit_code == 0
+    assert not (tmp_path / "api").exists()
+
+
+def test_an_unknown_launcher_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"unknown launcher\.kind 'lsf'"):
+        launcher_for("lsf")
+
+
+def test_a_profile_from_python(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chosen: list[str] = []
+    options = ProfileOptions(gpus=2, model="tiny-mlp", batch_size=8, steps=4, profile_steps=3)
+    run = run_profile(options, tmp_path, on_start=lambda plan: chosen.extend(plan.notes))
+    assert any("no CUDA GPU visible" in note for note in chosen)  # this machine has none
+    assert run.exit_code == 0, run.profiled.analysis_error
+    assert run.profiled.analysis is not None and run.profiled.analysis.world_size == 2
+    assert (run.profiled.directory / "analysis.json").exists()
+    # the traces it wrote read back through the offline entry point too
+    again = analyze_traces(run.profiled.directory, output=tmp_path / "again.json")
+    assert again.saved == tmp_path / "again.json"
+    assert again.analysis.world_size == 2
+    assert capsys.readouterr().out == ""
+
+
+def test_profile_options_that_cannot_run_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="exclude each other"):
+        run_profile(ProfileOptions(duration_s=5, steps=3), tmp_path)
+    with pytest.raises(UsageError, match="rank 3 does not exist in a 2-rank run"):
+        delay = DelaySpec(rank=3, phase="forward", ms=5.0)
+        run_profile(ProfileOptions(gpus=2, device="cpu", inject_delay=(delay,)), tmp_path)
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_a_report_from_python(tmp_path: Path) -> None:
+    run_benchmark(config(comm={"enabled": False}), tmp_path)
+    report = build_report(tmp_path / "api", "md", baseline=tmp_path / "api")
+    assert report.outcome.path == tmp_path / "api" / "api_report.md"
+    assert report.outcome.path.read_bytes() == report.outcome.content
+    assert report.gate is not None and report.gate.matched == 1
+    assert report.report.regressions == 0 and report.exit_code == 0

@@ -38,6 +38,8 @@ LAYERS: dict[str, int] = {
             "nvml",
             "cell",
             "schema",
+            "collective_facts",
+            "step_phases",
         ],
         1,
     ),
@@ -63,6 +65,7 @@ LAYERS: dict[str, int] = {
             "config",
             "plan",
             "launch",
+            "launchers",
             "sweep",
             "slurm",
             "k8s",
@@ -245,3 +248,19 @@ def test_the_checker_sees_hidden_imports(tmp_path: Path) -> None:
     found = _imports(source, "torchscale.worker.mod")
     assert {"torchscale.report.model", "torchscale.cli.app", "torchscale.worker.sibling"} <= found
     assert _loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [("a", "b", "c")]
+
+
+def test_parallel_reads_models_only_through_their_plans() -> None:
+    # parallel/ knows a model by the ParallelPlan it declares (and a plug-in's ModelBundle), never
+    # by its class: whatever parallel/ reaches in models/, directly or through another module
+    # there, is one of these interface modules (the models package itself imports every model)
+    interface = {"torchscale.models.bundle", "torchscale.models.parallel_plan"}
+    reached: dict[str, str] = {}
+    todo = [(t, m) for m in GRAPH if unit(m) == "parallel" for t in GRAPH[m] if unit(t) == "models"]
+    while todo:
+        target, via = todo.pop()
+        if target not in reached:
+            reached[target] = via
+            todo += [(t, target) for t in GRAPH[target] if unit(t) == "models"]
+    concrete = sorted(f"{via} -> {t}" for t, via in reached.items() if t not in interface)
+    assert concrete == [], "parallel/ imports model code: declare it in the model's ParallelPlan"

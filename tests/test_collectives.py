@@ -8,7 +8,6 @@ import math
 import pytest
 
 from torchscale.analysis.collectives import (
-    OPS,
     algbw_gbps,
     busbw_factor,
     busbw_gbps,
@@ -29,8 +28,8 @@ REFERENCE = {
 }
 
 
-def test_every_op_of_the_catalog_and_only_those() -> None:
-    assert set(OPS) == set(REFERENCE) == set(COLLECTIVES)
+def test_the_reference_covers_every_op_of_the_catalog() -> None:
+    assert set(REFERENCE) == set(COLLECTIVES)
 
 
 @pytest.mark.parametrize("op", sorted(REFERENCE))

@@ -17,16 +17,17 @@ import torch.distributed as dist
 from typer.testing import CliRunner, Result
 
 from tests.processes import processes_mentioning
-from torchscale.analysis.collectives import OPS, busbw_factor
+from torchscale.analysis.collectives import busbw_factor
+from torchscale.catalog import COLLECTIVES as OPS  # the ops `torchscale comm` runs
 from torchscale.cli.app import app
-from torchscale.comm import worker
+from torchscale.comm import rank_main
 from torchscale.comm.collective_ops import Unsupported, count_wrong, pattern, prepare
-from torchscale.comm.launch import parse_ops
 from torchscale.comm.result import CommResult, CommRow, OpSummary
 from torchscale.comm.rows import RankTiming, measured_row, percentile, unmeasured_row
 from torchscale.comm.sizes import size_ladder
 from torchscale.comm.spec import CommSpec
 from torchscale.comm.summary import average_busbw, gate, summarize, wrong_total
+from torchscale.comm.sweep_launch import parse_ops
 from torchscale.errors import UsageError
 from torchscale.report.comm_text import comm_lines, row_line
 from torchscale.units import parse_bytes
@@ -238,7 +239,8 @@ def test_an_op_the_backend_lacks_is_a_row_not_a_crash(
     )
     state: dict[str, str] = {}
     rows = [
-        worker._row("reduce_scatter", s, spec, torch.device("cpu"), "h", state) for s in (64, 128)
+        rank_main._row("reduce_scatter", s, spec, torch.device("cpu"), "h", state)
+        for s in (64, 128)
     ]
     assert [r.status for r in rows if r] == ["unsupported", "unsupported"]
     assert rows[0] is not None and "does not support reduce_scatter" in (rows[0].reason or "")

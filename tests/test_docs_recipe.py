@@ -37,3 +37,5 @@ def test_recipe_runs_on_real_results() -> None:
     assert list(phases.index) == [0, 1]
     assert phases["backward_s"].notna().all()
     assert namespace["tables"][0].rows != []
+    text_report = namespace["text_report"]
+    assert text_report.outcome.path is None and b"Scaling" in text_report.outcome.content

@@ -162,7 +162,7 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     """Under Slurm a cell is skipped by what the config says of the nodes (no
     gpus_per_node: no GPU): nothing is submitted, and the sweep must not pass as green. The
     Slurm client commands are stood in for; none is called for an empty submission."""
-    import torchscale.cli.slurm_run as slurm_run
+    import torchscale.launchers.on_slurm as on_slurm
     import torchscale.slurm.client as client
     import torchscale.slurm.sweep as slurm_sweep
 
@@ -170,8 +170,8 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
         return None
 
     monkeypatch.setattr(client, "require_sbatch", no_slurm)
-    monkeypatch.setattr(slurm_run, "require_sbatch", no_slurm)
-    monkeypatch.setattr(slurm_run, "check_nodes", no_slurm)
+    monkeypatch.setattr(on_slurm, "require_sbatch", no_slurm)
+    monkeypatch.setattr(on_slurm, "check_nodes", no_slurm)
 
     def submit(*args: Any, **kwargs: Any) -> str:
         raise AssertionError("nothing may be submitted")

@@ -27,7 +27,6 @@ from torchscale.memory.result import (
     MaxBatchResult,
     build_result,
     load_max_batch,
-    max_batch_path,
     read_max_batch,
 )
 from torchscale.memory.runner import (
@@ -38,6 +37,7 @@ from torchscale.memory.runner import (
 )
 from torchscale.memory.search import ProbeOutcome, SearchOutcome, search_max_batch
 from torchscale.plan import Machine, build_plan
+from torchscale.results.layout import ResultLayout
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import CellError, CellResult, Memory
 
@@ -260,7 +260,7 @@ def test_result_of_a_limit_a_failure_and_allocator_retries() -> None:
 
 
 def write_result(root: Path, result: MaxBatchResult, **changes: Any) -> Path:
-    path = max_batch_path(root, result.group)
+    path = ResultLayout(root).max_batch_path(result.group)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**result.model_dump(mode="json"), **changes}), encoding="utf-8")
     return path

@@ -14,7 +14,7 @@ from torchscale.models import build_model
 from torchscale.models.bert import BertConfig, BertForMaskedLM
 from torchscale.parallel import ParallelLayout, infeasible, layout_problem
 from torchscale.parallel.layout import theoretical_bubble
-from torchscale.parallel.pieces import block_ranges, split_builtin
+from torchscale.parallel.pieces import block_ranges, split_at_blocks
 
 
 def meta_model(name: str, **options: Any) -> nn.Module:
@@ -155,7 +155,7 @@ def test_stage_chain_is_the_model(name: str) -> None:
     model, _ = build(name)
     model.eval()
     inputs, _ = batch(name, 0, 3)
-    split = split_builtin(model, 2 if name == "cnn" else 4)
+    split = split_at_blocks(model, 2 if name == "cnn" else 4)
     x = inputs
     with torch.no_grad():
         for stage in split.stages:

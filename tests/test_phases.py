@@ -36,10 +36,12 @@ from torchscale.cell_settings import (
 from torchscale.errors import UsageError
 from torchscale.results.frame import cells_table, ranks_table
 from torchscale.schema.cell_result import CellResult
+from torchscale.step_phases import INJECTED_DELAY_RANGE
+from torchscale.step_phases import STEP_PHASES as PHASES
 from torchscale.worker import markers
 from torchscale.worker.delay import RankDelays, parse_delay
 from torchscale.worker.measure import run_window
-from torchscale.worker.phases import FSDP_REASON, PHASES
+from torchscale.worker.phases import FSDP_REASON
 from torchscale.worker.spec import DelaySpec, ProfileSpec, WorkerSpec
 from torchscale.worker.trainer import Trainer
 
@@ -406,7 +408,7 @@ def test_markers_on_under_the_torch_profiler() -> None:
     on = markers.Markers(torch_profiler=True)
     cpu = [torch.profiler.ProfilerActivity.CPU]
     with torch.profiler.profile(activities=cpu) as prof, markers.use(on):  # noqa: SIM117
-        with markers.current().phase("backward"), markers.current().range(markers.INJECTED_DELAY):
+        with markers.current().phase("backward"), markers.current().range(INJECTED_DELAY_RANGE):
             torch.ones(4).sum()
     assert markers.current() is markers.OFF  # restored
     names = {e.name for e in prof.events()}

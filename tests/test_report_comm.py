@@ -8,11 +8,11 @@ import json
 import shutil
 from pathlib import Path
 
-from torchscale.comm.launch import store_result
 from torchscale.comm.nccl_tests import read_nccl_tests
 from torchscale.comm.result import CommPair, CommResult
 from torchscale.comm.rows import RankTiming, measured_row
 from torchscale.comm.summary import average_busbw, summarize, wrong_total
+from torchscale.comm.sweep_launch import store_result
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.model import Chart, Table, Text
 from torchscale.report.render.formatting import MAX_LOG_TICKS, thin_ticks

@@ -421,7 +421,7 @@ def test_cancel_stops_the_jobs_and_the_running_cell_is_recorded(
 def test_a_job_killed_by_its_time_limit_resumes(
     slurm: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A one-minute allocation: its first cell hangs past the limit, the second never starts;
+    """A two-minute allocation: its first cell hangs past the limit, the second never starts;
     --resume (the hang gone) runs both, nothing finished is lost."""
     _env(slurm, monkeypatch)
     marker = tmp_path / "hang"
@@ -430,7 +430,9 @@ def test_a_job_killed_by_its_time_limit_resumes(
         f'  - name: "tests.fault_models:hang_while_marker"\n    options: {{marker: "{marker}"}}\n'
         "  - tiny-mlp"
     )
-    cfg = write_config(tmp_path, "limit", models=models, nodes="[1]", time_limit="1")
+    # two minutes with the warning 60 s ahead: Slurm may send it up to 60 s early, and with
+    # one minute it came before the driver's handler was in place (the job died of SIGUSR1)
+    cfg = write_config(tmp_path, "limit", models=models, nodes="[1]", time_limit="2")
     out = tmp_path / "out"
     first = runner.invoke(app, ["benchmark", "-c", str(cfg), "-o", str(out)])
     assert first.exit_code == 1, first.output
@@ -441,6 +443,8 @@ def test_a_job_killed_by_its_time_limit_resumes(
     assert "time limit" in reasons or "TIMEOUT" in reasons, reasons
     assert "before this cell started" in reasons, reasons
     marker.unlink()
+    # the resume gets time enough: the warning would stop its cells at any moment
+    cfg = write_config(tmp_path, "limit", models=models, nodes="[1]", time_limit="10")
     second = runner.invoke(app, ["benchmark", "-c", str(cfg), "-o", str(out), "--resume"])
     assert second.exit_code == 0, second.output
     cells = {p.stem: json.loads(p.read_text()) for p in (root / "cells").glob("*.json")}

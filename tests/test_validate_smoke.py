@@ -23,7 +23,7 @@ import torch
 from test_validate_checks import fake_torch, make_ctx
 
 from torchscale.atomic import write_text_atomic
-from torchscale.launch import process
+from torchscale.launch import attempt, process
 from torchscale.launch.environment import child_environment, is_inherited_distributed_var
 from torchscale.launch.process import ProcessOutcome, run_logged
 from torchscale.launch.torchrun import LaunchCommand
@@ -503,7 +503,7 @@ def _fake_launch(
         code = 0 if error is None else 1
         return ProcessOutcome(code, False, 1.5, command.log_path)
 
-    monkeypatch.setattr(smoke, "run_launch", run_launch)
+    monkeypatch.setattr(attempt, "run_launch", run_launch)
     return launched
 
 
@@ -544,7 +544,7 @@ def test_run_smoke_unreadable_verdict_fails(
         (command.log_dir / "result.json").write_text(content)
         return ProcessOutcome(0, False, 1.0, command.log_path)
 
-    monkeypatch.setattr(smoke, "run_launch", run_launch)
+    monkeypatch.setattr(attempt, "run_launch", run_launch)
     result = run_smoke(GLOO_CPU, 30.0, {})
     assert result.status is Status.FAIL
     assert result.detail == "torchrun exited with 0: done"

@@ -1,6 +1,7 @@
 """Layer 1 (contracts): the names a config may refer to, which cells and results carry too:
 built-in models and the options each one accepts, precisions, strategies, pipeline schedules,
-hybrid layouts and collectives (one source for each).
+hybrid layouts and collectives (one source for each; what each collective is, for the comm
+sweep, the nccl-tests importer and the trace analyses: collective_facts.py).
 
 Kept apart from the model code so that validating a config never imports torch. The model
 registry (torchscale.worker) must define exactly these names; a test holds the two together.

@@ -40,6 +40,7 @@ from torchscale.config.schema import K8sConfig
 from torchscale.errors import LaunchError, UsageError
 from torchscale.launch.environment import is_inherited_distributed_var
 from torchscale.plan import Plan, PlannedCell
+from torchscale.results.layout import ResultLayout
 from torchscale.results.store import ResultStore
 from torchscale.worker.spec import WorkerSpec
 
@@ -56,7 +57,6 @@ SHM_VOLUME = "torchscale-shm"  # a pod's /dev/shm is 64 MiB unless mounted: too 
 SHM_PATH = "/dev/shm"  # noqa: S108 (a mount point in the pod; nothing here writes to it)
 GPU_RESOURCE = "nvidia.com/gpu"
 LABEL_PREFIX = "torchscale/"
-K8S_DIR = "k8s"
 APPLY_TIMEOUT_S = 120.0
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 MAX_LABEL = 63
@@ -74,24 +74,24 @@ PodPatchApi = Literal["runtimePatches", "podTemplateOverrides"]
 class PodPaths:
     """Where a cell's files are inside its pods (the claim holds the output directory)."""
 
-    experiment_root: PurePosixPath  # <mount>/<experiment>
+    experiment: ResultLayout[PurePosixPath]  # <mount>/<experiment>
     cell_id: str
 
     @property
     def result(self) -> PurePosixPath:
-        return self.experiment_root / "cells" / f"{self.cell_id}.json"
+        return self.experiment.cell_path(self.cell_id)
 
     @property
     def steps(self) -> PurePosixPath:
-        return self.experiment_root / "steps" / f"{self.cell_id}.jsonl"
+        return self.experiment.steps_path(self.cell_id)
 
     @property
     def spec(self) -> PurePosixPath:
-        return self.experiment_root / K8S_DIR / "specs" / f"{self.cell_id}.json"
+        return self.experiment.k8s_spec_path(self.cell_id)
 
     @property
     def logs(self) -> PurePosixPath:
-        return self.experiment_root / "logs" / self.cell_id
+        return self.experiment.log_dir(self.cell_id)
 
 
 @dataclass(frozen=True)
@@ -297,11 +297,12 @@ def k8s_manifests(
     config = plan.config.launcher.k8s
     if not config.image:
         raise UsageError("launcher.k8s.image is needed: the container image the pods run")
-    experiment_root = PurePosixPath(config.results_mount) / plan.experiment
+    in_pods = ResultLayout(PurePosixPath(config.results_mount) / plan.experiment)
+    on_host = ResultLayout(store_root)
     manifests = []
     for planned in plan.runnable:
         cell_id = planned.cell.id
-        paths = PodPaths(experiment_root, cell_id)
+        paths = PodPaths(in_pods, cell_id)
         name = object_name(plan.experiment, cell_id)
         metadata = _metadata(name, config.namespace, plan.experiment, cell_id)
         if config.api == "pytorchjob":
@@ -309,7 +310,6 @@ def k8s_manifests(
         else:
             manifest = trainjob(planned, config, metadata, paths, pod_patch)
         spec = planned.worker_spec(Path(str(paths.result)), Path(str(paths.steps)))
-        k8s_dir = store_root / K8S_DIR
         manifests.append(
             K8sManifest(
                 cell_id=cell_id,
@@ -317,8 +317,8 @@ def k8s_manifests(
                 manifest=manifest,
                 spec=spec,
                 pod_spec_path=paths.spec,
-                path=k8s_dir / f"{name}.yaml",
-                spec_path=k8s_dir / "specs" / f"{cell_id}.json",
+                path=on_host.k8s_manifest_path(name),
+                spec_path=on_host.k8s_spec_path(cell_id),
             )
         )
     return manifests

@@ -26,7 +26,9 @@ from torchscale.cell import (
     make_cell_id,
 )
 from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
+from torchscale.config.schema import Backend as RequestedBackend
 from torchscale.config.schema import BenchConfig
+from torchscale.config.schema import Device as RequestedDevice
 from torchscale.data.tasks import unsupported
 from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 from torchscale.strategies import (
@@ -206,16 +208,26 @@ class Plan:
 
 
 def resolve_device(config: BenchConfig, machine: Machine) -> Device:
-    """`auto` means CUDA GPUs when the node has any, else CPU processes."""
-    if config.device == "auto":
+    return device_for(config.device, machine)
+
+
+def device_for(requested: RequestedDevice, machine: Machine) -> Device:
+    """`auto` means CUDA GPUs when the node has any, else CPU processes (every command that
+    picks a device asks here: benchmark cells, profile, comm)."""
+    if requested == "auto":
         return "cuda" if machine.gpu_count > 0 else "cpu"
-    return config.device
+    return requested
 
 
 def resolve_backend(config: BenchConfig, device: Device) -> Backend:
-    if config.backend == "auto":
+    return backend_for(config.backend, device)
+
+
+def backend_for(requested: RequestedBackend, device: Device) -> Backend:
+    """`auto` means NCCL on CUDA, gloo on CPU (benchmark cells and comm ask here)."""
+    if requested == "auto":
         return "nccl" if device == "cuda" else "gloo"
-    return config.backend
+    return requested
 
 
 def resolve_omp_threads(config: BenchConfig, machine: Machine) -> int:
@@ -232,6 +244,12 @@ def resolve_omp_threads(config: BenchConfig, machine: Machine) -> int:
     if config.launcher.omp_num_threads is not None:
         return config.launcher.omp_num_threads
     ranks_per_node = max(shape.nproc_per_node for shape in cell_shapes(config))
+    return threads_per_rank(machine, ranks_per_node)
+
+
+def threads_per_rank(machine: Machine, ranks_per_node: int) -> int:
+    """The node's cores shared out among its ranks, at least one each (benchmark cells and
+    comm ask here)."""
     return max(1, machine.cpu_cores // ranks_per_node)
 
 

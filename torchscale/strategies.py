@@ -192,15 +192,14 @@ def supported_strategies(model: ModelSpec) -> list[str]:
     """The strategies `torchscale list` shows for a model: ddp and fsdp always; tp when its
     layers have a tensor-parallel plan for 2 ranks, pp when it splits into 2 stages, hybrid
     when either does (the degrees a sweep asks for are checked per cell)."""
-    from torchscale.parallel import anatomy
+    from torchscale.models.parallel_plan import plan_of
 
     supported = ["ddp", "fsdp"]
     bundle = _meta_bundle(model.name, tuple(sorted(model.options.items())), None, None)
-    if isinstance(bundle, str) or anatomy.family(bundle.model) is None:
+    plan = None if isinstance(bundle, str) else plan_of(bundle.model)
+    if plan is None:
         return supported
-    tp = anatomy.tp_problem(bundle.model, 2) is None
-    pp = (
-        anatomy.pp_problem(bundle.model) is None and len(anatomy.pipeline_blocks(bundle.model)) >= 2
-    )
+    tp = plan.tp_problem(2) is None
+    pp = plan.pipeline_depth() >= 2
     supported += [name for name, ok in (("tp", tp), ("pp", pp), ("hybrid", tp or pp)) if ok]
     return supported

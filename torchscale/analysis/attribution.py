@@ -49,10 +49,8 @@ from torchscale.schema.cell_result import (
     StepPart,
     StragglerVerdict,
 )
+from torchscale.step_phases import COMPUTE_PHASES, OWN_WORK_PHASES, STEP_PHASES
 
-OWN_WORK_PHASES = ("data", "forward", "backward", "optimizer")
-COMPUTE_PHASES = ("forward", "backward", "optimizer")
-PHASE_COLUMNS = ("data", "forward", "backward", "grad_sync_wait", "optimizer")
 MIN_EFFECT_SHARE = 0.05  # a straggler costs the others at least 5 % of the step, or it is noise
 ALPHA = 0.01
 STRAGGLER_TEST = (
@@ -77,11 +75,11 @@ class NoSyncSteps:
 
 def step_parts(steps: pd.DataFrame) -> pd.DataFrame:
     """Per (window, step, rank) row of `steps` (columns window, step, rank, step_s and the
-    phase seconds of PHASE_COLUMNS), the five parts in seconds and `model_step_s`, their sum.
+    phase seconds of STEP_PHASES), the five parts in seconds and `model_step_s`, their sum.
     Rows without every phase are dropped (phase timing off, or backward not split)."""
-    needed = ["window", "step", "rank", "step_s", *PHASE_COLUMNS]
+    needed = ["window", "step", "rank", "step_s", *STEP_PHASES]
     frame = steps[needed].dropna()
-    frame = frame.astype({c: float for c in ["step_s", *PHASE_COLUMNS]})
+    frame = frame.astype({c: float for c in ["step_s", *STEP_PHASES]})
     key = ["window", "step"]
     transfer = frame.groupby(key)["grad_sync_wait"].transform("min").clip(lower=0.0)
     wait = (frame["grad_sync_wait"] - transfer).clip(lower=0.0)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from torchscale.analysis.numbers import finite
 from torchscale.analysis.uncertainty import LEVEL, ratio_of_medians
 from torchscale.thresholds import OTHER_CORES_PER_RANK
 
@@ -252,16 +253,6 @@ def detectable_regression(
     return (1 + min_effect) * math.exp(shift) - 1
 
 
-def _number(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def parse_repeats(value: Any) -> list[float]:
     """Per-repeat figures from a cells-table value: a ';'-joined string (as in
     `samples_per_s_repeats`) or a sequence; missing values and non-numbers give none."""
@@ -271,7 +262,7 @@ def parse_repeats(value: Any) -> list[float]:
         parts = list(value)
     else:
         return []
-    numbers = [_number(p) for p in parts]
+    numbers = [finite(p) for p in parts]
     return [n for n in numbers if n is not None]
 
 
@@ -301,8 +292,8 @@ def judge_change(
     apart drift by a few percent; the test alone would flag that drift once it has enough
     repeats, the minimum effect does not, and the interval keeps a lucky split from passing.
     """
-    base = [v for v in (_number(x) for x in baseline) if v is not None]
-    now = [v for v in (_number(x) for x in current) if v is not None]
+    base = [v for v in (finite(x) for x in baseline) if v is not None]
+    now = [v for v in (finite(x) for x in current) if v is not None]
     nb, nc = len(base), len(now)
     if not base or not now:
         side = "baseline" if not base else "current"
@@ -476,7 +467,7 @@ def _peak_memory(cur: pd.Series, base: pd.Series) -> tuple[float | None, float |
     """Peak memory of both sides on the same basis: CUDA peak allocated where both have it,
     else the largest process peak RSS; never one of each."""
     for column, kind in (("peak_allocated_bytes", "allocated"), ("peak_rss_bytes", "rss")):
-        pair = _number(cur.get(column)), _number(base.get(column))
+        pair = finite(cur.get(column)), finite(base.get(column))
         if pair[0] is not None and pair[1] is not None:
             return pair[0], pair[1], kind
     return None, None, ""
@@ -501,12 +492,12 @@ def load_check(cur: pd.Series, base: pd.Series) -> tuple[str | None, str | None]
     rule's false-positive rate there, over runs, is measured (docs/regressions.md)."""
     if not (_busy(cur) or _busy(base)):
         return None, None
-    now, then = _number(cur.get(OTHER_COLUMN)), _number(base.get(OTHER_COLUMN))
+    now, then = finite(cur.get(OTHER_COLUMN)), finite(base.get(OTHER_COLUMN))
     shown = {k: "?" if v is None else f"{v:.1f}" for k, v in (("base", then), ("now", now))}
     if now is None or then is None:
         why = "one side has no host-load record, so the loads cannot be compared"
         return LOAD_WHY.format(**shown, why=why), None
-    ranks = _number(cur.get("world_size")) or 1.0
+    ranks = finite(cur.get("world_size")) or 1.0
     limit = OTHER_CORES_PER_RANK * ranks
     if abs(now - then) >= limit:
         gap = abs(now - then)
@@ -525,7 +516,7 @@ def _run_figure(row: pd.Series, metric: Metric) -> float | None:
     headline value."""
     assert metric.repeats is not None
     repeats = parse_repeats(row.get(metric.repeats))
-    return float(np.median(repeats)) if repeats else _number(row.get(metric.key))
+    return float(np.median(repeats)) if repeats else finite(row.get(metric.key))
 
 
 def _pooled_status(statuses: list[str]) -> str:
@@ -556,20 +547,20 @@ def _pooled_row(rows: pd.DataFrame) -> dict[str, Any]:
             column = rows[metric.repeats] if metric.repeats in rows.columns else []
             everything = [v for value in column for v in parse_repeats(value)]
             out[metric.repeats] = ";".join(f"{v:.6g}" for v in everything) or None
-        values = [_number(v) for v in rows[metric.key]] if metric.key in rows.columns else []
+        values = [finite(v) for v in rows[metric.key]] if metric.key in rows.columns else []
         known = [v for v in values if v is not None]
         if known:
             out[metric.key] = float(np.median(known))
     for column in ("peak_allocated_bytes", "peak_rss_bytes"):
         if column in rows.columns:
-            known = [v for v in (_number(x) for x in rows[column]) if v is not None]
+            known = [v for v in (finite(x) for x in rows[column]) if v is not None]
             out[column] = max(known) if known else None
     if BUSY_COLUMN in rows.columns:
         flags = [v is True or v == 1.0 for v in rows[BUSY_COLUMN]]
         unknown = [v is None or (isinstance(v, float) and math.isnan(v)) for v in rows[BUSY_COLUMN]]
         out[BUSY_COLUMN] = True if any(flags) else (None if any(unknown) else False)
     if OTHER_COLUMN in rows.columns:
-        cores = [_number(v) for v in rows[OTHER_COLUMN]]
+        cores = [finite(v) for v in rows[OTHER_COLUMN]]
         out[OTHER_COLUMN] = None if None in cores else float(np.mean(cores))  # type: ignore[arg-type]
     return out
 
@@ -604,7 +595,7 @@ def pool_runs(cells: pd.DataFrame) -> pd.DataFrame:
 def _units(cur: pd.Series, base: pd.Series) -> str:
     """'runs' when both sides hold several runs of the cell, else 'repeats' (one run's
     windows: between-run drift unseen)."""
-    runs = (_number(cur.get(RUN_COLUMN)) or 1, _number(base.get(RUN_COLUMN)) or 1)
+    runs = (finite(cur.get(RUN_COLUMN)) or 1, finite(base.get(RUN_COLUMN)) or 1)
     return "runs" if min(runs) >= 2 else "repeats"
 
 
@@ -650,13 +641,13 @@ def _pair_row(
     row["load_note"] = differed or alike
     row["units"] = units
     row["runs"] = (
-        f"{int(_number(base.get(RUN_COLUMN)) or 1)} vs {int(_number(cur.get(RUN_COLUMN)) or 1)}"
+        f"{int(finite(base.get(RUN_COLUMN)) or 1)} vs {int(finite(cur.get(RUN_COLUMN)) or 1)}"
     )
     for metric in METRICS:
         if metric.key == "peak_memory_bytes":
             now, then = memory_now, memory_base
         else:
-            now, then = _number(cur.get(metric.key)), _number(base.get(metric.key))
+            now, then = finite(cur.get(metric.key)), finite(base.get(metric.key))
         if not both_ok:
             now = then = None
         row[f"{metric.key}_baseline"] = then

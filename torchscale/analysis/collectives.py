@@ -18,45 +18,22 @@ assumes a ring; that is what nccl-tests prints too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from torchscale.collective_facts import OPS, SweepFacts, sweep_facts
 
 GB = 1e9  # nccl-tests' GB/s: 1e9 bytes per second
 
 
-@dataclass(frozen=True)
-class OpShape:
-    """How an op's size S relates to the per-rank element count, and its busbw factor."""
-
-    # S = count x n x itemsize (a gathered/scattered buffer), else count x itemsize
-    ranks_in_size: bool
-    factor: Literal["2(n-1)/n", "(n-1)/n", "1"]
-
-
-# keyed by the op names of torchscale.catalog.COLLECTIVES (a test keeps them equal)
-OPS: dict[str, OpShape] = {
-    "all_reduce": OpShape(ranks_in_size=False, factor="2(n-1)/n"),
-    "reduce_scatter": OpShape(ranks_in_size=True, factor="(n-1)/n"),
-    "all_gather": OpShape(ranks_in_size=True, factor="(n-1)/n"),
-    "all_to_all": OpShape(ranks_in_size=True, factor="(n-1)/n"),
-    "broadcast": OpShape(ranks_in_size=False, factor="1"),
-    "reduce": OpShape(ranks_in_size=False, factor="1"),
-    "send_recv": OpShape(ranks_in_size=False, factor="1"),
-}
-
-
-def _shape(op: str, ranks: int) -> OpShape:
-    if op not in OPS:
-        raise ValueError(f"unknown collective {op!r}: one of {', '.join(OPS)}")
+def _shape(op: str, ranks: int) -> SweepFacts:
+    facts = sweep_facts(op)
     if ranks < 1:
         raise ValueError(f"the number of ranks must be at least 1, got {ranks}")
-    return OPS[op]
+    return facts
 
 
 def busbw_factor(op: str, ranks: int) -> float:
     """nccl-tests' bus bandwidth factor of `op` over `ranks` ranks (0 for a ring of one rank
     where the factor has an (n-1) term: nothing crosses a link)."""
-    factor = _shape(op, ranks).factor
+    factor = _shape(op, ranks).busbw_factor
     if factor == "2(n-1)/n":
         return 2.0 * (ranks - 1) / ranks
     if factor == "(n-1)/n":
@@ -92,3 +69,18 @@ def algbw_gbps(size: int, seconds: float) -> float:
 def busbw_gbps(op: str, size: int, seconds: float, ranks: int) -> float:
     """Bus bandwidth: algbw x busbw_factor(op, ranks), in GB/s."""
     return algbw_gbps(size, seconds) * busbw_factor(op, ranks)
+
+
+def factors_text() -> str:
+    """Every op's busbw factor in words, the ops of one factor together and 1 last:
+    '2(n-1)/n for all_reduce, (n-1)/n for all_gather, ... and all_to_all, 1 otherwise'."""
+    by_factor: dict[str, list[str]] = {}
+    for op, facts in OPS.items():
+        if facts.sweep is not None and facts.sweep.busbw_factor != "1":
+            by_factor.setdefault(facts.sweep.busbw_factor, []).append(op)
+    parts = [f"{factor} for {_and(ops)}" for factor, ops in by_factor.items()]
+    return ", ".join([*parts, "1 otherwise"])
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -14,12 +14,12 @@ numbers and the cells table (pandas), no I/O. docs/methodology.md, "Uncertainty"
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
 
+from torchscale.analysis.numbers import finite
 from torchscale.thresholds import CV_WARN_THRESHOLD
 
 Level = Literal["reliable", "noisy", "spread unknown"]
@@ -35,23 +35,13 @@ class Reliability:
     reason: str
 
 
-def _finite(value: Any) -> float | None:
-    if value is None or isinstance(value, (bool, str)):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _pct(value: float) -> str:
     return f"{value * 100:.1f} %"
 
 
 def relative_half_width(value: float | None, low: float | None, high: float | None) -> float | None:
     """Half the interval's width over the value: how far either side the figure may be."""
-    value, low, high = _finite(value), _finite(low), _finite(high)
+    value, low, high = finite(value), finite(low), finite(high)
     if value is None or low is None or high is None or value <= 0:
         return None
     return (high - low) / 2 / value
@@ -68,7 +58,7 @@ def judge(
     """The verdict of one measured cell from its throughput interval (over `repeats` repeats)
     and its pooled step-time CV. Evidence of noise wins over a missing spread: one repeat
     with a CV of 0.5 is noisy, not merely unknown."""
-    cv = _finite(step_cv)
+    cv = finite(step_cv)
     half = relative_half_width(samples_per_s, low, high) if repeats >= 2 else None
     limit = f"{threshold * 100:g} %"
     problems = []
@@ -98,14 +88,7 @@ def repeat_count(repeats: Any) -> int:
     """Number of per-repeat throughputs in a `samples_per_s_repeats` cell (';'-joined)."""
     if not isinstance(repeats, str) or not repeats.strip():
         return 0
-    return sum(1 for part in repeats.split(";") if _finite(_number(part)) is not None)
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+    return sum(1 for part in repeats.split(";") if finite(part) is not None)
 
 
 def add_reliability(table: pd.DataFrame, threshold: float = CV_WARN_THRESHOLD) -> pd.DataFrame:
@@ -115,7 +98,7 @@ def add_reliability(table: pd.DataFrame, threshold: float = CV_WARN_THRESHOLD) -
     levels: list[str | None] = []
     reasons: list[str | None] = []
     for row in out.to_dict("records"):
-        if row.get("status") != "ok" or _finite(row.get("samples_per_s")) is None:
+        if row.get("status") != "ok" or finite(row.get("samples_per_s")) is None:
             levels.append(None)
             reasons.append(None)
             continue

@@ -18,11 +18,30 @@ from torchscale.api.benchmark import (
     plan_benchmark,
     run_benchmark,
 )
+from torchscale.api.comm import CommOptions, CommRun, run_comm
+from torchscale.api.profile import (
+    ProfileOptions,
+    ProfileRun,
+    TraceAnalysis,
+    analyze_traces,
+    run_profile,
+)
+from torchscale.api.report import ReportRun, build_report
 
 __all__ = [
     "BenchmarkEvents",
     "BenchmarkRun",
+    "CommOptions",
+    "CommRun",
+    "ProfileOptions",
+    "ProfileRun",
+    "ReportRun",
+    "TraceAnalysis",
+    "analyze_traces",
+    "build_report",
     "machine_for",
     "plan_benchmark",
     "run_benchmark",
+    "run_comm",
+    "run_profile",
 ]

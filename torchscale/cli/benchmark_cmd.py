@@ -14,17 +14,20 @@ from torchscale.cli.options import SetOverrides, VerbosityFlag
 from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
-    from torchscale.api import BenchmarkRun
-    from torchscale.comm.launch import CommLaunch, CommRequest
+    from torchscale.api import BenchmarkEvents, BenchmarkRun
     from torchscale.comm.result import CommResult
+    from torchscale.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.data.prepare import DataReady
+    from torchscale.launchers.benchmark_run import KubernetesSubmission
     from torchscale.memory.result import MaxBatchResult
     from torchscale.memory.runner import SearchGroup
     from torchscale.memory.search import ProbeOutcome
-    from torchscale.plan import Plan, PlannedCell
+    from torchscale.plan import PlannedCell
     from torchscale.profiling.trigger import Selected
-    from torchscale.results.store import ResultStore
     from torchscale.schema.cell_result import CellResult
+    from torchscale.slurm.client import JobState
+    from torchscale.slurm.jobs import JobRecord
+    from torchscale.slurm.sweep import SlurmSweep
 
 
 @handle_errors
@@ -61,10 +64,8 @@ def benchmark(
     verbose: VerbosityFlag = None,
 ) -> None:
     """Run throughput/latency tests across model x batch x GPU count x precision."""
-    from torchscale.api import plan_benchmark
+    from torchscale.api import plan_benchmark, run_benchmark
     from torchscale.config import load_config
-    from torchscale.report.terminal import plan_lines
-    from torchscale.results.store import ResultStore, check_output_dir
 
     Verbosity.override(verbose)
     if status_dir is not None or cancel_dir is not None:
@@ -79,143 +80,149 @@ def benchmark(
     if config_file is None:
         raise UsageError("--config FILE is needed (or --status DIR / --cancel DIR)")
     config = load_config(config_file, overrides or [])
-    kind = config.launcher.kind
-    if kind == "slurm":
-        from torchscale.slurm.client import require_sbatch
-
-        require_sbatch()  # before anything is written
     plan = plan_benchmark(config)
-    store = ResultStore.for_experiment(output_dir, config.experiment_name)
-    if kind == "slurm":
-        from torchscale.cli.slurm_run import run_slurm_sweep, slurm_dry_run
-
-        store = ResultStore(store.root.resolve())  # the nodes get absolute paths
-        if dry_run:
-            slurm_dry_run(plan, store)
-            return
-        check_output_dir(store.root)
-        raise typer.Exit(run_slurm_sweep(plan, store, resume))
-    if kind == "k8s":
-        raise typer.Exit(_k8s(plan, store, dry_run))
-    if dry_run:
-        for line in plan_lines(plan, store, os.environ):
-            stdout.print(line.markup())
-        return
-    raise typer.Exit(_run(plan, output_dir, resume, fail_fast))
-
-
-def _k8s(plan: Plan, store: ResultStore, dry_run: bool) -> int:
-    """Write one manifest per cell (and the specs its pods read); with `apply: true` and no
-    --dry-run, kubectl apply them. torchscale does not follow Kubernetes jobs."""
-    from torchscale.k8s import apply_manifests, write_k8s_manifests
-
-    settings = plan.config.launcher.k8s
-    if settings.apply and not dry_run:
-        import shutil
-
-        if shutil.which("kubectl") is None:
-            raise UsageError("launcher.k8s.apply needs kubectl on PATH; nothing was written")
-    if settings.results_claim is None:
-        stderr.print(
-            "[yellow]warning:[/] launcher.k8s.results_claim is not set: the runtime must mount "
-            f"shared storage at {escape(settings.results_mount)}, or the results stay in the pods"
+    printer = _Printer(len(plan.cells))
+    try:
+        run = run_benchmark(
+            config,
+            output_dir,
+            resume=resume,
+            fail_fast=fail_fast,
+            dry_run=dry_run,
+            events=printer.events(),
+            plan=plan,
         )
-    paths = write_k8s_manifests(plan, store, settings.pod_patch)
-    for path in paths:
-        stdout.print(f"manifest: {escape(str(path))}")
-    skipped = [p for p in plan.cells if p.skip_reason is not None]
-    stdout.print(
-        f"{len(paths)} manifest(s) written under {escape(str(store.root / 'k8s'))}"
-        + (f"; {len(skipped)} cell(s) skipped" if skipped else "")
-    )
-    if dry_run or not settings.apply:
-        stdout.print("nothing applied: kubectl apply -f FILE (or launcher.k8s.apply: true)")
-        return 0
-    for applied in apply_manifests(paths):
-        stdout.print(escape(f"applied {applied.path}: {applied.output.strip()}"))
-    return 0
+    finally:
+        printer.progress.stop()
+    printer.after(run)
+    raise typer.Exit(run.exit_code)
 
 
-def _run(plan: Plan, output_dir: Path, resume: bool, fail_fast: bool) -> int:
-    """The local sweep through the library (`torchscale.api.run_benchmark`), printed as it goes."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+class _Printer:
+    """What `torchscale benchmark` prints as the run goes (from the library's events) and
+    after it: progress and cell lines on stderr, tables and summaries on stdout."""
 
-    from torchscale.api import BenchmarkEvents, run_benchmark
-    from torchscale.cell import Status
-    from torchscale.report.terminal import (
-        TABLE_NOTE,
-        cell_lines,
-        model_tables,
-        reused_line,
-        running_line,
-    )
+    def __init__(self, cells: int) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
-    quiet = Verbosity.quiet()
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=stderr,
-        disable=quiet,
-        transient=True,
-    )
-    task = progress.add_task("cells", total=len(plan.cells))
+        self.quiet = Verbosity.quiet()
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=stderr,
+            disable=self.quiet,
+            transient=True,
+        )
+        self.task = self.progress.add_task("cells", total=cells)
 
-    def on_cell_start(planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
-        if will_launch and not quiet:
-            progress.console.print(running_line(planned).markup())
+    def events(self) -> BenchmarkEvents:
+        from torchscale.api import BenchmarkEvents
 
-    def on_data(ready: DataReady) -> None:
-        if not quiet:
+        return BenchmarkEvents(
+            on_cell_start=self.cell_start,
+            on_cell_done=self.cell_done,
+            on_data=self.data,
+            on_sweep_done=self.sweep_done,
+            on_comm_start=_comm_started,
+            on_comm_done=_comm_done,
+            on_max_batch_start=_max_batch_started,
+            on_probe=_probed,
+            on_max_batch_done=_max_batch_done,
+            on_profile_start=_profile_started,
+            on_warning=self.warning,
+            on_slurm_submitted=self.slurm_submitted,
+            on_slurm_job=self.slurm_job,
+            on_slurm_running=self.slurm_running,
+            on_slurm_preflight=self.slurm_preflight,
+            on_slurm_detached=_slurm_detached,
+            on_kubernetes_written=_kubernetes_written,
+        )
+
+    def say(self, markup: str) -> None:
+        self.progress.console.print(markup)
+
+    def cell_start(self, planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
+        from torchscale.report.terminal import running_line
+
+        self.progress.start()
+        if will_launch and not self.quiet:
+            self.say(running_line(planned).markup())
+
+    def data(self, ready: DataReady) -> None:
+        if not self.quiet:
             note = f" ({ready.note})" if ready.note else ""
-            progress.console.print(escape(f"> {ready.message}{note}"))
+            self.say(escape(f"> {ready.message}{note}"))
 
-    def on_cell_done(result: CellResult, reused: bool) -> None:
-        progress.advance(task)
-        if quiet and result.status in (Status.OK, Status.SKIPPED):
+    def cell_done(self, result: CellResult, reused: bool) -> None:
+        from torchscale.cell import Status
+        from torchscale.report.terminal import cell_lines, reused_line
+
+        self.progress.advance(self.task)
+        if self.quiet and result.status in (Status.OK, Status.SKIPPED):
             return
         for line in [reused_line(result)] if reused else cell_lines(result):
-            progress.console.print(line.markup())
+            self.say(line.markup())
 
-    def on_sweep_done(run: BenchmarkRun) -> None:
-        progress.stop()
+    def sweep_done(self, run: BenchmarkRun) -> None:
+        from torchscale.report.terminal import TABLE_NOTE, model_tables
+
+        self.progress.stop()
         if run.sweep.table is not None:
             for table in model_tables(run.sweep.table):
                 stdout.print(table)
             stdout.print(escape(TABLE_NOTE))
         _sweep_summary(run)
 
-    events = BenchmarkEvents(
-        on_cell_start=on_cell_start,
-        on_cell_done=on_cell_done,
-        on_data=on_data,
-        on_sweep_done=on_sweep_done,
-        on_comm_start=_comm_started,
-        on_comm_done=_comm_done,
-        on_max_batch_start=_max_batch_started,
-        on_probe=_probed,
-        on_max_batch_done=_max_batch_done,
-        on_profile_start=_profile_started,
-    )
-    progress.start()
-    try:
-        run = run_benchmark(
-            plan.config, output_dir, resume=resume, fail_fast=fail_fast, events=events, plan=plan
-        )
-    finally:
-        progress.stop()
-    if run.plan.config.profiling.enabled and not run.sweep.stopped_early:
-        _profiles_done(run)
-    return run.exit_code
+    def warning(self, text: str) -> None:
+        self.say(f"[yellow]warning:[/] {escape(text)}")
+
+    def slurm_submitted(self, sweep: SlurmSweep, jobs: list[JobRecord]) -> None:
+        from torchscale.cli.slurm_run import print_sweep
+
+        print_sweep(sweep, jobs)
+        if jobs or sweep.following:
+            self.progress.start()
+
+    def slurm_job(self, job: JobRecord, state: JobState) -> None:
+        if not self.quiet:
+            why = f" ({state.reason})" if state.reason else ""
+            self.say(
+                f"> [SLURM] job {job.job_id} ({job.nodes} node(s), {len(job.cells)} cell(s)): "
+                f"{escape(state.state)}{escape(why)}"
+            )
+
+    def slurm_running(self, job: JobRecord, cell_id: str) -> None:
+        if not self.quiet:
+            self.say(f"> [SLURM] job {job.job_id}: running {escape(cell_id)}")
+
+    def slurm_preflight(self, job: JobRecord, step: str, verdict: str) -> None:
+        if not self.quiet or not verdict.startswith("ok"):
+            self.say(f"> [SLURM] job {job.job_id}: preflight {escape(step)}: {escape(verdict)}")
+
+    def after(self, run: BenchmarkRun) -> None:
+        """What only the finished run can say: the dry run's plan, Kubernetes' applies, the
+        profiles' analyses."""
+        from torchscale.report.terminal import plan_lines
+
+        if run.kubernetes is not None:
+            _kubernetes_applied(run)
+        elif run.dry_run and run.slurm is not None:
+            stdout.print("dry run: nothing submitted")
+        elif run.dry_run:
+            for line in plan_lines(run.plan, run.store, os.environ):
+                stdout.print(line.markup())
+        elif run.plan.config.profiling.enabled and not run.sweep.stopped_early:
+            _profiles_done(run)
 
 
 def _sweep_summary(run: BenchmarkRun) -> None:
@@ -228,6 +235,30 @@ def _sweep_summary(run: BenchmarkRun) -> None:
         print_error_lines([run.nothing_measured])
     if run.sweep.stopped_early:
         stdout.print("[yellow]--fail-fast: stopped at the first failure[/]")
+
+
+def _slurm_detached(results: Path) -> None:
+    stderr.print(
+        f"stopped following; the jobs go on in Slurm: torchscale benchmark --status "
+        f"{escape(str(results))} (or --cancel, or --resume to follow them again)"
+    )
+
+
+def _kubernetes_written(written: KubernetesSubmission) -> None:
+    for path in written.manifests:
+        stdout.print(f"manifest: {escape(str(path))}")
+    stdout.print(
+        f"{len(written.manifests)} manifest(s) written under {escape(str(written.directory))}"
+        + (f"; {written.skipped} cell(s) skipped" if written.skipped else "")
+    )
+
+
+def _kubernetes_applied(run: BenchmarkRun) -> None:
+    assert run.kubernetes is not None
+    if not run.kubernetes.applied:
+        stdout.print("nothing applied: kubectl apply -f FILE (or launcher.k8s.apply: true)")
+    for applied in run.kubernetes.applied:
+        stdout.print(escape(f"applied {applied.path}: {applied.output.strip()}"))
 
 
 def _comm_started(request: CommRequest, launch: CommLaunch) -> None:
@@ -287,6 +318,7 @@ def _profiles_done(run: BenchmarkRun) -> None:
     """Each profile's analysis; a profile that failed is reported and never changes the exit
     code (the measurements it follows are complete)."""
     from torchscale.report.profile_terminal import analysis_lines
+    from torchscale.results.layout import ProfileRun
 
     settings = run.plan.config.profiling
     if not run.profiles:
@@ -302,4 +334,5 @@ def _profiles_done(run: BenchmarkRun) -> None:
             continue
         for line in analysis_lines(profiled.analysis):
             stdout.print(line.markup())
-        stdout.print(f"> [PROFILE] analysis: {escape(str(profiled.directory / 'analysis.json'))}")
+        where = ProfileRun(profiled.directory).analysis_path
+        stdout.print(f"> [PROFILE] analysis: {escape(str(where))}")

@@ -1,46 +1,27 @@
 """`torchscale comm`: collective bandwidth in nccl-tests' conventions (or `--import` of an
-nccl-tests output file), printed as nccl-tests prints it and stored as a comm result."""
+nccl-tests output file), printed as nccl-tests prints it and stored as a comm result.
+
+The flags become one `CommOptions`; `torchscale.api.run_comm` does the rest and prints nothing:
+this module prints its notes, progress and the table, and sets the exit code."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.markup import escape
 
+from torchscale.catalog import COLLECTIVES
 from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
 from torchscale.cli.options import VerbosityFlag
-from torchscale.errors import UsageError
+from torchscale.comm.planning import CPU_MAX_BYTES, CPU_RANKS, DEFAULT_TIMEOUT_S, GPU_MAX_BYTES
 
 if TYPE_CHECKING:
-    from torchscale.comm.result import CommResult
+    from torchscale.comm.planning import CommPlan
 
 DeviceChoice = Literal["auto", "cuda", "cpu"]
 Across = Literal["avg", "min", "max"]
-CPU_RANKS = 2
-GPU_MAX_BYTES, CPU_MAX_BYTES = "1G", "64M"  # gloo over shared memory is ~100x slower than NVLink
-DEFAULT_TIMEOUT_S = 900.0
-
-
-def _resolve(device: DeviceChoice, gpus: int | None) -> tuple[str, int, list[str]]:
-    """(device, ranks, notes): 'auto' picks CUDA when torch sees a GPU."""
-    from torchscale import host
-
-    visible = host.cuda_gpu_count()
-    notes: list[str] = []
-    chosen = device if device != "auto" else ("cuda" if visible > 0 else "cpu")
-    if device == "auto" and chosen == "cpu":
-        notes.append("no CUDA GPU visible: gloo processes on CPU (--device cpu to silence)")
-    if chosen == "cuda":
-        if visible == 0:
-            raise UsageError("--device cuda: no CUDA GPU is visible to torch on this machine")
-        ranks = gpus if gpus is not None else visible
-        if ranks > visible:
-            raise UsageError(f"--gpus {ranks}: only {visible} CUDA GPU(s) visible on this node")
-        return chosen, ranks, notes
-    return chosen, gpus if gpus is not None else CPU_RANKS, notes
 
 
 @handle_errors
@@ -56,10 +37,7 @@ def comm(
     ] = None,
     ops: Annotated[
         str,
-        typer.Option(
-            help="Comma-separated: all_reduce, all_gather, reduce_scatter, broadcast, reduce, "
-            "all_to_all, send_recv, or 'all'."
-        ),
+        typer.Option(help=f"Comma-separated: {', '.join(COLLECTIVES)}, or 'all'."),
     ] = "all_reduce",
     min_bytes: Annotated[
         str, typer.Option("--min-bytes", "-b", help="Smallest size S (K/M/G = powers of 1024).")
@@ -133,137 +111,57 @@ def comm(
 ) -> None:
     """Collective bandwidth (algbw, busbw) exactly as nccl-tests defines it, with a check."""
     Verbosity.override(verbose)
-    experiment_dir = output_dir / name
-    result: CommResult | None
-    if import_file is not None:
-        result = _import(import_file, op, experiment_dir, min_busbw)
-    else:
-        if op is not None:
-            raise UsageError("--op goes with --import (use --ops to choose what to run)")
-        result = _run(
-            gpus,
-            ops,
-            min_bytes,
-            max_bytes,
-            step_factor,
-            dtype,
-            iters,
-            warmup,
-            check,
-            pairs,
-            pairs_bytes,
-            average,
-            min_busbw,
-            device,
-            timeout,
-            experiment_dir,
-            dry_run,
-        )
-        if result is None:
-            raise typer.Exit(0)
-    for line in _lines(result):
-        stdout.out(line, highlight=False)
-    if json_file is not None:
-        from torchscale.comm.launch import store_result
+    from torchscale.api import CommOptions, run_comm
 
-        store_result(result, json_file)
-    raise typer.Exit(_exit_code(result))
+    options = CommOptions(
+        gpus=gpus,
+        ops=ops,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        step_factor=step_factor,
+        dtype=dtype,
+        iters=iters,
+        warmup=warmup,
+        check=check,
+        pairs_bytes=pairs_bytes if pairs else None,
+        average=average,
+        min_busbw_gbps=min_busbw,
+        device=device,
+        timeout_s=timeout,
+        name=name,
+        import_file=import_file,
+        op=op,
+    )
+    run = run_comm(options, output_dir, dry_run=dry_run, on_plan=_notes, on_start=_starting)
+    if run.result is None:  # --dry-run: the launch as data, nothing ran
+        from torchscale.comm.sweep_launch import dry_run_lines
 
-
-def _lines(result: CommResult) -> list[str]:
+        assert run.plan is not None  # only an import has no plan, and it has a result
+        for line in dry_run_lines(run.plan.launch):
+            stdout.out(line, highlight=False)
+        raise typer.Exit(0)
+    if not Verbosity.quiet():
+        stderr.print(f"stored: {escape(str(run.stored))}")
     from torchscale.report.comm_text import comm_lines
 
-    return comm_lines(result)
+    for line in comm_lines(run.result):
+        stdout.out(line, highlight=False)
+    if json_file is not None:
+        from torchscale.comm.sweep_launch import store_result
+
+        store_result(run.result, json_file)
+    raise typer.Exit(run.exit_code)
 
 
-def _exit_code(result: CommResult) -> int:
-    from torchscale.comm.from_config import comm_failed
-
-    return 1 if comm_failed(result) else 0
-
-
-def _import(
-    path: Path, op: str | None, experiment_dir: Path, min_busbw: float | None
-) -> CommResult:
-    from torchscale.comm.launch import store_result
-    from torchscale.comm.nccl_tests import read_nccl_tests
-    from torchscale.comm.summary import apply_gate
-
-    result = read_nccl_tests(path, op=op)
-    if min_busbw is not None:
-        apply_gate(result, min_busbw)
-    stored = store_result(result, experiment_dir / "comm" / f"{result.id}.json")
-    if not Verbosity.quiet():
-        stderr.print(f"stored: {escape(str(stored))}")
-    return result
-
-
-def _run(
-    gpus: int | None,
-    ops: str,
-    min_bytes: str,
-    max_bytes: str | None,
-    step_factor: int,
-    dtype: str,
-    iters: int,
-    warmup: int,
-    check: bool,
-    pairs: bool,
-    pairs_bytes: str,
-    average: Across,
-    min_busbw: float | None,
-    device: DeviceChoice,
-    timeout: float,
-    experiment_dir: Path,
-    dry_run: bool,
-) -> CommResult | None:
-    from torchscale import host
-    from torchscale.comm.launch import (
-        CommRequest,
-        check_dtype,
-        comm_launch,
-        dry_run_lines,
-        new_run_id,
-        parse_ops,
-        run_comm,
-    )
-    from torchscale.results.store import check_output_dir as ensure_writable
-    from torchscale.units import parse_bytes
-
-    chosen, ranks, notes = _resolve(device, gpus)
-    upper = max_bytes or (GPU_MAX_BYTES if chosen == "cuda" else CPU_MAX_BYTES)
-    request = CommRequest(
-        ops=parse_ops(ops),
-        min_bytes=parse_bytes(min_bytes, "--min-bytes"),
-        max_bytes=parse_bytes(upper, "--max-bytes"),
-        step_factor=step_factor,
-        dtype=check_dtype(dtype),
-        warmup_iters=warmup,
-        iters=iters,
-        check=check,
-        ranks=ranks,
-        device=chosen,  # type: ignore[arg-type]
-        backend="nccl" if chosen == "cuda" else "gloo",
-        omp_num_threads=max(1, host.usable_cores() // ranks),
-        timeout_s=timeout,
-        pairs_bytes=parse_bytes(pairs_bytes, "--pairs-bytes") if pairs else None,
-        across_ranks=average,
-        min_busbw_gbps=min_busbw,
-    )
-    launch = comm_launch(request, experiment_dir, os.environ, new_run_id(request))
-    for note in notes:
+def _notes(plan: CommPlan) -> None:
+    for note in plan.notes:
         stderr.print(f"[cyan]note:[/] {escape(note)}")
-    if dry_run:
-        for line in dry_run_lines(launch):
-            stdout.out(line, highlight=False)
-        return None
-    ensure_writable(experiment_dir)
+
+
+def _starting(plan: CommPlan) -> None:
     if not Verbosity.quiet():
+        request = plan.request
         stderr.print(
-            f"running {', '.join(request.ops)} on {ranks} rank(s) ({request.backend}), "
-            f"{len(launch.spec.sizes)} size(s) ..."
+            f"running {', '.join(request.ops)} on {request.ranks} rank(s) ({request.backend}), "
+            f"{len(plan.launch.spec.sizes)} size(s) ..."
         )
-    result = run_comm(launch, request)
-    if not Verbosity.quiet():
-        stderr.print(f"stored: {escape(str(launch.result_path))}")
-    return result

@@ -3,22 +3,27 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
 from torchscale.cli.options import VerbosityFlag
-from torchscale.errors import UsageError
+from torchscale.profiling.standalone import (
+    CPU_MODEL,
+    DEFAULT_GPUS,
+    GPU_MODEL,
+    Target,
+    ToolChoice,
+)
 
 if TYPE_CHECKING:
-    from torchscale.profiling.session import ProfiledCell
+    from torchscale.api import ProfileRun
+    from torchscale.profiling.standalone import ProfilePlan
     from torchscale.schema.profile_analysis import ProfileAnalysis
 
-Target = Literal["sync_stalls", "comm", "compute", "memory", "all"]
 TARGET_HELP = (
     "What the analysis reports and ranks (the Step and Straggler lines always show): "
     "sync_stalls = waiting for peers, the straggler and its cross-checks, per-rank waits, "
@@ -27,12 +32,6 @@ TARGET_HELP = (
     "parts, top kernels, host-bound and data-wait findings; memory = device copies and the "
     "run's memory peaks (allocator events are not traced: said why); all = everything."
 )
-ToolChoice = Literal["torch", "nsys", "auto"]
-
-# defaults of the published reference: `torchscale profile --gpus 4 --duration 30 ...`
-DEFAULT_GPUS = 4
-DEFAULT_DURATION = "30"
-GPU_MODEL, CPU_MODEL = "resnet50", "tiny-cnn"  # CPU ranks cannot train resnet50 in seconds
 
 app = typer.Typer(
     help="Profile one cell on every rank and find sync stalls and stragglers "
@@ -107,91 +106,50 @@ def profile(
     if ctx.invoked_subcommand is not None:
         return
     Verbosity.override(verbose)
-    from torchscale import host
-    from torchscale.config.loader import validate_data
+    from torchscale.api import ProfileOptions, run_profile
     from torchscale.durations import parse_duration
-    from torchscale.plan import Machine, build_plan
-    from torchscale.profiling.session import ProfileRequest, launch_profiled, resolve_tool
-    from torchscale.results.store import ResultStore, check_output_dir
     from torchscale.worker.delay import parse_delay
 
-    if duration is not None and steps is not None:
-        raise UsageError("--duration and --steps exclude each other: give one")
-    seconds = parse_duration(duration or DEFAULT_DURATION)
-    delays = tuple(parse_delay(text) for text in inject_delay or [])
-    gpu_count = host.cuda_gpu_count()
-    said: list[str] = []
-    resolved_device = device
-    if device == "auto":
-        resolved_device = "cuda" if gpu_count > 0 else "cpu"
-    world = gpus
-    if resolved_device == "cpu" and device == "auto":
-        said.append(f"no CUDA GPU visible: profiling {gpus} gloo process(es) on CPU instead")
-    if resolved_device == "cuda" and 0 < gpu_count < gpus:
-        world = gpu_count
-        said.append(f"only {gpu_count} GPU(s) visible: profiling {gpu_count} instead of {gpus}")
-    for delay in delays:
-        if delay.rank >= world:
-            raise UsageError(
-                f"--inject-delay {delay.rank}:{delay.phase}:{delay.ms:g}: rank {delay.rank} "
-                f"does not exist in a {world}-rank run"
-            )
-    chosen_model = model or (GPU_MODEL if resolved_device == "cuda" else CPU_MODEL)
-    if model is None:
-        said.append(f"model: {chosen_model} (default for {resolved_device}; --model to change)")
-    measurement: dict[str, Any] = {"warmup_steps": 3, "repeats": 1}
-    if steps is not None:
-        measurement["steps"] = steps
-    else:
-        measurement["duration_s"] = seconds
-    raw = {
-        "experiment_name": name,
-        "models": [chosen_model],
-        "batch_sizes": [batch_size],
-        "gpu_counts": [world],
-        "device": device,
-        "training": {"precision": [precision], "strategy": [strategy]},
-        "measurement": measurement,
-    }
-    config = validate_data(raw, "command line")
-    machine = Machine(gpu_count=gpu_count, cpu_cores=host.usable_cores())
-    planned = build_plan(config, machine).cells[0]
-    if planned.skip_reason is not None:
-        raise UsageError(f"cannot profile this cell: {planned.skip_reason}")
-    chosen_tool, tool_note = resolve_tool(tool, planned.cell.device)
-    if tool_note:
-        said.append(tool_note)
-    store = ResultStore.for_experiment(output_dir, config.experiment_name)
-    check_output_dir(store.root)
-    for line in said:
-        stderr.print(f"[cyan]note:[/] {escape(line)}")
-    request = ProfileRequest(
-        tool=chosen_tool,
-        active_steps=profile_steps,
+    options = ProfileOptions(
+        gpus=gpus,
+        model=model,
+        batch_size=batch_size,
+        precision=precision,
+        strategy=strategy,
+        device=device,
+        duration_s=parse_duration(duration) if duration is not None else None,
+        steps=steps,
+        profile_steps=profile_steps,
         target=target,
-        inject_delay=delays,
+        tool=tool,
+        inject_delay=tuple(parse_delay(text) for text in inject_delay or []),
+        name=name,
     )
+    run = run_profile(options, output_dir, on_start=_starting)
+    raise typer.Exit(_print_outcome(run, json_output))
+
+
+def _starting(plan: ProfilePlan) -> None:
+    for line in plan.notes:
+        stderr.print(f"[cyan]note:[/] {escape(line)}")
     if not Verbosity.quiet():
         stderr.print(
-            f"profiling {escape(planned.cell.id)} on {world} rank(s) with {chosen_tool} ..."
+            f"profiling {escape(plan.planned.cell.id)} on {plan.world} rank(s) with "
+            f"{plan.request.tool} ..."
         )
-    profiled = launch_profiled(planned, store, os.environ, request)
-    raise typer.Exit(_print_outcome(profiled, json_output))
 
 
-def _print_outcome(profiled: ProfiledCell, json_output: bool) -> int:
-    from torchscale.cell import Status
+def _print_outcome(run: ProfileRun, json_output: bool) -> int:
     from torchscale.report.profile_terminal import run_lines
 
+    profiled = run.profiled
     for line in run_lines(profiled.result, profiled.directory, profiled.analysis):
         (stdout if not json_output else stderr).print(line.markup())
-    if profiled.result.status != Status.OK:
-        return 1
-    if profiled.analysis is None:
+    if run.exit_code == 0 and profiled.analysis is not None:
+        _show(profiled.analysis, json_output)
+    elif profiled.result.status.value == "ok":
         stderr.print(f"[bold red]error:[/] {escape(profiled.analysis_error or 'no analysis')}")
-        return 1
-    _show(profiled.analysis, json_output)
-    return 0
+    return run.exit_code
 
 
 def _show(analysis: ProfileAnalysis, json_output: bool) -> None:
@@ -229,14 +187,12 @@ def analyze(
 ) -> None:
     """Analyse existing traces from any PyTorch job: one trace per rank."""
     Verbosity.override(verbose)
-    from torchscale.profiling.analyze import analyze_directory, write_analysis
+    from torchscale.api import analyze_traces
 
-    analysis = analyze_directory(trace_dir, target=target)
-    destination = output or trace_dir / "analysis.json"
-    written = write_analysis(analysis, destination, required=output is not None)
-    _show(analysis, json_output)
-    if written is None and not json_output:
+    traced = analyze_traces(trace_dir, target=target, output=output)
+    _show(traced.analysis, json_output)
+    if traced.saved is None and not json_output:
         stderr.print(
-            f"[yellow]note:[/] {escape(str(destination))} is not writable: analysis not saved "
-            "(use --output)"
+            f"[yellow]note:[/] {escape(str(traced.destination))} is not writable: analysis not "
+            "saved (use --output)"
         )

@@ -11,15 +11,12 @@ from rich.markup import escape
 
 from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
 from torchscale.cli.options import VerbosityFlag
+from torchscale.errors import EXIT_REGRESSION
 
 if TYPE_CHECKING:
-    from torchscale.report.model import Report
+    from torchscale.api import ReportRun
 
 Format = Literal["html", "pdf", "md", "json", "term"]
-# --fail-on-regression exits 3 only on a regression verdict (a CI gate tells it apart from a
-# crash, 1). Cells the rule could not judge (too few repeats) are no evidence either way: the
-# gate passes with a warning on stderr saying so, never fails on them (docs/regressions.md).
-EXIT_REGRESSION = 3
 
 app = typer.Typer(
     help="Turn results into a report: HTML, PDF, Markdown, JSON or terminal "
@@ -84,22 +81,22 @@ def _run(
     cost_per_gpu_hour: list[str] | None,
     title: str | None,
 ) -> None:
-    from torchscale.report.generate import ReportRequest, generate, parse_prices
+    from torchscale.api import build_report
+    from torchscale.report.generate import parse_prices
     from torchscale.report.render.term import summary_lines
 
     everyone, per_experiment = parse_prices(cost_per_gpu_hour or [])
-    outcome = generate(
-        ReportRequest(
-            source=source,
-            fmt=fmt,
-            output=output,
-            baseline=baseline,
-            cost_per_gpu_hour=everyone,
-            prices=per_experiment,
-            title=title,
-        )
+    run = build_report(
+        source,
+        fmt,
+        output=output,
+        baseline=baseline,
+        cost_per_gpu_hour=everyone,
+        prices=per_experiment,
+        title=title,
+        fail_on_regression=fail_on_regression,
     )
-    report = outcome.report
+    outcome, report = run.outcome, run.report
     if fmt == "term" and output is None:
         stdout.out(outcome.content.decode("utf-8"), highlight=False)
     elif not Verbosity.quiet():
@@ -113,24 +110,21 @@ def _run(
             f"({len(outcome.content) / 1e6:.1f} MB; built in {outcome.build_s:.2f} s, "
             f"rendered in {outcome.render_s:.2f} s)"
         )
-    _gate(report, fail_on_regression)
+    _gate(run)
+    raise typer.Exit(run.exit_code)
 
 
-def _gate(report: Report, fail_on_regression: bool) -> None:
-    """The baseline's outcome on stderr; exit 3 only on a regression verdict."""
-    from torchscale.report.sections.baseline import gate_summary
-
-    gate = gate_summary(report)
+def _gate(run: ReportRun) -> None:
+    """The baseline's outcome on stderr."""
+    gate = run.gate
     if gate is None:
         return
     if gate.warning is not None:
         stderr.print(f"[yellow]warning:[/] {escape(gate.warning)}")
     elif gate.matched == 0:
         stderr.print("[yellow]warning:[/] no cell matches the baseline: nothing was compared")
-    if report.regressions:
-        stderr.print(f"[bold red]{report.regressions} regression(s)[/] against the baseline")
-        if fail_on_regression:
-            raise typer.Exit(EXIT_REGRESSION)
+    if run.report.regressions:
+        stderr.print(f"[bold red]{run.report.regressions} regression(s)[/] against the baseline")
 
 
 @app.callback(invoke_without_command=True)

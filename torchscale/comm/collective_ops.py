@@ -21,12 +21,13 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from torchscale.collective_facts import ROOT_RANK
+
 PATTERN_PERIOD = 31
 PATTERN_RANK_STRIDE = 13
 # relative tolerance per dtype: the reductions sum in the input dtype, in an order the backend
 # picks; integers this small are exact in float32/float16, and in bfloat16 up to 256
 TOLERANCE = {torch.float32: 1e-6, torch.float16: 2e-3, torch.bfloat16: 2e-2}
-ROOT = 0  # broadcast and reduce root, as nccl-tests' default
 
 
 def pattern(
@@ -78,18 +79,9 @@ def prepare(
     """Buffers for `op` with `count` elements per rank (nccl-tests' count). With `check`, the
     inputs hold the check pattern; else zeros (timing only: repeated in-place sums of zeros
     never overflow)."""
-    builders: dict[str, Callable[..., Prepared]] = {
-        "all_reduce": _all_reduce,
-        "reduce": _reduce,
-        "broadcast": _broadcast,
-        "all_gather": _all_gather,
-        "reduce_scatter": _reduce_scatter,
-        "all_to_all": _all_to_all,
-        "send_recv": _send_recv,
-    }
-    if op not in builders:
+    if op not in BUILDERS:
         raise ValueError(f"unknown collective {op!r}")
-    return builders[op](count, dtype, device, rank, ranks, check)
+    return BUILDERS[op](count, dtype, device, rank, ranks, check)
 
 
 def _newest(name: str, older: str) -> Callable[..., Any]:
@@ -123,25 +115,25 @@ def _reduce(
     buffer = _input(check, rank, 0, count, dtype, device)
 
     def verify() -> int:
-        if rank != ROOT:
+        if rank != ROOT_RANK:
             return 0  # only the root's buffer is defined after a reduce
         return count_wrong(buffer, _sum_of_patterns(ranks, 0, count, dtype, device))
 
-    return Prepared(lambda: dist.reduce(buffer, ROOT), verify)
+    return Prepared(lambda: dist.reduce(buffer, ROOT_RANK), verify)
 
 
 def _broadcast(
     count: int, dtype: torch.dtype, device: torch.device, rank: int, ranks: int, check: bool
 ) -> Prepared:
-    if check and rank != ROOT:  # a value the root's never is: a missed copy is counted
+    if check and rank != ROOT_RANK:  # a value the root's never is: a missed copy is counted
         buffer = torch.full((count,), -1.0, dtype=dtype, device=device)
     else:
-        buffer = _input(check, ROOT, 0, count, dtype, device)
+        buffer = _input(check, ROOT_RANK, 0, count, dtype, device)
 
     def verify() -> int:
-        return count_wrong(buffer, pattern(ROOT, 0, count, dtype, device))
+        return count_wrong(buffer, pattern(ROOT_RANK, 0, count, dtype, device))
 
-    return Prepared(lambda: dist.broadcast(buffer, ROOT), verify)
+    return Prepared(lambda: dist.broadcast(buffer, ROOT_RANK), verify)
 
 
 def _all_gather(
@@ -203,6 +195,18 @@ def _send_recv(
         return count_wrong(output, pattern(before, 0, count, dtype, device))
 
     return Prepared(run, verify)
+
+
+# every op of catalog.COLLECTIVES, by the torch call it makes
+BUILDERS: dict[str, Callable[..., Prepared]] = {
+    "all_reduce": _all_reduce,
+    "reduce": _reduce,
+    "broadcast": _broadcast,
+    "all_gather": _all_gather,
+    "reduce_scatter": _reduce_scatter,
+    "all_to_all": _all_to_all,
+    "send_recv": _send_recv,
+}
 
 
 def exchange(peer: int, count: int, dtype: torch.dtype, device: torch.device) -> Callable[[], None]:

@@ -2,14 +2,14 @@
 
 One comm run per world size of the sweep (`gpu_counts`) that this node can launch, on the
 device and backend the cells used, with the sizes, ops and checks of the section. The runs are
-the same launches as `torchscale comm` (torchscale/comm/launch.py) and are stored beside it, in
-`<experiment>/comm/`, where the report finds them.
+the same launches as `torchscale comm` (torchscale/comm/sweep_launch.py) and are stored beside
+it, in `<experiment>/comm/`, where the report finds them.
 """
 
 from __future__ import annotations
 
-from torchscale.comm.launch import CommRequest
 from torchscale.comm.result import CommResult
+from torchscale.comm.sweep_launch import CommRequest
 from torchscale.config.schema import CommConfig
 from torchscale.plan import Plan, PlannedCell
 

@@ -37,7 +37,9 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from torchscale.analysis.collectives import OPS, busbw_factor, size_bytes
+from torchscale.analysis.collectives import busbw_factor, size_bytes
+from torchscale.catalog import COLLECTIVES
+from torchscale.collective_facts import ops_where, sweep_facts
 from torchscale.comm.result import AcrossRanks, CommResult, CommRow, Placement
 from torchscale.comm.summary import average_busbw, summarize, wrong_total
 from torchscale.errors import UsageError, describe_os_error
@@ -52,15 +54,7 @@ class NcclTestsFormatError(UsageError):
 
 # nccl-tests program (<name>_perf) -> torchscale op; gather, scatter, hypercube, alltoallv...
 # have no torchscale op and are refused
-PROGRAM_OPS = {
-    "all_reduce": "all_reduce",
-    "all_gather": "all_gather",
-    "reduce_scatter": "reduce_scatter",
-    "broadcast": "broadcast",
-    "reduce": "reduce",
-    "alltoall": "all_to_all",
-    "sendrecv": "send_recv",
-}
+PROGRAM_OPS = {sweep_facts(op).nccl_tests_program: op for op in COLLECTIVES}
 # nccl-tests type name -> (torch dtype name, bytes); "char" and "int" are NCCL 1 spellings
 TYPES: dict[str, tuple[str, int]] = {
     "int8": ("int8", 1),
@@ -78,9 +72,10 @@ TYPES: dict[str, tuple[str, int]] = {
     "f8e4m3": ("float8_e4m3fn", 1),  # NCCL's e4m3 is the finite-only (fn) variant
     "f8e5m2": ("float8_e5m2", 1),
 }
-REDUCING_OPS = frozenset({"all_reduce", "reduce_scatter", "reduce"})
-NON_REDUCING_OPS = frozenset({"all_gather", "broadcast", "all_to_all"})
-ROOTED_OPS = frozenset({"broadcast", "reduce"})
+REDUCING_OPS = ops_where(lambda op: op.runnable and op.reduces)
+# send_recv prints whatever -o says: neither list checks it
+NON_REDUCING_OPS = ops_where(lambda op: op.runnable and not op.reduces and not op.point_to_point)
+ROOTED_OPS = ops_where(lambda op: op.runnable and op.rooted)
 NO_REDOP = ("", "none")
 # nccl-tests' -a: 0 = rank 0's time, which torchscale's across_ranks has no name for
 AVERAGE_SETTINGS: dict[int, AcrossRanks | None] = {0: None, 1: "avg", 2: "min", 3: "max"}
@@ -281,7 +276,7 @@ def _program_op(name: str, where: str) -> str:
     """torchscale's op for an nccl-tests program name (all_reduce_perf, ./build/alltoall_perf,
     all_reduce_perf_mpi) or for a torchscale op name."""
     base = PurePosixPath(name).name
-    if base in OPS:
+    if base in COLLECTIVES:
         return base
     match = re.fullmatch(r"(\w+?)_perf\w*", base)
     key = match.group(1) if match else base
@@ -289,7 +284,8 @@ def _program_op(name: str, where: str) -> str:
         return PROGRAM_OPS[key]
     known = ", ".join(f"{p}_perf" for p in PROGRAM_OPS)
     raise _fail(
-        where, f"{base} has no torchscale op: torchscale imports {known} (as {', '.join(OPS)})"
+        where,
+        f"{base} has no torchscale op: torchscale imports {known} (as {', '.join(COLLECTIVES)})",
     )
 
 
@@ -745,7 +741,7 @@ def _run_op(run: _Run, op: str | None, source: str) -> tuple[str, list[str]]:
         raise _fail(
             where,
             "the output does not name its test (no 'Collective test starting' line): pass the "
-            f"op, one of {', '.join(OPS)}",
+            f"op, one of {', '.join(COLLECTIVES)}",
         )
     return _program_op(op, where), []
 

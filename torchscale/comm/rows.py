@@ -14,11 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchscale.analysis.collectives import algbw_gbps, busbw_factor
+from torchscale.collective_facts import OPS, ROOT_RANK, sweep_facts
 from torchscale.comm.result import AcrossRanks, CommPair, CommRow, Placement, RankTime
-
-REDUCTIONS = frozenset({"all_reduce", "reduce", "reduce_scatter"})
-ROOTED = frozenset({"broadcast", "reduce"})
-OUT_OF_PLACE = frozenset({"all_gather", "reduce_scatter", "all_to_all", "send_recv"})
 
 
 @dataclass(frozen=True)
@@ -34,16 +31,17 @@ class RankTiming:
 
 def _identity(op: str) -> dict[str, Any]:
     """The columns nccl-tests prints before the figures that follow from the op alone."""
+    facts = OPS[op]
     return {
-        "redop": "sum" if op in REDUCTIONS else None,
-        "root": 0 if op in ROOTED else None,
+        "redop": "sum" if facts.reduces else None,
+        "root": ROOT_RANK if facts.rooted else None,
         "placement": placement(op),
     }
 
 
 def placement(op: str) -> Placement:
     """How torchscale calls `op` (the torch API decides: all_reduce is in-place)."""
-    return "out-of-place" if op in OUT_OF_PLACE else "in-place"
+    return "out-of-place" if sweep_facts(op).out_of_place else "in-place"
 
 
 def percentile(values: Sequence[float], q: float) -> float:

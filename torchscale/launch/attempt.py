@@ -1,10 +1,20 @@
-"""One launch of torchrun and what it left: the one way every cell-like launch is run and read.
+"""One launch of torchrun and what it left: the one way every torchrun this project starts is run.
 
-A launch either wrote its result (rank 0, after every rank's measurement was gathered) or did
-not. A result that was written is kept whatever happened afterwards: ranks that hang in their
-shutdown and are killed at the timeout, or a torchrun that exits non-zero after the write (a
-gloo teardown abort), cost a warning, never the measurement. Only a launch that wrote nothing
-is a failure, classified with its root cause (torchscale/launch/failure.py).
+Sweep cells (and the max-batch probes and Slurm steps, which run as cells), profiled runs, the
+collective sweep and validate's smoke test all call `run_attempt`: run the command in its own
+process group under its timeout (torchscale/launch/process.py), read what the ranks wrote with
+the caller's reader, and classify how the launch failed, if it did, with its root cause
+(torchscale/launch/failure.py). Each caller then interprets the one `Attempt`:
+
+- a cell or a profiled run keeps a result that was written whatever happened afterwards: ranks
+  that hang in their shutdown and are killed at the timeout, or a torchrun that exits non-zero
+  after the write (a gloo teardown abort), cost a warning, never the measurement; only a launch
+  that wrote nothing is a failure (`failure`);
+- the collective sweep keeps the rows written before a failure and marks the run with how the
+  launch failed (`launch_failure`);
+- the smoke test judges the verdict, the exit and the root cause strictly.
+
+Nothing outside this package starts torchrun (tests/test_launch_path.py).
 """
 
 from __future__ import annotations
@@ -22,13 +32,21 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Attempt(Generic[T]):
-    """What one launch left: `written` (kept even when the launch then hung or failed) with
-    `warnings` about its shutdown, or `failure` when nothing was written."""
+    """What one launch left: how it ended (`outcome`), what the ranks wrote (`written`, kept
+    however the launch ended), how it failed with its root cause (`launch_failure`: it timed
+    out, exited non-zero or wrote nothing) and `warnings` about the shutdown of a launch that
+    wrote but did not end cleanly."""
 
     outcome: ProcessOutcome
     written: T | None
-    failure: CellFailure | None
+    launch_failure: CellFailure | None
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failure(self) -> CellFailure | None:
+        """Why nothing was written (None when something was): what a caller that keeps a
+        written result however the launch ended reports."""
+        return self.launch_failure if self.written is None else None
 
 
 def shutdown_warnings(
@@ -56,6 +74,9 @@ def run_attempt(
     it wrote with `read_written` (None: nothing; the caller removed any stale copy before)."""
     outcome = run_launch(command, timeout_s)
     written = read_written()
+    failure = None
+    if written is None or not outcome.ended_cleanly:
+        failure = classify_failure(outcome, command, timeout_s)
     if written is None:
-        return Attempt(outcome, None, classify_failure(outcome, command, timeout_s))
-    return Attempt(outcome, written, None, shutdown_warnings(outcome, command, timeout_s))
+        return Attempt(outcome, None, failure)
+    return Attempt(outcome, written, failure, shutdown_warnings(outcome, command, timeout_s))

@@ -38,6 +38,11 @@ class ProcessOutcome:
     # rank -> file with the Python stacks it dumped when the timeout hit (run_launch only)
     stacks: Mapping[int, Path] = field(default_factory=dict)
 
+    @property
+    def ended_cleanly(self) -> bool:
+        """Exited 0 before the timeout."""
+        return not self.timed_out and self.returncode == 0
+
     def log_tail(self, lines: int = 20) -> str:
         """The last `lines` lines of the combined stdout/stderr log."""
         try:
@@ -143,7 +148,8 @@ def _clear_diagnostics(directory: Path) -> None:
 
 def run_launch(command: LaunchCommand, timeout_s: float) -> ProcessOutcome:
     """Run a built torchrun command with its log in its log directory; on timeout, collect
-    each rank's stacks (and keep them with the logs) before the kill."""
+    each rank's stacks (and keep them with the logs) before the kill. Called only by
+    `torchscale.launch.attempt.run_attempt`, the one launch path."""
     _clear_diagnostics(command.diagnostics_dir)
     stacks: dict[int, Path] = {}
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from torchscale.catalog import Precision, Strategy
 from torchscale.cell import Backend, Device
 from torchscale.memory.search import Phase, ProbeKind, SearchOutcome
+from torchscale.results.layout import ResultLayout
 from torchscale.versioned import read_json, version_problem
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH_KIND = "torchscale.max_batch"
 MAX_BATCH_SCHEMA_VERSION = 1
-MAX_BATCH_DIR = "max_batch"  # under the experiment's results directory
 
 CPU_UTILISATION = (
     "CPU ranks have no device memory limit; an OOM there is the host's, reported as peak RSS"
@@ -220,10 +220,6 @@ def build_result(
     )
 
 
-def max_batch_path(results_dir: Path, group: str) -> Path:
-    return results_dir / MAX_BATCH_DIR / f"{group}.json"
-
-
 def parse_max_batch(data: Any) -> tuple[MaxBatchResult | None, str | None]:
     """(result, None) from decoded JSON of any known version, or (None, why not)."""
     problem = version_problem(data, MAX_BATCH_KIND, "max-batch result", MAX_BATCH_SCHEMA_VERSION)
@@ -250,7 +246,7 @@ def load_max_batch(results_dir: str | Path) -> pd.DataFrame:
     used is left out with a one-line reason, in the log and in `frame.attrs['skipped']`."""
     import pandas as pd
 
-    root = Path(results_dir) / MAX_BATCH_DIR
+    root = ResultLayout(Path(results_dir)).max_batch_dir
     rows: list[dict[str, Any]] = []
     skipped: list[tuple[str, str]] = []
     for path in sorted(root.glob("*.json")) if root.is_dir() else []:

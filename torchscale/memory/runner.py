@@ -26,10 +26,8 @@ from torchscale.cell import MAX_SLUG, CellIdentity, definition_hash, file_safe
 from torchscale.errors import ResultsError, describe_os_error
 from torchscale.memory.probe import CellProber
 from torchscale.memory.result import (
-    MAX_BATCH_DIR,
     MaxBatchResult,
     build_result,
-    max_batch_path,
 )
 from torchscale.memory.search import ProbeOutcome, search_max_batch
 from torchscale.plan import Plan, PlannedCell
@@ -144,7 +142,7 @@ def visible_device_total_bytes(env: Mapping[str, str]) -> tuple[int | None, str 
 def probe_store(store: ResultStore, group: SearchGroup) -> ResultStore:
     """A fresh store for the group's probes, never mixed with the sweep's cells: the probes
     of an earlier search of the group are removed (its result is about to be replaced)."""
-    root = store.root / MAX_BATCH_DIR / "probes" / group.id
+    root = store.max_batch_probes_dir(group.id)
     try:
         if root.exists():
             shutil.rmtree(root)
@@ -155,7 +153,7 @@ def probe_store(store: ResultStore, group: SearchGroup) -> ResultStore:
 
 def write_max_batch(store: ResultStore, result: MaxBatchResult) -> None:
     """Atomically, to <results dir>/max_batch/<group>.json."""
-    store.write_text(max_batch_path(store.root, result.group), result.model_dump_json(indent=2))
+    store.write_text(store.max_batch_path(result.group), result.model_dump_json(indent=2))
 
 
 def run_max_batch_search(

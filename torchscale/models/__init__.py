@@ -1,6 +1,8 @@
 """The model zoo: built-in architectures in plain torch.nn, plug-in loading, and the registry.
 
-Everything the train loop needs from a model comes as a ModelBundle from `build_model`.
+Everything the train loop needs from a model comes as a ModelBundle from `build_model`; how it
+splits for tensor and pipeline parallelism, from the ParallelPlan its class declares
+(torchscale/models/parallel_plan.py, all that torchscale/parallel/ reads; docs/models.md).
 
 Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """

@@ -19,9 +19,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from torchscale.models import tasks
+from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.layers import Block, init_normal
 from torchscale.models.options import at_most
+from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,32 @@ class BertForMaskedLM(nn.Module):
         h = self.bert(input_ids)
         h = self.transform_ln(F.gelu(self.transform(h)))
         return F.linear(h, self.bert.embeddings.word.weight, self.decoder_bias)
+
+    def parallel_plan(self) -> ParallelPlan:
+        """Megatron TP per encoder block; pipeline cuts between blocks, the MLM decoder's tie
+        kept."""
+        return BlockStackPlan(self.bert.encoder, self._pipeline_parts)
+
+    def _pipeline_parts(self, blocks: list[nn.Module]) -> PipelineParts:
+        mlm = BertMLMHead(self)
+        word = self.bert.embeddings.word.weight
+        tied = TiedWeight("word embedding (MLM decoder)", word, mlm.weight)
+        return PipelineParts(self.bert.embeddings, blocks, mlm, [tied])
+
+
+class BertMLMHead(nn.Module):
+    """BERT's MLM transform and decoder, on a pipeline's last-stage copy of the tied word
+    embedding."""
+
+    def __init__(self, model: BertForMaskedLM) -> None:
+        super().__init__()
+        self.transform, self.transform_ln = model.transform, model.transform_ln
+        self.weight = nn.Parameter(model.bert.embeddings.word.weight.detach().clone())
+        self.decoder_bias = model.decoder_bias
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        h = self.transform_ln(F.gelu(self.transform(h)))
+        return F.linear(h, self.weight, self.decoder_bias)
 
 
 def bert_mlm(name: str, cfg: BertConfig, seq_len: int) -> ModelBundle:

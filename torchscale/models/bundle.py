@@ -43,7 +43,8 @@ class ModelBundle:
     tokens_per_sample: int | None  # seq_len for language models: tokens/s = samples/s * this
     input_shape: tuple[int, ...]  # per-sample input shape, shown by `torchscale list`
     conv_net: bool  # channels_last memory format is meaningful
-    # optional, for plug-ins (built-in models are split by torchscale/parallel): without them a
+    # optional, a plug-in's short form of the ParallelPlan its model class may declare instead
+    # (torchscale/models/parallel_plan.py; read only when it declares none): without either a
     # plug-in is reported infeasible for tensor / pipeline parallelism
     tp_plan: TpPlan | None = None
     pp_split: PpSplit | None = None

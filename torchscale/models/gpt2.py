@@ -16,9 +16,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from torchscale.models import tasks
+from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.layers import Block, init_normal
 from torchscale.models.options import at_most
+from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,41 @@ class GPT2(nn.Module):
         x = self.drop(self.wte(input_ids) + self.wpe(positions))
         x = self.ln_f(self.blocks(x))
         return F.linear(x, self.wte.weight)  # the LM head is the token embedding, transposed
+
+    def parallel_plan(self) -> ParallelPlan:
+        """Megatron TP per block; pipeline cuts between blocks, the LM head's tie kept."""
+        return BlockStackPlan(self.blocks, self._pipeline_parts)
+
+    def _pipeline_parts(self, blocks: list[nn.Module]) -> PipelineParts:
+        head = GPT2Head(self)
+        tied = TiedWeight("wte.weight (LM head)", self.wte.weight, head.weight)
+        return PipelineParts(GPT2Embed(self), blocks, head, [tied])
+
+
+class GPT2Embed(nn.Module):
+    """GPT-2's token + position embedding and dropout (GPT2.forward's first line)."""
+
+    def __init__(self, model: GPT2) -> None:
+        super().__init__()
+        self.wte, self.wpe, self.drop = model.wte, model.wpe, model.drop
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        y: torch.Tensor = self.drop(self.wte(input_ids) + self.wpe(positions))
+        return y
+
+
+class GPT2Head(nn.Module):
+    """Final LayerNorm and the LM head, on a pipeline's last-stage copy of the tied token
+    embedding (summed gradients keep it equal to the first stage's)."""
+
+    def __init__(self, model: GPT2) -> None:
+        super().__init__()
+        self.ln_f = model.ln_f
+        self.weight = nn.Parameter(model.wte.weight.detach().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(self.ln_f(x), self.weight)
 
 
 def gpt2_lm(name: str, cfg: GPT2Config, seq_len: int) -> ModelBundle:

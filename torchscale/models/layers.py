@@ -6,7 +6,7 @@ architectures from drifting apart. Attention uses one fused q/k/v projection (sa
 count as three separate ones) and `scaled_dot_product_attention`, so the fastest kernel the
 device has is the one benchmarked. The fused projection's output rows are ordered per head (q, k,
 v of head 0, then of head 1, ...) so that tensor parallelism can split it by columns into whole
-heads (torchscale/parallel/tensor.py); unsplit, it is the same attention.
+heads (torchscale/models/block_tp.py); unsplit, it is the same attention.
 """
 
 from __future__ import annotations

@@ -9,13 +9,22 @@ same class, with a 3x3 stem and narrow stages, is the `tiny-cnn` test model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 from torch import nn
 
 from torchscale.models.bundle import ModelBundle
+from torchscale.models.parallel_plan import ParallelPlan, PipelineParts
 from torchscale.models.tasks import vision_bundle
+
+if TYPE_CHECKING:
+    from torch.distributed.device_mesh import DeviceMesh
+
+NO_TP = (
+    "no tensor-parallel plan for ResNet: its layers are convolutions and BatchNorm "
+    "(channel-split convolutions are not among torch's ColwiseParallel/RowwiseParallel styles)"
+)
 
 
 def _conv3x3(cin: int, cout: int, stride: int = 1) -> nn.Conv2d:
@@ -125,6 +134,45 @@ class ResNet(nn.Module):
         x = self.stages(self.stem(x))
         y: torch.Tensor = self.fc(torch.flatten(self.pool(x), 1))
         return y
+
+    def parallel_plan(self) -> ParallelPlan:
+        """No tensor parallelism; pipeline cuts between residual blocks."""
+        return ResNetPlan(self)
+
+
+class PoolHead(nn.Module):
+    """ResNet's global average pool and classifier."""
+
+    def __init__(self, model: ResNet) -> None:
+        super().__init__()
+        self.pool, self.fc = model.pool, model.fc
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y: torch.Tensor = self.fc(torch.flatten(self.pool(x), 1))
+        return y
+
+
+class ResNetPlan(ParallelPlan):
+    """Pipeline stages of residual blocks (every stage's, flattened) between the stem and the
+    pooled classifier; tensor parallelism refused (NO_TP)."""
+
+    def __init__(self, model: ResNet) -> None:
+        self.model = model
+
+    def tp_problem(self, tp: int) -> str | None:
+        return NO_TP
+
+    def apply_tp(self, mesh: DeviceMesh, sequence_parallel: bool) -> str:
+        raise ValueError(NO_TP)
+
+    def _blocks(self) -> list[nn.Module]:
+        return [block for stage in self.model.stages for block in stage.children()]
+
+    def pipeline_depth(self) -> int:
+        return len(self._blocks())
+
+    def pipeline_parts(self) -> PipelineParts:
+        return PipelineParts(self.model.stem, self._blocks(), PoolHead(self.model))
 
 
 def resnet18(image_size: int = 224, num_classes: int = 1000) -> ModelBundle:

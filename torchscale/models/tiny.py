@@ -2,21 +2,19 @@
 
 Each is the same class as its full-size counterpart (ResNet, GPT2, BertForMaskedLM,
 Seq2SeqTransformer) with a small config, so a passing CPU test exercises the code path the real
-benchmark runs; only `tiny-mlp` is its own (trivial) model. All are well under 300K parameters
-and take milliseconds per step on a CPU at batch 16-32.
+benchmark runs; only `tiny-mlp` is its own (trivial) model (torchscale/models/mlp.py). All are
+well under 300K parameters and take milliseconds per step on a CPU at batch 16-32.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import torch
-from torch import nn
-
 from torchscale.models import tasks
 from torchscale.models.bert import BertConfig, bert_mlm
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.gpt2 import GPT2Config, gpt2_lm
+from torchscale.models.mlp import MLP
 from torchscale.models.resnet import BasicBlock, ResNet
 from torchscale.models.transformer import seq2seq_transformer
 
@@ -37,24 +35,6 @@ TINY_TRANSFORMER_DEFAULTS: dict[str, int | float] = {
     "seq_len": 32,
     "vocab_size": 1024,
 }
-
-
-class MLP(nn.Module):
-    """`layers` hidden Linear+ReLU layers of width `hidden`, then a linear classifier."""
-
-    def __init__(self, in_features: int, hidden: int, layers: int, num_classes: int) -> None:
-        super().__init__()
-        body: list[nn.Module] = []
-        width = in_features
-        for _ in range(layers):
-            body += [nn.Linear(width, hidden), nn.ReLU()]
-            width = hidden
-        body.append(nn.Linear(width, num_classes))
-        self.net = nn.Sequential(*body)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y: torch.Tensor = self.net(x)
-        return y
 
 
 def tiny_mlp(hidden: int = 128, layers: int = 2) -> ModelBundle:

@@ -12,9 +12,11 @@ import math
 import torch
 from torch import nn
 
+from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.layers import Block
 from torchscale.models.options import divisible
+from torchscale.models.parallel_plan import ParallelPlan, PipelineParts
 from torchscale.models.tasks import vision_bundle
 
 
@@ -79,6 +81,42 @@ class VisionTransformer(nn.Module):
         x = self.dropout(torch.cat([cls, x], dim=1) + self.pos_embedding)
         x = self.ln(self.blocks(x))
         y: torch.Tensor = self.head(x[:, 0])
+        return y
+
+    def parallel_plan(self) -> ParallelPlan:
+        """Megatron TP per block, its sequence the patches plus the class token; pipeline cuts
+        between blocks."""
+        patches_and_class = self.pos_embedding.shape[1]
+        return BlockStackPlan(self.blocks, self._pipeline_parts, seq_len=patches_and_class)
+
+    def _pipeline_parts(self, blocks: list[nn.Module]) -> PipelineParts:
+        return PipelineParts(ViTEmbed(self), blocks, ViTHead(self))
+
+
+class ViTEmbed(nn.Module):
+    """ViT's patch convolution, class token, position embedding and dropout."""
+
+    def __init__(self, model: VisionTransformer) -> None:
+        super().__init__()
+        self.conv_proj, self.dropout = model.conv_proj, model.dropout
+        self.class_token, self.pos_embedding = model.class_token, model.pos_embedding
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv_proj(x).flatten(2).transpose(1, 2)
+        cls = self.class_token.expand(x.shape[0], -1, -1)
+        y: torch.Tensor = self.dropout(torch.cat([cls, x], dim=1) + self.pos_embedding)
+        return y
+
+
+class ViTHead(nn.Module):
+    """ViT's final LayerNorm and the classifier on the class token."""
+
+    def __init__(self, model: VisionTransformer) -> None:
+        super().__init__()
+        self.ln, self.head = model.ln, model.head
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y: torch.Tensor = self.head(self.ln(x)[:, 0])
         return y
 
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import torch
 
 from torchscale.models.bundle import PpSplit, TpPlan
-from torchscale.parallel import anatomy
+from torchscale.models.parallel_plan import plan_of
 
 Strategy = Literal["tp", "pp", "hybrid"]
 Schedule = Literal["gpipe", "1f1b", "interleaved_1f1b"]
@@ -208,8 +208,9 @@ def infeasible(
 
     `batch_size` is what one data-parallel replica reads per step (every rank of a TP group or
     pipeline reads the same batch). `seq_len` (tokens per sample, when known) lets sequence
-    parallelism check that the sequence splits evenly. Plug-ins are judged by the `tp_plan` /
-    `pp_split` their ModelBundle declares. Works on a model built on the meta device.
+    parallelism check that the sequence splits evenly. A model is judged by the ParallelPlan it
+    declares (torchscale/models/parallel_plan.py), a plug-in that declares none by the
+    `tp_plan` / `pp_split` of its ModelBundle. Works on a model built on the meta device.
     """
     problem = layout_problem(layout)
     if problem is not None:
@@ -243,17 +244,18 @@ def infeasible(
 def _tp_problem(
     model: torch.nn.Module, layout: ParallelLayout, seq_len: int | None, plugin: TpPlan | None
 ) -> str | None:
-    if anatomy.family(model) is None:
+    plan = plan_of(model)
+    if plan is None:
         if plugin is not None:
             return None  # the plug-in's own plan; it vouches for its divisibility
         return f"no tensor-parallel plan for plug-in model class {type(model).__name__} " + (
             "(its ModelBundle declares no tp_plan)"
         )
-    problem = anatomy.tp_problem(model, layout.tp)
+    problem = plan.tp_problem(layout.tp)
     if problem is not None:
         return problem
     if layout.sequence_parallel:
-        return anatomy.sp_problem(model, layout.tp, seq_len)
+        return plan.sp_problem(layout.tp, seq_len)
     return None
 
 
@@ -264,16 +266,14 @@ def _pp_problem(
         return (
             f"{layout.microbatches} micro-batches do not divide the per-replica batch {batch_size}"
         )
-    if anatomy.family(model) is None:
+    plan = plan_of(model)
+    if plan is None:
         if plugin is not None:
             return None
         return f"no pipeline split for plug-in model class {type(model).__name__} " + (
             "(its ModelBundle declares no pp_split)"
         )
-    problem = anatomy.pp_problem(model)
-    if problem is not None:
-        return problem
-    blocks = len(anatomy.pipeline_blocks(model))
+    blocks = plan.pipeline_depth()
     if blocks < layout.stage_modules:
         return (
             f"{type(model).__name__} has {blocks} blocks, fewer than the "

@@ -17,7 +17,8 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.models.bundle import PpSplit
-from torchscale.parallel import anatomy, pieces
+from torchscale.models.parallel_plan import plan_of
+from torchscale.parallel import pieces
 from torchscale.parallel.busy import BusyTimer
 from torchscale.parallel.layout import ParallelLayout, stage_indices, theoretical_bubble
 from torchscale.parallel.pipeline import (
@@ -70,11 +71,11 @@ def pipeline_parallel(
     micro = layout.microbatches
     example = stage_example(example_inputs, micro)
     count = layout.stage_modules
-    if anatomy.family(model) is None:
+    if plan_of(model) is None:
         assert plugin is not None  # infeasible() said so
         split = pieces.split_plugin(model, count, plugin)
     else:
-        split = pieces.split_builtin(model, count)
+        split = pieces.split_at_blocks(model, count)
     for module in split.stages:
         module.to(device)
     shapes = stage_shapes(split.stages, example, autocast)

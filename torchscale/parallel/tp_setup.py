@@ -1,7 +1,8 @@
 """Tensor parallelism over mesh["tp"]; under fsdp_tp, then FSDP2 over mesh["dp"].
 
 TP first, FSDP second, as torchtitan composes them: fully_shard then shards the TP DTensors
-(and the replicated parameters) over the data-parallel dimension of the same 2-D mesh.
+(and the replicated parameters) over the data-parallel dimension of the same 2-D mesh. The plan
+is the model's ParallelPlan, or for a plug-in that declares none its ModelBundle's tp_plan.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 
 from torchscale.models.bundle import TpPlan
-from torchscale.parallel import anatomy, tensor
+from torchscale.models.parallel_plan import ParallelPlan, plan_of
+from torchscale.parallel import tensor
 from torchscale.parallel.layout import ParallelLayout
 
 DROPOUT_RNG_NOTE = (
@@ -33,31 +35,34 @@ def tensor_parallel(
 ) -> dict[str, Any]:
     """Parallelize `model` in place; returns the settings that describe it."""
     tp_mesh = mesh["tp"]
-    if anatomy.family(model) is None:
+    plan = plan_of(model)
+    if plan is None:
         assert plugin is not None  # infeasible() said so
         plugin(model, tp_mesh, layout.sequence_parallel)
-        plan = "the plug-in's tp_plan"
+        description = "the plug-in's tp_plan"
+        units: list[nn.Module] = []
+        noun = ParallelPlan.fsdp_noun
     else:
-        plan = tensor.apply_builtin(model, tp_mesh, layout.sequence_parallel)
-    settings: dict[str, Any] = {"tp_plan": plan, **tensor.summary(model, tp_mesh)}
+        description = plan.apply_tp(tp_mesh, layout.sequence_parallel)
+        units, noun = plan.fsdp_units(), plan.fsdp_noun
+    settings: dict[str, Any] = {"tp_plan": description, **tensor.summary(model, tp_mesh)}
     settings["dropout_rng"] = DROPOUT_RNG_NOTE
     if layout.hybrid == "fsdp_tp":
-        settings["fsdp_units"] = _shard(model, mesh["dp"], mp_policy, reshard_after_forward)
+        _shard(model, units, mesh["dp"], mp_policy, reshard_after_forward)
+        settings["fsdp_units"] = f"{len(units)} {noun} + root, sharded over mesh['dp']"
     return settings
 
 
-def _shard(model: nn.Module, dp_mesh: DeviceMesh, mp_policy: Any, reshard: bool) -> str:
-    """FSDP2 bottom-up over the data-parallel mesh: each transformer block (or encoder/decoder
-    layer), then the root."""
+def _shard(
+    model: nn.Module, units: list[nn.Module], dp_mesh: DeviceMesh, mp_policy: Any, reshard: bool
+) -> None:
+    """FSDP2 bottom-up over the data-parallel mesh: each unit the plan names (transformer
+    block, encoder/decoder layer), then the root."""
     from torch.distributed.fsdp import fully_shard
 
     options: dict[str, Any] = {"mesh": dp_mesh, "reshard_after_forward": reshard}
     if mp_policy is not None:
         options["mp_policy"] = mp_policy
-    blocks, layers = anatomy.transformer_blocks(model), anatomy.seq2seq_layers(model)
-    units: list[nn.Module] = [*blocks, *layers]
-    for block in units:
-        fully_shard(block, **options)
+    for unit in units:
+        fully_shard(unit, **options)
     fully_shard(model, **options)
-    kind = "encoder/decoder layers" if layers else "transformer blocks"
-    return f"{len(units)} {kind} + root, sharded over mesh['dp']"

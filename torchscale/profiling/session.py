@@ -22,6 +22,7 @@ from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
 from torchscale.profiling.trigger import Selected
+from torchscale.results.layout import ProfileRun
 from torchscale.results.store import ResultStore
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.cell_result import CellResult
@@ -57,7 +58,7 @@ class ProfiledCell:
 
 
 def profile_dir(store: ResultStore, cell_id: str) -> Path:
-    return store.root / "profile" / cell_id
+    return store.profile_run(cell_id).directory
 
 
 def resolve_tool(requested: str, device: str) -> tuple[Tool, str | None]:
@@ -85,7 +86,7 @@ def _prepare(directory: Path) -> None:
     try:
         if directory.exists():
             shutil.rmtree(directory)
-        (directory / "logs").mkdir(parents=True)
+        ProfileRun(directory).log_dir.mkdir(parents=True)
     except OSError as exc:
         raise ResultsError(f"cannot prepare {directory}: {describe_os_error(exc)}") from None
 
@@ -114,8 +115,9 @@ def launch_profiled(
 ) -> ProfiledCell:
     """Run `planned` once with the profiler on every rank; analyse what it wrote."""
     directory = profile_dir(store, planned.cell.id)
+    files = ProfileRun(directory)
     _prepare(directory)
-    spec = planned.worker_spec(directory / "result.json", directory / "steps.jsonl").model_copy(
+    spec = planned.worker_spec(files.result_path, files.steps_path).model_copy(
         update={
             "profile": ProfileSpec(
                 tool=request.tool,
@@ -129,15 +131,15 @@ def launch_profiled(
             "inject_delay": list(request.inject_delay),
         }
     )
-    spec_path = store.write_text(directory / "spec.json", spec.model_dump_json(indent=2))
-    command = planned.command(spec_path, directory / "logs", base_env)
+    spec_path = store.write_text(files.spec_path, spec.model_dump_json(indent=2))
+    command = planned.command(spec_path, files.log_dir, base_env)
     if request.tool == "nsys":
         command = _nsys_wrap(command, directory)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # the directory was emptied before the launch: a result.json here is this launch's, and
     # is kept even when the ranks then hung in their shutdown (as a sweep keeps it)
     attempt = run_attempt(
-        command, planned.launch.timeout_s, lambda: _written_result(directory / "result.json")
+        command, planned.launch.timeout_s, lambda: _written_result(files.result_path)
     )
     outcome = attempt.outcome
     if attempt.written is None:
@@ -150,7 +152,7 @@ def launch_profiled(
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)
     result.launch = {"argv": command.argv, "env": command.env_overrides}
-    store.write_text(directory / "result.json", result.model_dump_json(indent=2))
+    store.write_text(files.result_path, result.model_dump_json(indent=2))
     profiled = ProfiledCell(directory, result)
     if result.status != Status.OK:
         profiled.analysis_error = "the profiled run did not finish: no traces to analyse"
@@ -182,7 +184,7 @@ def analyse_into(profiled: ProfiledCell, request: ProfileRequest) -> None:
     except TorchScaleError as exc:
         profiled.analysis_error = "; ".join(exc.lines())
         return
-    write_analysis(analysis, directory / "analysis.json")
+    write_analysis(analysis, ProfileRun(directory).analysis_path)
     profiled.analysis = analysis
 
 

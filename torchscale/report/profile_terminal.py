@@ -14,17 +14,10 @@ from pathlib import Path
 
 from torchscale.cell import Status
 from torchscale.report.estimates import plus_minus, with_interval
-from torchscale.report.terminal import Level, Line, cell_lines
+from torchscale.report.terminal import PART_LABELS, Level, Line, cell_lines
 from torchscale.schema.cell_result import Attribution, CellResult, Estimate, StepPart
 from torchscale.schema.profile_analysis import FindingFigures, ProfileAnalysis
 
-PART_LABELS = {
-    "compute": "compute",
-    "data": "data",
-    "wait_for_peers": "waiting for peers",
-    "exposed_transfer": "exposed transfer",
-    "rest": "rest",
-}
 VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
 # detail lines each target shows (besides the Step and Straggler lines and its findings)
 TARGET_DETAILS = {

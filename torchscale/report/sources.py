@@ -22,9 +22,10 @@ from pydantic import ValidationError
 
 from torchscale.comm.result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
 from torchscale.errors import ResultsError, describe_os_error
-from torchscale.memory.result import MAX_BATCH_DIR, MaxBatchResult, read_max_batch
+from torchscale.memory.result import MaxBatchResult, read_max_batch
 from torchscale.report.model import Skipped
-from torchscale.results.experiment import Experiment, load
+from torchscale.results.experiment import Experiment, load, read_cells
+from torchscale.results.layout import ProfileRun, ResultLayout
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.cell_result import CellResult
 from torchscale.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
@@ -106,9 +107,8 @@ def _children(path: Path) -> list[Path]:
 
 
 def _is_profile_run(path: Path) -> bool:
-    return _is_dir(path) and any(
-        (path / name).is_file() for name in ("analysis.json", "result.json")
-    )
+    run = ProfileRun(path)
+    return _is_dir(path) and (run.analysis_path.is_file() or run.result_path.is_file())
 
 
 def _json_files(folder: Path) -> list[Path]:
@@ -119,15 +119,12 @@ def _json_files(folder: Path) -> list[Path]:
         return []
 
 
-def _comm_files(path: Path) -> list[Path]:
-    return _json_files(path / "comm")
-
-
 def is_experiment_dir(path: Path) -> bool:
     """A sweep (`cells/`), a directory of profiled runs (`profile/<run>/`) or of comm runs."""
-    if _is_dir(path / "cells") or _comm_files(path):
+    layout = ResultLayout(path)
+    if _is_dir(layout.cells_dir) or _json_files(layout.comm_dir):
         return True
-    profile = path / "profile"
+    profile = layout.profiles_dir
     try:
         return _is_dir(profile) and any(_is_profile_run(p) for p in profile.iterdir())
     except OSError:
@@ -159,16 +156,17 @@ def _read_profiles(
         if not _is_profile_run(run):
             _skip(skipped, run, "not a profiled run (no analysis.json or result.json)")
             continue
+        paths = ProfileRun(run)
         result = None
-        if (run / "result.json").is_file():
-            read = read_cell_result(run / "result.json")
+        if paths.result_path.is_file():
+            read = read_cell_result(paths.result_path)
             if read.problem is not None:
-                _skip(skipped, run / "result.json", read.problem)
+                _skip(skipped, paths.result_path, read.problem)
             result = read.result
-        if (run / "analysis.json").is_file():
-            analysis, problem = read_analysis(run / "analysis.json")
+        if paths.analysis_path.is_file():
+            analysis, problem = read_analysis(paths.analysis_path)
             if analysis is None:
-                _skip(skipped, run / "analysis.json", problem or "unreadable")
+                _skip(skipped, paths.analysis_path, problem or "unreadable")
                 continue
             entries.append(ProfileEntry(run.name, run, analysis, result))
         elif result is not None:
@@ -185,25 +183,17 @@ def _read_profiles(
 def _load_without_metadata(root: Path) -> Experiment:
     """The cells of an experiment whose config.yaml or env.json is corrupt (`load` refuses
     those): the cells are still worth a report; the broken file is in `skipped`."""
-    results: list[CellResult] = []
-    versions: dict[str, int] = {}
-    bad: list[tuple[Path, str]] = []
-    for file in sorted((root / "cells").glob("*.json")):
-        read = read_cell_result(file)
-        if read.result is None or read.version is None:
-            bad.append((file, read.problem or "unreadable"))
-            continue
-        results.append(read.result)
-        versions[read.result.cell.id] = read.version
+    layout = ResultLayout(root)
+    results, versions, bad = read_cells(layout)
     config: dict[str, Any] = {}
     try:
-        data = yaml.safe_load((root / "config.yaml").read_text(encoding="utf-8"))
+        data = yaml.safe_load(layout.config_path.read_text(encoding="utf-8"))
         config = data if isinstance(data, dict) else {}
     except (OSError, ValueError, yaml.YAMLError):
         pass  # reported by the caller
     environment: dict[str, Any] = {}
     try:
-        data = json.loads((root / "env.json").read_text(encoding="utf-8"))
+        data = json.loads(layout.environment_path.read_text(encoding="utf-8"))
         environment = data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         pass
@@ -241,8 +231,9 @@ def _read_each(
 
 def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | None:
     """One experiment directory, or None when nothing in it can be used (reasons skipped)."""
+    layout = ResultLayout(root)
     experiment = None
-    if _is_dir(root / "cells"):
+    if _is_dir(layout.cells_dir):
         try:
             experiment = load(root)
         except ResultsError as exc:
@@ -254,14 +245,14 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
             _skip(skipped, path, reason)
         if not experiment.results:
             experiment = None
-    profiles, unanalysed = _read_profiles(root / "profile", skipped)
-    comm = _read_each(_comm_files(root), read_comm, skipped)
+    profiles, unanalysed = _read_profiles(layout.profiles_dir, skipped)
+    comm = _read_each(_json_files(layout.comm_dir), read_comm, skipped)
     if experiment is None and not profiles and not unanalysed and not comm:
         _skip(skipped, root, "no readable cell result, profile or comm run in it")
         return None
     name = experiment.name if experiment is not None else root.name
     max_batch = (
-        _read_each(_json_files(root / MAX_BATCH_DIR), read_max_batch, skipped)
+        _read_each(_json_files(layout.max_batch_dir), read_max_batch, skipped)
         if experiment is not None
         else []
     )
@@ -316,7 +307,7 @@ def read_sources(path: Path) -> Sources:
 
 
 def _nothing_usable(root: Path, entries: list[Path], skipped: list[Skipped]) -> str:
-    if any((e / "analysis.json").is_file() for e in entries if _is_dir(e)):
+    if any(ProfileRun(e).analysis_path.is_file() for e in entries if _is_dir(e)):
         return f"{root} holds profiled runs, not an experiment: pass its parent directory"
     problems = [s for s in skipped if s.reason != NOT_AN_EXPERIMENT]
     if problems:

@@ -207,7 +207,7 @@ def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> l
 def _comm_plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> list[Line]:
     """The config's `comm:` section as --dry-run shows it: one torchrun per world size."""
     from torchscale.comm.from_config import comm_requests
-    from torchscale.comm.launch import comm_launch, new_run_id
+    from torchscale.comm.sweep_launch import comm_launch, new_run_id
 
     lines: list[Line] = []
     for request in comm_requests(plan):

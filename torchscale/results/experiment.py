@@ -15,13 +15,15 @@ import yaml
 
 from torchscale.errors import ResultsError, describe_os_error
 from torchscale.results.frame import cells_table, ranks_table
+from torchscale.results.layout import ResultLayout
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.cell_result import CellResult
+from torchscale.step_phases import STEP_PHASES, seconds_column
 
 log = logging.getLogger(__name__)
 STEP_COLUMNS = ["cell_id", "rank", "window", "repeat", "step", "time_s"]
 # per-step phase times (schema 3 on); NaN in step files written before them
-PHASE_STEP_COLUMNS = ["data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s"]
+PHASE_STEP_COLUMNS = [seconds_column(phase) for phase in STEP_PHASES]
 
 
 @dataclass
@@ -76,7 +78,7 @@ class Experiment:
         """The step records of one cell as tuples in STEP_COLUMNS + PHASE_STEP_COLUMNS order
         (none when the file is missing, unreadable or torn: a torn file is ignored whole
         rather than half-used, and said so in `skipped`)."""
-        path = self.root / "steps" / f"{cell_id}.jsonl"
+        path = ResultLayout(self.root).steps_path(cell_id)
         if not path.exists():
             return []
         try:
@@ -116,9 +118,9 @@ def load(path: str | Path) -> Experiment:
     Cells of every known schema version are upgraded to the current one; an unreadable file or
     one of a newer version is skipped with a one-line reason (in `skipped` and the log).
     """
-    root = Path(path)
-    cells_dir = root / "cells"
-    if not cells_dir.is_dir():
+    layout = ResultLayout(Path(path))
+    root = layout.root
+    if not layout.cells_dir.is_dir():
         inner = sorted(p.name for p in root.glob("*/cells") if p.is_dir()) if root.is_dir() else []
         hint = (
             f"; it holds experiment(s) {', '.join(p.split('/')[0] for p in inner)}: pass one"
@@ -126,18 +128,27 @@ def load(path: str | Path) -> Experiment:
             else ""
         )
         raise ResultsError(f"{root} is not a torchscale results directory (no cells/){hint}")
-    config = _read_mapping(root / "config.yaml", yaml.safe_load, "YAML config")
-    environment = _read_mapping(root / "env.json", json.loads, "JSON environment")
+    config = _read_mapping(layout.config_path, yaml.safe_load, "YAML config")
+    environment = _read_mapping(layout.environment_path, json.loads, "JSON environment")
+    results, versions, skipped = read_cells(layout)
+    for file, reason in skipped:
+        log.warning("skipping %s: %s", file, reason)
+    return Experiment(root, config, environment, results, versions, skipped)
+
+
+def read_cells(
+    layout: ResultLayout[Path],
+) -> tuple[list[CellResult], dict[str, int], list[tuple[Path, str]]]:
+    """Every readable cell result of cells/ (upgraded to the current schema), the version each
+    file was written in (by cell id), and the files that could not be used, with why."""
     results: list[CellResult] = []
     versions: dict[str, int] = {}
     skipped: list[tuple[Path, str]] = []
-    for file in sorted(cells_dir.glob("*.json")):
+    for file in sorted(layout.cells_dir.glob("*.json")):
         read = read_cell_result(file)
         if read.result is None or read.version is None:
-            reason = read.problem or "unreadable"
-            log.warning("skipping %s: %s", file, reason)
-            skipped.append((file, reason))
+            skipped.append((file, read.problem or "unreadable"))
             continue
         results.append(read.result)
         versions[read.result.cell.id] = read.version
-    return Experiment(root, config, environment, results, versions, skipped)
+    return results, versions, skipped

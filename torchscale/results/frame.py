@@ -21,10 +21,9 @@ from torchscale.schema.cell_result import (
     Estimate,
     HostLoad,
     ParallelMetrics,
-    PhaseTimes,
 )
+from torchscale.step_phases import STEP_PHASES, seconds_column
 
-PHASE_NAMES = tuple(PhaseTimes.model_fields)  # data, forward, backward, grad_sync_wait, optimizer
 # the one model of the step (schema 8): per part its share of the mean step with the 95 %
 # interval; the share is empty where it is not measurable above noise (the interval stays)
 ATTRIBUTION_COLUMNS = [
@@ -375,8 +374,8 @@ def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
             "alloc_retries": rank.alloc_retries,
             "compute_p50_s": rank.compute_time.p50 if rank.compute_time else None,
             **{
-                f"{phase}_s": getattr(rank.phases, phase) if rank.phases else None
-                for phase in PHASE_NAMES
+                seconds_column(phase): getattr(rank.phases, phase) if rank.phases else None
+                for phase in STEP_PHASES
             },
             **_rank_telemetry(r, rank.rank),
         }
@@ -413,6 +412,6 @@ RANK_COLUMNS = [
     "peak_allocated_bytes",
     "alloc_retries",
     "compute_p50_s",
-    *(f"{phase}_s" for phase in PHASE_NAMES),
+    *(seconds_column(phase) for phase in STEP_PHASES),
     *RANK_TELEMETRY_COLUMNS,
 ]

@@ -1,13 +1,5 @@
-"""The results directory of one experiment. Every file is written atomically.
-
-results/<experiment>/
-  config.yaml  env.json  summary.csv
-  cells/<cell_id>.json     one CellResult per cell (schema-versioned)
-  steps/<cell_id>.jsonl    per-step records (rank, window, repeat, step, time_s)
-  logs/<cell_id>/          torchrun log, per-rank logs, torchelastic error file, diagnostics
-  specs/<cell_id>.json     what the worker was asked to run
-  comm/<run>.json          collective sweeps (torchscale/comm/)
-  max_batch/<group>.json   max-batch searches; their probes under max_batch/probes/<group>/
+"""The results directory of one experiment, read and written on the host and by rank 0: the
+layout of `layout.ResultLayout` with the files' I/O. Every file is written atomically.
 
 A write that fails (disk full, quota, permissions) raises ResultsError naming the path; what
 was written before stays intact, and `--resume` continues once the cause is fixed.
@@ -23,6 +15,7 @@ from typing import Any, Protocol
 
 from torchscale.atomic import write_text_atomic
 from torchscale.errors import OutputDirError, ResultsError, describe_os_error
+from torchscale.results.layout import ResultLayout
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.cell_result import CellResult
 
@@ -37,7 +30,7 @@ class _Named(Protocol):
 
 class CellSpec(Protocol):
     """What `write_spec` needs of a rank's spec (`worker.spec.WorkerSpec`): its cell's id and
-    its JSON. A protocol, so the results layout (layer 1) does not import the rank side."""
+    its JSON. A protocol, so the store (offline side) need not import the rank side."""
 
     @property
     def cell(self) -> _Named: ...
@@ -63,37 +56,21 @@ def check_output_dir(root: Path) -> None:
         ) from None
 
 
-class ResultStore:
-    def __init__(self, root: Path) -> None:
-        self.root = root
+def _read_if_there(path: Path) -> CellResult | None:
+    """The cell result at `path` (any known schema version); None when absent or unreadable,
+    which is logged."""
+    if not path.exists():
+        return None
+    read = read_cell_result(path)
+    if read.problem is not None:
+        log.warning("ignoring %s: %s", path, read.problem)
+    return read.result
 
+
+class ResultStore(ResultLayout[Path]):
     @classmethod
     def for_experiment(cls, output_dir: Path, experiment: str) -> ResultStore:
         return cls(output_dir / experiment)
-
-    def cell_path(self, cell_id: str) -> Path:
-        return self.root / "cells" / f"{cell_id}.json"
-
-    def steps_path(self, cell_id: str) -> Path:
-        return self.root / "steps" / f"{cell_id}.jsonl"
-
-    def log_dir(self, cell_id: str) -> Path:
-        return self.root / "logs" / cell_id
-
-    def attempt_result_path(self, cell_id: str) -> Path:
-        """Where rank 0 writes a launch's result: moved into cells/ only once the launch is
-        over, so an earlier result of the cell stays until a new one replaces it."""
-        return self.log_dir(cell_id) / "result.json"
-
-    def attempt_steps_path(self, cell_id: str) -> Path:
-        return self.log_dir(cell_id) / "steps.jsonl"
-
-    def spec_path(self, cell_id: str) -> Path:
-        return self.root / "specs" / f"{cell_id}.json"
-
-    @property
-    def summary_path(self) -> Path:
-        return self.root / "summary.csv"
 
     def write_text(self, path: Path, text: str) -> Path:
         """Atomic write; an OSError becomes one ResultsError line naming the path."""
@@ -104,10 +81,10 @@ class ResultStore:
 
     def write_config(self, config_yaml: str) -> None:
         """The experiment's resolved config (`BenchConfig.as_yaml()`) as config.yaml."""
-        self.write_text(self.root / "config.yaml", config_yaml)
+        self.write_text(self.config_path, config_yaml)
 
     def write_environment(self, environment: dict[str, Any]) -> None:
-        self.write_text(self.root / "env.json", json.dumps(environment, indent=2))
+        self.write_text(self.environment_path, json.dumps(environment, indent=2))
 
     def write_cell(self, result: CellResult) -> Path:
         return self.write_text(self.cell_path(result.cell_id), result.model_dump_json(indent=2))
@@ -131,13 +108,7 @@ class ResultStore:
 
     def read_attempt(self, cell_id: str) -> CellResult | None:
         """The result this launch's rank 0 wrote, or None."""
-        path = self.attempt_result_path(cell_id)
-        if not path.exists():
-            return None
-        read = read_cell_result(path)
-        if read.problem is not None:
-            log.warning("ignoring %s: %s", path, read.problem)
-        return read.result
+        return _read_if_there(self.attempt_result_path(cell_id))
 
     def commit_attempt(self, cell_id: str) -> None:
         """Move a finished launch's step records and result into steps/ and cells/. Renames
@@ -157,13 +128,7 @@ class ResultStore:
     def read_cell(self, cell_id: str) -> CellResult | None:
         """The stored result of a cell (any known schema version), or None when absent or
         unreadable (then it reruns)."""
-        path = self.cell_path(cell_id)
-        if not path.exists():
-            return None
-        read = read_cell_result(path)
-        if read.problem is not None:
-            log.warning("ignoring %s: %s", path, read.problem)
-        return read.result
+        return _read_if_there(self.cell_path(cell_id))
 
     def finished_ok(self, cell_id: str, definition_sha256: str) -> CellResult | None:
         """The stored result when it is `ok` for exactly this cell definition (for --resume);

@@ -15,15 +15,24 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.comm.from_config import section_request
-from torchscale.comm.launch import CommRequest
+from torchscale.comm.sweep_launch import CommRequest
 from torchscale.config.schema import CommConfig, SlurmConfig
 from torchscale.plan import LaunchSettings, PlannedCell
+from torchscale.results.layout import ResultLayout
 from torchscale.results.store import ResultStore
 from torchscale.worker.spec import WorkerSpec
 
 ALLOCATION_KIND = "torchscale.slurm_allocation"
 ALLOCATION_VERSION = 1
 DRIVER_MODULE = "torchscale.slurm.driver"
+# the files of an allocation's directory (slurm/<allocation>/ of the results)
+ALLOCATION_FILE = "allocation.json"
+SCRIPT_NAME = "job.sbatch"
+
+
+def job_output_path(directory: Path, job_id: str) -> Path:
+    """The job's stdout and stderr, as its script names them (`%j` stands for the job id)."""
+    return directory / f"slurm-{job_id}.out"
 
 
 def comm_preflight(section: CommConfig, cells: list[PlannedCell]) -> CommRequest:
@@ -89,15 +98,11 @@ class Allocation(BaseModel):
 
     @property
     def directory(self) -> Path:
-        return Path(self.experiment_root) / "slurm" / self.name
+        return ResultLayout(Path(self.experiment_root)).slurm_allocation_dir(self.name)
 
     @property
     def cell_ids(self) -> list[str]:
         return [c.spec.cell.id for c in self.cells]
-
-
-def allocation_dir(store: ResultStore, name: str) -> Path:
-    return store.root / "slurm" / name
 
 
 def build_allocation(
@@ -150,7 +155,7 @@ def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -
         f"#SBATCH --job-name={shlex.quote(f'torchscale-{experiment}-{allocation.name}')}",
         f"#SBATCH --nodes={allocation.nodes}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --output={directory / 'slurm-%j.out'}",
+        f"#SBATCH --output={job_output_path(directory, '%j')}",
         f"#SBATCH --signal=B:USR1@{slurm.signal_grace_s}",
         "#SBATCH --no-requeue",
     ]
@@ -179,7 +184,7 @@ def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -
         "-m",
         DRIVER_MODULE,
         "--allocation",
-        str(directory / "allocation.json"),
+        str(directory / ALLOCATION_FILE),
         f"--grace-s={slurm.signal_grace_s}",
     ]
     lines.append("exec " + shlex.join(driver))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -38,13 +37,9 @@ class JobsFile(BaseModel):
     jobs: list[JobRecord] = Field(default_factory=list)
 
 
-def jobs_path(store: ResultStore) -> Path:
-    return store.root / "slurm" / "jobs.json"
-
-
 def read_jobs(store: ResultStore) -> JobsFile:
     """The sweep's jobs; empty when none was submitted. A file that is not ours is an error."""
-    path = jobs_path(store)
+    path = store.slurm_jobs_path
     if not path.exists():
         return JobsFile()
     try:
@@ -57,7 +52,7 @@ def read_jobs(store: ResultStore) -> JobsFile:
 def add_job(store: ResultStore, record: JobRecord) -> None:
     jobs = read_jobs(store)
     jobs.jobs.append(record)
-    store.write_text(jobs_path(store), jobs.model_dump_json(indent=2))
+    store.write_text(store.slurm_jobs_path, jobs.model_dump_json(indent=2))
 
 
 def now() -> str:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.cell import Device
-from torchscale.comm.launch import CommRequest, comm_launch, new_run_id, run_comm
 from torchscale.comm.result import CommResult
+from torchscale.comm.sweep_launch import CommRequest, comm_launch, new_run_id, run_comm_launch
 from torchscale.errors import TorchScaleError
 from torchscale.launch.process import run_logged
 from torchscale.slurm.progress import Progress, write_progress
@@ -104,7 +104,7 @@ def run_comm_preflight(
         rendezvous=flags,
     )
     command = srun_wrap(launch.command, nodes, f"torchscale-comm-{run_id}", place)
-    return run_comm(replace(launch, command=command), request)
+    return run_comm_launch(replace(launch, command=command), request)
 
 
 def comm_verdict(result: CommResult) -> str:

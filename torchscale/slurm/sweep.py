@@ -21,15 +21,19 @@ from torchscale.plan import Plan, PlannedCell
 from torchscale.results.store import ResultStore
 from torchscale.results.summary import write_summary
 from torchscale.schema.cell_result import CellError, CellResult
-from torchscale.slurm.allocation import Allocation, build_allocation, sbatch_script
+from torchscale.slurm.allocation import (
+    ALLOCATION_FILE,
+    SCRIPT_NAME,
+    Allocation,
+    build_allocation,
+    job_output_path,
+    sbatch_script,
+)
 from torchscale.slurm.client import JobState, cancel, job_states, partition_limits, submit
 from torchscale.slurm.filesystem import local_filesystem_warning
 from torchscale.slurm.jobs import JobRecord, add_job, now, read_jobs
 from torchscale.slurm.progress import read_progress
 from torchscale.sweep import unmeasured_result
-
-SCRIPT_NAME = "job.sbatch"
-ALLOCATION_FILE = "allocation.json"
 
 
 @dataclass
@@ -159,7 +163,7 @@ def submit_sweep(sweep: SlurmSweep, store: ResultStore, env: Mapping[str, str]) 
 
 
 def _job_output_tail(store: ResultStore, job: JobRecord, lines: int = 20) -> str:
-    path = store.root / "slurm" / job.allocation / f"slurm-{job.job_id}.out"
+    path = job_output_path(store.slurm_allocation_dir(job.allocation), job.job_id)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -171,7 +175,7 @@ def settle_job(
     store: ResultStore, job: JobRecord, state: JobState, planned: Mapping[str, PlannedCell]
 ) -> list[CellResult]:
     """After a job ended: a failed result for each of its cells that got none from it."""
-    progress = read_progress(store.root / "slurm" / job.allocation)
+    progress = read_progress(store.slurm_allocation_dir(job.allocation))
     written = []
     tail = _job_output_tail(store, job)
     ended = state.state + (f", {state.reason}" if state.reason else "")
@@ -217,7 +221,7 @@ def follow(
             if seen_state.get(job_id) != (state.state, state.reason):
                 seen_state[job_id] = (state.state, state.reason)
                 hooks.on_job(job, state)
-            progress = read_progress(store.root / "slurm" / job.allocation)
+            progress = read_progress(store.slurm_allocation_dir(job.allocation))
             for step, verdict in progress.preflight.items():
                 if (job_id, step) not in preflights:
                     preflights.add((job_id, step))

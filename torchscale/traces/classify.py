@@ -30,7 +30,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from torchscale.traces.model import PHASES
+from torchscale.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
+from torchscale.traces.model import UNKNOWN_OP
 
 DROPPED_CATS = frozenset(
     {"python_function", "gpu_user_annotation", "cuda_sync", "overhead", "Trace", "trace"}
@@ -108,7 +109,7 @@ def normalise_coll_op(text: str) -> str:
     for key, member in _OP_KEYS:
         if key in squashed:
             return member
-    return "unknown"
+    return UNKNOWN_OP
 
 
 def is_comm_kernel(name: str) -> bool:
@@ -127,9 +128,9 @@ def phase_of(name: str) -> str | None:
 
     `torchscale:injected_delay` is *not* a phase: it is work inside one (see `classify`).
     """
-    if name.startswith("torchscale:"):
-        phase = name[len("torchscale:") :]
-        return phase if phase in PHASES else None
+    if name.startswith(RANGE_PREFIX):
+        phase = name[len(RANGE_PREFIX) :]
+        return phase if phase in OWN_WORK_PHASES else None
     if name.startswith("enumerate(DataLoader)#") and name.endswith("__next__"):
         return "data"
     if name.startswith("Optimizer.step#"):
@@ -161,7 +162,7 @@ def classify_event(name: str, cat: str, args: Mapping[str, Any] | None = None) -
 def _device_event(name: str, cat: str, args: Mapping[str, Any] | None) -> EventClass:
     if is_comm_kernel(name):
         op = normalise_coll_op(name)
-        if op == "unknown":
+        if op == UNKNOWN_OP:
             arg_op = _args_op(args)
             op = normalise_coll_op(arg_op) if arg_op else op
         return EventClass("collective", coll_op=op, device_side=True)
@@ -188,12 +189,12 @@ def _host_event(name: str, args: Mapping[str, Any] | None) -> EventClass:
     if name.startswith(_C10D_PREFIXES):
         op = normalise_coll_op(name)
         return (
-            EventClass("collective_call", coll_op=op) if op != "unknown" else EventClass("cpu_op")
+            EventClass("collective_call", coll_op=op) if op != UNKNOWN_OP else EventClass("cpu_op")
         )
     if name == "record_param_comms":
         arg_op = _args_op(args)
         if arg_op is None:
-            return EventClass("collective_call", coll_op="unknown")
+            return EventClass("collective_call", coll_op=UNKNOWN_OP)
         if arg_op.strip("_").lower() == "wait":
             return EventClass("comm_wait")
         if arg_op.strip("_").lower() in _NOT_COLLECTIVE:

@@ -60,12 +60,12 @@ import numpy as np
 import pandas as pd
 
 from torchscale.errors import TraceError, describe_os_error
+from torchscale.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
 from torchscale.traces.classify import EventClass, classify_event
 from torchscale.traces.model import (
     COLL_OPS,
     EVENT_COLUMNS,
     KINDS,
-    PHASES,
     RankSource,
     RankTrace,
 )
@@ -595,7 +595,9 @@ class _Table:
             "device_side": table["device_side"][pair],
             "correlation": _nullable(cols.pop("correlation")),
             "step": _nullable(table["step"][pair]),
-            "phase": pd.Categorical.from_codes(table["phase"][pair], categories=list(PHASES)),
+            "phase": pd.Categorical.from_codes(
+                table["phase"][pair], categories=list(OWN_WORK_PHASES)
+            ),
             "coll_op": pd.Categorical.from_codes(table["coll_op"][pair], categories=list(COLL_OPS)),
         }
         del pair
@@ -624,11 +626,11 @@ def _class_table(classes: list[EventClass | None], names: list[str]) -> dict[str
     """Per-pair arrays. Where torchscale's own phase ranges exist, PyTorch's ranges that mean
     the same phase become plain host ops: one phase source, no double counting."""
     own = any(
-        c is not None and c.kind == "phase" and name.startswith("torchscale:")
+        c is not None and c.kind == "phase" and name.startswith(RANGE_PREFIX)
         for c, name in zip(classes, names, strict=True)
     )
     kind_code = {k: i for i, k in enumerate(KINDS)}
-    phase_code = {p: i for i, p in enumerate(PHASES)}
+    phase_code: dict[str, int] = {p: i for i, p in enumerate(OWN_WORK_PHASES)}
     coll_code = {o: i for i, o in enumerate(COLL_OPS)}
     n = len(classes)
     out: dict[str, np.ndarray] = {
@@ -641,7 +643,7 @@ def _class_table(classes: list[EventClass | None], names: list[str]) -> dict[str
     for i, (c, name) in enumerate(zip(classes, names, strict=True)):
         if c is None:
             continue
-        if c.kind == "phase" and own and not name.startswith("torchscale:"):
+        if c.kind == "phase" and own and not name.startswith(RANGE_PREFIX):
             c = EventClass("cpu_op")
         out["kind"][i] = kind_code[c.kind]
         out["phase"][i] = phase_code.get(c.phase, -1) if c.phase else -1

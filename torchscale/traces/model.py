@@ -59,6 +59,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from torchscale.collective_facts import OPS
+
 KINDS = (
     "step",
     "phase",
@@ -70,22 +72,8 @@ KINDS = (
     "cpu_op",
     "comm_wait",
 )
-PHASES = ("data", "forward", "backward", "optimizer")
-COLL_OPS = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "broadcast",
-    "reduce",
-    "all_to_all",
-    "send_recv",
-    "send",
-    "recv",
-    "gather",
-    "scatter",
-    "barrier",
-    "unknown",
-)
+UNKNOWN_OP = "unknown"  # a collective whose name says no op (`ncclDevKernel_Generic`)
+COLL_OPS = (*OPS, UNKNOWN_OP)
 EVENT_COLUMNS = (
     "name",
     "kind",

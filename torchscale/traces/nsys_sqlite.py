@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,8 +54,9 @@ import numpy as np
 import pandas as pd
 
 from torchscale.errors import TraceError
+from torchscale.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
 from torchscale.traces.classify import EventClass, classify_event
-from torchscale.traces.model import COLL_OPS, KINDS, PHASES, RankSource, RankTrace
+from torchscale.traces.model import COLL_OPS, KINDS, RankSource, RankTrace
 
 SUPPORTED_SCHEMA_MAJORS = (3,)
 META_TABLES = ("EXPORT_META_DATA", "META_DATA_EXPORT")  # the second name: newer nsys releases
@@ -100,10 +101,9 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "TARGET_INFO_GPU": ("id", "name"),
 }
 
-RANK_MARK = re.compile(r"^torchscale:rank=(\d+)\b(.*)$")
+RANK_MARK = re.compile(rf"^{re.escape(RANGE_PREFIX)}rank=(\d+)\b(.*)$")
 MARK_FIELD = re.compile(r"\b(world_size|backend)=([A-Za-z0-9_]+)")
 STEP_NAME = re.compile(r"^ProfilerStep#\d+$")
-TORCHSCALE_PREFIX = "torchscale:"
 # CUpti_ActivityMemcpyKind (the ENUM_CUDA_MEMCPY_OPER table can be empty in an export)
 MEMCPY_KINDS = {
     1: "HtoD",
@@ -225,7 +225,7 @@ class _Columns:
                 "device_side": np.asarray(self.device_side, dtype=bool),
                 "correlation": pd.array(self.correlation, dtype="Int64"),
                 "step": pd.array(self.step, dtype="Int64"),
-                "phase": pd.Categorical(self.phase, categories=list(PHASES)),
+                "phase": pd.Categorical(self.phase, categories=list(OWN_WORK_PHASES)),
                 "coll_op": pd.Categorical(self.coll_op, categories=list(COLL_OPS)),
                 "pg": pd.Series([None] * n, dtype=object),
                 "seq": pd.array([None] * n, dtype="Int64"),
@@ -336,7 +336,7 @@ def _find_workers(con: sqlite3.Connection, layout: _Layout) -> dict[int, _Worker
             if event_type == NVTX_MARK:
                 if RANK_MARK.match(name):
                     worker(key).marks.append((start, name))
-            elif name.startswith(TORCHSCALE_PREFIX) or STEP_NAME.match(name):
+            elif name.startswith(RANGE_PREFIX) or STEP_NAME.match(name):
                 worker(key)
     for table, column in (
         ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
@@ -400,6 +400,20 @@ def _bad(start: int | None, end: int | None) -> bool:
     return start is None or end is None or end < start
 
 
+@dataclass
+class _Durations:
+    """Passes the rows (start, end, ...) with a usable duration; counts the others."""
+
+    bad: int = 0
+
+    def usable(self, rows: Iterable[Any]) -> Iterator[Any]:
+        for row in rows:
+            if _bad(row[0], row[1]):
+                self.bad += 1
+            else:
+                yield row
+
+
 def _read_nvtx(
     con: sqlite3.Connection, w: _Worker, cols: _Columns, classifier: _Classifier
 ) -> tuple[int | None, tuple[int, int] | None]:
@@ -447,7 +461,7 @@ def _read_cuda(
 ) -> set[int]:
     """Kernels, memcpy/memset and runtime calls of one process; returns the device ids used."""
     devices: set[int] = set()
-    bad = 0
+    checked = _Durations()
     if layout.has("CUPTI_ACTIVITY_KIND_KERNEL"):
         rows: Iterable[Any] = con.execute(
             "SELECT k.start, k.end, k.streamId, k.correlationId, k.deviceId, "
@@ -457,10 +471,7 @@ def _read_cuda(
             "WHERE k.globalPid >> 24 = ?",
             (w.key,),
         )
-        for start, end, stream, corr, device, text in rows:
-            if _bad(start, end):
-                bad += 1
-                continue
+        for start, end, stream, corr, device, text in checked.usable(rows):
             name = text or "unknown kernel"
             cls = classifier(name, KERNEL_CAT)
             if cls is None:
@@ -488,10 +499,7 @@ def _read_cuda(
             "WHERE globalPid >> 24 = ?",
             (w.key,),
         )
-        for start, end, stream, corr, copy_kind in rows:
-            if _bad(start, end):
-                bad += 1
-                continue
+        for start, end, stream, corr, copy_kind in checked.usable(rows):
             name = f"Memcpy {MEMCPY_KINDS.get(copy_kind, 'unknown')}" if is_memcpy else "Memset"
             cls = classifier(name, MEMORY_CATS[is_memcpy])
             kind = cls.kind if cls is not None else "memory"
@@ -503,13 +511,10 @@ def _read_cuda(
             "WHERE r.globalTid >> 24 = ?",
             (w.key,),
         )
-        for start, end, tid, corr, text in rows:
-            if _bad(start, end):
-                bad += 1
-                continue
+        for start, end, tid, corr, text in checked.usable(rows):
             cols.add(text or "unknown CUDA call", "runtime", start, end, tid, correlation=corr)
-    if bad:
-        w.notes.append(f"{bad} CUDA event(s) with a missing or negative duration left out")
+    if checked.bad:
+        w.notes.append(f"{checked.bad} CUDA event(s) with a missing or negative duration left out")
     return devices
 
 

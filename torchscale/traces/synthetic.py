@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from torchscale.step_phases import INJECTED_DELAY_RANGE, phase_range
+
 PHASE_SHARE = {"data": 0.08, "forward": 0.32, "backward": 0.48, "optimizer": 0.12}
 PHASE_US = {"data": 1500.0, "forward": 9000.0, "backward": 16000.0, "optimizer": 2500.0}
 BASE_TS = 4_479_732_833_000.0  # Kineto-like "us since boot" origin
@@ -342,7 +344,7 @@ def _write_step(
         for st, t in zip(states, cpu_t, strict=True):
             compute = PHASE_US["backward"] * jitter[st.rank] / buckets
             if b == 0 and st.rank == straggler and phase == "backward" and delay_us > 0:
-                _x(st, "torchscale:injected_delay", "user_annotation", st.pid, t, delay_us, "")
+                _x(st, INJECTED_DELAY_RANGE, "user_annotation", st.pid, t, delay_us, "")
                 t += delay_us
             t = _ops(st, "backward", t, compute, per_bucket, gpu, rng)
             arrive.append(t)
@@ -359,7 +361,7 @@ def _write_step(
         bwd_end = max(cpu_t[st.rank], st.comm_free) + 5.0
         _x(
             st,
-            "torchscale:backward",
+            phase_range("backward"),
             "user_annotation",
             st.pid,
             bwd_begin[st.rank],
@@ -394,7 +396,7 @@ def _phase(
     """A `torchscale:<phase>` range with its usual PyTorch range and ops inside."""
     begin = t
     if slow and delay_us > 0:
-        _x(st, "torchscale:injected_delay", "user_annotation", st.pid, t, delay_us, "")
+        _x(st, INJECTED_DELAY_RANGE, "user_annotation", st.pid, t, delay_us, "")
         t += delay_us
     compute = PHASE_US[phase] * rng.uniform(0.97, 1.03)
     inner = {
@@ -418,7 +420,7 @@ def _phase(
             pid=st.rank,
         )
     end += 2.0
-    _x(st, f"torchscale:{phase}", "user_annotation", st.pid, begin, end - begin, "")
+    _x(st, phase_range(phase), "user_annotation", st.pid, begin, end - begin, "")
     return end
 
 

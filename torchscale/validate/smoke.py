@@ -1,8 +1,9 @@
 """The live smoke test: a real torchrun whose ranks run checked collectives.
 
 The plan (which backend, how many processes, which device) is pure data; the command comes from
-the one torchrun builder every launch uses (launch/torchrun.py), `run_smoke` executes it, and
-`judge_smoke` turns the outcome into a check result.
+the one torchrun builder every launch uses (launch/torchrun.py), `run_smoke` runs it through the
+one launch path (launch/attempt.py), and `judge_smoke` turns what it left (the exit, rank 0's
+verdict, the root cause of a failure) into a check result.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchscale.launch.failure import read_error_file
-from torchscale.launch.process import ProcessOutcome, run_launch
+from torchscale.launch.attempt import run_attempt
+from torchscale.launch.process import ProcessOutcome
 from torchscale.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.validate.context import Device, ValidateContext
 from torchscale.validate.model import CheckResult, Status, failed, passed, skipped
@@ -146,18 +147,23 @@ def judge_smoke(
     return passed(id, title, detail, **data)
 
 
+def _read_verdict(path: Path) -> dict[str, Any] | None:
+    """Rank 0's verdict (None: missing, or not a JSON object)."""
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
 def run_smoke(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> CheckResult:
     """Run one smoke test for real; its logs are kept (and named) only when it fails."""
     workdir = Path(tempfile.mkdtemp(prefix="torchscale-validate-"))
     command = smoke_launch(spec, workdir, base_env)
-    outcome = run_launch(command, timeout_s)
-    verdict: dict[str, Any] | None = None
-    try:
-        loaded = json.loads((workdir / RESULT_FILE).read_text(encoding="utf-8"))
-        verdict = loaded if isinstance(loaded, dict) else None
-    except (OSError, ValueError):
-        verdict = None
-    result = judge_smoke(spec, outcome, verdict, read_error_file(command.error_file))
+    attempt = run_attempt(command, timeout_s, lambda: _read_verdict(workdir / RESULT_FILE))
+    failure = attempt.launch_failure
+    root_cause = failure.exception if failure is not None else None
+    result = judge_smoke(spec, attempt.outcome, attempt.written, root_cause)
     if result.status is Status.PASS:
         shutil.rmtree(workdir, ignore_errors=True)
     return result

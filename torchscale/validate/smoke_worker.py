@@ -4,23 +4,32 @@ Each rank fills a tensor with rank + 1 and all-reduces it; every element of the 
 1 + 2 + ... + world_size, which float32 represents exactly. An all_gather of the ranks checks
 that every rank joined once. Rank 0 writes the verdict as JSON (atomically) for the parent.
 torchrun starts one rank per GPU on the NCCL path (every GPU the node offers) and 2 CPU ranks
-with gloo.
+with gloo. The rank entry is every rank's (torchscale/worker/rank_entry.py): it dies with its
+torchrun and leaves the process group however the test ended.
 """
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # before torch (seconds to import): a torchrun that dies from here on takes this rank along
+    from torchscale.worker.diagnostics import die_with_torchrun
+
+    die_with_torchrun()
+
 import argparse
 import json
-import os
 import time
 from datetime import timedelta
-from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.atomic import write_text_atomic
+from torchscale.worker.diagnostics import install
+from torchscale.worker.rank_entry import process_group, rank_device
+
+INIT_TIMEOUT = timedelta(seconds=60)  # a smoke test that cannot rendezvous fails fast
 
 
 def expected_sum(world_size: int) -> float:
@@ -58,18 +67,10 @@ def _sync(device: torch.device) -> None:
 
 @record
 def main(argv: list[str] | None = None) -> None:
+    install()
     args = _parse(argv)
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if args.device == "cuda":
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-    else:
-        device = torch.device("cpu")
-    init_kwargs: dict[str, Any] = {"backend": args.backend, "timeout": timedelta(seconds=60)}
-    if args.backend == "nccl":
-        init_kwargs["device_id"] = device
-    dist.init_process_group(**init_kwargs)
-    try:
+    device = rank_device(args.device)
+    with process_group(args.backend, device, INIT_TIMEOUT):
         rank, world = dist.get_rank(), dist.get_world_size()
         tensor = torch.empty(args.elements, dtype=torch.float32, device=device)
 
@@ -119,8 +120,6 @@ def main(argv: list[str] | None = None) -> None:
                 "torch_version": torch.__version__,
             }
             write_text_atomic(args.out, json.dumps(verdict, indent=2))
-    finally:
-        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -38,11 +38,12 @@ from torchscale.schema.cell_result import (
     Telemetry,
     Throughput,
 )
+from torchscale.step_phases import OWN_WORK_PHASES, STEP_PHASES
 from torchscale.telemetry.summary import combine
 from torchscale.worker.allocator import AllocatorStats
 from torchscale.worker.measure import RankMeasurement
 from torchscale.worker.parallel_metrics import parallel_metrics, warmup_record
-from torchscale.worker.phases import COMPUTE_PHASES, PHASES, medians
+from torchscale.worker.phases import medians
 from torchscale.worker.spec import WorkerSpec
 
 FSDP_NO_SPLIT = (
@@ -110,10 +111,10 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
                     "rank": r.rank,
                     "step_s": seconds,
                 }
-                for phase in PHASES:
+                for phase in STEP_PHASES:
                     row[phase] = w.phases[phase][step] if w.phases is not None else None
                 rows.append(row)
-    return pd.DataFrame(rows, columns=["window", "step", "rank", "step_s", *PHASES])
+    return pd.DataFrame(rows, columns=["window", "step", "rank", "step_s", *STEP_PHASES])
 
 
 def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
@@ -146,12 +147,12 @@ def straggler_record(
     if verdict is None or not verdict.named or verdict.rank is None:
         return None
     slow = verdict.rank
-    means = table.groupby("rank")[list(COMPUTE_PHASES)].mean()
+    means = table.groupby("rank")[list(OWN_WORK_PHASES)].mean()
     own = means.sum(axis=1)
     others = own.drop(index=slow)
-    gaps = {
+    gaps: dict[str, float] = {
         phase: float(means.loc[slow, phase] - means.drop(index=slow)[phase].median())
-        for phase in COMPUTE_PHASES
+        for phase in OWN_WORK_PHASES
     }
     return Straggler(
         rank=slow,
@@ -420,7 +421,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     if all(p is None for p in phases.values()):
         unavailable["phases"] = ranks[0].phase_notes.get("phases", "phase timing was off")
     else:
-        for phase in PHASES:
+        for phase in STEP_PHASES:
             notes = {r.phase_notes[phase] for r in ranks if phase in r.phase_notes}
             if notes:
                 unavailable[f"phases.{phase}"] = "; ".join(sorted(notes))

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from torchscale.errors import UsageError
+from torchscale.step_phases import INJECTED_DELAY_RANGE, OWN_WORK_PHASES
 from torchscale.worker import markers
-from torchscale.worker.spec import DELAY_PHASES, MAX_DELAY_MS, DelaySpec
+from torchscale.worker.spec import MAX_DELAY_MS, DelaySpec
 
 if TYPE_CHECKING:
     import torch
@@ -48,8 +49,8 @@ def parse_delay(text: str) -> DelaySpec:
     if not rank_text.isdigit():
         raise UsageError(f"{where}: rank {rank_text!r} is not a rank (0, 1, 2, ...)")
     phase = phase.lower()
-    if phase not in DELAY_PHASES:
-        raise UsageError(f"{where}: phase {phase!r} is not one of {', '.join(DELAY_PHASES)}")
+    if phase not in OWN_WORK_PHASES:
+        raise UsageError(f"{where}: phase {phase!r} is not one of {', '.join(OWN_WORK_PHASES)}")
     if ms_text.lower().endswith("ms"):
         ms_text = ms_text[:-2].strip()
     try:
@@ -65,7 +66,7 @@ def parse_delay(text: str) -> DelaySpec:
 
 def sleep(seconds: float) -> None:
     """The injected sleep, inside its own named range."""
-    with markers.current().range(markers.INJECTED_DELAY):
+    with markers.current().range(INJECTED_DELAY_RANGE):
         time.sleep(seconds)
 
 
@@ -102,7 +103,7 @@ class RankDelays:
     @classmethod
     def for_rank(cls, delays: list[DelaySpec], rank: int, world_size: int) -> RankDelays:
         """This rank's delays; a ValueError for a delay aimed at a rank the cell lacks."""
-        totals = dict.fromkeys(DELAY_PHASES, 0.0)
+        totals = dict.fromkeys(OWN_WORK_PHASES, 0.0)
         for delay in delays:
             if delay.rank >= world_size:
                 raise ValueError(

@@ -16,13 +16,10 @@ if __name__ == "__main__":
 
     die_with_torchrun()
 
-import argparse
 import json
 import os
 import socket
 import sys
-from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -31,27 +28,24 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.atomic import write_text_atomic
 from torchscale.models import parameter_count
+from torchscale.step_phases import STEP_PHASES, seconds_column
 from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.capture import capture
 from torchscale.worker.environment import capture_environment
 from torchscale.worker.measure import RankMeasurement, Window, measure
 from torchscale.worker.peaks import Peak, cell_peak, read_tf32_settings
-from torchscale.worker.phases import PHASES
+from torchscale.worker.rank_entry import process_group, rank_device, read_spec
 from torchscale.worker.spec import WorkerSpec
 from torchscale.worker.trainer import Trainer
-
-INIT_TIMEOUT = timedelta(minutes=10)
 
 
 def _device(spec: WorkerSpec) -> torch.device:
     """This rank's device. On CUDA cuDNN autotuning is switched on, as training with fixed
     shapes runs it; the warm-up steps absorb its first-call cost (recorded by `_facts`)."""
-    if spec.cell.device == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
+    device = rank_device(spec.cell.device)
+    if device.type == "cuda":
         torch.backends.cudnn.benchmark = True
-        return device
-    return torch.device("cpu")
+    return device
 
 
 def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
@@ -99,7 +93,7 @@ def _phase_columns(window: Window, step: int) -> dict[str, float | None]:
     """`<phase>_s` of one step (none when the window has no phase timing)."""
     if window.phases is None:
         return {}
-    return {f"{phase}_s": window.phases[phase][step] for phase in PHASES}
+    return {seconds_column(phase): window.phases[phase][step] for phase in STEP_PHASES}
 
 
 def _step_records(measurements: list[RankMeasurement]) -> str:
@@ -125,11 +119,7 @@ def _step_records(measurements: list[RankMeasurement]) -> str:
 
 def run(spec: WorkerSpec) -> None:
     device = _device(spec)
-    kwargs: dict[str, Any] = {"backend": spec.cell.backend, "timeout": INIT_TIMEOUT}
-    if spec.cell.backend == "nccl":
-        kwargs["device_id"] = device
-    dist.init_process_group(**kwargs)
-    try:
+    with process_group(spec.cell.backend, device):
         trainer = Trainer.build(spec, device)
         mine = measure(trainer, socket.gethostname())
         if spec.profile is not None:  # after the measured windows, outside them
@@ -149,21 +139,11 @@ def run(spec: WorkerSpec) -> None:
             write_text_atomic(spec.steps_path, _step_records(gathered))
             write_text_atomic(spec.result_path, result.model_dump_json(indent=2))
         dist.barrier()
-    finally:
-        dist.destroy_process_group()
 
 
 @record
 def main(argv: list[str] | None = None) -> None:
-    # first: a rank that hangs later can then be asked for its stacks (and, called from
-    # elsewhere than `python -m`, dies with torchrun from here on)
-    from torchscale.worker.diagnostics import install
-
-    install()
-    parser = argparse.ArgumentParser(description="torchscale benchmark worker (one rank)")
-    parser.add_argument("--spec", required=True, help="cell description (JSON)")
-    args = parser.parse_args(argv)
-    spec = WorkerSpec.model_validate_json(Path(args.spec).read_text(encoding="utf-8"))
+    spec = read_spec(WorkerSpec, "torchscale benchmark worker (one rank)", argv)
     run(spec)
     if spec.cell.parallel is not None:
         # with a DeviceMesh on gloo a rank sometimes aborts in interpreter teardown ("terminate

@@ -17,9 +17,9 @@ profiled step, `current().mark(text)` for a point in time. What it emits depends
 - Neither (every plain benchmark window): `range()` returns one shared null context. No
   record_function is entered, so the measured windows pay nothing for the markers.
 
-Names are the contract with the trace readers (torchscale/traces): `torchscale:data`,
-`torchscale:forward`, `torchscale:backward`, `torchscale:optimizer`,
-`torchscale:injected_delay`.
+Names are the contract with the trace readers (torchscale/traces), spelled once in
+torchscale/step_phases.py: `torchscale:data`, `torchscale:forward`, `torchscale:backward`,
+`torchscale:optimizer`, `torchscale:injected_delay`.
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-PREFIX = "torchscale:"
-DATA = "torchscale:data"
-FORWARD = "torchscale:forward"
-BACKWARD = "torchscale:backward"
-OPTIMIZER = "torchscale:optimizer"
-INJECTED_DELAY = "torchscale:injected_delay"
-PHASE_RANGES = {"data": DATA, "forward": FORWARD, "backward": BACKWARD, "optimizer": OPTIMIZER}
+from torchscale.step_phases import RANGE_PREFIX, OwnWorkPhase, phase_range
+
+DATA = phase_range("data")
+FORWARD = phase_range("forward")
+BACKWARD = phase_range("backward")
+OPTIMIZER = phase_range("optimizer")
 NVTX_DOMAIN = "torchscale"
 # the nvtx package versions that record under Nsight Systems 2022.4 on CPU (platform notes)
 NVTX_CPU_MAX_VERSION = (0, 2, 12)
@@ -50,7 +49,7 @@ def step_name(step: int) -> str:
 
 
 def rank_mark(rank: int) -> str:
-    return f"{PREFIX}rank={rank}"
+    return f"{RANGE_PREFIX}rank={rank}"
 
 
 class NvtxBackend(Protocol):
@@ -199,8 +198,8 @@ class Markers:
             return _NULL
         return _Range(self, name)
 
-    def phase(self, phase: str) -> contextlib.AbstractContextManager[None]:
-        return self.range(PHASE_RANGES[phase])
+    def phase(self, phase: OwnWorkPhase) -> contextlib.AbstractContextManager[None]:
+        return self.range(phase_range(phase))
 
     @contextlib.contextmanager
     def step(self, step: int) -> Iterator[None]:

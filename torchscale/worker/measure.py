@@ -40,7 +40,7 @@ PIPELINE_PHASES_NOTE = (
 class Window:
     wall_s: float
     step_s: list[float]
-    # per phase (phases.PHASES), one value per step; None: phase timing was off
+    # per phase (step_phases.STEP_PHASES), one value per step; None: phase timing was off
     phases: PhaseSeconds | None = None
     phase_notes: dict[str, str] = field(default_factory=dict)
     # pipelines: seconds this rank computed in each step (torchscale/parallel/busy.py)

@@ -64,9 +64,8 @@ from typing import Any
 
 import torch
 
-PHASES = ("data", "forward", "backward", "grad_sync_wait", "optimizer")
-# everything a rank computes on its own; grad_sync_wait is the wait for the others
-COMPUTE_PHASES = ("data", "forward", "backward", "optimizer")
+from torchscale.step_phases import STEP_PHASES
+
 FSDP_REASON = (
     "FSDP2 runs post-accumulate-grad hooks on the sharded parameters after each reduce-scatter, "
     "so they mark gradient reduction, not production: backward is reported whole (its "
@@ -227,7 +226,7 @@ class PhaseRecorder:
             torch.cuda.synchronize(self._device)
         done = self._index // self.per_step
         steps = done if steps is None else min(steps, done)
-        result: PhaseSeconds = {phase: [] for phase in PHASES}
+        result: PhaseSeconds = {phase: [] for phase in STEP_PHASES}
         missed = False
         for step, row in enumerate(self._boundaries()[:steps]):
             data = forward = backward = whole = wait = 0.0
@@ -265,7 +264,7 @@ def medians(phases: Sequence[PhaseSeconds]) -> dict[str, float | None]:
     import statistics
 
     out: dict[str, float | None] = {}
-    for phase in PHASES:
+    for phase in STEP_PHASES:
         values = [v for window in phases for v in window.get(phase, []) if v is not None]
         out[phase] = statistics.median(values) if values else None
     return out

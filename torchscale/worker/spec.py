@@ -14,11 +14,8 @@ from torchscale.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.step_phases import OwnWorkPhase
 
-# the phases a delay can be injected into (grad-sync wait is not a place anyone can sleep in:
-# it is the wait for the other ranks)
-DelayPhase = Literal["data", "forward", "backward", "optimizer"]
-DELAY_PHASES: tuple[DelayPhase, ...] = ("data", "forward", "backward", "optimizer")
 MAX_DELAY_MS = 60_000.0
 
 
@@ -29,7 +26,7 @@ class DelaySpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     rank: int = Field(ge=0)
-    phase: DelayPhase
+    phase: OwnWorkPhase  # grad-sync wait is no place to sleep in: it is the wait for the others
     ms: float = Field(gt=0, le=MAX_DELAY_MS)
 
     def text(self) -> str:

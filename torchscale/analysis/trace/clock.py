@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 
 from torchscale.analysis.trace.collectives import Matched
+from torchscale.collective_facts import ops_where
 
-SYMMETRIC_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier")
+SYMMETRIC_OPS = ops_where(lambda op: op.ends_together)
 MAD_TO_SIGMA = 1.4826  # MAD x this estimates a normal standard deviation
 OFFSET_COLUMNS = ["rank", "offset_us", "uncertainty_us", "samples"]
 ARRIVAL_COLUMNS = [

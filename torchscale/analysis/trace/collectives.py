@@ -26,37 +26,23 @@ from torchscale.analysis.trace.intervals import (
     window_index,
 )
 from torchscale.analysis.trace.steps import is_device_trace, launch_times
+from torchscale.collective_facts import ops_where
+from torchscale.traces.model import UNKNOWN_OP
 
 META = ["pg", "seq", "nelems", "dtype", "group_size"]
 # point-to-point ops pair a sender with one receiver, whom the trace does not name: the k-th
 # send of rank a is not the k-th recv of every other rank, so they are never matched
-P2P_OPS = ("send", "recv", "send_recv")
+P2P_OPS = ops_where(lambda op: op.point_to_point)
 # ops whose size must agree on every rank (all_to_all and gather/scatter may be uneven)
-SIZE_STRICT_OPS = ("all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "barrier")
-COLLECTIVE_COLUMNS = [
-    "group",
-    "index",
-    "op",
-    "nelems",
-    "dtype",
-    "ts",
-    "dur",
-    "end",
-    "step",
-    "tid",
-    "by_seq",
-]
+SIZE_STRICT_OPS = ops_where(lambda op: op.same_size)
+# one instance on one rank: what it was and when it ran (on the rank's own clock)
+_INSTANCE_COLUMNS = ["op", "nelems", "dtype", "ts", "dur", "end", "step"]
+COLLECTIVE_COLUMNS = ["group", "index", *_INSTANCE_COLUMNS, "tid", "by_seq"]
 MATCHED_COLUMNS = [
     "group",
     "index",
     "rank",
-    "op",
-    "nelems",
-    "dtype",
-    "ts",
-    "dur",
-    "end",
-    "step",
+    *_INSTANCE_COLUMNS,
     "wait_us",
     "transfer_us",
     "gap_us",
@@ -111,7 +97,7 @@ def collective_table(
     coll = _fill_from_calls(events, coll, notes_out)
     ts = coll["ts"].to_numpy(dtype=np.float64)
     dur = coll["dur"].to_numpy(dtype=np.float64)
-    op = coll["coll_op"].astype(object).where(coll["coll_op"].notna(), "unknown")
+    op = coll["coll_op"].astype(object).where(coll["coll_op"].notna(), UNKNOWN_OP)
     pg = coll["pg"].astype(object)
     gsize = coll["group_size"].astype("Int64")
     group = np.where(

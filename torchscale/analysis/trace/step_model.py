@@ -62,8 +62,8 @@ from torchscale.schema.cell_result import (
     StepPart,
     StragglerVerdict,
 )
+from torchscale.step_phases import OWN_WORK_PHASES
 
-PHASES = ("data", "forward", "backward", "optimizer")
 # the parts both models measure from the same event, the wait at the gradient sync: the phase
 # timers' agreement is judged on these (compute and rest are cut differently by design)
 SYNC_PARTS = ("wait_for_peers", "exposed_transfer")
@@ -76,7 +76,7 @@ UNKNOWN_WAIT = (
     "not separable: {why}; the wait is inside exposed transfer (collective time with nothing "
     "computing)"
 )
-OWN_WORK_PHASES = (
+OWN_WORK_FROM_PHASES = (
     "own work = the rank's busy time in its data, forward, backward and optimizer ranges (a "
     "phase holding communication counts its work, not its wait)"
 )
@@ -224,17 +224,17 @@ def own_work(
         wide = (wide / 1e6).reset_index()
         wide.columns = [str(c) for c in wide.columns]
         wide = keys.merge(wide, on=["rank", "step"], how="left")
-    for phase in PHASES:
+    for phase in OWN_WORK_PHASES:
         if phase not in wide.columns:
             wide[phase] = np.nan
     if wide.empty:
-        wide = keys.assign(**{p: np.nan for p in PHASES})
+        wide = keys.assign(**{p: np.nan for p in OWN_WORK_PHASES})
     wide = wide.assign(window=0)
     if phase_ok:
-        own_s = wide[list(PHASES)].sum(axis=1, min_count=1)
+        own_s = wide[list(OWN_WORK_PHASES)].sum(axis=1, min_count=1)
         own = wide[["window", "step", "rank"]].assign(compute=own_s.to_numpy(), data=0.0)
         own = own.dropna(subset=["compute"])
-        return own, wide, OWN_WORK_PHASES
+        return own, wide, OWN_WORK_FROM_PHASES
     own = parts[["step", "rank"]].assign(
         window=0, compute=(parts["compute"] + parts["data"]).to_numpy(), data=0.0
     )

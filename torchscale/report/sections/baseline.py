@@ -18,6 +18,7 @@ from torchscale.analysis.baseline import (
     PairVerdict,
     RegressionRule,
 )
+from torchscale.analysis.numbers import finite
 from torchscale.analysis.uncertainty import LEVEL
 from torchscale.report.model import (
     Block,
@@ -32,7 +33,7 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.report.sections.context import Context, col, num, records, text
+from torchscale.report.sections.context import Context, col, records, text
 
 MATCH_TEXT = {"definition": "same definition", "key": "same key (settings differ)"}
 # key figure labels, also read back by `gate_summary` (the CLI's exit code)
@@ -143,17 +144,17 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
             {
                 "cell": ctx.label(row),
                 "matched_by": MATCH_TEXT.get(str(row["matched_by"]), str(row["matched_by"])),
-                "thr_base": num(row["samples_per_s_baseline"]),
-                "thr_now": num(row["samples_per_s_current"]),
-                "thr_change": num(row["samples_per_s_change"]),
-                "thr_low": num(row["samples_per_s_change_low"]),
-                "thr_high": num(row["samples_per_s_change_high"]),
-                "thr_p": num(row["samples_per_s_p_value"]),
-                "thr_detectable": num(row["samples_per_s_detectable"]),
+                "thr_base": finite(row["samples_per_s_baseline"]),
+                "thr_now": finite(row["samples_per_s_current"]),
+                "thr_change": finite(row["samples_per_s_change"]),
+                "thr_low": finite(row["samples_per_s_change_low"]),
+                "thr_high": finite(row["samples_per_s_change_high"]),
+                "thr_p": finite(row["samples_per_s_p_value"]),
+                "thr_detectable": finite(row["samples_per_s_detectable"]),
                 "repeats": text(row["samples_per_s_repeats"]),
                 "runs": text(row.get("runs")),
-                "step_change": num(row["step_p50_s_change"]),
-                "step_p": num(row["step_p50_s_p_value"]),
+                "step_change": finite(row["step_p50_s_change"]),
+                "step_p": finite(row["step_p50_s_p_value"]),
                 "verdict": _verdict(row, comparison.rule),
                 "_severity": _severity(row),
             }
@@ -197,14 +198,14 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
         rows.append(
             {
                 "cell": ctx.label(row),
-                "eff_base": num(row["scaling_efficiency_baseline"]),
-                "eff_now": num(row["scaling_efficiency_current"]),
-                "eff_change": num(row["scaling_efficiency_change"]),
-                "comm_base": num(row["comm_overhead_baseline"]),
-                "comm_now": num(row["comm_overhead_current"]),
-                "mem_base": num(row["peak_memory_bytes_baseline"]),
-                "mem_now": num(row["peak_memory_bytes_current"]),
-                "mem_change": num(row["peak_memory_bytes_change"]),
+                "eff_base": finite(row["scaling_efficiency_baseline"]),
+                "eff_now": finite(row["scaling_efficiency_current"]),
+                "eff_change": finite(row["scaling_efficiency_change"]),
+                "comm_base": finite(row["comm_overhead_baseline"]),
+                "comm_now": finite(row["comm_overhead_current"]),
+                "mem_base": finite(row["peak_memory_bytes_baseline"]),
+                "mem_now": finite(row["peak_memory_bytes_current"]),
+                "mem_change": finite(row["peak_memory_bytes_change"]),
                 "mem_kind": {"allocated": "CUDA peak allocated", "rss": "peak RSS"}.get(
                     memory_kind or ""
                 ),
@@ -247,9 +248,9 @@ def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
             Series(
                 name="throughput change",
                 x=labels,
-                y=[num(v) for v in usable["samples_per_s_change"]],
-                low=[num(v) for v in usable["samples_per_s_change_low"]],
-                high=[num(v) for v in usable["samples_per_s_change_high"]],
+                y=[finite(v) for v in usable["samples_per_s_change"]],
+                low=[finite(v) for v in usable["samples_per_s_change_low"]],
+                high=[finite(v) for v in usable["samples_per_s_change_high"]],
             )
         ],
         note=f"whiskers: the {LEVEL * 100:g} % bootstrap interval of the change; a change is "
@@ -270,7 +271,7 @@ def _one_side(ctx: Context, comparison: Comparison) -> Table | None:
                     "cell": ctx.label(row),
                     "side": side,
                     "status": str(row["status"]),
-                    "samples_per_s": num(row["samples_per_s"]),
+                    "samples_per_s": finite(row["samples_per_s"]),
                     "why": str(row["why"]),
                 }
             )

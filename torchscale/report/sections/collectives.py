@@ -9,6 +9,7 @@ in the time chart and the table, with the reason.
 
 from __future__ import annotations
 
+from torchscale.analysis.collectives import factors_text
 from torchscale.comm.result import CommResult, CommRow
 from torchscale.report.model import Block, Chart, Heatmap, Section, Series, Table, Text
 from torchscale.report.sections.context import Context, col, slug
@@ -96,9 +97,8 @@ def _summary_table(runs: list[tuple[str, CommResult]], multi: bool) -> Table:
             col("gate", "Gate"),
         ],
         rows=rows,
-        note="busbw = algbw x the op's factor (2(n-1)/n for all_reduce, (n-1)/n for all_gather, "
-        "reduce_scatter and all_to_all, 1 otherwise); avg = nccl-tests' 'Avg bus bandwidth' of "
-        "the op; one-rank runs have none (nothing crosses a link)",
+        note=f"busbw = algbw x the op's factor ({factors_text()}); avg = nccl-tests' 'Avg bus "
+        "bandwidth' of the op; one-rank runs have none (nothing crosses a link)",
     )
 
 

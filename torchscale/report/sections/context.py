@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from torchscale.analysis.baseline import Comparison, compare, with_step_repeats
+from torchscale.analysis.numbers import finite
 from torchscale.analysis.reliability import LEVELS, repeat_count
 from torchscale.report.estimates import compact, efficiency_kind, long_form
 from torchscale.report.model import Column, Finding, Severity, ValueFormat
 from torchscale.report.render.formatting import format_value
 from torchscale.report.sources import ProfileEntry, Sources, UnanalysedProfile
 from torchscale.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
-from torchscale.results.frame import COLUMNS
+from torchscale.results.frame import COLUMNS, cell_row
 from torchscale.schema.cell_result import CellResult
 
 if TYPE_CHECKING:
@@ -44,19 +45,8 @@ EFFICIENCY_BAD = 0.7
 LIST_LIMIT = 3  # names listed in one line before "and N more"
 
 
-def num(value: Any) -> float | None:
-    """A finite float, or None (None, NaN, infinities, text)."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def integer(value: Any) -> int | None:
-    number = num(value)
+    number = finite(value)
     return None if number is None else round(number)
 
 
@@ -220,19 +210,7 @@ class Context:
 
     def result_label(self, experiment: str, result: CellResult) -> str:
         """`label` of a result that is not in the cells table (a profiled run)."""
-        cell = result.cell
-        return self.label(
-            {
-                "model_label": cell.label,
-                "batch_size": cell.batch_size,
-                "world_size": cell.world_size,
-                "nodes": cell.nodes,
-                "precision": cell.precision,
-                "strategy": cell.strategy,
-                "device": cell.device,
-                "experiment": experiment,
-            }
-        )
+        return self.label({**cell_row(result), "experiment": experiment})
 
 
 def concat_cells(sources: Sources) -> pd.DataFrame:
@@ -325,6 +303,22 @@ def repeats_range(result: CellResult) -> tuple[float | None, float | None]:
     return min(result.throughput.repeats), max(result.throughput.repeats)
 
 
+def throughput_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A cell's samples/s with its 95 % interval, as a table row carries them."""
+    return {
+        "samples_per_s": finite(row["samples_per_s"]),
+        "samples_per_s_low": finite(row["samples_per_s_low"]),
+        "samples_per_s_high": finite(row["samples_per_s_high"]),
+        "samples_per_s_text": throughput_text(row),
+    }
+
+
+def repeat_fields(row: Mapping[str, Any], result: CellResult) -> dict[str, Any]:
+    """The run-to-run range of a cell's samples/s and its spread, as a table row carries them."""
+    low, high = repeats_range(result)
+    return {"low": low, "high": high, "spread": spread_value(row)}
+
+
 # ---------------------------------------------------------------- figures with their intervals
 
 
@@ -336,9 +330,9 @@ def throughput_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -
     """A cell's samples/s with its 95 % interval ('spread unknown' with one repeat)."""
     show = long_form if long else compact
     return show(
-        num(row.get("samples_per_s")),
-        num(row.get("samples_per_s_low")),
-        num(row.get("samples_per_s_high")),
+        finite(row.get("samples_per_s")),
+        finite(row.get("samples_per_s_low")),
+        finite(row.get("samples_per_s_high")),
         "rate",
         spread_unknown=_repeats(row) < 2,
     )
@@ -350,9 +344,9 @@ def step_text(
     """Step time p50/p95/p99 ('p50') with its interval (schema 8; older results: the value)."""
     show = long_form if long else compact
     return show(
-        num(row.get(f"step_{percentile}_s")),
-        num(row.get(f"step_{percentile}_low_s")),
-        num(row.get(f"step_{percentile}_high_s")),
+        finite(row.get(f"step_{percentile}_s")),
+        finite(row.get(f"step_{percentile}_low_s")),
+        finite(row.get(f"step_{percentile}_high_s")),
         "seconds",
     )
 
@@ -360,15 +354,17 @@ def step_text(
 def mfu_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
     """MFU with its interval (it scales with throughput; older results: the value)."""
     show = long_form if long else compact
-    return show(num(row.get("mfu")), num(row.get("mfu_low")), num(row.get("mfu_high")), "ratio_pct")
+    return show(
+        finite(row.get("mfu")), finite(row.get("mfu_low")), finite(row.get("mfu_high")), "ratio_pct"
+    )
 
 
 def spread_value(row: Mapping[str, Any] | pd.Series) -> float | str | None:
     """The repeats' spread, or 'spread unknown' with one repeat (never a 0.0 % it cannot
     have)."""
-    if num(row.get("samples_per_s")) is None:
+    if finite(row.get("samples_per_s")) is None:
         return None
-    return num(row.get("throughput_spread")) if _repeats(row) >= 2 else "spread unknown"
+    return finite(row.get("throughput_spread")) if _repeats(row) >= 2 else "spread unknown"
 
 
 def reliability_counts(cells: pd.DataFrame) -> dict[str, list[int]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.analysis.numbers import finite
 from torchscale.report.estimates import NOT_MEASURABLE_OLDER, older_share, plus_minus, value_format
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (
@@ -25,7 +26,6 @@ from torchscale.report.sections.context import (
     integer,
     mfu_text,
     names,
-    num,
     records,
 )
 from torchscale.report.sections.summary import NO_PRICE, priced_cells
@@ -58,18 +58,18 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
             {
                 "cell": ctx.label(row),
                 "gpus": integer(row["world_size"]),
-                "flops_per_step": num(row["flops_per_step"]),
-                "tflops": num(row["tflops_per_device"]),
-                "peak": num(row["peak_tflops_per_device"]),
+                "flops_per_step": finite(row["flops_per_step"]),
+                "tflops": finite(row["tflops_per_device"]),
+                "peak": finite(row["peak_tflops_per_device"]),
                 "basis": compute.peak_basis if compute else None,
-                "mfu": num(row["mfu"]),
-                "mfu_low": num(row["mfu_low"]),
-                "mfu_high": num(row["mfu_high"]),
+                "mfu": finite(row["mfu"]),
+                "mfu_low": finite(row["mfu_low"]),
+                "mfu_high": finite(row["mfu_high"]),
                 "mfu_text": mfu_text(row),
             }
         )
         for metric, key in (("MFU", "mfu"), ("achieved TFLOP/s", "achieved_tflops")):
-            value = num(row["mfu"]) if key == "mfu" else num(row["tflops_per_device"])
+            value = finite(row["mfu"]) if key == "mfu" else finite(row["tflops_per_device"])
             if value is None:
                 reason = result.unavailable.get(key) or result.unavailable.get("flops")
                 missing.append((metric, ctx.label(row), reason or "not recorded in the result"))
@@ -176,8 +176,8 @@ def _older_row(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
     """A result without the step model (schema < 8): its point figures where they can be
     shares of the step, "not measurable (older result, no interval)" where they cannot."""
     comm = ctx.result(row).communication
-    share = older_share(num(row["comm_overhead"]))
-    exposed_s = num(comm.exposed_comm_s) if comm else None
+    share = older_share(finite(row["comm_overhead"]))
+    exposed_s = finite(comm.exposed_comm_s) if comm else None
     if exposed_s is not None and (exposed_s < 0 or isinstance(share, str)):
         exposed: float | str | None = NOT_MEASURABLE_OLDER
     else:
@@ -185,13 +185,13 @@ def _older_row(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
     return {
         "cell": ctx.label(row),
         "gpus": integer(row["world_size"]),
-        "step_s": num(comm.step_time_s) if comm else num(row["step_p50_s"]),
-        "slowest_s": num(comm.slowest_compute_s) if comm else None,
+        "step_s": finite(comm.step_time_s) if comm else finite(row["step_p50_s"]),
+        "slowest_s": finite(comm.slowest_compute_s) if comm else None,
         "slowest_rank": comm.slowest_compute_rank if comm else None,
         "exposed_s": exposed,
         "comm_overhead": share,
-        "load_imbalance": older_share(num(row["load_imbalance"])),
-        "sync_overhead": older_share(num(row["sync_overhead"])),
+        "load_imbalance": older_share(finite(row["load_imbalance"])),
+        "sync_overhead": older_share(finite(row["sync_overhead"])),
         "_severity": "bad" if isinstance(share, float) and share >= EXPOSED_BAD else "info",
     }
 
@@ -209,7 +209,7 @@ def _comm_rows(
         if (integer(row["world_size"]) or 0) < 2:
             continue
         older.append(_older_row(ctx, row))
-        if num(row["comm_overhead"]) is None:
+        if finite(row["comm_overhead"]) is None:
             reason = result.unavailable.get("comm_overhead", "not measured for this cell")
             missing.append((ctx.label(row), reason))
     return modelled, older, by_reason(missing, "exposed communication")
@@ -410,12 +410,12 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
             {
                 "cell": ctx.label(row),
                 "gpus": integer(row["world_size"]),
-                "price": num(row["price_per_gpu_hour"]),
-                "samples_per_s": num(row["samples_per_s"]),
-                "tokens_per_s": num(row["tokens_per_s"]),
-                "gpu_hours": num(row["gpu_hours_per_m_samples"]),
-                "cost_samples": num(row["cost_per_m_samples"]),
-                "cost_tokens": num(row["cost_per_m_tokens"]),
+                "price": finite(row["price_per_gpu_hour"]),
+                "samples_per_s": finite(row["samples_per_s"]),
+                "tokens_per_s": finite(row["tokens_per_s"]),
+                "gpu_hours": finite(row["gpu_hours_per_m_samples"]),
+                "cost_samples": finite(row["cost_per_m_samples"]),
+                "cost_tokens": finite(row["cost_per_m_tokens"]),
             }
         )
     prices = sorted(set(pd.Series(priced["price_per_gpu_hour"]).astype(float)))

@@ -11,6 +11,7 @@ only where they can be shares of the step (in [0, 1])."""
 
 from __future__ import annotations
 
+from torchscale.analysis.numbers import finite
 from torchscale.report.estimates import value_format, with_interval
 from torchscale.report.model import Finding
 from torchscale.report.sections.context import (
@@ -19,7 +20,6 @@ from torchscale.report.sections.context import (
     cost_severity,
     fmt,
     integer,
-    num,
     records,
 )
 from torchscale.schema.cell_result import CellResult, Estimate, StepPart
@@ -70,12 +70,14 @@ def profile_findings(ref: ProfileRef) -> list[Finding]:
     return out
 
 
+DEVICE_AND_HOST_ADVICE = (
+    "its device and host: clocks and throttling on GPUs, other processes and core pinning "
+    "(OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank"
+)
 PHASE_ADVICE = {
     "data": "its input pipeline: more DataLoader workers, pinned memory, faster storage",
-    "forward": "its device and host: clocks and throttling on GPUs, other processes and core "
-    "pinning (OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank",
-    "backward": "its device and host: clocks and throttling on GPUs, other processes and core "
-    "pinning (OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank",
+    "forward": DEVICE_AND_HOST_ADVICE,
+    "backward": DEVICE_AND_HOST_ADVICE,
     "optimizer": "host-side work in its optimizer step (offload, non-fused optimizer) and its "
     "device",
 }
@@ -92,7 +94,7 @@ def measured_share(share: Estimate | None) -> float | None:
     """A share's value when it is measurable above noise, else None."""
     if share is None or not share.measurable:
         return None
-    return num(share.value)
+    return finite(share.value)
 
 
 def _named_straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
@@ -143,7 +145,7 @@ def straggler_finding(result: CellResult, label: str, source: str) -> Finding | 
     if result.attribution is not None:
         return _named_straggler_finding(result, label, source)
     straggler, comm = result.straggler, result.communication
-    imbalance = num(comm.load_imbalance) if comm else None
+    imbalance = finite(comm.load_imbalance) if comm else None
     if straggler is None or imbalance is None or not STRAGGLER_MIN <= imbalance <= 1.0:
         return None
     rank = straggler.rank
@@ -200,6 +202,10 @@ def _exposed_transfer_finding(result: CellResult, label: str) -> Finding | None:
         f"cross-check {check.name}: {check.detail}"
         for check in (result.attribution.cross_checks if result.attribution else [])
     ]
+    return _exposed_comm(result, label, share, evidence)
+
+
+def _exposed_comm(result: CellResult, label: str, share: float, evidence: list[str]) -> Finding:
     return Finding(
         title=f"{label}: exposed communication {fmt(share, 'ratio_pct')} of each step",
         cost_pct=share * 100,
@@ -228,7 +234,7 @@ def exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
     if result.attribution is not None:
         return _exposed_transfer_finding(result, label)
     comm = result.communication
-    share = num(comm.comm_overhead) if comm else None
+    share = finite(comm.comm_overhead) if comm else None
     if comm is None or share is None or not EXPOSED_COMM_MIN <= share <= 1.0:
         return None
     evidence = [
@@ -236,18 +242,11 @@ def exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
         f"{fmt(comm.slowest_compute_s, 'seconds')} (no_sync): "
         f"{fmt(comm.exposed_comm_s, 'seconds')} of communication is not hidden",
     ]
-    imbalance = num(comm.load_imbalance)
+    imbalance = finite(comm.load_imbalance)
     if imbalance is not None and 0.0 <= imbalance <= 1.0:
         evidence.append(f"load imbalance {fmt(imbalance, 'ratio_pct')} of the step")
     evidence.append("older result: point figures, no interval")
-    return Finding(
-        title=f"{label}: exposed communication {fmt(share, 'ratio_pct')} of each step",
-        cost_pct=share * 100,
-        source=result.cell.id,
-        evidence=evidence,
-        recommendation=_comm_advice(result),
-        severity=cost_severity(share * 100),
-    )
+    return _exposed_comm(result, label, share, evidence)
 
 
 def data_wait_finding(result: CellResult, label: str) -> Finding | None:
@@ -255,7 +254,7 @@ def data_wait_finding(result: CellResult, label: str) -> Finding | None:
     (never for synthetic data, made on the device once)."""
     data = result.data
     modelled = part(result, "data")
-    share = measured_share(modelled.share) if modelled else num(data.share) if data else None
+    share = measured_share(modelled.share) if modelled else finite(data.share) if data else None
     if data is None or data.source == "synthetic" or share is None:
         return None
     if not DATA_WAIT_MIN <= share <= 1.0:
@@ -292,12 +291,12 @@ def slowdown_finding(
     """Each rank computes slower than the same batch per GPU did at the smallest world size:
     ranks compete for something (cores, memory bandwidth, clocks)."""
     comm, cell = result.communication, result.cell
-    slowest = num(comm.slowest_compute_s) if comm else None
-    step = num(comm.step_time_s) if comm else None
+    slowest = finite(comm.slowest_compute_s) if comm else None
+    step = finite(comm.step_time_s) if comm else None
     if base.cell.world_size == 1:
-        before = num(base.step_time.p50) if base.step_time else None
+        before = finite(base.step_time.p50) if base.step_time else None
     else:
-        before = num(base.communication.slowest_compute_s) if base.communication else None
+        before = finite(base.communication.slowest_compute_s) if base.communication else None
     if slowest is None or step is None or before is None or step <= 0 or before <= 0:
         return None
     share = (slowest - before) / step

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from torchscale.analysis.numbers import finite
 from torchscale.report.model import Block, Chart, Section, Series, Table, Unavailable
 from torchscale.report.sections.context import (
     Context,
@@ -19,22 +20,27 @@ from torchscale.report.sections.context import (
     col,
     fmt,
     integer,
-    num,
     records,
-    repeats_range,
+    repeat_fields,
     slug,
-    spread_value,
     step_text,
-    throughput_text,
+    throughput_fields,
 )
 from torchscale.report.sections.findings import STRAGGLER_MIN
-from torchscale.results.frame import PHASE_NAMES
 from torchscale.schema.cell_result import CellResult, RankStats
+from torchscale.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
 
 MAX_BOX_VALUES = 2000  # per box; more are reduced to this many evenly spaced quantiles
 MAX_RANKS_PER_CELL = 16  # per-rank rows of one cell: the slowest ones beyond this
 MAX_PHASE_CHARTS = 12
 PERCENTILES = ("p50", "p95", "p99")
+PHASE_LABELS = {
+    "data": "Data",
+    "forward": "Forward",
+    "backward": "Backward",
+    "grad_sync_wait": "Grad-sync wait",
+    "optimizer": "Optimizer",
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,29 +55,22 @@ class RankSource:
 def _stats_table(ctx: Context) -> Table:
     rows = []
     for row in records(ctx.ok):
-        result = ctx.result(row)
-        low, high = repeats_range(result)
         entry: dict[str, Any] = {
             "cell": ctx.label(row),
             "gpus": integer(row["world_size"]),
-            "samples_per_s": num(row["samples_per_s"]),
-            "samples_per_s_low": num(row["samples_per_s_low"]),
-            "samples_per_s_high": num(row["samples_per_s_high"]),
-            "samples_per_s_text": throughput_text(row),
-            "low": low,
-            "high": high,
-            "spread": spread_value(row),
+            **throughput_fields(row),
+            **repeat_fields(row, ctx.result(row)),
             "repeats": integer(row["repeats"]),
-            "step_cv": num(row["step_cv"]),
+            "step_cv": finite(row["step_cv"]),
             "steps": integer(row["measured_steps"]),
             "reliability": row["reliability"],
             "reliability_reason": row["reliability_reason"],
             "_severity": "warn" if row["reliability"] == "noisy" else "info",
         }
         for q in PERCENTILES:
-            entry[f"step_{q}_s"] = num(row[f"step_{q}_s"])
-            entry[f"step_{q}_low_s"] = num(row[f"step_{q}_low_s"])
-            entry[f"step_{q}_high_s"] = num(row[f"step_{q}_high_s"])
+            entry[f"step_{q}_s"] = finite(row[f"step_{q}_s"])
+            entry[f"step_{q}_low_s"] = finite(row[f"step_{q}_low_s"])
+            entry[f"step_{q}_high_s"] = finite(row[f"step_{q}_high_s"])
             entry[f"step_{q}_text"] = step_text(row, q)
         rows.append(entry)
     return Table(
@@ -132,7 +131,7 @@ def _repeats_chart(ctx: Context) -> Chart | None:
     throughput), so a small model's noise is as visible as a large one's. None when no cell
     has two repeats."""
     rows = [
-        (ctx.label(row), num(row["throughput_spread"]))
+        (ctx.label(row), finite(row["throughput_spread"]))
         for row in records(ctx.ok)
         if len(_throughput_repeats(ctx.result(row))) >= 2
     ]
@@ -229,8 +228,7 @@ def _compute(rank: RankStats) -> float:
     if rank.compute_time is not None:
         return rank.compute_time.p50
     if rank.phases is not None:
-        phases = rank.phases
-        parts = (phases.data, phases.forward, phases.backward, phases.optimizer)
+        parts: list[float | None] = [getattr(rank.phases, phase) for phase in OWN_WORK_PHASES]
         return sum(p for p in parts if p is not None)
     return rank.step_time.p50
 
@@ -257,7 +255,7 @@ def _is_real_straggler(result: CellResult) -> bool:
         verdict = result.attribution.straggler
         return verdict is not None and verdict.named
     comm = result.communication
-    imbalance = num(comm.load_imbalance) if comm else None
+    imbalance = finite(comm.load_imbalance) if comm else None
     return result.straggler is not None and (
         result.straggler.injected or (imbalance is not None and STRAGGLER_MIN <= imbalance <= 1.0)
     )
@@ -285,8 +283,8 @@ def _ranks_table(sources: list[RankSource]) -> Table:
                     "step_cv": rank.step_time.cv,
                     "compute_s": rank.compute_time.p50 if rank.compute_time else None,
                     **{
-                        f"{phase}_s": num(getattr(phases, phase)) if phases else None
-                        for phase in PHASE_NAMES
+                        seconds_column(phase): finite(getattr(phases, phase)) if phases else None
+                        for phase in STEP_PHASES
                     },
                     "role": role or None,
                     "_severity": "warn" if role and _is_real_straggler(source.result) else "info",
@@ -313,11 +311,7 @@ def _ranks_table(sources: list[RankSource]) -> Table:
             col("step_p95_s", "Step p95", "seconds"),
             col("step_cv", "Step CV", "ratio_pct"),
             col("compute_s", "Compute (no_sync)", "seconds"),
-            col("data_s", "Data", "seconds"),
-            col("forward_s", "Forward", "seconds"),
-            col("backward_s", "Backward", "seconds"),
-            col("grad_sync_wait_s", "Grad-sync wait", "seconds"),
-            col("optimizer_s", "Optimizer", "seconds"),
+            *(col(seconds_column(p), PHASE_LABELS[p], "seconds") for p in STEP_PHASES),
             col("role", "Straggler"),
         ],
         rows=rows,
@@ -346,8 +340,8 @@ def _phase_chart(source: RankSource) -> Chart:
     ranks = sorted(source.result.ranks, key=lambda r: r.rank)
     x: list[float | int | str] = [str(r.rank) for r in ranks]
     series = []
-    for phase in PHASE_NAMES:
-        values = [num(getattr(r.phases, phase)) if r.phases else None for r in ranks]
+    for phase in STEP_PHASES:
+        values = [finite(getattr(r.phases, phase)) if r.phases else None for r in ranks]
         if any(v is not None for v in values):
             series.append(Series(name=phase, x=list(x), y=values))
     straggler = source.result.straggler
@@ -366,7 +360,7 @@ def _phase_chart(source: RankSource) -> Chart:
             note += " (injected delay)"
     elif straggler is not None:
         comm = source.result.communication
-        imbalance = num(comm.load_imbalance) if comm else None
+        imbalance = finite(comm.load_imbalance) if comm else None
         wait = (
             fmt(imbalance, "ratio_pct")
             if imbalance is not None and 0.0 <= imbalance <= 1.0
@@ -396,7 +390,7 @@ def _rank_unavailable(sources: list[RankSource]) -> dict[str, str]:
         if all(r.phases is None for r in source.result.ranks):
             items.append((source.label, unavailable.get("phases", "no phase timing recorded")))
             continue
-        for phase in PHASE_NAMES:
+        for phase in STEP_PHASES:
             reason = unavailable.get(f"phases.{phase}")
             if reason:
                 items.append((f"{phase}: {source.label}", reason))

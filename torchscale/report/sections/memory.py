@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchscale.analysis.numbers import finite
 from torchscale.memory.result import MaxBatchResult
 from torchscale.report.model import Block, Section, Table, Text
-from torchscale.report.sections.context import Context, col, fmt, num, records
+from torchscale.report.sections.context import Context, col, fmt, records
 from torchscale.report.sections.findings import DATA_WAIT_MIN
 
 
@@ -75,15 +76,15 @@ def _data_table(ctx: Context) -> list[Block]:
         return []
     rows = []
     for row in records(fed):
-        share = num(row.get("data_wait_share"))
+        share = finite(row.get("data_wait_share"))
         rows.append(
             {
                 "cell": ctx.label(row),
                 "source": str(row["data_source"]),
-                "wait": num(row.get("data_wait_s")),
+                "wait": finite(row.get("data_wait_s")),
                 "share": share,
-                "read": num(row.get("data_read_mb_per_s")),
-                "step": num(row.get("step_p50_s")),
+                "read": finite(row.get("data_read_mb_per_s")),
+                "step": finite(row.get("step_p50_s")),
             }
         )
     return [

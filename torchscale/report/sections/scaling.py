@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.analysis.numbers import finite
 from torchscale.analysis.scaling import GROUP_COLUMNS, STRONG_GROUP_COLUMNS, scaling_table
 from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, efficiency_text
 from torchscale.report.model import Block, Chart, Column, Section, Series, Table, Text, Unavailable
@@ -24,12 +25,10 @@ from torchscale.report.sections.context import (
     integer,
     is_reliable,
     names,
-    num,
     records,
-    repeats_range,
+    repeat_fields,
     slug,
-    spread_value,
-    throughput_text,
+    throughput_fields,
 )
 
 WEAK_TEXT = (
@@ -72,9 +71,8 @@ def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     reliable_base = _reliable_bases(table)
     for row in records(table):
-        low, high = repeats_range(ctx.result(row))
-        efficiency = num(row["efficiency"])
-        eff_low, eff_high = num(row["efficiency_low"]), num(row["efficiency_high"])
+        efficiency = finite(row["efficiency"])
+        eff_low, eff_high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
         world = integer(row["world_size"])
         base = world == integer(row["base_world_size"])
         reliable = is_reliable(row) and reliable_base.get(int(row["group"]), False)
@@ -88,16 +86,11 @@ def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
                 "nodes": integer(row["nodes"]),
                 "batch_per_gpu": integer(row["batch_size"]),
                 "global_batch": integer(row["global_batch"]),
-                "samples_per_s": num(row["samples_per_s"]),
-                "samples_per_s_low": num(row["samples_per_s_low"]),
-                "samples_per_s_high": num(row["samples_per_s_high"]),
-                "samples_per_s_text": throughput_text(row),
-                "low": low,
-                "high": high,
-                "spread": spread_value(row),
-                "per_gpu": num(row["samples_per_s_per_device"]),
-                "tokens_per_s": num(row["tokens_per_s"]),
-                "speedup": num(row["speedup"]),
+                **throughput_fields(row),
+                **repeat_fields(row, ctx.result(row)),
+                "per_gpu": finite(row["samples_per_s_per_device"]),
+                "tokens_per_s": finite(row["tokens_per_s"]),
+                "speedup": finite(row["speedup"]),
                 "efficiency": efficiency,
                 "efficiency_low": eff_low,
                 "efficiency_high": eff_high,
@@ -161,16 +154,16 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
                 Series(
                     name=name,
                     x=list(gpus),
-                    y=[num(v) for v in group["samples_per_s"]],
-                    low=[num(v) for v in group["samples_per_s_low"]],
-                    high=[num(v) for v in group["samples_per_s_high"]],
+                    y=[finite(v) for v in group["samples_per_s"]],
+                    low=[finite(v) for v in group["samples_per_s_low"]],
+                    high=[finite(v) for v in group["samples_per_s_high"]],
                 )
             )
             series.append(
                 Series(
                     name=f"ideal ({name})" if len(groups) > 1 else "ideal (linear)",
                     x=list(gpus),
-                    y=[num(v) for v in group["ideal_samples_per_s"]],
+                    y=[finite(v) for v in group["ideal_samples_per_s"]],
                     style="dashed",
                     reference_for=name,
                 )
@@ -207,13 +200,13 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
             Series(
                 name=f"{first['model_label']} {_group_name(ctx, first, strong)}",
                 x=list(gpus),
-                y=[num(v) for v in group["efficiency"]],
-                low=[num(v) for v in group["efficiency_low"]],
-                high=[num(v) for v in group["efficiency_high"]],
+                y=[finite(v) for v in group["efficiency"]],
+                low=[finite(v) for v in group["efficiency_low"]],
+                high=[finite(v) for v in group["efficiency_high"]],
             )
         )
         kinds = [
-            efficiency_kind(num(v), num(lo), num(hi))
+            efficiency_kind(finite(v), finite(lo), finite(hi))
             for v, lo, hi in zip(
                 group["efficiency"], group["efficiency_low"], group["efficiency_high"], strict=True
             )

@@ -23,9 +23,10 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.analysis.numbers import finite
 from torchscale.report.estimates import compact, older_share
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, ValueFormat
-from torchscale.report.sections.context import Context, col, integer, mfu_text, num, records, text
+from torchscale.report.sections.context import Context, col, integer, mfu_text, records, text
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
 
@@ -52,8 +53,8 @@ Share = float | str | None  # a share, or text saying it is not measurable
 
 def _modelled(row: dict[str, Any], name: str) -> tuple[float | None, str | None]:
     """(measurable share, its compact text) of a step-model part in a cells-table row."""
-    value = num(row.get(f"{name}_share"))
-    low, high = num(row.get(f"{name}_share_low")), num(row.get(f"{name}_share_high"))
+    value = finite(row.get(f"{name}_share"))
+    low, high = finite(row.get(f"{name}_share_low")), finite(row.get(f"{name}_share_high"))
     return value, compact(value, low, high, "ratio_pct")
 
 
@@ -61,45 +62,45 @@ def _comm(row: dict[str, Any]) -> tuple[Share, Share, str, float | None]:
     """(exposed transfer, waiting for peers, method, exposed share to chart) of one cell: the
     texts shown (with intervals where the step model has them) and a number to chart only
     where it is measurable."""
-    if num(row.get("tp_exposed_comm")) is not None:  # collectives inside forward/backward
-        exposed = num(row.get("tp_exposed_transfer"))
-        return exposed, num(row.get("tp_waiting_for_peers")), "profiled steps", exposed
-    if num(row.get("exposed_transfer_share_high")) is not None:
+    if finite(row.get("tp_exposed_comm")) is not None:  # collectives inside forward/backward
+        exposed = finite(row.get("tp_exposed_transfer"))
+        return exposed, finite(row.get("tp_waiting_for_peers")), "profiled steps", exposed
+    if finite(row.get("exposed_transfer_share_high")) is not None:
         exposed, exposed_text = _modelled(row, "exposed_transfer")
         _, waiting_text = _modelled(row, "wait_for_peers")
         return exposed_text, waiting_text, "step model (phase timers)", exposed
-    if num(row.get("comm_overhead")) is not None:
-        shown = older_share(num(row.get("comm_overhead")))
-        waiting = older_share(num(row.get("load_imbalance")))
+    if finite(row.get("comm_overhead")) is not None:
+        shown = older_share(finite(row.get("comm_overhead")))
+        waiting = older_share(finite(row.get("load_imbalance")))
         chart = shown if isinstance(shown, float) else None
         return shown, waiting, "no_sync window (older result)", chart
-    if num(row.get("bubble_measured")) is not None:
+    if finite(row.get("bubble_measured")) is not None:
         return None, None, "pipeline bubble", None
     return None, None, "not split", None
 
 
 def _memory(row: dict[str, Any]) -> float | None:
     """Peak memory of the largest rank: CUDA peak allocated on GPUs, peak RSS on CPU."""
-    allocated = num(row.get("peak_allocated_bytes"))
-    return allocated if allocated is not None else num(row.get("peak_rss_bytes"))
+    allocated = finite(row.get("peak_allocated_bytes"))
+    return allocated if allocated is not None else finite(row.get("peak_rss_bytes"))
 
 
 def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
     cells = records(group.sort_values(["layout_family", "layout"], kind="stable"))
     ddp = next((r for r in cells if r.get("layout") == "ddp"), None)
-    ddp_static = num(ddp.get("static_bytes")) if ddp else None
+    ddp_static = finite(ddp.get("static_bytes")) if ddp else None
     rows = []
     for row in cells:
         exposed, waiting, method, charted = _comm(row)
-        static = num(row.get("static_bytes"))
+        static = finite(row.get("static_bytes"))
         rows.append(
             {
                 "group": ctx.label(row, strategy=False),
                 "layout": text(row.get("layout")),
                 "mesh": _mesh(row),
                 "global_batch": integer(row.get("global_batch")),
-                "samples": num(row.get("samples_per_s")),
-                "mfu": num(row.get("mfu")),
+                "samples": finite(row.get("samples_per_s")),
+                "mfu": finite(row.get("mfu")),
                 "mfu_text": mfu_text(row),
                 "static": static,
                 "vs_ddp": static / ddp_static if static and ddp_static else None,
@@ -108,8 +109,8 @@ def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
                 "exposed_share": charted,
                 "waiting": waiting,
                 "method": method,
-                "bubble": num(row.get("bubble_measured")),
-                "bubble_theory": num(row.get("bubble_theoretical")),
+                "bubble": finite(row.get("bubble_measured")),
+                "bubble_theory": finite(row.get("bubble_theoretical")),
             }
         )
     return rows

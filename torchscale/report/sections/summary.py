@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.cost import cost_table
+from torchscale.analysis.numbers import finite
 from torchscale.analysis.reliability import LEVELS
 from torchscale.analysis.scaling import GROUP_COLUMNS, scaling_table
 from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, efficiency_text
@@ -30,11 +31,11 @@ from torchscale.report.sections.context import (
     integer,
     is_reliable,
     names,
-    num,
     records,
     reliability_counts,
     reliability_severity,
     step_text,
+    throughput_fields,
     throughput_text,
 )
 from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
@@ -96,16 +97,13 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 "config": _config(ctx, row),
                 "gpus": integer(row["world_size"]),
                 "batch_per_gpu": integer(row["batch_size"]),
-                "samples_per_s": num(row["samples_per_s"]),
-                "samples_per_s_low": num(row["samples_per_s_low"]),
-                "samples_per_s_high": num(row["samples_per_s_high"]),
-                "samples_per_s_text": throughput_text(row),
-                "tokens_per_s": num(row["tokens_per_s"]),
-                "efficiency": num(row["scaling_efficiency"]),
-                "efficiency_low": num(row["scaling_efficiency_low"]),
-                "efficiency_high": num(row["scaling_efficiency_high"]),
+                **throughput_fields(row),
+                "tokens_per_s": finite(row["tokens_per_s"]),
+                "efficiency": finite(row["scaling_efficiency"]),
+                "efficiency_low": finite(row["scaling_efficiency_low"]),
+                "efficiency_high": finite(row["scaling_efficiency_high"]),
                 "efficiency_text": _efficiency_cell(row),
-                "step_p50_s": num(row["step_p50_s"]),
+                "step_p50_s": finite(row["step_p50_s"]),
                 "step_p50_text": step_text(row, "p50"),
                 "reliability": row["reliability"],
                 "_severity": "warn" if row["reliability"] == "noisy" else "info",
@@ -116,16 +114,16 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                     & (priced["experiment"] == row["experiment"])
                 ]
                 cost = match.iloc[0] if len(match) else {}
-                out["cost_per_m_samples"] = num(cost.get("cost_per_m_samples"))
-                out["cost_per_m_tokens"] = num(cost.get("cost_per_m_tokens"))
+                out["cost_per_m_samples"] = finite(cost.get("cost_per_m_samples"))
+                out["cost_per_m_tokens"] = finite(cost.get("cost_per_m_tokens"))
             rows.append(out)
     return rows
 
 
 def _efficiency_cell(row: dict[str, Any]) -> str | None:
     """A cell's own scaling efficiency as the tables show it (its base: '(base)')."""
-    low, high = num(row["scaling_efficiency_low"]), num(row["scaling_efficiency_high"])
-    efficiency = num(row["scaling_efficiency"])
+    low, high = finite(row["scaling_efficiency_low"]), finite(row["scaling_efficiency_high"])
+    efficiency = finite(row["scaling_efficiency"])
     base = efficiency == 1.0 and low is None
     return efficiency_text(efficiency, low, high, base=base)
 
@@ -145,8 +143,8 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     largest = int(scaled["world_size"].max())
     at_largest = scaled[scaled["world_size"] == largest]
     row = at_largest.loc[pd.to_numeric(at_largest["samples_per_s"]).idxmax()]
-    efficiency = num(row["efficiency"])
-    low, high = num(row["efficiency_low"]), num(row["efficiency_high"])
+    efficiency = finite(row["efficiency"])
+    low, high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
     kind = efficiency_kind(efficiency, low, high)
     note = f"{_config(ctx, row)}, against {integer(row['base_world_size'])} GPU(s) (1.0 = linear)"
     value: float | str | None = efficiency
@@ -272,7 +270,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
     for model in models[:MAX_MODEL_FIGURES]:
         group = ok_cells[ok_cells["model_label"] == model]
         best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
-        tokens = num(best["tokens_per_s"])
+        tokens = finite(best["tokens_per_s"])
         note = f"samples/s at {_config(ctx, best)}: {throughput_text(best, long=True)}"
         if tokens is not None:
             note += f"; {fmt(tokens, 'rate')} tokens/s"
@@ -281,7 +279,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         figures.append(
             KeyFigure(
                 label=f"Best throughput: {model}",
-                value=num(best["samples_per_s"]),
+                value=finite(best["samples_per_s"]),
                 format="rate",
                 note=note,
                 severity=reliability_severity(best),
@@ -294,7 +292,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             figures.append(
                 KeyFigure(
                     label=f"Cost per million samples: {model}",
-                    value=num(cheapest["cost_per_m_samples"]),
+                    value=finite(cheapest["cost_per_m_samples"]),
                     format="money",
                     note=f"cheapest: {_config(ctx, cheapest)}, at "
                     f"{fmt(ctx.options.cost_per_gpu_hour, 'money')} per GPU-hour",

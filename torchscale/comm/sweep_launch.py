@@ -1,9 +1,10 @@
 """Run one `torchscale comm` sweep as a torchrun launch and keep every row it finished.
 
 The launch is data first (`comm_launch`: spec and torchrun command, what `--dry-run` shows),
-then run under the same process-group, timeout and hang diagnosis as a benchmark cell. Rank 0
-rewrites the result after every row; when the launch hangs or crashes, the rows it finished are
-kept, the row it was running is marked failed with the reason, and the run's status says how it
+then run through the one launch path, as a benchmark cell is (torchscale/launch/attempt.py:
+process group, timeout, hang diagnosis, root cause). Rank 0 rewrites the result after every row
+(torchscale/comm/rank_main.py); when the launch hangs or crashes, the rows it finished are kept,
+the row it was running is marked failed with the reason, and the run's status says how it
 ended.
 """
 
@@ -19,8 +20,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from torchscale.analysis.collectives import OPS
 from torchscale.atomic import write_text_atomic
+from torchscale.catalog import COLLECTIVES
 from torchscale.cell import Backend, Device
 from torchscale.comm.result import AcrossRanks, CommResult
 from torchscale.comm.rows import unmeasured_row
@@ -28,9 +29,11 @@ from torchscale.comm.sizes import size_ladder
 from torchscale.comm.spec import DTYPES, CommSpec
 from torchscale.comm.summary import add_footer, apply_gate
 from torchscale.errors import ResultsError, UsageError, describe_os_error
-from torchscale.launch.failure import classify_failure
-from torchscale.launch.process import run_launch
+from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
+from torchscale.results.layout import ResultLayout
+
+RANK_MODULE = "torchscale.comm.rank_main"
 
 
 @dataclass(frozen=True)
@@ -59,12 +62,12 @@ def parse_ops(text: str) -> tuple[str, ...]:
     """`all_reduce,all_gather` -> ops in the order given; 'all' -> every op."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     if names == ["all"]:
-        return tuple(OPS)
-    unknown = [n for n in names if n not in OPS]
+        return tuple(COLLECTIVES)
+    unknown = [n for n in names if n not in COLLECTIVES]
     if unknown or not names:
         raise UsageError(
             f"unknown op {', '.join(repr(n) for n in unknown) or 'list (empty)'}: "
-            f"choose from {', '.join(OPS)} (or 'all')"
+            f"choose from {', '.join(COLLECTIVES)} (or 'all')"
         )
     return tuple(dict.fromkeys(names))
 
@@ -102,7 +105,7 @@ def comm_launch(
     """The launch as data: what each rank runs and the torchrun command (shown by --dry-run).
     A multi-node launcher (the Slurm preflight) passes its node count, interpreter and
     rendezvous flags; `request.ranks` is then the ranks of all nodes together."""
-    log_dir = experiment_dir / "logs" / "comm" / run_id
+    log_dir = ResultLayout(experiment_dir).comm_log_dir(run_id)
     spec = CommSpec(
         run_id=run_id,
         ops=list(request.ops),
@@ -120,7 +123,7 @@ def comm_launch(
     )
     spec_path = log_dir / "spec.json"
     command = torchrun_command(
-        "torchscale.comm.worker",
+        RANK_MODULE,
         ["--spec", str(spec_path)],
         nproc=request.ranks // nodes,
         device=request.device,
@@ -130,7 +133,7 @@ def comm_launch(
         python=python,
         rendezvous=rendezvous,
     )
-    result_path = experiment_dir / "comm" / f"{run_id}.json"
+    result_path = ResultLayout(experiment_dir).comm_result_path(run_id)
     return CommLaunch(spec, command, spec_path, result_path)
 
 
@@ -163,7 +166,7 @@ def _empty_result(spec: CommSpec, request: CommRequest) -> CommResult:
     )
 
 
-def run_comm(launch: CommLaunch, request: CommRequest) -> CommResult:
+def run_comm_launch(launch: CommLaunch, request: CommRequest) -> CommResult:
     """Run the launch, keep what it finished, and store the result atomically."""
     try:
         write_text_atomic(launch.spec_path, launch.spec.model_dump_json(indent=2))
@@ -173,11 +176,14 @@ def run_comm(launch: CommLaunch, request: CommRequest) -> CommResult:
         where = launch.spec_path.parent
         raise ResultsError(f"cannot prepare {where}: {describe_os_error(exc)}") from None
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    outcome = run_launch(launch.command, request.timeout_s)
-    result = _read_partial(Path(launch.spec.result_path)) or _empty_result(launch.spec, request)
+    attempt = run_attempt(
+        launch.command, request.timeout_s, lambda: _read_partial(Path(launch.spec.result_path))
+    )
+    result = attempt.written if attempt.written is not None else _empty_result(launch.spec, request)
     stopped = _in_progress(launch.spec)
-    if outcome.timed_out or outcome.returncode != 0:
-        failure = classify_failure(outcome, launch.command, request.timeout_s)
+    # rows written before a failure are kept; the run says how the launch failed
+    failure = None if attempt.outcome.ended_cleanly else attempt.launch_failure
+    if failure is not None:
         result.status = failure.status.value  # type: ignore[assignment]
         result.error = failure.reason
         if stopped is not None and stopped[0] != "pairs":
@@ -195,7 +201,7 @@ def run_comm(launch: CommLaunch, request: CommRequest) -> CommResult:
         "log_dir": str(launch.command.log_dir),
     }
     result.started_at = started
-    result.wall_s = round(outcome.wall_s, 3)
+    result.wall_s = round(attempt.outcome.wall_s, 3)
     store_result(result, launch.result_path)
     return result
 

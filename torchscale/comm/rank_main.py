@@ -1,4 +1,4 @@
-"""Entry point of every rank of `torchscale comm`: `python -m torchscale.comm.worker --spec F`.
+"""Entry point of every rank of `torchscale comm`: `python -m torchscale.comm.rank_main --spec F`.
 
 Per op and size: a check run on known inputs (with --check), warm-up, a barrier, then `iters`
 operations back to back timed at the two ends (the figure nccl-tests reports), then a second
@@ -17,13 +17,11 @@ if __name__ == "__main__":
 
     die_with_torchrun()
 
-import argparse
 import itertools
 import os
 import re
 import socket
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +37,8 @@ from torchscale.comm.rows import RankTiming, measured_row, pair_result, unmeasur
 from torchscale.comm.spec import CommSpec
 from torchscale.comm.summary import ONE_RANK, add_footer
 from torchscale.worker.environment import capture_environment
+from torchscale.worker.rank_entry import process_group, rank_device, read_spec
 
-INIT_TIMEOUT = timedelta(minutes=10)
 # what backends say when they lack an op (gloo before reduce_scatter_tensor, for one)
 UNSUPPORTED_MESSAGE = re.compile(r"not support|unsupported|not implement", re.IGNORECASE)
 
@@ -75,14 +73,6 @@ class Stamps:
 
 def _itemsize(dtype: str) -> int:
     return torch.empty(0, dtype=getattr(torch, dtype)).element_size()
-
-
-def _device(spec: CommSpec) -> torch.device:
-    if spec.device == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
-        return device
-    return torch.device("cpu")
 
 
 def _settle(device: torch.device) -> None:
@@ -220,12 +210,8 @@ def _write(spec: CommSpec, result: CommResult) -> None:
 
 
 def run(spec: CommSpec) -> None:
-    device = _device(spec)
-    kwargs: dict[str, Any] = {"backend": spec.backend, "timeout": INIT_TIMEOUT}
-    if spec.backend == "nccl":
-        kwargs["device_id"] = device
-    dist.init_process_group(**kwargs)
-    try:
+    device = rank_device(spec.device)
+    with process_group(spec.backend, device):
         rank, ranks = dist.get_rank(), dist.get_world_size()
         host = socket.gethostname()
         itemsize = _itemsize(spec.dtype)
@@ -268,20 +254,11 @@ def run(spec: CommSpec) -> None:
             Path(spec.progress_path).unlink(missing_ok=True)
             _write(spec, result)
         dist.barrier()
-    finally:
-        dist.destroy_process_group()
 
 
 @record
 def main(argv: list[str] | None = None) -> None:
-    from torchscale.worker.diagnostics import install
-
-    install()
-    parser = argparse.ArgumentParser(description="torchscale comm worker (one rank)")
-    parser.add_argument("--spec", required=True, help="what to run (JSON)")
-    args = parser.parse_args(argv)
-    spec = CommSpec.model_validate_json(Path(args.spec).read_text(encoding="utf-8"))
-    run(spec)
+    run(read_spec(CommSpec, "torchscale comm worker (one rank)", argv))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,77 @@
+"""`launcher.kind: k8s`: one job manifest per cell (and the worker specs its pods read), applied
+with kubectl when `launcher.k8s.apply` is set and this is no dry run. torchscale does not follow
+Kubernetes jobs: their ranks write results to the shared results volume (torchscale/k8s.py)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscale.errors import UsageError
+from torchscale.launchers.benchmark_run import (
+    BenchmarkEvents,
+    BenchmarkRun,
+    KubernetesSubmission,
+    RunOptions,
+)
+from torchscale.launchers.on_this_node import machine_here
+
+if TYPE_CHECKING:
+    from torchscale.config.schema import BenchConfig
+    from torchscale.plan import Machine, Plan
+    from torchscale.results.store import ResultStore
+
+
+class KubernetesJobs:
+    def machine(self, config: BenchConfig) -> Machine:
+        """The nodes as the config describes them: the submitting host is not one of them."""
+        from torchscale.plan import Machine
+
+        gpus = config.launcher.k8s.gpus_per_node or 0
+        return Machine(gpu_count=gpus, cpu_cores=machine_here().cpu_cores)
+
+    def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
+        from torchscale.results.store import ResultStore
+
+        if config.launcher.k8s.apply and not dry_run and shutil.which("kubectl") is None:
+            raise UsageError("launcher.k8s.apply needs kubectl on PATH; nothing was written")
+        return ResultStore.for_experiment(output_dir, config.experiment_name)
+
+    def dry_run(
+        self, plan: Plan, store: ResultStore, env: Mapping[str, str], events: BenchmarkEvents
+    ) -> BenchmarkRun:
+        """The manifests written for review; nothing applied."""
+        return self._submit(plan, store, events, apply=False, dry_run=True)
+
+    def run(
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
+    ) -> BenchmarkRun:
+        return self._submit(
+            plan, store, events, apply=plan.config.launcher.k8s.apply, dry_run=False
+        )
+
+    def _submit(
+        self, plan: Plan, store: ResultStore, events: BenchmarkEvents, apply: bool, dry_run: bool
+    ) -> BenchmarkRun:
+        from torchscale.k8s import apply_manifests, write_k8s_manifests
+
+        settings = plan.config.launcher.k8s
+        if settings.results_claim is None:
+            events.on_warning(
+                "launcher.k8s.results_claim is not set: the runtime must mount shared storage "
+                f"at {settings.results_mount}, or the results stay in the pods"
+            )
+        paths = write_k8s_manifests(plan, store, settings.pod_patch)
+        skipped = sum(1 for p in plan.cells if p.skip_reason is not None)
+        written = KubernetesSubmission(store.k8s_dir, paths, skipped)
+        events.on_kubernetes_written(written)
+        submission = replace(written, applied=apply_manifests(paths) if apply else [])
+        return BenchmarkRun(plan, store, dry_run=dry_run, kubernetes=submission)

@@ -1,0 +1,123 @@
+"""`launcher.kind: slurm`: the plan's cells packed into Slurm allocations, each an sbatch job
+whose driver runs its cells as srun steps; submitted, then followed until every job ends, and
+the results collected as a local sweep's are (torchscale/slurm/)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscale.launchers.benchmark_run import BenchmarkEvents, BenchmarkRun, RunOptions
+from torchscale.signals import Terminated
+from torchscale.slurm.client import require_sbatch
+from torchscale.slurm.sweep import FollowHooks, check_nodes, collect, follow, prepare_sweep
+from torchscale.slurm.sweep import submit_sweep as submit_allocations
+from torchscale.sweep import SweepOutcome, nothing_measured
+
+if TYPE_CHECKING:
+    from torchscale.config.schema import BenchConfig
+    from torchscale.plan import Machine, Plan
+    from torchscale.results.store import ResultStore
+
+LOCAL_ONLY = (
+    "{what} runs with launcher.kind 'local' only for now; under Slurm it is not run "
+    "(run it on one node with kind: local)"
+)
+
+
+class SlurmAllocations:
+    def machine(self, config: BenchConfig) -> Machine:
+        """The nodes as the config describes them: the submitting host is not one of them."""
+        from torchscale import host
+        from torchscale.plan import Machine
+
+        slurm = config.launcher.slurm
+        cores = slurm.cpus_per_task or host.usable_cores()
+        return Machine(gpu_count=slurm.gpus_per_node or 0, cpu_cores=cores)
+
+    def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
+        from torchscale.results.store import ResultStore
+
+        require_sbatch()  # before anything is written
+        # the nodes get absolute paths
+        return ResultStore(
+            ResultStore.for_experiment(output_dir, config.experiment_name).root.resolve()
+        )
+
+    def dry_run(
+        self, plan: Plan, store: ResultStore, env: Mapping[str, str], events: BenchmarkEvents
+    ) -> BenchmarkRun:
+        """The sbatch scripts written for review; nothing submitted."""
+        check_nodes(plan, env)
+        sweep = prepare_sweep(plan, store, env, resume=False, write_skips=False)
+        _warn(sweep.warnings, events)
+        events.on_slurm_submitted(sweep, [])
+        return BenchmarkRun(plan, store, dry_run=True, slurm=sweep)
+
+    def run(
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
+    ) -> BenchmarkRun:
+        """Submit, follow, collect. Ctrl-C (or a signal) stops following, not the jobs:
+        `on_slurm_detached`, then the interrupt goes on up."""
+        from torchscale.results.store import check_output_dir
+        from torchscale.worker.environment import capture_environment
+
+        check_output_dir(store.root)
+        check_nodes(plan, env)
+        store.write_config(plan.config.as_yaml())
+        store.write_environment(capture_environment())
+        _warn(_sections_not_run(plan.config), events)
+        sweep = prepare_sweep(plan, store, env, resume=options.resume, write_skips=True)
+        _warn(sweep.warnings, events)
+        jobs = submit_allocations(sweep, store, env)
+        events.on_slurm_submitted(sweep, jobs)
+        hooks = FollowHooks(
+            events.on_slurm_job,
+            events.on_slurm_running,
+            lambda result: events.on_cell_done(result, False),
+            events.on_slurm_preflight,
+        )
+        try:
+            follow(
+                store,
+                plan,
+                sweep.following + jobs,
+                env,
+                hooks,
+                poll_s=plan.config.launcher.slurm.poll_s,
+            )
+        except (KeyboardInterrupt, Terminated):
+            events.on_slurm_detached(store.root)
+            raise
+        results, table = collect(store, plan)
+        outcome = SweepOutcome(results, table)
+        run = BenchmarkRun(
+            plan, store, outcome, nothing_measured(results, len(plan.cells)), slurm=sweep
+        )
+        events.on_sweep_done(run)
+        return run
+
+
+def _sections_not_run(config: BenchConfig) -> list[str]:
+    """The config's suites a Slurm sweep does not run (yet)."""
+    sections = [
+        (
+            "the comm: section (launcher.slurm.preflight.comm runs it across each allocation's "
+            "nodes)",
+            config.comm.enabled and not config.launcher.slurm.preflight.comm,
+        ),
+        ("memory.max_batch_search", config.memory.max_batch_search),
+        ("profiling", config.profiling.enabled),
+    ]
+    return [LOCAL_ONLY.format(what=what) for what, on in sections if on]
+
+
+def _warn(warnings: list[str], events: BenchmarkEvents) -> None:
+    for warning in warnings:
+        events.on_warning(warning)

@@ -1,0 +1,102 @@
+"""`launcher.kind: local`: every cell on this node, one torchrun after another, then the suites
+the config turns on (the collective sweep, the max-batch search, profiles of the cells its
+trigger selects)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscale.launchers.benchmark_run import BenchmarkEvents, BenchmarkRun, RunOptions
+
+if TYPE_CHECKING:
+    from torchscale.config.schema import BenchConfig
+    from torchscale.plan import Machine, Plan
+    from torchscale.results.store import ResultStore
+
+
+def machine_here() -> Machine:
+    """This node: its visible CUDA GPUs and the cores this process may use."""
+    from torchscale import host
+    from torchscale.plan import Machine
+
+    return Machine(gpu_count=host.cuda_gpu_count(), cpu_cores=host.usable_cores())
+
+
+class ThisNode:
+    def machine(self, config: BenchConfig) -> Machine:
+        return machine_here()
+
+    def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
+        from torchscale.results.store import ResultStore
+
+        return ResultStore.for_experiment(output_dir, config.experiment_name)
+
+    def dry_run(
+        self, plan: Plan, store: ResultStore, env: Mapping[str, str], events: BenchmarkEvents
+    ) -> BenchmarkRun:
+        """Nothing to prepare: the plan (argv, env, skips) is the whole answer."""
+        return BenchmarkRun(plan, store, dry_run=True)
+
+    def run(
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
+    ) -> BenchmarkRun:
+        from torchscale.results.store import check_output_dir
+        from torchscale.sweep import SweepHooks, nothing_measured, run_sweep
+        from torchscale.worker.environment import capture_environment
+
+        check_output_dir(store.root)
+        store.write_environment(capture_environment())
+        hooks = SweepHooks(events.on_cell_start, events.on_cell_done, events.on_data)
+        outcome = run_sweep(
+            plan, store, env, resume=options.resume, fail_fast=options.fail_fast, hooks=hooks
+        )
+        run = BenchmarkRun(plan, store, outcome, nothing_measured(outcome.results, len(plan.cells)))
+        events.on_sweep_done(run)
+        if outcome.stopped_early:
+            return run
+        _comm_after(run, env, events)
+        _max_batch_after(run, env, events)
+        if plan.config.profiling.enabled:
+            from torchscale.profiling.session import profile_after_sweep
+
+            run.profiles = profile_after_sweep(
+                plan, store, env, outcome.results, events.on_profile_start
+            )
+        return run
+
+
+def _comm_after(run: BenchmarkRun, env: Mapping[str, str], events: BenchmarkEvents) -> None:
+    """The config's `comm:` section: one collective sweep per world size, stored in
+    <experiment>/comm/; the cells' results are never touched."""
+    from torchscale.comm.from_config import comm_failed, comm_requests
+    from torchscale.comm.sweep_launch import comm_launch, new_run_id, run_comm_launch
+
+    for request in comm_requests(run.plan):
+        launch = comm_launch(request, run.store.root, env, new_run_id(request))
+        events.on_comm_start(request, launch)
+        result = run_comm_launch(launch, request)
+        run.comm.append(result)
+        events.on_comm_done(result, launch.result_path)
+        run.comm_ok = run.comm_ok and not comm_failed(result)
+
+
+def _max_batch_after(run: BenchmarkRun, env: Mapping[str, str], events: BenchmarkEvents) -> None:
+    """The config's `memory.max_batch_search`: the largest batch per device of each cell
+    group, one fresh torchrun per probe, stored in <experiment>/max_batch/."""
+    if not run.plan.config.memory.max_batch_search:
+        return
+    from torchscale.data.prepare import prepare_data
+    from torchscale.memory.runner import run_max_batch_search
+
+    prepare_data(run.plan.config.data)  # the probes read it too (cached: a manifest check)
+    events.on_max_batch_start()
+    run.max_batch = run_max_batch_search(run.plan, run.store, env, events.on_probe)
+    events.on_max_batch_done(run.max_batch)
+    run.max_batch_ok = all(r.status == "ok" and r.max_batch is not None for r in run.max_batch)

@@ -1,0 +1,40 @@
+"""Layer 1 (contracts): the phases of a training step, named once for everything that times,
+stores, marks, reads or judges them.
+
+The worker's phase timers (worker/phases.py) cut every step into STEP_PHASES, which add up to
+the step; the result keeps each rank's medians (schema/cell_result.py `PhaseTimes`, one field
+per phase) and every step's seconds (`<phase>_s` in steps/<cell>.jsonl). The own-work phases
+are what a rank does by itself: a delay can be injected into them (`--inject-delay`), and a
+profiled rank marks each with a `torchscale:<phase>` range that the trace readers turn back
+into a phase. grad_sync_wait is the wait for the other ranks: no range, no delay.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+OwnWorkPhase = Literal["data", "forward", "backward", "optimizer"]
+OWN_WORK_PHASES: tuple[OwnWorkPhase, ...] = get_args(OwnWorkPhase)  # in the order a step runs
+GRAD_SYNC_WAIT = "grad_sync_wait"  # last gradient produced -> backward() returned
+_AFTER_BACKWARD = OWN_WORK_PHASES.index("backward") + 1
+# every phase of a step in the order they run: the wait for gradient sync ends backward
+STEP_PHASES: tuple[str, ...] = (
+    *OWN_WORK_PHASES[:_AFTER_BACKWARD],
+    GRAD_SYNC_WAIT,
+    *OWN_WORK_PHASES[_AFTER_BACKWARD:],
+)
+# the rank's computation: its own work less the wait for its batch
+COMPUTE_PHASES: tuple[OwnWorkPhase, ...] = tuple(p for p in OWN_WORK_PHASES if p != "data")
+RANGE_PREFIX = "torchscale:"  # of every range and mark torchscale writes into a trace
+# the range around an injected delay: work the rank does inside a phase, not a phase itself
+INJECTED_DELAY_RANGE = f"{RANGE_PREFIX}injected_delay"
+
+
+def phase_range(phase: str) -> str:
+    """The name of the range that marks `phase` in a profiled trace: `torchscale:forward`."""
+    return f"{RANGE_PREFIX}{phase}"
+
+
+def seconds_column(phase: str) -> str:
+    """The step record's (and the steps table's) column of `phase`: `forward_s`."""
+    return f"{phase}_s"
