@@ -31,8 +31,8 @@ import torch.distributed as dist
 # torchrun puts this script's directory first on sys.path
 from bare_collective_loop import init, time_per_op
 
+from torchscale.comm.comm_spec import CommSpec
 from torchscale.comm.rank_main import _row
-from torchscale.comm.spec import CommSpec
 
 
 def main() -> None:

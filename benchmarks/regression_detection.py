@@ -1,4 +1,4 @@
-"""Does the baseline rule (torchscale/analysis/baseline.py, docs/regressions.md) call a
+"""Does the baseline rule (torchscale/analysis/regressions.py, docs/regressions.md) call a
 regression when nothing changed, and does it catch a real slowdown? Measured, not assumed.
 
 On a machine made busy on purpose (`--hog N` processes spinning a core each, killed at the
@@ -15,7 +15,7 @@ a sleep: on an oversubscribed CPU a sleeping rank is scheduled ahead when it wak
 part of its sleep back, so a sleep slows the step by less than its length; spinning costs CPU
 as slower code would. Both kinds use the same plug-in and label (the delay is an option).
 
-Then judges with `torchscale.analysis.baseline.compare` (what `torchscale report --baseline`
+Then judges with `torchscale.analysis.regressions.compare` (what `torchscale report --baseline`
 runs), three ways:
 - RUNS runs a side, interleaved (the protocol docs/regressions.md asks for on a shared
   machine: the baseline's runs alternate with the current ones): PAIRS pairs j, over the runs
@@ -60,7 +60,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-    from torchscale.analysis.baseline import RegressionRule
+    from torchscale.analysis.regressions import RegressionRule
     from torchscale.models import ModelBundle
 
 REPO = Path(__file__).resolve().parent.parent
@@ -183,7 +183,7 @@ def benchmark_run(
 ) -> dict[str, Any]:
     """One `torchscale benchmark` of the cell; its per-repeat figures as a record."""
     import torchscale.results
-    from torchscale.analysis.baseline import STEP_REPEATS, with_step_repeats
+    from torchscale.analysis.regressions import STEP_REPEATS, with_step_repeats
 
     config = workdir / f"{name}.yaml"
     config.write_text(
@@ -295,7 +295,7 @@ def _cells(side: Side, loads: bool = True) -> pd.DataFrame:
     runs of one config."""
     import pandas as pd
 
-    from torchscale.analysis.baseline import STEP_REPEATS
+    from torchscale.analysis.regressions import STEP_REPEATS
 
     rows = [
         {
@@ -329,7 +329,7 @@ def judged(
     the time at the spread of this pair (`samples_per_s_detectable`); `loads=False` hides the
     host-load record (the rule without its busy-machine gate: what it would say, not what a
     report says)."""
-    from torchscale.analysis.baseline import compare
+    from torchscale.analysis.regressions import compare
 
     pairs = compare(_cells(current, loads), _cells(baseline, loads), rule).pairs
     blind = pairs.loc[0, "samples_per_s_detectable"]
@@ -398,7 +398,7 @@ def _print_rates(
 
 
 def _repeats(record: dict[str, Any], key: str) -> list[float]:
-    from torchscale.analysis.baseline import parse_repeats
+    from torchscale.analysis.regressions import parse_repeats
 
     return parse_repeats(record.get(key))
 
@@ -406,7 +406,7 @@ def _repeats(record: dict[str, Any], key: str) -> list[float]:
 def _centred(record: dict[str, Any], level: float) -> dict[str, Any]:
     """`record` with its repeats scaled so that its median throughput is `level`: the run's
     own repeat-to-repeat noise kept, its offset from the other runs of its kind removed."""
-    from torchscale.analysis.baseline import STEP_REPEATS
+    from torchscale.analysis.regressions import STEP_REPEATS
 
     factor = level / statistics.median(_repeats(record, "samples_per_s_repeats"))
     out = dict(record)
@@ -607,7 +607,7 @@ def main() -> None:
     if args.quick:
         args.pairs, args.runs, args.repeats, args.steps = 2, 4, 5, 8
     sys.path.insert(0, str(REPO))
-    from torchscale.analysis.baseline import RULE, RegressionRule
+    from torchscale.analysis.regressions import RULE, RegressionRule
 
     rule = RegressionRule(
         alpha=RULE.alpha if args.alpha is None else args.alpha,

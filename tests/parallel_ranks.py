@@ -37,7 +37,7 @@ from torchscale.models.bert import BertConfig, BertForMaskedLM
 from torchscale.models.gpt2 import GPT2, GPT2Config
 from torchscale.models.mlp import MLP
 from torchscale.models.resnet import BasicBlock, ResNet
-from torchscale.models.tasks import IGNORE_INDEX
+from torchscale.models.training_tasks import IGNORE_INDEX
 from torchscale.models.transformer import Seq2SeqTransformer
 from torchscale.models.vit import VisionTransformer
 

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchscale.models import ModelBundle, tasks
+from torchscale.models import ModelBundle
+from torchscale.models import training_tasks as tasks
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.layers import Block
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.analysis.scaling import add_scaling_efficiency
+from torchscale.analysis.scaling_efficiency import add_scaling_efficiency
 from torchscale.analysis.stats import median_and_spread, scaling_efficiency, step_stats
 from torchscale.cell import CellIdentity
 from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig

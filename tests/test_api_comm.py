@@ -12,8 +12,8 @@ import pytest
 
 from tests.processes import processes_mentioning
 from torchscale.api import CommOptions, CommRun, run_comm
+from torchscale.comm.comm_result import CommResult
 from torchscale.comm.planning import CPU_RANKS, CommPlan, plan_comm
-from torchscale.comm.result import CommResult
 from torchscale.errors import UsageError
 from torchscale.plan import Machine
 

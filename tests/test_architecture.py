@@ -52,7 +52,7 @@ LAYERS: dict[str, int] = {
             "parallel",
             "data",
             "telemetry",
-            "strategies",
+            "strategy_layouts",
             "traces",
             "analysis",
             "results",

@@ -10,7 +10,7 @@ from torchscale.collective_facts import OPS, ops_where, sweep_facts
 from torchscale.comm.collective_ops import BUILDERS
 from torchscale.comm.nccl_tests import NON_REDUCING_OPS, PROGRAM_OPS, REDUCING_OPS, ROOTED_OPS
 from torchscale.traces.classify import _OP_KEYS
-from torchscale.traces.model import COLL_OPS, UNKNOWN_OP
+from torchscale.traces.rank_trace import COLL_OPS, UNKNOWN_OP
 
 
 def test_the_ops_torchscale_runs_are_the_catalogs_in_its_order() -> None:

@@ -1,4 +1,4 @@
-"""nccl-tests' size and bandwidth conventions (torchscale.analysis.collectives), checked
+"""nccl-tests' size and bandwidth conventions (torchscale.analysis.nccl_bandwidth), checked
 against ../shared/reference/nccl_busbw.md: S per op, busbw factor per op and rank count."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from torchscale.analysis.collectives import (
+from torchscale.analysis.nccl_bandwidth import (
     algbw_gbps,
     busbw_factor,
     busbw_gbps,

@@ -17,16 +17,16 @@ import torch.distributed as dist
 from typer.testing import CliRunner, Result
 
 from tests.processes import processes_mentioning
-from torchscale.analysis.collectives import busbw_factor
+from torchscale.analysis.nccl_bandwidth import busbw_factor
 from torchscale.catalog import COLLECTIVES as OPS  # the ops `torchscale comm` runs
 from torchscale.cli.app import app
 from torchscale.comm import rank_main
 from torchscale.comm.collective_ops import Unsupported, count_wrong, pattern, prepare
-from torchscale.comm.result import CommResult, CommRow, OpSummary
+from torchscale.comm.comm_result import CommResult, CommRow, OpSummary
+from torchscale.comm.comm_spec import CommSpec
+from torchscale.comm.nccl_footer import average_busbw, gate, summarize, wrong_total
 from torchscale.comm.rows import RankTiming, measured_row, percentile, unmeasured_row
 from torchscale.comm.sizes import size_ladder
-from torchscale.comm.spec import CommSpec
-from torchscale.comm.summary import average_busbw, gate, summarize, wrong_total
 from torchscale.comm.sweep_launch import parse_ops
 from torchscale.errors import UsageError
 from torchscale.report.comm_text import comm_lines, row_line

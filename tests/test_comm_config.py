@@ -16,8 +16,8 @@ from typer.testing import CliRunner, Result
 from tests.processes import processes_mentioning
 from torchscale.analysis.cost import NO_PRICE, NO_TOKENS, cell_cost
 from torchscale.cli.app import app
+from torchscale.comm.comm_result import CommResult
 from torchscale.comm.from_config import comm_requests
-from torchscale.comm.result import CommResult
 from torchscale.config.schema import BenchConfig, CommConfig, CostConfig
 from torchscale.plan import Machine, build_plan
 from torchscale.schema.cell_result import CellResult

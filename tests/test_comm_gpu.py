@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from torchscale.cli.app import app
-from torchscale.comm.result import CommResult
+from torchscale.comm.comm_result import CommResult
 
 pytestmark = pytest.mark.gpu
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.test_trace_analysis import START, ev, row
 from torchscale.analysis.trace.reduce import RankReduction, reduce_rank
-from torchscale.traces.model import RankTrace
+from torchscale.traces.rank_trace import RankTrace
 from torchscale.worker.comm_probe import profiled_comm, scope
 
 

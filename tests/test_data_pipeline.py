@@ -26,9 +26,9 @@ from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, T
 from torchscale.cli.app import app
 from torchscale.data import shards
 from torchscale.data.cifar100 import URL, load_train
-from torchscale.data.pipeline import build_pipeline, layout_for
+from torchscale.data.input_pipeline import build_pipeline, layout_for
+from torchscale.data.model_tasks import unsupported
 from torchscale.data.prepare import prepare_data
-from torchscale.data.tasks import unsupported
 from torchscale.errors import DataError
 from torchscale.models import build_model
 from torchscale.plan import Machine, build_plan

@@ -164,7 +164,7 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     Slurm client commands are stood in for; none is called for an empty submission."""
     import torchscale.launchers.on_slurm as on_slurm
     import torchscale.slurm.client as client
-    import torchscale.slurm.sweep as slurm_sweep
+    import torchscale.slurm.submission as slurm_sweep
 
     def no_slurm(*args: Any, **kwargs: Any) -> None:
         return None

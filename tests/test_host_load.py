@@ -28,7 +28,7 @@ from torchscale.telemetry.nvml_source import NvmlSource
 from torchscale.telemetry.rank import CPU_NO_GPU
 from torchscale.telemetry.sampler import Sampler
 from torchscale.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
-from torchscale.telemetry.summary import (
+from torchscale.telemetry.window_figures import (
     NAMESPACE_PIDS,
     busy_warnings,
     combine,

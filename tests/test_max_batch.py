@@ -19,9 +19,8 @@ from processes import REPO_ROOT, processes_mentioning
 
 from torchscale.cell import Status
 from torchscale.config.schema import BenchConfig
-from torchscale.memory import runner
-from torchscale.memory.probe import outcome_of, probe_cell, probe_measurement
-from torchscale.memory.result import (
+from torchscale.memory import max_batch_runs as runner
+from torchscale.memory.max_batch_result import (
     COLUMNS,
     CPU_UTILISATION,
     MaxBatchResult,
@@ -29,15 +28,16 @@ from torchscale.memory.result import (
     load_max_batch,
     read_max_batch,
 )
-from torchscale.memory.runner import (
+from torchscale.memory.max_batch_runs import (
     known_fits,
     run_max_batch_search,
     search_groups,
     visible_device_total_bytes,
 )
+from torchscale.memory.probe import outcome_of, probe_cell, probe_measurement
 from torchscale.memory.search import ProbeOutcome, SearchOutcome, search_max_batch
 from torchscale.plan import Machine, build_plan
-from torchscale.results.layout import ResultLayout
+from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import CellError, CellResult, Memory
 

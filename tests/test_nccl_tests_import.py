@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.analysis.collectives import busbw_factor
+from torchscale.analysis.nccl_bandwidth import busbw_factor
+from torchscale.comm.comm_result import CommResult
 from torchscale.comm.nccl_tests import (
     TYPES,
     NcclTestsFormatError,
@@ -20,7 +21,6 @@ from torchscale.comm.nccl_tests import (
     parse_text,
     read_nccl_tests,
 )
-from torchscale.comm.result import CommResult
 from torchscale.errors import TorchScaleError, UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nccl_tests"

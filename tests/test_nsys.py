@@ -30,8 +30,8 @@ from torchscale.profiling.nsys import (
     report_path,
     wrap_launch,
 )
-from torchscale.traces.model import EVENT_COLUMNS, KINDS
 from torchscale.traces.nsys_sqlite import read_nsys_sqlite
+from torchscale.traces.rank_trace import EVENT_COLUMNS, KINDS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,8 +13,8 @@ from tests.parallel_ranks import batch, build, forward
 from torchscale.models import build_model
 from torchscale.models.bert import BertConfig, BertForMaskedLM
 from torchscale.parallel import ParallelLayout, infeasible, layout_problem
-from torchscale.parallel.layout import theoretical_bubble
 from torchscale.parallel.pieces import block_ranges, split_at_blocks
+from torchscale.parallel.rank_layout import theoretical_bubble
 
 
 def meta_model(name: str, **options: Any) -> nn.Module:

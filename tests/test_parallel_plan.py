@@ -17,7 +17,7 @@ from torchscale.models import build_model, registry
 from torchscale.models.parallel_plan import plan_of
 from torchscale.parallel import ParallelLayout, infeasible
 from torchscale.parallel.pieces import split_at_blocks
-from torchscale.strategies import supported_strategies
+from torchscale.strategy_layouts import supported_strategies
 
 PLUGIN = "tests.plugin_models:decoder"
 

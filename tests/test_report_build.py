@@ -26,7 +26,7 @@ import pytest
 import torchscale
 import torchscale.results
 from torchscale.analysis.cost import cost_per_million, cost_table, gpu_hours_per_million
-from torchscale.analysis.scaling import STRONG_GROUP_COLUMNS, scaling_table
+from torchscale.analysis.scaling_efficiency import STRONG_GROUP_COLUMNS, scaling_table
 from torchscale.errors import ResultsError, UsageError
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.model import (

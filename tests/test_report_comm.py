@@ -8,10 +8,10 @@ import json
 import shutil
 from pathlib import Path
 
+from torchscale.comm.comm_result import CommPair, CommResult
+from torchscale.comm.nccl_footer import average_busbw, summarize, wrong_total
 from torchscale.comm.nccl_tests import read_nccl_tests
-from torchscale.comm.result import CommPair, CommResult
 from torchscale.comm.rows import RankTiming, measured_row
-from torchscale.comm.summary import average_busbw, summarize, wrong_total
 from torchscale.comm.sweep_launch import store_result
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.model import Chart, Table, Text

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from torchscale.memory.result import MaxBatchProbe, MaxBatchResult
+from torchscale.memory.max_batch_result import MaxBatchProbe, MaxBatchResult
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.model import Report, Table
 from torchscale.report.render import renderer

@@ -22,7 +22,7 @@ import pytest
 
 import torchscale.results
 from torchscale.analysis.reliability import CV_WARN_THRESHOLD, add_reliability, judge
-from torchscale.analysis.scaling import add_scaling_efficiency, efficiency_interval
+from torchscale.analysis.scaling_efficiency import add_scaling_efficiency, efficiency_interval
 from torchscale.cell_settings import MeasurementConfig
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.estimates import (

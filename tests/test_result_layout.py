@@ -1,11 +1,11 @@
-"""torchscale.results.layout: the results directory spelled once, exactly as it lies on disk
-(old results must keep loading), on the host and as a pod mounts it."""
+"""torchscale.results.directory_layout: the results directory spelled once, exactly as it lies
+on disk (old results must keep loading), on the host and as a pod mounts it."""
 
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from torchscale.results.layout import ProfileRun, ResultLayout
+from torchscale.results.directory_layout import ProfileRun, ResultLayout
 from torchscale.results.store import ResultStore
 
 

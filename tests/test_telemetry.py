@@ -50,7 +50,7 @@ from torchscale.telemetry.process_source import ProcessSource
 from torchscale.telemetry.rank import CPU_NO_ENERGY, CPU_NO_GPU, rank_sampler
 from torchscale.telemetry.sampler import Sampler
 from torchscale.telemetry.samples import GPU_FIELDS, SamplerReport, WindowSamples
-from torchscale.telemetry.summary import (
+from torchscale.telemetry.window_figures import (
     clock_reasons,
     combine,
     counter_j,

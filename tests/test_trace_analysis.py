@@ -12,12 +12,13 @@ import pytest
 from torchscale.analysis.trace import intervals as iv
 from torchscale.analysis.trace.breakdown import activity, overlap_pct, rank_breakdown
 from torchscale.analysis.trace.clock import arrivals, estimate_offsets
-from torchscale.analysis.trace.collectives import (
+from torchscale.analysis.trace.collective_matching import (
     collective_table,
     match_collectives,
     sync_stall,
 )
-from torchscale.analysis.trace.findings import (
+from torchscale.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
+from torchscale.analysis.trace.ranked_findings import (
     MIN_COST_FRACTION,
     Finding,
     FindingInputs,
@@ -26,13 +27,12 @@ from torchscale.analysis.trace.findings import (
     point,
     rank_findings,
 )
-from torchscale.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
 from torchscale.analysis.trace.step_model import build_step_model
 from torchscale.analysis.trace.steps import phase_table, step_table
 from torchscale.analysis.trace.straggler import attribute_straggler, binomial_tail
 from torchscale.analysis.trace.whatif import savings_by_step, what_if
 from torchscale.schema.cell_result import PART_NAMES
-from torchscale.traces.model import EVENT_COLUMNS
+from torchscale.traces.rank_trace import EVENT_COLUMNS
 
 # --------------------------------------------------------------------------- event helper
 

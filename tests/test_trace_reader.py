@@ -22,7 +22,7 @@ from torchscale.traces import kineto
 from torchscale.traces.classify import classify, normalise_coll_op, phase_of, step_of
 from torchscale.traces.discover import find_traces, read_rank_traces
 from torchscale.traces.kineto import rank_from_file_name, read_header, read_kineto
-from torchscale.traces.model import COLL_OPS, EVENT_COLUMNS, KINDS, RankTrace
+from torchscale.traces.rank_trace import COLL_OPS, EVENT_COLUMNS, KINDS, RankTrace
 from torchscale.traces.synthetic import write_synthetic_traces
 
 SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"

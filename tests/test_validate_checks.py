@@ -27,9 +27,12 @@ from fake_nvml import (
 )
 
 from torchscale import host
-from torchscale.launch.environment import is_inherited_distributed_var
+from torchscale.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.nvml import NvmlState, probe_nvml
-from torchscale.validate import checks_gpu, checks_software, checks_system, requirements, runner
+from torchscale.validate import checks_gpu, checks_software, checks_system, requirements
+from torchscale.validate import run_checks as runner
+from torchscale.validate.check_context import TorchState, ValidateContext
+from torchscale.validate.check_result import CheckResult, Status, passed, skipped, warned
 from torchscale.validate.checks_gpu import (
     check_cuda,
     check_cuda_compat,
@@ -62,8 +65,6 @@ from torchscale.validate.checks_system import (
     check_open_files,
     check_shm,
 )
-from torchscale.validate.context import TorchState, ValidateContext
-from torchscale.validate.model import CheckResult, Status, passed, skipped, warned
 from torchscale.validate.smoke import check_smoke
 
 GIB = 2**30

@@ -24,11 +24,11 @@ from test_validate_checks import fake_torch, make_ctx
 
 from torchscale.atomic import write_text_atomic
 from torchscale.launch import attempt, process
-from torchscale.launch.environment import child_environment, is_inherited_distributed_var
 from torchscale.launch.process import ProcessOutcome, run_logged
 from torchscale.launch.torchrun import LaunchCommand
+from torchscale.launch.torchrun_env import child_environment, is_inherited_distributed_var
 from torchscale.validate import smoke, smoke_worker
-from torchscale.validate.model import CheckResult, Status, passed
+from torchscale.validate.check_result import CheckResult, Status, passed
 from torchscale.validate.smoke import (
     SMOKE_ELEMENTS,
     SMOKE_ITERS,

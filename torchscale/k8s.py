@@ -38,9 +38,9 @@ import yaml
 
 from torchscale.config.schema import K8sConfig
 from torchscale.errors import LaunchError, UsageError
-from torchscale.launch.environment import is_inherited_distributed_var
+from torchscale.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.plan import Plan, PlannedCell
-from torchscale.results.layout import ResultLayout
+from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
 from torchscale.worker.spec import WorkerSpec
 

@@ -29,9 +29,9 @@ from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, T
 from torchscale.config.schema import Backend as RequestedBackend
 from torchscale.config.schema import BenchConfig
 from torchscale.config.schema import Device as RequestedDevice
-from torchscale.data.tasks import unsupported
+from torchscale.data.model_tasks import unsupported
 from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
-from torchscale.strategies import (
+from torchscale.strategy_layouts import (
     compile_problem,
     model_problem,
     parallel_shapes,

@@ -27,7 +27,7 @@ from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
 from torchscale.results.store import ResultStore
-from torchscale.results.summary import write_summary
+from torchscale.results.summary_csv import write_summary
 from torchscale.schema.cell_result import CellError, CellResult, Cost
 
 

@@ -21,7 +21,7 @@ from torchscale.comm.planning import CommOptions, CommPlan
 from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
-    from torchscale.comm.result import CommResult
+    from torchscale.comm.comm_result import CommResult
 
 __all__ = ["CommOptions", "CommPlan", "CommRun", "run_comm"]
 
@@ -83,10 +83,10 @@ def run_comm(
 
 def _import(path: Path, options: CommOptions, experiment_dir: Path) -> CommRun:
     """An nccl-tests output file read, gated like a run, and stored beside the runs."""
+    from torchscale.comm.nccl_footer import apply_gate
     from torchscale.comm.nccl_tests import read_nccl_tests
-    from torchscale.comm.summary import apply_gate
     from torchscale.comm.sweep_launch import store_result
-    from torchscale.results.layout import ResultLayout
+    from torchscale.results.directory_layout import ResultLayout
 
     result = read_nccl_tests(path, op=options.op)
     if options.min_busbw_gbps is not None:

@@ -83,7 +83,7 @@ def analyze_traces(
     save analysis.json to `output` (default: TRACE_DIR/analysis.json, skipped when that
     directory is read-only; an unwritable `output` is an error)."""
     from torchscale.profiling.analyze import analyze_directory, write_analysis
-    from torchscale.results.layout import ProfileRun
+    from torchscale.results.directory_layout import ProfileRun
 
     directory = Path(trace_dir)
     analysis = analyze_directory(directory, target=target)

@@ -10,24 +10,24 @@ import typer
 from rich.markup import escape
 
 from torchscale.cli.common import Verbosity, handle_errors, print_error_lines, stderr, stdout
-from torchscale.cli.options import SetOverrides, VerbosityFlag
+from torchscale.cli.shared_options import SetOverrides, VerbosityFlag
 from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
     from torchscale.api import BenchmarkEvents, BenchmarkRun
-    from torchscale.comm.result import CommResult
+    from torchscale.comm.comm_result import CommResult
     from torchscale.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.data.prepare import DataReady
     from torchscale.launchers.benchmark_run import KubernetesSubmission
-    from torchscale.memory.result import MaxBatchResult
-    from torchscale.memory.runner import SearchGroup
+    from torchscale.memory.max_batch_result import MaxBatchResult
+    from torchscale.memory.max_batch_runs import SearchGroup
     from torchscale.memory.search import ProbeOutcome
     from torchscale.plan import PlannedCell
     from torchscale.profiling.trigger import Selected
     from torchscale.schema.cell_result import CellResult
     from torchscale.slurm.client import JobState
     from torchscale.slurm.jobs import JobRecord
-    from torchscale.slurm.sweep import SlurmSweep
+    from torchscale.slurm.submission import SlurmSweep
 
 
 @handle_errors
@@ -318,7 +318,7 @@ def _profiles_done(run: BenchmarkRun) -> None:
     """Each profile's analysis; a profile that failed is reported and never changes the exit
     code (the measurements it follows are complete)."""
     from torchscale.report.profile_terminal import analysis_lines
-    from torchscale.results.layout import ProfileRun
+    from torchscale.results.directory_layout import ProfileRun
 
     settings = run.plan.config.profiling
     if not run.profiles:

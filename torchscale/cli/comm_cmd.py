@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from torchscale.catalog import COLLECTIVES
 from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
-from torchscale.cli.options import VerbosityFlag
+from torchscale.cli.shared_options import VerbosityFlag
 from torchscale.comm.planning import CPU_MAX_BYTES, CPU_RANKS, DEFAULT_TIMEOUT_S, GPU_MAX_BYTES
 
 if TYPE_CHECKING:

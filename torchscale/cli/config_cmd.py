@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from torchscale.cli.common import Verbosity, handle_errors, stdout
-from torchscale.cli.options import SetOverrides, VerbosityFlag
+from torchscale.cli.shared_options import SetOverrides, VerbosityFlag
 
 app = typer.Typer(help="Check, resolve and describe benchmark config files.", no_args_is_help=True)
 
@@ -29,7 +29,7 @@ def validate_config(
 
     config = load_config(file, overrides or [])
     from torchscale.plan import cell_shapes
-    from torchscale.strategies import parallel_shapes
+    from torchscale.strategy_layouts import parallel_shapes
 
     per_model_batch = sum(
         len(parallel_shapes(strategy, config.training.parallel, shape.world_size))

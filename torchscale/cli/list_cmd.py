@@ -21,7 +21,7 @@ def list_catalog(
     from torchscale.catalog import COLLECTIVES, PRECISIONS, STRATEGIES
     from torchscale.cell_settings import ModelSpec
     from torchscale.models import list_models
-    from torchscale.strategies import supported_strategies
+    from torchscale.strategy_layouts import supported_strategies
 
     models = list_models()
     for m in models:

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
-from torchscale.cli.options import VerbosityFlag
+from torchscale.cli.shared_options import VerbosityFlag
 from torchscale.errors import EXIT_REGRESSION
 
 if TYPE_CHECKING:

@@ -11,12 +11,12 @@ from rich.markup import escape
 
 from torchscale.cli.common import stdout
 from torchscale.errors import UsageError
-from torchscale.results.layout import ResultLayout
+from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
 from torchscale.slurm.client import job_states, require_sbatch
 from torchscale.slurm.jobs import JobRecord, read_jobs
 from torchscale.slurm.progress import read_progress
-from torchscale.slurm.sweep import (
+from torchscale.slurm.submission import (
     SlurmSweep,
     cancel_sweep,
 )

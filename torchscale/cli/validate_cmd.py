@@ -10,10 +10,10 @@ import typer
 from rich.markup import escape
 
 from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
-from torchscale.cli.options import VerbosityFlag
+from torchscale.cli.shared_options import VerbosityFlag
 
 if TYPE_CHECKING:
-    from torchscale.validate.model import ValidateReport
+    from torchscale.validate.check_result import ValidateReport
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red", "SKIP": "dim"}
 
@@ -70,8 +70,8 @@ def validate(
     verbose: VerbosityFlag = None,
 ) -> None:
     """Check if this node meets the requirements for distributed training (exit 1 if not)."""
-    from torchscale.validate.context import ValidateContext
-    from torchscale.validate.runner import run_validation
+    from torchscale.validate.check_context import ValidateContext
+    from torchscale.validate.run_checks import run_validation
 
     Verbosity.override(verbose)
     ctx = ValidateContext(

@@ -8,7 +8,7 @@ it, in `<experiment>/comm/`, where the report finds them.
 
 from __future__ import annotations
 
-from torchscale.comm.result import CommResult
+from torchscale.comm.comm_result import CommResult
 from torchscale.comm.sweep_launch import CommRequest
 from torchscale.config.schema import CommConfig
 from torchscale.plan import Plan, PlannedCell

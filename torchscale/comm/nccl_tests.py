@@ -21,7 +21,7 @@ What the formats hold (nccl-tests src/common.cu, src/util.cu, src/common.h):
 
 Neither format carries what torchscale's per-rank and per-iteration fields mean, so `ranks` stays
 empty and iter_* stay None. Every figure is kept as printed and checked against its own
-definition (analysis/collectives.py): a row that disagrees is named in a warning, and a file
+definition (analysis/nccl_bandwidth.py): a row that disagrees is named in a warning, and a file
 where most rows disagree is refused, since its op or its rank count must then be wrong.
 """
 
@@ -37,11 +37,11 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from torchscale.analysis.collectives import busbw_factor, size_bytes
+from torchscale.analysis.nccl_bandwidth import busbw_factor, size_bytes
 from torchscale.catalog import COLLECTIVES
 from torchscale.collective_facts import ops_where, sweep_facts
-from torchscale.comm.result import AcrossRanks, CommResult, CommRow, Placement
-from torchscale.comm.summary import average_busbw, summarize, wrong_total
+from torchscale.comm.comm_result import AcrossRanks, CommResult, CommRow, Placement
+from torchscale.comm.nccl_footer import average_busbw, summarize, wrong_total
 from torchscale.errors import UsageError, describe_os_error
 
 RunStatus = Literal["ok", "failed", "oom", "timeout"]  # CommResult.status

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
-    from torchscale.comm.result import AcrossRanks
+    from torchscale.comm.comm_result import AcrossRanks
     from torchscale.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.config.schema import Device as RequestedDevice
     from torchscale.plan import Machine

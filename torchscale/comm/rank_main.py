@@ -29,15 +29,15 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from torchscale.analysis.collectives import count_for_size, size_bytes
+from torchscale.analysis.nccl_bandwidth import count_for_size, size_bytes
 from torchscale.atomic import write_text_atomic
 from torchscale.comm.collective_ops import Prepared, Unsupported, exchange, prepare
-from torchscale.comm.result import CommPair, CommResult, CommRow
+from torchscale.comm.comm_result import CommPair, CommResult, CommRow
+from torchscale.comm.comm_spec import CommSpec
+from torchscale.comm.nccl_footer import ONE_RANK, add_footer
 from torchscale.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
-from torchscale.comm.spec import CommSpec
-from torchscale.comm.summary import ONE_RANK, add_footer
-from torchscale.worker.environment import capture_environment
 from torchscale.worker.rank_entry import process_group, rank_device, read_spec
+from torchscale.worker.run_environment import capture_environment
 
 # what backends say when they lack an op (gloo before reduce_scatter_tensor, for one)
 UNSUPPORTED_MESSAGE = re.compile(r"not support|unsupported|not implement", re.IGNORECASE)

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from torchscale.analysis.collectives import algbw_gbps, busbw_factor
+from torchscale.analysis.nccl_bandwidth import algbw_gbps, busbw_factor
 from torchscale.collective_facts import OPS, ROOT_RANK, sweep_facts
-from torchscale.comm.result import AcrossRanks, CommPair, CommRow, Placement, RankTime
+from torchscale.comm.comm_result import AcrossRanks, CommPair, CommRow, Placement, RankTime
 
 
 @dataclass(frozen=True)

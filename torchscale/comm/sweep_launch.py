@@ -23,15 +23,15 @@ from pydantic import ValidationError
 from torchscale.atomic import write_text_atomic
 from torchscale.catalog import COLLECTIVES
 from torchscale.cell import Backend, Device
-from torchscale.comm.result import AcrossRanks, CommResult
+from torchscale.comm.comm_result import AcrossRanks, CommResult
+from torchscale.comm.comm_spec import DTYPES, CommSpec
+from torchscale.comm.nccl_footer import add_footer, apply_gate
 from torchscale.comm.rows import unmeasured_row
 from torchscale.comm.sizes import size_ladder
-from torchscale.comm.spec import DTYPES, CommSpec
-from torchscale.comm.summary import add_footer, apply_gate
 from torchscale.errors import ResultsError, UsageError, describe_os_error
 from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
-from torchscale.results.layout import ResultLayout
+from torchscale.results.directory_layout import ResultLayout
 
 RANK_MODULE = "torchscale.comm.rank_main"
 

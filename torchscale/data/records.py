@@ -1,7 +1,7 @@
 """How a model's batch is read from bytes: the record layout of each task, and its decoding.
 
 A disk record is `record_bytes` consecutive bytes of a shard (records never straddle two
-shards; a shard's tail shorter than a record is unused). Per task (torchscale/data/tasks.py):
+shards; a shard's tail shorter than a record is unused). Per task (torchscale/data/model_tasks.py):
 
 - classification: prod(input_shape) uint8 values, then a little-endian uint16 label taken
   mod the model's class count. Inputs reach the device as uint8 and become float32 there,
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchscale.data.tasks import Task
-from torchscale.models.tasks import IGNORE_INDEX
+from torchscale.data.model_tasks import Task
+from torchscale.models.training_tasks import IGNORE_INDEX
 
 LABEL_BYTES = 2
 MASK_BELOW = 38  # mask byte < this: a masked-LM target (38 / 256 = 14.8 %)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchscale.cell import Device
-from torchscale.launch.environment import child_environment
+from torchscale.launch.torchrun_env import child_environment
 from torchscale.rank_diagnostics import DIAGNOSTICS_ENV
 
 # NCCL flight recorder: ring buffer of recent collectives per rank, dumped on timeout / request

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from torchscale.sweep import SweepOutcome
 
 if TYPE_CHECKING:
-    from torchscale.comm.result import CommResult
+    from torchscale.comm.comm_result import CommResult
     from torchscale.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.data.prepare import DataReady
     from torchscale.k8s import Applied
-    from torchscale.memory.result import MaxBatchResult
-    from torchscale.memory.runner import SearchGroup
+    from torchscale.memory.max_batch_result import MaxBatchResult
+    from torchscale.memory.max_batch_runs import SearchGroup
     from torchscale.memory.search import ProbeOutcome
     from torchscale.plan import Plan, PlannedCell
     from torchscale.profiling.session import ProfiledCell
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from torchscale.schema.cell_result import CellResult
     from torchscale.slurm.client import JobState
     from torchscale.slurm.jobs import JobRecord
-    from torchscale.slurm.sweep import SlurmSweep
+    from torchscale.slurm.submission import SlurmSweep
 
 
 def _ignore(*args: object) -> None:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from torchscale.launchers.benchmark_run import BenchmarkEvents, BenchmarkRun, RunOptions
 from torchscale.signals import Terminated
 from torchscale.slurm.client import require_sbatch
-from torchscale.slurm.sweep import FollowHooks, check_nodes, collect, follow, prepare_sweep
-from torchscale.slurm.sweep import submit_sweep as submit_allocations
+from torchscale.slurm.submission import FollowHooks, check_nodes, collect, follow, prepare_sweep
+from torchscale.slurm.submission import submit_sweep as submit_allocations
 from torchscale.sweep import SweepOutcome, nothing_measured
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class SlurmAllocations:
         """Submit, follow, collect. Ctrl-C (or a signal) stops following, not the jobs:
         `on_slurm_detached`, then the interrupt goes on up."""
         from torchscale.results.store import check_output_dir
-        from torchscale.worker.environment import capture_environment
+        from torchscale.worker.run_environment import capture_environment
 
         check_output_dir(store.root)
         check_nodes(plan, env)

@@ -49,7 +49,7 @@ class ThisNode:
     ) -> BenchmarkRun:
         from torchscale.results.store import check_output_dir
         from torchscale.sweep import SweepHooks, nothing_measured, run_sweep
-        from torchscale.worker.environment import capture_environment
+        from torchscale.worker.run_environment import capture_environment
 
         check_output_dir(store.root)
         store.write_environment(capture_environment())
@@ -93,7 +93,7 @@ def _max_batch_after(run: BenchmarkRun, env: Mapping[str, str], events: Benchmar
     if not run.plan.config.memory.max_batch_search:
         return
     from torchscale.data.prepare import prepare_data
-    from torchscale.memory.runner import run_max_batch_search
+    from torchscale.memory.max_batch_runs import run_max_batch_search
 
     prepare_data(run.plan.config.data)  # the probes read it too (cached: a manifest check)
     events.on_max_batch_start()

@@ -12,16 +12,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from torchscale.memory.result import MaxBatchResult, load_max_batch, read_max_batch
-    from torchscale.memory.runner import SearchGroup, run_max_batch_search
+    from torchscale.memory.max_batch_result import MaxBatchResult, load_max_batch, read_max_batch
+    from torchscale.memory.max_batch_runs import SearchGroup, run_max_batch_search
     from torchscale.memory.search import ProbeOutcome, SearchOutcome, search_max_batch
 
 _WHERE = {
-    "MaxBatchResult": "torchscale.memory.result",
-    "load_max_batch": "torchscale.memory.result",
-    "read_max_batch": "torchscale.memory.result",
-    "SearchGroup": "torchscale.memory.runner",
-    "run_max_batch_search": "torchscale.memory.runner",
+    "MaxBatchResult": "torchscale.memory.max_batch_result",
+    "load_max_batch": "torchscale.memory.max_batch_result",
+    "read_max_batch": "torchscale.memory.max_batch_result",
+    "SearchGroup": "torchscale.memory.max_batch_runs",
+    "run_max_batch_search": "torchscale.memory.max_batch_runs",
     "ProbeOutcome": "torchscale.memory.search",
     "SearchOutcome": "torchscale.memory.search",
     "search_max_batch": "torchscale.memory.search",

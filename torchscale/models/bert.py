@@ -18,11 +18,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchscale.models import tasks
+from torchscale.models import training_tasks
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.layers import Block, init_normal
-from torchscale.models.options import at_most
+from torchscale.models.option_values import at_most
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
 
@@ -147,7 +147,9 @@ def bert_mlm(name: str, cfg: BertConfig, seq_len: int) -> ModelBundle:
     """A BertForMaskedLM bundle: random tokens, loss on ~15% of positions."""
     at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
     model = BertForMaskedLM(cfg)
-    return tasks.language_bundle(model, tasks.masked_tokens(cfg.vocab_size, seq_len), seq_len)
+    return training_tasks.language_bundle(
+        model, training_tasks.masked_tokens(cfg.vocab_size, seq_len), seq_len
+    )
 
 
 def bert_base(seq_len: int = 128) -> ModelBundle:

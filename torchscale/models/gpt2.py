@@ -15,11 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchscale.models import tasks
+from torchscale.models import training_tasks
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.layers import Block, init_normal
-from torchscale.models.options import at_most
+from torchscale.models.option_values import at_most
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
 
@@ -119,7 +119,9 @@ class GPT2Head(nn.Module):
 def gpt2_lm(name: str, cfg: GPT2Config, seq_len: int) -> ModelBundle:
     """A GPT-2 bundle with next-token loss; `seq_len` must fit the position table."""
     at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
-    return tasks.language_bundle(GPT2(cfg), tasks.next_token(cfg.vocab_size, seq_len), seq_len)
+    return training_tasks.language_bundle(
+        GPT2(cfg), training_tasks.next_token(cfg.vocab_size, seq_len), seq_len
+    )
 
 
 def gpt2(seq_len: int = 1024) -> ModelBundle:

@@ -18,7 +18,7 @@ from torchscale.catalog import is_plugin_model
 from torchscale.errors import ModelError
 from torchscale.models import bert, gpt2, resnet, tiny, transformer, vit
 from torchscale.models.bundle import ModelBundle
-from torchscale.models.options import positive_int, probability
+from torchscale.models.option_values import positive_int, probability
 from torchscale.models.plugin import load_plugin
 from torchscale.suggest import did_you_mean
 

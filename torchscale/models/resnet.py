@@ -16,7 +16,7 @@ from torch import nn
 
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts
-from torchscale.models.tasks import vision_bundle
+from torchscale.models.training_tasks import vision_bundle
 
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchscale.models import tasks
+from torchscale.models import training_tasks
 from torchscale.models.bert import BertConfig, bert_mlm
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.gpt2 import GPT2Config, gpt2_lm
@@ -40,7 +40,7 @@ TINY_TRANSFORMER_DEFAULTS: dict[str, int | float] = {
 def tiny_mlp(hidden: int = 128, layers: int = 2) -> ModelBundle:
     """Classify random 32-feature vectors into 10 classes (22,026 parameters by default)."""
     model = MLP(MLP_IN_FEATURES, hidden, layers, MLP_CLASSES)
-    make_batch, loss_fn = tasks.classification((MLP_IN_FEATURES,), MLP_CLASSES)
+    make_batch, loss_fn = training_tasks.classification((MLP_IN_FEATURES,), MLP_CLASSES)
     return ModelBundle(
         model=model,
         make_batch=make_batch,
@@ -57,7 +57,7 @@ def tiny_cnn(image_size: int = 32, num_classes: int = 10) -> ModelBundle:
     model = ResNet(
         BasicBlock, (1, 1, 1), widths=(16, 32, 64), num_classes=num_classes, stem="small"
     )
-    return tasks.vision_bundle(model, image_size, num_classes, conv_net=True)
+    return training_tasks.vision_bundle(model, image_size, num_classes, conv_net=True)
 
 
 def tiny_gpt2(seq_len: int = 64) -> ModelBundle:

@@ -29,9 +29,9 @@ import torch
 from torch import nn
 
 from torchscale.errors import ModelError
-from torchscale.models import seq2seq_units, tasks
+from torchscale.models import seq2seq_units, training_tasks
 from torchscale.models.bundle import ModelBundle
-from torchscale.models.options import divisible, positive_int, probability
+from torchscale.models.option_values import divisible, positive_int, probability
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, span
 
 if TYPE_CHECKING:
@@ -251,8 +251,8 @@ def seq2seq_transformer(
         dropout=dropout,
     )
     seq_len = ints["seq_len"]
-    task = tasks.sequence_to_sequence(ints["vocab_size"], seq_len)
-    return tasks.language_bundle(model, task, seq_len)
+    task = training_tasks.sequence_to_sequence(ints["vocab_size"], seq_len)
+    return training_tasks.language_bundle(model, task, seq_len)
 
 
 def transformer(**options: Any) -> ModelBundle:

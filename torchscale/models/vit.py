@@ -15,9 +15,9 @@ from torch import nn
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.layers import Block
-from torchscale.models.options import divisible
+from torchscale.models.option_values import divisible
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts
-from torchscale.models.tasks import vision_bundle
+from torchscale.models.training_tasks import vision_bundle
 
 
 class VisionTransformer(nn.Module):

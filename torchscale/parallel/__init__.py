@@ -6,8 +6,8 @@
 Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
-from torchscale.parallel.layout import ParallelLayout, infeasible, layout_problem
-from torchscale.parallel.pipeline import PipelineRunner
+from torchscale.parallel.pipeline_step import PipelineRunner
+from torchscale.parallel.rank_layout import ParallelLayout, infeasible, layout_problem
 from torchscale.parallel.setup import Parallelized, parallelize
 
 __all__ = [

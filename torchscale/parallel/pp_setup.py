@@ -20,8 +20,7 @@ from torchscale.models.bundle import PpSplit
 from torchscale.models.parallel_plan import plan_of
 from torchscale.parallel import pieces
 from torchscale.parallel.busy import BusyTimer
-from torchscale.parallel.layout import ParallelLayout, stage_indices, theoretical_bubble
-from torchscale.parallel.pipeline import (
+from torchscale.parallel.pipeline_step import (
     Autocast,
     PipelineRunner,
     TiedGrad,
@@ -30,6 +29,7 @@ from torchscale.parallel.pipeline import (
     stage_shapes,
     timed_loss,
 )
+from torchscale.parallel.rank_layout import ParallelLayout, stage_indices, theoretical_bubble
 
 
 def first_tensor(inputs: Any) -> Any:

@@ -19,9 +19,9 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 
 from torchscale.models.bundle import PpSplit, TpPlan
-from torchscale.parallel.layout import ParallelLayout, infeasible
-from torchscale.parallel.pipeline import Autocast, PipelineRunner, null_autocast
+from torchscale.parallel.pipeline_step import Autocast, PipelineRunner, null_autocast
 from torchscale.parallel.pp_setup import first_tensor, pipeline_parallel
+from torchscale.parallel.rank_layout import ParallelLayout, infeasible
 from torchscale.parallel.tp_setup import tensor_parallel
 
 

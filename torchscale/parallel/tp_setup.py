@@ -15,7 +15,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torchscale.models.bundle import TpPlan
 from torchscale.models.parallel_plan import ParallelPlan, plan_of
 from torchscale.parallel import tensor
-from torchscale.parallel.layout import ParallelLayout
+from torchscale.parallel.rank_layout import ParallelLayout
 
 DROPOUT_RNG_NOTE = (
     "dropout: every rank of a TP group must draw the same dropout masks on replicated "

@@ -18,7 +18,7 @@ from torchscale.atomic import write_text_atomic
 from torchscale.errors import ResultsError, TraceError, describe_os_error
 from torchscale.schema.cell_result import CellResult
 from torchscale.schema.profile_analysis import ProfileAnalysis
-from torchscale.traces.model import RankTrace
+from torchscale.traces.rank_trace import RankTrace
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
 from torchscale.profiling.trigger import Selected
-from torchscale.results.layout import ProfileRun
+from torchscale.results.directory_layout import ProfileRun
 from torchscale.results.store import ResultStore
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.cell_result import CellResult

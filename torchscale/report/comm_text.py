@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
-from torchscale.comm.result import CommPair, CommResult, CommRow
+from torchscale.comm.comm_result import CommPair, CommResult, CommRow
 
 MAX_MATRIX_RANKS = 16  # above this, the pairs are listed slowest first instead of a matrix
 SLOW_PAIR = 0.5  # a pair below half the median pair bandwidth is called out

@@ -20,12 +20,12 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import ValidationError
 
-from torchscale.comm.result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
+from torchscale.comm.comm_result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
 from torchscale.errors import ResultsError, describe_os_error
-from torchscale.memory.result import MaxBatchResult, read_max_batch
+from torchscale.memory.max_batch_result import MaxBatchResult, read_max_batch
 from torchscale.report.model import Skipped
+from torchscale.results.directory_layout import ProfileRun, ResultLayout
 from torchscale.results.experiment import Experiment, load, read_cells
-from torchscale.results.layout import ProfileRun, ResultLayout
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.cell_result import CellResult
 from torchscale.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis

@@ -190,7 +190,7 @@ def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> l
     lines += _comm_plan_lines(plan, store, base_env)
     memory = plan.config.memory
     if memory.max_batch_search:
-        from torchscale.memory.runner import search_groups
+        from torchscale.memory.max_batch_runs import search_groups
 
         groups = search_groups(plan)
         lines.append(

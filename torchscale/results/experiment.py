@@ -14,8 +14,8 @@ import pandas as pd
 import yaml
 
 from torchscale.errors import ResultsError, describe_os_error
+from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.frame import cells_table, ranks_table
-from torchscale.results.layout import ResultLayout
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.cell_result import CellResult
 from torchscale.step_phases import STEP_PHASES, seconds_column

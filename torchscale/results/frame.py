@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.reliability import add_reliability
-from torchscale.analysis.scaling import add_scaling_efficiency
+from torchscale.analysis.scaling_efficiency import add_scaling_efficiency
 from torchscale.analysis.uncertainty import median_of_repeats
 from torchscale.schema.cell_result import (
     PART_NAMES,

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from torchscale.atomic import write_text_atomic
 from torchscale.errors import OutputDirError, ResultsError, describe_os_error
-from torchscale.results.layout import ResultLayout
+from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.cell_result import CellResult
 

@@ -18,7 +18,7 @@ from torchscale.comm.from_config import section_request
 from torchscale.comm.sweep_launch import CommRequest
 from torchscale.config.schema import CommConfig, SlurmConfig
 from torchscale.plan import LaunchSettings, PlannedCell
-from torchscale.results.layout import ResultLayout
+from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
 from torchscale.worker.spec import WorkerSpec
 

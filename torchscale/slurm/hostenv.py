@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from torchscale.atomic import write_text_atomic
-from torchscale.worker.environment import capture_environment
+from torchscale.worker.run_environment import capture_environment
 
 SLURM_FIELDS = ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODEID", "SLURMD_NODENAME")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.cell import Device
-from torchscale.comm.result import CommResult
+from torchscale.comm.comm_result import CommResult
 from torchscale.comm.sweep_launch import CommRequest, comm_launch, new_run_id, run_comm_launch
 from torchscale.errors import TorchScaleError
 from torchscale.launch.process import run_logged

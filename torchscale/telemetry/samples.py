@@ -1,7 +1,7 @@
 """What a sampler records: per window, one column per field and one entry per sample.
 
 Plain data (dataclasses of lists and floats), so a rank's record pickles cheaply and the
-summary functions (summary.py) stay pure.
+summary functions (window_figures.py) stay pure.
 """
 
 from __future__ import annotations

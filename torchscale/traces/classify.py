@@ -1,4 +1,4 @@
-"""What one trace event is: its KIND (see `model.py`), collective op, phase and step.
+"""What one trace event is: its KIND (see `rank_trace.py`), collective op, phase and step.
 
 Pure functions of the event's name, category and (for collectives only) its args, so a reader
 can classify each distinct (name, category) pair once instead of every event.
@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from torchscale.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
-from torchscale.traces.model import UNKNOWN_OP
+from torchscale.traces.rank_trace import UNKNOWN_OP
 
 DROPPED_CATS = frozenset(
     {"python_function", "gpu_user_annotation", "cuda_sync", "overhead", "Trace", "trace"}

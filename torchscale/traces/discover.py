@@ -18,7 +18,7 @@ from pathlib import Path
 
 from torchscale.errors import TraceError, describe_os_error
 from torchscale.traces.kineto import rank_from_file_name, read_header, read_kineto
-from torchscale.traces.model import RankTrace
+from torchscale.traces.rank_trace import RankTrace
 
 SNIFF_BYTES = 1 << 16  # enough for schemaVersion + deviceProperties + distributedInfo
 _MARKERS = (b'"traceEvents"', b'"schemaVersion"')

@@ -62,7 +62,7 @@ import pandas as pd
 from torchscale.errors import TraceError, describe_os_error
 from torchscale.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
 from torchscale.traces.classify import EventClass, classify_event
-from torchscale.traces.model import (
+from torchscale.traces.rank_trace import (
     COLL_OPS,
     EVENT_COLUMNS,
     KINDS,
@@ -571,7 +571,7 @@ class _Table:
             self.meta.append((int(new_index[i]), pg, a.seq, a.in_nelems, a.dtype, a.group_size))
 
     def frame(self) -> tuple[pd.DataFrame, int]:
-        """The events DataFrame (columns and dtypes of model.py) and the bad-event count.
+        """The events DataFrame (columns and dtypes of rank_trace.py) and the bad-event count.
         Pieces are joined one column at a time and let go at once, to keep the peak low."""
         cols = {}
         for column, dtype in zip(

@@ -3,7 +3,7 @@
 One report holds every process nsys saw (torchrun's launcher, its workers, even unrelated system
 processes in PROCESSES); the *workers* are the processes with torchscale NVTX ranges or marks,
 `ProfilerStep#<n>` ranges, or CUDA kernels / runtime calls. Each becomes a `RankTrace` whose
-`events` follow `traces/model.py` exactly.
+`events` follow `traces/rank_trace.py` exactly.
 
 What is read (only the columns needed; the stdlib sqlite3 module, read-only):
 - EXPORT_META_DATA (META_DATA_EXPORT in newer nsys) first: the export's schema version. Only
@@ -56,7 +56,7 @@ import pandas as pd
 from torchscale.errors import TraceError
 from torchscale.step_phases import OWN_WORK_PHASES, RANGE_PREFIX
 from torchscale.traces.classify import EventClass, classify_event
-from torchscale.traces.model import COLL_OPS, KINDS, RankSource, RankTrace
+from torchscale.traces.rank_trace import COLL_OPS, KINDS, RankSource, RankTrace
 
 SUPPORTED_SCHEMA_MAJORS = (3,)
 META_TABLES = ("EXPORT_META_DATA", "META_DATA_EXPORT")  # the second name: newer nsys releases

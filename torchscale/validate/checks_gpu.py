@@ -15,9 +15,9 @@ from torchscale.telemetry.reasons import (
     decode_clock_reasons,
     read_clock_reasons,
 )
+from torchscale.validate.check_context import ValidateContext
+from torchscale.validate.check_result import CheckResult, failed, passed, skipped, warned
 from torchscale.validate.checks_software import NEEDS_TORCH, torch_build
-from torchscale.validate.context import ValidateContext
-from torchscale.validate.model import CheckResult, failed, passed, skipped, warned
 
 CPU_SKIP = "--device cpu: GPU checks are not run"
 NO_GPU = "no GPU visible"

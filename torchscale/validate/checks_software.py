@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 from torchscale.host import probe_nccl_version
-from torchscale.launch.environment import is_inherited_distributed_var
-from torchscale.validate.context import ValidateContext
-from torchscale.validate.model import CheckResult, failed, passed, skipped, warned
+from torchscale.launch.torchrun_env import is_inherited_distributed_var
+from torchscale.validate.check_context import ValidateContext
+from torchscale.validate.check_result import CheckResult, failed, passed, skipped, warned
 from torchscale.validate.requirements import MIN_PYTHON, MIN_TORCH, version_text
 
 NSYS_TIMEOUT_S = 20.0

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from torchscale.host import usable_cores
-from torchscale.validate.context import ValidateContext
-from torchscale.validate.model import CheckResult, failed, passed, skipped, warned
+from torchscale.validate.check_context import ValidateContext
+from torchscale.validate.check_result import CheckResult, failed, passed, skipped, warned
 
 GIB = 2**30
 MIB = 2**20

@@ -18,8 +18,8 @@ from typing import Any
 from torchscale.launch.attempt import run_attempt
 from torchscale.launch.process import ProcessOutcome
 from torchscale.launch.torchrun import LaunchCommand, torchrun_command
-from torchscale.validate.context import Device, ValidateContext
-from torchscale.validate.model import CheckResult, Status, failed, passed, skipped
+from torchscale.validate.check_context import Device, ValidateContext
+from torchscale.validate.check_result import CheckResult, Status, failed, passed, skipped
 
 SMOKE_ELEMENTS = 1 << 20  # 4 MiB of float32: big enough to leave the latency regime
 SMOKE_ITERS = 10

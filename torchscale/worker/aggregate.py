@@ -21,7 +21,7 @@ from torchscale.analysis.attribution import NoSyncSteps, cell_attribution
 from torchscale.analysis.stats import median_and_spread, step_stats
 from torchscale.analysis.uncertainty import median_of_repeats, percentile_of_steps
 from torchscale.cell import Status
-from torchscale.data.pipeline import SETTINGS_KEY
+from torchscale.data.input_pipeline import SETTINGS_KEY
 from torchscale.schema.cell_result import (
     Attribution,
     CellResult,
@@ -39,7 +39,7 @@ from torchscale.schema.cell_result import (
     Throughput,
 )
 from torchscale.step_phases import OWN_WORK_PHASES, STEP_PHASES
-from torchscale.telemetry.summary import combine
+from torchscale.telemetry.window_figures import combine
 from torchscale.worker.allocator import AllocatorStats
 from torchscale.worker.measure import RankMeasurement
 from torchscale.worker.parallel_metrics import parallel_metrics, warmup_record

@@ -31,10 +31,10 @@ from torchscale.models import parameter_count
 from torchscale.step_phases import STEP_PHASES, seconds_column
 from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.capture import capture
-from torchscale.worker.environment import capture_environment
 from torchscale.worker.measure import RankMeasurement, Window, measure
 from torchscale.worker.peaks import Peak, cell_peak, read_tf32_settings
 from torchscale.worker.rank_entry import process_group, rank_device, read_spec
+from torchscale.worker.run_environment import capture_environment
 from torchscale.worker.spec import WorkerSpec
 from torchscale.worker.trainer import Trainer
 

@@ -22,7 +22,7 @@ import torch.distributed as dist
 from torchscale.schema.cell_result import RankTelemetry
 from torchscale.telemetry.rank import rank_sampler
 from torchscale.telemetry.sampler import Sampler
-from torchscale.telemetry.summary import summarise_rank
+from torchscale.telemetry.window_figures import summarise_rank
 from torchscale.worker.allocator import AllocatorStats, allocator_stats, merge_windows
 from torchscale.worker.model_parallel import replica_flops
 from torchscale.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable

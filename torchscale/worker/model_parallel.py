@@ -20,7 +20,7 @@ from torchscale.worker.precision import fsdp_policy
 from torchscale.worker.spec import WorkerSpec
 
 if TYPE_CHECKING:
-    from torchscale.parallel.pipeline import PipelineRunner
+    from torchscale.parallel.pipeline_step import PipelineRunner
 
 
 @dataclass
@@ -48,7 +48,7 @@ def model_parallel(
     torchscale/parallel/ (DTensor, pipelining: some 300 torch modules, torch._dynamo among
     them) is imported here, so ddp and fsdp ranks start and exit as they always did."""
     from torchscale.parallel.setup import parallelize
-    from torchscale.strategies import layout_of
+    from torchscale.strategy_layouts import layout_of
 
     shape = spec.cell.parallel
     assert shape is not None

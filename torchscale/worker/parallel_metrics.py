@@ -5,7 +5,7 @@ Pure functions over the gathered RankMeasurements. Pipeline figures per rank:
   backward; torchscale/parallel/busy.py), the stage's own step time;
 - bubble: 1 - busy / its median step time, the share of its step it waited (for activations,
   gradients, or the rest of the schedule);
-set beside the schedule's theoretical (p-1)/(v*m+p-1) (torchscale/parallel/layout.py), which
+set beside the schedule's theoretical (p-1)/(v*m+p-1) (torchscale/parallel/rank_layout.py), which
 assumes equal stages and free communication: a measured bubble above it says the stages are
 unequal or the transfers cost.
 """
@@ -22,7 +22,7 @@ from torchscale.worker.measure import RankMeasurement
 from torchscale.worker.spec import WorkerSpec
 
 if TYPE_CHECKING:  # imported by model-parallel cells only (torchscale/worker/model_parallel.py)
-    from torchscale.parallel.layout import ParallelLayout
+    from torchscale.parallel.rank_layout import ParallelLayout
 
 
 def global_batch_definition(shape: ParallelShape, batch: int, accum: int) -> str:
@@ -41,7 +41,7 @@ def global_batch_definition(shape: ParallelShape, batch: int, accum: int) -> str
 
 def stage_times(ranks: Sequence[RankMeasurement], layout: ParallelLayout) -> list[StageTime]:
     """Per pipeline rank: busy and step medians over the measured windows, and its bubble."""
-    from torchscale.parallel.layout import stage_indices
+    from torchscale.parallel.rank_layout import stage_indices
 
     out = []
     for r in sorted(ranks, key=lambda m: m.rank):
@@ -70,8 +70,8 @@ def parallel_metrics(
     shape = spec.cell.parallel
     if shape is None:
         return None, {}
-    from torchscale.parallel.layout import theoretical_bubble
-    from torchscale.strategies import layout_of
+    from torchscale.parallel.rank_layout import theoretical_bubble
+    from torchscale.strategy_layouts import layout_of
 
     unavailable: dict[str, str] = {}
     layout = layout_of(spec.cell.strategy, shape, len(ranks))

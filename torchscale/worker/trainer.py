@@ -3,7 +3,7 @@
 The step is what a real training loop does (forward under autocast, loss, backward, optimizer
 step, zero_grad). With `data.source: synthetic` it trains on one batch generated once on the
 device, so the timed loop measures compute and communication, never data loading; with `disk`
-or `cifar100` every micro-batch comes from a DataLoader (torchscale/data/pipeline.py), fetched
+or `cifar100` every micro-batch comes from a DataLoader (torchscale/data/input_pipeline.py), fetched
 inside the step's data phase, so the phase is the step's real wait for its input.
 """
 
@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from torchscale.data.pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
+from torchscale.data.input_pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
 from torchscale.models import ModelBundle, build_model, call_model
 from torchscale.worker import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
@@ -35,7 +35,7 @@ from torchscale.worker.precision import (
 from torchscale.worker.spec import WorkerSpec
 
 if TYPE_CHECKING:  # imported when a cell is model-parallel: ddp and fsdp ranks never load them
-    from torchscale.parallel.pipeline import PipelineRunner
+    from torchscale.parallel.pipeline_step import PipelineRunner
 
 CHANNELS_LAST_FSDP_NOTE = (
     "weights kept contiguous under FSDP (fully_shard refuses non-contiguous parameters, and a "
@@ -178,7 +178,7 @@ def _channels_last(inputs: Any, channels_last: bool) -> Any:
 def _pipeline(
     spec: WorkerSpec, bundle: ModelBundle, device: torch.device, data_rank: int, data_ranks: int
 ) -> Pipeline:
-    """This rank's DataLoader for the cell's model (torchscale/data/pipeline.py): the shard of
+    """This rank's DataLoader for the cell's model (torchscale/data/input_pipeline.py): the shard of
     its data-parallel replica (the global rank under ddp and fsdp)."""
     layout = layout_for(
         spec.model.name,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from torchscale.analysis.trace.collectives import Matched
+from torchscale.analysis.trace.collective_matching import Matched
 from torchscale.collective_facts import ops_where
 
 SYMMETRIC_OPS = ops_where(lambda op: op.ends_together)

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.analysis.trace.breakdown import Activity, activity
-from torchscale.analysis.trace.collectives import Matched
+from torchscale.analysis.trace.collective_matching import Matched
 from torchscale.analysis.trace.intervals import (
     EMPTY,
     Intervals,

@@ -24,9 +24,9 @@ from torchscale import __version__
 from torchscale.analysis.trace import (
     breakdown,
     clock,
-    collectives,
-    findings,
+    collective_matching,
     idle,
+    ranked_findings,
     step_model,
     steps,
 )
@@ -45,7 +45,7 @@ from torchscale.schema.profile_analysis import (
     TraceFile,
     WhatIf,
 )
-from torchscale.traces.model import RankTrace
+from torchscale.traces.rank_trace import RankTrace
 
 TOP_KERNELS = 10  # kernels kept per rank (by total time) and reported over ranks
 
@@ -92,7 +92,7 @@ def reduce_rank(trace: RankTrace) -> RankReduction:
         steps=step_frame,
         phases=steps.phase_table(events, step_frame),
         breakdown=breakdown.rank_breakdown(events, step_frame),
-        collectives=collectives.collective_table(events, step_frame, local_notes),
+        collectives=collective_matching.collective_table(events, step_frame, local_notes),
         idle=idle_base,
         kernels=_top_kernels(events, step_frame),
         notes=[f"rank {trace.rank}: {note}" for note in dict.fromkeys(local_notes)],
@@ -164,13 +164,13 @@ def combine(
         notes.append(f"ranks report different devices: {sorted(device_types)}")
     steps_by_rank = {r: reductions[r].steps for r in ranks}
     phases_by_rank = {r: reductions[r].phases for r in ranks}
-    matched = collectives.match_collectives({r: reductions[r].collectives for r in ranks})
+    matched = collective_matching.match_collectives({r: reductions[r].collectives for r in ranks})
     notes += list(matched.notes)
     exposed = {r: reductions[r].idle.exposed for r in ranks}
     # waiting for peers with nothing else to do (the wait hidden behind this rank's own
     # compute costs no time) is the model's part; the raw wait inside collectives is kept
-    stall = collectives.sync_stall(matched, steps_by_rank, exposed)
-    raw_wait = collectives.sync_stall(matched, steps_by_rank)
+    stall = collective_matching.sync_stall(matched, steps_by_rank, exposed)
+    raw_wait = collective_matching.sync_stall(matched, steps_by_rank)
     notes += list(stall.notes)
     offsets = clock.estimate_offsets(matched)
     arrivals = clock.arrivals(matched, offsets)
@@ -285,7 +285,7 @@ def combine(
     )
     analysis.cycle_us = _median(f.step_us for f in analysis.ranks if f.step_us is not None)
     analysis.top_kernels = _kernel_figures([reductions[r].kernels for r in ranks])
-    inputs = findings.finding_inputs(
+    inputs = ranked_findings.finding_inputs(
         model,
         breakdowns,
         matched=matched,
@@ -300,7 +300,7 @@ def combine(
     if inputs.overlap_pct is None:
         unavailable["overlap_pct"] = "no communication in the traced steps"
     notes += list(inputs.notes)
-    kept, others = findings.for_target(findings.rank_findings(inputs), target)
+    kept, others = ranked_findings.for_target(ranked_findings.rank_findings(inputs), target)
     analysis.findings = [_finding_figures(f) for f in kept]
     analysis.other_findings = [_finding_figures(f) for f in others]
     if target == "memory":
@@ -361,7 +361,7 @@ def _pct_of(share: Estimate, key: str, unavailable: dict[str, str]) -> float | N
     return None
 
 
-def _finding_figures(f: findings.Finding) -> FindingFigures:
+def _finding_figures(f: ranked_findings.Finding) -> FindingFigures:
     return FindingFigures(
         title=f.title,
         category=f.category,

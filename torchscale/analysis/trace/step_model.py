@@ -46,7 +46,7 @@ from torchscale.analysis.attribution import (
     straggler_verdict,
     withdraw,
 )
-from torchscale.analysis.trace.collectives import Matched
+from torchscale.analysis.trace.collective_matching import Matched
 from torchscale.analysis.trace.straggler import StragglerAnalysis
 from torchscale.analysis.uncertainty import (
     ONE_UNIT,

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.analysis.trace.clock import Arrivals
-from torchscale.analysis.trace.collectives import Matched, stack_steps
+from torchscale.analysis.trace.collective_matching import Matched, stack_steps
 
 P_VALUE = 0.05
 MIN_LATENESS_US = 10.0

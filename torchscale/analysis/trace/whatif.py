@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from torchscale.analysis.trace.collectives import Matched, stack_steps
+from torchscale.analysis.trace.collective_matching import Matched, stack_steps
 from torchscale.analysis.trace.intervals import Intervals, clip_pieces, grouped_union_length
 
 WHATIF_COLUMNS = ["rank", "instances_last", "saved_us_per_step", "speedup_pct"]

@@ -11,14 +11,14 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.analysis.baseline import (
+from torchscale.analysis.numbers import finite
+from torchscale.analysis.regressions import (
     METRICS,
     POWER,
     Comparison,
     PairVerdict,
     RegressionRule,
 )
-from torchscale.analysis.numbers import finite
 from torchscale.analysis.uncertainty import LEVEL
 from torchscale.report.model import (
     Block,

@@ -9,8 +9,8 @@ in the time chart and the table, with the reason.
 
 from __future__ import annotations
 
-from torchscale.analysis.collectives import factors_text
-from torchscale.comm.result import CommResult, CommRow
+from torchscale.analysis.nccl_bandwidth import factors_text
+from torchscale.comm.comm_result import CommResult, CommRow
 from torchscale.report.model import Block, Chart, Heatmap, Section, Series, Table, Text
 from torchscale.report.sections.context import Context, col, slug
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from torchscale.analysis.baseline import Comparison, compare, with_step_repeats
 from torchscale.analysis.numbers import finite
+from torchscale.analysis.regressions import Comparison, compare, with_step_repeats
 from torchscale.analysis.reliability import LEVELS, repeat_count
 from torchscale.report.estimates import compact, efficiency_kind, long_form
 from torchscale.report.model import Column, Finding, Severity, ValueFormat

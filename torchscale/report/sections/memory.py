@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchscale.analysis.numbers import finite
-from torchscale.memory.result import MaxBatchResult
+from torchscale.memory.max_batch_result import MaxBatchResult
 from torchscale.report.model import Block, Section, Table, Text
 from torchscale.report.sections.context import Context, col, fmt, records
 from torchscale.report.sections.findings import DATA_WAIT_MIN

@@ -15,7 +15,11 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.numbers import finite
-from torchscale.analysis.scaling import GROUP_COLUMNS, STRONG_GROUP_COLUMNS, scaling_table
+from torchscale.analysis.scaling_efficiency import (
+    GROUP_COLUMNS,
+    STRONG_GROUP_COLUMNS,
+    scaling_table,
+)
 from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, efficiency_text
 from torchscale.report.model import Block, Chart, Column, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (

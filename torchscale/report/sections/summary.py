@@ -12,7 +12,7 @@ import pandas as pd
 from torchscale.analysis.cost import cost_table
 from torchscale.analysis.numbers import finite
 from torchscale.analysis.reliability import LEVELS
-from torchscale.analysis.scaling import GROUP_COLUMNS, scaling_table
+from torchscale.analysis.scaling_efficiency import GROUP_COLUMNS, scaling_table
 from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, efficiency_text
 from torchscale.report.model import (
     Block,

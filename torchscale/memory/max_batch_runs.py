@@ -24,11 +24,11 @@ from typing import Any
 
 from torchscale.cell import MAX_SLUG, CellIdentity, definition_hash, file_safe
 from torchscale.errors import ResultsError, describe_os_error
-from torchscale.memory.probe import CellProber
-from torchscale.memory.result import (
+from torchscale.memory.max_batch_result import (
     MaxBatchResult,
     build_result,
 )
+from torchscale.memory.probe import CellProber
 from torchscale.memory.search import ProbeOutcome, search_max_batch
 from torchscale.plan import Plan, PlannedCell
 from torchscale.results.store import ResultStore

@@ -27,7 +27,7 @@ from torchscale.analysis.trace.intervals import (
 )
 from torchscale.analysis.trace.steps import is_device_trace, launch_times
 from torchscale.collective_facts import ops_where
-from torchscale.traces.model import UNKNOWN_OP
+from torchscale.traces.rank_trace import UNKNOWN_OP
 
 META = ["pg", "seq", "nelems", "dtype", "group_size"]
 # point-to-point ops pair a sender with one receiver, whom the trace does not name: the k-th

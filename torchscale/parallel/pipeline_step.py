@@ -27,7 +27,7 @@ from torch.distributed.pipelining import (
 )
 
 from torchscale.parallel.busy import BusyTimer
-from torchscale.parallel.layout import ParallelLayout
+from torchscale.parallel.rank_layout import ParallelLayout
 
 Autocast = Callable[[], AbstractContextManager[Any]]
 LossFn = Callable[[Any, Any], torch.Tensor]

@@ -32,6 +32,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from torchscale.cell_settings import DataConfig
 from torchscale.data import cifar100
+from torchscale.data.model_tasks import PLUGIN_SYNTHETIC_ONLY, task_of, unsupported
 from torchscale.data.records import (
     CifarImages,
     CollateImages,
@@ -40,7 +41,6 @@ from torchscale.data.records import (
     ShardRecords,
 )
 from torchscale.data.shards import MANIFEST, evict, read_manifest
-from torchscale.data.tasks import PLUGIN_SYNTHETIC_ONLY, task_of, unsupported
 from torchscale.errors import DataError
 from torchscale.models import ModelBundle, build_model, call_model
 

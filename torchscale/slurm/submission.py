@@ -19,7 +19,7 @@ from torchscale.cell import Status
 from torchscale.errors import SlurmError, UsageError
 from torchscale.plan import Plan, PlannedCell
 from torchscale.results.store import ResultStore
-from torchscale.results.summary import write_summary
+from torchscale.results.summary_csv import write_summary
 from torchscale.schema.cell_result import CellError, CellResult
 from torchscale.slurm.allocation import (
     ALLOCATION_FILE,

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from torchscale.catalog import Precision, Strategy
 from torchscale.cell import Backend, Device
 from torchscale.memory.search import Phase, ProbeKind, SearchOutcome
-from torchscale.results.layout import ResultLayout
+from torchscale.results.directory_layout import ResultLayout
 from torchscale.versioned import read_json, version_problem
 
 if TYPE_CHECKING:

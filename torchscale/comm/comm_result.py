@@ -2,7 +2,7 @@
 
 Written by rank 0 of a `torchscale comm` launch, or by `torchscale comm --import` from an NVIDIA
 nccl-tests output file: the same rows either way, so a report puts both side by side. Every
-figure follows nccl-tests' definitions (torchscale/analysis/collectives.py); a row that could not
+figure follows nccl-tests' definitions (torchscale/analysis/nccl_bandwidth.py); a row that could not
 be measured carries its status and the reason, never a made-up figure.
 """
 
@@ -37,7 +37,7 @@ class CommRow(_Model):
     """One op at one size, as one line of an nccl-tests table (one placement)."""
 
     op: str = Field(description="torchscale.catalog.COLLECTIVES name")
-    size_bytes: int = Field(description="nccl-tests' S for this op (analysis/collectives.py)")
+    size_bytes: int = Field(description="nccl-tests' S for this op (analysis/nccl_bandwidth.py)")
     count: int = Field(description="elements per rank (nccl-tests' count column)")
     dtype: str = Field(description="torch dtype name: float32, float16, bfloat16, ...")
     redop: str | None = Field(default=None, description="sum for reductions, else null")

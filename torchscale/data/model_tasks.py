@@ -13,7 +13,7 @@ from torchscale.catalog import is_plugin_model
 
 Task = Literal["classification", "next-token", "masked-tokens", "seq2seq"]
 
-# built-in model -> its task (the batch maker in torchscale/models/tasks.py it uses)
+# built-in model -> its task (the batch maker in torchscale/models/training_tasks.py it uses)
 MODEL_TASKS: dict[str, Task] = {
     "resnet18": "classification",
     "resnet50": "classification",

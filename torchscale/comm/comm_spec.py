@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.cell import Backend, Device
-from torchscale.comm.result import AcrossRanks
+from torchscale.comm.comm_result import AcrossRanks
 
 DTYPES = ("float32", "float16", "bfloat16")
 

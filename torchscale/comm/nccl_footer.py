@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from torchscale.analysis.collectives import busbw_factor
-from torchscale.comm.result import CommResult, CommRow, OpSummary
+from torchscale.analysis.nccl_bandwidth import busbw_factor
+from torchscale.comm.comm_result import CommResult, CommRow, OpSummary
 
 
 def summarize(rows: Sequence[CommRow], world_size: int) -> list[OpSummary]:

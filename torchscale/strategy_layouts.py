@@ -13,7 +13,7 @@ shapes (docs/strategies.md):
 
 The expansion is pure arithmetic. Whether a layout can train a model (heads and widths
 divisible by tp, enough blocks for the stages, micro-batches dividing the batch) is judged by
-torchscale/parallel/layout.py on the model built on the meta device (`model_problem`): no
+torchscale/parallel/rank_layout.py on the model built on the meta device (`model_problem`): no
 memory, no process, before anything is launched.
 
 Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
@@ -30,7 +30,7 @@ from torchscale.cell_settings import ModelSpec, ParallelConfig
 
 if TYPE_CHECKING:
     from torchscale.models.bundle import ModelBundle
-    from torchscale.parallel.layout import ParallelLayout
+    from torchscale.parallel.rank_layout import ParallelLayout
 
 MODEL_PARALLEL: tuple[Strategy, ...] = ("tp", "pp", "hybrid")
 HYBRID_DEFAULT_DEGREE = 2
@@ -121,8 +121,8 @@ def world_problem(strategy: Strategy, shape: ParallelShape, world: int) -> str |
 
 
 def layout_of(strategy: Strategy, shape: ParallelShape, world: int) -> ParallelLayout:
-    """The worker's ParallelLayout of a cell's shape (torchscale/parallel/layout.py)."""
-    from torchscale.parallel.layout import ParallelLayout
+    """The worker's ParallelLayout of a cell's shape (torchscale/parallel/rank_layout.py)."""
+    from torchscale.parallel.rank_layout import ParallelLayout
 
     assert strategy in MODEL_PARALLEL
     return ParallelLayout(
@@ -167,7 +167,7 @@ def model_problem(
 ) -> str | None:
     """Why this layout cannot train this model (a skip reason), or None. A model that does
     not build on the meta device is left to the worker, which fails with one line."""
-    from torchscale.parallel.layout import infeasible, layout_problem
+    from torchscale.parallel.rank_layout import infeasible, layout_problem
 
     layout = layout_of(strategy, shape, world)
     problem = layout_problem(layout)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from torchscale import __version__
 from torchscale.validate import checks_gpu, checks_software, checks_system
+from torchscale.validate.check_context import ValidateContext
+from torchscale.validate.check_result import CheckResult, Status, ValidateReport, failed
 from torchscale.validate.checks_software import torch_build
-from torchscale.validate.context import ValidateContext
-from torchscale.validate.model import CheckResult, Status, ValidateReport, failed
 from torchscale.validate.smoke import check_smoke
 
 Check = Callable[[ValidateContext], CheckResult]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from torchscale.analysis.trace.collectives import Matched
+from torchscale.analysis.trace.collective_matching import Matched
 from torchscale.analysis.trace.step_model import StepModel
 from torchscale.analysis.trace.straggler import Straggler, StragglerAnalysis
 from torchscale.schema.cell_result import Estimate, StragglerVerdict
