@@ -96,7 +96,7 @@ def test_one_comm_request_per_launchable_world_size() -> None:
     assert first.ops == ("all_gather", "broadcast")
     assert (first.min_bytes, first.max_bytes) == (1024, 4096)
     assert (first.device, first.backend) == ("cuda", "nccl")
-    assert first.timeout_s == plan.config.launcher.cell_timeout_s
+    assert first.timeout_s == plan.launcher.cell_timeout_s
 
 
 # --- cost --------------------------------------------------------------------------------------

@@ -294,7 +294,7 @@ def k8s_manifests(
     plan: Plan, store_root: Path, pod_patch: PodPatchApi = "runtimePatches"
 ) -> list[K8sManifest]:
     """One manifest per runnable cell (skipped cells have nothing to launch), in plan order."""
-    config = plan.config.launcher.k8s
+    config = plan.launcher.k8s
     if not config.image:
         raise UsageError("launcher.k8s.image is needed: the container image the pods run")
     in_pods = ResultLayout(PurePosixPath(config.results_mount) / plan.experiment)

@@ -27,7 +27,13 @@ from torchscale.cell import (
 )
 from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
 from torchscale.config.schema import Backend as RequestedBackend
-from torchscale.config.schema import BenchConfig
+from torchscale.config.schema import (
+    BenchConfig,
+    CommConfig,
+    LauncherConfig,
+    MemoryConfig,
+    ProfilingConfig,
+)
 from torchscale.config.schema import Device as RequestedDevice
 from torchscale.data.model_tasks import unsupported
 from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
@@ -171,10 +177,35 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Plan:
-    """Every cell of a sweep in run order, with the resolved config it came from."""
+    """Every cell of a sweep in run order, and the resolved pieces of the config that what
+    runs the plan needs, each by name (`Plan.of`): a consumer reads its own piece, never the
+    whole config."""
 
-    config: BenchConfig
     cells: list[PlannedCell]
+    experiment: str
+    config_yaml: str  # the resolved config as stored beside the results (config.yaml)
+    measurement: MeasurementConfig  # how long cells run (the estimate)
+    data: DataConfig  # what the cells read, prepared once before the first launch
+    price_per_gpu_hour: float | None  # cost.per_gpu_hour: what each cell is priced at
+    launcher: LauncherConfig  # where and how cells launch: timeouts, Slurm, Kubernetes
+    comm: CommConfig  # the suites that follow the sweep
+    memory: MemoryConfig
+    profiling: ProfilingConfig
+
+    @classmethod
+    def of(cls, config: BenchConfig, cells: list[PlannedCell]) -> Plan:
+        return cls(
+            cells=cells,
+            experiment=config.experiment_name,
+            config_yaml=config.as_yaml(),
+            measurement=config.measurement,
+            data=config.data,
+            price_per_gpu_hour=config.cost.per_gpu_hour,
+            launcher=config.launcher,
+            comm=config.comm,
+            memory=config.memory,
+            profiling=config.profiling,
+        )
 
     def __iter__(self) -> Iterator[PlannedCell]:
         return iter(self.cells)
@@ -186,10 +217,6 @@ class Plan:
         return self.cells[index]
 
     @property
-    def experiment(self) -> str:
-        return self.config.experiment_name
-
-    @property
     def runnable(self) -> list[PlannedCell]:
         return [p for p in self.cells if p.skip_reason is None]
 
@@ -198,7 +225,7 @@ class Plan:
         measurement is duration-based (step times are unknown before measuring)."""
         runnable = self.runnable
         launch = sum(LAUNCH_BASE_S + LAUNCH_PER_RANK_S * p.cell.world_size for p in runnable)
-        m = self.config.measurement
+        m = self.measurement
         if m.duration_s is not None:
             windows = m.repeats * (2 if m.comm_overhead else 1)  # a no_sync window after each
             return Estimate(
@@ -439,4 +466,4 @@ def build_plan(config: BenchConfig, machine: Machine) -> Plan:
         for shape in shapes
         for layout in parallel_shapes(strategy, parallel, shape.world_size)
     ]
-    return Plan(config, cells)
+    return Plan.of(config, cells)

@@ -176,12 +176,12 @@ def run_sweep(
 ) -> SweepOutcome:
     hooks = hooks or SweepHooks()
     outcome = SweepOutcome()
-    store.write_config(plan.config.as_yaml())
+    store.write_config(plan.config_yaml)
     total = len(plan.cells)
     # the dataset every cell reads, made (or verified) once here: DataError stops the sweep
     # before any launch; nothing to do when no cell will launch (all skipped or resumed)
     if any(p.skip_reason is None and _previous_ok(p, store, resume) is None for p in plan.cells):
-        ready = prepare_data(plan.config.data)
+        ready = prepare_data(plan.data)
         if ready is not None:
             hooks.on_data(ready)
     try:
@@ -196,9 +196,7 @@ def run_sweep(
             else:
                 # a reused result is kept as it was written (any schema version, its own
                 # price); the report's --cost-per-gpu-hour prices it anew
-                result = previous or run_cell(
-                    planned, store, base_env, plan.config.cost.per_gpu_hour
-                )
+                result = previous or run_cell(planned, store, base_env, plan.price_per_gpu_hour)
             outcome.results.append(result)
             outcome.table = write_summary(store, outcome.results)
             hooks.on_done(result, reused)

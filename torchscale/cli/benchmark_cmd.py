@@ -221,7 +221,7 @@ class _Printer:
         elif run.dry_run:
             for line in plan_lines(run.plan, run.store, os.environ):
                 stdout.print(line.markup())
-        elif run.plan.config.profiling.enabled and not run.sweep.stopped_early:
+        elif run.plan.profiling.enabled and not run.sweep.stopped_early:
             _profiles_done(run)
 
 
@@ -320,7 +320,7 @@ def _profiles_done(run: BenchmarkRun) -> None:
     from torchscale.report.profile_terminal import analysis_lines
     from torchscale.results.directory_layout import ProfileRun
 
-    settings = run.plan.config.profiling
+    settings = run.plan.profiling
     if not run.profiles:
         stdout.print(
             f"> [PROFILE] no cell crossed the profiling thresholds (trigger "

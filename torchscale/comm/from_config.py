@@ -38,7 +38,7 @@ def section_request(section: CommConfig, planned: PlannedCell, ranks: int) -> Co
 def comm_requests(plan: Plan) -> list[CommRequest]:
     """One request per world size that has a runnable cell (a world size the node cannot give
     is skipped for the cells with the reason, and so here). Empty when the section is off."""
-    section = plan.config.comm
+    section = plan.comm
     if not section.enabled:
         return []
     requests: dict[int, CommRequest] = {}

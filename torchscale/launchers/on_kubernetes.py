@@ -54,16 +54,14 @@ class KubernetesJobs:
         options: RunOptions,
         events: BenchmarkEvents,
     ) -> BenchmarkRun:
-        return self._submit(
-            plan, store, events, apply=plan.config.launcher.k8s.apply, dry_run=False
-        )
+        return self._submit(plan, store, events, apply=plan.launcher.k8s.apply, dry_run=False)
 
     def _submit(
         self, plan: Plan, store: ResultStore, events: BenchmarkEvents, apply: bool, dry_run: bool
     ) -> BenchmarkRun:
         from torchscale.k8s import apply_manifests, write_k8s_manifests
 
-        settings = plan.config.launcher.k8s
+        settings = plan.launcher.k8s
         if settings.results_claim is None:
             events.on_warning(
                 "launcher.k8s.results_claim is not set: the runtime must mount shared storage "

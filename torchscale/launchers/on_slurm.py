@@ -70,9 +70,9 @@ class SlurmAllocations:
 
         check_output_dir(store.root)
         check_nodes(plan, env)
-        store.write_config(plan.config.as_yaml())
+        store.write_config(plan.config_yaml)
         store.write_environment(capture_environment())
-        _warn(_sections_not_run(plan.config), events)
+        _warn(_sections_not_run(plan), events)
         sweep = prepare_sweep(plan, store, env, resume=options.resume, write_skips=True)
         _warn(sweep.warnings, events)
         jobs = submit_allocations(sweep, store, env)
@@ -90,7 +90,7 @@ class SlurmAllocations:
                 sweep.following + jobs,
                 env,
                 hooks,
-                poll_s=plan.config.launcher.slurm.poll_s,
+                poll_s=plan.launcher.slurm.poll_s,
             )
         except (KeyboardInterrupt, Terminated):
             events.on_slurm_detached(store.root)
@@ -104,16 +104,16 @@ class SlurmAllocations:
         return run
 
 
-def _sections_not_run(config: BenchConfig) -> list[str]:
+def _sections_not_run(plan: Plan) -> list[str]:
     """The config's suites a Slurm sweep does not run (yet)."""
     sections = [
         (
             "the comm: section (launcher.slurm.preflight.comm runs it across each allocation's "
             "nodes)",
-            config.comm.enabled and not config.launcher.slurm.preflight.comm,
+            plan.comm.enabled and not plan.launcher.slurm.preflight.comm,
         ),
-        ("memory.max_batch_search", config.memory.max_batch_search),
-        ("profiling", config.profiling.enabled),
+        ("memory.max_batch_search", plan.memory.max_batch_search),
+        ("profiling", plan.profiling.enabled),
     ]
     return [LOCAL_ONLY.format(what=what) for what, on in sections if on]
 

@@ -63,7 +63,7 @@ class ThisNode:
             return run
         _comm_after(run, env, events)
         _max_batch_after(run, env, events)
-        if plan.config.profiling.enabled:
+        if plan.profiling.enabled:
             from torchscale.profiling.session import profile_after_sweep
 
             run.profiles = profile_after_sweep(
@@ -90,12 +90,12 @@ def _comm_after(run: BenchmarkRun, env: Mapping[str, str], events: BenchmarkEven
 def _max_batch_after(run: BenchmarkRun, env: Mapping[str, str], events: BenchmarkEvents) -> None:
     """The config's `memory.max_batch_search`: the largest batch per device of each cell
     group, one fresh torchrun per probe, stored in <experiment>/max_batch/."""
-    if not run.plan.config.memory.max_batch_search:
+    if not run.plan.memory.max_batch_search:
         return
     from torchscale.data.prepare import prepare_data
     from torchscale.memory.max_batch_runs import run_max_batch_search
 
-    prepare_data(run.plan.config.data)  # the probes read it too (cached: a manifest check)
+    prepare_data(run.plan.data)  # the probes read it too (cached: a manifest check)
     events.on_max_batch_start()
     run.max_batch = run_max_batch_search(run.plan, run.store, env, events.on_probe)
     events.on_max_batch_done(run.max_batch)

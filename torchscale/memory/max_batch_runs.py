@@ -168,7 +168,7 @@ def run_max_batch_search(
     `memory` settings (whether `max_batch_search` is on is the caller's decision). Each result
     is written as soon as its search ends; `on_probe(group, batch, outcome)` after each probe.
     """
-    settings = plan.config.memory
+    settings = plan.memory
     results = []
     for group in search_groups(plan):
         prober = CellProber(group.cells[0], probe_store(store, group), env, settings.probe_steps)

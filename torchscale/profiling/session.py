@@ -215,7 +215,7 @@ def profile_after_sweep(
     """Profile the cells the config's trigger selects, one after another, after the sweep."""
     from torchscale.profiling.trigger import select_for_profiling
 
-    settings = plan.config.profiling
+    settings = plan.profiling
     by_id = {planned.cell.id: planned for planned in plan.cells}
     done = []
     for selected in select_for_profiling(results, settings):

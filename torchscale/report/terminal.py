@@ -168,10 +168,10 @@ def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> l
             "info",
             f"{runnable} cell(s) to run, {len(plan.cells) - runnable} skipped; estimated "
             f">= {estimate.seconds:.0f} s ({estimate.basis}); each cell is killed after "
-            f"{plan.config.launcher.cell_timeout_s:g} s",
+            f"{plan.launcher.cell_timeout_s:g} s",
         )
     )
-    profiling = plan.config.profiling
+    profiling = plan.profiling
     if profiling.enabled:
         which = (
             "every ok cell"
@@ -188,7 +188,7 @@ def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> l
             )
         )
     lines += _comm_plan_lines(plan, store, base_env)
-    memory = plan.config.memory
+    memory = plan.memory
     if memory.max_batch_search:
         from torchscale.memory.max_batch_runs import search_groups
 

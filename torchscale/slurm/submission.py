@@ -61,7 +61,7 @@ class FollowHooks:
 def check_nodes(plan: Plan, env: Mapping[str, str]) -> None:
     """Node counts above the partition's size are refused, with its limits (when Slurm
     tells them)."""
-    slurm = plan.config.launcher.slurm
+    slurm = plan.launcher.slurm
     try:
         limits = partition_limits(slurm.partition, env)
     except SlurmError as exc:
@@ -123,7 +123,6 @@ def prepare_sweep(
             continue
         by_nodes.setdefault(planned.cell.nodes, []).append(planned)
     number = _submission_number(store)
-    config = plan.config
     for offset, (nodes, cells) in enumerate(sorted(by_nodes.items())):
         name = f"s{number + offset:02d}-n{nodes}"
         allocation = build_allocation(
@@ -131,13 +130,13 @@ def prepare_sweep(
             nodes,
             cells,
             store,
-            config.launcher.slurm,
-            config.cost.per_gpu_hour,
-            config.comm,
+            plan.launcher.slurm,
+            plan.price_per_gpu_hour,
+            plan.comm,
         )
         directory = allocation.directory
         store.write_text(directory / ALLOCATION_FILE, allocation.model_dump_json(indent=2))
-        script = sbatch_script(allocation, config.launcher.slurm, config.experiment_name)
+        script = sbatch_script(allocation, plan.launcher.slurm, plan.experiment)
         sweep.scripts.append(store.write_text(directory / SCRIPT_NAME, script))
         sweep.allocations.append(allocation)
     return sweep
