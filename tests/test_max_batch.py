@@ -418,6 +418,7 @@ def test_run_writes_one_result_per_group(monkeypatch: pytest.MonkeyPatch, tmp_pa
 # -- the real thing ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # about 50 s on 2 cores; the search and the probes are tested apart above
 def test_real_search_on_cpu_through_the_benchmark_command(tmp_path: Path) -> None:
     """`torchscale benchmark` with memory.max_batch_search: the sweep's cell at batch 4, then a
     fresh torchrun per probe of a model that raises torch.OutOfMemoryError above batch 5; the

@@ -149,6 +149,7 @@ measurement:
 """
 
 
+@pytest.mark.slow  # about 70 s on 2 cores; each strategy also runs for real in test_parallel_*
 def test_a_sweep_over_every_strategy_runs_and_carries_the_strategy_metrics(
     tmp_path: Path,
 ) -> None:
