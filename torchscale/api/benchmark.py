@@ -61,7 +61,10 @@ def run_benchmark(
     events = events or BenchmarkEvents()
     base_env = os.environ if env is None else env
     store = launcher.results_store(config, Path(output_dir), dry_run)
-    plan = plan or plan_benchmark(config)
+    if plan is None:
+        from torchscale.plan import build_plan
+
+        plan = build_plan(config, launcher.machine(config))
     if dry_run:
         return launcher.dry_run(plan, store, base_env, events)
     return launcher.run(plan, store, base_env, RunOptions(resume, fail_fast), events)
