@@ -61,12 +61,44 @@ def assert_valid(manifest: dict[str, Any], schema: dict[str, Any]) -> None:
 
 
 def trainjob_v21_schema() -> dict[str, Any]:
-    """The Trainer v2.1 TrainJob: podTemplateOverrides where v2.2 has runtimePatches."""
+    """The Trainer v2.1 TrainJob: podTemplateOverrides where v2.2 has runtimePatches, and a
+    ContainerOverride without securityContext."""
     schema = _schema("trainjob.schema.json")
     spec = schema["properties"]["spec"]["properties"]
     del spec["runtimePatches"]
     spec["podTemplateOverrides"] = {"$ref": "#/$defs/podTemplateOverrides"}
+    del schema["$defs"]["podSpecPatch"]["properties"]["containers"]["items"]["properties"][
+        "securityContext"
+    ]
     return schema
+
+
+_FIELD = re.compile(r"^metadata\.(annotations|labels)\['([^']+)'\]$")
+_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def kubelet_env(entries: list[dict[str, Any]], pod: dict[str, Any] | None = None) -> dict[str, str]:
+    """A container's env as the kubelet resolves it: `valueFrom.fieldRef` from the pod's
+    metadata (`pod`: {"annotations": {...}, "labels": {...}}; a missing key gives ""), and
+    `$(VAR)` expanded from the variables listed *before* (a later or unknown one stays as
+    written), as Kubernetes documents dependent environment variables."""
+    pod = pod or {}
+    env: dict[str, str] = {}
+    for entry in entries:
+        if "valueFrom" in entry:
+            match = _FIELD.match(entry["valueFrom"]["fieldRef"]["fieldPath"])
+            assert match, entry
+            env[entry["name"]] = pod.get(match[1], {}).get(match[2], "")
+        else:
+            env[entry["name"]] = _expand(entry["value"], dict(env))
+    return env
+
+
+def _expand(value: str, known: dict[str, str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        return known.get(match[1], match[0])
+
+    return _REFERENCE.sub(one, value)
 
 
 def k8s_config(
@@ -158,7 +190,7 @@ def test_command_uses_the_operators_rendezvous() -> None:
     # node rank and node 0's address come from PET_* set by the operator, never from us
     assert not [f for f in flags if f.startswith(("--node", "--master", "--rdzv"))]
     assert argv[-4:] == ["-m", "torchscale.worker.main", "--spec", str(item.pod_spec_path)]
-    env = {e["name"]: e["value"] for e in item.manifest["spec"]["trainer"]["env"]}
+    env = kubelet_env(item.manifest["spec"]["trainer"]["env"])
     assert not RESERVED & env.keys()
     assert env["OMP_NUM_THREADS"] == "4"  # 8 cores / 2 ranks per node
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
@@ -434,13 +466,18 @@ launcher:
     store = ResultStore.for_experiment(claim, plan.experiment)  # the claim is the output dir
     [path] = write_k8s_manifests(plan, store)
     trainer = yaml.safe_load(path.read_text(encoding="utf-8"))["spec"]["trainer"]
-    env = {e["name"]: e["value"] for e in trainer["env"]}
     argv = [sys.executable, *trainer["command"][1:]]  # the image's `python` is this one here
     operator = {"PET_NNODES": "2", "PET_NPROC_PER_NODE": "1", "PET_MASTER_ADDR": "127.0.0.1"}
     operator["PET_MASTER_PORT"] = str(free_port())
-    nodes = [
-        subprocess.Popen(argv, env={**os.environ, **env, **operator, "PET_NODE_RANK": str(rank)})
+    index = "batch.kubernetes.io/job-completion-index"  # the Indexed Job's, per pod
+    envs = [
+        {**kubelet_env(trainer["env"], {"annotations": {index: str(rank)}}), **operator}
         for rank in (0, 1)
+    ]
+    assert envs[0]["TORCHELASTIC_ERROR_FILE"] != envs[1]["TORCHELASTIC_ERROR_FILE"]
+    nodes = [
+        subprocess.Popen(argv, env={**os.environ, **env, "PET_NODE_RANK": str(rank)})
+        for rank, env in enumerate(envs)
     ]
     assert [node.wait(timeout=300) for node in nodes] == [0, 0]
     cell_id = plan.runnable[0].cell.id

@@ -19,6 +19,20 @@ root): rank 0 writes `cells/<id>.json` and `steps/<id>.jsonl` under `<mount>/<ex
 and reads its spec from `<mount>/<experiment>/k8s/specs/<id>.json`, which
 `write_k8s_manifests` writes beside the manifests.
 
+Every pod's torchrun writes its own TORCHELASTIC_ERROR_FILE on that shared claim (one file
+would keep only the last writer's), named as the failure reader finds a Slurm node's
+(`error-node<k>.json` beside `error.json`, torchscale/launch/failure.py): a TrainJob's node k
+writes `error-node<k>.json`, k being its Job completion index (the PET_NODE_RANK Trainer sets);
+a PyTorchJob's Master `error-node-master.json` and Worker i `error-node-worker<i>.json` (node
+i + 1). The index comes from the pod (a `fieldRef`) into a variable listed before the error
+file's, since Kubernetes expands `$(VAR)` only from variables listed earlier, and the operators
+append theirs after ours.
+
+Across nodes NCCL takes the fastest transport it finds; a pod with no RDMA device and only the
+pod network has TCP sockets. `launcher.k8s` asks for the usual ways out (an RDMA device
+resource, IPC_LOCK, the host's network, a Multus secondary network), and `network_warnings`
+says when a multi-node NCCL cell asks for none.
+
 Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
@@ -53,6 +67,14 @@ TRAINER_JOB = "node"
 PYTORCH_CONTAINER = "pytorch"
 PATCH_MANAGER = "torchscale"  # owner of our entry in a TrainJob's runtimePatches
 RESULTS_VOLUME = "torchscale-results"
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
+POD_INDEX_ENV = "TORCHSCALE_POD_INDEX"  # this pod's index, for the error file's name
+# where a pod carries its index: the Indexed Job's completion index (a TrainJob's node rank;
+# Trainer's torch plugin reads PET_NODE_RANK from it) and the training operator's replica index
+COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+REPLICA_INDEX_FIELD = "metadata.labels['training.kubeflow.org/replica-index']"
+IPC_LOCK = {"capabilities": {"add": ["IPC_LOCK"]}}
+HOST_NETWORK_DNS = "ClusterFirstWithHostNet"  # cluster DNS (the master's service) on hostNetwork
 SHM_VOLUME = "torchscale-shm"  # a pod's /dev/shm is 64 MiB unless mounted: too small for NCCL
 SHM_PATH = "/dev/shm"  # noqa: S108 (a mount point in the pod; nothing here writes to it)
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -183,11 +205,13 @@ def worker_command(planned: PlannedCell, paths: PodPaths) -> tuple[list[str], di
 
 def _limits(config: K8sConfig, planned: PlannedCell) -> dict[str, str]:
     """Per pod: launcher.k8s.resources, plus whole-node GPUs (gpus_per_node, else the cell's
-    ranks per node) on CUDA."""
+    ranks per node) on CUDA, plus the RDMA device (rdma_resource) when asked for."""
     limits = dict(config.resources)
     if planned.cell.device == "cuda":
         gpus = config.gpus_per_node or planned.launch.nproc_per_node
         limits[GPU_RESOURCE] = str(gpus)
+    if config.rdma_resource:
+        limits[config.rdma_resource] = str(config.rdma_per_node)
     return limits
 
 
@@ -203,17 +227,58 @@ def _volumes(config: K8sConfig) -> tuple[list[dict[str, Any]], list[dict[str, An
     return volumes, mounts
 
 
-def _env_list(env: Mapping[str, str]) -> list[dict[str, str]]:
-    return [{"name": key, "value": value} for key, value in env.items()]
+def pod_error_file(path: str, tag: str) -> str:
+    """One pod's torchrun error file: `error-node<tag>.json` beside the launch's `error.json`,
+    where the failure reader looks for other nodes' (as for Slurm's, torchscale/slurm/node.py)."""
+    error = PurePosixPath(path)
+    return str(error.with_name(f"{error.stem}-node{tag}{error.suffix}"))
+
+
+def _pod_env(
+    env: Mapping[str, str], tag: str, index_field: str | None = None
+) -> list[dict[str, Any]]:
+    """The container's env: `env` with the error file made this pod's own (`pod_error_file`
+    with `tag`); with `index_field`, the pod's index first, as POD_INDEX_ENV, for `tag` to
+    refer to as $(POD_INDEX_ENV) (expanded only from variables listed earlier)."""
+    entries: list[dict[str, Any]] = []
+    if index_field is not None:
+        source = {"fieldRef": {"fieldPath": index_field}}
+        entries.append({"name": POD_INDEX_ENV, "valueFrom": source})
+    for key, value in env.items():
+        own = pod_error_file(value, tag) if key == ERROR_FILE_ENV else value
+        entries.append({"name": key, "value": own})
+    return entries
+
+
+def _node_pod_patch(config: K8sConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(pod metadata, pod spec) a TrainJob patches into its `node` pods: our volumes, the
+    container's IPC_LOCK, the secondary network's annotations."""
+    volumes, mounts = _volumes(config)
+    container: dict[str, Any] = {"name": TRAINER_JOB, "volumeMounts": mounts}
+    if config.ipc_lock:
+        container["securityContext"] = copy.deepcopy(IPC_LOCK)
+    metadata = {"annotations": dict(config.network_annotations)}
+    return (metadata if config.network_annotations else {}), {
+        "volumes": volumes,
+        "containers": [container],
+    }
 
 
 def _pod_patch(config: K8sConfig, api: PodPatchApi) -> dict[str, Any]:
-    """The TrainJob spec entry that adds our volumes to the `node` pods."""
-    volumes, mounts = _volumes(config)
-    pod_spec = {"volumes": volumes, "containers": [{"name": TRAINER_JOB, "volumeMounts": mounts}]}
+    """The TrainJob spec entry that patches the `node` pods (`_node_pod_patch`)."""
+    metadata, pod_spec = _node_pod_patch(config)
+    if api == "podTemplateOverrides" and config.ipc_lock:
+        raise UsageError(
+            "launcher.k8s.ipc_lock: Trainer 2.1's podTemplateOverrides cannot set a "
+            "container's securityContext (use runtimePatches, Trainer 2.2+)"
+        )
     if api == "podTemplateOverrides":
-        return {"podTemplateOverrides": [{"targetJobs": [{"name": TRAINER_JOB}], "spec": pod_spec}]}
-    job = {"name": TRAINER_JOB, "template": {"spec": {"template": {"spec": pod_spec}}}}
+        override: dict[str, Any] = {"targetJobs": [{"name": TRAINER_JOB}]}
+        if metadata:
+            override["metadata"] = metadata
+        return {"podTemplateOverrides": [{**override, "spec": pod_spec}]}
+    pod: dict[str, Any] = {"metadata": metadata} if metadata else {}
+    job = {"name": TRAINER_JOB, "template": {"spec": {"template": {**pod, "spec": pod_spec}}}}
     patch = {"template": {"spec": {"replicatedJobs": [job]}}}
     return {"runtimePatches": [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": patch}]}
 
@@ -230,7 +295,8 @@ def trainjob(
     trainer: dict[str, Any] = {
         "image": config.image,
         "command": argv,
-        "env": _env_list(env),
+        # node k (the completion index, = PET_NODE_RANK) writes error-node<k>.json
+        "env": _pod_env(env, f"$({POD_INDEX_ENV})", COMPLETION_INDEX_FIELD),
         "numNodes": planned.cell.nodes,
         "numProcPerNode": planned.launch.nproc_per_node,
     }
@@ -249,14 +315,42 @@ def trainjob(
     return {"apiVersion": TRAINJOB_API, "kind": "TrainJob", "metadata": metadata, "spec": spec}
 
 
-def _replica(replicas: int, pod: dict[str, Any]) -> dict[str, Any]:
+def _replica(replicas: int, pod: dict[str, Any], env: list[dict[str, Any]]) -> dict[str, Any]:
     """A replica spec with its own copy of the pod template (shared objects would come out of
-    yaml.safe_dump as anchors and aliases, which some tools reading manifests reject)."""
+    yaml.safe_dump as anchors and aliases, which some tools reading manifests reject) and its
+    container's `env`."""
+    template = copy.deepcopy(pod)
+    template["spec"]["containers"][0]["env"] = env
     return {
         "replicas": replicas,
         "restartPolicy": "Never",  # a restarted pod would rerun the cell and mix two runs
-        "template": copy.deepcopy(pod),
+        "template": template,
     }
+
+
+def _pytorchjob_pod(
+    config: K8sConfig, planned: PlannedCell, argv: list[str], labels: dict[str, str]
+) -> dict[str, Any]:
+    """The pod template of every PyTorchJob replica (its env set per replica by `_replica`)."""
+    volumes, mounts = _volumes(config)
+    container: dict[str, Any] = {
+        "name": PYTORCH_CONTAINER,
+        "image": config.image,
+        "command": argv,
+        "volumeMounts": mounts,
+    }
+    limits = _limits(config, planned)
+    if limits:
+        container["resources"] = {"limits": limits}
+    if config.ipc_lock:
+        container["securityContext"] = copy.deepcopy(IPC_LOCK)
+    spec: dict[str, Any] = {"containers": [container], "volumes": volumes}
+    if config.host_network:
+        spec.update(hostNetwork=True, dnsPolicy=HOST_NETWORK_DNS)
+    metadata: dict[str, Any] = {"labels": labels}
+    if config.network_annotations:
+        metadata["annotations"] = dict(config.network_annotations)
+    return {"metadata": metadata, "spec": spec}
 
 
 def pytorchjob(
@@ -264,24 +358,12 @@ def pytorchjob(
 ) -> dict[str, Any]:
     """A kubeflow.org/v1 PyTorchJob: Master plus nodes - 1 Workers (none on one node)."""
     argv, env = worker_command(planned, paths)
-    volumes, mounts = _volumes(config)
-    container: dict[str, Any] = {
-        "name": PYTORCH_CONTAINER,
-        "image": config.image,
-        "command": argv,
-        "env": _env_list(env),
-        "volumeMounts": mounts,
-    }
-    limits = _limits(config, planned)
-    if limits:
-        container["resources"] = {"limits": limits}
-    pod = {
-        "metadata": {"labels": metadata["labels"]},
-        "spec": {"containers": [container], "volumes": volumes},
-    }
-    replicas = {"Master": _replica(1, pod)}
+    pod = _pytorchjob_pod(config, planned, argv, metadata["labels"])
+    # the Master is node 0; Worker i (node i + 1) takes i from its replica-index label
+    replicas = {"Master": _replica(1, pod, _pod_env(env, "-master"))}
     if planned.cell.nodes > 1:
-        replicas["Worker"] = _replica(planned.cell.nodes - 1, pod)
+        workers = _pod_env(env, f"-worker$({POD_INDEX_ENV})", REPLICA_INDEX_FIELD)
+        replicas["Worker"] = _replica(planned.cell.nodes - 1, pod, workers)
     spec = {
         "nprocPerNode": str(planned.launch.nproc_per_node),
         "runPolicy": {"backoffLimit": 0},
@@ -322,6 +404,34 @@ def k8s_manifests(
             )
         )
     return manifests
+
+
+def asks_for_a_fabric(config: K8sConfig) -> bool:
+    """Whether the pods ask for anything faster than TCP on the pod network."""
+    return bool(config.rdma_resource or config.host_network or config.network_annotations)
+
+
+def network_warnings(plan: Plan) -> list[str]:
+    """What the user should know about the network of the plan's multi-node NCCL cells: that
+    they will use TCP on the pod network when no fabric is asked for; that RDMA without
+    IPC_LOCK usually cannot pin memory."""
+    config = plan.launcher.k8s
+    spread = [p.cell.id for p in plan.runnable if p.cell.nodes > 1 and p.cell.backend == "nccl"]
+    if not spread:
+        return []
+    cells = f"{len(spread)} multi-node NCCL cell(s) (e.g. {spread[0]})"
+    if not asks_for_a_fabric(config):
+        return [
+            f"{cells}: the pods ask for no RDMA device, host network or secondary network, so "
+            "NCCL will use TCP sockets on the pod network; set launcher.k8s.rdma_resource (with "
+            "ipc_lock), host_network or network_annotations (docs/multinode.md)"
+        ]
+    if config.rdma_resource and not config.ipc_lock:
+        return [
+            f"{cells}: launcher.k8s.rdma_resource without ipc_lock: RDMA registers (pins) "
+            "memory, which needs IPC_LOCK or an unlimited memlock limit in the runtime"
+        ]
+    return []
 
 
 def write_k8s_manifests(

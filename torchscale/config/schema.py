@@ -122,7 +122,8 @@ class CostConfig(StrictModel):
     )
 
 
-SLURM_TIME = r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$"
+# Slurm --time: MM, MM:SS, HH:MM:SS (any number of leading minutes or hours), or D-HH[:MM[:SS]]
+SLURM_TIME = r"^(\d+-\d{1,2}(:\d{2}){0,2}|\d+(:\d{2}){0,2})$"
 # Kubernetes object names and label values: DNS-1123 labels
 K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
@@ -158,8 +159,9 @@ class SlurmConfig(StrictModel):
     )
     cpus_per_task: Annotated[int, Field(gt=0), AtMost(MAX_CPUS_PER_TASK)] | None = Field(
         default=None,
-        description="cores per node for the node's ranks (one task per node); null: Slurm's "
-        "default",
+        description="CPUs per node for the node's ranks (one task per node); null: 8 per GPU "
+        "(gpus_per_node), one per rank on CPU, none asked with exclusive (whole nodes); steps "
+        "then use every CPU of the job",
     )
     exclusive: bool = Field(default=False, description="--exclusive: whole nodes")
     extra_sbatch: list[str] = Field(
@@ -186,6 +188,34 @@ class SlurmConfig(StrictModel):
         default=5.0, description="how often squeue is asked while following the jobs"
     )
     preflight: SlurmPreflight = Field(default_factory=SlurmPreflight)
+
+    @staticmethod
+    def time_limit_s(text: str) -> int:
+        """Slurm's time formats (`MM`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`)
+        in seconds; 0 means no limit."""
+        days, _, clock = text.rpartition("-")
+        parts = [int(p) for p in clock.split(":")]
+        if days:  # D-HH[:MM[:SS]]
+            parts += [0] * (3 - len(parts))
+        elif len(parts) < 3:  # MM or MM:SS
+            parts = [0, *parts, *[0] * (2 - len(parts))]
+        hours, minutes, seconds = parts
+        return ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
+
+    @model_validator(mode="after")
+    def _time_limit_outlasts_the_warning(self) -> SlurmConfig:
+        """Slurm may send the warning up to 60 s before signal_grace_s: a shorter job could be
+        killed before the driver has installed its handler, with no cell recorded."""
+        if self.time_limit is None:
+            return self
+        limit = self.time_limit_s(self.time_limit)
+        least = self.signal_grace_s + 60
+        if 0 < limit < least:
+            raise ValueError(
+                f"time_limit {self.time_limit!r} ({limit} s) is shorter than signal_grace_s + "
+                f"60 s ({least} s): raise time_limit or lower signal_grace_s"
+            )
+        return self
 
 
 class K8sConfig(StrictModel):
@@ -224,6 +254,64 @@ class K8sConfig(StrictModel):
         "2.2+) or podTemplateOverrides (2.1)",
     )
     apply: bool = Field(default=False, description="kubectl apply the manifests (needs kubectl)")
+    # the fabric of multi-node cells: with none of the next three NCCL uses TCP sockets on the
+    # pod network (docs/multinode.md, "The network between pods")
+    # an extended resource is a DNS prefix, '/', a name; an annotation key may omit the prefix
+    rdma_resource: (
+        Annotated[
+            str,
+            Field(
+                pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+            ),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="the RDMA device's extended resource asked per pod, e.g. 'rdma/ib' "
+        "(RDMA shared device plugin) or 'nvidia.com/hostdev' (SR-IOV)",
+    )
+    rdma_per_node: Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)] = Field(
+        default=1, description="how many of rdma_resource each pod asks for"
+    )
+    ipc_lock: bool = Field(
+        default=False,
+        description="add the IPC_LOCK capability to the training container (RDMA pins memory)",
+    )
+    host_network: bool = Field(
+        default=False,
+        description="pods on their node's network (hostNetwork); a PyTorchJob only: a TrainJob "
+        "cannot set it (set it in the ClusterTrainingRuntime)",
+    )
+    network_annotations: dict[
+        Annotated[
+            str,
+            Field(
+                pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+            ),
+        ],
+        str,
+    ] = Field(
+        default_factory=dict,
+        description="pod annotations for a secondary network, e.g. "
+        "{'k8s.v1.cni.cncf.io/networks': 'roce-net'} (Multus)",
+    )
+
+    @model_validator(mode="after")
+    def _trainjob_can_patch_it(self) -> K8sConfig:
+        """What a TrainJob's pod patches cannot express is refused here, not by the cluster."""
+        if self.api == "trainjob" and self.host_network:
+            raise ValueError(
+                "host_network: a TrainJob cannot set hostNetwork (Kubeflow Trainer's pod "
+                "patches have no such field): set it in the ClusterTrainingRuntime, or use "
+                "api: pytorchjob"
+            )
+        if self.api == "trainjob" and self.ipc_lock and self.pod_patch == "podTemplateOverrides":
+            raise ValueError(
+                "ipc_lock: Trainer 2.1's podTemplateOverrides cannot set a container's "
+                "securityContext: use pod_patch: runtimePatches (Trainer 2.2+) or add "
+                "IPC_LOCK in the ClusterTrainingRuntime"
+            )
+        return self
 
 
 class LauncherConfig(StrictModel):

@@ -1,6 +1,8 @@
 """`launcher.kind: k8s`: one job manifest per cell (and the worker specs its pods read), applied
 with kubectl when `launcher.k8s.apply` is set and this is no dry run. torchscale does not follow
-Kubernetes jobs: their ranks write results to the shared results volume (torchscale/k8s.py)."""
+Kubernetes jobs: their ranks write results to the shared results volume (torchscale/k8s.py).
+Before writing, it warns of what would make the figures misleading: no shared results volume,
+and multi-node NCCL cells left on TCP over the pod network (`network_warnings`)."""
 
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ class KubernetesJobs:
     def _submit(
         self, plan: Plan, store: ResultStore, events: BenchmarkEvents, apply: bool, dry_run: bool
     ) -> BenchmarkRun:
-        from torchscale.k8s import apply_manifests, write_k8s_manifests
+        from torchscale.k8s import apply_manifests, network_warnings, write_k8s_manifests
 
         settings = plan.launcher.k8s
         if settings.results_claim is None:
@@ -67,6 +69,8 @@ class KubernetesJobs:
                 "launcher.k8s.results_claim is not set: the runtime must mount shared storage "
                 f"at {settings.results_mount}, or the results stay in the pods"
             )
+        for warning in network_warnings(plan):
+            events.on_warning(warning)
         paths = write_k8s_manifests(plan, store, settings.pod_patch)
         skipped = sum(1 for p in plan.cells if p.skip_reason is not None)
         written = KubernetesSubmission(store.k8s_dir, paths, skipped)

@@ -20,6 +20,7 @@ from torchscale.config.schema import CommConfig, SlurmConfig
 from torchscale.plan import LaunchSettings, PlannedCell
 from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
+from torchscale.slurm.cpus import cpus_per_node
 from torchscale.worker.spec import WorkerSpec
 
 ALLOCATION_KIND = "torchscale.slurm_allocation"
@@ -53,14 +54,17 @@ class AllocationCell(BaseModel):
     timeout_s: float
     warnings: list[str] = Field(default_factory=list)
 
-    def planned(self) -> PlannedCell:
+    def planned(
+        self, omp_num_threads: int | None = None, warnings: tuple[str, ...] = ()
+    ) -> PlannedCell:
         """The plan's cell again, as the sweep's run_cell takes it (no definition text: the
-        cell's identity carries its hash)."""
+        cell's identity carries its hash); the driver may size its threads from the CPUs the
+        step really has, and add what it saw there to its warnings."""
         spec = self.spec
         launch = LaunchSettings(
             nproc_per_node=self.nproc_per_node,
             nnodes=spec.cell.nodes,
-            omp_num_threads=self.omp_num_threads,
+            omp_num_threads=omp_num_threads or self.omp_num_threads,
             extra_env=dict(self.extra_env),
             timeout_s=self.timeout_s,
         )
@@ -73,7 +77,7 @@ class AllocationCell(BaseModel):
             spec.data,
             launch,
             None,
-            tuple(self.warnings),
+            (*self.warnings, *warnings),
         )
 
 
@@ -88,7 +92,17 @@ class Allocation(BaseModel):
     experiment_root: str
     nodes: int
     gpus_per_node: int | None
-    cpus_per_task: int | None
+    cpus_per_task: int | None = Field(description="the config's count: srun repeats it")
+    cpus_asked: int | None = Field(
+        default=None,
+        description="CPUs per node the job asks (--cpus-per-task of its one task per node); "
+        "null: none (exclusive nodes come whole)",
+    )
+    threads_from_cpus: bool = Field(
+        default=False,
+        description="OMP_NUM_THREADS from the CPUs each step has, not the submitting host's "
+        "(no cpus_per_task nor omp_num_threads in the config)",
+    )
     container: str | None
     python: str
     price_per_gpu_hour: float | None
@@ -113,9 +127,13 @@ def build_allocation(
     slurm: SlurmConfig,
     price_per_gpu_hour: float | None,
     comm: CommConfig,
+    *,
+    fixed_threads: bool = False,
 ) -> Allocation:
     """The allocation of `cells` (all on `nodes` nodes), their specs pointing into `store`,
-    and the preflight steps `slurm.preflight` asks for."""
+    the preflight steps `slurm.preflight` asks for, and the CPUs it asks per node
+    (torchscale/slurm/cpus.py). `fixed_threads`: launcher.omp_num_threads is set, so the
+    driver keeps the plan's thread count."""
     entries = [
         AllocationCell(
             spec=p.worker_spec(
@@ -129,12 +147,17 @@ def build_allocation(
         )
         for p in cells
     ]
+    ranks_per_node = max((p.launch.nproc_per_node for p in cells), default=1)
     return Allocation(
         name=name,
         experiment_root=str(store.root.resolve()),
         nodes=nodes,
         gpus_per_node=slurm.gpus_per_node,
         cpus_per_task=slurm.cpus_per_task,
+        cpus_asked=cpus_per_node(
+            slurm.cpus_per_task, slurm.exclusive, slurm.gpus_per_node, ranks_per_node
+        ),
+        threads_from_cpus=slurm.cpus_per_task is None and not fixed_threads,
         container=slurm.container,
         python=slurm.python or sys.executable,
         price_per_gpu_hour=price_per_gpu_hour,
@@ -161,8 +184,8 @@ def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -
     ]
     if slurm.gpus_per_node is not None:
         lines.append(f"#SBATCH --gpus-per-node={slurm.gpus_per_node}")
-    if slurm.cpus_per_task is not None:
-        lines.append(f"#SBATCH --cpus-per-task={slurm.cpus_per_task}")
+    if allocation.cpus_asked is not None:
+        lines.append(f"#SBATCH --cpus-per-task={allocation.cpus_asked}")
     for option, value in (
         ("partition", slurm.partition),
         ("account", slurm.account),

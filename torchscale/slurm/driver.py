@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from torchscale.cell import Status
@@ -25,11 +26,12 @@ from torchscale.plan import PlannedCell
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import CellError
 from torchscale.signals import Terminated, signal_name, terminate_on_signals
-from torchscale.slurm.allocation import Allocation
+from torchscale.slurm.allocation import Allocation, AllocationCell
 from torchscale.slurm.client import hostnames, node_address
+from torchscale.slurm.cpus import step_cpus, threads_per_rank, too_few_cpus
 from torchscale.slurm.preflight import run_preflight
 from torchscale.slurm.progress import Progress, write_progress
-from torchscale.slurm.step import StepPlace, free_port, srun_command, srun_prefix
+from torchscale.slurm.step import StepPlace, cpus_flags, free_port, srun_command, srun_prefix
 from torchscale.sweep import run_cell, unmeasured_result
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
@@ -55,6 +57,7 @@ def record_hosts(allocation: Allocation, env: Mapping[str, str]) -> None:
     directory = allocation.directory / "hosts"
     argv = [
         *srun_prefix(allocation.nodes, "torchscale-hosts"),
+        *cpus_flags(allocation.cpus_per_task),  # the CPUs a cell's step gets, recorded
         allocation.python,
         "-m",
         "torchscale.slurm.hostenv",
@@ -63,6 +66,34 @@ def record_hosts(allocation: Allocation, env: Mapping[str, str]) -> None:
     outcome = run_logged(argv, env, directory / "srun.log", HOSTENV_TIMEOUT_S)
     if outcome.returncode != 0:
         print(f"torchscale: recording the nodes' environment failed: {outcome.log_tail(5)}")
+
+
+def cells_cpus(allocation: Allocation, env: Mapping[str, str]) -> int:
+    """CPUs each step has on the first node: the driver's own, as the batch step holds every
+    CPU the job has there and a step without --cpus-per-task takes them all; the config's
+    count when srun asks it."""
+    cpus = step_cpus(env)
+    return min(cpus, allocation.cpus_per_task or cpus)
+
+
+def cell_as_run(allocation: Allocation, entry: AllocationCell, cpus: int) -> PlannedCell:
+    """The cell with OMP_NUM_THREADS from the CPUs its step has, when the config fixed no
+    count (the plan could only count the submitting host's cores), and a warning when its
+    ranks outnumber those CPUs. One count for every node: the job asks the same on each."""
+    ranks = entry.nproc_per_node
+    threads = threads_per_rank(cpus, ranks) if allocation.threads_from_cpus else None
+    warning = too_few_cpus(cpus, ranks, "the first node")
+    return entry.planned(threads, (warning,) if warning else ())
+
+
+def comm_as_run(allocation: Allocation, cpus: int) -> Allocation:
+    """The comm preflight's threads, sized as a cell's are."""
+    request = allocation.preflight_comm
+    if request is None or not allocation.threads_from_cpus:
+        return allocation
+    threads = threads_per_rank(cpus, request.ranks // allocation.nodes)
+    sized = replace(request, omp_num_threads=threads)
+    return allocation.model_copy(update={"preflight_comm": sized})
 
 
 def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int | None) -> int:
@@ -82,14 +113,16 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
         python=allocation.python,
     )
     current: PlannedCell | None = None
+    cpus = cells_cpus(allocation, env)
+    print(f"torchscale: each step has {cpus} CPU(s) on the first node", flush=True)
     try:
         with terminate_on_signals(STOP_SIGNALS):
             record_hosts(allocation, env)
-            run_preflight(allocation, env, place, progress)
+            run_preflight(comm_as_run(allocation, cpus), env, place, progress)
             for step, verdict in progress.preflight.items():
                 print(f"torchscale: preflight {step}: {verdict}", flush=True)
             for index, entry in enumerate(allocation.cells):
-                current = entry.planned()
+                current = cell_as_run(allocation, entry, cpus)
                 progress.current = current.cell.id
                 write_progress(allocation.directory, progress)
                 port = free_port()

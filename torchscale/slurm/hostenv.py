@@ -3,7 +3,8 @@
     srun --ntasks-per-node=1 python -m torchscale.slurm.hostenv DIR
 
 writes DIR/node<k>.json: the host's environment as every cell result records it for rank 0,
-plus the Slurm variables that place this node in the job.
+plus the Slurm variables that place this node in the job and count its CPUs. The step asks
+the CPUs a cell's step asks, so `usable_cores` (its cpuset) is what each cell has there.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from pathlib import Path
 from torchscale.atomic import write_text_atomic
 from torchscale.worker.run_environment import capture_environment
 
-SLURM_FIELDS = ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODEID", "SLURMD_NODENAME")
+SLURM_FIELDS = (
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODEID",
+    "SLURMD_NODENAME",
+    "SLURM_CPUS_ON_NODE",  # CPUs of this step here, as Slurm counts them
+    "SLURM_JOB_CPUS_PER_NODE",
+)
 
 
 def main() -> None:

@@ -48,9 +48,17 @@ def srun_prefix(nodes: int, job_name: str) -> list[str]:
     ]
 
 
+def cpus_flags(cpus_per_task: int | None) -> list[str]:
+    """The step's CPU request: the config's count, repeated (since Slurm 22.05 srun does not
+    inherit sbatch's --cpus-per-task), or none, so that the step uses every CPU its job has
+    on each node (torchscale/slurm/cpus.py)."""
+    return [] if cpus_per_task is None else [f"--cpus-per-task={cpus_per_task}"]
+
+
 def rendezvous_flags(nodes: int, place: StepPlace, port: int, index: int | str) -> tuple[str, ...]:
     """torchrun's multi-node rendezvous for step `index`: c10d at the first node's address,
-    a port and rendezvous id of its own."""
+    a port and rendezvous id of its own (torchscale.slurm.node adds which node hosts the
+    store: the same argv runs on every node)."""
     return (
         f"--nnodes={nodes}",
         "--rdzv-backend=c10d",
@@ -65,8 +73,7 @@ def srun_wrap(inner: LaunchCommand, nodes: int, job_name: str, place: StepPlace)
     srun = srun_prefix(nodes, job_name)
     if place.gpus_per_node is not None:
         srun.append(f"--gpus-per-node={place.gpus_per_node}")
-    if place.cpus_per_task is not None:
-        srun.append(f"--cpus-per-task={place.cpus_per_task}")
+    srun.extend(cpus_flags(place.cpus_per_task))
     if place.container:
         srun.append(f"--container-image={place.container}")
     argv = [*srun, place.python, "-m", NODE_MODULE, "--", *inner.argv]

@@ -133,6 +133,7 @@ def prepare_sweep(
             plan.launcher.slurm,
             plan.price_per_gpu_hour,
             plan.comm,
+            fixed_threads=plan.launcher.omp_num_threads is not None,
         )
         directory = allocation.directory
         store.write_text(directory / ALLOCATION_FILE, allocation.model_dump_json(indent=2))
