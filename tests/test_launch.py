@@ -483,10 +483,20 @@ def test_rank_killed_by_a_signal_names_it_and_its_likely_cause(
 
 
 def test_root_cause_from_the_agent_line_when_the_block_is_missing() -> None:
+    """The agent's line names a local rank and a pid, not a global rank (issue 24)."""
     (line,) = [x for x in SIGKILL_LOG.splitlines() if "failed (exitcode" in x]
     first = root_cause(line)
-    assert (first.rank, first.exitcode, first.signum) == (1, -9, 9)
+    assert (first.rank, first.local_rank, first.pid) == (None, 1, 3817)
+    assert (first.exitcode, first.signum) == (-9, 9)
     assert root_cause("nothing here").signum is None
+
+
+def test_a_one_node_launch_names_the_rank_of_the_agent_line(tmp_path: Path) -> None:
+    """On one node (`--standalone`) the local rank is the global rank."""
+    (line,) = [x for x in SIGKILL_LOG.splitlines() if "failed (exitcode" in x]
+    failure = classify_failure(outcome(tmp_path, line + "\n"), cell(tmp_path), 60)
+    assert failure.root_cause_rank == 1
+    assert failure.reason.startswith("rank 1 was killed by SIGKILL")
 
 
 def test_torchrun_itself_killed_by_a_signal(tmp_path: Path) -> None:

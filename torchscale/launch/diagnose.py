@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from torchscale.rank_diagnostics import DIAGNOSTICS_ENV, STACK_SIGNAL, stack_file
+from torchscale.rank_diagnostics import DIAGNOSTICS_ENV, STACK_SIGNAL, RankIdentity, stack_file
 
 STACK_WAIT_S = 2.0
 _PID_FILE = re.compile(r"^rank(\d+)\.pid$")  # pid_file()
+_IDENTITY_FILE = re.compile(r"^rank(\d+)\.identity\.json$")  # identity_file()
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)\b.*\(most recent call first\):")
 _STACK = re.compile(r"^Stack \(most recent call first\):")  # all_threads=False
 _FRAME = re.compile(r'^\s+File "(?P<path>.*)", line (?P<line>\d+) in (?P<func>.+?)\s*$')
@@ -49,6 +50,21 @@ def read_pids(directory: Path) -> dict[int, int]:
             with contextlib.suppress(OSError, ValueError):
                 pids[int(match.group(1))] = int(path.read_text(encoding="utf-8").strip())
     return dict(sorted(pids.items()))
+
+
+def read_identities(directory: Path) -> dict[int, RankIdentity]:
+    """rank -> who it was, from the rank<N>.identity.json files the ranks wrote (none in a
+    launch from before they were written, or whose ranks never got that far)."""
+    found: dict[int, RankIdentity] = {}
+    with contextlib.suppress(OSError):
+        for path in directory.iterdir():
+            if not _IDENTITY_FILE.match(path.name):
+                continue
+            with contextlib.suppress(OSError):
+                identity = RankIdentity.from_json(path.read_text(encoding="utf-8"))
+                if identity is not None:
+                    found[identity.rank] = identity
+    return dict(sorted(found.items()))
 
 
 def belongs_to(pid: int, directory: Path) -> bool:

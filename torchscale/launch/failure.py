@@ -5,6 +5,12 @@ torchrun names the first failing rank in its "Root Cause" block, with its exit c
 the signal that killed it), and the worker's @record writes that rank's exception to the error
 file; both are read here, neither is required. A hang is explained by the stacks the ranks
 dumped before the kill (torchscale/launch/diagnose.py).
+
+Global ranks are never derived from where a log lies: torch's rendezvous numbers nodes by host
+name and pid (`gpu10` before `gpu9`), not by Slurm's node id, so `ranks/node0/.../1/` need not be
+rank 1. Each rank recorded who it was (rank<N>.identity.json, torchscale/rank_diagnostics.py);
+its per-rank error file, and the pid torchrun reports, lead back to it (RankMap). Without those
+records (older results) only a one-node launch's local rank is its global rank.
 """
 
 from __future__ import annotations
@@ -13,14 +19,21 @@ import contextlib
 import json
 import re
 import signal
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchscale.cell import Status
-from torchscale.launch.diagnose import HangDiagnosis, diagnose_hang, locate
+from torchscale.launch.diagnose import (
+    HangDiagnosis,
+    diagnose_hang,
+    locate,
+    read_identities,
+    read_pids,
+)
 from torchscale.launch.process import ProcessOutcome
 from torchscale.launch.torchrun import LaunchCommand
-from torchscale.rank_diagnostics import stack_file
+from torchscale.rank_diagnostics import RankIdentity, stack_file
 from torchscale.schema.cell_result import CellError
 from torchscale.signals import signal_name
 
@@ -32,10 +45,11 @@ OOM_MARKERS = (
     "MemoryError",
 )
 _ROOT_CAUSE = re.compile(r"^Root Cause[^\n]*\n(?P<block>.*?)(?:^={10,}|\Z)", re.S | re.M)
-_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)", re.M)
-_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)", re.M)
-# the agent's own line, when the summary block is missing (single node: local rank == rank)
-_FAILED_LINE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)(?:\s*\(local_rank:\s*(\d+)\))?", re.M)
+_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)(?:\s*\(pid:\s*(\d+)\))?", re.M)
+# the agent's own line, when the summary block is missing: a local rank and a pid only
+_FAILED_LINE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)(?: \(pid: (\d+)\))?")
+_NODE_DIR = re.compile(r"^node(\d+)$")  # ranks/node<k>/: Slurm node k (torchscale/slurm/node.py)
 
 # what usually sends each signal, in the words an operator acts on
 SIGNAL_CAUSES: dict[int, str] = {
@@ -79,10 +93,13 @@ class CellFailure:
 
 @dataclass(frozen=True)
 class RankExit:
-    """The first failed rank torchrun reports, and how it ended."""
+    """The first failed rank torchrun reports, and how it ended. `rank` is global, as the
+    Root Cause block gives it; the agent's own line gives only `local_rank` and `pid`."""
 
     rank: int | None
     exitcode: int | None
+    local_rank: int | None = None
+    pid: int | None = None
 
     @property
     def signum(self) -> int | None:
@@ -113,13 +130,71 @@ def root_cause(log: str) -> RankExit:
         rank = _RANK.search(block["block"])
         code = _EXITCODE.search(block["block"])
         return RankExit(
-            int(rank[1]) if rank else None,
-            int(code[1]) if code else None,
+            _group_int(rank, 1),
+            _group_int(code, 1),
+            _group_int(rank, 2),
+            _group_int(code, 2),
         )
     line = _FAILED_LINE.search(log)
     if line:
-        return RankExit(int(line[2]), int(line[1]))
+        return RankExit(None, int(line[1]), int(line[2]), _group_int(line, 3))
     return RankExit(None, None)
+
+
+def _group_int(match: re.Match[str] | None, group: int) -> int | None:
+    return int(match[group]) if match and match[group] is not None else None
+
+
+@dataclass(frozen=True)
+class RankMap:
+    """What tells a failed process's global rank, from what the ranks left in the
+    diagnostics directory (their identities, their pid files) and the launch's node count."""
+
+    identities: Mapping[int, RankIdentity]
+    pids: Mapping[int, int]  # rank -> pid, also in layouts from before identities
+    one_node: bool  # then a local rank is the global rank
+
+    @classmethod
+    def read(cls, command: LaunchCommand) -> RankMap:
+        directory = command.diagnostics_dir
+        return cls(read_identities(directory), read_pids(directory), one_node(command.argv))
+
+    def of_exit(self, failed: RankExit) -> int | None:
+        """torchrun's global rank; else, on one node, the local rank; else the one rank that
+        had the failed process's pid (pids repeat across nodes: ambiguous is None)."""
+        if failed.rank is not None:
+            return failed.rank
+        if self.one_node and failed.local_rank is not None:
+            return failed.local_rank
+        if failed.pid is None:
+            return None
+        pids = dict(self.pids) | {rank: who.pid for rank, who in self.identities.items()}
+        owners = [rank for rank, pid in pids.items() if pid == failed.pid]
+        return owners[0] if len(owners) == 1 else None
+
+    def of_error_file(self, path: Path, ranks_dir: Path) -> int | None:
+        """The rank whose torchrun error file `path` is (it recorded that file as its
+        TORCHELASTIC_ERROR_FILE; compared below `ranks_dir`, whatever the mount's name); without
+        a record, a one-node launch's local rank (the directory's name)."""
+        tail = path.relative_to(ranks_dir).parts
+        for identity in self.identities.values():
+            if identity.error_file and Path(identity.error_file).parts[-len(tail) :] == tail:
+                return identity.rank
+        local = path.parent.name
+        other_node = any(_NODE_DIR.match(p) and p != "node0" for p in tail)
+        return int(local) if self.one_node and local.isdigit() and not other_node else None
+
+
+def one_node(argv: Sequence[str]) -> bool:
+    """Whether torchrun's argv asks for one node (`--standalone`, `--nnodes=1`)."""
+    if "--standalone" in argv:
+        return True
+    for i, arg in enumerate(argv):
+        if arg.startswith("--nnodes="):
+            return arg.partition("=")[2] == "1"
+        if arg == "--nnodes" and i + 1 < len(argv):
+            return argv[i + 1] == "1"
+    return False
 
 
 def signal_reason(who: str, signum: int) -> str:
@@ -167,37 +242,41 @@ def _first_cause(errors: list[str]) -> str | None:
     return errors[0] if errors else None
 
 
-def _rank_errors(log_dir: Path) -> list[tuple[int | None, str]]:
-    """Every rank's own error file (torchrun's `ranks/<run>/attempt_<n>/<local rank>/`), as
-    (rank, exception line); the rank is None for other nodes' ranks (`ranks/node<k>/...`),
-    whose global rank this side does not know."""
+def rank_errors(log_dir: Path, ranks: RankMap) -> list[tuple[int | None, str]]:
+    """Every rank's own error file (torchrun's `ranks/[node<k>/]<run>/attempt_<n>/<local>/`),
+    as (global rank, exception line), by rank; the rank is None where no record tells it."""
     found: list[tuple[int | None, str]] = []
+    ranks_dir = log_dir / "ranks"
     with contextlib.suppress(OSError):
-        for path in sorted((log_dir / "ranks").glob("**/attempt_*/*/error.json")):
+        for path in sorted(ranks_dir.glob("**/attempt_*/*/error.json")):
             error = read_error_file(path)
-            if not error:
-                continue
-            local = int(path.parent.name) if path.parent.name.isdigit() else None
-            other_node = any(
-                part.startswith("node") and part != "node0"
-                for part in path.relative_to(log_dir).parts
-            )
-            found.append((None if other_node else local, error))
-    return found
+            if error:
+                found.append((ranks.of_error_file(path, ranks_dir), error))
+    return sorted(found, key=lambda found_error: (found_error[0] is None, found_error[0] or 0))
 
 
 def primary_failure(
-    exception: str | None, rank: int | None, log_dir: Path
+    exception: str | None, rank: int | None, errors: list[tuple[int | None, str]]
 ) -> tuple[str | None, int | None]:
     """torchrun names the rank whose error it recorded first; when that error only follows
     another rank's (a collective whose peer died: "Connection closed by peer"), the rank that
-    failed on its own is the root cause, if one left its error file."""
-    if exception is None or not is_secondary(exception):
+    failed on its own is the root cause, if one left its error file (`errors`: rank_errors)."""
+    if exception is None:
         return exception, rank
-    for other_rank, error in _rank_errors(log_dir):
+    if not is_secondary(exception):
+        return exception, _owner(exception, rank, errors)
+    for other_rank, error in errors:
         if not is_secondary(error):
             return error, other_rank
     return exception, rank
+
+
+def _owner(exception: str, rank: int | None, errors: list[tuple[int | None, str]]) -> int | None:
+    """The rank whose own error file holds `exception`. torchrun's pick when it is one of them
+    (ranks can raise alike) or none is known; otherwise its pick came from another node's
+    Root Cause block (every node's torchrun prints one into a multi-node log) and is wrong."""
+    owners = [owner for owner, error in errors if owner is not None and error == exception]
+    return rank if not owners or rank in owners else owners[0]
 
 
 def classify_failure(
@@ -211,8 +290,10 @@ def classify_failure(
     if outcome.timed_out:
         return _timeout(diagnose_hang(command.diagnostics_dir, outcome.stacks), timeout_s, tail)
     exception = _first_cause(_node_errors(command.error_file))
+    ranks = RankMap.read(command)
     first = root_cause(log)
-    exception, rank = primary_failure(exception, first.rank, command.log_dir)
+    errors = rank_errors(command.log_dir, ranks)
+    exception, rank = primary_failure(exception, ranks.of_exit(first), errors)
     evidence = exception if exception else log  # the exception itself, when known
     if any(marker in evidence for marker in OOM_MARKERS):
         reason = f"out of memory: {exception or 'see log'}"

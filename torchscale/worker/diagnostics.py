@@ -4,8 +4,11 @@ When the sweep times a cell out it cannot see where each rank is stuck; the rank
 writes its pid where the parent looks (TORCHSCALE_DIAGNOSTICS_DIR) and registers faulthandler on
 SIGUSR1, so the parent can ask for every thread's Python stack before killing the cell (read by
 torchscale/launch/diagnose.py). A fatal signal (SIGSEGV, SIGABRT, SIGBUS...) dumps to the same
-file. And a rank dies with its torchrun: torchrun starts ranks in sessions of their own, so a
-SIGKILLed torchrun would otherwise leave them running, holding ports and GPUs.
+file. Beside its pid each rank writes who it is (global, local and node rank, Slurm node, host,
+torchrun's error file for it): the parent maps torchrun's per-node logs to global ranks through
+these (torchscale/launch/failure.py). And a rank dies with its torchrun: torchrun starts ranks in
+sessions of their own, so a SIGKILLed torchrun would otherwise leave them running, holding ports
+and GPUs. A rank whose teardown after an error hangs is ended by `exit_if_stuck`.
 
 This module imports neither torch nor anything heavy at the top: the worker calls
 die_with_torchrun() before it imports torch (seconds during which torchrun may die).
@@ -17,12 +20,16 @@ import contextlib
 import faulthandler
 import os
 import signal
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from torchscale.signals import set_parent_death_signal
+
+if TYPE_CHECKING:
+    from torchscale.rank_diagnostics import RankIdentity
 
 AGENT_ENV = "TORCHELASTIC_RUN_ID"  # set by torchrun for every rank it starts
 # what the command line of a rank's parent mentions when that parent is torchrun
@@ -71,11 +78,17 @@ def install(env: Mapping[str, str] | None = None) -> Path | None:
     """Under torchrun, die with it; when the diagnostics directory is set, answer SIGUSR1 with
     a stack dump. Returns the stack file.
 
-    The pid file is written last and atomically: a pid the parent can read belongs to a rank
-    that will dump on SIGUSR1 rather than die of it (its default action).
+    The identity, then the pid file are written last and atomically: a pid the parent can read
+    belongs to a rank that will dump on SIGUSR1 rather than die of it (its default action).
     """
     # here, not at the top: they import the config schema, too late for die_with_torchrun
-    from torchscale.rank_diagnostics import DIAGNOSTICS_ENV, STACK_SIGNAL, pid_file, stack_file
+    from torchscale.rank_diagnostics import (
+        DIAGNOSTICS_ENV,
+        STACK_SIGNAL,
+        identity_file,
+        pid_file,
+        stack_file,
+    )
 
     env = os.environ if env is None else env
     die_with_torchrun(env)  # idempotent: the worker did it before importing torch
@@ -90,8 +103,42 @@ def install(env: Mapping[str, str] | None = None) -> Path | None:
     _open_files.append(handle)
     faulthandler.register(STACK_SIGNAL, file=handle, all_threads=True, chain=False)
     faulthandler.enable(file=handle, all_threads=True)
-    target = pid_file(root, rank)
-    partial = target.with_name(f".{target.name}.tmp")
-    partial.write_text(f"{os.getpid()}\n", encoding="utf-8")
-    partial.replace(target)
+    _write_atomic(identity_file(root, rank), rank_identity(env).to_json())
+    _write_atomic(pid_file(root, rank), f"{os.getpid()}\n")
     return stacks
+
+
+def rank_identity(env: Mapping[str, str]) -> RankIdentity:
+    """This rank as torchrun (RANK, LOCAL_RANK, GROUP_RANK, its error file) and Slurm
+    (SLURM_NODEID, which names the node's log directory) numbered it."""
+    from torchscale.rank_diagnostics import RankIdentity
+
+    return RankIdentity(
+        rank=int(env.get("RANK", "0")),
+        local_rank=_int_or_none(env.get("LOCAL_RANK")),
+        group_rank=_int_or_none(env.get("GROUP_RANK")),
+        slurm_node_id=_int_or_none(env.get("SLURM_NODEID")),
+        hostname=socket.gethostname(),
+        pid=os.getpid(),
+        error_file=env.get("TORCHELASTIC_ERROR_FILE") or None,
+    )
+
+
+def _int_or_none(text: str | None) -> int | None:
+    return int(text) if text is not None and text.strip().isdigit() else None
+
+
+def _write_atomic(target: Path, text: str) -> None:
+    partial = target.with_name(f".{target.name}.tmp")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(target)
+
+
+def exit_if_stuck(seconds: float) -> None:
+    """Exit with status 1 after `seconds` unless the process has ended by then, first dumping
+    every thread's stack (to the rank's stack file once installed): for the error path, where
+    leaving the process group or the interpreter's teardown can wait on peers that wait on this
+    rank. faulthandler's watchdog is a C thread: it fires even while the main thread blocks in
+    C++ holding the GIL, where a Python timer would never run."""
+    handle = _open_files[-1] if _open_files else sys.stderr
+    faulthandler.dump_traceback_later(seconds, exit=True, file=handle)

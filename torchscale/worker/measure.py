@@ -4,7 +4,9 @@ Only window edges synchronise (device sync + barrier), so the steps inside run e
 training; per-step times come from timers that do not sync the host per step, and so do the
 per-step phase times (torchscale/worker/phases.py), recorded in every window. The telemetry
 sampler (torchscale/telemetry/) runs in its own thread from just before each measured window's
-opening edge to just after its closing one.
+opening edge to just after its closing one. During the windows the collective timeout is cut from
+init's 10 minutes to what the warm-up justifies (`collective_timeout_s`): a rank whose peer will
+never come stops waiting after that, not after 10 minutes.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from torchscale.telemetry.window_figures import summarise_rank
 from torchscale.worker.allocator import AllocatorStats, allocator_stats, merge_windows
 from torchscale.worker.model_parallel import replica_flops
 from torchscale.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
+from torchscale.worker.rank_entry import collective_timeout
 from torchscale.worker.timing import make_timer, resolve_timing, synchronize
 from torchscale.worker.trainer import Trainer
 
@@ -34,6 +37,11 @@ PIPELINE_PHASES_NOTE = (
     "per-phase split; the stage's busy time and the bubble stand in for it (parallel in the "
     "result)"
 )
+# the measured windows' collective timeout: max(FLOOR, STEPS x the slowest warm-up step), a
+# generous bound (the slowest warm-up step already carries first-call costs: allocator, cuDNN
+# autotune, compilation); recorded as the result's environment.collective_timeout_s
+COLLECTIVE_TIMEOUT_FLOOR_S = 60.0
+COLLECTIVE_TIMEOUT_STEPS = 20
 
 
 @dataclass
@@ -240,6 +248,19 @@ def agreed_steps(duration_s: float, warmup_s: list[float], device: torch.device)
     return int(tensor.item())
 
 
+def collective_timeout_s(warmup_s: list[float], device: torch.device) -> float | None:
+    """max(60 s, 20x the slowest warm-up step) over every rank (MAX: one timeout for the
+    cell, and the slowest rank's steps are what its peers wait for). None without warm-up
+    steps: no step time to justify a bound, the init timeout stays. Every rank calls it (a
+    collective) when it has warm-up times, and they all do or none does (same spec)."""
+    if not warmup_s:
+        return None
+    local = max(COLLECTIVE_TIMEOUT_FLOOR_S, COLLECTIVE_TIMEOUT_STEPS * max(warmup_s))
+    tensor = torch.tensor([local], dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return float(tensor.item())
+
+
 def _local_numel_bytes(tensor: torch.Tensor) -> int:
     local = tensor.to_local() if hasattr(tensor, "to_local") else tensor  # FSDP2 DTensor shard
     return int(local.numel() * local.element_size())
@@ -288,20 +309,25 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
         settings.comm_overhead and spec.cell.strategy == "ddp" and dist.get_world_size() > 1
     )
     peak_allocated = peak_reserved = 0
-    for _ in range(settings.repeats):
-        # peaks of the training windows only: under no_sync() DDP accumulates into fresh
-        # .grad tensors beside its buckets, a second copy of the gradients training never holds
-        if device.type == "cuda":
-            before = torch.cuda.memory_stats(device)
-            torch.cuda.reset_peak_memory_stats(device)
-        result.windows.append(run_window(trainer, steps, timing, telemetry=sampler))
-        if device.type == "cuda":
-            peak_allocated = max(peak_allocated, int(torch.cuda.max_memory_allocated(device)))
-            peak_reserved = max(peak_reserved, int(torch.cuda.max_memory_reserved(device)))
-            per_window_allocator.append(allocator_stats(before, torch.cuda.memory_stats(device)))
-        if interleave:
-            # right after its synchronised window, so both see the same machine state
-            result.no_sync_windows.append(run_window(trainer, steps, timing, skip_sync=True))
+    timeout_s = collective_timeout_s(warmup, device)
+    trainer.settings["collective_timeout_s"] = timeout_s
+    with collective_timeout(timeout_s):
+        for _ in range(settings.repeats):
+            # peaks of the training windows only: under no_sync() DDP accumulates into fresh
+            # .grad tensors beside its buckets, a second copy of the gradients training never
+            # holds
+            if device.type == "cuda":
+                before = torch.cuda.memory_stats(device)
+                torch.cuda.reset_peak_memory_stats(device)
+            result.windows.append(run_window(trainer, steps, timing, telemetry=sampler))
+            if device.type == "cuda":
+                peak_allocated = max(peak_allocated, int(torch.cuda.max_memory_allocated(device)))
+                peak_reserved = max(peak_reserved, int(torch.cuda.max_memory_reserved(device)))
+                after = torch.cuda.memory_stats(device)
+                per_window_allocator.append(allocator_stats(before, after))
+            if interleave:
+                # right after its synchronised window, so both see the same machine state
+                result.no_sync_windows.append(run_window(trainer, steps, timing, skip_sync=True))
     result.static = static_memory(trainer)  # optimizer state exists after the first step
     if device.type == "cuda":
         result.peak_allocated = peak_allocated

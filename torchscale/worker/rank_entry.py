@@ -4,15 +4,18 @@ validate's smoke test (torchscale/validate/smoke_worker.py).
 
 A rank first installs its diagnostics (it dies with its torchrun, and answers the parent's
 SIGUSR1 with a stack dump: torchscale/worker/diagnostics.py), then reads what to run, finds its
-device and joins the process group, which it leaves however its work ended. (The entry modules
-also call `die_with_torchrun` before they import torch, and wrap `main` in torchelastic's
-`@record` so an exception lands in the error file the parent reads for the root cause.)
+device and joins the process group, which it leaves however its work ended: destroyed after
+success, aborted after an error (see `process_group`). (The entry modules also call
+`die_with_torchrun` before they import torch, and wrap `main` in torchelastic's `@record` so an
+exception lands in the error file the parent reads for the root cause.)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -22,10 +25,15 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as dist
 from pydantic import BaseModel
+from torch.distributed import distributed_c10d as c10d
+from torch.distributed.elastic.multiprocessing.errors import ErrorHandler
 
-from torchscale.worker.diagnostics import install
+from torchscale.worker.diagnostics import exit_if_stuck, install
 
 INIT_TIMEOUT = timedelta(minutes=10)
+# how long a rank that raised may take to leave (abort, interpreter teardown) before it is
+# ended with its stacks dumped: its exception is already in its error file by then
+ERROR_EXIT_GRACE = timedelta(seconds=30)
 
 Spec = TypeVar("Spec", bound=BaseModel)
 
@@ -51,15 +59,68 @@ def rank_device(kind: str) -> torch.device:
 
 @contextmanager
 def process_group(
-    backend: str, device: torch.device, timeout: timedelta = INIT_TIMEOUT
+    backend: str,
+    device: torch.device,
+    timeout: timedelta = INIT_TIMEOUT,
+    exit_grace: timedelta = ERROR_EXIT_GRACE,
 ) -> Iterator[None]:
-    """Joined for the block, destroyed after it whatever happened (a rank that raised must not
-    leave its communicators to interpreter teardown). NCCL is bound to the rank's device."""
+    """Joined for the block; destroyed after it when it succeeded, aborted when it raised.
+
+    Destroying waits for this rank's outstanding collectives (NCCL kernels, gloo's pending
+    work), which its peers, themselves waiting in a collective for this rank, never complete:
+    one rank's OOM on 8 GPUs then ended 10 minutes later as a peer's watchdog SIGABRT. So a
+    rank that raised first writes its exception to its error file (before anything that can
+    block), arms `exit_if_stuck(exit_grace)`, and aborts its communicators without waiting;
+    torchrun then sees it exit and stops the peers. NCCL is bound to the rank's device.
+    """
     kwargs: dict[str, Any] = {"backend": backend, "timeout": timeout}
     if backend == "nccl":
         kwargs["device_id"] = device
     dist.init_process_group(**kwargs)
     try:
         yield
-    finally:
-        dist.destroy_process_group()
+    except BaseException as error:
+        leave_after_error(error, exit_grace)
+        raise
+    dist.destroy_process_group()
+
+
+def leave_after_error(error: BaseException, grace: timedelta) -> None:
+    """Record `error`, bound the time left to exit, abort the process group (never destroy)."""
+    record_error(error)
+    exit_if_stuck(grace.total_seconds())
+    if not dist.is_initialized():
+        return
+    try:
+        c10d._abort_process_group()  # every group, the default one included
+    except Exception as abort_error:  # the rank's own exception matters, not this one
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"torchscale: aborting the process group failed: {abort_error}\n")
+
+
+def record_error(error: BaseException) -> None:
+    """Under torchrun, write `error` to this rank's error file as `@record` would, now: the
+    abort may block until `exit_if_stuck` ends the process, before `@record` runs. As `@record`
+    does, only an Exception (not SystemExit, KeyboardInterrupt) is recorded."""
+    if isinstance(error, Exception) and os.environ.get("TORCHELASTIC_ERROR_FILE"):
+        with contextlib.suppress(OSError):
+            ErrorHandler().record_exception(error)
+
+
+@contextmanager
+def collective_timeout(seconds: float | None, restore: timedelta = INIT_TIMEOUT) -> Iterator[None]:
+    """The default group's collective timeout set to `seconds` for the block (None: left as
+    it is), then `restore`d: outside the block ranks legitimately wait on a peer far longer
+    than a step (rank 0 aggregating and writing the result, a profile being exported).
+
+    A shorter timeout bounds how long ranks sit in a collective whose peer will never come
+    (a peer stuck, or gone without torchrun noticing): NCCL's watchdog, or gloo's wait, ends
+    them after `seconds` instead of the 10 minutes set at init. Other groups (a DeviceMesh's)
+    keep theirs. After an error the block's timeout stays: the group is aborted anyway.
+    """
+    if seconds is None:
+        yield
+        return
+    c10d._set_pg_timeout(timedelta(seconds=seconds))
+    yield
+    c10d._set_pg_timeout(restore)

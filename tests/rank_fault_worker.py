@@ -1,0 +1,60 @@
+"""Test-only torchrun worker for a rank's error path (torchscale/worker/rank_entry.py) and its
+identity record (torchscale/worker/diagnostics.py).
+
+Run under torchrun as `python -m tests.rank_fault_worker --raise-on R|all [--outstanding]
+[--exit-grace-s S] [--marker M]` (the tests put the repo root on PYTHONPATH; M, unused, lets a
+test find its ranks). Like the benchmark worker it dies with torchrun, installs its diagnostics
+(pid, stack dumps, identity) and joins a gloo group through `rank_entry.process_group` under
+`@record`. Then the raising rank(s) raise torch.OutOfMemoryError naming their global rank, while
+every other rank sits in all_reduce waiting for them. `--outstanding`: the raising rank first
+starts a receive from rank 0 that never completes, as the async collectives of DDP buckets,
+FSDP prefetches or pipeline sends leave outstanding work behind an exception.
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__":  # as torchscale/worker/main.py: die with torchrun before torch loads
+    from torchscale.worker.diagnostics import die_with_torchrun
+
+    die_with_torchrun()
+
+import argparse
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from torchscale.worker.diagnostics import install
+from torchscale.worker.rank_entry import ERROR_EXIT_GRACE, process_group
+
+
+def fail(rank: int, outstanding: bool) -> None:
+    if outstanding:  # the peers never join it: they wait in the side group's all_reduce
+        dist.all_reduce(torch.ones(4), async_op=True)
+    raise torch.OutOfMemoryError(
+        f"CUDA out of memory. Tried to allocate 20.00 GiB (injected on rank {rank})"
+    )
+
+
+@record
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--raise-on", required=True, help="a global rank, or 'all'")
+    parser.add_argument("--outstanding", action="store_true")
+    parser.add_argument("--exit-grace-s", type=float, default=ERROR_EXIT_GRACE.total_seconds())
+    parser.add_argument("--marker", default="")
+    args = parser.parse_args()
+    install()
+    grace = timedelta(seconds=args.exit_grace_s)
+    with process_group("gloo", torch.device("cpu"), exit_grace=grace):
+        rank = dist.get_rank()
+        side = dist.new_group(backend="gloo") if args.outstanding else None
+        if args.raise_on in ("all", str(rank)):
+            fail(rank, args.outstanding)
+        print(f"rank {rank} ready", flush=True)
+        dist.all_reduce(torch.ones(4), group=side)
+
+
+if __name__ == "__main__":
+    main()
