@@ -28,7 +28,7 @@ from fake_nvml import (
 
 from torchscale import host
 from torchscale.launch.torchrun_env import is_inherited_distributed_var
-from torchscale.nvml import NvmlState, probe_nvml
+from torchscale.nvml import NvmlState, nvml_indices, probe_nvml
 from torchscale.validate import checks_gpu, checks_software, checks_system, requirements
 from torchscale.validate import run_checks as runner
 from torchscale.validate.check_context import TorchState, ValidateContext
@@ -108,8 +108,10 @@ def fake_torch(
     nccl_version: Any = (2, 21, 5),
     gloo: bool = True,
     cuda_error: Exception | None = None,
+    uuids: list[str] | None = None,
 ) -> TorchState:
-    """A TorchState over a duck-typed stand-in for a CUDA (or CPU/ROCm) build of torch."""
+    """A TorchState over a duck-typed stand-in for a CUDA (or CPU/ROCm) build of torch.
+    `uuids`: what get_device_properties(i).uuid prints per CUDA ordinal (bare, as torch does)."""
 
     def is_available() -> bool:
         if cuda_error is not None:
@@ -129,7 +131,11 @@ def fake_torch(
             device_count=lambda: gpus,
             can_device_access_peer=peer or (lambda a, b: True),
             get_device_properties=lambda i: SimpleNamespace(
-                name=gpu_name, total_memory=40 * GIB, major=8, minor=0
+                name=gpu_name,
+                total_memory=40 * GIB,
+                major=8,
+                minor=0,
+                uuid=uuids[i] if uuids is not None else None,
             ),
             nccl=SimpleNamespace(version=nccl_version_fn),
         ),
@@ -175,8 +181,11 @@ def gpu_ctx(
     torch: TorchState | None = None,
     cuda_driver: tuple[int, int] | None = (12, 4),
 ) -> ValidateContext:
+    visible = [g.uuid.removeprefix("GPU-") for g in fake.gpus]  # every GPU, in NVML's order
     return make_ctx(
-        device, torch=torch or fake_torch(gpus=len(fake.gpus)), nvml=fake.state(cuda_driver)
+        device,
+        torch=torch or fake_torch(gpus=len(fake.gpus), uuids=visible),
+        nvml=fake.state(cuda_driver),
     )
 
 
@@ -730,13 +739,63 @@ def test_cuda_compat_skips_without_cuda_runtime_or_driver_version() -> None:
 # --------------------------------------------------------------------------------- GPU: p2p
 
 
+def uuid(n: int) -> str:
+    return f"{n:08x}-0000-4000-8000-000000000000"
+
+
 def test_p2p_full_access_passes_and_counts_nvlinks() -> None:
-    fake = FakeNvml([FakeGpu(nvlinks=[True] * 4), FakeGpu(nvlinks=[True, True, False])])
+    fake = FakeNvml(
+        [
+            FakeGpu(uuid=f"GPU-{uuid(0)}", nvlinks=[True] * 4),
+            FakeGpu(uuid=f"GPU-{uuid(1)}", nvlinks=[True, True, False]),
+        ]
+    )
     result = check_p2p(gpu_ctx(fake))
     assert result.status is Status.PASS, result.detail
     assert "peer access 2/2 pairs" in result.detail
-    assert "GPU0: 4 active, GPU1: 2 active" in result.detail
+    assert "cuda:0 (NVML 0): 4 active, cuda:1 (NVML 1): 2 active" in result.detail
     assert result.data["active_nvlinks"] == {0: 4, 1: 2}
+
+
+def test_p2p_names_nvlinks_by_cuda_ordinal_under_a_visible_subset() -> None:
+    """CUDA_VISIBLE_DEVICES=3,1 on a 4-GPU node: cuda:0 is NVML GPU 3 and cuda:1 NVML GPU 1;
+    their NVLink counts follow them by UUID (NVML GPU i has i + 1 links here)."""
+    fake = FakeNvml([FakeGpu(uuid=f"GPU-{uuid(i)}", nvlinks=[True] * (i + 1)) for i in range(4)])
+    torch = fake_torch(gpus=2, uuids=[uuid(3), uuid(1)])
+    result = check_p2p(gpu_ctx(fake, torch=torch))
+    assert result.status is Status.PASS, result.detail
+    assert "NVLink cuda:0 (NVML 3): 4 active, cuda:1 (NVML 1): 2 active" in result.detail
+    assert result.data["active_nvlinks"] == {0: 4, 1: 2}
+    assert result.data["nvml_index"] == {0: 3, 1: 1}
+    assert set(result.data["peer_access"]) == {"0->1", "1->0"}  # CUDA ordinals too
+
+
+def test_p2p_ordinal_without_an_nvml_match_is_unknown_not_borrowed() -> None:
+    fake = FakeNvml([FakeGpu(uuid=f"GPU-{uuid(i)}", nvlinks=[True]) for i in range(2)])
+    torch = fake_torch(gpus=2, uuids=[uuid(1), "MIG-feedface"])  # e.g. a MIG slice
+    result = check_p2p(gpu_ctx(fake, torch=torch))
+    assert "cuda:0 (NVML 1): 1 active" in result.detail
+    assert "cuda:1: unknown (no NVML GPU with its UUID)" in result.detail
+    assert result.data["active_nvlinks"] == {0: 1}
+
+
+@pytest.mark.parametrize(
+    ("torch_uuids", "nvml_uuids", "expected"),
+    [
+        # every GPU visible, in NVML's order
+        (["a", "b"], ["GPU-a", "GPU-b"], [0, 1]),
+        # CUDA_VISIBLE_DEVICES=2,0: a subset, reordered
+        (["c", "a"], ["GPU-a", "GPU-b", "GPU-c"], [2, 0]),
+        # torch may print a prefix or capitals; NVML's unreadable GPU has no UUID
+        (["GPU-C", "b"], ["GPU-a", "", "GPU-c"], [2, None]),
+        # no UUID from torch, or a MIG slice's: no NVML GPU of the list is it
+        ([None, "MIG-a"], ["GPU-a", "GPU-x"], [None, None]),
+    ],
+)
+def test_nvml_indices_maps_cuda_ordinals_by_uuid(
+    torch_uuids: list[str | None], nvml_uuids: list[str], expected: list[int | None]
+) -> None:
+    assert nvml_indices(torch_uuids, nvml_uuids) == expected
 
 
 def test_p2p_missing_pair_warns() -> None:

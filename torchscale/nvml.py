@@ -9,7 +9,7 @@ Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypeVar
@@ -94,3 +94,23 @@ def probe_nvml() -> NvmlState:
         bus_id = _text(getattr(pci, "busId", "")) if pci is not None else ""
         state.gpus.append(NvmlGpu(index, handle, _text(name), _text(uuid or ""), bus_id))
     return state
+
+
+def uuid_key(uuid: str) -> str:
+    """A GPU UUID as NVML spells it, lower case: torch prints a GPU's UUID bare, NVML with
+    `GPU-` (a MIG slice's with `MIG-`, never equal to its GPU's)."""
+    text = uuid.strip().lower()
+    return text if text.startswith(("gpu-", "mig-")) else f"gpu-{text}"
+
+
+def nvml_indices(torch_uuids: Sequence[str | None], nvml_uuids: Sequence[str]) -> list[int | None]:
+    """For each CUDA ordinal (a position in `torch_uuids`), the NVML index (a position in
+    `nvml_uuids`) of the same GPU, or None where no NVML GPU has its UUID (a MIG slice, no
+    UUID from torch).
+
+    CUDA ordinals count only the GPUs CUDA_VISIBLE_DEVICES leaves, in its order (fastest first
+    unless CUDA_DEVICE_ORDER=PCI_BUS_ID); NVML numbers every GPU of the node by PCI bus. Only
+    the UUID names the same GPU in both.
+    """
+    by_uuid = {uuid_key(u): i for i, u in enumerate(nvml_uuids) if u}
+    return [by_uuid.get(uuid_key(u)) if u else None for u in torch_uuids]

@@ -1,12 +1,14 @@
-"""Which sources sample a rank: its own GPU by UUID through NVML plus its process through psutil
-on CUDA; its process only on CPU, where the GPU fields are null with the reason. Both read the
-host's CPU and load at each window's edges (what else ran on the machine)."""
+"""Which sources sample a rank: its own GPU plus its process through psutil on a GPU (NVIDIA:
+NVML, by UUID; AMD under ROCm's torch: amdsmi, by PCI address); its process only on CPU, where
+the GPU fields are null with the reason. Both read the host's CPU and load at each window's
+edges (what else ran on the machine)."""
 
 from __future__ import annotations
 
 import torch
 
 from torchscale.cell_settings import TelemetryConfig
+from torchscale.telemetry.amdsmi_source import AmdSmiSource, pci_address
 from torchscale.telemetry.host_source import HostSource
 from torchscale.telemetry.nvml_source import ENERGY, NvmlSource
 from torchscale.telemetry.process_source import ProcessSource
@@ -37,14 +39,27 @@ def rank_sampler(config: TelemetryConfig, device: torch.device) -> Sampler | Non
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
         label = f"cuda:{index}"
-        uuid = torch_uuid(device)
-        if uuid is None:
-            why = "this torch reports no UUID for the device: its NVML handle cannot be found"
-            unavailable = {**dict.fromkeys((*GPU_FIELDS, GPU_PROCESSES), why), ENERGY: why}
+        gpu = _gpu_source(device)
+        if isinstance(gpu, str):
+            unavailable = {**dict.fromkeys((*GPU_FIELDS, GPU_PROCESSES), gpu), ENERGY: gpu}
             return Sampler(process, interval_s, label, unavailable)
-        return Sampler([NvmlSource(uuid), *process], interval_s, label)
+        return Sampler([gpu, *process], interval_s, label)
     unavailable = {
         **dict.fromkeys((*GPU_FIELDS, GPU_PROCESSES), CPU_NO_GPU),
         ENERGY: CPU_NO_ENERGY,
     }
     return Sampler(process, interval_s, "cpu", unavailable)
+
+
+def _gpu_source(device: torch.device) -> Source | str:
+    """The source for the rank's GPU: amdsmi under ROCm's torch, NVML otherwise; or why the
+    GPU cannot be found."""
+    if getattr(torch.version, "hip", None):
+        address = pci_address(torch.cuda.get_device_properties(device))
+        if address is None:
+            return "this torch reports no PCI address for the device: amdsmi cannot find it"
+        return AmdSmiSource(address)
+    uuid = torch_uuid(device)
+    if uuid is None:
+        return "this torch reports no UUID for the device: its NVML handle cannot be found"
+    return NvmlSource(uuid)

@@ -2,14 +2,15 @@
 
 NVML (pynvml) is the source for what the driver knows; torch is the source for what a training
 process can actually use. GPUs are listed as NVML sees them (every GPU of the node), the
-peer-to-peer matrix as torch sees them (the GPUs visible to this process).
+peer-to-peer matrix and its NVLink counts as torch sees them (CUDA ordinals: the GPUs visible to
+this process), each matched to its NVML GPU by UUID.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from torchscale.nvml import NvmlGpu, NvmlState, call
+from torchscale.nvml import NvmlGpu, NvmlState, call, nvml_indices
 from torchscale.telemetry.reasons import (
     HARMLESS_REASONS,
     decode_clock_reasons,
@@ -235,7 +236,8 @@ def _nvml_or_skip(ctx: ValidateContext, id: str, title: str) -> tuple[Any, Check
 
 
 def check_p2p(ctx: ValidateContext) -> CheckResult:
-    """Peer access between every pair of GPUs (torch) and active NVLinks per GPU (NVML)."""
+    """Peer access between every pair of GPUs (torch) and active NVLinks per GPU (NVML), both
+    by CUDA ordinal."""
     title = "P2P / NVLink"
     if ctx.device == "cpu":
         return skipped("p2p", title, CPU_SKIP)
@@ -248,11 +250,10 @@ def check_p2p(ctx: ValidateContext) -> CheckResult:
         for b in range(count):
             if a != b:
                 pairs[f"{a}->{b}"] = bool(torch.cuda.can_device_access_peer(a, b))
-    nvlinks = _active_nvlinks(ctx.nvml)
+    nvml_index, nvlinks, links = _nvlinks_by_ordinal(ctx.nvml, _torch_uuids(torch, count))
     missing = [p for p, ok in pairs.items() if not ok]
-    links = ", ".join(f"GPU{i}: {n} active" for i, n in nvlinks.items()) or "NVLink state unknown"
     detail = f"peer access {len(pairs) - len(missing)}/{len(pairs)} pairs; NVLink {links}"
-    data = {"peer_access": pairs, "active_nvlinks": nvlinks}
+    data = {"peer_access": pairs, "active_nvlinks": nvlinks, "nvml_index": nvml_index}
     if missing:
         return warned(
             "p2p",
@@ -265,13 +266,49 @@ def check_p2p(ctx: ValidateContext) -> CheckResult:
     return passed("p2p", title, detail, **data)
 
 
-def _active_nvlinks(state: NvmlState) -> dict[int, int]:
+def _torch_uuids(torch: Any, count: int) -> list[str | None]:
+    """The UUID torch reports for each CUDA ordinal (None where it has none)."""
+    uuids: list[str | None] = []
+    for ordinal in range(count):
+        try:
+            uuid = getattr(torch.cuda.get_device_properties(ordinal), "uuid", None)
+        except Exception:  # a GPU torch counts but cannot describe: its links stay unknown
+            uuid = None
+        uuids.append(str(uuid) if uuid is not None else None)
+    return uuids
+
+
+def _nvlinks_by_ordinal(
+    state: NvmlState, torch_uuids: list[str | None]
+) -> tuple[dict[int, int | None], dict[int, int], str]:
+    """({ordinal: NVML index}, {ordinal: active NVLinks}, the detail's text), the NVML GPU of
+    each CUDA ordinal found by UUID: under a CUDA_VISIBLE_DEVICES subset or reorder, ordinal i
+    is not NVML GPU i."""
     if not state.ok or state.module is None:
-        return {}
-    pynvml = state.module
+        return {}, {}, "state unknown"
+    per_nvml = _active_nvlinks(state.module, state.gpus)
+    indices = nvml_indices(torch_uuids, [g.uuid for g in state.gpus])
+    nvml_index = dict(enumerate(indices))
+    active = {o: per_nvml[i] for o, i in nvml_index.items() if i is not None and i in per_nvml}
+    parts = [_link_text(o, i, active.get(o)) for o, i in nvml_index.items()]
+    return nvml_index, active, ", ".join(parts)
+
+
+def _link_text(ordinal: int, index: int | None, active: int | None) -> str:
+    if index is None:
+        return f"cuda:{ordinal}: unknown (no NVML GPU with its UUID)"
+    if active is None:
+        return f"cuda:{ordinal} (NVML {index}): unknown (NVML cannot read it)"
+    return f"cuda:{ordinal} (NVML {index}): {active} active"
+
+
+def _active_nvlinks(pynvml: Any, gpus: list[NvmlGpu]) -> dict[int, int]:
+    """Active NVLinks per NVML index (a GPU NVML cannot read is left out: unknown)."""
     max_links = int(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18))
     active: dict[int, int] = {}
-    for gpu in state.gpus:
+    for gpu in gpus:
+        if gpu.handle is None:
+            continue
         n = 0
         for link in range(max_links):
             value, err = call(pynvml.nvmlDeviceGetNvLinkState, gpu.handle, link)
