@@ -15,6 +15,8 @@ names no straggler.
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,22 @@ def test_trace_analysis_names_rank_phase_and_size(profiled: tuple[int, Result, P
     assert analysis.sync_stall_pct == pytest.approx(expected, rel=0.25)
     assert analysis.findings[0].category == "straggler"
     assert "rank 1" in analysis.findings[0].title and "backward" in analysis.findings[0].title
+
+
+def test_capture_overhead_against_the_measured_windows(profiled: tuple[int, Result, Path]) -> None:
+    """The traced steps timed like the measured ones: their cost is one line in result.json's
+    profile notes, in analysis.json's notes and in the printed [NOTE]s."""
+    ranks, result, directory = profiled
+    run = read_cell_result(directory / "result.json").result
+    assert run is not None and run.profile is not None and run.step_time is not None
+    [line] = [n for n in run.profile.notes if n.startswith("capture overhead (torch)")]
+    assert f"over {ranks} rank(s)" in line and "same step timer: perf_counter" in line
+    analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
+    assert line in analysis.notes
+    assert line in " ".join(result.output.split())
+    for rank in range(ranks):
+        own = json.loads((directory / f"rank{rank}.phases.json").read_text())
+        assert len(own["step_s"]) == len(own["steps"]) == 10
 
 
 def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result, Path]) -> None:
@@ -227,3 +245,22 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
     # these millisecond steps may be, so 6 are traced and 3 required
     assert all(r.steps >= 3 for r in analysis.ranks)
     assert "sync_stall_pct" in analysis.unavailable
+    # only the profiled steps: the ranks' empty `torchscale:capture` range started the
+    # collection, so nothing of the start-up (torch's imports alone are ~1 s of OS calls)
+    # or of the measured windows before it is in the report
+    run = read_cell_result(directory / "result.json").result
+    assert run is not None and "--capture-range=nvtx" in run.launch["argv"]
+    assert run.launch["env"]["TORCHSCALE_NSYS_CAPTURE"] == "nvtx"
+    con = sqlite3.connect(directory / "capture.sqlite")
+    [(trigger_ns,)] = con.execute(
+        "SELECT MIN(n.start) FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE COALESCE(n.text, s.value) = 'torchscale:capture'"
+    ).fetchall()
+    [(first_osrt_ns,)] = con.execute("SELECT MIN(start) FROM OSRT_API").fetchall()
+    con.close()
+    assert trigger_ns is not None and first_osrt_ns is not None
+    assert trigger_ns - first_osrt_ns < 1e9, (trigger_ns, first_osrt_ns)
+    # what the traced steps cost against the measured windows, in both files
+    assert run.profile is not None
+    [overhead] = [n for n in run.profile.notes if n.startswith("capture overhead (nsys)")]
+    assert overhead in analysis.notes

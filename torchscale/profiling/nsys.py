@@ -24,8 +24,23 @@ What a capture holds on CPU vs GPU (nsys 2022.4.2.1, measured): with `--trace=nv
 CPU-only gloo job there are NVTX ranges and OS runtime calls only: no kernels, so collectives are
 not visible as such (gloo runs on host threads that nsys does not annotate); the blocking waits
 in OSRT_API (`pthread_cond_wait` on the training thread while gloo works) are what is left of
-them. On GPUs `--trace=cuda,nvtx,osrt` adds CUPTI kernels (NCCL: `ncclDevKernel_*`,
-`ncclKernel_*`), memcpy/memset and CUDA runtime calls.
+them, which is why CPU captures keep `osrt`. On GPUs `--trace=cuda,nvtx` gives CUPTI kernels
+(NCCL: `ncclDevKernel_*`, `ncclKernel_*`), memcpy/memset and CUDA runtime calls; `osrt` is left
+out there: the kernels show the collectives, no analysis reads OS runtime calls on GPUs, and
+they are most of a report's rows (every pthread, poll and ioctl over 1 us, of every rank).
+
+What is captured: only the profiled steps (`--capture-range`), never the start-up, warm-up and
+measured windows before them. The ranks trigger the collection (torchscale/worker/capture.py,
+`CAPTURE_ENV` says how): CUDA cells by cudaProfilerStart/Stop around the active steps
+(`--capture-range=cudaProfilerApi --capture-range-end=stop`); CPU cells by an empty NVTX range
+`torchscale:capture` just before them (`--capture-range=nvtx --capture-range-end=none`: the
+collection then runs to exit, since a range around the steps would read as an op covering
+them). nsys starts (and with `stop` ends) the collection of every process at the first trigger
+of any (measured with NVTX on CPU: a rank's range that began after another's ended was not
+captured); the ranks therefore trigger between barriers. Measured on CPU (2 gloo ranks, 3 of 9
+steps traced): OS runtime rows 874 instead of 22,519, report 158 KB instead of 492 KB. A
+capture range that never fires leaves no report at all, so a CPU cell whose ranks have no NVTX
+that this nsys records (`cpu_nvtx_records`) is captured whole, as before.
 """
 
 from __future__ import annotations
@@ -44,6 +59,7 @@ from typing import Literal
 
 from torchscale.errors import LaunchError, TraceError
 from torchscale.launch.torchrun import LaunchCommand
+from torchscale.worker.capture import CAPTURE_ENV, NVTX_CAPTURE, CaptureRange
 
 NSYS_ENV = "TORCHSCALE_NSYS"  # path to the nsys executable (or its install directory)
 NSYS_ROOT_ENV = "TORCHSCALE_NSYS_ROOT"  # where .ci/install_nsys.sh installs (CI cache)
@@ -57,8 +73,14 @@ NsysSource = Literal["TORCHSCALE_NSYS", "PATH", "CI cache"]
 TRACE_APIS = frozenset(
     {"cuda", "nvtx", "osrt", "cublas", "cudnn", "mpi", "ucx", "oshmem", "openmp", "none"}
 )
-CPU_TRACE = ("nvtx", "osrt")
-GPU_TRACE = ("cuda", "nvtx", "osrt")
+CPU_TRACE = ("nvtx", "osrt")  # osrt: the only trace of gloo's waits (module docstring)
+GPU_TRACE = ("cuda", "nvtx")
+# NVTX capture ranges fire only on registered strings unless this is 0 (torch.cuda.nvtx
+# registers none); read by nsys's injection library in the profiled processes
+NVTX_REGISTER_ONLY_ENV = "NSYS_NVTX_PROFILER_REGISTER_ONLY"
+# what each capture range needs traced, and how its end is handled (module docstring)
+CAPTURE_NEEDS = {"cudaProfilerApi": "cuda", "nvtx": "nvtx"}
+CAPTURE_END = {"cudaProfilerApi": "stop", "nvtx": "none"}
 
 
 @dataclass(frozen=True)
@@ -181,8 +203,45 @@ def _executable(nsys: NsysInstall | Path | str) -> str:
 
 
 def default_trace(gpu: bool) -> tuple[str, ...]:
-    """APIs to trace: NVTX ranges and OS runtime calls, plus CUDA (kernels, runtime) on GPUs."""
+    """APIs to trace: CUDA (kernels, runtime) and NVTX on GPUs; NVTX and OS runtime calls on
+    CPU, where the OS waits are all that shows of the collectives."""
     return GPU_TRACE if gpu else CPU_TRACE
+
+
+def default_capture(gpu: bool, nvtx_records: bool = True) -> CaptureRange:
+    """How the ranks start the collection: cudaProfilerApi on GPUs, an NVTX range on CPU when
+    the ranks' NVTX reaches this nsys (`cpu_nvtx_records`), else none (the whole run)."""
+    if gpu:
+        return "cudaProfilerApi"
+    return "nvtx" if nvtx_records else "none"
+
+
+def cpu_nvtx_records() -> tuple[bool, str | None]:
+    """Whether a CPU rank's NVTX (the backend torchscale/worker/markers.py picks, which also
+    fires the trigger) is known to record under Nsight Systems, with why not. Imports torch."""
+    from torchscale.worker.markers import NVTX_CPU_MAX_VERSION, nvtx_backend
+
+    backend, note = nvtx_backend()
+    if backend is None:
+        return False, note
+    if backend.name.startswith("nvtx ") and _release(backend.name) >= NVTX_CPU_MAX_VERSION:
+        return False, note
+    return True, None
+
+
+def _release(name: str) -> tuple[int, ...]:
+    """'nvtx 0.2.12rc1' -> (0, 2, 12)."""
+    return tuple(int(part) for part in re.findall(r"\d+", name.split(" ")[-1])[:3])
+
+
+def capture_argv(capture: CaptureRange) -> list[str]:
+    """The `nsys profile` options of one capture range (none: no option, the whole run)."""
+    if capture == "none":
+        return []
+    argv = [f"--capture-range={capture}", f"--capture-range-end={CAPTURE_END[capture]}"]
+    if capture == "nvtx":
+        argv.insert(1, f"--nvtx-capture={NVTX_CAPTURE}@*")  # either NVTX backend's domain
+    return argv
 
 
 def nsys_profile_argv(
@@ -192,17 +251,21 @@ def nsys_profile_argv(
     *,
     gpu: bool = False,
     trace: Sequence[str] | None = None,
+    capture: CaptureRange | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
     """`nsys profile ... <inner_argv>` as an argv list.
 
-    - `--trace` defaults to nvtx,osrt on CPU and, with `gpu`, cuda,nvtx,osrt (`default_trace`).
+    - `--trace` defaults to nvtx,osrt on CPU and, with `gpu`, cuda,nvtx (`default_trace`).
+    - `--capture-range...`: `capture` (default `default_capture(gpu)`; see `capture_argv`):
+      only what the ranks' trigger encloses is collected, so the inner command must be
+      torchscale's worker launched with `wrap_launch`'s environment; "none" for any other.
     - `--sample=none --cpuctxsw=none`: no CPU IP sampling or context-switch tracing (they need
       perf privileges, cost the most and are not read).
     - `--output=<output_base>`: nsys appends `.nsys-rep` (see `report_path`);
       `--force-overwrite=true`; `--export=none` (the SQLite is made by `export_sqlite`, with
       `--lazy=false`, which `profile --export` cannot ask for).
-    - `--wait=all --stop-on-exit=true`: the capture covers every torchrun worker to its exit.
+    - `--wait=all --stop-on-exit=true`: nsys waits for every torchrun worker to exit.
     - `extra` goes last before the inner command (e.g. `--osrt-threshold=10000`).
     """
     if not inner_argv:
@@ -211,12 +274,17 @@ def nsys_profile_argv(
     unknown = [a for a in apis if a not in TRACE_APIS]
     if unknown or not apis:
         raise ValueError(f"nsys_profile_argv: unknown trace API(s) {unknown or apis}")
+    mode = default_capture(gpu) if capture is None else capture
+    needs = CAPTURE_NEEDS.get(mode)
+    if needs is not None and needs not in apis:
+        raise ValueError(f"nsys_profile_argv: --capture-range={mode} needs '{needs}' traced")
     return [
         _executable(nsys),
         "profile",
         f"--trace={','.join(apis)}",
         "--sample=none",
         "--cpuctxsw=none",
+        *capture_argv(mode),
         f"--output={_strip_report_suffix(output_base)}",
         "--force-overwrite=true",
         "--export=none",
@@ -242,11 +310,13 @@ def wrap_launch(
     *,
     gpu: bool = False,
     trace: Sequence[str] | None = None,
+    capture: CaptureRange | None = None,
     extra: Sequence[str] = (),
     tmp_dir: Path | None = None,
 ) -> LaunchCommand:
     """The same launch under `nsys profile`: argv wrapped, TMPDIR set (default: a `nsys-tmp`
-    directory beside `output_base`), everything else unchanged.
+    directory beside `output_base`), the ranks told which capture trigger the argv waits for
+    (`capture_environment`), everything else unchanged.
 
     The one side effect: the TMPDIR directory is created, since nsys fails with only "Agent
     launcher failed." when it is missing."""
@@ -255,11 +325,25 @@ def wrap_launch(
         tmp.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LaunchError(f"cannot create nsys's temporary directory {tmp}: {exc}") from exc
-    argv = nsys_profile_argv(nsys, launch.argv, output_base, gpu=gpu, trace=trace, extra=extra)
-    overrides = {**launch.env_overrides, "TMPDIR": str(tmp)}
-    return dataclasses.replace(
-        launch, argv=argv, env=nsys_environment(launch.env, tmp), env_overrides=overrides
+    mode = default_capture(gpu) if capture is None else capture
+    argv = nsys_profile_argv(
+        nsys, launch.argv, output_base, gpu=gpu, trace=trace, capture=mode, extra=extra
     )
+    added = {"TMPDIR": str(tmp), **capture_environment(mode)}
+    return dataclasses.replace(
+        launch,
+        argv=argv,
+        env={**nsys_environment(launch.env, tmp), **added},
+        env_overrides={**launch.env_overrides, **added},
+    )
+
+
+def capture_environment(capture: CaptureRange) -> dict[str, str]:
+    """What the ranks read to fire the trigger the argv waits for (worker/capture.py)."""
+    env: dict[str, str] = {CAPTURE_ENV: capture}
+    if capture == "nvtx":
+        env[NVTX_REGISTER_ONLY_ENV] = "0"
+    return env
 
 
 def expect_report(output_base: Path) -> Path:

@@ -3,7 +3,9 @@
 A profiled run keeps everything in `<results>/<experiment>/profile/<cell_id>/`: the worker spec,
 torchrun's logs, the run's own result (its measured windows, phase timings and straggler by
 phase timers, taken before any profiled step), one trace per rank, and `analysis.json`. It never
-writes into `cells/`, so profiling a cell after a sweep cannot change the sweep's results.
+writes into `cells/`, so profiling a cell after a sweep cannot change the sweep's results. The
+traced steps' cost against the measured windows (torchscale/profiling/overhead.py) is one line
+in the result's `profile.notes` and in the analysis' notes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from torchscale.errors import LaunchError, ResultsError, TorchScaleError, descri
 from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
+from torchscale.profiling.overhead import CaptureOverhead, capture_overhead
 from torchscale.profiling.trigger import Selected
 from torchscale.results.directory_layout import ProfileRun
 from torchscale.results.store import ResultStore
@@ -55,6 +58,7 @@ class ProfiledCell:
     analysis: ProfileAnalysis | None = None
     analysis_error: str | None = None
     notes: list[str] = field(default_factory=list)
+    capture_overhead: CaptureOverhead | None = None
 
 
 def profile_dir(store: ResultStore, cell_id: str) -> Path:
@@ -91,15 +95,27 @@ def _prepare(directory: Path) -> None:
         raise ResultsError(f"cannot prepare {directory}: {describe_os_error(exc)}") from None
 
 
-def _nsys_wrap(command: LaunchCommand, directory: Path) -> LaunchCommand:
-    """The torchrun launch inside `nsys profile` (the launch itself unchanged)."""
-    from torchscale.profiling.nsys import find_nsys, wrap_launch
+def _nsys_wrap(command: LaunchCommand, directory: Path) -> tuple[LaunchCommand, str | None]:
+    """The torchrun launch inside `nsys profile` capturing only the profiled steps (the launch
+    itself unchanged), and a note when the whole run must be captured instead."""
+    from torchscale.profiling.nsys import cpu_nvtx_records, default_capture, find_nsys, wrap_launch
 
     nsys = find_nsys()
     if nsys is None:
         raise LaunchError("Nsight Systems (nsys) disappeared between planning and launch")
     gpu = "CUDA_VISIBLE_DEVICES" in command.env_overrides
-    return wrap_launch(command, nsys, directory / "capture", gpu=gpu, tmp_dir=directory / "tmp")
+    records, why = (True, None) if gpu else cpu_nvtx_records()
+    capture = default_capture(gpu, records)
+    note = None
+    if capture == "none":
+        note = (
+            "nsys captured the whole run, not only the profiled steps: the ranks have no NVTX "
+            f"to start a capture range with ({why or 'no NVTX backend'})"
+        )
+    wrapped = wrap_launch(
+        command, nsys, directory / "capture", gpu=gpu, capture=capture, tmp_dir=directory / "tmp"
+    )
+    return wrapped, note
 
 
 def _written_result(path: Path) -> CellResult | None:
@@ -133,8 +149,10 @@ def launch_profiled(
     )
     spec_path = store.write_text(files.spec_path, spec.model_dump_json(indent=2))
     command = planned.command(spec_path, files.log_dir, base_env)
+    notes: list[str] = []
     if request.tool == "nsys":
-        command = _nsys_wrap(command, directory)
+        command, capture_note = _nsys_wrap(command, directory)
+        notes += [capture_note] if capture_note else []
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # the directory was emptied before the launch: a result.json here is this launch's, and
     # is kept even when the ranks then hung in their shutdown (as a sweep keeps it)
@@ -152,13 +170,24 @@ def launch_profiled(
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)
     result.launch = {"argv": command.argv, "env": command.env_overrides}
+    profiled = ProfiledCell(directory, result, notes=notes)
+    if result.status == Status.OK:
+        _record_overhead(profiled, request.tool)
+    if result.profile is not None:
+        result.profile.notes = result.profile.notes + profiled.notes
     store.write_text(files.result_path, result.model_dump_json(indent=2))
-    profiled = ProfiledCell(directory, result)
     if result.status != Status.OK:
         profiled.analysis_error = "the profiled run did not finish: no traces to analyse"
         return profiled
     analyse_into(profiled, request)
     return profiled
+
+
+def _record_overhead(profiled: ProfiledCell, tool: str) -> None:
+    """The traced steps' overhead (or why none) as a note of the run."""
+    overhead, why_not = capture_overhead(profiled.result, profiled.directory, tool)
+    profiled.capture_overhead = overhead
+    profiled.notes.append(overhead.line() if overhead else f"capture overhead: unknown ({why_not})")
 
 
 def analyse_into(profiled: ProfiledCell, request: ProfileRequest) -> None:
@@ -184,6 +213,7 @@ def analyse_into(profiled: ProfiledCell, request: ProfileRequest) -> None:
     except TorchScaleError as exc:
         profiled.analysis_error = "; ".join(exc.lines())
         return
+    analysis.notes += [n for n in profiled.notes if n not in analysis.notes]
     write_analysis(analysis, ProfileRun(directory).analysis_path)
     profiled.analysis = analysis
 

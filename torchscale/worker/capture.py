@@ -13,10 +13,20 @@ its windows are done (same model, same batch, same injected delays):
   `torchscale:rank=<r>` when the capture starts, then for each active step a `ProfilerStep#<n>`
   start/end range and push/pop phase ranges inside it. The wait and warm-up steps run unmarked,
   so both tools see the same active steps with the same step numbers.
+  nsys collects only from the trigger the launcher chose (`CAPTURE_ENV`, set beside the argv by
+  torchscale/profiling/nsys.py): `cudaProfilerApi` (CUDA cells) calls cudaProfilerStart before
+  the first active step and cudaProfilerStop after the last; `nvtx` (CPU cells) pushes and pops
+  the empty range `torchscale:capture`, which starts the collection (it then runs to exit: a
+  range around the steps would read as one op covering them); `none` or unset: no trigger.
+  nsys starts and stops the collection of every process at the first trigger of any, so each
+  trigger sits between barriers: no rank's traced step begins before the start or ends after
+  the stop.
 
 Either way `<trace_dir>/rank<k>.phases.json` holds the worker's own phase timings
 (torchscale/worker/phases.py) of the active steps, to cross-check a trace's phase ranges
-against. The wall time the capture took is returned (and recorded as `profile.capture_s`).
+against, and their step times (`step_s`, the measured windows' step timer), from which the
+profiling session derives the capture overhead. The wall time the capture took is returned
+(and recorded as `profile.capture_s`).
 """
 
 from __future__ import annotations
@@ -25,16 +35,25 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from torchscale.atomic import write_text_atomic
+from torchscale.step_phases import RANGE_PREFIX
 from torchscale.worker import markers
 
 if TYPE_CHECKING:
     from torchscale.worker.spec import ProfileSpec
+    from torchscale.worker.timing import StepTimer
     from torchscale.worker.trainer import Trainer
+
+# the contract between torchscale/profiling/nsys.py (argv) and the ranks (trigger)
+CAPTURE_ENV = "TORCHSCALE_NSYS_CAPTURE"
+CaptureRange = Literal["cudaProfilerApi", "nvtx", "none"]
+CAPTURE_RANGES: tuple[CaptureRange, ...] = ("cudaProfilerApi", "nvtx", "none")
+NVTX_CAPTURE = f"{RANGE_PREFIX}capture"  # the range whose push starts an nvtx capture
 
 
 @dataclass
@@ -46,12 +65,67 @@ class CaptureOutcome:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Trigger:
+    """What starts and stops nsys's collection on this rank (`capture_range` says which)."""
+
+    mode: CaptureRange
+    start: Callable[[], None]
+    stop: Callable[[], None]
+
+
 def trace_name(rank: int) -> str:
     return f"rank{rank}.trace.json.gz"
 
 
 def phases_name(rank: int) -> str:
     return f"rank{rank}.phases.json"
+
+
+def capture_range(env: Mapping[str, str] | None = None) -> CaptureRange:
+    """The trigger the launcher asked for in CAPTURE_ENV; "none" when unset (a launch that is
+    not torchscale's own nsys wrap: nsys then captures the whole run and needs no trigger)."""
+    value = (os.environ if env is None else env).get(CAPTURE_ENV, "none")
+    for mode in CAPTURE_RANGES:
+        if value == mode:
+            return mode
+    return "none"
+
+
+def _nothing() -> None:
+    return None
+
+
+def nsys_trigger(
+    mode: CaptureRange, device_type: str, backend: markers.NvtxBackend | None
+) -> tuple[Trigger | None, str | None]:
+    """The trigger for `mode` on this rank, or None with why (nothing would be captured)."""
+    if mode == "cudaProfilerApi":
+        if device_type != "cuda":
+            return None, "nsys waits for cudaProfilerStart, which a CPU rank cannot call"
+        import torch.cuda.profiler as cuda_profiler
+
+        return Trigger(mode, cuda_profiler.start, cuda_profiler.stop), None
+    if mode == "nvtx":
+        if backend is None:
+            return None, f"nsys waits for the NVTX range {NVTX_CAPTURE}, and this rank has no NVTX"
+        nvtx = backend
+
+        def start() -> None:  # empty: a range around the steps would read as one op
+            nvtx.push(NVTX_CAPTURE)
+            nvtx.pop()
+
+        return Trigger(mode, start, _nothing), None
+    return None, None
+
+
+def _fire(action: Callable[[], None], what: str, rank: int) -> str | None:
+    """Call a trigger; a failure costs the trace, never the cell's measured windows."""
+    try:
+        action()
+    except Exception as exc:  # cudaProfilerStart/Stop raise RuntimeError on a CUDA error
+        return f"rank {rank}: nsys capture {what} failed: {exc}"
+    return None
 
 
 def _export_atomic(prof: Any, target: Path) -> None:
@@ -68,18 +142,27 @@ def _export_atomic(prof: Any, target: Path) -> None:
         raise
 
 
+def _timed_step(trainer: Trainer, timer: StepTimer, step: int, recorder: Any) -> None:
+    """One step under the measured windows' step timer (the capture overhead compares them)."""
+    timer.start(step)
+    trainer.step(phases=recorder)
+    timer.stop(step)
+
+
 def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome:
     """Run the profiled steps on this rank and write its files (every rank calls this)."""
     import torch.distributed as dist
 
     from torchscale.worker.measure import PIPELINE_PHASES_NOTE, phase_recorder
     from torchscale.worker.phases import trainable
-    from torchscale.worker.timing import synchronize
+    from torchscale.worker.timing import make_timer, resolve_timing, synchronize
 
     directory = Path(profile.trace_dir)
     directory.mkdir(parents=True, exist_ok=True)
     skipped = profile.wait + profile.warmup
     total = skipped + profile.active
+    timing = resolve_timing(trainer.spec.measurement.timing, trainer.device)
+    timer = make_timer(timing, total, trainer.device)
     # pipelines interleave forward and backward inside the schedule: no phase split
     recorder = phase_recorder(trainer, total) if trainer.runner is None else None
     outcome = CaptureOutcome(0.0)
@@ -93,24 +176,13 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
     )
     with hooks:
         if profile.tool == "torch":
-            problem = _torch_steps(trainer, profile, recorder, directory / trace_name(rank))
+            problem = _torch_steps(trainer, profile, recorder, timer, directory / trace_name(rank))
             if problem is None:
                 outcome.files.append(trace_name(rank))
             else:
                 outcome.notes.append(problem)
         else:
-            backend, note = markers.nvtx_backend()
-            if note:
-                outcome.notes.append(note)
-            marks = markers.Markers(nvtx=backend)
-            marks.mark(markers.rank_mark(rank))
-            for step in range(total):
-                if step < skipped:
-                    trainer.step(phases=recorder)
-                    continue
-                with markers.use(marks), marks.step(step):
-                    trainer.step(phases=recorder)
-            synchronize(trainer.device)
+            outcome.notes += _nsys_steps(trainer, profile, recorder, timer, rank)
     phases = recorder.seconds() if recorder is not None else {}
     notes = recorder.notes if recorder is not None else {"phases": PIPELINE_PHASES_NOTE}
     record = {
@@ -118,6 +190,8 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
         "tool": profile.tool,
         "unit": "s",
         "steps": list(range(skipped, total)),
+        "step_s": timer.seconds()[skipped:],
+        "timing": timing,
         "phases": {name: values[skipped:] for name, values in phases.items()},
         "notes": notes,
         "clock": "cuda_events" if trainer.device.type == "cuda" else "perf_counter",
@@ -131,7 +205,43 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
     return outcome
 
 
-def _torch_steps(trainer: Trainer, profile: ProfileSpec, recorder: Any, target: Path) -> str | None:
+def _nsys_steps(
+    trainer: Trainer, profile: ProfileSpec, recorder: Any, timer: StepTimer, rank: int
+) -> list[str]:
+    """The steps under Nsight Systems: wait and warm-up unmarked and outside the capture, the
+    active steps marked and inside it (see the module docstring for the trigger and barriers)."""
+    import torch.distributed as dist
+
+    from torchscale.worker.timing import synchronize
+
+    backend, note = markers.nvtx_backend()
+    notes = [note] if note else []
+    trigger, why_not = nsys_trigger(capture_range(), trainer.device.type, backend)
+    if why_not:
+        notes.append(f"rank {rank}: {why_not}: nothing is captured")
+    skipped = profile.wait + profile.warmup
+    for step in range(skipped):
+        _timed_step(trainer, timer, step, recorder)
+    synchronize(trainer.device)
+    dist.barrier()  # every rank is done with its untraced steps before anyone starts
+    if trigger is not None:
+        notes += filter(None, [_fire(trigger.start, "start", rank)])
+    dist.barrier()  # the collection is on before any rank's first traced step
+    marks = markers.Markers(nvtx=backend)
+    marks.mark(markers.rank_mark(rank))
+    for step in range(skipped, skipped + profile.active):
+        with markers.use(marks), marks.step(step):
+            _timed_step(trainer, timer, step, recorder)
+    synchronize(trainer.device)
+    dist.barrier()  # every rank's last traced step is over before anyone stops
+    if trigger is not None:
+        notes += filter(None, [_fire(trigger.stop, "stop", rank)])
+    return notes
+
+
+def _torch_steps(
+    trainer: Trainer, profile: ProfileSpec, recorder: Any, timer: StepTimer, target: Path
+) -> str | None:
     """The steps under torch.profiler; the trace written, or why not (a write error must not
     cost the cell its measured windows: the other ranks go on, and the result says so)."""
     import torch
@@ -164,8 +274,8 @@ def _torch_steps(trainer: Trainer, profile: ProfileSpec, recorder: Any, target: 
             with_stack=profile.with_stack,
         ) as prof,
     ):
-        for _ in range(total):
-            trainer.step(phases=recorder)
+        for step in range(total):
+            _timed_step(trainer, timer, step, recorder)  # prof.step() (and the export) outside
             prof.step()
         synchronize(trainer.device)
     if not exported:  # the schedule's last active step ends at the last prof.step()
