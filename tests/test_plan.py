@@ -369,3 +369,47 @@ def test_examples_plan_and_build_on_a_gpu_node(path: Path) -> None:
                 seq_len=config.data.seq_len,
                 image_size=config.data.image_size,
             )
+
+
+# ------------------------------------------------------------- tensor parallelism and nodes
+
+
+def _tp_plan(strategy: str, tp: int | None, across: bool = False) -> dict[tuple[int, int], Any]:
+    """(nodes, ranks per node) -> planned cell of a tp/hybrid sweep over 1 and 2 nodes."""
+    config = make_config(
+        models=["tiny-gpt2"],
+        gpu_counts=[2, 4],
+        training={
+            "strategy": strategy,
+            "parallel": {"tp": [tp] if tp else None, "tp_across_nodes": across},
+        },
+        launcher={"kind": "slurm", "nodes": [1, 2]},
+    )
+    plan = build_plan(config, Machine(gpu_count=0, cpu_cores=64))
+    return {(p.cell.nodes, p.launch.nproc_per_node): p for p in plan}
+
+
+def test_pure_tp_over_two_nodes_is_skipped_with_the_hybrid_that_keeps_it_inside() -> None:
+    cells = _tp_plan("tp", None)
+    assert cells[(1, 2)].skip_reason is None
+    assert cells[(1, 4)].skip_reason is None
+    reason = cells[(2, 2)].skip_reason or ""
+    assert reason.startswith("tensor-parallel groups of 4 ranks would span nodes (2 nodes x 2")
+    assert "hybrid fsdp_tp with parallel.tp 2" in reason
+    assert "tp_across_nodes" in reason
+
+
+def test_tp_across_nodes_when_asked_explicitly() -> None:
+    cells = _tp_plan("tp", None, across=True)
+    assert cells[(2, 2)].skip_reason is None
+    # the flag does not enter the definition: the id of a cell it does not change stays put
+    assert cells[(1, 4)].cell.id == _tp_plan("tp", None)[(1, 4)].cell.id
+
+
+def test_hybrid_tp_groups_must_divide_the_ranks_of_a_node() -> None:
+    inside = _tp_plan("hybrid", 2)
+    assert inside[(2, 2)].skip_reason is None  # fsdp across nodes, tp 2 on each node
+    assert inside[(2, 4)].skip_reason is None
+    spans = _tp_plan("hybrid", 4)
+    assert "would span nodes (2 nodes x 2 ranks)" in (spans[(2, 2)].skip_reason or "")
+    assert spans[(2, 4)].skip_reason is None

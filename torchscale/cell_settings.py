@@ -274,6 +274,11 @@ class ParallelConfig(StrictModel):
         description="2-D meshes of strategy hybrid: fsdp_tp (FSDP across TP groups) and/or "
         "ddp_pp (DDP across pipelines)",
     )
+    tp_across_nodes: bool = Field(
+        default=False,
+        description="let a tensor-parallel group span nodes (its per-layer all-reduces then "
+        "cross the inter-node link); false: such cells are skipped with the reason",
+    )
 
 
 class TrainingConfig(StrictModel):

@@ -40,6 +40,7 @@ from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 from torchscale.strategy_layouts import (
     compile_problem,
     model_problem,
+    node_problem,
     parallel_shapes,
     world_problem,
 )
@@ -418,6 +419,12 @@ def plan_cell(
     if skip is None and parallel is not None:
         skip = (
             world_problem(strategy, parallel, world_size)
+            or node_problem(
+                parallel,
+                shape.nproc_per_node,
+                shape.nodes,
+                config.training.parallel.tp_across_nodes,
+            )
             or compile_problem(parallel, config.training.compile)
             or model_problem(
                 strategy,

@@ -120,6 +120,28 @@ def world_problem(strategy: Strategy, shape: ParallelShape, world: int) -> str |
     return None
 
 
+def node_problem(
+    shape: ParallelShape, ranks_per_node: int, nodes: int, across_nodes: bool
+) -> str | None:
+    """A tensor-parallel group that would span nodes: a skip reason, unless the config asks
+    for it (`parallel.tp_across_nodes`). TP does an all-reduce per block and direction on the
+    critical path; over the inter-node link (tens of GB/s against hundreds inside a node) it
+    measures the network, not the layout. The mesh puts tp innermost and torchrun gives each
+    node contiguous global ranks, so the groups stay inside nodes exactly when tp divides the
+    ranks of a node."""
+    if nodes <= 1 or shape.tp <= 1 or across_nodes or ranks_per_node % shape.tp == 0:
+        return None
+    keep = (
+        f"hybrid fsdp_tp with parallel.tp {ranks_per_node} keeps TP inside each node"
+        if ranks_per_node > 1
+        else "give each node several ranks and use hybrid fsdp_tp"
+    )
+    return (
+        f"tensor-parallel groups of {shape.tp} ranks would span nodes ({nodes} nodes x "
+        f"{ranks_per_node} ranks): {keep}, or set training.parallel.tp_across_nodes: true"
+    )
+
+
 def layout_of(strategy: Strategy, shape: ParallelShape, world: int) -> ParallelLayout:
     """The worker's ParallelLayout of a cell's shape (torchscale/parallel/rank_layout.py)."""
     from torchscale.parallel.rank_layout import ParallelLayout
