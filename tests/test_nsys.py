@@ -569,6 +569,7 @@ def nvtx_problem() -> str | None:
     return None
 
 
+@pytest.mark.slow  # ~15-25 s; test_profile_run's nsys run covers the same path by the CLI
 def test_real_two_rank_cpu_capture_end_to_end(tmp_path: Path) -> None:
     nsys = find_nsys()
     if nsys is None:

@@ -191,6 +191,7 @@ def _fill(directory: Path) -> Path:
     return filler
 
 
+@pytest.mark.slow  # ~40-70 s: a sweep on a small filesystem filled mid-run, then resumed
 def test_disk_full_mid_sweep_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     """A real tmpfs fills after the first cell: the sweep stops with one line naming the path,
     exit 1, the first cell's result intact; with space back, --resume reuses it and runs the

@@ -300,6 +300,7 @@ def test_a_sweep_over_one_and_two_nodes_runs_through_sbatch_and_reports(
 
 
 @pytest.mark.slurm
+@pytest.mark.slow  # ~40-90 s: validate on both nodes, then a comm sweep, then the cells
 def test_the_preflight_validates_every_node_and_measures_the_fabric_first(
     slurm: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -418,6 +419,7 @@ def test_cancel_stops_the_jobs_and_the_running_cell_is_recorded(
 
 
 @pytest.mark.slurm
+@pytest.mark.slow  # ~70-110 s: waits out a real 2-minute Slurm time limit
 def test_a_job_killed_by_its_time_limit_resumes(
     slurm: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
