@@ -223,10 +223,24 @@ def test_run_that_failed_mid_table_keeps_the_rows_before_it() -> None:
 # --- the op, the dtype, the program names -------------------------------------------------------
 
 
-def test_op_missing_asks_for_it() -> None:
-    error = _error(_read, "all_gather_8rank_2host.txt")
+def test_op_missing_is_read_from_the_file_name() -> None:
+    result = _read("all_gather_8rank_2host.txt")
+    assert {r.op for r in result.rows} == {"all_gather"}
+    assert result.launch["inferred"] == {"op": "from the file name all_gather_8rank_2host.txt"}
+    assert result.warnings == [
+        "inferred the op, all_gather: from the file name all_gather_8rank_2host.txt"
+    ]
+
+
+def test_op_missing_and_ambiguous_asks_for_it() -> None:
+    """all_gather and alltoall print the same columns, sizes and busbw factor."""
+    error = _error(_parse, _text("all_gather_8rank_2host.txt"))
     assert isinstance(error, NcclTestsFormatError)
-    assert "does not name its test" in str(error) and "pass the op" in str(error)
+    assert str(error) == (
+        "out.txt:1: the output does not name its test and all_gather on 8 ranks and all_to_all "
+        "on 8 ranks fit its table alike (no redop, root -1, size = count x type size x 8): "
+        "pass the op"
+    )
 
 
 def test_the_files_own_test_name_wins_over_the_op_argument() -> None:
@@ -366,7 +380,6 @@ def test_a_footer_that_disagrees_with_the_rows_is_a_warning() -> None:
         ("results.csv", "results.csv: not nccl-tests output"),
         ("torchscale_result.json", "a torchscale comm result, not nccl-tests output"),
         ("truncated.json", "truncated.json:1:1712: not valid JSON"),
-        ("truncated.txt", "truncated.txt:16: the table stops without nccl-tests' footer"),
         (
             "bad_columns.txt",
             "bad_columns.txt:15: a table row with 12 columns where the header has 13",
@@ -513,12 +526,43 @@ def test_json_that_is_not_nccl_tests() -> None:
 
 
 def test_a_log_without_rank_lines() -> None:
-    text = "\n".join(line for line in _output().splitlines() if "Rank" not in line) + "\n"
-    result = _parse(text)
-    assert result.world_size == 2
-    assert result.warnings == ["no rank lines: assumed one process of 2 ranks"]
-    table_only = text.split("# Using devices\n")[1]
-    assert "cannot tell how many ranks ran" in str(_error(_parse, table_only, op="all_reduce"))
+    text = "\n".join(line for line in _output(ranks=4).splitlines() if "Rank" not in line)
+    result = _parse(text + "\n")
+    assert (result.world_size, result.unavailable) == (
+        4,
+        {"nodes": "the output lists no hosts (no '#  Rank' lines): nodes is not known"},
+    )
+    assert result.warnings == ["inferred 4 ranks: busbw/algbw = 1.4994 -> 4 (2(n-1)/n)"]
+    table_only = text.split("# Using devices\n")[1] + "\n"
+    assert _parse(table_only, op="all_reduce").world_size == 4
+
+
+def test_a_missing_footer_is_a_warning() -> None:
+    result = _read("truncated.txt")
+    assert (len(result.rows), result.status) == (8, "ok")
+    assert result.warnings == [
+        "no footer ('# Avg bus bandwidth') after the 4 table lines: the output may be cut short"
+    ]
+
+
+def test_rows_whose_ratios_disagree_are_refused() -> None:
+    """Half the rows say 2 ranks, half say 4: no rank count is likelier than the other."""
+    two = [line for line in _output(ranks=2).splitlines() if line.startswith(" ")]
+    four = [line for line in _output(ranks=4).splitlines() if line.startswith(" ")]
+    header = "#  size  count  type  redop  root  time algbw busbw #wrong time algbw busbw #wrong"
+    text = "\n".join([header, *two[:2], *four[2:]]) + "\n"
+    message = str(_error(_parse, text, op="all_reduce"))
+    assert message.startswith("out.txt:1: cannot tell how many ranks ran: busbw/algbw = ")
+    assert "fits 2 to 4 ranks alike" in message
+
+
+def test_no_op_fits_a_table_that_no_op_prints() -> None:
+    """A redop and a root, with the sizes of an op that gathers: no nccl-tests test."""
+    text = _output(None, redop="sum", root=0, factor=1.0, per_rank=True)
+    message = str(_error(_parse, text))
+    assert "the output does not name its test and no op fits its table (redop sum, root 0" in (
+        message
+    )
 
 
 def test_split_communicators_use_the_ranks_of_one() -> None:

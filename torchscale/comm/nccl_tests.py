@@ -23,6 +23,14 @@ Neither format carries what torchscale's per-rank and per-iteration fields mean,
 empty and iter_* stay None. Every figure is kept as printed and checked against its own
 definition (analysis/nccl_bandwidth.py): a row that disagrees is named in a warning, and a file
 where most rows disagree is refused, since its op or its rank count must then be wrong.
+
+Pasted output (docs, blogs, issues, acceptance reports) is read too: prefixes that launchers
+add (`[1,0]<stdout>:`, SkyPilot's `(head, rank=0, pid=N)`), markdown quotes, '#' lost in a
+paste, rows elided by hand, older versions (no `redop`/`root` columns, `Rank N Pid` lines, the
+`error` column). What the text does not say is inferred (nccl_infer.py) and recorded in
+`launch["inferred"]` and the warnings: the op from a command line, the file name or the table's
+columns; the ranks from a command line, the sizes or busbw/algbw. An inference that two answers
+fit is refused with the reason; a missing footer or a cut-off last row is a warning.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -42,6 +50,14 @@ from torchscale.catalog import COLLECTIVES
 from torchscale.collective_facts import ops_where, sweep_facts
 from torchscale.comm.comm_result import AcrossRanks, CommResult, CommRow, Placement
 from torchscale.comm.nccl_footer import average_busbw, summarize, wrong_total
+from torchscale.comm.nccl_infer import (
+    MAX_RANKS,
+    Command,
+    RankRange,
+    file_name_op,
+    parse_command,
+    ranks_from_bandwidth,
+)
 from torchscale.errors import UsageError, describe_os_error
 
 RunStatus = Literal["ok", "failed", "oom", "timeout"]  # CommResult.status
@@ -77,6 +93,8 @@ REDUCING_OPS = ops_where(lambda op: op.runnable and op.reduces)
 NON_REDUCING_OPS = ops_where(lambda op: op.runnable and not op.reduces and not op.point_to_point)
 ROOTED_OPS = ops_where(lambda op: op.runnable and op.rooted)
 NO_REDOP = ("", "none")
+# the oldest nccl-tests printed algbw = S (n-1)/n / t for these, and busbw = algbw
+LEGACY_OPS = frozenset({"all_gather", "reduce_scatter"})
 # nccl-tests' -a: 0 = rank 0's time, which torchscale's across_ranks has no name for
 AVERAGE_SETTINGS: dict[int, AcrossRanks | None] = {0: None, 1: "avg", 2: "min", 3: "max"}
 JSON_PLACEMENTS: tuple[tuple[str, Placement], ...] = (
@@ -93,9 +111,15 @@ FAILURE = re.compile(
 )
 VERSION = re.compile(r"nccl-tests version (\S+)(?:.*?nccl-library=(\d+))?")
 STARTING = re.compile(r"Collective test starting: (\S+)")
+# "Rank 0 Group 0 Pid 7 on host device 0 [0x1b] NAME"; versions before 2.10 print no Group
 RANK = re.compile(
-    r"Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$"
+    r"Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+    r"\s+\[[^\]]*\]\s*(.*)$"
 )
+# what launchers put before each line: SkyPilot's "(head, rank=0, pid=3808) ", then mpirun
+# --tag-output's "[1,0]<stdout>:"; and a markdown quote ("> ") around a pasted block
+PREFIX = re.compile(r"(?:\([^()]*\brank=\d+[^()]*\)\s*)?(?:\[\d+,\d+\]<std(?:out|err)>:)?")
+QUOTE = re.compile(r"^(?:>\s?)+")
 SETTINGS = {
     "nthreads": re.compile(r"nThread (\d+)"),
     "ngpus": re.compile(r"nGpus (\d+)"),
@@ -171,6 +195,8 @@ class _Run:
     footer_wrong: int | None = None
     ended: bool = False  # the footer was printed: the run finished its table
     failure: str | None = None  # the first line saying the run died, "line N: ..."
+    command: Command | None = None  # the command line (or label) printed before the run
+    bad_row: NcclTestsFormatError | None = None  # an unreadable table line, pending
     across_ranks: AcrossRanks = "avg"
     notes: list[str] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
@@ -188,6 +214,7 @@ class _Converted:
     hosts: frozenset[str]
     device_names: frozenset[str]
     warnings: list[str]
+    inferred: dict[str, str]
 
 
 # --- public API ---------------------------------------------------------------------------------
@@ -298,17 +325,29 @@ def _scan_text(text: str, source: str) -> list[_Run]:
         raise _fail(source, "the file is empty")
     runs: list[_Run] = []
     run: _Run | None = None
+    pending: Command | None = None  # a command line waiting for the run it starts
+    continued = ""  # a command line split with trailing backslashes
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
+        line = _unwrap(raw)
         if not line:
             continue
-        if _opens_run(line, run):
-            run = _Run(line=number)
+        commented = line.startswith("#")
+        body = line.lstrip("#").strip() if commented else line
+        if _opens_run(body, run):
+            run = _Run(line=number, command=pending)
+            pending = None
             runs.append(run)
-        if run is None:
+        if run is not None:
+            run.last_line = number
+            if _read_line(run, body, commented, number, source):
+                continue
+        if body.endswith("\\"):
+            continued += body[:-1] + " "
             continue
-        run.last_line = number
-        _read_line(run, line, number, source)
+        command = parse_command(continued + body)
+        continued = ""
+        if command is not None:
+            pending = _attach(run, command)
     if not runs:
         raise _fail(
             source,
@@ -318,38 +357,66 @@ def _scan_text(text: str, source: str) -> list[_Run]:
     return runs
 
 
-def _opens_run(line: str, run: _Run | None) -> bool:
+def _unwrap(raw: str) -> str:
+    """A line without what a launcher or a markdown quote put before nccl-tests' text."""
+    line = QUOTE.sub("", raw.strip())
+    prefix = PREFIX.match(line)
+    return line[prefix.end() :].strip() if prefix else line
+
+
+def _attach(run: _Run | None, command: Command) -> Command | None:
+    """A command line belongs to the run still printing its header (no table header, no
+    failure yet), else to the next one: returns the command left pending."""
+    open_header = run is not None and run.layout is None and run.failure is None
+    if run is not None and open_header and not run.ended and run.command is None:
+        run.command = command
+        return None
+    return command
+
+
+def _opens_run(body: str, run: _Run | None) -> bool:
     """A header line that belongs to a new run: the current one already printed its own."""
-    if not line.startswith("#"):
-        return False
-    body = line.lstrip("#").strip()
     if body.startswith("nThread ") or VERSION.search(body) or STARTING.search(body):
         return run is None or bool(run.settings) or run.layout is not None
     if body.split()[:3] == ["size", "count", "type"]:
-        return run is None or run.ended
+        return run is None or run.ended or bool(run.rows)
     return False
 
 
-def _read_line(run: _Run, line: str, number: int, source: str) -> None:
-    if FAILURE.search(line):
+def _read_line(run: _Run, body: str, commented: bool, number: int, source: str) -> bool:
+    """Read one line into the run; False when it is none of nccl-tests' own lines."""
+    if FAILURE.search(body):
         if run.failure is None:
-            run.failure = f"line {number}: {_clip(line)}"
-        return
-    if line.startswith("#"):
-        _read_comment(run, line.lstrip("#").strip(), number, source)
-        return
-    tokens = line.split()
-    is_row = len(tokens) >= 2 and tokens[0].isdigit() and tokens[1].isdigit()
+            run.failure = f"line {number}: {_clip(body)}"
+        return True
+    tokens = body.split()
+    is_row = not commented and len(tokens) >= 2 and tokens[0].isdigit() and tokens[1].isdigit()
     if is_row and run.layout is not None and not run.ended:
-        run.rows.append(_text_row(tokens, run.layout, str(number), source))
-    elif "NCCL WARN" in line:
-        run.notes.append(f"line {number}: {_clip(line)}")
+        _add_row(run, tokens, run.layout, f"{number}", source)
+        return True
+    if _read_comment(run, body, number, source):
+        return True
+    if "NCCL WARN" in body:
+        run.notes.append(f"line {number}: {_clip(body)}")
+        return True
+    return False
 
 
-def _read_comment(run: _Run, body: str, number: int, source: str) -> None:
-    """The '#' lines: version, test name, settings, ranks, the table header, the footer."""
-    rank = RANK.match(body)
-    if rank:
+def _add_row(run: _Run, tokens: list[str], layout: _Layout, loc: str, source: str) -> None:
+    """A table line; one that cannot be read is held: the last line of a cut-off table is
+    dropped with a warning, any other is refused."""
+    if run.bad_row is not None:
+        raise run.bad_row
+    try:
+        run.rows.append(_text_row(tokens, layout, loc, source))
+    except NcclTestsFormatError as error:
+        run.bad_row = error
+
+
+def _read_comment(run: _Run, body: str, number: int, source: str) -> bool:
+    """The header and footer lines: version, test name, settings, ranks, the table header,
+    the footer (with or without their '#'); False for any other line."""
+    if (rank := RANK.match(body)) is not None:
         run.ranks.append(_text_rank(rank))
     elif body.startswith("nThread "):
         run.settings = {k: int(m.group(1)) for k, p in SETTINGS.items() if (m := p.search(body))}
@@ -363,15 +430,20 @@ def _read_comment(run: _Run, body: str, number: int, source: str) -> None:
         run.layout = _layout(body.split(), f"{source}:{number}")
         run.cputime = "cputime" in run.layout.group
     elif (avg := AVG_FOOTER.search(body)) is not None:
+        if run.bad_row is not None:
+            raise run.bad_row
         run.footer_busbw = _footer_value(avg.group(1))
         run.ended = True
     elif (oob := WRONG_FOOTER.search(body)) is not None:
         run.footer_wrong = int(oob.group(1))
+    else:
+        return False
+    return True
 
 
 def _text_rank(match: re.Match[str]) -> _Rank:
     rank, group, pid, host, _device, name = match.groups()
-    return _Rank(int(rank), int(group), int(pid), host, name.strip())
+    return _Rank(int(rank), int(group or 0), int(pid), host, name.strip())
 
 
 def _footer_value(token: str) -> tuple[float, float] | None:
@@ -459,7 +531,8 @@ def _text_figures(columns: Mapping[str, str]) -> _Figures:
     time_us, time_res = _printed(columns.get("time") or columns["cputime"])
     algbw, algbw_res = _printed(columns["algbw"])
     busbw, busbw_res = _printed(columns["busbw"])
-    wrong_text = columns.get("#wrong", columns.get("error", "N/A"))
+    # older versions print `error` instead: the largest deviation, not a count (not imported)
+    wrong_text = columns.get("#wrong", "N/A")
     wrong = None if wrong_text == "N/A" else _wrong(float(wrong_text))
     return _Figures(
         _finite(time_us), _finite(algbw), _finite(busbw), wrong, time_res, algbw_res, busbw_res
@@ -682,25 +755,33 @@ def _json_times(start: Any, end: Any) -> tuple[str | None, float | None]:
 
 
 def _usable_runs(runs: list[_Run], source: str) -> tuple[list[_Run], list[str]]:
-    """Runs with rows. One that died before its table is skipped with a warning when others
-    follow it; a table that stops without a footer or a failure is truncated output."""
+    """Runs with rows. When others have rows, a run that died before its table, or whose
+    output stops right after its table header, is skipped with a warning."""
     usable: list[_Run] = []
     skipped: list[str] = []
+    others = any(run.rows for run in runs)
     for index, run in enumerate(runs):
         if run.rows:
-            _check_ended(run, source)
+            _check_ended(run)
             usable.append(run)
         elif run.failure and len(runs) > 1:
             skipped.append(f"a run at line {run.line} failed before its table ({run.failure})")
+        elif run.layout is not None and others:
+            skipped.append(
+                f"a run at line {run.line} stops after its table header, before any row "
+                "(output cut short?)"
+            )
         else:
             raise _no_rows(run, runs[index + 1] if index + 1 < len(runs) else None, source)
     return usable, skipped
 
 
 def _no_rows(run: _Run, following: _Run | None, source: str) -> NcclTestsFormatError:
-    where = _at(source, str(run.line)) if not run.ranks_are_processes else source
+    where = _where(run, source)
     if run.failure:
         return _fail(where, f"nccl-tests failed before its first row ({run.failure})")
+    if run.bad_row is not None:
+        return run.bad_row
     if following is not None:
         return _fail(
             where,
@@ -712,7 +793,11 @@ def _no_rows(run: _Run, following: _Run | None, source: str) -> NcclTestsFormatE
     return _fail(where, "the table has no rows")
 
 
-def _check_ended(run: _Run, source: str) -> None:
+def _check_ended(run: _Run) -> None:
+    """How the table ended: the footer, a failure, or neither (output cut short: a warning,
+    and a last line that cannot be read is dropped)."""
+    if run.bad_row is not None:
+        run.notes.append(f"dropped the last table line, cut short: {run.bad_row}")
     if run.ended:
         if run.failure:
             run.notes.append(f"the run reported a failure but finished its table ({run.failure})")
@@ -723,44 +808,100 @@ def _check_ended(run: _Run, source: str) -> None:
             f"the run stopped early: imported the {len(run.rows)} table lines before it"
         )
         return
-    raise _fail(
-        _at(source, str(run.last_line)),
-        "the table stops without nccl-tests' footer ('# Avg bus bandwidth'): truncated output?",
+    run.notes.append(
+        f"no footer ('# Avg bus bandwidth') after the {len(run.rows)} table lines: the output "
+        "may be cut short"
     )
 
 
-def _run_op(run: _Run, op: str | None, source: str) -> tuple[str, list[str]]:
-    """The test's op: the file's own word for it first, else the caller's."""
-    where = _at(source, str(run.line)) if not run.ranks_are_processes else source
+def _where(run: _Run, source: str) -> str:
+    return _at(source, str(run.line)) if not run.ranks_are_processes else source
+
+
+# --- the op and the ranks: stated, or inferred ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """How well one op explains a run's table: its rank count and the rows that disagree."""
+
+    op: str
+    world: int | None  # None: the table cannot tell (`why`)
+    problems: int
+    legacy: bool  # the oldest all_gather/reduce_scatter bandwidths (LEGACY_OPS)
+    how: str  # how `world` was read, for the inferred record
+    why: str = ""
+    span: tuple[int, int] | None = None  # the rank counts busbw/algbw allows alike
+
+
+@dataclass(frozen=True)
+class _Identity:
+    op: str
+    world: int
+    legacy: bool
+    notes: list[str]
+    inferred: dict[str, str]
+
+
+def _identify(run: _Run, op: str | None, source: str) -> _Identity:
+    """The run's op and rank count: as the output states them, else as the caller says, else
+    inferred, each inference recorded; refused when two answers fit."""
+    where = _where(run, source)
+    stated, how_op, notes = _stated_op(run, op, source)
+    listed, world_notes = _listed_world(run, where)
+    fit = _fit(run, stated, listed) if stated else _table_op(run, listed, where)
+    if stated is None:
+        how_op = f"from the table ({_shape(run)}): the only op that fits"
+    inferred = {"op": how_op} if how_op else {}
+    world, how_world = _resolve_world(run, fit, where)
+    if listed is None:
+        inferred["ranks"] = how_world
+        notes += _world_checks(run, world)
+    return _Identity(fit.op, world, fit.legacy, [*notes, *world_notes], inferred)
+
+
+def _stated_op(run: _Run, op: str | None, source: str) -> tuple[str | None, str, list[str]]:
+    """The op as the output names it, else the caller, else a command line or the file name
+    (how it was inferred, '' when stated); None when only the table can tell."""
+    where = _where(run, source)
     if run.program:
         found = _program_op(run.program, where)
         if op is not None and _program_op(op, where) != found:
-            return found, [f"the file says {run.program}: imported as {found}, not {op}"]
-        return found, []
-    if op is None:
-        raise _fail(
-            where,
-            "the output does not name its test (no 'Collective test starting' line): pass the "
-            f"op, one of {', '.join(COLLECTIVES)}",
-        )
-    return _program_op(op, where), []
+            return found, "", [f"the file says {run.program}: imported as {found}, not {op}"]
+        return found, "", []
+    command = run.command
+    if op is not None:
+        chosen = _program_op(op, where)
+        if command is None or PROGRAM_OPS.get(command.program.split("_perf")[0]) == chosen:
+            return chosen, "", []
+        return chosen, "", [f"the command line runs {command.program}: imported as {chosen}"]
+    if command is not None:
+        how = f"from the {command.kind} '{_clip(command.text, 100)}'"
+        return _program_op(command.program, where), how, []
+    return _file_name_op(run, source)
 
 
-def _world(run: _Run, source: str) -> tuple[int, list[str]]:
-    """Ranks in one communicator: busbw's n. Text lists every rank; JSON each process's first
-    (nThread x nGpus ranks each); NCCL_TESTS_SPLIT makes several equal communicators."""
-    where = _at(source, str(run.line)) if not run.ranks_are_processes else source
+def _file_name_op(run: _Run, source: str) -> tuple[str | None, str, list[str]]:
+    """The op the file's name spells, when the table's columns allow it."""
+    name = Path(source).name
+    named = file_name_op(name)
+    if named is None:
+        return None, "", []
+    if any(_column_problem(named, raw, strict=True) for raw in run.rows):
+        return None, "", [f"the file name {name} suggests {named}, but the table does not fit it"]
+    return named, f"from the file name {name}", []
+
+
+def _listed_world(run: _Run, where: str) -> tuple[int | None, list[str]]:
+    """Ranks in one communicator as the output lists them: text lists every rank, JSON each
+    process's first (nThread x nGpus ranks each); NCCL_TESTS_SPLIT makes several equal
+    communicators. None when nothing lists them."""
     per_process = run.settings.get("nthreads", 0) * run.settings.get("ngpus", 0) or None
     notes: list[str] = []
     processes = len({(r.host, r.pid) for r in run.ranks})
     if not run.ranks:
-        if per_process is None or run.ranks_are_processes:
-            missing = "config.devices" if run.ranks_are_processes else "'#  Rank' lines"
-            raise _fail(where, f"no {missing}: cannot tell how many ranks ran")
-        # a hand-trimmed log: nccl-tests always prints them
-        notes.append(f"no rank lines: assumed one process of {per_process} ranks")
-        total = per_process
-    elif run.ranks_are_processes:
+        return None, notes
+    if run.ranks_are_processes:
         if per_process is None:
             raise _fail(where, "config lacks nthreads and ngpus: cannot tell how many ranks ran")
         total = processes * per_process
@@ -794,22 +935,220 @@ def _text_world(
     return len(numbers)
 
 
+def _fit(run: _Run, op: str, listed: int | None) -> _Fit:
+    """The rank count that best explains the table for `op`: the listed one, else the one
+    the sizes (ops whose S counts the ranks) or busbw/algbw fix."""
+    facts = sweep_facts(op)
+    if listed is not None:
+        return _best(run, op, (listed,), "")
+    if facts.ranks_in_size:
+        ratio = _size_ratio(run)
+        if ratio is not None:
+            return _best(run, op, (ratio,), f"size / (count x type size) = {ratio} on every row")
+        if any(raw.count > 0 for raw in run.rows):
+            why = "size / (count x type size) differs between rows, as it does for no rank count"
+            return _Fit(op, None, len(run.rows), False, "", why)
+        return _unknown(run, op, "no row has elements to compare its size with")
+    if facts.busbw_factor == "1":
+        return _unknown(run, op, f"busbw = algbw for {op} on any number of ranks")
+    estimate = ranks_from_bandwidth(op, _bandwidths(run))
+    if estimate is None:
+        return _unknown(run, op, "no row's algbw is large enough to tell busbw/algbw")
+    how = f"busbw/algbw = {estimate.ratio:.5g} -> {estimate.lo} ({facts.busbw_factor})"
+    if estimate.exact:
+        return _best(run, op, (estimate.lo,), how)
+    return _ambiguous(run, op, estimate)
+
+
+def _best(run: _Run, op: str, worlds: Sequence[int], how: str) -> _Fit:
+    """The world (and bandwidth convention) with the fewest disagreeing rows."""
+    scored = []
+    for world in worlds:
+        scored.append((_problems(run, op, world, legacy=False), world, False))
+        if op in LEGACY_OPS and world > 1:
+            scored.append((_problems(run, op, world, legacy=True), world, True))
+    problems, world, legacy = min(scored)
+    return _Fit(op, world, problems, legacy, how)
+
+
+def _unknown(run: _Run, op: str, why: str) -> _Fit:
+    """A fit whose rank count the table cannot give; its rows are checked where n does not
+    matter (not at all for ops whose S counts the ranks: then every row is 0 bytes)."""
+    problems = 0 if sweep_facts(op).ranks_in_size else _problems(run, op, 2, legacy=False)
+    return _Fit(op, None, problems, False, "", why)
+
+
+def _ambiguous(run: _Run, op: str, estimate: RankRange) -> _Fit:
+    why = (
+        f"busbw/algbw = {estimate.ratio:.5g} fits {estimate.lo} to {estimate.hi} ranks alike "
+        f"({sweep_facts(op).busbw_factor}, printed to 2 decimals)"
+    )
+    problems = _problems(run, op, estimate.lo, legacy=False)
+    return _Fit(op, None, problems, False, "", why, (estimate.lo, estimate.hi))
+
+
+def _size_ratio(run: _Run) -> int | None:
+    """size / (count x type size), when every row with elements gives the same integer."""
+    ratios = set()
+    for raw in run.rows:
+        itemsize = TYPES.get(raw.type_name, ("", 0))[1]
+        if raw.count <= 0 or itemsize <= 0:
+            continue
+        ratio, rest = divmod(raw.size, raw.count * itemsize)
+        ratios.add(ratio if rest == 0 and ratio >= 1 else -1)
+    return ratios.pop() if len(ratios) == 1 and -1 not in ratios else None
+
+
+def _bandwidths(run: _Run) -> list[tuple[float, float, float, float]]:
+    return [
+        (fig.algbw, fig.algbw_res, fig.busbw, fig.busbw_res)
+        for raw in run.rows
+        for _, fig in raw.placements
+        if fig.algbw is not None and fig.busbw is not None
+    ]
+
+
+def _problems(run: _Run, op: str, world: int, legacy: bool) -> int:
+    rows = _legacy_rows(run.rows, world) if legacy else run.rows
+    return sum(
+        1
+        for raw in rows
+        if raw.type_name not in TYPES
+        or _row_problem(op, world, raw, TYPES[raw.type_name][1], run.cputime)
+    )
+
+
+def _table_op(run: _Run, listed: int | None, where: str) -> _Fit:
+    """The one op whose columns, sizes and busbw/algbw explain the table; refused when none
+    does, or when several do alike."""
+    fits = [
+        fit
+        for op in COLLECTIVES
+        if not any(_column_problem(op, raw, strict=True) for raw in run.rows)
+        and 2 * (fit := _fit(run, op, listed)).problems <= len(run.rows)
+    ]
+    shape = _shape(run)
+    if not fits:
+        raise _fail(
+            where,
+            f"the output does not name its test and no op fits its table ({shape}): pass the "
+            f"op, one of {', '.join(COLLECTIVES)}",
+        )
+    fewest = min(fit.problems for fit in fits)
+    tied = [fit for fit in fits if fit.problems == fewest]
+    if len(tied) > 1:
+        alike = " and ".join(_fit_text(fit) for fit in tied)
+        raise _fail(
+            where,
+            f"the output does not name its test and {alike} fit its table alike ({shape}): "
+            "pass the op",
+        )
+    return tied[0]
+
+
+def _fit_text(fit: _Fit) -> str:
+    return f"{fit.op} on {fit.world} ranks" if fit.world is not None else fit.op
+
+
+def _shape(run: _Run) -> str:
+    """The table's columns in a few words: what tells the ops apart."""
+    first = run.rows[0] if run.rows else None
+    lead = run.layout.lead if run.layout else ()
+    redop = f"redop {first.redop}" if first and first.redop else "no redop"
+    root = f"root {first.root}" if first and first.root is not None else "no root"
+    ratio = _size_ratio(run)
+    size = f"size = count x type size x {ratio}" if ratio else "sizes without a common ratio"
+    columns = "" if "redop" in lead and "root" in lead else "older columns, "
+    return f"{columns}{redop}, {root}, {size}"
+
+
+def _resolve_world(run: _Run, fit: _Fit, where: str) -> tuple[int, str]:
+    """The fit's rank count, else a command line's, else the header's; refused when none
+    tells, saying why."""
+    if fit.world is not None:
+        return fit.world, fit.how
+    lo, hi = fit.span or (1, MAX_RANKS)
+    per_process = _per_process(run)
+    asked = run.command.ranks if run.command else None
+    if asked and lo <= asked <= hi and (not per_process or asked % per_process == 0):
+        how = f"the command line: {run.command.how}" if run.command else ""
+        return asked, _also(fit.why if fit.span else "", how)
+    if per_process and not run.ranks_are_processes:
+        if fit.span is None:
+            # a hand-trimmed log: nccl-tests always prints its rank lines
+            return per_process, f"nThread x nGpus = {per_process} in the header, one process"
+        multiples = range(-(-lo // per_process) * per_process, hi + 1, per_process)
+        if len(multiples) == 1:
+            how = f"the one multiple of nThread x nGpus = {per_process}"
+            return multiples[0], _also(fit.why, how)
+    raise _fail(
+        where,
+        f"cannot tell how many ranks ran: {fit.why}, and the output has no '#  Rank' lines "
+        "and no command line with -np/-g",
+    )
+
+
+def _also(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second
+
+
+def _per_process(run: _Run) -> int:
+    return run.settings.get("nthreads", 0) * run.settings.get("ngpus", 0)
+
+
+def _world_checks(run: _Run, world: int) -> list[str]:
+    """An inferred rank count against what the header and a command line say."""
+    notes = []
+    per_process = _per_process(run)
+    if per_process and world % per_process:
+        notes.append(f"{world} ranks, but the header's nThread x nGpus is {per_process} a process")
+    command = run.command
+    if command is not None and command.ranks is not None and command.ranks != world:
+        asked = f"{command.ranks} ranks ({command.how})"
+        notes.append(f"the command line asks for {asked}: the table says {world}")
+    return notes
+
+
+def _legacy_rows(rows: Sequence[_RawRow], world: int) -> list[_RawRow]:
+    """Rows of the oldest all_gather/reduce_scatter, whose printed algbw is S (n-1)/n / t (and
+    busbw the same), with algbw rescaled to nccl-tests' S / t."""
+    scale = world / (world - 1)
+
+    def rescaled(fig: _Figures) -> _Figures:
+        if fig.algbw is None:
+            return fig
+        return replace(fig, algbw=fig.algbw * scale, algbw_res=fig.algbw_res * scale)
+
+    return [
+        replace(raw, placements=tuple((p, rescaled(fig)) for p, fig in raw.placements))
+        for raw in rows
+    ]
+
+
 def _check_columns(run: _Run, op: str, source: str) -> None:
     """The redop and root columns are a quick test of the op: reductions print a redop (sum...),
     all_gather, broadcast and alltoall none (send_recv prints whatever -o says); broadcast and
     reduce print their root, the other ops -1."""
     for raw in run.rows:
-        problem = None
-        if op in REDUCING_OPS and raw.redop is None:
-            problem = f"no redop, which {op} needs"
-        elif op in NON_REDUCING_OPS and raw.redop is not None:
-            problem = f"redop {raw.redop!r}, which {op} does not have"
-        elif op in ROOTED_OPS and raw.root is not None and raw.root < 0:
-            problem = f"root {raw.root}, but {op} has a root rank"
-        elif op not in ROOTED_OPS and raw.root is not None and raw.root >= 0:
-            problem = f"root {raw.root}, which {op} does not have"
+        problem = _column_problem(op, raw, strict=False)
         if problem:
             raise _fail(_at(source, raw.loc), f"the table shows {problem}: is the op right?")
+
+
+def _column_problem(op: str, raw: _RawRow, *, strict: bool) -> str | None:
+    """How a row's redop and root contradict `op`. `strict` (inferring the op): a table
+    without a root column is not a rooted op's, as older versions print it for those only."""
+    if op in REDUCING_OPS and raw.redop is None:
+        return f"no redop, which {op} needs"
+    if op in NON_REDUCING_OPS and raw.redop is not None:
+        return f"redop {raw.redop!r}, which {op} does not have"
+    if op in ROOTED_OPS and raw.root is not None and raw.root < 0:
+        return f"root {raw.root}, but {op} has a root rank"
+    if op in ROOTED_OPS and raw.root is None and strict:
+        return f"no root column, which {op} prints"
+    if op not in ROOTED_OPS and raw.root is not None and raw.root >= 0:
+        return f"root {raw.root}, which {op} does not have"
+    return None
 
 
 def _dtype(raw: _RawRow, source: str) -> tuple[str, int]:
@@ -866,18 +1205,18 @@ def _row_problem(op: str, world: int, raw: _RawRow, itemsize: int, cputime: bool
     return None
 
 
-def _consistency(run: _Run, op: str, world: int, source: str) -> list[str]:
+def _consistency(run: _Run, rows: Sequence[_RawRow], op: str, world: int, source: str) -> list[str]:
     """A warning per disagreeing row; refused when most disagree (the op or n is wrong)."""
     problems = [
         (raw, p)
-        for raw in run.rows
+        for raw in rows
         if (p := _row_problem(op, world, raw, _dtype(raw, source)[1], run.cputime))
     ]
-    if problems and 2 * len(problems) > len(run.rows):
+    if problems and 2 * len(problems) > len(rows):
         raw, problem = problems[0]
         raise _fail(
             _at(source, raw.loc),
-            f"{len(problems)} of {len(run.rows)} rows disagree with nccl-tests' formulas for "
+            f"{len(problems)} of {len(rows)} rows disagree with nccl-tests' formulas for "
             f"{op} on {world} ranks ({problem}): is the op or the rank count wrong?",
         )
     notes = [f"{_label(raw.loc)} ({raw.size} B): {problem}" for raw, problem in problems]
@@ -900,14 +1239,23 @@ def _footer_notes(run: _Run) -> list[str]:
                 f"rows ({mean:.4g})"
             )
     wrong_rows = any(fig.wrong for raw in run.rows for _, fig in raw.placements)
-    if run.footer_wrong and not wrong_rows:
+    if run.footer_wrong and _error_column(run):
+        notes.append(
+            f"the footer counts {run.footer_wrong} results out of bounds (rows whose largest "
+            "error passed nccl-tests' threshold)"
+        )
+    elif run.footer_wrong and not wrong_rows:
         notes.append(f"the footer counts {run.footer_wrong} out-of-bounds results; no row does")
     return notes
 
 
-def _comm_rows(run: _Run, op: str, source: str) -> list[CommRow]:
+def _error_column(run: _Run) -> bool:
+    return run.layout is not None and "error" in run.layout.group
+
+
+def _comm_rows(run: _Run, raws: Sequence[_RawRow], op: str, source: str) -> list[CommRow]:
     rows = []
-    for raw in run.rows:
+    for raw in raws:
         dtype, _ = _dtype(raw, source)
         for placement, fig in raw.placements:
             rows.append(
@@ -931,6 +1279,11 @@ def _comm_rows(run: _Run, op: str, source: str) -> list[CommRow]:
 def _extra_column_notes(run: _Run) -> list[str]:
     if run.cputime:
         return ["times are CPU launch times (-C 1), not op times: time_us left empty"]
+    if _error_column(run):
+        return [
+            "this older nccl-tests prints 'error', the largest deviation of a result, not a "
+            "count of wrong elements: #wrong left empty"
+        ]
     extra = [c for c in (run.layout.group if run.layout else ()) if c.startswith("i_")]
     if extra:
         return [
@@ -942,24 +1295,44 @@ def _extra_column_notes(run: _Run) -> list[str]:
 
 def _convert(run: _Run, op: str | None, source: str) -> _Converted:
     """One run's rows, checked, with its rank count and the warnings it earned."""
-    the_op, notes = _run_op(run, op, source)
-    world, world_notes = _world(run, source)
+    identity = _identify(run, op, source)
+    the_op, world = identity.op, identity.world
     _check_columns(run, the_op, source)
+    rows = _legacy_rows(run.rows, world) if identity.legacy else run.rows
     warnings = [
-        *notes,
-        *world_notes,
+        *(
+            f"inferred {_inferred_text(k, the_op, world)}: {v}"
+            for k, v in identity.inferred.items()
+        ),
+        *identity.notes,
         *run.notes,
+        *_legacy_notes(identity),
         *_extra_column_notes(run),
-        *_consistency(run, the_op, world, source),
+        *_consistency(run, rows, the_op, world, source),
         *_footer_notes(run),
     ]
     return _Converted(
-        rows=_comm_rows(run, the_op, source),
+        rows=_comm_rows(run, rows, the_op, source),
         world_size=world,
         hosts=frozenset(r.host for r in run.ranks),
         device_names=frozenset(r.device_name for r in run.ranks if r.device_name),
         warnings=warnings,
+        inferred=identity.inferred,
     )
+
+
+def _inferred_text(key: str, op: str, world: int) -> str:
+    return f"the op, {op}" if key == "op" else f"{world} ranks"
+
+
+def _legacy_notes(identity: _Identity) -> list[str]:
+    if not identity.legacy:
+        return []
+    n = identity.world
+    return [
+        f"this older nccl-tests printed {identity.op}'s algbw as S x (n-1)/n / t and busbw = "
+        f"algbw: algbw_gbps rescaled to S / t (x {n}/{n - 1}), busbw kept as printed"
+    ]
 
 
 def _same(values: Sequence[Any]) -> Any:
@@ -1020,6 +1393,7 @@ def _result(
         check=any(row.wrong is not None for row in rows),
         across_ranks=_same([r.across_ranks for r in runs]) or "avg",
         rows=rows,
+        unavailable=_unavailable(converted),
         summaries=summarize(rows, worlds[0]),
         avg_busbw_gbps=average_busbw(rows),
         wrong_total=wrong_total(rows),
@@ -1027,16 +1401,29 @@ def _result(
         error=error,
         warnings=warnings,
         environment=runs[0].environment,
-        launch=_launch(runs),
+        launch=_launch(runs, converted),
         started_at=runs[0].started_at,
         wall_s=runs[0].wall_s if len(runs) == 1 else None,
     )
 
 
-def _launch(runs: list[_Run]) -> dict[str, Any]:
-    """How nccl-tests was run, as far as the output says."""
+def _unavailable(converted: list[_Converted]) -> dict[str, str]:
+    """Fields the output does not give (CommResult.nodes must hold a number all the same)."""
+    if any(c.hosts for c in converted):
+        return {}
+    return {"nodes": "the output lists no hosts (no '#  Rank' lines): nodes is not known"}
+
+
+def _launch(runs: list[_Run], converted: list[_Converted]) -> dict[str, Any]:
+    """How nccl-tests was run, as far as the output says, and what was inferred and how."""
     entries = [
-        {"program": r.program, **{k: v for k, v in r.settings.items() if k != "warmup"}, **r.launch}
-        for r in runs
+        {
+            "program": r.program or (r.command.program if r.command else None),
+            **{k: v for k, v in r.settings.items() if k != "warmup"},
+            **r.launch,
+            **({"command": r.command.text} if r.command else {}),
+            **({"inferred": c.inferred} if c.inferred else {}),
+        }
+        for r, c in zip(runs, converted, strict=True)
     ]
     return entries[0] if len(entries) == 1 else {"runs": entries}
