@@ -199,7 +199,7 @@ def test_best_throughput_and_efficiency_in_the_summary(report: Report) -> None:
             group["samples_per_s"].max()
         )
         largest = group[group["world_size"] == group["world_size"].max()]
-        assert found[f"Scaling efficiency at 2 GPUs: {model}"].value == pytest.approx(
+        assert found[f"Scaling efficiency at 2 CPU ranks: {model}"].value == pytest.approx(
             largest["scaling_efficiency"].max()
         )
     assert found["Cells measured"].value == "4 of 6"

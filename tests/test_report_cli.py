@@ -113,6 +113,11 @@ def test_fail_on_regression_exits_3_on_a_regression(tmp_path: Path) -> None:
     gated = gate(tmp_path, slower, baseline, "--fail-on-regression")
     assert gated.exit_code == 3, gated.output
     assert "warning" not in gated.output
+    comment = (tmp_path / "slower-vs-baseline.md").read_text(encoding="utf-8")
+    # same experiment name on both sides: the title names the directories, never "x vs x"
+    assert comment.startswith("# torchscale report: slower vs baseline\n")
+    assert "4 regressions against v3_fixture" in comment.split("\n")[2]
+    assert "Cells that changed beyond noise" in comment
 
 
 def test_an_unchanged_rerun_passes_the_gate(tmp_path: Path) -> None:
@@ -138,7 +143,9 @@ def test_too_few_repeats_pass_the_gate_with_a_warning(tmp_path: Path) -> None:
     assert "warning: Nothing could be judged" in " ".join(gated.output.split())
     assert "need 4 per side" in " ".join(gated.output.split())
     report = (tmp_path / "halved-vs-v3_fixture.md").read_text(encoding="utf-8")
-    assert "Not enough repeats" in report and "Mann-Whitney" in report
+    # the PR comment's verdict never reads "no regression" when nothing was judged
+    assert "none of 6 matched cells could be judged against v3_fixture" in report
+    assert "0 judged" in report and "no regression" not in report
     # some cells judged, some not: the gate still only fails on a regression
     mixed = with_repeats(tmp_path / "mixed", 0.85, 10, seed=3)
     cells = sorted((mixed / "cells").glob("tiny-mlp*.json"))

@@ -8,11 +8,22 @@ import json
 import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
 
-from torchscale.report.model import REPORT_SCHEMA_VERSION, Chart, Column, Report, Series, Table
+from torchscale.report.model import (
+    REPORT_SCHEMA_VERSION,
+    Chart,
+    Column,
+    Findings,
+    Report,
+    Section,
+    Series,
+    Table,
+    Text,
+)
 from torchscale.report.render import json_format, markdown, renderer, term
 from torchscale.report.render.formatting import format_value
 
@@ -41,8 +52,25 @@ def _unescaped_pipes(line: str) -> int:
 # --- Markdown ---------------------------------------------------------------------------------
 
 
+def _in_summary(report: Report, *blocks: Any) -> Report:
+    """The sample report with `blocks` (the scaling table by default) added to its summary:
+    the Markdown shows the summary, not every section."""
+    copy = report.model_copy(deep=True)
+    summary = copy.section("summary")
+    assert summary is not None
+    scaling = next(b for b in copy.section("scaling").blocks if isinstance(b, Table))  # type: ignore[union-attr]
+    summary.blocks += list(blocks) or [scaling]
+    return copy
+
+
+def _with_headline(report: Report, **facts: Any) -> Report:
+    headline = Text(text=f"On 8 x H100, {HOSTILE} scales at 92-96 % of linear", severity="warn")
+    return report.model_copy(update={"headline": headline, **facts})
+
+
 def test_markdown_never_holds_raw_html_from_user_strings() -> None:
-    text = markdown.render(sample_report()).decode("utf-8")
+    report = _with_headline(_in_summary(sample_report()), hardware=HOSTILE, description=HOSTILE)
+    text = markdown.render(report).decode("utf-8")
     assert "<script>" not in text
     assert "<img" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
@@ -51,7 +79,7 @@ def test_markdown_never_holds_raw_html_from_user_strings() -> None:
 
 
 def test_markdown_escapes_pipes_backslashes_and_ampersands_in_cells() -> None:
-    report = _with_cell(sample_report(), "a|b \\ c & d\nnext line")
+    report = _in_summary(_with_cell(sample_report(), "a|b \\ c & d\nnext line"))
     text = markdown.render(report).decode("utf-8")
     assert "a\\|b \\\\ c &amp; d next line" in text
     rows = _table_lines(text, "Model")
@@ -60,44 +88,95 @@ def test_markdown_escapes_pipes_backslashes_and_ampersands_in_cells() -> None:
     assert all(_unescaped_pipes(row) == columns + 1 for row in rows)
 
 
-def test_markdown_has_title_sources_figures_tables_findings_and_unavailable() -> None:
-    report = sample_report()
+def test_markdown_is_the_verdict_the_summary_and_a_link_not_the_whole_report() -> None:
+    report = _with_headline(
+        _in_summary(sample_report()),
+        hardware="8 x H100 80GB HBM3",
+        measured="2026-11-20",
+        description="nightly",
+        html_report="https://ci.example.com/run 7/report (1).html",
+    )
     text = markdown.render(report).decode("utf-8")
     assert text.startswith("# Scaling report ")
     assert text.endswith("\n")
-    for section in report.sections:
-        assert f"## {markdown.escape(section.title)}" in text
-    assert "5 cells, 4 ok, 1 failed" in text
+    lines = text.splitlines()
+    assert lines[2].startswith("▲ **On 8 x H100, ")  # the verdict comes right after the title
+    assert "Hardware: 8 x H100 80GB HBM3 · Measured: 2026-11-20 · Description: nightly" in text
+    assert "## Executive summary" in text
     assert "**Best throughput**: 704.0" in text
-    assert "88.0 %" in text
-    assert "| Model | GPUs |" in text
-    assert "|:---|---:|" in text
-    assert "- Chart: Scaling efficiency (see the HTML/PDF report)" in text
-    assert "recommendation: balance the input pipeline of rank 1" in text
-    assert "(15.0 % of cycle/step time)" in text
-    assert "- MFU: CPU device: no peak FLOP/s is known for it" in text
-    assert "not valid JSON" in text
-    assert "x" * 150 in text  # the long cell id is whole
+    assert "| Model | GPUs |" in text and "|:---|---:|" in text
+    assert "Top finding: " in text
+    assert "5 cells (4 ok, 1 failed), 1 profiled run" in text
+    # the other sections, their charts and the config stay in the HTML report
+    assert "## Scaling" not in text and "## Appendix" not in text
+    assert "Chart:" not in text and "experiment_name" not in text
+    assert text.rstrip().endswith(
+        "[https://ci.example.com/run 7/report (1).html]"
+        "(https://ci.example.com/run%207/report%20%281%29.html)"
+    )
+
+
+def test_markdown_without_an_html_report_says_how_to_make_one() -> None:
+    report = sample_report().model_copy(update={"source_path": "/data/results"})
+    text = markdown.render(report).decode("utf-8")
+    assert text.rstrip().endswith("run torchscale report -s /data/results -f html")
+
+
+def test_markdown_link_targets_cannot_break_out_or_run_script() -> None:
+    assert markdown._link_target("javascript:alert(1)") == "javascript%3Aalert%281%29"
+    assert markdown._link_target("../a b)/r.html") == "../a%20b%29/r.html"
+    assert markdown._link_target("https://x.io/a<b>") == "https://x.io/a%3Cb%3E"
 
 
 def test_markdown_caps_rows_per_table() -> None:
-    text = markdown.render(sample_report(cells=60)).decode("utf-8")
+    text = markdown.render(_in_summary(sample_report(cells=60))).decode("utf-8")
     rows = _table_lines(text, "Model")
     assert len(rows) == 2 + markdown.MAX_ROWS
-    assert f"... {60 - markdown.MAX_ROWS} more rows" in text
+    assert f"... {60 - markdown.MAX_ROWS} more rows in the HTML report" in text
 
 
 def test_markdown_lists_the_costliest_findings_and_counts_the_rest() -> None:
-    text = markdown.render(with_findings(sample_report(), 25)).decode("utf-8")
+    many = with_findings(sample_report(), 25)
+    findings = next(b for b in many.section("bottlenecks").blocks if isinstance(b, Findings))  # type: ignore[union-attr]
+    text = markdown.render(_in_summary(many, findings)).decode("utf-8")
     assert f"**finding {markdown.MAX_FINDINGS - 1}**" in text
     assert f"**finding {markdown.MAX_FINDINGS}**" not in text
     assert f"... {25 - markdown.MAX_FINDINGS} more findings" in text
 
 
+def test_markdown_shows_only_the_cells_that_changed_against_the_baseline() -> None:
+    columns = [Column(key="cell", label="Cell", align="left"), Column(key="verdict", label="V")]
+    rows = [
+        {"cell": "same", "verdict": "no significant change", "_severity": "info"},
+        {"cell": "faster", "verdict": "improvement", "_severity": "good"},
+        {"cell": "slower", "verdict": "regression", "_severity": "bad"},
+    ]
+    table = Table(id="baseline-changes", title="t", columns=columns, rows=rows * 100)
+    section = Section(id="baseline", title="Against the baseline", blocks=[table])
+    report = sample_report()
+    report = report.model_copy(update={"sections": [*report.sections, section]})
+    text = markdown.render(report).decode("utf-8")
+    shown = _table_lines(text, "Cell")[2:]
+    assert len(shown) == markdown.MAX_ROWS
+    assert all("slower" in row for row in shown)  # regressions first, then improvements
+    assert "same" not in text
+
+
+def test_markdown_is_cut_to_fit_a_pull_request_comment() -> None:
+    huge = Text(text="z" * 40_000)
+    report = _in_summary(sample_report(), huge, huge, huge)
+    text = markdown.render(report).decode("utf-8")
+    assert len(text) <= markdown.MAX_CHARS < 65_536
+    assert "cut to fit a pull-request comment" in text
+    assert text.rstrip().endswith("-f html")  # the way to the full report survives the cut
+
+
 def test_markdown_keeps_the_lines_of_preformatted_text_as_text() -> None:
-    text = markdown.render(sample_report()).decode("utf-8")
-    start = text.index("experiment_name:")  # a `_` inside a word is left as it is
-    lines = text[start:].splitlines()[:6]
+    text = markdown._preformatted(
+        f"experiment_name: {HOSTILE}\nmodels:\n- name: tiny-mlp\n  options: {{}}\n# ```\n"
+        "1. not a list"
+    )
+    lines = text.splitlines()
     assert lines[1:] == [
         "models:\\",
         "\\- name: tiny-mlp\\",  # a list item stays text
@@ -212,6 +291,15 @@ def test_summary_lines_from_header_and_summary_section() -> None:
     assert any(line.startswith("Top finding:") for line in lines)
     assert "regressions: 1 by the stated rule" in lines
     assert all("\n" not in line for line in lines)
+
+
+def test_the_verdict_is_the_first_line_after_the_title() -> None:
+    report = _with_headline(sample_report())
+    lines = term.summary_lines(report)
+    assert lines[:2] == [report.title, f"On 8 x H100, {HOSTILE} scales at 92-96 % of linear"]
+    assert len(lines) <= term.SUMMARY_MAX_LINES
+    printed = term.render(report).decode("utf-8").splitlines()
+    assert printed[1].startswith("▲ On 8 x H100, ")
 
 
 def test_summary_lines_stay_short_with_many_figures() -> None:

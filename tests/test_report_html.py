@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 import pytest
 from report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report
 
-from torchscale.report.model import Chart, Heatmap, Report, Series
+from torchscale.report.model import Chart, Heatmap, Report, Series, Text
 from torchscale.report.render import renderer
 from torchscale.report.render.formatting import format_value
 from torchscale.report.render.html import environment, plotly_js, render, script_json
@@ -373,7 +373,8 @@ def test_header(root: Element, report: Report) -> None:
     assert HOSTILE in text and f"/results/{HOSTILE_IMG}" in text
     (sources,) = header.find_all(lambda e: e.tag == "table")
     row = sources.find_all(lambda e: e.tag == "tbody")[0].find_all(lambda e: e.tag == "td")
-    expected = [HOSTILE, f"/results/{HOSTILE_IMG}", "5", "4", "1", "0", "1", "3"]
+    # cells, ok, failed, not run, unreadable, profiles, comm runs, schema
+    expected = [HOSTILE, f"/results/{HOSTILE_IMG}", "5", "4", "1", "0", "0", "1", "0", "3"]
     assert [c.text() for c in row] == expected
     skipped = header.find_all(lambda e: "skipped" in e.classes())[0].text()
     assert f"/results/{HOSTILE}.json" in skipped and "not valid JSON" in skipped
@@ -384,6 +385,23 @@ def test_header(root: Element, report: Report) -> None:
 def test_no_regression_banner_when_none() -> None:
     quiet = parse(render(sample_report(4).model_copy(update={"regressions": 0})).decode())
     assert quiet.root.find_all(lambda e: "banner" in e.classes()) == []
+
+
+def test_header_leads_with_the_verdict_hardware_date_and_description() -> None:
+    headline = Text(text=f"On 8 x H100, {HOSTILE} scales at 92-96 % of linear", severity="bad")
+    facts = {"hardware": HOSTILE_IMG, "measured": "2026-11-20", "description": HOSTILE}
+    report = sample_report(4).model_copy(update={"headline": headline, **facts})
+    page = render(report).decode()
+    assert "<script>alert" not in page and "<img src=x" not in page
+    (header,) = parse(page).root.find_all(lambda e: e.tag == "header")
+    (verdict,) = header.find_all(lambda e: "headline" in e.classes())
+    assert "sev-bad" in verdict.classes()
+    assert f"On 8 x H100, {HOSTILE} scales at 92-96 % of linear" in verdict.text()
+    (facts_list,) = header.find_all(lambda e: e.tag == "dl")
+    text = facts_list.text()
+    assert "Hardware" in text and HOSTILE_IMG in text and "2026-11-20" in text and HOSTILE in text
+    # the verdict comes before the sources table
+    assert page.index('class="headline') < page.index("<caption>Sources</caption>")
 
 
 def test_key_figures_findings_unavailable(root: Element) -> None:

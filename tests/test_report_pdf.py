@@ -353,6 +353,7 @@ def test_no_table_header_word_is_broken(fixture_pdf: tuple[Report, Path]) -> Non
     words = {html.unescape(w[2]) for w in WORD.findall(_text(path, "-bbox"))}
     tables = [b for s in report.sections for b in s.blocks if isinstance(b, Table)]
     assert len(tables) > 10
+    tables.append(pdf.sources_table(report))  # the cover's table ("Not run", "Comm runs")
     header_words = {word for t in tables for c in t.columns for word in c.label.split()}
     assert {"Steps", "repeat", "Samples/s"} <= header_words <= words
     # a broken word leaves a piece of it on a line of its own ("repea" over "t"): no word of
@@ -395,3 +396,20 @@ def test_pdf_tables_are_shortened_with_a_note() -> None:
     assert (
         table.note is not None and "first 40 of 200 rows; 160 more in the HTML report" in table.note
     )
+
+
+@needs_pdftotext
+def test_the_cover_leads_with_the_verdict_and_the_config_is_brief(
+    fixture_pdf: tuple[Report, Path],
+) -> None:
+    """Page 1 says what ran and how it scaled; the appendix holds only what the config set
+    (the whole resolved config, nulls included, took pages)."""
+    report, path = fixture_pdf
+    assert report.headline is not None and report.hardware is not None
+    cover = " ".join(_text(path, "-f", "1", "-l", "1").split())
+    assert " ".join(report.headline.text.split()) in cover
+    assert f"Hardware {report.hardware}" in cover and "Measured 2026-11-22" in cover
+    text = _text(path)
+    appendix = text[text.rindex("Config of v3_fixture") : text.rindex("How each figure")]
+    assert "null" not in appendix and "backend" not in appendix
+    assert len(appendix.splitlines()) < 40

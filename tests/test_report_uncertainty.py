@@ -440,7 +440,7 @@ def test_efficiency_above_one_within_noise_reads_linear(tmp_path: Path) -> None:
     assert row["efficiency"] == pytest.approx(1.24)
     assert row["efficiency_low"] < 1.0 < row["efficiency_high"]
     assert row["efficiency_text"].startswith("linear within noise (95 % interval ")
-    card = figures(report)["Scaling efficiency at 2 GPUs: tiny-gpt2"]
+    card = figures(report)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
     assert card.value == "linear within noise"
     for name, text in rendered(report).items():
         assert "linear within noise" in text, name
@@ -457,7 +457,7 @@ def test_super_linear_efficiency_is_never_silent(tmp_path: Path) -> None:
         },
     )
     report = build(root)
-    card = figures(report)["Scaling efficiency at 2 GPUs: tiny-gpt2"]
+    card = figures(report)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
     assert card.value == pytest.approx(864 / 664)
     assert "super-linear" in (card.note or "") and "cache" in (card.note or "")
     assert card.severity == "warn"
@@ -474,7 +474,8 @@ def test_not_measurable_exposed_share_in_every_format(tmp_path: Path) -> None:
     assert row["compute_text"] == "60.0 % ±5.0 %"
     assert row["wait_for_peers_text"] == "30.0 % ±4.0 %"
     texts = rendered(report)
-    assert "not measurable (&lt; 3.4 %)" in texts["md"]
+    # the Markdown is the summary for a PR comment: the step model is in the HTML report
+    assert "efficiency-step-model" not in texts["md"]
     # the terminal wraps the cell inside its column: its words are there, line by line
     assert "(< 3.4 %)" in texts["term"] and "measurable" in texts["term"]
     assert "not measurable (&lt; 3.4 %)" in texts["html"]

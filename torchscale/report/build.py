@@ -8,6 +8,7 @@ One function per section (`report.sections.<id>.build(ctx)`) over a shared `Cont
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Literal
 
 import torchscale
@@ -26,17 +27,37 @@ from torchscale.report.sections import (
     summary,
 )
 from torchscale.report.sections import baseline as baseline_section
-from torchscale.report.sections.context import make_context
+from torchscale.report.sections.context import make_context, unreadable_cells
 from torchscale.report.sections.findings import collect_findings
+from torchscale.report.sections.headline import description, hardware, measured_dates, verdict
 from torchscale.report.sections.limits import cap_chart
 from torchscale.report.sources import Sources
 
 
 def default_title(sources: Sources, baseline: Sources | None) -> str:
-    title = "torchscale report: " + ", ".join(s.name for s in sources.experiments)
-    if baseline is not None:
-        title += " vs " + ", ".join(s.name for s in baseline.experiments)
-    return title
+    """'torchscale report: a, b', or against a baseline what is compared: the experiment
+    names, or their directories where the names are the same on both sides (a config re-run
+    keeps its name), never 'x vs x'."""
+    current = ", ".join(s.name for s in sources.experiments)
+    if baseline is None:
+        return f"torchscale report: {current}"
+    base = ", ".join(s.name for s in baseline.experiments)
+    if base == current:
+        current, base = _distinct_paths(sources.path, baseline.path)
+        if base == current:
+            return f"torchscale report: {current} against itself"
+    return f"torchscale report: {current} vs {base}"
+
+
+def _distinct_paths(current: Path, baseline: Path) -> tuple[str, str]:
+    """The shortest trailing parts of two paths that tell them apart ('new/results' and
+    'old/results'; the whole paths when one ends the other)."""
+    a, b = current.parts, baseline.parts
+    for depth in range(1, max(len(a), len(b)) + 1):
+        left, right = a[-depth:], b[-depth:]
+        if left != right:
+            return str(Path(*left)), str(Path(*right))
+    return str(current), str(baseline)
 
 
 def source_summary(
@@ -45,7 +66,7 @@ def source_summary(
     """One `Source` per experiment: cell counts by status, profiles, schema versions."""
     out = []
     for source in sources.experiments:
-        statuses = []
+        statuses: list[str] = []
         versions: set[int] = set()
         if source.experiment is not None:
             statuses = [r.status.value for r in source.experiment.results]
@@ -62,6 +83,8 @@ def source_summary(
                 profiles=len(source.profiles),
                 schema_versions=sorted(versions),
                 role=role,
+                unreadable=unreadable_cells(sources.skipped, source.path),
+                comm_runs=len(source.comm),
             )
         )
     return out
@@ -126,4 +149,10 @@ def build_report(
         sections=sections,
         regressions=ctx.comparison.regressions if ctx.comparison is not None else 0,
         skipped=skipped,
+        headline=verdict(ctx),
+        hardware=hardware(ctx),
+        measured=measured_dates(ctx),
+        description=description(ctx),
+        html_report=options.html_report,
+        source_path=str(sources.path),
     )

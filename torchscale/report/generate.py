@@ -8,6 +8,7 @@ never an abort, unless nothing at all can be read.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ class ReportRequest:
     title: str | None = None
     generated_at: str | None = None  # fixed in tests; None = now
     prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> price
+    html_link: str | None = None  # where the HTML report is (path or URL): the Markdown links it
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,24 @@ def default_output(source: Path, report: Report, fmt: str) -> Path:
     names = [s.name for s in report.current_sources()]
     stem = names[0] if len(names) == 1 else source.resolve().name
     return source / f"{_slug(stem)}_report{SUFFIX[fmt]}"
+
+
+def known_html(request: ReportRequest, report: Report, output: Path | None) -> str | None:
+    """Where the Markdown can link to the HTML report: the one given, else an HTML report
+    already written beside the Markdown (same name, .html) or at the default place, as a path
+    relative to the Markdown's folder; None when there is none (the Markdown then says how to
+    make it)."""
+    if request.html_link:
+        return request.html_link
+    candidates = [default_output(request.source, report, "html")]
+    if output is not None:
+        candidates.insert(0, output.with_suffix(SUFFIX["html"]))
+    for candidate in candidates:
+        if candidate.is_file():
+            if output is None:
+                return str(candidate)
+            return Path(os.path.relpath(candidate.resolve(), output.resolve().parent)).as_posix()
+    return None
 
 
 def parse_prices(values: Sequence[str]) -> tuple[float | None, dict[str, float]]:
@@ -117,15 +137,18 @@ def generate(request: ReportRequest) -> ReportOutcome:
             cost_per_gpu_hour=request.cost_per_gpu_hour,
             generated_at=request.generated_at,
             prices=request.prices,
+            html_report=request.html_link,
         ),
         baseline=baseline,
     )
-    built = time.perf_counter()
-    content = renderer(request.fmt)(report)
-    rendered = time.perf_counter()
     path = request.output
     if path is None and request.fmt != "term":
         path = default_output(request.source, report, request.fmt)
+    if request.fmt == "md":
+        report = report.model_copy(update={"html_report": known_html(request, report, path)})
+    built = time.perf_counter()
+    content = renderer(request.fmt)(report)
+    rendered = time.perf_counter()
     if path is not None:
         try:
             write_bytes_atomic(path, content)

@@ -19,7 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # 1: first version (issue 8).
 # 2: the "strategies" section (layouts of one model and world size side by side).
-REPORT_SCHEMA_VERSION = 2
+# 3: the header a stakeholder reads first (`headline`, `hardware`, `measured`, `description`,
+#    `html_report`, `source_path`) and per source its unreadable cell files and comm runs.
+#    Version 2 documents still validate (the new fields default to empty).
+REPORT_SCHEMA_VERSION: Literal[3] = 3
 
 # how a renderer formats a value; raw values stay in the model
 ValueFormat = Literal[
@@ -191,6 +194,37 @@ class Source(_Model):
     role: Literal["current", "baseline"] = Field(
         default="current", description="baseline: read only to compare against (--baseline)"
     )
+    unreadable: int = Field(
+        default=0, description="cell result files left out as unreadable (see Report.skipped)"
+    )
+    comm_runs: int = Field(default=0, description="collective benchmark runs (comm/<run>.json)")
+
+    def contents(self) -> str:
+        """What the source holds, in words: '6 of 8 cells readable (4 ok, 2 failed), 1
+        profiled run', '2 comm runs' (only what is there: a comm-only source is no profile)."""
+        parts = []
+        files = self.cells + self.unreadable
+        if files:
+            counts = [f"{n} {what}" for n, what in _cell_counts(self) if n]
+            head = (
+                f"{self.cells} of {files} cells readable"
+                if self.unreadable
+                else f"{self.cells} cell{_s(self.cells)}"
+            )
+            parts.append(head + (f" ({', '.join(counts)})" if counts else ""))
+        if self.profiles:
+            parts.append(f"{self.profiles} profiled run{_s(self.profiles)}")
+        if self.comm_runs:
+            parts.append(f"{self.comm_runs} comm run{_s(self.comm_runs)}")
+        return ", ".join(parts) or "nothing readable"
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+def _cell_counts(source: Source) -> list[tuple[int, str]]:
+    return [(source.ok, "ok"), (source.failed, "failed"), (source.skipped, "not run")]
 
 
 class Skipped(_Model):
@@ -200,10 +234,26 @@ class Skipped(_Model):
 
 class Report(_Model):
     kind: Literal["torchscale.report"] = "torchscale.report"
-    schema_version: Literal[2] = 2
+    schema_version: Literal[2, 3] = REPORT_SCHEMA_VERSION
     torchscale_version: str
     title: str
     generated_at: str = Field(description="ISO 8601, UTC")
+    headline: Text | None = Field(
+        default=None,
+        description="the one-sentence verdict: hardware, how each model scales (with its "
+        "interval), cost when priced, how many cells are noisy, unreadable or failed",
+    )
+    hardware: str | None = Field(
+        default=None, description="what ran, in words ('8 x H100 80GB HBM3'); None: not recorded"
+    )
+    measured: str | None = Field(
+        default=None, description="the dates the runs started, UTC ('2026-11-20 to 2026-11-22')"
+    )
+    description: str | None = Field(default=None, description="the configs' description")
+    html_report: str | None = Field(
+        default=None, description="where the HTML report of these results is (path or URL)"
+    )
+    source_path: str | None = Field(default=None, description="the --source path read")
     sources: list[Source]
     sections: list[Section]
     regressions: int = Field(

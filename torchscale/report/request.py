@@ -20,6 +20,7 @@ class ReportOptions:
     cost_per_gpu_hour: float | None = None  # every result set (overrides stored prices)
     generated_at: str | None = None
     prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> its price
+    html_report: str | None = None  # where the HTML report is: the Markdown links to it
 
     def __post_init__(self) -> None:
         for price in [self.cost_per_gpu_hour, *self.prices.values()]:

@@ -1,8 +1,11 @@
-"""Markdown renderer: a summary for a pull request comment or a chat message.
+"""Markdown renderer: what fits a pull-request comment (GitHub takes 65,536 characters).
 
-Title, sources, key figures, tables (GitHub tables, at most `MAX_ROWS` rows each), findings and
-what is unavailable. Charts are listed by title only: Markdown cannot draw them, the HTML and
-PDF reports do. Every string from the model goes through `escape`, so a model name or an error
+The verdict, the hardware and dates, the sources, the executive summary (key figures, the best
+configuration per model, the top findings one line each), the cells that changed against a
+baseline, and a link to the HTML report (or how to make it): a reader decides in ten seconds
+and follows the link for charts and every table. No section is dumped whole (a 500-cell sweep
+has thousands of rows), and the result is cut to `MAX_CHARS` should an outsized string still
+make it longer. Every string from the model goes through `escape`, so a model name or an error
 message can neither inject HTML into a PR comment nor break a table: `|`, backslashes, `<`,
 `>`, `&` and the inline Markdown punctuation are escaped, line breaks become spaces.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 from torchscale.report.model import (
     Block,
@@ -25,8 +29,13 @@ from torchscale.report.model import (
 )
 from torchscale.report.render.formatting import format_value, severity_prefix
 
-MAX_ROWS = 50
-MAX_FINDINGS = 10  # the costliest: a PR comment is read, not searched
+MAX_ROWS = 20  # per table: a PR comment is read, not searched
+MAX_FINDINGS = 10  # the costliest
+MAX_SOURCES = 10
+MAX_SKIPPED = 5
+MAX_CHARS = 60_000  # GitHub's comment limit is 65,536 characters; room for a bot's own text
+BASELINE_TABLE = "baseline-changes"  # its flagged rows (regressions, improvements) are shown
+HTML_COMMAND = "torchscale report -s {source} -f html"
 _NUMBERED = re.compile(r"^\d{1,9}[.)](?=\s|$)")
 # a run of `_` opens or closes emphasis only at a word boundary: escape those runs, leave
 # snake_case and tiny-mlp__b8__w2 ids (inert inside a word) readable
@@ -82,30 +91,68 @@ def _value(value: Any, fmt: Any) -> str:
 
 
 def _header(report: Report) -> list[str]:
+    """Title, the verdict, what ran when, the sources and what was left out."""
     lines = [f"# {escape(report.title)}", ""]
+    if report.headline is not None:
+        mark = severity_prefix(report.headline.severity)
+        lines += [f"{mark}**{escape(report.headline.text)}**", ""]
+    facts = [
+        f"{label}: {escape(value)}"
+        for label, value in (
+            ("Hardware", report.hardware),
+            ("Measured", report.measured),
+            ("Description", report.description),
+        )
+        if value
+    ]
     meta = (
         f"Generated {escape(report.generated_at)} by torchscale {escape(report.torchscale_version)}"
     )
     if report.regressions:
         meta += f" · **✖ {report.regressions} regression(s) by the stated rule**"
-    lines += [meta, ""]
-    if report.sources:
-        lines.append("**Sources**")
-        lines.append("")
-        for source in report.sources:
-            role = "baseline: " if source.role == "baseline" else ""
-            lines.append(
-                f"- {role}{escape(source.name)} ({escape(source.path)}): "
-                f"{source.cells} cells, {source.ok} ok, {source.failed} failed, "
-                f"{source.skipped} skipped, {source.profiles} profile(s)"
-            )
-        lines.append("")
+    lines += [" · ".join([*facts, meta]), ""]
+    lines += _sources(report)
     if report.skipped:
-        lines.append("**Skipped inputs**")
-        lines.append("")
-        lines += [f"- {escape(item.path)}: {escape(item.reason)}" for item in report.skipped]
+        lines += [f"**Skipped inputs** ({len(report.skipped)}, left out of every figure)", ""]
+        shown = report.skipped[:MAX_SKIPPED]
+        lines += [f"- {escape(item.path)}: {escape(item.reason)}" for item in shown]
+        if len(report.skipped) > MAX_SKIPPED:
+            lines.append(f"- ... {len(report.skipped) - MAX_SKIPPED} more in the HTML report")
         lines.append("")
     return lines
+
+
+def _sources(report: Report) -> list[str]:
+    if not report.sources:
+        return []
+    lines = ["**Sources**", ""]
+    for source in report.sources[:MAX_SOURCES]:
+        role = "baseline: " if source.role == "baseline" else ""
+        lines.append(
+            f"- {role}{escape(source.name)} ({escape(source.path)}): {escape(source.contents())}"
+        )
+    if len(report.sources) > MAX_SOURCES:
+        lines.append(f"- ... {len(report.sources) - MAX_SOURCES} more in the HTML report")
+    return [*lines, ""]
+
+
+def _link_target(target: str) -> str:
+    """A link destination that cannot break out of `(...)` or inject: an http(s) URL or a
+    path, percent-encoded (spaces, parentheses, `<`, `>`, quotes)."""
+    scheme = urlsplit(target).scheme.lower()
+    if scheme in ("http", "https"):
+        return quote(target, safe=":/?#[]@!$&'*+,;=%-._~")
+    return quote(target, safe="/%-._~")
+
+
+def _full_report(report: Report) -> list[str]:
+    """Where the charts and every table are: a link to the HTML report, or how to make it."""
+    if report.html_report:
+        target = _link_target(report.html_report)
+        return [f"**Full report** (charts, every table): [{escape(report.html_report)}]({target})"]
+    source = report.source_path or "RESULTS"
+    command = HTML_COMMAND.format(source=source)
+    return [f"**Full report** (charts, every table): run {escape(command)}"]
 
 
 def _key_figures(block: KeyFigures) -> list[str]:
@@ -139,7 +186,7 @@ def _table(block: Table) -> list[str]:
         lines.append("| " + " | ".join(["-"] * len(block.columns)) + " |")
     hidden = len(block.rows) - MAX_ROWS
     if hidden > 0:
-        lines += ["", f"... {hidden} more rows (see the HTML/PDF report)"]
+        lines += ["", f"... {hidden} more rows in the HTML report"]
     if block.note:
         lines += ["", f"_{escape(block.note)}_"]
     return lines
@@ -178,7 +225,7 @@ def _block(block: Block) -> list[str]:
             lines += _finding(finding)
         hidden = len(block.findings) - MAX_FINDINGS
         if hidden > 0:
-            lines += ["", f"... {hidden} more findings (see the HTML/PDF report)"]
+            lines += ["", f"... {hidden} more findings in the HTML report"]
         if block.note:
             lines += ["", f"_{escape(block.note)}_"]
         return lines
@@ -187,10 +234,10 @@ def _block(block: Block) -> list[str]:
     return lines
 
 
-def _section(section: Section) -> list[str]:
+def _section(section: Section, blocks: list[Block] | None = None) -> list[str]:
     lines = [f"## {escape(section.title)}"]
     previous: Block | None = None
-    for block in section.blocks:
+    for block in section.blocks if blocks is None else blocks:
         # consecutive charts read as one list; any other block is its own paragraph
         if not (isinstance(block, Chart) and isinstance(previous, Chart)):
             lines.append("")
@@ -199,11 +246,51 @@ def _section(section: Section) -> list[str]:
     return [*lines, ""]
 
 
+def _baseline(report: Report) -> list[str]:
+    """The cells the stated rule flagged against the baseline (regressions, improvements):
+    the rest of the comparison is in the HTML report."""
+    section = report.section("baseline")
+    if section is None:
+        return []
+    for block in section.blocks:
+        if isinstance(block, Table) and block.id == BASELINE_TABLE:
+            flagged = [r for r in block.rows if r.get("_severity") in ("bad", "good")]
+            if not flagged:
+                return []
+            title = "Cells that changed beyond noise (regressions first)"
+            flagged.sort(key=lambda r: r.get("_severity") != "bad")
+            table = block.model_copy(update={"rows": flagged, "title": title})
+            return _section(section, [table])
+    return []
+
+
+def _fit(lines: list[str], report: Report) -> str:
+    """The text, cut at a line to `MAX_CHARS` characters when it is longer (only an outsized
+    string in the model can make it so), saying so."""
+    text = "\n".join(lines) + "\n"
+    if len(text) <= MAX_CHARS:
+        return text
+    tail = ["", "... cut to fit a pull-request comment.", "", *_full_report(report)]
+    room = MAX_CHARS - len("\n".join(tail)) - 2
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > room:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    if not kept:  # one line longer than the whole comment
+        kept = [lines[0][: max(0, room - 1)] + "…"]
+    return "\n".join([*kept, *tail]) + "\n"
+
+
 def render(report: Report) -> bytes:
-    """The report as GitHub-flavoured Markdown, UTF-8."""
+    """The report's summary as GitHub-flavoured Markdown, UTF-8, at most `MAX_CHARS`
+    characters."""
     lines = _header(report)
-    for section in report.sections:
-        lines += _section(section)
-    while lines and not lines[-1]:
-        lines.pop()
-    return ("\n".join(lines) + "\n").encode("utf-8")
+    summary = report.section("summary")
+    if summary is not None:
+        lines += _section(summary)
+    lines += _baseline(report)
+    lines += _full_report(report)
+    return _fit(lines, report).encode("utf-8")

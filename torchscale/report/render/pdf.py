@@ -193,8 +193,10 @@ def sources_table(report: Report) -> Table:
         Column(key="cells", label="Cells", format="int"),
         Column(key="ok", label="OK", format="int"),
         Column(key="failed", label="Failed", format="int"),
-        Column(key="skipped", label="Skipped", format="int"),
+        Column(key="skipped", label="Not run", format="int"),
+        Column(key="unreadable", label="Unreadable", format="int"),
         Column(key="profiles", label="Profiles", format="int"),
+        Column(key="comm_runs", label="Comm runs", format="int"),
         Column(key="schema", label="Schema"),
     ]
     rows = [
@@ -214,7 +216,8 @@ def skipped_table(report: Report) -> Table:
         Column(key="reason", label="Why it was left out", align="left"),
     ]
     rows = [item.model_dump() for item in report.skipped]
-    return Table(id="report-skipped", title="Skipped inputs", columns=columns, rows=rows)
+    title = f"Skipped inputs ({len(rows)}, left out of every figure)"
+    return Table(id="report-skipped", title=title, columns=columns, rows=rows)
 
 
 def _svg_uri(svg: str) -> str:

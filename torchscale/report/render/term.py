@@ -49,6 +49,8 @@ def _text(text: str, style: str = "") -> RichText:
 
 def _header(report: Report) -> Iterator[RenderableType]:
     yield _text(report.title, "bold")
+    if report.headline is not None:
+        yield _text(severity_prefix(report.headline.severity) + report.headline.text, "bold")
     yield _text(f"generated {report.generated_at} by torchscale {report.torchscale_version}")
     for source in report.sources:
         yield _text(
@@ -296,6 +298,8 @@ def summary_lines(report: Report) -> list[str]:
         elif isinstance(block, Findings) and block.findings:
             texts.append(f"top finding: {block.findings[0].title}")
     head = [report.title]
+    if report.headline is not None:
+        head.append(report.headline.text)
     if not any(line.lower().startswith("cells") for line in figures):
         current = report.current_sources()
         ok = sum(s.ok for s in current)

@@ -1,8 +1,11 @@
-"""Appendix: the sources read, the environment per host, each experiment's resolved config (as
-text), one line per figure on how it is measured, and the versions involved."""
+"""Appendix: the sources read, the environment per host (hardware first), what each experiment's
+config set (the keys that differ from torchscale's defaults, as short YAML: the whole resolved
+config is config.yaml beside the results), one line per figure on how it is measured, and the
+versions involved."""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
 
@@ -237,27 +240,92 @@ def _sources_table(ctx: Context) -> Table:
     )
 
 
+@functools.cache
+def _defaults() -> tuple[dict[str, Any], frozenset[str]]:
+    """torchscale's config defaults (a minimal valid config, dumped as config.yaml is) and the
+    keys that have none (always shown: they say what the sweep is)."""
+    from torchscale.config.schema import BenchConfig
+
+    minimal = {
+        "experiment_name": "x",
+        "models": ["tiny-mlp"],
+        "batch_sizes": [1],
+        "gpu_counts": [1],
+    }
+    try:
+        defaults = BenchConfig.model_validate(minimal).model_dump(mode="json")
+    except ValueError:  # cannot happen with a valid schema; then nothing counts as default
+        defaults = {}
+    required = frozenset(k for k, f in BenchConfig.model_fields.items() if f.is_required())
+    return defaults, required
+
+
+def _brief(value: Any) -> Any:
+    """A value without its null and empty entries; a list item that is only a name (a model
+    without label or options) as the name."""
+    if isinstance(value, dict):
+        kept = {k: _brief(v) for k, v in value.items() if v not in (None, {}, [])}
+        return kept["name"] if set(kept) == {"name"} else kept
+    if isinstance(value, list):
+        return [_brief(v) for v in value]
+    return value
+
+
+def non_default(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """The keys of `config` whose value differs from `defaults` (nested sections compared key
+    by key), briefly: nulls and empty entries left out. A key the defaults do not know (an
+    older config's) is kept unless it is empty."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        default = defaults.get(key, _MISSING)
+        if isinstance(value, dict) and isinstance(default, dict):
+            nested = non_default(value, default)
+            if nested:
+                out[key] = nested
+        elif value != default and value not in (None, {}, []):
+            out[key] = _brief(value)
+    return out
+
+
+_MISSING = object()
+
+
+def set_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """What a config set: its required keys (experiment, models, sizes) and every other key
+    that differs from torchscale's default."""
+    defaults, required = _defaults()
+    shown = non_default(config, {k: v for k, v in defaults.items() if k not in required})
+    return {k: shown[k] for k in config if k in shown}
+
+
 def _config_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     blocks: list[Block] = []
     missing = {}
     for source in ctx.sources.experiments:
         if source.experiment is None:
             missing[f"resolved config ({source.name})"] = (
-                "a directory of profiled runs keeps no config.yaml"
+                "a directory of profiled or comm runs keeps no config.yaml"
             )
         elif not source.experiment.config:
             missing[f"resolved config ({source.name})"] = (
                 "no readable config.yaml in the experiment directory"
             )
         else:
-            dumped = yaml.safe_dump(source.experiment.config, sort_keys=False, width=100)
-            blocks.append(Text(text=f"Resolved config of {source.name}:"))
+            dumped = yaml.safe_dump(set_keys(source.experiment.config), sort_keys=False, width=100)
+            blocks.append(
+                Text(
+                    text=f"Config of {source.name}: the keys it sets that differ from "
+                    "torchscale's defaults (the whole resolved config: config.yaml in "
+                    f"{source.path})"
+                )
+            )
             blocks.append(Text(text=dumped.rstrip(), preformatted=True))
     return blocks, missing
 
 
 def build(ctx: Context) -> Section:
-    """Sources, environment per host, resolved configs, methodology, versions."""
+    """Sources, environment per host (hardware first), what each config set, methodology,
+    versions."""
     blocks: list[Block] = [
         KeyFigures(
             figures=[
@@ -285,18 +353,18 @@ def build(ctx: Context) -> Section:
                 columns=[
                     col("source", "Experiment"),
                     col("host", "Host"),
-                    col("role", "Recorded by"),
-                    col("platform", "Platform"),
-                    col("python", "Python"),
-                    col("torch", "torch"),
-                    col("cuda", "CUDA"),
-                    col("cudnn", "cuDNN"),
-                    col("nccl", "NCCL"),
-                    col("driver", "Driver"),
+                    col("gpus", "GPUs"),
                     col("cpu", "CPU"),
                     col("cores", "Cores"),
                     col("threads", "torch threads", "int"),
-                    col("gpus", "GPUs"),
+                    col("driver", "Driver"),
+                    col("cuda", "CUDA"),
+                    col("cudnn", "cuDNN"),
+                    col("nccl", "NCCL"),
+                    col("torch", "torch"),
+                    col("python", "Python"),
+                    col("platform", "Platform"),
+                    col("role", "Recorded by"),
                 ],
                 rows=rows,
                 note="the launching host from env.json; the hosts that ran ranks from the first "

@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -17,9 +18,10 @@ from torchscale.analysis.numbers import finite
 from torchscale.analysis.regressions import Comparison, compare, with_step_repeats
 from torchscale.analysis.reliability import LEVELS, repeat_count
 from torchscale.report.estimates import compact, efficiency_kind, long_form
-from torchscale.report.model import Column, Finding, Severity, ValueFormat
+from torchscale.report.model import Column, Finding, Severity, Skipped, ValueFormat
 from torchscale.report.render.formatting import format_value
 from torchscale.report.sources import ProfileEntry, Sources, UnanalysedProfile
+from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.results.frame import COLUMNS, cell_row
 from torchscale.schema.cell_result import CellResult
@@ -48,6 +50,46 @@ LIST_LIMIT = 3  # names listed in one line before "and N more"
 def integer(value: Any) -> int | None:
     number = finite(value)
     return None if number is None else round(number)
+
+
+def ranks(count: Any, device: Any) -> str:
+    """'8 GPUs', '1 GPU', '2 CPU ranks': what a world size counts, named honestly (a CPU rank
+    is one gloo process, never a "GPU")."""
+    number = integer(count)
+    shown = "?" if number is None else f"{number:,}"
+    unit = {"cuda": "GPU", "cpu": "CPU rank"}.get(str(device), "rank")
+    return f"{shown} {unit}{'' if number == 1 else 's'}"
+
+
+def rank_unit(devices: Iterable[Any]) -> tuple[str, str]:
+    """Column labels for a world size and the batch of one rank: ('GPUs', 'Batch/GPU') where
+    every cell ran on GPUs, ('CPU ranks', 'Batch/rank') on CPU, ('Ranks', 'Batch/rank') mixed."""
+    found = {str(d) for d in devices}
+    if found == {"cuda"}:
+        return "GPUs", "Batch/GPU"
+    return ("CPU ranks" if found == {"cpu"} else "Ranks"), "Batch/rank"
+
+
+CELLS_DIR = ResultLayout(Path()).cells_dir.name  # cells/: one result file per cell
+
+
+def unreadable_cells(skipped: Iterable[Skipped], root: Path | None = None) -> int:
+    """How many of the skipped inputs are cell result files (`cells/<cell>.json`), those of the
+    experiment at `root` only when given: each is a cell the report cannot count as measured,
+    so it counts against the headline ("6 of 8 cells readable")."""
+    count = 0
+    for item in skipped:
+        path = Path(item.path)
+        if path.suffix != ".json" or path.parent.name != CELLS_DIR:
+            continue
+        if root is None or path.parent.parent == root:
+            count += 1
+    return count
+
+
+def plural(count: int, word: str) -> str:
+    """'1 comm run', '2 comm runs'."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def text(value: Any) -> str | None:
@@ -175,6 +217,22 @@ class Context:
     @property
     def ok(self) -> pd.DataFrame:
         return self.cells[self.cells["status"] == "ok"]
+
+    @property
+    def unreadable(self) -> int:
+        """Cell result files under --source that could not be read (left out of `cells`)."""
+        return unreadable_cells(self.sources.skipped)
+
+    def other_contents(self) -> str:
+        """What the sources hold besides a sweep, in words ('1 profiled run and 2 comm runs'):
+        said where there is no sweep, so a comm-only source is never called 'profiles'."""
+        experiments = self.sources.experiments
+        counts = [
+            (sum(len(s.profiles) + len(s.unanalysed) for s in experiments), "profiled run"),
+            (sum(len(s.comm) for s in experiments), "comm run"),
+        ]
+        parts = [plural(n, word) for n, word in counts if n]
+        return " and ".join(parts) or "nothing else readable"
 
     def result(self, row: Mapping[str, Any] | pd.Series) -> CellResult:
         return self.results[(str(row["experiment"]), str(row["cell_id"]))]

@@ -97,7 +97,7 @@ def build(ctx: Context) -> Section:
     elif total:
         blocks.append(Text(text=f"All {total} cells finished ok.", severity="good"))
     else:
-        blocks.append(Text(text="No sweep cells in the sources (profiles only)."))
+        blocks.append(Text(text=f"No sweep cells in the sources ({ctx.other_contents()} only)."))
     skipped = len(ctx.sources.skipped)
     if skipped:
         blocks.append(

@@ -31,6 +31,8 @@ from torchscale.report.sections.context import (
     integer,
     is_reliable,
     names,
+    rank_unit,
+    ranks,
     records,
     reliability_counts,
     reliability_severity,
@@ -71,6 +73,15 @@ def priced_cells(ctx: Context) -> pd.DataFrame | None:
     if prices.isna().all():
         return None
     return cost_table(ctx.cells, prices)
+
+
+def price_text(priced: pd.DataFrame) -> str:
+    """'at $2.50 per GPU-hour' (the one price the cells were costed at, from the command line
+    or the config's cost.per_gpu_hour), or 'at each result set's price per GPU-hour'."""
+    prices = sorted(set(pd.to_numeric(priced["price_per_gpu_hour"]).dropna().astype(float)))
+    if len(prices) == 1:
+        return f"at {fmt(prices[0], 'money')} per GPU-hour"
+    return "at each result set's price per GPU-hour"
 
 
 def _config(ctx: Context, row: pd.Series) -> str:
@@ -128,25 +139,42 @@ def _efficiency_cell(row: dict[str, Any]) -> str | None:
     return efficiency_text(efficiency, low, high, base=base)
 
 
-def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigure:
-    """Efficiency at the model's largest GPU count that has a smaller one to compare with
-    (a configuration measured at one GPU count only would read a trivial 100 %), with its 95 %
-    interval: above 1 it reads "linear within noise" unless the interval is above 1 too."""
+def weak_scaling(ctx: Context) -> pd.DataFrame:
+    """The weak-scaling rows of every group measured at two GPU counts or more (per
+    experiment): what the summary's and the headline's efficiency figures are read from."""
+    return scaling_table(ctx.cells, ["experiment", *GROUP_COLUMNS], min_world_sizes=2)
+
+
+def largest_scaled(weak: pd.DataFrame, model: str) -> dict[str, Any] | None:
+    """The row a model's scaling is judged by: at its largest GPU count that has a smaller one
+    to compare with (one GPU count alone would read a trivial 100 %), the fastest there; None
+    when no configuration of the model ran at two GPU counts. One pick, so the summary and the
+    headline say the same figure."""
     scaled = weak[(weak["model_label"] == model) & (weak["world_size"] > weak["base_world_size"])]
     if scaled.empty:
+        return None
+    at_largest = scaled[scaled["world_size"] == scaled["world_size"].max()]
+    return dict(at_largest.loc[pd.to_numeric(at_largest["samples_per_s"]).idxmax()])
+
+
+def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigure:
+    """Efficiency at the model's largest GPU count that has a smaller one to compare with,
+    with its 95 % interval: above 1 it reads "linear within noise" unless the interval is
+    above 1 too."""
+    row = largest_scaled(weak, model)
+    if row is None:
         return KeyFigure(
             label=f"Scaling efficiency: {model}",
             value=None,
             format="ratio_pct",
             note="no configuration of this model measured at two or more GPU counts",
         )
-    largest = int(scaled["world_size"].max())
-    at_largest = scaled[scaled["world_size"] == largest]
-    row = at_largest.loc[pd.to_numeric(at_largest["samples_per_s"]).idxmax()]
+    largest = ranks(row["world_size"], row["device"])
     efficiency = finite(row["efficiency"])
     low, high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
     kind = efficiency_kind(efficiency, low, high)
-    note = f"{_config(ctx, row)}, against {integer(row['base_world_size'])} GPU(s) (1.0 = linear)"
+    against = ranks(row["base_world_size"], row["device"])
+    note = f"{_config(ctx, row)}, against {against} (1.0 = linear)"
     value: float | str | None = efficiency
     if kind == "linear within noise":
         value = "linear within noise"
@@ -164,7 +192,7 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     if not reliable:
         note += "; not every cell behind it measured reliably"
     return KeyFigure(
-        label=f"Scaling efficiency at {largest} GPUs: {model}",
+        label=f"Scaling efficiency at {largest}: {model}",
         value=value,
         format="ratio_pct",
         note=note,
@@ -236,37 +264,39 @@ def _busy(ctx: Context, measured: pd.DataFrame) -> str | None:
     )
 
 
-def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
+def _cells_figure(ctx: Context) -> KeyFigure:
+    """'4 of 8' cells measured, the rest by why: failed, not run (the sweep skipped them),
+    unreadable (their result file could not be used): every cell file counts."""
     cells = ctx.cells
-    total, ok = len(cells), int((cells["status"] == "ok").sum())
+    ok = int((cells["status"] == "ok").sum())
     failed = int(cells["status"].isin(["failed", "oom", "timeout"]).sum())
-    skipped = int((cells["status"] == "skipped").sum())
-    if total:
-        note = ", ".join(
-            f"{count} {what}" for count, what in ((failed, "failed"), (skipped, "skipped")) if count
+    not_run = int((cells["status"] == "skipped").sum())
+    unreadable = ctx.unreadable
+    total = len(cells) + unreadable
+    if not total:
+        return KeyFigure(
+            label="Cells measured",
+            value=None,
+            note=f"no benchmark sweep in the sources ({ctx.other_contents()} only)",
         )
-        figures = [
-            KeyFigure(
-                label="Cells measured",
-                value=f"{ok} of {total}",
-                note=note or "every cell finished ok",
-                severity="good" if ok == total else ("bad" if failed else "warn"),
-            )
-        ]
-    else:
-        figures = [
-            KeyFigure(
-                label="Cells measured",
-                value=None,
-                note="no benchmark sweep in the sources (profiles only)",
-            )
-        ]
+    why = ((failed, "failed"), (not_run, "not run"), (unreadable, "unreadable"))
+    note = ", ".join(f"{count} {what}" for count, what in why if count)
+    return KeyFigure(
+        label="Cells measured",
+        value=f"{ok} of {total}",
+        note=note or "every cell finished ok",
+        severity="good" if ok == total else ("bad" if failed or unreadable else "warn"),
+    )
+
+
+def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
+    figures = [_cells_figure(ctx)]
     reliability = _reliability_figure(ctx)
     if reliability is not None:
         figures.append(reliability)
     ok_cells = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
     models = sorted(set(ok_cells["model_label"]))
-    weak = scaling_table(ctx.cells, ["experiment", *GROUP_COLUMNS], min_world_sizes=2)
+    weak = weak_scaling(ctx)
     for model in models[:MAX_MODEL_FIGURES]:
         group = ok_cells[ok_cells["model_label"] == model]
         best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
@@ -295,7 +325,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                     value=finite(cheapest["cost_per_m_samples"]),
                     format="money",
                     note=f"cheapest: {_config(ctx, cheapest)}, at "
-                    f"{fmt(ctx.options.cost_per_gpu_hour, 'money')} per GPU-hour",
+                    f"{fmt(finite(cheapest['price_per_gpu_hour']), 'money')} per GPU-hour",
                 )
             )
     if priced is None and models:
@@ -345,12 +375,13 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
     rows = _best_rows(ctx, priced)
     if not rows:
         return None
+    world, batch = rank_unit(ctx.ok["device"])
     columns = [
         col("model", "Model"),
         col("best_by", "Best by"),
         col("config", "Configuration"),
-        col("gpus", "GPUs", "int"),
-        col("batch_per_gpu", "Batch/GPU", "int"),
+        col("gpus", world, "int"),
+        col("batch_per_gpu", batch, "int"),
         col("samples_per_s_text", "Samples/s ±95 %"),
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
@@ -369,10 +400,7 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         "95 % interval)"
     )
     if priced is not None:
-        note += (
-            f"; best by cost: the lowest cost per million samples at "
-            f"{fmt(ctx.options.cost_per_gpu_hour, 'money')} per GPU-hour"
-        )
+        note += f"; best by cost: the lowest cost per million samples {price_text(priced)}"
     return Table(
         id="summary-best",
         title="Best configuration per model",

@@ -1,0 +1,350 @@
+"""What a stakeholder reads in ten seconds (issue 25): the one-sentence verdict and the header
+(hardware, dates, description), the price in the summary when it comes from the config, a
+Markdown that fits a pull-request comment at 500 cells, the config appendix holding only what
+was set, unreadable inputs counted against the headline, comm-only sources named as such, and a
+baseline report titled by what it compares."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from torchscale.comm.comm_result import CommResult
+from torchscale.comm.sweep_launch import store_result
+from torchscale.report.build import build_report, default_title
+from torchscale.report.generate import ReportRequest, generate
+from torchscale.report.model import KeyFigures, Report, Table, Text
+from torchscale.report.render import markdown
+from torchscale.report.request import ReportOptions
+from torchscale.report.sections.appendix import set_keys
+from torchscale.report.sections.headline import describe_hardware, pct_range, scaling_clause
+from torchscale.report.sources import read_sources
+
+REPO = Path(__file__).parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+V3 = FIXTURES / "results_v3"
+V3_SWEEP = V3 / "v3_fixture"
+GENERATED_AT = "2026-11-22T12:00:00Z"
+GITHUB_COMMENT_LIMIT = 65_536
+
+
+def build(source: Path, baseline: Path | None = None, **options: Any) -> Report:
+    return build_report(
+        read_sources(source),
+        ReportOptions(generated_at=GENERATED_AT, **options),
+        read_sources(baseline) if baseline is not None else None,
+    )
+
+
+def figures(report: Report) -> dict[str, Any]:
+    section = report.section("summary")
+    assert section is not None
+    return {f.label: f for b in section.blocks if isinstance(b, KeyFigures) for f in b.figures}
+
+
+def copy_sweep(root: Path, name: str = "v3_fixture") -> Path:
+    dest = root / name
+    shutil.copytree(V3_SWEEP, dest)
+    return dest
+
+
+# ------------------------------------------------------------------------ the verdict
+
+
+@pytest.fixture(scope="module")
+def priced() -> Report:
+    return build(V3, cost_per_gpu_hour=2.5)
+
+
+def test_the_verdict_names_the_hardware_and_the_result_in_one_sentence(priced: Report) -> None:
+    assert priced.headline is not None
+    text = priced.headline.text
+    assert text.startswith("On a CPU-only host (AMD EPYC, 2 cores), ")
+    assert ". " not in text and text.endswith(".")  # one sentence
+    # the summary's efficiency, as its 95 % interval: the same row, one value per quantity
+    card = figures(priced)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
+    assert "50.6 % to 54.6 %" in card.note
+    assert "tiny-gpt2 scales at 51-55 % of linear to 2 CPU ranks at $0.06 per M tokens" in text
+    assert "tiny-mlp scales at 26-29 % of linear to 2 CPU ranks at $0.34 per M samples" in text
+    assert "2 of 6 cells failed, 2 of 4 cells noisy" in text
+    assert "GPU" not in text  # CPU ranks are never called GPUs
+    assert "52.6" not in text  # no second figure for the same quantity
+    assert priced.headline.severity == "bad"  # cells failed
+
+
+def test_the_header_holds_hardware_dates_and_description(priced: Report) -> None:
+    assert priced.hardware == "a CPU-only host (AMD EPYC, 2 cores)"
+    assert priced.measured == "2026-11-22"
+    assert priced.description == "written by torchscale at result schema 3 for the report tests"
+    assert priced.source_path == str(V3)
+
+
+def test_a_gpu_run_is_named_by_its_gpu(tmp_path: Path) -> None:
+    """One H100 cell (recorded on a real GPU): the GPU as the driver names it, the one
+    throughput with its interval (no scaling to speak of), the cost per M tokens."""
+    cells = tmp_path / "h100" / "cells"
+    cells.mkdir(parents=True)
+    result = FIXTURES / "results_v5" / "h100_gpt2_bf16_compile.json"
+    shutil.copy(result, cells / "gpt2__b8__w1__bf16__ddp__aa00afb8.json")
+    report = build(tmp_path / "h100", cost_per_gpu_hour=3.0)
+    assert report.hardware == "1 x H100 80GB HBM3"
+    assert report.headline is not None
+    assert report.headline.text == (
+        "On 1 x H100 80GB HBM3, gpt2 reaches 244.5 ±7.3 samples/s on 1 GPU at $0.0033 per M "
+        "tokens; measured reliably."
+    )
+    assert report.headline.severity == "good"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((0.94, 0.92, 0.96), "gpt2 scales at 92-96 % of linear to 8 GPUs"),
+        ((1.04, 0.97, 1.11), "gpt2 scales linearly within noise to 8 GPUs"),
+        ((1.2, 1.1, 1.3), "gpt2 scales super-linearly to 8 GPUs (110-130 % of linear: check"),
+        ((1.05, None, None), "the scaling of gpt2 to 8 GPUs is not measurable (above linear"),
+        ((0.9, None, None), "gpt2 scales at 90.0 % of linear to 8 GPUs (one repeat: spread"),
+        ((None, None, None), "the scaling of gpt2 to 8 GPUs is not measurable"),
+    ],
+)
+def test_scaling_clause_never_prints_a_figure_inside_its_noise(
+    args: tuple[float | None, float | None, float | None], expected: str
+) -> None:
+    assert scaling_clause("gpt2", *args, span="to 8 GPUs").startswith(expected)
+
+
+def test_percent_ranges_keep_their_ends_apart() -> None:
+    assert pct_range(0.921, 0.958) == "92-96 %"
+    assert pct_range(0.9212, 0.9268) == "92.1-92.7 %"
+
+
+def test_hardware_in_words() -> None:
+    from torchscale.report.sections.headline import _Run
+
+    h100 = {"device_name": "NVIDIA H100 80GB HBM3"}
+    runs = [_Run("cuda", 8, 1, h100), _Run("cuda", 16, 2, h100), _Run("cuda", 2, 1, h100)]
+    assert describe_hardware(runs) == "16 x H100 80GB HBM3 on 2 nodes"
+    older = {"gpus": ["NVIDIA A100-SXM4-40GB"] * 8}  # before device_name was recorded
+    assert describe_hardware([_Run("cuda", 4, 1, older)]) == "4 x A100-SXM4-40GB"
+    cpu = {"cpu_model": "Intel Xeon", "usable_cores": 16}
+    assert describe_hardware([_Run("cpu", 2, 1, cpu)]) == "a CPU-only host (Intel Xeon, 16 cores)"
+    assert describe_hardware([_Run("cuda", 2, 1, {})]) == "2 x cuda devices (model not recorded)"
+    assert describe_hardware([]) is None
+
+
+# ------------------------------------------------------------------------ the price
+
+
+def test_the_config_price_is_the_price_the_summary_says(tmp_path: Path) -> None:
+    """Priced by the config's cost.per_gpu_hour (no --cost-per-gpu-hour): the summary names
+    that price, not '-'."""
+    sweep = copy_sweep(tmp_path)
+    for cell in (sweep / "cells").glob("*.json"):
+        data = json.loads(cell.read_text(encoding="utf-8"))
+        if data.get("status") == "ok":
+            data["schema_version"] = 5
+            data["data"] = None
+            data["cost"] = {
+                "per_gpu_hour": 3.6,
+                "gpu_hours_per_m_samples": None,
+                "cost_per_m_samples": None,
+                "cost_per_m_tokens": None,
+            }
+            cell.write_text(json.dumps(data), encoding="utf-8")
+    report = build(tmp_path)
+    notes = [f.note or "" for f in figures(report).values() if f.label.startswith("Cost")]
+    assert notes and all("at $3.60 per GPU-hour" in n for n in notes)
+    summary = report.section("summary")
+    assert summary is not None
+    best = next(b for b in summary.blocks if isinstance(b, Table))
+    assert "at $3.60 per GPU-hour" in (best.note or "")
+    assert " - per GPU-hour" not in report.model_dump_json()
+
+
+# ------------------------------------------------------------------------ unreadable inputs
+
+
+def test_unreadable_cells_count_against_the_headline(tmp_path: Path) -> None:
+    sweep = copy_sweep(tmp_path)
+    broken = sorted((sweep / "cells").glob("tiny-mlp*.json"))
+    for path in broken:
+        path.write_text('{"schema_version": 3, "status": "ok", "cel', encoding="utf-8")
+    report = build(tmp_path)
+    assert report.headline is not None
+    assert "4 of 6 cells readable" in report.headline.text
+    assert report.headline.severity == "bad"
+    cells = figures(report)["Cells measured"]
+    assert cells.value == "2 of 6"
+    assert cells.note == "2 failed, 2 unreadable"
+    (source,) = report.sources
+    assert source.unreadable == 2
+    assert source.contents() == "4 of 6 cells readable (2 ok, 2 failed)"
+    text = markdown.render(report).decode("utf-8")
+    assert "4 of 6 cells readable (2 ok, 2 failed)" in text
+    assert "**Skipped inputs** (2, left out of every figure)" in text
+
+
+def test_a_comm_only_source_is_not_called_profiles(tmp_path: Path) -> None:
+    run = CommResult(
+        id="ours",
+        world_size=8,
+        device="cuda",
+        backend="nccl",
+        device_name="NVIDIA H100 80GB HBM3",
+        dtype="float32",
+        check=True,
+    )
+    store_result(run, tmp_path / "net" / "comm" / "ours.json")
+    report = build(tmp_path)
+    dumped = report.model_dump_json()
+    assert "profiles only" not in dumped and "profiled run" not in dumped
+    assert (
+        figures(report)["Cells measured"].note
+        == "no benchmark sweep in the sources (1 comm run only)"
+    )
+    failures = report.section("failures")
+    assert failures is not None
+    assert any(
+        isinstance(b, Text) and b.text == "No sweep cells in the sources (1 comm run only)."
+        for b in failures.blocks
+    )
+    assert report.sources[0].contents() == "1 comm run"
+    assert report.hardware == "8 x H100 80GB HBM3"
+    assert report.headline is not None
+    assert (
+        report.headline.text
+        == "On 8 x H100 80GB HBM3, no benchmark sweep (1 comm run; see the sections below)."
+    )
+
+
+# ------------------------------------------------------------------------ titles
+
+
+def test_a_baseline_report_is_titled_by_what_it_compares(tmp_path: Path) -> None:
+    new = copy_sweep(tmp_path / "new")
+    old = copy_sweep(tmp_path / "old")
+    current, baseline = read_sources(new), read_sources(old)
+    # both sides are the experiment v3_fixture (a config re-run keeps its name)
+    assert default_title(current, baseline) == "torchscale report: new/v3_fixture vs old/v3_fixture"
+    assert default_title(current, read_sources(V3_SWEEP)).endswith(
+        "new/v3_fixture vs results_v3/v3_fixture"
+    )
+    assert default_title(current, current) == f"torchscale report: {new} against itself"
+    assert (
+        default_title(read_sources(V3), read_sources(FIXTURES / "results_v1"))
+        == "torchscale report: profile, v3_fixture vs v1_fixture"
+    )
+
+
+# ------------------------------------------------------------------------ config appendix
+
+
+def test_the_appendix_holds_only_what_the_config_set(priced: Report) -> None:
+    appendix = priced.section("appendix")
+    assert appendix is not None
+    (config,) = [b for b in appendix.blocks if isinstance(b, Text) and b.preformatted]
+    assert "null" not in config.text and "{}" not in config.text
+    assert yaml.safe_load(config.text) == {
+        "experiment_name": "v3_fixture",
+        "description": "written by torchscale at result schema 3 for the report tests",
+        "models": ["tiny-mlp", "tiny-gpt2", "torchscale_missing_plugin:factory"],
+        "batch_sizes": [8],
+        "gpu_counts": [1, 2],
+        "device": "cpu",
+        "measurement": {"warmup_steps": 2, "steps": 6, "repeats": 2},
+        "launcher": {"cell_timeout_s": 120.0, "nnodes": 1},
+    }
+    environment = next(
+        b for b in appendix.blocks if isinstance(b, Table) and b.id == "appendix-environment"
+    )
+    labels = [c.label for c in environment.columns]
+    assert labels[:6] == ["Experiment", "Host", "GPUs", "CPU", "Cores", "torch threads"]
+
+
+def test_set_keys_keeps_a_model_with_options_and_keys_older_configs_had() -> None:
+    config = {
+        "experiment_name": "x",
+        "models": [{"name": "gpt2", "label": None, "options": {"n_layer": 2}}],
+        "batch_sizes": [8],
+        "gpu_counts": [1],
+        "training": {"optimizer": "adamw", "compile": True, "fused_optimizer": None},
+        "retired_key": 3,
+        "also_retired": None,
+    }
+    assert set_keys(config) == {
+        "experiment_name": "x",
+        "models": [{"name": "gpt2", "options": {"n_layer": 2}}],
+        "batch_sizes": [8],
+        "gpu_counts": [1],
+        "training": {"compile": True},
+        "retired_key": 3,
+    }
+
+
+# ------------------------------------------------------------------------ Markdown size
+
+
+def _scale_module() -> Any:
+    path = REPO / "benchmarks" / "report_scale.py"
+    spec = importlib.util.spec_from_file_location("report_scale", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("report_scale", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("cells", [8, 500])
+def test_markdown_fits_a_pull_request_comment(tmp_path: Path, cells: int) -> None:
+    experiment = _scale_module().write_results(tmp_path, cells)
+    report = build(experiment, cost_per_gpu_hour=2.5)
+    text = markdown.render(report).decode("utf-8")
+    assert len(text) < GITHUB_COMMENT_LIMIT
+    assert report.headline is not None
+    assert markdown.escape(report.headline.text) in text
+    if cells == 500:  # five models: the least efficient is named, the others counted
+        assert "the least efficient of 5 models, scale-model-" in report.headline.text
+        assert "4 other models in the summary" in report.headline.text
+    assert "Best configuration per model" in text
+    assert f"run torchscale report -s {experiment} -f html" in text
+    assert "experiment\\_name" not in text and "experiment_name" not in text  # no config dump
+
+
+def test_the_markdown_links_the_html_report_beside_it(tmp_path: Path) -> None:
+    sweep = copy_sweep(tmp_path)
+    html = generate(ReportRequest(source=sweep, fmt="html", generated_at=GENERATED_AT))
+    assert html.path == sweep / "v3_fixture_report.html"
+    md = generate(ReportRequest(source=sweep, fmt="md", generated_at=GENERATED_AT))
+    assert md.report.html_report == "v3_fixture_report.html"
+    assert "[v3_fixture_report.html](v3_fixture_report.html)" in md.content.decode("utf-8")
+    elsewhere = generate(
+        ReportRequest(source=sweep, fmt="md", output=tmp_path / "pr" / "comment.md")
+    )
+    assert elsewhere.report.html_report == "../v3_fixture/v3_fixture_report.html"
+    given = generate(
+        ReportRequest(source=sweep, fmt="md", html_link="https://ci.example.com/r.html")
+    )
+    assert "(https://ci.example.com/r.html)" in given.content.decode("utf-8")
+
+
+# ------------------------------------------------------------------------ JSON versions
+
+
+def test_version_2_reports_still_read(priced: Report) -> None:
+    data = json.loads(priced.model_dump_json())
+    for key in ("headline", "hardware", "measured", "description", "html_report", "source_path"):
+        del data[key]
+    for source in data["sources"]:
+        del source["unreadable"], source["comm_runs"]
+    data["schema_version"] = 2
+    old = Report.model_validate(data)
+    assert old.schema_version == 2 and old.headline is None
+    assert markdown.render(old)  # every renderer takes it: the header is simply shorter
+    assert priced.schema_version == 3
