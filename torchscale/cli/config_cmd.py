@@ -78,11 +78,11 @@ def init_config(
     from torchscale.atomic import write_text_atomic
     from torchscale.config import parse_config
     from torchscale.config.hardware import hardware as resolve_hardware
-    from torchscale.config.starter import GPU_MODEL, model_parameters, plan_starter, starter_yaml
+    from torchscale.config.starter import GPU_MODEL, plan_starter, starter_yaml
     from torchscale.errors import ResultsError, UsageError, describe_os_error
 
     node = resolve_hardware(hardware)
-    text = starter_yaml(plan_starter(node, model_parameters(GPU_MODEL)))
+    text = starter_yaml(plan_starter(node, _parameters(GPU_MODEL)))
     parse_config(text, "the starter config")  # what it writes must validate
     if output is None:
         typer.echo(text, nl=False)
@@ -97,6 +97,19 @@ def init_config(
         stdout.print(
             f"wrote {output} ({node.source}); check it: torchscale config validate {output}"
         )
+
+
+def _parameters(model: str) -> int:
+    """The model's parameter count: stored for a built-in one (no torch import, no build),
+    else counted on the meta device."""
+    from torchscale.models.metadata import stored
+
+    facts = stored(model)
+    if facts is not None:
+        return facts.parameters
+    from torchscale.config.starter import model_parameters
+
+    return model_parameters(model)
 
 
 @app.command("show")

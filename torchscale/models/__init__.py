@@ -4,18 +4,39 @@ Everything the train loop needs from a model comes as a ModelBundle from `build_
 splits for tensor and pipeline parallelism, from the ParallelPlan its class declares
 (torchscale/models/parallel_plan.py, all that torchscale/parallel/ reads; docs/models.md).
 
+The names below load on first use (PEP 562), so that `torchscale.models.metadata`, the stored
+facts `torchscale list` shows, imports without torch.
+
 Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
-from torchscale.models.bundle import ModelBundle, call_model
-from torchscale.models.plugin import load_plugin
-from torchscale.models.registry import (
-    BUILTIN,
-    ModelInfo,
-    build_model,
-    list_models,
-    parameter_count,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchscale.models.bundle import ModelBundle, call_model
+    from torchscale.models.plugin import load_plugin
+    from torchscale.models.registry import (
+        BUILTIN,
+        ModelInfo,
+        build_model,
+        list_models,
+        parameter_count,
+    )
+
+# exported name -> the submodule defining it
+_SOURCES = {
+    "ModelBundle": "bundle",
+    "call_model": "bundle",
+    "load_plugin": "plugin",
+    "BUILTIN": "registry",
+    "ModelInfo": "registry",
+    "build_model": "registry",
+    "list_models": "registry",
+    "parameter_count": "registry",
+}
 
 __all__ = [
     "BUILTIN",
@@ -27,3 +48,13 @@ __all__ = [
     "load_plugin",
     "parameter_count",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the submodule defining `name` on first use (it imports torch)."""
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{source}"), name)
+    globals()[name] = value
+    return value

@@ -17,7 +17,8 @@ import torch
 from torchscale.catalog import is_plugin_model
 from torchscale.errors import ModelError
 from torchscale.models import bert, gpt2, resnet, tiny, transformer, vit
-from torchscale.models.bundle import ModelBundle
+from torchscale.models.bundle import ModelBundle, call_model
+from torchscale.models.metadata import Measured, rows
 from torchscale.models.option_values import positive_int, probability
 from torchscale.models.plugin import load_plugin
 from torchscale.suggest import did_you_mean
@@ -199,21 +200,38 @@ def parameter_count(model: torch.nn.Module) -> int:
 
 
 def list_models() -> list[dict[str, Any]]:
-    """One row per built-in model for `torchscale list`, counts computed on the meta device."""
-    rows: list[dict[str, Any]] = []
-    for info in BUILTIN.values():
-        with torch.device("meta"):
-            bundle = build_model(info.name)
-        rows.append(
-            {
-                "name": info.name,
-                "family": info.family,
-                "kind": bundle.kind,
-                "parameters": parameter_count(bundle.model),
-                "input_shape": bundle.input_shape,
-                "tokens_per_sample": bundle.tokens_per_sample,
-                "options": dict(info.defaults),
-                "description": info.description,
-            }
-        )
-    return rows
+    """One row per built-in model for `torchscale list`: the stored facts, nothing built."""
+    return rows()
+
+
+def measure(name: str, options: Mapping[str, Any] | None = None) -> Measured:
+    """What `torchscale list` states of a model, found by building it on the meta device (no
+    memory, no kernels): the path for a plug-in or other options, and what the stored facts of
+    the built-in models (torchscale/models/metadata.py) are tested against."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    meta = torch.device("meta")
+    with meta:
+        bundle = build_model(name, options)
+    with sdpa_kernel(SDPBackend.MATH):  # attention as matmuls: every op has a FLOP formula
+        forward, train = _flops_per_sample(bundle, meta)
+    return Measured(
+        kind=bundle.kind,
+        parameters=parameter_count(bundle.model),
+        input_shape=bundle.input_shape,
+        tokens_per_sample=bundle.tokens_per_sample,
+        forward_flops=forward,
+        train_flops=train,
+    )
+
+
+def _flops_per_sample(bundle: ModelBundle, device: torch.device) -> tuple[int, int]:
+    """FLOPs of one sample: the forward pass, and forward + backward of its loss (a step)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    inputs, targets = bundle.make_batch(1, device)
+    with torch.no_grad(), FlopCounterMode(display=False) as forward:
+        call_model(bundle.model, inputs)
+    with FlopCounterMode(display=False) as train:
+        torch.autograd.backward(bundle.step_loss(inputs, targets))
+    return int(forward.get_total_flops()), int(train.get_total_flops())

@@ -1,0 +1,136 @@
+"""Small commands start fast (issue 25): `--help` builds no sub-command, `list`, `config show`
+and `config init --hardware cpu` import no torch, and the root's help, listed from the help lines
+stored in cli/app.py, is exactly what the built commands say."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer.main
+from typer.core import TyperGroup
+from typer.testing import CliRunner
+
+from torchscale.cli.app import SUBCOMMANDS, LazyCommands, app, build_subcommand
+from torchscale.models.metadata import rows
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONFIG = REPO_ROOT / "benchmark_config.yaml"
+HEAVY = ("torch", "pandas", "plotly", "weasyprint", "numpy")
+
+_PROBE = """\
+import sys
+sys.argv = {argv!r}
+from torchscale.cli.app import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print()
+print("EXIT", code)
+print("HEAVY", ",".join(m for m in {heavy!r} if m in sys.modules) or "-")
+print("COMMANDS", ",".join(sorted(m for m in sys.modules if m.endswith("_cmd"))) or "-")
+"""
+
+
+def probe(*args: str) -> dict[str, str]:
+    """Run `torchscale ARGS` in a fresh interpreter: exit code, heavy modules, command modules."""
+    code = _PROBE.format(argv=["torchscale", *args], heavy=HEAVY)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    tail = done.stdout.splitlines()[-3:]
+    return dict(line.split(" ", 1) for line in tail)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("list",),
+        ("list", "--json"),
+        ("config", "show", str(CONFIG)),
+        ("config", "init", "--hardware", "cpu"),
+    ],
+    ids=" ".join,
+)
+def test_small_commands_import_no_heavy_library(args: tuple[str, ...]) -> None:
+    found = probe(*args)
+    assert found["EXIT"] == "0"
+    assert found["HEAVY"] == "-", f"torchscale {' '.join(args)} imported {found['HEAVY']}"
+
+
+def test_help_imports_no_command_module() -> None:
+    assert probe("--help")["COMMANDS"] == "-"
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    assert probe("list", "--json")["COMMANDS"] == "torchscale.cli.list_cmd"
+
+
+@pytest.mark.parametrize("name", list(SUBCOMMANDS))
+def test_stored_help_line_is_the_commands_own(name: str) -> None:
+    built = build_subcommand(name)
+    assert built.name == name
+    assert (built.help or "").split("\n\n")[0] == SUBCOMMANDS[name].summary, (
+        f"update the help line of {name!r} in SUBCOMMANDS (torchscale/cli/app.py)"
+    )
+    assert (built.short_help, built.hidden, built.deprecated) == (None, False, False)
+    assert not getattr(built, "rich_help_panel", None)
+
+
+def test_root_help_is_the_same_with_every_command_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = CliRunner()
+    lazy = runner.invoke(app, ["--help"], env={"COLUMNS": "100"})
+    # without the stand-ins: the help builds every command, as the eager root did
+    monkeypatch.setattr(LazyCommands, "format_help", TyperGroup.format_help)
+    built = runner.invoke(app, ["--help"], env={"COLUMNS": "100"})
+    assert lazy.exit_code == built.exit_code == 0
+    assert lazy.output == built.output
+    for name in SUBCOMMANDS:
+        assert name in lazy.output
+
+
+def test_the_command_tree_holds_the_real_commands() -> None:
+    # what walks group.commands (docs, completion) sees every option, as before
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
+    assert list(group.commands) == list(SUBCOMMANDS)
+    options = {name: {o for p in c.params for o in p.opts} for name, c in group.commands.items()}
+    assert "--json" in options["list"]
+    assert {"--config", "--dry-run"} <= options["benchmark"]
+    config = group.commands["config"]
+    assert isinstance(config, TyperGroup)
+    assert list(config.commands) == ["validate", "init", "show", "schema"]
+
+
+def test_list_json_prints_the_stored_facts() -> None:
+    result = CliRunner().invoke(app, ["list", "--json"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.output)["models"]
+    assert printed == json.loads(json.dumps(rows()))
+    assert {"forward_flops", "train_flops", "strategies"} <= set(printed[0])
+
+
+def test_list_table_shows_counts_and_flops() -> None:
+    result = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "124,439,808" in result.output  # gpt2
+    assert "24.3 G" in result.output  # resnet50, one training sample
+
+
+def test_benchmark_script_knows_the_targets() -> None:
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+    try:
+        import small_commands
+    finally:
+        sys.path.remove(str(REPO_ROOT / "benchmarks"))
+    targets = {c.label: c.target_s for c in small_commands.commands(CONFIG, slow=False)}
+    assert targets["torchscale --help"] == 0.3
+    assert targets["torchscale list"] == targets["torchscale config show"] == 1.0
