@@ -58,7 +58,13 @@ def _profile(tmp_path: Path, ranks: int) -> tuple[Result, Path]:
     return result, cells[0]
 
 
-@pytest.fixture(scope="module", params=[2, 4], ids=["2ranks", "4ranks"])
+# 4 ranks (~40 s on 2 cores) only with --runslow: the 2-rank run checks the same analysis, and
+# tests/test_profile_analyze.py names stragglers among 4 and 8 synthetic ranks
+@pytest.fixture(
+    scope="module",
+    params=[2, pytest.param(4, marks=pytest.mark.slow)],
+    ids=["2ranks", "4ranks"],
+)
 def profiled(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[int, Result, Path]:
@@ -184,6 +190,7 @@ def test_phase_timers_of_the_same_run_name_it_too(profiled: tuple[int, Result, P
     assert read.result.straggler_rank == 1
 
 
+@pytest.mark.slow  # ~25-45 s: a sweep, then its profile; the profile path itself runs above
 def test_sweep_profiling_section_profiles_after_the_sweep(tmp_path: Path) -> None:
     config = tmp_path / "cfg.yaml"
     config.write_text(
