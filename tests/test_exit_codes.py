@@ -186,3 +186,248 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     ]
     assert "nothing to submit: every cell is ok or skipped" in run.output
     assert [c.status for c in stored(out / "sl")] == [Status.SKIPPED, Status.SKIPPED]
+
+
+# ====================================================== one grammar: every command's exit codes
+#
+# 2: the command line, or an input it names (file, directory, tool), cannot be used; nothing
+# was run. 1: a run that started and failed. 0: otherwise. (3: `report --fail-on-regression`
+# on a regression verdict, tests/test_report_cli.py.) One clear line on stderr, no traceback.
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NCCL_TESTS = FIXTURES / "nccl_tests"
+TINY_CONFIG: dict[str, Any] = {
+    "experiment_name": "tiny",
+    "models": ["tiny-mlp"],
+    "batch_sizes": [8],
+    "gpu_counts": [1],
+    "device": "cpu",
+}
+
+
+def _synthetic_traces(tmp: Path) -> Path:
+    from torchscale.traces.synthetic import write_synthetic_traces
+
+    write_synthetic_traces(tmp / "traces", ranks=2, steps=3)
+    return tmp / "traces"
+
+
+def _truncated_traces(tmp: Path) -> Path:
+    import gzip
+
+    directory = _synthetic_traces(tmp)
+    victim = sorted(directory.glob("*.json*"))[0]
+    raw = victim.read_bytes() if victim.suffix == ".gz" else gzip.compress(victim.read_bytes())
+    victim.unlink()
+    (directory / (victim.name.removesuffix(".gz") + ".gz")).write_bytes(raw[: len(raw) // 2])
+    return directory
+
+
+def _not_results(tmp: Path) -> Path:
+    (tmp / "src" / "notes").mkdir(parents=True)
+    return tmp / "src"
+
+
+def _bad_config(tmp: Path) -> Path:
+    path = tmp / "bad.yaml"  # one problem: one line
+    path.write_text(json.dumps({**TINY_CONFIG, "batch_sizes": [-1]}), encoding="utf-8")
+    return path
+
+
+def _tiny_config(tmp: Path) -> Path:
+    path = tmp / "tiny.yaml"
+    path.write_text(json.dumps(TINY_CONFIG), encoding="utf-8")
+    return path
+
+
+def _blocked(tmp: Path) -> Path:
+    (tmp / "file").write_text("x", encoding="utf-8")
+    return tmp / "file" / "sub" / "out.md"
+
+
+def _no_nsys(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torchscale.profiling.nsys
+
+    monkeypatch.setattr(torchscale.profiling.nsys, "find_nsys", lambda *a, **k: None)
+
+
+def _failing_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchscale.validate.check_result import failed
+
+    monkeypatch.setattr(
+        "torchscale.validate.run_checks.CHECKS",
+        (lambda ctx: failed("stub", "Stub", "this check failed", "nothing to do"),),
+    )
+
+
+# (case, argv with {tmp}-relative parts built by callables, monkeypatch set-up, exit code)
+Arg = str | Path | Any
+CASES: list[tuple[str, list[Arg], Any, int]] = [
+    # ------------------------------------------------------------------- 2: usage and input
+    ("root-unknown-command", ["nope"], None, 2),
+    ("comm-bad-option", ["comm", "--bogus"], None, 2),
+    ("comm-import-missing", ["comm", "--import", "{tmp}/missing.txt", "-o", "{tmp}/r"], None, 2),
+    (
+        "comm-import-not-nccl",
+        ["comm", "--import", NCCL_TESTS / "not_nccl.txt", "-o", "{tmp}/r"],
+        None,
+        2,
+    ),
+    ("comm-bad-op", ["comm", "--ops", "bogus", "--dry-run", "-o", "{tmp}/r"], None, 2),
+    (
+        "benchmark-config-missing",
+        ["benchmark", "-c", "{tmp}/missing.yaml", "-o", "{tmp}/r"],
+        None,
+        2,
+    ),
+    ("benchmark-bad-config", ["benchmark", "-c", _bad_config, "-o", "{tmp}/r"], None, 2),
+    ("benchmark-no-config", ["benchmark"], None, 2),
+    ("benchmark-status-missing", ["benchmark", "--status", "{tmp}/missing"], None, 2),
+    ("list-bad-option", ["list", "--bogus"], None, 2),
+    ("validate-bad-device", ["validate", "--device", "tpu"], None, 2),
+    ("config-validate-missing", ["config", "validate", "{tmp}/missing.yaml"], None, 2),
+    ("config-validate-bad", ["config", "validate", _bad_config], None, 2),
+    ("config-show-missing", ["config", "show", "{tmp}/missing.yaml"], None, 2),
+    ("config-init-unknown-hardware", ["config", "init", "--hardware", "nope"], None, 2),
+    ("config-schema-bad-option", ["config", "schema", "--bogus"], None, 2),
+    ("profile-bad-duration", ["profile", "--duration", "abc", "-o", "{tmp}/r"], None, 2),
+    (
+        "profile-tool-nsys-without-nsys",
+        [
+            "profile",
+            "--tool",
+            "nsys",
+            "--device",
+            "cpu",
+            "--gpus",
+            "1",
+            "--model",
+            "tiny-mlp",
+            "--steps",
+            "1",
+            "-o",
+            "{tmp}/r",
+        ],
+        _no_nsys,
+        2,
+    ),
+    ("profile-analyze-missing", ["profile", "analyze", "{tmp}/missing"], None, 2),
+    ("profile-analyze-no-traces", ["profile", "analyze", _not_results], None, 2),
+    ("profile-analyze-truncated", ["profile", "analyze", _truncated_traces], None, 2),
+    (
+        "report-source-missing",
+        ["report", "-s", "{tmp}/missing", "-f", "md", "-o", "{tmp}/r.md"],
+        None,
+        2,
+    ),
+    (
+        "report-generate-source-missing",
+        ["report", "generate", "-s", "{tmp}/missing", "-f", "md", "-o", "{tmp}/r.md"],
+        None,
+        2,
+    ),
+    (
+        "report-source-no-results",
+        ["report", "-s", _not_results, "-f", "md", "-o", "{tmp}/r.md"],
+        None,
+        2,
+    ),
+    (
+        "report-baseline-missing",
+        [
+            "report",
+            "-s",
+            FIXTURES / "results_v3",
+            "--baseline",
+            "{tmp}/missing",
+            "-f",
+            "md",
+            "-o",
+            "{tmp}/r.md",
+        ],
+        None,
+        2,
+    ),
+    ("report-bad-format", ["report", "-s", FIXTURES / "results_v3", "-f", "docx"], None, 2),
+    # -------------------------------------------------------------- 1: a run that failed
+    (
+        "comm-import-failed-run",
+        ["comm", "--import", NCCL_TESTS / "failed_midway.txt", "-o", "{tmp}/r"],
+        None,
+        1,
+    ),
+    ("validate-check-failed", ["validate", "--device", "cpu", "--quick"], _failing_check, 1),
+    (
+        "report-write-failed",
+        ["report", "-s", FIXTURES / "results_v3", "-f", "md", "-o", _blocked],
+        None,
+        1,
+    ),
+    # ---------------------------------------------------------------------------- 0: success
+    ("list", ["list"], None, 0),
+    ("config-schema", ["config", "schema"], None, 0),
+    ("config-validate", ["config", "validate", _tiny_config], None, 0),
+    ("config-show", ["config", "show", _tiny_config], None, 0),
+    (
+        "comm-import",
+        ["comm", "--import", NCCL_TESTS / "all_reduce_2gpu.txt", "-o", "{tmp}/r"],
+        None,
+        0,
+    ),
+    ("benchmark-dry-run", ["benchmark", "-c", _tiny_config, "-o", "{tmp}/r", "--dry-run"], None, 0),
+    ("profile-analyze", ["profile", "analyze", _synthetic_traces, "-o", "{tmp}/a.json"], None, 0),
+    ("report", ["report", "-s", FIXTURES / "results_v3", "-f", "md", "-o", "{tmp}/r.md"], None, 0),
+    (
+        "report-generate",
+        ["report", "generate", "-s", FIXTURES / "results_v3", "-f", "md", "-o", "{tmp}/r.md"],
+        None,
+        0,
+    ),
+]
+
+
+def _argv(parts: list[Arg], tmp: Path) -> list[str]:
+    out = []
+    for part in parts:
+        if callable(part):
+            part = part(tmp)
+        out.append(str(part).replace("{tmp}", str(tmp)))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("argv", "setup", "code"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_every_command_exits_by_one_grammar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[Arg], setup: Any, code: int
+) -> None:
+    if setup is not None:
+        setup(monkeypatch)
+    run = CliRunner().invoke(app, _argv(argv, tmp_path))
+    assert run.exit_code == code, run.output
+    assert run.exception is None or isinstance(run.exception, SystemExit), run.exception
+    assert "Traceback" not in run.output
+    if code == 2:
+        # one clear line: ours ("error: ...") or click's usage box ("Error" / "Usage:")
+        ours = error_lines(run.output)
+        assert len(ours) == 1 or "Usage:" in run.output or "Error" in run.output, run.output
+    if code == 0:
+        assert not error_lines(run.output), run.output
+
+
+def test_the_exit_codes_are_set_in_one_place() -> None:
+    """Every input error is a UsageError (exit 2); domain classes stay catchable as before."""
+    from torchscale import errors
+
+    assert errors.UsageError.exit_code == errors.EXIT_USAGE == 2
+    assert errors.TorchScaleError.exit_code == errors.EXIT_FAILED == 1
+    for cls, domain in [
+        (errors.ConfigError, errors.UsageError),
+        (errors.OutputDirError, errors.UsageError),
+        (errors.ResultsInputError, errors.ResultsError),
+        (errors.TraceInputError, errors.TraceError),
+        (errors.ToolNotFoundError, errors.LaunchError),
+    ]:
+        assert issubclass(cls, errors.UsageError) and issubclass(cls, domain)
+        assert cls.exit_code == 2
+        assert "exit_code" not in vars(cls) or cls is errors.UsageError

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Exit codes, the same for every command (README "Exit codes"). Each error class carries its
+# own: EXIT_USAGE is set once, on UsageError; every input or usage error derives from it.
+EXIT_FAILED = 1  # a run that started and failed: a cell, a check, an element was wrong
+EXIT_USAGE = 2  # the command line or an input it names cannot be used; nothing was run
 # `torchscale report --fail-on-regression` exits 3 only on a regression verdict (a CI gate
 # tells it apart from a crash, 1). Cells the rule could not judge (too few repeats) are no
 # evidence either way: the gate passes with a warning saying so (docs/regressions.md).
@@ -19,11 +23,19 @@ EXIT_REGRESSION = 3
 class TorchScaleError(Exception):
     """Base of every error torchscale raises on purpose. `exit_code` is what the CLI returns."""
 
-    exit_code: int = 1
+    exit_code: int = EXIT_FAILED
 
     def lines(self) -> list[str]:
         """One line per problem, ready to print."""
         return [str(self)]
+
+
+class UsageError(TorchScaleError):
+    """The command line is wrong, or an input it names cannot be used: a bad option value, a
+    file or directory that is missing, unreadable or not what was asked for, a tool asked for
+    that is not installed. The one class mapped to exit 2; every input error derives from it."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True)
@@ -47,10 +59,8 @@ class ConfigProblem:
         return f"{prefix}: {self.message}" if prefix else self.message
 
 
-class ConfigError(TorchScaleError):
+class ConfigError(UsageError):
     """A config file or override is invalid. Carries every problem found, not just the first."""
-
-    exit_code = 2
 
     def __init__(self, problems: list[ConfigProblem]) -> None:
         self.problems = problems
@@ -58,12 +68,6 @@ class ConfigError(TorchScaleError):
 
     def lines(self) -> list[str]:
         return [p.render() for p in self.problems]
-
-
-class UsageError(TorchScaleError):
-    """The command line itself is wrong (bad option value, missing file)."""
-
-    exit_code = 2
 
 
 class LaunchError(TorchScaleError):
@@ -97,6 +101,23 @@ class SlurmError(TorchScaleError):
 
 class OutputDirError(UsageError):
     """The results directory asked for cannot be created or written: nothing was run."""
+
+
+# Input errors that library callers already catch by their domain class: each is both
+# (`except ResultsError` still catches a missing results directory) and exits 2 as UsageError.
+
+
+class ResultsInputError(ResultsError, UsageError):
+    """A results directory named as input (`report -s`, `--baseline`) is missing, not a
+    directory, empty, or holds no usable results."""
+
+
+class TraceInputError(TraceError, UsageError):
+    """Traces named as input (`profile analyze DIR`) are missing or cannot be read as traces."""
+
+
+class ToolNotFoundError(LaunchError, UsageError):
+    """A tool the command line asked for (`--tool nsys`, TORCHSCALE_NSYS) is not installed."""
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.cell import Status
+from torchscale.errors import TraceError, TraceInputError
 from torchscale.profiling.standalone import ProfileOptions, ProfilePlan, Target, plan_profile
 
 if TYPE_CHECKING:
@@ -86,7 +87,12 @@ def analyze_traces(
     from torchscale.results.directory_layout import ProfileRun
 
     directory = Path(trace_dir)
-    analysis = analyze_directory(directory, target=target)
+    try:
+        analysis = analyze_directory(directory, target=target)
+    except TraceError as exc:  # the traces named are the input: unusable ones exit 2
+        if isinstance(exc, TraceInputError):
+            raise
+        raise TraceInputError(str(exc)) from None
     destination = Path(output) if output is not None else ProfileRun(directory).analysis_path
     saved = write_analysis(analysis, destination, required=output is not None)
     return TraceAnalysis(analysis, saved, destination)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from torchscale.analysis.trace.reduce import RankReduction, combine, reduce_rank
 from torchscale.atomic import write_text_atomic
-from torchscale.errors import ResultsError, TraceError, describe_os_error
+from torchscale.errors import ResultsError, TraceInputError, describe_os_error
 from torchscale.schema.cell_result import CellResult
 from torchscale.schema.profile_analysis import ProfileAnalysis
 from torchscale.traces.rank_trace import RankTrace
@@ -28,9 +28,11 @@ def _rank_traces(directory: Path) -> Iterator[RankTrace]:
     from torchscale.traces.discover import find_traces, read_rank_traces
 
     if not directory.exists():
-        raise TraceError(f"{directory}: no such directory")
+        raise TraceInputError(f"{directory}: no such directory")
     if not directory.is_dir():
-        raise TraceError(f"{directory}: not a directory (give the folder that holds the traces)")
+        raise TraceInputError(
+            f"{directory}: not a directory (give the folder that holds the traces)"
+        )
     exports = sorted(directory.glob("*.sqlite"))
     if exports and not find_traces(directory):
         from torchscale.traces.nsys_sqlite import read_nsys_sqlite
@@ -59,7 +61,7 @@ def analyze_directory(
         del trace
         gc.collect()  # the events of a big rank must be gone before the next is parsed
     if not reductions:
-        raise TraceError(f"{directory}: no trace found (.json, .json.gz or nsys .sqlite)")
+        raise TraceInputError(f"{directory}: no trace found (.json, .json.gz or nsys .sqlite)")
     analysis = combine(
         reductions,
         source=str(directory),

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from torchscale.errors import LaunchError, TraceError
+from torchscale.errors import LaunchError, ToolNotFoundError, TraceError
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.worker.capture import CAPTURE_ENV, NVTX_CAPTURE, CaptureRange
 
@@ -141,9 +141,9 @@ def _explicit_executable(value: str) -> Path:
         for candidate in (path / "bin" / "nsys", path / "nsys"):
             if candidate.is_file():
                 return candidate
-        raise LaunchError(f"{NSYS_ENV}={value}: no bin/nsys or nsys in that directory")
+        raise ToolNotFoundError(f"{NSYS_ENV}={value}: no bin/nsys or nsys in that directory")
     if not path.is_file():
-        raise LaunchError(f"{NSYS_ENV}={value}: no such file")
+        raise ToolNotFoundError(f"{NSYS_ENV}={value}: no such file")
     return path
 
 

@@ -19,7 +19,13 @@ from typing import Literal
 
 from torchscale.cell import Status
 from torchscale.config.schema import ProfilingConfig
-from torchscale.errors import LaunchError, ResultsError, TorchScaleError, describe_os_error
+from torchscale.errors import (
+    LaunchError,
+    ResultsError,
+    ToolNotFoundError,
+    TorchScaleError,
+    describe_os_error,
+)
 from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import Plan, PlannedCell
@@ -74,7 +80,7 @@ def resolve_tool(requested: str, device: str) -> tuple[Tool, str | None]:
     found = find_nsys()
     if requested == "nsys":
         if found is None:
-            raise LaunchError(
+            raise ToolNotFoundError(
                 "--tool nsys: Nsight Systems (nsys) was not found on PATH or in "
                 "TORCHSCALE_NSYS; install it (docs/profiling.md) or use --tool torch"
             )

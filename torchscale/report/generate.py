@@ -13,12 +13,16 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchscale.atomic import write_bytes_atomic
 from torchscale.cell import file_safe
-from torchscale.errors import ResultsError, UsageError, describe_os_error
+from torchscale.errors import ResultsError, ResultsInputError, UsageError, describe_os_error
 from torchscale.report.model import Report
 from torchscale.report.render import FORMATS, SUFFIX, renderer
+
+if TYPE_CHECKING:
+    from torchscale.report.sources import Sources
 
 
 @dataclass(frozen=True)
@@ -113,16 +117,28 @@ def check_request(request: ReportRequest) -> None:
         raise UsageError(f"--output {request.output} is a directory: give a file name")
 
 
+def _read_input(path: Path) -> Sources:
+    """The results named by -s or --baseline; one that cannot be used (missing, not a
+    directory, empty, nothing usable in it) is an input error (exit 2), not a failed run."""
+    from torchscale.report.sources import read_sources
+
+    try:
+        return read_sources(path)
+    except ResultsError as exc:
+        if isinstance(exc, ResultsInputError):
+            raise
+        raise ResultsInputError(str(exc)) from None
+
+
 def generate(request: ReportRequest) -> ReportOutcome:
     """Build and render one report; write it unless it is terminal output without --output."""
     from torchscale.report.build import build_report
     from torchscale.report.request import ReportOptions
-    from torchscale.report.sources import read_sources
 
     check_request(request)
     started = time.perf_counter()
-    sources = read_sources(request.source)
-    baseline = read_sources(request.baseline) if request.baseline is not None else None
+    sources = _read_input(request.source)
+    baseline = _read_input(request.baseline) if request.baseline is not None else None
     known = {s.name for s in sources.experiments}
     unknown = sorted(set(request.prices) - known)
     if unknown:
