@@ -70,6 +70,22 @@ def test_ops_parse_in_order_and_all_means_every_op() -> None:
         parse_ops("allreduce")
 
 
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("allreduce", "all_reduce"), ("all-gather", "all_gather"), ("alltoall", "all_to_all")],
+)
+def test_a_misspelt_op_gets_the_op_it_resembles(typed: str, meant: str) -> None:
+    with pytest.raises(UsageError) as raised:
+        parse_ops(f"broadcast,{typed}")
+    assert f"unknown op '{typed}' (did you mean '{meant}'?): choose from" in str(raised.value)
+
+
+def test_an_op_like_nothing_gets_only_the_list() -> None:
+    with pytest.raises(UsageError) as raised:
+        parse_ops("gossip")
+    assert str(raised.value).startswith("unknown op 'gossip': choose from all_reduce")
+
+
 # --- rows, footer and gate -------------------------------------------------------------------
 
 

@@ -240,7 +240,18 @@ def test_without_sbatch_it_is_one_line_and_nothing_is_written(
 def test_status_of_a_directory_without_jobs_is_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["benchmark", "--status", str(tmp_path)])
     assert result.exit_code == 2
-    assert "no Slurm jobs recorded here" in result.output or "missing" in result.output
+    assert "no Slurm jobs recorded here" in result.output
+
+
+@pytest.mark.parametrize("flag", ["--status", "--cancel"])
+def test_status_of_a_missing_directory_says_so(tmp_path: Path, flag: str) -> None:
+    result = runner.invoke(app, ["benchmark", flag, str(tmp_path / "typo")])
+    assert result.exit_code == 2
+    assert "typo: no such directory" in result.output
+    assert "Traceback" not in result.output
+    (tmp_path / "file").write_text("x")
+    result = runner.invoke(app, ["benchmark", flag, str(tmp_path / "file")])
+    assert result.exit_code == 2 and "file: not a directory" in result.output
 
 
 # ------------------------------------------------------------------ a real two-node Slurm

@@ -50,6 +50,12 @@ def print_sweep(sweep: SlurmSweep, jobs: list[JobRecord]) -> None:
 
 
 def experiment_store(directory: Path) -> ResultStore:
+    """The results directory a `--status`/`--cancel` DIR names; a missing directory and one
+    without Slurm jobs are told apart (a typo in DIR is the usual cause of the first)."""
+    if not directory.exists():
+        raise UsageError(f"{directory}: no such directory (give the results directory of a sweep)")
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: not a directory (give the results directory of a sweep)")
     if not ResultLayout(directory).slurm_jobs_path.exists():
         raise UsageError(
             f"{directory}: no Slurm jobs recorded here (expected slurm/jobs.json in a results "

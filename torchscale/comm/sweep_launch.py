@@ -32,6 +32,7 @@ from torchscale.errors import ResultsError, UsageError, describe_os_error
 from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 from torchscale.results.directory_layout import ResultLayout
+from torchscale.suggest import did_you_mean
 
 RANK_MODULE = "torchscale.comm.rank_main"
 
@@ -65,11 +66,16 @@ def parse_ops(text: str) -> tuple[str, ...]:
         return tuple(COLLECTIVES)
     unknown = [n for n in names if n not in COLLECTIVES]
     if unknown or not names:
-        raise UsageError(
-            f"unknown op {', '.join(repr(n) for n in unknown) or 'list (empty)'}: "
-            f"choose from {', '.join(COLLECTIVES)} (or 'all')"
-        )
+        named = ", ".join(f"{n!r}{_close_op(n)}" for n in unknown) or "list (empty)"
+        raise UsageError(f"unknown op {named}: choose from {', '.join(COLLECTIVES)} (or 'all')")
     return tuple(dict.fromkeys(names))
+
+
+def _close_op(name: str) -> str:
+    """' (did you mean 'all_reduce'?)' for 'allreduce' or 'all-reduce'; '' when nothing is
+    close (the list of ops follows anyway)."""
+    hint = did_you_mean(name.replace("-", "_"), COLLECTIVES)
+    return hint if hint.startswith(" (did you mean") else ""
 
 
 def check_dtype(dtype: str) -> str:
