@@ -208,6 +208,12 @@ def test_synthetic_balanced_ranks_name_no_straggler(tmp_path: Path, gpu: bool) -
         assert analysis.straggler is None and "straggler" in analysis.unavailable
         assert "straggler" not in {f.category for f in analysis.findings}
         assert_parts_add_up(analysis)
+        # the what-if bound may be given, but never as if its rank were a straggler
+        whatifs = [c for c in analysis.attribution.cross_checks if c.name.startswith("what-if")]
+        assert whatifs, [c.name for c in analysis.attribution.cross_checks]
+        for check in whatifs:
+            assert "not a significant straggler" in check.detail, check.detail
+            assert "if rank " not in check.detail, check.detail
 
 
 @pytest.mark.parametrize("gpu", [True, False], ids=["gpu", "cpu"])

@@ -400,14 +400,21 @@ def _whatif_check(
     # others' wait, plus its own extra work over theirs, 1/N of it, inside compute
     in_wait = saved_s * (ranks - 1) / ranks / mean_step if mean_step > 0 else 0.0
     in_compute = saved_s / ranks / mean_step if mean_step > 0 else 0.0
+    # a rank is a straggler only when the verdict names one; otherwise it is the largest gap
+    # and the text says it is not significant, so the bound reads as no accusation
+    subject = (
+        f"rank {candidate}"
+        if verdict.named
+        else f"the rank with the largest gap (rank {candidate}, not a significant straggler)"
+    )
     head = (
-        f"if rank {candidate} arrived with the others, steps could be at most this share "
+        f"if {subject} arrived with the others, steps could be at most this share "
         f"shorter: capped by the other ranks' own wait for peers ({who} of its step). In the "
         f"Step line's terms (means over {ranks} ranks): about {_pct(in_wait)} of waiting for "
         f"peers would go (rank {candidate} itself waits {_pct(own_wait / mean_step)}) and "
         f"about {_pct(in_compute)} of compute (its extra work over the others)"
         if mean_step > 0
-        else f"if rank {candidate} arrived with the others, steps could be at most this share "
+        else f"if {subject} arrived with the others, steps could be at most this share "
         f"shorter: capped by the other ranks' own wait for peers ({who} of its step)"
     )
     agrees: bool | None = None
