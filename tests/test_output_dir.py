@@ -119,12 +119,23 @@ def test_no_permission_fails_before_anything_runs(
         check_output_dir(tmp_path / "results")
 
 
-def test_dry_run_needs_no_writable_output(tmp_path: Path) -> None:
+def test_dry_run_probes_the_output_like_the_run(tmp_path: Path) -> None:
+    """--dry-run tells the real run's truth: an output it cannot write is the same one line,
+    exit 2."""
     blocker = tmp_path / "a-file"
     blocker.write_text("x", encoding="utf-8")
     cfg = write_config(tmp_path / "c.yaml", "exp")
     result = invoke("-c", cfg, "-o", blocker / "results", "--dry-run")
+    assert result.exit_code == 2, result.output
+    (line,) = error_lines(result.output)
+    assert "cannot write results to" in line and "(ENOTDIR)" in line
+
+
+def test_dry_run_leaves_no_directory_behind(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "c.yaml", "exp")
+    result = invoke("-c", cfg, "-o", tmp_path / "new" / "results", "--dry-run")
     assert result.exit_code == 0, result.output
+    assert not (tmp_path / "new").exists()
 
 
 def test_probe_leaves_nothing_behind(tmp_path: Path) -> None:

@@ -204,6 +204,7 @@ class Resumed:
     kept_started_at: str | None
     rerun_id: str
     rerun_started_at: str | None
+    dry_run: Result  # `--dry-run --resume` just before the resume
 
 
 @pytest.fixture(scope="module")
@@ -220,9 +221,12 @@ def resumed(main_sweep: Sweep, tmp_path_factory: pytest.TempPathFactory) -> Resu
     kept_bytes = store.cell_path(kept.cell_id).read_bytes()
     store.cell_path(lost.cell_id).unlink()
     store.steps_path(lost.cell_id).unlink()
+    dry_run = invoke("-c", main_sweep.config, "-o", tmp / "results", "--resume", "--dry-run")
     result = invoke("-c", main_sweep.config, "-o", tmp / "results", "--resume")
     sweep = Sweep(result, exp_dir, main_sweep.config, processes_mentioning(str(exp_dir)))
-    return Resumed(sweep, kept.cell_id, kept_bytes, kept.started_at, lost.cell_id, lost.started_at)
+    return Resumed(
+        sweep, kept.cell_id, kept_bytes, kept.started_at, lost.cell_id, lost.started_at, dry_run
+    )
 
 
 # ============================================================================ healthy sweep
@@ -606,6 +610,18 @@ def test_fail_fast_stops_after_the_first_failure(hang_sweep: Sweep) -> None:
 
 
 # ==================================================================================== resume
+
+
+def test_dry_run_counts_what_resume_would_reuse(resumed: Resumed) -> None:
+    """The dry run tells the real run's truth: the kept cell is reused (no argv), the lost one
+    would run, and the summary counts both."""
+    out = resumed.dry_run.output
+    assert resumed.dry_run.exit_code == 0, out
+    kept_block = out.split(resumed.kept_id, 1)[1].split("\n", 2)[1]
+    assert "reuse: ok in a previous run (--resume)" in kept_block
+    rerun_block = out.split(resumed.rerun_id, 1)[1].split("\n", 2)[1]
+    assert "argv:" in rerun_block
+    assert "1 cell(s) to run, 1 reused (--resume), 0 skipped" in out
 
 
 def test_resume_exits_zero(resumed: Resumed) -> None:

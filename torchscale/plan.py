@@ -221,10 +221,11 @@ class Plan:
     def runnable(self) -> list[PlannedCell]:
         return [p for p in self.cells if p.skip_reason is None]
 
-    def estimate(self) -> Estimate:
-        """A lower bound on the sweep's wall time: launches, plus timed windows when the
-        measurement is duration-based (step times are unknown before measuring)."""
-        runnable = self.runnable
+    def estimate(self, cells: Sequence[PlannedCell] | None = None) -> Estimate:
+        """A lower bound on the sweep's wall time (of `cells`, default every runnable one):
+        launches, plus timed windows when the measurement is duration-based (step times are
+        unknown before measuring)."""
+        runnable = self.runnable if cells is None else cells
         launch = sum(LAUNCH_BASE_S + LAUNCH_PER_RANK_S * p.cell.world_size for p in runnable)
         m = self.measurement
         if m.duration_s is not None:

@@ -165,6 +165,11 @@ def _previous_ok(planned: PlannedCell, store: ResultStore, resume: bool) -> Cell
     return store.finished_ok(planned.cell.id, planned.cell.definition_sha256)
 
 
+def reusable_cells(plan: Plan, store: ResultStore) -> list[str]:
+    """The cells --resume would keep rather than run (what a dry run reports)."""
+    return [p.cell.id for p in plan.cells if _previous_ok(p, store, resume=True) is not None]
+
+
 def run_sweep(
     plan: Plan,
     store: ResultStore,

@@ -55,7 +55,8 @@ def run_benchmark(
     """Run the config as `torchscale benchmark -c CONFIG -o OUTPUT_DIR` does: results go to
     OUTPUT_DIR/<experiment_name>; `env` is what the ranks inherit (default: this process's
     environment); `plan`: `plan_benchmark(config)` when the caller has it already. `dry_run`:
-    what would run (Slurm scripts and Kubernetes manifests are written for review), no cell
+    what would run (Slurm scripts and Kubernetes manifests are written for review), checked as
+    the real run checks it (output directory, tools, the cells `resume` would reuse); no cell
     runs."""
     launcher = launcher_for(config.launcher.kind)
     events = events or BenchmarkEvents()
@@ -65,6 +66,7 @@ def run_benchmark(
         from torchscale.plan import build_plan
 
         plan = build_plan(config, launcher.machine(config))
+    options = RunOptions(resume, fail_fast)
     if dry_run:
-        return launcher.dry_run(plan, store, base_env, events)
-    return launcher.run(plan, store, base_env, RunOptions(resume, fail_fast), events)
+        return launcher.dry_run(plan, store, base_env, options, events)
+    return launcher.run(plan, store, base_env, options, events)

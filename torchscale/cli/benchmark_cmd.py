@@ -219,7 +219,7 @@ class _Printer:
         elif run.dry_run and run.slurm is not None:
             stdout.print("dry run: nothing submitted")
         elif run.dry_run:
-            for line in plan_lines(run.plan, run.store, os.environ):
+            for line in plan_lines(run.plan, run.store, os.environ, run.reused):
                 stdout.print(line.markup())
         elif run.plan.profiling.enabled and not run.sweep.stopped_early:
             _profiles_done(run)

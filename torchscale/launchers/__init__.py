@@ -38,9 +38,15 @@ class Launcher(Protocol):
         ...
 
     def dry_run(
-        self, plan: Plan, store: ResultStore, env: Mapping[str, str], events: BenchmarkEvents
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
     ) -> BenchmarkRun:
-        """What a real run would do, without running a cell."""
+        """What a real run with these options would do, without running a cell: the output
+        directory probed, the tools checked, the cells --resume would reuse counted."""
         ...
 
     def run(

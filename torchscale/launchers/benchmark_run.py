@@ -102,6 +102,7 @@ class BenchmarkRun:
     max_batch_ok: bool = True
     profiles: list[tuple[Selected, ProfiledCell]] = field(default_factory=list)
     slurm: SlurmSweep | None = None  # launcher.kind slurm: what was written and submitted
+    reused: list[str] = field(default_factory=list)  # dry run with --resume: cells kept
     kubernetes: KubernetesSubmission | None = None  # launcher.kind k8s
 
     @property

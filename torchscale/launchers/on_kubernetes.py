@@ -43,7 +43,12 @@ class KubernetesJobs:
         return ResultStore.for_experiment(output_dir, config.experiment_name)
 
     def dry_run(
-        self, plan: Plan, store: ResultStore, env: Mapping[str, str], events: BenchmarkEvents
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
     ) -> BenchmarkRun:
         """The manifests written for review; nothing applied."""
         return self._submit(plan, store, events, apply=False, dry_run=True)

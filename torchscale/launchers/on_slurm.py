@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from torchscale.launchers.benchmark_run import BenchmarkEvents, BenchmarkRun, RunOptions
 from torchscale.signals import Terminated
-from torchscale.slurm.client import require_sbatch
+from torchscale.slurm.client import missing_client_commands, require_sbatch
 from torchscale.slurm.submission import FollowHooks, check_nodes, collect, follow, prepare_sweep
 from torchscale.slurm.submission import submit_sweep as submit_allocations
 from torchscale.sweep import SweepOutcome, nothing_measured
@@ -39,21 +39,42 @@ class SlurmAllocations:
     def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
         from torchscale.results.store import ResultStore
 
-        require_sbatch()  # before anything is written
+        if not dry_run:  # a dry run writes the scripts for review off the cluster too
+            require_sbatch()  # before anything is written
         # the nodes get absolute paths
         return ResultStore(
             ResultStore.for_experiment(output_dir, config.experiment_name).root.resolve()
         )
 
     def dry_run(
-        self, plan: Plan, store: ResultStore, env: Mapping[str, str], events: BenchmarkEvents
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
     ) -> BenchmarkRun:
-        """The sbatch scripts written for review; nothing submitted."""
-        check_nodes(plan, env)
-        sweep = prepare_sweep(plan, store, env, resume=False, write_skips=False)
+        """The sbatch scripts written for review; nothing submitted. Off the cluster (no
+        Slurm client here) the scripts are still written, and a warning says what was not
+        checked."""
+        from torchscale.results.store import check_output_dir
+
+        check_output_dir(store.root)
+        missing = missing_client_commands()
+        if missing:
+            events.on_warning(
+                f"Slurm's client commands are not on PATH here (missing: {', '.join(missing)}): "
+                "the partition's node limits were not checked; the scripts are written for "
+                "review, and a real run needs a login node of the cluster"
+            )
+        else:
+            check_nodes(plan, env)
+        sweep = prepare_sweep(
+            plan, store, env, resume=options.resume, write_skips=False, ask_slurm=not missing
+        )
         _warn(sweep.warnings, events)
         events.on_slurm_submitted(sweep, [])
-        return BenchmarkRun(plan, store, dry_run=True, slurm=sweep)
+        return BenchmarkRun(plan, store, dry_run=True, slurm=sweep, reused=list(sweep.reused))
 
     def run(
         self,

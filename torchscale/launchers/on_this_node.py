@@ -31,13 +31,29 @@ class ThisNode:
     def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
         from torchscale.results.store import ResultStore
 
+        if config.profiling.enabled and config.profiling.tool == "nsys":
+            from torchscale.profiling.session import CONFIG_TOOL_KEY, resolve_tool
+
+            # before the sweep, not after it: the profiles run last
+            resolve_tool("nsys", "cuda", asked_by=CONFIG_TOOL_KEY)
         return ResultStore.for_experiment(output_dir, config.experiment_name)
 
     def dry_run(
-        self, plan: Plan, store: ResultStore, env: Mapping[str, str], events: BenchmarkEvents
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
     ) -> BenchmarkRun:
-        """Nothing to prepare: the plan (argv, env, skips) is the whole answer."""
-        return BenchmarkRun(plan, store, dry_run=True)
+        """The plan (argv, env, skips) is the answer, checked as the run would check it: the
+        output directory probed (and left as it was), the cells --resume would reuse found."""
+        from torchscale.results.store import check_output_dir
+        from torchscale.sweep import reusable_cells
+
+        check_output_dir(store.root, keep=False)
+        reused = reusable_cells(plan, store) if options.resume else []
+        return BenchmarkRun(plan, store, dry_run=True, reused=reused)
 
     def run(
         self,

@@ -39,6 +39,7 @@ from torchscale.schema.profile_analysis import ProfileAnalysis
 from torchscale.worker.spec import DelaySpec, ProfileSpec
 
 Tool = Literal["torch", "nsys"]
+CONFIG_TOOL_KEY = "profiling.tool:"
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,9 @@ def profile_dir(store: ResultStore, cell_id: str) -> Path:
     return store.profile_run(cell_id).directory
 
 
-def resolve_tool(requested: str, device: str) -> tuple[Tool, str | None]:
-    """torch | nsys, from torch | nsys | auto, with a line saying why when auto chose."""
+def resolve_tool(requested: str, device: str, asked_by: str = "--tool") -> tuple[Tool, str | None]:
+    """torch | nsys, from torch | nsys | auto, with a line saying why when auto chose.
+    `asked_by` names where the choice came from in messages: the flag, or the config key."""
     from torchscale.profiling.nsys import find_nsys
 
     if requested == "torch":
@@ -81,14 +83,15 @@ def resolve_tool(requested: str, device: str) -> tuple[Tool, str | None]:
     if requested == "nsys":
         if found is None:
             raise ToolNotFoundError(
-                "--tool nsys: Nsight Systems (nsys) was not found on PATH or in "
-                "TORCHSCALE_NSYS; install it (docs/profiling.md) or use --tool torch"
+                f"{asked_by} nsys: Nsight Systems (nsys) was not found on PATH or in "
+                f"TORCHSCALE_NSYS; install it (docs/profiling.md) or use {asked_by} torch"
             )
         return "nsys", None
     if found is not None and device == "cuda":
-        return "nsys", "--tool auto: Nsight Systems found and the cell runs on GPUs: using nsys"
+        why = "Nsight Systems found and the cell runs on GPUs"
+        return "nsys", f"{asked_by} auto: {why}: using nsys"
     why = "no nsys found" if found is None else "the cell runs on CPU"
-    return "torch", f"--tool auto: {why}: using torch.profiler"
+    return "torch", f"{asked_by} auto: {why}: using torch.profiler"
 
 
 def _prepare(directory: Path) -> None:
@@ -228,7 +231,7 @@ def request_from_config(
     settings: ProfilingConfig, device: str
 ) -> tuple[ProfileRequest, str | None]:
     """The request a sweep's `profiling:` section makes for a cell on `device`."""
-    tool, note = resolve_tool(settings.tool, device)
+    tool, note = resolve_tool(settings.tool, device, asked_by=CONFIG_TOOL_KEY)
     return (
         ProfileRequest(
             tool=tool,

@@ -8,7 +8,7 @@ by level and never by searching the text; the tables are built from the flat cel
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -144,15 +144,23 @@ def cell_lines(result: CellResult) -> list[Line]:
     return lines
 
 
-def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> list[Line]:
+def plan_lines(
+    plan: Plan,
+    store: ResultStore,
+    base_env: Mapping[str, str],
+    reused: Collection[str] = (),
+) -> list[Line]:
     """What --dry-run shows: every cell's exact argv and environment, what is skipped and why,
-    and the estimate."""
+    what --resume keeps (`reused`), and the estimate of what is left to run."""
     lines: list[Line] = []
     for i, planned in enumerate(plan.cells, 1):
         cell_id = planned.cell.id
         lines.append(Line("head", f"{i}. {cell_id}"))
         if planned.skip_reason:
             lines.append(Line("skip", f"   skip: {planned.skip_reason}"))
+            continue
+        if cell_id in reused:
+            lines.append(Line("skip", "   reuse: ok in a previous run (--resume), not rerun"))
             continue
         command = planned.command(store.spec_path(cell_id), store.log_dir(cell_id), base_env)
         env = " ".join(f"{k}={v}" for k, v in sorted(command.env_overrides.items()))
@@ -161,14 +169,15 @@ def plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> l
             Line("info", f"   env:  {env} (+ inherited, minus RANK/MASTER_*/PET_*/TORCHELASTIC_*)")
         )
         lines += [Line("warn", f"   warn: {w}") for w in planned.warnings]
-    estimate = plan.estimate()
-    runnable = len(plan.runnable)
+    to_run = [p for p in plan.runnable if p.cell.id not in reused]
+    estimate = plan.estimate(to_run)
+    kept = f", {len(plan.runnable) - len(to_run)} reused (--resume)" if reused else ""
     lines.append(
         Line(
             "info",
-            f"{runnable} cell(s) to run, {len(plan.cells) - runnable} skipped; estimated "
-            f">= {estimate.seconds:.0f} s ({estimate.basis}); each cell is killed after "
-            f"{plan.launcher.cell_timeout_s:g} s",
+            f"{len(to_run)} cell(s) to run{kept}, {len(plan.cells) - len(plan.runnable)} "
+            f"skipped; estimated >= {estimate.seconds:.0f} s ({estimate.basis}); each cell is "
+            f"killed after {plan.launcher.cell_timeout_s:g} s",
         )
     )
     profiling = plan.profiling

@@ -38,9 +38,12 @@ class CellSpec(Protocol):
     def model_dump_json(self, *, indent: int | None = None) -> str: ...
 
 
-def check_output_dir(root: Path) -> None:
+def check_output_dir(root: Path, *, keep: bool = True) -> None:
     """Create `root` and prove it is writable (write and remove a probe file) before anything
-    runs, so a bad -o fails in one line instead of after the first cell."""
+    runs, so a bad -o fails in one line instead of after the first cell. `keep=False` (a dry
+    run) removes again the directories the probe created: the answer is the real run's, and
+    nothing is left behind."""
+    created = [p for p in (root, *root.parents) if not p.exists()]
     try:
         root.mkdir(parents=True, exist_ok=True)
         probe = root / PROBE_NAME
@@ -54,6 +57,18 @@ def check_output_dir(root: Path) -> None:
         raise OutputDirError(
             f"cannot write results to '{root}': {where}: {describe_os_error(exc)}"
         ) from None
+    finally:
+        if not keep:
+            _remove_empty(created)
+
+
+def _remove_empty(directories: list[Path]) -> None:
+    """Remove the directories a dry run's probe created, deepest first, when still empty."""
+    for directory in directories:  # root first, then its parents: deepest first
+        try:
+            directory.rmdir()
+        except OSError:
+            return
 
 
 def _read_if_there(path: Path) -> CellResult | None:

@@ -50,9 +50,14 @@ class JobState:
         return self.state in ACTIVE_STATES
 
 
+def missing_client_commands() -> list[str]:
+    """Slurm's client commands torchscale uses that are not on PATH (off a cluster: all)."""
+    return [n for n in ("sbatch", "squeue", "scontrol", "scancel") if not shutil.which(n)]
+
+
 def require_sbatch() -> None:
     """A clear error before anything is written when Slurm's client is missing."""
-    missing = [n for n in ("sbatch", "squeue", "scontrol", "scancel") if not shutil.which(n)]
+    missing = missing_client_commands()
     if missing:
         raise UsageError(
             f"launcher.kind 'slurm' needs Slurm's client commands on PATH; missing: "

@@ -95,16 +95,28 @@ def _active_jobs(store: ResultStore, env: Mapping[str, str]) -> list[JobRecord]:
 
 
 def prepare_sweep(
-    plan: Plan, store: ResultStore, env: Mapping[str, str], *, resume: bool, write_skips: bool
+    plan: Plan,
+    store: ResultStore,
+    env: Mapping[str, str],
+    *,
+    resume: bool,
+    write_skips: bool,
+    ask_slurm: bool = True,
 ) -> SlurmSweep:
     """Allocations for the cells that must run, written under slurm/ (sbatch scripts
     included). With --resume: cells already ok are kept, cells of jobs still queued or running
-    are followed, not submitted again."""
+    are followed, not submitted again (`ask_slurm=False`, a dry run off the cluster: which
+    recorded jobs still run is not asked, and a warning says so)."""
     sweep = SlurmSweep()
     warning = local_filesystem_warning(store.root)
     if warning:
         sweep.warnings.append(warning)
-    following = _active_jobs(store, env) if resume else []
+    following = _active_jobs(store, env) if resume and ask_slurm else []
+    if resume and not ask_slurm and read_jobs(store).jobs:
+        sweep.warnings.append(
+            "Slurm is not reachable from here: jobs recorded in slurm/jobs.json were not asked "
+            "about, so cells they may still be running are planned again"
+        )
     sweep.following = following
     busy = {cell for job in following for cell in job.cells}
     by_nodes: dict[int, list[PlannedCell]] = {}
