@@ -2,11 +2,13 @@
 
 Times each command as its own subprocess (what a user waits for: interpreter start, imports,
 work, exit), ROUNDS rounds in which every command runs once, in turn (a slow drift of a shared
-machine hits all alike), and prints the median wall time of each, its ratio to the bare
-baselines timed in the same rounds (`python -c pass`, `python -c "import typer"`: what any
-Typer CLI pays before its first line; and typer's rich help formatter, which every `--help`
-imports on top), and whether issue 25's targets hold: `list` and `config show` under 1 s,
-`--help` under 0.3 s. Commands without a target are shown for reference.
+machine hits all alike), and prints the median and fastest wall time of each, its ratio to the
+bare baselines timed in the same rounds (`python -c pass`; `python -c "import typer"`: what any
+Typer CLI pays before its first line), to its floor where it has one (the imports it cannot do
+without: rich's console, table and panel under the root's `--help`, which is drawn without
+Typer; torch under `validate`, whose checks are torch's own), and whether issue 25's targets
+hold: `list`, `config show` and, on a node without a GPU, `config init` (auto-detecting this
+node) under 1 s, `--help` under 0.3 s. Commands without a target are shown for reference.
 
 `--compare DIR` times the same commands from another source tree too, in the same rounds (a
 before/after on a shared machine), e.g. the last commit's:
@@ -35,33 +37,70 @@ REPO = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class Command:
     """One timed command: its label, argv after the interpreter, its target (None: none), the
-    exit codes that count as a run (`validate` exits 1 when this node fails a check) and the
-    source tree it imports torchscale from (None: a baseline, no torchscale)."""
+    exit codes that count as a run (`validate` exits 1 when this node fails a check), the
+    source tree it imports torchscale from (None: a baseline, no torchscale) and the label of
+    the baseline that is its floor (None: none timed)."""
 
     label: str
     argv: tuple[str, ...]
     target_s: float | None = None
     exit_codes: tuple[int, ...] = (0,)
     source: Path | None = None
+    floor: str | None = None
 
 
-def baselines() -> list[Command]:
+BARE = "python -c pass"
+TYPER = "python -c 'import typer'"
+RICH = "python -c 'import rich.console, ...'"
+TORCH = "python -c 'import torch'"
+
+
+def baselines(slow: bool) -> list[Command]:
     """Bare starts timed beside the commands: on a shared machine only ratios compare."""
-    return [
-        Command("python -c pass", ("-c", "pass")),
-        Command("python -c 'import typer'", ("-c", "import typer")),
-        # what typer's rich help imports on top: the floor under any `--help`
+    found = [
+        Command(BARE, ("-c", "pass")),
+        Command(TYPER, ("-c", "import typer")),
+        # what typer's rich help imports on top: the floor under a sub-command's `--help`
         Command(
             "python -c 'import typer.rich_utils'", ("-c", "import typer.main, typer.rich_utils")
         ),
+        # what the root's help page is drawn with (torchscale/cli/root_help.py): its floor
+        Command(
+            RICH,
+            (
+                "-c",
+                "import rich.align, rich.columns, rich.console, rich.highlighter, "
+                "rich.padding, rich.panel, rich.table, rich.text, rich.theme",
+            ),
+        ),
     ]
+    if slow:  # the floor under `validate`: its checks import torch and ask it
+        found.append(Command(TORCH, ("-c", "import torch")))
+    return found
+
+
+def gpu_free_node(source: Path) -> bool:
+    """Whether `source`'s torchscale finds no GPU here without torch (then `config init` for
+    this node has the 1 s target; where a GPU may be, torch is asked, and imported)."""
+    probe = "from torchscale.config.hardware import no_gpu_here; print(no_gpu_here() or '')"
+    env = importing_from(source, dict(os.environ))
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=env,
+        cwd=source,  # not this directory's torchscale: `source`'s
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode == 0 and bool(done.stdout.strip())
 
 
 def commands(config: Path, slow: bool, source: Path = REPO, tag: str = "") -> list[Command]:
     """The small commands, from `source` (the slow ones only with `slow`)."""
     cli = ("-m", "torchscale")
+    init_target = 1.0 if gpu_free_node(source) else None
     found = [
-        Command("torchscale --help", (*cli, "--help"), 0.3),
+        Command("torchscale --help", (*cli, "--help"), 0.3, floor=RICH),
         Command("torchscale --version", (*cli, "--version")),
         Command("torchscale list", (*cli, "list"), 1.0),
         Command("torchscale list --json", (*cli, "list", "--json"), 1.0),
@@ -70,17 +109,20 @@ def commands(config: Path, slow: bool, source: Path = REPO, tag: str = "") -> li
         Command(
             "torchscale config init --hardware cpu", (*cli, "config", "init", "--hardware=cpu")
         ),
+        Command("torchscale config init (auto)", (*cli, "config", "init"), init_target),
     ]
     if slow:
         found += [
-            Command("torchscale config init", (*cli, "config", "init")),
             Command(
                 "torchscale validate --quick --device cpu",
                 (*cli, "validate", "--quick", "--device", "cpu"),
                 exit_codes=(0, 1),
+                floor=TORCH,
             ),
         ]
-    return [Command(c.label + tag, c.argv, c.target_s, c.exit_codes, source) for c in found]
+    return [
+        Command(c.label + tag, c.argv, c.target_s, c.exit_codes, source, c.floor) for c in found
+    ]
 
 
 def time_once(command: Command, env: dict[str, str], workdir: Path) -> float:
@@ -126,7 +168,7 @@ def main() -> None:
     args = parser.parse_args()
     env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
     config = args.config.resolve()
-    todo = baselines() + commands(config, args.slow)
+    todo = baselines(args.slow) + commands(config, args.slow)
     if args.compare is not None:
         todo += commands(config, args.slow, args.compare.resolve(), f" [{args.compare.name}]")
     runs: dict[str, list[float]] = {c.label: [] for c in todo}
@@ -140,20 +182,25 @@ def main() -> None:
         f"{len(os.sched_getaffinity(0))} core(s), load average {os.getloadavg()[0]:.2f} "
         f"at the end; {sys.executable}"
     )
-    bare = statistics.median(runs[todo[0].label])
-    typer_start = statistics.median(runs[todo[1].label])
+    medians = {label: statistics.median(times) for label, times in runs.items()}
     width = max(len(c.label) for c in todo)
-    print(f"{'command':{width}} {'median':>8} {'min':>7} {'/ pass':>7} {'/ typer':>8}")
+    print(
+        f"{'command':{width}} {'median':>8} {'min':>7} {'/ pass':>7} {'/ typer':>8} {'/ floor':>8}"
+    )
     missed = 0
     for command in todo:
-        median = statistics.median(runs[command.label])
+        median = medians[command.label]
         missed += (
             command.source == REPO and command.target_s is not None and median >= command.target_s
         )
+        floor = f"{median / medians[command.floor]:7.2f}x" if command.floor else " " * 8
         print(
             f"{command.label:{width}} {median:7.3f}s {min(runs[command.label]):6.3f}s "
-            f"{median / bare:6.1f}x {median / typer_start:7.2f}x  {verdict(command, median)}"
+            f"{median / medians[BARE]:6.1f}x {median / medians[TYPER]:7.2f}x {floor}  "
+            f"{verdict(command, median)}"
         )
+    floors = {c.label: c.floor for c in todo if c.floor and c.source == REPO}
+    print("/ floor: " + "; ".join(f"{label} over {floor}" for label, floor in floors.items()))
     if args.strict and missed:
         raise SystemExit(1)
 

@@ -19,7 +19,7 @@ runner = CliRunner()
 
 def init(tmp_path: Path, hardware: str) -> Path:
     out = tmp_path / f"{hardware}.yaml"
-    result = runner.invoke(app, ["config", "init", "--hardware", hardware, "-o", str(out)])
+    result = runner.invoke(app, ["config", "init", "--hardware", hardware, "--output", str(out)])
     assert result.exit_code == 0, result.output
     return out
 
@@ -75,11 +75,13 @@ def test_one_cpu_core_gets_one_rank_and_no_model_parallelism() -> None:
 def test_an_existing_file_is_kept_without_force(tmp_path: Path) -> None:
     path = tmp_path / "mine.yaml"
     path.write_text("keep me\n")
-    result = runner.invoke(app, ["config", "init", "--hardware", "cpu", "-o", str(path)])
+    result = runner.invoke(app, ["config", "init", "--hardware", "cpu", "--output", str(path)])
     assert result.exit_code == 2
     assert "exists" in result.output and "Traceback" not in result.output
     assert path.read_text() == "keep me\n"
-    forced = runner.invoke(app, ["config", "init", "--hardware", "cpu", "-o", str(path), "--force"])
+    forced = runner.invoke(
+        app, ["config", "init", "--hardware", "cpu", "--output", str(path), "--force"]
+    )
     assert forced.exit_code == 0, forced.output
     load_config(path)
 

@@ -79,7 +79,7 @@ def test_stored_help_line_is_the_commands_own(name: str) -> None:
     built = build_subcommand(name)
     assert built.name == name
     assert (built.help or "").split("\n\n")[0] == SUBCOMMANDS[name].summary, (
-        f"update the help line of {name!r} in SUBCOMMANDS (torchscale/cli/app.py)"
+        f"update the help line of {name!r} in SUBCOMMANDS (torchscale/cli/root_help.py)"
     )
     assert (built.short_help, built.hidden, built.deprecated) == (None, False, False)
     assert not getattr(built, "rich_help_panel", None)

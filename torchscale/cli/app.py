@@ -1,181 +1,54 @@
-"""`torchscale` root command. Sub-commands import their heavy dependencies lazily, so
-`torchscale --help` stays instant (no torch, pandas, plotly or weasyprint at start-up).
+"""`torchscale`: the console script's entry point (`main`), which imports Typer only when it is
+needed. `torchscale --help` and `--version` are answered first, without Typer (cli/root_help.py
+prints the root's help page as Typer would: tests/test_fast_commands.py holds the two equal);
+everything else runs the Typer app of cli/root.py.
 
-Typer turns a command function into a click command by inspecting its signature, which took
-longer than the rest of `--help`; so the root group (LazyCommands) imports a sub-command's
-module and builds its command only when it runs. The root's help lists each one by the help
-line stored in SUBCOMMANDS (tests/test_small_commands.py holds it to the command's own).
+`app`, `LazyCommands`, `BuiltOnUse`, `build_subcommand` and `root` are cli/root.py's, read
+through this module as before (importing one of them imports Typer).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator, MutableMapping
-from dataclasses import dataclass
-from typing import Annotated, Any
+import os
+import sys
+from typing import Any
 
-import typer
-import typer.main
-from typer.core import TyperCommand, TyperGroup
-
-from torchscale import __version__
-from torchscale.cli.common import Verbosity
-
-
-@dataclass(frozen=True)
-class Subcommand:
-    """Where a sub-command is defined (`module:attribute`: a command function or a Typer of
-    sub-commands) and the first paragraph of its help, the line `torchscale --help` shows."""
-
-    target: str
-    summary: str
-
-    def load(self) -> Any:
-        module, _, attribute = self.target.partition(":")
-        return getattr(importlib.import_module(module), attribute)
-
-
-# in the order `torchscale --help` lists them
-SUBCOMMANDS: dict[str, Subcommand] = {
-    "comm": Subcommand(
-        "torchscale.cli.comm_cmd:comm",
-        "Collective bandwidth (algbw, busbw) exactly as nccl-tests defines it, with a check.",
-    ),
-    "benchmark": Subcommand(
-        "torchscale.cli.benchmark_cmd:benchmark",
-        "Run throughput/latency tests across model x batch x GPU count x precision.",
-    ),
-    "list": Subcommand(
-        "torchscale.cli.list_cmd:list_catalog",
-        "List built-in models with exact parameter counts, strategies, precisions, collectives.",
-    ),
-    "validate": Subcommand(
-        "torchscale.cli.validate_cmd:validate",
-        "Check if this node meets the requirements for distributed training (exit 1 if not).",
-    ),
-    "config": Subcommand(
-        "torchscale.cli.config_cmd:app", "Check, resolve and describe benchmark config files."
-    ),
-    "profile": Subcommand(
-        "torchscale.cli.profile_cmd:app",
-        "Profile one cell on every rank and find sync stalls and stragglers (or analyse "
-        "existing traces: `torchscale profile analyze DIR`).",
-    ),
-    "report": Subcommand(
-        "torchscale.cli.report_cmd:app",
-        "Turn results into a report: HTML, PDF, Markdown, JSON or terminal (`torchscale report "
-        "generate ...` is the same command).",
-    ),
-}
-
-
-class BuiltOnUse(MutableMapping[str, Any]):
-    """Sub-command name -> its click command, built on first access (what click and anything
-    walking the command tree read as `group.commands`)."""
-
-    def __init__(self) -> None:
-        self.built: dict[str, Any] = {}
-
-    def __getitem__(self, name: str) -> Any:
-        if name not in self.built:
-            if name not in SUBCOMMANDS:
-                raise KeyError(name)
-            self.built[name] = build_subcommand(name)
-        return self.built[name]
-
-    def __setitem__(self, name: str, command: Any) -> None:
-        self.built[name] = command
-
-    def __delitem__(self, name: str) -> None:
-        del self.built[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter({**dict.fromkeys(SUBCOMMANDS), **dict.fromkeys(self.built)})
-
-    def __len__(self) -> int:
-        return len(set(SUBCOMMANDS) | set(self.built))
-
-
-class LazyCommands(TyperGroup):
-    """The root group: its sub-commands are built when used; its own help lists stand-ins
-    (name and help line, all that the listing reads) for those not built yet."""
-
-    def __init__(self, **attrs: Any) -> None:
-        super().__init__(**attrs)
-        self._subcommands = BuiltOnUse()
-        self.commands = self._subcommands
-        self._listing = False
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        return list(self.commands)  # the names alone: building each is what start-up avoids
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        """A stand-in while the help lists commands; the real command otherwise."""
-        if self._listing and cmd_name in SUBCOMMANDS and cmd_name not in self._subcommands.built:
-            return TyperCommand(cmd_name, help=SUBCOMMANDS[cmd_name].summary)
-        return super().get_command(ctx, cmd_name)
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        self._listing = True
-        try:
-            super().format_help(ctx, formatter)
-        finally:
-            self._listing = False
-
-
-def build_subcommand(name: str) -> Any:
-    """The click command typer builds for sub-command `name`, as if registered on the root."""
-    target = SUBCOMMANDS[name].load()
-    single = typer.Typer(
-        add_completion=False,
-        pretty_exceptions_short=app.pretty_exceptions_short,
-        rich_markup_mode=app.rich_markup_mode,
-    )
-    if not isinstance(target, typer.Typer):  # a function: typer builds one command alone
-        single.command(name)(target)
-        return typer.main.get_command(single)
-    single.add_typer(target, name=name)
-    group = typer.main.get_command(single)
-    assert isinstance(group, TyperGroup)
-    return group.commands[name]
-
-
-app = typer.Typer(
-    name="torchscale",
-    help="Benchmark, profile and report on PyTorch distributed (DDP/FSDP) training.",
-    cls=LazyCommands,
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+from torchscale.cli.root_help import (
+    SUBCOMMANDS,
+    Subcommand,
+    answers_without_typer,
+    print_root_help,
+    program_name,
 )
 
+__all__ = ["SUBCOMMANDS", "Subcommand", "main"]
 
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"torchscale {__version__}")
-        raise typer.Exit()
+_FROM_ROOT = {"app", "LazyCommands", "BuiltOnUse", "build_subcommand", "root"}
 
 
-@app.callback()
-def root(
-    verbose: Annotated[
-        bool | None,
-        typer.Option(
-            "--verbose/--quiet", help="More detail (--verbose) or only problems (--quiet)."
-        ),
-    ] = None,
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_print_version, is_eager=True, help="Show the version and exit."
-        ),
-    ] = False,
-) -> None:
-    """Benchmark, profile and report on PyTorch distributed (DDP/FSDP) training."""
-    Verbosity.set({None: 0, True: 1, False: -1}[verbose])
+def __getattr__(name: str) -> Any:
+    if name in _FROM_ROOT:
+        from torchscale.cli import root
+
+        return getattr(root, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    args = sys.argv[1:]
+    prog = program_name()
+    if not answers_without_typer(args, prog):
+        from torchscale.cli.root import app
+
+        app()
+    elif args == ["--version"]:
+        from torchscale import __version__
+
+        print(f"torchscale {__version__}")
+    else:
+        try:
+            print_root_help(prog)
+        except BrokenPipeError:  # `torchscale --help | head`: exit 1 quietly, as Typer does
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)

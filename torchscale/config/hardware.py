@@ -4,12 +4,23 @@ A profile is the few facts a first sweep depends on: how many GPUs a node has, h
 each has, and whether it computes in bf16 (compute capability 8.0 and up: A100, H100, L4, ...).
 `auto` reads them from torch on this node; the named profiles are the usual cloud nodes, so a
 config can be written on a laptop for the cluster it will run on.
+
+Importing torch takes seconds, so `auto` first asks what answers without it whether torch can
+see a GPU here at all (`no_gpu_here`): a CPU-only torch build cannot, nor can a CUDA build on a
+node whose driver lists no GPU or that has no driver. Only when a GPU may be there is torch
+asked (how many it can use, and their facts).
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import ctypes
+import importlib.util
 import os
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from torchscale.errors import UsageError
 
@@ -70,8 +81,80 @@ def cpu_node(cores: int | None = None) -> Hardware:
     )
 
 
+def torch_build() -> dict[str, str | None] | None:
+    """The installed torch's `torch.version.cuda` and `.hip` (None: not that kind of build),
+    read without importing torch; None where they cannot be read (no torch, an odd install)."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return read_torch_build(Path(next(iter(spec.submodule_search_locations))) / "version.py")
+
+
+def read_torch_build(path: Path) -> dict[str, str | None] | None:
+    """`cuda` and `hip` from torch/version.py (generated at build time: plain assignments of
+    string or None literals), or None where the file is not that."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    found: dict[str, str | None] = {}
+    target: ast.expr
+    value: ast.expr | None
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign):
+            target, value = node.target, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in ("cuda", "hip"):
+            if not (isinstance(value, ast.Constant) and isinstance(value.value, (str, type(None)))):
+                return None
+            found[target.id] = value.value
+    return found if set(found) == {"cuda", "hip"} else None
+
+
+def _cuda_driver_loads() -> bool:
+    """Whether the CUDA driver library (what a CUDA build of torch needs to see a GPU) loads."""
+    if not sys.platform.startswith("linux"):
+        return True  # not probed here: torch will say
+    try:
+        ctypes.CDLL("libcuda.so.1")  # the name torch's CUDA runtime loads, searched alike
+    except OSError:
+        return False
+    return True
+
+
+def no_gpu_here() -> str | None:
+    """Why torch cannot see a GPU on this node, known without importing torch; None when it
+    may (then only torch can say)."""
+    build = torch_build()
+    if build is None:
+        return None
+    if build["hip"]:
+        return None  # ROCm: NVML knows nothing of AMD GPUs
+    if not build["cuda"]:
+        return "a CPU-only torch build"
+    from torchscale.nvml import probe_nvml
+
+    state = probe_nvml()
+    if state.ok and state.module is not None:
+        with contextlib.suppress(Exception):
+            state.module.nvmlShutdown()
+        return None if state.gpus else "the NVIDIA driver lists no GPU"
+    if not _cuda_driver_loads():
+        return f"no CUDA driver (libcuda.so.1 does not load; NVML: {state.error})"
+    return None
+
+
 def this_node() -> Hardware:
-    """The GPUs torch sees here (all of one kind is assumed: the first one's facts), else CPU."""
+    """The GPUs torch sees here (all of one kind is assumed: the first one's facts), else CPU.
+    Torch is imported only where it may see a GPU (already imported, it is simply asked)."""
+    if "torch" not in sys.modules and no_gpu_here() is not None:
+        return cpu_node()
     import torch
 
     if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
