@@ -267,7 +267,7 @@ def test_an_op_the_backend_lacks_is_a_row_not_a_crash(
 
 
 def _stored(out: Path) -> CommResult:
-    (path,) = sorted((out / "comm" / "comm").glob("*.json"))
+    (path,) = sorted((out / "standalone" / "comm").glob("*.json"))
     return CommResult.model_validate_json(path.read_text())
 
 
@@ -295,7 +295,7 @@ def test_two_rank_sweep_checks_every_op_and_pairs(tmp_path: Path) -> None:
         "64K",
         "-o",
         tmp_path,
-        "--json",
+        "--output",
         json_copy,
     )
     assert result.exit_code == 0, result.output

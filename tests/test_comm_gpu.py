@@ -39,7 +39,7 @@ def test_nccl_sweep_on_one_gpu_checks_clean(tmp_path: Path) -> None:
             str(tmp_path),
         ],
     )
-    (path,) = (tmp_path / "comm" / "comm").glob("*.json")
+    (path,) = (tmp_path / "standalone" / "comm").glob("*.json")
     stored = CommResult.model_validate_json(path.read_text())
     assert stored.backend == "nccl" and stored.device == "cuda" and stored.world_size == 1
     assert all(r.status == "ok" and r.wrong == 0 for r in stored.rows), result.output

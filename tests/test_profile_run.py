@@ -243,7 +243,7 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
         tmp_path,
     )
     assert result.exit_code == 0, result.output
-    (directory,) = sorted((tmp_path / "profile" / "profile").iterdir())
+    (directory,) = sorted((tmp_path / "standalone" / "profile").iterdir())
     assert (directory / "capture.sqlite").exists()
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
     assert analysis.tool == "nsys" and analysis.ranks_analysed == 2

@@ -16,6 +16,7 @@ from torchscale.catalog import COLLECTIVES
 from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
 from torchscale.cli.shared_options import VerbosityFlag
 from torchscale.comm.planning import CPU_MAX_BYTES, CPU_RANKS, DEFAULT_TIMEOUT_S, GPU_MAX_BYTES
+from torchscale.results.directory_layout import STANDALONE_EXPERIMENT
 
 if TYPE_CHECKING:
     from torchscale.comm.planning import CommPlan
@@ -100,10 +101,19 @@ def comm(
     output_dir: Annotated[
         Path, typer.Option("--output-dir", "-o", help="Results go to OUTPUT_DIR/<name>/comm/.")
     ] = Path("./results"),
-    name: Annotated[str, typer.Option(help="Experiment name (results sub-directory).")] = "comm",
-    json_file: Annotated[
-        Path | None, typer.Option("--json", help="Also write the result JSON to this file.")
+    name: Annotated[
+        str, typer.Option(help="Experiment name (results sub-directory).")
+    ] = STANDALONE_EXPERIMENT,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Also write the result JSON to this file.", metavar="FILE"),
     ] = None,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the result as JSON on stdout (the table goes to stderr)."
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would run, run nothing.")
     ] = False,
@@ -138,18 +148,20 @@ def comm(
 
         assert run.plan is not None  # only an import has no plan, and it has a result
         for line in dry_run_lines(run.plan.launch):
-            stdout.out(line, highlight=False)
+            (stderr if json_output else stdout).out(line, highlight=False)
         raise typer.Exit(0)
     if not Verbosity.quiet():
         stderr.print(f"stored: {escape(str(run.stored))}")
     from torchscale.report.comm_text import comm_lines
 
     for line in comm_lines(run.result):
-        stdout.out(line, highlight=False)
-    if json_file is not None:
+        (stderr if json_output else stdout).out(line, highlight=False)
+    if output is not None:
         from torchscale.comm.sweep_launch import store_result
 
-        store_result(run.result, json_file)
+        store_result(run.result, output)
+    if json_output:
+        stdout.out(run.result.model_dump_json(indent=2), highlight=False)
     raise typer.Exit(run.exit_code)
 
 

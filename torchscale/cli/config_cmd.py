@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from torchscale.cli.common import Verbosity, handle_errors, stdout
-from torchscale.cli.shared_options import SetOverrides, VerbosityFlag
+from torchscale.cli.shared_options import DottedOverrides, SetOverrides, VerbosityFlag
 
 app = typer.Typer(help="Check, resolve and describe benchmark config files.", no_args_is_help=True)
 
@@ -18,7 +18,7 @@ ConfigFile = Annotated[
 ]
 
 
-@app.command("validate")
+@app.command("validate", cls=DottedOverrides)  # also --training.precision=bf16
 @handle_errors
 def validate_config(
     file: ConfigFile, overrides: SetOverrides = None, verbose: VerbosityFlag = None
@@ -70,7 +70,8 @@ def init_config(
     ] = "auto",
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write here (default: print).", show_default=False),
+        # a file: --output (-o is --output-dir, a directory, in every command but `report`)
+        typer.Option("--output", help="Write here (default: print).", show_default=False),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite FILE if it exists.")] = False,
 ) -> None:
@@ -88,7 +89,9 @@ def init_config(
         typer.echo(text, nl=False)
         return
     if output.exists() and not force:
-        raise UsageError(f"{output} exists: choose another -o FILE, or --force to overwrite it")
+        raise UsageError(
+            f"{output} exists: choose another --output FILE, or --force to overwrite it"
+        )
     try:
         write_text_atomic(output, text)
     except OSError as exc:
@@ -112,7 +115,7 @@ def _parameters(model: str) -> int:
     return model_parameters(model)
 
 
-@app.command("show")
+@app.command("show", cls=DottedOverrides)
 @handle_errors
 def show_config(
     file: ConfigFile,

@@ -18,6 +18,7 @@ from torchscale.profiling.standalone import (
     Target,
     ToolChoice,
 )
+from torchscale.results.directory_layout import STANDALONE_EXPERIMENT
 
 if TYPE_CHECKING:
     from torchscale.api import ProfileRun
@@ -52,7 +53,8 @@ def profile(
         str | None,
         typer.Option(help=f"Model (default: {GPU_MODEL} on GPUs, {CPU_MODEL} on CPU)."),
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1)] = 32,
+    # no -b: that is comm's --min-bytes (nccl-tests' -b); one meaning per short flag
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 32,
     precision: Annotated[str, typer.Option(help="fp32 | amp | bf16")] = "fp32",
     strategy: Annotated[
         str, typer.Option(help="ddp | fsdp | tp | pp | hybrid (tp/pp over every rank)")
@@ -94,9 +96,9 @@ def profile(
     output_dir: Annotated[
         Path, typer.Option("--output-dir", "-o", help="Results go to OUTPUT_DIR/<name>/profile/.")
     ] = Path("./results"),
-    name: Annotated[str, typer.Option(help="Experiment name (results sub-directory).")] = (
-        "profile"
-    ),
+    name: Annotated[
+        str, typer.Option(help="Experiment name (results sub-directory).")
+    ] = STANDALONE_EXPERIMENT,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the analysis as JSON on stdout.")
     ] = False,
@@ -174,9 +176,9 @@ def analyze(
     target: Annotated[Target, typer.Option("--target", "-t", help=TARGET_HELP)] = "sync_stalls",
     output: Annotated[
         Path | None,
-        typer.Option(
+        typer.Option(  # a file: no -o, which is --output-dir (a directory) elsewhere
             "--output",
-            "-o",
+            metavar="FILE",
             help="Where to write analysis.json (default: TRACE_DIR/analysis.json when writable).",
         ),
     ] = None,

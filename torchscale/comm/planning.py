@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.errors import UsageError
+from torchscale.results.directory_layout import STANDALONE_EXPERIMENT
 
 if TYPE_CHECKING:
     from torchscale.comm.comm_result import AcrossRanks
@@ -49,7 +50,7 @@ class CommOptions:
     min_busbw_gbps: float | None = None  # an op whose average bus bandwidth is below fails
     device: RequestedDevice = "auto"
     timeout_s: float = DEFAULT_TIMEOUT_S
-    name: str = "comm"  # the experiment: results go to OUTPUT_DIR/<name>/comm/
+    name: str = STANDALONE_EXPERIMENT  # the experiment: results go to OUTPUT_DIR/<name>/comm/
     # instead of running: an NVIDIA nccl-tests output file (text or -J JSON) and its op, when
     # the file does not name it
     import_file: Path | None = None

@@ -1,4 +1,5 @@
-"""Config file + `--set` overrides -> a validated BenchConfig, or every problem at once.
+"""Config file + overrides (`--set a.b=v` or `--a.b=v`) -> a validated BenchConfig, or every
+problem at once.
 
 Problems are reported one line each, with file, line, column and the dotted path, so a user can
 fix them all in one pass. Overrides are type-checked exactly like the file (they are applied to
@@ -82,22 +83,31 @@ def validate_data(
 def apply_overrides(
     data: dict[str, Any], overrides: list[str] | tuple[str, ...]
 ) -> tuple[dict[str, Any], dict[Path_, str]]:
-    """Apply `a.b.c=value` overrides to a copy of `data`; return it and the paths they set."""
+    """Apply `a.b.c=value` overrides to a copy of `data`; return it and the paths they set.
+
+    An override written `--a.b.c=value` (the published `--training.precision=bf16` form, which
+    the CLI passes on as written) is the same override, named as the user wrote it."""
     import copy
 
     result = copy.deepcopy(data)
     applied: dict[Path_, str] = {}
     problems: list[ConfigProblem] = []
     for text in overrides:
-        source = f"--set {text}"
-        key, sep, raw_value = text.partition("=")
+        published = text.startswith("--")
+        source = text if published else f"--set {text}"
+        key, sep, raw_value = text.removeprefix("--").partition("=")
         key = key.strip()
         parts = key.split(".")
+        if published and not sep and key and all(parts):
+            problems.append(ConfigProblem("", f"needs a value: {text}=VALUE", source))
+            continue
         if not sep or not key or any(not p for p in parts):
+            example = "--training.precision=bf16" if published else "--set training.precision=bf16"
             problems.append(
                 ConfigProblem(
                     "",
-                    "expected KEY=VALUE with a dotted key, e.g. --set training.precision=bf16",
+                    f"expected {'--' if published else ''}KEY=VALUE with a dotted key, "
+                    f"e.g. {example}",
                     source,
                 )
             )

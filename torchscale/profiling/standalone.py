@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from torchscale.errors import UsageError
+from torchscale.results.directory_layout import STANDALONE_EXPERIMENT
 
 if TYPE_CHECKING:  # the CLI imports this module for its choices: keep it light
     from torchscale.config.schema import BenchConfig
@@ -47,7 +48,7 @@ class ProfileOptions:
     target: Target = "sync_stalls"
     tool: ToolChoice = "auto"
     inject_delay: tuple[DelaySpec, ...] = ()
-    name: str = "profile"
+    name: str = STANDALONE_EXPERIMENT  # results go to OUTPUT_DIR/<name>/profile/<cell>/
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,12 @@ results/<experiment>/
   k8s/<name>.yaml          Kubernetes job manifests; k8s/specs/<cell_id>.json their specs
   slurm/jobs.json          the Slurm jobs of the sweep; slurm/<allocation>/ each one's files
 
+Every command writes OUTPUT_DIR/<experiment>/ in this one layout. A `torchscale profile` or
+`torchscale comm` run given no `--name` goes to the experiment STANDALONE_EXPERIMENT:
+results/standalone/profile/<cell_id>/, results/standalone/comm/<run>.json. (The default used
+to be the kind's own name, which doubled it: results/profile/profile/<cell_id>/ and
+results/comm/comm/<run>.json; such a directory is an experiment like any other, still read.)
+
 Generic over the path type: the host's `Path`, or `PurePosixPath` for the same directory as a
 Kubernetes pod mounts it.
 """
@@ -28,6 +34,9 @@ from typing import Generic, TypeVar
 
 P = TypeVar("P", bound=PurePath)
 ANALYSIS_FILE = "analysis.json"  # a trace analysis, beside the traces it was made from
+# the experiment of `profile` and `comm` runs given no --name: not a kind's own name, which
+# would double it (results/profile/profile/)
+STANDALONE_EXPERIMENT = "standalone"
 
 
 @dataclass(frozen=True)
