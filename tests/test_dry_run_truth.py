@@ -105,3 +105,12 @@ def test_a_real_slurm_run_off_the_cluster_still_refuses(
     assert result.exit_code == 2, result.output
     assert "needs Slurm's client commands on PATH" in result.output
     assert not out.exists()
+
+
+def test_a_comm_dry_run_probes_the_output_like_the_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    args = ["comm", "--device", "cpu", "--dry-run", "-o", str(blocker / "r")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "cannot write results to" in result.output and "(ENOTDIR)" in result.output

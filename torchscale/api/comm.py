@@ -72,9 +72,9 @@ def run_comm(
     plan = plan_comm(options, machine_here(), experiment_dir, base_env)
     if on_plan is not None:
         on_plan(plan)
+    check_output_dir(experiment_dir, keep=not dry_run)  # a dry run answers as the run would
     if dry_run:
         return CommRun(None, None, plan)
-    check_output_dir(experiment_dir)
     if on_start is not None:
         on_start(plan)
     result = run_comm_launch(plan.launch, plan.request)
