@@ -36,19 +36,8 @@ class Subcommand(NamedTuple):
 
 
 # in the order `torchscale --help` lists them
+# in the order a user meets them: check the node, write a config, run, profile, report
 SUBCOMMANDS: dict[str, Subcommand] = {
-    "comm": Subcommand(
-        "torchscale.cli.comm_cmd:comm",
-        "Collective bandwidth (algbw, busbw) exactly as nccl-tests defines it, with a check.",
-    ),
-    "benchmark": Subcommand(
-        "torchscale.cli.benchmark_cmd:benchmark",
-        "Run throughput/latency tests across model x batch x GPU count x precision.",
-    ),
-    "list": Subcommand(
-        "torchscale.cli.list_cmd:list_catalog",
-        "List built-in models with exact parameter counts, strategies, precisions, collectives.",
-    ),
     "validate": Subcommand(
         "torchscale.cli.validate_cmd:validate",
         "Check if this node meets the requirements for distributed training (exit 1 if not).",
@@ -56,10 +45,22 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "config": Subcommand(
         "torchscale.cli.config_cmd:app", "Check, resolve and describe benchmark config files."
     ),
+    "list": Subcommand(
+        "torchscale.cli.list_cmd:list_catalog",
+        "List built-in models with exact parameter counts, strategies, precisions, collectives.",
+    ),
+    "benchmark": Subcommand(
+        "torchscale.cli.benchmark_cmd:benchmark",
+        "Run throughput/latency tests across model x batch x GPU count x precision.",
+    ),
     "profile": Subcommand(
         "torchscale.cli.profile_cmd:app",
         "Profile one cell on every rank and find sync stalls and stragglers (or analyse "
         "existing traces: `torchscale profile analyze DIR`).",
+    ),
+    "comm": Subcommand(
+        "torchscale.cli.comm_cmd:comm",
+        "Collective bandwidth (algbw, busbw) exactly as nccl-tests defines it, with a check.",
     ),
     "report": Subcommand(
         "torchscale.cli.report_cmd:app",
