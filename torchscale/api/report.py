@@ -53,12 +53,14 @@ def build_report(
     prices: Mapping[str, float] | None = None,
     title: str | None = None,
     fail_on_regression: bool = False,
+    html_link: str | None = None,
 ) -> ReportRun:
     """Report on `source` (one experiment's results, or a folder of several) as
     `torchscale report -s SOURCE -f FMT` does. `fmt`: html, pdf, md, json or term; `output`:
     the file (default: <source>/<experiment>_report.<ext>; term: not written); `baseline`:
     results to compare against (a verdict per matched cell, docs/regressions.md);
-    `cost_per_gpu_hour` prices every result set, `prices` one per experiment name."""
+    `cost_per_gpu_hour` prices every result set, `prices` one per experiment name;
+    `html_link`: where the HTML report is published (a URL or path), for the Markdown to link."""
     from torchscale.report.sections.baseline import gate_summary
 
     outcome = generate(
@@ -70,6 +72,7 @@ def build_report(
             cost_per_gpu_hour=cost_per_gpu_hour,
             prices=dict(prices or {}),
             title=title,
+            html_link=html_link,
         )
     )
     return ReportRun(outcome, gate_summary(outcome.report), fail_on_regression)

@@ -70,6 +70,16 @@ CostOption = Annotated[
     ),
 ]
 TitleOption = Annotated[str | None, typer.Option("--title", help="Report title.")]
+HtmlLinkOption = Annotated[
+    str | None,
+    typer.Option(
+        "--html-link",
+        metavar="URL",
+        help="Where the HTML report is published (URL or path): the Markdown report links to "
+        "it (default: an HTML report found beside the Markdown).",
+        show_default=False,
+    ),
+]
 
 
 def _run(
@@ -80,6 +90,7 @@ def _run(
     fail_on_regression: bool,
     cost_per_gpu_hour: list[str] | None,
     title: str | None,
+    html_link: str | None = None,
 ) -> None:
     from torchscale.api import build_report
     from torchscale.report.generate import parse_prices
@@ -95,6 +106,7 @@ def _run(
         prices=per_experiment,
         title=title,
         fail_on_regression=fail_on_regression,
+        html_link=html_link,
     )
     outcome, report = run.outcome, run.report
     if fmt == "term" and output is None:
@@ -138,13 +150,14 @@ def report(
     fail_on_regression: FailOption = False,
     cost_per_gpu_hour: CostOption = None,
     title: TitleOption = None,
+    html_link: HtmlLinkOption = None,
     verbose: VerbosityFlag = None,
 ) -> None:
     """Turn results into a report a stakeholder reads and an engineer acts on."""
     if ctx.invoked_subcommand is not None:
         return
     Verbosity.override(verbose)
-    _run(source, fmt, output, baseline, fail_on_regression, cost_per_gpu_hour, title)
+    _run(source, fmt, output, baseline, fail_on_regression, cost_per_gpu_hour, title, html_link)
 
 
 @app.command("generate")
@@ -157,8 +170,9 @@ def generate_command(
     fail_on_regression: FailOption = False,
     cost_per_gpu_hour: CostOption = None,
     title: TitleOption = None,
+    html_link: HtmlLinkOption = None,
     verbose: VerbosityFlag = None,
 ) -> None:
     """The same as `torchscale report` (the spelling of the published docs)."""
     Verbosity.override(verbose)
-    _run(source, fmt, output, baseline, fail_on_regression, cost_per_gpu_hour, title)
+    _run(source, fmt, output, baseline, fail_on_regression, cost_per_gpu_hour, title, html_link)

@@ -22,7 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field
 # 3: the header a stakeholder reads first (`headline`, `hardware`, `measured`, `description`,
 #    `html_report`, `source_path`) and per source its unreadable cell files and comm runs.
 #    Version 2 documents still validate (the new fields default to empty).
-REPORT_SCHEMA_VERSION: Literal[3] = 3
+# 4: charts say what their colours mean: a series coloured by its verdict (`Series.severity`),
+#    bands of a y interval (`Chart.bands`, the noise band of a comparison), and whether a
+#    heatmap's high values are better or worse (`Heatmap.higher_is`). Versions 2 and 3 still
+#    validate (the new fields default to none).
+REPORT_SCHEMA_VERSION: Literal[4] = 4
 
 # how a renderer formats a value; raw values stay in the model
 ValueFormat = Literal[
@@ -118,6 +122,11 @@ class Series(_Model):
         description="name of the series this one is the reference of (its ideal line): drawn "
         "in that series' colour, shown and hidden with it, one legend entry for all of them",
     )
+    severity: Severity | None = Field(
+        default=None,
+        description="a series that stands for a verdict (regressions, improvements) is drawn "
+        "in that verdict's colour, the same in every format; None: a palette colour",
+    )
 
 
 class Heatmap(_Model):
@@ -127,6 +136,19 @@ class Heatmap(_Model):
     y_labels: list[str]
     z: list[list[float | None]]
     z_label: str
+    higher_is: Literal["better", "worse"] | None = Field(
+        default=None,
+        description="what a high value means: picks one colour scale for every format "
+        "(high and worse: dark red; high and better, or None: dark blue)",
+    )
+
+
+class Band(_Model):
+    """A y interval drawn as a light band behind the data (the interval that counts as noise)."""
+
+    low: float
+    high: float
+    label: str = Field(description="its legend entry: what falling inside it means")
 
 
 class Chart(_Model):
@@ -144,6 +166,7 @@ class Chart(_Model):
     )
     series: list[Series] = Field(default_factory=list)
     heatmap: Heatmap | None = None
+    bands: list[Band] = Field(default_factory=list)
     note: str | None = None
 
 
@@ -234,7 +257,7 @@ class Skipped(_Model):
 
 class Report(_Model):
     kind: Literal["torchscale.report"] = "torchscale.report"
-    schema_version: Literal[2, 3] = REPORT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4] = REPORT_SCHEMA_VERSION
     torchscale_version: str
     title: str
     generated_at: str = Field(description="ISO 8601, UTC")

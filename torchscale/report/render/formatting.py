@@ -4,7 +4,9 @@ render as '-' (the model says why elsewhere)."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -105,6 +107,7 @@ def template_environment(folder: str, **globals_: Any) -> Any:
         lstrip_blocks=True,
     )
     env.filters["fmt"] = format_value
+    env.filters["inline"] = inline_html
     env.globals.update(fmt=format_value, format_value=format_value, **globals_)
     return env
 
@@ -132,3 +135,197 @@ def thin_ticks(ticks: list[float]) -> list[float]:
     step = -(-len(ticks) // MAX_LOG_TICKS)
     kept = ticks[::-1][::step][::-1]
     return kept
+
+
+# ------------------------------------------------------------------ inline code in prose
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: str) -> list[tuple[str, bool]]:
+    """`text` cut into (part, is_code) pieces at its `backtick` spans, so that a command named
+    in a finding or note (`torchscale benchmark --resume`) is set as code by the HTML and PDF
+    renderers and never shows its backticks. An unpaired backtick stays literal text."""
+    parts: list[tuple[str, bool]] = []
+    at = 0
+    for match in _CODE_SPAN.finditer(text):
+        if match.start() > at:
+            parts.append((text[at : match.start()], False))
+        parts.append((match.group(1), True))
+        at = match.end()
+    if at < len(text) or not parts:
+        parts.append((text[at:], False))
+    return parts
+
+
+def inline_html(text: str | None) -> Any:
+    """Prose as HTML (a Markup): every part escaped, code spans set as <code>. The templates of
+    the HTML and PDF reports pass user prose (findings, notes) through it."""
+    from markupsafe import Markup, escape
+
+    if text is None:
+        return Markup("")
+    return Markup("").join(
+        Markup("<code>{}</code>").format(part) if code else escape(part)
+        for part, code in code_spans(text)
+    )
+
+
+def strip_code(text: str) -> str:
+    """`text` without the backticks of its code spans (the terminal shows them as text)."""
+    return "".join(part for part, _ in code_spans(text))
+
+
+# ------------------------------------------------------------------ colours by meaning
+
+# one colour per verdict, the same in the HTML and PDF charts: Okabe-Ito vermillion for a
+# problem, bluish green for good, orange for a warning, grey for nothing to see
+SEVERITY_COLOUR = {"bad": "#D55E00", "good": "#009E73", "warn": "#E69F00", "info": "#8C8C8C"}
+BAND_COLOUR = "#8C8C8C"  # a chart's band (the noise interval), drawn light behind the data
+
+# Heatmap colour scales, shared by plotly (HTML) and matplotlib (PDF) so that a colour means
+# the same in both. Lightness falls monotonically (greyscale print keeps the order) and the
+# dark end is where the eye goes: dark red for the high end of a metric where high is worse
+# (sync stall), dark blue for one where high is better (bandwidth). (position, colour) stops.
+HEATMAP_SCALES: dict[str, tuple[tuple[float, str], ...]] = {
+    "worse": (
+        (0.0, "#ffffcc"),
+        (0.25, "#fed976"),
+        (0.5, "#fd8d3c"),
+        (0.75, "#e31a1c"),
+        (1.0, "#800026"),
+    ),
+    "better": (
+        (0.0, "#f7fbff"),
+        (0.25, "#c6dbef"),
+        (0.5, "#6baed6"),
+        (0.75, "#2171b5"),
+        (1.0, "#08306b"),
+    ),
+}
+
+
+def heatmap_scale(higher_is: str | None) -> tuple[tuple[float, str], ...]:
+    """The colour stops of a heatmap whose high values are `higher_is` ('better', 'worse';
+    None: no judgement, drawn as 'better', which raises no alarm)."""
+    return HEATMAP_SCALES["worse" if higher_is == "worse" else "better"]
+
+
+def _rgb(colour: str) -> tuple[float, float, float]:
+    return (int(colour[1:3], 16) / 255, int(colour[3:5], 16) / 255, int(colour[5:7], 16) / 255)
+
+
+def scale_colour(stops: Sequence[tuple[float, str]], position: float) -> tuple[float, float, float]:
+    """The RGB (0-1) of a colour scale at `position` (0-1), interpolated linearly as both
+    plotly and matplotlib do."""
+    position = min(1.0, max(0.0, position))
+    for (p0, c0), (p1, c1) in itertools.pairwise(stops):
+        if position <= p1:
+            t = 0.0 if p1 == p0 else (position - p0) / (p1 - p0)
+            a, b = _rgb(c0), _rgb(c1)
+            return (
+                a[0] + (b[0] - a[0]) * t,
+                a[1] + (b[1] - a[1]) * t,
+                a[2] + (b[2] - a[2]) * t,
+            )
+    return _rgb(stops[-1][1])
+
+
+def is_dark(rgb: tuple[float, float, float]) -> bool:
+    """Whether white text reads better than black on `rgb` (relative luminance below 0.4)."""
+    return 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] < 0.4
+
+
+# ------------------------------------------------------------------ axis ticks
+
+ABBREVIATE_FROM = 10_000.0  # an axis reaching this labels thousands as 20k, millions as 2M
+_SI = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
+_TICK_DECIMALS = 6
+
+
+def _decimals(values: Sequence[float]) -> int:
+    """The fewest decimals that write every value exactly (axis ticks are round numbers, so
+    exact is what tells them apart): 20,000 and 0.25, never 20,000.0 and 0.250."""
+    for decimals in range(_TICK_DECIMALS + 1):
+        if all(abs(v - round(v, decimals)) <= 1e-9 * max(1.0, abs(v)) for v in values):
+            return decimals
+    return _TICK_DECIMALS
+
+
+def _plain_ticks(values: Sequence[float], suffix: str = "", sign: bool = False) -> list[str]:
+    """Each value with its own fewest decimals (0, 0.5, 1), as d3's `~` trims them in the
+    HTML charts."""
+    out = []
+    for v in values:
+        decimals = _decimals([v])
+        text = f"{v:{'+' if sign and round(v, decimals) != 0 else ''},.{decimals}f}"
+        out.append(("0" if text in ("-0", "+0") else text) + suffix)
+    return out
+
+
+def _abbreviated(values: Sequence[float]) -> list[str]:
+    """Thousands and up as 20k, 1.5M; smaller values as they are."""
+    out = []
+    for v in values:
+        factor, unit = next(((f, u) for f, u in _SI if abs(v) >= f), (1.0, ""))
+        out.append(_plain_ticks([v / factor])[0] + unit)
+    return out
+
+
+def _unit_ticks(values: Sequence[float], units: Sequence[tuple[float, str]]) -> list[str]:
+    """Values scaled to the largest unit the largest of them reaches, fewest decimals."""
+    largest = max((abs(v) for v in values), default=0.0)
+    factor, name = next(((f, u) for f, u in units if largest >= f), units[-1])
+    return _plain_ticks([v / factor for v in values], f" {name}")
+
+
+_SECONDS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"))
+
+
+def tick_labels(values: Sequence[float], fmt: ValueFormat, log: bool = False) -> list[str]:
+    """Axis tick labels for `values` in `fmt`: read like `format_value` but with the fewest
+    decimals that tell the ticks apart, and 20k rather than 20,000 once the axis reaches
+    `ABBREVIATE_FROM` (or on a log axis, where ticks span decades). One rule for the SVG
+    charts; the plotly charts ask d3 for the same (`plotly_charts`)."""
+    numbers = [float(v) for v in values]
+    if not numbers:
+        return []
+    if fmt in ("int", "float", "rate", "text"):
+        if log or max(abs(v) for v in numbers) >= ABBREVIATE_FROM:
+            return _abbreviated(numbers)
+        return _plain_ticks(numbers)
+    if fmt == "ratio_pct":
+        return _plain_ticks([v * 100 for v in numbers], " %")
+    if fmt == "pct":
+        return _plain_ticks(numbers, " %")
+    if fmt == "change_pct":
+        return _plain_ticks([v * 100 for v in numbers], " %", sign=True)
+    if fmt == "money":
+        return ["$" + text for text in _plain_ticks(numbers)]
+    if fmt == "seconds":
+        return _unit_ticks(numbers, _SECONDS)
+    if fmt == "us":
+        return _unit_ticks([v / 1e6 for v in numbers], _SECONDS)
+    if fmt == "bytes":
+        units = [(1024.0**i, unit) for i, unit in reversed(list(enumerate(_BYTE_UNITS)))]
+        return _unit_ticks(numbers, units)
+    raise ValueError(f"unknown value format {fmt!r}")
+
+
+def log_ticks(low: float, high: float) -> list[float]:
+    """Ticks of a log axis from `low` to `high` (both > 0): 1, 2, 5 per decade while the axis
+    spans at most three decades, else the decades only; one tick either side of the data so
+    that the ends are labelled."""
+    if not (low > 0 and high > 0):
+        return []
+    low, high = min(low, high), max(low, high)
+    steps = (1.0, 2.0, 5.0) if math.log10(high / low) <= 3 else (1.0,)
+    ticks: list[float] = []
+    for decade in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1):
+        for step in steps:
+            ticks.append(round(step * 10.0**decade, 12))
+    below = [t for t in ticks if t <= low]
+    above = [t for t in ticks if t >= high]
+    start = below[-1] if below else ticks[0]
+    end = above[0] if above else ticks[-1]
+    return [t for t in ticks if start <= t <= end]

@@ -7,7 +7,8 @@ and follows the link for charts and every table. No section is dumped whole (a 5
 has thousands of rows), and the result is cut to `MAX_CHARS` should an outsized string still
 make it longer. Every string from the model goes through `escape`, so a model name or an error
 message can neither inject HTML into a PR comment nor break a table: `|`, backslashes, `<`,
-`>`, `&` and the inline Markdown punctuation are escaped, line breaks become spaces.
+`>`, `&` and the inline Markdown punctuation are escaped, line breaks become spaces. Prose
+keeps its code spans (`inline`): their content is shown literally by Markdown itself.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from torchscale.report.model import (
     Table,
     Text,
 )
-from torchscale.report.render.formatting import format_value, severity_prefix
+from torchscale.report.render.formatting import code_spans, format_value, severity_prefix
 
 MAX_ROWS = 20  # per table: a PR comment is read, not searched
 MAX_FINDINGS = 10  # the costliest
@@ -64,9 +65,19 @@ def escape(text: str) -> str:
     return _EMPHASIS_UNDERSCORE.sub(lambda run: "\\_" * len(run.group()), escaped)
 
 
+def inline(text: str) -> str:
+    """Prose with its code spans kept as Markdown code spans (`torchscale benchmark
+    --resume` reads as code on GitHub) and everything else escaped. A code span shows its
+    content literally (no markup, no HTML), so only line breaks are replaced there."""
+    return "".join(
+        "`" + part.replace("\r", " ").replace("\n", " ") + "`" if code else escape(part)
+        for part, code in code_spans(text)
+    )
+
+
 def _paragraph(text: str) -> str:
     """Escaped text that cannot start a heading, list, quote or rule at line start."""
-    body = escape(text)
+    body = inline(text)
     numbered = _NUMBERED.match(body)
     if numbered:
         return body[: numbered.end() - 1] + "\\" + body[numbered.end() - 1 :]
@@ -95,7 +106,7 @@ def _header(report: Report) -> list[str]:
     lines = [f"# {escape(report.title)}", ""]
     if report.headline is not None:
         mark = severity_prefix(report.headline.severity)
-        lines += [f"{mark}**{escape(report.headline.text)}**", ""]
+        lines += [f"{mark}**{inline(report.headline.text)}**", ""]
     facts = [
         f"{label}: {escape(value)}"
         for label, value in (
@@ -163,7 +174,7 @@ def _key_figures(block: KeyFigures) -> list[str]:
             f"{_value(figure.value, figure.format)}"
         )
         if figure.note:
-            line += f" ({escape(figure.note)})"
+            line += f" ({inline(figure.note)})"
         lines.append(line)
     return lines
 
@@ -188,7 +199,7 @@ def _table(block: Table) -> list[str]:
     if hidden > 0:
         lines += ["", f"... {hidden} more rows in the HTML report"]
     if block.note:
-        lines += ["", f"_{escape(block.note)}_"]
+        lines += ["", f"_{inline(block.note)}_"]
     return lines
 
 
@@ -199,12 +210,12 @@ def _finding(finding: Finding) -> list[str]:
         else f" ({_value(finding.cost_pct, 'pct')} of cycle/step time)"
     )
     lines = [
-        f"- {severity_prefix(finding.severity)}**{escape(finding.title)}**{cost}, "
+        f"- {severity_prefix(finding.severity)}**{inline(finding.title)}**{cost}, "
         f"source: {escape(finding.source)}"
     ]
-    lines += [f"  - evidence: {escape(item)}" for item in finding.evidence]
+    lines += [f"  - evidence: {inline(item)}" for item in finding.evidence]
     if finding.recommendation:
-        lines.append(f"  - recommendation: {escape(finding.recommendation)}")
+        lines.append(f"  - recommendation: {inline(finding.recommendation)}")
     return lines
 
 
@@ -227,10 +238,10 @@ def _block(block: Block) -> list[str]:
         if hidden > 0:
             lines += ["", f"... {hidden} more findings in the HTML report"]
         if block.note:
-            lines += ["", f"_{escape(block.note)}_"]
+            lines += ["", f"_{inline(block.note)}_"]
         return lines
     lines = ["**Unavailable**", ""]
-    lines += [f"- {escape(what)}: {escape(why)}" for what, why in block.items.items()]
+    lines += [f"- {escape(what)}: {inline(why)}" for what, why in block.items.items()]
     return lines
 
 

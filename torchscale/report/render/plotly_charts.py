@@ -19,10 +19,16 @@ from typing import Any
 
 from torchscale.report.model import Chart, Series, ValueFormat
 from torchscale.report.render.formatting import (
+    ABBREVIATE_FROM,
+    BAND_COLOUR,
+    SEVERITY_COLOUR,
     format_value,
+    heatmap_scale,
+    log_ticks,
     reference_label,
     reference_legend,
     thin_ticks,
+    tick_labels,
 )
 
 FONT_STACK = (
@@ -121,12 +127,15 @@ def _axis_format(fmt: ValueFormat, numbers: list[float]) -> tuple[float, dict[st
             unit += 1
         suffix = " " + _BYTE_UNITS[unit]
         return 1024.0**-unit, {"tickformat": ",.3~r", "hoverformat": ",.3~r", "ticksuffix": suffix}
+    # d3 "~" trims trailing zeros: 20,000 and 0.5, never 20,000.0; an axis reaching
+    # ABBREVIATE_FROM reads 20k, as `tick_labels` writes the PDF's ticks
+    big = {"tickformat": "~s"} if largest >= ABBREVIATE_FROM else {}
     formats: dict[str, dict[str, Any]] = {
-        "int": {"tickformat": ",~r", "hoverformat": ",.0f"},
-        "float": {"tickformat": ",.3~r", "hoverformat": ",.3~r"},
+        "int": {"tickformat": ",~r", "hoverformat": ",.0f", **big},
+        "float": {"tickformat": ",.3~r", "hoverformat": ",.3~r", **big},
         "ratio_pct": {"tickformat": ".1~%", "hoverformat": ".1%"},
         "pct": {"tickformat": ",.1~f", "hoverformat": ",.1f", "ticksuffix": " %"},
-        "rate": {"tickformat": ",~r", "hoverformat": ",.1f"},
+        "rate": {"tickformat": ",~r", "hoverformat": ",.1f", **big},
         "change_pct": {"tickformat": "+.1~%", "hoverformat": "+.1%"},
         "money": {"tickformat": "$,.2~f", "hoverformat": "$,.2f"},
     }
@@ -201,14 +210,19 @@ def _styles(series: Sequence[Series]) -> list[tuple[str, str]]:
     (an ideal line) takes its series' colour, so the pair reads as one."""
     own: dict[str, int] = {}
     for s in series:
-        if s.reference_for is None:
+        # an unattached reference (one ideal line for all series) is grey, as in the PDF
+        if s.reference_for is None and (s.style == "solid" or s.severity is not None):
             own.setdefault(s.name, len(own))
     slots = [own.get(s.reference_for if s.reference_for is not None else s.name) for s in series]
-    return [
+    styles = [
         (PALETTE[slot % len(PALETTE)], SYMBOLS[slot % len(SYMBOLS)])
         if slot is not None
         else (REFERENCE_GREY, SYMBOLS[0])
         for slot in slots
+    ]
+    return [
+        (SEVERITY_COLOUR[s.severity], symbol) if s.severity is not None else (colour, symbol)
+        for s, (colour, symbol) in zip(series, styles, strict=True)
     ]
 
 
@@ -243,7 +257,7 @@ def _line_or_bar_traces(
         }
         if series.reference_for is not None:
             trace.update(legendgroup=REFERENCE_GROUP, showlegend=False)
-        if chart.kind == "line" and series.reference_for is not None:
+        if chart.kind == "line" and (series.reference_for is not None or colour == REFERENCE_GREY):
             trace.update(
                 type="scatter",
                 mode="lines",
@@ -269,6 +283,67 @@ def _line_or_bar_traces(
             trace["error_y"] = error
         traces.append(trace)
     return traces + _reference_legend(chart.series)
+
+
+def disjoint(series: Sequence[Series]) -> bool:
+    """Whether no x has a value in more than one series (one series per verdict): their bars
+    are overlaid, each at full width, rather than grouped into thin slots."""
+    seen: set[str] = set()
+    for s in series:
+        own = {str(x) for x, y in zip(s.x, s.y, strict=False) if _finite(y) is not None}
+        if own & seen:
+            return False
+        seen |= own
+    return len(series) > 1
+
+
+def _bands(chart: Chart, factor: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(shapes, legend-only traces) of the chart's y bands: a light rectangle across the plot
+    behind the data, named in the legend."""
+    shapes: list[dict[str, Any]] = []
+    traces: list[dict[str, Any]] = []
+    for band in chart.bands:
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "yref": "y",
+                "y0": band.low * factor,
+                "y1": band.high * factor,
+                "fillcolor": BAND_COLOUR,
+                "opacity": 0.18,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "x": [None],
+                "y": [None],
+                "name": plotly_text(band.label),
+                "marker": {"symbol": "square", "size": 14, "color": BAND_COLOUR, "opacity": 0.35},
+                "hoverinfo": "skip",
+            }
+        )
+    return shapes, traces
+
+
+def _log_axis(chart: Chart, factor: float) -> dict[str, Any]:
+    """A log y axis with the PDF's ticks (`log_ticks`, labelled by `tick_labels`)."""
+    values = [v * factor for v in _numbers(chart) if v > 0]
+    if not values:
+        return {"type": "log"}
+    ticks = log_ticks(min(values), max(values))
+    return {
+        "type": "log",
+        "tickmode": "array",
+        "tickvals": ticks,
+        "ticktext": [plotly_text(t) for t in tick_labels(ticks, chart.y_format, log=True)],
+    }
 
 
 def _box_traces(chart: Chart, factor: float) -> list[dict[str, Any]]:
@@ -306,8 +381,8 @@ def _heatmap(chart: Chart) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
         "x": [plotly_text(label) for label in heatmap.x_labels],
         "y": [plotly_text(label) for label in heatmap.y_labels],
         "z": z,
-        "colorscale": "YlOrRd",
-        "reversescale": True,  # plotly's YlOrRd runs dark to light: high values dark red
+        # the scale the PDF uses too: high and worse dark red, high and better dark blue
+        "colorscale": [[p, c] for p, c in heatmap_scale(heatmap.higher_is)],
         "hoverongaps": False,
         "xgap": 1,
         "ygap": 1,
@@ -353,8 +428,10 @@ def figure(chart: Chart) -> dict[str, Any]:
     # pixels above the plot taken by the title; the legend sits right under it, in container
     # coordinates, so however many rows it wraps to it pushes the plot down, not into the title
     title_px = 14 + 20 * title_lines
-    entries = sum(1 for s in chart.series if s.reference_for is None) + (
-        reference_legend(chart.series) is not None
+    entries = (
+        sum(1 for s in chart.series if s.reference_for is None)
+        + (reference_legend(chart.series) is not None)
+        + len(chart.bands)
     )
     legend_rows = 0 if chart.kind == "heatmap" else max(1, math.ceil(entries / 3))
     height = 360 + 20 * legend_rows + 20 * (title_lines - 1)
@@ -407,10 +484,22 @@ def figure(chart: Chart) -> dict[str, Any]:
         else:
             traces = _line_or_bar_traces(chart, factor, x_factor, categorical)
             if chart.kind != "line":
-                layout["barmode"] = "stack" if chart.kind == "stacked_bar" else "group"
+                layout["barmode"] = (
+                    "stack"
+                    if chart.kind == "stacked_bar"
+                    else "overlay"
+                    if disjoint(chart.series)
+                    else "group"
+                )
+        shapes, band_traces = _bands(chart, factor)
+        if shapes:
+            layout["shapes"] = shapes
+            traces += band_traces
         layout["yaxis"] = {"title": {"text": plotly_text(chart.y_label)}, **y_props}
         if chart.y_log:
-            layout["yaxis"]["type"] = "log"  # plotly leaves values <= 0 out on a log axis
+            # plotly leaves values <= 0 out on a log axis
+            layout["yaxis"].update(_log_axis(chart, factor))
+            layout["yaxis"].pop("tickformat", None)
         elif chart.kind != "line" or chart.y_format in ("seconds", "us", "bytes", "ratio_pct"):
             layout["yaxis"]["rangemode"] = "tozero"
     for name in ("xaxis", "yaxis"):

@@ -6,15 +6,21 @@ Why this shape:
   process, and nothing is left open after a chart is drawn. Saving as SVG goes through
   matplotlib's own SVG backend (no Agg raster step): the PDF gets vector paths only.
 - Print is often greyscale: series differ by marker shape, line style and bar hatch as well as
-  by colour, and the heatmap colormap (cividis) has monotonic lightness with a colour bar.
+  by colour, and the heatmap colour scales (`formatting.HEATMAP_SCALES`, shared with the HTML
+  charts so a colour means the same in both) have monotonic lightness with a colour bar.
+- Legends sit under the axes, never over the data (an ideal line runs corner to corner, where
+  matplotlib's "best" place would cover it); category labels that would collide are slanted,
+  shortened and, if still too dense, thinned, checked against their measured extents.
 - User strings (titles, series names, labels) are plain text: `$` is escaped so matplotlib's
   mathtext never interprets them.
-- Values are formatted by `format_value`, so an axis reads like the tables next to it.
+- Tick labels come from `tick_labels` (the fewest decimals that tell ticks apart, 20k for
+  20,000), so an axis reads like the tables next to it without "20,000.0".
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import math
 import textwrap
@@ -24,23 +30,31 @@ from typing import Any
 
 import matplotlib
 import numpy as np
-from matplotlib import colormaps
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
+from matplotlib.text import Text
+from matplotlib.ticker import FixedLocator, Formatter, MaxNLocator, NullFormatter, NullLocator
 from matplotlib.transforms import Transform
 from matplotlib.typing import LineStyleType
 
 from torchscale.report.model import Chart, Series, ValueFormat
 from torchscale.report.render.formatting import (
+    BAND_COLOUR,
+    SEVERITY_COLOUR,
     format_value,
+    heatmap_scale,
+    is_dark,
+    log_ticks,
     reference_label,
     reference_legend,
+    scale_colour,
     thin_ticks,
+    tick_labels,
 )
 
 log = logging.getLogger(__name__)
@@ -60,7 +74,6 @@ LINESTYLES: dict[str, LineStyleType] = {
     "dotted": (0.0, (1.2, 1.8)),
 }
 REFERENCE_GREY = "#555555"
-HEATMAP_CMAP = "cividis"
 MAX_HEATMAP_X_LABELS = 20
 MAX_HEATMAP_Y_LABELS = 16
 LABEL_WIDTH = 40
@@ -68,6 +81,10 @@ ROTATION = 50  # degrees, for category labels too many or too long to sit level
 ROTATED_MAX = 34  # characters of a slanted label
 ROTATED_EXTRA_HEIGHT = 1.1  # inches
 LABEL_MAX = 90
+LABEL_GAP_PX = 8.0  # least room between two level tick labels (at the figure's 100 dpi)
+LEGEND_WIDTH_IN = FIGSIZE[0] - 0.4  # what a legend row under the axes may take
+LEGEND_CHAR_IN = 0.052  # a legend character at FONT_SIZE - 1, plus the entry's handle below
+LEGEND_HANDLE_IN = 0.5
 
 
 def plain(text: str) -> str:
@@ -84,8 +101,19 @@ def _label(text: str) -> str:
     return plain("\n".join(textwrap.wrap(text, LABEL_WIDTH)) or text)
 
 
-def _fmt(fmt: ValueFormat) -> FuncFormatter:
-    return FuncFormatter(lambda value, _pos: plain(format_value(value, fmt)))
+class TickFormatter(Formatter):
+    """Tick labels by `tick_labels`: decided for all the ticks of an axis at once, so that
+    they share their decimals (20,000 and 22,500 -> 20k and 22.5k; 0 and 0.5 -> 0 and 0.5)."""
+
+    def __init__(self, fmt: ValueFormat, log: bool = False) -> None:
+        self.fmt = fmt
+        self.log = log
+
+    def format_ticks(self, values: Any) -> list[str]:
+        return [plain(t) for t in tick_labels(list(values), self.fmt, log=self.log)]
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return plain(tick_labels([x], self.fmt, log=self.log)[0])
 
 
 def _lighten(colour: str, amount: float = 0.45) -> tuple[float, float, float]:
@@ -125,24 +153,33 @@ def _no_data(ax: Axes) -> None:
     ax.set_yticks([])
 
 
-def _legend(
-    ax: Axes, count: int, handles: list[Artist] | None = None, outside: bool = False
-) -> None:
-    """Inside the axes where matplotlib finds room for a few lines; outside, on the right,
-    for bars (they fill the axes: "best" would still cover one) and for many series."""
-    if count <= 1:
+def _legend(ax: Axes, handles: list[Artist]) -> None:
+    """Under the axes (beneath the x axis title), in as many columns as fit the width: never
+    over the data, where an ideal line or a bar would be hidden by it. One entry: none."""
+    if len(handles) <= 1:
         return
-    extra: dict[str, Any] = {} if handles is None else {"handles": handles}
-    if count <= 4 and not outside:
-        ax.legend(loc="best", frameon=True, framealpha=0.85, fontsize=FONT_SIZE - 1, **extra)
-    else:
-        ax.legend(
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            frameon=False,
-            fontsize=FONT_SIZE - 1,
-            **extra,
+    longest = max(len(str(h.get_label()).split("\n")[0]) for h in handles)
+    columns = int(LEGEND_WIDTH_IN // (longest * LEGEND_CHAR_IN + LEGEND_HANDLE_IN))
+    figure = ax.get_figure()
+    assert isinstance(figure, Figure)
+    figure.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=max(1, min(len(handles), columns, 4)),
+        frameon=False,
+        fontsize=FONT_SIZE - 1,
+    )
+
+
+def _bands(ax: Axes, chart: Chart) -> list[Artist]:
+    """The chart's y bands behind the data, and their legend entries."""
+    handles: list[Artist] = []
+    for band in chart.bands:
+        ax.axhspan(band.low, band.high, facecolor=BAND_COLOUR, alpha=0.18, linewidth=0, zorder=1)
+        handles.append(
+            Patch(facecolor=_lighten(BAND_COLOUR, 0.82), edgecolor="none", label=_label(band.label))
         )
+    return handles
 
 
 def _handle(name: str, colour: str, hatch: str) -> Patch:
@@ -175,7 +212,9 @@ def _line_colours(series: Sequence[Series]) -> list[str]:
     colour of the series it belongs to, an unattached one (one ideal for all) dark grey."""
     own: dict[str, str] = {}
     for s in series:
-        if s.reference_for is None and s.style == "solid":
+        if s.severity is not None:
+            own.setdefault(s.name, SEVERITY_COLOUR[s.severity])
+        elif s.reference_for is None and s.style == "solid":
             own.setdefault(s.name, PALETTE[len(own) % len(PALETTE)])
     return [
         own.get(s.reference_for, REFERENCE_GREY)
@@ -242,7 +281,7 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
                 zorder=2,
             )
     if chart.y_log:
-        ax.set_yscale("log", nonpositive="mask")  # values <= 0 cannot be drawn on it
+        _log_y(ax, chart)
     if log2 and ticks:
         ax.set_xscale("log", base=2)
         where = thin_ticks(sorted(ticks))
@@ -252,7 +291,7 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
     elif not numeric:
         ax.set_xticks(range(len(categories)), labels=[_label(c) for c in categories])
     else:
-        ax.xaxis.set_major_formatter(_fmt(chart.x_format))
+        ax.xaxis.set_major_formatter(TickFormatter(chart.x_format))
         if chart.x_format == "int":
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     handles, _ = ax.get_legend_handles_labels()
@@ -268,7 +307,24 @@ def _draw_line(ax: Axes, chart: Chart) -> None:
                 label=_label(reference_label(attached)),
             )
         )
-    _legend(ax, len(handles), handles if attached is not None else None)
+    _legend(ax, [*handles, *_bands(ax, chart)])
+
+
+def _log_y(ax: Axes, chart: Chart) -> None:
+    """A log y axis with 1-2-5 ticks labelled like the linear ones (2k, not 2x10^3): the same
+    ticks as the HTML chart (`log_ticks`)."""
+    ax.set_yscale("log", nonpositive="mask")  # values <= 0 cannot be drawn on it
+    values = [
+        v
+        for s in chart.series
+        for group in (s.y, s.low or [], s.high or [])
+        for v in group
+        if v is not None and math.isfinite(v) and v > 0
+    ]
+    if values:
+        ax.yaxis.set_major_locator(FixedLocator(log_ticks(min(values), max(values))))
+    ax.yaxis.set_major_formatter(TickFormatter(chart.y_format, log=True))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _draw_bars(ax: Axes, chart: Chart, stacked: bool) -> None:
@@ -276,7 +332,9 @@ def _draw_bars(ax: Axes, chart: Chart, stacked: bool) -> None:
     keys = _category_keys(chart.series)
     positions = np.arange(len(keys), dtype=float)
     count = len(chart.series)
-    width = 0.7 if stacked else 0.8 / max(count, 1)
+    # series that never share a category (one per verdict) each take the full slot
+    alone = stacked or disjoint(chart.series)
+    width = 0.7 if alone else 0.8 / max(count, 1)
     bottoms = np.zeros(len(keys))
     handles: list[Artist] = []
     for index, s in enumerate(chart.series):
@@ -289,8 +347,8 @@ def _draw_bars(ax: Axes, chart: Chart, stacked: bool) -> None:
             if s.low is not None and s.high is not None and i < len(s.low):
                 low[keys.index(_key(x))] = _num(s.low[i])
                 high[keys.index(_key(x))] = _num(s.high[i])
-        offset = 0.0 if stacked else (index - (count - 1) / 2) * width
-        colour = PALETTE[index % len(PALETTE)]
+        offset = 0.0 if alone else (index - (count - 1) / 2) * width
+        colour = SEVERITY_COLOUR[s.severity] if s.severity else PALETTE[index % len(PALETTE)]
         hatch = HATCHES[index % len(HATCHES)]
         where = positions + offset
         height = np.nan_to_num(heights) if stacked else heights
@@ -345,7 +403,19 @@ def _draw_bars(ax: Axes, chart: Chart, stacked: bool) -> None:
         ax.set_xticks(positions, labels=[_label(c) for c in categories])
     ax.set_xlim(-0.6, len(keys) - 0.4)
     ax.grid(axis="x", visible=False)
-    _legend(ax, count, handles, outside=True)
+    _legend(ax, [*handles, *_bands(ax, chart)])
+
+
+def disjoint(series: Sequence[Series]) -> bool:
+    """Whether no category has a value in more than one series (a bar chart coloured by
+    verdict: one series per verdict), so each bar can take its category's full width."""
+    seen: set[str] = set()
+    for s in series:
+        own = {_key(x) for x, y in zip(s.x, s.y, strict=False) if y is not None}
+        if own & seen:
+            return False
+        seen |= own
+    return len(series) > 1
 
 
 def _short(text: str) -> str:
@@ -407,7 +477,7 @@ def _draw_box(ax: Axes, chart: Chart) -> None:
     ax.set_xticks(range(len(keys)), labels=[_label(c) for c in labels])
     ax.set_xlim(-0.6, len(keys) - 0.4)
     ax.grid(axis="x", visible=False)
-    _legend(ax, count, handles, outside=True)
+    _legend(ax, handles)
 
 
 def _draw_heatmap(fig: Figure, ax: Axes, chart: Chart) -> None:
@@ -422,7 +492,7 @@ def _draw_heatmap(fig: Figure, ax: Axes, chart: Chart) -> None:
     if z.size == 0 or missing.all():
         _no_data(ax)
         return
-    cmap = _cmap()
+    cmap = _cmap(heatmap.higher_is)
     rows, cols = z.shape
     # pcolormesh, not imshow: one vector quad per cell (imshow embeds a raster image)
     image = ax.pcolormesh(
@@ -438,7 +508,7 @@ def _draw_heatmap(fig: Figure, ax: Axes, chart: Chart) -> None:
     if colourbar.solids is not None:
         colourbar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars
     colourbar.set_label(plain(heatmap.z_label), fontsize=FONT_SIZE)
-    colourbar.ax.yaxis.set_major_formatter(_fmt("float"))
+    colourbar.ax.yaxis.set_major_formatter(TickFormatter("float"))
     # every label while they fit, else every n-th: 60 step labels would overprint each other
     x_every = math.ceil(cols / MAX_HEATMAP_X_LABELS)
     y_every = math.ceil(rows / MAX_HEATMAP_Y_LABELS)
@@ -455,7 +525,7 @@ def _draw_heatmap(fig: Figure, ax: Axes, chart: Chart) -> None:
                 if missing[i, j]:
                     continue
                 value = float(z[i, j])
-                dark = (value - low) / span < 0.55
+                dark = is_dark(scale_colour(heatmap_scale(heatmap.higher_is), (value - low) / span))
                 ax.text(
                     j,
                     i,
@@ -477,8 +547,15 @@ def _draw_heatmap(fig: Figure, ax: Axes, chart: Chart) -> None:
         )
 
 
-def _cmap() -> Any:
-    return colormaps[HEATMAP_CMAP].with_extremes(bad=(1.0, 1.0, 1.0, 0.0))
+def heatmap_cmap(higher_is: str | None) -> LinearSegmentedColormap:
+    """The shared colour scale (`heatmap_scale`) as a matplotlib colormap."""
+    return LinearSegmentedColormap.from_list(
+        f"torchscale-{higher_is or 'neutral'}", list(heatmap_scale(higher_is))
+    )
+
+
+def _cmap(higher_is: str | None) -> Any:
+    return heatmap_cmap(higher_is).with_extremes(bad=(1.0, 1.0, 1.0, 0.0))
 
 
 def _figure(chart: Chart) -> Figure:
@@ -496,7 +573,7 @@ def _figure(chart: Chart) -> Figure:
     if chart.kind != "heatmap":
         ax.grid(True, color="#dddddd", linewidth=0.6, zorder=0)
         ax.set_axisbelow(True)
-        ax.yaxis.set_major_formatter(_fmt(chart.y_format))
+        ax.yaxis.set_major_formatter(TickFormatter(chart.y_format))
         if chart.y_format == "int":  # no 0.5 ticks reading "0" and "1"
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     has_data = any(s.y or s.values for s in chart.series)
@@ -512,7 +589,79 @@ def _figure(chart: Chart) -> Figure:
         _draw_bars(ax, chart, stacked=True)
     elif chart.kind == "box":
         _draw_box(ax, chart)
+    if chart.kind != "heatmap" or chart.heatmap is not None:
+        fit_x_labels(fig, ax)
     return fig
+
+
+def _visible_ticks(ax: Axes) -> list[tuple[float, str]]:
+    """(position, label text) of the x ticks inside the axes that carry a label."""
+    low, high = sorted(ax.get_xlim())
+    return [
+        (float(tick), label.get_text())
+        for tick, label in zip(ax.get_xticks(), ax.get_xticklabels(), strict=False)
+        if label.get_text() and low <= tick <= high
+    ]
+
+
+def _labels(ax: Axes) -> list[Text]:
+    return [label for label in ax.get_xticklabels() if label.get_visible() and label.get_text()]
+
+
+def fit_x_labels(fig: Figure, ax: Axes) -> None:
+    """Category labels that would overprint each other, measured after layout: wrapped to
+    their slot's width on up to three lines where that parts them, else slanted and shortened
+    to one line; if the slanted ones still lie closer than a line's height, only every n-th is
+    kept. Numeric axes place their own few ticks and are left alone."""
+    if ax.xaxis.get_scale() != "linear" or isinstance(ax.xaxis.get_major_locator(), MaxNLocator):
+        return
+    ticks = _visible_ticks(ax)
+    if len(ticks) < 2:
+        return
+    fig.draw_without_rendering()
+    slanted = any(label.get_rotation() != 0 for label in _labels(ax))
+    if not slanted:
+        if _apart(ax):
+            return
+        # first try the labels on up to three lines, each as wide as a category's slot
+        chars = int(_pitch_px(fig, ax, ticks) / (FONT_SIZE / 72 * fig.dpi * 0.62))
+        texts = [text.replace("\n", " ") for _, text in ticks]
+        wrapped = [textwrap.wrap(text, max(chars, 4)) for text in texts]
+        if chars >= 6 and all(len(lines) <= 3 for lines in wrapped):
+            ax.set_xticks([x for x, _ in ticks], labels=["\n".join(w) for w in wrapped])
+            fig.draw_without_rendering()
+            if _apart(ax):
+                return
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width, height + ROTATED_EXTRA_HEIGHT)  # room under the axes
+    # slanted labels are parallel strips: apart when the distance between neighbours across
+    # the slant is at least a line's height
+    pitch = _pitch_px(fig, ax, ticks)
+    line_px = (FONT_SIZE - 1.5) / 72 * fig.dpi * 1.3
+    across = pitch * math.sin(math.radians(ROTATION))
+    every = 1 if across >= line_px else math.ceil(line_px / max(across, 1e-6))
+    kept = ticks[::every]
+    ax.set_xticks(
+        [x for x, _ in kept],
+        labels=[plain(_short(text.replace("\n", " ").replace("\\$", "$"))) for _, text in kept],
+        rotation=ROTATION,
+        ha="right",
+        rotation_mode="anchor",
+        fontsize=FONT_SIZE - 1.5,
+    )
+
+
+def _apart(ax: Axes) -> bool:
+    """Whether level x labels leave at least LABEL_GAP_PX between neighbours."""
+    boxes = sorted((label.get_window_extent() for label in _labels(ax)), key=lambda b: b.x0)
+    return all(b.x0 - a.x1 >= LABEL_GAP_PX for a, b in itertools.pairwise(boxes))
+
+
+def _pitch_px(fig: Figure, ax: Axes, ticks: list[tuple[float, str]]) -> float:
+    """The least distance between neighbouring ticks, in pixels, after layout."""
+    fig.draw_without_rendering()
+    where = sorted(ax.transData.transform([(x, 0.0) for x, _ in ticks])[:, 0])
+    return float(min(b - a for a, b in itertools.pairwise(where)))
 
 
 def chart_svg(chart: Chart) -> str:

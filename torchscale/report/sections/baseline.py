@@ -21,6 +21,7 @@ from torchscale.analysis.regressions import (
 )
 from torchscale.analysis.uncertainty import LEVEL
 from torchscale.report.model import (
+    Band,
     Block,
     Chart,
     KeyFigure,
@@ -231,12 +232,51 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
     )
 
 
+# the baseline chart's legend: one series per verdict, each in its verdict's colour
+CHART_VERDICTS: dict[Severity, str] = {
+    "bad": "regression",
+    "good": "improvement",
+    "info": "within noise",
+    "warn": "not judged (too few repeats or busy machine)",
+}
+
+
 def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
+    """The throughput change per cell, each bar in the colour of its verdict, over the band
+    of changes the rule never judges (within the minimum effect)."""
     usable = comparison.pairs[comparison.pairs["samples_per_s_change"].notna()]
     if usable.empty:
         return None
-    labels: list[float | int | str] = [ctx.label(r) for r in records(usable)]
+    rows = records(usable)
+    labels: list[float | int | str] = [ctx.label(r) for r in rows]
+    verdicts = [_severity(r) for r in rows]
     e = comparison.rule.min_effect
+    series = []
+    for severity, name in CHART_VERDICTS.items():
+        if severity not in verdicts:
+            continue
+        # every cell on each series' x, None where the cell has another verdict: the cells
+        # keep the table's order, and no two series share a bar
+        mine = [v == severity for v in verdicts]
+        series.append(
+            Series(
+                name=name,
+                x=labels,
+                y=[
+                    finite(v) if m else None
+                    for v, m in zip(usable["samples_per_s_change"], mine, strict=True)
+                ],
+                low=[
+                    finite(v) if m else None
+                    for v, m in zip(usable["samples_per_s_change_low"], mine, strict=True)
+                ],
+                high=[
+                    finite(v) if m else None
+                    for v, m in zip(usable["samples_per_s_change_high"], mine, strict=True)
+                ],
+                severity=severity,
+            )
+        )
     return Chart(
         id="baseline-throughput-change",
         title="Throughput change against the baseline",
@@ -244,18 +284,12 @@ def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
         x_label="cell",
         y_label="change",
         y_format="change_pct",
-        series=[
-            Series(
-                name="throughput change",
-                x=labels,
-                y=[finite(v) for v in usable["samples_per_s_change"]],
-                low=[finite(v) for v in usable["samples_per_s_change_low"]],
-                high=[finite(v) for v in usable["samples_per_s_change_high"]],
-            )
-        ],
-        note=f"whiskers: the {LEVEL * 100:g} % bootstrap interval of the change; a change is "
-        f"judged only when the whole interval lies beyond -{e * 100:g} % or +{e * 100:g} % "
-        "(and the test agrees)",
+        series=series,
+        bands=[Band(low=-e, high=e, label=f"noise band: within ±{e * 100:g} %, never judged")],
+        note=f"colour: the cell's verdict by the rule; whiskers: the {LEVEL * 100:g} % "
+        f"bootstrap interval of the change; a change is judged only when the whole interval "
+        f"lies beyond -{e * 100:g} % or +{e * 100:g} % (outside the grey band) and the test "
+        "agrees",
     )
 
 

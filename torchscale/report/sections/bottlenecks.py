@@ -210,6 +210,7 @@ def _heatmap(ref: ProfileRef, key: str) -> Chart | None:
             y_labels=[str(r) for r in ranks],
             z=z,
             z_label="sync stall, % of the step",
+            higher_is="worse",
         ),
         note="a rank that stalls waits for the others: the straggler is the rank that does not",
     )

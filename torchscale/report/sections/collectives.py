@@ -121,8 +121,9 @@ def _pairs(experiment: str, run: CommResult, multi: bool) -> Chart | None:
             y_labels=[str(r) for r in range(n)],
             z=z,
             z_label=f"GB/s per direction, {run.pairs[0].size_bytes} B each way",
+            higher_is="better",
         ),
-        note="a slow link or node shows as a darker row and column",
+        note="a slow link or node shows as a lighter row and column",
     )
 
 

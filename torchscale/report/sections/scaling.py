@@ -35,6 +35,8 @@ from torchscale.report.sections.context import (
     throughput_fields,
 )
 
+# throughput across more than this factor goes on a log axis (a 1-to-64-GPU sweep spans ~50x)
+LOG_SPAN = 10.0
 WEAK_TEXT = (
     "Every cell runs a fixed batch per GPU (batch_size is per device), so the global batch grows "
     "with the GPU count: these sweeps are weak scaling in the global-batch sense (the same work "
@@ -172,16 +174,18 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
                     reference_for=name,
                 )
             )
+        log = spans_decades(series)
         charts.append(
             Chart(
                 id=f"scaling-{kind}-throughput-{slug(str(model))}",
                 title=f"{model}: throughput vs GPUs ({kind} scaling)",
                 kind="line",
                 x_label="GPUs",
-                y_label="samples/s",
+                y_label="samples/s (log scale)" if log else "samples/s",
                 x_format="int",
                 y_format="rate",
                 x_log2=True,
+                y_log=log,
                 series=series,
                 note="dashed, in the colour of its series: ideal linear scaling from the "
                 "smallest GPU count; interval: the 95 % interval of the median over the repeats "
@@ -189,6 +193,19 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
             )
         )
     return charts
+
+
+def spans_decades(series: list[Series], span: float = LOG_SPAN) -> bool:
+    """Whether the positive values of `series` (figures and intervals) span more than `span`
+    times: on a linear axis the small ones would flatten into the bottom of the chart."""
+    values = [
+        v
+        for s in series
+        for group in (s.y, s.low or [], s.high or [])
+        for v in group
+        if v is not None and v > 0
+    ]
+    return bool(values) and max(values) > span * min(values)
 
 
 def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
