@@ -49,6 +49,7 @@ from torchscale.report.render.html import render as render_html
 from torchscale.report.render.plotly_charts import figure
 from torchscale.report.sections import scaling
 from torchscale.report.sections.baseline import CHART_VERDICTS
+from torchscale.report.sections.context import RankUnits
 from torchscale.report.sources import read_sources
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -226,7 +227,8 @@ def _scaling_frame(throughput: list[float]) -> pd.DataFrame:
 
 
 def test_throughput_over_decades_goes_on_a_log_axis_in_both_formats() -> None:
-    ctx: Any = SimpleNamespace(group_name=lambda row, batch=None: "b8 bf16 ddp")
+    units = RankUnits("GPUs", "Batch/GPU", "per GPU")
+    ctx: Any = SimpleNamespace(group_name=lambda row, batch=None: "b8 bf16 ddp", units=units)
     narrow = scaling._throughput_charts(ctx, _scaling_frame([100.0, 190.0, 350.0]), False)[0]
     assert not narrow.y_log and "log" not in narrow.y_label
     wide = scaling._throughput_charts(

@@ -348,3 +348,26 @@ def test_version_2_reports_still_read(priced: Report) -> None:
     assert old.schema_version == 2 and old.headline is None
     assert markdown.render(old)  # every renderer takes it: the header is simply shorter
     assert priced.schema_version == REPORT_SCHEMA_VERSION
+
+
+# ------------------------------------------------------------ CPU ranks are not GPUs
+
+
+def test_a_cpu_report_never_counts_ranks_as_gpus(priced: Report) -> None:
+    """Every cell of the fixture ran on CPU ranks: the tables and charts that count them say
+    'CPU ranks' (and 'per rank'), never 'GPUs'; the efficiency is a percentage, so linear is
+    100 %, not 1.0."""
+    from torchscale.report.model import Chart
+
+    labels: list[str] = []
+    for section in priced.sections:
+        for block in section.blocks:
+            if isinstance(block, Table) and block.id != "appendix-environment":  # host's GPUs
+                labels += [c.label for c in block.columns] + [block.title or ""]
+            if isinstance(block, Chart):
+                labels += [block.title, block.x_label or ""]
+    assert "CPU ranks" in labels
+    assert [label for label in labels if "GPUs" in label or "per GPU" in label] == []
+    notes = [f.note or "" for f in figures(priced).values()]
+    assert any("(100 % = linear)" in note for note in notes)
+    assert not any("1.0 = linear" in note for note in notes)

@@ -422,7 +422,7 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
                 title="Telemetry during the measured windows",
                 columns=[
                     col("cell", "Cell"),
-                    col("gpus", "GPUs", "int"),
+                    col("gpus", ctx.units.world, "int"),
                     col("gpu_util", "GPU utilisation (mean)", "pct"),
                     col("power", "Power per GPU, W (mean)", "float"),
                     col("temp", "Hottest GPU, C", "float"),

@@ -70,6 +70,16 @@ def rank_unit(devices: Iterable[Any]) -> tuple[str, str]:
     return ("CPU ranks" if found == {"cpu"} else "Ranks"), "Batch/rank"
 
 
+@dataclass(frozen=True)
+class RankUnits:
+    """Labels for what a world size counts: ('GPUs', 'Batch/GPU', 'per GPU') on GPUs,
+    ('CPU ranks', 'Batch/rank', 'per rank') on CPU (a gloo process is no GPU)."""
+
+    world: str
+    batch: str
+    per: str
+
+
 CELLS_DIR = ResultLayout(Path()).cells_dir.name  # cells/: one result file per cell
 
 
@@ -217,6 +227,12 @@ class Context:
     @property
     def ok(self) -> pd.DataFrame:
         return self.cells[self.cells["status"] == "ok"]
+
+    @property
+    def units(self) -> RankUnits:
+        """What a world size counts in this report's cells: GPUs, CPU ranks, or ranks."""
+        world, batch = rank_unit(self.cells["device"])
+        return RankUnits(world, batch, "per GPU" if world == "GPUs" else "per rank")
 
     @property
     def unreadable(self) -> int:

@@ -20,6 +20,7 @@ from torchscale.report.estimates import NOT_MEASURABLE_OLDER, older_share, plus_
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (
     Context,
+    RankUnits,
     by_reason,
     col,
     fmt,
@@ -50,6 +51,7 @@ EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
 
 
 def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
+    units = ctx.units
     rows, missing = [], []
     for row in records(ctx.ok):
         result = ctx.result(row)
@@ -78,7 +80,7 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
         title="Compute: achieved TFLOP/s and MFU",
         columns=[
             col("cell", "Cell"),
-            col("gpus", "GPUs", "int"),
+            col("gpus", units.world, "int"),
             col("flops_per_step", "FLOPs per step per rank", "float"),
             col("tflops", "Achieved TFLOP/s per device", "float"),
             col("peak", "Peak TFLOP/s used", "float"),
@@ -119,13 +121,13 @@ def _attribution_row(ctx: Context, row: dict[str, Any], model: Attribution) -> d
     return out
 
 
-def _attribution_table(rows: list[dict[str, Any]]) -> Table:
+def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
     return Table(
         id="efficiency-step-model",
         title="Where the step goes (one model of the step, shares with 95 % intervals)",
         columns=[
             col("cell", "Cell"),
-            col("gpus", "GPUs", "int"),
+            col("gpus", units.world, "int"),
             col("step_text", "Step (mean)"),
             *(col(f"{name}_text", PART_LABELS[name]) for name in PART_NAMES),
         ],
@@ -215,13 +217,13 @@ def _comm_rows(
     return modelled, older, by_reason(missing, "exposed communication")
 
 
-def _older_table(rows: list[dict[str, Any]]) -> Table:
+def _older_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
     return Table(
         id="efficiency-comm",
         title="Communication and load imbalance (older results, point figures)",
         columns=[
             col("cell", "Cell"),
-            col("gpus", "GPUs", "int"),
+            col("gpus", units.world, "int"),
             col("step_s", "Step (T, median)", "seconds"),
             col("slowest_s", "Slowest compute", "seconds"),
             col("slowest_rank", "Slowest rank", "int"),
@@ -286,12 +288,12 @@ def _comm_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     modelled, older, unavailable = _comm_rows(ctx)
     blocks: list[Block] = []
     if modelled:
-        blocks.append(_attribution_table(modelled))
+        blocks.append(_attribution_table(modelled, ctx.units))
         chart = _attribution_chart(modelled)
         if chart is not None:
             blocks.append(chart)
     if older:
-        blocks.append(_older_table(older))
+        blocks.append(_older_table(older, ctx.units))
         older_chart, left_out = _older_chart(older)
         if older_chart is not None:
             blocks.append(older_chart)
@@ -310,6 +312,7 @@ def _comm_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
 
 
 def _memory(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    units = ctx.units
     rows, missing, with_peak = [], [], []
     for row in records(ctx.ok):
         result = ctx.result(row)
@@ -345,7 +348,7 @@ def _memory(ctx: Context) -> tuple[list[Block], dict[str, str]]:
                 title="Memory per rank",
                 columns=[
                     col("cell", "Cell"),
-                    col("gpus", "GPUs", "int"),
+                    col("gpus", units.world, "int"),
                     col("parameters", "Parameters", "int"),
                     col("static_bytes", "Static (params + grads + optimizer)", "bytes"),
                     col("parameter_bytes", "Parameter memory", "bytes"),
@@ -399,6 +402,7 @@ def _memory(ctx: Context) -> tuple[list[Block], dict[str, str]]:
 
 
 def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    units = ctx.units
     priced = priced_cells(ctx)
     if priced is None:
         return [], {"cost per million samples and tokens": NO_PRICE}
@@ -421,7 +425,7 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     prices = sorted(set(pd.Series(priced["price_per_gpu_hour"]).astype(float)))
     columns = [
         col("cell", "Cell"),
-        col("gpus", "GPUs", "int"),
+        col("gpus", units.world, "int"),
         col("samples_per_s", "Samples/s", "rate"),
         col("gpu_hours", "GPU-hours / M samples", "float"),
         col("cost_samples", "$ / M samples", "money"),

@@ -78,7 +78,7 @@ def _stats_table(ctx: Context) -> Table:
         title="Throughput and step time per cell",
         columns=[
             col("cell", "Cell"),
-            col("gpus", "GPUs", "int"),
+            col("gpus", ctx.units.world, "int"),
             col("samples_per_s_text", "Samples/s ±95 %"),
             col("spread", "Spread", "ratio_pct"),
             col("repeats", "Repeats", "int"),
@@ -197,9 +197,9 @@ def _box_charts(ctx: Context) -> tuple[list[Chart], dict[str, str]]:
             charts.append(
                 Chart(
                     id=f"latency-steps-{slug(str(model))}",
-                    title=f"{model}: step time distribution per GPU count",
+                    title=f"{model}: step time distribution per {ctx.units.world[:-1]} count",
                     kind="box",
-                    x_label="GPUs",
+                    x_label=ctx.units.world,
                     y_label="step time",
                     y_format="seconds",
                     series=series,

@@ -24,6 +24,7 @@ from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, effi
 from torchscale.report.model import Block, Chart, Column, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (
     Context,
+    RankUnits,
     col,
     efficiency_severity,
     integer,
@@ -42,11 +43,11 @@ WEAK_TEXT = (
     "with the GPU count: these sweeps are weak scaling in the global-batch sense (the same work "
     "per GPU; ideal: throughput linear in GPUs). Speed-up = thr(N) / thr(N_min); efficiency = "
     "thr(N) / (N / N_min x thr(N_min)), against the smallest GPU count measured ok in the same "
-    "model, batch, precision, strategy and device (1.0 = linear). Throughput is global samples/s, "
-    "the median over repeats, with its 95 % interval (bootstrap over the repeats; one repeat: "
-    "spread unknown). Efficiency carries the 95 % interval of the ratio of the two medians: "
-    "above 100 % with 100 % inside the interval it is linear within noise; an interval wholly "
-    "above 100 % is super-linear and said so (e.g. cache effects), never shown bare."
+    "model, batch, precision, strategy and device (100 % = linear). Throughput is global "
+    "samples/s, the median over repeats, with its 95 % interval (bootstrap over the repeats; "
+    "one repeat: spread unknown). Efficiency carries the 95 % interval of the ratio of the two "
+    "medians: above 100 % with 100 % inside the interval it is linear within noise; an interval "
+    "wholly above 100 % is super-linear and said so (e.g. cache effects), never shown bare."
 )
 STRONG_TEXT = (
     "Strong scaling: the same global batch split over more GPUs (batch per GPU = global batch / "
@@ -126,16 +127,16 @@ def _table_note(rows: list[dict[str, Any]], head: str) -> str:
     return note
 
 
-def _columns(rows: list[dict[str, Any]]) -> list[Column]:
+def _columns(rows: list[dict[str, Any]], units: RankUnits) -> list[Column]:
     columns = [col("model", "Model"), col("config", "Precision, strategy")]
-    columns.append(col("gpus", "GPUs", "int"))
+    columns.append(col("gpus", units.world, "int"))
     if any((r["nodes"] or 1) > 1 for r in rows):
         columns.append(col("nodes", "Nodes", "int"))
     columns += [
-        col("batch_per_gpu", "Batch/GPU", "int"),
+        col("batch_per_gpu", units.batch, "int"),
         col("global_batch", "Global batch", "int"),
         col("samples_per_s_text", "Samples/s ±95 %"),
-        col("per_gpu", "Samples/s per GPU", "rate"),
+        col("per_gpu", f"Samples/s {units.per}", "rate"),
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
         columns.append(col("tokens_per_s", "Tokens/s", "rate"))
@@ -178,9 +179,9 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
         charts.append(
             Chart(
                 id=f"scaling-{kind}-throughput-{slug(str(model))}",
-                title=f"{model}: throughput vs GPUs ({kind} scaling)",
+                title=f"{model}: throughput vs {ctx.units.world} ({kind} scaling)",
                 kind="line",
-                x_label="GPUs",
+                x_label=ctx.units.world,
                 y_label="samples/s (log scale)" if log else "samples/s",
                 x_format="int",
                 y_format="rate",
@@ -249,7 +250,7 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
         id=f"scaling-{kind}-efficiency",
         title=f"Scaling efficiency ({kind} scaling)",
         kind="line",
-        x_label="GPUs",
+        x_label=ctx.units.world,
         y_label="efficiency",
         x_format="int",
         y_format="ratio_pct",
@@ -288,8 +289,8 @@ def build(ctx: Context) -> Section:
         blocks.append(
             Table(
                 id="scaling-weak",
-                title="Weak scaling (fixed batch per GPU)",
-                columns=_columns(rows),
+                title=f"Weak scaling (fixed batch {ctx.units.per})",
+                columns=_columns(rows, ctx.units),
                 rows=rows,
                 note=_table_note(
                     rows,
@@ -313,7 +314,7 @@ def build(ctx: Context) -> Section:
                 Table(
                     id="scaling-strong",
                     title="Strong scaling (fixed global batch)",
-                    columns=_columns(rows),
+                    columns=_columns(rows, ctx.units),
                     rows=rows,
                     note=_table_note(rows, "efficiency within the same global batch"),
                 )

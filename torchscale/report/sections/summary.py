@@ -174,7 +174,7 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     low, high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
     kind = efficiency_kind(efficiency, low, high)
     against = ranks(row["base_world_size"], row["device"])
-    note = f"{_config(ctx, row)}, against {against} (1.0 = linear)"
+    note = f"{_config(ctx, row)}, against {against} (100 % = linear)"
     value: float | str | None = efficiency
     if kind == "linear within noise":
         value = "linear within noise"
