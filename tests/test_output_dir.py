@@ -28,6 +28,7 @@ import torchscale.atomic
 from torchscale.cell import Status
 from torchscale.cli.app import app
 from torchscale.errors import OutputDirError, ResultsError
+from torchscale.report.terminal import cell_name
 from torchscale.results.store import ResultStore, check_output_dir
 from torchscale.schema.cell_result import CellResult
 
@@ -247,7 +248,8 @@ def test_disk_full_mid_sweep_stops_cleanly_and_resume_finishes(tmp_path: Path) -
         )
         assert result.returncode == 0, result.stdout + result.stderr
         printed = " ".join((result.stdout + result.stderr).split())
-        assert f"{first_id}: ok in a previous run (--resume), not rerun" in printed
+        name = cell_name(first.cell)  # as the reports name it; the id is the file's name
+        assert f"{name}: ok in a previous run (--resume), not rerun" in printed
         summary = pd.read_csv(exp / "summary.csv")
         assert list(summary["status"]) == ["ok", "ok"]
 

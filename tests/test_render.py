@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from torchscale.cell import Status
 from torchscale.config.schema import BenchConfig
 from torchscale.plan import Machine, build_plan
+from torchscale.report.render.formatting import format_value
 from torchscale.report.terminal import (
     cell_lines,
     model_tables,
     plan_lines,
+    reused_line,
     running_line,
 )
 from torchscale.results.frame import cells_table
@@ -160,14 +163,14 @@ def test_user_strings_are_escaped() -> None:
     planned = build_plan(config, Machine(0, 2))[0]
     assert "[blink]model[/]" in render(running_line(planned).markup())
     console = Console(record=True, width=200)
-    for table in model_tables(cells_table([result])):
+    for table in model_tables(cells_table([result]), 200).tables:
         console.print(table)
     assert "[blink]model[/]" in console.export_text()
 
 
 def test_table_shows_the_cells_table_figures() -> None:
     console = Console(record=True, width=200)
-    for table in model_tables(cells_table([ok_result()])):
+    for table in model_tables(cells_table([ok_result()]), 200).tables:
         console.print(table)
     text = console.export_text()
     assert "1,600" in text and "800" in text
@@ -223,7 +226,116 @@ def test_benchmark_table_never_cuts_a_figure_on_a_narrow_console() -> None:
         "status": "ok",
     }
     console = Console(width=80, file=io.StringIO(), soft_wrap=True)
-    for table in model_tables(pd.DataFrame([row])):
+    for table in model_tables(pd.DataFrame([row]), 80).tables:
         console.print(table)
     out = console.file.getvalue()  # type: ignore[attr-defined]
     assert "64.2%" in out and "166.2|166.4" in out and "…" not in out
+
+
+# --- issue 25: wording, and the headlines a cell's result holds ---------------------------
+
+
+def _planned(world: int, device: str) -> Any:
+    config = BenchConfig.model_validate(
+        {
+            "experiment_name": "e",
+            "models": ["tiny-mlp"],
+            "batch_sizes": [8],
+            "gpu_counts": [world],
+            "device": device,
+        }
+    )
+    return build_plan(config, Machine(gpu_count=world if device == "cuda" else 0, cpu_cores=4))[0]
+
+
+@pytest.mark.parametrize(
+    ("world", "device", "ranks"),
+    [
+        (1, "cpu", "1 CPU rank"),
+        (2, "cpu", "2 CPU ranks"),
+        (1, "cuda", "1 GPU"),
+        (2, "cuda", "2 GPUs"),
+    ],
+)
+def test_running_line_counts_ranks_in_words_that_agree(world: int, device: str, ranks: str) -> None:
+    text = running_line(_planned(world, device)).text
+    assert text.startswith(f"> Running tiny-mlp on {ranks} (Batch 8, fp32, ddp)...")
+    assert ("GPU" in text) == (device == "cuda")  # CPU ranks are never called GPUs
+
+
+def test_a_reused_cell_is_named_by_its_label_not_its_hashed_id() -> None:
+    result = ok_result()
+    text = reused_line(result).text
+    assert text == "> [INFO] tiny-mlp b8 x2 fp32 ddp: ok in a previous run (--resume), not rerun"
+    assert result.cell.id not in text.replace("tiny-mlp b8", "")
+
+
+def _with(result: CellResult, **sections: Any) -> CellResult:
+    return CellResult.model_validate({**result.model_dump(), **sections})
+
+
+COST = {
+    "per_gpu_hour": 2.5,
+    "gpu_hours_per_m_samples": 0.347,
+    "cost_per_m_samples": 0.8675,
+    "cost_per_m_tokens": None,
+}
+
+
+@pytest.mark.parametrize(("device", "hour"), [("cpu", "rank-hour"), ("cuda", "GPU-hour")])
+def test_a_priced_cell_says_its_cost_per_gpu_or_rank_hour(device: str, hour: str) -> None:
+    base = ok_result()
+    cell = {**base.cell.model_dump(), "device": device}
+    result = _with(base, cost=COST, cell=cell)
+    (line,) = [line for line in cell_lines(result) if "Cost" in line.text]
+    price = format_value(COST["per_gpu_hour"], "money")
+    assert line.text == (
+        f"> [INFO] Cost: {format_value(COST['cost_per_m_samples'], 'money')} per M samples "
+        f"at {price} per {hour}"
+    )
+    unpriced = {**COST, "per_gpu_hour": None, "cost_per_m_samples": None}
+    assert not [t for t in cell_lines(_with(result, cost=unpriced)) if "Cost" in t.text]
+
+
+def test_a_cell_reading_data_says_its_wait() -> None:
+    data = {
+        "source": "disk",
+        "wait_s": 0.0042,
+        "share": 0.21,
+        "wait_s_per_rank": [0.0042, 0.003],
+        "num_workers": 2,
+        "read_bytes_per_s": 123e6,
+    }
+    texts = [line.text for line in cell_lines(_with(ok_result(), data=data))]
+    (line,) = [t for t in texts if t.startswith("> [INFO] Data")]
+    synthetic = {**data, "source": "synthetic"}  # its wait is the Step line's 'data' part
+    assert not [t for t in cell_lines(_with(ok_result(), data=synthetic)) if "Data (" in t.text]
+    assert line == (
+        "> [INFO] Data (disk, 2 worker(s) per rank): the slowest rank waits 4.2ms per step "
+        "(21.0% of the step), read 123 MB/s"
+    )
+
+
+def test_gpu_telemetry_headline_reaches_the_cell_lines() -> None:
+    base = ok_result()
+    telemetry = {
+        "source": "nvml+psutil",
+        "interval_ms": 100,
+        "windows": 2,
+        "ranks": [],
+        "gpu_util_pct_mean": 97.2,
+        "power_w_mean": 351.0,
+        "temperature_c_max": 71.0,
+        "sm_clock_mhz_mean": 1980.0,
+        "cpu_util_pct_mean": 40.0,
+        "energy_j": 1000.0,
+        "samples_per_joule": 2.13,
+        "tokens_per_joule": None,
+        "throttled": False,
+    }
+    cell = {**base.cell.model_dump(), "device": "cuda", "backend": "nccl"}
+    texts = [line.text for line in cell_lines(_with(base, telemetry=telemetry, cell=cell))]
+    (line,) = [t for t in texts if t.startswith("> [INFO] Telemetry")]
+    assert line == (
+        "> [INFO] Telemetry: GPU util 97%, 351 W, max 71 °C, SM 1,980 MHz, 2.13 samples/J"
+    )

@@ -369,8 +369,9 @@ def test_resume_reuses_version_1_results(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     text_out = " ".join(result.output.split())
-    assert f"{TINY_W1}: ok in a previous run (--resume), not rerun" in text_out
-    assert f"{TINY_W2}: ok in a previous run (--resume), not rerun" in text_out
+    # named as the reports name cells (the id, with its hash, is the file's name)
+    assert "tiny-mlp b8 x1 fp32 ddp: ok in a previous run (--resume), not rerun" in text_out
+    assert "tiny-mlp b8 x2 fp32 ddp: ok in a previous run (--resume), not rerun" in text_out
     assert "Running" not in text_out
     assert not (exp / "logs").exists() or not any((exp / "logs").iterdir())
     after = {p.name: p.read_bytes() for p in (exp / "cells").glob("*.json")}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from typer.testing import CliRunner, Result
 
 from torchscale.cli.app import app
 from torchscale.config.loader import load_config
+from torchscale.report.terminal import cell_name
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 
@@ -239,8 +241,12 @@ def test_sweep_exits_zero(main_sweep: Sweep) -> None:
 
 def test_sweep_prints_the_published_cell_lines(main_sweep: Sweep) -> None:
     out = main_sweep.output
-    assert "> Running tiny-mlp on 1 CPU ranks (Batch 8" in out
+    assert "> Running tiny-mlp on 1 CPU rank (Batch 8" in out
     assert "> Running tiny-mlp on 2 CPU ranks (Batch 8" in out
+    # where the sweep stands: no ETA before a cell finished, one after
+    elapsed = r"\d+(m\d\d)?s elapsed"
+    assert re.search(rf"\(Batch 8, fp32, ddp\)\.\.\. cell 1/2, {elapsed}, ETA unknown", out)
+    assert re.search(rf"\.\.\. cell 2/2, {elapsed}, ETA \d", out)
     assert out.count("Average Throughput") == 2
     assert "Iteration Latency" in out
     assert "results:" in flat(out)
@@ -636,7 +642,8 @@ def test_resume_does_not_rerun_a_finished_cell(resumed: Resumed) -> None:
     assert kept is not None
     assert kept.started_at == resumed.kept_started_at
     text = flat(resumed.sweep.output)
-    assert f"{resumed.kept_id}: ok in a previous run (--resume), not rerun" in text
+    name = cell_name(kept.cell)  # as the reports name it; the id is the file's name
+    assert f"{name}: ok in a previous run (--resume), not rerun" in text
     assert text.count("Average Throughput") == 1  # only the rerun cell measured anew
 
 

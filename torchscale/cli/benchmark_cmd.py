@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from torchscale.cli.common import Verbosity, handle_errors, print_error_lines, stderr, stdout
-from torchscale.cli.shared_options import SetOverrides, VerbosityFlag
+from torchscale.cli.shared_options import SetOverrides, VerbosityFlag, takes_dotted_overrides
 from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from torchscale.memory.max_batch_result import MaxBatchResult
     from torchscale.memory.max_batch_runs import SearchGroup
     from torchscale.memory.search import ProbeOutcome
-    from torchscale.plan import PlannedCell
+    from torchscale.plan import Plan, PlannedCell
     from torchscale.profiling.trigger import Selected
     from torchscale.schema.cell_result import CellResult
     from torchscale.slurm.client import JobState
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from torchscale.slurm.submission import SlurmSweep
 
 
+@takes_dotted_overrides  # --training.precision=bf16, as the published interface has it
 @handle_errors
 def benchmark(
     config_file: Annotated[
@@ -81,7 +82,7 @@ def benchmark(
         raise UsageError("--config FILE is needed (or --status DIR / --cancel DIR)")
     config = load_config(config_file, overrides or [])
     plan = plan_benchmark(config)
-    printer = _Printer(len(plan.cells))
+    printer = _Printer(len(plan.cells), plan)
     try:
         run = run_benchmark(
             config,
@@ -100,30 +101,45 @@ def benchmark(
 
 class _Printer:
     """What `torchscale benchmark` prints as the run goes (from the library's events) and
-    after it: progress and cell lines on stderr, tables and summaries on stdout."""
+    after it: progress and cell lines on stderr, tables and summaries on stdout.
 
-    def __init__(self, cells: int) -> None:
+    Each running line says where the sweep stands (cell i/N, elapsed, ETA from the plan's
+    estimates corrected by the measured cells: torchscale.report.progress), so a log or CI
+    shows it too; on a terminal the rich progress bar shows the same ETA. Without `plan` the
+    ETA is the mean measured cell times the cells left."""
+
+    def __init__(self, cells: int, plan: Plan | None = None) -> None:
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
             Progress,
             TextColumn,
             TimeElapsedColumn,
-            TimeRemainingColumn,
         )
 
+        from torchscale.report.progress import SweepProgress, eta_text
+
         self.quiet = Verbosity.quiet()
+        self.plan = plan
+        estimates = (
+            [0.0 if p.skip_reason else plan.estimate([p]).seconds for p in plan.cells]
+            if plan is not None
+            else None
+        )
+        self.clock = SweepProgress(cells, estimates)
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TimeRemainingColumn(),
+            TextColumn("{task.fields[eta]}"),
             console=stderr,
             disable=self.quiet,
             transient=True,
         )
-        self.task = self.progress.add_task("cells", total=cells)
+        self.task = self.progress.add_task("cells", total=cells, eta=eta_text(None))
+        self.index = 0
+        self.names: dict[str, str] = {}  # cell id -> 'tiny-gpt2 b4 x2 fp32 ddp'
 
     def events(self) -> BenchmarkEvents:
         from torchscale.api import BenchmarkEvents
@@ -138,7 +154,7 @@ class _Printer:
             on_max_batch_start=_max_batch_started,
             on_probe=_probed,
             on_max_batch_done=_max_batch_done,
-            on_profile_start=_profile_started,
+            on_profile_start=self.profile_started,
             on_warning=self.warning,
             on_slurm_submitted=self.slurm_submitted,
             on_slurm_job=self.slurm_job,
@@ -155,8 +171,10 @@ class _Printer:
         from torchscale.report.terminal import running_line
 
         self.progress.start()
+        self.index = index
+        position = self.clock.start(index, will_launch)
         if will_launch and not self.quiet:
-            self.say(running_line(planned).markup())
+            self.say(running_line(planned, position).markup())
 
     def data(self, ready: DataReady) -> None:
         if not self.quiet:
@@ -165,23 +183,32 @@ class _Printer:
 
     def cell_done(self, result: CellResult, reused: bool) -> None:
         from torchscale.cell import Status
-        from torchscale.report.terminal import cell_lines, reused_line
+        from torchscale.report.terminal import cell_lines, cell_name, reused_line
 
-        self.progress.advance(self.task)
+        self.clock.done()
+        self.progress.update(self.task, advance=1, eta=self.clock.eta_after(self.index))
+        self.names[result.cell.id] = cell_name(result.cell)
         if self.quiet and result.status in (Status.OK, Status.SKIPPED):
             return
         for line in [reused_line(result)] if reused else cell_lines(result):
             self.say(line.markup())
 
     def sweep_done(self, run: BenchmarkRun) -> None:
-        from torchscale.report.terminal import TABLE_NOTE, model_tables
+        from torchscale.report.terminal import model_tables
 
         self.progress.stop()
         if run.sweep.table is not None:
-            for table in model_tables(run.sweep.table):
+            fitted = model_tables(run.sweep.table, stdout.width)
+            for table in fitted.tables:
                 stdout.print(table)
-            stdout.print(escape(TABLE_NOTE))
+            stdout.print(escape(fitted.note), soft_wrap=False)
         _sweep_summary(run)
+
+    def profile_started(self, selected: Selected, note: str | None) -> None:
+        if note:
+            stderr.print(f"[cyan]note:[/] {escape(note)}")
+        name = self.names.get(selected.cell_id, selected.cell_id)
+        stdout.print(f"> [PROFILE] {escape(name)}: {escape(selected.reason)}")
 
     def warning(self, text: str) -> None:
         self.say(f"[yellow]warning:[/] {escape(text)}")
@@ -202,8 +229,12 @@ class _Printer:
             )
 
     def slurm_running(self, job: JobRecord, cell_id: str) -> None:
+        from torchscale.report.terminal import cell_name
+
         if not self.quiet:
-            self.say(f"> [SLURM] job {job.job_id}: running {escape(cell_id)}")
+            known = {p.cell.id: p.cell for p in self.plan.cells} if self.plan else {}
+            name = cell_name(known[cell_id]) if cell_id in known else cell_id
+            self.say(f"> [SLURM] job {job.job_id}: running {escape(name)}")
 
     def slurm_preflight(self, job: JobRecord, step: str, verdict: str) -> None:
         if not self.quiet or not verdict.startswith("ok"):
@@ -285,15 +316,16 @@ def _max_batch_started() -> None:
 def _probed(group: SearchGroup, batch: int, outcome: ProbeOutcome) -> None:
     if not Verbosity.quiet():
         why = f": {outcome.reason}" if outcome.kind == "failed" and outcome.reason else ""
-        stderr.print(f"> [MEMORY] {escape(group.id)}: batch {batch} {outcome.kind}{escape(why)}")
+        cell = group.cell  # the group's name without its hash: only batch differs inside it
+        name = f"{cell.label} x{cell.world_size} {cell.precision} {cell.strategy}"
+        stderr.print(f"> [MEMORY] {escape(name)}: batch {batch} {outcome.kind}{escape(why)}")
 
 
 def _max_batch_done(results: list[MaxBatchResult]) -> None:
     for result in results:
         if result.status != "ok" or result.max_batch is None:
-            stdout.print(
-                f"> [MEMORY] {escape(result.group)}: no answer ({escape(result.reason or '')})"
-            )
+            name = f"{result.label} x{result.world_size} {result.precision} {result.strategy}"
+            stdout.print(f"> [MEMORY] {escape(name)}: no answer ({escape(result.reason or '')})")
             continue
         answer = f"at least {result.max_batch}" if result.limit_reached else str(result.max_batch)
         used = (
@@ -308,18 +340,14 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
         )
 
 
-def _profile_started(selected: Selected, note: str | None) -> None:
-    if note:
-        stderr.print(f"[cyan]note:[/] {escape(note)}")
-    stdout.print(f"> [PROFILE] {escape(selected.cell_id)}: {escape(selected.reason)}")
-
-
 def _profiles_done(run: BenchmarkRun) -> None:
     """Each profile's analysis; a profile that failed is reported and never changes the exit
     code (the measurements it follows are complete)."""
     from torchscale.report.profile_terminal import analysis_lines
+    from torchscale.report.terminal import cell_name
     from torchscale.results.directory_layout import ProfileRun
 
+    names = {r.cell.id: cell_name(r.cell) for r in run.sweep.results}
     settings = run.plan.profiling
     if not run.profiles:
         stdout.print(
@@ -330,7 +358,11 @@ def _profiles_done(run: BenchmarkRun) -> None:
     for selected, profiled in run.profiles:
         if profiled.analysis is None:
             reason = profiled.analysis_error or "no analysis"
-            stdout.print(f"[yellow]> [PROFILE] {escape(selected.cell_id)}: {escape(reason)}[/]")
+            name = names.get(selected.cell_id, selected.cell_id)
+            stdout.print(
+                f"[yellow]> [PROFILE] {escape(name)}: {escape(reason)} "
+                f"({escape(str(profiled.directory))})[/]"
+            )
             continue
         for line in analysis_lines(profiled.analysis):
             stdout.print(line.markup())

@@ -12,17 +12,20 @@ import typer
 from rich.markup import escape
 
 from torchscale.cli.common import handle_errors, stdout
+from torchscale.report.fit import Column, fit_table
 
+# what `fit_table` may abbreviate or leave out at 80 columns, lowest value first: the name
+# and the exact count are what the list is for, never cut
+_WHERE = "torchscale list --json has every field"
 _COLUMNS = (
-    "name",
-    "parameters",
-    "train FLOPs",
-    "input per sample",
-    "tokens/sample",
-    "strategies",
-    "options",
+    Column("name", justify="left"),
+    Column("parameters"),
+    Column("train FLOPs", short="FLOPs", drop=4),
+    Column("input per sample", short="input", justify="left", drop=3),
+    Column("tokens/sample", short="tokens", justify="left", drop=1),
+    Column("strategies", justify="left", wrap=True, drop=5),
+    Column("options", justify="left", wrap=True, drop=2),
 )
-_NUMERIC = frozenset({"parameters", "train FLOPs"})
 
 
 @handle_errors
@@ -30,7 +33,7 @@ def list_catalog(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List built-in models with exact parameter counts, strategies, precisions, collectives."""
-    from rich.table import Table
+    from rich.text import Text
 
     from torchscale.catalog import COLLECTIVES, PRECISIONS, STRATEGIES
     from torchscale.models.metadata import rows
@@ -49,34 +52,33 @@ def list_catalog(
             )
         )
         return
-    table = Table(title="built-in models", title_justify="left")
-    for col in _COLUMNS:
-        table.add_column(col, justify="right" if col in _NUMERIC else "left")
-    for m in models:
-        shape = "x".join(str(d) for d in m["input_shape"])
-        options = ", ".join(f"{k}={v}" for k, v in m["options"].items())
-        table.add_row(
-            escape(m["name"]),
-            f"{m['parameters']:,}",
-            _si(m["train_flops"]),
-            shape,
-            str(m["tokens_per_sample"] or "-"),
-            ", ".join(m["strategies"]),
-            escape(options),
-        )
-    stdout.print(table)
-    stdout.print(
+    rows_text = [
+        [
+            Text(m["name"]),
+            Text(f"{m['parameters']:,}"),
+            Text(_si(m["train_flops"])),
+            Text("x".join(str(d) for d in m["input_shape"])),
+            Text(str(m["tokens_per_sample"] or "-")),
+            Text(", ".join(m["strategies"])),
+            Text(", ".join(f"{k}={v}" for k, v in m["options"].items())),
+        ]
+        for m in models
+    ]
+    fitted = fit_table(_COLUMNS, rows_text, stdout.width)
+    stdout.print(fitted.table(rows_text, title="built-in models"))
+    notes = [f"{c.short} = {c.header}" for c in fitted.abbreviated]
+    notes += fitted.notes(_WHERE)
+    lines = [
         "train FLOPs: one sample's forward + backward at the default options (FlopCounterMode, "
         "2 x multiply-accumulates; --json also gives the forward pass alone)"
-    )
-    stdout.print(
+        + (f"; {'; '.join(notes)}" if notes else ""),
         "plug-in: models: [{name: 'package.module:factory', options: {...}}] (ddp, fsdp; tp and "
-        "pp when its ModelBundle declares tp_plan / pp_split)"
-    )
-    stdout.print(
+        "pp when its ModelBundle declares tp_plan / pp_split)",
         f"strategies: {', '.join(STRATEGIES)}; precisions: {', '.join(PRECISIONS)} "
-        "(amp = fp16 autocast + GradScaler); collectives: " + ", ".join(COLLECTIVES)
-    )
+        "(amp = fp16 autocast + GradScaler); collectives: " + ", ".join(COLLECTIVES),
+    ]
+    for line in lines:  # wrapped at the terminal's width, between words
+        stdout.print(escape(line), soft_wrap=False)
 
 
 def _si(value: float) -> str:

@@ -109,13 +109,15 @@ def _run(
         html_link=html_link,
     )
     outcome, report = run.outcome, run.report
-    if fmt == "term" and output is None:
-        stdout.out(outcome.content.decode("utf-8"), highlight=False)
+    if fmt == "term" and output is None:  # printed: as wide as this terminal, not a file's
+        from torchscale.report.render.term import render as render_term
+
+        stdout.out(render_term(report, stdout.width).decode("utf-8"), highlight=False)
     elif not Verbosity.quiet():
         for line in summary_lines(report):
             stdout.print(escape(line))
     for skipped in report.skipped:
-        stderr.print(f"[yellow]skipped:[/] {escape(skipped.path)}: {escape(skipped.reason)}")
+        stderr.print(f"[yellow]not read:[/] {escape(skipped.path)}: {escape(skipped.reason)}")
     if outcome.path is not None:
         stdout.print(
             f"[bold]report:[/] {escape(str(outcome.path))} "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from torchscale.cell import Status
 from torchscale.report.estimates import plus_minus, with_interval
-from torchscale.report.terminal import PART_LABELS, Level, Line, cell_lines
+from torchscale.report.terminal import PART_LABELS, Level, Line, cell_lines, cell_name
 from torchscale.schema.cell_result import Attribution, CellResult, Estimate, StepPart
 from torchscale.schema.profile_analysis import FindingFigures, ProfileAnalysis
 
@@ -66,7 +66,7 @@ def run_lines(
     With a trace analysis that has a step model, the run's own model (phase timers) is not a
     second headline: the analysis shows it as [CHECK] lines against the trace model, so only
     the run's throughput and latency lines are printed here."""
-    lines = [Line("head", f"> [RUN] {result.cell.id}: {result.status}")]
+    lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {result.status}")]
     if analysis is not None and analysis.attribution is not None:
         unavailable = {k: v for k, v in result.unavailable.items() if k != "attribution"}
         shown = result.model_copy(update={"attribution": None, "unavailable": unavailable})

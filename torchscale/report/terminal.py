@@ -12,14 +12,15 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from rich import box
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from torchscale.cell import Status
+from torchscale.cell import CellIdentity, Status
 from torchscale.plan import Plan, PlannedCell
 from torchscale.report.estimates import plus_minus
+from torchscale.report.fit import Column, fit_table
+from torchscale.report.render.formatting import format_value
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import Attribution, CellResult
 
@@ -61,20 +62,38 @@ class Line:
         return f"[{style}]{escape(self.text)}[/]" if style else escape(self.text)
 
 
-def running_line(planned: PlannedCell) -> Line:
+def ranks_text(count: int, device: str) -> str:
+    """'1 GPU', '2 GPUs', '1 CPU rank', '4 CPU ranks': CPU ranks are never called GPUs."""
+    noun = "GPU" if device == "cuda" else "CPU rank"
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def cell_name(cell: CellIdentity) -> str:
+    """'tiny-gpt2 b4 x2 fp32 ddp', as the reports name a cell (the id, with its hash, is for
+    finding files)."""
+    nodes = f" ({cell.nodes} nodes)" if cell.nodes > 1 else ""
+    layout = cell.parallel.slug(cell.strategy) if cell.parallel else cell.strategy
+    return f"{cell.label} b{cell.batch_size} x{cell.world_size}{nodes} {cell.precision} {layout}"
+
+
+def running_line(planned: PlannedCell, position: str | None = None) -> Line:
+    """'> Running ... (Batch 4, fp32, ddp)...', then where the sweep stands when given
+    (`position`: 'cell 2/6, 1m05s elapsed, ETA 3m10s', torchscale.report.progress)."""
     cell = planned.cell
-    unit = "GPUs" if cell.device == "cuda" else "CPU ranks"
     spread = f" over {cell.nodes} nodes" if cell.nodes > 1 else ""
+    layout = cell.parallel.slug(cell.strategy) if cell.parallel else cell.strategy
+    where = f" {position}" if position else ""
     return Line(
         "info",
-        f"> Running {cell.label} on {cell.world_size} {unit}{spread} "
-        f"(Batch {cell.batch_size}, {cell.precision}, "
-        f"{cell.parallel.slug(cell.strategy) if cell.parallel else cell.strategy})...",
+        f"> Running {cell.label} on {ranks_text(cell.world_size, cell.device)}{spread} "
+        f"(Batch {cell.batch_size}, {cell.precision}, {layout})...{where}",
     )
 
 
 def reused_line(result: CellResult) -> Line:
-    return Line("info", f"> [INFO] {result.cell.id}: ok in a previous run (--resume), not rerun")
+    return Line(
+        "info", f"> [INFO] {cell_name(result.cell)}: ok in a previous run (--resume), not rerun"
+    )
 
 
 PART_LABELS = {
@@ -140,8 +159,69 @@ def cell_lines(result: CellResult) -> list[Line]:
         lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
     if result.cell.world_size > 1 or result.attribution is not None:
         lines += step_model_lines(result.attribution, result.unavailable.get("attribution"))
+    lines += headline_lines(result)
     lines += [Line("warn", f"> [WARN] {w}") for w in result.warnings]
     return lines
+
+
+def headline_lines(result: CellResult) -> list[Line]:
+    """The input pipeline (when it reads data), the telemetry and the price (when the config
+    gave one) of an ok cell: the figures the result holds, nothing derived."""
+    lines: list[Line] = []
+    data = result.data
+    if data is not None and data.source != "synthetic" and data.wait_s is not None:
+        workers = f", {data.num_workers} worker(s) per rank" if data.num_workers else ""
+        share = f" ({_pct(data.share)} of the step)" if data.share is not None else ""
+        read = (
+            f", read {data.read_bytes_per_s / 1e6:,.0f} MB/s"
+            if data.read_bytes_per_s is not None
+            else ""
+        )
+        lines.append(
+            Line(
+                "info",
+                f"> [INFO] Data ({data.source}{workers}): the slowest rank waits "
+                f"{_ms(data.wait_s)} per step{share}{read}",
+            )
+        )
+    if (figures := _telemetry_figures(result)) is not None:
+        lines.append(Line("info", f"> [INFO] Telemetry: {figures}"))
+    cost = result.cost
+    if cost is not None and cost.cost_per_m_samples is not None and cost.per_gpu_hour:
+        hour = "GPU-hour" if result.cell.device == "cuda" else "rank-hour"
+        tokens = (
+            f", {format_value(cost.cost_per_m_tokens, 'money')} per M tokens"
+            if cost.cost_per_m_tokens is not None
+            else ""
+        )
+        lines.append(
+            Line(
+                "info",
+                f"> [INFO] Cost: {format_value(cost.cost_per_m_samples, 'money')} per M "
+                f"samples{tokens} at {format_value(cost.per_gpu_hour, 'money')} per {hour}",
+            )
+        )
+    return lines
+
+
+def _telemetry_figures(result: CellResult) -> str | None:
+    """'GPU util 97%, 350 W, max 71 °C, SM 1,980 MHz, 2.13 samples/J': what NVML sampled (a CPU
+    cell's load is the busy-machine warning's, when it matters)."""
+    t = result.telemetry
+    if t is None:
+        return None
+    figures = []
+    if t.gpu_util_pct_mean is not None:
+        figures.append(f"GPU util {t.gpu_util_pct_mean:.0f}%")
+    if t.power_w_mean is not None:
+        figures.append(f"{t.power_w_mean:,.0f} W")
+    if t.temperature_c_max is not None:
+        figures.append(f"max {t.temperature_c_max:.0f} °C")
+    if t.sm_clock_mhz_mean is not None:
+        figures.append(f"SM {t.sm_clock_mhz_mean:,.0f} MHz")
+    if t.samples_per_joule is not None:
+        figures.append(f"{t.samples_per_joule:,.3g} samples/J")
+    return ", ".join(figures) or None
 
 
 def plan_lines(
@@ -243,19 +323,43 @@ def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
     return format(float(value) * scale, spec)
 
 
+# the per-model table: what may be abbreviated or left out when the terminal is narrow
+# (torchscale.report.fit), lowest value first; what each column means goes in the note
 TABLE_COLUMNS = (
-    "world",
-    "batch",
-    "prec/strat",
-    "samples/s",
-    "/device",
-    "p50|p95 ms",
-    "scaling",
-    "comm",
-    "MFU",
-    "peak MiB",
-    "status",
+    Column("world", fact="world"),
+    Column("batch", fact="batch"),
+    Column("prec/strat", justify="left", fact=""),
+    Column("samples/s"),
+    Column("/device", short="/dev", drop=1, why_dropped="samples/s / world"),
+    Column("p50|p95 ms", short="p50|p95", drop=6),
+    Column("scaling", short="eff", drop=5),
+    Column("comm", drop=4),
+    Column("MFU", drop=3),
+    Column("peak MiB", short="MiB", drop=2),
+    Column("status", justify="left"),
 )
+COLUMN_NOTES = {
+    "/device": "samples/s per device (GPU or CPU rank)",
+    "samples/s": "median of repeats ± half its 95 % interval",
+    "p50|p95 ms": "step time, milliseconds",
+    "scaling": "scaling efficiency, '≈100%' linear within noise",
+    "comm": "exposed transfer share of the step (step model), '<x%' when not measurable "
+    "above noise",
+    "MFU": "from the timed windows",
+    "peak MiB": "CUDA peak allocated on GPUs, largest process peak RSS of any rank on CPU",
+}
+TABLE_NOTE_END = "'-': not measured here (reasons in cells/*.json 'unavailable')"
+TABLE_NOTE = (
+    "; ".join(f"{column}: {note}" for column, note in COLUMN_NOTES.items()) + "; " + TABLE_NOTE_END
+)
+
+
+@dataclass(frozen=True)
+class SweepTables:
+    """One table per model, sized to the terminal, and the note that explains them."""
+
+    tables: list[Table]
+    note: str
 
 
 def _throughput(r: pd.Series) -> str:
@@ -307,27 +411,17 @@ def _row_cells(r: pd.Series) -> list[str]:
     ]
 
 
-def model_tables(table: pd.DataFrame) -> list[Table]:
-    """One rich table per model from the flat cells table (results.frame.cells_table).
-
-    Every column is at least as wide as its widest value: a narrow terminal (or a log file,
-    80 columns) gets a wider table, never a figure cut to '16…'.
-    """
-    tables = []
-    for model, rows in table.groupby("model_label", sort=False):
-        t = Table(
-            title=escape(str(model)), title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD
-        )
-        cells = [_row_cells(r) for _, r in rows.iterrows()]
-        for index, col in enumerate(TABLE_COLUMNS):
-            widest = max((Text.from_markup(c[index]).cell_len for c in cells), default=0)
-            t.add_column(
-                col,
-                justify="left" if col in ("status", "prec/strat") else "right",
-                no_wrap=True,
-                min_width=max(len(col), widest),
-            )
-        for row in cells:
-            t.add_row(*row)
-        tables.append(t)
-    return tables
+def model_tables(table: pd.DataFrame, width: int) -> SweepTables:
+    """One rich table per model from the flat cells table (results.frame.cells_table), each
+    at most `width` columns wide (torchscale.report.fit: figures are never cut; columns are
+    abbreviated or left out, and the note says which)."""
+    models = [
+        (str(model), [[Text.from_markup(c) for c in _row_cells(r)] for _, r in rows.iterrows()])
+        for model, rows in table.groupby("model_label", sort=False)
+    ]
+    fitted = fit_table(TABLE_COLUMNS, [row for _, rows in models for row in rows], width)
+    tables = [fitted.table(rows, title=model) for model, rows in models]
+    shown = {c.header: fitted.label(c) for c in fitted.shown}
+    explained = [f"{shown[c]}: {note}" for c, note in COLUMN_NOTES.items() if c in shown]
+    note = "; ".join([*explained, TABLE_NOTE_END, *fitted.notes("summary.csv has every column")])
+    return SweepTables(tables, note)

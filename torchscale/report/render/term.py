@@ -31,14 +31,11 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.report.render.formatting import format_value, severity_prefix
+from torchscale.report.render.formatting import format_value, severity_prefix, strip_code
 
-WIDTH = 100
+WIDTH = 100  # a report written to a file; printed, it takes the terminal's width
 SUMMARY_MAX_LINES = 10
 CHART_POINTS = 6
-MAX_NUMBER_WIDTH = 12
-MIN_TEXT_WIDTH = 8
-NARROW_HEADER = 6
 COLUMN_GAP = 2  # a blank divider and one space of padding
 SEVERITY_STYLE = {"bad": "bold", "warn": "italic", "good": "", "info": ""}
 
@@ -47,10 +44,16 @@ def _text(text: str, style: str = "") -> RichText:
     return RichText(text, style=style)
 
 
+def _prose(text: str, style: str = "") -> RichText:
+    """Report prose, whose `code` spans the HTML and PDF set in code type: here the backticks
+    go (a terminal shows no markup)."""
+    return _text(strip_code(text), style)
+
+
 def _header(report: Report) -> Iterator[RenderableType]:
     yield _text(report.title, "bold")
     if report.headline is not None:
-        yield _text(severity_prefix(report.headline.severity) + report.headline.text, "bold")
+        yield _prose(severity_prefix(report.headline.severity) + report.headline.text, "bold")
     yield _text(f"generated {report.generated_at} by torchscale {report.torchscale_version}")
     for source in report.sources:
         yield _text(
@@ -59,7 +62,7 @@ def _header(report: Report) -> Iterator[RenderableType]:
             f"{source.failed} failed, {source.skipped} skipped, {source.profiles} profile(s)"
         )
     for item in report.skipped:
-        yield _text(f"skipped input {item.path}: {item.reason}", "italic")
+        yield _text(f"input not read: {item.path}: {item.reason}", "italic")
     if report.regressions:
         yield _text(
             f"{severity_prefix('bad')}{report.regressions} regression(s) by the stated rule", "bold"
@@ -69,20 +72,21 @@ def _header(report: Report) -> Iterator[RenderableType]:
 def _key_figures(block: KeyFigures) -> RichTable:
     table = RichTable(box=None, show_header=False, padding=(0, 2, 0, 0))
     table.add_column("label", overflow="fold")
-    table.add_column("value", justify="right", overflow="fold", style="bold")
+    # a figure is never folded: label and note wrap between words around it
+    table.add_column("value", justify="right", no_wrap=True, style="bold")
     table.add_column("note", overflow="fold")
     for figure in block.figures:
         table.add_row(
             _text(severity_prefix(figure.severity) + figure.label),
             _text(format_value(figure.value, figure.format)),
-            _text(figure.note or ""),
+            _prose(figure.note or ""),
         )
     return table
 
 
-def _table(block: Table) -> Iterator[RenderableType]:
-    """A table, or when its columns cannot fit the console, one record per row (label:
-    value), so that no number is folded across lines."""
+def _table(block: Table, width: int) -> Iterator[RenderableType]:
+    """A table `width` columns wide at most, or when its columns cannot fit, one record per
+    row (label: value), so that no number and no word is folded across lines."""
     yield _text(block.title, "bold")
     rows = []
     for row in block.rows:
@@ -91,7 +95,7 @@ def _table(block: Table) -> Iterator[RenderableType]:
         if cells:
             cells[0] = severity_prefix(severity) + cells[0]
         rows.append((cells, SEVERITY_STYLE.get(severity, "")))
-    widths = _widths(block, rows)
+    widths = _widths(block, rows, width)
     table = RichTable(
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -118,7 +122,7 @@ def _table(block: Table) -> Iterator[RenderableType]:
             table.add_row(*(_text(cell) for cell in cells), style=style)
     yield table
     if block.note:
-        yield _text(block.note)
+        yield _prose(block.note)
 
 
 def _wrappable(label: str) -> str:
@@ -126,33 +130,39 @@ def _wrappable(label: str) -> str:
     return re.sub(r"([/-])(?=\w)", r"\1 ", label)
 
 
-def _widths(block: Table, rows: Sequence[tuple[list[str], str]]) -> list[int] | None:
-    """Column widths that add up to the console width (rich would otherwise size a column by
-    its longest word and crop the last columns off the console). Numbers keep their width,
-    and so do header words where there is room; text columns share the rest. None: too many
-    columns to fit, left to rich."""
+def _widths(block: Table, rows: Sequence[tuple[list[str], str]], width: int) -> list[int] | None:
+    """Column widths that add up to `width` at most (rich would otherwise size a column by
+    its longest word and crop the last columns off the console). Figures (right-aligned
+    columns) keep their whole width; text columns and headers wrap between words, never
+    inside one; text columns share what is left. None: the columns cannot fit so."""
     count = len(block.columns)
-    headers = [max((len(w) for w in _wrappable(c.label).split()), default=1) for c in block.columns]
-    longest = [max((len(cells[i]) for cells, _ in rows), default=1) for i in range(count)]
+    labels = [_wrappable(c.label) for c in block.columns]
     texts = [i for i, column in enumerate(block.columns) if column.align != "right"]
-    room = WIDTH - COLUMN_GAP * (count - 1)
-    # first every header word whole; then header words may fold past NARROW_HEADER letters
-    for header_cap in (WIDTH, NARROW_HEADER):
-        widths = [
-            0 if i in texts else max(min(headers[i], header_cap), min(longest[i], MAX_NUMBER_WIDTH))
-            for i in range(count)
-        ]
-        budget = room - sum(widths)
-        if budget >= sum(max(MIN_TEXT_WIDTH, min(headers[i], header_cap)) for i in texts):
-            break
-    else:
+    widths = []
+    natural = []
+    for i in range(count):
+        cells = [cells[i] for cells, _ in rows]
+        longest = max((len(cell) for cell in cells), default=1)
+        header_word = _longest_word(labels[i])
+        if i in texts:
+            widths.append(max([header_word, *(_longest_word(cell) for cell in cells)]))
+            natural.append(max(longest, len(labels[i])))
+        else:
+            widths.append(max(header_word, longest))
+            natural.append(widths[-1])
+    budget = width - COLUMN_GAP * (count - 1) - sum(widths)
+    if budget < 0:
         return None
-    # fill the text columns up to their content, narrowest first, the rest shared evenly
-    for n, i in enumerate(sorted(texts, key=lambda i: max(longest[i], headers[i]))):
-        share = budget // (len(texts) - n)
-        widths[i] = min(max(longest[i], headers[i]), share)
-        budget -= widths[i]
+    # text columns grow toward their longest cell, narrowest first, the rest shared evenly
+    for n, i in enumerate(sorted(texts, key=lambda i: natural[i])):
+        grown = max(widths[i], min(natural[i], widths[i] + budget // (len(texts) - n)))
+        budget -= grown - widths[i]
+        widths[i] = grown
     return widths
+
+
+def _longest_word(text: str) -> int:
+    return max((len(word) for word in text.split()), default=1)
 
 
 def _points(series: Series, chart: Chart) -> list[str]:
@@ -213,13 +223,13 @@ def chart_summary(chart: Chart) -> str:
     return "; ".join(parts) or "no data"
 
 
-def _block(block: Block) -> Iterator[RenderableType]:
+def _block(block: Block, width: int) -> Iterator[RenderableType]:
     if isinstance(block, Text):
-        yield _text(severity_prefix(block.severity) + block.text, SEVERITY_STYLE[block.severity])
+        yield _prose(severity_prefix(block.severity) + block.text, SEVERITY_STYLE[block.severity])
     elif isinstance(block, KeyFigures):
         yield _key_figures(block)
     elif isinstance(block, Table):
-        yield from _table(block)
+        yield from _table(block, width)
     elif isinstance(block, Chart):
         yield _text(f"Chart: {block.title} (see the HTML/PDF report)", "bold")
         yield _text(f"  {chart_summary(block)}")
@@ -230,29 +240,29 @@ def _block(block: Block) -> Iterator[RenderableType]:
                 if finding.cost_pct is not None
                 else ""
             )
-            yield _text(
+            yield _prose(
                 f"{severity_prefix(finding.severity)}{number}. {finding.title}",
                 SEVERITY_STYLE[finding.severity] or "bold",
             )
             yield _text(f"   source: {finding.source}{cost}")
             for item in finding.evidence:
-                yield _text(f"   evidence: {item}")
+                yield _prose(f"   evidence: {item}")
             if finding.recommendation:
-                yield _text(f"   recommendation: {finding.recommendation}")
+                yield _prose(f"   recommendation: {finding.recommendation}")
     elif isinstance(block, Unavailable):
         yield _text("Not available here:", "bold")
         for what, why in block.items.items():
-            yield _text(f"  - {what}: {why}")
+            yield _prose(f"  - {what}: {why}")
 
 
-def renderables(report: Report) -> list[RenderableType]:
-    """The report as rich renderables, for printing to a real terminal with styles."""
+def renderables(report: Report, width: int = WIDTH) -> list[RenderableType]:
+    """The report as rich renderables `width` columns wide, for printing with styles."""
     items: list[RenderableType] = list(_header(report))
     for section in report.sections:
         items.append(_text(""))
         items.append(Rule(_text(section.title, "bold"), align="left"))
         for block in section.blocks:
-            items.extend(_block(block))
+            items.extend(_block(block, width))
             items.append(_text(""))
     return items
 
@@ -270,10 +280,11 @@ def console(file: IO[str] | None = None, width: int | None = WIDTH) -> Console:
     )
 
 
-def render(report: Report) -> bytes:
-    """The whole report as plain text, `WIDTH` columns wide."""
-    out = console(io.StringIO())
-    for item in renderables(report):
+def render(report: Report, width: int = WIDTH) -> bytes:
+    """The whole report as plain text, `width` columns wide at most (`WIDTH` for a file; the
+    terminal's width when printed: no figure and no word is cut to fit it)."""
+    out = console(io.StringIO(), width)
+    for item in renderables(report, width):
         out.print(item)
     return out.export_text(styles=False).encode("utf-8")
 
@@ -317,14 +328,14 @@ def summary_lines(report: Report) -> list[str]:
     else:
         tail = ["regressions: not compared (no --baseline given)"]
     if report.skipped:
-        tail.append(f"inputs skipped: {len(report.skipped)} (reasons in the report)")
+        tail.append(f"inputs not read: {len(report.skipped)} (reasons in the report)")
     room = max(0, SUMMARY_MAX_LINES - len(head) - len(tail))
     # text (failures, the top finding) keeps a third of the room when there is text
     n_texts = min(len(texts), max(1, room // 3)) if texts else 0
     n_figures = min(len(figures), room - n_texts)
     n_texts = min(len(texts), room - n_figures)
     body = _one_line(figures[:n_figures] + texts[:n_texts])
-    return [*head, *body, *tail]
+    return [strip_code(line) for line in (*head, *body, *tail)]
 
 
 def _one_line(lines: Sequence[str]) -> list[str]:

@@ -1,0 +1,200 @@
+"""Every table fits the terminal and no figure is cut (issue 25): the benchmark's per-model
+tables, `torchscale list` and `report -f term`, at 80 and 200 columns.
+
+A figure is "whole" when it appears on one line of the output, as written by the table's own
+formatting; a column the narrow terminal leaves out must be named in the note instead."""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from tests.report_sample import sample_report
+from torchscale.api import build_report
+from torchscale.cli import common
+from torchscale.cli.app import app
+from torchscale.models.metadata import rows as model_rows
+from torchscale.report.model import Report, Table, Text
+from torchscale.report.render import term
+from torchscale.report.render.formatting import format_value
+from torchscale.report.terminal import TABLE_COLUMNS, _row_cells, model_tables
+from torchscale.results.frame import cells_table
+from torchscale.results.versions import parse_cell_result
+from torchscale.schema.cell_result import CellResult
+
+FIXTURES = Path(__file__).parent / "fixtures"
+WIDTHS = (80, 200)
+
+
+def _fixture_results() -> list[CellResult]:
+    """Real results of several shapes: an H100 cell, a tp2 CPU cell, a ddp CPU cell, and a
+    directory of CPU cells (two models, one failed)."""
+    files = [
+        FIXTURES / "results_v5" / "h100_gpt2_bf16_compile.json",
+        FIXTURES / "results_v6" / "cpu_tiny_gpt2_tp2.json",
+        FIXTURES / "results_v7" / "cpu_tiny_mlp_ddp_w2.json",
+        *sorted((FIXTURES / "results_v3" / "v3_fixture" / "cells").glob("*.json")),
+    ]
+    results = []
+    for path in files:
+        result, _, problem = parse_cell_result(json.loads(path.read_text(encoding="utf-8")))
+        assert problem is None and result is not None, path
+        results.append(result)
+    return results
+
+
+def _lines_fit(text: str, width: int) -> None:
+    too_wide = [line for line in text.splitlines() if len(line.rstrip()) > width]
+    assert not too_wide, "\n".join(too_wide)
+
+
+def _whole(figure: str, text: str) -> bool:
+    """On one line, not part of a longer token (so '16.6%' is not found inside '116.6%')."""
+    pattern = rf"(?<![\w.,]){re.escape(figure)}(?![\w.,])"
+    return any(re.search(pattern, line) for line in text.splitlines())
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_benchmark_tables_fit_and_keep_every_figure_whole(width: int) -> None:
+    table = cells_table(_fixture_results())
+    fitted = model_tables(table, width)
+    console = Console(width=width, file=io.StringIO(), record=True, soft_wrap=True)
+    for rich_table in fitted.tables:
+        console.print(rich_table)
+    console.print(fitted.note, soft_wrap=False, markup=False)
+    out = console.export_text()
+    _lines_fit(out, width)
+    assert "…" not in out
+    note = " ".join(fitted.note.split())
+    for _, row in table.iterrows():
+        cells = [re.sub(r"\[/?[^\]]*\]", "", cell) for cell in _row_cells(row)]
+        for column, figure in zip(TABLE_COLUMNS, cells, strict=True):
+            if figure == "-":
+                continue
+            assert _whole(figure, out) or column.header in note, (column.header, figure, out)
+    if width >= 200:  # room for every column: nothing is left out
+        assert "left out" not in note
+
+
+def test_a_narrow_terminal_says_what_it_left_out_or_abbreviated() -> None:
+    table = cells_table(_fixture_results())
+    wide, narrow = model_tables(table, 200), model_tables(table, 80)
+    # the H100 row's MFU and memory do not fit beside the CPU rows' figures at 80
+    assert "left out to fit the terminal (summary.csv has every column)" in narrow.note
+    assert narrow.note != wide.note
+
+
+def _list_output(monkeypatch: pytest.MonkeyPatch, width: int) -> str:
+    monkeypatch.setattr(common.stdout, "_width", None)  # read COLUMNS as rich does
+    result = CliRunner().invoke(app, ["list"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_list_fits_and_keeps_names_and_counts_whole(
+    monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    out = _list_output(monkeypatch, width)
+    _lines_fit(out, width)
+    assert "…" not in out and "..." not in out.split("plug-in")[0]
+    for model in model_rows():
+        assert _whole(model["name"], out), model["name"]
+        assert _whole(f"{model['parameters']:,}", out), model["name"]
+    if width >= 200:  # every column shown, nothing abbreviated
+        assert "left out" not in out
+        assert "input per sample" in out and "tokens/sample" in out
+
+
+def test_list_at_80_columns_names_the_columns_it_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = " ".join(_list_output(monkeypatch, 80).split())
+    assert "left out to fit the terminal" in out
+    assert "torchscale list --json has every field" in out
+
+
+@functools.cache
+def _reports() -> dict[str, Report]:
+    """The hand-made report (every block type, hostile strings) and one built from real
+    results (its tables' headers broke at 100 columns: 'Configura/tion', 'Parame/ters')."""
+    real = build_report(FIXTURES / "results_v2" / "v2_fixture", "term").report
+    return {"sample": sample_report(cells=8), "real": real}
+
+
+def _table_values(report: Report) -> list[tuple[str, str]]:
+    """(alignment, text) of every cell of the report's tables, as the renderer formats it."""
+    return [
+        (column.align, format_value(row.get(column.key), column.format))
+        for section in report.sections
+        for block in section.blocks
+        if isinstance(block, Table)
+        for row in block.rows
+        for column in block.columns
+    ]
+
+
+@pytest.mark.parametrize("source", ["sample", "real"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_report_term_fits_the_width_and_cuts_no_figure_or_word(width: int, source: str) -> None:
+    report = _reports()[source]
+    text = term.render(report, width).decode("utf-8")
+    _lines_fit(text, width)
+    lines = text.splitlines()
+    for align, value in _table_values(report):
+        if align == "right":  # a figure: whole, on one line
+            assert any(value in line for line in lines), value
+        else:  # text: wraps between words, never inside one (unless wider than the line)
+            for word in value.split():
+                if len(word) < width // 2:
+                    assert any(word in line for line in lines), word
+
+
+@pytest.mark.parametrize("source", ["sample", "real"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_report_term_headers_are_never_broken_inside_a_word(width: int, source: str) -> None:
+    """Seen at 100 columns: 'Efficie/ncy'. A header wraps between words (and after '/' or
+    '-'), or becomes a record label, whole."""
+    report = _reports()[source]
+    words = {
+        word
+        for section in report.sections
+        for block in section.blocks
+        if isinstance(block, Table)
+        for column in block.columns
+        for word in re.sub(r"([/-])(?=\w)", r"\1 ", column.label).split()
+    }
+    lines = term.render(report, width).decode("utf-8").splitlines()
+    for word in words:
+        assert any(word in line for line in lines), (width, word)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_report_term_printed_takes_the_terminals_width(
+    monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    """`torchscale report -f term` printed (no --output) is as wide as the terminal; before,
+    it stayed 100 columns whatever the width."""
+    monkeypatch.setattr(common.stdout, "_width", None)  # read COLUMNS as rich does
+    source = FIXTURES / "results_v2" / "v2_fixture"
+    result = CliRunner().invoke(
+        app, ["report", "-s", str(source), "-f", "term"], env={"COLUMNS": str(width)}
+    )
+    assert result.exit_code == 0, result.output
+    widest = max(len(line) for line in result.stdout.splitlines())
+    assert widest <= width
+    if width > term.WIDTH:
+        assert widest > term.WIDTH  # the room is used, not a file's 100 columns
+
+
+def test_report_term_shows_code_spans_without_backticks() -> None:
+    """HTML and PDF set `code` in code type; the terminal has no markup, so no backticks."""
+    report = sample_report(cells=2)
+    report.sections[0].blocks.append(Text(text="then run `torchscale benchmark --resume` again"))
+    flat = " ".join(term.render(report, 120).decode("utf-8").split())
+    assert "then run torchscale benchmark --resume again" in flat
