@@ -600,3 +600,49 @@ def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     assert said is not None and said.named and said.rank == 1
     assert said.summary.startswith(attribution.straggler.summary)
     assert "busy" in said.summary and "0.9 core(s) on vm" in said.summary
+
+
+# ------------------------------------------------------- the published sync-variance warning
+
+
+def _rank_with_phases(rank: int, waits: Sequence[float], compute: Sequence[float]) -> Any:
+    """A rank whose steps are `compute` + `wait` seconds, with the phase timers saying so."""
+    steps = [c + w for c, w in zip(compute, waits, strict=True)]
+    zeros = [0.0] * len(steps)
+    phases = {
+        "data": zeros,
+        "forward": [c / 2 for c in compute],
+        "backward": [c / 2 for c in compute],
+        "grad_sync_wait": list(waits),
+        "optimizer": zeros,
+    }
+    base = make_rank(rank, [sum(steps)], [steps])
+    base.windows[0] = Window(sum(steps), steps, phases)
+    return base
+
+
+JITTERY = [0.002, 0.010, 0.003, 0.012, 0.002, 0.011, 0.004, 0.009]
+STEADY = [0.020] * len(JITTERY)
+
+
+def test_noise_in_the_sync_wait_is_named() -> None:
+    """The step is noisy and its noise is the wait: the published warning, with the share."""
+    ranks = [_rank_with_phases(r, JITTERY, STEADY) for r in (0, 1)]
+    result = run(ranks, make_spec(world=2, cv_warn=0.05))
+    (warning,) = [w for w in result.warnings if "gradient sync" in w]
+    assert warning.startswith("High variance in gradient sync time: CV ")
+    assert "100% of the step-time variance" in warning
+
+
+def test_noise_in_compute_is_not_called_sync_noise() -> None:
+    ranks = [_rank_with_phases(r, STEADY, JITTERY) for r in (0, 1)]
+    result = run(ranks, make_spec(world=2, cv_warn=0.05))
+    assert [w for w in result.warnings if "High variance in step time" in w]
+    assert not [w for w in result.warnings if "gradient sync" in w]
+
+
+def test_a_steady_step_never_warns_of_its_sync() -> None:
+    """A jittery wait under a step whose CV is below the threshold says nothing."""
+    ranks = [_rank_with_phases(r, JITTERY, STEADY) for r in (0, 1)]
+    result = run(ranks, make_spec(world=2, cv_warn=0.9))
+    assert result.warnings == []

@@ -66,6 +66,9 @@ ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_spl
 DATA_KEY = SETTINGS_KEY  # the trainer's settings entry with the input pipeline's facts
 NOTHING_READ = "synthetic batches are made on the device: nothing is read"
 NO_DATA_PHASE = "no phase timing: the data wait was not measured"
+# the gradient sync wait's share of the step-time variance from which a noisy step is said to
+# be noisy in its sync ("High variance in gradient sync time"): at least half of it
+SYNC_VARIANCE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,31 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
                     row[phase] = w.phases[phase][step] if w.phases is not None else None
                 rows.append(row)
     return pd.DataFrame(rows, columns=["window", "step", "rank", "step_s", *STEP_PHASES])
+
+
+def sync_variance_warning(table: pd.DataFrame, threshold: float) -> str | None:
+    """The published "High variance in gradient sync time" warning, only where it says
+    something: the step time is noisy (its CV above `threshold`) and at least half of its
+    variance is in the gradient sync wait (cov(wait, step) / var(step), the wait's part of the
+    step-time variance when the phases add up to the step): the noise is the network or
+    waiting for peers, not this rank's compute. None without phase timing."""
+    both = table[["step_s", "grad_sync_wait"]].dropna().astype(float)
+    if len(both) < 3:
+        return None
+    step, wait = both["step_s"], both["grad_sync_wait"]
+    step_cv = float(step.std() / step.mean()) if step.mean() > 0 else 0.0
+    if step_cv <= threshold or wait.mean() <= 0:
+        return None
+    share = float(both.cov().loc["grad_sync_wait", "step_s"] / step.var())
+    if share < SYNC_VARIANCE_SHARE:
+        return None
+    # above 1 (other parts varying against the wait) a share would read as impossible
+    part = f"{min(share, 1.0):.0%} of" if share < 1.005 else "most of"
+    return (
+        f"High variance in gradient sync time: CV {wait.std() / wait.mean():.2f}, {part} the "
+        f"step-time variance (step CV {step_cv:.2f} > {threshold:.2f}): the network or waiting "
+        "for peers, not compute"
+    )
 
 
 def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
@@ -441,6 +469,9 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             "imbalance it causes are artificial"
         )
     table = steps_table(ranks)
+    sync_warning = sync_variance_warning(table, spec.measurement.cv_warn_threshold)
+    if sync_warning is not None:
+        warnings.append(sync_warning)
     attribution, why_not = step_model(spec, ranks, table)
     straggler = None
     no_sync_ranks = [r.no_sync for r in ranks if r.no_sync is not None]
