@@ -371,3 +371,15 @@ def test_a_cpu_report_never_counts_ranks_as_gpus(priced: Report) -> None:
     notes = [f.note or "" for f in figures(priced).values()]
     assert any("(100 % = linear)" in note for note in notes)
     assert not any("1.0 = linear" in note for note in notes)
+
+
+def test_the_summary_names_cells_by_label_not_by_hashed_id(priced: Report) -> None:
+    """The findings section keeps each finding's source id (to find the file); the summary,
+    read in ten seconds, names the cell as the rest of the report does."""
+    import re
+
+    section = priced.section("summary")
+    assert section is not None
+    texts = [b.text for b in section.blocks if isinstance(b, Text)]
+    assert any("of the step:" in t for t in texts), texts  # the fixture has top findings
+    assert [t for t in texts if re.search(r"__[0-9a-f]{8}", t)] == []

@@ -20,6 +20,7 @@ from torchscale.report.sections.context import (
     cost_severity,
     fmt,
     integer,
+    ranks,
     records,
 )
 from torchscale.schema.cell_result import CellResult, Estimate, StepPart
@@ -311,13 +312,13 @@ def slowdown_finding(
     )
     return Finding(
         title=f"{label}: each rank computes {slowest / before:.2f}x slower than at "
-        f"{base.cell.world_size} GPU(s)",
+        f"{ranks(base.cell.world_size, base.cell.device)}",
         cost_pct=share * 100,
         source=cell.id,
         evidence=[
             f"slowest rank's compute (no_sync) {fmt(slowest, 'seconds')} against "
             f"{fmt(before, 'seconds')} for {base_label}, with the same {cell.batch_size} "
-            "samples per GPU",
+            f"samples per {'GPU' if cell.device == 'cuda' else 'rank'}",
             f"the difference is {fmt(share, 'ratio_pct')} of the {fmt(step, 'seconds')} step",
         ],
         recommendation=f"Ranks compete for a shared resource: {device_advice}.",

@@ -5,6 +5,7 @@ findings, one line each. A check mark goes only to a reliable cell's figures."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -443,9 +444,9 @@ def _lines(ctx: Context) -> list[Block]:
         cost = (
             f"{fmt(finding.cost_pct, 'pct')} of the step: " if finding.cost_pct is not None else ""
         )
-        lines.append(
-            Text(text=f"{cost}{finding.title} ({finding.source}).", severity=finding.severity)
-        )
+        where = _named(ctx, finding.source)
+        said = "" if where in finding.title else f" ({where})"
+        lines.append(Text(text=f"{cost}{finding.title}{said}.", severity=finding.severity))
     if not ctx.findings:
         lines.append(
             Text(
@@ -475,3 +476,22 @@ def build(ctx: Context) -> Section:
         )
     blocks += _lines(ctx)
     return Section(id="summary", title="Executive summary", blocks=blocks)
+
+
+CELL_ID = re.compile(r"[\w.-]+?(?:__[\w.-]+?)*__[0-9a-f]{8}\b")
+
+
+def _named(ctx: Context, source: str) -> str:
+    """A finding's source as the report names it: each cell in it by its label ('tiny-gpt2 b4
+    x2 fp32 ddp'), never by a file's hashed id (the findings section keeps the id, to find the
+    file)."""
+
+    def label(match: re.Match[str]) -> str:
+        rows = ctx.cells[ctx.cells["cell_id"] == match.group(0)]
+        if len(rows):
+            return ctx.label(rows.iloc[0])
+        # a profile of a cell outside these results: its id without the hash
+        bare = re.sub(r"__w(\d+)", r" x\1", re.sub(r"__[0-9a-f]{8}$", "", match.group(0)))
+        return bare.replace("__", " ")
+
+    return CELL_ID.sub(label, source)
