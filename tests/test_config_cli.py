@@ -14,6 +14,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 import torchscale
+from tests import import_probe
 from torchscale.cli.app import app
 from torchscale.config import parse_config
 
@@ -470,21 +471,6 @@ def test_help(args: list[str], fragments: list[str]) -> None:
 
 HEAVY = ("torch", "pandas", "plotly", "weasyprint")
 
-_PROBE = """\
-import sys
-sys.argv = {argv!r}
-from torchscale.cli.app import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-print()
-print("EXIT", code)
-print("HEAVY", ",".join(m for m in {heavy!r} if m in sys.modules) or "-")
-"""
-
 
 @pytest.mark.parametrize(
     "argv",
@@ -498,33 +484,15 @@ print("HEAVY", ",".join(m for m in {heavy!r} if m in sys.modules) or "-")
     ids=lambda a: " ".join(a[1:]),
 )
 def test_help_imports_no_heavy_dependency(argv: list[str]) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(argv=argv, heavy=HEAVY)],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    tail = proc.stdout.splitlines()[-2:]
-    assert tail[0] == "EXIT 0", proc.stdout
-    assert tail[1] == "HEAVY -", f"heavy modules imported by {argv[1:]}: {tail[1]}"
+    found = import_probe.probe(argv[1:], HEAVY)
+    assert found["EXIT"] == "0", found["OUTPUT"]
+    assert found["LOADED"] == "-", f"heavy modules imported by {argv[1:]}: {found['LOADED']}"
 
 
 def test_probe_detects_heavy_imports() -> None:
     """The probe above can fail: importing pandas first must show up in its report."""
-    probe = "import pandas\n" + _PROBE.format(argv=["torchscale", "--version"], heavy=HEAVY)
-    proc = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[-1] == "HEAVY pandas"
+    found = import_probe.probe(["--version"], HEAVY, prelude="import pandas")
+    assert found["LOADED"] == "pandas"
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests import import_probe
 from torchscale.cli import root_help
 from torchscale.config import hardware
 from torchscale.config.hardware import cpu_node, no_gpu_here, read_torch_build
@@ -38,21 +39,6 @@ STYLE_ENV = (
     "TERM",
 )
 
-_PROBE = """\
-import sys
-sys.argv = {argv!r}
-from torchscale.cli.app import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-print()
-print("EXIT", code)
-print("LOADED", ",".join(m for m in {watch!r} if m in sys.modules) or "-")
-"""
-
 _RUN = """\
 import sys
 sys.argv = {argv!r}
@@ -70,19 +56,7 @@ def _env(**settings: str) -> dict[str, str]:
 def probe(*args: str, cwd: Path = REPO_ROOT) -> dict[str, str]:
     """`torchscale ARGS` in a fresh interpreter: its exit code, which watched modules it
     imported, and what it printed (OUTPUT)."""
-    code = _PROBE.format(argv=["torchscale", *args], watch=HEAVY + TYPER)
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=_env(COLUMNS="100"),
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    *printed, exit_line, loaded_line = done.stdout.splitlines()
-    found = dict(line.split(" ", 1) for line in (exit_line, loaded_line))
-    return {**found, "OUTPUT": "\n".join(printed)}
+    return import_probe.probe(args, HEAVY + TYPER, cwd=cwd, env=_env(COLUMNS="100"))
 
 
 @pytest.mark.parametrize("args", [("--help",), ("-h",), ("--version",)], ids=" ".join)

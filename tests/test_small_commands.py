@@ -5,7 +5,6 @@ stored in cli/app.py, is exactly what the built commands say."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import typer.main
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
+from tests import import_probe
 from torchscale.cli.app import SUBCOMMANDS, LazyCommands, app, build_subcommand
 from torchscale.models.metadata import rows
 
@@ -21,32 +21,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = REPO_ROOT / "benchmark_config.yaml"
 HEAVY = ("torch", "pandas", "plotly", "weasyprint", "numpy")
 
-_PROBE = """\
-import sys
-sys.argv = {argv!r}
-from torchscale.cli.app import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-print()
-print("EXIT", code)
-print("HEAVY", ",".join(m for m in {heavy!r} if m in sys.modules) or "-")
-print("COMMANDS", ",".join(sorted(m for m in sys.modules if m.endswith("_cmd"))) or "-")
-"""
-
 
 def probe(*args: str) -> dict[str, str]:
     """Run `torchscale ARGS` in a fresh interpreter: exit code, heavy modules, command modules."""
-    code = _PROBE.format(argv=["torchscale", *args], heavy=HEAVY)
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    tail = done.stdout.splitlines()[-3:]
-    return dict(line.split(" ", 1) for line in tail)
+    return import_probe.probe(args, HEAVY)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +41,7 @@ def probe(*args: str) -> dict[str, str]:
 def test_small_commands_import_no_heavy_library(args: tuple[str, ...]) -> None:
     found = probe(*args)
     assert found["EXIT"] == "0"
-    assert found["HEAVY"] == "-", f"torchscale {' '.join(args)} imported {found['HEAVY']}"
+    assert found["LOADED"] == "-", f"torchscale {' '.join(args)} imported {found['HEAVY']}"
 
 
 def test_help_imports_no_command_module() -> None:
