@@ -8,6 +8,7 @@ import io
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from torchscale.cli import benchmark_cmd, common
 from torchscale.config.schema import BenchConfig
@@ -98,8 +99,10 @@ def test_running_lines_say_where_the_sweep_stands(monkeypatch: pytest.MonkeyPatc
     )
     plan = build_plan(config, Machine(0, 2))
     out = io.StringIO()
-    monkeypatch.setattr(common.stderr, "file", out)
-    monkeypatch.setattr(benchmark_cmd, "stderr", common.stderr)
+    # a console of its own: patching the shared one's `file` would leave it writing to this
+    # test's capture for the tests after it
+    console = Console(file=out, highlight=False, soft_wrap=True)
+    monkeypatch.setattr(benchmark_cmd, "stderr", console)
     monkeypatch.setattr(common.Verbosity, "level", 0)
     printer = benchmark_cmd._Printer(len(plan.cells), plan)
     try:
