@@ -13,6 +13,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -442,6 +443,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_for_nodes(nodes: list[subprocess.Popen[bytes]], timeout_s: float) -> list[int | None]:
+    """Every node's exit code; once one fails (or time is up) the others are killed at once,
+    as an operator would restart the job, rather than left in torchelastic's 300 s exit
+    barrier waiting for an agent that will never come."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        codes = [node.poll() for node in nodes]
+        if all(code is not None for code in codes) or any(code for code in codes):
+            break
+        time.sleep(0.2)
+    for node in nodes:
+        if node.poll() is None:
+            node.kill()
+            node.wait()
+    return [node.returncode for node in nodes]
+
+
 def test_command_runs_under_the_operators_environment(tmp_path: Path) -> None:
     """Two 'nodes' on this machine, each the manifest's command and env plus the PET_*
     variables Trainer's torch plugin sets (node 0's address and port, node rank): the cell
@@ -479,7 +497,12 @@ launcher:
         subprocess.Popen(argv, env={**os.environ, **env, "PET_NODE_RANK": str(rank)})
         for rank, env in enumerate(envs)
     ]
-    assert [node.wait(timeout=300) for node in nodes] == [0, 0]
+    codes = wait_for_nodes(nodes, timeout_s=180)
+    logs = store.root / "logs"  # both nodes' rank logs, for the failure message
+    assert codes == [0, 0], "\n".join(
+        f"{log}: {log.read_text(encoding='utf-8', errors='replace')[-2000:]}"
+        for log in sorted(logs.rglob("std*.log"))
+    )
     cell_id = plan.runnable[0].cell.id
     result = json.loads(store.cell_path(cell_id).read_text(encoding="utf-8"))
     assert result["status"] == "ok"

@@ -425,7 +425,7 @@ def test_worker_single_rank_in_process(tmp_path: Path, monkeypatch: pytest.Monke
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("TORCHELASTIC_ERROR_FILE", raising=False)
     out = tmp_path / "verdict.json"
-    smoke_worker.main(
+    smoke_worker.run(
         [
             "--backend",
             "gloo",

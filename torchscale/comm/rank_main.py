@@ -36,7 +36,12 @@ from torchscale.comm.comm_result import CommPair, CommResult, CommRow
 from torchscale.comm.comm_spec import CommSpec
 from torchscale.comm.nccl_footer import ONE_RANK, add_footer
 from torchscale.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
-from torchscale.worker.rank_entry import process_group, rank_device, read_spec
+from torchscale.worker.rank_entry import (
+    leave_without_teardown,
+    process_group,
+    rank_device,
+    read_spec,
+)
 from torchscale.worker.run_environment import capture_environment
 
 # what backends say when they lack an op (gloo before reduce_scatter_tensor, for one)
@@ -259,6 +264,7 @@ def run(spec: CommSpec) -> None:
 @record
 def main(argv: list[str] | None = None) -> None:
     run(read_spec(CommSpec, "torchscale comm worker (one rank)", argv))
+    leave_without_teardown()
 
 
 if __name__ == "__main__":

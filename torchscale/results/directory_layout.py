@@ -15,6 +15,8 @@ results/<experiment>/
   profile/<cell_id>/       a profiled run (`ProfileRun`): its result, traces, analysis.json
   k8s/<name>.yaml          Kubernetes job manifests; k8s/specs/<cell_id>.json their specs
   slurm/jobs.json          the Slurm jobs of the sweep; slurm/<allocation>/ each one's files
+  acceptance/<host>.<level>.json  `torchscale validate` reports (node acceptance), the latest
+                           per node and level; `report` draws its acceptance section from them
 
 Every command writes OUTPUT_DIR/<experiment>/ in this one layout. A `torchscale profile` or
 `torchscale comm` run given no `--name` goes to the experiment STANDALONE_EXPERIMENT:
@@ -155,3 +157,10 @@ class ResultLayout(Generic[P]):
 
     def slurm_allocation_dir(self, allocation: str) -> P:
         return self.slurm_dir / allocation
+
+    @property
+    def acceptance_dir(self) -> P:
+        return self.root / "acceptance"
+
+    def acceptance_path(self, host: str, level: str) -> P:
+        return self.acceptance_dir / f"{host}.{level}.json"

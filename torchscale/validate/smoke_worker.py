@@ -27,7 +27,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.atomic import write_text_atomic
 from torchscale.worker.diagnostics import install
-from torchscale.worker.rank_entry import process_group, rank_device
+from torchscale.worker.rank_entry import leave_without_teardown, process_group, rank_device
 
 INIT_TIMEOUT = timedelta(seconds=60)  # a smoke test that cannot rendezvous fails fast
 
@@ -65,8 +65,8 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-@record
-def main(argv: list[str] | None = None) -> None:
+def run(argv: list[str] | None = None) -> None:
+    """The smoke test on this rank; rank 0 writes the verdict."""
     install()
     args = _parse(argv)
     device = rank_device(args.device)
@@ -120,6 +120,12 @@ def main(argv: list[str] | None = None) -> None:
                 "torch_version": torch.__version__,
             }
             write_text_atomic(args.out, json.dumps(verdict, indent=2))
+
+
+@record
+def main(argv: list[str] | None = None) -> None:
+    run(argv)
+    leave_without_teardown()
 
 
 if __name__ == "__main__":

@@ -17,9 +17,7 @@ if __name__ == "__main__":
     die_with_torchrun()
 
 import json
-import os
 import socket
-import sys
 from typing import Any
 
 import torch
@@ -33,7 +31,12 @@ from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.capture import capture
 from torchscale.worker.measure import RankMeasurement, Window, measure
 from torchscale.worker.peaks import Peak, cell_peak, read_tf32_settings
-from torchscale.worker.rank_entry import process_group, rank_device, read_spec
+from torchscale.worker.rank_entry import (
+    leave_without_teardown,
+    process_group,
+    rank_device,
+    read_spec,
+)
 from torchscale.worker.run_environment import capture_environment
 from torchscale.worker.spec import WorkerSpec
 from torchscale.worker.trainer import Trainer
@@ -145,13 +148,7 @@ def run(spec: WorkerSpec) -> None:
 def main(argv: list[str] | None = None) -> None:
     spec = read_spec(WorkerSpec, "torchscale benchmark worker (one rank)", argv)
     run(spec)
-    if spec.cell.parallel is not None:
-        # with a DeviceMesh on gloo a rank sometimes aborts in interpreter teardown ("terminate
-        # called without an active exception", about 1 run in 3 here) after everything is
-        # written and the group destroyed: leave without the teardown
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+    leave_without_teardown()
 
 
 if __name__ == "__main__":

@@ -98,6 +98,18 @@ def leave_after_error(error: BaseException, grace: timedelta) -> None:
             sys.stderr.write(f"torchscale: aborting the process group failed: {abort_error}\n")
 
 
+def leave_without_teardown() -> None:
+    """End a rank whose work is done and whose group is destroyed, skipping interpreter
+    teardown. On gloo a rank sometimes aborts in teardown ("terminate called without an active
+    exception"), seen with a DeviceMesh about 1 run in 3 and with plain DDP across two torchrun
+    agents under load. Such a rank's agent then reports a failure and never reaches
+    torchelastic's exit barrier, so its peer agent waits there 300 s before it too exits, and
+    the measurement, already written, reads as a crashed launch."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def record_error(error: BaseException) -> None:
     """Under torchrun, write `error` to this rank's error file as `@record` would, now: the
     abort may block until `exit_if_stuck` ends the process, before `@record` runs. As `@record`
