@@ -91,7 +91,7 @@ def test_cpu_report_matches_json_schema(cpu_report: dict[str, Any]) -> None:
 
 
 def test_cpu_report_header(cpu_report: dict[str, Any]) -> None:
-    assert cpu_report["schema_version"] == SCHEMA_VERSION == 1
+    assert cpu_report["schema_version"] == SCHEMA_VERSION == 2
     assert cpu_report["device"] == "cpu"
     assert cpu_report["quick"] is False
     assert cpu_report["ok"] is True
@@ -189,7 +189,7 @@ def test_schema_version_constant_matches_model() -> None:
         lambda r: r["checks"][0].update(status="MAYBE"),
         lambda r: r.update(unexpected=1),
         lambda r: r["counts"].update(OK=1),
-        lambda r: r.update(schema_version=2),
+        lambda r: r.update(schema_version=3),
         lambda r: r.pop("verdict"),
     ],
 )
