@@ -68,20 +68,21 @@ def healthy() -> tuple[nn.Module, Any, Any]:
 
 
 def exits_badly_after_result(code: int = 3) -> tuple[nn.Module, Any, Any]:
-    """Healthy, but the process exits with `code` at interpreter shutdown, after rank 0 has
-    written its result (as a rank aborting in gloo teardown does)."""
-    import atexit
+    """Healthy, but the process exits with `code` when it destroys its process group, after
+    rank 0 has written its result (as a rank aborting in gloo's teardown does; ranks skip the
+    interpreter's own teardown, so the group's is where this can still happen)."""
+    import torch.distributed as dist
 
-    atexit.register(os._exit, code)
+    dist.destroy_process_group = lambda *args, **kwargs: os._exit(code)
     return _bundle("crash", -2)
 
 
 def hangs_after_result() -> tuple[nn.Module, Any, Any]:
-    """Healthy, but the process never finishes its interpreter shutdown, after rank 0 has
+    """Healthy, but the process never finishes destroying its process group, after rank 0 has
     written its result (as ranks stuck in a backend's teardown do)."""
-    import atexit
+    import torch.distributed as dist
 
-    atexit.register(time.sleep, 3600)
+    dist.destroy_process_group = lambda *args, **kwargs: time.sleep(3600)
     return _bundle("crash", -2)
 
 
