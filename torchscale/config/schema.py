@@ -134,6 +134,11 @@ class SlurmPreflight(StrictModel):
     validate_nodes: bool = Field(
         default=False, description="torchscale validate --json on every node of the allocation"
     )
+    validate_level: Literal["basic", "perf"] = Field(
+        default="basic",
+        description="validate's --level on each node: perf also measures every node's "
+        "capability (minutes) and compares the nodes with the fleet's median",
+    )
     comm: bool = Field(
         default=False,
         description="the comm: section's collective sweep (its defaults when the section is "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -108,6 +109,7 @@ class Allocation(BaseModel):
     price_per_gpu_hour: float | None
     cells: list[AllocationCell]
     preflight_validate: bool = False
+    preflight_validate_level: Literal["basic", "perf"] = "basic"
     preflight_comm: CommRequest | None = None  # resolved here, run as the first step
 
     @property
@@ -163,6 +165,7 @@ def build_allocation(
         price_per_gpu_hour=price_per_gpu_hour,
         cells=entries,
         preflight_validate=slurm.preflight.validate_nodes,
+        preflight_validate_level=slurm.preflight.validate_level,
         preflight_comm=comm_preflight(comm, cells) if slurm.preflight.comm else None,
     )
 

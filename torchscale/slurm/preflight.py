@@ -2,7 +2,11 @@
 
 - `validate: true`: `torchscale validate --json` on every node at once (one srun task per
   node, each writing `preflight/validate-node<k>.json`), so a node with a sick GPU, a wrong
-  driver or no NCCL is named before the cells spend the allocation on it.
+  driver or no NCCL is named before the cells spend the allocation on it. With
+  `validate_level: perf` each node also measures its capability (saved in the experiment's
+  acceptance/, where `torchscale report` finds it) and the fleet view compares every node's
+  and GPU's figures with the allocation's median (validate/fleet_table.py): the outliers,
+  with their evidence, are the preflight's `fleet` line.
 - `comm: true`: the collective sweep of the config's `comm:` section (its defaults when the
   section is off) across all the allocation's nodes, as one srun step of torchrun like a cell,
   stored in `<experiment>/comm/` where `torchscale report` finds it: the fabric the cells
@@ -33,11 +37,27 @@ if TYPE_CHECKING:
 
 PREFLIGHT_DIR = "preflight"
 VALIDATE_TIMEOUT_S = 600.0
+PERF_TIMEOUT_S = 1800.0  # --level perf: five dtypes' shape searches, bandwidths, a comm sweep
 
 
-def validate_argv(nodes: int, python: str, device: Device, directory: Path) -> list[str]:
+def validate_argv(
+    nodes: int,
+    python: str,
+    device: Device,
+    directory: Path,
+    level: str = "basic",
+    experiment_root: Path | None = None,
+) -> list[str]:
     """One `torchscale validate --json` per node, each node's JSON in its own file (srun's
-    %n: the node's index in the allocation)."""
+    %n: the node's index in the allocation); `--level perf` saves each node's report in the
+    experiment's acceptance/ too."""
+    saved = []
+    if level != "basic" and experiment_root is not None:
+        saved = [
+            f"--level={level}",
+            f"--output-dir={experiment_root.parent}",
+            f"--name={experiment_root.name}",
+        ]
     return [
         "srun",
         f"--nodes={nodes}",
@@ -52,6 +72,7 @@ def validate_argv(nodes: int, python: str, device: Device, directory: Path) -> l
         "validate",
         "--json",
         f"--device={device}",
+        *saved,
     ]
 
 
@@ -68,18 +89,42 @@ def node_verdict(path: Path) -> str:
     return f"not ready ({host}): {verdict or 'see the report'}"
 
 
+def fleet_verdict(paths: list[Path]) -> str:
+    """The nodes' measured figures against the fleet's median, in one line."""
+    from torchscale.errors import ResultsError
+    from torchscale.validate.check_result import read_validate_report
+    from torchscale.validate.fleet_table import fleet_summary
+
+    reports = []
+    for path in paths:
+        try:
+            reports.append(read_validate_report(path))
+        except ResultsError:
+            continue  # that node's own line already says its report is missing
+    return fleet_summary(reports)[1]
+
+
 def run_validate(
-    nodes: int, python: str, device: Device, directory: Path, env: Mapping[str, str]
+    nodes: int,
+    python: str,
+    device: Device,
+    directory: Path,
+    env: Mapping[str, str],
+    level: str = "basic",
+    experiment_root: Path | None = None,
 ) -> dict[str, str]:
-    """Validate every node; node index -> verdict line."""
+    """Validate every node; node index -> verdict line (and `fleet` -> the fleet view's,
+    at --level perf)."""
     directory = directory / PREFLIGHT_DIR
-    argv = validate_argv(nodes, python, device, directory)
-    outcome = run_logged(argv, env, directory / "validate-srun.log", VALIDATE_TIMEOUT_S)
-    verdicts = {
-        f"node{k}": node_verdict(directory / f"validate-node{k}.json") for k in range(nodes)
-    }
+    argv = validate_argv(nodes, python, device, directory, level, experiment_root)
+    timeout = VALIDATE_TIMEOUT_S if level == "basic" else PERF_TIMEOUT_S
+    outcome = run_logged(argv, env, directory / "validate-srun.log", timeout)
+    paths = [directory / f"validate-node{k}.json" for k in range(nodes)]
+    verdicts = {f"node{k}": node_verdict(path) for k, path in enumerate(paths)}
     if outcome.timed_out:
-        verdicts["srun"] = f"timed out after {VALIDATE_TIMEOUT_S:.0f} s"
+        verdicts["srun"] = f"timed out after {timeout:.0f} s"
+    if level != "basic":
+        verdicts["fleet"] = fleet_verdict(paths)
     return verdicts
 
 
@@ -128,12 +173,18 @@ def run_preflight(
         device = allocation.cells[0].spec.cell.device
         try:
             verdicts = run_validate(
-                allocation.nodes, allocation.python, device, allocation.directory, env
+                allocation.nodes,
+                allocation.python,
+                device,
+                allocation.directory,
+                env,
+                allocation.preflight_validate_level,
+                root,
             )
         except (OSError, TorchScaleError) as exc:
             verdicts = {"srun": describe_error(exc)}
         for name, verdict in verdicts.items():
-            progress.preflight[f"validate {name}"] = verdict
+            progress.preflight[name if name == "fleet" else f"validate {name}"] = verdict
         write_progress(allocation.directory, progress)
     if allocation.preflight_comm is not None:
         try:

@@ -36,6 +36,13 @@ class ValidateContext:
     quick: bool
     smoke_timeout_s: float = 120.0
     notes: list[str] = field(default_factory=list)
+    # --level: basic (the checks, seconds), perf (+ measured capability, minutes), burn (+
+    # sustained load for burn_duration_s); cumulative, as DCGM's levels are
+    level: Literal["basic", "perf", "burn"] = "basic"
+    burn_duration_s: float = 600.0
+    matmul_budget_s: float | None = None  # per dtype; None: perf.py's default for the device
+    experiment_dir: Path | None = None  # where perf's comm sweep and the report are stored
+    fail_on: Literal["fail", "warn"] = "fail"
 
     @cached_property
     def torch(self) -> TorchState:

@@ -12,7 +12,14 @@ from pathlib import Path
 from torchscale import __version__
 from torchscale.validate import checks_gpu, checks_software, checks_system
 from torchscale.validate.check_context import ValidateContext
-from torchscale.validate.check_result import CheckResult, Status, ValidateReport, failed
+from torchscale.validate.check_result import (
+    CheckResult,
+    Measurement,
+    Status,
+    ValidateReport,
+    failed,
+    skipped,
+)
 from torchscale.validate.checks_software import torch_build
 from torchscale.validate.smoke import check_smoke
 
@@ -108,6 +115,13 @@ def verdict_text(ctx: ValidateContext, results: list[CheckResult]) -> str:
     return text
 
 
+def is_ok(counts: Mapping[Status, int], fail_on: str) -> bool:
+    """Exit 0 or not: no FAIL, and with `--fail-on warn` no WARN either (INFO and SKIP never
+    block: they are no verdict on the node)."""
+    blocking = (Status.FAIL, Status.WARN) if fail_on == "warn" else (Status.FAIL,)
+    return not any(counts.get(status, 0) for status in blocking)
+
+
 def run_validation(
     ctx: ValidateContext,
     base_env: Mapping[str, str] | None = None,
@@ -133,6 +147,12 @@ def run_validation(
                 "please report this as a torchscale bug",
             )
         )
+    measurements: list[Measurement] = []
+    peaks: dict[str, float] = {}
+    sku: str | None = None
+    try:
+        if ctx.level != "basic":
+            sku = _measure(ctx, env, results, measurements, peaks, progress)
     finally:
         ctx.close()
     counts = {s: sum(r.status is s for r in results) for s in Status}
@@ -142,8 +162,85 @@ def run_validation(
         hostname=socket.gethostname(),
         device=ctx.device,
         quick=ctx.quick,
-        ok=counts[Status.FAIL] == 0,
+        ok=is_ok(counts, ctx.fail_on),
         counts=counts,
         verdict=verdict_text(ctx, results),
         checks=results,
+        level=ctx.level,
+        sku=sku,
+        measurements=measurements,
+        measured_peaks=peaks,
+        fail_on=ctx.fail_on,
+    )
+
+
+def _measure(
+    ctx: ValidateContext,
+    env: dict[str, str],
+    results: list[CheckResult],
+    measurements: list[Measurement],
+    peaks: dict[str, float],
+    progress: Callable[[str], None] | None,
+) -> str | None:
+    """`--level perf` and `burn`: their checks appended to `results`, their figures to
+    `measurements`; the SKU measured, or None. A crash is a FAIL naming it, never a traceback."""
+    from torchscale import host
+
+    gpus = ctx.torch.cuda_gpu_count if ctx.torch.module is not None else 0
+    if ctx.torch.module is None:
+        results.append(skipped("perf", "Measured capability", "needs torch"))
+        return None
+    if ctx.device == "cuda" and gpus == 0:
+        results.append(
+            skipped(
+                "perf",
+                "Measured capability",
+                "needs a CUDA GPU, and torch sees none",
+                "`torchscale validate --device cpu --level perf` measures the CPU path",
+            )
+        )
+        return None
+    experiment = ctx.experiment_dir or ctx.output_dir / "standalone"
+    sku = None
+    try:
+        from torchscale.validate.perf import run_perf
+
+        outcome = run_perf(
+            ctx.device,
+            gpus,
+            host.usable_cores(),
+            experiment,
+            env,
+            matmul_budget_s=ctx.matmul_budget_s,
+            progress=progress,
+        )
+        results.extend(outcome.checks)
+        measurements.extend(outcome.measurements)
+        peaks.update(outcome.measured_peaks)
+        sku = outcome.sku
+    except Exception as exc:
+        results.append(_crashed("perf", "Measured capability", exc))
+    if ctx.level == "burn":
+        if progress:
+            progress(f"burn-in for {ctx.burn_duration_s:g} s")
+        try:
+            from torchscale.validate.burn import run_burn
+
+            burn = run_burn(
+                ctx.device, ctx.burn_duration_s, experiment / "acceptance" / "burn", env, gpus
+            )
+            results.extend(burn.checks)
+            measurements.extend(burn.measurements)
+        except Exception as exc:
+            results.append(_crashed("burn", "Burn-in", exc))
+    return sku
+
+
+def _crashed(id: str, title: str, exc: Exception) -> CheckResult:
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    return failed(
+        id,
+        title,
+        f"could not run: {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})",
+        "please report this as a torchscale bug, with `torchscale validate --json`",
     )
