@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torchscale.validate.bandwidth import BandwidthResult, P2PMatrix, P2PPair
-from torchscale.validate.reference import expected_for
 from typer.testing import CliRunner
 
 from torchscale.cli.app import app
 from torchscale.comm.comm_result import CommResult, CommRow
 from torchscale.slurm.preflight import validate_argv
+from torchscale.validate.bandwidth import BandwidthResult, P2PMatrix, P2PPair
 from torchscale.validate.check_result import (
     Measurement,
     Status,
@@ -37,6 +36,7 @@ from torchscale.validate.perf import (
     worst,
 )
 from torchscale.validate.perf_worker import PerfRun, RankPerf
+from torchscale.validate.reference import expected_for
 from torchscale.validate.run_checks import is_ok
 
 H100 = "NVIDIA H100 80GB HBM3"

@@ -126,4 +126,5 @@ def read_validate_report(path: Path) -> ValidateReport:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise ResultsError(f"{path}: not a valid validate report: {where}: {first['msg']}") from None
+        why = f"{where}: {first['msg']}"
+        raise ResultsError(f"{path}: not a valid validate report: {why}") from None
