@@ -201,7 +201,7 @@ def judge(
     if value is None:
         return Status.SKIP, None, "not measured"
     if expected is None or expected.value <= 0:
-        return Status.INFO, None, "no reference for this SKU: the measured value alone"
+        return Status.INFO, None, "no reference for this device: the measured value alone"
     ratio = value / expected.value if higher_is_better else expected.value / value
     what = "published achievable" if expected.kind == "achievable" else "spec-sheet"
     if expected.kind == "spec" and ratio > ABOVE_SPEC and _family(check) not in NO_ABOVE_SPEC_GUARD:

@@ -224,11 +224,9 @@ def _measure(
         if progress:
             progress(f"burn-in for {ctx.burn_duration_s:g} s")
         try:
-            from torchscale.validate.burn import run_burn
+            from torchscale.validate.burn_in import run_burn
 
-            burn = run_burn(
-                ctx.device, ctx.burn_duration_s, experiment / "acceptance" / "burn", env, gpus
-            )
+            burn = run_burn(ctx.device, ctx.burn_duration_s, env, gpus)
             results.extend(burn.checks)
             measurements.extend(burn.measurements)
         except Exception as exc:
