@@ -15,6 +15,7 @@ import torchscale
 from torchscale.report.model import Chart, Report, Section, Source, Table
 from torchscale.report.request import ReportOptions
 from torchscale.report.sections import (
+    acceptance,
     appendix,
     bottlenecks,
     collectives,
@@ -133,6 +134,9 @@ def build_report(
     comm_section = collectives.build(ctx)
     if comm_section is not None:
         sections.append(comm_section)
+    acceptance_section = acceptance.build(ctx)
+    if acceptance_section is not None:
+        sections.append(acceptance_section)
     if baseline is not None:
         sections.append(baseline_section.build(ctx))
     sections += [failures.build(ctx), appendix.build(ctx)]

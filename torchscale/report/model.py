@@ -52,6 +52,7 @@ SectionId = Literal[
     "bottlenecks",
     "memory",
     "collectives",
+    "acceptance",
     "baseline",
     "failures",
     "appendix",

@@ -29,6 +29,7 @@ from torchscale.results.experiment import Experiment, load, read_cells
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.cell_result import CellResult
 from torchscale.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
+from torchscale.validate.check_result import ValidateReport, read_validate_report
 from torchscale.versioned import read_json, version_problem
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class ExperimentSource:
     unanalysed: list[UnanalysedProfile] = field(default_factory=list)
     comm: list[CommResult] = field(default_factory=list)
     max_batch: list[MaxBatchResult] = field(default_factory=list)
+    acceptance: list[ValidateReport] = field(default_factory=list)  # validate perf/burn
 
 
 @dataclass
@@ -122,7 +124,11 @@ def _json_files(folder: Path) -> list[Path]:
 def is_experiment_dir(path: Path) -> bool:
     """A sweep (`cells/`), a directory of profiled runs (`profile/<run>/`) or of comm runs."""
     layout = ResultLayout(path)
-    if _is_dir(layout.cells_dir) or _json_files(layout.comm_dir):
+    if (
+        _is_dir(layout.cells_dir)
+        or _json_files(layout.comm_dir)
+        or _json_files(layout.acceptance_dir)
+    ):
         return True
     profile = layout.profiles_dir
     try:
@@ -215,6 +221,14 @@ def read_comm(path: Path) -> tuple[CommResult | None, str | None]:
         return None, f"invalid comm result: {where}: {first['msg']}"
 
 
+def read_acceptance(path: Path) -> tuple[ValidateReport | None, str | None]:
+    """One acceptance/<host>.<level>.json (a `validate` report), or why not (never raises)."""
+    try:
+        return read_validate_report(path), None
+    except ResultsError as exc:
+        return None, str(exc).removeprefix(f"{path}: ")
+
+
 def _read_each(
     paths: list[Path], read: Callable[[Path], tuple[T | None, str | None]], skipped: list[Skipped]
 ) -> list[T]:
@@ -247,8 +261,9 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
             experiment = None
     profiles, unanalysed = _read_profiles(layout.profiles_dir, skipped)
     comm = _read_each(_json_files(layout.comm_dir), read_comm, skipped)
-    if experiment is None and not profiles and not unanalysed and not comm:
-        _skip(skipped, root, "no readable cell result, profile or comm run in it")
+    acceptance = _read_each(_json_files(layout.acceptance_dir), read_acceptance, skipped)
+    if experiment is None and not profiles and not unanalysed and not comm and not acceptance:
+        _skip(skipped, root, "no readable cell result, profile, comm run or validate report")
         return None
     name = experiment.name if experiment is not None else root.name
     max_batch = (
@@ -256,7 +271,9 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         if experiment is not None
         else []
     )
-    return ExperimentSource(name, root, experiment, profiles, unanalysed, comm, max_batch)
+    return ExperimentSource(
+        name, root, experiment, profiles, unanalysed, comm, max_batch, acceptance
+    )
 
 
 def _unique_names(experiments: list[ExperimentSource]) -> None:
