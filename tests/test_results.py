@@ -43,6 +43,7 @@ from torchscale.results.versions import (
     upgrade_v5,
     upgrade_v6,
     upgrade_v7,
+    upgrade_v8,
 )
 from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 
@@ -230,7 +231,9 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     upgraded = upgrade_v2(data)
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 3
-    CellResult.model_validate(upgrade_v7(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))))
+    CellResult.model_validate(
+        upgrade_v8(upgrade_v7(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))))
+    )
 
 
 def test_v1_upgrades_through_v2_to_the_current_version() -> None:
@@ -293,7 +296,7 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 2
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
-    CellResult.model_validate(upgrade_v7(upgraded))
+    CellResult.model_validate(upgrade_v8(upgrade_v7(upgraded)))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:

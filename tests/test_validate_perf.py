@@ -312,3 +312,31 @@ def test_a_bad_output_dir_and_a_bad_duration_are_one_line_each(tmp_path: Path) -
     assert "Traceback" not in result.output
     bad = CliRunner().invoke(app, ["validate", "--level", "burn", "--duration", "soon"])
     assert bad.exit_code == 2 and "--duration: 'soon' is not a duration" in bad.output
+
+
+def test_a_fail_in_the_measurements_exits_one_and_the_saved_report_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exit codes never lie: a measured FAIL (here a planted one) makes the command exit 1,
+    with the report saved all the same (a finished measurement is never lost)."""
+    import torchscale.validate.perf as perf
+    from torchscale.validate.check_result import CheckResult
+
+    def planted(*args: Any, **kwargs: Any) -> perf.PerfOutcome:
+        row = Measurement(check="memory.triad", title="memory triad", value=1.0, unit="GB/s",
+                          status=Status.FAIL, detail="planted")  # fmt: skip
+        check = CheckResult(id="perf_memory_triad", title="memory triad", status=Status.FAIL,
+                            detail="planted")  # fmt: skip
+        return perf.PerfOutcome(measurements=[row], checks=[check])
+
+    monkeypatch.setattr(perf, "run_perf", planted)
+    out = tmp_path / "results"
+    result = CliRunner().invoke(
+        app, ["validate", "--device", "cpu", "--level", "perf", "--quick", "-o", str(out)]
+    )
+    assert result.exit_code == 1, result.output
+    assert "NOT ready" in result.output
+    saved = read_validate_report(
+        out / "standalone" / "acceptance" / f"{socket.gethostname()}.perf.json"
+    )
+    assert saved.ok is False and saved.measurements[0].detail == "planted"

@@ -134,7 +134,10 @@ class PlannedCell:
     skip_reason: str | None = None  # set: recorded as 'skipped', never launched
     warnings: tuple[str, ...] = ()
 
-    def worker_spec(self, result_path: Path, steps_path: Path) -> WorkerSpec:
+    def worker_spec(
+        self, result_path: Path, steps_path: Path, acceptance_dirs: Sequence[Path] = ()
+    ) -> WorkerSpec:
+        """The rank's spec; `acceptance_dirs`: where its node's measured peak may be."""
         return WorkerSpec(
             cell=self.cell,
             model=self.model,
@@ -143,6 +146,7 @@ class PlannedCell:
             data=self.data,
             result_path=str(result_path),
             steps_path=str(steps_path),
+            acceptance_dirs=[str(d) for d in acceptance_dirs],
         )
 
     def command(

@@ -111,7 +111,11 @@ def run_cell(
     cell_id = planned.cell.id
     store.prepare_cell(cell_id)
     spec_path = store.write_spec(
-        planned.worker_spec(store.attempt_result_path(cell_id), store.attempt_steps_path(cell_id))
+        planned.worker_spec(
+            store.attempt_result_path(cell_id),
+            store.attempt_steps_path(cell_id),
+            store.peak_search_dirs,
+        )
     )
     command = command_for(planned, spec_path, store.log_dir(cell_id), base_env)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")

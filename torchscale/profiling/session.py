@@ -142,7 +142,9 @@ def launch_profiled(
     directory = profile_dir(store, planned.cell.id)
     files = ProfileRun(directory)
     _prepare(directory)
-    spec = planned.worker_spec(files.result_path, files.steps_path).model_copy(
+    spec = planned.worker_spec(
+        files.result_path, files.steps_path, store.peak_search_dirs
+    ).model_copy(
         update={
             "profile": ProfileSpec(
                 tool=request.tool,

@@ -164,3 +164,9 @@ class ResultLayout(Generic[P]):
 
     def acceptance_path(self, host: str, level: str) -> P:
         return self.acceptance_dir / f"{host}.{level}.json"
+
+    @property
+    def peak_search_dirs(self) -> list[P]:
+        """Where a cell's ranks look for their node's measured peak: this experiment's
+        acceptance/, then that of `validate`'s default experiment beside it."""
+        return [self.acceptance_dir, self.root.parent / STANDALONE_EXPERIMENT / "acceptance"]

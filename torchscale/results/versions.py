@@ -25,6 +25,8 @@ Version history:
   8  `attribution` (one model of the step, parts with 95 % intervals, the straggler named only
      by a significance test, cross-checks) and `intervals` (headline figures with intervals);
      DDP's no_sync windows interleaved with the synchronised ones.
+  9  compute.mfu_measured (MFU against the node's measured peak, `validate --level perf`),
+     measured_peak_tflops_per_device and measured_peak_basis; intervals.mfu_measured.
 """
 
 from __future__ import annotations
@@ -206,6 +208,23 @@ def upgrade_v7(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+V8_MEASURED_PEAK = (
+    "result of schema 8 or older: no MFU against a measured peak (schema 9, from "
+    "`torchscale validate --level perf`)"
+)
+
+
+def upgrade_v8(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 8 -> 9. MFU against a measured peak did not exist: null, with the reason."""
+    out = dict(data)
+    if out.get("status") == "ok":
+        unavailable = dict(out.get("unavailable") or {})
+        unavailable.setdefault("mfu_measured", V8_MEASURED_PEAK)
+        out["unavailable"] = unavailable
+    out["schema_version"] = 9
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -214,6 +233,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     5: upgrade_v5,
     6: upgrade_v6,
     7: upgrade_v7,
+    8: upgrade_v8,
 }
 
 

@@ -33,7 +33,10 @@ from torchscale.cell import CellIdentity, Status
 # 8: `attribution`: one model of the step (compute, data, waiting for peers, exposed transfer,
 #    rest) with 95 % intervals and a straggler named only by a significance test; `intervals`
 #    for the headline figures; no_sync windows interleaved with the synchronised ones.
-RESULT_SCHEMA_VERSION = 8
+# 9: MFU against the node's measured peak (`validate --level perf`) beside MFU against the
+#    spec sheet: compute.measured_peak_tflops_per_device, measured_peak_basis, mfu_measured and
+#    intervals.mfu_measured; an MFU over 100 % of either peak is not reported (a bug).
+RESULT_SCHEMA_VERSION = 9
 
 
 class _Model(BaseModel):
@@ -311,6 +314,17 @@ class Compute(_Model):
         default=None, description="which peak was used: GPU, dtype and why (e.g. TF32 convs)"
     )
     mfu: float | None
+    measured_peak_tflops_per_device: float | None = Field(
+        default=None,
+        description="the best matmul TFLOP/s `validate --level perf` measured on the cell's "
+        "nodes for the dtype that runs (mean over ranks)",
+    )
+    measured_peak_basis: str | None = Field(
+        default=None, description="where the measured peak comes from: host, dtype, report"
+    )
+    mfu_measured: float | None = Field(
+        default=None, description="achieved / measured peak: MFU against what this GPU can do"
+    )
 
 
 class Communication(_Model):
@@ -426,6 +440,7 @@ class Intervals(_Model):
     step_p95_s: Estimate
     step_p99_s: Estimate
     mfu: Estimate | None = Field(default=None, description="scales with throughput")
+    mfu_measured: Estimate | None = Field(default=None, description="scales with throughput")
 
 
 class InjectedDelay(_Model):
@@ -574,7 +589,7 @@ class Warmup(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[8] = 8
+    schema_version: Literal[9] = 9
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

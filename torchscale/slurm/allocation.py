@@ -139,7 +139,9 @@ def build_allocation(
     entries = [
         AllocationCell(
             spec=p.worker_spec(
-                store.attempt_result_path(p.cell.id), store.attempt_steps_path(p.cell.id)
+                store.attempt_result_path(p.cell.id),
+                store.attempt_steps_path(p.cell.id),
+                store.peak_search_dirs,
             ),
             nproc_per_node=p.launch.nproc_per_node,
             omp_num_threads=p.launch.omp_num_threads,

@@ -28,6 +28,7 @@ from torchscale.schema.cell_result import (
     Communication,
     Compute,
     DataPipeline,
+    Estimate,
     InjectedDelay,
     Intervals,
     Memory,
@@ -42,6 +43,7 @@ from torchscale.step_phases import OWN_WORK_PHASES, STEP_PHASES
 from torchscale.telemetry.window_figures import combine
 from torchscale.worker.allocator import AllocatorStats
 from torchscale.worker.measure import RankMeasurement
+from torchscale.worker.measured_peak import MeasuredPeak, cell_measured_peak, guarded_mfu
 from torchscale.worker.parallel_metrics import parallel_metrics, warmup_record
 from torchscale.worker.phases import medians
 from torchscale.worker.spec import WorkerSpec
@@ -242,29 +244,38 @@ def busy_caveat(attribution: Attribution, telemetry: Telemetry) -> Attribution:
     )
 
 
+def _scaled(throughput: Estimate, value: float | None) -> Estimate | None:
+    """`value` with throughput's relative interval (MFU is throughput times a constant)."""
+    if value is None or not throughput.value:
+        return None
+    scale = value / throughput.value
+    return throughput.model_copy(
+        update={
+            "value": value,
+            "low": throughput.low * scale if throughput.low is not None else None,
+            "high": throughput.high * scale if throughput.high is not None else None,
+        }
+    )
+
+
 def headline_intervals(
-    per_repeat: Sequence[float], step_times: Sequence[float], mfu: float | None
+    per_repeat: Sequence[float],
+    step_times: Sequence[float],
+    mfu: float | None,
+    mfu_measured: float | None = None,
 ) -> Intervals:
-    """Throughput (median of repeats), latency percentiles (steps) and MFU with intervals.
-    MFU is throughput times a constant (FLOPs per sample / peak), so it takes the same
-    relative interval."""
+    """Throughput (median of repeats), latency percentiles (steps) and MFU (against both
+    peaks) with intervals. MFU is throughput times a constant (FLOPs per sample / peak), so it
+    takes the same relative interval."""
     throughput = median_of_repeats(per_repeat)
-    mfu_estimate = None
-    if mfu is not None and throughput.value:
-        scale = mfu / throughput.value
-        mfu_estimate = throughput.model_copy(
-            update={
-                "value": mfu,
-                "low": throughput.low * scale if throughput.low is not None else None,
-                "high": throughput.high * scale if throughput.high is not None else None,
-            }
-        )
+    mfu_estimate = _scaled(throughput, mfu)
     return Intervals(
         samples_per_s=throughput,
         step_p50_s=percentile_of_steps(step_times, 50),
         step_p95_s=percentile_of_steps(step_times, 95),
         step_p99_s=percentile_of_steps(step_times, 99),
         mfu=mfu_estimate,
+        mfu_measured=_scaled(throughput, mfu_measured),
     )
 
 
@@ -506,11 +517,21 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         if flops
         else None
     )
-    mfu = achieved / facts.peak_tflops if achieved is not None and facts.peak_tflops else None
+    mfu, mfu_bug = guarded_mfu(achieved, facts.peak_tflops, "spec-sheet")
     if flops is None:
         unavailable["flops"] = ranks[0].flops_note or "not counted"
     if mfu is None:
-        unavailable["mfu"] = facts.peak_note or "no FLOP count"
+        unavailable["mfu"] = mfu_bug or facts.peak_note or "no FLOP count"
+    measured_peak = cell_measured_peak(
+        [r.measured_peak or MeasuredPeak(None, "not looked for") for r in ranks]
+    )
+    mfu_measured, measured_bug = guarded_mfu(achieved, measured_peak.tflops, "measured")
+    if mfu_measured is None:
+        unavailable["mfu_measured"] = (
+            measured_bug
+            or (measured_peak.basis if measured_peak.tflops is None else None)
+            or unavailable.get("flops", "no FLOP count")
+        )
 
     static = ranks[0].static
     peak_alloc = max(
@@ -570,7 +591,10 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         straggler=straggler,
         attribution=attribution,
         intervals=headline_intervals(
-            per_repeat, [t for r in ranks for w in r.windows for t in w.step_s], mfu
+            per_repeat,
+            [t for r in ranks for w in r.windows for t in w.step_s],
+            mfu,
+            mfu_measured,
         ),
         injected_delays=delays,
         profile=_profile_record(spec, ranks),
@@ -592,6 +616,9 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             peak_tflops_per_device=facts.peak_tflops,
             peak_basis=facts.peak_basis,
             mfu=mfu,
+            measured_peak_tflops_per_device=measured_peak.tflops,
+            measured_peak_basis=measured_peak.basis if measured_peak.tflops else None,
+            mfu_measured=mfu_measured,
         ),
         communication=communication,
         parallel=parallel,

@@ -30,7 +30,8 @@ from torchscale.step_phases import STEP_PHASES, seconds_column
 from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.capture import capture
 from torchscale.worker.measure import RankMeasurement, Window, measure
-from torchscale.worker.peaks import Peak, cell_peak, read_tf32_settings
+from torchscale.worker.measured_peak import read_measured_peak
+from torchscale.worker.peaks import PRECISION_DTYPE, Peak, cell_peak, read_tf32_settings
 from torchscale.worker.rank_entry import (
     leave_without_teardown,
     process_group,
@@ -120,11 +121,25 @@ def _step_records(measurements: list[RankMeasurement]) -> str:
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
+def mfu_dtype(spec: WorkerSpec, trainer: Trainer) -> str:
+    """The dtype whose peak MFU divides by, as `cell_peak` chooses it: fp32 runs on TF32
+    units on a GPU where its matmuls (or a conv net's convolutions) may use them."""
+    dtype = PRECISION_DTYPE[spec.cell.precision]
+    if dtype == "fp32" and trainer.device.type == "cuda":
+        tf32 = read_tf32_settings()
+        if tf32.matmul or (trainer.bundle.conv_net and tf32.conv):
+            return "tf32"
+    return dtype
+
+
 def run(spec: WorkerSpec) -> None:
     device = _device(spec)
     with process_group(spec.cell.backend, device):
         trainer = Trainer.build(spec, device)
         mine = measure(trainer, socket.gethostname())
+        mine.measured_peak = read_measured_peak(
+            spec.acceptance_dirs, socket.gethostname(), mfu_dtype(spec, trainer)
+        )
         if spec.profile is not None:  # after the measured windows, outside them
             outcome = capture(trainer, spec.profile, dist.get_rank())
             mine.profile_capture_s = outcome.capture_s

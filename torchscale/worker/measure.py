@@ -26,6 +26,7 @@ from torchscale.telemetry.rank import rank_sampler
 from torchscale.telemetry.sampler import Sampler
 from torchscale.telemetry.window_figures import summarise_rank
 from torchscale.worker.allocator import AllocatorStats, allocator_stats, merge_windows
+from torchscale.worker.measured_peak import MeasuredPeak
 from torchscale.worker.model_parallel import replica_flops
 from torchscale.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
 from torchscale.worker.rank_entry import collective_timeout
@@ -69,6 +70,7 @@ class RankMeasurement:
     # with a synchronised one, in `no_sync_windows`
     no_sync: Window | None = None
     no_sync_windows: list[Window] = field(default_factory=list)
+    measured_peak: MeasuredPeak | None = None  # this rank's node's, for mfu_measured
     flops_per_step: float | None = None
     flops_note: str | None = None
     peak_allocated: int | None = None

@@ -69,3 +69,6 @@ class WorkerSpec(BaseModel):
     steps_path: str
     profile: ProfileSpec | None = None
     inject_delay: list[DelaySpec] = Field(default_factory=list)
+    # where each rank looks for its node's `validate --level perf` report (worker/
+    # measured_peak.py), for MFU against the measured peak; empty: not looked for
+    acceptance_dirs: list[str] = Field(default_factory=list)
