@@ -108,3 +108,12 @@ def test_a_real_cpu_cell_reports_mfu_against_its_nodes_measured_peak(tmp_path: P
     assert abs(compute.mfu_measured - compute.achieved_tflops_per_device / peak) < 1e-12
     assert str(report) in (compute.measured_peak_basis or "")
     assert result.intervals is not None and result.intervals.mfu_measured is not None
+    from torchscale.report.build import ReportOptions, build_report
+    from torchscale.report.model import Table
+    from torchscale.report.sources import read_sources
+
+    report = build_report(read_sources(tmp_path / "mfu"), ReportOptions())
+    tables = [b for s in report.sections for b in s.blocks if isinstance(b, Table)]
+    compute_table = next(t for t in tables if t.id == "efficiency-compute")
+    assert "mfu_measured" in [c.key for c in compute_table.columns]
+    assert compute_table.rows[0]["mfu_measured"] == compute.mfu_measured

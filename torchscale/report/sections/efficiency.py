@@ -68,6 +68,8 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
                 "mfu_low": finite(row["mfu_low"]),
                 "mfu_high": finite(row["mfu_high"]),
                 "mfu_text": mfu_text(row),
+                "measured_peak": compute.measured_peak_tflops_per_device if compute else None,
+                "mfu_measured": compute.mfu_measured if compute else None,
             }
         )
         for metric, key in (("MFU", "mfu"), ("achieved TFLOP/s", "achieved_tflops")):
@@ -75,23 +77,36 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
             if value is None:
                 reason = result.unavailable.get(key) or result.unavailable.get("flops")
                 missing.append((metric, ctx.label(row), reason or "not recorded in the result"))
+    columns = [
+        col("cell", "Cell"),
+        col("gpus", units.world, "int"),
+        col("flops_per_step", "FLOPs per step per rank", "float"),
+        col("tflops", "Achieved TFLOP/s per device", "float"),
+        col("peak", "Peak TFLOP/s used", "float"),
+        col("basis", "Peak basis"),
+        col("mfu_text", "MFU ±95 %"),
+    ]
+    note = (
+        "FLOPs counted by FlopCounterMode (forward + backward of one step); achieved = "
+        "FLOPs per step x steps/s over the timed windows; MFU = achieved / the peak dense "
+        "TFLOP/s of the device for the dtype that runs (the basis column says which), ± half "
+        "its 95 % interval (it scales with throughput; older results recorded none)"
+    )
+    if any(r["mfu_measured"] is not None for r in rows):  # a node measured by validate perf
+        columns += [
+            col("measured_peak", "Measured peak TFLOP/s", "float"),
+            col("mfu_measured", "MFU vs measured peak", "ratio_pct"),
+        ]
+        note += (
+            "; MFU vs measured peak = achieved / the best matmul `torchscale validate --level "
+            "perf` measured on the cell's nodes (what the GPU can really do)"
+        )
     table = Table(
         id="efficiency-compute",
         title="Compute: achieved TFLOP/s and MFU",
-        columns=[
-            col("cell", "Cell"),
-            col("gpus", units.world, "int"),
-            col("flops_per_step", "FLOPs per step per rank", "float"),
-            col("tflops", "Achieved TFLOP/s per device", "float"),
-            col("peak", "Peak TFLOP/s used", "float"),
-            col("basis", "Peak basis"),
-            col("mfu_text", "MFU ±95 %"),
-        ],
+        columns=columns,
         rows=rows,
-        note="FLOPs counted by FlopCounterMode (forward + backward of one step); achieved = "
-        "FLOPs per step x steps/s over the timed windows; MFU = achieved / the peak dense "
-        "TFLOP/s of the device for the dtype that runs (the basis column says which), ± half "
-        "its 95 % interval (it scales with throughput; older results recorded none)",
+        note=note,
     )
     items: dict[str, str] = {}
     for metric in ("MFU", "achieved TFLOP/s"):
