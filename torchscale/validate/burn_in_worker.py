@@ -18,6 +18,7 @@ if __name__ == "__main__":
 
     die_with_torchrun()
 
+import contextlib
 import hashlib
 import statistics
 import time
@@ -32,7 +33,8 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.atomic import write_text_atomic
 from torchscale.cell_settings import TelemetryConfig
-from torchscale.telemetry.rank import rank_sampler
+from torchscale.telemetry.nvml_source import uuid_candidates
+from torchscale.telemetry.rank import rank_sampler, torch_uuid
 from torchscale.telemetry.reasons import IGNORED_REASONS, decode_clock_reasons
 from torchscale.telemetry.samples import WindowSamples
 from torchscale.validate.matmul_peak import device_name
@@ -165,9 +167,17 @@ def read_error_counters(device: torch.device) -> tuple[dict[str, int], dict[str,
         import pynvml
 
         pynvml.nvmlInit()
-        uuid = str(torch.cuda.get_device_properties(device).uuid)
-        handle = pynvml.nvmlDeviceGetHandleByUUID(("GPU-" + uuid).encode())
-    except Exception as exc:  # no pynvml, no driver, an older torch without uuid
+        uuid = torch_uuid(device)
+        if uuid is None:
+            return {}, {"error_counters": "this torch reports no UUID for the device"}
+        handle = None
+        for candidate in uuid_candidates(uuid):
+            with contextlib.suppress(Exception):
+                handle = pynvml.nvmlDeviceGetHandleByUUID(candidate)
+                break
+        if handle is None:
+            return {}, {"error_counters": f"NVML has no device with UUID {uuid}"}
+    except Exception as exc:  # no pynvml, no driver
         return {}, {"error_counters": f"NVML unavailable: {type(exc).__name__}: {exc}"}
     counters: dict[str, int] = {}
     missing: dict[str, str] = {}

@@ -42,7 +42,9 @@ from torchscale.worker.rank_entry import (
     read_spec,
 )
 
-INIT_TIMEOUT = timedelta(minutes=2)
+# also every collective's timeout: the others wait at a barrier while rank 0 measures every GPU
+# pair (8 GPUs: 56 pairs, under a minute) and a search may overrun its budget by one probe
+INIT_TIMEOUT = timedelta(minutes=10)
 
 
 class PerfSpec(BaseModel):
