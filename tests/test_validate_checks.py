@@ -1362,7 +1362,13 @@ def test_run_validation_survives_crashing_check(
         ("smoke", Status.SKIP),
     ]
     assert report.ok is False
-    assert report.counts == {Status.PASS: 2, Status.WARN: 0, Status.FAIL: 1, Status.SKIP: 1}
+    assert report.counts == {
+        Status.PASS: 2,
+        Status.WARN: 0,
+        Status.FAIL: 1,
+        Status.SKIP: 1,
+        Status.INFO: 0,
+    }
     assert "NOT ready" in report.verdict
     assert "boom" in report.verdict
 
