@@ -160,7 +160,9 @@ def test_unknown_model_lists_what_exists() -> None:
 
 
 def test_unknown_option_is_refused() -> None:
-    with pytest.raises(ModelError, match=r"does not take option\(s\) d_model; it takes: seq_len"):
+    with pytest.raises(
+        ModelError, match=r"does not take option\(s\) d_model; it takes: dropout, seq_len"
+    ):
         build_model("gpt2", {"d_model": 64})
 
 
@@ -367,3 +369,28 @@ def test_fsdp_units_keep_tied_weights_in_the_root_unit() -> None:
     unit_params = {id(p) for unit in units for p in unit.parameters()}
     tied = [p for p in model.parameters() if p.dim() == 2 and p.shape[0] > 1000]  # embedding
     assert tied and all(id(p) not in unit_params for p in tied)
+
+
+def _dropouts(model: torch.nn.Module) -> set[float]:
+    rates = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+    return rates | {m.attn_dropout for m in model.modules() if hasattr(m, "attn_dropout")}
+
+
+def test_gpt2_trains_without_dropout_unless_a_config_sets_the_published_rate() -> None:
+    """Issue 27: speed references train GPT-2 with no dropout, so the zoo does by default;
+    `dropout: 0.1` is GPT-2 as published. Same weights, same function in eval mode."""
+    torch.manual_seed(0)
+    fast = build_model("tiny-gpt2")
+    published = build_model("tiny-gpt2", {"dropout": 0.1})
+    assert _dropouts(fast.model) == {0.0} and _dropouts(published.model) == {0.1}
+    published.model.load_state_dict(fast.model.state_dict())
+    inputs, _ = fast.make_batch(2, torch.device("cpu"))
+    fast.model.train()
+    published.model.train()
+    assert torch.equal(fast.model(inputs), fast.model(inputs))  # no mask: deterministic
+    assert not torch.equal(published.model(inputs), published.model(inputs))
+    fast.model.eval()
+    published.model.eval()
+    assert torch.equal(fast.model(inputs), published.model(inputs))
+    with pytest.raises(ModelError, match=r"number in \[0, 1\)"):
+        build_model("gpt2", {"dropout": 1.0})

@@ -27,6 +27,9 @@ TRANSFORMER_OPTIONS = frozenset(
     }
 )
 
+# GPT-2s: dropout 0 unless set (speed references train with none); 0.1 is GPT-2 as published
+GPT2_OPTIONS = LM_OPTIONS | {"dropout"}
+
 # name -> architecture options a config may set under `models: [{name: ..., options: {...}}]`
 BUILTIN_MODELS: dict[str, frozenset[str]] = {
     "resnet18": VISION_OPTIONS,
@@ -34,14 +37,14 @@ BUILTIN_MODELS: dict[str, frozenset[str]] = {
     "vit-b16": VISION_OPTIONS,
     "bert-base": LM_OPTIONS,
     "bert-large": LM_OPTIONS,
-    "gpt2": LM_OPTIONS,
-    "gpt2-medium": LM_OPTIONS,
-    "gpt2-large": LM_OPTIONS,
+    "gpt2": GPT2_OPTIONS,
+    "gpt2-medium": GPT2_OPTIONS,
+    "gpt2-large": GPT2_OPTIONS,
     "transformer": TRANSFORMER_OPTIONS,
     # tiny variants: same code paths, sized for tests and CPU demos
     "tiny-mlp": frozenset({"hidden", "layers"}),
     "tiny-cnn": VISION_OPTIONS,
-    "tiny-gpt2": LM_OPTIONS,
+    "tiny-gpt2": GPT2_OPTIONS,
     "tiny-bert": LM_OPTIONS,
     "tiny-transformer": TRANSFORMER_OPTIONS,
 }

@@ -9,7 +9,7 @@ entropy on random token ids.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +19,7 @@ from torchscale.models import training_tasks
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.layers import Block, init_normal
-from torchscale.models.option_values import at_most
+from torchscale.models.option_values import at_most, probability
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
 
@@ -32,7 +32,7 @@ class GPT2Config:
     heads: int  # n_head
     vocab_size: int = 50257
     max_positions: int = 1024  # n_positions
-    dropout: float = 0.1  # resid, embd and attn dropout
+    dropout: float = 0.1  # resid, embd and attn dropout as published (the zoo's default: 0)
     eps: float = 1e-5  # layer_norm_epsilon
 
 
@@ -116,24 +116,34 @@ class GPT2Head(nn.Module):
         return F.linear(self.ln_f(x), self.weight)
 
 
-def gpt2_lm(name: str, cfg: GPT2Config, seq_len: int) -> ModelBundle:
-    """A GPT-2 bundle with next-token loss; `seq_len` must fit the position table."""
+# Dropout in the zoo's GPT-2s unless a config sets it: speed references (nanoGPT's and llm.c's
+# GPT-2 runs) train with 0, and a benchmark of the hardware should not time three dropout
+# masks per block. `dropout: 0.1` is GPT-2 as published.
+DEFAULT_DROPOUT = 0.0
+
+
+def gpt2_lm(
+    name: str, cfg: GPT2Config, seq_len: int, dropout: float = DEFAULT_DROPOUT
+) -> ModelBundle:
+    """A GPT-2 bundle with next-token loss; `seq_len` must fit the position table; `dropout`
+    on the embedding, the residual branches and the attention weights."""
     at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
+    cfg = replace(cfg, dropout=probability(name, "dropout", dropout))
     return training_tasks.language_bundle(
         GPT2(cfg), training_tasks.next_token(cfg.vocab_size, seq_len), seq_len
     )
 
 
-def gpt2(seq_len: int = 1024) -> ModelBundle:
+def gpt2(seq_len: int = 1024, dropout: float = DEFAULT_DROPOUT) -> ModelBundle:
     """GPT-2 small: 124,439,808 parameters."""
-    return gpt2_lm("gpt2", GPT2_SMALL, seq_len)
+    return gpt2_lm("gpt2", GPT2_SMALL, seq_len, dropout)
 
 
-def gpt2_medium(seq_len: int = 1024) -> ModelBundle:
+def gpt2_medium(seq_len: int = 1024, dropout: float = DEFAULT_DROPOUT) -> ModelBundle:
     """GPT-2 medium: 354,823,168 parameters."""
-    return gpt2_lm("gpt2-medium", GPT2_MEDIUM, seq_len)
+    return gpt2_lm("gpt2-medium", GPT2_MEDIUM, seq_len, dropout)
 
 
-def gpt2_large(seq_len: int = 1024) -> ModelBundle:
+def gpt2_large(seq_len: int = 1024, dropout: float = DEFAULT_DROPOUT) -> ModelBundle:
     """GPT-2 large: 774,030,080 parameters."""
-    return gpt2_lm("gpt2-large", GPT2_LARGE, seq_len)
+    return gpt2_lm("gpt2-large", GPT2_LARGE, seq_len, dropout)

@@ -127,7 +127,7 @@ STORED: dict[str, ModelFacts] = {
         forward_flops=291_648_307_200,
         train_flops=874_944_921_600,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 1024},
+        options={"seq_len": 1024, "dropout": 0.0},
         description=(
             "GPT-2 small (12 layers, 768 hidden), LM head tied to the token embedding: "
             "124,439,808 parameters"
@@ -142,7 +142,7 @@ STORED: dict[str, ModelFacts] = {
         forward_flops=826_951_073_792,
         train_flops=2_480_853_221_376,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 1024},
+        options={"seq_len": 1024, "dropout": 0.0},
         description=("GPT-2 medium (24 layers, 1024 hidden), LM head tied: 354,823,168 parameters"),
     ),
     "gpt2-large": ModelFacts(
@@ -154,7 +154,7 @@ STORED: dict[str, ModelFacts] = {
         forward_flops=1_774_570_700_800,
         train_flops=5_323_712_102_400,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 1024},
+        options={"seq_len": 1024, "dropout": 0.0},
         description=("GPT-2 large (36 layers, 1280 hidden), LM head tied: 774,030,080 parameters"),
     ),
     "transformer": ModelFacts(
@@ -214,7 +214,7 @@ STORED: dict[str, ModelFacts] = {
         forward_flops=23_068_672,
         train_flops=69_206_016,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 64},
+        options={"seq_len": 64, "dropout": 0.0},
         description="GPT-2 code, 2 layers of 64, vocab 1,024: 182,016 parameters",
     ),
     "tiny-bert": ModelFacts(

@@ -87,21 +87,21 @@ _INFOS = (
         "gpt2",
         "GPT-2 small (12 layers, 768 hidden), LM head tied to the token embedding: "
         "124,439,808 parameters",
-        {"seq_len": 1024},
+        {"seq_len": 1024, "dropout": gpt2.DEFAULT_DROPOUT},
         gpt2.gpt2,
     ),
     ModelInfo(
         "gpt2-medium",
         "gpt2",
         "GPT-2 medium (24 layers, 1024 hidden), LM head tied: 354,823,168 parameters",
-        {"seq_len": 1024},
+        {"seq_len": 1024, "dropout": gpt2.DEFAULT_DROPOUT},
         gpt2.gpt2_medium,
     ),
     ModelInfo(
         "gpt2-large",
         "gpt2",
         "GPT-2 large (36 layers, 1280 hidden), LM head tied: 774,030,080 parameters",
-        {"seq_len": 1024},
+        {"seq_len": 1024, "dropout": gpt2.DEFAULT_DROPOUT},
         gpt2.gpt2_large,
     ),
     ModelInfo(
@@ -130,7 +130,7 @@ _INFOS = (
         "tiny-gpt2",
         "tiny",
         "GPT-2 code, 2 layers of 64, vocab 1,024: 182,016 parameters",
-        {"seq_len": 64},
+        {"seq_len": 64, "dropout": gpt2.DEFAULT_DROPOUT},
         tiny.tiny_gpt2,
     ),
     ModelInfo(

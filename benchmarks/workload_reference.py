@@ -1,0 +1,171 @@
+"""Is torchscale's GPT-2 workload as fast as a bare loop written for speed? (issue 27)
+
+The reference is a nanoGPT-style GPT written here, independent of torchscale's model code, the
+way speed recipes write it: vocabulary padded to a multiple of 64, no dropout, SDPA with
+`is_causal`, the LM head tied to the token embedding, AdamW fused on CUDA (foreach on CPU), bf16
+autocast on CUDA, `torch.compile` when asked. It trains the same shapes (hidden, layers, heads,
+vocabulary, sequence, batch) as a torchscale cell of the chosen model at world size 1. Both run
+as their own process, ROUNDS rounds taking turns (a shared machine's drift hits both), and the
+script prints each one's tokens/s, the ratio torchscale / reference per round and its median.
+Issue 27's target is a ratio of at least 0.97; the gap before that work is what this measures.
+
+    python benchmarks/workload_reference.py [--model tiny-gpt2|gpt2] [--batch 8] \
+        [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# (hidden, layers, heads, vocab, seq_len) of the torchscale models compared
+SHAPES = {
+    "tiny-gpt2": (64, 2, 4, 1024, 64),
+    "gpt2": (768, 12, 12, 50257, 1024),
+}
+
+
+def reference_tokens_per_s(args: argparse.Namespace) -> float:
+    """The bare loop, in this process: tokens/s over `steps` steps after `warmup`."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    hidden, layers, heads, vocab, seq = SHAPES[args.model]
+    padded = (vocab + 63) // 64 * 64
+    device = torch.device(args.device)
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+            self.qkv, self.proj = nn.Linear(hidden, 3 * hidden), nn.Linear(hidden, hidden)
+            self.fc, self.fc2 = nn.Linear(hidden, 4 * hidden), nn.Linear(4 * hidden, hidden)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, c = x.shape
+            q, k, v = self.qkv(self.ln_1(x)).split(c, dim=2)
+            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
+            return x + self.fc2(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(padded, hidden), nn.Embedding(seq, hidden)
+            self.blocks = nn.Sequential(*(Block() for _ in range(layers)))
+            self.ln_f = nn.LayerNorm(hidden)
+
+        def forward(self, idx: torch.Tensor) -> torch.Tensor:
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+            return F.linear(self.ln_f(self.blocks(x)), self.wte.weight)
+
+    model = GPT().to(device)
+    fused = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, **fused)
+    step_model = torch.compile(model) if args.compile else model
+    tokens = torch.randint(0, vocab, (args.batch, seq + 1), device=device)
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+    def step() -> None:
+        with autocast:
+            logits = step_model(inputs)
+        # the pad logits can never be a target: the loss equals the unpadded model's
+        loss = F.cross_entropy(logits[..., :vocab].float().flatten(0, 1), targets.flatten())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for _ in range(args.warmup):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return args.batch * seq * args.steps / (time.perf_counter() - start)
+
+
+def torchscale_tokens_per_s(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> float:
+    """One torchscale cell of the same shapes, world size 1, as a user runs it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "cell.yaml"
+    precision = "bf16" if args.device == "cuda" else "fp32"
+    config.write_text(
+        "experiment_name: ref\n"
+        f"models: [{args.model}]\n"
+        f"batch_sizes: [{args.batch}]\n"
+        "gpu_counts: [1]\n"
+        f"device: {args.device}\n"
+        f"training: {{precision: {precision}, compile: {str(args.compile).lower()}}}\n"
+        f"measurement: {{warmup_steps: {args.warmup}, steps: {args.steps}, repeats: 1, "
+        "comm_overhead: false, flops: false}\n",
+        encoding="utf-8",
+    )
+    out = workdir / "out"
+    subprocess.run(
+        [sys.executable, "-m", "torchscale", "benchmark", "-c", str(config), "-o", str(out), "-q"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    [cell] = (out / "ref" / "cells").glob("*.json")
+    result = json.loads(cell.read_text(encoding="utf-8"))
+    return float(result["throughput"]["tokens_per_s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="tiny-gpt2", choices=sorted(SHAPES))
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--role", default="driver", choices=["driver", "reference"])
+    args = parser.parse_args()
+    if args.role == "reference":
+        print(json.dumps({"tokens_per_s": reference_tokens_per_s(args)}))
+        return
+    threads = str(os.cpu_count() or 1)
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)}
+    workdir = Path(tempfile.mkdtemp(prefix="workload-reference-"))
+    ratios = []
+    for round_ in range(1, args.rounds + 1):
+        done = subprocess.run(
+            [sys.executable, __file__, *sys.argv[1:], "--role", "reference"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        bare = float(json.loads(done.stdout.strip().splitlines()[-1])["tokens_per_s"])
+        ours = torchscale_tokens_per_s(args, workdir / f"round{round_}", env)
+        ratios.append(ours / bare)
+        print(
+            f"round {round_}: reference {bare:,.0f} tokens/s, torchscale {ours:,.0f} tokens/s, "
+            f"ratio {ours / bare:.3f}",
+            flush=True,
+        )
+    print(
+        f"{args.model} b{args.batch} on {args.device}"
+        f"{' (compile)' if args.compile else ''}: median ratio torchscale / reference "
+        f"{statistics.median(ratios):.3f} (rounds {min(ratios):.3f}-{max(ratios):.3f}); "
+        "issue 27's target: >= 0.97"
+    )
+
+
+if __name__ == "__main__":
+    main()
