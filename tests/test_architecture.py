@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
             "schema",
             "collective_facts",
             "step_phases",
+            "flop_convention",
         ],
         1,
     ),

@@ -27,6 +27,7 @@ from torchscale.cell import CellIdentity
 from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
 from torchscale.models import call_model
 from torchscale.worker import measure as measure_module
+from torchscale.worker import trainer as trainer_module
 from torchscale.worker.measure import Window, count_flops, measure
 from torchscale.worker.peaks import Tf32Settings, cell_peak, peak_tflops, read_tf32_settings
 from torchscale.worker.spec import WorkerSpec
@@ -339,7 +340,53 @@ def test_cuda_device_turns_cudnn_benchmark_on(monkeypatch: pytest.MonkeyPatch) -
 # ------------------------------------------------------------------ 3. and 9. torch.compile
 
 
+@pytest.fixture
+def ddp_at_one_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DDP on the 1-rank group, as at any world size (a lone rank trains unwrapped)."""
+    monkeypatch.setattr(trainer_module, "has_peers", lambda: True)
+
+
 @pytest.mark.usefixtures("process_group")
+def test_a_lone_rank_trains_unwrapped_and_says_so() -> None:
+    """World size 1: no DDP (no peer to average with); the step and no_sync still work."""
+    trainer = build(grad_accum_steps=2)
+    assert not isinstance(trainer.eager_model, DistributedDataParallel)
+    assert ddp_module(trainer.model) is None
+    assert trainer.settings["ddp_wrapper"] == trainer_module.NO_DDP_AT_ONE_RANK
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.step(skip_gradient_sync=True)
+    after = list(trainer.model.parameters())
+    assert any(not torch.equal(a, p) for a, p in zip(before, after, strict=True))
+
+
+@pytest.mark.usefixtures("process_group")
+def test_compile_compiles_the_loss_beside_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: the loss runs outside the model's graph, so the trainer compiles it too
+    (inductor fuses cross entropy's fp32 upcast and log-softmax); the eager FLOP step and an
+    uncompiled cell call the bundle's own loss. torch.compile is recorded, not run."""
+    compiled: list[Any] = []
+
+    def record(fn: Any) -> Any:
+        compiled.append(fn)
+        return fn
+
+    monkeypatch.setattr(torch, "compile", record)
+    eager = build(model="tiny-gpt2")
+    assert eager.loss_fn is eager.bundle.loss_fn and not compiled
+    assert eager.settings["loss"] == trainer_module.EAGER_LOSS
+    trainer = build(model="tiny-gpt2", compile=True)
+    assert compiled[-1] is trainer.bundle.loss_fn  # the model first, then its loss
+    assert trainer.settings["loss"] == trainer_module.COMPILED_LOSS
+    calls: list[str] = []
+    monkeypatch.setattr(
+        trainer, "loss_fn", lambda *a: calls.append("compiled") or trainer.bundle.loss_fn(*a)
+    )
+    trainer.step()
+    trainer.step(eager=True)
+    assert calls == ["compiled"]
+
+
+@pytest.mark.usefixtures("process_group", "ddp_at_one_rank")
 def test_no_sync_reaches_ddp_through_the_compiled_wrapper() -> None:
     trainer = build(compile=True, grad_accum_steps=2)  # compiled lazily: nothing runs here
     assert not isinstance(trainer.model, DistributedDataParallel)  # the bug's precondition

@@ -81,9 +81,9 @@ def test_plug_ins_and_options_are_measured_on_demand(monkeypatch: pytest.MonkeyP
 def test_rows_are_what_list_prints() -> None:
     assert list_models() == rows()
     gpt2 = {row["name"]: row for row in rows()}["gpt2"]
-    assert gpt2["parameters"] == 124_439_808
+    assert gpt2["parameters"] == 124_475_904  # the vocabulary padded to 50,304 rows
     assert gpt2["strategies"] == ["ddp", "fsdp", "tp", "pp", "hybrid"]
-    assert gpt2["forward_flops"] == 291_648_307_200  # ../shared/reference/models.md: 291.65 G
+    assert gpt2["forward_flops"] == 291_722_231_808  # padded: the head GEMM has 50,304 rows
     assert list(gpt2)[:7] == [
         "name",
         "family",
@@ -114,3 +114,32 @@ def test_metadata_imports_without_torch() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_published_gpt2_counts_the_reference_flops() -> None:
+    """../shared/reference/models.md: GPT-2 small's forward is 291.65 GFLOP per sample of 1,024
+    tokens as published; the zoo's padded vocabulary adds 47 rows to the head GEMM."""
+    published = measure("gpt2", {"faithful": True})
+    assert published.parameters == 124_439_808
+    assert published.forward_flops == 291_648_307_200
+    padded_head = 2 * 1024 * 768 * 47  # one sample's extra multiply-accumulates, x2
+    assert STORED["gpt2"].forward_flops - published.forward_flops == padded_head
+
+
+def test_gpt2_flops_are_the_stated_mfu_convention() -> None:
+    """torchscale/flop_convention.py: the counted step is 6N + 12LHQT per token with N the
+    matrix weights; nanoGPT's N adds biases and LayerNorm weights (it drops wpe too)."""
+    import torch
+
+    published = measure("gpt2", {"faithful": True})
+    layers, heads, head_size, seq = 12, 12, 64, 1024
+    with torch.device("meta"):
+        model = build_model("gpt2", {"faithful": True}).model
+    matrices = sum(
+        p.numel() for n, p in model.named_parameters() if p.ndim == 2 and n != "wpe.weight"
+    )
+    convention = 6 * matrices + 12 * layers * heads * head_size * seq
+    assert published.train_flops == convention * seq
+    nanogpt_n = parameter_count(model) - model.wpe.weight.numel()
+    nanogpt = 6 * nanogpt_n + 12 * layers * heads * head_size * seq
+    assert 0.999 < published.train_flops / (nanogpt * seq) < 1.0

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from torchscale.catalog import BUILTIN_MODELS
+from torchscale.catalog import BUILTIN_MODELS, WORKLOAD_MODELS
 from torchscale.errors import ModelError, TorchScaleError
 from torchscale.models import (
     BUILTIN,
@@ -61,6 +61,8 @@ OPTION_VALUES: dict[str, Any] = {
     "dim_feedforward": 64,
     "dropout": 0.0,
     "vocab_size": 100,
+    "pad_vocab_to": 128,
+    "faithful": False,
 }
 
 
@@ -82,7 +84,23 @@ def gflops(bundle: ModelBundle, batch: int = 1) -> float:
 
 @pytest.mark.parametrize("name", sorted(REFERENCE_PARAMETERS))
 def test_builtin_parameter_count_matches_reference(name: str) -> None:
-    assert parameter_count(meta_build(name).model) == REFERENCE_PARAMETERS[name]
+    """The published counts are the models as published: GPT-2s and BERTs with
+    `faithful: true`."""
+    options = {"faithful": True} if name in WORKLOAD_MODELS else None
+    assert parameter_count(meta_build(name, options).model) == REFERENCE_PARAMETERS[name]
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    [("gpt2", 47 * 768), ("gpt2-medium", 47 * 1024), ("bert-base", 6 * 768 + 6)],
+)
+def test_the_padded_vocabulary_adds_rows_to_a_multiple_of_64(name: str, extra: int) -> None:
+    """GPT-2's 50,257 tokens padded to 50,304 rows: 47 more per hidden unit; BERT's 30,522 to
+    30,528: 6 more, and 6 entries of the MLM decoder's bias."""
+    count = parameter_count(meta_build(name).model)
+    assert count == REFERENCE_PARAMETERS[name] + extra
+    assert f"{count:,}" in BUILTIN[name].description
+    assert f"{REFERENCE_PARAMETERS[name]:,}" in BUILTIN[name].description
 
 
 @pytest.mark.parametrize(("cfg", "expected"), [(BERT_BASE, 109_482_240), (BERT_LARGE, 335_141_888)])
@@ -105,7 +123,7 @@ def test_tiny_parameter_counts(name: str) -> None:
     assert count < 300_000
 
 
-@pytest.mark.parametrize(("name", "vocab"), [("gpt2", 50257), ("bert-base", 30522)])
+@pytest.mark.parametrize(("name", "vocab"), [("gpt2", 50304), ("bert-base", 30528)])
 def test_output_head_is_tied_to_the_embedding(name: str, vocab: int) -> None:
     model = meta_build(name).model
     vocab_matrices = [n for n, p in model.named_parameters() if p.ndim == 2 and vocab in p.shape]
@@ -161,7 +179,9 @@ def test_unknown_model_lists_what_exists() -> None:
 
 def test_unknown_option_is_refused() -> None:
     with pytest.raises(
-        ModelError, match=r"does not take option\(s\) d_model; it takes: dropout, seq_len"
+        ModelError,
+        match=r"does not take option\(s\) d_model; it takes: dropout, faithful, pad_vocab_to, "
+        r"seq_len",
     ):
         build_model("gpt2", {"d_model": 64})
 
@@ -195,7 +215,7 @@ def test_data_settings_apply_where_accepted_and_options_win() -> None:
 def test_list_models_rows() -> None:
     rows = {row["name"]: row for row in list_models()}
     assert set(rows) == set(BUILTIN)
-    assert rows["gpt2"]["parameters"] == REFERENCE_PARAMETERS["gpt2"]
+    assert rows["gpt2"]["parameters"] == REFERENCE_PARAMETERS["gpt2"] + 47 * 768  # padded
     assert rows["gpt2"]["tokens_per_sample"] == 1024
     assert rows["resnet50"]["input_shape"] == (3, 224, 224)
     assert rows["resnet50"]["tokens_per_sample"] is None
@@ -394,3 +414,110 @@ def test_gpt2_trains_without_dropout_unless_a_config_sets_the_published_rate() -
     assert torch.equal(fast.model(inputs), published.model(inputs))
     with pytest.raises(ModelError, match=r"number in \[0, 1\)"):
         build_model("gpt2", {"dropout": 1.0})
+
+
+def _tied_pair(seq_len: int = 16) -> tuple[ModelBundle, ModelBundle]:
+    """gpt2's shapes cut to one small layer: the published vocabulary (50,257, unpadded) and
+    the zoo's (50,304 rows), the padded one holding the unpadded one's weights."""
+    from dataclasses import replace
+
+    from torchscale.models import gpt2
+
+    small = replace(gpt2.GPT2_SMALL, hidden=32, layers=1, heads=2, max_positions=seq_len)
+    torch.manual_seed(0)
+    published = gpt2.gpt2_lm("gpt2", small, seq_len, faithful=True)
+    padded = gpt2.gpt2_lm("gpt2", small, seq_len, dropout=0.1)
+    state = published.model.state_dict()
+    rows = padded.model.wte.weight.shape[0]
+    assert rows == 50304 and state["wte.weight"].shape[0] == 50257
+    extra = padded.model.state_dict()["wte.weight"][50257:]
+    state["wte.weight"] = torch.cat([state["wte.weight"], extra])
+    padded.model.load_state_dict(state)
+    return published, padded
+
+
+def test_padding_the_vocabulary_leaves_the_loss_and_real_gradients_unchanged() -> None:
+    """Issue 27: the pad logits never reach the loss, so the padded model trains the
+    published one: same loss, same gradient on every real weight, none on the pad rows."""
+    published, padded = _tied_pair()
+    torch.manual_seed(1)
+    inputs, targets = published.make_batch(3, torch.device("cpu"))
+    losses = []
+    for bundle in (published, padded):
+        bundle.model.eval()  # dropout off in both: the same function
+        loss = bundle.loss_fn(bundle.model(inputs), targets)
+        loss.backward()
+        losses.append(loss)
+    assert padded.model(inputs).shape[-1] == 50304
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-6, atol=1e-6)
+    grads = {n: p.grad for n, p in published.model.named_parameters()}
+    for name, param in padded.model.named_parameters():
+        assert param.grad is not None
+        if name == "wte.weight":
+            torch.testing.assert_close(param.grad[:50257], grads[name], rtol=1e-5, atol=1e-7)
+            assert not param.grad[50257:].any(), "the pad rows get no gradient"
+        else:
+            torch.testing.assert_close(param.grad, grads[name], rtol=1e-5, atol=1e-7)
+
+
+def test_faithful_is_gpt2_as_published_and_refuses_what_it_fixes() -> None:
+    """`faithful: true` sets dropout 0.1 and no padding; naming either beside it is an error
+    in the config (one line) and in the builder."""
+    from torchscale.catalog import workload_options
+    from torchscale.cell_settings import ModelSpec
+
+    with torch.device("meta"):
+        model = build_model("tiny-gpt2", {"faithful": True}).model
+    assert _dropouts(model) == {0.1}
+    assert workload_options("gpt2", {}) == {"dropout": 0.0, "pad_vocab_to": 64}
+    assert workload_options("bert-large", {}) == {"dropout": 0.0, "pad_vocab_to": 64}
+    assert workload_options("gpt2", {"faithful": True, "seq_len": 8}) == {
+        "dropout": 0.1,
+        "pad_vocab_to": 1,
+        "seq_len": 8,
+    }
+    assert workload_options("resnet50", {"image_size": 64}) == {"image_size": 64}
+    with pytest.raises(ValueError, match=r"faithful: true is the model as published.*drop dropout"):
+        ModelSpec(name="gpt2", options={"faithful": True, "dropout": 0.0})
+    with pytest.raises(ModelError, match="drop pad_vocab_to or faithful"):
+        build_model("gpt2", {"faithful": True, "pad_vocab_to": 128})
+    with pytest.raises(ModelError, match="must be true or false"):
+        build_model("gpt2", {"faithful": 1})
+
+
+def test_bert_padded_keeps_the_masked_lm_loss_and_real_gradients() -> None:
+    """BERT's padded word embedding, tied decoder and decoder bias: the masked-LM loss and the
+    real rows' gradients are the published model's; the pad rows and bias entries get none."""
+    from dataclasses import replace
+
+    from torchscale.models import bert
+
+    small = replace(bert.BERT_BASE, hidden=32, layers=1, heads=2, intermediate=64)
+    torch.manual_seed(0)
+    published = bert.bert_mlm("bert-base", small, 16, faithful=True)
+    padded = bert.bert_mlm("bert-base", small, 16)
+    state = published.model.state_dict()
+    extra = padded.model.state_dict()
+    for key in ("bert.embeddings.word.weight", "decoder_bias"):
+        assert extra[key].shape[0] == 30528 and state[key].shape[0] == 30522
+        state[key] = torch.cat([state[key], extra[key][30522:]])
+    padded.model.load_state_dict(state)
+    torch.manual_seed(1)
+    inputs, targets = published.make_batch(3, torch.device("cpu"))
+    losses = []
+    for bundle in (published, padded):
+        bundle.model.eval()
+        loss = bundle.loss_fn(bundle.model(inputs), targets)
+        loss.backward()
+        losses.append(loss)
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-6, atol=1e-6)
+    grads = dict(published.model.named_parameters())
+    for name, param in padded.model.named_parameters():
+        assert param.grad is not None
+        real = grads[name].grad
+        assert real is not None
+        if name in ("bert.embeddings.word.weight", "decoder_bias"):
+            torch.testing.assert_close(param.grad[:30522], real, rtol=1e-5, atol=1e-7)
+            assert not param.grad[30522:].any()
+        else:
+            torch.testing.assert_close(param.grad, real, rtol=1e-5, atol=1e-7)

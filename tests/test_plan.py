@@ -413,3 +413,50 @@ def test_hybrid_tp_groups_must_divide_the_ranks_of_a_node() -> None:
     spans = _tp_plan("hybrid", 4)
     assert "would span nodes (2 nodes x 2 ranks)" in (spans[(2, 2)].skip_reason or "")
     assert spans[(2, 4)].skip_reason is None
+
+
+# ------------------------------------------------------------------ the workload's defaults (27)
+
+
+def test_compile_defaults_on_for_cuda_cells_and_off_on_cpu() -> None:
+    """training.compile: null compiles CUDA cells (not pipelines) and leaves CPU cells eager;
+    the resolved value is the cell's, in its definition, and a set value wins."""
+    cpu = build_plan(make_config(gpu_counts=[1]), CPU_BOX)[0]
+    cuda = build_plan(make_config(gpu_counts=[1], device="cuda"), GPU_BOX)[0]
+    assert cpu.training.compile is False and '"compile":false' in cpu.definition
+    assert cuda.training.compile is True and '"compile":true' in cuda.definition
+    eager = build_plan(
+        make_config(gpu_counts=[1], device="cuda", training={"compile": False}), GPU_BOX
+    )
+    assert eager[0].training.compile is False and eager[0].cell.id != cuda.cell.id
+    pipelines = make_config(
+        models=["tiny-gpt2"], gpu_counts=[2], device="cuda", training={"strategy": ["pp"]}
+    )
+    [pp] = build_plan(pipelines, GPU_BOX)
+    assert pp.skip_reason is None and pp.training.compile is False
+
+
+def test_a_cpu_cell_keeps_its_id_from_before_compile_became_auto() -> None:
+    """compile: false was the default: CPU cells' definitions (and so --resume) are unchanged."""
+    assert only_id(make_config(gpu_counts=[1])) == only_id(
+        make_config(gpu_counts=[1], training={"compile": False})
+    )
+
+
+def test_gpt2_cells_carry_the_workload_options_they_train_with() -> None:
+    """The speed-first defaults are in the definition (a result measured with dropout 0.1 and
+    no padding is never resumed as today's workload), and faithful: true is the same cell as
+    the published options written out."""
+    [fast] = build_plan(make_config(models=["tiny-gpt2"], gpu_counts=[1]), CPU_BOX)
+    assert fast.model.options == {"dropout": 0.0, "pad_vocab_to": 64}
+    assert '"pad_vocab_to":64' in fast.definition
+    spec = fast.worker_spec(Path("r.json"), Path("s.jsonl"))
+    assert spec.model.options == {"dropout": 0.0, "pad_vocab_to": 64}
+    faithful = make_config(models=[{"name": "tiny-gpt2", "options": {"faithful": True}}])
+    written = make_config(
+        models=[{"name": "tiny-gpt2", "options": {"dropout": 0.1, "pad_vocab_to": 1}}]
+    )
+    assert ids(build_plan(faithful, CPU_BOX)) == ids(build_plan(written, CPU_BOX))
+    assert ids(build_plan(faithful, CPU_BOX)) != ids(
+        build_plan(make_config(models=["tiny-gpt2"]), CPU_BOX)
+    )

@@ -10,6 +10,7 @@ registry (torchscale.worker) must define exactly these names; a test holds the t
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Literal, get_args
 
 VISION_OPTIONS = frozenset({"image_size", "num_classes"})
@@ -27,16 +28,23 @@ TRANSFORMER_OPTIONS = frozenset(
     }
 )
 
-# GPT-2s: dropout 0 unless set (speed references train with none); 0.1 is GPT-2 as published
-GPT2_OPTIONS = LM_OPTIONS | {"dropout"}
+# The language models of the zoo (GPT-2s, BERTs) train as speed references do unless a config
+# asks for the published model: dropout 0 and the vocabulary padded to a multiple of 64 (its pad
+# logits never reach the loss); `faithful: true` is the model as published (dropout 0.1,
+# vocabulary unpadded). docs/models.md.
+WORKLOAD_OPTIONS = frozenset({"dropout", "pad_vocab_to", "faithful"})
+SPEED_DEFAULTS: dict[str, int | float] = {"dropout": 0.0, "pad_vocab_to": 64}
+PUBLISHED: dict[str, int | float] = {"dropout": 0.1, "pad_vocab_to": 1}
+GPT2_OPTIONS = LM_OPTIONS | WORKLOAD_OPTIONS
+BERT_OPTIONS = LM_OPTIONS | WORKLOAD_OPTIONS
 
 # name -> architecture options a config may set under `models: [{name: ..., options: {...}}]`
 BUILTIN_MODELS: dict[str, frozenset[str]] = {
     "resnet18": VISION_OPTIONS,
     "resnet50": VISION_OPTIONS,
     "vit-b16": VISION_OPTIONS,
-    "bert-base": LM_OPTIONS,
-    "bert-large": LM_OPTIONS,
+    "bert-base": BERT_OPTIONS,
+    "bert-large": BERT_OPTIONS,
     "gpt2": GPT2_OPTIONS,
     "gpt2-medium": GPT2_OPTIONS,
     "gpt2-large": GPT2_OPTIONS,
@@ -45,9 +53,14 @@ BUILTIN_MODELS: dict[str, frozenset[str]] = {
     "tiny-mlp": frozenset({"hidden", "layers"}),
     "tiny-cnn": VISION_OPTIONS,
     "tiny-gpt2": GPT2_OPTIONS,
-    "tiny-bert": LM_OPTIONS,
+    "tiny-bert": BERT_OPTIONS,
     "tiny-transformer": TRANSFORMER_OPTIONS,
 }
+
+# the models that take the workload options
+WORKLOAD_MODELS = frozenset(
+    name for name, options in BUILTIN_MODELS.items() if options >= WORKLOAD_OPTIONS
+)
 
 # "package.module:factory" plugs in a user model (the factory returns model, batch maker, loss)
 PLUGIN_MODEL_PATTERN = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
@@ -63,6 +76,34 @@ Collective = Literal[
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 COLLECTIVES: tuple[Collective, ...] = get_args(Collective)
+
+
+def faithful_conflict(name: str, options: Mapping[str, object]) -> str | None:
+    """Why `options` contradict themselves: `faithful: true` fixes the options it names."""
+    if name not in WORKLOAD_MODELS or not options.get("faithful"):
+        return None
+    clash = sorted(key for key in PUBLISHED if key in options)
+    if not clash:
+        return None
+    return (
+        f"model '{name}': faithful: true is the model as published "
+        f"({', '.join(f'{k} {PUBLISHED[k]}' for k in PUBLISHED)}); "
+        f"drop {' and '.join(clash)} or faithful"
+    )
+
+
+def workload_options(name: str, options: Mapping[str, object]) -> dict[str, object]:
+    """The model options a cell trains with: `options` with the speed-first (or, under
+    `faithful: true`, the published) values of the workload options filled in, and
+    `faithful` itself folded into them. A cell's definition and its worker both use this,
+    so two configs that build the same model give the same cell, and a default that changes
+    changes the cells it shapes (their earlier results are not resumed as the new workload)."""
+    if name not in WORKLOAD_MODELS:
+        return dict(options)
+    faithful = bool(options.get("faithful", False))
+    base = PUBLISHED if faithful else SPEED_DEFAULTS
+    chosen = {key: value for key, value in options.items() if key != "faithful"}
+    return {**base, **chosen}
 
 
 def is_plugin_model(name: str) -> bool:

@@ -33,6 +33,7 @@ from torchscale.catalog import (
     Precision,
     Schedule,
     Strategy,
+    faithful_conflict,
     is_plugin_model,
 )
 from torchscale.suggest import did_you_mean
@@ -221,6 +222,9 @@ class ModelSpec(StrictModel):
         if bad:
             hints = "; ".join(f"'{k}'{did_you_mean(k, allowed)}" for k in bad)
             raise ValueError(f"unknown option(s) for model '{self.name}': {hints}")
+        conflict = faithful_conflict(self.name, self.options)
+        if conflict is not None:
+            raise ValueError(conflict)
         return self
 
     @property
@@ -294,7 +298,11 @@ class TrainingConfig(StrictModel):
     channels_last: bool | None = Field(
         default=None, description="channels_last memory format; null = on for conv nets on CUDA"
     )
-    compile: bool = False
+    compile: bool | None = Field(
+        default=None,
+        description="torch.compile the model (its compile time is reported apart from the "
+        "measured window); null = on for CUDA cells but pipelines, off on CPU",
+    )
     grad_accum_steps: Annotated[int, Field(gt=0), AtMost(MAX_GRAD_ACCUM_STEPS)] = 1
     seed: Annotated[int, Field(ge=0), AtMost(MAX_SEED)] = 0
     ddp: DDPConfig = Field(default_factory=DDPConfig)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchscale.catalog import Precision, Strategy
+from torchscale.catalog import Precision, Strategy, workload_options
 from torchscale.cell import (
     Backend,
     CellIdentity,
@@ -288,6 +288,7 @@ def threads_per_rank(machine: Machine, ranks_per_node: int) -> int:
 
 def _definition(
     config: BenchConfig,
+    training_config: TrainingConfig,
     model: ModelSpec,
     batch_size: int,
     world_size: int,
@@ -306,7 +307,7 @@ def _definition(
     must be left out here while it holds its default, or every earlier result stops matching:
     `training.parallel` (0.8.0) enters only as the mesh of a tp, pp or hybrid cell.
     """
-    training = config.training.model_dump(
+    training = training_config.model_dump(
         mode="json", exclude={"precision", "strategy", "parallel"}
     )
     payload: dict[str, Any] = {
@@ -373,6 +374,15 @@ def _skip_or_warn(
     return None, tuple(warnings)
 
 
+def resolve_compile(compile_: bool | None, device: str, parallel: ParallelShape | None) -> bool:
+    """`training.compile` of one cell: as set, else on for CUDA cells but pipelines (whose
+    schedule calls the stage modules itself) and off on CPU, where inductor's C++ compile
+    takes minutes and its kernels are not what a GPU benchmark runs."""
+    if compile_ is not None:
+        return compile_
+    return device == "cuda" and (parallel is None or parallel.pp == 1)
+
+
 def plan_cell(
     config: BenchConfig,
     machine: Machine,
@@ -384,12 +394,18 @@ def plan_cell(
     parallel: ParallelShape | None = None,
 ) -> PlannedCell:
     """Resolve one cell: identity, definition, launch settings, feasibility."""
+    # the options the model trains with, defaults of the workload included (catalog)
+    model = model.model_copy(update={"options": workload_options(model.name, model.options)})
     device = resolve_device(config, machine)
     backend = resolve_backend(config, device)
     threads = resolve_omp_threads(config, machine)
     world_size = shape.world_size
+    training = config.training.model_copy(
+        update={"compile": resolve_compile(config.training.compile, device, parallel)}
+    )
     definition = _definition(
         config,
+        training,
         model,
         batch_size,
         world_size,
@@ -430,7 +446,7 @@ def plan_cell(
                 shape.nodes,
                 config.training.parallel.tp_across_nodes,
             )
-            or compile_problem(parallel, config.training.compile)
+            or compile_problem(parallel, bool(training.compile))
             or model_problem(
                 strategy,
                 parallel,
@@ -454,7 +470,7 @@ def plan_cell(
         identity,
         model,
         definition,
-        config.training,
+        training,
         config.measurement,
         config.data,
         launch,

@@ -65,9 +65,10 @@ def experiment_store(directory: Path) -> ResultStore:
 
 
 def show_status(directory: Path) -> int:
-    """Each job's state and its cells: done, running, waiting."""
-    require_sbatch()
+    """Each job's state and its cells: done, running, waiting. The directory is checked
+    before Slurm's commands: a typo on a laptop says so, not that sbatch is missing."""
     store = experiment_store(directory)
+    require_sbatch()
     jobs = read_jobs(store).jobs
     states = job_states([j.job_id for j in jobs], os.environ)
     for job in jobs:
@@ -96,8 +97,8 @@ def show_status(directory: Path) -> int:
 
 
 def cancel_jobs(directory: Path) -> int:
-    require_sbatch()
     store = experiment_store(directory)
+    require_sbatch()
     cancelled = cancel_sweep(store, os.environ)
     if not cancelled:
         stdout.print("no job of this sweep is queued or running")

@@ -8,17 +8,23 @@ pooler is never used by the masked-LM loss, and an unused parameter breaks DDP u
 LayerNorm transform, decoder weight tied to the word embeddings, decoder bias of size vocab):
 exactly 109,514,298 (base) / 335,174,458 (large) parameters. `BertModel(config)` here still
 builds the bare encoder with pooler for comparison with the published count.
+
+Those counts are the model as published (`faithful: true`: dropout 0.1, 30,522 rows). By
+default the zoo trains it as speed references do (torchscale/models/workload.py): no dropout,
+and the word embedding, the tied MLM decoder and its bias padded to 30,528 rows (a multiple of
+64; +4,614 parameters for base), the pad logits never reaching the loss.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchscale.models import training_tasks
+from torchscale.models import training_tasks, workload
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.layers import Block, init_normal
@@ -39,6 +45,12 @@ class BertConfig:
     type_vocab_size: int = 2
     dropout: float = 0.1  # hidden and attention dropout
     eps: float = 1e-12  # layer_norm_eps
+    pad_vocab_to: int = 1  # word embedding rows rounded up to a multiple of this (1: none)
+
+    @property
+    def embedding_rows(self) -> int:
+        """Rows of the word embedding and the tied decoder: the vocabulary, padded."""
+        return workload.padded(self.vocab_size, self.pad_vocab_to)
 
 
 BERT_BASE = BertConfig(hidden=768, layers=12, heads=12, intermediate=3072)
@@ -50,7 +62,7 @@ class BertEmbeddings(nn.Module):
 
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
-        self.word = nn.Embedding(cfg.vocab_size, cfg.hidden)
+        self.word = nn.Embedding(cfg.embedding_rows, cfg.hidden)
         self.position = nn.Embedding(cfg.max_positions, cfg.hidden)
         self.token_type = nn.Embedding(cfg.type_vocab_size, cfg.hidden)
         self.ln = nn.LayerNorm(cfg.hidden, eps=cfg.eps)
@@ -107,7 +119,7 @@ class BertForMaskedLM(nn.Module):
         self.bert = BertModel(cfg, add_pooling_layer=False)
         self.transform = nn.Linear(cfg.hidden, cfg.hidden)
         self.transform_ln = nn.LayerNorm(cfg.hidden, eps=cfg.eps)
-        self.decoder_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+        self.decoder_bias = nn.Parameter(torch.zeros(cfg.embedding_rows))
         init_normal(self.transform)
         init_normal(self.transform_ln)
 
@@ -143,20 +155,31 @@ class BertMLMHead(nn.Module):
         return F.linear(h, self.weight, self.decoder_bias)
 
 
-def bert_mlm(name: str, cfg: BertConfig, seq_len: int) -> ModelBundle:
-    """A BertForMaskedLM bundle: random tokens, loss on ~15% of positions."""
+def bert_mlm(
+    name: str,
+    cfg: BertConfig,
+    seq_len: int,
+    dropout: float = workload.DEFAULT_DROPOUT,
+    pad_vocab_to: int = workload.DEFAULT_PAD_VOCAB_TO,
+    faithful: bool = False,
+) -> ModelBundle:
+    """A BertForMaskedLM bundle: random tokens, loss on ~15% of positions; `dropout`,
+    `pad_vocab_to` and `faithful` as for GPT-2 (torchscale/models/workload.py)."""
     at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
+    dropout, pad_vocab_to = workload.resolve(name, dropout, pad_vocab_to, faithful)
+    cfg = replace(cfg, dropout=dropout, pad_vocab_to=pad_vocab_to)
     model = BertForMaskedLM(cfg)
     return training_tasks.language_bundle(
         model, training_tasks.masked_tokens(cfg.vocab_size, seq_len), seq_len
     )
 
 
-def bert_base(seq_len: int = 128) -> ModelBundle:
-    """BERT-base uncased with MLM head (BertForMaskedLM): 109,514,298 parameters."""
-    return bert_mlm("bert-base", BERT_BASE, seq_len)
+def bert_base(seq_len: int = 128, **options: Any) -> ModelBundle:
+    """BERT-base uncased with MLM head (BertForMaskedLM): 109,514,298 parameters as published."""
+    return bert_mlm("bert-base", BERT_BASE, seq_len, **options)
 
 
-def bert_large(seq_len: int = 128) -> ModelBundle:
-    """BERT-large uncased with MLM head (BertForMaskedLM): 335,174,458 parameters."""
-    return bert_mlm("bert-large", BERT_LARGE, seq_len)
+def bert_large(seq_len: int = 128, **options: Any) -> ModelBundle:
+    """BERT-large uncased with MLM head (BertForMaskedLM): 335,174,458 parameters as
+    published."""
+    return bert_mlm("bert-large", BERT_LARGE, seq_len, **options)

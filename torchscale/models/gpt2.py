@@ -1,25 +1,34 @@
 """GPT-2 small, medium and large (vocab 50,257, 1,024 positions, lm_head tied to the embedding).
 
-Exactly 124,439,808 / 354,823,168 / 774,030,080 parameters, the tied matrix counted once, as
-HF's GPT2LMHeadModel. Pre-LN blocks with tanh-approximated GELU ("gelu_new") and causal
-attention through `scaled_dot_product_attention(is_causal=True)`; trained with next-token cross
-entropy on random token ids.
+As published (`faithful: true`): exactly 124,439,808 / 354,823,168 / 774,030,080 parameters,
+the tied matrix counted once, as HF's GPT2LMHeadModel, dropout 0.1. Pre-LN blocks with
+tanh-approximated GELU ("gelu_new") and causal attention through
+`scaled_dot_product_attention(is_causal=True)`; trained with next-token cross entropy on random
+token ids.
+
+By default the zoo trains them as speed references do (nanoGPT, llm.c): no dropout, and the
+token embedding (so the tied output GEMM) padded to a multiple of 64 rows, 50,304 for 50,257
+tokens, a shape the GEMM kernels tile without a ragged edge. The pad rows are never an input,
+and the loss reads only the real tokens' logits, so the loss, and the gradient of every real
+weight, are the unpadded model's (tests/test_models.py); the pad rows add 36,096 parameters
+(47 x 768) to GPT-2 small and their share of the head's FLOPs (0.09 %).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchscale.models import training_tasks
+from torchscale.models import training_tasks, workload
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
 from torchscale.models.layers import Block, init_normal
-from torchscale.models.option_values import at_most, probability
+from torchscale.models.option_values import at_most
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
 
@@ -34,6 +43,12 @@ class GPT2Config:
     max_positions: int = 1024  # n_positions
     dropout: float = 0.1  # resid, embd and attn dropout as published (the zoo's default: 0)
     eps: float = 1e-5  # layer_norm_epsilon
+    pad_vocab_to: int = 1  # token embedding rows rounded up to a multiple of this (1: none)
+
+    @property
+    def embedding_rows(self) -> int:
+        """Rows of the token embedding and output GEMM: the vocabulary, padded."""
+        return workload.padded(self.vocab_size, self.pad_vocab_to)
 
 
 GPT2_SMALL = GPT2Config(hidden=768, layers=12, heads=12)
@@ -46,7 +61,7 @@ class GPT2(nn.Module):
 
     def __init__(self, cfg: GPT2Config) -> None:
         super().__init__()
-        self.wte = nn.Embedding(cfg.vocab_size, cfg.hidden)
+        self.wte = nn.Embedding(cfg.embedding_rows, cfg.hidden)
         self.wpe = nn.Embedding(cfg.max_positions, cfg.hidden)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.Sequential(
@@ -116,34 +131,36 @@ class GPT2Head(nn.Module):
         return F.linear(self.ln_f(x), self.weight)
 
 
-# Dropout in the zoo's GPT-2s unless a config sets it: speed references (nanoGPT's and llm.c's
-# GPT-2 runs) train with 0, and a benchmark of the hardware should not time three dropout
-# masks per block. `dropout: 0.1` is GPT-2 as published.
-DEFAULT_DROPOUT = 0.0
-
-
 def gpt2_lm(
-    name: str, cfg: GPT2Config, seq_len: int, dropout: float = DEFAULT_DROPOUT
+    name: str,
+    cfg: GPT2Config,
+    seq_len: int,
+    dropout: float = workload.DEFAULT_DROPOUT,
+    pad_vocab_to: int = workload.DEFAULT_PAD_VOCAB_TO,
+    faithful: bool = False,
 ) -> ModelBundle:
     """A GPT-2 bundle with next-token loss; `seq_len` must fit the position table; `dropout`
-    on the embedding, the residual branches and the attention weights."""
+    on the embedding, the residual branches and the attention weights; the token embedding
+    padded to a multiple of `pad_vocab_to` rows; `faithful` replaces both by the published
+    values (the registry refuses it next to either)."""
     at_most(name, "seq_len", seq_len, cfg.max_positions, "the model's position embeddings")
-    cfg = replace(cfg, dropout=probability(name, "dropout", dropout))
+    dropout, pad_vocab_to = workload.resolve(name, dropout, pad_vocab_to, faithful)
+    cfg = replace(cfg, dropout=dropout, pad_vocab_to=pad_vocab_to)
     return training_tasks.language_bundle(
         GPT2(cfg), training_tasks.next_token(cfg.vocab_size, seq_len), seq_len
     )
 
 
-def gpt2(seq_len: int = 1024, dropout: float = DEFAULT_DROPOUT) -> ModelBundle:
-    """GPT-2 small: 124,439,808 parameters."""
-    return gpt2_lm("gpt2", GPT2_SMALL, seq_len, dropout)
+def gpt2(seq_len: int = 1024, **options: Any) -> ModelBundle:
+    """GPT-2 small: 124,439,808 parameters as published."""
+    return gpt2_lm("gpt2", GPT2_SMALL, seq_len, **options)
 
 
-def gpt2_medium(seq_len: int = 1024, dropout: float = DEFAULT_DROPOUT) -> ModelBundle:
-    """GPT-2 medium: 354,823,168 parameters."""
-    return gpt2_lm("gpt2-medium", GPT2_MEDIUM, seq_len, dropout)
+def gpt2_medium(seq_len: int = 1024, **options: Any) -> ModelBundle:
+    """GPT-2 medium: 354,823,168 parameters as published."""
+    return gpt2_lm("gpt2-medium", GPT2_MEDIUM, seq_len, **options)
 
 
-def gpt2_large(seq_len: int = 1024, dropout: float = DEFAULT_DROPOUT) -> ModelBundle:
-    """GPT-2 large: 774,030,080 parameters."""
-    return gpt2_lm("gpt2-large", GPT2_LARGE, seq_len, dropout)
+def gpt2_large(seq_len: int = 1024, **options: Any) -> ModelBundle:
+    """GPT-2 large: 774,030,080 parameters as published."""
+    return gpt2_lm("gpt2-large", GPT2_LARGE, seq_len, **options)

@@ -91,71 +91,80 @@ STORED: dict[str, ModelFacts] = {
     "bert-base": ModelFacts(
         family="bert",
         kind="language",
-        parameters=109_514_298,
+        parameters=109_518_912,
         input_shape=(128,),
         tokens_per_sample=128,
-        forward_flops=28_499_116_032,
-        train_flops=85_497_348_096,
-        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 128},
+        forward_flops=28_500_295_680,
+        train_flops=85_500_887_040,
         description=(
             "BERT-base uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the "
-            "word embeddings): 109,514,298 parameters (bare BertModel with pooler: 109,482,240)"
+            "word embeddings): 109,514,298 parameters as published, 109,518,912 with the "
+            "vocabulary padded to 30,528 (bare BertModel with pooler: 109,482,240)"
         ),
+        options={"seq_len": 128, "dropout": 0.0, "pad_vocab_to": 64, "faithful": False},
+        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
     ),
     "bert-large": ModelFacts(
         family="bert",
         kind="language",
-        parameters=335_174_458,
+        parameters=335_180_608,
         input_shape=(128,),
         tokens_per_sample=128,
-        forward_flops=87_189_618_688,
-        train_flops=261_568_856_064,
-        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 128},
+        forward_flops=87_191_191_552,
+        train_flops=261_573_574_656,
         description=(
             "BERT-large uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the"
-            " word embeddings): 335,174,458 parameters (bare BertModel with pooler: 335,141,888)"
+            " word embeddings): 335,174,458 parameters as published, 335,180,608 padded (bare "
+            "BertModel with pooler: 335,141,888)"
         ),
+        options={"seq_len": 128, "dropout": 0.0, "pad_vocab_to": 64, "faithful": False},
+        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
     ),
     "gpt2": ModelFacts(
         family="gpt2",
         kind="language",
-        parameters=124_439_808,
+        parameters=124_475_904,
         input_shape=(1024,),
         tokens_per_sample=1024,
-        forward_flops=291_648_307_200,
-        train_flops=874_944_921_600,
-        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 1024, "dropout": 0.0},
+        forward_flops=291_722_231_808,
+        train_flops=875_166_695_424,
         description=(
             "GPT-2 small (12 layers, 768 hidden), LM head tied to the token embedding: "
-            "124,439,808 parameters"
+            "124,439,808 parameters as published, 124,475,904 with the vocabulary padded to "
+            "50,304"
         ),
+        options={"seq_len": 1024, "dropout": 0.0, "pad_vocab_to": 64, "faithful": False},
+        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
     ),
     "gpt2-medium": ModelFacts(
         family="gpt2",
         kind="language",
-        parameters=354_823_168,
+        parameters=354_871_296,
         input_shape=(1024,),
         tokens_per_sample=1024,
-        forward_flops=826_951_073_792,
-        train_flops=2_480_853_221_376,
+        forward_flops=827_049_639_936,
+        train_flops=2_481_148_919_808,
+        description=(
+            "GPT-2 medium (24 layers, 1024 hidden), LM head tied: 354,823,168 parameters as "
+            "published, 354,871,296 padded"
+        ),
+        options={"seq_len": 1024, "dropout": 0.0, "pad_vocab_to": 64, "faithful": False},
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 1024, "dropout": 0.0},
-        description=("GPT-2 medium (24 layers, 1024 hidden), LM head tied: 354,823,168 parameters"),
     ),
     "gpt2-large": ModelFacts(
         family="gpt2",
         kind="language",
-        parameters=774_030_080,
+        parameters=774_090_240,
         input_shape=(1024,),
         tokens_per_sample=1024,
-        forward_flops=1_774_570_700_800,
-        train_flops=5_323_712_102_400,
+        forward_flops=1_774_693_908_480,
+        train_flops=5_324_081_725_440,
+        description=(
+            "GPT-2 large (36 layers, 1280 hidden), LM head tied: 774,030,080 parameters as "
+            "published, 774,090,240 padded"
+        ),
+        options={"seq_len": 1024, "dropout": 0.0, "pad_vocab_to": 64, "faithful": False},
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 1024, "dropout": 0.0},
-        description=("GPT-2 large (36 layers, 1280 hidden), LM head tied: 774,030,080 parameters"),
     ),
     "transformer": ModelFacts(
         family="transformer",
@@ -213,9 +222,9 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=64,
         forward_flops=23_068_672,
         train_flops=69_206_016,
-        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 64, "dropout": 0.0},
         description="GPT-2 code, 2 layers of 64, vocab 1,024: 182,016 parameters",
+        options={"seq_len": 64, "dropout": 0.0, "pad_vocab_to": 64, "faithful": False},
+        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
     ),
     "tiny-bert": ModelFacts(
         family="tiny",
@@ -225,9 +234,9 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=64,
         forward_flops=23_592_960,
         train_flops=70_778_880,
-        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
-        options={"seq_len": 64},
         description="BertForMaskedLM code, 2 layers of 64, vocab 1,024: 187,456 parameters",
+        options={"seq_len": 64, "dropout": 0.0, "pad_vocab_to": 64, "faithful": False},
+        strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
     ),
     "tiny-transformer": ModelFacts(
         family="tiny",
@@ -256,9 +265,16 @@ STORED: dict[str, ModelFacts] = {
 
 
 def stored(name: str, options: Mapping[str, Any] | None = None) -> ModelFacts | None:
-    """The stored facts of a built-in model at its defaults; None for a plug-in or for options
-    (measure those: `registry.measure`, `strategy_layouts.supported_strategies`)."""
-    return None if options else STORED.get(name)
+    """The stored facts of a built-in model at its defaults (`options` that restate defaults
+    included); None for a plug-in or for other options (measure those: `registry.measure`,
+    `strategy_layouts.supported_strategies`)."""
+    facts = STORED.get(name)
+    if facts is None or any(facts.options.get(k, _ABSENT) != v for k, v in (options or {}).items()):
+        return None
+    return facts
+
+
+_ABSENT = object()
 
 
 def rows() -> list[dict[str, Any]]:

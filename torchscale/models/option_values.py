@@ -44,3 +44,10 @@ def divisible(model: str, option: str, value: int, by: int, why: str) -> int:
             f"model '{model}': option '{option}' = {value} must be a multiple of {by} ({why})"
         )
     return value
+
+
+def switch(model: str, option: str, value: Any) -> bool:
+    """`value` as a bool: true or false, never a number or a string."""
+    if not isinstance(value, bool):
+        raise ModelError(f"model '{model}': option '{option}' must be true or false, got {value!r}")
+    return value

@@ -14,12 +14,12 @@ from typing import Any
 
 import torch
 
-from torchscale.catalog import is_plugin_model
+from torchscale.catalog import faithful_conflict, is_plugin_model, workload_options
 from torchscale.errors import ModelError
-from torchscale.models import bert, gpt2, resnet, tiny, transformer, vit
+from torchscale.models import bert, gpt2, resnet, tiny, transformer, vit, workload
 from torchscale.models.bundle import ModelBundle, call_model
 from torchscale.models.metadata import Measured, rows
-from torchscale.models.option_values import positive_int, probability
+from torchscale.models.option_values import positive_int, probability, switch
 from torchscale.models.plugin import load_plugin
 from torchscale.suggest import did_you_mean
 
@@ -70,38 +70,42 @@ _INFOS = (
         "bert-base",
         "bert",
         "BERT-base uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the "
-        "word embeddings): 109,514,298 parameters (bare BertModel with pooler: 109,482,240)",
-        {"seq_len": 128},
+        "word embeddings): 109,514,298 parameters as published, 109,518,912 with the vocabulary "
+        "padded to 30,528 (bare BertModel with pooler: 109,482,240)",
+        workload.options(128),
         bert.bert_base,
     ),
     ModelInfo(
         "bert-large",
         "bert",
         "BERT-large uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the "
-        "word embeddings): 335,174,458 parameters (bare BertModel with pooler: 335,141,888)",
-        {"seq_len": 128},
+        "word embeddings): 335,174,458 parameters as published, 335,180,608 padded (bare "
+        "BertModel with pooler: 335,141,888)",
+        workload.options(128),
         bert.bert_large,
     ),
     ModelInfo(
         "gpt2",
         "gpt2",
         "GPT-2 small (12 layers, 768 hidden), LM head tied to the token embedding: "
-        "124,439,808 parameters",
-        {"seq_len": 1024, "dropout": gpt2.DEFAULT_DROPOUT},
+        "124,439,808 parameters as published, 124,475,904 with the vocabulary padded to 50,304",
+        workload.options(1024),
         gpt2.gpt2,
     ),
     ModelInfo(
         "gpt2-medium",
         "gpt2",
-        "GPT-2 medium (24 layers, 1024 hidden), LM head tied: 354,823,168 parameters",
-        {"seq_len": 1024, "dropout": gpt2.DEFAULT_DROPOUT},
+        "GPT-2 medium (24 layers, 1024 hidden), LM head tied: 354,823,168 parameters as "
+        "published, 354,871,296 padded",
+        workload.options(1024),
         gpt2.gpt2_medium,
     ),
     ModelInfo(
         "gpt2-large",
         "gpt2",
-        "GPT-2 large (36 layers, 1280 hidden), LM head tied: 774,030,080 parameters",
-        {"seq_len": 1024, "dropout": gpt2.DEFAULT_DROPOUT},
+        "GPT-2 large (36 layers, 1280 hidden), LM head tied: 774,030,080 parameters as "
+        "published, 774,090,240 padded",
+        workload.options(1024),
         gpt2.gpt2_large,
     ),
     ModelInfo(
@@ -130,14 +134,14 @@ _INFOS = (
         "tiny-gpt2",
         "tiny",
         "GPT-2 code, 2 layers of 64, vocab 1,024: 182,016 parameters",
-        {"seq_len": 64, "dropout": gpt2.DEFAULT_DROPOUT},
+        workload.options(64),
         tiny.tiny_gpt2,
     ),
     ModelInfo(
         "tiny-bert",
         "tiny",
         "BertForMaskedLM code, 2 layers of 64, vocab 1,024: 187,456 parameters",
-        {"seq_len": 64},
+        workload.options(64),
         tiny.tiny_bert,
     ),
     ModelInfo(
@@ -187,11 +191,22 @@ def build_model(
     for key, value in (("seq_len", seq_len), ("image_size", image_size)):
         if value is not None and key in resolved:
             resolved[key] = value
-    resolved.update(options)
+    if "faithful" in options:  # checked before workload_options folds it into the others
+        switch(name, "faithful", options["faithful"])
+    conflict = faithful_conflict(name, options)
+    if conflict is not None:
+        raise ModelError(conflict)
+    resolved.update(workload_options(name, options))
     for key, value in resolved.items():
-        check = probability if isinstance(info.defaults[key], float) else positive_int
-        resolved[key] = check(name, key, value)
+        resolved[key] = _checker(info.defaults[key])(name, key, value)
     return info.builder(**resolved)
+
+
+def _checker(default: Any) -> Callable[[str, str, Any], Any]:
+    """The value check of an option, by the type of its default."""
+    if isinstance(default, bool):
+        return switch
+    return probability if isinstance(default, float) else positive_int
 
 
 def parameter_count(model: torch.nn.Module) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 from torchscale.models import training_tasks
 from torchscale.models.bert import BertConfig, bert_mlm
 from torchscale.models.bundle import ModelBundle
-from torchscale.models.gpt2 import DEFAULT_DROPOUT, GPT2Config, gpt2_lm
+from torchscale.models.gpt2 import GPT2Config, gpt2_lm
 from torchscale.models.mlp import MLP
 from torchscale.models.resnet import BasicBlock, ResNet
 from torchscale.models.transformer import seq2seq_transformer
@@ -60,14 +60,16 @@ def tiny_cnn(image_size: int = 32, num_classes: int = 10) -> ModelBundle:
     return training_tasks.vision_bundle(model, image_size, num_classes, conv_net=True)
 
 
-def tiny_gpt2(seq_len: int = 64, dropout: float = DEFAULT_DROPOUT) -> ModelBundle:
-    """GPT-2 code at hidden 64, 2 layers, 4 heads, vocab 1,024, 256 positions."""
-    return gpt2_lm("tiny-gpt2", TINY_GPT2, seq_len, dropout)
+def tiny_gpt2(seq_len: int = 64, **options: Any) -> ModelBundle:
+    """GPT-2 code at hidden 64, 2 layers, 4 heads, vocab 1,024 (a multiple of 64: padding
+    changes nothing), 256 positions."""
+    return gpt2_lm("tiny-gpt2", TINY_GPT2, seq_len, **options)
 
 
-def tiny_bert(seq_len: int = 64) -> ModelBundle:
-    """BertForMaskedLM code at hidden 64, 2 layers, 4 heads, vocab 1,024, 256 positions."""
-    return bert_mlm("tiny-bert", TINY_BERT, seq_len)
+def tiny_bert(seq_len: int = 64, **options: Any) -> ModelBundle:
+    """BertForMaskedLM code at hidden 64, 2 layers, 4 heads, vocab 1,024 (no padding needed),
+    256 positions."""
+    return bert_mlm("tiny-bert", TINY_BERT, seq_len, **options)
 
 
 def tiny_transformer(**options: Any) -> ModelBundle:

@@ -38,14 +38,30 @@ def _token_loss(logits: Any, targets: Any) -> torch.Tensor:
     )
 
 
+def real_vocabulary(vocab_size: int) -> LossFn:
+    """The token loss over the first `vocab_size` logits: a model with a padded vocabulary
+    (torchscale/models/workload.py) gives more logits than tokens, and the pad ones must not
+    enter the softmax, so the loss, and every real weight's gradient, are the unpadded
+    model's and the pad rows get none. Under autocast the slice costs nothing: cross
+    entropy's cast to fp32 copies the logits anyway."""
+
+    def loss_fn(logits: Any, targets: Any) -> torch.Tensor:
+        if logits.shape[-1] > vocab_size:
+            logits = logits[..., :vocab_size]
+        return _token_loss(logits, targets)
+
+    return loss_fn
+
+
 def next_token(vocab_size: int, seq_len: int) -> tuple[MakeBatch, LossFn]:
-    """Causal language modelling: predict token t+1 from tokens up to t."""
+    """Causal language modelling: predict token t+1 from tokens up to t (the loss over the
+    real vocabulary: `real_vocabulary`)."""
 
     def make_batch(batch_size: int, device: torch.device) -> tuple[Any, Any]:
         tokens = torch.randint(0, vocab_size, (batch_size, seq_len + 1), device=device)
         return tokens[:, :-1], tokens[:, 1:]
 
-    return make_batch, _token_loss
+    return make_batch, real_vocabulary(vocab_size)
 
 
 def masked_tokens(
@@ -63,7 +79,7 @@ def masked_tokens(
         targets = torch.where(chosen, tokens, torch.full_like(tokens, IGNORE_INDEX))
         return tokens, targets
 
-    return make_batch, _token_loss
+    return make_batch, real_vocabulary(vocab_size)
 
 
 def sequence_to_sequence(vocab_size: int, seq_len: int) -> tuple[MakeBatch, LossFn]:

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from torchscale.cell import CellIdentity, Status
+from torchscale.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.plan import Plan, PlannedCell
 from torchscale.report.estimates import plus_minus
 from torchscale.report.fit import Column, fit_table
@@ -42,13 +43,6 @@ STATUS_LEVEL: dict[Status, Level] = {
     Status.OOM: "fail",
     Status.TIMEOUT: "fail",
 }
-TABLE_NOTE = (
-    "peak MiB: CUDA peak allocated on GPUs, largest process peak RSS of any rank on CPU; "
-    "samples/s: median of repeats ± half its 95 % interval; comm: exposed transfer share of "
-    "the step (step model), '<x%' when not measurable above noise; scaling '≈100%': linear "
-    "within noise; MFU from the timed windows; '-': not measured here (reasons in "
-    "cells/*.json 'unavailable')"
-)
 
 
 @dataclass(frozen=True)
@@ -345,7 +339,7 @@ COLUMN_NOTES = {
     "scaling": "scaling efficiency, '≈100%' linear within noise",
     "comm": "exposed transfer share of the step (step model), '<x%' when not measurable "
     "above noise",
-    "MFU": "from the timed windows",
+    "MFU": f"from the timed windows, {MFU_CONVENTION_SHORT}",
     "peak MiB": "CUDA peak allocated on GPUs, largest process peak RSS of any rank on CPU",
 }
 TABLE_NOTE_END = "'-': not measured here (reasons in cells/*.json 'unavailable')"

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.cell import CellIdentity, Status
+from torchscale.flop_convention import MFU_CONVENTION
 
 # 1: first release (identity fields at top level, memory.activation_bytes).
 # 2: identity nested as `cell`, status enum, typed `error`, memory.non_static_peak_bytes,
@@ -313,7 +314,7 @@ class Compute(_Model):
     peak_basis: str | None = Field(
         default=None, description="which peak was used: GPU, dtype and why (e.g. TF32 convs)"
     )
-    mfu: float | None
+    mfu: float | None = Field(description="achieved / peak_tflops_per_device; " + MFU_CONVENTION)
     measured_peak_tflops_per_device: float | None = Field(
         default=None,
         description="the best matmul TFLOP/s `validate --level perf` measured on the cell's "

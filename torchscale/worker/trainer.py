@@ -20,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from torchscale.data.input_pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
 from torchscale.models import ModelBundle, build_model, call_model
+from torchscale.models.bundle import LossFn
 from torchscale.worker import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
 from torchscale.worker.phases import PhaseRecorder
@@ -42,6 +43,25 @@ CHANNELS_LAST_FSDP_NOTE = (
     "channels_last 3x3 weight is one); inputs are channels_last, which is enough for cuDNN to "
     "run channels_last convolutions"
 )
+
+
+NO_DDP_AT_ONE_RANK = (
+    "none: at world size 1 there is no peer to average gradients with, so the model trains "
+    "unwrapped, as a one-GPU training script does (DDP's bucketing and hooks would cost "
+    "5-13 % of a small model's step); scaling efficiency is measured against this baseline"
+)
+
+
+EAGER_LOSS = "the model's loss, eager (cross entropy's fp32 upcast and log-softmax materialised)"
+COMPILED_LOSS = (
+    "the model's loss compiled beside the model (inductor fuses cross entropy's fp32 upcast, "
+    "log-softmax and their backward instead of materialising them)"
+)
+
+
+def has_peers() -> bool:
+    """Whether this rank has any other to average gradients with (DDP wraps only then)."""
+    return dist.get_world_size() > 1
 
 
 def _fused_supported(device: torch.device) -> bool:
@@ -152,6 +172,12 @@ def _wrap(
 ) -> tuple[torch.nn.Module, dict[str, Any]]:
     if spec.cell.strategy == "fsdp":
         return model, _shard(spec, model, device)
+    if not has_peers():
+        return model, {
+            "fsdp_mesh_device": None,
+            "fsdp_mixed_precision": None,
+            "ddp_wrapper": NO_DDP_AT_ONE_RANK,
+        }
     ddp = spec.training.ddp
     options: dict[str, Any] = {
         "device_ids": [device.index] if device.type == "cuda" else None,
@@ -216,6 +242,7 @@ class Trainer:
     delays: RankDelays = NO_DELAYS  # --inject-delay aimed at this rank
     pipeline: Pipeline | None = None  # disk / cifar100: the DataLoader every batch comes from
     runner: PipelineRunner | None = None  # pp, hybrid ddp_pp: runs forward and backward
+    loss_fn: LossFn | None = None  # the bundle's, compiled when the model is (None: as is)
 
     @property
     def eager_model(self) -> torch.nn.Module:
@@ -269,8 +296,12 @@ class Trainer:
             else None,
             "autocast": dtype_name(AUTOCAST_DTYPES.get(spec.cell.precision)),
         }
+        loss_fn = bundle.loss_fn
+        settings["loss"] = EAGER_LOSS
         if spec.training.compile and runner is None:  # the plan skips compile + pipelines
             wrapped = torch.compile(wrapped)  # type: ignore[assignment]
+            loss_fn = torch.compile(bundle.loss_fn)
+            settings["loss"] = COMPILED_LOSS
         optimizer, fused = _optimizer(
             spec, params if params is not None else wrapped.parameters(), device
         )
@@ -301,6 +332,7 @@ class Trainer:
             delays,
             pipeline,
             runner,
+            loss_fn,
         )
 
     def close(self) -> None:
@@ -341,6 +373,7 @@ class Trainer:
             self._pipeline_step(phases)
             return
         model = self.eager_model if eager else self.model
+        loss_fn = self.bundle.loss_fn if eager or self.loss_fn is None else self.loss_fn
         accum = self.spec.training.grad_accum_steps
         marks = markers.current()
         delays = self.delays
@@ -357,7 +390,7 @@ class Trainer:
             with self.no_sync(skip_gradient_sync or not last):
                 with marks.range(markers.FORWARD):
                     with self.autocast():
-                        loss = self.bundle.loss_fn(call_model(model, inputs), targets)
+                        loss = loss_fn(call_model(model, inputs), targets)
                     if accum > 1:
                         loss = loss / accum
                     if last and delays.any:

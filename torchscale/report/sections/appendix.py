@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 import torchscale
+from torchscale.flop_convention import MFU_CONVENTION
 from torchscale.report.model import (
     REPORT_SCHEMA_VERSION,
     Block,
@@ -103,7 +104,7 @@ METHODOLOGY = [
     (
         "Achieved TFLOP/s, MFU",
         "FlopCounterMode FLOPs per step x steps/s over the timed windows; MFU = achieved / the "
-        "device's peak dense TFLOP/s for the dtype that runs",
+        "device's peak dense TFLOP/s for the dtype that runs. " + MFU_CONVENTION,
     ),
     (
         "Memory",

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.numbers import finite
+from torchscale.flop_convention import MFU_CONVENTION
 from torchscale.report.estimates import NOT_MEASURABLE_OLDER, older_share, plus_minus, value_format
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (
@@ -90,7 +91,8 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
         "FLOPs counted by FlopCounterMode (forward + backward of one step); achieved = "
         "FLOPs per step x steps/s over the timed windows; MFU = achieved / the peak dense "
         "TFLOP/s of the device for the dtype that runs (the basis column says which), ± half "
-        "its 95 % interval (it scales with throughput; older results recorded none)"
+        "its 95 % interval (it scales with throughput; older results recorded none). "
+        + MFU_CONVENTION
     )
     if not any(r["mfu_measured"] is not None for r in rows):
         for r in rows:  # no node measured by validate perf: the table as it always was

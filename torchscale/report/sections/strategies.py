@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.numbers import finite
+from torchscale.flop_convention import MFU_CONVENTION
 from torchscale.report.estimates import compact, older_share
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, ValueFormat
 from torchscale.report.sections.context import Context, col, integer, mfu_text, records, text
@@ -144,7 +145,8 @@ def _table(rows: list[dict[str, Any]]) -> Table:
         "(tensor parallelism: transfer with nothing computing, and waiting for a late peer); "
         "pipelines: 1 - busy / step per stage rank, beside (p-1)/(v*m+p-1); '-': not "
         "measured for that strategy (docs/strategies.md); results of schema 8 give the step "
-        "model's shares ± half their 95 % interval, 'not measurable' inside the noise",
+        "model's shares ± half their 95 % interval, 'not measurable' inside the noise. "
+        + MFU_CONVENTION,
     )
 
 
