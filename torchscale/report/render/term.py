@@ -95,7 +95,12 @@ def _table(block: Table, width: int) -> Iterator[RenderableType]:
         if cells:
             cells[0] = severity_prefix(severity) + cells[0]
         rows.append((cells, SEVERITY_STYLE.get(severity, "")))
-    widths = _widths(block, rows, width)
+    # headers whole where they fit; broken after '/' and '-' only where the table needs it
+    labels = [c.label for c in block.columns]
+    widths = _widths(block, rows, width, labels)
+    if widths is None:
+        labels = [_wrappable(label) for label in labels]
+        widths = _widths(block, rows, width, labels)
     table = RichTable(
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -113,11 +118,9 @@ def _table(block: Table, width: int) -> Iterator[RenderableType]:
             for column, cell in zip(block.columns, cells, strict=True):
                 table.add_row(_text(column.label), _text(cell), style=style)
     else:
-        for column, width in zip(block.columns, widths, strict=True):
+        for column, label, width in zip(block.columns, labels, widths, strict=True):
             # fold: a long cell id or error message wraps, it is never cut with an ellipsis
-            table.add_column(
-                _text(_wrappable(column.label)), justify=column.align, overflow="fold", width=width
-            )
+            table.add_column(_text(label), justify=column.align, overflow="fold", width=width)
         for cells, style in rows:
             table.add_row(*(_text(cell) for cell in cells), style=style)
     yield table
@@ -130,13 +133,15 @@ def _wrappable(label: str) -> str:
     return re.sub(r"([/-])(?=\w)", r"\1 ", label)
 
 
-def _widths(block: Table, rows: Sequence[tuple[list[str], str]], width: int) -> list[int] | None:
+def _widths(
+    block: Table, rows: Sequence[tuple[list[str], str]], width: int, labels: Sequence[str]
+) -> list[int] | None:
     """Column widths that add up to `width` at most (rich would otherwise size a column by
     its longest word and crop the last columns off the console). Figures (right-aligned
-    columns) keep their whole width; text columns and headers wrap between words, never
-    inside one; text columns share what is left. None: the columns cannot fit so."""
+    columns, and a text column's cells that are figures: '0.3 % ±0.1 %') keep their whole
+    width; text and headers (`labels`) wrap between words, never inside one; text columns
+    share what is left. None: the columns cannot fit so."""
     count = len(block.columns)
-    labels = [_wrappable(c.label) for c in block.columns]
     texts = [i for i, column in enumerate(block.columns) if column.align != "right"]
     widths = []
     natural = []
@@ -145,7 +150,7 @@ def _widths(block: Table, rows: Sequence[tuple[list[str], str]], width: int) -> 
         longest = max((len(cell) for cell in cells), default=1)
         header_word = _longest_word(labels[i])
         if i in texts:
-            widths.append(max([header_word, *(_longest_word(cell) for cell in cells)]))
+            widths.append(max([header_word, *(_unbreakable(cell) for cell in cells)]))
             natural.append(max(longest, len(labels[i])))
         else:
             widths.append(max(header_word, longest))
@@ -163,6 +168,20 @@ def _widths(block: Table, rows: Sequence[tuple[list[str], str]], width: int) -> 
 
 def _longest_word(text: str) -> int:
     return max((len(word) for word in text.split()), default=1)
+
+
+# a figure written as text ('0.3 % ±0.1 %', '<2 %', '≈100 %', '-1.2 ms'): never split
+_NUMBER = r"[<>≈~+±\-\u2212]?\d[\d.,]*"
+_UNIT = r"(?:\s?[A-Za-z%µ]+(?:/[A-Za-z]+)?)?"
+_FIGURE = re.compile(rf"^{_NUMBER}{_UNIT}(?:\s?±\s?{_NUMBER}{_UNIT})?$")
+_LONGEST_FIGURE = 32
+
+
+def _unbreakable(cell: str) -> int:
+    """The narrowest a text cell can be: a figure whole, other text its longest word."""
+    if len(cell) <= _LONGEST_FIGURE and _FIGURE.match(cell):
+        return len(cell)
+    return _longest_word(cell)
 
 
 def _points(series: Series, chart: Chart) -> list[str]:
