@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -20,7 +21,14 @@ from torchscale.comm.comm_result import CommResult
 from torchscale.comm.sweep_launch import store_result
 from torchscale.report.build import build_report, default_title
 from torchscale.report.generate import ReportRequest, generate
-from torchscale.report.model import REPORT_SCHEMA_VERSION, KeyFigures, Report, Table, Text
+from torchscale.report.model import (
+    REPORT_SCHEMA_VERSION,
+    Findings,
+    KeyFigures,
+    Report,
+    Table,
+    Text,
+)
 from torchscale.report.render import markdown
 from torchscale.report.request import ReportOptions
 from torchscale.report.sections.appendix import set_keys
@@ -160,12 +168,12 @@ def test_the_config_price_is_the_price_the_summary_says(tmp_path: Path) -> None:
             cell.write_text(json.dumps(data), encoding="utf-8")
     report = build(tmp_path)
     notes = [f.note or "" for f in figures(report).values() if f.label.startswith("Cost")]
-    assert notes and all("at $3.60 per GPU-hour" in n for n in notes)
+    assert notes and all("at $3.60 per rank-hour" in n for n in notes)  # CPU ranks
     summary = report.section("summary")
     assert summary is not None
     best = next(b for b in summary.blocks if isinstance(b, Table))
-    assert "at $3.60 per GPU-hour" in (best.note or "")
-    assert " - per GPU-hour" not in report.model_dump_json()
+    assert "at $3.60 per rank-hour" in (best.note or "")  # CPU ranks
+    assert " - per rank-hour" not in report.model_dump_json()
 
 
 # ------------------------------------------------------------------------ unreadable inputs
@@ -371,16 +379,29 @@ def test_a_cpu_report_never_counts_ranks_as_gpus(priced: Report) -> None:
                 labels += [block.title, block.x_label or ""]
     assert "CPU ranks" in labels
     assert [label for label in labels if "GPUs" in label or "per GPU" in label] == []
+    # the prose too: notes, texts, key figures' notes (the audit of issue 25 found 'at $2.50
+    # per GPU-hour', 'linear in GPUs', 'batch per GPU' and "a 'GPU' is one rank" in them)
+    prose: list[str] = [f.note or "" for f in figures(priced).values()]
+    for section in priced.sections:
+        for block in section.blocks:
+            if isinstance(block, Text):
+                prose.append(block.text)
+            if isinstance(block, Table) and block.id != "appendix-environment":
+                prose.append(block.note or "")
+                prose += [str(v) for row in block.rows for k, v in row.items() if k == "how"]
+    gpu_words = re.compile(r"GPU-hour|per GPU|in GPUs|GPU count|'GPU'|\bGPUs\b")
+    assert [p for p in prose if gpu_words.search(p)] == []
     notes = [f.note or "" for f in figures(priced).values()]
     assert any("(100 % = linear)" in note for note in notes)
     assert not any("1.0 = linear" in note for note in notes)
 
 
 def test_the_summary_names_cells_by_label_not_by_hashed_id(priced: Report) -> None:
-    """The findings section keeps each finding's source id (to find the file); the summary,
-    read in ten seconds, names the cell as the rest of the report does."""
-    import re
-
+    """The summary, read in ten seconds, and the findings' sources name each cell as the rest
+    of the report does, never by its hashed id."""
+    findings = [b for s in priced.sections for b in s.blocks if isinstance(b, Findings)]
+    sources = [f.source for block in findings for f in block.findings]
+    assert sources and [s for s in sources if re.search(r"__[0-9a-f]{8}", s)] == []
     section = priced.section("summary")
     assert section is not None
     texts = [b.text for b in section.blocks if isinstance(b, Text)]

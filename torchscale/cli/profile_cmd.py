@@ -135,8 +135,10 @@ def _starting(plan: ProfilePlan) -> None:
     for line in plan.notes:
         stderr.print(f"[cyan]note:[/] {escape(line)}")
     if not Verbosity.quiet():
+        from torchscale.report.terminal import cell_name
+
         stderr.print(
-            f"profiling {escape(plan.planned.cell.id)} on {plan.world} rank(s) with "
+            f"profiling {escape(cell_name(plan.planned.cell))} on {plan.world} rank(s) with "
             f"{plan.request.tool} ..."
         )
 

@@ -56,9 +56,10 @@ def _header(report: Report) -> Iterator[RenderableType]:
         yield _prose(severity_prefix(report.headline.severity) + report.headline.text, "bold")
     yield _text(f"generated {report.generated_at} by torchscale {report.torchscale_version}")
     for source in report.sources:
+        cells = f"{source.cells} cell{'' if source.cells == 1 else 's'}"
         yield _text(
             f"{source.role if source.role == 'baseline' else 'source'} {source.name} "
-            f"({source.path}): {source.cells} cells, {source.ok} ok, "
+            f"({source.path}): {cells}, {source.ok} ok, "
             f"{source.failed} failed, {source.skipped} skipped, {source.profiles} profile(s)"
         )
     for item in report.skipped:

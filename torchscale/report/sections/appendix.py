@@ -382,7 +382,7 @@ def build(ctx: Context) -> Section:
             id="appendix-methodology",
             title="How each figure is measured",
             columns=[col("figure", "Figure"), col("how", "How")],
-            rows=[{"figure": f, "how": h} for f, h in METHODOLOGY],
+            rows=[{"figure": f, "how": ctx.units.say(h)} for f, h in METHODOLOGY],
             note="details: docs/methodology.md and docs/profiling.md",
         )
     )

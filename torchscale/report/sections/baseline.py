@@ -478,7 +478,7 @@ def build(ctx: Context) -> Section:
     warning = not_judged_text(comparison)
     if warning is not None:
         blocks.append(Text(text=warning, severity="warn"))
-    blocks.append(Text(text=rule_text(comparison.rule)))
+    blocks.append(Text(text=ctx.units.say(rule_text(comparison.rule))))
     blocks.append(_rule_table(comparison.rule))
     if len(pairs):
         blocks.append(_tested_table(ctx, comparison))

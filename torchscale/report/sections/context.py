@@ -79,6 +79,26 @@ class RankUnits:
     batch: str
     per: str
 
+    _WORDS = (  # GPU wording -> rank wording, longest first
+        ("GPU-hours", "rank-hours"),
+        ("GPU-hour", "rank-hour"),
+        ("GPU counts", "rank counts"),
+        ("GPU count", "rank count"),
+        ("per GPU", "per rank"),
+        ("every GPU", "every rank"),
+        ("a 'GPU' is one rank", "a rank is one process"),
+    )
+
+    def say(self, text: str) -> str:
+        """`text`, written of GPUs, in this report's units: on CPU ranks 'batch per GPU'
+        becomes 'batch per rank', 'GPUs' 'CPU ranks', '$ per GPU-hour' '$ per rank-hour'."""
+        if self.world == "GPUs":
+            return text
+        for gpu, rank in self._WORDS:
+            text = text.replace(gpu, rank)
+        plural = "CPU ranks" if self.world == "CPU ranks" else "ranks"
+        return re.sub(r"\bGPUs\b", plural, text)
+
 
 CELLS_DIR = ResultLayout(Path()).cells_dir.name  # cells/: one result file per cell
 
@@ -203,6 +223,7 @@ class ProfileRef:
 
     @property
     def source(self) -> str:
+        """The profile's key among the report's sources (findings name it by `label`)."""
         return f"profile {self.entry.name}"
 
 

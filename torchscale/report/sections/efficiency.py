@@ -447,21 +447,20 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         col("cell", "Cell"),
         col("gpus", units.world, "int"),
         col("samples_per_s", "Samples/s", "rate"),
-        col("gpu_hours", "GPU-hours / M samples", "float"),
+        col("gpu_hours", units.say("GPU-hours / M samples"), "float"),
         col("cost_samples", "$ / M samples", "money"),
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
         columns[3:3] = [col("tokens_per_s", "Tokens/s", "rate")]
         columns.append(col("cost_tokens", "$ / M tokens", "money"))
     if len(prices) > 1:  # result sets at different prices (machines): each row says its own
-        columns[2:2] = [col("price", "$ / GPU-hour", "money")]
+        columns[2:2] = [col("price", units.say("$ / GPU-hour"), "money")]
         at = "at each result set's price per GPU-hour"
     else:
         at = f"at {fmt(prices[0], 'money')} per GPU-hour"
-    devices = set(pd.Series(priced["device"]).astype(str))
-    note = f"{at}; GPU-hours = GPUs x time (every GPU of the job is paid)"
-    if "cpu" in devices:
-        note += "; on CPU cells a 'GPU' is one rank"
+    note = units.say(f"{at}; GPU-hours = GPUs x time (every GPU of the job is paid)")
+    if units.world == "Ranks":  # GPU and CPU cells in one report
+        note += "; a rank is a GPU on GPU cells and one process on CPU cells"
     return [
         Table(
             id="efficiency-cost",

@@ -62,7 +62,7 @@ def profile_findings(ref: ProfileRef) -> list[Finding]:
             Finding(
                 title=title,
                 cost_pct=item.cost_pct,
-                source=ref.source,
+                source=ref.label,
                 evidence=evidence,
                 recommendation=item.recommendation,
                 severity=severity,
@@ -210,7 +210,7 @@ def _exposed_comm(result: CellResult, label: str, share: float, evidence: list[s
     return Finding(
         title=f"{label}: exposed communication {fmt(share, 'ratio_pct')} of each step",
         cost_pct=share * 100,
-        source=result.cell.id,
+        source=label,
         evidence=evidence,
         recommendation=_comm_advice(result),
         severity=cost_severity(share * 100),
@@ -277,7 +277,7 @@ def data_wait_finding(result: CellResult, label: str) -> Finding | None:
     return Finding(
         title=f"{label}: input pipeline waits {fmt(share, 'ratio_pct')} of each step",
         cost_pct=share * 100,
-        source=result.cell.id,
+        source=label,
         evidence=evidence,
         recommendation=f"Feed the GPUs faster: more DataLoader workers than {workers}, "
         "pin_memory with non-blocking copies, a larger prefetch_factor, faster or local "
@@ -314,7 +314,7 @@ def slowdown_finding(
         title=f"{label}: each rank computes {slowest / before:.2f}x slower than at "
         f"{ranks(base.cell.world_size, base.cell.device)}",
         cost_pct=share * 100,
-        source=cell.id,
+        source=label,
         evidence=[
             f"slowest rank's compute (no_sync) {fmt(slowest, 'seconds')} against "
             f"{fmt(before, 'seconds')} for {base_label}, with the same {cell.batch_size} "
@@ -355,7 +355,7 @@ def throttling_finding(result: CellResult, label: str) -> Finding | None:
     return Finding(
         title=f"{label}: GPU clocks throttled ({', '.join(telemetry.throttle_reasons)})",
         cost_pct=None,
-        source=result.cell.id,
+        source=label,
         evidence=evidence,
         recommendation="The figures were measured below full clocks. Thermal reasons point at "
         "cooling or airflow, SwPowerCap at the power limit (`nvidia-smi -q -d "
@@ -391,7 +391,7 @@ def collect_findings(ctx: Context) -> list[Finding]:
     for ref in ctx.profiles:
         findings += profile_findings(ref)
         if ref.entry.result is not None:
-            found = straggler_finding(ref.entry.result, ref.label, f"{ref.source}, phase timers")
+            found = straggler_finding(ref.entry.result, ref.label, f"{ref.label}, phase timers")
             findings += [found] if found else []
     bases = _weak_bases(ctx)
     for row in records(ctx.ok):
@@ -402,7 +402,7 @@ def collect_findings(ctx: Context) -> list[Finding]:
         findings += [found] if found else []
         if (integer(row["world_size"]) or 0) < 2:
             continue
-        found = straggler_finding(result, label, result.cell.id)
+        found = straggler_finding(result, label, label)
         findings += [found] if found else []
         found = exposed_comm_finding(result, label)
         findings += [found] if found else []

@@ -274,7 +274,7 @@ def _single_sizes(ctx: Context, columns: list[str], table: pd.DataFrame) -> dict
 
 def build(ctx: Context) -> Section:
     """Weak scaling (always labelled as such), strong scaling where the sweep has it."""
-    blocks: list[Block] = [] if ctx.ok.empty else [Text(text=WEAK_TEXT)]
+    blocks: list[Block] = [] if ctx.ok.empty else [Text(text=ctx.units.say(WEAK_TEXT))]
     unavailable: dict[str, str] = {}
     weak_columns = ["experiment", *GROUP_COLUMNS]
     weak = scaling_table(ctx.cells, weak_columns, min_world_sizes=2)
@@ -306,9 +306,9 @@ def build(ctx: Context) -> Section:
     strong = scaling_table(ctx.cells, strong_columns, min_world_sizes=2)
     if not ctx.ok.empty:
         if strong.empty:
-            unavailable["strong scaling"] = NO_STRONG
+            unavailable["strong scaling"] = ctx.units.say(NO_STRONG)
         else:
-            blocks.append(Text(text=STRONG_TEXT))
+            blocks.append(Text(text=ctx.units.say(STRONG_TEXT)))
             rows = _rows(ctx, strong)
             blocks.append(
                 Table(

@@ -27,7 +27,15 @@ from torchscale.analysis.numbers import finite
 from torchscale.flop_convention import MFU_CONVENTION
 from torchscale.report.estimates import compact, older_share
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, ValueFormat
-from torchscale.report.sections.context import Context, col, integer, mfu_text, records, text
+from torchscale.report.sections.context import (
+    Context,
+    RankUnits,
+    col,
+    integer,
+    mfu_text,
+    records,
+    text,
+)
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
 
@@ -117,12 +125,12 @@ def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def _table(rows: list[dict[str, Any]]) -> Table:
+def _table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
     return Table(
         id="strategies-side-by-side",
         title="Strategies side by side (per model, world size, precision and batch)",
         columns=[
-            col("group", "Model, batch, GPUs, precision"),
+            col("group", f"Model, batch, {units.world}, precision"),
             col("layout", "Layout"),
             col("mesh", "Mesh dp x tp x pp"),
             col("global_batch", "Global batch", "int"),
@@ -192,7 +200,7 @@ def build(ctx: Context) -> Section | None:
             "batch (dp x batch): a tensor-parallel group or a pipeline reads one batch, so at "
             "the same world size it processes fewer samples per step than DDP by design."
         ),
-        _table(rows),
+        _table(rows, ctx.units),
     ]
     charts = [
         _chart(

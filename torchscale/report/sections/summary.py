@@ -26,6 +26,7 @@ from torchscale.report.model import (
 )
 from torchscale.report.sections.context import (
     Context,
+    RankUnits,
     col,
     efficiency_severity,
     fmt,
@@ -76,13 +77,13 @@ def priced_cells(ctx: Context) -> pd.DataFrame | None:
     return cost_table(ctx.cells, prices)
 
 
-def price_text(priced: pd.DataFrame) -> str:
+def price_text(priced: pd.DataFrame, units: RankUnits) -> str:
     """'at $2.50 per GPU-hour' (the one price the cells were costed at, from the command line
     or the config's cost.per_gpu_hour), or 'at each result set's price per GPU-hour'."""
     prices = sorted(set(pd.to_numeric(priced["price_per_gpu_hour"]).dropna().astype(float)))
     if len(prices) == 1:
-        return f"at {fmt(prices[0], 'money')} per GPU-hour"
-    return "at each result set's price per GPU-hour"
+        return units.say(f"at {fmt(prices[0], 'money')} per GPU-hour")
+    return units.say("at each result set's price per GPU-hour")
 
 
 def _config(ctx: Context, row: pd.Series) -> str:
@@ -325,8 +326,10 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                     label=f"Cost per million samples: {model}",
                     value=finite(cheapest["cost_per_m_samples"]),
                     format="money",
-                    note=f"cheapest: {_config(ctx, cheapest)}, at "
-                    f"{fmt(finite(cheapest['price_per_gpu_hour']), 'money')} per GPU-hour",
+                    note=ctx.units.say(
+                        f"cheapest: {_config(ctx, cheapest)}, at "
+                        f"{fmt(finite(cheapest['price_per_gpu_hour']), 'money')} per GPU-hour"
+                    ),
                 )
             )
     if priced is None and models:
@@ -401,7 +404,9 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         "95 % interval)"
     )
     if priced is not None:
-        note += f"; best by cost: the lowest cost per million samples {price_text(priced)}"
+        note += (
+            f"; best by cost: the lowest cost per million samples {price_text(priced, ctx.units)}"
+        )
     return Table(
         id="summary-best",
         title="Best configuration per model",
