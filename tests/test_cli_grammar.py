@@ -34,11 +34,7 @@ PUBLISHED_SHORT_FLAGS: dict[str, tuple[set[str], str]] = {
     "-o": (
         {"--output-dir", "--output"},
         "the published CLI reference: benchmark/profile -o/--output-dir DIR, report -o/--output "
-        "FILE",
-    ),
-    "-f": (
-        {"--format", "--step-factor"},
-        "published report -f/--format, and comm's -f as in nccl-tests (-b -e -f -n -w -g -a)",
+        "FILE; report's -o takes a directory too, so -o DIR works in every command",
     ),
 }
 REPORT_COMMANDS = {"torchscale report", "torchscale report generate"}
@@ -222,3 +218,17 @@ def test_old_doubled_layouts_still_read(tmp_path: Path) -> None:
     assert by_name["profile"].profiles, "the old results/profile/profile/<cell> run"
     assert by_name["comm"].comm and by_name[STANDALONE_EXPERIMENT].comm
     assert by_name["v3_fixture"].experiment is not None
+
+
+def test_report_o_takes_a_directory_as_every_command_does(tmp_path: Path) -> None:
+    """`-o DIR` works in every command: report writes DIR/<experiment>_report.<ext> (its
+    published `-o FILE` still names the file)."""
+    out = tmp_path / "reports"
+    out.mkdir()
+    source = FIXTURES / "results_v3"
+    result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", "md", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in out.iterdir()] == ["results_v3_report.md"]  # two experiments
+    named = tmp_path / "mine.md"
+    result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", "md", "-o", str(named)])
+    assert result.exit_code == 0 and named.is_file()

@@ -377,6 +377,12 @@ CASES: list[tuple[str, list[Arg], Any, int]] = [
         2,
     ),
     ("report-bad-format", ["report", "-s", FIXTURES / "results_v3", "-f", "docx"], None, 2),
+    (  # found before any work, as every command's -o is (was 1, after building the report)
+        "report-output-unwritable",
+        ["report", "-s", FIXTURES / "results_v3", "-f", "md", "-o", _blocked],
+        None,
+        2,
+    ),
     # -------------------------------------------------------------- 1: a run that failed
     (
         "comm-import-failed-run",
@@ -385,12 +391,6 @@ CASES: list[tuple[str, list[Arg], Any, int]] = [
         1,
     ),
     ("validate-check-failed", ["validate", "--device", "cpu", "--quick"], _failing_check, 1),
-    (
-        "report-write-failed",
-        ["report", "-s", FIXTURES / "results_v3", "-f", "md", "-o", _blocked],
-        None,
-        1,
-    ),
     # ---------------------------------------------------------------------------- 0: success
     ("list", ["list"], None, 0),
     ("config-schema", ["config", "schema"], None, 0),

@@ -52,7 +52,8 @@ def comm(
         ),
     ] = None,
     step_factor: Annotated[
-        int, typer.Option("--step-factor", "-f", min=2, help="Multiply the size by this.")
+        int,
+        typer.Option("--step-factor", min=2, help="Multiply the size by this (nccl-tests' -f)."),
     ] = 2,
     dtype: Annotated[str, typer.Option(help="float32 | float16 | bfloat16")] = "float32",
     iters: Annotated[int, typer.Option("--iters", "-n", min=1, max=100_000)] = 20,

@@ -39,7 +39,8 @@ OutputOption = Annotated[
     typer.Option(
         "--output",
         "-o",
-        help="Output file (default: <source>/<experiment>_report.<ext>; term: print only).",
+        help="Output file, or a directory to write <experiment>_report.<ext> into (default: "
+        "the source directory; term: print only).",
     ),
 ]
 BaselineOption = Annotated[

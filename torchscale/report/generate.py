@@ -20,6 +20,7 @@ from torchscale.cell import file_safe
 from torchscale.errors import ResultsError, ResultsInputError, UsageError, describe_os_error
 from torchscale.report.model import Report
 from torchscale.report.render import FORMATS, SUFFIX, renderer
+from torchscale.results.store import check_output_dir
 
 if TYPE_CHECKING:
     from torchscale.report.sources import Sources
@@ -113,8 +114,9 @@ def check_request(request: ReportRequest) -> None:
     for price in [request.cost_per_gpu_hour, *request.prices.values()]:
         if price is not None and not price > 0:
             raise UsageError("--cost-per-gpu-hour must be a positive price (e.g. 2.5)")
-    if request.output is not None and request.output.is_dir():
-        raise UsageError(f"--output {request.output} is a directory: give a file name")
+    if request.output is not None:  # its directory must take a file before any work
+        folder = request.output if request.output.is_dir() else request.output.parent
+        check_output_dir(folder, keep=True)
 
 
 def _read_input(path: Path) -> Sources:
@@ -160,6 +162,8 @@ def generate(request: ReportRequest) -> ReportOutcome:
     path = request.output
     if path is None and request.fmt != "term":
         path = default_output(request.source, report, request.fmt)
+    elif path is not None and path.is_dir():  # -o DIR, as every command takes it
+        path = path / default_output(request.source, report, request.fmt).name
     if request.fmt == "md":
         report = report.model_copy(update={"html_report": known_html(request, report, path)})
     built = time.perf_counter()
