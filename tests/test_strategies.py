@@ -232,3 +232,24 @@ def test_a_sweep_over_every_strategy_runs_and_carries_the_strategy_metrics(
     assert rows["fsdp"]["vs_ddp"] == pytest.approx(0.5, abs=0.01)  # half the state per rank
     charts = {b["id"] for b in view["blocks"] if b["type"] == "chart"}
     assert {"strategies-throughput", "strategies-memory"} <= charts
+
+
+def test_throughput_by_layout_goes_on_a_log_axis_when_it_spans_a_decade() -> None:
+    """Seen in a 50-cell report: a linear axis up to ~50k samples/s with most bars squashed
+    near zero. Rates spanning more than 10x are drawn on a log axis, said in the label; memory
+    and shares keep their linear axis. The PDF's chart draws it (a log y axis)."""
+    from torchscale.report.render.svg_charts import chart_svg
+    from torchscale.report.sections.strategies import _chart
+
+    rows = [
+        {"group": "tiny-gpt2 x2", "layout": "ddp", "samples": 50_000.0, "static": 1e6},
+        {"group": "tiny-gpt2 x2", "layout": "pp2", "samples": 900.0, "static": 5e5},
+    ]
+    wide = _chart("t", "Throughput by layout", "samples/s", "rate", rows, "samples")
+    assert wide is not None and wide.y_log and wide.y_label == "samples/s (log scale)"
+    rows[1]["samples"] = 20_000.0
+    narrow = _chart("t", "Throughput by layout", "samples/s", "rate", rows, "samples")
+    assert narrow is not None and not narrow.y_log and narrow.y_label == "samples/s"
+    memory = _chart("m", "Static memory", "bytes per rank", "bytes", rows, "static")
+    assert memory is not None and not memory.y_log
+    assert "<svg" in chart_svg(wide)

@@ -585,6 +585,8 @@ def _figure(chart: Chart) -> Figure:
         _draw_line(ax, chart)
     elif chart.kind == "bar":
         _draw_bars(ax, chart, stacked=False)
+        if chart.y_log:
+            _log_y(ax, chart)
     elif chart.kind == "stacked_bar":
         _draw_bars(ax, chart, stacked=True)
     elif chart.kind == "box":

@@ -36,6 +36,7 @@ from torchscale.report.sections.context import (
     records,
     text,
 )
+from torchscale.report.sections.scaling import spans_decades
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
 
@@ -176,13 +177,17 @@ def _chart(
         line.y.append(float(value))
     if not series:
         return None
+    # rates spanning a decade (a 2-rank and a 64-rank group side by side) go on a log axis,
+    # where the small ones do not flatten into the bottom; said in the axis label
+    log = y_format == "rate" and spans_decades(list(series.values()))
     return Chart(
         id=chart_id,
         title=title,
         kind="bar",
         x_label="layout",
-        y_label=y_label,
+        y_label=f"{y_label} (log scale)" if log else y_label,
         y_format=y_format,
+        y_log=log,
         series=list(series.values()),
     )
 
