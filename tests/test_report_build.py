@@ -374,6 +374,9 @@ def test_baseline_section_against_version_1(report: Report) -> None:
     rule = {r["parameter"]: r["value"] for r in table(report, "baseline-rule").rows}
     assert (rule["alpha"], rule["minimum effect"]) == ("0.05", "5 %")
     assert figures(report, "baseline")["Not enough repeats"].value == 2
+    # no matched cell could be judged: 0 regressions is no pass (amber, and it says so)
+    zero = figures(report, "baseline")["Regressions"]
+    assert zero.value == 0 and zero.severity == "warn" and "0 is no pass" in (zero.note or "")
     one_side = {(r["cell"], r["side"]) for r in table(report, "baseline-one-side").rows}
     assert ("tiny-gpt2 b8 x1 fp32 ddp", "now only") in one_side
     assert ("tests.fault_models:crash b8 x2 fp32 ddp", "baseline only") in one_side

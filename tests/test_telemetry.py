@@ -767,7 +767,8 @@ def test_report_shows_throttling_as_a_finding_and_in_the_telemetry_table(tmp_pat
     ]
     (finding,) = [f for f in findings if "throttled" in f.title]
     assert finding.title.endswith("GPU clocks throttled (HwThermalSlowdown)")
-    assert finding.source == hot and finding.severity == "warn"
+    assert finding.title.startswith(finding.source)  # the cell's label, not its hashed id
+    assert finding.source.startswith("tiny-gpt2 b8 x2") and finding.severity == "warn"
     assert any("HwThermalSlowdown set in 50.0 % of 10 samples" in e for e in finding.evidence)
     bottlenecks = report.section("bottlenecks")
     tables = {b.id: b for b in bottlenecks.blocks if b.type == "table"}
@@ -876,3 +877,33 @@ def test_real_cpu_cell_records_what_else_ran_on_its_host(cpu_cell: CellResult) -
     assert any(w.startswith("busy machine") for w in cpu_cell.warnings) is host.busy
     row = cells_table([cpu_cell]).iloc[0]
     assert row["other_cpu_cores"] == pytest.approx(host.other_cores)
+
+
+def test_a_cpu_report_leaves_out_the_gpu_columns_no_cell_has(tmp_path: Path) -> None:
+    """Issue 25's audit: on CPU ranks the telemetry table printed six GPU columns of '-'.
+    A column no cell has a figure for is left out, and the note names it."""
+    cells = ok_v3_cells()
+    cell_id = next(k for k in cells if "__w2__" in k)
+    result, _, problem = parse_cell_result(cells[cell_id])
+    assert result is not None, problem
+    cpu_only = {
+        "device": "cpu",
+        "gpu_name": None,
+        "gpu_util_pct": None,
+        "gpu_memory_used_bytes": None,
+        "power_w": None,
+        "temperature_c": None,
+        "sm_clock_mhz": None,
+        "energy_j": None,
+        "energy_method": None,
+        "throttled_fraction": None,
+    }
+    ranks = [rank_telemetry(r, **cpu_only) for r in (0, 1)]
+    telemetry, _why, _warnings = combine(ranks, 100, 2, 1000, None)
+    report = report_of(tmp_path, {cell_id: result.model_copy(update={"telemetry": telemetry})})
+    bottlenecks = report.section("bottlenecks")
+    (table,) = [b for b in bottlenecks.blocks if b.type == "table" and b.id.endswith("telemetry")]
+    labels = [c.label for c in table.columns]
+    assert "CPU per rank (mean, 100 % = one core)" in labels
+    assert not [label for label in labels if "GPU" in label or "SM clock" in label], labels
+    assert "no cell has a figure for GPU utilisation (mean), Power per GPU" in (table.note or "")

@@ -116,7 +116,7 @@ def check_request(request: ReportRequest) -> None:
             raise UsageError("--cost-per-gpu-hour must be a positive price (e.g. 2.5)")
     if request.output is not None:  # its directory must take a file before any work
         folder = request.output if request.output.is_dir() else request.output.parent
-        check_output_dir(folder, keep=True)
+        check_output_dir(folder, keep=True, what="the report")
 
 
 def _read_input(path: Path) -> Sources:

@@ -38,7 +38,7 @@ class CellSpec(Protocol):
     def model_dump_json(self, *, indent: int | None = None) -> str: ...
 
 
-def check_output_dir(root: Path, *, keep: bool = True) -> None:
+def check_output_dir(root: Path, *, keep: bool = True, what: str = "results") -> None:
     """Create `root` and prove it is writable (write and remove a probe file) before anything
     runs, so a bad -o fails in one line instead of after the first cell. `keep=False` (a dry
     run) removes again the directories the probe created: the answer is the real run's, and
@@ -55,7 +55,7 @@ def check_output_dir(root: Path, *, keep: bool = True) -> None:
     except OSError as exc:
         where = exc.filename or root
         raise OutputDirError(
-            f"cannot write results to '{root}': {where}: {describe_os_error(exc)}"
+            f"cannot write {what} to '{root}': {where}: {describe_os_error(exc)}"
         ) from None
     finally:
         if not keep:

@@ -387,14 +387,16 @@ def _figures(comparison: Comparison) -> KeyFigures:
     pairs = comparison.pairs
     counts = {verdict: comparison.count(verdict) for verdict in VERDICT_LABELS}
     notes: dict[PairVerdict, str] = {
-        "regression": "by the rule (throughput, step time) or newly failing",
+        "regression": "by the rule (throughput, step time) or newly failing"
+        + ("" if comparison.judged else "; no matched cell could be judged: 0 is no pass"),
         "improvement": "shown, never counted as regressions",
         "no significant change": "judged: no change beyond the rule",
         "busy machine": "load differed, or one run a side on a busy machine",
         "not enough repeats": f"need {comparison.rule.repeats_needed} repeats per side",
     }
     severities: dict[PairVerdict, Severity] = {
-        "regression": "bad" if counts["regression"] else "good",
+        # nothing judged is no pass: amber, not green (as the summary's figure)
+        "regression": "bad" if counts["regression"] else ("good" if comparison.judged else "warn"),
         "improvement": "good" if counts["improvement"] else "info",
         "no significant change": "info",
         "busy machine": "warn" if counts["busy machine"] else "info",

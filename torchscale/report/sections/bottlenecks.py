@@ -416,27 +416,36 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         )
     blocks: list[Block] = []
     if rows:
+        columns = [
+            col("cell", "Cell"),
+            col("gpus", ctx.units.world, "int"),
+            col("gpu_util", "GPU utilisation (mean)", "pct"),
+            col("power", "Power per GPU, W (mean)", "float"),
+            col("temp", "Hottest GPU, C", "float"),
+            col("clock", "SM clock, MHz (mean)", "float"),
+            col("energy", "Energy, J (all GPUs)", "float"),
+            col("per_joule", "Samples per joule", "float"),
+            col("tokens_per_joule", "Tokens per joule", "float"),
+            col("cpu", "CPU per rank (mean, 100 % = one core)", "pct"),
+            col("throttled", "Throttled"),
+        ]
+        # a column no cell has a figure for (the GPU ones on CPU ranks) says nothing: left
+        # out, and named in the note
+        empty = [c for c in columns[2:] if all(row.get(c.key) in (None, "-") for row in rows)]
+        note = (
+            "NVML and psutil sampled in a thread from each window's start to its stop "
+            "(docs/telemetry.md); energy from the GPU's energy counter, or the power samples "
+            "where it has none; '-': not measurable here (reasons in the results)"
+        )
+        if empty:
+            note += "; no cell has a figure for " + ", ".join(c.label for c in empty)
         blocks.append(
             Table(
                 id="bottlenecks-telemetry",
                 title="Telemetry during the measured windows",
-                columns=[
-                    col("cell", "Cell"),
-                    col("gpus", ctx.units.world, "int"),
-                    col("gpu_util", "GPU utilisation (mean)", "pct"),
-                    col("power", "Power per GPU, W (mean)", "float"),
-                    col("temp", "Hottest GPU, C", "float"),
-                    col("clock", "SM clock, MHz (mean)", "float"),
-                    col("energy", "Energy, J (all GPUs)", "float"),
-                    col("per_joule", "Samples per joule", "float"),
-                    col("tokens_per_joule", "Tokens per joule", "float"),
-                    col("cpu", "CPU per rank (mean, 100 % = one core)", "pct"),
-                    col("throttled", "Throttled"),
-                ],
+                columns=[c for c in columns if c not in empty],
                 rows=rows,
-                note="NVML and psutil sampled in a thread from each window's start to its stop "
-                "(docs/telemetry.md); energy from the GPU's energy counter, or the power "
-                "samples where it has none; '-': not measurable here (reasons in the results)",
+                note=note,
             )
         )
     unavailable = {}
