@@ -116,6 +116,20 @@ def test_markdown_is_the_verdict_the_summary_and_a_link_not_the_whole_report() -
     )
 
 
+def test_the_terminal_report_states_hardware_date_and_description() -> None:
+    """The header a stakeholder reads first, in the terminal too (the audit found the
+    description only in HTML, PDF and Markdown)."""
+    report = _with_headline(
+        _in_summary(sample_report()),
+        hardware="8 x H100 80GB HBM3",
+        measured="2026-11-20",
+        description="nightly",
+    )
+    head = term.render(report, 120).decode("utf-8").splitlines()[:6]
+    assert "hardware: 8 x H100 80GB HBM3" in head
+    assert "measured: 2026-11-20" in head and "description: nightly" in head
+
+
 def test_markdown_without_an_html_report_says_how_to_make_one() -> None:
     report = sample_report().model_copy(update={"source_path": "/data/results"})
     text = markdown.render(report).decode("utf-8")

@@ -54,6 +54,13 @@ def _header(report: Report) -> Iterator[RenderableType]:
     yield _text(report.title, "bold")
     if report.headline is not None:
         yield _prose(severity_prefix(report.headline.severity) + report.headline.text, "bold")
+    for label, value in (
+        ("hardware", report.hardware),
+        ("measured", report.measured),
+        ("description", report.description),
+    ):
+        if value:
+            yield _text(f"{label}: {value}")
     yield _text(f"generated {report.generated_at} by torchscale {report.torchscale_version}")
     for source in report.sources:
         cells = f"{source.cells} cell{'' if source.cells == 1 else 's'}"
