@@ -98,7 +98,9 @@ def reference_tokens_per_s(args: argparse.Namespace) -> float:
 
 
 def torchscale_tokens_per_s(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> float:
-    """One torchscale cell of the same shapes, world size 1, as a user runs it."""
+    """One torchscale cell of the same shapes, world size 1, as a user runs it, with the
+    reference's threads (a cell sets its ranks' OMP_NUM_THREADS itself, from the config or
+    the cores, and would otherwise ignore the shell's)."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "cell.yaml"
     precision = "bf16" if args.device == "cuda" else "fp32"
@@ -109,6 +111,7 @@ def torchscale_tokens_per_s(args: argparse.Namespace, workdir: Path, env: dict[s
         "gpu_counts: [1]\n"
         f"device: {args.device}\n"
         f"training: {{precision: {precision}, compile: {str(args.compile).lower()}}}\n"
+        f"launcher: {{omp_num_threads: {env['OMP_NUM_THREADS']}}}\n"
         f"measurement: {{warmup_steps: {args.warmup}, steps: {args.steps}, repeats: 1, "
         "comm_overhead: false, flops: false}\n",
         encoding="utf-8",
@@ -161,7 +164,8 @@ def main() -> None:
         )
     print(
         f"{args.model} b{args.batch} on {args.device}"
-        f"{' (compile)' if args.compile else ''}: median ratio torchscale / reference "
+        f"{' (compile)' if args.compile else ''}, {env['OMP_NUM_THREADS']} thread(s) a side: "
+        "median ratio torchscale / reference "
         f"{statistics.median(ratios):.3f} (rounds {min(ratios):.3f}-{max(ratios):.3f}); "
         "issue 27's target: >= 0.97"
     )
