@@ -232,3 +232,15 @@ def test_report_o_takes_a_directory_as_every_command_does(tmp_path: Path) -> Non
     named = tmp_path / "mine.md"
     result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", "md", "-o", str(named)])
     assert result.exit_code == 0 and named.is_file()
+
+
+def test_report_o_creates_a_directory_named_without_a_suffix(tmp_path: Path) -> None:
+    """`-o ./reports` that does not exist yet is the directory every other command's -o would
+    create, not a file called 'reports' that each format overwrites in turn."""
+    out = tmp_path / "new" / "reports"
+    source = FIXTURES / "results_v3"
+    for fmt in ("md", "json"):
+        result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", fmt, "-o", str(out)])
+        assert result.exit_code == 0, result.output
+    assert out.is_dir()
+    assert sorted(p.name for p in out.iterdir()) == ["results_v3_report.json", "results_v3_report.md"]

@@ -39,8 +39,9 @@ OutputOption = Annotated[
     typer.Option(
         "--output",
         "-o",
-        help="Output file, or a directory to write <experiment>_report.<ext> into (default: "
-        "the source directory; term: print only).",
+        help="Output file (with a suffix: scaling.pdf), or a directory to write "
+        "<experiment>_report.<ext> into (one that exists or a name without a suffix, created; "
+        "default: the source directory; term: print only).",
     ),
 ]
 BaselineOption = Annotated[

@@ -115,8 +115,15 @@ def check_request(request: ReportRequest) -> None:
         if price is not None and not price > 0:
             raise UsageError("--cost-per-gpu-hour must be a positive price (e.g. 2.5)")
     if request.output is not None:  # its directory must take a file before any work
-        folder = request.output if request.output.is_dir() else request.output.parent
+        folder = request.output if names_directory(request.output) else request.output.parent
         check_output_dir(folder, keep=True, what="the report")
+
+
+def names_directory(output: Path) -> bool:
+    """-o DIR or -o FILE: a directory when it is one or has no file suffix (`-o ./reports`
+    is created and takes <experiment>_report.<ext>, as every command's -o takes a
+    directory); a file when it has a suffix (`-o scaling.pdf`, the published form)."""
+    return output.is_dir() or not output.suffix
 
 
 def _read_input(path: Path) -> Sources:
@@ -162,7 +169,7 @@ def generate(request: ReportRequest) -> ReportOutcome:
     path = request.output
     if path is None and request.fmt != "term":
         path = default_output(request.source, report, request.fmt)
-    elif path is not None and path.is_dir():  # -o DIR, as every command takes it
+    elif path is not None and names_directory(path):  # -o DIR, as every command takes it
         path = path / default_output(request.source, report, request.fmt).name
     if request.fmt == "md":
         report = report.model_copy(update={"html_report": known_html(request, report, path)})

@@ -188,9 +188,11 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
                 x_log2=True,
                 y_log=log,
                 series=series,
-                note="dashed, in the colour of its series: ideal linear scaling from the "
-                "smallest GPU count; interval: the 95 % interval of the median over the repeats "
-                "(none with one repeat)",
+                note=ctx.units.say(
+                    "dashed, in the colour of its series: ideal linear scaling from the "
+                    "smallest GPU count; interval: the 95 % interval of the median over the "
+                    "repeats (none with one repeat)"
+                ),
             )
         )
     return charts
