@@ -243,4 +243,7 @@ def test_report_o_creates_a_directory_named_without_a_suffix(tmp_path: Path) -> 
         result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", fmt, "-o", str(out)])
         assert result.exit_code == 0, result.output
     assert out.is_dir()
-    assert sorted(p.name for p in out.iterdir()) == ["results_v3_report.json", "results_v3_report.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "results_v3_report.json",
+        "results_v3_report.md",
+    ]
