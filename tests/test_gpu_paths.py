@@ -363,7 +363,8 @@ def test_a_lone_rank_trains_unwrapped_and_says_so() -> None:
 def test_compile_compiles_the_loss_beside_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 27: the loss runs outside the model's graph, so the trainer compiles it too
     (inductor fuses cross entropy's fp32 upcast and log-softmax); the eager FLOP step and an
-    uncompiled cell call the bundle's own loss. torch.compile is recorded, not run."""
+    uncompiled cell trains with the loss's eager form (the token loss a block at a time:
+    tests/test_token_loss.py). torch.compile is recorded, not run."""
     compiled: list[Any] = []
 
     def record(fn: Any) -> Any:
@@ -372,8 +373,11 @@ def test_compile_compiles_the_loss_beside_the_model(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(torch, "compile", record)
     eager = build(model="tiny-gpt2")
-    assert eager.loss_fn is eager.bundle.loss_fn and not compiled
-    assert eager.settings["loss"] == trainer_module.EAGER_LOSS
+    assert eager.loss_fn == eager.bundle.eager_loss_fn and not compiled
+    assert eager.settings["loss"] == trainer_module.BLOCKWISE_LOSS
+    mlp = build(model="tiny-mlp")  # no eager form: its own loss
+    assert mlp.loss_fn is mlp.bundle.loss_fn
+    assert mlp.settings["loss"] == trainer_module.EAGER_LOSS
     trainer = build(model="tiny-gpt2", compile=True)
     assert compiled[-1] is trainer.bundle.loss_fn  # the model first, then its loss
     assert trainer.settings["loss"] == trainer_module.COMPILED_LOSS
@@ -384,6 +388,33 @@ def test_compile_compiles_the_loss_beside_the_model(monkeypatch: pytest.MonkeyPa
     trainer.step()
     trainer.step(eager=True)
     assert calls == ["compiled"]
+
+
+@pytest.mark.usefixtures("process_group", "ddp_at_one_rank")
+def test_the_blockwise_loss_trains_the_step_the_plain_loss_does() -> None:
+    """Through DDP's hooks and two accumulated micro-batches, a step with the eager blockwise
+    loss (small blocks, so the tiny vocabulary spans several) moves every weight as the plain
+    cross entropy does."""
+    from torchscale.models.token_loss import TokenLoss
+
+    gradients: list[dict[int, torch.Tensor]] = []
+    for blockwise in (False, True):
+        trainer = build(model="tiny-gpt2", grad_accum_steps=2)
+        loss = trainer.bundle.loss_fn
+        assert isinstance(loss, TokenLoss) and loss.vocab_size is not None
+        small = TokenLoss(loss.vocab_size, block_bytes=37 * 4 * loss.vocab_size)
+        trainer.loss_fn = small.eager if blockwise else small
+        seen: dict[int, torch.Tensor] = {}  # each weight's gradient once both micro-batches
+        for index, param in enumerate(trainer.eager_model.parameters()):
+            param.register_post_accumulate_grad_hook(
+                lambda p, i=index, into=seen: into.__setitem__(i, p.grad.detach().clone())
+            )
+        trainer.step()
+        gradients.append(seen)
+    plain, blockwise = gradients
+    assert plain.keys() == blockwise.keys() and len(plain) > 10
+    for index, gradient in plain.items():  # Adam would hide a scale: the gradients, not steps
+        torch.testing.assert_close(blockwise[index], gradient, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.usefixtures("process_group", "ddp_at_one_rank")

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from torchscale.data.model_tasks import Task
-from torchscale.models.training_tasks import IGNORE_INDEX
+from torchscale.models.token_loss import IGNORE_INDEX
 
 LABEL_BYTES = 2
 MASK_BELOW = 38  # mask byte < this: a masked-LM target (38 / 256 = 14.8 %)

@@ -48,6 +48,9 @@ class ModelBundle:
     # plug-in is reported infeasible for tensor / pipeline parallelism
     tp_plan: TpPlan | None = None
     pp_split: PpSplit | None = None
+    # the same loss for cells that run eager, where it is leaner (the language models' token
+    # loss a block at a time: torchscale/models/token_loss.py); None: loss_fn
+    eager_loss_fn: LossFn | None = None
 
     def step_loss(self, inputs: Any, targets: Any) -> torch.Tensor:
         """Forward pass and loss for one batch: the part of a training step the model defines."""

@@ -13,8 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from torchscale.models.bundle import LossFn, MakeBatch, ModelBundle
-
-IGNORE_INDEX = -100  # targets with this value carry no loss (the convention of F.cross_entropy)
+from torchscale.models.token_loss import IGNORE_INDEX, TokenLoss
 
 
 def classification(input_shape: tuple[int, ...], num_classes: int) -> tuple[MakeBatch, LossFn]:
@@ -31,37 +30,15 @@ def classification(input_shape: tuple[int, ...], num_classes: int) -> tuple[Make
     return make_batch, loss_fn
 
 
-def _token_loss(logits: Any, targets: Any) -> torch.Tensor:
-    """Cross entropy over every (batch, position) of `(B, T, V)` logits against `(B, T)` ids."""
-    return F.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX
-    )
-
-
-def real_vocabulary(vocab_size: int) -> LossFn:
-    """The token loss over the first `vocab_size` logits: a model with a padded vocabulary
-    (torchscale/models/workload.py) gives more logits than tokens, and the pad ones must not
-    enter the softmax, so the loss, and every real weight's gradient, are the unpadded
-    model's and the pad rows get none. Under autocast the slice costs nothing: cross
-    entropy's cast to fp32 copies the logits anyway."""
-
-    def loss_fn(logits: Any, targets: Any) -> torch.Tensor:
-        if logits.shape[-1] > vocab_size:
-            logits = logits[..., :vocab_size]
-        return _token_loss(logits, targets)
-
-    return loss_fn
-
-
 def next_token(vocab_size: int, seq_len: int) -> tuple[MakeBatch, LossFn]:
     """Causal language modelling: predict token t+1 from tokens up to t (the loss over the
-    real vocabulary: `real_vocabulary`)."""
+    real vocabulary: `TokenLoss`)."""
 
     def make_batch(batch_size: int, device: torch.device) -> tuple[Any, Any]:
         tokens = torch.randint(0, vocab_size, (batch_size, seq_len + 1), device=device)
         return tokens[:, :-1], tokens[:, 1:]
 
-    return make_batch, real_vocabulary(vocab_size)
+    return make_batch, TokenLoss(vocab_size)
 
 
 def masked_tokens(
@@ -79,7 +56,7 @@ def masked_tokens(
         targets = torch.where(chosen, tokens, torch.full_like(tokens, IGNORE_INDEX))
         return tokens, targets
 
-    return make_batch, real_vocabulary(vocab_size)
+    return make_batch, TokenLoss(vocab_size)
 
 
 def sequence_to_sequence(vocab_size: int, seq_len: int) -> tuple[MakeBatch, LossFn]:
@@ -90,7 +67,7 @@ def sequence_to_sequence(vocab_size: int, seq_len: int) -> tuple[MakeBatch, Loss
         tgt = torch.randint(0, vocab_size, (batch_size, seq_len + 1), device=device)
         return (src, tgt[:, :-1]), tgt[:, 1:]
 
-    return make_batch, _token_loss
+    return make_batch, TokenLoss()
 
 
 def vision_bundle(
@@ -117,6 +94,7 @@ def language_bundle(model: nn.Module, task: tuple[MakeBatch, LossFn], seq_len: i
         model=model,
         make_batch=make_batch,
         loss_fn=loss_fn,
+        eager_loss_fn=loss_fn.eager if isinstance(loss_fn, TokenLoss) else None,
         kind="language",
         tokens_per_sample=seq_len,
         input_shape=(seq_len,),

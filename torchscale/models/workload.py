@@ -4,7 +4,7 @@ vocabulary, and `faithful`, which restores both as published.
 The defaults are the speed references' (catalog.SPEED_DEFAULTS: no dropout, the vocabulary
 padded to a multiple of 64 rows); why, and what each changes, is in docs/models.md. A padded
 model has more logits than tokens; its task's loss reads the real ones only
-(training_tasks.real_vocabulary), so the loss and every real weight's gradient are the unpadded
+(token_loss.TokenLoss), so the loss and every real weight's gradient are the unpadded
 model's.
 """
 

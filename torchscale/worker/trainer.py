@@ -53,6 +53,10 @@ NO_DDP_AT_ONE_RANK = (
 
 
 EAGER_LOSS = "the model's loss, eager (cross entropy's fp32 upcast and log-softmax materialised)"
+BLOCKWISE_LOSS = (
+    "the model's token loss, eager, a block of rows at a time with the gradient formed in "
+    "forward (no fp32 copy of every logit kept; torchscale/models/token_loss.py)"
+)
 COMPILED_LOSS = (
     "the model's loss compiled beside the model (inductor fuses cross entropy's fp32 upcast, "
     "log-softmax and their backward instead of materialising them)"
@@ -242,7 +246,7 @@ class Trainer:
     delays: RankDelays = NO_DELAYS  # --inject-delay aimed at this rank
     pipeline: Pipeline | None = None  # disk / cifar100: the DataLoader every batch comes from
     runner: PipelineRunner | None = None  # pp, hybrid ddp_pp: runs forward and backward
-    loss_fn: LossFn | None = None  # the bundle's, compiled when the model is (None: as is)
+    loss_fn: LossFn | None = None  # the measured steps' loss, eager form or compiled
 
     @property
     def eager_model(self) -> torch.nn.Module:
@@ -296,8 +300,10 @@ class Trainer:
             else None,
             "autocast": dtype_name(AUTOCAST_DTYPES.get(spec.cell.precision)),
         }
-        loss_fn = bundle.loss_fn
-        settings["loss"] = EAGER_LOSS
+        loss_fn = bundle.eager_loss_fn or bundle.loss_fn
+        settings["loss"] = BLOCKWISE_LOSS if bundle.eager_loss_fn else EAGER_LOSS
+        if runner is not None:  # a pipeline's last stage computes the bundle's loss
+            settings["loss"] = EAGER_LOSS
         if spec.training.compile and runner is None:  # the plan skips compile + pipelines
             wrapped = torch.compile(wrapped)  # type: ignore[assignment]
             loss_fn = torch.compile(bundle.loss_fn)
