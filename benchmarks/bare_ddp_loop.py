@@ -1,7 +1,8 @@
 """A bare, minimal DDP training loop: the yardstick torchscale's harness is compared against.
 
 Run under torchrun. Same model code (torchscale's registry), same synthetic batch, same
-optimizer settings as a torchscale cell (AdamW, fused on CUDA; bf16 = autocast, as a DDP cell);
+optimizer settings as a torchscale cell (AdamW, fused; bf16 = autocast, as a DDP cell; no DDP
+wrapper at world size 1, as a cell);
 nothing else: no per-step timers, no FLOP counting, no gathering. Throughput = samples of all
 ranks / barrier-to-barrier wall time (on CUDA, with a synchronize before each barrier).
 """
@@ -44,10 +45,13 @@ def main() -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(rank)
     bundle = build_model(args.model)
-    model = DistributedDataParallel(
-        bundle.model.to(device or "cpu"), device_ids=[device] if device is not None else None
+    module = bundle.model.to(device or "cpu")
+    model = (  # as a cell: a lone rank has no peer, so no DDP wrapper
+        DistributedDataParallel(module, device_ids=[device] if device is not None else None)
+        if world > 1
+        else module
     )
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True if cuda else None)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     inputs, targets = bundle.make_batch(args.batch, device or torch.device("cpu"))
     autocast = (
         torch.autocast(device_type=args.device, dtype=torch.bfloat16)
@@ -62,7 +66,7 @@ def main() -> None:
 
     def step() -> None:
         with autocast:
-            loss = bundle.loss_fn(call_model(model, inputs), targets)
+            loss = (bundle.eager_loss_fn or bundle.loss_fn)(call_model(model, inputs), targets)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

@@ -2,7 +2,7 @@
 
 The reference is a nanoGPT-style GPT written here, independent of torchscale's model code, the
 way speed recipes write it: vocabulary padded to a multiple of 64, no dropout, SDPA with
-`is_causal`, the LM head tied to the token embedding, AdamW fused on CUDA (foreach on CPU), bf16
+`is_causal`, the LM head tied to the token embedding, AdamW fused (CUDA and CPU), bf16
 autocast on CUDA, `torch.compile` when asked. It trains the same shapes (hidden, layers, heads,
 vocabulary, sequence, batch) as a torchscale cell of the chosen model at world size 1. Both run
 as their own process, ROUNDS rounds taking turns (a shared machine's drift hits both), and the
@@ -10,7 +10,7 @@ script prints each one's tokens/s, the ratio torchscale / reference per round an
 Issue 27's target is a ratio of at least 0.97; the gap before that work is what this measures.
 
     python benchmarks/workload_reference.py [--model tiny-gpt2|gpt2] [--batch 8] \
-        [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile]
+        [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] [--no-telemetry]
 """
 
 from __future__ import annotations
@@ -69,8 +69,7 @@ def reference_tokens_per_s(args: argparse.Namespace) -> float:
             return F.linear(self.ln_f(self.blocks(x)), self.wte.weight)
 
     model = GPT().to(device)
-    fused = {"fused": True} if device.type == "cuda" else {"foreach": True}
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, **fused)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)  # CUDA and CPU
     step_model = torch.compile(model) if args.compile else model
     tokens = torch.randint(0, vocab, (args.batch, seq + 1), device=device)
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
@@ -113,7 +112,8 @@ def torchscale_tokens_per_s(args: argparse.Namespace, workdir: Path, env: dict[s
         f"training: {{precision: {precision}, compile: {str(args.compile).lower()}}}\n"
         f"launcher: {{omp_num_threads: {env['OMP_NUM_THREADS']}}}\n"
         f"measurement: {{warmup_steps: {args.warmup}, steps: {args.steps}, repeats: 1, "
-        "comm_overhead: false, flops: false}\n",
+        "comm_overhead: false, flops: false"
+        f"{', telemetry: {enabled: false}' if args.no_telemetry else ''}}}\n",
         encoding="utf-8",
     )
     out = workdir / "out"
@@ -137,6 +137,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument(
+        "--no-telemetry",
+        action="store_true",
+        help="the cell without its telemetry sampler thread (what that thread costs)",
+    )
     parser.add_argument("--role", default="driver", choices=["driver", "reference"])
     args = parser.parse_args()
     if args.role == "reference":

@@ -83,8 +83,8 @@ def _optimizer(
     if spec.training.optimizer == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=0.9), False
     fused = spec.training.fused_optimizer
-    if fused is None:
-        fused = device.type == "cuda" and _fused_supported(device)
+    if fused is None:  # CPU too: +14 % for tiny-gpt2 on 2 cores (docs/models.md)
+        fused = _fused_supported(device)
     if fused and not _fused_supported(device):
         fused = False
     return torch.optim.AdamW(params, lr=lr, fused=fused or None), bool(fused)
