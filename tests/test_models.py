@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from torchscale.catalog import BUILTIN_MODELS, WORKLOAD_MODELS
@@ -521,3 +522,31 @@ def test_bert_padded_keeps_the_masked_lm_loss_and_real_gradients() -> None:
             assert not param.grad[30522:].any()
         else:
             torch.testing.assert_close(param.grad, real, rtol=1e-5, atol=1e-7)
+
+
+def test_the_bf16_path_trains_the_fp32_model_within_bf16s_tolerance() -> None:
+    """Issue 27: the zoo's GPT-2 (padded, eager blockwise loss over blocks of 10 rows) under
+    bf16 autocast computes the fp32 model's loss to bf16's precision and the same gradients
+    in direction: what a bf16 cell trains is the model, only rounder."""
+    from torchscale.models.token_loss import TokenLoss
+
+    _, padded = _tied_pair()
+    padded.model.eval()
+    torch.manual_seed(2)
+    inputs, targets = padded.make_batch(3, torch.device("cpu"))
+    blockwise = TokenLoss(50257, block_bytes=10 * 4 * 50257).eager
+    results = []
+    for bf16 in (False, True):
+        padded.model.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            loss = (blockwise if bf16 else padded.loss_fn)(padded.model(inputs), targets)
+        loss.backward()
+        grads = {n: p.grad.detach().clone() for n, p in padded.model.named_parameters()}
+        results.append((loss.detach(), grads))
+    (fp32_loss, fp32_grads), (bf16_loss, bf16_grads) = results
+    assert bf16_loss.dtype == torch.float32
+    torch.testing.assert_close(bf16_loss, fp32_loss, rtol=2**-7, atol=0)
+    for name, grad in fp32_grads.items():
+        cosine = F.cosine_similarity(bf16_grads[name].flatten(), grad.flatten(), dim=0)
+        assert cosine > 0.99, (name, float(cosine))
+    assert not bf16_grads["wte.weight"][50257:].any(), "the pad rows get no gradient"
