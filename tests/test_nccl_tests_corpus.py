@@ -396,3 +396,63 @@ def test_a_run_cut_after_its_header_is_skipped() -> None:
 def test_times_printed_with_an_exponent() -> None:
     result = read_nccl_tests(CORPUS / "h100_two_nodes_first_run_failed.txt")
     assert result.rows[-2].time_us == 1.6e07 and result.rows[-1].time_us == 1.7e07
+
+
+# --- tables pasted without their column header ----------------------------------------------------
+
+
+def _without_column_headers(text: str) -> str:
+    """The text with every table's column-header line removed (`#  size  count  type ...`),
+    as a paste that kept only the rows (and whatever else was around them) leaves it."""
+    kept = []
+    for line in text.splitlines(keepends=True):
+        body = PREFIX_AND_HASH.sub("", line).split()
+        if body[:3] != ["size", "count", "type"]:
+            kept.append(line)
+    return "".join(kept)
+
+
+PREFIX_AND_HASH = re.compile(r"^(?:\([^)]*\)\s*)?(?:\[\d+,\d+\]<std(?:out|err)>:)?[\s#>]*")
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(n for n, e in EXPECTED.items() if not e.refused and n != "eks_efa_t4_mpirun_tagged.txt"),
+)
+def test_every_corpus_table_reads_the_same_without_its_column_header(name: str) -> None:
+    """The columns of a header-less row come from the row itself (13: nccl-tests 2.x's
+    size count type redop root; 12: redop or root; 11: neither; then #wrong or the older
+    error): every corpus file with its column headers cut imports the same rows, op and ranks
+    as with them, saying where it read the columns from the rows."""
+    source = CORPUS / name
+    with_header = _parse(source.read_text(), name=name)
+    bare = _parse(_without_column_headers(source.read_text()), name=name)
+    assert [s.op for s in bare.summaries] == [s.op for s in with_header.summaries]
+    assert bare.world_size == with_header.world_size
+    assert bare.rows == with_header.rows
+    assert any("no column header: read the table's" in w for w in bare.warnings)
+    assert not any("no column header" in w for w in with_header.warnings)
+
+
+def test_rows_alone_import_with_the_op_from_the_file_name() -> None:
+    """Only the rows of a vendor doc's table (no header, no rank lines, no command, no footer):
+    the op from the file name, the ranks from busbw/algbw, the columns from the rows."""
+    text = _corpus("a3mega_h100_hash_stripped_quoted_cmd.txt")
+    rows = "".join(line for line in text.splitlines(keepends=True) if line.strip()[:1].isdigit())
+    result = _parse(rows, name="all_reduce_perf_16gpu.txt")
+    full = _parse(text)
+    assert [s.op for s in result.summaries] == ["all_reduce"]
+    assert result.world_size == 16 and result.rows == full.rows
+    launch = _first_launch(result)
+    assert launch["inferred"] == {
+        "op": "from the file name all_reduce_perf_16gpu.txt",
+        "ranks": "busbw/algbw = 1.8749 -> 16 (2(n-1)/n)",
+    }
+    assert any("no footer" in w for w in result.warnings)
+
+
+def test_rows_that_fit_no_layout_are_still_refused() -> None:
+    """A row shape nccl-tests never printed (or in-place-only rows, which a cut-off row
+    would look like) is not guessed at."""
+    rows = "8 2 float sum -1 1.0 0.00 0.00 0 1.0\n16 4 float sum -1 1.0 0.00 0.00 0 1.0\n"
+    assert "not nccl-tests output" in _refusal(_parse, rows, name="all_reduce.txt")

@@ -132,6 +132,7 @@ SETTINGS = {
 AVG_FOOTER = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)")
 WRONG_FOOTER = re.compile(r"Out of bounds values\s*:\s*(\d+)")
 INT = re.compile(r"-?\d+")
+DTYPE = re.compile(r"[a-z]+\d*")  # float, half, bfloat16, int8, uint64, double, ...
 
 
 @dataclass(frozen=True)
@@ -333,7 +334,7 @@ def _scan_text(text: str, source: str) -> list[_Run]:
             continue
         commented = line.startswith("#")
         body = line.lstrip("#").strip() if commented else line
-        if _opens_run(body, run):
+        if _opens_run(body, run) or (not commented and _opens_bare_table(body, run)):
             run = _Run(line=number, command=pending)
             pending = None
             runs.append(run)
@@ -383,6 +384,33 @@ def _opens_run(body: str, run: _Run | None) -> bool:
     return False
 
 
+def _opens_bare_table(body: str, run: _Run | None) -> bool:
+    """A table row where no run is open (or the last one ended): a table pasted without
+    nccl-tests' header lines, its own run."""
+    return (run is None or run.ended) and bare_layout(body.split()) is not None
+
+
+def bare_layout(tokens: list[str]) -> _Layout | None:
+    """The columns of a table row printed without its column header, from the row itself:
+    13 columns are nccl-tests 2.x's `size count type redop root`, 12 an older table with a
+    redop (a word) or a root (an integer) but not both, 11 the oldest `size count type`; then
+    `time algbw busbw` and `#wrong` (an integer or N/A) or the older `error` (a deviation) per
+    placement, out-of-place and in-place. None when the row is none of these (in-place-only
+    rows, of trace replay, cannot be told from a cut-off row: they need their header)."""
+    if len(tokens) not in (11, 12, 13) or not (tokens[0].isdigit() and tokens[1].isdigit()):
+        return None
+    if not DTYPE.fullmatch(tokens[2]):
+        return None
+    lead: tuple[str, ...] = ("size", "count", "type")
+    if len(tokens) == 13:
+        lead += ("redop", "root")
+    elif len(tokens) == 12:
+        lead += ("root",) if INT.fullmatch(tokens[3]) else ("redop",)
+    wrong = tokens[len(lead) + 3]
+    group = ("time", "algbw", "busbw", "#wrong" if wrong == "N/A" or wrong.isdigit() else "error")
+    return _Layout(lead=lead, group=group, timestamp=False)
+
+
 def _read_line(run: _Run, body: str, commented: bool, number: int, source: str) -> bool:
     """Read one line into the run; False when it is none of nccl-tests' own lines."""
     if FAILURE.search(body):
@@ -391,6 +419,12 @@ def _read_line(run: _Run, body: str, commented: bool, number: int, source: str) 
         return True
     tokens = body.split()
     is_row = not commented and len(tokens) >= 2 and tokens[0].isdigit() and tokens[1].isdigit()
+    if is_row and run.layout is None and not run.ended and (bare := bare_layout(tokens)):
+        run.layout = bare
+        run.notes.append(
+            f"line {number}: no column header: read the table's {len(tokens)} columns as "
+            f"{' '.join(bare.lead)}, then {' '.join(bare.group)} out-of-place and in-place"
+        )
     if is_row and run.layout is not None and not run.ended:
         _add_row(run, tokens, run.layout, f"{number}", source)
         return True
@@ -755,8 +789,9 @@ def _json_times(start: Any, end: Any) -> tuple[str | None, float | None]:
 
 
 def _usable_runs(runs: list[_Run], source: str) -> tuple[list[_Run], list[str]]:
-    """Runs with rows. When others have rows, a run that died before its table, or whose
-    output stops right after its table header, is skipped with a warning."""
+    """Runs with rows. When others have rows, a run that died before its table, whose output
+    stops right after its table header, or, last in the text, before its table, is skipped
+    with a warning."""
     usable: list[_Run] = []
     skipped: list[str] = []
     others = any(run.rows for run in runs)
@@ -771,6 +806,8 @@ def _usable_runs(runs: list[_Run], source: str) -> tuple[list[_Run], list[str]]:
                 f"a run at line {run.line} stops after its table header, before any row "
                 "(output cut short?)"
             )
+        elif others and index == len(runs) - 1:  # the output ends in its header lines
+            skipped.append(f"a run at line {run.line} stops before its table (output cut short?)")
         else:
             raise _no_rows(run, runs[index + 1] if index + 1 < len(runs) else None, source)
     return usable, skipped
