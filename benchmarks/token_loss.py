@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import torch
 
-from torchscale.models.token_loss import chunked_token_loss, rows_per_block, token_loss
+from torchscale.models.token_loss import blockwise_token_loss, rows_per_block, token_loss
 
 Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -81,7 +81,7 @@ def main() -> None:
     ratios = []
     for round_ in range(1, args.rounds + 1):
         plain = seconds(token_loss, logits, targets, args.repeats)
-        blockwise = seconds(chunked_token_loss, logits, targets, args.repeats)
+        blockwise = seconds(blockwise_token_loss, logits, targets, args.repeats)
         ratios.append(blockwise / plain)
         print(
             f"round {round_}: plain {plain * 1e3:.1f} ms, blockwise {blockwise * 1e3:.1f} ms, "
@@ -89,7 +89,7 @@ def main() -> None:
             flush=True,
         )
     plain_kept = kept_bytes(token_loss, logits, targets)
-    blockwise_kept = kept_bytes(chunked_token_loss, logits, targets)
+    blockwise_kept = kept_bytes(blockwise_token_loss, logits, targets)
     print(
         f"{args.rows} x {args.vocab} {dtype_name} logits on {args.device}, {blocks} block(s): "
         f"time blockwise / plain median {statistics.median(ratios):.3f} "

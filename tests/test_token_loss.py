@@ -13,7 +13,7 @@ from torchscale.models import training_tasks
 from torchscale.models.token_loss import (
     IGNORE_INDEX,
     TokenLoss,
-    chunked_token_loss,
+    blockwise_token_loss,
     rows_per_block,
     token_loss,
 )
@@ -55,7 +55,7 @@ def test_blockwise_loss_and_gradient_equal_cross_entropys_in_fp32(block_rows: in
     assert rows_per_block(VOCAB, block_bytes) == block_rows
 
     def blockwise(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        return chunked_token_loss(x, t, block_bytes)
+        return blockwise_token_loss(x, t, block_bytes)
 
     expected, expected_grad = _loss_and_grad(token_loss, logits, targets, scale=0.25)
     got, got_grad = _loss_and_grad(blockwise, logits, targets, scale=0.25)  # grad accumulation
@@ -72,7 +72,7 @@ def test_blockwise_gradient_is_bf16_within_one_rounding_of_cross_entropys() -> N
     logits, targets = _case(torch.bfloat16)
 
     def blockwise(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        return chunked_token_loss(x, t, 16 * 4 * VOCAB)
+        return blockwise_token_loss(x, t, 16 * 4 * VOCAB)
 
     expected, expected_grad = _loss_and_grad(token_loss, logits, targets)
     got, got_grad = _loss_and_grad(blockwise, logits, targets)
@@ -85,7 +85,7 @@ def test_blockwise_gradient_is_bf16_within_one_rounding_of_cross_entropys() -> N
 def test_all_targets_ignored_gives_zero_not_nan() -> None:
     """A batch with no target at all (cross entropy gives nan) trains nothing: loss 0."""
     logits, targets = _case(torch.float32, ignored=1.0)
-    got, grad = _loss_and_grad(lambda x, t: chunked_token_loss(x, t, 4 * VOCAB), logits, targets)
+    got, grad = _loss_and_grad(lambda x, t: blockwise_token_loss(x, t, 4 * VOCAB), logits, targets)
     assert got.item() == 0.0 and torch.count_nonzero(grad) == 0
 
 
@@ -94,7 +94,7 @@ def test_blockwise_loss_refuses_a_second_backward() -> None:
     is refused rather than silently doubled."""
     logits, targets = _case(torch.float32)
     leaf = logits.requires_grad_(True)
-    value = chunked_token_loss(leaf, targets, 4 * VOCAB)
+    value = blockwise_token_loss(leaf, targets, 4 * VOCAB)
     value.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="one backward per forward"):
         value.backward()
@@ -122,7 +122,7 @@ def test_blockwise_loss_keeps_half_the_bytes_for_backward_under_bf16() -> None:
     the blockwise loss keeps the gradient in the logits' bf16 (2 bytes each)."""
     logit_count = 3 * 41 * VOCAB
     plain = _kept_for_backward(token_loss)
-    blockwise = _kept_for_backward(lambda x, t: chunked_token_loss(x, t, 8 * 4 * VOCAB))
+    blockwise = _kept_for_backward(lambda x, t: blockwise_token_loss(x, t, 8 * 4 * VOCAB))
     assert plain >= 4 * logit_count
     assert 2 * logit_count <= blockwise < 2 * logit_count + 4096
     assert blockwise < 0.6 * plain
@@ -132,7 +132,7 @@ def test_small_logits_take_the_plain_loss() -> None:
     """One block holds them all (the tiny models): the plain cross entropy, nothing else."""
     logits, targets = _case(torch.float32)
     leaf = logits.requires_grad_(True)
-    value = chunked_token_loss(leaf, targets)
+    value = blockwise_token_loss(leaf, targets)
     assert value.grad_fn is not None and "Nll" in type(value.grad_fn).__name__
 
 

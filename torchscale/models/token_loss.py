@@ -3,7 +3,7 @@
 PyTorch's `cross_entropy` over GPT-2's 8192 x 50,257 logits, eager and under bf16 autocast,
 copies the logits to fp32 (1.6 GB), keeps their fp32 log-softmax for backward (1.6 GB) and
 builds an fp32 gradient of the same size in backward before casting it down. A compiled cell
-has inductor fuse all of it; an eager one pays it every step. `chunked_token_loss` computes the
+has inductor fuse all of it; an eager one pays it every step. `blockwise_token_loss` computes the
 same mean loss a block of rows at a time and forms each block's gradient in the forward pass
 (softmax minus one-hot, over the real targets, divided by their count: the gradient of the mean
 cross entropy), written straight into a buffer of the logits' own dtype and size. Backward
@@ -69,7 +69,7 @@ class _BlockwiseCrossEntropy(torch.autograd.Function):
         return grad.mul_(grad_output.to(grad.dtype)), None, None
 
 
-def chunked_token_loss(logits: Any, targets: Any, block_bytes: int = BLOCK_BYTES) -> torch.Tensor:
+def blockwise_token_loss(logits: Any, targets: Any, block_bytes: int = BLOCK_BYTES) -> torch.Tensor:
     """`token_loss`, computed a block of rows at a time with its gradient formed in forward
     (the module docstring says why). One block when the logits are small: the plain loss."""
     flat = logits.reshape(-1, logits.shape[-1])
@@ -102,4 +102,4 @@ class TokenLoss:
         return token_loss(self._real(logits), targets)
 
     def eager(self, logits: Any, targets: Any) -> torch.Tensor:
-        return chunked_token_loss(self._real(logits), targets, self.block_bytes)
+        return blockwise_token_loss(self._real(logits), targets, self.block_bytes)
