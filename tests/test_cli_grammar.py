@@ -247,3 +247,14 @@ def test_report_o_creates_a_directory_named_without_a_suffix(tmp_path: Path) -> 
         "results_v3_report.json",
         "results_v3_report.md",
     ]
+
+
+def test_report_o_names_an_existing_file_without_a_suffix(tmp_path: Path) -> None:
+    """A file that is there already is written over, suffix or not: only a new name without
+    a suffix is taken for a directory."""
+    existing = tmp_path / "REPORT"
+    existing.write_text("old", encoding="utf-8")
+    source = FIXTURES / "results_v3"
+    result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", "md", "-o", str(existing)])
+    assert result.exit_code == 0, result.output
+    assert existing.is_file() and existing.read_text(encoding="utf-8").startswith("#")

@@ -120,10 +120,11 @@ def check_request(request: ReportRequest) -> None:
 
 
 def names_directory(output: Path) -> bool:
-    """-o DIR or -o FILE: a directory when it is one or has no file suffix (`-o ./reports`
-    is created and takes <experiment>_report.<ext>, as every command's -o takes a
-    directory); a file when it has a suffix (`-o scaling.pdf`, the published form)."""
-    return output.is_dir() or not output.suffix
+    """-o DIR or -o FILE: a directory when it is one, or is new and has no file suffix
+    (`-o ./reports` is created and takes <experiment>_report.<ext>, as every command's -o
+    takes a directory); a file when it has a suffix (`-o scaling.pdf`, the published form)
+    or is a file already (written over, as before)."""
+    return output.is_dir() or (not output.suffix and not output.exists())
 
 
 def _read_input(path: Path) -> Sources:
