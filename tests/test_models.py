@@ -524,14 +524,21 @@ def test_bert_padded_keeps_the_masked_lm_loss_and_real_gradients() -> None:
             torch.testing.assert_close(param.grad, real, rtol=1e-5, atol=1e-7)
 
 
-def test_the_bf16_path_trains_the_fp32_model_within_bf16s_tolerance() -> None:
+@pytest.mark.parametrize("bf16_activations", [False, True], ids=["fp32-stream", "bf16-stream"])
+def test_the_bf16_path_trains_the_fp32_model_within_bf16s_tolerance(
+    bf16_activations: bool,
+) -> None:
     """Issue 27: the zoo's GPT-2 (padded, eager blockwise loss over blocks of 10 rows) under
-    bf16 autocast computes the fp32 model's loss to bf16's precision and the same gradients
-    in direction: what a bf16 cell trains is the model, only rounder."""
+    bf16 autocast, its residual stream in fp32 (autocast's recipe) or in bf16
+    (`training.bf16_activations`, a bf16 cell's default), computes the fp32 model's loss to
+    bf16's precision and the same gradients in direction: what a bf16 cell trains is the
+    model, only rounder."""
+    from torchscale.models.layers import set_bf16_activations
     from torchscale.models.token_loss import TokenLoss
 
     _, padded = _tied_pair()
     padded.model.eval()
+    assert set_bf16_activations(padded.model, bf16_activations) == 1
     torch.manual_seed(2)
     inputs, targets = padded.make_batch(3, torch.device("cpu"))
     blockwise = TokenLoss(50257, block_bytes=10 * 4 * 50257).eager
@@ -550,3 +557,40 @@ def test_the_bf16_path_trains_the_fp32_model_within_bf16s_tolerance() -> None:
         cosine = F.cosine_similarity(bf16_grads[name].flatten(), grad.flatten(), dim=0)
         assert cosine > 0.99, (name, float(cosine))
     assert not bf16_grads["wte.weight"][50257:].any(), "the pad rows get no gradient"
+
+
+def _stream_dtypes(bundle: ModelBundle, autocast: bool) -> set[torch.dtype]:
+    """The dtypes of every transformer block's input and output and every LayerNorm's output
+    in one forward of `bundle`, under bf16 autocast or not."""
+    from torchscale.models.layers import Block
+
+    seen: set[torch.dtype] = set()
+
+    def record(module: torch.nn.Module, args: tuple[Any, ...], out: torch.Tensor) -> None:
+        seen.update({args[0].dtype, out.dtype})
+
+    for module in bundle.model.modules():
+        if isinstance(module, (Block, torch.nn.LayerNorm)):
+            module.register_forward_hook(record)
+    inputs, _ = bundle.make_batch(2, torch.device("cpu"))
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        bundle.model(inputs)
+    return seen
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-bert", "vit-b16"])
+def test_bf16_activations_carry_the_residual_stream_in_bf16_only_when_asked(name: str) -> None:
+    """Issue 27: with bf16 activations on, under bf16 autocast, every block's input and
+    output and every LayerNorm's output is bf16 (autocast alone leaves them fp32: the fp32
+    embeddings start the stream and LayerNorm autocasts to fp32); outside autocast the
+    setting changes nothing; the parameters stay fp32 either way."""
+    from torchscale.models.layers import set_bf16_activations
+
+    options = {"image_size": 32} if name == "vit-b16" else None
+    bundle = build_model(name, options)
+    bundle.model.eval()
+    assert torch.float32 in _stream_dtypes(bundle, autocast=True), "autocast's own recipe"
+    assert set_bf16_activations(bundle.model, True) == 1
+    assert _stream_dtypes(bundle, autocast=True) == {torch.bfloat16}
+    assert _stream_dtypes(bundle, autocast=False) == {torch.float32}
+    assert {p.dtype for p in bundle.model.parameters()} == {torch.float32}

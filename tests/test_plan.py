@@ -443,6 +443,25 @@ def test_a_cpu_cell_keeps_its_id_from_before_compile_became_auto() -> None:
     )
 
 
+def test_bf16_activations_are_on_in_bf16_cells_and_in_the_definition_only_there() -> None:
+    """Issue 27: `training.bf16_activations` null is on for bf16 cells and off for the others;
+    a cell it leaves off keeps the id it had before the option existed (--resume reuses it),
+    a bf16 cell's id moves with it (its earlier result ran with an fp32 residual stream)."""
+    config = make_config(gpu_counts=[1], training={"precision": ["fp32", "amp", "bf16"]})
+    fp32, amp, bf16 = build_plan(config, CPU_BOX)
+    assert [c.training.bf16_activations for c in (fp32, amp, bf16)] == [False, False, True]
+    assert "bf16_activations" not in fp32.definition + amp.definition
+    assert '"bf16_activations":true' in bf16.definition
+    off = make_config(
+        gpu_counts=[1], training={"precision": ["fp32", "amp", "bf16"], "bf16_activations": False}
+    )
+    fp32_off, amp_off, bf16_off = build_plan(off, CPU_BOX)
+    assert (fp32_off.cell.id, amp_off.cell.id) == (fp32.cell.id, amp.cell.id)
+    assert bf16_off.cell.id != bf16.cell.id and "bf16_activations" not in bf16_off.definition
+    spec = bf16.worker_spec(Path("r.json"), Path("s.jsonl"))
+    assert spec.training.bf16_activations is True
+
+
 def test_gpt2_cells_carry_the_workload_options_they_train_with() -> None:
     """The speed-first defaults are in the definition (a result measured with dropout 0.1 and
     no padding is never resumed as today's workload), and faithful: true is the same cell as

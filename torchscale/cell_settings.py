@@ -298,6 +298,12 @@ class TrainingConfig(StrictModel):
     channels_last: bool | None = Field(
         default=None, description="channels_last memory format; null = on for conv nets on CUDA"
     )
+    bf16_activations: bool | None = Field(
+        default=None,
+        description="carry a transformer's residual stream and LayerNorms in bf16 under bf16 "
+        "autocast (weights and optimizer state stay fp32); null = on for bf16 cells, false = "
+        "autocast's recipe (the stream in fp32)",
+    )
     compile: bool | None = Field(
         default=None,
         description="torch.compile the model (its compile time is reported apart from the "

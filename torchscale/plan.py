@@ -305,11 +305,15 @@ def _definition(
     Its shape is part of the results format: a result of an older schema version is reused by
     --resume only while this JSON (and so its hash) is unchanged. A config field added later
     must be left out here while it holds its default, or every earlier result stops matching:
-    `training.parallel` (0.8.0) enters only as the mesh of a tp, pp or hybrid cell.
+    `training.parallel` (0.8.0) enters only as the mesh of a tp, pp or hybrid cell, and
+    `training.bf16_activations` (issue 27) only where it is on: a cell that runs as before
+    keeps its hash.
     """
     training = training_config.model_dump(
         mode="json", exclude={"precision", "strategy", "parallel"}
     )
+    if not training.get("bf16_activations"):
+        training.pop("bf16_activations", None)
     payload: dict[str, Any] = {
         "model": model.model_dump(mode="json"),
         "batch_size": batch_size,
@@ -383,6 +387,12 @@ def resolve_compile(compile_: bool | None, device: str, parallel: ParallelShape 
     return device == "cuda" and (parallel is None or parallel.pp == 1)
 
 
+def resolve_bf16_activations(bf16_activations: bool | None, precision: str) -> bool:
+    """`training.bf16_activations` of one cell: only a bf16 cell has bf16 activations to
+    keep; null is on there."""
+    return precision == "bf16" and bf16_activations is not False
+
+
 def plan_cell(
     config: BenchConfig,
     machine: Machine,
@@ -401,7 +411,12 @@ def plan_cell(
     threads = resolve_omp_threads(config, machine)
     world_size = shape.world_size
     training = config.training.model_copy(
-        update={"compile": resolve_compile(config.training.compile, device, parallel)}
+        update={
+            "compile": resolve_compile(config.training.compile, device, parallel),
+            "bf16_activations": resolve_bf16_activations(
+                config.training.bf16_activations, precision
+            ),
+        }
     )
     definition = _definition(
         config,

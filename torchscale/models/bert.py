@@ -27,7 +27,7 @@ from torch import nn
 from torchscale.models import training_tasks, workload
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
-from torchscale.models.layers import Block, init_normal
+from torchscale.models.layers import Block, Norm, ResidualStart, init_normal
 from torchscale.models.option_values import at_most
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
@@ -65,14 +65,15 @@ class BertEmbeddings(nn.Module):
         self.word = nn.Embedding(cfg.embedding_rows, cfg.hidden)
         self.position = nn.Embedding(cfg.max_positions, cfg.hidden)
         self.token_type = nn.Embedding(cfg.type_vocab_size, cfg.hidden)
-        self.ln = nn.LayerNorm(cfg.hidden, eps=cfg.eps)
+        self.residual = ResidualStart()
+        self.ln = Norm(cfg.hidden, eps=cfg.eps)
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
         # every synthetic token belongs to segment 0: add its embedding row (HF does the lookup)
         x = self.word(input_ids) + self.position(positions) + self.token_type.weight[0]
-        y: torch.Tensor = self.dropout(self.ln(x))
+        y: torch.Tensor = self.dropout(self.ln(self.residual(x)))
         return y
 
 
@@ -118,7 +119,7 @@ class BertForMaskedLM(nn.Module):
         super().__init__()
         self.bert = BertModel(cfg, add_pooling_layer=False)
         self.transform = nn.Linear(cfg.hidden, cfg.hidden)
-        self.transform_ln = nn.LayerNorm(cfg.hidden, eps=cfg.eps)
+        self.transform_ln = Norm(cfg.hidden, eps=cfg.eps)
         self.decoder_bias = nn.Parameter(torch.zeros(cfg.embedding_rows))
         init_normal(self.transform)
         init_normal(self.transform_ln)

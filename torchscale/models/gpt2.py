@@ -27,7 +27,7 @@ from torch import nn
 from torchscale.models import training_tasks, workload
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
-from torchscale.models.layers import Block, init_normal
+from torchscale.models.layers import Block, Norm, ResidualStart, init_normal
 from torchscale.models.option_values import at_most
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
@@ -64,6 +64,7 @@ class GPT2(nn.Module):
         self.wte = nn.Embedding(cfg.embedding_rows, cfg.hidden)
         self.wpe = nn.Embedding(cfg.max_positions, cfg.hidden)
         self.drop = nn.Dropout(cfg.dropout)
+        self.residual = ResidualStart()
         self.blocks = nn.Sequential(
             *(
                 Block(
@@ -80,7 +81,7 @@ class GPT2(nn.Module):
                 for _ in range(cfg.layers)
             )
         )
-        self.ln_f = nn.LayerNorm(cfg.hidden, eps=cfg.eps)
+        self.ln_f = Norm(cfg.hidden, eps=cfg.eps)
         self.apply(init_normal)
         # GPT-2 scales the residual output projections by 1/sqrt(2 * layers)
         residual_std = 0.02 / math.sqrt(2 * cfg.layers)
@@ -91,7 +92,7 @@ class GPT2(nn.Module):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        x = self.drop(self.wte(input_ids) + self.wpe(positions))
+        x = self.residual(self.drop(self.wte(input_ids) + self.wpe(positions)))
         x = self.ln_f(self.blocks(x))
         return F.linear(x, self.wte.weight)  # the LM head is the token embedding, transposed
 
@@ -106,15 +107,17 @@ class GPT2(nn.Module):
 
 
 class GPT2Embed(nn.Module):
-    """GPT-2's token + position embedding and dropout (GPT2.forward's first line)."""
+    """GPT-2's token + position embedding, dropout and residual start (GPT2.forward's first
+    line)."""
 
     def __init__(self, model: GPT2) -> None:
         super().__init__()
         self.wte, self.wpe, self.drop = model.wte, model.wpe, model.drop
+        self.residual = model.residual
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        y: torch.Tensor = self.drop(self.wte(input_ids) + self.wpe(positions))
+        y: torch.Tensor = self.residual(self.drop(self.wte(input_ids) + self.wpe(positions)))
         return y
 
 

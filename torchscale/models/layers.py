@@ -16,6 +16,58 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def under_bf16_autocast(x: torch.Tensor) -> bool:
+    """Whether `x` is being computed under bf16 autocast on its device."""
+    device = x.device.type
+    return torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) == torch.bfloat16
+
+
+class ResidualStart(nn.Module):
+    """Where a residual stream starts (after the embeddings): identity, or with bf16
+    activations under bf16 autocast, the cast of the stream to bf16."""
+
+    bf16: bool = False  # set by set_bf16_activations
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.bf16 and under_bf16_autocast(x):
+            return x.to(torch.bfloat16)
+        return x
+
+
+class Norm(nn.LayerNorm):
+    """LayerNorm that, with bf16 activations under bf16 autocast, keeps a bf16 input bf16.
+
+    Autocast runs layer_norm in fp32 and returns fp32; here it runs on the bf16 tensor with
+    its weights cast to bf16 (the fp32 weights get their gradient through the cast), the
+    mean and variance still accumulated in fp32 by the kernel."""
+
+    bf16: bool = False  # set by set_bf16_activations
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not (self.bf16 and x.dtype == torch.bfloat16 and under_bf16_autocast(x)):
+            return super().forward(x)
+        with torch.autocast(x.device.type, enabled=False):
+            return F.layer_norm(
+                x,
+                self.normalized_shape,
+                None if self.weight is None else self.weight.to(x.dtype),
+                None if self.bias is None else self.bias.to(x.dtype),
+                self.eps,
+            )
+
+
+def set_bf16_activations(model: nn.Module, on: bool) -> int:
+    """Switch bf16 activations on or off in every `ResidualStart` and `Norm` of `model`;
+    returns how many residual streams took the setting (0: the model has none, e.g. a
+    plug-in or a convolutional net)."""
+    starts = 0
+    for module in model.modules():
+        if isinstance(module, (ResidualStart, Norm)):
+            module.bf16 = on
+            starts += isinstance(module, ResidualStart)
+    return starts
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention: fused q/k/v projection, SDPA, output projection, dropout."""
 
@@ -87,11 +139,11 @@ class Block(nn.Module):
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
-        self.ln_1 = nn.LayerNorm(dim, eps=eps)
+        self.ln_1 = Norm(dim, eps=eps)
         self.attn = SelfAttention(
             dim, heads, attn_dropout=attn_dropout, dropout=dropout, causal=causal
         )
-        self.ln_2 = nn.LayerNorm(dim, eps=eps)
+        self.ln_2 = Norm(dim, eps=eps)
         self.mlp = MLP(dim, mlp_hidden, dropout, gelu)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,7 @@ from torch import nn
 
 from torchscale.models.block_stack import BlockStackPlan
 from torchscale.models.bundle import ModelBundle
-from torchscale.models.layers import Block
+from torchscale.models.layers import Block, Norm, ResidualStart
 from torchscale.models.option_values import divisible
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts
 from torchscale.models.training_tasks import vision_bundle
@@ -41,6 +41,7 @@ class VisionTransformer(nn.Module):
         self.class_token = nn.Parameter(torch.zeros(1, 1, hidden))
         self.pos_embedding = nn.Parameter(torch.empty(1, patches + 1, hidden))
         self.dropout = nn.Dropout(dropout)
+        self.residual = ResidualStart()
         self.blocks = nn.Sequential(
             *(
                 Block(
@@ -56,7 +57,7 @@ class VisionTransformer(nn.Module):
                 for _ in range(layers)
             )
         )
-        self.ln = nn.LayerNorm(hidden, eps=1e-6)
+        self.ln = Norm(hidden, eps=1e-6)
         self.head = nn.Linear(hidden, num_classes)
         self._init_weights()
 
@@ -78,7 +79,7 @@ class VisionTransformer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.conv_proj(x).flatten(2).transpose(1, 2)  # (batch, patches, hidden)
         cls = self.class_token.expand(x.shape[0], -1, -1)
-        x = self.dropout(torch.cat([cls, x], dim=1) + self.pos_embedding)
+        x = self.residual(self.dropout(torch.cat([cls, x], dim=1) + self.pos_embedding))
         x = self.ln(self.blocks(x))
         y: torch.Tensor = self.head(x[:, 0])
         return y
@@ -100,11 +101,14 @@ class ViTEmbed(nn.Module):
         super().__init__()
         self.conv_proj, self.dropout = model.conv_proj, model.dropout
         self.class_token, self.pos_embedding = model.class_token, model.pos_embedding
+        self.residual = model.residual
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.conv_proj(x).flatten(2).transpose(1, 2)
         cls = self.class_token.expand(x.shape[0], -1, -1)
-        y: torch.Tensor = self.dropout(torch.cat([cls, x], dim=1) + self.pos_embedding)
+        y: torch.Tensor = self.residual(
+            self.dropout(torch.cat([cls, x], dim=1) + self.pos_embedding)
+        )
         return y
 
 

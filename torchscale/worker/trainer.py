@@ -21,6 +21,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torchscale.data.input_pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
 from torchscale.models import ModelBundle, build_model, call_model
 from torchscale.models.bundle import LossFn
+from torchscale.models.layers import set_bf16_activations
 from torchscale.worker import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
 from torchscale.worker.phases import PhaseRecorder
@@ -61,6 +62,18 @@ COMPILED_LOSS = (
     "the model's loss compiled beside the model (inductor fuses cross entropy's fp32 upcast, "
     "log-softmax and their backward instead of materialising them)"
 )
+
+
+def bf16_activations_setting(on: bool, streams: int) -> str | None:
+    """What the result says of `training.bf16_activations`; None where it was off."""
+    if not on:
+        return None
+    if not streams:
+        return "not applicable: the model has no transformer residual stream of torchscale's"
+    return (
+        "on: the residual stream and LayerNorms in bf16 under bf16 autocast, weights and "
+        "optimizer state fp32 (torchscale/models/layers.py)"
+    )
 
 
 def has_peers() -> bool:
@@ -265,6 +278,7 @@ class Trainer:
             image_size=spec.data.image_size,
         )
         model = bundle.model.to(device)
+        bf16_streams = set_bf16_activations(model, bool(spec.training.bf16_activations))
         channels_last = spec.training.channels_last
         if channels_last is None:
             channels_last = bundle.conv_net and device.type == "cuda"
@@ -299,6 +313,9 @@ class Trainer:
             if channels_last and not weights_channels_last
             else None,
             "autocast": dtype_name(AUTOCAST_DTYPES.get(spec.cell.precision)),
+            "bf16_activations": bf16_activations_setting(
+                bool(spec.training.bf16_activations), bf16_streams
+            ),
         }
         loss_fn = bundle.eager_loss_fn or bundle.loss_fn
         settings["loss"] = BLOCKWISE_LOSS if bundle.eager_loss_fn else EAGER_LOSS
