@@ -65,6 +65,7 @@ LAYERS: dict[str, int] = {
         [
             "config",
             "plan",
+            "auto_batch",
             "launch",
             "launchers",
             "sweep",

@@ -424,7 +424,7 @@ def test_experiment_name_must_be_a_safe_directory_name(name: str) -> None:
 def test_empty_file(text: str) -> None:
     problem = only_problem(text)
     assert problem.message.startswith("the file is empty")
-    assert "experiment_name, models, batch_sizes and gpu_counts" in problem.message
+    assert "experiment_name, models and gpu_counts" in problem.message
     assert (problem.source, problem.path) == (SOURCE, "")
 
 
@@ -441,9 +441,28 @@ def test_missing_required_keys_are_all_named() -> None:
     problems = problems_of("experiment_name: x\n")
     assert [(p.path, p.message) for p in problems] == [
         ("models", "required key is missing"),
-        ("batch_sizes", "required key is missing"),
         ("gpu_counts", "required key is missing"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "path", "message"),
+    [
+        ('["64"]', "batch_sizes[0]", "expected an integer, got '64'"),
+        ("[0]", "batch_sizes[0]", "must be > 0 (got 0)"),
+        ("[]", "batch_sizes", "must not be empty"),
+        ("automatic", "batch_sizes", "'automatic' is not allowed; expected one of 'auto'"),
+        ("8", "batch_sizes", "expected a list, got 8"),
+    ],
+    ids=["string-in-list", "zero", "empty", "other-word", "scalar"],
+)
+def test_batch_sizes_is_a_list_or_auto_and_a_mistake_is_one_line(
+    value: str, path: str, message: str
+) -> None:
+    """Issue 27: `batch_sizes` takes a list or the word auto; a mistake in either form is one
+    problem at the path the user wrote, never both forms' complaints."""
+    problem = only_problem(MINIMAL.replace("batch_sizes: [64]", f"batch_sizes: {value}"))
+    assert (problem.path, problem.message) == (path, message)
 
 
 # ---------------------------------------------------------------------------------------------

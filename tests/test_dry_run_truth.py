@@ -114,3 +114,28 @@ def test_a_comm_dry_run_probes_the_output_like_the_run(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "cannot write results to" in result.output and "(ENOTDIR)" in result.output
+
+
+def test_a_dry_run_says_which_batch_auto_chose(tmp_path: Path) -> None:
+    """Issue 27: a config without batch_sizes runs `auto`; the dry run names the batch it
+    chose and why, before the cells; a CUDA config on a node without a GPU cannot size one
+    and says so in one line."""
+    data = {key: value for key, value in TINY.items() if key != "batch_sizes"}
+    path = tmp_path / "auto.yaml"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = invoke("-c", path, "-o", tmp_path / "results", "--dry-run")
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines[0] == (
+        "note: tiny-mlp fp32: batch 8 (batch_sizes auto on CPU: host memory does not limit a "
+        "CPU benchmark)"
+    )
+    assert lines[1].startswith("1. tiny-mlp__b8__w1__fp32__ddp__")
+    path.write_text(json.dumps({**data, "device": "cuda"}), encoding="utf-8")
+    failed = invoke("-c", path, "-o", tmp_path / "results", "--dry-run")
+    assert failed.exit_code == 2 and "Traceback" not in failed.output
+    assert [line for line in failed.output.splitlines() if line.startswith("error:")] == [
+        "error: batch_sizes: auto sizes each batch from the GPU's memory, which is unknown "
+        "here (no CUDA GPU here); list batch_sizes (torchscale config init --hardware NAME "
+        "sizes them for a named node)"
+    ]

@@ -479,3 +479,92 @@ def test_gpt2_cells_carry_the_workload_options_they_train_with() -> None:
     assert ids(build_plan(faithful, CPU_BOX)) != ids(
         build_plan(make_config(models=["tiny-gpt2"]), CPU_BOX)
     )
+
+
+# ----------------------------------------------------------------------- batch_sizes: auto
+
+H100_BOX = Machine(gpu_count=1, cpu_cores=16, gpu_memory_bytes=80 * 1024**3)
+
+
+def test_auto_batches_fill_the_gpu_by_the_memory_estimate() -> None:
+    """Issue 27: without batch_sizes (auto), each model and precision gets the largest power
+    of two its memory estimate fits in 80 % of the GPU, one batch each, with the line that says
+    why; GPT-2 bf16 on 80 GiB: 64 (the max-batch search found 75 with the older, hungrier
+    workload), fp32 half of it."""
+    from torchscale.models.memory_estimate import activation_bytes, fitting_batch
+    from torchscale.models.metadata import STORED
+
+    config = make_config(
+        models=["gpt2", "resnet50"],
+        batch_sizes="auto",
+        gpu_counts=[1],
+        device="cuda",
+        training={"precision": ["bf16", "fp32"]},
+    )
+    plan = build_plan(config, H100_BOX)
+    chosen = {(p.cell.label, p.cell.precision): p.cell.batch_size for p in plan}
+    assert chosen[("gpt2", "bf16")] == 64 and chosen[("gpt2", "fp32")] == 32
+    for (label, precision), batch in chosen.items():
+        facts = STORED[label]
+        per_sample = activation_bytes(
+            facts.activation_bytes_fp32, facts.activation_bytes_bf16, precision
+        )
+        fit = fitting_batch(80 * 1024**3, facts.parameters, per_sample, precision=precision)
+        assert batch == fit.batch
+        assert any(n.startswith(f"{label} {precision}: batch {batch} (") for n in plan.notes)
+    assert len(plan.notes) == 4 and all("80 GiB" in n for n in plan.notes)
+    assert plan.config_yaml.rstrip().endswith(plan.notes[-1])  # kept beside the results
+    assert "batch_sizes: auto" in plan.config_yaml
+
+
+def test_auto_batches_are_eight_on_cpu_and_a_list_is_kept_as_written() -> None:
+    plan = build_plan(
+        make_config(batch_sizes="auto", models=["tiny-gpt2"], gpu_counts=[1]), CPU_BOX
+    )
+    assert [p.cell.batch_size for p in plan] == [8]
+    assert plan.notes == (
+        "tiny-gpt2 fp32: batch 8 (batch_sizes auto on CPU: host memory does "
+        "not limit a CPU benchmark)",
+    )
+    assert build_plan(make_config(), CPU_BOX).notes == ()
+    assert (
+        BenchConfig.model_validate(
+            {"experiment_name": "x", "models": ["tiny-mlp"], "gpu_counts": [1]}
+        ).batch_sizes
+        == "auto"
+    ), "batch_sizes may be left out: auto"
+
+
+def test_auto_batches_need_the_gpus_memory() -> None:
+    """Slurm and Kubernetes cells run on nodes the host cannot read: one clear line."""
+    from torchscale.errors import UsageError
+
+    config = make_config(batch_sizes="auto", gpu_counts=[1], device="cuda")
+    with pytest.raises(UsageError, match="batch_sizes: auto sizes each batch from the GPU's"):
+        build_plan(config, GPU_BOX)
+
+
+def test_auto_batches_count_a_model_without_stored_facts_on_the_meta_device() -> None:
+    """Another sequence length (or a plug-in) has no stored count: it is counted, and a
+    shorter sequence fits a larger batch."""
+    short = make_config(
+        models=["gpt2"],
+        batch_sizes="auto",
+        gpu_counts=[1],
+        device="cuda",
+        training={"precision": ["bf16"]},
+        data={"seq_len": 256},
+    )
+    plug = make_config(
+        models=["tests.plugin_models:decoder"],
+        batch_sizes="auto",
+        gpu_counts=[1],
+        device="cuda",
+        memory={"max_batch_limit": 64},
+    )
+    [cell] = build_plan(short, H100_BOX)
+    assert cell.cell.batch_size > 64
+    [plugin] = build_plan(plug, H100_BOX)
+    assert (
+        plugin.cell.batch_size == 64 and "max_batch_limit 64" in build_plan(plug, H100_BOX).notes[0]
+    )

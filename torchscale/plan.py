@@ -13,9 +13,11 @@ import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from torchscale.auto_batch import Footprint, auto_batch, footprint
 from torchscale.catalog import Precision, Strategy, workload_options
 from torchscale.cell import (
     Backend,
@@ -58,6 +60,8 @@ class Machine:
 
     gpu_count: int  # CUDA GPUs usable by torch on this node
     cpu_cores: int  # cores usable by this process
+    gpu_memory_bytes: int | None = None  # the smallest GPU's memory (batch_sizes: auto)
+    gpu_memory_unknown: str = "the cells run on other nodes, whose GPUs are not read from here"
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,8 @@ class Plan:
 
     cells: list[PlannedCell]
     experiment: str
-    config_yaml: str  # the resolved config as stored beside the results (config.yaml)
+    config_yaml: str  # the resolved config as stored beside the results (config.yaml), the
+    # plan's notes (the batches batch_sizes: auto chose, and why) as comments at its end
     measurement: MeasurementConfig  # how long cells run (the estimate)
     data: DataConfig  # what the cells read, prepared once before the first launch
     price_per_gpu_hour: float | None  # cost.per_gpu_hour: what each cell is priced at
@@ -196,13 +201,14 @@ class Plan:
     comm: CommConfig  # the suites that follow the sweep
     memory: MemoryConfig
     profiling: ProfilingConfig
+    notes: tuple[str, ...] = ()  # what the plan chose for the user (batch_sizes: auto), a line each
 
     @classmethod
-    def of(cls, config: BenchConfig, cells: list[PlannedCell]) -> Plan:
+    def of(cls, config: BenchConfig, cells: list[PlannedCell], notes: Sequence[str] = ()) -> Plan:
         return cls(
             cells=cells,
             experiment=config.experiment_name,
-            config_yaml=config.as_yaml(),
+            config_yaml=config.as_yaml() + "".join(f"# {note}\n" for note in notes),
             measurement=config.measurement,
             data=config.data,
             price_per_gpu_hour=config.cost.per_gpu_hour,
@@ -210,6 +216,7 @@ class Plan:
             comm=config.comm,
             memory=config.memory,
             profiling=config.profiling,
+            notes=tuple(notes),
         )
 
     def __iter__(self) -> Iterator[PlannedCell]:
@@ -500,13 +507,52 @@ def build_plan(config: BenchConfig, machine: Machine) -> Plan:
     model's scaling curve is measured back to back)."""
     shapes = cell_shapes(config)
     parallel = config.training.parallel
+    batches, notes = batch_sizes(config, machine)
     cells = [
         plan_cell(config, machine, model, batch_size, shape, precision, strategy, layout)
         for model in config.models
         for precision in config.training.precision
         for strategy in config.training.strategy
-        for batch_size in config.batch_sizes
+        for batch_size in batches[model.display_name, precision]
         for shape in shapes
         for layout in parallel_shapes(strategy, parallel, shape.world_size)
     ]
-    return Plan.of(config, cells)
+    return Plan.of(config, cells, notes)
+
+
+def batch_sizes(
+    config: BenchConfig, machine: Machine
+) -> tuple[dict[tuple[str, str], list[int]], list[str]]:
+    """The batches per device of each (model label, precision): the config's list, or under
+    `batch_sizes: auto` one batch each (torchscale/auto_batch.py), with the line saying why."""
+    keys = [(m, p) for m in config.models for p in config.training.precision]
+    if not isinstance(config.batch_sizes, str):  # the config's own list
+        listed = list(config.batch_sizes)
+        return {(m.display_name, p): listed for m, p in keys}, []
+    device = resolve_device(config, machine)
+    chosen: dict[tuple[str, str], list[int]] = {}
+    notes: list[str] = []
+    counted: dict[str, Footprint] = {}
+
+    def model_footprint(model: ModelSpec) -> Footprint:  # once per model, on CUDA only
+        if model.display_name not in counted:
+            options = workload_options(model.name, model.options)
+            counted[model.display_name] = footprint(
+                model.name, options, config.data.seq_len, config.data.image_size
+            )
+        return counted[model.display_name]
+
+    for model, precision in keys:
+        fit = auto_batch(
+            model.display_name,
+            partial(model_footprint, model),
+            precision,
+            device,
+            machine.gpu_memory_bytes,
+            machine.gpu_memory_unknown,
+            config.training.optimizer,
+            config.memory.max_batch_limit,
+        )
+        chosen[model.display_name, precision] = [fit.batch]
+        notes.append(fit.note)
+    return chosen, notes

@@ -83,6 +83,9 @@ def benchmark(
     config = load_config(config_file, overrides or [])
     plan = plan_benchmark(config)
     printer = _Printer(len(plan.cells), plan)
+    if not dry_run and not Verbosity.quiet():  # a dry run prints them with the plan
+        for note in plan.notes:
+            printer.say(f"note: {escape(note)}")
     try:
         run = run_benchmark(
             config,

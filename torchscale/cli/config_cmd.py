@@ -36,21 +36,21 @@ def validate_config(
         for strategy in config.training.strategy
         for shape in cell_shapes(config)
     )
-    cells = (
-        len(config.models)
-        * len(config.batch_sizes)
-        * len(config.training.precision)
-        * per_model_batch
-    )
+    auto = isinstance(config.batch_sizes, str)  # batch_sizes: auto, one batch per model
+    batches = 1 if auto else len(config.batch_sizes)
+    cells = len(config.models) * batches * len(config.training.precision) * per_model_batch
     if not Verbosity.quiet():
         layouts = (
             " (tp/pp/hybrid: one cell per parallel layout)"
             if any(s in ("tp", "pp", "hybrid") for s in config.training.strategy)
             else ""
         )
+        batch_text = (
+            "1 batch size (auto, sized when planned)" if auto else f"{batches} batch size(s)"
+        )
         stdout.print(
             f"[green]OK[/] {file}: experiment '{config.experiment_name}', {cells} cell(s) = "
-            f"{len(config.models)} model(s) x {len(config.batch_sizes)} batch size(s) x "
+            f"{len(config.models)} model(s) x {batch_text} x "
             f"{len(config.gpu_counts)} GPU count(s) x {len(config.training.precision)} "
             f"precision(s) x {len(config.training.strategy)} strategy(ies){layouts}",
             markup=True,
@@ -79,11 +79,11 @@ def init_config(
     from torchscale.atomic import write_text_atomic
     from torchscale.config import parse_config
     from torchscale.config.hardware import hardware as resolve_hardware
-    from torchscale.config.starter import GPU_MODEL, plan_starter, starter_yaml
+    from torchscale.config.starter import plan_starter, starter_yaml
     from torchscale.errors import ResultsError, UsageError, describe_os_error
 
     node = resolve_hardware(hardware)
-    text = starter_yaml(plan_starter(node, _parameters(GPU_MODEL)))
+    text = starter_yaml(plan_starter(node))
     parse_config(text, "the starter config")  # what it writes must validate
     if output is None:
         typer.echo(text, nl=False)
@@ -100,19 +100,6 @@ def init_config(
         stdout.print(
             f"wrote {output} ({node.source}); check it: torchscale config validate {output}"
         )
-
-
-def _parameters(model: str) -> int:
-    """The model's parameter count: stored for a built-in one (no torch import, no build),
-    else counted on the meta device."""
-    from torchscale.models.metadata import stored
-
-    facts = stored(model)
-    if facts is not None:
-        return facts.parameters
-    from torchscale.config.starter import model_parameters
-
-    return model_parameters(model)
 
 
 @app.command("show", cls=DottedOverrides)

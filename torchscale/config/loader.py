@@ -15,12 +15,12 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from torchscale.config.paths import Path_, render_path
-from torchscale.config.schema import BenchConfig
+from torchscale.config.schema import UNION_TAGS, BenchConfig
 from torchscale.config.yaml_source import YamlIndex, parse_scalar, read_yaml
 from torchscale.errors import ConfigError, ConfigProblem
 from torchscale.suggest import did_you_mean
 
-REQUIRED_HINT = "a config needs at least experiment_name, models, batch_sizes and gpu_counts"
+REQUIRED_HINT = "a config needs at least experiment_name, models and gpu_counts"
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> BenchConfig:
@@ -254,7 +254,7 @@ def _user_path(loc: Path_, data: Any) -> Path_:
 def _problem(
     err: Any, data: Any, index: YamlIndex, applied: dict[Path_, str], source: str
 ) -> ConfigProblem:
-    loc: Path_ = tuple(err["loc"])
+    loc: Path_ = tuple(part for part in err["loc"] if part not in UNION_TAGS)
     message = _message(err, loc)
     path = _user_path(loc, data)
     for set_path, set_source in applied.items():

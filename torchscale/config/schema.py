@@ -11,7 +11,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from torchscale.catalog import Collective
 from torchscale.cell_settings import (
@@ -42,6 +50,22 @@ from torchscale.cell_settings import (
 )
 from torchscale.errors import UsageError
 from torchscale.units import parse_bytes
+
+BatchList = Annotated[
+    list[Annotated[int, Field(gt=0), AtMost(MAX_BATCH_SIZE)]],
+    AfterValidator(_unique),
+    Field(min_length=1),
+]
+# `batch_sizes` is a list or the word auto: which one a value means is decided by its type
+# (a discriminator), so a mistake is reported once, against the form it was written in; the
+# tags name the two forms in pydantic's error paths and the loader drops them there
+LIST_TAG, AUTO_TAG = "[list form]", "[auto form]"
+UNION_TAGS = frozenset({LIST_TAG, AUTO_TAG})
+
+
+def _batch_sizes_form(value: Any) -> str:
+    return AUTO_TAG if isinstance(value, str) else LIST_TAG
+
 
 Device = Literal["auto", "cuda", "cpu"]
 Backend = Literal["auto", "nccl", "gloo"]
@@ -453,10 +477,14 @@ class BenchConfig(StrictModel):
         Field(min_length=1),
     ]
     batch_sizes: Annotated[
-        list[Annotated[int, Field(gt=0), AtMost(MAX_BATCH_SIZE)]],
-        AfterValidator(_unique),
-        Field(min_length=1, description="per-device batch sizes"),
-    ]
+        Annotated[BatchList, Tag(LIST_TAG)] | Annotated[Literal["auto"], Tag(AUTO_TAG)],
+        Discriminator(_batch_sizes_form),
+    ] = Field(
+        default="auto",
+        description="per-device batch sizes; auto: on CUDA, per model and precision the "
+        "largest power of two whose estimated peak fits 80 % of the GPU's memory "
+        "(docs/configuration.md), on CPU 8",
+    )
     gpu_counts: Annotated[
         list[Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]],
         AfterValidator(_unique),

@@ -3,12 +3,10 @@
 What it sizes and from what (docs/configuration.md, "Starter configs"):
 - GPU counts: powers of two up to the node's GPUs (CPU: up to its cores, at most 4 ranks).
 - Precision: bf16 where the GPUs compute in it, amp (fp16 autocast) on older GPUs, fp32 on CPU.
-- Batch sizes: the largest power of two whose estimated DDP peak fits in 80 % of one GPU's
-  memory, and the two below it. The estimate is static memory (16 bytes per parameter under
-  AdamW: fp32 weights, gradients and two moments) plus activations per sample, from a peak
-  measured on a GPU where torchscale has one (below, with where it was measured), else a
-  formula: 34 x seq x hidden bytes per layer in 16-bit (Korthikanti et al. 2022, with a fused
-  attention kernel) plus the logits, times 1.25. fp32 activations count double.
+- Batch sizes: the batch `batch_sizes: auto` would run (torchscale/models/memory_estimate.py:
+  the largest power of two whose estimated peak, weights, gradients and AdamW state plus the
+  activations one sample saves for backward x1.5, fits in 80 % of one GPU's memory) and the
+  two below it.
 - Strategies: ddp and fsdp; with 2 GPUs or more also tp, pp and hybrid. Cells a strategy cannot
   run at some GPU count (tp on one GPU, say) are skipped with the reason, never launched.
 """
@@ -17,14 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torchscale.config.hardware import GIB, Hardware
+from torchscale.config.hardware import Hardware
+from torchscale.models.memory_estimate import activation_bytes, fitting_batch
+from torchscale.models.metadata import STORED
 
 GPU_MODEL = "gpt2"
 CPU_MODEL = "tiny-gpt2"
-MEMORY_BUDGET = 0.80  # of one GPU's memory: the allocator's slack and the CUDA context
-CUDA_CONTEXT_BYTES = 1 * GIB
-FORMULA_MARGIN = 1.25
-BYTES_PER_PARAMETER = 16  # AdamW: fp32 weights + gradients + exp_avg + exp_avg_sq
 
 
 PRECISION_NOTES = {
@@ -32,54 +28,6 @@ PRECISION_NOTES = {
     "amp": "fp16 autocast with a GradScaler: these GPUs have no bf16",
     "fp32": "fp32: CPU ranks",
 }
-
-
-@dataclass(frozen=True)
-class ActivationFigure:
-    bytes_per_sample: float
-    basis: str
-
-
-# activation bytes per sample measured on a GPU (peak allocated, slope over batch sizes)
-MEASURED: dict[tuple[str, str], ActivationFigure] = {
-    ("gpt2", "bf16"): ActivationFigure(
-        0.879e9,
-        "measured on one H100 (torchscale 0.7.0, 2026-11-22): peak allocated 9.89 GB at batch "
-        "8 and 59.1 GB at batch 64, seq 1024",
-    ),
-}
-
-
-def transformer_activation(layers: int, hidden: int, seq: int, vocab: int, fp32: bool) -> float:
-    """Bytes per sample: 34 s h per layer in 16-bit (x2 in fp32) plus the logits (16-bit
-    logits, their fp32 upcast in the loss and its gradient)."""
-    width = 2 if fp32 else 1
-    logits = seq * vocab * ((4 if fp32 else 2) + 4 + 4)
-    return float(34 * seq * hidden * layers * width + logits)
-
-
-def activation_per_sample(model: str, precision: str) -> ActivationFigure:
-    """Measured where torchscale has a figure, else the formula for GPT-2 sizes."""
-    sixteen_bit = "bf16" if precision in ("bf16", "amp") else precision
-    measured = MEASURED.get((model, sixteen_bit))
-    if measured is not None:
-        if precision == "fp32":
-            return ActivationFigure(2 * measured.bytes_per_sample, measured.basis + ", x2 for fp32")
-        return measured
-    formula = transformer_activation(12, 768, 1024, 50257, fp32=precision == "fp32")
-    return ActivationFigure(
-        formula * FORMULA_MARGIN,
-        "formula: 34 x seq x hidden bytes per layer (16-bit) plus logits, x1.25",
-    )
-
-
-def fitting_batch(memory_bytes: int, parameters: int, activation: float) -> int:
-    """The largest power of two whose estimated peak fits the budget (at least 1)."""
-    budget = memory_bytes * MEMORY_BUDGET - CUDA_CONTEXT_BYTES - parameters * BYTES_PER_PARAMETER
-    batch = 1
-    while (batch * 2) * activation <= budget:
-        batch *= 2
-    return batch
 
 
 def powers_of_two(limit: int) -> list[int]:
@@ -102,8 +50,8 @@ class Starter:
     microbatches: int
 
 
-def plan_starter(hw: Hardware, parameters: int) -> Starter:
-    """Every choice of the starter config for `hw`; `parameters` of the GPU model (GPT-2)."""
+def plan_starter(hw: Hardware) -> Starter:
+    """Every choice of the starter config for `hw` (the GPU model's facts are stored)."""
     if hw.gpus == 0:
         ranks = powers_of_two(min(max(hw.cpu_cores, 1), 4))
         return Starter(
@@ -117,18 +65,18 @@ def plan_starter(hw: Hardware, parameters: int) -> Starter:
             4,
         )
     precision = "bf16" if hw.bf16 else "amp"
-    figure = activation_per_sample(GPU_MODEL, precision)
+    facts = STORED[GPU_MODEL]
+    activation = activation_bytes(
+        facts.activation_bytes_fp32, facts.activation_bytes_bf16, precision
+    )
     assert hw.gpu_memory_bytes is not None
-    top = fitting_batch(hw.gpu_memory_bytes, parameters, figure.bytes_per_sample)
+    fit = fitting_batch(hw.gpu_memory_bytes, facts.parameters, activation, precision=precision)
+    top = fit.batch
     batches = sorted({max(1, top // 4), max(1, top // 2), top})
     # fp16's GradScaler cannot agree across shards and stages: model parallelism wants bf16
     model_parallel = hw.gpus > 1 and precision == "bf16"
     strategies = ["ddp", "fsdp"] + (["tp", "pp", "hybrid"] if model_parallel else [])
-    basis = (
-        f"largest power of two under {MEMORY_BUDGET:.0%} of {hw.gpu_memory_bytes / GIB:.0f} GiB: "
-        f"{parameters * BYTES_PER_PARAMETER / 1e9:.1f} GB static + "
-        f"{figure.bytes_per_sample / 1e9:.2f} GB per sample ({figure.basis})"
-    )
+    basis = f"batch {top}, {fit.basis}; and the two below it"
     # 1f1b wants at least one micro-batch per stage; the count must divide every batch
     micro = max(4, hw.gpus)
     if any(b % micro for b in batches):
@@ -196,13 +144,3 @@ def starter_yaml(starter: Starter) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def model_parameters(name: str) -> int:
-    """Parameters of a built-in model, counted on the meta device (no memory)."""
-    import torch
-
-    from torchscale.models import build_model, parameter_count
-
-    with torch.device("meta"):
-        return parameter_count(build_model(name).model)

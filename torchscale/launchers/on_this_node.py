@@ -17,11 +17,20 @@ if TYPE_CHECKING:
 
 
 def machine_here() -> Machine:
-    """This node: its visible CUDA GPUs and the cores this process may use."""
+    """This node: its visible CUDA GPUs, the smallest one's memory (NVML) and the cores this
+    process may use."""
     from torchscale import host
+    from torchscale.nvml import smallest_gpu_memory
     from torchscale.plan import Machine
 
-    return Machine(gpu_count=host.cuda_gpu_count(), cpu_cores=host.usable_cores())
+    gpus = host.cuda_gpu_count()
+    memory, why = smallest_gpu_memory() if gpus else (None, "no CUDA GPU here")
+    return Machine(
+        gpu_count=gpus,
+        cpu_cores=host.usable_cores(),
+        gpu_memory_bytes=memory,
+        gpu_memory_unknown=why or "",
+    )
 
 
 class ThisNode:

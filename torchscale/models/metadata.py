@@ -17,12 +17,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Measured:
     """What building a model on the meta device tells, for any model. FLOPs are counted by
     FlopCounterMode (2 x multiply-accumulates; matmuls and convolutions, attention under the
     MATH backend) for one sample at the model's options: `forward_flops` the forward pass,
-    `train_flops` forward and backward of the loss, the work of a training step."""
+    `train_flops` forward and backward of the loss, the work of a training step.
+    `activation_bytes_fp32` / `_bf16`: what one sample's training step saves for backward,
+    in fp32 and in bf16 (activation_count.py: attention as a fused kernel saves it), the
+    per-sample term of the memory estimate (memory_estimate.py)."""
 
     kind: str
     parameters: int
@@ -30,9 +33,11 @@ class Measured:
     tokens_per_sample: int | None
     forward_flops: int
     train_flops: int
+    activation_bytes_fp32: int
+    activation_bytes_bf16: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelFacts(Measured):
     """A built-in model's row of `torchscale list` at its default options (registry.BUILTIN)."""
 
@@ -52,6 +57,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=None,
         forward_flops=3_628_146_688,
         train_flops=10_648_412_160,
+        activation_bytes_fp32=22_222_252,
+        activation_bytes_bf16=11_933_146,
         strategies=("ddp", "fsdp", "pp", "hybrid"),
         options={"image_size": 224, "num_classes": 1000},
         description=(
@@ -66,6 +73,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=None,
         forward_flops=8_178_368_512,
         train_flops=24_299_077_632,
+        activation_bytes_fp32=86_125_996,
+        activation_bytes_bf16=43_972_058,
         strategies=("ddp", "fsdp", "pp", "hybrid"),
         options={"image_size": 224, "num_classes": 1000},
         description=(
@@ -81,6 +90,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=None,
         forward_flops=35_127_656_448,
         train_flops=105_151_758_336,
+        activation_bytes_fp32=118_164_692,
+        activation_bytes_bf16=59_158_786,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
         options={"image_size": 224, "num_classes": 1000},
         description=(
@@ -96,6 +107,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=128,
         forward_flops=28_500_295_680,
         train_flops=85_500_887_040,
+        activation_bytes_fp32=93_194_244,
+        activation_bytes_bf16=46_648_834,
         description=(
             "BERT-base uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the "
             "word embeddings): 109,514,298 parameters as published, 109,518,912 with the "
@@ -112,6 +125,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=128,
         forward_flops=87_191_191_552,
         train_flops=261_573_574_656,
+        activation_bytes_fp32=219_826_180,
+        activation_bytes_bf16=110_038_530,
         description=(
             "BERT-large uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the"
             " word embeddings): 335,174,458 parameters as published, 335,180,608 padded (bare "
@@ -128,6 +143,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=1024,
         forward_flops=291_722_231_808,
         train_flops=875_166_695_424,
+        activation_bytes_fp32=816_934_924,
+        activation_bytes_bf16=408_872_970,
         description=(
             "GPT-2 small (12 layers, 768 hidden), LM head tied to the token embedding: "
             "124,439,808 parameters as published, 124,475,904 with the vocabulary padded to "
@@ -144,6 +161,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=1024,
         forward_flops=827_049_639_936,
         train_flops=2_481_148_919_808,
+        activation_bytes_fp32=1_826_844_684,
+        activation_bytes_bf16=914_417_674,
         description=(
             "GPT-2 medium (24 layers, 1024 hidden), LM head tied: 354,823,168 parameters as "
             "published, 354,871,296 padded"
@@ -159,6 +178,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=1024,
         forward_flops=1_774_693_908_480,
         train_flops=5_324_081_725_440,
+        activation_bytes_fp32=3_239_800_844,
+        activation_bytes_bf16=1_621_682_186,
         description=(
             "GPT-2 large (36 layers, 1280 hidden), LM head tied: 774,030,080 parameters as "
             "published, 774,090,240 padded"
@@ -174,6 +195,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=128,
         forward_flops=696_254_464,
         train_flops=2_088_763_392,
+        activation_bytes_fp32=14_652_428,
+        activation_bytes_bf16=14_652_428,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
         options={
             "d_model": 128,
@@ -198,6 +221,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=None,
         forward_flops=43_520,
         train_flops=122_368,
+        activation_bytes_fp32=1_204,
+        activation_bytes_bf16=606,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
         options={"hidden": 128, "layers": 2},
         description=("2 hidden layers of 128 on 32 random features, 10 classes: 22,026 parameters"),
@@ -210,6 +235,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=None,
         forward_flops=25_003_264,
         train_flops=74_125_056,
+        activation_bytes_fp32=654_260,
+        activation_bytes_bf16=328_478,
         strategies=("ddp", "fsdp", "pp", "hybrid"),
         options={"image_size": 32, "num_classes": 10},
         description=("3-stage ResNet (16/32/64 channels), 32x32, 10 classes: 78,042 parameters"),
@@ -222,6 +249,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=64,
         forward_flops=23_068_672,
         train_flops=69_206_016,
+        activation_bytes_fp32=824_844,
+        activation_bytes_bf16=415_242,
         description="GPT-2 code, 2 layers of 64, vocab 1,024: 182,016 parameters",
         options={"seq_len": 64, "dropout": 0.0, "pad_vocab_to": 64, "faithful": False},
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
@@ -234,6 +263,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=64,
         forward_flops=23_592_960,
         train_flops=70_778_880,
+        activation_bytes_fp32=875_012,
+        activation_bytes_bf16=440_834,
         description="BertForMaskedLM code, 2 layers of 64, vocab 1,024: 187,456 parameters",
         options={"seq_len": 64, "dropout": 0.0, "pad_vocab_to": 64, "faithful": False},
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
@@ -246,6 +277,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=32,
         forward_flops=16_252_928,
         train_flops=48_758_784,
+        activation_bytes_fp32=825_868,
+        activation_bytes_bf16=825_868,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
         options={
             "d_model": 64,

@@ -17,6 +17,7 @@ import torch
 from torchscale.catalog import faithful_conflict, is_plugin_model, workload_options
 from torchscale.errors import ModelError
 from torchscale.models import bert, gpt2, resnet, tiny, transformer, vit, workload
+from torchscale.models.activation_count import saved_activation_bytes
 from torchscale.models.bundle import ModelBundle, call_model
 from torchscale.models.metadata import Measured, rows
 from torchscale.models.option_values import positive_int, probability, switch
@@ -230,6 +231,7 @@ def measure(name: str, options: Mapping[str, Any] | None = None) -> Measured:
         bundle = build_model(name, options)
     with sdpa_kernel(SDPBackend.MATH):  # attention as matmuls: every op has a FLOP formula
         forward, train = _flops_per_sample(bundle, meta)
+    activations = {dtype: saved_activation_bytes(bundle, dtype) for dtype in _COUNTED_DTYPES}
     return Measured(
         kind=bundle.kind,
         parameters=parameter_count(bundle.model),
@@ -237,7 +239,12 @@ def measure(name: str, options: Mapping[str, Any] | None = None) -> Measured:
         tokens_per_sample=bundle.tokens_per_sample,
         forward_flops=forward,
         train_flops=train,
+        activation_bytes_fp32=activations[torch.float32],
+        activation_bytes_bf16=activations[torch.bfloat16],
     )
+
+
+_COUNTED_DTYPES = (torch.float32, torch.bfloat16)
 
 
 def _flops_per_sample(bundle: ModelBundle, device: torch.device) -> tuple[int, int]:

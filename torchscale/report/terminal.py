@@ -226,7 +226,7 @@ def plan_lines(
 ) -> list[Line]:
     """What --dry-run shows: every cell's exact argv and environment, what is skipped and why,
     what --resume keeps (`reused`), and the estimate of what is left to run."""
-    lines: list[Line] = []
+    lines = [Line("info", f"note: {note}") for note in plan.notes]
     for i, planned in enumerate(plan.cells, 1):
         cell_id = planned.cell.id
         lines.append(Line("head", f"{i}. {cell_id}"))
