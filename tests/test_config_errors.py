@@ -452,9 +452,10 @@ def test_missing_required_keys_are_all_named() -> None:
         ("[0]", "batch_sizes[0]", "must be > 0 (got 0)"),
         ("[]", "batch_sizes", "must not be empty"),
         ("automatic", "batch_sizes", "'automatic' is not allowed; expected one of 'auto'"),
-        ("8", "batch_sizes", "expected a list, got 8"),
+        ("8", "batch_sizes", "expected a list of batch sizes or auto, got 8"),
+        ("null", "batch_sizes", "expected a list of batch sizes or auto, got null"),
     ],
-    ids=["string-in-list", "zero", "empty", "other-word", "scalar"],
+    ids=["string-in-list", "zero", "empty", "other-word", "scalar", "null"],
 )
 def test_batch_sizes_is_a_list_or_auto_and_a_mistake_is_one_line(
     value: str, path: str, message: str

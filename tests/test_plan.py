@@ -444,22 +444,44 @@ def test_a_cpu_cell_keeps_its_id_from_before_compile_became_auto() -> None:
 
 
 def test_bf16_activations_are_on_in_bf16_cells_and_in_the_definition_only_there() -> None:
-    """Issue 27: `training.bf16_activations` null is on for bf16 cells and off for the others;
-    a cell it leaves off keeps the id it had before the option existed (--resume reuses it),
-    a bf16 cell's id moves with it (its earlier result ran with an fp32 residual stream)."""
-    config = make_config(gpu_counts=[1], training={"precision": ["fp32", "amp", "bf16"]})
+    """Issue 27: `training.bf16_activations` null is on for bf16 cells of a model with
+    torchscale's residual stream and off for the others; a cell it leaves off keeps the id it
+    had before the option existed (--resume reuses it), a bf16 cell's id moves with it (its
+    earlier result ran with an fp32 residual stream)."""
+    config = make_config(
+        models=["tiny-gpt2"], gpu_counts=[1], training={"precision": ["fp32", "amp", "bf16"]}
+    )
     fp32, amp, bf16 = build_plan(config, CPU_BOX)
     assert [c.training.bf16_activations for c in (fp32, amp, bf16)] == [False, False, True]
     assert "bf16_activations" not in fp32.definition + amp.definition
     assert '"bf16_activations":true' in bf16.definition
     off = make_config(
-        gpu_counts=[1], training={"precision": ["fp32", "amp", "bf16"], "bf16_activations": False}
+        models=["tiny-gpt2"],
+        gpu_counts=[1],
+        training={"precision": ["fp32", "amp", "bf16"], "bf16_activations": False},
     )
     fp32_off, amp_off, bf16_off = build_plan(off, CPU_BOX)
     assert (fp32_off.cell.id, amp_off.cell.id) == (fp32.cell.id, amp.cell.id)
     assert bf16_off.cell.id != bf16.cell.id and "bf16_activations" not in bf16_off.definition
     spec = bf16.worker_spec(Path("r.json"), Path("s.jsonl"))
     assert spec.training.bf16_activations is True
+
+
+def test_bf16_activations_stay_off_for_a_model_it_does_nothing_to() -> None:
+    """A bf16 cell of a model whose residual stream is not torchscale's (an MLP, a CNN) keeps
+    the id it had before the option existed: the option would change its id and nothing else."""
+    for name in ("tiny-mlp", "tiny-cnn"):
+        config = make_config(models=[name], gpu_counts=[1], training={"precision": ["bf16"]})
+        off = make_config(
+            models=[name],
+            gpu_counts=[1],
+            training={"precision": ["bf16"], "bf16_activations": False},
+        )
+        [on_by_default] = build_plan(config, CPU_BOX)
+        [set_off] = build_plan(off, CPU_BOX)
+        assert on_by_default.training.bf16_activations is False, name
+        assert "bf16_activations" not in on_by_default.definition, name
+        assert on_by_default.cell.id == set_off.cell.id, name
 
 
 def test_gpt2_cells_carry_the_workload_options_they_train_with() -> None:
@@ -533,6 +555,21 @@ def test_auto_batches_are_eight_on_cpu_and_a_list_is_kept_as_written() -> None:
         ).batch_sizes
         == "auto"
     ), "batch_sizes may be left out: auto"
+
+
+def test_auto_batches_on_cpu_keep_under_max_batch_limit() -> None:
+    """memory.max_batch_limit caps the CPU batch too, and the note says it did."""
+    plan = build_plan(
+        make_config(
+            batch_sizes="auto",
+            models=["tiny-gpt2"],
+            gpu_counts=[1],
+            memory={"max_batch_limit": 4},
+        ),
+        CPU_BOX,
+    )
+    assert [p.cell.batch_size for p in plan] == [4]
+    assert plan.notes[0].endswith("; capped by memory.max_batch_limit 4)")
 
 
 def test_auto_batches_need_the_gpus_memory() -> None:

@@ -369,6 +369,32 @@ def test_host_probes_ask_the_torch_they_are_given() -> None:
     assert host.nccl_version(unloadable) is None
 
 
+def test_the_gpu_memory_probe_asks_torch_in_a_child_and_says_why_not(tmp_path: Path) -> None:
+    """batch_sizes: auto reads the smallest GPU's memory from torch in a child process (what
+    the ranks will see, no CUDA context left in the host): a CPU build sees no GPU, a child
+    that prints the totals is read, one that fails or hangs is one line, never a traceback."""
+    assert host.smallest_gpu_memory() == (None, "torch sees no GPU")  # this CPU torch build
+    fake = tmp_path / "fake_python"
+    fake.write_text("#!/bin/sh\necho 'CUDA init noise'\necho '[85520809984, 42949672960]'\n")
+    fake.chmod(0o755)
+    assert host.smallest_gpu_memory(str(fake)) == (42949672960, None)
+    failing = tmp_path / "failing_python"
+    failing.write_text("#!/bin/sh\necho 'RuntimeError: No CUDA GPUs are available' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    memory, why = host.smallest_gpu_memory(str(failing))
+    assert memory is None
+    assert why == "torch could not read the GPUs' memory (RuntimeError: No CUDA GPUs are available)"
+    hanging = tmp_path / "hanging_python"
+    hanging.write_text("#!/bin/sh\nexec sleep 30\n")
+    hanging.chmod(0o755)
+    assert host.smallest_gpu_memory(str(hanging), timeout_s=0.5) == (
+        None,
+        "torch did not report the GPUs' memory within 0.5 s",
+    )
+    memory, why = host.smallest_gpu_memory(str(tmp_path / "absent"))
+    assert memory is None and why is not None and why.startswith("cannot start ")
+
+
 def test_host_probes_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
     assert host.cuda_gpu_count() == 0

@@ -87,8 +87,9 @@ def _counted(
         bf16 = saved_activation_bytes(bundle, torch.bfloat16)
     except Exception as exc:  # a plug-in that cannot build or run on the meta device
         raise UsageError(
-            f"batch_sizes: auto cannot size model '{name}': counting its activations on the "
-            f"meta device failed ({type(exc).__name__}: {exc}); list batch_sizes"
+            f"batch_sizes: auto cannot size model '{name}': building it and counting its "
+            f"activations on the meta device failed ({type(exc).__name__}: {exc}); list "
+            "batch_sizes to run it without an estimate"
         ) from None
     return Footprint(parameters, fp32, bf16)
 
@@ -106,10 +107,12 @@ def auto_batch(
     """The batch per device of `label` at `precision` on `device`; `model` gives its
     footprint (asked only on CUDA, once the GPU's memory is known)."""
     if device != "cuda":
+        batch = min(CPU_BATCH, limit)
         return AutoBatch(
-            CPU_BATCH,
-            f"{label} {precision}: batch {CPU_BATCH} (batch_sizes auto on CPU: host memory does "
-            "not limit a CPU benchmark)",
+            batch,
+            f"{label} {precision}: batch {batch} (batch_sizes auto on CPU: host memory does "
+            "not limit a CPU benchmark"
+            + (f"; capped by memory.max_batch_limit {limit})" if batch < CPU_BATCH else ")"),
         )
     if gpu_memory_bytes is None:
         raise UsageError(

@@ -11,8 +11,19 @@ Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import subprocess
+import sys
 from typing import Any
+
+# what a child process prints: the total memory of every GPU torch can use, in bytes
+GPU_MEMORY_PROBE = (
+    "import json, torch\n"
+    "print(json.dumps([torch.cuda.get_device_properties(i).total_memory"
+    " for i in range(torch.cuda.device_count())]))"
+)
+GPU_MEMORY_TIMEOUT_S = 180.0
 
 
 def usable_cores() -> int:
@@ -25,6 +36,41 @@ def usable_cores() -> int:
 def _torch(module: Any) -> Any:
     """`module` itself, or the imported torch when None (an import failure propagates)."""
     return module if module is not None else importlib.import_module("torch")
+
+
+def smallest_gpu_memory(
+    python: str = sys.executable, timeout_s: float = GPU_MEMORY_TIMEOUT_S
+) -> tuple[int | None, str | None]:
+    """(total bytes of the smallest GPU torch can use here, None), or (None, why not).
+
+    Asked of torch in a child process: it sees what the ranks will see (CUDA_VISIBLE_DEVICES,
+    a MIG slice's own memory, a ROCm GPU), and the CUDA context it opens ends with it instead
+    of holding GPU memory in this process for the whole sweep."""
+    try:
+        done = subprocess.run(
+            [python, "-c", GPU_MEMORY_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"torch did not report the GPUs' memory within {timeout_s:g} s"
+    except OSError as exc:
+        return None, f"cannot start {python} to ask torch ({exc.strerror or exc})"
+    lines = done.stdout.strip().splitlines()
+    try:
+        totals = [int(t) for t in json.loads(lines[-1])] if done.returncode == 0 else None
+    except (IndexError, ValueError, TypeError):
+        totals = None
+    if totals is None:
+        errors = done.stderr.strip().splitlines()
+        why = errors[-1] if errors else f"exit {done.returncode}"
+        return None, f"torch could not read the GPUs' memory ({why})"
+    if not totals:
+        return None, "torch sees no GPU"
+    return min(totals), None
 
 
 def cuda_gpu_count(torch: Any = None) -> int:

@@ -96,27 +96,6 @@ def probe_nvml() -> NvmlState:
     return state
 
 
-def smallest_gpu_memory() -> tuple[int | None, str | None]:
-    """(total bytes of the smallest GPU NVML lists on this node, None), or (None, why not).
-    NVML, not torch: asking torch would open a CUDA context in the calling process and hold
-    GPU memory for as long as it lives."""
-    state = probe_nvml()
-    if not state.ok or state.module is None:
-        return None, f"NVML: {state.error}"
-    try:
-        totals = []
-        for gpu in state.gpus:
-            info, err = call(state.module.nvmlDeviceGetMemoryInfo, gpu.handle)
-            if err is not None or info is None:
-                return None, f"NVML cannot read GPU {gpu.index}'s memory: {err}"
-            totals.append(int(info.total))
-    finally:
-        call(state.module.nvmlShutdown)
-    if not totals:
-        return None, "NVML lists no GPU"
-    return min(totals), None
-
-
 def uuid_key(uuid: str) -> str:
     """A GPU UUID as NVML spells it, lower case: torch prints a GPU's UUID bare, NVML with
     `GPU-` (a MIG slice's with `MIG-`, never equal to its GPU's)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from torchscale.auto_batch import Footprint, auto_batch, footprint
-from torchscale.catalog import Precision, Strategy, workload_options
+from torchscale.catalog import BF16_STREAM_MODELS, Precision, Strategy, workload_options
 from torchscale.cell import (
     Backend,
     CellIdentity,
@@ -394,10 +394,11 @@ def resolve_compile(compile_: bool | None, device: str, parallel: ParallelShape 
     return device == "cuda" and (parallel is None or parallel.pp == 1)
 
 
-def resolve_bf16_activations(bf16_activations: bool | None, precision: str) -> bool:
-    """`training.bf16_activations` of one cell: only a bf16 cell has bf16 activations to
-    keep; null is on there."""
-    return precision == "bf16" and bf16_activations is not False
+def resolve_bf16_activations(bf16_activations: bool | None, precision: str, model: str) -> bool:
+    """`training.bf16_activations` of one cell: on (unless set false) in a bf16 cell of a
+    model whose residual stream is torchscale's (catalog.BF16_STREAM_MODELS); off elsewhere,
+    where it would change nothing but the cell's id."""
+    return precision == "bf16" and model in BF16_STREAM_MODELS and bf16_activations is not False
 
 
 def plan_cell(
@@ -421,7 +422,7 @@ def plan_cell(
         update={
             "compile": resolve_compile(config.training.compile, device, parallel),
             "bf16_activations": resolve_bf16_activations(
-                config.training.bf16_activations, precision
+                config.training.bf16_activations, precision, model.name
             ),
         }
     )

@@ -15,7 +15,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from torchscale.config.paths import Path_, render_path
-from torchscale.config.schema import UNION_TAGS, BenchConfig
+from torchscale.config.schema import LIST_TAG, UNION_TAGS, BenchConfig
 from torchscale.config.yaml_source import YamlIndex, parse_scalar, read_yaml
 from torchscale.errors import ConfigError, ConfigProblem
 from torchscale.suggest import did_you_mean
@@ -254,8 +254,11 @@ def _user_path(loc: Path_, data: Any) -> Path_:
 def _problem(
     err: Any, data: Any, index: YamlIndex, applied: dict[Path_, str], source: str
 ) -> ConfigProblem:
-    loc: Path_ = tuple(part for part in err["loc"] if part not in UNION_TAGS)
+    raw: Path_ = tuple(err["loc"])
+    loc: Path_ = tuple(part for part in raw if part not in UNION_TAGS)
     message = _message(err, loc)
+    if LIST_TAG in raw[-1:] and err["type"] == "list_type":  # neither a list nor a word
+        message = f"expected a list of batch sizes or auto, got {_show(err.get('input'))}"
     path = _user_path(loc, data)
     for set_path, set_source in applied.items():
         shared = min(len(path), len(set_path))

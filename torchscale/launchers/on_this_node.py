@@ -16,15 +16,18 @@ if TYPE_CHECKING:
     from torchscale.results.store import ResultStore
 
 
-def machine_here() -> Machine:
-    """This node: its visible CUDA GPUs, the smallest one's memory (NVML) and the cores this
-    process may use."""
+def machine_here(gpu_memory: bool = False) -> Machine:
+    """This node: its visible CUDA GPUs, the cores this process may use and, when asked (for
+    `batch_sizes: auto`: it takes a child process and a few seconds), the smallest GPU's
+    memory."""
     from torchscale import host
-    from torchscale.nvml import smallest_gpu_memory
     from torchscale.plan import Machine
 
     gpus = host.cuda_gpu_count()
-    memory, why = smallest_gpu_memory() if gpus else (None, "no CUDA GPU here")
+    memory: int | None = None
+    why: str | None = "no CUDA GPU here" if not gpus else "not read"
+    if gpus and gpu_memory:
+        memory, why = host.smallest_gpu_memory()
     return Machine(
         gpu_count=gpus,
         cpu_cores=host.usable_cores(),
@@ -35,7 +38,7 @@ def machine_here() -> Machine:
 
 class ThisNode:
     def machine(self, config: BenchConfig) -> Machine:
-        return machine_here()
+        return machine_here(gpu_memory=isinstance(config.batch_sizes, str))
 
     def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
         from torchscale.results.store import ResultStore

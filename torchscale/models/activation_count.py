@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from unittest import mock
 
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from torchscale.models.bundle import ModelBundle
 
@@ -63,9 +63,27 @@ def _fused_attention(
     return out
 
 
+class _AttentionAsFusedKernels(TorchFunctionMode):
+    """Routes every `scaled_dot_product_attention` call made under it (however the model
+    imported the function) to the stand-in; a torch function mode is this thread's only, so a
+    model running in another thread is untouched."""
+
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        if func is F.scaled_dot_product_attention:
+            return _fused_attention(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
 @contextmanager
 def _attention_as_fused_kernels() -> Iterator[None]:
-    with mock.patch.object(F, "scaled_dot_product_attention", _fused_attention):
+    with _AttentionAsFusedKernels():
         yield
 
 

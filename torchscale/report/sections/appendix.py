@@ -250,7 +250,6 @@ def _defaults() -> tuple[dict[str, Any], frozenset[str]]:
     minimal = {
         "experiment_name": "x",
         "models": ["tiny-mlp"],
-        "batch_sizes": [1],
         "gpu_counts": [1],
     }
     try:
