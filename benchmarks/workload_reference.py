@@ -4,9 +4,12 @@ The reference is a nanoGPT-style GPT written here, independent of torchscale's m
 way speed recipes write it: vocabulary padded to a multiple of 64, no dropout, SDPA with
 `is_causal`, the LM head tied to the token embedding, AdamW fused (CUDA and CPU), bf16
 autocast on CUDA, `torch.compile` when asked. It trains the same shapes (hidden, layers, heads,
-vocabulary, sequence, batch) as a torchscale cell of the chosen model at world size 1. Both run
-as their own process, ROUNDS rounds taking turns (a shared machine's drift hits both), and the
-script prints each one's tokens/s, the ratio torchscale / reference per round and its median.
+vocabulary, sequence, batch) as a torchscale cell of the chosen model at world size 1, and the
+script checks that both count the same parameters. Both run as their own process, ROUNDS
+rounds taking turns, the order swapped every round (reference first in odd rounds, torchscale
+first in even ones: a shared machine's drift, and whatever one process leaves behind for the
+next, hits both sides alike), and the script prints each one's tokens/s, the ratio torchscale /
+reference per round and its median.
 Issue 27's target is a ratio of at least 0.97: the last line judges it by the median ratio's
 95 % interval (bootstrap over the rounds), met, missed or not settled by the run.
 
@@ -26,20 +29,23 @@ import tempfile
 import time
 from pathlib import Path
 
-# (hidden, layers, heads, vocab, seq_len) of the torchscale models compared
+# (hidden, layers, heads, vocab, seq_len, positions) of the torchscale models compared; the
+# position table as torchscale's model has it (tiny-gpt2: 256 rows, 64 used), so both sides
+# train, and AdamW updates, the same parameters (the driver checks the counts)
 SHAPES = {
-    "tiny-gpt2": (64, 2, 4, 1024, 64),
-    "gpt2": (768, 12, 12, 50257, 1024),
+    "tiny-gpt2": (64, 2, 4, 1024, 64, 256),
+    "gpt2": (768, 12, 12, 50257, 1024, 1024),
 }
 
 
-def reference_tokens_per_s(args: argparse.Namespace) -> float:
-    """The bare loop, in this process: tokens/s over `steps` steps after `warmup`."""
+def reference_run(args: argparse.Namespace) -> dict[str, float]:
+    """The bare loop, in this process: tokens/s over `steps` steps after `warmup`, and the
+    parameters it trains."""
     import torch
     import torch.nn.functional as F
     from torch import nn
 
-    hidden, layers, heads, vocab, seq = SHAPES[args.model]
+    hidden, layers, heads, vocab, seq, positions = SHAPES[args.model]
     padded = (vocab + 63) // 64 * 64
     device = torch.device(args.device)
 
@@ -61,7 +67,7 @@ def reference_tokens_per_s(args: argparse.Namespace) -> float:
     class GPT(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.wte, self.wpe = nn.Embedding(padded, hidden), nn.Embedding(seq, hidden)
+            self.wte, self.wpe = nn.Embedding(padded, hidden), nn.Embedding(positions, hidden)
             self.blocks = nn.Sequential(*(Block() for _ in range(layers)))
             self.ln_f = nn.LayerNorm(hidden)
 
@@ -94,10 +100,13 @@ def reference_tokens_per_s(args: argparse.Namespace) -> float:
         step()
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return args.batch * seq * args.steps / (time.perf_counter() - start)
+    tokens_per_s = args.batch * seq * args.steps / (time.perf_counter() - start)
+    return {"tokens_per_s": tokens_per_s, "parameters": sum(p.numel() for p in model.parameters())}
 
 
-def torchscale_tokens_per_s(args: argparse.Namespace, workdir: Path, env: dict[str, str]) -> float:
+def torchscale_run(
+    args: argparse.Namespace, workdir: Path, env: dict[str, str]
+) -> tuple[float, int]:
     """One torchscale cell of the same shapes, world size 1, as a user runs it, with the
     reference's threads (a cell sets its ranks' OMP_NUM_THREADS itself, from the config or
     the cores, and would otherwise ignore the shell's)."""
@@ -126,7 +135,19 @@ def torchscale_tokens_per_s(args: argparse.Namespace, workdir: Path, env: dict[s
     )
     [cell] = (out / "ref" / "cells").glob("*.json")
     result = json.loads(cell.read_text(encoding="utf-8"))
-    return float(result["throughput"]["tokens_per_s"])
+    return float(result["throughput"]["tokens_per_s"]), int(result["parameters"])
+
+
+def reference_subprocess(env: dict[str, str]) -> tuple[float, int]:
+    done = subprocess.run(
+        [sys.executable, __file__, *sys.argv[1:], "--role", "reference"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(figures["tokens_per_s"]), int(figures["parameters"])
 
 
 def main() -> None:
@@ -146,34 +167,49 @@ def main() -> None:
     parser.add_argument("--role", default="driver", choices=["driver", "reference"])
     args = parser.parse_args()
     if args.role == "reference":
-        print(json.dumps({"tokens_per_s": reference_tokens_per_s(args)}))
+        print(json.dumps(reference_run(args)))
         return
     threads = str(os.cpu_count() or 1)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)}
-    workdir = Path(tempfile.mkdtemp(prefix="workload-reference-"))
-    ratios = []
-    for round_ in range(1, args.rounds + 1):
-        done = subprocess.run(
-            [sys.executable, __file__, *sys.argv[1:], "--role", "reference"],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        bare = float(json.loads(done.stdout.strip().splitlines()[-1])["tokens_per_s"])
-        ours = torchscale_tokens_per_s(args, workdir / f"round{round_}", env)
-        ratios.append(ours / bare)
-        print(
-            f"round {round_}: reference {bare:,.0f} tokens/s, torchscale {ours:,.0f} tokens/s, "
-            f"ratio {ours / bare:.3f}",
-            flush=True,
-        )
+    with tempfile.TemporaryDirectory(prefix="workload-reference-") as tmp:
+        ratios, parameters = take_turns(args, Path(tmp), env)
+    print(f"both sides train {parameters:,} parameters")
     print(
         f"{args.model} b{args.batch} on {args.device}"
         f"{' (compile)' if args.compile else ''}, {env['OMP_NUM_THREADS']} thread(s) a side: "
         f"median ratio torchscale / reference {statistics.median(ratios):.3f} "
         f"(rounds {min(ratios):.3f}-{max(ratios):.3f}); {verdict(ratios)}"
     )
+
+
+def take_turns(
+    args: argparse.Namespace, workdir: Path, env: dict[str, str]
+) -> tuple[list[float], int]:
+    """ROUNDS rounds of both sides, the order swapped every round: the ratios, and the
+    parameter count both sides train (a mismatch ends the run)."""
+    ratios = []
+    parameters = 0
+    for round_ in range(1, args.rounds + 1):
+        cell_dir = workdir / f"round{round_}"
+        if round_ % 2:
+            bare, bare_params = reference_subprocess(env)
+            ours, our_params = torchscale_run(args, cell_dir, env)
+        else:
+            ours, our_params = torchscale_run(args, cell_dir, env)
+            bare, bare_params = reference_subprocess(env)
+        if bare_params != our_params:
+            sys.exit(
+                f"the two sides train different models: reference {bare_params:,} parameters, "
+                f"torchscale {our_params:,}"
+            )
+        ratios.append(ours / bare)
+        print(
+            f"round {round_} ({'reference' if round_ % 2 else 'torchscale'} first): reference "
+            f"{bare:,.0f} tokens/s, torchscale {ours:,.0f} tokens/s, ratio {ours / bare:.3f}",
+            flush=True,
+        )
+        parameters = bare_params
+    return ratios, parameters
 
 
 TARGET = 0.97  # issue 27: the cell reaches at least 97 % of the bare loop's tokens/s

@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
             "collective_facts",
             "step_phases",
             "flop_convention",
+            "training_defaults",
         ],
         1,
     ),

@@ -24,6 +24,8 @@ DEFINED = LAUNCH / "process.py"
 
 # module (relative to torchscale/) -> the programs it starts, none of them a torchrun launch
 STARTS_OTHER_PROGRAMS: dict[str, str] = {
+    "host.py": "python -c asking torch the GPUs' memory (batch_sizes: auto; no CUDA context "
+    "left in the host)",
     "k8s.py": "kubectl",
     "profiling/nsys.py": "nsys (--version, export to SQLite)",
     "report/render/svg_worker.py": "the chart renderer's worker processes",

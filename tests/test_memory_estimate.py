@@ -63,6 +63,15 @@ def test_the_meta_count_is_what_a_real_step_saves(name: str, dtype: torch.dtype)
         assert meta == pytest.approx(real, rel=0.01)
 
 
+def test_the_meta_count_sees_the_attention_inside_torchs_own_transformer() -> None:
+    """nn.Transformer calls SDPA from inside torch (multi_head_attention_forward): the stand-in
+    for a fused kernel reaches it too, and the count equals a real fp32 step's. (A real bf16
+    step cannot be built the same way: the model casts part of its input itself.)"""
+    assert _meta_count("tiny-transformer", torch.float32) == _real_saved_bytes(
+        "tiny-transformer", torch.float32
+    )
+
+
 def test_the_stored_counts_follow_the_model_code() -> None:
     """The stored per-sample counts (what `config init` sizes from without importing torch)
     are the meta count at the model's defaults (tests/test_model_metadata.py checks every

@@ -607,3 +607,16 @@ def test_bf16_stream_models_are_the_models_with_torchscales_residual_stream(name
 
     bundle = meta_build(name, None)
     assert (set_bf16_activations(bundle.model, True) > 0) == (name in BF16_STREAM_MODELS)
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_MODELS))
+def test_the_plans_model_facts_are_the_models_own(name: str) -> None:
+    """training_defaults decides channels_last and the loss for a cell's definition without
+    building the model: its CONV_NETS and BLOCKWISE_LOSS_MODELS must be exactly the built-ins
+    whose bundle convolves and carries the blockwise token loss, or a cell's id would say one
+    thing and its rank train another."""
+    from torchscale.training_defaults import BLOCKWISE_LOSS_MODELS, CONV_NETS
+
+    bundle = meta_build(name, None)
+    assert bundle.conv_net == (name in CONV_NETS)
+    assert (bundle.eager_loss_fn is not None) == (name in BLOCKWISE_LOSS_MODELS)

@@ -17,7 +17,7 @@ import pytest
 from torchscale.cell import Status
 from torchscale.config.loader import parse_config
 from torchscale.config.schema import BenchConfig
-from torchscale.plan import Machine, Plan, build_plan, resolve_backend, resolve_device
+from torchscale.plan import Machine, Plan, PlannedCell, build_plan, resolve_backend, resolve_device
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import CellError
 from torchscale.sweep import unmeasured_result
@@ -436,11 +436,77 @@ def test_compile_defaults_on_for_cuda_cells_and_off_on_cpu() -> None:
     assert pp.skip_reason is None and pp.training.compile is False
 
 
-def test_a_cpu_cell_keeps_its_id_from_before_compile_became_auto() -> None:
-    """compile: false was the default: CPU cells' definitions (and so --resume) are unchanged."""
+def test_compile_null_on_cpu_is_the_same_cell_as_compile_false() -> None:
+    """compile: false was the default; null on CPU still means it: one cell, one id."""
     assert only_id(make_config(gpu_counts=[1])) == only_id(
         make_config(gpu_counts=[1], training={"compile": False})
     )
+
+
+def _training_definition(cell: PlannedCell) -> dict[str, Any]:
+    return dict(json.loads(cell.definition)["training"])
+
+
+def test_what_a_null_option_means_is_in_the_definition() -> None:
+    """Issue 27: fused AdamW, channels_last and the loss the measured steps run are written
+    resolved into every cell's definition, so a result measured with another optimizer kernel
+    or loss (fused AdamW joined the CPU default, the blockwise loss the eager default) is never
+    resumed as today's; the worker spec carries the same values the rank trains by."""
+    [gpt] = build_plan(make_config(models=["tiny-gpt2"], gpu_counts=[1]), CPU_BOX)
+    [mlp] = build_plan(make_config(gpu_counts=[1]), CPU_BOX)
+    [cnn_gpu] = build_plan(make_config(models=["tiny-cnn"], gpu_counts=[1], device="cuda"), GPU_BOX)
+    [gpt_gpu] = build_plan(
+        make_config(models=["tiny-gpt2"], gpu_counts=[1], device="cuda"), GPU_BOX
+    )
+    [pipeline] = build_plan(
+        make_config(
+            models=["tiny-gpt2"], gpu_counts=[2], device="cuda", training={"strategy": ["pp"]}
+        ),
+        GPU_BOX,
+    )
+    [sgd] = build_plan(make_config(gpu_counts=[1], training={"optimizer": "sgd"}), CPU_BOX)
+    [plugin] = build_plan(
+        make_config(models=["tests.plugin_models:factory"], gpu_counts=[1]), CPU_BOX
+    )
+    seen = {
+        name: {k: _training_definition(c)[k] for k in ("fused_optimizer", "channels_last", "loss")}
+        for name, c in [
+            ("gpt", gpt),
+            ("mlp", mlp),
+            ("cnn_gpu", cnn_gpu),
+            ("gpt_gpu", gpt_gpu),
+            ("pipeline", pipeline),
+            ("sgd", sgd),
+            ("plugin", plugin),
+        ]
+    }
+    assert seen == {
+        "gpt": {"fused_optimizer": True, "channels_last": False, "loss": "blockwise"},
+        "mlp": {"fused_optimizer": True, "channels_last": False, "loss": "plain"},
+        "cnn_gpu": {"fused_optimizer": True, "channels_last": True, "loss": "compiled"},
+        "gpt_gpu": {"fused_optimizer": True, "channels_last": False, "loss": "compiled"},
+        "pipeline": {"fused_optimizer": True, "channels_last": False, "loss": "plain"},
+        "sgd": {"fused_optimizer": False, "channels_last": False, "loss": "plain"},
+        "plugin": {"fused_optimizer": True, "channels_last": None, "loss": "plain"},
+    }
+    spec = gpt.worker_spec(Path("r.json"), Path("s.jsonl"))
+    assert (spec.training.fused_optimizer, spec.training.channels_last) == (True, False)
+
+
+def test_setting_an_option_to_what_null_means_is_the_same_cell() -> None:
+    """One cell, however it is spelled: null and its resolved value share the id; another
+    value is another cell."""
+
+    def only(**training: Any) -> str:
+        [cell] = build_plan(
+            make_config(models=["tiny-gpt2"], gpu_counts=[1], training=training), CPU_BOX
+        )
+        return cell.cell.id
+
+    assert only() == only(fused_optimizer=True, channels_last=False, compile=False)
+    assert only() != only(fused_optimizer=False)
+    assert only() != only(channels_last=True)
+    assert only() != only(compile=True)
 
 
 def test_bf16_activations_are_on_in_bf16_cells_and_in_the_definition_only_there() -> None:

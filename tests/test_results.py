@@ -28,7 +28,7 @@ from torchscale.cell import Status
 from torchscale.cli.app import app
 from torchscale.config.loader import load_config
 from torchscale.errors import ResultsError
-from torchscale.plan import Machine, build_plan
+from torchscale.plan import Machine, PlannedCell, build_plan
 from torchscale.results.frame import COLUMNS
 from torchscale.results.store import ResultStore
 from torchscale.results.versions import (
@@ -341,17 +341,35 @@ def test_results_package_does_not_import_pandas_for_the_worker() -> None:
 # ---------------------------------------------------------------------------- resume of v1
 
 
-def test_the_v1_config_still_plans_the_v1_cell_ids() -> None:
-    """The definition (and so the hash --resume keys on) did not change shape."""
+def test_the_v1_config_plans_new_cells_since_issue_27_changed_how_they_train() -> None:
+    """Issue 27 changed what the v1 config trains (no DDP wrapper at world size 1, fused
+    AdamW on CPU, the loss named): its cells get new ids, and --resume finds no v1 result of
+    their definitions, so it reruns them instead of passing a 0.1.0 measurement off as
+    today's. The v1 files stay readable (above)."""
     config = load_config(V1_CONFIG)
     plan = build_plan(config, Machine(gpu_count=0, cpu_cores=2))
-    planned_ids = {p.cell.id for p in plan}
-    assert {TINY_W1, TINY_W2, CRASH_W2} <= planned_ids
+    assert not {p.cell.id for p in plan} & {TINY_W1, TINY_W2, CRASH_W2}
+    store = ResultStore(V1_DIR)
+    assert all(store.finished_ok(p.cell.id, p.cell.definition_sha256) is None for p in plan)
+    assert all('"workload_revision":' in p.definition for p in plan)
+
+
+def _as_todays_cell(exp: Path, old_id: str, planned: PlannedCell) -> str:
+    """Rewrite a v1 result file as if it had been measured for today's definition of the same
+    cell (its id and hash), the schema and every figure left at version 1."""
+    path = exp / "cells" / f"{old_id}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["cell_id"] = planned.cell.id
+    data["definition_sha256"] = planned.cell.definition_sha256
+    path.unlink()
+    (exp / "cells" / f"{planned.cell.id}.json").write_text(json.dumps(data), encoding="utf-8")
+    return planned.cell.id
 
 
 def test_resume_reuses_version_1_results(tmp_path: Path) -> None:
-    """--resume over the v1 directory: the ok v1 cells of the same definition are reused as
-    they are (no launch, file untouched); summary.csv is rewritten in the current columns."""
+    """--resume over a v1 directory whose results carry today's definitions: the ok v1 cells
+    are reused as they are (no launch, file untouched); summary.csv is rewritten in the
+    current columns."""
     out = tmp_path / "results"
     exp = out / "v1_fixture"
     shutil.copytree(V1_DIR, exp)
@@ -361,6 +379,14 @@ def test_resume_reuses_version_1_results(tmp_path: Path) -> None:
         '  - name: "tests.fault_models:crash"\n    options: {on_rank: 1}\n', ""
     )
     config.write_text(text, encoding="utf-8")
+    planned = {
+        p.cell.world_size: p
+        for p in build_plan(
+            load_config(config, ["launcher.omp_num_threads=1"]),
+            Machine(gpu_count=0, cpu_cores=2),
+        )
+    }
+    ids = {_as_todays_cell(exp, TINY_W1, planned[1]), _as_todays_cell(exp, TINY_W2, planned[2])}
     before = {p.name: p.read_bytes() for p in (exp / "cells").glob("*.json")}
     result = CliRunner().invoke(
         app,
@@ -381,7 +407,7 @@ def test_resume_reuses_version_1_results(tmp_path: Path) -> None:
     assert after == before  # nothing rewritten
     summary = pd.read_csv(exp / "summary.csv")
     assert list(summary.columns) == COLUMNS
-    assert set(summary["cell_id"]) == {TINY_W1, TINY_W2}
+    assert set(summary["cell_id"]) == ids
     assert (summary["status"] == "ok").all()
 
 

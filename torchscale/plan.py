@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from torchscale.auto_batch import Footprint, auto_batch, footprint
-from torchscale.catalog import BF16_STREAM_MODELS, Precision, Strategy, workload_options
+from torchscale.catalog import Precision, Strategy, workload_options
 from torchscale.cell import (
     Backend,
     CellIdentity,
@@ -45,6 +45,16 @@ from torchscale.strategy_layouts import (
     node_problem,
     parallel_shapes,
     world_problem,
+)
+from torchscale.training_defaults import (
+    BLOCKWISE_LOSS_MODELS,
+    WORKLOAD_REVISION,
+    LossKind,
+    resolve_bf16_activations,
+    resolve_channels_last,
+    resolve_compile,
+    resolve_fused_optimizer,
+    resolve_loss,
 )
 from torchscale.worker.spec import WorkerSpec
 
@@ -296,6 +306,7 @@ def threads_per_rank(machine: Machine, ranks_per_node: int) -> int:
 def _definition(
     config: BenchConfig,
     training_config: TrainingConfig,
+    loss: LossKind,
     model: ModelSpec,
     batch_size: int,
     world_size: int,
@@ -314,13 +325,17 @@ def _definition(
     must be left out here while it holds its default, or every earlier result stops matching:
     `training.parallel` (0.8.0) enters only as the mesh of a tp, pp or hybrid cell, and
     `training.bf16_activations` (issue 27) only where it is on: a cell that runs as before
-    keeps its hash.
+    keeps its hash. Issue 27 moved every cell's hash once on purpose (`workload_revision`,
+    training_defaults.py): what earlier cells measured is not what the same config trains
+    today, and the options a null used to leave to the rank (fused AdamW, channels_last) are
+    written resolved, as is the loss the measured steps run (`training.loss`).
     """
     training = training_config.model_dump(
         mode="json", exclude={"precision", "strategy", "parallel"}
     )
     if not training.get("bf16_activations"):
         training.pop("bf16_activations", None)
+    training["loss"] = loss
     payload: dict[str, Any] = {
         "model": model.model_dump(mode="json"),
         "batch_size": batch_size,
@@ -335,6 +350,7 @@ def _definition(
         "nnodes": nodes,
         "omp_num_threads": omp_num_threads,
         "env": dict(sorted(config.launcher.env.items())),
+        "workload_revision": WORKLOAD_REVISION,
     }
     if parallel is not None:
         payload["parallel"] = parallel.model_dump(mode="json")
@@ -385,22 +401,6 @@ def _skip_or_warn(
     return None, tuple(warnings)
 
 
-def resolve_compile(compile_: bool | None, device: str, parallel: ParallelShape | None) -> bool:
-    """`training.compile` of one cell: as set, else on for CUDA cells but pipelines (whose
-    schedule calls the stage modules itself) and off on CPU, where inductor's C++ compile
-    takes minutes and its kernels are not what a GPU benchmark runs."""
-    if compile_ is not None:
-        return compile_
-    return device == "cuda" and (parallel is None or parallel.pp == 1)
-
-
-def resolve_bf16_activations(bf16_activations: bool | None, precision: str, model: str) -> bool:
-    """`training.bf16_activations` of one cell: on (unless set false) in a bf16 cell of a
-    model whose residual stream is torchscale's (catalog.BF16_STREAM_MODELS); off elsewhere,
-    where it would change nothing but the cell's id."""
-    return precision == "bf16" and model in BF16_STREAM_MODELS and bf16_activations is not False
-
-
 def plan_cell(
     config: BenchConfig,
     machine: Machine,
@@ -418,17 +418,30 @@ def plan_cell(
     backend = resolve_backend(config, device)
     threads = resolve_omp_threads(config, machine)
     world_size = shape.world_size
+    pipeline = parallel is not None and parallel.pp > 1
     training = config.training.model_copy(
         update={
-            "compile": resolve_compile(config.training.compile, device, parallel),
+            "compile": resolve_compile(config.training.compile, device, pipeline),
             "bf16_activations": resolve_bf16_activations(
                 config.training.bf16_activations, precision, model.name
             ),
+            "fused_optimizer": resolve_fused_optimizer(
+                config.training.fused_optimizer, config.training.optimizer
+            ),
+            "channels_last": resolve_channels_last(
+                config.training.channels_last, device, model.name
+            ),
         }
+    )
+    loss = resolve_loss(
+        compiled=bool(training.compile),
+        pipeline=pipeline,
+        blockwise_available=model.name in BLOCKWISE_LOSS_MODELS,
     )
     definition = _definition(
         config,
         training,
+        loss,
         model,
         batch_size,
         world_size,

@@ -195,8 +195,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=128,
         forward_flops=696_254_464,
         train_flops=2_088_763_392,
-        activation_bytes_fp32=14_652_428,
-        activation_bytes_bf16=14_652_428,
+        activation_bytes_fp32=22_694_924,
+        activation_bytes_bf16=22_694_924,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
         options={
             "d_model": 128,
@@ -277,8 +277,8 @@ STORED: dict[str, ModelFacts] = {
         tokens_per_sample=32,
         forward_flops=16_252_928,
         train_flops=48_758_784,
-        activation_bytes_fp32=825_868,
-        activation_bytes_bf16=825_868,
+        activation_bytes_fp32=1_199_628,
+        activation_bytes_bf16=1_199_628,
         strategies=("ddp", "fsdp", "tp", "pp", "hybrid"),
         options={
             "d_model": 64,

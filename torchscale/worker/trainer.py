@@ -22,6 +22,7 @@ from torchscale.data.input_pipeline import SETTINGS_KEY, Pipeline, build_pipelin
 from torchscale.models import ModelBundle, build_model, call_model
 from torchscale.models.bundle import LossFn
 from torchscale.models.layers import set_bf16_activations
+from torchscale.training_defaults import LossKind, resolve_fused_optimizer, resolve_loss
 from torchscale.worker import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
 from torchscale.worker.phases import PhaseRecorder
@@ -62,6 +63,11 @@ COMPILED_LOSS = (
     "the model's loss compiled beside the model (inductor fuses cross entropy's fp32 upcast, "
     "log-softmax and their backward instead of materialising them)"
 )
+LOSS_SETTINGS: dict[LossKind, str] = {
+    "plain": EAGER_LOSS,
+    "blockwise": BLOCKWISE_LOSS,
+    "compiled": COMPILED_LOSS,
+}
 
 
 def bf16_activations_setting(on: bool, streams: int) -> str | None:
@@ -95,11 +101,10 @@ def _optimizer(
     lr = spec.training.learning_rate
     if spec.training.optimizer == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=0.9), False
-    fused = spec.training.fused_optimizer
-    if fused is None:  # CPU too: +14 % for tiny-gpt2 on 2 cores (docs/models.md)
-        fused = _fused_supported(device)
-    if fused and not _fused_supported(device):
-        fused = False
+    # CPU too: +14 % for tiny-gpt2 on 2 cores (docs/models.md); a torch without the kernel
+    # for this device falls back, and the result's fused_optimizer says so
+    fused = resolve_fused_optimizer(spec.training.fused_optimizer, "adamw")
+    fused = fused and _fused_supported(device)
     return torch.optim.AdamW(params, lr=lr, fused=fused or None), bool(fused)
 
 
@@ -280,7 +285,7 @@ class Trainer:
         model = bundle.model.to(device)
         bf16_streams = set_bf16_activations(model, bool(spec.training.bf16_activations))
         channels_last = spec.training.channels_last
-        if channels_last is None:
+        if channels_last is None:  # a plug-in: the plan cannot know whether it convolves
             channels_last = bundle.conv_net and device.type == "cuda"
         # model-parallel cells keep contiguous tensors: pipeline sends need them
         channels_last = bool(channels_last and bundle.conv_net and spec.cell.parallel is None)
@@ -317,14 +322,17 @@ class Trainer:
                 bool(spec.training.bf16_activations), bf16_streams
             ),
         }
-        loss_fn = bundle.eager_loss_fn or bundle.loss_fn
-        settings["loss"] = BLOCKWISE_LOSS if bundle.eager_loss_fn else EAGER_LOSS
-        if runner is not None:  # a pipeline's last stage computes the bundle's loss
-            settings["loss"] = EAGER_LOSS
-        if spec.training.compile and runner is None:  # the plan skips compile + pipelines
+        # the plan skips compile + pipelines; a pipeline's last stage computes the bundle's loss
+        loss = resolve_loss(
+            compiled=bool(spec.training.compile),
+            pipeline=runner is not None,
+            blockwise_available=bundle.eager_loss_fn is not None,
+        )
+        settings["loss"] = LOSS_SETTINGS[loss]
+        loss_fn = bundle.eager_loss_fn if loss == "blockwise" else bundle.loss_fn
+        if loss == "compiled":
             wrapped = torch.compile(wrapped)  # type: ignore[assignment]
             loss_fn = torch.compile(bundle.loss_fn)
-            settings["loss"] = COMPILED_LOSS
         optimizer, fused = _optimizer(
             spec, params if params is not None else wrapped.parameters(), device
         )

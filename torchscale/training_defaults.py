@@ -1,0 +1,91 @@
+"""What a training option left null means for one cell, decided in one place.
+
+The plan writes each resolved value into the cell's definition (so its id and `--resume`
+follow what the cell trains with: a result measured with another optimizer kernel or loss is
+never reused as today's), and the rank trains by the same values: the compile switch, bf16
+activations, fused AdamW, channels_last and which loss runs are each one answer, not a
+default the plan and the rank could read differently. docs/models.md explains each default.
+
+Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from torchscale.catalog import BF16_STREAM_MODELS, BUILTIN_MODELS
+
+# the built-in convolutional nets (ModelBundle.conv_net; tests/test_models.py holds the two
+# equal): where channels_last has anything to change
+CONV_NETS = frozenset({"resnet18", "resnet50", "tiny-cnn"})
+
+# the built-in models whose loss is models/token_loss.py's (ModelBundle.eager_loss_fn; held
+# equal by tests/test_models.py): an eager cell of these computes it a block of rows at a time
+BLOCKWISE_LOSS_MODELS = frozenset(
+    {
+        "bert-base",
+        "bert-large",
+        "gpt2",
+        "gpt2-medium",
+        "gpt2-large",
+        "tiny-gpt2",
+        "tiny-bert",
+        "transformer",
+        "tiny-transformer",
+    }
+)
+
+LossKind = Literal["compiled", "blockwise", "plain"]
+
+# Raised whenever a change makes the same definition train differently (a kernel, a loss, a
+# wrapper the config has no switch for): it is part of every cell's definition, so every id
+# moves and --resume reruns what was measured the old way instead of mixing two workloads in
+# one table. 1: issue 27 (no DDP wrapper at world size 1, fused AdamW on CPU, the blockwise
+# token loss, the loss compiled beside a compiled model); absent in earlier definitions.
+WORKLOAD_REVISION = 1
+
+
+def resolve_compile(compile_: bool | None, device: str, pipeline: bool) -> bool:
+    """`training.compile`: as set, else on for CUDA cells but pipelines (whose schedule calls
+    the stage modules itself) and off on CPU, where inductor's C++ compile takes minutes and
+    its kernels are not what a GPU benchmark runs."""
+    if compile_ is not None:
+        return compile_
+    return device == "cuda" and not pipeline
+
+
+def resolve_bf16_activations(bf16_activations: bool | None, precision: str, model: str) -> bool:
+    """`training.bf16_activations`: on (unless set false) in a bf16 cell of a model whose
+    residual stream is torchscale's (catalog.BF16_STREAM_MODELS); off elsewhere, where it
+    would change nothing but the cell's id."""
+    return precision == "bf16" and model in BF16_STREAM_MODELS and bf16_activations is not False
+
+
+def resolve_fused_optimizer(fused_optimizer: bool | None, optimizer: str) -> bool:
+    """`training.fused_optimizer`: AdamW's fused kernel unless set false (CUDA and CPU both
+    have it in every torch torchscale supports; a rank whose torch lacks it falls back and its
+    result says so); SGD has no fused path here."""
+    return optimizer == "adamw" and fused_optimizer is not False
+
+
+def resolve_channels_last(channels_last: bool | None, device: str, model: str) -> bool | None:
+    """`training.channels_last`: as set, else on for a built-in conv net on CUDA and off for
+    every other built-in; None for a plug-in, whose rank decides from the model it builds
+    (ModelBundle.conv_net) since the host cannot know without building it."""
+    if channels_last is not None:
+        return channels_last
+    if model in CONV_NETS:
+        return device == "cuda"
+    return False if model in BUILTIN_MODELS else None
+
+
+def resolve_loss(*, compiled: bool, pipeline: bool, blockwise_available: bool) -> LossKind:
+    """Which loss a cell's measured steps run: compiled beside a compiled model; in a pipeline
+    the last stage's plain loss; else the blockwise token loss where the model has one, the
+    plain loss otherwise. The plan asks with the catalog's answer (BLOCKWISE_LOSS_MODELS), the
+    rank with the model it built: the same function, so the two cannot disagree."""
+    if pipeline:
+        return "plain"
+    if compiled:
+        return "compiled"
+    return "blockwise" if blockwise_available else "plain"
