@@ -9,12 +9,15 @@ script checks that both count the same parameters. Both run as their own process
 rounds taking turns, the order swapped every round (reference first in odd rounds, torchscale
 first in even ones: a shared machine's drift, and whatever one process leaves behind for the
 next, hits both sides alike), and the script prints each one's tokens/s, the ratio torchscale /
-reference per round and its median.
+reference per round and its median. On CPU both sides run with the glibc malloc settings a
+CPU cell has by default (launcher.cpu_malloc: reuse; `--cpu-malloc default` runs both with
+glibc's own).
 Issue 27's target is a ratio of at least 0.97: the last line judges it by the median ratio's
 95 % interval (bootstrap over the rounds), met, missed or not settled by the run.
 
     python benchmarks/workload_reference.py [--model tiny-gpt2|gpt2] [--batch 8] \
-        [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] [--no-telemetry]
+        [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] [--no-telemetry] \
+        [--cpu-malloc reuse|default]
 """
 
 from __future__ import annotations
@@ -120,7 +123,8 @@ def torchscale_run(
         "gpu_counts: [1]\n"
         f"device: {args.device}\n"
         f"training: {{precision: {precision}, compile: {str(args.compile).lower()}}}\n"
-        f"launcher: {{omp_num_threads: {env['OMP_NUM_THREADS']}}}\n"
+        f"launcher: {{omp_num_threads: {env['OMP_NUM_THREADS']}, "
+        f"cpu_malloc: {args.cpu_malloc}}}\n"
         f"measurement: {{warmup_steps: {args.warmup}, steps: {args.steps}, repeats: 1, "
         "comm_overhead: false, flops: false"
         f"{', telemetry: {enabled: false}' if args.no_telemetry else ''}}}\n",
@@ -164,6 +168,13 @@ def main() -> None:
         action="store_true",
         help="the cell without its telemetry sampler thread (what that thread costs)",
     )
+    parser.add_argument(
+        "--cpu-malloc",
+        default="reuse",
+        choices=["reuse", "default"],
+        help="CPU: both sides with the glibc malloc settings of launcher.cpu_malloc (reuse, "
+        "torchscale's default) or with glibc's own (default)",
+    )
     parser.add_argument("--role", default="driver", choices=["driver", "reference"])
     args = parser.parse_args()
     if args.role == "reference":
@@ -171,6 +182,11 @@ def main() -> None:
         return
     threads = str(os.cpu_count() or 1)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)}
+    if args.device == "cpu" and args.cpu_malloc == "reuse":
+        # both sides under the glibc malloc settings a CPU cell runs with by default
+        from torchscale.launch.cpu_malloc import malloc_reuse_env
+
+        env.update(malloc_reuse_env(env))
     with tempfile.TemporaryDirectory(prefix="workload-reference-") as tmp:
         ratios, parameters = take_turns(args, Path(tmp), env)
     print(f"both sides train {parameters:,} parameters")

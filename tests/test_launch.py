@@ -619,3 +619,69 @@ def test_a_launch_that_wrote_nothing_is_a_classified_failure(tmp_path: Path) -> 
     attempt = run_attempt(_script_command(tmp_path, script), 30.0, lambda: _read(out))
     assert attempt.written is None and attempt.warnings == []
     assert attempt.failure is not None and attempt.failure.status == "failed"
+
+
+# ----------------------------------------------------------------- launcher.cpu_malloc
+
+REUSE = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
+
+
+@pytest.mark.parametrize(
+    ("inherited", "expected"),
+    [
+        ({}, {"GLIBC_TUNABLES": REUSE}),
+        (  # the user's other tunables kept, ours after them
+            {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"},
+            {"GLIBC_TUNABLES": f"glibc.malloc.arena_max=2:{REUSE}"},
+        ),
+        (  # a threshold the user set is theirs
+            {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"},
+            {
+                "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0:"
+                "glibc.malloc.mmap_threshold=33554432"
+            },
+        ),
+        (
+            {"MALLOC_MMAP_THRESHOLD_": "65536"},
+            {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1073741824"},
+        ),
+        ({"MALLOC_MMAP_THRESHOLD_": "1", "MALLOC_TRIM_THRESHOLD_": "2"}, {}),
+    ],
+    ids=["nothing-set", "other-tunables", "user-trim", "user-legacy-mmap", "user-both"],
+)
+def test_malloc_reuse_adds_only_the_thresholds_the_user_did_not_set(
+    inherited: dict[str, str], expected: dict[str, str]
+) -> None:
+    from torchscale.launch.cpu_malloc import malloc_reuse_env
+
+    assert malloc_reuse_env(inherited) == expected
+
+
+def test_cpu_cells_keep_freed_memory_unless_the_config_says_default(tmp_path: Path) -> None:
+    """launcher.cpu_malloc: reuse (the default) sets GLIBC_TUNABLES for CPU cells only, a
+    value in launcher.env counts as the user's, and the setting is in a CPU cell's definition
+    (its measurements differ), not in a CUDA cell's (it is not applied there)."""
+
+    def first(config: BenchConfig, machine: Machine) -> Any:
+        return next(p for p in build_plan(config, machine) if p.cell.world_size == 1)
+
+    spec = tmp_path / "spec.json"
+    reuse = first(make_config(), Machine(0, 2))
+    cmd = reuse.command(spec, tmp_path / "logs", dict(KEPT))
+    assert cmd.env["GLIBC_TUNABLES"] == cmd.env_overrides["GLIBC_TUNABLES"] == REUSE
+    plain = first(make_config(launcher={"cpu_malloc": "default"}), Machine(0, 2))
+    assert "GLIBC_TUNABLES" not in plain.command(spec, tmp_path / "l2", dict(KEPT)).env
+    assert '"cpu_malloc":"reuse"' in reuse.definition
+    assert '"cpu_malloc":"default"' in plain.definition
+    assert reuse.cell.id != plain.cell.id
+    own = first(
+        make_config(launcher={"env": {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=0"}}),
+        Machine(0, 2),
+    )
+    own_env = own.command(spec, tmp_path / "l3", dict(KEPT)).env
+    assert own_env["GLIBC_TUNABLES"] == (
+        "glibc.malloc.mmap_threshold=0:glibc.malloc.trim_threshold=1073741824"
+    )
+    gpu = first(make_config(device="cuda"), Machine(gpu_count=2, cpu_cores=8))
+    assert "GLIBC_TUNABLES" not in gpu.command(spec, tmp_path / "l4", dict(KEPT)).env
+    assert "cpu_malloc" not in gpu.definition

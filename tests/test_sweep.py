@@ -308,6 +308,12 @@ def test_sweep_cell_results(main_sweep: Sweep) -> None:
         assert cell.memory.peak_rss_bytes > 0
         assert f"--nproc-per-node={world}" in cell.launch["argv"]
         assert cell.launch["env"]["OMP_NUM_THREADS"] == str(cell.launch["omp_num_threads"])
+        # launcher.cpu_malloc: reuse, as the ranks saw it (unless the shell set GLIBC_TUNABLES)
+        if "GLIBC_TUNABLES" not in os.environ:
+            tunables = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"
+            assert cell.launch["env"]["GLIBC_TUNABLES"] == tunables
+            assert cell.environment["env"]["GLIBC_TUNABLES"] == tunables
+        assert cell.environment["libc"].startswith("glibc")
         assert cell.started_at
         assert cell.wall_s is not None
         assert cell.wall_s > 0

@@ -132,6 +132,7 @@ class LaunchSettings:
     omp_num_threads: int  # per rank, set explicitly for every cell
     extra_env: Mapping[str, str]  # launcher.env, on top of what torchscale sets
     timeout_s: float
+    malloc_reuse: bool = False  # CPU cells with launcher.cpu_malloc: reuse (launch/cpu_malloc.py)
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,7 @@ class PlannedCell:
             extra_env=self.launch.extra_env,
             python=python,
             rendezvous=rendezvous,
+            malloc_reuse=self.launch.malloc_reuse,
         )
 
 
@@ -352,6 +354,8 @@ def _definition(
         "env": dict(sorted(config.launcher.env.items())),
         "workload_revision": WORKLOAD_REVISION,
     }
+    if device == "cpu":  # where the CPU is the device, how its allocator reuses memory
+        payload["cpu_malloc"] = config.launcher.cpu_malloc
     if parallel is not None:
         payload["parallel"] = parallel.model_dump(mode="json")
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
@@ -501,6 +505,7 @@ def plan_cell(
         omp_num_threads=threads,
         extra_env=dict(config.launcher.env),
         timeout_s=config.launcher.cell_timeout_s,
+        malloc_reuse=device == "cpu" and config.launcher.cpu_malloc == "reuse",
     )
     return PlannedCell(
         identity,

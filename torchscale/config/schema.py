@@ -369,6 +369,12 @@ class LauncherConfig(StrictModel):
         dict[str, str],
         BeforeValidator(_env_values_to_text, json_schema_input_type=dict[str, str | int | float]),
     ] = Field(default_factory=dict, description="extra environment variables for every cell")
+    cpu_malloc: Literal["reuse", "default"] = Field(
+        default="reuse",
+        description="CPU ranks: 'reuse' keeps memory glibc's malloc freed for the next step "
+        "(GLIBC_TUNABLES mmap_threshold 32 MiB, trim_threshold 1 GiB: no page faults for "
+        "the same activations every step); 'default': glibc's own thresholds",
+    )
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)
     k8s: K8sConfig = Field(default_factory=K8sConfig)
 

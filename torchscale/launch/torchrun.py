@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchscale.cell import Device
+from torchscale.launch.cpu_malloc import malloc_reuse_env
 from torchscale.launch.torchrun_env import child_environment
 from torchscale.rank_diagnostics import DIAGNOSTICS_ENV
 
@@ -66,6 +67,7 @@ def torchrun_command(
     extra_env: Mapping[str, str] | None = None,
     python: str = sys.executable,
     rendezvous: Sequence[str] = ONE_NODE,
+    malloc_reuse: bool = False,
 ) -> LaunchCommand:
     """A launch of `python -m module *module_args` on `nproc` ranks per node: one node with
     the default `rendezvous`, or whatever a multi-node launcher passes instead
@@ -73,7 +75,9 @@ def torchrun_command(
 
     OMP_NUM_THREADS is always set explicitly (torchrun sets 1 only when nproc > 1, and one rank
     with the library default on a busy machine was seen 80x slower); `extra_env` (the config's
-    launcher.env) goes on top, so what is recorded is what ran.
+    launcher.env) goes on top, so what is recorded is what ran. `malloc_reuse` (CPU benchmark
+    cells): glibc keeps freed memory for the next step (launch/cpu_malloc.py), thresholds the
+    user set left as theirs.
     """
     error_file = log_dir / "error.json"
     argv = [
@@ -107,6 +111,8 @@ def torchrun_command(
         overrides["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1"
         overrides["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = str(diagnostics / "nccl_trace_rank_")
     overrides.update(extra_env or {})
+    if malloc_reuse:
+        overrides.update(malloc_reuse_env({**base_env, **overrides}))
     threads = omp_num_threads
     if overrides["OMP_NUM_THREADS"].isdigit():  # an explicit launcher.env value wins
         threads = int(overrides["OMP_NUM_THREADS"])

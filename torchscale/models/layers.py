@@ -92,8 +92,11 @@ class SelfAttention(nn.Module):
         # a column split under tensor parallelism keeps whole heads: the local head count is
         # whatever width this rank's projection produced
         heads = qkv.shape[-1] // (3 * self.head_dim)
-        qkv = qkv.view(batch, seq, heads, 3, self.head_dim)
-        q, k, v = qkv.permute(3, 0, 2, 1, 4).unbind(0)  # each (batch, heads, seq, head_dim)
+        # split, not a permute and unbind: split's backward concatenates the three gradients
+        # straight into the projection's layout, where unbind's stack needed a copy back
+        # through the permute (one activation-sized copy per block and step)
+        qkv = qkv.view(batch, seq, heads, 3 * self.head_dim)
+        q, k, v = (t.transpose(1, 2) for t in qkv.split(self.head_dim, dim=-1))
         out = F.scaled_dot_product_attention(
             q,
             k,

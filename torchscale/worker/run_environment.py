@@ -13,8 +13,16 @@ import torch
 
 from torchscale import host
 
-RECORDED_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_", "TORCH_DISTRIBUTED_", "TORCHELASTIC_")
+RECORDED_ENV_PREFIXES = (
+    "NCCL_",
+    "TORCH_NCCL_",
+    "GLOO_",
+    "TORCH_DISTRIBUTED_",
+    "TORCHELASTIC_",
+    "MALLOC_",
+)
 RECORDED_ENV_NAMES = (
+    "GLIBC_TUNABLES",  # launcher.cpu_malloc (launch/cpu_malloc.py) or the user's own
     "OMP_NUM_THREADS",
     "CUDA_VISIBLE_DEVICES",
     "CUDA_DEVICE_ORDER",
@@ -50,6 +58,7 @@ def capture_environment() -> dict[str, Any]:
         "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
         "nccl": host.nccl_version(),
         "driver": host.driver_version() if gpus else None,
+        "libc": " ".join(platform.libc_ver()).strip() or None,  # GLIBC_TUNABLES: glibc only
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "usable_cores": host.usable_cores(),
