@@ -98,13 +98,33 @@ def reference_run(args: argparse.Namespace) -> dict[str, float]:
         step()
     if device.type == "cuda":
         torch.cuda.synchronize()
+    before = process_counters()
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
     if device.type == "cuda":
         torch.cuda.synchronize()
-    tokens_per_s = args.batch * seq * args.steps / (time.perf_counter() - start)
-    return {"tokens_per_s": tokens_per_s, "parameters": sum(p.numel() for p in model.parameters())}
+    wall = time.perf_counter() - start
+    after = process_counters()
+    figures = {
+        "tokens_per_s": args.batch * seq * args.steps / wall,
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
+    if before is not None and after is not None:  # Linux: what the steps cost the kernel
+        faults, user, system = (b - a for a, b in zip(before, after, strict=True))
+        figures["page_faults_per_s"] = faults / wall
+        figures["kernel_share"] = system / (user + system) if user + system else 0.0
+    return figures
+
+
+def process_counters() -> tuple[float, float, float] | None:
+    """(minor page faults, user s, system s) of this process so far; None off Linux."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    return float(fields[7]), int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def torchscale_run(

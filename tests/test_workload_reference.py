@@ -35,3 +35,25 @@ def test_the_reference_benchmark_runs_both_sides_on_one_model(tmp_path: Path) ->
     assert re.search(r"1 thread\(s\) a side: median ratio torchscale / reference \d\.\d{3}", text)
     assert "95 % interval" in text
     assert not any(tmp_path.glob("workload-reference-*")), "the work directory is removed"
+
+
+def test_the_cpu_malloc_benchmark_runs_both_settings(tmp_path: Path) -> None:
+    """benchmarks/cpu_malloc.py: the bare loop with glibc's defaults and with a CPU cell's
+    malloc settings, each its own process; its figures are a benchmark's, not asserted."""
+    output = tmp_path / "out.txt"
+    argv = [sys.executable, str(REPO_ROOT / "benchmarks" / "cpu_malloc.py")]
+    proc = start([*argv, "--rounds", "1", "--steps", "3"], output, env={"OMP_NUM_THREADS": "1"})
+    try:
+        code = proc.wait(timeout=240)
+    finally:
+        stop(proc, marker=str(REPO_ROOT / "benchmarks" / "cpu_malloc.py"))
+    text = output.read_text(encoding="utf-8", errors="replace")
+    assert code == 0, text
+    for side in ("glibc defaults", "cpu_malloc reuse"):
+        assert re.search(
+            rf"^  {side} +[\d,]+ tokens/s \(runs [\d,]+-[\d,]+\), +[\d,]+ page faults/s, "
+            r"kernel +\d+\.\d % of CPU time$",
+            text,
+            re.M,
+        ), text
+    assert re.search(r"reuse / defaults, median of the rounds' ratios: \d\.\d{3}$", text, re.M)
