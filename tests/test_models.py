@@ -598,12 +598,12 @@ def test_bf16_activations_carry_the_residual_stream_in_bf16_only_when_asked(name
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_MODELS))
 def test_bf16_stream_models_are_the_models_with_torchscales_residual_stream(name: str) -> None:
-    """catalog.BF16_STREAM_MODELS (where `training.bf16_activations` enters a cell's
+    """training_defaults.BF16_STREAM_MODELS (where `training.bf16_activations` enters a cell's
     definition) is exactly the built-in models that `set_bf16_activations` reaches: a model
     left out would train an fp32 stream while its cell said bf16, one listed wrongly would
     move its cell's id for nothing."""
-    from torchscale.catalog import BF16_STREAM_MODELS
     from torchscale.models.layers import set_bf16_activations
+    from torchscale.training_defaults import BF16_STREAM_MODELS
 
     bundle = meta_build(name, None)
     assert (set_bf16_activations(bundle.model, True) > 0) == (name in BF16_STREAM_MODELS)

@@ -57,22 +57,6 @@ BUILTIN_MODELS: dict[str, frozenset[str]] = {
     "tiny-transformer": TRANSFORMER_OPTIONS,
 }
 
-# the models whose residual stream is torchscale's (models/layers.py: GPT-2, BERT, ViT), the
-# ones `training.bf16_activations` changes; elsewhere it is left off, so it never moves the
-# cell id of a model it does nothing to
-BF16_STREAM_MODELS = frozenset(
-    {
-        "vit-b16",
-        "bert-base",
-        "bert-large",
-        "gpt2",
-        "gpt2-medium",
-        "gpt2-large",
-        "tiny-gpt2",
-        "tiny-bert",
-    }
-)
-
 # the models that take the workload options
 WORKLOAD_MODELS = frozenset(
     name for name, options in BUILTIN_MODELS.items() if options >= WORKLOAD_OPTIONS

@@ -13,27 +13,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from torchscale.catalog import BF16_STREAM_MODELS, BUILTIN_MODELS
+from torchscale.catalog import BUILTIN_MODELS
 
-# the built-in convolutional nets (ModelBundle.conv_net; tests/test_models.py holds the two
-# equal): where channels_last has anything to change
+# Facts about the built-in models the defaults need without building one, each held equal to
+# the models themselves by tests/test_models.py (ModelBundle.conv_net, eager_loss_fn, and the
+# residual streams set_bf16_activations reaches)
+_GPT2S = frozenset({"gpt2", "gpt2-medium", "gpt2-large", "tiny-gpt2"})
+_BERTS = frozenset({"bert-base", "bert-large", "tiny-bert"})
+# where channels_last has anything to change
 CONV_NETS = frozenset({"resnet18", "resnet50", "tiny-cnn"})
-
-# the built-in models whose loss is models/token_loss.py's (ModelBundle.eager_loss_fn; held
-# equal by tests/test_models.py): an eager cell of these computes it a block of rows at a time
-BLOCKWISE_LOSS_MODELS = frozenset(
-    {
-        "bert-base",
-        "bert-large",
-        "gpt2",
-        "gpt2-medium",
-        "gpt2-large",
-        "tiny-gpt2",
-        "tiny-bert",
-        "transformer",
-        "tiny-transformer",
-    }
-)
+# whose residual stream is torchscale's (models/layers.py): where bf16_activations does anything
+BF16_STREAM_MODELS = _GPT2S | _BERTS | {"vit-b16"}
+# whose loss is models/token_loss.py's: an eager cell computes it a block of rows at a time
+BLOCKWISE_LOSS_MODELS = _GPT2S | _BERTS | {"transformer", "tiny-transformer"}
 
 LossKind = Literal["compiled", "blockwise", "plain"]
 
@@ -41,7 +33,8 @@ LossKind = Literal["compiled", "blockwise", "plain"]
 # wrapper the config has no switch for): it is part of every cell's definition, so every id
 # moves and --resume reruns what was measured the old way instead of mixing two workloads in
 # one table. 1: issue 27 (no DDP wrapper at world size 1, fused AdamW on CPU, the blockwise
-# token loss, the loss compiled beside a compiled model); absent in earlier definitions.
+# token loss, the loss compiled beside a compiled model, the attention's q/k/v split without a
+# copy in backward); absent in earlier definitions.
 WORKLOAD_REVISION = 1
 
 
@@ -56,7 +49,7 @@ def resolve_compile(compile_: bool | None, device: str, pipeline: bool) -> bool:
 
 def resolve_bf16_activations(bf16_activations: bool | None, precision: str, model: str) -> bool:
     """`training.bf16_activations`: on (unless set false) in a bf16 cell of a model whose
-    residual stream is torchscale's (catalog.BF16_STREAM_MODELS); off elsewhere, where it
+    residual stream is torchscale's (BF16_STREAM_MODELS); off elsewhere, where it
     would change nothing but the cell's id."""
     return precision == "bf16" and model in BF16_STREAM_MODELS and bf16_activations is not False
 
