@@ -50,6 +50,7 @@ from torchscale.training_defaults import (
     BLOCKWISE_LOSS_MODELS,
     WORKLOAD_REVISION,
     LossKind,
+    builtin_conv_net,
     resolve_bf16_activations,
     resolve_channels_last,
     resolve_compile,
@@ -433,7 +434,7 @@ def plan_cell(
                 config.training.fused_optimizer, config.training.optimizer
             ),
             "channels_last": resolve_channels_last(
-                config.training.channels_last, device, model.name
+                config.training.channels_last, device, builtin_conv_net(model.name)
             ),
         }
     )

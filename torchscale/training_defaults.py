@@ -61,15 +61,21 @@ def resolve_fused_optimizer(fused_optimizer: bool | None, optimizer: str) -> boo
     return optimizer == "adamw" and fused_optimizer is not False
 
 
-def resolve_channels_last(channels_last: bool | None, device: str, model: str) -> bool | None:
-    """`training.channels_last`: as set, else on for a built-in conv net on CUDA and off for
-    every other built-in; None for a plug-in, whose rank decides from the model it builds
-    (ModelBundle.conv_net) since the host cannot know without building it."""
-    if channels_last is not None:
+def builtin_conv_net(model: str) -> bool | None:
+    """Whether a built-in model convolves (CONV_NETS); None for a plug-in, which the host
+    cannot know without building it."""
+    return model in CONV_NETS if model in BUILTIN_MODELS else None
+
+
+def resolve_channels_last(
+    channels_last: bool | None, device: str, conv_net: bool | None
+) -> bool | None:
+    """`training.channels_last`: as set, else on for a conv net on CUDA and off otherwise.
+    None while `conv_net` is unknown (the plan, for a plug-in): the rank then asks again with
+    the model it built (ModelBundle.conv_net). The plan asks with `builtin_conv_net`."""
+    if channels_last is not None or conv_net is None:
         return channels_last
-    if model in CONV_NETS:
-        return device == "cuda"
-    return False if model in BUILTIN_MODELS else None
+    return conv_net and device == "cuda"
 
 
 def resolve_loss(*, compiled: bool, pipeline: bool, blockwise_available: bool) -> LossKind:

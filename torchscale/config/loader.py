@@ -257,7 +257,7 @@ def _problem(
     raw: Path_ = tuple(err["loc"])
     loc: Path_ = tuple(part for part in raw if part not in UNION_TAGS)
     message = _message(err, loc)
-    if LIST_TAG in raw[-1:] and err["type"] == "list_type":  # neither a list nor a word
+    if raw[-1:] == (LIST_TAG,) and err["type"] == "list_type":  # neither a list nor a word
         message = f"expected a list of batch sizes or auto, got {_show(err.get('input'))}"
     path = _user_path(loc, data)
     for set_path, set_source in applied.items():

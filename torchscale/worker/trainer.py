@@ -22,7 +22,12 @@ from torchscale.data.input_pipeline import SETTINGS_KEY, Pipeline, build_pipelin
 from torchscale.models import ModelBundle, build_model, call_model
 from torchscale.models.bundle import LossFn
 from torchscale.models.layers import set_bf16_activations
-from torchscale.training_defaults import LossKind, resolve_fused_optimizer, resolve_loss
+from torchscale.training_defaults import (
+    LossKind,
+    resolve_channels_last,
+    resolve_fused_optimizer,
+    resolve_loss,
+)
 from torchscale.worker import markers
 from torchscale.worker.delay import NO_DELAYS, RankDelays, sleep
 from torchscale.worker.phases import PhaseRecorder
@@ -284,9 +289,10 @@ class Trainer:
         )
         model = bundle.model.to(device)
         bf16_streams = set_bf16_activations(model, bool(spec.training.bf16_activations))
-        channels_last = spec.training.channels_last
-        if channels_last is None:  # a plug-in: the plan cannot know whether it convolves
-            channels_last = bundle.conv_net and device.type == "cuda"
+        # as the plan resolved it; a plug-in's (unknown to the plan) from the model built here
+        channels_last = resolve_channels_last(
+            spec.training.channels_last, device.type, bundle.conv_net
+        )
         # model-parallel cells keep contiguous tensors: pipeline sends need them
         channels_last = bool(channels_last and bundle.conv_net and spec.cell.parallel is None)
         weights_channels_last = channels_last and spec.cell.strategy == "ddp"
