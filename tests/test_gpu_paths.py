@@ -600,3 +600,31 @@ def test_facts_on_cpu_have_no_peak_and_no_tf32_record() -> None:
     assert facts.environment["tf32"] is None
     assert facts.environment["cudnn_benchmark"] is torch.backends.cudnn.benchmark
     assert facts.environment["flop_count_step"].startswith("eager step")
+
+
+@pytest.mark.usefixtures("process_group")
+def test_the_garbage_collector_runs_at_window_edges_not_inside_steps() -> None:
+    """A collection inside a measured step stalls the rank at a random point (a straggler
+    and a stretch of the step in no phase): the window collects at its edge and keeps
+    automatic collection off inside, then restores it (and leaves it off if it was off)."""
+    import gc
+
+    trainer = build(model="tiny-mlp")
+    seen: list[bool] = []
+    real_step = trainer.step
+
+    def step(**kwargs: Any) -> None:
+        seen.append(gc.isenabled())
+        real_step(**kwargs)
+
+    trainer.step = step  # type: ignore[method-assign]
+    assert gc.isenabled()
+    window = measure_module.run_window(trainer, 3, "perf_counter", phases=True)
+    assert seen == [False, False, False] and len(window.step_s) == 3
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        measure_module.run_window(trainer, 1, "perf_counter", phases=False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

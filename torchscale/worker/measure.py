@@ -4,7 +4,8 @@ Only window edges synchronise (device sync + barrier), so the steps inside run e
 training; per-step times come from timers that do not sync the host per step, and so do the
 per-step phase times (torchscale/worker/phases.py), recorded in every window. The telemetry
 sampler (torchscale/telemetry/) runs in its own thread from just before each measured window's
-opening edge to just after its closing one. During the windows the collective timeout is cut from
+opening edge to just after its closing one. Python's garbage collector runs at each window's
+opening edge and not inside it. During the windows the collective timeout is cut from
 init's 10 minutes to what the warm-up justifies (`collective_timeout_s`): a rank whose peer will
 never come stops waiting after that, not after 10 minutes.
 """
@@ -12,9 +13,11 @@ never come stops waiting after that, not after 10 minutes.
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import resource
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +110,24 @@ def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
     )
 
 
+@contextlib.contextmanager
+def collected_at_the_edge() -> Iterator[None]:
+    """Python's cyclic garbage collector kept out of the measured steps: one collection at the
+    window's opening edge, automatic collection off inside it, on again after it (as `timeit`
+    does, and torchtitan in training). A collection inside a step stalls its rank at a random
+    point for up to a millisecond here: a straggler and a time in no phase, made by the
+    runtime, not the workload. Reference counting still frees every tensor as a step ends; only
+    reference cycles wait for the next edge."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def run_window(
     trainer: Trainer,
     steps: int,
@@ -127,7 +148,7 @@ def run_window(
         if recorder is not None
         else contextlib.nullcontext()
     )
-    with hooks:
+    with hooks, collected_at_the_edge():
         if telemetry is not None:
             telemetry.start()
         try:
