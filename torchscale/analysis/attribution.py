@@ -191,6 +191,7 @@ def straggler_verdict(
             candidate_rank=None,
             gap_s=None,
             p_value=None,
+            significant=False,
             min_effect_s=min_effect,
             test=test,
             summary=untested,
@@ -229,6 +230,7 @@ def straggler_verdict(
         gap_s=gap,
         phase_gap_s=phase_gap if named else None,
         p_value=result.p_value,
+        significant=result.significant,
         min_effect_s=min_effect,
         test=test,
         summary=summary,
@@ -463,13 +465,12 @@ def others_wait_check(
     )
 
 
-def evidence_against(checks: Sequence[CrossCheck], waits_known: bool) -> list[str]:
-    """What withdraws a named straggler: every check that disagrees, and the others' wait for
-    it (the first check, when the waits are known) when it is not measurable."""
-    found = [f"{c.name}: {c.detail}" for c in checks if c.agrees is False]
-    if waits_known and checks and checks[0].agrees is None:
-        found.append(f"{checks[0].name}: {checks[0].detail}")
-    return found
+def evidence_against(checks: Sequence[CrossCheck]) -> list[str]:
+    """What withdraws a named straggler: only a check that disagrees, i.e. significantly
+    points at another rank (arrival order naming a different rank by its binomial test, the
+    others waiting significantly less than the candidate). A check that merely fails to
+    confirm (not judged, not measurable) withdraws nothing: the own-work test decides."""
+    return [f"{c.name}: {c.detail}" for c in checks if c.agrees is False]
 
 
 def cell_attribution(steps: pd.DataFrame, no_sync: NoSyncSteps | None) -> Attribution | None:
@@ -490,7 +491,7 @@ def cell_attribution(steps: pd.DataFrame, no_sync: NoSyncSteps | None) -> Attrib
             wait = _pivot(parts, "wait_for_peers").loc[per_step.index]
             step_series = per_step[list(PART_NAMES)].sum(axis=1).to_numpy(np.float64)
             check = others_wait_check(wait, candidate, verdict, step_series, CELL_WAIT)
-            found = evidence_against([check], waits_known=True)
+            found = evidence_against([check])
             if verdict.named and found:
                 verdict = withdraw(verdict, "; ".join(found))
                 check = others_wait_check(wait, candidate, verdict, step_series, CELL_WAIT)

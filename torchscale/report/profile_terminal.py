@@ -67,9 +67,9 @@ def run_lines(
     second headline: the analysis shows it as [CHECK] lines against the trace model, so only
     the run's throughput and latency lines are printed here."""
     lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {result.status}")]
-    if analysis is not None and analysis.attribution is not None:
-        unavailable = {k: v for k, v in result.unavailable.items() if k != "attribution"}
-        shown = result.model_copy(update={"attribution": None, "unavailable": unavailable})
+    if analysis is not None and analysis.diagnosis is not None:
+        unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
+        shown = result.model_copy(update={"diagnosis": None, "unavailable": unavailable})
         lines += cell_lines(shown)
     else:
         lines += cell_lines(result)
@@ -149,9 +149,9 @@ def _wait_lines(analysis: ProfileAnalysis) -> list[Line]:
             waits.append(f"rank {rank.rank} {share_text(part.share)}")
     if not waits or analysis.ranks_analysed < 2:
         return []
-    if analysis.attribution is not None and any(
+    if analysis.diagnosis is not None and any(
         p.name == "wait_for_peers" and p.share.value is None and p.share.high is None
-        for p in analysis.attribution.parts
+        for p in analysis.diagnosis.parts
     ):
         return []
     return [
@@ -172,7 +172,7 @@ def _comm_lines(analysis: ProfileAnalysis) -> list[Line]:
                 "communication time (HTA definition; the share of the step is the Step line's)",
             )
         )
-    steps = analysis.attribution.steps if analysis.attribution is not None else 0
+    steps = analysis.diagnosis.steps if analysis.diagnosis is not None else 0
     for op in analysis.ops:
         per = op.transfer_us / op.instances if op.instances else 0.0
         ranks = max(analysis.ranks_analysed, 1)
@@ -243,7 +243,7 @@ def _memory_lines(analysis: ProfileAnalysis) -> list[Line]:
 
 MIRRORED = ("sync_stall_pct", "exposed_comm_pct", "straggler", "whatif")
 DETAILS = {
-    "checks": lambda a: check_lines(a.attribution),
+    "checks": lambda a: check_lines(a.diagnosis),
     "waits": _wait_lines,
     "comm": _comm_lines,
     "compute": _compute_lines,
@@ -269,7 +269,7 @@ def analysis_lines(analysis: ProfileAnalysis) -> list[Line]:
             f"> [ANALYSIS] Profiling complete: {ranks}{backend}, target {analysis.target}",
         )
     ]
-    lines += step_lines(analysis.attribution, analysis.unavailable.get("attribution"))
+    lines += step_lines(analysis.diagnosis, analysis.unavailable.get("diagnosis"))
     for name in TARGET_DETAILS.get(analysis.target, TARGET_DETAILS["all"]):
         lines += DETAILS[name](analysis)
     count = len(analysis.findings)
@@ -291,7 +291,7 @@ def analysis_lines(analysis: ProfileAnalysis) -> list[Line]:
         )
     lines += [Line("skip", f"> [NOTE] {note}") for note in analysis.notes]
     # the older figures mirror the model: their reasons are the Step and Straggler lines
-    shown = {"attribution"} if analysis.attribution is None else set(MIRRORED)
+    shown = {"diagnosis"} if analysis.diagnosis is None else set(MIRRORED)
     lines += [
         Line("skip", f"> [UNAVAILABLE] {metric}: {reason}")
         for metric, reason in analysis.unavailable.items()

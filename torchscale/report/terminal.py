@@ -151,8 +151,8 @@ def cell_lines(result: CellResult) -> list[Line]:
         if intervals is not None:
             p50, p95 = plus_minus(intervals.step_p50_s, _ms), plus_minus(intervals.step_p95_s, _ms)
         lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
-    if result.cell.world_size > 1 or result.attribution is not None:
-        lines += step_model_lines(result.attribution, result.unavailable.get("attribution"))
+    if result.cell.world_size > 1 or result.diagnosis is not None:
+        lines += step_model_lines(result.diagnosis, result.unavailable.get("diagnosis"))
     lines += headline_lines(result)
     lines += [Line("warn", f"> [WARN] {w}") for w in result.warnings]
     return lines

@@ -180,7 +180,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "straggler_rank": result.straggler_rank,
         "straggler_phase": straggler.phase if straggler else None,
         "straggler_gap_s": straggler.gap_s if straggler else None,
-        **_attribution(result.attribution),
+        **_attribution(result.diagnosis),
         "comm_overhead": comm.comm_overhead if comm else None,
         "load_imbalance": comm.load_imbalance if comm else None,
         "sync_overhead": comm.sync_overhead if comm else None,

@@ -27,6 +27,9 @@ Version history:
      DDP's no_sync windows interleaved with the synchronised ones.
   9  compute.mfu_measured (MFU against the node's measured peak, `validate --level perf`),
      measured_peak_tflops_per_device and measured_peak_basis; intervals.mfu_measured.
+  10 `diagnosis` replaces `attribution`: the one diagnosis of the run (the step model, the
+     evidence that decided it, per-rank waits, straggler verdict, bounded what-if, findings,
+     caveat, cross-checks); a profiled run's result holds its analysis' diagnosis.
 """
 
 from __future__ import annotations
@@ -225,6 +228,28 @@ def upgrade_v8(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+V9_DIAGNOSIS = (
+    "result of schema 9 or older: its step model is read as the diagnosis, decided by the "
+    "phase timers; no findings, per-rank waits or what-if were stored with it"
+)
+
+
+def upgrade_v9(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 9 -> 10. `attribution` (the phase timers' step model) becomes the diagnosis,
+    decided by the phase timers, without findings, per-rank waits or what-if."""
+    out = dict(data)
+    attribution = out.pop("attribution", None)
+    unavailable = dict(out.get("unavailable") or {})
+    if isinstance(attribution, dict):
+        out["diagnosis"] = {**attribution, "source": "phase timers"}
+        unavailable.setdefault("diagnosis.findings", V9_DIAGNOSIS)
+    elif "attribution" in unavailable:
+        unavailable["diagnosis"] = unavailable.pop("attribution")
+    out["unavailable"] = unavailable
+    out["schema_version"] = 10
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -234,6 +259,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     6: upgrade_v6,
     7: upgrade_v7,
     8: upgrade_v8,
+    9: upgrade_v9,
 }
 
 

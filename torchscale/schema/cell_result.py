@@ -37,7 +37,12 @@ from torchscale.flop_convention import MFU_CONVENTION
 # 9: MFU against the node's measured peak (`validate --level perf`) beside MFU against the
 #    spec sheet: compute.measured_peak_tflops_per_device, measured_peak_basis, mfu_measured and
 #    intervals.mfu_measured; an MFU over 100 % of either peak is not reported (a bug).
-RESULT_SCHEMA_VERSION = 9
+# 10: `diagnosis` replaces `attribution`: the one diagnosis of the run (the step model with the
+#    evidence that decided it, per-rank waits, the straggler verdict, the bounded what-if, the
+#    findings, the busy-machine caveat, cross-checks); a profiled run's result holds the same
+#    diagnosis as its analysis.json. Older results load with their attribution as a diagnosis
+#    decided by the phase timers (no findings, no what-if).
+RESULT_SCHEMA_VERSION = 10
 
 
 class _Model(BaseModel):
@@ -405,6 +410,11 @@ class StragglerVerdict(_Model):
     )
     phase_gap_s: Estimate | None = Field(default=None, description="the named phase's gap")
     p_value: float | None = Field(description="one-sided Wilcoxon signed-rank, paired steps")
+    significant: bool | None = Field(
+        default=None,
+        description="schema 10: the own-work gap passed the test (p and minimum effect), "
+        "named or withdrawn by evidence naming another rank; null: older result",
+    )
     min_effect_s: float | None = Field(description="smallest gap named: a share of the step")
     test: str = Field(description="the test, in words")
     summary: str = Field(description="one line, the same on every surface")
@@ -431,6 +441,68 @@ class Attribution(_Model):
     parts: list[StepPart]
     straggler: StragglerVerdict | None = Field(description="null: one rank")
     cross_checks: list[CrossCheck] = Field(default_factory=list)
+
+
+DiagnosisSource = Literal["phase timers", "traces"]
+
+
+class RankWait(_Model):
+    """One rank's wait for peers: its mean wait per step over its own mean step."""
+
+    rank: int
+    share: Estimate
+
+
+class WhatIf(_Model):
+    """What the step would lose if the candidate rank did the others' work: per step, the
+    least wait for peers of any other rank (the wait it removes), capped by the candidate's
+    extra own work at that step; an upper bound."""
+
+    rank: int
+    named: bool = Field(description="the named straggler (false: the largest gap, not named)")
+    saved_s: Estimate = Field(description="mean seconds per step it would save")
+    share: Estimate = Field(description="saved / the mean step")
+    extra_work_s: float | None = Field(description="its mean own-work gap per step (the cap)")
+    method: str
+
+
+class Finding(_Model):
+    """One problem of the run: who and what, its cost (a part of the step model), the figures
+    behind it and a concrete next step."""
+
+    title: str
+    category: str = Field(
+        description="straggler | load_imbalance | exposed_comm | data_wait | host_bound"
+    )
+    cost_pct: float = Field(description="share of the step, % (the cost_share's value)")
+    cost_share: Estimate | None = Field(
+        default=None, description="the cost as a share of the step with its interval"
+    )
+    evidence: list[str] = Field(default_factory=list)
+    recommendation: str
+
+
+class Diagnosis(Attribution):
+    """The one diagnosis of a run, computed once (torchscale/analysis/diagnosis.py) from all
+    the evidence it has and rendered by every surface: the step model (the parts above), the
+    per-rank waits, the straggler verdict, the what-if, the findings and the busy-machine
+    caveat. `source` is the evidence that decided them (docs/methodology.md, "One diagnosis");
+    other estimates are `cross_checks`, shown on request."""
+
+    source: DiagnosisSource = Field(description="the evidence the figures come from")
+    rank_waits: list[RankWait] = Field(default_factory=list)
+    whatif: WhatIf | None = None
+    findings: list[Finding] = Field(default_factory=list, description="most expensive first")
+    caveat: str | None = Field(
+        default=None, description="why the verdict may be the machine's, not the workload's"
+    )
+    disagreement: str | None = Field(
+        default=None, description="one line when a cross-check disagrees; null when none does"
+    )
+
+    def part(self, name: str) -> StepPart | None:
+        """The part of that name (compute, data, wait_for_peers, exposed_transfer, rest)."""
+        return next((p for p in self.parts if p.name == name), None)
 
 
 class Intervals(_Model):
@@ -590,7 +662,7 @@ class Warmup(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[9] = 9
+    schema_version: Literal[10] = 10
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -610,8 +682,9 @@ class CellResult(_Model):
         default=None, description="rank with the highest compute time (= straggler.rank)"
     )
     straggler: Straggler | None = None
-    attribution: Attribution | None = Field(
-        default=None, description="the one model of the step, with intervals (schema 8)"
+    diagnosis: Diagnosis | None = Field(
+        default=None,
+        description="the one diagnosis of the run (schema 10; schema 8-9: attribution)",
     )
     intervals: Intervals | None = Field(default=None, description="schema 8")
     memory: Memory | None = None

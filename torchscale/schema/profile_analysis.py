@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from torchscale.schema.cell_result import Attribution, Estimate, StepPart
+from torchscale.schema.cell_result import Diagnosis, Estimate, Finding, StepPart
 
 # 1: first version (issue 7).
 # 2: `attribution`, the one model of the step from the traces (compute, data, waiting for
@@ -21,7 +21,12 @@ from torchscale.schema.cell_result import Attribution, Estimate, StepPart
 #    its exposed transfer, straggler only when the verdict names one, whatif = the candidate's
 #    capped what-if; findings cost parts of it and follow `target` (`other_findings` keeps the
 #    ones the target leaves out); ranks[].parts, top_kernels, memory_copy_share.
-ANALYSIS_SCHEMA_VERSION = 2
+# 3: `diagnosis` replaces `attribution`: the one diagnosis of the run (docs/methodology.md,
+#    "One diagnosis"), the same object as the profiled run's result.json holds; the straggler
+#    is withdrawn only by evidence that significantly names another rank; the what-if is capped
+#    by the extra work too; findings are the diagnosis' (`findings`/`other_findings` split
+#    them by target). Schema 2 files load with their attribution as a diagnosis from traces.
+ANALYSIS_SCHEMA_VERSION = 3
 V1_ATTRIBUTION = (
     "analysis of schema 1: no step model (attribution); its stall, exposed communication, "
     "straggler and what-if figures come from separate methods and may disagree with each other"
@@ -116,15 +121,7 @@ class WhatIf(_Model):
     )
 
 
-class FindingFigures(_Model):
-    title: str
-    category: str
-    cost_pct: float = Field(description="share of the step, % (schema 2: a part of the model)")
-    cost_share: Estimate | None = Field(
-        default=None, description="schema 2: the cost as a share of the step with its interval"
-    )
-    evidence: list[str] = Field(default_factory=list)
-    recommendation: str
+FindingFigures = Finding  # the diagnosis' findings (schema 3: one class for both files)
 
 
 class KernelFigures(_Model):
@@ -147,7 +144,7 @@ class StepStall(_Model):
 
 class ProfileAnalysis(_Model):
     kind: Literal["torchscale.profile_analysis"] = "torchscale.profile_analysis"
-    schema_version: Literal[1, 2] = 2
+    schema_version: Literal[1, 2, 3] = 3
     torchscale_version: str
     target: str = Field(
         description="sync_stalls | comm | compute | memory | all: what the findings focus on"
@@ -160,10 +157,10 @@ class ProfileAnalysis(_Model):
     backend: str | None
     device_type: str | None
     cycle_us: float | None = Field(description="median step time over ranks")
-    attribution: Attribution | None = Field(
+    diagnosis: Diagnosis | None = Field(
         default=None,
-        description="schema 2: the one model of the step (the reason when null: "
-        "unavailable['attribution'])",
+        description="schema 3: the one diagnosis of the run (schema 2: attribution; the "
+        "reason when null: unavailable['diagnosis'])",
     )
     sync_stall_pct: float | None = Field(
         description="time ranks wait for peers with nothing else to do (waits not hidden "
@@ -214,9 +211,21 @@ class ProfileAnalysis(_Model):
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
-        """Schema 1 files stay readable: no step model, said in `unavailable`."""
-        if isinstance(data, dict) and data.get("schema_version") == 1:
+        """Older files stay readable: schema 1 has no step model (said in `unavailable`);
+        schema 2's attribution is read as a diagnosis decided by the traces."""
+        if not isinstance(data, dict):
+            return data
+        if data.get("schema_version") == 1:
             unavailable = dict(data.get("unavailable") or {})
-            unavailable.setdefault("attribution", V1_ATTRIBUTION)
+            unavailable.setdefault("diagnosis", V1_ATTRIBUTION)
             data = {**data, "unavailable": unavailable}
+        if data.get("schema_version") in (1, 2):
+            data = dict(data)
+            attribution = data.pop("attribution", None)
+            unavailable = dict(data.get("unavailable") or {})
+            if "attribution" in unavailable:
+                unavailable["diagnosis"] = unavailable.pop("attribution")
+            data["unavailable"] = unavailable
+            if isinstance(attribution, dict):
+                data["diagnosis"] = {**attribution, "source": "traces"}
         return data

@@ -17,7 +17,14 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.analysis.attribution import NoSyncSteps, cell_attribution
+from torchscale.analysis.attribution import NoSyncSteps
+from torchscale.analysis.diagnosis import (
+    RunEvidence,
+    TimerEvidence,
+    busy_caveat,
+    diagnose,
+    with_caveat,
+)
 from torchscale.analysis.stats import median_and_spread, step_stats
 from torchscale.analysis.uncertainty import median_of_repeats, percentile_of_steps
 from torchscale.cell import Status
@@ -28,6 +35,7 @@ from torchscale.schema.cell_result import (
     Communication,
     Compute,
     DataPipeline,
+    Diagnosis,
     Estimate,
     InjectedDelay,
     Intervals,
@@ -156,16 +164,23 @@ def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
 
 def step_model(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement], table: pd.DataFrame
-) -> tuple[Attribution | None, str | None]:
-    """The cell's one model of the step, or why there is none."""
+) -> tuple[Diagnosis | None, str | None]:
+    """The cell's one diagnosis, from its phase timers, or why there is none."""
     if spec.cell.parallel is not None:
         return None, MODEL_PARALLEL
     if spec.cell.strategy == "fsdp":
         return None, FSDP_NO_SPLIT
-    attribution = cell_attribution(table, no_sync_steps(ranks))
-    if attribution is None:
+    diagnosis = diagnose(
+        RunEvidence(
+            timers=TimerEvidence(steps=table, no_sync=no_sync_steps(ranks)),
+            device_type=spec.cell.device,
+            backend=spec.cell.backend,
+            strategy=spec.cell.strategy,
+        )
+    )
+    if diagnosis is None:
         return None, NO_PHASES
-    return attribution, None
+    return diagnosis, None
 
 
 def straggler_record(
@@ -219,29 +234,6 @@ def communication_record(
         load_imbalance=wait.share.value,
         exposed_comm_s=transfer.seconds.value,
     ), unavailable
-
-
-BUSY_CAVEAT = (
-    "; the machine was busy during the windows (other processes used {cores} core(s) on "
-    "{host}): a rank starved of CPU by them is slow the same way, so check the host before "
-    "the workload"
-)
-
-
-def busy_caveat(attribution: Attribution, telemetry: Telemetry) -> Attribution:
-    """A straggler named on a busy host says so: other processes taking one rank's cores make
-    it slow exactly like a slow workload would (seen: 1.75 ms on a 9 ms step, load 9.6 on 2
-    cores, balanced ranks)."""
-    verdict = attribution.straggler
-    busy = [h for h in telemetry.hosts or [] if h.busy]
-    if verdict is None or not verdict.named or not busy:
-        return attribution
-    host = busy[0]
-    cores = f"{host.other_cores:.1f}" if host.other_cores is not None else "?"
-    summary = verdict.summary + BUSY_CAVEAT.format(cores=cores, host=host.host)
-    return attribution.model_copy(
-        update={"straggler": verdict.model_copy(update={"summary": summary})}
-    )
 
 
 def _scaled(throughput: Estimate, value: float | None) -> Estimate | None:
@@ -508,7 +500,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         for key in ("comm_overhead", "sync_overhead", "load_imbalance"):
             unavailable[key] = reason
     if attribution is None:
-        unavailable["attribution"] = why_not or NO_PHASES
+        unavailable["diagnosis"] = why_not or NO_PHASES
 
     flops = ranks[0].flops_per_step
     # a device's share of a replica's samples (a whole replica under ddp and fsdp)
@@ -554,8 +546,8 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     )
     unavailable.update(why_not_telemetry)
     warnings += telemetry_warnings
-    if attribution is not None and telemetry is not None:
-        attribution = busy_caveat(attribution, telemetry)
+    if attribution is not None:
+        attribution = with_caveat(attribution, busy_caveat(telemetry))
 
     # the input pipeline: data wait per step and its share, bytes read per second of windows
     window_s = sum(max(r.windows[i].wall_s for r in ranks) for i in range(repeats))
@@ -589,7 +581,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         ranks=rank_stats,
         straggler_rank=straggler.rank if straggler is not None else None,
         straggler=straggler,
-        attribution=attribution,
+        diagnosis=attribution,
         intervals=headline_intervals(
             per_repeat,
             [t for r in ranks for w in r.windows for t in w.step_s],

@@ -45,6 +45,11 @@ TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
 }
 
 
+# waits are "spread over the ranks" when the rank that waits least still waits at least this
+# share of what the rank that waits most does (below it, that rank is the one waited for)
+SPREAD_MIN_RATIO = 0.25
+
+
 @dataclass
 class Finding:
     """One problem: `title` names who and what, `cost` is the part of the step model it costs
@@ -90,6 +95,7 @@ class FindingInputs:
     overlap_pct: float | None = None  # HTA overlap over all ranks and steps, evidence
     data_wait_worst: tuple[int, float] | None = None  # (rank, share) of the slowest loader
     compute_spread_frac: float | None = None  # median over steps of (max - min) rank compute
+    rank_waits: dict[int, Estimate] = field(default_factory=dict)  # each rank's wait share
     notes: list[str] = field(default_factory=list)
 
 
@@ -139,7 +145,6 @@ def finding_inputs(
         host_wait=model.host_wait if device_type != "cpu" else None,
         waits_known=model.waits_known,
         verdict=attribution.straggler,
-        whatif=model.whatif,
         notes=notes,
     )
     parts = [t.assign(rank=int(r)) for r, t in sorted(breakdowns.items()) if not t.empty]
@@ -367,16 +372,60 @@ def _straggler_fix(i: FindingInputs, phase: str | None, who: str) -> str:
     )
 
 
+def waits_spread(rank_waits: Mapping[int, Estimate]) -> tuple[bool, int | None]:
+    """(the waits are spread over the ranks, the rank that waits least). Spread: the rank
+    that waits least still waits at least SPREAD_MIN_RATIO of what the rank that waits most
+    does; otherwise that rank is the one the others wait for. Unknown waits count as spread."""
+    known = {r: float(e.value if e.value is not None else 0.0) for r, e in rank_waits.items()}
+    if len(known) < 2:
+        return True, None
+    least = min(known, key=lambda r: (known[r], r))
+    most = max(known.values())
+    return most <= 0 or known[least] >= SPREAD_MIN_RATIO * most, least
+
+
 def _imbalance(i: FindingInputs) -> Finding | None:
+    """Waiting for peers without a named straggler: "ranks take turns" only when no rank's
+    own-work gap is significant and the waits are spread over the ranks; otherwise say who is
+    waited for, or that the evidence is disputed, never a turn-taking story."""
     if (i.verdict is not None and i.verdict.named) or i.stall is None or i.ranks < 2:
         return None
     evidence = [f"ranks wait for peers {_share(i.stall)} of the step (mean over ranks)"]
     if i.verdict is not None:
         evidence.append(f"no single straggler: {i.verdict.summary}")
+    spread, least = waits_spread(i.rank_waits)
+    if i.rank_waits:
+        evidence.append(
+            "wait for peers by rank (share of its own step): "
+            + ", ".join(f"rank {r} {_share(e)}" for r, e in sorted(i.rank_waits.items()))
+        )
     if i.compute_spread_frac is not None:
         evidence.append(
             f"compute time differs between the fastest and slowest rank by "
             f"{_pct(i.compute_spread_frac)} of the step (median over steps)"
+        )
+    significant = i.verdict is not None and bool(i.verdict.significant)
+    if significant:
+        return Finding(
+            "Waiting for peers: the slowest rank's own work is disputed by other evidence",
+            i.stall,
+            evidence,
+            "The own-work test found a slower rank but another check points elsewhere (see the "
+            "verdict): profile again with more steps (--profile-steps) on a quiet machine "
+            "before acting on one rank.",
+            "load_imbalance",
+        )
+    if not spread and least is not None:
+        who = _who(i.device_type, least)
+        return Finding(
+            f"Ranks wait for {who}, though its measured work is not significantly slower",
+            i.stall,
+            evidence,
+            f"{who} is late outside the work the timers measure, or by too little per step for "
+            "the test: check its host (other processes on its cores, CPU frequency, "
+            "`top`/`lscpu`), logging or host syncs on that rank, and measure more steps "
+            "(--steps) so a smaller gap can be tested.",
+            "load_imbalance",
         )
     return Finding(
         "Load imbalance: ranks take turns waiting for each other",

@@ -5,10 +5,10 @@ analysis.json are torchscale/profiling/analyze.py's.
 
 Only the cross-rank analyses (collective matching, clock offsets, stragglers, what-if, findings)
 see every rank, and they see the small tables only. Everything the analysis reports about where
-step time goes is read off one step model (`analysis/trace/step_model.py`), computed once here
-and stored as `attribution`: the stall, exposed-communication and what-if figures, the straggler
-and the findings' costs are its parts or its cross-checks, never separate answers to the same
-question.
+step time goes is read off the run's one diagnosis (`analysis/diagnosis.py`, over the traces'
+step model and the run's own phase timers), computed once here and stored as `diagnosis`: the
+stall, exposed-communication and what-if figures, the straggler and the findings are its
+parts or its cross-checks, never separate answers to the same question.
 """
 
 from __future__ import annotations
@@ -31,11 +31,9 @@ from torchscale.analysis.trace import (
     steps,
 )
 from torchscale.analysis.trace import straggler as straggler_analysis
-from torchscale.analysis.trace import whatif as whatif_analysis
-from torchscale.schema.cell_result import CellResult, Estimate
+from torchscale.schema.cell_result import CellResult, Diagnosis, Estimate, Finding
 from torchscale.schema.profile_analysis import (
     ClockOffset,
-    FindingFigures,
     KernelFigures,
     OpFigures,
     ProfileAnalysis,
@@ -177,7 +175,6 @@ def combine(
     arrival = straggler_analysis.attribute_straggler(
         matched, arrivals, phases_by_rank, steps_by_rank
     )
-    savings = whatif_analysis.savings_by_step(matched, steps_by_rank, exposed)
     taxonomy = idle.idle_taxonomy({r: reductions[r].idle for r in ranks}, matched)
     breakdowns = {r: reductions[r].breakdown for r in ranks}
     model = step_model.build_step_model(
@@ -185,18 +182,38 @@ def combine(
         phases_by_rank=phases_by_rank,
         matched=matched,
         arrival=arrival,
-        savings=savings,
         waits_known=stall.overall_pct is not None,
         world_size=first.world_size,
     )
     notes += model.notes
-    attribution = model.attribution
-    if attribution is not None and cell is not None and cell.attribution is not None:
-        checks = step_model.phase_timer_checks(attribution, cell.attribution)
-        attribution = attribution.model_copy(
-            update={"cross_checks": [*attribution.cross_checks, *checks]}
+    inputs = ranked_findings.finding_inputs(
+        model,
+        breakdowns,
+        matched=matched,
+        arrival=arrival,
+        phases_by_rank=phases_by_rank,
+        device_type=first.device_type,
+        backend=first.backend,
+        strategy=strategy,
+    )
+    from torchscale.analysis.diagnosis import (
+        RunEvidence,
+        TimerEvidence,
+        TraceEvidence,
+        busy_caveat,
+        diagnose,
+    )
+
+    diagnosis = diagnose(
+        RunEvidence(
+            timers=TimerEvidence(stored=cell.diagnosis) if cell is not None else None,
+            traces=TraceEvidence(model=model, inputs=inputs),
+            caveat=busy_caveat(cell.telemetry) if cell is not None else None,
+            device_type=first.device_type,
+            backend=first.backend,
+            strategy=strategy,
         )
-        model.attribution = attribution
+    )
 
     analysis = ProfileAnalysis(
         torchscale_version=__version__,
@@ -209,7 +226,7 @@ def combine(
         backend=first.backend,
         device_type=first.device_type,
         cycle_us=None,
-        attribution=attribution,
+        diagnosis=diagnosis,
         sync_stall_pct=None,
         collective_wait_pct=raw_wait.overall_pct,
         exposed_comm_pct=None,
@@ -217,9 +234,9 @@ def combine(
         matched_collectives=_instances(matched.usable),
         mismatches=list(matched.mismatches),
     )
-    if attribution is None:
-        unavailable["attribution"] = model.reason or "no step model"
-    _model_figures(analysis, model, unavailable, len(ranks))
+    if diagnosis is None:
+        unavailable["diagnosis"] = model.reason or "no step model"
+    _model_figures(analysis, model, diagnosis, unavailable, len(ranks))
     analysis.clock = [
         ClockOffset(
             rank=int(row.rank),
@@ -230,14 +247,14 @@ def combine(
         for row in offsets.table.itertuples()
     ]
     analysis.arrival_agreement = _finite(arrivals.agreement)
-    verdict = attribution.straggler if attribution is not None else None
+    verdict = diagnosis.straggler if diagnosis is not None else None
     if verdict is not None and verdict.named and verdict.rank is not None:
         mine = (
             arrival.straggler
             if arrival.straggler and arrival.straggler.rank == verdict.rank
             else None
         )
-        step_s = attribution.step_s.value if attribution is not None else None
+        step_s = diagnosis.step_s.value if diagnosis is not None else None
         gap_s = verdict.phase_gap_s.value if verdict.phase_gap_s is not None else None
         analysis.straggler = StragglerFigures(
             rank=verdict.rank,
@@ -252,20 +269,21 @@ def combine(
         unavailable["straggler"] = (
             verdict.summary if verdict is not None else model.reason or "no step model"
         )
-    if model.whatif is not None and model.whatif_rank is not None:
-        share = model.whatif
+    whatif = diagnosis.whatif if diagnosis is not None else None
+    if whatif is not None:
+        share = whatif.share
         if share.measurable and share.value is not None:
             analysis.whatif = [
                 WhatIf(
-                    rank=model.whatif_rank,
-                    saved_us_per_step=float(model.whatif_saved_s or 0.0) * 1e6,
+                    rank=whatif.rank,
+                    saved_us_per_step=float(whatif.saved_s.value or 0.0) * 1e6,
                     speedup_pct=100 * share.value,
                     share=share,
                 )
             ]
         else:
             unavailable["whatif"] = (
-                f"rank {model.whatif_rank} arriving with the others would save nothing "
+                f"rank {whatif.rank} doing the others' work would save nothing "
                 f"measurable ({_not_measurable(share)})"
             )
     analysis.ops = _op_figures(matched.usable)
@@ -285,24 +303,14 @@ def combine(
     )
     analysis.cycle_us = _median(f.step_us for f in analysis.ranks if f.step_us is not None)
     analysis.top_kernels = _kernel_figures([reductions[r].kernels for r in ranks])
-    inputs = ranked_findings.finding_inputs(
-        model,
-        breakdowns,
-        matched=matched,
-        arrival=arrival,
-        phases_by_rank=phases_by_rank,
-        device_type=first.device_type,
-        backend=first.backend,
-        strategy=strategy,
-    )
     # HTA's overlap over every rank and step: computing while communicating / communication
     analysis.overlap_pct = inputs.overlap_pct
     if inputs.overlap_pct is None:
         unavailable["overlap_pct"] = "no communication in the traced steps"
     notes += list(inputs.notes)
-    kept, others = ranked_findings.for_target(ranked_findings.rank_findings(inputs), target)
-    analysis.findings = [_finding_figures(f) for f in kept]
-    analysis.other_findings = [_finding_figures(f) for f in others]
+    kept, others = findings_for_target(diagnosis.findings if diagnosis else [], target)
+    analysis.findings = kept
+    analysis.other_findings = others
     if target == "memory":
         unavailable.setdefault("memory.allocations", MEMORY_UNAVAILABLE)
     analysis.notes = list(dict.fromkeys(notes))
@@ -326,13 +334,17 @@ def _not_measurable(estimate: Estimate) -> str:
 def _model_figures(
     analysis: ProfileAnalysis,
     model: step_model.StepModel,
+    diagnosis: Diagnosis | None,
     unavailable: dict[str, str],
     ranks: int,
 ) -> None:
-    """The schema-1 headline figures, read off the model (one answer per question)."""
-    parts = {p.name: p for p in model.attribution.parts} if model.attribution else {}
+    """The schema-1 headline figures, read off the diagnosis (one answer per question)."""
+    parts = {p.name: p for p in diagnosis.parts} if diagnosis else {}
     wait = parts.get("wait_for_peers")
-    if not model.waits_known or wait is None:
+    waits_known = diagnosis is not None and (
+        model.waits_known if diagnosis.source == "traces" else diagnosis.ranks > 1
+    )
+    if not waits_known or wait is None:
         unavailable["sync_stall_pct"] = (
             "one rank in the input: waiting for peers needs the same collectives on two or "
             "more ranks"
@@ -361,15 +373,17 @@ def _pct_of(share: Estimate, key: str, unavailable: dict[str, str]) -> float | N
     return None
 
 
-def _finding_figures(f: ranked_findings.Finding) -> FindingFigures:
-    return FindingFigures(
-        title=f.title,
-        category=f.category,
-        cost_pct=100 * f.cost_fraction,
-        cost_share=f.cost,
-        evidence=list(f.evidence),
-        recommendation=f.recommendation,
-    )
+def findings_for_target(
+    findings: list[Finding], target: str
+) -> tuple[list[Finding], list[Finding]]:
+    """(the target's findings in its order, the others by cost): the diagnosis' findings
+    split for `--target`; within a target, categories rank in its order, then by cost."""
+    order = ranked_findings.TARGET_CATEGORIES.get(target)
+    if order is None:
+        return list(findings), []
+    kept = [f for f in findings if f.category in order]
+    kept.sort(key=lambda f: (order.index(f.category), -f.cost_pct))
+    return kept, [f for f in findings if f.category not in order]
 
 
 def _kernel_figures(tables: list[pd.DataFrame]) -> list[KernelFigures]:

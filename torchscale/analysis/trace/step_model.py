@@ -21,11 +21,11 @@ over ranks per step (steps every rank has), with block-bootstrap intervals over 
 as the cell's (`attribution.part_estimates`).
 
 The straggler verdict is the cell's rule (`straggler_verdict`: paired per-step test of the
-rank's own work against the others', minimum effect 5 % of the step), then the traces' own
-evidence must not contradict it (the others must not wait *less* than the candidate at the
-matched collectives; arrival order must not name another rank). Arrival order and the what-if
-are cross-checks, never a second headline; the what-if is an upper bound capped by the wait it
-removes.
+rank's own work against the others', minimum effect 5 % of the step); the traces' own evidence
+withdraws it only when it significantly points at another rank (the others wait significantly
+*less* than the candidate at the matched collectives; arrival order names another rank by its
+binomial test). Arrival order is a cross-check, never a second headline. The what-if and the
+findings are built over this model by the diagnosis (torchscale/analysis/diagnosis.py).
 """
 
 from __future__ import annotations
@@ -89,16 +89,14 @@ class StepModel:
 
     `parts`: per rank and step used (seconds; PART_COLUMNS, host_wait is the part of rest the
     device waited for the host, memory the part of compute that is device copies).
-    `per_rank`: each rank's parts over those steps with intervals. `whatif`: the candidate's
-    capped what-if (share of the step) or None.
+    `per_rank`: each rank's parts over those steps with intervals. `own`: what the straggler
+    test compared (step, rank, compute = the own work per step), for the diagnosis' what-if.
     `waits_known`: collectives were matched across ranks, so wait and transfer are split."""
 
     attribution: Attribution | None
     parts: pd.DataFrame
     per_rank: dict[int, list[StepPart]] = field(default_factory=dict)
-    whatif: Estimate | None = None
-    whatif_rank: int | None = None
-    whatif_saved_s: float | None = None
+    own: pd.DataFrame | None = None
     host_wait: Estimate | None = None
     memory: Estimate | None = None
     waits_known: bool = False
@@ -259,15 +257,16 @@ def _pct(value: float | None) -> str:
 
 
 def _figure(estimate: Estimate) -> str:
-    """An estimate in a sentence of this module, as the report layer's `plus_minus` writes it
-    (this layer may not import it): '12.3 % ±1.2', 'not measurable (< 0.4 %)', 'unknown'."""
+    """An estimate in a sentence of this module: '12.3 % [11.0, 13.9]' (the interval itself,
+    never a ± that a lopsided interval would misstate), 'not measurable (< 0.4 %)',
+    'unknown'."""
     if not estimate.measurable or estimate.value is None:
         return (
             f"not measurable (< {_pct(estimate.high)})" if estimate.high is not None else "unknown"
         )
     if estimate.low is None or estimate.high is None:
         return f"{_pct(estimate.value)} (spread unknown)"
-    return f"{_pct(estimate.value)} ±{(estimate.high - estimate.low) * 50:.1f}"
+    return f"{_pct(estimate.value)} [{estimate.low * 100:.1f}, {estimate.high * 100:.1f}]"
 
 
 def _range(estimate: Estimate) -> tuple[float, float] | None:
@@ -325,8 +324,11 @@ def _arrival_check(
         contradiction = (
             f"rank {top.rank} arrives last at {top.share_last:.0%} of the matched collectives"
         )
+    agrees: bool | None
     if verdict.named:
-        agrees = top is not None and top.rank == candidate
+        # only a different rank standing out (its binomial test) contradicts the own-work
+        # test; an arrival order that does not stand out confirms nothing and denies nothing
+        agrees = None if top is None else top.rank == candidate
         detail = f"rank {candidate} arrives last at {k} of {n} matched collectives" + (
             f" (chance: {top.expected_share:.0%}, p = {top.p_value:.2g})"
             if agrees and top
@@ -358,98 +360,20 @@ def _arrival_check(
     )
 
 
-def _whatif(
-    parts: pd.DataFrame, savings: pd.DataFrame, candidate: int, step: np.ndarray
-) -> tuple[Estimate, float]:
-    """The capped what-if of the candidate: per step the least saving of any other rank
-    (`whatif.savings_by_step`), capped by the least wait for peers of any other rank in the
-    partition; mean over steps / mean step, and the mean seconds saved."""
-    wait = _wide(parts, "wait_for_peers")
-    cap = wait.drop(columns=[candidate]).min(axis=1)
-    mine = savings[savings["last"] == candidate].set_index("step")["saved_us"] / 1e6
-    saved = mine.reindex(cap.index).fillna(0.0)
-    bounded = np.minimum(saved.to_numpy(np.float64), cap.to_numpy(np.float64))
-    method = (
-        "per step, the least saving of any other rank had the candidate arrived with the "
-        "second-last (matched durations), capped by the least wait for peers of any other "
-        "rank; mean over steps / mean step, moving-block bootstrap"
-    )
-    return share_of_step(bounded, step, method=method), float(np.mean(bounded))
-
-
-def _whatif_check(
-    estimate: Estimate,
-    saved_s: float,
-    candidate: int,
-    verdict: StragglerVerdict,
-    parts: pd.DataFrame,
-) -> CrossCheck:
-    """The what-if as an upper bound, said in the Step line's terms, compared with the
-    verdict's gap when one is named."""
-    others = parts[parts["rank"] != candidate]
-    waits = others.groupby("rank")["wait_for_peers"].mean()
-    steps = others.groupby("rank")["step_s"].mean()
-    who = ", ".join(
-        f"rank {int(r)} {_pct(float(waits[r] / steps[r]) if steps[r] > 0 else 0.0)}"
-        for r in waits.index
-    )
-    ranks = int(parts["rank"].nunique())
-    mean_step = float(parts.groupby("step")["step_s"].mean().mean())
-    own_wait = float(parts.loc[parts["rank"] == candidate, "wait_for_peers"].mean())
-    # in the Step line (means over ranks) the saving is the waits it removes, (N-1)/N of the
-    # others' wait, plus its own extra work over theirs, 1/N of it, inside compute
-    in_wait = saved_s * (ranks - 1) / ranks / mean_step if mean_step > 0 else 0.0
-    in_compute = saved_s / ranks / mean_step if mean_step > 0 else 0.0
-    # a rank is a straggler only when the verdict names one; otherwise it is the largest gap
-    # and the text says it is not significant, so the bound reads as no accusation
-    subject = (
-        f"rank {candidate}"
-        if verdict.named
-        else f"the rank with the largest gap (rank {candidate}, not a significant straggler)"
-    )
-    head = (
-        f"if {subject} arrived with the others, steps could be at most this share "
-        f"shorter: capped by the other ranks' own wait for peers ({who} of its step). In the "
-        f"Step line's terms (means over {ranks} ranks): about {_pct(in_wait)} of waiting for "
-        f"peers would go (rank {candidate} itself waits {_pct(own_wait / mean_step)}) and "
-        f"about {_pct(in_compute)} of compute (its extra work over the others)"
-        if mean_step > 0
-        else f"if {subject} arrived with the others, steps could be at most this share "
-        f"shorter: capped by the other ranks' own wait for peers ({who} of its step)"
-    )
-    agrees: bool | None = None
-    if verdict.named and verdict.gap_s is not None and verdict.gap_s.value is not None:
-        gap = verdict.gap_s.value
-        low = verdict.gap_s.low if verdict.gap_s.low is not None else gap
-        agrees = saved_s >= 0.5 * low
-        head += (
-            f"; its extra work is {gap * 1e3:.3g} ms per step, {saved_s * 1e3:.3g} ms of it "
-            "would be saved"
-            + ("" if agrees else ": most of it is hidden behind the others' compute")
-        )
-    return CrossCheck(
-        name="what-if (upper bound)",
-        method=estimate.method,
-        estimate=estimate,
-        agrees=agrees,
-        detail=head,
-    )
-
-
 def build_step_model(
     taxonomy: pd.DataFrame,
     *,
     phases_by_rank: Mapping[int, pd.DataFrame],
     matched: Matched | None,
     arrival: StragglerAnalysis | None,
-    savings: pd.DataFrame,
     waits_known: bool,
     world_size: int | None,
 ) -> StepModel:
     """The trace attribution of one profile (see the module doc). `taxonomy`:
-    `idle.idle_taxonomy`; `arrival`: `straggler.attribute_straggler`; `savings`:
-    `whatif.savings_by_step` (exposed waits only); `waits_known`: collectives were matched, so
-    the wait for peers is split from the transfer; `world_size`: as the traces declare it."""
+    `idle.idle_taxonomy`; `arrival`: `straggler.attribute_straggler`; `waits_known`:
+    collectives were matched, so the wait for peers is split from the transfer; `world_size`:
+    as the traces declare it. The what-if and findings are the diagnosis'
+    (torchscale/analysis/diagnosis.py)."""
     notes: list[str] = []
     parts = trace_parts(taxonomy)
     if parts.empty:
@@ -504,6 +428,7 @@ def build_step_model(
     checks: list[CrossCheck] = []
     if ranks > 1:
         own, phases, model.own_work_basis = own_work(parts, phases_by_rank, model.waits_known)
+        model.own = own
         verdict = straggler_verdict(phases, own, step_est.value or 0.0, None)
         verdict = verdict.model_copy(update={"test": f"{verdict.test}; {model.own_work_basis}"})
         candidate = verdict.candidate_rank
@@ -515,9 +440,9 @@ def build_step_model(
                     )
                 )
             checks.append(_arrival_check(matched, arrival, candidate, verdict))
-            # named only when the evidence agrees: a check that disagrees withdraws the name,
-            # and so do others that do not measurably wait for it (what a straggler costs)
-            found = evidence_against(checks, model.waits_known)
+            # a check that significantly points at another rank withdraws the name; one that
+            # merely fails to confirm it does not (docs/methodology.md, "One diagnosis")
+            found = evidence_against(checks)
             if verdict.named and found:
                 verdict = withdraw(verdict, "; ".join(found))
                 # the checks were judged against a named rank: judge them again
@@ -533,10 +458,6 @@ def build_step_model(
                         )
                     )
                 checks.append(_arrival_check(matched, arrival, candidate, verdict))
-            if model.waits_known:
-                estimate, saved = _whatif(parts, savings, candidate, step_series)
-                model.whatif, model.whatif_rank, model.whatif_saved_s = estimate, candidate, saved
-                checks.append(_whatif_check(estimate, saved, candidate, verdict, parts))
     model.attribution = Attribution(
         basis=basis,
         steps=int(per_step.shape[0]),

@@ -270,7 +270,7 @@ def _straggler_tests(ctx: Context) -> Table | None:
     tests: list[str] = []
     seconds = value_format("seconds")
     for label, result in runs:
-        verdict = result.attribution.straggler if result.attribution else None
+        verdict = result.diagnosis.straggler if result.diagnosis else None
         if verdict is None:
             continue
         tests.append(verdict.test)

@@ -225,8 +225,8 @@ def _comm_rows(
     modelled, older, missing = [], [], []
     for row in records(ctx.ok):
         result = ctx.result(row)
-        if result.attribution is not None:
-            modelled.append(_attribution_row(ctx, row, result.attribution))
+        if result.diagnosis is not None:
+            modelled.append(_attribution_row(ctx, row, result.diagnosis))
             continue
         if (integer(row["world_size"]) or 0) < 2:
             continue

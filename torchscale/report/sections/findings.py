@@ -86,9 +86,9 @@ PHASE_ADVICE = {
 
 def part(result: CellResult, name: str) -> StepPart | None:
     """A part of the result's step model (None without one)."""
-    if result.attribution is None:
+    if result.diagnosis is None:
         return None
-    return next((p for p in result.attribution.parts if p.name == name), None)
+    return next((p for p in result.diagnosis.parts if p.name == name), None)
 
 
 def measured_share(share: Estimate | None) -> float | None:
@@ -101,7 +101,7 @@ def measured_share(share: Estimate | None) -> float | None:
 def _named_straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
     """The straggler the significance test named (schema 8), or None: a rank that the test
     does not name is never called a straggler, whatever its point gap."""
-    verdict = result.attribution.straggler if result.attribution else None
+    verdict = result.diagnosis.straggler if result.diagnosis else None
     if verdict is None or not verdict.named or verdict.rank is None:
         return None
     rank = verdict.rank
@@ -143,7 +143,7 @@ def straggler_finding(result: CellResult, label: str, source: str) -> Finding | 
     """The straggler: named by the significance test where the result has the step model
     (schema 8); in older results the one the phase timers found, when the others wait for it
     long enough (load imbalance >= STRAGGLER_MIN of the step, and a share it can have)."""
-    if result.attribution is not None:
+    if result.diagnosis is not None:
         return _named_straggler_finding(result, label, source)
     straggler, comm = result.straggler, result.communication
     imbalance = finite(comm.load_imbalance) if comm else None
@@ -201,7 +201,7 @@ def _exposed_transfer_finding(result: CellResult, label: str) -> Finding | None:
         evidence.append(f"waiting for peers {with_interval(waiting.share, pct)} of the step")
     evidence += [
         f"cross-check {check.name}: {check.detail}"
-        for check in (result.attribution.cross_checks if result.attribution else [])
+        for check in (result.diagnosis.cross_checks if result.diagnosis else [])
     ]
     return _exposed_comm(result, label, share, evidence)
 
@@ -232,7 +232,7 @@ def _comm_advice(result: CellResult) -> str:
 def exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
     """Exposed communication: the step model's exposed transfer (schema 8), or an older
     result's point figure when it is a share it can have."""
-    if result.attribution is not None:
+    if result.diagnosis is not None:
         return _exposed_transfer_finding(result, label)
     comm = result.communication
     share = finite(comm.comm_overhead) if comm else None

@@ -236,9 +236,9 @@ def _compute(rank: RankStats) -> float:
 def _role(result: CellResult, rank: int) -> str:
     """'straggler (backward)' for the rank a significance test names (schema 8), or in an
     older result the slowest rank when the others wait for it long enough; else ''."""
-    verdict = result.attribution.straggler if result.attribution else None
+    verdict = result.diagnosis.straggler if result.diagnosis else None
     injected = ", injected delay" if result.straggler and result.straggler.injected else ""
-    if result.attribution is not None:
+    if result.diagnosis is not None:
         if verdict is None or not verdict.named or verdict.rank != rank:
             return ""
         return "straggler" + (f" ({verdict.phase})" if verdict.phase else "") + injected
@@ -251,8 +251,8 @@ def _role(result: CellResult, rank: int) -> str:
 def _is_real_straggler(result: CellResult) -> bool:
     """Named by the test (schema 8); in older results, an injected delay or a wait for the
     slowest rank of at least STRAGGLER_MIN of the step (a share it can have: at most 1)."""
-    if result.attribution is not None:
-        verdict = result.attribution.straggler
+    if result.diagnosis is not None:
+        verdict = result.diagnosis.straggler
         return verdict is not None and verdict.named
     comm = result.communication
     imbalance = finite(comm.load_imbalance) if comm else None
@@ -346,7 +346,7 @@ def _phase_chart(source: RankSource) -> Chart:
             series.append(Series(name=phase, x=list(x), y=values))
     straggler = source.result.straggler
     note = "median seconds per phase over the synchronised steps"
-    attribution = source.result.attribution
+    attribution = source.result.diagnosis
     verdict = attribution.straggler if attribution is not None else None
     if attribution is not None:
         if verdict is not None:
