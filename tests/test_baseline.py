@@ -441,6 +441,19 @@ def test_peak_memory_compared_on_one_basis() -> None:
     assert mixed.pairs.loc[0, "peak_memory_bytes_change"] == pytest.approx(5.0)
 
 
+def test_changes_of_a_share_are_in_points() -> None:
+    """Efficiency 30.2 % -> 108.4 % is +78.2 points, not the relative +258.9 %; exposed
+    communication likewise; memory stays relative."""
+    baseline = table(cell(scaling_efficiency=0.302, comm_overhead=0.10))
+    current = table(cell(scaling_efficiency=1.084, comm_overhead=0.25, peak_rss_bytes=1500))
+    pairs = compare(current, baseline).pairs
+    assert pairs.loc[0, "scaling_efficiency_change"] == pytest.approx(0.782)
+    assert pairs.loc[0, "comm_overhead_change"] == pytest.approx(0.15)
+    assert pairs.loc[0, "peak_memory_bytes_change"] == pytest.approx(0.5)
+    points = {m.key for m in METRICS if m.points}
+    assert points == {"scaling_efficiency", "comm_overhead"}
+
+
 def test_only_throughput_and_step_time_are_judged() -> None:
     assert [m.key for m in METRICS if m.tested] == ["samples_per_s", "step_p50_s"]
     assert all(m.judged_by for m in METRICS)

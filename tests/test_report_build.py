@@ -39,6 +39,7 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
+from torchscale.report.render import term
 from torchscale.report.sections.summary import NO_PRICE
 from torchscale.report.sources import read_sources
 
@@ -381,6 +382,14 @@ def test_baseline_section_against_version_1(report: Report) -> None:
     assert ("tiny-gpt2 b8 x1 fp32 ddp", "now only") in one_side
     assert ("tests.fault_models:crash b8 x2 fp32 ddp", "baseline only") in one_side
     assert report.regressions == 0
+    # the efficiency's change is in points (41.6 % -> 27.4 %: -14.2 pts, not -34.1 %)
+    other = table(report, "baseline-other")
+    (eff_change,) = [c for c in other.columns if c.key == "eff_change"]
+    assert eff_change.format == "change_pts"
+    x2 = {r["cell"]: r for r in other.rows}["tiny-mlp b8 x2 fp32 ddp"]
+    assert x2["eff_change"] == pytest.approx(x2["eff_now"] - x2["eff_base"])
+    terminal = term.render(report).decode("utf-8")
+    assert "-14.2 pts" in terminal and "-34.1 %" not in terminal
 
 
 # ------------------------------------------------------------------------ other inputs

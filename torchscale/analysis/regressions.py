@@ -144,13 +144,16 @@ RULE = RegressionRule()
 @dataclass(frozen=True)
 class Metric:
     """A compared metric: its column, whether higher is better, the column of its per-repeat
-    figures when it is judged by the rule (None: shown only), and what judges it."""
+    figures when it is judged by the rule (None: shown only), and what judges it. `points`: a
+    share or percentage (efficiency, exposed communication), whose `<key>_change` is the
+    difference now - baseline (printed in percentage points), never a relative change."""
 
     key: str
     label: str
     higher_is_better: bool
     repeats: str | None
     judged_by: str
+    points: bool = False
 
     @property
     def tested(self) -> bool:
@@ -180,6 +183,7 @@ METRICS = (
         higher_is_better=True,
         repeats=None,
         judged_by="a ratio of two cells' medians: no per-repeat figures",
+        points=True,
     ),
     Metric(
         "comm_overhead",
@@ -187,6 +191,7 @@ METRICS = (
         higher_is_better=False,
         repeats=None,
         judged_by="one figure per cell, from the medians of two windows: no per-repeat figures",
+        points=True,
     ),
     Metric(
         "peak_memory_bytes",
@@ -477,6 +482,11 @@ def _relative(then: float | None, now: float | None) -> float | None:
     return None if then is None or now is None or then <= 0 else (now - then) / then
 
 
+def _points(then: float | None, now: float | None) -> float | None:
+    """The change of a share: now - then (0.302 -> 0.417: +0.115, +11.5 points)."""
+    return None if then is None or now is None else now - then
+
+
 def _busy(row: pd.Series) -> bool:
     return row.get(BUSY_COLUMN) is True or row.get(BUSY_COLUMN) == 1.0
 
@@ -652,7 +662,7 @@ def _pair_row(
             now = then = None
         row[f"{metric.key}_baseline"] = then
         row[f"{metric.key}_current"] = now
-        row[f"{metric.key}_change"] = _relative(then, now)
+        row[f"{metric.key}_change"] = (_points if metric.points else _relative)(then, now)
         if metric.repeats is None:
             continue
         column = f"{metric.key}{RUNS_SUFFIX}" if units == "runs" else metric.repeats

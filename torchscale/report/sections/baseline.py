@@ -219,7 +219,7 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
             col("cell", "Cell"),
             col("eff_base", "Efficiency (baseline)", "ratio_pct"),
             col("eff_now", "Efficiency (now)", "ratio_pct"),
-            col("eff_change", "Change", "change_pct"),
+            col("eff_change", "Change", "change_pts"),
             col("comm_base", "Exposed comm (baseline)", "ratio_pct"),
             col("comm_now", "Exposed comm (now)", "ratio_pct"),
             col("mem_base", "Peak memory (baseline)", "bytes"),
@@ -228,7 +228,8 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
             col("mem_kind", "Memory basis"),
         ],
         rows=rows,
-        note="no per-repeat figures for these: shown, never counted as regressions",
+        note="no per-repeat figures for these: shown, never counted as regressions; the "
+        "efficiency's change is in percentage points (now - baseline), memory's relative",
     )
 
 
