@@ -28,6 +28,7 @@ from torchscale.analysis.regressions import (
     parse_repeats,
     with_step_repeats,
 )
+from torchscale.analysis.uncertainty import log_ratio_t_interval, ratio_of_medians
 
 
 def noisy(median: float, n: int, seed: int, cv: float = 0.03) -> list[float]:
@@ -139,6 +140,19 @@ def test_four_against_four_can_judge() -> None:
     verdict = judge_change([100, 101, 102, 103], [90, 91, 92, 93], higher_is_better=True)
     assert verdict.outcome == "regression"
     assert verdict.p_value == pytest.approx(2 / 70)
+
+
+def test_three_against_five_takes_welch_t_for_its_interval() -> None:
+    """3 vs 5 can reach p < 0.05 (2 / 56), but a bootstrap of 3 figures is about their range:
+    the ratio's interval is Welch's t on the log ratio; still a regression here."""
+    base, now = [100.0, 101.0, 102.0], [80.0, 81.0, 82.0, 83.0, 84.0]
+    verdict = judge_change(base, now, higher_is_better=True)
+    ratio, low, high = ratio_of_medians(now, base)
+    assert low is not None and high is not None
+    expected = log_ratio_t_interval(np.array(now), np.array(base), centre=ratio)
+    assert (low, high) == pytest.approx(expected)
+    assert (verdict.low, verdict.high) == pytest.approx((low - 1, high - 1))
+    assert verdict.outcome == "regression"
 
 
 def test_a_significant_change_below_the_minimum_effect_is_no_change() -> None:

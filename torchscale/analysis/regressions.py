@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from torchscale.analysis.numbers import finite
-from torchscale.analysis.uncertainty import LEVEL, ratio_of_medians
+from torchscale.analysis.uncertainty import LEVEL, SMALL, ratio_of_medians
 from torchscale.thresholds import OTHER_CORES_PER_RANK
 
 # The rule's parameters (docs/regressions.md; measured by benchmarks/regression_detection.py).
@@ -127,7 +127,8 @@ class RegressionRule:
             f"per-repeat figures of one run (each repeat is one measured window): the "
             f"{self.test} test gives p < {self.alpha:g}; the ratio of the medians (now / "
             f"baseline) differs from 1 by at least {e}; and its {LEVEL * 100:g} % "
-            f"bootstrap interval lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
+            f"interval (percentile bootstrap; Welch's t on the log ratio when a side holds "
+            f"fewer than {SMALL}) lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
             f"runs or repeats for the test to ever reach p < {self.alpha:g} (3 vs 3 gives at "
             f'best {min_p_value(3, 3):.2g}) the verdict is "not enough repeats" (need '
             f"{self.repeats_needed} per side), never a regression. When either side ran on a "
@@ -285,8 +286,9 @@ def judge_change(
 ) -> Verdict:
     """Whether the per-repeat figures `current` regressed from `baseline`, by `rule`.
 
-    change = median(current) / median(baseline) - 1, with the percentile bootstrap interval
-    of that ratio (`uncertainty.ratio_of_medians`, each side resampled on its own).
+    change = median(current) / median(baseline) - 1, with the 95 % interval of that ratio
+    (`uncertainty.ratio_of_medians`: the percentile bootstrap, each side resampled on its
+    own; Welch's t on the log ratio when a side holds fewer than 4 figures).
 
     Outcome: `not enough repeats` when a side has fewer than 2 repeats or the smallest p-value
     the test can attain with these sizes is not below alpha (3 vs 3: 0.1); otherwise
