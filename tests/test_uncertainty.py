@@ -1,12 +1,14 @@
 """Honest uncertainty (issue 38, point 4): no "95 % interval" drawn from fewer than 4 samples by
-bootstrap (with 2 repeats that bootstrap is their range). Known answers by hand
-(`torchscale.analysis.uncertainty`)."""
+bootstrap (with 2 repeats that bootstrap is their range), intervals printed as [lo, hi] where
+'±' would misstate them, and changes of a percentage in points. Known answers by hand
+(`torchscale.analysis.uncertainty`, `torchscale.report.estimates`)."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
@@ -20,9 +22,17 @@ from torchscale.analysis.uncertainty import (
     t_interval,
 )
 from torchscale.report.estimates import (
+    compact,
+    efficiency_text,
+    long_form,
+    lopsided,
+    plus_minus,
     value_format,
     with_interval,
 )
+from torchscale.report.render.formatting import format_value, tick_labels
+from torchscale.report.terminal import _throughput
+from torchscale.schema.cell_result import Estimate
 
 # the issue's cell: tiny-gpt2 b32 x2, two repeats, printed "95 % interval 332.1 to 357.7"
 REPEATS = [332.1, 357.7]
@@ -183,3 +193,63 @@ def test_ratio_of_medians_edges() -> None:
     assert ratio_of_medians([2.0], [1.0, 1.0]) == (2.0, None, None)
     assert ratio_of_medians([2.0, 2.0], [1.0, 1.0, 1.0]) == (2.0, 2.0, 2.0)  # no spread
     assert ratio_of_medians([-1.0, 2.0], [1.0, 1.0]) == (0.5, None, None)  # no log
+
+
+# ------------------------------------------------------------------------ printing
+
+
+def est(value: float, low: float, high: float) -> Estimate:
+    return Estimate(value=value, low=low, high=high, n=2, method="test", measurable=True)
+
+
+@pytest.mark.parametrize(
+    ("value", "low", "high", "expected"),
+    [
+        (12.3, 11.1, 13.5, False),  # symmetric
+        (100.0, 90.0, 114.0, False),  # 1.4 to 1: still ± (within LOPSIDED)
+        (0.302, 0.130, 0.844, True),  # the issue's efficiency: 17.2 below, 54.2 above
+        (10.9e-3, 1.43e-3, 29.3e-3, True),  # the issue's p95
+        (1.1, 0.1, 2.5, True),  # 1.0 below, 1.4 above, but 1.1 ± 1.2 would reach below 0
+        (5.0, 6.0, 7.0, True),  # a value outside its interval
+        (-1.0, -3.0, 1.0, False),  # a signed figure (a gap): ± is fine below 0
+        (2.0, 2.0, 2.0, False),  # no width
+    ],
+)
+def test_what_is_lopsided(value: float, low: float, high: float, expected: bool) -> None:
+    assert lopsided(value, low, high) is expected
+
+
+def test_lopsided_intervals_print_as_brackets_never_plus_minus() -> None:
+    pct = value_format("ratio_pct")
+    seconds = value_format("seconds")
+    assert plus_minus(est(0.302, 0.130, 0.844), pct) == "30.2 % [13.0 %, 84.4 %]"
+    assert plus_minus(est(10.9e-3, 1.43e-3, 29.3e-3), seconds) == "10.9 ms [1.43 ms, 29.3 ms]"
+    assert plus_minus(est(12.3e-3, 11.1e-3, 13.5e-3), seconds) == "12.3 ms ±1.20 ms"
+    # the issue's two repeats as a table cell
+    two = median_of_repeats(REPEATS)
+    text = compact(two.value, two.low, two.high, "rate")
+    assert text == "344.9 [215.0, 552.4]"
+    assert "±" not in text
+    # an efficiency in a table (was "30.2 % ±35.7 %": 30.2 - 35.7 is below 0)
+    assert efficiency_text(0.302, 0.130, 0.844) == "30.2 % [13.0 %, 84.4 %]"
+    # the long form states the interval either way
+    assert long_form(0.302, 0.130, 0.844, "ratio_pct") == (
+        "30.2 % (95 % interval 13.0 % to 84.4 %)"
+    )
+
+
+def test_the_terminal_table_prints_lopsided_throughput_as_brackets() -> None:
+    two = median_of_repeats(REPEATS)
+    row = pd.Series({"samples_per_s": two.value, "samples_per_s_low": two.low,
+                     "samples_per_s_high": two.high})  # fmt: skip
+    assert _throughput(row) == "345 [215, 552]"
+    even = pd.Series({"samples_per_s": 4075.9, "samples_per_s_low": 4067.1,
+                      "samples_per_s_high": 4084.7})  # fmt: skip
+    assert _throughput(even) == "4,076±9"
+
+
+def test_changes_of_a_percentage_are_points() -> None:
+    assert format_value(0.115, "change_pts") == "+11.5 pts"
+    assert format_value(-0.2, "change_pts") == "-20.0 pts"
+    assert format_value(0.0, "change_pts") == "+0.0 pts"
+    assert tick_labels([-0.1, 0.0, 0.1], "change_pts") == ["-10 pts", "0 pts", "+10 pts"]
