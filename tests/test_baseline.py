@@ -28,6 +28,7 @@ from torchscale.analysis.regressions import (
     parse_repeats,
     with_step_repeats,
 )
+from torchscale.analysis.uncertainty import log_ratio_t_interval, ratio_of_medians
 
 
 def noisy(median: float, n: int, seed: int, cv: float = 0.03) -> list[float]:
@@ -139,6 +140,19 @@ def test_four_against_four_can_judge() -> None:
     verdict = judge_change([100, 101, 102, 103], [90, 91, 92, 93], higher_is_better=True)
     assert verdict.outcome == "regression"
     assert verdict.p_value == pytest.approx(2 / 70)
+
+
+def test_three_against_five_takes_welch_t_for_its_interval() -> None:
+    """3 vs 5 can reach p < 0.05 (2 / 56), but a bootstrap of 3 figures is about their range:
+    the ratio's interval is Welch's t on the log ratio; still a regression here."""
+    base, now = [100.0, 101.0, 102.0], [80.0, 81.0, 82.0, 83.0, 84.0]
+    verdict = judge_change(base, now, higher_is_better=True)
+    ratio, low, high = ratio_of_medians(now, base)
+    assert low is not None and high is not None
+    expected = log_ratio_t_interval(np.array(now), np.array(base), centre=ratio)
+    assert (low, high) == pytest.approx(expected)
+    assert (verdict.low, verdict.high) == pytest.approx((low - 1, high - 1))
+    assert verdict.outcome == "regression"
 
 
 def test_a_significant_change_below_the_minimum_effect_is_no_change() -> None:
@@ -439,6 +453,19 @@ def test_peak_memory_compared_on_one_basis() -> None:
     mixed = compare(table(cell(peak_allocated_bytes=1500, peak_rss_bytes=6000)), table(cell()))
     assert mixed.pairs.loc[0, "peak_memory_kind"] == "rss"
     assert mixed.pairs.loc[0, "peak_memory_bytes_change"] == pytest.approx(5.0)
+
+
+def test_changes_of_a_share_are_in_points() -> None:
+    """Efficiency 30.2 % -> 108.4 % is +78.2 points, not the relative +258.9 %; exposed
+    communication likewise; memory stays relative."""
+    baseline = table(cell(scaling_efficiency=0.302, comm_overhead=0.10))
+    current = table(cell(scaling_efficiency=1.084, comm_overhead=0.25, peak_rss_bytes=1500))
+    pairs = compare(current, baseline).pairs
+    assert pairs.loc[0, "scaling_efficiency_change"] == pytest.approx(0.782)
+    assert pairs.loc[0, "comm_overhead_change"] == pytest.approx(0.15)
+    assert pairs.loc[0, "peak_memory_bytes_change"] == pytest.approx(0.5)
+    points = {m.key for m in METRICS if m.points}
+    assert points == {"scaling_efficiency", "comm_overhead"}
 
 
 def test_only_throughput_and_step_time_are_judged() -> None:

@@ -27,6 +27,7 @@ import torchscale
 import torchscale.results
 from torchscale.analysis.cost import cost_per_million, cost_table, gpu_hours_per_million
 from torchscale.analysis.scaling_efficiency import STRONG_GROUP_COLUMNS, scaling_table
+from torchscale.analysis.uncertainty import median_of_repeats
 from torchscale.errors import ResultsError, UsageError
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.model import (
@@ -39,6 +40,7 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
+from torchscale.report.render import term
 from torchscale.report.sections.summary import NO_PRICE
 from torchscale.report.sources import read_sources
 
@@ -215,10 +217,13 @@ def test_the_ideal_line_is_linear_from_the_smallest_count(report: Report) -> Non
     result = torchscale.results.load(V3_SWEEP).result("tiny-mlp__b8__w2__fp32__ddp__5904ed09")
     assert result.throughput is not None
     assert measured.low is not None and measured.high is not None
-    assert (measured.low[1], measured.high[1]) == (
-        min(result.throughput.repeats),
-        max(result.throughput.repeats),
-    )
+    # two repeats: the Student t interval on log throughput, wider than their range
+    expected = median_of_repeats(result.throughput.repeats)
+    assert expected.method == "Student t on log throughput, 2 repeats"
+    assert measured.low[1] is not None and measured.high[1] is not None
+    assert (measured.low[1], measured.high[1]) == pytest.approx((expected.low, expected.high))
+    assert measured.low[1] < min(result.throughput.repeats)
+    assert measured.high[1] > max(result.throughput.repeats)
     assert chart.x_log2
 
 
@@ -381,6 +386,14 @@ def test_baseline_section_against_version_1(report: Report) -> None:
     assert ("tiny-gpt2 b8 x1 fp32 ddp", "now only") in one_side
     assert ("tests.fault_models:crash b8 x2 fp32 ddp", "baseline only") in one_side
     assert report.regressions == 0
+    # the efficiency's change is in points (41.6 % -> 27.4 %: -14.2 pts, not -34.1 %)
+    other = table(report, "baseline-other")
+    (eff_change,) = [c for c in other.columns if c.key == "eff_change"]
+    assert eff_change.format == "change_pts"
+    x2 = {r["cell"]: r for r in other.rows}["tiny-mlp b8 x2 fp32 ddp"]
+    assert x2["eff_change"] == pytest.approx(x2["eff_now"] - x2["eff_base"])
+    terminal = term.render(report).decode("utf-8")
+    assert "-14.2 pts" in terminal and "-34.1 %" not in terminal
 
 
 # ------------------------------------------------------------------------ other inputs

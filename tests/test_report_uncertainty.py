@@ -17,8 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as scipy_stats
 
 import torchscale.results
 from torchscale.analysis.reliability import CV_WARN_THRESHOLD, add_reliability, judge
@@ -276,7 +278,12 @@ def test_reliability_known_answers(
 def test_reliability_columns_in_the_cells_table() -> None:
     cells = torchscale.results.load(V3_SWEEP).cells.set_index("cell_id")
     assert cells.loc[MLP_W2, "reliability"] == "noisy"  # CV 0.52
-    assert cells.loc[MLP_W1, "reliability"] == "reliable"
+    # two repeats 8 % apart (7150.48 and 7725.46): their Student t interval on log
+    # throughput is 4,547 to 12,149, far past ±10 % (the old bootstrap, their range, passed)
+    assert cells.loc[MLP_W1, "reliability"] == "noisy"
+    assert "over 2 repeats, above ±10 %" in cells.loc[MLP_W1, "reliability_reason"]
+    assert cells.loc[MLP_W1, "samples_per_s_low"] < 7150.48 < 7725.46
+    assert cells.loc[MLP_W1, "samples_per_s_high"] > 7725.46
     assert cells.loc[GPT_W2, "reliability"] == "noisy"  # CV 0.11
     failed = cells[cells["status"] != "ok"]
     assert failed["reliability"].isna().all() and failed["reliability_reason"].isna().all()
@@ -301,12 +308,25 @@ def test_add_reliability_leaves_its_input_alone() -> None:
 # ------------------------------------------------------------------------ efficiency (pure)
 
 
+def welch_log_ratio(top: list[float], bottom: list[float]) -> tuple[float, float]:
+    """Welch's t interval of median(top) / median(bottom), on the log scale (by hand)."""
+    x, y = np.log(top), np.log(bottom)
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
+    half = scipy_stats.t.ppf(0.975, df) * math.sqrt(vx + vy)
+    ratio = float(np.median(top) / np.median(bottom))
+    return ratio * math.exp(-half), ratio * math.exp(half)
+
+
 def test_efficiency_interval_known_answer() -> None:
-    # two repeats a side: the 2.5 % and 97.5 % bootstrap medians are the extremes, so the
-    # ratio's interval is min/max to max/min, times N_min / N
+    # two repeats a side: no bootstrap (it could only return min/max to max/min); Welch's t
+    # on the log ratio, 2 degrees of freedom here, times N_min / N
     low, high = efficiency_interval((90.0, 110.0), (45.0, 55.0), 2, 1)
-    assert low == pytest.approx(90 / 55 / 2)
-    assert high == pytest.approx(110 / 45 / 2)
+    expected = welch_log_ratio([90.0, 110.0], [45.0, 55.0])
+    assert low is not None and high is not None
+    assert (low, high) == pytest.approx((expected[0] / 2, expected[1] / 2))
+    assert low < 90 / 55 / 2 and high > 110 / 45 / 2  # wider than the old range
+    assert low == pytest.approx(0.5431, abs=1e-4) and high == pytest.approx(1.8414, abs=1e-4)
     # identical repeats: no spread, the interval is the point
     assert efficiency_interval((200.0, 200.0, 200.0), (100.0, 100.0), 2, 1) == pytest.approx(
         (1.0, 1.0)
@@ -342,7 +362,10 @@ def test_scaling_efficiency_interval_columns() -> None:
     assert math.isnan(out["scaling_efficiency_low"][0])  # the base: 1 by definition
     low, high = out["scaling_efficiency_low"][1], out["scaling_efficiency_high"][1]
     assert low < 1.0 < 1.24 < high  # linear within noise
-    assert low == pytest.approx(700 / 380 / 2) and high == pytest.approx(950 / 300 / 2)
+    # 3 repeats a side: Welch's t on the log ratio, not the bootstrap's 700/380 to 950/300
+    expected = welch_log_ratio([700.0, 843.2, 950.0], [300.0, 340.0, 380.0])
+    assert (low, high) == pytest.approx((expected[0] / 2, expected[1] / 2))
+    assert low < 700 / 380 / 2 and high > 950 / 300 / 2
     assert math.isnan(out["scaling_efficiency_low"][2])  # one repeat
 
 
@@ -395,7 +418,10 @@ def test_a_noisy_cell_gets_no_check_mark(tmp_path: Path) -> None:
 
 
 def test_headline_counts_reliable_cells(tmp_path: Path) -> None:
-    root = sweep(tmp_path, {GPT_W1: [with_repeats([332.1])]})
+    # tiny-mlp x1: three steady repeats (0.2 % apart) are reliable; two 8 % apart (the
+    # fixture's) would not be: their t interval is ±51 %
+    steady = [7430.0, 7437.97, 7445.0]
+    root = sweep(tmp_path, {GPT_W1: [with_repeats([332.1])], MLP_W1: [with_repeats(steady)]})
     report = build(root)
     reliable = figures(report)["Cells reliable"]
     assert reliable.value == "1 of 4"

@@ -24,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 import torchscale.results
+from torchscale.analysis.uncertainty import median_of_repeats
 from torchscale.cell import Status
 from torchscale.cli.app import app
 from torchscale.config.loader import load_config
@@ -469,8 +470,13 @@ def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
 
     row = cells_table([result]).iloc[0]
     repeats = raw["throughput"]["repeats"]
-    assert min(repeats) <= row["samples_per_s_low"] <= row["samples_per_s"]
-    assert row["samples_per_s"] <= row["samples_per_s_high"] <= max(repeats)
+    # three repeats: Student t on log throughput (a bootstrap of 3 is only their range)
+    expected = median_of_repeats(repeats)
+    assert expected.method == "Student t on log throughput, 3 repeats"
+    assert row["samples_per_s_low"] == pytest.approx(expected.low)
+    assert row["samples_per_s_high"] == pytest.approx(expected.high)
+    assert 0 < row["samples_per_s_low"] < min(repeats) <= row["samples_per_s"]
+    assert row["samples_per_s"] <= max(repeats) < row["samples_per_s_high"]
     assert (
         row["exposed_transfer_share"] is None
         or row["exposed_transfer_share"] != row["exposed_transfer_share"]

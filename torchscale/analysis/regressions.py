@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from torchscale.analysis.numbers import finite
-from torchscale.analysis.uncertainty import LEVEL, ratio_of_medians
+from torchscale.analysis.uncertainty import LEVEL, SMALL, ratio_of_medians
 from torchscale.thresholds import OTHER_CORES_PER_RANK
 
 # The rule's parameters (docs/regressions.md; measured by benchmarks/regression_detection.py).
@@ -127,7 +127,8 @@ class RegressionRule:
             f"per-repeat figures of one run (each repeat is one measured window): the "
             f"{self.test} test gives p < {self.alpha:g}; the ratio of the medians (now / "
             f"baseline) differs from 1 by at least {e}; and its {LEVEL * 100:g} % "
-            f"bootstrap interval lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
+            f"interval (percentile bootstrap; Welch's t on the log ratio when a side holds "
+            f"fewer than {SMALL}) lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
             f"runs or repeats for the test to ever reach p < {self.alpha:g} (3 vs 3 gives at "
             f'best {min_p_value(3, 3):.2g}) the verdict is "not enough repeats" (need '
             f"{self.repeats_needed} per side), never a regression. When either side ran on a "
@@ -144,13 +145,16 @@ RULE = RegressionRule()
 @dataclass(frozen=True)
 class Metric:
     """A compared metric: its column, whether higher is better, the column of its per-repeat
-    figures when it is judged by the rule (None: shown only), and what judges it."""
+    figures when it is judged by the rule (None: shown only), and what judges it. `points`: a
+    share or percentage (efficiency, exposed communication), whose `<key>_change` is the
+    difference now - baseline (printed in percentage points), never a relative change."""
 
     key: str
     label: str
     higher_is_better: bool
     repeats: str | None
     judged_by: str
+    points: bool = False
 
     @property
     def tested(self) -> bool:
@@ -180,6 +184,7 @@ METRICS = (
         higher_is_better=True,
         repeats=None,
         judged_by="a ratio of two cells' medians: no per-repeat figures",
+        points=True,
     ),
     Metric(
         "comm_overhead",
@@ -187,6 +192,7 @@ METRICS = (
         higher_is_better=False,
         repeats=None,
         judged_by="one figure per cell, from the medians of two windows: no per-repeat figures",
+        points=True,
     ),
     Metric(
         "peak_memory_bytes",
@@ -280,8 +286,9 @@ def judge_change(
 ) -> Verdict:
     """Whether the per-repeat figures `current` regressed from `baseline`, by `rule`.
 
-    change = median(current) / median(baseline) - 1, with the percentile bootstrap interval
-    of that ratio (`uncertainty.ratio_of_medians`, each side resampled on its own).
+    change = median(current) / median(baseline) - 1, with the 95 % interval of that ratio
+    (`uncertainty.ratio_of_medians`: the percentile bootstrap, each side resampled on its
+    own; Welch's t on the log ratio when a side holds fewer than 4 figures).
 
     Outcome: `not enough repeats` when a side has fewer than 2 repeats or the smallest p-value
     the test can attain with these sizes is not below alpha (3 vs 3: 0.1); otherwise
@@ -477,6 +484,11 @@ def _relative(then: float | None, now: float | None) -> float | None:
     return None if then is None or now is None or then <= 0 else (now - then) / then
 
 
+def _points(then: float | None, now: float | None) -> float | None:
+    """The change of a share: now - then (0.302 -> 0.417: +0.115, +11.5 points)."""
+    return None if then is None or now is None else now - then
+
+
 def _busy(row: pd.Series) -> bool:
     return row.get(BUSY_COLUMN) is True or row.get(BUSY_COLUMN) == 1.0
 
@@ -652,7 +664,7 @@ def _pair_row(
             now = then = None
         row[f"{metric.key}_baseline"] = then
         row[f"{metric.key}_current"] = now
-        row[f"{metric.key}_change"] = _relative(then, now)
+        row[f"{metric.key}_change"] = (_points if metric.points else _relative)(then, now)
         if metric.repeats is None:
             continue
         column = f"{metric.key}{RUNS_SUFFIX}" if units == "runs" else metric.repeats

@@ -1,7 +1,8 @@
 """Scaling efficiency over the summary table (pure pandas, no plotting), with its 95 % interval:
 the ratio of the cell's and its base's median throughput, bootstrapped from their per-repeat
-throughputs (`uncertainty.ratio_of_medians`), so that an efficiency above 1 can be told apart
-from linear scaling within noise."""
+throughputs, or Welch's t on the log ratio when a side has 2-3 repeats
+(`uncertainty.ratio_of_medians`), so that an efficiency above 1 can be told apart from linear
+scaling within noise."""
 
 from __future__ import annotations
 
@@ -50,9 +51,11 @@ def _parsed(value: str) -> tuple[float, ...]:
 def efficiency_interval(
     repeats: tuple[float, ...], base_repeats: tuple[float, ...], world: int, base_world: int
 ) -> tuple[float | None, float | None]:
-    """The 95 % interval of eff = thr(N) / (N x thr(N_min) / N_min): the bootstrap interval of
-    the ratio of the two medians over their repeats, times N_min / N. (None, None) without two
-    repeats on each side. Cached: the report asks for the same pairs several times."""
+    """The 95 % interval of eff = thr(N) / (N x thr(N_min) / N_min): the interval of the
+    ratio of the two medians over their repeats (`uncertainty.ratio_of_medians`: bootstrap, or
+    Welch's t on the log ratio when a side has fewer than 4), times N_min / N. (None, None)
+    without two repeats on each side. Cached: the report asks for the same pairs several
+    times."""
     if len(repeats) < 2 or len(base_repeats) < 2 or world <= 0 or base_world <= 0:
         return None, None
     _, low, high = ratio_of_medians(repeats, base_repeats)

@@ -8,8 +8,16 @@ Why these methods:
   are resampled in blocks (moving-block bootstrap, block length n^(1/3)): an i.i.d. bootstrap
   over autocorrelated steps gives intervals that are too narrow.
 - Repeats (barrier-bounded windows) are the units of throughput: each is one wall-time figure.
-  With 2-5 repeats the percentile bootstrap of their median is about their range; with one
-  repeat there is no spread to speak of ("spread unknown"), never a made-up one.
+  From SMALL (4) repeats on, the percentile bootstrap of their median. With 2-3 a bootstrap
+  is no 95 % interval: it can only return values among the repeats, so with 2 it is their
+  range (332.1 and 357.7 gave "332.1 to 357.7", where a t interval is about 13 times wider).
+  Below SMALL the interval is Student t on the log of the figures (a rate is positive and
+  its noise multiplicative), exponentiated: never below 0, wide as 2 or 3 figures deserve,
+  and the method says so ("Student t on log throughput, 2 repeats"). A ratio of two medians
+  with a side below SMALL takes Welch's t on the log ratio. With one repeat there is no
+  spread to speak of ("spread unknown"), never a made-up one.
+- A statistic of steps with no t interval (a percentile of 2-3 steps) has none below SMALL:
+  "range of 3 steps, no interval", never the range called a 95 % interval.
 - Every resampling is seeded: the same measurements always give the same interval, so a
   report re-rendered tomorrow says what it said today.
 """
@@ -26,10 +34,12 @@ from scipy import stats as scipy_stats
 from torchscale.schema.cell_result import Estimate
 
 LEVEL = 0.95
+SMALL = 4  # fewer units than this: no bootstrap interval (a bootstrap of 2-3 is their range)
 RESAMPLES = 2000
 SEED = 20261123  # fixed: intervals are reproducible, not random from run to run
 ONE_UNIT = "one {unit}: spread unknown"
 NOISE = "not measurable above noise: its 95 % interval reaches {edge}"
+RANGE_ONLY = "range of {n} {unit}s, no interval"
 
 
 def block_length(n: int) -> int:
@@ -103,28 +113,64 @@ def judged(
     return Estimate(value=value, low=low, high=high, n=n, method=method, measurable=True)
 
 
-def median_of_repeats(values: Sequence[float], *, lower: float | None = 0.0) -> Estimate:
-    """The median of per-repeat figures (throughput) with the percentile bootstrap interval
-    of that median over the repeats; one repeat: the value with "spread unknown"."""
+def t_interval(
+    values: Sequence[float] | np.ndarray, *, log: bool, level: float = LEVEL
+) -> tuple[float, float]:
+    """Student t interval (n - 1 degrees of freedom) of the mean of `values`; `log`: of the
+    mean of their logs, exponentiated (the geometric mean's interval: strictly positive, wider
+    above than below). Needs 2+ values, all positive when `log`."""
+    data = np.asarray(values, dtype=float)
+    if data.size < 2:
+        raise ValueError("a t interval needs 2 values or more")
+    if log and not np.all(data > 0):
+        raise ValueError("a log-scale t interval needs positive values")
+    x = np.log(data) if log else data
+    centre = float(x.mean())
+    half = float(scipy_stats.t.ppf(0.5 + level / 2, x.size - 1)) * float(
+        x.std(ddof=1) / math.sqrt(x.size)
+    )
+    low, high = centre - half, centre + half
+    return (math.exp(low), math.exp(high)) if log else (low, high)
+
+
+def median_of_repeats(
+    values: Sequence[float], *, lower: float | None = 0.0, name: str = "throughput"
+) -> Estimate:
+    """The median of per-repeat figures (`name`: throughput) with a 95 % interval over the
+    repeats: the percentile bootstrap of the median from SMALL (4) repeats on; with 2-3 a
+    Student t interval on the log of the figures (on the figures themselves where one is not
+    positive), which holds the median (for 3 values the median is within a third of the range
+    of the mean, the t half-width at least 1.2 ranges); one repeat: the value with "spread
+    unknown"."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("no repeats")
     median = float(np.median(data))
-    if data.size == 1:
+    n = int(data.size)
+    if n == 1:
         return judged(
             median, None, None, n=1, method="one repeat", reason=ONE_UNIT.format(unit="repeat")
         )
-    rows = block_indices(data.size, block=1)
+    if n < SMALL:
+        log = bool(np.all(data > 0))
+        low, high = t_interval(data, log=log)
+        scale = f"log {name}" if log else name
+        return judged(
+            median, low, high, n=n, method=f"Student t on {scale}, {n} repeats", lower=lower
+        )
+    rows = block_indices(n, block=1)
     low, high = percentile_interval(np.median(data[rows], axis=1))
-    method = f"bootstrap of the median over {data.size} repeats"
-    return judged(median, low, high, n=int(data.size), method=method, lower=lower)
+    method = f"bootstrap of the median over {n} repeats"
+    return judged(median, low, high, n=n, method=method, lower=lower)
 
 
 def step_statistic(
     values: Sequence[float], statistic: Callable[[np.ndarray], np.ndarray], name: str
 ) -> Estimate:
     """A statistic of autocorrelated per-step values (axis 1 of the resample matrix) with its
-    moving-block bootstrap interval; at least 2 steps for an interval."""
+    moving-block bootstrap interval from SMALL (4) steps on; with 2-3 steps no interval
+    ("range of 3 steps, no interval": a percentile of 3 steps has no t interval, and their
+    bootstrap would only be their range)."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("no steps")
@@ -133,6 +179,10 @@ def step_statistic(
         return judged(
             point, None, None, n=1, method="one step", reason=ONE_UNIT.format(unit="step")
         )
+    if data.size < SMALL:
+        n = int(data.size)
+        reason = RANGE_ONLY.format(n=n, unit="step")
+        return judged(point, None, None, n=n, method=f"{name} of {n} steps", reason=reason)
     rows = block_indices(data.size)
     low, high = percentile_interval(statistic(data[rows]))
     method = f"moving-block bootstrap of the {name} over {data.size} steps"
@@ -163,19 +213,53 @@ def mean_columns(matrix: np.ndarray, *, seed: int = SEED) -> tuple[np.ndarray, n
 def ratio_of_medians(
     numerator: Sequence[float], denominator: Sequence[float]
 ) -> tuple[float, float | None, float | None]:
-    """median(numerator) / median(denominator) and the percentile bootstrap interval of that
-    ratio, each side resampled on its own (independent runs); no interval when either side
-    has one value."""
+    """median(numerator) / median(denominator) and the 95 % interval of that ratio
+    (`ratio_method` says which): each side resampled on its own (independent runs) by the
+    percentile bootstrap when both sides hold SMALL (4) values or more; else Welch's t on the
+    log ratio (`log_ratio_t_interval`). No interval when either side has one value, or a side
+    below SMALL holds a value that is not positive."""
     top, bottom = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
     if top.size == 0 or bottom.size == 0:
         raise ValueError("empty side")
     ratio = float(np.median(top) / np.median(bottom))
     if top.size < 2 or bottom.size < 2:
         return ratio, None, None
+    if min(top.size, bottom.size) < SMALL:
+        if not (np.all(top > 0) and np.all(bottom > 0) and ratio > 0):
+            return ratio, None, None
+        low, high = log_ratio_t_interval(top, bottom, centre=ratio)
+        return ratio, low, high
     a = np.median(top[block_indices(top.size, block=1, seed=SEED)], axis=1)
     b = np.median(bottom[block_indices(bottom.size, block=1, seed=SEED + 1)], axis=1)
     low, high = percentile_interval(a / b)
     return ratio, low, high
+
+
+def log_ratio_t_interval(
+    top: np.ndarray, bottom: np.ndarray, *, centre: float, level: float = LEVEL
+) -> tuple[float, float]:
+    """Welch's t interval of a ratio of two independent positive samples, on the log scale:
+    exp(log(centre) -/+ t(df) x se), se^2 = var(log top) / n_top + var(log bottom) / n_bottom,
+    df by Welch-Satterthwaite. Centred on the ratio shown (`centre`, the ratio of medians;
+    with 2 a side the same as the ratio of geometric means), so the interval holds it. No
+    spread on either side: the point."""
+    x, y = np.log(top), np.log(bottom)
+    vx, vy = float(x.var(ddof=1)) / x.size, float(y.var(ddof=1)) / y.size
+    se2 = vx + vy
+    if se2 <= 0:
+        return centre, centre
+    df = se2**2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1))
+    half = float(scipy_stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(se2)
+    return centre * math.exp(-half), centre * math.exp(half)
+
+
+def ratio_method(n_top: int, n_bottom: int) -> str:
+    """How `ratio_of_medians` takes its interval for these side sizes, in words."""
+    if min(n_top, n_bottom) < 2:
+        return "no interval: one value on a side"
+    if min(n_top, n_bottom) < SMALL:
+        return f"Welch's t on the log ratio ({n_top} vs {n_bottom})"
+    return f"percentile bootstrap of the ratio of medians ({n_top} vs {n_bottom})"
 
 
 @dataclass(frozen=True)
@@ -196,16 +280,21 @@ def paired_gap_test(
 ) -> GapTest:
     """Is one rank slower than the others, step by step? Significant when the one-sided
     Wilcoxon signed-rank test of the per-step differences gives p < alpha AND the lower end of
-    the block-bootstrap 95 % interval of their mean is at least `min_effect_s` (a difference
-    too small to act on is not a straggler however certain it is)."""
+    the 95 % interval of their mean is at least `min_effect_s` (a difference too small to act
+    on is not a straggler however certain it is). The interval: a block bootstrap from SMALL
+    (4) steps on, Student t on the differences with 2-3 (where the test cannot reach alpha
+    anyway: its smallest p with 3 steps is 1/8)."""
     data = np.asarray(differences, dtype=float)
     data = data[np.isfinite(data)]
     if data.size < 2:
         mean = float(data.mean()) if data.size else 0.0
         return GapTest(mean, None, None, None, min_effect_s, False, int(data.size))
     mean = float(data.mean())
-    rows = block_indices(data.size)
-    low, high = percentile_interval(data[rows].mean(axis=1))
+    if data.size < SMALL:
+        low, high = t_interval(data, log=False)
+    else:
+        rows = block_indices(data.size)
+        low, high = percentile_interval(data[rows].mean(axis=1))
     if np.all(data == 0):
         p_value = 1.0
     else:

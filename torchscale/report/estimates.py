@@ -11,10 +11,27 @@ from torchscale.report.render.formatting import format_value
 from torchscale.schema.cell_result import Estimate
 
 Format = Callable[[float], str]
+LOPSIDED = 1.5  # one side of the interval more than this times the other: '[lo, hi]', not '±'
+PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"
+
+
+def lopsided(value: float, low: float, high: float) -> bool:
+    """Whether 'value ± half the width' would misstate the interval [low, high]: one side
+    more than LOPSIDED (1.5) times the other (a log-scale interval over 2 repeats, a share
+    near 0, a percentile of few steps), the value outside the interval, or value - half below
+    0 where the interval is not (a time, a rate, a share: ± would imply a value it cannot
+    have)."""
+    below, above = value - low, high - value
+    if below < 0 or above < 0:
+        return True
+    if max(below, above) > LOPSIDED * min(below, above):
+        return True
+    return low >= 0 and value - (high - low) / 2 < 0
 
 
 def plus_minus(estimate: Estimate, fmt: Format) -> str:
-    """Compact (terminal, tables): '12.3 ms ±1.2' (± half the 95 % interval's width),
+    """Compact (terminal, tables): '12.3 ms ±1.2' (± half the 95 % interval's width) when
+    the interval is about symmetric, '10.9 ms [1.43 ms, 29.3 ms]' when it is `lopsided`,
     'not measurable (< 3.4 ms)', or '5,927 (spread unknown)'."""
     if _exactly_zero(estimate):
         return fmt(0.0)
@@ -22,6 +39,8 @@ def plus_minus(estimate: Estimate, fmt: Format) -> str:
         return f"not measurable ({_bound(estimate, fmt)})"
     if estimate.low is None or estimate.high is None:
         return f"{fmt(estimate.value)} (spread unknown)"
+    if lopsided(estimate.value, estimate.low, estimate.high):
+        return f"{fmt(estimate.value)} [{fmt(estimate.low)}, {fmt(estimate.high)}]"
     half = (estimate.high - estimate.low) / 2
     return f"{fmt(estimate.value)} ±{fmt(half)}"
 
@@ -104,9 +123,10 @@ def compact(
     *,
     spread_unknown: bool = False,
 ) -> str | None:
-    """A table cell: '4,075.9 ±8.8', 'not measurable (< 3.4 %)', '4,075.9 (spread unknown)'
-    where the interval is missing because of one repeat (`spread_unknown`), else the plain
-    value (an older result that never recorded an interval); None when there is nothing."""
+    """A table cell: '4,075.9 ±8.8', '344.9 [215.0, 552.4]' (lopsided: `plus_minus`),
+    'not measurable (< 3.4 %)', '4,075.9 (spread unknown)' where the interval is missing
+    because of one repeat (`spread_unknown`), else the plain value (an older result that never
+    recorded an interval); None when there is nothing."""
     estimate = from_columns(value, low, high)
     if estimate is None:
         return None
@@ -172,10 +192,10 @@ def efficiency_text(
     base: bool = False,
     long: bool = False,
 ) -> str | None:
-    """An efficiency for a table (`long` False: ±) or a sentence: 'linear within noise (95 %
-    interval 98.1 % to 131.0 %)' rather than '123.9 %' above 1 (in both forms), '130.0 %
-    ±16.5 % (super-linear)' in a table and with its interval in a sentence; the base is
-    '100.0 % (base)'."""
+    """An efficiency for a table (`long` False: ± or [lo, hi], `plus_minus`) or a sentence:
+    'linear within noise (95 % interval 98.1 % to 131.0 %)' rather than '123.9 %' above 1 (in
+    both forms), '130.0 % ±16.5 % (super-linear)' in a table and with its interval in a
+    sentence, '30.2 % [13.0 %, 84.4 %]' for a lopsided one; the base is '100.0 % (base)'."""
     if value is None:
         return None
     pct = value_format("ratio_pct")

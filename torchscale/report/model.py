@@ -40,6 +40,7 @@ ValueFormat = Literal[
     "bytes",  # 1048576 -> 1.0 MiB
     "rate",  # samples/s, tokens/s: 1,234.5
     "change_pct",  # signed ratio: +0.052 -> +5.2 %
+    "change_pts",  # signed difference of two shares: +0.123 -> +12.3 pts (percentage points)
     "money",  # 1.234 -> $1.23
 ]
 Severity = Literal["info", "good", "warn", "bad"]

@@ -19,7 +19,7 @@ from rich.text import Text
 from torchscale.cell import CellIdentity, Status
 from torchscale.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.plan import Plan, PlannedCell
-from torchscale.report.estimates import plus_minus
+from torchscale.report.estimates import lopsided, plus_minus
 from torchscale.report.fit import Column, fit_table
 from torchscale.report.render.formatting import format_value
 from torchscale.results.store import ResultStore
@@ -334,7 +334,7 @@ TABLE_COLUMNS = (
 )
 COLUMN_NOTES = {
     "/device": "samples/s per device (GPU or CPU rank)",
-    "samples/s": "median of repeats ± half its 95 % interval",
+    "samples/s": "median of repeats ± half its 95 % interval ([low, high] where lopsided)",
     "p50|p95 ms": "step time, milliseconds",
     "scaling": "scaling efficiency, '≈100%' linear within noise",
     "comm": "exposed transfer share of the step (step model), '<x%' when not measurable "
@@ -360,7 +360,10 @@ def _throughput(r: pd.Series) -> str:
     value, low, high = r["samples_per_s"], r.get("samples_per_s_low"), r.get("samples_per_s_high")
     if _missing(value) or _missing(low) or _missing(high):
         return _fmt(value, ",.0f")
-    return f"{float(value):,.0f}±{(float(high) - float(low)) / 2:,.0f}"
+    value, low, high = float(value), float(low), float(high)
+    if lopsided(value, low, high):
+        return f"{value:,.0f} [{low:,.0f}, {high:,.0f}]"
+    return f"{value:,.0f}±{(high - low) / 2:,.0f}"
 
 
 def _scaling(r: pd.Series) -> str:

@@ -57,6 +57,12 @@ def size_bytes(value: float) -> str:
     return f"{size:.0f} {_BYTE_UNITS[unit]}" if unit == 0 else f"{size:.1f} {_BYTE_UNITS[unit]}"
 
 
+def points(difference: float) -> str:
+    """A change of a share or percentage (efficiency, MFU, a share of the step) in percentage
+    points: 0.302 -> 0.417 is '+11.5 pts', never the relative '+38.1 %'."""
+    return f"{difference * 100:+.1f} pts"
+
+
 def format_value(value: Any, fmt: ValueFormat) -> str:
     """The text of one value in one format."""
     if fmt == "text":
@@ -82,6 +88,8 @@ def format_value(value: Any, fmt: ValueFormat) -> str:
         return f"{number:,.1f}" if abs(number) < 1e5 else f"{number:,.0f}"
     if fmt == "change_pct":
         return f"{number * 100:+.1f} %"
+    if fmt == "change_pts":
+        return points(number)
     if fmt == "money":
         return f"${number:,.2f}" if abs(number) >= 0.01 else f"${number:.4f}"
     raise ValueError(f"unknown value format {fmt!r}")
@@ -300,6 +308,8 @@ def tick_labels(values: Sequence[float], fmt: ValueFormat, log: bool = False) ->
         return _plain_ticks(numbers, " %")
     if fmt == "change_pct":
         return _plain_ticks([v * 100 for v in numbers], " %", sign=True)
+    if fmt == "change_pts":
+        return _plain_ticks([v * 100 for v in numbers], " pts", sign=True)
     if fmt == "money":
         return ["$" + text for text in _plain_ticks(numbers)]
     if fmt == "seconds":

@@ -120,6 +120,8 @@ def _axis_format(fmt: ValueFormat, numbers: list[float]) -> tuple[float, dict[st
             # SI prefixes on seconds: 12.3ms, 450µs
             return factor, {"tickformat": "~s", "hoverformat": ".3~s", "ticksuffix": "s"}
         return factor, {"tickformat": ",~r", "hoverformat": ",.4~r", "ticksuffix": " s"}
+    if fmt == "change_pts":  # a difference of shares, in percentage points
+        return 100.0, {"tickformat": "+.1~f", "hoverformat": "+.1f", "ticksuffix": " pts"}
     if fmt == "bytes":
         unit = 0
         while largest >= 1024 and unit < len(_BYTE_UNITS) - 1:

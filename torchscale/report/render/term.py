@@ -178,10 +178,12 @@ def _longest_word(text: str) -> int:
     return max((len(word) for word in text.split()), default=1)
 
 
-# a figure written as text ('0.3 % ±0.1 %', '<2 %', '≈100 %', '-1.2 ms'): never split
+# a figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43 ms, 29.3 ms]', '<2 %', '≈100 %',
+# '-1.2 ms'): never split
 _NUMBER = r"[<>≈~+±\-\u2212]?\d[\d.,]*"
 _UNIT = r"(?:\s?[A-Za-z%µ]+(?:/[A-Za-z]+)?)?"
-_FIGURE = re.compile(rf"^{_NUMBER}{_UNIT}(?:\s?±\s?{_NUMBER}{_UNIT})?$")
+_SPREAD = rf"(?:\s?±\s?{_NUMBER}{_UNIT}|\s?\[{_NUMBER}{_UNIT}, {_NUMBER}{_UNIT}\])"
+_FIGURE = re.compile(rf"^{_NUMBER}{_UNIT}{_SPREAD}?$")
 _LONGEST_FIGURE = 32
 
 

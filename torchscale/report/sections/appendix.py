@@ -44,10 +44,13 @@ METHODOLOGY = [
     ),
     (
         "95 % intervals",
-        "throughput: percentile bootstrap of the median over the repeats; step percentiles and "
-        "the step model's parts: moving-block bootstrap over the steps (schema 8); MFU scales "
-        "with throughput; '±' is half the interval's width; a figure whose interval reaches 0 "
-        "is 'not measurable above noise'",
+        "throughput: percentile bootstrap of the median over 4 repeats or more, Student t on "
+        "log throughput over 2-3 (a bootstrap of 2-3 is only their range); step percentiles "
+        "and the step model's parts: moving-block bootstrap over the steps (schema 8; no "
+        "interval from 2-3 steps); MFU scales with throughput; '±' is half the interval's "
+        "width, '[low, high]' the interval where one side is over 1.5 times the other or ± "
+        "would reach below 0; a figure whose interval reaches 0 is 'not measurable above "
+        "noise'; a change of a percentage (efficiency, MFU, a share) is in points",
     ),
     (
         "Reliability",
@@ -63,7 +66,8 @@ METHODOLOGY = [
         "Scaling efficiency",
         "thr(N) / (N / N_min x thr(N_min)) within model, batch per GPU, precision, strategy and "
         "device: weak scaling, the batch per GPU is fixed; 95 % interval: bootstrap of the "
-        "ratio of the two medians over their repeats. Above 100 % with 100 % inside the "
+        "ratio of the two medians over their repeats (Welch's t on the log ratio when a side "
+        "has 2-3). Above 100 % with 100 % inside the "
         "interval: linear within noise; interval wholly above 100 %: super-linear, flagged",
     ),
     (

@@ -19,7 +19,7 @@ from torchscale.analysis.regressions import (
     PairVerdict,
     RegressionRule,
 )
-from torchscale.analysis.uncertainty import LEVEL
+from torchscale.analysis.uncertainty import LEVEL, SMALL
 from torchscale.report.model import (
     Band,
     Block,
@@ -77,7 +77,8 @@ def _rule_table(rule: RegressionRule) -> Table:
         },
         {
             "parameter": "interval",
-            "value": f"{LEVEL * 100:g} % percentile bootstrap of the ratio of medians",
+            "value": f"{LEVEL * 100:g} % percentile bootstrap of the ratio of medians "
+            f"(Welch's t on the log ratio when a side holds fewer than {SMALL})",
             "meaning": f"must lie entirely below {1 - e:g} (or above {1 + e:g})",
         },
         {
@@ -182,10 +183,11 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
             col("verdict", "Verdict"),
         ],
         rows=rows,
-        note=f"change: median now / median baseline - 1; low, high: its {level} bootstrap "
-        "interval; p: the test on the per-run figures where both sides hold several runs of "
-        "the cell (units judged end in 'runs'), else on one run's per-repeat figures (none: "
-        f"too few); drop found {found}: the smallest throughput drop the rule would flag "
+        note=f"change: median now / median baseline - 1; low, high: its {level} interval "
+        f"(bootstrap; Welch's t on the log ratio below {SMALL} a side); p: the test on the "
+        "per-run figures where both sides hold several runs of the cell (units judged end in "
+        "'runs'), else on one run's per-repeat figures (none: too few); "
+        f"drop found {found}: the smallest throughput drop the rule would flag "
         f"{found} at the spread these figures show (an approximation from the "
         "interval's width): a 'no significant change' says nothing about smaller drops. "
         "Verdict by the rule above",
@@ -219,7 +221,7 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
             col("cell", "Cell"),
             col("eff_base", "Efficiency (baseline)", "ratio_pct"),
             col("eff_now", "Efficiency (now)", "ratio_pct"),
-            col("eff_change", "Change", "change_pct"),
+            col("eff_change", "Change", "change_pts"),
             col("comm_base", "Exposed comm (baseline)", "ratio_pct"),
             col("comm_now", "Exposed comm (now)", "ratio_pct"),
             col("mem_base", "Peak memory (baseline)", "bytes"),
@@ -228,7 +230,8 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
             col("mem_kind", "Memory basis"),
         ],
         rows=rows,
-        note="no per-repeat figures for these: shown, never counted as regressions",
+        note="no per-repeat figures for these: shown, never counted as regressions; the "
+        "efficiency's change is in percentage points (now - baseline), memory's relative",
     )
 
 

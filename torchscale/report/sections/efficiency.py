@@ -17,7 +17,13 @@ import pandas as pd
 
 from torchscale.analysis.numbers import finite
 from torchscale.flop_convention import MFU_CONVENTION
-from torchscale.report.estimates import NOT_MEASURABLE_OLDER, older_share, plus_minus, value_format
+from torchscale.report.estimates import (
+    NOT_MEASURABLE_OLDER,
+    PLUS_MINUS_NOTE,
+    older_share,
+    plus_minus,
+    value_format,
+)
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (
     Context,
@@ -90,8 +96,8 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
     note = (
         "FLOPs counted by FlopCounterMode (forward + backward of one step); achieved = "
         "FLOPs per step x steps/s over the timed windows; MFU = achieved / the peak dense "
-        "TFLOP/s of the device for the dtype that runs (the basis column says which), ± half "
-        "its 95 % interval (it scales with throughput; older results recorded none). "
+        "TFLOP/s of the device for the dtype that runs (the basis column says which), with "
+        f"{PLUS_MINUS_NOTE} (it scales with throughput; older results recorded none). "
         + MFU_CONVENTION
     )
     if not any(r["mfu_measured"] is not None for r in rows):
@@ -157,8 +163,8 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
         "imbalance) + exposed transfer (communication nothing hid: the smallest grad-sync wait "
         "of any rank at that step) + rest (between the phases); means over ranks and steps, "
         "so the five shares add up to the step; ± half the 95 % interval of a block bootstrap "
-        "over the steps; 'not measurable': the interval reaches 0, the share could be none "
-        "(its upper end in brackets)",
+        "over the steps ([low, high] where lopsided); 'not measurable': the interval reaches "
+        "0, the share could be none (its upper end in brackets)",
     )
 
 

@@ -90,10 +90,11 @@ def _stats_table(ctx: Context) -> Table:
             col("reliability", "Reliability"),
         ],
         rows=rows,
-        note="samples/s: the median over repeats ± half its 95 % interval (bootstrap over the "
-        "repeats; one repeat: spread unknown); step percentiles over every measured step of "
-        "every repeat, all ranks pooled, ± half the 95 % interval of a block bootstrap over "
-        "the steps (schema 8; older results recorded none); spread = (fastest - slowest "
+        note="samples/s: the median over repeats ± half its 95 % interval ([low, high] where "
+        "lopsided; bootstrap over 4 repeats or more, Student t on log throughput over 2-3; one "
+        "repeat: spread unknown); step percentiles over every measured step of every repeat, "
+        "all ranks pooled, with the 95 % interval of a block bootstrap over the steps (schema "
+        "8; older results recorded none); spread = (fastest - slowest "
         "repeat) / median; CV = std / mean; reliable: interval and CV within the threshold",
     )
 

@@ -20,7 +20,12 @@ from torchscale.analysis.scaling_efficiency import (
     STRONG_GROUP_COLUMNS,
     scaling_table,
 )
-from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, efficiency_text
+from torchscale.report.estimates import (
+    PLUS_MINUS_NOTE,
+    SUPER_LINEAR_NOTE,
+    efficiency_kind,
+    efficiency_text,
+)
 from torchscale.report.model import Block, Chart, Column, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (
     Context,
@@ -44,10 +49,11 @@ WEAK_TEXT = (
     "per GPU; ideal: throughput linear in GPUs). Speed-up = thr(N) / thr(N_min); efficiency = "
     "thr(N) / (N / N_min x thr(N_min)), against the smallest GPU count measured ok in the same "
     "model, batch, precision, strategy and device (100 % = linear). Throughput is global "
-    "samples/s, the median over repeats, with its 95 % interval (bootstrap over the repeats; "
-    "one repeat: spread unknown). Efficiency carries the 95 % interval of the ratio of the two "
-    "medians: above 100 % with 100 % inside the interval it is linear within noise; an interval "
-    "wholly above 100 % is super-linear and said so (e.g. cache effects), never shown bare."
+    "samples/s, the median over repeats, with its 95 % interval (bootstrap over 4 repeats or "
+    "more, Student t on log throughput over 2-3; one repeat: spread unknown). Efficiency "
+    "carries the 95 % interval of the ratio of the two medians: above 100 % with 100 % inside "
+    "the interval it is linear within noise; an interval wholly above 100 % is super-linear "
+    "and said so (e.g. cache effects), never shown bare."
 )
 STRONG_TEXT = (
     "Strong scaling: the same global batch split over more GPUs (batch per GPU = global batch / "
@@ -117,7 +123,7 @@ def _table_note(rows: list[dict[str, Any]], head: str) -> str:
     kinds = {
         efficiency_kind(r["efficiency"], r["efficiency_low"], r["efficiency_high"]) for r in rows
     }
-    note = f"{head}; samples/s and efficiency ± half their 95 % interval"
+    note = f"{head}; samples/s and efficiency with {PLUS_MINUS_NOTE}"
     if "linear within noise" in kinds:
         note += "; 'linear within noise': above 100 % with 100 % inside the interval"
     if "super-linear" in kinds:
@@ -240,7 +246,7 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
     series.append(Series(name="ideal", x=list(ideal), y=[1.0] * len(ideal), style="dashed"))
     note = (
         "interval: the 95 % interval of the efficiency, bootstrapped from the repeats of the "
-        "cell and of its base"
+        "cell and of its base (Welch's t on the log ratio when a side has 2-3)"
     )
     if "linear within noise" in above:
         note += "; a point above 100 % whose interval reaches 100 % is linear within noise"

@@ -154,8 +154,8 @@ def _table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
         "(tensor parallelism: transfer with nothing computing, and waiting for a late peer); "
         "pipelines: 1 - busy / step per stage rank, beside (p-1)/(v*m+p-1); '-': not "
         "measured for that strategy (docs/strategies.md); results of schema 8 give the step "
-        "model's shares ± half their 95 % interval, 'not measurable' inside the noise. "
-        + MFU_CONVENTION,
+        "model's shares ± half their 95 % interval ([low, high] where lopsided), 'not "
+        "measurable' inside the noise. " + MFU_CONVENTION,
     )
 
 

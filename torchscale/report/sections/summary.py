@@ -14,7 +14,12 @@ from torchscale.analysis.cost import cost_table
 from torchscale.analysis.numbers import finite
 from torchscale.analysis.reliability import LEVELS
 from torchscale.analysis.scaling_efficiency import GROUP_COLUMNS, scaling_table
-from torchscale.report.estimates import SUPER_LINEAR_NOTE, efficiency_kind, efficiency_text
+from torchscale.report.estimates import (
+    PLUS_MINUS_NOTE,
+    SUPER_LINEAR_NOTE,
+    efficiency_kind,
+    efficiency_text,
+)
 from torchscale.report.model import (
     Block,
     KeyFigure,
@@ -400,8 +405,8 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         if any(r.get("cost_per_m_tokens") is not None for r in rows):
             columns.append(col("cost_per_m_tokens", "$ / M tokens", "money"))
     note = (
-        "best by throughput: the highest global samples/s (median over repeats, ± half its "
-        "95 % interval)"
+        "best by throughput: the highest global samples/s (median over repeats, with "
+        f"{PLUS_MINUS_NOTE})"
     )
     if priced is not None:
         note += (
