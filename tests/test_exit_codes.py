@@ -479,8 +479,14 @@ def test_the_exit_codes_are_set_in_one_place() -> None:
     """Every input error is a UsageError (exit 2); domain classes stay catchable as before."""
     from torchscale import errors
 
+    from torchscale.cli.common import EXIT_INTERRUPTED
+
     assert errors.UsageError.exit_code == errors.EXIT_USAGE == 2
     assert errors.TorchScaleError.exit_code == errors.EXIT_FAILED == 1
+    # the regression gate's two outcomes (docs/regressions.md), each its own code
+    assert (errors.EXIT_REGRESSION, errors.EXIT_NOT_JUDGED) == (3, 4)
+    codes = [1, 2, errors.EXIT_REGRESSION, errors.EXIT_NOT_JUDGED, EXIT_INTERRUPTED, 143, 129]
+    assert len(set(codes)) == len(codes)
     for cls, domain in [
         (errors.ConfigError, errors.UsageError),
         (errors.OutputDirError, errors.UsageError),
