@@ -191,8 +191,9 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
 # ====================================================== one grammar: every command's exit codes
 #
 # 2: the command line, or an input it names (file, directory, tool), cannot be used; nothing
-# was run. 1: a run that started and failed. 0: otherwise. (3: `report --fail-on-regression`
-# on a regression verdict, tests/test_report_cli.py.) One clear line on stderr, no traceback.
+# was run. 1: a run that started and failed. 0: otherwise. (3 and 4: `report
+# --fail-on-regression` on a regression verdict and when nothing could be judged,
+# tests/test_report_cli.py.) One clear line on stderr, no traceback.
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NCCL_TESTS = FIXTURES / "nccl_tests"
