@@ -479,7 +479,6 @@ def test_every_command_exits_by_one_grammar(
 def test_the_exit_codes_are_set_in_one_place() -> None:
     """Every input error is a UsageError (exit 2); domain classes stay catchable as before."""
     from torchscale import errors
-
     from torchscale.cli.common import EXIT_INTERRUPTED
 
     assert errors.UsageError.exit_code == errors.EXIT_USAGE == 2
