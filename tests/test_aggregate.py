@@ -6,6 +6,7 @@ All synthetic: RankMeasurement lists built by hand, no torch.distributed, no sub
 
 from __future__ import annotations
 
+import io
 import math
 import statistics
 from collections.abc import Sequence
@@ -15,7 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.analysis.scaling_efficiency import add_scaling_efficiency
+from torchscale.analysis.scaling_efficiency import (
+    BASE,
+    NO_BASE,
+    NOT_MEASURED,
+    REASON_COLUMN,
+    add_scaling_efficiency,
+)
 from torchscale.analysis.stats import median_and_spread, scaling_efficiency, step_stats
 from torchscale.cell import CellIdentity
 from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
@@ -509,17 +516,36 @@ def test_add_scaling_efficiency() -> None:
     assert math.isnan(eff[3])
     assert eff[4] == pytest.approx(1.0)
     assert eff[5] == pytest.approx(360 / (4 * 100))
-    assert eff[6] == pytest.approx(1.0)
+    assert math.isnan(eff[6])  # one world size: no base to scale from, never 100 %
     assert eff[7] == pytest.approx(1.0)
     assert eff[8] == pytest.approx(700 / (8 * 95))
     assert math.isnan(eff[9])
+    reasons = out[REASON_COLUMN].tolist()
+    assert reasons[6] == NO_BASE and reasons[6].startswith("no base")
+    assert reasons[1] == reasons[4] == reasons[7] == BASE  # each group's base: 1 by definition
+    assert reasons[0] is None and reasons[5] is None and reasons[8] is None  # a figure
+    assert reasons[2] == reasons[3] == reasons[9] == NOT_MEASURED
 
 
 def test_scaling_efficiency_ignores_ok_rows_without_throughput() -> None:
-    table = pd.DataFrame([_row(1, float("nan")), _row(2, 150.0)])
+    table = pd.DataFrame([_row(1, float("nan")), _row(2, 150.0), _row(4, 270.0)])
     eff = add_scaling_efficiency(table)["scaling_efficiency"].tolist()
     assert math.isnan(eff[0])
     assert eff[1] == pytest.approx(1.0)
+    assert eff[2] == pytest.approx(0.9)
+
+
+def test_a_sweep_of_one_world_size_has_no_scaling_figure() -> None:
+    """Issue 38: a sweep of world size 2 only read 100 % in every row; there is nothing
+    smaller to scale from, so the figure is NaN with the reason, in summary.csv too."""
+    table = pd.DataFrame([_row(2, 150.0), _row(2, 300.0, batch=16), _row(2, 80.0, label="b")])
+    out = add_scaling_efficiency(table)
+    assert out["scaling_efficiency"].isna().all()
+    assert out["scaling_efficiency_low"].isna().all()
+    assert (out[REASON_COLUMN] == NO_BASE).all()
+    csv = pd.read_csv(io.StringIO(out.to_csv(index=False)))
+    assert csv["scaling_efficiency"].isna().all()
+    assert csv[REASON_COLUMN].str.startswith("no base").all()
 
 
 # =========================================================================== worker.peaks

@@ -22,7 +22,7 @@ from torchscale.api import (
     run_profile,
 )
 from torchscale.config.schema import BenchConfig
-from torchscale.errors import UsageError
+from torchscale.errors import EXIT_NOT_JUDGED, UsageError
 from torchscale.launchers import launcher_for
 from torchscale.worker.spec import DelaySpec
 
@@ -137,4 +137,10 @@ def test_a_report_from_python(tmp_path: Path) -> None:
     assert report.outcome.path == results / "v3_fixture_report.md"
     assert report.outcome.path.read_bytes() == report.outcome.content
     assert report.gate is not None and report.gate.matched >= 2
-    assert report.report.regressions == 0 and report.exit_code == 0
+    # 2 repeats a side: nothing judged, its own state (null, with a count), exit 0 without
+    # the gate and EXIT_NOT_JUDGED with it
+    assert report.report.regressions is None and report.gate.judged == 0
+    assert report.report.not_judged is not None and report.report.not_judged >= 2
+    assert report.exit_code == 0
+    gated = build_report(results, "json", baseline=results, fail_on_regression=True)
+    assert gated.exit_code == EXIT_NOT_JUDGED == 4

@@ -191,8 +191,9 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
 # ====================================================== one grammar: every command's exit codes
 #
 # 2: the command line, or an input it names (file, directory, tool), cannot be used; nothing
-# was run. 1: a run that started and failed. 0: otherwise. (3: `report --fail-on-regression`
-# on a regression verdict, tests/test_report_cli.py.) One clear line on stderr, no traceback.
+# was run. 1: a run that started and failed. 0: otherwise. (3 and 4: `report
+# --fail-on-regression` on a regression verdict and when nothing could be judged,
+# tests/test_report_cli.py.) One clear line on stderr, no traceback.
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NCCL_TESTS = FIXTURES / "nccl_tests"
@@ -478,9 +479,14 @@ def test_every_command_exits_by_one_grammar(
 def test_the_exit_codes_are_set_in_one_place() -> None:
     """Every input error is a UsageError (exit 2); domain classes stay catchable as before."""
     from torchscale import errors
+    from torchscale.cli.common import EXIT_INTERRUPTED
 
     assert errors.UsageError.exit_code == errors.EXIT_USAGE == 2
     assert errors.TorchScaleError.exit_code == errors.EXIT_FAILED == 1
+    # the regression gate's two outcomes (docs/regressions.md), each its own code
+    assert (errors.EXIT_REGRESSION, errors.EXIT_NOT_JUDGED) == (3, 4)
+    codes = [1, 2, errors.EXIT_REGRESSION, errors.EXIT_NOT_JUDGED, EXIT_INTERRUPTED, 143, 129]
+    assert len(set(codes)) == len(codes)
     for cls, domain in [
         (errors.ConfigError, errors.UsageError),
         (errors.OutputDirError, errors.UsageError),

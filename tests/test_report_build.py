@@ -205,8 +205,11 @@ def test_best_throughput_and_efficiency_in_the_summary(report: Report) -> None:
             largest["scaling_efficiency"].max()
         )
     assert found["Cells measured"].value == "4 of 6"
-    # against version 1's 2 repeats a side nothing can be judged: never a regression
-    assert found["Regressions against the baseline"].value == report.regressions == 0
+    # against version 1's 2 repeats a side nothing can be judged: never a regression, never a
+    # 0 that reads as a pass, but its own state (issue 38)
+    regressions = found["Regressions against the baseline"]
+    assert regressions.value == "not judged: 2 cells" and regressions.severity == "warn"
+    assert report.regressions is None and report.not_judged == 2
 
 
 def test_the_ideal_line_is_linear_from_the_smallest_count(report: Report) -> None:
@@ -265,7 +268,7 @@ def test_without_a_price_cost_is_unavailable() -> None:
     cost = figures(built, "summary")["Cost per million samples"]
     assert cost.value is None and cost.note == NO_PRICE
     assert built.section("baseline") is None
-    assert built.regressions == 0
+    assert built.regressions is None and built.not_judged is None  # not compared
 
 
 def test_mfu_unavailable_with_the_results_reason(report: Report) -> None:
@@ -375,17 +378,29 @@ def test_baseline_section_against_version_1(report: Report) -> None:
     assert rows["tiny-mlp b8 x1 fp32 ddp"]["verdict"].startswith("not enough repeats")
     texts = [b.text for b in blocks(report, "baseline", Text)]
     assert texts[0].startswith("Nothing could be judged: all 2 compared cell(s)")
-    assert any("Mann-Whitney U" in t for t in texts)
+    assert any("Welch t-test on the log figures" in t for t in texts)
     rule = {r["parameter"]: r["value"] for r in table(report, "baseline-rule").rows}
     assert (rule["alpha"], rule["minimum effect"]) == ("0.05", "5 %")
     assert figures(report, "baseline")["Not enough repeats"].value == 2
-    # no matched cell could be judged: 0 regressions is no pass (amber, and it says so)
-    zero = figures(report, "baseline")["Regressions"]
-    assert zero.value == 0 and zero.severity == "warn" and "0 is no pass" in (zero.note or "")
+    assert figures(report, "baseline")["Not judged"].value == 2
+    # no matched cell could be judged: no count at all, its own amber state (issue 38)
+    unjudged = figures(report, "baseline")["Regressions"]
+    assert unjudged.value == "not judged: 2 cells" and unjudged.severity == "warn"
+    # the largest changes, judged or not, each with its interval (the first screen's list)
+    largest = table(report, "baseline-largest").rows
+    assert largest[0]["cell"] == "tiny-mlp b8 x2 fp32 ddp"
+    assert largest[0]["change"].startswith("-31 % [")
+    assert largest[0]["verdict"] == "not judged: 2 repeats a side"
+    lines = [b.text for b in blocks(report, "summary", Text)]
+    changes = next(t for t in lines if t.startswith("Largest changes against the baseline"))
+    assert "tiny-mlp b8 x2 fp32 ddp -31 % [" in changes
+    assert "not judged: 2 repeats a side" in changes
+    assert report.headline is not None
+    assert "largest change: tiny-mlp b8 x2 fp32 ddp -31 %" in report.headline.text
     one_side = {(r["cell"], r["side"]) for r in table(report, "baseline-one-side").rows}
     assert ("tiny-gpt2 b8 x1 fp32 ddp", "now only") in one_side
     assert ("tests.fault_models:crash b8 x2 fp32 ddp", "baseline only") in one_side
-    assert report.regressions == 0
+    assert report.regressions is None
     # the efficiency's change is in points (41.6 % -> 27.4 %: -14.2 pts, not -34.1 %)
     other = table(report, "baseline-other")
     (eff_change,) = [c for c in other.columns if c.key == "eff_change"]

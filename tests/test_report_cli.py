@@ -5,6 +5,7 @@ line with a non-zero exit (never a traceback)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from torchscale.cli.app import app
+from torchscale.errors import EXIT_NOT_JUDGED
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCE = FIXTURES / "results_v3"
@@ -117,7 +119,8 @@ def test_fail_on_regression_exits_3_on_a_regression(tmp_path: Path) -> None:
     # same experiment name on both sides: the title names the directories, never "x vs x"
     assert comment.startswith("# torchscale report: slower vs baseline\n")
     assert "4 regressions against v3_fixture" in comment.split("\n")[2]
-    assert "Cells that changed beyond noise" in comment
+    assert "Largest changes against the baseline (judged or not)" in comment
+    assert "Regressions against the baseline**: 4" in comment
 
 
 def test_an_unchanged_rerun_passes_the_gate(tmp_path: Path) -> None:
@@ -134,19 +137,45 @@ def test_an_unchanged_rerun_passes_the_gate(tmp_path: Path) -> None:
     assert same.exit_code == 0, same.output
 
 
-def test_too_few_repeats_pass_the_gate_with_a_warning(tmp_path: Path) -> None:
-    """Half the throughput, but 2 repeats a side: not enough to judge, never a regression;
-    the gate passes and says that nothing could be judged."""
+def test_a_halving_on_2_repeats_is_not_judged_and_the_gate_says_so(tmp_path: Path) -> None:
+    """Issue 38: half the throughput, but 2 repeats a side: not enough to judge, never a
+    regression and never a pass. Every format's first screen lists the change with its
+    interval as "not judged", the JSON says null with a count, and the gate exits 4."""
     halved = with_repeats(tmp_path / "halved", 0.5, 2, seed=2)
+    plain = gate(tmp_path, halved, SOURCE / "v3_fixture")
+    assert plain.exit_code == 0, plain.output  # without the gate: a report, exit 0
     gated = gate(tmp_path, halved, SOURCE / "v3_fixture", "--fail-on-regression")
-    assert gated.exit_code == 0, gated.output
-    assert "warning: Nothing could be judged" in " ".join(gated.output.split())
-    assert "need 4 per side" in " ".join(gated.output.split())
+    assert gated.exit_code == EXIT_NOT_JUDGED == 4, gated.output
+    said = " ".join(gated.output.split())
+    assert "warning: Nothing could be judged" in said and "need 4 per side" in said
+    assert "nothing judged against the baseline" in said and "exits 4" in said
+    assert re.search(
+        r"tiny-\S+ b\d+ x\d+ fp32 ddp: -5\d % \[-\d+, -\d+\], not judged: 2 repeats", said
+    )
     report = (tmp_path / "halved-vs-v3_fixture.md").read_text(encoding="utf-8")
     # the PR comment's verdict never reads "no regression" when nothing was judged
     assert "none of 6 matched cells could be judged against v3_fixture" in report
-    assert "0 judged" in report and "no regression" not in report
-    # some cells judged, some not: the gate still only fails on a regression
+    assert "no regression" not in report
+    # 4 cells ran on both sides (the 2 others failed on both: not compared)
+    assert "**Regressions against the baseline**: not judged: 4 cells" in report
+    assert "⚠ nothing judged against the baseline" in report
+    # the largest changes, with their intervals, judged or not
+    assert "Largest changes against the baseline (judged or not)" in report
+    assert re.search(
+        r"\| \*\*-5\d % \\\[-\d+, -\d+\\\]\*\* \| \*\*not judged: 2 repeats a side", report
+    )
+    # JSON: null and a count, never the 0 of a report without a baseline
+    out = tmp_path / "halved.json"
+    run("--source", halved, "--baseline", SOURCE / "v3_fixture", "-f", "json", "-o", out)
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["regressions"] is None and data["not_judged"] == 4
+    # the terminal report's first screen
+    term = run("--source", halved, "--baseline", SOURCE / "v3_fixture", "-f", "term")
+    first = "\n".join(term.output.splitlines()[:40])
+    assert "nothing judged against the baseline" in first
+    assert "not judged: 4 cells" in " ".join(term.output.split())
+    assert "not judged: 2 repeats a side" in " ".join(term.output.split())
+    # some cells judged, some not: the gate fails only on a regression
     mixed = with_repeats(tmp_path / "mixed", 0.85, 10, seed=3)
     cells = sorted((mixed / "cells").glob("tiny-mlp*.json"))
     data = json.loads(cells[0].read_text(encoding="utf-8"))
@@ -157,6 +186,27 @@ def test_too_few_repeats_pass_the_gate_with_a_warning(tmp_path: Path) -> None:
     assert gated.exit_code == 3, gated.output
     assert "3 regression(s)" in gated.output
     assert "1 of 6 matched cell(s) could not be judged" in " ".join(gated.output.split())
+    # judged cells without a regression and one not judged: exit 0 with the warning
+    same = with_repeats(tmp_path / "same", 1.0, 10, seed=4)
+    cells = sorted((same / "cells").glob("tiny-mlp*.json"))
+    data = json.loads(cells[0].read_text(encoding="utf-8"))
+    data["throughput"]["repeats"] = data["throughput"]["repeats"][:1]
+    cells[0].write_text(json.dumps(data), encoding="utf-8")
+    gated = gate(tmp_path, same, baseline, "--fail-on-regression")
+    assert gated.exit_code == 0, gated.output
+    assert "1 of 6 matched cell(s) could not be judged" in " ".join(gated.output.split())
+
+
+def test_the_gate_with_no_cell_matched_exits_4(tmp_path: Path) -> None:
+    other = with_repeats(tmp_path / "other", 1.0, 4, seed=5)
+    for path in (other / "cells").glob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["cell"]["definition_sha256"] = "0" * 64
+        data["cell"]["batch_size"] = 999  # another key: nothing matches
+        path.write_text(json.dumps(data), encoding="utf-8")
+    gated = gate(tmp_path, other, SOURCE / "v3_fixture", "--fail-on-regression")
+    assert gated.exit_code == EXIT_NOT_JUDGED, gated.output
+    assert "no cell matches the baseline" in gated.output
 
 
 def test_the_json_report_states_the_rule(tmp_path: Path) -> None:
@@ -168,7 +218,7 @@ def test_the_json_report_states_the_rule(tmp_path: Path) -> None:
     (section,) = [s for s in data["sections"] if s["id"] == "baseline"]
     (rule,) = [b for b in section["blocks"] if b.get("id") == "baseline-rule"]
     values = {r["parameter"]: r["value"] for r in rule["rows"]}
-    assert values["test"] == "two-sided Mann-Whitney U"
+    assert values["test"] == "two-sided Welch t-test on the log figures"
     assert values["alpha"] == "0.05"
     assert values["repeats needed"] == "4 per side"
 

@@ -158,22 +158,23 @@ def test_markdown_lists_the_costliest_findings_and_counts_the_rest() -> None:
     assert f"... {25 - markdown.MAX_FINDINGS} more findings" in text
 
 
-def test_markdown_shows_only_the_cells_that_changed_against_the_baseline() -> None:
+def test_markdown_lists_the_largest_changes_judged_or_not() -> None:
     columns = [Column(key="cell", label="Cell", align="left"), Column(key="verdict", label="V")]
     rows = [
-        {"cell": "same", "verdict": "no significant change", "_severity": "info"},
-        {"cell": "faster", "verdict": "improvement", "_severity": "good"},
         {"cell": "slower", "verdict": "regression", "_severity": "bad"},
+        {"cell": "halved", "verdict": "not judged: 2 repeats a side", "_severity": "warn"},
+        {"cell": "same", "verdict": "no significant change", "_severity": "info"},
     ]
-    table = Table(id="baseline-changes", title="t", columns=columns, rows=rows * 100)
-    section = Section(id="baseline", title="Against the baseline", blocks=[table])
+    largest = Table(id="baseline-largest", title="Largest", columns=columns, rows=rows * 10)
+    every = Table(id="baseline-changes", title="Every cell", columns=columns, rows=rows)
+    section = Section(id="baseline", title="Against the baseline", blocks=[every, largest])
     report = sample_report()
     report = report.model_copy(update={"sections": [*report.sections, section]})
     text = markdown.render(report).decode("utf-8")
     shown = _table_lines(text, "Cell")[2:]
     assert len(shown) == markdown.MAX_ROWS
-    assert all("slower" in row for row in shown)  # regressions first, then improvements
-    assert "same" not in text
+    assert "slower" in shown[0] and "not judged: 2 repeats a side" in shown[1]
+    assert "Every cell" not in text  # the whole comparison stays in the HTML report
 
 
 def test_markdown_is_cut_to_fit_a_pull_request_comment() -> None:

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 # own: EXIT_USAGE is set once, on UsageError; every input or usage error derives from it.
 EXIT_FAILED = 1  # a run that started and failed: a cell, a check, an element was wrong
 EXIT_USAGE = 2  # the command line or an input it names cannot be used; nothing was run
-# `torchscale report --fail-on-regression` exits 3 only on a regression verdict (a CI gate
-# tells it apart from a crash, 1). Cells the rule could not judge (too few repeats) are no
-# evidence either way: the gate passes with a warning saying so (docs/regressions.md).
+# `torchscale report --fail-on-regression` exits 3 on a regression verdict (a CI gate tells it
+# apart from a crash, 1), and 4 when nothing could be judged: no matched cell got a verdict
+# (too few repeats, busy machine) or none matched. That is no evidence either way, so neither
+# a pass (0) nor a regression (3). Some cells judged, none regressed: 0, with a warning
+# naming those it could not judge (docs/regressions.md).
 EXIT_REGRESSION = 3
+EXIT_NOT_JUDGED = 4
 
 
 class TorchScaleError(Exception):

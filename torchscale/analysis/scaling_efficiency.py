@@ -89,20 +89,39 @@ def _intervals(frame: pd.DataFrame, bases: dict[Any, Any]) -> tuple[list[float],
     return lows, highs
 
 
+REASON_COLUMN = "scaling_efficiency_reason"
+NO_BASE = (
+    "no base: no smaller world size measured ok in its group (model, batch, precision, "
+    "layout, device), so there is nothing to scale from"
+)
+BASE = "base: the smallest world size of its group (100 % by definition)"
+NOT_MEASURED = "not measured: the cell did not finish ok with a throughput"
+
+
 def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
     """Add `scaling_efficiency` = thr(N) / (N * thr(N_min) / N_min) per (model, batch,
     precision, layout family, device), against the smallest world size measured ok in that
     group, and its 95 % interval `scaling_efficiency_low` / `_high` from the per-repeat
-    throughputs (none for the base row, and without two repeats on each side). Rows that are
-    not ok, or whose group has no ok base, get NaN."""
+    throughputs (none for the base row, and without two repeats on each side), and
+    `scaling_efficiency_reason` where there is no figure or it is the base's 1 by definition.
+
+    A group measured at one world size only has no scaling figure: NaN with NO_BASE as the
+    reason, never a 100 % that reads as perfect scaling (a sweep of world size 2 only has
+    nothing smaller to compare with). Rows that are not ok get NaN too (NOT_MEASURED)."""
     out = with_layout_family(table).copy()
     out["scaling_efficiency"] = float("nan")
     out["scaling_efficiency_low"] = float("nan")
     out["scaling_efficiency_high"] = float("nan")
+    out[REASON_COLUMN] = pd.Series([NOT_MEASURED] * len(out), index=out.index, dtype=object)
     ok = out[(out["status"] == "ok") & out["samples_per_s"].notna()]
     bases: dict[Any, Any] = {}
     for _, group in ok.groupby(GROUP_COLUMNS, dropna=False):
+        if group["world_size"].nunique() < 2:
+            out.loc[group.index, REASON_COLUMN] = NO_BASE
+            continue
+        out.loc[group.index, REASON_COLUMN] = None
         base_label = group["world_size"].idxmin()
+        out.loc[base_label, REASON_COLUMN] = BASE
         base = group.loc[base_label]
         per_device_base = base["samples_per_s"] / base["world_size"]
         out.loc[group.index, "scaling_efficiency"] = group["samples_per_s"] / (

@@ -12,22 +12,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchscale.errors import EXIT_REGRESSION
+from torchscale.errors import EXIT_NOT_JUDGED, EXIT_REGRESSION
 from torchscale.report.generate import ReportOutcome, ReportRequest, generate
 
 if TYPE_CHECKING:
     from torchscale.report.model import Report
     from torchscale.report.sections.baseline import GateSummary
 
-__all__ = ["EXIT_REGRESSION", "ReportRun", "build_report"]
+__all__ = ["EXIT_NOT_JUDGED", "EXIT_REGRESSION", "ReportRun", "build_report"]
 
 
 @dataclass(frozen=True)
 class ReportRun:
     """The report built (`outcome`: the model, the rendered bytes, where they were written,
     build and render times) and the baseline comparison's summary (`gate`, None without a
-    baseline). `exit_code` is the command's: EXIT_REGRESSION when `fail_on_regression` was
-    asked and a cell regressed, else 0."""
+    baseline). `exit_code` is the command's: with `fail_on_regression` and a baseline,
+    EXIT_REGRESSION when a cell regressed, else EXIT_NOT_JUDGED when no matched cell could be
+    judged (or none matched); otherwise 0."""
 
     outcome: ReportOutcome
     gate: GateSummary | None
@@ -39,8 +40,11 @@ class ReportRun:
 
     @property
     def exit_code(self) -> int:
-        failed = self.fail_on_regression and self.gate is not None and self.report.regressions
-        return EXIT_REGRESSION if failed else 0
+        if not self.fail_on_regression or self.gate is None:
+            return 0
+        if self.report.regressions:
+            return EXIT_REGRESSION
+        return EXIT_NOT_JUDGED if self.gate.nothing_judged else 0
 
 
 def build_report(

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
 from torchscale.cli.shared_options import VerbosityFlag
-from torchscale.errors import EXIT_REGRESSION
+from torchscale.errors import EXIT_NOT_JUDGED, EXIT_REGRESSION
 
 if TYPE_CHECKING:
     from torchscale.api import ReportRun
@@ -56,8 +56,10 @@ FailOption = Annotated[
     bool,
     typer.Option(
         "--fail-on-regression",
-        help=f"Exit {EXIT_REGRESSION} when a cell is a regression by the rule or newly fails "
-        "(for CI); cells with too few repeats to judge only warn.",
+        help=f"For CI: exit {EXIT_REGRESSION} when a cell is a regression by the rule or newly "
+        f"fails; exit {EXIT_NOT_JUDGED} when nothing could be judged (no matched cell had "
+        "enough repeats or a comparable load, or none matched); some cells not judged and no "
+        "regression: exit 0 with a warning.",
     ),
 ]
 CostOption = Annotated[
@@ -131,7 +133,8 @@ def _run(
 
 
 def _gate(run: ReportRun) -> None:
-    """The baseline's outcome on stderr."""
+    """The baseline's outcome on stderr: the regressions, what could not be judged, and the
+    largest changes (judged or not) with their intervals."""
     gate = run.gate
     if gate is None:
         return
@@ -139,8 +142,15 @@ def _gate(run: ReportRun) -> None:
         stderr.print(f"[yellow]warning:[/] {escape(gate.warning)}")
     elif gate.matched == 0:
         stderr.print("[yellow]warning:[/] no cell matches the baseline: nothing was compared")
+    for line in gate.changes:
+        stderr.print(f"  {escape(line)}", highlight=False)
     if run.report.regressions:
         stderr.print(f"[bold red]{run.report.regressions} regression(s)[/] against the baseline")
+    elif run.exit_code == EXIT_NOT_JUDGED:
+        stderr.print(
+            f"[bold yellow]nothing judged against the baseline[/]: --fail-on-regression exits "
+            f"{EXIT_NOT_JUDGED} (neither a pass nor a regression; docs/regressions.md)"
+        )
 
 
 @app.callback(invoke_without_command=True)

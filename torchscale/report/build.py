@@ -151,7 +151,8 @@ def build_report(
         sources=source_summary(sources)
         + (source_summary(baseline, "baseline") if baseline is not None else []),
         sections=sections,
-        regressions=ctx.comparison.regressions if ctx.comparison is not None else 0,
+        regressions=ctx.comparison.regression_count if ctx.comparison is not None else None,
+        not_judged=ctx.comparison.not_judged if ctx.comparison is not None else None,
         skipped=skipped,
         headline=verdict(ctx),
         hardware=hardware(ctx),

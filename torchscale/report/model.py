@@ -26,7 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field
 #    bands of a y interval (`Chart.bands`, the noise band of a comparison), and whether a
 #    heatmap's high values are better or worse (`Heatmap.higher_is`). Versions 2 and 3 still
 #    validate (the new fields default to none).
-REPORT_SCHEMA_VERSION: Literal[4] = 4
+# 5: "not judged" is its own state (issue 38): `regressions` is null where nothing was
+#    compared (no --baseline) or nothing could be judged (too few repeats, busy machine), and
+#    `not_judged` counts the matched cells the rule could not judge. Versions 2-4 still
+#    validate (their `regressions` was 0 in both cases).
+REPORT_SCHEMA_VERSION: Literal[5] = 5
 
 # how a renderer formats a value; raw values stay in the model
 ValueFormat = Literal[
@@ -259,7 +263,7 @@ class Skipped(_Model):
 
 class Report(_Model):
     kind: Literal["torchscale.report"] = "torchscale.report"
-    schema_version: Literal[2, 3, 4] = REPORT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5] = REPORT_SCHEMA_VERSION
     torchscale_version: str
     title: str
     generated_at: str = Field(description="ISO 8601, UTC")
@@ -281,8 +285,16 @@ class Report(_Model):
     source_path: str | None = Field(default=None, description="the --source path read")
     sources: list[Source]
     sections: list[Section]
-    regressions: int = Field(
-        default=0, description="baseline regressions by the stated rule (docs/regressions.md)"
+    regressions: int | None = Field(
+        default=None,
+        description="baseline regressions by the stated rule (docs/regressions.md); null "
+        "without --baseline (not compared) and when no matched cell could be judged (see "
+        "`not_judged`): never a 0 that reads as a pass",
+    )
+    not_judged: int | None = Field(
+        default=None,
+        description="matched cells the rule could not judge (too few repeats, busy machine): "
+        "neither regressions nor passes; null without --baseline",
     )
     skipped: list[Skipped] = Field(
         default_factory=list, description="inputs left out of the report, with why"

@@ -336,7 +336,8 @@ COLUMN_NOTES = {
     "/device": "samples/s per device (GPU or CPU rank)",
     "samples/s": "median of repeats ± half its 95 % interval ([low, high] where lopsided)",
     "p50|p95 ms": "step time, milliseconds",
-    "scaling": "scaling efficiency, '≈100%' linear within noise",
+    "scaling": "scaling efficiency, '≈100%' linear within noise, 'no base' where no smaller "
+    "world size was measured in its group",
     "comm": "exposed transfer share of the step (step model), '<x%' when not measurable "
     "above noise",
     "MFU": f"from the timed windows, {MFU_CONVENTION_SHORT}",
@@ -367,8 +368,11 @@ def _throughput(r: pd.Series) -> str:
 
 
 def _scaling(r: pd.Series) -> str:
-    """Efficiency; above 1 only when its whole interval is (else linear within noise)."""
+    """Efficiency; above 1 only when its whole interval is (else linear within noise); 'no
+    base' where the cell's group has no smaller world size to scale from."""
     value, low = r["scaling_efficiency"], r.get("scaling_efficiency_low")
+    if _missing(value) and str(r.get("scaling_efficiency_reason") or "").startswith("no base"):
+        return "no base"
     if not _missing(value) and float(value) > 1 and (_missing(low) or float(low) <= 1):
         return "≈100%"
     return _fmt(value, ".0%")

@@ -78,6 +78,7 @@ COLUMNS = [
     "scaling_efficiency",
     "scaling_efficiency_low",
     "scaling_efficiency_high",
+    "scaling_efficiency_reason",
     "reliability",
     "reliability_reason",
     "comm_overhead",
@@ -321,6 +322,7 @@ DERIVED_COLUMNS = {
     "scaling_efficiency",
     "scaling_efficiency_low",
     "scaling_efficiency_high",
+    "scaling_efficiency_reason",
     "reliability",
     "reliability_reason",
 }

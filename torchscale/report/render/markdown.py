@@ -1,14 +1,15 @@
 """Markdown renderer: what fits a pull-request comment (GitHub takes 65,536 characters).
 
 The verdict, the hardware and dates, the sources, the executive summary (key figures, the best
-configuration per model, the top findings one line each), the cells that changed against a
-baseline, and a link to the HTML report (or how to make it): a reader decides in ten seconds
-and follows the link for charts and every table. No section is dumped whole (a 500-cell sweep
-has thousands of rows), and the result is cut to `MAX_CHARS` should an outsized string still
-make it longer. Every string from the model goes through `escape`, so a model name or an error
-message can neither inject HTML into a PR comment nor break a table: `|`, backslashes, `<`,
-`>`, `&` and the inline Markdown punctuation are escaped, line breaks become spaces. Prose
-keeps its code spans (`inline`): their content is shown literally by Markdown itself.
+configuration per model, the top findings one line each), the cells that changed most against
+a baseline (judged or not, with their intervals), and a link to the HTML report (or how to
+make it): a reader decides in ten seconds and follows the link for charts and every table.
+No section is dumped whole (a 500-cell sweep has thousands of rows), and the result is cut to
+`MAX_CHARS` should an outsized string still make it longer. Every string from the model goes
+through `escape`, so a model name or an error message can neither inject HTML into a PR
+comment nor break a table: `|`, backslashes, `<`, `>`, `&` and the inline Markdown punctuation
+are escaped, line breaks become spaces. Prose keeps its code spans (`inline`): their content
+is shown literally by Markdown itself.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ MAX_FINDINGS = 10  # the costliest
 MAX_SOURCES = 10
 MAX_SKIPPED = 5
 MAX_CHARS = 60_000  # GitHub's comment limit is 65,536 characters; room for a bot's own text
-BASELINE_TABLE = "baseline-changes"  # its flagged rows (regressions, improvements) are shown
+BASELINE_TABLE = "baseline-largest"  # the largest changes, judged or not, with intervals
 HTML_COMMAND = "torchscale report -s {source} -f html"
 _NUMBERED = re.compile(r"^\d{1,9}[.)](?=\s|$)")
 # a run of `_` opens or closes emphasis only at a word boundary: escape those runs, leave
@@ -121,6 +122,10 @@ def _header(report: Report) -> list[str]:
     )
     if report.regressions:
         meta += f" · **✖ {report.regressions} regression(s) by the stated rule**"
+    if report.baseline_sources() and report.regressions is None:
+        meta += " · **⚠ nothing judged against the baseline**"
+    elif report.not_judged:
+        meta += f" · **⚠ {report.not_judged} cell(s) not judged against the baseline**"
     lines += [" · ".join([*facts, meta]), ""]
     lines += _sources(report)
     if report.skipped:
@@ -258,20 +263,15 @@ def _section(section: Section, blocks: list[Block] | None = None) -> list[str]:
 
 
 def _baseline(report: Report) -> list[str]:
-    """The cells the stated rule flagged against the baseline (regressions, improvements):
-    the rest of the comparison is in the HTML report."""
+    """The cells that changed most against the baseline, judged or not (regressions first),
+    each change with its interval and verdict: the rest of the comparison is in the HTML
+    report."""
     section = report.section("baseline")
     if section is None:
         return []
     for block in section.blocks:
-        if isinstance(block, Table) and block.id == BASELINE_TABLE:
-            flagged = [r for r in block.rows if r.get("_severity") in ("bad", "good")]
-            if not flagged:
-                return []
-            title = "Cells that changed beyond noise (regressions first)"
-            flagged.sort(key=lambda r: r.get("_severity") != "bad")
-            table = block.model_copy(update={"rows": flagged, "title": title})
-            return _section(section, [table])
+        if isinstance(block, Table) and block.id == BASELINE_TABLE and block.rows:
+            return _section(section, [block])
     return []
 
 

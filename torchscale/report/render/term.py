@@ -75,6 +75,13 @@ def _header(report: Report) -> Iterator[RenderableType]:
         yield _text(
             f"{severity_prefix('bad')}{report.regressions} regression(s) by the stated rule", "bold"
         )
+    if report.baseline_sources() and report.regressions is None:
+        yield _text(f"{severity_prefix('warn')}nothing judged against the baseline", "bold")
+    elif report.not_judged:
+        yield _text(
+            f"{severity_prefix('warn')}{report.not_judged} cell(s) not judged against the baseline",
+            "bold",
+        )
 
 
 def _key_figures(block: KeyFigures) -> RichTable:
@@ -352,8 +359,14 @@ def summary_lines(report: Report) -> list[str]:
         )
     if report.regressions:
         tail = [f"regressions: {report.regressions} by the stated rule"]
+    elif report.baseline_sources() and report.regressions is None:
+        tail = [
+            f"regressions: not judged ({report.not_judged or 0} matched cell(s) could not be "
+            "judged; their changes: baseline section)"
+        ]
     elif report.baseline_sources():
-        tail = ["regressions: none by the stated rule (cells it could not judge: baseline section)"]
+        unjudged = f"; {report.not_judged} not judged" if report.not_judged else ""
+        tail = [f"regressions: none by the stated rule{unjudged} (baseline section)"]
     else:
         tail = ["regressions: not compared (no --baseline given)"]
     if report.skipped:

@@ -6,7 +6,7 @@ enough repeats", never a regression."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -18,6 +18,8 @@ from torchscale.analysis.regressions import (
     Comparison,
     PairVerdict,
     RegressionRule,
+    largest_changes,
+    min_p_value,
 )
 from torchscale.analysis.uncertainty import LEVEL, SMALL
 from torchscale.report.model import (
@@ -34,14 +36,19 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.report.sections.context import Context, col, records, text
+from torchscale.report.sections.context import Context, col, plural, records, text
 
 MATCH_TEXT = {"definition": "same definition", "key": "same key (settings differ)"}
 # key figure labels, also read back by `gate_summary` (the CLI's exit code)
 MATCHED = "Cells matched"
+REGRESSIONS = "Regressions"
+NOT_JUDGED = "Not judged"
 NO_CHANGE = "no significant change"
+LARGEST_CHANGES = 3  # cells named on the first screen (summary, the gate's stderr)
+LARGEST_TABLE = 10  # rows of the largest-changes table (the changes table has every cell)
+LARGEST_TABLE_ID = "baseline-largest"
 VERDICT_LABELS: dict[PairVerdict, str] = {
-    "regression": "Regressions",
+    "regression": REGRESSIONS,
     "improvement": "Improvements",
     "no significant change": "No significant change",
     "busy machine": "Not judged: busy machine",
@@ -68,7 +75,13 @@ def _rule_table(rule: RegressionRule) -> Table:
     """The rule's parameters as data (the JSON report carries them as they were applied)."""
     e = rule.min_effect
     rows = [
-        {"parameter": "test", "value": rule.test, "meaning": "on the per-repeat figures"},
+        {
+            "parameter": "test",
+            "value": rule.test,
+            "meaning": "on the per-run (else per-repeat) figures; its smallest p is not set "
+            "by how few they are (4 vs 4 reach p < alpha whenever the sides are far apart "
+            "for their spread)",
+        },
         {"parameter": "alpha", "value": f"{rule.alpha:g}", "meaning": "p must be below it"},
         {
             "parameter": "minimum effect",
@@ -84,7 +97,9 @@ def _rule_table(rule: RegressionRule) -> Table:
         {
             "parameter": "repeats needed",
             "value": f"{rule.repeats_needed} per side",
-            "meaning": f"fewer: the test cannot reach p < {rule.alpha:g}: not enough repeats",
+            "meaning": f"fewer: no test free of distribution assumptions can reach p < "
+            f"{rule.alpha:g} (3 vs 3: at best {min_p_value(3, 3):.2g}): not enough repeats, "
+            "not judged",
         },
     ]
     return Table(
@@ -386,20 +401,173 @@ def not_judged_text(comparison: Comparison) -> str | None:
     return f"{text} {busy_text}." if busy_text else text
 
 
+def _int_pct(value: float) -> str:
+    """'-49 %', '+3 %', '-0.4 %' (whole percent, a decimal under 1 %)."""
+    pct = value * 100
+    return f"{pct:+.1f} %" if abs(pct) < 1 else f"{pct:+.0f} %"
+
+
+def change_text(change: float | None, low: float | None, high: float | None) -> str | None:
+    """A change with its 95 % interval in one short form: '-49 % [-61, -33]' (whole percent;
+    '-49 % [interval unknown]' without one); None without a change."""
+    if change is None:
+        return None
+    if low is None or high is None:
+        return f"{_int_pct(change)} [interval unknown]"
+    return f"{_int_pct(change)} [{low * 100:+.0f}, {high * 100:+.0f}]"
+
+
+def _units_judged(row: dict[str, Any]) -> str:
+    """'2 repeats', '2 vs 3 repeats', '3 runs': what a side held (both alike: said once)."""
+    counted = str(row.get("samples_per_s_repeats") or "")
+    unit = "runs" if counted.endswith("runs") else "repeats"
+    sides = counted.removesuffix(" runs").split(" vs ")
+    if len(sides) == 2 and sides[0] == sides[1]:
+        return f"{sides[0]} {unit} a side"
+    return f"{counted.removesuffix(' runs')} {unit}" if counted else unit
+
+
+def short_verdict(row: dict[str, Any]) -> str:
+    """A pair's verdict in a few words, for the first screen: 'regression', 'no significant
+    change (p = 0.057)', 'not judged: 2 repeats a side', 'not judged: busy machine'."""
+    if row.get("status_change") == "broke":
+        return f"regression: {row['baseline_status']} -> {row['status']}"
+    if row.get("status_change") == "fixed":
+        return f"improvement: {row['baseline_status']} -> {row['status']}"
+    verdict = str(row["verdict"])
+    if verdict == "not enough repeats":
+        return f"not judged: {_units_judged(row)}"
+    if verdict == "busy machine":
+        return "not judged: busy machine"
+    if verdict == "no significant change":
+        p = finite(row.get("samples_per_s_p_value"))
+        return f"{verdict} (p = {p:.2g})" if p is not None else verdict
+    return verdict
+
+
+def _largest_table(ctx: Context, comparison: Comparison) -> Table:
+    """The cells that changed most against the baseline, judged or not, each change with its
+    interval and a short verdict: what the first screen, the Markdown and the CI gate's
+    stderr list."""
+    rows = []
+    for row in records(largest_changes(comparison, LARGEST_TABLE)):
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "change": change_text(
+                    finite(row["samples_per_s_change"]),
+                    finite(row["samples_per_s_change_low"]),
+                    finite(row["samples_per_s_change_high"]),
+                ),
+                "verdict": short_verdict(row),
+                "_severity": _severity(row),
+            }
+        )
+    level = f"{LEVEL * 100:g} %"
+    return Table(
+        id=LARGEST_TABLE_ID,
+        title="Largest changes against the baseline (judged or not)",
+        columns=[
+            col("cell", "Cell"),
+            col("change", f"Throughput change [{level} interval]"),
+            col("verdict", "Verdict"),
+        ],
+        rows=rows,
+        note=f"regressions first, then by the size of the throughput change (median now / "
+        f"median baseline - 1, its {level} bootstrap interval in brackets, whole percent); "
+        "'not judged': too few repeats or runs for the rule, or a busy machine: neither a "
+        "regression nor a pass, the change is still what was measured",
+    )
+
+
+def largest_change_items(ctx: Context, comparison: Comparison, limit: int) -> list[str]:
+    """'tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33], not judged: 2 repeats a side': the cells
+    that changed most (regressions first), judged or not, each with its interval."""
+    items = []
+    for row in records(largest_changes(comparison, limit)):
+        change = change_text(
+            finite(row["samples_per_s_change"]),
+            finite(row["samples_per_s_change_low"]),
+            finite(row["samples_per_s_change_high"]),
+        )
+        shown = f" {change}" if change else ""
+        items.append(f"{ctx.label(row)}{shown}, {short_verdict(row)}")
+    return items
+
+
+def unconfirmed(comparison: Comparison) -> int:
+    """Cells judged "no significant change" whose throughput fell by more than the minimum
+    effect anyway: a drop the rule could not confirm at this spread, not a pass."""
+    pairs = comparison.pairs
+    if not len(pairs):
+        return 0
+    drop = pd.to_numeric(pairs["samples_per_s_change"], errors="coerce")
+    flagged = (pairs["verdict"] == NO_CHANGE) & (drop <= -comparison.rule.min_effect)
+    return int(flagged.sum())
+
+
+def regression_figure(comparison: Comparison, label: str) -> KeyFigure:
+    """The regressions against the baseline as one figure: the count only where the rule
+    judged something (nothing judged is "not judged: N cells", amber, never a 0 with a check);
+    a check only where every matched cell was judged and none dropped beyond the minimum
+    effect unconfirmed."""
+    matched, judged = len(comparison.pairs), comparison.judged
+    regressions = comparison.regressions
+    unjudged = comparison.not_judged
+    parts = [f"{plural(matched, 'cell')} matched, {judged} judged"]
+    if unjudged and judged:
+        parts.append(f"{unjudged} not judged (neither regressions nor passes)")
+    not_compared = matched - judged - unjudged
+    if not_compared:
+        parts.append(f"{not_compared} not compared (not ok on both sides)")
+    if comparison.improvements:
+        parts.append(f"{comparison.improvements} improved (never counted)")
+    hidden = unconfirmed(comparison)
+    if hidden:
+        e = f"{comparison.rule.min_effect * 100:g} %"
+        parts.append(
+            f"{hidden} judged 'no significant change' although throughput fell more than {e}"
+        )
+    if regressions:
+        return KeyFigure(
+            label=label, value=regressions, format="int", note="; ".join(parts), severity="bad"
+        )
+    if not matched:
+        return KeyFigure(
+            label=label,
+            value="not compared",
+            note="no cell matches the baseline: nothing was compared, 0 is no pass",
+            severity="warn",
+        )
+    if not judged:
+        return KeyFigure(
+            label=label,
+            value=f"not judged: {plural(unjudged, 'cell')}",
+            note=f"no matched cell could be judged ({'; '.join(parts)}): neither regressions "
+            "nor passes; see the largest changes",
+            severity="warn",
+        )
+    return KeyFigure(
+        label=label,
+        value=0,
+        format="int",
+        note="; ".join(parts),
+        severity="warn" if unjudged or hidden else "good",
+    )
+
+
 def _figures(comparison: Comparison) -> KeyFigures:
     pairs = comparison.pairs
     counts = {verdict: comparison.count(verdict) for verdict in VERDICT_LABELS}
     notes: dict[PairVerdict, str] = {
-        "regression": "by the rule (throughput, step time) or newly failing"
-        + ("" if comparison.judged else "; no matched cell could be judged: 0 is no pass"),
+        "regression": "by the rule (throughput, step time) or newly failing",
         "improvement": "shown, never counted as regressions",
         "no significant change": "judged: no change beyond the rule",
         "busy machine": "load differed, or one run a side on a busy machine",
         "not enough repeats": f"need {comparison.rule.repeats_needed} repeats per side",
     }
     severities: dict[PairVerdict, Severity] = {
-        # nothing judged is no pass: amber, not green (as the summary's figure)
-        "regression": "bad" if counts["regression"] else ("good" if comparison.judged else "warn"),
+        "regression": "bad",  # the figure itself: `regression_figure`
         "improvement": "good" if counts["improvement"] else "info",
         "no significant change": "info",
         "busy machine": "warn" if counts["busy machine"] else "info",
@@ -409,7 +577,9 @@ def _figures(comparison: Comparison) -> KeyFigures:
         figures=[
             KeyFigure(label=MATCHED, value=len(pairs), format="int"),
             *(
-                KeyFigure(
+                regression_figure(comparison, label)
+                if verdict == "regression"
+                else KeyFigure(
                     label=label,
                     value=counts[verdict],
                     format="int",
@@ -418,6 +588,14 @@ def _figures(comparison: Comparison) -> KeyFigures:
                 )
                 for verdict, label in VERDICT_LABELS.items()
                 if verdict != "busy machine" or counts[verdict]  # said only when it happened
+            ),
+            KeyFigure(
+                label=NOT_JUDGED,
+                value=comparison.not_judged,
+                format="int",
+                note="matched cells the rule could not judge (too few repeats, busy machine): "
+                "neither regressions nor passes",
+                severity="warn" if comparison.not_judged else "info",
             ),
             KeyFigure(label="Now only", value=len(comparison.only_current), format="int"),
             KeyFigure(label="Baseline only", value=len(comparison.only_baseline), format="int"),
@@ -433,6 +611,7 @@ class GateSummary:
     matched: int
     counts: dict[str, int]
     warning: str | None
+    changes: list[str] = field(default_factory=list)  # the largest, 'cell: -49 % [...], why'
 
     @property
     def regressions(self) -> int:
@@ -441,6 +620,12 @@ class GateSummary:
     @property
     def judged(self) -> int:
         return sum(self.counts.get(v, 0) for v in ("regression", "improvement", NO_CHANGE))
+
+    @property
+    def nothing_judged(self) -> bool:
+        """No matched cell got a verdict (or none matched): the gate cannot pass or fail on
+        evidence (`--fail-on-regression` exits EXIT_NOT_JUDGED)."""
+        return self.judged == 0
 
 
 def gate_summary(report: Report) -> GateSummary | None:
@@ -452,6 +637,7 @@ def gate_summary(report: Report) -> GateSummary | None:
     counts: dict[str, int] = {}
     matched: int | None = None
     warning: str | None = None
+    changes: list[str] = []
     for block in section.blocks:
         if isinstance(block, KeyFigures):
             for figure in block.figures:
@@ -463,9 +649,14 @@ def gate_summary(report: Report) -> GateSummary | None:
                     counts[labels[figure.label]] = int(figure.value)
         elif isinstance(block, Text) and block.severity == "warn" and warning is None:
             warning = block.text
+        elif isinstance(block, Table) and block.id == LARGEST_TABLE_ID:
+            changes = [
+                f"{row['cell']}: {row['change'] or 'no change measured'}, {row['verdict']}"
+                for row in block.rows[:LARGEST_CHANGES]
+            ]
     if matched is None:
         return None
-    return GateSummary(matched=matched, counts=counts, warning=warning)
+    return GateSummary(matched=matched, counts=counts, warning=warning, changes=changes)
 
 
 def build(ctx: Context) -> Section:
@@ -483,6 +674,8 @@ def build(ctx: Context) -> Section:
     warning = not_judged_text(comparison)
     if warning is not None:
         blocks.append(Text(text=warning, severity="warn"))
+    if len(pairs):
+        blocks.append(_largest_table(ctx, comparison))
     blocks.append(Text(text=ctx.units.say(rule_text(comparison.rule))))
     blocks.append(_rule_table(comparison.rule))
     if len(pairs):

@@ -5,6 +5,7 @@ report model holds (no NaN, no numpy scalars)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -15,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from torchscale.analysis.numbers import finite
-from torchscale.analysis.regressions import Comparison, compare, with_step_repeats
+from torchscale.analysis.regressions import (
+    RUN_COLUMN,
+    Comparison,
+    compare,
+    pool_runs,
+    with_step_repeats,
+)
 from torchscale.analysis.reliability import LEVELS, repeat_count
 from torchscale.report.estimates import compact, efficiency_kind, long_form
 from torchscale.report.model import Column, Finding, Severity, Skipped, ValueFormat
@@ -249,6 +256,15 @@ class Context:
     def ok(self) -> pd.DataFrame:
         return self.cells[self.cells["status"] == "ok"]
 
+    @functools.cached_property
+    def pooled(self) -> pd.DataFrame:
+        """The ok cells with the runs of each cell pooled (`regressions.pool_runs`: the same
+        definition in several experiments, the same config run again): one row per cell,
+        its figures the median over its runs with the runs' interval (`runs` counts them).
+        What the headline and the summary pick their best figures from, so that four runs
+        read as their median, never as the best of them."""
+        return pool_runs(self.ok)
+
     @property
     def units(self) -> RankUnits:
         """What a world size counts in this report's cells: GPUs, CPU ranks, or ranks."""
@@ -289,7 +305,10 @@ class Context:
             parts.append(str(row["strategy"]))
         if self.mixed_devices:
             parts.append(str(row["device"]))
-        if self.multi and row.get("experiment") is not None:
+        runs = _run_count(row.get(RUN_COLUMN))
+        if runs is not None and runs > 1:
+            parts.append(f"[median of {int(runs)} runs]")
+        elif self.multi and row.get("experiment") is not None:
             parts.append(f"[{row['experiment']}]")
         return " ".join(parts)
 
@@ -379,6 +398,15 @@ def make_context(
             with_step_repeats(ctx.baseline_cells, _concat_steps(baseline)),
         )
     return ctx
+
+
+def _run_count(value: Any) -> float | None:
+    """How many runs a row pools: a pooled cell's `runs`, or the current side of a baseline
+    pair's '4 vs 4'."""
+    if isinstance(value, str):
+        sides = value.split(" vs ")
+        return finite(sides[-1]) if len(sides) == 2 else None
+    return finite(value)
 
 
 def col(key: str, label: str, value_format: ValueFormat = "text") -> Column:

@@ -19,9 +19,10 @@ from typing import Any
 import pandas as pd
 
 from torchscale.analysis.numbers import finite
-from torchscale.analysis.regressions import Comparison
+from torchscale.analysis.regressions import RUN_COLUMN, Comparison
 from torchscale.report.estimates import efficiency_kind
 from torchscale.report.model import Severity, Text
+from torchscale.report.sections.baseline import largest_change_items, unconfirmed
 from torchscale.report.sections.context import (
     Context,
     efficiency_severity,
@@ -33,7 +34,7 @@ from torchscale.report.sections.context import (
     reliability_counts,
     throughput_text,
 )
-from torchscale.report.sections.summary import largest_scaled, priced_cells, weak_scaling
+from torchscale.report.sections.summary import largest_scaled, pooled_priced, weak_scaling
 from torchscale.schema.cell_result import CellResult
 
 MAX_NAMED_MODELS = 2  # more: the least efficient is named, the others counted
@@ -246,10 +247,15 @@ def _model_clause(
     subject = subject or model
     row = largest_scaled(weak, model)
     if row is None:
-        measured = ctx.ok[ctx.ok["model_label"] == model]
+        pooled = ctx.pooled
+        measured = pooled[
+            (pooled["model_label"] == model) & pd.to_numeric(pooled["samples_per_s"]).notna()
+        ]
         best = dict(measured.loc[pd.to_numeric(measured["samples_per_s"]).idxmax()])
         where = ranks(best["world_size"], best["device"])
-        text = f"{subject} reaches {throughput_text(best)} samples/s on {where}"
+        runs = finite(best.get(RUN_COLUMN)) or 1
+        median = f" (median of {int(runs)} runs)" if runs > 1 else ""
+        text = f"{subject} reaches {throughput_text(best)} samples/s{median} on {where}"
         return _Clause(text + _cost(priced, best), None, "info")
     efficiency = finite(row["efficiency"])
     low, high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
@@ -312,28 +318,45 @@ def _counts(ctx: Context) -> tuple[list[str], Severity]:
         severity = "warn"
     if ctx.comparison is not None:
         against = ", ".join(s.name for s in ctx.baseline.experiments) if ctx.baseline else ""
-        phrase, baseline_severity = baseline_phrase(ctx.comparison, against)
+        largest = largest_change_items(ctx, ctx.comparison, 1)
+        phrase, baseline_severity = baseline_phrase(
+            ctx.comparison, against, largest[0] if largest else None
+        )
         parts.append(phrase)
         severity = _worst([severity, baseline_severity])
     return parts, severity
 
 
-def baseline_phrase(comparison: Comparison, against: str) -> tuple[str, Severity]:
+def baseline_phrase(
+    comparison: Comparison, against: str, largest: str | None = None
+) -> tuple[str, Severity]:
     """'2 regressions against X', 'no regression against X in 12 judged cells (3 not
-    judged)', or 'no cell could be judged against X': "no regression" only where the rule
-    judged something (nothing judged is no pass)."""
+    judged)', or 'none of 3 matched cells could be judged against X': "no regression" only
+    where the rule judged something (nothing judged is no pass); each with the largest change,
+    judged or not (`largest`: 'tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33], not judged: 2
+    repeats a side')."""
     matched, judged = len(comparison.pairs), comparison.judged
+    tail = f"; largest change: {largest}" if largest else ""
     if comparison.regressions:
-        return f"{plural(comparison.regressions, 'regression')} against {against}", "bad"
+        return (
+            f"{plural(comparison.regressions, 'regression')} against {against}"
+            + (f" ({tail[2:]})" if tail else ""),
+            "bad",
+        )
     if not matched:
         return f"no cell matched {against}", "warn"
     if not judged:
         return (
-            f"none of {plural(matched, 'matched cell')} could be judged against {against}",
+            f"none of {plural(matched, 'matched cell')} could be judged against {against}"
+            + (f" ({tail[2:]})" if tail else ""),
             "warn",
         )
-    unjudged = f" ({matched - judged} not judged)" if matched > judged else ""
-    return f"no regression against {against} in {plural(judged, 'judged cell')}{unjudged}", "good"
+    notes = [f"{matched - judged} not judged"] if matched > judged else []
+    notes += [tail[2:]] if tail else []
+    said = f" ({'; '.join(notes)})" if notes else ""
+    hidden = unconfirmed(comparison)
+    severity: Severity = "warn" if matched > judged or hidden else "good"
+    return f"no regression against {against} in {plural(judged, 'judged cell')}{said}", severity
 
 
 _ORDER: dict[Severity, int] = {"good": 0, "info": 1, "warn": 2, "bad": 3}
@@ -361,7 +384,7 @@ def verdict(ctx: Context) -> Text | None:
         tail = f"; {', '.join(counts)}" if counts else ""
         severity: Severity = "bad" if len(ctx.cells) or ctx.unreadable else "info"
         return Text(text=f"{opening}{body}{tail}.", severity=severity)
-    clauses = _model_clauses(ctx, priced_cells(ctx))
+    clauses = _model_clauses(ctx, pooled_priced(ctx))
     body = "; ".join(c.text for c in clauses)
     tail = f"; {', '.join(counts)}" if counts else ""
     severity = _worst([count_severity, *(c.severity for c in clauses)])

@@ -12,8 +12,9 @@ import pandas as pd
 
 from torchscale.analysis.cost import cost_table
 from torchscale.analysis.numbers import finite
+from torchscale.analysis.regressions import RUN_COLUMN, RUN_EXPERIMENTS, Comparison
 from torchscale.analysis.reliability import LEVELS
-from torchscale.analysis.scaling_efficiency import GROUP_COLUMNS, scaling_table
+from torchscale.analysis.scaling_efficiency import GROUP_COLUMNS, REASON_COLUMN, scaling_table
 from torchscale.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
@@ -25,9 +26,16 @@ from torchscale.report.model import (
     KeyFigure,
     KeyFigures,
     Section,
+    Severity,
     Table,
     Text,
     Unavailable,
+)
+from torchscale.report.sections.baseline import (
+    LARGEST_CHANGES,
+    largest_change_items,
+    regression_figure,
+    unconfirmed,
 )
 from torchscale.report.sections.context import (
     Context,
@@ -58,6 +66,8 @@ STORED_PRICE = "cost_per_gpu_hour"  # the price a cell was measured under (confi
 BUSY_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_machine")
 BUSY_FLAG = "busy_machine"  # True where the telemetry judged the machine busy
 BUSY_WARNING = "busy machine"  # the same verdict in the cell's warnings
+BASELINE_FIGURE = "Regressions against the baseline"
+NOT_JUDGED_FIGURE = "Not judged against the baseline"
 RELIABLE_RULE = "reliable: throughput's 95 % interval within ±{limit}, step-time CV at most {limit}"
 
 
@@ -82,6 +92,31 @@ def priced_cells(ctx: Context) -> pd.DataFrame | None:
     return cost_table(ctx.cells, prices)
 
 
+def pooled_priced(ctx: Context) -> pd.DataFrame | None:
+    """`priced_cells` over `ctx.pooled`: a cell run several times is costed at its median
+    throughput over the runs (at the price of its runs: their median), so the summary's and
+    the headline's cost is of the same figure as their throughput. None when no cell has a
+    price."""
+    prices = cell_prices(ctx)
+    if prices.isna().all():
+        return None
+    by_cell = {
+        (str(e), str(c)): p
+        for e, c, p in zip(ctx.cells["experiment"], ctx.cells["cell_id"], prices, strict=True)
+    }
+    pooled = ctx.pooled
+    if pooled.empty:
+        return cost_table(pooled, pd.Series(dtype=float))
+    per_row = []
+    for row in records(pooled):
+        runs = row.get(RUN_EXPERIMENTS)
+        experiments = runs if isinstance(runs, tuple) else (str(row["experiment"]),)
+        found = [by_cell.get((e, str(row["cell_id"]))) for e in experiments]
+        known = [float(p) for p in found if p is not None and not pd.isna(p)]
+        per_row.append(float(pd.Series(known).median()) if known else float("nan"))
+    return cost_table(pooled, pd.Series(per_row, index=pooled.index, dtype=float))
+
+
 def price_text(priced: pd.DataFrame, units: RankUnits) -> str:
     """'at $2.50 per GPU-hour' (the one price the cells were costed at, from the command line
     or the config's cost.per_gpu_hour), or 'at each result set's price per GPU-hour'."""
@@ -97,7 +132,7 @@ def _config(ctx: Context, row: pd.Series) -> str:
 
 def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]]:
     rows = []
-    ok = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    ok = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
     for model, group in ok.groupby("model_label", sort=True):
         picks = [("throughput", group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()])]
         if priced is not None:
@@ -139,17 +174,22 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
 
 
 def _efficiency_cell(row: dict[str, Any]) -> str | None:
-    """A cell's own scaling efficiency as the tables show it (its base: '(base)')."""
+    """A cell's own scaling efficiency as the tables show it (its base: '(base)'; 'no base'
+    where no smaller world size was measured in its group: no figure, never 100 %)."""
     low, high = finite(row["scaling_efficiency_low"]), finite(row["scaling_efficiency_high"])
     efficiency = finite(row["scaling_efficiency"])
-    base = efficiency == 1.0 and low is None
+    reason = str(row.get(REASON_COLUMN) or "")
+    if efficiency is None and reason.startswith("no base"):
+        return "no base"
+    base = reason.startswith("base") or (efficiency == 1.0 and low is None and not reason)
     return efficiency_text(efficiency, low, high, base=base)
 
 
 def weak_scaling(ctx: Context) -> pd.DataFrame:
     """The weak-scaling rows of every group measured at two GPU counts or more (per
-    experiment): what the summary's and the headline's efficiency figures are read from."""
-    return scaling_table(ctx.cells, ["experiment", *GROUP_COLUMNS], min_world_sizes=2)
+    experiment, the runs of a cell pooled: `ctx.pooled`): what the summary's and the
+    headline's efficiency figures are read from."""
+    return scaling_table(ctx.pooled, ["experiment", *GROUP_COLUMNS], min_world_sizes=2)
 
 
 def largest_scaled(weak: pd.DataFrame, model: str) -> dict[str, Any] | None:
@@ -301,7 +341,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
     reliability = _reliability_figure(ctx)
     if reliability is not None:
         figures.append(reliability)
-    ok_cells = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    ok_cells = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
     models = sorted(set(ok_cells["model_label"]))
     weak = weak_scaling(ctx)
     for model in models[:MAX_MODEL_FIGURES]:
@@ -309,6 +349,12 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
         tokens = finite(best["tokens_per_s"])
         note = f"samples/s at {_config(ctx, best)}: {throughput_text(best, long=True)}"
+        runs = finite(best.get(RUN_COLUMN)) or 1
+        if runs > 1:
+            note += (
+                f"; the median of {int(runs)} runs of this configuration (each its own launch; "
+                "interval over the runs), not the best run"
+            )
         if tokens is not None:
             note += f"; {fmt(tokens, 'rate')} tokens/s"
         if not is_reliable(best):
@@ -355,29 +401,51 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             )
         )
     if ctx.comparison is not None:
-        comparison = ctx.comparison
-        blind = comparison.largest_undetectable
-        sees = (
-            ""
-            if blind is None
-            else f"; 'no significant change' here may miss throughput drops smaller than "
-            f"about {blind * 100:.0f} % (the rule finds one that large 95 % of the time at the "
-            "spread measured; more runs a side see smaller ones)"
+        figures += _baseline_figures(ctx.comparison)
+    return figures
+
+
+def _baseline_figures(comparison: Comparison) -> list[KeyFigure]:
+    """The regressions against the baseline (a count only where something was judged: "not
+    judged: N cells" in amber otherwise), and the matched cells not judged, when some were."""
+    figure = regression_figure(comparison, BASELINE_FIGURE)
+    blind = comparison.largest_undetectable
+    if blind is not None:
+        note = (
+            f"{figure.note}; 'no significant change' here may miss throughput drops smaller "
+            f"than about {blind * 100:.0f} % (the rule finds one that large 95 % of the time "
+            "at the spread measured; more runs a side see smaller ones)"
         )
+        figure = figure.model_copy(update={"note": note})
+    figures = [figure]
+    if comparison.judged and comparison.not_judged:
         figures.append(
             KeyFigure(
-                label="Regressions against the baseline",
-                value=comparison.regressions,
-                format="int",
-                note=f"{len(comparison.pairs)} cells matched, {comparison.judged} judged, "
-                f"{comparison.improvements} improved{sees}",
-                # nothing judged is no pass: amber, not green
-                severity="bad"
-                if comparison.regressions
-                else ("good" if comparison.judged else "warn"),
+                label=NOT_JUDGED_FIGURE,
+                value=f"{comparison.not_judged} of {len(comparison.pairs)} cells",
+                note="too few repeats or runs for the rule, or a busy machine: neither "
+                "regressions nor passes (their changes are listed below)",
+                severity="warn",
             )
         )
     return figures
+
+
+def _changes_line(ctx: Context, comparison: Comparison) -> Text | None:
+    """'Largest changes against the baseline: tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33],
+    not judged: 2 repeats a side; ...': judged or not, each with its interval."""
+    items = largest_change_items(ctx, comparison, LARGEST_CHANGES)
+    if not items:
+        return None
+    if comparison.regressions:
+        severity: Severity = "bad"
+    elif comparison.not_judged or unconfirmed(comparison) or not comparison.judged:
+        severity = "warn"
+    else:
+        severity = "info"
+    return Text(
+        text=f"Largest changes against the baseline: {'; '.join(items)}.", severity=severity
+    )
 
 
 def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
@@ -411,6 +479,11 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
     if priced is not None:
         note += (
             f"; best by cost: the lowest cost per million samples {price_text(priced, ctx.units)}"
+        )
+    if any(r["efficiency_text"] == "no base" for r in rows):
+        note += ctx.units.say(
+            "; scaling efficiency 'no base': no smaller GPU count was measured in the cell's "
+            "group, so there is no scaling figure (never 100 %)"
         )
     return Table(
         id="summary-best",
@@ -450,6 +523,10 @@ def _lines(ctx: Context) -> list[Block]:
                 severity="bad",
             )
         )
+    if ctx.comparison is not None:
+        changes = _changes_line(ctx, ctx.comparison)
+        if changes is not None:
+            lines.append(changes)
     for finding in ctx.findings[:TOP_FINDINGS]:
         cost = (
             f"{fmt(finding.cost_pct, 'pct')} of the step: " if finding.cost_pct is not None else ""
@@ -472,7 +549,7 @@ def _lines(ctx: Context) -> list[Block]:
 
 def build(ctx: Context) -> Section:
     """The executive summary: key figures, the best configuration per model, top lines."""
-    priced = priced_cells(ctx)
+    priced = pooled_priced(ctx)
     blocks: list[Block] = [KeyFigures(figures=_figures(ctx, priced))]
     headline = _headline(ctx)
     if headline is not None:
