@@ -271,6 +271,7 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
             "rank": None,
             "phase": None,
             "phase_gap_s": None,
+            "withdrawn_by": why,
             "summary": summary,
         }
     )

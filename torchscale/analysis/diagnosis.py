@@ -65,9 +65,8 @@ WHATIF_METHOD = (
     "over steps, moving-block bootstrap over steps"
 )
 BUSY_CAVEAT = (
-    "the machine was busy during the windows (other processes used {cores} core(s) on "
-    "{host}): a rank starved of CPU by them is slow the same way, so check the host before "
-    "the workload"
+    "busy machine: other processes used {cores} core(s) on {host} during the windows; a rank "
+    "they starve looks like a straggler: check the host first"
 )
 
 
@@ -330,9 +329,7 @@ def with_caveat(diagnosis: Diagnosis, caveat: str | None) -> Diagnosis:
     if verdict is not None and verdict.named:
         verdict = verdict.model_copy(update={"summary": f"{verdict.summary}; {caveat}"})
     findings = [
-        f.model_copy(update={"evidence": [*f.evidence, caveat]})
-        if f.category == "straggler"
-        else f
+        f.model_copy(update={"evidence": [*f.evidence, caveat]}) if f.category == "straggler" else f
         for f in diagnosis.findings
     ]
     return diagnosis.model_copy(

@@ -168,7 +168,8 @@ class _Printer:
         )
 
     def say(self, markup: str) -> None:
-        self.progress.console.print(markup)
+        # wrapped at the console's width (COLUMNS), never past it
+        self.progress.console.print(markup, soft_wrap=False)
 
     def cell_start(self, planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
         from torchscale.report.terminal import running_line
@@ -193,7 +194,9 @@ class _Printer:
         self.names[result.cell.id] = cell_name(result.cell)
         if self.quiet and result.status in (Status.OK, Status.SKIPPED):
             return
-        for line in [reused_line(result)] if reused else cell_lines(result):
+        verbose = Verbosity.level > 0
+        lines = [reused_line(result)] if reused else cell_lines(result, verbose=verbose)
+        for line in lines:
             self.say(line.markup())
 
     def sweep_done(self, run: BenchmarkRun) -> None:
@@ -367,7 +370,7 @@ def _profiles_done(run: BenchmarkRun) -> None:
                 f"({escape(str(profiled.directory))})[/]"
             )
             continue
-        for line in analysis_lines(profiled.analysis):
-            stdout.print(line.markup())
+        for line in analysis_lines(profiled.analysis, verbose=Verbosity.level > 0):
+            stdout.print(line.markup(), soft_wrap=False)
         where = ProfileRun(profiled.directory).analysis_path
         stdout.print(f"> [PROFILE] analysis: {escape(str(where))}")

@@ -147,8 +147,10 @@ def _print_outcome(run: ProfileRun, json_output: bool) -> int:
     from torchscale.report.profile_terminal import run_lines
 
     profiled = run.profiled
-    for line in run_lines(profiled.result, profiled.directory, profiled.analysis):
-        (stdout if not json_output else stderr).print(line.markup())
+    verbose = Verbosity.level > 0
+    lines = run_lines(profiled.result, profiled.directory, profiled.analysis, verbose=verbose)
+    for line in lines:  # wrapped at the console's width (COLUMNS), never past it
+        (stdout if not json_output else stderr).print(line.markup(), soft_wrap=False)
     if run.exit_code == 0 and profiled.analysis is not None:
         _show(profiled.analysis, json_output)
     elif profiled.result.status.value == "ok":
@@ -162,8 +164,8 @@ def _show(analysis: ProfileAnalysis, json_output: bool) -> None:
     if json_output:
         stdout.out(analysis.model_dump_json(indent=2), highlight=False)
         return
-    for line in analysis_lines(analysis):
-        stdout.print(line.markup())
+    for line in analysis_lines(analysis, verbose=Verbosity.level > 0):
+        stdout.print(line.markup(), soft_wrap=False)
 
 
 @app.command("analyze")

@@ -34,7 +34,7 @@ from torchscale.profiling.trigger import Selected
 from torchscale.results.directory_layout import ProfileRun
 from torchscale.results.store import ResultStore
 from torchscale.results.versions import read_cell_result
-from torchscale.schema.cell_result import CellResult
+from torchscale.schema.cell_result import CellResult, Diagnosis
 from torchscale.schema.profile_analysis import ProfileAnalysis
 from torchscale.worker.spec import DelaySpec, ProfileSpec
 
@@ -191,7 +191,36 @@ def launch_profiled(
         profiled.analysis_error = "the profiled run did not finish: no traces to analyse"
         return profiled
     analyse_into(profiled, request)
+    if profiled.analysis is not None and profiled.analysis.diagnosis is not None:
+        # one diagnosis per run: the result holds the analysis' (traces and phase timers
+        # together), not a second one of its phase timers alone
+        profiled.result = with_diagnosis(result, profiled.analysis.diagnosis)
+        store.write_text(files.result_path, profiled.result.model_dump_json(indent=2))
     return profiled
+
+
+def with_diagnosis(result: CellResult, diagnosis: Diagnosis) -> CellResult:
+    """The run's result holding `diagnosis`, with the older blocks that mirror it (the
+    `communication` shares, the `straggler` record) read off it, so the file gives one
+    answer per question."""
+    from torchscale.worker.aggregate import communication_record
+
+    update: dict[str, object] = {"diagnosis": diagnosis}
+    unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
+    if diagnosis.ranks > 1 and result.communication is not None:
+        no_sync = result.communication.step_time_no_sync_s
+        update["communication"], why_not = communication_record(diagnosis, no_sync)
+        for key in ("comm_overhead", "load_imbalance"):
+            unavailable.pop(key, None)
+        unavailable.update(why_not)
+    verdict = diagnosis.straggler
+    record = result.straggler
+    if record is not None and not (verdict and verdict.named and verdict.rank == record.rank):
+        update["straggler"], update["straggler_rank"] = None, None
+    if verdict is not None and not verdict.named:
+        unavailable["straggler"] = verdict.summary
+    update["unavailable"] = unavailable
+    return result.model_copy(update=update)
 
 
 def _record_overhead(profiled: ProfiledCell, tool: str) -> None:

@@ -1,11 +1,10 @@
-"""Terminal rendering of a profile: the run's own figures, then the trace analysis in the
-published style (`[ANALYSIS] ...` / `Found 2 bottleneck(s):` / ...).
+"""Terminal rendering of a profile in the published style: `[ANALYSIS] Sync stall time: ...`,
+the straggler line, `Found N bottleneck(s):` with one line each, the what-if and the caveat.
 
-Every figure about where step time goes comes from the analysis' one step model
-(`ProfileAnalysis.attribution`): one "Step" line with its parts, one "Straggler" line with the
-verdict, and the other estimates (arrival order, what-if, the run's phase timers) as [CHECK]
-lines that say whether they agree. `--target` (`analysis.target`) picks the detail lines and
-the findings; the Step and Straggler lines are always shown, being the model they detail.
+Every figure about where step time goes is the run's one diagnosis (`ProfileAnalysis.diagnosis`,
+torchscale/analysis/diagnosis.py) written by `report/diagnosis_text.py`, the sentences every
+surface uses. The default output is short (about 15 lines at 80 columns); `verbose` (-v) adds
+the cross-checks, each finding's evidence and fix, the `--target` detail lines and the notes.
 """
 
 from __future__ import annotations
@@ -13,19 +12,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.cell import Status
-from torchscale.report.estimates import plus_minus, with_interval
-from torchscale.report.terminal import PART_LABELS, Level, Line, cell_lines, cell_name
-from torchscale.schema.cell_result import Attribution, CellResult, Estimate, StepPart
+from torchscale.report.diagnosis_text import diagnosis_lines, findings_lines, ms
+from torchscale.report.estimates import plus_minus
+from torchscale.report.terminal import PART_LABELS, cell_lines, cell_name
+from torchscale.report.terminal_lines import Line
+from torchscale.schema.cell_result import CellResult, Estimate, StepPart
 from torchscale.schema.profile_analysis import FindingFigures, ProfileAnalysis
 
 VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
-# detail lines each target shows (besides the Step and Straggler lines and its findings)
+# detail lines each target adds under -v (besides the diagnosis and its findings)
 TARGET_DETAILS = {
-    "sync_stalls": ("checks", "waits"),
-    "comm": ("checks", "comm"),
+    "sync_stalls": ("waits",),
+    "comm": ("comm",),
     "compute": ("compute",),
     "memory": ("memory",),
-    "all": ("checks", "waits", "comm", "compute", "memory"),
+    "all": ("waits", "comm", "compute", "memory"),
 }
 
 
@@ -60,23 +61,41 @@ def parts_text(parts: list[StepPart]) -> str:
 
 
 def run_lines(
-    result: CellResult, directory: Path, analysis: ProfileAnalysis | None = None
+    result: CellResult,
+    directory: Path,
+    analysis: ProfileAnalysis | None = None,
+    *,
+    verbose: bool = False,
 ) -> list[Line]:
-    """The profiled run's measured windows (before any traced step) and where it all is.
-    With a trace analysis that has a step model, the run's own model (phase timers) is not a
-    second headline: the analysis shows it as [CHECK] lines against the trace model, so only
-    the run's throughput and latency lines are printed here."""
-    lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {result.status}")]
-    if analysis is not None and analysis.diagnosis is not None:
-        unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
-        shown = result.model_copy(update={"diagnosis": None, "unavailable": unavailable})
-        lines += cell_lines(shown)
-    else:
-        lines += cell_lines(result)
-    target = analysis.target if analysis is not None else None
-    if result.status is Status.OK and target in ("memory", "all") and result.memory is not None:
-        lines += _run_memory_lines(result)
-    lines.append(Line("info", f"> [RUN] traces and analysis: {directory}"))
+    """The profiled run in one line (its measured windows, before any traced step), its
+    injected delays, and, with `verbose`, every line of a sweep's cell. The diagnosis is the
+    analysis' (`analysis_lines`), never printed twice."""
+    if verbose or result.status is not Status.OK or analysis is None:
+        lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {result.status}")]
+        shown = result
+        if analysis is not None and analysis.diagnosis is not None:
+            unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
+            shown = result.model_copy(update={"diagnosis": None, "unavailable": unavailable})
+        lines += cell_lines(shown, verbose=verbose)
+        target = analysis.target if analysis is not None else None
+        if result.status is Status.OK and target in ("memory", "all") and result.memory:
+            lines += _run_memory_lines(result)
+        lines.append(Line("info", f"> [RUN] traces and analysis: {directory}"))
+        return lines
+    figures = []
+    if result.throughput is not None:
+        figures.append(f"{result.throughput.samples_per_s:,.0f} samples/s")
+    if result.step_time is not None:
+        figures.append(f"step {ms(result.step_time.p50)} median")
+    lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {', '.join(['ok', *figures])}")]
+    for delay in result.injected_delays:
+        lines.append(
+            Line(
+                "warn",
+                f"> [WARN] injected delay: rank {delay.rank} +{delay.ms:g} ms in {delay.phase} "
+                "each step (artificial)",
+            )
+        )
     return lines
 
 
@@ -97,50 +116,6 @@ def _run_memory_lines(result: CellResult) -> list[Line]:
     return [Line("info", f"> [RUN] memory (measured windows, no profiler): {', '.join(figures)}")]
 
 
-def step_lines(attribution: Attribution | None, why_not: str | None) -> list[Line]:
-    """The one Step line and the one Straggler line of the trace model."""
-    if attribution is None:
-        return [Line("warn", f"> [ANALYSIS] Step model: unavailable ({why_not or 'no steps'})")]
-    over = f"mean over {attribution.ranks} rank(s) and {attribution.steps} step(s)"
-    lines = [
-        Line(
-            "info",
-            f"> [ANALYSIS] Step {plus_minus(attribution.step_s, _duration)} ({over}): "
-            f"{parts_text(attribution.parts)}",
-        )
-    ]
-    unknown = [p for p in attribution.parts if p.share.value is None and p.share.high is None]
-    lines += [
-        Line("skip", f"> [NOTE] {PART_LABELS[p.name]}: {p.share.reason}")
-        for p in unknown
-        if p.share.reason
-    ]
-    verdict = attribution.straggler
-    if verdict is not None:
-        level: Level = "warn" if verdict.named else "info"
-        lines.append(Line(level, f"> [ANALYSIS] Straggler: {verdict.summary}"))
-    return lines
-
-
-def check_lines(attribution: Attribution | None) -> list[Line]:
-    """The cross-checks of the model, each agreeing or not."""
-    if attribution is None:
-        return []
-    lines = []
-    for check in attribution.cross_checks:
-        figure = ""
-        if check.estimate is not None:
-            # the long form: a share near 0 or 1 has a lopsided interval that ± would misstate
-            figure = f"{with_interval(check.estimate, _pct)}, "
-        lines.append(
-            Line(
-                "info" if check.agrees is not False else "warn",
-                f"> [CHECK] {check.name}: {figure}{VERDICT_WORDS[check.agrees]}: {check.detail}",
-            )
-        )
-    return lines
-
-
 def _wait_lines(analysis: ProfileAnalysis) -> list[Line]:
     waits = []
     for rank in analysis.ranks:
@@ -149,6 +124,8 @@ def _wait_lines(analysis: ProfileAnalysis) -> list[Line]:
             waits.append(f"rank {rank.rank} {share_text(part.share)}")
     if not waits or analysis.ranks_analysed < 2:
         return []
+    if analysis.diagnosis is not None and analysis.diagnosis.rank_waits:
+        return []  # the diagnosis' own per-rank waits are shown (-v)
     if analysis.diagnosis is not None and any(
         p.name == "wait_for_peers" and p.share.value is None and p.share.high is None
         for p in analysis.diagnosis.parts
@@ -243,7 +220,6 @@ def _memory_lines(analysis: ProfileAnalysis) -> list[Line]:
 
 MIRRORED = ("sync_stall_pct", "exposed_comm_pct", "straggler", "whatif")
 DETAILS = {
-    "checks": lambda a: check_lines(a.diagnosis),
     "waits": _wait_lines,
     "comm": _comm_lines,
     "compute": _compute_lines,
@@ -257,29 +233,28 @@ def _finding_cost(finding: FindingFigures) -> str:
     return f"{finding.cost_pct:.1f}% of the step"
 
 
-def analysis_lines(analysis: ProfileAnalysis) -> list[Line]:
-    """The trace analysis, rendered from its step model and for its target."""
+def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[Line]:
+    """The trace analysis: its diagnosis and findings for its target; `verbose` adds the
+    cross-checks, evidence and fixes, the target's detail lines, notes and what is
+    unavailable."""
     ranks = f"{analysis.ranks_analysed} rank(s)"
     if analysis.world_size and analysis.world_size != analysis.ranks_analysed:
         ranks += f" of {analysis.world_size}"
     backend = f", {analysis.backend}" if analysis.backend else ""
-    lines = [
-        Line(
-            "head",
-            f"> [ANALYSIS] Profiling complete: {ranks}{backend}, target {analysis.target}",
-        )
-    ]
-    lines += step_lines(analysis.diagnosis, analysis.unavailable.get("diagnosis"))
-    for name in TARGET_DETAILS.get(analysis.target, TARGET_DETAILS["all"]):
-        lines += DETAILS[name](analysis)
-    count = len(analysis.findings)
-    lines.append(
-        Line("info", f"> [ANALYSIS] Found {count} bottleneck(s) for --target {analysis.target}:")
+    steps = f", {analysis.diagnosis.steps} traced step(s)" if analysis.diagnosis else ""
+    lines = [Line("head", f"> [ANALYSIS] Profiling complete: {ranks}{backend}{steps}")]
+    lines += diagnosis_lines(
+        analysis.diagnosis, analysis.unavailable.get("diagnosis"), verbose=verbose
     )
-    for number, finding in enumerate(analysis.findings, 1):
-        lines.append(Line("warn", f">   {number}. {finding.title} ({_finding_cost(finding)})"))
-        lines += [Line("info", f">      evidence: {item}") for item in finding.evidence]
-        lines.append(Line("info", f">      fix: {finding.recommendation}"))
+    if verbose:
+        for name in TARGET_DETAILS.get(analysis.target, TARGET_DETAILS["all"]):
+            lines += DETAILS[name](analysis)
+    target = "" if analysis.target == "sync_stalls" else f" for --target {analysis.target}"
+    lines += findings_lines(
+        analysis.findings, verbose=verbose, heading=f"Found {{n}} bottleneck(s){target}:"
+    )
+    if not verbose:
+        return lines
     if analysis.other_findings:
         left = "; ".join(f"{f.title} ({_finding_cost(f)})" for f in analysis.other_findings)
         lines.append(
@@ -290,7 +265,7 @@ def analysis_lines(analysis: ProfileAnalysis) -> list[Line]:
             )
         )
     lines += [Line("skip", f"> [NOTE] {note}") for note in analysis.notes]
-    # the older figures mirror the model: their reasons are the Step and Straggler lines
+    # the older figures mirror the diagnosis: their reasons are its lines
     shown = {"diagnosis"} if analysis.diagnosis is None else set(MIRRORED)
     lines += [
         Line("skip", f"> [UNAVAILABLE] {metric}: {reason}")

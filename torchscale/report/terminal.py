@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -19,23 +19,17 @@ from rich.text import Text
 from torchscale.cell import CellIdentity, Status
 from torchscale.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.plan import Plan, PlannedCell
+from torchscale.report.diagnosis_text import diagnosis_lines
 from torchscale.report.estimates import lopsided, plus_minus
 from torchscale.report.fit import Column, fit_table
 from torchscale.report.render.formatting import format_value
+from torchscale.report.terminal_lines import LEVEL_STYLE, Level, Line
 from torchscale.results.store import ResultStore
-from torchscale.schema.cell_result import Attribution, CellResult
+from torchscale.schema.cell_result import CellResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
-Level = Literal["info", "warn", "fail", "skip", "head"]
-LEVEL_STYLE: dict[Level, str] = {
-    "info": "",
-    "warn": "yellow",
-    "fail": "bold red",
-    "skip": "dim",
-    "head": "bold",
-}
 STATUS_LEVEL: dict[Status, Level] = {
     Status.OK: "info",
     Status.SKIPPED: "skip",
@@ -43,17 +37,6 @@ STATUS_LEVEL: dict[Status, Level] = {
     Status.OOM: "fail",
     Status.TIMEOUT: "fail",
 }
-
-
-@dataclass(frozen=True)
-class Line:
-    level: Level
-    text: str
-
-    def markup(self) -> str:
-        """Rich markup with every piece of text escaped."""
-        style = LEVEL_STYLE[self.level]
-        return f"[{style}]{escape(self.text)}[/]" if style else escape(self.text)
 
 
 def ranks_text(count: int, device: str) -> str:
@@ -108,31 +91,11 @@ def _ms(value: float) -> str:
     return f"{value * 1e3:.1f}ms"
 
 
-def step_model_lines(attribution: Attribution | None, why_not: str | None) -> list[Line]:
-    """The one model of the step: its parts with ±, the straggler verdict, the cross-checks.
-    Every surface that shows these figures shows these values (docs/methodology.md)."""
-    if attribution is None:
-        return [Line("skip", f"> [INFO] Step model: unavailable ({why_not})")] if why_not else []
-    parts = ", ".join(
-        f"{PART_LABELS[p.name]} {plus_minus(p.share, _pct)}" for p in attribution.parts
-    )
-    lines = [Line("info", f"> [INFO] Step {plus_minus(attribution.step_s, _ms)}: {parts}")]
-    verdict = attribution.straggler
-    if verdict is not None:
-        level: Level = "warn" if verdict.named else "info"
-        lines.append(Line(level, f"> [INFO] Straggler: {verdict.summary}"))
-    for check in attribution.cross_checks:
-        figure = plus_minus(check.estimate, _pct) if check.estimate else "no figure"
-        verdict_text = {True: "agrees", False: "disagrees", None: "not judged"}[check.agrees]
-        lines.append(
-            Line("skip", f"> [CHECK] {check.name}: {figure}, {verdict_text}: {check.detail}")
-        )
-    return lines
-
-
-def cell_lines(result: CellResult) -> list[Line]:
+def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     """The published per-cell lines (throughput, latency) with their intervals, then the
-    step model, then warnings."""
+    run's diagnosis (`report/diagnosis_text.py`; `verbose` adds its cross-checks), then
+    warnings."""
+
     if result.status is not Status.OK:
         tag = "SKIP" if result.status is Status.SKIPPED else "FAIL"
         reason = result.error.reason if result.error else ""
@@ -152,7 +115,9 @@ def cell_lines(result: CellResult) -> list[Line]:
             p50, p95 = plus_minus(intervals.step_p50_s, _ms), plus_minus(intervals.step_p95_s, _ms)
         lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
     if result.cell.world_size > 1 or result.diagnosis is not None:
-        lines += step_model_lines(result.diagnosis, result.unavailable.get("diagnosis"))
+        lines += diagnosis_lines(
+            result.diagnosis, result.unavailable.get("diagnosis"), verbose=verbose
+        )
     lines += headline_lines(result)
     lines += [Line("warn", f"> [WARN] {w}") for w in result.warnings]
     return lines

@@ -415,6 +415,11 @@ class StragglerVerdict(_Model):
         description="schema 10: the own-work gap passed the test (p and minimum effect), "
         "named or withdrawn by evidence naming another rank; null: older result",
     )
+    withdrawn_by: str | None = Field(
+        default=None,
+        description="schema 10: the evidence that significantly named another rank and so "
+        "withdrew a significant gap; null: not withdrawn",
+    )
     min_effect_s: float | None = Field(description="smallest gap named: a share of the step")
     test: str = Field(description="the test, in words")
     summary: str = Field(description="one line, the same on every surface")

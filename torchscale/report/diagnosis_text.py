@@ -1,0 +1,204 @@
+"""The run's one diagnosis in words: the sentences every surface prints for it.
+
+The diagnosis is computed once (torchscale/analysis/diagnosis.py); this module only writes its
+figures, so the terminal (profile and sweep lines), the reports and their formats say the same
+thing with the same digits: shares of the step with one decimal, intervals as [low, high]
+(a lopsided interval is never a '±'), milliseconds with three significant figures.
+"""
+
+from __future__ import annotations
+
+from torchscale.report.terminal_lines import Level, Line
+from torchscale.schema.cell_result import Diagnosis, Estimate, Finding, StragglerVerdict
+
+PART_WORDS = {
+    "compute": "compute",
+    "data": "data",
+    "wait_for_peers": "waiting",
+    "exposed_transfer": "exposed comm",
+    "rest": "rest",
+}
+VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
+
+
+def pct(value: float) -> str:
+    """A share of the step: '40.1 %'."""
+    return f"{value * 100:.1f} %"
+
+
+def ms(seconds: float) -> str:
+    """Milliseconds, three significant figures: '52.6 ms', '0.412 ms', '1.23e+03 ms'."""
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def share_text(estimate: Estimate | None) -> str:
+    """'40.1 % [38.4, 41.4]', '0.0 %' (none in any step), 'not measurable (< 0.4 %)',
+    '12.0 % (spread unknown)' or 'unknown'."""
+    if estimate is None:
+        return "unknown"
+    if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
+        return pct(0.0)
+    if estimate.value is None or not estimate.measurable:
+        return (
+            f"not measurable (< {pct(estimate.high)})" if estimate.high is not None else "unknown"
+        )
+    if estimate.low is None or estimate.high is None:
+        return f"{pct(estimate.value)} (spread unknown)"
+    return f"{pct(estimate.value)} [{estimate.low * 100:.1f}, {estimate.high * 100:.1f}]"
+
+
+def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
+    """'+52.6 ms [49.9, 55.3]' (milliseconds, the interval in the same unit)."""
+    if estimate is None or estimate.value is None:
+        if estimate is not None and estimate.high is not None:
+            return f"not measurable (< {ms(estimate.high)})"
+        return "unknown"
+    sign = "+" if signed and estimate.value >= 0 else ""
+    value = f"{sign}{ms(estimate.value)}"
+    if estimate.low is None or estimate.high is None:
+        return f"{value} (spread unknown)"
+    return f"{value} [{estimate.low * 1e3:.3g}, {estimate.high * 1e3:.3g}]"
+
+
+def sync_stall_text(diagnosis: Diagnosis) -> str:
+    """The seed's line: 'Sync stall time: 40.1 % [38.4, 41.4]' (waiting for peers, mean over
+    ranks, share of the step)."""
+    part = diagnosis.part("wait_for_peers")
+    return f"Sync stall time: {share_text(part.share if part else None)}"
+
+
+def split_text(diagnosis: Diagnosis) -> str:
+    """'Step 66.7 ms: compute 57.2 %, data 0.0 %, waiting 40.1 %, exposed comm 1.6 %, rest
+    1.1 %' (point values; each part's interval is in the JSON and -v)."""
+    parts = ", ".join(f"{PART_WORDS[p.name]} {_point(p.share)}" for p in diagnosis.parts)
+    return f"Step {_step(diagnosis.step_s)}: {parts}"
+
+
+def _point(estimate: Estimate) -> str:
+    if estimate.value is not None and estimate.measurable:
+        return pct(estimate.value)
+    if estimate.low == 0 and estimate.high == 0:
+        return pct(0.0)
+    return f"< {pct(estimate.high)}" if estimate.high is not None else "?"
+
+
+def _step(estimate: Estimate) -> str:
+    return ms(estimate.value) if estimate.value is not None else "?"
+
+
+def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
+    """'Straggler: rank 1 in backward, +52.6 ms [49.9, 55.3] per step, p = 0.00098' (its own
+    work per step over the median of the others', same step)
+    or 'Straggler: none significant (largest gap rank 0, +0.21 ms [-0.3, 0.7], p = 0.46)'."""
+    if verdict is None:
+        return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
+    p = f", p = {verdict.p_value:.2g}" if verdict.p_value is not None else ""
+    gap = seconds_text(verdict.gap_s, signed=True)
+    if verdict.named:
+        where = f" in {verdict.phase}" if verdict.phase else ""
+        return f"Straggler: rank {verdict.rank}{where}, {gap} per step{p}"
+    if verdict.candidate_rank is None or verdict.gap_s is None:
+        return f"Straggler: not tested ({verdict.summary.removeprefix('no straggler test: ')})"
+    text = f"Straggler: none significant (largest gap rank {verdict.candidate_rank}, {gap}{p})"
+    if verdict.withdrawn_by:
+        text += f"; withdrawn: {verdict.withdrawn_by}"
+    return text
+
+
+def whatif_text(diagnosis: Diagnosis) -> str | None:
+    """'What-if: rank 1 doing the others' work: steps up to 78.8 % [75.7, 82.1] shorter'."""
+    w = diagnosis.whatif
+    if w is None or not w.named:
+        return None
+    return (
+        f"What-if: rank {w.rank} doing the others' work: steps up to {share_text(w.share)} shorter"
+    )
+
+
+def finding_line(number: int, finding: Finding) -> str:
+    """'  1. <title> (40.1 % of the step)'."""
+    cost = share_text(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
+    return f">   {number}. {finding.title} ({cost.split(' [')[0]})"
+
+
+def diagnosis_lines(
+    diagnosis: Diagnosis | None, why_not: str | None, *, verbose: bool
+) -> list[Line]:
+    """The diagnosis as terminal lines: sync stall, step split, straggler, its caveat, the
+    what-if and, when a cross-check disagrees, one line saying so; `verbose` adds the
+    per-rank waits, what decided and every cross-check."""
+    if diagnosis is None:
+        return [Line("skip", f"> [ANALYSIS] Diagnosis: unavailable ({why_not})")] if why_not else []
+    lines = [
+        Line("info", f"> [ANALYSIS] {sync_stall_text(diagnosis)}"),
+        Line("info", f"> [ANALYSIS] {split_text(diagnosis)}"),
+    ]
+    verdict = diagnosis.straggler
+    if diagnosis.ranks > 1 or verdict is not None:
+        level: Level = "warn" if verdict is not None and verdict.named else "info"
+        lines.append(Line(level, f"> [ANALYSIS] {straggler_text(verdict, diagnosis.ranks)}"))
+    if diagnosis.caveat:
+        lines.append(Line("warn", f"> [CAVEAT] {diagnosis.caveat}"))
+    if (whatif := whatif_text(diagnosis)) is not None:
+        lines.append(Line("info", f"> [ANALYSIS] {whatif}"))
+    if verbose:
+        lines += verbose_lines(diagnosis)
+    elif diagnosis.disagreement:
+        lines.append(Line("skip", f"> [NOTE] {diagnosis.disagreement}"))
+    return lines
+
+
+def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
+    """What -v adds: what decided, the per-rank waits, each part's interval, the verdict in
+    full and every cross-check."""
+    lines = [Line("skip", f"> [DETAIL] decided by the {diagnosis.source}: {diagnosis.basis}")]
+    lines.append(
+        Line(
+            "skip",
+            "> [DETAIL] parts: "
+            + ", ".join(f"{PART_WORDS[p.name]} {share_text(p.share)}" for p in diagnosis.parts),
+        )
+    )
+    if diagnosis.rank_waits:
+        lines.append(
+            Line(
+                "skip",
+                "> [DETAIL] waiting by rank (share of its own step): "
+                + ", ".join(f"rank {w.rank} {share_text(w.share)}" for w in diagnosis.rank_waits),
+            )
+        )
+    if diagnosis.straggler is not None:
+        lines.append(Line("skip", f"> [DETAIL] straggler test: {diagnosis.straggler.summary}"))
+    w = diagnosis.whatif
+    if w is not None:
+        who = f"rank {w.rank}" + ("" if w.named else " (largest gap, not named)")
+        extra = f"; its extra work {ms(w.extra_work_s)}" if w.extra_work_s is not None else ""
+        lines.append(
+            Line(
+                "skip",
+                f"> [DETAIL] what-if, {who}: saves {seconds_text(w.saved_s)} per step, "
+                f"{share_text(w.share)} of the step{extra} ({w.method})",
+            )
+        )
+    for check in diagnosis.cross_checks:
+        figure = f"{share_text(check.estimate)}, " if check.estimate is not None else ""
+        lines.append(
+            Line(
+                "info" if check.agrees is not False else "warn",
+                f"> [CHECK] {check.name}: {figure}{VERDICT_WORDS[check.agrees]}: {check.detail}",
+            )
+        )
+    return lines
+
+
+def findings_lines(
+    findings: list[Finding], *, verbose: bool, heading: str = "Found {n} bottleneck(s):"
+) -> list[Line]:
+    """'Found N bottleneck(s):' and one line each; `verbose` adds evidence and the fix."""
+    lines = [Line("info", f"> [ANALYSIS] {heading.format(n=len(findings))}")]
+    for number, finding in enumerate(findings, 1):
+        lines.append(Line("warn", finding_line(number, finding)))
+        if verbose:
+            lines += [Line("info", f">      evidence: {item}") for item in finding.evidence]
+            lines.append(Line("info", f">      fix: {finding.recommendation}"))
+    return lines
