@@ -279,7 +279,7 @@ def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
         make_rank(1, [1, 1, 1], sync, no_sync=(0.004, 0.004, 0.004, 0.005), phases=phases),
     ]
     result = run(ranks)
-    comm, attribution = result.communication, result.attribution
+    comm, attribution = result.communication, result.diagnosis
     assert comm is not None and attribution is not None
     assert comm.step_time_no_sync_s == pytest.approx(0.004)
     # both ranks arrive together: the whole grad-sync wait is the transfer, nobody waits
@@ -600,7 +600,7 @@ def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     """Other processes that starve one rank of CPU make it slow exactly like a slow workload:
     the verdict keeps its name and figures and adds why to look at the host first."""
     from torchscale.schema.cell_result import HostLoad, Telemetry
-    from torchscale.worker.aggregate import busy_caveat
+    from torchscale.analysis.diagnosis import busy_caveat, with_caveat
 
     phases = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}
     ranks = [
@@ -612,7 +612,7 @@ def test_a_straggler_named_on_a_busy_host_says_so() -> None:
             phases={**phases, "backward": 0.013, "grad_sync_wait": 0.001},
         ),
     ]
-    attribution = run(ranks).attribution
+    attribution = run(ranks).diagnosis
     assert attribution is not None and attribution.straggler is not None
     assert attribution.straggler.named
     busy = Telemetry.model_construct(
@@ -621,8 +621,8 @@ def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     quiet = Telemetry.model_construct(
         hosts=[HostLoad.model_construct(host="vm", busy=False, other_cores=0.0)]
     )
-    assert busy_caveat(attribution, quiet) == attribution
-    said = busy_caveat(attribution, busy).straggler
+    assert with_caveat(attribution, busy_caveat(quiet)) == attribution
+    said = with_caveat(attribution, busy_caveat(busy)).straggler
     assert said is not None and said.named and said.rank == 1
     assert said.summary.startswith(attribution.straggler.summary)
     assert "busy" in said.summary and "0.9 core(s) on vm" in said.summary

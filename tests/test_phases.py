@@ -101,7 +101,7 @@ def test_rank_slow_in_backward_is_the_straggler() -> None:
     assert [r.compute_time.p50 for r in result.ranks if r.compute_time] == [0.012, 0.072]
     assert result.ranks[1].phases is not None
     assert result.ranks[1].phases.backward == pytest.approx(0.066)
-    verdict = result.attribution.straggler if result.attribution else None
+    verdict = result.diagnosis.straggler if result.diagnosis else None
     assert verdict is not None and verdict.named and verdict.p_value is not None
     assert verdict.p_value < 0.01
     assert verdict.summary.startswith("rank 1 is a straggler in backward: +60 ms")
@@ -147,7 +147,7 @@ def test_parts_of_the_step_add_up_per_rank_and_on_average() -> None:
             1, [1, 1, 1], SYNC, no_sync=(0.072,) * 4, phases=phases(backward=0.066, wait=0.003)
         ),
     ]
-    attribution = run(ranks).attribution
+    attribution = run(ranks).diagnosis
     assert attribution is not None
     seconds = {p.name: p.seconds.value or 0.0 for p in attribution.parts}
     assert sum(seconds.values()) == pytest.approx(attribution.step_s.value)
@@ -166,9 +166,9 @@ def test_without_phase_timing_nothing_is_named_or_split() -> None:
         make_rank(1, [1, 1, 1], (t,) * 4, no_sync=(0.072,) * 4),
     ]
     result = run(ranks)
-    assert result.attribution is None and result.straggler is None
+    assert result.diagnosis is None and result.straggler is None
     assert result.communication is not None and result.communication.comm_overhead is None
-    assert "no phase timing" in result.unavailable["attribution"]
+    assert "no phase timing" in result.unavailable["diagnosis"]
     assert "no phase timing" in result.unavailable["comm_overhead"]
 
 
@@ -202,10 +202,8 @@ def test_without_a_no_sync_window_the_phases_still_split_the_step() -> None:
     assert straggler.gap_s == pytest.approx(0.030)
     assert straggler.compute_s == pytest.approx(0.0001 + 0.034 + 0.006 + 0.002)
     # the step model needs no no_sync window; it only loses that cross-check
-    assert result.attribution is not None
-    assert [c.name for c in result.attribution.cross_checks] == [
-        "others' wait for it (phase timers)"
-    ]
+    assert result.diagnosis is not None
+    assert [c.name for c in result.diagnosis.cross_checks] == ["others' wait for it (phase timers)"]
     assert result.communication is not None
     assert result.communication.comm_overhead == pytest.approx(0.001 / 0.075)
 
@@ -235,7 +233,7 @@ def test_a_straggler_nobody_waits_for_is_not_named() -> None:
     ]
     result = run(ranks)
     assert result.straggler is None and result.straggler_rank is None
-    attribution = result.attribution
+    attribution = result.diagnosis
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
     assert not verdict.named and verdict.candidate_rank == 1
@@ -249,7 +247,7 @@ def test_a_named_straggler_carries_the_others_wait_for_it() -> None:
         make_rank(0, [1, 1, 1], SYNC, phases=phases(backward=0.006, wait=0.063)),
         make_rank(1, [1, 1, 1], SYNC, phases=phases(backward=0.066, wait=0.003)),
     ]
-    attribution = run(ranks).attribution
+    attribution = run(ranks).diagnosis
     assert attribution is not None and attribution.straggler is not None
     assert attribution.straggler.named and attribution.straggler.rank == 1
     (check,) = attribution.cross_checks
@@ -287,7 +285,7 @@ def test_a_whole_backward_is_not_blamed() -> None:
         ),
     ]
     result = run(ranks)
-    assert result.straggler is None and result.attribution is None
+    assert result.straggler is None and result.diagnosis is None
     assert "no phase timing with backward split" in result.unavailable["straggler"]
 
 
@@ -660,7 +658,7 @@ def test_real_cell_names_the_injected_straggler(straggler_cell: tuple[CellResult
     assert comm.load_imbalance_s == pytest.approx(0.050 / 2, rel=0.25)
     assert comm.load_imbalance > comm.comm_overhead
     assert comm.sync_overhead is None  # a cross-check of the step model since schema 8
-    attribution = result.attribution
+    attribution = result.diagnosis
     assert attribution is not None and attribution.straggler is not None
     assert attribution.straggler.named and attribution.straggler.rank == 1
 

@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from torchscale.cli.app import app
+from torchscale.report.diagnosis_text import split_text, straggler_text
 from torchscale.results.versions import read_cell_result
 from torchscale.schema.profile_analysis import ProfileAnalysis
 
@@ -80,8 +81,8 @@ def test_trace_analysis_names_rank_phase_and_size(profiled: tuple[int, Result, P
     assert files == [f"rank{r}.trace.json.gz" for r in range(ranks)]
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
     assert analysis.ranks_analysed == ranks and analysis.backend == "gloo"
-    assert analysis.attribution is not None, analysis.unavailable
-    verdict = analysis.attribution.straggler
+    assert analysis.diagnosis is not None, analysis.unavailable
+    verdict = analysis.diagnosis.straggler
     assert verdict is not None and verdict.named, verdict.summary
     assert (verdict.rank, verdict.phase) == (1, "backward")
     assert analysis.straggler is not None, analysis.unavailable
@@ -104,42 +105,56 @@ def test_capture_overhead_against_the_measured_windows(profiled: tuple[int, Resu
     assert f"over {ranks} rank(s)" in line and "same step timer: perf_counter" in line
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
     assert line in analysis.notes
-    assert line in " ".join(result.output.split())
+    assert "capture overhead" not in result.output  # a note: shown with -v
     for rank in range(ranks):
         own = json.loads((directory / f"rank{rank}.phases.json").read_text())
         assert len(own["step_s"]) == len(own["steps"]) == 10
 
 
 def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result, Path]) -> None:
-    """Terminal and analysis.json say the same, once: the Step line is the stored parts, the
-    Straggler line the stored verdict; the finding costs the stored wait; the what-if is an
-    upper bound no larger than the other ranks' wait; the phase timers are a [CHECK]."""
-    _ranks, result, directory = profiled
+    """One diagnosis per run: result.json and analysis.json hold the same one; the terminal
+    prints its sync stall, step split and verdict once, in at most 15 lines of at most 80
+    columns; the finding costs its wait; the what-if is bounded by the other ranks' wait;
+    the phase timers are cross-checks kept in the JSON, not printed by default."""
+    ranks, result, directory = profiled
     assert result.exit_code == 0, result.output
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
-    attribution = analysis.attribution
-    assert attribution is not None and attribution.straggler is not None
-    out = result.output
+    diagnosis = analysis.diagnosis
+    assert diagnosis is not None and diagnosis.straggler is not None
+    assert diagnosis.source == "traces"
+    run = read_cell_result(directory / "result.json").result
+    assert run is not None and run.diagnosis == diagnosis
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 15, result.stdout
+    assert max(len(line) for line in lines) <= 80, result.stdout
+    out = " ".join(result.stdout.split())  # the lines unwrapped
     assert out.count("Straggler:") == 1 and out.count("[ANALYSIS] Step ") == 1
-    assert f"[ANALYSIS] Straggler: {attribution.straggler.summary}" in out
-    assert "> [INFO] Step " not in out and "[RUN] phase timers" not in out
-    assert "Exposed communication:" not in out and "Sync stall" not in out
-    checks = {c.name: c for c in attribution.cross_checks}
+    assert f"[ANALYSIS] {straggler_text(diagnosis.straggler, ranks)}" in out
+    assert f"[ANALYSIS] {split_text(diagnosis)}" in out
+    assert out.count("Sync stall time:") == 1 and "[CHECK]" not in out
+    checks = {c.name: c for c in diagnosis.cross_checks}
     assert checks["phase timers: straggler"].agrees is True
     assert checks["arrival order (last arriver)"].agrees is True
-    assert "[CHECK] phase timers: straggler: agrees" in out
-    wait = next(p for p in attribution.parts if p.name == "wait_for_peers")
+    differ = [c.name for c in diagnosis.cross_checks if c.agrees is False]
+    # under load the timers' split may leave the traces' intervals: then one line says so
+    assert (diagnosis.disagreement is None) == (not differ)
+    assert all(name in (diagnosis.disagreement or "") for name in differ)
+    wait = next(p for p in diagnosis.parts if p.name == "wait_for_peers")
     assert analysis.findings[0].cost_share == wait.share
-    (whatif,) = analysis.whatif
-    assert whatif.rank == 1
+    whatif = diagnosis.whatif
+    assert whatif is not None and whatif.rank == 1 and whatif.named
+    (mirror,) = analysis.whatif
+    assert mirror.rank == 1
     others = [
         next(p.seconds.value for p in r.parts if p.name == "wait_for_peers")
         for r in analysis.ranks
         if r.rank != 1
     ]
-    assert whatif.saved_us_per_step <= min(others) * 1e6 + 1e-6
-    assert "[CHECK] what-if (upper bound)" in out and "at most" in out
-    for part in attribution.parts:
+    assert whatif.saved_s.value is not None and whatif.extra_work_s is not None
+    assert whatif.saved_s.value <= min(others) + 1e-9
+    assert whatif.saved_s.value <= whatif.extra_work_s + 1e-9
+    assert "What-if: rank 1 on par" in out
+    for part in diagnosis.parts:
         for figure in (part.share.value, part.share.low, part.share.high):
             assert figure is None or 0.0 <= figure <= 1.0
 
@@ -166,7 +181,7 @@ def test_balanced_run_names_no_straggler(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (directory,) = sorted((tmp_path / "balanced" / "profile").iterdir())
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
-    verdict = analysis.attribution.straggler
+    verdict = analysis.diagnosis.straggler
     assert verdict is not None and not verdict.named, verdict.summary
     assert analysis.straggler is None
     assert "straggler" not in {f.category for f in analysis.findings}

@@ -40,6 +40,7 @@ from torchscale.report.sections.context import slug
 from torchscale.report.sources import read_sources
 from torchscale.schema.cell_result import (
     Attribution,
+    Diagnosis,
     CellResult,
     Estimate,
     Intervals,
@@ -147,7 +148,7 @@ def with_attribution(model: Attribution) -> Edit:
 
     def edit(result: CellResult) -> CellResult:
         assert result.throughput is not None and result.step_time is not None
-        unavailable = {k: v for k, v in result.unavailable.items() if k != "attribution"}
+        unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
         thr = result.throughput
         steps = result.step_time
         intervals = Intervals(
@@ -159,7 +160,11 @@ def with_attribution(model: Attribution) -> Edit:
             step_p99_s=estimate(steps.p99, steps.p99 * 0.7, steps.p99 * 1.3),
         )
         return result.model_copy(
-            update={"attribution": model, "intervals": intervals, "unavailable": unavailable}
+            update={
+                "diagnosis": Diagnosis(**dict(model), source="phase timers"),
+                "intervals": intervals,
+                "unavailable": unavailable,
+            }
         )
 
     return edit

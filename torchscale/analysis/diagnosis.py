@@ -64,10 +64,9 @@ WHATIF_METHOD = (
     "candidate's own work over the median of the others' (its extra work), at least 0; mean "
     "over steps, moving-block bootstrap over steps"
 )
-BUSY_CAVEAT = (
-    "busy machine: other processes used {cores} core(s) on {host} during the windows; a rank "
-    "they starve looks like a straggler: check the host first"
-)
+# short enough for one terminal line: a rank starved of CPU by other processes is slow exactly
+# like a slow workload, so a name on a busy machine says to check the host before the code
+BUSY_CAVEAT = "busy machine (others used {cores} cores on {host}): check the host first"
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,10 @@ def sync_stall_text(diagnosis: Diagnosis) -> str:
     """The seed's line: 'Sync stall time: 40.1 % [38.4, 41.4]' (waiting for peers, mean over
     ranks, share of the step)."""
     part = diagnosis.part("wait_for_peers")
-    return f"Sync stall time: {share_text(part.share if part else None)}"
+    text = f"Sync stall time: {share_text(part.share if part else None)}"
+    if part is not None and part.share.value is None and part.share.high is None:
+        text += f" ({part.share.reason})" if part.share.reason else ""
+    return text
 
 
 def split_text(diagnosis: Diagnosis) -> str:
@@ -79,7 +82,7 @@ def _point(estimate: Estimate) -> str:
         return pct(estimate.value)
     if estimate.low == 0 and estimate.high == 0:
         return pct(0.0)
-    return f"< {pct(estimate.high)}" if estimate.high is not None else "?"
+    return f"< {pct(estimate.high)}" if estimate.high is not None else "unknown"
 
 
 def _step(estimate: Estimate) -> str:
@@ -87,7 +90,7 @@ def _step(estimate: Estimate) -> str:
 
 
 def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
-    """'Straggler: rank 1 in backward, +52.6 ms [49.9, 55.3] per step, p = 0.00098' (its own
+    """'Straggler: rank 1 backward +52.6 ms [49.9, 55.3]/step, p = 0.00098' (its own
     work per step over the median of the others', same step)
     or 'Straggler: none significant (largest gap rank 0, +0.21 ms [-0.3, 0.7], p = 0.46)'."""
     if verdict is None:
@@ -95,8 +98,8 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     p = f", p = {verdict.p_value:.2g}" if verdict.p_value is not None else ""
     gap = seconds_text(verdict.gap_s, signed=True)
     if verdict.named:
-        where = f" in {verdict.phase}" if verdict.phase else ""
-        return f"Straggler: rank {verdict.rank}{where}, {gap} per step{p}"
+        where = f" {verdict.phase}" if verdict.phase else ""
+        return f"Straggler: rank {verdict.rank}{where} {gap}/step{p}"
     if verdict.candidate_rank is None or verdict.gap_s is None:
         return f"Straggler: not tested ({verdict.summary.removeprefix('no straggler test: ')})"
     text = f"Straggler: none significant (largest gap rank {verdict.candidate_rank}, {gap}{p})"
@@ -106,13 +109,12 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
 
 
 def whatif_text(diagnosis: Diagnosis) -> str | None:
-    """'What-if: rank 1 doing the others' work: steps up to 78.8 % [75.7, 82.1] shorter'."""
+    """'What-if: rank 1 on par, steps up to 78.8 % [75.7, 82.1] shorter' (on par: no more own
+    work per step than the median of the others)."""
     w = diagnosis.whatif
     if w is None or not w.named:
         return None
-    return (
-        f"What-if: rank {w.rank} doing the others' work: steps up to {share_text(w.share)} shorter"
-    )
+    return f"What-if: rank {w.rank} on par, steps up to {share_text(w.share)} shorter"
 
 
 def finding_line(number: int, finding: Finding) -> str:

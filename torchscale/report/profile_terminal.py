@@ -250,8 +250,10 @@ def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[
         for name in TARGET_DETAILS.get(analysis.target, TARGET_DETAILS["all"]):
             lines += DETAILS[name](analysis)
     target = "" if analysis.target == "sync_stalls" else f" for --target {analysis.target}"
+    more = len(analysis.other_findings)
+    left = f" ({more} more left out by --target {analysis.target})" if more else ""
     lines += findings_lines(
-        analysis.findings, verbose=verbose, heading=f"Found {{n}} bottleneck(s){target}:"
+        analysis.findings, verbose=verbose, heading=f"Found {{n}} bottleneck(s){target}{left}:"
     )
     if not verbose:
         return lines

@@ -1,3 +1,4 @@
 """Trace analyses: pure functions over the event tables of `torchscale.traces.rank_trace`, one
-analysis per module (collective matching, clock offsets, breakdown, stragglers, what-if,
-findings)."""
+analysis per module (steps and phases, breakdown, idle taxonomy, collective matching, clock
+offsets, stragglers, the step model, findings). The what-if is the run's diagnosis'
+(`torchscale.analysis.diagnosis`), computed over the step model."""

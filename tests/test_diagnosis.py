@@ -1,0 +1,270 @@
+"""The one diagnosis (torchscale/analysis/diagnosis.py): the straggler rule (a significant gap
+is named unless other evidence significantly names another rank), the bounded what-if, the
+"ranks take turns" rule, and the schema upgrades that read older models as diagnoses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from torchscale.analysis.attribution import evidence_against, withdraw
+from torchscale.analysis.diagnosis import (
+    RunEvidence,
+    TimerEvidence,
+    bounded_whatif,
+    diagnose,
+    with_caveat,
+)
+from torchscale.analysis.trace.collective_matching import Matched
+from torchscale.analysis.trace.ranked_findings import FindingInputs, rank_findings, waits_spread
+from torchscale.analysis.trace.step_model import _arrival_check
+from torchscale.analysis.trace.straggler import Straggler, StragglerAnalysis
+from torchscale.report.diagnosis_text import straggler_text
+from torchscale.results.versions import parse_cell_result
+from torchscale.schema.cell_result import Estimate, StragglerVerdict
+from torchscale.schema.profile_analysis import ProfileAnalysis
+
+
+def _table(steps: int, ranks: int, extra: dict[int, float], seed: int = 0) -> pd.DataFrame:
+    """A phase table: every rank 10 ms forward, 20 ms backward (+ extra on some), 2 ms
+    optimizer; each rank's grad-sync wait is the slowest rank's backward minus its own plus a
+    1 ms transfer, so the others wait for the slow one as they do in DDP."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for step in range(steps):
+        backward = {r: 0.020 + extra.get(r, 0.0) + rng.normal(0, 0.0005) for r in range(ranks)}
+        slowest = max(backward.values())
+        for rank in range(ranks):
+            wait = slowest - backward[rank] + 0.001
+            phases = {
+                "data": 0.0001,
+                "forward": 0.010 + rng.normal(0, 0.0003),
+                "backward": backward[rank],
+                "grad_sync_wait": wait,
+                "optimizer": 0.002,
+            }
+            rows.append(
+                {"window": 0, "step": step, "rank": rank, **phases, "step_s": sum(phases.values())}
+            )
+    return pd.DataFrame(rows)
+
+
+def _named_verdict(rank: int = 1) -> StragglerVerdict:
+    gap = Estimate(value=0.05, low=0.048, high=0.052, n=10, method="m", measurable=True)
+    return StragglerVerdict(
+        named=True,
+        rank=rank,
+        phase="backward",
+        candidate_rank=rank,
+        gap_s=gap,
+        p_value=0.001,
+        significant=True,
+        min_effect_s=0.003,
+        test="t",
+        summary=f"rank {rank} is a straggler in backward",
+    )
+
+
+def _matched(last_counts: dict[int, int], instances: int) -> Matched:
+    """`instances` matched collectives on 2 ranks; rank r arrived last at last_counts[r]."""
+    rows = []
+    order = [r for r, k in last_counts.items() for _ in range(k)]
+    for index in range(instances):
+        last = order[index] if index < len(order) else None
+        for rank in (0, 1):
+            rows.append(
+                {
+                    "group": "g",
+                    "index": index,
+                    "rank": rank,
+                    "last_by_duration": rank == last,
+                    "consistent": True,
+                }
+            )
+    return Matched(matched=pd.DataFrame(rows))
+
+
+def test_a_significant_gap_with_a_non_significant_arrival_order_is_named() -> None:
+    verdict = _named_verdict(1)
+    # rank 1 last at 8 of 10 collectives: p = 0.11, so arrival order names nobody
+    arrival = StragglerAnalysis(straggler=None, reason="no rank stands out (p = 0.11)")
+    check = _arrival_check(_matched({1: 8, 0: 2}, 10), arrival, 1, verdict)
+    assert check.agrees is None
+    assert evidence_against([check]) == []
+
+
+def test_a_significant_arrival_order_naming_another_rank_withdraws_the_name() -> None:
+    verdict = _named_verdict(1)
+    top = Straggler(
+        rank=0,
+        share_last=1.0,
+        instances_last=10,
+        instances=10,
+        expected_share=0.5,
+        p_value=0.002,
+        mean_lateness_us=100.0,
+        mean_arrival_lateness_us=None,
+        op="all_reduce",
+    )
+    arrival = StragglerAnalysis(straggler=top, reason="rank 0 arrives last")
+    check = _arrival_check(_matched({0: 10}, 10), arrival, 1, verdict)
+    assert check.agrees is False
+    found = evidence_against([check])
+    assert len(found) == 1 and "rank 0" in found[0]
+    withdrawn = withdraw(verdict, "; ".join(found))
+    assert not withdrawn.named and withdrawn.withdrawn_by == found[0]
+    assert withdrawn.significant  # the gap passed; the evidence withdrew it
+    assert "withdrawn" in straggler_text(withdrawn, 2)
+
+
+def test_phase_timers_name_an_injected_straggler_with_a_bounded_whatif() -> None:
+    table = _table(steps=20, ranks=2, extra={1: 0.030})
+    diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=table)))
+    assert diagnosis is not None and diagnosis.source == "phase timers"
+    verdict = diagnosis.straggler
+    assert verdict is not None and verdict.named and verdict.rank == 1
+    assert verdict.phase == "backward" and verdict.significant
+    whatif = diagnosis.whatif
+    assert whatif is not None and whatif.named and whatif.rank == 1
+    # bounded by the extra work (30 ms) and by the wait it removes (rank 0 waits ~31 ms)
+    assert whatif.saved_s.value is not None
+    assert whatif.saved_s.value <= whatif.extra_work_s + 1e-9  # type: ignore[operator]
+    assert whatif.saved_s.value == pytest.approx(0.030, abs=0.002)
+    assert next(f.category for f in diagnosis.findings) == "straggler"
+    waits = {w.rank: w.share.value for w in diagnosis.rank_waits}
+    assert waits[0] is not None and waits[0] > 0.4  # rank 0 waits for rank 1
+    # the parts add up to the step
+    total = sum(p.seconds.value or 0.0 for p in diagnosis.parts)
+    assert total == pytest.approx(diagnosis.step_s.value, rel=1e-6)
+
+
+def test_a_balanced_run_names_nobody() -> None:
+    diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=_table(20, 4, {}))))
+    assert diagnosis is not None and diagnosis.straggler is not None
+    assert not diagnosis.straggler.named
+    assert diagnosis.whatif is None or not diagnosis.whatif.named
+    assert all(f.category != "straggler" for f in diagnosis.findings)
+
+
+def test_whatif_is_capped_by_the_wait_it_removes_and_by_the_extra_work() -> None:
+    keys = pd.Index([0, 1, 2])
+    step = pd.Series([0.1, 0.1, 0.1], index=keys)
+    # rank 1 has 40 ms extra work but rank 0 waits only 10 ms: 10 ms saved per step
+    wait = pd.DataFrame({0: [0.010] * 3, 1: [0.0] * 3}, index=keys)
+    own = pd.DataFrame({0: [0.050] * 3, 1: [0.090] * 3}, index=keys)
+    capped = bounded_whatif(wait, own, step, 1, named=True)
+    assert capped is not None and capped.saved_s.value == pytest.approx(0.010)
+    # rank 0 waits 60 ms but rank 1's extra work is 40 ms: 40 ms saved, never 60
+    wait = pd.DataFrame({0: [0.060] * 3, 1: [0.0] * 3}, index=keys)
+    capped = bounded_whatif(wait, own, step, 1, named=True)
+    assert capped is not None and capped.saved_s.value == pytest.approx(0.040)
+    assert capped.share.value == pytest.approx(0.4)
+    # never negative: a candidate with less work than the others saves nothing
+    own = pd.DataFrame({0: [0.090] * 3, 1: [0.050] * 3}, index=keys)
+    capped = bounded_whatif(wait, own, step, 1, named=False)
+    assert capped is not None and (capped.saved_s.value or 0.0) == 0.0
+
+
+def _share(value: float) -> Estimate:
+    return Estimate(
+        value=value, low=value * 0.9, high=value * 1.1, n=20, method="m", measurable=True
+    )
+
+
+def _unnamed(significant: bool) -> StragglerVerdict:
+    return _named_verdict(1).model_copy(
+        update={"named": False, "rank": None, "phase": None, "significant": significant}
+    )
+
+
+def test_ranks_take_turns_only_when_no_gap_is_significant_and_the_waits_are_spread() -> None:
+    base = FindingInputs(cycle_us=100_000.0, ranks=4, stall=_share(0.30), waits_known=True)
+    spread = {0: _share(0.3), 1: _share(0.25), 2: _share(0.35), 3: _share(0.3)}
+    base.verdict, base.rank_waits = _unnamed(False), spread
+    (finding,) = rank_findings(base)
+    assert "take turns" in finding.title
+    # one rank hardly waits while the others wait ~59 %: they wait for it
+    base.rank_waits = {0: _share(0.59), 1: _share(0.019), 2: _share(0.6), 3: _share(0.58)}
+    assert waits_spread(base.rank_waits) == (False, 1)
+    (finding,) = rank_findings(base)
+    assert "take turns" not in finding.title and "rank 1" in finding.title
+    # a significant gap withdrawn by other evidence: disputed, not turn-taking
+    base.verdict, base.rank_waits = _unnamed(True), spread
+    (finding,) = rank_findings(base)
+    assert "take turns" not in finding.title and "disputed" in finding.title
+
+
+def test_the_busy_caveat_reaches_the_name_and_its_finding() -> None:
+    table = _table(steps=20, ranks=2, extra={1: 0.030})
+    diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=table)))
+    assert diagnosis is not None
+    busy = with_caveat(diagnosis, "busy machine: check the host first")
+    assert busy.caveat == "busy machine: check the host first"
+    assert busy.straggler is not None and busy.straggler.summary.endswith("check the host first")
+    straggler_finding = next(f for f in busy.findings if f.category == "straggler")
+    assert "busy machine: check the host first" in straggler_finding.evidence
+    assert with_caveat(busy, "busy machine: check the host first") == busy  # once
+
+
+def test_schema_9_attribution_reads_as_a_diagnosis_of_the_phase_timers() -> None:
+    table = _table(steps=20, ranks=2, extra={1: 0.030})
+    diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=table)))
+    assert diagnosis is not None
+    attribution = diagnosis.model_dump(
+        include={"basis", "steps", "ranks", "step_s", "parts", "straggler", "cross_checks"}
+    )
+    attribution["straggler"].pop("significant")
+    attribution["straggler"].pop("withdrawn_by")
+    v9 = {
+        "kind": "torchscale.cell",
+        "schema_version": 9,
+        "cell": {
+            "id": "x",
+            "definition_sha256": "0" * 64,
+            "model": "tiny-mlp",
+            "label": "tiny-mlp",
+            "batch_size": 8,
+            "world_size": 2,
+            "precision": "fp32",
+            "strategy": "ddp",
+            "device": "cpu",
+            "backend": "gloo",
+        },
+        "status": "ok",
+        "attribution": attribution,
+    }
+    result, version, problem = parse_cell_result(v9)
+    assert problem is None and version == 9 and result is not None
+    assert result.diagnosis is not None and result.diagnosis.source == "phase timers"
+    assert result.diagnosis.straggler is not None and result.diagnosis.straggler.rank == 1
+    assert result.diagnosis.findings == [] and "diagnosis.findings" in result.unavailable
+
+
+def test_analysis_schema_2_attribution_reads_as_a_diagnosis_of_the_traces() -> None:
+    table = _table(steps=20, ranks=2, extra={})
+    diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=table)))
+    assert diagnosis is not None
+    attribution = diagnosis.model_dump(
+        include={"basis", "steps", "ranks", "step_s", "parts", "cross_checks"}
+    )
+    v2 = {
+        "schema_version": 2,
+        "torchscale_version": "0.9",
+        "target": "sync_stalls",
+        "source": "d",
+        "tool": "torch",
+        "world_size": 2,
+        "ranks_analysed": 2,
+        "backend": "gloo",
+        "device_type": "cpu",
+        "cycle_us": 1.0,
+        "sync_stall_pct": None,
+        "exposed_comm_pct": None,
+        "overlap_pct": None,
+        "attribution": {**attribution, "straggler": None},
+        "unavailable": {"attribution": "x"},
+    }
+    analysis = ProfileAnalysis.model_validate(v2)
+    assert analysis.diagnosis is not None and analysis.diagnosis.source == "traces"
+    assert analysis.unavailable == {"diagnosis": "x"}
