@@ -599,8 +599,8 @@ def test_peak_tflops_does_not_match_a_different_gpu(name: str, wrong: float) -> 
 def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     """Other processes that starve one rank of CPU make it slow exactly like a slow workload:
     the verdict keeps its name and figures and adds why to look at the host first."""
-    from torchscale.schema.cell_result import HostLoad, Telemetry
     from torchscale.analysis.diagnosis import busy_caveat, with_caveat
+    from torchscale.schema.cell_result import HostLoad, Telemetry
 
     phases = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}
     ranks = [

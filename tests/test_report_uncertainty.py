@@ -40,8 +40,8 @@ from torchscale.report.sections.context import slug
 from torchscale.report.sources import read_sources
 from torchscale.schema.cell_result import (
     Attribution,
-    Diagnosis,
     CellResult,
+    Diagnosis,
     Estimate,
     Intervals,
     StepPart,
