@@ -268,3 +268,22 @@ def test_analysis_schema_2_attribution_reads_as_a_diagnosis_of_the_traces() -> N
     analysis = ProfileAnalysis.model_validate(v2)
     assert analysis.diagnosis is not None and analysis.diagnosis.source == "traces"
     assert analysis.unavailable == {"diagnosis": "x"}
+
+
+def test_ranks_sharing_cores_carry_the_caveat_too() -> None:
+    """More ranks than cores on a host: the scheduler delays one rank like a straggler."""
+    from torchscale.analysis.diagnosis import busy_caveat
+    from torchscale.schema.cell_result import HostLoad, Telemetry
+
+    def telemetry(ranks: int, cores: int, busy: bool) -> Telemetry:
+        host = HostLoad.model_construct(
+            host="vm", ranks=list(range(ranks)), cores=cores, busy=busy, other_cores=0.5
+        )
+        return Telemetry.model_construct(hosts=[host])
+
+    assert busy_caveat(telemetry(2, 2, busy=False)) is None
+    assert busy_caveat(telemetry(4, 2, busy=False)) == (
+        "4 ranks share 2 cores on vm: check the host first"
+    )
+    assert "busy machine" in (busy_caveat(telemetry(4, 2, busy=True)) or "")
+    assert busy_caveat(None) is None

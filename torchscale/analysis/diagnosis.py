@@ -67,6 +67,7 @@ WHATIF_METHOD = (
 # short enough for one terminal line: a rank starved of CPU by other processes is slow exactly
 # like a slow workload, so a name on a busy machine says to check the host before the code
 BUSY_CAVEAT = "busy machine (others used {cores} cores on {host}): check the host first"
+SHARED_CORES_CAVEAT = "{ranks} ranks share {cores} cores on {host}: check the host first"
 
 
 @dataclass(frozen=True)
@@ -102,17 +103,24 @@ class RunEvidence:
 
 
 def busy_caveat(telemetry: Telemetry | None) -> str | None:
-    """The busy-machine caveat when other processes took cores during the windows: a rank
-    starved of CPU by them is slow exactly like a slow workload (seen: 1.75 ms on a 9 ms step,
-    load 9.6 on 2 cores, balanced ranks)."""
+    """The busy-machine caveat when other processes took cores during the windows, or when the
+    run's own ranks outnumber a host's cores: a rank starved of CPU (by other processes or by
+    the scheduler sharing cores among ranks) is slow exactly like a slow workload (seen: 1.75
+    ms on a 9 ms step, load 9.6 on 2 cores, balanced ranks; a balanced 4-rank tiny-gpt2 on 2
+    cores named rank 0, +10.8 ms on a 44.6 ms step)."""
     if telemetry is None:
         return None
-    busy = [h for h in telemetry.hosts or [] if h.busy]
-    if not busy:
-        return None
-    host = busy[0]
-    cores = f"{host.other_cores:.1f}" if host.other_cores is not None else "?"
-    return BUSY_CAVEAT.format(cores=cores, host=host.host)
+    hosts = telemetry.hosts or []
+    busy = [h for h in hosts if h.busy]
+    if busy:
+        host = busy[0]
+        cores = f"{host.other_cores:.1f}" if host.other_cores is not None else "?"
+        return BUSY_CAVEAT.format(cores=cores, host=host.host)
+    crowded = [h for h in hosts if h.cores is not None and len(h.ranks) > h.cores]
+    if crowded:
+        host = crowded[0]
+        return SHARED_CORES_CAVEAT.format(ranks=len(host.ranks), cores=host.cores, host=host.host)
+    return None
 
 
 def diagnose(evidence: RunEvidence) -> Diagnosis | None:
