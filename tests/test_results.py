@@ -45,6 +45,7 @@ from torchscale.results.versions import (
     upgrade_v6,
     upgrade_v7,
     upgrade_v8,
+    upgrade_v9,
 )
 from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 
@@ -233,7 +234,7 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 3
     CellResult.model_validate(
-        upgrade_v8(upgrade_v7(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))))
+        upgrade_v9(upgrade_v8(upgrade_v7(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded)))))))
     )
 
 
@@ -297,7 +298,7 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 2
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
-    CellResult.model_validate(upgrade_v8(upgrade_v7(upgraded)))
+    CellResult.model_validate(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:
@@ -462,8 +463,8 @@ def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
     result, version, problem = parse_cell_result(raw)
     assert problem is None and version == 7 and result is not None
     assert result.schema_version == RESULT_SCHEMA_VERSION
-    assert result.attribution is None and result.intervals is None
-    assert "schema 7 or older" in result.unavailable["attribution"]
+    assert result.diagnosis is None and result.intervals is None
+    assert "schema 7 or older" in result.unavailable["diagnosis"]
     assert result.communication is not None
     assert result.communication.comm_overhead == raw["communication"]["comm_overhead"]
     from torchscale.results.frame import cells_table
