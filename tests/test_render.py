@@ -88,10 +88,12 @@ def test_ok_cell_lines_and_levels() -> None:
     assert [line.level for line in lines] == ["info", "info", "warn"]
 
 
-def test_step_model_lines_come_from_the_attribution() -> None:
-    """The Step, Straggler and [CHECK] lines say what `attribution` holds, with ±, and a
-    named straggler is a warning."""
+def test_step_model_lines_come_from_the_diagnosis() -> None:
+    """The Step and Straggler lines say what the diagnosis holds, in `diagnosis_text`'s words,
+    and a named straggler is a warning; the cross-checks come with -v only, a disagreeing one
+    as one line without it."""
     from tests.test_aggregate import make_rank, run
+    from torchscale.report.diagnosis_text import straggler_text
 
     phases = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}
     result = run(
@@ -113,12 +115,18 @@ def test_step_model_lines_come_from_the_attribution() -> None:
         ]
     )
     lines = cell_lines(result)
-    step = next(line for line in lines if line.text.startswith("> [INFO] Step "))
-    assert "compute 54.5%" in step.text and "exposed transfer 5.0% ±0.00%" in step.text
+    step = next(line for line in lines if line.text.startswith("> [ANALYSIS] Step "))
+    assert "compute 54.5 %" in step.text and "exposed comm 5.0 %" in step.text
     straggler = next(line for line in lines if "Straggler:" in line.text)
     assert straggler.level == "warn"
-    assert "rank 1 is a straggler in backward: +10 ms" in straggler.text
-    checks = [line.text for line in lines if line.text.startswith("> [CHECK]")]
+    assert result.diagnosis is not None
+    assert straggler.text == f"> [ANALYSIS] {straggler_text(result.diagnosis.straggler, 2)}"
+    assert straggler.text.startswith("> [ANALYSIS] Straggler: rank 1 in backward, +10 ms")
+    assert not [line for line in lines if line.text.startswith("> [CHECK]")]
+    notes = [line.text for line in lines if line.text.startswith("> [NOTE] cross-checks")]
+    assert len(notes) == 1
+    verbose = cell_lines(result, verbose=True)
+    checks = [line.text for line in verbose if line.text.startswith("> [CHECK]")]
     assert len(checks) == 2
     assert any("communication cost (no_sync windows)" in text for text in checks)
     assert any("others' wait for it (phase timers)" in text for text in checks)

@@ -4,8 +4,9 @@ with "not measurable" where a part is inside its noise, and a straggler named on
 significance test names it; the same figures in Markdown, JSON, the terminal and HTML.
 
 Results with the step model are made by hand from the version-3 fixture (tests/fixtures is left
-as it is): the real cells, read and upgraded, with `attribution` and `intervals` added and the
-figures each test needs changed, written as schema-8 files into a temporary results folder.
+as it is): the real cells, read and upgraded, with a `diagnosis` (a hand-made step model read as
+one) and `intervals` added and the figures each test needs changed, written as schema-10 files
+into a temporary results folder (`older=True`: as a schema 8-9 result reads once upgraded).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import pytest
 from scipy import stats as scipy_stats
 
 import torchscale.results
+from torchscale.analysis.diagnosis import with_caveat
 from torchscale.analysis.reliability import CV_WARN_THRESHOLD, add_reliability, judge
 from torchscale.analysis.scaling_efficiency import add_scaling_efficiency, efficiency_interval
 from torchscale.cell_settings import MeasurementConfig
 from torchscale.report.build import ReportOptions, build_report
+from torchscale.report.diagnosis_text import straggler_text
 from torchscale.report.estimates import (
     NOT_MEASURABLE_OLDER,
     compact,
@@ -38,11 +41,13 @@ from torchscale.report.model import Chart, Findings, KeyFigures, Report, Table, 
 from torchscale.report.render import html, json_format, markdown, term
 from torchscale.report.sections.context import slug
 from torchscale.report.sources import read_sources
+from torchscale.results.versions import V9_DIAGNOSIS
 from torchscale.schema.cell_result import (
     Attribution,
     CellResult,
     Diagnosis,
     Estimate,
+    Finding,
     Intervals,
     StepPart,
     StragglerVerdict,
@@ -143,12 +148,30 @@ def named_attribution() -> Attribution:
     return model.model_copy(update={"straggler": named})
 
 
-def with_attribution(model: Attribution) -> Edit:
-    """Schema 8: the step model and headline intervals added to a result."""
+def diagnosis_of(
+    model: Attribution, findings: list[Finding] | None = None, caveat: str | None = None
+) -> Diagnosis:
+    """The phase timers' diagnosis around a hand-made step model, with its findings and the
+    busy-machine caveat as `analysis.diagnosis.with_caveat` keeps it."""
+    diagnosis = Diagnosis(**model.model_dump(), source="phase timers", findings=findings or [])
+    return with_caveat(diagnosis, caveat)
+
+
+def with_attribution(
+    model: Attribution | Diagnosis, *, older: bool = False, caveat: str | None = None
+) -> Edit:
+    """Schema 10: the diagnosis (a hand-made step model read as one, without findings unless
+    it holds some) and headline intervals added to a result; `older`: as a schema 8-9 result
+    reads once upgraded (its step model as the diagnosis, no findings stored)."""
+    diagnosis = model if isinstance(model, Diagnosis) else diagnosis_of(model, caveat=caveat)
 
     def edit(result: CellResult) -> CellResult:
         assert result.throughput is not None and result.step_time is not None
-        unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
+        unavailable = {
+            k: v for k, v in result.unavailable.items() if k not in ("attribution", "diagnosis")
+        }
+        if older:
+            unavailable["diagnosis.findings"] = V9_DIAGNOSIS
         thr = result.throughput
         steps = result.step_time
         intervals = Intervals(
@@ -160,11 +183,7 @@ def with_attribution(model: Attribution) -> Edit:
             step_p99_s=estimate(steps.p99, steps.p99 * 0.7, steps.p99 * 1.3),
         )
         return result.model_copy(
-            update={
-                "diagnosis": Diagnosis(**dict(model), source="phase timers"),
-                "intervals": intervals,
-                "unavailable": unavailable,
-            }
+            update={"diagnosis": diagnosis, "intervals": intervals, "unavailable": unavailable}
         )
 
     return edit
@@ -502,8 +521,9 @@ def test_not_measurable_exposed_share_in_every_format(tmp_path: Path) -> None:
     (row,) = table(report, "efficiency-step-model").rows
     assert row["exposed_transfer_text"] == "not measurable (< 3.4 %)"
     assert row["exposed_transfer_share"] is None
-    assert row["compute_text"] == "60.0 % ±5.0 %"
-    assert row["wait_for_peers_text"] == "30.0 % ±4.0 %"
+    # the terminal's words: one decimal, the interval as [low, high]
+    assert row["compute_text"] == "60.0 % [55.0, 65.0]"
+    assert row["wait_for_peers_text"] == "30.0 % [26.0, 34.0]"
     texts = rendered(report)
     # the Markdown is the summary for a PR comment: the step model is in the HTML report
     assert "efficiency-step-model" not in texts["md"]
@@ -544,23 +564,62 @@ def test_a_straggler_the_test_does_not_name_is_not_named(tmp_path: Path) -> None
     assert not any("straggler" in f.title for f in findings.findings if "x2" in f.title)
     (tests,) = [t for t in blocks_of(report, "bottlenecks", Table) if t.id.endswith("tests")]
     (row,) = [r for r in tests.rows if r["cell"] == "tiny-mlp b8 x2 fp32 ddp"]
-    assert row["verdict"] == "no significant straggler"
-    assert row["summary"] == SUMMARY_36US
+    assert row["verdict"].startswith("Straggler: none significant (largest gap rank 1, ")
+    assert row["named"] is False and row["summary"] == SUMMARY_36US
     chart = next(c for c in report.charts() if c.id.endswith(slug(MLP_W2)))
-    assert "no significant straggler" in (chart.note or "")
+    verdict = balanced_attribution().straggler
+    assert straggler_text(verdict, 2) in (chart.note or "")
     for name, text in rendered(report).items():
         assert "straggler (backward)" not in text, name
         assert "rank 1 is the straggler" not in text, name
 
 
-def test_a_named_straggler_is_named_with_its_summary(tmp_path: Path) -> None:
+STRAGGLER_FINDING = Finding(
+    title="gloo: rank 1 finishing backward pass slower than the other ranks",
+    category="straggler",
+    cost_pct=30.0,
+    cost_share=estimate(0.30, 0.26, 0.34),
+    evidence=["step model: rank 1 is a straggler in backward: +0.9 ms of own work per step"],
+    recommendation="Check the host of rank 1.",
+)
+
+
+def test_a_named_straggler_is_the_diagnosis_finding(tmp_path: Path) -> None:
+    """Schema 10: the report shows the diagnosis' own finding (its title, cost, evidence and
+    fix), never one derived again from the step model."""
+    diagnosis = diagnosis_of(named_attribution(), [STRAGGLER_FINDING])
+    root = sweep(tmp_path, {MLP_W2: [with_attribution(diagnosis)]})
+    report = build(root)
+    (findings,) = blocks_of(report, "bottlenecks", Findings)
+    (found,) = [f for f in findings.findings if f.source == "tiny-mlp b8 x2 fp32 ddp"]
+    assert found.title == STRAGGLER_FINDING.title
+    assert found.cost_pct == pytest.approx(30.0)
+    assert found.evidence == STRAGGLER_FINDING.evidence
+    assert found.recommendation == STRAGGLER_FINDING.recommendation
+    assert not any("is the straggler" in f.title for f in findings.findings)
+    ranks = {r["rank"]: r for r in table(report, "latency-ranks").rows if "x2" in r["cell"]}
+    assert ranks[1]["role"] == "straggler (backward)" and ranks[0]["role"] is None
+
+
+def test_a_schema_10_diagnosis_without_findings_has_none(tmp_path: Path) -> None:
+    """The diagnosis found nothing to report: the report derives nothing of its own."""
     root = sweep(tmp_path, {MLP_W2: [with_attribution(named_attribution())]})
+    report = build(root)
+    (findings,) = blocks_of(report, "bottlenecks", Findings)
+    assert not [f for f in findings.findings if f.source == "tiny-mlp b8 x2 fp32 ddp"]
+
+
+def test_an_older_result_keeps_the_older_derivation(tmp_path: Path) -> None:
+    """Schema 8-9 stored no findings (`unavailable["diagnosis.findings"]`): the older
+    derivation from its step model, named by the test and costing its wait for peers."""
+    root = sweep(tmp_path, {MLP_W2: [with_attribution(named_attribution(), older=True)]})
     report = build(root)
     (findings,) = blocks_of(report, "bottlenecks", Findings)
     found = next(f for f in findings.findings if "rank 1 is the straggler" in f.title)
     assert found.title.endswith("slow in backward")
     assert found.evidence[0].startswith("rank 1 is a straggler in backward")
     assert found.cost_pct == pytest.approx(30.0)
+    assert not any(e.startswith("cross-check") for e in found.evidence)
     ranks = {r["rank"]: r for r in table(report, "latency-ranks").rows if "x2" in r["cell"]}
     assert ranks[1]["role"] == "straggler (backward)" and ranks[0]["role"] is None
 

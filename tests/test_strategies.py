@@ -223,8 +223,8 @@ def test_a_sweep_over_every_strategy_runs_and_carries_the_strategy_metrics(
     (table,) = [b for b in view["blocks"] if b.get("id") == "strategies-side-by-side"]
     rows = {row["layout"]: row for row in table["rows"]}
     assert sorted(rows) == sorted(results)
-    # ddp: the one model of the step (schema 8), its shares with their intervals
-    assert rows["ddp"]["method"] == "step model (phase timers)" and rows["ddp"]["vs_ddp"] == 1.0
+    # ddp: its diagnosis (decided by the phase timers), its shares with their intervals
+    assert rows["ddp"]["method"] == "diagnosis (phase timers)" and rows["ddp"]["vs_ddp"] == 1.0
     assert "%" in rows["ddp"]["exposed"] and "%" in rows["ddp"]["waiting"]
     assert rows["tp2"]["method"] == "profiled steps"
     assert rows["tp2"]["waiting"] == comm["waiting_for_peers"]

@@ -30,7 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field
 #    compared (no --baseline) or nothing could be judged (too few repeats, busy machine), and
 #    `not_judged` counts the matched cells the rule could not judge. Versions 2-4 still
 #    validate (their `regressions` was 0 in both cases).
-REPORT_SCHEMA_VERSION: Literal[5] = 5
+# 6: one verdict per run (issue 38): a finding carries its run's busy-machine caveat
+#    (`Finding.caveat`), shown wherever the finding is. Versions 2-5 still validate (no
+#    caveat).
+REPORT_SCHEMA_VERSION: Literal[6] = 6
 
 # how a renderer formats a value; raw values stay in the model
 ValueFormat = Literal[
@@ -183,6 +186,10 @@ class Finding(_Model):
     evidence: list[str] = Field(default_factory=list)
     recommendation: str | None = None
     severity: Severity = "warn"
+    caveat: str | None = Field(
+        default=None,
+        description="its run's busy-machine caveat (the diagnosis' `caveat`): shown with it",
+    )
 
 
 class Findings(_Model):
@@ -263,7 +270,7 @@ class Skipped(_Model):
 
 class Report(_Model):
     kind: Literal["torchscale.report"] = "torchscale.report"
-    schema_version: Literal[2, 3, 4, 5] = REPORT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6] = REPORT_SCHEMA_VERSION
     torchscale_version: str
     title: str
     generated_at: str = Field(description="ISO 8601, UTC")

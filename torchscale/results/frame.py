@@ -16,8 +16,8 @@ from torchscale.analysis.scaling_efficiency import add_scaling_efficiency
 from torchscale.analysis.uncertainty import median_of_repeats
 from torchscale.schema.cell_result import (
     PART_NAMES,
-    Attribution,
     CellResult,
+    Diagnosis,
     Estimate,
     HostLoad,
     ParallelMetrics,
@@ -73,6 +73,8 @@ COLUMNS = [
     "straggler_named",
     "straggler_p_value",
     "straggler_summary",
+    "diagnosis_source",
+    "caveat",
     "step_mean_s",
     *ATTRIBUTION_COLUMNS,
     "scaling_efficiency",
@@ -181,7 +183,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "straggler_rank": result.straggler_rank,
         "straggler_phase": straggler.phase if straggler else None,
         "straggler_gap_s": straggler.gap_s if straggler else None,
-        **_attribution(result.diagnosis),
+        **_diagnosis(result.diagnosis),
         "comm_overhead": comm.comm_overhead if comm else None,
         "load_imbalance": comm.load_imbalance if comm else None,
         "sync_overhead": comm.sync_overhead if comm else None,
@@ -264,20 +266,41 @@ def _mfu_interval(result: CellResult) -> dict[str, float | None]:
     return _ends(result.intervals.mfu if result.intervals else None, "mfu")
 
 
-def _attribution(attribution: Attribution | None) -> dict[str, Any]:
-    """The step model's columns (None before schema 8 and where there is none)."""
-    row: dict[str, Any] = dict.fromkeys(
-        ["straggler_named", "straggler_p_value", "straggler_summary", "step_mean_s"]
-    )
+DIAGNOSIS_COLUMNS = [
+    "straggler_named",
+    "straggler_p_value",
+    "straggler_summary",
+    "diagnosis_source",
+    "caveat",
+    "step_mean_s",
+]
+
+
+def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
+    """The diagnosis' columns (schema 10; schema 8-9's step model read as one; None before
+    schema 8 and where there is none). Where there is a diagnosis its verdict also gives
+    straggler_rank, straggler_phase and straggler_gap_s (the named phase's gap, else the
+    rank's own-work gap), null unless it names a straggler: the one verdict, never an older
+    record's."""
+    row: dict[str, Any] = dict.fromkeys(DIAGNOSIS_COLUMNS)
     row.update(dict.fromkeys(ATTRIBUTION_COLUMNS))
-    if attribution is None:
+    if diagnosis is None:
         return row
-    verdict = attribution.straggler
+    verdict = diagnosis.straggler
+    named = verdict is not None and verdict.named
+    gap = None
+    if verdict is not None and named:
+        gap = verdict.phase_gap_s if verdict.phase and verdict.phase_gap_s else verdict.gap_s
+    row["straggler_rank"] = verdict.rank if verdict is not None and named else None
+    row["straggler_phase"] = verdict.phase if verdict is not None and named else None
+    row["straggler_gap_s"] = gap.value if gap is not None else None
     row["straggler_named"] = verdict.named if verdict else None
     row["straggler_p_value"] = verdict.p_value if verdict else None
     row["straggler_summary"] = verdict.summary if verdict else None
-    row["step_mean_s"] = attribution.step_s.value
-    for part in attribution.parts:
+    row["diagnosis_source"] = diagnosis.source
+    row["caveat"] = diagnosis.caveat
+    row["step_mean_s"] = diagnosis.step_s.value
+    for part in diagnosis.parts:
         row[f"{part.name}_share"] = part.share.value
         row[f"{part.name}_share_low"] = part.share.low
         row[f"{part.name}_share_high"] = part.share.high

@@ -218,6 +218,8 @@ def _finding(finding: Finding) -> list[str]:
         f"- {severity_prefix(finding.severity)}**{inline(finding.title)}**{cost}, "
         f"source: {escape(finding.source)}"
     ]
+    if finding.caveat:
+        lines.append(f"  - {severity_prefix('warn')}caveat: {inline(finding.caveat)}")
     lines += [f"  - evidence: {inline(item)}" for item in finding.evidence]
     if finding.recommendation:
         lines.append(f"  - recommendation: {inline(finding.recommendation)}")

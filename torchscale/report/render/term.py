@@ -281,6 +281,10 @@ def _block(block: Block, width: int) -> Iterator[RenderableType]:
                 SEVERITY_STYLE[finding.severity] or "bold",
             )
             yield _text(f"   source: {finding.source}{cost}")
+            if finding.caveat:
+                yield _prose(
+                    f"   {severity_prefix('warn')}caveat: {finding.caveat}", SEVERITY_STYLE["warn"]
+                )
             for item in finding.evidence:
                 yield _prose(f"   evidence: {item}")
             if finding.recommendation:

@@ -23,7 +23,8 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.report.sections.context import Context, col
+from torchscale.report.sections.context import Context, col, records
+from torchscale.report.sections.diagnosis import cross_check_rows
 from torchscale.report.sources import ExperimentSource
 from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
@@ -75,22 +76,52 @@ METHODOLOGY = [
         "the same formula within the same global batch (batch per GPU shrinking as GPUs grow)",
     ),
     (
-        "One model of the step (schema 8)",
+        "One diagnosis per run (schema 10)",
+        "the step split, each rank's wait for peers, the straggler verdict, the what-if and the "
+        "findings come from one source: the traces where the run was profiled, else the phase "
+        "timers; every section shows it in the terminal's words (shares with one decimal, "
+        "[low, high] the 95 % interval) and computes none of its own; the other evidence is "
+        "kept as cross-checks (the table below), and one that disagrees is said in one line "
+        "beside the verdict. Results of schema 8-9: their step model read as the diagnosis, "
+        "without findings, per-rank waits or what-if",
+    ),
+    (
+        "Step split",
         "every step of every rank = compute + data + waiting for peers + exposed transfer + "
-        "rest from the phase timers, means over ranks and steps (they add up to the step), "
-        "each share with its 95 % interval",
+        "rest, means over ranks and steps (they add up to the step), each share with its 95 % "
+        "interval",
     ),
     (
         "Straggler (schema 8)",
         "named only when a one-sided Wilcoxon signed-rank test of the per-step gap of its own "
-        "work over the other ranks' is significant and the gap is at least 5 % of the step; "
-        "otherwise 'no significant straggler' with the largest gap and its interval",
+        "work over the other ranks' is significant and the gap is at least 5 % of the step, "
+        "and withdrawn only by evidence that significantly names another rank; otherwise 'none "
+        "significant' with the largest gap and its interval",
+    ),
+    (
+        "Waiting for peers by rank (schema 10)",
+        "each rank's mean wait for peers over its mean step, with a moving-block bootstrap "
+        "interval over its steps",
+    ),
+    (
+        "What-if (schema 10)",
+        "per step, the least wait for peers of any other rank (the wait the candidate's "
+        "lateness costs them) capped by its own work over the median of the others' (its extra "
+        "work): an upper bound on the shorter step, with its interval",
+    ),
+    (
+        "Findings",
+        "each run's diagnosis' own, costing a part of its step split (at least 2 % of the step "
+        "and measurable above noise), plus a per-rank compute slowdown against the smallest "
+        "world size (10 % of the step) and GPU throttling; a busy machine (other processes "
+        "using cores during the windows) is a caveat shown with them",
     ),
     (
         "Straggler (older results, phase timers)",
         "the rank with the highest compute time (median step under no_sync, else its phase sum) "
         "and the phase whose median exceeds the other ranks' the most; named in findings only "
-        "when the others wait for it at least 5 % of the step",
+        "when the others wait for it at least 5 % of the step (results older than the step "
+        "model; the older findings of results older than schema 10)",
     ),
     (
         "Phase times",
@@ -123,17 +154,19 @@ METHODOLOGY = [
     ),
     (
         "Data wait",
-        "median time per step in the data phase (DataLoader next() and the copy to the device) "
-        "of the rank that waited longest; share = that / the median step",
+        "the diagnosis' data part: the mean over ranks of the time per step in the data phase "
+        "(DataLoader next() and the copy to the device), share of the mean step; results older "
+        "than the diagnosis: the median of the rank that waited longest over the median step",
     ),
     ("Cost", "GPU-hours per million = GPUs x 1e6 / global rate / 3600, times the price"),
     (
-        "Sync stall (profile)",
-        "time ranks wait for peers in collectives with nothing else to do, over their step time "
-        "(from traces, clock-aligned)",
+        "Sync stall",
+        "the diagnosis' waiting for peers: the mean over ranks of the time a rank waits for "
+        "the others with nothing else to do, share of the step (profile analyses of schema 1: "
+        "their own figure, from the traces' collectives, clock-aligned)",
     ),
     (
-        "What-if (profile)",
+        "What-if (profile analyses of schema 1)",
         "the step had one rank arrived at the collectives with the second-last rank",
     ),
     (
@@ -389,6 +422,35 @@ def build(ctx: Context) -> Section:
             note="details: docs/methodology.md and docs/profiling.md",
         )
     )
+    checks = _cross_checks(ctx)
+    if checks is not None:
+        blocks.append(checks)
     if unavailable:
         blocks.append(Unavailable(items=unavailable))
     return Section(id="appendix", title="Appendix", blocks=blocks)
+
+
+def _cross_checks(ctx: Context) -> Table | None:
+    """Every run's cross-checks of its diagnosis: the detail behind a verdict, kept here and
+    never beside it (beside it, only the one line of a check that disagrees)."""
+    runs = [(ref.label, ref.diagnosis) for ref in ctx.profiles]
+    runs += [(ctx.label(row), ctx.result(row).diagnosis) for row in records(ctx.ok)]
+    rows = [row for label, d in runs if d is not None for row in cross_check_rows(label, d)]
+    if not rows:
+        return None
+    return Table(
+        id="appendix-cross-checks",
+        title="Cross-checks of each run's diagnosis",
+        columns=[
+            col("run", "Run"),
+            col("source", "Decided by"),
+            col("check", "Cross-check"),
+            col("figure", "Its figure"),
+            col("verdict", "Verdict"),
+            col("detail", "Detail"),
+        ],
+        rows=rows,
+        note="the other evidence of each run (the other source's step model and verdict, "
+        "arrival order, the others' wait, the no_sync windows): it decides nothing; one that "
+        "disagrees is said in one line with the run's verdict",
+    )

@@ -1,9 +1,14 @@
-"""Bottlenecks: every finding ranked by cost, each with evidence and a recommendation; the
-straggler test of every multi-rank run that has one (schema 8: a rank is named only when the
-test is significant, otherwise "no significant straggler" with the test's summary); per
-profile, its figures (stall, exposed communication, overlap, idle, straggler, what-if) and the
-rank x step stall heatmap; the sweep's warnings (high step-time variance, throttling); and the
-telemetry sampled during the measured windows (utilisation, power, clocks, energy)."""
+"""Bottlenecks: every finding ranked by cost, each with evidence and a recommendation (the runs'
+diagnoses' own findings, `sections.findings`); each sweep run's diagnosis in one row (its
+straggler verdict, what-if, busy-machine caveat, and a line when a cross-check disagrees); per
+profile, its diagnosis in the terminal's lines (sync stall, step split, straggler, caveat,
+what-if), the traces' compute/communication overlap, each rank's figures with
+its wait for peers as the diagnosis holds it, and the rank x step stall heatmap; the sweep's
+warnings (high step-time variance, throttling); and the telemetry sampled during the measured
+windows (utilisation, power, clocks, energy).
+
+A profile older than the diagnosis (analysis schema 1) keeps its own figures, said so.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import re
 import statistics
 from typing import Any
 
-from torchscale.report.estimates import plus_minus, value_format
+from torchscale.report.diagnosis_text import straggler_text, whatif_text
 from torchscale.report.model import (
     Block,
     Chart,
@@ -25,7 +30,13 @@ from torchscale.report.model import (
     Unavailable,
 )
 from torchscale.report.sections.context import Context, ProfileRef, col, fmt, records, slug
-from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
+from torchscale.report.sections.diagnosis import (
+    caveat_text,
+    diagnosis_blocks,
+    disagreement_text,
+    rank_wait_texts,
+)
+from torchscale.report.sections.findings import caveat_of, no_finding_text
 from torchscale.schema.cell_result import CellResult
 from torchscale.schema.profile_analysis import ProfileAnalysis
 
@@ -49,7 +60,37 @@ def warning_kind(warning: str) -> str:
     return "other"
 
 
-def _profile_figures(analysis: ProfileAnalysis) -> KeyFigures:
+# an analysis' figures that mirror its diagnosis (schema 2 and newer): the diagnosis' lines say
+# them, so neither they nor their reasons are shown beside it
+MIRRORED = ("sync_stall_pct", "exposed_comm_pct", "straggler", "whatif", "cycle_us")
+# the analysis' step-level figures left in its analysis.json beside a diagnosis
+NOT_SHOWN = ("collective_wait_pct", "idle_us")
+
+
+def _trace_figures(analysis: ProfileAnalysis) -> KeyFigures:
+    """What the traces show beside the diagnosis and the terminal prints with it, no verdict:
+    HTA's compute/communication overlap (a share of the communication time, not of the step:
+    the step's split is the diagnosis'). The analysis' other step-level figures (collective
+    wait, idle) stay in its analysis.json; each rank's idle time is in the per-rank table."""
+    return KeyFigures(
+        figures=[
+            KeyFigure(
+                label="Compute/communication overlap",
+                value=analysis.overlap_pct,
+                format="pct",
+                note=analysis.unavailable.get(
+                    "overlap_pct",
+                    "HTA's definition: computing while communicating, share of the "
+                    "communication time",
+                ),
+            )
+        ]
+    )
+
+
+def _older_profile_figures(analysis: ProfileAnalysis) -> KeyFigures:
+    """An analysis older than the diagnosis (schema 1): its own figures, from separate
+    methods (they may disagree with each other: said in its unavailable reasons)."""
     why = analysis.unavailable
     straggler = analysis.straggler
     best = max(analysis.whatif, key=lambda w: w.speedup_pct, default=None)
@@ -124,7 +165,16 @@ def _profile_figures(analysis: ProfileAnalysis) -> KeyFigures:
 
 
 def _ranks_table(ref: ProfileRef, key: str) -> Table:
-    analysis = ref.entry.analysis
+    """Each rank's trace figures (medians over its complete profiled steps) and its wait for
+    peers as the run's diagnosis holds it (share of its own step, with its interval); an
+    analysis older than the diagnosis shows its own sync stall share instead."""
+    analysis, diagnosis = ref.entry.analysis, ref.diagnosis
+    waits = rank_wait_texts(diagnosis)
+    verdict = diagnosis.straggler if diagnosis is not None else None
+    if diagnosis is not None:
+        straggler = verdict.rank if verdict is not None and verdict.named else None
+    else:
+        straggler = analysis.straggler.rank if analysis.straggler else None
     rows: list[dict[str, Any]] = []
     for rank in analysis.ranks:
         busy = rank.phases_busy_us
@@ -135,20 +185,27 @@ def _ranks_table(ref: ProfileRef, key: str) -> Table:
                 "step_us": rank.step_us,
                 "compute_us": rank.compute_us,
                 "comm_us": rank.comm_us,
-                "exposed_us": rank.exposed_comm_us,
                 "overlap_pct": rank.overlap_pct,
-                "stall_us": rank.sync_stall_us,
+                "wait_text": waits.get(rank.rank),
                 "stall_pct": rank.sync_stall_pct,
                 "idle_us": rank.idle_us,
                 "data_wait_us": rank.data_wait_us,
                 "forward_us": busy.get("forward"),
                 "backward_us": busy.get("backward"),
                 "optimizer_us": busy.get("optimizer"),
-                "_severity": "warn"
-                if analysis.straggler and analysis.straggler.rank == rank.rank
-                else "info",
+                "_severity": "warn" if straggler == rank.rank else "info",
             }
         )
+    note = "medians over each rank's complete profiled steps; the straggler's row is marked"
+    if waits:
+        wait = [col("wait_text", "Waiting for peers (share of its step)")]
+        note += "; waiting for peers: the run's diagnosis, each rank's mean wait over its mean step"
+    elif diagnosis is not None:
+        wait = []
+        note += "; no per-rank wait for peers: the diagnosis holds none (waits not separable)"
+    else:
+        wait = [col("stall_pct", "Sync stall share (older analysis)", "pct")]
+        note += "; sync stall share: the analysis' own figure (schema 1, before the diagnosis)"
     return Table(
         id=f"bottlenecks-{key}-ranks",
         title=f"{ref.label}: per rank (trace analysis)",
@@ -158,10 +215,8 @@ def _ranks_table(ref: ProfileRef, key: str) -> Table:
             col("step_us", "Step", "us"),
             col("compute_us", "Compute", "us"),
             col("comm_us", "Communication", "us"),
-            col("exposed_us", "Exposed comm", "us"),
             col("overlap_pct", "Overlap", "pct"),
-            col("stall_us", "Sync stall", "us"),
-            col("stall_pct", "Sync stall share", "pct"),
+            *wait,
             col("idle_us", "Idle", "us"),
             col("data_wait_us", "Data wait", "us"),
             col("forward_us", "Forward busy", "us"),
@@ -169,7 +224,7 @@ def _ranks_table(ref: ProfileRef, key: str) -> Table:
             col("optimizer_us", "Optimizer busy", "us"),
         ],
         rows=rows,
-        note="medians over each rank's complete profiled steps; the straggler's row is marked",
+        note=note,
     )
 
 
@@ -226,7 +281,12 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
         Text(
             text=f"Profile {ref.entry.name} ({ref.label}): {analysis.tool} traces of {ranks}, "
             f"{analysis.backend or 'unknown backend'} on {analysis.device_type or 'unknown device'}"
-            f", {analysis.matched_collectives} matched collectives, target {analysis.target}."
+            f", {analysis.matched_collectives} matched collectives, target {analysis.target}"
+            + (
+                f"; its diagnosis decided by the {ref.diagnosis.source}."
+                if ref.diagnosis is not None
+                else "."
+            )
         )
     ]
     if result is not None and result.injected_delays:
@@ -240,16 +300,23 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
                 severity="warn",
             )
         )
-    blocks.append(_profile_figures(analysis))
+    diagnosis = ref.diagnosis
+    if diagnosis is not None:
+        blocks += diagnosis_blocks(diagnosis)
+        blocks.append(_trace_figures(analysis))
+    else:
+        blocks.append(_older_profile_figures(analysis))
     if analysis.ranks:
         blocks.append(_ranks_table(ref, key))
-    if analysis.whatif:
+    if analysis.whatif and diagnosis is None:
         blocks.append(_whatif_table(ref, key))
     heatmap = _heatmap(ref, key)
     if heatmap is not None:
         blocks.append(heatmap)
     blocks += [Text(text=f"Note: {note}") for note in analysis.notes]
     unavailable = dict(analysis.unavailable)
+    if diagnosis is not None:  # the diagnosis' lines say these, and why not
+        unavailable = {k: v for k, v in unavailable.items() if k not in MIRRORED + NOT_SHOWN}
     if heatmap is None:
         unavailable.setdefault(
             "stall heatmap", "the analysis holds no per-step stalls (stall_by_step is empty)"
@@ -262,53 +329,56 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
 
 
 def _straggler_tests(ctx: Context) -> Table | None:
-    """One row per multi-rank run with a straggler verdict: named only when significant, the
-    verdict's own summary in every case (the same line on every surface)."""
-    runs = [(ctx.label(row), ctx.result(row)) for row in records(ctx.ok)]
-    runs += [(ref.label, ref.entry.result) for ref in ctx.profiles if ref.entry.result]
+    """One row per multi-rank sweep run with a diagnosis: its straggler verdict and what-if in
+    the terminal's words, its busy-machine caveat, and the one line of a disagreeing
+    cross-check. Profiled runs show theirs with their profile, below."""
     rows: list[dict[str, Any]] = []
     tests: list[str] = []
-    seconds = value_format("seconds")
-    for label, result in runs:
-        verdict = result.diagnosis.straggler if result.diagnosis else None
-        if verdict is None:
+    for row in records(ctx.ok):
+        result = ctx.result(row)
+        diagnosis = result.diagnosis
+        verdict = diagnosis.straggler if diagnosis is not None else None
+        if diagnosis is None or verdict is None:
             continue
         tests.append(verdict.test)
-        if verdict.named:
-            named = f"rank {verdict.rank}" + (f" ({verdict.phase})" if verdict.phase else "")
-        else:
-            named = "no significant straggler"
+        caveat = caveat_of(result)
         rows.append(
             {
-                "cell": label,
-                "verdict": named,
+                "cell": ctx.label(row),
+                "verdict": straggler_text(verdict, diagnosis.ranks),
                 "named": verdict.named,
                 "rank": verdict.rank,
+                "phase": verdict.phase,
                 "candidate_rank": verdict.candidate_rank,
                 "gap_s": verdict.gap_s.value if verdict.gap_s else None,
-                "gap_text": plus_minus(verdict.gap_s, seconds) if verdict.gap_s else None,
                 "p_value": verdict.p_value,
                 "summary": verdict.summary,
-                "_severity": "warn" if verdict.named else "info",
+                "whatif": whatif_text(diagnosis),
+                "caveat": caveat_text(caveat) if caveat else None,
+                "checks": disagreement_text(diagnosis),
+                "source": diagnosis.source,
+                "_severity": "warn" if verdict.named or caveat else "info",
             }
         )
     if not rows:
         return None
     test = tests[0] if len(set(tests)) == 1 else "the run's own test (in the results) passes"
+    columns = [
+        col("cell", "Run"),
+        col("verdict", "Straggler verdict"),
+        col("whatif", "What-if"),
+        col("caveat", "Caveat"),
+        col("checks", "Cross-checks"),
+    ]
+    shown = [c for c in columns if c.key == "cell" or any(r.get(c.key) for r in rows)]
     return Table(
         id="bottlenecks-straggler-tests",
-        title="Straggler test per run",
-        columns=[
-            col("cell", "Run"),
-            col("verdict", "Straggler"),
-            col("candidate_rank", "Largest gap: rank", "int"),
-            col("gap_text", "Gap per step ±95 %"),
-            col("p_value", "p", "float"),
-            col("summary", "Summary"),
-        ],
+        title="Straggler verdict per run (its diagnosis)",
+        columns=shown,
         rows=rows,
         note=f"a rank is named only when {test}; otherwise the largest gap is shown with its "
-        "interval and no rank is called a straggler",
+        "interval and no rank is called a straggler; gaps are the rank's own work per step "
+        "over the median of the others' at the same step, [low, high] the 95 % interval",
     )
 
 
@@ -460,20 +530,14 @@ def build(ctx: Context) -> Section:
     if ctx.findings:
         blocks.append(Findings(findings=ctx.findings))
     else:
-        blocks.append(
-            Text(
-                text="No finding: no profile finding, and no straggler wait above "
-                f"{fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication above "
-                f"{fmt(EXPOSED_COMM_MIN, 'ratio_pct')} or per-rank compute slowdown above "
-                f"{fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step in the sweep.",
-                severity="good",
-            )
-        )
+        blocks.append(Text(text=f"No finding: {no_finding_text(ctx)}.", severity="good"))
     blocks.append(
         Text(
-            text="Findings are ranked by cost, their share of the step (of the profiled cycle "
-            "for trace findings); sweep findings come from the cells' phase timers and no_sync "
-            "window."
+            text="Findings are ranked by cost, their share of the step: each run's are its "
+            "diagnosis' own (decided by the traces where a run was profiled, else by the "
+            "phase timers), plus a per-rank compute slowdown against the smallest world size "
+            "and GPU throttling; results older than schema 10 keep the older derivation from "
+            "their phase timers and no_sync windows."
         )
     )
     tests = _straggler_tests(ctx)

@@ -31,7 +31,7 @@ from torchscale.report.sources import ProfileEntry, Sources, UnanalysedProfile
 from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.results.frame import COLUMNS, cell_row
-from torchscale.schema.cell_result import CellResult
+from torchscale.schema.cell_result import CellResult, Diagnosis
 
 if TYPE_CHECKING:
     from torchscale.report.request import ReportOptions
@@ -232,6 +232,16 @@ class ProfileRef:
     def source(self) -> str:
         """The profile's key among the report's sources (findings name it by `label`)."""
         return f"profile {self.entry.name}"
+
+    @property
+    def diagnosis(self) -> Diagnosis | None:
+        """The run's one diagnosis: its analysis' (the traces decide; from analysis schema 3
+        its result.json holds the same object), else, for an analysis older than the
+        diagnosis, its result's. Every section shows this one verdict for the run, never the
+        result's beside the analysis'."""
+        if self.entry.analysis.diagnosis is not None:
+            return self.entry.analysis.diagnosis
+        return self.entry.result.diagnosis if self.entry.result is not None else None
 
 
 @dataclass

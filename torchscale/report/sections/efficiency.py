@@ -2,12 +2,13 @@
 where the step goes, memory (static state against the rest of the peak), and cost per million
 samples / tokens when a price is given.
 
-Where the step goes comes from the one model of the step (result schema 8: compute, data,
-waiting for peers, exposed transfer, rest, each a share with its 95 % interval, adding up to
-the step by construction); a part inside its noise reads "not measurable", never a negative
-time or a share above 100 %. Older results have only point figures (exposed communication,
-load imbalance): shown where they can be shares, in [0, 1], else "not measurable (older
-result, no interval)", and charted only where the three shares add up."""
+Where the step goes is each cell's diagnosis' step split (result schema 10, schema 8-9's step
+model read as one: compute, data, waiting for peers, exposed transfer, rest, each a share with
+its 95 % interval, adding up to the step by construction), in the terminal's words; a part
+inside its noise reads "not measurable", never a negative time or a share above 100 %. Older
+results have only point figures (exposed communication, load imbalance): shown where they can be
+shares, in [0, 1], else "not measurable (older result, no interval)", and charted only where the
+three shares add up."""
 
 from __future__ import annotations
 
@@ -17,12 +18,11 @@ import pandas as pd
 
 from torchscale.analysis.numbers import finite
 from torchscale.flop_convention import MFU_CONVENTION
+from torchscale.report.diagnosis_text import seconds_text, share_text
 from torchscale.report.estimates import (
     NOT_MEASURABLE_OLDER,
     PLUS_MINUS_NOTE,
     older_share,
-    plus_minus,
-    value_format,
 )
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, Unavailable
 from torchscale.report.sections.context import (
@@ -37,7 +37,7 @@ from torchscale.report.sections.context import (
     records,
 )
 from torchscale.report.sections.summary import NO_PRICE, priced_cells
-from torchscale.schema.cell_result import PART_NAMES, Attribution
+from torchscale.schema.cell_result import PART_NAMES, Diagnosis
 
 PART_LABELS = {
     "compute": "Compute",
@@ -126,45 +126,50 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
     return table, items
 
 
-def _attribution_row(ctx: Context, row: dict[str, Any], model: Attribution) -> dict[str, Any]:
-    """One cell's parts: the raw share and interval of each, and the compact text shown."""
-    pct, seconds = value_format("ratio_pct"), value_format("seconds")
+def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dict[str, Any]:
+    """One cell's parts as its diagnosis holds them: the raw share and interval of each, and
+    the text the terminal prints for it (`diagnosis_text.share_text`)."""
     out: dict[str, Any] = {
         "cell": ctx.label(row),
         "gpus": integer(row["world_size"]),
         "step_s": model.step_s.value,
-        "step_text": plus_minus(model.step_s, seconds),
+        "step_text": seconds_text(model.step_s),
         "basis": model.basis,
+        "source": model.source,
     }
     for part in model.parts:
         out[f"{part.name}_share"] = part.share.value
         out[f"{part.name}_share_low"] = part.share.low
         out[f"{part.name}_share_high"] = part.share.high
         out[f"{part.name}_s"] = part.seconds.value
-        out[f"{part.name}_text"] = plus_minus(part.share, pct)
+        out[f"{part.name}_text"] = share_text(part.share)
     exposed = out.get("exposed_transfer_share")
     out["_severity"] = "bad" if exposed is not None and exposed >= EXPOSED_BAD else "info"
     return out
 
 
 def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
+    decided = (
+        [col("source", "Decided by")] if any(r["source"] != "phase timers" for r in rows) else []
+    )
     return Table(
         id="efficiency-step-model",
-        title="Where the step goes (one model of the step, shares with 95 % intervals)",
+        title="Where the step goes (each run's diagnosis, shares with 95 % intervals)",
         columns=[
             col("cell", "Cell"),
             col("gpus", units.world, "int"),
             col("step_text", "Step (mean)"),
             *(col(f"{name}_text", PART_LABELS[name]) for name in PART_NAMES),
+            *decided,
         ],
         rows=rows,
         note="every step of every rank = compute (its own forward, backward and optimizer) + "
         "data (waiting for its batch) + waiting for peers (for the slowest rank: load "
         "imbalance) + exposed transfer (communication nothing hid: the smallest grad-sync wait "
         "of any rank at that step) + rest (between the phases); means over ranks and steps, "
-        "so the five shares add up to the step; ± half the 95 % interval of a block bootstrap "
-        "over the steps ([low, high] where lopsided); 'not measurable': the interval reaches "
-        "0, the share could be none (its upper end in brackets)",
+        "so the five shares add up to the step; [low, high]: the 95 % interval of a block "
+        "bootstrap over the steps, as the terminal prints it; 'not measurable': the interval "
+        "reaches 0, the share could be none (its upper end in brackets)",
     )
 
 

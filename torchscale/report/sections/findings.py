@@ -1,17 +1,32 @@
-"""The report's findings, ranked by cost (share of the step): the trace analyses' findings of
-every profile, and what the sweep's own figures show (a straggler by phase timers, exposed
-communication, per-rank compute slower than at the smallest world size, GPU clocks throttled
-during the windows). Shared by the summary (top lines) and the bottlenecks section (all of
-them).
+"""The report's findings, ranked by cost (share of the step). The report computes none of
+its own about where a run's step goes: they are the run's diagnosis' (torchscale/analysis/
+diagnosis.py, `Diagnosis.findings`: ranked, each costing a part of the diagnosis' step split),
+the same findings in the same words as the terminal.
 
-Where a result has the one model of the step (schema 8), its figures are used, with their
-intervals: a straggler only when the significance test names it (its summary is the evidence),
-a share only when it is measurable above noise. Older results keep their point figures, used
-only where they can be shares of the step (in [0, 1])."""
+- A profile's findings are its analysis' (the diagnosis' findings split by `--target`); its
+  result.json holds the same diagnosis, so the run gives one verdict, never the phase timers'
+  beside the traces'.
+- A sweep cell's findings are its result's diagnosis' (schema 10).
+- Added from other figures, which the diagnosis does not cover: per-rank compute slower than at
+  the smallest world size (`slowdown_finding`) and GPU clocks throttled during the windows
+  (`throttling_finding`); a straggler an injected delay made is marked artificial.
+- Every finding of a run carries its busy-machine caveat (`Diagnosis.caveat`), shown with it on
+  every surface.
+
+Results older than schema 10 stored no findings with their step model (the upgrade says so in
+`unavailable["diagnosis.findings"]`). For those only, the older derivation is kept as a
+fallback (`older_result_findings`): from the step model where the result has one (schema 8-9:
+a straggler only when the significance test names it, a share only when it is measurable above
+noise), else from the point figures (schema 7 and older, used only where they can be shares of
+the step, in [0, 1]), with the older thresholds below.
+
+Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
 from __future__ import annotations
 
+from torchscale.analysis.diagnosis import busy_caveat
 from torchscale.analysis.numbers import finite
+from torchscale.analysis.trace.ranked_findings import MIN_COST_FRACTION
 from torchscale.report.estimates import value_format, with_interval
 from torchscale.report.model import Finding
 from torchscale.report.sections.context import (
@@ -24,12 +39,52 @@ from torchscale.report.sections.context import (
     records,
 )
 from torchscale.schema.cell_result import CellResult, Estimate, StepPart
+from torchscale.schema.cell_result import Finding as DiagnosisFinding
 
-# below these shares of the step a figure is noise or not worth a finding
+GROUP = ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
+# the key the v9 -> v10 upgrade sets: the result stored no findings with its step model
+OLDER_FINDINGS = "diagnosis.findings"
+SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's (not in the diagnosis)
+# the older derivation's thresholds (results older than schema 10 only): below these shares of
+# the step a figure was noise or not worth a finding
 STRAGGLER_MIN = 0.05  # load imbalance: the other ranks' wait for the slowest
 EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
-SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's
 DATA_WAIT_MIN = 0.10  # waiting for the next batch (input pipeline)
+
+
+def findings_stored(result: CellResult) -> bool:
+    """Whether the result holds its diagnosis' findings (schema 10, none found included);
+    older results stored none (`unavailable["diagnosis.findings"]`, or no diagnosis)."""
+    return result.diagnosis is not None and OLDER_FINDINGS not in result.unavailable
+
+
+def caveat_of(result: CellResult) -> str | None:
+    """The run's busy-machine caveat: its diagnosis' (schema 10); a result older than the
+    caveat gets the diagnosis' own sentence from its host telemetry (schema 8 and newer)."""
+    if result.diagnosis is not None and result.diagnosis.caveat:
+        return result.diagnosis.caveat
+    if findings_stored(result):
+        return None  # schema 10 decided: no caveat
+    return busy_caveat(result.telemetry)
+
+
+def no_finding_text(ctx: Context) -> str:
+    """What 'no finding' means for these runs: no diagnosis finding, no slowdown, no
+    throttling (and the older thresholds where older results are among them)."""
+    text = (
+        "no run's diagnosis found a cost of at least "
+        f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step above noise, no per-rank compute "
+        f"slowdown above {fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step and no throttled GPU"
+    )
+    older = [r for r in (ctx.result(row) for row in records(ctx.ok)) if not findings_stored(r)]
+    if older:
+        text += (
+            f"; results older than schema 10 ({len(older)}): no straggler wait above "
+            f"{fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication above "
+            f"{fmt(EXPOSED_COMM_MIN, 'ratio_pct')} or data wait above "
+            f"{fmt(DATA_WAIT_MIN, 'ratio_pct')} of the step"
+        )
+    return text
 
 
 def _injected_note(result: CellResult, rank: int | None) -> str | None:
@@ -42,34 +97,72 @@ def _injected_note(result: CellResult, rank: int | None) -> str | None:
     return None
 
 
-def profile_findings(ref: ProfileRef) -> list[Finding]:
-    """A profile's findings as they are, marked artificial when an injected delay makes the
-    straggler."""
-    analysis, result = ref.entry.analysis, ref.entry.result
-    out = []
-    for item in analysis.findings:
-        evidence = list(item.evidence)
-        severity = cost_severity(item.cost_pct)
-        title = item.title
-        if result is not None and item.category == "straggler":
-            rank = analysis.straggler.rank if analysis.straggler else None
-            note = _injected_note(result, rank)
-            if note is not None:
-                evidence.insert(0, note)
-                severity = "info"
-                title = f"{title} (injected delay)"
-        out.append(
-            Finding(
-                title=title,
-                cost_pct=item.cost_pct,
-                source=ref.label,
-                evidence=evidence,
-                recommendation=item.recommendation,
-                severity=severity,
-            )
-        )
-    return out
+def diagnosis_finding(
+    item: DiagnosisFinding,
+    *,
+    source: str,
+    caveat: str | None,
+    injected: CellResult | None = None,
+    straggler_rank: int | None = None,
+) -> Finding:
+    """One of a diagnosis' findings as the report shows it: its own title, cost, evidence and
+    fix; the caveat as its own field (not repeated in the evidence); marked artificial when
+    an injected delay of `injected` makes the straggler."""
+    evidence = [line for line in item.evidence if line != caveat]
+    title, severity = item.title, cost_severity(item.cost_pct)
+    if injected is not None and item.category == "straggler":
+        note = _injected_note(injected, straggler_rank)
+        if note is not None:
+            evidence.insert(0, note)
+            severity = "info"
+            title = f"{title} (injected delay)"
+    return Finding(
+        title=title,
+        cost_pct=item.cost_pct,
+        source=source,
+        evidence=evidence,
+        recommendation=item.recommendation,
+        severity=severity,
+        caveat=caveat,
+    )
 
+
+def profile_findings(ref: ProfileRef) -> list[Finding]:
+    """A profile's findings as its analysis holds them (the diagnosis' findings for its
+    target), with its caveat, marked artificial when an injected delay makes the straggler."""
+    analysis, diagnosis = ref.entry.analysis, ref.diagnosis
+    verdict = diagnosis.straggler if diagnosis is not None else None
+    if verdict is not None and verdict.named:
+        rank = verdict.rank
+    else:
+        rank = analysis.straggler.rank if analysis.straggler else None
+    caveat = diagnosis.caveat if diagnosis is not None else None
+    if caveat is None and ref.entry.result is not None:
+        caveat = caveat_of(ref.entry.result)
+    return [
+        diagnosis_finding(
+            item, source=ref.label, caveat=caveat, injected=ref.entry.result, straggler_rank=rank
+        )
+        for item in analysis.findings
+    ]
+
+
+def cell_findings(result: CellResult, label: str) -> list[Finding]:
+    """A sweep cell's diagnosis' findings (schema 10), in its order."""
+    diagnosis = result.diagnosis
+    if diagnosis is None:
+        return []
+    verdict = diagnosis.straggler
+    rank = verdict.rank if verdict is not None and verdict.named else None
+    return [
+        diagnosis_finding(
+            item, source=label, caveat=diagnosis.caveat, injected=result, straggler_rank=rank
+        )
+        for item in diagnosis.findings
+    ]
+
+
+# ------------------------------------------------- older results (before schema 10) only
 
 DEVICE_AND_HOST_ADVICE = (
     "its device and host: clocks and throttling on GPUs, other processes and core pinning "
@@ -139,10 +232,11 @@ def _named_straggler_finding(result: CellResult, label: str, source: str) -> Fin
     )
 
 
-def straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
-    """The straggler: named by the significance test where the result has the step model
-    (schema 8); in older results the one the phase timers found, when the others wait for it
-    long enough (load imbalance >= STRAGGLER_MIN of the step, and a share it can have)."""
+def older_straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
+    """Results older than schema 10 only. The straggler: named by the significance test where
+    the result has the step model (schema 8-9); in older results the one the phase timers
+    found, when the others wait for it long enough (load imbalance >= STRAGGLER_MIN of the
+    step, and a share it can have)."""
     if result.diagnosis is not None:
         return _named_straggler_finding(result, label, source)
     straggler, comm = result.straggler, result.communication
@@ -199,10 +293,6 @@ def _exposed_transfer_finding(result: CellResult, label: str) -> Finding | None:
     waiting = part(result, "wait_for_peers")
     if waiting is not None:
         evidence.append(f"waiting for peers {with_interval(waiting.share, pct)} of the step")
-    evidence += [
-        f"cross-check {check.name}: {check.detail}"
-        for check in (result.diagnosis.cross_checks if result.diagnosis else [])
-    ]
     return _exposed_comm(result, label, share, evidence)
 
 
@@ -229,9 +319,9 @@ def _comm_advice(result: CellResult) -> str:
     )
 
 
-def exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
-    """Exposed communication: the step model's exposed transfer (schema 8), or an older
-    result's point figure when it is a share it can have."""
+def older_exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
+    """Results older than schema 10 only. Exposed communication: the step model's exposed
+    transfer (schema 8-9), or an older result's point figure when it is a share it can have."""
     if result.diagnosis is not None:
         return _exposed_transfer_finding(result, label)
     comm = result.communication
@@ -250,9 +340,9 @@ def exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
     return _exposed_comm(result, label, share, evidence)
 
 
-def data_wait_finding(result: CellResult, label: str) -> Finding | None:
-    """The step waits for its batch: the DataLoader or the storage under it is the bottleneck
-    (never for synthetic data, made on the device once)."""
+def older_data_wait_finding(result: CellResult, label: str) -> Finding | None:
+    """Results older than schema 10 only. The step waits for its batch: the DataLoader or the
+    storage under it is the bottleneck (never for synthetic data, made on the device once)."""
     data = result.data
     modelled = part(result, "data")
     share = measured_share(modelled.share) if modelled else finite(data.share) if data else None
@@ -371,12 +461,12 @@ def _weak_bases(ctx: Context) -> dict[tuple[object, ...], CellResult]:
     bases: dict[tuple[object, ...], CellResult] = {}
     ok = ctx.ok.sort_values(["world_size", "cell_id"], kind="stable")
     for row in records(ok):
-        key = tuple(
-            row[c]
-            for c in ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
-        )
-        bases.setdefault(key, ctx.result(row))
+        bases.setdefault(_group(row), ctx.result(row))
     return bases
+
+
+def _group(row: dict[str, object]) -> tuple[object, ...]:
+    return tuple(row[c] for c in GROUP)
 
 
 def rank_findings(findings: list[Finding]) -> list[Finding]:
@@ -386,33 +476,45 @@ def rank_findings(findings: list[Finding]) -> list[Finding]:
     )
 
 
+def older_result_findings(result: CellResult, label: str) -> list[Finding]:
+    """The fallback for a result older than schema 10, which stored no findings with its step
+    model: the older derivation (data wait; with two ranks or more the straggler and exposed
+    communication), from its step model (schema 8-9) or its point figures (7 and older)."""
+    found = [older_data_wait_finding(result, label)]
+    if result.cell.world_size >= 2:
+        found += [
+            older_straggler_finding(result, label, label),
+            older_exposed_comm_finding(result, label),
+        ]
+    return [f for f in found if f is not None]
+
+
+def _with_caveat(findings: list[Finding], caveat: str | None) -> list[Finding]:
+    if caveat is None:
+        return findings
+    return [f if f.caveat else f.model_copy(update={"caveat": caveat}) for f in findings]
+
+
 def collect_findings(ctx: Context) -> list[Finding]:
+    """Every run's findings, ranked by cost: each profile's (its diagnosis', one verdict per
+    run: the profile's result.json is not read for a second one), each ok sweep cell's
+    diagnosis' (older results: `older_result_findings`), and per cell what the diagnosis does
+    not cover (throttling, a slowdown against the smallest world size)."""
     findings: list[Finding] = []
     for ref in ctx.profiles:
         findings += profile_findings(ref)
-        if ref.entry.result is not None:
-            found = straggler_finding(ref.entry.result, ref.label, f"{ref.label}, phase timers")
-            findings += [found] if found else []
     bases = _weak_bases(ctx)
     for row in records(ctx.ok):
         result, label = ctx.result(row), ctx.label(row)
-        found = throttling_finding(result, label)
-        findings += [found] if found else []
-        found = data_wait_finding(result, label)
-        findings += [found] if found else []
-        if (integer(row["world_size"]) or 0) < 2:
-            continue
-        found = straggler_finding(result, label, label)
-        findings += [found] if found else []
-        found = exposed_comm_finding(result, label)
-        findings += [found] if found else []
-        key = tuple(
-            row[c]
-            for c in ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
-        )
-        base = bases.get(key)
-        if base is not None and base.cell.world_size < result.cell.world_size:
-            base_label = ctx.result_label(str(row["experiment"]), base)
-            found = slowdown_finding(result, label, base, base_label)
-            findings += [found] if found else []
+        found = [throttling_finding(result, label)]
+        if findings_stored(result):
+            found += cell_findings(result, label)
+        else:
+            found += older_result_findings(result, label)
+        if (integer(row["world_size"]) or 0) >= 2:
+            base = bases.get(_group(row))
+            if base is not None and base.cell.world_size < result.cell.world_size:
+                base_label = ctx.result_label(str(row["experiment"]), base)
+                found.append(slowdown_finding(result, label, base, base_label))
+        findings += _with_caveat([f for f in found if f is not None], caveat_of(result))
     return rank_findings(findings)

@@ -1,8 +1,10 @@
 """Throughput and latency: throughput and step-time percentiles per cell with their 95 %
 intervals and the cell's reliability, step-time distributions per world size (from the per-step
 records of the synchronised windows), the run-to-run spread of throughput over repeats, and
-per-rank step and phase times, with a straggler named only where a significance test names it
-(schema 8) or, in older results, where the others wait for it long enough."""
+per-rank step and phase times with each rank's wait for peers, and the straggler, as the run's one
+diagnosis holds them (a profiled run's: its analysis'; the verdict in the terminal's words, with
+the busy-machine caveat); results older than the diagnosis name a straggler only where the
+others wait for it long enough."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.analysis.numbers import finite
+from torchscale.report.diagnosis_text import straggler_text
 from torchscale.report.model import Block, Chart, Section, Series, Table, Unavailable
 from torchscale.report.sections.context import (
     Context,
@@ -20,14 +23,16 @@ from torchscale.report.sections.context import (
     col,
     fmt,
     integer,
+    names,
     records,
     repeat_fields,
     slug,
     step_text,
     throughput_fields,
 )
-from torchscale.report.sections.findings import STRAGGLER_MIN
-from torchscale.schema.cell_result import CellResult, RankStats
+from torchscale.report.sections.diagnosis import caveat_text, disagreement_text, rank_wait_texts
+from torchscale.report.sections.findings import STRAGGLER_MIN, caveat_of
+from torchscale.schema.cell_result import CellResult, Diagnosis, RankStats
 from torchscale.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
 
 MAX_BOX_VALUES = 2000  # per box; more are reduced to this many evenly spaced quantiles
@@ -45,11 +50,14 @@ PHASE_LABELS = {
 
 @dataclass(frozen=True, eq=False)
 class RankSource:
-    """A multi-rank run whose ranks are shown: a sweep cell or a profiled run."""
+    """A multi-rank run whose ranks are shown: a sweep cell or a profiled run, with the run's
+    one diagnosis (a profiled run's: its analysis') and busy-machine caveat."""
 
     key: str
     label: str
     result: CellResult
+    diagnosis: Diagnosis | None
+    caveat: str | None
 
 
 def _stats_table(ctx: Context) -> Table:
@@ -213,15 +221,19 @@ def _box_charts(ctx: Context) -> tuple[list[Chart], dict[str, str]]:
 
 def rank_sources(ctx: Context) -> list[RankSource]:
     """Profiled runs, then every ok sweep cell of two or more ranks."""
-    out = [
-        RankSource(ref.source, ref.label, ref.entry.result)
-        for ref in ctx.profiles
-        if ref.entry.result is not None and len(ref.entry.result.ranks) > 1
-    ]
+    out = []
+    for ref in ctx.profiles:
+        result = ref.entry.result
+        if result is None or len(result.ranks) < 2:
+            continue
+        diagnosis = ref.diagnosis
+        caveat = (diagnosis.caveat if diagnosis is not None else None) or caveat_of(result)
+        out.append(RankSource(ref.source, ref.label, result, diagnosis, caveat))
     for row in records(ctx.ok):
         result = ctx.result(row)
         if len(result.ranks) > 1:
-            out.append(RankSource(f"{row['experiment']}/{row['cell_id']}", ctx.label(row), result))
+            key = f"{row['experiment']}/{row['cell_id']}"
+            out.append(RankSource(key, ctx.label(row), result, result.diagnosis, caveat_of(result)))
     return out
 
 
@@ -234,27 +246,30 @@ def _compute(rank: RankStats) -> float:
     return rank.step_time.p50
 
 
-def _role(result: CellResult, rank: int) -> str:
-    """'straggler (backward)' for the rank a significance test names (schema 8), or in an
-    older result the slowest rank when the others wait for it long enough; else ''."""
-    verdict = result.diagnosis.straggler if result.diagnosis else None
+def _role(source: RankSource, rank: int) -> str:
+    """'straggler (backward)' for the rank the run's diagnosis names, or in a result older than
+    the diagnosis the slowest rank when the others wait for it long enough; else ''."""
+    result = source.result
     injected = ", injected delay" if result.straggler and result.straggler.injected else ""
-    if result.diagnosis is not None:
+    if source.diagnosis is not None:
+        verdict = source.diagnosis.straggler
         if verdict is None or not verdict.named or verdict.rank != rank:
             return ""
         return "straggler" + (f" ({verdict.phase})" if verdict.phase else "") + injected
     straggler = result.straggler
-    if straggler is None or straggler.rank != rank or not _is_real_straggler(result):
+    if straggler is None or straggler.rank != rank or not _is_real_straggler(source):
         return ""
     return "straggler" + (f" ({straggler.phase})" if straggler.phase else "") + injected
 
 
-def _is_real_straggler(result: CellResult) -> bool:
-    """Named by the test (schema 8); in older results, an injected delay or a wait for the
-    slowest rank of at least STRAGGLER_MIN of the step (a share it can have: at most 1)."""
-    if result.diagnosis is not None:
-        verdict = result.diagnosis.straggler
+def _is_real_straggler(source: RankSource) -> bool:
+    """Named by the run's diagnosis; in results older than the step model (schema 8), an
+    injected delay or a wait for the slowest rank of at least STRAGGLER_MIN of the step (a
+    share it can have: at most 1)."""
+    if source.diagnosis is not None:
+        verdict = source.diagnosis.straggler
         return verdict is not None and verdict.named
+    result = source.result
     comm = result.communication
     imbalance = finite(comm.load_imbalance) if comm else None
     return result.straggler is not None and (
@@ -262,17 +277,29 @@ def _is_real_straggler(result: CellResult) -> bool:
     )
 
 
+# the per-rank table's phases: grad-sync wait is left out, each rank's wait for peers being the
+# diagnosis' (`rank_waits`); the phase chart keeps every phase the timers measured
+TABLE_PHASES = tuple(p for p in STEP_PHASES if p != "grad_sync_wait")
+
+
 def _ranks_table(sources: list[RankSource]) -> Table:
     rows: list[dict[str, Any]] = []
     limited = []
+    without_waits: list[str] = []
+    caveats: dict[str, list[str]] = {}
     for source in sources:
         ranks = source.result.ranks
         if len(ranks) > MAX_RANKS_PER_CELL:
             limited.append(source.label)
             ranks = sorted(ranks, key=_compute, reverse=True)[:MAX_RANKS_PER_CELL]
             ranks = sorted(ranks, key=lambda r: r.rank)
+        waits = rank_wait_texts(source.diagnosis)
+        if not waits:
+            without_waits.append(source.label)
+        if source.caveat:
+            caveats.setdefault(source.caveat, []).append(source.label)
         for rank in ranks:
-            role = _role(source.result, rank.rank)
+            role = _role(source, rank.rank)
             phases = rank.phases
             rows.append(
                 {
@@ -285,17 +312,28 @@ def _ranks_table(sources: list[RankSource]) -> Table:
                     "compute_s": rank.compute_time.p50 if rank.compute_time else None,
                     **{
                         seconds_column(phase): finite(getattr(phases, phase)) if phases else None
-                        for phase in STEP_PHASES
+                        for phase in TABLE_PHASES
                     },
+                    "wait_text": waits.get(rank.rank),
                     "role": role or None,
-                    "_severity": "warn" if role and _is_real_straggler(source.result) else "info",
+                    "_severity": "warn" if role and _is_real_straggler(source) else "info",
                 }
             )
     note = (
         "compute: the rank's median step under DDP no_sync() (no gradient sync); phases: "
-        "medians over the synchronised steps; grad-sync wait is where the other ranks wait "
-        "for a straggler"
+        "medians over the synchronised steps; waiting for peers: the run's diagnosis, the "
+        "rank's mean wait over its mean step with the 95 % interval (the others wait there "
+        "for a straggler)"
     )
+    if without_waits:
+        note += (
+            "; no per-rank wait for peers in the diagnosis of "
+            + names(without_waits)
+            + " (results older than schema 10 stored none; their grad-sync wait phase is in "
+            "the phase charts)"
+        )
+    for caveat, labels in caveats.items():
+        note += f"; {names(labels)}: {caveat_text(caveat)}"
     if limited:
         note += (
             f"; {MAX_RANKS_PER_CELL} ranks with the highest compute time shown for "
@@ -312,7 +350,8 @@ def _ranks_table(sources: list[RankSource]) -> Table:
             col("step_p95_s", "Step p95", "seconds"),
             col("step_cv", "Step CV", "ratio_pct"),
             col("compute_s", "Compute (no_sync)", "seconds"),
-            *(col(seconds_column(p), PHASE_LABELS[p], "seconds") for p in STEP_PHASES),
+            *(col(seconds_column(p), PHASE_LABELS[p], "seconds") for p in TABLE_PHASES),
+            col("wait_text", "Waiting for peers (share of its step)"),
             col("role", "Straggler"),
         ],
         rows=rows,
@@ -324,7 +363,7 @@ def _chart_order(sources: list[RankSource]) -> list[RankSource]:
     """Profiled runs, cells with a straggler worth a finding, then each model's largest run."""
     with_phases = [s for s in sources if any(r.phases is not None for r in s.result.ranks)]
     profiled = [s for s in with_phases if s.key.startswith("profile ")]
-    stragglers = [s for s in with_phases if s not in profiled and _is_real_straggler(s.result)]
+    stragglers = [s for s in with_phases if s not in profiled and _is_real_straggler(s)]
     largest: dict[tuple[str, str], RankSource] = {}
     for source in with_phases:
         if source in profiled:
@@ -347,13 +386,14 @@ def _phase_chart(source: RankSource) -> Chart:
             series.append(Series(name=phase, x=list(x), y=values))
     straggler = source.result.straggler
     note = "median seconds per phase over the synchronised steps"
-    attribution = source.result.diagnosis
-    verdict = attribution.straggler if attribution is not None else None
-    if attribution is not None:
-        if verdict is not None:
-            prefix = "straggler" if verdict.named else "no significant straggler"
-            note += f"; {prefix}: {verdict.summary}"
-    elif straggler is not None and _is_real_straggler(source.result):
+    diagnosis = source.diagnosis
+    if diagnosis is not None:
+        if diagnosis.straggler is not None:
+            note += f"; {straggler_text(diagnosis.straggler, diagnosis.ranks)}"
+        disagreement = disagreement_text(diagnosis)
+        if disagreement is not None:
+            note += f"; {disagreement}"
+    elif straggler is not None and _is_real_straggler(source):
         note += f"; straggler: rank {straggler.rank}"
         if straggler.phase and straggler.gap_s is not None:
             note += f", {straggler.phase} {fmt(straggler.gap_s, 'seconds')} over the others"
@@ -372,6 +412,8 @@ def _phase_chart(source: RankSource) -> Chart:
             f"the others wait only {wait} of the step for it (older result: no significance "
             "test)"
         )
+    if source.caveat:
+        note += f"; {caveat_text(source.caveat)}"
     return Chart(
         id=f"latency-phases-{slug(source.key)}",
         title=f"{source.label}: phase times per rank",

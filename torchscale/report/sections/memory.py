@@ -9,6 +9,7 @@ from typing import Any
 
 from torchscale.analysis.numbers import finite
 from torchscale.memory.max_batch_result import MaxBatchResult
+from torchscale.report.diagnosis_text import share_text
 from torchscale.report.model import Block, Section, Table, Text
 from torchscale.report.sections.context import Context, col, fmt, records
 from torchscale.report.sections.findings import DATA_WAIT_MIN
@@ -76,13 +77,22 @@ def _data_table(ctx: Context) -> list[Block]:
         return []
     rows = []
     for row in records(fed):
-        share = finite(row.get("data_wait_share"))
+        diagnosis = ctx.result(row).diagnosis
+        part = diagnosis.part("data") if diagnosis is not None else None
+        text: str | None
+        if part is not None:  # the diagnosis' data part: mean over ranks, with its interval
+            wait, share = part.seconds.value, part.share.value
+            text = share_text(part.share)
+        else:  # older results: the slowest rank's median wait over the median step
+            wait, share = finite(row.get("data_wait_s")), finite(row.get("data_wait_share"))
+            text = fmt(share, "ratio_pct") if share is not None else None
         rows.append(
             {
                 "cell": ctx.label(row),
                 "source": str(row["data_source"]),
-                "wait": finite(row.get("data_wait_s")),
+                "wait": wait,
                 "share": share,
+                "share_text": text,
                 "read": finite(row.get("data_read_mb_per_s")),
                 "step": finite(row.get("step_p50_s")),
             }
@@ -96,12 +106,15 @@ def _data_table(ctx: Context) -> list[Block]:
                 col("source", "Source"),
                 col("step", "Median step", "seconds"),
                 col("wait", "Data wait per step", "seconds"),
-                col("share", "Share of the step", "ratio_pct"),
+                col("share_text", "Share of the step"),
                 col("read", "Read, MB/s", "float"),
             ],
             rows=rows,
-            note="data wait: the slowest rank's median time in next(batch) and the copy to "
-            f"the device; from {fmt(DATA_WAIT_MIN, 'ratio_pct')} of the step it is a finding",
+            note="data wait: the run's diagnosis' data part, the mean over ranks of the time "
+            "in next(batch) and the copy to the device, its share of the mean step with the 95 "
+            "% interval (a finding when the diagnosis reports one); results older than the "
+            "diagnosis: the slowest rank's median wait over the median step, a finding from "
+            f"{fmt(DATA_WAIT_MIN, 'ratio_pct')}",
         )
     ]
 

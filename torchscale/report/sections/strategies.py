@@ -3,9 +3,9 @@ sweep costs in throughput, memory per rank and communication (docs/strategies.md
 
 Communication is measured differently per strategy, so each row says how, and the split is the
 same everywhere: waiting for a late peer apart from the communication itself.
-- cells with the one model of the step (result schema 8) and no profiled communication: its
-  exposed transfer and waiting for peers, each with its 95 % interval ("not measurable" inside
-  the noise);
+- cells with a diagnosis (result schema 10; schema 8-9's step model read as one): its exposed
+  transfer and waiting for peers in the terminal's words, each with its 95 % interval ("not
+  measurable" inside the noise);
 - older ddp results: the no_sync method (`communication`): exposed communication beyond the
   slowest rank's compute, and load imbalance (the others' wait for it), shown only where they
   can be shares of the step (in [0, 1]);
@@ -25,7 +25,8 @@ import pandas as pd
 
 from torchscale.analysis.numbers import finite
 from torchscale.flop_convention import MFU_CONVENTION
-from torchscale.report.estimates import compact, older_share
+from torchscale.report.diagnosis_text import share_text
+from torchscale.report.estimates import older_share
 from torchscale.report.model import Block, Chart, Section, Series, Table, Text, ValueFormat
 from torchscale.report.sections.context import (
     Context,
@@ -37,6 +38,7 @@ from torchscale.report.sections.context import (
     text,
 )
 from torchscale.report.sections.scaling import spans_decades
+from torchscale.schema.cell_result import Diagnosis
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
 
@@ -61,24 +63,27 @@ def _mesh(row: dict[str, Any]) -> str:
 Share = float | str | None  # a share, or text saying it is not measurable
 
 
-def _modelled(row: dict[str, Any], name: str) -> tuple[float | None, str | None]:
-    """(measurable share, its compact text) of a step-model part in a cells-table row."""
-    value = finite(row.get(f"{name}_share"))
-    low, high = finite(row.get(f"{name}_share_low")), finite(row.get(f"{name}_share_high"))
-    return value, compact(value, low, high, "ratio_pct")
-
-
-def _comm(row: dict[str, Any]) -> tuple[Share, Share, str, float | None]:
+def _comm(
+    row: dict[str, Any], diagnosis: Diagnosis | None
+) -> tuple[Share, Share, str, float | None]:
     """(exposed transfer, waiting for peers, method, exposed share to chart) of one cell: the
-    texts shown (with intervals where the step model has them) and a number to chart only
-    where it is measurable."""
+    run's diagnosis where it has one (its parts in the terminal's words, with their
+    intervals), else the figures of cells it does not cover; a number to chart only where it
+    is measurable."""
+    exposed_part = diagnosis.part("exposed_transfer") if diagnosis is not None else None
+    waiting_part = diagnosis.part("wait_for_peers") if diagnosis is not None else None
+    if diagnosis is not None and exposed_part is not None and waiting_part is not None:
+        share = exposed_part.share
+        charted = share.value if share.measurable else None
+        return (
+            share_text(share),
+            share_text(waiting_part.share),
+            f"diagnosis ({diagnosis.source})",
+            charted,
+        )
     if finite(row.get("tp_exposed_comm")) is not None:  # collectives inside forward/backward
         exposed = finite(row.get("tp_exposed_transfer"))
         return exposed, finite(row.get("tp_waiting_for_peers")), "profiled steps", exposed
-    if finite(row.get("exposed_transfer_share_high")) is not None:
-        exposed, exposed_text = _modelled(row, "exposed_transfer")
-        _, waiting_text = _modelled(row, "wait_for_peers")
-        return exposed_text, waiting_text, "step model (phase timers)", exposed
     if finite(row.get("comm_overhead")) is not None:
         shown = older_share(finite(row.get("comm_overhead")))
         waiting = older_share(finite(row.get("load_imbalance")))
@@ -101,7 +106,7 @@ def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
     ddp_static = finite(ddp.get("static_bytes")) if ddp else None
     rows = []
     for row in cells:
-        exposed, waiting, method, charted = _comm(row)
+        exposed, waiting, method, charted = _comm(row, ctx.result(row).diagnosis)
         static = finite(row.get("static_bytes"))
         rows.append(
             {

@@ -55,7 +55,7 @@ from torchscale.report.sections.context import (
     throughput_fields,
     throughput_text,
 )
-from torchscale.report.sections.findings import EXPOSED_COMM_MIN, SLOWDOWN_MIN, STRAGGLER_MIN
+from torchscale.report.sections.findings import no_finding_text
 from torchscale.thresholds import CV_WARN_THRESHOLD
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
@@ -533,17 +533,10 @@ def _lines(ctx: Context) -> list[Block]:
         )
         where = _named(ctx, finding.source)
         said = "" if where in finding.title else f" ({where})"
-        lines.append(Text(text=f"{cost}{finding.title}{said}.", severity=finding.severity))
+        caveat = f" Caveat: {finding.caveat}." if finding.caveat else ""
+        lines.append(Text(text=f"{cost}{finding.title}{said}.{caveat}", severity=finding.severity))
     if not ctx.findings:
-        lines.append(
-            Text(
-                text="No bottleneck above the report's thresholds (straggler wait "
-                f"{fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication "
-                f"{fmt(EXPOSED_COMM_MIN, 'ratio_pct')}, per-rank compute slowdown "
-                f"{fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step) and no profile findings.",
-                severity="good",
-            )
-        )
+        lines.append(Text(text=f"No bottleneck: {no_finding_text(ctx)}.", severity="good"))
     return lines
 
 
