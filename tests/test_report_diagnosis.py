@@ -99,7 +99,7 @@ def test_the_caveat_shows_with_the_cells_findings_in_markdown_and_html(
 def test_the_straggler_line_is_the_terminals(busy_report: Report) -> None:
     diagnosis = busy_diagnosis()
     line = straggler_text(diagnosis.straggler, diagnosis.ranks)
-    assert line.startswith("Straggler: rank 1 in backward, ")
+    assert line.startswith("Straggler: rank 1 backward ")
     tests = table(busy_report, "bottlenecks-straggler-tests")
     (row,) = [r for r in tests.rows if r["cell"] == CELL]
     assert row["verdict"] == line

@@ -46,6 +46,8 @@ def _reports(directory: Path, out: Path) -> dict[str, str]:
         )
         assert result.exit_code == 0, result.output
         page = target.read_text(encoding="utf-8")
+        if fmt == "md":  # Markdown escapes its own punctuation: read it as it renders
+            page = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>])", r"\1", page)
         texts[fmt] = _html_text(page) if fmt == "html" else _flat(page)
     return texts
 

@@ -85,3 +85,60 @@ def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
         }
         for check in diagnosis.cross_checks
     ]
+
+
+def diagnoses_table(ctx: Any) -> Block | None:
+    """The summary's one row per run with a diagnosis (multi-rank sweep cells and profiled
+    runs): its sync stall, step split, straggler verdict and caveat in the terminal's words,
+    named stragglers first, then by sync stall; so the first screen of every format (the
+    Markdown included) gives each run's verdict as the terminal does."""
+    from torchscale.report.model import Table
+    from torchscale.report.sections.context import col, records
+
+    rows: list[dict[str, Any]] = []
+
+    def add(run: str, diagnosis: Diagnosis) -> None:
+        verdict = diagnosis.straggler
+        stall = diagnosis.part("wait_for_peers")
+        named = verdict is not None and verdict.named
+        rows.append(
+            {
+                "run": run,
+                "stall": sync_stall_text(diagnosis).removeprefix("Sync stall time: "),
+                "split": split_text(diagnosis),
+                "straggler": straggler_text(verdict, diagnosis.ranks),
+                "caveat": diagnosis.caveat,
+                "_named": named,
+                "_stall": (stall.share.value or 0.0) if stall is not None else 0.0,
+                "_severity": "warn" if named or diagnosis.caveat else "info",
+            }
+        )
+
+    for row in records(ctx.ok):
+        diagnosis = ctx.result(row).diagnosis
+        if diagnosis is not None and diagnosis.ranks > 1:
+            add(ctx.label(row), diagnosis)
+    for ref in ctx.profiles:
+        diagnosis = ref.diagnosis
+        if diagnosis is not None:
+            add(ref.label, diagnosis)
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (not r.pop("_named"), -r.pop("_stall")))
+    columns = [
+        col("run", "Run"),
+        col("stall", "Sync stall"),
+        col("split", "Step split"),
+        col("straggler", "Straggler"),
+        col("caveat", "Caveat"),
+    ]
+    shown = [c for c in columns if c.key != "caveat" or any(r.get("caveat") for r in rows)]
+    return Table(
+        id="summary-diagnoses",
+        title="Each run's diagnosis",
+        columns=shown,
+        rows=rows,
+        note="the run's one diagnosis (docs/methodology.md, 'One diagnosis'): sync stall = "
+        "the mean over ranks of the wait for peers with nothing else to do, share of the step "
+        "with its 95 % interval [low, high]; named stragglers first",
+    )

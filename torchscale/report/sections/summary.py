@@ -55,6 +55,7 @@ from torchscale.report.sections.context import (
     throughput_fields,
     throughput_text,
 )
+from torchscale.report.sections.diagnosis import diagnoses_table
 from torchscale.report.sections.findings import no_finding_text
 from torchscale.thresholds import CV_WARN_THRESHOLD
 
@@ -555,6 +556,9 @@ def build(ctx: Context) -> Section:
             Unavailable(items={"best configuration": "no cell finished ok: nothing measured"})
         )
     blocks += _lines(ctx)
+    diagnoses = diagnoses_table(ctx)
+    if diagnoses is not None:
+        blocks.append(diagnoses)
     return Section(id="summary", title="Executive summary", blocks=blocks)
 
 
