@@ -625,7 +625,7 @@ def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     said = with_caveat(attribution, busy_caveat(busy)).straggler
     assert said is not None and said.named and said.rank == 1
     assert said.summary.startswith(attribution.straggler.summary)
-    assert "busy" in said.summary and "0.9 core(s) on vm" in said.summary
+    assert "busy" in said.summary and "0.9 cores on vm" in said.summary
 
 
 # ------------------------------------------------------- the published sync-variance warning

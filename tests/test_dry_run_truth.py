@@ -88,7 +88,7 @@ def test_a_slurm_dry_run_off_the_cluster_writes_the_scripts(
     result = invoke("-c", config, "-o", out, "--dry-run")
     assert result.exit_code == 0, result.output
     assert "the partition's node limits were not checked" in result.output
-    assert "missing: sbatch, squeue, scontrol, scancel" in result.output
+    assert "missing: sbatch, squeue, scontrol, scancel" in " ".join(result.output.split())
     scripts = sorted((out / "truth" / "slurm").glob("*/job.sbatch"))
     assert len(scripts) == 2  # one allocation per node count
     assert "sbatch script written" in result.output

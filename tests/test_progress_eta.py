@@ -5,6 +5,7 @@ and CI see (no TTY needed)."""
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import pytest
@@ -111,7 +112,8 @@ def test_running_lines_say_where_the_sweep_stands(monkeypatch: pytest.MonkeyPatc
         printer.cell_start(plan.cells[1], 1, 2, True)
     finally:
         printer.progress.stop()
-    text = out.getvalue()
+    # lines wrap at the console's width: read each line unwrapped (a line starts with '>')
+    text = re.sub(r" ?\n(?!>)", " ", out.getvalue())
     assert "> Running tiny-mlp on 1 CPU rank (Batch 8, fp32, ddp)... cell 1/2," in text
     assert "ETA unknown" in text.split("2 CPU ranks")[0]
     second = text.split("> Running tiny-mlp on 2 CPU ranks (Batch 8, fp32, ddp)... ")[1]

@@ -121,7 +121,7 @@ def test_step_model_lines_come_from_the_diagnosis() -> None:
     assert straggler.level == "warn"
     assert result.diagnosis is not None
     assert straggler.text == f"> [ANALYSIS] {straggler_text(result.diagnosis.straggler, 2)}"
-    assert straggler.text.startswith("> [ANALYSIS] Straggler: rank 1 in backward, +10 ms")
+    assert straggler.text.startswith("> [ANALYSIS] Straggler: rank 1 backward +10 ms")
     assert not [line for line in lines if line.text.startswith("> [CHECK]")]
     notes = [line.text for line in lines if line.text.startswith("> [NOTE] cross-checks")]
     assert len(notes) == 1

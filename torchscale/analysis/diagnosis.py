@@ -116,7 +116,8 @@ def busy_caveat(telemetry: Telemetry | None) -> str | None:
         host = busy[0]
         cores = f"{host.other_cores:.1f}" if host.other_cores is not None else "?"
         return BUSY_CAVEAT.format(cores=cores, host=host.host)
-    crowded = [h for h in hosts if h.cores is not None and len(h.ranks) > h.cores]
+    # a host whose ranks outnumber its cores (its own figures; None where not read)
+    crowded = [h for h in hosts if len(getattr(h, "ranks", [])) > (getattr(h, "cores", 0) or 1e9)]
     if crowded:
         host = crowded[0]
         return SHARED_CORES_CAVEAT.format(ranks=len(host.ranks), cores=host.cores, host=host.host)
