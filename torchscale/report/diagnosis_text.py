@@ -27,8 +27,16 @@ def pct(value: float) -> str:
 
 
 def ms(seconds: float) -> str:
-    """Milliseconds, three significant figures: '52.6 ms', '0.412 ms', '1.23e+03 ms'."""
-    return f"{seconds * 1e3:.3g} ms"
+    """A duration: '52.6 ms', '0.412 ms', '348 ms', '1,234 ms'; from 10 s on '13.3 s'."""
+    if abs(seconds) >= 10:
+        return f"{seconds:.1f} s"
+    return f"{_ms_number(seconds)} ms"
+
+
+def _ms_number(seconds: float) -> str:
+    """Milliseconds without a unit: three significant figures below 100 ms, whole above."""
+    value = seconds * 1e3
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def share_text(estimate: Estimate | None) -> str:
@@ -57,7 +65,7 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
     value = f"{sign}{ms(estimate.value)}"
     if estimate.low is None or estimate.high is None:
         return f"{value} (spread unknown)"
-    return f"{value} [{estimate.low * 1e3:.3g}, {estimate.high * 1e3:.3g}]"
+    return f"{value} [{_ms_number(estimate.low)}, {_ms_number(estimate.high)}]"
 
 
 def sync_stall_text(diagnosis: Diagnosis) -> str:
