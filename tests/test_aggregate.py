@@ -616,10 +616,14 @@ def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     assert attribution is not None and attribution.straggler is not None
     assert attribution.straggler.named
     busy = Telemetry.model_construct(
-        hosts=[HostLoad.model_construct(host="vm", busy=True, other_cores=0.9)]
+        hosts=[
+            HostLoad.model_construct(host="vm", ranks=[0, 1], cores=2, busy=True, other_cores=0.9)
+        ]
     )
     quiet = Telemetry.model_construct(
-        hosts=[HostLoad.model_construct(host="vm", busy=False, other_cores=0.0)]
+        hosts=[
+            HostLoad.model_construct(host="vm", ranks=[0, 1], cores=2, busy=False, other_cores=0.0)
+        ]
     )
     assert with_caveat(attribution, busy_caveat(quiet)) == attribution
     said = with_caveat(attribution, busy_caveat(busy)).straggler

@@ -474,10 +474,12 @@ def evidence_against(checks: Sequence[CrossCheck]) -> list[str]:
     return [f"{c.name}: {c.detail}" for c in checks if c.agrees is False]
 
 
-def cell_attribution(steps: pd.DataFrame, no_sync: NoSyncSteps | None) -> Attribution | None:
-    """The step model of a cell from its per-step phase table (see step_parts); None when no
-    step has every phase."""
-    parts = step_parts(steps)
+def cell_attribution(
+    steps: pd.DataFrame, no_sync: NoSyncSteps | None, parts: pd.DataFrame | None = None
+) -> Attribution | None:
+    """The step model of a cell from its per-step phase table (see step_parts; `parts`: its
+    step_parts when the caller has them already); None when no step has every phase."""
+    parts = step_parts(steps) if parts is None else parts
     if parts.empty:
         return None
     ranks = int(parts["rank"].nunique())

@@ -29,17 +29,23 @@ Pure: tables and estimates in, a `Diagnosis` out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from torchscale.analysis.attribution import NoSyncSteps, cell_attribution, step_parts
+from torchscale.analysis.attribution import (
+    NoSyncSteps,
+    cell_attribution,
+    share_of_step,
+    step_parts,
+)
 from torchscale.analysis.trace.ranked_findings import (
     Finding as RankedFinding,
 )
 from torchscale.analysis.trace.ranked_findings import (
     FindingInputs,
+    compute_spread,
     finding_inputs,
     rank_findings,
 )
@@ -99,7 +105,6 @@ class RunEvidence:
     device_type: str = "cpu"
     backend: str | None = None
     strategy: str | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def busy_caveat(telemetry: Telemetry | None) -> str | None:
@@ -116,8 +121,8 @@ def busy_caveat(telemetry: Telemetry | None) -> str | None:
         host = busy[0]
         cores = f"{host.other_cores:.1f}" if host.other_cores is not None else "?"
         return BUSY_CAVEAT.format(cores=cores, host=host.host)
-    # a host whose ranks outnumber its cores (its own figures; None where not read)
-    crowded = [h for h in hosts if len(getattr(h, "ranks", [])) > (getattr(h, "cores", 0) or 1e9)]
+    # a host whose ranks outnumber its cores (None: the core count was not read)
+    crowded = [h for h in hosts if h.cores is not None and len(h.ranks) > h.cores]
     if crowded:
         host = crowded[0]
         return SHARED_CORES_CAVEAT.format(ranks=len(host.ranks), cores=host.cores, host=host.host)
@@ -126,31 +131,29 @@ def busy_caveat(telemetry: Telemetry | None) -> str | None:
 
 def diagnose(evidence: RunEvidence) -> Diagnosis | None:
     """The one diagnosis of a run (see the module doc), or None when no source has a model."""
-    traces = evidence.traces
-    timers = evidence.timers
-    timer_model = _timer_model(timers)
+    traces, timers = evidence.traces, evidence.timers
+    parts = step_parts(timers.steps) if timers is not None and timers.steps is not None else None
+    timer_model = None
+    if timers is not None:
+        timer_model = (
+            cell_attribution(timers.steps, timers.no_sync, parts)
+            if timers.steps is not None
+            else timers.stored
+        )
     if traces is not None and traces.model.attribution is not None:
         return _from_traces(traces, timer_model, evidence)
-    if timer_model is not None and timers is not None and timers.steps is not None:
-        return _from_timers(timer_model, timers.steps, evidence)
+    if timer_model is not None and parts is not None:
+        return _from_timers(timer_model, parts, evidence)
     if timer_model is not None:  # a stored model without its table: no waits or what-if
         return _assemble(timer_model, "phase timers", [], None, [], evidence)
     return None
 
 
-def _timer_model(timers: TimerEvidence | None) -> Attribution | None:
-    if timers is None:
-        return None
-    if timers.steps is not None:
-        return cell_attribution(timers.steps, timers.no_sync)
-    return timers.stored
-
-
 # ------------------------------------------------------------------ the phase timers decide
 
 
-def _from_timers(model: Attribution, steps: pd.DataFrame, evidence: RunEvidence) -> Diagnosis:
-    parts = step_parts(steps)
+def _from_timers(model: Attribution, parts: pd.DataFrame, evidence: RunEvidence) -> Diagnosis:
+    """`parts`: the phase table's `step_parts`, the rows `model` was built from."""
     keyed = parts.assign(key=list(zip(parts["window"], parts["step"], strict=True)))
     step_col = keyed.assign(step_total=keyed["model_step_s"])
     waits = rank_waits(step_col[["rank", "key", "wait_for_peers", "step_total"]])
@@ -171,19 +174,10 @@ def _from_timers(model: Attribution, steps: pd.DataFrame, evidence: RunEvidence)
         verdict=verdict,
         whatif=whatif.share if whatif is not None else None,
         rank_waits={w.rank: w.share for w in waits},
-        compute_spread_frac=_compute_spread(keyed, model),
+        compute_spread_frac=compute_spread(keyed, "key", model.step_s.value or 0.0),
     )
     findings = [_finding(f) for f in rank_findings(inputs)]
     return _assemble(model, "phase timers", waits, whatif, findings, evidence)
-
-
-def _compute_spread(parts: pd.DataFrame, model: Attribution) -> float | None:
-    """Median over steps of (slowest - fastest rank's compute), share of the mean step."""
-    step = model.step_s.value or 0.0
-    if parts["rank"].nunique() < 2 or step <= 0:
-        return None
-    by_step = parts.groupby("key")["compute"]
-    return float((by_step.max() - by_step.min()).median()) / step
 
 
 # ------------------------------------------------------------------ the traces decide
@@ -205,7 +199,7 @@ def _from_traces(
     if model.waits_known and model.own is not None:
         own = model.own.assign(key=model.own["step"], own=model.own["compute"])
         whatif = _whatif_for(attribution, parts, own)
-    inputs = traces.inputs
+    inputs = traces.inputs  # completed in place: the findings read the diagnosis' figures
     inputs.whatif = whatif.share if whatif is not None else None
     inputs.rank_waits = {w.rank: w.share for w in waits}
     findings = [_finding(f) for f in rank_findings(inputs)]
@@ -225,14 +219,8 @@ def rank_waits(parts: pd.DataFrame) -> list[RankWait]:
         wait = rows["wait_for_peers"].to_numpy(np.float64)
         step = rows["step_total"].to_numpy(np.float64)
         method = f"mean wait / mean step of rank {int(rank)}, moving-block bootstrap over steps"
-        out.append(RankWait(rank=int(rank), share=_ratio(wait, step, method)))
+        out.append(RankWait(rank=int(rank), share=share_of_step(wait, step, method=method)))
     return out
-
-
-def _ratio(numerator: np.ndarray, step: np.ndarray, method: str) -> Estimate:
-    from torchscale.analysis.attribution import share_of_step
-
-    return share_of_step(numerator, step, method=method)
 
 
 def _whatif_for(model: Attribution, parts: pd.DataFrame, own: pd.DataFrame) -> WhatIf | None:
@@ -265,7 +253,7 @@ def bounded_whatif(
     extra = (own.loc[keys, candidate] - others).to_numpy(np.float64)
     saved = np.clip(np.minimum(least_wait, extra), 0.0, None)
     steps = step.loc[keys].to_numpy(np.float64)
-    share = _ratio(saved, steps, WHATIF_METHOD)
+    share = share_of_step(saved, steps, method=WHATIF_METHOD)
     means, resampled = mean_columns(saved[:, None])
     if resampled is None:
         seconds = judged(float(means[0]), None, None, n=1, method="one step", reason="one step")

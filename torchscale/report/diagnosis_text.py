@@ -127,8 +127,8 @@ def whatif_text(diagnosis: Diagnosis) -> str | None:
 
 def finding_line(number: int, finding: Finding) -> str:
     """'  1. <title> (40.1 % of the step)'."""
-    cost = share_text(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
-    return f">   {number}. {finding.title} ({cost.split(' [')[0]})"
+    cost = _point(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
+    return f">   {number}. {finding.title} ({cost})"
 
 
 def diagnosis_lines(

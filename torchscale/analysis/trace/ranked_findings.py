@@ -155,12 +155,8 @@ def finding_inputs(
         inputs.comm_frac = comm / total if total > 0 else None
         if comm > 0:
             inputs.overlap_pct = 100.0 * float((bd["comm_us"] - bd["exposed_comm_us"]).sum()) / comm
-    parts_table = model.parts
-    if not parts_table.empty and parts_table["rank"].nunique() > 1 and inputs.cycle_us > 0:
-        # the model's compute part, so the evidence is in the Step line's terms
-        by_step = parts_table.groupby("step")["compute"]
-        spread = (by_step.max() - by_step.min()).median()
-        inputs.compute_spread_frac = float(spread) * 1e6 / inputs.cycle_us
+    # the model's compute part, so the evidence is in the Step line's terms
+    inputs.compute_spread_frac = compute_spread(model.parts, "step", inputs.cycle_us / 1e6)
     data_by_rank = {
         rank: next((p.share.value for p in ps if p.name == "data"), None)
         for rank, ps in model.per_rank.items()
@@ -180,6 +176,15 @@ def finding_inputs(
         if verdict.phase is not None and phases_by_rank is not None:
             inputs.straggler_peer = _fastest_peer(phases_by_rank, verdict.rank, verdict.phase)
     return inputs
+
+
+def compute_spread(parts: pd.DataFrame, key: str, step_s: float) -> float | None:
+    """Median over steps (`key`) of the slowest minus the fastest rank's compute, as a share
+    of the mean step `step_s`; None with fewer than two ranks or no step."""
+    if parts.empty or parts["rank"].nunique() < 2 or not step_s > 0:
+        return None
+    by_step = parts.groupby(key)["compute"]
+    return float((by_step.max() - by_step.min()).median()) / step_s
 
 
 def _op_of(matched: Matched | None, rank: int) -> str | None:

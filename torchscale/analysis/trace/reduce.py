@@ -21,6 +21,13 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from torchscale import __version__
+from torchscale.analysis.diagnosis import (
+    RunEvidence,
+    TimerEvidence,
+    TraceEvidence,
+    busy_caveat,
+    diagnose,
+)
 from torchscale.analysis.trace import (
     breakdown,
     clock,
@@ -196,14 +203,6 @@ def combine(
         backend=first.backend,
         strategy=strategy,
     )
-    from torchscale.analysis.diagnosis import (
-        RunEvidence,
-        TimerEvidence,
-        TraceEvidence,
-        busy_caveat,
-        diagnose,
-    )
-
     diagnosis = diagnose(
         RunEvidence(
             timers=TimerEvidence(stored=cell.diagnosis) if cell is not None else None,
