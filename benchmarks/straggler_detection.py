@@ -522,6 +522,27 @@ def report(data: dict[str, Any]) -> None:
         )
 
 
+def merge_saved(saved: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pool several saved measurements (e.g. a balanced-only top-up beside a delay grid):
+    the runs together, each condition's load the lowest before and the highest after: the
+    whole range the parts saw, never a quieter machine than the busiest part had."""
+    if len(saved) == 1:
+        return saved[0]
+    merged: dict[str, Any] = {"grid": saved[0].get("grid", {}), "conditions": {}, "runs": []}
+    for data in saved:
+        merged["runs"] += data["runs"]
+        for condition, info in data.get("conditions", {}).items():
+            pooled = merged["conditions"].setdefault(
+                condition, {"load_before": None, "load_after": None}
+            )
+            for key, pick in (("load_before", min), ("load_after", max)):
+                if info.get(key) and pooled[key]:
+                    pooled[key] = pick(pooled[key], info[key], key=lambda load: load[0])
+                elif info.get(key):
+                    pooled[key] = info[key]
+    return merged
+
+
 def _csv(kind: type) -> Any:
     def parse(text: str) -> list[Any]:
         return [kind(item) for item in text.split(",") if item.strip()]
@@ -548,11 +569,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the order of cases in a repeat")
     parser.add_argument("--keep", action="store_true", help="keep the runs' output directory")
     parser.add_argument("--json", type=Path, help="write every run's record here, as runs end")
-    parser.add_argument("--load", type=Path, help="print the tables of saved records instead")
+    parser.add_argument(
+        "--load",
+        type=Path,
+        nargs="+",
+        help="print the tables of saved records instead (several files are pooled)",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     if args.load:
-        report(json.loads(args.load.read_text(encoding="utf-8")))
+        report(merge_saved([json.loads(path.read_text(encoding="utf-8")) for path in args.load]))
         return
     unknown = set(args.conditions) - {"quiet", "hogs"}
     if unknown:

@@ -1,4 +1,5 @@
-"""Shared test set-up: GPU tests skip where no CUDA GPU is visible; slow tests run on request."""
+"""Shared test set-up: GPU tests skip where no CUDA GPU is visible; slow tests run on request;
+the suite stops on Ctrl-C, SIGTERM or SIGHUP and leaves no process running (tests/stop_guard.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.stop_guard import StopGuard
+
+    if not config.pluginmanager.has_plugin("stop_guard"):
+        config.pluginmanager.register(StopGuard(), "stop_guard")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

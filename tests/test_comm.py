@@ -25,11 +25,12 @@ from torchscale.comm.collective_ops import Unsupported, count_wrong, pattern, pr
 from torchscale.comm.comm_result import CommResult, CommRow, OpSummary
 from torchscale.comm.comm_spec import CommSpec
 from torchscale.comm.nccl_footer import average_busbw, gate, summarize, wrong_total
+from torchscale.comm.nccl_tests import read_nccl_tests
 from torchscale.comm.rows import RankTiming, measured_row, percentile, unmeasured_row
 from torchscale.comm.sizes import size_ladder
 from torchscale.comm.sweep_launch import parse_ops
 from torchscale.errors import UsageError
-from torchscale.report.comm_text import comm_lines, row_line
+from torchscale.report.comm_text import comm_lines, narrow_table, row_line
 from torchscale.units import parse_bytes
 
 
@@ -431,3 +432,49 @@ def test_cuda_without_a_gpu_says_so(tmp_path: Path) -> None:
         pytest.skip("a GPU is visible here")
     result = invoke("comm", "--device", "cuda", "-o", tmp_path)
     assert result.exit_code == 2 and "no CUDA GPU is visible" in result.output
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _importable() -> list[Path]:
+    found = []
+    for path in sorted([*FIXTURES.glob("nccl_tests*/*.txt"), *FIXTURES.glob("nccl_tests/*.json")]):
+        try:
+            read_nccl_tests(path)
+        except UsageError:
+            continue
+        found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("path", _importable(), ids=lambda p: p.name)
+@pytest.mark.parametrize("width", [80, 60])
+def test_narrow_table_fits_the_width_and_keeps_every_figure(path: Path, width: int) -> None:
+    result = read_nccl_tests(path)
+    full = comm_lines(result)
+    assert comm_lines(result, 500) == full  # a wide terminal gets nccl-tests' own layout
+    narrow = comm_lines(result, width)
+    assert all(len(line) <= width for line in narrow), [x for x in narrow if len(x) > width]
+    text = "\n".join(narrow)
+    for row in result.rows:
+        assert str(row.size_bytes) in text
+        if row.status == "ok" and row.busbw_gbps is not None:
+            assert row_line(row).split()[7] in text  # busbw as printed, never cut
+
+
+def test_narrow_table_shows_root_only_for_rooted_ops() -> None:
+    reduce_row = measured_row("all_reduce", 1048576, 262144, "float32", [_timing(0, 0.004)], 4, 2)
+    narrow = "\n".join(narrow_table([reduce_row]))
+    assert "root" not in narrow and "count" not in narrow
+    header = narrow_table([reduce_row])[0].split()
+    assert header[:3] == ["#", "size", "type"] and "busbw" in header
+
+
+def test_narrow_table_tells_the_placements_apart() -> None:
+    result = read_nccl_tests(FIXTURES / "nccl_tests" / "all_gather_8rank_2host.txt")
+    lines = comm_lines(result, 80)
+    header = next(line for line in lines if line.startswith("#") and "busbw" in line)
+    assert header.split()[:3] == ["#", "size", "place"]
+    rows = [line.split() for line in lines if not line.startswith("#")]
+    assert {row[1] for row in rows} == {"out", "in"}

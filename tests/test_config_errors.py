@@ -601,3 +601,31 @@ def test_override_that_fixes_the_file() -> None:
     bad = MINIMAL.replace("[64]", "[0]")
     problems_of(bad)
     assert parse_config(bad, SOURCE, overrides=["batch_sizes=[32]"]).batch_sizes == [32]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["training.epochs=5"],
+            "unknown key 'epochs': the published suite's 'training.epochs' is measurement.steps "
+            "or measurement.duration_s",
+        ),
+        (
+            ["data.batch_size=512"],
+            "unknown key 'batch_size': the published suite's 'data.batch_size' is batch_sizes",
+        ),
+        (
+            ["benchmark.measure_seconds=30"],
+            "unknown key 'benchmark': the published suite's benchmark.measure_seconds -> "
+            "measurement.duration_s",
+        ),
+        (
+            ["benchmark.verbose=true"],
+            "unknown key 'benchmark': the published suite's 'benchmark' section is measurement",
+        ),
+    ],
+)
+def test_a_published_suites_key_names_what_replaced_it(overrides: list[str], message: str) -> None:
+    problem = only_problem(MINIMAL, overrides)
+    assert problem.message.startswith(message), problem.message

@@ -149,6 +149,31 @@ def test_a_bare_unknown_flag_is_still_a_usage_error(config: Path, tmp_path: Path
     assert "No such option: --foo" in result.output
     typo = invoke("benchmark", "-c", config, "--dry-rn")
     assert typo.exit_code == 2 and "No such option: --dry-rn" in typo.output
+    # one line, not Typer's usage block and box, with the likely fix
+    assert typo.output.strip().splitlines() == [
+        "error: torchscale benchmark: No such option: --dry-rn (did you mean --dry-run?) "
+        "(see 'torchscale benchmark -h')"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["benchmark", "--ouput-dir", "x"],
+            "No such option: --ouput-dir (did you mean --output-dir?)",
+        ),
+        (["report", "--format", "docx"], "Invalid value for '--format'"),
+        (["validate", "--level"], "Option '--level' requires an argument."),
+        (["benchmrk"], "No such command 'benchmrk'."),
+    ],
+)
+def test_every_usage_error_is_one_line_and_exit_2(args: list[str], line: str) -> None:
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and line in lines[0], lines
+    assert "╭" not in result.output and "Usage:" not in result.output
 
 
 def test_config_validate_and_show_take_them_too(config: Path) -> None:

@@ -141,3 +141,38 @@ def test_saved_runs_report_a_name_without_the_caveat_under_hogs(
     assert re.search(r"carries the busy-machine caveat: .*: missed$", text, re.M), text
     assert "hogs: a 40 ms delay named right >= 90%: 1/1" in text
     assert "tiny-mlp x2 balanced (repeat 0): named: rank 1 is a straggler in forward" in text
+
+
+def test_several_saved_files_are_pooled_with_the_busiest_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sd = _module()
+    run = {
+        "model": "tiny-mlp",
+        "ranks": 2,
+        "exit_code": 0,
+        "wall_s": 10.0,
+        "load_1m": 1.0,
+        "condition": "quiet",
+        "delay_ms": None,
+        "phase": None,
+        "outcome": "clean",
+        "named": False,
+        "caveat": None,
+        "busy": False,
+        "repeat": 0,
+    }
+    paths = []
+    for index, (before, after) in enumerate(((1.5, 2.5), (0.5, 3.5))):
+        data = {
+            "grid": {"batch_size": 8, "steps": 8, "profile_steps": 8},
+            "conditions": {"quiet": {"load_before": [before], "load_after": [after]}},
+            "runs": [run],
+        }
+        paths.append(tmp_path / f"runs{index}.json")
+        paths[-1].write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["straggler_detection.py", "--load", *map(str, paths)])
+    sd.main()
+    text = capsys.readouterr().out
+    assert "1-min load average: before 0.50, after 3.50" in text
+    assert "quiet: balanced runs name nobody >= 95%: 2/2" in text

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from torchscale.cli.common import Verbosity, handle_errors, print_error_lines, stderr, stdout
+from torchscale.cli.common import (
+    Verbosity,
+    handle_errors,
+    print_error_lines,
+    stderr,
+    stdout,
+    table_width,
+)
 from torchscale.cli.shared_options import SetOverrides, VerbosityFlag, takes_dotted_overrides
 from torchscale.errors import UsageError
 
@@ -309,7 +316,7 @@ def _comm_started(request: CommRequest, launch: CommLaunch) -> None:
 def _comm_done(result: CommResult, stored: Path) -> None:
     from torchscale.report.comm_text import comm_lines
 
-    for line in comm_lines(result):
+    for line in comm_lines(result, table_width(stdout)):
         stdout.out(line, highlight=False)
     stdout.print(f"> [COMM] stored: {escape(str(stored))}")
 

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from torchscale.catalog import COLLECTIVES
-from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout
+from torchscale.cli.common import Verbosity, handle_errors, stderr, stdout, table_width
 from torchscale.cli.shared_options import VerbosityFlag
 from torchscale.comm.planning import CPU_MAX_BYTES, CPU_RANKS, DEFAULT_TIMEOUT_S, GPU_MAX_BYTES
 from torchscale.results.directory_layout import STANDALONE_EXPERIMENT
@@ -155,8 +155,9 @@ def comm(
         stderr.print(f"stored: {escape(str(run.stored))}")
     from torchscale.report.comm_text import comm_lines
 
-    for line in comm_lines(run.result):
-        (stderr if json_output else stdout).out(line, highlight=False)
+    console = stderr if json_output else stdout
+    for line in comm_lines(run.result, table_width(console)):
+        console.out(line, highlight=False)
     if output is not None:
         from torchscale.comm.sweep_launch import store_result
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -22,6 +23,15 @@ EXIT_INTERRUPTED = 130
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def table_width(console: Console) -> int | None:
+    """The width a fixed-layout table must fit: the terminal's, or COLUMNS when set; None when
+    writing to a file or pipe with no COLUMNS, where a full-width table (e.g. nccl-tests' own
+    layout, to diff against) is what the reader wants."""
+    if console.is_terminal or os.environ.get("COLUMNS"):
+        return console.width
+    return None
 
 
 class Verbosity:

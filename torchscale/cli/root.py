@@ -17,8 +17,13 @@ import typer
 import typer.main
 from typer.core import TyperCommand, TyperGroup
 
+try:  # typer >= 0.26 carries its own copy of click; older ones use click itself
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
 from torchscale import __version__
-from torchscale.cli.common import Verbosity
+from torchscale.cli.common import Verbosity, print_error_lines
 from torchscale.cli.root_help import (
     HELP_OPTIONS,
     ROOT_HELP,
@@ -80,6 +85,47 @@ class LazyCommands(TyperGroup):
             super().format_help(ctx, formatter)
         finally:
             self._listing = False
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Click's main, with a bad option or value said in one line ("error: ... (did you mean
+        --output-dir?)", exit 2) instead of Typer's usage block and boxed error."""
+        try:
+            value = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.ClickException as exc:
+            if not standalone_mode:
+                raise
+            print_error_lines([usage_error_line(exc)])
+            raise SystemExit(exc.exit_code) from None
+        except typer.Abort:  # end of input at a prompt (Ctrl-C arrives as exit code 130)
+            if not standalone_mode:
+                raise
+            print_error_lines(["aborted: no input"])
+            raise SystemExit(1) from None
+        if standalone_mode:
+            raise SystemExit(value if isinstance(value, int) else 0)
+        return value
+
+
+def usage_error_line(exc: click_errors.ClickException) -> str:
+    """One line: which command, what is wrong, the likely fix, where the help is."""
+    if isinstance(exc, click_errors.NoSuchOption) and exc.possibilities:
+        guesses = " or ".join(sorted(exc.possibilities))
+        message = f"No such option: {exc.option_name} (did you mean {guesses}?)"
+    elif isinstance(exc, click_errors.NoSuchOption):
+        message = f"No such option: {exc.option_name}"
+    else:
+        message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    return f"{ctx.command_path}: {message} (see '{ctx.command_path} -h')"
 
 
 def build_subcommand(name: str) -> Any:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from torchscale.config.paths import Path_, render_path
 from torchscale.config.schema import LIST_TAG, UNION_TAGS, BenchConfig
+from torchscale.config.seed_keys import seed_key_hint
 from torchscale.config.yaml_source import YamlIndex, parse_scalar, read_yaml
 from torchscale.errors import ConfigError, ConfigProblem
 from torchscale.suggest import did_you_mean
@@ -179,6 +180,9 @@ def _message(err: Any, loc: Path_) -> str:
     value = err.get("input")
     if kind == "extra_forbidden":
         key = str(loc[-1])
+        hint = seed_key_hint(".".join(str(part) for part in loc), value)
+        if hint is not None:
+            return f"unknown key '{key}': {hint}"
         allowed = _fields_at(loc[:-1])
         return f"unknown key '{key}'{did_you_mean(key, allowed)}"
     if kind == "missing":

@@ -4,13 +4,18 @@ Same columns in the same order as nccl-tests (size, count, type, redop, root, ti
 #wrong), '#' before every line that is not a row, one table per op, then the footer (`Out of
 bounds values`, `Avg bus bandwidth`). Our extra columns come after #wrong: per-iteration p50 and
 p99, the CV, and the slowest rank with its time relative to the fastest, so a slow rank or node
-shows. Fixed-width text is never cut to the terminal's width, and diffs against nccl-tests.
+shows. That full layout is about 120 columns: written to a file it diffs against nccl-tests.
+Given a narrower width (a terminal, or COLUMNS), each table drops what the full one adds for
+completeness (count, which size and type give; root, for ops without one; p50 and cv) and sizes
+its columns to what they hold, the pair matrix becomes the slowest pairs, and every comment line
+wraps between words: no line is longer than the width, and no figure is cut.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+import textwrap
+from collections.abc import Callable, Iterable
 
 from torchscale.comm.comm_result import CommPair, CommResult, CommRow
 
@@ -82,13 +87,81 @@ def header_lines(result: CommResult) -> list[str]:
     return lines
 
 
-def op_lines(result: CommResult) -> list[str]:
+FULL_WIDTH = max(len(line) for line in HEADER)
+
+
+def _figure(value: float | None) -> str:
+    return _number(value, 0)
+
+
+# the narrow table: (name, unit, cell); nccl-tests' own columns, less what another column gives
+NARROW_COLUMNS: tuple[tuple[str, str, Callable[[CommRow], str]], ...] = (
+    ("size", "(B)", lambda r: str(r.size_bytes)),
+    ("type", "", lambda r: r.dtype),
+    ("redop", "", lambda r: r.redop or "none"),
+    ("root", "", lambda r: str(r.root if r.root is not None else -1)),
+    ("time", "(us)", lambda r: _figure(r.time_us)),
+    ("algbw", "(GB/s)", lambda r: _figure(r.algbw_gbps)),
+    ("busbw", "(GB/s)", lambda r: _figure(r.busbw_gbps)),
+    ("#wrong", "", lambda r: "N/A" if r.wrong is None else str(r.wrong)),
+    ("p99", "(us)", lambda r: _figure(r.iter_p99_us)),
+    ("slowest", "rank/fast", _slowest),
+)
+FIGURES_FROM = 4  # columns from "time" on are figures, absent from a row that did not run
+PLACEMENT_COLUMN: tuple[str, str, Callable[[CommRow], str]] = (
+    "place",
+    "",
+    lambda r: "in" if r.placement == "in-place" else "out",
+)
+
+
+def narrow_table(rows: list[CommRow]) -> list[str]:
+    """One op's rows in the columns nccl-tests users read first, each column as wide as what it
+    holds (header included); "root" only for an op that has one."""
+    rooted = any(r.root is not None and r.root >= 0 for r in rows)
+    columns = [c for c in NARROW_COLUMNS if rooted or c[0] != "root"]
+    figures_from = FIGURES_FROM - (0 if rooted else 1)
+    if len({r.placement for r in rows}) > 1:  # nccl-tests' two column groups, as two rows
+        columns.insert(1, PLACEMENT_COLUMN)
+        figures_from += 1
+    cells = [[cell(r) for _, _, cell in columns] for r in rows]
+    shown = [  # a row that did not run shows its lead columns, then its reason
+        texts if row.status == "ok" else texts[:figures_from]
+        for row, texts in zip(rows, cells, strict=True)
+    ]
+    widths = [
+        max([len(name), len(unit)] + [len(texts[i]) for texts in shown if i < len(texts)])
+        for i, (name, unit, _) in enumerate(columns)
+    ]
+    widths[0] = max(widths[0], len("size") + 2)  # room for the header lines' leading "# "
+
+    def line(texts: list[str]) -> str:
+        return " ".join(text.rjust(width) for text, width in zip(texts, widths, strict=False))
+
+    header = [
+        "#" + line([name for name, _, _ in columns])[1:],
+        "#" + line([unit for _, unit, _ in columns])[1:],
+    ]
+    body = []
+    for row, texts in zip(rows, cells, strict=True):
+        if row.status == "ok":
+            body.append(line(texts))
+        else:
+            body.append(
+                f"{line(texts[:figures_from])}   {row.status}: {row.reason or 'no reason recorded'}"
+            )
+    return header + body
+
+
+def op_lines(result: CommResult, width: int | None = None) -> list[str]:
+    """One table per op: nccl-tests' full layout, or the narrow one when `width` is narrower."""
     lines: list[str] = []
+    narrow = width is not None and width < FULL_WIDTH
     for op in dict.fromkeys(r.op for r in result.rows):
         rows = [r for r in result.rows if r.op == op]
         placements = ", ".join(dict.fromkeys(r.placement for r in rows))
-        lines += ["#", f"# {op} ({placements})", *HEADER]
-        lines += [row_line(r) for r in rows]
+        lines += ["#", f"# {op} ({placements})"]
+        lines += narrow_table(rows) if narrow else [*HEADER, *(row_line(r) for r in rows)]
     return lines
 
 
@@ -126,15 +199,17 @@ def _pair_bw(pairs: Iterable[CommPair], a: int, b: int) -> float | None:
     return None
 
 
-def pair_lines(result: CommResult) -> list[str]:
-    """The pairs as a matrix (small worlds) or slowest first, and the pairs that stand out."""
+def pair_lines(result: CommResult, width: int | None = None) -> list[str]:
+    """The pairs as a matrix (small worlds that fit `width`) or slowest first, and the pairs
+    that stand out."""
     if not result.pairs:
         return []
     measured = [p for p in result.pairs if p.bandwidth_gbps is not None]
     size = result.pairs[0].size_bytes
     lines = ["#", f"# Point-to-point bandwidth (GB/s per direction, {size} B each way)"]
     n = result.world_size
-    if n <= MAX_MATRIX_RANKS:
+    matrix_width = 6 + 9 * n
+    if n <= MAX_MATRIX_RANKS and (width is None or matrix_width <= width):
         lines.append("#     " + "".join(f"{'r' + str(b):>9}" for b in range(n)))
         for a in range(n):
             cells = []
@@ -158,6 +233,30 @@ def pair_lines(result: CommResult) -> list[str]:
     return lines
 
 
-def comm_lines(result: CommResult) -> list[str]:
-    """The whole printout: header, one table per op, pairs, footer."""
-    return header_lines(result) + op_lines(result) + pair_lines(result) + footer_lines(result)
+def _wrapped(line: str, width: int) -> list[str]:
+    """A comment line ("# ...") broken between words, each piece still a comment; a table row
+    (which fits by construction unless the width is tiny) broken the same way."""
+    if len(line) <= width:
+        return [line]
+    comment = line.startswith("#")
+    return textwrap.wrap(
+        line,
+        width=width,
+        subsequent_indent="#   " if comment else "    ",
+        break_long_words=True,
+        break_on_hyphens=False,
+    )
+
+
+def comm_lines(result: CommResult, width: int | None = None) -> list[str]:
+    """The whole printout: header, one table per op, pairs, footer. `width` None: nccl-tests'
+    full layout, lines as long as they are; else the narrow layout, no line over `width`."""
+    lines = (
+        header_lines(result)
+        + op_lines(result, width)
+        + pair_lines(result, width)
+        + footer_lines(result)
+    )
+    if width is None:
+        return lines
+    return [piece for line in lines for piece in _wrapped(line, width)]
