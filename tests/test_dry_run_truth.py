@@ -1,6 +1,7 @@
 """`benchmark --dry-run` tells the truth about the real run: the tools the config needs are
 checked before anything runs (and named by the config key that asks for them, not a flag the
-user never passed), and a Slurm dry run works off the cluster, saying what it could not check.
+user never passed), and a Slurm dry run works off the cluster and where no controller answers,
+saying what it could not check.
 
 (The output-directory probe is in tests/test_output_dir.py; the cells --resume would reuse in
 tests/test_sweep.py, on real results.)"""
@@ -34,6 +35,11 @@ def write_config(tmp_path: Path, **extra: Any) -> Path:
 
 def invoke(*args: str | Path) -> Any:
     return CliRunner().invoke(app, ["benchmark", *map(str, args)])
+
+
+def flat(output: str) -> str:
+    """The output with the console's line wrapping undone."""
+    return " ".join(output.split())
 
 
 @pytest.fixture
@@ -77,6 +83,35 @@ SLURM = {
 }
 
 
+# what Slurm 22.05.8's scontrol prints, then exits 1, on a host with the client installed but no
+# slurm.conf and no DNS SRV record pointing at a controller (seen on this project's machine)
+NO_CONFIG_SOURCE = (
+    "scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host",
+    "scontrol: error: fetch_config: DNS SRV lookup failed",
+    "scontrol: error: _establish_config_source: failed to fetch config",
+    "scontrol: fatal: Could not establish a configuration source",
+)
+
+
+def slurm_client_without_controller(directory: Path) -> Path:
+    """Slurm's four client commands as shell scripts that answer as the real ones do without a
+    controller (Slurm's own lines on stderr, exit 1), each logging its call; the directory to
+    put on PATH (only shell builtins are used, so nothing else need be on it)."""
+    directory.mkdir()
+    for name in ("sbatch", "squeue", "scontrol", "scancel"):
+        lines = " ".join(f"'{line.replace('scontrol', name)}'" for line in NO_CONFIG_SOURCE)
+        script = directory / name
+        script.write_text(
+            "#!/bin/sh\n"
+            f'echo "{name} $*" >> "{directory / "calls.log"}"\n'
+            f"printf '%s\\n' {lines} >&2\n"
+            "exit 1\n",
+            encoding="utf-8",
+        )
+        script.chmod(0o755)
+    return directory
+
+
 def test_a_slurm_dry_run_off_the_cluster_writes_the_scripts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,12 +122,141 @@ def test_a_slurm_dry_run_off_the_cluster_writes_the_scripts(
     out = tmp_path / "results"
     result = invoke("-c", config, "-o", out, "--dry-run")
     assert result.exit_code == 0, result.output
-    assert "the partition's node limits were not checked" in result.output
-    assert "missing: sbatch, squeue, scontrol, scancel" in " ".join(result.output.split())
+    output = flat(result.output)
+    assert "missing: sbatch, squeue, scontrol, scancel" in output
+    assert "warning: not checked: that Slurm has the cluster's default partition" in output
+    assert "warning: not checked: 2 node(s) per job against the node count" in output
     scripts = sorted((out / "truth" / "slurm").glob("*/job.sbatch"))
     assert len(scripts) == 2  # one allocation per node count
     assert "sbatch script written" in result.output
     assert "dry run: nothing submitted" in result.output
+
+
+def test_a_slurm_dry_run_without_a_reachable_controller_writes_the_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39: with Slurm's client installed but no controller to answer, the dry run failed
+    in scontrol ("Could not establish a configuration source") and wrote nothing; it writes the
+    scripts, quotes Slurm, and names what was not checked, a line each."""
+    config = write_config(tmp_path, **SLURM)
+    client = slurm_client_without_controller(tmp_path / "bin")
+    monkeypatch.setenv("PATH", str(client))
+    out = tmp_path / "results"
+    result = invoke("-c", config, "-o", out, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    warnings = [w.strip() for w in flat(result.output).split("warning:")[1:]]
+    assert warnings[0].startswith(
+        "Slurm's controller could not be asked from here (scontrol failed: scontrol: error: "
+        "resolve_ctls_from_dns_srv"
+    )
+    assert (
+        "scontrol: fatal: Could not establish a configuration source): the sbatch scripts are "
+        "written for review" in warnings[0]
+    )
+    assert warnings[1] == (
+        "not checked: that Slurm has the cluster's default partition (launcher.slurm.partition)"
+    )
+    assert warnings[2].startswith(
+        "not checked: 2 node(s) per job against the node count and MaxNodes of the cluster's "
+        "default partition (launcher.nodes)"
+    )
+    scripts = sorted((out / "truth" / "slurm").glob("*/job.sbatch"))
+    assert len(scripts) == 2
+    assert "dry run: nothing submitted" in result.output
+    calls = (client / "calls.log").read_text(encoding="utf-8").splitlines()
+    assert calls == ["scontrol show partition -o"]  # asked once; nothing submitted
+
+
+def test_a_resumed_dry_run_without_a_controller_says_the_recorded_jobs_were_not_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchscale.results.store import ResultStore
+    from torchscale.slurm.jobs import JobRecord, add_job, now
+
+    config = write_config(tmp_path, **SLURM)
+    out = tmp_path / "results"
+    store = ResultStore((out / "truth").resolve())
+    record = JobRecord(
+        job_id="41", allocation="s01-n1", nodes=1, cells=[], script="x", submitted_at=now()
+    )
+    add_job(store, record)
+    monkeypatch.setenv("PATH", str(slurm_client_without_controller(tmp_path / "bin")))
+    result = invoke("-c", config, "-o", out, "--dry-run", "--resume")
+    assert result.exit_code == 0, result.output
+    assert (
+        "warning: not checked: which jobs recorded in slurm/jobs.json still run (--resume)"
+        in flat(result.output)
+    )
+
+
+def test_the_real_scontrol_with_its_controller_down_is_a_dry_run_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real client against a slurm.conf whose controller port nobody listens on (as with
+    slurmctld stopped): Slurm's own words, the scripts written."""
+    import shutil
+    import socket
+
+    if shutil.which("scontrol") is None:
+        pytest.skip("Slurm's client is not installed (apt-get install slurm-client)")
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        "ClusterName=unreachable\n"
+        "SlurmctldHost=localhost(127.0.0.1)\n"
+        f"SlurmctldPort={port}\n"
+        "AuthType=auth/munge\n"
+        "MessageTimeout=2\n"
+        "NodeName=n1 NodeAddr=127.0.0.1 CPUs=1\n"
+        "PartitionName=debug Nodes=n1 Default=YES State=UP\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    out = tmp_path / "results"
+    result = invoke("-c", write_config(tmp_path, **SLURM), "-o", out, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert (
+        "Slurm's controller could not be asked from here (scontrol failed: "
+        "slurm_load_partitions error: Unable to contact slurm controller (connect failure))"
+        in flat(result.output)
+    )
+    assert len(sorted((out / "truth" / "slurm").glob("*/job.sbatch"))) == 2
+
+
+def test_a_real_slurm_run_without_a_controller_stops_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_config(tmp_path, **SLURM)
+    client = slurm_client_without_controller(tmp_path / "bin")
+    monkeypatch.setenv("PATH", str(client))
+    result = invoke("-c", config, "-o", tmp_path / "results")
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert "Could not establish a configuration source" in flat(result.output)
+    calls = (client / "calls.log").read_text(encoding="utf-8").splitlines()
+    assert not any(call.startswith("sbatch") for call in calls)
+
+
+def test_batch_sizes_auto_under_slurm_is_refused_naming_the_launcher(tmp_path: Path) -> None:
+    """The login node does not see the nodes' GPUs: one line that says so and how to go on
+    (docs/first-gpu-run.md quotes it: tests/test_first_gpu_run_doc.py)."""
+    data = {key: value for key, value in TINY.items() if key != "batch_sizes"}
+    slurm = {"kind": "slurm", "nodes": [1, 2], "slurm": {"gpus_per_node": 8}}
+    path = tmp_path / "auto.yaml"
+    path.write_text(json.dumps({**data, "device": "cuda", "launcher": slurm}), encoding="utf-8")
+    result = invoke("-c", path, "-o", tmp_path / "results", "--dry-run")
+    assert result.exit_code == 2, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("error:")] == [
+        "error: batch_sizes: auto sizes each batch from the GPU's memory, which is unknown "
+        "here (launcher.kind slurm: the cells run on the cluster's nodes, whose GPUs are not "
+        "read from the submitting host); list batch_sizes (torchscale config init --hardware "
+        "NAME sizes them for a named node)"
+    ]
 
 
 def test_a_real_slurm_run_off_the_cluster_still_refuses(

@@ -8,10 +8,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from torchscale.errors import SlurmError
 from torchscale.launchers.benchmark_run import BenchmarkEvents, BenchmarkRun, RunOptions
 from torchscale.signals import Terminated
 from torchscale.slurm.client import missing_client_commands, require_sbatch
-from torchscale.slurm.submission import FollowHooks, check_nodes, collect, follow, prepare_sweep
+from torchscale.slurm.submission import (
+    FollowHooks,
+    check_nodes,
+    collect,
+    follow,
+    nodes_not_checked,
+    prepare_sweep,
+)
 from torchscale.slurm.submission import submit_sweep as submit_allocations
 from torchscale.sweep import SweepOutcome, nothing_measured
 
@@ -20,6 +28,12 @@ if TYPE_CHECKING:
     from torchscale.plan import Machine, Plan
     from torchscale.results.store import ResultStore
 
+# why `batch_sizes: auto` cannot size a batch here (the refusal names the launcher: the same
+# config sizes its batches when run with kind: local on a GPU node)
+NODES_NOT_READ = (
+    "launcher.kind slurm: the cells run on the cluster's nodes, whose GPUs are not read from "
+    "the submitting host"
+)
 LOCAL_ONLY = (
     "{what} runs with launcher.kind 'local' only for now; under Slurm it is not run "
     "(run it on one node with kind: local)"
@@ -34,7 +48,9 @@ class SlurmAllocations:
 
         slurm = config.launcher.slurm
         cores = slurm.cpus_per_task or host.usable_cores()
-        return Machine(gpu_count=slurm.gpus_per_node or 0, cpu_cores=cores)
+        return Machine(
+            gpu_count=slurm.gpus_per_node or 0, cpu_cores=cores, gpu_memory_unknown=NODES_NOT_READ
+        )
 
     def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
         from torchscale.results.store import ResultStore
@@ -54,23 +70,19 @@ class SlurmAllocations:
         options: RunOptions,
         events: BenchmarkEvents,
     ) -> BenchmarkRun:
-        """The sbatch scripts written for review; nothing submitted. Off the cluster (no
-        Slurm client here) the scripts are still written, and a warning says what was not
-        checked."""
+        """The sbatch scripts written for review; nothing submitted. Where Slurm cannot be
+        asked (no client here, or a client whose controller does not answer: a laptop, a
+        container, a login node during an outage) the scripts are still written, and the
+        warnings say why and, a line each, what was not checked."""
         from torchscale.results.store import check_output_dir
 
         check_output_dir(store.root)
-        missing = missing_client_commands()
-        if missing:
-            events.on_warning(
-                f"Slurm's client commands are not on PATH here (missing: {', '.join(missing)}): "
-                "the partition's node limits were not checked; the scripts are written for "
-                "review, and a real run needs a login node of the cluster"
-            )
-        else:
-            check_nodes(plan, env)
+        unasked = _why_slurm_was_not_asked(plan, env)
+        if unasked is not None:
+            _warn([unasked, *nodes_not_checked(plan)], events)
+        _warn(_sections_not_run(plan), events)  # as the run will say
         sweep = prepare_sweep(
-            plan, store, env, resume=options.resume, write_skips=False, ask_slurm=not missing
+            plan, store, env, resume=options.resume, write_skips=False, ask_slurm=unasked is None
         )
         _warn(sweep.warnings, events)
         events.on_slurm_submitted(sweep, [])
@@ -123,6 +135,27 @@ class SlurmAllocations:
         )
         events.on_sweep_done(run)
         return run
+
+
+def _why_slurm_was_not_asked(plan: Plan, env: Mapping[str, str]) -> str | None:
+    """None when Slurm answered the dry run's checks (the partition's node limits, as a real
+    run checks them first); else why it could not be asked. A partition Slurm says it lacks is
+    an answer, and stays an error."""
+    missing = missing_client_commands()
+    if missing:
+        return (
+            f"Slurm's client commands are not on PATH here (missing: {', '.join(missing)}): "
+            "the sbatch scripts are written for review; a real run needs a login node of the "
+            "cluster"
+        )
+    try:
+        check_nodes(plan, env)
+    except SlurmError as exc:
+        return (
+            f"Slurm's controller could not be asked from here ({exc}): the sbatch scripts are "
+            "written for review; a real run asks it first and stops on this error"
+        )
+    return None
 
 
 def _sections_not_run(plan: Plan) -> list[str]:

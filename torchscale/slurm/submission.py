@@ -72,7 +72,7 @@ def check_nodes(plan: Plan, env: Mapping[str, str]) -> None:
         raise
     if limits is None:
         return
-    wanted = max((p.cell.nodes for p in plan.runnable), default=1)
+    wanted = nodes_per_job(plan)
     caps = [c for c in (limits.total_nodes, limits.max_nodes) if c is not None]
     if caps and wanted > min(caps):
         raise UsageError(
@@ -80,6 +80,22 @@ def check_nodes(plan: Plan, env: Mapping[str, str]) -> None:
             f"{limits.total_nodes if limits.total_nodes is not None else '?'} node(s), at most "
             f"{limits.max_nodes if limits.max_nodes is not None else 'unlimited'} per job"
         )
+
+
+def nodes_per_job(plan: Plan) -> int:
+    """The most nodes one allocation of the plan asks for."""
+    return max((p.cell.nodes for p in plan.runnable), default=1)
+
+
+def nodes_not_checked(plan: Plan) -> list[str]:
+    """What `check_nodes` asks Slurm, a line each, for a dry run that could not ask it."""
+    partition = plan.launcher.slurm.partition
+    named = f"partition {partition!r}" if partition else "the cluster's default partition"
+    return [
+        f"not checked: that Slurm has {named} (launcher.slurm.partition)",
+        f"not checked: {nodes_per_job(plan)} node(s) per job against the node count and "
+        f"MaxNodes of {named} (launcher.nodes)",
+    ]
 
 
 def _submission_number(store: ResultStore) -> int:
@@ -114,8 +130,8 @@ def prepare_sweep(
     following = _active_jobs(store, env) if resume and ask_slurm else []
     if resume and not ask_slurm and read_jobs(store).jobs:
         sweep.warnings.append(
-            "Slurm is not reachable from here: jobs recorded in slurm/jobs.json were not asked "
-            "about, so cells they may still be running are planned again"
+            "not checked: which jobs recorded in slurm/jobs.json still run (--resume): the "
+            "cells they may still be running are planned again"
         )
     sweep.following = following
     busy = {cell for job in following for cell in job.cells}
