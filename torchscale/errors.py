@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Exit codes, the same for every command (README "Exit codes"). Each error class carries its
+# Exit codes, the same for every command (docs/cli.md "Exit codes"). Each error class carries its
 # own: EXIT_USAGE is set once, on UsageError; every input or usage error derives from it.
 EXIT_FAILED = 1  # a run that started and failed: a cell, a check, an element was wrong
 EXIT_USAGE = 2  # the command line or an input it names cannot be used; nothing was run

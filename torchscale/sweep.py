@@ -47,7 +47,7 @@ def nothing_measured(results: Sequence[CellResult], planned: int) -> str | None:
 
     Skipped cells are not failures, so without this a sweep whose every cell was skipped (a
     GPU config on a node without GPUs) would pass a CI gate with nothing measured; the CLI
-    prints this line and exits 1 (README, exit codes)."""
+    prints this line and exits 1 (docs/cli.md, exit codes)."""
     if any(r.status == Status.OK for r in results):
         return None
     if planned == 0:

@@ -226,7 +226,7 @@ def judge(
 
 
 def reference_rows() -> list[dict[str, object]]:
-    """Every figure of the table with its source: for the docs and the README."""
+    """Every figure of the table with its source: for the docs (docs/cli.md)."""
     rows: list[dict[str, object]] = []
     for sku in SKUS:
         cite = f"{sku.source} ({sku.sheet_text})"
