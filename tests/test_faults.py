@@ -771,6 +771,35 @@ def test_run_logged_examines_a_timed_out_process_before_killing_it(tmp_path: Pat
     assert processes_mentioning(marker) == []  # and killed after
 
 
+def test_run_logged_gives_a_finished_launch_only_its_shutdown_grace(tmp_path: Path) -> None:
+    """Work done (the marker written), then a hang: killed the grace after, not at the 600 s
+    timeout; a launch that ends by itself after finishing is not marked."""
+    done = tmp_path / "done"
+    script = "import sys, time; open(sys.argv[1], 'w').close(); time.sleep(600)"
+    outcome = run_logged(
+        [sys.executable, "-c", script, str(done)],
+        dict(os.environ),
+        tmp_path / "hang.log",
+        600.0,
+        finished=done.exists,
+        shutdown_grace_s=0.5,
+    )
+    assert outcome.timed_out and outcome.killed_after_finish
+    assert outcome.shutdown_grace_s == 0.5
+    assert outcome.wall_s < 300
+    assert processes_mentioning(str(done)) == []
+    clean = tmp_path / "clean"
+    ended = run_logged(
+        [sys.executable, "-c", "import sys; open(sys.argv[1], 'w').close()", str(clean)],
+        dict(os.environ),
+        tmp_path / "clean.log",
+        600.0,
+        finished=clean.exists,
+        shutdown_grace_s=60.0,
+    )
+    assert ended.ended_cleanly and not ended.killed_after_finish
+
+
 def test_run_logged_kills_even_when_on_timeout_fails(tmp_path: Path) -> None:
     marker = str(tmp_path / "sleeper")
 

@@ -375,25 +375,34 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
 def test_a_real_busy_process_is_seen_as_other_and_a_child_as_own(
     burner: subprocess.Popen[bytes], sleeper: subprocess.Popen[bytes]
 ) -> None:
-    """One second of windows while a process burns a core. Seen from the idle `sleeper` as
-    the rank, the burner is another process; seen from this test process as the rank, it is a
-    child and so the rank's own. Lower bounds only: the machine is shared (2 cores)."""
+    """Windows while a process burns a core. Seen from the idle `sleeper` as the rank, the
+    burner is another process; seen from this test process as the rank, it is a child and so
+    the rank's own. The bounds are relative to the CPU the burner really got, and the windows
+    last until it got 0.3 s of it: on a shared machine at load 16 a burner may get a tenth of
+    a core, and a fixed bound would test the machine, not the sampler."""
     import psutil
 
     deadline = time.monotonic() + 5
     while psutil.Process(sleeper.pid).status() != psutil.STATUS_SLEEPING:  # past its start-up
         assert time.monotonic() < deadline, "the sleeper never went to sleep"
         time.sleep(0.02)
+    burning = psutil.Process(burner.pid)
+    cpu_before = sum(burning.cpu_times()[:2])
     as_other = Sampler([HostSource(pid=sleeper.pid)], 0.1, "cpu")
     as_parent = Sampler([HostSource()], 0.1, "cpu")
+    started = time.monotonic()
     for sampler in (as_other, as_parent):
         sampler.start()
     time.sleep(1.0)
+    while sum(burning.cpu_times()[:2]) - cpu_before < 0.3 and time.monotonic() - started < 60:
+        time.sleep(0.2)
     for sampler in (as_other, as_parent):
         sampler.stop()
+    burner_cores = (sum(burning.cpu_times()[:2]) - cpu_before) / (time.monotonic() - started)
+    assert burner_cores > 0.0
     other = host_load("h", [summarise_rank(0, "h", as_other.report())])
-    assert other.other_cores is not None and other.other_cores >= 0.25, other
+    assert other.other_cores is not None and other.other_cores >= 0.5 * burner_cores, other
     assert other.cell_cores is not None and other.cell_cores < 0.1, other
     assert other.load_avg_1m is not None and other.cores == (os.cpu_count() or 1)
     parent = host_load("h", [summarise_rank(0, "h", as_parent.report())])
-    assert parent.cell_cores is not None and parent.cell_cores >= 0.25, parent
+    assert parent.cell_cores is not None and parent.cell_cores >= 0.5 * burner_cores, parent

@@ -122,7 +122,10 @@ def run_cell(
     timeout = planned.launch.timeout_s
     # stale attempts were removed before launch: a result here was written by this launch,
     # after every rank's measurement was gathered, and is kept however the launch ended
-    attempt = run_attempt(command, timeout, lambda: store.read_attempt(cell_id))
+    result_path = store.attempt_result_path(cell_id)  # rank 0 writes it atomically, last
+    attempt = run_attempt(
+        command, timeout, lambda: store.read_attempt(cell_id), finished=result_path.exists
+    )
     outcome = attempt.outcome
     if attempt.written is None:
         assert attempt.failure is not None

@@ -53,6 +53,11 @@ def shutdown_warnings(
     outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float
 ) -> list[str]:
     """Why a launch that wrote its result did not end cleanly (none when it did)."""
+    if outcome.killed_after_finish:
+        return [
+            f"the ranks had not exited {outcome.shutdown_grace_s:g} s after the result was written: "
+            f"killed in their shutdown; measurement kept: see {command.log_dir}"
+        ]
     if outcome.timed_out:
         return [
             f"the ranks had not exited {timeout_s:g} s after the launch (the cell timeout) "
@@ -68,11 +73,15 @@ def shutdown_warnings(
 
 
 def run_attempt(
-    command: LaunchCommand, timeout_s: float, read_written: Callable[[], T | None]
+    command: LaunchCommand,
+    timeout_s: float,
+    read_written: Callable[[], T | None],
+    finished: Callable[[], bool] | None = None,
 ) -> Attempt[T]:
-    """Run `command` (killed after `timeout_s`, its ranks' stacks taken first), then read what
-    it wrote with `read_written` (None: nothing; the caller removed any stale copy before)."""
-    outcome = run_launch(command, timeout_s)
+    """Run `command` (killed after `timeout_s`, its ranks' stacks taken first; or the shutdown
+    grace after `finished()` first holds, when given), then read what it wrote with
+    `read_written` (None: nothing; the caller removed any stale copy before)."""
+    outcome = run_launch(command, timeout_s, finished)
     written = read_written()
     failure = None
     if written is None or not outcome.ended_cleanly:

@@ -6,6 +6,11 @@ its group; the parent-death signal (Linux) kills it even when we are SIGKILLed a
 nothing. (torchrun puts each rank in a session of its own: ranks set their own parent-death
 signal, in torchscale/worker/diagnostics.py.) A timed-out torchrun launch is asked where its
 ranks are stuck before it is killed.
+
+A launch that says when its work is done (`finished`: a cell's result written) gets
+SHUTDOWN_GRACE_S from then to exit, not the rest of its timeout: ranks stuck in a backend's
+teardown after the result was written would otherwise hold the sweep (and the GPUs) for the
+whole cell timeout, hours on a long cell.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ if TYPE_CHECKING:
     from torchscale.launch.torchrun import LaunchCommand
 
 TERM_GRACE_S = 5.0
+# after the result is written: a healthy teardown (destroy_process_group, NCCL's communicators
+# on 8 GPUs, torchrun's agent) takes seconds; a slow one still gets half a minute
+SHUTDOWN_GRACE_S = 30.0
+FINISHED_POLL_S = 1.0  # how often `finished` is asked while the launch runs
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,12 @@ class ProcessOutcome:
     log_path: Path
     # rank -> file with the Python stacks it dumped when the timeout hit (run_launch only)
     stacks: Mapping[int, Path] = field(default_factory=dict)
+    # set when it was killed this long after its work was done (`finished`), not at the timeout
+    shutdown_grace_s: float | None = None
+
+    @property
+    def killed_after_finish(self) -> bool:
+        return self.shutdown_grace_s is not None
 
     @property
     def ended_cleanly(self) -> bool:
@@ -101,9 +116,12 @@ def run_logged(
     cwd: Path | None = None,
     *,
     on_timeout: Callable[[], object] | None = None,
+    finished: Callable[[], bool] | None = None,
+    shutdown_grace_s: float | None = None,
 ) -> ProcessOutcome:
     """Run `argv` with stdout+stderr to `log_path`; kill its process group after `timeout_s`
-    (calling `on_timeout` first, while it is still alive to be examined).
+    (calling `on_timeout` first, while it is still alive to be examined), or `shutdown_grace_s`
+    (default SHUTDOWN_GRACE_S) after `finished()` first says its work is done, if sooner.
 
     Ctrl-C (KeyboardInterrupt), SIGTERM (torchscale.signals.Terminated) and any other exception
     also take the whole group down before propagating. The child dies with this thread: the
@@ -122,20 +140,54 @@ def run_logged(
             start_new_session=True,
             preexec_fn=_die_with(os.getpid()),  # only a prctl call, resolved beforehand
         )
+        grace = SHUTDOWN_GRACE_S if shutdown_grace_s is None else shutdown_grace_s
         try:
-            returncode = proc.wait(timeout=timeout_s)
+            returncode, after_finish = _wait(proc, start + timeout_s, finished, grace)
             timed_out = False
-        except subprocess.TimeoutExpired:
+        except _Expired as expired:
             try:
                 if on_timeout is not None:
                     on_timeout()
             finally:
                 _kill_group(proc)
-            returncode, timed_out = None, True
+            returncode, timed_out, after_finish = None, True, expired.after_finish
         except BaseException:
             _kill_group(proc)
             raise
-    return ProcessOutcome(returncode, timed_out, time.perf_counter() - start, log_path)
+    return ProcessOutcome(
+        returncode,
+        timed_out,
+        time.perf_counter() - start,
+        log_path,
+        shutdown_grace_s=grace if timed_out and after_finish else None,
+    )
+
+
+class _Expired(Exception):
+    def __init__(self, after_finish: bool) -> None:
+        self.after_finish = after_finish
+
+
+def _wait(
+    proc: subprocess.Popen[bytes],
+    deadline: float,
+    finished: Callable[[], bool] | None,
+    grace_s: float,
+) -> tuple[int, bool]:
+    """Wait for `proc` until `deadline` (perf_counter), or `grace_s` after `finished()` first
+    holds; its return code and whether it was finished. _Expired when a limit passed."""
+    finished_at: float | None = None
+    while True:
+        limit = deadline if finished_at is None else min(deadline, finished_at + grace_s)
+        remaining = limit - time.perf_counter()
+        if remaining <= 0:
+            raise _Expired(after_finish=finished_at is not None and limit < deadline)
+        step = remaining if finished is None or finished_at is not None else FINISHED_POLL_S
+        try:
+            return proc.wait(timeout=min(remaining, step)), finished_at is not None
+        except subprocess.TimeoutExpired:
+            if finished is not None and finished_at is None and finished():
+                finished_at = time.perf_counter()
 
 
 def _clear_diagnostics(directory: Path) -> None:
@@ -146,7 +198,9 @@ def _clear_diagnostics(directory: Path) -> None:
                 path.unlink(missing_ok=True)
 
 
-def run_launch(command: LaunchCommand, timeout_s: float) -> ProcessOutcome:
+def run_launch(
+    command: LaunchCommand, timeout_s: float, finished: Callable[[], bool] | None = None
+) -> ProcessOutcome:
     """Run a built torchrun command with its log in its log directory; on timeout, collect
     each rank's stacks (and keep them with the logs) before the kill. Called only by
     `torchscale.launch.attempt.run_attempt`, the one launch path."""
@@ -157,6 +211,11 @@ def run_launch(command: LaunchCommand, timeout_s: float) -> ProcessOutcome:
         stacks.update(request_stacks(command.diagnostics_dir))
 
     outcome = run_logged(
-        command.argv, command.env, command.log_path, timeout_s, on_timeout=diagnose
+        command.argv,
+        command.env,
+        command.log_path,
+        timeout_s,
+        on_timeout=diagnose,
+        finished=finished,
     )
     return replace(outcome, stacks=stacks)
