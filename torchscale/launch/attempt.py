@@ -55,8 +55,8 @@ def shutdown_warnings(
     """Why a launch that wrote its result did not end cleanly (none when it did)."""
     if outcome.killed_after_finish:
         return [
-            f"the ranks had not exited {outcome.shutdown_grace_s:g} s after the result was written: "
-            f"killed in their shutdown; measurement kept: see {command.log_dir}"
+            f"the ranks had not exited {outcome.shutdown_grace_s:g} s after the result was "
+            f"written: killed in their shutdown; measurement kept: see {command.log_dir}"
         ]
     if outcome.timed_out:
         return [
