@@ -87,6 +87,8 @@ NVML_VOLATILE_ECC = 0
 NVML_AGGREGATE_ECC = 1
 NVML_TEMPERATURE_GPU = 0
 NVML_CLOCK_SM = 1
+NVML_TOPOLOGY_SINGLE = 10  # behind one PCIe switch
+NVML_TOPOLOGY_NODE = 40  # only the CPU (NUMA node) in common
 
 
 @dataclass
@@ -142,6 +144,9 @@ class FakeGpu:
     energy_mj: Any = 1_000_000  # total-energy counter, millijoules
     compute_pids: Any = ()  # PIDs of the compute processes on the GPU
     nvlinks: list[bool] = field(default_factory=list)  # state of each link that exists
+    # GPUs with the same switch name share a PCIe switch (NVML_TOPOLOGY_SINGLE), others have
+    # only the CPU in common (NVML_TOPOLOGY_NODE); NOT_SUPPORTED makes the query raise
+    pcie_switch: Any = None
     unreadable: bool = False  # nvmlDeviceGetHandleByIndex raises for this GPU
 
 
@@ -172,6 +177,8 @@ class FakeNvml(types.ModuleType):
     NVML_AGGREGATE_ECC = NVML_AGGREGATE_ECC
     NVML_TEMPERATURE_GPU = NVML_TEMPERATURE_GPU
     NVML_CLOCK_SM = NVML_CLOCK_SM
+    NVML_TOPOLOGY_SINGLE = NVML_TOPOLOGY_SINGLE
+    NVML_TOPOLOGY_NODE = NVML_TOPOLOGY_NODE
     NVML_NVLINK_MAX_LINKS = 18
 
     def __init__(
@@ -355,6 +362,12 @@ class FakeNvml(types.ModuleType):
         return self._query(
             "nvmlDeviceGetCurrentClocksThrottleReasons", handle, lambda g: g.clock_reasons
         )
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, first: Any, second: Any) -> int:
+        self._record("nvmlDeviceGetTopologyCommonAncestor", first, second)
+        switches = [self._value(self._gpu(h).pcie_switch) for h in (first, second)]
+        shared = switches[0] is not None and switches[0] == switches[1]
+        return NVML_TOPOLOGY_SINGLE if shared else NVML_TOPOLOGY_NODE
 
     def nvmlDeviceGetNvLinkState(self, handle: Any, link: int) -> int:
         self._record("nvmlDeviceGetNvLinkState", handle, link)

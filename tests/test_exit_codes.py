@@ -23,6 +23,8 @@ from torchscale.cli.app import app
 from torchscale.launch.process import ProcessOutcome
 from torchscale.schema.cell_result import CellError, CellResult
 from torchscale.sweep import nothing_measured
+from torchscale.validate import compile_toolchain
+from torchscale.validate.compile_toolchain import Toolchain
 
 NO_GPU = "device 'cuda' requested but no CUDA GPU is visible"
 CUDA_CONFIG: dict[str, Any] = {
@@ -145,6 +147,10 @@ def test_one_measured_cell_beside_skipped_ones_exits_zero(
         return ProcessOutcome(0, False, 0.1, command.log_path)
 
     monkeypatch.setattr(torchscale.launch.attempt, "run_launch", launched)
+    # CUDA cells compile by default: the toolchain probe of the stood-in GPU is stood in too
+    monkeypatch.setattr(
+        compile_toolchain, "toolchain_for", lambda device, env: Toolchain(device, True, "ok")
+    )
     out = tmp_path / "results"
     run = invoke("-c", write_config(tmp_path / "c.yaml", "mixed"), "-o", out)
     assert run.exit_code == 0, run.output

@@ -161,6 +161,7 @@ ALL_CHECK_IDS = [
     "gloo",
     "torchrun",
     "nsys",
+    "compile",
     "p2p",
     "ecc",
     "persistence",

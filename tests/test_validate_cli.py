@@ -120,6 +120,18 @@ def test_cpu_smoke_test_passed(cpu_report: dict[str, Any]) -> None:
     assert check["data"]["spec"] == {"backend": "gloo", "nproc": 2, "device": "cpu"}
 
 
+def test_cpu_compile_toolchain_built_and_ran_a_kernel(
+    cpu_run: tuple[Result, Path, Path], cpu_report: dict[str, Any]
+) -> None:
+    """Issue 39: inductor's C++ path works here (g++ and the Python headers are installed);
+    the kernel was built in the probe's own empty cache, which is gone afterwards."""
+    check = by_id(cpu_report)["compile"]
+    assert check["status"] == "PASS", check
+    assert check["data"]["binaries_built"] >= 1
+    assert "built and ran a C++ kernel" in check["detail"]
+    assert not list(cpu_run[1].glob("torchscale-compile-*"))
+
+
 def test_cpu_smoke_work_dir_removed_after_pass(
     cpu_run: tuple[Result, Path, Path], cpu_report: dict[str, Any]
 ) -> None:

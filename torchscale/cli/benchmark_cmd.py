@@ -158,6 +158,7 @@ class _Printer:
             on_cell_start=self.cell_start,
             on_cell_done=self.cell_done,
             on_data=self.data,
+            on_check=self.check,
             on_sweep_done=self.sweep_done,
             on_comm_start=_comm_started,
             on_comm_done=_comm_done,
@@ -191,6 +192,10 @@ class _Printer:
         if not self.quiet:
             note = f" ({ready.note})" if ready.note else ""
             self.say(escape(f"> {ready.message}{note}"))
+
+    def check(self, text: str) -> None:
+        if not self.quiet:
+            self.say(escape(f"> {text}"))
 
     def cell_done(self, result: CellResult, reused: bool) -> None:
         from torchscale.cell import Status

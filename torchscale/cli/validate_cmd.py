@@ -99,7 +99,7 @@ def validate(
         bool, typer.Option("--json", help="Print a machine-readable JSON report.")
     ] = False,
     quick: Annotated[
-        bool, typer.Option("--quick", help="Skip the live torchrun smoke test.")
+        bool, typer.Option("--quick", help="Skip the live checks (torchrun smoke test, compile).")
     ] = False,
     device: Annotated[
         DeviceChoice,

@@ -42,6 +42,9 @@ class BenchmarkEvents:
     on_cell_start: Callable[[PlannedCell, int, int, bool], None] = _ignore
     on_cell_done: Callable[[CellResult, bool], None] = _ignore  # (result, reused)
     on_data: Callable[[DataReady], None] = _ignore
+    # a check before the first cell launches (the compile toolchain), in one line: what is
+    # checked, then what was found
+    on_check: Callable[[str], None] = _ignore
     # the sweep is over (`run.sweep`, `run.nothing_measured`); the suites follow
     on_sweep_done: Callable[[BenchmarkRun], None] = _ignore
     # the config's comm: section, one sweep per world size

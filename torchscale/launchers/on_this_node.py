@@ -79,6 +79,7 @@ class ThisNode:
         from torchscale.sweep import SweepHooks, nothing_measured, run_sweep
         from torchscale.worker.run_environment import capture_environment
 
+        _require_compile_toolchain(plan, env, events)  # before anything is written
         check_output_dir(store.root)
         store.write_environment(capture_environment())
         hooks = SweepHooks(events.on_cell_start, events.on_cell_done, events.on_data)
@@ -98,6 +99,22 @@ class ThisNode:
                 plan, store, env, outcome.results, events.on_profile_start
             )
         return run
+
+
+def compile_devices(plan: Plan) -> set[str]:
+    """The device types of the cells that will compile (skipped cells launch nothing)."""
+    return {p.cell.device for p in plan.cells if p.skip_reason is None and p.training.compile}
+
+
+def _require_compile_toolchain(plan: Plan, env: Mapping[str, str], events: BenchmarkEvents) -> None:
+    """Without a toolchain every compiled cell (and max-batch probe, and profile) fails at its
+    first step: refuse the run in one line instead (ToolNotFoundError), probed once per
+    process."""
+    devices = compile_devices(plan)
+    if devices:
+        from torchscale.validate.compile_toolchain import require_toolchain
+
+        require_toolchain(devices, env, events.on_check)
 
 
 def _comm_after(run: BenchmarkRun, env: Mapping[str, str], events: BenchmarkEvents) -> None:

@@ -41,8 +41,12 @@ class BandwidthResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    check: str = Field(description="'memory.copy', 'memory.triad', 'h2d' or 'd2h'")
+    check: str = Field(
+        description="'memory.copy', 'memory.triad', 'h2d' or 'd2h' (this GPU alone), "
+        "'h2d.all' or 'd2h.all' (every GPU copying at once)"
+    )
     device: str
+    gpus_at_once: int = Field(default=1, description="GPUs copying at the same time")
     gbps: float | None = Field(description="bytes moved / seconds / 1e9")
     bytes_per_call: int | None = None
     seconds_per_call: float | None = None

@@ -13,6 +13,7 @@ from torchscale.host import probe_nccl_version
 from torchscale.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.validate.check_context import ValidateContext
 from torchscale.validate.check_result import CheckResult, failed, passed, skipped, warned
+from torchscale.validate.compile_toolchain import toolchain_for
 from torchscale.validate.requirements import MIN_PYTHON, MIN_TORCH, version_text
 
 NSYS_TIMEOUT_S = 20.0
@@ -162,6 +163,26 @@ def check_nsys(ctx: ValidateContext) -> CheckResult:
         tail = out[-1] if out else f"exit code {proc.returncode}"
         return warned("nsys", "Nsight Systems", f"{path} --version failed: {tail}", hint, path=path)
     return passed("nsys", "Nsight Systems", f"nsys {version} at {path}", path=path, version=version)
+
+
+def check_compile(ctx: ValidateContext) -> CheckResult:
+    """torch.compile builds and runs one kernel on the validated device (a child process with
+    empty caches: validate/compile_toolchain.py). CUDA cells compile by default, so there a
+    failure is a FAIL; CPU cells do not (only `training.compile: true` needs it): a WARN."""
+    title = "torch.compile toolchain"
+    if ctx.quick:
+        return skipped("compile", title, "--quick: no kernel compiled (it takes seconds)")
+    if ctx.torch.module is None:
+        return skipped("compile", title, NEEDS_TORCH)
+    if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 0:
+        return skipped("compile", title, "needs a CUDA GPU, and torch sees none")
+    toolchain = toolchain_for(ctx.device, os.environ)
+    if toolchain.ok:
+        return passed("compile", title, toolchain.detail, **toolchain.data)
+    if ctx.device == "cuda":
+        return failed("compile", title, toolchain.detail, toolchain.fix, **toolchain.data)
+    hint = toolchain.fix + "; CPU cells compile only when it is true"
+    return warned("compile", title, toolchain.detail, hint, **toolchain.data)
 
 
 SHOWN_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_", "TORCH_DISTRIBUTED_")

@@ -1,9 +1,10 @@
 """`validate --level perf`: what this node can really do, beside what its SKU should do.
 
 One torchrun of `perf_worker` (one rank per GPU, all measuring at once; one rank on a CPU
-node) measures the matmul peak per dtype, memory copy and triad, host<->device copies and the
-GPU-to-GPU matrix; then `comm`'s own sweep (comm/planning.py, the one launch path) measures
-NCCL (gloo on CPU) bus bandwidth for the four collectives, stored in the experiment's comm/ as
+node) measures the matmul peak per dtype, memory copy and triad, host<->device copies (each GPU
+alone, then all at once, with the PCIe topology: validate/host_links.py) and the GPU-to-GPU
+matrix; then `comm`'s own sweep (comm/planning.py, the one launch path) measures NCCL (gloo on
+CPU) bus bandwidth for the four collectives, stored in the experiment's comm/ as
 `torchscale comm` stores its runs. `judge_perf` turns the figures into `Measurement` rows, each
 beside the expected value for the detected SKU with its source, the ratio and a verdict by the
 thresholds of validate/reference.py; `perf_checks` sums them up per check for the table.
@@ -28,8 +29,15 @@ from torchscale.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.validate.bandwidth import BandwidthResult, P2PMatrix
 from torchscale.validate.check_context import Device
 from torchscale.validate.check_result import CheckResult, Measurement, Status
+from torchscale.validate.host_links import (
+    ALL_AT_ONCE_CHECKS,
+    ALONE_CHECKS,
+    all_at_once_row,
+    annotate_alone,
+)
+from torchscale.validate.host_links import TITLES as HOST_TITLES
 from torchscale.validate.matmul_peak import PeakResult
-from torchscale.validate.perf_worker import PerfRun, PerfSpec
+from torchscale.validate.perf_worker import PerfRun, PerfSpec, RankPerf
 from torchscale.validate.reference import expected_for, judge, sku_for
 
 WORKER_MODULE = "torchscale.validate.perf_worker"
@@ -179,12 +187,7 @@ def _matmul_row(peak: PeakResult, gpu: int | None) -> Measurement:
     )
 
 
-BANDWIDTH_TITLES = {
-    "memory.copy": "memory copy",
-    "memory.triad": "memory triad",
-    "h2d": "host to device",
-    "d2h": "device to host",
-}
+BANDWIDTH_TITLES = {"memory.copy": "memory copy", "memory.triad": "memory triad", **HOST_TITLES}
 
 
 def _bandwidth_row(result: BandwidthResult, gpu: int | None, device_name: str) -> Measurement:
@@ -224,13 +227,31 @@ def _p2p_rows(matrix: P2PMatrix, device_name: str) -> list[Measurement]:
     return rows
 
 
+def _rank_bandwidth_rows(run: PerfRun, rank: RankPerf, gpu: int | None) -> list[Measurement]:
+    """A rank's bandwidth figures: host copies alone judged against the link, all at once
+    reported beside the topology (validate/host_links.py), the rest judged as they are."""
+    rows = []
+    for result in rank.bandwidth:
+        if result.check in ALL_AT_ONCE_CHECKS:
+            everyone = [b for r in run.ranks for b in r.bandwidth if b.check == result.check]
+            direction = result.check.split(".")[0]
+            alone = next((b for b in rank.bandwidth if b.check == direction), None)
+            rows.append(all_at_once_row(result, gpu, everyone, alone, run.host_topology))
+            continue
+        row = _bandwidth_row(result, gpu, rank.device_name)
+        if result.check in ALONE_CHECKS:
+            row = annotate_alone(row, run.host_topology)
+        rows.append(row)
+    return rows
+
+
 def judge_perf(run: PerfRun, device: Device) -> list[Measurement]:
     """Every rank's figures as judged rows; `gpu` is the GPU index (on CPU: None, the node)."""
     rows: list[Measurement] = []
     for rank in sorted(run.ranks, key=lambda r: r.rank):
         gpu = rank.rank if device == "cuda" else None
         rows.extend(_matmul_row(peak, gpu) for peak in rank.matmul)
-        rows.extend(_bandwidth_row(b, gpu, rank.device_name) for b in rank.bandwidth)
+        rows.extend(_rank_bandwidth_rows(run, rank, gpu))
     if run.p2p is not None:
         name = run.ranks[0].device_name if run.ranks else ""
         rows.extend(_p2p_rows(run.p2p, name))

@@ -5,9 +5,12 @@ Every rank measures its own device at the same time as the others (a barrier sta
 phase), because a node's GPUs share power, cooling and PCIe switches: a GPU measured alone on
 an idle node looks better than it will in training. The phases: the matmul peak per dtype
 (validate/matmul_peak.py), device memory copy and triad, then host-to-device and
-device-to-host with pinned memory (validate/bandwidth.py). Rank 0 then measures the GPU-to-GPU
-matrix, which needs every GPU in one process, while the others wait. Rank 0 writes everything
-as JSON (atomically) for the parent, which judges it (validate/perf.py).
+device-to-host with pinned memory (validate/bandwidth.py), twice: each GPU alone in turn (its
+own PCIe link, judged against the link's rate) and all at once (what the board gives when
+GPUs behind one PCIe switch split its uplink). Rank 0 then reads the PCIe topology
+(validate/pcie_topology.py) and measures the GPU-to-GPU matrix, which needs every GPU in one
+process, while the others wait. Rank 0 writes everything as JSON (atomically) for the parent,
+which judges it (validate/perf.py).
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torchscale.atomic import write_text_atomic
 from torchscale.validate.bandwidth import (
     BandwidthResult,
+    Direction,
     P2PMatrix,
     measure_host_device,
     measure_memory,
     measure_p2p_matrix,
 )
 from torchscale.validate.matmul_peak import PeakResult, device_name, find_peak
+from torchscale.validate.pcie_topology import HostTopology, read_host_topology
 from torchscale.worker.rank_entry import (
     leave_without_teardown,
     process_group,
@@ -81,6 +86,9 @@ class PerfRun(BaseModel):
     world_size: int
     ranks: list[RankPerf]
     p2p: P2PMatrix | None = None
+    host_topology: HostTopology | None = Field(
+        default=None, description="which GPUs share a PCIe link to the host (CUDA only)"
+    )
 
 
 def _phase(device: torch.device) -> None:
@@ -102,12 +110,30 @@ def measure_rank(spec: PerfSpec, device: torch.device) -> RankPerf:
             mine.bandwidth.append(measure_memory(device, kind))
     if spec.host_link:
         for direction in ("h2d", "d2h"):
-            _phase(device)
             if device.type == "cuda":
-                mine.bandwidth.append(measure_host_device(device.index or 0, direction))
+                mine.bandwidth += host_link(direction, device)
             else:
+                _phase(device)
                 mine.bandwidth.append(measure_host_device(0, direction))  # says why not
     return mine
+
+
+def host_link(direction: Direction, device: torch.device) -> list[BandwidthResult]:
+    """This GPU's copies to or from pinned host memory: alone (the GPUs take turns, the
+    others wait at the barrier), then with every GPU at once (checked `<direction>.all`)."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    gpu = device.index or 0
+    alone: BandwidthResult | None = None
+    for turn in range(world):
+        _phase(device)
+        if turn == rank:
+            alone = measure_host_device(gpu, direction)
+    assert alone is not None
+    if world == 1:
+        return [alone]  # one GPU: alone is all at once
+    _phase(device)
+    together = measure_host_device(gpu, direction)
+    return [alone, together.model_copy(update={"check": f"{direction}.all", "gpus_at_once": world})]
 
 
 def run(spec: PerfSpec) -> None:
@@ -121,10 +147,14 @@ def run(spec: PerfSpec) -> None:
             if spec.p2p:
                 gpus = list(range(torch.cuda.device_count())) if spec.device == "cuda" else []
                 p2p = measure_p2p_matrix(gpus)
+            topology = None
+            if spec.device == "cuda" and spec.host_link:
+                topology = read_host_topology(torch, dist.get_world_size())
             run_result = PerfRun(
                 world_size=dist.get_world_size(),
                 ranks=[RankPerf.model_validate(one) for one in gathered],
                 p2p=p2p,
+                host_topology=topology,
             )
             write_text_atomic(spec.result_path, run_result.model_dump_json(indent=2))
         dist.barrier()

@@ -37,6 +37,7 @@ CHECKS: tuple[Check, ...] = (
     checks_software.check_gloo,
     checks_software.check_torchrun,
     checks_software.check_nsys,
+    checks_software.check_compile,
     checks_gpu.check_p2p,
     checks_gpu.check_ecc,
     checks_gpu.check_persistence,

@@ -34,6 +34,8 @@ CHECK_ORDER = (
     "memory.triad",
     "h2d",
     "d2h",
+    "h2d.all",
+    "d2h.all",
     "p2p.bw",
     "p2p.latency",
     "busbw.all_reduce",

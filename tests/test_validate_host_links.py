@@ -1,0 +1,292 @@
+"""Host-link checks aware of the PCIe topology (issue 39, item 4).
+
+`validate --level perf` used to copy host<->device on every GPU at once and judge each against
+one PCIe link; on an HGX board two GPUs share a switch uplink, so a healthy node read WARN or
+FAIL. Now each GPU is measured alone (judged against the link) and all at once (reported, INFO,
+beside the topology). No GPU here: the worker's schedule runs with a stand-in for
+torch.distributed and the copies; the topology is read from a fake sysfs tree and a fake NVML;
+the judging is pure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml
+
+from torchscale.validate import perf_worker
+from torchscale.validate.bandwidth import BandwidthResult
+from torchscale.validate.check_result import Status
+from torchscale.validate.host_links import placement_text
+from torchscale.validate.pcie_topology import (
+    HostTopology,
+    PcieLink,
+    bus_chain,
+    normal_bus_id,
+    parse_link_speed,
+    parse_link_width,
+    placements_from_chains,
+    read_host_topology,
+    topology_from_nvml,
+    topology_from_sysfs,
+)
+from torchscale.validate.perf import judge_perf, perf_checks
+from torchscale.validate.perf_worker import PerfRun, RankPerf
+from torchscale.validate.reference import expected_for, judge
+
+H100 = "NVIDIA H100 80GB HBM3"
+GEN5 = "32.0 GT/s PCIe"
+
+
+# ------------------------------------------------------------------ the worker's schedule
+
+
+def test_each_gpu_copies_alone_in_its_turn_then_all_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fix itself: the judged figure is taken while no other GPU copies. Each of 8 ranks
+    runs the schedule with a stand-in barrier (every rank passes the same barriers, so the
+    k-th barrier of one rank is the k-th of all); copies after the same barrier overlap."""
+    world = 8
+    copies: list[tuple[int, int, str]] = []  # (barriers passed, rank, direction)
+    for rank in range(world):
+        passed = {"n": 0}
+
+        def barrier(device: Any, passed: dict[str, int] = passed) -> None:
+            passed["n"] += 1
+
+        def copy(gpu: int, direction: str, rank: int = rank, passed: dict[str, int] = passed):
+            copies.append((passed["n"], rank, direction))
+            return BandwidthResult(check=direction, device=f"cuda:{gpu}", gbps=1.0)
+
+        fake_dist = SimpleNamespace(get_rank=lambda rank=rank: rank, get_world_size=lambda: world)
+        monkeypatch.setattr(perf_worker, "dist", fake_dist)
+        monkeypatch.setattr(perf_worker, "_phase", barrier)
+        monkeypatch.setattr(perf_worker, "measure_host_device", copy)
+        results = perf_worker.host_link("h2d", SimpleNamespace(index=rank, type="cuda"))
+        assert [r.check for r in results] == ["h2d", "h2d.all"]
+        assert [r.gpus_at_once for r in results] == [1, world]
+    at_once: dict[int, list[int]] = {}
+    for phase, rank, _ in copies:
+        at_once.setdefault(phase, []).append(rank)
+    alone = [ranks for ranks in at_once.values() if len(ranks) == 1]
+    together = [ranks for ranks in at_once.values() if len(ranks) > 1]
+    assert sorted(r for ranks in alone for r in ranks) == list(range(world))
+    assert together == [list(range(world))]
+
+
+# ------------------------------------------------------------------------ sysfs parsing
+
+
+def test_link_speed_width_and_bus_ids_parse_as_the_kernel_writes_them() -> None:
+    assert parse_link_speed("32.0 GT/s PCIe") == 32.0
+    assert parse_link_speed("8 GT/s") == 8.0
+    assert parse_link_speed("2.5 GT/s PCIe") == 2.5
+    assert parse_link_speed("Unknown") is None
+    assert parse_link_width("16\n") == 16
+    assert parse_link_width("0") is None
+    assert normal_bus_id("00000000:19:00.0") == "0000:19:00.0"  # NVML's 8-digit domain
+    assert normal_bus_id("0000:1B:00.0") == "0000:1b:00.0"
+    assert normal_bus_id("not a bus id") is None
+    path = "/sys/devices/pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0/0000:19:00.0"
+    assert bus_chain(path) == ["0000:16:02.0", "0000:17:00.0", "0000:18:00.0", "0000:19:00.0"]
+    gen5 = PcieLink(speed_gts=32.0, width=16, max_speed_gts=32.0, max_width=16)
+    assert (gen5.text(), gen5.gbps, gen5.below_max) == ("Gen5 x16", 64.0, False)
+    slow = PcieLink(speed_gts=16.0, width=16, max_speed_gts=32.0, max_width=16)
+    assert (slow.text(), slow.below_max, slow.max_text()) == ("Gen4 x16", True, "Gen5 x16")
+
+
+def _device(path: Path, speed: str, width: int, max_speed: str | None = None) -> None:
+    path.mkdir(parents=True)
+    (path / "current_link_speed").write_text(speed + "\n")
+    (path / "current_link_width").write_text(f"{width}\n")
+    (path / "max_link_speed").write_text((max_speed or speed) + "\n")
+    (path / "max_link_width").write_text(f"{width}\n")
+
+
+def hgx_sysfs(root: Path, gpu_speed: str = GEN5) -> tuple[Path, dict[int, str]]:
+    """An HGX-like tree: 4 root ports, each above one PCIe switch (upstream port, then a
+    downstream port per GPU) with 2 GPUs; /sys/bus/pci/devices links to each device."""
+    devices = root / "bus" / "pci" / "devices"
+    devices.mkdir(parents=True)
+    bus_ids: dict[int, str] = {}
+    for switch in range(4):
+        base = 0x10 + switch * 0x10
+        root_port = root / "devices" / f"pci0000:{base:02x}" / f"0000:{base:02x}:01.0"
+        upstream = root_port / f"0000:{base + 1:02x}:00.0"
+        _device(root_port, GEN5, 16)
+        _device(upstream, GEN5, 16)
+        (devices / root_port.name).symlink_to(root_port)
+        (devices / upstream.name).symlink_to(upstream)
+        for slot in range(2):
+            downstream = upstream / f"0000:{base + 2:02x}:{slot:02x}.0"
+            gpu = downstream / f"0000:{base + 3 + slot:02x}:00.0"
+            _device(downstream, GEN5, 16)
+            _device(gpu, gpu_speed, 16, max_speed=GEN5)
+            (devices / downstream.name).symlink_to(downstream)
+            (devices / gpu.name).symlink_to(gpu)
+            bus_ids[switch * 2 + slot] = gpu.name
+    return devices, bus_ids
+
+
+def test_sysfs_pairs_behind_four_switches_share_their_uplinks(tmp_path: Path) -> None:
+    devices, bus_ids = hgx_sysfs(tmp_path)
+    topology = topology_from_sysfs(bus_ids, devices)
+    assert topology.source == "sysfs" and topology.unknown is None
+    pairs = {p.gpu: p.shares_with for p in topology.gpus}
+    assert pairs == {0: [1], 1: [0], 2: [3], 3: [2], 4: [5], 5: [4], 6: [7], 7: [6]}
+    first = topology.of(0)
+    assert first is not None and first.via == "0000:11:00.0"  # the switch's upstream port
+    assert first.uplink is not None and first.uplink.gbps == 64.0
+    assert first.link is not None and first.link.text() == "Gen5 x16"
+
+
+def test_a_gpu_under_its_own_root_port_shares_nothing() -> None:
+    chains = {
+        0: ["0000:00:01.0", "0000:01:00.0"],
+        1: ["0000:00:02.0", "0000:02:00.0"],
+        2: ["0000:03:00.0"],  # on the root bus itself
+    }
+    assert [p.shares_with for p in placements_from_chains(chains)] == [[], [], []]
+
+
+def test_sysfs_without_the_gpu_says_why(tmp_path: Path) -> None:
+    devices, _ = hgx_sysfs(tmp_path)
+    missing = topology_from_sysfs({0: "0000:99:00.0"}, devices)
+    assert missing.source is None and "0000:99:00.0" in (missing.unknown or "")
+    no_bus = topology_from_sysfs({0: None}, devices)
+    assert no_bus.source is None and "no PCI bus id" in (no_bus.unknown or "")
+
+
+def _torch_with_gpus(bus_ids: dict[int, str]) -> Any:
+    """What rank 0 asks torch: each CUDA ordinal's PCI address and UUID."""
+
+    def props(ordinal: int) -> SimpleNamespace:
+        domain, bus, rest = bus_ids[ordinal].split(":")
+        return SimpleNamespace(
+            pci_domain_id=int(domain, 16),
+            pci_bus_id=int(bus, 16),
+            pci_device_id=int(rest.split(".")[0], 16),
+            uuid=f"0000000{ordinal}-0000-0000-0000-000000000000",
+        )
+
+    return SimpleNamespace(cuda=SimpleNamespace(get_device_properties=props))
+
+
+def test_rank_zero_places_its_gpus_from_torchs_bus_ids(tmp_path: Path) -> None:
+    devices, bus_ids = hgx_sysfs(tmp_path)
+    topology = read_host_topology(_torch_with_gpus(bus_ids), 8, devices)
+    assert topology.source == "sysfs"
+    assert [p.bus_id for p in topology.gpus] == [bus_ids[g] for g in range(8)]
+
+
+def test_without_sysfs_or_a_driver_the_topology_is_unknown_with_both_reasons(
+    tmp_path: Path,
+) -> None:
+    """This machine has no NVIDIA driver: NVML really fails to initialise, and the fake
+    sysfs has no such device."""
+    topology = read_host_topology(_torch_with_gpus({0: "0000:13:00.0"}), 1, tmp_path)
+    assert topology.source is None
+    assert topology.unknown is not None
+    assert topology.unknown.startswith(f"sysfs: {tmp_path / '0000:13:00.0'} does not exist; NVML:")
+
+
+def test_nvml_common_ancestors_group_the_same_pairs() -> None:
+    gpus = [
+        FakeGpu(uuid=f"GPU-{i}", bus_id=f"00000000:{0x13 + i:02x}:00.0", pcie_switch=i // 2)
+        for i in range(8)
+    ]
+    fake = FakeNvml(gpus)
+    topology = topology_from_nvml(fake.state(), {i: i for i in range(8)})
+    assert topology.source == "nvml"
+    assert {p.gpu: p.shares_with for p in topology.gpus}[6] == [7]
+    assert topology.gpus[0].bus_id == "0000:13:00.0"
+    assert topology.gpus[0].uplink is None  # NVML does not give the uplink's rate
+    broken = FakeNvml([FakeGpu(pcie_switch=NOT_SUPPORTED), FakeGpu(pcie_switch=NOT_SUPPORTED)])
+    unknown = topology_from_nvml(broken.state(), {0: 0, 1: 1})
+    assert unknown.source is None and "Not Supported" in (unknown.unknown or "")
+
+
+# ----------------------------------------------------------------------------- judging
+
+
+def _copy(check: str, gpu: int, gbps: float, at_once: int = 1) -> BandwidthResult:
+    return BandwidthResult(
+        check=check, device=f"cuda:{gpu}", gbps=gbps, bytes_per_call=256 << 20,
+        gpus_at_once=at_once,
+    )  # fmt: skip
+
+
+def board_run(alone: float, together: float, topology: HostTopology | None) -> PerfRun:
+    """8 H100s: each copies `alone` GB/s by itself and `together` with all 8 at once."""
+    ranks = [
+        RankPerf(
+            rank=g,
+            device=f"cuda:{g}",
+            device_name=H100,
+            bandwidth=[
+                _copy("h2d", g, alone),
+                _copy("h2d.all", g, together, 8),
+                _copy("d2h", g, alone),
+                _copy("d2h.all", g, together, 8),
+            ],
+        )
+        for g in range(8)
+    ]
+    return PerfRun(world_size=8, ranks=ranks, host_topology=topology)
+
+
+def test_a_healthy_hgx_board_reads_pass(tmp_path: Path) -> None:
+    """Pairs behind 4 switches: 52 GB/s alone (81 % of Gen5 x16), 26 GB/s each with all 8
+    copying. Judged as before (the shared figure against one link) that is a FAIL; now the
+    lone figure PASSes and the shared one is reported with the topology."""
+    devices, bus_ids = hgx_sysfs(tmp_path)
+    run = board_run(52.0, 26.0, topology_from_sysfs(bus_ids, devices))
+    link = expected_for(H100, "h2d")
+    assert link is not None
+    assert judge("h2d", 26.0, link)[0] is Status.FAIL  # the old bar
+    rows = judge_perf(run, "cuda")
+    alone = [r for r in rows if r.check in ("h2d", "d2h")]
+    together = [r for r in rows if r.check in ("h2d.all", "d2h.all")]
+    assert len(alone) == len(together) == 16
+    assert {r.status for r in alone} == {Status.PASS}
+    assert {r.status for r in together} == {Status.INFO}
+    first = next(r for r in together if r.gpu == 0 and r.check == "h2d.all")
+    assert first.expected is None and first.value == 26.0
+    assert "8 GPUs copying at once, 208 GB/s together" in first.detail
+    assert "shares its PCIe link to the host with GPU 1" in first.detail
+    assert "split 2 ways is 32 GB/s each" in first.detail
+    assert first.data["share_of_alone"] == pytest.approx(0.5)
+    checks = {c.id: c.status for c in perf_checks(rows, "GPU")}
+    assert checks == {
+        "perf_h2d": Status.PASS,
+        "perf_h2d_all": Status.INFO,
+        "perf_d2h": Status.PASS,
+        "perf_d2h_all": Status.INFO,
+    }
+
+
+def test_a_slow_lone_copy_still_fails_and_names_a_link_trained_low(tmp_path: Path) -> None:
+    devices, bus_ids = hgx_sysfs(tmp_path, gpu_speed="16.0 GT/s PCIe")
+    run = board_run(26.0, 20.0, topology_from_sysfs(bus_ids, devices))
+    rows = [r for r in judge_perf(run, "cuda") if r.check == "h2d"]
+    assert {r.status for r in rows} == {Status.FAIL}
+    assert "link trained Gen4 x16, below its Gen5 x16" in rows[0].detail
+
+
+def test_without_a_topology_the_shared_figure_says_topology_unknown() -> None:
+    unknown = HostTopology(unknown="sysfs: /sys/bus/pci/devices/0000:19:00.0 does not exist")
+    rows = judge_perf(board_run(52.0, 26.0, unknown), "cuda")
+    shared = next(r for r in rows if r.check == "h2d.all")
+    assert shared.status is Status.INFO
+    assert "topology unknown (sysfs: /sys/bus/pci/devices/0000:19:00.0" in shared.detail
+    assert placement_text(None, None) == "topology unknown (not read)"
+
+
+def test_one_gpu_has_no_all_at_once_row() -> None:
+    rank = RankPerf(rank=0, device="cuda:0", device_name=H100, bandwidth=[_copy("h2d", 0, 50.0)])
+    rows = judge_perf(PerfRun(world_size=1, ranks=[rank]), "cuda")
+    assert [(r.check, r.status) for r in rows] == [("h2d", Status.PASS)]
