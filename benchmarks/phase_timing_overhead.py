@@ -42,9 +42,10 @@ def worker(args: argparse.Namespace) -> None:
 
     from torchscale.cell import CellIdentity
     from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
-    from torchscale.worker.measure import run_window, warm_up
+    from torchscale.worker.measure import run_window
     from torchscale.worker.phases import trainable
     from torchscale.worker.spec import WorkerSpec
+    from torchscale.worker.steady_state import warm_up
     from torchscale.worker.timing import resolve_timing
     from torchscale.worker.trainer import Trainer
 

@@ -53,8 +53,9 @@ def worker(args: argparse.Namespace) -> None:
     from torchscale.telemetry.process_source import ProcessSource
     from torchscale.telemetry.rank import rank_sampler
     from torchscale.telemetry.sampler import Sampler
-    from torchscale.worker.measure import run_window, warm_up
+    from torchscale.worker.measure import run_window
     from torchscale.worker.spec import WorkerSpec
+    from torchscale.worker.steady_state import warm_up
     from torchscale.worker.timing import resolve_timing
     from torchscale.worker.trainer import Trainer
 

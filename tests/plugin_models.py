@@ -1,5 +1,5 @@
-"""Plug-in model factories used by tests/test_models.py and tests/test_parallel_plan.py (loaded
-as 'tests.plugin_models:...')."""
+"""Plug-in model factories used by tests/test_models.py, tests/test_parallel_plan.py,
+tests/test_compile_timing.py and tests/test_gpu_paths.py (loaded as 'tests.plugin_models:...')."""
 
 from __future__ import annotations
 
@@ -84,3 +84,46 @@ def decoder(seq_len: int = 16, layers: int = 2) -> ModelBundle:
     """TinyDecoder with next-token loss; its bundle declares no tp_plan / pp_split."""
     model = TinyDecoder(layers=layers)
     return tasks.language_bundle(model, tasks.next_token(64, seq_len), seq_len)
+
+
+class Switchable(nn.Module):
+    """A model torch.compile recompiles on demand: its forward reads a Python flag, on whose
+    value dynamo guards (setting `doubled` makes the next call recompile), and breaks its graph
+    once (torch._dynamo.graph_break, a no-op when not compiled)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Linear(4, 8)
+        self.second = nn.Linear(8, 1)
+        self.doubled = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = self.first(x)
+        if self.doubled:
+            hidden = hidden * 2
+        torch._dynamo.graph_break()
+        return self.second(torch.relu(hidden))  # type: ignore[no-any-return]
+
+
+def switchable() -> tuple[nn.Module, Any, Any]:
+    """`Switchable` with `factory`'s batches and loss."""
+    _, make_batch, loss_fn = factory()
+    return Switchable(), make_batch, loss_fn
+
+
+class ReadsValues(nn.Module):
+    """A model whose forward reads a tensor's value: it cannot run on the meta device."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = float(x.abs().max().item()) or 1.0
+        return self.linear(x / scale)  # type: ignore[no-any-return]
+
+
+def reads_values() -> tuple[nn.Module, Any, Any]:
+    """`ReadsValues` with `factory`'s batches and loss."""
+    _, make_batch, loss_fn = factory()
+    return ReadsValues(), make_batch, loss_fn

@@ -34,8 +34,9 @@ from torchscale.launch.process import run_launch
 from torchscale.launch.torchrun import torchrun_command
 from torchscale.worker import measure as measure_module
 from torchscale.worker import rank_entry
-from torchscale.worker.measure import collective_timeout_s, measure
+from torchscale.worker.measure import measure
 from torchscale.worker.spec import WorkerSpec
+from torchscale.worker.steady_state import WarmUp, collective_timeout_s
 from torchscale.worker.trainer import Trainer
 
 CELL_TIMEOUT_S = 90  # what the old error path waited for: the run ends at this timeout
@@ -198,7 +199,8 @@ def tiny_spec() -> WorkerSpec:
 def test_the_windows_timeout_is_20x_the_slowest_warm_up_step_at_least_60_s(
     warmup: list[float], expected: float | None
 ) -> None:
-    assert collective_timeout_s(warmup, torch.device("cpu")) == expected
+    eager = WarmUp(warmup, [False] * len(warmup))  # no step compiled: every one is steady
+    assert collective_timeout_s(eager, torch.device("cpu")) == expected
 
 
 @pytest.mark.usefixtures("one_rank_group")
@@ -209,9 +211,9 @@ def test_measure_cuts_the_timeout_for_its_windows_then_restores_it(
     real_warm_up, real_run_window = measure_module.warm_up, measure_module.run_window
     seen: list[timedelta] = []
 
-    def slow_warm_up(trainer: Trainer, steps: int) -> list[float]:
-        real_warm_up(trainer, steps)
-        return [0.5, 4.0]  # as if the slowest warm-up step took 4 s
+    def slow_warm_up(trainer: Trainer, steps: int, watch_compile: bool = False) -> WarmUp:
+        real_warm_up(trainer, steps, watch_compile)
+        return WarmUp([0.5, 4.0], [False, False])  # as if the slowest warm-up step took 4 s
 
     def run_window(*args: Any, **kwargs: Any) -> Any:
         seen.append(group_timeout())

@@ -2,10 +2,11 @@
 
 No GPU has run this code yet, so each GPU bug found by reading gets a CPU test of its
 mechanism: channels_last weights under FSDP (forced on CPU), the peak chosen for MFU (fake
-device names), DDP no_sync() and the FLOP count through torch.compile's wrapper (compiled
-lazily, never run), FSDP's mesh when torch believes there is an accelerator, the memory peaks'
-place in the protocol, and the bf16 FSDP mixed-precision policy. Each test that needs
-torch.distributed gets its own 1-rank gloo group on a FileStore, destroyed afterwards.
+device names), DDP no_sync() through torch.compile's wrapper (compiled lazily, never run),
+the FLOP count on the meta device (the same figure, no memory), FSDP's mesh when torch
+believes there is an accelerator, the memory peaks' place in the protocol, and the bf16 FSDP
+mixed-precision policy. Each test that needs torch.distributed gets its own 1-rank gloo group
+on a FileStore, destroyed afterwards.
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ import pytest
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from torchscale.cell import CellIdentity
 from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
 from torchscale.models import call_model
 from torchscale.worker import measure as measure_module
 from torchscale.worker import trainer as trainer_module
-from torchscale.worker.measure import Window, count_flops, measure
+from torchscale.worker.main import FLOP_COUNT_STEP
+from torchscale.worker.measure import META_COUNT_FAILED, Window, count_flops, measure
 from torchscale.worker.peaks import Tf32Settings, cell_peak, peak_tflops, read_tf32_settings
 from torchscale.worker.spec import WorkerSpec
 from torchscale.worker.trainer import Trainer, batch_norms, ddp_module
@@ -315,7 +319,7 @@ def test_facts_on_a_fake_cuda_device(
         "torch.backends.cudnn.conv.fp32_precision='tf32'",
         "torch.backends.cudnn.allow_tf32=True",
     )
-    assert env["flop_count_step"].startswith("the training step as run")
+    assert env["flop_count_step"] == FLOP_COUNT_STEP
 
 
 # ------------------------------------------------------------------ 5. cudnn.benchmark
@@ -362,8 +366,8 @@ def test_a_lone_rank_trains_unwrapped_and_says_so() -> None:
 @pytest.mark.usefixtures("process_group")
 def test_compile_compiles_the_loss_beside_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 27: the loss runs outside the model's graph, so the trainer compiles it too
-    (inductor fuses cross entropy's fp32 upcast and log-softmax); the eager FLOP step and an
-    uncompiled cell trains with the loss's eager form (the token loss a block at a time:
+    (inductor fuses cross entropy's fp32 upcast and log-softmax); an uncompiled cell trains
+    with the loss's eager form (the token loss a block at a time:
     tests/test_token_loss.py). torch.compile is recorded, not run."""
     compiled: list[Any] = []
 
@@ -386,7 +390,6 @@ def test_compile_compiles_the_loss_beside_the_model(monkeypatch: pytest.MonkeyPa
         trainer, "loss_fn", lambda *a: calls.append("compiled") or trainer.bundle.loss_fn(*a)
     )
     trainer.step()
-    trainer.step(eager=True)
     assert calls == ["compiled"]
 
 
@@ -431,21 +434,96 @@ def test_no_sync_reaches_ddp_through_the_compiled_wrapper() -> None:
         assert ddp.require_backward_grad_sync is True
 
 
-@pytest.mark.usefixtures("process_group")
-def test_flops_are_counted_on_the_eager_model_under_compile() -> None:
-    plain = build()
-    expected, note = count_flops(plain)
-    assert expected is not None
-    assert expected > 0
-    assert note is None
+def eager_step_flops(trainer: Trainer) -> float:
+    """The count as schema 10 took it: FlopCounterMode around one training step of the
+    uncompiled model on the device with the plain loss, attention under the MATH backend."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
 
+    assert trainer.model is trainer.eager_model  # not compiled
+    trainer.loss_fn = trainer.bundle.loss_fn
+    counter = FlopCounterMode(display=False)
+    with counter, sdpa_kernel(SDPBackend.MATH):
+        trainer.step()
+    return float(counter.get_total_flops())
+
+
+@pytest.mark.usefixtures("process_group")
+@pytest.mark.parametrize(
+    ("model", "strategy", "accum"),
+    [
+        ("tiny-mlp", "ddp", 1),
+        ("tiny-cnn", "ddp", 2),
+        ("tiny-gpt2", "fsdp", 2),
+        ("tiny-bert", "ddp", 1),
+        ("tiny-transformer", "ddp", 1),
+    ],
+)
+def test_the_meta_flop_count_is_the_eager_steps_count(
+    model: str, strategy: str, accum: int
+) -> None:
+    """Issue 39: the FLOP count moved from an eager step on the device to the meta device
+    without changing a figure (the models' stored FLOPs are the reference ones:
+    tests/test_model_metadata.py)."""
+    spec = make_spec(model=model, strategy=strategy, grad_accum_steps=accum)
+    trainer = Trainer.build(spec, torch.device("cpu"))
+    assert count_flops(spec) == (eager_step_flops(trainer), None)
+
+
+@pytest.mark.usefixtures("process_group")
+def test_the_flop_count_never_runs_the_cells_model() -> None:
+    """Neither the compiled model nor its eager module runs: the count builds its own."""
+    plain = count_flops(make_spec())
+    assert plain[0] is not None and plain[0] > 0 and plain[1] is None
     compiled = build(compile=True)
 
-    def compiled_path(*_args: Any, **_kwargs: Any) -> Any:
-        raise AssertionError("the FLOP step went through the compiled wrapper")
+    def forbidden(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("the FLOP count ran the cell's model")
 
-    compiled.model.forward = compiled_path
-    assert count_flops(compiled) == (expected, None)
+    compiled.model.forward = forbidden
+    compiled.eager_model.forward = forbidden
+    assert count_flops(compiled.spec) == plain
+
+
+class RealBytes(TorchDispatchMode):
+    """Bytes of the storage behind every tensor an op returns off the meta device: an upper
+    bound of what the ops run inside allocate (freed tensors count too), so 0 means nothing
+    was allocated at all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        for value in tree_leaves(out):
+            if isinstance(value, torch.Tensor) and value.device.type != "meta":
+                self.bytes += value.untyped_storage().nbytes()
+        return out
+
+
+@pytest.mark.usefixtures("process_group")
+def test_the_flop_count_allocates_nothing_a_measured_step_does() -> None:
+    """Issue 39: the count's eager step held the plain loss's fp32 logits, log-softmax and
+    gradient beyond what a compiled or blockwise step holds (about 39 GB more for gpt2 bf16 at
+    batch 64), so it could run out of memory where training fits. On the meta device it
+    allocates no storage at all, while the cell's own step allocates its activations."""
+    spec = make_spec(model="tiny-gpt2")
+    trainer = Trainer.build(spec, torch.device("cpu"))
+    with RealBytes() as counted:
+        flops, note = count_flops(spec)
+    assert flops is not None and note is None
+    with RealBytes() as stepped:
+        trainer.step()
+    assert counted.bytes == 0 < stepped.bytes
+
+
+@pytest.mark.usefixtures("process_group")
+def test_a_model_the_meta_device_cannot_run_gets_no_flop_count_and_the_reason() -> None:
+    flops, note = count_flops(make_spec(model="tests.plugin_models:reads_values"))
+    assert flops is None
+    assert note is not None and note.startswith(META_COUNT_FAILED)
+    assert "item" in note  # the model's own error, named
 
 
 # ------------------------------------------------------------------ 6. FSDP mesh on CPU
@@ -599,7 +677,7 @@ def test_facts_on_cpu_have_no_peak_and_no_tf32_record() -> None:
     assert facts.peak_note is not None
     assert facts.environment["tf32"] is None
     assert facts.environment["cudnn_benchmark"] is torch.backends.cudnn.benchmark
-    assert facts.environment["flop_count_step"].startswith("eager step")
+    assert facts.environment["flop_count_step"] == FLOP_COUNT_STEP
 
 
 @pytest.mark.usefixtures("process_group")

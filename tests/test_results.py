@@ -46,6 +46,7 @@ from torchscale.results.versions import (
     upgrade_v7,
     upgrade_v8,
     upgrade_v9,
+    upgrade_v10,
 )
 from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 
@@ -234,7 +235,11 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 3
     CellResult.model_validate(
-        upgrade_v9(upgrade_v8(upgrade_v7(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded)))))))
+        upgrade_v10(
+            upgrade_v9(
+                upgrade_v8(upgrade_v7(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))))
+            )
+        )
     )
 
 
@@ -298,7 +303,7 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 2
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
-    CellResult.model_validate(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
+    CellResult.model_validate(upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded)))))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:

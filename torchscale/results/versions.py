@@ -30,6 +30,9 @@ Version history:
   10 `diagnosis` replaces `attribution`: the one diagnosis of the run (the step model, the
      evidence that decided it, per-rank waits, straggler verdict, bounded what-if, findings,
      caveat, cross-checks); a profiled run's result holds its analysis' diagnosis.
+  11 `compile` (the warm-up steps that compiled, extra warm-up steps, graph breaks, recompiles
+     and compile seconds inside the windows); windows and timeout sized from steady warm-up
+     steps; the FLOP count on the meta device.
 """
 
 from __future__ import annotations
@@ -250,6 +253,28 @@ def upgrade_v9(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+V10_COMPILE = (
+    "result of schema 10 or older: recompiles and graph breaks inside the measured windows "
+    "were not counted, and its windows and timeout were sized from every warm-up step, the "
+    "compiling ones included"
+)
+
+
+def upgrade_v10(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 10 -> 11. What torch.compile did inside the windows was never counted: a
+    compiled cell (one with a warm-up compile time) gets `compile` null, with the reason."""
+    out = dict(data)
+    out["compile"] = None
+    warmup = out.get("warmup")
+    unavailable = dict(out.get("unavailable") or {})
+    compiled = isinstance(warmup, dict) and warmup.get("compile_s") is not None
+    if compiled or "warmup.compile_s" in unavailable:  # that key: compiled, time unreadable
+        unavailable.setdefault("compile", V10_COMPILE)
+        out["unavailable"] = unavailable
+    out["schema_version"] = 11
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -260,6 +285,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     7: upgrade_v7,
     8: upgrade_v8,
     9: upgrade_v9,
+    10: upgrade_v10,
 }
 
 

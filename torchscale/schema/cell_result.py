@@ -42,7 +42,11 @@ from torchscale.flop_convention import MFU_CONVENTION
 #    findings, the busy-machine caveat, cross-checks); a profiled run's result holds the same
 #    diagnosis as its analysis.json. Older results load with their attribution as a diagnosis
 #    decided by the phase timers (no findings, no what-if).
-RESULT_SCHEMA_VERSION = 10
+# 11: `compile` (training.compile: the warm-up steps that compiled, extra warm-up steps,
+#    graph breaks, recompiles and compile seconds inside the measured windows); the windows'
+#    timeout and duration-based step count come from the warm-up steps that compiled nothing,
+#    and the FLOP count runs on the meta device.
+RESULT_SCHEMA_VERSION = 11
 
 
 class _Model(BaseModel):
@@ -665,9 +669,42 @@ class Warmup(_Model):
     )
 
 
+class CompileActivity(_Model):
+    """training.compile: what torch.compile did in the cell, from dynamo's own tallies
+    (torchscale/worker/compile_watch.py). Windows and the collective timeout are sized from the
+    warm-up steps that compiled nothing (docs/methodology.md)."""
+
+    compiling_warmup_steps: list[int] = Field(
+        description="warm-up steps (0-based, indices into warmup.step_s) in which "
+        "torch.compile compiled on any rank; they size neither the windows nor the timeout"
+    )
+    extra_warmup_steps: int = Field(
+        description="warm-up steps run beyond measurement.warmup_steps so that at least 2 "
+        "steps compiled nothing (at most 8); included in warmup.step_s"
+    )
+    graph_breaks: int | None = Field(
+        default=None,
+        description="graph breaks dynamo met in this cell's process up to the windows' end, "
+        "most on any rank (0: each compiled function is whole graphs)",
+    )
+    recompiles_in_windows: int | None = Field(
+        default=None,
+        description="frames dynamo compiled inside the measured windows (sync and no_sync), "
+        "most on any rank: each a recompile after a failed guard, or with warmup_steps 0 the "
+        "first compile; their steps' times include compiling (a warning says so)",
+    )
+    graph_breaks_in_windows: int | None = Field(
+        default=None, description="graph breaks met by those compiles, most on any rank"
+    )
+    compile_s_in_windows: float | None = Field(
+        default=None,
+        description="seconds dynamo spent compiling inside the measured windows, slowest rank",
+    )
+
+
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[10] = 10
+    schema_version: Literal[11] = 11
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -708,6 +745,9 @@ class CellResult(_Model):
         default=None, description="tp, pp and hybrid cells: the mesh, stages and bubble"
     )
     warmup: Warmup | None = None
+    compile: CompileActivity | None = Field(
+        default=None, description="training.compile: what compiled, and when (schema 11)"
+    )
     warnings: list[str] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(
         default_factory=dict, description="metric -> why it could not be measured here"

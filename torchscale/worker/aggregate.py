@@ -50,6 +50,7 @@ from torchscale.schema.cell_result import (
 from torchscale.step_phases import OWN_WORK_PHASES, STEP_PHASES
 from torchscale.telemetry.window_figures import combine
 from torchscale.worker.allocator import AllocatorStats
+from torchscale.worker.compile_figures import compile_record
 from torchscale.worker.measure import RankMeasurement
 from torchscale.worker.measured_peak import MeasuredPeak, cell_measured_peak, guarded_mfu
 from torchscale.worker.parallel_metrics import parallel_metrics, warmup_record
@@ -551,10 +552,9 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
 
     # the input pipeline: data wait per step and its share, bytes read per second of windows
     window_s = sum(max(r.windows[i].wall_s for r in ranks) for i in range(repeats))
-    first = ranks[0]  # every step of the cell reads: warm-up, FLOP step, windows, no_sync
+    first = ranks[0]  # every step of the cell reads: warm-up, windows, no_sync
     read_steps = (
         len(first.warmup_s)
-        + int(spec.measurement.flops)
         + sum(len(w.step_s) for w in first.windows)
         + (len(first.no_sync.step_s) if first.no_sync else 0)
     )
@@ -566,6 +566,9 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     warmup = warmup_record(ranks)
     if spec.training.compile and warmup.compile_s is None:
         unavailable["warmup.compile_s"] = "torch._dynamo's compile time could not be read"
+    compile_activity, compile_warnings, why_not_compile = compile_record(spec, ranks)
+    warnings += compile_warnings
+    unavailable.update(why_not_compile)
 
     return CellResult(
         cell=spec.cell,
@@ -615,6 +618,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         communication=communication,
         parallel=parallel,
         warmup=warmup,
+        compile=compile_activity,
         warnings=warnings,
         unavailable=unavailable,
         environment=environment

@@ -1,7 +1,7 @@
 """`--inject-delay RANK:PHASE:MS`: a known straggler, to check the analyses against.
 
 Rank RANK sleeps MS ms in PHASE once every optimizer step, in every step the worker runs
-(warm-up, FLOP step, measured windows, the no_sync window and profiled steps alike), so every
+(warm-up, measured windows, the no_sync window and profiled steps alike), so every
 figure of the cell sees the same straggler. With grad_accum_steps > 1 the sleep happens in the
 last micro-batch (the one whose backward synchronises gradients). Where exactly:
 

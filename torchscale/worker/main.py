@@ -52,6 +52,14 @@ def _device(spec: WorkerSpec) -> torch.device:
     return device
 
 
+FLOP_COUNT_STEP = (
+    "the cell's step (forward, loss and backward of every micro-batch) on the meta device: "
+    "shapes only, no memory and no kernels; the model's eager ops, as torch.compile's graphs "
+    "hide them from FlopCounterMode; attention under the MATH SDPA backend (its matmuls, no "
+    "recompute)"
+)
+
+
 def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     """What rank 0 records besides the measurements: the model, the peak MFU divides by (and
     why that one), and the settings this worker chose that change the figures."""
@@ -64,16 +72,7 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     else:
         name = "cpu"
         peak = Peak(None, "MFU is defined against GPU peak FLOP/s; none on CPU", None)
-    flop_step = None
-    if spec.measurement.flops:
-        flop_step = (
-            "eager step (torch.compile's wrapper bypassed via _orig_mod: FlopCounterMode cannot "
-            "see inside compiled graphs)"
-            if spec.training.compile
-            else "the training step as run"
-        )
-        if trainer.device.type == "cpu":
-            flop_step += "; attention under the MATH SDPA backend (the CPU kernel has no formula)"
+    flop_step = FLOP_COUNT_STEP if spec.measurement.flops else None
     recorded = trainer.settings | {
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "tf32": tf32_record,

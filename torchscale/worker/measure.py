@@ -6,15 +6,16 @@ per-step phase times (torchscale/worker/phases.py), recorded in every window. Th
 sampler (torchscale/telemetry/) runs in its own thread from just before each measured window's
 opening edge to just after its closing one. Python's garbage collector runs at each window's
 opening edge and not inside it. During the windows the collective timeout is cut from
-init's 10 minutes to what the warm-up justifies (`collective_timeout_s`): a rank whose peer will
-never come stops waiting after that, not after 10 minutes.
+init's 10 minutes to what the warm-up's steady steps justify (torchscale/worker/steady_state.py):
+a rank whose peer will never come stops waiting after that, not after 10 minutes. Under
+`training.compile` each window is bracketed by readings of dynamo's tallies, so a recompile
+inside one is counted and reported (torchscale/worker/compile_watch.py), not timed unseen.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import resource
 import time
 from collections.abc import Iterator
@@ -29,10 +30,13 @@ from torchscale.telemetry.rank import rank_sampler
 from torchscale.telemetry.sampler import Sampler
 from torchscale.telemetry.window_figures import summarise_rank
 from torchscale.worker.allocator import AllocatorStats, allocator_stats, merge_windows
+from torchscale.worker.compile_watch import CompileCounts, WindowCompiles
 from torchscale.worker.measured_peak import MeasuredPeak
 from torchscale.worker.model_parallel import replica_flops
 from torchscale.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
 from torchscale.worker.rank_entry import collective_timeout
+from torchscale.worker.spec import WorkerSpec
+from torchscale.worker.steady_state import agreed_steps, collective_timeout_s, warm_up
 from torchscale.worker.timing import make_timer, resolve_timing, synchronize
 from torchscale.worker.trainer import Trainer
 
@@ -41,11 +45,10 @@ PIPELINE_PHASES_NOTE = (
     "per-phase split; the stage's busy time and the bubble stand in for it (parallel in the "
     "result)"
 )
-# the measured windows' collective timeout: max(FLOOR, STEPS x the slowest warm-up step), a
-# generous bound (the slowest warm-up step already carries first-call costs: allocator, cuDNN
-# autotune, compilation); recorded as the result's environment.collective_timeout_s
-COLLECTIVE_TIMEOUT_FLOOR_S = 60.0
-COLLECTIVE_TIMEOUT_STEPS = 20
+META_COUNT_FAILED = (
+    "the FLOP count runs the step on the meta device (shapes only, no memory), where this "
+    "model failed; a count on the device could need more memory than a measured step"
+)
 
 
 @dataclass
@@ -88,6 +91,14 @@ class RankMeasurement:
     telemetry: RankTelemetry | None = None  # None: measurement.telemetry.enabled is false
     allocator: AllocatorStats | None = None  # CUDA only
     compile_s: float | None = None  # training.compile: dynamo's compile time in the warm-up
+    # per warm-up step: torch.compile compiled in it (all False when compile is off)
+    warmup_compiled: list[bool] = field(default_factory=list)
+    extra_warmup_steps: int = 0  # warm-up steps run beyond measurement.warmup_steps
+    # training.compile: what dynamo compiled inside the measured windows (sync and no_sync),
+    # summed; None with the reason in compile_note when its tallies could not be read
+    window_compiles: CompileCounts | None = None
+    graph_breaks: int | None = None  # training.compile: graph breaks up to the windows' end
+    compile_note: str | None = None
     # tp > 1: this rank's reduced profiled steps (analysis.trace.reduce.RankReduction) or why none
     comm_probe: Any = None
 
@@ -176,6 +187,17 @@ def run_window(
     return window
 
 
+def watched_window(
+    watch: WindowCompiles | None, trainer: Trainer, steps: int, timing: str, **options: Any
+) -> Window:
+    """`run_window`, with dynamo's tallies read just outside its edges when `watch`."""
+    before = watch.start() if watch is not None else None
+    window = run_window(trainer, steps, timing, **options)
+    if watch is not None:
+        watch.stop(before)
+    return window
+
+
 def pooled_window(windows: list[Window]) -> Window:
     """The steps of several windows as one (wall times summed, per-step lists joined)."""
     phases: PhaseSeconds | None = None
@@ -195,51 +217,31 @@ def pooled_window(windows: list[Window]) -> Window:
     )
 
 
-def warm_up(trainer: Trainer, steps: int) -> list[float]:
-    """Discarded steps (allocator, cuDNN autotune, DDP buckets, compile); their wall times only
-    calibrate duration-based windows."""
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        trainer.step()
-        synchronize(trainer.device)
-        times.append(time.perf_counter() - start)
-    if trainer.runner is not None:
-        trainer.runner.clear_busy()
-    return times
+def count_flops(spec: WorkerSpec) -> tuple[float | None, str | None]:
+    """FLOPs of one training step on this rank, counted on the meta device (outside every
+    window, and never a step on the device).
 
+    The cell's model is built again on the meta device and one step of it (forward, loss,
+    backward per micro-batch) runs there under FlopCounterMode: shapes only, no memory and no
+    kernels, so the count can never run out of memory where training fits (an eager step on
+    the device, as counted up to schema 10, held the plain loss's fp32 logits, log-softmax and
+    their gradient beyond a compiled or blockwise step: about 3 x B x T x V x 4 bytes). The
+    math is the model's whatever runs it (compiled, DDP or FSDP): a compiled graph's kernels
+    never dispatch the aten ops the counter sees, so the eager model's ops are what is counted.
+    Attention runs under the MATH backend: its matmuls counted as the FLOP convention says
+    (torchscale/flop_convention.py), never a fused kernel's formula (none on CPU; flash
+    attention's backward formula adds the recomputed scores).
 
-def count_flops(trainer: Trainer) -> tuple[float | None, str | None]:
-    """FLOPs of one training step on this rank (one extra step, outside every window).
-
-    tp, pp and hybrid cells: the FLOPs of one model replica's step (the unsplit model on the
-    meta device, torchscale/worker/model_parallel.py) shared equally by the replica's ranks,
-    so that MFU counts each replica once, never once per shard.
-
-    The step runs eagerly (`eager=True`: torch.compile's wrapper bypassed): FlopCounterMode
-    sees aten ops as they dispatch, and a compiled graph's kernels never dispatch; what a
-    compiled model computes (its matmuls, convolutions, attention) is the same math. On CPU the
-    fused attention kernel has no FLOP formula (it would count 0), so the count runs under the
-    MATH attention backend, which has one.
+    tp, pp and hybrid cells: the replica's FLOPs shared equally by the replica's ranks, so
+    that MFU counts each replica once, never once per shard. A model that cannot run on the
+    meta device (a plug-in reading tensor values) gets no count, with the reason.
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
-    parallel = trainer.spec.cell.parallel
-    if parallel is not None:
-        total = replica_flops(trainer.spec) / (parallel.tp * parallel.pp)
-        if total <= 0:
-            return None, "FlopCounterMode counted no FLOPs (no op of the step has a FLOP formula)"
-        return total, None
-    backend: Any = contextlib.nullcontext()
-    if trainer.device.type == "cpu":
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        backend = sdpa_kernel(SDPBackend.MATH)
-    counter = FlopCounterMode(display=False)
-    with counter, backend:
-        trainer.step(eager=True)
-    synchronize(trainer.device)
-    total = float(counter.get_total_flops())
+    parallel = spec.cell.parallel
+    share = parallel.tp * parallel.pp if parallel is not None else 1
+    try:
+        total = replica_flops(spec) / share
+    except Exception as exc:  # a plug-in's code, on meta tensors: any error it raises
+        return None, f"{META_COUNT_FAILED} ({type(exc).__name__}: {exc})"
     if total <= 0:
         return None, "FlopCounterMode counted no FLOPs (no op of the step has a FLOP formula)"
     return total, None
@@ -259,29 +261,6 @@ def compile_seconds() -> tuple[float | None, str | None]:
     if not isinstance(spent, (int, float)):
         return None, "torch._dynamo reported no total_wall_time"
     return float(spent), None
-
-
-def agreed_steps(duration_s: float, warmup_s: list[float], device: torch.device) -> int:
-    """Steps that fill `duration_s`, from the warm-up step times, agreed by all ranks (MAX):
-    ranks must run the same number of collectives, and no check happens inside the window."""
-    per_step = sorted(warmup_s)[len(warmup_s) // 2] if warmup_s else 0.0
-    local = max(1, math.ceil(duration_s / per_step)) if per_step > 0 else 1
-    tensor = torch.tensor([local], dtype=torch.int64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    return int(tensor.item())
-
-
-def collective_timeout_s(warmup_s: list[float], device: torch.device) -> float | None:
-    """max(60 s, 20x the slowest warm-up step) over every rank (MAX: one timeout for the
-    cell, and the slowest rank's steps are what its peers wait for). None without warm-up
-    steps: no step time to justify a bound, the init timeout stays. Every rank calls it (a
-    collective) when it has warm-up times, and they all do or none does (same spec)."""
-    if not warmup_s:
-        return None
-    local = max(COLLECTIVE_TIMEOUT_FLOOR_S, COLLECTIVE_TIMEOUT_STEPS * max(warmup_s))
-    tensor = torch.tensor([local], dtype=torch.float64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    return float(tensor.item())
 
 
 def _local_numel_bytes(tensor: torch.Tensor) -> int:
@@ -315,16 +294,26 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     settings = spec.measurement
     device = trainer.device
     timing = resolve_timing(settings.timing, device)
-    warmup = warm_up(trainer, settings.warmup_steps)
+    compiled = bool(spec.training.compile)
+    warm = warm_up(trainer, settings.warmup_steps, watch_compile=compiled)
     flops: float | None = None
     flops_note: str | None = "measurement.flops is off"
     if settings.flops:
-        flops, flops_note = count_flops(trainer)
-    steps = settings.steps or agreed_steps(settings.duration_s or 0.0, warmup, device)
+        flops, flops_note = count_flops(spec)
+    steps = settings.steps or agreed_steps(settings.duration_s or 0.0, warm, device)
     result = RankMeasurement(
-        dist.get_rank(), host, timing, steps, warmup, flops_per_step=flops, flops_note=flops_note
+        dist.get_rank(),
+        host,
+        timing,
+        steps,
+        warm.step_s,
+        flops_per_step=flops,
+        flops_note=flops_note,
+        warmup_compiled=warm.compiled,
+        extra_warmup_steps=warm.extra_steps,
     )
-    if spec.training.compile:
+    watch = WindowCompiles() if compiled else None
+    if compiled:
         result.compile_s, _ = compile_seconds()
     sampler = rank_sampler(settings.telemetry, device)
     per_window_allocator: list[AllocatorStats] = []
@@ -332,7 +321,7 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
         settings.comm_overhead and spec.cell.strategy == "ddp" and dist.get_world_size() > 1
     )
     peak_allocated = peak_reserved = 0
-    timeout_s = collective_timeout_s(warmup, device)
+    timeout_s = collective_timeout_s(warm, device)
     trainer.settings["collective_timeout_s"] = timeout_s
     with collective_timeout(timeout_s):
         for _ in range(settings.repeats):
@@ -342,7 +331,7 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
             if device.type == "cuda":
                 before = torch.cuda.memory_stats(device)
                 torch.cuda.reset_peak_memory_stats(device)
-            result.windows.append(run_window(trainer, steps, timing, telemetry=sampler))
+            result.windows.append(watched_window(watch, trainer, steps, timing, telemetry=sampler))
             if device.type == "cuda":
                 peak_allocated = max(peak_allocated, int(torch.cuda.max_memory_allocated(device)))
                 peak_reserved = max(peak_reserved, int(torch.cuda.max_memory_reserved(device)))
@@ -350,7 +339,12 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
                 per_window_allocator.append(allocator_stats(before, after))
             if interleave:
                 # right after its synchronised window, so both see the same machine state
-                result.no_sync_windows.append(run_window(trainer, steps, timing, skip_sync=True))
+                result.no_sync_windows.append(
+                    watched_window(watch, trainer, steps, timing, skip_sync=True)
+                )
+    if watch is not None:
+        result.window_compiles, result.compile_note = watch.total, watch.note or warm.note
+        result.graph_breaks = watch.last.graph_breaks if watch.last is not None else None
     result.static = static_memory(trainer)  # optimizer state exists after the first step
     if device.type == "cuda":
         result.peak_allocated = peak_allocated

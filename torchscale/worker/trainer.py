@@ -136,7 +136,7 @@ def eager_module(model: torch.nn.Module) -> torch.nn.Module:
     """The module torch.compile wrapped (`OptimizedModule._orig_mod`), or `model` itself.
 
     The compiled wrapper is not a DDP instance and does not forward `no_sync()`: whatever needs
-    the real wrapper (no_sync, the eager FLOP count) looks through it.
+    the real wrapper (no_sync) looks through it.
     """
     inner = getattr(model, "_orig_mod", None)
     return inner if isinstance(inner, torch.nn.Module) else model
@@ -393,15 +393,13 @@ class Trainer:
     def step(
         self,
         skip_gradient_sync: bool = False,
-        eager: bool = False,
         phases: PhaseRecorder | None = None,
     ) -> None:
         """One optimizer step over grad_accum_steps micro-batches.
 
         `skip_gradient_sync` runs every micro-batch under DDP no_sync(): the same compute with
         no gradient all-reduce, each rank's compute alone (straggler, exposed communication).
-        `eager` runs the model without torch.compile's wrapper (for the FLOP count, which
-        cannot see inside a compiled graph). `phases` records the phase boundaries
+        `phases` records the phase boundaries
         (torchscale/worker/phases.py). Phase ranges go to whichever profiler listens
         (torchscale/worker/markers.py; none in the measured windows), and a delay injected
         on this rank sleeps in its phase (torchscale/worker/delay.py).
@@ -409,8 +407,8 @@ class Trainer:
         if self.runner is not None:
             self._pipeline_step(phases)
             return
-        model = self.eager_model if eager else self.model
-        loss_fn = self.bundle.loss_fn if eager or self.loss_fn is None else self.loss_fn
+        model = self.model
+        loss_fn = self.loss_fn if self.loss_fn is not None else self.bundle.loss_fn
         accum = self.spec.training.grad_accum_steps
         marks = markers.current()
         delays = self.delays
