@@ -34,6 +34,7 @@ STARTS_OTHER_PROGRAMS: dict[str, str] = {
     "slurm/preflight.py": "srun of `torchscale validate --json` on every node (run_logged)",
     "slurm/node.py": "replaces itself with its node's torchrun, inside a run_attempt launch",
     "validate/checks_software.py": "`nsys --version`",
+    "validate/compile_toolchain.py": "python -m the compile probe (one kernel built and run)",
 }
 # a string torchrun's argv carries: only the builder (launch/torchrun.py) spells it, besides
 # these modules (relative to torchscale/) -> why
