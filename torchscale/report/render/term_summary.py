@@ -37,7 +37,6 @@ from torchscale.report.model import (
     Findings,
     KeyFigures,
     Report,
-    Section,
     Table,
     Text,
     Unavailable,
@@ -312,7 +311,7 @@ class _LeftOut:
                 rows = f" ({self.rows:,} rows)" if what == "table" and self.rows else ""
                 said.append(f"{count:,} {what}{'' if count == 1 else 's'}{rows}")
         if not said:
-            return "Nothing left out; -f html draws the same report with charts."
+            return "Nothing left out."
         return f"Left out: {', '.join(said)}. All of it: --full; charts: -f html."
 
 
@@ -328,23 +327,19 @@ def summary(report: Report, width: int, max_lines: int = MAX_LINES) -> list[str]
         if part is not None:
             parts[order] = part
     # the last line's length is known once the parts are chosen: keep room for its longest
-    reserve = len(_lines([RichText(_LeftOut(9, 99, 99_999, 99, 999, 99).line())], width))
+    longest = _LeftOut(99, 9_999, 9_999_999, 9_999, 99_999, 9_999).line()
+    reserve = len(_lines([RichText(longest)], width))
     _fill(list(parts.values()), max_lines - len(head) - reserve - 2)
     left = _LeftOut(sections=sum(1 for s in report.sections if s is not section))
     for order, block in enumerate(blocks):
         part = parts.get(order)
         left.add(block, part.shown if part is not None and part.lines is not None else 0)
     for other in report.sections:
-        if other is not section:
-            _left_out_section(left, other)
+        for block in other.blocks if other is not section else []:
+            left.add(block)
     body = _body(list(parts.values()))
     tail = _lines([RichText(left.line())], width)
     return [*head, "", *body, *([""] if body else []), *tail]
-
-
-def _left_out_section(left: _LeftOut, section: Section) -> None:
-    for block in section.blocks:
-        left.add(block)
 
 
 def render(report: Report, width: int) -> bytes:
