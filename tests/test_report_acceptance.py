@@ -12,6 +12,7 @@ from pathlib import Path
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.model import Report, Table, Text
 from torchscale.report.render import renderer
+from torchscale.report.render.term import render as render_term
 from torchscale.report.sources import read_sources
 from torchscale.results.directory_layout import ResultLayout
 from torchscale.validate.check_result import Measurement, Status, ValidateReport
@@ -105,6 +106,6 @@ def test_html_escapes_a_hostile_hostname_and_markdown_and_term_hold_the_matrix(
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "599 FAIL" in html
-    term = renderer("term")(report).decode()
+    term = render_term(report, full=True).decode()
     assert "599 FAIL" in term
     assert max(len(line) for line in term.splitlines()) <= 100  # a file's width

@@ -415,7 +415,7 @@ def test_baseline_section_against_version_1(report: Report) -> None:
     assert eff_change.format == "change_pts"
     x2 = {r["cell"]: r for r in other.rows}["tiny-mlp b8 x2 fp32 ddp"]
     assert x2["eff_change"] == pytest.approx(x2["eff_now"] - x2["eff_base"])
-    terminal = term.render(report).decode("utf-8")
+    terminal = term.render(report, full=True).decode("utf-8")
     assert "-14.2 pts" in terminal and "-34.1 %" not in terminal
 
 

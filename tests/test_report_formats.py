@@ -233,7 +233,7 @@ def test_json_round_trips_to_the_same_model() -> None:
 
 def test_term_holds_every_section_and_hostile_strings_literally() -> None:
     report = sample_report()
-    text = term.render(report).decode("utf-8")
+    text = term.render(report, full=True).decode("utf-8")
     for section in report.sections:
         assert section.title in text
     assert HOSTILE in text
@@ -255,14 +255,14 @@ def test_term_holds_every_section_and_hostile_strings_literally() -> None:
 def test_term_interprets_no_markup_in_user_strings() -> None:
     title = "[bold red]boom[/] :rocket: [link=https://example.com]x[/link]"
     report = _with_cell(sample_report().model_copy(update={"title": title}), "[/]")
-    text = term.render(report).decode("utf-8")
+    text = term.render(report, full=True).decode("utf-8")
     assert title in text
     assert "[/]" in text
     assert "🚀" not in text
 
 
 def test_term_table_fits_the_width_with_all_columns() -> None:
-    text = term.render(sample_report(cells=8)).decode("utf-8")
+    text = term.render(sample_report(cells=8), full=True).decode("utf-8")
     assert "baseline" in text  # the last column is not cropped off
     assert max(len(line) for line in text.splitlines()) <= term.WIDTH
 
@@ -273,7 +273,7 @@ def test_term_table_too_wide_for_the_console_becomes_records() -> None:
     table = Table(id="wide", title="Wide table", columns=columns, rows=[row, row])
     report = sample_report()
     report.sections[0].blocks = [table]
-    text = term.render(report).decode("utf-8")
+    text = term.render(report, full=True).decode("utf-8")
     assert max(len(line) for line in text.splitlines()) <= term.WIDTH
     for i in range(16):
         # each value whole on the line of its label: no number folded across lines

@@ -258,7 +258,7 @@ def rendered(report: Report) -> dict[str, str]:
     return {
         "md": markdown.render(report).decode("utf-8"),
         "json": json_format.render(report).decode("utf-8"),
-        "term": term.render(report).decode("utf-8"),
+        "term": term.render(report, full=True).decode("utf-8"),
         "html": html.render(report).decode("utf-8"),
     }
 

@@ -42,7 +42,17 @@ def _reports(directory: Path, out: Path) -> dict[str, str]:
     for fmt in ("md", "html", "term"):
         target = out / f"report.{fmt}"
         result = CliRunner().invoke(
-            app, ["report", "--source", str(directory), "-f", fmt, "-o", str(target)]
+            app,
+            [
+                "report",
+                "--source",
+                str(directory),
+                "-f",
+                fmt,
+                "-o",
+                str(target),
+                *(["--full"] if fmt == "term" else []),  # every section, as the others
+            ],
         )
         assert result.exit_code == 0, result.output
         page = target.read_text(encoding="utf-8")

@@ -58,8 +58,12 @@ def test_split_keeps_every_chart_once_and_gives_workers_less() -> None:
 def test_parallel_draws_the_same_charts_and_leaves_no_process() -> None:
     before = set(live_children())  # what earlier tests left is not this test's (stop_guard)
     charts = _charts(2 * CHARTS_PER_WORKER)
-    drawn = draw_in_parallel(charts, svg_charts.chart_svg, cores=2)
+    counted: list[int] = []
+    drawn = draw_in_parallel(charts, svg_charts.chart_svg, cores=2, on_drawn=counted.append)
     assert list(drawn) != [] and set(drawn) == {c.id for c in charts}
+    # progress: this process' charts one by one, then the worker's share at once
+    mine, theirs = split(charts, 1)
+    assert counted == [1] * len(mine) + [len(theirs)]
     for chart in charts:
         svg = drawn[chart.id]
         assert isinstance(svg, str) and svg.lstrip().startswith("<?xml")

@@ -153,7 +153,7 @@ def _table_values(report: Report) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_report_term_fits_the_width_and_cuts_no_figure_or_word(width: int, source: str) -> None:
     report = _reports()[source]
-    text = term.render(report, width).decode("utf-8")
+    text = term.render(report, width, full=True).decode("utf-8")
     _lines_fit(text, width)
     lines = text.splitlines()
     for align, value in _table_values(report):
@@ -179,7 +179,7 @@ def test_report_term_headers_are_never_broken_inside_a_word(width: int, source: 
         for column in block.columns
         for word in re.sub(r"([/-])(?=\w)", r"\1 ", column.label).split()
     }
-    lines = term.render(report, width).decode("utf-8").splitlines()
+    lines = term.render(report, width, full=True).decode("utf-8").splitlines()
     for word in words:
         assert any(word in line for line in lines), (width, word)
 
@@ -189,7 +189,7 @@ def test_report_term_breaks_no_header_at_a_slash_where_it_fits(source: str) -> N
     """Seen at 200 columns: 'Samples/ s ±95 %', 'TFLOP/ s' in tables far narrower than the
     terminal. A header is broken after '/' or '-' only when the table cannot fit otherwise."""
     report = _reports()[source]
-    text = term.render(report, 200).decode("utf-8")
+    text = term.render(report, 200, full=True).decode("utf-8")
     broken = re.findall(r"\w+/ \w+", text)
     assert not broken, f"headers broken after '/' in a table that fits: {broken}"
 

@@ -17,6 +17,7 @@ from torchscale.report.generate import ReportOutcome, ReportRequest, generate
 
 if TYPE_CHECKING:
     from torchscale.report.model import Report
+    from torchscale.report.progress import OnStep
     from torchscale.report.sections.baseline import GateSummary
 
 __all__ = ["EXIT_NOT_JUDGED", "EXIT_REGRESSION", "ReportRun", "build_report"]
@@ -58,13 +59,19 @@ def build_report(
     title: str | None = None,
     fail_on_regression: bool = False,
     html_link: str | None = None,
+    width: int | None = None,
+    full: bool = False,
+    on_step: OnStep | None = None,
 ) -> ReportRun:
     """Report on `source` (one experiment's results, or a folder of several) as
     `torchscale report -s SOURCE -f FMT` does. `fmt`: html, pdf, md, json or term; `output`:
     the file (default: <source>/<experiment>_report.<ext>; term: not written); `baseline`:
     results to compare against (a verdict per matched cell, docs/regressions.md);
     `cost_per_gpu_hour` prices every result set, `prices` one per experiment name;
-    `html_link`: where the HTML report is published (a URL or path), for the Markdown to link."""
+    `html_link`: where the HTML report is published (a URL or path), for the Markdown to link;
+    `width` and `full`: the terminal report's width (default 100) and whether it is the whole
+    report rather than its summary; `on_step`: called as the long work goes (`Step`: building
+    the report, then a PDF's charts, layout and pages), for a progress display."""
     from torchscale.report.sections.baseline import gate_summary
 
     outcome = generate(
@@ -77,6 +84,9 @@ def build_report(
             prices=dict(prices or {}),
             title=title,
             html_link=html_link,
-        )
+            width=width,
+            full=full,
+        ),
+        on_step,
     )
     return ReportRun(outcome, gate_summary(outcome.report), fail_on_regression)

@@ -21,6 +21,8 @@ from torchscale.cli.shared_options import SetOverrides, VerbosityFlag, takes_dot
 from torchscale.errors import UsageError
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from torchscale.api import BenchmarkEvents, BenchmarkRun
     from torchscale.comm.comm_result import CommResult
     from torchscale.comm.sweep_launch import CommLaunch, CommRequest
@@ -30,7 +32,9 @@ if TYPE_CHECKING:
     from torchscale.memory.max_batch_runs import SearchGroup
     from torchscale.memory.search import ProbeOutcome
     from torchscale.plan import Plan, PlannedCell
+    from torchscale.profiling.session import ProfiledCell
     from torchscale.profiling.trigger import Selected
+    from torchscale.report.progress import SweepProgress
     from torchscale.schema.cell_result import CellResult
     from torchscale.slurm.client import JobState
     from torchscale.slurm.jobs import JobRecord
@@ -150,6 +154,8 @@ class _Printer:
         self.task = self.progress.add_task("cells", total=cells, eta=eta_text(None))
         self.index = 0
         self.names: dict[str, str] = {}  # cell id -> 'tiny-gpt2 b4 x2 fp32 ddp'
+        self.profiles: SweepProgress | None = None  # the profiles after the sweep
+        self.profile_task: TaskID | None = None
 
     def events(self) -> BenchmarkEvents:
         from torchscale.api import BenchmarkEvents
@@ -166,6 +172,7 @@ class _Printer:
             on_probe=_probed,
             on_max_batch_done=_max_batch_done,
             on_profile_start=self.profile_started,
+            on_profile_done=self.profile_done,
             on_warning=self.warning,
             on_slurm_submitted=self.slurm_submitted,
             on_slurm_job=self.slurm_job,
@@ -222,11 +229,31 @@ class _Printer:
             stdout.print(escape(fitted.note), soft_wrap=False)
         _sweep_summary(run)
 
-    def profile_started(self, selected: Selected, note: str | None) -> None:
+    def profile_started(self, selected: Selected, note: str | None, index: int, total: int) -> None:
+        """A profiled run begins: which cell, why, and where the profiles stand (profile i/N,
+        elapsed, ETA: the mean run so far times the runs left), on stderr like the sweep's
+        running lines, with the bar on a terminal."""
+        from torchscale.report.progress import SweepProgress, eta_text
+
+        if self.profiles is None:
+            self.profiles = SweepProgress(total, what="profile")
+            self.progress.start()
+            self.progress.update(self.task, visible=False)
+            self.profile_task = self.progress.add_task("profiles", total=total, eta=eta_text(None))
+        position = self.profiles.start(index, will_launch=True)
         if note:
-            stderr.print(f"[cyan]note:[/] {escape(note)}")
-        name = self.names.get(selected.cell_id, selected.cell_id)
-        stdout.print(f"> [PROFILE] {escape(name)}: {escape(selected.reason)}")
+            self.say(f"[cyan]note:[/] {escape(note)}")
+        if not self.quiet:
+            name = self.names.get(selected.cell_id, selected.cell_id)
+            self.say(f"> [PROFILE] {escape(name)}: {escape(selected.reason)} ({position})")
+
+    def profile_done(
+        self, selected: Selected, profiled: ProfiledCell, index: int, total: int
+    ) -> None:
+        if self.profiles is None or self.profile_task is None:
+            return
+        self.profiles.done()
+        self.progress.update(self.profile_task, advance=1, eta=self.profiles.eta_after(index))
 
     def warning(self, text: str) -> None:
         self.say(f"[yellow]warning:[/] {escape(text)}")

@@ -3,6 +3,7 @@ render a results directory as HTML, PDF, Markdown, JSON or terminal text."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -14,7 +15,10 @@ from torchscale.cli.shared_options import VerbosityFlag
 from torchscale.errors import EXIT_NOT_JUDGED, EXIT_REGRESSION
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from torchscale.api import ReportRun
+    from torchscale.report.progress import Step
 
 Format = Literal["html", "pdf", "md", "json", "term"]
 
@@ -74,6 +78,15 @@ CostOption = Annotated[
     ),
 ]
 TitleOption = Annotated[str | None, typer.Option("--title", help="Report title.")]
+FullOption = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="-f term: the whole report (every section, table and chart summary); without "
+        "it, a summary of at most 60 lines: the verdict, key figures, the best configuration "
+        "per model, the top findings.",
+    ),
+]
 HtmlLinkOption = Annotated[
     str | None,
     typer.Option(
@@ -95,28 +108,34 @@ def _run(
     cost_per_gpu_hour: list[str] | None,
     title: str | None,
     html_link: str | None = None,
+    full: bool = False,
 ) -> None:
     from torchscale.api import build_report
     from torchscale.report.generate import parse_prices
     from torchscale.report.render.term import summary_lines
 
     everyone, per_experiment = parse_prices(cost_per_gpu_hour or [])
-    run = build_report(
-        source,
-        fmt,
-        output=output,
-        baseline=baseline,
-        cost_per_gpu_hour=everyone,
-        prices=per_experiment,
-        title=title,
-        fail_on_regression=fail_on_regression,
-        html_link=html_link,
-    )
+    progress = _Progress(lines=fmt == "pdf")
+    try:
+        run = build_report(
+            source,
+            fmt,
+            output=output,
+            baseline=baseline,
+            cost_per_gpu_hour=everyone,
+            prices=per_experiment,
+            title=title,
+            fail_on_regression=fail_on_regression,
+            html_link=html_link,
+            width=_term_width(output),
+            full=full,
+            on_step=progress.step,
+        )
+    finally:
+        progress.stop()
     outcome, report = run.outcome, run.report
-    if fmt == "term" and output is None:  # printed: as wide as this terminal, not a file's
-        from torchscale.report.render.term import render as render_term
-
-        stdout.out(render_term(report, stdout.width).decode("utf-8"), highlight=False)
+    if fmt == "term" and output is None:
+        stdout.out(outcome.content.decode("utf-8").rstrip("\n"), highlight=False)
     elif not Verbosity.quiet():
         for line in summary_lines(report):
             stdout.print(escape(line))
@@ -130,6 +149,76 @@ def _run(
         )
     _gate(run)
     raise typer.Exit(run.exit_code)
+
+
+def _term_width(output: Path | None) -> int | None:
+    """The terminal report's width: printed, the terminal's (COLUMNS when set); written to a
+    file, COLUMNS when set, else None (the renderer's 100 columns: a file is read elsewhere)."""
+    if output is None or os.environ.get("COLUMNS"):
+        return stdout.width
+    return None
+
+
+class _Progress:
+    """Where a report's long work stands, on stderr (never in the report, never on stdout):
+    on a terminal a bar that leaves nothing behind; with `lines` (a PDF, the slow format) a
+    line as each step begins and, where no bar is drawn (a log, CI), as each quarter of the
+    charts is done. Nothing with --quiet."""
+
+    def __init__(self, lines: bool) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from torchscale.report.progress import StepProgress
+
+        self.quiet = Verbosity.quiet()
+        self.lines = lines and not self.quiet
+        self.state = StepProgress()
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
+            console=stderr,
+            # a bar only where it can be redrawn: a log gets the lines
+            disable=self.quiet or not stderr.is_terminal,
+            transient=True,
+        )
+        self.task: TaskID | None = None
+        self.started = False
+        self.quarter = 0
+
+    def step(self, step: Step) -> None:
+        from torchscale.report.progress import STAGE_WORDS, eta_text
+
+        if self.quiet:
+            return
+        if self.state.update(step):
+            if not self.started:
+                self.bar.start()
+                self.started = True
+            if self.task is not None:
+                self.bar.remove_task(self.task)
+            words = STAGE_WORDS.get(step.stage, step.stage)
+            self.task = self.bar.add_task(words, total=max(1, step.total), eta="")
+            self.quarter = 0
+            if self.lines:
+                self._say(self.state.text())
+        assert self.task is not None
+        self.bar.update(self.task, completed=step.done, eta=eta_text(self.state.eta()))
+        quarter = 4 * step.done // step.total if step.total > 1 else 0
+        if self.lines and not stderr.is_terminal and quarter > 0 and quarter > self.quarter:
+            self.quarter = quarter
+            if step.done < step.total:
+                self._say(self.state.text())
+
+    def _say(self, text: str) -> None:
+        self.bar.console.print(f"> [REPORT] {escape(text)}", soft_wrap=False, highlight=False)
+
+    def stop(self) -> None:
+        if self.started:
+            self.bar.stop()
+            self.started = False
 
 
 def _gate(run: ReportRun) -> None:
@@ -165,13 +254,24 @@ def report(
     cost_per_gpu_hour: CostOption = None,
     title: TitleOption = None,
     html_link: HtmlLinkOption = None,
+    full: FullOption = False,
     verbose: VerbosityFlag = None,
 ) -> None:
     """Turn results into a report a stakeholder reads and an engineer acts on."""
     if ctx.invoked_subcommand is not None:
         return
     Verbosity.override(verbose)
-    _run(source, fmt, output, baseline, fail_on_regression, cost_per_gpu_hour, title, html_link)
+    _run(
+        source,
+        fmt,
+        output,
+        baseline,
+        fail_on_regression,
+        cost_per_gpu_hour,
+        title,
+        html_link,
+        full,
+    )
 
 
 @app.command("generate")
@@ -185,8 +285,19 @@ def generate_command(
     cost_per_gpu_hour: CostOption = None,
     title: TitleOption = None,
     html_link: HtmlLinkOption = None,
+    full: FullOption = False,
     verbose: VerbosityFlag = None,
 ) -> None:
     """The same as `torchscale report` (the spelling of the published docs)."""
     Verbosity.override(verbose)
-    _run(source, fmt, output, baseline, fail_on_regression, cost_per_gpu_hour, title, html_link)
+    _run(
+        source,
+        fmt,
+        output,
+        baseline,
+        fail_on_regression,
+        cost_per_gpu_hour,
+        title,
+        html_link,
+        full,
+    )

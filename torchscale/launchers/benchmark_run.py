@@ -54,8 +54,10 @@ class BenchmarkEvents:
     on_max_batch_start: Callable[[], None] = _ignore
     on_probe: Callable[[SearchGroup, int, ProbeOutcome], None] = _ignore
     on_max_batch_done: Callable[[list[MaxBatchResult]], None] = _ignore
-    # profiling: (cell selected, a note on the tool chosen)
-    on_profile_start: Callable[[Selected, str | None], None] = _ignore
+    # profiling after the sweep: (cell selected, a note on the tool chosen, index from 0,
+    # total runs) before each run, (cell selected, what it left, index, total) after it
+    on_profile_start: Callable[[Selected, str | None, int, int], None] = _ignore
+    on_profile_done: Callable[[Selected, ProfiledCell, int, int], None] = _ignore
     # something the user should know that does not stop the run (a section a launcher does
     # not run, storage that may not be shared, ...)
     on_warning: Callable[[str], None] = _ignore

@@ -96,7 +96,12 @@ class ThisNode:
             from torchscale.profiling.session import profile_after_sweep
 
             run.profiles = profile_after_sweep(
-                plan, store, env, outcome.results, events.on_profile_start
+                plan,
+                store,
+                env,
+                outcome.results,
+                events.on_profile_start,
+                events.on_profile_done,
             )
         return run
 

@@ -280,19 +280,29 @@ def profile_after_sweep(
     store: ResultStore,
     base_env: Mapping[str, str],
     results: Sequence[CellResult],
-    on_start: Callable[[Selected, str | None], None] = lambda selected, note: None,
+    on_start: Callable[[Selected, str | None, int, int], None] | None = None,
+    on_done: Callable[[Selected, ProfiledCell, int, int], None] | None = None,
 ) -> list[tuple[Selected, ProfiledCell]]:
-    """Profile the cells the config's trigger selects, one after another, after the sweep."""
+    """Profile the cells the config's trigger selects, one after another, after the sweep.
+    `on_start(selected, note, index, total)` before each run (a note on the tool chosen;
+    index from 0 of `total` runs), `on_done(selected, profiled, index, total)` after it: where
+    the profiles stand, for a progress display."""
     from torchscale.profiling.trigger import select_for_profiling
 
     settings = plan.profiling
     by_id = {planned.cell.id: planned for planned in plan.cells}
+    chosen = [
+        (selected, by_id[selected.cell_id])
+        for selected in select_for_profiling(results, settings)
+        if selected.cell_id in by_id
+    ]
     done = []
-    for selected in select_for_profiling(results, settings):
-        planned = by_id.get(selected.cell_id)
-        if planned is None:
-            continue
+    for index, (selected, planned) in enumerate(chosen):
         request, note = request_from_config(settings, planned.cell.device)
-        on_start(selected, note)
-        done.append((selected, launch_profiled(planned, store, base_env, request)))
+        if on_start is not None:
+            on_start(selected, note, index, len(chosen))
+        profiled = launch_profiled(planned, store, base_env, request)
+        done.append((selected, profiled))
+        if on_done is not None:
+            on_done(selected, profiled, index, len(chosen))
     return done

@@ -19,6 +19,7 @@ from torchscale.atomic import write_bytes_atomic
 from torchscale.cell import file_safe
 from torchscale.errors import ResultsError, ResultsInputError, UsageError, describe_os_error
 from torchscale.report.model import Report
+from torchscale.report.progress import OnStep, Step
 from torchscale.report.render import FORMATS, SUFFIX, renderer
 from torchscale.results.store import check_output_dir
 
@@ -37,6 +38,8 @@ class ReportRequest:
     generated_at: str | None = None  # fixed in tests; None = now
     prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> price
     html_link: str | None = None  # where the HTML report is (path or URL): the Markdown links it
+    width: int | None = None  # term: columns at most (None: term.WIDTH, a file's)
+    full: bool = False  # term: the whole report, not its summary
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,11 @@ def check_request(request: ReportRequest) -> None:
     for price in [request.cost_per_gpu_hour, *request.prices.values()]:
         if price is not None and not price > 0:
             raise UsageError("--cost-per-gpu-hour must be a positive price (e.g. 2.5)")
+    if request.full and request.fmt != "term":
+        raise UsageError(
+            f"--full is for -f term (the terminal prints a summary without it), not "
+            f"-f {request.fmt}"
+        )
     if request.output is not None:  # its directory must take a file before any work
         folder = request.output if names_directory(request.output) else request.output.parent
         check_output_dir(folder, keep=True, what="the report")
@@ -140,13 +148,34 @@ def _read_input(path: Path) -> Sources:
         raise ResultsInputError(str(exc)) from None
 
 
-def generate(request: ReportRequest) -> ReportOutcome:
-    """Build and render one report; write it unless it is terminal output without --output."""
+def _ignore(step: Step) -> None:
+    return None
+
+
+def render(request: ReportRequest, report: Report, on_step: OnStep = _ignore) -> bytes:
+    """The report in the request's format: the terminal's at its width, summary or full; the
+    PDF saying how far it got."""
+    if request.fmt == "term":
+        from torchscale.report.render import term
+
+        return term.render(report, request.width or term.WIDTH, full=request.full)
+    if request.fmt == "pdf":
+        from torchscale.report.render import pdf
+
+        return pdf.render(report, on_step=on_step)
+    return renderer(request.fmt)(report)
+
+
+def generate(request: ReportRequest, on_step: OnStep | None = None) -> ReportOutcome:
+    """Build and render one report; write it unless it is terminal output without --output.
+    `on_step` hears where the long work stands (building, then a PDF's charts and pages)."""
     from torchscale.report.build import build_report
     from torchscale.report.request import ReportOptions
 
     check_request(request)
+    on_step = on_step or _ignore
     started = time.perf_counter()
+    on_step(Step("build", 0, 1))
     sources = _read_input(request.source)
     baseline = _read_input(request.baseline) if request.baseline is not None else None
     known = {s.name for s in sources.experiments}
@@ -174,8 +203,9 @@ def generate(request: ReportRequest) -> ReportOutcome:
         path = path / default_output(request.source, report, request.fmt).name
     if request.fmt == "md":
         report = report.model_copy(update={"html_report": known_html(request, report, path)})
+    on_step(Step("build", 1, 1))
     built = time.perf_counter()
-    content = renderer(request.fmt)(report)
+    content = render(request, report, on_step)
     rendered = time.perf_counter()
     if path is not None:
         try:

@@ -1,4 +1,5 @@
-"""Where a sweep stands: cell i of N, the time elapsed, and when it should end.
+"""Where long work stands: cell i of N (a sweep), profile i of N (the profiles after it), chart
+i of N (a PDF), the time elapsed, and when it should end.
 
 The plan's estimate of a cell (`Plan.estimate`) is a lower bound: launch overhead, plus the
 timed windows when the measurement is duration-based; step times are unknown until measured.
@@ -6,6 +7,12 @@ So the ETA scales the estimate of the cells left by what the finished cells took
 own estimate (measured / estimated); with no estimate, it is the mean finished cell times the
 cells left; before any cell finished there is no ETA ("ETA unknown"). Cells that never launch
 (skipped by the plan, reused by --resume) are no evidence of how long a cell takes.
+
+The same holds for the profiles after a sweep (`what="profile"`, no estimates: the mean
+profiled run so far times the runs left). A report's long steps (building the model, drawing a
+PDF's charts, laying out and writing its pages) arrive as `Step` events from the library;
+`StepProgress` turns them into the same kind of text, the ETA of a step being the mean item
+so far times the items left.
 
 Pure computation, the clock passed in: the CLI prints the text as it pleases.
 
@@ -61,9 +68,11 @@ def eta_text(eta: float | None) -> str:
     return "ETA unknown" if eta is None else f"ETA {duration_text(eta)}"
 
 
-def position_text(index: int, total: int, elapsed_s: float, eta: float | None) -> str:
+def position_text(
+    index: int, total: int, elapsed_s: float, eta: float | None, what: str = "cell"
+) -> str:
     """'cell 2/6, 1m05s elapsed, ETA 3m10s' (`index` counts from 0)."""
-    return f"cell {index + 1}/{total}, {duration_text(elapsed_s)} elapsed, {eta_text(eta)}"
+    return f"{what} {index + 1}/{total}, {duration_text(elapsed_s)} elapsed, {eta_text(eta)}"
 
 
 @dataclass
@@ -78,6 +87,7 @@ class SweepProgress:
     total: int
     estimates: Sequence[float | None] | None = None
     clock: Callable[[], float] = time.monotonic
+    what: str = "cell"  # what is counted: 'cell 2/6', 'profile 2/6'
     started: float = field(init=False)
     finished: list[Finished] = field(default_factory=list, init=False)
     _current: tuple[int, float] | None = field(default=None, init=False)  # (index, start)
@@ -96,7 +106,8 @@ class SweepProgress:
         left = [self._estimate(i) for i in range(index, self.total)]
         if self.estimates is not None:
             left = [e for e in left if e != 0]  # skipped by the plan: no time to wait for
-        return position_text(index, self.total, self.clock() - self.started, self.eta(left))
+        elapsed = self.clock() - self.started
+        return position_text(index, self.total, elapsed, self.eta(left), self.what)
 
     def done(self) -> None:
         """The current cell finished (a cell that never launched records nothing)."""
@@ -114,3 +125,68 @@ class SweepProgress:
         if self.estimates is not None:
             left = [e for e in left if e != 0]
         return eta_text(self.eta(left))
+
+
+@dataclass(frozen=True)
+class Step:
+    """Where one step of long report work stands: `done` of its `total` items ('charts': 12
+    of 27). A step is announced with done=0 and ends with done=total; its items arrive in
+    order, several at once where they were done in parallel."""
+
+    stage: str  # one of STAGE_WORDS
+    done: int
+    total: int
+
+
+OnStep = Callable[[Step], None]
+
+STAGE_WORDS = {
+    "build": "building the report",
+    "charts": "drawing charts",
+    "layout": "laying out the pages",
+    "pages": "writing the pages",
+}
+
+
+@dataclass
+class StepProgress:
+    """The running state behind a report's progress text: when the work and the current step
+    began, and how far the step is. `update` takes each `Step` as it arrives."""
+
+    clock: Callable[[], float] = time.monotonic
+    step: Step | None = field(default=None, init=False)
+    began: float | None = field(default=None, init=False)  # the first step's start
+    started: float = field(default=0.0, init=False)  # the current step's
+
+    def update(self, step: Step) -> bool:
+        """Take `step`; True when it begins a new step (the caller may print a line)."""
+        new = self.step is None or self.step.stage != step.stage
+        if new:
+            self.started = self.clock()
+            if self.began is None:
+                self.began = self.started
+        self.step = step
+        return new
+
+    def eta(self) -> float | None:
+        """Seconds left in the current step: the mean item so far times the items left; None
+        before the first item is done."""
+        step = self.step
+        if step is None or step.done <= 0:
+            return None
+        left = max(0, step.total - step.done)
+        return (self.clock() - self.started) / step.done * left
+
+    def text(self) -> str:
+        """'drawing charts 12/27 (ETA 10s for this step), 1m05s elapsed' (elapsed since the
+        first step); a step of one item has no position and no ETA: 'laying out the pages,
+        1m20s elapsed'."""
+        step = self.step
+        if step is None:
+            return ""
+        words = STAGE_WORDS.get(step.stage, step.stage)
+        elapsed = duration_text(self.clock() - (self.began or 0.0))
+        if step.total <= 1:
+            return f"{words}, {elapsed} elapsed"
+        eta = eta_text(self.eta())
+        return f"{words} {step.done}/{step.total} ({eta} for this step), {elapsed} elapsed"

@@ -28,6 +28,7 @@ from typing import Any
 import jinja2
 
 from torchscale.report.model import Chart, Column, Findings, Report, Table
+from torchscale.report.progress import OnStep, Step
 from torchscale.report.render.formatting import SEVERITY_MARK, format_value, template_environment
 from torchscale.report.render.svg_worker import ChartError, draw_in_parallel, draw_serially
 
@@ -50,6 +51,10 @@ SHORT_TEXT_EM = 6.5
 LONG_TEXT_EM = 18.0
 SAFETY = 1.05  # rounding, kerning and fallback fonts
 MISSING_GLYPH_EM = 1.0  # a character DejaVu Sans lacks: another font draws it, as wide as this
+
+
+def _ignore(step: Step) -> None:
+    return None
 
 
 class RefusedURL(ValueError):
@@ -224,18 +229,28 @@ def _svg_uri(svg: str) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
-def chart_uris(report: Report, draw: Callable[[Chart], str] | None = None) -> dict[str, str]:
+def chart_uris(
+    report: Report, draw: Callable[[Chart], str] | None = None, on_step: OnStep = _ignore
+) -> dict[str, str]:
     """Each chart id -> its SVG as a `data:` URI, or the error text (no `data:` prefix) when
     the chart could not be drawn: the PDF then says so in its place instead of failing whole.
     The default drawing (matplotlib, imported only here) uses every core (`svg_worker`); a
-    given `draw` runs in this process."""
+    given `draw` runs in this process. `on_step` hears how many charts are drawn."""
     charts = list(report.charts())
+    done = 0
+
+    def drawn_more(count: int) -> None:
+        nonlocal done
+        done += count
+        on_step(Step("charts", done, len(charts)))
+
+    on_step(Step("charts", 0, len(charts)))
     if draw is None:
         from torchscale.report.render.svg_charts import chart_svg
 
-        drawn = draw_in_parallel(charts, chart_svg)
+        drawn = draw_in_parallel(charts, chart_svg, on_drawn=drawn_more)
     else:
-        drawn = draw_serially(charts, draw)
+        drawn = draw_serially(charts, draw, drawn_more)
     uris = {}
     for chart in charts:
         result = drawn[chart.id]
@@ -247,12 +262,14 @@ def chart_uris(report: Report, draw: Callable[[Chart], str] | None = None) -> di
     return uris
 
 
-def render_html(report: Report, charts: dict[str, str] | None = None) -> str:
+def render_html(
+    report: Report, charts: dict[str, str] | None = None, on_step: OnStep = _ignore
+) -> str:
     """The print HTML handed to WeasyPrint (public for debugging the layout in a browser)."""
     template = _environment().get_template("report.html.j2")
     return template.render(
         report=report,
-        charts=chart_uris(report) if charts is None else charts,
+        charts=chart_uris(report, on_step=on_step) if charts is None else charts,
         sources=sources_table(report),
         skipped=skipped_table(report),
     )
@@ -301,21 +318,31 @@ def shortened(
 
 
 def render(
-    report: Report, max_rows: int | None = PDF_MAX_ROWS, max_findings: int = PDF_MAX_FINDINGS
+    report: Report,
+    max_rows: int | None = PDF_MAX_ROWS,
+    max_findings: int = PDF_MAX_FINDINGS,
+    on_step: OnStep = _ignore,
 ) -> bytes:
     """The report as a PDF document, tables and findings cut as `shortened` says (max_rows
-    None: nothing cut)."""
+    None: nothing cut). `on_step` hears where the work stands: charts drawn, the layout, the
+    pages written (`progress.Step`)."""
     import weasyprint
 
     start = time.perf_counter()
     if max_rows is not None:
         report = shortened(report, max_rows, max_findings)
-    html = render_html(report)
+    html = render_html(report, on_step=on_step)
     drawn = time.perf_counter()
     fetcher = url_fetcher()
     document = weasyprint.HTML(string=html, url_fetcher=fetcher)
     css = weasyprint.CSS(string=stylesheet(), url_fetcher=fetcher)
-    pdf: bytes = document.write_pdf(stylesheets=[css])
+    on_step(Step("layout", 0, 1))
+    laid_out = document.render(stylesheets=[css])  # what write_pdf does, in two steps
+    on_step(Step("layout", 1, 1))
+    pages = len(laid_out.pages)
+    on_step(Step("pages", 0, pages))
+    pdf: bytes = laid_out.write_pdf()
+    on_step(Step("pages", pages, pages))
     log.debug(
         "PDF: charts and HTML %.2f s, layout and PDF %.2f s",
         drawn - start,

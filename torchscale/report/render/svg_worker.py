@@ -99,24 +99,38 @@ def _read_output(path: Path, share: Sequence[Chart]) -> Drawn:
     return drawn
 
 
-def draw_serially(charts: Sequence[Chart], draw: Callable[[Chart], str]) -> Drawn:
+def _ignore(count: int) -> None:
+    return None
+
+
+def draw_serially(
+    charts: Sequence[Chart],
+    draw: Callable[[Chart], str],
+    on_drawn: Callable[[int], None] = _ignore,
+) -> Drawn:
+    """Each chart drawn in turn; `on_drawn(1)` after each (drawn or failed)."""
     drawn: Drawn = {}
     for chart in charts:
         try:
             drawn[chart.id] = draw(chart)
         except Exception as error:  # one chart is one figure: the rest of the report stands
             drawn[chart.id] = ChartError.from_error(error)
+        on_drawn(1)
     return drawn
 
 
 def draw_in_parallel(
-    charts: Sequence[Chart], draw: Callable[[Chart], str], cores: int | None = None
+    charts: Sequence[Chart],
+    draw: Callable[[Chart], str],
+    cores: int | None = None,
+    on_drawn: Callable[[int], None] = _ignore,
 ) -> Drawn:
     """Every chart drawn by `draw` in this process or by `chart_svg` in worker processes (one
-    per spare core, see `worker_count`). Same result as `draw_serially`, sooner."""
+    per spare core, see `worker_count`). Same result as `draw_serially`, sooner. `on_drawn(n)`
+    says n more are done: one at a time for this process' share, a worker's share at once."""
     workers = worker_count(len(charts), usable_cores() if cores is None else cores)
     if workers == 0:
-        return draw_serially(charts, draw)
+        return draw_serially(charts, draw, on_drawn)
     mine, *theirs = split(charts, workers)
     with tempfile.TemporaryDirectory(prefix="torchscale-charts-") as tmp:
         started: list[tuple[subprocess.Popen[bytes], Path, Path, list[Chart]]] = []
@@ -138,9 +152,10 @@ def draw_in_parallel(
                         start_new_session=True,
                     )
                 started.append((proc, output_path, log_path, share))
-            drawn = draw_serially(mine, draw)
+            drawn = draw_serially(mine, draw, on_drawn)
             for proc, output_path, log_path, share in started:
                 drawn.update(_collect(proc, output_path, log_path, share, draw))
+                on_drawn(len(share))
         finally:
             for proc, *_ in started:
                 if proc.poll() is None:

@@ -194,11 +194,14 @@ _FIGURE = re.compile(rf"^{_NUMBER}{_UNIT}{_SPREAD}?$")
 _LONGEST_FIGURE = 32
 
 
+def is_figure(cell: str) -> bool:
+    """A figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43 ms, 29.3 ms]'): never split."""
+    return len(cell) <= _LONGEST_FIGURE and bool(_FIGURE.match(cell))
+
+
 def _unbreakable(cell: str) -> int:
     """The narrowest a text cell can be: a figure whole, other text its longest word."""
-    if len(cell) <= _LONGEST_FIGURE and _FIGURE.match(cell):
-        return len(cell)
-    return _longest_word(cell)
+    return len(cell) if is_figure(cell) else _longest_word(cell)
 
 
 def _points(series: Series, chart: Chart) -> list[str]:
@@ -320,9 +323,14 @@ def console(file: IO[str] | None = None, width: int | None = WIDTH) -> Console:
     )
 
 
-def render(report: Report, width: int = WIDTH) -> bytes:
-    """The whole report as plain text, `width` columns wide at most (`WIDTH` for a file; the
-    terminal's width when printed: no figure and no word is cut to fit it)."""
+def render(report: Report, width: int = WIDTH, full: bool = False) -> bytes:
+    """The report as plain text, `width` columns wide at most (`WIDTH` for a file; the
+    terminal's width when printed: no figure and no word is cut to fit it): its summary
+    (`term_summary`: at most 60 lines), or with `full` the whole report."""
+    if not full:
+        from torchscale.report.render import term_summary
+
+        return term_summary.render(report, width)
     out = console(io.StringIO(), width)
     for item in renderables(report, width):
         out.print(item)
