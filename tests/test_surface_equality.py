@@ -53,6 +53,8 @@ def _reports(directory: Path, out: Path) -> dict[str, str]:
                 str(target),
                 *(["--full"] if fmt == "term" else []),  # every section, as the others
             ],
+            # wide enough that no table cell wraps: a wrapped cell interleaves its columns
+            env={"COLUMNS": "400"} if fmt == "term" else None,
         )
         assert result.exit_code == 0, result.output
         page = target.read_text(encoding="utf-8")
