@@ -63,23 +63,23 @@ def stop_descendants(grace_s: float = TERM_GRACE_S) -> list[str]:
     for proc in found:
         with contextlib.suppress(psutil.Error):
             named.append(f"{proc.pid}: {' '.join(proc.cmdline())[:160]}")
-        with contextlib.suppress(OSError, psutil.Error):
-            group = os.getpgid(proc.pid)
-            if group != own_group:
-                os.killpg(group, signal.SIGTERM)
-        with contextlib.suppress(psutil.Error):
-            proc.terminate()
+        _signal(proc, signal.SIGTERM, own_group)
     _, alive = psutil.wait_procs(found, timeout=grace_s)
     for proc in alive:
-        with contextlib.suppress(OSError, psutil.Error):
-            group = os.getpgid(proc.pid)
-            if group != own_group:
-                os.killpg(group, signal.SIGKILL)
-        with contextlib.suppress(psutil.Error):
-            proc.kill()
+        _signal(proc, signal.SIGKILL, own_group)
     psutil.wait_procs(alive, timeout=grace_s)
     _reap()
     return named
+
+
+def _signal(proc: psutil.Process, signum: int, own_group: int) -> None:
+    """`signum` to the group `proc` leads (never pytest's own), then to `proc` itself."""
+    with contextlib.suppress(OSError, psutil.Error):
+        group = os.getpgid(proc.pid)
+        if group != own_group:
+            os.killpg(group, signum)
+    with contextlib.suppress(psutil.Error):
+        proc.send_signal(signum)
 
 
 def _reap() -> None:
