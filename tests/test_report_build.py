@@ -197,9 +197,11 @@ def test_best_throughput_and_efficiency_in_the_summary(report: Report) -> None:
     ok = cells[cells["status"] == "ok"]
     found = figures(report, "summary")
     for model, group in ok.groupby("model_label"):
-        assert found[f"Best throughput: {model}"].value == pytest.approx(
-            group["samples_per_s"].max()
-        )
+        # the median, cut to the digits its interval supports (7,438.0 in [4,547, 12,149]
+        # reads 7,400, as the tables print it)
+        best = found[f"Best throughput: {model}"]
+        assert best.value == pytest.approx(group["samples_per_s"].max(), rel=0.01)
+        assert best.format == "int"
         largest = group[group["world_size"] == group["world_size"].max()]
         assert found[f"Scaling efficiency at 2 CPU ranks: {model}"].value == pytest.approx(
             largest["scaling_efficiency"].max()

@@ -3,6 +3,7 @@ to say it is not measurable above noise (never a value it cannot have)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -194,6 +195,20 @@ def long_form(
     if estimate.measurable and estimate.low is None and not spread_unknown:
         return format_value(value, kind)
     return with_interval(estimate, value_format(kind))
+
+
+def supported_rate(
+    value: float | None, low: float | None, high: float | None
+) -> tuple[float | None, ValueFormat]:
+    """A rate for a key figure, cut to the digits its 95 % interval supports: (21,000, 'int')
+    for 21,425.6 in [0.5, 482,125,066], as the tables print it; the value as it is ('rate')
+    where the interval is narrow enough for its decimal, or unknown."""
+    if value is None or low is None or high is None:
+        return value, "rate"
+    quantum = quantum_of(_nearer_side(value, low, high))
+    if quantum is None or quantum < 1:
+        return value, "rate"
+    return float(math.floor(round(value / quantum, 9) + 0.5) * quantum), "int"
 
 
 def older_share(value: float | None) -> float | str | None:

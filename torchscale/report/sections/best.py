@@ -104,11 +104,11 @@ def by_cost(priced: pd.DataFrame | None, model: str) -> Pick | None:
 
 def _pct(value: float) -> str:
     """A change in whole percent (one decimal below 1 %): '+12 %', '-0.4 %'."""
-    return f"{value * 100:+.0f} %" if abs(value) >= 0.01 else f"{value * 100:+.1f} %"
+    return f"{value * 100:+.0f} %" if abs(value) >= 0.005 else f"{value * 100:+.1f} %"
 
 
 def _interval(low: float, high: float) -> str:
-    digits = 0 if min(abs(low), abs(high)) >= 0.01 or low == 0 else 1
+    digits = 0 if min(abs(low), abs(high)) >= 0.005 or low == 0 else 1
     return f"[{low * 100:+.{digits}f}, {high * 100:+.{digits}f}]"
 
 

@@ -21,6 +21,7 @@ from torchscale.report.estimates import (
     SUPER_LINEAR_NOTE,
     efficiency_kind,
     efficiency_text,
+    supported_rate,
 )
 from torchscale.report.model import (
     Block,
@@ -375,11 +376,16 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             note += f"; {fmt(tokens, 'rate')} tokens/s"
         if not is_reliable(best):
             note += f"; {best['reliability']}: {best['reliability_reason']}"
+        shown, shown_as = supported_rate(
+            finite(best["samples_per_s"]),
+            finite(best["samples_per_s_low"]),
+            finite(best["samples_per_s_high"]),
+        )
         figures.append(
             KeyFigure(
                 label=f"Best throughput: {model}",
-                value=finite(best["samples_per_s"]),
-                format="rate",
+                value=shown,
+                format=shown_as,
                 note=note,
                 severity=reliability_severity(best),
             )
