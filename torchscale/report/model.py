@@ -244,9 +244,10 @@ class Decision(_Model):
     )
 
     def lines(self) -> list[Text]:
-        """The lines under the headline, in reading order (actions apart)."""
-        extra = [t for t in (self.best, self.baseline) if t is not None]
-        return [*self.models, *extra]
+        """The lines under the headline, in reading order (actions apart): the verdict against
+        the baseline first (what a pull request's reader asks), then the models, the best."""
+        first = [self.baseline] if self.baseline is not None else []
+        return [*first, *self.models, *([self.best] if self.best is not None else [])]
 
 
 class Section(_Model):

@@ -113,13 +113,14 @@ def _interval(low: float, high: float) -> str:
 
 
 def lead_text(pick: Pick, runner_up: str | None) -> str:
-    """How far the pick leads the next one, in words: '+12 % [+5, +20] over b16 x2 fp32 ddp',
-    'within noise of b16 x2 fp32 ddp (+3 % [-10, +18])', 'the only configuration'; for cost,
-    what the next one costs more. `runner_up` names the next one."""
+    """How far the pick leads the next one, in words: '+12 % [+5, +20] throughput over b16 x2
+    fp32 ddp', 'within noise of b16 x2 fp32 ddp (+3 % [-10, +18] throughput)', 'the only
+    configuration measured'; for cost, what the next one costs more. `runner_up` names the
+    next one."""
     if pick.runner_up is None or runner_up is None:
         return "the only configuration measured"
     ahead = pick.lead
-    measure = "more per sample" if pick.by == "cost" else "samples/s"
+    measure = "more per sample" if pick.by == "cost" else "throughput"
     if ahead is None or ahead.low is None or ahead.high is None:
         change = f" ({_pct(ahead.change)} {measure})" if ahead is not None else ""
         return f"not told apart from {runner_up}{change}: spread unknown (one repeat)"
@@ -127,8 +128,6 @@ def lead_text(pick: Pick, runner_up: str | None) -> str:
     if pick.by == "cost":
         said = f"{runner_up} costs {figure} more per sample"
         return said if pick.clear else f"within noise: {said}"
-    return (
-        f"{figure} samples/s over {runner_up}"
-        if pick.clear
-        else (f"within noise of {runner_up} ({figure} samples/s)")
-    )
+    if pick.clear:
+        return f"{figure} throughput over {runner_up}"
+    return f"within noise of {runner_up} ({figure} throughput)"

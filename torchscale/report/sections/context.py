@@ -263,6 +263,9 @@ class Context:
     baseline_cells: pd.DataFrame | None = None
     findings: list[Finding] = field(default_factory=list)
     usability: Usability | None = None  # can the numbers be used (set once by build_report)
+    # tables more than one section reads (the weak-scaling rows, the priced cells), computed
+    # once per report by the function that owns them
+    memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def host_first(self) -> bool:

@@ -103,6 +103,13 @@ def pooled_priced(ctx: Context) -> pd.DataFrame | None:
     throughput over the runs (at the price of its runs: their median), so the summary's and
     the headline's cost is of the same figure as their throughput. None when no cell has a
     price."""
+    if "pooled_priced" not in ctx.memo:
+        ctx.memo["pooled_priced"] = _pooled_priced(ctx)
+    found: pd.DataFrame | None = ctx.memo["pooled_priced"]
+    return found
+
+
+def _pooled_priced(ctx: Context) -> pd.DataFrame | None:
     prices = cell_prices(ctx)
     if prices.isna().all():
         return None
@@ -205,8 +212,12 @@ def _efficiency_cell(row: dict[str, Any]) -> str | None:
 def weak_scaling(ctx: Context) -> pd.DataFrame:
     """The weak-scaling rows of every group measured at two GPU counts or more (per
     experiment, the runs of a cell pooled: `ctx.pooled`): what the summary's and the
-    headline's efficiency figures are read from."""
-    return scaling_table(ctx.pooled, ["experiment", *GROUP_COLUMNS], min_world_sizes=2)
+    headline's efficiency figures are read from. Computed once per report."""
+    if "weak_scaling" not in ctx.memo:
+        columns = ["experiment", *GROUP_COLUMNS]
+        ctx.memo["weak_scaling"] = scaling_table(ctx.pooled, columns, min_world_sizes=2)
+    found: pd.DataFrame = ctx.memo["weak_scaling"]
+    return found
 
 
 def largest_scaled(weak: pd.DataFrame, model: str) -> dict[str, Any] | None:
