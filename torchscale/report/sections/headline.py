@@ -404,36 +404,6 @@ def pct_range(low: float, high: float) -> str:
     return f"{lo}-{hi} %"
 
 
-def scaling_clause(
-    model: str,
-    efficiency: float | None,
-    low: float | None,
-    high: float | None,
-    span: str,
-    cost: str = "",
-) -> str:
-    """How a model scales, in one value: its efficiency's 95 % interval ('gpt2 scales at
-    92-96 % of linear to 8 GPUs'), 'linearly within noise' when the interval holds 100 %, and
-    'not measurable' where there is no figure to tell (above linear on one repeat). `span`:
-    'to 8 GPUs'; `cost`: ' at $0.41 per M tokens' or ''."""
-    kind = efficiency_kind(efficiency, low, high)
-    note = ""
-    if efficiency is None or kind == "above linear":
-        main = f"the scaling of {model} {span} is not measurable"
-        note = "above linear on one repeat" if efficiency is not None else ""
-    elif kind == "linear within noise":
-        main = f"{model} scales linearly within noise {span}"
-    elif low is None or high is None:
-        main = f"{model} scales at {fmt(efficiency, 'ratio_pct')} of linear {span}"
-        note = "one repeat: spread unknown"
-    elif kind == "super-linear":
-        main = f"{model} scales super-linearly {span}"
-        note = f"{pct_range(low, high)} of linear: check for cache effects"
-    else:
-        main = f"{model} scales at {pct_range(low, high)} of linear {span}"
-    return main + cost + (f" ({note})" if note else "")
-
-
 def baseline_phrase(
     comparison: Comparison, against: str, largest: str | None = None
 ) -> tuple[str, Severity]:
