@@ -247,8 +247,9 @@ def test_nothing_was_injected(dumped: Dumped) -> None:
     assert [n for n in nodes if n.tag in ("img", "iframe", "object", "embed")] == []
     assert [(n.tag, a) for n in nodes for a in n.attrs if a.lower() == "onerror"] == []
     scripts = [n for n in nodes if n.tag == "script"]
-    # ours only: error recorder, plotly.js, chart drawing and one JSON block per chart
-    assert len(scripts) == 3 + len(dumped.report.charts())
+    # ours only: error recorder, table cues, plotly.js, chart drawing and one JSON block per
+    # chart
+    assert len(scripts) == 4 + len(dumped.report.charts())
     assert all("<script" not in s.text().lower() for s in scripts if "data-lib" not in s.attrs)
     links = [n.attrs["href"] for n in nodes if n.tag == "a" and "href" in n.attrs]
     assert not [h for h in links if h.lower().startswith("javascript:")]

@@ -118,7 +118,9 @@ def test_fail_on_regression_exits_3_on_a_regression(tmp_path: Path) -> None:
     comment = (tmp_path / "slower-vs-baseline.md").read_text(encoding="utf-8")
     # same experiment name on both sides: the title names the directories, never "x vs x"
     assert comment.startswith("# torchscale report: slower vs baseline\n")
-    assert "4 regressions against v3_fixture" in comment.split("\n")[2]
+    # the first line under the verdict: the regressions (issue 40: the verdict says first
+    # whether the numbers can be used)
+    assert comment.split("\n")[4].startswith("- ✖ 4 regressions against v3_fixture")
     assert "Largest changes against the baseline (judged or not)" in comment
     assert "Regressions against the baseline**: 4" in comment
 
@@ -154,7 +156,7 @@ def test_a_halving_on_2_repeats_is_not_judged_and_the_gate_says_so(tmp_path: Pat
     )
     report = (tmp_path / "halved-vs-v3_fixture.md").read_text(encoding="utf-8")
     # the PR comment's verdict never reads "no regression" when nothing was judged
-    assert "none of 6 matched cells could be judged against v3_fixture" in report
+    assert "None of 6 matched cells could be judged against v3_fixture" in report
     assert "no regression" not in report
     # 4 cells ran on both sides (the 2 others failed on both: not compared)
     assert "**Regressions against the baseline**: not judged: 4 cells" in report

@@ -32,7 +32,7 @@ from torchscale.report.model import (
 from torchscale.report.render import markdown
 from torchscale.report.request import ReportOptions
 from torchscale.report.sections.appendix import set_keys
-from torchscale.report.sections.headline import describe_hardware, pct_range, scaling_clause
+from torchscale.report.sections.headline import describe_hardware, efficiency_phrase, pct_range
 from torchscale.report.sources import read_sources
 
 REPO = Path(__file__).parent.parent
@@ -71,22 +71,36 @@ def priced() -> Report:
     return build(V3, cost_per_gpu_hour=2.5)
 
 
-def test_the_verdict_names_the_hardware_and_the_result_in_one_sentence(priced: Report) -> None:
-    assert priced.headline is not None
+def test_the_verdict_says_first_whether_the_numbers_can_be_used(priced: Report) -> None:
+    """Every measured cell of the fixture ran 2 repeats and is noisy by its t interval: the
+    headline says the numbers cannot be used, why and what to do, in one sentence; the models
+    follow, one line each with the summary's efficiency as its 95 % interval."""
+    assert priced.headline is not None and priced.decision is not None
     text = priced.headline.text
-    assert text.startswith("On a CPU-only host (AMD EPYC, 2 cores), ")
-    assert ". " not in text and text.endswith(".")  # one sentence
+    assert text == (
+        "These numbers cannot be used: all 4 cells noisy with 2 repeats each, too few to "
+        "judge: rerun with `measurement.repeats: 4` or more."
+    )
+    assert priced.headline.severity == "bad" and priced.decision.usable == "no"
     # the summary's efficiency, as its 95 % interval: the same row, one value per quantity
     card = figures(priced)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
     # two repeats a side: Welch's t on the log ratio (the bootstrap said 50.6 % to 54.6 %,
     # about the range of the repeats); every cell of 2 repeats is noisy by its t interval
     assert "46.7 % to 59.2 %" in card.note
-    assert "tiny-gpt2 scales at 47-59 % of linear to 2 CPU ranks at $0.06 per M tokens" in text
-    assert "tiny-mlp scales at 17-44 % of linear to 2 CPU ranks at $0.34 per M samples" in text
-    assert "2 of 6 cells failed, 4 of 4 cells noisy" in text
-    assert "GPU" not in text  # CPU ranks are never called GPUs
-    assert "52.6" not in text  # no second figure for the same quantity
-    assert priced.headline.severity == "bad"  # cells failed
+    models = [t.text for t in priced.decision.models]
+    assert models[0].startswith("tiny-gpt2, scaling to 2 CPU ranks: 47-59 % of linear with batch 8")
+    assert models[1].startswith("tiny-mlp, scaling to 2 CPU ranks: 17-44 % of linear with batch 8")
+    assert "$" in models[0] and "per M tokens" in models[0]  # priced
+    assert priced.decision.best is not None
+    assert priced.decision.best.text == (
+        "Best configuration: none named (these numbers cannot be used)."
+    )
+    actions = [t.text for t in priced.decision.actions]
+    assert actions[0].startswith("Raise `measurement.repeats` from 2 to 4 or more")
+    assert any(a.startswith("Fix the 2 failed cells") for a in actions)
+    everything = " ".join([text, *models, *actions])
+    assert "GPU" not in everything  # CPU ranks are never called GPUs
+    assert "52.6" not in everything  # no second figure for the same quantity
 
 
 def test_the_header_holds_hardware_dates_and_description(priced: Report) -> None:
@@ -109,27 +123,31 @@ def test_a_gpu_run_is_named_by_its_gpu(tmp_path: Path) -> None:
     # two repeats (237.2 and 251.8): Student t on log throughput, not their range (±7.3),
     # and 2 repeats 6 % apart are not a reliable measurement
     assert report.headline.text == (
-        "On 1 x H100 80GB HBM3, gpt2 reaches 244.5 ±95.0 samples/s on 1 GPU at $0.0033 per M "
-        "tokens; 1 of 1 cells noisy."
+        "These numbers cannot be used: its one cell is noisy with 2 repeats, too few to judge: "
+        "rerun with `measurement.repeats: 4` or more."
     )
-    assert report.headline.severity == "warn"
+    assert report.decision is not None
+    (line,) = report.decision.models
+    assert line.text == "gpt2 reaches 244 ±95 samples/s on 1 GPU at $0.0033 per M tokens"
+    assert report.headline.severity == "bad"
 
 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        ((0.94, 0.92, 0.96), "gpt2 scales at 92-96 % of linear to 8 GPUs"),
-        ((1.04, 0.97, 1.11), "gpt2 scales linearly within noise to 8 GPUs"),
-        ((1.2, 1.1, 1.3), "gpt2 scales super-linearly to 8 GPUs (110-130 % of linear: check"),
-        ((1.05, None, None), "the scaling of gpt2 to 8 GPUs is not measurable (above linear"),
-        ((0.9, None, None), "gpt2 scales at 90.0 % of linear to 8 GPUs (one repeat: spread"),
-        ((None, None, None), "the scaling of gpt2 to 8 GPUs is not measurable"),
+        ((0.94, 0.92, 0.96), "92-96 % of linear"),
+        ((1.04, 0.97, 1.11), "linear within noise"),
+        ((1.2, 1.1, 1.3), "super-linear (110-130 %: check for cache effects)"),
+        ((1.05, None, None), "not measurable (above linear on one repeat)"),
+        ((0.9, None, None), "90.0 % of linear (one repeat)"),
+        ((None, None, None), "not measurable"),
+        ((0.976, 0.323, 2.949), "not measurable (32-295 % of linear)"),  # wider than linear
     ],
 )
-def test_scaling_clause_never_prints_a_figure_inside_its_noise(
+def test_a_scaling_phrase_never_prints_a_figure_inside_its_noise(
     args: tuple[float | None, float | None, float | None], expected: str
 ) -> None:
-    assert scaling_clause("gpt2", *args, span="to 8 GPUs").startswith(expected)
+    assert efficiency_phrase(*args) == expected
 
 
 def test_percent_ranges_keep_their_ends_apart() -> None:
@@ -189,9 +207,10 @@ def test_unreadable_cells_count_against_the_headline(tmp_path: Path) -> None:
     for path in broken:
         path.write_text('{"schema_version": 3, "status": "ok", "cel', encoding="utf-8")
     report = build(tmp_path)
-    assert report.headline is not None
-    assert "4 of 6 cells readable" in report.headline.text
+    assert report.headline is not None and report.decision is not None
     assert report.headline.severity == "bad"
+    actions = [a.text for a in report.decision.actions]
+    assert "2 cell files could not be read (see the skipped inputs): rerun those cells." in actions
     cells = figures(report)["Cells measured"]
     assert cells.value == "2 of 6"
     assert cells.note == "2 failed, 2 unreadable"
@@ -230,9 +249,10 @@ def test_a_comm_only_source_is_not_called_profiles(tmp_path: Path) -> None:
     assert report.sources[0].contents() == "1 comm run"
     assert report.hardware == "8 x H100 80GB HBM3"
     assert report.headline is not None
-    assert (
-        report.headline.text
-        == "On 8 x H100 80GB HBM3, no benchmark sweep (1 comm run; see the sections below)."
+    # its own verdict: a comm run without a single size measured is nothing to use
+    assert report.headline.text == (
+        "These bandwidth figures cannot be used: torchscale 8x nccl float32: no message size "
+        "measured: fix it and rerun `torchscale comm`."
     )
 
 
@@ -323,30 +343,39 @@ def test_markdown_fits_a_pull_request_comment(tmp_path: Path, cells: int) -> Non
     text = markdown.render(report).decode("utf-8")
     assert len(text) < GITHUB_COMMENT_LIMIT
     assert report.headline is not None
-    assert markdown.escape(report.headline.text) in text
-    if cells == 500:  # five models: the least efficient is named, the others counted
-        assert "the least efficient of 5 models, scale-model-" in report.headline.text
-        assert "4 other models in the summary" in report.headline.text
+    assert markdown.inline(report.headline.text) in text
+    assert report.decision is not None
+    for line in report.decision.lines():
+        assert markdown.inline(line.text) in text
+    if cells == 500:  # five models: a line each, over all their configurations
+        models = [t.text for t in report.decision.models]
+        assert len(models) == 5 and all(m.startswith("scale-model-") for m in models)
     assert "Best configuration per model" in text
     assert f"run torchscale report -s {experiment} -f html" in text
     assert "experiment\\_name" not in text and "experiment_name" not in text  # no config dump
 
 
-def test_the_markdown_links_the_html_report_beside_it(tmp_path: Path) -> None:
+def test_the_markdown_links_only_a_url_to_the_html_report(tmp_path: Path) -> None:
+    """A PR comment resolves no relative link: an HTML report found beside the Markdown is
+    named by its absolute path as text, and only a URL (--html-link) is linked."""
     sweep = copy_sweep(tmp_path)
     html = generate(ReportRequest(source=sweep, fmt="html", generated_at=GENERATED_AT))
     assert html.path == sweep / "v3_fixture_report.html"
     md = generate(ReportRequest(source=sweep, fmt="md", generated_at=GENERATED_AT))
-    assert md.report.html_report == "v3_fixture_report.html"
-    assert "[v3_fixture_report.html](v3_fixture_report.html)" in md.content.decode("utf-8")
+    assert md.report.html_report == str((sweep / "v3_fixture_report.html").resolve())
+    text = md.content.decode("utf-8")
+    assert "](" not in text  # no link at all
+    assert markdown.escape(md.report.html_report) in text
     elsewhere = generate(
         ReportRequest(source=sweep, fmt="md", output=tmp_path / "pr" / "comment.md")
     )
-    assert elsewhere.report.html_report == "../v3_fixture/v3_fixture_report.html"
+    assert elsewhere.report.html_report == md.report.html_report  # absolute: never ../
     given = generate(
         ReportRequest(source=sweep, fmt="md", html_link="https://ci.example.com/r.html")
     )
     assert "(https://ci.example.com/r.html)" in given.content.decode("utf-8")
+    relative = markdown.render(md.report.model_copy(update={"html_report": "r.html"}))
+    assert b"](r.html)" not in relative and b"](" not in relative
 
 
 # ------------------------------------------------------------------------ JSON versions

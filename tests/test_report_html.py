@@ -222,7 +222,7 @@ def test_parsed_document_has_no_injected_elements(root: Element, page: str) -> N
     scripts = root.find_all(lambda e: e.tag == "script")
     code = [s for s in scripts if "type" not in s.attrs]
     data = [s for s in scripts if s.attrs.get("type") == "application/json"]
-    assert len(code) == 3  # error recorder, plotly.js, chart drawing
+    assert len(code) == 4  # error recorder, table cues, plotly.js, chart drawing
     assert len(code) + len(data) == len(scripts)
     for script in data:
         assert not set("<>&") & set(script.text())

@@ -397,7 +397,7 @@ def test_scaling_efficiency_interval_columns() -> None:
     ("value", "low", "high", "kind", "text"),
     [
         (1.24, 0.92, 1.58, "linear within noise", "linear within noise (95 % interval 92.0 %"),
-        (1.30, 1.12, 1.45, "super-linear", "130.0 % ±16.5 % (super-linear)"),
+        (1.30, 1.12, 1.45, "super-linear", "130 % ±17 % (super-linear)"),
         (1.10, None, None, "above linear", "110.0 % (above linear; spread unknown"),
         (0.87, 0.85, 0.89, "plain", "87.0 % ±2.0 %"),
     ],

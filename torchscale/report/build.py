@@ -32,6 +32,7 @@ from torchscale.report.sections.context import make_context, unreadable_cells
 from torchscale.report.sections.findings import collect_findings
 from torchscale.report.sections.headline import description, hardware, measured_dates, verdict
 from torchscale.report.sections.limits import cap_chart
+from torchscale.report.sections.usability import judge
 from torchscale.report.sources import Sources
 
 
@@ -118,6 +119,8 @@ def build_report(
     section and `Report.regressions`)."""
     ctx = make_context(sources, options, baseline)
     ctx.findings = collect_findings(ctx)
+    if len(ctx.cells) or ctx.unreadable:
+        ctx.usability = judge(ctx)
     sections = [
         summary.build(ctx),
         scaling.build(ctx),
@@ -143,6 +146,7 @@ def build_report(
     sections = [_capped(section) for section in sections]
     _unique_ids(sections)
     skipped = list(sources.skipped) + (list(baseline.skipped) if baseline else [])
+    headline, decision = verdict(ctx)
     generated = options.generated_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return Report(
         torchscale_version=torchscale.__version__,
@@ -154,7 +158,8 @@ def build_report(
         regressions=ctx.comparison.regression_count if ctx.comparison is not None else None,
         not_judged=ctx.comparison.not_judged if ctx.comparison is not None else None,
         skipped=skipped,
-        headline=verdict(ctx),
+        headline=headline,
+        decision=decision,
         hardware=hardware(ctx),
         measured=measured_dates(ctx),
         description=description(ctx),

@@ -3,14 +3,26 @@ to say it is not measurable above noise (never a value it cannot have)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from torchscale.report.model import ValueFormat
-from torchscale.report.render.formatting import format_value
+from torchscale.report.render.formatting import format_rounded, format_value, quantum_of
 from torchscale.schema.cell_result import Estimate
 
 Format = Callable[[float], str]
+
+
+class Rounding(Protocol):
+    """A `Format` that can also cut a figure to the precision of its interval."""
+
+    def __call__(self, value: float) -> str: ...
+
+    def rounded(self, value: float, quantum: float | None) -> str: ...
+
+
 LOPSIDED = 1.5  # one side of the interval more than this times the other: '[lo, hi]', not '±'
 PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"
 
@@ -40,9 +52,27 @@ def plus_minus(estimate: Estimate, fmt: Format) -> str:
     if estimate.low is None or estimate.high is None:
         return f"{fmt(estimate.value)} (spread unknown)"
     if lopsided(estimate.value, estimate.low, estimate.high):
-        return f"{fmt(estimate.value)} [{fmt(estimate.low)}, {fmt(estimate.high)}]"
+        show = _to_interval(fmt, _nearer_side(estimate.value, estimate.low, estimate.high))
+        return f"{show(estimate.value)} [{show(estimate.low)}, {show(estimate.high)}]"
     half = (estimate.high - estimate.low) / 2
-    return f"{fmt(estimate.value)} ±{fmt(half)}"
+    show = _to_interval(fmt, half)
+    return f"{show(estimate.value)} ±{show(half)}"
+
+
+def _nearer_side(value: float, low: float, high: float) -> float:
+    """The smaller distance from the value to an end (what its precision rests on)."""
+    sides = [d for d in (value - low, high - value) if d > 0]
+    return min(sides) if sides else 0.0
+
+
+def _to_interval(fmt: Format, spread: float) -> Format:
+    """`fmt` cut to the digits an uncertainty of `spread` supports, where `fmt` can round
+    (a report value format: `value_format`); other formats as they are."""
+    rounded = getattr(fmt, "rounded", None)
+    if rounded is None:
+        return fmt
+    quantum = quantum_of(spread)
+    return lambda value: str(rounded(value, quantum))
 
 
 def with_interval(estimate: Estimate, fmt: Format) -> str:
@@ -54,7 +84,8 @@ def with_interval(estimate: Estimate, fmt: Format) -> str:
         return f"not measurable above noise ({_interval(estimate, fmt)})"
     if estimate.low is None or estimate.high is None:
         return f"{fmt(estimate.value)} ({estimate.reason or 'spread unknown'})"
-    return f"{fmt(estimate.value)} ({_interval(estimate, fmt)})"
+    show = _to_interval(fmt, _nearer_side(estimate.value, estimate.low, estimate.high))
+    return f"{show(estimate.value)} ({_interval(estimate, show)})"
 
 
 def _exactly_zero(estimate: Estimate) -> bool:
@@ -86,9 +117,23 @@ NOT_MEASURABLE_OLDER = "not measurable (older result, no interval)"
 ONE_REPEAT = "one repeat: spread unknown"
 
 
+@dataclass(frozen=True)
+class ValueFormatter:
+    """A report value format as a `Format` that can also round to an interval (`Rounding`)."""
+
+    kind: ValueFormat
+
+    def __call__(self, value: float) -> str:
+        return format_value(value, self.kind)
+
+    def rounded(self, value: float, quantum: float | None) -> str:
+        return format_rounded(value, self.kind, quantum)
+
+
 def value_format(kind: ValueFormat) -> Format:
-    """A report value format as a `Format` (so an interval reads like the tables)."""
-    return lambda value: format_value(value, kind)
+    """A report value format as a `Format` (so an interval reads like the tables), whose
+    figures `plus_minus` and `with_interval` cut to the digits their interval supports."""
+    return ValueFormatter(kind)
 
 
 def from_columns(
@@ -150,6 +195,20 @@ def long_form(
     if estimate.measurable and estimate.low is None and not spread_unknown:
         return format_value(value, kind)
     return with_interval(estimate, value_format(kind))
+
+
+def supported_rate(
+    value: float | None, low: float | None, high: float | None
+) -> tuple[float | None, ValueFormat]:
+    """A rate for a key figure, cut to the digits its 95 % interval supports: (21,000, 'int')
+    for 21,425.6 in [0.5, 482,125,066], as the tables print it; the value as it is ('rate')
+    where the interval is narrow enough for its decimal, or unknown."""
+    if value is None or low is None or high is None:
+        return value, "rate"
+    quantum = quantum_of(_nearer_side(value, low, high))
+    if quantum is None or quantum < 1:
+        return value, "rate"
+    return float(math.floor(round(value / quantum, 9) + 0.5) * quantum), "int"
 
 
 def older_share(value: float | None) -> float | str | None:

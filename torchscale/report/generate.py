@@ -8,7 +8,6 @@ never an abort, unless nothing at all can be read.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,10 +64,11 @@ def default_output(source: Path, report: Report, fmt: str) -> Path:
 
 
 def known_html(request: ReportRequest, report: Report, output: Path | None) -> str | None:
-    """Where the Markdown can link to the HTML report: the one given, else an HTML report
-    already written beside the Markdown (same name, .html) or at the default place, as a path
-    relative to the Markdown's folder; None when there is none (the Markdown then says how to
-    make it)."""
+    """Where the HTML report is, for the Markdown: the URL or path given (`--html-link`), else
+    an HTML report already written beside the Markdown (same name, .html) or at the default
+    place, as an absolute path (the Markdown names a path and links only a URL: a relative
+    link breaks in a PR comment); None when there is none (the Markdown then says how to make
+    it)."""
     if request.html_link:
         return request.html_link
     candidates = [default_output(request.source, report, "html")]
@@ -76,9 +76,7 @@ def known_html(request: ReportRequest, report: Report, output: Path | None) -> s
         candidates.insert(0, output.with_suffix(SUFFIX["html"]))
     for candidate in candidates:
         if candidate.is_file():
-            if output is None:
-                return str(candidate)
-            return Path(os.path.relpath(candidate.resolve(), output.resolve().parent)).as_posix()
+            return str(candidate.resolve())
     return None
 
 

@@ -33,7 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field
 # 6: one verdict per run (issue 38): a finding carries its run's busy-machine caveat
 #    (`Finding.caveat`), shown wherever the finding is. Versions 2-5 still validate (no
 #    caveat).
-REPORT_SCHEMA_VERSION: Literal[6] = 6
+# 7: the decision first (issue 40): `decision` says whether the numbers can be used (`usable`),
+#    one line per model over all its configurations, the best configuration only where it
+#    leads beyond noise, and what to fix or buy; `headline` is its first sentence. Versions
+#    2-6 still validate (no decision). A column may carry the technical `term` behind its plain
+#    heading (the HTML's tooltip).
+REPORT_SCHEMA_VERSION: Literal[7] = 7
 
 # how a renderer formats a value; raw values stay in the model
 ValueFormat = Literal[
@@ -97,9 +102,14 @@ class KeyFigures(_Model):
 
 class Column(_Model):
     key: str
-    label: str
+    label: str = Field(description="the heading, in plain words")
     format: ValueFormat = "text"
     align: Literal["left", "right"] = "right"
+    term: str | None = Field(
+        default=None,
+        description="the technical term behind a plain heading, with its meaning: the HTML's "
+        "tooltip (the table's note says it in every format)",
+    )
 
 
 class Table(_Model):
@@ -210,6 +220,36 @@ Block = Annotated[
 ]
 
 
+Usable = Literal["yes", "with care", "no", "nothing to judge"]
+
+
+class Decision(_Model):
+    """What the first screen of every format says under the headline sentence (issue 40): the
+    headline says whether the numbers can be used and, if not, why and what to do; then one
+    plain line per model (over every batch size it ran), the best configuration only where it
+    leads the next beyond noise ("no clear best (within noise)" otherwise), and what to fix or
+    buy, the host first when the host is what spoiled the numbers."""
+
+    usable: Usable = Field(
+        description="yes; with care (some cells failed, noisy or on a busy machine); no (the "
+        "machine was busy or every cell noisy: rerun first); nothing to judge"
+    )
+    models: list[Text] = Field(default_factory=list, description="one line per model (or run)")
+    best: Text | None = Field(
+        default=None, description="the best configuration, or 'no clear best (within noise)'"
+    )
+    baseline: Text | None = Field(default=None, description="the verdict against --baseline")
+    actions: list[Text] = Field(
+        default_factory=list, description="what to fix or buy, most urgent first"
+    )
+
+    def lines(self) -> list[Text]:
+        """The lines under the headline, in reading order (actions apart): the verdict against
+        the baseline first (what a pull request's reader asks), then the models, the best."""
+        first = [self.baseline] if self.baseline is not None else []
+        return [*first, *self.models, *([self.best] if self.best is not None else [])]
+
+
 class Section(_Model):
     id: SectionId
     title: str
@@ -270,14 +310,17 @@ class Skipped(_Model):
 
 class Report(_Model):
     kind: Literal["torchscale.report"] = "torchscale.report"
-    schema_version: Literal[2, 3, 4, 5, 6] = REPORT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6, 7] = REPORT_SCHEMA_VERSION
     torchscale_version: str
     title: str
     generated_at: str = Field(description="ISO 8601, UTC")
     headline: Text | None = Field(
         default=None,
-        description="the one-sentence verdict: hardware, how each model scales (with its "
-        "interval), cost when priced, how many cells are noisy, unreadable or failed",
+        description="the one-sentence verdict, decision first: whether these numbers can be "
+        "used and, if not, why and what to do (a profile-only report: its run's diagnosis)",
+    )
+    decision: Decision | None = Field(
+        default=None, description="the lines under the headline: models, best, what to do"
     )
     hardware: str | None = Field(
         default=None, description="what ran, in words ('8 x H100 80GB HBM3'); None: not recorded"

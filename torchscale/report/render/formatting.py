@@ -95,6 +95,72 @@ def format_value(value: Any, fmt: ValueFormat) -> str:
     raise ValueError(f"unknown value format {fmt!r}")
 
 
+# value formats that `format_rounded` can cut to an interval's precision: (scale, prefix, suffix)
+_SCALED: dict[str, tuple[float, str, str]] = {
+    "rate": (1.0, "", ""),
+    "float": (1.0, "", ""),
+    "int": (1.0, "", ""),
+    "pct": (1.0, "", " %"),
+    "ratio_pct": (100.0, "", " %"),
+    "money": (1.0, "$", ""),
+}
+_DECIMALS = re.compile(r"\d(?:[\d,]*)(?:\.(\d+))?")
+
+
+def _shown_decimals(text: str) -> int:
+    """Digits after the point of the first number in `text` ('12.3 ms' -> 1)."""
+    match = _DECIMALS.search(text)
+    return len(match.group(1)) if match and match.group(1) else 0
+
+
+def _scale(value: float, fmt: ValueFormat) -> tuple[float, str, str] | None:
+    """How `format_value` shows `value`: (scale from the raw unit, prefix, suffix)."""
+    if fmt in ("seconds", "us"):
+        raw = value if fmt == "seconds" else value / 1e6
+        base = 1.0 if fmt == "seconds" else 1e-6
+        size = abs(raw)
+        if size < 1e-3:
+            return 1e6 * base, "", " us"
+        if size < 1.0:
+            return 1e3 * base, "", " ms"
+        return base, "", " s"
+    return _SCALED.get(fmt)
+
+
+def format_rounded(value: Any, fmt: ValueFormat, quantum: float | None) -> str:
+    """`value` as `format_value` writes it, cut to the precision `quantum` (a step in the raw
+    unit) supports: an interval's width decides how many digits a figure deserves (39,989.3
+    with ±26,235.3 is '40,000'). Never more digits than `format_value` gives, and a value
+    that rounds to 0 keeps its own digits (the end of an interval is never shown as 0 when
+    it is not)."""
+    plain = format_value(value, fmt)
+    number = _number(value)
+    if number is None or quantum is None or not quantum > 0 or not math.isfinite(quantum):
+        return plain
+    shown = _scale(number, fmt)
+    if shown is None:
+        return plain
+    scale, prefix, suffix = shown
+    step = quantum * scale
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    if decimals >= _shown_decimals(plain) and step < 10:
+        return plain
+    # half up, on the shown digits (0.165 x 100 is 16.499999...: 17, as a reader rounds it)
+    rounded = math.floor(round(number * scale / step, 9) + 0.5) * step
+    if rounded == 0 and number != 0:
+        return plain
+    sign = "-" if rounded < 0 else ""
+    return f"{sign}{prefix}{abs(rounded):,.{decimals}f}{suffix}"
+
+
+def quantum_of(spread: float | None) -> float | None:
+    """The rounding step an uncertainty of `spread` supports: its two significant figures
+    (±26,235.3 -> 1,000; ±8.8 -> 0.1); None without a positive spread."""
+    if spread is None or not spread > 0 or not math.isfinite(spread):
+        return None
+    return float(10 ** (math.floor(math.log10(spread)) - 1))
+
+
 def severity_prefix(severity: str) -> str:
     """The severity's mark and a space, for text formats ('' for info)."""
     mark = SEVERITY_MARK.get(severity, "")

@@ -7,7 +7,8 @@ with autoescape on, loaded from the package, and only lay out: every value goes 
 hash) and no network at all, so a string that escaped escaping still could not run or fetch.
 
 The page records its own JavaScript errors on <body> (`data-js-errors`) and the number of charts
-drawn (`data-charts-rendered`), so a headless browser can check it from the DOM alone.
+drawn (`data-charts-rendered`), and marks each table wider than its box (`data-overflows`, with a
+visible line saying to scroll), so a headless browser can check it from the DOM alone.
 """
 
 from __future__ import annotations
@@ -118,7 +119,10 @@ def render(report: Report) -> bytes:
     env = environment()
     record_errors = env.get_template("html/record_errors.js.j2").render()
     draw_charts = env.get_template("html/draw_charts.js.j2").render(config=script_json(CONFIG))
-    script_src = " ".join([_csp_hash(record_errors), _plotly_hash(), _csp_hash(draw_charts)])
+    table_cues = env.get_template("html/table_cues.js.j2").render()
+    script_src = " ".join(
+        [_csp_hash(record_errors), _csp_hash(table_cues), _plotly_hash(), _csp_hash(draw_charts)]
+    )
     csp = (
         "default-src 'none'; "
         f"script-src {script_src}; "
@@ -134,6 +138,7 @@ def render(report: Report) -> bytes:
         report=report,
         csp=csp,
         record_errors=Markup(record_errors),  # noqa: S704
+        table_cues=Markup(table_cues),  # noqa: S704
         plotly_js=Markup(plotly_js()),  # noqa: S704
         draw_charts=Markup(draw_charts),  # noqa: S704
     )

@@ -21,6 +21,7 @@ from urllib.parse import quote, urlsplit
 from torchscale.report.model import (
     Block,
     Chart,
+    Decision,
     Finding,
     Findings,
     KeyFigures,
@@ -108,6 +109,8 @@ def _header(report: Report) -> list[str]:
     if report.headline is not None:
         mark = severity_prefix(report.headline.severity)
         lines += [f"{mark}**{inline(report.headline.text)}**", ""]
+    if report.decision is not None:
+        lines += _decision(report.decision)
     facts = [
         f"{label}: {escape(value)}"
         for label, value in (
@@ -138,6 +141,19 @@ def _header(report: Report) -> list[str]:
     return lines
 
 
+def _decision(decision: Decision) -> list[str]:
+    """The lines under the verdict (a model each, the best configuration, the baseline) and
+    what to do, numbered."""
+    lines = [f"- {severity_prefix(t.severity)}{inline(t.text)}" for t in decision.lines()]
+    if lines:
+        lines.append("")
+    if decision.actions:
+        lines += ["**What to do**", ""]
+        lines += [f"{n}. {inline(t.text)}" for n, t in enumerate(decision.actions, 1)]
+        lines.append("")
+    return lines
+
+
 def _sources(report: Report) -> list[str]:
     if not report.sources:
         return []
@@ -162,13 +178,24 @@ def _link_target(target: str) -> str:
 
 
 def _full_report(report: Report) -> list[str]:
-    """Where the charts and every table are: a link to the HTML report, or how to make it."""
-    if report.html_report:
+    """Where the charts and every table are: a link where the HTML report has a URL
+    (`--html-link`), since a PR comment resolves nothing else; a file path is named as text,
+    never linked (a relative link breaks once the comment is posted); else how to make it."""
+    if report.html_report and _is_url(report.html_report):
         target = _link_target(report.html_report)
         return [f"**Full report** (charts, every table): [{escape(report.html_report)}]({target})"]
+    if report.html_report:
+        return [
+            f"**Full report** (charts, every table): {escape(report.html_report)} on the machine "
+            "that made this report (publish it and pass `--html-link URL` to link it here)"
+        ]
     source = report.source_path or "RESULTS"
     command = HTML_COMMAND.format(source=source)
     return [f"**Full report** (charts, every table): run {escape(command)}"]
+
+
+def _is_url(target: str) -> bool:
+    return urlsplit(target).scheme.lower() in ("http", "https")
 
 
 def _key_figures(block: KeyFigures) -> list[str]:

@@ -54,6 +54,13 @@ def _header(report: Report) -> Iterator[RenderableType]:
     yield _text(report.title, "bold")
     if report.headline is not None:
         yield _prose(severity_prefix(report.headline.severity) + report.headline.text, "bold")
+    if report.decision is not None:
+        for line in report.decision.lines():
+            yield _prose(f"  - {severity_prefix(line.severity)}{line.text}")
+        if report.decision.actions:
+            yield _text("What to do:", "bold")
+            for number, action in enumerate(report.decision.actions, 1):
+                yield _prose(f"  {number}. {action.text}")
     for label, value in (
         ("hardware", report.hardware),
         ("measured", report.measured),

@@ -37,6 +37,7 @@ from torchscale.report.model import (
     Unavailable,
 )
 from torchscale.report.sections.context import Context, col, plural, records, text
+from torchscale.report.sections.words import footnote, plain, term_column
 
 MATCH_TEXT = {"definition": "same definition", "key": "same key (settings differ)"}
 # key figure labels, also read back by `gate_summary` (the CLI's exit code)
@@ -192,7 +193,7 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
             col("thr_p", "p", "float"),
             col("thr_detectable", f"Drop found {found}", "ratio_pct"),
             col("runs", "Runs (baseline vs now)"),
-            col("repeats", "Units judged (baseline vs now)"),
+            term_column("repeats", "units"),
             col("step_change", "Step p50 change", "change_pct"),
             col("step_p", "Step p50 p", "float"),
             col("verdict", "Verdict"),
@@ -200,12 +201,12 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
         rows=rows,
         note=f"change: median now / median baseline - 1; low, high: its {level} interval "
         f"(bootstrap; Welch's t on the log ratio below {SMALL} a side); p: the test on the "
-        "per-run figures where both sides hold several runs of the cell (units judged end in "
-        "'runs'), else on one run's per-repeat figures (none: too few); "
+        "per-run figures where both sides hold several runs of the cell (figures compared end "
+        "in 'runs'), else on one run's per-repeat figures (none: too few); "
         f"drop found {found}: the smallest throughput drop the rule would flag "
         f"{found} at the spread these figures show (an approximation from the "
         "interval's width): a 'no significant change' says nothing about smaller drops. "
-        "Verdict by the rule above",
+        "Verdict by the rule above. " + footnote(["units"]),
     )
 
 
@@ -237,8 +238,8 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
             col("eff_base", "Efficiency (baseline)", "ratio_pct"),
             col("eff_now", "Efficiency (now)", "ratio_pct"),
             col("eff_change", "Change", "change_pts"),
-            col("comm_base", "Exposed comm (baseline)", "ratio_pct"),
-            col("comm_now", "Exposed comm (now)", "ratio_pct"),
+            col("comm_base", f"{plain('exposed_comm')} (baseline)", "ratio_pct"),
+            col("comm_now", f"{plain('exposed_comm')} (now)", "ratio_pct"),
             col("mem_base", "Peak memory (baseline)", "bytes"),
             col("mem_now", "Peak memory (now)", "bytes"),
             col("mem_change", "Change", "change_pct"),
@@ -246,7 +247,8 @@ def _other_table(ctx: Context, comparison: Comparison) -> Table:
         ],
         rows=rows,
         note="no per-repeat figures for these: shown, never counted as regressions; the "
-        "efficiency's change is in percentage points (now - baseline), memory's relative",
+        "efficiency's change is in percentage points (now - baseline), memory's relative. "
+        + footnote(["exposed_comm"]),
     )
 
 

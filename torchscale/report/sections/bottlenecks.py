@@ -20,6 +20,7 @@ from torchscale.report.diagnosis_text import straggler_text, whatif_text
 from torchscale.report.model import (
     Block,
     Chart,
+    Finding,
     Findings,
     Heatmap,
     KeyFigure,
@@ -37,6 +38,7 @@ from torchscale.report.sections.diagnosis import (
     rank_wait_texts,
 )
 from torchscale.report.sections.findings import caveat_of, no_finding_text
+from torchscale.report.sections.words import TERMS, footnote, plain, term_column
 from torchscale.schema.cell_result import CellResult
 from torchscale.schema.profile_analysis import ProfileAnalysis
 
@@ -116,10 +118,10 @@ def _older_profile_figures(analysis: ProfileAnalysis) -> KeyFigures:
             note=why.get("collective_wait_pct", "all waiting inside collectives, hidden or not"),
         ),
         KeyFigure(
-            label="Exposed communication",
+            label=plain("exposed_comm"),
             value=analysis.exposed_comm_pct,
             format="pct",
-            note=why.get("exposed_comm_pct"),
+            note=why.get("exposed_comm_pct", TERMS["exposed_comm"].explained()),
         ),
         KeyFigure(
             label="Compute/communication overlap",
@@ -198,8 +200,11 @@ def _ranks_table(ref: ProfileRef, key: str) -> Table:
         )
     note = "medians over each rank's complete profiled steps; the straggler's row is marked"
     if waits:
-        wait = [col("wait_text", "Waiting for peers (share of its step)")]
-        note += "; waiting for peers: the run's diagnosis, each rank's mean wait over its mean step"
+        wait = [term_column("wait_text", "wait_for_peers", suffix=" (share of its step)")]
+        note += (
+            "; waiting for slower ranks: the run's diagnosis, each rank's mean wait over its mean "
+            f"step. {footnote(['wait_for_peers'])}"
+        )
     elif diagnosis is not None:
         wait = []
         note += "; no per-rank wait for peers: the diagnosis holds none (waits not separable)"
@@ -524,10 +529,26 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     return blocks, unavailable
 
 
+HOST_FIRST = (
+    "Fix the host first: these runs shared their machine with other processes, so the findings "
+    "below may be the machine's rather than the workload's; their recommendations tune the "
+    "workload and come after a rerun on an idle node."
+)
+
+
+def secondary(finding: Finding) -> Finding:
+    """A finding measured on a machine that spoiled the numbers: shown, but not in a
+    problem's colour, so that it does not lead the fix of the host (issue 40)."""
+    return finding.model_copy(update={"severity": "info"})
+
+
 def build(ctx: Context) -> Section:
     """All findings by cost, each profile's figures and heatmap, and the runs' warnings."""
     blocks: list[Block] = []
-    if ctx.findings:
+    if ctx.findings and ctx.host_first:
+        blocks.append(Text(text=HOST_FIRST, severity="bad"))
+        blocks.append(Findings(findings=[secondary(f) for f in ctx.findings]))
+    elif ctx.findings:
         blocks.append(Findings(findings=ctx.findings))
     else:
         blocks.append(Text(text=f"No finding: {no_finding_text(ctx)}.", severity="good"))

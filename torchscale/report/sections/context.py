@@ -35,6 +35,7 @@ from torchscale.schema.cell_result import CellResult, Diagnosis
 
 if TYPE_CHECKING:
     from torchscale.report.request import ReportOptions
+    from torchscale.report.sections.usability import Usability
 
 CELL_COLUMNS = ["experiment", *COLUMNS, "schema_version"]
 SORT_COLUMNS = [
@@ -261,6 +262,27 @@ class Context:
     comparison: Comparison | None = None
     baseline_cells: pd.DataFrame | None = None
     findings: list[Finding] = field(default_factory=list)
+    usability: Usability | None = None  # can the numbers be used (set once by build_report)
+    # tables more than one section reads (the weak-scaling rows, the priced cells), computed
+    # once per report by the function that owns them
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def host_first(self) -> bool:
+        """The machine spoiled the numbers: fixing the host comes before tuning the workload,
+        so the bottleneck findings are shown second to that (issue 40)."""
+        return self.usability is not None and self.usability.host_first
+
+    def nothing_measured(self) -> str:
+        """Why a sweep figure is missing when no cell was measured: 'no cell finished ok', or
+        where there is no sweep at all, what the sources hold instead (never "no cell
+        finished ok" of a profile-only report)."""
+        if len(self.cells) or self.unreadable:
+            return "no cell finished ok: nothing measured"
+        return (
+            f"no benchmark sweep in the sources ({self.other_contents()}): "
+            "`torchscale benchmark` measures it"
+        )
 
     @property
     def ok(self) -> pd.DataFrame:

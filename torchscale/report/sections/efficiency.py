@@ -37,22 +37,12 @@ from torchscale.report.sections.context import (
     records,
 )
 from torchscale.report.sections.summary import NO_PRICE, priced_cells
+from torchscale.report.sections.words import footnote, plain, term_column
 from torchscale.schema.cell_result import PART_NAMES, Diagnosis
 
-PART_LABELS = {
-    "compute": "Compute",
-    "data": "Data",
-    "wait_for_peers": "Waiting for peers",
-    "exposed_transfer": "Exposed transfer",
-    "rest": "Rest",
-}
-PART_SERIES = {
-    "compute": "compute (own work: forward, backward, optimizer)",
-    "data": "data (waiting for the batch)",
-    "wait_for_peers": "waiting for peers (load imbalance)",
-    "exposed_transfer": "exposed transfer (communication not hidden)",
-    "rest": "rest (between the phases)",
-}
+# the parts of the step in plain words (headings and legends); their technical terms are
+# the tooltip and the footnote (sections.words)
+PART_LABELS = {name: plain(name) for name in PART_NAMES}
 INSIDE_NOISE = "parts not measurable above noise (together)"
 EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
 
@@ -159,7 +149,7 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
             col("cell", "Cell"),
             col("gpus", units.world, "int"),
             col("step_text", "Step (mean)"),
-            *(col(f"{name}_text", PART_LABELS[name]) for name in PART_NAMES),
+            *(term_column(f"{name}_text", name) for name in PART_NAMES),
             *decided,
         ],
         rows=rows,
@@ -169,7 +159,7 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
         "of any rank at that step) + rest (between the phases); means over ranks and steps, "
         "so the five shares add up to the step; [low, high]: the 95 % interval of a block "
         "bootstrap over the steps, as the terminal prints it; 'not measurable': the interval "
-        "reaches 0, the share could be none (its upper end in brackets)",
+        "reaches 0, the share could be none (its upper end in brackets). " + footnote(PART_NAMES),
     )
 
 
@@ -183,7 +173,7 @@ def _attribution_chart(rows: list[dict[str, Any]]) -> Chart | None:
     for name in PART_NAMES:
         values = [r.get(f"{name}_share") for r in rows]
         if any(v is not None for v in values):
-            series.append(Series(name=PART_SERIES[name], x=list(x), y=values))
+            series.append(Series(name=PART_LABELS[name], x=list(x), y=values))
     noise = []
     for r in rows:
         known = sum(r.get(f"{name}_share") or 0.0 for name in PART_NAMES)
@@ -201,7 +191,8 @@ def _attribution_chart(rows: list[dict[str, Any]]) -> Chart | None:
         series=series,
         note="the one model of the step: the five parts add up to the mean step by "
         "construction, so every bar reaches 100 %; parts whose interval reaches 0 are drawn "
-        "together as one segment, their sum (each one's interval is in the table)",
+        "together as one segment, their sum (each one's interval is in the table). "
+        + footnote(PART_NAMES),
     )
 
 
@@ -488,7 +479,7 @@ def build(ctx: Context) -> Section:
     blocks: list[Block] = []
     unavailable: dict[str, str] = {}
     if ctx.ok.empty:
-        unavailable["efficiency"] = "no sweep cell finished ok: nothing measured"
+        unavailable["efficiency"] = ctx.nothing_measured()
         return Section(id="efficiency", title="Efficiency", blocks=[Unavailable(items=unavailable)])
     table, missing = _compute_table(ctx)
     blocks.append(table)

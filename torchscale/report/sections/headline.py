@@ -1,12 +1,18 @@
-"""The report's header, for a stakeholder who reads ten seconds: the hardware, the dates the runs
-started, the configs' description, and one sentence of verdict ("On 8 x H100 80GB HBM3, gpt2
-scales at 92-96 % of linear to 8 GPUs at $0.41 per M tokens; 2 of 24 cells noisy.").
+"""The report's header, for a stakeholder who reads ten seconds: the decision first (issue 40),
+then the hardware, the dates the runs started and the configs' description.
 
-The verdict says only what the report already holds, one value per quantity: each model's
-scaling efficiency as its 95 % interval (the summary's figure, the same row), its cost there
-when priced, and how many cells are noisy, failed, unreadable or regressed. An efficiency whose
-interval holds 100 % is "linear within noise" and one that cannot be told is "not measurable",
-never a bare figure inside its noise; CPU ranks are "CPU ranks", never "GPUs"."""
+The headline sentence says whether the numbers can be used and, if not, why and what to do
+("These numbers cannot be used: 1.4-1.8 of 2 cores taken by other processes in every cell:
+rerun on an idle node.", `usability`). Under it, the `Decision`: one plain line per model over
+every configuration it ran ("tiny-gpt2 scales to 2 CPU ranks linearly within noise with batch
+16 and at 74-84 % of linear with batch 32"), the best configuration only where it leads the
+next beyond noise (`best`), the verdict against a baseline, and what to fix or buy, the host
+first where the host spoiled the numbers. A source without a sweep gets its runs' own verdict
+(`run_verdicts`: a profiled run's diagnosis, a comm run's bandwidth).
+
+Every figure is one the report already holds, one value per quantity: an efficiency as its 95 %
+interval, "linearly within noise" where the interval holds 100 %, "not measurably" where nothing
+can tell; CPU ranks are "CPU ranks", never "GPUs"."""
 
 from __future__ import annotations
 
@@ -21,8 +27,9 @@ import pandas as pd
 from torchscale.analysis.numbers import finite
 from torchscale.analysis.regressions import RUN_COLUMN, Comparison
 from torchscale.report.estimates import efficiency_kind
-from torchscale.report.model import Severity, Text
+from torchscale.report.model import Decision, Severity, Text
 from torchscale.report.sections.baseline import largest_change_items, unconfirmed
+from torchscale.report.sections.best import NO_CLEAR_BEST, Pick, by_cost, by_throughput, lead_text
 from torchscale.report.sections.context import (
     Context,
     efficiency_severity,
@@ -31,13 +38,22 @@ from torchscale.report.sections.context import (
     plural,
     ranks,
     records,
-    reliability_counts,
     throughput_text,
 )
-from torchscale.report.sections.summary import largest_scaled, pooled_priced, weak_scaling
+from torchscale.report.sections.run_verdicts import (
+    ordered_profiles,
+    profile_lines,
+    run_verdict,
+)
+from torchscale.report.sections.summary import pooled_priced, weak_scaling
+from torchscale.report.sections.usability import Usability, judge
 from torchscale.schema.cell_result import CellResult
 
-MAX_NAMED_MODELS = 2  # more: the least efficient is named, the others counted
+MAX_MODEL_LINES = 6  # one line per model; more are counted (the summary's table lists all)
+MAX_GROUPS = 4  # configurations named in a model's line; beyond, the lowest and highest
+MAX_PROFILE_LINES = 2  # profiled runs named under a sweep's models
+MAX_ACTIONS = 4
+TOO_WIDE = 1.0  # an efficiency interval wider than 100 points tells nothing: "not measurably"
 MAX_DESCRIPTION = 300  # characters of the configs' description in the header
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _VENDOR_PREFIX = re.compile(r"^NVIDIA\s+", re.IGNORECASE)
@@ -170,6 +186,215 @@ def description(ctx: Context) -> str | None:
 # ---------------------------------------------------------------- the verdict
 
 
+def efficiency_phrase(efficiency: float | None, low: float | None, high: float | None) -> str:
+    """How one configuration scales, in a few words: '74-84 % of linear', 'linear within
+    noise', 'super-linear (110-130 %: check for cache effects)', '90.0 % of linear (one
+    repeat)', 'not measurable (above linear on one repeat)', and 'not measurable (23-426 % of
+    linear)' where the interval is wider than linear itself (TOO_WIDE): such a range says
+    nothing about how the model scales."""
+    kind = efficiency_kind(efficiency, low, high)
+    if efficiency is None:
+        return "not measurable"
+    if low is not None and high is not None and high - low > TOO_WIDE:
+        return f"not measurable ({pct_range(low, high)} of linear)"
+    if kind == "above linear":
+        return "not measurable (above linear on one repeat)"
+    if kind == "linear within noise":
+        return "linear within noise"
+    if low is None or high is None:
+        return f"{fmt(efficiency, 'ratio_pct')} of linear (one repeat)"
+    if kind == "super-linear":
+        return f"super-linear ({pct_range(low, high)}: check for cache effects)"
+    return f"{pct_range(low, high)} of linear"
+
+
+def _span(row: dict[str, Any]) -> str:
+    """'from 1 to 2 CPU ranks', 'to 8 GPUs' (from one rank: its base is plain)."""
+    base = integer(row["base_world_size"])
+    to = ranks(row["world_size"], row["device"])
+    return f"from {base} to {to}" if base and base > 1 else f"to {to}"
+
+
+def _group_names(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
+    """What tells a model's configurations apart, plainly: 'batch 16' where only the batch
+    differs, else the group's name ('b16 fp32 ddp')."""
+    keys = ("precision", "strategy", "device", "experiment")
+    alike = all(len({str(r.get(k)) for r in rows}) == 1 for k in keys)
+    if alike:
+        return [f"batch {integer(r['batch_size'])}" for r in rows]
+    return [ctx.group_name(r) for r in rows]
+
+
+def _largest_per_group(scaled: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each configuration's row at its largest world size (the fastest there), batch order.
+    Over plain rows: a 500-cell sweep has a hundred groups."""
+    best: dict[Any, dict[str, Any]] = {}
+    for row in records(scaled):
+        key = (finite(row["world_size"]) or 0.0, finite(row["samples_per_s"]) or 0.0)
+        held = best.get(row["group"])
+        if held is None or key > (
+            finite(held["world_size"]) or 0.0,
+            finite(held["samples_per_s"]) or 0.0,
+        ):
+            best[row["group"]] = row
+    return sorted(best.values(), key=lambda r: (integer(r["batch_size"]) or 0, str(r["group"])))
+
+
+def _scaling_line(ctx: Context, model: str, rows: list[dict[str, Any]]) -> str:
+    """'tiny-gpt2, scaling to 2 CPU ranks: linear within noise with batch 16, 74-84 % of
+    linear with batch 32': every configuration of the model at its largest world size; beyond
+    MAX_GROUPS the lowest and the highest, with the count."""
+    groups = _group_names(ctx, rows)
+    spans = {_span(r) for r in rows}
+    shared = spans.pop() if len(spans) == 1 else None
+    phrases = [
+        efficiency_phrase(
+            finite(r["efficiency"]), finite(r["efficiency_low"]), finite(r["efficiency_high"])
+        )
+        + (f" with {g}" if shared else f" {_span(r)} with {g}")
+        for g, r in zip(groups, rows, strict=True)
+    ]
+    lead = f"{model}, scaling {shared}" if shared else f"{model}, scaling"
+    if len(rows) <= MAX_GROUPS:
+        return f"{lead}: {', '.join(phrases)}"
+    order = sorted(range(len(rows)), key=lambda i: finite(rows[i]["efficiency"]) or 0.0)
+    low, high = phrases[order[0]], phrases[order[-1]]
+    return f"{lead} over {len(rows)} configurations: from {low} to {high}"
+
+
+def _single_size_line(ctx: Context, model: str) -> str:
+    """A model measured at one world size: its best throughput, of how many configurations."""
+    pooled = ctx.pooled
+    measured = pooled[
+        (pooled["model_label"] == model) & pd.to_numeric(pooled["samples_per_s"]).notna()
+    ]
+    best = dict(measured.loc[pd.to_numeric(measured["samples_per_s"]).idxmax()])
+    where = ranks(best["world_size"], best["device"])
+    runs = finite(best.get(RUN_COLUMN)) or 1
+    median = f" (median of {int(runs)} runs)" if runs > 1 else ""
+    of = f", the fastest of {len(measured)} configurations" if len(measured) > 1 else ""
+    config = f" with {ctx.label(best, model=False)}" if len(measured) > 1 else ""
+    return f"{model} reaches {throughput_text(best)} samples/s{median} on {where}{config}{of}"
+
+
+def _cheapest(ctx: Context, pick: Pick | None) -> str:
+    """'; cheapest $0.06 per M tokens (b8 x2 fp32 ddp)', ' at $0.41 per M tokens' where one
+    configuration was priced, '' without a price."""
+    if pick is None:
+        return ""
+    row = pick.row
+    tokens = finite(row.get("cost_per_m_tokens"))
+    money = (
+        f"{fmt(tokens, 'money')} per M tokens"
+        if tokens is not None
+        else f"{fmt(finite(row.get('cost_per_m_samples')), 'money')} per M samples"
+    )
+    if pick.runner_up is None:  # one priced configuration: its cost, nothing to compare
+        return f" at {money}"
+    return f"; cheapest {money} ({ctx.label(row, model=False)})"
+
+
+def _model_line(
+    ctx: Context, model: str, weak: pd.DataFrame, priced: pd.DataFrame | None, usable: bool
+) -> Text:
+    """One plain line per model over every configuration it ran (issue 40: never one batch
+    size standing for the model)."""
+    scaled = weak[(weak["model_label"] == model) & (weak["world_size"] > weak["base_world_size"])]
+    cost = _cheapest(ctx, by_cost(priced, model))
+    if scaled.empty:
+        return Text(text=_single_size_line(ctx, model) + cost, severity="info")
+    rows = _largest_per_group(scaled)
+    severity: Severity = "info"
+    if usable:
+        severity = _worst(
+            efficiency_severity(
+                finite(r["efficiency"]), finite(r["efficiency_low"]), finite(r["efficiency_high"])
+            )
+            for r in rows
+        )
+    return Text(text=_scaling_line(ctx, model, rows) + cost, severity=severity)
+
+
+def _model_lines(ctx: Context, priced: pd.DataFrame | None, usable: bool) -> list[Text]:
+    measured = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
+    models = sorted(set(measured["model_label"].astype(str)))
+    weak = weak_scaling(ctx)
+    lines = [_model_line(ctx, m, weak, priced, usable) for m in models[:MAX_MODEL_LINES]]
+    if len(models) > MAX_MODEL_LINES:
+        more = plural(len(models) - MAX_MODEL_LINES, "more model")
+        lines.append(Text(text=f"{more} in the summary's table", severity="info"))
+    return lines
+
+
+def _best_line(ctx: Context, priced: pd.DataFrame | None, usable: Usability) -> Text | None:
+    """'Best configuration by cost: tiny-gpt2 b32 x2 fp32 ddp (b16 x2 fp32 ddp costs +35 %
+    [+20, +52] more per sample); tiny-mlp: no clear best (within noise: ...)'. A best is named
+    only where it leads the next beyond noise, and none where the numbers cannot be used."""
+    measured = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
+    models = sorted(set(measured["model_label"].astype(str)))[:MAX_MODEL_LINES]
+    if not models:
+        return None
+    if usable.usable == "no":
+        return Text(text="Best configuration: none named (these numbers cannot be used).")
+    by = "cost" if priced is not None else "throughput"
+    picks = [
+        (by_cost(priced, m) if priced is not None else None) or by_throughput(ctx, m)
+        for m in models
+    ]
+    parts = []
+    for pick in picks:
+        if pick is None:
+            continue
+        config = ctx.label(pick.row)
+        other = ctx.label(pick.runner_up) if pick.runner_up is not None else None
+        how = lead_text(pick, other)
+        if pick.runner_up is None or pick.clear:
+            parts.append(f"{config} ({how})")
+        else:
+            parts.append(f"{pick.model}: {NO_CLEAR_BEST}: {config} is {how}")
+    clear = all(p is not None and p.clear for p in picks)
+    return Text(
+        text=f"Best configuration by {by}: {'; '.join(parts)}.",
+        severity="good" if clear else "info",
+    )
+
+
+def _baseline_line(ctx: Context) -> Text | None:
+    if ctx.comparison is None:
+        return None
+    against = ", ".join(s.name for s in ctx.baseline.experiments) if ctx.baseline else ""
+    largest = largest_change_items(ctx, ctx.comparison, 1)
+    phrase, severity = baseline_phrase(ctx.comparison, against, largest[0] if largest else None)
+    return Text(text=phrase[:1].upper() + phrase[1:] + ".", severity=severity)
+
+
+def _actions(ctx: Context, usable: Usability) -> list[Text]:
+    """What to fix or buy, most urgent first: the host or the repeats where they spoiled the
+    numbers, the failed cells, the regressions, then (only where the numbers can be used)
+    the costliest bottleneck's recommendation."""
+    said = [*usable.actions]
+    if ctx.comparison is not None and ctx.comparison.regressions:
+        said.append(
+            f"look into the {plural(ctx.comparison.regressions, 'regression')} against the "
+            "baseline (see Baseline)"
+        )
+    if not usable.host_first and usable.usable in ("yes", "with care") and ctx.findings:
+        top = ctx.findings[0]
+        cost = f" ({fmt(top.cost_pct, 'pct')} of the step)" if top.cost_pct is not None else ""
+        fix = f": {top.recommendation}" if top.recommendation else ""
+        said.append(f"{top.title}{cost}{fix}")
+    severity: Severity = "bad" if usable.usable == "no" else "warn"
+    texts = [
+        Text(text=_capital(a) + ("" if a.endswith(".") else "."), severity=severity)
+        for a in dict.fromkeys(said)
+    ]
+    return texts[:MAX_ACTIONS]
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def pct_range(low: float, high: float) -> str:
     """'92-96 %': an interval of ratios in whole percent, with one decimal where whole percent
     would print the two ends alike."""
@@ -177,154 +402,6 @@ def pct_range(low: float, high: float) -> str:
     if lo == hi or high - low < 0.02:
         lo, hi = f"{low * 100:.1f}", f"{high * 100:.1f}"
     return f"{lo}-{hi} %"
-
-
-def scaling_clause(
-    model: str,
-    efficiency: float | None,
-    low: float | None,
-    high: float | None,
-    span: str,
-    cost: str = "",
-) -> str:
-    """How a model scales, in one value: its efficiency's 95 % interval ('gpt2 scales at
-    92-96 % of linear to 8 GPUs'), 'linearly within noise' when the interval holds 100 %, and
-    'not measurable' where there is no figure to tell (above linear on one repeat). `span`:
-    'to 8 GPUs'; `cost`: ' at $0.41 per M tokens' or ''."""
-    kind = efficiency_kind(efficiency, low, high)
-    note = ""
-    if efficiency is None or kind == "above linear":
-        main = f"the scaling of {model} {span} is not measurable"
-        note = "above linear on one repeat" if efficiency is not None else ""
-    elif kind == "linear within noise":
-        main = f"{model} scales linearly within noise {span}"
-    elif low is None or high is None:
-        main = f"{model} scales at {fmt(efficiency, 'ratio_pct')} of linear {span}"
-        note = "one repeat: spread unknown"
-    elif kind == "super-linear":
-        main = f"{model} scales super-linearly {span}"
-        note = f"{pct_range(low, high)} of linear: check for cache effects"
-    else:
-        main = f"{model} scales at {pct_range(low, high)} of linear {span}"
-    return main + cost + (f" ({note})" if note else "")
-
-
-def _cost(priced: pd.DataFrame | None, row: dict[str, Any]) -> str:
-    """' at $0.41 per M tokens' (samples where the model has no tokens) for the cell `row`;
-    '' when it has no price."""
-    if priced is None:
-        return ""
-    match = priced[
-        (priced["cell_id"] == row["cell_id"]) & (priced["experiment"] == row["experiment"])
-    ]
-    if match.empty:
-        return ""
-    cost = match.iloc[0]
-    tokens = finite(cost["cost_per_m_tokens"])
-    if tokens is not None:
-        return f" at {fmt(tokens, 'money')} per M tokens"
-    samples = finite(cost["cost_per_m_samples"])
-    return "" if samples is None else f" at {fmt(samples, 'money')} per M samples"
-
-
-@dataclass(frozen=True)
-class _Clause:
-    text: str
-    efficiency: float | None
-    severity: Severity
-
-
-def _model_clause(
-    ctx: Context,
-    model: str,
-    weak: pd.DataFrame,
-    priced: pd.DataFrame | None,
-    subject: str | None = None,
-) -> _Clause:
-    """'gpt2 scales at 92-96 % of linear to 8 GPUs at $0.41 per M tokens', or for a model
-    measured at one size, its best throughput there. `subject` names the model in the
-    sentence (default: its label)."""
-    subject = subject or model
-    row = largest_scaled(weak, model)
-    if row is None:
-        pooled = ctx.pooled
-        measured = pooled[
-            (pooled["model_label"] == model) & pd.to_numeric(pooled["samples_per_s"]).notna()
-        ]
-        best = dict(measured.loc[pd.to_numeric(measured["samples_per_s"]).idxmax()])
-        where = ranks(best["world_size"], best["device"])
-        runs = finite(best.get(RUN_COLUMN)) or 1
-        median = f" (median of {int(runs)} runs)" if runs > 1 else ""
-        text = f"{subject} reaches {throughput_text(best)} samples/s{median} on {where}"
-        return _Clause(text + _cost(priced, best), None, "info")
-    efficiency = finite(row["efficiency"])
-    low, high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
-    base = integer(row["base_world_size"])
-    to = ranks(row["world_size"], row["device"])
-    span = f"from {base} to {to}" if base and base > 1 else f"to {to}"
-    text = scaling_clause(subject, efficiency, low, high, span, _cost(priced, row))
-    return _Clause(text, efficiency, efficiency_severity(efficiency, low, high))
-
-
-def _model_clauses(ctx: Context, priced: pd.DataFrame | None) -> list[_Clause]:
-    """One clause per model, or beyond MAX_NAMED_MODELS the least efficient one named and the
-    others counted (a sentence, not a table)."""
-    measured = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
-    models = sorted(set(measured["model_label"].astype(str)))
-    weak = weak_scaling(ctx)
-    clauses = {model: _model_clause(ctx, model, weak, priced) for model in models}
-    if len(clauses) <= MAX_NAMED_MODELS:
-        return list(clauses.values())
-    scaled = [m for m, c in clauses.items() if c.efficiency is not None]
-    if scaled:
-        worst = min(scaled, key=lambda m: clauses[m].efficiency or 0.0)
-        subject = f"the least efficient of {len(models)} models, {worst},"
-    else:
-        worst = models[0]
-        subject = f"the first of {len(models)} models, {worst},"
-    others = plural(len(models) - 1, "other model")
-    return [
-        _model_clause(ctx, worst, weak, priced, subject),
-        _Clause(f"{others} in the summary", None, "info"),
-    ]
-
-
-def _counts(ctx: Context) -> tuple[list[str], Severity]:
-    """'6 of 8 cells readable', '2 failed', '2 of 24 cells noisy' / 'all 24 cells reliable',
-    regressions against the baseline; and the worst severity among them."""
-    parts: list[str] = []
-    severity: Severity = "good"
-    cells = ctx.cells
-    readable, unreadable = len(cells), ctx.unreadable
-    if unreadable:
-        parts.append(f"{readable} of {readable + unreadable} cells readable")
-        severity = "bad"
-    failed = int(cells["status"].isin(["failed", "oom", "timeout"]).sum())
-    if failed:
-        parts.append(f"{failed} of {len(cells)} cells failed")
-        severity = "bad"
-    measured = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
-    found = reliability_counts(measured)
-    noisy, unknown = len(found["noisy"]), len(found["spread unknown"])
-    if noisy:
-        parts.append(f"{noisy} of {len(measured)} cells noisy")
-    if unknown:
-        parts.append(f"{unknown} of {len(measured)} of one repeat (spread unknown)")
-    if len(measured) and not noisy and not unknown:
-        parts.append(
-            f"all {len(measured)} cells reliable" if len(measured) > 1 else "measured reliably"
-        )
-    if (noisy or unknown) and severity == "good":
-        severity = "warn"
-    if ctx.comparison is not None:
-        against = ", ".join(s.name for s in ctx.baseline.experiments) if ctx.baseline else ""
-        largest = largest_change_items(ctx, ctx.comparison, 1)
-        phrase, baseline_severity = baseline_phrase(
-            ctx.comparison, against, largest[0] if largest else None
-        )
-        parts.append(phrase)
-        severity = _worst([severity, baseline_severity])
-    return parts, severity
 
 
 def baseline_phrase(
@@ -368,24 +445,27 @@ def _worst(severities: Iterable[Severity]) -> Severity:
     return max(said, key=lambda s: _ORDER[s], default="info")
 
 
-def verdict(ctx: Context) -> Text | None:
-    """The one-sentence verdict (see the module docstring); None when the sources hold nothing
-    to judge."""
-    where = hardware(ctx)
-    opening = f"On {where}, " if where else "On hardware not recorded, "
-    counts, count_severity = _counts(ctx)
-    if ctx.ok.empty or pd.to_numeric(ctx.ok["samples_per_s"]).notna().sum() == 0:
-        if len(ctx.cells):
-            body = "no cell finished ok"
-        elif ctx.unreadable:
-            body = "no cell result could be read"
-        else:
-            body = f"no benchmark sweep ({ctx.other_contents()}; see the sections below)"
-        tail = f"; {', '.join(counts)}" if counts else ""
-        severity: Severity = "bad" if len(ctx.cells) or ctx.unreadable else "info"
-        return Text(text=f"{opening}{body}{tail}.", severity=severity)
-    clauses = _model_clauses(ctx, pooled_priced(ctx))
-    body = "; ".join(c.text for c in clauses)
-    tail = f"; {', '.join(counts)}" if counts else ""
-    severity = _worst([count_severity, *(c.severity for c in clauses)])
-    return Text(text=f"{opening}{body}{tail}.", severity=severity)
+def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
+    """The headline sentence and the decision under it (see the module docstring); a
+    profile-only or comm-only source gets its own (`run_verdicts`); (None, None) when the
+    sources hold nothing to judge."""
+    if not len(ctx.cells) and not ctx.unreadable:
+        return run_verdict(ctx)
+    usable = ctx.usability if ctx.usability is not None else judge(ctx)
+    headline = Text(text=usable.sentence(), severity=usable.severity)
+    priced = pooled_priced(ctx)
+    measured = usable.usable != "nothing to judge"
+    decision = Decision(
+        usable=usable.usable,
+        models=_model_lines(ctx, priced, usable.usable != "no") if measured else [],
+        best=_best_line(ctx, priced, usable) if measured else None,
+        baseline=_baseline_line(ctx),
+        actions=_actions(ctx, usable),
+    )
+    diagnosed = [
+        t
+        for t, ref in zip(profile_lines(ctx), ordered_profiles(ctx), strict=True)
+        if ref.diagnosis is not None
+    ]
+    decision.models.extend(diagnosed[:MAX_PROFILE_LINES])
+    return headline, decision

@@ -32,6 +32,7 @@ from torchscale.report.sections.context import (
 )
 from torchscale.report.sections.diagnosis import caveat_text, disagreement_text, rank_wait_texts
 from torchscale.report.sections.findings import STRAGGLER_MIN, caveat_of
+from torchscale.report.sections.words import footnote, plain, term_column
 from torchscale.schema.cell_result import CellResult, Diagnosis, RankStats
 from torchscale.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
 
@@ -43,7 +44,7 @@ PHASE_LABELS = {
     "data": "Data",
     "forward": "Forward",
     "backward": "Backward",
-    "grad_sync_wait": "Grad-sync wait",
+    "grad_sync_wait": plain("grad_sync_wait"),
     "optimizer": "Optimizer",
 }
 
@@ -339,6 +340,7 @@ def _ranks_table(sources: list[RankSource]) -> Table:
             f"; {MAX_RANKS_PER_CELL} ranks with the highest compute time shown for "
             + ", ".join(limited)
         )
+    note += f". {footnote(['wait_for_peers'])}"
     return Table(
         id="latency-ranks",
         title="Per-rank step and phase times",
@@ -351,7 +353,7 @@ def _ranks_table(sources: list[RankSource]) -> Table:
             col("step_cv", "Step CV", "ratio_pct"),
             col("compute_s", "Compute (no_sync)", "seconds"),
             *(col(seconds_column(p), PHASE_LABELS[p], "seconds") for p in TABLE_PHASES),
-            col("wait_text", "Waiting for peers (share of its step)"),
+            term_column("wait_text", "wait_for_peers", suffix=" (share of its step)"),
             col("role", "Straggler"),
         ],
         rows=rows,
@@ -383,7 +385,7 @@ def _phase_chart(source: RankSource) -> Chart:
     for phase in STEP_PHASES:
         values = [finite(getattr(r.phases, phase)) if r.phases else None for r in ranks]
         if any(v is not None for v in values):
-            series.append(Series(name=phase, x=list(x), y=values))
+            series.append(Series(name=PHASE_LABELS[phase], x=list(x), y=values))
     straggler = source.result.straggler
     note = "median seconds per phase over the synchronised steps"
     diagnosis = source.diagnosis
@@ -414,6 +416,8 @@ def _phase_chart(source: RankSource) -> Chart:
         )
     if source.caveat:
         note += f"; {caveat_text(source.caveat)}"
+    if any(s.name == PHASE_LABELS["grad_sync_wait"] for s in series):
+        note += f". {footnote(['grad_sync_wait'])}"
     return Chart(
         id=f"latency-phases-{slug(source.key)}",
         title=f"{source.label}: phase times per rank",
@@ -445,7 +449,7 @@ def build(ctx: Context) -> Section:
     blocks: list[Block] = []
     unavailable: dict[str, str] = {}
     if ctx.ok.empty:
-        unavailable["throughput and step-time statistics"] = "no sweep cell finished ok"
+        unavailable["throughput and step-time statistics"] = ctx.nothing_measured()
     else:
         blocks.append(_stats_table(ctx))
         reliability = _reliability_table(ctx)

@@ -287,7 +287,7 @@ def build(ctx: Context) -> Section:
     weak_columns = ["experiment", *GROUP_COLUMNS]
     weak = scaling_table(ctx.cells, weak_columns, min_world_sizes=2)
     if ctx.ok.empty:
-        unavailable["scaling"] = "no cell finished ok: nothing measured"
+        unavailable["scaling"] = ctx.nothing_measured()
     elif weak.empty:
         unavailable["weak scaling"] = (
             "every model was measured at one GPU count only: add gpu_counts to scale over"

@@ -38,6 +38,7 @@ from torchscale.report.sections.context import (
     text,
 )
 from torchscale.report.sections.scaling import spans_decades
+from torchscale.report.sections.words import footnote, plain, term_column
 from torchscale.schema.cell_result import Diagnosis
 
 GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
@@ -145,8 +146,8 @@ def _table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
             col("static", "Static memory per rank", "bytes"),
             col("vs_ddp", "Static vs DDP", "ratio_pct"),
             col("peak", "Peak memory (largest rank)", "bytes"),
-            col("exposed", "Exposed transfer", "ratio_pct"),
-            col("waiting", "Waiting for peers", "ratio_pct"),
+            term_column("exposed", "exposed_transfer", "ratio_pct"),
+            term_column("waiting", "wait_for_peers", "ratio_pct"),
             col("method", "Communication method"),
             col("bubble", "Bubble measured", "ratio_pct"),
             col("bubble_theory", "Bubble theory", "ratio_pct"),
@@ -160,7 +161,10 @@ def _table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
         "pipelines: 1 - busy / step per stage rank, beside (p-1)/(v*m+p-1); '-': not "
         "measured for that strategy (docs/strategies.md); results of schema 8 give the step "
         "model's shares ± half their 95 % interval ([low, high] where lopsided), 'not "
-        "measurable' inside the noise. " + MFU_CONVENTION,
+        "measurable' inside the noise. "
+        + MFU_CONVENTION
+        + " "
+        + footnote(["exposed_transfer", "wait_for_peers"]),
     )
 
 
@@ -226,7 +230,7 @@ def build(ctx: Context) -> Section | None:
         ),
         _chart(
             "strategies-communication",
-            "Exposed transfer by layout (waiting for peers excluded)",
+            f"{plain('exposed_transfer')} by layout ({plain('wait_for_peers').lower()} excluded)",
             "share of the step",
             "ratio_pct",
             rows,

@@ -6,6 +6,7 @@ findings, one line each. A check mark goes only to a reliable cell's figures."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -20,6 +21,7 @@ from torchscale.report.estimates import (
     SUPER_LINEAR_NOTE,
     efficiency_kind,
     efficiency_text,
+    supported_rate,
 )
 from torchscale.report.model import (
     Block,
@@ -37,6 +39,8 @@ from torchscale.report.sections.baseline import (
     regression_figure,
     unconfirmed,
 )
+from torchscale.report.sections.best import NO_CLEAR_BEST, Pick, by_cost, by_throughput, lead_text
+from torchscale.report.sections.bottlenecks import HOST_FIRST
 from torchscale.report.sections.context import (
     Context,
     RankUnits,
@@ -57,6 +61,7 @@ from torchscale.report.sections.context import (
 )
 from torchscale.report.sections.diagnosis import diagnoses_table
 from torchscale.report.sections.findings import no_finding_text
+from torchscale.report.sections.words import term_column
 from torchscale.thresholds import CV_WARN_THRESHOLD
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
@@ -98,6 +103,13 @@ def pooled_priced(ctx: Context) -> pd.DataFrame | None:
     throughput over the runs (at the price of its runs: their median), so the summary's and
     the headline's cost is of the same figure as their throughput. None when no cell has a
     price."""
+    if "pooled_priced" not in ctx.memo:
+        ctx.memo["pooled_priced"] = _pooled_priced(ctx)
+    found: pd.DataFrame | None = ctx.memo["pooled_priced"]
+    return found
+
+
+def _pooled_priced(ctx: Context) -> pd.DataFrame | None:
     prices = cell_prices(ctx)
     if prices.isna().all():
         return None
@@ -127,27 +139,38 @@ def price_text(priced: pd.DataFrame, units: RankUnits) -> str:
     return units.say("at each result set's price per GPU-hour")
 
 
-def _config(ctx: Context, row: pd.Series) -> str:
+def _config(ctx: Context, row: Mapping[str, Any] | pd.Series) -> str:
     return ctx.label(row, model=False)
 
 
 def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]]:
-    rows = []
+    """Per model its best configuration by throughput and, when priced, by cost (one row when
+    the same cell wins both), each with its lead over the next one: a best is called so only
+    where that lead is beyond noise ("no clear best (within noise)" otherwise)."""
+    rows: list[dict[str, Any]] = []
     ok = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
-    for model, group in ok.groupby("model_label", sort=True):
-        picks = [("throughput", group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()])]
-        if priced is not None:
-            costs = priced[priced["model_label"] == model]
-            if len(costs):
-                cheapest = costs.loc[pd.to_numeric(costs["cost_per_m_samples"]).idxmin()]
-                if cheapest["cell_id"] != picks[0][1]["cell_id"]:
-                    picks.append(("cost", cheapest))
-                else:
-                    picks[0] = ("throughput and cost", cheapest)
-        for best_by, row in picks:
+    for model in sorted(set(ok["model_label"].astype(str))):
+        fastest = by_throughput(ctx, model)
+        if fastest is None:
+            continue
+        picks: list[tuple[str, Pick]] = [("throughput", fastest)]
+        cheapest = by_cost(priced, model)
+        if cheapest is not None:
+            if cheapest.row["cell_id"] != fastest.row["cell_id"]:
+                picks.append(("cost", cheapest))
+            else:
+                picks = [("throughput and cost", fastest), ("", cheapest)]
+        for best_by, pick in picks:
+            row = pick.row
+            lead = lead_text(pick, ctx.label(pick.runner_up) if pick.runner_up else None)
+            if not best_by:  # the same cell's lead by cost, beside its lead by throughput
+                rows[-1]["lead"] += f"; by cost: {lead}"
+                continue
+            clear = pick.clear or pick.runner_up is None
             out = {
-                "model": str(model),
-                "best_by": best_by,
+                "model": model,
+                "best_by": best_by if clear else f"{best_by}: {NO_CLEAR_BEST}",
+                "lead": lead,
                 "config": _config(ctx, row),
                 "gpus": integer(row["world_size"]),
                 "batch_per_gpu": integer(row["batch_size"]),
@@ -189,8 +212,12 @@ def _efficiency_cell(row: dict[str, Any]) -> str | None:
 def weak_scaling(ctx: Context) -> pd.DataFrame:
     """The weak-scaling rows of every group measured at two GPU counts or more (per
     experiment, the runs of a cell pooled: `ctx.pooled`): what the summary's and the
-    headline's efficiency figures are read from."""
-    return scaling_table(ctx.pooled, ["experiment", *GROUP_COLUMNS], min_world_sizes=2)
+    headline's efficiency figures are read from. Computed once per report."""
+    if "weak_scaling" not in ctx.memo:
+        columns = ["experiment", *GROUP_COLUMNS]
+        ctx.memo["weak_scaling"] = scaling_table(ctx.pooled, columns, min_world_sizes=2)
+    found: pd.DataFrame = ctx.memo["weak_scaling"]
+    return found
 
 
 def largest_scaled(weak: pd.DataFrame, model: str) -> dict[str, Any] | None:
@@ -360,11 +387,16 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             note += f"; {fmt(tokens, 'rate')} tokens/s"
         if not is_reliable(best):
             note += f"; {best['reliability']}: {best['reliability_reason']}"
+        shown, shown_as = supported_rate(
+            finite(best["samples_per_s"]),
+            finite(best["samples_per_s_low"]),
+            finite(best["samples_per_s_high"]),
+        )
         figures.append(
             KeyFigure(
                 label=f"Best throughput: {model}",
-                value=finite(best["samples_per_s"]),
-                format="rate",
+                value=shown,
+                format=shown_as,
                 note=note,
                 severity=reliability_severity(best),
             )
@@ -457,7 +489,8 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
     columns = [
         col("model", "Model"),
         col("best_by", "Best by"),
-        col("config", "Configuration"),
+        col("lead", "Ahead of the next"),
+        term_column("config", "config"),
         col("gpus", world, "int"),
         col("batch_per_gpu", batch, "int"),
         col("samples_per_s_text", "Samples/s ±95 %"),
@@ -475,7 +508,9 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
             columns.append(col("cost_per_m_tokens", "$ / M tokens", "money"))
     note = (
         "best by throughput: the highest global samples/s (median over repeats, with "
-        f"{PLUS_MINUS_NOTE})"
+        f"{PLUS_MINUS_NOTE}); ahead of the next: how far it leads the runner-up, with the 95 % "
+        "interval of that ratio (Welch's t on the log ratio below 4 figures a side, else a "
+        f"bootstrap): '{NO_CLEAR_BEST}' where that interval reaches 0, so the ranking is noise"
     )
     if priced is not None:
         note += (
@@ -528,23 +563,41 @@ def _lines(ctx: Context) -> list[Block]:
         changes = _changes_line(ctx, ctx.comparison)
         if changes is not None:
             lines.append(changes)
+    if ctx.findings and ctx.host_first:
+        lines.append(Text(text=HOST_FIRST, severity="bad"))
     for finding in ctx.findings[:TOP_FINDINGS]:
+        severity: Severity = "info" if ctx.host_first else finding.severity
         cost = (
             f"{fmt(finding.cost_pct, 'pct')} of the step: " if finding.cost_pct is not None else ""
         )
         where = _named(ctx, finding.source)
         said = "" if where in finding.title else f" ({where})"
         caveat = f" Caveat: {finding.caveat}." if finding.caveat else ""
-        lines.append(Text(text=f"{cost}{finding.title}{said}.{caveat}", severity=finding.severity))
+        lines.append(Text(text=f"{cost}{finding.title}{said}.{caveat}", severity=severity))
     if not ctx.findings:
         lines.append(Text(text=f"No bottleneck: {no_finding_text(ctx)}.", severity="good"))
     return lines
 
 
+MODEL_FIGURES = ("Best throughput:", "Scaling efficiency", "Cost per million samples:")
+
+
+def _unjudged(figure: KeyFigure) -> KeyFigure:
+    """A model's figure from numbers that cannot be used (the headline says why) carries no
+    verdict mark: a red cross on a scaling figure measured under contention would read as the
+    model's problem. Counts of cells and the baseline's verdict keep theirs."""
+    if not figure.label.startswith(MODEL_FIGURES) or figure.severity == "info":
+        return figure
+    return figure.model_copy(update={"severity": "info"})
+
+
 def build(ctx: Context) -> Section:
     """The executive summary: key figures, the best configuration per model, top lines."""
     priced = pooled_priced(ctx)
-    blocks: list[Block] = [KeyFigures(figures=_figures(ctx, priced))]
+    figures = _figures(ctx, priced)
+    if ctx.usability is not None and ctx.usability.usable == "no":
+        figures = [_unjudged(f) for f in figures]
+    blocks: list[Block] = [KeyFigures(figures=figures)]
     headline = _headline(ctx)
     if headline is not None:
         blocks.append(headline)
@@ -552,9 +605,7 @@ def build(ctx: Context) -> Section:
     if table is not None:
         blocks.append(table)
     elif len(ctx.cells):
-        blocks.append(
-            Unavailable(items={"best configuration": "no cell finished ok: nothing measured"})
-        )
+        blocks.append(Unavailable(items={"best configuration": ctx.nothing_measured()}))
     blocks += _lines(ctx)
     diagnoses = diagnoses_table(ctx)
     if diagnoses is not None:
