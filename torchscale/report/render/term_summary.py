@@ -218,6 +218,13 @@ def _header(report: Report, width: int) -> list[str]:
     items: list[RenderableType] = [RichText(report.title)]
     if report.headline is not None:
         items.append(_prose(severity_prefix(report.headline.severity) + report.headline.text))
+    if report.decision is not None:  # the decision first: what to conclude, then what to do
+        for line in report.decision.lines():
+            items.append(_prose(f"  - {severity_prefix(line.severity)}{line.text}"))
+        for number, action in enumerate(report.decision.actions, 1):
+            items.append(
+                _prose(f"  {'What to do: ' if number == 1 else ''}{number}. {action.text}")
+            )
     for label, value in (
         ("hardware", report.hardware),
         ("measured", report.measured),
