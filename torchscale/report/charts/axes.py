@@ -35,6 +35,9 @@ LOG2_PAD = 1.25  # factor beyond the outer GPU counts / message sizes of a log x
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _SECOND_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"))
 ZERO_BASED_FORMATS = ("seconds", "us", "bytes", "ratio_pct", "pct")
+SLANT_FROM = 12  # more categories than this: labels slanted
+LEVEL_CHARS = 110  # characters of all labels side by side beyond which they are slanted
+SLANTED_MAX = 34  # characters of a slanted label
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Axis:
     tick_text: tuple[str, ...] = ()
     categories: tuple[str, ...] = field(default_factory=tuple)
     zero_based: bool = False
+    slanted: bool = False  # category labels drawn at a slant (`slants`)
 
     @property
     def range(self) -> tuple[float, float] | None:
@@ -187,14 +191,29 @@ def _integral(value: float) -> float | int:
     return int(value) if value.is_integer() else value
 
 
-def category_axis(title: str, categories: Sequence[str]) -> Axis:
-    """Categories at 0, 1, 2, ...; the range leaves half a slot either side."""
+def slants(categories: Sequence[str]) -> bool:
+    """Whether category labels are slanted rather than level: many of them, or long ones
+    that would collide side by side (both back-ends slant the same axes)."""
+    widest = max((len(c) for c in categories), default=0)
+    return len(categories) > SLANT_FROM or widest * len(categories) > LEVEL_CHARS
+
+
+def category_axis(title: str, categories: Sequence[str], slant: bool = True) -> Axis:
+    """Categories at 0, 1, 2, ...; the range leaves half a slot either side. Slanted labels
+    are cut to SLANTED_MAX characters (the hover and the tables have them whole)."""
+    slanted = slant and slants(categories)
+    labels = tuple(_cut(c, SLANTED_MAX) if slanted else c for c in categories)
     return Axis(
         title=title,
         scale="category",
         low=-0.5,
         high=len(categories) - 0.5,
         ticks=tuple(float(i) for i in range(len(categories))),
-        tick_text=tuple(categories),
-        categories=tuple(categories),
+        tick_text=labels,
+        categories=labels,
+        slanted=slanted,
     )
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

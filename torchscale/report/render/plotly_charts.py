@@ -45,7 +45,6 @@ LEGEND_ROW_PX = 21
 MARGIN_BOTTOM_PX = 56
 CHAR_PX = 6.6  # a tick label character at 12 px
 SLANT_DEGREES = 45
-SLANT_FROM = 12  # categories from which labels are slanted (or long ones side by side)
 HEATMAP_ROW_PX = 26
 
 # plotly.js config: same for every chart; the renderer writes it into the page once
@@ -77,12 +76,6 @@ def title_text(title: str, width: int = TITLE_WRAP) -> tuple[str, int]:
     return "<br>".join(plotly_text(line) for line in lines), len(lines)
 
 
-def _slanted(axis: Axis) -> bool:
-    """Whether category labels are slanted: many of them, or long ones that would collide."""
-    widest = max((len(c) for c in axis.categories), default=0)
-    return len(axis.categories) > SLANT_FROM or widest * len(axis.categories) > 110
-
-
 def _axis(axis: Axis, grid: bool) -> dict[str, Any]:
     """The model's axis as plotly axis properties: its range and exactly its ticks."""
     props: dict[str, Any] = {
@@ -101,7 +94,7 @@ def _axis(axis: Axis, grid: bool) -> dict[str, Any]:
     if axis.range is not None:
         low, high = axis.range
         props["range"] = [math.log10(low), math.log10(high)] if axis.scale == "log" else [low, high]
-    if axis.scale == "category" and _slanted(axis):
+    if axis.slanted:
         props["tickangle"] = -SLANT_DEGREES
     return props
 
@@ -182,11 +175,13 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
         if series.hatch:
             marker["pattern"] = {
                 "shape": PATTERNS[series.hatch],
+                "bgcolor": series.colour,  # else transparent: the bar would be white lines
                 "fgcolor": "#ffffff",
                 "fgopacity": 0.9,
                 "size": 7,
             }
-        trace.update(type="bar", marker=marker)
+        # the text is the hover's, never printed on the bars
+        trace.update(type="bar", marker=marker, textposition="none")
     error = _error_y(series)
     if error is not None:
         trace["error_y"] = error
@@ -337,7 +332,7 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
         elif p.bar_mode is not None:
             layout["barmode"] = p.bar_mode
             layout["bargap"] = 0.2 if p.bar_mode == "group" else 0.3
-        if p.x.scale == "category" and _slanted(p.x):
+        if p.x.slanted:
             longest = max((len(c) for c in p.x.categories), default=0)
             bottom += int(CHAR_PX * longest * math.sin(math.radians(SLANT_DEGREES)))
     layout["margin"] = {"l": 64, "r": 24, "t": top, "b": bottom}

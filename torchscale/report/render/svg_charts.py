@@ -20,6 +20,7 @@ Why this shape:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import logging
@@ -78,7 +79,8 @@ RECTANGLE_CODES = (Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOS
 BOX_ALPHA = 0.35  # box fill, as the HTML's
 HEATMAP_HEIGHT_IN = 0.26  # per row, within PLOT_HEIGHT_IN and three times that
 ROTATION = 50  # degrees, for category labels too many or too long to sit level
-ROTATED_MAX = 34  # characters of a slanted label
+# the most the y axis' labels and title can take of the figure's width
+Y_DECORATION_MAX_IN = 1.3
 ROTATED_EXTRA_HEIGHT = 1.1  # inches
 LABEL_GAP_PX = 8.0  # least room between two level tick labels (at the figure's 100 dpi)
 SVG_RC: dict[RcKeyType, Any] = {
@@ -427,7 +429,7 @@ def _figure(chart: Chart | Plot) -> Figure:
     if p.kind == "heatmap":
         _draw_heatmap(fig, ax, p)
         if p.heatmap is not None and p.heatmap.z_low is not None:
-            fit_x_labels(fig, ax)
+            fit_x_labels(fig, ax, slanted=False)
         return fig
     if p.empty:
         _no_data(ax)
@@ -445,7 +447,7 @@ def _figure(chart: Chart | Plot) -> Figure:
     _apply_axis(ax, p.y, "y")
     _legend(fig, p)
     if p.x.scale == "category":
-        fit_x_labels(fig, ax)
+        fit_x_labels(fig, ax, p.x.slanted)
     return fig
 
 
@@ -466,47 +468,59 @@ def _labels(ax: Axes) -> list[Text]:
     return [label for label in ax.get_xticklabels() if label.get_visible() and label.get_text()]
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= ROTATED_MAX else text[: ROTATED_MAX - 1] + "…"
-
-
-def fit_x_labels(fig: Figure, ax: Axes) -> None:
-    """Category labels that would overprint each other, measured after layout: wrapped to
-    their slot's width on up to three lines where that parts them, else slanted and shortened
-    to one line; if the slanted ones still lie closer than a line's height, only every n-th is
-    kept."""
+def fit_x_labels(fig: Figure, ax: Axes, slanted: bool) -> None:
+    """Category labels that must not overprint each other. Slanted ones (the model's choice:
+    many or long labels) are set at ROTATION degrees straight away, every n-th where the
+    slots are narrower than a line's height across the slant (from the planned axes width:
+    no layout pass). Level ones are measured after layout; where they collide they are
+    wrapped to their slot's width on up to three lines, else slanted after all."""
     ticks = _visible_ticks(ax)
     if len(ticks) < 2:
         return
-    fig.draw_without_rendering()
-    if _apart(ax):
-        return
-    # first try the labels on up to three lines, each as wide as a category's slot
-    chars = int(_pitch_px(fig, ax, ticks) / (FONT_SIZE / 72 * fig.dpi * 0.62))
-    texts = [text.replace("\n", " ") for _, text in ticks]
-    wrapped = [textwrap.wrap(text, max(chars, 4)) for text in texts]
-    if chars >= 6 and all(len(lines) <= 3 for lines in wrapped):
-        ax.set_xticks([x for x, _ in ticks], labels=["\n".join(w) for w in wrapped])
+    if not slanted:
         fig.draw_without_rendering()
         if _apart(ax):
+            _freeze(fig)
             return
+        # first try the labels on up to three lines, each as wide as a category's slot
+        chars = int(_pitch_px(fig, ax, ticks) / (FONT_SIZE / 72 * fig.dpi * 0.62))
+        texts = [text.replace("\n", " ") for _, text in ticks]
+        wrapped = [textwrap.wrap(text, max(chars, 4)) for text in texts]
+        if chars >= 6 and all(len(lines) <= 3 for lines in wrapped):
+            ax.set_xticks([x for x, _ in ticks], labels=["\n".join(w) for w in wrapped])
+            fig.draw_without_rendering()
+            if _apart(ax):
+                _freeze(fig)
+                return
+    _slant(fig, ax, ticks)
+
+
+def _slant(fig: Figure, ax: Axes, ticks: list[tuple[float, str]]) -> None:
+    """Slanted labels are parallel strips: apart when the distance between neighbours across
+    the slant is at least a line's height. The pitch is taken from the narrowest the axes can
+    be (the figure less the widest y labels), so the thinning errs towards fewer labels."""
     width, height = fig.get_size_inches()
     fig.set_size_inches(width, height + ROTATED_EXTRA_HEIGHT)  # room under the axes
-    # slanted labels are parallel strips: apart when the distance between neighbours across
-    # the slant is at least a line's height
-    pitch = _pitch_px(fig, ax, ticks)
+    low, high = sorted(ax.get_xlim())
+    pitch = (width - Y_DECORATION_MAX_IN) * fig.dpi / max(high - low, 1e-9)
     line_px = (FONT_SIZE - 1.5) / 72 * fig.dpi * 1.3
     across = pitch * math.sin(math.radians(ROTATION))
     every = 1 if across >= line_px else math.ceil(line_px / max(across, 1e-6))
     kept = ticks[::every]
     ax.set_xticks(
         [x for x, _ in kept],
-        labels=[plain(_short(text.replace("\n", " ").replace("\\$", "$"))) for _, text in kept],
+        labels=[text.replace("\n", " ") for _, text in kept],
         rotation=ROTATION,
         ha="right",
         rotation_mode="anchor",
         fontsize=FONT_SIZE - 1.5,
     )
+
+
+def _freeze(fig: Figure) -> None:
+    """Keep the layout just computed: saving the figure need not lay it out again."""
+    with contextlib.suppress(RuntimeError):  # an engine a colour bar depends on stays
+        fig.set_layout_engine("none")
 
 
 def _apart(ax: Axes) -> bool:
