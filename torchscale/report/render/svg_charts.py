@@ -54,10 +54,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FIG_WIDTH_IN = 6.6  # fits an A4 portrait column (17 cm of text width) without scaling fonts
-PLOT_HEIGHT_IN = 1.9  # the axes' own height, the same for every chart
-DECORATION_IN = 0.8  # tick labels, the x axis title and the margins around the axes
-LEGEND_ROW_IN = 0.19
-LEGEND_GAP_IN = 0.08
+PLOT_HEIGHT_IN = 2.0  # the axes' own height, the same for every chart
+# measured with constrained layout at these font sizes: level tick labels, the x axis title
+# and the margins around the axes; a legend row at FONT_SIZE - 1 and the gap above a legend
+DECORATION_IN = 0.40
+LEGEND_ROW_IN = 0.152
+LEGEND_GAP_IN = 0.12
 FONT_SIZE = 8.0
 MARKERS = {
     "circle": "o",
@@ -122,7 +124,13 @@ def _apply_axis(ax: Axes, axis: Axis, which: str) -> None:
 # ------------------------------------------------------------------ series
 
 
-def _interval(ax: Axes, xs: Any, series: PlotSeries, zorder: float) -> None:
+def series_id(index: int, part: str = "") -> str:
+    """The SVG id of a series' artist ('series-0', 'series-0-interval'): tests and readers
+    of the SVG find each series' drawing by it."""
+    return f"series-{index}" + (f"-{part}" if part else "")
+
+
+def _interval(ax: Axes, xs: Any, series: PlotSeries, zorder: float, index: int) -> None:
     """The series' intervals as one path (segments split by NaN): one SVG node, not three
     per point."""
     if series.low is None or series.high is None:
@@ -142,11 +150,12 @@ def _interval(ax: Axes, xs: Any, series: PlotSeries, zorder: float) -> None:
             linewidth=1.0,
             solid_capstyle="butt",
             zorder=zorder,
+            gid=series_id(index, "interval"),
         )
 
 
 def _draw_line(ax: Axes, p: Plot) -> None:
-    for series in p.series:
+    for index, series in enumerate(p.series):
         ys = [math.nan if y is None else y for y in series.y]
         ax.plot(
             series.x,
@@ -158,8 +167,9 @@ def _draw_line(ax: Axes, p: Plot) -> None:
             markersize=4.5,
             markeredgewidth=0.0,
             zorder=2 if series.reference else 3,
+            gid=series_id(index),
         )
-        _interval(ax, series.x, series, zorder=2.5)
+        _interval(ax, series.x, series, zorder=2.5, index=index)
 
 
 def _rectangles(boxes: list[tuple[float, float, float, float]]) -> Path:
@@ -173,11 +183,22 @@ def _rectangles(boxes: list[tuple[float, float, float, float]]) -> Path:
     return Path(vertices, codes)
 
 
-def _fill(ax: Axes, path: Path, colour: Any, edge: str, hatch: str, zorder: float) -> None:
+def _fill(
+    ax: Axes, path: Path, colour: Any, edge: str, hatch: str, zorder: float, index: int
+) -> None:
     """A series' shapes in one fill; its hatch as a separate transparent layer over it (a
     filled hatch pattern shows seams between its tiles in some PDF viewers, an unfilled one
     does not)."""
-    ax.add_patch(PathPatch(path, facecolor=colour, edgecolor=edge, linewidth=0.6, zorder=zorder))
+    ax.add_patch(
+        PathPatch(
+            path,
+            facecolor=colour,
+            edgecolor=edge,
+            linewidth=0.6,
+            zorder=zorder,
+            gid=series_id(index),
+        )
+    )
     if hatch:
         ax.add_patch(
             PathPatch(
@@ -188,6 +209,7 @@ def _fill(ax: Axes, path: Path, colour: Any, edge: str, hatch: str, zorder: floa
                 linewidth=0,
                 hatch=HATCHES[hatch],
                 zorder=zorder + 0.1,
+                gid=series_id(index, "hatch"),
             )
         )
 
@@ -215,9 +237,9 @@ def _draw_bars(ax: Axes, p: Plot) -> None:
                 stack[x] = start + y
             boxes.append((x + offset - width / 2, x + offset + width / 2, start, start + y))
         if boxes:
-            _fill(ax, _rectangles(boxes), series.colour, "white", series.hatch, zorder=3)
+            _fill(ax, _rectangles(boxes), series.colour, "white", series.hatch, 3, index)
         if p.bar_mode != "stack":
-            _interval(ax, [x + offset for x in series.x], series, zorder=4)
+            _interval(ax, [x + offset for x in series.x], series, zorder=4, index=index)
 
 
 def _draw_box(ax: Axes, p: Plot) -> None:
@@ -251,9 +273,24 @@ def _draw_box(ax: Axes, p: Plot) -> None:
             fliers_y += [float(v) for v in stats["fliers"]]
         if not boxes:
             continue
-        _fill(ax, _rectangles(boxes), to_rgba(series.colour, BOX_ALPHA), series.colour, "", 3)
-        ax.plot(whiskers, whisker_y, color=series.colour, linewidth=1.0, zorder=3)
-        ax.plot(medians, median_y, color=series.colour, linewidth=1.6, zorder=3.2)
+        fill = to_rgba(series.colour, BOX_ALPHA)
+        _fill(ax, _rectangles(boxes), fill, series.colour, "", 3, index)
+        ax.plot(
+            whiskers,
+            whisker_y,
+            color=series.colour,
+            linewidth=1.0,
+            zorder=3,
+            gid=series_id(index, "whiskers"),
+        )
+        ax.plot(
+            medians,
+            median_y,
+            color=series.colour,
+            linewidth=1.6,
+            zorder=3.2,
+            gid=series_id(index, "medians"),
+        )
         if fliers_x:
             ax.plot(
                 fliers_x,
@@ -264,6 +301,7 @@ def _draw_box(ax: Axes, p: Plot) -> None:
                 markerfacecolor=series.colour,
                 markeredgewidth=0.0,
                 zorder=3,
+                gid=series_id(index, "outliers"),
             )
 
 
