@@ -458,7 +458,12 @@ def _figure(chart: Chart | Plot) -> Figure:
     p = chart if isinstance(chart, Plot) else plot(chart)
     fig = Figure(figsize=(FIG_WIDTH_IN, figure_height(p)), layout="constrained")
     ax = fig.add_subplot()
-    ax.tick_params(labelsize=FONT_SIZE, length=0, pad=3)
+    # no tick marks (the grid says where a tick is) and no white background rectangles: SVG
+    # nodes WeasyPrint would draw for nothing
+    ax.tick_params(labelsize=FONT_SIZE, bottom=False, left=False, pad=3)
+    fig.patch.set_visible(False)
+    if p.kind != "heatmap":  # a heatmap's axes background shows its missing cells
+        ax.patch.set_visible(False)
     ax.set_xlabel(plain(p.x.title), fontsize=FONT_SIZE)
     ax.set_ylabel(plain(p.y.title), fontsize=FONT_SIZE)
     ax.spines[["top", "right"]].set_visible(False)
