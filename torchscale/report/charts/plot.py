@@ -186,13 +186,14 @@ def _hover(
     high: float | None,
     fmt: ValueFormat,
 ) -> str:
-    """A point's hover text: '[category · ]series: value [low, high]', as the tables write
-    values (the axis shows only ticks)."""
+    """A point's hover text: '[category · ]series: value (interval low to high)', as the
+    tables write values (the axis shows only ticks); a value is never shown bare where it
+    has an interval (124 % may be linear within noise)."""
     if y is None:
         return ""
     text = f"{short(name, 80)}: {format_value(y, fmt)}"
     if low is not None and high is not None:
-        text += f" [{format_value(low, fmt)}, {format_value(high, fmt)}]"
+        text += f" (interval {format_value(low, fmt)} to {format_value(high, fmt)})"
     return f"{where} · {text}" if where else text
 
 
