@@ -495,22 +495,31 @@ def test_line_chart_log2_interval_and_ideal(report: Report) -> None:
     )
     assert ideal["line"]["dash"] == "dash"
     assert "error_y" not in ideal
-    assert line["layout"]["yaxis"]["tickformat"]  # rate: thousands separators
+    yaxis = line["layout"]["yaxis"]
+    assert yaxis["tickvals"] and len(yaxis["ticktext"]) == len(yaxis["tickvals"])
+    low, high = yaxis["range"]
+    assert low <= min(series.low) and high >= max(series.high)  # the whole interval shows
 
 
 def test_axis_formats_follow_the_value_format(report: Report) -> None:
+    """Ticks are labelled like the tables (the PDF's `tick_labels`) and chosen round in the
+    unit they show; the data stays raw, its hover text formatted."""
     efficiency, box, stacked = (figure(c) for c in report.charts()[1:4])
-    assert "%" in efficiency["layout"]["yaxis"]["tickformat"]
-    assert efficiency["layout"]["xaxis"]["type"] == "category"
-    assert box["layout"]["yaxis"]["ticksuffix"] == "s"
+    assert all(t.endswith(" %") for t in efficiency["layout"]["yaxis"]["ticktext"])
+    assert efficiency["layout"]["xaxis"]["ticktext"] == ["1", "2", "4", "8"]  # categories
+    assert all(t.endswith(" ms") for t in box["layout"]["yaxis"]["ticktext"])
     assert stacked["layout"]["barmode"] == "stack"
     assert [t["type"] for t in stacked["data"]] == ["bar"] * 3
     gib = figure(chart(kind="bar", y_format="bytes", series=[Series(name="m", x=["1"], y=[3e9])]))
-    assert gib["layout"]["yaxis"]["ticksuffix"] == " GiB"
-    assert gib["data"][0]["y"] == pytest.approx([3e9 / 1024**3])
+    axis = gib["layout"]["yaxis"]
+    assert all(t.endswith(" GiB") for t in axis["ticktext"])
+    # round in GiB: 0, 0.5, 1, ... never 2.861023 GiB
+    assert [v / 1024**3 for v in axis["tickvals"]] == pytest.approx([0.5 * i for i in range(6)])
+    assert gib["data"][0]["y"] == [3e9]
+    assert gib["data"][0]["text"] == ["1 · m: 2.8 GiB"]
     micro = figure(chart(y_format="us", series=[Series(name="k", x=[1, 2], y=[150.0, 900.0])]))
-    assert micro["data"][0]["y"] == pytest.approx([150e-6, 900e-6])
-    assert micro["layout"]["yaxis"]["ticksuffix"] == "s"
+    assert micro["data"][0]["y"] == [150.0, 900.0]
+    assert micro["layout"]["yaxis"]["ticktext"][-1].endswith(" us")
 
 
 def test_box_and_heatmap(report: Report) -> None:
@@ -518,7 +527,8 @@ def test_box_and_heatmap(report: Report) -> None:
     (trace,) = box["data"]
     assert trace["type"] == "box"
     assert len(trace["x"]) == len(trace["y"]) == 4 * 20
-    assert trace["x"][:20] == ["1"] * 20
+    assert trace["x"][:20] == [0.0] * 20  # category positions, labelled by the axis
+    assert box["layout"]["xaxis"]["ticktext"][0] == "1"
     heat = figure(report.charts()[4])
     (trace,) = heat["data"]
     assert trace["type"] == "heatmap"

@@ -17,6 +17,7 @@ from matplotlib import cbook
 from report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report, with_findings
 
 from torchscale.report.build import ReportOptions, build_report
+from torchscale.report.charts.palette import PALETTE
 from torchscale.report.model import (
     Chart,
     Findings,
@@ -28,7 +29,7 @@ from torchscale.report.model import (
 )
 from torchscale.report.render import pdf, renderer
 from torchscale.report.render.formatting import format_value, strip_code
-from torchscale.report.render.svg_charts import PALETTE, chart_svg, plain
+from torchscale.report.render.svg_charts import chart_svg, plain
 from torchscale.report.sources import read_sources
 
 PDFTOTEXT = shutil.which("pdftotext")

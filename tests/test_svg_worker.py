@@ -15,7 +15,8 @@ from report_sample import sample_report
 from torchscale.report.model import Chart, Series
 from torchscale.report.render import svg_charts, svg_worker
 from torchscale.report.render.svg_worker import (
-    CHARTS_PER_WORKER,
+    MIN_WORKER_SHARE,
+    STARTUP_CHARTS,
     ChartError,
     draw_in_parallel,
     split,
@@ -37,19 +38,29 @@ def _charts(count: int) -> list[Chart]:
     ]
 
 
+# enough charts for one worker on two cores
+PARALLEL = 12
+
+
 def test_worker_count_needs_spare_cores_and_enough_charts() -> None:
     assert worker_count(charts=100, cores=1) == 0
-    assert worker_count(charts=2 * CHARTS_PER_WORKER - 1, cores=8) == 0
-    assert worker_count(charts=2 * CHARTS_PER_WORKER, cores=2) == 1
+    # the 11 charts of a 50-cell report get the spare core (issue 40: drawn one by one before)
+    assert worker_count(charts=11, cores=2) == 1
+    # a worker would draw fewer than MIN_WORKER_SHARE: not worth its start-up
+    smallest = int(2 * MIN_WORKER_SHARE + STARTUP_CHARTS)
+    assert worker_count(charts=smallest, cores=2) == 1
+    assert worker_count(charts=smallest - 1, cores=8) == 0
     assert worker_count(charts=100, cores=2) == 1
     assert worker_count(charts=100, cores=64) == svg_worker.MAX_WORKERS
+    assert worker_count(charts=PARALLEL, cores=2) == 1
 
 
 def test_split_keeps_every_chart_once_and_gives_workers_less() -> None:
     charts = _charts(24)
     mine, theirs = split(charts, 1)
     assert sorted(c.id for c in [*mine, *theirs]) == sorted(c.id for c in charts)
-    assert (len(mine), len(theirs)) == (13, 11)  # 24 charts at 1 : 0.8 are 13.3 : 10.7
+    # all finish together: the worker starts STARTUP_CHARTS charts late
+    assert (len(mine), len(theirs)) == (14, 10)
     # interleaved: each share has charts from the start and the end of the report
     assert {mine[0].id, theirs[0].id} == {"chart-0", "chart-1"}
 
@@ -57,7 +68,7 @@ def test_split_keeps_every_chart_once_and_gives_workers_less() -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_parallel_draws_the_same_charts_and_leaves_no_process() -> None:
     before = set(live_children())  # what earlier tests left is not this test's (stop_guard)
-    charts = _charts(2 * CHARTS_PER_WORKER)
+    charts = _charts(PARALLEL)
     counted: list[int] = []
     drawn = draw_in_parallel(charts, svg_charts.chart_svg, cores=2, on_drawn=counted.append)
     assert list(drawn) != [] and set(drawn) == {c.id for c in charts}
@@ -80,7 +91,7 @@ def test_a_failing_worker_costs_only_time(
 
     monkeypatch.setattr(svg_worker, "worker_argv", failing)
     before = set(live_children())
-    charts = _charts(2 * CHARTS_PER_WORKER)
+    charts = _charts(PARALLEL)
     with caplog.at_level(logging.WARNING, logger=svg_worker.__name__):
         drawn = draw_in_parallel(charts, lambda chart: f"<svg id='{chart.id}'/>", cores=2)
     assert drawn == {c.id: f"<svg id='{c.id}'/>" for c in charts}
@@ -99,7 +110,7 @@ def test_a_hung_worker_is_killed_and_its_charts_drawn_here(
     monkeypatch.setattr(svg_worker, "TIMEOUT_S", 0.5)
     monkeypatch.setattr(svg_worker, "TIMEOUT_PER_CHART_S", 0.0)
     before = set(live_children())
-    charts = _charts(2 * CHARTS_PER_WORKER)
+    charts = _charts(PARALLEL)
     with caplog.at_level(logging.WARNING, logger=svg_worker.__name__):
         drawn = draw_in_parallel(charts, lambda chart: "<svg/>", cores=2)
     assert set(drawn) == {c.id for c in charts}
@@ -119,7 +130,7 @@ def test_an_interrupt_while_drawing_kills_the_worker(monkeypatch: pytest.MonkeyP
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        draw_in_parallel(_charts(2 * CHARTS_PER_WORKER), interrupted, cores=2)
+        draw_in_parallel(_charts(PARALLEL), interrupted, cores=2)
     assert set(live_children()) <= before
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import torchscale
+from torchscale.report.charts.limits import cap_chart
 from torchscale.report.model import Chart, Report, Section, Source, Table
 from torchscale.report.request import ReportOptions
 from torchscale.report.sections import (
@@ -31,7 +32,6 @@ from torchscale.report.sections import baseline as baseline_section
 from torchscale.report.sections.context import make_context, unreadable_cells
 from torchscale.report.sections.findings import collect_findings
 from torchscale.report.sections.headline import description, hardware, measured_dates, verdict
-from torchscale.report.sections.limits import cap_chart
 from torchscale.report.sections.usability import judge
 from torchscale.report.sources import Sources
 

@@ -1,24 +1,26 @@
-"""Static vector charts (SVG) for the PDF report, drawn with matplotlib.
+"""Static vector charts (SVG) for the PDF report: the chart model's `Plot` drawn with matplotlib.
 
 Why this shape:
+- Nothing here decides what a chart looks like: series, colours, markers, hatches, axis
+  ranges, ticks and their labels, legend entries and columns come from `report.charts.plot`,
+  and are the HTML's too. What happens here is matplotlib's vocabulary and the page's
+  geometry: inches, font sizes, and where category labels fit (measured after layout).
 - `matplotlib.figure.Figure` is used directly, never pyplot: no global figure registry, no
   `matplotlib.use`, so importing this module cannot change the backend of anyone else in the
   process, and nothing is left open after a chart is drawn. Saving as SVG goes through
   matplotlib's own SVG backend (no Agg raster step): the PDF gets vector paths only.
-- Print is often greyscale: series differ by marker shape, line style and bar hatch as well as
-  by colour, and the heatmap colour scales (`formatting.HEATMAP_SCALES`, shared with the HTML
-  charts so a colour means the same in both) have monotonic lightness with a colour bar.
-- Legends sit under the axes, never over the data (an ideal line runs corner to corner, where
-  matplotlib's "best" place would cover it); category labels that would collide are slanted,
-  shortened and, if still too dense, thinned, checked against their measured extents.
+- The plot area has a fixed height; the figure grows by the legend's rows (under the axes,
+  never over the data) and by slanted labels, so a legend can never squeeze the plot away.
+- Few SVG nodes, because WeasyPrint draws every node of every chart in Python: text as SVG
+  text (`svg.fonttype: none`, not glyph outlines), no tick marks (the grid says it), grid
+  lines on y only, an interval as one path per series (not a line and two caps per point).
 - User strings (titles, series names, labels) are plain text: `$` is escaped so matplotlib's
   mathtext never interprets them.
-- Tick labels come from `tick_labels` (the fewest decimals that tell ticks apart, 20k for
-  20,000), so an axis reads like the tables next to it without "20,000.0".
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import logging
@@ -26,65 +28,68 @@ import math
 import textwrap
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import matplotlib
 import numpy as np
+from matplotlib import cbook
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.colors import LinearSegmentedColormap, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path
 from matplotlib.text import Text
-from matplotlib.ticker import FixedLocator, Formatter, MaxNLocator, NullFormatter, NullLocator
-from matplotlib.transforms import Transform
-from matplotlib.typing import LineStyleType
+from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.typing import LineStyleType, RcKeyType
 
-from torchscale.report.model import Chart, Series, ValueFormat
-from torchscale.report.render.formatting import (
-    BAND_COLOUR,
-    SEVERITY_COLOUR,
-    format_value,
-    heatmap_scale,
-    is_dark,
-    log_ticks,
-    reference_label,
-    reference_legend,
-    scale_colour,
-    thin_ticks,
-    tick_labels,
-)
+from torchscale.report.charts import palette
+from torchscale.report.charts.axes import Axis
+from torchscale.report.charts.plot import LegendEntry, Plot, PlotSeries, plot
+from torchscale.report.model import Chart
+from torchscale.report.render.formatting import heatmap_scale, is_dark, scale_colour
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-# width fits an A4 portrait column (17 cm of text width) without scaling the fonts much
-FIGSIZE = (6.6, 2.7)
+FIG_WIDTH_IN = 6.6  # fits an A4 portrait column (17 cm of text width) without scaling fonts
+PLOT_HEIGHT_IN = 2.0  # the axes' own height, the same for every chart
+# measured with constrained layout at these font sizes: level tick labels, the x axis title
+# and the margins around the axes; a legend row at FONT_SIZE - 1 and the gap above a legend
+DECORATION_IN = 0.40
+LEGEND_ROW_IN = 0.152
+LEGEND_GAP_IN = 0.12
 FONT_SIZE = 8.0
-# Okabe-Ito (olive for its yellow, unreadable as a thin line on white): safe for colour-blind
-# readers, and of distinct lightness for greyscale print
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-# line hatches only: a dot or circle hatch is ~70 KB of SVG per pattern and slow to lay out
-HATCHES = ("", "//", "xx", "\\\\", "--", "||", "++", "///")
+MARKERS = {
+    "circle": "o",
+    "square": "s",
+    "triangle-up": "^",
+    "diamond": "D",
+    "triangle-down": "v",
+    "cross": "P",
+    "x": "X",
+    "star": "*",
+}
+HATCHES = {"": "", "/": "//", "x": "xx", "\\": "\\\\", "-": "--", "|": "||", "+": "++"}
 LINESTYLES: dict[str, LineStyleType] = {
     "solid": "-",
     "dashed": (0.0, (5.0, 2.5)),
     "dotted": (0.0, (1.2, 1.8)),
 }
-REFERENCE_GREY = "#555555"
-MAX_HEATMAP_X_LABELS = 20
-MAX_HEATMAP_Y_LABELS = 16
-LABEL_WIDTH = 40
+RECTANGLE_CODES = (Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY)
+BOX_ALPHA = 0.35  # box fill, as the HTML's
+HEATMAP_HEIGHT_IN = 0.26  # per row, within PLOT_HEIGHT_IN and three times that
 ROTATION = 50  # degrees, for category labels too many or too long to sit level
-ROTATED_MAX = 34  # characters of a slanted label
+# the most the y axis' labels and title can take of the figure's width
+Y_DECORATION_MAX_IN = 1.3
 ROTATED_EXTRA_HEIGHT = 1.1  # inches
-LABEL_MAX = 90
 LABEL_GAP_PX = 8.0  # least room between two level tick labels (at the figure's 100 dpi)
-LEGEND_WIDTH_IN = FIGSIZE[0] - 0.4  # what a legend row under the axes may take
-LEGEND_CHAR_IN = 0.052  # a legend character at FONT_SIZE - 1, plus the entry's handle below
-LEGEND_HANDLE_IN = 0.5
+SVG_RC: dict[RcKeyType, Any] = {
+    "svg.fonttype": "none",
+    "path.simplify": True,
+    "hatch.linewidth": 0.8,
+}
 
 
 def plain(text: str) -> str:
@@ -94,409 +99,300 @@ def plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _label(text: str) -> str:
-    """A legend or tick label: wrapped and shortened so one long name cannot squeeze the axes."""
-    if len(text) > LABEL_MAX:
-        text = text[: LABEL_MAX - 1] + "…"
-    return plain("\n".join(textwrap.wrap(text, LABEL_WIDTH)) or text)
-
-
-class TickFormatter(Formatter):
-    """Tick labels by `tick_labels`: decided for all the ticks of an axis at once, so that
-    they share their decimals (20,000 and 22,500 -> 20k and 22.5k; 0 and 0.5 -> 0 and 0.5)."""
-
-    def __init__(self, fmt: ValueFormat, log: bool = False) -> None:
-        self.fmt = fmt
-        self.log = log
-
-    def format_ticks(self, values: Any) -> list[str]:
-        return [plain(t) for t in tick_labels(list(values), self.fmt, log=self.log)]
-
-    def __call__(self, x: float, pos: int | None = None) -> str:
-        return plain(tick_labels([x], self.fmt, log=self.log)[0])
-
-
-def _lighten(colour: str, amount: float = 0.45) -> tuple[float, float, float]:
-    """A lighter fill so the black hatch on top of it stays visible."""
-    rgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-    return (
-        rgb[0] + (1 - rgb[0]) * amount,
-        rgb[1] + (1 - rgb[1]) * amount,
-        rgb[2] + (1 - rgb[2]) * amount,
-    )
-
-
-def _num(value: float | None) -> float:
-    return math.nan if value is None else float(value)
-
-
-def _categories(series: Sequence[Series]) -> list[str]:
-    """The x labels of categorical charts, in order of first appearance across series."""
-    seen: dict[str, None] = {}
-    for s in series:
-        for x in s.x:
-            seen.setdefault(str(x), None)
-    return list(seen)
-
-
-def _x_text(x: float | int | str, fmt: ValueFormat) -> str:
-    return x if isinstance(x, str) else format_value(x, fmt)
-
-
-def _numeric_x(series: Sequence[Series]) -> bool:
-    return all(not isinstance(x, str) for s in series for x in s.x)
-
-
 def _no_data(ax: Axes) -> None:
     ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
 
 
-def _legend(ax: Axes, handles: list[Artist]) -> None:
-    """Under the axes (beneath the x axis title), in as many columns as fit the width: never
-    over the data, where an ideal line or a bar would be hidden by it. One entry: none."""
-    if len(handles) <= 1:
+# ------------------------------------------------------------------ axes
+
+
+def _apply_axis(ax: Axes, axis: Axis, which: str) -> None:
+    """The model's axis exactly: scale, range, ticks and their labels."""
+    target = ax.xaxis if which == "x" else ax.yaxis
+    if axis.scale == "log":
+        (ax.set_xscale if which == "x" else ax.set_yscale)("log", nonpositive="mask")
+        target.set_minor_locator(NullLocator())
+    if axis.range is not None:
+        (ax.set_xlim if which == "x" else ax.set_ylim)(*axis.range)
+    target.set_major_locator(FixedLocator(list(axis.ticks)))
+    target.set_ticks(list(axis.ticks), labels=[plain(t) for t in axis.tick_text])
+    target.set_minor_locator(NullLocator())
+
+
+# ------------------------------------------------------------------ series
+
+
+def series_id(index: int, part: str = "") -> str:
+    """The SVG id of a series' artist ('series-0', 'series-0-interval'): tests and readers
+    of the SVG find each series' drawing by it."""
+    return f"series-{index}" + (f"-{part}" if part else "")
+
+
+def _interval(ax: Axes, xs: Any, series: PlotSeries, zorder: float, index: int) -> None:
+    """The series' intervals as one path (segments split by NaN): one SVG node, not three
+    per point."""
+    if series.low is None or series.high is None:
         return
-    longest = max(len(str(h.get_label()).split("\n")[0]) for h in handles)
-    columns = int(LEGEND_WIDTH_IN // (longest * LEGEND_CHAR_IN + LEGEND_HANDLE_IN))
-    figure = ax.get_figure()
-    assert isinstance(figure, Figure)
-    figure.legend(
-        handles=handles,
+    path_x: list[float] = []
+    path_y: list[float] = []
+    for x, low, high in zip(xs, series.low, series.high, strict=True):
+        if low is None or high is None:
+            continue
+        path_x += [x, x, math.nan]
+        path_y += [low, high, math.nan]
+    if path_x:
+        ax.plot(
+            path_x,
+            path_y,
+            color=series.interval_colour,
+            linewidth=1.0,
+            solid_capstyle="butt",
+            zorder=zorder,
+            gid=series_id(index, "interval"),
+        )
+
+
+def _draw_line(ax: Axes, p: Plot) -> None:
+    for index, series in enumerate(p.series):
+        ys = [math.nan if y is None else y for y in series.y]
+        ax.plot(
+            series.x,
+            ys,
+            color=series.colour,
+            linestyle=LINESTYLES[series.dash],
+            linewidth=1.0 if series.reference else 1.6,
+            marker=MARKERS[series.marker] if series.marker else "None",
+            markersize=4.5,
+            markeredgewidth=0.0,
+            zorder=2 if series.reference else 3,
+            gid=series_id(index),
+        )
+        _interval(ax, series.x, series, zorder=2.5, index=index)
+
+
+def _rectangles(boxes: list[tuple[float, float, float, float]]) -> Path:
+    """Rectangles (x0, x1, y0, y1) as one compound path: one SVG node for all of them."""
+    vertices = [
+        corner
+        for x0, x1, y0, y1 in boxes
+        for corner in ((x0, y0), (x1, y0), (x1, y1), (x0, y1), (x0, y0))
+    ]
+    codes = np.tile(np.array(RECTANGLE_CODES, dtype=Path.code_type), len(boxes))
+    return Path(vertices, codes)
+
+
+def _fill(
+    ax: Axes, path: Path, colour: Any, edge: str, hatch: str, zorder: float, index: int
+) -> None:
+    """A series' shapes in one fill; its hatch as a separate transparent layer over it (a
+    filled hatch pattern shows seams between its tiles in some PDF viewers, an unfilled one
+    does not)."""
+    ax.add_patch(
+        PathPatch(
+            path,
+            facecolor=colour,
+            edgecolor=edge,
+            linewidth=0.6,
+            zorder=zorder,
+            gid=series_id(index),
+        )
+    )
+    if hatch:
+        ax.add_patch(
+            PathPatch(
+                path,
+                facecolor="none",
+                edgecolor="none",
+                hatchcolor="white",
+                linewidth=0,
+                hatch=HATCHES[hatch],
+                zorder=zorder + 0.1,
+                gid=series_id(index, "hatch"),
+            )
+        )
+
+
+def _draw_bars(ax: Axes, p: Plot) -> None:
+    """Each series' bars as one shape (and one hatch layer): a 40-bar series is two SVG
+    nodes, not eighty."""
+    count = len(p.series)
+    alone = p.bar_mode in ("stack", "overlay") or count == 1
+    width = 0.7 if alone else 0.8 / max(count, 1)
+    # on a log axis a bar starts at the axis' bottom (zero is not on it), as plotly's do
+    floor = p.y.low if p.y.scale == "log" and p.y.low is not None else 0.0
+    tops: dict[float, float] = {}
+    bottoms: dict[float, float] = {}
+    for index, series in enumerate(p.series):
+        offset = 0.0 if alone else (index - (count - 1) / 2) * width
+        boxes = []
+        for x, y in zip(series.x, series.y, strict=True):
+            if y is None:
+                continue
+            start = floor
+            if p.bar_mode == "stack":
+                stack = tops if y >= 0 else bottoms
+                start = stack.get(x, 0.0)
+                stack[x] = start + y
+            boxes.append((x + offset - width / 2, x + offset + width / 2, start, start + y))
+        if boxes:
+            _fill(ax, _rectangles(boxes), series.colour, "white", series.hatch, 3, index)
+        if p.bar_mode != "stack":
+            _interval(ax, [x + offset for x in series.x], series, zorder=4, index=index)
+
+
+def _draw_box(ax: Axes, p: Plot) -> None:
+    """Boxes from the quartiles, whiskers to the farthest sample within 1.5 IQR, and the
+    samples beyond as points (plotly's rule for the HTML's boxes): per series one shape for
+    the boxes, one path for the whiskers, one for the medians, one for the outliers."""
+    count = len(p.series)
+    width = 0.7 / max(count, 1)
+    for index, series in enumerate(p.series):
+        offset = (index - (count - 1) / 2) * width
+        boxes: list[tuple[float, float, float, float]] = []
+        whiskers: list[float] = []
+        whisker_y: list[float] = []
+        medians: list[float] = []
+        median_y: list[float] = []
+        fliers_x: list[float] = []
+        fliers_y: list[float] = []
+        for x, samples in zip(series.x, series.values or (), strict=True):
+            if not samples:
+                continue
+            (stats,) = cbook.boxplot_stats(np.asarray(samples, dtype=float), whis=1.5)
+            middle = x + offset
+            half = width * 0.85 / 2
+            boxes.append((middle - half, middle + half, stats["q1"], stats["q3"]))
+            whiskers += [middle, middle, math.nan, middle, middle, math.nan]
+            whisker_y += [stats["whislo"], stats["q1"], math.nan, stats["q3"], stats["whishi"]]
+            whisker_y.append(math.nan)
+            medians += [middle - half, middle + half, math.nan]
+            median_y += [stats["med"], stats["med"], math.nan]
+            fliers_x += [middle] * len(stats["fliers"])
+            fliers_y += [float(v) for v in stats["fliers"]]
+        if not boxes:
+            continue
+        fill = to_rgba(series.colour, BOX_ALPHA)
+        _fill(ax, _rectangles(boxes), fill, series.colour, "", 3, index)
+        ax.plot(
+            whiskers,
+            whisker_y,
+            color=series.colour,
+            linewidth=1.0,
+            zorder=3,
+            gid=series_id(index, "whiskers"),
+        )
+        ax.plot(
+            medians,
+            median_y,
+            color=series.colour,
+            linewidth=1.6,
+            zorder=3.2,
+            gid=series_id(index, "medians"),
+        )
+        if fliers_x:
+            ax.plot(
+                fliers_x,
+                fliers_y,
+                linestyle="None",
+                marker="o",
+                markersize=2.5,
+                markerfacecolor=series.colour,
+                markeredgewidth=0.0,
+                zorder=3,
+                gid=series_id(index, "outliers"),
+            )
+
+
+def _legend(fig: Figure, p: Plot) -> None:
+    """Under the axes, in the model's columns: never over the data."""
+    if not p.legend:
+        return
+    fig.legend(
+        handles=[_handle(entry) for entry in row_major(p.legend, p.legend_columns)],
         loc="outside lower center",
-        ncols=max(1, min(len(handles), columns, 4)),
+        ncols=p.legend_columns,
         frameon=False,
         fontsize=FONT_SIZE - 1,
+        handlelength=2.2,
+        columnspacing=1.2,
     )
 
 
-def _bands(ax: Axes, chart: Chart) -> list[Artist]:
-    """The chart's y bands behind the data, and their legend entries."""
-    handles: list[Artist] = []
-    for band in chart.bands:
-        ax.axhspan(band.low, band.high, facecolor=BAND_COLOUR, alpha=0.18, linewidth=0, zorder=1)
-        handles.append(
-            Patch(facecolor=_lighten(BAND_COLOUR, 0.82), edgecolor="none", label=_label(band.label))
-        )
-    return handles
-
-
-def _handle(name: str, colour: str, hatch: str) -> Patch:
-    """A legend entry showing both the fill and the hatch of a series."""
-    return Patch(
-        facecolor=_lighten(colour),
-        edgecolor="black",
-        hatch=hatch,
-        linewidth=0.6,
-        label=_label(name),
-    )
-
-
-def _hatch_overlay(path: Path, transform: Transform, hatch: str) -> PathPatch:
-    """The hatch drawn as a separate transparent layer over a plain fill: a filled hatch
-    pattern shows seams between its tiles in some PDF viewers, an unfilled one does not."""
-    return PathPatch(
-        path,
-        transform=transform,
-        facecolor="none",
-        edgecolor="black",
-        linewidth=0,
-        hatch=hatch,
-        zorder=3.1,
-    )
-
-
-def _line_colours(series: Sequence[Series]) -> list[str]:
-    """A palette colour per measured series; a reference series (its ideal line) takes the
-    colour of the series it belongs to, an unattached one (one ideal for all) dark grey."""
-    own: dict[str, str] = {}
-    for s in series:
-        if s.severity is not None:
-            own.setdefault(s.name, SEVERITY_COLOUR[s.severity])
-        elif s.reference_for is None and s.style == "solid":
-            own.setdefault(s.name, PALETTE[len(own) % len(PALETTE)])
+def row_major(entries: Sequence[T], columns: int) -> list[T]:
+    """`entries` in the order that makes matplotlib, which fills a legend column by column,
+    show them row by row, as plotly's legend reads: the same order in both formats."""
+    rows = math.ceil(len(entries) / columns) if entries else 0
     return [
-        own.get(s.reference_for, REFERENCE_GREY)
-        if s.reference_for is not None
-        else own.get(s.name, REFERENCE_GREY)
-        for s in series
+        entries[row * columns + column]
+        for column in range(columns)
+        for row in range(rows)
+        if row * columns + column < len(entries)
     ]
 
 
-def _draw_line(ax: Axes, chart: Chart) -> None:
-    numeric = _numeric_x(chart.series)
-    log2 = chart.x_log2 and numeric
-    categories = [] if numeric else _categories(chart.series)
-    ticks: dict[float, float | int | str] = {}
-    colours = _line_colours(chart.series)
-    marker_index = 0
-    for index, s in enumerate(chart.series):
-        count = min(len(s.x), len(s.y))
-        xs = [float(x) if numeric else float(categories.index(str(x))) for x in s.x[:count]]
-        ys = [_num(y) for y in s.y[:count]]
-        # log2 needs positive x; points at x <= 0 cannot be drawn on it
-        keep = [i for i, x in enumerate(xs) if x > 0 or not log2]
-        for i in keep:
-            ticks.setdefault(xs[i], s.x[i])  # label a tick with the value as given: 4, not 4.0
-        xs, ys = [xs[i] for i in keep], [ys[i] for i in keep]
-        reference = s.style != "solid"
-        colour = colours[index]
-        marker = "None" if reference else MARKERS[marker_index % len(MARKERS)]
-        if not reference:
-            marker_index += 1
-        ax.plot(
-            xs,
-            ys,
-            # references attached to a series share one legend entry, added below
-            label="_nolegend_" if s.reference_for is not None else _label(s.name),
-            color=colour,
-            linestyle=LINESTYLES[s.style],
-            linewidth=1.0 if reference else 1.6,
-            marker=marker,
-            markersize=5,
-            markerfacecolor="white" if marker_index % 2 == 0 else colour,
-            markeredgecolor=colour,
-            zorder=2 if reference else 3,
+def _handle(entry: LegendEntry) -> Artist:
+    label = plain(entry.label)
+    if entry.kind == "line":
+        return Line2D(
+            [],
+            [],
+            color=entry.colour,
+            linestyle=LINESTYLES[entry.dash],
+            linewidth=1.4,
+            marker=MARKERS[entry.marker] if entry.marker else "None",
+            markersize=4.5,
+            markeredgewidth=0.0,
+            label=label,
         )
-        if s.low is not None and s.high is not None:
-            low = [_num(s.low[i]) if i < len(s.low) else math.nan for i in keep]
-            high = [_num(s.high[i]) if i < len(s.high) else math.nan for i in keep]
-            below = [
-                y - lo if not (math.isnan(y) or math.isnan(lo)) else 0.0
-                for y, lo in zip(ys, low, strict=False)
-            ]
-            above = [
-                hi - y if not (math.isnan(y) or math.isnan(hi)) else 0.0
-                for y, hi in zip(ys, high, strict=False)
-            ]
-            ax.errorbar(
-                xs,
-                ys,
-                yerr=[below, above],
-                fmt="none",
-                ecolor=colour,
-                elinewidth=0.9,
-                capsize=3,
-                zorder=2,
-            )
-    if chart.y_log:
-        _log_y(ax, chart)
-    if log2 and ticks:
-        ax.set_xscale("log", base=2)
-        where = thin_ticks(sorted(ticks))
-        ax.set_xticks(where, labels=[plain(_x_text(ticks[x], chart.x_format)) for x in where])
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xlim(min(ticks) / 1.25, max(ticks) * 1.25)
-    elif not numeric:
-        ax.set_xticks(range(len(categories)), labels=[_label(c) for c in categories])
-    else:
-        ax.xaxis.set_major_formatter(TickFormatter(chart.x_format))
-        if chart.x_format == "int":
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    handles, _ = ax.get_legend_handles_labels()
-    attached = reference_legend(chart.series)
-    if attached is not None:
-        handles.append(
-            Line2D(
-                [],
-                [],
-                color=REFERENCE_GREY,
-                linestyle=LINESTYLES[attached.style],
-                linewidth=1.0,
-                label=_label(reference_label(attached)),
-            )
-        )
-    _legend(ax, [*handles, *_bands(ax, chart)])
+    if entry.kind == "band":
+        return Patch(facecolor=to_rgba(entry.colour, 0.35), edgecolor="none", label=label)
+    return Patch(
+        facecolor=entry.colour,
+        edgecolor="none",
+        hatchcolor="white",
+        hatch=HATCHES[entry.hatch],
+        label=label,
+    )
 
 
-def _log_y(ax: Axes, chart: Chart) -> None:
-    """A log y axis with 1-2-5 ticks labelled like the linear ones (2k, not 2x10^3): the same
-    ticks as the HTML chart (`log_ticks`)."""
-    ax.set_yscale("log", nonpositive="mask")  # values <= 0 cannot be drawn on it
-    values = [
-        v
-        for s in chart.series
-        for group in (s.y, s.low or [], s.high or [])
-        for v in group
-        if v is not None and math.isfinite(v) and v > 0
-    ]
-    if values:
-        ax.yaxis.set_major_locator(FixedLocator(log_ticks(min(values), max(values))))
-    ax.yaxis.set_major_formatter(TickFormatter(chart.y_format, log=True))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+def _bands(ax: Axes, p: Plot) -> None:
+    for band in p.bands:
+        ax.axhspan(band.low, band.high, facecolor=band.colour, alpha=0.18, linewidth=0, zorder=1)
 
 
-def _draw_bars(ax: Axes, chart: Chart, stacked: bool) -> None:
-    categories = [_x_text(x, chart.x_format) for x in _category_values(chart.series)]
-    keys = _category_keys(chart.series)
-    positions = np.arange(len(keys), dtype=float)
-    count = len(chart.series)
-    # series that never share a category (one per verdict) each take the full slot
-    alone = stacked or disjoint(chart.series)
-    width = 0.7 if alone else 0.8 / max(count, 1)
-    bottoms = np.zeros(len(keys))
-    handles: list[Artist] = []
-    for index, s in enumerate(chart.series):
-        heights = np.full(len(keys), np.nan)
-        low = np.full(len(keys), np.nan)
-        high = np.full(len(keys), np.nan)
-        for i, x in enumerate(s.x):
-            if i < len(s.y):
-                heights[keys.index(_key(x))] = _num(s.y[i])
-            if s.low is not None and s.high is not None and i < len(s.low):
-                low[keys.index(_key(x))] = _num(s.low[i])
-                high[keys.index(_key(x))] = _num(s.high[i])
-        offset = 0.0 if alone else (index - (count - 1) / 2) * width
-        colour = SEVERITY_COLOUR[s.severity] if s.severity else PALETTE[index % len(PALETTE)]
-        hatch = HATCHES[index % len(HATCHES)]
-        where = positions + offset
-        height = np.nan_to_num(heights) if stacked else heights
-        bottom = bottoms if stacked else None
-        ax.bar(
-            where,
-            height,
-            width=width,
-            bottom=bottom,
-            color=_lighten(colour),
-            edgecolor="black",
-            linewidth=0.6,
-            zorder=3,
-        )
-        if hatch:
-            ax.bar(
-                where,
-                height,
-                width=width,
-                bottom=bottom,
-                facecolor="none",
-                edgecolor="black",
-                linewidth=0,
-                hatch=hatch,
-                zorder=3.1,
-            )
-        handles.append(_handle(s.name, colour, hatch))
-        if not stacked and not np.all(np.isnan(low)):
-            ax.errorbar(
-                where,
-                heights,
-                yerr=[np.nan_to_num(heights - low), np.nan_to_num(high - heights)],
-                fmt="none",
-                ecolor="black",
-                elinewidth=0.8,
-                capsize=2.5,
-                zorder=4,
-            )
-        if stacked:
-            bottoms = bottoms + np.nan_to_num(heights)
-    if _rotated(categories):
-        # one line each, slanted: wrapped labels of 40 bars would overprint each other
-        ax.set_xticks(
-            positions,
-            labels=[plain(_short(c)) for c in categories],
-            rotation=ROTATION,
-            ha="right",
-            rotation_mode="anchor",
-            fontsize=FONT_SIZE - 1.5,
-        )
-    else:
-        ax.set_xticks(positions, labels=[_label(c) for c in categories])
-    ax.set_xlim(-0.6, len(keys) - 0.4)
-    ax.grid(axis="x", visible=False)
-    _legend(ax, [*handles, *_bands(ax, chart)])
+# ------------------------------------------------------------------ heatmap
 
 
-def disjoint(series: Sequence[Series]) -> bool:
-    """Whether no category has a value in more than one series (a bar chart coloured by
-    verdict: one series per verdict), so each bar can take its category's full width."""
-    seen: set[str] = set()
-    for s in series:
-        own = {_key(x) for x, y in zip(s.x, s.y, strict=False) if y is not None}
-        if own & seen:
-            return False
-        seen |= own
-    return len(series) > 1
+def heatmap_cmap(higher_is: str | None) -> LinearSegmentedColormap:
+    """The shared colour scale (`heatmap_scale`) as a matplotlib colormap."""
+    return LinearSegmentedColormap.from_list(
+        f"torchscale-{higher_is or 'neutral'}", list(heatmap_scale(higher_is))
+    )
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= ROTATED_MAX else text[: ROTATED_MAX - 1] + "…"
-
-
-def _rotated(categories: Sequence[str]) -> bool:
-    """Whether category labels are slanted: many of them, or long ones that would collide."""
-    widest = max((len(c) for c in categories), default=0)
-    return len(categories) > 12 or widest * len(categories) > 110
-
-
-def _key(x: float | int | str) -> str:
-    return x if isinstance(x, str) else repr(float(x))
-
-
-def _category_keys(series: Sequence[Series]) -> list[str]:
-    return list(dict.fromkeys(_key(x) for s in series for x in s.x))
-
-
-def _category_values(series: Sequence[Series]) -> list[float | int | str]:
-    first: dict[str, float | int | str] = {}
-    for s in series:
-        for x in s.x:
-            first.setdefault(_key(x), x)
-    return list(first.values())
-
-
-def _draw_box(ax: Axes, chart: Chart) -> None:
-    series = [s for s in chart.series if s.values]
-    keys = _category_keys(series)
-    labels = [_x_text(x, chart.x_format) for x in _category_values(series)]
-    count = len(series)
-    width = 0.7 / max(count, 1)
-    handles: list[Artist] = []
-    for index, s in enumerate(series):
-        values = s.values or []
-        pairs = [(keys.index(_key(x)), v) for x, v in zip(s.x, values, strict=False) if v]
-        if not pairs:
-            continue
-        offset = (index - (count - 1) / 2) * width
-        colour = PALETTE[index % len(PALETTE)]
-        parts: dict[str, Any] = ax.boxplot(
-            [v for _, v in pairs],
-            positions=[p + offset for p, _ in pairs],
-            widths=width * 0.85,
-            patch_artist=True,
-            manage_ticks=False,
-            medianprops={"color": "black", "linewidth": 1.4},
-            flierprops={"marker": MARKERS[index % len(MARKERS)], "markersize": 3},
-        )
-        hatch = HATCHES[index % len(HATCHES)]
-        for box in parts["boxes"]:
-            box.set_facecolor(_lighten(colour))
-            box.set_edgecolor("black")
-            if hatch:
-                ax.add_patch(_hatch_overlay(box.get_path(), box.get_transform(), hatch))
-        handles.append(_handle(s.name, colour, hatch))
-    ax.set_xticks(range(len(keys)), labels=[_label(c) for c in labels])
-    ax.set_xlim(-0.6, len(keys) - 0.4)
-    ax.grid(axis="x", visible=False)
-    _legend(ax, handles)
-
-
-def _draw_heatmap(fig: Figure, ax: Axes, chart: Chart) -> None:
-    heatmap = chart.heatmap
-    if heatmap is None or not heatmap.z:
+def _draw_heatmap(fig: Figure, ax: Axes, p: Plot) -> None:
+    heat = p.heatmap
+    if heat is None or heat.z_low is None or heat.z_high is None:
         _no_data(ax)
         return
-    width = max(len(row) for row in heatmap.z)  # ragged rows: the missing cells have no data
-    grid = [[_num(v) for v in row] + [math.nan] * (width - len(row)) for row in heatmap.z]
-    z = np.ma.masked_invalid(np.array(grid, dtype=float))
-    missing = np.ma.getmaskarray(z)
-    if z.size == 0 or missing.all():
-        _no_data(ax)
-        return
-    cmap = _cmap(heatmap.higher_is)
+    z = np.ma.masked_invalid(
+        np.array([[math.nan if v is None else v for v in row] for row in heat.z], dtype=float)
+    )
     rows, cols = z.shape
+    cmap = LinearSegmentedColormap.from_list("torchscale-heat", list(heat.stops)).with_extremes(
+        bad=(1.0, 1.0, 1.0, 0.0)
+    )
     # pcolormesh, not imshow: one vector quad per cell (imshow embeds a raster image)
     image = ax.pcolormesh(
-        np.arange(cols + 1) - 0.5, np.arange(rows + 1) - 0.5, z, cmap=cmap, shading="flat"
+        np.arange(cols + 1) - 0.5,
+        np.arange(rows + 1) - 0.5,
+        z,
+        cmap=cmap,
+        vmin=heat.z_low,
+        vmax=heat.z_high,
+        shading="flat",
     )
     ax.set_xlim(-0.5, cols - 0.5)
     ax.set_ylim(rows - 0.5, -0.5)  # first row on top, as the table of z reads
@@ -507,35 +403,32 @@ def _draw_heatmap(fig: Figure, ax: Axes, chart: Chart) -> None:
     colourbar = fig.colorbar(image, ax=ax, pad=0.02)
     if colourbar.solids is not None:
         colourbar.solids.set_rasterized(False)  # matplotlib rasterizes long colour bars
-    colourbar.set_label(plain(heatmap.z_label), fontsize=FONT_SIZE)
-    colourbar.ax.yaxis.set_major_formatter(TickFormatter("float"))
-    # every label while they fit, else every n-th: 60 step labels would overprint each other
-    x_every = math.ceil(cols / MAX_HEATMAP_X_LABELS)
-    y_every = math.ceil(rows / MAX_HEATMAP_Y_LABELS)
-    x_labels = [*heatmap.x_labels, *[""] * cols][:cols]
-    y_labels = [*heatmap.y_labels, *[""] * rows][:rows]
-    ax.set_xticks(range(0, cols, x_every), labels=[_label(x) for x in x_labels[::x_every]])
-    ax.set_yticks(range(0, rows, y_every), labels=[_label(y) for y in y_labels[::y_every]])
+    colourbar.set_label(plain(heat.z_label), fontsize=FONT_SIZE)
+    colourbar.ax.tick_params(labelsize=FONT_SIZE - 1)
+    ax.set_xticks(
+        range(0, cols, heat.x_every), labels=[plain(x) for x in heat.x_labels[:: heat.x_every]]
+    )
+    ax.set_yticks(
+        range(0, rows, heat.y_every), labels=[plain(y) for y in heat.y_labels[:: heat.y_every]]
+    )
     ax.grid(False)
-    if rows * cols <= 150:
-        low, high = float(z.min()), float(z.max())
-        span = (high - low) or 1.0
-        for i in range(rows):
-            for j in range(cols):
-                if missing[i, j]:
-                    continue
-                value = float(z[i, j])
-                dark = is_dark(scale_colour(heatmap_scale(heatmap.higher_is), (value - low) / span))
-                ax.text(
-                    j,
-                    i,
-                    plain(format_value(value, "float")),
-                    ha="center",
-                    va="center",
-                    fontsize=FONT_SIZE - 1,
-                    color="white" if dark else "black",
-                )
-    if missing.any():
+    if heat.values is not None:
+        span = (heat.z_high - heat.z_low) or 1.0
+        for i, j in itertools.product(range(rows), range(cols)):
+            value = heat.z[i][j]
+            if value is None:
+                continue
+            dark = is_dark(scale_colour(heat.stops, (value - heat.z_low) / span))
+            ax.text(
+                j,
+                i,
+                plain(heat.values[i][j]),
+                ha="center",
+                va="center",
+                fontsize=FONT_SIZE - 1,
+                color="white" if dark else "black",
+            )
+    if heat.missing:
         ax.text(
             1.0,
             -0.16,
@@ -547,53 +440,61 @@ def _draw_heatmap(fig: Figure, ax: Axes, chart: Chart) -> None:
         )
 
 
-def heatmap_cmap(higher_is: str | None) -> LinearSegmentedColormap:
-    """The shared colour scale (`heatmap_scale`) as a matplotlib colormap."""
-    return LinearSegmentedColormap.from_list(
-        f"torchscale-{higher_is or 'neutral'}", list(heatmap_scale(higher_is))
-    )
+# ------------------------------------------------------------------ the figure
 
 
-def _cmap(higher_is: str | None) -> Any:
-    return heatmap_cmap(higher_is).with_extremes(bad=(1.0, 1.0, 1.0, 0.0))
+def figure_height(p: Plot) -> float:
+    """Inches: the fixed plot height plus what is drawn around it."""
+    height = PLOT_HEIGHT_IN
+    if p.kind == "heatmap" and p.heatmap is not None:
+        rows = len(p.heatmap.y_labels)
+        height = min(3 * PLOT_HEIGHT_IN, max(PLOT_HEIGHT_IN, HEATMAP_HEIGHT_IN * rows))
+    if p.legend_rows:
+        height += LEGEND_GAP_IN + LEGEND_ROW_IN * p.legend_rows
+    return height + DECORATION_IN
 
 
-def _figure(chart: Chart) -> Figure:
-    size = FIGSIZE
-    if chart.kind in ("bar", "stacked_bar") and _rotated(
-        [_x_text(x, chart.x_format) for x in _category_values(chart.series)]
-    ):
-        size = (FIGSIZE[0], FIGSIZE[1] + ROTATED_EXTRA_HEIGHT)  # room under the axes
-    fig = Figure(figsize=size, layout="constrained")
+def _figure(chart: Chart | Plot) -> Figure:
+    p = chart if isinstance(chart, Plot) else plot(chart)
+    fig = Figure(figsize=(FIG_WIDTH_IN, figure_height(p)), layout="constrained")
     ax = fig.add_subplot()
-    ax.tick_params(labelsize=FONT_SIZE)
-    ax.set_xlabel(plain(chart.x_label), fontsize=FONT_SIZE)
-    ax.set_ylabel(plain(chart.y_label), fontsize=FONT_SIZE)
+    # no tick marks (the grid says where a tick is) and no white background rectangles: SVG
+    # nodes WeasyPrint would draw for nothing
+    ax.tick_params(labelsize=FONT_SIZE, bottom=False, left=False, pad=3)
+    fig.patch.set_visible(False)
+    if p.kind != "heatmap":  # a heatmap's axes background shows its missing cells
+        ax.patch.set_visible(False)
+    ax.set_xlabel(plain(p.x.title), fontsize=FONT_SIZE)
+    ax.set_ylabel(plain(p.y.title), fontsize=FONT_SIZE)
     ax.spines[["top", "right"]].set_visible(False)
-    if chart.kind != "heatmap":
-        ax.grid(True, color="#dddddd", linewidth=0.6, zorder=0)
-        ax.set_axisbelow(True)
-        ax.yaxis.set_major_formatter(TickFormatter(chart.y_format))
-        if chart.y_format == "int":  # no 0.5 ticks reading "0" and "1"
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    has_data = any(s.y or s.values for s in chart.series)
-    if chart.kind == "heatmap":
-        _draw_heatmap(fig, ax, chart)
-    elif not has_data:
+    for spine in ax.spines.values():
+        spine.set_color(palette.AXIS_COLOUR)
+    if p.kind == "heatmap":
+        _draw_heatmap(fig, ax, p)
+        if p.heatmap is not None and p.heatmap.z_low is not None:
+            fit_x_labels(fig, ax, slanted=False)
+        return fig
+    if p.empty:
         _no_data(ax)
-    elif chart.kind == "line":
-        _draw_line(ax, chart)
-    elif chart.kind == "bar":
-        _draw_bars(ax, chart, stacked=False)
-        if chart.y_log:
-            _log_y(ax, chart)
-    elif chart.kind == "stacked_bar":
-        _draw_bars(ax, chart, stacked=True)
-    elif chart.kind == "box":
-        _draw_box(ax, chart)
-    if chart.kind != "heatmap" or chart.heatmap is not None:
-        fit_x_labels(fig, ax)
+        return fig
+    ax.grid(axis="y", color=palette.GRID_COLOUR, linewidth=0.6, zorder=0)
+    ax.set_axisbelow(True)
+    _bands(ax, p)
+    if p.kind == "line":
+        _draw_line(ax, p)
+    elif p.kind in ("bar", "stacked_bar"):
+        _draw_bars(ax, p)
+    elif p.kind == "box":
+        _draw_box(ax, p)
+    _apply_axis(ax, p.x, "x")
+    _apply_axis(ax, p.y, "y")
+    _legend(fig, p)
+    if p.x.scale == "category":
+        fit_x_labels(fig, ax, p.x.slanted)
     return fig
+
+
+# ------------------------------------------------------------------ category labels
 
 
 def _visible_ticks(ax: Axes) -> list[tuple[float, str]]:
@@ -610,20 +511,19 @@ def _labels(ax: Axes) -> list[Text]:
     return [label for label in ax.get_xticklabels() if label.get_visible() and label.get_text()]
 
 
-def fit_x_labels(fig: Figure, ax: Axes) -> None:
-    """Category labels that would overprint each other, measured after layout: wrapped to
-    their slot's width on up to three lines where that parts them, else slanted and shortened
-    to one line; if the slanted ones still lie closer than a line's height, only every n-th is
-    kept. Numeric axes place their own few ticks and are left alone."""
-    if ax.xaxis.get_scale() != "linear" or isinstance(ax.xaxis.get_major_locator(), MaxNLocator):
-        return
+def fit_x_labels(fig: Figure, ax: Axes, slanted: bool) -> None:
+    """Category labels that must not overprint each other. Slanted ones (the model's choice:
+    many or long labels) are set at ROTATION degrees straight away, every n-th where the
+    slots are narrower than a line's height across the slant (from the planned axes width:
+    no layout pass). Level ones are measured after layout; where they collide they are
+    wrapped to their slot's width on up to three lines, else slanted after all."""
     ticks = _visible_ticks(ax)
     if len(ticks) < 2:
         return
-    fig.draw_without_rendering()
-    slanted = any(label.get_rotation() != 0 for label in _labels(ax))
     if not slanted:
+        fig.draw_without_rendering()
         if _apart(ax):
+            _freeze(fig)
             return
         # first try the labels on up to three lines, each as wide as a category's slot
         chars = int(_pitch_px(fig, ax, ticks) / (FONT_SIZE / 72 * fig.dpi * 0.62))
@@ -633,24 +533,37 @@ def fit_x_labels(fig: Figure, ax: Axes) -> None:
             ax.set_xticks([x for x, _ in ticks], labels=["\n".join(w) for w in wrapped])
             fig.draw_without_rendering()
             if _apart(ax):
+                _freeze(fig)
                 return
-        width, height = fig.get_size_inches()
-        fig.set_size_inches(width, height + ROTATED_EXTRA_HEIGHT)  # room under the axes
-    # slanted labels are parallel strips: apart when the distance between neighbours across
-    # the slant is at least a line's height
-    pitch = _pitch_px(fig, ax, ticks)
+    _slant(fig, ax, ticks)
+
+
+def _slant(fig: Figure, ax: Axes, ticks: list[tuple[float, str]]) -> None:
+    """Slanted labels are parallel strips: apart when the distance between neighbours across
+    the slant is at least a line's height. The pitch is taken from the narrowest the axes can
+    be (the figure less the widest y labels), so the thinning errs towards fewer labels."""
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + ROTATED_EXTRA_HEIGHT)  # room under the axes
+    low, high = sorted(ax.get_xlim())
+    pitch = (width - Y_DECORATION_MAX_IN) * fig.dpi / max(high - low, 1e-9)
     line_px = (FONT_SIZE - 1.5) / 72 * fig.dpi * 1.3
     across = pitch * math.sin(math.radians(ROTATION))
     every = 1 if across >= line_px else math.ceil(line_px / max(across, 1e-6))
     kept = ticks[::every]
     ax.set_xticks(
         [x for x, _ in kept],
-        labels=[plain(_short(text.replace("\n", " ").replace("\\$", "$"))) for _, text in kept],
+        labels=[text.replace("\n", " ") for _, text in kept],
         rotation=ROTATION,
         ha="right",
         rotation_mode="anchor",
         fontsize=FONT_SIZE - 1.5,
     )
+
+
+def _freeze(fig: Figure) -> None:
+    """Keep the layout just computed: saving the figure need not lay it out again."""
+    with contextlib.suppress(RuntimeError):  # an engine a colour bar depends on stays
+        fig.set_layout_engine("none")
 
 
 def _apart(ax: Axes) -> bool:
@@ -662,21 +575,22 @@ def _apart(ax: Axes) -> bool:
 def _pitch_px(fig: Figure, ax: Axes, ticks: list[tuple[float, str]]) -> float:
     """The least distance between neighbouring ticks, in pixels, after layout."""
     fig.draw_without_rendering()
-    where = sorted(ax.transData.transform([(x, 0.0) for x, _ in ticks])[:, 0])
+    y = float(np.mean(ax.get_ylim()))  # any y on the axes: 0 is not on a log axis
+    where = sorted(ax.transData.transform([(x, y) for x, _ in ticks])[:, 0])
     return float(min(b - a for a, b in itertools.pairwise(where)))
 
 
-def chart_svg(chart: Chart) -> str:
+def chart_svg(chart: Chart | Plot) -> str:
     """One chart as a standalone SVG document (vector paths only; no raster image)."""
     start = time.perf_counter()
-    fig = _figure(chart)
-    try:
-        buffer = io.StringIO()
-        # text as SVG text, not outlines: WeasyPrint lays a chart out ~40 % faster, and the
-        # PDF's chart labels can be searched and copied
-        with matplotlib.rc_context({"svg.fonttype": "none"}):
+    with matplotlib.rc_context(SVG_RC):
+        fig = _figure(chart)
+        try:
+            buffer = io.StringIO()
+            # text as SVG text, not outlines: WeasyPrint lays a chart out ~40 % faster, and
+            # the PDF's chart labels can be searched and copied
             fig.savefig(buffer, format="svg", metadata={"Date": None})
-    finally:
-        fig.clear()
+        finally:
+            fig.clear()
     log.debug("chart %s (%s): %.3f s", chart.id, chart.kind, time.perf_counter() - start)
     return buffer.getvalue()

@@ -6,8 +6,11 @@ Why this shape:
   (built as data by `worker_argv`), not multiprocessing: nothing depends on how the caller's
   `__main__` was started, and nothing is pickled. Charts go in as the report model's JSON in a
   file, SVGs (or the error of each chart that could not be drawn) come back as JSON in a file.
-- The calling process draws its own share meanwhile; the worker's share is smaller by its
-  start-up time (Python and matplotlib imports, about 0.8 s here).
+- The calling process draws its own share meanwhile; a worker's share is smaller by its
+  start-up time (Python and matplotlib imports, about 0.8 s here, the time of about
+  STARTUP_CHARTS charts), and a worker is started only where its share is at least
+  MIN_WORKER_SHARE charts. (Issue 40: the old rule wanted 6 charts per process, so the 11
+  charts of a 50-cell report were drawn one after another on a 2-core machine.)
 - A worker cannot outlive the report: it runs in a session of its own (a Ctrl-C at the
   terminal reaches only the parent, which then kills it), it asks the kernel for SIGKILL when
   its parent dies, and any exception in the parent kills and reaps it.
@@ -33,8 +36,10 @@ log = logging.getLogger(__name__)
 
 MODULE = "torchscale.report.render.svg_worker"
 MAX_WORKERS = 4
-CHARTS_PER_WORKER = 6  # fewer charts than this per process do not repay a worker's start-up
-WORKER_SHARE = 0.8  # of an equal share: a worker starts about 0.8 s after the caller
+# a worker's start-up (a Python process importing matplotlib and pydantic, ~0.8 s on a quiet
+# machine) in charts the caller draws meanwhile (~0.2 s each)
+STARTUP_CHARTS = 4.0
+MIN_WORKER_SHARE = 2  # a worker that would draw fewer charts does not repay its start-up
 TIMEOUT_S = 60.0
 TIMEOUT_PER_CHART_S = 10.0
 
@@ -58,25 +63,32 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def shares(charts: int, workers: int) -> list[float]:
+    """How many charts the caller (first) and each worker draw so that all finish together: a
+    worker starts STARTUP_CHARTS charts late."""
+    caller = (charts + workers * STARTUP_CHARTS) / (workers + 1)
+    return [caller] + [caller - STARTUP_CHARTS] * workers
+
+
 def worker_count(charts: int, cores: int) -> int:
     """How many worker processes to start besides the caller: one per spare core, while each
-    has at least CHARTS_PER_WORKER charts to draw."""
-    return max(0, min(cores - 1, MAX_WORKERS, charts // CHARTS_PER_WORKER - 1))
+    worker's share is at least MIN_WORKER_SHARE charts."""
+    for workers in range(min(cores - 1, MAX_WORKERS), 0, -1):
+        if shares(charts, workers)[-1] >= MIN_WORKER_SHARE:
+            return workers
+    return 0
 
 
 def split(charts: Sequence[Chart], workers: int) -> list[list[Chart]]:
-    """The caller's share first, then one share per worker. Interleaved, so that each share
-    has charts of every kind (their cost differs by kind); a worker's share is WORKER_SHARE of
-    the caller's, for its start-up time."""
-    weights = [1.0] + [WORKER_SHARE] * workers
-    shares: list[list[Chart]] = [[] for _ in weights]
-    load = [0.0] * len(weights)
+    """The caller's share first, then one share per worker, sized by `shares`. Interleaved,
+    so that each share has charts of every kind (their cost differs by kind)."""
+    weights = [max(share, 1e-9) for share in shares(len(charts), workers)]
+    out: list[list[Chart]] = [[] for _ in weights]
     for chart in charts:
-        # the share that is the least full relative to its weight takes the next chart
-        index = min(range(len(weights)), key=lambda i: (load[i] / weights[i], i))
-        shares[index].append(chart)
-        load[index] += 1.0
-    return shares
+        # the share that is the least full relative to its size takes the next chart
+        index = min(range(len(weights)), key=lambda i: ((len(out[i]) + 1) / weights[i], i))
+        out[index].append(chart)
+    return out
 
 
 def worker_argv(charts_path: Path, output_path: Path, parent_pid: int) -> list[str]:

@@ -176,13 +176,16 @@ def _chart(
     rows: list[dict[str, Any]],
     key: str,
 ) -> Chart | None:
+    # a series per layout (a handful) over the groups (hundreds in a big sweep): a legend of
+    # layouts stays short, and the groups are categories the chart limits can cut
     series: dict[str, Series] = {}
     for row in rows:
         value = row.get(key)
         if value is None:
             continue
-        line = series.setdefault(row["group"], Series(name=row["group"]))
-        line.x.append(str(row["layout"]))
+        layout = str(row["layout"])
+        line = series.setdefault(layout, Series(name=layout))
+        line.x.append(row["group"])
         line.y.append(float(value))
     if not series:
         return None
@@ -193,7 +196,7 @@ def _chart(
         id=chart_id,
         title=title,
         kind="bar",
-        x_label="layout",
+        x_label="model, batch, world size, precision",
         y_label=f"{y_label} (log scale)" if log else y_label,
         y_format=y_format,
         y_log=log,
