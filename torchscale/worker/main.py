@@ -18,7 +18,7 @@ if __name__ == "__main__":
 
 import json
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -27,7 +27,6 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torchscale.atomic import write_text_atomic
 from torchscale.models import parameter_count
 from torchscale.step_phases import STEP_PHASES, seconds_column
-from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.capture import capture
 from torchscale.worker.measure import RankMeasurement, Window, measure
 from torchscale.worker.measured_peak import read_measured_peak
@@ -42,6 +41,9 @@ from torchscale.worker.run_environment import capture_environment
 from torchscale.worker.spec import WorkerSpec
 from torchscale.worker.trainer import Trainer
 
+if TYPE_CHECKING:
+    from torchscale.worker.aggregate import CellFacts
+
 
 def _device(spec: WorkerSpec) -> torch.device:
     """This rank's device. On CUDA cuDNN autotuning is switched on, as training with fixed
@@ -55,6 +57,8 @@ def _device(spec: WorkerSpec) -> torch.device:
 def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     """What rank 0 records besides the measurements: the model, the peak MFU divides by (and
     why that one), and the settings this worker chose that change the figures."""
+    from torchscale.worker.aggregate import CellFacts  # scipy, pandas: after the windows
+
     tf32_record: dict[str, str] | None = None  # no TF32 on CPU
     if trainer.device.type == "cuda":
         name = torch.cuda.get_device_name(trainer.device)
@@ -153,6 +157,10 @@ def run(spec: WorkerSpec) -> None:
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)
         if dist.get_rank() == 0:
+            # imported here, after every window: scipy and pandas cost each rank ~100 MiB and
+            # a CPU-second at start-up (docs/methodology.md); only rank 0 aggregates
+            from torchscale.worker.aggregate import aggregate
+
             result = aggregate(spec, gathered, _facts(spec, trainer))
             write_text_atomic(spec.steps_path, _step_records(gathered))
             write_text_atomic(spec.result_path, result.model_dump_json(indent=2))
