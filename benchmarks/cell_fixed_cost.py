@@ -32,6 +32,7 @@ ratios are noise (the CPU seconds hold up better: they count only the rank's own
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -54,11 +55,17 @@ SIDES = ("bare", "bare DDP", "torchscale")
 
 
 def _write_mark(prefix: str, rank: int | str) -> None:
-    """This rank's mark: the time, its CPU seconds so far, which of HEAVY it has imported."""
+    """This rank's mark: the time, its CPU seconds so far, which of HEAVY it has imported,
+    how many objects it has frozen out of garbage collection."""
     now = time.time()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     loaded = [name for name in HEAVY if name in sys.modules]
-    mark = {"time": now, "cpu_s": usage.ru_utime + usage.ru_stime, "loaded": loaded}
+    mark = {
+        "time": now,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "loaded": loaded,
+        "frozen": gc.get_freeze_count(),  # set-up's objects out of the edge's collection
+    }
     Path(f"{prefix}.{rank}").write_text(json.dumps(mark))
 
 
@@ -82,7 +89,7 @@ def marked(model: str = "tiny-mlp", mark_file: str = "", mark_at: int = 1) -> An
 
 def bare_rank(out: str, model: str | None, batch: int, warmup: int) -> None:
     """One rank of a bare side: torch, gloo; with `model`, the model, DDP, fused AdamW and
-    `warmup` training steps; one barrier, the mark."""
+    `warmup` training steps; one barrier, the mark, the exit."""
     import torch
     import torch.distributed as dist
 
@@ -107,17 +114,24 @@ def bare_rank(out: str, model: str | None, batch: int, warmup: int) -> None:
     dist.barrier()
     _write_mark(out, dist.get_rank())
     dist.destroy_process_group()
+    # as a cell's rank leaves (torchscale.worker.rank_entry.leave_without_teardown): on gloo
+    # a rank sometimes aborts in interpreter teardown, seen here with DDP about 1 run in 10
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @dataclass(frozen=True)
 class Run:
     """One side's launch: seconds from launch to the last rank's mark and to exit, the
-    largest CPU seconds of a rank at its mark, and what of HEAVY any rank had imported."""
+    largest CPU seconds of a rank at its mark, what of HEAVY any rank had imported, and the
+    fewest objects a rank had frozen out of garbage collection."""
 
     first_s: float
     exit_s: float
     cpu_s: float
     loaded: list[str]
+    frozen: int
 
 
 def _run_of(prefix: Path, world: int, started: float, ended: float) -> Run:
@@ -127,6 +141,7 @@ def _run_of(prefix: Path, world: int, started: float, ended: float) -> Run:
         exit_s=ended - started,
         cpu_s=max(float(m["cpu_s"]) for m in marks),
         loaded=sorted({name for m in marks for name in m["loaded"]}),
+        frozen=min(int(m["frozen"]) for m in marks),
     )
 
 
@@ -148,8 +163,12 @@ def run_bare(
         *("--warmup", str(args.warmup)),
     ]
     started = time.time()
-    subprocess.run(argv, env=env, check=True, capture_output=True)
-    return _run_of(out, args.world, started, time.time())
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    ended = time.time()
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-80:])
+        raise SystemExit(f"the {'bare DDP' if ddp else 'bare'} side failed:\n{tail}")
+    return _run_of(out, args.world, started, ended)
 
 
 def cell_config(args: argparse.Namespace, mark: Path, threads: int) -> Any:
@@ -232,9 +251,11 @@ def report(rounds: list[dict[str, Run]], cores: int, load_before: float) -> None
         f"CPU {ratios('torchscale', 'bare DDP', lambda r: r.cpu_s):.3f}"
     )
     loaded = sorted({name for r in rounds for name in r["torchscale"].loaded})
+    frozen = min(r["torchscale"].frozen for r in rounds)
     print(
         f"{' and '.join(HEAVY)} in a rank at its first measured step: "
-        f"{', '.join(loaded) if loaded else 'neither'}"
+        f"{', '.join(loaded) if loaded else 'neither'}; set-up objects frozen out of the "
+        f"window edges' garbage collection: {frozen:,}"
     )
     if load_before > BUSY_SHARE * cores:
         print(

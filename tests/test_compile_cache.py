@@ -203,3 +203,39 @@ def test_the_reports_cell_table_has_a_compile_column_when_a_cell_compiled(
     table = _latency_table(tmp_path / "eager", [eager])
     assert "compile_s" not in [c.key for c in table.columns]
     assert all("compile_s" not in r for r in table.rows)
+
+
+# ------------------------------------------------------------------ reuse, for real
+
+
+def _cache_files(directory: Path) -> dict[str, int]:
+    """Every file of a compile cache with its modification time."""
+    return {
+        str(path.relative_to(directory)): path.stat().st_mtime_ns
+        for path in directory.rglob("*")
+        if path.is_file()
+    }
+
+
+@pytest.mark.slow
+def test_a_rerun_of_a_compiled_cell_loads_what_the_first_run_compiled(tmp_path: Path) -> None:
+    """A compiled tiny cell run twice into one experiment (a rerun, or a resume that runs it
+    again): the first compiles into <experiment>/compile_cache/, the second rewrites none of
+    it (inductor loaded every graph and kernel; a compile would have written them again).
+    The seconds saved are a benchmark's (docs/methodology.md), never asserted here."""
+    from torchscale.api.benchmark import run_benchmark
+
+    cell = config().model_copy(
+        update={"measurement": config().measurement.model_copy(update={"warmup_steps": 2})}
+    )
+    first = run_benchmark(cell, tmp_path)
+    cache = first.store.compile_cache_dir
+    (result,) = first.sweep.results
+    assert result.status == "ok", result.error
+    assert result.warmup is not None and result.warmup.compile_s is not None
+    compiled = _cache_files(cache)
+    assert any(name.startswith("fxgraph/") for name in compiled), sorted(compiled)
+    second = run_benchmark(cell, tmp_path)
+    (again,) = second.sweep.results
+    assert again.status == "ok", again.error
+    assert _cache_files(cache) == compiled
