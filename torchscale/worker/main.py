@@ -162,8 +162,8 @@ def run(spec: WorkerSpec) -> None:
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)
         if dist.get_rank() == 0:
-            # imported here, after every window: scipy and pandas cost each rank ~100 MiB and
-            # a CPU-second at start-up (docs/methodology.md); only rank 0 aggregates
+            # imported here, after every window: scipy and pandas cost a rank 0.7 s of CPU
+            # and 90 MiB at start-up (docs/methodology.md); only rank 0 aggregates
             from torchscale.worker.aggregate import aggregate
 
             result = aggregate(spec, gathered, _facts(spec, trainer))
