@@ -127,7 +127,8 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
 def compile_lines(result: CellResult) -> list[Line]:
     """'Compile: 25.3 s of the cell's 61.2 s, in the warm-up': what torch.compile cost this
     cell's process (every cell is a fresh one; what an earlier cell of the experiment compiled
-    is loaded from its compile cache), beside what the whole cell took. None for an eager cell."""
+    is loaded from its compile cache), beside what the whole cell took; no line for an eager
+    cell."""
     compile_s = result.warmup.compile_s if result.warmup is not None else None
     if compile_s is None:
         return []
