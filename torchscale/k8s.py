@@ -193,7 +193,8 @@ def worker_command(planned: PlannedCell, paths: PodPaths) -> tuple[list[str], di
     its rendezvous; torchrun's default static rendezvous takes node rank and node 0's address
     from PET_NODE_RANK and PET_MASTER_ADDR/PORT, which the operator sets."""
     _check_env(planned.launch.extra_env)
-    local = planned.command(
+    shared = planned.sharing_compile_cache(paths.experiment.compile_cache_dir)  # on the claim
+    local = shared.command(
         Path(str(paths.spec)),
         Path(str(paths.logs)),
         {},

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from torchscale.auto_batch import Footprint, auto_batch, footprint
@@ -134,6 +134,9 @@ class LaunchSettings:
     extra_env: Mapping[str, str]  # launcher.env, on top of what torchscale sets
     timeout_s: float
     malloc_reuse: bool = False  # CPU cells with launcher.cpu_malloc: reuse (launch/cpu_malloc.py)
+    # the experiment's compile cache (launch/compile_cache.py): known only where the results
+    # directory is, so set by what launches the cell (`PlannedCell.sharing_compile_cache`)
+    compile_cache: PurePath | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,12 @@ class PlannedCell:
             acceptance_dirs=[str(d) for d in acceptance_dirs],
         )
 
+    def sharing_compile_cache(self, directory: PurePath) -> PlannedCell:
+        """This cell launched with the experiment's compile cache `directory` (used when it
+        compiles): every cell, probe, profile and resume of an experiment shares one."""
+        launch = replace(self.launch, compile_cache=directory)
+        return replace(self, launch=launch)
+
     def command(
         self,
         spec_path: Path,
@@ -175,7 +184,8 @@ class PlannedCell:
         rendezvous: Sequence[str] = ONE_NODE,
     ) -> LaunchCommand:
         """The torchrun command of this cell: one node by default; a multi-node launcher
-        (Slurm step, Kubernetes pod) passes its interpreter and rendezvous flags."""
+        (Slurm step, Kubernetes pod) passes its interpreter and rendezvous flags. A compiled
+        cell points inductor and Triton at its experiment's compile cache, when it has one."""
         return torchrun_command(
             WORKER_MODULE,
             ["--spec", str(spec_path)],
@@ -188,6 +198,7 @@ class PlannedCell:
             python=python,
             rendezvous=rendezvous,
             malloc_reuse=self.launch.malloc_reuse,
+            compile_cache=self.launch.compile_cache if self.training.compile else None,
         )
 
 

@@ -117,7 +117,9 @@ def run_cell(
             store.peak_search_dirs,
         )
     )
-    command = command_for(planned, spec_path, store.log_dir(cell_id), base_env)
+    # compiled cells load what an earlier cell, probe or run of the experiment compiled
+    shared = planned.sharing_compile_cache(store.compile_cache_dir)
+    command = command_for(shared, spec_path, store.log_dir(cell_id), base_env)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     timeout = planned.launch.timeout_s
     # stale attempts were removed before launch: a result here was written by this launch,

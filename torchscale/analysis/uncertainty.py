@@ -20,6 +20,10 @@ Why these methods:
   "range of 3 steps, no interval", never the range called a 95 % interval.
 - Every resampling is seeded: the same measurements always give the same interval, so a
   report re-rendered tomorrow says what it said today.
+
+scipy.stats is imported where a test or a quantile needs it, not with this module: the
+sweep's own process and every rank that imports this module for its types would otherwise
+load it at start-up (docs/methodology.md, "Fixed cost per cell").
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from torchscale.schema.cell_result import Estimate
 
@@ -124,6 +127,8 @@ def t_interval(
         raise ValueError("a t interval needs 2 values or more")
     if log and not np.all(data > 0):
         raise ValueError("a log-scale t interval needs positive values")
+    from scipy import stats as scipy_stats
+
     x = np.log(data) if log else data
     centre = float(x.mean())
     half = float(scipy_stats.t.ppf(0.5 + level / 2, x.size - 1)) * float(
@@ -248,6 +253,8 @@ def log_ratio_t_interval(
     se2 = vx + vy
     if se2 <= 0:
         return centre, centre
+    from scipy import stats as scipy_stats
+
     df = se2**2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1))
     half = float(scipy_stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(se2)
     return centre * math.exp(-half), centre * math.exp(half)
@@ -298,6 +305,8 @@ def paired_gap_test(
     if np.all(data == 0):
         p_value = 1.0
     else:
+        from scipy import stats as scipy_stats
+
         p_value = float(scipy_stats.wilcoxon(data, alternative="greater").pvalue)
     significant = p_value < alpha and low >= min_effect_s
     return GapTest(mean, low, high, p_value, min_effect_s, significant, int(data.size))

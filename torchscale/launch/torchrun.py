@@ -13,9 +13,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from torchscale.cell import Device
+from torchscale.launch.compile_cache import compile_cache_env
 from torchscale.launch.cpu_malloc import malloc_reuse_env
 from torchscale.launch.torchrun_env import child_environment
 from torchscale.rank_diagnostics import DIAGNOSTICS_ENV
@@ -68,6 +69,7 @@ def torchrun_command(
     python: str = sys.executable,
     rendezvous: Sequence[str] = ONE_NODE,
     malloc_reuse: bool = False,
+    compile_cache: PurePath | None = None,
 ) -> LaunchCommand:
     """A launch of `python -m module *module_args` on `nproc` ranks per node: one node with
     the default `rendezvous`, or whatever a multi-node launcher passes instead
@@ -77,7 +79,8 @@ def torchrun_command(
     with the library default on a busy machine was seen 80x slower); `extra_env` (the config's
     launcher.env) goes on top, so what is recorded is what ran. `malloc_reuse` (CPU benchmark
     cells): glibc keeps freed memory for the next step (launch/cpu_malloc.py), thresholds the
-    user set left as theirs.
+    user set left as theirs. `compile_cache` (compiled cells): inductor's and Triton's cache
+    directories there, unless the user set their own (launch/compile_cache.py).
     """
     error_file = log_dir / "error.json"
     argv = [
@@ -110,6 +113,8 @@ def torchrun_command(
         overrides["TORCH_NCCL_TRACE_BUFFER_SIZE"] = FLIGHT_RECORDER_ENTRIES
         overrides["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1"
         overrides["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = str(diagnostics / "nccl_trace_rank_")
+    if compile_cache is not None:
+        overrides.update(compile_cache_env(compile_cache, {**base_env, **(extra_env or {})}))
     overrides.update(extra_env or {})
     if malloc_reuse:
         overrides.update(malloc_reuse_env({**base_env, **overrides}))

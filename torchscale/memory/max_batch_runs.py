@@ -141,14 +141,15 @@ def visible_device_total_bytes(env: Mapping[str, str]) -> tuple[int | None, str 
 
 def probe_store(store: ResultStore, group: SearchGroup) -> ResultStore:
     """A fresh store for the group's probes, never mixed with the sweep's cells: the probes
-    of an earlier search of the group are removed (its result is about to be replaced)."""
+    of an earlier search of the group are removed (its result is about to be replaced). Its
+    probes compile into the experiment's cache, beside the sweep's cells."""
     root = store.max_batch_probes_dir(group.id)
     try:
         if root.exists():
             shutil.rmtree(root)
     except OSError as exc:
         raise ResultsError(f"cannot clear {root}: {describe_os_error(exc)}") from None
-    return ResultStore(root)
+    return ResultStore(root, compile_cache=store.compile_cache_dir)
 
 
 def write_max_batch(store: ResultStore, result: MaxBatchResult) -> None:

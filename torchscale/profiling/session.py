@@ -159,7 +159,8 @@ def launch_profiled(
         }
     )
     spec_path = store.write_text(files.spec_path, spec.model_dump_json(indent=2))
-    command = planned.command(spec_path, files.log_dir, base_env)
+    shared = planned.sharing_compile_cache(store.compile_cache_dir)  # the sweep's compiles
+    command = shared.command(spec_path, files.log_dir, base_env)
     notes: list[str] = []
     if request.tool == "nsys":
         command, capture_note = _nsys_wrap(command, directory)

@@ -17,6 +17,8 @@ results/<experiment>/
   slurm/jobs.json          the Slurm jobs of the sweep; slurm/<allocation>/ each one's files
   acceptance/<host>.<level>.json  `torchscale validate` reports (node acceptance), the latest
                            per node and level; `report` draws its acceptance section from them
+  compile_cache/           inductor's cache (Triton's in compile_cache/triton/), shared by
+                           every compiled launch of the experiment; safe to delete
 
 Every command writes OUTPUT_DIR/<experiment>/ in this one layout. A `torchscale profile` or
 `torchscale comm` run given no `--name` goes to the experiment STANDALONE_EXPERIMENT:
@@ -69,10 +71,13 @@ class ProfileRun(Generic[P]):
 
 
 class ResultLayout(Generic[P]):
-    """The paths of one experiment's results directory `root` (see the module doc)."""
+    """The paths of one experiment's results directory `root` (see the module doc).
+    `compile_cache`: a directory of results inside an experiment (the max-batch probes')
+    compiles into its experiment's cache, given here."""
 
-    def __init__(self, root: P) -> None:
+    def __init__(self, root: P, compile_cache: P | None = None) -> None:
         self.root = root
+        self._compile_cache = compile_cache
 
     @property
     def config_path(self) -> P:
@@ -164,6 +169,14 @@ class ResultLayout(Generic[P]):
 
     def acceptance_path(self, host: str, level: str) -> P:
         return self.acceptance_dir / f"{host}.{level}.json"
+
+    @property
+    def compile_cache_dir(self) -> P:
+        """Where every compiled launch of the experiment (cells, max-batch probes, profiles,
+        resumes) keeps inductor's and Triton's caches (torchscale/launch/compile_cache.py)."""
+        if self._compile_cache is not None:
+            return self._compile_cache
+        return self.root / "compile_cache"
 
     @property
     def peak_search_dirs(self) -> list[P]:

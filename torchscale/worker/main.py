@@ -16,9 +16,10 @@ if __name__ == "__main__":
 
     die_with_torchrun()
 
+import gc
 import json
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -27,7 +28,6 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torchscale.atomic import write_text_atomic
 from torchscale.models import parameter_count
 from torchscale.step_phases import STEP_PHASES, seconds_column
-from torchscale.worker.aggregate import CellFacts, aggregate
 from torchscale.worker.capture import capture
 from torchscale.worker.measure import RankMeasurement, Window, measure
 from torchscale.worker.measured_peak import read_measured_peak
@@ -41,6 +41,9 @@ from torchscale.worker.rank_entry import (
 from torchscale.worker.run_environment import capture_environment
 from torchscale.worker.spec import WorkerSpec
 from torchscale.worker.trainer import Trainer
+
+if TYPE_CHECKING:
+    from torchscale.worker.aggregate import CellFacts
 
 
 def _device(spec: WorkerSpec) -> torch.device:
@@ -63,6 +66,8 @@ FLOP_COUNT_STEP = (
 def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     """What rank 0 records besides the measurements: the model, the peak MFU divides by (and
     why that one), and the settings this worker chose that change the figures."""
+    from torchscale.worker.aggregate import CellFacts  # scipy, pandas: after the windows
+
     tf32_record: dict[str, str] | None = None  # no TF32 on CPU
     if trainer.device.type == "cuda":
         name = torch.cuda.get_device_name(trainer.device)
@@ -135,6 +140,10 @@ def run(spec: WorkerSpec) -> None:
     device = _device(spec)
     with process_group(spec.cell.backend, device):
         trainer = Trainer.build(spec, device)
+        # what set-up made (torch's modules, dynamo, the model) lives as long as the rank:
+        # kept out of every later collection, so the one at each window's edge scans only the
+        # steps' objects (0.16 s a window on 2 CPU cores without this; docs/methodology.md)
+        gc.freeze()
         mine = measure(trainer, socket.gethostname())
         mine.measured_peak = read_measured_peak(
             spec.acceptance_dirs, socket.gethostname(), mfu_dtype(spec, trainer)
@@ -152,6 +161,10 @@ def run(spec: WorkerSpec) -> None:
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)
         if dist.get_rank() == 0:
+            # imported here, after every window: scipy and pandas cost a rank 0.7 s of CPU
+            # and 90 MiB at start-up (docs/methodology.md); only rank 0 aggregates
+            from torchscale.worker.aggregate import aggregate
+
             result = aggregate(spec, gathered, _facts(spec, trainer))
             write_text_atomic(spec.steps_path, _step_records(gathered))
             write_text_atomic(spec.result_path, result.model_dump_json(indent=2))

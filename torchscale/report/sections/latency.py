@@ -39,6 +39,11 @@ from torchscale.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
 MAX_BOX_VALUES = 2000  # per box; more are reduced to this many evenly spaced quantiles
 MAX_RANKS_PER_CELL = 16  # per-rank rows of one cell: the slowest ones beyond this
 MAX_PHASE_CHARTS = 12
+COMPILE_NOTE = (
+    "compile: torch.compile's own time in the cell's warm-up, slowest rank, in no measured "
+    "figure; every cell is a fresh process, and what an earlier cell, probe or run of the "
+    "experiment compiled comes from its compile cache, so the first cell of a shape pays most"
+)
 PERCENTILES = ("p50", "p95", "p99")
 PHASE_LABELS = {
     "data": "Data",
@@ -63,7 +68,9 @@ class RankSource:
 
 def _stats_table(ctx: Context) -> Table:
     rows = []
+    compile_s: list[float | None] = []
     for row in records(ctx.ok):
+        compile_s.append(finite(row["compile_s"]))
         entry: dict[str, Any] = {
             "cell": ctx.label(row),
             "gpus": integer(row["world_size"]),
@@ -82,29 +89,38 @@ def _stats_table(ctx: Context) -> Table:
             entry[f"step_{q}_high_s"] = finite(row[f"step_{q}_high_s"])
             entry[f"step_{q}_text"] = step_text(row, q)
         rows.append(entry)
-    return Table(
-        id="latency-stats",
-        title="Throughput and step time per cell",
-        columns=[
-            col("cell", "Cell"),
-            col("gpus", ctx.units.world, "int"),
-            col("samples_per_s_text", "Samples/s ±95 %"),
-            col("spread", "Spread", "ratio_pct"),
-            col("repeats", "Repeats", "int"),
-            col("step_p50_text", "Step p50"),
-            col("step_p95_text", "Step p95"),
-            col("step_p99_text", "Step p99"),
-            col("step_cv", "Step CV", "ratio_pct"),
-            col("steps", "Steps per repeat", "int"),
-            col("reliability", "Reliability"),
-        ],
-        rows=rows,
-        note="samples/s: the median over repeats ± half its 95 % interval ([low, high] where "
+    columns = [
+        col("cell", "Cell"),
+        col("gpus", ctx.units.world, "int"),
+        col("samples_per_s_text", "Samples/s ±95 %"),
+        col("spread", "Spread", "ratio_pct"),
+        col("repeats", "Repeats", "int"),
+        col("step_p50_text", "Step p50"),
+        col("step_p95_text", "Step p95"),
+        col("step_p99_text", "Step p99"),
+        col("step_cv", "Step CV", "ratio_pct"),
+        col("steps", "Steps per repeat", "int"),
+        col("reliability", "Reliability"),
+    ]
+    note = (
+        "samples/s: the median over repeats ± half its 95 % interval ([low, high] where "
         "lopsided; bootstrap over 4 repeats or more, Student t on log throughput over 2-3; one "
         "repeat: spread unknown); step percentiles over every measured step of every repeat, "
         "all ranks pooled, with the 95 % interval of a block bootstrap over the steps (schema "
         "8; older results recorded none); spread = (fastest - slowest "
-        "repeat) / median; CV = std / mean; reliable: interval and CV within the threshold",
+        "repeat) / median; CV = std / mean; reliable: interval and CV within the threshold"
+    )
+    if any(value is not None for value in compile_s):  # a compiled cell: what compile cost it
+        for entry, value in zip(rows, compile_s, strict=True):
+            entry["compile_s"] = value
+        columns.append(col("compile_s", "Compile", "seconds"))
+        note += f"; {COMPILE_NOTE}"
+    return Table(
+        id="latency-stats",
+        title="Throughput and step time per cell",
+        columns=columns,
+        rows=rows,
+        note=note,
     )
 
 
