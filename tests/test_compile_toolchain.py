@@ -228,7 +228,7 @@ def test_with_a_toolchain_the_compiled_cells_launch_after_one_line(
     launch stood in for: a compiled CPU cell takes minutes)."""
     launched: list[object] = []
 
-    def launch(command: Any, timeout_s: float) -> ProcessOutcome:
+    def launch(command: Any, timeout_s: float, finished: Any = None) -> ProcessOutcome:
         launched.append(command)
         spec = json.loads(Path(command.argv[-1]).read_text(encoding="utf-8"))
         ok = CellResult(cell=CellIdentity.model_validate(spec["cell"]), status=CellStatus.OK)

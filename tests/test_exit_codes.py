@@ -139,7 +139,7 @@ def test_one_measured_cell_beside_skipped_ones_exits_zero(
     """One GPU: the 1-rank cell runs (its launch stood in for), the 2-rank cell is skipped."""
     gpus(1)
 
-    def launched(command: Any, timeout_s: float) -> ProcessOutcome:
+    def launched(command: Any, timeout_s: float, finished: Any = None) -> ProcessOutcome:
         spec = json.loads(Path(command.argv[-1]).read_text(encoding="utf-8"))
         identity = CellIdentity.model_validate(spec["cell"])
         ok = CellResult(cell=identity, status=Status.OK)

@@ -285,7 +285,7 @@ def test_an_interrupted_rerun_keeps_the_earlier_result(
 
     launched: list[Path] = []
 
-    def interrupted(command: Any, timeout_s: float) -> Any:
+    def interrupted(command: Any, timeout_s: float, finished: Any = None) -> Any:
         launched.append(command.log_dir)
         assert not stale.exists(), "a stale attempt must not pass as this launch's result"
         raise KeyboardInterrupt
@@ -308,7 +308,7 @@ def test_a_finished_attempt_is_moved_into_cells(
     (planned,) = plan.cells
     store = ResultStore(tmp_path / "out")
 
-    def finished(command: Any, timeout_s: float) -> ProcessOutcome:
+    def finished(command: Any, timeout_s: float, done: Any = None) -> ProcessOutcome:
         cell_id = planned.cell.id
         store.attempt_steps_path(cell_id).write_text('{"rank": 0}\n', encoding="utf-8")
         new = CellResult(cell=planned.cell, status=Status.OK, warnings=["new"])

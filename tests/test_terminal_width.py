@@ -25,7 +25,7 @@ from torchscale.cli.app import app
 from torchscale.models.metadata import rows as model_rows
 from torchscale.report.model import Report, Table, Text
 from torchscale.report.render import term
-from torchscale.report.render.formatting import format_value
+from torchscale.report.render.formatting import _FIGURE, format_value
 from torchscale.report.terminal import TABLE_COLUMNS, _row_cells, model_tables
 from torchscale.results.frame import cells_table
 from torchscale.results.versions import parse_cell_result
@@ -157,7 +157,7 @@ def test_report_term_fits_the_width_and_cuts_no_figure_or_word(width: int, sourc
     _lines_fit(text, width)
     lines = text.splitlines()
     for align, value in _table_values(report):
-        if align == "right" or term._FIGURE.match(value):  # a figure: whole, on one line
+        if align == "right" or _FIGURE.match(value):  # a figure: whole, on one line
             assert any(value in line for line in lines), (width, value)
         else:  # text: wraps between words, never inside one (unless wider than the line)
             for word in value.split():

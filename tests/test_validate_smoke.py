@@ -492,7 +492,9 @@ def _fake_launch(
     """Replace the launch: write what the ranks would have written, return an outcome."""
     launched: list[LaunchCommand] = []
 
-    def run_launch(command: LaunchCommand, timeout_s: float) -> ProcessOutcome:
+    def run_launch(
+        command: LaunchCommand, timeout_s: float, finished: Any = None
+    ) -> ProcessOutcome:
         launched.append(command)
         command.log_path.write_text("torchrun output\n")
         if verdict is not None:
@@ -538,7 +540,9 @@ def test_run_smoke_unreadable_verdict_fails(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     launched: list[LaunchCommand] = []
 
-    def run_launch(command: LaunchCommand, timeout_s: float) -> ProcessOutcome:
+    def run_launch(
+        command: LaunchCommand, timeout_s: float, finished: Any = None
+    ) -> ProcessOutcome:
         launched.append(command)
         command.log_path.write_text("done\n")
         (command.log_dir / "result.json").write_text(content)

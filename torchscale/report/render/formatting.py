@@ -405,3 +405,18 @@ def log_ticks(low: float, high: float) -> list[float]:
     start = below[-1] if below else ticks[0]
     end = above[0] if above else ticks[-1]
     return [t for t in ticks if start <= t <= end]
+
+
+# a figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43 ms, 29.3 ms]', '<2 %', '≈100 %',
+# '-1.2 ms'): never split
+_FIG_NUMBER = r"[<>≈~+±\-\u2212]?\d[\d.,]*"
+_FIG_UNIT = r"(?:\s?[A-Za-z%µ]+(?:/[A-Za-z]+)?)?"
+_FIG_VALUE = rf"{_FIG_NUMBER}{_FIG_UNIT}"
+_FIG_SPREAD = rf"(?:\s?±\s?{_FIG_VALUE}|\s?\[{_FIG_VALUE}, {_FIG_VALUE}\])"
+_FIGURE = re.compile(rf"^{_FIG_NUMBER}{_FIG_UNIT}{_FIG_SPREAD}?$")
+_LONGEST_FIGURE = 32
+
+
+def is_figure(cell: str) -> bool:
+    """A figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43 ms, 29.3 ms]'): never split."""
+    return len(cell) <= _LONGEST_FIGURE and bool(_FIGURE.match(cell))

@@ -31,7 +31,12 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.report.render.formatting import format_value, severity_prefix, strip_code
+from torchscale.report.render.formatting import (
+    format_value,
+    is_figure,
+    severity_prefix,
+    strip_code,
+)
 
 WIDTH = 100  # a report written to a file; printed, it takes the terminal's width
 SUMMARY_MAX_LINES = 10
@@ -190,20 +195,6 @@ def _widths(
 
 def _longest_word(text: str) -> int:
     return max((len(word) for word in text.split()), default=1)
-
-
-# a figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43 ms, 29.3 ms]', '<2 %', '≈100 %',
-# '-1.2 ms'): never split
-_NUMBER = r"[<>≈~+±\-\u2212]?\d[\d.,]*"
-_UNIT = r"(?:\s?[A-Za-z%µ]+(?:/[A-Za-z]+)?)?"
-_SPREAD = rf"(?:\s?±\s?{_NUMBER}{_UNIT}|\s?\[{_NUMBER}{_UNIT}, {_NUMBER}{_UNIT}\])"
-_FIGURE = re.compile(rf"^{_NUMBER}{_UNIT}{_SPREAD}?$")
-_LONGEST_FIGURE = 32
-
-
-def is_figure(cell: str) -> bool:
-    """A figure written as text ('0.3 % ±0.1 %', '10.9 ms [1.43 ms, 29.3 ms]'): never split."""
-    return len(cell) <= _LONGEST_FIGURE and bool(_FIGURE.match(cell))
 
 
 def _unbreakable(cell: str) -> int:

@@ -44,10 +44,10 @@ from torchscale.report.model import (
 from torchscale.report.render.formatting import (
     MISSING,
     format_value,
+    is_figure,
     severity_prefix,
     strip_code,
 )
-from torchscale.report.render.term import is_figure
 
 MAX_LINES = 60
 TABLE_ROWS = 12  # of one table at most: a summary, not the table
@@ -244,7 +244,10 @@ def _header(report: Report, width: int) -> list[str]:
             )
         )
     if report.baseline_sources() and report.regressions is None:
-        items.append(RichText(f"{severity_prefix('warn')}nothing judged against the baseline"))
+        count = f" (not judged: {report.not_judged} cells)" if report.not_judged else ""
+        items.append(
+            RichText(f"{severity_prefix('warn')}nothing judged against the baseline{count}")
+        )
     elif report.not_judged:
         items.append(
             RichText(

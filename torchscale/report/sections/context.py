@@ -35,7 +35,7 @@ from torchscale.schema.cell_result import CellResult, Diagnosis
 
 if TYPE_CHECKING:
     from torchscale.report.request import ReportOptions
-    from torchscale.report.sections.usability import Usability
+    from torchscale.report.sections.usable import Usability
 
 CELL_COLUMNS = ["experiment", *COLUMNS, "schema_version"]
 SORT_COLUMNS = [

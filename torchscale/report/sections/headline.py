@@ -46,7 +46,8 @@ from torchscale.report.sections.run_verdicts import (
     run_verdict,
 )
 from torchscale.report.sections.summary import pooled_priced, weak_scaling
-from torchscale.report.sections.usability import Usability, judge
+from torchscale.report.sections.usability import judge
+from torchscale.report.sections.usable import Usability
 from torchscale.schema.cell_result import CellResult
 
 MAX_MODEL_LINES = 6  # one line per model; more are counted (the summary's table lists all)

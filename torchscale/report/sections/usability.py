@@ -14,7 +14,7 @@ Pure: the verdict is computed once here and rendered by every format (report.mod
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -22,8 +22,8 @@ import pandas as pd
 from torchscale.analysis.numbers import finite
 from torchscale.analysis.reliability import repeat_count
 from torchscale.analysis.uncertainty import SMALL
-from torchscale.report.model import Severity, Usable
 from torchscale.report.sections.context import Context, names, plural, records
+from torchscale.report.sections.usable import Usability
 
 # at least this share of the measured cells on a busy machine: the set cannot be used
 BUSY_SHARE = 0.5
@@ -36,40 +36,6 @@ RAISE_REPEATS = (
     "wide to tell configurations apart"
 )
 QUIETER = "rerun on a quiet node or with longer windows (`measurement.steps`)"
-SEVERITY: dict[Usable, Severity] = {
-    "yes": "good",
-    "with care": "warn",
-    "no": "bad",
-    "nothing to judge": "bad",
-}
-
-
-@dataclass(frozen=True)
-class Usability:
-    """Whether the report's numbers can be used, why, and what to do first."""
-
-    usable: Usable
-    reason: str
-    remedy: str | None = None
-    host_first: bool = False  # the machine spoiled the numbers: workload tuning comes second
-    busy: frozenset[tuple[str, str]] = field(default_factory=frozenset)  # (experiment, cell id)
-    actions: tuple[str, ...] = ()  # what to do, most urgent first
-
-    @property
-    def severity(self) -> Severity:
-        return SEVERITY[self.usable]
-
-    def sentence(self) -> str:
-        """The headline's sentence: 'These numbers cannot be used: 1.4-1.8 of 2 cores taken
-        by other processes in every cell: rerun on an idle node.'"""
-        remedy = f": {self.remedy}" if self.remedy else ""
-        opening = {
-            "no": "These numbers cannot be used",
-            "nothing to judge": "No figures to use",
-            "with care": "These numbers can be used with care",
-            "yes": "These numbers can be used",
-        }[self.usable]
-        return f"{opening}: {self.reason}{remedy}."
 
 
 def measured_cells(ctx: Context) -> pd.DataFrame:
