@@ -32,8 +32,12 @@ DPI = 150
 
 
 def _one_chart_pdf(report: Report, chart: Chart, path: Path) -> Path:
+    # the chart alone under the title: the decision's lines would push it to page 2
     single = report.model_copy(
-        update={"sections": [Section(id="scaling", title="Chart", blocks=[chart])]}
+        update={
+            "sections": [Section(id="scaling", title="Chart", blocks=[chart])],
+            "decision": None,
+        }
     )
     path.write_bytes(pdf.render(single))
     return path
