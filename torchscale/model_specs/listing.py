@@ -1,7 +1,5 @@
-"""The built-in models as `torchscale list --json` prints them: one row per spec, nothing built.
-
-`torchscale list` and `config init` answer from these rows without importing torch.
-"""
+"""The built-in models as `torchscale list --json` prints them: one row per spec, nothing built,
+so the list answers without importing torch."""
 
 from __future__ import annotations
 
