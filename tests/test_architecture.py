@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
             "atomic",
             "units",
             "catalog",
+            "model_specs",
             "suggest",
             "rank_diagnostics",
             "cell_settings",

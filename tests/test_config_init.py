@@ -12,8 +12,8 @@ from torchscale.cli.app import app
 from torchscale.config import load_config
 from torchscale.config.hardware import PROFILES, cpu_node
 from torchscale.config.starter import plan_starter
+from torchscale.model_specs.registry import BUILTIN
 from torchscale.models.memory_estimate import fitting_batch
-from torchscale.models.metadata import STORED
 from torchscale.plan import Machine, build_plan
 
 runner = CliRunner()
@@ -57,7 +57,7 @@ def test_named_nodes_plan_only_feasible_cells(tmp_path: Path, name: str) -> None
             assert cell.cell.strategy in ("tp", "pp", "hybrid"), cell.skip_reason
             assert "micro-batches" not in cell.skip_reason, cell.skip_reason
     # every batch fits the memory estimate it was chosen by (the one batch_sizes: auto uses)
-    gpt2 = STORED["gpt2"]
+    gpt2 = BUILTIN["gpt2"].measured
     precision = "bf16" if hw.bf16 else "amp"
     activation = gpt2.activation_bytes_bf16 if hw.bf16 else gpt2.activation_bytes_fp32
     fit = fitting_batch(hw.gpu_memory_bytes or 0, gpt2.parameters, activation, precision=precision)

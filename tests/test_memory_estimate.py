@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from torchscale.model_specs.registry import BUILTIN
 from torchscale.models import build_model
 from torchscale.models.activation_count import saved_activation_bytes
 from torchscale.models.memory_estimate import (
@@ -15,7 +16,6 @@ from torchscale.models.memory_estimate import (
     MEMORY_BUDGET,
     fitting_batch,
 )
-from torchscale.models.metadata import STORED
 
 
 def _real_saved_bytes(name: str, dtype: torch.dtype) -> int:
@@ -76,7 +76,7 @@ def test_the_stored_counts_follow_the_model_code() -> None:
     """The stored per-sample counts (what `config init` sizes from without importing torch)
     are the meta count at the model's defaults (tests/test_model_metadata.py checks every
     model; here the figure's meaning: bf16 is half of fp32 for GPT-2's bf16 stream)."""
-    gpt2 = STORED["gpt2"]
+    gpt2 = BUILTIN["gpt2"].measured
     assert gpt2.activation_bytes_bf16 == _meta_count("gpt2", torch.bfloat16)
     assert gpt2.activation_bytes_fp32 == pytest.approx(2 * gpt2.activation_bytes_bf16, rel=0.01)
 

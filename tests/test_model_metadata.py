@@ -1,19 +1,22 @@
-"""The stored facts of the built-in models (torchscale/models/metadata.py) equal what building
-them says, so `torchscale list` and `config init` can read them without importing torch and the
-table can never drift from the model code. A failure prints the row to paste."""
+"""The stored figures of the built-in models (each spec's `measured` and `strategies`,
+torchscale/model_specs/) equal what building them says, so `torchscale list` and `config init`
+can read them without importing torch and the specs can never drift from the model code. A
+failure prints the value to paste."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from torchscale.cell_settings import ModelSpec
-from torchscale.models import BUILTIN, build_model, list_models, parameter_count
-from torchscale.models.metadata import STORED, Measured, ModelFacts, rows, stored
+from torchscale.model_specs.listing import rows
+from torchscale.model_specs.registry import BUILTIN, stored
+from torchscale.model_specs.spec import Measured
+from torchscale.models import build_model, list_models, parameter_count
 from torchscale.models.registry import measure
 from torchscale.strategy_layouts import supported_strategies
 
@@ -21,36 +24,23 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = "tests.plugin_models:bundle_factory"
 
 
-def computed(name: str) -> ModelFacts:
-    """A built-in model's facts from the model code: built on the meta device and counted."""
-    info = BUILTIN[name]
-    return ModelFacts(
-        **asdict(measure(name)),
-        family=info.family,
-        description=info.description,
-        options=dict(info.defaults),
-        strategies=tuple(supported_strategies(ModelSpec(name=name))),
-    )
-
-
-def literal(name: str, facts: ModelFacts) -> str:
-    """The entry of metadata.STORED for `facts`, to paste when the model code changed."""
-    lines = [f"    {name!r}: ModelFacts("]
-    lines += [f"        {f.name}={getattr(facts, f.name)!r}," for f in fields(facts)]
-    return "\n".join([*lines, "    ),"]).replace("'", '"')
+def literal(measured: Measured, strategies: tuple[str, ...]) -> str:
+    """The spec's `measured` and `strategies`, to paste when the model code changed."""
+    lines = ["    measured=Measured("]
+    lines += [f"        {f.name}={getattr(measured, f.name)!r}," for f in fields(measured)]
+    lines += ["    ),", f"    strategies={strategies!r},"]
+    return "\n".join(lines).replace("'", '"')
 
 
 @pytest.mark.parametrize("name", list(BUILTIN))
 def test_stored_facts_equal_the_built_model(name: str) -> None:
-    expected = computed(name)
-    assert STORED.get(name) == expected, (
-        f"torchscale/models/metadata.py is stale for {name}; its entry should read:\n"
-        + literal(name, expected)
+    spec = BUILTIN[name]
+    measured = measure(name)
+    strategies = tuple(supported_strategies(ModelSpec(name=name)))
+    assert (spec.measured, spec.strategies) == (measured, strategies), (
+        f"the spec of {name} (torchscale/model_specs/{spec.family}.py) is stale; it should "
+        "read:\n" + literal(measured, strategies)
     )
-
-
-def test_every_built_in_model_is_stored_in_catalog_order() -> None:
-    assert list(STORED) == list(BUILTIN)
 
 
 def test_measure_agrees_with_the_plain_count() -> None:
@@ -59,10 +49,10 @@ def test_measure_agrees_with_the_plain_count() -> None:
     with torch.device("meta"):
         model = build_model("tiny-gpt2", {"seq_len": 16}).model
     facts = measure("tiny-gpt2", {"seq_len": 16})
-    assert facts.parameters == parameter_count(model) == STORED["tiny-gpt2"].parameters
+    assert facts.parameters == parameter_count(model) == BUILTIN["tiny-gpt2"].measured.parameters
     assert facts.tokens_per_sample == 16
     # FLOPs grow with the sequence; the step costs about three forward passes
-    assert facts.forward_flops < STORED["tiny-gpt2"].forward_flops
+    assert facts.forward_flops < BUILTIN["tiny-gpt2"].measured.forward_flops
     assert 2.5 < facts.train_flops / facts.forward_flops < 3.5
 
 
@@ -70,7 +60,7 @@ def test_plug_ins_and_options_are_measured_on_demand(monkeypatch: pytest.MonkeyP
     monkeypatch.syspath_prepend(str(REPO_ROOT))
     assert stored(PLUGIN) is None
     assert stored("gpt2", {"seq_len": 128}) is None
-    assert stored("gpt2") is STORED["gpt2"]
+    assert stored("gpt2") is BUILTIN["gpt2"].measured
     facts = measure(PLUGIN)
     assert isinstance(facts, Measured)
     assert facts.parameters == 4 * 8 + 8 + 8 * 1 + 1  # Linear(4, 8), Linear(8, 1)
@@ -97,16 +87,16 @@ def test_rows_are_what_list_prints() -> None:
 
 def test_the_reference_flops_hold() -> None:
     # ../shared/reference/models.md: resnet50 forward 8.178 GFLOPs, fwd+bwd about 24.3
-    resnet50 = STORED["resnet50"]
+    resnet50 = BUILTIN["resnet50"].measured
     assert resnet50.forward_flops / 1e9 == pytest.approx(8.178, rel=0.001)
     assert resnet50.train_flops / 1e9 == pytest.approx(24.3, rel=0.005)
-    assert STORED["vit-b16"].forward_flops / 1e9 == pytest.approx(35.13, rel=0.001)
+    assert BUILTIN["vit-b16"].measured.forward_flops / 1e9 == pytest.approx(35.13, rel=0.001)
 
 
 def test_metadata_imports_without_torch() -> None:
     probe = (
         "import sys\n"
-        "from torchscale.models.metadata import rows\n"
+        "from torchscale.model_specs.listing import rows\n"
         "rows()\n"
         "print(sorted(m for m in ('torch', 'numpy', 'pydantic') if m in sys.modules))\n"
     )
@@ -123,7 +113,7 @@ def test_the_published_gpt2_counts_the_reference_flops() -> None:
     assert published.parameters == 124_439_808
     assert published.forward_flops == 291_648_307_200
     padded_head = 2 * 1024 * 768 * 47  # one sample's extra multiply-accumulates, x2
-    assert STORED["gpt2"].forward_flops - published.forward_flops == padded_head
+    assert BUILTIN["gpt2"].measured.forward_flops - published.forward_flops == padded_head
 
 
 def test_gpt2_flops_are_the_stated_mfu_convention() -> None:

@@ -13,8 +13,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from torchscale.catalog import BUILTIN_MODELS, WORKLOAD_MODELS
 from torchscale.errors import ModelError, TorchScaleError
+from torchscale.model_specs.registry import BUILTIN
 from torchscale.models import (
-    BUILTIN,
     ModelBundle,
     build_model,
     call_model,
@@ -23,8 +23,8 @@ from torchscale.models import (
     parameter_count,
 )
 from torchscale.models.bert import BERT_BASE, BERT_LARGE, BertModel
-from torchscale.models.transformer import DEFAULT_PARAMETERS
 
+DEFAULT_PARAMETERS = BUILTIN["transformer"].measured.parameters
 REPO_ROOT = Path(__file__).resolve().parent.parent
 META = torch.device("meta")
 

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 import torch
 
+from tests.added_model import TINY_DECODER
 from tests.conftest import REPO_ROOT
-from tests.plugin_models import TinyDecoder, decoder
+from tests.plugin_models import TinyDecoder
 from torchscale.cell_settings import ModelSpec
-from torchscale.models import build_model, registry
+from torchscale.model_specs.registry import BUILTIN
+from torchscale.models import build_model
 from torchscale.models.parallel_plan import plan_of
 from torchscale.parallel import ParallelLayout, infeasible
 from torchscale.parallel.pieces import split_at_blocks
@@ -24,10 +26,9 @@ PLUGIN = "tests.plugin_models:decoder"
 
 @pytest.fixture()
 def registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """TinyDecoder as a built-in: one registry entry, nothing else."""
-    info = registry.ModelInfo("tiny-decoder", "test", "a decoder", {"seq_len": 16}, decoder)
-    monkeypatch.setitem(registry.BUILTIN, info.name, info)
-    yield info.name
+    """TinyDecoder as a built-in: its spec (tests/added_model.py) and one registry entry."""
+    monkeypatch.setitem(BUILTIN, TINY_DECODER.name, TINY_DECODER)
+    yield TINY_DECODER.name
 
 
 def tp(world: int, sp: bool = False) -> ParallelLayout:

@@ -579,8 +579,8 @@ def test_auto_batches_fill_the_gpu_by_the_memory_estimate() -> None:
     of two its memory estimate fits in 80 % of the GPU, one batch each, with the line that says
     why; GPT-2 bf16 on 80 GiB: 64 (the max-batch search found 75 with the older, hungrier
     workload), fp32 half of it."""
+    from torchscale.model_specs.registry import BUILTIN
     from torchscale.models.memory_estimate import activation_bytes, fitting_batch
-    from torchscale.models.metadata import STORED
 
     config = make_config(
         models=["gpt2", "resnet50"],
@@ -593,7 +593,7 @@ def test_auto_batches_fill_the_gpu_by_the_memory_estimate() -> None:
     chosen = {(p.cell.label, p.cell.precision): p.cell.batch_size for p in plan}
     assert chosen[("gpt2", "bf16")] == 64 and chosen[("gpt2", "fp32")] == 32
     for (label, precision), batch in chosen.items():
-        facts = STORED[label]
+        facts = BUILTIN[label].measured
         per_sample = activation_bytes(
             facts.activation_bytes_fp32, facts.activation_bytes_bf16, precision
         )

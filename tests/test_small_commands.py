@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tests import import_probe
 from torchscale.cli.app import SUBCOMMANDS, LazyCommands, app, build_subcommand
-from torchscale.models.metadata import rows
+from torchscale.model_specs.listing import rows
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = REPO_ROOT / "benchmark_config.yaml"

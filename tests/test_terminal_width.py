@@ -22,7 +22,7 @@ from tests.report_sample import sample_report
 from torchscale.api import build_report
 from torchscale.cli import common
 from torchscale.cli.app import app
-from torchscale.models.metadata import rows as model_rows
+from torchscale.model_specs.listing import rows as model_rows
 from torchscale.report.model import Report, Table, Text
 from torchscale.report.render import term
 from torchscale.report.render.formatting import _FIGURE, format_value

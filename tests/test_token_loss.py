@@ -139,11 +139,11 @@ def test_small_logits_take_the_plain_loss() -> None:
 def test_language_bundles_carry_the_eager_form_of_their_token_loss() -> None:
     """GPT-2 and BERT (and the tiny ones) train eager cells with the blockwise loss over the
     real vocabulary; the vision and tiny-mlp bundles keep their loss."""
-    from torchscale.models.tiny import tiny_gpt2, tiny_mlp
+    from torchscale.models import build_model
 
-    gpt = tiny_gpt2()
+    gpt = build_model("tiny-gpt2")
     assert isinstance(gpt.loss_fn, TokenLoss) and gpt.eager_loss_fn == gpt.loss_fn.eager
-    assert tiny_mlp().eager_loss_fn is None
+    assert build_model("tiny-mlp").eager_loss_fn is None
     _, loss = training_tasks.next_token(VOCAB, 8)
     assert isinstance(loss, TokenLoss) and loss.vocab_size == VOCAB
 

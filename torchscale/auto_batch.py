@@ -8,10 +8,10 @@ through NVML). A sweep with a small batch measures launch overhead and the optim
 the hardware: on one H100, GPT-2 at batch 8 kept the GPU 81.5 % busy (issue 27). On CPU it is
 8: host memory does not limit a CPU benchmark, and a larger batch only makes its steps slower.
 
-The activations come from the model's stored facts (torchscale/models/metadata.py) where the
-cell builds the model at its stored options, else they are counted on the meta device (a
-plug-in, other options, another sequence length or image size). A model that cannot be
-counted is a config error naming it, so the sweep never starts on a guess.
+The activations come from the model's stored figures (its spec, torchscale/model_specs/)
+where the cell builds the model at its default options, else they are counted on the meta
+device (a plug-in, other options, another sequence length or image size). A model that cannot
+be counted is a config error naming it, so the sweep never starts on a guess.
 
 Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
@@ -24,6 +24,7 @@ from typing import Any
 
 from torchscale.catalog import BUILTIN_MODELS
 from torchscale.errors import UsageError
+from torchscale.model_specs.registry import stored
 from torchscale.models.memory_estimate import CPU_BATCH, activation_bytes, fitting_batch
 
 
@@ -62,8 +63,6 @@ def footprint(
     name: str, options: Mapping[str, Any], seq_len: int | None, image_size: int | None
 ) -> Footprint:
     """The model's stored footprint, or one counted on the meta device."""
-    from torchscale.models.metadata import stored
-
     resolved = model_options(name, options, seq_len, image_size)
     facts = stored(name, resolved)
     if facts is not None:

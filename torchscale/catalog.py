@@ -3,8 +3,8 @@ built-in models and the options each one accepts, precisions, strategies, pipeli
 hybrid layouts and collectives (one source for each; what each collective is, for the comm
 sweep, the nccl-tests importer and the trace analyses: collective_facts.py).
 
-Kept apart from the model code so that validating a config never imports torch. The model
-registry (torchscale.worker) must define exactly these names; a test holds the two together.
+The built-in models and their options are read from their specs (torchscale/model_specs/),
+which import no torch, so validating a config never does.
 """
 
 from __future__ import annotations
@@ -13,51 +13,14 @@ import re
 from collections.abc import Mapping
 from typing import Literal, get_args
 
-VISION_OPTIONS = frozenset({"image_size", "num_classes"})
-LM_OPTIONS = frozenset({"seq_len"})
-TRANSFORMER_OPTIONS = frozenset(
-    {
-        "d_model",
-        "nhead",
-        "num_encoder_layers",
-        "num_decoder_layers",
-        "dim_feedforward",
-        "dropout",
-        "seq_len",
-        "vocab_size",
-    }
-)
+from torchscale.model_specs.registry import BUILTIN
+from torchscale.model_specs.shared_options import PUBLISHED, SPEED_DEFAULTS, WORKLOAD_OPTIONS
 
-# The language models of the zoo (GPT-2s, BERTs) train as speed references do unless a config
-# asks for the published model: dropout 0 and the vocabulary padded to a multiple of 64 (its pad
-# logits never reach the loss); `faithful: true` is the model as published (dropout 0.1,
-# vocabulary unpadded). docs/models.md.
-WORKLOAD_OPTIONS = frozenset({"dropout", "pad_vocab_to", "faithful"})
-SPEED_DEFAULTS: dict[str, int | float] = {"dropout": 0.0, "pad_vocab_to": 64}
-PUBLISHED: dict[str, int | float] = {"dropout": 0.1, "pad_vocab_to": 1}
-GPT2_OPTIONS = LM_OPTIONS | WORKLOAD_OPTIONS
-BERT_OPTIONS = LM_OPTIONS | WORKLOAD_OPTIONS
+# name -> architecture options a config may set under `models: [{name: ..., options: {...}}]`,
+# in registry order (torchscale/model_specs/registry.py)
+BUILTIN_MODELS: dict[str, frozenset[str]] = {name: spec.options for name, spec in BUILTIN.items()}
 
-# name -> architecture options a config may set under `models: [{name: ..., options: {...}}]`
-BUILTIN_MODELS: dict[str, frozenset[str]] = {
-    "resnet18": VISION_OPTIONS,
-    "resnet50": VISION_OPTIONS,
-    "vit-b16": VISION_OPTIONS,
-    "bert-base": BERT_OPTIONS,
-    "bert-large": BERT_OPTIONS,
-    "gpt2": GPT2_OPTIONS,
-    "gpt2-medium": GPT2_OPTIONS,
-    "gpt2-large": GPT2_OPTIONS,
-    "transformer": TRANSFORMER_OPTIONS,
-    # tiny variants: same code paths, sized for tests and CPU demos
-    "tiny-mlp": frozenset({"hidden", "layers"}),
-    "tiny-cnn": VISION_OPTIONS,
-    "tiny-gpt2": GPT2_OPTIONS,
-    "tiny-bert": BERT_OPTIONS,
-    "tiny-transformer": TRANSFORMER_OPTIONS,
-}
-
-# the models that take the workload options
+# the models that take the workload options (model_specs/shared_options.py)
 WORKLOAD_MODELS = frozenset(
     name for name, options in BUILTIN_MODELS.items() if options >= WORKLOAD_OPTIONS
 )

@@ -13,19 +13,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from torchscale.catalog import BUILTIN_MODELS
+from torchscale.model_specs.registry import BUILTIN
 
-# Facts about the built-in models the defaults need without building one, each held equal to
-# the models themselves by tests/test_models.py (ModelBundle.conv_net, eager_loss_fn, and the
-# residual streams set_bf16_activations reaches)
-_GPT2S = frozenset({"gpt2", "gpt2-medium", "gpt2-large", "tiny-gpt2"})
-_BERTS = frozenset({"bert-base", "bert-large", "tiny-bert"})
-# where channels_last has anything to change
-CONV_NETS = frozenset({"resnet18", "resnet50", "tiny-cnn"})
+# The facts of the built-in models the defaults need without building one, read from their
+# specs' TrainingTraits (model_specs/spec.py; tests/test_models.py holds them to the models).
+# Where channels_last has anything to change:
+CONV_NETS = frozenset(name for name, spec in BUILTIN.items() if spec.training.conv_net)
 # whose residual stream is torchscale's (models/layers.py): where bf16_activations does anything
-BF16_STREAM_MODELS = _GPT2S | _BERTS | {"vit-b16"}
+BF16_STREAM_MODELS = frozenset(name for name, spec in BUILTIN.items() if spec.training.bf16_stream)
 # whose loss is models/token_loss.py's: an eager cell computes it a block of rows at a time
-BLOCKWISE_LOSS_MODELS = _GPT2S | _BERTS | {"transformer", "tiny-transformer"}
+BLOCKWISE_LOSS_MODELS = frozenset(
+    name for name, spec in BUILTIN.items() if spec.training.token_loss
+)
 
 LossKind = Literal["compiled", "blockwise", "plain"]
 
@@ -62,9 +61,10 @@ def resolve_fused_optimizer(fused_optimizer: bool | None, optimizer: str) -> boo
 
 
 def builtin_conv_net(model: str) -> bool | None:
-    """Whether a built-in model convolves (CONV_NETS); None for a plug-in, which the host
+    """Whether a built-in model convolves (its spec says); None for a plug-in, which the host
     cannot know without building it."""
-    return model in CONV_NETS if model in BUILTIN_MODELS else None
+    spec = BUILTIN.get(model)
+    return None if spec is None else spec.training.conv_net
 
 
 def resolve_channels_last(
@@ -81,7 +81,7 @@ def resolve_channels_last(
 def resolve_loss(*, compiled: bool, pipeline: bool, blockwise_available: bool) -> LossKind:
     """Which loss a cell's measured steps run: compiled beside a compiled model; in a pipeline
     the last stage's plain loss; else the blockwise token loss where the model has one, the
-    plain loss otherwise. The plan asks with the catalog's answer (BLOCKWISE_LOSS_MODELS), the
+    plain loss otherwise. The plan asks with the spec's answer (BLOCKWISE_LOSS_MODELS), the
     rank with the model it built: the same function, so the two cannot disagree."""
     if pipeline:
         return "plain"

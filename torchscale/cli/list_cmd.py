@@ -1,7 +1,7 @@
 """`torchscale list`: built-in models (exact parameter counts, FLOPs), strategies, precisions.
 
-Reads the stored facts of torchscale/models/metadata.py: no model is built, torch is not
-imported, so the list prints in well under a second."""
+Reads the models' specs (torchscale/model_specs/): no model is built, torch is not imported,
+so the list prints in well under a second."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def list_catalog(
     from rich.text import Text
 
     from torchscale.catalog import COLLECTIVES, PRECISIONS, STRATEGIES
-    from torchscale.models.metadata import rows
+    from torchscale.model_specs.listing import rows
 
     models = rows()
     if as_json:

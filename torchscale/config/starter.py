@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from torchscale.config.hardware import Hardware
+from torchscale.model_specs.registry import BUILTIN
 from torchscale.models.memory_estimate import activation_bytes, fitting_batch
-from torchscale.models.metadata import STORED
 
 GPU_MODEL = "gpt2"
 CPU_MODEL = "tiny-gpt2"
@@ -65,7 +65,7 @@ def plan_starter(hw: Hardware) -> Starter:
             4,
         )
     precision = "bf16" if hw.bf16 else "amp"
-    facts = STORED[GPU_MODEL]
+    facts = BUILTIN[GPU_MODEL].measured
     activation = activation_bytes(
         facts.activation_bytes_fp32, facts.activation_bytes_bf16, precision
     )

@@ -1,37 +1,21 @@
 """Which training task each built-in model runs, and so which data sources can feed it.
 
-Kept free of torch so the plan can refuse an impossible (model, source) pair before anything is
-launched. A record read from disk is decoded per task (torchscale/data/records.py), so the
-batches have exactly the shapes and dtypes of the model's synthetic batches.
+Read from the models' specs (torchscale/model_specs/), free of torch, so the plan can refuse an
+impossible (model, source) pair before anything is launched. A record read from disk is decoded
+per task (torchscale/data/records.py), so the batches have exactly the shapes and dtypes of the
+model's synthetic batches.
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
 from torchscale.catalog import is_plugin_model
-
-Task = Literal["classification", "next-token", "masked-tokens", "seq2seq"]
+from torchscale.model_specs.registry import BUILTIN
+from torchscale.model_specs.spec import Task
 
 # built-in model -> its task (the batch maker in torchscale/models/training_tasks.py it uses)
-MODEL_TASKS: dict[str, Task] = {
-    "resnet18": "classification",
-    "resnet50": "classification",
-    "vit-b16": "classification",
-    "tiny-cnn": "classification",
-    "tiny-mlp": "classification",
-    "gpt2": "next-token",
-    "gpt2-medium": "next-token",
-    "gpt2-large": "next-token",
-    "tiny-gpt2": "next-token",
-    "bert-base": "masked-tokens",
-    "bert-large": "masked-tokens",
-    "tiny-bert": "masked-tokens",
-    "transformer": "seq2seq",
-    "tiny-transformer": "seq2seq",
-}
+MODEL_TASKS: dict[str, Task] = {name: spec.task for name, spec in BUILTIN.items()}
 # the models that take RGB images (CIFAR-100 can feed them); tiny-mlp classifies features
-IMAGE_MODELS = frozenset({"resnet18", "resnet50", "vit-b16", "tiny-cnn"})
+IMAGE_MODELS = frozenset(name for name, spec in BUILTIN.items() if spec.takes_images)
 
 PLUGIN_SYNTHETIC_ONLY = (
     "plug-in models train on synthetic data only (their batch format is their own); "

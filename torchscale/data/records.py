@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchscale.data.model_tasks import Task
+from torchscale.model_specs.spec import Task
 from torchscale.models.token_loss import IGNORE_INDEX
 
 LABEL_BYTES = 2

@@ -4,8 +4,10 @@ Everything the train loop needs from a model comes as a ModelBundle from `build_
 splits for tensor and pipeline parallelism, from the ParallelPlan its class declares
 (torchscale/models/parallel_plan.py, all that torchscale/parallel/ reads; docs/models.md).
 
-The names below load on first use (PEP 562), so that `torchscale.models.metadata`, the stored
-facts `torchscale list` shows, imports without torch.
+Each built-in model's facts (its options and defaults, its builder, what `torchscale list`
+shows) are its spec in torchscale/model_specs/, which imports no torch. The names below load on
+first use (PEP 562), so that a torch-free submodule (memory_estimate.py, which `config init`
+reads) imports without torch.
 
 Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
@@ -18,30 +20,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from torchscale.models.bundle import ModelBundle, call_model
     from torchscale.models.plugin import load_plugin
-    from torchscale.models.registry import (
-        BUILTIN,
-        ModelInfo,
-        build_model,
-        list_models,
-        parameter_count,
-    )
+    from torchscale.models.registry import build_model, list_models, parameter_count
 
 # exported name -> the submodule defining it
 _SOURCES = {
     "ModelBundle": "bundle",
     "call_model": "bundle",
     "load_plugin": "plugin",
-    "BUILTIN": "registry",
-    "ModelInfo": "registry",
     "build_model": "registry",
     "list_models": "registry",
     "parameter_count": "registry",
 }
 
 __all__ = [
-    "BUILTIN",
     "ModelBundle",
-    "ModelInfo",
     "build_model",
     "call_model",
     "list_models",

@@ -175,12 +175,12 @@ def bert_mlm(
     )
 
 
-def bert_base(seq_len: int = 128, **options: Any) -> ModelBundle:
+def bert_base(**options: Any) -> ModelBundle:
     """BERT-base uncased with MLM head (BertForMaskedLM): 109,514,298 parameters as published."""
-    return bert_mlm("bert-base", BERT_BASE, seq_len, **options)
+    return bert_mlm("bert-base", BERT_BASE, **options)
 
 
-def bert_large(seq_len: int = 128, **options: Any) -> ModelBundle:
+def bert_large(**options: Any) -> ModelBundle:
     """BERT-large uncased with MLM head (BertForMaskedLM): 335,174,458 parameters as
     published."""
-    return bert_mlm("bert-large", BERT_LARGE, seq_len, **options)
+    return bert_mlm("bert-large", BERT_LARGE, **options)

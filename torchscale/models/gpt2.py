@@ -154,16 +154,16 @@ def gpt2_lm(
     )
 
 
-def gpt2(seq_len: int = 1024, **options: Any) -> ModelBundle:
+def gpt2(**options: Any) -> ModelBundle:
     """GPT-2 small: 124,439,808 parameters as published."""
-    return gpt2_lm("gpt2", GPT2_SMALL, seq_len, **options)
+    return gpt2_lm("gpt2", GPT2_SMALL, **options)
 
 
-def gpt2_medium(seq_len: int = 1024, **options: Any) -> ModelBundle:
+def gpt2_medium(**options: Any) -> ModelBundle:
     """GPT-2 medium: 354,823,168 parameters as published."""
-    return gpt2_lm("gpt2-medium", GPT2_MEDIUM, seq_len, **options)
+    return gpt2_lm("gpt2-medium", GPT2_MEDIUM, **options)
 
 
-def gpt2_large(seq_len: int = 1024, **options: Any) -> ModelBundle:
+def gpt2_large(**options: Any) -> ModelBundle:
     """GPT-2 large: 774,030,080 parameters as published."""
-    return gpt2_lm("gpt2-large", GPT2_LARGE, seq_len, **options)
+    return gpt2_lm("gpt2-large", GPT2_LARGE, **options)

@@ -109,7 +109,7 @@ class SelfAttention(nn.Module):
         return y
 
 
-class MLP(nn.Module):
+class FeedForward(nn.Module):
     """Position-wise feed-forward: Linear, GELU, Linear, dropout."""
 
     def __init__(self, dim: int, hidden: int, dropout: float, gelu: str) -> None:
@@ -147,7 +147,7 @@ class Block(nn.Module):
             dim, heads, attn_dropout=attn_dropout, dropout=dropout, causal=causal
         )
         self.ln_2 = Norm(dim, eps=eps)
-        self.mlp = MLP(dim, mlp_hidden, dropout, gelu)
+        self.mlp = FeedForward(dim, mlp_hidden, dropout, gelu)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y: torch.Tensor

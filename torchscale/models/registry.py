@@ -1,160 +1,29 @@
-"""The built-in model zoo: names, what each one is, its default options, and how to build it.
+"""Building a built-in model from its spec, or a plug-in, and measuring what `torchscale list`
+states of a model.
 
-The names and accepted option names must equal `torchscale.catalog.BUILTIN_MODELS`
-(kept apart so config validation never imports torch); tests hold the two together. Here an
-entry's accepted options are exactly the keys of its defaults, so an option can never be
-accepted without a documented default.
+Each built-in model's facts are its spec (torchscale/model_specs/): its options and their
+defaults, and its builder as a "module:function" reference, imported here, on the rank side,
+the first time the model is built, so reading a spec never imports torch.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from torchscale.catalog import faithful_conflict, is_plugin_model, workload_options
 from torchscale.errors import ModelError
-from torchscale.models import bert, gpt2, resnet, tiny, transformer, vit, workload
+from torchscale.model_specs.listing import rows
+from torchscale.model_specs.registry import BUILTIN
+from torchscale.model_specs.spec import BuiltinModelSpec, Measured
 from torchscale.models.activation_count import saved_activation_bytes
 from torchscale.models.bundle import ModelBundle, call_model
-from torchscale.models.metadata import Measured, rows
 from torchscale.models.option_values import positive_int, probability, switch
 from torchscale.models.plugin import load_plugin
 from torchscale.suggest import did_you_mean
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """One built-in model. `builder(**options)` gets every option, defaults filled in."""
-
-    name: str
-    family: str
-    description: str  # which variant it is and its exact parameter count with the defaults
-    defaults: Mapping[str, Any]
-    builder: Callable[..., ModelBundle]
-
-    @property
-    def options(self) -> frozenset[str]:
-        """The option names this model accepts."""
-        return frozenset(self.defaults)
-
-
-_VISION = {"image_size": 224, "num_classes": 1000}
-
-_INFOS = (
-    ModelInfo(
-        "resnet18",
-        "resnet",
-        "ResNet-18 (torchvision layout), 1000 classes, 224x224: 11,689,512 parameters",
-        _VISION,
-        resnet.resnet18,
-    ),
-    ModelInfo(
-        "resnet50",
-        "resnet",
-        "ResNet-50 v1.5 (stride in the 3x3 conv, as torchvision), 1000 classes, 224x224: "
-        "25,557,032 parameters",
-        _VISION,
-        resnet.resnet50,
-    ),
-    ModelInfo(
-        "vit-b16",
-        "vit",
-        "ViT-B/16 (torchvision vit_b_16: class token, learned positions, pre-LN), 1000 classes, "
-        "224x224: 86,567,656 parameters",
-        _VISION,
-        vit.vit_b16,
-    ),
-    ModelInfo(
-        "bert-base",
-        "bert",
-        "BERT-base uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the "
-        "word embeddings): 109,514,298 parameters as published, 109,518,912 with the vocabulary "
-        "padded to 30,528 (bare BertModel with pooler: 109,482,240)",
-        workload.options(128),
-        bert.bert_base,
-    ),
-    ModelInfo(
-        "bert-large",
-        "bert",
-        "BERT-large uncased as BertForMaskedLM (encoder without pooler + MLM head tied to the "
-        "word embeddings): 335,174,458 parameters as published, 335,180,608 padded (bare "
-        "BertModel with pooler: 335,141,888)",
-        workload.options(128),
-        bert.bert_large,
-    ),
-    ModelInfo(
-        "gpt2",
-        "gpt2",
-        "GPT-2 small (12 layers, 768 hidden), LM head tied to the token embedding: "
-        "124,439,808 parameters as published, 124,475,904 with the vocabulary padded to 50,304",
-        workload.options(1024),
-        gpt2.gpt2,
-    ),
-    ModelInfo(
-        "gpt2-medium",
-        "gpt2",
-        "GPT-2 medium (24 layers, 1024 hidden), LM head tied: 354,823,168 parameters as "
-        "published, 354,871,296 padded",
-        workload.options(1024),
-        gpt2.gpt2_medium,
-    ),
-    ModelInfo(
-        "gpt2-large",
-        "gpt2",
-        "GPT-2 large (36 layers, 1280 hidden), LM head tied: 774,030,080 parameters as "
-        "published, 774,090,240 padded",
-        workload.options(1024),
-        gpt2.gpt2_large,
-    ),
-    ModelInfo(
-        "transformer",
-        "transformer",
-        "encoder-decoder nn.Transformer (d_model 128, 4 heads, 3+3 layers, FFN 512) with a "
-        "shared 8,192-token embedding and output projection: 3,494,400 parameters",
-        transformer.DEFAULTS,
-        transformer.transformer,
-    ),
-    ModelInfo(
-        "tiny-mlp",
-        "tiny",
-        "2 hidden layers of 128 on 32 random features, 10 classes: 22,026 parameters",
-        {"hidden": 128, "layers": 2},
-        tiny.tiny_mlp,
-    ),
-    ModelInfo(
-        "tiny-cnn",
-        "tiny",
-        "3-stage ResNet (16/32/64 channels), 32x32, 10 classes: 78,042 parameters",
-        {"image_size": 32, "num_classes": 10},
-        tiny.tiny_cnn,
-    ),
-    ModelInfo(
-        "tiny-gpt2",
-        "tiny",
-        "GPT-2 code, 2 layers of 64, vocab 1,024: 182,016 parameters",
-        workload.options(64),
-        tiny.tiny_gpt2,
-    ),
-    ModelInfo(
-        "tiny-bert",
-        "tiny",
-        "BertForMaskedLM code, 2 layers of 64, vocab 1,024: 187,456 parameters",
-        workload.options(64),
-        tiny.tiny_bert,
-    ),
-    ModelInfo(
-        "tiny-transformer",
-        "tiny",
-        "encoder-decoder code, d_model 64, 2+2 layers, vocab 1,024: 299,776 parameters",
-        tiny.TINY_TRANSFORMER_DEFAULTS,
-        tiny.tiny_transformer,
-    ),
-)
-
-BUILTIN: dict[str, ModelInfo] = {info.name: info for info in _INFOS}
 
 
 def build_model(
@@ -172,8 +41,8 @@ def build_model(
     `with torch.device("meta"):` builds without allocating memory.
     """
     options = dict(options or {})
-    info = BUILTIN.get(name)
-    if info is None:
+    spec = BUILTIN.get(name)
+    if spec is None:
         if is_plugin_model(name):
             return load_plugin(name, options)
         hint = did_you_mean(name, BUILTIN)
@@ -182,13 +51,13 @@ def build_model(
             f"unknown model '{name}'{hint}; built-in models: {', '.join(BUILTIN)}; "
             "or give a plug-in as 'package.module:factory'"
         )
-    unknown = sorted(set(options) - info.options)
+    unknown = sorted(set(options) - spec.options)
     if unknown:
         raise ModelError(
             f"model '{name}' does not take option(s) {', '.join(unknown)}; "
-            f"it takes: {', '.join(sorted(info.options))}"
+            f"it takes: {', '.join(sorted(spec.options))}"
         )
-    resolved = dict(info.defaults)
+    resolved: dict[str, Any] = dict(spec.defaults)
     for key, value in (("seq_len", seq_len), ("image_size", image_size)):
         if value is not None and key in resolved:
             resolved[key] = value
@@ -199,8 +68,17 @@ def build_model(
         raise ModelError(conflict)
     resolved.update(workload_options(name, options))
     for key, value in resolved.items():
-        resolved[key] = _checker(info.defaults[key])(name, key, value)
-    return info.builder(**resolved)
+        resolved[key] = _checker(spec.defaults[key])(name, key, value)
+    return builder_of(spec)(**resolved)
+
+
+def builder_of(spec: BuiltinModelSpec) -> Callable[..., ModelBundle]:
+    """The function a spec's builder reference names, imported now (it imports torch)."""
+    module, _, function = spec.builder.partition(":")
+    found = getattr(importlib.import_module(module), function, None)
+    if not callable(found):
+        raise ModelError(f"model '{spec.name}': its builder '{spec.builder}' is not a function")
+    return cast(Callable[..., ModelBundle], found)
 
 
 def _checker(default: Any) -> Callable[[str, str, Any], Any]:
@@ -216,14 +94,14 @@ def parameter_count(model: torch.nn.Module) -> int:
 
 
 def list_models() -> list[dict[str, Any]]:
-    """One row per built-in model for `torchscale list`: the stored facts, nothing built."""
+    """One row per built-in model for `torchscale list`: their specs, nothing built."""
     return rows()
 
 
 def measure(name: str, options: Mapping[str, Any] | None = None) -> Measured:
     """What `torchscale list` states of a model, found by building it on the meta device (no
-    memory, no kernels): the path for a plug-in or other options, and what the stored facts of
-    the built-in models (torchscale/models/metadata.py) are tested against."""
+    memory, no kernels): the path for a plug-in or other options, and what the stored figures
+    of the built-in models (their specs' `measured`) are tested against."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     meta = torch.device("meta")

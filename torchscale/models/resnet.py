@@ -175,13 +175,13 @@ class ResNetPlan(ParallelPlan):
         return PipelineParts(self.model.stem, self._blocks(), PoolHead(self.model))
 
 
-def resnet18(image_size: int = 224, num_classes: int = 1000) -> ModelBundle:
+def resnet18(*, image_size: int, num_classes: int) -> ModelBundle:
     """ResNet-18: 11,689,512 parameters with 1000 classes."""
     model = ResNet(BasicBlock, (2, 2, 2, 2), num_classes=num_classes)
     return vision_bundle(model, image_size, num_classes, conv_net=True)
 
 
-def resnet50(image_size: int = 224, num_classes: int = 1000) -> ModelBundle:
+def resnet50(*, image_size: int, num_classes: int) -> ModelBundle:
     """ResNet-50 v1.5: 25,557,032 parameters with 1000 classes."""
     model = ResNet(Bottleneck, (3, 4, 6, 3), num_classes=num_classes)
     return vision_bundle(model, image_size, num_classes, conv_net=True)

@@ -25,19 +25,9 @@ TINY_GPT2 = GPT2Config(hidden=64, layers=2, heads=4, vocab_size=1024, max_positi
 TINY_BERT = BertConfig(
     hidden=64, layers=2, heads=4, intermediate=256, vocab_size=1024, max_positions=256
 )
-TINY_TRANSFORMER_DEFAULTS: dict[str, int | float] = {
-    "d_model": 64,
-    "nhead": 4,
-    "num_encoder_layers": 2,
-    "num_decoder_layers": 2,
-    "dim_feedforward": 128,
-    "dropout": 0.1,
-    "seq_len": 32,
-    "vocab_size": 1024,
-}
 
 
-def tiny_mlp(hidden: int = 128, layers: int = 2) -> ModelBundle:
+def tiny_mlp(*, hidden: int, layers: int) -> ModelBundle:
     """Classify random 32-feature vectors into 10 classes (22,026 parameters by default)."""
     model = MLP(MLP_IN_FEATURES, hidden, layers, MLP_CLASSES)
     make_batch, loss_fn = training_tasks.classification((MLP_IN_FEATURES,), MLP_CLASSES)
@@ -52,7 +42,7 @@ def tiny_mlp(hidden: int = 128, layers: int = 2) -> ModelBundle:
     )
 
 
-def tiny_cnn(image_size: int = 32, num_classes: int = 10) -> ModelBundle:
+def tiny_cnn(*, image_size: int, num_classes: int) -> ModelBundle:
     """A three-stage ResNet (widths 16/32/64, one basic block each, 3x3 stem) for 32x32 images."""
     model = ResNet(
         BasicBlock, (1, 1, 1), widths=(16, 32, 64), num_classes=num_classes, stem="small"
@@ -60,18 +50,19 @@ def tiny_cnn(image_size: int = 32, num_classes: int = 10) -> ModelBundle:
     return training_tasks.vision_bundle(model, image_size, num_classes, conv_net=True)
 
 
-def tiny_gpt2(seq_len: int = 64, **options: Any) -> ModelBundle:
+def tiny_gpt2(**options: Any) -> ModelBundle:
     """GPT-2 code at hidden 64, 2 layers, 4 heads, vocab 1,024 (a multiple of 64: padding
     changes nothing), 256 positions."""
-    return gpt2_lm("tiny-gpt2", TINY_GPT2, seq_len, **options)
+    return gpt2_lm("tiny-gpt2", TINY_GPT2, **options)
 
 
-def tiny_bert(seq_len: int = 64, **options: Any) -> ModelBundle:
+def tiny_bert(**options: Any) -> ModelBundle:
     """BertForMaskedLM code at hidden 64, 2 layers, 4 heads, vocab 1,024 (no padding needed),
     256 positions."""
-    return bert_mlm("tiny-bert", TINY_BERT, seq_len, **options)
+    return bert_mlm("tiny-bert", TINY_BERT, **options)
 
 
 def tiny_transformer(**options: Any) -> ModelBundle:
-    """The encoder-decoder code at d_model 64, 2+2 layers, vocab 1,024, seq_len 32."""
-    return seq2seq_transformer(options, name="tiny-transformer", defaults=TINY_TRANSFORMER_DEFAULTS)
+    """The encoder-decoder code at d_model 64, 2+2 layers, vocab 1,024, seq_len 32 (its
+    spec's defaults)."""
+    return seq2seq_transformer("tiny-transformer", **options)

@@ -1,13 +1,14 @@
 """The encoder-decoder `transformer` benchmark model, built on `torch.nn.Transformer`.
 
-Architecture defaults are those of the encoder-decoder benchmark users know (seed 003): d_model
-128, 4 heads, 3 encoder and 3 decoder layers, feed-forward 512 ("~3.5M parameters"). It does
-not state the rest, so these are ours: dropout 0.1 (nn.Transformer's default), vocab_size 8,192,
-seq_len 128 (source and target length; its large example raises it to 512). Around
-nn.Transformer: one token embedding shared by source and target (scaled by sqrt(d_model)),
-sinusoidal positions (no parameters, so seq_len does not change the count), a causal decoder
-and an untied output projection with bias. Total with the defaults: exactly 3,494,400
-parameters (1,389,056 in nn.Transformer, 1,048,576 embedding, 1,056,768 projection).
+Its defaults (its spec: torchscale/model_specs/transformer.py) are those of the encoder-decoder
+benchmark users know (seed 003): d_model 128, 4 heads, 3 encoder and 3 decoder layers,
+feed-forward 512 ("~3.5M parameters"). It does not state the rest, so these are ours: dropout
+0.1 (nn.Transformer's default), vocab_size 8,192, seq_len 128 (source and target length; its
+large example raises it to 512). Around nn.Transformer: one token embedding shared by source
+and target (scaled by sqrt(d_model)), sinusoidal positions (no parameters, so seq_len does not
+change the count), a causal decoder and an untied output projection with bias. Total with the
+defaults: exactly 3,494,400 parameters (1,389,056 in nn.Transformer, 1,048,576 embedding,
+1,056,768 projection).
 
 Tensor parallelism splits only what torch's styles reach: every layer's feed-forward pair, the
 shared embedding and the output projection (both by vocabulary rows). Its attention stays
@@ -22,32 +23,18 @@ tensors across the cuts)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from torchscale.errors import ModelError
 from torchscale.models import seq2seq_units, training_tasks
 from torchscale.models.bundle import ModelBundle
-from torchscale.models.option_values import divisible, positive_int, probability
+from torchscale.models.option_values import divisible
 from torchscale.models.parallel_plan import ParallelPlan, PipelineParts, span
 
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
-
-DEFAULTS: dict[str, int | float] = {
-    "d_model": 128,
-    "nhead": 4,
-    "num_encoder_layers": 3,
-    "num_decoder_layers": 3,
-    "dim_feedforward": 512,
-    "dropout": 0.1,
-    "seq_len": 128,
-    "vocab_size": 8192,
-}
-DEFAULT_PARAMETERS = 3_494_400
 
 TP_PLAN = (
     "feed-forward layers split (per encoder/decoder layer: linear1 colwise, linear2 rowwise); "
@@ -228,33 +215,35 @@ class Seq2SeqPlan(ParallelPlan):
 
 
 def seq2seq_transformer(
-    options: Mapping[str, Any], *, name: str = "transformer", defaults: Mapping[str, Any] = DEFAULTS
+    name: str,
+    *,
+    d_model: int,
+    nhead: int,
+    num_encoder_layers: int,
+    num_decoder_layers: int,
+    dim_feedforward: int,
+    dropout: float,
+    seq_len: int,
+    vocab_size: int,
 ) -> ModelBundle:
-    """Build an encoder-decoder bundle; options missing from `options` come from `defaults`."""
-    unknown = sorted(set(options) - set(DEFAULTS))
-    if unknown:
-        raise ModelError(f"model '{name}': unknown option(s) {', '.join(unknown)}")
-    opts = {**defaults, **options}
-    ints = {key: positive_int(name, key, opts[key]) for key in DEFAULTS if key != "dropout"}
-    dropout = probability(name, "dropout", opts["dropout"])
-    divisible(
-        name, "d_model", ints["d_model"], ints["nhead"], "d_model is split across nhead heads"
-    )
-    divisible(name, "d_model", ints["d_model"], 2, "sinusoidal positions pair sin and cos")
+    """An encoder-decoder bundle of the given sizes (checked by the registry: positive
+    integers, dropout a probability); the shapes the heads and positions need are checked
+    here."""
+    divisible(name, "d_model", d_model, nhead, "d_model is split across nhead heads")
+    divisible(name, "d_model", d_model, 2, "sinusoidal positions pair sin and cos")
     model = Seq2SeqTransformer(
-        vocab_size=ints["vocab_size"],
-        d_model=ints["d_model"],
-        nhead=ints["nhead"],
-        num_encoder_layers=ints["num_encoder_layers"],
-        num_decoder_layers=ints["num_decoder_layers"],
-        dim_feedforward=ints["dim_feedforward"],
+        vocab_size=vocab_size,
+        d_model=d_model,
+        nhead=nhead,
+        num_encoder_layers=num_encoder_layers,
+        num_decoder_layers=num_decoder_layers,
+        dim_feedforward=dim_feedforward,
         dropout=dropout,
     )
-    seq_len = ints["seq_len"]
-    task = training_tasks.sequence_to_sequence(ints["vocab_size"], seq_len)
+    task = training_tasks.sequence_to_sequence(vocab_size, seq_len)
     return training_tasks.language_bundle(model, task, seq_len)
 
 
 def transformer(**options: Any) -> ModelBundle:
-    """The built-in `transformer`: 3,494,400 parameters with the defaults."""
-    return seq2seq_transformer(options)
+    """The built-in `transformer`: 3,494,400 parameters with its defaults."""
+    return seq2seq_transformer("transformer", **options)

@@ -124,7 +124,7 @@ class ViTHead(nn.Module):
         return y
 
 
-def vit_b16(image_size: int = 224, num_classes: int = 1000) -> ModelBundle:
+def vit_b16(*, image_size: int, num_classes: int) -> ModelBundle:
     """ViT-B/16: 86,567,656 parameters at 224x224 with 1000 classes."""
     divisible("vit-b16", "image_size", image_size, 16, "the patch size")
     model = VisionTransformer(image_size=image_size, num_classes=num_classes)

@@ -1,31 +1,21 @@
 """The workload options of the zoo's language models (GPT-2s, BERTs): dropout, the padded
 vocabulary, and `faithful`, which restores both as published.
 
-The defaults are the speed references' (catalog.SPEED_DEFAULTS: no dropout, the vocabulary
-padded to a multiple of 64 rows); why, and what each changes, is in docs/models.md. A padded
-model has more logits than tokens; its task's loss reads the real ones only
+The defaults are the speed references' (model_specs/shared_options.py: no dropout, the
+vocabulary padded to a multiple of 64 rows); why, and what each changes, is in docs/models.md.
+A padded model has more logits than tokens; its task's loss reads the real ones only
 (token_loss.TokenLoss), so the loss and every real weight's gradient are the unpadded
 model's.
 """
 
 from __future__ import annotations
 
-from torchscale.catalog import PUBLISHED, SPEED_DEFAULTS
+from torchscale.model_specs.shared_options import PUBLISHED, SPEED_DEFAULTS
 from torchscale.models.option_values import at_most, positive_int, probability
 
 DEFAULT_DROPOUT = float(SPEED_DEFAULTS["dropout"])
 DEFAULT_PAD_VOCAB_TO = int(SPEED_DEFAULTS["pad_vocab_to"])
 MAX_PAD_VOCAB_TO = 4096  # padding is for GEMM tiles: a few hundred rows at most
-
-
-def options(seq_len: int) -> dict[str, int | float | bool]:
-    """The options of a language model of the zoo and their defaults."""
-    return {
-        "seq_len": seq_len,
-        "dropout": DEFAULT_DROPOUT,
-        "pad_vocab_to": DEFAULT_PAD_VOCAB_TO,
-        "faithful": False,
-    }
 
 
 def resolve(name: str, dropout: float, pad_vocab_to: int, faithful: bool) -> tuple[float, int]:
