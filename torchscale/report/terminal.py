@@ -21,7 +21,7 @@ from torchscale.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.plan import Plan, PlannedCell
 from torchscale.report.diagnosis_text import diagnosis_lines
 from torchscale.report.estimates import lopsided, plus_minus
-from torchscale.report.fit import Column, fit_table
+from torchscale.report.fit import FitColumn, fit_table
 from torchscale.report.render.formatting import format_value
 from torchscale.report.terminal_lines import LEVEL_STYLE, Level, Line
 from torchscale.results.store import ResultStore
@@ -305,17 +305,17 @@ def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
 # the per-model table: what may be abbreviated or left out when the terminal is narrow
 # (torchscale.report.fit), lowest value first; what each column means goes in the note
 TABLE_COLUMNS = (
-    Column("world", fact="world"),
-    Column("batch", fact="batch"),
-    Column("prec/strat", justify="left", fact=""),
-    Column("samples/s"),
-    Column("/device", short="/dev", drop=1, why_dropped="samples/s / world"),
-    Column("p50|p95 ms", short="p50|p95", drop=6),
-    Column("scaling", short="eff", drop=5),
-    Column("comm", drop=4),
-    Column("MFU", drop=3),
-    Column("peak MiB", short="MiB", drop=2),
-    Column("status", justify="left"),
+    FitColumn("world", fact="world"),
+    FitColumn("batch", fact="batch"),
+    FitColumn("prec/strat", justify="left", fact=""),
+    FitColumn("samples/s"),
+    FitColumn("/device", short="/dev", drop=1, why_dropped="samples/s / world"),
+    FitColumn("p50|p95 ms", short="p50|p95", drop=6),
+    FitColumn("scaling", short="eff", drop=5),
+    FitColumn("comm", drop=4),
+    FitColumn("MFU", drop=3),
+    FitColumn("peak MiB", short="MiB", drop=2),
+    FitColumn("status", justify="left"),
 )
 COLUMN_NOTES = {
     "/device": "samples/s per device (GPU or CPU rank)",

@@ -138,7 +138,7 @@ def _figures_part(order: int, block: KeyFigures, width: int) -> _Part:
     return _Part(order, PRIORITY["figures"], drafts)
 
 
-def _columns(block: Table, cells: Sequence[Sequence[str]]) -> list[fit.Column]:
+def _columns(block: Table, cells: Sequence[Sequence[str]]) -> list[fit.FitColumn]:
     keys = [c.key for c in block.columns]
     later = [k for k in reversed(keys[1:]) if k not in DROP_FIRST]
     ranked = [k for k in DROP_FIRST if k in keys[1:]] + later
@@ -147,7 +147,7 @@ def _columns(block: Table, cells: Sequence[Sequence[str]]) -> list[fit.Column]:
         values = [row[index] for row in cells]
         figures = all(v == MISSING or is_figure(v) for v in values)
         columns.append(
-            fit.Column(
+            fit.FitColumn(
                 header=column.label,
                 justify=column.align,
                 drop=ranked.index(column.key) if column.key in ranked else None,
