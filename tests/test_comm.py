@@ -30,7 +30,7 @@ from torchscale.comm.rows import RankTiming, measured_row, percentile, unmeasure
 from torchscale.comm.sizes import size_ladder
 from torchscale.comm.sweep_launch import parse_ops
 from torchscale.errors import UsageError
-from torchscale.report.comm_text import comm_lines, narrow_table, row_line
+from torchscale.report.terminal.comm import comm_lines, narrow_table, row_line
 from torchscale.units import parse_bytes
 
 

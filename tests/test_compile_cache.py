@@ -22,7 +22,8 @@ from torchscale.plan import Machine, Plan, PlannedCell, build_plan
 from torchscale.report.build import ReportOptions, build_report
 from torchscale.report.model import Table
 from torchscale.report.sources import read_sources
-from torchscale.report.terminal import cell_lines, plan_lines
+from torchscale.report.terminal.cells import cell_lines
+from torchscale.report.terminal.dry_run import plan_lines
 from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import CellResult

@@ -28,7 +28,7 @@ import torchscale.atomic
 from torchscale.cell import Status
 from torchscale.cli.app import app
 from torchscale.errors import OutputDirError, ResultsError
-from torchscale.report.terminal import cell_name
+from torchscale.report.terminal.cells import cell_name
 from torchscale.results.store import ResultStore, check_output_dir
 from torchscale.schema.cell_result import CellResult
 

@@ -12,13 +12,9 @@ from torchscale.cell import Status
 from torchscale.config.schema import BenchConfig
 from torchscale.plan import Machine, build_plan
 from torchscale.report.render.formatting import format_value
-from torchscale.report.terminal import (
-    cell_lines,
-    model_tables,
-    plan_lines,
-    reused_line,
-    running_line,
-)
+from torchscale.report.terminal.cells import cell_lines, reused_line, running_line
+from torchscale.report.terminal.dry_run import plan_lines
+from torchscale.report.terminal.sweep_tables import model_tables
 from torchscale.results.frame import cells_table
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import CellError, CellResult
@@ -214,7 +210,7 @@ def test_benchmark_table_never_cuts_a_figure_on_a_narrow_console() -> None:
     import pandas as pd
     from rich.console import Console
 
-    from torchscale.report.terminal import model_tables
+    from torchscale.report.terminal.sweep_tables import model_tables
 
     row = {
         "model_label": "gpt2",

@@ -26,6 +26,8 @@ from torchscale.report.model import (
 )
 from torchscale.report.render import json_format, markdown, renderer, term
 from torchscale.report.render.formatting import format_value
+from torchscale.report.terminal.report_full import chart_summary
+from torchscale.report.terminal.report_recap import SUMMARY_MAX_LINES, summary_lines
 
 
 def _with_cell(report: Report, text: str) -> Report:
@@ -284,21 +286,21 @@ def test_term_table_too_wide_for_the_console_becomes_records() -> None:
 
 def test_chart_summaries_per_kind() -> None:
     charts = {c.id: c for c in sample_report().charts()}
-    assert term.chart_summary(charts["efficiency"]).startswith("gpt2: 1=100.0 %, 2=96.0 %")
-    assert "4 distributions over GPUs 1, 2, 4, 8" in term.chart_summary(charts["step-distribution"])
-    assert "backward: 0=8.00 ms, 1=58.0 ms" in term.chart_summary(charts["phases-per-rank"])
-    assert term.chart_summary(charts["stall-heatmap"]).startswith("2 x 5 grid of stall % of step")
+    assert chart_summary(charts["efficiency"]).startswith("gpt2: 1=100.0 %, 2=96.0 %")
+    assert "4 distributions over GPUs 1, 2, 4, 8" in chart_summary(charts["step-distribution"])
+    assert "backward: 0=8.00 ms, 1=58.0 ms" in chart_summary(charts["phases-per-rank"])
+    assert chart_summary(charts["stall-heatmap"]).startswith("2 x 5 grid of stall % of step")
     gap = Chart(
         id="g", title="g", kind="line", x_label="x", y_label="y",
         series=[Series(name="s", x=[1, 2, 3], y=[None, 2.0, None])],
     )  # fmt: skip
-    assert term.chart_summary(gap) == "s: 2.00 at 2 → 2.00 at 2"
+    assert chart_summary(gap) == "s: 2.00 at 2 → 2.00 at 2"
 
 
 def test_summary_lines_from_header_and_summary_section() -> None:
     report = sample_report()
-    lines = term.summary_lines(report)
-    assert 5 <= len(lines) <= term.SUMMARY_MAX_LINES
+    lines = summary_lines(report)
+    assert 5 <= len(lines) <= SUMMARY_MAX_LINES
     assert lines[0] == report.title
     assert lines[1] == "cells: 4 ok, 1 failed of 5 in 1 source(s)"
     assert f"Best throughput: {format_value(704.0, 'rate')} ({HOSTILE} at 8 GPUs)" in lines
@@ -310,9 +312,9 @@ def test_summary_lines_from_header_and_summary_section() -> None:
 
 def test_the_verdict_is_the_first_line_after_the_title() -> None:
     report = _with_headline(sample_report())
-    lines = term.summary_lines(report)
+    lines = summary_lines(report)
     assert lines[:2] == [report.title, f"On 8 x H100, {HOSTILE} scales at 92-96 % of linear"]
-    assert len(lines) <= term.SUMMARY_MAX_LINES
+    assert len(lines) <= SUMMARY_MAX_LINES
     printed = term.render(report).decode("utf-8").splitlines()
     assert printed[1].startswith("▲ On 8 x H100, ")
 
@@ -322,8 +324,8 @@ def test_summary_lines_stay_short_with_many_figures() -> None:
     summary = report.section("summary")
     assert summary is not None
     summary.blocks = summary.blocks * 5
-    lines = term.summary_lines(report)
-    assert len(lines) == term.SUMMARY_MAX_LINES
+    lines = summary_lines(report)
+    assert len(lines) == SUMMARY_MAX_LINES
     assert lines[-2].startswith("regressions:")  # the header facts are kept, figures cut
 
 

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from torchscale.api import build_report
 from torchscale.report.model import KeyFigures, Report, Table
-from torchscale.report.terminal import model_tables
+from torchscale.report.terminal.sweep_tables import model_tables
 from torchscale.results import load
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v3" / "v3_fixture"

@@ -31,7 +31,7 @@ from typer.testing import CliRunner, Result
 from torchscale.cli.app import app
 from torchscale.config.loader import load_config
 from torchscale.launch import process
-from torchscale.report.terminal import cell_name
+from torchscale.report.terminal.cells import cell_name
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 

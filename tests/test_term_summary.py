@@ -22,10 +22,11 @@ from torchscale.cli import common
 from torchscale.cli.app import app
 from torchscale.report.build import build_report
 from torchscale.report.model import Findings, KeyFigure, KeyFigures, Report, Table, Text
-from torchscale.report.render import term, term_summary
+from torchscale.report.render import term
 from torchscale.report.render.formatting import format_value, strip_code
 from torchscale.report.request import ReportOptions
 from torchscale.report.sources import read_sources
+from torchscale.report.terminal import report_summary
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_LINES = 60
@@ -129,7 +130,7 @@ def test_key_figures_lose_their_notes_before_they_are_left_out() -> None:
         for i in range(30)
     ]
     report.sections[0].blocks = [KeyFigures(figures=figures)]
-    lines = term_summary.summary(report, 80)
+    lines = report_summary.summary(report, 80)
     assert len(lines) <= MAX_LINES
     assert sum("Figure" in line for line in lines) == 30  # all of them, one line each
     assert not any("word" in line for line in lines)

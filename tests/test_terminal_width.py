@@ -26,7 +26,7 @@ from torchscale.model_specs.listing import rows as model_rows
 from torchscale.report.model import Report, Table, Text
 from torchscale.report.render import term
 from torchscale.report.render.formatting import _FIGURE, format_value
-from torchscale.report.terminal import TABLE_COLUMNS, _row_cells, model_tables
+from torchscale.report.terminal.sweep_tables import TABLE_COLUMNS, _row_cells, model_tables
 from torchscale.results.frame import cells_table
 from torchscale.results.versions import parse_cell_result
 from torchscale.schema.cell_result import CellResult

@@ -31,7 +31,7 @@ from torchscale.report.estimates import (
     with_interval,
 )
 from torchscale.report.render.formatting import format_value, tick_labels
-from torchscale.report.terminal import _throughput
+from torchscale.report.terminal.sweep_tables import _throughput
 from torchscale.schema.cell_result import Estimate
 
 # the cell: tiny-gpt2 b32 x2, two repeats, printed "95 % interval 332.1 to 357.7"

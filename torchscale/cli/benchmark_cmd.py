@@ -187,7 +187,7 @@ class _Printer:
         self.progress.console.print(markup, soft_wrap=False)
 
     def cell_start(self, planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
-        from torchscale.report.terminal import running_line
+        from torchscale.report.terminal.cells import running_line
 
         self.progress.start()
         self.index = index
@@ -206,7 +206,7 @@ class _Printer:
 
     def cell_done(self, result: CellResult, reused: bool) -> None:
         from torchscale.cell import Status
-        from torchscale.report.terminal import cell_lines, cell_name, reused_line
+        from torchscale.report.terminal.cells import cell_lines, cell_name, reused_line
 
         self.clock.done()
         self.progress.update(self.task, advance=1, eta=self.clock.eta_after(self.index))
@@ -219,7 +219,7 @@ class _Printer:
             self.say(line.markup())
 
     def sweep_done(self, run: BenchmarkRun) -> None:
-        from torchscale.report.terminal import model_tables
+        from torchscale.report.terminal.sweep_tables import model_tables
 
         self.progress.stop()
         if run.sweep.table is not None:
@@ -274,7 +274,7 @@ class _Printer:
             )
 
     def slurm_running(self, job: JobRecord, cell_id: str) -> None:
-        from torchscale.report.terminal import cell_name
+        from torchscale.report.terminal.cells import cell_name
 
         if not self.quiet:
             known = {p.cell.id: p.cell for p in self.plan.cells} if self.plan else {}
@@ -288,7 +288,7 @@ class _Printer:
     def after(self, run: BenchmarkRun) -> None:
         """What only the finished run can say: the dry run's plan, Kubernetes' applies, the
         profiles' analyses."""
-        from torchscale.report.terminal import plan_lines
+        from torchscale.report.terminal.dry_run import plan_lines
 
         if run.kubernetes is not None:
             _kubernetes_applied(run)
@@ -346,7 +346,7 @@ def _comm_started(request: CommRequest, launch: CommLaunch) -> None:
 
 
 def _comm_done(result: CommResult, stored: Path) -> None:
-    from torchscale.report.comm_text import comm_lines
+    from torchscale.report.terminal.comm import comm_lines
 
     for line in comm_lines(result, table_width(stdout)):
         stdout.out(line, highlight=False)
@@ -388,8 +388,8 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
 def _profiles_done(run: BenchmarkRun) -> None:
     """Each profile's analysis; a profile that failed is reported and never changes the exit
     code (the measurements it follows are complete)."""
-    from torchscale.report.profile_terminal import analysis_lines
-    from torchscale.report.terminal import cell_name
+    from torchscale.report.terminal.cells import cell_name
+    from torchscale.report.terminal.profile import analysis_lines
     from torchscale.results.directory_layout import ProfileRun
 
     names = {r.cell.id: cell_name(r.cell) for r in run.sweep.results}

@@ -12,19 +12,19 @@ import typer
 from rich.markup import escape
 
 from torchscale.cli.common import handle_errors, stdout
-from torchscale.report.fit import Column, fit_table
+from torchscale.report.terminal.fit import FitColumn, fit_table
 
 # what `fit_table` may abbreviate or leave out at 80 columns, lowest value first: the name
 # and the exact count are what the list is for, never cut
 _WHERE = "torchscale list --json has every field"
 _COLUMNS = (
-    Column("name", justify="left"),
-    Column("parameters"),
-    Column("train FLOPs", short="FLOPs", drop=4),
-    Column("input per sample", short="input", justify="left", drop=3),
-    Column("tokens/sample", short="tokens", justify="left", drop=1),
-    Column("strategies", justify="left", wrap=True, drop=5),
-    Column("options", justify="left", wrap=True, drop=2),
+    FitColumn("name", justify="left"),
+    FitColumn("parameters"),
+    FitColumn("train FLOPs", short="FLOPs", drop=4),
+    FitColumn("input per sample", short="input", justify="left", drop=3),
+    FitColumn("tokens/sample", short="tokens", justify="left", drop=1),
+    FitColumn("strategies", justify="left", wrap=True, drop=5),
+    FitColumn("options", justify="left", wrap=True, drop=2),
 )
 
 

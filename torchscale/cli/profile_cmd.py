@@ -135,7 +135,7 @@ def _starting(plan: ProfilePlan) -> None:
     for line in plan.notes:
         stderr.print(f"[cyan]note:[/] {escape(line)}")
     if not Verbosity.quiet():
-        from torchscale.report.terminal import cell_name
+        from torchscale.report.terminal.cells import cell_name
 
         stderr.print(
             f"profiling {escape(cell_name(plan.planned.cell))} on {plan.world} rank(s) with "
@@ -144,7 +144,7 @@ def _starting(plan: ProfilePlan) -> None:
 
 
 def _print_outcome(run: ProfileRun, json_output: bool) -> int:
-    from torchscale.report.profile_terminal import run_lines
+    from torchscale.report.terminal.profile import run_lines
 
     profiled = run.profiled
     verbose = Verbosity.level > 0
@@ -159,7 +159,7 @@ def _print_outcome(run: ProfileRun, json_output: bool) -> int:
 
 
 def _show(analysis: ProfileAnalysis, json_output: bool) -> None:
-    from torchscale.report.profile_terminal import analysis_lines
+    from torchscale.report.terminal.profile import analysis_lines
 
     if json_output:
         stdout.out(analysis.model_dump_json(indent=2), highlight=False)

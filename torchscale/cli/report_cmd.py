@@ -112,7 +112,7 @@ def _run(
 ) -> None:
     from torchscale.api import build_report
     from torchscale.report.generate import parse_prices
-    from torchscale.report.render.term import summary_lines
+    from torchscale.report.terminal.report_recap import summary_lines
 
     everyone, per_experiment = parse_prices(cost_per_gpu_hour or [])
     progress = _Progress(lines=fmt == "pdf")

@@ -2,7 +2,7 @@
 
 Outputs as people paste them (vendor docs, blogs, issues, acceptance reports) often lack the
 lines that name the test (`# Collective test starting`) and its ranks (`#  Rank` lines). What is
-left still says a lot, and nccl_tests.py uses this module to read it:
+left still says a lot, and the nccl_tests/ import uses this module to read it:
 
 - the op from the command line printed before a run (`./build/all_gather_perf -b 8 -g 8`, a
   shell prompt, `Running: ...`, a `===begin X_perf===` label) or from the file's name
@@ -10,7 +10,7 @@ left still says a lot, and nccl_tests.py uses this module to read it:
 - the ranks from that command line: processes (`mpirun -np`, `srun -n`) x `-t` x `-g`;
 - the ranks from the bandwidths: busbw = algbw x factor(op, n), and both are printed to two
   decimals, so each row allows a range of n. The n that most rows allow is taken when it is
-  one number; a tie is ambiguous and nccl_tests.py refuses rather than guess.
+  one number; a tie is ambiguous and nccl_tests/op_and_ranks.py refuses rather than guess.
 
 Nothing here guesses: every function returns None (or a range) when the text does not decide.
 """
@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 from torchscale.collective_facts import sweep_facts
 
 MAX_RANKS = 1 << 20  # an upper bound where a row's busbw/algbw allows any larger n
-RELATIVE_SLACK = 1e-4  # beyond the printed rounding, as nccl_tests.RELATIVE_SLACK
+RELATIVE_SLACK = 1e-4  # beyond the printed rounding, as nccl_tests.checks.RELATIVE_SLACK
 # the op names a file name may carry, compound names before the bare "reduce"
 FILE_NAME_OPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("all_reduce", re.compile(r"all[_-]?reduce")),

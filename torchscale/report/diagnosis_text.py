@@ -3,12 +3,14 @@
 The diagnosis is computed once (torchscale/analysis/diagnosis.py); this module only writes its
 figures, so the terminal (profile and sweep lines), the reports and their formats say the same
 thing with the same digits: shares of the step with one decimal, intervals as [low, high]
-(a lopsided interval is never a '±'), milliseconds with three significant figures.
+(a lopsided interval is never a '±'), milliseconds with three significant figures. The
+terminal's lines around these sentences (levels, what -v adds) are report/terminal/diagnosis.py's.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
 
-from torchscale.report.terminal_lines import Level, Line
 from torchscale.schema.cell_result import Diagnosis, Estimate, Finding, StragglerVerdict
 
 PART_WORDS = {
@@ -129,86 +131,3 @@ def finding_line(number: int, finding: Finding) -> str:
     """'  1. <title> (40.1 % of the step)'."""
     cost = _point(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
     return f">   {number}. {finding.title} ({cost})"
-
-
-def diagnosis_lines(
-    diagnosis: Diagnosis | None, why_not: str | None, *, verbose: bool
-) -> list[Line]:
-    """The diagnosis as terminal lines: sync stall, step split, straggler, its caveat, the
-    what-if and, when a cross-check disagrees, one line saying so; `verbose` adds the
-    per-rank waits, what decided and every cross-check."""
-    if diagnosis is None:
-        return [Line("skip", f"> [ANALYSIS] Diagnosis: unavailable ({why_not})")] if why_not else []
-    lines = [
-        Line("info", f"> [ANALYSIS] {sync_stall_text(diagnosis)}"),
-        Line("info", f"> [ANALYSIS] {split_text(diagnosis)}"),
-    ]
-    verdict = diagnosis.straggler
-    if diagnosis.ranks > 1 or verdict is not None:
-        level: Level = "warn" if verdict is not None and verdict.named else "info"
-        lines.append(Line(level, f"> [ANALYSIS] {straggler_text(verdict, diagnosis.ranks)}"))
-    if diagnosis.caveat:
-        lines.append(Line("warn", f"> [CAVEAT] {diagnosis.caveat}"))
-    if (whatif := whatif_text(diagnosis)) is not None:
-        lines.append(Line("info", f"> [ANALYSIS] {whatif}"))
-    if verbose:
-        lines += verbose_lines(diagnosis)
-    elif diagnosis.disagreement:
-        lines.append(Line("skip", f"> [NOTE] {diagnosis.disagreement}"))
-    return lines
-
-
-def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
-    """What -v adds: what decided, the per-rank waits, each part's interval, the verdict in
-    full and every cross-check."""
-    lines = [Line("skip", f"> [DETAIL] decided by the {diagnosis.source}: {diagnosis.basis}")]
-    lines.append(
-        Line(
-            "skip",
-            "> [DETAIL] parts: "
-            + ", ".join(f"{PART_WORDS[p.name]} {share_text(p.share)}" for p in diagnosis.parts),
-        )
-    )
-    if diagnosis.rank_waits:
-        lines.append(
-            Line(
-                "skip",
-                "> [DETAIL] waiting by rank (share of its own step): "
-                + ", ".join(f"rank {w.rank} {share_text(w.share)}" for w in diagnosis.rank_waits),
-            )
-        )
-    if diagnosis.straggler is not None:
-        lines.append(Line("skip", f"> [DETAIL] straggler test: {diagnosis.straggler.summary}"))
-    w = diagnosis.whatif
-    if w is not None:
-        who = f"rank {w.rank}" + ("" if w.named else " (largest gap, not named)")
-        extra = f"; its extra work {ms(w.extra_work_s)}" if w.extra_work_s is not None else ""
-        lines.append(
-            Line(
-                "skip",
-                f"> [DETAIL] what-if, {who}: saves {seconds_text(w.saved_s)} per step, "
-                f"{share_text(w.share)} of the step{extra} ({w.method})",
-            )
-        )
-    for check in diagnosis.cross_checks:
-        figure = f"{share_text(check.estimate)}, " if check.estimate is not None else ""
-        lines.append(
-            Line(
-                "info" if check.agrees is not False else "warn",
-                f"> [CHECK] {check.name}: {figure}{VERDICT_WORDS[check.agrees]}: {check.detail}",
-            )
-        )
-    return lines
-
-
-def findings_lines(
-    findings: list[Finding], *, verbose: bool, heading: str = "Found {n} bottleneck(s):"
-) -> list[Line]:
-    """'Found N bottleneck(s):' and one line each; `verbose` adds evidence and the fix."""
-    lines = [Line("info", f"> [ANALYSIS] {heading.format(n=len(findings))}")]
-    for number, finding in enumerate(findings, 1):
-        lines.append(Line("warn", finding_line(number, finding)))
-        if verbose:
-            lines += [Line("info", f">      evidence: {item}") for item in finding.evidence]
-            lines.append(Line("info", f">      fix: {finding.recommendation}"))
-    return lines

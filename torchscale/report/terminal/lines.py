@@ -1,4 +1,7 @@
-"""A terminal line with its level: the CLI colours by level, never by searching the text."""
+"""A terminal line with its level: the CLI colours by level, never by searching the text.
+
+Layer 4 (presentation) of docs/architecture.md: imports only rich.
+"""
 
 from __future__ import annotations
 

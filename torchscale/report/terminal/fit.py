@@ -36,7 +36,7 @@ _MEASURE = Console(width=10_000, file=None, color_system=None, markup=False, emo
 
 
 @dataclass(frozen=True)
-class Column:
+class FitColumn:
     """One column and what may be done to it when the terminal is narrow."""
 
     header: str
@@ -53,17 +53,17 @@ class Fitted:
     """What was done to fit the columns (the same for every table drawn with it, so that the
     tables of one sweep share their headers), and the table of any rows drawn so."""
 
-    columns: Sequence[Column]
+    columns: Sequence[FitColumn]
     keep: list[int]
     labels: dict[int, str]
     options: dict[str, object]
-    abbreviated: list[Column] = field(default_factory=list)
-    dropped: list[Column] = field(default_factory=list)
-    empty: list[Column] = field(default_factory=list)
+    abbreviated: list[FitColumn] = field(default_factory=list)
+    dropped: list[FitColumn] = field(default_factory=list)
+    empty: list[FitColumn] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)  # 'batch 4': one value in every row
 
     @property
-    def shown(self) -> list[Column]:
+    def shown(self) -> list[FitColumn]:
         return [self.columns[i] for i in self.keep]
 
     def table(self, rows: Sequence[Sequence[Text]], title: str | None = None) -> Table:
@@ -74,7 +74,7 @@ class Fitted:
             heading = f"{title} ({facts})" if title else facts
         return _table(self.columns, rows, self.keep, self.labels, heading, self.options)
 
-    def label(self, column: Column) -> str:
+    def label(self, column: FitColumn) -> str:
         """The header as shown: 'eff (scaling)' when abbreviated, for the note."""
         return f"{column.short} ({column.header})" if column in self.abbreviated else column.header
 
@@ -97,7 +97,7 @@ class Fitted:
 
 
 def fit_table(
-    columns: Sequence[Column],
+    columns: Sequence[FitColumn],
     rows: Sequence[Sequence[Text]],
     width: int,
     **table_options: object,
@@ -149,7 +149,7 @@ def fit_table(
 
 
 def _table(
-    columns: Sequence[Column],
+    columns: Sequence[FitColumn],
     rows: Sequence[Sequence[Text]],
     keep: list[int],
     labels: dict[int, str],

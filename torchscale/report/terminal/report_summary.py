@@ -8,7 +8,7 @@ decision and the few figures behind it, so this prints, in the report's order:
 1. the title, the headline verdict and what ran (hardware, dates, the config's description,
    cells per source, the baseline's verdict);
 2. the executive summary section as the model holds it: its text (the verdicts and top
-   findings), its key figures, its tables fitted to the width (`report.fit`: columns left out
+   findings), its key figures, its tables fitted to the width (`terminal/fit.py`: columns left out
    in a stated order, figures never cut), findings by title;
 3. a last line saying what was left out and where it is (`--full`, `-f html`).
 
@@ -18,6 +18,8 @@ without their notes (what each is, its interval: the summary's table gives the i
 and then by as many as fit; what is left out is counted in the last line. Nothing is
 computed: every figure is the model's, formatted by `format_value`, every sentence the
 model's own.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from rich.console import Console, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
-from torchscale.report import fit
 from torchscale.report.model import (
     Block,
     Chart,
@@ -48,6 +49,7 @@ from torchscale.report.render.formatting import (
     severity_prefix,
     strip_code,
 )
+from torchscale.report.terminal import fit
 
 MAX_LINES = 60
 TABLE_ROWS = 12  # of one table at most: a summary, not the table
@@ -138,7 +140,7 @@ def _figures_part(order: int, block: KeyFigures, width: int) -> _Part:
     return _Part(order, PRIORITY["figures"], drafts)
 
 
-def _columns(block: Table, cells: Sequence[Sequence[str]]) -> list[fit.Column]:
+def _columns(block: Table, cells: Sequence[Sequence[str]]) -> list[fit.FitColumn]:
     keys = [c.key for c in block.columns]
     later = [k for k in reversed(keys[1:]) if k not in DROP_FIRST]
     ranked = [k for k in DROP_FIRST if k in keys[1:]] + later
@@ -147,7 +149,7 @@ def _columns(block: Table, cells: Sequence[Sequence[str]]) -> list[fit.Column]:
         values = [row[index] for row in cells]
         figures = all(v == MISSING or is_figure(v) for v in values)
         columns.append(
-            fit.Column(
+            fit.FitColumn(
                 header=column.label,
                 justify=column.align,
                 drop=ranked.index(column.key) if column.key in ranked else None,

@@ -5,6 +5,8 @@ Every figure about where step time goes is the run's one diagnosis (`ProfileAnal
 torchscale/analysis/diagnosis.py) written by `report/diagnosis_text.py`, the sentences every
 surface uses. The default output is short (about 15 lines at 80 columns); `verbose` (-v) adds
 the cross-checks, each finding's evidence and fix, the `--target` detail lines and the notes.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -12,13 +14,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchscale.cell import Status
-from torchscale.report.diagnosis_text import diagnosis_lines, findings_lines, ms
+from torchscale.report.diagnosis_text import ms
 from torchscale.report.estimates import plus_minus
-from torchscale.report.terminal import PART_LABELS, cell_lines, cell_name
-from torchscale.report.terminal_lines import Line
+from torchscale.report.terminal.cells import cell_lines, cell_name
+from torchscale.report.terminal.diagnosis import diagnosis_lines, findings_lines
+from torchscale.report.terminal.lines import Line
 from torchscale.schema.cell_result import CellResult, Estimate, StepPart
 from torchscale.schema.profile_analysis import FindingFigures, ProfileAnalysis
 
+PART_LABELS = {
+    "compute": "compute",
+    "data": "data",
+    "wait_for_peers": "waiting for peers",
+    "exposed_transfer": "exposed transfer",
+    "rest": "rest",
+}
 VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
 # detail lines each target adds under -v (besides the diagnosis and its findings)
 TARGET_DETAILS = {
