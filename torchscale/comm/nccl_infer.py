@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 from torchscale.collective_facts import sweep_facts
 
 MAX_RANKS = 1 << 20  # an upper bound where a row's busbw/algbw allows any larger n
-RELATIVE_SLACK = 1e-4  # beyond the printed rounding, as nccl_tests.checks.RELATIVE_SLACK
+RELATIVE_SLACK = 1e-4  # beyond the printed rounding: nccl-tests' %g figures and float arithmetic
 # the op names a file name may carry, compound names before the bare "reduce"
 FILE_NAME_OPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("all_reduce", re.compile(r"all[_-]?reduce")),

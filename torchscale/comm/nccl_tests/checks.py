@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from torchscale.analysis.nccl_bandwidth import busbw_factor, size_bytes
+from torchscale.comm.nccl_infer import RELATIVE_SLACK  # beyond the printed rounding (%g, floats)
 from torchscale.comm.nccl_tests.names import NON_REDUCING_OPS, REDUCING_OPS, ROOTED_OPS, TYPES
 from torchscale.comm.nccl_tests.records import (
     Figures,
@@ -26,7 +27,6 @@ from torchscale.comm.nccl_tests.records import (
     location,
 )
 
-RELATIVE_SLACK = 1e-4  # beyond the printed rounding, for the footer's %g and float arithmetic
 ROW_WARNINGS = 5  # mismatching rows named one by one; the rest are counted
 
 

@@ -29,7 +29,6 @@ PART_LABELS = {
     "exposed_transfer": "exposed transfer",
     "rest": "rest",
 }
-VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
 # detail lines each target adds under -v (besides the diagnosis and its findings)
 TARGET_DETAILS = {
     "sync_stalls": ("waits",),

@@ -64,9 +64,6 @@ COLUMN_NOTES = {
     "peak MiB": "CUDA peak allocated on GPUs, largest process peak RSS of any rank on CPU",
 }
 TABLE_NOTE_END = "'-': not measured here (reasons in cells/*.json 'unavailable')"
-TABLE_NOTE = (
-    "; ".join(f"{column}: {note}" for column, note in COLUMN_NOTES.items()) + "; " + TABLE_NOTE_END
-)
 
 
 @dataclass(frozen=True)
