@@ -308,13 +308,13 @@ def resolve_omp_threads(config: BenchConfig, machine: Machine) -> int:
     if config.launcher.omp_num_threads is not None:
         return config.launcher.omp_num_threads
     ranks_per_node = max(shape.nproc_per_node for shape in cell_shapes(config))
-    return threads_per_rank(machine, ranks_per_node)
+    return threads_per_rank(machine.cpu_cores, ranks_per_node)
 
 
-def threads_per_rank(machine: Machine, ranks_per_node: int) -> int:
-    """The node's cores shared out among its ranks, at least one each (benchmark cells and
-    comm ask here)."""
-    return max(1, machine.cpu_cores // ranks_per_node)
+def threads_per_rank(cpus: int, ranks: int) -> int:
+    """A node's CPUs shared out among its ranks, at least one thread each: benchmark cells and
+    comm ask here with the planning host's cores, a Slurm step with the CPUs it was given."""
+    return max(1, cpus // max(1, ranks))
 
 
 def _definition(

@@ -48,11 +48,6 @@ def step_cpus(env: Mapping[str, str]) -> int:
     return min(cpus, int(slurm)) if slurm.isdigit() and int(slurm) > 0 else cpus
 
 
-def threads_per_rank(cpus: int, ranks: int) -> int:
-    """The step's CPUs shared out among its ranks, at least one thread each."""
-    return max(1, cpus // max(1, ranks))
-
-
 def too_few_cpus(cpus: int, ranks: int, where: str) -> str | None:
     """The warning when a step has fewer CPUs than ranks on a node, else None."""
     if cpus >= ranks:
