@@ -203,7 +203,9 @@ class PlannedCell:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class WallTimeEstimate:
+    """How long a sweep will take at least (`Plan.estimate`), and what the figure counts."""
+
     seconds: float
     basis: str
 
@@ -256,7 +258,7 @@ class Plan:
     def runnable(self) -> list[PlannedCell]:
         return [p for p in self.cells if p.skip_reason is None]
 
-    def estimate(self, cells: Sequence[PlannedCell] | None = None) -> Estimate:
+    def estimate(self, cells: Sequence[PlannedCell] | None = None) -> WallTimeEstimate:
         """A lower bound on the sweep's wall time (of `cells`, default every runnable one):
         launches, plus timed windows when the measurement is duration-based (step times are
         unknown before measuring)."""
@@ -265,10 +267,12 @@ class Plan:
         m = self.measurement
         if m.duration_s is not None:
             windows = m.repeats * (2 if m.comm_overhead else 1)  # a no_sync window after each
-            return Estimate(
+            return WallTimeEstimate(
                 launch + len(runnable) * windows * m.duration_s, "launch + timed windows"
             )
-        return Estimate(launch, "launch overhead only: step times are unknown until measured")
+        return WallTimeEstimate(
+            launch, "launch overhead only: step times are unknown until measured"
+        )
 
 
 def resolve_device(config: BenchConfig, machine: Machine) -> Device:
