@@ -398,7 +398,7 @@ def _print_rates(
 
 
 def _repeats(record: dict[str, Any], key: str) -> list[float]:
-    from torchscale.analysis.regressions import parse_repeats
+    from torchscale.analysis.numbers import parse_repeats
 
     return parse_repeats(record.get(key))
 

@@ -166,7 +166,8 @@ def load_text(cores: int) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from torchscale.report.render.svg_worker import usable_cores, worker_count
+    from torchscale.host import usable_cores
+    from torchscale.report.render.svg_worker import worker_count
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--cells", type=int, default=500)

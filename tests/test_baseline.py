@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from torchscale.analysis.numbers import parse_repeats
 from torchscale.analysis.regressions import (
     ALPHA,
     METRICS,
@@ -25,7 +26,6 @@ from torchscale.analysis.regressions import (
     match_cells,
     min_p_value,
     pair_columns,
-    parse_repeats,
     with_step_repeats,
 )
 from torchscale.analysis.uncertainty import log_ratio_t_interval, ratio_of_medians

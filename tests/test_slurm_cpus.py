@@ -156,12 +156,12 @@ def test_the_driver_launches_each_cell_with_the_threads_its_step_has(
     monkeypatch.setattr(
         driver, "run_logged", lambda *a, **k: ProcessOutcome(0, False, 0.0, Path("srun.log"))
     )
-    monkeypatch.setattr(cpus, "usable_cpus", lambda: 40)
+    monkeypatch.setattr(cpus, "usable_cores", lambda: 40)
     assert driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120) == 0
     planned, command = launched[0]
     assert command.env["OMP_NUM_THREADS"] == "10" and command.omp_num_threads == 10
     assert not [w for w in planned.warnings if "CPU(s)" in w]
-    monkeypatch.setattr(cpus, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(cpus, "usable_cores", lambda: 2)
     launched.clear()
     driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120)
     assert launched[0][1].env["OMP_NUM_THREADS"] == "1"
@@ -174,10 +174,10 @@ def test_threads_stay_within_what_slurm_allocated_when_there_is_no_cpuset(
     """Without task/cgroup or task/affinity a step's affinity is the whole node (seen on the
     emulated cluster: 2 usable, SLURM_CPUS_ON_NODE=1); threads past the allocation would take
     other jobs' CPUs."""
-    monkeypatch.setattr(cpus, "usable_cpus", lambda: 64)
+    monkeypatch.setattr(cpus, "usable_cores", lambda: 64)
     assert cpus.step_cpus({"SLURM_CPUS_ON_NODE": "16"}) == 16
     assert cpus.step_cpus({}) == 64
-    monkeypatch.setattr(cpus, "usable_cpus", lambda: 8)
+    monkeypatch.setattr(cpus, "usable_cores", lambda: 8)
     assert cpus.step_cpus({"SLURM_CPUS_ON_NODE": "16"}) == 8  # a cpuset narrower still
 
 
@@ -207,7 +207,7 @@ def test_each_node_logs_its_cpus_and_warns_when_ranks_outnumber_them(
 ) -> None:
     execs: list[tuple[str, list[str], dict[str, str]]] = []
     monkeypatch.setattr(os, "execvpe", lambda f, argv, env: execs.append((f, argv, env)))
-    monkeypatch.setattr(cpus, "usable_cpus", lambda: 1)
+    monkeypatch.setattr(cpus, "usable_cores", lambda: 1)
     monkeypatch.setenv("SLURM_NODEID", "1")
     monkeypatch.delenv("SLURM_CPUS_ON_NODE", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "8")
@@ -218,7 +218,7 @@ def test_each_node_logs_its_cpus_and_warns_when_ranks_outnumber_them(
     assert "node 1 (" in err and "1 CPU(s) for 8 rank(s), OMP_NUM_THREADS=8" in err
     assert "torchscale: warning: the Slurm step has 1 CPU(s) on node 1" in err
     assert execs and execs[0][0] == "python"
-    monkeypatch.setattr(cpus, "usable_cpus", lambda: 64)
+    monkeypatch.setattr(cpus, "usable_cores", lambda: 64)
     node.main()
     assert "warning" not in capsys.readouterr().err
 

@@ -21,8 +21,8 @@ from torchscale.analysis.trace.collective_matching import (
 from torchscale.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
 from torchscale.analysis.trace.ranked_findings import (
     MIN_COST_FRACTION,
-    Finding,
     FindingInputs,
+    RankedFinding,
     finding_inputs,
     for_target,
     point,
@@ -214,7 +214,7 @@ def diagnosis_of(
 
 def findings_of(
     out: dict[str, Any], device_type: str = "cpu", backend: str | None = "gloo"
-) -> tuple[FindingInputs, list[Finding]]:
+) -> tuple[FindingInputs, list[RankedFinding]]:
     """The findings of a run_all result, as the diagnosis ranks them (the same titles, in the
     same order, as `Diagnosis.findings`)."""
     inputs, diagnosis = diagnosis_of(out, device_type, backend)
@@ -1092,8 +1092,8 @@ def test_contradicting_arrival_order_withdraws_the_straggler() -> None:
 
 
 def test_targets_select_and_rank_findings() -> None:
-    def make(category: str, cost: float) -> Finding:
-        return Finding(category, point(cost), ["e"], "fix", category)
+    def make(category: str, cost: float) -> RankedFinding:
+        return RankedFinding(category, point(cost), ["e"], "fix", category)
 
     found = [
         make("exposed_comm", 0.30),

@@ -29,6 +29,7 @@ from fake_nvml import (
 from torchscale import host
 from torchscale.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.nvml import NvmlState, nvml_indices, probe_nvml
+from torchscale.profiling.nsys import parse_nsys_version
 from torchscale.validate import checks_gpu, checks_software, checks_system, requirements
 from torchscale.validate import run_checks as runner
 from torchscale.validate.check_context import TorchState, ValidateContext
@@ -55,7 +56,6 @@ from torchscale.validate.checks_software import (
     check_python,
     check_torch,
     check_torchrun,
-    parse_nsys_version,
     torch_build,
 )
 from torchscale.validate.checks_system import (

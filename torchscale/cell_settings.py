@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -141,46 +141,30 @@ MAX_SIGNAL_GRACE_S = 3600  # warning before a time limit
 MAX_POLL_S = 600.0
 
 
-# A sweep axis: one value or a non-empty list of distinct values.
-PrecisionSweep = Annotated[
-    list[Precision],
-    BeforeValidator(_scalar_to_list, json_schema_input_type=Precision | list[Precision]),
-    AfterValidator(_unique),
-    Field(min_length=1),
-]
-StrategySweep = Annotated[
-    list[Strategy],
-    BeforeValidator(_scalar_to_list, json_schema_input_type=Strategy | list[Strategy]),
-    AfterValidator(_unique),
-    Field(min_length=1),
-]
-ScheduleSweep = Annotated[
-    list[Schedule],
-    BeforeValidator(_scalar_to_list, json_schema_input_type=Schedule | list[Schedule]),
-    AfterValidator(_unique),
-    Field(min_length=1),
-]
-HybridSweep = Annotated[
-    list[HybridLayout],
-    BeforeValidator(_scalar_to_list, json_schema_input_type=HybridLayout | list[HybridLayout]),
-    AfterValidator(_unique),
-    Field(min_length=1),
-]
+@dataclass(frozen=True)
+class _SweepAxis:
+    """The validation of a sweep axis `list[X]` (see `Sweep`), X read from the annotated list:
+    one value becomes a list of one, entries must be distinct, and there is at least one. The
+    JSON Schema accepts X or a list of X."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        (item,) = get_args(source)
+        axis = Annotated[
+            source,
+            BeforeValidator(_scalar_to_list, json_schema_input_type=item | source),
+            AfterValidator(_unique),
+            Field(min_length=1),
+        ]
+        return handler.generate_schema(axis)
+
+
+# A sweep axis: one value or a non-empty list of distinct values (`Sweep[Precision]`).
+Sweep = Annotated[list[T], _SweepAxis()]
 Degree = Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]
-DegreeSweep = Annotated[
-    list[Degree],
-    BeforeValidator(_scalar_to_list, json_schema_input_type=Degree | list[Degree]),
-    AfterValidator(_unique),
-    Field(min_length=1),
-]
 MAX_MICROBATCHES = 4096
 Microbatches = Annotated[int, Field(gt=0), AtMost(MAX_MICROBATCHES)]
-MicrobatchSweep = Annotated[
-    list[Microbatches],
-    BeforeValidator(_scalar_to_list, json_schema_input_type=Microbatches | list[Microbatches]),
-    AfterValidator(_unique),
-    Field(min_length=1),
-]
 
 
 class StrictModel(BaseModel):
@@ -252,28 +236,28 @@ class ParallelConfig(StrictModel):
     """Degrees of the model-parallel strategies (docs/strategies.md). Lists join the matrix,
     each only for the strategies it shapes."""
 
-    tp: DegreeSweep | None = Field(
+    tp: Sweep[Degree] | None = Field(
         default=None,
         description="tensor-parallel ranks: strategy tp uses every rank when null (a set "
         "value skips cells of another world size); hybrid fsdp_tp: the inner degree (null: 2)",
     )
-    pp: DegreeSweep | None = Field(
+    pp: Sweep[Degree] | None = Field(
         default=None,
         description="pipeline stages: strategy pp uses one per rank when null; hybrid "
         "ddp_pp: the stages of each replica (null: 2)",
     )
-    microbatches: MicrobatchSweep = Field(
+    microbatches: Sweep[Microbatches] = Field(
         default_factory=lambda: [4],
         description="micro-batches per step under pipelining; must divide the batch",
     )
-    schedule: ScheduleSweep = Field(
+    schedule: Sweep[Schedule] = Field(
         default_factory=lambda: ["1f1b"],  # type: ignore[arg-type]
         description="pipeline schedule (torch.distributed.pipelining)",
     )
     sequence_parallel: bool = Field(
         default=False, description="tp: LayerNorms and dropout on sequence-sharded activations"
     )
-    hybrid: HybridSweep = Field(
+    hybrid: Sweep[HybridLayout] = Field(
         default_factory=lambda: ["fsdp_tp"],  # type: ignore[arg-type]
         description="2-D meshes of strategy hybrid: fsdp_tp (FSDP across TP groups) and/or "
         "ddp_pp (DDP across pipelines)",
@@ -288,8 +272,8 @@ class ParallelConfig(StrictModel):
 class TrainingConfig(StrictModel):
     """How each cell trains. `precision` and `strategy` are sweep axes."""
 
-    precision: PrecisionSweep = Field(default_factory=lambda: ["fp32"])  # type: ignore[arg-type]
-    strategy: StrategySweep = Field(default_factory=lambda: ["ddp"])  # type: ignore[arg-type]
+    precision: Sweep[Precision] = Field(default_factory=lambda: ["fp32"])  # type: ignore[arg-type]
+    strategy: Sweep[Strategy] = Field(default_factory=lambda: ["ddp"])  # type: ignore[arg-type]
     optimizer: Literal["adamw", "sgd"] = "adamw"
     learning_rate: Annotated[float, Field(gt=0), AtMost(MAX_LEARNING_RATE)] = 1e-4
     fused_optimizer: bool | None = Field(

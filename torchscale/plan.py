@@ -203,7 +203,9 @@ class PlannedCell:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class WallTimeEstimate:
+    """How long a sweep will take at least (`Plan.estimate`), and what the figure counts."""
+
     seconds: float
     basis: str
 
@@ -256,7 +258,7 @@ class Plan:
     def runnable(self) -> list[PlannedCell]:
         return [p for p in self.cells if p.skip_reason is None]
 
-    def estimate(self, cells: Sequence[PlannedCell] | None = None) -> Estimate:
+    def estimate(self, cells: Sequence[PlannedCell] | None = None) -> WallTimeEstimate:
         """A lower bound on the sweep's wall time (of `cells`, default every runnable one):
         launches, plus timed windows when the measurement is duration-based (step times are
         unknown before measuring)."""
@@ -265,10 +267,12 @@ class Plan:
         m = self.measurement
         if m.duration_s is not None:
             windows = m.repeats * (2 if m.comm_overhead else 1)  # a no_sync window after each
-            return Estimate(
+            return WallTimeEstimate(
                 launch + len(runnable) * windows * m.duration_s, "launch + timed windows"
             )
-        return Estimate(launch, "launch overhead only: step times are unknown until measured")
+        return WallTimeEstimate(
+            launch, "launch overhead only: step times are unknown until measured"
+        )
 
 
 def resolve_device(config: BenchConfig, machine: Machine) -> Device:
@@ -308,13 +312,13 @@ def resolve_omp_threads(config: BenchConfig, machine: Machine) -> int:
     if config.launcher.omp_num_threads is not None:
         return config.launcher.omp_num_threads
     ranks_per_node = max(shape.nproc_per_node for shape in cell_shapes(config))
-    return threads_per_rank(machine, ranks_per_node)
+    return threads_per_rank(machine.cpu_cores, ranks_per_node)
 
 
-def threads_per_rank(machine: Machine, ranks_per_node: int) -> int:
-    """The node's cores shared out among its ranks, at least one each (benchmark cells and
-    comm ask here)."""
-    return max(1, machine.cpu_cores // ranks_per_node)
+def threads_per_rank(cpus: int, ranks: int) -> int:
+    """A node's CPUs shared out among its ranks, at least one thread each: benchmark cells and
+    comm ask here with the planning host's cores, a Slurm step with the CPUs it was given."""
+    return max(1, cpus // max(1, ranks))
 
 
 def _definition(

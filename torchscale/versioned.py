@@ -1,6 +1,8 @@
-"""Reading torchscale's own versioned JSON files (cells, profile analyses, comm runs, max-batch
-searches): the checks every reader makes before validating, in one place, so each kind of file
-refuses a wrong kind, a bad version or a newer version with the same one-line reasons.
+"""Reading torchscale's own JSON files, one way. The versioned ones (cells, profile analyses,
+comm runs, max-batch searches): the checks every reader makes before validating, in one place,
+so each kind of file refuses a wrong kind, a bad version or a newer version with the same
+one-line reasons. What a child process leaves for its parent (a launch's ranks, a probe):
+`read_model` and `read_json_object`, None when the file is missing or not whole.
 
 Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
@@ -9,9 +11,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from torchscale.errors import describe_os_error
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 
 def read_json(path: Path) -> tuple[Any, str | None]:
@@ -22,6 +29,24 @@ def read_json(path: Path) -> tuple[Any, str | None]:
         return None, f"unreadable: {describe_os_error(exc)}"
     except ValueError as exc:
         return None, f"not valid JSON: {exc}"
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`; None when it is missing, unreadable, not JSON or no object."""
+    data, why = read_json(path)
+    return data if why is None and isinstance(data, dict) else None
+
+
+def read_model(model: type[M], path: Path) -> M | None:
+    """`path` validated as `model`; None when it is missing, unreadable, not JSON or not a
+    valid `model` (a child that wrote nothing, or died writing)."""
+    data, why = read_json(path)
+    if why is not None:
+        return None
+    try:
+        return model.model_validate(data)
+    except ValueError:  # pydantic's ValidationError is one
+        return None
 
 
 def version_problem(data: Any, kind: str, what: str, current: int) -> str | None:

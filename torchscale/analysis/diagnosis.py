@@ -41,10 +41,8 @@ from torchscale.analysis.attribution import (
     step_parts,
 )
 from torchscale.analysis.trace.ranked_findings import (
-    Finding as RankedFinding,
-)
-from torchscale.analysis.trace.ranked_findings import (
     FindingInputs,
+    RankedFinding,
     compute_spread,
     finding_inputs,
     rank_findings,

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from torchscale.analysis.numbers import finite
+from torchscale.analysis.numbers import finite, parse_repeats
 from torchscale.analysis.reliability import judge as judge_reliability
 from torchscale.analysis.uncertainty import LEVEL, SMALL, median_of_repeats, ratio_of_medians
 from torchscale.thresholds import OTHER_CORES_PER_RANK
@@ -264,19 +264,6 @@ def detectable_regression(
     if higher_is_better:
         return 1 - (1 - min_effect) * math.exp(-shift)
     return (1 + min_effect) * math.exp(shift) - 1
-
-
-def parse_repeats(value: Any) -> list[float]:
-    """Per-repeat figures from a cells-table value: a ';'-joined string (as in
-    `samples_per_s_repeats`) or a sequence; missing values and non-numbers give none."""
-    if isinstance(value, str):
-        parts: Sequence[Any] = [p for p in value.split(";") if p.strip()]
-    elif isinstance(value, (list, tuple, np.ndarray)):
-        parts = list(value)
-    else:
-        return []
-    numbers = [finite(p) for p in parts]
-    return [n for n in numbers if n is not None]
 
 
 def _pct(value: float) -> str:

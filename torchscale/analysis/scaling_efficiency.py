@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.analysis.numbers import parse_repeats
 from torchscale.analysis.uncertainty import ratio_of_medians
 
 # layout_family: the strategy, or for tp/pp/hybrid what stays fixed as the world grows
@@ -27,24 +28,6 @@ def with_layout_family(table: pd.DataFrame) -> pd.DataFrame:
 
 
 REPEATS_COLUMN = "samples_per_s_repeats"  # ';'-joined per-repeat global samples/s
-
-
-def parse_repeats(value: Any) -> tuple[float, ...]:
-    """The per-repeat throughputs of a `samples_per_s_repeats` cell ('' or NaN: none)."""
-    return _parsed(value) if isinstance(value, str) else ()
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(value: str) -> tuple[float, ...]:
-    out = []
-    for part in value.split(";"):
-        try:
-            number = float(part)
-        except ValueError:
-            continue
-        if math.isfinite(number):
-            out.append(number)
-    return tuple(out)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -79,8 +62,8 @@ def _intervals(frame: pd.DataFrame, bases: dict[Any, Any]) -> tuple[list[float],
         low = high = None
         if label != base:
             low, high = efficiency_interval(
-                parse_repeats(repeats[label]),
-                parse_repeats(repeats[base]),
+                tuple(parse_repeats(repeats[label])),
+                tuple(parse_repeats(repeats[base])),
                 int(worlds[label]),
                 int(worlds[base]),
             )

@@ -102,7 +102,7 @@ def plan_comm(
         ranks=ranks,
         device=device,
         backend=backend_for("auto", device),
-        omp_num_threads=threads_per_rank(machine, ranks),
+        omp_num_threads=threads_per_rank(machine.cpu_cores, ranks),
         timeout_s=options.timeout_s,
         pairs_bytes=parse_bytes(str(pairs), "--pairs-bytes") if pairs is not None else None,
         across_ranks=options.average,

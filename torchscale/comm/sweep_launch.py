@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from torchscale.atomic import write_text_atomic
 from torchscale.catalog import COLLECTIVES
 from torchscale.cell import Backend, Device
@@ -33,6 +31,7 @@ from torchscale.launch.attempt import run_attempt
 from torchscale.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 from torchscale.results.directory_layout import ResultLayout
 from torchscale.suggest import did_you_mean
+from torchscale.versioned import read_model
 
 RANK_MODULE = "torchscale.comm.rank_main"
 
@@ -143,13 +142,6 @@ def comm_launch(
     return CommLaunch(spec, command, spec_path, result_path)
 
 
-def _read_partial(path: Path) -> CommResult | None:
-    try:
-        return CommResult.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValidationError, ValueError):
-        return None
-
-
 def _in_progress(spec: CommSpec) -> tuple[str, int] | None:
     """(op, size) the launch was running when it stopped, from rank 0's progress file."""
     with contextlib.suppress(OSError, ValueError):
@@ -183,7 +175,9 @@ def run_comm_launch(launch: CommLaunch, request: CommRequest) -> CommResult:
         raise ResultsError(f"cannot prepare {where}: {describe_os_error(exc)}") from None
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     attempt = run_attempt(
-        launch.command, request.timeout_s, lambda: _read_partial(Path(launch.spec.result_path))
+        launch.command,
+        request.timeout_s,
+        lambda: read_model(CommResult, Path(launch.spec.result_path)),
     )
     result = attempt.written if attempt.written is not None else _empty_result(launch.spec, request)
     stopped = _in_progress(launch.spec)

@@ -17,12 +17,12 @@ import ast
 import contextlib
 import ctypes
 import importlib.util
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchscale.errors import UsageError
+from torchscale.host import usable_cores
 
 GIB = 1024**3
 
@@ -69,7 +69,7 @@ CHOICES = ("auto", "cpu", *PROFILES)
 
 
 def cpu_node(cores: int | None = None) -> Hardware:
-    usable = cores if cores is not None else len(os.sched_getaffinity(0))
+    usable = cores if cores is not None else usable_cores()
     return Hardware(
         name="cpu",
         gpus=0,
@@ -167,7 +167,7 @@ def this_node() -> Hardware:
         gpu_name=props.name,
         gpu_memory_bytes=int(props.total_memory),
         bf16=props.major >= 8,
-        cpu_cores=len(os.sched_getaffinity(0)),
+        cpu_cores=usable_cores(),
         source=f"probed on this node: {count} x {props.name}, "
         f"{props.total_memory / GIB:.0f} GiB each, compute capability {props.major}.{props.minor}",
     )

@@ -44,8 +44,8 @@ from torchscale.cell_settings import (
     MeasurementConfig,
     ModelSpec,
     StrictModel,
+    Sweep,
     TrainingConfig,
-    _scalar_to_list,
     _unique,
 )
 from torchscale.errors import UsageError
@@ -107,14 +107,6 @@ CommBytes = Annotated[
     BeforeValidator(_comm_bytes, json_schema_input_type=int | str),
     Field(gt=0),
     AtMost(MAX_COMM_BYTES, "1TiB", unit=" bytes"),
-]
-
-
-CollectiveSweep = Annotated[
-    list[Collective],
-    BeforeValidator(_scalar_to_list, json_schema_input_type=Collective | list[Collective]),
-    AfterValidator(_unique),
-    Field(min_length=1),
 ]
 
 
@@ -437,7 +429,7 @@ class CommConfig(StrictModel):
     """Collective bandwidth sweep in nccl-tests conventions (algbw, busbw)."""
 
     enabled: bool = False
-    collectives: CollectiveSweep = Field(default_factory=lambda: ["all_reduce"])  # type: ignore[arg-type]
+    collectives: Sweep[Collective] = Field(default_factory=lambda: ["all_reduce"])  # type: ignore[arg-type]
     min_bytes: CommBytes = Field(
         default=1024, description="e.g. 1024, '8K' (K, M, G: powers of 1024 as in nccl-tests)"
     )

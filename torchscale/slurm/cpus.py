@@ -18,8 +18,9 @@ whatever the job was given (a larger DefCpuPerGPU, a whole node) and not one CPU
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
+
+from torchscale.host import usable_cores
 
 AUTO_CPUS_PER_GPU = 8
 
@@ -37,25 +38,14 @@ def cpus_per_node(
     return ranks_per_node
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on: the step's cpuset under task/cgroup or task/affinity."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def step_cpus(env: Mapping[str, str]) -> int:
     """CPUs this step may use on this node: its cpuset, and no more than Slurm allocated it
     (SLURM_CPUS_ON_NODE): without task/cgroup or task/affinity the cpuset is the whole node,
-    and threads beyond the allocation would take other jobs' CPUs."""
-    cpus = usable_cpus()
+    and threads beyond the allocation would take other jobs' CPUs. The cpuset is the step's under
+    task/cgroup or task/affinity."""
+    cpus = usable_cores()
     slurm = env.get("SLURM_CPUS_ON_NODE", "")
     return min(cpus, int(slurm)) if slurm.isdigit() and int(slurm) > 0 else cpus
-
-
-def threads_per_rank(cpus: int, ranks: int) -> int:
-    """The step's CPUs shared out among its ranks, at least one thread each."""
-    return max(1, cpus // max(1, ranks))
 
 
 def too_few_cpus(cpus: int, ranks: int, where: str) -> str | None:

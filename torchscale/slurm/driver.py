@@ -22,13 +22,13 @@ from pathlib import Path
 from torchscale.cell import Status
 from torchscale.launch.process import run_logged
 from torchscale.launch.torchrun import LaunchCommand
-from torchscale.plan import PlannedCell
+from torchscale.plan import PlannedCell, threads_per_rank
 from torchscale.results.store import ResultStore
 from torchscale.schema.cell_result import CellError
 from torchscale.signals import Terminated, signal_name, terminate_on_signals
 from torchscale.slurm.allocation import Allocation, AllocationCell
 from torchscale.slurm.client import hostnames, node_address
-from torchscale.slurm.cpus import step_cpus, threads_per_rank, too_few_cpus
+from torchscale.slurm.cpus import step_cpus, too_few_cpus
 from torchscale.slurm.preflight import run_preflight
 from torchscale.slurm.progress import Progress, write_progress
 from torchscale.slurm.step import StepPlace, cpus_flags, free_port, srun_command, srun_prefix

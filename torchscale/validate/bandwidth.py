@@ -22,7 +22,7 @@ from typing import Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from torchscale.validate.matmul_peak import ClockTimer, CudaEventTimer, Timer
+from torchscale.validate.matmul_peak import ClockTimer, CudaLoopTimer, Timer
 
 MemoryKind = Literal["copy", "triad"]
 Direction = Literal["h2d", "d2h"]
@@ -107,7 +107,7 @@ def default_array_bytes(device: torch.device) -> int:
 
 
 def _timer(device: torch.device) -> Timer:
-    return CudaEventTimer() if device.type == "cuda" else ClockTimer()
+    return CudaLoopTimer() if device.type == "cuda" else ClockTimer()
 
 
 def time_per_call(
@@ -207,7 +207,7 @@ def measure_host_device(
 
     with torch.cuda.device(dev):
         seconds, calls = time_per_call(
-            h2d if direction == "h2d" else d2h, CudaEventTimer(), min_time_s, repeats
+            h2d if direction == "h2d" else d2h, CudaLoopTimer(), min_time_s, repeats
         )
     return BandwidthResult(
         check=direction,
@@ -250,7 +250,7 @@ def _measure_pair(
     target = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{dst}")
     small = torch.empty(latency_bytes, dtype=torch.uint8, device=f"cuda:{src}")
     small_target = torch.empty(latency_bytes, dtype=torch.uint8, device=f"cuda:{dst}")
-    timer = CudaEventTimer()
+    timer = CudaLoopTimer()
     with torch.cuda.device(src):
         bw_s, _ = time_per_call(
             lambda: target.copy_(big, non_blocking=True), timer, min_time_s, repeats

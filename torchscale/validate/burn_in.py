@@ -21,7 +21,6 @@ throughput is reported (INFO), not judged: only the fingerprint decides there.
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 import tempfile
@@ -35,6 +34,7 @@ from torchscale.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.validate.burn_in_worker import BurnRun, BurnSpec, RankBurn
 from torchscale.validate.check_context import Device
 from torchscale.validate.check_result import CheckResult, Measurement, Status
+from torchscale.versioned import read_model
 
 WORKER_MODULE = "torchscale.validate.burn_in_worker"
 RESULT_FILE = "burn.json"
@@ -252,13 +252,6 @@ def judge_burn(run: BurnRun, device: Device) -> BurnOutcome:
 # --- running ----------------------------------------------------------------------------------
 
 
-def _read(path: Path) -> BurnRun | None:
-    try:
-        return BurnRun.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None
-
-
 def run_burn(
     device: Device,
     duration_s: float,
@@ -276,7 +269,7 @@ def run_burn(
     attempt = run_attempt(
         burn_launch(spec, nproc, workdir, base_env),
         duration_s + LAUNCH_MARGIN_S,
-        lambda: _read(workdir / RESULT_FILE),
+        lambda: read_model(BurnRun, workdir / RESULT_FILE),
     )
     if attempt.written is None:
         failure = attempt.launch_failure

@@ -11,6 +11,7 @@ import sys
 
 from torchscale.host import probe_nccl_version
 from torchscale.launch.torchrun_env import is_inherited_distributed_var
+from torchscale.profiling.nsys import parse_nsys_version
 from torchscale.validate.check_context import ValidateContext
 from torchscale.validate.check_result import CheckResult, failed, passed, skipped, warned
 from torchscale.validate.compile_toolchain import toolchain_for
@@ -131,12 +132,6 @@ def check_torchrun(ctx: ValidateContext) -> CheckResult:
             "activate the environment that has torch so `torchrun` is on PATH",
         )
     return passed("torchrun", "torchrun", f"{path}", path=path)
-
-
-def parse_nsys_version(text: str) -> str | None:
-    """'NVIDIA Nsight Systems version 2022.4.2.1-df9881f' -> '2022.4.2.1'."""
-    match = re.search(r"(\d{4}\.\d+(?:\.\d+)*)", text)
-    return match.group(1) if match else None
 
 
 def check_nsys(ctx: ValidateContext) -> CheckResult:

@@ -19,7 +19,6 @@ Layer 3 (orchestration) of docs/architecture.md: imports only from layers below 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from torchscale.errors import ToolNotFoundError
+from torchscale.versioned import read_json_object
 
 WORKER_MODULE = "torchscale.validate.compile_worker"
 # a cold compile of one tiny function: a few seconds on an idle node, tens on a busy 2-core
@@ -149,14 +149,6 @@ def judge_probe(
     return Toolchain(device, False, reason, fix, data)
 
 
-def _read_verdict(path: Path) -> dict[str, Any] | None:
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return loaded if isinstance(loaded, dict) else None
-
-
 def run_probe(
     device: str,
     base_env: Mapping[str, str],
@@ -192,7 +184,7 @@ def run_probe(
             return judge_probe(device, None, returncode=None, stderr=why)
         return judge_probe(
             device,
-            _read_verdict(out),
+            read_json_object(out),
             returncode=done.returncode,
             stderr=done.stderr,
             wall_s=time.monotonic() - started,

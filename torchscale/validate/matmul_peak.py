@@ -30,6 +30,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.worker.peaks import MIG, lookup
+from torchscale.worker.timing import CudaEventTimer
 
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
 DTYPES: tuple[Dtype, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -79,19 +80,19 @@ class ClockTimer:
         return self.clock() - start
 
 
-class CudaEventTimer:
-    """CUDA events around the loop; no host sync inside it."""
+class CudaLoopTimer:
+    """CUDA events around the loop on the current device (the worker's step timer, for one
+    step); no host sync inside it."""
 
     def __call__(self, run: Callable[[], object], iters: int) -> float:
-        torch.cuda.synchronize()
-        start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-        end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-        start.record()
+        device = torch.device("cuda", torch.cuda.current_device())
+        timer = CudaEventTimer(1, device)
+        torch.cuda.synchronize(device)
+        timer.start(0)
         for _ in range(iters):
             run()
-        end.record()
-        end.synchronize()
-        return float(start.elapsed_time(end)) / 1e3
+        timer.stop(0)
+        return timer.seconds()[0]
 
 
 class Probe(BaseModel):
@@ -245,7 +246,7 @@ def _matmul_fn(dtype: str, shape: Shape, device: torch.device) -> Callable[[], o
 
 
 def _default_timer(device: torch.device) -> Timer:
-    return CudaEventTimer() if device.type == "cuda" else ClockTimer()
+    return CudaLoopTimer() if device.type == "cuda" else ClockTimer()
 
 
 def measure_shape(

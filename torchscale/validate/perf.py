@@ -14,7 +14,6 @@ Planning and judging are pure; `run_perf` runs the two launches.
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 import tempfile
@@ -39,6 +38,7 @@ from torchscale.validate.host_links import TITLES as HOST_TITLES
 from torchscale.validate.matmul_peak import PeakResult
 from torchscale.validate.perf_worker import PerfRun, PerfSpec, RankPerf
 from torchscale.validate.reference import expected_for, judge, sku_for
+from torchscale.versioned import read_model
 
 WORKER_MODULE = "torchscale.validate.perf_worker"
 RESULT_FILE = "perf.json"
@@ -368,19 +368,14 @@ def measured_peaks(rows: Sequence[Measurement]) -> dict[str, float]:
 # --- running ----------------------------------------------------------------------------------
 
 
-def _read_run(path: Path) -> PerfRun | None:
-    try:
-        return PerfRun.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None
-
-
 def run_measurements(
     plan: PerfPlan, base_env: Mapping[str, str], workdir: Path
 ) -> tuple[PerfRun | None, CheckResult | None]:
     """The perf launch; (figures, None) or (None, the FAIL saying why there are none)."""
     command = perf_launch(plan, workdir, base_env)
-    attempt = run_attempt(command, plan.timeout_s, lambda: _read_run(workdir / RESULT_FILE))
+    attempt = run_attempt(
+        command, plan.timeout_s, lambda: read_model(PerfRun, workdir / RESULT_FILE)
+    )
     if attempt.written is not None:
         return attempt.written, None
     failure = attempt.launch_failure

@@ -8,7 +8,6 @@ verdict, the root cause of a failure) into a check result.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from torchscale.launch.process import ProcessOutcome
 from torchscale.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.validate.check_context import Device, ValidateContext
 from torchscale.validate.check_result import CheckResult, Status, failed, passed, skipped
+from torchscale.versioned import read_json_object
 
 SMOKE_ELEMENTS = 1 << 20  # 4 MiB of float32: big enough to leave the latency regime
 SMOKE_ITERS = 10
@@ -147,20 +147,11 @@ def judge_smoke(
     return passed(id, title, detail, **data)
 
 
-def _read_verdict(path: Path) -> dict[str, Any] | None:
-    """Rank 0's verdict (None: missing, or not a JSON object)."""
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return loaded if isinstance(loaded, dict) else None
-
-
 def run_smoke(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> CheckResult:
     """Run one smoke test for real; its logs are kept (and named) only when it fails."""
     workdir = Path(tempfile.mkdtemp(prefix="torchscale-validate-"))
     command = smoke_launch(spec, workdir, base_env)
-    attempt = run_attempt(command, timeout_s, lambda: _read_verdict(workdir / RESULT_FILE))
+    attempt = run_attempt(command, timeout_s, lambda: read_json_object(workdir / RESULT_FILE))
     failure = attempt.launch_failure
     root_cause = failure.exception if failure is not None else None
     result = judge_smoke(spec, attempt.outcome, attempt.written, root_cause)

@@ -51,7 +51,7 @@ SPREAD_MIN_RATIO = 0.25
 
 
 @dataclass
-class Finding:
+class RankedFinding:
     """One problem: `title` names who and what, `cost` is the part of the step model it costs
     (share of the step, with its interval), `evidence` the figures behind it,
     `recommendation` a concrete next step.
@@ -256,12 +256,12 @@ def _costs(estimate: Estimate | None) -> bool:
     )
 
 
-def rank_findings(inputs: FindingInputs) -> list[Finding]:
+def rank_findings(inputs: FindingInputs) -> list[RankedFinding]:
     """Findings whose cost is measurable and at least MIN_COST_FRACTION of the step, most
     expensive first."""
     if not (inputs.cycle_us > 0):
         return []
-    found: list[Finding] = []
+    found: list[RankedFinding] = []
     for make in (_straggler, _imbalance, _exposed_comm, _data_wait, _host_bound):
         f = make(inputs)
         if f is not None and _costs(f.cost):
@@ -269,7 +269,9 @@ def rank_findings(inputs: FindingInputs) -> list[Finding]:
     return sorted(found, key=lambda f: f.cost_fraction, reverse=True)
 
 
-def for_target(findings: list[Finding], target: str) -> tuple[list[Finding], list[Finding]]:
+def for_target(
+    findings: list[RankedFinding], target: str
+) -> tuple[list[RankedFinding], list[RankedFinding]]:
     """(the target's findings in its order, the others by cost). Within a target, categories
     rank in the target's order, then by cost."""
     order = TARGET_CATEGORIES.get(target)
@@ -280,7 +282,7 @@ def for_target(findings: list[Finding], target: str) -> tuple[list[Finding], lis
     return kept, [f for f in findings if f.category not in order]
 
 
-def _straggler(i: FindingInputs) -> Finding | None:
+def _straggler(i: FindingInputs) -> RankedFinding | None:
     v = i.verdict
     if v is None or not v.named or v.rank is None:
         return None
@@ -340,7 +342,7 @@ def _straggler(i: FindingInputs) -> Finding | None:
             f"what-if (upper bound): had {who} arrived with the others, steps would be at most "
             f"{_share(i.whatif)} shorter (capped by the other ranks' wait for it)"
         )
-    return Finding(title, cost, evidence, _straggler_fix(i, v.phase, who), "straggler")
+    return RankedFinding(title, cost, evidence, _straggler_fix(i, v.phase, who), "straggler")
 
 
 def _straggler_fix(i: FindingInputs, phase: str | None, who: str) -> str:
@@ -389,7 +391,7 @@ def waits_spread(rank_waits: Mapping[int, Estimate]) -> tuple[bool, int | None]:
     return most <= 0 or known[least] >= SPREAD_MIN_RATIO * most, least
 
 
-def _imbalance(i: FindingInputs) -> Finding | None:
+def _imbalance(i: FindingInputs) -> RankedFinding | None:
     """Waiting for peers without a named straggler: "ranks take turns" only when no rank's
     own-work gap is significant and the waits are spread over the ranks; otherwise say who is
     waited for, or that the evidence is disputed, never a turn-taking story."""
@@ -411,7 +413,7 @@ def _imbalance(i: FindingInputs) -> Finding | None:
         )
     significant = i.verdict is not None and bool(i.verdict.significant)
     if significant:
-        return Finding(
+        return RankedFinding(
             "Waiting for peers: the slowest rank's own work is disputed by other evidence",
             i.stall,
             evidence,
@@ -422,7 +424,7 @@ def _imbalance(i: FindingInputs) -> Finding | None:
         )
     if not spread and least is not None:
         who = _who(i.device_type, least)
-        return Finding(
+        return RankedFinding(
             f"Ranks wait for {who}, though its measured work is not significantly slower",
             i.stall,
             evidence,
@@ -432,7 +434,7 @@ def _imbalance(i: FindingInputs) -> Finding | None:
             "(--steps) so a smaller gap can be tested.",
             "load_imbalance",
         )
-    return Finding(
+    return RankedFinding(
         "Load imbalance: ranks take turns waiting for each other",
         i.stall,
         evidence,
@@ -466,7 +468,7 @@ MODEL_PARALLEL_FIX = {
 }
 
 
-def _exposed_comm(i: FindingInputs) -> Finding | None:
+def _exposed_comm(i: FindingInputs) -> RankedFinding | None:
     if i.exposed_transfer is None:
         return None
     b = _backend_word(i.backend)
@@ -505,10 +507,10 @@ def _exposed_comm(i: FindingInputs) -> Finding | None:
             "NCCL_IB_HCA / NCCL_SOCKET_IFNAME; do not force NCCL_ALGO/NCCL_PROTO)."
         )
     title = f"Exposed {b + ' ' if b else ''}communication"
-    return Finding(title, i.exposed_transfer, evidence, fix, "exposed_comm")
+    return RankedFinding(title, i.exposed_transfer, evidence, fix, "exposed_comm")
 
 
-def _data_wait(i: FindingInputs) -> Finding | None:
+def _data_wait(i: FindingInputs) -> RankedFinding | None:
     if i.data is None:
         return None
     evidence = [
@@ -518,7 +520,7 @@ def _data_wait(i: FindingInputs) -> Finding | None:
     if i.data_wait_worst is not None and i.ranks > 1:
         r, f = i.data_wait_worst
         evidence.append(f"slowest: {_who(i.device_type, r)} at {_pct(f)} of its step")
-    return Finding(
+    return RankedFinding(
         "Training waits for data",
         i.data,
         evidence,
@@ -529,10 +531,10 @@ def _data_wait(i: FindingInputs) -> Finding | None:
     )
 
 
-def _host_bound(i: FindingInputs) -> Finding | None:
+def _host_bound(i: FindingInputs) -> RankedFinding | None:
     if i.host_wait is None or i.device_type == "cpu":
         return None
-    return Finding(
+    return RankedFinding(
         f"{_device_word(i.device_type)} idle waiting for the host to launch work",
         i.host_wait,
         [
@@ -547,7 +549,7 @@ def _host_bound(i: FindingInputs) -> Finding | None:
     )
 
 
-def cost_table(findings: list[Finding]) -> pd.DataFrame:
+def cost_table(findings: list[RankedFinding]) -> pd.DataFrame:
     """Findings as a table: title, category, cost_pct."""
     return pd.DataFrame(
         {

@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from torchscale.host import usable_cores
 from torchscale.report.model import Chart
 
 log = logging.getLogger(__name__)
@@ -54,13 +55,6 @@ class ChartError(Exception):
 
 # chart id -> SVG text, or why the chart could not be drawn
 Drawn = dict[str, str | ChartError]
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity mask where the platform has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def shares(charts: int, workers: int) -> list[float]:

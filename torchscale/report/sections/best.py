@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from torchscale.analysis.numbers import finite
+from torchscale.analysis.numbers import finite, parse_repeats
 from torchscale.analysis.ranking import Lead, lead
-from torchscale.analysis.regressions import RUN_COLUMN, RUNS_SUFFIX, parse_repeats
+from torchscale.analysis.regressions import RUN_COLUMN, RUNS_SUFFIX
 from torchscale.report.sections.context import Context, records
 
 NO_CLEAR_BEST = "no clear best (within noise)"
