@@ -23,7 +23,7 @@ from torchscale.api import (
 )
 from torchscale.config.schema import BenchConfig
 from torchscale.errors import EXIT_NOT_JUDGED, UsageError
-from torchscale.launchers import launcher_for
+from torchscale.schedulers import launcher_for
 from torchscale.worker.spec import DelaySpec
 
 

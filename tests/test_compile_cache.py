@@ -14,7 +14,6 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from torchscale.config.schema import BenchConfig
-from torchscale.k8s import PodPaths, worker_command
 from torchscale.launch.compile_cache import compile_cache_env
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.memory.max_batch_runs import probe_store, search_groups
@@ -26,6 +25,7 @@ from torchscale.report.terminal.cells import cell_lines
 from torchscale.report.terminal.dry_run import plan_lines
 from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
+from torchscale.schedulers.kubernetes.manifests import PodPaths, worker_command
 from torchscale.schema.cell_result import CellResult
 from torchscale.sweep import run_cell
 

@@ -26,8 +26,8 @@ from torchscale.cell import Status as CellStatus
 from torchscale.cli.app import app
 from torchscale.config.schema import BenchConfig
 from torchscale.launch.process import ProcessOutcome
-from torchscale.launchers.on_this_node import compile_devices
 from torchscale.plan import Machine, build_plan
+from torchscale.schedulers.local.launcher import compile_devices
 from torchscale.schema.cell_result import CellResult
 from torchscale.validate import checks_software
 from torchscale.validate import compile_toolchain as toolchain

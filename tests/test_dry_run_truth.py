@@ -172,7 +172,7 @@ def test_a_resumed_dry_run_without_a_controller_says_the_recorded_jobs_were_not_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from torchscale.results.store import ResultStore
-    from torchscale.slurm.jobs import JobRecord, add_job, now
+    from torchscale.schedulers.slurm.jobs import JobRecord, add_job, now
 
     config = write_config(tmp_path, **SLURM)
     out = tmp_path / "results"

@@ -168,9 +168,9 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     """Under Slurm a cell is skipped by what the config says of the nodes (no
     gpus_per_node: no GPU): nothing is submitted, and the sweep must not pass as green. The
     Slurm client commands are stood in for; none is called for an empty submission."""
-    import torchscale.launchers.on_slurm as on_slurm
-    import torchscale.slurm.client as client
-    import torchscale.slurm.submission as slurm_sweep
+    import torchscale.schedulers.slurm.client as client
+    import torchscale.schedulers.slurm.launcher as on_slurm
+    import torchscale.schedulers.slurm.submission as slurm_sweep
 
     def no_slurm(*args: Any, **kwargs: Any) -> None:
         return None

@@ -79,7 +79,7 @@ def test_every_config_the_page_names_is_shipped_and_plans_on_its_node(name: str)
     assert validated.exit_code == 0, validated.output
     config = load_config(path)
     if config.launcher.kind == "slurm":  # planned as the login node plans it
-        from torchscale.launchers.on_slurm import SlurmAllocations
+        from torchscale.schedulers.slurm.launcher import SlurmAllocations
 
         machine = SlurmAllocations().machine(config)
     else:

@@ -25,7 +25,9 @@ from referencing import Registry, Resource
 from torchscale.config import load_config, parse_config
 from torchscale.config.schema import BenchConfig
 from torchscale.errors import ConfigError, LaunchError, ResultsError, UsageError
-from torchscale.k8s import (
+from torchscale.plan import Machine, Plan, build_plan
+from torchscale.results.store import ResultStore
+from torchscale.schedulers.kubernetes.manifests import (
     MAX_NAME,
     K8sManifest,
     apply_manifests,
@@ -34,8 +36,6 @@ from torchscale.k8s import (
     object_name,
     write_k8s_manifests,
 )
-from torchscale.plan import Machine, Plan, build_plan
-from torchscale.results.store import ResultStore
 from torchscale.worker.spec import WorkerSpec
 
 FIXTURES = Path(__file__).parent / "fixtures" / "k8s"

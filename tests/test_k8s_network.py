@@ -27,9 +27,9 @@ from tests.test_k8s import (
     trainjob_v21_schema,
 )
 from torchscale.errors import ConfigError
-from torchscale.k8s import K8sManifest, network_warnings, pod_error_file
 from torchscale.launch.failure import _node_errors
 from torchscale.plan import Machine, build_plan
+from torchscale.schedulers.kubernetes.manifests import K8sManifest, network_warnings, pod_error_file
 
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 REPLICA_INDEX = "training.kubeflow.org/replica-index"

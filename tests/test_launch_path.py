@@ -7,9 +7,9 @@ launch/torchrun.py, the `torch.distributed.run` argv). Other programs are starte
 each module listed below with what it starts (the list must match the code exactly): Slurm's
 and Kubernetes' clients, nsys, the chart renderer, and the srun steps that are not
 torchrun (each node's environment, `torchscale validate` on every node, through
-`launch.process.run_logged`, which owns the process group and the timeout). `slurm/node.py` runs
-on each node inside an srun step that run_attempt started, and replaces itself with that node's
-torchrun: it is part of that launch, not a launch of its own.
+`launch.process.run_logged`, which owns the process group and the timeout).
+`schedulers/slurm/node.py` runs on each node inside an srun step that run_attempt started, and
+replaces itself with that node's torchrun: it is part of that launch, not a launch of its own.
 """
 
 from __future__ import annotations
@@ -26,13 +26,15 @@ DEFINED = LAUNCH / "process.py"
 STARTS_OTHER_PROGRAMS: dict[str, str] = {
     "host.py": "python -c asking torch the GPUs' memory (batch_sizes: auto; no CUDA context "
     "left in the host)",
-    "k8s.py": "kubectl",
     "profiling/nsys.py": "nsys (--version, export to SQLite)",
     "report/render/svg_worker.py": "the chart renderer's worker processes",
-    "slurm/client.py": "sbatch, squeue, scontrol, scancel",
-    "slurm/driver.py": "srun of each node's environment record (run_logged)",
-    "slurm/preflight.py": "srun of `torchscale validate --json` on every node (run_logged)",
-    "slurm/node.py": "replaces itself with its node's torchrun, inside a run_attempt launch",
+    "schedulers/kubernetes/manifests.py": "kubectl",
+    "schedulers/slurm/client.py": "sbatch, squeue, scontrol, scancel",
+    "schedulers/slurm/driver.py": "srun of each node's environment record (run_logged)",
+    "schedulers/slurm/preflight.py": "srun of `torchscale validate --json` on every node "
+    "(run_logged)",
+    "schedulers/slurm/node.py": "replaces itself with its node's torchrun, inside a run_attempt "
+    "launch",
     "validate/checks_software.py": "`nsys --version`",
     "validate/compile_toolchain.py": "python -m the compile probe (one kernel built and run)",
 }

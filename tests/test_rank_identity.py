@@ -264,8 +264,8 @@ def free_port() -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="127.0.0.0/8 on loopback")
 def test_ranks_numbered_by_a_real_rendezvous_are_named_by_their_records(tmp_path: Path) -> None:
-    """Two torchrun agents on this host as Slurm nodes 0 and 1 (torchscale.slurm.node gives
-    each its ranks/node<k>/ and error file), at addresses that sort like gpu9 and gpu10: the
+    """Two torchrun agents on this host as Slurm nodes 0 and 1 (torchscale.schedulers.slurm.node
+    gives each its ranks/node<k>/ and error file), at addresses that sort like gpu9 and gpu10: the
     rendezvous makes Slurm node 1 group rank 0. Every rank raises an OOM naming its RANK."""
     log_dir = tmp_path / "cell"
     port = free_port()
@@ -294,7 +294,7 @@ def test_ranks_numbered_by_a_real_rendezvous_are_named_by_their_records(tmp_path
         with commands[0].log_path.open("wb") as log:
             agents = [
                 subprocess.Popen(
-                    [sys.executable, "-m", "torchscale.slurm.node", "--", *command.argv],
+                    [sys.executable, "-m", "torchscale.schedulers.slurm.node", "--", *command.argv],
                     env={**command.env, "SLURM_NODEID": str(node)},
                     stdout=log,
                     stderr=subprocess.STDOUT,

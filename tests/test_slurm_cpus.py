@@ -19,11 +19,11 @@ from torchscale.config.schema import BenchConfig
 from torchscale.launch.process import ProcessOutcome
 from torchscale.plan import Machine, PlannedCell, build_plan
 from torchscale.results.store import ResultStore
-from torchscale.slurm import cpus, driver, hostenv, node
-from torchscale.slurm.allocation import Allocation, build_allocation, sbatch_script
-from torchscale.slurm.cpus import AUTO_CPUS_PER_GPU
-from torchscale.slurm.step import StepPlace, srun_command
-from torchscale.slurm.submission import prepare_sweep
+from torchscale.schedulers.slurm import cpus, driver, hostenv, node
+from torchscale.schedulers.slurm.allocation import Allocation, build_allocation, sbatch_script
+from torchscale.schedulers.slurm.cpus import AUTO_CPUS_PER_GPU
+from torchscale.schedulers.slurm.step import StepPlace, srun_command
+from torchscale.schedulers.slurm.submission import prepare_sweep
 
 
 def config(gpu_counts: list[int], **launcher: Any) -> BenchConfig:
@@ -196,7 +196,7 @@ def test_the_hosts_step_asks_the_cpus_a_cell_step_asks(
     monkeypatch.setattr(driver, "run_logged", fake_run_logged)
     driver.record_hosts(allocation, {})
     assert "--cpus-per-task=48" in seen[0]
-    assert seen[0][seen[0].index("-m") + 1] == "torchscale.slurm.hostenv"
+    assert seen[0][seen[0].index("-m") + 1] == "torchscale.schedulers.slurm.hostenv"
 
 
 # ------------------------------------------------------------------ on each node

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from torchscale.cli.app import app
 from torchscale.comm.comm_result import CommResult, CommRow
-from torchscale.slurm.preflight import validate_argv
+from torchscale.schedulers.slurm.preflight import validate_argv
 from torchscale.validate.bandwidth import BandwidthResult, P2PMatrix, P2PPair
 from torchscale.validate.check_result import (
     Measurement,

@@ -1,7 +1,7 @@
 """`run_benchmark`: a whole benchmark in one call, returning typed results (docs/python-api.md).
 
 It is what `torchscale benchmark` does: plan the config's cells on the nodes its launcher names,
-then hand the plan to that launcher (`torchscale.launchers`): on this node the sweep and the
+then hand the plan to that launcher (`torchscale.schedulers`): on this node the sweep and the
 suites the config turns on (the collective sweep, the max-batch search, profiles of the cells
 its trigger selects); under Slurm the allocations submitted and followed; on Kubernetes the job
 manifests written (and applied). Everything produced comes back in a `BenchmarkRun` with the
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchscale.launchers import launcher_for
-from torchscale.launchers.benchmark_run import BenchmarkEvents, BenchmarkRun, RunOptions
+from torchscale.schedulers import launcher_for
+from torchscale.schedulers.api import BenchmarkEvents, BenchmarkRun, RunOptions
 
 if TYPE_CHECKING:
     from torchscale.config.schema import BenchConfig

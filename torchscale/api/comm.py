@@ -65,8 +65,8 @@ def run_comm(
         raise UsageError("--op goes with --import (use --ops to choose what to run)")
     from torchscale.comm.planning import plan_comm
     from torchscale.comm.sweep_launch import run_comm_launch
-    from torchscale.launchers.on_this_node import machine_here
     from torchscale.results.store import check_output_dir
+    from torchscale.schedulers.local.launcher import machine_here
 
     base_env = os.environ if env is None else env
     plan = plan_comm(options, machine_here(), experiment_dir, base_env)

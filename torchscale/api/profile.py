@@ -52,9 +52,9 @@ def run_profile(
     """Profile one cell as `torchscale profile` does; results go to
     OUTPUT_DIR/<options.name>/profile/<cell>/ (the run's result, traces, analysis.json).
     `env`: what the ranks inherit (default: this process's environment)."""
-    from torchscale.launchers.on_this_node import machine_here
     from torchscale.profiling.session import launch_profiled
     from torchscale.results.store import ResultStore, check_output_dir
+    from torchscale.schedulers.local.launcher import machine_here
 
     plan = plan_profile(options or ProfileOptions(), machine_here())
     store = ResultStore.for_experiment(Path(output_dir), plan.config.experiment_name)

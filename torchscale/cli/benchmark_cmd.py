@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from torchscale.comm.comm_result import CommResult
     from torchscale.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.data.prepare import DataReady
-    from torchscale.launchers.benchmark_run import KubernetesSubmission
     from torchscale.memory.max_batch_result import MaxBatchResult
     from torchscale.memory.max_batch_runs import SearchGroup
     from torchscale.memory.search import ProbeOutcome
@@ -35,10 +34,11 @@ if TYPE_CHECKING:
     from torchscale.profiling.session import ProfiledCell
     from torchscale.profiling.trigger import Selected
     from torchscale.report.progress import SweepProgress
+    from torchscale.schedulers.api import KubernetesSubmission
+    from torchscale.schedulers.slurm.client import JobState
+    from torchscale.schedulers.slurm.jobs import JobRecord
+    from torchscale.schedulers.slurm.submission import SlurmSweep
     from torchscale.schema.cell_result import CellResult
-    from torchscale.slurm.client import JobState
-    from torchscale.slurm.jobs import JobRecord
-    from torchscale.slurm.submission import SlurmSweep
 
 
 @takes_dotted_overrides  # --training.precision=bf16, as the published interface has it

@@ -1,6 +1,6 @@
 """`torchscale benchmark` with `launcher.kind: slurm` (the allocations it writes and submits),
-and `--status` / `--cancel` of such a sweep: the printing side of torchscale/slurm/ (the run
-itself is torchscale/launchers/on_slurm.py)."""
+and `--status` / `--cancel` of such a sweep: the printing side of torchscale/schedulers/slurm/
+(the run itself is torchscale/schedulers/slurm/launcher.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from torchscale.cli.common import stdout
 from torchscale.errors import UsageError
 from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
-from torchscale.slurm.client import job_states, require_sbatch
-from torchscale.slurm.jobs import JobRecord, read_jobs
-from torchscale.slurm.progress import read_progress
-from torchscale.slurm.submission import (
+from torchscale.schedulers.slurm.client import job_states, require_sbatch
+from torchscale.schedulers.slurm.jobs import JobRecord, read_jobs
+from torchscale.schedulers.slurm.progress import read_progress
+from torchscale.schedulers.slurm.submission import (
     SlurmSweep,
     cancel_sweep,
 )

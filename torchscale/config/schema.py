@@ -145,7 +145,8 @@ K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
 class SlurmPreflight(StrictModel):
-    """First steps of every allocation, before its cells (torchscale/slurm/preflight.py)."""
+    """First steps of every allocation, before its cells
+    (torchscale/schedulers/slurm/preflight.py)."""
 
     validate_nodes: bool = Field(
         default=False, description="torchscale validate --json on every node of the allocation"

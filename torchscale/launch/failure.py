@@ -49,7 +49,8 @@ _RANK = re.compile(r"^\s*rank\s*:\s*(\d+)(?:\s*\(local_rank:\s*(\d+)\))?", re.M)
 _EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)(?:\s*\(pid:\s*(\d+)\))?", re.M)
 # the agent's own line, when the summary block is missing: a local rank and a pid only
 _FAILED_LINE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)(?: \(pid: (\d+)\))?")
-_NODE_DIR = re.compile(r"^node(\d+)$")  # ranks/node<k>/: Slurm node k (torchscale/slurm/node.py)
+# ranks/node<k>/: Slurm node k (torchscale/schedulers/slurm/node.py)
+_NODE_DIR = re.compile(r"^node(\d+)$")
 
 # what usually sends each signal, in the words an operator acts on
 SIGNAL_CAUSES: dict[int, str] = {
@@ -207,7 +208,8 @@ def signal_reason(who: str, signum: int) -> str:
 
 def _node_errors(error_file: Path) -> list[str]:
     """The exceptions recorded by this launch's torchrun(s): `error_file`, then those of the
-    other nodes of a Slurm step (node k writes error-node<k>.json, torchscale/slurm/node.py)."""
+    other nodes of a Slurm step (node k writes error-node<k>.json,
+    torchscale/schedulers/slurm/node.py)."""
     paths = [error_file]
     with contextlib.suppress(OSError):
         paths += sorted(error_file.parent.glob(f"{error_file.stem}-node*{error_file.suffix}"))

@@ -73,7 +73,7 @@ def torchrun_command(
 ) -> LaunchCommand:
     """A launch of `python -m module *module_args` on `nproc` ranks per node: one node with
     the default `rendezvous`, or whatever a multi-node launcher passes instead
-    (`--nnodes=2 --rdzv-backend=c10d ...`, torchscale/slurm/step.py).
+    (`--nnodes=2 --rdzv-backend=c10d ...`, torchscale/schedulers/slurm/step.py).
 
     OMP_NUM_THREADS is always set explicitly (torchrun sets 1 only when nproc > 1, and one rank
     with the library default on a busy machine was seen 80x slower); `extra_env` (the config's

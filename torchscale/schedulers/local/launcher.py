@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchscale.launchers.benchmark_run import BenchmarkEvents, BenchmarkRun, RunOptions
+from torchscale.schedulers.api import BenchmarkEvents, BenchmarkRun, RunOptions
 
 if TYPE_CHECKING:
     from torchscale.config.schema import BenchConfig

@@ -29,11 +29,11 @@ from torchscale.comm.comm_result import CommResult
 from torchscale.comm.sweep_launch import CommRequest, comm_launch, new_run_id, run_comm_launch
 from torchscale.errors import TorchScaleError
 from torchscale.launch.process import run_logged
-from torchscale.slurm.progress import Progress, write_progress
-from torchscale.slurm.step import StepPlace, free_port, rendezvous_flags, srun_wrap
+from torchscale.schedulers.slurm.progress import Progress, write_progress
+from torchscale.schedulers.slurm.step import StepPlace, free_port, rendezvous_flags, srun_wrap
 
 if TYPE_CHECKING:
-    from torchscale.slurm.allocation import Allocation
+    from torchscale.schedulers.slurm.allocation import Allocation
 
 PREFLIGHT_DIR = "preflight"
 VALIDATE_TIMEOUT_S = 600.0

@@ -1,33 +1,35 @@
-"""What a benchmark run reports as it goes (`BenchmarkEvents`) and what it hands back
-(`BenchmarkRun`), the same types for every launcher: the CLI prints from the one and picks its
-exit code from the other; a notebook reads them.
+"""The contract every scheduler's launcher keeps (each package's `launcher.py` implements it):
+`Launcher`, how one kind plans, checks and runs a benchmark; `BenchmarkEvents`, what a run
+reports as it goes; `BenchmarkRun`, what it hands back. The same types for every launcher: the
+CLI prints from the events and picks its exit code from the run; a notebook reads them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from torchscale.sweep import SweepOutcome
 
 if TYPE_CHECKING:
     from torchscale.comm.comm_result import CommResult
     from torchscale.comm.sweep_launch import CommLaunch, CommRequest
+    from torchscale.config.schema import BenchConfig
     from torchscale.data.prepare import DataReady
-    from torchscale.k8s import Applied
     from torchscale.memory.max_batch_result import MaxBatchResult
     from torchscale.memory.max_batch_runs import SearchGroup
     from torchscale.memory.search import ProbeOutcome
-    from torchscale.plan import Plan, PlannedCell
+    from torchscale.plan import Machine, Plan, PlannedCell
     from torchscale.profiling.session import ProfiledCell
     from torchscale.profiling.trigger import Selected
     from torchscale.results.store import ResultStore
+    from torchscale.schedulers.kubernetes.manifests import Applied
+    from torchscale.schedulers.slurm.client import JobState
+    from torchscale.schedulers.slurm.jobs import JobRecord
+    from torchscale.schedulers.slurm.submission import SlurmSweep
     from torchscale.schema.cell_result import CellResult
-    from torchscale.slurm.client import JobState
-    from torchscale.slurm.jobs import JobRecord
-    from torchscale.slurm.submission import SlurmSweep
 
 
 def _ignore(*args: object) -> None:
@@ -114,3 +116,38 @@ class BenchmarkRun:
     def exit_code(self) -> int:
         broken = self.sweep.failures or self.nothing_measured or self.sweep.stopped_early
         return 1 if broken or not self.comm_ok or not self.max_batch_ok else 0
+
+
+class Launcher(Protocol):
+    """How one kind of launcher plans, checks and runs a benchmark. Nothing prints: progress
+    goes to `BenchmarkEvents`, and everything produced comes back in a `BenchmarkRun`."""
+
+    def machine(self, config: BenchConfig) -> Machine:
+        """The nodes cells run on (the submitting host's GPUs say nothing about a cluster's)."""
+        ...
+
+    def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
+        """Where results go; first checks the tools this launcher needs, before anything is
+        written (a UsageError names what is missing)."""
+        ...
+
+    def dry_run(
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
+    ) -> BenchmarkRun:
+        """What a real run with these options would do, without running a cell: the output
+        directory probed, the tools checked, the cells --resume would reuse counted."""
+        ...
+
+    def run(
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
+    ) -> BenchmarkRun: ...

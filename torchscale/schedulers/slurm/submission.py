@@ -20,8 +20,7 @@ from torchscale.errors import SlurmError, UsageError
 from torchscale.plan import Plan, PlannedCell
 from torchscale.results.store import ResultStore
 from torchscale.results.summary_csv import write_summary
-from torchscale.schema.cell_result import CellError, CellResult
-from torchscale.slurm.allocation import (
+from torchscale.schedulers.slurm.allocation import (
     ALLOCATION_FILE,
     SCRIPT_NAME,
     Allocation,
@@ -29,10 +28,17 @@ from torchscale.slurm.allocation import (
     job_output_path,
     sbatch_script,
 )
-from torchscale.slurm.client import JobState, cancel, job_states, partition_limits, submit
-from torchscale.slurm.filesystem import local_filesystem_warning
-from torchscale.slurm.jobs import JobRecord, add_job, now, read_jobs
-from torchscale.slurm.progress import read_progress
+from torchscale.schedulers.slurm.client import (
+    JobState,
+    cancel,
+    job_states,
+    partition_limits,
+    submit,
+)
+from torchscale.schedulers.slurm.filesystem import local_filesystem_warning
+from torchscale.schedulers.slurm.jobs import JobRecord, add_job, now, read_jobs
+from torchscale.schedulers.slurm.progress import read_progress
+from torchscale.schema.cell_result import CellError, CellResult
 from torchscale.sweep import unmeasured_result
 
 

@@ -21,12 +21,12 @@ from torchscale.config.schema import CommConfig, SlurmConfig
 from torchscale.plan import LaunchSettings, PlannedCell
 from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
-from torchscale.slurm.cpus import cpus_per_node
+from torchscale.schedulers.slurm.cpus import cpus_per_node
 from torchscale.worker.spec import WorkerSpec
 
 ALLOCATION_KIND = "torchscale.slurm_allocation"
 ALLOCATION_VERSION = 1
-DRIVER_MODULE = "torchscale.slurm.driver"
+DRIVER_MODULE = "torchscale.schedulers.slurm.driver"
 # the files of an allocation's directory (slurm/<allocation>/ of the results)
 ALLOCATION_FILE = "allocation.json"
 SCRIPT_NAME = "job.sbatch"
@@ -134,7 +134,7 @@ def build_allocation(
 ) -> Allocation:
     """The allocation of `cells` (all on `nodes` nodes), their specs pointing into `store`,
     the preflight steps `slurm.preflight` asks for, and the CPUs it asks per node
-    (torchscale/slurm/cpus.py). `fixed_threads`: launcher.omp_num_threads is set, so the
+    (torchscale/schedulers/slurm/cpus.py). `fixed_threads`: launcher.omp_num_threads is set, so the
     driver keeps the plan's thread count."""
     entries = [
         AllocationCell(

@@ -7,7 +7,8 @@ failure reader looks there first); node k writes `error-node<k>.json` and `ranks
 The CPU line (and a warning when the ranks outnumber the CPUs) goes to stderr, which the
 driver keeps in the cell's log. Kept free of heavy imports: it runs once per node per cell.
 
-    python -m torchscale.slurm.node -- python -m torch.distributed.run ... --log-dir DIR ...
+    python -m torchscale.schedulers.slurm.node -- \
+        python -m torch.distributed.run ... --log-dir DIR ...
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import socket
 import sys
 from pathlib import Path
 
-from torchscale.slurm.cpus import step_cpus, too_few_cpus
+from torchscale.schedulers.slurm.cpus import step_cpus, too_few_cpus
 
 ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 C10D = "--rdzv-backend=c10d"
@@ -82,7 +83,7 @@ def main() -> None:
     if args[:1] == ["--"]:
         args = args[1:]
     if not args:
-        sys.exit("usage: python -m torchscale.slurm.node -- COMMAND...")
+        sys.exit("usage: python -m torchscale.schedulers.slurm.node -- COMMAND...")
     node = int(os.environ.get("SLURM_NODEID", "0"))
     env = dict(os.environ)
     if ERROR_FILE_ENV in env:

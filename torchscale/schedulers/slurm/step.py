@@ -11,7 +11,7 @@ from pathlib import Path
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import PlannedCell
 
-NODE_MODULE = "torchscale.slurm.node"
+NODE_MODULE = "torchscale.schedulers.slurm.node"
 
 
 @dataclass(frozen=True)
@@ -51,13 +51,13 @@ def srun_prefix(nodes: int, job_name: str) -> list[str]:
 def cpus_flags(cpus_per_task: int | None) -> list[str]:
     """The step's CPU request: the config's count, repeated (since Slurm 22.05 srun does not
     inherit sbatch's --cpus-per-task), or none, so that the step uses every CPU its job has
-    on each node (torchscale/slurm/cpus.py)."""
+    on each node (torchscale/schedulers/slurm/cpus.py)."""
     return [] if cpus_per_task is None else [f"--cpus-per-task={cpus_per_task}"]
 
 
 def rendezvous_flags(nodes: int, place: StepPlace, port: int, index: int | str) -> tuple[str, ...]:
     """torchrun's multi-node rendezvous for step `index`: c10d at the first node's address,
-    a port and rendezvous id of its own (torchscale.slurm.node adds which node hosts the
+    a port and rendezvous id of its own (torchscale.schedulers.slurm.node adds which node hosts the
     store: the same argv runs on every node)."""
     return (
         f"--nnodes={nodes}",
@@ -68,8 +68,8 @@ def rendezvous_flags(nodes: int, place: StepPlace, port: int, index: int | str) 
 
 
 def srun_wrap(inner: LaunchCommand, nodes: int, job_name: str, place: StepPlace) -> LaunchCommand:
-    """`srun ... python -m torchscale.slurm.node -- <inner torchrun>`: one task per node, the
-    step killed whole when one node's torchrun fails."""
+    """`srun ... python -m torchscale.schedulers.slurm.node -- <inner torchrun>`: one task per
+    node, the step killed whole when one node's torchrun fails."""
     srun = srun_prefix(nodes, job_name)
     if place.gpus_per_node is not None:
         srun.append(f"--gpus-per-node={place.gpus_per_node}")

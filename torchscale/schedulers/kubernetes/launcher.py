@@ -1,6 +1,6 @@
 """`launcher.kind: k8s`: one job manifest per cell (and the worker specs its pods read), applied
 with kubectl when `launcher.k8s.apply` is set and this is no dry run. torchscale does not follow
-Kubernetes jobs: their ranks write results to the shared results volume (torchscale/k8s.py).
+Kubernetes jobs: their ranks write results to the shared results volume (manifests.py).
 Before writing, it warns of what would make the figures misleading: no shared results volume,
 and multi-node NCCL cells left on TCP over the pod network (`network_warnings`)."""
 
@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.errors import UsageError
-from torchscale.launchers.benchmark_run import (
+from torchscale.schedulers.api import (
     BenchmarkEvents,
     BenchmarkRun,
     KubernetesSubmission,
     RunOptions,
 )
-from torchscale.launchers.on_this_node import machine_here
 
 if TYPE_CHECKING:
     from torchscale.config.schema import BenchConfig
@@ -30,10 +29,11 @@ if TYPE_CHECKING:
 class KubernetesJobs:
     def machine(self, config: BenchConfig) -> Machine:
         """The nodes as the config describes them: the submitting host is not one of them."""
+        from torchscale import host
         from torchscale.plan import Machine
 
         gpus = config.launcher.k8s.gpus_per_node or 0
-        return Machine(gpu_count=gpus, cpu_cores=machine_here().cpu_cores)
+        return Machine(gpu_count=gpus, cpu_cores=host.usable_cores())
 
     def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
         from torchscale.results.store import ResultStore
@@ -66,7 +66,11 @@ class KubernetesJobs:
     def _submit(
         self, plan: Plan, store: ResultStore, events: BenchmarkEvents, apply: bool, dry_run: bool
     ) -> BenchmarkRun:
-        from torchscale.k8s import apply_manifests, network_warnings, write_k8s_manifests
+        from torchscale.schedulers.kubernetes.manifests import (
+            apply_manifests,
+            network_warnings,
+            write_k8s_manifests,
+        )
 
         settings = plan.launcher.k8s
         if settings.results_claim is None:

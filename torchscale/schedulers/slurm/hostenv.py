@@ -1,6 +1,6 @@
 """Each node's environment, recorded once per allocation (the first srun step).
 
-    srun --ntasks-per-node=1 python -m torchscale.slurm.hostenv DIR
+    srun --ntasks-per-node=1 python -m torchscale.schedulers.slurm.hostenv DIR
 
 writes DIR/node<k>.json: the host's environment as every cell result records it for rank 0,
 plus the Slurm variables that place this node in the job and count its CPUs. The step asks

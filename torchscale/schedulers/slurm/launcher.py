@@ -1,6 +1,6 @@
 """`launcher.kind: slurm`: the plan's cells packed into Slurm allocations, each an sbatch job
 whose driver runs its cells as srun steps; submitted, then followed until every job ends, and
-the results collected as a local sweep's are (torchscale/slurm/)."""
+the results collected as a local sweep's are (torchscale/schedulers/slurm/)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.errors import SlurmError
-from torchscale.launchers.benchmark_run import BenchmarkEvents, BenchmarkRun, RunOptions
-from torchscale.signals import Terminated
-from torchscale.slurm.client import missing_client_commands, require_sbatch
-from torchscale.slurm.submission import (
+from torchscale.schedulers.api import BenchmarkEvents, BenchmarkRun, RunOptions
+from torchscale.schedulers.slurm.client import missing_client_commands, require_sbatch
+from torchscale.schedulers.slurm.submission import (
     FollowHooks,
     check_nodes,
     collect,
@@ -20,7 +19,8 @@ from torchscale.slurm.submission import (
     nodes_not_checked,
     prepare_sweep,
 )
-from torchscale.slurm.submission import submit_sweep as submit_allocations
+from torchscale.schedulers.slurm.submission import submit_sweep as submit_allocations
+from torchscale.signals import Terminated
 from torchscale.sweep import SweepOutcome, nothing_measured
 
 if TYPE_CHECKING:

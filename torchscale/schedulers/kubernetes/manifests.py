@@ -32,8 +32,6 @@ Across nodes NCCL takes the fastest transport it finds; a pod with no RDMA devic
 pod network has TCP sockets. `launcher.k8s` asks for the usual ways out (an RDMA device
 resource, IPC_LOCK, the host's network, a Multus secondary network), and `network_warnings`
 says when a multi-node NCCL cell asks for none.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -230,7 +228,8 @@ def _volumes(config: K8sConfig) -> tuple[list[dict[str, Any]], list[dict[str, An
 
 def pod_error_file(path: str, tag: str) -> str:
     """One pod's torchrun error file: `error-node<tag>.json` beside the launch's `error.json`,
-    where the failure reader looks for other nodes' (as for Slurm's, torchscale/slurm/node.py)."""
+    where the failure reader looks for other nodes' (as for Slurm's,
+    torchscale/schedulers/slurm/node.py)."""
     error = PurePosixPath(path)
     return str(error.with_name(f"{error.stem}-node{tag}{error.suffix}"))
 

@@ -6,7 +6,8 @@ Slurm's warning before the time limit (SIGUSR1, --signal=B:USR1@grace), scancel 
 (SIGTERM) stop the running step; the cell is recorded as failed with why, every finished cell is
 already safe, and `torchscale benchmark --resume` runs the rest.
 
-    python -m torchscale.slurm.driver --allocation <experiment>/slurm/<name>/allocation.json
+    python -m torchscale.schedulers.slurm.driver \
+        --allocation <experiment>/slurm/<name>/allocation.json
 """
 
 from __future__ import annotations
@@ -24,14 +25,20 @@ from torchscale.launch.process import run_logged
 from torchscale.launch.torchrun import LaunchCommand
 from torchscale.plan import PlannedCell, threads_per_rank
 from torchscale.results.store import ResultStore
+from torchscale.schedulers.slurm.allocation import Allocation, AllocationCell
+from torchscale.schedulers.slurm.client import hostnames, node_address
+from torchscale.schedulers.slurm.cpus import step_cpus, too_few_cpus
+from torchscale.schedulers.slurm.preflight import run_preflight
+from torchscale.schedulers.slurm.progress import Progress, write_progress
+from torchscale.schedulers.slurm.step import (
+    StepPlace,
+    cpus_flags,
+    free_port,
+    srun_command,
+    srun_prefix,
+)
 from torchscale.schema.cell_result import CellError
 from torchscale.signals import Terminated, signal_name, terminate_on_signals
-from torchscale.slurm.allocation import Allocation, AllocationCell
-from torchscale.slurm.client import hostnames, node_address
-from torchscale.slurm.cpus import step_cpus, too_few_cpus
-from torchscale.slurm.preflight import run_preflight
-from torchscale.slurm.progress import Progress, write_progress
-from torchscale.slurm.step import StepPlace, cpus_flags, free_port, srun_command, srun_prefix
 from torchscale.sweep import run_cell, unmeasured_result
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
@@ -60,7 +67,7 @@ def record_hosts(allocation: Allocation, env: Mapping[str, str]) -> None:
         *cpus_flags(allocation.cpus_per_task),  # the CPUs a cell's step gets, recorded
         allocation.python,
         "-m",
-        "torchscale.slurm.hostenv",
+        "torchscale.schedulers.slurm.hostenv",
         str(directory),
     ]
     outcome = run_logged(argv, env, directory / "srun.log", HOSTENV_TIMEOUT_S)
