@@ -84,13 +84,14 @@ def test_kubernetes_through_the_same_call(tmp_path: Path) -> None:
     written: list[int] = []
     warnings: list[str] = []
     events = BenchmarkEvents(
-        on_kubernetes_written=lambda sub: written.append(len(sub.manifests)),
+        on_launcher_event=lambda e: written.append(len(e.submission.files if e.submission else ())),
         on_warning=warnings.append,
     )
     run = run_benchmark(cfg, tmp_path, events=events)
-    assert run.kubernetes is not None and not run.kubernetes.applied
-    assert written == [2] and all(p.exists() for p in run.kubernetes.manifests)
-    assert run.kubernetes.directory == tmp_path / "api" / "k8s"
+    assert run.submission is not None and run.submission.launcher == "k8s"
+    assert run.submission.record == ()  # what kubectl applied: nothing
+    assert written == [2] and all(p.exists() for p in run.submission.files)
+    assert run.submission.directory == tmp_path / "api" / "k8s"
     assert any("results_claim" in w for w in warnings)
     assert run.sweep.results == [] and run.exit_code == 0
 

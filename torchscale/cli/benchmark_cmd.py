@@ -34,10 +34,7 @@ if TYPE_CHECKING:
     from torchscale.profiling.session import ProfiledCell
     from torchscale.profiling.trigger import Selected
     from torchscale.report.progress import SweepProgress
-    from torchscale.schedulers.api import KubernetesSubmission
-    from torchscale.schedulers.slurm.client import JobState
-    from torchscale.schedulers.slurm.jobs import JobRecord
-    from torchscale.schedulers.slurm.submission import SlurmSweep
+    from torchscale.schedulers.api import LauncherEvent
     from torchscale.schema.cell_result import CellResult
 
 
@@ -174,12 +171,7 @@ class _Printer:
             on_profile_start=self.profile_started,
             on_profile_done=self.profile_done,
             on_warning=self.warning,
-            on_slurm_submitted=self.slurm_submitted,
-            on_slurm_job=self.slurm_job,
-            on_slurm_running=self.slurm_running,
-            on_slurm_preflight=self.slurm_preflight,
-            on_slurm_detached=_slurm_detached,
-            on_kubernetes_written=_kubernetes_written,
+            on_launcher_event=self.launcher_event,
         )
 
     def say(self, markup: str) -> None:
@@ -258,42 +250,36 @@ class _Printer:
     def warning(self, text: str) -> None:
         self.say(f"[yellow]warning:[/] {escape(text)}")
 
-    def slurm_submitted(self, sweep: SlurmSweep, jobs: list[JobRecord]) -> None:
-        from torchscale.cli.slurm_run import print_sweep
+    def launcher_event(self, event: LauncherEvent) -> None:
+        """Any launcher's progress, shown by the event's kind alone: what it wrote or submitted
+        on stdout (then the progress bar, when it follows the jobs), how its jobs go on
+        stderr (left out by --quiet unless a problem), and that it stopped following them."""
+        if event.submission is not None:
+            for line in event.submission.lines:
+                stdout.print(escape(line))
+            if event.submission.followed:
+                self.progress.start()
+        elif event.kind == "detached":
+            stderr.print(escape(event.message))
+        elif event.kind == "problem" or not self.quiet:
+            self.say(escape(event.line(self._cell_name(event.cell_id))))
 
-        print_sweep(sweep, jobs)
-        if jobs or sweep.following:
-            self.progress.start()
-
-    def slurm_job(self, job: JobRecord, state: JobState) -> None:
-        if not self.quiet:
-            why = f" ({state.reason})" if state.reason else ""
-            self.say(
-                f"> [SLURM] job {job.job_id} ({job.nodes} node(s), {len(job.cells)} cell(s)): "
-                f"{escape(state.state)}{escape(why)}"
-            )
-
-    def slurm_running(self, job: JobRecord, cell_id: str) -> None:
+    def _cell_name(self, cell_id: str | None) -> str | None:
+        """'tiny-gpt2 b4 x2 fp32 ddp' for a cell of the plan; None for any other id."""
         from torchscale.report.terminal.cells import cell_name
 
-        if not self.quiet:
-            known = {p.cell.id: p.cell for p in self.plan.cells} if self.plan else {}
-            name = cell_name(known[cell_id]) if cell_id in known else cell_id
-            self.say(f"> [SLURM] job {job.job_id}: running {escape(name)}")
-
-    def slurm_preflight(self, job: JobRecord, step: str, verdict: str) -> None:
-        if not self.quiet or not verdict.startswith("ok"):
-            self.say(f"> [SLURM] job {job.job_id}: preflight {escape(step)}: {escape(verdict)}")
+        known = {p.cell.id: p.cell for p in self.plan.cells} if self.plan else {}
+        return cell_name(known[cell_id]) if cell_id in known else None
 
     def after(self, run: BenchmarkRun) -> None:
-        """What only the finished run can say: the dry run's plan, Kubernetes' applies, the
-        profiles' analyses."""
+        """What only the finished run can say: what became of a launcher's submission (what
+        Kubernetes applied, a dry run's 'nothing submitted'), the dry run's plan, the profiles'
+        analyses."""
         from torchscale.report.terminal.dry_run import plan_lines
 
-        if run.kubernetes is not None:
-            _kubernetes_applied(run)
-        elif run.dry_run and run.slurm is not None:
-            stdout.print("dry run: nothing submitted")
+        if run.submission is not None and run.submission.closing:
+            for text in run.submission.closing:
+                stdout.print(escape(text))
         elif run.dry_run:
             for line in plan_lines(run.plan, run.store, os.environ, run.reused):
                 stdout.print(line.markup())
@@ -311,30 +297,6 @@ def _sweep_summary(run: BenchmarkRun) -> None:
         print_error_lines([run.nothing_measured])
     if run.sweep.stopped_early:
         stdout.print("[yellow]--fail-fast: stopped at the first failure[/]")
-
-
-def _slurm_detached(results: Path) -> None:
-    stderr.print(
-        f"stopped following; the jobs go on in Slurm: torchscale benchmark --status "
-        f"{escape(str(results))} (or --cancel, or --resume to follow them again)"
-    )
-
-
-def _kubernetes_written(written: KubernetesSubmission) -> None:
-    for path in written.manifests:
-        stdout.print(f"manifest: {escape(str(path))}")
-    stdout.print(
-        f"{len(written.manifests)} manifest(s) written under {escape(str(written.directory))}"
-        + (f"; {written.skipped} cell(s) skipped" if written.skipped else "")
-    )
-
-
-def _kubernetes_applied(run: BenchmarkRun) -> None:
-    assert run.kubernetes is not None
-    if not run.kubernetes.applied:
-        stdout.print("nothing applied: kubectl apply -f FILE (or launcher.k8s.apply: true)")
-    for applied in run.kubernetes.applied:
-        stdout.print(escape(f"applied {applied.path}: {applied.output.strip()}"))
 
 
 def _comm_started(request: CommRequest, launch: CommLaunch) -> None:

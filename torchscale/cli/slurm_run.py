@@ -1,6 +1,6 @@
-"""`torchscale benchmark` with `launcher.kind: slurm` (the allocations it writes and submits),
-and `--status` / `--cancel` of such a sweep: the printing side of torchscale/schedulers/slurm/
-(the run itself is torchscale/schedulers/slurm/launcher.py)."""
+"""`torchscale benchmark --status` / `--cancel` of a sweep run with `launcher.kind: slurm`: the
+printing side of torchscale/schedulers/slurm/ (the run itself is its launcher.py, whose progress
+the benchmark command shows through the launchers' generic events)."""
 
 from __future__ import annotations
 
@@ -14,39 +14,9 @@ from torchscale.errors import UsageError
 from torchscale.results.directory_layout import ResultLayout
 from torchscale.results.store import ResultStore
 from torchscale.schedulers.slurm.client import job_states, require_sbatch
-from torchscale.schedulers.slurm.jobs import JobRecord, read_jobs
+from torchscale.schedulers.slurm.jobs import read_jobs
 from torchscale.schedulers.slurm.progress import read_progress
-from torchscale.schedulers.slurm.submission import (
-    SlurmSweep,
-    cancel_sweep,
-)
-
-
-def print_sweep(sweep: SlurmSweep, jobs: list[JobRecord]) -> None:
-    """The allocations of a Slurm sweep: submitted as `jobs`, or (none) written for review."""
-    submitted = bool(jobs)
-    if sweep.reused:
-        stdout.print(f"--resume: {len(sweep.reused)} cell(s) already ok, kept")
-    for job in sweep.following:
-        stdout.print(
-            f"--resume: job {job.job_id} ({len(job.cells)} cell(s)) still queued or running: "
-            "followed, not submitted again"
-        )
-    if sweep.skipped:
-        stdout.print(f"{len(sweep.skipped)} cell(s) skipped (see the plan: --dry-run)")
-    ids = {j.allocation: j.job_id for j in jobs}
-    for allocation, script in zip(sweep.allocations, sweep.scripts, strict=True):
-        label = f"job {ids[allocation.name]}: " if allocation.name in ids else ""
-        verb = "submitted" if submitted else "written"
-        stdout.print(
-            f"{label}{allocation.nodes} node(s), {len(allocation.cells)} cell(s), sbatch script "
-            f"{verb}: {escape(str(script))}"
-        )
-        if not submitted:
-            for cell_id in allocation.cell_ids:
-                stdout.print(f"  {escape(cell_id)}")
-    if not sweep.allocations and not sweep.following:
-        stdout.print("nothing to submit: every cell is ok or skipped")
+from torchscale.schedulers.slurm.submission import cancel_sweep
 
 
 def experiment_store(directory: Path) -> ResultStore:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from torchscale.sweep import SweepOutcome
 
@@ -25,10 +25,6 @@ if TYPE_CHECKING:
     from torchscale.profiling.session import ProfiledCell
     from torchscale.profiling.trigger import Selected
     from torchscale.results.store import ResultStore
-    from torchscale.schedulers.kubernetes.manifests import Applied
-    from torchscale.schedulers.slurm.client import JobState
-    from torchscale.schedulers.slurm.jobs import JobRecord
-    from torchscale.schedulers.slurm.submission import SlurmSweep
     from torchscale.schema.cell_result import CellResult
 
 
@@ -63,16 +59,9 @@ class BenchmarkEvents:
     # something the user should know that does not stop the run (a section a launcher does
     # not run, storage that may not be shared, ...)
     on_warning: Callable[[str], None] = _ignore
-    # Slurm: the allocations written (and the jobs submitted: empty on a dry run), then each
-    # job's state changes, the cell each starts, each preflight step's verdict
-    on_slurm_submitted: Callable[[SlurmSweep, list[JobRecord]], None] = _ignore
-    on_slurm_job: Callable[[JobRecord, JobState], None] = _ignore
-    on_slurm_running: Callable[[JobRecord, str], None] = _ignore
-    on_slurm_preflight: Callable[[JobRecord, str, str], None] = _ignore
-    # Ctrl-C or a signal stopped following the jobs; they go on in Slurm (the results dir)
-    on_slurm_detached: Callable[[Path], None] = _ignore
-    # Kubernetes: the manifests written, before any is applied
-    on_kubernetes_written: Callable[[KubernetesSubmission], None] = _ignore
+    # what a launcher that hands the cells to a scheduler reports as it goes (what it wrote or
+    # submitted, each job's state, the cell each runs, ...): one event for every launcher
+    on_launcher_event: Callable[[LauncherEvent], None] = _ignore
 
 
 @dataclass(frozen=True)
@@ -82,14 +71,45 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
-class KubernetesSubmission:
-    """The manifests written (one per cell) and what `kubectl apply` said of each (empty when
-    not applied); torchscale does not follow Kubernetes jobs."""
+class LauncherSubmission:
+    """What a launcher wrote or submitted for a scheduler to run (sbatch scripts, job
+    manifests), the same shape for every launcher: the CLI prints `lines` when it is written
+    and `closing` once the run is over, and knows nothing of the scheduler."""
 
-    directory: Path  # where the manifests and their worker specs are
-    manifests: list[Path]
-    skipped: int  # cells skipped by the plan: no manifest
-    applied: list[Applied] = field(default_factory=list)
+    launcher: str  # the launcher.kind that wrote it
+    directory: Path  # where it is
+    files: tuple[Path, ...]  # what was written: one file per job
+    lines: tuple[str, ...]  # what was written or submitted, in plain text, a line each
+    closing: tuple[str, ...] = ()  # after the run: what became of it ('nothing applied: ...')
+    followed: bool = False  # jobs the launcher follows until they end (the CLI shows progress)
+    record: object = None  # the launcher's own account, for a caller that knows the launcher
+
+
+# how a launcher's event is shown, whatever the launcher: 'submitted' carries the submission
+# (its lines printed on stdout); 'progress' is one line of how the jobs go, which --quiet leaves
+# out; 'problem' one that --quiet still shows (a failed check); 'detached' says the launcher
+# stopped following jobs that go on without it
+LauncherEventKind = Literal["submitted", "progress", "problem", "detached"]
+
+
+@dataclass(frozen=True)
+class LauncherEvent:
+    """Something a launcher reports as it goes, in one line of plain text, with the facts
+    behind it for a caller that wants them: a new launcher's progress needs no new callback,
+    and the CLI shows it by its `kind` alone."""
+
+    launcher: str  # the launcher.kind that reports it
+    kind: LauncherEventKind
+    message: str  # one line; about a cell (`cell_id`), the line ends with the cell's name
+    cell_id: str | None = None  # the cell it is about: a renderer that knows the plan names it
+    submission: LauncherSubmission | None = None  # kind 'submitted'
+    payload: Mapping[str, object] = field(default_factory=dict)  # e.g. job id, state
+
+    def line(self, cell_name: str | None = None) -> str:
+        """The line to show: the message, then the cell's name (its id when none is known)."""
+        if self.cell_id is None:
+            return self.message
+        return f"{self.message} {cell_name or self.cell_id}"
 
 
 @dataclass
@@ -108,9 +128,9 @@ class BenchmarkRun:
     max_batch: list[MaxBatchResult] = field(default_factory=list)
     max_batch_ok: bool = True
     profiles: list[tuple[Selected, ProfiledCell]] = field(default_factory=list)
-    slurm: SlurmSweep | None = None  # launcher.kind slurm: what was written and submitted
     reused: list[str] = field(default_factory=list)  # dry run with --resume: cells kept
-    kubernetes: KubernetesSubmission | None = None  # launcher.kind k8s
+    # a launcher that hands the cells to a scheduler: what it wrote or submitted
+    submission: LauncherSubmission | None = None
 
     @property
     def exit_code(self) -> int:

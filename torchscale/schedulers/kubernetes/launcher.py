@@ -16,7 +16,8 @@ from torchscale.errors import UsageError
 from torchscale.schedulers.api import (
     BenchmarkEvents,
     BenchmarkRun,
-    KubernetesSubmission,
+    LauncherEvent,
+    LauncherSubmission,
     RunOptions,
 )
 
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from torchscale.config.schema import BenchConfig
     from torchscale.plan import Machine, Plan
     from torchscale.results.store import ResultStore
+    from torchscale.schedulers.kubernetes.manifests import Applied
+
+KIND = "k8s"
+NOTHING_APPLIED = "nothing applied: kubectl apply -f FILE (or launcher.k8s.apply: true)"
 
 
 class KubernetesJobs:
@@ -82,7 +87,27 @@ class KubernetesJobs:
             events.on_warning(warning)
         paths = write_k8s_manifests(plan, store, settings.pod_patch)
         skipped = sum(1 for p in plan.cells if p.skip_reason is not None)
-        written = KubernetesSubmission(store.k8s_dir, paths, skipped)
-        events.on_kubernetes_written(written)
-        submission = replace(written, applied=apply_manifests(paths) if apply else [])
-        return BenchmarkRun(plan, store, dry_run=dry_run, kubernetes=submission)
+        written = _written(store.k8s_dir, paths, skipped)
+        events.on_launcher_event(
+            LauncherEvent(KIND, "submitted", written.lines[-1], submission=written)
+        )
+        applied = apply_manifests(paths) if apply else []
+        submission = replace(written, closing=_applied_lines(applied), record=tuple(applied))
+        return BenchmarkRun(plan, store, dry_run=dry_run, submission=submission)
+
+
+def _written(directory: Path, paths: list[Path], skipped: int) -> LauncherSubmission:
+    """The manifests written (one per cell; cells skipped by the plan have none), a line each,
+    then their count."""
+    count = f"{len(paths)} manifest(s) written under {directory}" + (
+        f"; {skipped} cell(s) skipped" if skipped else ""
+    )
+    lines = (*(f"manifest: {path}" for path in paths), count)
+    return LauncherSubmission(KIND, directory, tuple(paths), lines, record=())
+
+
+def _applied_lines(applied: list[Applied]) -> tuple[str, ...]:
+    """What `kubectl apply` said of each manifest; torchscale does not follow the jobs."""
+    if not applied:
+        return (NOTHING_APPLIED,)
+    return tuple(f"applied {a.path}: {a.output.strip()}" for a in applied)

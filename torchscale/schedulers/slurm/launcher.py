@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from torchscale.errors import SlurmError
 from torchscale.schedulers.api import BenchmarkEvents, BenchmarkRun, RunOptions
+from torchscale.schedulers.slurm import events as said
 from torchscale.schedulers.slurm.client import missing_client_commands, require_sbatch
 from torchscale.schedulers.slurm.submission import (
     FollowHooks,
@@ -85,8 +86,11 @@ class SlurmAllocations:
             plan, store, env, resume=options.resume, write_skips=False, ask_slurm=unasked is None
         )
         _warn(sweep.warnings, events)
-        events.on_slurm_submitted(sweep, [])
-        return BenchmarkRun(plan, store, dry_run=True, slurm=sweep, reused=list(sweep.reused))
+        submitted = said.submitted(sweep, [], store, dry_run=True)
+        events.on_launcher_event(submitted)
+        return BenchmarkRun(
+            plan, store, dry_run=True, reused=list(sweep.reused), submission=submitted.submission
+        )
 
     def run(
         self,
@@ -96,8 +100,8 @@ class SlurmAllocations:
         options: RunOptions,
         events: BenchmarkEvents,
     ) -> BenchmarkRun:
-        """Submit, follow, collect. Ctrl-C (or a signal) stops following, not the jobs:
-        `on_slurm_detached`, then the interrupt goes on up."""
+        """Submit, follow, collect. Ctrl-C (or a signal) stops following, not the jobs: a
+        'detached' event, then the interrupt goes on up."""
         from torchscale.results.store import check_output_dir
         from torchscale.worker.run_environment import capture_environment
 
@@ -109,12 +113,14 @@ class SlurmAllocations:
         sweep = prepare_sweep(plan, store, env, resume=options.resume, write_skips=True)
         _warn(sweep.warnings, events)
         jobs = submit_allocations(sweep, store, env)
-        events.on_slurm_submitted(sweep, jobs)
+        submitted = said.submitted(sweep, jobs, store, dry_run=False)
+        events.on_launcher_event(submitted)
+        tell = events.on_launcher_event
         hooks = FollowHooks(
-            events.on_slurm_job,
-            events.on_slurm_running,
+            lambda job, state: tell(said.job_state(job, state)),
+            lambda job, cell_id: tell(said.running(job, cell_id)),
             lambda result: events.on_cell_done(result, False),
-            events.on_slurm_preflight,
+            lambda job, step, verdict: tell(said.preflight(job, step, verdict)),
         )
         try:
             follow(
@@ -126,13 +132,12 @@ class SlurmAllocations:
                 poll_s=plan.launcher.slurm.poll_s,
             )
         except (KeyboardInterrupt, Terminated):
-            events.on_slurm_detached(store.root)
+            tell(said.detached(store.root))
             raise
         results, table = collect(store, plan)
         outcome = SweepOutcome(results, table)
-        run = BenchmarkRun(
-            plan, store, outcome, nothing_measured(results, len(plan.cells)), slurm=sweep
-        )
+        measured = nothing_measured(results, len(plan.cells))
+        run = BenchmarkRun(plan, store, outcome, measured, submission=submitted.submission)
         events.on_sweep_done(run)
         return run
 
