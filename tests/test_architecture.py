@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
             "step_phases",
             "flop_convention",
             "training_defaults",
+            "launcher_registry",
         ],
         1,
     ),

@@ -9,7 +9,7 @@ everything else has a default, so `config show` can print the fully resolved con
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -49,6 +49,7 @@ from torchscale.cell_settings import (
     _unique,
 )
 from torchscale.errors import UsageError
+from torchscale.launcher_registry import LAUNCHERS
 from torchscale.units import parse_bytes
 
 BatchList = Annotated[
@@ -68,6 +69,12 @@ def _batch_sizes_form(value: Any) -> str:
 
 
 Device = Literal["auto", "cuda", "cpu"]
+# launcher.kind: a name in the launchers' registry, read when this module is first imported
+# (an enum in the config's JSON schema, and a literal's error for any other name)
+if TYPE_CHECKING:
+    LauncherKind = str
+else:
+    LauncherKind = Literal[tuple(LAUNCHERS)]
 Backend = Literal["auto", "nccl", "gloo"]
 CommDtype = Literal["float32", "float16", "bfloat16"]
 
@@ -339,7 +346,7 @@ class K8sConfig(StrictModel):
 class LauncherConfig(StrictModel):
     """How cells are started: torchrun locally, torchrun under Slurm, or Kubernetes jobs."""
 
-    kind: Literal["local", "slurm", "k8s"] = "local"
+    kind: LauncherKind = "local"
     nodes: (
         Annotated[
             list[Annotated[int, Field(gt=0), AtMost(MAX_NNODES)]],
