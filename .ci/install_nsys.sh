@@ -14,7 +14,7 @@
 # - Idempotent: an install whose `nsys --version` runs is kept as it is.
 #
 # Result: $NSYS_ROOT/bin/nsys (a link to the real binary) and $NSYS_ROOT/VERSION, found by
-# torchscale.profiling.nsys.find_nsys() through the same default cache location.
+# torchscale.orchestration.profiling.nsys.find_nsys() through the same default cache location.
 #
 # Env: TORCHSCALE_NSYS_ROOT (default $HOME/.cache/torchscale-ci/nsys),
 #      TORCHSCALE_NSYS_SUITE (default: this host's Debian codename, else bookworm),

@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from torchscale.models import build_model, call_model
+from torchscale.rank.models import build_model, call_model
 
 
 def main() -> None:

@@ -9,7 +9,8 @@ and against the least a DDP training script pays:
 - bare DDP: the same, with what any DDP training script does before it times anything: the
   model (torchscale's registry, as benchmarks/bare_ddp_loop.py), DDP (no wrapper at world
   size 1, as a cell), fused AdamW, the warm-up steps, then the barrier and the mark;
-- torchscale: one cell launched by torchscale's own launch path (`torchscale.sweep.run_cell`:
+- torchscale: one cell launched by torchscale's own launch path
+(`torchscale.orchestration.sweep.run_cell`:
   the spec, torchrun's argv and environment as a sweep builds them), whose ranks import the
   worker, build the model, warm up, count FLOPs and open the first window as any cell does;
   its model (the built-in one, wrapped by the plug-in `marked` below) marks when the first
@@ -72,7 +73,7 @@ def _write_mark(prefix: str, rank: int | str) -> None:
 def marked(model: str = "tiny-mlp", mark_file: str = "", mark_at: int = 1) -> Any:
     """The plug-in: built-in `model`, writing its mark to `mark_file`.<rank> when its forward
     is called for the `mark_at`-th time (runs inside every rank of the cell)."""
-    from torchscale.models import build_model
+    from torchscale.rank.models import build_model
 
     bundle = build_model(model)
     calls = 0
@@ -97,7 +98,7 @@ def bare_rank(out: str, model: str | None, batch: int, warmup: int) -> None:
     if model is not None:
         from torch.nn.parallel import DistributedDataParallel
 
-        from torchscale.models import build_model, call_model
+        from torchscale.rank.models import build_model, call_model
 
         torch.manual_seed(0)
         bundle = build_model(model)
@@ -114,7 +115,7 @@ def bare_rank(out: str, model: str | None, batch: int, warmup: int) -> None:
     dist.barrier()
     _write_mark(out, dist.get_rank())
     dist.destroy_process_group()
-    # as a cell's rank leaves (torchscale.worker.rank_entry.leave_without_teardown): on gloo
+    # as a cell's rank leaves (torchscale.rank.worker.rank_entry.leave_without_teardown): on gloo
     # a rank sometimes aborts in interpreter teardown, seen here with DDP about 1 run in 10
     sys.stdout.flush()
     sys.stderr.flush()
@@ -173,7 +174,7 @@ def run_bare(
 
 def cell_config(args: argparse.Namespace, mark: Path, threads: int) -> Any:
     """A one-cell config of the plug-in, measured as a cell with these settings is."""
-    from torchscale.config.schema import BenchConfig
+    from torchscale.orchestration.config.schema import BenchConfig
 
     flops = not args.no_flops
     mark_at = args.warmup + (1 if flops else 0) + 1  # the first measured step's forward
@@ -202,9 +203,9 @@ def cell_config(args: argparse.Namespace, mark: Path, threads: int) -> Any:
 
 
 def run_torchscale(args: argparse.Namespace, workdir: Path, env: dict[str, str], index: int) -> Run:
-    from torchscale.api.benchmark import plan_benchmark
-    from torchscale.results.store import ResultStore
-    from torchscale.sweep import run_cell
+    from torchscale.interfaces.api.benchmark import plan_benchmark
+    from torchscale.offline.results.store import ResultStore
+    from torchscale.orchestration.sweep import run_cell
 
     mark = workdir / f"cell-mark-{index}"
     config = cell_config(args, mark, int(env["OMP_NUM_THREADS"]))
@@ -289,7 +290,7 @@ def main() -> None:
     # the repo first (torchscale), then benchmarks/ (the plug-in), then the caller's path
     paths = [str(REPO), str(REPO / "benchmarks"), env.get("PYTHONPATH")]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-    from torchscale.launch.cpu_malloc import malloc_reuse_env
+    from torchscale.orchestration.launch.cpu_malloc import malloc_reuse_env
 
     env.update(malloc_reuse_env(env))  # the bare sides under a CPU cell's malloc settings
     load_before = os.getloadavg()[0]

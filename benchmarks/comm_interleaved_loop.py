@@ -11,7 +11,8 @@ a round measured about 3 % faster on that machine).
 
 - bare: warm-up, barrier, ITERS `dist.all_reduce` calls, window / ITERS averaged over the ranks
   (benchmarks/bare_collective_loop.py's `time_per_op`).
-- torchscale: `torchscale.comm.rank_main._row`, the function `torchscale comm` runs per size: its
+- torchscale: `torchscale.orchestration.comm.rank_main._row`, the function `torchscale comm` runs
+per size: its
   buffers, warm-up, settle, window, the gather of every rank's timing, and the row's algbw
   computed by torchscale's formulas.
 """
@@ -31,8 +32,8 @@ import torch.distributed as dist
 # torchrun puts this script's directory first on sys.path
 from bare_collective_loop import init, time_per_op
 
-from torchscale.comm.comm_spec import CommSpec
-from torchscale.comm.rank_main import _row
+from torchscale.orchestration.comm.comm_spec import CommSpec
+from torchscale.orchestration.comm.rank_main import _row
 
 
 def main() -> None:

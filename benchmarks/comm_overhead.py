@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from torchscale.units import parse_bytes  # noqa: E402
+from torchscale.contracts.units import parse_bytes  # noqa: E402
 
 BOUND = 0.03
 

@@ -1,5 +1,6 @@
 """What launcher.cpu_malloc: reuse changes on CPU: a bare training loop with glibc's own malloc
-thresholds against the same loop with the ones a CPU cell gets (torchscale/launch/cpu_malloc.py).
+thresholds against the same loop with the ones a CPU cell gets
+(torchscale/orchestration/launch/cpu_malloc.py).
 
 Each side is its own process (the dynamic mmap threshold is a process's history), ROUNDS
 rounds taking turns, the order swapped every round. Per run: tokens/s over the measured steps,
@@ -66,7 +67,7 @@ def main() -> None:
         print(json.dumps(run_loop(args)))
         return
     sys.path.insert(0, str(HERE.parent))
-    from torchscale.launch.cpu_malloc import TUNABLES_VAR, malloc_reuse_env
+    from torchscale.orchestration.launch.cpu_malloc import TUNABLES_VAR, malloc_reuse_env
 
     threads = os.environ.get("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     glibc = {

@@ -6,7 +6,7 @@ machine hit both), each as its own torchrun with the same OMP_NUM_THREADS, and p
 ratio of the medians. Also prints torchscale's fixed cost per cell: cell wall time minus the
 time inside measured windows (launch, imports, DDP set-up, warm-up, FLOP step, gather, exit).
 On CPU both sides run with the glibc malloc settings of a CPU cell (launcher.cpu_malloc:
-reuse, torchscale/launch/cpu_malloc.py).
+reuse, torchscale/orchestration/launch/cpu_malloc.py).
 
     python benchmarks/harness_overhead.py [--model tiny-gpt2] [--batch 16] [--world 2] \
         [--steps 40] [--rounds 5] [--device cpu|cuda] [--precision fp32|bf16]
@@ -114,7 +114,7 @@ def main() -> None:
     # the repo first, then whatever the caller's PYTHONPATH held (site packages outside the venv)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     if args.device == "cpu":  # the bare loop under the malloc settings a CPU cell runs with
-        from torchscale.launch.cpu_malloc import malloc_reuse_env
+        from torchscale.orchestration.launch.cpu_malloc import malloc_reuse_env
 
         env.update(malloc_reuse_env(env))
     bare_runs: list[float] = []

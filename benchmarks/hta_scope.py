@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from torchscale.analysis.trace.breakdown import activity, overlap_pct
-from torchscale.analysis.trace.intervals import from_frame, union
-from torchscale.traces.discover import read_rank_traces
+from torchscale.offline.analysis.trace.breakdown import activity, overlap_pct
+from torchscale.offline.analysis.trace.intervals import from_frame, union
+from torchscale.offline.traces.discover import read_rank_traces
 
 
 def _launched_before_last_step(events: pd.DataFrame) -> pd.DataFrame:

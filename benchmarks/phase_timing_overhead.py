@@ -40,14 +40,19 @@ def worker(args: argparse.Namespace) -> None:
     import torch
     import torch.distributed as dist
 
-    from torchscale.cell import CellIdentity
-    from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
-    from torchscale.worker.measure import run_window
-    from torchscale.worker.phases import trainable
-    from torchscale.worker.spec import WorkerSpec
-    from torchscale.worker.steady_state import warm_up
-    from torchscale.worker.timing import resolve_timing
-    from torchscale.worker.trainer import Trainer
+    from torchscale.contracts.cell import CellIdentity
+    from torchscale.contracts.cell_settings import (
+        DataConfig,
+        MeasurementConfig,
+        ModelSpec,
+        TrainingConfig,
+    )
+    from torchscale.rank.worker.measure import run_window
+    from torchscale.rank.worker.phases import trainable
+    from torchscale.rank.worker.spec import WorkerSpec
+    from torchscale.rank.worker.steady_state import warm_up
+    from torchscale.rank.worker.timing import resolve_timing
+    from torchscale.rank.worker.trainer import Trainer
 
     cuda = args.device == "cuda"
     dist.init_process_group("nccl" if cuda else "gloo")
@@ -120,7 +125,7 @@ def instrumentation_cost(parameters: int, accum: int, steps: int = 2000) -> floa
     """Seconds per step of the phase recorder alone (CPU clock), hooks called by hand."""
     import torch
 
-    from torchscale.worker.phases import PhaseRecorder
+    from torchscale.rank.worker.phases import PhaseRecorder
 
     best = float("inf")
     param = torch.zeros(1)

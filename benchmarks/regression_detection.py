@@ -1,4 +1,4 @@
-"""Does the baseline rule (torchscale/analysis/regressions.py, docs/regressions.md) call a
+"""Does the baseline rule (torchscale/offline/analysis/regressions.py, docs/regressions.md) call a
 regression when nothing changed, and does it catch a real slowdown? Measured, not assumed.
 
 On a machine made busy on purpose (`--hog N` processes spinning a core each, killed at the
@@ -15,8 +15,8 @@ a sleep: on an oversubscribed CPU a sleeping rank is scheduled ahead when it wak
 part of its sleep back, so a sleep slows the step by less than its length; spinning costs CPU
 as slower code would. Both kinds use the same plug-in and label (the delay is an option).
 
-Then judges with `torchscale.analysis.regressions.compare` (what `torchscale report --baseline`
-runs), three ways:
+Then judges with `torchscale.offline.analysis.regressions.compare` (what `torchscale report
+--baseline` runs), three ways:
 - RUNS runs a side, interleaved (the protocol docs/regressions.md asks for on a shared
   machine: the baseline's runs alternate with the current ones): PAIRS pairs j, over the runs
   with indices 2j .. 2j+2*RUNS-1; the baseline the unchanged runs at even indices of that span,
@@ -60,8 +60,8 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-    from torchscale.analysis.regressions import RegressionRule
-    from torchscale.models import ModelBundle
+    from torchscale.offline.analysis.regressions import RegressionRule
+    from torchscale.rank.models import ModelBundle
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = "benchmarks.regression_detection:delayed"
@@ -78,8 +78,8 @@ def delayed(base: str = "tiny-gpt2", delay_ms: float = 0.0, how: str = "spin") -
 
     from torch import nn
 
-    from torchscale.models.bundle import ModelBundle
-    from torchscale.models.registry import build_model
+    from torchscale.rank.models.bundle import ModelBundle
+    from torchscale.rank.models.registry import build_model
 
     inner = build_model(base)
 
@@ -183,7 +183,7 @@ def benchmark_run(
 ) -> dict[str, Any]:
     """One `torchscale benchmark` of the cell; its per-repeat figures as a record."""
     import torchscale.results
-    from torchscale.analysis.regressions import STEP_REPEATS, with_step_repeats
+    from torchscale.offline.analysis.regressions import STEP_REPEATS, with_step_repeats
 
     config = workdir / f"{name}.yaml"
     config.write_text(
@@ -295,7 +295,7 @@ def _cells(side: Side, loads: bool = True) -> pd.DataFrame:
     runs of one config."""
     import pandas as pd
 
-    from torchscale.analysis.regressions import STEP_REPEATS
+    from torchscale.offline.analysis.regressions import STEP_REPEATS
 
     rows = [
         {
@@ -329,7 +329,7 @@ def judged(
     the time at the spread of this pair (`samples_per_s_detectable`); `loads=False` hides the
     host-load record (the rule without its busy-machine gate: what it would say, not what a
     report says)."""
-    from torchscale.analysis.regressions import compare
+    from torchscale.offline.analysis.regressions import compare
 
     pairs = compare(_cells(current, loads), _cells(baseline, loads), rule).pairs
     blind = pairs.loc[0, "samples_per_s_detectable"]
@@ -398,7 +398,7 @@ def _print_rates(
 
 
 def _repeats(record: dict[str, Any], key: str) -> list[float]:
-    from torchscale.analysis.numbers import parse_repeats
+    from torchscale.offline.analysis.numbers import parse_repeats
 
     return parse_repeats(record.get(key))
 
@@ -406,7 +406,7 @@ def _repeats(record: dict[str, Any], key: str) -> list[float]:
 def _centred(record: dict[str, Any], level: float) -> dict[str, Any]:
     """`record` with its repeats scaled so that its median throughput is `level`: the run's
     own repeat-to-repeat noise kept, its offset from the other runs of its kind removed."""
-    from torchscale.analysis.regressions import STEP_REPEATS
+    from torchscale.offline.analysis.regressions import STEP_REPEATS
 
     factor = level / statistics.median(_repeats(record, "samples_per_s_repeats"))
     out = dict(record)
@@ -607,7 +607,7 @@ def main() -> None:
     if args.quick:
         args.pairs, args.runs, args.repeats, args.steps = 2, 4, 5, 8
     sys.path.insert(0, str(REPO))
-    from torchscale.analysis.regressions import RULE, RegressionRule
+    from torchscale.offline.analysis.regressions import RULE, RegressionRule
 
     rule = RegressionRule(
         alpha=RULE.alpha if args.alpha is None else args.alpha,

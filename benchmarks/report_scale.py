@@ -93,9 +93,9 @@ def write_results(root: Path, cells: int) -> Path:
 
 def measure(experiment: Path, pdf: bool) -> tuple[dict[str, float], Any]:
     """Timings (seconds) and sizes of one run, and the report built."""
-    from torchscale.report.build import ReportOptions, build_report
-    from torchscale.report.render import renderer
-    from torchscale.report.sources import read_sources
+    from torchscale.interfaces.report.build import ReportOptions, build_report
+    from torchscale.interfaces.report.render import renderer
+    from torchscale.interfaces.report.sources import read_sources
     from torchscale.results import load
 
     out: dict[str, float] = {}
@@ -124,8 +124,8 @@ _NODE = re.compile(r"<[a-zA-Z]")
 def structure(report: Any) -> dict[str, int]:
     """What the charts are made of, independent of the machine: charts drawn, the most series
     and legend entries on one chart, and SVG nodes (most on one chart, all together)."""
-    from torchscale.report.charts.plot import plot
-    from torchscale.report.render.svg_charts import chart_svg
+    from torchscale.interfaces.report.charts.plot import plot
+    from torchscale.interfaces.report.render.svg_charts import chart_svg
 
     charts = report.charts()
     plots = [plot(chart) for chart in charts]
@@ -140,7 +140,7 @@ def structure(report: Any) -> dict[str, int]:
 
 
 def structure_problems(shape: dict[str, int]) -> list[str]:
-    from torchscale.report.charts.limits import MAX_SERIES
+    from torchscale.interfaces.report.charts.limits import MAX_SERIES
 
     problems = []
     if shape["series"] > MAX_SERIES:
@@ -166,8 +166,8 @@ def load_text(cores: int) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from torchscale.host import usable_cores
-    from torchscale.report.render.svg_worker import worker_count
+    from torchscale.contracts.host import usable_cores
+    from torchscale.interfaces.report.render.svg_worker import worker_count
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--cells", type=int, default=500)

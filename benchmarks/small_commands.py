@@ -64,7 +64,8 @@ def baselines(slow: bool) -> list[Command]:
         Command(
             "python -c 'import typer.rich_utils'", ("-c", "import typer.main, typer.rich_utils")
         ),
-        # what the root's help page is drawn with (torchscale/cli/root_help.py): its floor
+        # what the root's help page is drawn with (torchscale/interfaces/cli/root_help.py): its
+        # floor
         Command(
             RICH,
             (
@@ -82,7 +83,10 @@ def baselines(slow: bool) -> list[Command]:
 def gpu_free_node(source: Path) -> bool:
     """Whether `source`'s torchscale finds no GPU here without torch (then `config init` for
     this node has the 1 s target; where a GPU may be, torch is asked, and imported)."""
-    probe = "from torchscale.config.hardware import no_gpu_here; print(no_gpu_here() or '')"
+    probe = (
+        "from torchscale.orchestration.config.hardware import no_gpu_here; "
+        "print(no_gpu_here() or '')"
+    )
     env = importing_from(source, dict(os.environ))
     done = subprocess.run(
         [sys.executable, "-c", probe],

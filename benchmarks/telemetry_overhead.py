@@ -42,22 +42,22 @@ def worker(args: argparse.Namespace) -> None:
     import torch
     import torch.distributed as dist
 
-    from torchscale.cell import CellIdentity
-    from torchscale.cell_settings import (
+    from torchscale.contracts.cell import CellIdentity
+    from torchscale.contracts.cell_settings import (
         DataConfig,
         MeasurementConfig,
         ModelSpec,
         TelemetryConfig,
         TrainingConfig,
     )
-    from torchscale.telemetry.process_source import ProcessSource
-    from torchscale.telemetry.rank import rank_sampler
-    from torchscale.telemetry.sampler import Sampler
-    from torchscale.worker.measure import run_window
-    from torchscale.worker.spec import WorkerSpec
-    from torchscale.worker.steady_state import warm_up
-    from torchscale.worker.timing import resolve_timing
-    from torchscale.worker.trainer import Trainer
+    from torchscale.rank.telemetry.process_source import ProcessSource
+    from torchscale.rank.telemetry.rank import rank_sampler
+    from torchscale.rank.telemetry.sampler import Sampler
+    from torchscale.rank.worker.measure import run_window
+    from torchscale.rank.worker.spec import WorkerSpec
+    from torchscale.rank.worker.steady_state import warm_up
+    from torchscale.rank.worker.timing import resolve_timing
+    from torchscale.rank.worker.trainer import Trainer
 
     cuda = args.device == "cuda"
     dist.init_process_group("nccl" if cuda else "gloo")
@@ -143,10 +143,10 @@ def sample_cost(device: str, no_nvml: bool, samples: int = 500) -> tuple[float, 
     source names. Wall beyond CPU is time in the driver, with the GIL released."""
     import torch
 
-    from torchscale.cell_settings import TelemetryConfig
-    from torchscale.telemetry.process_source import ProcessSource
-    from torchscale.telemetry.rank import rank_sampler
-    from torchscale.telemetry.samples import WindowSamples
+    from torchscale.contracts.cell_settings import TelemetryConfig
+    from torchscale.rank.telemetry.process_source import ProcessSource
+    from torchscale.rank.telemetry.rank import rank_sampler
+    from torchscale.rank.telemetry.samples import WindowSamples
 
     sampler = rank_sampler(TelemetryConfig(), torch.device(device))
     assert sampler is not None

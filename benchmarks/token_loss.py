@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import torch
 
-from torchscale.models.token_loss import blockwise_token_loss, rows_per_block, token_loss
+from torchscale.rank.models.token_loss import blockwise_token_loss, rows_per_block, token_loss
 
 Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 

@@ -40,7 +40,7 @@ def peak_rss():
     return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
 mode, directory = sys.argv[1], Path(sys.argv[2])
 if mode == "torchscale":
-    from torchscale.profiling.analyze import analyze_directory
+    from torchscale.orchestration.profiling.analyze import analyze_directory
 elif mode == "json":
     import gzip
 elif mode.startswith("hta"):
@@ -208,7 +208,7 @@ def main() -> None:
         for folder in sorted(p for p in SHARED.iterdir() if p.is_dir()):
             measure(f"shared/{folder.name}", folder, hta_python)
     if args.large_mb > 0:
-        from torchscale.traces.synthetic import write_synthetic_traces
+        from torchscale.offline.traces.synthetic import write_synthetic_traces
 
         # ~1.1 MB of JSON per rank and step at 2500 events per step
         steps = max(2, int(args.large_mb / args.ranks / 1.1))

@@ -16,7 +16,7 @@ Candidates: json (stdlib, baseline), orjson, msgspec-struct (typed Structs of th
 fields over the whole document, `args` kept as msgspec.Raw and decoded only for the events that
 need them), msgspec-raw-list (`traceEvents` as list[msgspec.Raw], each then decoded),
 ijson (yajl2_c, streaming events as dicts from the decompressed stream), torchscale (msgspec
-on streamed pieces of ~8 MB cut at event boundaries; see torchscale/traces/kineto.py).
+on streamed pieces of ~8 MB cut at event boundaries; see torchscale/offline/traces/kineto.py).
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def parse_ijson(path: Path) -> tuple[int, int]:
 
 
 def parse_torchscale(path: Path) -> tuple[int, int]:
-    from torchscale.traces.kineto import read_kineto
+    from torchscale.offline.traces.kineto import read_kineto
 
     trace = read_kineto(path)
     return trace.bytes_read, len(trace.events)
@@ -230,7 +230,7 @@ def run_one(parser: str, path: Path, repeat: int) -> dict[str, Any]:
     the best run (a shared machine only ever slows a run down); peak memory is the process's
     max RSS growth, which a second run of the same parse does not raise."""
     if parser == "torchscale":
-        import torchscale.traces.kineto  # noqa: F401  (imports are not parse time)
+        import torchscale.offline.traces.kineto  # noqa: F401  (imports are not parse time)
     for mod in ("msgspec", "orjson", "ijson", "pandas", "numpy"):
         __import__(mod)
     base = _rss_kib()

@@ -204,7 +204,7 @@ def main() -> None:
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", threads)}
     if args.device == "cpu" and args.cpu_malloc == "reuse":
         # both sides under the glibc malloc settings a CPU cell runs with by default
-        from torchscale.launch.cpu_malloc import malloc_reuse_env
+        from torchscale.orchestration.launch.cpu_malloc import malloc_reuse_env
 
         env.update(malloc_reuse_env(env))
     with tempfile.TemporaryDirectory(prefix="workload-reference-") as tmp:
@@ -254,7 +254,7 @@ TARGET = 0.97  # issue 27: the cell reaches at least 97 % of the bare loop's tok
 def verdict(ratios: list[float]) -> str:
     """The target judged by the median ratio's 95 % interval (bootstrap over the rounds, as
     torchscale judges any median of repeats): met, missed, or not settled by this run."""
-    from torchscale.analysis.uncertainty import median_of_repeats
+    from torchscale.offline.analysis.uncertainty import median_of_repeats
 
     median = median_of_repeats(ratios)
     if median.low is None or median.high is None:

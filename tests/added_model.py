@@ -1,17 +1,17 @@
 """A built-in model added as docs/architecture.md says: this one file (its spec and its
-builder) plus one line in the registry, torchscale/model_specs/registry.py, which the tests add
-at run time (tests/test_adding_a_model.py, tests/test_parallel_plan.py). The module imports no
-torch; its builder does, when a rank builds the model. The architecture is tests/plugin_models.py's
-TinyDecoder, which declares its own ParallelPlan."""
+builder) plus one line in the registry, torchscale/contracts/model_specs/registry.py, which the
+tests add at run time (tests/test_adding_a_model.py, tests/test_parallel_plan.py). The module
+imports no torch; its builder does, when a rank builds the model. The architecture is
+tests/plugin_models.py's TinyDecoder, which declares its own ParallelPlan."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from torchscale.model_specs.spec import BuiltinModelSpec, Measured, TrainingTraits
+from torchscale.contracts.model_specs.spec import BuiltinModelSpec, Measured, TrainingTraits
 
 if TYPE_CHECKING:
-    from torchscale.models import ModelBundle
+    from torchscale.rank.models import ModelBundle
 
 TINY_DECODER = BuiltinModelSpec(
     name="tiny-decoder",

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchscale.nvml import NvmlGpu, NvmlState
+from torchscale.contracts.nvml import NvmlGpu, NvmlState
 
 
 class NVMLError(Exception):

@@ -12,8 +12,10 @@ collective C:
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # as torchscale/worker/main.py: die with torchrun before torch loads
-    from torchscale.worker.diagnostics import die_with_torchrun
+if (
+    __name__ == "__main__"
+):  # as torchscale/rank/worker/main.py: die with torchrun before torch loads
+    from torchscale.rank.worker.diagnostics import die_with_torchrun
 
     die_with_torchrun()
 
@@ -26,7 +28,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from torchscale.worker.diagnostics import install
+from torchscale.rank.worker.diagnostics import install
 
 
 def compute(seconds: float) -> None:

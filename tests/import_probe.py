@@ -16,7 +16,7 @@ _PROBE = """\
 import sys
 {prelude}
 sys.argv = {argv!r}
-from torchscale.cli.app import main
+from torchscale.interfaces.cli.app import main
 try:
     main()
 except SystemExit as exc:

@@ -2,9 +2,9 @@
 
 Run as `python -m torch.distributed.run ... -m tests.parallel_ranks CASES_JSON OUT_JSON` (the repo
 root on PYTHONPATH): every rank joins one gloo group, then for each case builds the same small
-model (fixed seed, dropout 0), parallelizes it with torchscale.parallel, trains STEPS AdamW steps
-on fixed batches and records the global loss of each step; rank 0 writes them with every rank's
-settings and busy times.
+model (fixed seed, dropout 0), parallelizes it with torchscale.rank.parallel, trains STEPS AdamW
+steps on fixed batches and records the global loss of each step; rank 0 writes them with every
+rank's settings and busy times.
 
 The loss compared is one definition on both sides: the mean, over data-parallel replicas and over
 the micro-batches of each replica's batch, of the micro-batch's mean loss. That is what the
@@ -17,7 +17,7 @@ process with no parallelism: the full model, micro-batches accumulated.
 from __future__ import annotations
 
 if __name__ == "__main__":  # die with torchrun before torch loads, as the benchmark worker does
-    from torchscale.worker.diagnostics import die_with_torchrun
+    from torchscale.rank.worker.diagnostics import die_with_torchrun
 
     die_with_torchrun()
 
@@ -33,13 +33,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchscale.models.bert import BertConfig, BertForMaskedLM
-from torchscale.models.gpt2 import GPT2, GPT2Config
-from torchscale.models.mlp import MLP
-from torchscale.models.resnet import BasicBlock, ResNet
-from torchscale.models.training_tasks import IGNORE_INDEX
-from torchscale.models.transformer import Seq2SeqTransformer
-from torchscale.models.vit import VisionTransformer
+from torchscale.rank.models.bert import BertConfig, BertForMaskedLM
+from torchscale.rank.models.gpt2 import GPT2, GPT2Config
+from torchscale.rank.models.mlp import MLP
+from torchscale.rank.models.resnet import BasicBlock, ResNet
+from torchscale.rank.models.training_tasks import IGNORE_INDEX
+from torchscale.rank.models.transformer import Seq2SeqTransformer
+from torchscale.rank.models.vit import VisionTransformer
 
 STEPS = 3
 LR = 1e-2
@@ -193,7 +193,7 @@ def _reference_losses(case: dict[str, Any]) -> list[float]:
 
 
 def _layout(case: dict[str, Any], world: int) -> Any:
-    from torchscale.parallel import ParallelLayout
+    from torchscale.rank.parallel import ParallelLayout
 
     return ParallelLayout.build(
         case["strategy"],
@@ -211,7 +211,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """Train the case under its layout on this rank; every rank returns the same global losses."""
     import torch.distributed as dist
 
-    from torchscale.parallel import parallelize
+    from torchscale.rank.parallel import parallelize
 
     world = dist.get_world_size()
     layout = _layout(case, world)
@@ -278,7 +278,7 @@ def broken_pass_through(broken: bool) -> Iterator[None]:
     """Negative control, while active: a stage passes on detached what it received and hands on
     unchanged (the encoder stages' target embedding, the decoder stages' memory), so the
     gradient later stages compute for it never comes back (shows the test can fail)."""
-    from torchscale.models import seq2seq_units
+    from torchscale.rank.models import seq2seq_units
 
     units = (seq2seq_units.EncoderUnit, seq2seq_units.DecoderUnit)
     originals = [unit.forward for unit in units]

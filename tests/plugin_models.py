@@ -9,11 +9,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchscale.models import ModelBundle
-from torchscale.models import training_tasks as tasks
-from torchscale.models.block_stack import BlockStackPlan
-from torchscale.models.layers import Block
-from torchscale.models.parallel_plan import ParallelPlan, PipelineParts
+from torchscale.rank.models import ModelBundle
+from torchscale.rank.models import training_tasks as tasks
+from torchscale.rank.models.block_stack import BlockStackPlan
+from torchscale.rank.models.layers import Block
+from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts
 
 NOT_CALLABLE = 3
 
@@ -47,8 +47,8 @@ def raises() -> None:
 
 
 class TinyDecoder(nn.Module):
-    """A model torchscale/parallel/ has never seen: token embedding, a stack of layers.Block and
-    a linear head, declaring its own ParallelPlan in this module and nowhere else."""
+    """A model torchscale/rank/parallel/ has never seen: token embedding, a stack of layers.Block
+    and a linear head, declaring its own ParallelPlan in this module and nowhere else."""
 
     def __init__(self, vocab: int = 64, hidden: int = 16, heads: int = 4, layers: int = 2) -> None:
         super().__init__()

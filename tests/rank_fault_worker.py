@@ -1,5 +1,5 @@
-"""Test-only torchrun worker for a rank's error path (torchscale/worker/rank_entry.py) and its
-identity record (torchscale/worker/diagnostics.py).
+"""Test-only torchrun worker for a rank's error path (torchscale/rank/worker/rank_entry.py) and its
+identity record (torchscale/rank/worker/diagnostics.py).
 
 Run under torchrun as `python -m tests.rank_fault_worker --raise-on R|all [--outstanding]
 [--exit-grace-s S] [--marker M]` (the tests put the repo root on PYTHONPATH; M, unused, lets a
@@ -13,8 +13,10 @@ FSDP prefetches or pipeline sends leave outstanding work behind an exception.
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # as torchscale/worker/main.py: die with torchrun before torch loads
-    from torchscale.worker.diagnostics import die_with_torchrun
+if (
+    __name__ == "__main__"
+):  # as torchscale/rank/worker/main.py: die with torchrun before torch loads
+    from torchscale.rank.worker.diagnostics import die_with_torchrun
 
     die_with_torchrun()
 
@@ -25,8 +27,8 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from torchscale.worker.diagnostics import install
-from torchscale.worker.rank_entry import ERROR_EXIT_GRACE, process_group
+from torchscale.rank.worker.diagnostics import install
+from torchscale.rank.worker.rank_entry import ERROR_EXIT_GRACE, process_group
 
 
 def fail(rank: int, outstanding: bool) -> None:

@@ -5,7 +5,7 @@ independent of them."""
 
 from __future__ import annotations
 
-from torchscale.report.model import (
+from torchscale.interfaces.report.model import (
     Chart,
     Column,
     Finding,

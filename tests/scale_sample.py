@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.model import Chart, Report
-from torchscale.report.sources import read_sources
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.model import Chart, Report
+from torchscale.interfaces.report.sources import read_sources
 
 REPO = Path(__file__).resolve().parent.parent
 _FAMILY = re.compile(r"-(v3-fixture-)?scale-model-\d.*$")

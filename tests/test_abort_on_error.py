@@ -27,17 +27,22 @@ import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
 
 from tests.processes import REPO_ROOT, kill_mentioning
-from torchscale.cell import CellIdentity, Status
-from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
-from torchscale.launch.failure import classify_failure
-from torchscale.launch.process import run_launch
-from torchscale.launch.torchrun import torchrun_command
-from torchscale.worker import measure as measure_module
-from torchscale.worker import rank_entry
-from torchscale.worker.measure import measure
-from torchscale.worker.spec import WorkerSpec
-from torchscale.worker.steady_state import WarmUp, collective_timeout_s
-from torchscale.worker.trainer import Trainer
+from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.cell_settings import (
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    TrainingConfig,
+)
+from torchscale.orchestration.launch.failure import classify_failure
+from torchscale.orchestration.launch.process import run_launch
+from torchscale.orchestration.launch.torchrun import torchrun_command
+from torchscale.rank.worker import measure as measure_module
+from torchscale.rank.worker import rank_entry
+from torchscale.rank.worker.measure import measure
+from torchscale.rank.worker.spec import WorkerSpec
+from torchscale.rank.worker.steady_state import WarmUp, collective_timeout_s
+from torchscale.rank.worker.trainer import Trainer
 
 CELL_TIMEOUT_S = 90  # what the old error path waited for: the run ends at this timeout
 

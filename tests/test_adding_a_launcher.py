@@ -1,8 +1,8 @@
 """Adding a launcher is one package plus one registry line (issue 42; docs/architecture.md,
 "Adding a launcher"): tests/added_launcher/ holds a made-up scheduler's `Launcher`, and a fresh
-interpreter adds the one line to torchscale/launcher_registry.py's mapping before anything reads
-it. The config then accepts its kind, `torchscale benchmark` runs it, and the CLI shows what it
-queued and how its jobs go through the launchers' one generic event (cell ids named as the
+interpreter adds the one line to torchscale/contracts/launcher_registry.py's mapping before anything
+reads it. The config then accepts its kind, `torchscale benchmark` runs it, and the CLI shows what
+it queued and how its jobs go through the launchers' one generic event (cell ids named as the
 plan names them, --quiet leaving progress out but not a problem) and prints what became of its
 submission, without another file changing."""
 
@@ -17,11 +17,11 @@ from tests.conftest import REPO_ROOT
 
 _PROBE = """
 import json, sys
-import torchscale.launcher_registry as registry
+import torchscale.contracts.launcher_registry as registry
 registry.LAUNCHERS["batchq"] = "tests.added_launcher.launcher:BatchQueue"  # the registry line
 
 from typer.testing import CliRunner
-from torchscale.cli.app import app
+from torchscale.interfaces.cli.app import app
 
 config, out = sys.argv[1], sys.argv[2]
 found = {}

@@ -1,9 +1,9 @@
 """Adding a built-in model is one file plus one registry line (issue 42; docs/architecture.md,
 "Where a new thing goes"): tests/added_model.py holds a spec and its builder, and a fresh
-interpreter adds the one line to torchscale/model_specs/registry.py's mapping before anything
-reads it. Every consumer then knows the model without another file changing: the catalog, config
-validation (still without torch), `torchscale list`, the data tasks, the training defaults and
-the rank-side builder, whose model is the one its spec describes."""
+interpreter adds the one line to torchscale/contracts/model_specs/registry.py's mapping before
+anything reads it. Every consumer then knows the model without another file changing: the catalog,
+config validation (still without torch), `torchscale list`, the data tasks, the training defaults
+and the rank-side builder, whose model is the one its spec describes."""
 
 from __future__ import annotations
 
@@ -16,17 +16,21 @@ from tests.conftest import REPO_ROOT
 
 _PROBE = """
 import json, sys
-import torchscale.model_specs.registry as registry
+import torchscale.contracts.model_specs.registry as registry
 from tests.added_model import TINY_DECODER
 registry.BUILTIN[TINY_DECODER.name] = TINY_DECODER  # the registry line
 
 from typer.testing import CliRunner
-from torchscale.catalog import BUILTIN_MODELS
-from torchscale.cli.app import app
-from torchscale.config import parse_config
-from torchscale.data.model_tasks import task_of, unsupported
-from torchscale.errors import ConfigError
-from torchscale.training_defaults import BLOCKWISE_LOSS_MODELS, CONV_NETS, builtin_conv_net
+from torchscale.contracts.catalog import BUILTIN_MODELS
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.config import parse_config
+from torchscale.rank.data.model_tasks import task_of, unsupported
+from torchscale.contracts.errors import ConfigError
+from torchscale.contracts.training_defaults import (
+    BLOCKWISE_LOSS_MODELS,
+    CONV_NETS,
+    builtin_conv_net,
+)
 
 found = {}
 found["catalog"] = sorted(BUILTIN_MODELS.get("tiny-decoder", ()))
@@ -51,8 +55,8 @@ found["listed"] = [m for m in json.loads(listed.output)["models"] if m["name"] =
 table = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"}).output
 found["in_table"] = any(line.startswith("tiny-decoder ") for line in table.splitlines())
 
-from torchscale.models import build_model, parameter_count
-from torchscale.models.registry import measure
+from torchscale.rank.models import build_model, parameter_count
+from torchscale.rank.models.registry import measure
 
 bundle = build_model("tiny-decoder", {"layers": 1})
 found["built"] = [type(bundle.model).__name__, len(bundle.model.blocks)]

@@ -16,21 +16,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.analysis.scaling_efficiency import (
+from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.cell_settings import (
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    TrainingConfig,
+)
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.offline.analysis.scaling_efficiency import (
     BASE,
     NO_BASE,
     NOT_MEASURED,
     REASON_COLUMN,
     add_scaling_efficiency,
 )
-from torchscale.analysis.stats import median_and_spread, scaling_efficiency, step_stats
-from torchscale.cell import CellIdentity
-from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
-from torchscale.schema.cell_result import CellResult
-from torchscale.worker.aggregate import CellFacts, aggregate
-from torchscale.worker.measure import RankMeasurement, Window
-from torchscale.worker.peaks import peak_tflops
-from torchscale.worker.spec import WorkerSpec
+from torchscale.offline.analysis.stats import median_and_spread, scaling_efficiency, step_stats
+from torchscale.rank.worker.aggregate import CellFacts, aggregate
+from torchscale.rank.worker.measure import RankMeasurement, Window
+from torchscale.rank.worker.peaks import peak_tflops
+from torchscale.rank.worker.spec import WorkerSpec
 
 STATIC = {"parameter_bytes": 1000, "gradient_bytes": 1000, "optimizer_state_bytes": 2000}
 
@@ -599,8 +604,8 @@ def test_peak_tflops_does_not_match_a_different_gpu(name: str, wrong: float) -> 
 def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     """Other processes that starve one rank of CPU make it slow exactly like a slow workload:
     the verdict keeps its name and figures and adds why to look at the host first."""
-    from torchscale.analysis.diagnosis import busy_caveat, with_caveat
-    from torchscale.schema.cell_result import HostLoad, Telemetry
+    from torchscale.contracts.schema.cell_result import HostLoad, Telemetry
+    from torchscale.offline.analysis.diagnosis import busy_caveat, with_caveat
 
     phases = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}
     ranks = [

@@ -1,4 +1,4 @@
-"""AMD GPU telemetry (torchscale/telemetry/amdsmi_source.py) on a fake `amdsmi` module, and the
+"""AMD GPU telemetry (torchscale/rank/telemetry/amdsmi_source.py) on a fake `amdsmi` module, and the
 rank's choice of source under ROCm's torch. No AMD GPU or amdsmi is needed: where amdsmi is not
 importable (this machine), every GPU field is null with "amdsmi not installed".
 """
@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 import torch
 
-from torchscale.cell_settings import TelemetryConfig
-from torchscale.telemetry import rank as rank_module
-from torchscale.telemetry.amdsmi_source import NOT_INSTALLED, AmdSmiSource, pci_address
-from torchscale.telemetry.nvml_source import NvmlSource
-from torchscale.telemetry.process_source import ProcessSource
-from torchscale.telemetry.sampler import Sampler
-from torchscale.telemetry.samples import GPU_FIELDS
-from torchscale.telemetry.window_figures import summarise_rank
+from torchscale.contracts.cell_settings import TelemetryConfig
+from torchscale.rank.telemetry import rank as rank_module
+from torchscale.rank.telemetry.amdsmi_source import NOT_INSTALLED, AmdSmiSource, pci_address
+from torchscale.rank.telemetry.nvml_source import NvmlSource
+from torchscale.rank.telemetry.process_source import ProcessSource
+from torchscale.rank.telemetry.sampler import Sampler
+from torchscale.rank.telemetry.samples import GPU_FIELDS
+from torchscale.rank.telemetry.window_figures import summarise_rank
 
 ADDRESS = "0000:0c:00"  # torch's PCI fields of the rank's device, as pci_address() spells them
 

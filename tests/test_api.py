@@ -21,10 +21,10 @@ from torchscale.api import (
     run_benchmark,
     run_profile,
 )
-from torchscale.config.schema import BenchConfig
-from torchscale.errors import EXIT_NOT_JUDGED, UsageError
-from torchscale.schedulers import launcher_for
-from torchscale.worker.spec import DelaySpec
+from torchscale.contracts.errors import EXIT_NOT_JUDGED, UsageError
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.schedulers import launcher_for
+from torchscale.rank.worker.spec import DelaySpec
 
 
 def config(**changes: object) -> BenchConfig:

@@ -1,6 +1,8 @@
 """The layers of docs/architecture.md, enforced: every import inside `torchscale/` (module level,
 inside functions and under TYPE_CHECKING alike: a hidden import is still a dependency) points
 down the layers or stays in its layer, and no packages or files import each other in a loop.
+A module's layer is the first component of its path under `torchscale/`: the top level holds
+only the layer packages and the entry points (issue 42).
 
 What does not hold yet is listed below with why (the debt of issue 23). The lists must match
 the code exactly: a new upward import or loop fails, and so does an entry that no longer exists
@@ -12,75 +14,31 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "torchscale"
 
-# unit (a subpackage or a top-level module of torchscale) -> layer; docs/architecture.md
+# the top level of torchscale/ is the layers: a module's layer is its first path component
+# (docs/architecture.md): a package per layer, and the entry points beside them
 LAYERS: dict[str, int] = {
     # 1 contracts and utilities: what every process role shares
-    **dict.fromkeys(
-        [
-            "errors",
-            "atomic",
-            "units",
-            "catalog",
-            "model_specs",
-            "suggest",
-            "rank_diagnostics",
-            "cell_settings",
-            "durations",
-            "versioned",
-            "thresholds",
-            "host",
-            "signals",
-            "nvml",
-            "cell",
-            "schema",
-            "collective_facts",
-            "step_phases",
-            "flop_convention",
-            "training_defaults",
-            "launcher_registry",
-        ],
-        1,
-    ),
-    # 2 rank side (inside every torchrun rank) and offline side (traces, analysis), beside
-    # each other
-    **dict.fromkeys(
-        [
-            "worker",
-            "models",
-            "parallel",
-            "data",
-            "telemetry",
-            "strategy_layouts",
-            "traces",
-            "analysis",
-            "results",
-        ],
-        2,
-    ),
+    "contracts": 1,
+    # 2 rank side (inside every torchrun rank) and offline side (traces, analysis, results),
+    # beside each other
+    "rank": 2,
+    "offline": 2,
     # 3 host orchestration: the parent process that plans, launches and collects
-    **dict.fromkeys(
-        [
-            "config",
-            "plan",
-            "auto_batch",
-            "launch",
-            "schedulers",
-            "sweep",
-            "comm",
-            "memory",
-            "profiling",
-            "validate",
-        ],
-        3,
-    ),
-    # 4 presentation and entry points (the library API and the CLI)
-    **dict.fromkeys(["report", "api", "cli", "__main__"], 4),
+    "orchestration": 3,
+    # 4 presentation and entry points: the CLI, the library API and the report; at the top
+    # level `python -m torchscale` and the public imports `torchscale.api` and
+    # `torchscale.results` (each only re-exports from the layer that holds the code)
+    "interfaces": 4,
+    "__main__": 4,
+    "api": 4,
+    "results": 4,
 }
 LAYER_NAMES = {
     1: "contracts",
@@ -137,8 +95,16 @@ def _graph() -> dict[str, set[str]]:
 
 
 def unit(module: str) -> str:
+    """The layer package (or top-level entry point) `module` is in: its first path component."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "torchscale"
+
+
+def subunit(module: str) -> str:
+    """The package or module one level inside a layer package (`rank.worker`, `contracts.errors`),
+    where packages must not import each other either; an entry point is its own."""
+    parts = module.split(".")
+    return ".".join(parts[1:3]) if len(parts) > 2 else unit(module)
 
 
 def _loops(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
@@ -191,12 +157,12 @@ def upward_imports() -> dict[tuple[str, str], list[str]]:
     return dict(found)
 
 
-def package_graph() -> dict[str, set[str]]:
+def package_graph(level: Callable[[str], str] = unit) -> dict[str, set[str]]:
     units: dict[str, set[str]] = defaultdict(set)
     for module, targets in GRAPH.items():
         for target in targets:
-            if unit(module) != unit(target):
-                units[unit(module)].add(unit(target))
+            if level(module) != level(target):
+                units[level(module)].add(level(target))
     return dict(units)
 
 
@@ -213,8 +179,9 @@ def test_no_import_runs_up_the_layers() -> None:
     assert paid == [], "paid debt: remove these entries from UPWARD_DEBT"
 
 
-def test_no_packages_import_each_other() -> None:
-    loops = _loops(package_graph())
+@pytest.mark.parametrize("level", [unit, subunit], ids=["layer packages", "their packages"])
+def test_no_packages_import_each_other(level: Callable[[str], str]) -> None:
+    loops = _loops(package_graph(level))
     assert [loop for loop in loops if loop not in PACKAGE_LOOP_DEBT] == []
     assert [loop for loop in PACKAGE_LOOP_DEBT if loop not in loops] == [], "paid: remove them"
 
@@ -225,13 +192,14 @@ def test_no_files_import_each_other() -> None:
     assert [loop for loop in FILE_LOOP_DEBT if loop not in loops] == [], "paid: remove them"
 
 
-@pytest.mark.parametrize("name", sorted(UNITS))
+@pytest.mark.parametrize("name", sorted(UNITS | {subunit(m) for m in GRAPH} - {"torchscale"}))
 def test_each_package_says_its_layer(name: str) -> None:
-    path = PACKAGE / name / "__init__.py"
+    # a layer package and every package or module directly inside it
+    path = PACKAGE.joinpath(*name.split("."), "__init__.py")
     if not path.exists():
-        path = PACKAGE / f"{name}.py"
+        path = PACKAGE.joinpath(*name.split(".")).with_suffix(".py")
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    layer = LAYERS[name]
+    layer = LAYERS[name.split(".")[0]]
     said = re.search(r"Layer (\d)", doc)
     assert said is not None, (
         f"{path}: its docstring should say 'Layer {layer} ({LAYER_NAMES[layer]})'"
@@ -244,12 +212,16 @@ def test_the_checker_sees_hidden_imports(tmp_path: Path) -> None:
     source = tmp_path / "mod.py"
     source.write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from torchscale.report import model\n"
-        "def f():\n    import torchscale.cli.app\n    from . import sibling\n",
+        "if TYPE_CHECKING:\n    from torchscale.interfaces.report import model\n"
+        "def f():\n    import torchscale.interfaces.cli.app\n    from . import sibling\n",
         encoding="utf-8",
     )
-    found = _imports(source, "torchscale.worker.mod")
-    assert {"torchscale.report.model", "torchscale.cli.app", "torchscale.worker.sibling"} <= found
+    found = _imports(source, "torchscale.rank.worker.mod")
+    assert {
+        "torchscale.interfaces.report.model",
+        "torchscale.interfaces.cli.app",
+        "torchscale.rank.worker.sibling",
+    } <= found
     assert _loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [("a", "b", "c")]
 
 
@@ -257,13 +229,19 @@ def test_parallel_reads_models_only_through_their_plans() -> None:
     # parallel/ knows a model by the ParallelPlan it declares (and a plug-in's ModelBundle), never
     # by its class: whatever parallel/ reaches in models/, directly or through another module
     # there, is one of these interface modules (the models package itself imports every model)
-    interface = {"torchscale.models.bundle", "torchscale.models.parallel_plan"}
+    interface = {"torchscale.rank.models.bundle", "torchscale.rank.models.parallel_plan"}
     reached: dict[str, str] = {}
-    todo = [(t, m) for m in GRAPH if unit(m) == "parallel" for t in GRAPH[m] if unit(t) == "models"]
+    todo = [
+        (t, m)
+        for m in GRAPH
+        if subunit(m) == "rank.parallel"
+        for t in GRAPH[m]
+        if subunit(t) == "rank.models"
+    ]
     while todo:
         target, via = todo.pop()
         if target not in reached:
             reached[target] = via
-            todo += [(t, target) for t in GRAPH[target] if unit(t) == "models"]
+            todo += [(t, target) for t in GRAPH[target] if subunit(t) == "rank.models"]
     concrete = sorted(f"{via} -> {t}" for t, via in reached.items() if t not in interface)
     assert concrete == [], "parallel/ imports model code: declare it in the model's ParallelPlan"

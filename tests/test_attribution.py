@@ -1,5 +1,5 @@
-"""The one model of the step (torchscale/analysis/attribution.py) on synthetic step tables with
-known answers: balanced ranks plus noise name no straggler, an injected gap names the right
+"""The one model of the step (torchscale/offline/analysis/attribution.py) on synthetic step tables
+with known answers: balanced ranks plus noise name no straggler, an injected gap names the right
 rank and phase, and the parts are never negative and add up to the step whatever the input."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.analysis.attribution import (
+from torchscale.contracts.schema.cell_result import PART_NAMES, Attribution
+from torchscale.offline.analysis.attribution import (
     MIN_EFFECT_SHARE,
     NoSyncSteps,
     cell_attribution,
     step_parts,
 )
-from torchscale.schema.cell_result import PART_NAMES, Attribution
 
 PHASE_MS = {"data": 0.1, "forward": 1.0, "backward": 2.0, "optimizer": 0.5}
 TRANSFER_MS = 1.0

@@ -1,5 +1,5 @@
-"""Comparison with a baseline (`torchscale.analysis.regressions`) on synthetic cells tables whose
-answers are known: the rule on per-repeat figures (identical distributions with noise are no
+"""Comparison with a baseline (`torchscale.offline.analysis.regressions`) on synthetic cells tables
+whose answers are known: the rule on per-repeat figures (identical distributions with noise are no
 change, a 15 % shift with enough repeats is a regression, 2-3 repeats are "not enough repeats"
 whatever the change), the matching rules, what is counted and what only shown."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.analysis.numbers import parse_repeats
-from torchscale.analysis.regressions import (
+from torchscale.offline.analysis.numbers import parse_repeats
+from torchscale.offline.analysis.regressions import (
     ALPHA,
     METRICS,
     MIN_EFFECT,
@@ -28,7 +28,7 @@ from torchscale.analysis.regressions import (
     pair_columns,
     with_step_repeats,
 )
-from torchscale.analysis.uncertainty import log_ratio_t_interval, ratio_of_medians
+from torchscale.offline.analysis.uncertainty import log_ratio_t_interval, ratio_of_medians
 
 
 def noisy(median: float, n: int, seed: int, cv: float = 0.03) -> list[float]:
@@ -527,7 +527,7 @@ def test_a_pair_is_judged_only_under_comparable_load() -> None:
     neither a regression nor a pass, and says why; so is one run a side on a busy machine
     (it cannot see how far runs drift apart). Loaded alike with several runs a side (a CI
     runner that is always shared), the pair is judged, with a note; quiet, judged as ever."""
-    from torchscale.analysis.regressions import compare
+    from torchscale.offline.analysis.regressions import compare
 
     quiet = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2]
     slower = [80.0, 81.0, 79.0, 80.5, 79.5, 80.2]

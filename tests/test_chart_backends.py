@@ -25,14 +25,14 @@ from matplotlib.patches import Patch, PathPatch
 from report_sample import paired_chart, sample_report
 from scale_sample import one_per_family, scale_report
 
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.charts.limits import MAX_SERIES
-from torchscale.report.charts.plot import Plot, plot
-from torchscale.report.model import Band, Chart, Series
-from torchscale.report.render import svg_charts
-from torchscale.report.render.plotly_charts import figure
-from torchscale.report.render.svg_charts import row_major, series_id
-from torchscale.report.sources import read_sources
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.charts.limits import MAX_SERIES
+from torchscale.interfaces.report.charts.plot import Plot, plot
+from torchscale.interfaces.report.model import Band, Chart, Series
+from torchscale.interfaces.report.render import svg_charts
+from torchscale.interfaces.report.render.plotly_charts import figure
+from torchscale.interfaces.report.render.svg_charts import row_major, series_id
+from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MAX_SVG_NODES = 400  # per chart; the 500-cell strategies chart had 3,112, its box plots 826

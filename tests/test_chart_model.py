@@ -1,4 +1,4 @@
-"""The chart model (torchscale.report.charts): axes decided once (ticks round in the unit
+"""The chart model (torchscale.interfaces.report.charts): axes decided once (ticks round in the unit
 shown, which axes start at zero), one colour per series, references in their series' colour,
 and a legend bounded by its columns (issue 40)."""
 
@@ -8,18 +8,18 @@ import re
 
 import pytest
 
-from torchscale.report.charts import palette
-from torchscale.report.charts.axes import (
+from torchscale.interfaces.report.charts import palette
+from torchscale.interfaces.report.charts.axes import (
     linear_axis,
     log_axis,
     measured_log_axis,
     nice_step,
     zero_based,
 )
-from torchscale.report.charts.limits import MAX_SERIES
-from torchscale.report.charts.plot import LABEL_MAX, legend_columns, plot
-from torchscale.report.model import Chart, Series
-from torchscale.report.render.formatting import SEVERITY_COLOUR
+from torchscale.interfaces.report.charts.limits import MAX_SERIES
+from torchscale.interfaces.report.charts.plot import LABEL_MAX, legend_columns, plot
+from torchscale.interfaces.report.model import Chart, Series
+from torchscale.interfaces.report.render.formatting import SEVERITY_COLOUR
 
 ROUND = re.compile(r"^-?[\d,]+(\.\d{1,2})?( [A-Za-z%]+)?$")
 

@@ -22,9 +22,9 @@ import typer.main
 from typer.core import TyperGroup, TyperOption
 from typer.testing import CliRunner
 
-from torchscale.cli.app import app
-from torchscale.comm.comm_result import CommResult
-from torchscale.results.directory_layout import STANDALONE_EXPERIMENT
+from torchscale.interfaces.cli.app import app
+from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
+from torchscale.orchestration.comm.comm_result import CommResult
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NCCL_TESTS = FIXTURES / "nccl_tests"
@@ -184,8 +184,8 @@ def test_standalone_runs_are_not_stored_under_a_doubled_directory(tmp_path: Path
 @pytest.mark.parametrize(
     "default",
     [
-        pytest.param("torchscale.comm.planning:CommOptions", id="comm"),
-        pytest.param("torchscale.profiling.standalone:ProfileOptions", id="profile"),
+        pytest.param("torchscale.orchestration.comm.planning:CommOptions", id="comm"),
+        pytest.param("torchscale.orchestration.profiling.standalone:ProfileOptions", id="profile"),
     ],
 )
 def test_no_default_experiment_is_named_after_its_kind(default: str) -> None:
@@ -200,7 +200,7 @@ def test_no_default_experiment_is_named_after_its_kind(default: str) -> None:
 def test_old_doubled_layouts_still_read(tmp_path: Path) -> None:
     """results/profile/profile/<cell> (the v3 fixture) and results/comm/comm/<run>.json, beside
     the new standalone/ layout, are all found by the report."""
-    from torchscale.report.sources import read_sources
+    from torchscale.interfaces.report.sources import read_sources
 
     results = tmp_path / "results"
     shutil.copytree(FIXTURES / "results_v3", results)

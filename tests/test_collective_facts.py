@@ -1,16 +1,21 @@
-"""torchscale.collective_facts: one table of what each op is, and every table derived from it
-naming only ops it knows."""
+"""torchscale.contracts.collective_facts: one table of what each op is, and every table derived from
+it naming only ops it knows."""
 
 from __future__ import annotations
 
 import pytest
 
-from torchscale.catalog import COLLECTIVES
-from torchscale.collective_facts import OPS, ops_where, sweep_facts
-from torchscale.comm.collective_ops import BUILDERS
-from torchscale.comm.nccl_tests import NON_REDUCING_OPS, PROGRAM_OPS, REDUCING_OPS, ROOTED_OPS
-from torchscale.traces.classify import _OP_KEYS
-from torchscale.traces.rank_trace import COLL_OPS, UNKNOWN_OP
+from torchscale.contracts.catalog import COLLECTIVES
+from torchscale.contracts.collective_facts import OPS, ops_where, sweep_facts
+from torchscale.offline.traces.classify import _OP_KEYS
+from torchscale.offline.traces.rank_trace import COLL_OPS, UNKNOWN_OP
+from torchscale.orchestration.comm.collective_ops import BUILDERS
+from torchscale.orchestration.comm.nccl_tests import (
+    NON_REDUCING_OPS,
+    PROGRAM_OPS,
+    REDUCING_OPS,
+    ROOTED_OPS,
+)
 
 
 def test_the_ops_torchscale_runs_are_the_catalogs_in_its_order() -> None:

@@ -1,4 +1,4 @@
-"""nccl-tests' size and bandwidth conventions (torchscale.analysis.nccl_bandwidth), checked
+"""nccl-tests' size and bandwidth conventions (torchscale.offline.analysis.nccl_bandwidth), checked
 against ../shared/reference/nccl_busbw.md: S per op, busbw factor per op and rank count."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from torchscale.analysis.nccl_bandwidth import (
+from torchscale.contracts.catalog import COLLECTIVES
+from torchscale.offline.analysis.nccl_bandwidth import (
     algbw_gbps,
     busbw_factor,
     busbw_gbps,
     count_for_size,
     size_bytes,
 )
-from torchscale.catalog import COLLECTIVES
 
 # op -> (S is count x n x itemsize, factor as a function of n): the reference table
 REFERENCE = {

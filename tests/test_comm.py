@@ -17,21 +17,21 @@ import torch.distributed as dist
 from typer.testing import CliRunner, Result
 
 from tests.processes import processes_mentioning
-from torchscale.analysis.nccl_bandwidth import busbw_factor
-from torchscale.catalog import COLLECTIVES as OPS  # the ops `torchscale comm` runs
-from torchscale.cli.app import app
-from torchscale.comm import rank_main
-from torchscale.comm.collective_ops import Unsupported, count_wrong, pattern, prepare
-from torchscale.comm.comm_result import CommResult, CommRow, OpSummary
-from torchscale.comm.comm_spec import CommSpec
-from torchscale.comm.nccl_footer import average_busbw, gate, summarize, wrong_total
-from torchscale.comm.nccl_tests import read_nccl_tests
-from torchscale.comm.rows import RankTiming, measured_row, percentile, unmeasured_row
-from torchscale.comm.sizes import size_ladder
-from torchscale.comm.sweep_launch import parse_ops
-from torchscale.errors import UsageError
-from torchscale.report.terminal.comm import comm_lines, narrow_table, row_line
-from torchscale.units import parse_bytes
+from torchscale.contracts.catalog import COLLECTIVES as OPS  # the ops `torchscale comm` runs
+from torchscale.contracts.errors import UsageError
+from torchscale.contracts.units import parse_bytes
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.terminal.comm import comm_lines, narrow_table, row_line
+from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
+from torchscale.orchestration.comm import rank_main
+from torchscale.orchestration.comm.collective_ops import Unsupported, count_wrong, pattern, prepare
+from torchscale.orchestration.comm.comm_result import CommResult, CommRow, OpSummary
+from torchscale.orchestration.comm.comm_spec import CommSpec
+from torchscale.orchestration.comm.nccl_footer import average_busbw, gate, summarize, wrong_total
+from torchscale.orchestration.comm.nccl_tests import read_nccl_tests
+from torchscale.orchestration.comm.rows import RankTiming, measured_row, percentile, unmeasured_row
+from torchscale.orchestration.comm.sizes import size_ladder
+from torchscale.orchestration.comm.sweep_launch import parse_ops
 
 
 def invoke(*args: str | Path) -> Result:

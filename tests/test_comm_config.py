@@ -14,13 +14,13 @@ from pydantic import ValidationError
 from typer.testing import CliRunner, Result
 
 from tests.processes import processes_mentioning
-from torchscale.analysis.cost import NO_PRICE, NO_TOKENS, cell_cost
-from torchscale.cli.app import app
-from torchscale.comm.comm_result import CommResult
-from torchscale.comm.from_config import comm_requests
-from torchscale.config.schema import BenchConfig, CommConfig, CostConfig
-from torchscale.plan import Machine, build_plan
-from torchscale.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.cli.app import app
+from torchscale.offline.analysis.cost import NO_PRICE, NO_TOKENS, cell_cost
+from torchscale.orchestration.comm.comm_result import CommResult
+from torchscale.orchestration.comm.from_config import comm_requests
+from torchscale.orchestration.config.schema import BenchConfig, CommConfig, CostConfig
+from torchscale.orchestration.plan import Machine, build_plan
 
 
 def invoke(*args: str | Path) -> Result:

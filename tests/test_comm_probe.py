@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.test_trace_analysis import START, ev, row
-from torchscale.analysis.trace.reduce import RankReduction, reduce_rank
-from torchscale.traces.rank_trace import RankTrace
-from torchscale.worker.comm_probe import profiled_comm, scope
+from torchscale.offline.analysis.trace.reduce import RankReduction, reduce_rank
+from torchscale.offline.traces.rank_trace import RankTrace
+from torchscale.rank.worker.comm_probe import profiled_comm, scope
 
 
 def tp_rank(rank: int, late_us: float) -> RankReduction:

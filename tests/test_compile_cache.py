@@ -13,21 +13,21 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from torchscale.config.schema import BenchConfig
-from torchscale.launch.compile_cache import compile_cache_env
-from torchscale.launch.torchrun import LaunchCommand
-from torchscale.memory.max_batch_runs import probe_store, search_groups
-from torchscale.plan import Machine, Plan, PlannedCell, build_plan
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.model import Table
-from torchscale.report.sources import read_sources
-from torchscale.report.terminal.cells import cell_lines
-from torchscale.report.terminal.dry_run import plan_lines
-from torchscale.results.directory_layout import ResultLayout
-from torchscale.results.store import ResultStore
-from torchscale.schedulers.kubernetes.manifests import PodPaths, worker_command
-from torchscale.schema.cell_result import CellResult
-from torchscale.sweep import run_cell
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.model import Table
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.interfaces.report.terminal.cells import cell_lines
+from torchscale.interfaces.report.terminal.dry_run import plan_lines
+from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.launch.compile_cache import compile_cache_env
+from torchscale.orchestration.launch.torchrun import LaunchCommand
+from torchscale.orchestration.memory.max_batch_runs import probe_store, search_groups
+from torchscale.orchestration.plan import Machine, Plan, PlannedCell, build_plan
+from torchscale.orchestration.schedulers.kubernetes.manifests import PodPaths, worker_command
+from torchscale.orchestration.sweep import run_cell
 
 CPU_BOX = Machine(gpu_count=0, cpu_cores=2)
 INDUCTOR = "TORCHINDUCTOR_CACHE_DIR"
@@ -124,8 +124,8 @@ def test_max_batch_probes_share_the_sweeps_cache(tmp_path: Path) -> None:
 def test_a_profiled_run_compiles_into_its_experiments_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from torchscale.launch.attempt import run_attempt
-    from torchscale.profiling import session
+    from torchscale.orchestration.launch.attempt import run_attempt
+    from torchscale.orchestration.profiling import session
 
     def quick(command: LaunchCommand, *args: object) -> object:  # no torchrun, same env
         return run_attempt(replace(command, argv=[sys.executable, "-c", "pass"]), *args)
@@ -224,7 +224,7 @@ def test_a_rerun_of_a_compiled_cell_loads_what_the_first_run_compiled(tmp_path: 
     again): the first compiles into <experiment>/compile_cache/, the second rewrites none of
     it (inductor loaded every graph and kernel; a compile would have written them again).
     The seconds saved are a benchmark's (docs/methodology.md), never asserted here."""
-    from torchscale.api.benchmark import run_benchmark
+    from torchscale.interfaces.api.benchmark import run_benchmark
 
     cell = config().model_copy(
         update={"measurement": config().measurement.model_copy(update={"warmup_steps": 2})}

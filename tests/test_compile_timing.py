@@ -22,16 +22,21 @@ import torch.distributed as dist
 
 from tests.plugin_models import Switchable
 from tests.test_aggregate import make_facts, make_rank, make_spec
-from torchscale.cell import CellIdentity
-from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
-from torchscale.results.versions import V10_COMPILE, parse_cell_result
-from torchscale.worker import measure as measure_module
-from torchscale.worker.aggregate import aggregate
-from torchscale.worker.compile_figures import compile_record
-from torchscale.worker.compile_watch import CompileCounts
-from torchscale.worker.measure import RankMeasurement, measure
-from torchscale.worker.spec import WorkerSpec
-from torchscale.worker.steady_state import (
+from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.cell_settings import (
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    TrainingConfig,
+)
+from torchscale.offline.results.versions import V10_COMPILE, parse_cell_result
+from torchscale.rank.worker import measure as measure_module
+from torchscale.rank.worker.aggregate import aggregate
+from torchscale.rank.worker.compile_figures import compile_record
+from torchscale.rank.worker.compile_watch import CompileCounts
+from torchscale.rank.worker.measure import RankMeasurement, measure
+from torchscale.rank.worker.spec import WorkerSpec
+from torchscale.rank.worker.steady_state import (
     MAX_EXTRA_STEPS,
     WarmUp,
     collective_timeout_s,
@@ -39,7 +44,7 @@ from torchscale.worker.steady_state import (
     steps_to_fill,
     timeout_bound_s,
 )
-from torchscale.worker.trainer import Trainer
+from torchscale.rank.worker.trainer import Trainer
 
 CPU = torch.device("cpu")
 # issue 39: a cold compile of tiny-gpt2 on CPU took 513-2,528 s in warm-up step 1

@@ -19,22 +19,22 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import torchscale.launch.attempt
-import torchscale.sweep
-from torchscale.cell import CellIdentity
-from torchscale.cell import Status as CellStatus
-from torchscale.cli.app import app
-from torchscale.config.schema import BenchConfig
-from torchscale.launch.process import ProcessOutcome
-from torchscale.plan import Machine, build_plan
-from torchscale.schedulers.local.launcher import compile_devices
-from torchscale.schema.cell_result import CellResult
-from torchscale.validate import checks_software
-from torchscale.validate import compile_toolchain as toolchain
-from torchscale.validate.check_context import ValidateContext
-from torchscale.validate.check_result import Status
-from torchscale.validate.compile_toolchain import Toolchain, judge_probe, run_probe
-from torchscale.validate.compile_worker import root_cause
+import torchscale.orchestration.launch.attempt
+import torchscale.orchestration.sweep
+from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.cell import Status as CellStatus
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.launch.process import ProcessOutcome
+from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.schedulers.local.launcher import compile_devices
+from torchscale.orchestration.validate import checks_software
+from torchscale.orchestration.validate import compile_toolchain as toolchain
+from torchscale.orchestration.validate.check_context import ValidateContext
+from torchscale.orchestration.validate.check_result import Status
+from torchscale.orchestration.validate.compile_toolchain import Toolchain, judge_probe, run_probe
+from torchscale.orchestration.validate.compile_worker import root_cause
 
 NO_COMPILER = {**os.environ, "CXX": "/nonexistent/g++"}
 CPU_CONFIG: dict[str, Any] = {
@@ -205,7 +205,9 @@ def test_benchmark_refuses_compiled_cells_in_one_line_and_launches_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     launched: list[object] = []
-    monkeypatch.setattr(torchscale.sweep, "run_attempt", lambda *a, **k: launched.append(a))
+    monkeypatch.setattr(
+        torchscale.orchestration.sweep, "run_attempt", lambda *a, **k: launched.append(a)
+    )
     config = tmp_path / "c.yaml"
     config.write_text(json.dumps(CPU_CONFIG), "utf-8")
     out = tmp_path / "results"
@@ -235,7 +237,7 @@ def test_with_a_toolchain_the_compiled_cells_launch_after_one_line(
         Path(spec["result_path"]).write_text(ok.model_dump_json(), encoding="utf-8")
         return ProcessOutcome(0, False, 0.1, command.log_path)
 
-    monkeypatch.setattr(torchscale.launch.attempt, "run_launch", launch)
+    monkeypatch.setattr(torchscale.orchestration.launch.attempt, "run_launch", launch)
     config = tmp_path / "c.yaml"
     config.write_text(json.dumps(CPU_CONFIG), "utf-8")
     run = CliRunner().invoke(app, ["benchmark", "-c", str(config), "-o", str(tmp_path / "r")])

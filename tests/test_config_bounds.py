@@ -15,10 +15,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from torchscale.cli.app import app
-from torchscale.config import parse_config
-from torchscale.config.schema import BenchConfig
-from torchscale.errors import ConfigError, ConfigProblem
+from torchscale.contracts.errors import ConfigError, ConfigProblem
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.config import parse_config
+from torchscale.orchestration.config.schema import BenchConfig
 
 SOURCE = "bad.yaml"
 MINIMAL = """\

@@ -15,8 +15,8 @@ from typer.testing import CliRunner, Result
 
 import torchscale
 from tests import import_probe
-from torchscale.cli.app import app
-from torchscale.config import parse_config
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.config import parse_config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCHMARK_CONFIG = REPO_ROOT / "benchmark_config.yaml"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from torchscale.config import parse_config
-from torchscale.errors import ConfigError, ConfigProblem
+from torchscale.contracts.errors import ConfigError, ConfigProblem
+from torchscale.orchestration.config import parse_config
 
 SOURCE = "bad.yaml"
 

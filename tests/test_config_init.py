@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from torchscale.cli.app import app
-from torchscale.config import load_config
-from torchscale.config.hardware import PROFILES, cpu_node
-from torchscale.config.starter import plan_starter
-from torchscale.model_specs.registry import BUILTIN
-from torchscale.models.memory_estimate import fitting_batch
-from torchscale.plan import Machine, build_plan
+from torchscale.contracts.model_specs.registry import BUILTIN
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.config import load_config
+from torchscale.orchestration.config.hardware import PROFILES, cpu_node
+from torchscale.orchestration.config.starter import plan_starter
+from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.rank.models.memory_estimate import fitting_batch
 
 runner = CliRunner()
 

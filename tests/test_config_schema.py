@@ -11,10 +11,10 @@ import pytest
 import yaml
 from pydantic import ByteSize, TypeAdapter
 
-from torchscale.catalog import BUILTIN_MODELS
-from torchscale.cell_settings import DEFAULT_STEPS
-from torchscale.config import BenchConfig, load_config, parse_config
-from torchscale.config.yaml_source import read_yaml
+from torchscale.contracts.catalog import BUILTIN_MODELS
+from torchscale.contracts.cell_settings import DEFAULT_STEPS
+from torchscale.orchestration.config import BenchConfig, load_config, parse_config
+from torchscale.orchestration.config.yaml_source import read_yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

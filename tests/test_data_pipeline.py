@@ -21,21 +21,26 @@ from typer.testing import CliRunner
 
 import torchscale.results
 from tests.processes import live_children, processes_mentioning
-from torchscale.cell import CellIdentity, Status
-from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
-from torchscale.cli.app import app
-from torchscale.data import shards
-from torchscale.data.cifar100 import URL, load_train
-from torchscale.data.input_pipeline import build_pipeline, layout_for
-from torchscale.data.model_tasks import unsupported
-from torchscale.data.prepare import prepare_data
-from torchscale.errors import DataError
-from torchscale.models import build_model
-from torchscale.plan import Machine, build_plan
-from torchscale.results.frame import COLUMNS
-from torchscale.worker.aggregate import DATA_KEY, CellFacts, aggregate
-from torchscale.worker.measure import RankMeasurement, Window
-from torchscale.worker.spec import WorkerSpec
+from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.cell_settings import (
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    TrainingConfig,
+)
+from torchscale.contracts.errors import DataError
+from torchscale.interfaces.cli.app import app
+from torchscale.offline.results.frame import COLUMNS
+from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.rank.data import shards
+from torchscale.rank.data.cifar100 import URL, load_train
+from torchscale.rank.data.input_pipeline import build_pipeline, layout_for
+from torchscale.rank.data.model_tasks import unsupported
+from torchscale.rank.data.prepare import prepare_data
+from torchscale.rank.models import build_model
+from torchscale.rank.worker.aggregate import DATA_KEY, CellFacts, aggregate
+from torchscale.rank.worker.measure import RankMeasurement, Window
+from torchscale.rank.worker.spec import WorkerSpec
 
 MB = 10**6
 CPU = torch.device("cpu")
@@ -325,7 +330,7 @@ def test_unsupported_pairs_are_skipped_before_launch(tmp_path: Path) -> None:
     assert "plug-in models train on synthetic data only" in (
         unsupported("disk", "pkg.mod:factory") or ""
     )
-    from torchscale.config.schema import BenchConfig
+    from torchscale.orchestration.config.schema import BenchConfig
 
     config = BenchConfig.model_validate(
         {
@@ -528,7 +533,7 @@ def test_a_real_cell_reads_its_batches_from_disk(disk_sweep: dict[str, Any]) -> 
 
 
 def test_the_real_cell_result_describes_the_pipeline(disk_sweep: dict[str, Any]) -> None:
-    from torchscale.schema.cell_result import CellResult
+    from torchscale.contracts.schema.cell_result import CellResult
 
     [path] = (disk_sweep["exp"] / "cells").glob("*.json")
     cell = CellResult.model_validate_json(path.read_text())

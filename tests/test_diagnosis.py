@@ -1,5 +1,5 @@
-"""The one diagnosis (torchscale/analysis/diagnosis.py): the straggler rule (a significant gap
-is named unless other evidence significantly names another rank), the bounded what-if, the
+"""The one diagnosis (torchscale/offline/analysis/diagnosis.py): the straggler rule (a significant
+gap is named unless other evidence significantly names another rank), the bounded what-if, the
 "ranks take turns" rule, and the schema upgrades that read older models as diagnoses."""
 
 from __future__ import annotations
@@ -8,22 +8,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.analysis.attribution import evidence_against, withdraw
-from torchscale.analysis.diagnosis import (
+from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.report.diagnosis_text import straggler_text
+from torchscale.offline.analysis.attribution import evidence_against, withdraw
+from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
     TimerEvidence,
     bounded_whatif,
     diagnose,
     with_caveat,
 )
-from torchscale.analysis.trace.collective_matching import Matched
-from torchscale.analysis.trace.ranked_findings import FindingInputs, rank_findings, waits_spread
-from torchscale.analysis.trace.step_model import _arrival_check
-from torchscale.analysis.trace.straggler import Straggler, StragglerAnalysis
-from torchscale.report.diagnosis_text import straggler_text
-from torchscale.results.versions import parse_cell_result
-from torchscale.schema.cell_result import Estimate, StragglerVerdict
-from torchscale.schema.profile_analysis import ProfileAnalysis
+from torchscale.offline.analysis.trace.collective_matching import Matched
+from torchscale.offline.analysis.trace.ranked_findings import (
+    FindingInputs,
+    rank_findings,
+    waits_spread,
+)
+from torchscale.offline.analysis.trace.step_model import _arrival_check
+from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
+from torchscale.offline.results.versions import parse_cell_result
 
 
 def _table(steps: int, ranks: int, extra: dict[int, float], seed: int = 0) -> pd.DataFrame:
@@ -272,8 +276,8 @@ def test_analysis_schema_2_attribution_reads_as_a_diagnosis_of_the_traces() -> N
 
 def test_ranks_sharing_cores_carry_the_caveat_too() -> None:
     """More ranks than cores on a host: the scheduler delays one rank like a straggler."""
-    from torchscale.analysis.diagnosis import busy_caveat
-    from torchscale.schema.cell_result import HostLoad, Telemetry
+    from torchscale.contracts.schema.cell_result import HostLoad, Telemetry
+    from torchscale.offline.analysis.diagnosis import busy_caveat
 
     def telemetry(ranks: int, cores: int, busy: bool) -> Telemetry:
         host = HostLoad.model_construct(

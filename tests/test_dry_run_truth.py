@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from torchscale.cli.app import app
+from torchscale.interfaces.cli.app import app
 
 TINY: dict[str, Any] = {
     "experiment_name": "truth",
@@ -44,9 +44,9 @@ def flat(output: str) -> str:
 
 @pytest.fixture
 def no_nsys(monkeypatch: pytest.MonkeyPatch) -> None:
-    import torchscale.profiling.nsys
+    import torchscale.orchestration.profiling.nsys
 
-    monkeypatch.setattr(torchscale.profiling.nsys, "find_nsys", lambda *a, **k: None)
+    monkeypatch.setattr(torchscale.orchestration.profiling.nsys, "find_nsys", lambda *a, **k: None)
 
 
 @pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "run"])
@@ -171,8 +171,8 @@ def test_a_slurm_dry_run_without_a_reachable_controller_writes_the_scripts(
 def test_a_resumed_dry_run_without_a_controller_says_the_recorded_jobs_were_not_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from torchscale.results.store import ResultStore
-    from torchscale.schedulers.slurm.jobs import JobRecord, add_job, now
+    from torchscale.offline.results.store import ResultStore
+    from torchscale.orchestration.schedulers.slurm.jobs import JobRecord, add_job, now
 
     config = write_config(tmp_path, **SLURM)
     out = tmp_path / "results"

@@ -16,15 +16,15 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner, Result
 
-import torchscale.host
-import torchscale.launch.attempt
-from torchscale.cell import CellIdentity, Status
-from torchscale.cli.app import app
-from torchscale.launch.process import ProcessOutcome
-from torchscale.schema.cell_result import CellError, CellResult
-from torchscale.sweep import nothing_measured
-from torchscale.validate import compile_toolchain
-from torchscale.validate.compile_toolchain import Toolchain
+import torchscale.contracts.host
+import torchscale.orchestration.launch.attempt
+from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.schema.cell_result import CellError, CellResult
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.launch.process import ProcessOutcome
+from torchscale.orchestration.sweep import nothing_measured
+from torchscale.orchestration.validate import compile_toolchain
+from torchscale.orchestration.validate.compile_toolchain import Toolchain
 
 NO_GPU = "device 'cuda' requested but no CUDA GPU is visible"
 CUDA_CONFIG: dict[str, Any] = {
@@ -78,7 +78,7 @@ def gpus(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Set how many GPUs the planner sees here (the test machine's own do not matter)."""
 
     def set_count(count: int) -> None:
-        monkeypatch.setattr(torchscale.host, "cuda_gpu_count", lambda torch=None: count)
+        monkeypatch.setattr(torchscale.contracts.host, "cuda_gpu_count", lambda torch=None: count)
 
     return set_count
 
@@ -146,7 +146,7 @@ def test_one_measured_cell_beside_skipped_ones_exits_zero(
         Path(spec["result_path"]).write_text(ok.model_dump_json(), encoding="utf-8")
         return ProcessOutcome(0, False, 0.1, command.log_path)
 
-    monkeypatch.setattr(torchscale.launch.attempt, "run_launch", launched)
+    monkeypatch.setattr(torchscale.orchestration.launch.attempt, "run_launch", launched)
     # CUDA cells compile by default: the toolchain probe of the stood-in GPU is stood in too
     monkeypatch.setattr(
         compile_toolchain, "toolchain_for", lambda device, env: Toolchain(device, True, "ok")
@@ -168,9 +168,9 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     """Under Slurm a cell is skipped by what the config says of the nodes (no
     gpus_per_node: no GPU): nothing is submitted, and the sweep must not pass as green. The
     Slurm client commands are stood in for; none is called for an empty submission."""
-    import torchscale.schedulers.slurm.client as client
-    import torchscale.schedulers.slurm.launcher as on_slurm
-    import torchscale.schedulers.slurm.submission as slurm_sweep
+    import torchscale.orchestration.schedulers.slurm.client as client
+    import torchscale.orchestration.schedulers.slurm.launcher as on_slurm
+    import torchscale.orchestration.schedulers.slurm.submission as slurm_sweep
 
     def no_slurm(*args: Any, **kwargs: Any) -> None:
         return None
@@ -213,7 +213,7 @@ TINY_CONFIG: dict[str, Any] = {
 
 
 def _synthetic_traces(tmp: Path) -> Path:
-    from torchscale.traces.synthetic import write_synthetic_traces
+    from torchscale.offline.traces.synthetic import write_synthetic_traces
 
     write_synthetic_traces(tmp / "traces", ranks=2, steps=3)
     return tmp / "traces"
@@ -253,16 +253,16 @@ def _blocked(tmp: Path) -> Path:
 
 
 def _no_nsys(monkeypatch: pytest.MonkeyPatch) -> None:
-    import torchscale.profiling.nsys
+    import torchscale.orchestration.profiling.nsys
 
-    monkeypatch.setattr(torchscale.profiling.nsys, "find_nsys", lambda *a, **k: None)
+    monkeypatch.setattr(torchscale.orchestration.profiling.nsys, "find_nsys", lambda *a, **k: None)
 
 
 def _failing_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchscale.validate.check_result import failed
+    from torchscale.orchestration.validate.check_result import failed
 
     monkeypatch.setattr(
-        "torchscale.validate.run_checks.CHECKS",
+        "torchscale.orchestration.validate.run_checks.CHECKS",
         (lambda ctx: failed("stub", "Stub", "this check failed", "nothing to do"),),
     )
 
@@ -484,8 +484,8 @@ def test_every_command_exits_by_one_grammar(
 
 def test_the_exit_codes_are_set_in_one_place() -> None:
     """Every input error is a UsageError (exit 2); domain classes stay catchable as before."""
-    from torchscale import errors
-    from torchscale.cli.common import EXIT_INTERRUPTED
+    from torchscale.contracts import errors
+    from torchscale.interfaces.cli.common import EXIT_INTERRUPTED
 
     assert errors.UsageError.exit_code == errors.EXIT_USAGE == 2
     assert errors.TorchScaleError.exit_code == errors.EXIT_FAILED == 1

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from tests import import_probe
-from torchscale.cli import root_help
-from torchscale.config import hardware
-from torchscale.config.hardware import cpu_node, no_gpu_here, read_torch_build
-from torchscale.nvml import NvmlGpu, NvmlState
+from torchscale.contracts.nvml import NvmlGpu, NvmlState
+from torchscale.interfaces.cli import root_help
+from torchscale.orchestration.config import hardware
+from torchscale.orchestration.config.hardware import cpu_node, no_gpu_here, read_torch_build
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "pandas", "plotly", "weasyprint", "numpy")
@@ -44,8 +44,8 @@ import sys
 sys.argv = {argv!r}
 {call}
 """
-FAST = "from torchscale.cli.app import main; main()"
-TYPER_APP = "from torchscale.cli.root import app; app()"
+FAST = "from torchscale.interfaces.cli.app import main; main()"
+TYPER_APP = "from torchscale.interfaces.cli.root import app; app()"
 
 
 def _env(**settings: str) -> dict[str, str]:
@@ -117,7 +117,10 @@ def test_program_name_is_clicks(monkeypatch: pytest.MonkeyPatch) -> None:
         ("/usr/bin/torchscale", None),  # the console script
         ("torchscale", ""),  # a zipapp
         ("/x/torchscale/__main__.py", "torchscale"),  # python -m torchscale
-        ("/x/torchscale/cli/app.py", "torchscale.cli"),  # python -m torchscale.cli.app
+        (
+            "/x/torchscale/interfaces/cli/app.py",
+            "torchscale.interfaces.cli",
+        ),  # python -m torchscale.interfaces.cli.app
     ]
     for argv0, package in cases:
         main = ModuleType("__main__")
@@ -146,8 +149,8 @@ def test_only_the_root_help_and_version_are_answered_without_typer(
 
 
 def test_the_typer_app_is_built_from_the_same_facts() -> None:
-    from torchscale.cli import app as entry
-    from torchscale.cli.root import app
+    from torchscale.interfaces.cli import app as entry
+    from torchscale.interfaces.cli.root import app
 
     assert entry.app is app and entry.SUBCOMMANDS is root_help.SUBCOMMANDS
     assert app.info.help == root_help.ROOT_HELP
@@ -249,7 +252,7 @@ def test_no_gpu_here_says_only_what_is_certain(
         raise AssertionError("NVML asked where the build already answers")
 
     monkeypatch.setattr(hardware, "torch_build", lambda: build)
-    monkeypatch.setattr("torchscale.nvml.probe_nvml", (lambda: nvml) if nvml else no_nvml)
+    monkeypatch.setattr("torchscale.contracts.nvml.probe_nvml", (lambda: nvml) if nvml else no_nvml)
     monkeypatch.setattr(hardware, "_cuda_driver_loads", lambda: driver_loads)
     assert no_gpu_here() == why
     if nvml is not None and nvml.ok:
@@ -281,7 +284,7 @@ def test_this_node_asks_torch_where_a_gpu_may_be(monkeypatch: pytest.MonkeyPatch
 def test_this_node_without_a_gpu_is_the_cpu_node_torch_would_give() -> None:
     if no_gpu_here() is None:
         pytest.skip("a GPU may be here: torch is asked")
-    from torchscale import host
+    from torchscale.contracts import host
 
     assert host.cuda_gpu_count() == 0  # torch agrees: no GPU here
     assert hardware.this_node() == cpu_node()

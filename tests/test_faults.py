@@ -32,8 +32,9 @@ from tests.processes import (
     stop,
     wait_for,
 )
-from torchscale.cell import Status
-from torchscale.launch.diagnose import (
+from torchscale.contracts.cell import Status
+from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
+from torchscale.orchestration.launch.diagnose import (
     Frame,
     HangDiagnosis,
     RankPlace,
@@ -45,10 +46,9 @@ from torchscale.launch.diagnose import (
     read_pids,
     request_stacks,
 )
-from torchscale.launch.failure import classify_failure
-from torchscale.launch.process import ProcessOutcome, run_launch, run_logged
-from torchscale.launch.torchrun import LaunchCommand, torchrun_command
-from torchscale.rank_diagnostics import DIAGNOSTICS_ENV
+from torchscale.orchestration.launch.failure import classify_failure
+from torchscale.orchestration.launch.process import ProcessOutcome, run_launch, run_logged
+from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
 
 SITE = "/work/main/.venv/lib/python3.11/site-packages"
 FAULT_ENV = {"PYTHONPATH": str(REPO_ROOT)}
@@ -65,13 +65,13 @@ Current thread 0x00007ffb05c2eb80 (most recent call first):
   File "$SITE/torch/autograd/graph.py", line 979 in _engine_run_backward
   File "$SITE/torch/autograd/__init__.py", line 395 in backward
   File "$SITE/torch/_tensor.py", line 623 in backward
-  File "$REPO/torchscale/worker/trainer.py", line 160 in step
-  File "$REPO/torchscale/worker/measure.py", line 70 in warm_up
-  File "$REPO/torchscale/worker/measure.py", line 144 in measure
-  File "$REPO/torchscale/worker/main.py", line 97 in run
-  File "$REPO/torchscale/worker/main.py", line 119 in main
+  File "$REPO/torchscale/rank/worker/trainer.py", line 160 in step
+  File "$REPO/torchscale/rank/worker/measure.py", line 70 in warm_up
+  File "$REPO/torchscale/rank/worker/measure.py", line 144 in measure
+  File "$REPO/torchscale/rank/worker/main.py", line 97 in run
+  File "$REPO/torchscale/rank/worker/main.py", line 119 in main
   File "$SITE/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 367 in wrapper
-  File "$REPO/torchscale/worker/main.py", line 123 in <module>
+  File "$REPO/torchscale/rank/worker/main.py", line 123 in <module>
   File "<frozen runpy>", line 88 in _run_code
   File "<frozen runpy>", line 198 in _run_module_as_main
 """
@@ -86,14 +86,14 @@ Current thread 0x00007f90b2a8fb80 (most recent call first):
   File "$SITE/torch/nn/parallel/distributed.py", line 1890 in forward
   File "$SITE/torch/nn/modules/module.py", line 1789 in _call_impl
   File "$SITE/torch/nn/modules/module.py", line 1778 in _wrapped_call_impl
-  File "$REPO/torchscale/models/bundle.py", line 49 in call_model
-  File "$REPO/torchscale/worker/trainer.py", line 154 in step
-  File "$REPO/torchscale/worker/measure.py", line 70 in warm_up
-  File "$REPO/torchscale/worker/measure.py", line 144 in measure
-  File "$REPO/torchscale/worker/main.py", line 97 in run
-  File "$REPO/torchscale/worker/main.py", line 119 in main
+  File "$REPO/torchscale/rank/models/bundle.py", line 49 in call_model
+  File "$REPO/torchscale/rank/worker/trainer.py", line 154 in step
+  File "$REPO/torchscale/rank/worker/measure.py", line 70 in warm_up
+  File "$REPO/torchscale/rank/worker/measure.py", line 144 in measure
+  File "$REPO/torchscale/rank/worker/main.py", line 97 in run
+  File "$REPO/torchscale/rank/worker/main.py", line 119 in main
   File "$SITE/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 367 in wrapper
-  File "$REPO/torchscale/worker/main.py", line 123 in <module>
+  File "$REPO/torchscale/rank/worker/main.py", line 123 in <module>
   File "<frozen runpy>", line 88 in _run_code
   File "<frozen runpy>", line 198 in _run_module_as_main
 """
@@ -450,7 +450,7 @@ def test_timeout_reason_names_each_rank(tmp_path: Path) -> None:
 
 SLEEPER = """\
 import threading, time
-from torchscale.worker.diagnostics import install
+from torchscale.rank.worker.diagnostics import install
 
 
 def background():
@@ -566,7 +566,7 @@ def test_run_launch_clears_a_previous_runs_pid_files(tmp_path: Path) -> None:
 
 PDEATHSIG_PROBE = """\
 import ctypes, json, sys
-from torchscale.worker.diagnostics import install
+from torchscale.rank.worker.diagnostics import install
 install(json.loads(sys.argv[1]))
 value = ctypes.c_int()
 ctypes.CDLL(None).prctl(2, ctypes.byref(value), 0, 0, 0)  # PR_GET_PDEATHSIG
@@ -628,7 +628,7 @@ def test_the_worker_checks_its_torchrun_before_it_imports_torch() -> None:
     """The benchmark worker under a parent that is not torchrun exits before `import torch`
     (-X importtime lists every module imported, in order)."""
     run = subprocess.run(
-        [*UNDER_ANOTHER, sys.executable, "-X", "importtime", "-m", "torchscale.worker.main"],
+        [*UNDER_ANOTHER, sys.executable, "-X", "importtime", "-m", "torchscale.rank.worker.main"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -641,7 +641,7 @@ def test_the_worker_checks_its_torchrun_before_it_imports_torch() -> None:
         for line in run.stderr.splitlines()
         if line.startswith("import time:")
     ]
-    assert "torchscale.worker.diagnostics" in imported
+    assert "torchscale.rank.worker.diagnostics" in imported
     assert "torch" not in imported
 
 
@@ -649,7 +649,7 @@ def test_the_worker_checks_its_torchrun_before_it_imports_torch() -> None:
 # rank does
 ORPHAN_PROBE = """\
 import os, sys, time
-from torchscale.worker.diagnostics import install
+from torchscale.rank.worker.diagnostics import install
 parent = int(sys.argv[-1])
 deadline = time.monotonic() + 60
 while os.getppid() == parent and time.monotonic() < deadline:
@@ -885,7 +885,7 @@ def test_ranks_still_importing_torch_die_with_their_torchrun(tmp_path: Path) -> 
     spec = tmp_path / "spec.json"
     os.mkfifo(spec)
     command = torchrun_command(
-        "torchscale.worker.main",
+        "torchscale.rank.worker.main",
         ["--spec", str(spec)],
         nproc=2,
         device="cpu",
@@ -901,7 +901,7 @@ def test_ranks_still_importing_torch_die_with_their_torchrun(tmp_path: Path) -> 
         return [
             pid
             for pid, cmdline in scan_processes(marker)
-            if pid != torchrun.pid and "-m torchscale.worker.main" in cmdline
+            if pid != torchrun.pid and "-m torchscale.rank.worker.main" in cmdline
         ]
 
     try:

@@ -16,10 +16,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from torchscale.cli.app import app
-from torchscale.config import load_config
-from torchscale.config.hardware import GIB
-from torchscale.plan import Machine, build_plan
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.config import load_config
+from torchscale.orchestration.config.hardware import GIB
+from torchscale.orchestration.plan import Machine, build_plan
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "first-gpu-run.md"
@@ -79,7 +79,7 @@ def test_every_config_the_page_names_is_shipped_and_plans_on_its_node(name: str)
     assert validated.exit_code == 0, validated.output
     config = load_config(path)
     if config.launcher.kind == "slurm":  # planned as the login node plans it
-        from torchscale.schedulers.slurm.launcher import SlurmAllocations
+        from torchscale.orchestration.schedulers.slurm.launcher import SlurmAllocations
 
         machine = SlurmAllocations().machine(config)
     else:
@@ -124,7 +124,7 @@ def test_every_torchscale_command_on_the_page_parses(argv: list[str]) -> None:
 def test_the_oom_config_cannot_fit_by_the_auto_estimate() -> None:
     """Step 5's batch is far beyond what the estimate behind `batch_sizes: auto` fits on the
     page's GPUs, so the failure it is for happens."""
-    from torchscale.plan import batch_sizes
+    from torchscale.orchestration.plan import batch_sizes
 
     config = load_config(REPO / "examples" / "first-gpu-run" / "oom.yaml")
     (listed,) = {b for sizes in batch_sizes(config, NODE)[0].values() for b in sizes}
@@ -136,7 +136,7 @@ def test_the_oom_config_cannot_fit_by_the_auto_estimate() -> None:
 def test_the_two_node_batches_fit_by_the_auto_estimate() -> None:
     """The Slurm config lists its batches (auto cannot size them on a login node): none above
     what auto picks on the page's GPUs, and the largest is that pick."""
-    from torchscale.plan import batch_sizes
+    from torchscale.orchestration.plan import batch_sizes
 
     config = load_config(REPO / "examples" / "first-gpu-run" / "two-nodes.yaml")
     listed = sorted({b for sizes in batch_sizes(config, NODE)[0].values() for b in sizes})

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.analysis.fleet import (
+from torchscale.contracts.errors import UsageError
+from torchscale.offline.analysis.fleet import (
     VERDICT_FEW_NODES,
     VERDICT_OK,
     VERDICT_OUTLIER,
@@ -19,7 +20,6 @@ from torchscale.analysis.fleet import (
     fleet_outliers,
     max_slow_link_measurements,
 )
-from torchscale.errors import UsageError
 
 CHECKS = {  # check -> (typical value, higher_is_better, per GPU)
     "matmul_bf16_tflops": (780.0, True, True),

@@ -26,16 +26,21 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from torchscale.cell import CellIdentity
-from torchscale.cell_settings import DataConfig, MeasurementConfig, ModelSpec, TrainingConfig
-from torchscale.models import call_model
-from torchscale.worker import measure as measure_module
-from torchscale.worker import trainer as trainer_module
-from torchscale.worker.main import FLOP_COUNT_STEP
-from torchscale.worker.measure import META_COUNT_FAILED, Window, count_flops, measure
-from torchscale.worker.peaks import Tf32Settings, cell_peak, peak_tflops, read_tf32_settings
-from torchscale.worker.spec import WorkerSpec
-from torchscale.worker.trainer import Trainer, batch_norms, ddp_module
+from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.cell_settings import (
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    TrainingConfig,
+)
+from torchscale.rank.models import call_model
+from torchscale.rank.worker import measure as measure_module
+from torchscale.rank.worker import trainer as trainer_module
+from torchscale.rank.worker.main import FLOP_COUNT_STEP
+from torchscale.rank.worker.measure import META_COUNT_FAILED, Window, count_flops, measure
+from torchscale.rank.worker.peaks import Tf32Settings, cell_peak, peak_tflops, read_tf32_settings
+from torchscale.rank.worker.spec import WorkerSpec
+from torchscale.rank.worker.trainer import Trainer, batch_norms, ddp_module
 
 H100 = "NVIDIA H100 80GB HBM3"
 TF32_DEFAULTS = Tf32Settings(  # torch's defaults: cuDNN may use TF32, cuBLAS may not
@@ -256,7 +261,7 @@ def test_read_tf32_settings_follows_the_new_api() -> None:
     """In a fresh process: after the new API is used, reading the legacy flag raises."""
     script = (
         "import json, torch\n"
-        "from torchscale.worker.peaks import read_tf32_settings\n"
+        "from torchscale.rank.worker.peaks import read_tf32_settings\n"
         "torch.backends.cuda.matmul.fp32_precision = 'tf32'\n"
         "torch.backends.cudnn.conv.fp32_precision = 'ieee'\n"
         "r = read_tf32_settings()\n"
@@ -287,7 +292,7 @@ def test_facts_on_a_fake_cuda_device(
     peak: float | None,
     basis_has: str | None,
 ) -> None:
-    from torchscale.worker.main import _facts
+    from torchscale.rank.worker.main import _facts
 
     spec = make_spec(model=model)
     trainer = Trainer.build(spec, torch.device("cpu"))
@@ -326,7 +331,7 @@ def test_facts_on_a_fake_cuda_device(
 
 
 def test_cuda_device_turns_cudnn_benchmark_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchscale.worker.main import _device
+    from torchscale.rank.worker.main import _device
 
     monkeypatch.setattr(torch.cuda, "set_device", lambda _device: None)
     monkeypatch.setenv("LOCAL_RANK", "0")
@@ -398,7 +403,7 @@ def test_the_blockwise_loss_trains_the_step_the_plain_loss_does() -> None:
     """Through DDP's hooks and two accumulated micro-batches, a step with the eager blockwise
     loss (small blocks, so the tiny vocabulary spans several) moves every weight as the plain
     cross entropy does."""
-    from torchscale.models.token_loss import TokenLoss
+    from torchscale.rank.models.token_loss import TokenLoss
 
     gradients: list[dict[int, torch.Tensor]] = []
     for blockwise in (False, True):
@@ -668,7 +673,7 @@ def test_bf16_fsdp_transformer_steps_and_fp32_fsdp_has_no_policy() -> None:
 
 @pytest.mark.usefixtures("process_group")
 def test_facts_on_cpu_have_no_peak_and_no_tf32_record() -> None:
-    from torchscale.worker.main import _facts
+    from torchscale.rank.worker.main import _facts
 
     spec = make_spec(model="tiny-cnn", compile=True)
     facts = _facts(spec, Trainer.build(spec, torch.device("cpu")))

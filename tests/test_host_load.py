@@ -20,15 +20,15 @@ import pytest
 from fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml, NVMLError_Unknown
 
 from tests.test_telemetry import UUID, quiet_load, rank_telemetry
-from torchscale.cell import CellIdentity, Status
-from torchscale.results.frame import cells_table
-from torchscale.schema.cell_result import CellResult, RankTelemetry
-from torchscale.telemetry.host_source import HostSource, busy_cpu_seconds
-from torchscale.telemetry.nvml_source import NvmlSource
-from torchscale.telemetry.rank import CPU_NO_GPU
-from torchscale.telemetry.sampler import Sampler
-from torchscale.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
-from torchscale.telemetry.window_figures import (
+from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.schema.cell_result import CellResult, RankTelemetry
+from torchscale.offline.results.frame import cells_table
+from torchscale.rank.telemetry.host_source import HostSource, busy_cpu_seconds
+from torchscale.rank.telemetry.nvml_source import NvmlSource
+from torchscale.rank.telemetry.rank import CPU_NO_GPU
+from torchscale.rank.telemetry.sampler import Sampler
+from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
+from torchscale.rank.telemetry.window_figures import (
     NAMESPACE_PIDS,
     busy_warnings,
     combine,

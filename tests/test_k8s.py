@@ -22,12 +22,12 @@ import pytest
 import yaml
 from referencing import Registry, Resource
 
-from torchscale.config import load_config, parse_config
-from torchscale.config.schema import BenchConfig
-from torchscale.errors import ConfigError, LaunchError, ResultsError, UsageError
-from torchscale.plan import Machine, Plan, build_plan
-from torchscale.results.store import ResultStore
-from torchscale.schedulers.kubernetes.manifests import (
+from torchscale.contracts.errors import ConfigError, LaunchError, ResultsError, UsageError
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.config import load_config, parse_config
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.plan import Machine, Plan, build_plan
+from torchscale.orchestration.schedulers.kubernetes.manifests import (
     MAX_NAME,
     K8sManifest,
     apply_manifests,
@@ -36,7 +36,7 @@ from torchscale.schedulers.kubernetes.manifests import (
     object_name,
     write_k8s_manifests,
 )
-from torchscale.worker.spec import WorkerSpec
+from torchscale.rank.worker.spec import WorkerSpec
 
 FIXTURES = Path(__file__).parent / "fixtures" / "k8s"
 GPU_NODE = Machine(gpu_count=2, cpu_cores=8)
@@ -142,8 +142,8 @@ def node_counts(config: BenchConfig, machine: Machine = GPU_NODE) -> dict[str, i
 
 
 def torchrun_flags(argv: list[str]) -> list[str]:
-    """The torchrun flags of an argv: what comes before `-m torchscale.worker.main`."""
-    return argv[: argv.index("torchscale.worker.main") - 1]
+    """The torchrun flags of an argv: what comes before `-m torchscale.rank.worker.main`."""
+    return argv[: argv.index("torchscale.rank.worker.main") - 1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,7 +190,7 @@ def test_command_uses_the_operators_rendezvous() -> None:
     assert "--max-restarts=0" in flags
     # node rank and node 0's address come from PET_* set by the operator, never from us
     assert not [f for f in flags if f.startswith(("--node", "--master", "--rdzv"))]
-    assert argv[-4:] == ["-m", "torchscale.worker.main", "--spec", str(item.pod_spec_path)]
+    assert argv[-4:] == ["-m", "torchscale.rank.worker.main", "--spec", str(item.pod_spec_path)]
     env = kubelet_env(item.manifest["spec"]["trainer"]["env"])
     assert not RESERVED & env.keys()
     assert env["OMP_NUM_THREADS"] == "4"  # 8 cores / 2 ranks per node
@@ -604,7 +604,7 @@ def test_failing_apply_is_one_line_with_kubectls_message(
 def test_benchmark_dry_run_writes_the_manifests_and_applies_nothing(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from torchscale.cli.app import app
+    from torchscale.interfaces.cli.app import app
 
     cfg = tmp_path / "k.yaml"
     cfg.write_text(

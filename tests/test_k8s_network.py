@@ -26,10 +26,14 @@ from tests.test_k8s import (
     node_counts,
     trainjob_v21_schema,
 )
-from torchscale.errors import ConfigError
-from torchscale.launch.failure import _node_errors
-from torchscale.plan import Machine, build_plan
-from torchscale.schedulers.kubernetes.manifests import K8sManifest, network_warnings, pod_error_file
+from torchscale.contracts.errors import ConfigError
+from torchscale.orchestration.launch.failure import _node_errors
+from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.schedulers.kubernetes.manifests import (
+    K8sManifest,
+    network_warnings,
+    pod_error_file,
+)
 
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 REPLICA_INDEX = "training.kubeflow.org/replica-index"
@@ -87,8 +91,8 @@ def test_pytorchjob_master_and_each_worker_write_their_own() -> None:
 @pytest.mark.parametrize("api", ["trainjob", "pytorchjob"])
 def test_the_failure_reader_finds_every_pods_error(tmp_path: Path, api: str) -> None:
     """Every pod writes its exception into its own file on the claim; the host's failure
-    reader (torchscale/launch/failure.py, unchanged) reads them all from the launch's error
-    file, as it reads a Slurm step's nodes'. Before, every pod wrote the same file."""
+    reader (torchscale/orchestration/launch/failure.py, unchanged) reads them all from the launch's
+    error file, as it reads a Slurm step's nodes'. Before, every pod wrote the same file."""
     config = k8s_config(api=api, nodes="[3]")
     [item] = manifests_of(config)
     envs = trainjob_pod_envs(item, 3) if api == "trainjob" else pytorchjob_pod_envs(item)
@@ -232,7 +236,7 @@ def test_one_node_or_gloo_cells_are_not_warned_about() -> None:
 
 
 def test_benchmark_prints_the_warning(tmp_path: Path) -> None:
-    from torchscale.cli.app import app
+    from torchscale.interfaces.cli.app import app
 
     cfg = tmp_path / "k.yaml"
     cfg.write_text(

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from torchscale.cell import Device
-from torchscale.config.schema import BenchConfig
-from torchscale.launch.attempt import run_attempt
-from torchscale.launch.failure import classify_failure, read_error_file, root_cause
-from torchscale.launch.process import ProcessOutcome
-from torchscale.launch.torchrun import (
+from torchscale.contracts.cell import Device
+from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.launch.attempt import run_attempt
+from torchscale.orchestration.launch.failure import classify_failure, read_error_file, root_cause
+from torchscale.orchestration.launch.process import ProcessOutcome
+from torchscale.orchestration.launch.torchrun import (
     LaunchCommand,
     torchrun_command,
     visible_devices,
 )
-from torchscale.plan import WORKER_MODULE, Machine, build_plan
-from torchscale.rank_diagnostics import DIAGNOSTICS_ENV
+from torchscale.orchestration.plan import WORKER_MODULE, Machine, build_plan
 
 INHERITED = {
     "RANK": "3",
@@ -243,7 +243,7 @@ Traceback (most recent call last):
   File "torch/distributed/run.py", line 1, in <module>
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ============================================================
-torchscale.worker.main FAILED
+torchscale.rank.worker.main FAILED
 ------------------------------------------------------------
 Failures:
 [1]:
@@ -652,7 +652,7 @@ REUSE = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=107374
 def test_malloc_reuse_adds_only_the_thresholds_the_user_did_not_set(
     inherited: dict[str, str], expected: dict[str, str]
 ) -> None:
-    from torchscale.launch.cpu_malloc import malloc_reuse_env
+    from torchscale.orchestration.launch.cpu_malloc import malloc_reuse_env
 
     assert malloc_reuse_env(inherited) == expected
 

@@ -1,6 +1,7 @@
 """One launch path (issue 23), enforced: every torchrun torchscale starts (sweep cells, max-batch
 probes, Slurm steps, profiled runs, the collective sweep, validate's smoke test) goes through
-`torchscale.launch.attempt.run_attempt`, which alone calls `launch.process.run_launch`.
+`torchscale.orchestration.launch.attempt.run_attempt`, which alone calls
+`launch.process.run_launch`.
 
 What the rule covers: starting a torchrun launch (a `LaunchCommand` built by
 launch/torchrun.py, the `torch.distributed.run` argv). Other programs are started elsewhere,
@@ -18,30 +19,32 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "torchscale"
-LAUNCH = PACKAGE / "launch"
+LAUNCH = PACKAGE / "orchestration" / "launch"
 ONE_PATH = LAUNCH / "attempt.py"
 DEFINED = LAUNCH / "process.py"
 
 # module (relative to torchscale/) -> the programs it starts, none of them a torchrun launch
 STARTS_OTHER_PROGRAMS: dict[str, str] = {
-    "host.py": "python -c asking torch the GPUs' memory (batch_sizes: auto; no CUDA context "
-    "left in the host)",
-    "profiling/nsys.py": "nsys (--version, export to SQLite)",
-    "report/render/svg_worker.py": "the chart renderer's worker processes",
-    "schedulers/kubernetes/manifests.py": "kubectl",
-    "schedulers/slurm/client.py": "sbatch, squeue, scontrol, scancel",
-    "schedulers/slurm/driver.py": "srun of each node's environment record (run_logged)",
-    "schedulers/slurm/preflight.py": "srun of `torchscale validate --json` on every node "
+    "contracts/host.py": "python -c asking torch the GPUs' memory (batch_sizes: auto; no "
+    "CUDA context left in the host)",
+    "orchestration/profiling/nsys.py": "nsys (--version, export to SQLite)",
+    "interfaces/report/render/svg_worker.py": "the chart renderer's worker processes",
+    "orchestration/schedulers/kubernetes/manifests.py": "kubectl",
+    "orchestration/schedulers/slurm/client.py": "sbatch, squeue, scontrol, scancel",
+    "orchestration/schedulers/slurm/driver.py": "srun of each node's environment record "
     "(run_logged)",
-    "schedulers/slurm/node.py": "replaces itself with its node's torchrun, inside a run_attempt "
-    "launch",
-    "validate/checks_software.py": "`nsys --version`",
-    "validate/compile_toolchain.py": "python -m the compile probe (one kernel built and run)",
+    "orchestration/schedulers/slurm/preflight.py": "srun of `torchscale validate --json` on "
+    "every node (run_logged)",
+    "orchestration/schedulers/slurm/node.py": "replaces itself with its node's torchrun, "
+    "inside a run_attempt launch",
+    "orchestration/validate/checks_software.py": "`nsys --version`",
+    "orchestration/validate/compile_toolchain.py": "python -m the compile probe (one kernel "
+    "built and run)",
 }
 # a string torchrun's argv carries: only the builder (launch/torchrun.py) spells it, besides
 # these modules (relative to torchscale/) -> why
 MENTIONS_TORCHRUN: dict[str, str] = {
-    "validate/checks_software.py": "checks that torchrun can be imported",
+    "orchestration/validate/checks_software.py": "checks that torchrun can be imported",
 }
 TORCHRUN_MODULE = "torch.distributed.run"
 
@@ -140,7 +143,9 @@ def test_only_run_attempt_calls_run_launch() -> None:
         for path in _modules()
         if path not in (ONE_PATH, DEFINED) and "run_launch" in _names(_tree(path))
     ]
-    assert callers == [], "start torchrun through torchscale.launch.attempt.run_attempt"
+    assert callers == [], (
+        "start torchrun through torchscale.orchestration.launch.attempt.run_attempt"
+    )
     assert "run_launch" in _names(_tree(ONE_PATH))
 
 
@@ -162,8 +167,8 @@ def test_processes_outside_launch_are_listed_and_none_is_torchrun() -> None:
         ]
         starters[_relative(path)] = runs_a_launch
     assert sorted(starters) == sorted(STARTS_OTHER_PROGRAMS), (
-        "a module outside torchscale/launch/ starts processes: a torchrun goes through "
-        "launch.attempt.run_attempt; anything else is listed in STARTS_OTHER_PROGRAMS"
+        "a module outside torchscale/orchestration/launch/ starts processes: a torchrun goes "
+        "through launch.attempt.run_attempt; anything else is listed in STARTS_OTHER_PROGRAMS"
     )
     assert {module: calls for module, calls in starters.items() if calls} == {}, (
         "a LaunchCommand's argv is run outside launch.attempt.run_attempt"
@@ -178,7 +183,7 @@ def test_only_the_builder_spells_the_torchrun_module() -> None:
         and any(TORCHRUN_MODULE in text for text in _strings(_tree(path)))
     }
     assert spelled == set(MENTIONS_TORCHRUN), (
-        "build torchrun's argv with torchscale.launch.torchrun.torchrun_command"
+        "build torchrun's argv with torchscale.orchestration.launch.torchrun.torchrun_command"
     )
     assert any(TORCHRUN_MODULE in text for text in _strings(_tree(LAUNCH / "torchrun.py")))
 
@@ -187,7 +192,7 @@ def test_the_checks_see_a_direct_launch() -> None:
     """A module that runs a built command itself is caught, however it imports."""
     direct = ast.parse(
         "import subprocess\n"
-        "from torchscale.launch import process\n"
+        "from torchscale.orchestration.launch import process\n"
         "def go(command):\n"
         "    subprocess.run(command.argv, env=command.env)\n"
         "    process.run_launch(command, 60)\n"

@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from torchscale.validate import matmul_peak as mp
-from torchscale.worker.peaks import lookup
+from torchscale.orchestration.validate import matmul_peak as mp
+from torchscale.rank.worker.peaks import lookup
 
 
 class StepClock:

@@ -17,10 +17,13 @@ import pytest
 from fake_nvml import FakeGpu, FakeNvml
 from processes import REPO_ROOT, processes_mentioning
 
-from torchscale.cell import Status
-from torchscale.config.schema import BenchConfig
-from torchscale.memory import max_batch_runs as runner
-from torchscale.memory.max_batch_result import (
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellError, CellResult, Memory
+from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.memory import max_batch_runs as runner
+from torchscale.orchestration.memory.max_batch_result import (
     COLUMNS,
     CPU_UTILISATION,
     MaxBatchResult,
@@ -28,18 +31,15 @@ from torchscale.memory.max_batch_result import (
     load_max_batch,
     read_max_batch,
 )
-from torchscale.memory.max_batch_runs import (
+from torchscale.orchestration.memory.max_batch_runs import (
     known_fits,
     run_max_batch_search,
     search_groups,
     visible_device_total_bytes,
 )
-from torchscale.memory.probe import outcome_of, probe_cell, probe_measurement
-from torchscale.memory.search import ProbeOutcome, SearchOutcome, search_max_batch
-from torchscale.plan import Machine, build_plan
-from torchscale.results.directory_layout import ResultLayout
-from torchscale.results.store import ResultStore
-from torchscale.schema.cell_result import CellError, CellResult, Memory
+from torchscale.orchestration.memory.probe import outcome_of, probe_cell, probe_measurement
+from torchscale.orchestration.memory.search import ProbeOutcome, SearchOutcome, search_max_batch
+from torchscale.orchestration.plan import Machine, build_plan
 
 LIMIT = 4096
 CPU_MACHINE = Machine(gpu_count=0, cpu_cores=2)
@@ -426,10 +426,10 @@ def test_real_search_on_cpu_through_the_benchmark_command(tmp_path: Path) -> Non
     tables the answer."""
     from typer.testing import CliRunner
 
-    from torchscale.cli.app import app
-    from torchscale.report.build import ReportOptions, build_report
-    from torchscale.report.model import Table
-    from torchscale.report.sources import read_sources
+    from torchscale.interfaces.cli.app import app
+    from torchscale.interfaces.report.build import ReportOptions, build_report
+    from torchscale.interfaces.report.model import Table
+    from torchscale.interfaces.report.sources import read_sources
 
     cfg = tmp_path / "mb.yaml"
     data = {

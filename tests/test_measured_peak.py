@@ -10,10 +10,10 @@ import socket
 from pathlib import Path
 
 from torchscale.api import run_benchmark
-from torchscale.config.schema import BenchConfig
-from torchscale.results.directory_layout import ResultLayout
-from torchscale.results.versions import parse_cell_result
-from torchscale.worker.measured_peak import (
+from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.versions import parse_cell_result
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.rank.worker.measured_peak import (
     MeasuredPeak,
     cell_measured_peak,
     guarded_mfu,
@@ -108,9 +108,9 @@ def test_a_real_cpu_cell_reports_mfu_against_its_nodes_measured_peak(tmp_path: P
     assert abs(compute.mfu_measured - compute.achieved_tflops_per_device / peak) < 1e-12
     assert str(report) in (compute.measured_peak_basis or "")
     assert result.intervals is not None and result.intervals.mfu_measured is not None
-    from torchscale.report.build import ReportOptions, build_report
-    from torchscale.report.model import Table
-    from torchscale.report.sources import read_sources
+    from torchscale.interfaces.report.build import ReportOptions, build_report
+    from torchscale.interfaces.report.model import Table
+    from torchscale.interfaces.report.sources import read_sources
 
     report = build_report(read_sources(tmp_path / "mfu"), ReportOptions())
     tables = [b for s in report.sections for b in s.blocks if isinstance(b, Table)]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchscale.model_specs.registry import BUILTIN
-from torchscale.models import build_model
-from torchscale.models.activation_count import saved_activation_bytes
-from torchscale.models.memory_estimate import (
+from torchscale.contracts.model_specs.registry import BUILTIN
+from torchscale.rank.models import build_model
+from torchscale.rank.models.activation_count import saved_activation_bytes
+from torchscale.rank.models.memory_estimate import (
     ACTIVATION_MARGIN,
     CUDA_CONTEXT_BYTES,
     GIB,

@@ -1,6 +1,6 @@
 """The stored figures of the built-in models (each spec's `measured` and `strategies`,
-torchscale/model_specs/) equal what building them says, so `torchscale list` and `config init`
-can read them without importing torch and the specs can never drift from the model code. A
+torchscale/contracts/model_specs/) equal what building them says, so `torchscale list` and `config
+init` can read them without importing torch and the specs can never drift from the model code. A
 failure prints the value to paste."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.cell_settings import ModelSpec
-from torchscale.model_specs.listing import rows
-from torchscale.model_specs.registry import BUILTIN, stored
-from torchscale.model_specs.spec import Measured
-from torchscale.models import build_model, list_models, parameter_count
-from torchscale.models.registry import measure
-from torchscale.strategy_layouts import supported_strategies
+from torchscale.contracts.cell_settings import ModelSpec
+from torchscale.contracts.model_specs.listing import rows
+from torchscale.contracts.model_specs.registry import BUILTIN, stored
+from torchscale.contracts.model_specs.spec import Measured
+from torchscale.rank.models import build_model, list_models, parameter_count
+from torchscale.rank.models.registry import measure
+from torchscale.rank.strategy_layouts import supported_strategies
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = "tests.plugin_models:bundle_factory"
@@ -38,8 +38,8 @@ def test_stored_facts_equal_the_built_model(name: str) -> None:
     measured = measure(name)
     strategies = tuple(supported_strategies(ModelSpec(name=name)))
     assert (spec.measured, spec.strategies) == (measured, strategies), (
-        f"the spec of {name} (torchscale/model_specs/{spec.family}.py) is stale; it should "
-        "read:\n" + literal(measured, strategies)
+        f"the spec of {name} (torchscale/contracts/model_specs/{spec.family}.py) is stale; it "
+        "should read:\n" + literal(measured, strategies)
     )
 
 
@@ -96,7 +96,7 @@ def test_the_reference_flops_hold() -> None:
 def test_metadata_imports_without_torch() -> None:
     probe = (
         "import sys\n"
-        "from torchscale.model_specs.listing import rows\n"
+        "from torchscale.contracts.model_specs.listing import rows\n"
         "rows()\n"
         "print(sorted(m for m in ('torch', 'numpy', 'pydantic') if m in sys.modules))\n"
     )
@@ -117,7 +117,7 @@ def test_the_published_gpt2_counts_the_reference_flops() -> None:
 
 
 def test_gpt2_flops_are_the_stated_mfu_convention() -> None:
-    """torchscale/flop_convention.py: the counted step is 6N + 12LHQT per token with N the
+    """torchscale/contracts/flop_convention.py: the counted step is 6N + 12LHQT per token with N the
     matrix weights; nanoGPT's N adds biases and LayerNorm weights (it drops wpe too)."""
     import torch
 

@@ -11,10 +11,10 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from torchscale.catalog import BUILTIN_MODELS, WORKLOAD_MODELS
-from torchscale.errors import ModelError, TorchScaleError
-from torchscale.model_specs.registry import BUILTIN
-from torchscale.models import (
+from torchscale.contracts.catalog import BUILTIN_MODELS, WORKLOAD_MODELS
+from torchscale.contracts.errors import ModelError, TorchScaleError
+from torchscale.contracts.model_specs.registry import BUILTIN
+from torchscale.rank.models import (
     ModelBundle,
     build_model,
     call_model,
@@ -22,7 +22,7 @@ from torchscale.models import (
     load_plugin,
     parameter_count,
 )
-from torchscale.models.bert import BERT_BASE, BERT_LARGE, BertModel
+from torchscale.rank.models.bert import BERT_BASE, BERT_LARGE, BertModel
 
 DEFAULT_PARAMETERS = BUILTIN["transformer"].measured.parameters
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -381,7 +381,7 @@ def test_call_model_unpacks_tuples_and_mappings() -> None:
 
 
 def test_fsdp_units_keep_tied_weights_in_the_root_unit() -> None:
-    from torchscale.worker.trainer import fsdp_units
+    from torchscale.rank.worker.trainer import fsdp_units
 
     with torch.device("meta"):
         model = build_model("tiny-gpt2").model
@@ -422,7 +422,7 @@ def _tied_pair(seq_len: int = 16) -> tuple[ModelBundle, ModelBundle]:
     the zoo's (50,304 rows), the padded one holding the unpadded one's weights."""
     from dataclasses import replace
 
-    from torchscale.models import gpt2
+    from torchscale.rank.models import gpt2
 
     small = replace(gpt2.GPT2_SMALL, hidden=32, layers=1, heads=2, max_positions=seq_len)
     torch.manual_seed(0)
@@ -464,8 +464,8 @@ def test_padding_the_vocabulary_leaves_the_loss_and_real_gradients_unchanged() -
 def test_faithful_is_gpt2_as_published_and_refuses_what_it_fixes() -> None:
     """`faithful: true` sets dropout 0.1 and no padding; naming either beside it is an error
     in the config (one line) and in the builder."""
-    from torchscale.catalog import workload_options
-    from torchscale.cell_settings import ModelSpec
+    from torchscale.contracts.catalog import workload_options
+    from torchscale.contracts.cell_settings import ModelSpec
 
     with torch.device("meta"):
         model = build_model("tiny-gpt2", {"faithful": True}).model
@@ -491,7 +491,7 @@ def test_bert_padded_keeps_the_masked_lm_loss_and_real_gradients() -> None:
     real rows' gradients are the published model's; the pad rows and bias entries get none."""
     from dataclasses import replace
 
-    from torchscale.models import bert
+    from torchscale.rank.models import bert
 
     small = replace(bert.BERT_BASE, hidden=32, layers=1, heads=2, intermediate=64)
     torch.manual_seed(0)
@@ -533,8 +533,8 @@ def test_the_bf16_path_trains_the_fp32_model_within_bf16s_tolerance(
     (`training.bf16_activations`, a bf16 cell's default), computes the fp32 model's loss to
     bf16's precision and the same gradients in direction: what a bf16 cell trains is the
     model, only rounder."""
-    from torchscale.models.layers import set_bf16_activations
-    from torchscale.models.token_loss import TokenLoss
+    from torchscale.rank.models.layers import set_bf16_activations
+    from torchscale.rank.models.token_loss import TokenLoss
 
     _, padded = _tied_pair()
     padded.model.eval()
@@ -562,7 +562,7 @@ def test_the_bf16_path_trains_the_fp32_model_within_bf16s_tolerance(
 def _stream_dtypes(bundle: ModelBundle, autocast: bool) -> set[torch.dtype]:
     """The dtypes of every transformer block's input and output and every LayerNorm's output
     in one forward of `bundle`, under bf16 autocast or not."""
-    from torchscale.models.layers import Block
+    from torchscale.rank.models.layers import Block
 
     seen: set[torch.dtype] = set()
 
@@ -584,7 +584,7 @@ def test_bf16_activations_carry_the_residual_stream_in_bf16_only_when_asked(name
     output and every LayerNorm's output is bf16 (autocast alone leaves them fp32: the fp32
     embeddings start the stream and LayerNorm autocasts to fp32); outside autocast the
     setting changes nothing; the parameters stay fp32 either way."""
-    from torchscale.models.layers import set_bf16_activations
+    from torchscale.rank.models.layers import set_bf16_activations
 
     options = {"image_size": 32} if name == "vit-b16" else None
     bundle = build_model(name, options)
@@ -602,8 +602,8 @@ def test_bf16_stream_models_are_the_models_with_torchscales_residual_stream(name
     definition) is exactly the built-in models that `set_bf16_activations` reaches: a model
     left out would train an fp32 stream while its cell said bf16, one listed wrongly would
     move its cell's id for nothing."""
-    from torchscale.models.layers import set_bf16_activations
-    from torchscale.training_defaults import BF16_STREAM_MODELS
+    from torchscale.contracts.training_defaults import BF16_STREAM_MODELS
+    from torchscale.rank.models.layers import set_bf16_activations
 
     bundle = meta_build(name, None)
     assert (set_bf16_activations(bundle.model, True) > 0) == (name in BF16_STREAM_MODELS)
@@ -615,7 +615,7 @@ def test_the_plans_model_facts_are_the_models_own(name: str) -> None:
     building the model: its CONV_NETS and BLOCKWISE_LOSS_MODELS must be exactly the built-ins
     whose bundle convolves and carries the blockwise token loss, or a cell's id would say one
     thing and its rank train another."""
-    from torchscale.training_defaults import BLOCKWISE_LOSS_MODELS, CONV_NETS
+    from torchscale.contracts.training_defaults import BLOCKWISE_LOSS_MODELS, CONV_NETS
 
     bundle = meta_build(name, None)
     assert bundle.conv_net == (name in CONV_NETS)

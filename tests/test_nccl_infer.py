@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from torchscale.comm.nccl_infer import file_name_op, parse_command, ranks_from_bandwidth
+from torchscale.orchestration.comm.nccl_infer import (
+    file_name_op,
+    parse_command,
+    ranks_from_bandwidth,
+)
 
 
 @pytest.mark.parametrize(

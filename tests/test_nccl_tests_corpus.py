@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.comm.comm_result import CommResult
-from torchscale.comm.nccl_tests import NcclTestsFormatError, parse_text, read_nccl_tests
-from torchscale.errors import TorchScaleError
+from torchscale.contracts.errors import TorchScaleError
+from torchscale.orchestration.comm.comm_result import CommResult
+from torchscale.orchestration.comm.nccl_tests import (
+    NcclTestsFormatError,
+    parse_text,
+    read_nccl_tests,
+)
 
 CORPUS = Path(__file__).parent / "fixtures" / "nccl_tests_corpus"
 ROW_PROBLEM = re.compile(r"^(run at line \d+: )?line \d+ \(\d+ B\): ")

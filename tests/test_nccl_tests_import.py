@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.analysis.nccl_bandwidth import busbw_factor
-from torchscale.comm.comm_result import CommResult
-from torchscale.comm.nccl_tests import (
+from torchscale.contracts.errors import TorchScaleError, UsageError
+from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
+from torchscale.orchestration.comm.comm_result import CommResult
+from torchscale.orchestration.comm.nccl_tests import (
     TYPES,
     NcclTestsFormatError,
     parse_json,
     parse_text,
     read_nccl_tests,
 )
-from torchscale.errors import TorchScaleError, UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nccl_tests"
 H100 = "NVIDIA H100 80GB HBM3"

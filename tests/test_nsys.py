@@ -16,9 +16,11 @@ import pandas as pd
 import pytest
 
 from tests.processes import kill_mentioning
-from torchscale.errors import LaunchError, TraceError
-from torchscale.launch.torchrun import torchrun_command
-from torchscale.profiling.nsys import (
+from torchscale.contracts.errors import LaunchError, TraceError
+from torchscale.offline.traces.nsys_sqlite import read_nsys_sqlite
+from torchscale.offline.traces.rank_trace import EVENT_COLUMNS, KINDS
+from torchscale.orchestration.launch.torchrun import torchrun_command
+from torchscale.orchestration.profiling.nsys import (
     REDACTED,
     NsysInstall,
     expect_report,
@@ -30,8 +32,6 @@ from torchscale.profiling.nsys import (
     report_path,
     wrap_launch,
 )
-from torchscale.traces.nsys_sqlite import read_nsys_sqlite
-from torchscale.traces.rank_trace import EVENT_COLUMNS, KINDS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

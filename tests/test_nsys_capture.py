@@ -18,23 +18,23 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from torchscale.config import parse_config
-from torchscale.launch.torchrun import torchrun_command
-from torchscale.plan import Machine, build_plan
-from torchscale.profiling import nsys as nsys_mod
-from torchscale.profiling import session
-from torchscale.profiling.nsys import (
+from torchscale.contracts.schema.cell_result import CellResult, Estimate, Intervals, StepTimeStats
+from torchscale.orchestration.config import parse_config
+from torchscale.orchestration.launch.torchrun import torchrun_command
+from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.profiling import nsys as nsys_mod
+from torchscale.orchestration.profiling import session
+from torchscale.orchestration.profiling.nsys import (
     NsysInstall,
     capture_argv,
     default_capture,
     nsys_profile_argv,
     wrap_launch,
 )
-from torchscale.profiling.overhead import capture_overhead
-from torchscale.schema.cell_result import CellResult, Estimate, Intervals, StepTimeStats
-from torchscale.worker import capture as capture_mod
-from torchscale.worker import markers
-from torchscale.worker.capture import (
+from torchscale.orchestration.profiling.overhead import capture_overhead
+from torchscale.rank.worker import capture as capture_mod
+from torchscale.rank.worker import markers
+from torchscale.rank.worker.capture import (
     CAPTURE_ENV,
     NVTX_CAPTURE,
     Trigger,
@@ -42,7 +42,7 @@ from torchscale.worker.capture import (
     capture_range,
     nsys_trigger,
 )
-from torchscale.worker.spec import ProfileSpec
+from torchscale.rank.worker.spec import ProfileSpec
 
 INNER = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=8", "-m", "w"]
 NSYS = NsysInstall(Path("/opt/nsys"), "2022.4.2.1", "PATH")

@@ -24,13 +24,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import torchscale.atomic
-from torchscale.cell import Status
-from torchscale.cli.app import app
-from torchscale.errors import OutputDirError, ResultsError
-from torchscale.report.terminal.cells import cell_name
-from torchscale.results.store import ResultStore, check_output_dir
-from torchscale.schema.cell_result import CellResult
+import torchscale.contracts.atomic
+from torchscale.contracts.cell import Status
+from torchscale.contracts.errors import OutputDirError, ResultsError
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.terminal.cells import cell_name
+from torchscale.offline.results.store import ResultStore, check_output_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TINY: dict[str, Any] = {
@@ -173,7 +173,7 @@ def test_a_failed_write_is_one_resultserror_naming_the_path(
     )
     store.write_cell(result)
     before = store.cell_path("c").read_bytes()
-    monkeypatch.setattr(torchscale.atomic.os, "fsync", full)
+    monkeypatch.setattr(torchscale.contracts.atomic.os, "fsync", full)
     with pytest.raises(ResultsError) as caught:
         store.write_cell(result.model_copy(update={"status": Status.FAILED}))
     message = str(caught.value)
@@ -258,8 +258,8 @@ def test_disk_full_mid_sweep_stops_cleanly_and_resume_finishes(tmp_path: Path) -
 
 
 def _one_cell_plan(tmp_path: Path) -> Any:
-    from torchscale.config.loader import load_config
-    from torchscale.plan import Machine, build_plan
+    from torchscale.orchestration.config.loader import load_config
+    from torchscale.orchestration.plan import Machine, build_plan
 
     config = load_config(write_config(tmp_path / "c.yaml", "rerun"), ["batch_sizes=[4]"])
     return build_plan(config, Machine(gpu_count=0, cpu_cores=2))
@@ -270,8 +270,8 @@ def test_an_interrupted_rerun_keeps_the_earlier_result(
 ) -> None:
     """Rerunning a cell (no --resume) that is stopped mid-launch must leave its earlier
     result in cells/ as it was: the new launch writes elsewhere until it is over."""
-    import torchscale.launch.attempt as attempt
-    import torchscale.sweep as sweep
+    import torchscale.orchestration.launch.attempt as attempt
+    import torchscale.orchestration.sweep as sweep
 
     plan = _one_cell_plan(tmp_path)
     (planned,) = plan.cells
@@ -300,9 +300,9 @@ def test_an_interrupted_rerun_keeps_the_earlier_result(
 def test_a_finished_attempt_is_moved_into_cells(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import torchscale.launch.attempt as attempt
-    import torchscale.sweep as sweep
-    from torchscale.launch.process import ProcessOutcome
+    import torchscale.orchestration.launch.attempt as attempt
+    import torchscale.orchestration.sweep as sweep
+    from torchscale.orchestration.launch.process import ProcessOutcome
 
     plan = _one_cell_plan(tmp_path)
     (planned,) = plan.cells

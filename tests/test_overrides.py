@@ -13,10 +13,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from torchscale.cli.app import app
-from torchscale.cli.shared_options import as_set_options
-from torchscale.config import parse_config
-from torchscale.errors import ConfigError
+from torchscale.contracts.errors import ConfigError
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.cli.shared_options import as_set_options
+from torchscale.orchestration.config import parse_config
 
 CONFIG: dict[str, Any] = {
     "experiment_name": "tiny",

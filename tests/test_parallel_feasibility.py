@@ -10,11 +10,11 @@ import torch
 from torch import nn
 
 from tests.parallel_ranks import batch, build, forward
-from torchscale.models import build_model
-from torchscale.models.bert import BertConfig, BertForMaskedLM
-from torchscale.parallel import ParallelLayout, infeasible, layout_problem
-from torchscale.parallel.pieces import block_ranges, split_at_blocks
-from torchscale.parallel.rank_layout import theoretical_bubble
+from torchscale.rank.models import build_model
+from torchscale.rank.models.bert import BertConfig, BertForMaskedLM
+from torchscale.rank.parallel import ParallelLayout, infeasible, layout_problem
+from torchscale.rank.parallel.pieces import block_ranges, split_at_blocks
+from torchscale.rank.parallel.rank_layout import theoretical_bubble
 
 
 def meta_model(name: str, **options: Any) -> nn.Module:

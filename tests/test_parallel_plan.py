@@ -1,6 +1,6 @@
 """A new model needs only its own module and a registry entry: the ParallelPlan it declares
-(torchscale/models/parallel_plan.py) is all torchscale/parallel/ reads, whether the model is
-registered as a built-in or loaded as a plug-in (no torchrun here)."""
+(torchscale/rank/models/parallel_plan.py) is all torchscale/rank/parallel/ reads, whether the model
+is registered as a built-in or loaded as a plug-in (no torchrun here)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import torch
 from tests.added_model import TINY_DECODER
 from tests.conftest import REPO_ROOT
 from tests.plugin_models import TinyDecoder
-from torchscale.cell_settings import ModelSpec
-from torchscale.model_specs.registry import BUILTIN
-from torchscale.models import build_model
-from torchscale.models.parallel_plan import plan_of
-from torchscale.parallel import ParallelLayout, infeasible
-from torchscale.parallel.pieces import split_at_blocks
-from torchscale.strategy_layouts import supported_strategies
+from torchscale.contracts.cell_settings import ModelSpec
+from torchscale.contracts.model_specs.registry import BUILTIN
+from torchscale.rank.models import build_model
+from torchscale.rank.models.parallel_plan import plan_of
+from torchscale.rank.parallel import ParallelLayout, infeasible
+from torchscale.rank.parallel.pieces import split_at_blocks
+from torchscale.rank.strategy_layouts import supported_strategies
 
 PLUGIN = "tests.plugin_models:decoder"
 

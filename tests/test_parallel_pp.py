@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.parallel_ranks import build, launch, reference_losses
-from torchscale.models import parameter_count
+from torchscale.rank.models import parameter_count
 
 RTOL = 1e-5
 

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tests.parallel_ranks import launch, reference_losses
-from torchscale.models.layers import SelfAttention
+from torchscale.rank.models.layers import SelfAttention
 
 RTOL = 1e-5
 

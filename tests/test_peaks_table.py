@@ -1,4 +1,4 @@
-"""The MFU peak table (torchscale/worker/peaks.py) against the device names drivers really
+"""The MFU peak table (torchscale/rank/worker/peaks.py) against the device names drivers really
 report: NVML's nvmlDeviceGetName (the same string torch.cuda.get_device_name gives on NVIDIA)
 and ROCm's torch.cuda.get_device_name / amdsmi's names on AMD. A partial match must never give
 a GPU its neighbour's peak ("GH200" is not "H200", "GB200" not "B200", "MI308X" not "MI300X").
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from torchscale.config.hardware import PROFILES
-from torchscale.worker.peaks import (
+from torchscale.orchestration.config.hardware import PROFILES
+from torchscale.rank.worker.peaks import (
     GPU_PEAKS,
     GpuPeaks,
     Tf32Settings,

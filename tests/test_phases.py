@@ -25,25 +25,25 @@ import torch
 import torch.distributed as dist
 
 from tests.test_aggregate import make_rank, make_spec, run
-from torchscale.cell import CellIdentity
-from torchscale.cell_settings import (
+from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.cell_settings import (
     DataConfig,
     MeasurementConfig,
     ModelSpec,
     TelemetryConfig,
     TrainingConfig,
 )
-from torchscale.errors import UsageError
-from torchscale.results.frame import cells_table, ranks_table
-from torchscale.schema.cell_result import CellResult
-from torchscale.step_phases import INJECTED_DELAY_RANGE
-from torchscale.step_phases import STEP_PHASES as PHASES
-from torchscale.worker import markers
-from torchscale.worker.delay import RankDelays, parse_delay
-from torchscale.worker.measure import run_window
-from torchscale.worker.phases import FSDP_REASON
-from torchscale.worker.spec import DelaySpec, ProfileSpec, WorkerSpec
-from torchscale.worker.trainer import Trainer
+from torchscale.contracts.errors import UsageError
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
+from torchscale.contracts.step_phases import STEP_PHASES as PHASES
+from torchscale.offline.results.frame import cells_table, ranks_table
+from torchscale.rank.worker import markers
+from torchscale.rank.worker.delay import RankDelays, parse_delay
+from torchscale.rank.worker.measure import run_window
+from torchscale.rank.worker.phases import FSDP_REASON
+from torchscale.rank.worker.spec import DelaySpec, ProfileSpec, WorkerSpec
+from torchscale.rank.worker.trainer import Trainer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SYNC = (0.075, 0.075, 0.075, 0.075)
@@ -382,7 +382,7 @@ def test_rank_delays() -> None:
 
 def test_delay_module_does_not_import_torch() -> None:
     """The CLI parses --inject-delay before launching anything: no torch import for that."""
-    code = "import sys, torchscale.worker.delay; print('torch' in sys.modules)"
+    code = "import sys, torchscale.rank.worker.delay; print('torch' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
@@ -619,7 +619,7 @@ def straggler_cell(tmp_path_factory: pytest.TempPathFactory) -> tuple[CellResult
             sys.executable,
             *("-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"),
             "--max-restarts=0",
-            *("-m", "torchscale.worker.main", "--spec", str(spec_path)),
+            *("-m", "torchscale.rank.worker.main", "--spec", str(spec_path)),
         ],
         env=env,
         capture_output=True,

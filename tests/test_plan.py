@@ -14,13 +14,20 @@ from typing import Any
 
 import pytest
 
-from torchscale.cell import Status
-from torchscale.config.loader import parse_config
-from torchscale.config.schema import BenchConfig
-from torchscale.plan import Machine, Plan, PlannedCell, build_plan, resolve_backend, resolve_device
-from torchscale.results.store import ResultStore
-from torchscale.schema.cell_result import CellError
-from torchscale.sweep import unmeasured_result
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellError
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.config.loader import parse_config
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.plan import (
+    Machine,
+    Plan,
+    PlannedCell,
+    build_plan,
+    resolve_backend,
+    resolve_device,
+)
+from torchscale.orchestration.sweep import unmeasured_result
 
 CPU_BOX = Machine(gpu_count=0, cpu_cores=2)
 GPU_BOX = Machine(gpu_count=2, cpu_cores=32)
@@ -117,8 +124,8 @@ measurement: {steps: 7, repeats: 2}
 
 IDS_SCRIPT = """\
 import json, sys
-from torchscale.config.loader import parse_config
-from torchscale.plan import Machine, build_plan
+from torchscale.orchestration.config.loader import parse_config
+from torchscale.orchestration.plan import Machine, build_plan
 config = parse_config(sys.stdin.read())
 print(json.dumps([p.cell.id for p in build_plan(config, Machine(0, 2))]))
 """
@@ -355,8 +362,8 @@ def test_examples_plan_and_build_on_a_gpu_node(path: Path) -> None:
     it builds with its options (on the meta device: no memory)."""
     import torch
 
-    from torchscale.config.loader import load_config
-    from torchscale.models import build_model
+    from torchscale.orchestration.config.loader import load_config
+    from torchscale.rank.models import build_model
 
     config = load_config(path)
     plan = build_plan(config, Machine(gpu_count=8, cpu_cores=64))
@@ -579,8 +586,8 @@ def test_auto_batches_fill_the_gpu_by_the_memory_estimate() -> None:
     of two its memory estimate fits in 80 % of the GPU, one batch each, with the line that says
     why; GPT-2 bf16 on 80 GiB: 64 (the max-batch search found 75 with the older, hungrier
     workload), fp32 half of it."""
-    from torchscale.model_specs.registry import BUILTIN
-    from torchscale.models.memory_estimate import activation_bytes, fitting_batch
+    from torchscale.contracts.model_specs.registry import BUILTIN
+    from torchscale.rank.models.memory_estimate import activation_bytes, fitting_batch
 
     config = make_config(
         models=["gpt2", "resnet50"],
@@ -640,7 +647,7 @@ def test_auto_batches_on_cpu_keep_under_max_batch_limit() -> None:
 
 def test_auto_batches_need_the_gpus_memory() -> None:
     """Slurm and Kubernetes cells run on nodes the host cannot read: one clear line."""
-    from torchscale.errors import UsageError
+    from torchscale.contracts.errors import UsageError
 
     config = make_config(batch_sizes="auto", gpu_counts=[1], device="cuda")
     with pytest.raises(UsageError, match="batch_sizes: auto sizes each batch from the GPU's"):

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from torchscale.cli.app import app
-from torchscale.durations import parse_duration
-from torchscale.errors import UsageError
-from torchscale.profiling.analyze import analyze_directory
-from torchscale.report.diagnosis_text import straggler_text
-from torchscale.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.durations import parse_duration
+from torchscale.contracts.errors import UsageError
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.diagnosis_text import straggler_text
+from torchscale.orchestration.profiling.analyze import analyze_directory
 
 SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 needs_shared = pytest.mark.skipif(
@@ -144,7 +144,7 @@ def test_cli_on_the_shared_traces_prints_and_writes_only_where_asked(tmp_path: P
 
 
 def _synthetic(tmp_path: Path, ranks: int, **kwargs: object) -> Path:
-    from torchscale.traces.synthetic import write_synthetic_traces
+    from torchscale.offline.traces.synthetic import write_synthetic_traces
 
     out = tmp_path / f"synthetic{ranks}"
     write_synthetic_traces(out, ranks=ranks, **kwargs)  # type: ignore[arg-type]
@@ -275,7 +275,7 @@ def test_target_changes_what_is_reported(tmp_path: Path) -> None:
 
 
 def test_schema_1_analysis_files_still_load(tmp_path: Path) -> None:
-    from torchscale.report.sources import read_analysis
+    from torchscale.interfaces.report.sources import read_analysis
 
     directory = _synthetic(tmp_path, 2, steps=3)
     current = analyze_directory(directory).model_dump(mode="json")

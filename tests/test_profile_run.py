@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from torchscale.cli.app import app
-from torchscale.report.diagnosis_text import split_text, straggler_text
-from torchscale.results.versions import read_cell_result
-from torchscale.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
+from torchscale.offline.results.versions import read_cell_result
 
 DELAY_MS = 50.0
 
@@ -235,7 +235,7 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
     """`--tool nsys`: the torchrun launch inside `nsys profile`, exported to SQLite and read.
     On CPU nsys sees no collectives (no kernels): the stall is unavailable with the reason,
     while the ranks, steps and phases come through the NVTX marks."""
-    from torchscale.profiling.nsys import find_nsys, nsys_unavailable_reason
+    from torchscale.orchestration.profiling.nsys import find_nsys, nsys_unavailable_reason
 
     if find_nsys() is None:
         pytest.skip(f"Nsight Systems not available: {nsys_unavailable_reason()}")

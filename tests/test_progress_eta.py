@@ -1,6 +1,6 @@
 """Where a sweep stands (issue 25): cell i/N, elapsed, and an ETA from the plan's estimates
-corrected by the measured cells (torchscale.report.progress), in the running lines that logs
-and CI see (no TTY needed)."""
+corrected by the measured cells (torchscale.interfaces.report.progress), in the running lines that
+logs and CI see (no TTY needed)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from torchscale.cli import benchmark_cmd, common
-from torchscale.config.schema import BenchConfig
-from torchscale.plan import Machine, build_plan
-from torchscale.report.progress import (
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.cli import benchmark_cmd, common
+from torchscale.interfaces.report.progress import (
     Finished,
     SweepProgress,
     duration_text,
     eta_s,
     position_text,
 )
-from torchscale.schema.cell_result import CellResult
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.plan import Machine, build_plan
 
 
 class FakeClock:

@@ -22,13 +22,18 @@ from pathlib import Path
 import pytest
 
 from tests.processes import REPO_ROOT, kill_mentioning
-from torchscale.cell import Status
-from torchscale.launch.diagnose import read_identities, read_pids
-from torchscale.launch.failure import RankMap, classify_failure, one_node, rank_errors
-from torchscale.launch.process import ProcessOutcome
-from torchscale.launch.torchrun import LaunchCommand, torchrun_command
-from torchscale.rank_diagnostics import DIAGNOSTICS_ENV, RankIdentity, identity_file, pid_file
-from torchscale.worker.diagnostics import rank_identity
+from torchscale.contracts.cell import Status
+from torchscale.contracts.rank_diagnostics import (
+    DIAGNOSTICS_ENV,
+    RankIdentity,
+    identity_file,
+    pid_file,
+)
+from torchscale.orchestration.launch.diagnose import read_identities, read_pids
+from torchscale.orchestration.launch.failure import RankMap, classify_failure, one_node, rank_errors
+from torchscale.orchestration.launch.process import ProcessOutcome
+from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.rank.worker.diagnostics import rank_identity
 
 OOM = "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
 PEER = (
@@ -48,7 +53,7 @@ RUNS = {0: "job-7_a1b2", 1: "job-7_c3d4"}  # torchrun's per-node run directory
 def two_nodes(log_dir: Path) -> LaunchCommand:
     """The cell's torchrun as each node of a 2-node Slurm step runs it."""
     return torchrun_command(
-        "torchscale.worker.main",
+        "torchscale.rank.worker.main",
         [],
         nproc=2,
         device="cpu",
@@ -157,7 +162,7 @@ def test_install_writes_the_identity_beside_the_pid(tmp_path: Path) -> None:
         "GROUP_RANK": "2",
         "SLURM_NODEID": "0",
     }
-    script = "from torchscale.worker.diagnostics import install; install(); print('ok')"
+    script = "from torchscale.rank.worker.diagnostics import install; install(); print('ok')"
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
     )
@@ -264,9 +269,10 @@ def free_port() -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="127.0.0.0/8 on loopback")
 def test_ranks_numbered_by_a_real_rendezvous_are_named_by_their_records(tmp_path: Path) -> None:
-    """Two torchrun agents on this host as Slurm nodes 0 and 1 (torchscale.schedulers.slurm.node
-    gives each its ranks/node<k>/ and error file), at addresses that sort like gpu9 and gpu10: the
-    rendezvous makes Slurm node 1 group rank 0. Every rank raises an OOM naming its RANK."""
+    """Two torchrun agents on this host as Slurm nodes 0 and 1
+    (torchscale.orchestration.schedulers.slurm.node gives each its ranks/node<k>/ and error file),
+    at addresses that sort like gpu9 and gpu10: the rendezvous makes Slurm node 1 group rank 0.
+    Every rank raises an OOM naming its RANK."""
     log_dir = tmp_path / "cell"
     port = free_port()
     commands = [
@@ -294,7 +300,13 @@ def test_ranks_numbered_by_a_real_rendezvous_are_named_by_their_records(tmp_path
         with commands[0].log_path.open("wb") as log:
             agents = [
                 subprocess.Popen(
-                    [sys.executable, "-m", "torchscale.schedulers.slurm.node", "--", *command.argv],
+                    [
+                        sys.executable,
+                        "-m",
+                        "torchscale.orchestration.schedulers.slurm.node",
+                        "--",
+                        *command.argv,
+                    ],
                     env={**command.env, "SLURM_NODEID": str(node)},
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -42,8 +42,8 @@ def test_the_probe_sees_an_import() -> None:
 @pytest.mark.parametrize(
     ("module", "unwanted"),
     [
-        ("torchscale.worker.main", ("scipy", "pandas")),  # every rank of every cell
-        ("torchscale.sweep", ("scipy",)),  # the sweep's own process
+        ("torchscale.rank.worker.main", ("scipy", "pandas")),  # every rank of every cell
+        ("torchscale.orchestration.sweep", ("scipy",)),  # the sweep's own process
     ],
 )
 def test_no_scipy_or_pandas_before_the_windows(module: str, unwanted: tuple[str, ...]) -> None:

@@ -1,4 +1,4 @@
-"""Terminal rendering (torchscale.report.terminal): levels come from the data, every user
+"""Terminal rendering (torchscale.interfaces.report.terminal): levels come from the data, every user
 string is escaped, the tables show what the flat cells table holds."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from torchscale.cell import Status
-from torchscale.config.schema import BenchConfig
-from torchscale.plan import Machine, build_plan
-from torchscale.report.render.formatting import format_value
-from torchscale.report.terminal.cells import cell_lines, reused_line, running_line
-from torchscale.report.terminal.dry_run import plan_lines
-from torchscale.report.terminal.sweep_tables import model_tables
-from torchscale.results.frame import cells_table
-from torchscale.results.store import ResultStore
-from torchscale.schema.cell_result import CellError, CellResult
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellError, CellResult
+from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.terminal.cells import cell_lines, reused_line, running_line
+from torchscale.interfaces.report.terminal.dry_run import plan_lines
+from torchscale.interfaces.report.terminal.sweep_tables import model_tables
+from torchscale.offline.results.frame import cells_table
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.plan import Machine, build_plan
 
 
 def identity(**overrides: Any) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def test_step_model_lines_come_from_the_diagnosis() -> None:
     and a named straggler is a warning; the cross-checks come with -v only, a disagreeing one
     as one line without it."""
     from tests.test_aggregate import make_rank, run
-    from torchscale.report.diagnosis_text import straggler_text
+    from torchscale.interfaces.report.diagnosis_text import straggler_text
 
     phases = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}
     result = run(
@@ -210,7 +210,7 @@ def test_benchmark_table_never_cuts_a_figure_on_a_narrow_console() -> None:
     import pandas as pd
     from rich.console import Console
 
-    from torchscale.report.terminal.sweep_tables import model_tables
+    from torchscale.interfaces.report.terminal.sweep_tables import model_tables
 
     row = {
         "model_label": "gpt2",

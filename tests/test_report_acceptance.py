@@ -9,13 +9,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.model import Report, Table, Text
-from torchscale.report.render import renderer
-from torchscale.report.render.term import render as render_term
-from torchscale.report.sources import read_sources
-from torchscale.results.directory_layout import ResultLayout
-from torchscale.validate.check_result import Measurement, Status, ValidateReport
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.model import Report, Table, Text
+from torchscale.interfaces.report.render import renderer
+from torchscale.interfaces.report.render.term import render as render_term
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.orchestration.validate.check_result import Measurement, Status, ValidateReport
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

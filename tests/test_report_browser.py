@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from report_sample import HOSTILE, sample_report
 
-from torchscale.report.model import Report
-from torchscale.report.render.html import render
+from torchscale.interfaces.report.model import Report
+from torchscale.interfaces.report.render.html import render
 
 CHROMIUM = shutil.which("chromium")
 TIMEOUT_S = 90

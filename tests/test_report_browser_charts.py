@@ -17,10 +17,10 @@ from report_sample import paired_chart, sample_report
 from scale_sample import one_per_family, scale_report
 from test_report_browser import CHROMIUM, Node, Tree, chromium_argv, run_chromium, wait_gone
 
-from torchscale.report.charts.plot import plot
-from torchscale.report.model import Chart, Report, Section
-from torchscale.report.render import svg_charts
-from torchscale.report.render.html import render
+from torchscale.interfaces.report.charts.plot import plot
+from torchscale.interfaces.report.model import Chart, Report, Section
+from torchscale.interfaces.report.render import svg_charts
+from torchscale.interfaces.report.render.html import render
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,

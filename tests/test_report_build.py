@@ -25,12 +25,9 @@ import pytest
 
 import torchscale
 import torchscale.results
-from torchscale.analysis.cost import cost_per_million, cost_table, gpu_hours_per_million
-from torchscale.analysis.scaling_efficiency import STRONG_GROUP_COLUMNS, scaling_table
-from torchscale.analysis.uncertainty import median_of_repeats
-from torchscale.errors import ResultsError, UsageError
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.model import (
+from torchscale.contracts.errors import ResultsError, UsageError
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.model import (
     Chart,
     Findings,
     KeyFigures,
@@ -40,9 +37,12 @@ from torchscale.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.report.render import term
-from torchscale.report.sections.summary import NO_PRICE
-from torchscale.report.sources import read_sources
+from torchscale.interfaces.report.render import term
+from torchscale.interfaces.report.sections.summary import NO_PRICE
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.analysis.cost import cost_per_million, cost_table, gpu_hours_per_million
+from torchscale.offline.analysis.scaling_efficiency import STRONG_GROUP_COLUMNS, scaling_table
+from torchscale.offline.analysis.uncertainty import median_of_repeats
 
 FIXTURES = Path(__file__).parent / "fixtures"
 V3 = FIXTURES / "results_v3"

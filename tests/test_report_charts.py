@@ -22,9 +22,9 @@ from matplotlib.text import Text
 from report_sample import paired_chart, sample_report
 from typer.testing import CliRunner
 
-from torchscale.cli.app import app
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.model import (
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.model import (
     Band,
     Chart,
     Finding,
@@ -34,11 +34,11 @@ from torchscale.report.model import (
     Section,
     Series,
 )
-from torchscale.report.model import (
+from torchscale.interfaces.report.model import (
     Text as TextBlock,
 )
-from torchscale.report.render import markdown, pdf, svg_charts
-from torchscale.report.render.formatting import (
+from torchscale.interfaces.report.render import markdown, pdf, svg_charts
+from torchscale.interfaces.report.render.formatting import (
     SEVERITY_COLOUR,
     code_spans,
     heatmap_scale,
@@ -46,12 +46,12 @@ from torchscale.report.render.formatting import (
     strip_code,
     tick_labels,
 )
-from torchscale.report.render.html import render as render_html
-from torchscale.report.render.plotly_charts import figure
-from torchscale.report.sections import scaling
-from torchscale.report.sections.baseline import CHART_VERDICTS
-from torchscale.report.sections.context import RankUnits
-from torchscale.report.sources import read_sources
+from torchscale.interfaces.report.render.html import render as render_html
+from torchscale.interfaces.report.render.plotly_charts import figure
+from torchscale.interfaces.report.sections import scaling
+from torchscale.interfaces.report.sections.baseline import CHART_VERDICTS
+from torchscale.interfaces.report.sections.context import RankUnits
+from torchscale.interfaces.report.sources import read_sources
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

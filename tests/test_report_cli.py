@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner, Result
 
-from torchscale.cli.app import app
-from torchscale.errors import EXIT_NOT_JUDGED
+from torchscale.contracts.errors import EXIT_NOT_JUDGED
+from torchscale.interfaces.cli.app import app
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCE = FIXTURES / "results_v3"

@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from torchscale.analysis.cost import cost_table
-from torchscale.cli.app import app
-from torchscale.errors import UsageError
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.generate import parse_prices
-from torchscale.report.model import Report, Table
-from torchscale.report.sources import read_sources
+from torchscale.contracts.errors import UsageError
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.generate import parse_prices
+from torchscale.interfaces.report.model import Report, Table
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.analysis.cost import cost_table
 
 V3_SWEEP = Path(__file__).parent / "fixtures" / "results_v3" / "v3_fixture"
 GENERATED_AT = "2026-01-01T00:00:00Z"

@@ -37,27 +37,27 @@ from tests.test_report_uncertainty import (
     with_cv,
     with_repeats,
 )
-from torchscale.analysis.ranking import lead
-from torchscale.comm.comm_result import CommResult, CommRow, OpSummary
-from torchscale.comm.sweep_launch import store_result
-from torchscale.report.build import build_report
-from torchscale.report.diagnosis_text import (
+from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.report.build import build_report
+from torchscale.interfaces.report.diagnosis_text import (
     split_text,
     straggler_text,
     sync_stall_text,
     whatif_text,
 )
-from torchscale.report.estimates import compact, long_form
-from torchscale.report.model import Findings, KeyFigures, Report, Text, Unavailable
-from torchscale.report.render import html, json_format, markdown, pdf, term
-from torchscale.report.render.formatting import strip_code
-from torchscale.report.request import ReportOptions
-from torchscale.report.sections.best import NO_CLEAR_BEST
-from torchscale.report.sections.bottlenecks import HOST_FIRST
-from torchscale.report.sources import read_sources
-from torchscale.results.versions import parse_cell_result
-from torchscale.schema.cell_result import Diagnosis
-from torchscale.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.report.estimates import compact, long_form
+from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text, Unavailable
+from torchscale.interfaces.report.render import html, json_format, markdown, pdf, term
+from torchscale.interfaces.report.render.formatting import strip_code
+from torchscale.interfaces.report.request import ReportOptions
+from torchscale.interfaces.report.sections.best import NO_CLEAR_BEST
+from torchscale.interfaces.report.sections.bottlenecks import HOST_FIRST
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.analysis.ranking import lead
+from torchscale.offline.results.versions import parse_cell_result
+from torchscale.orchestration.comm.comm_result import CommResult, CommRow, OpSummary
+from torchscale.orchestration.comm.sweep_launch import store_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BUSY = FIXTURES / "results_v10" / "busy"

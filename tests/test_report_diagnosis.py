@@ -32,23 +32,23 @@ from tests.test_report_uncertainty import (
     table,
     with_attribution,
 )
-from torchscale.analysis.diagnosis import BUSY_CAVEAT
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.diagnosis_text import (
+from torchscale.contracts.schema.cell_result import CrossCheck, Diagnosis, RankWait, WhatIf
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.diagnosis_text import (
     share_text,
     split_text,
     straggler_text,
     sync_stall_text,
     whatif_text,
 )
-from torchscale.report.model import Findings, KeyFigures, Report, Table, Text
-from torchscale.report.render import html, markdown, pdf
-from torchscale.report.sections.context import slug
-from torchscale.report.sources import read_sources
-from torchscale.results.frame import COLUMNS, cells_table
-from torchscale.results.versions import parse_cell_result
-from torchscale.schema.cell_result import CrossCheck, Diagnosis, RankWait, WhatIf
-from torchscale.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Table, Text
+from torchscale.interfaces.report.render import html, markdown, pdf
+from torchscale.interfaces.report.sections.context import slug
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.analysis.diagnosis import BUSY_CAVEAT
+from torchscale.offline.results.frame import COLUMNS, cells_table
+from torchscale.offline.results.versions import parse_cell_result
 
 CAVEAT = BUSY_CAVEAT.format(cores="1.5", host="node-a")
 PROFILE = Path(__file__).parent / "fixtures" / "results_v3" / "profile"

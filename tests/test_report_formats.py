@@ -1,5 +1,5 @@
-"""Markdown, JSON and terminal renderers (torchscale.report.render.markdown / json_format /
-term): escaping of user strings, the JSON round trip, plain terminal text with no markup
+"""Markdown, JSON and terminal renderers (torchscale.interfaces.report.render.markdown / json_format
+/ term): escaping of user strings, the JSON round trip, plain terminal text with no markup
 interpreted, and the short summary printed after every report."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
 
-from torchscale.report.model import (
+from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Chart,
     Column,
@@ -24,10 +24,10 @@ from torchscale.report.model import (
     Table,
     Text,
 )
-from torchscale.report.render import json_format, markdown, renderer, term
-from torchscale.report.render.formatting import format_value
-from torchscale.report.terminal.report_full import chart_summary
-from torchscale.report.terminal.report_recap import SUMMARY_MAX_LINES, summary_lines
+from torchscale.interfaces.report.render import json_format, markdown, renderer, term
+from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.terminal.report_full import chart_summary
+from torchscale.interfaces.report.terminal.report_recap import SUMMARY_MAX_LINES, summary_lines
 
 
 def _with_cell(report: Report, text: str) -> Report:
@@ -335,7 +335,7 @@ def test_summary_lines_stay_short_with_many_figures() -> None:
 @pytest.mark.parametrize("module", ["markdown", "json_format", "term", "pdf"])
 def test_light_formats_import_neither_weasyprint_nor_matplotlib(module: str) -> None:
     code = (
-        f"import sys, torchscale.report.render.{module}; "
+        f"import sys, torchscale.interfaces.report.render.{module}; "
         "print(sorted(m for m in ('weasyprint', 'matplotlib') if m in sys.modules))"
     )
     done = subprocess.run(

@@ -17,11 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from torchscale.comm.comm_result import CommResult
-from torchscale.comm.sweep_launch import store_result
-from torchscale.report.build import build_report, default_title
-from torchscale.report.generate import ReportRequest, generate
-from torchscale.report.model import (
+from torchscale.interfaces.report.build import build_report, default_title
+from torchscale.interfaces.report.generate import ReportRequest, generate
+from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Findings,
     KeyFigures,
@@ -29,11 +27,17 @@ from torchscale.report.model import (
     Table,
     Text,
 )
-from torchscale.report.render import markdown
-from torchscale.report.request import ReportOptions
-from torchscale.report.sections.appendix import set_keys
-from torchscale.report.sections.headline import describe_hardware, efficiency_phrase, pct_range
-from torchscale.report.sources import read_sources
+from torchscale.interfaces.report.render import markdown
+from torchscale.interfaces.report.request import ReportOptions
+from torchscale.interfaces.report.sections.appendix import set_keys
+from torchscale.interfaces.report.sections.headline import (
+    describe_hardware,
+    efficiency_phrase,
+    pct_range,
+)
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.orchestration.comm.comm_result import CommResult
+from torchscale.orchestration.comm.sweep_launch import store_result
 
 REPO = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -156,7 +160,7 @@ def test_percent_ranges_keep_their_ends_apart() -> None:
 
 
 def test_hardware_in_words() -> None:
-    from torchscale.report.sections.headline import _Run
+    from torchscale.interfaces.report.sections.headline import _Run
 
     h100 = {"device_name": "NVIDIA H100 80GB HBM3"}
     runs = [_Run("cuda", 8, 1, h100), _Run("cuda", 16, 2, h100), _Run("cuda", 2, 1, h100)]
@@ -401,7 +405,7 @@ def test_a_cpu_report_never_counts_ranks_as_gpus(priced: Report) -> None:
     """Every cell of the fixture ran on CPU ranks: the tables and charts that count them say
     'CPU ranks' (and 'per rank'), never 'GPUs'; the efficiency is a percentage, so linear is
     100 %, not 1.0."""
-    from torchscale.report.model import Chart
+    from torchscale.interfaces.report.model import Chart
 
     labels: list[str] = []
     for section in priced.sections:

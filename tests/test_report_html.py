@@ -1,5 +1,5 @@
-"""HTML report (torchscale.report.render.html): well-formed, complete, self-contained, every
-user string escaped in text, attributes, the charts' JSON and the text plotly draws."""
+"""HTML report (torchscale.interfaces.report.render.html): well-formed, complete, self-contained,
+every user string escaped in text, attributes, the charts' JSON and the text plotly draws."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ import plotly.graph_objects as go
 import pytest
 from report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report
 
-from torchscale.report.model import Chart, Heatmap, Report, Series, Text
-from torchscale.report.render import renderer
-from torchscale.report.render.formatting import format_value
-from torchscale.report.render.html import environment, plotly_js, render, script_json
-from torchscale.report.render.plotly_charts import figure, plotly_text, title_text
+from torchscale.interfaces.report.model import Chart, Heatmap, Report, Series, Text
+from torchscale.interfaces.report.render import renderer
+from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.render.html import environment, plotly_js, render, script_json
+from torchscale.interfaces.report.render.plotly_charts import figure, plotly_text, title_text
 
 VOID = {
     "area",
@@ -441,7 +441,7 @@ def test_page_reports_errors_and_charts_drawn(root: Element) -> None:
 
 
 def test_templates_are_package_data() -> None:
-    templates = importlib.resources.files("torchscale.report") / "templates" / "html"
+    templates = importlib.resources.files("torchscale.interfaces.report") / "templates" / "html"
     for name in ("report.html.j2", "blocks.html.j2", "style.css.j2"):
         assert (templates / name).is_file()
     env = environment()
@@ -562,7 +562,7 @@ def test_ideal_lines_take_their_series_colour_and_share_one_legend_entry() -> No
 
 
 def test_long_tables_scroll_in_a_box_of_their_own_and_print_whole() -> None:
-    from torchscale.report.render.html import TALL_TABLE_ROWS
+    from torchscale.interfaces.report.render.html import TALL_TABLE_ROWS
 
     page = render(sample_report(cells=TALL_TABLE_ROWS + 1)).decode("utf-8")
     assert '<div class="table-scroll tall">\n<table id="scaling-table">' in page

@@ -1,10 +1,10 @@
-"""Chart limits (torchscale.report.charts.limits): a chart past its limit keeps the series
-that matter, every reference line of a kept series and no orphaned one, never draws more than
+"""Chart limits (torchscale.interfaces.report.charts.limits): a chart past its limit keeps the
+series that matter, every reference line of a kept series and no orphaned one, never draws more than
 MAX_SERIES series, and says what it left out."""
 
 from __future__ import annotations
 
-from torchscale.report.charts.limits import (
+from torchscale.interfaces.report.charts.limits import (
     MAX_BARS,
     MAX_BOX_SERIES,
     MAX_CATEGORIES,
@@ -12,7 +12,7 @@ from torchscale.report.charts.limits import (
     OTHERS,
     cap_chart,
 )
-from torchscale.report.model import Chart, Series
+from torchscale.interfaces.report.model import Chart, Series
 
 
 def _line_chart(groups: int) -> Chart:

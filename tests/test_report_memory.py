@@ -8,11 +8,11 @@ import json
 import shutil
 from pathlib import Path
 
-from torchscale.memory.max_batch_result import MaxBatchProbe, MaxBatchResult
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.model import Report, Table
-from torchscale.report.render import renderer
-from torchscale.report.sources import read_sources
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.model import Report, Table
+from torchscale.interfaces.report.render import renderer
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.orchestration.memory.max_batch_result import MaxBatchProbe, MaxBatchResult
 
 V3_SWEEP = Path(__file__).parent / "fixtures" / "results_v3" / "v3_fixture"
 GENERATED_AT = "2026-01-01T00:00:00Z"

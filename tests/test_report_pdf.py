@@ -1,6 +1,6 @@
-"""PDF renderer (torchscale.report.render.pdf) and its static charts (svg_charts): the text of
-the PDF as poppler reads it back holds every section, value and hostile string; nothing is cut
-off the page; charts are vector, greyscale-readable, and never interpret `$` as math; nothing
+"""PDF renderer (torchscale.interfaces.report.render.pdf) and its static charts (svg_charts): the
+text of the PDF as poppler reads it back holds every section, value and hostile string; nothing is
+cut off the page; charts are vector, greyscale-readable, and never interpret `$` as math; nothing
 is fetched from anywhere."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import pytest
 from matplotlib import cbook
 from report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report, with_findings
 
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.charts.palette import PALETTE
-from torchscale.report.model import (
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.charts.palette import PALETTE
+from torchscale.interfaces.report.model import (
     Chart,
     Findings,
     Heatmap,
@@ -27,10 +27,10 @@ from torchscale.report.model import (
     Series,
     Table,
 )
-from torchscale.report.render import pdf, renderer
-from torchscale.report.render.formatting import format_value, strip_code
-from torchscale.report.render.svg_charts import chart_svg, plain
-from torchscale.report.sources import read_sources
+from torchscale.interfaces.report.render import pdf, renderer
+from torchscale.interfaces.report.render.formatting import format_value, strip_code
+from torchscale.interfaces.report.render.svg_charts import chart_svg, plain
+from torchscale.interfaces.report.sources import read_sources
 
 PDFTOTEXT = shutil.which("pdftotext")
 PDFIMAGES = shutil.which("pdfimages")

@@ -14,9 +14,9 @@ import pytest
 from PIL import Image
 from scale_sample import scale_report
 
-from torchscale.report.charts.plot import Plot, plot
-from torchscale.report.model import Chart, Report, Section
-from torchscale.report.render import pdf
+from torchscale.interfaces.report.charts.plot import Plot, plot
+from torchscale.interfaces.report.model import Chart, Report, Section
+from torchscale.interfaces.report.render import pdf
 
 PDFTOTEXT = shutil.which("pdftotext")
 PDFTOPPM = shutil.which("pdftoppm")

@@ -15,15 +15,15 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
-from torchscale.cli import benchmark_cmd, common, report_cmd
-from torchscale.cli.app import app
-from torchscale.config.schema import BenchConfig
-from torchscale.plan import Machine, build_plan
-from torchscale.profiling import session
-from torchscale.profiling.trigger import Selected
-from torchscale.report.progress import Step, StepProgress
-from torchscale.report.render import pdf
-from torchscale.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.cli import benchmark_cmd, common, report_cmd
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.progress import Step, StepProgress
+from torchscale.interfaces.report.render import pdf
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.profiling import session
+from torchscale.orchestration.profiling.trigger import Selected
 
 SOURCE = Path(__file__).parent / "fixtures" / "results_v3" / "v3_fixture"
 

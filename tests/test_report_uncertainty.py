@@ -24,25 +24,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 import torchscale.results
-from torchscale.analysis.diagnosis import with_caveat
-from torchscale.analysis.reliability import CV_WARN_THRESHOLD, add_reliability, judge
-from torchscale.analysis.scaling_efficiency import add_scaling_efficiency, efficiency_interval
-from torchscale.cell_settings import MeasurementConfig
-from torchscale.report.build import ReportOptions, build_report
-from torchscale.report.diagnosis_text import straggler_text
-from torchscale.report.estimates import (
-    NOT_MEASURABLE_OLDER,
-    compact,
-    efficiency_kind,
-    efficiency_text,
-    older_share,
-)
-from torchscale.report.model import Chart, Findings, KeyFigures, Report, Table, Text
-from torchscale.report.render import html, json_format, markdown, term
-from torchscale.report.sections.context import slug
-from torchscale.report.sources import read_sources
-from torchscale.results.versions import V9_DIAGNOSIS
-from torchscale.schema.cell_result import (
+from torchscale.contracts.cell_settings import MeasurementConfig
+from torchscale.contracts.schema.cell_result import (
     Attribution,
     CellResult,
     Diagnosis,
@@ -53,6 +36,26 @@ from torchscale.schema.cell_result import (
     StragglerVerdict,
     Throughput,
 )
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.diagnosis_text import straggler_text
+from torchscale.interfaces.report.estimates import (
+    NOT_MEASURABLE_OLDER,
+    compact,
+    efficiency_kind,
+    efficiency_text,
+    older_share,
+)
+from torchscale.interfaces.report.model import Chart, Findings, KeyFigures, Report, Table, Text
+from torchscale.interfaces.report.render import html, json_format, markdown, term
+from torchscale.interfaces.report.sections.context import slug
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.analysis.diagnosis import with_caveat
+from torchscale.offline.analysis.reliability import CV_WARN_THRESHOLD, add_reliability, judge
+from torchscale.offline.analysis.scaling_efficiency import (
+    add_scaling_efficiency,
+    efficiency_interval,
+)
+from torchscale.offline.results.versions import V9_DIAGNOSIS
 
 V3_SWEEP = Path(__file__).parent / "fixtures" / "results_v3" / "v3_fixture"
 MLP_W1 = "tiny-mlp__b8__w1__fp32__ddp__1e539f77"
@@ -659,7 +662,7 @@ def test_intervals_on_throughput_latency_and_mfu(tmp_path: Path) -> None:
 
 
 def test_busy_machine_count_only_with_its_telemetry(tmp_path: Path, monkeypatch: Any) -> None:
-    from torchscale.report.sections import context
+    from torchscale.interfaces.report.sections import context
 
     root = sweep(tmp_path, {})
     report = build(root)

@@ -1,12 +1,12 @@
-"""torchscale.results.directory_layout: the results directory spelled once, exactly as it lies
-on disk (old results must keep loading), on the host and as a pod mounts it."""
+"""torchscale.offline.results.directory_layout: the results directory spelled once, exactly as it
+lies on disk (old results must keep loading), on the host and as a pod mounts it."""
 
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from torchscale.results.directory_layout import ProfileRun, ResultLayout
-from torchscale.results.store import ResultStore
+from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
+from torchscale.offline.results.store import ResultStore
 
 
 def test_every_place_of_an_experiment_directory() -> None:

@@ -24,15 +24,14 @@ import pytest
 from typer.testing import CliRunner
 
 import torchscale.results
-from torchscale.analysis.uncertainty import median_of_repeats
-from torchscale.cell import Status
-from torchscale.cli.app import app
-from torchscale.config.loader import load_config
-from torchscale.errors import ResultsError
-from torchscale.plan import Machine, PlannedCell, build_plan
-from torchscale.results.frame import COLUMNS
-from torchscale.results.store import ResultStore
-from torchscale.results.versions import (
+from torchscale.contracts.cell import Status
+from torchscale.contracts.errors import ResultsError
+from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.interfaces.cli.app import app
+from torchscale.offline.analysis.uncertainty import median_of_repeats
+from torchscale.offline.results.frame import COLUMNS
+from torchscale.offline.results.store import ResultStore
+from torchscale.offline.results.versions import (
     V2_COMM_OVERHEAD,
     V2_STRAGGLER,
     parse_cell_result,
@@ -48,7 +47,8 @@ from torchscale.results.versions import (
     upgrade_v9,
     upgrade_v10,
 )
-from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.orchestration.config.loader import load_config
+from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results_v1"
 V1_DIR = FIXTURES / "v1_fixture"
@@ -336,7 +336,7 @@ def test_results_package_does_not_import_pandas_for_the_worker() -> None:
     import sys
 
     code = (
-        "import sys, torchscale.schema.cell_result, torchscale.results.store; "
+        "import sys, torchscale.contracts.schema.cell_result, torchscale.offline.results.store; "
         "print('pandas' in sys.modules)"
     )
     out = subprocess.run(
@@ -472,7 +472,7 @@ def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
     assert "schema 7 or older" in result.unavailable["diagnosis"]
     assert result.communication is not None
     assert result.communication.comm_overhead == raw["communication"]["comm_overhead"]
-    from torchscale.results.frame import cells_table
+    from torchscale.offline.results.frame import cells_table
 
     row = cells_table([result]).iloc[0]
     repeats = raw["throughput"]["repeats"]

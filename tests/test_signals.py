@@ -37,10 +37,10 @@ from tests.processes import (
     stop,
     wait_for,
 )
-from torchscale.cli import common
-from torchscale.cli.common import EXIT_INTERRUPTED, handle_errors, terminated_in_chain
-from torchscale.launch.process import run_logged
-from torchscale.signals import Terminated, signal_name, terminate_on_signals
+from torchscale.contracts.signals import Terminated, signal_name, terminate_on_signals
+from torchscale.interfaces.cli import common
+from torchscale.interfaces.cli.common import EXIT_INTERRUPTED, handle_errors, terminated_in_chain
+from torchscale.orchestration.launch.process import run_logged
 
 FAULT_ENV = {"PYTHONPATH": str(REPO_ROOT)}
 CONFIG = {
@@ -120,7 +120,7 @@ def test_outside_the_main_thread_nothing_is_installed() -> None:
 
 RAISER = """\
 import os, signal, sys, time
-from torchscale.signals import Terminated, terminate_on_signals
+from torchscale.contracts.signals import Terminated, terminate_on_signals
 
 signum = int(sys.argv[1])
 try:
@@ -252,8 +252,8 @@ import sys
 events = []
 watched = {"subprocess.Popen", "os.posix_spawn", "os.fork", "os.exec", "ctypes.dlopen"}
 sys.addaudithook(lambda event, args: events.append(event) if event in watched else None)
-import torchscale.cli.common
-from torchscale import signals
+import torchscale.interfaces.cli.common
+from torchscale.contracts import signals
 print(events)
 print(signals.parent_death_signal_supported())
 loaded = list(events)
@@ -266,8 +266,8 @@ print(loaded, events == loaded)
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
 def test_importing_the_cli_starts_no_process_and_prctl_is_resolved_once() -> None:
-    """Every CLI start (even --help) and every rank imports torchscale.signals: it must not
-    run `ldconfig -p` (ctypes.util.find_library) to find libc, nor load anything until
+    """Every CLI start (even --help) and every rank imports torchscale.contracts.signals: it must
+    not run `ldconfig -p` (ctypes.util.find_library) to find libc, nor load anything until
     asked; asked, it loads once, and later calls (a preexec_fn in a forked child) only call."""
     run = subprocess.run(
         [sys.executable, "-c", IMPORT_PROBE],
@@ -288,7 +288,7 @@ def test_importing_the_cli_starts_no_process_and_prctl_is_resolved_once() -> Non
 SUPERVISOR = """\
 import os, sys
 from pathlib import Path
-from torchscale.launch.process import run_logged
+from torchscale.orchestration.launch.process import run_logged
 
 marker = sys.argv[1]
 child = [sys.executable, "-c", "import time; time.sleep(120)", marker + "-sleeping"]
@@ -422,5 +422,5 @@ def test_a_sigkilled_sweep_leaves_no_torchrun_or_rank(interrupted: Stopped, tmp_
     stopped = resumed(interrupted, tmp_path, signal.SIGKILL)
     assert stopped.returncode == -signal.SIGKILL
     assert any("torch.distributed.run" in p for p in stopped.running_before)
-    assert any("torchscale.worker.main" in p for p in stopped.running_before)
+    assert any("torchscale.rank.worker.main" in p for p in stopped.running_before)
     assert stopped.leftovers == []

@@ -16,15 +16,15 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401 (the `slurm` fixture)
-from torchscale.cli.app import app
-from torchscale.config.schema import BenchConfig
-from torchscale.plan import Machine, build_plan, cell_shapes
-from torchscale.results.store import ResultStore
-from torchscale.schedulers.slurm.allocation import build_allocation, sbatch_script
-from torchscale.schedulers.slurm.client import parse_fields
-from torchscale.schedulers.slurm.filesystem import mount_of
-from torchscale.schedulers.slurm.node import node_argv, node_error_file
-from torchscale.schedulers.slurm.step import StepPlace, srun_command
+from torchscale.interfaces.cli.app import app
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.plan import Machine, build_plan, cell_shapes
+from torchscale.orchestration.schedulers.slurm.allocation import build_allocation, sbatch_script
+from torchscale.orchestration.schedulers.slurm.client import parse_fields
+from torchscale.orchestration.schedulers.slurm.filesystem import mount_of
+from torchscale.orchestration.schedulers.slurm.node import node_argv, node_error_file
+from torchscale.orchestration.schedulers.slurm.step import StepPlace, srun_command
 
 REPO = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -131,7 +131,7 @@ def test_sbatch_script_has_one_task_per_node_and_the_warning_signal(tmp_path: Pa
         assert expected in lines
     assert (
         lines[-1].startswith("exec ")
-        and "-m torchscale.schedulers.slurm.driver --allocation" in lines[-1]
+        and "-m torchscale.orchestration.schedulers.slurm.driver --allocation" in lines[-1]
     )
     assert [c.spec.cell.id for c in allocation.cells] == [p.cell.id for p in cells]
     assert Path(allocation.cells[0].spec.result_path).is_absolute()
@@ -474,7 +474,7 @@ def test_a_job_killed_by_its_time_limit_resumes(
 @pytest.mark.slurm
 def test_a_job_slurm_has_forgotten_reads_as_unknown(slurm: SlurmCluster) -> None:
     """squeue -j fails outright on one id older than MinJobAge; --status must still answer."""
-    from torchscale.schedulers.slurm.client import job_states
+    from torchscale.orchestration.schedulers.slurm.client import job_states
 
     (state,) = job_states(["987654"], slurm.env).values()
     assert (state.state, state.active) == ("UNKNOWN", False)

@@ -15,15 +15,19 @@ from typing import Any
 
 import pytest
 
-from torchscale.config.schema import BenchConfig
-from torchscale.launch.process import ProcessOutcome
-from torchscale.plan import Machine, PlannedCell, build_plan
-from torchscale.results.store import ResultStore
-from torchscale.schedulers.slurm import cpus, driver, hostenv, node
-from torchscale.schedulers.slurm.allocation import Allocation, build_allocation, sbatch_script
-from torchscale.schedulers.slurm.cpus import AUTO_CPUS_PER_GPU
-from torchscale.schedulers.slurm.step import StepPlace, srun_command
-from torchscale.schedulers.slurm.submission import prepare_sweep
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.launch.process import ProcessOutcome
+from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
+from torchscale.orchestration.schedulers.slurm import cpus, driver, hostenv, node
+from torchscale.orchestration.schedulers.slurm.allocation import (
+    Allocation,
+    build_allocation,
+    sbatch_script,
+)
+from torchscale.orchestration.schedulers.slurm.cpus import AUTO_CPUS_PER_GPU
+from torchscale.orchestration.schedulers.slurm.step import StepPlace, srun_command
+from torchscale.orchestration.schedulers.slurm.submission import prepare_sweep
 
 
 def config(gpu_counts: list[int], **launcher: Any) -> BenchConfig:
@@ -196,7 +200,7 @@ def test_the_hosts_step_asks_the_cpus_a_cell_step_asks(
     monkeypatch.setattr(driver, "run_logged", fake_run_logged)
     driver.record_hosts(allocation, {})
     assert "--cpus-per-task=48" in seen[0]
-    assert seen[0][seen[0].index("-m") + 1] == "torchscale.schedulers.slurm.hostenv"
+    assert seen[0][seen[0].index("-m") + 1] == "torchscale.orchestration.schedulers.slurm.hostenv"
 
 
 # ------------------------------------------------------------------ on each node

@@ -1,9 +1,9 @@
 """Which node hosts the c10d rendezvous store of a Slurm step (issue 24, point 2).
 
-Every node runs the same srun argv; torchscale.schedulers.slurm.node tells node 0 (whose NodeAddr
-is the endpoint) to host the store and the others not to. Left to torch, the host is found by
-matching the endpoint against each node's hostname and addresses, which misses an address on
-a secondary NIC: no node hosts, every node waits until the rendezvous times out. The last test
+Every node runs the same srun argv; torchscale.orchestration.schedulers.slurm.node tells node 0
+(whose NodeAddr is the endpoint) to host the store and the others not to. Left to torch, the host is
+found by matching the endpoint against each node's hostname and addresses, which misses an address
+on a secondary NIC: no node hosts, every node waits until the rendezvous times out. The last test
 runs torch's own store creation on the argv torchrun would parse, with that matching failing.
 """
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.config.schema import BenchConfig
-from torchscale.plan import Machine, build_plan
-from torchscale.schedulers.slurm.node import node_argv, with_store_host
-from torchscale.schedulers.slurm.step import StepPlace, srun_command
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.schedulers.slurm.node import node_argv, with_store_host
+from torchscale.orchestration.schedulers.slurm.step import StepPlace, srun_command
 
 TORCHRUN = "torch.distributed.run"
 
@@ -26,7 +26,7 @@ def node_torchrun_argv(
     tmp_path: Path, node: int, head: str = "10.0.0.5", port: int = 29999
 ) -> list[str]:
     """What node `node` execs for a two-node cell: the step's argv after `--`, through
-    torchscale.schedulers.slurm.node's rewriting."""
+    torchscale.orchestration.schedulers.slurm.node's rewriting."""
     cfg = BenchConfig.model_validate(
         {
             "experiment_name": "rdzv",
@@ -54,7 +54,7 @@ def test_node_zero_hosts_the_store_and_no_other_node_does(tmp_path: Path) -> Non
         confs = [a for a in argv if a.startswith("--rdzv-conf")]
         assert confs == [f"--rdzv-conf={expected}"], (node, argv)
         # a torchrun option: before the worker module, which takes the rest of the argv
-        assert argv.index(confs[0]) < argv.index("torchscale.worker.main")
+        assert argv.index(confs[0]) < argv.index("torchscale.rank.worker.main")
 
 
 def test_torchrun_reads_is_host_from_that_argv(

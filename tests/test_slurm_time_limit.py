@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from torchscale.config import parse_config
-from torchscale.config.schema import SlurmConfig
-from torchscale.errors import ConfigError
+from torchscale.contracts.errors import ConfigError
+from torchscale.orchestration.config import parse_config
+from torchscale.orchestration.config.schema import SlurmConfig
 
 MINIMAL = """\
 experiment_name: x

@@ -14,8 +14,8 @@ from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from tests import import_probe
-from torchscale.cli.app import SUBCOMMANDS, LazyCommands, app, build_subcommand
-from torchscale.model_specs.listing import rows
+from torchscale.contracts.model_specs.listing import rows
+from torchscale.interfaces.cli.app import SUBCOMMANDS, LazyCommands, app, build_subcommand
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = REPO_ROOT / "benchmark_config.yaml"
@@ -49,7 +49,7 @@ def test_help_imports_no_command_module() -> None:
 
 
 def test_a_command_imports_only_its_own_module() -> None:
-    assert probe("list", "--json")["COMMANDS"] == "torchscale.cli.list_cmd"
+    assert probe("list", "--json")["COMMANDS"] == "torchscale.interfaces.cli.list_cmd"
 
 
 @pytest.mark.parametrize("name", list(SUBCOMMANDS))
@@ -57,7 +57,7 @@ def test_stored_help_line_is_the_commands_own(name: str) -> None:
     built = build_subcommand(name)
     assert built.name == name
     assert (built.help or "").split("\n\n")[0] == SUBCOMMANDS[name].summary, (
-        f"update the help line of {name!r} in SUBCOMMANDS (torchscale/cli/root_help.py)"
+        f"update the help line of {name!r} in SUBCOMMANDS (torchscale/interfaces/cli/root_help.py)"
     )
     assert (built.short_help, built.hidden, built.deprecated) == (None, False, False)
     assert not getattr(built, "rich_help_panel", None)

@@ -1,18 +1,18 @@
-"""torchscale.step_phases: the phases of a step named once, and what is keyed by them."""
+"""torchscale.contracts.step_phases: the phases of a step named once, and what is keyed by them."""
 
 from __future__ import annotations
 
-from torchscale.report.sections.findings import PHASE_ADVICE
-from torchscale.report.sections.latency import PHASE_LABELS
-from torchscale.schema.cell_result import PhaseTimes
-from torchscale.step_phases import (
+from torchscale.contracts.schema.cell_result import PhaseTimes
+from torchscale.contracts.step_phases import (
     COMPUTE_PHASES,
     OWN_WORK_PHASES,
     STEP_PHASES,
     phase_range,
     seconds_column,
 )
-from torchscale.worker.spec import DelaySpec
+from torchscale.interfaces.report.sections.findings import PHASE_ADVICE
+from torchscale.interfaces.report.sections.latency import PHASE_LABELS
+from torchscale.rank.worker.spec import DelaySpec
 
 
 def test_a_step_is_its_own_work_and_the_wait_for_gradient_sync_in_order() -> None:

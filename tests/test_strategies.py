@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from torchscale.cli.app import app
-from torchscale.config.schema import BenchConfig
-from torchscale.plan import Machine, build_plan
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.plan import Machine, build_plan
 
 runner = CliRunner()
 CPU2 = Machine(gpu_count=0, cpu_cores=2)
@@ -238,8 +238,8 @@ def test_throughput_by_layout_goes_on_a_log_axis_when_it_spans_a_decade() -> Non
     """Seen in a 50-cell report: a linear axis up to ~50k samples/s with most bars squashed
     near zero. Rates spanning more than 10x are drawn on a log axis, said in the label; memory
     and shares keep their linear axis. The PDF's chart draws it (a log y axis)."""
-    from torchscale.report.render.svg_charts import chart_svg
-    from torchscale.report.sections.strategies import _chart
+    from torchscale.interfaces.report.render.svg_charts import chart_svg
+    from torchscale.interfaces.report.sections.strategies import _chart
 
     rows = [
         {"group": "tiny-gpt2 x2", "layout": "ddp", "samples": 50_000.0, "static": 1e6},

@@ -19,11 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.test_sweep import run_sweep
-from torchscale.cli.app import app
-from torchscale.report.diagnosis_text import split_text, straggler_text, sync_stall_text
-from torchscale.results.versions import read_cell_result
-from torchscale.schema.cell_result import Diagnosis
-from torchscale.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text, sync_stall_text
+from torchscale.offline.results.versions import read_cell_result
 
 
 def _flat(text: str) -> str:

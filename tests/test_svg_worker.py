@@ -1,5 +1,5 @@
-"""Charts drawn on several cores (torchscale.report.render.svg_worker): the same charts as
-drawing them here, a worker that fails or hangs costs only time, and no worker outlives the
+"""Charts drawn on several cores (torchscale.interfaces.report.render.svg_worker): the same charts
+as drawing them here, a worker that fails or hangs costs only time, and no worker outlives the
 call, whatever ends it."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from processes import live_children
 from report_sample import sample_report
 
-from torchscale.report.model import Chart, Series
-from torchscale.report.render import svg_charts, svg_worker
-from torchscale.report.render.svg_worker import (
+from torchscale.interfaces.report.model import Chart, Series
+from torchscale.interfaces.report.render import svg_charts, svg_worker
+from torchscale.interfaces.report.render.svg_worker import (
     MIN_WORKER_SHARE,
     STARTUP_CHARTS,
     ChartError,
@@ -154,7 +154,7 @@ def test_a_chart_the_worker_cannot_draw_comes_back_as_its_error(
 
 def test_the_pdf_charts_come_from_the_workers_unchanged() -> None:
     """chart_uris with the default drawing (workers where cores allow) gives every chart."""
-    from torchscale.report.render import pdf
+    from torchscale.interfaces.report.render import pdf
 
     report = sample_report(cells=200)
     uris = pdf.chart_uris(report)

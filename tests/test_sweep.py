@@ -28,17 +28,17 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner, Result
 
-from torchscale.cli.app import app
-from torchscale.config.loader import load_config
-from torchscale.launch import process
-from torchscale.report.terminal.cells import cell_name
-from torchscale.results.store import ResultStore
-from torchscale.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.terminal.cells import cell_name
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.config.loader import load_config
+from torchscale.orchestration.launch import process
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_SCHEMA = Path(__file__).parent / "golden" / "cell_result.schema.json"
 REGENERATE = (
-    "python -c 'import json; from torchscale.schema.cell_result import CellResult; "
+    "python -c 'import json; from torchscale.contracts.schema.cell_result import CellResult; "
     "print(json.dumps(CellResult.model_json_schema(), indent=2, sort_keys=True))' "
     "> tests/golden/cell_result.schema.json"
 )
@@ -438,7 +438,7 @@ def test_dry_run_prints_argv_and_env_and_runs_nothing(tmp_path: Path) -> None:
     assert "--nproc-per-node=1" in text
     assert "--nproc-per-node=2" in text
     assert "--max-restarts=0" in text
-    assert "-m torchscale.worker.main --spec" in text
+    assert "-m torchscale.rank.worker.main --spec" in text
     assert "OMP_NUM_THREADS=" in text
     assert "TORCHELASTIC_ERROR_FILE=" in text
     assert "2 cell(s) to run, 0 skipped" in text
@@ -711,7 +711,8 @@ def test_result_schema_matches_golden_file() -> None:
     assert current.strip() == golden.strip(), (
         "The JSON Schema of cells/<cell_id>.json (CellResult) changed. If that is deliberate, "
         "bump RESULT_SCHEMA_VERSION (and the schema_version Literal) in "
-        f"torchscale/schema/cell_result.py, then regenerate the golden file:\n    {REGENERATE}"
+        "torchscale/contracts/schema/cell_result.py, then regenerate the golden file:\n"
+        f"    {REGENERATE}"
     )
 
 

@@ -28,29 +28,29 @@ from fake_nvml import (
 )
 
 import torchscale.results
-from torchscale.cell import CellIdentity
-from torchscale.cell_settings import (
+from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.cell_settings import (
     DataConfig,
     MeasurementConfig,
     ModelSpec,
     TelemetryConfig,
     TrainingConfig,
 )
-from torchscale.results.frame import COLUMNS, cells_table, ranks_table
-from torchscale.results.versions import (
+from torchscale.contracts.schema.cell_result import CellResult, FieldStats, RankLoad, RankTelemetry
+from torchscale.offline.results.frame import COLUMNS, cells_table, ranks_table
+from torchscale.offline.results.versions import (
     V3_ALLOCATOR,
     V3_TELEMETRY,
     parse_cell_result,
     upgrade_v3,
 )
-from torchscale.schema.cell_result import CellResult, FieldStats, RankLoad, RankTelemetry
-from torchscale.telemetry import sampler as sampler_module
-from torchscale.telemetry.nvml_source import NvmlSource, uuid_candidates
-from torchscale.telemetry.process_source import ProcessSource
-from torchscale.telemetry.rank import CPU_NO_ENERGY, CPU_NO_GPU, rank_sampler
-from torchscale.telemetry.sampler import Sampler
-from torchscale.telemetry.samples import GPU_FIELDS, SamplerReport, WindowSamples
-from torchscale.telemetry.window_figures import (
+from torchscale.rank.telemetry import sampler as sampler_module
+from torchscale.rank.telemetry.nvml_source import NvmlSource, uuid_candidates
+from torchscale.rank.telemetry.process_source import ProcessSource
+from torchscale.rank.telemetry.rank import CPU_NO_ENERGY, CPU_NO_GPU, rank_sampler
+from torchscale.rank.telemetry.sampler import Sampler
+from torchscale.rank.telemetry.samples import GPU_FIELDS, SamplerReport, WindowSamples
+from torchscale.rank.telemetry.window_figures import (
     clock_reasons,
     combine,
     counter_j,
@@ -62,8 +62,8 @@ from torchscale.telemetry.window_figures import (
     trapezoid_j,
     window_energy,
 )
-from torchscale.worker.allocator import allocator_stats
-from torchscale.worker.spec import WorkerSpec
+from torchscale.rank.worker.allocator import allocator_stats
+from torchscale.rank.worker.spec import WorkerSpec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 V3_DIR = Path(__file__).parent / "fixtures" / "results_v3" / "v3_fixture"
@@ -604,7 +604,7 @@ def run_cell(spec: WorkerSpec, tmp: Path) -> CellResult:
             *("-m", "torch.distributed.run", "--standalone"),
             f"--nproc-per-node={spec.cell.world_size}",
             "--max-restarts=0",
-            *("-m", "torchscale.worker.main", "--spec", str(spec_path)),
+            *("-m", "torchscale.rank.worker.main", "--spec", str(spec_path)),
         ],
         env=env,
         capture_output=True,
@@ -737,8 +737,8 @@ def gpu_result(data: dict[str, Any], ranks: list[RankTelemetry] | None) -> CellR
 def report_of(tmp: Path, results: dict[str, CellResult]) -> Any:
     import shutil
 
-    from torchscale.report.build import ReportOptions, build_report
-    from torchscale.report.sources import read_sources
+    from torchscale.interfaces.report.build import ReportOptions, build_report
+    from torchscale.interfaces.report.sources import read_sources
 
     root = tmp / "results"
     shutil.copytree(V3_DIR, root / V3_DIR.name)
@@ -816,7 +816,7 @@ def test_report_rules_out_throttling_only_where_it_was_read(tmp_path: Path) -> N
 
 def test_aggregate_carries_telemetry_allocator_and_throttle_warning() -> None:
     from tests.test_aggregate import make_rank, make_spec, run
-    from torchscale.worker.allocator import AllocatorStats
+    from torchscale.rank.worker.allocator import AllocatorStats
 
     ranks = [
         make_rank(0, [1, 1, 1], peak_allocated=10_000),

@@ -18,15 +18,15 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
-from torchscale.cli import common
-from torchscale.cli.app import app
-from torchscale.report.build import build_report
-from torchscale.report.model import Findings, KeyFigure, KeyFigures, Report, Table, Text
-from torchscale.report.render import term
-from torchscale.report.render.formatting import format_value, strip_code
-from torchscale.report.request import ReportOptions
-from torchscale.report.sources import read_sources
-from torchscale.report.terminal import report_summary
+from torchscale.interfaces.cli import common
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.build import build_report
+from torchscale.interfaces.report.model import Findings, KeyFigure, KeyFigures, Report, Table, Text
+from torchscale.interfaces.report.render import term
+from torchscale.interfaces.report.render.formatting import format_value, strip_code
+from torchscale.interfaces.report.request import ReportOptions
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.interfaces.report.terminal import report_summary
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_LINES = 60

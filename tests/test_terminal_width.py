@@ -20,16 +20,20 @@ from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
 from torchscale.api import build_report
-from torchscale.cli import common
-from torchscale.cli.app import app
-from torchscale.model_specs.listing import rows as model_rows
-from torchscale.report.model import Report, Table, Text
-from torchscale.report.render import term
-from torchscale.report.render.formatting import _FIGURE, format_value
-from torchscale.report.terminal.sweep_tables import TABLE_COLUMNS, _row_cells, model_tables
-from torchscale.results.frame import cells_table
-from torchscale.results.versions import parse_cell_result
-from torchscale.schema.cell_result import CellResult
+from torchscale.contracts.model_specs.listing import rows as model_rows
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.cli import common
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.model import Report, Table, Text
+from torchscale.interfaces.report.render import term
+from torchscale.interfaces.report.render.formatting import _FIGURE, format_value
+from torchscale.interfaces.report.terminal.sweep_tables import (
+    TABLE_COLUMNS,
+    _row_cells,
+    model_tables,
+)
+from torchscale.offline.results.frame import cells_table
+from torchscale.offline.results.versions import parse_cell_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WIDTHS = (80, 200)

@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from torchscale.models import training_tasks
-from torchscale.models.token_loss import (
+from torchscale.rank.models import training_tasks
+from torchscale.rank.models.token_loss import (
     IGNORE_INDEX,
     TokenLoss,
     blockwise_token_loss,
@@ -139,7 +139,7 @@ def test_small_logits_take_the_plain_loss() -> None:
 def test_language_bundles_carry_the_eager_form_of_their_token_loss() -> None:
     """GPT-2 and BERT (and the tiny ones) train eager cells with the blockwise loss over the
     real vocabulary; the vision and tiny-mlp bundles keep their loss."""
-    from torchscale.models import build_model
+    from torchscale.rank.models import build_model
 
     gpt = build_model("tiny-gpt2")
     assert isinstance(gpt.loss_fn, TokenLoss) and gpt.eager_loss_fn == gpt.loss_fn.eager

@@ -9,17 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
-from torchscale.analysis.trace import intervals as iv
-from torchscale.analysis.trace.breakdown import activity, overlap_pct, rank_breakdown
-from torchscale.analysis.trace.clock import arrivals, estimate_offsets
-from torchscale.analysis.trace.collective_matching import (
+from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
+from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
+from torchscale.offline.analysis.trace import intervals as iv
+from torchscale.offline.analysis.trace.breakdown import activity, overlap_pct, rank_breakdown
+from torchscale.offline.analysis.trace.clock import arrivals, estimate_offsets
+from torchscale.offline.analysis.trace.collective_matching import (
     collective_table,
     match_collectives,
     sync_stall,
 )
-from torchscale.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
-from torchscale.analysis.trace.ranked_findings import (
+from torchscale.offline.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
+from torchscale.offline.analysis.trace.ranked_findings import (
     MIN_COST_FRACTION,
     FindingInputs,
     RankedFinding,
@@ -28,11 +29,10 @@ from torchscale.analysis.trace.ranked_findings import (
     point,
     rank_findings,
 )
-from torchscale.analysis.trace.step_model import build_step_model
-from torchscale.analysis.trace.steps import phase_table, step_table
-from torchscale.analysis.trace.straggler import attribute_straggler, binomial_tail
-from torchscale.schema.cell_result import PART_NAMES, Diagnosis
-from torchscale.traces.rank_trace import EVENT_COLUMNS
+from torchscale.offline.analysis.trace.step_model import build_step_model
+from torchscale.offline.analysis.trace.steps import phase_table, step_table
+from torchscale.offline.analysis.trace.straggler import attribute_straggler, binomial_tail
+from torchscale.offline.traces.rank_trace import EVENT_COLUMNS
 
 # --------------------------------------------------------------------------- event helper
 

@@ -16,14 +16,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.errors import TraceError
-from torchscale.step_phases import OWN_WORK_PHASES as PHASES
-from torchscale.traces import kineto
-from torchscale.traces.classify import classify, normalise_coll_op, phase_of, step_of
-from torchscale.traces.discover import find_traces, read_rank_traces
-from torchscale.traces.kineto import rank_from_file_name, read_header, read_kineto
-from torchscale.traces.rank_trace import COLL_OPS, EVENT_COLUMNS, KINDS, RankTrace
-from torchscale.traces.synthetic import write_synthetic_traces
+from torchscale.contracts.errors import TraceError
+from torchscale.contracts.step_phases import OWN_WORK_PHASES as PHASES
+from torchscale.offline.traces import kineto
+from torchscale.offline.traces.classify import classify, normalise_coll_op, phase_of, step_of
+from torchscale.offline.traces.discover import find_traces, read_rank_traces
+from torchscale.offline.traces.kineto import rank_from_file_name, read_header, read_kineto
+from torchscale.offline.traces.rank_trace import COLL_OPS, EVENT_COLUMNS, KINDS, RankTrace
+from torchscale.offline.traces.synthetic import write_synthetic_traces
 
 SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 

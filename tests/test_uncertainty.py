@@ -1,7 +1,7 @@
 """Honest uncertainty (issue 38, point 4): no "95 % interval" drawn from fewer than 4 samples by
 bootstrap (with 2 repeats that bootstrap is their range), intervals printed as [lo, hi] where
 '±' would misstate them, and changes of a percentage in points. Known answers by hand
-(`torchscale.analysis.uncertainty`, `torchscale.report.estimates`)."""
+(`torchscale.offline.analysis.uncertainty`, `torchscale.interfaces.report.estimates`)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,8 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from torchscale.analysis.uncertainty import (
-    SMALL,
-    median_of_repeats,
-    paired_gap_test,
-    percentile_of_steps,
-    ratio_method,
-    ratio_of_medians,
-    t_interval,
-)
-from torchscale.report.estimates import (
+from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_text,
     long_form,
@@ -30,9 +22,17 @@ from torchscale.report.estimates import (
     value_format,
     with_interval,
 )
-from torchscale.report.render.formatting import format_value, tick_labels
-from torchscale.report.terminal.sweep_tables import _throughput
-from torchscale.schema.cell_result import Estimate
+from torchscale.interfaces.report.render.formatting import format_value, tick_labels
+from torchscale.interfaces.report.terminal.sweep_tables import _throughput
+from torchscale.offline.analysis.uncertainty import (
+    SMALL,
+    median_of_repeats,
+    paired_gap_test,
+    percentile_of_steps,
+    ratio_method,
+    ratio_of_medians,
+    t_interval,
+)
 
 # the issue's cell: tiny-gpt2 b32 x2, two repeats, printed "95 % interval 332.1 to 357.7"
 REPEATS = [332.1, 357.7]

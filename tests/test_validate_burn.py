@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from torchscale.validate.burn_in import (
+from torchscale.orchestration.validate.burn_in import (
     fingerprint_faults,
     judge_burn,
     judge_rank,
     plan_burn,
     run_burn,
 )
-from torchscale.validate.burn_in_worker import (
+from torchscale.orchestration.validate.burn_in_worker import (
     BurnRun,
     Fingerprint,
     Interval,
@@ -24,7 +24,7 @@ from torchscale.validate.burn_in_worker import (
     fingerprint,
     seeded_work,
 )
-from torchscale.validate.check_result import Status
+from torchscale.orchestration.validate.check_result import Status
 
 
 def _rank(

@@ -26,15 +26,26 @@ from fake_nvml import (
     NVMLError_Unknown,
 )
 
-from torchscale import host
-from torchscale.launch.torchrun_env import is_inherited_distributed_var
-from torchscale.nvml import NvmlState, nvml_indices, probe_nvml
-from torchscale.profiling.nsys import parse_nsys_version
-from torchscale.validate import checks_gpu, checks_software, checks_system, requirements
-from torchscale.validate import run_checks as runner
-from torchscale.validate.check_context import TorchState, ValidateContext
-from torchscale.validate.check_result import CheckResult, Status, passed, skipped, warned
-from torchscale.validate.checks_gpu import (
+from torchscale.contracts import host
+from torchscale.contracts.nvml import NvmlState, nvml_indices, probe_nvml
+from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
+from torchscale.orchestration.profiling.nsys import parse_nsys_version
+from torchscale.orchestration.validate import (
+    checks_gpu,
+    checks_software,
+    checks_system,
+    requirements,
+)
+from torchscale.orchestration.validate import run_checks as runner
+from torchscale.orchestration.validate.check_context import TorchState, ValidateContext
+from torchscale.orchestration.validate.check_result import (
+    CheckResult,
+    Status,
+    passed,
+    skipped,
+    warned,
+)
+from torchscale.orchestration.validate.checks_gpu import (
     check_cuda,
     check_cuda_compat,
     check_driver,
@@ -46,7 +57,7 @@ from torchscale.validate.checks_gpu import (
     cuda_compatibility,
     decode_clock_reasons,
 )
-from torchscale.validate.checks_software import (
+from torchscale.orchestration.validate.checks_software import (
     NEEDS_TORCH,
     SLOW_NCCL_SETTINGS,
     check_env,
@@ -58,14 +69,14 @@ from torchscale.validate.checks_software import (
     check_torchrun,
     torch_build,
 )
-from torchscale.validate.checks_system import (
+from torchscale.orchestration.validate.checks_system import (
     check_cpu,
     check_disk,
     check_infiniband,
     check_open_files,
     check_shm,
 )
-from torchscale.validate.smoke import check_smoke
+from torchscale.orchestration.validate.smoke import check_smoke
 
 GIB = 2**30
 MIB = 2**20
@@ -309,7 +320,7 @@ def test_validation_without_torch_does_not_launch_smoke(monkeypatch: pytest.Monk
     def no_launch(*args: object, **kwargs: object) -> CheckResult:
         raise AssertionError("run_smoke must not be called without torch")
 
-    monkeypatch.setattr("torchscale.validate.smoke.run_smoke", no_launch)
+    monkeypatch.setattr("torchscale.orchestration.validate.smoke.run_smoke", no_launch)
     ctx = make_ctx("cpu", quick=False, torch=NO_TORCH, nvml=NO_NVML)
     report = runner.run_validation(ctx, base_env={})
     smoke = report.checks[-1]

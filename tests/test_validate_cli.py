@@ -16,12 +16,13 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner, Result
 
-from torchscale.cli.app import app
-from torchscale.validate.check_result import SCHEMA_VERSION, ValidateReport
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.validate.check_result import SCHEMA_VERSION, ValidateReport
 
 GOLDEN_SCHEMA = Path(__file__).parent / "golden" / "validate_report.schema.json"
 REGENERATE = (
-    "python -c 'import json; from torchscale.validate.check_result import ValidateReport; "
+    "python -c 'import json; "
+    "from torchscale.orchestration.validate.check_result import ValidateReport; "
     "print(json.dumps(ValidateReport.model_json_schema(), indent=2, sort_keys=True))' "
     "> tests/golden/validate_report.schema.json"
 )
@@ -181,8 +182,8 @@ def test_schema_matches_golden_file() -> None:
     golden = GOLDEN_SCHEMA.read_text(encoding="utf-8")
     assert current.strip() == golden.strip(), (
         "The JSON Schema of `torchscale validate --json` changed. If that is deliberate, bump "
-        "SCHEMA_VERSION (and the schema_version Literal) in torchscale/validate/check_result.py, "
-        "then "
+        "SCHEMA_VERSION (and the schema_version Literal) in "
+        "torchscale/orchestration/validate/check_result.py, then "
         f"regenerate the golden file:\n    {REGENERATE}"
     )
 
@@ -279,7 +280,7 @@ def test_cpu_quick_table_output() -> None:
 
 
 def test_quiet_hides_pass_and_skip_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchscale.validate import checks_software
+    from torchscale.orchestration.validate import checks_software
 
     monkeypatch.setattr(
         checks_software,
@@ -289,7 +290,7 @@ def test_quiet_hides_pass_and_skip_rows(monkeypatch: pytest.MonkeyPatch) -> None
         ),
     )
     monkeypatch.setattr(
-        "torchscale.validate.run_checks.CHECKS",
+        "torchscale.orchestration.validate.run_checks.CHECKS",
         (checks_software.check_python, checks_software.check_nsys),
     )
     result = invoke("--device", "cpu", "--quick", "--quiet")

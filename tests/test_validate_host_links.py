@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml
 
-from torchscale.validate import perf_worker
-from torchscale.validate.bandwidth import BandwidthResult
-from torchscale.validate.check_result import Status
-from torchscale.validate.host_links import placement_text
-from torchscale.validate.pcie_topology import (
+from torchscale.orchestration.validate import perf_worker
+from torchscale.orchestration.validate.bandwidth import BandwidthResult
+from torchscale.orchestration.validate.check_result import Status
+from torchscale.orchestration.validate.host_links import placement_text
+from torchscale.orchestration.validate.pcie_topology import (
     HostTopology,
     PcieLink,
     bus_chain,
@@ -33,9 +33,9 @@ from torchscale.validate.pcie_topology import (
     topology_from_nvml,
     topology_from_sysfs,
 )
-from torchscale.validate.perf import judge_perf, perf_checks
-from torchscale.validate.perf_worker import PerfRun, RankPerf
-from torchscale.validate.reference import expected_for, judge
+from torchscale.orchestration.validate.perf import judge_perf, perf_checks
+from torchscale.orchestration.validate.perf_worker import PerfRun, RankPerf
+from torchscale.orchestration.validate.reference import expected_for, judge
 
 H100 = "NVIDIA H100 80GB HBM3"
 GEN5 = "32.0 GT/s PCIe"

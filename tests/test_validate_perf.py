@@ -13,19 +13,19 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from torchscale.cli.app import app
-from torchscale.comm.comm_result import CommResult, CommRow
-from torchscale.schedulers.slurm.preflight import validate_argv
-from torchscale.validate.bandwidth import BandwidthResult, P2PMatrix, P2PPair
-from torchscale.validate.check_result import (
+from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.comm.comm_result import CommResult, CommRow
+from torchscale.orchestration.schedulers.slurm.preflight import validate_argv
+from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix, P2PPair
+from torchscale.orchestration.validate.check_result import (
     Measurement,
     Status,
     ValidateReport,
     read_validate_report,
 )
-from torchscale.validate.fleet_table import fleet_summary, measurement_table
-from torchscale.validate.matmul_peak import PeakResult
-from torchscale.validate.perf import (
+from torchscale.orchestration.validate.fleet_table import fleet_summary, measurement_table
+from torchscale.orchestration.validate.matmul_peak import PeakResult
+from torchscale.orchestration.validate.perf import (
     CPU_DTYPES,
     GPU_DTYPES,
     busbw_rows,
@@ -35,9 +35,9 @@ from torchscale.validate.perf import (
     plan_perf,
     worst,
 )
-from torchscale.validate.perf_worker import PerfRun, RankPerf
-from torchscale.validate.reference import expected_for
-from torchscale.validate.run_checks import is_ok
+from torchscale.orchestration.validate.perf_worker import PerfRun, RankPerf
+from torchscale.orchestration.validate.reference import expected_for
+from torchscale.orchestration.validate.run_checks import is_ok
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -319,8 +319,8 @@ def test_a_fail_in_the_measurements_exits_one_and_the_saved_report_says_so(
 ) -> None:
     """Exit codes never lie: a measured FAIL (here a planted one) makes the command exit 1,
     with the report saved all the same (a finished measurement is never lost)."""
-    import torchscale.validate.perf as perf
-    from torchscale.validate.check_result import CheckResult
+    import torchscale.orchestration.validate.perf as perf
+    from torchscale.orchestration.validate.check_result import CheckResult
 
     def planted(*args: Any, **kwargs: Any) -> perf.PerfOutcome:
         row = Measurement(check="memory.triad", title="memory triad", value=1.0, unit="GB/s",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.validate.check_result import Status
-from torchscale.validate.reference import (
+from torchscale.orchestration.validate.check_result import Status
+from torchscale.orchestration.validate.reference import (
     ACHIEVABLE,
     SPEC_THRESHOLDS,
     Expected,

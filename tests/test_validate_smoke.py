@@ -22,14 +22,17 @@ import pytest
 import torch
 from test_validate_checks import fake_torch, make_ctx
 
-from torchscale.atomic import write_text_atomic
-from torchscale.launch import attempt, process
-from torchscale.launch.process import ProcessOutcome, run_logged
-from torchscale.launch.torchrun import LaunchCommand
-from torchscale.launch.torchrun_env import child_environment, is_inherited_distributed_var
-from torchscale.validate import smoke, smoke_worker
-from torchscale.validate.check_result import CheckResult, Status, passed
-from torchscale.validate.smoke import (
+from torchscale.contracts.atomic import write_text_atomic
+from torchscale.orchestration.launch import attempt, process
+from torchscale.orchestration.launch.process import ProcessOutcome, run_logged
+from torchscale.orchestration.launch.torchrun import LaunchCommand
+from torchscale.orchestration.launch.torchrun_env import (
+    child_environment,
+    is_inherited_distributed_var,
+)
+from torchscale.orchestration.validate import smoke, smoke_worker
+from torchscale.orchestration.validate.check_result import CheckResult, Status, passed
+from torchscale.orchestration.validate.smoke import (
     SMOKE_ELEMENTS,
     SMOKE_ITERS,
     WORKER_MODULE,

@@ -3,7 +3,7 @@
 Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
-from torchscale.cli.app import main
+from torchscale.interfaces.cli.app import main
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchscale.schedulers.api import (
+from torchscale.orchestration.schedulers.api import (
     BenchmarkEvents,
     BenchmarkRun,
     LauncherEvent,
@@ -18,21 +18,21 @@ from torchscale.schedulers.api import (
 )
 
 if TYPE_CHECKING:
-    from torchscale.config.schema import BenchConfig
-    from torchscale.plan import Machine, Plan
-    from torchscale.results.store import ResultStore
+    from torchscale.offline.results.store import ResultStore
+    from torchscale.orchestration.config.schema import BenchConfig
+    from torchscale.orchestration.plan import Machine, Plan
 
 KIND = "batchq"
 
 
 class BatchQueue:
     def machine(self, config: BenchConfig) -> Machine:
-        from torchscale.plan import Machine
+        from torchscale.orchestration.plan import Machine
 
         return Machine(gpu_count=0, cpu_cores=4)
 
     def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
-        from torchscale.results.store import ResultStore
+        from torchscale.offline.results.store import ResultStore
 
         return ResultStore.for_experiment(output_dir, config.experiment_name)
 

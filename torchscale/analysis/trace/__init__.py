@@ -1,4 +1,0 @@
-"""Trace analyses: pure functions over the event tables of `torchscale.traces.rank_trace`, one
-analysis per module (steps and phases, breakdown, idle taxonomy, collective matching, clock
-offsets, stragglers, the step model, findings). The what-if is the run's diagnosis'
-(`torchscale.analysis.diagnosis`), computed over the step model."""

@@ -1,0 +1,46 @@
+"""`torchscale.api`, the public name of the library API (docs/python-api.md): the functions and
+types of `torchscale.interfaces.api`, under the name notebooks and scripts import.
+
+An entry point, not a unit of its own: it lives at the top level because the public import
+names it, and it only re-exports (its code is in interfaces/api/).
+
+Layer 4 (entry points) of docs/architecture.md: imports the interfaces; nothing imports it.
+"""
+
+from __future__ import annotations
+
+from torchscale.interfaces.api import (
+    BenchmarkEvents,
+    BenchmarkRun,
+    CommOptions,
+    CommRun,
+    ProfileOptions,
+    ProfileRun,
+    ReportRun,
+    TraceAnalysis,
+    analyze_traces,
+    build_report,
+    machine_for,
+    plan_benchmark,
+    run_benchmark,
+    run_comm,
+    run_profile,
+)
+
+__all__ = [
+    "BenchmarkEvents",
+    "BenchmarkRun",
+    "CommOptions",
+    "CommRun",
+    "ProfileOptions",
+    "ProfileRun",
+    "ReportRun",
+    "TraceAnalysis",
+    "analyze_traces",
+    "build_report",
+    "machine_for",
+    "plan_benchmark",
+    "run_benchmark",
+    "run_comm",
+    "run_profile",
+]

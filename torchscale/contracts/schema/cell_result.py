@@ -1,0 +1,763 @@
+"""The versioned result of one cell (cells/<cell_id>.json).
+
+Written by rank 0 of the worker for a finished cell, or by the sweep for a cell that was skipped
+or did not finish (failed, oom, timeout). Every figure that could not be measured on this
+hardware is null with the reason in `unavailable`, never a guess.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.flop_convention import MFU_CONVENTION
+
+# 1: first release (identity fields at top level, memory.activation_bytes).
+# 2: identity nested as `cell`, status enum, typed `error`, memory.non_static_peak_bytes,
+#    per-rank memory, compute.peak_basis and window-based achieved TFLOP/s.
+# 3: per-rank compute time (no_sync) and phase medians, the straggler with its slow phase,
+#    communication split into slowest compute / load imbalance / exposed communication
+#    (comm_overhead now means exposed communication only; the old pooled figure is
+#    sync_overhead), injected delays, profile capture.
+# 4: telemetry sampled during the measured windows (per rank: GPU utilisation, memory, power,
+#    temperature, SM clock, clocks-event reasons, energy; process CPU and RSS) with totals and
+#    energy per sample; CUDA allocator retries, OOMs and fragmentation in memory.
+# 5: the input pipeline (`data`: source, loader settings, data-wait time per step and its share
+#    of the step) and `cost` (GPU-hours and price per million samples and tokens).
+# 6: tp, pp and hybrid cells (`cell.parallel`: the mesh) with `parallel` (per-stage busy time,
+#    measured and theoretical pipeline bubble), global_batch per data-parallel replica, and
+#    `warmup` (warm-up step times, torch.compile's compile time).
+# 7: `parallel.profiled_comm`: a tensor-parallel cell's communication and exposed
+#    communication (waiting for peers apart from transfer) from steps profiled after the windows.
+# 8: `attribution`: one model of the step (compute, data, waiting for peers, exposed transfer,
+#    rest) with 95 % intervals and a straggler named only by a significance test; `intervals`
+#    for the headline figures; no_sync windows interleaved with the synchronised ones.
+# 9: MFU against the node's measured peak (`validate --level perf`) beside MFU against the
+#    spec sheet: compute.measured_peak_tflops_per_device, measured_peak_basis, mfu_measured and
+#    intervals.mfu_measured; an MFU over 100 % of either peak is not reported (a bug).
+# 10: `diagnosis` replaces `attribution`: the one diagnosis of the run (the step model with the
+#    evidence that decided it, per-rank waits, the straggler verdict, the bounded what-if, the
+#    findings, the busy-machine caveat, cross-checks); a profiled run's result holds the same
+#    diagnosis as its analysis.json. Older results load with their attribution as a diagnosis
+#    decided by the phase timers (no findings, no what-if).
+# 11: `compile` (training.compile: the warm-up steps that compiled, extra warm-up steps,
+#    graph breaks, recompiles and compile seconds inside the measured windows); the windows'
+#    timeout and duration-based step count come from the warm-up steps that compiled nothing,
+#    and the FLOP count runs on the meta device.
+RESULT_SCHEMA_VERSION = 11
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Estimate(_Model):
+    """One figure with its 95 % interval (torchscale/offline/analysis/uncertainty.py). Inside its
+    own noise (the interval reaches outside the figure's domain, e.g. a time that may be 0 or a
+    share that may be 0) it is not measurable: `value` is null and the interval, clamped to the
+    domain, says how large it could be. Without an interval (one repeat) `reason` says why."""
+
+    value: float | None = Field(description="the figure; null when not measurable above noise")
+    low: float | None = Field(description="lower end of the 95 % interval (clamped to the domain)")
+    high: float | None = Field(description="upper end of the 95 % interval")
+    n: int = Field(description="the units the interval was taken over (steps, repeats)")
+    method: str = Field(description="how the interval was taken")
+    measurable: bool = Field(description="false: the interval includes 0 or leaves the domain")
+    reason: str | None = Field(default=None, description="why not measurable, or no interval")
+
+
+class StepTimeStats(_Model):
+    """Step-time distribution in seconds (sample std; cv = std / mean)."""
+
+    count: int
+    mean: float
+    p50: float
+    p95: float
+    p99: float
+    min: float
+    max: float
+    std: float
+    cv: float
+
+
+class PhaseTimes(_Model):
+    """Median seconds per phase of one rank over its synchronised measured steps
+    (docs/methodology.md, "Phase timing"). A null phase has its reason in the result's
+    `unavailable` under `phases.<phase>`."""
+
+    data: float | None = Field(description="fetching the batch")
+    forward: float | None = Field(description="forward and loss")
+    backward: float | None = Field(
+        description="backward compute: backward() called -> last gradient produced; the whole "
+        "backward (its communication waits included) when grad_sync_wait is null"
+    )
+    grad_sync_wait: float | None = Field(
+        description="last gradient produced -> backward() returned: the wait for gradient sync"
+    )
+    optimizer: float | None = Field(description="optimizer step and zero_grad")
+
+
+class RankStats(_Model):
+    rank: int
+    host: str
+    step_time: StepTimeStats
+    peak_rss_bytes: int | None = Field(default=None, description="this rank's process")
+    peak_allocated_bytes: int | None = Field(default=None, description="CUDA only")
+    alloc_retries: int | None = Field(
+        default=None, description="CUDA only: num_alloc_retries during the measured windows"
+    )
+    compute_time: StepTimeStats | None = Field(
+        default=None,
+        description="this rank's steps under DDP no_sync(): its compute alone (DDP, world > 1)",
+    )
+    phases: PhaseTimes | None = Field(default=None, description="median per phase, seconds")
+
+
+class Throughput(_Model):
+    """Samples (and tokens) per second over barrier-bounded windows; median over repeats."""
+
+    samples_per_s: float = Field(description="global: all ranks together")
+    samples_per_s_per_device: float
+    tokens_per_s: float | None = Field(description="language models only")
+    repeats: list[float] = Field(description="global samples/s of each repeat")
+    spread: float = Field(description="(max - min) / median of the repeats")
+
+
+class Memory(_Model):
+    parameter_bytes: int
+    gradient_bytes: int
+    optimizer_state_bytes: int
+    peak_allocated_bytes: int | None = Field(description="CUDA caching allocator; null on CPU")
+    peak_reserved_bytes: int | None
+    non_static_peak_bytes: int | None = Field(
+        description=(
+            "peak allocated - (parameters + gradients + optimizer state), CUDA only: "
+            "activations plus, under DDP, gradient buckets; under FSDP, unsharded parameters, "
+            "prefetch and communication buffers"
+        )
+    )
+    peak_rss_bytes: int | None = Field(description="largest peak resident set of any rank")
+    alloc_retries: int | None = Field(
+        default=None,
+        description="CUDA only: most cudaMalloc retries of any rank during the measured windows "
+        "(memory_stats num_alloc_retries: the allocator freed its cache and tried again, a sign "
+        "of memory pressure that costs a synchronisation each time)",
+    )
+    oom_count: int | None = Field(
+        default=None,
+        description="CUDA only: most out-of-memory errors of any rank during the measured windows "
+        "(memory_stats num_ooms)",
+    )
+    fragmentation: float | None = Field(
+        default=None,
+        description="CUDA only, highest of any rank: 1 - peak allocated / peak reserved over the "
+        "measured windows, the share of the reserved pool that never held live tensors at the "
+        "peak (caching and block splitting)",
+    )
+    inactive_split_peak_bytes: int | None = Field(
+        default=None,
+        description="CUDA only, largest of any rank: peak of memory_stats "
+        "inactive_split_bytes.all (free bytes stranded inside partly used segments)",
+    )
+
+
+class FieldStats(_Model):
+    """Mean and maximum of one sampled quantity over a rank's samples in the measured windows."""
+
+    mean: float
+    max: float
+
+
+EnergyMethod = Literal["counter", "power_integral"]
+
+
+class RankLoad(_Model):
+    """What one rank's sampler read of its host at each measured window's start and stop, and
+    of its GPU's compute processes: the inputs of the cell's `HostLoad` (docs/telemetry.md)."""
+
+    pid: int | None = Field(description="the rank's process id")
+    cores: int | None = Field(description="logical CPUs of the host (psutil.cpu_count())")
+    usable_cores: int | None = Field(description="CPUs the rank may run on (its affinity)")
+    window_s: float = Field(description="seconds from each window's start edge to its stop edge")
+    busy_cpu_s: float | None = Field(
+        description="CPU seconds all processes of the host used in the windows (psutil.cpu_times "
+        "deltas: everything but idle and iowait)"
+    )
+    own_cpu_s: float | None = Field(
+        description="CPU seconds the rank's process and its child processes used in the windows"
+    )
+    load_avg_1m: list[float] = Field(
+        default_factory=list, description="os.getloadavg()[0] at each window's start and stop"
+    )
+    gpu_pids: list[int] | None = Field(
+        default=None,
+        description="compute processes NVML listed on the rank's GPU at the window edges, its "
+        "own included; null: not read",
+    )
+    gpu_processes_max: int | None = Field(
+        default=None, description="the most compute processes listed on the GPU at one edge"
+    )
+    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+
+
+class RankTelemetry(_Model):
+    """What one rank's sampler saw during the measured windows (docs/telemetry.md). A null
+    field has its reason in `unavailable` under the field's name."""
+
+    rank: int
+    host: str
+    device: str = Field(description="cuda:<index> or cpu")
+    gpu_name: str | None = None
+    gpu_uuid: str | None = Field(default=None, description="the NVML UUID sampled")
+    samples: int = Field(description="samples taken, window edges included")
+    sampled_s: float = Field(description="seconds covered by sampling, all windows")
+    gpu_util_pct: FieldStats | None = Field(
+        description="NVML utilisation: % of time a kernel ran, over the driver's sample period"
+    )
+    gpu_memory_used_bytes: FieldStats | None = Field(
+        description="NVML device memory used (all processes on the GPU)"
+    )
+    power_w: FieldStats | None = Field(description="NVML power draw, watts")
+    temperature_c: FieldStats | None = Field(description="GPU core temperature, Celsius")
+    sm_clock_mhz: FieldStats | None = Field(description="SM clock, MHz")
+    cpu_util_pct: FieldStats | None = Field(
+        description="this rank's process: CPU seconds / wall seconds x 100 (100 = one core)"
+    )
+    rss_bytes: FieldStats | None = Field(description="this rank's process resident set")
+    energy_j: float | None = Field(description="GPU energy over the sampled windows, joules")
+    energy_method: EnergyMethod | None = Field(
+        description="counter: nvmlDeviceGetTotalEnergyConsumption at each window's start and "
+        "stop; power_integral: trapezoid integral of the power samples"
+    )
+    clock_event_reasons: list[str] = Field(
+        default_factory=list,
+        description="clocks-event reasons seen in any sample (GpuIdle, "
+        "ApplicationsClocksSetting left out)",
+    )
+    throttle_reasons: list[str] = Field(
+        default_factory=list, description="those of them that slow the GPU (power, thermal, HW)"
+    )
+    throttled_fraction: float | None = Field(
+        description="share of samples with a slowdown reason set"
+    )
+    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+    load: RankLoad | None = Field(
+        default=None, description="the host's CPU and the GPU's processes at the window edges"
+    )
+
+
+class Telemetry(_Model):
+    """Telemetry of every rank and the cell's totals (docs/telemetry.md). A null total has its
+    reason in the result's `unavailable` under `telemetry.<field>`."""
+
+    source: str = Field(description="what was sampled: nvml+psutil on CUDA, psutil on CPU")
+    interval_ms: int
+    windows: int = Field(description="measured windows sampled (no_sync window excluded)")
+    ranks: list[RankTelemetry]
+    gpu_util_pct_mean: float | None = Field(description="mean over GPUs of their mean")
+    power_w_mean: float | None = Field(description="mean over GPUs of their mean power")
+    temperature_c_max: float | None = Field(description="hottest sample of any GPU")
+    sm_clock_mhz_mean: float | None = Field(description="mean over GPUs of their mean")
+    cpu_util_pct_mean: float | None = Field(description="mean over ranks of their mean")
+    energy_j: float | None = Field(description="sum over GPUs, all sampled windows")
+    energy_method: EnergyMethod | Literal["mixed"] | None = None
+    samples_per_joule: float | None = Field(
+        description="samples processed by all ranks in the windows / energy_j"
+    )
+    tokens_per_joule: float | None = Field(description="language models only")
+    throttled: bool | None = Field(
+        description="a slowdown reason was set in any sample of any GPU; null: none readable"
+    )
+    throttle_reasons: list[str] = Field(default_factory=list)
+    hosts: list[HostLoad] | None = Field(
+        default=None,
+        description="what else ran on each of the cell's hosts during the windows; null: not "
+        "sampled (the reason in the result's unavailable['telemetry.hosts'])",
+    )
+
+
+class HostLoad(_Model):
+    """What else ran on one host during the cell's measured windows (docs/telemetry.md): the CPU
+    of all its processes less the cell's ranks' own, the load average, and compute processes on
+    the cell's GPUs that are not its ranks. A null figure has its reason in `unavailable`."""
+
+    host: str
+    ranks: list[int] = Field(description="the cell's ranks on this host")
+    cores: int | None = Field(description="logical CPUs of the host")
+    busy_cores: float | None = Field(
+        description="all processes: busy CPU seconds / window seconds, mean over the ranks here"
+    )
+    cell_cores: float | None = Field(
+        description="the cell's ranks here and their child processes: sum over the ranks of "
+        "their CPU seconds / window seconds"
+    )
+    other_cores: float | None = Field(
+        description="busy_cores - cell_cores, at least 0: other processes, the kernel and "
+        "hypervisor steal"
+    )
+    load_avg_1m: FieldStats | None = Field(
+        description="1-minute load average at the window edges of every rank here"
+    )
+    other_gpu_processes: int | None = Field(
+        description="compute processes on the cell's GPUs here that are not its ranks"
+    )
+    other_gpu_pids: list[int] = Field(
+        default_factory=list,
+        description="their PIDs; empty when NVML's PIDs belong to another PID namespace",
+    )
+    busy: bool | None = Field(
+        description="other_cores >= 0.25 per rank here and fewer idle cores than ranks here; "
+        "null: the CPU figures are missing"
+    )
+    unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
+
+
+class Compute(_Model):
+    flops_per_step: float | None = Field(description="per rank, FlopCounterMode, fwd+bwd")
+    achieved_tflops_per_device: float | None = Field(
+        description="flops_per_step x steps / window wall time, median over repeats"
+    )
+    peak_tflops_per_device: float | None
+    peak_basis: str | None = Field(
+        default=None, description="which peak was used: GPU, dtype and why (e.g. TF32 convs)"
+    )
+    mfu: float | None = Field(description="achieved / peak_tflops_per_device; " + MFU_CONVENTION)
+    measured_peak_tflops_per_device: float | None = Field(
+        default=None,
+        description="the best matmul TFLOP/s `validate --level perf` measured on the cell's "
+        "nodes for the dtype that runs (mean over ranks)",
+    )
+    measured_peak_basis: str | None = Field(
+        default=None, description="where the measured peak comes from: host, dtype, report"
+    )
+    mfu_measured: float | None = Field(
+        default=None, description="achieved / measured peak: MFU against what this GPU can do"
+    )
+
+
+class Communication(_Model):
+    """The synchronised step T (median) split three ways (docs/methodology.md): the slowest
+    rank's compute, the wait of the other ranks for it (load imbalance), and communication
+    exposed beyond it. Per rank r: T = compute_r + (slowest - compute_r) + (T - slowest)."""
+
+    step_time_no_sync_s: float | None = Field(
+        description="median step under DDP no_sync(), all ranks pooled"
+    )
+    comm_overhead: float | None = Field(
+        description="exposed communication: (T - slowest rank's compute) / T"
+    )
+    sync_overhead: float | None = Field(
+        default=None,
+        description="1 - step_time_no_sync_s / T: pooled over ranks, so load imbalance and "
+        "communication together (what comm_overhead meant up to schema 2)",
+    )
+    step_time_s: float | None = Field(default=None, description="T: median synchronised step")
+    slowest_compute_s: float | None = Field(
+        default=None, description="the slowest rank's median step under no_sync()"
+    )
+    slowest_compute_rank: int | None = None
+    load_imbalance_s: float | None = Field(
+        default=None, description="mean over ranks of (slowest compute - its compute)"
+    )
+    load_imbalance: float | None = Field(default=None, description="load_imbalance_s / T")
+    exposed_comm_s: float | None = Field(default=None, description="T - slowest compute")
+
+
+class Straggler(_Model):
+    """The rank with the highest compute time, and the phase that makes it slow."""
+
+    rank: int
+    basis: Literal["no_sync", "phases"] = Field(
+        description="no_sync: each rank's median step under DDP no_sync(); phases: the sum of "
+        "its data, forward, backward-compute and optimizer medians"
+    )
+    compute_s: float = Field(description="the straggler's compute time")
+    others_compute_s: float = Field(description="median of the other ranks' compute times")
+    compute_gap_s: float = Field(description="compute_s - others_compute_s")
+    phase: str | None = Field(
+        description="the phase with the largest positive gap (grad_sync_wait excluded: it is "
+        "where the other ranks wait for the straggler); null when no phase is slower"
+    )
+    gap_s: float | None = Field(description="that phase's gap, seconds")
+    phase_gaps_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="per phase: the straggler's median - the median of the other ranks' medians",
+    )
+    injected: bool = Field(
+        default=False, description="a delay was injected on this rank (--inject-delay)"
+    )
+
+
+PartName = Literal["compute", "data", "wait_for_peers", "exposed_transfer", "rest"]
+PART_NAMES: tuple[PartName, ...] = ("compute", "data", "wait_for_peers", "exposed_transfer", "rest")
+
+
+class StepPart(_Model):
+    """One part of the step (docs/methodology.md, "One model of the step")."""
+
+    name: PartName
+    seconds: Estimate = Field(description="mean per step, over ranks and steps")
+    share: Estimate = Field(description="seconds / the mean step")
+
+
+class StragglerVerdict(_Model):
+    """Whether one rank is significantly slower than the others, by a stated test."""
+
+    named: bool = Field(description="true only when the test is significant and evidence agrees")
+    rank: int | None = Field(description="the straggler; null unless named")
+    phase: str | None = Field(description="its slow phase; null unless one is significant")
+    candidate_rank: int | None = Field(description="the rank with the largest mean gap")
+    gap_s: Estimate | None = Field(
+        description="candidate's own work per step minus the median of the others', same step"
+    )
+    phase_gap_s: Estimate | None = Field(default=None, description="the named phase's gap")
+    p_value: float | None = Field(description="one-sided Wilcoxon signed-rank, paired steps")
+    significant: bool | None = Field(
+        default=None,
+        description="schema 10: the own-work gap passed the test (p and minimum effect), "
+        "named or withdrawn by evidence naming another rank; null: older result",
+    )
+    withdrawn_by: str | None = Field(
+        default=None,
+        description="schema 10: the evidence that significantly named another rank and so "
+        "withdrew a significant gap; null: not withdrawn",
+    )
+    min_effect_s: float | None = Field(description="smallest gap named: a share of the step")
+    test: str = Field(description="the test, in words")
+    summary: str = Field(description="one line, the same on every surface")
+
+
+class CrossCheck(_Model):
+    """A second estimate of a figure of the model, shown only as agreeing or not."""
+
+    name: str
+    method: str
+    estimate: Estimate | None
+    agrees: bool | None = Field(description="null: could not judge")
+    detail: str
+
+
+class Attribution(_Model):
+    """The one model of a step: compute + data + waiting for peers + exposed transfer + rest,
+    each with its 95 % interval, the parts adding up to the step by construction."""
+
+    basis: str = Field(description="the evidence the parts come from")
+    steps: int = Field(description="steps the parts are averaged over (per rank)")
+    ranks: int
+    step_s: Estimate = Field(description="the mean step the parts add up to")
+    parts: list[StepPart]
+    straggler: StragglerVerdict | None = Field(description="null: one rank")
+    cross_checks: list[CrossCheck] = Field(default_factory=list)
+
+
+DiagnosisSource = Literal["phase timers", "traces"]
+
+
+class RankWait(_Model):
+    """One rank's wait for peers: its mean wait per step over its own mean step."""
+
+    rank: int
+    share: Estimate
+
+
+class WhatIf(_Model):
+    """What the step would lose if the candidate rank did the others' work: per step, the
+    least wait for peers of any other rank (the wait it removes), capped by the candidate's
+    extra own work at that step; an upper bound."""
+
+    rank: int
+    named: bool = Field(description="the named straggler (false: the largest gap, not named)")
+    saved_s: Estimate = Field(description="mean seconds per step it would save")
+    share: Estimate = Field(description="saved / the mean step")
+    extra_work_s: float | None = Field(description="its mean own-work gap per step (the cap)")
+    method: str
+
+
+class Finding(_Model):
+    """One problem of the run: who and what, its cost (a part of the step model), the figures
+    behind it and a concrete next step."""
+
+    title: str
+    category: str = Field(
+        description="straggler | load_imbalance | exposed_comm | data_wait | host_bound"
+    )
+    cost_pct: float = Field(description="share of the step, % (the cost_share's value)")
+    cost_share: Estimate | None = Field(
+        default=None, description="the cost as a share of the step with its interval"
+    )
+    evidence: list[str] = Field(default_factory=list)
+    recommendation: str
+
+
+class Diagnosis(Attribution):
+    """The one diagnosis of a run, computed once (torchscale/offline/analysis/diagnosis.py) from all
+    the evidence it has and rendered by every surface: the step model (the parts above), the
+    per-rank waits, the straggler verdict, the what-if, the findings and the busy-machine
+    caveat. `source` is the evidence that decided them (docs/methodology.md, "One diagnosis");
+    other estimates are `cross_checks`, shown on request."""
+
+    source: DiagnosisSource = Field(description="the evidence the figures come from")
+    rank_waits: list[RankWait] = Field(default_factory=list)
+    whatif: WhatIf | None = None
+    findings: list[Finding] = Field(default_factory=list, description="most expensive first")
+    caveat: str | None = Field(
+        default=None, description="why the verdict may be the machine's, not the workload's"
+    )
+    disagreement: str | None = Field(
+        default=None, description="one line when a cross-check disagrees; null when none does"
+    )
+
+    def part(self, name: str) -> StepPart | None:
+        """The part of that name (compute, data, wait_for_peers, exposed_transfer, rest)."""
+        return next((p for p in self.parts if p.name == name), None)
+
+
+class Intervals(_Model):
+    """Headline figures with their 95 % intervals (docs/methodology.md, "Uncertainty")."""
+
+    samples_per_s: Estimate = Field(description="global throughput, median over repeats")
+    step_p50_s: Estimate
+    step_p95_s: Estimate
+    step_p99_s: Estimate
+    mfu: Estimate | None = Field(default=None, description="scales with throughput")
+    mfu_measured: Estimate | None = Field(default=None, description="scales with throughput")
+
+
+class InjectedDelay(_Model):
+    """A delay injected on purpose (`--inject-delay RANK:PHASE:MS`): the straggler it makes is
+    artificial."""
+
+    rank: int
+    phase: str
+    ms: float
+
+
+class ProfileRecord(_Model):
+    """Profiled steps run after the measured windows (never inside them)."""
+
+    tool: str = Field(description="torch | nsys")
+    trace_dir: str
+    wait: int
+    warmup: int
+    active: int
+    files: list[str] = Field(default_factory=list, description="names inside trace_dir")
+    capture_s: float | None = Field(description="wall time of the capture, slowest rank")
+    notes: list[str] = Field(default_factory=list)
+
+
+class CellError(_Model):
+    """Why a cell did not produce a measurement (or why it was skipped)."""
+
+    reason: str = Field(description="one line, for people")
+    root_cause_rank: int | None = None
+    exception: str | None = Field(default=None, description="the failing rank's exception")
+    exit_signal: str | None = Field(default=None, description="e.g. SIGKILL, when a rank died")
+    diagnosis: list[str] = Field(
+        default_factory=list, description="hang: one line per rank, where it was"
+    )
+    artifacts: list[str] = Field(
+        default_factory=list, description="stack dumps, flight-recorder dumps, kept with the logs"
+    )
+    log_tail: str | None = None
+
+
+class DataPipeline(_Model):
+    """Where the batches came from and how long the step waited for them (docs/data.md).
+
+    `wait_s` is the median time per step spent getting the batch (the `data` phase: the
+    DataLoader's next() and the copy to the device), on the rank that waited longest; `share`
+    is that over the median step time. With synthetic data it is about 0 by construction.
+    """
+
+    source: Literal["synthetic", "disk", "cifar100"]
+    wait_s: float | None = Field(description="median data wait per step, slowest rank, seconds")
+    share: float | None = Field(description="wait_s / median step time (0.25 = 25 %)")
+    wait_s_per_rank: list[float | None] = Field(
+        default_factory=list, description="median data wait per step of each rank"
+    )
+    num_workers: int | None = Field(default=None, description="DataLoader workers per rank")
+    pin_memory: bool | None = None
+    prefetch_factor: int | None = None
+    dir: str | None = Field(default=None, description="where the data was read")
+    dataset_bytes: int | None = Field(default=None, description="bytes of the files read")
+    samples: int | None = Field(default=None, description="samples in the dataset")
+    read_bytes_per_s: float | None = Field(
+        default=None,
+        description="bytes of samples consumed per second of measured windows, all ranks",
+    )
+    notes: list[str] = Field(default_factory=list)
+
+
+class Cost(_Model):
+    """What the measured throughput costs (torchscale/offline/analysis/cost.py, docs/cost.md).
+
+    Every GPU of the cell is paid for the whole time: GPU-hours per million samples =
+    world_size x 10^6 / samples_per_s / 3600. On CPU one "GPU" is one rank.
+    """
+
+    per_gpu_hour: float | None = Field(description="price of one GPU-hour; null: not given")
+    gpu_hours_per_m_samples: float | None
+    cost_per_m_samples: float | None
+    cost_per_m_tokens: float | None = Field(description="null: the model has no tokens")
+
+
+class StageTime(_Model):
+    """One pipeline rank in the measured windows (medians over its steps)."""
+
+    rank: int
+    stages: list[int] = Field(description="indices of the stage modules this rank holds")
+    busy_s: float = Field(description="compute of its stages per step (forward, loss, backward)")
+    step_s: float = Field(description="its step time")
+    bubble: float = Field(description="1 - busy_s / step_s: idle share of its step")
+
+
+class ProfiledComm(_Model):
+    """Communication of a tensor-parallel cell, from a few steps profiled after the measured
+    windows (never inside them). Shares are of the step time, summed over ranks, as
+    `torchscale profile` computes them (docs/strategies.md)."""
+
+    scope: str = Field(description="which collectives the figures cover")
+    steps: int = Field(description="complete profiled steps analysed per rank (fewest rank)")
+    step_s: float | None = Field(description="median profiled step, over ranks")
+    comm: float | None = Field(description="share of the step with a collective running")
+    exposed: float | None = Field(
+        description="share of the step with a collective running and no compute on the rank"
+    )
+    waiting_for_peers: float | None = Field(
+        description="the part of `exposed` spent waiting for a late peer (load imbalance)"
+    )
+    exposed_transfer: float | None = Field(
+        description="exposed - waiting_for_peers: communication a faster link would shorten"
+    )
+    matched_collectives: int = Field(description="collective instances matched across ranks")
+    method: str
+
+
+class ParallelMetrics(_Model):
+    """What a tp, pp or hybrid cell measured beyond every cell's figures (docs/strategies.md)."""
+
+    global_batch_definition: str = Field(
+        description="global batch = dp x batch_size x grad_accum_steps; how a batch splits"
+    )
+    mesh_shape: list[int]
+    mesh_dim_names: list[str]
+    stages: list[StageTime] = Field(default_factory=list, description="pipelines: per rank")
+    bubble_measured: float | None = Field(
+        default=None, description="pipelines: mean over ranks of 1 - busy / step"
+    )
+    bubble_theoretical: float | None = Field(
+        default=None, description="(p-1)/(v*m+p-1) of the schedule (v: stages per rank)"
+    )
+    slowest_stage_rank: int | None = Field(
+        default=None, description="pipelines: the rank whose stages compute longest"
+    )
+    profiled_comm: ProfiledComm | None = Field(
+        default=None, description="tensor parallelism: exposed communication, profiled steps"
+    )
+
+
+class Warmup(_Model):
+    """The discarded steps before the measured windows, and what they absorbed."""
+
+    step_s: list[float] = Field(description="each warm-up step, slowest rank")
+    compile_s: float | None = Field(
+        default=None,
+        description="training.compile: time torch.compile spent compiling (dynamo's "
+        "total_wall_time), slowest rank; inside the warm-up, never in a measured window",
+    )
+
+
+class CompileActivity(_Model):
+    """training.compile: what torch.compile did in the cell, from dynamo's own tallies
+    (torchscale/rank/worker/compile_watch.py). Windows and the collective timeout are sized from the
+    warm-up steps that compiled nothing (docs/methodology.md)."""
+
+    compiling_warmup_steps: list[int] = Field(
+        description="warm-up steps (0-based, indices into warmup.step_s) in which "
+        "torch.compile compiled on any rank; they size neither the windows nor the timeout"
+    )
+    extra_warmup_steps: int = Field(
+        description="warm-up steps run beyond measurement.warmup_steps so that at least 2 "
+        "steps compiled nothing (at most 8); included in warmup.step_s"
+    )
+    graph_breaks: int | None = Field(
+        default=None,
+        description="graph breaks dynamo met in this cell's process up to the windows' end, "
+        "most on any rank (0: each compiled function is whole graphs)",
+    )
+    recompiles_in_windows: int | None = Field(
+        default=None,
+        description="frames dynamo compiled inside the measured windows (sync and no_sync), "
+        "most on any rank: each a recompile after a failed guard, or with warmup_steps 0 the "
+        "first compile; their steps' times include compiling (a warning says so)",
+    )
+    graph_breaks_in_windows: int | None = Field(
+        default=None, description="graph breaks met by those compiles, most on any rank"
+    )
+    compile_s_in_windows: float | None = Field(
+        default=None,
+        description="seconds dynamo spent compiling inside the measured windows, slowest rank",
+    )
+
+
+class CellResult(_Model):
+    kind: Literal["torchscale.cell"] = "torchscale.cell"
+    schema_version: Literal[11] = 11
+    cell: CellIdentity
+    status: Status
+    model_kind: str | None = Field(default=None, description="vision | language | other")
+    parameters: int | None = None
+    measured_steps: int | None = Field(default=None, description="per repeat")
+    warmup_steps: int | None = None
+    repeats: int | None = None
+    global_batch: int | None = Field(
+        default=None,
+        description="samples per optimizer step: batch x data-parallel replicas x grad_accum "
+        "(replicas = world size under ddp and fsdp)",
+    )
+    throughput: Throughput | None = None
+    step_time: StepTimeStats | None = Field(default=None, description="all ranks pooled")
+    ranks: list[RankStats] = Field(default_factory=list)
+    straggler_rank: int | None = Field(
+        default=None, description="rank with the highest compute time (= straggler.rank)"
+    )
+    straggler: Straggler | None = None
+    diagnosis: Diagnosis | None = Field(
+        default=None,
+        description="the one diagnosis of the run (schema 10; schema 8-9: attribution)",
+    )
+    intervals: Intervals | None = Field(default=None, description="schema 8")
+    memory: Memory | None = None
+    compute: Compute | None = None
+    communication: Communication | None = None
+    injected_delays: list[InjectedDelay] = Field(
+        default_factory=list, description="--inject-delay: an artificial straggler"
+    )
+    profile: ProfileRecord | None = None
+    telemetry: Telemetry | None = Field(
+        default=None, description="sampled during the measured windows; null: see unavailable"
+    )
+    data: DataPipeline | None = Field(default=None, description="the input pipeline")
+    cost: Cost | None = Field(default=None, description="price per million samples/tokens")
+    parallel: ParallelMetrics | None = Field(
+        default=None, description="tp, pp and hybrid cells: the mesh, stages and bubble"
+    )
+    warmup: Warmup | None = None
+    compile: CompileActivity | None = Field(
+        default=None, description="training.compile: what compiled, and when (schema 11)"
+    )
+    warnings: list[str] = Field(default_factory=list)
+    unavailable: dict[str, str] = Field(
+        default_factory=dict, description="metric -> why it could not be measured here"
+    )
+    error: CellError | None = Field(default=None, description="failed/oom/timeout/skipped")
+    environment: dict[str, Any] = Field(default_factory=dict)
+    launch: dict[str, Any] = Field(default_factory=dict, description="argv, env, omp threads")
+    started_at: str | None = None
+    wall_s: float | None = Field(default=None, description="launch to exit, seconds")
+
+    @property
+    def cell_id(self) -> str:
+        return self.cell.id

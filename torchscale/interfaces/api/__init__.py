@@ -1,0 +1,47 @@
+"""The library API: a whole job in one call, returning typed results (docs/python-api.md).
+
+Each command of the CLI is a thin call into one function here: `run_benchmark` (benchmark.py),
+`run_profile` (profile.py), `run_comm` (comm.py), `build_report` (report.py). They print
+nothing and exit nothing; a caller that wants progress passes callbacks, and every result
+carries the exit code the command would set.
+
+Layer 4 (entry points, beside the CLI) of docs/architecture.md: the API and the CLI are the two
+front doors; they import everything below them and nothing imports them.
+"""
+
+from __future__ import annotations
+
+from torchscale.interfaces.api.benchmark import (
+    BenchmarkEvents,
+    BenchmarkRun,
+    machine_for,
+    plan_benchmark,
+    run_benchmark,
+)
+from torchscale.interfaces.api.comm import CommOptions, CommRun, run_comm
+from torchscale.interfaces.api.profile import (
+    ProfileOptions,
+    ProfileRun,
+    TraceAnalysis,
+    analyze_traces,
+    run_profile,
+)
+from torchscale.interfaces.api.report import ReportRun, build_report
+
+__all__ = [
+    "BenchmarkEvents",
+    "BenchmarkRun",
+    "CommOptions",
+    "CommRun",
+    "ProfileOptions",
+    "ProfileRun",
+    "ReportRun",
+    "TraceAnalysis",
+    "analyze_traces",
+    "build_report",
+    "machine_for",
+    "plan_benchmark",
+    "run_benchmark",
+    "run_comm",
+    "run_profile",
+]

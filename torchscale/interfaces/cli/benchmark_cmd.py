@@ -1,0 +1,381 @@
+"""`torchscale benchmark`: expand the config into cells and run each under torchrun."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from torchscale.contracts.errors import UsageError
+from torchscale.interfaces.cli.common import (
+    Verbosity,
+    handle_errors,
+    print_error_lines,
+    stderr,
+    stdout,
+    table_width,
+)
+from torchscale.interfaces.cli.shared_options import (
+    SetOverrides,
+    VerbosityFlag,
+    takes_dotted_overrides,
+)
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from torchscale.contracts.schema.cell_result import CellResult
+    from torchscale.interfaces.api import BenchmarkEvents, BenchmarkRun
+    from torchscale.interfaces.report.progress import SweepProgress
+    from torchscale.orchestration.comm.comm_result import CommResult
+    from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
+    from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
+    from torchscale.orchestration.memory.max_batch_runs import SearchGroup
+    from torchscale.orchestration.memory.search import ProbeOutcome
+    from torchscale.orchestration.plan import Plan, PlannedCell
+    from torchscale.orchestration.profiling.session import ProfiledCell
+    from torchscale.orchestration.profiling.trigger import Selected
+    from torchscale.orchestration.schedulers.api import LauncherEvent
+    from torchscale.rank.data.prepare import DataReady
+
+
+@takes_dotted_overrides  # --training.precision=bf16, as the published interface has it
+@handle_errors
+def benchmark(
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="Benchmark config (YAML).", show_default=False),
+    ] = None,
+    output_dir: Annotated[
+        Path, typer.Option("--output-dir", "-o", help="Results go to OUTPUT_DIR/<experiment>.")
+    ] = Path("./results"),
+    overrides: SetOverrides = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan (argv, env, skips); run nothing.")
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Skip cells already ok for the same definition.")
+    ] = False,
+    fail_fast: Annotated[
+        bool, typer.Option("--fail-fast", help="Stop at the first failed cell.")
+    ] = False,
+    status_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--status",
+            metavar="DIR",
+            help="Show the Slurm jobs of the sweep whose results are in DIR; run nothing.",
+        ),
+    ] = None,
+    cancel_dir: Annotated[
+        Path | None,
+        typer.Option("--cancel", metavar="DIR", help="Cancel the Slurm jobs of the sweep in DIR."),
+    ] = None,
+    verbose: VerbosityFlag = None,
+) -> None:
+    """Run throughput/latency tests across model x batch x GPU count x precision."""
+    from torchscale.interfaces.api import plan_benchmark, run_benchmark
+    from torchscale.orchestration.config import load_config
+
+    Verbosity.override(verbose)
+    if status_dir is not None or cancel_dir is not None:
+        from torchscale.interfaces.cli.slurm_run import cancel_jobs, show_status
+
+        if status_dir is not None and cancel_dir is not None:
+            raise UsageError("give --status or --cancel, not both")
+        if status_dir is not None:
+            raise typer.Exit(show_status(status_dir))
+        assert cancel_dir is not None
+        raise typer.Exit(cancel_jobs(cancel_dir))
+    if config_file is None:
+        raise UsageError("--config FILE is needed (or --status DIR / --cancel DIR)")
+    config = load_config(config_file, overrides or [])
+    plan = plan_benchmark(config)
+    printer = _Printer(len(plan.cells), plan)
+    if not dry_run and not Verbosity.quiet():  # a dry run prints them with the plan
+        for note in plan.notes:
+            printer.say(f"note: {escape(note)}")
+    try:
+        run = run_benchmark(
+            config,
+            output_dir,
+            resume=resume,
+            fail_fast=fail_fast,
+            dry_run=dry_run,
+            events=printer.events(),
+            plan=plan,
+        )
+    finally:
+        printer.progress.stop()
+    printer.after(run)
+    raise typer.Exit(run.exit_code)
+
+
+class _Printer:
+    """What `torchscale benchmark` prints as the run goes (from the library's events) and
+    after it: progress and cell lines on stderr, tables and summaries on stdout.
+
+    Each running line says where the sweep stands (cell i/N, elapsed, ETA from the plan's
+    estimates corrected by the measured cells: torchscale.interfaces.report.progress), so a log or
+    CI shows it too; on a terminal the rich progress bar shows the same ETA. Without `plan` the
+    ETA is the mean measured cell times the cells left."""
+
+    def __init__(self, cells: int, plan: Plan | None = None) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        from torchscale.interfaces.report.progress import SweepProgress, eta_text
+
+        self.quiet = Verbosity.quiet()
+        self.plan = plan
+        estimates = (
+            [0.0 if p.skip_reason else plan.estimate([p]).seconds for p in plan.cells]
+            if plan is not None
+            else None
+        )
+        self.clock = SweepProgress(cells, estimates)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
+            console=stderr,
+            disable=self.quiet,
+            transient=True,
+        )
+        self.task = self.progress.add_task("cells", total=cells, eta=eta_text(None))
+        self.index = 0
+        self.names: dict[str, str] = {}  # cell id -> 'tiny-gpt2 b4 x2 fp32 ddp'
+        self.profiles: SweepProgress | None = None  # the profiles after the sweep
+        self.profile_task: TaskID | None = None
+
+    def events(self) -> BenchmarkEvents:
+        from torchscale.interfaces.api import BenchmarkEvents
+
+        return BenchmarkEvents(
+            on_cell_start=self.cell_start,
+            on_cell_done=self.cell_done,
+            on_data=self.data,
+            on_check=self.check,
+            on_sweep_done=self.sweep_done,
+            on_comm_start=_comm_started,
+            on_comm_done=_comm_done,
+            on_max_batch_start=_max_batch_started,
+            on_probe=_probed,
+            on_max_batch_done=_max_batch_done,
+            on_profile_start=self.profile_started,
+            on_profile_done=self.profile_done,
+            on_warning=self.warning,
+            on_launcher_event=self.launcher_event,
+        )
+
+    def say(self, markup: str) -> None:
+        # wrapped at the console's width (COLUMNS), never past it
+        self.progress.console.print(markup, soft_wrap=False)
+
+    def cell_start(self, planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
+        from torchscale.interfaces.report.terminal.cells import running_line
+
+        self.progress.start()
+        self.index = index
+        position = self.clock.start(index, will_launch)
+        if will_launch and not self.quiet:
+            self.say(running_line(planned, position).markup())
+
+    def data(self, ready: DataReady) -> None:
+        if not self.quiet:
+            note = f" ({ready.note})" if ready.note else ""
+            self.say(escape(f"> {ready.message}{note}"))
+
+    def check(self, text: str) -> None:
+        if not self.quiet:
+            self.say(escape(f"> {text}"))
+
+    def cell_done(self, result: CellResult, reused: bool) -> None:
+        from torchscale.contracts.cell import Status
+        from torchscale.interfaces.report.terminal.cells import cell_lines, cell_name, reused_line
+
+        self.clock.done()
+        self.progress.update(self.task, advance=1, eta=self.clock.eta_after(self.index))
+        self.names[result.cell.id] = cell_name(result.cell)
+        if self.quiet and result.status in (Status.OK, Status.SKIPPED):
+            return
+        verbose = Verbosity.level > 0
+        lines = [reused_line(result)] if reused else cell_lines(result, verbose=verbose)
+        for line in lines:
+            self.say(line.markup())
+
+    def sweep_done(self, run: BenchmarkRun) -> None:
+        from torchscale.interfaces.report.terminal.sweep_tables import model_tables
+
+        self.progress.stop()
+        if run.sweep.table is not None:
+            fitted = model_tables(run.sweep.table, stdout.width)
+            for table in fitted.tables:
+                stdout.print(table)
+            stdout.print(escape(fitted.note), soft_wrap=False)
+        _sweep_summary(run)
+
+    def profile_started(self, selected: Selected, note: str | None, index: int, total: int) -> None:
+        """A profiled run begins: which cell, why, and where the profiles stand (profile i/N,
+        elapsed, ETA: the mean run so far times the runs left), on stderr like the sweep's
+        running lines, with the bar on a terminal."""
+        from torchscale.interfaces.report.progress import SweepProgress, eta_text
+
+        if self.profiles is None:
+            self.profiles = SweepProgress(total, what="profile")
+            self.progress.start()
+            self.progress.update(self.task, visible=False)
+            self.profile_task = self.progress.add_task("profiles", total=total, eta=eta_text(None))
+        position = self.profiles.start(index, will_launch=True)
+        if note:
+            self.say(f"[cyan]note:[/] {escape(note)}")
+        if not self.quiet:
+            name = self.names.get(selected.cell_id, selected.cell_id)
+            self.say(f"> [PROFILE] {escape(name)}: {escape(selected.reason)} ({position})")
+
+    def profile_done(
+        self, selected: Selected, profiled: ProfiledCell, index: int, total: int
+    ) -> None:
+        if self.profiles is None or self.profile_task is None:
+            return
+        self.profiles.done()
+        self.progress.update(self.profile_task, advance=1, eta=self.profiles.eta_after(index))
+
+    def warning(self, text: str) -> None:
+        self.say(f"[yellow]warning:[/] {escape(text)}")
+
+    def launcher_event(self, event: LauncherEvent) -> None:
+        """Any launcher's progress, shown by the event's kind alone: what it wrote or submitted
+        on stdout (then the progress bar, when it follows the jobs), how its jobs go on
+        stderr (left out by --quiet unless a problem), and that it stopped following them."""
+        if event.submission is not None:
+            for line in event.submission.lines:
+                stdout.print(escape(line))
+            if event.submission.followed:
+                self.progress.start()
+        elif event.kind == "detached":
+            stderr.print(escape(event.message))
+        elif event.kind == "problem" or not self.quiet:
+            self.say(escape(event.line(self._cell_name(event.cell_id))))
+
+    def _cell_name(self, cell_id: str | None) -> str | None:
+        """'tiny-gpt2 b4 x2 fp32 ddp' for a cell of the plan; None for any other id."""
+        from torchscale.interfaces.report.terminal.cells import cell_name
+
+        known = {p.cell.id: p.cell for p in self.plan.cells} if self.plan else {}
+        return cell_name(known[cell_id]) if cell_id in known else None
+
+    def after(self, run: BenchmarkRun) -> None:
+        """What only the finished run can say: what became of a launcher's submission (what
+        Kubernetes applied, a dry run's 'nothing submitted'), the dry run's plan, the profiles'
+        analyses."""
+        from torchscale.interfaces.report.terminal.dry_run import plan_lines
+
+        if run.submission is not None and run.submission.closing:
+            for text in run.submission.closing:
+                stdout.print(escape(text))
+        elif run.dry_run:
+            for line in plan_lines(run.plan, run.store, os.environ, run.reused):
+                stdout.print(line.markup())
+        elif run.plan.profiling.enabled and not run.sweep.stopped_early:
+            _profiles_done(run)
+
+
+def _sweep_summary(run: BenchmarkRun) -> None:
+    """The lines after the table: where the results are, and why the sweep counts as failed."""
+    stdout.print(
+        f"results: {escape(str(run.store.root))} ({len(run.sweep.results)} cell(s), "
+        f"{len(run.sweep.failures)} failed)"
+    )
+    if run.nothing_measured is not None:  # skipped cells are no failures, but only them is
+        print_error_lines([run.nothing_measured])
+    if run.sweep.stopped_early:
+        stdout.print("[yellow]--fail-fast: stopped at the first failure[/]")
+
+
+def _comm_started(request: CommRequest, launch: CommLaunch) -> None:
+    if not Verbosity.quiet():
+        stderr.print(
+            f"> [COMM] {', '.join(request.ops)} on {request.ranks} rank(s) "
+            f"({request.backend}), {len(launch.spec.sizes)} size(s) ..."
+        )
+
+
+def _comm_done(result: CommResult, stored: Path) -> None:
+    from torchscale.interfaces.report.terminal.comm import comm_lines
+
+    for line in comm_lines(result, table_width(stdout)):
+        stdout.out(line, highlight=False)
+    stdout.print(f"> [COMM] stored: {escape(str(stored))}")
+
+
+def _max_batch_started() -> None:
+    if not Verbosity.quiet():
+        stderr.print("> [MEMORY] max batch search: doubling, then bisection, one process per probe")
+
+
+def _probed(group: SearchGroup, batch: int, outcome: ProbeOutcome) -> None:
+    if not Verbosity.quiet():
+        why = f": {outcome.reason}" if outcome.kind == "failed" and outcome.reason else ""
+        cell = group.cell  # the group's name without its hash: only batch differs inside it
+        name = f"{cell.label} x{cell.world_size} {cell.precision} {cell.strategy}"
+        stderr.print(f"> [MEMORY] {escape(name)}: batch {batch} {outcome.kind}{escape(why)}")
+
+
+def _max_batch_done(results: list[MaxBatchResult]) -> None:
+    for result in results:
+        if result.status != "ok" or result.max_batch is None:
+            name = f"{result.label} x{result.world_size} {result.precision} {result.strategy}"
+            stdout.print(f"> [MEMORY] {escape(name)}: no answer ({escape(result.reason or '')})")
+            continue
+        answer = f"at least {result.max_batch}" if result.limit_reached else str(result.max_batch)
+        used = (
+            f", memory utilisation {result.memory_utilisation:.0%}"
+            if result.memory_utilisation is not None
+            else ""
+        )
+        stdout.print(
+            f"> [MEMORY] {escape(result.label)} x{result.world_size} {result.precision} "
+            f"{result.strategy}: max batch per device {answer}{used} "
+            f"({len(result.probes)} probes, {result.wall_s or 0:.0f} s)"
+        )
+
+
+def _profiles_done(run: BenchmarkRun) -> None:
+    """Each profile's analysis; a profile that failed is reported and never changes the exit
+    code (the measurements it follows are complete)."""
+    from torchscale.interfaces.report.terminal.cells import cell_name
+    from torchscale.interfaces.report.terminal.profile import analysis_lines
+    from torchscale.offline.results.directory_layout import ProfileRun
+
+    names = {r.cell.id: cell_name(r.cell) for r in run.sweep.results}
+    settings = run.plan.profiling
+    if not run.profiles:
+        stdout.print(
+            f"> [PROFILE] no cell crossed the profiling thresholds (trigger "
+            f"{settings.trigger}: stall {settings.stall_threshold:.0%}, step-time CV "
+            f"{settings.variance_threshold:.2f})"
+        )
+    for selected, profiled in run.profiles:
+        if profiled.analysis is None:
+            reason = profiled.analysis_error or "no analysis"
+            name = names.get(selected.cell_id, selected.cell_id)
+            stdout.print(
+                f"[yellow]> [PROFILE] {escape(name)}: {escape(reason)} "
+                f"({escape(str(profiled.directory))})[/]"
+            )
+            continue
+        for line in analysis_lines(profiled.analysis, verbose=Verbosity.level > 0):
+            stdout.print(line.markup(), soft_wrap=False)
+        where = ProfileRun(profiled.directory).analysis_path
+        stdout.print(f"> [PROFILE] analysis: {escape(str(where))}")

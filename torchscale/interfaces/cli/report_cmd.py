@@ -1,0 +1,303 @@
+"""`torchscale report` (also spelled `torchscale report generate`, as in the published docs):
+render a results directory as HTML, PDF, Markdown, JSON or terminal text."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+from rich.markup import escape
+
+from torchscale.contracts.errors import EXIT_NOT_JUDGED, EXIT_REGRESSION
+from torchscale.interfaces.cli.common import Verbosity, handle_errors, stderr, stdout
+from torchscale.interfaces.cli.shared_options import VerbosityFlag
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from torchscale.interfaces.api import ReportRun
+    from torchscale.interfaces.report.progress import Step
+
+Format = Literal["html", "pdf", "md", "json", "term"]
+
+app = typer.Typer(
+    help="Turn results into a report: HTML, PDF, Markdown, JSON or terminal "
+    "(`torchscale report generate ...` is the same command).",
+    no_args_is_help=False,
+    invoke_without_command=True,
+)
+
+SourceOption = Annotated[
+    Path,
+    typer.Option(
+        "--source",
+        "-s",
+        help="A results directory: one experiment, or a folder of several (one each).",
+    ),
+]
+FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Output file (with a suffix: scaling.pdf), or a directory to write "
+        "<experiment>_report.<ext> into (one that exists or a name without a suffix, created; "
+        "default: the source directory; term: print only).",
+    ),
+]
+BaselineOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline",
+        help="Results to compare against: matched cells, changes, and a verdict per cell by "
+        "a stated rule (docs/regressions.md).",
+    ),
+]
+FailOption = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-regression",
+        help=f"For CI: exit {EXIT_REGRESSION} when a cell is a regression by the rule or newly "
+        f"fails; exit {EXIT_NOT_JUDGED} when nothing could be judged (no matched cell had "
+        "enough repeats or a comparable load, or none matched); some cells not judged and no "
+        "regression: exit 0 with a warning.",
+    ),
+]
+CostOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--cost-per-gpu-hour",
+        metavar="[EXPERIMENT=]PRICE",
+        help="Price of one GPU-hour: cost per million samples and tokens. PRICE for every "
+        "result set, or EXPERIMENT=PRICE (repeat it) to compare machines at their own prices; "
+        "default: the config's cost.per_gpu_hour stored with the results.",
+        show_default=False,
+    ),
+]
+TitleOption = Annotated[str | None, typer.Option("--title", help="Report title.")]
+FullOption = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="-f term: the whole report (every section, table and chart summary); without "
+        "it, a summary of at most 60 lines: the verdict, key figures, the best configuration "
+        "per model, the top findings.",
+    ),
+]
+HtmlLinkOption = Annotated[
+    str | None,
+    typer.Option(
+        "--html-link",
+        metavar="URL",
+        help="Where the HTML report is published (URL or path): the Markdown report links to "
+        "it (default: an HTML report found beside the Markdown).",
+        show_default=False,
+    ),
+]
+
+
+def _run(
+    source: Path,
+    fmt: str,
+    output: Path | None,
+    baseline: Path | None,
+    fail_on_regression: bool,
+    cost_per_gpu_hour: list[str] | None,
+    title: str | None,
+    html_link: str | None = None,
+    full: bool = False,
+) -> None:
+    from torchscale.interfaces.api import build_report
+    from torchscale.interfaces.report.generate import parse_prices
+    from torchscale.interfaces.report.terminal.report_recap import summary_lines
+
+    everyone, per_experiment = parse_prices(cost_per_gpu_hour or [])
+    progress = _Progress(lines=fmt == "pdf")
+    try:
+        run = build_report(
+            source,
+            fmt,
+            output=output,
+            baseline=baseline,
+            cost_per_gpu_hour=everyone,
+            prices=per_experiment,
+            title=title,
+            fail_on_regression=fail_on_regression,
+            html_link=html_link,
+            width=_term_width(output),
+            full=full,
+            on_step=progress.step,
+        )
+    finally:
+        progress.stop()
+    outcome, report = run.outcome, run.report
+    if fmt == "term" and output is None:
+        stdout.out(outcome.content.decode("utf-8").rstrip("\n"), highlight=False)
+    elif not Verbosity.quiet():
+        for line in summary_lines(report):
+            stdout.print(escape(line))
+    for skipped in report.skipped:
+        stderr.print(f"[yellow]not read:[/] {escape(skipped.path)}: {escape(skipped.reason)}")
+    if outcome.path is not None:
+        stdout.print(
+            f"[bold]report:[/] {escape(str(outcome.path))} "
+            f"({len(outcome.content) / 1e6:.1f} MB; built in {outcome.build_s:.2f} s, "
+            f"rendered in {outcome.render_s:.2f} s)"
+        )
+    _gate(run)
+    raise typer.Exit(run.exit_code)
+
+
+def _term_width(output: Path | None) -> int | None:
+    """The terminal report's width: printed, the terminal's (COLUMNS when set); written to a
+    file, COLUMNS when set, else None (the renderer's 100 columns: a file is read elsewhere)."""
+    if output is None or os.environ.get("COLUMNS"):
+        return stdout.width
+    return None
+
+
+class _Progress:
+    """Where a report's long work stands, on stderr (never in the report, never on stdout):
+    on a terminal a bar that leaves nothing behind; with `lines` (a PDF, the slow format) a
+    line as each step begins and, where no bar is drawn (a log, CI), as each quarter of the
+    charts is done. Nothing with --quiet."""
+
+    def __init__(self, lines: bool) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from torchscale.interfaces.report.progress import StepProgress
+
+        self.quiet = Verbosity.quiet()
+        self.lines = lines and not self.quiet
+        self.state = StepProgress()
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
+            console=stderr,
+            # a bar only where it can be redrawn: a log gets the lines
+            disable=self.quiet or not stderr.is_terminal,
+            transient=True,
+        )
+        self.task: TaskID | None = None
+        self.started = False
+        self.quarter = 0
+
+    def step(self, step: Step) -> None:
+        from torchscale.interfaces.report.progress import STAGE_WORDS, eta_text
+
+        if self.quiet:
+            return
+        if self.state.update(step):
+            if not self.started:
+                self.bar.start()
+                self.started = True
+            if self.task is not None:
+                self.bar.remove_task(self.task)
+            words = STAGE_WORDS.get(step.stage, step.stage)
+            self.task = self.bar.add_task(words, total=max(1, step.total), eta="")
+            self.quarter = 0
+            if self.lines:
+                self._say(self.state.text())
+        assert self.task is not None
+        self.bar.update(self.task, completed=step.done, eta=eta_text(self.state.eta()))
+        quarter = 4 * step.done // step.total if step.total > 1 else 0
+        if self.lines and not stderr.is_terminal and quarter > 0 and quarter > self.quarter:
+            self.quarter = quarter
+            if step.done < step.total:
+                self._say(self.state.text())
+
+    def _say(self, text: str) -> None:
+        self.bar.console.print(f"> [REPORT] {escape(text)}", soft_wrap=False, highlight=False)
+
+    def stop(self) -> None:
+        if self.started:
+            self.bar.stop()
+            self.started = False
+
+
+def _gate(run: ReportRun) -> None:
+    """The baseline's outcome on stderr: the regressions, what could not be judged, and the
+    largest changes (judged or not) with their intervals."""
+    gate = run.gate
+    if gate is None:
+        return
+    if gate.warning is not None:
+        stderr.print(f"[yellow]warning:[/] {escape(gate.warning)}")
+    elif gate.matched == 0:
+        stderr.print("[yellow]warning:[/] no cell matches the baseline: nothing was compared")
+    for line in gate.changes:
+        stderr.print(f"  {escape(line)}", highlight=False)
+    if run.report.regressions:
+        stderr.print(f"[bold red]{run.report.regressions} regression(s)[/] against the baseline")
+    elif run.exit_code == EXIT_NOT_JUDGED:
+        stderr.print(
+            f"[bold yellow]nothing judged against the baseline[/]: --fail-on-regression exits "
+            f"{EXIT_NOT_JUDGED} (neither a pass nor a regression; docs/regressions.md)"
+        )
+
+
+@app.callback(invoke_without_command=True)
+@handle_errors
+def report(
+    ctx: typer.Context,
+    source: SourceOption = Path("./results"),
+    fmt: FormatOption = "html",
+    output: OutputOption = None,
+    baseline: BaselineOption = None,
+    fail_on_regression: FailOption = False,
+    cost_per_gpu_hour: CostOption = None,
+    title: TitleOption = None,
+    html_link: HtmlLinkOption = None,
+    full: FullOption = False,
+    verbose: VerbosityFlag = None,
+) -> None:
+    """Turn results into a report a stakeholder reads and an engineer acts on."""
+    if ctx.invoked_subcommand is not None:
+        return
+    Verbosity.override(verbose)
+    _run(
+        source,
+        fmt,
+        output,
+        baseline,
+        fail_on_regression,
+        cost_per_gpu_hour,
+        title,
+        html_link,
+        full,
+    )
+
+
+@app.command("generate")
+@handle_errors
+def generate_command(
+    source: SourceOption = Path("./results"),
+    fmt: FormatOption = "html",
+    output: OutputOption = None,
+    baseline: BaselineOption = None,
+    fail_on_regression: FailOption = False,
+    cost_per_gpu_hour: CostOption = None,
+    title: TitleOption = None,
+    html_link: HtmlLinkOption = None,
+    full: FullOption = False,
+    verbose: VerbosityFlag = None,
+) -> None:
+    """The same as `torchscale report` (the spelling of the published docs)."""
+    Verbosity.override(verbose)
+    _run(
+        source,
+        fmt,
+        output,
+        baseline,
+        fail_on_regression,
+        cost_per_gpu_hour,
+        title,
+        html_link,
+        full,
+    )

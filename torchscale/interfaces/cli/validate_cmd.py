@@ -1,0 +1,197 @@
+"""`torchscale validate`: vet this node for distributed training."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from torchscale.interfaces.cli.common import Verbosity, handle_errors, stderr, stdout
+from torchscale.interfaces.cli.shared_options import VerbosityFlag
+
+if TYPE_CHECKING:
+    from torchscale.orchestration.validate.check_result import ValidateReport
+
+STATUS_STYLE = {
+    "PASS": "green",
+    "WARN": "yellow",
+    "FAIL": "bold red",
+    "SKIP": "dim",
+    "INFO": "cyan",
+}
+
+
+class DeviceChoice(str, Enum):
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+class LevelChoice(str, Enum):
+    basic = "basic"
+    perf = "perf"
+    burn = "burn"
+
+
+class FailOn(str, Enum):
+    fail = "fail"
+    warn = "warn"
+
+
+STATUS_STYLE_INFO = {"INFO": "cyan"}
+
+
+def render_measurements(report: ValidateReport) -> None:
+    """Each perf/burn figure per GPU beside its expected value (verbose only: the check table
+    above sums them up per check)."""
+    from rich.table import Table
+
+    table = Table(title="Measured", show_lines=False, expand=False)
+    for name in ("Status", "Check", "Where", "Measured", "Expected", "Ratio"):
+        table.add_column(name, no_wrap=True)
+    for row in report.measurements:
+        where = (
+            "node"
+            if row.gpu is None
+            else f"{'GPU' if report.device == 'cuda' else 'rank'} {row.gpu}"
+        )
+        value = "-" if row.value is None else f"{row.value:.3g} {row.unit}"
+        expected = "-" if row.expected is None else f"{row.expected:.3g} {row.unit}"
+        ratio = "-" if row.ratio is None else f"{row.ratio:.0%}"
+        style = {**STATUS_STYLE, **STATUS_STYLE_INFO}[row.status.value]
+        table.add_row(
+            f"[{style}]{row.status.value}[/]", escape(row.title), where, value, expected, ratio
+        )
+    stdout.print(table)
+
+
+def render_report(report: ValidateReport) -> None:
+    """The report as a rich table, then the verdict."""
+    from rich.table import Table
+
+    table = Table(
+        title=f"torchscale validate ({report.device}) on {escape(report.hostname)}",
+        show_lines=False,
+        expand=False,
+    )
+    table.add_column("Status", no_wrap=True)
+    table.add_column("Check", no_wrap=True)
+    table.add_column("Detail / how to fix", overflow="fold")
+    for check in report.checks:
+        status = check.status.value
+        if Verbosity.quiet() and status in ("PASS", "SKIP"):
+            continue
+        cell = escape(check.detail)
+        if check.hint:
+            cell += f"\n[cyan]fix:[/] {escape(check.hint)}"
+        table.add_row(f"[{STATUS_STYLE[status]}]{status}[/]", escape(check.title), cell)
+    stdout.print(table)
+    counts = ", ".join(f"{n} {s.value}" for s, n in report.counts.items())
+    style = "green" if report.ok else "bold red"
+    stdout.print(f"[{style}]{escape(report.verdict)}[/]  ({counts})")
+
+
+@handle_errors
+def validate(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a machine-readable JSON report.")
+    ] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Skip the live checks (torchrun smoke test, compile).")
+    ] = False,
+    device: Annotated[
+        DeviceChoice,
+        typer.Option("--device", help="Path to validate: cuda (GPU nodes) or cpu (gloo)."),
+    ] = DeviceChoice.cuda,
+    output_dir: Annotated[
+        Path, typer.Option("--output-dir", "-o", help="Where results will go (free-disk check).")
+    ] = Path("./results"),
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1.0, help="Seconds before the smoke test is killed.")
+    ] = 120.0,
+    level: Annotated[
+        LevelChoice,
+        typer.Option(
+            "--level",
+            help="basic: the checks (seconds); perf: + measured capability against this "
+            "SKU's reference (minutes); burn: + sustained load for --duration.",
+        ),
+    ] = LevelChoice.basic,
+    duration: Annotated[
+        str, typer.Option("--duration", help="How long --level burn loads the GPUs (10m, 90s).")
+    ] = "10m",
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget",
+            min=0.1,
+            help="Seconds of matmul shape search per dtype (default 30 on GPU, 3 on CPU).",
+        ),
+    ] = None,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option("--fail-on", help="Exit 1 on any FAIL (default) or on any WARN as well."),
+    ] = FailOn.fail,
+    name: Annotated[
+        str,
+        typer.Option(
+            "--name",
+            help="Experiment whose acceptance/ keeps the perf and burn report "
+            "(OUTPUT_DIR/<name>/acceptance/<host>.<level>.json).",
+        ),
+    ] = "standalone",
+    verbose: VerbosityFlag = None,
+) -> None:
+    """Check if this node meets the requirements for distributed training (exit 1 if not)."""
+    from torchscale.contracts.durations import parse_duration
+    from torchscale.orchestration.validate.check_context import ValidateContext
+    from torchscale.orchestration.validate.run_checks import run_validation
+
+    Verbosity.override(verbose)
+    burn_s = parse_duration(duration)
+    ctx = ValidateContext(
+        device=device.value,
+        output_dir=output_dir,
+        quick=quick,
+        smoke_timeout_s=timeout,
+        level=level.value,
+        burn_duration_s=burn_s,
+        matmul_budget_s=budget,
+        experiment_dir=output_dir / name,
+        fail_on=fail_on.value,
+    )
+    if level is not LevelChoice.basic:
+        from torchscale.offline.results.store import check_output_dir
+
+        check_output_dir(output_dir / name)  # before minutes of measuring, not after
+    if as_json or Verbosity.quiet():
+        report = run_validation(ctx)
+    else:
+        with stderr.status("checking...") as status:
+            report = run_validation(ctx, progress=lambda name: status.update(f"checking {name}"))
+    saved = _save(report, output_dir / name) if level is not LevelChoice.basic else None
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        render_report(report)
+        if report.measurements and Verbosity.level > 0:
+            render_measurements(report)
+        if saved is not None:
+            stdout.print(f"saved: {escape(str(saved))}")
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def _save(report: ValidateReport, experiment_dir: Path) -> Path:
+    """The report where `torchscale report` finds it, atomically (ResultsError on failure)."""
+    from torchscale.contracts.atomic import write_text_atomic
+    from torchscale.contracts.errors import ResultsError, describe_os_error
+    from torchscale.offline.results.directory_layout import ResultLayout
+
+    path = ResultLayout(experiment_dir).acceptance_path(report.hostname, report.level)
+    try:
+        return write_text_atomic(path, report.model_dump_json(indent=2))
+    except OSError as exc:
+        why = describe_os_error(exc)
+        raise ResultsError(f"cannot save the validate report to {path}: {why}") from None

@@ -1,0 +1,173 @@
+"""Build the `Report` model from read results, by pure functions.
+
+`read_sources` (report.sources) does all the reading; `build_report` only computes and lays
+out: every figure, table and chart is decided here, so every renderer shows the same numbers.
+One function per section (`report.sections.<id>.build(ctx)`) over a shared `Context`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+import torchscale
+from torchscale.interfaces.report.charts.limits import cap_chart
+from torchscale.interfaces.report.model import Chart, Report, Section, Source, Table
+from torchscale.interfaces.report.request import ReportOptions
+from torchscale.interfaces.report.sections import (
+    acceptance,
+    appendix,
+    bottlenecks,
+    collectives,
+    efficiency,
+    failures,
+    latency,
+    memory,
+    scaling,
+    strategies,
+    summary,
+)
+from torchscale.interfaces.report.sections import baseline as baseline_section
+from torchscale.interfaces.report.sections.context import make_context, unreadable_cells
+from torchscale.interfaces.report.sections.findings import collect_findings
+from torchscale.interfaces.report.sections.headline import (
+    description,
+    hardware,
+    measured_dates,
+    verdict,
+)
+from torchscale.interfaces.report.sections.usability import judge
+from torchscale.interfaces.report.sources import Sources
+
+
+def default_title(sources: Sources, baseline: Sources | None) -> str:
+    """'torchscale report: a, b', or against a baseline what is compared: the experiment
+    names, or their directories where the names are the same on both sides (a config re-run
+    keeps its name), never 'x vs x'."""
+    current = ", ".join(s.name for s in sources.experiments)
+    if baseline is None:
+        return f"torchscale report: {current}"
+    base = ", ".join(s.name for s in baseline.experiments)
+    if base == current:
+        current, base = _distinct_paths(sources.path, baseline.path)
+        if base == current:
+            return f"torchscale report: {current} against itself"
+    return f"torchscale report: {current} vs {base}"
+
+
+def _distinct_paths(current: Path, baseline: Path) -> tuple[str, str]:
+    """The shortest trailing parts of two paths that tell them apart ('new/results' and
+    'old/results'; the whole paths when one ends the other)."""
+    a, b = current.parts, baseline.parts
+    for depth in range(1, max(len(a), len(b)) + 1):
+        left, right = a[-depth:], b[-depth:]
+        if left != right:
+            return str(Path(*left)), str(Path(*right))
+    return str(current), str(baseline)
+
+
+def source_summary(
+    sources: Sources, role: Literal["current", "baseline"] = "current"
+) -> list[Source]:
+    """One `Source` per experiment: cell counts by status, profiles, schema versions."""
+    out = []
+    for source in sources.experiments:
+        statuses: list[str] = []
+        versions: set[int] = set()
+        if source.experiment is not None:
+            statuses = [r.status.value for r in source.experiment.results]
+            versions = set(source.experiment.versions.values())
+        versions |= {p.analysis.schema_version for p in source.profiles}
+        out.append(
+            Source(
+                name=source.name,
+                path=str(source.path),
+                cells=len(statuses),
+                ok=statuses.count("ok"),
+                failed=sum(s in ("failed", "oom", "timeout") for s in statuses),
+                skipped=statuses.count("skipped"),
+                profiles=len(source.profiles),
+                schema_versions=sorted(versions),
+                role=role,
+                unreadable=unreadable_cells(sources.skipped, source.path),
+                comm_runs=len(source.comm),
+            )
+        )
+    return out
+
+
+def _unique_ids(sections: list[Section]) -> None:
+    """Chart and table ids are unique in the report (HTML element ids): a repeated one gets a
+    -2, -3 suffix (sections build distinct ids; this is the guarantee)."""
+    seen: set[str] = set()
+    for section in sections:
+        for block in section.blocks:
+            if isinstance(block, (Chart, Table)):
+                base, number = block.id, 2
+                while block.id in seen:
+                    block.id = f"{base}-{number}"
+                    number += 1
+                seen.add(block.id)
+
+
+def _capped(section: Section) -> Section:
+    """Charts within the limits of `sections.limits` (tables keep every row)."""
+    blocks = [cap_chart(b) if isinstance(b, Chart) else b for b in section.blocks]
+    return section.model_copy(update={"blocks": blocks})
+
+
+def build_report(
+    sources: Sources, options: ReportOptions, baseline: Sources | None = None
+) -> Report:
+    """The report over `sources` (and against `baseline` when given: then the baseline
+    section and `Report.regressions`)."""
+    ctx = make_context(sources, options, baseline)
+    ctx.findings = collect_findings(ctx)
+    if len(ctx.cells) or ctx.unreadable:
+        ctx.usability = judge(ctx)
+    sections = [
+        summary.build(ctx),
+        scaling.build(ctx),
+        latency.build(ctx),
+        efficiency.build(ctx),
+    ]
+    strategies_section = strategies.build(ctx)
+    if strategies_section is not None:
+        sections.append(strategies_section)
+    sections += [bottlenecks.build(ctx)]
+    memory_section = memory.build(ctx)
+    if memory_section is not None:
+        sections.append(memory_section)
+    comm_section = collectives.build(ctx)
+    if comm_section is not None:
+        sections.append(comm_section)
+    acceptance_section = acceptance.build(ctx)
+    if acceptance_section is not None:
+        sections.append(acceptance_section)
+    if baseline is not None:
+        sections.append(baseline_section.build(ctx))
+    sections += [failures.build(ctx), appendix.build(ctx)]
+    sections = [_capped(section) for section in sections]
+    _unique_ids(sections)
+    skipped = list(sources.skipped) + (list(baseline.skipped) if baseline else [])
+    headline, decision = verdict(ctx)
+    generated = options.generated_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return Report(
+        torchscale_version=torchscale.__version__,
+        title=options.title or default_title(sources, baseline),
+        generated_at=generated,
+        sources=source_summary(sources)
+        + (source_summary(baseline, "baseline") if baseline is not None else []),
+        sections=sections,
+        regressions=ctx.comparison.regression_count if ctx.comparison is not None else None,
+        not_judged=ctx.comparison.not_judged if ctx.comparison is not None else None,
+        skipped=skipped,
+        headline=headline,
+        decision=decision,
+        hardware=hardware(ctx),
+        measured=measured_dates(ctx),
+        description=description(ctx),
+        html_report=options.html_report,
+        source_path=str(sources.path),
+    )

@@ -1,0 +1,147 @@
+"""Limits on what one chart draws, so that a 500-cell sweep gives charts a person can read
+(and a PDF that lays out in seconds). Tables keep every row; a chart that had to leave data out
+says so in its note and points at the table that has all of it. Pure functions over the model,
+applied when the report is built (`report.build`), so that every format (JSON and terminal
+included) holds the chart that is drawn.
+
+No chart draws more than MAX_SERIES series (an ideal line counts: it is a line on the plot),
+so that each series has a colour of its own (`palette.PALETTE`) and the legend stays shorter
+than the plot:
+- lines: the series with the highest peaks, each with its own reference line;
+- grouped bars: the series with the highest peaks;
+- stacked bars: the largest parts, and the rest summed as one "others" part (a stack adds up,
+  so the sum is still the total);
+- boxes: the first MAX_BOX_SERIES groups.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torchscale.interfaces.report.charts.data import categories, disjoint, finite_values
+from torchscale.interfaces.report.model import Chart, Series
+
+MAX_SERIES = 12  # series drawn on one chart (reference lines included)
+MAX_CATEGORIES = 40  # x categories per bar / stacked bar chart
+MAX_BARS = 60  # bars on one grouped bar chart (categories x series)
+MAX_BOX_SERIES = 8  # series per box chart
+OTHERS = "others"
+
+
+def _peak(series: Series) -> float:
+    return max(finite_values(series.y), default=float("-inf"))
+
+
+def _total(series: Series) -> float:
+    return sum(abs(v) for v in finite_values(series.y))
+
+
+def _join(note: str | None, extra: str) -> str:
+    return f"{note}; {extra}" if note else extra
+
+
+def _cap_lines(chart: Chart) -> Chart:
+    measured = [s for s in chart.series if s.style == "solid" and s.reference_for is None]
+    references = {s.reference_for for s in chart.series if s.reference_for is not None}
+    unattached = [s for s in chart.series if s.style != "solid" and s.reference_for is None]
+    per_series = 2 if references else 1
+    room = max(1, (MAX_SERIES - len(unattached)) // per_series)
+    if len(measured) <= room:
+        return chart
+    keep = {id(s) for s in sorted(measured, key=_peak, reverse=True)[:room]}
+    names = {s.name for s in measured if id(s) in keep}
+    series = [
+        s
+        for s in chart.series
+        if id(s) in keep
+        or (s.style != "solid" and s.reference_for is None)
+        or (s.reference_for is not None and s.reference_for in names)
+    ]
+    note = (
+        f"{room} of {len(measured)} series drawn (highest peaks); every group is in the table above"
+    )
+    return chart.model_copy(update={"series": series, "note": _join(chart.note, note)})
+
+
+def _keep_categories(series: Series, kept: set[float | int | str]) -> Series:
+    index = [i for i, x in enumerate(series.x) if x in kept]
+    return series.model_copy(
+        update={
+            "x": [series.x[i] for i in index],
+            "y": [series.y[i] for i in index if i < len(series.y)],
+            "low": [series.low[i] for i in index] if series.low is not None else None,
+            "high": [series.high[i] for i in index] if series.high is not None else None,
+        }
+    )
+
+
+def _cap_categories(chart: Chart) -> Chart:
+    every = categories(chart.series)
+    limit = MAX_CATEGORIES
+    if chart.kind == "bar" and len(chart.series) > 1 and not disjoint(chart.series):
+        limit = max(1, min(limit, MAX_BARS // len(chart.series)))  # side by side: bars add up
+    if len(every) <= limit:
+        return chart
+    kept = set(every[:limit])
+    trimmed = [s for s in (_keep_categories(s, kept) for s in chart.series) if s.x]
+    note = f"first {limit} of {len(every)} shown; all of them are in the tables"
+    return chart.model_copy(update={"series": trimmed, "note": _join(chart.note, note)})
+
+
+def _cap_bar_series(chart: Chart) -> Chart:
+    """Grouped bars: the series with the highest peaks."""
+    if len(chart.series) <= MAX_SERIES:
+        return chart
+    keep = {id(s) for s in sorted(chart.series, key=_peak, reverse=True)[:MAX_SERIES]}
+    series = [s for s in chart.series if id(s) in keep]
+    note = (
+        f"{MAX_SERIES} of {len(chart.series)} series drawn (highest peaks); all of them are in "
+        "the tables"
+    )
+    return chart.model_copy(update={"series": series, "note": _join(chart.note, note)})
+
+
+def _cap_stack(chart: Chart) -> Chart:
+    """Stacked bars: the largest MAX_SERIES - 1 parts, the rest summed into "others"."""
+    if len(chart.series) <= MAX_SERIES:
+        return chart
+    largest = {id(s) for s in sorted(chart.series, key=_total, reverse=True)[: MAX_SERIES - 1]}
+    kept = [s for s in chart.series if id(s) in largest]
+    rest = [s for s in chart.series if id(s) not in largest]
+    sums: dict[object, float] = {}
+    for s in rest:
+        for x, y in zip(s.x, s.y, strict=False):
+            if y is not None and math.isfinite(y):
+                sums[x] = sums.get(x, 0.0) + y
+    where = [x for x in categories(chart.series) if x in sums]
+    others = Series(name=OTHERS, x=where, y=[sums[x] for x in where])
+    note = (
+        f"{OTHERS}: the sum of the {len(rest)} smallest parts ({', '.join(s.name for s in rest)})"
+    )
+    return chart.model_copy(update={"series": [*kept, others], "note": _join(chart.note, note)})
+
+
+def _cap_boxes(chart: Chart) -> Chart:
+    if len(chart.series) <= MAX_BOX_SERIES:
+        return chart
+    note = (
+        f"first {MAX_BOX_SERIES} of {len(chart.series)} groups drawn; the percentiles of all "
+        "are in the tables"
+    )
+    return chart.model_copy(
+        update={"series": chart.series[:MAX_BOX_SERIES], "note": _join(chart.note, note)}
+    )
+
+
+def cap_chart(chart: Chart) -> Chart:
+    """The chart within the limits of this module (see its docstring); unchanged, the same
+    object, when already within them, so capping twice changes nothing."""
+    if chart.kind == "line":
+        return _cap_lines(chart)
+    if chart.kind == "bar":
+        return _cap_categories(_cap_bar_series(chart))
+    if chart.kind == "stacked_bar":
+        return _cap_categories(_cap_stack(chart))
+    if chart.kind == "box":
+        return _cap_boxes(chart)
+    return chart

@@ -1,0 +1,443 @@
+"""`plot(chart) -> Plot`: a report chart as both back-ends draw it.
+
+Everything a reader compares between the HTML and the PDF is decided here, once: the series
+drawn and their order, each series' colour, marker, dash and hatch, the axes (scale, range,
+ticks and tick labels, zero or not), the bar layout (side by side, overlaid, stacked), the
+legend (entries, order, columns), the heatmap's colour range and labels, the hover text of
+each point. The back-ends map these to plotly or matplotlib calls and decide only what is
+theirs: pixel sizes, fonts, where a slanted label fits.
+
+The legend is bounded: at most MAX_SERIES series (`limits`), labels cut at LABEL_MAX
+characters (the full name stays in the hover text and the tables), and in as many columns as
+the longest label allows, so its rows never outgrow the plot's fixed height.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from torchscale.interfaces.report.charts import palette
+from torchscale.interfaces.report.charts.axes import (
+    Axis,
+    category_axis,
+    linear_axis,
+    log_axis,
+    measured_log_axis,
+    zero_based,
+)
+from torchscale.interfaces.report.charts.data import (
+    categories,
+    category_key,
+    disjoint,
+    finite,
+    finite_values,
+)
+from torchscale.interfaces.report.charts.limits import cap_chart
+from torchscale.interfaces.report.charts.palette import Dash, Hatch, Marker
+from torchscale.interfaces.report.model import Chart, Series, ValueFormat
+from torchscale.interfaces.report.render.formatting import (
+    BAND_COLOUR,
+    SEVERITY_COLOUR,
+    format_value,
+    heatmap_scale,
+    reference_label,
+    reference_legend,
+)
+
+Kind = Literal["line", "bar", "stacked_bar", "box", "heatmap"]
+BarMode = Literal["group", "overlay", "stack"]
+EntryKind = Literal["line", "patch", "band"]
+LABEL_MAX = 48  # characters of a legend entry or category label; the full text is in the hover
+LEGEND_WIDTH_CHARS = 118  # what one legend row holds, in characters of the legend's font
+LEGEND_HANDLE_CHARS = 8  # an entry's symbol and the gap after it
+MAX_LEGEND_COLUMNS = 4
+HEATMAP_VALUES_MAX = 120  # cells up to which each heatmap cell prints its value
+HEATMAP_X_LABELS = 20
+HEATMAP_Y_LABELS = 16
+
+
+@dataclass(frozen=True)
+class PlotSeries:
+    """One drawn series. `x` is numeric (raw units) on a value axis and the category position
+    (0, 1, ...) on a category axis; `y`, `low`, `high` are aligned with it (None: a gap);
+    `values` are a box's samples per x. `text` is each point's hover text."""
+
+    name: str
+    label: str
+    colour: str
+    marker: Marker | None
+    dash: Dash
+    hatch: Hatch
+    reference: bool  # an ideal line: thin, no markers, shown and hidden with its series
+    in_legend: bool
+    x: tuple[float, ...]
+    y: tuple[float | None, ...] = ()
+    low: tuple[float | None, ...] | None = None
+    high: tuple[float | None, ...] | None = None
+    values: tuple[tuple[float, ...], ...] | None = None
+    text: tuple[str, ...] = ()
+    interval_colour: str = palette.TEXT_COLOUR
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    label: str
+    kind: EntryKind
+    colour: str
+    marker: Marker | None = None
+    dash: Dash = "solid"
+    hatch: Hatch = ""
+    series: int | None = None  # index into Plot.series; None: the reference or a band entry
+
+
+@dataclass(frozen=True)
+class PlotBand:
+    low: float
+    high: float
+    label: str
+    colour: str = BAND_COLOUR
+
+
+@dataclass(frozen=True)
+class PlotHeatmap:
+    x_labels: tuple[str, ...]
+    y_labels: tuple[str, ...]
+    z: tuple[tuple[float | None, ...], ...]  # rows padded to the same length
+    z_label: str
+    stops: tuple[tuple[float, str], ...]
+    z_low: float | None
+    z_high: float | None
+    values: tuple[tuple[str, ...], ...] | None  # the text in each cell, when printed
+    x_every: int
+    y_every: int
+    missing: bool  # some cell has no data (drawn hatched / grey)
+
+
+@dataclass(frozen=True)
+class Plot:
+    id: str
+    title: str
+    kind: Kind
+    x: Axis
+    y: Axis
+    series: tuple[PlotSeries, ...]
+    legend: tuple[LegendEntry, ...]
+    legend_columns: int
+    bar_mode: BarMode | None = None
+    bands: tuple[PlotBand, ...] = ()
+    heatmap: PlotHeatmap | None = None
+    note: str | None = None
+
+    @property
+    def legend_rows(self) -> int:
+        if len(self.legend) <= 1:
+            return 0
+        return math.ceil(len(self.legend) / self.legend_columns)
+
+    @property
+    def empty(self) -> bool:
+        if self.kind == "heatmap":
+            return self.heatmap is None or self.heatmap.z_low is None
+        return not any(any(v is not None for v in s.y) or any(s.values or ()) for s in self.series)
+
+
+def short(text: str, limit: int = LABEL_MAX) -> str:
+    """One line of at most `limit` characters, cut with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------------ series styles
+
+
+def _styles(series: Sequence[Series]) -> list[tuple[str, Marker | None, Hatch]]:
+    """(colour, marker, hatch) per series. Each series of its own gets the next palette slot
+    (its colour, marker and hatch); a reference line takes its series' colour, an unattached
+    one (one ideal for all) grey; a series standing for a verdict takes that verdict's
+    colour, the same in every chart."""
+    slots: dict[str, int] = {}
+    for s in series:
+        if s.reference_for is None and (s.style == "solid" or s.severity is not None):
+            slots.setdefault(s.name, len(slots))
+    styles: list[tuple[str, Marker | None, Hatch]] = []
+    for s in series:
+        if s.reference_for is not None:
+            slot = slots.get(s.reference_for)
+            colour = palette.colour(slot) if slot is not None else palette.REFERENCE_GREY
+            styles.append((colour, None, ""))
+            continue
+        slot = slots.get(s.name)
+        if slot is None:
+            styles.append((palette.REFERENCE_GREY, None, ""))
+            continue
+        colour = SEVERITY_COLOUR[s.severity] if s.severity is not None else palette.colour(slot)
+        styles.append((colour, palette.marker(slot), palette.hatch(slot)))
+    return styles
+
+
+def _hover(
+    where: str | None,
+    name: str,
+    y: float | None,
+    low: float | None,
+    high: float | None,
+    fmt: ValueFormat,
+) -> str:
+    """A point's hover text: '[category · ]series: value (interval low to high)', as the
+    tables write values (the axis shows only ticks); a value is never shown bare where it
+    has an interval (124 % may be linear within noise)."""
+    if y is None:
+        return ""
+    text = f"{short(name, 80)}: {format_value(y, fmt)}"
+    if low is not None and high is not None:
+        text += f" (interval {format_value(low, fmt)} to {format_value(high, fmt)})"
+    return f"{where} · {text}" if where else text
+
+
+def _aligned(values: Sequence[float | None] | None, count: int) -> tuple[float | None, ...] | None:
+    if values is None:
+        return None
+    return tuple(finite(values[i]) if i < len(values) else None for i in range(count))
+
+
+def _positions(series: Series, keys: dict[str, int] | None) -> list[float]:
+    if keys is not None:
+        return [float(keys[category_key(x)]) for x in series.x]
+    return [float(x) if not isinstance(x, str) else math.nan for x in series.x]
+
+
+def _plot_series(
+    chart: Chart, keys: dict[str, int] | None, labels: Sequence[str]
+) -> list[PlotSeries]:
+    out: list[PlotSeries] = []
+    log_x = chart.x_log2 and keys is None
+    for s, (colour, marker, hatch) in zip(chart.series, _styles(chart.series), strict=True):
+        reference = s.reference_for is not None or (s.style != "solid" and marker is None)
+        xs = _positions(s, keys)
+        count = len(xs) if chart.kind == "box" else min(len(xs), len(s.y))
+        keep = [i for i in range(count) if math.isfinite(xs[i]) and (not log_x or xs[i] > 0)]
+        ys = _aligned(s.y, len(s.x)) or ()
+        lows = _aligned(s.low, len(s.x))
+        highs = _aligned(s.high, len(s.x))
+        values = None
+        if chart.kind == "box":
+            samples = s.values or []
+            values = tuple(
+                tuple(finite_values(samples[i])) if i < len(samples) else () for i in keep
+            )
+        out.append(
+            PlotSeries(
+                name=s.name,
+                label=short(s.name),
+                colour=colour,
+                marker=None if chart.kind != "line" or reference else marker,
+                dash=s.style,
+                hatch=hatch if chart.kind in ("bar", "stacked_bar") else "",
+                reference=reference,
+                in_legend=s.reference_for is None,
+                x=tuple(xs[i] for i in keep),
+                y=tuple(ys[i] for i in keep) if chart.kind != "box" else (),
+                low=tuple(lows[i] for i in keep) if lows is not None else None,
+                high=tuple(highs[i] for i in keep) if highs is not None else None,
+                values=values,
+                text=tuple(
+                    _hover(
+                        labels[int(xs[i])] if keys is not None else None,
+                        s.name,
+                        ys[i],
+                        lows[i] if lows is not None else None,
+                        highs[i] if highs is not None else None,
+                        chart.y_format,
+                    )
+                    for i in keep
+                )
+                if chart.kind != "box"
+                else (),
+                interval_colour=colour if chart.kind == "line" else palette.TEXT_COLOUR,
+            )
+        )
+    return out
+
+
+# ------------------------------------------------------------------ axes
+
+
+def _is_categorical(chart: Chart) -> bool:
+    return chart.kind in ("bar", "stacked_bar", "box") or any(
+        isinstance(x, str) for s in chart.series for x in s.x
+    )
+
+
+def _value_numbers(
+    chart: Chart, series: Sequence[PlotSeries], bar_mode: BarMode | None
+) -> list[float]:
+    """Every y-side number the value axis must hold: values, intervals, bands, stack tops."""
+    numbers: list[float] = []
+    for s in series:
+        numbers += [v for v in s.y if v is not None]
+        numbers += [v for v in s.low or () if v is not None]
+        numbers += [v for v in s.high or () if v is not None]
+        for sample in s.values or ():
+            numbers += sample
+    if bar_mode == "stack":
+        tops: dict[float, float] = {}
+        bottoms: dict[float, float] = {}
+        for s in series:
+            for x, y in zip(s.x, s.y, strict=True):
+                if y is None:
+                    continue
+                if y >= 0:
+                    tops[x] = tops.get(x, 0.0) + y
+                else:
+                    bottoms[x] = bottoms.get(x, 0.0) + y
+        numbers += [*tops.values(), *bottoms.values()]
+    for band in chart.bands:
+        numbers += [band.low, band.high]
+    return [v for v in numbers if math.isfinite(v)]
+
+
+def _y_axis(chart: Chart, series: Sequence[PlotSeries], bar_mode: BarMode | None) -> Axis:
+    numbers = _value_numbers(chart, series, bar_mode)
+    if chart.y_log:
+        return log_axis(chart.y_label, chart.y_format, numbers)
+    return linear_axis(
+        chart.y_label, chart.y_format, numbers, zero_based(chart.kind, chart.y_format)
+    )
+
+
+def _x_axis(chart: Chart, labels: list[str] | None) -> Axis:
+    if labels is not None:
+        return category_axis(chart.x_label, labels)
+    numbers = [float(x) for s in chart.series for x in s.x if not isinstance(x, str)]
+    numbers = [x for x in numbers if math.isfinite(x)]
+    if chart.x_log2:
+        return measured_log_axis(chart.x_label, chart.x_format, numbers)
+    return linear_axis(chart.x_label, chart.x_format, numbers, zero=False)
+
+
+# ------------------------------------------------------------------ legend
+
+
+def _legend(chart: Chart, series: Sequence[PlotSeries]) -> list[LegendEntry]:
+    kind: EntryKind = "line" if chart.kind == "line" else "patch"
+    entries = [
+        LegendEntry(
+            label=s.label,
+            kind=kind,
+            colour=s.colour,
+            marker=s.marker,
+            dash=s.dash,
+            hatch=s.hatch,
+            series=index,
+        )
+        for index, s in enumerate(series)
+        if s.in_legend
+    ]
+    attached = reference_legend(chart.series)
+    if attached is not None:
+        entries.append(
+            LegendEntry(
+                label=short(reference_label(attached)),
+                kind="line",
+                colour=palette.REFERENCE_GREY,
+                dash=attached.style,
+            )
+        )
+    entries += [
+        LegendEntry(label=short(b.label), kind="band", colour=BAND_COLOUR) for b in chart.bands
+    ]
+    if len(entries) <= 1 and not chart.bands:
+        return []  # one series: the title and axis say what it is
+    return entries
+
+
+def legend_columns(entries: Sequence[LegendEntry]) -> int:
+    """As many columns as the longest label leaves room for, at most MAX_LEGEND_COLUMNS."""
+    longest = max((len(e.label) for e in entries), default=0)
+    fit = LEGEND_WIDTH_CHARS // (longest + LEGEND_HANDLE_CHARS)
+    return max(1, min(MAX_LEGEND_COLUMNS, fit, len(entries) or 1))
+
+
+# ------------------------------------------------------------------ heatmap
+
+
+def _heatmap(chart: Chart) -> PlotHeatmap | None:
+    heatmap = chart.heatmap
+    if heatmap is None:
+        return None
+    width = max((len(row) for row in heatmap.z), default=0)
+    width = max(width, len(heatmap.x_labels)) if heatmap.z else 0
+    rows = [tuple(finite(v) for v in row) + (None,) * (width - len(row)) for row in heatmap.z]
+    present = [v for row in rows for v in row if v is not None]
+    cells = len(rows) * width
+    x_labels = tuple(short(x) for x in [*heatmap.x_labels, *[""] * width][:width])
+    y_labels = tuple(short(y) for y in [*heatmap.y_labels, *[""] * len(rows)][: len(rows)])
+    return PlotHeatmap(
+        x_labels=x_labels,
+        y_labels=y_labels,
+        z=tuple(rows),
+        z_label=heatmap.z_label,
+        stops=heatmap_scale(heatmap.higher_is),
+        z_low=min(present) if present else None,
+        z_high=max(present) if present else None,
+        values=tuple(
+            tuple("" if v is None else format_value(v, "float") for v in row) for row in rows
+        )
+        if present and cells <= HEATMAP_VALUES_MAX
+        else None,
+        x_every=max(1, math.ceil(width / HEATMAP_X_LABELS)),
+        y_every=max(1, math.ceil(len(rows) / HEATMAP_Y_LABELS)),
+        missing=len(present) < cells,
+    )
+
+
+# ------------------------------------------------------------------ the plot
+
+
+def plot(chart: Chart) -> Plot:
+    """The chart as both back-ends draw it (see the module docstring). Pure and
+    deterministic: the same chart gives the same plot in every process."""
+    chart = cap_chart(chart)
+    if chart.kind == "heatmap":
+        heat = _heatmap(chart)
+        x_labels = heat.x_labels if heat is not None else ()
+        y_labels = heat.y_labels if heat is not None else ()
+        return Plot(
+            id=chart.id,
+            title=chart.title,
+            kind="heatmap",
+            x=category_axis(chart.x_label, x_labels, slant=False),
+            y=category_axis(chart.y_label, y_labels, slant=False),
+            series=(),
+            legend=(),
+            legend_columns=1,
+            heatmap=heat,
+            note=chart.note,
+        )
+    categorical = _is_categorical(chart)
+    every = categories(chart.series) if categorical else []
+    keys = {category_key(x): i for i, x in enumerate(every)} if categorical else None
+    labels = [short(x if isinstance(x, str) else format_value(x, chart.x_format)) for x in every]
+    series = _plot_series(chart, keys, labels)
+    bar_mode: BarMode | None = None
+    if chart.kind == "stacked_bar":
+        bar_mode = "stack"
+    elif chart.kind == "bar":
+        bar_mode = "overlay" if disjoint(chart.series) else "group"
+    legend = _legend(chart, series)
+    return Plot(
+        id=chart.id,
+        title=chart.title,
+        kind=chart.kind,
+        x=_x_axis(chart, labels if categorical else None),
+        y=_y_axis(chart, series, bar_mode),
+        series=tuple(series),
+        legend=tuple(legend),
+        legend_columns=legend_columns(legend),
+        bar_mode=bar_mode,
+        bands=tuple(PlotBand(low=b.low, high=b.high, label=short(b.label)) for b in chart.bands),
+        note=chart.note,
+    )

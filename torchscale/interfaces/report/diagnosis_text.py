@@ -1,0 +1,133 @@
+"""The run's one diagnosis in words: the sentences every surface prints for it.
+
+The diagnosis is computed once (torchscale/offline/analysis/diagnosis.py); this module only writes
+its figures, so the terminal (profile and sweep lines), the reports and their formats say the same
+thing with the same digits: shares of the step with one decimal, intervals as [low, high]
+(a lopsided interval is never a '±'), milliseconds with three significant figures. The
+terminal's lines around these sentences (levels, what -v adds) are report/terminal/diagnosis.py's.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding, StragglerVerdict
+
+PART_WORDS = {
+    "compute": "compute",
+    "data": "data",
+    "wait_for_peers": "waiting",
+    "exposed_transfer": "exposed comm",
+    "rest": "rest",
+}
+VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
+
+
+def pct(value: float) -> str:
+    """A share of the step: '40.1 %'."""
+    return f"{value * 100:.1f} %"
+
+
+def ms(seconds: float) -> str:
+    """A duration: '52.6 ms', '0.412 ms', '348 ms', '1,234 ms'; from 10 s on '13.3 s'."""
+    if abs(seconds) >= 10:
+        return f"{seconds:.1f} s"
+    return f"{_ms_number(seconds)} ms"
+
+
+def _ms_number(seconds: float) -> str:
+    """Milliseconds without a unit: three significant figures below 100 ms, whole above."""
+    value = seconds * 1e3
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def share_text(estimate: Estimate | None) -> str:
+    """'40.1 % [38.4, 41.4]', '0.0 %' (none in any step), 'not measurable (< 0.4 %)',
+    '12.0 % (spread unknown)' or 'unknown'."""
+    if estimate is None:
+        return "unknown"
+    if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
+        return pct(0.0)
+    if estimate.value is None or not estimate.measurable:
+        return (
+            f"not measurable (< {pct(estimate.high)})" if estimate.high is not None else "unknown"
+        )
+    if estimate.low is None or estimate.high is None:
+        return f"{pct(estimate.value)} (spread unknown)"
+    return f"{pct(estimate.value)} [{estimate.low * 100:.1f}, {estimate.high * 100:.1f}]"
+
+
+def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
+    """'+52.6 ms [49.9, 55.3]' (milliseconds, the interval in the same unit)."""
+    if estimate is None or estimate.value is None:
+        if estimate is not None and estimate.high is not None:
+            return f"not measurable (< {ms(estimate.high)})"
+        return "unknown"
+    sign = "+" if signed and estimate.value >= 0 else ""
+    value = f"{sign}{ms(estimate.value)}"
+    if estimate.low is None or estimate.high is None:
+        return f"{value} (spread unknown)"
+    return f"{value} [{_ms_number(estimate.low)}, {_ms_number(estimate.high)}]"
+
+
+def sync_stall_text(diagnosis: Diagnosis) -> str:
+    """The seed's line: 'Sync stall time: 40.1 % [38.4, 41.4]' (waiting for peers, mean over
+    ranks, share of the step)."""
+    part = diagnosis.part("wait_for_peers")
+    text = f"Sync stall time: {share_text(part.share if part else None)}"
+    if part is not None and part.share.value is None and part.share.high is None:
+        text += f" ({part.share.reason})" if part.share.reason else ""
+    return text
+
+
+def split_text(diagnosis: Diagnosis) -> str:
+    """'Step 66.7 ms: compute 57.2 %, data 0.0 %, waiting 40.1 %, exposed comm 1.6 %, rest
+    1.1 %' (point values; each part's interval is in the JSON and -v)."""
+    parts = ", ".join(f"{PART_WORDS[p.name]} {_point(p.share)}" for p in diagnosis.parts)
+    return f"Step {_step(diagnosis.step_s)}: {parts}"
+
+
+def _point(estimate: Estimate) -> str:
+    if estimate.value is not None and estimate.measurable:
+        return pct(estimate.value)
+    if estimate.low == 0 and estimate.high == 0:
+        return pct(0.0)
+    return f"< {pct(estimate.high)}" if estimate.high is not None else "unknown"
+
+
+def _step(estimate: Estimate) -> str:
+    return ms(estimate.value) if estimate.value is not None else "?"
+
+
+def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
+    """'Straggler: rank 1 backward +52.6 ms [49.9, 55.3]/step, p = 0.00098' (its own
+    work per step over the median of the others', same step)
+    or 'Straggler: none significant (largest gap rank 0, +0.21 ms [-0.3, 0.7], p = 0.46)'."""
+    if verdict is None:
+        return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
+    p = f", p = {verdict.p_value:.2g}" if verdict.p_value is not None else ""
+    gap = seconds_text(verdict.gap_s, signed=True)
+    if verdict.named:
+        where = f" {verdict.phase}" if verdict.phase else ""
+        return f"Straggler: rank {verdict.rank}{where} {gap}/step{p}"
+    if verdict.candidate_rank is None or verdict.gap_s is None:
+        return f"Straggler: not tested ({verdict.summary.removeprefix('no straggler test: ')})"
+    text = f"Straggler: none significant (largest gap rank {verdict.candidate_rank}, {gap}{p})"
+    if verdict.withdrawn_by:
+        text += f"; withdrawn: {verdict.withdrawn_by}"
+    return text
+
+
+def whatif_text(diagnosis: Diagnosis) -> str | None:
+    """'What-if: rank 1 on par, steps up to 78.8 % [75.7, 82.1] shorter' (on par: no more own
+    work per step than the median of the others)."""
+    w = diagnosis.whatif
+    if w is None or not w.named:
+        return None
+    return f"What-if: rank {w.rank} on par, steps up to {share_text(w.share)} shorter"
+
+
+def finding_line(number: int, finding: Finding) -> str:
+    """'  1. <title> (40.1 % of the step)'."""
+    cost = _point(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
+    return f">   {number}. {finding.title} ({cost})"

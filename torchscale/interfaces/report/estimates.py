@@ -1,0 +1,279 @@
+"""Text of an Estimate for every surface: one way to say a figure with its interval, and one way
+to say it is not measurable above noise (never a value it cannot have)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.interfaces.report.model import ValueFormat
+from torchscale.interfaces.report.render.formatting import format_rounded, format_value, quantum_of
+
+Format = Callable[[float], str]
+
+
+class Rounding(Protocol):
+    """A `Format` that can also cut a figure to the precision of its interval."""
+
+    def __call__(self, value: float) -> str: ...
+
+    def rounded(self, value: float, quantum: float | None) -> str: ...
+
+
+LOPSIDED = 1.5  # one side of the interval more than this times the other: '[lo, hi]', not '±'
+PLUS_MINUS_NOTE = "± half the 95 % interval, [low, high] where it is lopsided"
+
+
+def lopsided(value: float, low: float, high: float) -> bool:
+    """Whether 'value ± half the width' would misstate the interval [low, high]: one side
+    more than LOPSIDED (1.5) times the other (a log-scale interval over 2 repeats, a share
+    near 0, a percentile of few steps), the value outside the interval, or value - half below
+    0 where the interval is not (a time, a rate, a share: ± would imply a value it cannot
+    have)."""
+    below, above = value - low, high - value
+    if below < 0 or above < 0:
+        return True
+    if max(below, above) > LOPSIDED * min(below, above):
+        return True
+    return low >= 0 and value - (high - low) / 2 < 0
+
+
+def plus_minus(estimate: Estimate, fmt: Format) -> str:
+    """Compact (terminal, tables): '12.3 ms ±1.2' (± half the 95 % interval's width) when
+    the interval is about symmetric, '10.9 ms [1.43 ms, 29.3 ms]' when it is `lopsided`,
+    'not measurable (< 3.4 ms)', or '5,927 (spread unknown)'."""
+    if _exactly_zero(estimate):
+        return fmt(0.0)
+    if not estimate.measurable or estimate.value is None:
+        return f"not measurable ({_bound(estimate, fmt)})"
+    if estimate.low is None or estimate.high is None:
+        return f"{fmt(estimate.value)} (spread unknown)"
+    if lopsided(estimate.value, estimate.low, estimate.high):
+        show = _to_interval(fmt, _nearer_side(estimate.value, estimate.low, estimate.high))
+        return f"{show(estimate.value)} [{show(estimate.low)}, {show(estimate.high)}]"
+    half = (estimate.high - estimate.low) / 2
+    show = _to_interval(fmt, half)
+    return f"{show(estimate.value)} ±{show(half)}"
+
+
+def _nearer_side(value: float, low: float, high: float) -> float:
+    """The smaller distance from the value to an end (what its precision rests on)."""
+    sides = [d for d in (value - low, high - value) if d > 0]
+    return min(sides) if sides else 0.0
+
+
+def _to_interval(fmt: Format, spread: float) -> Format:
+    """`fmt` cut to the digits an uncertainty of `spread` supports, where `fmt` can round
+    (a report value format: `value_format`); other formats as they are."""
+    rounded = getattr(fmt, "rounded", None)
+    if rounded is None:
+        return fmt
+    quantum = quantum_of(spread)
+    return lambda value: str(rounded(value, quantum))
+
+
+def with_interval(estimate: Estimate, fmt: Format) -> str:
+    """Long form (reports): '12.3 ms (95 % interval 11.0 ms to 13.5 ms)', or
+    'not measurable above noise (95 % interval 0 to 3.4 ms)'."""
+    if _exactly_zero(estimate):
+        return f"{fmt(0.0)} (none in any step)"
+    if not estimate.measurable or estimate.value is None:
+        return f"not measurable above noise ({_interval(estimate, fmt)})"
+    if estimate.low is None or estimate.high is None:
+        return f"{fmt(estimate.value)} ({estimate.reason or 'spread unknown'})"
+    show = _to_interval(fmt, _nearer_side(estimate.value, estimate.low, estimate.high))
+    return f"{show(estimate.value)} ({_interval(estimate, show)})"
+
+
+def _exactly_zero(estimate: Estimate) -> bool:
+    """Zero in every resample (a part no step had, e.g. no wait at world size 1): 0, not a
+    noise bound '< 0'."""
+    return estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0)
+
+
+def _interval(estimate: Estimate, fmt: Format) -> str:
+    if estimate.low is None or estimate.high is None:
+        return "no interval"
+    return f"95 % interval {fmt(estimate.low)} to {fmt(estimate.high)}"
+
+
+def _bound(estimate: Estimate, fmt: Format) -> str:
+    if estimate.high is None:
+        return "no interval"
+    if estimate.low is not None and estimate.low > 0:
+        return f"{fmt(estimate.low)} to {fmt(estimate.high)}"
+    return f"< {fmt(estimate.high)}"
+
+
+# ---------------------------------------------------------------- figures from the cells table
+# The cells table holds a figure and its interval as columns (value, low, high); these helpers
+# make the Estimate back from them and print it the one way above. Older results carry no
+# interval for some figures: those print as the plain value, never "(spread unknown)".
+
+NOT_MEASURABLE_OLDER = "not measurable (older result, no interval)"
+ONE_REPEAT = "one repeat: spread unknown"
+
+
+@dataclass(frozen=True)
+class ValueFormatter:
+    """A report value format as a `Format` that can also round to an interval (`Rounding`)."""
+
+    kind: ValueFormat
+
+    def __call__(self, value: float) -> str:
+        return format_value(value, self.kind)
+
+    def rounded(self, value: float, quantum: float | None) -> str:
+        return format_rounded(value, self.kind, quantum)
+
+
+def value_format(kind: ValueFormat) -> Format:
+    """A report value format as a `Format` (so an interval reads like the tables), whose
+    figures `plus_minus` and `with_interval` cut to the digits their interval supports."""
+    return ValueFormatter(kind)
+
+
+def from_columns(
+    value: float | None,
+    low: float | None,
+    high: float | None,
+    *,
+    n: int = 0,
+    method: str = "cells table",
+    reason: str | None = None,
+) -> Estimate | None:
+    """The Estimate behind a row's value and interval columns; None when there is neither. An
+    empty value with an interval left is "not measurable above noise" (the table's rule)."""
+    if value is None and (low is None or high is None):
+        return None
+    if value is None:
+        return Estimate(
+            value=None, low=low, high=high, n=n, method=method, measurable=False, reason=reason
+        )
+    if low is None or high is None:
+        low = high = None
+    return Estimate(
+        value=value, low=low, high=high, n=n, method=method, measurable=True, reason=reason
+    )
+
+
+def compact(
+    value: float | None,
+    low: float | None,
+    high: float | None,
+    kind: ValueFormat,
+    *,
+    spread_unknown: bool = False,
+) -> str | None:
+    """A table cell: '4,075.9 ±8.8', '344.9 [215.0, 552.4]' (lopsided: `plus_minus`),
+    'not measurable (< 3.4 %)', '4,075.9 (spread unknown)' where the interval is missing
+    because of one repeat (`spread_unknown`), else the plain value (an older result that never
+    recorded an interval); None when there is nothing."""
+    estimate = from_columns(value, low, high)
+    if estimate is None:
+        return None
+    if estimate.measurable and estimate.low is None and not spread_unknown:
+        return format_value(value, kind)
+    return plus_minus(estimate, value_format(kind))
+
+
+def long_form(
+    value: float | None,
+    low: float | None,
+    high: float | None,
+    kind: ValueFormat,
+    *,
+    spread_unknown: bool = False,
+) -> str | None:
+    """The same figure for a sentence: '4,075.9 (95 % interval 4,067.1 to 4,084.7)'."""
+    estimate = from_columns(value, low, high, reason=ONE_REPEAT if spread_unknown else None)
+    if estimate is None:
+        return None
+    if estimate.measurable and estimate.low is None and not spread_unknown:
+        return format_value(value, kind)
+    return with_interval(estimate, value_format(kind))
+
+
+def supported_rate(
+    value: float | None, low: float | None, high: float | None
+) -> tuple[float | None, ValueFormat]:
+    """A rate for a key figure, cut to the digits its 95 % interval supports: (21,000, 'int')
+    for 21,425.6 in [0.5, 482,125,066], as the tables print it; the value as it is ('rate')
+    where the interval is narrow enough for its decimal, or unknown."""
+    if value is None or low is None or high is None:
+        return value, "rate"
+    quantum = quantum_of(_nearer_side(value, low, high))
+    if quantum is None or quantum < 1:
+        return value, "rate"
+    return float(math.floor(round(value / quantum, 9) + 0.5) * quantum), "int"
+
+
+def older_share(value: float | None) -> float | str | None:
+    """A share of the step from a result without intervals (schema < 8): shown only where it
+    can be a share, in [0, 1]; outside it is noise that no interval can tell apart."""
+    if value is None:
+        return None
+    return value if 0.0 <= value <= 1.0 else NOT_MEASURABLE_OLDER
+
+
+# ---------------------------------------------------------------- scaling efficiency
+
+EfficiencyKind = Literal["base", "linear within noise", "super-linear", "above linear", "plain"]
+SUPER_LINEAR_NOTE = (
+    "super-linear: the whole 95 % interval is above linear scaling; look for a cause (e.g. "
+    "cache effects: a smaller share of the data per device fits in cache) before trusting it"
+)
+
+
+def efficiency_kind(
+    value: float | None, low: float | None, high: float | None, *, base: bool = False
+) -> EfficiencyKind:
+    """Which reading an efficiency gets: above 1 it is linear within noise when its interval
+    includes 1, super-linear when the whole interval is above 1, and above linear (unproven)
+    without an interval; never a bare figure above 100 %."""
+    if base:
+        return "base"
+    if value is None or value <= 1.0:
+        return "plain"
+    if low is None or high is None:
+        return "above linear"
+    return "linear within noise" if low <= 1.0 else "super-linear"
+
+
+def efficiency_text(
+    value: float | None,
+    low: float | None,
+    high: float | None,
+    *,
+    base: bool = False,
+    long: bool = False,
+) -> str | None:
+    """An efficiency for a table (`long` False: ± or [lo, hi], `plus_minus`) or a sentence:
+    'linear within noise (95 % interval 98.1 % to 131.0 %)' rather than '123.9 %' above 1 (in
+    both forms), '130.0 % ±16.5 % (super-linear)' in a table and with its interval in a
+    sentence, '30.2 % [13.0 %, 84.4 %]' for a lopsided one; the base is '100.0 % (base)'."""
+    if value is None:
+        return None
+    pct = value_format("ratio_pct")
+    kind = efficiency_kind(value, low, high, base=base)
+    interval = ""
+    if low is not None and high is not None:
+        interval = f"95 % interval {pct(low)} to {pct(high)}"
+    if kind == "base":
+        return f"{pct(value)} (base)"
+    if kind == "linear within noise":
+        return f"linear within noise ({interval})"
+    if kind == "super-linear":
+        if long:
+            return f"{pct(value)} (super-linear, {interval})"
+        estimate = from_columns(value, low, high)
+        shown = plus_minus(estimate, pct) if estimate is not None else pct(value)
+        return f"{shown} (super-linear)"
+    if kind == "above linear":
+        return f"{pct(value)} (above linear; spread unknown: one repeat)"
+    render = with_interval if long else plus_minus
+    estimate = from_columns(value, low, high, reason=None if low is not None else ONE_REPEAT)
+    return render(estimate, pct) if estimate is not None else None

@@ -1,0 +1,220 @@
+"""`torchscale report` as a library call: read the sources, build the model, render one format,
+write it atomically. The CLI only prints what comes back and picks the exit code.
+
+A report is produced from whatever is valid: unreadable inputs become `Report.skipped` lines,
+never an abort, unless nothing at all can be read.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscale.contracts.atomic import write_bytes_atomic
+from torchscale.contracts.cell import file_safe
+from torchscale.contracts.errors import (
+    ResultsError,
+    ResultsInputError,
+    UsageError,
+    describe_os_error,
+)
+from torchscale.interfaces.report.model import Report
+from torchscale.interfaces.report.progress import OnStep, Step
+from torchscale.interfaces.report.render import FORMATS, SUFFIX, renderer
+from torchscale.offline.results.store import check_output_dir
+
+if TYPE_CHECKING:
+    from torchscale.interfaces.report.sources import Sources
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    source: Path
+    fmt: str = "html"
+    output: Path | None = None  # None: next to the results (`default_output`); term: stdout
+    baseline: Path | None = None
+    cost_per_gpu_hour: float | None = None
+    title: str | None = None
+    generated_at: str | None = None  # fixed in tests; None = now
+    prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> price
+    html_link: str | None = None  # where the HTML report is (path or URL): the Markdown links it
+    width: int | None = None  # term: columns at most (None: term.WIDTH, a file's)
+    full: bool = False  # term: the whole report, not its summary
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    report: Report
+    content: bytes
+    path: Path | None  # where it was written (None: terminal output not saved)
+    build_s: float
+    render_s: float
+
+
+def _slug(text: str) -> str:
+    slug = file_safe(text).strip("._-")
+    return (slug or "torchscale")[:80]
+
+
+def default_output(source: Path, report: Report, fmt: str) -> Path:
+    """`<source>/<experiment>_report.<ext>`: named after the one experiment read, or after the
+    source directory when it holds several."""
+    names = [s.name for s in report.current_sources()]
+    stem = names[0] if len(names) == 1 else source.resolve().name
+    return source / f"{_slug(stem)}_report{SUFFIX[fmt]}"
+
+
+def known_html(request: ReportRequest, report: Report, output: Path | None) -> str | None:
+    """Where the HTML report is, for the Markdown: the URL or path given (`--html-link`), else
+    an HTML report already written beside the Markdown (same name, .html) or at the default
+    place, as an absolute path (the Markdown names a path and links only a URL: a relative
+    link breaks in a PR comment); None when there is none (the Markdown then says how to make
+    it)."""
+    if request.html_link:
+        return request.html_link
+    candidates = [default_output(request.source, report, "html")]
+    if output is not None:
+        candidates.insert(0, output.with_suffix(SUFFIX["html"]))
+    for candidate in candidates:
+        if candidate.is_file():
+            return str(candidate.resolve())
+    return None
+
+
+def parse_prices(values: Sequence[str]) -> tuple[float | None, dict[str, float]]:
+    """`--cost-per-gpu-hour 2.5` (every result set) and `--cost-per-gpu-hour h100=2.5
+    --cost-per-gpu-hour h200=3.9` (one per experiment, to compare machines at their prices)
+    -> (price for all, {experiment: price})."""
+    everyone: float | None = None
+    per_experiment: dict[str, float] = {}
+    for value in values:
+        name, _, text = value.rpartition("=")
+        try:
+            price = float(text)
+        except ValueError:
+            price = math.nan
+        if not math.isfinite(price) or price <= 0:
+            raise UsageError(
+                f"--cost-per-gpu-hour {value!r}: give a positive price (2.5) or "
+                "EXPERIMENT=PRICE (h100=2.5)"
+            )
+        if not name:
+            if everyone is not None:
+                raise UsageError("--cost-per-gpu-hour: more than one price for every result set")
+            everyone = price
+        elif name in per_experiment:
+            raise UsageError(f"--cost-per-gpu-hour: two prices for {name!r}")
+        else:
+            per_experiment[name] = price
+    return everyone, per_experiment
+
+
+def check_request(request: ReportRequest) -> None:
+    """Command-line mistakes, found before any work."""
+    if request.fmt not in FORMATS:
+        raise UsageError(f"unknown format {request.fmt!r}: use one of {', '.join(FORMATS)}")
+    for price in [request.cost_per_gpu_hour, *request.prices.values()]:
+        if price is not None and not price > 0:
+            raise UsageError("--cost-per-gpu-hour must be a positive price (e.g. 2.5)")
+    if request.full and request.fmt != "term":
+        raise UsageError(
+            f"--full is for -f term (the terminal prints a summary without it), not "
+            f"-f {request.fmt}"
+        )
+    if request.output is not None:  # its directory must take a file before any work
+        folder = request.output if names_directory(request.output) else request.output.parent
+        check_output_dir(folder, keep=True, what="the report")
+
+
+def names_directory(output: Path) -> bool:
+    """-o DIR or -o FILE: a directory when it is one, or is new and has no file suffix
+    (`-o ./reports` is created and takes <experiment>_report.<ext>, as every command's -o
+    takes a directory); a file when it has a suffix (`-o scaling.pdf`, the published form)
+    or is a file already (written over, as before)."""
+    return output.is_dir() or (not output.suffix and not output.exists())
+
+
+def _read_input(path: Path) -> Sources:
+    """The results named by -s or --baseline; one that cannot be used (missing, not a
+    directory, empty, nothing usable in it) is an input error (exit 2), not a failed run."""
+    from torchscale.interfaces.report.sources import read_sources
+
+    try:
+        return read_sources(path)
+    except ResultsError as exc:
+        if isinstance(exc, ResultsInputError):
+            raise
+        raise ResultsInputError(str(exc)) from None
+
+
+def _ignore(step: Step) -> None:
+    return None
+
+
+def render(request: ReportRequest, report: Report, on_step: OnStep = _ignore) -> bytes:
+    """The report in the request's format: the terminal's at its width, summary or full; the
+    PDF saying how far it got."""
+    if request.fmt == "term":
+        from torchscale.interfaces.report.render import term
+
+        return term.render(report, request.width or term.WIDTH, full=request.full)
+    if request.fmt == "pdf":
+        from torchscale.interfaces.report.render import pdf
+
+        return pdf.render(report, on_step=on_step)
+    return renderer(request.fmt)(report)
+
+
+def generate(request: ReportRequest, on_step: OnStep | None = None) -> ReportOutcome:
+    """Build and render one report; write it unless it is terminal output without --output.
+    `on_step` hears where the long work stands (building, then a PDF's charts and pages)."""
+    from torchscale.interfaces.report.build import build_report
+    from torchscale.interfaces.report.request import ReportOptions
+
+    check_request(request)
+    on_step = on_step or _ignore
+    started = time.perf_counter()
+    on_step(Step("build", 0, 1))
+    sources = _read_input(request.source)
+    baseline = _read_input(request.baseline) if request.baseline is not None else None
+    known = {s.name for s in sources.experiments}
+    unknown = sorted(set(request.prices) - known)
+    if unknown:
+        raise UsageError(
+            f"--cost-per-gpu-hour names {', '.join(map(repr, unknown))}: no such result set "
+            f"in {request.source} (there: {', '.join(sorted(known)) or 'none'})"
+        )
+    report = build_report(
+        sources,
+        ReportOptions(
+            title=request.title,
+            cost_per_gpu_hour=request.cost_per_gpu_hour,
+            generated_at=request.generated_at,
+            prices=request.prices,
+            html_report=request.html_link,
+        ),
+        baseline=baseline,
+    )
+    path = request.output
+    if path is None and request.fmt != "term":
+        path = default_output(request.source, report, request.fmt)
+    elif path is not None and names_directory(path):  # -o DIR, as every command takes it
+        path = path / default_output(request.source, report, request.fmt).name
+    if request.fmt == "md":
+        report = report.model_copy(update={"html_report": known_html(request, report, path)})
+    on_step(Step("build", 1, 1))
+    built = time.perf_counter()
+    content = render(request, report, on_step)
+    rendered = time.perf_counter()
+    if path is not None:
+        try:
+            write_bytes_atomic(path, content)
+        except OSError as exc:
+            raise ResultsError(
+                f"cannot write the report to {path}: {describe_os_error(exc)} (use --output)"
+            ) from None
+    return ReportOutcome(report, content, path, built - started, rendered - built)

@@ -1,0 +1,145 @@
+"""The HTML report: one self-contained file that works offline.
+
+plotly.js is inlined once; each chart is a div plus its figure as JSON (escaped so that no
+user string can close the <script> it sits in) drawn by one small script. Templates are Jinja2
+with autoescape on, loaded from the package, and only lay out: every value goes through
+`format_value`. A Content-Security-Policy in the page allows only the page's own scripts (by
+hash) and no network at all, so a string that escaped escaping still could not run or fetch.
+
+The page records its own JavaScript errors on <body> (`data-js-errors`) and the number of charts
+drawn (`data-charts-rendered`), and marks each table wider than its box (`data-overflows`, with a
+visible line saying to scroll), so a headless browser can check it from the DOM alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import re
+from typing import Any, get_args
+
+from jinja2 import Environment
+from markupsafe import Markup
+
+from torchscale.interfaces.report.model import Chart, Report, Severity, Table
+from torchscale.interfaces.report.render.formatting import SEVERITY_MARK, template_environment
+from torchscale.interfaces.report.render.plotly_charts import CONFIG, figure
+
+TEMPLATE = "html/report.html.j2"
+_SEVERITIES: tuple[str, ...] = get_args(Severity)
+# a glyph per severity besides the colour, so a flagged row survives greyscale print
+# table cell class by (column align, numeric format): short, as a big report has many cells;
+# r: right-aligned, n: a formatted number (kept on one line, tabular figures)
+CELL_CLASS = {
+    ("left", False): Markup(""),
+    ("left", True): Markup(' class="n"'),
+    ("right", False): Markup(' class="r"'),
+    ("right", True): Markup(' class="r n"'),
+}
+_SCRIPT_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+# a table longer than this scrolls inside a box of its own (header kept in view), so that the
+# charts after a 500-row table are not 500 rows down the page; print shows every row
+TALL_TABLE_ROWS = 25
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The Jinja2 environment (`template_environment`: package templates, autoescape on,
+    undefined names are errors) with the HTML renderer's filters and globals."""
+    env: Environment = template_environment(
+        "templates",
+        severity_of=severity_of,
+        flagged=flagged,
+        severity_mark=SEVERITY_MARK,
+        cell_class=CELL_CLASS,
+        tall_table_rows=TALL_TABLE_ROWS,
+    )
+    env.filters["figure_json"] = figure_json
+    return env
+
+
+def script_json(value: Any) -> Markup:
+    """`value` as compact JSON safe inside a <script> element: `<`, `>` and `&` are written as
+    \\u escapes (the same string to JSON.parse), so `</script>` or `<!--` in a user string
+    cannot end or confuse the element. NaN is refused: it is not JSON."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    # safe: no <, > or & is left, so nothing in it is markup or can end the element
+    return Markup(_SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES[m.group(0)], text))  # noqa: S704
+
+
+def figure_json(chart: Chart) -> Markup:
+    """The plotly figure of `chart` as script-safe JSON."""
+    return script_json(figure(chart))
+
+
+def severity_of(row: dict[str, Any]) -> str:
+    """A table row's `_severity`, or 'info' when absent or not a known severity (it becomes a
+    class name, so only the four known words get through)."""
+    value = row.get("_severity", "info")
+    return value if isinstance(value, str) and value in _SEVERITIES else "info"
+
+
+def flagged(table: Table) -> bool:
+    """Whether a table needs its severity marker column (some row is not plain info)."""
+    return any(severity_of(row) != "info" for row in table.rows)
+
+
+@functools.lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """plotly.js, to inline once per page. A `</script` inside it would end the element early;
+    plotly.js has none, but should a release add one in a string it is escaped as `<\\/`."""
+    from plotly.offline import get_plotlyjs
+
+    source = str(get_plotlyjs())
+    return re.sub(r"</(script)", r"<\\/\1", source, flags=re.IGNORECASE)
+
+
+def _csp_hash(script: str) -> str:
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+@functools.lru_cache(maxsize=1)
+def _plotly_hash() -> str:
+    return _csp_hash(plotly_js())
+
+
+def render(report: Report) -> bytes:
+    """The report as one HTML file (UTF-8). Deterministic: the same report gives the same
+    bytes (the only time in it is the report's own `generated_at`)."""
+    env = environment()
+    record_errors = env.get_template("html/record_errors.js.j2").render()
+    draw_charts = env.get_template("html/draw_charts.js.j2").render(config=script_json(CONFIG))
+    table_cues = env.get_template("html/table_cues.js.j2").render()
+    script_src = " ".join(
+        [_csp_hash(record_errors), _csp_hash(table_cues), _plotly_hash(), _csp_hash(draw_charts)]
+    )
+    csp = (
+        "default-src 'none'; "
+        f"script-src {script_src}; "
+        "style-src 'unsafe-inline'; "
+        "img-src data: blob:; "
+        "font-src data:; "
+        "base-uri 'none'; "
+        "form-action 'none'"
+    )
+    # the scripts are the package's own code (no user string in them), inlined verbatim so
+    # that their CSP hashes match
+    page = env.get_template(TEMPLATE).render(
+        report=report,
+        csp=csp,
+        record_errors=Markup(record_errors),  # noqa: S704
+        table_cues=Markup(table_cues),  # noqa: S704
+        plotly_js=Markup(plotly_js()),  # noqa: S704
+        draw_charts=Markup(draw_charts),  # noqa: S704
+    )
+    return page.encode("utf-8")

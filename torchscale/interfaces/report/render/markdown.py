@@ -1,0 +1,336 @@
+"""Markdown renderer: what fits a pull-request comment (GitHub takes 65,536 characters).
+
+The verdict, the hardware and dates, the sources, the executive summary (key figures, the best
+configuration per model, the top findings one line each), the cells that changed most against
+a baseline (judged or not, with their intervals), and a link to the HTML report (or how to
+make it): a reader decides in ten seconds and follows the link for charts and every table.
+No section is dumped whole (a 500-cell sweep has thousands of rows), and the result is cut to
+`MAX_CHARS` should an outsized string still make it longer. Every string from the model goes
+through `escape`, so a model name or an error message can neither inject HTML into a PR
+comment nor break a table: `|`, backslashes, `<`, `>`, `&` and the inline Markdown punctuation
+are escaped, line breaks become spaces. Prose keeps its code spans (`inline`): their content
+is shown literally by Markdown itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from torchscale.interfaces.report.model import (
+    Block,
+    Chart,
+    Decision,
+    Finding,
+    Findings,
+    KeyFigures,
+    Report,
+    Section,
+    Table,
+    Text,
+)
+from torchscale.interfaces.report.render.formatting import code_spans, format_value, severity_prefix
+
+MAX_ROWS = 20  # per table: a PR comment is read, not searched
+MAX_FINDINGS = 10  # the costliest
+MAX_SOURCES = 10
+MAX_SKIPPED = 5
+MAX_CHARS = 60_000  # GitHub's comment limit is 65,536 characters; room for a bot's own text
+BASELINE_TABLE = "baseline-largest"  # the largest changes, judged or not, with intervals
+HTML_COMMAND = "torchscale report -s {source} -f html"
+_NUMBERED = re.compile(r"^\d{1,9}[.)](?=\s|$)")
+# a run of `_` opens or closes emphasis only at a word boundary: escape those runs, leave
+# snake_case and tiny-mlp__b8__w2 ids (inert inside a word) readable
+_EMPHASIS_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z_])_+|_+(?![0-9A-Za-z_])")
+_ESCAPES = str.maketrans(
+    {
+        "\\": "\\\\",
+        "|": "\\|",
+        "`": "\\`",
+        "*": "\\*",
+        "[": "\\[",
+        "]": "\\]",
+        "~": "\\~",
+        "<": "&lt;",
+        ">": "&gt;",
+        "&": "&amp;",
+        "\r": " ",
+        "\n": " ",
+    }
+)
+
+
+def escape(text: str) -> str:
+    """A user string as literal Markdown text on one line (safe inside a table cell)."""
+    escaped = text.translate(_ESCAPES)
+    return _EMPHASIS_UNDERSCORE.sub(lambda run: "\\_" * len(run.group()), escaped)
+
+
+def inline(text: str) -> str:
+    """Prose with its code spans kept as Markdown code spans (`torchscale benchmark
+    --resume` reads as code on GitHub) and everything else escaped. A code span shows its
+    content literally (no markup, no HTML), so only line breaks are replaced there."""
+    return "".join(
+        "`" + part.replace("\r", " ").replace("\n", " ") + "`" if code else escape(part)
+        for part, code in code_spans(text)
+    )
+
+
+def _paragraph(text: str) -> str:
+    """Escaped text that cannot start a heading, list, quote or rule at line start."""
+    body = inline(text)
+    numbered = _NUMBERED.match(body)
+    if numbered:
+        return body[: numbered.end() - 1] + "\\" + body[numbered.end() - 1 :]
+    return "\\" + body if body[:1] in {"#", "-", "+", "=", "!"} else body
+
+
+def _preformatted(text: str) -> str:
+    """Lines and indentation kept without a code block (a code block shows its text raw, so
+    `<` from the model would stay in the Markdown, and a line of backticks in the text would
+    close it): each line escaped, its leading spaces as no-break spaces, a hard line break
+    (`\\` at the end) after every line."""
+    lines = []
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        indent = len(line) - len(body)
+        lines.append("&nbsp;" * indent + escape(body) if indent else _paragraph(body))
+    return "\\\n".join(lines)
+
+
+def _value(value: Any, fmt: Any) -> str:
+    return escape(format_value(value, fmt))
+
+
+def _header(report: Report) -> list[str]:
+    """Title, the verdict, what ran when, the sources and what was left out."""
+    lines = [f"# {escape(report.title)}", ""]
+    if report.headline is not None:
+        mark = severity_prefix(report.headline.severity)
+        lines += [f"{mark}**{inline(report.headline.text)}**", ""]
+    if report.decision is not None:
+        lines += _decision(report.decision)
+    facts = [
+        f"{label}: {escape(value)}"
+        for label, value in (
+            ("Hardware", report.hardware),
+            ("Measured", report.measured),
+            ("Description", report.description),
+        )
+        if value
+    ]
+    meta = (
+        f"Generated {escape(report.generated_at)} by torchscale {escape(report.torchscale_version)}"
+    )
+    if report.regressions:
+        meta += f" · **✖ {report.regressions} regression(s) by the stated rule**"
+    if report.baseline_sources() and report.regressions is None:
+        meta += " · **⚠ nothing judged against the baseline**"
+    elif report.not_judged:
+        meta += f" · **⚠ {report.not_judged} cell(s) not judged against the baseline**"
+    lines += [" · ".join([*facts, meta]), ""]
+    lines += _sources(report)
+    if report.skipped:
+        lines += [f"**Skipped inputs** ({len(report.skipped)}, left out of every figure)", ""]
+        shown = report.skipped[:MAX_SKIPPED]
+        lines += [f"- {escape(item.path)}: {escape(item.reason)}" for item in shown]
+        if len(report.skipped) > MAX_SKIPPED:
+            lines.append(f"- ... {len(report.skipped) - MAX_SKIPPED} more in the HTML report")
+        lines.append("")
+    return lines
+
+
+def _decision(decision: Decision) -> list[str]:
+    """The lines under the verdict (a model each, the best configuration, the baseline) and
+    what to do, numbered."""
+    lines = [f"- {severity_prefix(t.severity)}{inline(t.text)}" for t in decision.lines()]
+    if lines:
+        lines.append("")
+    if decision.actions:
+        lines += ["**What to do**", ""]
+        lines += [f"{n}. {inline(t.text)}" for n, t in enumerate(decision.actions, 1)]
+        lines.append("")
+    return lines
+
+
+def _sources(report: Report) -> list[str]:
+    if not report.sources:
+        return []
+    lines = ["**Sources**", ""]
+    for source in report.sources[:MAX_SOURCES]:
+        role = "baseline: " if source.role == "baseline" else ""
+        lines.append(
+            f"- {role}{escape(source.name)} ({escape(source.path)}): {escape(source.contents())}"
+        )
+    if len(report.sources) > MAX_SOURCES:
+        lines.append(f"- ... {len(report.sources) - MAX_SOURCES} more in the HTML report")
+    return [*lines, ""]
+
+
+def _link_target(target: str) -> str:
+    """A link destination that cannot break out of `(...)` or inject: an http(s) URL or a
+    path, percent-encoded (spaces, parentheses, `<`, `>`, quotes)."""
+    scheme = urlsplit(target).scheme.lower()
+    if scheme in ("http", "https"):
+        return quote(target, safe=":/?#[]@!$&'*+,;=%-._~")
+    return quote(target, safe="/%-._~")
+
+
+def _full_report(report: Report) -> list[str]:
+    """Where the charts and every table are: a link where the HTML report has a URL
+    (`--html-link`), since a PR comment resolves nothing else; a file path is named as text,
+    never linked (a relative link breaks once the comment is posted); else how to make it."""
+    if report.html_report and _is_url(report.html_report):
+        target = _link_target(report.html_report)
+        return [f"**Full report** (charts, every table): [{escape(report.html_report)}]({target})"]
+    if report.html_report:
+        return [
+            f"**Full report** (charts, every table): {escape(report.html_report)} on the machine "
+            "that made this report (publish it and pass `--html-link URL` to link it here)"
+        ]
+    source = report.source_path or "RESULTS"
+    command = HTML_COMMAND.format(source=source)
+    return [f"**Full report** (charts, every table): run {escape(command)}"]
+
+
+def _is_url(target: str) -> bool:
+    return urlsplit(target).scheme.lower() in ("http", "https")
+
+
+def _key_figures(block: KeyFigures) -> list[str]:
+    lines = []
+    for figure in block.figures:
+        line = (
+            f"- {severity_prefix(figure.severity)}**{escape(figure.label)}**: "
+            f"{_value(figure.value, figure.format)}"
+        )
+        if figure.note:
+            line += f" ({inline(figure.note)})"
+        lines.append(line)
+    return lines
+
+
+def _table(block: Table) -> list[str]:
+    lines = [f"**{escape(block.title)}**", ""]
+    lines.append("| " + " | ".join(escape(c.label) for c in block.columns) + " |")
+    lines.append(
+        "|" + "|".join(":---" if c.align == "left" else "---:" for c in block.columns) + "|"
+    )
+    for row in block.rows[:MAX_ROWS]:
+        severity = row.get("_severity") or "info"
+        cells = [_value(row.get(c.key), c.format) for c in block.columns]
+        if severity in ("bad", "warn") and cells:
+            cells = [f"**{cell}**" if cell and cell != "-" else cell for cell in cells]
+        if cells:
+            cells[0] = severity_prefix(severity) + cells[0]
+        lines.append("| " + " | ".join(cells) + " |")
+    if not block.rows:
+        lines.append("| " + " | ".join(["-"] * len(block.columns)) + " |")
+    hidden = len(block.rows) - MAX_ROWS
+    if hidden > 0:
+        lines += ["", f"... {hidden} more rows in the HTML report"]
+    if block.note:
+        lines += ["", f"_{inline(block.note)}_"]
+    return lines
+
+
+def _finding(finding: Finding) -> list[str]:
+    cost = (
+        ""
+        if finding.cost_pct is None
+        else f" ({_value(finding.cost_pct, 'pct')} of cycle/step time)"
+    )
+    lines = [
+        f"- {severity_prefix(finding.severity)}**{inline(finding.title)}**{cost}, "
+        f"source: {escape(finding.source)}"
+    ]
+    if finding.caveat:
+        lines.append(f"  - {severity_prefix('warn')}caveat: {inline(finding.caveat)}")
+    lines += [f"  - evidence: {inline(item)}" for item in finding.evidence]
+    if finding.recommendation:
+        lines.append(f"  - recommendation: {inline(finding.recommendation)}")
+    return lines
+
+
+def _block(block: Block) -> list[str]:
+    if isinstance(block, Text) and block.preformatted:
+        return [_preformatted(block.text)]
+    if isinstance(block, Text):
+        return [severity_prefix(block.severity) + _paragraph(block.text)]
+    if isinstance(block, KeyFigures):
+        return _key_figures(block)
+    if isinstance(block, Table):
+        return _table(block)
+    if isinstance(block, Chart):
+        return [f"- Chart: {escape(block.title)} (see the HTML/PDF report)"]
+    if isinstance(block, Findings):
+        lines = ["**Findings**", ""]
+        for finding in block.findings[:MAX_FINDINGS]:
+            lines += _finding(finding)
+        hidden = len(block.findings) - MAX_FINDINGS
+        if hidden > 0:
+            lines += ["", f"... {hidden} more findings in the HTML report"]
+        if block.note:
+            lines += ["", f"_{inline(block.note)}_"]
+        return lines
+    lines = ["**Unavailable**", ""]
+    lines += [f"- {escape(what)}: {inline(why)}" for what, why in block.items.items()]
+    return lines
+
+
+def _section(section: Section, blocks: list[Block] | None = None) -> list[str]:
+    lines = [f"## {escape(section.title)}"]
+    previous: Block | None = None
+    for block in section.blocks if blocks is None else blocks:
+        # consecutive charts read as one list; any other block is its own paragraph
+        if not (isinstance(block, Chart) and isinstance(previous, Chart)):
+            lines.append("")
+        lines += _block(block)
+        previous = block
+    return [*lines, ""]
+
+
+def _baseline(report: Report) -> list[str]:
+    """The cells that changed most against the baseline, judged or not (regressions first),
+    each change with its interval and verdict: the rest of the comparison is in the HTML
+    report."""
+    section = report.section("baseline")
+    if section is None:
+        return []
+    for block in section.blocks:
+        if isinstance(block, Table) and block.id == BASELINE_TABLE and block.rows:
+            return _section(section, [block])
+    return []
+
+
+def _fit(lines: list[str], report: Report) -> str:
+    """The text, cut at a line to `MAX_CHARS` characters when it is longer (only an outsized
+    string in the model can make it so), saying so."""
+    text = "\n".join(lines) + "\n"
+    if len(text) <= MAX_CHARS:
+        return text
+    tail = ["", "... cut to fit a pull-request comment.", "", *_full_report(report)]
+    room = MAX_CHARS - len("\n".join(tail)) - 2
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > room:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    if not kept:  # one line longer than the whole comment
+        kept = [lines[0][: max(0, room - 1)] + "…"]
+    return "\n".join([*kept, *tail]) + "\n"
+
+
+def render(report: Report) -> bytes:
+    """The report's summary as GitHub-flavoured Markdown, UTF-8, at most `MAX_CHARS`
+    characters."""
+    lines = _header(report)
+    summary = report.section("summary")
+    if summary is not None:
+        lines += _section(summary)
+    lines += _baseline(report)
+    lines += _full_report(report)
+    return _fit(lines, report).encode("utf-8")

@@ -1,0 +1,359 @@
+"""PDF renderer: the report as print HTML (jinja2, autoescaped) laid out by WeasyPrint.
+
+Why this shape:
+- Charts are static vector SVGs from matplotlib (`svg_charts`), embedded as `data:` URIs: the
+  PDF needs no JavaScript, stays sharp at any zoom, and every image is an isolated document.
+- Nothing is fetched: the only URLs in the document are the chart `data:` URIs, and the URL
+  fetcher refuses every other scheme (http, https, file), so a user string can never make the
+  renderer reach the network or read a local file. Fonts are the system's (no web fonts).
+- Templates and the print stylesheet are package data; autoescape is on, so user strings
+  (titles, model names, error messages) are text, never markup.
+- Layout decisions only (column widths, font size of wide tables); every number comes from
+  the model and is formatted by `format_value`.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from torchscale.interfaces.report.model import Chart, Column, Findings, Report, Table
+from torchscale.interfaces.report.progress import OnStep, Step
+from torchscale.interfaces.report.render.formatting import (
+    SEVERITY_MARK,
+    format_value,
+    template_environment,
+)
+from torchscale.interfaces.report.render.svg_worker import (
+    ChartError,
+    draw_in_parallel,
+    draw_serially,
+)
+
+log = logging.getLogger(__name__)
+
+TEMPLATE_PACKAGE = "torchscale.interfaces.report"
+TEMPLATE_DIR = "templates/pdf"
+STYLESHEET = "report.css"
+# greyscale-safe severity cue: a glyph and bold text, with colour only as a bonus
+SEVERITY_WORD = {"bad": "problem", "warn": "warning", "good": "good", "info": ""}
+# table layout of report.css: A4 less two 15 mm margins, 3 pt of padding each side of a cell,
+# and the font sizes a table may get (CSS class -> pt), largest first: a table gets the largest
+# at which its headers and short values fit the page width without breaking a word
+TABLE_WIDTH_PT = (210 - 2 * 15) / 25.4 * 72
+CELL_PADDING_PT = 6.0
+TABLE_FONTS = (("", 8.0), ("wide", 7.0), ("very-wide", 6.2), ("tiny", 5.5))
+# a value up to this wide (em) never wraps: numbers, units, short names; a longer text asks
+# for up to LONG_TEXT_EM and wraps within it
+SHORT_TEXT_EM = 6.5
+LONG_TEXT_EM = 18.0
+SAFETY = 1.05  # rounding, kerning and fallback fonts
+MISSING_GLYPH_EM = 1.0  # a character DejaVu Sans lacks: another font draws it, as wide as this
+
+
+def _ignore(step: Step) -> None:
+    return None
+
+
+class RefusedURL(ValueError):
+    """A URL other than `data:` was asked for while rendering the PDF."""
+
+
+def _check_url(url: str) -> None:
+    if not url.startswith("data:"):
+        raise RefusedURL(f"the PDF renderer fetches nothing: refused {url[:80]!r}")
+
+
+def url_fetcher() -> Any:
+    """A WeasyPrint URL fetcher that serves `data:` URIs and refuses everything else."""
+    import weasyprint
+
+    base = getattr(weasyprint, "URLFetcher", None)
+    if base is None:  # WeasyPrint < 68: a fetcher is a function returning a dict
+
+        def fetch(url: str) -> Any:
+            _check_url(url)
+            return weasyprint.default_url_fetcher(url)
+
+        return fetch
+
+    class DataOnlyFetcher(base):  # type: ignore[misc, valid-type]
+        def fetch(self, url: str, headers: Any = None) -> Any:
+            _check_url(url)
+            return super().fetch(url, headers)
+
+    return DataOnlyFetcher(allowed_protocols={"data"})
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env: jinja2.Environment = template_environment(
+        TEMPLATE_DIR,
+        severity_mark=SEVERITY_MARK,
+        severity_word=SEVERITY_WORD,
+        table_layout=table_layout,
+    )
+    return env
+
+
+def stylesheet() -> str:
+    """The print stylesheet (package data)."""
+    path = resources.files(TEMPLATE_PACKAGE)
+    for part in (*TEMPLATE_DIR.split("/"), STYLESHEET):
+        path = path / part
+    return path.read_text(encoding="utf-8")
+
+
+def _cell_text(row: dict[str, Any], column: Column) -> str:
+    return format_value(row.get(column.key), column.format)
+
+
+@cache
+def _font(bold: bool) -> Any:
+    """DejaVu Sans (the PDF's font) as shipped with matplotlib, at 100 px per em."""
+    from matplotlib import font_manager, ft2font
+
+    name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
+    font = ft2font.FT2Font(str(Path(font_manager.__file__).parent / "mpl-data/fonts/ttf" / name))
+    font.set_size(100, 72)
+    return font
+
+
+@cache
+def char_em(char: str, bold: bool = True) -> float:
+    """The advance width of `char` in DejaVu Sans, in em, from the font file itself."""
+    from matplotlib import ft2font
+
+    font = _font(bold)
+    if font.get_char_index(ord(char)) == 0:
+        return MISSING_GLYPH_EM
+    glyph = font.load_char(ord(char), flags=ft2font.LoadFlags.NO_HINTING)
+    return float(glyph.linearHoriAdvance) / 65536 / 100
+
+
+def text_em(text: str, bold: bool = True) -> float:
+    """How wide `text` is in em of DejaVu Sans, the PDF's font (bold by default: headers and
+    the rows marked bad are bold). Only shares a table's width out between its columns."""
+    return sum(char_em(char, bold) for char in text)
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    css_class: str
+    widths: list[float]  # percent of the table width, per column
+
+
+def table_layout(table: Table) -> TableLayout:
+    """Font size and percent column widths for `table-layout: fixed`. Every column first gets
+    what it needs so that its header words and short values (numbers, units) never break
+    mid-word, at the largest font where that fits; long text columns (names, paths, errors)
+    share what is left and wrap."""
+    marked = any(SEVERITY_MARK.get(row.get("_severity") or "info") for row in table.rows)
+    content: list[tuple[float, float]] = []  # (header word, longest value) in em
+    for index, column in enumerate(table.columns):
+        header = max((text_em(word) for word in column.label.split()), default=0.0)
+        longest = max((text_em(_cell_text(row, column)) for row in table.rows), default=0.0)
+        longest += 1.3 if marked and index == 0 else 0.0  # the severity mark and its space
+        content.append((header, longest))
+
+    def widths_at(limit: float, padding: float) -> list[float]:
+        # headers are bold, and so are the rows marked bad: everything is measured as bold
+        return [
+            padding + SAFETY * max(1.0, header, min(longest, limit)) for header, longest in content
+        ]
+
+    def fits(font: float, limit: float) -> bool:
+        return sum(widths_at(limit, CELL_PADDING_PT / font)) <= TABLE_WIDTH_PT / font
+
+    # a step down in size where that keeps long text on fewer lines (fewer pages for a long
+    # table), else the largest size at which no header word or number breaks
+    css_class, font = next(
+        (f for f in TABLE_FONTS[:2] if fits(f[1], LONG_TEXT_EM)),
+        next((f for f in TABLE_FONTS if fits(f[1], SHORT_TEXT_EM)), TABLE_FONTS[-1]),
+    )
+    capacity = TABLE_WIDTH_PT / font
+    padding = CELL_PADDING_PT / font
+    # need: no header word or short value breaks; want: long text gets up to LONG_TEXT_EM;
+    # full: long text on one line. Each step is granted in full while the width lasts.
+    widths = widths_at(SHORT_TEXT_EM, padding)
+    for limit in (LONG_TEXT_EM, math.inf):
+        target = widths_at(limit, padding)
+        spare = capacity - sum(widths)
+        extra = [t - w for t, w in zip(target, widths, strict=True)]
+        if spare <= 0 or sum(extra) <= 0:
+            continue
+        share = min(1.0, spare / sum(extra))
+        widths = [w + e * share for w, e in zip(widths, extra, strict=True)]
+    total = sum(widths) or 1.0
+    return TableLayout(css_class, [round(100 * w / total, 2) for w in widths])
+
+
+def sources_table(report: Report) -> Table:
+    """The report's sources as a table block, laid out like every other table."""
+    columns = [
+        Column(key="name", label="Name", align="left"),
+        Column(key="path", label="Path", align="left"),
+        Column(key="cells", label="Cells", format="int"),
+        Column(key="ok", label="OK", format="int"),
+        Column(key="failed", label="Failed", format="int"),
+        Column(key="skipped", label="Not run", format="int"),
+        Column(key="unreadable", label="Unreadable", format="int"),
+        Column(key="profiles", label="Profiles", format="int"),
+        Column(key="comm_runs", label="Comm runs", format="int"),
+        Column(key="schema", label="Schema"),
+    ]
+    rows = [
+        {
+            **source.model_dump(exclude={"schema_versions"}),
+            "name": f"{source.name} (baseline)" if source.role == "baseline" else source.name,
+            "schema": ", ".join(str(v) for v in source.schema_versions),
+        }
+        for source in report.sources
+    ]
+    return Table(id="report-sources", title="Sources", columns=columns, rows=rows)
+
+
+def skipped_table(report: Report) -> Table:
+    columns = [
+        Column(key="path", label="Input", align="left"),
+        Column(key="reason", label="Why it was left out", align="left"),
+    ]
+    rows = [item.model_dump() for item in report.skipped]
+    title = f"Skipped inputs ({len(rows)}, left out of every figure)"
+    return Table(id="report-skipped", title=title, columns=columns, rows=rows)
+
+
+def _svg_uri(svg: str) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
+def chart_uris(
+    report: Report, draw: Callable[[Chart], str] | None = None, on_step: OnStep = _ignore
+) -> dict[str, str]:
+    """Each chart id -> its SVG as a `data:` URI, or the error text (no `data:` prefix) when
+    the chart could not be drawn: the PDF then says so in its place instead of failing whole.
+    The default drawing (matplotlib, imported only here) uses every core (`svg_worker`); a
+    given `draw` runs in this process. `on_step` hears how many charts are drawn."""
+    charts = list(report.charts())
+    done = 0
+
+    def drawn_more(count: int) -> None:
+        nonlocal done
+        done += count
+        on_step(Step("charts", done, len(charts)))
+
+    on_step(Step("charts", 0, len(charts)))
+    if draw is None:
+        from torchscale.interfaces.report.render.svg_charts import chart_svg
+
+        drawn = draw_in_parallel(charts, chart_svg, on_drawn=drawn_more)
+    else:
+        drawn = draw_serially(charts, draw, drawn_more)
+    uris = {}
+    for chart in charts:
+        result = drawn[chart.id]
+        if isinstance(result, ChartError):
+            log.warning("chart %s could not be drawn: %s", chart.id, result)
+            uris[chart.id] = str(result)
+        else:
+            uris[chart.id] = _svg_uri(result)
+    return uris
+
+
+def render_html(
+    report: Report, charts: dict[str, str] | None = None, on_step: OnStep = _ignore
+) -> str:
+    """The print HTML handed to WeasyPrint (public for debugging the layout in a browser)."""
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        report=report,
+        charts=chart_uris(report, on_step=on_step) if charts is None else charts,
+        sources=sources_table(report),
+        skipped=skipped_table(report),
+    )
+
+
+PDF_MAX_ROWS = 30  # per table: a stakeholder's PDF; the HTML and JSON keep every row
+PDF_MAX_FINDINGS = 15  # the costliest; each takes a fifth of a page
+
+
+def _noted(old: str | None, new: str) -> str:
+    return f"{old}; {new}" if old else new
+
+
+def shortened(
+    report: Report, max_rows: int = PDF_MAX_ROWS, max_findings: int = PDF_MAX_FINDINGS
+) -> Report:
+    """The report with each table cut to its first `max_rows` rows and each findings list to
+    its first (costliest) `max_findings`, saying how many more the HTML and JSON reports hold.
+    WeasyPrint lays out about 60 table rows a second: the 3,400 rows and 200 findings of a
+    500-cell sweep would take a minute and a hundred pages."""
+    sections = []
+    for section in report.sections:
+        blocks = []
+        for block in section.blocks:
+            if isinstance(block, Table) and len(block.rows) > max_rows:
+                more = len(block.rows) - max_rows
+                note = f"first {max_rows} of {len(block.rows)} rows; {more} more in the HTML report"
+                block = block.model_copy(
+                    update={"rows": block.rows[:max_rows], "note": _noted(block.note, note)}
+                )
+            elif isinstance(block, Findings) and len(block.findings) > max_findings:
+                more = len(block.findings) - max_findings
+                note = (
+                    f"the {max_findings} costliest of {len(block.findings)} findings; "
+                    f"{more} more in the HTML report"
+                )
+                block = block.model_copy(
+                    update={
+                        "findings": block.findings[:max_findings],
+                        "note": _noted(block.note, note),
+                    }
+                )
+            blocks.append(block)
+        sections.append(section.model_copy(update={"blocks": blocks}))
+    return report.model_copy(update={"sections": sections})
+
+
+def render(
+    report: Report,
+    max_rows: int | None = PDF_MAX_ROWS,
+    max_findings: int = PDF_MAX_FINDINGS,
+    on_step: OnStep = _ignore,
+) -> bytes:
+    """The report as a PDF document, tables and findings cut as `shortened` says (max_rows
+    None: nothing cut). `on_step` hears where the work stands: charts drawn, the layout, the
+    pages written (`progress.Step`)."""
+    import weasyprint
+
+    start = time.perf_counter()
+    if max_rows is not None:
+        report = shortened(report, max_rows, max_findings)
+    html = render_html(report, on_step=on_step)
+    drawn = time.perf_counter()
+    fetcher = url_fetcher()
+    document = weasyprint.HTML(string=html, url_fetcher=fetcher)
+    css = weasyprint.CSS(string=stylesheet(), url_fetcher=fetcher)
+    on_step(Step("layout", 0, 1))
+    laid_out = document.render(stylesheets=[css])  # what write_pdf does, in two steps
+    on_step(Step("layout", 1, 1))
+    pages = len(laid_out.pages)
+    on_step(Step("pages", 0, pages))
+    pdf: bytes = laid_out.write_pdf()
+    on_step(Step("pages", pages, pages))
+    log.debug(
+        "PDF: charts and HTML %.2f s, layout and PDF %.2f s",
+        drawn - start,
+        time.perf_counter() - drawn,
+    )
+    return pdf

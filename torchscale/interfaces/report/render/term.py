@@ -1,0 +1,23 @@
+"""The term format: the report as terminal text, its summary (at most 60 lines) or, with
+`full`, the whole of it. The drawing is the terminal package's (`report/terminal/`:
+`report_summary`, `report_full`); this module is the format's entry in the renderer protocol.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from torchscale.interfaces.report.model import Report
+from torchscale.interfaces.report.terminal import report_full, report_summary
+from torchscale.interfaces.report.terminal.report_full import WIDTH
+
+__all__ = ["WIDTH", "render"]
+
+
+def render(report: Report, width: int = WIDTH, full: bool = False) -> bytes:
+    """The report as plain text, `width` columns wide at most (`WIDTH` for a file; the
+    terminal's width when printed: no figure and no word is cut to fit it): its summary
+    (`report_summary`: at most 60 lines), or with `full` the whole report."""
+    if not full:
+        return report_summary.render(report, width)
+    return report_full.render(report, width)

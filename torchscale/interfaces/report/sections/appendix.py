@@ -1,0 +1,456 @@
+"""Appendix: the sources read, the environment per host (hardware first), what each experiment's
+config set (the keys that differ from torchscale's defaults, as short YAML: the whole resolved
+config is config.yaml beside the results), one line per figure on how it is measured, and the
+versions involved."""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from typing import Any
+
+import yaml
+
+import torchscale
+from torchscale.contracts.flop_convention import MFU_CONVENTION
+from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
+from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
+from torchscale.interfaces.report.model import (
+    REPORT_SCHEMA_VERSION,
+    Block,
+    KeyFigure,
+    KeyFigures,
+    Section,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.interfaces.report.sections.context import Context, col, records
+from torchscale.interfaces.report.sections.diagnosis import cross_check_rows
+from torchscale.interfaces.report.sources import ExperimentSource
+
+_LIMIT = f"{CV_WARN_THRESHOLD * 100:g} %"
+METHODOLOGY = [
+    (
+        "Throughput",
+        "global samples/s = batch x grad_accum x GPUs x steps / wall time of a barrier-bounded "
+        "window (slowest rank); the median over repeats",
+    ),
+    ("Tokens/s", "samples/s x sequence length (language models only)"),
+    (
+        "Run-to-run spread",
+        "(fastest - slowest repeat) / median of the repeats' throughput; one repeat: spread "
+        "unknown",
+    ),
+    (
+        "95 % intervals",
+        "throughput: percentile bootstrap of the median over 4 repeats or more, Student t on "
+        "log throughput over 2-3 (a bootstrap of 2-3 is only their range); step percentiles "
+        "and the step model's parts: moving-block bootstrap over the steps (schema 8; no "
+        "interval from 2-3 steps); MFU scales with throughput; '±' is half the interval's "
+        "width, '[low, high]' the interval where one side is over 1.5 times the other or ± "
+        "would reach below 0; a figure whose interval reaches 0 is 'not measurable above "
+        "noise'; a change of a percentage (efficiency, MFU, a share) is in points",
+    ),
+    (
+        "Reliability",
+        f"noisy when the throughput's 95 % interval is wider than ±{_LIMIT} of the median or "
+        f"the step-time CV is above {_LIMIT} (measurement.cv_warn_threshold's default); spread "
+        "unknown with one repeat; else reliable. Only reliable cells get a check mark",
+    ),
+    (
+        "Step time p50/p95/p99, CV",
+        "over every measured step of every repeat, all ranks pooled; CV = sample std / mean",
+    ),
+    (
+        "Scaling efficiency",
+        "thr(N) / (N / N_min x thr(N_min)) within model, batch per GPU, precision, strategy and "
+        "device: weak scaling, the batch per GPU is fixed; 95 % interval: bootstrap of the "
+        "ratio of the two medians over their repeats (Welch's t on the log ratio when a side "
+        "has 2-3). Above 100 % with 100 % inside the "
+        "interval: linear within noise; interval wholly above 100 %: super-linear, flagged",
+    ),
+    (
+        "Strong scaling",
+        "the same formula within the same global batch (batch per GPU shrinking as GPUs grow)",
+    ),
+    (
+        "One diagnosis per run (schema 10)",
+        "the step split, each rank's wait for peers, the straggler verdict, the what-if and the "
+        "findings come from one source: the traces where the run was profiled, else the phase "
+        "timers; every section shows it in the terminal's words (shares with one decimal, "
+        "[low, high] the 95 % interval) and computes none of its own; the other evidence is "
+        "kept as cross-checks (the table below), and one that disagrees is said in one line "
+        "beside the verdict. Results of schema 8-9: their step model read as the diagnosis, "
+        "without findings, per-rank waits or what-if",
+    ),
+    (
+        "Step split",
+        "every step of every rank = compute + data + waiting for peers + exposed transfer + "
+        "rest, means over ranks and steps (they add up to the step), each share with its 95 % "
+        "interval",
+    ),
+    (
+        "Straggler (schema 8)",
+        "named only when a one-sided Wilcoxon signed-rank test of the per-step gap of its own "
+        "work over the other ranks' is significant and the gap is at least 5 % of the step, "
+        "and withdrawn only by evidence that significantly names another rank; otherwise 'none "
+        "significant' with the largest gap and its interval",
+    ),
+    (
+        "Waiting for peers by rank (schema 10)",
+        "each rank's mean wait for peers over its mean step, with a moving-block bootstrap "
+        "interval over its steps",
+    ),
+    (
+        "What-if (schema 10)",
+        "per step, the least wait for peers of any other rank (the wait the candidate's "
+        "lateness costs them) capped by its own work over the median of the others' (its extra "
+        "work): an upper bound on the shorter step, with its interval",
+    ),
+    (
+        "Findings",
+        "each run's diagnosis' own, costing a part of its step split (at least 2 % of the step "
+        "and measurable above noise), plus a per-rank compute slowdown against the smallest "
+        "world size (10 % of the step) and GPU throttling; a busy machine (other processes "
+        "using cores during the windows) is a caveat shown with them",
+    ),
+    (
+        "Straggler (older results, phase timers)",
+        "the rank with the highest compute time (median step under no_sync, else its phase sum) "
+        "and the phase whose median exceeds the other ranks' the most; named in findings only "
+        "when the others wait for it at least 5 % of the step (results older than the step "
+        "model; the older findings of results older than schema 10)",
+    ),
+    (
+        "Phase times",
+        "medians per rank over the synchronised steps: data, forward, backward compute, "
+        "grad-sync wait, optimizer (they add up to the step)",
+    ),
+    (
+        "Exposed communication",
+        "schema 8: the step model's exposed transfer; older results: (T - slowest rank's "
+        "compute under no_sync) / T, T the median synchronised step (DDP, two or more ranks), "
+        "shown only in [0, 1] (outside: not measurable, no interval)",
+    ),
+    ("Load imbalance", "mean over ranks of (slowest compute - their compute) / T"),
+    ("Sync overhead", "1 - pooled no_sync median / T: load imbalance and communication together"),
+    (
+        "Achieved TFLOP/s, MFU",
+        "FlopCounterMode FLOPs per step x steps/s over the timed windows; MFU = achieved / the "
+        "device's peak dense TFLOP/s for the dtype that runs. " + MFU_CONVENTION,
+    ),
+    (
+        "Memory",
+        "static = parameters + gradients + optimizer state held by a rank (exact); non-static "
+        "peak = CUDA peak allocated - static; peak RSS = largest process resident set",
+    ),
+    (
+        "Max batch per device",
+        "largest batch that trains while batch + 1 runs out of memory: doubling, then bisection, "
+        "one fresh process per probe, the answer probed twice; utilisation = peak reserved / GPU "
+        "memory",
+    ),
+    (
+        "Data wait",
+        "the diagnosis' data part: the mean over ranks of the time per step in the data phase "
+        "(DataLoader next() and the copy to the device), share of the mean step; results older "
+        "than the diagnosis: the median of the rank that waited longest over the median step",
+    ),
+    ("Cost", "GPU-hours per million = GPUs x 1e6 / global rate / 3600, times the price"),
+    (
+        "Sync stall",
+        "the diagnosis' waiting for peers: the mean over ranks of the time a rank waits for "
+        "the others with nothing else to do, share of the step (profile analyses of schema 1: "
+        "their own figure, from the traces' collectives, clock-aligned)",
+    ),
+    (
+        "What-if (profile analyses of schema 1)",
+        "the step had one rank arrived at the collectives with the second-last rank",
+    ),
+    (
+        "Regression",
+        "medians further apart than half of each side's repeats range together; without "
+        "repeats on both sides, a change beyond the default noise threshold",
+    ),
+]
+
+
+def _gpus(environment: dict[str, Any]) -> str:
+    gpus = environment.get("gpus") or []
+    if not isinstance(gpus, list) or not gpus:
+        return "none"
+    return ", ".join(f"{n} x {name}" for name, n in Counter(str(g) for g in gpus).items())
+
+
+def _env_row(source: str, host: str, role: str, environment: dict[str, Any]) -> dict[str, Any]:
+    usable, count = environment.get("usable_cores"), environment.get("cpu_count")
+    cores = f"{usable} usable of {count}" if usable is not None else (str(count) if count else None)
+    return {
+        "source": source,
+        "host": host,
+        "role": role,
+        "platform": environment.get("platform"),
+        "python": environment.get("python"),
+        "torch": environment.get("torch"),
+        "cuda": environment.get("cuda_runtime"),
+        "cudnn": environment.get("cudnn"),
+        "nccl": environment.get("nccl"),
+        "driver": environment.get("driver"),
+        "cpu": environment.get("cpu_model"),
+        "cores": cores,
+        "threads": environment.get("torch_threads"),
+        "gpus": _gpus(environment),
+    }
+
+
+def _clean(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v if isinstance(v, (int, float)) or v is None else str(v)) for k, v in row.items()}
+
+
+def _environment_rows(source: ExperimentSource) -> list[dict[str, Any]]:
+    rows = []
+    results: list[tuple[str, CellResult]] = []
+    if source.experiment is not None:
+        environment = source.experiment.environment
+        if environment:
+            host = str(environment.get("hostname", "unknown"))
+            rows.append(_env_row(source.name, host, "launching host (env.json)", environment))
+        results += [("rank 0 of the cells", r) for r in source.experiment.results]
+    results += [("rank 0 of the profiled run", p.result) for p in source.profiles if p.result]
+    seen: dict[str, int] = {}
+    hosts_with_ranks: set[str] = set()
+    for role, result in results:
+        hosts_with_ranks |= {r.host for r in result.ranks}
+        environment = result.environment
+        if not environment or environment.get("hostname") is None:
+            continue
+        host = str(environment["hostname"])
+        if host not in seen:
+            seen[host] = len(rows)
+            rows.append(_env_row(source.name, host, role, environment))
+    recorded = {str(r["host"]) for r in rows}
+    for host in sorted(hosts_with_ranks - recorded):
+        rows.append(
+            {
+                "source": source.name,
+                "host": host,
+                "role": "ran ranks; no environment recorded (results keep rank 0's host only)",
+            }
+        )
+    return [_clean(r) for r in rows]
+
+
+def _sources_table(ctx: Context) -> Table:
+    rows = []
+    for source in ctx.sources.experiments:
+        experiment = source.experiment
+        statuses = Counter(r.status.value for r in experiment.results) if experiment else Counter()
+        versions = sorted(set(experiment.versions.values())) if experiment else []
+        writers = sorted({p.analysis.torchscale_version for p in source.profiles})
+        rows.append(
+            {
+                "name": source.name,
+                "path": str(source.path),
+                "cells": sum(statuses.values()),
+                "ok": statuses.get("ok", 0),
+                "profiles": len(source.profiles),
+                "versions": ", ".join(str(v) for v in versions) or None,
+                "profile_writers": ", ".join(writers) or None,
+            }
+        )
+    return Table(
+        id="appendix-sources",
+        title="Sources",
+        columns=[
+            col("name", "Experiment"),
+            col("path", "Path"),
+            col("cells", "Cells", "int"),
+            col("ok", "Ok", "int"),
+            col("profiles", "Profiles", "int"),
+            col("versions", "Result schema versions"),
+            col("profile_writers", "Profiles analysed by torchscale"),
+        ],
+        rows=rows,
+        note=f"results of older schema versions are upgraded to version {RESULT_SCHEMA_VERSION} "
+        "when read; a figure whose meaning changed is left out with the reason",
+    )
+
+
+@functools.cache
+def _defaults() -> tuple[dict[str, Any], frozenset[str]]:
+    """torchscale's config defaults (a minimal valid config, dumped as config.yaml is) and the
+    keys that have none (always shown: they say what the sweep is)."""
+    from torchscale.orchestration.config.schema import BenchConfig
+
+    minimal = {
+        "experiment_name": "x",
+        "models": ["tiny-mlp"],
+        "gpu_counts": [1],
+    }
+    try:
+        defaults = BenchConfig.model_validate(minimal).model_dump(mode="json")
+    except ValueError:  # cannot happen with a valid schema; then nothing counts as default
+        defaults = {}
+    required = frozenset(k for k, f in BenchConfig.model_fields.items() if f.is_required())
+    return defaults, required
+
+
+def _brief(value: Any) -> Any:
+    """A value without its null and empty entries; a list item that is only a name (a model
+    without label or options) as the name."""
+    if isinstance(value, dict):
+        kept = {k: _brief(v) for k, v in value.items() if v not in (None, {}, [])}
+        return kept["name"] if set(kept) == {"name"} else kept
+    if isinstance(value, list):
+        return [_brief(v) for v in value]
+    return value
+
+
+def non_default(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """The keys of `config` whose value differs from `defaults` (nested sections compared key
+    by key), briefly: nulls and empty entries left out. A key the defaults do not know (an
+    older config's) is kept unless it is empty."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        default = defaults.get(key, _MISSING)
+        if isinstance(value, dict) and isinstance(default, dict):
+            nested = non_default(value, default)
+            if nested:
+                out[key] = nested
+        elif value != default and value not in (None, {}, []):
+            out[key] = _brief(value)
+    return out
+
+
+_MISSING = object()
+
+
+def set_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """What a config set: its required keys (experiment, models, sizes) and every other key
+    that differs from torchscale's default."""
+    defaults, required = _defaults()
+    shown = non_default(config, {k: v for k, v in defaults.items() if k not in required})
+    return {k: shown[k] for k in config if k in shown}
+
+
+def _config_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    blocks: list[Block] = []
+    missing = {}
+    for source in ctx.sources.experiments:
+        if source.experiment is None:
+            missing[f"resolved config ({source.name})"] = (
+                "a directory of profiled or comm runs keeps no config.yaml"
+            )
+        elif not source.experiment.config:
+            missing[f"resolved config ({source.name})"] = (
+                "no readable config.yaml in the experiment directory"
+            )
+        else:
+            dumped = yaml.safe_dump(set_keys(source.experiment.config), sort_keys=False, width=100)
+            blocks.append(
+                Text(
+                    text=f"Config of {source.name}: the keys it sets that differ from "
+                    "torchscale's defaults (the whole resolved config: config.yaml in "
+                    f"{source.path})"
+                )
+            )
+            blocks.append(Text(text=dumped.rstrip(), preformatted=True))
+    return blocks, missing
+
+
+def build(ctx: Context) -> Section:
+    """Sources, environment per host (hardware first), what each config set, methodology,
+    versions."""
+    blocks: list[Block] = [
+        KeyFigures(
+            figures=[
+                KeyFigure(
+                    label="torchscale", value=torchscale.__version__, note="built this report"
+                ),
+                KeyFigure(label="Report schema", value=REPORT_SCHEMA_VERSION, format="int"),
+                KeyFigure(label="Result schema read", value=RESULT_SCHEMA_VERSION, format="int"),
+                KeyFigure(
+                    label="Profile analysis schema read",
+                    value=ANALYSIS_SCHEMA_VERSION,
+                    format="int",
+                ),
+            ]
+        ),
+        _sources_table(ctx),
+    ]
+    unavailable: dict[str, str] = {}
+    rows = [row for source in ctx.sources.experiments for row in _environment_rows(source)]
+    if rows:
+        blocks.append(
+            Table(
+                id="appendix-environment",
+                title="Environment per host",
+                columns=[
+                    col("source", "Experiment"),
+                    col("host", "Host"),
+                    col("gpus", "GPUs"),
+                    col("cpu", "CPU"),
+                    col("cores", "Cores"),
+                    col("threads", "torch threads", "int"),
+                    col("driver", "Driver"),
+                    col("cuda", "CUDA"),
+                    col("cudnn", "cuDNN"),
+                    col("nccl", "NCCL"),
+                    col("torch", "torch"),
+                    col("python", "Python"),
+                    col("platform", "Platform"),
+                    col("role", "Recorded by"),
+                ],
+                rows=rows,
+                note="the launching host from env.json; the hosts that ran ranks from the first "
+                "result recorded there (rank 0 records it)",
+            )
+        )
+    else:
+        unavailable["environment"] = "no env.json and no environment in any result"
+    config_blocks, missing = _config_blocks(ctx)
+    blocks += config_blocks
+    unavailable.update(missing)
+    blocks.append(
+        Table(
+            id="appendix-methodology",
+            title="How each figure is measured",
+            columns=[col("figure", "Figure"), col("how", "How")],
+            rows=[{"figure": f, "how": ctx.units.say(h)} for f, h in METHODOLOGY],
+            note="details: docs/methodology.md and docs/profiling.md",
+        )
+    )
+    checks = _cross_checks(ctx)
+    if checks is not None:
+        blocks.append(checks)
+    if unavailable:
+        blocks.append(Unavailable(items=unavailable))
+    return Section(id="appendix", title="Appendix", blocks=blocks)
+
+
+def _cross_checks(ctx: Context) -> Table | None:
+    """Every run's cross-checks of its diagnosis: the detail behind a verdict, kept here and
+    never beside it (beside it, only the one line of a check that disagrees)."""
+    runs = [(ref.label, ref.diagnosis) for ref in ctx.profiles]
+    runs += [(ctx.label(row), ctx.result(row).diagnosis) for row in records(ctx.ok)]
+    rows = [row for label, d in runs if d is not None for row in cross_check_rows(label, d)]
+    if not rows:
+        return None
+    return Table(
+        id="appendix-cross-checks",
+        title="Cross-checks of each run's diagnosis",
+        columns=[
+            col("run", "Run"),
+            col("source", "Decided by"),
+            col("check", "Cross-check"),
+            col("figure", "Its figure"),
+            col("verdict", "Verdict"),
+            col("detail", "Detail"),
+        ],
+        rows=rows,
+        note="the other evidence of each run (the other source's step model and verdict, "
+        "arrival order, the others' wait, the no_sync windows): it decides nothing; one that "
+        "disagrees is said in one line with the run's verdict",
+    )

@@ -1,0 +1,699 @@
+"""Against the baseline (only with --baseline): matched cells, the change of each key metric
+with its interval, cells on one side only, and a verdict per cell by the stated rule
+(`analysis.baseline.judge_change`, docs/regressions.md), which the section prints with its
+parameters. Improvements are shown and never counted; cells with too few repeats are "not
+enough repeats", never a regression."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from torchscale.interfaces.report.model import (
+    Band,
+    Block,
+    Chart,
+    KeyFigure,
+    KeyFigures,
+    Report,
+    Section,
+    Series,
+    Severity,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.interfaces.report.sections.context import Context, col, plural, records, text
+from torchscale.interfaces.report.sections.words import footnote, plain, term_column
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.regressions import (
+    METRICS,
+    POWER,
+    Comparison,
+    PairVerdict,
+    RegressionRule,
+    largest_changes,
+    min_p_value,
+)
+from torchscale.offline.analysis.uncertainty import LEVEL, SMALL
+
+MATCH_TEXT = {"definition": "same definition", "key": "same key (settings differ)"}
+# key figure labels, also read back by `gate_summary` (the CLI's exit code)
+MATCHED = "Cells matched"
+REGRESSIONS = "Regressions"
+NOT_JUDGED = "Not judged"
+NO_CHANGE = "no significant change"
+LARGEST_CHANGES = 3  # cells named on the first screen (summary, the gate's stderr)
+LARGEST_TABLE = 10  # rows of the largest-changes table (the changes table has every cell)
+LARGEST_TABLE_ID = "baseline-largest"
+VERDICT_LABELS: dict[PairVerdict, str] = {
+    "regression": REGRESSIONS,
+    "improvement": "Improvements",
+    "no significant change": "No significant change",
+    "busy machine": "Not judged: busy machine",
+    "not enough repeats": "Not enough repeats",
+}
+
+
+def rule_text(rule: RegressionRule) -> str:
+    """The rule in words, with its parameters, and what else decides or is only shown."""
+    shown = "; ".join(f"{m.label} ({m.judged_by})" for m in METRICS if not m.tested)
+    return (
+        f"{rule.describe()} Throughput is judged over the global samples/s of each repeat "
+        "(a run's figure: their median); step time p50 over each repeat's median synchronised "
+        "step (every rank), where the step records are there. A cell that ran ok in the "
+        "baseline and fails now is a regression whatever its figures; a cell is a regression "
+        "when any judged metric is. "
+        f"Shown with their change, never judged: {shown}. Cells are matched by definition "
+        "hash, else by model, batch "
+        "per GPU, GPUs, precision, strategy and device."
+    )
+
+
+def _rule_table(rule: RegressionRule) -> Table:
+    """The rule's parameters as data (the JSON report carries them as they were applied)."""
+    e = rule.min_effect
+    rows = [
+        {
+            "parameter": "test",
+            "value": rule.test,
+            "meaning": "on the per-run (else per-repeat) figures; its smallest p is not set "
+            "by how few they are (4 vs 4 reach p < alpha whenever the sides are far apart "
+            "for their spread)",
+        },
+        {"parameter": "alpha", "value": f"{rule.alpha:g}", "meaning": "p must be below it"},
+        {
+            "parameter": "minimum effect",
+            "value": f"{e * 100:g} %",
+            "meaning": "|ratio of medians - 1| must reach it",
+        },
+        {
+            "parameter": "interval",
+            "value": f"{LEVEL * 100:g} % percentile bootstrap of the ratio of medians "
+            f"(Welch's t on the log ratio when a side holds fewer than {SMALL})",
+            "meaning": f"must lie entirely below {1 - e:g} (or above {1 + e:g})",
+        },
+        {
+            "parameter": "repeats needed",
+            "value": f"{rule.repeats_needed} per side",
+            "meaning": f"fewer: no test free of distribution assumptions can reach p < "
+            f"{rule.alpha:g} (3 vs 3: at best {min_p_value(3, 3):.2g}): not enough repeats, "
+            "not judged",
+        },
+    ]
+    return Table(
+        id="baseline-rule",
+        title="Regression rule",
+        columns=[
+            col("parameter", "Parameter"),
+            col("value", "Value"),
+            col("meaning", "Meaning"),
+        ],
+        rows=rows,
+        note="docs/regressions.md: why these values, and the measured false-positive and "
+        "detection rates",
+    )
+
+
+def _severity(row: pd.Series) -> Severity:
+    if bool(row["regression"]):
+        return "bad"
+    if bool(row["improvement"]):
+        return "good"
+    return "warn" if row["verdict"] in ("not enough repeats", "busy machine") else "info"
+
+
+def _verdict(row: pd.Series, rule: RegressionRule) -> str:
+    if row["status_change"] == "broke":
+        return f"regression: {row['baseline_status']} -> {row['status']}"
+    if row["status_change"] == "fixed":
+        return f"improvement: {row['baseline_status']} -> {row['status']}"
+    verdict = str(row["verdict"])
+    alike = "; busy machine, loaded alike on both sides" if row.get("load_note") else ""
+    if verdict in ("regression", "improvement"):
+        which = [m.label for m in METRICS if m.tested and row[f"{m.key}_verdict"] == verdict]
+        return f"{verdict} ({', '.join(which)}){alike}"
+    if verdict == "no significant change":
+        return f"{verdict}{alike}"
+    if verdict == "busy machine":
+        if str(row.get("units")) == "repeats" and "one run a side" in str(row.get("load_note")):
+            return (
+                "not judged: busy machine, one run a side (run the config 4 times a side to "
+                "judge on a shared machine)"
+            )
+        return (
+            "not judged: the machine's load differed between the runs (rerun both under the "
+            "same load, best a quiet machine)"
+        )
+    if verdict == "not enough repeats":
+        counted = str(row["samples_per_s_repeats"])
+        if not counted.endswith("runs"):
+            counted += " repeats"
+        return f"not enough repeats ({counted}; need {rule.repeats_needed} per side)"
+    return verdict
+
+
+def _tested_table(ctx: Context, comparison: Comparison) -> Table:
+    rows: list[dict[str, Any]] = []
+    for row in records(comparison.pairs):
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "matched_by": MATCH_TEXT.get(str(row["matched_by"]), str(row["matched_by"])),
+                "thr_base": finite(row["samples_per_s_baseline"]),
+                "thr_now": finite(row["samples_per_s_current"]),
+                "thr_change": finite(row["samples_per_s_change"]),
+                "thr_low": finite(row["samples_per_s_change_low"]),
+                "thr_high": finite(row["samples_per_s_change_high"]),
+                "thr_p": finite(row["samples_per_s_p_value"]),
+                "thr_detectable": finite(row["samples_per_s_detectable"]),
+                "repeats": text(row["samples_per_s_repeats"]),
+                "runs": text(row.get("runs")),
+                "step_change": finite(row["step_p50_s_change"]),
+                "step_p": finite(row["step_p50_s_p_value"]),
+                "verdict": _verdict(row, comparison.rule),
+                "_severity": _severity(row),
+            }
+        )
+    level = f"{LEVEL * 100:g} %"
+    found = f"{POWER * 100:g} % of the time"
+    return Table(
+        id="baseline-changes",
+        title="Throughput and step time against the baseline",
+        columns=[
+            col("cell", "Cell"),
+            col("matched_by", "Matched by"),
+            col("thr_base", "Samples/s (baseline)", "rate"),
+            col("thr_now", "Samples/s (now)", "rate"),
+            col("thr_change", "Change", "change_pct"),
+            col("thr_low", f"{level} low", "change_pct"),
+            col("thr_high", f"{level} high", "change_pct"),
+            col("thr_p", "p", "float"),
+            col("thr_detectable", f"Drop found {found}", "ratio_pct"),
+            col("runs", "Runs (baseline vs now)"),
+            term_column("repeats", "units"),
+            col("step_change", "Step p50 change", "change_pct"),
+            col("step_p", "Step p50 p", "float"),
+            col("verdict", "Verdict"),
+        ],
+        rows=rows,
+        note=f"change: median now / median baseline - 1; low, high: its {level} interval "
+        f"(bootstrap; Welch's t on the log ratio below {SMALL} a side); p: the test on the "
+        "per-run figures where both sides hold several runs of the cell (figures compared end "
+        "in 'runs'), else on one run's per-repeat figures (none: too few); "
+        f"drop found {found}: the smallest throughput drop the rule would flag "
+        f"{found} at the spread these figures show (an approximation from the "
+        "interval's width): a 'no significant change' says nothing about smaller drops. "
+        "Verdict by the rule above. " + footnote(["units"]),
+    )
+
+
+def _other_table(ctx: Context, comparison: Comparison) -> Table:
+    rows = []
+    for row in records(comparison.pairs):
+        memory_kind = text(row["peak_memory_kind"])
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "eff_base": finite(row["scaling_efficiency_baseline"]),
+                "eff_now": finite(row["scaling_efficiency_current"]),
+                "eff_change": finite(row["scaling_efficiency_change"]),
+                "comm_base": finite(row["comm_overhead_baseline"]),
+                "comm_now": finite(row["comm_overhead_current"]),
+                "mem_base": finite(row["peak_memory_bytes_baseline"]),
+                "mem_now": finite(row["peak_memory_bytes_current"]),
+                "mem_change": finite(row["peak_memory_bytes_change"]),
+                "mem_kind": {"allocated": "CUDA peak allocated", "rss": "peak RSS"}.get(
+                    memory_kind or ""
+                ),
+            }
+        )
+    return Table(
+        id="baseline-other",
+        title="Efficiency, communication and memory against the baseline (not judged)",
+        columns=[
+            col("cell", "Cell"),
+            col("eff_base", "Efficiency (baseline)", "ratio_pct"),
+            col("eff_now", "Efficiency (now)", "ratio_pct"),
+            col("eff_change", "Change", "change_pts"),
+            col("comm_base", f"{plain('exposed_comm')} (baseline)", "ratio_pct"),
+            col("comm_now", f"{plain('exposed_comm')} (now)", "ratio_pct"),
+            col("mem_base", "Peak memory (baseline)", "bytes"),
+            col("mem_now", "Peak memory (now)", "bytes"),
+            col("mem_change", "Change", "change_pct"),
+            col("mem_kind", "Memory basis"),
+        ],
+        rows=rows,
+        note="no per-repeat figures for these: shown, never counted as regressions; the "
+        "efficiency's change is in percentage points (now - baseline), memory's relative. "
+        + footnote(["exposed_comm"]),
+    )
+
+
+# the baseline chart's legend: one series per verdict, each in its verdict's colour
+CHART_VERDICTS: dict[Severity, str] = {
+    "bad": "regression",
+    "good": "improvement",
+    "info": "within noise",
+    "warn": "not judged (too few repeats or busy machine)",
+}
+
+
+def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
+    """The throughput change per cell, each bar in the colour of its verdict, over the band
+    of changes the rule never judges (within the minimum effect)."""
+    usable = comparison.pairs[comparison.pairs["samples_per_s_change"].notna()]
+    if usable.empty:
+        return None
+    rows = records(usable)
+    labels: list[float | int | str] = [ctx.label(r) for r in rows]
+    verdicts = [_severity(r) for r in rows]
+    e = comparison.rule.min_effect
+    series = []
+    for severity, name in CHART_VERDICTS.items():
+        if severity not in verdicts:
+            continue
+        # every cell on each series' x, None where the cell has another verdict: the cells
+        # keep the table's order, and no two series share a bar
+        mine = [v == severity for v in verdicts]
+        series.append(
+            Series(
+                name=name,
+                x=labels,
+                y=[
+                    finite(v) if m else None
+                    for v, m in zip(usable["samples_per_s_change"], mine, strict=True)
+                ],
+                low=[
+                    finite(v) if m else None
+                    for v, m in zip(usable["samples_per_s_change_low"], mine, strict=True)
+                ],
+                high=[
+                    finite(v) if m else None
+                    for v, m in zip(usable["samples_per_s_change_high"], mine, strict=True)
+                ],
+                severity=severity,
+            )
+        )
+    return Chart(
+        id="baseline-throughput-change",
+        title="Throughput change against the baseline",
+        kind="bar",
+        x_label="cell",
+        y_label="change",
+        y_format="change_pct",
+        series=series,
+        bands=[Band(low=-e, high=e, label=f"noise band: within ±{e * 100:g} %, never judged")],
+        note=f"colour: the cell's verdict by the rule; whiskers: the {LEVEL * 100:g} % "
+        f"bootstrap interval of the change; a change is judged only when the whole interval "
+        f"lies beyond -{e * 100:g} % or +{e * 100:g} % (outside the grey band) and the test "
+        "agrees",
+    )
+
+
+def _one_side(ctx: Context, comparison: Comparison) -> Table | None:
+    rows = []
+    for side, frame in (
+        ("now only", comparison.only_current),
+        ("baseline only", comparison.only_baseline),
+    ):
+        for row in records(frame):
+            rows.append(
+                {
+                    "cell": ctx.label(row),
+                    "side": side,
+                    "status": str(row["status"]),
+                    "samples_per_s": finite(row["samples_per_s"]),
+                    "why": str(row["why"]),
+                }
+            )
+    if not rows:
+        return None
+    return Table(
+        id="baseline-one-side",
+        title="Cells on one side only",
+        columns=[
+            col("cell", "Cell"),
+            col("side", "In"),
+            col("status", "Status"),
+            col("samples_per_s", "Samples/s", "rate"),
+            col("why", "Why unmatched"),
+        ],
+        rows=rows,
+    )
+
+
+def _sources_table(ctx: Context) -> Table:
+    baseline = ctx.baseline
+    rows = []
+    for source in baseline.experiments if baseline else []:
+        experiment = source.experiment
+        rows.append(
+            {
+                "name": source.name,
+                "path": str(source.path),
+                "cells": len(experiment.results) if experiment else 0,
+                "versions": ", ".join(str(v) for v in sorted(set(experiment.versions.values())))
+                if experiment
+                else None,
+            }
+        )
+    return Table(
+        id="baseline-sources",
+        title="Baseline sources",
+        columns=[
+            col("name", "Experiment"),
+            col("path", "Path"),
+            col("cells", "Cells", "int"),
+            col("versions", "Schema versions"),
+        ],
+        rows=rows,
+    )
+
+
+def not_judged_text(comparison: Comparison) -> str | None:
+    """A warning when matched cells could not be judged for too few repeats (None when all
+    could). Said in the report and by `torchscale report` on stderr."""
+    busy = comparison.busy_machine
+    busy_text = (
+        f"{busy} of {len(comparison.pairs)} matched cell(s) not judged: busy machine (the load "
+        "differed between the baseline and current runs, or one run a side on a busy machine, "
+        "which cannot see how far whole runs drift apart; neither regressions nor passes: run "
+        "the config 4 times a side under the same load, or on a quiet machine)"
+        if busy
+        else None
+    )
+    short = comparison.not_enough_repeats
+    if not short:
+        return busy_text
+    need = comparison.rule.repeats_needed
+    if comparison.judged == 0 and comparison.regressions == 0:
+        head = f"Nothing could be judged: all {short} compared cell(s) ran too few repeats"
+    else:
+        head = f"{short} of {len(comparison.pairs)} matched cell(s) could not be judged"
+        head += ": too few repeats"
+    runs = "units" in comparison.pairs.columns and (comparison.pairs["units"] == "runs").any()
+    more = "more runs of the config, or measurement.repeats" if runs else "measurement.repeats"
+    text = (
+        f"{head} for the rule (need {need} per side; more to catch a small change: "
+        f"{more}). They are neither regressions nor passes."
+    )
+    return f"{text} {busy_text}." if busy_text else text
+
+
+def _int_pct(value: float) -> str:
+    """'-49 %', '+3 %', '-0.4 %' (whole percent, a decimal under 1 %)."""
+    pct = value * 100
+    return f"{pct:+.1f} %" if abs(pct) < 1 else f"{pct:+.0f} %"
+
+
+def change_text(change: float | None, low: float | None, high: float | None) -> str | None:
+    """A change with its 95 % interval in one short form: '-49 % [-61, -33]' (whole percent;
+    '-49 % [interval unknown]' without one); None without a change."""
+    if change is None:
+        return None
+    if low is None or high is None:
+        return f"{_int_pct(change)} [interval unknown]"
+    return f"{_int_pct(change)} [{low * 100:+.0f}, {high * 100:+.0f}]"
+
+
+def _units_judged(row: dict[str, Any]) -> str:
+    """'2 repeats', '2 vs 3 repeats', '3 runs': what a side held (both alike: said once)."""
+    counted = str(row.get("samples_per_s_repeats") or "")
+    unit = "runs" if counted.endswith("runs") else "repeats"
+    sides = counted.removesuffix(" runs").split(" vs ")
+    if len(sides) == 2 and sides[0] == sides[1]:
+        return f"{sides[0]} {unit} a side"
+    return f"{counted.removesuffix(' runs')} {unit}" if counted else unit
+
+
+def short_verdict(row: dict[str, Any]) -> str:
+    """A pair's verdict in a few words, for the first screen: 'regression', 'no significant
+    change (p = 0.057)', 'not judged: 2 repeats a side', 'not judged: busy machine'."""
+    if row.get("status_change") == "broke":
+        return f"regression: {row['baseline_status']} -> {row['status']}"
+    if row.get("status_change") == "fixed":
+        return f"improvement: {row['baseline_status']} -> {row['status']}"
+    verdict = str(row["verdict"])
+    if verdict == "not enough repeats":
+        return f"not judged: {_units_judged(row)}"
+    if verdict == "busy machine":
+        return "not judged: busy machine"
+    if verdict == "no significant change":
+        p = finite(row.get("samples_per_s_p_value"))
+        return f"{verdict} (p = {p:.2g})" if p is not None else verdict
+    return verdict
+
+
+def _largest_table(ctx: Context, comparison: Comparison) -> Table:
+    """The cells that changed most against the baseline, judged or not, each change with its
+    interval and a short verdict: what the first screen, the Markdown and the CI gate's
+    stderr list."""
+    rows = []
+    for row in records(largest_changes(comparison, LARGEST_TABLE)):
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "change": change_text(
+                    finite(row["samples_per_s_change"]),
+                    finite(row["samples_per_s_change_low"]),
+                    finite(row["samples_per_s_change_high"]),
+                ),
+                "verdict": short_verdict(row),
+                "_severity": _severity(row),
+            }
+        )
+    level = f"{LEVEL * 100:g} %"
+    return Table(
+        id=LARGEST_TABLE_ID,
+        title="Largest changes against the baseline (judged or not)",
+        columns=[
+            col("cell", "Cell"),
+            col("change", f"Throughput change [{level} interval]"),
+            col("verdict", "Verdict"),
+        ],
+        rows=rows,
+        note=f"regressions first, then by the size of the throughput change (median now / "
+        f"median baseline - 1, its {level} bootstrap interval in brackets, whole percent); "
+        "'not judged': too few repeats or runs for the rule, or a busy machine: neither a "
+        "regression nor a pass, the change is still what was measured",
+    )
+
+
+def largest_change_items(ctx: Context, comparison: Comparison, limit: int) -> list[str]:
+    """'tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33], not judged: 2 repeats a side': the cells
+    that changed most (regressions first), judged or not, each with its interval."""
+    items = []
+    for row in records(largest_changes(comparison, limit)):
+        change = change_text(
+            finite(row["samples_per_s_change"]),
+            finite(row["samples_per_s_change_low"]),
+            finite(row["samples_per_s_change_high"]),
+        )
+        shown = f" {change}" if change else ""
+        items.append(f"{ctx.label(row)}{shown}, {short_verdict(row)}")
+    return items
+
+
+def unconfirmed(comparison: Comparison) -> int:
+    """Cells judged "no significant change" whose throughput fell by more than the minimum
+    effect anyway: a drop the rule could not confirm at this spread, not a pass."""
+    pairs = comparison.pairs
+    if not len(pairs):
+        return 0
+    drop = pd.to_numeric(pairs["samples_per_s_change"], errors="coerce")
+    flagged = (pairs["verdict"] == NO_CHANGE) & (drop <= -comparison.rule.min_effect)
+    return int(flagged.sum())
+
+
+def regression_figure(comparison: Comparison, label: str) -> KeyFigure:
+    """The regressions against the baseline as one figure: the count only where the rule
+    judged something (nothing judged is "not judged: N cells", amber, never a 0 with a check);
+    a check only where every matched cell was judged and none dropped beyond the minimum
+    effect unconfirmed."""
+    matched, judged = len(comparison.pairs), comparison.judged
+    regressions = comparison.regressions
+    unjudged = comparison.not_judged
+    parts = [f"{plural(matched, 'cell')} matched, {judged} judged"]
+    if unjudged and judged:
+        parts.append(f"{unjudged} not judged (neither regressions nor passes)")
+    not_compared = matched - judged - unjudged
+    if not_compared:
+        parts.append(f"{not_compared} not compared (not ok on both sides)")
+    if comparison.improvements:
+        parts.append(f"{comparison.improvements} improved (never counted)")
+    hidden = unconfirmed(comparison)
+    if hidden:
+        e = f"{comparison.rule.min_effect * 100:g} %"
+        parts.append(
+            f"{hidden} judged 'no significant change' although throughput fell more than {e}"
+        )
+    if regressions:
+        return KeyFigure(
+            label=label, value=regressions, format="int", note="; ".join(parts), severity="bad"
+        )
+    if not matched:
+        return KeyFigure(
+            label=label,
+            value="not compared",
+            note="no cell matches the baseline: nothing was compared, 0 is no pass",
+            severity="warn",
+        )
+    if not judged:
+        return KeyFigure(
+            label=label,
+            value=f"not judged: {plural(unjudged, 'cell')}",
+            note=f"no matched cell could be judged ({'; '.join(parts)}): neither regressions "
+            "nor passes; see the largest changes",
+            severity="warn",
+        )
+    return KeyFigure(
+        label=label,
+        value=0,
+        format="int",
+        note="; ".join(parts),
+        severity="warn" if unjudged or hidden else "good",
+    )
+
+
+def _figures(comparison: Comparison) -> KeyFigures:
+    pairs = comparison.pairs
+    counts = {verdict: comparison.count(verdict) for verdict in VERDICT_LABELS}
+    notes: dict[PairVerdict, str] = {
+        "regression": "by the rule (throughput, step time) or newly failing",
+        "improvement": "shown, never counted as regressions",
+        "no significant change": "judged: no change beyond the rule",
+        "busy machine": "load differed, or one run a side on a busy machine",
+        "not enough repeats": f"need {comparison.rule.repeats_needed} repeats per side",
+    }
+    severities: dict[PairVerdict, Severity] = {
+        "regression": "bad",  # the figure itself: `regression_figure`
+        "improvement": "good" if counts["improvement"] else "info",
+        "no significant change": "info",
+        "busy machine": "warn" if counts["busy machine"] else "info",
+        "not enough repeats": "warn" if counts["not enough repeats"] else "info",
+    }
+    return KeyFigures(
+        figures=[
+            KeyFigure(label=MATCHED, value=len(pairs), format="int"),
+            *(
+                regression_figure(comparison, label)
+                if verdict == "regression"
+                else KeyFigure(
+                    label=label,
+                    value=counts[verdict],
+                    format="int",
+                    note=notes[verdict],
+                    severity=severities[verdict],
+                )
+                for verdict, label in VERDICT_LABELS.items()
+                if verdict != "busy machine" or counts[verdict]  # said only when it happened
+            ),
+            KeyFigure(
+                label=NOT_JUDGED,
+                value=comparison.not_judged,
+                format="int",
+                note="matched cells the rule could not judge (too few repeats, busy machine): "
+                "neither regressions nor passes",
+                severity="warn" if comparison.not_judged else "info",
+            ),
+            KeyFigure(label="Now only", value=len(comparison.only_current), format="int"),
+            KeyFigure(label="Baseline only", value=len(comparison.only_baseline), format="int"),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class GateSummary:
+    """What `--fail-on-regression` needs from a built report: matched cells per verdict and
+    the section's warning about cells it could not judge."""
+
+    matched: int
+    counts: dict[str, int]
+    warning: str | None
+    changes: list[str] = field(default_factory=list)  # the largest, 'cell: -49 % [...], why'
+
+    @property
+    def regressions(self) -> int:
+        return self.counts.get("regression", 0)
+
+    @property
+    def judged(self) -> int:
+        return sum(self.counts.get(v, 0) for v in ("regression", "improvement", NO_CHANGE))
+
+    @property
+    def nothing_judged(self) -> bool:
+        """No matched cell got a verdict (or none matched): the gate cannot pass or fail on
+        evidence (`--fail-on-regression` exits EXIT_NOT_JUDGED)."""
+        return self.judged == 0
+
+
+def gate_summary(report: Report) -> GateSummary | None:
+    """Read back from the report's baseline section (None without --baseline)."""
+    section = report.section("baseline")
+    if section is None:
+        return None
+    labels: dict[str, str] = {label: verdict for verdict, label in VERDICT_LABELS.items()}
+    counts: dict[str, int] = {}
+    matched: int | None = None
+    warning: str | None = None
+    changes: list[str] = []
+    for block in section.blocks:
+        if isinstance(block, KeyFigures):
+            for figure in block.figures:
+                if not isinstance(figure.value, (int, float)):
+                    continue
+                if figure.label == MATCHED:
+                    matched = int(figure.value)
+                elif figure.label in labels:
+                    counts[labels[figure.label]] = int(figure.value)
+        elif isinstance(block, Text) and block.severity == "warn" and warning is None:
+            warning = block.text
+        elif isinstance(block, Table) and block.id == LARGEST_TABLE_ID:
+            changes = [
+                f"{row['cell']}: {row['change'] or 'no change measured'}, {row['verdict']}"
+                for row in block.rows[:LARGEST_CHANGES]
+            ]
+    if matched is None:
+        return None
+    return GateSummary(matched=matched, counts=counts, warning=warning, changes=changes)
+
+
+def build(ctx: Context) -> Section:
+    """The comparison with the baseline (an Unavailable block when there is none)."""
+    comparison = ctx.comparison
+    blocks: list[Block] = []
+    if comparison is None:
+        return Section(
+            id="baseline",
+            title="Against the baseline",
+            blocks=[Unavailable(items={"baseline comparison": "no --baseline given"})],
+        )
+    pairs = comparison.pairs
+    blocks.append(_figures(comparison))
+    warning = not_judged_text(comparison)
+    if warning is not None:
+        blocks.append(Text(text=warning, severity="warn"))
+    if len(pairs):
+        blocks.append(_largest_table(ctx, comparison))
+    blocks.append(Text(text=ctx.units.say(rule_text(comparison.rule))))
+    blocks.append(_rule_table(comparison.rule))
+    if len(pairs):
+        blocks.append(_tested_table(ctx, comparison))
+        chart = _change_chart(ctx, comparison)
+        if chart is not None:
+            blocks.append(chart)
+        blocks.append(_other_table(ctx, comparison))
+    else:
+        blocks.append(
+            Unavailable(
+                items={"metric changes": "no cell matches between the two sides (see below)"}
+            )
+        )
+    one_side = _one_side(ctx, comparison)
+    if one_side is not None:
+        blocks.append(one_side)
+    blocks.append(_sources_table(ctx))
+    return Section(id="baseline", title="Against the baseline", blocks=blocks)

@@ -1,0 +1,133 @@
+"""The best configuration of each model, and whether it is clearly the best.
+
+The highest median throughput (or the lowest cost per sample) is a pick; whether it is *the*
+best depends on how far it leads the next one against their noise: two runs of one sweep can
+swap the top two when they sit inside each other's interval (issue 40). Each pick carries its
+lead over the runner-up with its 95 % interval (`analysis.ranking.lead`, over the per-run
+figures of cells run several times, else the per-repeat ones), and the report names a best
+configuration only where that lead is clear; elsewhere it says "no clear best (within noise)".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+
+from torchscale.interfaces.report.sections.context import Context, records
+from torchscale.offline.analysis.numbers import finite, parse_repeats
+from torchscale.offline.analysis.ranking import Lead, lead
+from torchscale.offline.analysis.regressions import RUN_COLUMN, RUNS_SUFFIX
+
+NO_CLEAR_BEST = "no clear best (within noise)"
+By = Literal["throughput", "cost"]
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A model's best configuration by one measure, and the one after it."""
+
+    model: str
+    by: By
+    row: dict[str, Any]
+    runner_up: dict[str, Any] | None
+    lead: Lead | None
+
+    @property
+    def clear(self) -> bool:
+        """Best beyond noise: there is a runner-up and the lead's whole interval is above 0."""
+        return self.runner_up is not None and self.lead is not None and self.lead.clear
+
+
+def unit_figures(row: dict[str, Any]) -> list[float]:
+    """A pooled cell's throughput per run (several runs), else per repeat, else its median:
+    the units its interval is over."""
+    runs = finite(row.get(RUN_COLUMN)) or 1
+    if runs > 1:
+        figures = parse_repeats(row.get(f"samples_per_s{RUNS_SUFFIX}"))
+        if figures:
+            return figures
+    figures = parse_repeats(row.get("samples_per_s_repeats"))
+    if figures:
+        return figures
+    value = finite(row.get("samples_per_s"))
+    return [value] if value is not None else []
+
+
+def _measured(frame: pd.DataFrame, model: str) -> list[dict[str, Any]]:
+    rows = frame[(frame["model_label"] == model) & pd.to_numeric(frame["samples_per_s"]).notna()]
+    return records(rows)
+
+
+def by_throughput(ctx: Context, model: str) -> Pick | None:
+    """The model's highest median global samples/s (runs pooled) and its lead over the next."""
+    rows = sorted(
+        _measured(ctx.pooled, model), key=lambda r: -float(finite(r["samples_per_s"]) or 0.0)
+    )
+    if not rows:
+        return None
+    first, second = rows[0], rows[1] if len(rows) > 1 else None
+    ahead = lead(unit_figures(first), unit_figures(second)) if second is not None else None
+    return Pick(model, "throughput", first, second, ahead)
+
+
+def _cost_scale(first: dict[str, Any], second: dict[str, Any]) -> float:
+    """cost(second) / cost(first) = thr(first) / thr(second) x this: cost per sample is
+    price x ranks / throughput."""
+    price = finite(second["price_per_gpu_hour"]) or 0.0
+    price_first = finite(first["price_per_gpu_hour"]) or 0.0
+    ranks = finite(second["world_size"]) or 0.0
+    ranks_first = finite(first["world_size"]) or 0.0
+    if price_first <= 0 or ranks_first <= 0:
+        return float("nan")
+    return (price * ranks) / (price_first * ranks_first)
+
+
+def by_cost(priced: pd.DataFrame | None, model: str) -> Pick | None:
+    """The model's lowest cost per million samples and how much more the next one costs (the
+    ratio of their costs, through their throughputs at their prices and rank counts)."""
+    if priced is None or priced.empty:
+        return None
+    rows = [r for r in _measured(priced, model) if finite(r.get("cost_per_m_samples")) is not None]
+    rows.sort(key=lambda r: float(finite(r["cost_per_m_samples"]) or 0.0))
+    if not rows:
+        return None
+    first, second = rows[0], rows[1] if len(rows) > 1 else None
+    ahead = None
+    if second is not None:
+        scale = _cost_scale(first, second)
+        if scale == scale:  # not NaN
+            ahead = lead(unit_figures(first), unit_figures(second), scale=scale)
+    return Pick(model, "cost", first, second, ahead)
+
+
+def _pct(value: float) -> str:
+    """A change in whole percent (one decimal below 1 %): '+12 %', '-0.4 %'."""
+    return f"{value * 100:+.0f} %" if abs(value) >= 0.005 else f"{value * 100:+.1f} %"
+
+
+def _interval(low: float, high: float) -> str:
+    digits = 0 if min(abs(low), abs(high)) >= 0.005 or low == 0 else 1
+    return f"[{low * 100:+.{digits}f}, {high * 100:+.{digits}f}]"
+
+
+def lead_text(pick: Pick, runner_up: str | None) -> str:
+    """How far the pick leads the next one, in words: '+12 % [+5, +20] throughput over b16 x2
+    fp32 ddp', 'within noise of b16 x2 fp32 ddp (+3 % [-10, +18] throughput)', 'the only
+    configuration measured'; for cost, what the next one costs more. `runner_up` names the
+    next one."""
+    if pick.runner_up is None or runner_up is None:
+        return "the only configuration measured"
+    ahead = pick.lead
+    measure = "more per sample" if pick.by == "cost" else "throughput"
+    if ahead is None or ahead.low is None or ahead.high is None:
+        change = f" ({_pct(ahead.change)} {measure})" if ahead is not None else ""
+        return f"not told apart from {runner_up}{change}: spread unknown (one repeat)"
+    figure = f"{_pct(ahead.change)} {_interval(ahead.low, ahead.high)}"
+    if pick.by == "cost":
+        said = f"{runner_up} costs {figure} more per sample"
+        return said if pick.clear else f"within noise: {said}"
+    if pick.clear:
+        return f"{figure} throughput over {runner_up}"
+    return f"within noise of {runner_up} ({figure} throughput)"

@@ -1,0 +1,589 @@
+"""Bottlenecks: every finding ranked by cost, each with evidence and a recommendation (the runs'
+diagnoses' own findings, `sections.findings`); each sweep run's diagnosis in one row (its
+straggler verdict, what-if, busy-machine caveat, and a line when a cross-check disagrees); per
+profile, its diagnosis in the terminal's lines (sync stall, step split, straggler, caveat,
+what-if), the traces' compute/communication overlap, each rank's figures with
+its wait for peers as the diagnosis holds it, and the rank x step stall heatmap; the sweep's
+warnings (high step-time variance, throttling); and the telemetry sampled during the measured
+windows (utilisation, power, clocks, energy).
+
+A profile older than the diagnosis (analysis schema 1) keeps its own figures, said so.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Any
+
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.report.diagnosis_text import straggler_text, whatif_text
+from torchscale.interfaces.report.model import (
+    Block,
+    Chart,
+    Finding,
+    Findings,
+    Heatmap,
+    KeyFigure,
+    KeyFigures,
+    Section,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    ProfileRef,
+    col,
+    fmt,
+    records,
+    slug,
+)
+from torchscale.interfaces.report.sections.diagnosis import (
+    caveat_text,
+    diagnosis_blocks,
+    disagreement_text,
+    rank_wait_texts,
+)
+from torchscale.interfaces.report.sections.findings import caveat_of, no_finding_text
+from torchscale.interfaces.report.sections.words import TERMS, footnote, plain, term_column
+
+WARNING_KINDS = (
+    ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),
+    ("throttling", re.compile(r"throttl|thermal|power (cap|limit)|clocks?\b", re.IGNORECASE)),
+    ("injected delay", re.compile(r"inject", re.IGNORECASE)),
+    ("busy machine", re.compile(r"busy machine", re.IGNORECASE)),
+    ("contention", re.compile(r"oversubscri|contention", re.IGNORECASE)),
+)
+NO_PROFILE = (
+    "no `torchscale profile` results in the sources (profile/<cell>/analysis.json): run "
+    "`torchscale profile` on a cell to measure them from traces"
+)
+
+
+def warning_kind(warning: str) -> str:
+    for kind, pattern in WARNING_KINDS:
+        if pattern.search(warning):
+            return kind
+    return "other"
+
+
+# an analysis' figures that mirror its diagnosis (schema 2 and newer): the diagnosis' lines say
+# them, so neither they nor their reasons are shown beside it
+MIRRORED = ("sync_stall_pct", "exposed_comm_pct", "straggler", "whatif", "cycle_us")
+# the analysis' step-level figures left in its analysis.json beside a diagnosis
+NOT_SHOWN = ("collective_wait_pct", "idle_us")
+
+
+def _trace_figures(analysis: ProfileAnalysis) -> KeyFigures:
+    """What the traces show beside the diagnosis and the terminal prints with it, no verdict:
+    HTA's compute/communication overlap (a share of the communication time, not of the step:
+    the step's split is the diagnosis'). The analysis' other step-level figures (collective
+    wait, idle) stay in its analysis.json; each rank's idle time is in the per-rank table."""
+    return KeyFigures(
+        figures=[
+            KeyFigure(
+                label="Compute/communication overlap",
+                value=analysis.overlap_pct,
+                format="pct",
+                note=analysis.unavailable.get(
+                    "overlap_pct",
+                    "HTA's definition: computing while communicating, share of the "
+                    "communication time",
+                ),
+            )
+        ]
+    )
+
+
+def _older_profile_figures(analysis: ProfileAnalysis) -> KeyFigures:
+    """An analysis older than the diagnosis (schema 1): its own figures, from separate
+    methods (they may disagree with each other: said in its unavailable reasons)."""
+    why = analysis.unavailable
+    straggler = analysis.straggler
+    best = max(analysis.whatif, key=lambda w: w.speedup_pct, default=None)
+    idle = [r.idle_us for r in analysis.ranks if r.idle_us is not None]
+    figures = [
+        KeyFigure(
+            label="Cycle (median step)",
+            value=analysis.cycle_us,
+            format="us",
+            note=why.get("cycle_us") if analysis.cycle_us is None else None,
+        ),
+        KeyFigure(
+            label="Sync stall",
+            value=analysis.sync_stall_pct,
+            format="pct",
+            note=why.get("sync_stall_pct", "ranks waiting for peers with nothing else to do"),
+            severity="bad" if (analysis.sync_stall_pct or 0) >= 10 else "info",
+        ),
+        KeyFigure(
+            label="Collective wait",
+            value=analysis.collective_wait_pct,
+            format="pct",
+            note=why.get("collective_wait_pct", "all waiting inside collectives, hidden or not"),
+        ),
+        KeyFigure(
+            label=plain("exposed_comm"),
+            value=analysis.exposed_comm_pct,
+            format="pct",
+            note=why.get("exposed_comm_pct", TERMS["exposed_comm"].explained()),
+        ),
+        KeyFigure(
+            label="Compute/communication overlap",
+            value=analysis.overlap_pct,
+            format="pct",
+            note=why.get("overlap_pct", "HTA's definition: computing while communicating"),
+        ),
+        KeyFigure(
+            label="Idle per step (median rank)",
+            value=statistics.median(idle) if idle else None,
+            format="us",
+            note="the device doing nothing: waiting for the host or between kernels"
+            if idle
+            else why.get("idle_us", "no rank's idle time could be measured"),
+        ),
+        KeyFigure(
+            label="Straggler",
+            value=f"rank {straggler.rank}" + (f" ({straggler.phase})" if straggler.phase else "")
+            if straggler
+            else None,
+            note=(
+                f"last at {fmt(straggler.last_arrival_share, 'ratio_pct')} of the collectives"
+                + (
+                    f"; its {straggler.phase} is {fmt(straggler.phase_gap_us, 'us')} longer"
+                    if straggler.phase and straggler.phase_gap_us is not None
+                    else ""
+                )
+            )
+            if straggler
+            else why.get("straggler", "no rank arrives last more often than chance"),
+            severity="warn" if straggler else "info",
+        ),
+        KeyFigure(
+            label="What-if: slowest rank at the median",
+            value=best.speedup_pct if best else None,
+            format="pct",
+            note=f"rank {best.rank}: {fmt(best.saved_us_per_step, 'us')} shorter steps"
+            if best
+            else why.get("whatif", "no what-if computed"),
+        ),
+    ]
+    return KeyFigures(figures=figures)
+
+
+def _ranks_table(ref: ProfileRef, key: str) -> Table:
+    """Each rank's trace figures (medians over its complete profiled steps) and its wait for
+    peers as the run's diagnosis holds it (share of its own step, with its interval); an
+    analysis older than the diagnosis shows its own sync stall share instead."""
+    analysis, diagnosis = ref.entry.analysis, ref.diagnosis
+    waits = rank_wait_texts(diagnosis)
+    verdict = diagnosis.straggler if diagnosis is not None else None
+    if diagnosis is not None:
+        straggler = verdict.rank if verdict is not None and verdict.named else None
+    else:
+        straggler = analysis.straggler.rank if analysis.straggler else None
+    rows: list[dict[str, Any]] = []
+    for rank in analysis.ranks:
+        busy = rank.phases_busy_us
+        rows.append(
+            {
+                "rank": rank.rank,
+                "steps": rank.steps,
+                "step_us": rank.step_us,
+                "compute_us": rank.compute_us,
+                "comm_us": rank.comm_us,
+                "overlap_pct": rank.overlap_pct,
+                "wait_text": waits.get(rank.rank),
+                "stall_pct": rank.sync_stall_pct,
+                "idle_us": rank.idle_us,
+                "data_wait_us": rank.data_wait_us,
+                "forward_us": busy.get("forward"),
+                "backward_us": busy.get("backward"),
+                "optimizer_us": busy.get("optimizer"),
+                "_severity": "warn" if straggler == rank.rank else "info",
+            }
+        )
+    note = "medians over each rank's complete profiled steps; the straggler's row is marked"
+    if waits:
+        wait = [term_column("wait_text", "wait_for_peers", suffix=" (share of its step)")]
+        note += (
+            "; waiting for slower ranks: the run's diagnosis, each rank's mean wait over its mean "
+            f"step. {footnote(['wait_for_peers'])}"
+        )
+    elif diagnosis is not None:
+        wait = []
+        note += "; no per-rank wait for peers: the diagnosis holds none (waits not separable)"
+    else:
+        wait = [col("stall_pct", "Sync stall share (older analysis)", "pct")]
+        note += "; sync stall share: the analysis' own figure (schema 1, before the diagnosis)"
+    return Table(
+        id=f"bottlenecks-{key}-ranks",
+        title=f"{ref.label}: per rank (trace analysis)",
+        columns=[
+            col("rank", "Rank", "int"),
+            col("steps", "Steps", "int"),
+            col("step_us", "Step", "us"),
+            col("compute_us", "Compute", "us"),
+            col("comm_us", "Communication", "us"),
+            col("overlap_pct", "Overlap", "pct"),
+            *wait,
+            col("idle_us", "Idle", "us"),
+            col("data_wait_us", "Data wait", "us"),
+            col("forward_us", "Forward busy", "us"),
+            col("backward_us", "Backward busy", "us"),
+            col("optimizer_us", "Optimizer busy", "us"),
+        ],
+        rows=rows,
+        note=note,
+    )
+
+
+def _whatif_table(ref: ProfileRef, key: str) -> Table:
+    return Table(
+        id=f"bottlenecks-{key}-whatif",
+        title=f"{ref.label}: what if one rank ran at the median",
+        columns=[
+            col("rank", "Rank", "int"),
+            col("saved", "Saved per step", "us"),
+            col("speedup", "Shorter steps by", "pct"),
+        ],
+        rows=[
+            {"rank": w.rank, "saved": w.saved_us_per_step, "speedup": w.speedup_pct}
+            for w in sorted(ref.entry.analysis.whatif, key=lambda w: -w.speedup_pct)
+        ],
+    )
+
+
+def _heatmap(ref: ProfileRef, key: str) -> Chart | None:
+    cells = ref.entry.analysis.stall_by_step
+    if not cells:
+        return None
+    ranks = sorted({c.rank for c in cells})
+    steps = sorted({c.step for c in cells})
+    z: list[list[float | None]] = [[None] * len(steps) for _ in ranks]
+    for cell in cells:
+        share = cell.stall_us / cell.step_us * 100 if cell.step_us > 0 else None
+        z[ranks.index(cell.rank)][steps.index(cell.step)] = share
+    return Chart(
+        id=f"bottlenecks-{key}-stalls",
+        title=f"{ref.label}: sync stall per rank and step",
+        kind="heatmap",
+        x_label="step",
+        y_label="rank",
+        heatmap=Heatmap(
+            x_labels=[str(s) for s in steps],
+            y_labels=[str(r) for r in ranks],
+            z=z,
+            z_label="sync stall, % of the step",
+            higher_is="worse",
+        ),
+        note="a rank that stalls waits for the others: the straggler is the rank that does not",
+    )
+
+
+def _profile_blocks(ref: ProfileRef) -> list[Block]:
+    analysis, result = ref.entry.analysis, ref.entry.result
+    key = slug(ref.entry.name)
+    ranks = f"{analysis.ranks_analysed} rank(s)"
+    if analysis.world_size and analysis.world_size != analysis.ranks_analysed:
+        ranks += f" of {analysis.world_size}"
+    blocks: list[Block] = [
+        Text(
+            text=f"Profile {ref.entry.name} ({ref.label}): {analysis.tool} traces of {ranks}, "
+            f"{analysis.backend or 'unknown backend'} on {analysis.device_type or 'unknown device'}"
+            f", {analysis.matched_collectives} matched collectives, target {analysis.target}"
+            + (
+                f"; its diagnosis decided by the {ref.diagnosis.source}."
+                if ref.diagnosis is not None
+                else "."
+            )
+        )
+    ]
+    if result is not None and result.injected_delays:
+        delays = "; ".join(
+            f"rank {d.rank} sleeps {d.ms:g} ms in {d.phase}" for d in result.injected_delays
+        )
+        blocks.append(
+            Text(
+                text=f"This run injected a delay on purpose ({delays}): the straggler and the "
+                "stall it causes are artificial.",
+                severity="warn",
+            )
+        )
+    diagnosis = ref.diagnosis
+    if diagnosis is not None:
+        blocks += diagnosis_blocks(diagnosis)
+        blocks.append(_trace_figures(analysis))
+    else:
+        blocks.append(_older_profile_figures(analysis))
+    if analysis.ranks:
+        blocks.append(_ranks_table(ref, key))
+    if analysis.whatif and diagnosis is None:
+        blocks.append(_whatif_table(ref, key))
+    heatmap = _heatmap(ref, key)
+    if heatmap is not None:
+        blocks.append(heatmap)
+    blocks += [Text(text=f"Note: {note}") for note in analysis.notes]
+    unavailable = dict(analysis.unavailable)
+    if diagnosis is not None:  # the diagnosis' lines say these, and why not
+        unavailable = {k: v for k, v in unavailable.items() if k not in MIRRORED + NOT_SHOWN}
+    if heatmap is None:
+        unavailable.setdefault(
+            "stall heatmap", "the analysis holds no per-step stalls (stall_by_step is empty)"
+        )
+    if unavailable:
+        blocks.append(
+            Unavailable(items={f"{k} ({ref.entry.name})": v for k, v in unavailable.items()})
+        )
+    return blocks
+
+
+def _straggler_tests(ctx: Context) -> Table | None:
+    """One row per multi-rank sweep run with a diagnosis: its straggler verdict and what-if in
+    the terminal's words, its busy-machine caveat, and the one line of a disagreeing
+    cross-check. Profiled runs show theirs with their profile, below."""
+    rows: list[dict[str, Any]] = []
+    tests: list[str] = []
+    for row in records(ctx.ok):
+        result = ctx.result(row)
+        diagnosis = result.diagnosis
+        verdict = diagnosis.straggler if diagnosis is not None else None
+        if diagnosis is None or verdict is None:
+            continue
+        tests.append(verdict.test)
+        caveat = caveat_of(result)
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "verdict": straggler_text(verdict, diagnosis.ranks),
+                "named": verdict.named,
+                "rank": verdict.rank,
+                "phase": verdict.phase,
+                "candidate_rank": verdict.candidate_rank,
+                "gap_s": verdict.gap_s.value if verdict.gap_s else None,
+                "p_value": verdict.p_value,
+                "summary": verdict.summary,
+                "whatif": whatif_text(diagnosis),
+                "caveat": caveat_text(caveat) if caveat else None,
+                "checks": disagreement_text(diagnosis),
+                "source": diagnosis.source,
+                "_severity": "warn" if verdict.named or caveat else "info",
+            }
+        )
+    if not rows:
+        return None
+    test = tests[0] if len(set(tests)) == 1 else "the run's own test (in the results) passes"
+    columns = [
+        col("cell", "Run"),
+        col("verdict", "Straggler verdict"),
+        col("whatif", "What-if"),
+        col("caveat", "Caveat"),
+        col("checks", "Cross-checks"),
+    ]
+    shown = [c for c in columns if c.key == "cell" or any(r.get(c.key) for r in rows)]
+    return Table(
+        id="bottlenecks-straggler-tests",
+        title="Straggler verdict per run (its diagnosis)",
+        columns=shown,
+        rows=rows,
+        note=f"a rank is named only when {test}; otherwise the largest gap is shown with its "
+        "interval and no rank is called a straggler; gaps are the rank's own work per step "
+        "over the median of the others' at the same step, [low, high] the 95 % interval",
+    )
+
+
+def _warnings(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    rows = []
+    runs = [(ctx.label(row), ctx.result(row)) for row in records(ctx.cells)]
+    runs += [(ref.label, ref.entry.result) for ref in ctx.profiles if ref.entry.result]
+    for label, result in runs:
+        for warning in result.warnings:
+            kind = warning_kind(warning)
+            rows.append(
+                {
+                    "cell": label,
+                    "kind": kind,
+                    "warning": warning,
+                    "_severity": "info" if kind == "injected delay" else "warn",
+                }
+            )
+    blocks: list[Block] = []
+    if rows:
+        blocks.append(
+            Table(
+                id="bottlenecks-warnings",
+                title="Warnings from the runs",
+                columns=[col("cell", "Run"), col("kind", "Kind"), col("warning", "Warning")],
+                rows=rows,
+                note="high variance: pooled step-time CV above measurement.cv_warn_threshold",
+            )
+        )
+    else:
+        blocks.append(Text(text="No run recorded a warning.", severity="good"))
+    unavailable = {}
+    if not any(r["kind"] == "throttling" for r in rows):
+        note, why = _throttling_status([result for _, result in runs])
+        if note is not None:
+            blocks.append(Text(text=note, severity="good"))
+        if why is not None:
+            unavailable["throttling"] = why
+    return blocks, unavailable
+
+
+def _throttling_status(results: list[CellResult]) -> tuple[str | None, str | None]:
+    """(what the telemetry rules out, why the rest cannot be told) when no run warned of
+    throttling."""
+    gpu = [r for r in results if r.status.value == "ok" and r.cell.device != "cpu"]
+    if not gpu:
+        return None, "CPU runs only: no GPU clocks to throttle"
+    read = [r for r in gpu if r.telemetry is not None and r.telemetry.throttled is False]
+    unread = [r for r in gpu if r.telemetry is None or r.telemetry.throttled is None]
+    note = None
+    if read:
+        intervals = sorted({r.telemetry.interval_ms for r in read if r.telemetry is not None})
+        note = (
+            f"No GPU clock throttling during the measured windows of {len(read)} GPU run(s): no "
+            "power, thermal or hardware slowdown reason in any NVML clocks-event sample (every "
+            f"{'/'.join(map(str, intervals))} ms)."
+        )
+    why = None
+    if unread:
+        reasons = sorted(
+            {
+                r.unavailable.get("telemetry.throttled")
+                or r.unavailable.get("telemetry")
+                or "no telemetry"
+                for r in unread
+            }
+        )
+        why = (
+            f"{len(unread)} GPU run(s) without readable clocks-event reasons, so throttling can "
+            f"be neither shown nor ruled out there: {'; '.join(reasons)} (`torchscale validate` "
+            "reads each GPU's throttle reasons now)"
+        )
+    return note, why
+
+
+def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    """One row per measured cell with telemetry; why there is none otherwise."""
+    rows: list[dict[str, Any]] = []
+    missing: set[str] = set()
+    for row in records(ctx.ok):
+        result = ctx.result(row)
+        tel = result.telemetry
+        if tel is None:
+            missing.add(result.unavailable.get("telemetry", "no telemetry in the result"))
+            continue
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "gpus": result.cell.world_size,
+                "gpu_util": tel.gpu_util_pct_mean,
+                "power": tel.power_w_mean,
+                "temp": tel.temperature_c_max,
+                "clock": tel.sm_clock_mhz_mean,
+                "energy": tel.energy_j,
+                "per_joule": tel.samples_per_joule,
+                "tokens_per_joule": tel.tokens_per_joule,
+                "cpu": tel.cpu_util_pct_mean,
+                "throttled": "-"
+                if tel.throttled is None
+                else ", ".join(tel.throttle_reasons)
+                if tel.throttled
+                else "no",
+                "_severity": "warn" if tel.throttled else "info",
+            }
+        )
+    blocks: list[Block] = []
+    if rows:
+        columns = [
+            col("cell", "Cell"),
+            col("gpus", ctx.units.world, "int"),
+            col("gpu_util", "GPU utilisation (mean)", "pct"),
+            col("power", "Power per GPU, W (mean)", "float"),
+            col("temp", "Hottest GPU, C", "float"),
+            col("clock", "SM clock, MHz (mean)", "float"),
+            col("energy", "Energy, J (all GPUs)", "float"),
+            col("per_joule", "Samples per joule", "float"),
+            col("tokens_per_joule", "Tokens per joule", "float"),
+            col("cpu", "CPU per rank (mean, 100 % = one core)", "pct"),
+            col("throttled", "Throttled"),
+        ]
+        # a column no cell has a figure for (the GPU ones on CPU ranks) says nothing: left
+        # out, and named in the note
+        empty = [c for c in columns[2:] if all(row.get(c.key) in (None, "-") for row in rows)]
+        note = (
+            "NVML and psutil sampled in a thread from each window's start to its stop "
+            "(docs/telemetry.md); energy from the GPU's energy counter, or the power samples "
+            "where it has none; '-': not measurable here (reasons in the results)"
+        )
+        if empty:
+            note += "; no cell has a figure for " + ", ".join(c.label for c in empty)
+        blocks.append(
+            Table(
+                id="bottlenecks-telemetry",
+                title="Telemetry during the measured windows",
+                columns=[c for c in columns if c not in empty],
+                rows=rows,
+                note=note,
+            )
+        )
+    unavailable = {}
+    if missing:
+        unavailable["telemetry"] = "; ".join(sorted(missing))
+    return blocks, unavailable
+
+
+HOST_FIRST = (
+    "Fix the host first: these runs shared their machine with other processes, so the findings "
+    "below may be the machine's rather than the workload's; their recommendations tune the "
+    "workload and come after a rerun on an idle node."
+)
+
+
+def secondary(finding: Finding) -> Finding:
+    """A finding measured on a machine that spoiled the numbers: shown, but not in a
+    problem's colour, so that it does not lead the fix of the host (issue 40)."""
+    return finding.model_copy(update={"severity": "info"})
+
+
+def build(ctx: Context) -> Section:
+    """All findings by cost, each profile's figures and heatmap, and the runs' warnings."""
+    blocks: list[Block] = []
+    if ctx.findings and ctx.host_first:
+        blocks.append(Text(text=HOST_FIRST, severity="bad"))
+        blocks.append(Findings(findings=[secondary(f) for f in ctx.findings]))
+    elif ctx.findings:
+        blocks.append(Findings(findings=ctx.findings))
+    else:
+        blocks.append(Text(text=f"No finding: {no_finding_text(ctx)}.", severity="good"))
+    blocks.append(
+        Text(
+            text="Findings are ranked by cost, their share of the step: each run's are its "
+            "diagnosis' own (decided by the traces where a run was profiled, else by the "
+            "phase timers), plus a per-rank compute slowdown against the smallest world size "
+            "and GPU throttling; results older than schema 10 keep the older derivation from "
+            "their phase timers and no_sync windows."
+        )
+    )
+    tests = _straggler_tests(ctx)
+    if tests is not None:
+        blocks.append(tests)
+    for ref in ctx.profiles:
+        blocks += _profile_blocks(ref)
+    warning_blocks, unavailable = _warnings(ctx)
+    blocks += warning_blocks
+    telemetry_blocks, no_telemetry = _telemetry(ctx)
+    blocks += telemetry_blocks
+    unavailable |= no_telemetry
+    if not ctx.profiles:
+        unavailable = {
+            "profile findings (sync stall, straggler, overlap, idle, what-if)": NO_PROFILE,
+            "rank x step stall heatmap": NO_PROFILE,
+            **unavailable,
+        }
+    if unavailable:
+        blocks.append(Unavailable(items=unavailable))
+    return Section(id="bottlenecks", title="Bottlenecks", blocks=blocks)

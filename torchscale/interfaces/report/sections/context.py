@@ -1,0 +1,528 @@
+"""The context every section is built from: the sources flattened into one cells table (with the
+experiment each cell came from), the typed results, the profiles, the baseline comparison and
+the findings, computed once. Small helpers turn pandas values into the plain numbers the
+report model holds (no NaN, no numpy scalars)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.interfaces.report.estimates import compact, efficiency_kind, long_form
+from torchscale.interfaces.report.model import Column, Finding, Severity, Skipped, ValueFormat
+from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.regressions import (
+    RUN_COLUMN,
+    Comparison,
+    compare,
+    pool_runs,
+    with_step_repeats,
+)
+from torchscale.offline.analysis.reliability import LEVELS, repeat_count
+from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
+from torchscale.offline.results.frame import COLUMNS, cell_row
+
+if TYPE_CHECKING:
+    from torchscale.interfaces.report.request import ReportOptions
+    from torchscale.interfaces.report.sections.usable import Usability
+
+CELL_COLUMNS = ["experiment", *COLUMNS, "schema_version"]
+SORT_COLUMNS = [
+    "experiment_order",
+    "model_label",
+    "precision",
+    "strategy",
+    "device",
+    "batch_size",
+    "world_size",
+    "nodes",
+    "cell_id",
+]
+# scaling efficiency: at or above GOOD reads good, below BAD reads bad, warn between
+EFFICIENCY_GOOD = 0.9
+EFFICIENCY_BAD = 0.7
+LIST_LIMIT = 3  # names listed in one line before "and N more"
+
+
+def integer(value: Any) -> int | None:
+    number = finite(value)
+    return None if number is None else round(number)
+
+
+def ranks(count: Any, device: Any) -> str:
+    """'8 GPUs', '1 GPU', '2 CPU ranks': what a world size counts, named honestly (a CPU rank
+    is one gloo process, never a "GPU")."""
+    number = integer(count)
+    shown = "?" if number is None else f"{number:,}"
+    unit = {"cuda": "GPU", "cpu": "CPU rank"}.get(str(device), "rank")
+    return f"{shown} {unit}{'' if number == 1 else 's'}"
+
+
+def rank_unit(devices: Iterable[Any]) -> tuple[str, str]:
+    """Column labels for a world size and the batch of one rank: ('GPUs', 'Batch/GPU') where
+    every cell ran on GPUs, ('CPU ranks', 'Batch/rank') on CPU, ('Ranks', 'Batch/rank') mixed."""
+    found = {str(d) for d in devices}
+    if found == {"cuda"}:
+        return "GPUs", "Batch/GPU"
+    return ("CPU ranks" if found == {"cpu"} else "Ranks"), "Batch/rank"
+
+
+@dataclass(frozen=True)
+class RankUnits:
+    """Labels for what a world size counts: ('GPUs', 'Batch/GPU', 'per GPU') on GPUs,
+    ('CPU ranks', 'Batch/rank', 'per rank') on CPU (a gloo process is no GPU)."""
+
+    world: str
+    batch: str
+    per: str
+
+    _WORDS = (  # GPU wording -> rank wording, longest first
+        ("GPU-hours", "rank-hours"),
+        ("GPU-hour", "rank-hour"),
+        ("GPU counts", "rank counts"),
+        ("GPU count", "rank count"),
+        ("per GPU", "per rank"),
+        ("every GPU", "every rank"),
+        ("a 'GPU' is one rank", "a rank is one process"),
+    )
+
+    def say(self, text: str) -> str:
+        """`text`, written of GPUs, in this report's units: on CPU ranks 'batch per GPU'
+        becomes 'batch per rank', 'GPUs' 'CPU ranks', '$ per GPU-hour' '$ per rank-hour'."""
+        if self.world == "GPUs":
+            return text
+        for gpu, rank in self._WORDS:
+            text = text.replace(gpu, rank)
+        plural = "CPU ranks" if self.world == "CPU ranks" else "ranks"
+        return re.sub(r"\bGPUs\b", plural, text)
+
+
+CELLS_DIR = ResultLayout(Path()).cells_dir.name  # cells/: one result file per cell
+
+
+def unreadable_cells(skipped: Iterable[Skipped], root: Path | None = None) -> int:
+    """How many of the skipped inputs are cell result files (`cells/<cell>.json`), those of the
+    experiment at `root` only when given: each is a cell the report cannot count as measured,
+    so it counts against the headline ("6 of 8 cells readable")."""
+    count = 0
+    for item in skipped:
+        path = Path(item.path)
+        if path.suffix != ".json" or path.parent.name != CELLS_DIR:
+            continue
+        if root is None or path.parent.parent == root:
+            count += 1
+    return count
+
+
+def plural(count: int, word: str) -> str:
+    """'1 comm run', '2 comm runs'."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def text(value: Any) -> str | None:
+    """A non-empty string, or None (None, NaN, '')."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    out = str(value)
+    return out or None
+
+
+def fmt(value: Any, value_format: ValueFormat) -> str:
+    """A value as text for a sentence, formatted as the renderers format it."""
+    return format_value(value, value_format)
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows as dicts: the fast way to walk a few hundred rows (iterrows builds a
+    Series per row)."""
+    columns = [str(c) for c in frame.columns]
+    return [dict(zip(columns, row, strict=True)) for row in frame.to_numpy(dtype=object)]
+
+
+def slug(value: str) -> str:
+    """A fragment for chart and table ids: lower case, [a-z0-9-]."""
+    return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-") or "x"
+
+
+def names(items: Iterable[str], limit: int = LIST_LIMIT) -> str:
+    """'a, b, c and 4 more'."""
+    listed = list(dict.fromkeys(items))
+    head = ", ".join(listed[:limit])
+    return f"{head} and {len(listed) - limit} more" if len(listed) > limit else head
+
+
+def by_reason(
+    items: Iterable[tuple[str, str]], what: str, everyone: int | None = None
+) -> dict[str, str]:
+    """Unavailable items grouped by reason: {'<what> (<cells>)': reason}, one per reason;
+    '(all N cells)' when a reason holds for all `everyone` of them."""
+    grouped: dict[str, list[str]] = {}
+    for label, reason in items:
+        grouped.setdefault(reason, []).append(label)
+    out = {}
+    for reason, labels in grouped.items():
+        unique = list(dict.fromkeys(labels))
+        which = (
+            f"all {everyone} cells" if everyone and len(unique) == everyone > 1 else names(unique)
+        )
+        out[f"{what} ({which})"] = reason
+    return out
+
+
+def efficiency_severity(
+    efficiency: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    reliable: bool = True,
+) -> Severity:
+    """Good only for a reliable measurement at or above EFFICIENCY_GOOD that is not above
+    linear beyond noise: a super-linear figure, or one above 1 without an interval, asks for a
+    look (warn), and a noisy cell earns no check mark."""
+    if efficiency is None:
+        return "info"
+    kind = efficiency_kind(efficiency, low, high)
+    if kind in ("super-linear", "above linear"):
+        return "warn"
+    if efficiency >= EFFICIENCY_GOOD:
+        return "good" if reliable else "info"
+    return "warn" if efficiency >= EFFICIENCY_BAD else "bad"
+
+
+def is_reliable(row: Mapping[str, Any] | pd.Series) -> bool:
+    """Whether a cells-table row was judged reliable (analysis.reliability)."""
+    return row.get("reliability") == "reliable"
+
+
+def reliability_severity(row: Mapping[str, Any] | pd.Series) -> Severity:
+    """What a cell's own figures may be marked with: good only when reliable, warn when
+    noisy, info when its spread is unknown."""
+    level = row.get("reliability")
+    return "good" if level == "reliable" else ("warn" if level == "noisy" else "info")
+
+
+def cost_severity(cost_pct: float | None) -> Severity:
+    """A finding's severity from its share of the step."""
+    if cost_pct is None:
+        return "warn"
+    if cost_pct >= 20:
+        return "bad"
+    return "warn" if cost_pct >= 5 else "info"
+
+
+@dataclass(frozen=True)
+class ProfileRef:
+    """A profile entry with the experiment it came from and its display label."""
+
+    experiment: str
+    entry: ProfileEntry
+    label: str
+
+    @property
+    def source(self) -> str:
+        """The profile's key among the report's sources (findings name it by `label`)."""
+        return f"profile {self.entry.name}"
+
+    @property
+    def diagnosis(self) -> Diagnosis | None:
+        """The run's one diagnosis: its analysis' (the traces decide; from analysis schema 3
+        its result.json holds the same object), else, for an analysis older than the
+        diagnosis, its result's. Every section shows this one verdict for the run, never the
+        result's beside the analysis'."""
+        if self.entry.analysis.diagnosis is not None:
+            return self.entry.analysis.diagnosis
+        return self.entry.result.diagnosis if self.entry.result is not None else None
+
+
+@dataclass
+class Context:
+    """What the sections are built from (read-only by convention)."""
+
+    options: ReportOptions
+    sources: Sources
+    baseline: Sources | None
+    cells: pd.DataFrame  # CELL_COLUMNS, all experiments, sorted
+    steps: pd.DataFrame  # experiment + Experiment.steps columns
+    results: dict[tuple[str, str], CellResult]  # (experiment, cell id) -> result
+    profiles: list[ProfileRef]
+    unanalysed: list[tuple[str, UnanalysedProfile]]
+    multi: bool  # cells from more than one experiment: labels name theirs
+    mixed_devices: bool
+    comparison: Comparison | None = None
+    baseline_cells: pd.DataFrame | None = None
+    findings: list[Finding] = field(default_factory=list)
+    usability: Usability | None = None  # can the numbers be used (set once by build_report)
+    # tables more than one section reads (the weak-scaling rows, the priced cells), computed
+    # once per report by the function that owns them
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def host_first(self) -> bool:
+        """The machine spoiled the numbers: fixing the host comes before tuning the workload,
+        so the bottleneck findings are shown second to that (issue 40)."""
+        return self.usability is not None and self.usability.host_first
+
+    def nothing_measured(self) -> str:
+        """Why a sweep figure is missing when no cell was measured: 'no cell finished ok', or
+        where there is no sweep at all, what the sources hold instead (never "no cell
+        finished ok" of a profile-only report)."""
+        if len(self.cells) or self.unreadable:
+            return "no cell finished ok: nothing measured"
+        return (
+            f"no benchmark sweep in the sources ({self.other_contents()}): "
+            "`torchscale benchmark` measures it"
+        )
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        return self.cells[self.cells["status"] == "ok"]
+
+    @functools.cached_property
+    def pooled(self) -> pd.DataFrame:
+        """The ok cells with the runs of each cell pooled (`regressions.pool_runs`: the same
+        definition in several experiments, the same config run again): one row per cell,
+        its figures the median over its runs with the runs' interval (`runs` counts them).
+        What the headline and the summary pick their best figures from, so that four runs
+        read as their median, never as the best of them."""
+        return pool_runs(self.ok)
+
+    @property
+    def units(self) -> RankUnits:
+        """What a world size counts in this report's cells: GPUs, CPU ranks, or ranks."""
+        world, batch = rank_unit(self.cells["device"])
+        return RankUnits(world, batch, "per GPU" if world == "GPUs" else "per rank")
+
+    @property
+    def unreadable(self) -> int:
+        """Cell result files under --source that could not be read (left out of `cells`)."""
+        return unreadable_cells(self.sources.skipped)
+
+    def other_contents(self) -> str:
+        """What the sources hold besides a sweep, in words ('1 profiled run and 2 comm runs'):
+        said where there is no sweep, so a comm-only source is never called 'profiles'."""
+        experiments = self.sources.experiments
+        counts = [
+            (sum(len(s.profiles) + len(s.unanalysed) for s in experiments), "profiled run"),
+            (sum(len(s.comm) for s in experiments), "comm run"),
+        ]
+        parts = [plural(n, word) for n, word in counts if n]
+        return " and ".join(parts) or "nothing else readable"
+
+    def result(self, row: Mapping[str, Any] | pd.Series) -> CellResult:
+        return self.results[(str(row["experiment"]), str(row["cell_id"]))]
+
+    def label(
+        self, row: Mapping[str, Any] | pd.Series, *, model: bool = True, strategy: bool = True
+    ) -> str:
+        """'tiny-mlp b8 x2 fp32 ddp' (+ nodes, device, [experiment] where they tell cells
+        apart); without the strategy for a group of layouts."""
+        parts = [str(row["model_label"])] if model else []
+        parts.append(f"b{row['batch_size']} x{row['world_size']}")
+        nodes = integer(row.get("nodes"))
+        if nodes and nodes > 1:
+            parts.append(f"({nodes} nodes)")
+        parts.append(str(row["precision"]))
+        if strategy:
+            parts.append(str(row["strategy"]))
+        if self.mixed_devices:
+            parts.append(str(row["device"]))
+        runs = _run_count(row.get(RUN_COLUMN))
+        if runs is not None and runs > 1:
+            parts.append(f"[median of {int(runs)} runs]")
+        elif self.multi and row.get("experiment") is not None:
+            parts.append(f"[{row['experiment']}]")
+        return " ".join(parts)
+
+    def group_name(self, row: Mapping[str, Any] | pd.Series, batch: str | None = None) -> str:
+        """'b8 fp32 ddp' (+ device, [experiment] where they tell groups apart): a scaling
+        group of one model; `batch` replaces 'b8' (e.g. 'global batch 32')."""
+        parts = [batch or f"b{row['batch_size']}", str(row["precision"]), str(row["strategy"])]
+        if self.mixed_devices:
+            parts.append(str(row["device"]))
+        if self.multi and row.get("experiment") is not None:
+            parts.append(f"[{row['experiment']}]")
+        return " ".join(parts)
+
+    def result_label(self, experiment: str, result: CellResult) -> str:
+        """`label` of a result that is not in the cells table (a profiled run)."""
+        return self.label({**cell_row(result), "experiment": experiment})
+
+
+def concat_cells(sources: Sources) -> pd.DataFrame:
+    """Every experiment's cells table, with `experiment`, in a stable order."""
+    frames = []
+    for order, source in enumerate(sources.experiments):
+        if source.experiment is None:
+            continue
+        frame = source.experiment.cells.copy()
+        frame.insert(0, "experiment", source.name)
+        frame["experiment_order"] = order
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    cells = pd.concat(frames, ignore_index=True)
+    cells = cells.sort_values(SORT_COLUMNS, kind="stable").reset_index(drop=True)
+    return cells[CELL_COLUMNS]
+
+
+def _concat_steps(sources: Sources) -> pd.DataFrame:
+    frames = []
+    for source in sources.experiments:
+        if source.experiment is None or source.experiment.steps.empty:
+            continue
+        frame = source.experiment.steps.copy()
+        frame.insert(0, "experiment", source.name)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["experiment", *STEP_COLUMNS, *PHASE_STEP_COLUMNS])
+    return pd.concat(frames, ignore_index=True)
+
+
+def make_context(
+    sources: Sources, options: ReportOptions, baseline: Sources | None = None
+) -> Context:
+    """Flatten the sources once; compare with the baseline when there is one."""
+    cells = concat_cells(sources)
+    results = {
+        (source.name, result.cell.id): result
+        for source in sources.experiments
+        if source.experiment is not None
+        for result in source.experiment.results
+    }
+    profile_devices = {
+        e.result.cell.device for s in sources.experiments for e in s.profiles if e.result
+    }
+    ctx = Context(
+        options=options,
+        sources=sources,
+        baseline=baseline,
+        cells=cells,
+        steps=_concat_steps(sources),
+        results=results,
+        profiles=[],
+        unanalysed=[(s.name, u) for s in sources.experiments for u in s.unanalysed],
+        multi=sum(s.experiment is not None for s in sources.experiments) > 1,
+        mixed_devices=len(set(cells["device"]) | profile_devices) > 1,
+    )
+    for source in sources.experiments:
+        for entry in source.profiles:
+            label = (
+                f"{ctx.result_label(source.name, entry.result)} (profiled run)"
+                if entry.result is not None
+                else f"profile {entry.name}"
+            )
+            ctx.profiles.append(ProfileRef(source.name, entry, label))
+    if baseline is not None:
+        ctx.baseline_cells = concat_cells(baseline)
+        ctx.comparison = compare(
+            with_step_repeats(cells, ctx.steps),
+            with_step_repeats(ctx.baseline_cells, _concat_steps(baseline)),
+        )
+    return ctx
+
+
+def _run_count(value: Any) -> float | None:
+    """How many runs a row pools: a pooled cell's `runs`, or the current side of a baseline
+    pair's '4 vs 4'."""
+    if isinstance(value, str):
+        sides = value.split(" vs ")
+        return finite(sides[-1]) if len(sides) == 2 else None
+    return finite(value)
+
+
+def col(key: str, label: str, value_format: ValueFormat = "text") -> Column:
+    """A table column: text left-aligned, numbers right-aligned."""
+    return Column(
+        key=key,
+        label=label,
+        format=value_format,
+        align="left" if value_format == "text" else "right",
+    )
+
+
+def repeats_range(result: CellResult) -> tuple[float | None, float | None]:
+    """(min, max) of the repeats' global samples/s: the run-to-run interval."""
+    if result.throughput is None or not result.throughput.repeats:
+        return None, None
+    return min(result.throughput.repeats), max(result.throughput.repeats)
+
+
+def throughput_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A cell's samples/s with its 95 % interval, as a table row carries them."""
+    return {
+        "samples_per_s": finite(row["samples_per_s"]),
+        "samples_per_s_low": finite(row["samples_per_s_low"]),
+        "samples_per_s_high": finite(row["samples_per_s_high"]),
+        "samples_per_s_text": throughput_text(row),
+    }
+
+
+def repeat_fields(row: Mapping[str, Any], result: CellResult) -> dict[str, Any]:
+    """The run-to-run range of a cell's samples/s and its spread, as a table row carries them."""
+    low, high = repeats_range(result)
+    return {"low": low, "high": high, "spread": spread_value(row)}
+
+
+# ---------------------------------------------------------------- figures with their intervals
+
+
+def _repeats(row: Mapping[str, Any] | pd.Series) -> int:
+    return repeat_count(row.get("samples_per_s_repeats"))
+
+
+def throughput_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
+    """A cell's samples/s with its 95 % interval ('spread unknown' with one repeat)."""
+    show = long_form if long else compact
+    return show(
+        finite(row.get("samples_per_s")),
+        finite(row.get("samples_per_s_low")),
+        finite(row.get("samples_per_s_high")),
+        "rate",
+        spread_unknown=_repeats(row) < 2,
+    )
+
+
+def step_text(
+    row: Mapping[str, Any] | pd.Series, percentile: str, *, long: bool = False
+) -> str | None:
+    """Step time p50/p95/p99 ('p50') with its interval (schema 8; older results: the value)."""
+    show = long_form if long else compact
+    return show(
+        finite(row.get(f"step_{percentile}_s")),
+        finite(row.get(f"step_{percentile}_low_s")),
+        finite(row.get(f"step_{percentile}_high_s")),
+        "seconds",
+    )
+
+
+def mfu_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
+    """MFU with its interval (it scales with throughput; older results: the value)."""
+    show = long_form if long else compact
+    return show(
+        finite(row.get("mfu")), finite(row.get("mfu_low")), finite(row.get("mfu_high")), "ratio_pct"
+    )
+
+
+def spread_value(row: Mapping[str, Any] | pd.Series) -> float | str | None:
+    """The repeats' spread, or 'spread unknown' with one repeat (never a 0.0 % it cannot
+    have)."""
+    if finite(row.get("samples_per_s")) is None:
+        return None
+    return finite(row.get("throughput_spread")) if _repeats(row) >= 2 else "spread unknown"
+
+
+def reliability_counts(cells: pd.DataFrame) -> dict[str, list[int]]:
+    """Row positions of the measured cells by reliability level (in LEVELS order)."""
+    levels = list(cells["reliability"]) if "reliability" in cells.columns else []
+    return {level: [i for i, v in enumerate(levels) if v == level] for level in LEVELS}

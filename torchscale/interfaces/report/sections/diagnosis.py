@@ -1,0 +1,145 @@
+"""A run's one diagnosis (`Diagnosis`, torchscale/offline/analysis/diagnosis.py) as the report shows
+it.
+
+The sections compute nothing of their own about where a run's step goes, who straggles, or how
+long each rank waits: they show the diagnosis in the terminal's words (report/diagnosis_text.py:
+shares with one decimal, intervals as [low, high]), so every surface says the same thing with
+the same digits. Its cross-checks are kept for the appendix (`cross_check_rows`), never beside
+the verdict; where one disagrees, the verdict carries one line saying so
+(`disagreement_text`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.interfaces.report.diagnosis_text import (
+    VERDICT_WORDS,
+    share_text,
+    split_text,
+    straggler_text,
+    sync_stall_text,
+    whatif_text,
+)
+from torchscale.interfaces.report.model import Block, Text
+
+TERMINAL_HINT = "(-v shows them)"
+REPORT_HINT = "(the appendix lists them)"
+
+
+def disagreement_text(diagnosis: Diagnosis) -> str | None:
+    """The diagnosis' one line when a cross-check disagrees ('cross-checks disagree: ...'),
+    pointing at the appendix where the terminal's points at -v; None when none disagrees."""
+    if not diagnosis.disagreement:
+        return None
+    return diagnosis.disagreement.replace(TERMINAL_HINT, REPORT_HINT)
+
+
+def caveat_text(caveat: str) -> str:
+    """'Caveat: busy machine: ...' (the terminal's [CAVEAT] line)."""
+    return f"Caveat: {caveat}"
+
+
+def diagnosis_blocks(diagnosis: Diagnosis) -> list[Block]:
+    """The diagnosis' lines, as the terminal prints them: sync stall, the step split, the
+    straggler verdict (a warning when it names one), the busy-machine caveat, the what-if, and
+    the one line of a disagreeing cross-check."""
+    verdict = diagnosis.straggler
+    blocks: list[Block] = [Text(text=sync_stall_text(diagnosis)), Text(text=split_text(diagnosis))]
+    if diagnosis.ranks > 1 or verdict is not None:
+        named = verdict is not None and verdict.named
+        blocks.append(
+            Text(
+                text=straggler_text(verdict, diagnosis.ranks), severity="warn" if named else "info"
+            )
+        )
+    if diagnosis.caveat:
+        blocks.append(Text(text=caveat_text(diagnosis.caveat), severity="warn"))
+    whatif = whatif_text(diagnosis)
+    if whatif is not None:
+        blocks.append(Text(text=whatif))
+    disagreement = disagreement_text(diagnosis)
+    if disagreement is not None:
+        blocks.append(Text(text=disagreement))
+    return blocks
+
+
+def rank_wait_texts(diagnosis: Diagnosis | None) -> dict[int, str]:
+    """Each rank's wait for peers, share of its own step with its interval, as the diagnosis
+    holds it (empty when it holds none: one rank, or waits not separable)."""
+    if diagnosis is None:
+        return {}
+    return {w.rank: share_text(w.share) for w in diagnosis.rank_waits}
+
+
+def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
+    """The diagnosis' cross-checks as appendix rows: what each says, and whether it agrees."""
+    return [
+        {
+            "run": run,
+            "source": diagnosis.source,
+            "check": check.name,
+            "figure": share_text(check.estimate) if check.estimate is not None else None,
+            "verdict": VERDICT_WORDS[check.agrees],
+            "detail": check.detail,
+            "_severity": "warn" if check.agrees is False else "info",
+        }
+        for check in diagnosis.cross_checks
+    ]
+
+
+def diagnoses_table(ctx: Any) -> Block | None:
+    """The summary's one row per run with a diagnosis (multi-rank sweep cells and profiled
+    runs): its sync stall, step split, straggler verdict and caveat in the terminal's words,
+    named stragglers first, then by sync stall; so the first screen of every format (the
+    Markdown included) gives each run's verdict as the terminal does."""
+    from torchscale.interfaces.report.model import Table
+    from torchscale.interfaces.report.sections.context import col, records
+
+    rows: list[dict[str, Any]] = []
+
+    def add(run: str, diagnosis: Diagnosis) -> None:
+        verdict = diagnosis.straggler
+        stall = diagnosis.part("wait_for_peers")
+        named = verdict is not None and verdict.named
+        rows.append(
+            {
+                "run": run,
+                "stall": sync_stall_text(diagnosis).removeprefix("Sync stall time: "),
+                "split": split_text(diagnosis),
+                "straggler": straggler_text(verdict, diagnosis.ranks),
+                "caveat": diagnosis.caveat,
+                "_named": named,
+                "_stall": (stall.share.value or 0.0) if stall is not None else 0.0,
+                "_severity": "warn" if named or diagnosis.caveat else "info",
+            }
+        )
+
+    for row in records(ctx.ok):
+        diagnosis = ctx.result(row).diagnosis
+        if diagnosis is not None and diagnosis.ranks > 1:
+            add(ctx.label(row), diagnosis)
+    for ref in ctx.profiles:
+        diagnosis = ref.diagnosis
+        if diagnosis is not None:
+            add(ref.label, diagnosis)
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (not r.pop("_named"), -r.pop("_stall")))
+    columns = [
+        col("run", "Run"),
+        col("stall", "Sync stall"),
+        col("split", "Step split"),
+        col("straggler", "Straggler"),
+        col("caveat", "Caveat"),
+    ]
+    shown = [c for c in columns if c.key != "caveat" or any(r.get("caveat") for r in rows)]
+    return Table(
+        id="summary-diagnoses",
+        title="Each run's diagnosis",
+        columns=shown,
+        rows=rows,
+        note="the run's one diagnosis (docs/methodology.md, 'One diagnosis'): sync stall = "
+        "the mean over ranks of the wait for peers with nothing else to do, share of the step "
+        "with its 95 % interval [low, high]; named stragglers first",
+    )

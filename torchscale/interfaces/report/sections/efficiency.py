@@ -1,0 +1,506 @@
+"""Efficiency: compute (achieved TFLOP/s, MFU against the stated peak, with its 95 % interval),
+where the step goes, memory (static state against the rest of the peak), and cost per million
+samples / tokens when a price is given.
+
+Where the step goes is each cell's diagnosis' step split (result schema 10, schema 8-9's step
+model read as one: compute, data, waiting for peers, exposed transfer, rest, each a share with
+its 95 % interval, adding up to the step by construction), in the terminal's words; a part
+inside its noise reads "not measurable", never a negative time or a share above 100 %. Older
+results have only point figures (exposed communication, load imbalance): shown where they can be
+shares, in [0, 1], else "not measurable (older result, no interval)", and charted only where the
+three shares add up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from torchscale.contracts.flop_convention import MFU_CONVENTION
+from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
+from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
+from torchscale.interfaces.report.estimates import (
+    NOT_MEASURABLE_OLDER,
+    PLUS_MINUS_NOTE,
+    older_share,
+)
+from torchscale.interfaces.report.model import (
+    Block,
+    Chart,
+    Section,
+    Series,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    RankUnits,
+    by_reason,
+    col,
+    fmt,
+    integer,
+    mfu_text,
+    names,
+    records,
+)
+from torchscale.interfaces.report.sections.summary import NO_PRICE, priced_cells
+from torchscale.interfaces.report.sections.words import footnote, plain, term_column
+from torchscale.offline.analysis.numbers import finite
+
+# the parts of the step in plain words (headings and legends); their technical terms are
+# the tooltip and the footnote (sections.words)
+PART_LABELS = {name: plain(name) for name in PART_NAMES}
+INSIDE_NOISE = "parts not measurable above noise (together)"
+EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
+
+
+def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
+    units = ctx.units
+    rows, missing = [], []
+    for row in records(ctx.ok):
+        result = ctx.result(row)
+        compute = result.compute
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "gpus": integer(row["world_size"]),
+                "flops_per_step": finite(row["flops_per_step"]),
+                "tflops": finite(row["tflops_per_device"]),
+                "peak": finite(row["peak_tflops_per_device"]),
+                "basis": compute.peak_basis if compute else None,
+                "mfu": finite(row["mfu"]),
+                "mfu_low": finite(row["mfu_low"]),
+                "mfu_high": finite(row["mfu_high"]),
+                "mfu_text": mfu_text(row),
+                "measured_peak": compute.measured_peak_tflops_per_device if compute else None,
+                "mfu_measured": compute.mfu_measured if compute else None,
+            }
+        )
+        for metric, key in (("MFU", "mfu"), ("achieved TFLOP/s", "achieved_tflops")):
+            value = finite(row["mfu"]) if key == "mfu" else finite(row["tflops_per_device"])
+            if value is None:
+                reason = result.unavailable.get(key) or result.unavailable.get("flops")
+                missing.append((metric, ctx.label(row), reason or "not recorded in the result"))
+    columns = [
+        col("cell", "Cell"),
+        col("gpus", units.world, "int"),
+        col("flops_per_step", "FLOPs per step per rank", "float"),
+        col("tflops", "Achieved TFLOP/s per device", "float"),
+        col("peak", "Peak TFLOP/s used", "float"),
+        col("basis", "Peak basis"),
+        col("mfu_text", "MFU ±95 %"),
+    ]
+    note = (
+        "FLOPs counted by FlopCounterMode (forward + backward of one step); achieved = "
+        "FLOPs per step x steps/s over the timed windows; MFU = achieved / the peak dense "
+        "TFLOP/s of the device for the dtype that runs (the basis column says which), with "
+        f"{PLUS_MINUS_NOTE} (it scales with throughput; older results recorded none). "
+        + MFU_CONVENTION
+    )
+    if not any(r["mfu_measured"] is not None for r in rows):
+        for r in rows:  # no node measured by validate perf: the table as it always was
+            del r["measured_peak"], r["mfu_measured"]
+    else:
+        columns += [
+            col("measured_peak", "Measured peak TFLOP/s", "float"),
+            col("mfu_measured", "MFU vs measured peak", "ratio_pct"),
+        ]
+        note += (
+            "; MFU vs measured peak = achieved / the best matmul `torchscale validate --level "
+            "perf` measured on the cell's nodes (what the GPU can really do)"
+        )
+    table = Table(
+        id="efficiency-compute",
+        title="Compute: achieved TFLOP/s and MFU",
+        columns=columns,
+        rows=rows,
+        note=note,
+    )
+    items: dict[str, str] = {}
+    for metric in ("MFU", "achieved TFLOP/s"):
+        found = ((c, r) for m, c, r in missing if m == metric)
+        items.update(by_reason(found, metric, len(ctx.ok)))
+    return table, items
+
+
+def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dict[str, Any]:
+    """One cell's parts as its diagnosis holds them: the raw share and interval of each, and
+    the text the terminal prints for it (`diagnosis_text.share_text`)."""
+    out: dict[str, Any] = {
+        "cell": ctx.label(row),
+        "gpus": integer(row["world_size"]),
+        "step_s": model.step_s.value,
+        "step_text": seconds_text(model.step_s),
+        "basis": model.basis,
+        "source": model.source,
+    }
+    for part in model.parts:
+        out[f"{part.name}_share"] = part.share.value
+        out[f"{part.name}_share_low"] = part.share.low
+        out[f"{part.name}_share_high"] = part.share.high
+        out[f"{part.name}_s"] = part.seconds.value
+        out[f"{part.name}_text"] = share_text(part.share)
+    exposed = out.get("exposed_transfer_share")
+    out["_severity"] = "bad" if exposed is not None and exposed >= EXPOSED_BAD else "info"
+    return out
+
+
+def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
+    decided = (
+        [col("source", "Decided by")] if any(r["source"] != "phase timers" for r in rows) else []
+    )
+    return Table(
+        id="efficiency-step-model",
+        title="Where the step goes (each run's diagnosis, shares with 95 % intervals)",
+        columns=[
+            col("cell", "Cell"),
+            col("gpus", units.world, "int"),
+            col("step_text", "Step (mean)"),
+            *(term_column(f"{name}_text", name) for name in PART_NAMES),
+            *decided,
+        ],
+        rows=rows,
+        note="every step of every rank = compute (its own forward, backward and optimizer) + "
+        "data (waiting for its batch) + waiting for peers (for the slowest rank: load "
+        "imbalance) + exposed transfer (communication nothing hid: the smallest grad-sync wait "
+        "of any rank at that step) + rest (between the phases); means over ranks and steps, "
+        "so the five shares add up to the step; [low, high]: the 95 % interval of a block "
+        "bootstrap over the steps, as the terminal prints it; 'not measurable': the interval "
+        "reaches 0, the share could be none (its upper end in brackets). " + footnote(PART_NAMES),
+    )
+
+
+def _attribution_chart(rows: list[dict[str, Any]]) -> Chart | None:
+    """Stacked shares that add up to 1: the measurable parts, and the parts inside their noise
+    together as one bar segment (their sum is known even where each part is not)."""
+    x: list[float | int | str] = [r["cell"] for r in rows]
+    if not x:
+        return None
+    series = []
+    for name in PART_NAMES:
+        values = [r.get(f"{name}_share") for r in rows]
+        if any(v is not None for v in values):
+            series.append(Series(name=PART_LABELS[name], x=list(x), y=values))
+    noise = []
+    for r in rows:
+        known = sum(r.get(f"{name}_share") or 0.0 for name in PART_NAMES)
+        unknown = any(r.get(f"{name}_share") is None for name in PART_NAMES)
+        noise.append(max(0.0, 1.0 - known) if unknown else None)
+    if any(v is not None for v in noise):
+        series.append(Series(name=INSIDE_NOISE, x=list(x), y=noise))
+    return Chart(
+        id="efficiency-step-split",
+        title="Where the step goes",
+        kind="stacked_bar",
+        x_label="cell",
+        y_label="share of the step",
+        y_format="ratio_pct",
+        series=series,
+        note="the one model of the step: the five parts add up to the mean step by "
+        "construction, so every bar reaches 100 %; parts whose interval reaches 0 are drawn "
+        "together as one segment, their sum (each one's interval is in the table). "
+        + footnote(PART_NAMES),
+    )
+
+
+def _older_row(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
+    """A result without the step model (schema < 8): its point figures where they can be
+    shares of the step, "not measurable (older result, no interval)" where they cannot."""
+    comm = ctx.result(row).communication
+    share = older_share(finite(row["comm_overhead"]))
+    exposed_s = finite(comm.exposed_comm_s) if comm else None
+    if exposed_s is not None and (exposed_s < 0 or isinstance(share, str)):
+        exposed: float | str | None = NOT_MEASURABLE_OLDER
+    else:
+        exposed = exposed_s
+    return {
+        "cell": ctx.label(row),
+        "gpus": integer(row["world_size"]),
+        "step_s": finite(comm.step_time_s) if comm else finite(row["step_p50_s"]),
+        "slowest_s": finite(comm.slowest_compute_s) if comm else None,
+        "slowest_rank": comm.slowest_compute_rank if comm else None,
+        "exposed_s": exposed,
+        "comm_overhead": share,
+        "load_imbalance": older_share(finite(row["load_imbalance"])),
+        "sync_overhead": older_share(finite(row["sync_overhead"])),
+        "_severity": "bad" if isinstance(share, float) and share >= EXPOSED_BAD else "info",
+    }
+
+
+def _comm_rows(
+    ctx: Context,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """(rows of cells with the step model, rows of older multi-rank cells, unavailable)."""
+    modelled, older, missing = [], [], []
+    for row in records(ctx.ok):
+        result = ctx.result(row)
+        if result.diagnosis is not None:
+            modelled.append(_attribution_row(ctx, row, result.diagnosis))
+            continue
+        if (integer(row["world_size"]) or 0) < 2:
+            continue
+        older.append(_older_row(ctx, row))
+        if finite(row["comm_overhead"]) is None:
+            reason = result.unavailable.get("comm_overhead", "not measured for this cell")
+            missing.append((ctx.label(row), reason))
+    return modelled, older, by_reason(missing, "exposed communication")
+
+
+def _older_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
+    return Table(
+        id="efficiency-comm",
+        title="Communication and load imbalance (older results, point figures)",
+        columns=[
+            col("cell", "Cell"),
+            col("gpus", units.world, "int"),
+            col("step_s", "Step (T, median)", "seconds"),
+            col("slowest_s", "Slowest compute", "seconds"),
+            col("slowest_rank", "Slowest rank", "int"),
+            col("exposed_s", "Exposed comm", "seconds"),
+            col("comm_overhead", "Exposed comm share", "ratio_pct"),
+            col("load_imbalance", "Load imbalance", "ratio_pct"),
+            col("sync_overhead", "Sync overhead (pooled)", "ratio_pct"),
+        ],
+        rows=rows,
+        note="results written before schema 8: no interval; exposed communication = (T - "
+        "slowest rank's compute under no_sync) / T; load imbalance = mean over ranks of "
+        "(slowest compute - their compute) / T; sync overhead = 1 - pooled no_sync median / T "
+        "(the two together); a figure outside 0-100 % is noise no interval can tell apart "
+        "and reads 'not measurable'",
+    )
+
+
+def _older_chart(rows: list[dict[str, Any]]) -> tuple[Chart | None, list[str]]:
+    """The three point shares of older results, only where they add up (both in [0, 1] and
+    together at most 1); the cells left out."""
+    usable, left_out = [], []
+    for r in rows:
+        exposed, imbalance = r["comm_overhead"], r["load_imbalance"]
+        if exposed is None or imbalance is None:
+            continue  # not measured: the table says why
+        numbers = isinstance(exposed, float) and isinstance(imbalance, float)
+        if numbers and exposed + imbalance <= 1.0:
+            usable.append(r)
+        else:
+            left_out.append(r["cell"])
+    if not usable:
+        return None, left_out
+    x: list[float | int | str] = [r["cell"] for r in usable]
+    imbalance = [r["load_imbalance"] for r in usable]
+    exposed = [r["comm_overhead"] for r in usable]
+    compute = [1.0 - i - e for i, e in zip(imbalance, exposed, strict=True)]
+    note = (
+        "older results (no interval): per rank T = its compute + (slowest compute - its "
+        "compute) + (T - slowest compute); averaged over ranks the three shares add up to 1"
+    )
+    if left_out:
+        note += f"; left out, their shares do not add up: {names(left_out)}"
+    chart = Chart(
+        id="efficiency-step-split-older",
+        title="Where the synchronised step goes (older results)",
+        kind="stacked_bar",
+        x_label="cell",
+        y_label="share of the step",
+        y_format="ratio_pct",
+        series=[
+            Series(name="compute (mean over ranks)", x=list(x), y=compute),
+            Series(name="load imbalance (wait for the slowest rank)", x=list(x), y=imbalance),
+            Series(name="exposed communication", x=list(x), y=exposed),
+        ],
+        note=note,
+    )
+    return chart, left_out
+
+
+def _comm_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    """The step model's table and chart, and the older results' figures beside them."""
+    modelled, older, unavailable = _comm_rows(ctx)
+    blocks: list[Block] = []
+    if modelled:
+        blocks.append(_attribution_table(modelled, ctx.units))
+        chart = _attribution_chart(modelled)
+        if chart is not None:
+            blocks.append(chart)
+    if older:
+        blocks.append(_older_table(older, ctx.units))
+        older_chart, left_out = _older_chart(older)
+        if older_chart is not None:
+            blocks.append(older_chart)
+        elif left_out:
+            blocks.append(
+                Text(
+                    text="No chart of the step's split for "
+                    f"{names(left_out)}: {NOT_MEASURABLE_OLDER}; its shares do not add up.",
+                )
+            )
+    if not modelled and not older:
+        unavailable["exposed communication and load imbalance"] = (
+            "every cell ran on one rank: no gradient communication to expose"
+        )
+    return blocks, unavailable
+
+
+def _memory(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    units = ctx.units
+    rows, missing, with_peak = [], [], []
+    for row in records(ctx.ok):
+        result = ctx.result(row)
+        memory = result.memory
+        if memory is None:
+            missing.append(("memory", ctx.label(row), "not recorded in the result"))
+            continue
+        static = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_state_bytes
+        entry: dict[str, Any] = {
+            "cell": ctx.label(row),
+            "gpus": integer(row["world_size"]),
+            "parameters": result.parameters,
+            "parameter_bytes": memory.parameter_bytes,
+            "gradient_bytes": memory.gradient_bytes,
+            "optimizer_bytes": memory.optimizer_state_bytes,
+            "static_bytes": static,
+            "peak_allocated": memory.peak_allocated_bytes,
+            "non_static": memory.non_static_peak_bytes,
+            "peak_reserved": memory.peak_reserved_bytes,
+            "peak_rss": memory.peak_rss_bytes,
+        }
+        rows.append(entry)
+        if memory.peak_allocated_bytes is None:
+            reason = result.unavailable.get("peak_allocated", "not recorded in the result")
+            missing.append(("peak allocated and non-static memory", ctx.label(row), reason))
+        else:
+            with_peak.append(entry)
+    blocks: list[Block] = []
+    if rows:
+        blocks.append(
+            Table(
+                id="efficiency-memory",
+                title="Memory per rank",
+                columns=[
+                    col("cell", "Cell"),
+                    col("gpus", units.world, "int"),
+                    col("parameters", "Parameters", "int"),
+                    col("static_bytes", "Static (params + grads + optimizer)", "bytes"),
+                    col("parameter_bytes", "Parameter memory", "bytes"),
+                    col("gradient_bytes", "Gradient memory", "bytes"),
+                    col("optimizer_bytes", "Optimizer state", "bytes"),
+                    col("non_static", "Non-static peak (activations, buffers)", "bytes"),
+                    col("peak_allocated", "Peak allocated", "bytes"),
+                    col("peak_reserved", "Peak reserved", "bytes"),
+                    col("peak_rss", "Peak RSS (largest rank)", "bytes"),
+                ],
+                rows=rows,
+                note="static bytes are exact, from the tensors each rank holds (local shards "
+                "under FSDP); non-static peak = peak allocated - static (CUDA only): "
+                "activations plus gradient buckets (DDP) or unsharded parameters and "
+                "communication buffers (FSDP); peak RSS includes the interpreter and libraries",
+            )
+        )
+    if with_peak:
+        x: list[float | int | str] = [r["cell"] for r in with_peak]
+        blocks.append(
+            Chart(
+                id="efficiency-memory-split",
+                title="Peak memory: static state and the rest",
+                kind="stacked_bar",
+                x_label="cell",
+                y_label="bytes per rank",
+                y_format="bytes",
+                series=[
+                    Series(
+                        name="parameters", x=list(x), y=[r["parameter_bytes"] for r in with_peak]
+                    ),
+                    Series(name="gradients", x=list(x), y=[r["gradient_bytes"] for r in with_peak]),
+                    Series(
+                        name="optimizer state",
+                        x=list(x),
+                        y=[r["optimizer_bytes"] for r in with_peak],
+                    ),
+                    Series(
+                        name="non-static peak (activations, buffers)",
+                        x=list(x),
+                        y=[r["non_static"] for r in with_peak],
+                    ),
+                ],
+            )
+        )
+    items: dict[str, str] = {}
+    for metric in ("memory", "peak allocated and non-static memory"):
+        found = ((c, r) for m, c, r in missing if m == metric)
+        items.update(by_reason(found, metric, len(ctx.ok)))
+    return blocks, items
+
+
+def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
+    units = ctx.units
+    priced = priced_cells(ctx)
+    if priced is None:
+        return [], {"cost per million samples and tokens": NO_PRICE}
+    if priced.empty:
+        return [], {"cost per million samples and tokens": "no cell finished ok"}
+    rows = []
+    for row in records(priced):
+        rows.append(
+            {
+                "cell": ctx.label(row),
+                "gpus": integer(row["world_size"]),
+                "price": finite(row["price_per_gpu_hour"]),
+                "samples_per_s": finite(row["samples_per_s"]),
+                "tokens_per_s": finite(row["tokens_per_s"]),
+                "gpu_hours": finite(row["gpu_hours_per_m_samples"]),
+                "cost_samples": finite(row["cost_per_m_samples"]),
+                "cost_tokens": finite(row["cost_per_m_tokens"]),
+            }
+        )
+    prices = sorted(set(pd.Series(priced["price_per_gpu_hour"]).astype(float)))
+    columns = [
+        col("cell", "Cell"),
+        col("gpus", units.world, "int"),
+        col("samples_per_s", "Samples/s", "rate"),
+        col("gpu_hours", units.say("GPU-hours / M samples"), "float"),
+        col("cost_samples", "$ / M samples", "money"),
+    ]
+    if any(r["tokens_per_s"] is not None for r in rows):
+        columns[3:3] = [col("tokens_per_s", "Tokens/s", "rate")]
+        columns.append(col("cost_tokens", "$ / M tokens", "money"))
+    if len(prices) > 1:  # result sets at different prices (machines): each row says its own
+        columns[2:2] = [col("price", units.say("$ / GPU-hour"), "money")]
+        at = "at each result set's price per GPU-hour"
+    else:
+        at = f"at {fmt(prices[0], 'money')} per GPU-hour"
+    note = units.say(f"{at}; GPU-hours = GPUs x time (every GPU of the job is paid)")
+    if units.world == "Ranks":  # GPU and CPU cells in one report
+        note += "; a rank is a GPU on GPU cells and one process on CPU cells"
+    return [
+        Table(
+            id="efficiency-cost",
+            title="Cost per million samples and tokens",
+            columns=columns,
+            rows=rows,
+            note=note,
+        )
+    ], {}
+
+
+def build(ctx: Context) -> Section:
+    """Compute, communication split, memory and cost; Unavailable with reasons for the rest."""
+    blocks: list[Block] = []
+    unavailable: dict[str, str] = {}
+    if ctx.ok.empty:
+        unavailable["efficiency"] = ctx.nothing_measured()
+        return Section(id="efficiency", title="Efficiency", blocks=[Unavailable(items=unavailable)])
+    table, missing = _compute_table(ctx)
+    blocks.append(table)
+    unavailable.update(missing)
+    comm_blocks, missing = _comm_blocks(ctx)
+    blocks += comm_blocks
+    unavailable.update(missing)
+    memory_blocks, missing = _memory(ctx)
+    blocks += memory_blocks
+    unavailable.update(missing)
+    cost_blocks, missing = _cost(ctx)
+    blocks += cost_blocks
+    unavailable.update(missing)
+    if unavailable:
+        blocks.append(Unavailable(items=unavailable))
+    return Section(id="efficiency", title="Efficiency", blocks=blocks)

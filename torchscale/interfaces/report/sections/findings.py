@@ -1,0 +1,520 @@
+"""The report's findings, ranked by cost (share of the step). The report computes none of
+its own about where a run's step goes: they are the run's diagnosis' (torchscale/offline/analysis/
+diagnosis.py, `Diagnosis.findings`: ranked, each costing a part of the diagnosis' step split),
+the same findings in the same words as the terminal.
+
+- A profile's findings are its analysis' (the diagnosis' findings split by `--target`); its
+  result.json holds the same diagnosis, so the run gives one verdict, never the phase timers'
+  beside the traces'.
+- A sweep cell's findings are its result's diagnosis' (schema 10).
+- Added from other figures, which the diagnosis does not cover: per-rank compute slower than at
+  the smallest world size (`slowdown_finding`) and GPU clocks throttled during the windows
+  (`throttling_finding`); a straggler an injected delay made is marked artificial.
+- Every finding of a run carries its busy-machine caveat (`Diagnosis.caveat`), shown with it on
+  every surface.
+
+Results older than schema 10 stored no findings with their step model (the upgrade says so in
+`unavailable["diagnosis.findings"]`). For those only, the older derivation is kept as a
+fallback (`older_result_findings`): from the step model where the result has one (schema 8-9:
+a straggler only when the significance test names it, a share only when it is measurable above
+noise), else from the point figures (schema 7 and older, used only where they can be shares of
+the step, in [0, 1]), with the older thresholds below.
+
+Shared by the summary (top lines) and the bottlenecks section (all of them)."""
+
+from __future__ import annotations
+
+from torchscale.contracts.schema.cell_result import CellResult, Estimate, StepPart
+from torchscale.contracts.schema.cell_result import Finding as DiagnosisFinding
+from torchscale.interfaces.report.estimates import value_format, with_interval
+from torchscale.interfaces.report.model import Finding
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    ProfileRef,
+    cost_severity,
+    fmt,
+    integer,
+    ranks,
+    records,
+)
+from torchscale.offline.analysis.diagnosis import busy_caveat
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.trace.ranked_findings import MIN_COST_FRACTION
+
+GROUP = ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
+# the key the v9 -> v10 upgrade sets: the result stored no findings with its step model
+OLDER_FINDINGS = "diagnosis.findings"
+SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's (not in the diagnosis)
+# the older derivation's thresholds (results older than schema 10 only): below these shares of
+# the step a figure was noise or not worth a finding
+STRAGGLER_MIN = 0.05  # load imbalance: the other ranks' wait for the slowest
+EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
+DATA_WAIT_MIN = 0.10  # waiting for the next batch (input pipeline)
+
+
+def findings_stored(result: CellResult) -> bool:
+    """Whether the result holds its diagnosis' findings (schema 10, none found included);
+    older results stored none (`unavailable["diagnosis.findings"]`, or no diagnosis)."""
+    return result.diagnosis is not None and OLDER_FINDINGS not in result.unavailable
+
+
+def caveat_of(result: CellResult) -> str | None:
+    """The run's busy-machine caveat: its diagnosis' (schema 10); a result older than the
+    caveat gets the diagnosis' own sentence from its host telemetry (schema 8 and newer)."""
+    if result.diagnosis is not None and result.diagnosis.caveat:
+        return result.diagnosis.caveat
+    if findings_stored(result):
+        return None  # schema 10 decided: no caveat
+    return busy_caveat(result.telemetry)
+
+
+def no_finding_text(ctx: Context) -> str:
+    """What 'no finding' means for these runs: no diagnosis finding, no slowdown, no
+    throttling (and the older thresholds where older results are among them)."""
+    text = (
+        "no run's diagnosis found a cost of at least "
+        f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step above noise, no per-rank compute "
+        f"slowdown above {fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step and no throttled GPU"
+    )
+    older = [r for r in (ctx.result(row) for row in records(ctx.ok)) if not findings_stored(r)]
+    if older:
+        text += (
+            f"; results older than schema 10 ({len(older)}): no straggler wait above "
+            f"{fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication above "
+            f"{fmt(EXPOSED_COMM_MIN, 'ratio_pct')} or data wait above "
+            f"{fmt(DATA_WAIT_MIN, 'ratio_pct')} of the step"
+        )
+    return text
+
+
+def _injected_note(result: CellResult, rank: int | None) -> str | None:
+    for delay in result.injected_delays:
+        if rank is None or delay.rank == rank:
+            return (
+                f"artificial: --inject-delay made rank {delay.rank} sleep {delay.ms:g} ms in "
+                f"its {delay.phase} phase every step"
+            )
+    return None
+
+
+def diagnosis_finding(
+    item: DiagnosisFinding,
+    *,
+    source: str,
+    caveat: str | None,
+    injected: CellResult | None = None,
+    straggler_rank: int | None = None,
+) -> Finding:
+    """One of a diagnosis' findings as the report shows it: its own title, cost, evidence and
+    fix; the caveat as its own field (not repeated in the evidence); marked artificial when
+    an injected delay of `injected` makes the straggler."""
+    evidence = [line for line in item.evidence if line != caveat]
+    title, severity = item.title, cost_severity(item.cost_pct)
+    if injected is not None and item.category == "straggler":
+        note = _injected_note(injected, straggler_rank)
+        if note is not None:
+            evidence.insert(0, note)
+            severity = "info"
+            title = f"{title} (injected delay)"
+    return Finding(
+        title=title,
+        cost_pct=item.cost_pct,
+        source=source,
+        evidence=evidence,
+        recommendation=item.recommendation,
+        severity=severity,
+        caveat=caveat,
+    )
+
+
+def profile_findings(ref: ProfileRef) -> list[Finding]:
+    """A profile's findings as its analysis holds them (the diagnosis' findings for its
+    target), with its caveat, marked artificial when an injected delay makes the straggler."""
+    analysis, diagnosis = ref.entry.analysis, ref.diagnosis
+    verdict = diagnosis.straggler if diagnosis is not None else None
+    if verdict is not None and verdict.named:
+        rank = verdict.rank
+    else:
+        rank = analysis.straggler.rank if analysis.straggler else None
+    caveat = diagnosis.caveat if diagnosis is not None else None
+    if caveat is None and ref.entry.result is not None:
+        caveat = caveat_of(ref.entry.result)
+    return [
+        diagnosis_finding(
+            item, source=ref.label, caveat=caveat, injected=ref.entry.result, straggler_rank=rank
+        )
+        for item in analysis.findings
+    ]
+
+
+def cell_findings(result: CellResult, label: str) -> list[Finding]:
+    """A sweep cell's diagnosis' findings (schema 10), in its order."""
+    diagnosis = result.diagnosis
+    if diagnosis is None:
+        return []
+    verdict = diagnosis.straggler
+    rank = verdict.rank if verdict is not None and verdict.named else None
+    return [
+        diagnosis_finding(
+            item, source=label, caveat=diagnosis.caveat, injected=result, straggler_rank=rank
+        )
+        for item in diagnosis.findings
+    ]
+
+
+# ------------------------------------------------- older results (before schema 10) only
+
+DEVICE_AND_HOST_ADVICE = (
+    "its device and host: clocks and throttling on GPUs, other processes and core pinning "
+    "(OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank"
+)
+PHASE_ADVICE = {
+    "data": "its input pipeline: more DataLoader workers, pinned memory, faster storage",
+    "forward": DEVICE_AND_HOST_ADVICE,
+    "backward": DEVICE_AND_HOST_ADVICE,
+    "optimizer": "host-side work in its optimizer step (offload, non-fused optimizer) and its "
+    "device",
+}
+
+
+def part(result: CellResult, name: str) -> StepPart | None:
+    """A part of the result's step model (None without one)."""
+    if result.diagnosis is None:
+        return None
+    return next((p for p in result.diagnosis.parts if p.name == name), None)
+
+
+def measured_share(share: Estimate | None) -> float | None:
+    """A share's value when it is measurable above noise, else None."""
+    if share is None or not share.measurable:
+        return None
+    return finite(share.value)
+
+
+def _named_straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
+    """The straggler the significance test named (schema 8), or None: a rank that the test
+    does not name is never called a straggler, whatever its point gap."""
+    verdict = result.diagnosis.straggler if result.diagnosis else None
+    if verdict is None or not verdict.named or verdict.rank is None:
+        return None
+    rank = verdict.rank
+    title = f"{label}: rank {rank} is the straggler"
+    if verdict.phase:
+        title += f", slow in {verdict.phase}"
+    evidence = [verdict.summary]
+    waiting = part(result, "wait_for_peers")
+    pct = value_format("ratio_pct")
+    if waiting is not None:
+        evidence.append(
+            f"the other ranks wait for it {with_interval(waiting.share, pct)} of each step"
+        )
+    if verdict.phase and verdict.phase_gap_s is not None:
+        evidence.append(
+            f"its {verdict.phase} phase: "
+            f"{with_interval(verdict.phase_gap_s, value_format('seconds'))} longer than the "
+            "other ranks' at the same step"
+        )
+    evidence.append(f"test: {verdict.test}")
+    note = _injected_note(result, rank)
+    if note is not None:
+        evidence.insert(0, note)
+        title += " (injected delay)"
+    share = measured_share(waiting.share) if waiting is not None else None
+    cost = share * 100 if share is not None else None
+    advice = PHASE_ADVICE.get(verdict.phase or "", PHASE_ADVICE["backward"])
+    return Finding(
+        title=title,
+        cost_pct=cost,
+        source=source,
+        evidence=evidence,
+        recommendation=f"Check rank {rank}: {advice}.",
+        severity="info" if note else cost_severity(cost),
+    )
+
+
+def older_straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
+    """Results older than schema 10 only. The straggler: named by the significance test where
+    the result has the step model (schema 8-9); in older results the one the phase timers
+    found, when the others wait for it long enough (load imbalance >= STRAGGLER_MIN of the
+    step, and a share it can have)."""
+    if result.diagnosis is not None:
+        return _named_straggler_finding(result, label, source)
+    straggler, comm = result.straggler, result.communication
+    imbalance = finite(comm.load_imbalance) if comm else None
+    if straggler is None or imbalance is None or not STRAGGLER_MIN <= imbalance <= 1.0:
+        return None
+    rank = straggler.rank
+    title = f"{label}: rank {rank} is the straggler"
+    evidence = [
+        f"compute time ({straggler.basis}): rank {rank} {fmt(straggler.compute_s, 'seconds')} "
+        f"against {fmt(straggler.others_compute_s, 'seconds')} for the other ranks (median)"
+    ]
+    if straggler.phase is not None and straggler.gap_s is not None:
+        title += f", slow in {straggler.phase}"
+        evidence.append(
+            f"its {straggler.phase} phase takes {fmt(straggler.gap_s, 'seconds')} longer than "
+            "the other ranks' (phase timers, medians)"
+        )
+    waits = [
+        f"rank {r.rank} {fmt(r.phases.grad_sync_wait, 'seconds')}"
+        for r in result.ranks
+        if r.phases is not None and r.phases.grad_sync_wait is not None
+    ]
+    if waits:
+        evidence.append(f"grad-sync wait per step: {', '.join(waits)}")
+    evidence.append(f"the other ranks wait for it {fmt(imbalance, 'ratio_pct')} of each step")
+    note = _injected_note(result, rank)
+    if note is not None:
+        evidence.insert(0, note)
+        title += " (injected delay)"
+    advice = PHASE_ADVICE.get(straggler.phase or "", PHASE_ADVICE["backward"])
+    return Finding(
+        title=title,
+        cost_pct=imbalance * 100,
+        source=source,
+        evidence=evidence,
+        recommendation=f"Check rank {rank}: {advice}.",
+        severity="info" if note else cost_severity(imbalance * 100),
+    )
+
+
+def _exposed_transfer_finding(result: CellResult, label: str) -> Finding | None:
+    """Exposed transfer from the step model, when measurable and at least EXPOSED_COMM_MIN."""
+    transfer = part(result, "exposed_transfer")
+    share = measured_share(transfer.share) if transfer is not None else None
+    if transfer is None or share is None or share < EXPOSED_COMM_MIN:
+        return None
+    pct, seconds = value_format("ratio_pct"), value_format("seconds")
+    evidence = [
+        f"exposed transfer {with_interval(transfer.share, pct)} of the mean step: "
+        f"{with_interval(transfer.seconds, seconds)} per step in which communication runs "
+        "and nothing hides it (the smallest grad-sync wait of any rank at that step)"
+    ]
+    waiting = part(result, "wait_for_peers")
+    if waiting is not None:
+        evidence.append(f"waiting for peers {with_interval(waiting.share, pct)} of the step")
+    return _exposed_comm(result, label, share, evidence)
+
+
+def _exposed_comm(result: CellResult, label: str, share: float, evidence: list[str]) -> Finding:
+    return Finding(
+        title=f"{label}: exposed communication {fmt(share, 'ratio_pct')} of each step",
+        cost_pct=share * 100,
+        source=label,
+        evidence=evidence,
+        recommendation=_comm_advice(result),
+        severity=cost_severity(share * 100),
+    )
+
+
+def _comm_advice(result: CellResult) -> str:
+    network = (
+        "set GLOO_SOCKET_IFNAME to the fast interface"
+        if result.cell.backend == "gloo"
+        else "check the NCCL transport (NCCL_DEBUG=INFO: NVLink/IB, not sockets)"
+    )
+    return (
+        "Hide or shrink gradient communication: DDP bucket_cap_mb, gradient_as_bucket_view, "
+        f"gradient accumulation under no_sync(), a bf16 compression hook; {network}."
+    )
+
+
+def older_exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
+    """Results older than schema 10 only. Exposed communication: the step model's exposed
+    transfer (schema 8-9), or an older result's point figure when it is a share it can have."""
+    if result.diagnosis is not None:
+        return _exposed_transfer_finding(result, label)
+    comm = result.communication
+    share = finite(comm.comm_overhead) if comm else None
+    if comm is None or share is None or not EXPOSED_COMM_MIN <= share <= 1.0:
+        return None
+    evidence = [
+        f"median step {fmt(comm.step_time_s, 'seconds')}, slowest rank's compute "
+        f"{fmt(comm.slowest_compute_s, 'seconds')} (no_sync): "
+        f"{fmt(comm.exposed_comm_s, 'seconds')} of communication is not hidden",
+    ]
+    imbalance = finite(comm.load_imbalance)
+    if imbalance is not None and 0.0 <= imbalance <= 1.0:
+        evidence.append(f"load imbalance {fmt(imbalance, 'ratio_pct')} of the step")
+    evidence.append("older result: point figures, no interval")
+    return _exposed_comm(result, label, share, evidence)
+
+
+def older_data_wait_finding(result: CellResult, label: str) -> Finding | None:
+    """Results older than schema 10 only. The step waits for its batch: the DataLoader or the
+    storage under it is the bottleneck (never for synthetic data, made on the device once)."""
+    data = result.data
+    modelled = part(result, "data")
+    share = measured_share(modelled.share) if modelled else finite(data.share) if data else None
+    if data is None or data.source == "synthetic" or share is None:
+        return None
+    if not DATA_WAIT_MIN <= share <= 1.0:
+        return None
+    if modelled is not None:
+        pct, seconds = value_format("ratio_pct"), value_format("seconds")
+        evidence = [
+            f"{data.source} data: ranks wait {with_interval(modelled.seconds, seconds)} per step "
+            f"for their batch, {with_interval(modelled.share, pct)} of the mean step",
+        ]
+    else:
+        evidence = [
+            f"{data.source} data: the slowest rank waits {fmt(data.wait_s, 'seconds')} per "
+            f"step for its batch ({fmt(share, 'ratio_pct')} of the median step)",
+        ]
+    if data.read_bytes_per_s is not None:
+        evidence.append(f"read {data.read_bytes_per_s / 1e6:.1f} MB/s over the measured windows")
+    workers = f"{data.num_workers} worker(s)" if data.num_workers is not None else "the workers"
+    return Finding(
+        title=f"{label}: input pipeline waits {fmt(share, 'ratio_pct')} of each step",
+        cost_pct=share * 100,
+        source=label,
+        evidence=evidence,
+        recommendation=f"Feed the GPUs faster: more DataLoader workers than {workers}, "
+        "pin_memory with non-blocking copies, a larger prefetch_factor, faster or local "
+        "storage (copy the dataset to NVMe), or decode and augment on the GPU.",
+        severity=cost_severity(share * 100),
+    )
+
+
+def slowdown_finding(
+    result: CellResult, label: str, base: CellResult, base_label: str
+) -> Finding | None:
+    """Each rank computes slower than the same batch per GPU did at the smallest world size:
+    ranks compete for something (cores, memory bandwidth, clocks)."""
+    comm, cell = result.communication, result.cell
+    slowest = finite(comm.slowest_compute_s) if comm else None
+    step = finite(comm.step_time_s) if comm else None
+    if base.cell.world_size == 1:
+        before = finite(base.step_time.p50) if base.step_time else None
+    else:
+        before = finite(base.communication.slowest_compute_s) if base.communication else None
+    if slowest is None or step is None or before is None or step <= 0 or before <= 0:
+        return None
+    share = (slowest - before) / step
+    if share < SLOWDOWN_MIN:
+        return None
+    device_advice = (
+        "on CPU, give each rank its own cores (OMP_NUM_THREADS x ranks per host <= cores, "
+        "pinning with taskset/numactl)"
+        if cell.device == "cpu"
+        else "check clocks and throttling, and host contention (data-loading threads, NUMA "
+        "binding, PCIe sharing)"
+    )
+    return Finding(
+        title=f"{label}: each rank computes {slowest / before:.2f}x slower than at "
+        f"{ranks(base.cell.world_size, base.cell.device)}",
+        cost_pct=share * 100,
+        source=label,
+        evidence=[
+            f"slowest rank's compute (no_sync) {fmt(slowest, 'seconds')} against "
+            f"{fmt(before, 'seconds')} for {base_label}, with the same {cell.batch_size} "
+            f"samples per {'GPU' if cell.device == 'cuda' else 'rank'}",
+            f"the difference is {fmt(share, 'ratio_pct')} of the {fmt(step, 'seconds')} step",
+        ],
+        recommendation=f"Ranks compete for a shared resource: {device_advice}.",
+        severity=cost_severity(share * 100),
+    )
+
+
+def throttling_finding(result: CellResult, label: str) -> Finding | None:
+    """GPU clocks held down by power, heat or hardware during the measured windows (the
+    telemetry's clocks-event reasons). No cost: the share of samples throttled is not a share
+    of the step."""
+    telemetry = result.telemetry
+    if telemetry is None or not telemetry.throttled:
+        return None
+    evidence = []
+    for rank in telemetry.ranks:
+        if not rank.throttle_reasons:
+            continue
+        line = (
+            f"rank {rank.rank} ({rank.gpu_name or rank.device}): "
+            f"{', '.join(rank.throttle_reasons)} set in "
+            f"{fmt(rank.throttled_fraction, 'ratio_pct')} of {rank.samples} samples"
+        )
+        if rank.sm_clock_mhz is not None:
+            line += f"; SM clock mean {rank.sm_clock_mhz.mean:.0f} MHz"
+        if rank.temperature_c is not None:
+            line += f", up to {rank.temperature_c.max:.0f} C"
+        if rank.power_w is not None:
+            line += f", power mean {rank.power_w.mean:.0f} W"
+        evidence.append(line)
+    evidence.append(
+        f"sampled every {telemetry.interval_ms} ms over {telemetry.windows} measured window(s)"
+    )
+    return Finding(
+        title=f"{label}: GPU clocks throttled ({', '.join(telemetry.throttle_reasons)})",
+        cost_pct=None,
+        source=label,
+        evidence=evidence,
+        recommendation="The figures were measured below full clocks. Thermal reasons point at "
+        "cooling or airflow, SwPowerCap at the power limit (`nvidia-smi -q -d "
+        "PERFORMANCE,POWER,TEMPERATURE`); in a multi-GPU cell a throttled GPU becomes the "
+        "straggler every rank waits for.",
+        severity="warn",
+    )
+
+
+def _weak_bases(ctx: Context) -> dict[tuple[object, ...], CellResult]:
+    """(experiment, model, batch, precision, strategy, device) -> the ok cell at the smallest
+    world size of that group."""
+    bases: dict[tuple[object, ...], CellResult] = {}
+    ok = ctx.ok.sort_values(["world_size", "cell_id"], kind="stable")
+    for row in records(ok):
+        bases.setdefault(_group(row), ctx.result(row))
+    return bases
+
+
+def _group(row: dict[str, object]) -> tuple[object, ...]:
+    return tuple(row[c] for c in GROUP)
+
+
+def rank_findings(findings: list[Finding]) -> list[Finding]:
+    """Highest cost first; findings without a cost last; ties by title."""
+    return sorted(
+        findings, key=lambda f: (f.cost_pct is None, -(f.cost_pct or 0.0), f.title, f.source)
+    )
+
+
+def older_result_findings(result: CellResult, label: str) -> list[Finding]:
+    """The fallback for a result older than schema 10, which stored no findings with its step
+    model: the older derivation (data wait; with two ranks or more the straggler and exposed
+    communication), from its step model (schema 8-9) or its point figures (7 and older)."""
+    found = [older_data_wait_finding(result, label)]
+    if result.cell.world_size >= 2:
+        found += [
+            older_straggler_finding(result, label, label),
+            older_exposed_comm_finding(result, label),
+        ]
+    return [f for f in found if f is not None]
+
+
+def _with_caveat(findings: list[Finding], caveat: str | None) -> list[Finding]:
+    if caveat is None:
+        return findings
+    return [f if f.caveat else f.model_copy(update={"caveat": caveat}) for f in findings]
+
+
+def collect_findings(ctx: Context) -> list[Finding]:
+    """Every run's findings, ranked by cost: each profile's (its diagnosis', one verdict per
+    run: the profile's result.json is not read for a second one), each ok sweep cell's
+    diagnosis' (older results: `older_result_findings`), and per cell what the diagnosis does
+    not cover (throttling, a slowdown against the smallest world size)."""
+    findings: list[Finding] = []
+    for ref in ctx.profiles:
+        findings += profile_findings(ref)
+    bases = _weak_bases(ctx)
+    for row in records(ctx.ok):
+        result, label = ctx.result(row), ctx.label(row)
+        found = [throttling_finding(result, label)]
+        if findings_stored(result):
+            found += cell_findings(result, label)
+        else:
+            found += older_result_findings(result, label)
+        if (integer(row["world_size"]) or 0) >= 2:
+            base = bases.get(_group(row))
+            if base is not None and base.cell.world_size < result.cell.world_size:
+                base_label = ctx.result_label(str(row["experiment"]), base)
+                found.append(slowdown_finding(result, label, base, base_label))
+        findings += _with_caveat([f for f in found if f is not None], caveat_of(result))
+    return rank_findings(findings)

@@ -1,0 +1,478 @@
+"""The report's header, for a stakeholder who reads ten seconds: the decision first (issue 40),
+then the hardware, the dates the runs started and the configs' description.
+
+The headline sentence says whether the numbers can be used and, if not, why and what to do
+("These numbers cannot be used: 1.4-1.8 of 2 cores taken by other processes in every cell:
+rerun on an idle node.", `usability`). Under it, the `Decision`: one plain line per model over
+every configuration it ran ("tiny-gpt2 scales to 2 CPU ranks linearly within noise with batch
+16 and at 74-84 % of linear with batch 32"), the best configuration only where it leads the
+next beyond noise (`best`), the verdict against a baseline, and what to fix or buy, the host
+first where the host spoiled the numbers. A source without a sweep gets its runs' own verdict
+(`run_verdicts`: a profiled run's diagnosis, a comm run's bandwidth).
+
+Every figure is one the report already holds, one value per quantity: an efficiency as its 95 %
+interval, "linearly within noise" where the interval holds 100 %, "not measurably" where nothing
+can tell; CPU ranks are "CPU ranks", never "GPUs"."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.report.estimates import efficiency_kind
+from torchscale.interfaces.report.model import Decision, Severity, Text
+from torchscale.interfaces.report.sections.baseline import largest_change_items, unconfirmed
+from torchscale.interfaces.report.sections.best import (
+    NO_CLEAR_BEST,
+    Pick,
+    by_cost,
+    by_throughput,
+    lead_text,
+)
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    efficiency_severity,
+    fmt,
+    integer,
+    plural,
+    ranks,
+    records,
+    throughput_text,
+)
+from torchscale.interfaces.report.sections.run_verdicts import (
+    ordered_profiles,
+    profile_lines,
+    run_verdict,
+)
+from torchscale.interfaces.report.sections.summary import pooled_priced, weak_scaling
+from torchscale.interfaces.report.sections.usability import judge
+from torchscale.interfaces.report.sections.usable import Usability
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
+
+MAX_MODEL_LINES = 6  # one line per model; more are counted (the summary's table lists all)
+MAX_GROUPS = 4  # configurations named in a model's line; beyond, the lowest and highest
+MAX_PROFILE_LINES = 2  # profiled runs named under a sweep's models
+MAX_ACTIONS = 4
+TOO_WIDE = 1.0  # an efficiency interval wider than 100 points tells nothing: "not measurably"
+MAX_DESCRIPTION = 300  # characters of the configs' description in the header
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_VENDOR_PREFIX = re.compile(r"^NVIDIA\s+", re.IGNORECASE)
+
+
+# ---------------------------------------------------------------- hardware, dates, description
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one result says about the machine it ran on."""
+
+    device: str
+    world_size: int
+    nodes: int
+    environment: dict[str, Any]
+
+
+def _runs(ctx: Context) -> list[_Run]:
+    """Every result with its device and size: the ok cells first (what the figures are of),
+    else any cell, else the profiled runs and comm runs. A result that recorded no
+    environment (older ones) takes its experiment's env.json."""
+    hosts = {
+        s.name: s.experiment.environment
+        for s in ctx.sources.experiments
+        if s.experiment is not None
+    }
+    cells = [(row, ctx.result(row)) for row in records(ctx.cells)]
+    ok = [pair for pair in cells if pair[0]["status"] == "ok"] or cells
+    runs = [
+        _Run(
+            str(r.cell.device),
+            r.cell.world_size,
+            r.cell.nodes or 1,
+            r.environment or hosts.get(str(row["experiment"])) or {},
+        )
+        for row, r in ok
+    ]
+    if runs:
+        return runs
+    for source in ctx.sources.experiments:
+        results: list[CellResult] = [p.result for p in source.profiles if p.result is not None]
+        runs += [
+            _Run(str(r.cell.device), r.cell.world_size, r.cell.nodes or 1, r.environment)
+            for r in results
+        ]
+        for comm in source.comm:
+            environment = dict(comm.environment)
+            if comm.device_name:
+                environment["device_name"] = comm.device_name
+            runs.append(_Run(comm.device, comm.world_size, comm.nodes, environment))
+    return runs
+
+
+def gpu_name(environment: dict[str, Any]) -> str | None:
+    """The GPU a rank ran on ('H100 80GB HBM3'; NVIDIA's prefix dropped, the rest as the
+    driver names it), or None when not recorded."""
+    name = environment.get("device_name")
+    if not name:
+        gpus = environment.get("gpus")
+        name = gpus[0] if isinstance(gpus, list) and gpus else None
+    if not name:
+        return None
+    return _VENDOR_PREFIX.sub("", str(name)).strip() or None
+
+
+def _cpu_name(environment: dict[str, Any]) -> str:
+    model = str(environment.get("cpu_model") or "CPU model not recorded")
+    cores = integer(environment.get("usable_cores") or environment.get("cpu_count"))
+    return f"{model}, {plural(cores, 'core')}" if cores else model
+
+
+def describe_hardware(runs: Iterable[_Run]) -> str | None:
+    """'8 x H100 80GB HBM3', '16 x H100 80GB HBM3 on 2 nodes', 'a CPU-only host (Intel Xeon,
+    16 cores)': the most GPUs of each kind one run used (a run is what the figures are of),
+    and the CPU for CPU runs. None when no result recorded anything."""
+    gpus: Counter[str] = Counter()
+    gpu_nodes = 1
+    cpus: dict[str, int] = {}
+    for run in runs:
+        if run.device == "cpu":
+            name = _cpu_name(run.environment)
+            cpus[name] = max(cpus.get(name, 1), run.nodes)
+            continue
+        name = gpu_name(run.environment) or f"{run.device} devices (model not recorded)"
+        gpus[name] = max(gpus[name], run.world_size)
+        gpu_nodes = max(gpu_nodes, run.nodes)
+    parts = [f"{count} x {name}" for name, count in gpus.items()]
+    if parts and gpu_nodes > 1:
+        parts[-1] += f" on {gpu_nodes} nodes"
+    for name, nodes in cpus.items():
+        parts.append(
+            f"{nodes} CPU-only hosts ({name})" if nodes > 1 else f"a CPU-only host ({name})"
+        )
+    return " and ".join(parts) or None
+
+
+def hardware(ctx: Context) -> str | None:
+    """What the report's figures ran on, in words (see `describe_hardware`)."""
+    return describe_hardware(_runs(ctx))
+
+
+def measured_dates(ctx: Context) -> str | None:
+    """'2026-11-20' or '2026-11-20 to 2026-11-22': the UTC dates the runs started (None when
+    no result recorded when)."""
+    stamps: list[str | None] = [ctx.result(row).started_at for row in records(ctx.cells)]
+    for source in ctx.sources.experiments:
+        stamps += [p.result.started_at for p in source.profiles if p.result is not None]
+    dates = sorted({s[:10] for s in stamps if s and _DATE.match(s)})
+    if not dates:
+        return None
+    return dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+
+
+def description(ctx: Context) -> str | None:
+    """The configs' `description:` (each different one once), on one line, cut to
+    MAX_DESCRIPTION characters."""
+    found = []
+    for source in ctx.sources.experiments:
+        config = source.experiment.config if source.experiment is not None else {}
+        text = " ".join(str(config.get("description") or "").split())
+        if text and text not in found:
+            found.append(text)
+    joined = "; ".join(found)
+    if len(joined) > MAX_DESCRIPTION:
+        joined = joined[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    return joined or None
+
+
+# ---------------------------------------------------------------- the verdict
+
+
+def efficiency_phrase(efficiency: float | None, low: float | None, high: float | None) -> str:
+    """How one configuration scales, in a few words: '74-84 % of linear', 'linear within
+    noise', 'super-linear (110-130 %: check for cache effects)', '90.0 % of linear (one
+    repeat)', 'not measurable (above linear on one repeat)', and 'not measurable (23-426 % of
+    linear)' where the interval is wider than linear itself (TOO_WIDE): such a range says
+    nothing about how the model scales."""
+    kind = efficiency_kind(efficiency, low, high)
+    if efficiency is None:
+        return "not measurable"
+    if low is not None and high is not None and high - low > TOO_WIDE:
+        return f"not measurable ({pct_range(low, high)} of linear)"
+    if kind == "above linear":
+        return "not measurable (above linear on one repeat)"
+    if kind == "linear within noise":
+        return "linear within noise"
+    if low is None or high is None:
+        return f"{fmt(efficiency, 'ratio_pct')} of linear (one repeat)"
+    if kind == "super-linear":
+        return f"super-linear ({pct_range(low, high)}: check for cache effects)"
+    return f"{pct_range(low, high)} of linear"
+
+
+def _span(row: dict[str, Any]) -> str:
+    """'from 1 to 2 CPU ranks', 'to 8 GPUs' (from one rank: its base is plain)."""
+    base = integer(row["base_world_size"])
+    to = ranks(row["world_size"], row["device"])
+    return f"from {base} to {to}" if base and base > 1 else f"to {to}"
+
+
+def _group_names(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
+    """What tells a model's configurations apart, plainly: 'batch 16' where only the batch
+    differs, else the group's name ('b16 fp32 ddp')."""
+    keys = ("precision", "strategy", "device", "experiment")
+    alike = all(len({str(r.get(k)) for r in rows}) == 1 for k in keys)
+    if alike:
+        return [f"batch {integer(r['batch_size'])}" for r in rows]
+    return [ctx.group_name(r) for r in rows]
+
+
+def _largest_per_group(scaled: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each configuration's row at its largest world size (the fastest there), batch order.
+    Over plain rows: a 500-cell sweep has a hundred groups."""
+    best: dict[Any, dict[str, Any]] = {}
+    for row in records(scaled):
+        key = (finite(row["world_size"]) or 0.0, finite(row["samples_per_s"]) or 0.0)
+        held = best.get(row["group"])
+        if held is None or key > (
+            finite(held["world_size"]) or 0.0,
+            finite(held["samples_per_s"]) or 0.0,
+        ):
+            best[row["group"]] = row
+    return sorted(best.values(), key=lambda r: (integer(r["batch_size"]) or 0, str(r["group"])))
+
+
+def _scaling_line(ctx: Context, model: str, rows: list[dict[str, Any]]) -> str:
+    """'tiny-gpt2, scaling to 2 CPU ranks: linear within noise with batch 16, 74-84 % of
+    linear with batch 32': every configuration of the model at its largest world size; beyond
+    MAX_GROUPS the lowest and the highest, with the count."""
+    groups = _group_names(ctx, rows)
+    spans = {_span(r) for r in rows}
+    shared = spans.pop() if len(spans) == 1 else None
+    phrases = [
+        efficiency_phrase(
+            finite(r["efficiency"]), finite(r["efficiency_low"]), finite(r["efficiency_high"])
+        )
+        + (f" with {g}" if shared else f" {_span(r)} with {g}")
+        for g, r in zip(groups, rows, strict=True)
+    ]
+    lead = f"{model}, scaling {shared}" if shared else f"{model}, scaling"
+    if len(rows) <= MAX_GROUPS:
+        return f"{lead}: {', '.join(phrases)}"
+    order = sorted(range(len(rows)), key=lambda i: finite(rows[i]["efficiency"]) or 0.0)
+    low, high = phrases[order[0]], phrases[order[-1]]
+    return f"{lead} over {len(rows)} configurations: from {low} to {high}"
+
+
+def _single_size_line(ctx: Context, model: str) -> str:
+    """A model measured at one world size: its best throughput, of how many configurations."""
+    pooled = ctx.pooled
+    measured = pooled[
+        (pooled["model_label"] == model) & pd.to_numeric(pooled["samples_per_s"]).notna()
+    ]
+    best = dict(measured.loc[pd.to_numeric(measured["samples_per_s"]).idxmax()])
+    where = ranks(best["world_size"], best["device"])
+    runs = finite(best.get(RUN_COLUMN)) or 1
+    median = f" (median of {int(runs)} runs)" if runs > 1 else ""
+    of = f", the fastest of {len(measured)} configurations" if len(measured) > 1 else ""
+    config = f" with {ctx.label(best, model=False)}" if len(measured) > 1 else ""
+    return f"{model} reaches {throughput_text(best)} samples/s{median} on {where}{config}{of}"
+
+
+def _cheapest(ctx: Context, pick: Pick | None) -> str:
+    """'; cheapest $0.06 per M tokens (b8 x2 fp32 ddp)', ' at $0.41 per M tokens' where one
+    configuration was priced, '' without a price."""
+    if pick is None:
+        return ""
+    row = pick.row
+    tokens = finite(row.get("cost_per_m_tokens"))
+    money = (
+        f"{fmt(tokens, 'money')} per M tokens"
+        if tokens is not None
+        else f"{fmt(finite(row.get('cost_per_m_samples')), 'money')} per M samples"
+    )
+    if pick.runner_up is None:  # one priced configuration: its cost, nothing to compare
+        return f" at {money}"
+    return f"; cheapest {money} ({ctx.label(row, model=False)})"
+
+
+def _model_line(
+    ctx: Context, model: str, weak: pd.DataFrame, priced: pd.DataFrame | None, usable: bool
+) -> Text:
+    """One plain line per model over every configuration it ran (issue 40: never one batch
+    size standing for the model)."""
+    scaled = weak[(weak["model_label"] == model) & (weak["world_size"] > weak["base_world_size"])]
+    cost = _cheapest(ctx, by_cost(priced, model))
+    if scaled.empty:
+        return Text(text=_single_size_line(ctx, model) + cost, severity="info")
+    rows = _largest_per_group(scaled)
+    severity: Severity = "info"
+    if usable:
+        severity = _worst(
+            efficiency_severity(
+                finite(r["efficiency"]), finite(r["efficiency_low"]), finite(r["efficiency_high"])
+            )
+            for r in rows
+        )
+    return Text(text=_scaling_line(ctx, model, rows) + cost, severity=severity)
+
+
+def _model_lines(ctx: Context, priced: pd.DataFrame | None, usable: bool) -> list[Text]:
+    measured = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
+    models = sorted(set(measured["model_label"].astype(str)))
+    weak = weak_scaling(ctx)
+    lines = [_model_line(ctx, m, weak, priced, usable) for m in models[:MAX_MODEL_LINES]]
+    if len(models) > MAX_MODEL_LINES:
+        more = plural(len(models) - MAX_MODEL_LINES, "more model")
+        lines.append(Text(text=f"{more} in the summary's table", severity="info"))
+    return lines
+
+
+def _best_line(ctx: Context, priced: pd.DataFrame | None, usable: Usability) -> Text | None:
+    """'Best configuration by cost: tiny-gpt2 b32 x2 fp32 ddp (b16 x2 fp32 ddp costs +35 %
+    [+20, +52] more per sample); tiny-mlp: no clear best (within noise: ...)'. A best is named
+    only where it leads the next beyond noise, and none where the numbers cannot be used."""
+    measured = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
+    models = sorted(set(measured["model_label"].astype(str)))[:MAX_MODEL_LINES]
+    if not models:
+        return None
+    if usable.usable == "no":
+        return Text(text="Best configuration: none named (these numbers cannot be used).")
+    by = "cost" if priced is not None else "throughput"
+    picks = [
+        (by_cost(priced, m) if priced is not None else None) or by_throughput(ctx, m)
+        for m in models
+    ]
+    parts = []
+    for pick in picks:
+        if pick is None:
+            continue
+        config = ctx.label(pick.row)
+        other = ctx.label(pick.runner_up) if pick.runner_up is not None else None
+        how = lead_text(pick, other)
+        if pick.runner_up is None or pick.clear:
+            parts.append(f"{config} ({how})")
+        else:
+            parts.append(f"{pick.model}: {NO_CLEAR_BEST}: {config} is {how}")
+    clear = all(p is not None and p.clear for p in picks)
+    return Text(
+        text=f"Best configuration by {by}: {'; '.join(parts)}.",
+        severity="good" if clear else "info",
+    )
+
+
+def _baseline_line(ctx: Context) -> Text | None:
+    if ctx.comparison is None:
+        return None
+    against = ", ".join(s.name for s in ctx.baseline.experiments) if ctx.baseline else ""
+    largest = largest_change_items(ctx, ctx.comparison, 1)
+    phrase, severity = baseline_phrase(ctx.comparison, against, largest[0] if largest else None)
+    return Text(text=phrase[:1].upper() + phrase[1:] + ".", severity=severity)
+
+
+def _actions(ctx: Context, usable: Usability) -> list[Text]:
+    """What to fix or buy, most urgent first: the host or the repeats where they spoiled the
+    numbers, the failed cells, the regressions, then (only where the numbers can be used)
+    the costliest bottleneck's recommendation."""
+    said = [*usable.actions]
+    if ctx.comparison is not None and ctx.comparison.regressions:
+        said.append(
+            f"look into the {plural(ctx.comparison.regressions, 'regression')} against the "
+            "baseline (see Baseline)"
+        )
+    if not usable.host_first and usable.usable in ("yes", "with care") and ctx.findings:
+        top = ctx.findings[0]
+        cost = f" ({fmt(top.cost_pct, 'pct')} of the step)" if top.cost_pct is not None else ""
+        fix = f": {top.recommendation}" if top.recommendation else ""
+        said.append(f"{top.title}{cost}{fix}")
+    severity: Severity = "bad" if usable.usable == "no" else "warn"
+    texts = [
+        Text(text=_capital(a) + ("" if a.endswith(".") else "."), severity=severity)
+        for a in dict.fromkeys(said)
+    ]
+    return texts[:MAX_ACTIONS]
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def pct_range(low: float, high: float) -> str:
+    """'92-96 %': an interval of ratios in whole percent, with one decimal where whole percent
+    would print the two ends alike."""
+    lo, hi = f"{low * 100:.0f}", f"{high * 100:.0f}"
+    if lo == hi or high - low < 0.02:
+        lo, hi = f"{low * 100:.1f}", f"{high * 100:.1f}"
+    return f"{lo}-{hi} %"
+
+
+def baseline_phrase(
+    comparison: Comparison, against: str, largest: str | None = None
+) -> tuple[str, Severity]:
+    """'2 regressions against X', 'no regression against X in 12 judged cells (3 not
+    judged)', or 'none of 3 matched cells could be judged against X': "no regression" only
+    where the rule judged something (nothing judged is no pass); each with the largest change,
+    judged or not (`largest`: 'tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33], not judged: 2
+    repeats a side')."""
+    matched, judged = len(comparison.pairs), comparison.judged
+    tail = f"; largest change: {largest}" if largest else ""
+    if comparison.regressions:
+        return (
+            f"{plural(comparison.regressions, 'regression')} against {against}"
+            + (f" ({tail[2:]})" if tail else ""),
+            "bad",
+        )
+    if not matched:
+        return f"no cell matched {against}", "warn"
+    if not judged:
+        return (
+            f"none of {plural(matched, 'matched cell')} could be judged against {against}"
+            + (f" ({tail[2:]})" if tail else ""),
+            "warn",
+        )
+    notes = [f"{matched - judged} not judged"] if matched > judged else []
+    notes += [tail[2:]] if tail else []
+    said = f" ({'; '.join(notes)})" if notes else ""
+    hidden = unconfirmed(comparison)
+    severity: Severity = "warn" if matched > judged or hidden else "good"
+    return f"no regression against {against} in {plural(judged, 'judged cell')}{said}", severity
+
+
+_ORDER: dict[Severity, int] = {"good": 0, "info": 1, "warn": 2, "bad": 3}
+
+
+def _worst(severities: Iterable[Severity]) -> Severity:
+    """The worst severity that says something ('info' is neutral: it only stands alone)."""
+    said = [s for s in severities if s != "info"]
+    return max(said, key=lambda s: _ORDER[s], default="info")
+
+
+def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
+    """The headline sentence and the decision under it (see the module docstring); a
+    profile-only or comm-only source gets its own (`run_verdicts`); (None, None) when the
+    sources hold nothing to judge."""
+    if not len(ctx.cells) and not ctx.unreadable:
+        return run_verdict(ctx)
+    usable = ctx.usability if ctx.usability is not None else judge(ctx)
+    headline = Text(text=usable.sentence(), severity=usable.severity)
+    priced = pooled_priced(ctx)
+    measured = usable.usable != "nothing to judge"
+    decision = Decision(
+        usable=usable.usable,
+        models=_model_lines(ctx, priced, usable.usable != "no") if measured else [],
+        best=_best_line(ctx, priced, usable) if measured else None,
+        baseline=_baseline_line(ctx),
+        actions=_actions(ctx, usable),
+    )
+    diagnosed = [
+        t
+        for t, ref in zip(profile_lines(ctx), ordered_profiles(ctx), strict=True)
+        if ref.diagnosis is not None
+    ]
+    decision.models.extend(diagnosed[:MAX_PROFILE_LINES])
+    return headline, decision

@@ -1,0 +1,196 @@
+"""The verdict of a report without a benchmark sweep (issue 40): a profile-only report leads with
+its profiled run's diagnosis, a comm-only report with its bandwidth, never with "no benchmark
+sweep" nor a sweep's "no cell finished ok".
+
+A profiled run's words are the diagnosis' own, as the terminal prints them
+(report/diagnosis_text.py): the one `Diagnosis` stored with the run, rendered, never a rival
+figure computed here. An analysis older than the diagnosis (profile analysis schema 1-2) has
+none: its line says so beside the figure that analysis stored."""
+
+from __future__ import annotations
+
+from torchscale.interfaces.report.diagnosis_text import (
+    split_text,
+    straggler_text,
+    sync_stall_text,
+    whatif_text,
+)
+from torchscale.interfaces.report.model import Decision, Severity, Text, Usable
+from torchscale.interfaces.report.sections.collectives import run_label
+from torchscale.interfaces.report.sections.context import Context, ProfileRef, fmt, plural
+from torchscale.orchestration.comm.comm_result import CommResult
+
+MAX_RUN_LINES = 6
+RERUN_PROFILE = "rerun the profile on an idle node before acting on its findings"
+
+
+def _named(ref: ProfileRef) -> bool:
+    diagnosis = ref.diagnosis
+    return bool(diagnosis and diagnosis.straggler and diagnosis.straggler.named)
+
+
+def ordered_profiles(ctx: Context) -> list[ProfileRef]:
+    """Profiled runs whose diagnosis names a straggler first, then the others, in read order."""
+    return sorted(ctx.profiles, key=lambda ref: not _named(ref))
+
+
+def verdict_text(ref: ProfileRef) -> str:
+    """'tiny-mlp b8 x2 fp32 ddp (profiled run): Straggler: rank 1 backward +20.1 ms [19.8,
+    20.4]/step, p = 0.00098': the diagnosis' straggler line (its step split on one rank),
+    with its caveat; for an analysis older than the diagnosis, why there is none."""
+    diagnosis = ref.diagnosis
+    if diagnosis is None:
+        analysis = ref.entry.analysis
+        older = f" (analysed before the diagnosis existed: schema {analysis.schema_version})"
+        if analysis.findings:
+            top = analysis.findings[0]
+            return f"{ref.label}: {top.title} ({fmt(top.cost_pct, 'pct')} of the step){older}"
+        stall = analysis.sync_stall_pct
+        if stall is not None:
+            return f"{ref.label}: sync stall {fmt(stall, 'pct')} of the step{older}"
+        return f"{ref.label}: no bottleneck stored{older}"
+    main = (
+        straggler_text(diagnosis.straggler, diagnosis.ranks)
+        if diagnosis.ranks > 1 or diagnosis.straggler is not None
+        else split_text(diagnosis)
+    )
+    caveat = f" (caveat: {diagnosis.caveat})" if diagnosis.caveat else ""
+    return f"{ref.label}: {main}{caveat}"
+
+
+def profile_lines(ctx: Context) -> list[Text]:
+    """One line per profiled run (named stragglers first), as `verdict_text`."""
+    return [
+        Text(text=verdict_text(ref), severity="warn" if _named(ref) else "info")
+        for ref in ordered_profiles(ctx)
+    ]
+
+
+def _detail_lines(ref: ProfileRef) -> list[Text]:
+    """The lead run's other diagnosis lines: sync stall, step split, what-if."""
+    diagnosis = ref.diagnosis
+    if diagnosis is None:
+        return []
+    lines = [sync_stall_text(diagnosis)]
+    if diagnosis.ranks > 1 or diagnosis.straggler is not None:
+        lines.append(split_text(diagnosis))
+    whatif = whatif_text(diagnosis)
+    if whatif is not None:
+        lines.append(whatif)
+    return [Text(text=line) for line in lines]
+
+
+def _profile_verdict(ctx: Context) -> tuple[Text, Decision]:
+    refs = ordered_profiles(ctx)
+    lead = refs[0]
+    caveats = [ref.diagnosis.caveat for ref in refs if ref.diagnosis and ref.diagnosis.caveat]
+    usable: Usable = "with care" if caveats or ctx.unanalysed else "yes"
+    severity: Severity = "warn" if _named(lead) or caveats else "info"
+    headline = Text(text=verdict_text(lead) + ".", severity=severity)
+    lines = _detail_lines(lead) + profile_lines(ctx)[1:MAX_RUN_LINES]
+    lines += [
+        Text(text=f"Profile {u.name}: no analysis ({u.reason})", severity="warn")
+        for _, u in ctx.unanalysed
+    ]
+    actions = []
+    if caveats:
+        actions.append(
+            Text(text=f"{RERUN_PROFILE[:1].upper()}{RERUN_PROFILE[1:]}.", severity="warn")
+        )
+    elif lead.diagnosis is not None and lead.diagnosis.findings:
+        top = lead.diagnosis.findings[0]
+        actions.append(
+            Text(text=f"{top.title} ({top.cost_pct:.1f} % of the step): {top.recommendation}")
+        )
+    return headline, Decision(usable=usable, models=lines, actions=actions)
+
+
+def _comm_runs(ctx: Context) -> list[tuple[str, CommResult]]:
+    return [(s.name, run) for s in ctx.sources.experiments for run in s.comm]
+
+
+def _comm_line(label: str, run: CommResult) -> list[Text]:
+    """'torchscale 2x gloo float32: all_reduce peaks at 1.23 GB/s bus bandwidth at 64.0 MiB,
+    0.81 GB/s on average over 20 sizes' per op (a one-rank run: its time only)."""
+    lines = []
+    for summary in run.summaries:
+        ok = [r for r in run.rows if r.op == summary.op and r.status == "ok"]
+        if run.world_size < 2:
+            lines.append(
+                Text(text=f"{label}: {summary.op}, one rank: time only (nothing crosses a link)")
+            )
+            continue
+        measured = [r for r in ok if r.busbw_gbps is not None]
+        if not measured:
+            lines.append(Text(text=f"{label}: {summary.op}: no size finished ok", severity="bad"))
+            continue
+        peak = max(measured, key=lambda r: r.busbw_gbps or 0.0)
+        average = (
+            f", {fmt(summary.avg_busbw_gbps, 'float')} GB/s on average over "
+            f"{plural(summary.rows, 'size')}"
+            if summary.avg_busbw_gbps is not None
+            else ""
+        )
+        lines.append(
+            Text(
+                text=f"{label}: {summary.op} peaks at {fmt(peak.busbw_gbps, 'float')} GB/s bus "
+                f"bandwidth at {fmt(peak.size_bytes, 'bytes')}{average}"
+            )
+        )
+    return lines
+
+
+def _comm_verdict(ctx: Context) -> tuple[Text, Decision]:
+    runs = _comm_runs(ctx)
+    multi = len({experiment for experiment, _ in runs}) > 1
+    problems: list[str] = []
+    cautions: list[str] = []
+    lines: list[Text] = []
+    for experiment, run in runs:
+        label = run_label(experiment, run, multi)
+        if run.error or run.status != "ok":
+            problems.append(f"{label} stopped early ({run.status}): {run.error or 'no reason'}")
+        if run.wrong_total:
+            problems.append(f"{label}: {plural(run.wrong_total, 'wrong element')} in the check")
+        if not run.rows and not run.error:
+            problems.append(f"{label}: no message size measured")
+        if run.gate == "failed":
+            problems.append(f"{label}: bandwidth gate failed: {run.gate_reason}")
+        not_ok = sum(r.status != "ok" for r in run.rows)
+        if not_ok:
+            cautions.append(f"{label}: {not_ok} of {plural(len(run.rows), 'size')} not ok")
+        cautions += [f"{label}: {warning}" for warning in run.warnings]
+        lines += _comm_line(label, run)
+    count = plural(len(runs), "comm run")
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        text = (
+            f"These bandwidth figures cannot be used: {problems[0]}{more}: fix it and rerun "
+            "`torchscale comm`."
+        )
+        usable: Usable = "no"
+    elif cautions:
+        more = f" (and {len(cautions) - 1} more)" if len(cautions) > 1 else ""
+        text = f"These bandwidth figures can be used with care: {cautions[0]}{more}."
+        usable = "with care"
+    else:
+        checked = all(run.check for _, run in runs)
+        how = ", every result checked element by element" if checked else ""
+        text = f"These bandwidth figures can be used: {count}, every size ok{how}."
+        usable = "yes"
+    severity: Severity = "bad" if usable == "no" else ("warn" if cautions else "good")
+    return Text(text=text, severity=severity), Decision(usable=usable, models=lines[:MAX_RUN_LINES])
+
+
+def run_verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
+    """A source without sweep cells: its profiled runs' verdict, else its comm runs'; (None,
+    None) when it holds neither."""
+    if ctx.profiles:
+        return _profile_verdict(ctx)
+    if _comm_runs(ctx):
+        return _comm_verdict(ctx)
+    if ctx.unanalysed:
+        names = ", ".join(u.name for _, u in ctx.unanalysed)
+        text = f"No figures to use: the profiled run(s) {names} have no analysis (see Failures)."
+        return Text(text=text, severity="bad"), Decision(usable="nothing to judge")
+    return None, None

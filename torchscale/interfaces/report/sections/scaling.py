@@ -1,0 +1,343 @@
+"""Scaling: throughput against GPU count with the ideal line, and speed-up and efficiency per
+model x batch x precision x strategy.
+
+Every cell's batch size is per GPU, so a sweep over GPU counts keeps the work per GPU fixed and
+grows the global batch with the GPUs: weak scaling in the global-batch sense, whose ideal is
+linear throughput. Strong scaling (the same global batch split over more GPUs) exists only where
+the sweep holds the same global batch at two or more GPU counts (batch sizes that shrink as the
+GPUs grow); it is shown when it does, and said to be absent otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from torchscale.interfaces.report.estimates import (
+    PLUS_MINUS_NOTE,
+    SUPER_LINEAR_NOTE,
+    efficiency_kind,
+    efficiency_text,
+)
+from torchscale.interfaces.report.model import (
+    Block,
+    Chart,
+    Column,
+    Section,
+    Series,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    RankUnits,
+    col,
+    efficiency_severity,
+    integer,
+    is_reliable,
+    names,
+    records,
+    repeat_fields,
+    slug,
+    throughput_fields,
+)
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.scaling_efficiency import (
+    GROUP_COLUMNS,
+    STRONG_GROUP_COLUMNS,
+    scaling_table,
+)
+
+# throughput across more than this factor goes on a log axis (a 1-to-64-GPU sweep spans ~50x)
+LOG_SPAN = 10.0
+WEAK_TEXT = (
+    "Every cell runs a fixed batch per GPU (batch_size is per device), so the global batch grows "
+    "with the GPU count: these sweeps are weak scaling in the global-batch sense (the same work "
+    "per GPU; ideal: throughput linear in GPUs). Speed-up = thr(N) / thr(N_min); efficiency = "
+    "thr(N) / (N / N_min x thr(N_min)), against the smallest GPU count measured ok in the same "
+    "model, batch, precision, strategy and device (100 % = linear). Throughput is global "
+    "samples/s, the median over repeats, with its 95 % interval (bootstrap over 4 repeats or "
+    "more, Student t on log throughput over 2-3; one repeat: spread unknown). Efficiency "
+    "carries the 95 % interval of the ratio of the two medians: above 100 % with 100 % inside "
+    "the interval it is linear within noise; an interval wholly above 100 % is super-linear "
+    "and said so (e.g. cache effects), never shown bare."
+)
+STRONG_TEXT = (
+    "Strong scaling: the same global batch split over more GPUs (batch per GPU = global batch / "
+    "N); speed-up and efficiency as above, within the same global batch."
+)
+NO_STRONG = (
+    "no model has cells with the same global batch at two or more GPU counts: every sweep here "
+    "keeps its batch per GPU, so the global batch grows with the GPUs (weak scaling). To measure "
+    "strong scaling, add batch sizes that shrink as the GPUs grow (e.g. batch_sizes [32, 16] "
+    "with gpu_counts [1, 2])"
+)
+
+
+def _group_name(ctx: Context, row: pd.Series, strong: bool) -> str:
+    """'b8 fp32 ddp' for weak scaling, 'global batch 32 fp32 ddp' for strong."""
+    batch = f"global batch {integer(row['global_batch'])}" if strong else None
+    return ctx.group_name(row, batch=batch)
+
+
+def _reliable_bases(table: pd.DataFrame) -> dict[int, bool]:
+    """group -> whether every cell at the group's base GPU count measured reliably."""
+    bases = table[table["world_size"] == table["base_world_size"]]
+    reliable = bases["reliability"].eq("reliable").groupby(bases["group"]).all()
+    return {int(group): bool(value) for group, value in reliable.items()}
+
+
+def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
+    rows = []
+    reliable_base = _reliable_bases(table)
+    for row in records(table):
+        efficiency = finite(row["efficiency"])
+        eff_low, eff_high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
+        world = integer(row["world_size"])
+        base = world == integer(row["base_world_size"])
+        reliable = is_reliable(row) and reliable_base.get(int(row["group"]), False)
+        rows.append(
+            {
+                "model": str(row["model_label"]),
+                "config": f"{row['precision']} {row['strategy']}"
+                + (f" {row['device']}" if ctx.mixed_devices else "")
+                + (f" [{row['experiment']}]" if ctx.multi else ""),
+                "gpus": world,
+                "nodes": integer(row["nodes"]),
+                "batch_per_gpu": integer(row["batch_size"]),
+                "global_batch": integer(row["global_batch"]),
+                **throughput_fields(row),
+                **repeat_fields(row, ctx.result(row)),
+                "per_gpu": finite(row["samples_per_s_per_device"]),
+                "tokens_per_s": finite(row["tokens_per_s"]),
+                "speedup": finite(row["speedup"]),
+                "efficiency": efficiency,
+                "efficiency_low": eff_low,
+                "efficiency_high": eff_high,
+                "efficiency_text": efficiency_text(efficiency, eff_low, eff_high, base=base),
+                "reliability": row["reliability"],
+                "_severity": "info"
+                if base
+                else efficiency_severity(efficiency, eff_low, eff_high, reliable=reliable),
+            }
+        )
+    return rows
+
+
+def _table_note(rows: list[dict[str, Any]], head: str) -> str:
+    """The table's note, saying what a super-linear or above-linear row means when there is
+    one (never a figure above 100 % left unexplained)."""
+    kinds = {
+        efficiency_kind(r["efficiency"], r["efficiency_low"], r["efficiency_high"]) for r in rows
+    }
+    note = f"{head}; samples/s and efficiency with {PLUS_MINUS_NOTE}"
+    if "linear within noise" in kinds:
+        note += "; 'linear within noise': above 100 % with 100 % inside the interval"
+    if "super-linear" in kinds:
+        note += f"; {SUPER_LINEAR_NOTE}"
+    if "above linear" in kinds:
+        note += "; above 100 % with one repeat: no interval to tell it from linear"
+    return note
+
+
+def _columns(rows: list[dict[str, Any]], units: RankUnits) -> list[Column]:
+    columns = [col("model", "Model"), col("config", "Precision, strategy")]
+    columns.append(col("gpus", units.world, "int"))
+    if any((r["nodes"] or 1) > 1 for r in rows):
+        columns.append(col("nodes", "Nodes", "int"))
+    columns += [
+        col("batch_per_gpu", units.batch, "int"),
+        col("global_batch", "Global batch", "int"),
+        col("samples_per_s_text", "Samples/s ±95 %"),
+        col("per_gpu", f"Samples/s {units.per}", "rate"),
+    ]
+    if any(r["tokens_per_s"] is not None for r in rows):
+        columns.append(col("tokens_per_s", "Tokens/s", "rate"))
+    columns += [
+        col("speedup", "Speed-up", "float"),
+        col("efficiency_text", "Efficiency"),
+    ]
+    return columns
+
+
+def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[Chart]:
+    charts = []
+    kind = "strong" if strong else "weak"
+    for model, by_model in table.groupby("model_label", sort=True):
+        series = []
+        groups = list(by_model.groupby("group", sort=True))
+        for _, group in groups:
+            first = group.iloc[0]
+            name = _group_name(ctx, first, strong)
+            gpus = [int(w) for w in group["world_size"]]
+            series.append(
+                Series(
+                    name=name,
+                    x=list(gpus),
+                    y=[finite(v) for v in group["samples_per_s"]],
+                    low=[finite(v) for v in group["samples_per_s_low"]],
+                    high=[finite(v) for v in group["samples_per_s_high"]],
+                )
+            )
+            series.append(
+                Series(
+                    name=f"ideal ({name})" if len(groups) > 1 else "ideal (linear)",
+                    x=list(gpus),
+                    y=[finite(v) for v in group["ideal_samples_per_s"]],
+                    style="dashed",
+                    reference_for=name,
+                )
+            )
+        log = spans_decades(series)
+        charts.append(
+            Chart(
+                id=f"scaling-{kind}-throughput-{slug(str(model))}",
+                title=f"{model}: throughput vs {ctx.units.world} ({kind} scaling)",
+                kind="line",
+                x_label=ctx.units.world,
+                y_label="samples/s (log scale)" if log else "samples/s",
+                x_format="int",
+                y_format="rate",
+                x_log2=True,
+                y_log=log,
+                series=series,
+                note=ctx.units.say(
+                    "dashed, in the colour of its series: ideal linear scaling from the "
+                    "smallest GPU count; interval: the 95 % interval of the median over the "
+                    "repeats (none with one repeat)"
+                ),
+            )
+        )
+    return charts
+
+
+def spans_decades(series: list[Series], span: float = LOG_SPAN) -> bool:
+    """Whether the positive values of `series` (figures and intervals) span more than `span`
+    times: on a linear axis the small ones would flatten into the bottom of the chart."""
+    values = [
+        v
+        for s in series
+        for group in (s.y, s.low or [], s.high or [])
+        for v in group
+        if v is not None and v > 0
+    ]
+    return bool(values) and max(values) > span * min(values)
+
+
+def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
+    kind = "strong" if strong else "weak"
+    series = []
+    all_gpus: set[int] = set()
+    above: set[str] = set()
+    for _, group in table.groupby("group", sort=True):
+        first = group.iloc[0]
+        gpus = [int(w) for w in group["world_size"]]
+        all_gpus |= set(gpus)
+        series.append(
+            Series(
+                name=f"{first['model_label']} {_group_name(ctx, first, strong)}",
+                x=list(gpus),
+                y=[finite(v) for v in group["efficiency"]],
+                low=[finite(v) for v in group["efficiency_low"]],
+                high=[finite(v) for v in group["efficiency_high"]],
+            )
+        )
+        kinds = [
+            efficiency_kind(finite(v), finite(lo), finite(hi))
+            for v, lo, hi in zip(
+                group["efficiency"], group["efficiency_low"], group["efficiency_high"], strict=True
+            )
+        ]
+        above |= {k for k in kinds if k in ("linear within noise", "super-linear", "above linear")}
+    ideal = sorted(all_gpus)
+    series.append(Series(name="ideal", x=list(ideal), y=[1.0] * len(ideal), style="dashed"))
+    note = (
+        "interval: the 95 % interval of the efficiency, bootstrapped from the repeats of the "
+        "cell and of its base (Welch's t on the log ratio when a side has 2-3)"
+    )
+    if "linear within noise" in above:
+        note += "; a point above 100 % whose interval reaches 100 % is linear within noise"
+    if "super-linear" in above:
+        note += f"; {SUPER_LINEAR_NOTE}"
+    if "above linear" in above:
+        note += "; a point above 100 % without an interval (one repeat) is not shown to be above"
+    return Chart(
+        id=f"scaling-{kind}-efficiency",
+        title=f"Scaling efficiency ({kind} scaling)",
+        kind="line",
+        x_label=ctx.units.world,
+        y_label="efficiency",
+        x_format="int",
+        y_format="ratio_pct",
+        x_log2=True,
+        series=series,
+        note=note,
+    )
+
+
+def _single_sizes(ctx: Context, columns: list[str], table: pd.DataFrame) -> dict[str, str]:
+    """Groups measured at one GPU count: no scaling to show for them."""
+    everything = scaling_table(ctx.cells, columns)
+    shown = set(zip(table["experiment"], table["cell_id"], strict=True))
+    keys = zip(everything["experiment"], everything["cell_id"], strict=True)
+    single = everything[[key not in shown for key in keys]]
+    if single.empty:
+        return {}
+    labels = names(ctx.label(r) for r in records(single))
+    return {f"scaling of {labels}": "measured at one GPU count only"}
+
+
+def build(ctx: Context) -> Section:
+    """Weak scaling (always labelled as such), strong scaling where the sweep has it."""
+    blocks: list[Block] = [] if ctx.ok.empty else [Text(text=ctx.units.say(WEAK_TEXT))]
+    unavailable: dict[str, str] = {}
+    weak_columns = ["experiment", *GROUP_COLUMNS]
+    weak = scaling_table(ctx.cells, weak_columns, min_world_sizes=2)
+    if ctx.ok.empty:
+        unavailable["scaling"] = ctx.nothing_measured()
+    elif weak.empty:
+        unavailable["weak scaling"] = (
+            "every model was measured at one GPU count only: add gpu_counts to scale over"
+        )
+    else:
+        rows = _rows(ctx, weak)
+        blocks.append(
+            Table(
+                id="scaling-weak",
+                title=f"Weak scaling (fixed batch {ctx.units.per})",
+                columns=_columns(rows, ctx.units),
+                rows=rows,
+                note=_table_note(
+                    rows,
+                    "efficiency = thr(N) / (N / N_min x thr(N_min)); the same figure as the "
+                    "cells' scaling_efficiency",
+                ),
+            )
+        )
+        blocks += _throughput_charts(ctx, weak, strong=False)
+        blocks.append(_efficiency_chart(ctx, weak, strong=False))
+        unavailable.update(_single_sizes(ctx, weak_columns, weak))
+    strong_columns = ["experiment", *STRONG_GROUP_COLUMNS]
+    strong = scaling_table(ctx.cells, strong_columns, min_world_sizes=2)
+    if not ctx.ok.empty:
+        if strong.empty:
+            unavailable["strong scaling"] = ctx.units.say(NO_STRONG)
+        else:
+            blocks.append(Text(text=ctx.units.say(STRONG_TEXT)))
+            rows = _rows(ctx, strong)
+            blocks.append(
+                Table(
+                    id="scaling-strong",
+                    title="Strong scaling (fixed global batch)",
+                    columns=_columns(rows, ctx.units),
+                    rows=rows,
+                    note=_table_note(rows, "efficiency within the same global batch"),
+                )
+            )
+            blocks += _throughput_charts(ctx, strong, strong=True)
+            blocks.append(_efficiency_chart(ctx, strong, strong=True))
+    if unavailable:
+        blocks.append(Unavailable(items=unavailable))
+    return Section(id="scaling", title="Scaling", blocks=blocks)

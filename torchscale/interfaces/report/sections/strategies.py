@@ -1,0 +1,252 @@
+"""Strategies side by side: for each model and world size, what every parallel layout of the
+sweep costs in throughput, memory per rank and communication (docs/strategies.md).
+
+Communication is measured differently per strategy, so each row says how, and the split is the
+same everywhere: waiting for a late peer apart from the communication itself.
+- cells with a diagnosis (result schema 10; schema 8-9's step model read as one): its exposed
+  transfer and waiting for peers in the terminal's words, each with its 95 % interval ("not
+  measurable" inside the noise);
+- older ddp results: the no_sync method (`communication`): exposed communication beyond the
+  slowest rank's compute, and load imbalance (the others' wait for it), shown only where they
+  can be shares of the step (in [0, 1]);
+- tp and fsdp x tp: steps profiled after the windows (`parallel.profiled_comm`): exposed
+  transfer and waiting for peers;
+- pipelines: the measured bubble beside the schedule's theory (waiting is their communication
+  cost: activations and gradients between stages);
+- fsdp and ddp x pp: not split (their collectives are not profiled), shown as '-'.
+None when the sweep has a single layout per model and world size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from torchscale.contracts.flop_convention import MFU_CONVENTION
+from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.interfaces.report.diagnosis_text import share_text
+from torchscale.interfaces.report.estimates import older_share
+from torchscale.interfaces.report.model import (
+    Block,
+    Chart,
+    Section,
+    Series,
+    Table,
+    Text,
+    ValueFormat,
+)
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    RankUnits,
+    col,
+    integer,
+    mfu_text,
+    records,
+    text,
+)
+from torchscale.interfaces.report.sections.scaling import spans_decades
+from torchscale.interfaces.report.sections.words import footnote, plain, term_column
+from torchscale.offline.analysis.numbers import finite
+
+GROUP = ["experiment", "model_label", "world_size", "nodes", "precision", "batch_size", "device"]
+
+
+def _groups(ok: pd.DataFrame) -> list[pd.DataFrame]:
+    """Cell groups that differ only in layout, those with two layouts or more."""
+    if ok.empty:
+        return []
+    keys = [k for k in GROUP if k in ok.columns]
+    found = []
+    for _, group in ok.groupby(keys, sort=False, dropna=False):
+        if group["layout"].nunique() >= 2:
+            found.append(group)
+    return found
+
+
+def _mesh(row: dict[str, Any]) -> str:
+    dp, tp, pp = integer(row.get("dp")), integer(row.get("tp")), integer(row.get("pp"))
+    return f"{dp or 1} x {tp or 1} x {pp or 1}"
+
+
+Share = float | str | None  # a share, or text saying it is not measurable
+
+
+def _comm(
+    row: dict[str, Any], diagnosis: Diagnosis | None
+) -> tuple[Share, Share, str, float | None]:
+    """(exposed transfer, waiting for peers, method, exposed share to chart) of one cell: the
+    run's diagnosis where it has one (its parts in the terminal's words, with their
+    intervals), else the figures of cells it does not cover; a number to chart only where it
+    is measurable."""
+    exposed_part = diagnosis.part("exposed_transfer") if diagnosis is not None else None
+    waiting_part = diagnosis.part("wait_for_peers") if diagnosis is not None else None
+    if diagnosis is not None and exposed_part is not None and waiting_part is not None:
+        share = exposed_part.share
+        charted = share.value if share.measurable else None
+        return (
+            share_text(share),
+            share_text(waiting_part.share),
+            f"diagnosis ({diagnosis.source})",
+            charted,
+        )
+    if finite(row.get("tp_exposed_comm")) is not None:  # collectives inside forward/backward
+        exposed = finite(row.get("tp_exposed_transfer"))
+        return exposed, finite(row.get("tp_waiting_for_peers")), "profiled steps", exposed
+    if finite(row.get("comm_overhead")) is not None:
+        shown = older_share(finite(row.get("comm_overhead")))
+        waiting = older_share(finite(row.get("load_imbalance")))
+        chart = shown if isinstance(shown, float) else None
+        return shown, waiting, "no_sync window (older result)", chart
+    if finite(row.get("bubble_measured")) is not None:
+        return None, None, "pipeline bubble", None
+    return None, None, "not split", None
+
+
+def _memory(row: dict[str, Any]) -> float | None:
+    """Peak memory of the largest rank: CUDA peak allocated on GPUs, peak RSS on CPU."""
+    allocated = finite(row.get("peak_allocated_bytes"))
+    return allocated if allocated is not None else finite(row.get("peak_rss_bytes"))
+
+
+def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
+    cells = records(group.sort_values(["layout_family", "layout"], kind="stable"))
+    ddp = next((r for r in cells if r.get("layout") == "ddp"), None)
+    ddp_static = finite(ddp.get("static_bytes")) if ddp else None
+    rows = []
+    for row in cells:
+        exposed, waiting, method, charted = _comm(row, ctx.result(row).diagnosis)
+        static = finite(row.get("static_bytes"))
+        rows.append(
+            {
+                "group": ctx.label(row, strategy=False),
+                "layout": text(row.get("layout")),
+                "mesh": _mesh(row),
+                "global_batch": integer(row.get("global_batch")),
+                "samples": finite(row.get("samples_per_s")),
+                "mfu": finite(row.get("mfu")),
+                "mfu_text": mfu_text(row),
+                "static": static,
+                "vs_ddp": static / ddp_static if static and ddp_static else None,
+                "peak": _memory(row),
+                "exposed": exposed,
+                "exposed_share": charted,
+                "waiting": waiting,
+                "method": method,
+                "bubble": finite(row.get("bubble_measured")),
+                "bubble_theory": finite(row.get("bubble_theoretical")),
+            }
+        )
+    return rows
+
+
+def _table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
+    return Table(
+        id="strategies-side-by-side",
+        title="Strategies side by side (per model, world size, precision and batch)",
+        columns=[
+            col("group", f"Model, batch, {units.world}, precision"),
+            col("layout", "Layout"),
+            col("mesh", "Mesh dp x tp x pp"),
+            col("global_batch", "Global batch", "int"),
+            col("samples", "Samples/s", "rate"),
+            col("mfu_text", "MFU"),
+            col("static", "Static memory per rank", "bytes"),
+            col("vs_ddp", "Static vs DDP", "ratio_pct"),
+            col("peak", "Peak memory (largest rank)", "bytes"),
+            term_column("exposed", "exposed_transfer", "ratio_pct"),
+            term_column("waiting", "wait_for_peers", "ratio_pct"),
+            col("method", "Communication method"),
+            col("bubble", "Bubble measured", "ratio_pct"),
+            col("bubble_theory", "Bubble theory", "ratio_pct"),
+        ],
+        rows=rows,
+        note="static memory: parameters + gradients + optimizer state held by one rank; peak: "
+        "CUDA peak allocated on GPUs, peak RSS on CPU ranks; exposed transfer and waiting "
+        "for peers are shares of the step: no_sync window (DDP: communication beyond the "
+        "slowest rank's compute, and load imbalance) or steps profiled after the windows "
+        "(tensor parallelism: transfer with nothing computing, and waiting for a late peer); "
+        "pipelines: 1 - busy / step per stage rank, beside (p-1)/(v*m+p-1); '-': not "
+        "measured for that strategy (docs/strategies.md); results of schema 8 give the step "
+        "model's shares ± half their 95 % interval ([low, high] where lopsided), 'not "
+        "measurable' inside the noise. "
+        + MFU_CONVENTION
+        + " "
+        + footnote(["exposed_transfer", "wait_for_peers"]),
+    )
+
+
+def _chart(
+    chart_id: str,
+    title: str,
+    y_label: str,
+    y_format: ValueFormat,
+    rows: list[dict[str, Any]],
+    key: str,
+) -> Chart | None:
+    # a series per layout (a handful) over the groups (hundreds in a big sweep): a legend of
+    # layouts stays short, and the groups are categories the chart limits can cut
+    series: dict[str, Series] = {}
+    for row in rows:
+        value = row.get(key)
+        if value is None:
+            continue
+        layout = str(row["layout"])
+        line = series.setdefault(layout, Series(name=layout))
+        line.x.append(row["group"])
+        line.y.append(float(value))
+    if not series:
+        return None
+    # rates spanning a decade (a 2-rank and a 64-rank group side by side) go on a log axis,
+    # where the small ones do not flatten into the bottom; said in the axis label
+    log = y_format == "rate" and spans_decades(list(series.values()))
+    return Chart(
+        id=chart_id,
+        title=title,
+        kind="bar",
+        x_label="model, batch, world size, precision",
+        y_label=f"{y_label} (log scale)" if log else y_label,
+        y_format=y_format,
+        y_log=log,
+        series=list(series.values()),
+    )
+
+
+def build(ctx: Context) -> Section | None:
+    """The section, or None when no model and world size was run with two layouts."""
+    groups = _groups(ctx.ok)
+    if not groups:
+        return None
+    rows = [row for group in groups for row in _rows(ctx, group)]
+    blocks: list[Block] = [
+        Text(
+            text="Each group below ran one model at one world size, precision and batch per "
+            "device under several parallel layouts. Throughput counts samples of the global "
+            "batch (dp x batch): a tensor-parallel group or a pipeline reads one batch, so at "
+            "the same world size it processes fewer samples per step than DDP by design."
+        ),
+        _table(rows, ctx.units),
+    ]
+    charts = [
+        _chart(
+            "strategies-throughput", "Throughput by layout", "samples/s", "rate", rows, "samples"
+        ),
+        _chart(
+            "strategies-memory",
+            "Static memory per rank by layout",
+            "bytes per rank",
+            "bytes",
+            rows,
+            "static",
+        ),
+        _chart(
+            "strategies-communication",
+            f"{plain('exposed_transfer')} by layout ({plain('wait_for_peers').lower()} excluded)",
+            "share of the step",
+            "ratio_pct",
+            rows,
+            "exposed_share",
+        ),
+    ]
+    blocks += [c for c in charts if c is not None]
+    return Section(id="strategies", title="Parallel strategies", blocks=blocks)

@@ -1,0 +1,642 @@
+"""Executive summary: how many cells measured reliably (and, where the telemetry says so, how many
+ran on a busy machine), the best configuration of each model (throughput, and cost when a price
+is given) with its 95 % interval, its scaling efficiency at the largest world size, and the top
+findings, one line each. A check mark goes only to a reliable cell's figures."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
+from torchscale.interfaces.report.estimates import (
+    PLUS_MINUS_NOTE,
+    SUPER_LINEAR_NOTE,
+    efficiency_kind,
+    efficiency_text,
+    supported_rate,
+)
+from torchscale.interfaces.report.model import (
+    Block,
+    KeyFigure,
+    KeyFigures,
+    Section,
+    Severity,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.interfaces.report.sections.baseline import (
+    LARGEST_CHANGES,
+    largest_change_items,
+    regression_figure,
+    unconfirmed,
+)
+from torchscale.interfaces.report.sections.best import (
+    NO_CLEAR_BEST,
+    Pick,
+    by_cost,
+    by_throughput,
+    lead_text,
+)
+from torchscale.interfaces.report.sections.bottlenecks import HOST_FIRST
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    RankUnits,
+    col,
+    efficiency_severity,
+    fmt,
+    integer,
+    is_reliable,
+    names,
+    rank_unit,
+    ranks,
+    records,
+    reliability_counts,
+    reliability_severity,
+    step_text,
+    throughput_fields,
+    throughput_text,
+)
+from torchscale.interfaces.report.sections.diagnosis import diagnoses_table
+from torchscale.interfaces.report.sections.findings import no_finding_text
+from torchscale.interfaces.report.sections.words import term_column
+from torchscale.offline.analysis.cost import cost_table
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.regressions import RUN_COLUMN, RUN_EXPERIMENTS, Comparison
+from torchscale.offline.analysis.reliability import LEVELS
+from torchscale.offline.analysis.scaling_efficiency import (
+    GROUP_COLUMNS,
+    REASON_COLUMN,
+    scaling_table,
+)
+
+MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
+TOP_FINDINGS = 5
+NO_PRICE = "no --cost-per-gpu-hour given and no cost.per_gpu_hour in the results' config"
+STORED_PRICE = "cost_per_gpu_hour"  # the price a cell was measured under (config cost:)
+# telemetry of other load on the machine during the windows (used only where the results have it)
+BUSY_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_machine")
+BUSY_FLAG = "busy_machine"  # True where the telemetry judged the machine busy
+BUSY_WARNING = "busy machine"  # the same verdict in the cell's warnings
+BASELINE_FIGURE = "Regressions against the baseline"
+NOT_JUDGED_FIGURE = "Not judged against the baseline"
+RELIABLE_RULE = "reliable: throughput's 95 % interval within ±{limit}, step-time CV at most {limit}"
+
+
+def cell_prices(ctx: Context) -> pd.Series:
+    """The price of each cell: --cost-per-gpu-hour NAME=PRICE for its result set, else a bare
+    --cost-per-gpu-hour PRICE, else the config's cost.per_gpu_hour stored in the cell; NaN
+    when none is known."""
+    cells = ctx.cells
+    prices = pd.to_numeric(cells[STORED_PRICE], errors="coerce").astype(float)
+    if ctx.options.cost_per_gpu_hour is not None:
+        prices = pd.Series(float(ctx.options.cost_per_gpu_hour), index=cells.index)
+    for experiment, price in ctx.options.prices.items():
+        prices[cells["experiment"] == experiment] = float(price)
+    return prices
+
+
+def priced_cells(ctx: Context) -> pd.DataFrame | None:
+    """The ok cells that have a price, with their cost columns; None when no cell has one."""
+    prices = cell_prices(ctx)
+    if prices.isna().all():
+        return None
+    return cost_table(ctx.cells, prices)
+
+
+def pooled_priced(ctx: Context) -> pd.DataFrame | None:
+    """`priced_cells` over `ctx.pooled`: a cell run several times is costed at its median
+    throughput over the runs (at the price of its runs: their median), so the summary's and
+    the headline's cost is of the same figure as their throughput. None when no cell has a
+    price."""
+    if "pooled_priced" not in ctx.memo:
+        ctx.memo["pooled_priced"] = _pooled_priced(ctx)
+    found: pd.DataFrame | None = ctx.memo["pooled_priced"]
+    return found
+
+
+def _pooled_priced(ctx: Context) -> pd.DataFrame | None:
+    prices = cell_prices(ctx)
+    if prices.isna().all():
+        return None
+    by_cell = {
+        (str(e), str(c)): p
+        for e, c, p in zip(ctx.cells["experiment"], ctx.cells["cell_id"], prices, strict=True)
+    }
+    pooled = ctx.pooled
+    if pooled.empty:
+        return cost_table(pooled, pd.Series(dtype=float))
+    per_row = []
+    for row in records(pooled):
+        runs = row.get(RUN_EXPERIMENTS)
+        experiments = runs if isinstance(runs, tuple) else (str(row["experiment"]),)
+        found = [by_cell.get((e, str(row["cell_id"]))) for e in experiments]
+        known = [float(p) for p in found if p is not None and not pd.isna(p)]
+        per_row.append(float(pd.Series(known).median()) if known else float("nan"))
+    return cost_table(pooled, pd.Series(per_row, index=pooled.index, dtype=float))
+
+
+def price_text(priced: pd.DataFrame, units: RankUnits) -> str:
+    """'at $2.50 per GPU-hour' (the one price the cells were costed at, from the command line
+    or the config's cost.per_gpu_hour), or 'at each result set's price per GPU-hour'."""
+    prices = sorted(set(pd.to_numeric(priced["price_per_gpu_hour"]).dropna().astype(float)))
+    if len(prices) == 1:
+        return units.say(f"at {fmt(prices[0], 'money')} per GPU-hour")
+    return units.say("at each result set's price per GPU-hour")
+
+
+def _config(ctx: Context, row: Mapping[str, Any] | pd.Series) -> str:
+    return ctx.label(row, model=False)
+
+
+def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """Per model its best configuration by throughput and, when priced, by cost (one row when
+    the same cell wins both), each with its lead over the next one: a best is called so only
+    where that lead is beyond noise ("no clear best (within noise)" otherwise)."""
+    rows: list[dict[str, Any]] = []
+    ok = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
+    for model in sorted(set(ok["model_label"].astype(str))):
+        fastest = by_throughput(ctx, model)
+        if fastest is None:
+            continue
+        picks: list[tuple[str, Pick]] = [("throughput", fastest)]
+        cheapest = by_cost(priced, model)
+        if cheapest is not None:
+            if cheapest.row["cell_id"] != fastest.row["cell_id"]:
+                picks.append(("cost", cheapest))
+            else:
+                picks = [("throughput and cost", fastest), ("", cheapest)]
+        for best_by, pick in picks:
+            row = pick.row
+            lead = lead_text(pick, ctx.label(pick.runner_up) if pick.runner_up else None)
+            if not best_by:  # the same cell's lead by cost, beside its lead by throughput
+                rows[-1]["lead"] += f"; by cost: {lead}"
+                continue
+            clear = pick.clear or pick.runner_up is None
+            out = {
+                "model": model,
+                "best_by": best_by if clear else f"{best_by}: {NO_CLEAR_BEST}",
+                "lead": lead,
+                "config": _config(ctx, row),
+                "gpus": integer(row["world_size"]),
+                "batch_per_gpu": integer(row["batch_size"]),
+                **throughput_fields(row),
+                "tokens_per_s": finite(row["tokens_per_s"]),
+                "efficiency": finite(row["scaling_efficiency"]),
+                "efficiency_low": finite(row["scaling_efficiency_low"]),
+                "efficiency_high": finite(row["scaling_efficiency_high"]),
+                "efficiency_text": _efficiency_cell(row),
+                "step_p50_s": finite(row["step_p50_s"]),
+                "step_p50_text": step_text(row, "p50"),
+                "reliability": row["reliability"],
+                "_severity": "warn" if row["reliability"] == "noisy" else "info",
+            }
+            if priced is not None:
+                match = priced[
+                    (priced["cell_id"] == row["cell_id"])
+                    & (priced["experiment"] == row["experiment"])
+                ]
+                cost = match.iloc[0] if len(match) else {}
+                out["cost_per_m_samples"] = finite(cost.get("cost_per_m_samples"))
+                out["cost_per_m_tokens"] = finite(cost.get("cost_per_m_tokens"))
+            rows.append(out)
+    return rows
+
+
+def _efficiency_cell(row: dict[str, Any]) -> str | None:
+    """A cell's own scaling efficiency as the tables show it (its base: '(base)'; 'no base'
+    where no smaller world size was measured in its group: no figure, never 100 %)."""
+    low, high = finite(row["scaling_efficiency_low"]), finite(row["scaling_efficiency_high"])
+    efficiency = finite(row["scaling_efficiency"])
+    reason = str(row.get(REASON_COLUMN) or "")
+    if efficiency is None and reason.startswith("no base"):
+        return "no base"
+    base = reason.startswith("base") or (efficiency == 1.0 and low is None and not reason)
+    return efficiency_text(efficiency, low, high, base=base)
+
+
+def weak_scaling(ctx: Context) -> pd.DataFrame:
+    """The weak-scaling rows of every group measured at two GPU counts or more (per
+    experiment, the runs of a cell pooled: `ctx.pooled`): what the summary's and the
+    headline's efficiency figures are read from. Computed once per report."""
+    if "weak_scaling" not in ctx.memo:
+        columns = ["experiment", *GROUP_COLUMNS]
+        ctx.memo["weak_scaling"] = scaling_table(ctx.pooled, columns, min_world_sizes=2)
+    found: pd.DataFrame = ctx.memo["weak_scaling"]
+    return found
+
+
+def largest_scaled(weak: pd.DataFrame, model: str) -> dict[str, Any] | None:
+    """The row a model's scaling is judged by: at its largest GPU count that has a smaller one
+    to compare with (one GPU count alone would read a trivial 100 %), the fastest there; None
+    when no configuration of the model ran at two GPU counts. One pick, so the summary and the
+    headline say the same figure."""
+    scaled = weak[(weak["model_label"] == model) & (weak["world_size"] > weak["base_world_size"])]
+    if scaled.empty:
+        return None
+    at_largest = scaled[scaled["world_size"] == scaled["world_size"].max()]
+    return dict(at_largest.loc[pd.to_numeric(at_largest["samples_per_s"]).idxmax()])
+
+
+def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigure:
+    """Efficiency at the model's largest GPU count that has a smaller one to compare with,
+    with its 95 % interval: above 1 it reads "linear within noise" unless the interval is
+    above 1 too."""
+    row = largest_scaled(weak, model)
+    if row is None:
+        return KeyFigure(
+            label=f"Scaling efficiency: {model}",
+            value=None,
+            format="ratio_pct",
+            note="no configuration of this model measured at two or more GPU counts",
+        )
+    largest = ranks(row["world_size"], row["device"])
+    efficiency = finite(row["efficiency"])
+    low, high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
+    kind = efficiency_kind(efficiency, low, high)
+    against = ranks(row["base_world_size"], row["device"])
+    note = f"{_config(ctx, row)}, against {against} (100 % = linear)"
+    value: float | str | None = efficiency
+    if kind == "linear within noise":
+        value = "linear within noise"
+    if kind == "super-linear":
+        interval = f"{fmt(low, 'ratio_pct')} to {fmt(high, 'ratio_pct')}"
+        note += f"; 95 % interval {interval}; {SUPER_LINEAR_NOTE}"
+    else:
+        note += f"; {efficiency_text(efficiency, low, high, long=True)}"
+    base = weak[
+        (weak["model_label"] == model)
+        & (weak["group"] == row["group"])
+        & (weak["world_size"] == row["base_world_size"])
+    ]
+    reliable = is_reliable(row) and all(is_reliable(b) for b in records(base))
+    if not reliable:
+        note += "; not every cell behind it measured reliably"
+    return KeyFigure(
+        label=f"Scaling efficiency at {largest}: {model}",
+        value=value,
+        format="ratio_pct",
+        note=note,
+        severity=efficiency_severity(efficiency, low, high, reliable=reliable),
+    )
+
+
+def _reliability_figure(ctx: Context) -> KeyFigure | None:
+    """How many measured cells are reliable, noisy, or of unknown spread (one repeat)."""
+    measured = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    if measured.empty:
+        return None
+    counts = {level: len(rows) for level, rows in reliability_counts(measured).items()}
+    others = ", ".join(f"{counts[level]} {level}" for level in LEVELS[1:] if counts[level])
+    limit = f"{CV_WARN_THRESHOLD * 100:g} %"
+    return KeyFigure(
+        label="Cells reliable",
+        value=f"{counts['reliable']} of {len(measured)}",
+        note=(f"{others}; " if others else "every measured cell; ")
+        + RELIABLE_RULE.format(limit=limit),
+        severity="good" if counts["reliable"] == len(measured) else "warn",
+    )
+
+
+def _headline(ctx: Context) -> Text | None:
+    """'9 of 12 cells reliable; 2 noisy (a, b), 1 spread unknown (c).', and how many cells ran
+    on a busy machine where the telemetry recorded it."""
+    measured = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    if measured.empty:
+        return None
+    rows = records(measured)
+    found = reliability_counts(measured)
+    parts = []
+    for level in LEVELS[1:]:
+        if found[level]:
+            which = names(ctx.label(rows[i]) for i in found[level])
+            parts.append(f"{len(found[level])} {level} ({which})")
+    line = f"{len(found['reliable'])} of {len(rows)} cells reliable"
+    line += "; " + ", ".join(parts) if parts else ""
+    busy = _busy(ctx, measured)
+    if busy is not None:
+        line += f"; {busy}"
+    calm = busy is None or busy.startswith("none")
+    reliable = len(found["reliable"]) == len(rows)
+    return Text(text=line + ".", severity="good" if reliable and calm else "warn")
+
+
+def _busy(ctx: Context, measured: pd.DataFrame) -> str | None:
+    """How many cells ran on a busy machine, from the telemetry's busy-machine warning, out of
+    the cells whose telemetry looked (None when no cell has that telemetry: then nothing can
+    be said either way)."""
+    columns = [c for c in BUSY_COLUMNS if c in measured.columns]
+    if not columns:
+        return None
+    looked = measured[measured[columns].notna().any(axis=1)]
+    if looked.empty:
+        return None
+    if BUSY_FLAG in looked.columns:  # the telemetry's own verdict, where the table has it
+        busy = looked[BUSY_FLAG].map(lambda v: v is True or v == 1.0)
+    else:
+        busy = looked["warnings"].astype(str).str.contains(BUSY_WARNING, case=False)
+    warned = looked[busy.astype(bool)]
+    if warned.empty:
+        return f"none of the {len(looked)} with load telemetry ran on a busy machine"
+    which = names(ctx.label(r) for r in records(warned))
+    return (
+        f"{len(warned)} of {len(looked)} ran on a busy machine ({which}): other processes "
+        "used its cores or GPUs during the windows"
+    )
+
+
+def _cells_figure(ctx: Context) -> KeyFigure:
+    """'4 of 8' cells measured, the rest by why: failed, not run (the sweep skipped them),
+    unreadable (their result file could not be used): every cell file counts."""
+    cells = ctx.cells
+    ok = int((cells["status"] == "ok").sum())
+    failed = int(cells["status"].isin(["failed", "oom", "timeout"]).sum())
+    not_run = int((cells["status"] == "skipped").sum())
+    unreadable = ctx.unreadable
+    total = len(cells) + unreadable
+    if not total:
+        return KeyFigure(
+            label="Cells measured",
+            value=None,
+            note=f"no benchmark sweep in the sources ({ctx.other_contents()} only)",
+        )
+    why = ((failed, "failed"), (not_run, "not run"), (unreadable, "unreadable"))
+    note = ", ".join(f"{count} {what}" for count, what in why if count)
+    return KeyFigure(
+        label="Cells measured",
+        value=f"{ok} of {total}",
+        note=note or "every cell finished ok",
+        severity="good" if ok == total else ("bad" if failed or unreadable else "warn"),
+    )
+
+
+def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
+    figures = [_cells_figure(ctx)]
+    reliability = _reliability_figure(ctx)
+    if reliability is not None:
+        figures.append(reliability)
+    ok_cells = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
+    models = sorted(set(ok_cells["model_label"]))
+    weak = weak_scaling(ctx)
+    for model in models[:MAX_MODEL_FIGURES]:
+        group = ok_cells[ok_cells["model_label"] == model]
+        best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
+        tokens = finite(best["tokens_per_s"])
+        note = f"samples/s at {_config(ctx, best)}: {throughput_text(best, long=True)}"
+        runs = finite(best.get(RUN_COLUMN)) or 1
+        if runs > 1:
+            note += (
+                f"; the median of {int(runs)} runs of this configuration (each its own launch; "
+                "interval over the runs), not the best run"
+            )
+        if tokens is not None:
+            note += f"; {fmt(tokens, 'rate')} tokens/s"
+        if not is_reliable(best):
+            note += f"; {best['reliability']}: {best['reliability_reason']}"
+        shown, shown_as = supported_rate(
+            finite(best["samples_per_s"]),
+            finite(best["samples_per_s_low"]),
+            finite(best["samples_per_s_high"]),
+        )
+        figures.append(
+            KeyFigure(
+                label=f"Best throughput: {model}",
+                value=shown,
+                format=shown_as,
+                note=note,
+                severity=reliability_severity(best),
+            )
+        )
+        figures.append(_efficiency_figure(ctx, model, weak))
+        costs = priced[priced["model_label"] == model] if priced is not None else None
+        if costs is not None and not costs.empty:
+            cheapest = costs.loc[pd.to_numeric(costs["cost_per_m_samples"]).idxmin()]
+            figures.append(
+                KeyFigure(
+                    label=f"Cost per million samples: {model}",
+                    value=finite(cheapest["cost_per_m_samples"]),
+                    format="money",
+                    note=ctx.units.say(
+                        f"cheapest: {_config(ctx, cheapest)}, at "
+                        f"{fmt(finite(cheapest['price_per_gpu_hour']), 'money')} per GPU-hour"
+                    ),
+                )
+            )
+    if priced is None and models:
+        figures.append(
+            KeyFigure(label="Cost per million samples", value=None, format="money", note=NO_PRICE)
+        )
+    for ref in ctx.profiles:
+        stall = ref.entry.analysis.sync_stall_pct
+        figures.append(
+            KeyFigure(
+                label=f"Sync stall: {ref.label}",
+                value=stall,
+                format="pct",
+                note="share of step time ranks wait for peers (trace analysis)"
+                if stall is not None
+                else ref.entry.analysis.unavailable.get("sync_stall_pct", "not measurable"),
+                severity="info" if stall is None else ("bad" if stall >= 10 else "good"),
+            )
+        )
+    if ctx.comparison is not None:
+        figures += _baseline_figures(ctx.comparison)
+    return figures
+
+
+def _baseline_figures(comparison: Comparison) -> list[KeyFigure]:
+    """The regressions against the baseline (a count only where something was judged: "not
+    judged: N cells" in amber otherwise), and the matched cells not judged, when some were."""
+    figure = regression_figure(comparison, BASELINE_FIGURE)
+    blind = comparison.largest_undetectable
+    if blind is not None:
+        note = (
+            f"{figure.note}; 'no significant change' here may miss throughput drops smaller "
+            f"than about {blind * 100:.0f} % (the rule finds one that large 95 % of the time "
+            "at the spread measured; more runs a side see smaller ones)"
+        )
+        figure = figure.model_copy(update={"note": note})
+    figures = [figure]
+    if comparison.judged and comparison.not_judged:
+        figures.append(
+            KeyFigure(
+                label=NOT_JUDGED_FIGURE,
+                value=f"{comparison.not_judged} of {len(comparison.pairs)} cells",
+                note="too few repeats or runs for the rule, or a busy machine: neither "
+                "regressions nor passes (their changes are listed below)",
+                severity="warn",
+            )
+        )
+    return figures
+
+
+def _changes_line(ctx: Context, comparison: Comparison) -> Text | None:
+    """'Largest changes against the baseline: tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33],
+    not judged: 2 repeats a side; ...': judged or not, each with its interval."""
+    items = largest_change_items(ctx, comparison, LARGEST_CHANGES)
+    if not items:
+        return None
+    if comparison.regressions:
+        severity: Severity = "bad"
+    elif comparison.not_judged or unconfirmed(comparison) or not comparison.judged:
+        severity = "warn"
+    else:
+        severity = "info"
+    return Text(
+        text=f"Largest changes against the baseline: {'; '.join(items)}.", severity=severity
+    )
+
+
+def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
+    rows = _best_rows(ctx, priced)
+    if not rows:
+        return None
+    world, batch = rank_unit(ctx.ok["device"])
+    columns = [
+        col("model", "Model"),
+        col("best_by", "Best by"),
+        col("lead", "Ahead of the next"),
+        term_column("config", "config"),
+        col("gpus", world, "int"),
+        col("batch_per_gpu", batch, "int"),
+        col("samples_per_s_text", "Samples/s ±95 %"),
+    ]
+    if any(r["tokens_per_s"] is not None for r in rows):
+        columns.append(col("tokens_per_s", "Tokens/s", "rate"))
+    columns += [
+        col("efficiency_text", "Scaling efficiency"),
+        col("step_p50_text", "Step p50"),
+        col("reliability", "Reliability"),
+    ]
+    if priced is not None:
+        columns.append(col("cost_per_m_samples", "$ / M samples", "money"))
+        if any(r.get("cost_per_m_tokens") is not None for r in rows):
+            columns.append(col("cost_per_m_tokens", "$ / M tokens", "money"))
+    note = (
+        "best by throughput: the highest global samples/s (median over repeats, with "
+        f"{PLUS_MINUS_NOTE}); ahead of the next: how far it leads the runner-up, with the 95 % "
+        "interval of that ratio (Welch's t on the log ratio below 4 figures a side, else a "
+        f"bootstrap): '{NO_CLEAR_BEST}' where that interval reaches 0, so the ranking is noise"
+    )
+    if priced is not None:
+        note += (
+            f"; best by cost: the lowest cost per million samples {price_text(priced, ctx.units)}"
+        )
+    if any(r["efficiency_text"] == "no base" for r in rows):
+        note += ctx.units.say(
+            "; scaling efficiency 'no base': no smaller GPU count was measured in the cell's "
+            "group, so there is no scaling figure (never 100 %)"
+        )
+    return Table(
+        id="summary-best",
+        title="Best configuration per model",
+        columns=columns,
+        rows=rows,
+        note=note,
+    )
+
+
+def _lines(ctx: Context) -> list[Block]:
+    lines: list[Block] = []
+    cells = ctx.cells
+    failed = cells[cells["status"].isin(["failed", "oom", "timeout"])]
+    if len(failed):
+        reasons = names(str(r) for r in failed["error"].dropna())
+        which = names(ctx.label(r) for r in records(failed))
+        lines.append(
+            Text(
+                text=f"{len(failed)} cell(s) did not finish ({which}): {reasons}.",
+                severity="bad",
+            )
+        )
+    for _, unanalysed in ctx.unanalysed:
+        lines.append(
+            Text(
+                text=f"Profile {unanalysed.name} has no analysis: {unanalysed.reason}.",
+                severity="warn",
+            )
+        )
+    if ctx.comparison is not None and ctx.comparison.regressions:
+        flagged = ctx.comparison.pairs[ctx.comparison.pairs["regression"]]
+        lines.append(
+            Text(
+                text=f"{ctx.comparison.regressions} regression(s) against the baseline by the "
+                f"stated rule: {names(ctx.label(r) for r in records(flagged))}.",
+                severity="bad",
+            )
+        )
+    if ctx.comparison is not None:
+        changes = _changes_line(ctx, ctx.comparison)
+        if changes is not None:
+            lines.append(changes)
+    if ctx.findings and ctx.host_first:
+        lines.append(Text(text=HOST_FIRST, severity="bad"))
+    for finding in ctx.findings[:TOP_FINDINGS]:
+        severity: Severity = "info" if ctx.host_first else finding.severity
+        cost = (
+            f"{fmt(finding.cost_pct, 'pct')} of the step: " if finding.cost_pct is not None else ""
+        )
+        where = _named(ctx, finding.source)
+        said = "" if where in finding.title else f" ({where})"
+        caveat = f" Caveat: {finding.caveat}." if finding.caveat else ""
+        lines.append(Text(text=f"{cost}{finding.title}{said}.{caveat}", severity=severity))
+    if not ctx.findings:
+        lines.append(Text(text=f"No bottleneck: {no_finding_text(ctx)}.", severity="good"))
+    return lines
+
+
+MODEL_FIGURES = ("Best throughput:", "Scaling efficiency", "Cost per million samples:")
+
+
+def _unjudged(figure: KeyFigure) -> KeyFigure:
+    """A model's figure from numbers that cannot be used (the headline says why) carries no
+    verdict mark: a red cross on a scaling figure measured under contention would read as the
+    model's problem. Counts of cells and the baseline's verdict keep theirs."""
+    if not figure.label.startswith(MODEL_FIGURES) or figure.severity == "info":
+        return figure
+    return figure.model_copy(update={"severity": "info"})
+
+
+def build(ctx: Context) -> Section:
+    """The executive summary: key figures, the best configuration per model, top lines."""
+    priced = pooled_priced(ctx)
+    figures = _figures(ctx, priced)
+    if ctx.usability is not None and ctx.usability.usable == "no":
+        figures = [_unjudged(f) for f in figures]
+    blocks: list[Block] = [KeyFigures(figures=figures)]
+    headline = _headline(ctx)
+    if headline is not None:
+        blocks.append(headline)
+    table = _best_table(ctx, priced)
+    if table is not None:
+        blocks.append(table)
+    elif len(ctx.cells):
+        blocks.append(Unavailable(items={"best configuration": ctx.nothing_measured()}))
+    blocks += _lines(ctx)
+    diagnoses = diagnoses_table(ctx)
+    if diagnoses is not None:
+        blocks.append(diagnoses)
+    return Section(id="summary", title="Executive summary", blocks=blocks)
+
+
+CELL_ID = re.compile(r"[\w.-]+?(?:__[\w.-]+?)*__[0-9a-f]{8}\b")
+
+
+def _named(ctx: Context, source: str) -> str:
+    """A finding's source as the report names it: each cell in it by its label ('tiny-gpt2 b4
+    x2 fp32 ddp'), never by a file's hashed id (the findings section keeps the id, to find the
+    file)."""
+
+    def label(match: re.Match[str]) -> str:
+        rows = ctx.cells[ctx.cells["cell_id"] == match.group(0)]
+        if len(rows):
+            return ctx.label(rows.iloc[0])
+        # a profile of a cell outside these results: its id without the hash
+        bare = re.sub(r"__w(\d+)", r" x\1", re.sub(r"__[0-9a-f]{8}$", "", match.group(0)))
+        return bare.replace("__", " ")
+
+    return CELL_ID.sub(label, source)

@@ -1,0 +1,228 @@
+"""Can these numbers be used? The first thing every format says (issue 40), from what the report
+already holds: the cells' load telemetry (other processes on their cores or GPUs), their
+reliability (noisy, spread unknown) and repeats, and the cells that failed or could not be read.
+
+- no: other processes took the machine in at least half of the measured cells (their timings
+  measure the contention, not the models), or every measured cell is noisy: rerun first, and
+  treat workload tuning (the bottleneck findings) as second to fixing the host;
+- with care: some cells failed, could not be read, ran on a busy machine or are noisy, or no
+  cell has a run-to-run spread to judge by (one repeat);
+- yes: every measured cell reliable;
+- nothing to judge: no cell finished ok.
+
+Pure: the verdict is computed once here and rendered by every format (report.model.Decision)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from torchscale.interfaces.report.sections.context import Context, names, plural, records
+from torchscale.interfaces.report.sections.usable import Usability
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.reliability import repeat_count
+from torchscale.offline.analysis.uncertainty import SMALL
+
+# at least this share of the measured cells on a busy machine: the set cannot be used
+BUSY_SHARE = 0.5
+FAILED = ("failed", "oom", "timeout")
+IDLE_NODE = "rerun on an idle node"
+OWN_GPUS = "rerun with the GPUs to yourself (no other compute process on them)"
+MORE_REPEATS = "rerun with `measurement.repeats: {n}` or more"
+RAISE_REPEATS = (
+    "raise `measurement.repeats` from {now} to {n} or more: with {now} a 95 % interval is too "
+    "wide to tell configurations apart"
+)
+QUIETER = "rerun on a quiet node or with longer windows (`measurement.steps`)"
+
+
+def measured_cells(ctx: Context) -> pd.DataFrame:
+    """The ok cells with a throughput: what every figure of the report is of."""
+    return ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+
+
+def _flag(value: Any) -> bool:
+    return value is True or value == 1.0
+
+
+@dataclass(frozen=True)
+class _Contention:
+    """The measured cells whose machine was shared during their windows, in words."""
+
+    cells: list[dict[str, Any]]
+    looked: int  # measured cells whose telemetry could tell
+    what: str  # '1.4-1.8 of 2 cores taken by other processes'
+    remedy: str
+
+
+def _cores(ctx: Context, rows: list[dict[str, Any]]) -> str:
+    """'2' (the busy hosts' logical CPUs, one figure where they agree), '' when not recorded."""
+    counts: set[int] = set()
+    for row in rows:
+        telemetry = ctx.result(row).telemetry
+        for host in (telemetry.hosts or []) if telemetry is not None else []:
+            if host.busy and host.cores:
+                counts.add(int(host.cores))
+    if not counts:
+        return ""
+    low, high = min(counts), max(counts)
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
+def _range(values: list[float]) -> str:
+    low, high = f"{min(values):.1f}", f"{max(values):.1f}"
+    return low if low == high else f"{low}-{high}"
+
+
+def contention(ctx: Context, measured: pd.DataFrame) -> _Contention | None:
+    """The cells that shared their machine (the telemetry's busy-machine verdict: other
+    processes on their cores; or other compute processes on their GPUs); None when no cell
+    has that telemetry (then nothing can be said either way)."""
+    columns = [
+        c for c in ("busy_machine", "other_cpu_cores", "other_gpu_processes") if c in measured
+    ]
+    if not columns or measured.empty:
+        return None
+    rows = records(measured)
+    looked = [r for r in rows if any(finite(r.get(c)) is not None for c in columns)]
+    if not looked:
+        return None
+    on_cpu = [_flag(r.get("busy_machine")) for r in looked]
+    on_gpu = [(finite(r.get("other_gpu_processes")) or 0) > 0 for r in looked]
+    cpu = [r for r, flag in zip(looked, on_cpu, strict=True) if flag]
+    gpu = [r for r, flag in zip(looked, on_gpu, strict=True) if flag]
+    busy = [r for r, a, b in zip(looked, on_cpu, on_gpu, strict=True) if a or b]
+    parts, remedies = [], []
+    if cpu:
+        other = [v for v in (finite(r.get("other_cpu_cores")) for r in cpu) if v is not None]
+        cores = _cores(ctx, cpu)
+        amount = _range(other) if other else "some"
+        of = f" of {cores}" if cores and other else ""
+        parts.append(f"{amount}{of} cores taken by other processes")
+        remedies.append(IDLE_NODE)
+    if gpu:
+        parts.append("other compute processes on the GPUs")
+        remedies.append(OWN_GPUS)
+    remedy = remedies[0] if len(remedies) == 1 else f"{IDLE_NODE}, with the GPUs to yourself"
+    return _Contention(busy, len(looked), " and ".join(parts), remedy)
+
+
+def _where(ctx: Context, busy: list[dict[str, Any]], total: int) -> str:
+    if len(busy) == total:
+        return "in every cell" if total > 1 else "in its one cell"
+    return f"in {len(busy)} of {total} cells ({names(ctx.label(r) for r in busy)})"
+
+
+def _noise(measured: pd.DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(noisy rows, rows of unknown spread)."""
+    rows = records(measured)
+    noisy = [r for r in rows if r.get("reliability") == "noisy"]
+    unknown = [r for r in rows if r.get("reliability") == "spread unknown"]
+    return noisy, unknown
+
+
+def _repeats(rows: list[dict[str, Any]]) -> int:
+    """The most repeats any of these cells ran (a pooled cell: its runs)."""
+    counts = [max(repeat_count(r.get("samples_per_s_repeats")), 1) for r in rows]
+    return max(counts, default=0)
+
+
+def _all_noisy(noisy: list[dict[str, Any]]) -> tuple[str, str]:
+    """Why every cell is noisy, and what to do: too few repeats to judge (below SMALL), or
+    measurements that really vary."""
+    total = len(noisy)
+    cells = f"all {total} cells noisy" if total > 1 else "its one cell is noisy"
+    repeats = _repeats(noisy)
+    if repeats < SMALL:
+        each = f"{plural(repeats, 'repeat')} each" if total > 1 else plural(repeats, "repeat")
+        return f"{cells} with {each}, too few to judge", MORE_REPEATS.format(n=SMALL)
+    return f"{cells} (throughput or step time varies by more than ±10 %)", QUIETER
+
+
+def _failures(ctx: Context) -> list[tuple[str, str]]:
+    """('2 of 6 cells failed', what to do) and the unreadable cell files."""
+    out = []
+    cells = ctx.cells
+    failed = cells[cells["status"].isin(FAILED)]
+    if len(failed):
+        reasons = names(str(r) for r in failed["error"].dropna())
+        why = f": {reasons}" if reasons else ""
+        out.append(
+            (
+                f"{len(failed)} of {len(cells)} cells failed",
+                f"fix the {plural(len(failed), 'failed cell')}{why} (see Failures)",
+            )
+        )
+    if ctx.unreadable:
+        total = len(cells) + ctx.unreadable
+        out.append(
+            (
+                f"{len(cells)} of {total} cells readable",
+                f"{plural(ctx.unreadable, 'cell file')} could not be read (see the skipped "
+                "inputs): rerun those cells",
+            )
+        )
+    return out
+
+
+def judge(ctx: Context) -> Usability:
+    """The verdict over the report's sweep cells (see the module docstring)."""
+    measured = measured_cells(ctx)
+    failures = _failures(ctx)
+    if measured.empty:
+        total = len(ctx.cells) + ctx.unreadable
+        if len(ctx.cells):
+            reason = f"none of the {plural(total, 'cell')} finished ok"
+            failed = int(ctx.cells["status"].isin(FAILED).sum())
+            reason += f" ({failed} failed)" if failed else ""
+            remedy = "see Failures"
+        else:
+            reason = f"none of the {plural(total, 'cell file')} could be read"
+            remedy = "see the skipped inputs"
+        return Usability("nothing to judge", reason, remedy, actions=tuple(f[1] for f in failures))
+    total = len(measured)
+    shared = contention(ctx, measured)
+    busy_keys = frozenset(
+        (str(r["experiment"]), str(r["cell_id"])) for r in (shared.cells if shared else [])
+    )
+    noisy, unknown = _noise(measured)
+    if shared is not None and shared.cells and len(shared.cells) >= BUSY_SHARE * total:
+        reason = f"{shared.what} {_where(ctx, shared.cells, total)}"
+        host = (
+            f"fix the host first: {shared.remedy}; the bottleneck findings tune the workload "
+            "and come after"
+        )
+        return Usability(
+            "no", reason, shared.remedy, True, busy_keys, (host, *(f[1] for f in failures))
+        )
+    if noisy and len(noisy) == total:
+        reason, remedy = _all_noisy(noisy)
+        first = (
+            RAISE_REPEATS.format(now=_repeats(noisy), n=SMALL) if "repeats" in remedy else remedy
+        )
+        return Usability("no", reason, remedy, False, busy_keys, (first, *(f[1] for f in failures)))
+    clauses = [f[0] for f in failures]
+    actions = [f[1] for f in failures]
+    if shared is not None and shared.cells:
+        clauses.append(f"{shared.what} {_where(ctx, shared.cells, total)}")
+        actions.insert(0, f"{shared.remedy} for those cells: their figures measure the contention")
+    if noisy:
+        clauses.append(f"{len(noisy)} of {total} cells noisy")
+        if _repeats(noisy) < SMALL:
+            actions.append(MORE_REPEATS.format(n=SMALL) + " for the noisy cells")
+    if unknown:
+        if len(unknown) == total:
+            every = "every cell of one repeat" if total > 1 else "one repeat"
+            clauses.append(f"{every}: no spread to judge by")
+        else:
+            clauses.append(f"{len(unknown)} of {total} cells of one repeat (spread unknown)")
+        actions.append(MORE_REPEATS.format(n=SMALL) + " to see the run-to-run spread")
+    if clauses:
+        return Usability("with care", ", ".join(clauses), None, False, busy_keys, tuple(actions))
+    calm = shared is not None and shared.looked == total
+    reason = f"all {total} cells reliable" if total > 1 else "its one cell measured reliably"
+    if calm:
+        reason += ", with no other load on the machine"
+    return Usability("yes", reason, None, False, busy_keys, ())

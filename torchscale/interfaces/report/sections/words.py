@@ -1,0 +1,84 @@
+"""Plain words for the report's headings and legends, with the technical term kept beside them
+(issue 40): a stakeholder reads "Communication not overlapped", an engineer finds "exposed
+transfer" in the column's tooltip (HTML) or the table's footnote (every format), the same term
+the terminal, the JSON and docs/methodology.md use. One place, so a part of the step is called
+the same everywhere in the report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from torchscale.interfaces.report.model import Column, ValueFormat
+
+
+@dataclass(frozen=True)
+class Term:
+    plain: str  # the heading or legend entry
+    technical: str  # the term the terminal, the JSON and the docs use
+    meaning: str  # one line: what it measures
+
+    def explained(self) -> str:
+        """'exposed transfer: communication that no computation hid'."""
+        return f"{self.technical}: {self.meaning}"
+
+
+TERMS: dict[str, Term] = {
+    "compute": Term("Computing", "compute", "the rank's own forward, backward and optimizer"),
+    "data": Term("Waiting for data", "data", "waiting for the next batch"),
+    "wait_for_peers": Term(
+        "Waiting for slower ranks",
+        "waiting for peers",
+        "idle until the slowest rank arrives (load imbalance, sync stall)",
+    ),
+    "exposed_transfer": Term(
+        "Communication not overlapped",
+        "exposed transfer",
+        "communication that no computation hid (the smallest grad-sync wait of any rank)",
+    ),
+    "rest": Term("Other", "rest", "time between the measured phases"),
+    "grad_sync_wait": Term(
+        "Gradient sync wait", "grad_sync_wait", "time in the gradient all-reduce, waits included"
+    ),
+    "exposed_comm": Term(
+        "Communication not overlapped",
+        "exposed communication",
+        "communication time beyond the slowest rank's compute (waits included in older results)",
+    ),
+    "units": Term(
+        "Figures compared (baseline vs now)",
+        "units judged",
+        "per-run figures where both sides hold several runs, else per-repeat figures",
+    ),
+    "config": Term(
+        "Configuration",
+        "bBATCH xRANKS PRECISION LAYOUT",
+        "b32 x2 fp32 ddp = batch 32 per rank on 2 ranks in fp32 with DDP",
+    ),
+}
+
+
+def plain(key: str) -> str:
+    return TERMS[key].plain
+
+
+def term_column(
+    key: str, term: str, value_format: ValueFormat = "text", *, suffix: str = ""
+) -> Column:
+    """A column headed in plain words (`TERMS[term]`, then `suffix`), its technical term as
+    the tooltip."""
+    entry = TERMS[term]
+    return Column(
+        key=key,
+        label=entry.plain + suffix,
+        format=value_format,
+        align="left" if value_format == "text" else "right",
+        term=entry.explained(),
+    )
+
+
+def footnote(keys: Iterable[str]) -> str:
+    """'Terms: Communication not overlapped = exposed transfer: communication ...; ...': the
+    technical terms behind plain headings, for formats without tooltips."""
+    parts = [f"{TERMS[k].plain} = {TERMS[k].explained()}" for k in dict.fromkeys(keys)]
+    return "Terms: " + "; ".join(parts)

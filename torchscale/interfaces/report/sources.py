@@ -1,0 +1,339 @@
+"""What `torchscale report --source DIR` reads: one experiment directory, or a directory of them.
+
+An experiment directory holds `cells/` (a `torchscale benchmark` sweep), `profile/<run>/`
+(`torchscale profile` runs: `analysis.json`, `result.json`), `comm/<run>.json` (`torchscale
+comm` runs and nccl-tests imports), or any of them together. Everything is read here,
+once, so that building the report is pure. A file that cannot be used (unreadable, corrupt,
+truncated, of a newer schema version) is left out with a one-line reason in `Sources.skipped`,
+never a traceback; only a path that holds nothing usable at all raises `ResultsError`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import ValidationError
+
+from torchscale.contracts.errors import ResultsError, describe_os_error
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
+from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.interfaces.report.model import Skipped
+from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
+from torchscale.offline.results.experiment import Experiment, load, read_cells
+from torchscale.offline.results.versions import read_cell_result
+from torchscale.orchestration.comm.comm_result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
+from torchscale.orchestration.memory.max_batch_result import MaxBatchResult, read_max_batch
+from torchscale.orchestration.validate.check_result import ValidateReport, read_validate_report
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+ANALYSIS_KIND = "torchscale.profile_analysis"
+NOT_AN_EXPERIMENT = (
+    "not a torchscale experiment (no cells/, no profile/<run>/analysis.json, no comm/<run>.json)"
+)
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    """One analysed `torchscale profile` run: `name` is its folder (the cell id)."""
+
+    name: str
+    path: Path
+    analysis: ProfileAnalysis
+    result: CellResult | None
+
+
+@dataclass(frozen=True)
+class UnanalysedProfile:
+    """A profiled run without an analysis (the run failed, or its traces were not analysed):
+    reported with the failures, with why."""
+
+    name: str
+    path: Path
+    result: CellResult | None
+    reason: str
+
+
+@dataclass
+class ExperimentSource:
+    """One experiment directory: its sweep (None for a profile-only directory) and profiles."""
+
+    name: str
+    path: Path
+    experiment: Experiment | None
+    profiles: list[ProfileEntry] = field(default_factory=list)
+    unanalysed: list[UnanalysedProfile] = field(default_factory=list)
+    comm: list[CommResult] = field(default_factory=list)
+    max_batch: list[MaxBatchResult] = field(default_factory=list)
+    acceptance: list[ValidateReport] = field(default_factory=list)  # validate perf/burn
+
+
+@dataclass
+class Sources:
+    """Everything read under one --source (or --baseline) path, and what was left out."""
+
+    path: Path
+    experiments: list[ExperimentSource]
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _skip(skipped: list[Skipped], path: Path, reason: str) -> None:
+    log.info("report: skipping %s: %s", path, reason)
+    skipped.append(Skipped(path=str(path), reason=_one_line(reason)))
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _children(path: Path) -> list[Path]:
+    """The entries of a directory, hidden ones left out, sorted by name."""
+    try:
+        return sorted(p for p in path.iterdir() if not p.name.startswith("."))
+    except OSError as exc:
+        raise ResultsError(f"cannot read {path}: {describe_os_error(exc)}") from None
+
+
+def _is_profile_run(path: Path) -> bool:
+    run = ProfileRun(path)
+    return _is_dir(path) and (run.analysis_path.is_file() or run.result_path.is_file())
+
+
+def _json_files(folder: Path) -> list[Path]:
+    """The visible *.json files of `folder`, sorted; none when it cannot be listed."""
+    try:
+        return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
+    except OSError:
+        return []
+
+
+def is_experiment_dir(path: Path) -> bool:
+    """A sweep (`cells/`), a directory of profiled runs (`profile/<run>/`) or of comm runs."""
+    layout = ResultLayout(path)
+    if (
+        _is_dir(layout.cells_dir)
+        or _json_files(layout.comm_dir)
+        or _json_files(layout.acceptance_dir)
+    ):
+        return True
+    profile = layout.profiles_dir
+    try:
+        return _is_dir(profile) and any(_is_profile_run(p) for p in profile.iterdir())
+    except OSError:
+        return False
+
+
+def read_analysis(path: Path) -> tuple[ProfileAnalysis | None, str | None]:
+    """(analysis, None) or (None, why it cannot be used); never raises for a bad file."""
+    data, problem = read_json(path)
+    if problem is None:
+        problem = version_problem(data, ANALYSIS_KIND, "analysis", ANALYSIS_SCHEMA_VERSION)
+    if problem is not None:
+        return None, problem
+    try:
+        return ProfileAnalysis.model_validate(data), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return None, f"invalid profile analysis: {where}: {first['msg']}"
+
+
+def _read_profiles(
+    directory: Path, skipped: list[Skipped]
+) -> tuple[list[ProfileEntry], list[UnanalysedProfile]]:
+    if not _is_dir(directory):
+        return [], []
+    entries, unanalysed = [], []
+    for run in _children(directory):
+        if not _is_profile_run(run):
+            _skip(skipped, run, "not a profiled run (no analysis.json or result.json)")
+            continue
+        paths = ProfileRun(run)
+        result = None
+        if paths.result_path.is_file():
+            read = read_cell_result(paths.result_path)
+            if read.problem is not None:
+                _skip(skipped, paths.result_path, read.problem)
+            result = read.result
+        if paths.analysis_path.is_file():
+            analysis, problem = read_analysis(paths.analysis_path)
+            if analysis is None:
+                _skip(skipped, paths.analysis_path, problem or "unreadable")
+                continue
+            entries.append(ProfileEntry(run.name, run, analysis, result))
+        elif result is not None:
+            reason = (
+                f"the profiled run ended {result.status.value}: {result.error.reason}"
+                if result.error is not None
+                else "no analysis.json: its traces were not analysed "
+                f"(`torchscale profile analyze {run}` analyses them)"
+            )
+            unanalysed.append(UnanalysedProfile(run.name, run, result, reason))
+    return entries, unanalysed
+
+
+def _load_without_metadata(root: Path) -> Experiment:
+    """The cells of an experiment whose config.yaml or env.json is corrupt (`load` refuses
+    those): the cells are still worth a report; the broken file is in `skipped`."""
+    layout = ResultLayout(root)
+    results, versions, bad = read_cells(layout)
+    config: dict[str, Any] = {}
+    try:
+        data = yaml.safe_load(layout.config_path.read_text(encoding="utf-8"))
+        config = data if isinstance(data, dict) else {}
+    except (OSError, ValueError, yaml.YAMLError):
+        pass  # reported by the caller
+    environment: dict[str, Any] = {}
+    try:
+        data = json.loads(layout.environment_path.read_text(encoding="utf-8"))
+        environment = data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        pass
+    return Experiment(root, config, environment, results, versions, bad)
+
+
+def read_comm(path: Path) -> tuple[CommResult | None, str | None]:
+    """One comm/<run>.json, or why it cannot be used (never raises)."""
+    data, problem = read_json(path)
+    if problem is None:
+        problem = version_problem(data, COMM_KIND, "comm result", COMM_SCHEMA_VERSION)
+    if problem is not None:
+        return None, problem
+    try:
+        return CommResult.model_validate(data), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return None, f"invalid comm result: {where}: {first['msg']}"
+
+
+def read_acceptance(path: Path) -> tuple[ValidateReport | None, str | None]:
+    """One acceptance/<host>.<level>.json (a `validate` report), or why not (never raises)."""
+    try:
+        return read_validate_report(path), None
+    except ResultsError as exc:
+        return None, str(exc).removeprefix(f"{path}: ")
+
+
+def _read_each(
+    paths: list[Path], read: Callable[[Path], tuple[T | None, str | None]], skipped: list[Skipped]
+) -> list[T]:
+    """Every file `read` can use; the others are skipped with its reason."""
+    found = []
+    for path in paths:
+        item, problem = read(path)
+        if item is None:
+            _skip(skipped, path, problem or "unusable")
+        else:
+            found.append(item)
+    return found
+
+
+def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | None:
+    """One experiment directory, or None when nothing in it can be used (reasons skipped)."""
+    layout = ResultLayout(root)
+    experiment = None
+    if _is_dir(layout.cells_dir):
+        try:
+            experiment = load(root)
+        except ResultsError as exc:
+            _skip(skipped, root, str(exc))
+            experiment = _load_without_metadata(root)
+        # the lazy tables read steps/ now: a torn step file is found here, not mid-report
+        _ = experiment.cells, experiment.ranks, experiment.steps
+        for path, reason in experiment.skipped:
+            _skip(skipped, path, reason)
+        if not experiment.results:
+            experiment = None
+    profiles, unanalysed = _read_profiles(layout.profiles_dir, skipped)
+    comm = _read_each(_json_files(layout.comm_dir), read_comm, skipped)
+    acceptance = _read_each(_json_files(layout.acceptance_dir), read_acceptance, skipped)
+    if experiment is None and not profiles and not unanalysed and not comm and not acceptance:
+        _skip(skipped, root, "no readable cell result, profile, comm run or validate report")
+        return None
+    name = experiment.name if experiment is not None else root.name
+    max_batch = (
+        _read_each(_json_files(layout.max_batch_dir), read_max_batch, skipped)
+        if experiment is not None
+        else []
+    )
+    return ExperimentSource(
+        name, root, experiment, profiles, unanalysed, comm, max_batch, acceptance
+    )
+
+
+def _unique_names(experiments: list[ExperimentSource]) -> None:
+    """Two experiments of the same name (copied results) get their folder in the name."""
+    seen: set[str] = set()
+    for source in experiments:
+        name = source.name
+        if name in seen:
+            name = f"{source.name} ({source.path.name})"
+        number = 2
+        while name in seen:
+            name = f"{source.name} ({source.path.name} {number})"
+            number += 1
+        source.name = name
+        seen.add(name)
+
+
+def read_sources(path: Path) -> Sources:
+    """Read every experiment under `path` (one experiment directory, or a directory whose
+    sub-directories are experiments). Raises ResultsError, one line, when `path` is missing,
+    not a directory, empty, or holds nothing usable."""
+    root = Path(path)
+    if not root.exists():
+        raise ResultsError(f"{root} does not exist")
+    if not _is_dir(root):
+        raise ResultsError(f"{root} is not a directory: pass a results directory")
+    entries = _children(root)
+    if not entries:
+        raise ResultsError(f"{root} is empty: no results to report on")
+    skipped: list[Skipped] = []
+    experiments: list[ExperimentSource] = []
+    if is_experiment_dir(root):
+        found = _read_experiment(root, skipped)
+        experiments = [found] if found else []
+    else:
+        for entry in entries:
+            if _is_dir(entry) and is_experiment_dir(entry):
+                found = _read_experiment(entry, skipped)
+                if found:
+                    experiments.append(found)
+            elif _is_dir(entry):
+                _skip(skipped, entry, NOT_AN_EXPERIMENT)
+            # a plain file beside experiments (a config, an earlier report) is no result
+    if not experiments:
+        raise ResultsError(_nothing_usable(root, entries, skipped))
+    _unique_names(experiments)
+    return Sources(root, experiments, skipped)
+
+
+def _nothing_usable(root: Path, entries: list[Path], skipped: list[Skipped]) -> str:
+    if any(ProfileRun(e).analysis_path.is_file() for e in entries if _is_dir(e)):
+        return f"{root} holds profiled runs, not an experiment: pass its parent directory"
+    problems = [s for s in skipped if s.reason != NOT_AN_EXPERIMENT]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return (
+            f"{root} holds no usable torchscale results: {problems[0].path}: "
+            f"{problems[0].reason}{more}"
+        )
+    return (
+        f"{root} holds no torchscale results: no experiment directory (cells/ or "
+        "profile/<run>/analysis.json) in it or one level below"
+    )

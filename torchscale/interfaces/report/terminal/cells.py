@@ -1,0 +1,181 @@
+"""The sweep's lines for one cell: 'Running ...' as it starts, then its published figures
+(throughput, latency, with their intervals), its diagnosis, compile time, input pipeline,
+telemetry and price, and its warnings.
+
+Each line carries its level (info, warn, fail, skip), chosen from the data, so the CLI colours
+by level and never by searching the text.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from torchscale.contracts.cell import CellIdentity, Status
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.report.estimates import plus_minus
+from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.terminal.diagnosis import diagnosis_lines
+from torchscale.interfaces.report.terminal.lines import Level, Line
+from torchscale.orchestration.plan import PlannedCell
+
+STATUS_LEVEL: dict[Status, Level] = {
+    Status.OK: "info",
+    Status.SKIPPED: "skip",
+    Status.FAILED: "fail",
+    Status.OOM: "fail",
+    Status.TIMEOUT: "fail",
+}
+
+
+def ranks_text(count: int, device: str) -> str:
+    """'1 GPU', '2 GPUs', '1 CPU rank', '4 CPU ranks': CPU ranks are never called GPUs."""
+    noun = "GPU" if device == "cuda" else "CPU rank"
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def cell_name(cell: CellIdentity) -> str:
+    """'tiny-gpt2 b4 x2 fp32 ddp', as the reports name a cell (the id, with its hash, is for
+    finding files)."""
+    nodes = f" ({cell.nodes} nodes)" if cell.nodes > 1 else ""
+    layout = cell.parallel.slug(cell.strategy) if cell.parallel else cell.strategy
+    return f"{cell.label} b{cell.batch_size} x{cell.world_size}{nodes} {cell.precision} {layout}"
+
+
+def running_line(planned: PlannedCell, position: str | None = None) -> Line:
+    """'> Running ... (Batch 4, fp32, ddp)...', then where the sweep stands when given
+    (`position`: 'cell 2/6, 1m05s elapsed, ETA 3m10s', torchscale.interfaces.report.progress)."""
+    cell = planned.cell
+    spread = f" over {cell.nodes} nodes" if cell.nodes > 1 else ""
+    layout = cell.parallel.slug(cell.strategy) if cell.parallel else cell.strategy
+    where = f" {position}" if position else ""
+    return Line(
+        "info",
+        f"> Running {cell.label} on {ranks_text(cell.world_size, cell.device)}{spread} "
+        f"(Batch {cell.batch_size}, {cell.precision}, {layout})...{where}",
+    )
+
+
+def reused_line(result: CellResult) -> Line:
+    return Line(
+        "info", f"> [INFO] {cell_name(result.cell)}: ok in a previous run (--resume), not rerun"
+    )
+
+
+def _pct(value: float) -> str:
+    """One decimal, two below 1 % (a '±0.0%' would hide that the interval was measured)."""
+    return f"{value * 100:.2f}%" if abs(value) < 0.01 else f"{value * 100:.1f}%"
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1e3:.1f}ms"
+
+
+def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
+    """The published per-cell lines (throughput, latency) with their intervals, then the
+    run's diagnosis (`report/diagnosis_text.py`; `verbose` adds its cross-checks), then
+    warnings."""
+
+    if result.status is not Status.OK:
+        tag = "SKIP" if result.status is Status.SKIPPED else "FAIL"
+        reason = result.error.reason if result.error else ""
+        return [Line(STATUS_LEVEL[result.status], f"> [{tag}] {result.status}: {reason}")]
+    thr, steps, intervals = result.throughput, result.step_time, result.intervals
+    lines: list[Line] = []
+    if thr is not None:
+        unit = "img/sec" if result.model_kind == "vision" else "samples/sec"
+        tokens = f" ({thr.tokens_per_s:,.0f} tokens/sec)" if thr.tokens_per_s else ""
+        figure = f"{thr.samples_per_s:,.0f}"
+        if intervals is not None:
+            figure = plus_minus(intervals.samples_per_s, lambda v: f"{v:,.0f}")
+        lines.append(Line("info", f"> [INFO] Average Throughput: {figure} {unit}{tokens}"))
+    if steps is not None:
+        p50, p95 = _ms(steps.p50), _ms(steps.p95)
+        if intervals is not None:
+            p50, p95 = plus_minus(intervals.step_p50_s, _ms), plus_minus(intervals.step_p95_s, _ms)
+        lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
+    if result.cell.world_size > 1 or result.diagnosis is not None:
+        lines += diagnosis_lines(
+            result.diagnosis, result.unavailable.get("diagnosis"), verbose=verbose
+        )
+    lines += compile_lines(result)
+    lines += headline_lines(result)
+    lines += [Line("warn", f"> [WARN] {w}") for w in result.warnings]
+    return lines
+
+
+def compile_lines(result: CellResult) -> list[Line]:
+    """'Compile: 25.3 s of the cell's 61.2 s, in the warm-up': what torch.compile cost this
+    cell's process (every cell is a fresh one; what an earlier cell of the experiment compiled
+    is loaded from its compile cache), beside what the whole cell took; no line for an eager
+    cell."""
+    compile_s = result.warmup.compile_s if result.warmup is not None else None
+    if compile_s is None:
+        return []
+    of_cell = f" of the cell's {format_value(result.wall_s, 'seconds')}" if result.wall_s else ""
+    return [
+        Line(
+            "info",
+            f"> [INFO] Compile: {format_value(compile_s, 'seconds')}{of_cell}, in the warm-up "
+            "(outside the measured windows)",
+        )
+    ]
+
+
+def headline_lines(result: CellResult) -> list[Line]:
+    """The input pipeline (when it reads data), the telemetry and the price (when the config
+    gave one) of an ok cell: the figures the result holds, nothing derived."""
+    lines: list[Line] = []
+    data = result.data
+    if data is not None and data.source != "synthetic" and data.wait_s is not None:
+        workers = f", {data.num_workers} worker(s) per rank" if data.num_workers else ""
+        share = f" ({_pct(data.share)} of the step)" if data.share is not None else ""
+        read = (
+            f", read {data.read_bytes_per_s / 1e6:,.0f} MB/s"
+            if data.read_bytes_per_s is not None
+            else ""
+        )
+        lines.append(
+            Line(
+                "info",
+                f"> [INFO] Data ({data.source}{workers}): the slowest rank waits "
+                f"{_ms(data.wait_s)} per step{share}{read}",
+            )
+        )
+    if (figures := _telemetry_figures(result)) is not None:
+        lines.append(Line("info", f"> [INFO] Telemetry: {figures}"))
+    cost = result.cost
+    if cost is not None and cost.cost_per_m_samples is not None and cost.per_gpu_hour:
+        hour = "GPU-hour" if result.cell.device == "cuda" else "rank-hour"
+        tokens = (
+            f", {format_value(cost.cost_per_m_tokens, 'money')} per M tokens"
+            if cost.cost_per_m_tokens is not None
+            else ""
+        )
+        lines.append(
+            Line(
+                "info",
+                f"> [INFO] Cost: {format_value(cost.cost_per_m_samples, 'money')} per M "
+                f"samples{tokens} at {format_value(cost.per_gpu_hour, 'money')} per {hour}",
+            )
+        )
+    return lines
+
+
+def _telemetry_figures(result: CellResult) -> str | None:
+    """'GPU util 97%, 350 W, max 71 °C, SM 1,980 MHz, 2.13 samples/J': what NVML sampled (a CPU
+    cell's load is the busy-machine warning's, when it matters)."""
+    t = result.telemetry
+    if t is None:
+        return None
+    figures = []
+    if t.gpu_util_pct_mean is not None:
+        figures.append(f"GPU util {t.gpu_util_pct_mean:.0f}%")
+    if t.power_w_mean is not None:
+        figures.append(f"{t.power_w_mean:,.0f} W")
+    if t.temperature_c_max is not None:
+        figures.append(f"max {t.temperature_c_max:.0f} °C")
+    if t.sm_clock_mhz_mean is not None:
+        figures.append(f"SM {t.sm_clock_mhz_mean:,.0f} MHz")
+    if t.samples_per_joule is not None:
+        figures.append(f"{t.samples_per_joule:,.3g} samples/J")
+    return ", ".join(figures) or None

@@ -1,0 +1,264 @@
+"""A comm result as the text table nccl-tests users read every day (plain lines, no markup).
+
+Same columns in the same order as nccl-tests (size, count, type, redop, root, time, algbw, busbw,
+#wrong), '#' before every line that is not a row, one table per op, then the footer (`Out of
+bounds values`, `Avg bus bandwidth`). Our extra columns come after #wrong: per-iteration p50 and
+p99, the CV, and the slowest rank with its time relative to the fastest, so a slow rank or node
+shows. That full layout is about 120 columns: written to a file it diffs against nccl-tests.
+Given a narrower width (a terminal, or COLUMNS), each table drops what the full one adds for
+completeness (count, which size and type give; root, for ops without one; p50 and cv) and sizes
+its columns to what they hold, the pair matrix becomes the slowest pairs, and every comment line
+wraps between words: no line is longer than the width, and no figure is cut.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import statistics
+import textwrap
+from collections.abc import Callable, Iterable
+
+from torchscale.orchestration.comm.comm_result import CommPair, CommResult, CommRow
+
+MAX_MATRIX_RANKS = 16  # above this, the pairs are listed slowest first instead of a matrix
+SLOW_PAIR = 0.5  # a pair below half the median pair bandwidth is called out
+
+
+def _number(value: float | None, width: int) -> str:
+    """nccl-tests prints 2 decimals; tiny CPU bandwidths keep 3 significant digits instead."""
+    if value is None:
+        return "-".rjust(width)
+    text = f"{value:.2f}" if abs(value) >= 0.1 or value == 0 else f"{value:.3g}"
+    return text.rjust(width)
+
+
+def _slowest(row: CommRow) -> str:
+    if len(row.ranks) < 2:
+        return "-"
+    slow = max(row.ranks, key=lambda r: r.time_us)
+    fast = min(r.time_us for r in row.ranks)
+    ratio = slow.time_us / fast if fast > 0 else float("inf")
+    return f"r{slow.rank} {ratio:.2f}x"
+
+
+HEADER = (
+    "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+    "    p50      p99     cv  slowest",
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)        "
+    "   (us)     (us)         rank/fastest",
+)
+
+
+def row_line(row: CommRow) -> str:
+    """One row, nccl-tests' columns first."""
+    head = (
+        f"{row.size_bytes:>12} {row.count:>13} {row.dtype:>9} {row.redop or 'none':>7} "
+        f"{row.root if row.root is not None else -1:>7}"
+    )
+    if row.status != "ok":
+        return f"{head}   {row.status}: {row.reason or 'no reason recorded'}"
+    wrong = "N/A" if row.wrong is None else str(row.wrong)
+    cv = "-" if row.iter_cv is None else f"{row.iter_cv:.2f}"
+    return (
+        f"{head} {_number(row.time_us, 8)} {_number(row.algbw_gbps, 7)} "
+        f"{_number(row.busbw_gbps, 7)} {wrong:>7} {_number(row.iter_p50_us, 8)} "
+        f"{_number(row.iter_p99_us, 8)} {cv:>6}  {_slowest(row)}"
+    )
+
+
+def header_lines(result: CommResult) -> list[str]:
+    source = (
+        f"nccl-tests output imported from {result.imported_from}"
+        if result.source == "nccl-tests"
+        else "torchscale comm"
+    )
+    iters = (
+        f"{result.warmup_iters} warm-up + {result.iters} timed iterations"
+        if result.iters is not None
+        else "iterations not recorded"
+    )
+    check = "check on" if result.check else "check off"
+    lines = [
+        f"# {source}: {result.world_size} rank(s), {result.backend} on {result.device}"
+        f" ({result.device_name or 'device unknown'}), {result.dtype}",
+        f"# {iters}, {check}; time: {result.across_ranks} over ranks of each rank's "
+        "window / iterations",
+    ]
+    lines += [f"# note: {text}" for text in result.skipped]
+    return lines
+
+
+FULL_WIDTH = max(len(line) for line in HEADER)
+
+
+def _figure(value: float | None) -> str:
+    return _number(value, 0)
+
+
+# the narrow table: (name, unit, cell); nccl-tests' own columns, less what another column gives
+NARROW_COLUMNS: tuple[tuple[str, str, Callable[[CommRow], str]], ...] = (
+    ("size", "(B)", lambda r: str(r.size_bytes)),
+    ("type", "", lambda r: r.dtype),
+    ("redop", "", lambda r: r.redop or "none"),
+    ("root", "", lambda r: str(r.root if r.root is not None else -1)),
+    ("time", "(us)", lambda r: _figure(r.time_us)),
+    ("algbw", "(GB/s)", lambda r: _figure(r.algbw_gbps)),
+    ("busbw", "(GB/s)", lambda r: _figure(r.busbw_gbps)),
+    ("#wrong", "", lambda r: "N/A" if r.wrong is None else str(r.wrong)),
+    ("p99", "(us)", lambda r: _figure(r.iter_p99_us)),
+    ("slowest", "rank/fast", _slowest),
+)
+FIGURES_FROM = 4  # columns from "time" on are figures, absent from a row that did not run
+PLACEMENT_COLUMN: tuple[str, str, Callable[[CommRow], str]] = (
+    "place",
+    "",
+    lambda r: "in" if r.placement == "in-place" else "out",
+)
+
+
+def narrow_table(rows: list[CommRow]) -> list[str]:
+    """One op's rows in the columns nccl-tests users read first, each column as wide as what it
+    holds (header included); "root" only for an op that has one."""
+    rooted = any(r.root is not None and r.root >= 0 for r in rows)
+    columns = [c for c in NARROW_COLUMNS if rooted or c[0] != "root"]
+    figures_from = FIGURES_FROM - (0 if rooted else 1)
+    if len({r.placement for r in rows}) > 1:  # nccl-tests' two column groups, as two rows
+        columns.insert(1, PLACEMENT_COLUMN)
+        figures_from += 1
+    cells = [[cell(r) for _, _, cell in columns] for r in rows]
+    shown = [  # a row that did not run shows its lead columns, then its reason
+        texts if row.status == "ok" else texts[:figures_from]
+        for row, texts in zip(rows, cells, strict=True)
+    ]
+    widths = [
+        max([len(name), len(unit)] + [len(texts[i]) for texts in shown if i < len(texts)])
+        for i, (name, unit, _) in enumerate(columns)
+    ]
+    widths[0] = max(widths[0], len("size") + 2)  # room for the header lines' leading "# "
+
+    def line(texts: list[str]) -> str:
+        return " ".join(text.rjust(width) for text, width in zip(texts, widths, strict=False))
+
+    header = [
+        "#" + line([name for name, _, _ in columns])[1:],
+        "#" + line([unit for _, unit, _ in columns])[1:],
+    ]
+    body = []
+    for row, texts in zip(rows, cells, strict=True):
+        if row.status == "ok":
+            body.append(line(texts))
+        else:
+            body.append(
+                f"{line(texts[:figures_from])}   {row.status}: {row.reason or 'no reason recorded'}"
+            )
+    return header + body
+
+
+def op_lines(result: CommResult, width: int | None = None) -> list[str]:
+    """One table per op: nccl-tests' full layout, or the narrow one when `width` is narrower."""
+    lines: list[str] = []
+    narrow = width is not None and width < FULL_WIDTH
+    for op in dict.fromkeys(r.op for r in result.rows):
+        rows = [r for r in result.rows if r.op == op]
+        placements = ", ".join(dict.fromkeys(r.placement for r in rows))
+        lines += ["#", f"# {op} ({placements})"]
+        lines += narrow_table(rows) if narrow else [*HEADER, *(row_line(r) for r in rows)]
+    return lines
+
+
+def footer_lines(result: CommResult) -> list[str]:
+    lines = ["#"]
+    if result.wrong_total is None:
+        lines.append("# Out of bounds values : N/A (not checked)")
+    else:
+        verdict = "OK" if result.wrong_total == 0 else "FAILED"
+        lines.append(f"# Out of bounds values : {result.wrong_total} {verdict}")
+    avg = result.avg_busbw_gbps
+    lines.append(f"# Avg bus bandwidth    : {'-' if avg is None else f'{avg:.4g}'} GB/s")
+    if len(result.summaries) > 1 or any(s.busbw_factor == 0 for s in result.summaries):
+        parts = []
+        for s in result.summaries:
+            value = "-" if s.avg_busbw_gbps is None else f"{s.avg_busbw_gbps:.4g}"
+            zero = " (busbw 0 by definition on one rank)" if s.busbw_factor == 0 else ""
+            parts.append(f"{s.op} {value}{zero}")
+        lines.append(f"#   per op (GB/s)      : {', '.join(parts)}")
+    if result.gate is not None:
+        lines.append(
+            f"# Gate --min-busbw {result.min_busbw_gbps:g}: {result.gate}: {result.gate_reason}"
+        )
+    if result.error:
+        lines.append(f"# Stopped early ({result.status}): {result.error}")
+    lines += [f"# warning: {w}" for w in result.warnings]
+    lines += [f"# unavailable: {k}: {v}" for k, v in result.unavailable.items()]
+    return lines
+
+
+def _pair_bw(pairs: Iterable[CommPair], a: int, b: int) -> float | None:
+    for p in pairs:
+        if {p.a, p.b} == {a, b}:
+            return p.bandwidth_gbps
+    return None
+
+
+def pair_lines(result: CommResult, width: int | None = None) -> list[str]:
+    """The pairs as a matrix (small worlds that fit `width`) or slowest first, and the pairs
+    that stand out."""
+    if not result.pairs:
+        return []
+    measured = [p for p in result.pairs if p.bandwidth_gbps is not None]
+    size = result.pairs[0].size_bytes
+    lines = ["#", f"# Point-to-point bandwidth (GB/s per direction, {size} B each way)"]
+    n = result.world_size
+    matrix_width = 6 + 9 * n
+    if n <= MAX_MATRIX_RANKS and (width is None or matrix_width <= width):
+        lines.append("#     " + "".join(f"{'r' + str(b):>9}" for b in range(n)))
+        for a in range(n):
+            cells = []
+            for b in range(n):
+                value = None if a == b else _pair_bw(result.pairs, a, b)
+                cells.append(_number(value, 9))
+            lines.append(f"# {'r' + str(a):>4}" + "".join(cells))
+    else:
+        lines.append("# slowest pairs:")
+        for p in sorted(measured, key=lambda p: p.bandwidth_gbps or 0.0)[:10]:
+            lines.append(f"#   r{p.a} <-> r{p.b}: {_number(p.bandwidth_gbps, 0)}")
+    if len(measured) >= 3:
+        median = statistics.median(p.bandwidth_gbps or 0.0 for p in measured)
+        for p in measured:
+            if (p.bandwidth_gbps or 0.0) < SLOW_PAIR * median:
+                where = f" ({p.host_a} <-> {p.host_b})" if p.host_a != p.host_b else ""
+                lines.append(
+                    f"# slow link: r{p.a} <-> r{p.b}{where} {_number(p.bandwidth_gbps, 0)} GB/s, "
+                    f"under half the median pair ({median:.3g} GB/s)"
+                )
+    return lines
+
+
+def _wrapped(line: str, width: int) -> list[str]:
+    """A comment line ("# ...") broken between words, each piece still a comment; a table row
+    (which fits by construction unless the width is tiny) broken the same way."""
+    if len(line) <= width:
+        return [line]
+    comment = line.startswith("#")
+    return textwrap.wrap(
+        line,
+        width=width,
+        subsequent_indent="#   " if comment else "    ",
+        break_long_words=True,
+        break_on_hyphens=False,
+    )
+
+
+def comm_lines(result: CommResult, width: int | None = None) -> list[str]:
+    """The whole printout: header, one table per op, pairs, footer. `width` None: nccl-tests'
+    full layout, lines as long as they are; else the narrow layout, no line over `width`."""
+    lines = (
+        header_lines(result)
+        + op_lines(result, width)
+        + pair_lines(result, width)
+        + footer_lines(result)
+    )
+    if width is None:
+        return lines
+    return [piece for line in lines for piece in _wrapped(line, width)]

@@ -1,0 +1,105 @@
+"""The run's one diagnosis as terminal lines (sweep and profile): the sentences of
+`report/diagnosis_text.py`, each with its level, and what `-v` adds; the findings by title.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from torchscale.contracts.schema.cell_result import Diagnosis, Finding
+from torchscale.interfaces.report.diagnosis_text import (
+    PART_WORDS,
+    VERDICT_WORDS,
+    finding_line,
+    ms,
+    seconds_text,
+    share_text,
+    split_text,
+    straggler_text,
+    sync_stall_text,
+    whatif_text,
+)
+from torchscale.interfaces.report.terminal.lines import Level, Line
+
+
+def diagnosis_lines(
+    diagnosis: Diagnosis | None, why_not: str | None, *, verbose: bool
+) -> list[Line]:
+    """The diagnosis as terminal lines: sync stall, step split, straggler, its caveat, the
+    what-if and, when a cross-check disagrees, one line saying so; `verbose` adds the
+    per-rank waits, what decided and every cross-check."""
+    if diagnosis is None:
+        return [Line("skip", f"> [ANALYSIS] Diagnosis: unavailable ({why_not})")] if why_not else []
+    lines = [
+        Line("info", f"> [ANALYSIS] {sync_stall_text(diagnosis)}"),
+        Line("info", f"> [ANALYSIS] {split_text(diagnosis)}"),
+    ]
+    verdict = diagnosis.straggler
+    if diagnosis.ranks > 1 or verdict is not None:
+        level: Level = "warn" if verdict is not None and verdict.named else "info"
+        lines.append(Line(level, f"> [ANALYSIS] {straggler_text(verdict, diagnosis.ranks)}"))
+    if diagnosis.caveat:
+        lines.append(Line("warn", f"> [CAVEAT] {diagnosis.caveat}"))
+    if (whatif := whatif_text(diagnosis)) is not None:
+        lines.append(Line("info", f"> [ANALYSIS] {whatif}"))
+    if verbose:
+        lines += verbose_lines(diagnosis)
+    elif diagnosis.disagreement:
+        lines.append(Line("skip", f"> [NOTE] {diagnosis.disagreement}"))
+    return lines
+
+
+def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
+    """What -v adds: what decided, the per-rank waits, each part's interval, the verdict in
+    full and every cross-check."""
+    lines = [Line("skip", f"> [DETAIL] decided by the {diagnosis.source}: {diagnosis.basis}")]
+    lines.append(
+        Line(
+            "skip",
+            "> [DETAIL] parts: "
+            + ", ".join(f"{PART_WORDS[p.name]} {share_text(p.share)}" for p in diagnosis.parts),
+        )
+    )
+    if diagnosis.rank_waits:
+        lines.append(
+            Line(
+                "skip",
+                "> [DETAIL] waiting by rank (share of its own step): "
+                + ", ".join(f"rank {w.rank} {share_text(w.share)}" for w in diagnosis.rank_waits),
+            )
+        )
+    if diagnosis.straggler is not None:
+        lines.append(Line("skip", f"> [DETAIL] straggler test: {diagnosis.straggler.summary}"))
+    w = diagnosis.whatif
+    if w is not None:
+        who = f"rank {w.rank}" + ("" if w.named else " (largest gap, not named)")
+        extra = f"; its extra work {ms(w.extra_work_s)}" if w.extra_work_s is not None else ""
+        lines.append(
+            Line(
+                "skip",
+                f"> [DETAIL] what-if, {who}: saves {seconds_text(w.saved_s)} per step, "
+                f"{share_text(w.share)} of the step{extra} ({w.method})",
+            )
+        )
+    for check in diagnosis.cross_checks:
+        figure = f"{share_text(check.estimate)}, " if check.estimate is not None else ""
+        lines.append(
+            Line(
+                "info" if check.agrees is not False else "warn",
+                f"> [CHECK] {check.name}: {figure}{VERDICT_WORDS[check.agrees]}: {check.detail}",
+            )
+        )
+    return lines
+
+
+def findings_lines(
+    findings: list[Finding], *, verbose: bool, heading: str = "Found {n} bottleneck(s):"
+) -> list[Line]:
+    """'Found N bottleneck(s):' and one line each; `verbose` adds evidence and the fix."""
+    lines = [Line("info", f"> [ANALYSIS] {heading.format(n=len(findings))}")]
+    for number, finding in enumerate(findings, 1):
+        lines.append(Line("warn", finding_line(number, finding)))
+        if verbose:
+            lines += [Line("info", f">      evidence: {item}") for item in finding.evidence]
+            lines.append(Line("info", f">      fix: {finding.recommendation}"))
+    return lines

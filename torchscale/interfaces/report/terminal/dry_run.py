@@ -1,0 +1,104 @@
+"""What `--dry-run` prints: every cell's exact argv and environment, what is skipped or reused
+and why, what runs after the cells (profiles, max batch search, the config's comm runs), and
+the estimate of what is left to run.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Collection, Mapping
+
+from torchscale.interfaces.report.terminal.lines import Line
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.plan import Plan
+
+
+def plan_lines(
+    plan: Plan,
+    store: ResultStore,
+    base_env: Mapping[str, str],
+    reused: Collection[str] = (),
+) -> list[Line]:
+    """What --dry-run shows: every cell's exact argv and environment, what is skipped and why,
+    what --resume keeps (`reused`), and the estimate of what is left to run."""
+    lines = [Line("info", f"note: {note}") for note in plan.notes]
+    for i, planned in enumerate(plan.cells, 1):
+        cell_id = planned.cell.id
+        lines.append(Line("head", f"{i}. {cell_id}"))
+        if planned.skip_reason:
+            lines.append(Line("skip", f"   skip: {planned.skip_reason}"))
+            continue
+        if cell_id in reused:
+            lines.append(Line("skip", "   reuse: ok in a previous run (--resume), not rerun"))
+            continue
+        shared = planned.sharing_compile_cache(store.compile_cache_dir)  # as run_cell runs it
+        command = shared.command(store.spec_path(cell_id), store.log_dir(cell_id), base_env)
+        env = " ".join(f"{k}={v}" for k, v in sorted(command.env_overrides.items()))
+        lines.append(Line("info", f"   argv: {shlex.join(command.argv)}"))
+        lines.append(
+            Line("info", f"   env:  {env} (+ inherited, minus RANK/MASTER_*/PET_*/TORCHELASTIC_*)")
+        )
+        lines += [Line("warn", f"   warn: {w}") for w in planned.warnings]
+    to_run = [p for p in plan.runnable if p.cell.id not in reused]
+    estimate = plan.estimate(to_run)
+    kept = f", {len(plan.runnable) - len(to_run)} reused (--resume)" if reused else ""
+    lines.append(
+        Line(
+            "info",
+            f"{len(to_run)} cell(s) to run{kept}, {len(plan.cells) - len(plan.runnable)} "
+            f"skipped; estimated >= {estimate.seconds:.0f} s ({estimate.basis}); each cell is "
+            f"killed after {plan.launcher.cell_timeout_s:g} s",
+        )
+    )
+    profiling = plan.profiling
+    if profiling.enabled:
+        which = (
+            "every ok cell"
+            if profiling.trigger == "always"
+            else f"ok cells whose exposed communication or wait for the slowest rank reaches "
+            f"{profiling.stall_threshold:.0%} of the step, or whose step-time CV reaches "
+            f"{profiling.variance_threshold:.2f}"
+        )
+        lines.append(
+            Line(
+                "info",
+                f"after the sweep: profile {which} with {profiling.tool} "
+                f"({profiling.steps} traced step(s) per rank) into profile/<cell_id>/",
+            )
+        )
+    lines += _comm_plan_lines(plan, store, base_env)
+    memory = plan.memory
+    if memory.max_batch_search:
+        from torchscale.orchestration.memory.max_batch_runs import search_groups
+
+        groups = search_groups(plan)
+        lines.append(
+            Line(
+                "info",
+                f"after the cells: max batch search for {len(groups)} group(s) (model, world "
+                f"size, precision, strategy), batch up to {memory.max_batch_limit}, one torchrun "
+                f"of {memory.probe_steps} step(s) per probe, into max_batch/",
+            )
+        )
+    return lines
+
+
+def _comm_plan_lines(plan: Plan, store: ResultStore, base_env: Mapping[str, str]) -> list[Line]:
+    """The config's `comm:` section as --dry-run shows it: one torchrun per world size."""
+    from torchscale.orchestration.comm.from_config import comm_requests
+    from torchscale.orchestration.comm.sweep_launch import comm_launch, new_run_id
+
+    lines: list[Line] = []
+    for request in comm_requests(plan):
+        launch = comm_launch(request, store.root, base_env, new_run_id(request))
+        lines.append(
+            Line(
+                "info",
+                f"after the cells: {', '.join(request.ops)} on {request.ranks} rank(s), "
+                f"{len(launch.spec.sizes)} size(s) into comm/",
+            )
+        )
+        lines.append(Line("info", f"   argv: {shlex.join(launch.command.argv)}"))
+    return lines

@@ -1,0 +1,286 @@
+"""Terminal rendering of a profile in the published style: `[ANALYSIS] Sync stall time: ...`,
+the straggler line, `Found N bottleneck(s):` with one line each, the what-if and the caveat.
+
+Every figure about where step time goes is the run's one diagnosis (`ProfileAnalysis.diagnosis`,
+torchscale/offline/analysis/diagnosis.py) written by `report/diagnosis_text.py`, the sentences every
+surface uses. The default output is short (about 15 lines at 80 columns); `verbose` (-v) adds
+the cross-checks, each finding's evidence and fix, the `--target` detail lines and the notes.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellResult, Estimate, StepPart
+from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
+from torchscale.interfaces.report.diagnosis_text import ms
+from torchscale.interfaces.report.estimates import plus_minus
+from torchscale.interfaces.report.terminal.cells import cell_lines, cell_name
+from torchscale.interfaces.report.terminal.diagnosis import diagnosis_lines, findings_lines
+from torchscale.interfaces.report.terminal.lines import Line
+
+PART_LABELS = {
+    "compute": "compute",
+    "data": "data",
+    "wait_for_peers": "waiting for peers",
+    "exposed_transfer": "exposed transfer",
+    "rest": "rest",
+}
+# detail lines each target adds under -v (besides the diagnosis and its findings)
+TARGET_DETAILS = {
+    "sync_stalls": ("waits",),
+    "comm": ("comm",),
+    "compute": ("compute",),
+    "memory": ("memory",),
+    "all": ("waits", "comm", "compute", "memory"),
+}
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as ms (or s from 10 s on), three significant figures at least."""
+    if abs(seconds) >= 10:
+        return f"{seconds:.2f} s"
+    ms = seconds * 1e3
+    return f"{ms:.2f} ms" if abs(ms) >= 1 else f"{ms:.3f} ms"
+
+
+def _us(us: float) -> str:
+    return _duration(us / 1e6)
+
+
+def share_text(estimate: Estimate) -> str:
+    """A share of the step with ± (or why not), the way every profile line prints it."""
+    if estimate.value is None and estimate.high is None:
+        return "unknown"
+    if estimate.value is None and estimate.high == 0:
+        return "0.0%"  # exactly zero on every step (interval [0, 0]): measured, not noise
+    return plus_minus(estimate, _pct)
+
+
+def parts_text(parts: list[StepPart]) -> str:
+    """'compute 56.3% ±3.6%, data ...': a model's parts with their intervals."""
+    return ", ".join(f"{PART_LABELS[p.name]} {share_text(p.share)}" for p in parts)
+
+
+def run_lines(
+    result: CellResult,
+    directory: Path,
+    analysis: ProfileAnalysis | None = None,
+    *,
+    verbose: bool = False,
+) -> list[Line]:
+    """The profiled run in one line (its measured windows, before any traced step), its
+    injected delays, and, with `verbose`, every line of a sweep's cell. The diagnosis is the
+    analysis' (`analysis_lines`), never printed twice."""
+    if verbose or result.status is not Status.OK or analysis is None:
+        lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {result.status}")]
+        shown = result
+        if analysis is not None and analysis.diagnosis is not None:
+            unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
+            shown = result.model_copy(update={"diagnosis": None, "unavailable": unavailable})
+        lines += cell_lines(shown, verbose=verbose)
+        target = analysis.target if analysis is not None else None
+        if result.status is Status.OK and target in ("memory", "all") and result.memory:
+            lines += _run_memory_lines(result)
+        lines.append(Line("info", f"> [RUN] traces and analysis: {directory}"))
+        return lines
+    figures = []
+    if result.throughput is not None:
+        figures.append(f"{result.throughput.samples_per_s:,.0f} samples/s")
+    if result.step_time is not None:
+        figures.append(f"step {ms(result.step_time.p50)} median")
+    lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {', '.join(['ok', *figures])}")]
+    for delay in result.injected_delays:
+        lines.append(
+            Line(
+                "warn",
+                f"> [WARN] injected delay: rank {delay.rank} +{delay.ms:g} ms in {delay.phase} "
+                "each step (artificial)",
+            )
+        )
+    return lines
+
+
+def _run_memory_lines(result: CellResult) -> list[Line]:
+    memory = result.memory
+    if memory is None:
+        return []
+    mib = 2**20
+    figures = []
+    if memory.peak_allocated_bytes is not None:
+        figures.append(f"peak allocated {memory.peak_allocated_bytes / mib:,.0f} MiB")
+    if memory.peak_reserved_bytes is not None:
+        figures.append(f"peak reserved {memory.peak_reserved_bytes / mib:,.0f} MiB")
+    if memory.peak_rss_bytes is not None:
+        figures.append(f"peak RSS {memory.peak_rss_bytes / mib:,.0f} MiB (largest rank)")
+    static = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_state_bytes
+    figures.append(f"parameters + gradients + optimizer state {static / mib:,.1f} MiB per rank")
+    return [Line("info", f"> [RUN] memory (measured windows, no profiler): {', '.join(figures)}")]
+
+
+def _wait_lines(analysis: ProfileAnalysis) -> list[Line]:
+    waits = []
+    for rank in analysis.ranks:
+        part = next((p for p in rank.parts if p.name == "wait_for_peers"), None)
+        if part is not None:
+            waits.append(f"rank {rank.rank} {share_text(part.share)}")
+    if not waits or analysis.ranks_analysed < 2:
+        return []
+    if analysis.diagnosis is not None and analysis.diagnosis.rank_waits:
+        return []  # the diagnosis' own per-rank waits are shown (-v)
+    if analysis.diagnosis is not None and any(
+        p.name == "wait_for_peers" and p.share.value is None and p.share.high is None
+        for p in analysis.diagnosis.parts
+    ):
+        return []
+    return [
+        Line(
+            "info",
+            "> [ANALYSIS] Waiting for peers by rank (share of its own step): " + ", ".join(waits),
+        )
+    ]
+
+
+def _comm_lines(analysis: ProfileAnalysis) -> list[Line]:
+    lines = []
+    if analysis.overlap_pct is not None:
+        lines.append(
+            Line(
+                "info",
+                f"> [ANALYSIS] Compute/communication overlap: {analysis.overlap_pct:.1f}% of the "
+                "communication time (HTA definition; the share of the step is the Step line's)",
+            )
+        )
+    steps = analysis.diagnosis.steps if analysis.diagnosis is not None else 0
+    for op in analysis.ops:
+        per = op.transfer_us / op.instances if op.instances else 0.0
+        ranks = max(analysis.ranks_analysed, 1)
+        wait = (
+            f", waiting inside them {_us(op.wait_us / ranks / steps)} per rank and step "
+            "(hidden behind compute or not)"
+            if steps
+            else ""
+        )
+        lines.append(
+            Line(
+                "info",
+                f"> [ANALYSIS]   {op.op}: {op.instances} matched instance(s), transfer "
+                f"{_us(per)} each (the shortest rank's){wait}",
+            )
+        )
+    if analysis.matched_collectives == 0 and analysis.ranks_analysed > 1:
+        lines.append(Line("skip", "> [NOTE] no collective matched across the ranks"))
+    return lines
+
+
+def _compute_lines(analysis: ProfileAnalysis) -> list[Line]:
+    lines = []
+    for rank in analysis.ranks:
+        if rank.parts:
+            host = (
+                f"; host wait (in rest) {_us(rank.host_wait_us)} median"
+                if rank.host_wait_us is not None
+                else ""
+            )
+            lines.append(
+                Line("info", f"> [ANALYSIS] rank {rank.rank}: {parts_text(rank.parts)}{host}")
+            )
+    if analysis.top_kernels:
+        for kernel in analysis.top_kernels:
+            name = kernel.name if len(kernel.name) <= 80 else kernel.name[:77] + "..."
+            lines.append(
+                Line(
+                    "info",
+                    f"> [ANALYSIS]   kernel {name}: {_pct(kernel.share_of_compute)} of kernel "
+                    f"time, {kernel.calls} call(s)",
+                )
+            )
+    elif analysis.device_type == "cpu":
+        lines.append(Line("skip", "> [NOTE] CPU ranks: compute is host ops, no kernel breakdown"))
+    return lines
+
+
+def _memory_lines(analysis: ProfileAnalysis) -> list[Line]:
+    share = analysis.memory_copy_share
+    if share is None:
+        return [
+            Line(
+                "skip",
+                "> [NOTE] device copies: none on CPU ranks"
+                if analysis.device_type == "cpu"
+                else "> [NOTE] device copies: no step model",
+            )
+        ]
+    return [
+        Line(
+            "info",
+            f"> [ANALYSIS] Device copies (memcpy/memset not under a kernel, part of compute): "
+            f"{share_text(share)} of the step",
+        )
+    ]
+
+
+MIRRORED = ("sync_stall_pct", "exposed_comm_pct", "straggler", "whatif")
+DETAILS = {
+    "waits": _wait_lines,
+    "comm": _comm_lines,
+    "compute": _compute_lines,
+    "memory": _memory_lines,
+}
+
+
+def _finding_cost(finding: FindingFigures) -> str:
+    if finding.cost_share is not None:
+        return f"{share_text(finding.cost_share)} of the step"
+    return f"{finding.cost_pct:.1f}% of the step"
+
+
+def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[Line]:
+    """The trace analysis: its diagnosis and findings for its target; `verbose` adds the
+    cross-checks, evidence and fixes, the target's detail lines, notes and what is
+    unavailable."""
+    ranks = f"{analysis.ranks_analysed} rank(s)"
+    if analysis.world_size and analysis.world_size != analysis.ranks_analysed:
+        ranks += f" of {analysis.world_size}"
+    backend = f", {analysis.backend}" if analysis.backend else ""
+    steps = f", {analysis.diagnosis.steps} traced step(s)" if analysis.diagnosis else ""
+    lines = [Line("head", f"> [ANALYSIS] Profiling complete: {ranks}{backend}{steps}")]
+    lines += diagnosis_lines(
+        analysis.diagnosis, analysis.unavailable.get("diagnosis"), verbose=verbose
+    )
+    if verbose:
+        for name in TARGET_DETAILS.get(analysis.target, TARGET_DETAILS["all"]):
+            lines += DETAILS[name](analysis)
+    target = "" if analysis.target == "sync_stalls" else f" for --target {analysis.target}"
+    more = len(analysis.other_findings)
+    left = f" ({more} more left out by --target {analysis.target})" if more else ""
+    lines += findings_lines(
+        analysis.findings, verbose=verbose, heading=f"Found {{n}} bottleneck(s){target}{left}:"
+    )
+    if not verbose:
+        return lines
+    if analysis.other_findings:
+        left = "; ".join(f"{f.title} ({_finding_cost(f)})" for f in analysis.other_findings)
+        lines.append(
+            Line(
+                "skip",
+                f"> [NOTE] left out by --target {analysis.target} (--target all shows them): "
+                f"{left}",
+            )
+        )
+    lines += [Line("skip", f"> [NOTE] {note}") for note in analysis.notes]
+    # the older figures mirror the diagnosis: their reasons are its lines
+    shown = {"diagnosis"} if analysis.diagnosis is None else set(MIRRORED)
+    lines += [
+        Line("skip", f"> [UNAVAILABLE] {metric}: {reason}")
+        for metric, reason in analysis.unavailable.items()
+        if metric not in shown
+    ]
+    return lines

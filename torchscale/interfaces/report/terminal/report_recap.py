@@ -1,0 +1,73 @@
+"""The short summary printed after every report (`report` writing a file, or any format but
+the terminal's): the header facts and the summary section's top figures, in a few lines.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text
+from torchscale.interfaces.report.render.formatting import format_value, strip_code
+
+SUMMARY_MAX_LINES = 10
+
+
+def summary_lines(report: Report) -> list[str]:
+    """The short summary printed after every report (plain text: print it with markup off).
+
+    From the report header (title, cells, regressions, skipped inputs) and the summary
+    section's key figures and text (the top findings), at most `SUMMARY_MAX_LINES` lines: the
+    header facts always, then key figures and text sharing the rest."""
+    figures: list[str] = []
+    texts: list[str] = []
+    summary = report.section("summary")
+    for block in summary.blocks if summary is not None else []:
+        if isinstance(block, KeyFigures):
+            for figure in block.figures:
+                note = f" ({figure.note})" if figure.note else ""
+                value = format_value(figure.value, figure.format)
+                figures.append(f"{figure.label}: {value}{note}")
+        elif isinstance(block, Text):
+            texts.append(block.text)
+        elif isinstance(block, Findings) and block.findings:
+            texts.append(f"top finding: {block.findings[0].title}")
+    head = [report.title]
+    if report.headline is not None:
+        head.append(report.headline.text)
+    if not any(line.lower().startswith("cells") for line in figures):
+        current = report.current_sources()
+        ok = sum(s.ok for s in current)
+        failed = sum(s.failed for s in current)
+        skipped = sum(s.skipped for s in current)
+        head.append(
+            f"cells: {ok} ok, {failed} failed"
+            + (f", {skipped} skipped" if skipped else "")
+            + f" of {sum(s.cells for s in current)} in {len(current)} source(s)"
+        )
+    if report.regressions:
+        tail = [f"regressions: {report.regressions} by the stated rule"]
+    elif report.baseline_sources() and report.regressions is None:
+        tail = [
+            f"regressions: not judged ({report.not_judged or 0} matched cell(s) could not be "
+            "judged; their changes: baseline section)"
+        ]
+    elif report.baseline_sources():
+        unjudged = f"; {report.not_judged} not judged" if report.not_judged else ""
+        tail = [f"regressions: none by the stated rule{unjudged} (baseline section)"]
+    else:
+        tail = ["regressions: not compared (no --baseline given)"]
+    if report.skipped:
+        tail.append(f"inputs not read: {len(report.skipped)} (reasons in the report)")
+    room = max(0, SUMMARY_MAX_LINES - len(head) - len(tail))
+    # text (failures, the top finding) keeps a third of the room when there is text
+    n_texts = min(len(texts), max(1, room // 3)) if texts else 0
+    n_figures = min(len(figures), room - n_texts)
+    n_texts = min(len(texts), room - n_figures)
+    body = _one_line(figures[:n_figures] + texts[:n_texts])
+    return [strip_code(line) for line in (*head, *body, *tail)]
+
+
+def _one_line(lines: Sequence[str]) -> list[str]:
+    return [" ".join(line.split()) for line in lines]

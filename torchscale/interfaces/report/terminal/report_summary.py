@@ -1,0 +1,359 @@
+"""The terminal report's default form: a summary of at most `MAX_LINES` lines, however many
+cells the sweep has, no line wider than the terminal (`report -f term --full` prints it all).
+
+The whole report in a terminal is a dump (a thousand lines for 8 cells, fifty thousand for
+500: every table becomes a block per row at 80 columns). A reader at a terminal wants the
+decision and the few figures behind it, so this prints, in the report's order:
+
+1. the title, the headline verdict and what ran (hardware, dates, the config's description,
+   cells per source, the baseline's verdict);
+2. the executive summary section as the model holds it: its text (the verdicts and top
+   findings), its key figures, its tables fitted to the width (`terminal/fit.py`: columns left out
+   in a stated order, figures never cut), findings by title;
+3. a last line saying what was left out and where it is (`--full`, `-f html`).
+
+When everything does not fit in `MAX_LINES`, blocks are taken by priority (text that warns,
+then tables, key figures, other text, notes), tables by as many rows as fit, key figures
+without their notes (what each is, its interval: the summary's table gives the intervals)
+and then by as many as fit; what is left out is counted in the last line. Nothing is
+computed: every figure is the model's, formatted by `format_value`, every sentence the
+model's own.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from rich.console import Console, RenderableType
+from rich.table import Table as RichTable
+from rich.text import Text as RichText
+
+from torchscale.interfaces.report.model import (
+    Block,
+    Chart,
+    Findings,
+    KeyFigures,
+    Report,
+    Table,
+    Text,
+    Unavailable,
+)
+from torchscale.interfaces.report.render.formatting import (
+    MISSING,
+    format_value,
+    is_figure,
+    severity_prefix,
+    strip_code,
+)
+from torchscale.interfaces.report.terminal import fit
+
+MAX_LINES = 60
+TABLE_ROWS = 12  # of one table at most: a summary, not the table
+FINDINGS = 5  # titles of a findings block at most
+SUMMARY = "summary"
+# a narrow terminal leaves these columns of a summary table out first, in this order (they
+# repeat what another column says: the configuration names its batch and rank count); then
+# any other column from the right; the first (what the row is) stays
+DROP_FIRST = ("batch_per_gpu", "gpus", "best_by", "reliability", "step_p50_text", "tokens_per_s")
+# the order in which blocks get lines when everything does not fit (lower first)
+PRIORITY = {"alert": 0, "table": 1, "figures": 2, "findings": 3, "text": 4, "note": 5}
+
+
+def _lines(items: Sequence[RenderableType], width: int) -> list[str]:
+    """`items` as printed `width` columns wide, one string per line (plain: no styles)."""
+    if not items:
+        return []
+    console = Console(
+        file=io.StringIO(),
+        width=width,
+        record=True,
+        force_terminal=False,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
+    for item in items:
+        console.print(item)
+    return [line.rstrip() for line in console.export_text(styles=False).splitlines()]
+
+
+def _prose(text: str) -> RichText:
+    return RichText(strip_code(text))
+
+
+# a part's ways of being drawn, most complete first: (items shown, lines)
+Drafts = Callable[[], Iterator[tuple[int, list[str]]]]
+
+
+@dataclass
+class _Part:
+    """One block of the summary and its `drafts`, the first that fits is printed (a table
+    with fewer rows, key figures without their notes, then fewer of them)."""
+
+    order: int
+    priority: int
+    drafts: Drafts
+    spaced: bool = True  # a blank line around it (consecutive texts run on)
+    shown: int = 0
+    lines: list[str] | None = None
+
+
+def _counts(most: int, draw: Callable[[int], list[str]]) -> Drafts:
+    """Drafts of the first `most`, then one fewer, down to one item."""
+    return lambda: ((count, draw(count)) for count in range(most, 0, -1))
+
+
+def _text_part(order: int, block: Text, width: int) -> _Part:
+    lines = _lines([_prose(severity_prefix(block.severity) + block.text)], width)
+    urgent = block.severity in ("bad", "warn")
+    priority = PRIORITY["alert" if urgent else "text"]
+    return _Part(order, priority, lambda: iter([(1, lines)]), spaced=False)
+
+
+def _figures_part(order: int, block: KeyFigures, width: int) -> _Part:
+    """Key figures with their notes (what each is, its interval) where they all fit, else
+    label and value only (a table below gives the intervals; --full the notes), fewest last."""
+    figures = block.figures
+
+    def draw(count: int, notes: bool) -> list[str]:
+        table = RichTable(box=None, show_header=False, padding=(0, 2, 0, 0))
+        table.add_column("label", overflow="fold")
+        table.add_column("value", justify="right", no_wrap=True)
+        if notes:
+            table.add_column("note", overflow="fold")
+        for figure in figures[:count]:
+            cells = [
+                RichText(severity_prefix(figure.severity) + figure.label),
+                RichText(format_value(figure.value, figure.format)),
+            ]
+            table.add_row(*cells, *([_prose(figure.note or "")] if notes else []))
+        return _more(_lines([table], width), len(figures) - count, "key figure", width)
+
+    def drafts() -> Iterator[tuple[int, list[str]]]:
+        yield len(figures), draw(len(figures), notes=True)
+        yield from _counts(len(figures), lambda count: draw(count, notes=False))()
+
+    return _Part(order, PRIORITY["figures"], drafts)
+
+
+def _columns(block: Table, cells: Sequence[Sequence[str]]) -> list[fit.FitColumn]:
+    keys = [c.key for c in block.columns]
+    later = [k for k in reversed(keys[1:]) if k not in DROP_FIRST]
+    ranked = [k for k in DROP_FIRST if k in keys[1:]] + later
+    columns = []
+    for index, column in enumerate(block.columns):
+        values = [row[index] for row in cells]
+        figures = all(v == MISSING or is_figure(v) for v in values)
+        columns.append(
+            fit.FitColumn(
+                header=column.label,
+                justify=column.align,
+                drop=ranked.index(column.key) if column.key in ranked else None,
+                wrap=column.align == "left" and not figures,
+            )
+        )
+    return columns
+
+
+def _table_part(order: int, block: Table, width: int) -> _Part:
+    cells = [[format_value(row.get(c.key), c.format) for c in block.columns] for row in block.rows]
+    for row, texts in zip(block.rows, cells, strict=True):
+        if texts:
+            texts[0] = severity_prefix(row.get("_severity") or "info") + texts[0]
+    rows = [[RichText(text) for text in texts] for texts in cells]
+    fitted = fit.fit_table(_columns(block, cells), rows, width)
+
+    def draw(count: int) -> list[str]:
+        drawn = _lines([RichText(block.title), fitted.table(rows[:count])], width)
+        notes = fitted.notes(elsewhere="--full shows them")
+        drawn += _lines([_prose(note) for note in notes], width)
+        return _more(drawn, len(rows) - count, "row", width)
+
+    return _Part(order, PRIORITY["table"], _counts(min(len(rows), TABLE_ROWS), draw))
+
+
+def _findings_part(order: int, block: Findings, width: int) -> _Part:
+    def draw(count: int) -> list[str]:
+        titles = [
+            _prose(f"{severity_prefix(f.severity)}{n}. {f.title}")
+            for n, f in enumerate(block.findings[:count], start=1)
+        ]
+        return _more(_lines(titles, width), len(block.findings) - count, "finding", width)
+
+    most = min(len(block.findings), FINDINGS)
+    return _Part(order, PRIORITY["findings"], _counts(most, draw))
+
+
+def _unavailable_part(order: int, block: Unavailable, width: int) -> _Part:
+    text = "Not available here: " + "; ".join(block.items) + " (why: --full)"
+    lines = _lines([_prose(text)], width)
+    return _Part(order, PRIORITY["note"], lambda: iter([(1, lines)]), spaced=False)
+
+
+def _more(lines: list[str], left: int, what: str, width: int) -> list[str]:
+    if left <= 0:
+        return lines
+    return lines + _lines([RichText(f"… and {left} more {what}{'' if left == 1 else 's'}")], width)
+
+
+def _part(order: int, block: Block, width: int) -> _Part | None:
+    """The summary's form of a block; None for a chart (a terminal cannot draw it)."""
+    if isinstance(block, Text):
+        return _text_part(order, block, width)
+    if isinstance(block, KeyFigures) and block.figures:
+        return _figures_part(order, block, width)
+    if isinstance(block, Table) and block.rows:
+        return _table_part(order, block, width)
+    if isinstance(block, Findings) and block.findings:
+        return _findings_part(order, block, width)
+    if isinstance(block, Unavailable) and block.items:
+        return _unavailable_part(order, block, width)
+    return None
+
+
+def _header(report: Report, width: int) -> list[str]:
+    """The title, the headline verdict, what ran and the baseline's verdict."""
+    items: list[RenderableType] = [RichText(report.title)]
+    if report.headline is not None:
+        items.append(_prose(severity_prefix(report.headline.severity) + report.headline.text))
+    if report.decision is not None:  # the decision first: what to conclude, then what to do
+        for line in report.decision.lines():
+            items.append(_prose(f"  - {severity_prefix(line.severity)}{line.text}"))
+        for number, action in enumerate(report.decision.actions, 1):
+            items.append(
+                _prose(f"  {'What to do: ' if number == 1 else ''}{number}. {action.text}")
+            )
+    for label, value in (
+        ("hardware", report.hardware),
+        ("measured", report.measured),
+        ("description", report.description),
+    ):
+        if value:
+            items.append(RichText(f"{label}: {value}"))
+    for source in report.sources:
+        role = "baseline" if source.role == "baseline" else "source"
+        items.append(RichText(f"{role} {source.name}: {source.contents()}"))
+    if report.skipped:
+        items.append(RichText(f"{severity_prefix('warn')}inputs not read: {len(report.skipped)}"))
+    if report.regressions:
+        items.append(
+            RichText(
+                f"{severity_prefix('bad')}{report.regressions} regression(s) by the stated rule"
+            )
+        )
+    if report.baseline_sources() and report.regressions is None:
+        count = f" (not judged: {report.not_judged} cells)" if report.not_judged else ""
+        items.append(
+            RichText(f"{severity_prefix('warn')}nothing judged against the baseline{count}")
+        )
+    elif report.not_judged:
+        items.append(
+            RichText(
+                f"{severity_prefix('warn')}{report.not_judged} cell(s) not judged against "
+                "the baseline"
+            )
+        )
+    return _lines(items, width)
+
+
+def _fill(parts: list[_Part], budget: int) -> None:
+    """Give each part, by priority, as many items as fit in `budget` lines (with the blank
+    lines around it)."""
+    for part in sorted(parts, key=lambda p: (p.priority, p.order)):
+        room = budget - (2 if part.spaced else 0)
+        for count, lines in part.drafts():
+            if len(lines) <= room:
+                part.shown, part.lines = count, lines
+                budget = room - len(lines)
+                break
+
+
+def _body(parts: list[_Part]) -> list[str]:
+    """The parts shown, in the report's order, blank lines around those spaced."""
+    out: list[str] = []
+    shown = [p for p in sorted(parts, key=lambda p: p.order) if p.lines is not None]
+    for number, part in enumerate(shown):
+        if part.spaced and out and out[-1]:
+            out.append("")
+        out.extend(part.lines or [])
+        following = shown[number + 1] if number + 1 < len(shown) else None
+        if (part.spaced and following is not None) or (following is not None and following.spaced):
+            out.append("")
+    return out
+
+
+@dataclass
+class _LeftOut:
+    sections: int = 0
+    tables: int = 0
+    rows: int = 0
+    charts: int = 0
+    findings: int = 0
+    notes: int = 0  # texts, key figures, notes of what is unavailable
+
+    def add(self, block: Block, shown: int = 0) -> None:
+        if isinstance(block, Table):
+            if shown < len(block.rows):
+                self.tables += 1
+                self.rows += len(block.rows) - shown
+        elif isinstance(block, Chart):
+            self.charts += 1
+        elif isinstance(block, Findings):
+            self.findings += len(block.findings) - shown
+        elif isinstance(block, KeyFigures):
+            self.notes += len(block.figures) - shown
+        elif not shown:
+            self.notes += 1
+
+    def line(self) -> str:
+        counts = [
+            (self.sections, "section"),
+            (self.tables, "table"),
+            (self.charts, "chart"),
+            (self.findings, "finding"),
+            (self.notes, "note"),
+        ]
+        said = []
+        for count, what in counts:
+            if count:
+                rows = f" ({self.rows:,} rows)" if what == "table" and self.rows else ""
+                said.append(f"{count:,} {what}{'' if count == 1 else 's'}{rows}")
+        if not said:
+            return "Nothing left out."
+        return f"Left out: {', '.join(said)}. All of it: --full; charts: -f html."
+
+
+def summary(report: Report, width: int, max_lines: int = MAX_LINES) -> list[str]:
+    """The report's summary as lines, `width` columns wide at most, `max_lines` at most
+    where the header and the last line leave room (they are always printed)."""
+    head = _header(report, width)
+    section = report.section(SUMMARY)
+    blocks: list[Block] = list(section.blocks) if section is not None else []
+    parts: dict[int, _Part] = {}
+    for order, block in enumerate(blocks):
+        part = _part(order, block, width)
+        if part is not None:
+            parts[order] = part
+    # the last line's length is known once the parts are chosen: keep room for its longest
+    longest = _LeftOut(99, 9_999, 9_999_999, 9_999, 99_999, 9_999).line()
+    reserve = len(_lines([RichText(longest)], width))
+    _fill(list(parts.values()), max_lines - len(head) - reserve - 2)
+    left = _LeftOut(sections=sum(1 for s in report.sections if s is not section))
+    for order, block in enumerate(blocks):
+        part = parts.get(order)
+        left.add(block, part.shown if part is not None and part.lines is not None else 0)
+    for other in report.sections:
+        for block in other.blocks if other is not section else []:
+            left.add(block)
+    body = _body(list(parts.values()))
+    tail = _lines([RichText(left.line())], width)
+    return [*head, "", *body, *([""] if body else []), *tail]
+
+
+def render(report: Report, width: int) -> bytes:
+    """The summary as text, one line per line, ending in a newline."""
+    return ("\n".join(summary(report, width)) + "\n").encode("utf-8")

@@ -1,0 +1,146 @@
+"""The sweep's table per model, sized to the terminal, and the note that explains its columns.
+
+The tables are built from the flat cells table that `torchscale.offline.results.load` returns, so
+`report` renders the same numbers.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from torchscale.contracts.cell import Status
+from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
+from torchscale.interfaces.report.estimates import lopsided
+from torchscale.interfaces.report.terminal.cells import STATUS_LEVEL
+from torchscale.interfaces.report.terminal.fit import FitColumn, fit_table
+from torchscale.interfaces.report.terminal.lines import LEVEL_STYLE
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _missing(value: Any) -> bool:
+    """None or NaN (pandas fills missing figures with NaN)."""
+    return value is None or value != value
+
+
+def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
+    if _missing(value):
+        return "-"
+    return format(float(value) * scale, spec)
+
+
+# the per-model table: what may be abbreviated or left out when the terminal is narrow
+# (torchscale.interfaces.report.terminal.fit), lowest value first; what each column means goes in
+# the note
+TABLE_COLUMNS = (
+    FitColumn("world", fact="world"),
+    FitColumn("batch", fact="batch"),
+    FitColumn("prec/strat", justify="left", fact=""),
+    FitColumn("samples/s"),
+    FitColumn("/device", short="/dev", drop=1, why_dropped="samples/s / world"),
+    FitColumn("p50|p95 ms", short="p50|p95", drop=6),
+    FitColumn("scaling", short="eff", drop=5),
+    FitColumn("comm", drop=4),
+    FitColumn("MFU", drop=3),
+    FitColumn("peak MiB", short="MiB", drop=2),
+    FitColumn("status", justify="left"),
+)
+COLUMN_NOTES = {
+    "/device": "samples/s per device (GPU or CPU rank)",
+    "samples/s": "median of repeats ± half its 95 % interval ([low, high] where lopsided)",
+    "p50|p95 ms": "step time, milliseconds",
+    "scaling": "scaling efficiency, '≈100%' linear within noise, 'no base' where no smaller "
+    "world size was measured in its group",
+    "comm": "exposed transfer share of the step (step model), '<x%' when not measurable "
+    "above noise",
+    "MFU": f"from the timed windows, {MFU_CONVENTION_SHORT}",
+    "peak MiB": "CUDA peak allocated on GPUs, largest process peak RSS of any rank on CPU",
+}
+TABLE_NOTE_END = "'-': not measured here (reasons in cells/*.json 'unavailable')"
+
+
+@dataclass(frozen=True)
+class SweepTables:
+    """One table per model, sized to the terminal, and the note that explains them."""
+
+    tables: list[Table]
+    note: str
+
+
+def _throughput(r: pd.Series) -> str:
+    value, low, high = r["samples_per_s"], r.get("samples_per_s_low"), r.get("samples_per_s_high")
+    if _missing(value) or _missing(low) or _missing(high):
+        return _fmt(value, ",.0f")
+    value, low, high = float(value), float(low), float(high)
+    if lopsided(value, low, high):
+        return f"{value:,.0f} [{low:,.0f}, {high:,.0f}]"
+    return f"{value:,.0f}±{(high - low) / 2:,.0f}"
+
+
+def _scaling(r: pd.Series) -> str:
+    """Efficiency; above 1 only when its whole interval is (else linear within noise); 'no
+    base' where the cell's group has no smaller world size to scale from."""
+    value, low = r["scaling_efficiency"], r.get("scaling_efficiency_low")
+    if _missing(value) and str(r.get("scaling_efficiency_reason") or "").startswith("no base"):
+        return "no base"
+    if not _missing(value) and float(value) > 1 and (_missing(low) or float(low) <= 1):
+        return "≈100%"
+    return _fmt(value, ".0%")
+
+
+def _comm(r: pd.Series) -> str:
+    """The step model's exposed transfer share; '<x%' when not measurable above noise."""
+    value, high = r.get("exposed_transfer_share"), r.get("exposed_transfer_share_high")
+    if _missing(value) and not _missing(high):
+        return f"<{float(high):.0%}"
+    if _missing(value):
+        value = r["comm_overhead"]
+        if not _missing(value) and not 0 <= float(value) <= 1:
+            return "noise"  # an older result's point value outside its domain
+    return _fmt(value, ".0%")
+
+
+def _row_cells(r: pd.Series) -> list[str]:
+    gpu_mem = r["peak_allocated_bytes"]
+    mem = r["peak_rss_bytes"] if _missing(gpu_mem) else gpu_mem
+    status = Status(r["status"])
+    style = LEVEL_STYLE[STATUS_LEVEL[status]] or "green"
+    nodes = r.get("nodes", 1)
+    spread = f" ({int(nodes)}n)" if not _missing(nodes) and int(nodes) > 1 else ""
+    return [
+        f"{r['world_size']}{spread}",
+        str(r["batch_size"]),
+        escape(f"{r['precision']}/{r.get('layout') or r['strategy']}"),
+        _throughput(r),
+        _fmt(r["samples_per_s_per_device"], ",.0f"),
+        f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",
+        _scaling(r),
+        _comm(r),
+        _fmt(r["mfu"], ".1%"),
+        _fmt(mem, ",.0f", 2**-20),
+        f"[{style}]{status}[/]",
+    ]
+
+
+def model_tables(table: pd.DataFrame, width: int) -> SweepTables:
+    """One rich table per model from the flat cells table (results.frame.cells_table), each
+    at most `width` columns wide (torchscale.interfaces.report.terminal.fit: figures are never cut;
+    columns are abbreviated or left out, and the note says which)."""
+    models = [
+        (str(model), [[Text.from_markup(c) for c in _row_cells(r)] for _, r in rows.iterrows()])
+        for model, rows in table.groupby("model_label", sort=False)
+    ]
+    fitted = fit_table(TABLE_COLUMNS, [row for _, rows in models for row in rows], width)
+    tables = [fitted.table(rows, title=model) for model, rows in models]
+    shown = {c.header: fitted.label(c) for c in fitted.shown}
+    explained = [f"{shown[c]}: {note}" for c, note in COLUMN_NOTES.items() if c in shown]
+    note = "; ".join([*explained, TABLE_NOTE_END, *fitted.notes("summary.csv has every column")])
+    return SweepTables(tables, note)

@@ -1,0 +1,344 @@
+"""The one diagnosis of a run, computed once from all the evidence it has.
+
+A run may carry two step models: the phase timers of its measured windows (every rank, every
+measured step, no profiler; `attribution.cell_attribution`) and, when it was profiled, the
+traces (`trace.step_model.build_step_model`). Each answers the same questions, so without a
+rule a reader would get two answers. The rule (docs/methodology.md, "One diagnosis"):
+
+- **One source decides.** The traces when the run has a trace step model (they cut the step
+  instant by instant, so they see what overlaps and what waits at each collective); else the
+  phase timers. Every figure of the diagnosis (the step split, the per-rank waits, the
+  straggler verdict, the what-if, the findings) comes from that source, so the figures agree
+  with each other by construction.
+- **The straggler** is the deciding source's own-work gap test (paired per step, p < 0.01 and
+  at least 5 % of the step). Other evidence withdraws the name only when it significantly
+  names another rank: arrival order that picks a different rank (binomial test), the others
+  waiting significantly less than the candidate, or the no_sync windows showing it
+  significantly faster. Evidence that merely fails to confirm withdraws nothing.
+- **The what-if** is per step the least wait for peers of any other rank (the wait a rank on
+  time removes) capped by the candidate's extra own work at that step: bounded by both.
+- **Findings** are ranked from the same figures (`trace.ranked_findings.rank_findings`); "ranks
+  take turns" only when no rank's gap is significant and the waits are spread over the ranks.
+- **Cross-checks** (the other source's model and verdict, arrival order, others' wait, no_sync
+  windows) are kept with the diagnosis and shown on request; when one disagrees the default
+  output says so in one line (`disagreement`).
+
+Pure: tables and estimates in, a `Diagnosis` out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from torchscale.contracts.schema.cell_result import (
+    Attribution,
+    CrossCheck,
+    Diagnosis,
+    Estimate,
+    Finding,
+    RankWait,
+    Telemetry,
+    WhatIf,
+)
+from torchscale.contracts.schema.cell_result import (
+    WhatIf as WhatIfRecord,
+)
+from torchscale.offline.analysis.attribution import (
+    NoSyncSteps,
+    cell_attribution,
+    share_of_step,
+    step_parts,
+)
+from torchscale.offline.analysis.trace.ranked_findings import (
+    FindingInputs,
+    RankedFinding,
+    compute_spread,
+    finding_inputs,
+    rank_findings,
+)
+from torchscale.offline.analysis.trace.step_model import StepModel, phase_timer_checks
+from torchscale.offline.analysis.uncertainty import judged, mean_columns, percentile_interval
+
+WHATIF_METHOD = (
+    "per step, the least wait for peers of any other rank (the wait it removes) capped by the "
+    "candidate's own work over the median of the others' (its extra work), at least 0; mean "
+    "over steps, moving-block bootstrap over steps"
+)
+# short enough for one terminal line: a rank starved of CPU by other processes is slow exactly
+# like a slow workload, so a name on a busy machine says to check the host before the code
+BUSY_CAVEAT = "busy machine (others used {cores} cores on {host}): check the host first"
+SHARED_CORES_CAVEAT = "{ranks} ranks share {cores} cores on {host}: check the host first"
+
+
+@dataclass(frozen=True)
+class TimerEvidence:
+    """The phase timers of the measured windows: the per-step phase table (window, step, rank,
+    step_s and the phases) and the interleaved no_sync windows, or, where the table is not at
+    hand (a stored result), the model already computed from it."""
+
+    steps: pd.DataFrame | None = None
+    no_sync: NoSyncSteps | None = None
+    stored: Attribution | None = None
+
+
+@dataclass(frozen=True)
+class TraceEvidence:
+    """The traces' step model and what the findings read beside it."""
+
+    model: StepModel
+    inputs: FindingInputs
+
+
+@dataclass(frozen=True)
+class RunEvidence:
+    """Everything a run has: phase timers, traces, and what the host saw."""
+
+    timers: TimerEvidence | None = None
+    traces: TraceEvidence | None = None
+    caveat: str | None = None  # the busy-machine sentence (`busy_caveat`), or None
+    device_type: str = "cpu"
+    backend: str | None = None
+    strategy: str | None = None
+
+
+def busy_caveat(telemetry: Telemetry | None) -> str | None:
+    """The busy-machine caveat when other processes took cores during the windows, or when the
+    run's own ranks outnumber a host's cores: a rank starved of CPU (by other processes or by
+    the scheduler sharing cores among ranks) is slow exactly like a slow workload (seen: 1.75
+    ms on a 9 ms step, load 9.6 on 2 cores, balanced ranks; a balanced 4-rank tiny-gpt2 on 2
+    cores named rank 0, +10.8 ms on a 44.6 ms step)."""
+    if telemetry is None:
+        return None
+    hosts = telemetry.hosts or []
+    busy = [h for h in hosts if h.busy]
+    if busy:
+        host = busy[0]
+        cores = f"{host.other_cores:.1f}" if host.other_cores is not None else "?"
+        return BUSY_CAVEAT.format(cores=cores, host=host.host)
+    # a host whose ranks outnumber its cores (None: the core count was not read)
+    crowded = [h for h in hosts if h.cores is not None and len(h.ranks) > h.cores]
+    if crowded:
+        host = crowded[0]
+        return SHARED_CORES_CAVEAT.format(ranks=len(host.ranks), cores=host.cores, host=host.host)
+    return None
+
+
+def diagnose(evidence: RunEvidence) -> Diagnosis | None:
+    """The one diagnosis of a run (see the module doc), or None when no source has a model."""
+    traces, timers = evidence.traces, evidence.timers
+    parts = step_parts(timers.steps) if timers is not None and timers.steps is not None else None
+    timer_model = None
+    if timers is not None:
+        timer_model = (
+            cell_attribution(timers.steps, timers.no_sync, parts)
+            if timers.steps is not None
+            else timers.stored
+        )
+    if traces is not None and traces.model.attribution is not None:
+        return _from_traces(traces, timer_model, evidence)
+    if timer_model is not None and parts is not None:
+        return _from_timers(timer_model, parts, evidence)
+    if timer_model is not None:  # a stored model without its table: no waits or what-if
+        return _assemble(timer_model, "phase timers", [], None, [], evidence)
+    return None
+
+
+# ------------------------------------------------------------------ the phase timers decide
+
+
+def _from_timers(model: Attribution, parts: pd.DataFrame, evidence: RunEvidence) -> Diagnosis:
+    """`parts`: the phase table's `step_parts`, the rows `model` was built from."""
+    keyed = parts.assign(key=list(zip(parts["window"], parts["step"], strict=True)))
+    step_col = keyed.assign(step_total=keyed["model_step_s"])
+    waits = rank_waits(step_col[["rank", "key", "wait_for_peers", "step_total"]])
+    own = keyed.assign(own=keyed["compute"] + keyed["data"])
+    whatif = _whatif_for(model, step_col, own)
+    verdict = model.straggler
+    stall = _share(model, "wait_for_peers")
+    inputs = FindingInputs(
+        cycle_us=float(model.step_s.value or 0.0) * 1e6,
+        ranks=model.ranks,
+        device_type=evidence.device_type,
+        backend=evidence.backend,
+        strategy=evidence.strategy,
+        stall=stall if model.ranks > 1 else None,
+        exposed_transfer=_share(model, "exposed_transfer") if model.ranks > 1 else None,
+        data=_share(model, "data"),
+        waits_known=model.ranks > 1,
+        verdict=verdict,
+        whatif=whatif.share if whatif is not None else None,
+        rank_waits={w.rank: w.share for w in waits},
+        compute_spread_frac=compute_spread(keyed, "key", model.step_s.value or 0.0),
+    )
+    findings = [_finding(f) for f in rank_findings(inputs)]
+    return _assemble(model, "phase timers", waits, whatif, findings, evidence)
+
+
+# ------------------------------------------------------------------ the traces decide
+
+
+def _from_traces(
+    traces: TraceEvidence, timer_model: Attribution | None, evidence: RunEvidence
+) -> Diagnosis:
+    model = traces.model
+    attribution = model.attribution
+    assert attribution is not None
+    parts = model.parts.assign(key=model.parts["step"], step_total=model.parts["step_s"])
+    waits = (
+        rank_waits(parts[["rank", "key", "wait_for_peers", "step_total"]])
+        if model.waits_known
+        else []
+    )
+    whatif = None
+    if model.waits_known and model.own is not None:
+        own = model.own.assign(key=model.own["step"], own=model.own["compute"])
+        whatif = _whatif_for(attribution, parts, own)
+    inputs = traces.inputs  # completed in place: the findings read the diagnosis' figures
+    inputs.whatif = whatif.share if whatif is not None else None
+    inputs.rank_waits = {w.rank: w.share for w in waits}
+    findings = [_finding(f) for f in rank_findings(inputs)]
+    extra = phase_timer_checks(attribution, timer_model)
+    return _assemble(attribution, "traces", waits, whatif, findings, evidence, extra)
+
+
+# ------------------------------------------------------------------ shared pieces
+
+
+def rank_waits(parts: pd.DataFrame) -> list[RankWait]:
+    """Each rank's wait for peers as a share of its own step: its mean wait per step over its
+    mean step, with the moving-block bootstrap interval over its steps. `parts`: rank, key
+    (the step), wait_for_peers and step_total seconds."""
+    out = []
+    for rank, rows in parts.sort_values(["rank", "key"]).groupby("rank"):
+        wait = rows["wait_for_peers"].to_numpy(np.float64)
+        step = rows["step_total"].to_numpy(np.float64)
+        method = f"mean wait / mean step of rank {int(rank)}, moving-block bootstrap over steps"
+        out.append(RankWait(rank=int(rank), share=share_of_step(wait, step, method=method)))
+    return out
+
+
+def _whatif_for(model: Attribution, parts: pd.DataFrame, own: pd.DataFrame) -> WhatIf | None:
+    """The bounded what-if of the verdict's candidate (see `bounded_whatif`)."""
+    verdict = model.straggler
+    if verdict is None or verdict.candidate_rank is None:
+        return None
+    wait = parts.pivot_table(index="key", columns="rank", values="wait_for_peers")
+    work = own.pivot_table(index="key", columns="rank", values="own")
+    step = parts.groupby("key")["step_total"].mean()
+    return bounded_whatif(wait, work, step, verdict.candidate_rank, verdict.named)
+
+
+def bounded_whatif(
+    wait: pd.DataFrame, own: pd.DataFrame, step: pd.Series, candidate: int, named: bool
+) -> WhatIfRecord | None:
+    """What a step would lose if `candidate` did no more work than the others: per step, the
+    least wait for peers of any other rank (what its lateness costs them) capped by its own
+    work over the median of the others' (its extra work), at least 0. `wait` and `own`: step x
+    rank seconds; `step`: the mean step per step key. None without other ranks or steps."""
+    keys = wait.index.intersection(own.index).intersection(step.index)
+    if candidate not in wait.columns or candidate not in own.columns or wait.shape[1] < 2:
+        return None
+    wait, own, step = wait.loc[keys].dropna(), own.loc[keys].dropna(), step.loc[keys]
+    keys = wait.index.intersection(own.index)
+    if len(keys) == 0:
+        return None
+    least_wait = wait.loc[keys].drop(columns=[candidate]).min(axis=1).to_numpy(np.float64)
+    others = own.loc[keys].drop(columns=[candidate]).median(axis=1)
+    extra = (own.loc[keys, candidate] - others).to_numpy(np.float64)
+    saved = np.clip(np.minimum(least_wait, extra), 0.0, None)
+    steps = step.loc[keys].to_numpy(np.float64)
+    share = share_of_step(saved, steps, method=WHATIF_METHOD)
+    means, resampled = mean_columns(saved[:, None])
+    if resampled is None:
+        seconds = judged(float(means[0]), None, None, n=1, method="one step", reason="one step")
+    else:
+        low, high = percentile_interval(resampled[:, 0])
+        seconds = judged(float(means[0]), low, high, n=len(saved), method=WHATIF_METHOD)
+    return WhatIfRecord(
+        rank=int(candidate),
+        named=named,
+        saved_s=seconds,
+        share=share,
+        extra_work_s=float(np.mean(extra)),
+        method=WHATIF_METHOD,
+    )
+
+
+def _share(model: Attribution, name: str) -> Estimate | None:
+    part = next((p for p in model.parts if p.name == name), None)
+    return part.share if part is not None else None
+
+
+def _finding(f: RankedFinding) -> Finding:
+    return Finding(
+        title=f.title,
+        category=f.category,
+        cost_pct=100 * f.cost_fraction,
+        cost_share=f.cost,
+        evidence=list(f.evidence),
+        recommendation=f.recommendation,
+    )
+
+
+def _assemble(
+    model: Attribution,
+    source: str,
+    waits: Sequence[RankWait],
+    whatif: WhatIf | None,
+    findings: Sequence[Finding],
+    evidence: RunEvidence,
+    extra_checks: Sequence[CrossCheck] = (),
+) -> Diagnosis:
+    checks = [*model.cross_checks, *extra_checks]
+    differ = [c.name for c in checks if c.agrees is False]
+    disagreement = f"cross-checks disagree: {', '.join(differ)} (-v shows them)" if differ else None
+    diagnosis = Diagnosis(
+        basis=model.basis,
+        steps=model.steps,
+        ranks=model.ranks,
+        step_s=model.step_s,
+        parts=model.parts,
+        straggler=model.straggler,
+        cross_checks=checks,
+        source="traces" if source == "traces" else "phase timers",
+        rank_waits=list(waits),
+        whatif=whatif,
+        findings=list(findings),
+        disagreement=disagreement,
+    )
+    return with_caveat(diagnosis, evidence.caveat)
+
+
+def with_caveat(diagnosis: Diagnosis, caveat: str | None) -> Diagnosis:
+    """The diagnosis with the busy-machine caveat: kept as `caveat`, and in a named
+    straggler's summary and the straggler finding's evidence, so no surface can show the name
+    without it."""
+    if not caveat or diagnosis.caveat == caveat:
+        return diagnosis
+    verdict = diagnosis.straggler
+    if verdict is not None and verdict.named:
+        verdict = verdict.model_copy(update={"summary": f"{verdict.summary}; {caveat}"})
+    findings = [
+        f.model_copy(update={"evidence": [*f.evidence, caveat]}) if f.category == "straggler" else f
+        for f in diagnosis.findings
+    ]
+    return diagnosis.model_copy(
+        update={"straggler": verdict, "findings": findings, "caveat": caveat}
+    )
+
+
+__all__ = [
+    "RunEvidence",
+    "TimerEvidence",
+    "TraceEvidence",
+    "bounded_whatif",
+    "busy_caveat",
+    "diagnose",
+    "finding_inputs",
+    "rank_waits",
+    "with_caveat",
+]

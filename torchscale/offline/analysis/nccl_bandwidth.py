@@ -1,0 +1,86 @@
+"""Collective sizes and bandwidths exactly as NVIDIA's nccl-tests defines them (pure functions).
+
+nccl-tests reports two bandwidths per operation (doc/PERFORMANCE.md):
+- algbw = S / t: the bytes S the operation is defined over, divided by the time of one
+  operation (GB/s, 1 GB = 1e9 bytes);
+- busbw = algbw x factor(op, n): scaled to what each rank's link must carry in the optimal
+  (ring) algorithm, so it is comparable across rank counts and with the hardware's peak.
+
+S is not always the size of the buffer a rank passes in: for all_gather, reduce_scatter and
+all_to_all it is the whole gathered/scattered buffer, `count x n x sizeof(type)` where `count`
+is the per-rank element count. Keeping the nccl-tests definitions (and its names) lets a user
+put our table beside an nccl-tests table and compare row for row. Other tools differ (DeepSpeed
+reports 2x algbw for all_reduce, in Gbit/s): never mix them without converting.
+
+busbw can exceed a link's speed with in-network or NVLink SHARP reduction, since the factor
+assumes a ring; that is what nccl-tests prints too.
+"""
+
+from __future__ import annotations
+
+from torchscale.contracts.collective_facts import OPS, SweepFacts, sweep_facts
+
+GB = 1e9  # nccl-tests' GB/s: 1e9 bytes per second
+
+
+def _shape(op: str, ranks: int) -> SweepFacts:
+    facts = sweep_facts(op)
+    if ranks < 1:
+        raise ValueError(f"the number of ranks must be at least 1, got {ranks}")
+    return facts
+
+
+def busbw_factor(op: str, ranks: int) -> float:
+    """nccl-tests' bus bandwidth factor of `op` over `ranks` ranks (0 for a ring of one rank
+    where the factor has an (n-1) term: nothing crosses a link)."""
+    factor = _shape(op, ranks).busbw_factor
+    if factor == "2(n-1)/n":
+        return 2.0 * (ranks - 1) / ranks
+    if factor == "(n-1)/n":
+        return (ranks - 1) / ranks
+    return 1.0
+
+
+def size_bytes(op: str, count: int, itemsize: int, ranks: int) -> int:
+    """S in bytes: `count` elements of `itemsize` bytes per rank; times the ranks for the ops
+    whose S is the whole gathered/scattered buffer (all_gather, reduce_scatter, all_to_all)."""
+    shape = _shape(op, ranks)
+    if count < 0 or itemsize <= 0:
+        raise ValueError("the element count must be >= 0 and the item size > 0")
+    return count * itemsize * (ranks if shape.ranks_in_size else 1)
+
+
+def count_for_size(op: str, size: int, itemsize: int, ranks: int) -> int:
+    """The per-rank element count whose S is `size` bytes (rounded down to whole elements, as
+    nccl-tests does when it steps through sizes)."""
+    shape = _shape(op, ranks)
+    if size < 0 or itemsize <= 0:
+        raise ValueError("the size must be >= 0 and the item size > 0")
+    return size // (itemsize * (ranks if shape.ranks_in_size else 1))
+
+
+def algbw_gbps(size: int, seconds: float) -> float:
+    """Algorithm bandwidth S / t in GB/s (1 GB = 1e9 bytes)."""
+    if not seconds > 0:
+        raise ValueError(f"the time of one operation must be positive, got {seconds}")
+    return size / seconds / GB
+
+
+def busbw_gbps(op: str, size: int, seconds: float, ranks: int) -> float:
+    """Bus bandwidth: algbw x busbw_factor(op, ranks), in GB/s."""
+    return algbw_gbps(size, seconds) * busbw_factor(op, ranks)
+
+
+def factors_text() -> str:
+    """Every op's busbw factor in words, the ops of one factor together and 1 last:
+    '2(n-1)/n for all_reduce, (n-1)/n for all_gather, ... and all_to_all, 1 otherwise'."""
+    by_factor: dict[str, list[str]] = {}
+    for op, facts in OPS.items():
+        if facts.sweep is not None and facts.sweep.busbw_factor != "1":
+            by_factor.setdefault(facts.sweep.busbw_factor, []).append(op)
+    parts = [f"{factor} for {_and(ops)}" for factor, ops in by_factor.items()]
+    return ", ".join([*parts, "1 otherwise"])
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -1,0 +1,4 @@
+"""Trace analyses: pure functions over the event tables of `torchscale.offline.traces.rank_trace`,
+one analysis per module (steps and phases, breakdown, idle taxonomy, collective matching, clock
+offsets, stragglers, the step model, findings). The what-if is the run's diagnosis'
+(`torchscale.offline.analysis.diagnosis`), computed over the step model."""

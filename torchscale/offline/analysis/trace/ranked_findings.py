@@ -1,0 +1,560 @@
+"""Ranked findings: what costs the most step time, the evidence, and the fix.
+
+Every finding's cost is a part of the step model (`step_model.py`), as a share of the mean
+step with its interval, so a finding never gives a second answer to a question the model
+answers: exposed communication costs the model's exposed transfer; a straggler and load
+imbalance cost its waiting for peers; data loading its data part; a host-bound device the
+host-wait share of its rest. A finding whose cost is not measurable above noise, or under
+MIN_COST_FRACTION (2 %) of the step, is not reported: below that, run-to-run noise of a
+profiled step is as large as the effect, and a fix would not show.
+
+`--target` picks which findings a profile reports and how they rank (`for_target`):
+sync_stalls -> straggler and load imbalance; comm -> exposed communication first, then the
+waits; compute -> host-bound and data wait; memory -> none of these; all -> every finding by
+cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
+from torchscale.offline.analysis.trace.collective_matching import Matched
+from torchscale.offline.analysis.trace.step_model import StepModel
+from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
+
+MIN_COST_FRACTION = 0.02
+PHASE_WORDS = {
+    "data": "data loading",
+    "forward": "forward pass",
+    "backward": "backward pass",
+    "optimizer": "optimizer step",
+}
+TARGETS = ("sync_stalls", "comm", "compute", "memory", "all")
+# per target: the categories it reports, in the order it ranks them (None: all, by cost)
+TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
+    "sync_stalls": ("straggler", "load_imbalance"),
+    "comm": ("exposed_comm", "straggler", "load_imbalance"),
+    "compute": ("host_bound", "data_wait"),
+    "memory": (),
+    "all": None,
+}
+
+
+# waits are "spread over the ranks" when the rank that waits least still waits at least this
+# share of what the rank that waits most does (below it, that rank is the one waited for)
+SPREAD_MIN_RATIO = 0.25
+
+
+@dataclass
+class RankedFinding:
+    """One problem: `title` names who and what, `cost` is the part of the step model it costs
+    (share of the step, with its interval), `evidence` the figures behind it,
+    `recommendation` a concrete next step.
+    `category`: straggler | load_imbalance | exposed_comm | data_wait | host_bound."""
+
+    title: str
+    cost: Estimate
+    evidence: list[str]
+    recommendation: str
+    category: str
+
+    @property
+    def cost_fraction(self) -> float:
+        """The cost's point value (share of the step)."""
+        return float(self.cost.value or 0.0)
+
+
+@dataclass
+class FindingInputs:
+    """What the findings read: parts of the step model (shares of the step with intervals;
+    None: not measured) and the straggler verdict. Build it with `finding_inputs` or by
+    hand (`point` makes an Estimate without an interval)."""
+
+    cycle_us: float  # the model's mean step, us
+    ranks: int
+    device_type: str = "cpu"  # "cuda", "cpu", or another accelerator
+    backend: str | None = None  # "nccl", "gloo", ...
+    strategy: str | None = None  # the cell's (ddp, fsdp, tp, pp, hybrid) when known
+    stall: Estimate | None = None  # the model's wait_for_peers share
+    exposed_transfer: Estimate | None = None  # the model's exposed_transfer share
+    data: Estimate | None = None  # the model's data share
+    host_wait: Estimate | None = None  # the host-wait part of the model's rest (devices)
+    waits_known: bool = False  # waits were split out of exposed_transfer (ranks matched)
+    verdict: StragglerVerdict | None = None
+    straggler_op: str | None = None  # the collective op the named rank is last at most often
+    straggler_peer: int | None = None  # the fastest other rank in its slow phase
+    arrival: Straggler | None = None  # arrival-order evidence for the named rank
+    arrival_reason: str = ""
+    whatif: Estimate | None = None  # the named rank's capped what-if share
+    comm_frac: float | None = None  # all communication time (overlapped or not), evidence
+    overlap_pct: float | None = None  # HTA overlap over all ranks and steps, evidence
+    data_wait_worst: tuple[int, float] | None = None  # (rank, share) of the slowest loader
+    compute_spread_frac: float | None = None  # median over steps of (max - min) rank compute
+    rank_waits: dict[int, Estimate] = field(default_factory=dict)  # each rank's wait share
+    notes: list[str] = field(default_factory=list)
+
+
+def point(value: float) -> Estimate:
+    """An Estimate without an interval (a figure given by hand)."""
+    return Estimate(
+        value=value, low=None, high=None, n=1, method="given", measurable=True, reason=None
+    )
+
+
+def _part(model: StepModel, name: str) -> Estimate | None:
+    if model.attribution is None:
+        return None
+    for part in model.attribution.parts:
+        if part.name == name:
+            return part.share
+    return None
+
+
+def finding_inputs(
+    model: StepModel,
+    breakdowns: Mapping[int, pd.DataFrame],
+    *,
+    matched: Matched | None = None,
+    arrival: StragglerAnalysis | None = None,
+    phases_by_rank: Mapping[int, pd.DataFrame] | None = None,
+    device_type: str = "cpu",
+    backend: str | None = None,
+    strategy: str | None = None,
+) -> FindingInputs:
+    """The step model's parts and verdict, plus evidence from the per-rank breakdowns
+    (`breakdown.rank_breakdown`), the matched collectives and arrival order."""
+    notes: list[str] = []
+    attribution = model.attribution
+    if attribution is None or not (attribution.step_s.value or 0) > 0:
+        notes.append("no step model: no findings")
+        return FindingInputs(cycle_us=float("nan"), ranks=len(breakdowns), notes=notes)
+    inputs = FindingInputs(
+        cycle_us=float(attribution.step_s.value or 0.0) * 1e6,
+        ranks=attribution.ranks,
+        device_type=device_type,
+        backend=backend,
+        strategy=strategy,
+        stall=_part(model, "wait_for_peers") if model.waits_known else None,
+        exposed_transfer=_part(model, "exposed_transfer"),
+        data=_part(model, "data"),
+        host_wait=model.host_wait if device_type != "cpu" else None,
+        waits_known=model.waits_known,
+        verdict=attribution.straggler,
+        notes=notes,
+    )
+    parts = [t.assign(rank=int(r)) for r, t in sorted(breakdowns.items()) if not t.empty]
+    bd = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if not bd.empty:
+        total = float(bd["step_us"].sum())
+        comm = float(bd["comm_us"].sum())
+        inputs.comm_frac = comm / total if total > 0 else None
+        if comm > 0:
+            inputs.overlap_pct = 100.0 * float((bd["comm_us"] - bd["exposed_comm_us"]).sum()) / comm
+    # the model's compute part, so the evidence is in the Step line's terms
+    inputs.compute_spread_frac = compute_spread(model.parts, "step", inputs.cycle_us / 1e6)
+    data_by_rank = {
+        rank: next((p.share.value for p in ps if p.name == "data"), None)
+        for rank, ps in model.per_rank.items()
+    }
+    known = {r: v for r, v in data_by_rank.items() if v is not None}
+    if known:
+        worst = max(known, key=lambda r: known[r])
+        inputs.data_wait_worst = (worst, float(known[worst]))
+    verdict = attribution.straggler
+    if arrival is not None:
+        inputs.arrival_reason = arrival.reason
+    if verdict is not None and verdict.named and verdict.rank is not None:
+        top = arrival.straggler if arrival is not None else None
+        if top is not None and top.rank == verdict.rank:
+            inputs.arrival = top
+        inputs.straggler_op = _op_of(matched, verdict.rank)
+        if verdict.phase is not None and phases_by_rank is not None:
+            inputs.straggler_peer = _fastest_peer(phases_by_rank, verdict.rank, verdict.phase)
+    return inputs
+
+
+def compute_spread(parts: pd.DataFrame, key: str, step_s: float) -> float | None:
+    """Median over steps (`key`) of the slowest minus the fastest rank's compute, as a share
+    of the mean step `step_s`; None with fewer than two ranks or no step."""
+    if parts.empty or parts["rank"].nunique() < 2 or not step_s > 0:
+        return None
+    by_step = parts.groupby(key)["compute"]
+    return float((by_step.max() - by_step.min()).median()) / step_s
+
+
+def _op_of(matched: Matched | None, rank: int) -> str | None:
+    """The collective op the rank arrived last at most often (else the most common op)."""
+    if matched is None or matched.usable.empty:
+        return None
+    use = matched.usable
+    mine = use[(use["rank"] == rank) & use["last_by_duration"].astype(bool)]
+    source = mine if not mine.empty else use
+    return str(source["op"].value_counts().index[0])
+
+
+def _fastest_peer(phases_by_rank: Mapping[int, pd.DataFrame], rank: int, phase: str) -> int | None:
+    """The other rank with the least median effective time in `phase`."""
+    best: tuple[float, int] | None = None
+    for other, table in phases_by_rank.items():
+        if other == rank or table.empty:
+            continue
+        rows = table[table["phase"] == phase]
+        if rows.empty:
+            continue
+        value = float(rows["effective_us"].median())
+        if best is None or value < best[0]:
+            best = (value, int(other))
+    return best[1] if best is not None else None
+
+
+def _device_word(device_type: str) -> str:
+    return "rank" if device_type == "cpu" else ("GPU" if device_type == "cuda" else "device")
+
+
+def _who(device_type: str, rank: int) -> str:
+    word = _device_word(device_type)
+    return f"rank {rank}" if word == "rank" else f"{word}-{rank}"
+
+
+def _backend_word(backend: str | None) -> str:
+    if not backend:
+        return ""
+    b = backend.split(",")[0].split(":")[-1].strip()
+    return b.upper() if b.lower() in ("nccl", "rccl", "hccl") else b
+
+
+def _pct(x: float) -> str:
+    return f"{100.0 * x:.1f} %"
+
+
+def _us(x: float) -> str:
+    return f"{x / 1000.0:.2f} ms" if abs(x) >= 1000 else f"{x:.0f} us"
+
+
+def _share(estimate: Estimate) -> str:
+    """A share with its interval, for evidence text."""
+    if not estimate.measurable or estimate.value is None:
+        high = estimate.high
+        return "not measurable" + (f" (< {_pct(high)})" if high is not None else "")
+    if estimate.low is None or estimate.high is None:
+        return _pct(estimate.value)
+    return f"{_pct(estimate.value)} (95 % interval {_pct(estimate.low)} to {_pct(estimate.high)})"
+
+
+def _costs(estimate: Estimate | None) -> bool:
+    """A cost worth a finding: measurable above noise and at least MIN_COST_FRACTION."""
+    return (
+        estimate is not None
+        and estimate.measurable
+        and estimate.value is not None
+        and estimate.value >= MIN_COST_FRACTION
+    )
+
+
+def rank_findings(inputs: FindingInputs) -> list[RankedFinding]:
+    """Findings whose cost is measurable and at least MIN_COST_FRACTION of the step, most
+    expensive first."""
+    if not (inputs.cycle_us > 0):
+        return []
+    found: list[RankedFinding] = []
+    for make in (_straggler, _imbalance, _exposed_comm, _data_wait, _host_bound):
+        f = make(inputs)
+        if f is not None and _costs(f.cost):
+            found.append(f)
+    return sorted(found, key=lambda f: f.cost_fraction, reverse=True)
+
+
+def for_target(
+    findings: list[RankedFinding], target: str
+) -> tuple[list[RankedFinding], list[RankedFinding]]:
+    """(the target's findings in its order, the others by cost). Within a target, categories
+    rank in the target's order, then by cost."""
+    order = TARGET_CATEGORIES.get(target)
+    if order is None:
+        return list(findings), []
+    kept = [f for f in findings if f.category in order]
+    kept.sort(key=lambda f: (order.index(f.category), -f.cost_fraction))
+    return kept, [f for f in findings if f.category not in order]
+
+
+def _straggler(i: FindingInputs) -> RankedFinding | None:
+    v = i.verdict
+    if v is None or not v.named or v.rank is None:
+        return None
+    who = _who(i.device_type, v.rank)
+    step_s = i.cycle_us / 1e6
+    if i.stall is not None:
+        cost = i.stall
+    elif v.gap_s is not None and v.gap_s.value is not None and step_s > 0:
+        # waits not separable (no matched collectives): its extra own work is the cost
+        cost = Estimate(
+            value=min(v.gap_s.value / step_s, 1.0),
+            low=None if v.gap_s.low is None else max(0.0, min(v.gap_s.low / step_s, 1.0)),
+            high=None if v.gap_s.high is None else max(0.0, min(v.gap_s.high / step_s, 1.0)),
+            n=v.gap_s.n,
+            method=f"{v.gap_s.method}, over the mean step",
+            measurable=v.gap_s.measurable,
+        )
+    else:
+        return None
+    prefix = " ".join(p for p in (_backend_word(i.backend), i.straggler_op) if p)
+    prefix = f"{prefix}: " if prefix else ""
+    if v.phase is not None:
+        than = (
+            _who(i.device_type, i.straggler_peer)
+            if i.straggler_peer is not None
+            else f"the other {_device_word(i.device_type)}s"
+        )
+        title = f"{prefix}{who} finishing {PHASE_WORDS.get(v.phase, v.phase)} slower than {than}"
+    else:
+        title = f"{prefix}{who} is slower than the other {_device_word(i.device_type)}s"
+    evidence = [f"step model: {v.summary}"]
+    if v.phase is not None and v.phase_gap_s is not None and v.phase_gap_s.value is not None:
+        evidence.append(
+            f"its {PHASE_WORDS.get(v.phase, v.phase)} takes {_us(v.phase_gap_s.value * 1e6)} "
+            "longer than the median of the other ranks, step by step"
+        )
+    s = i.arrival
+    if s is not None:
+        evidence.append(
+            f"cross-check: {who} arrived last at {s.instances_last} of {s.instances} matched "
+            f"collectives ({s.share_last:.0%}; chance alone: {s.expected_share:.0%}, "
+            f"p = {s.p_value:.2g})"
+        )
+    elif i.arrival_reason:
+        evidence.append(f"cross-check, arrival order: {i.arrival_reason}")
+    if i.stall is not None:
+        evidence.append(
+            f"ranks wait for peers {_share(i.stall)} of the step (mean over ranks, exposed)"
+        )
+    else:
+        evidence.append(
+            "waits not separable from the transfer (no collective matched): the cost is its "
+            "extra own work per step"
+        )
+    if i.whatif is not None:
+        evidence.append(
+            f"what-if (upper bound): had {who} arrived with the others, steps would be at most "
+            f"{_share(i.whatif)} shorter (capped by the other ranks' wait for it)"
+        )
+    return RankedFinding(title, cost, evidence, _straggler_fix(i, v.phase, who), "straggler")
+
+
+def _straggler_fix(i: FindingInputs, phase: str | None, who: str) -> str:
+    gpu = i.device_type != "cpu"
+    if phase in ("forward", "backward"):
+        if gpu:
+            return (
+                f"Check {who}: SM clock and throttle reasons in the telemetry (thermal, power "
+                "cap; `nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE`), other processes on "
+                "that GPU (`nvidia-smi`), its PCIe/NVLink link; if the hardware is healthy, "
+                "look for uneven inputs on that rank (longer sequences, larger batch)."
+            )
+        return (
+            f"Check the host of {who}: CPU frequency scaling and other processes on its cores "
+            "(`top`, `lscpu`), OMP_NUM_THREADS and core pinning (`taskset`/`numactl`) so ranks "
+            "do not share cores; if the host is healthy, look for uneven inputs on that rank."
+        )
+    if phase == "data":
+        return (
+            f"{who} waits on its DataLoader: raise num_workers, set pin_memory=True and "
+            "persistent_workers=True, prefetch_factor >= 4; check that rank's storage or "
+            "network read speed and that its data shard is not larger than the others."
+        )
+    if phase == "optimizer":
+        return (
+            f"The optimizer step on {who} is slower: use the fused/foreach optimizer "
+            "implementation (`fused=True`), check for CPU offload or host contention on that "
+            "rank."
+        )
+    return (
+        f"{who} loses the time outside the marked phases: look for extra work on that rank "
+        "(logging, checkpointing, evaluation, host syncs) and mark phases with "
+        "`record_function` ranges to narrow it down."
+    )
+
+
+def waits_spread(rank_waits: Mapping[int, Estimate]) -> tuple[bool, int | None]:
+    """(the waits are spread over the ranks, the rank that waits least). Spread: the rank
+    that waits least still waits at least SPREAD_MIN_RATIO of what the rank that waits most
+    does; otherwise that rank is the one the others wait for. Unknown waits count as spread."""
+    known = {r: float(e.value if e.value is not None else 0.0) for r, e in rank_waits.items()}
+    if len(known) < 2:
+        return True, None
+    least = min(known, key=lambda r: (known[r], r))
+    most = max(known.values())
+    return most <= 0 or known[least] >= SPREAD_MIN_RATIO * most, least
+
+
+def _imbalance(i: FindingInputs) -> RankedFinding | None:
+    """Waiting for peers without a named straggler: "ranks take turns" only when no rank's
+    own-work gap is significant and the waits are spread over the ranks; otherwise say who is
+    waited for, or that the evidence is disputed, never a turn-taking story."""
+    if (i.verdict is not None and i.verdict.named) or i.stall is None or i.ranks < 2:
+        return None
+    evidence = [f"ranks wait for peers {_share(i.stall)} of the step (mean over ranks)"]
+    if i.verdict is not None:
+        evidence.append(f"no single straggler: {i.verdict.summary}")
+    spread, least = waits_spread(i.rank_waits)
+    if i.rank_waits:
+        evidence.append(
+            "wait for peers by rank (share of its own step): "
+            + ", ".join(f"rank {r} {_share(e)}" for r, e in sorted(i.rank_waits.items()))
+        )
+    if i.compute_spread_frac is not None:
+        evidence.append(
+            f"compute time differs between the fastest and slowest rank by "
+            f"{_pct(i.compute_spread_frac)} of the step (median over steps)"
+        )
+    significant = i.verdict is not None and bool(i.verdict.significant)
+    if significant:
+        return RankedFinding(
+            "Waiting for peers: the slowest rank's own work is disputed by other evidence",
+            i.stall,
+            evidence,
+            "The own-work test found a slower rank but another check points elsewhere (see the "
+            "verdict): profile again with more steps (--profile-steps) on a quiet machine "
+            "before acting on one rank.",
+            "load_imbalance",
+        )
+    if not spread and least is not None:
+        who = _who(i.device_type, least)
+        return RankedFinding(
+            f"Ranks wait for {who}, though its measured work is not significantly slower",
+            i.stall,
+            evidence,
+            f"{who} is late outside the work the timers measure, or by too little per step for "
+            "the test: check its host (other processes on its cores, CPU frequency, "
+            "`top`/`lscpu`), logging or host syncs on that rank, and measure more steps "
+            "(--steps) so a smaller gap can be tested.",
+            "load_imbalance",
+        )
+    return RankedFinding(
+        "Load imbalance: ranks take turns waiting for each other",
+        i.stall,
+        evidence,
+        "Give every rank the same work per step: equal batch sizes (DistributedSampler with "
+        "drop_last=True), sequences bucketed or padded to equal lengths per step "
+        "(length-grouped sampling), no rank-dependent extra work; check dynamic shapes or "
+        "expert routing that vary by rank.",
+        "load_imbalance",
+    )
+
+
+# a tp, pp or hybrid cell's communication is not DDP's gradient all-reduce: other remedies
+MODEL_PARALLEL_FIX = {
+    "tp": (
+        "Tensor-parallel all-reduces sit inside every layer's forward and backward, on the "
+        "critical path: keep each TP group inside one node (NVLink), use a smaller tp with "
+        "more data parallelism (hybrid fsdp_tp) if memory allows, and consider sequence "
+        "parallelism (reduce-scatter + all-gather, less activation memory); on CPU/gloo TP "
+        "communication is rarely worth it beyond measuring."
+    ),
+    "pp": (
+        "Pipeline transfers and waits between stages: more micro-batches, the 1f1b or "
+        "interleaved_1f1b schedule, and stages of equal cost (see parallel.stages in the "
+        "benchmark result)."
+    ),
+    "hybrid": (
+        "A 2-D mesh communicates on both axes: keep the inner axis (tp or pp) inside a node "
+        "and the data-parallel axis across nodes, and compare with the pure layouts in the "
+        "report's strategies view before tuning collectives."
+    ),
+}
+
+
+def _exposed_comm(i: FindingInputs) -> RankedFinding | None:
+    if i.exposed_transfer is None:
+        return None
+    b = _backend_word(i.backend)
+    how = (
+        "waiting for peers excluded"
+        if i.waits_known
+        else "may include waiting for peers: no other rank matched to separate it"
+    )
+    evidence = [
+        f"exposed transfer (communication with nothing computing, {how}): "
+        f"{_share(i.exposed_transfer)} of the step"
+    ]
+    if i.comm_frac is not None:
+        evidence.append(f"all communication, hidden or not: {_pct(i.comm_frac)} of the step")
+    if i.overlap_pct is not None:
+        evidence.append(
+            f"compute/communication overlap: {i.overlap_pct:.0f} % of the communication time "
+            "(HTA definition)"
+        )
+    model_parallel = MODEL_PARALLEL_FIX.get(i.strategy or "")
+    if model_parallel is not None:
+        fix = model_parallel
+    elif i.device_type == "cpu" or (i.backend or "").lower().startswith("gloo"):
+        fix = (
+            "Hide or shrink gradient communication: DDP bucket_cap_mb (smaller buckets start "
+            "earlier and overlap more of backward; larger ones cut per-call overhead), "
+            "gradient_as_bucket_view=True, gradient accumulation under no_sync(), a bf16/fp16 "
+            "compression comm hook; set GLOO_SOCKET_IFNAME to the fast interface."
+        )
+    else:
+        fix = (
+            "Hide or shrink gradient communication: tune DDP bucket_cap_mb, set "
+            "gradient_as_bucket_view=True and static_graph=True, accumulate gradients under "
+            "no_sync(), register a bf16 compression comm hook; for FSDP enable "
+            "forward/backward prefetch. Check NCCL uses the fast transport (NCCL_DEBUG=INFO; "
+            "NCCL_IB_HCA / NCCL_SOCKET_IFNAME; do not force NCCL_ALGO/NCCL_PROTO)."
+        )
+    title = f"Exposed {b + ' ' if b else ''}communication"
+    return RankedFinding(title, i.exposed_transfer, evidence, fix, "exposed_comm")
+
+
+def _data_wait(i: FindingInputs) -> RankedFinding | None:
+    if i.data is None:
+        return None
+    evidence = [
+        f"waiting for data with nothing else running: {_share(i.data)} of the step (mean over "
+        "ranks)"
+    ]
+    if i.data_wait_worst is not None and i.ranks > 1:
+        r, f = i.data_wait_worst
+        evidence.append(f"slowest: {_who(i.device_type, r)} at {_pct(f)} of its step")
+    return RankedFinding(
+        "Training waits for data",
+        i.data,
+        evidence,
+        "Feed the loop ahead of time: DataLoader num_workers > 0 (about the cores per rank), "
+        "pin_memory=True with .to(device, non_blocking=True), persistent_workers=True, "
+        "prefetch_factor 4; move decoding and augmentation out of the step.",
+        "data_wait",
+    )
+
+
+def _host_bound(i: FindingInputs) -> RankedFinding | None:
+    if i.host_wait is None or i.device_type == "cpu":
+        return None
+    return RankedFinding(
+        f"{_device_word(i.device_type)} idle waiting for the host to launch work",
+        i.host_wait,
+        [
+            f"the device idles with nothing queued {_share(i.host_wait)} of the step (part of "
+            "the step model's rest: the next kernel was launched only after the previous one "
+            "ended)"
+        ],
+        "Give the device more work per launch: a larger batch per GPU, CUDA graphs "
+        "(torch.compile(mode='reduce-overhead')), torch.compile to fuse small kernels, and no "
+        "host syncs (.item(), .cpu(), printing tensors) inside the step.",
+        "host_bound",
+    )
+
+
+def cost_table(findings: list[RankedFinding]) -> pd.DataFrame:
+    """Findings as a table: title, category, cost_pct."""
+    return pd.DataFrame(
+        {
+            "title": [f.title for f in findings],
+            "category": [f.category for f in findings],
+            "cost_pct": np.asarray([100.0 * f.cost_fraction for f in findings], dtype=float),
+        }
+    )

@@ -1,0 +1,563 @@
+"""The one model of a profiled step, from the traces: the same five parts as a benchmark cell's
+model (torchscale/offline/analysis/attribution.py), with the same definitions, so that every figure
+a profile prints is one of them or a cross-check of them.
+
+Per rank and complete step, the idle taxonomy (`idle.py`) cuts the step window instant by
+instant, each instant counted once (priority compute > memory > waiting for peers > transfer >
+data > host wait > other idle):
+
+    compute          = compute + memory: the rank's own work on its timeline (GPU kernels and
+                       copies; on CPU ranks its ops outside the collective threads, the injected
+                       delay included)
+    data             = data-phase time with nothing computing or communicating
+    wait_for_peers   = exposed collective time inside [start, start + wait) of a matched
+                       collective: blocked for the last rank to arrive with nothing else to do
+                       (the "sync stall")
+    exposed_transfer = the rest of the exposed collective time: the transfer itself
+    rest             = the step minus the four: host wait and other idle
+
+so the parts are never negative and add up to the step by construction. The model is the mean
+over ranks per step (steps every rank has), with block-bootstrap intervals over steps, exactly
+as the cell's (`attribution.part_estimates`).
+
+The straggler verdict is the cell's rule (`straggler_verdict`: paired per-step test of the
+rank's own work against the others', minimum effect 5 % of the step); the traces' own evidence
+withdraws it only when it significantly points at another rank (the others wait significantly
+*less* than the candidate at the matched collectives; arrival order names another rank by its
+binomial test). Arrival order is a cross-check, never a second headline. The what-if and the
+findings are built over this model by the diagnosis (torchscale/offline/analysis/diagnosis.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from torchscale.contracts.schema.cell_result import (
+    PART_NAMES,
+    Attribution,
+    CrossCheck,
+    Estimate,
+    StepPart,
+    StragglerVerdict,
+)
+from torchscale.contracts.step_phases import OWN_WORK_PHASES
+
+# the cell's model: the same estimates, the same straggler rule and the same sentences
+from torchscale.offline.analysis.attribution import (
+    evidence_against,
+    others_wait_check,
+    part_estimates,
+    share_of_step,
+    straggler_verdict,
+    withdraw,
+)
+from torchscale.offline.analysis.trace.collective_matching import Matched
+from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
+from torchscale.offline.analysis.uncertainty import (
+    ONE_UNIT,
+    judged,
+    mean_columns,
+    percentile_interval,
+)
+
+# the parts both models measure from the same event, the wait at the gradient sync: the phase
+# timers' agreement is judged on these (compute and rest are cut differently by design)
+SYNC_PARTS = ("wait_for_peers", "exposed_transfer")
+PART_COLUMNS = ["rank", "step", "step_s", *PART_NAMES, "host_wait", "memory"]
+BASIS = (
+    "profiler traces: per rank and complete step, the step window cut instant by instant "
+    "(compute > waiting for peers > exposed transfer > data > rest), mean over {ranks} rank(s)"
+)
+UNKNOWN_WAIT = (
+    "not separable: {why}; the wait is inside exposed transfer (collective time with nothing "
+    "computing)"
+)
+OWN_WORK_FROM_PHASES = (
+    "own work = the rank's busy time in its data, forward, backward and optimizer ranges (a "
+    "phase holding communication counts its work, not its wait)"
+)
+OWN_WORK_PARTS = "own work = the compute and data parts of the step model (no phase ranges)"
+
+
+@dataclass
+class StepModel:
+    """The model and what the surfaces need beside it.
+
+    `parts`: per rank and step used (seconds; PART_COLUMNS, host_wait is the part of rest the
+    device waited for the host, memory the part of compute that is device copies).
+    `per_rank`: each rank's parts over those steps with intervals. `own`: what the straggler
+    test compared (step, rank, compute = the own work per step), for the diagnosis' what-if.
+    `waits_known`: collectives were matched across ranks, so wait and transfer are split."""
+
+    attribution: Attribution | None
+    parts: pd.DataFrame
+    per_rank: dict[int, list[StepPart]] = field(default_factory=dict)
+    own: pd.DataFrame | None = None
+    host_wait: Estimate | None = None
+    memory: Estimate | None = None
+    waits_known: bool = False
+    own_work_basis: str = ""
+    reason: str | None = None  # why there is no model
+    notes: list[str] = field(default_factory=list)
+
+
+def trace_parts(taxonomy: pd.DataFrame) -> pd.DataFrame:
+    """The five parts per rank and step (seconds) from `idle.idle_taxonomy`; step_s is their
+    sum (the step window, up to rounding)."""
+    if taxonomy.empty:
+        frame = pd.DataFrame({c: pd.Series(dtype=np.float64) for c in PART_COLUMNS})
+        return frame.astype({"rank": np.int64, "step": np.int64})
+    t = taxonomy
+    out = pd.DataFrame(
+        {
+            "rank": t["rank"].to_numpy(dtype=np.int64),
+            "step": t["step"].to_numpy(dtype=np.int64),
+            "compute": (t["compute_us"] + t["memory_us"]).to_numpy(np.float64) / 1e6,
+            "data": t["data_us"].to_numpy(np.float64) / 1e6,
+            "wait_for_peers": t["waiting_for_peers_us"].to_numpy(np.float64) / 1e6,
+            "exposed_transfer": t["transfer_us"].to_numpy(np.float64) / 1e6,
+            "rest": (t["host_wait_us"] + t["other_idle_us"]).to_numpy(np.float64) / 1e6,
+            "host_wait": t["host_wait_us"].to_numpy(np.float64) / 1e6,
+            "memory": t["memory_us"].to_numpy(np.float64) / 1e6,
+        }
+    )
+    for name in PART_NAMES:  # float rounding of the interval sums only
+        out[name] = out[name].clip(lower=0.0)
+    out["step_s"] = out[list(PART_NAMES)].sum(axis=1)
+    return out[PART_COLUMNS]
+
+
+def common_steps(parts: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """The rows of steps every rank has. Ranks whose captures share no step number are paired
+    by position (the k-th complete step of each), with a note."""
+    ranks = parts["rank"].nunique()
+    if ranks < 2:
+        return parts
+    present = parts.groupby("step")["rank"].transform("nunique")
+    kept = parts[present == ranks]
+    if not kept.empty:
+        dropped = int(parts["step"].nunique() - kept["step"].nunique())
+        if dropped:
+            notes.append(f"step model: {dropped} step(s) not complete on every rank left out")
+        return kept
+    notes.append("step model: the ranks share no step number; steps paired by position")
+    by_position = parts.sort_values(["rank", "step"]).assign(
+        step=lambda f: f.groupby("rank").cumcount().astype(np.int64)
+    )
+    present = by_position.groupby("step")["rank"].transform("nunique")
+    return by_position[present == ranks]
+
+
+def _estimate_list(matrix: np.ndarray, method: str) -> list[StepPart]:
+    """Parts of one rank (seconds and shares of its own mean step) with block-bootstrap
+    intervals over its steps; no special case for waits (a rank of many may wait 0)."""
+    means, resampled = mean_columns(matrix)
+    step = float(means.sum())
+    out = []
+    for i, name in enumerate(PART_NAMES):
+        share = float(means[i] / step) if step > 0 else 0.0
+        if resampled is None:
+            reason = ONE_UNIT.format(unit="step")
+            seconds = judged(float(means[i]), None, None, n=1, method="one step", reason=reason)
+            fraction = judged(share, None, None, n=1, method="one step", reason=reason)
+        else:
+            totals = resampled.sum(axis=1)
+            shares = resampled[:, i] / np.where(totals > 0, totals, np.nan)
+            s_low, s_high = percentile_interval(resampled[:, i])
+            f_low, f_high = percentile_interval(shares)
+            n = matrix.shape[0]
+            seconds = judged(float(means[i]), s_low, s_high, n=n, method=method)
+            fraction = judged(share, f_low, f_high, n=n, method=method, upper=1.0)
+        out.append(StepPart(name=name, seconds=seconds, share=fraction))
+    return out
+
+
+TRACE_WAIT = "matched collectives"  # where the others' wait for the candidate comes from
+
+
+def _wide(parts: pd.DataFrame, column: str) -> pd.DataFrame:
+    """step x rank table of one part."""
+    return parts.pivot_table(index="step", columns="rank", values=column, aggfunc="first")
+
+
+def own_work(
+    parts: pd.DataFrame, phases_by_rank: Mapping[int, pd.DataFrame], waits_known: bool = True
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """What the straggler test compares, per rank and step, as the cell's `straggler_verdict`
+    reads it: (own, phases, basis). `own` has window, step, rank, compute (= the own work) and
+    data (0); `phases` has window, step, rank and the seconds of each phase.
+
+    Phase basis when every rank has forward and backward ranges (torchscale's markers) and
+    collectives were matched: on GPUs a rank late on the host (a slow data step, a sleep)
+    shows in its phases' host time, not in its kernels. Without collectives a phase cannot
+    tell its work from a wait inside it (it counts its whole duration), so then, as for
+    traces of any job, the compute and data parts, and the phases' busy time for the slow
+    phase."""
+    keys = parts[["rank", "step"]]
+    frames = []
+    for rank, table in sorted(phases_by_rank.items()):
+        if table.empty:
+            continue
+        frames.append(table.assign(rank=int(rank)))
+    ranks = set(int(r) for r in parts["rank"].unique())
+    phase_ok = False
+    wide = pd.DataFrame()
+    if frames:
+        allp = pd.concat(frames, ignore_index=True)
+        have = allp.groupby("rank")["phase"].agg(lambda s: set(s.astype(str)))
+        phase_ok = (
+            waits_known
+            and set(have.index.astype(int)) >= ranks
+            and all({"forward", "backward"} <= have.get(r, set()) for r in ranks)
+        )
+        # without collectives a phase's duration may hold a wait: compare its work only
+        value = "effective_us" if waits_known else "busy_us"
+        wide = allp.pivot_table(
+            index=["rank", "step"], columns="phase", values=value, aggfunc="sum"
+        )
+        wide = (wide / 1e6).reset_index()
+        wide.columns = [str(c) for c in wide.columns]
+        wide = keys.merge(wide, on=["rank", "step"], how="left")
+    for phase in OWN_WORK_PHASES:
+        if phase not in wide.columns:
+            wide[phase] = np.nan
+    if wide.empty:
+        wide = keys.assign(**{p: np.nan for p in OWN_WORK_PHASES})
+    wide = wide.assign(window=0)
+    if phase_ok:
+        own_s = wide[list(OWN_WORK_PHASES)].sum(axis=1, min_count=1)
+        own = wide[["window", "step", "rank"]].assign(compute=own_s.to_numpy(), data=0.0)
+        own = own.dropna(subset=["compute"])
+        return own, wide, OWN_WORK_FROM_PHASES
+    own = parts[["step", "rank"]].assign(
+        window=0, compute=(parts["compute"] + parts["data"]).to_numpy(), data=0.0
+    )
+    return own, wide, OWN_WORK_PARTS
+
+
+def _last_counts(matched: Matched | None) -> dict[int, tuple[int, int]]:
+    """Per rank: (instances it arrived last at, instances with a clear last arriver)."""
+    if matched is None or matched.usable.empty:
+        return {}
+    use = matched.usable
+    decided = use.groupby(["group", "index"])["last_by_duration"].transform("any").astype(bool)
+    use = use[decided]
+    if use.empty:
+        return {}
+    agg = use.groupby("rank")["last_by_duration"].agg(["sum", "size"])
+    return {int(r): (int(row["sum"]), int(row["size"])) for r, row in agg.iterrows()}
+
+
+def _pct(value: float | None) -> str:
+    return "?" if value is None else f"{value * 100:.1f} %"
+
+
+def _figure(estimate: Estimate) -> str:
+    """An estimate in a sentence of this module: '12.3 % [11.0, 13.9]' (the interval itself,
+    never a ± that a lopsided interval would misstate), 'not measurable (< 0.4 %)',
+    'unknown'."""
+    if not estimate.measurable or estimate.value is None:
+        return (
+            f"not measurable (< {_pct(estimate.high)})" if estimate.high is not None else "unknown"
+        )
+    if estimate.low is None or estimate.high is None:
+        return f"{_pct(estimate.value)} (spread unknown)"
+    return f"{_pct(estimate.value)} [{estimate.low * 100:.1f}, {estimate.high * 100:.1f}]"
+
+
+def _range(estimate: Estimate) -> tuple[float, float] | None:
+    """The interval an estimate allows ([value, value] without one); None when unknown."""
+    if estimate.low is not None and estimate.high is not None:
+        return estimate.low, estimate.high
+    if estimate.value is not None:
+        return estimate.value, estimate.value
+    return None
+
+
+def _overlap(a: Estimate, b: Estimate) -> bool | None:
+    ra, rb = _range(a), _range(b)
+    if ra is None or rb is None:
+        return None
+    return ra[0] <= rb[1] and rb[0] <= ra[1]
+
+
+def _arrival_check(
+    matched: Matched | None,
+    arrival: StragglerAnalysis | None,
+    candidate: int,
+    verdict: StragglerVerdict,
+) -> CrossCheck:
+    """Arrival order at the matched collectives (clock-free: the shortest instance arrived
+    last) against the verdict; a different rank standing out contradicts it."""
+    method = (
+        "share of the matched collectives the candidate arrived last at (clock-free: its "
+        "instance is the shortest), Clopper-Pearson 95 % interval; another rank names itself "
+        "only when it stands out (binomial test against chance, docs/profiling.md)"
+    )
+    counts = _last_counts(matched)
+    if candidate not in counts:
+        return CrossCheck(
+            name="arrival order (last arriver)",
+            method=method,
+            estimate=None,
+            agrees=None,
+            detail="no matched collective with a clear last arriver",
+        )
+    k, n = counts[candidate]
+    interval = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=0.95)
+    estimate = Estimate(
+        value=k / n if n else 0.0,
+        low=float(interval.low),
+        high=float(interval.high),
+        n=n,
+        method=method,
+        measurable=True,
+    )
+    top = arrival.straggler if arrival is not None else None
+    reason = arrival.reason if arrival is not None else ""
+    contradiction = None
+    if top is not None and top.rank != candidate:
+        contradiction = (
+            f"rank {top.rank} arrives last at {top.share_last:.0%} of the matched collectives"
+        )
+    agrees: bool | None
+    if verdict.named:
+        # only a different rank standing out (its binomial test) contradicts the own-work
+        # test; an arrival order that does not stand out confirms nothing and denies nothing
+        agrees = None if top is None else top.rank == candidate
+        detail = f"rank {candidate} arrives last at {k} of {n} matched collectives" + (
+            f" (chance: {top.expected_share:.0%}, p = {top.p_value:.2g})"
+            if agrees and top
+            else f"; {contradiction or reason}"
+        )
+    else:
+        agrees = top is None
+        if top is None:
+            detail = f"no rank arrives last more often than chance ({reason})"
+        elif top.rank == candidate:
+            detail = (
+                f"rank {candidate} arrives last at {k} of {n} matched collectives (chance: "
+                f"{top.expected_share:.0%}, p = {top.p_value:.2g}): arrival order alone would "
+                "name it, but its own work is not significantly above the others' (its delay "
+                "may lie outside the work the traces measure)"
+            )
+        else:
+            detail = (
+                f"rank {top.rank} arrives last at {top.share_last:.0%} of the matched "
+                "collectives: arrival order alone would name it; not a straggler by the step "
+                "model's test"
+            )
+    return CrossCheck(
+        name="arrival order (last arriver)",
+        method=method,
+        estimate=estimate,
+        agrees=agrees,
+        detail=detail,
+    )
+
+
+def build_step_model(
+    taxonomy: pd.DataFrame,
+    *,
+    phases_by_rank: Mapping[int, pd.DataFrame],
+    matched: Matched | None,
+    arrival: StragglerAnalysis | None,
+    waits_known: bool,
+    world_size: int | None,
+) -> StepModel:
+    """The trace attribution of one profile (see the module doc). `taxonomy`:
+    `idle.idle_taxonomy`; `arrival`: `straggler.attribute_straggler`; `waits_known`:
+    collectives were matched, so the wait for peers is split from the transfer; `world_size`:
+    as the traces declare it. The what-if and findings are the diagnosis'
+    (torchscale/offline/analysis/diagnosis.py)."""
+    notes: list[str] = []
+    parts = trace_parts(taxonomy)
+    if parts.empty:
+        return StepModel(None, parts, reason="no complete step on any rank", notes=notes)
+    parts = common_steps(parts, notes)
+    if parts.empty:
+        return StepModel(None, parts, reason="no step complete on every rank", notes=notes)
+    ranks = int(parts["rank"].nunique())
+    per_step = parts.groupby("step")[[*PART_NAMES, "host_wait", "memory"]].mean()
+    step_est, estimates = part_estimates(per_step[list(PART_NAMES)].to_numpy(), ranks)
+    step_series = per_step[list(PART_NAMES)].sum(axis=1).to_numpy(np.float64)
+    one_of_many = ranks == 1 and (world_size or 1) > 1
+    if one_of_many or (ranks > 1 and not waits_known):
+        why = (
+            f"one rank of {world_size} in the input"
+            if one_of_many
+            else "no collective matched across the ranks"
+        )
+        estimates = [
+            p.model_copy(update={"seconds": _unknown(why), "share": _unknown(why)})
+            if p.name == "wait_for_peers"
+            else p
+            for p in estimates
+        ]
+    basis = BASIS.format(ranks=ranks)
+    if one_of_many or (ranks > 1 and not waits_known):
+        basis += "; " + UNKNOWN_WAIT.format(why=why)
+    host = share_of_step(
+        per_step["host_wait"].to_numpy(np.float64),
+        step_series,
+        method="host wait (part of rest) / step, moving-block bootstrap over steps",
+    )
+    memory = share_of_step(
+        per_step["memory"].to_numpy(np.float64),
+        step_series,
+        method="device copies not under a kernel (part of compute) / step, moving-block "
+        "bootstrap over steps",
+    )
+    model = StepModel(
+        attribution=None,
+        parts=parts,
+        host_wait=host,
+        memory=memory,
+        waits_known=waits_known and ranks > 1,
+        notes=notes,
+    )
+    for rank, rows in parts.groupby("rank"):
+        matrix = rows.sort_values("step")[list(PART_NAMES)].to_numpy(np.float64)
+        method = f"moving-block bootstrap over {matrix.shape[0]} steps of rank {int(rank)}"
+        model.per_rank[int(rank)] = _estimate_list(matrix, method)
+    verdict: StragglerVerdict | None = None
+    checks: list[CrossCheck] = []
+    if ranks > 1:
+        own, phases, model.own_work_basis = own_work(parts, phases_by_rank, model.waits_known)
+        model.own = own
+        verdict = straggler_verdict(phases, own, step_est.value or 0.0, None)
+        verdict = verdict.model_copy(update={"test": f"{verdict.test}; {model.own_work_basis}"})
+        candidate = verdict.candidate_rank
+        if candidate is not None:
+            if model.waits_known:
+                checks.append(
+                    others_wait_check(
+                        _wide(parts, "wait_for_peers"), candidate, verdict, step_series, TRACE_WAIT
+                    )
+                )
+            checks.append(_arrival_check(matched, arrival, candidate, verdict))
+            # a check that significantly points at another rank withdraws the name; one that
+            # merely fails to confirm it does not (docs/methodology.md, "One diagnosis")
+            found = evidence_against(checks)
+            if verdict.named and found:
+                verdict = withdraw(verdict, "; ".join(found))
+                # the checks were judged against a named rank: judge them again
+                checks = []
+                if model.waits_known:
+                    checks.append(
+                        others_wait_check(
+                            _wide(parts, "wait_for_peers"),
+                            candidate,
+                            verdict,
+                            step_series,
+                            TRACE_WAIT,
+                        )
+                    )
+                checks.append(_arrival_check(matched, arrival, candidate, verdict))
+    model.attribution = Attribution(
+        basis=basis,
+        steps=int(per_step.shape[0]),
+        ranks=ranks,
+        step_s=step_est,
+        parts=estimates,
+        straggler=verdict,
+        cross_checks=checks,
+    )
+    return model
+
+
+def _unknown(why: str) -> Estimate:
+    return Estimate(
+        value=None,
+        low=None,
+        high=None,
+        n=0,
+        method="none",
+        measurable=False,
+        reason=UNKNOWN_WAIT.format(why=why),
+    )
+
+
+# ------------------------------------------------------------------ the cell's own model
+
+
+def phase_timer_checks(trace: Attribution, cell: Attribution | None) -> list[CrossCheck]:
+    """The benchmark cell's step model (phase timers, measured windows without a profiler)
+    as cross-checks of the trace model: its parts, agreeing when its waiting for peers and
+    exposed transfer lie within the traces' intervals (compute and rest are cut differently:
+    whole phases against ops), and its straggler verdict, agreeing when both name the same
+    rank or none."""
+    if cell is None:
+        return []
+    method = (
+        "the run's own phase timers over its measured windows, before any traced step and "
+        "without the profiler (docs/methodology.md, 'One model of the step')"
+    )
+    by_name = {p.name: p for p in trace.parts}
+    judged_on, differ, other = [], [], []
+    for part in cell.parts:
+        mine = by_name.get(part.name)
+        if mine is None:
+            continue
+        same = _overlap(part.share, mine.share)
+        if same is None:
+            continue
+        text = f"{part.name.replace('_', ' ')} {_figure(part.share)} against {_figure(mine.share)}"
+        if part.name in SYNC_PARTS:
+            judged_on.append(part.name)
+            if not same:
+                differ.append(text)
+        elif not same:
+            other.append(text)
+    parts_text = ", ".join(f"{p.name.replace('_', ' ')} {_figure(p.share)}" for p in cell.parts)
+    step_ms = (cell.step_s.value or 0.0) * 1e3
+    detail = f"measured windows: step {step_ms:.3g} ms: {parts_text}"
+    if differ:
+        detail += "; the waits differ: " + "; ".join(differ)
+    elif judged_on:
+        detail += "; waiting for peers and exposed transfer within the traces' intervals"
+    if other:
+        detail += (
+            "; also outside the traces' intervals, as the methods differ (the timers count "
+            "whole phases, Python included, the traces only ops; the traced steps run under "
+            "the profiler): " + "; ".join(other)
+        )
+    checks = [
+        CrossCheck(
+            name="phase timers: step model",
+            method=method,
+            estimate=None,
+            agrees=not differ if judged_on else None,
+            detail=detail,
+        )
+    ]
+    if cell.straggler is not None and trace.straggler is not None:
+        a, b = cell.straggler, trace.straggler
+        same_rank = a.named == b.named and (not a.named or a.rank == b.rank)
+        checks.append(
+            CrossCheck(
+                name="phase timers: straggler",
+                method=method,
+                estimate=None,
+                agrees=same_rank,
+                detail=a.summary,
+            )
+        )
+    return checks
+
+
+__all__ = [
+    "PART_COLUMNS",
+    "StepModel",
+    "build_step_model",
+    "common_steps",
+    "own_work",
+    "phase_timer_checks",
+    "share_of_step",
+    "trace_parts",
+]

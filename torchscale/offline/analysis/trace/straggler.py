@@ -1,0 +1,211 @@
+"""Which rank makes the others wait, and in which phase it loses the time.
+
+Who: the rank whose matched collectives are most often the shortest (it arrived last; clock
+free). It is named only when it stands out:
+
+- its share of "last" is at least min(2 x uniform, (1 + uniform) / 2), uniform being 1 / ranks
+  in the collective (2 ranks: 75 %; 4: 50 %; 8: 25 %);
+- that share is not luck: the binomial tail P(X >= k | n, uniform), times the number of ranks
+  (Bonferroni, any rank could have been the top one), is at most 5 % (2 ranks: at least 6
+  collectives, all with the same last rank; 4 ranks: 4);
+- it is late by a material amount: on the instances where it is last, the median wait of the
+  other ranks averages at least MIN_LATENESS_US (below that is timer and scheduling noise).
+
+Where: per step, its `effective_us` per phase (see `steps.phase_table`: busy time, not
+duration, for phases that hold communication) minus the median of the other ranks in the same
+step; the phase is the one with the largest positive median gap over steps, named only if that
+gap explains at least PHASE_MIN_SHARE of its lateness (else the delay is outside the marked
+phases, or spread over them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from torchscale.offline.analysis.trace.clock import Arrivals
+from torchscale.offline.analysis.trace.collective_matching import Matched, stack_steps
+
+P_VALUE = 0.05
+MIN_LATENESS_US = 10.0
+PHASE_MIN_SHARE = 0.2
+
+
+@dataclass
+class Straggler:
+    """The rank that arrives last, how often, how late, and the phase that makes it late."""
+
+    rank: int
+    share_last: float  # share of its matched collectives where it arrived last
+    instances_last: int
+    instances: int
+    expected_share: float  # what chance alone would give
+    p_value: float  # binomial tail x ranks
+    mean_lateness_us: float  # clock free: mean over its last arrivals of the others' median wait
+    mean_arrival_lateness_us: float | None  # from aligned clocks, when arrivals are given
+    op: str  # the collective op it was most often last at
+    phase: str | None = None
+    phase_gap_us: float | None = None  # median over steps of (its effective time - others')
+    phase_gap_pct: float | None = None  # of its median step time
+    phase_gaps: dict[str, float] = field(default_factory=dict)  # every compared phase
+    peer_rank: int | None = None  # the fastest other rank in that phase (median effective time)
+    phase_reason: str = ""
+
+
+@dataclass
+class StragglerAnalysis:
+    """`straggler` is None when no rank stands out; `reason` says why (or summarises the
+    verdict); `shares` keeps every rank's share of being last."""
+
+    straggler: Straggler | None
+    reason: str
+    shares: dict[int, float] = field(default_factory=dict)
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), summed in log space (exact, no scipy)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    if p <= 0:
+        return 0.0
+    if p >= 1:
+        return 1.0
+    logfact = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, n + 1, dtype=np.float64)))))
+    j = np.arange(k, n + 1)
+    logpmf = logfact[n] - logfact[j] - logfact[n - j] + j * np.log(p) + (n - j) * np.log1p(-p)
+    top = float(logpmf.max())
+    return float(min(1.0, np.exp(top) * np.sum(np.exp(logpmf - top))))
+
+
+def attribute_straggler(
+    matched: Matched,
+    arrivals: Arrivals | None,
+    phases_by_rank: Mapping[int, pd.DataFrame],
+    steps_by_rank: Mapping[int, pd.DataFrame] | None = None,
+) -> StragglerAnalysis:
+    """Name the straggler and its phase (rules in the module doc)."""
+    use = matched.usable
+    if use.empty:
+        return StragglerAnalysis(None, "no matched collectives: no straggler analysis")
+    size = use.groupby(["group", "index"])["rank"].transform("size")
+    use = use.assign(_size=size)
+    inst = use.groupby(["group", "index"])["last_by_duration"].transform("any")
+    decided = use[inst.astype(bool)]
+    if decided.empty:
+        return StragglerAnalysis(
+            None, "no collective had a clear last arriver (durations equal on every rank)"
+        )
+    per_rank = decided.groupby("rank").agg(
+        instances=("index", "size"),
+        last=("last_by_duration", "sum"),
+        expected=("_size", lambda s: float(np.mean(1.0 / s.to_numpy(np.float64)))),
+    )
+    per_rank["share"] = per_rank["last"] / per_rank["instances"]
+    shares = {int(r): float(s) for r, s in per_rank["share"].items()}
+    ordered = per_rank.sort_values(["share", "last"], ascending=False)
+    top = int(ordered.index[0])
+    row = ordered.iloc[0]
+    n, k, p = int(row["instances"]), int(row["last"]), float(row["expected"])
+    share = float(row["share"])
+    threshold = min(2.0 * p, (1.0 + p) / 2.0)
+    p_value = min(1.0, binomial_tail(k, n, p) * len(per_rank))
+    if share < threshold:
+        return StragglerAnalysis(
+            None,
+            f"no rank stands out: the most frequent last arriver, rank {top}, is last at "
+            f"{share:.0%} of its collectives (threshold {threshold:.0%})",
+            shares,
+        )
+    if len(ordered) > 1 and float(ordered["share"].iloc[1]) == share:
+        return StragglerAnalysis(
+            None, f"ranks {top} and {int(ordered.index[1])} are last equally often", shares
+        )
+    if p_value > P_VALUE:
+        return StragglerAnalysis(
+            None,
+            f"rank {top} is last at {k} of {n} collectives: too few to rule out chance "
+            f"(p = {p_value:.2g})",
+            shares,
+        )
+    mine = decided[(decided["rank"] == top) & decided["last_by_duration"].astype(bool)]
+    keys = mine.set_index(["group", "index"]).index
+    others = decided[(decided["rank"] != top)].set_index(["group", "index"])
+    others = others[others.index.isin(keys)]
+    lateness = float(others.groupby(level=[0, 1])["wait_us"].median().mean())
+    if not lateness >= MIN_LATENESS_US:
+        return StragglerAnalysis(
+            None,
+            f"rank {top} is last most often but only {lateness:.1f} us late on average "
+            f"(under {MIN_LATENESS_US:g} us: noise)",
+            shares,
+        )
+    arrival_late = None
+    if arrivals is not None and not arrivals.table.empty:
+        a = arrivals.table
+        a = a[a["rank"] == top].set_index(["group", "index"])
+        a = a[a.index.isin(keys)]
+        if len(a):
+            arrival_late = float(a["arrival_lateness_us"].mean())
+    op = str(mine["op"].value_counts().index[0])
+    found = Straggler(
+        rank=top,
+        share_last=share,
+        instances_last=k,
+        instances=n,
+        expected_share=p,
+        p_value=p_value,
+        mean_lateness_us=lateness,
+        mean_arrival_lateness_us=arrival_late,
+        op=op,
+    )
+    _attribute_phase(found, phases_by_rank, steps_by_rank)
+    reason = (
+        f"rank {top} arrives last at {share:.0%} of its collectives (chance: {p:.0%}), "
+        f"{lateness:.0f} us late on average"
+    )
+    return StragglerAnalysis(found, reason, shares)
+
+
+def _attribute_phase(
+    s: Straggler,
+    phases_by_rank: Mapping[int, pd.DataFrame],
+    steps_by_rank: Mapping[int, pd.DataFrame] | None,
+) -> None:
+    """Fill the phase fields of `s` in place."""
+    mine = phases_by_rank.get(s.rank)
+    others = {r: t for r, t in phases_by_rank.items() if r != s.rank and not t.empty}
+    if mine is None or mine.empty or not others:
+        s.phase_reason = "no phase ranges on this rank or its peers: phase not known"
+        return
+    other = pd.concat([t.assign(rank=int(r)) for r, t in others.items()], ignore_index=True)
+    ref = other.groupby(["step", "phase"])["effective_us"].median().rename("ref")
+    joined = mine.set_index(["step", "phase"])[["effective_us"]].join(ref, how="inner")
+    if joined.empty:
+        s.phase_reason = "no step in common with the other ranks: phase not known"
+        return
+    joined["gap"] = joined["effective_us"] - joined["ref"]
+    gaps = joined.groupby(level="phase")["gap"].median()
+    s.phase_gaps = {str(p): float(g) for p, g in gaps.items()}
+    best = str(gaps.idxmax())
+    gap = float(gaps.max())
+    if gap <= 0 or gap < PHASE_MIN_SHARE * s.mean_lateness_us:
+        s.phase_reason = (
+            f"no phase explains the lateness (largest gap {gap:.0f} us in {best}): the delay "
+            "lies outside the marked phases or is spread over them"
+        )
+        return
+    s.phase = best
+    s.phase_gap_us = gap
+    peers = other[other["phase"] == best].groupby("rank")["effective_us"].median()
+    s.peer_rank = int(peers.idxmin()) if len(peers) else None
+    if steps_by_rank is not None:
+        st = stack_steps({s.rank: steps_by_rank[s.rank]}) if s.rank in steps_by_rank else None
+        if st is not None and len(st):
+            med = float(st["step_us"].median())
+            s.phase_gap_pct = 100.0 * gap / med if med > 0 else None
+    s.phase_reason = f"{best} takes {gap:.0f} us longer than the median of the other ranks"

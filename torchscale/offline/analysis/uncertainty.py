@@ -1,0 +1,312 @@
+"""Intervals and significance: every headline figure with its 95 % interval, and the rule that
+turns a figure inside its own noise into "not measurable". Pure functions over numbers (numpy,
+scipy.stats), no torch, no I/O. Definitions: docs/methodology.md, "Uncertainty".
+
+Why these methods:
+- Steps are the units where a run has many of them (attribution, latency percentiles), but
+  neighbouring steps share machine state (a noisy neighbour slows several in a row), so steps
+  are resampled in blocks (moving-block bootstrap, block length n^(1/3)): an i.i.d. bootstrap
+  over autocorrelated steps gives intervals that are too narrow.
+- Repeats (barrier-bounded windows) are the units of throughput: each is one wall-time figure.
+  From SMALL (4) repeats on, the percentile bootstrap of their median. With 2-3 a bootstrap
+  is no 95 % interval: it can only return values among the repeats, so with 2 it is their
+  range (332.1 and 357.7 gave "332.1 to 357.7", where a t interval is about 13 times wider).
+  Below SMALL the interval is Student t on the log of the figures (a rate is positive and
+  its noise multiplicative), exponentiated: never below 0, wide as 2 or 3 figures deserve,
+  and the method says so ("Student t on log throughput, 2 repeats"). A ratio of two medians
+  with a side below SMALL takes Welch's t on the log ratio. With one repeat there is no
+  spread to speak of ("spread unknown"), never a made-up one.
+- A statistic of steps with no t interval (a percentile of 2-3 steps) has none below SMALL:
+  "range of 3 steps, no interval", never the range called a 95 % interval.
+- Every resampling is seeded: the same measurements always give the same interval, so a
+  report re-rendered tomorrow says what it said today.
+
+scipy.stats is imported where a test or a quantile needs it, not with this module: the
+sweep's own process and every rank that imports this module for its types would otherwise
+load it at start-up (docs/methodology.md, "Fixed cost per cell").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from torchscale.contracts.schema.cell_result import Estimate
+
+LEVEL = 0.95
+SMALL = 4  # fewer units than this: no bootstrap interval (a bootstrap of 2-3 is their range)
+RESAMPLES = 2000
+SEED = 20261123  # fixed: intervals are reproducible, not random from run to run
+ONE_UNIT = "one {unit}: spread unknown"
+NOISE = "not measurable above noise: its 95 % interval reaches {edge}"
+RANGE_ONLY = "range of {n} {unit}s, no interval"
+
+
+def block_length(n: int) -> int:
+    """Moving-block length for n autocorrelated steps: n^(1/3), at least 1."""
+    return max(1, round(n ** (1 / 3))) if n > 0 else 1
+
+
+def block_indices(
+    n: int, resamples: int = RESAMPLES, block: int | None = None, seed: int = SEED
+) -> np.ndarray:
+    """(resamples, n) row indices of a moving-block bootstrap: blocks of consecutive rows
+    starting anywhere, concatenated and cut to n. block 1 is the ordinary bootstrap."""
+    if n <= 0:
+        raise ValueError("nothing to resample")
+    size = block if block is not None else block_length(n)
+    size = min(size, n)
+    rng = np.random.default_rng(seed)
+    blocks = math.ceil(n / size)
+    starts = rng.integers(0, n - size + 1, size=(resamples, blocks))
+    rows = (starts[:, :, None] + np.arange(size)[None, None, :]).reshape(resamples, -1)
+    return rows[:, :n]
+
+
+def percentile_interval(distribution: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    """The central `level` percentile interval of a bootstrap distribution (axis 0)."""
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(distribution, [tail, 100 - tail], axis=0)
+    return float(low), float(high)
+
+
+def judged(
+    value: float,
+    low: float | None,
+    high: float | None,
+    *,
+    n: int,
+    method: str,
+    lower: float | None = 0.0,
+    upper: float | None = None,
+    reason: str | None = None,
+) -> Estimate:
+    """An Estimate, measurable unless its interval reaches the domain's edge: a quantity that
+    exists only above `lower` (a time, a share of the step) is not measurable when its
+    interval includes `lower`, and a share is not measurable when it reaches above `upper`.
+    The interval kept is clamped to the domain: it says how large the figure could be."""
+    if low is None or high is None:
+        return Estimate(
+            value=value, low=None, high=None, n=n, method=method, measurable=True, reason=reason
+        )
+    edge = None
+    if lower is not None and low <= lower:
+        edge = f"{lower:g}"
+    elif upper is not None and high > upper:
+        edge = f"above {upper:g}"
+    if lower is not None:
+        low, high = max(low, lower), max(high, lower)
+    if upper is not None:
+        low, high = min(low, upper), min(high, upper)
+    if edge is None and lower is not None and value <= lower:
+        edge = f"{lower:g}"  # a point at or below the domain's edge is noise whatever the spread
+    if edge is not None:
+        return Estimate(
+            value=None,
+            low=low,
+            high=high,
+            n=n,
+            method=method,
+            measurable=False,
+            reason=NOISE.format(edge=edge),
+        )
+    return Estimate(value=value, low=low, high=high, n=n, method=method, measurable=True)
+
+
+def t_interval(
+    values: Sequence[float] | np.ndarray, *, log: bool, level: float = LEVEL
+) -> tuple[float, float]:
+    """Student t interval (n - 1 degrees of freedom) of the mean of `values`; `log`: of the
+    mean of their logs, exponentiated (the geometric mean's interval: strictly positive, wider
+    above than below). Needs 2+ values, all positive when `log`."""
+    data = np.asarray(values, dtype=float)
+    if data.size < 2:
+        raise ValueError("a t interval needs 2 values or more")
+    if log and not np.all(data > 0):
+        raise ValueError("a log-scale t interval needs positive values")
+    from scipy import stats as scipy_stats
+
+    x = np.log(data) if log else data
+    centre = float(x.mean())
+    half = float(scipy_stats.t.ppf(0.5 + level / 2, x.size - 1)) * float(
+        x.std(ddof=1) / math.sqrt(x.size)
+    )
+    low, high = centre - half, centre + half
+    return (math.exp(low), math.exp(high)) if log else (low, high)
+
+
+def median_of_repeats(
+    values: Sequence[float], *, lower: float | None = 0.0, name: str = "throughput"
+) -> Estimate:
+    """The median of per-repeat figures (`name`: throughput) with a 95 % interval over the
+    repeats: the percentile bootstrap of the median from SMALL (4) repeats on; with 2-3 a
+    Student t interval on the log of the figures (on the figures themselves where one is not
+    positive), which holds the median (for 3 values the median is within a third of the range
+    of the mean, the t half-width at least 1.2 ranges); one repeat: the value with "spread
+    unknown"."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        raise ValueError("no repeats")
+    median = float(np.median(data))
+    n = int(data.size)
+    if n == 1:
+        return judged(
+            median, None, None, n=1, method="one repeat", reason=ONE_UNIT.format(unit="repeat")
+        )
+    if n < SMALL:
+        log = bool(np.all(data > 0))
+        low, high = t_interval(data, log=log)
+        scale = f"log {name}" if log else name
+        return judged(
+            median, low, high, n=n, method=f"Student t on {scale}, {n} repeats", lower=lower
+        )
+    rows = block_indices(n, block=1)
+    low, high = percentile_interval(np.median(data[rows], axis=1))
+    method = f"bootstrap of the median over {n} repeats"
+    return judged(median, low, high, n=n, method=method, lower=lower)
+
+
+def step_statistic(
+    values: Sequence[float], statistic: Callable[[np.ndarray], np.ndarray], name: str
+) -> Estimate:
+    """A statistic of autocorrelated per-step values (axis 1 of the resample matrix) with its
+    moving-block bootstrap interval from SMALL (4) steps on; with 2-3 steps no interval
+    ("range of 3 steps, no interval": a percentile of 3 steps has no t interval, and their
+    bootstrap would only be their range)."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        raise ValueError("no steps")
+    point = float(statistic(data[None, :])[0])
+    if data.size == 1:
+        return judged(
+            point, None, None, n=1, method="one step", reason=ONE_UNIT.format(unit="step")
+        )
+    if data.size < SMALL:
+        n = int(data.size)
+        reason = RANGE_ONLY.format(n=n, unit="step")
+        return judged(point, None, None, n=n, method=f"{name} of {n} steps", reason=reason)
+    rows = block_indices(data.size)
+    low, high = percentile_interval(statistic(data[rows]))
+    method = f"moving-block bootstrap of the {name} over {data.size} steps"
+    return judged(point, low, high, n=int(data.size), method=method)
+
+
+def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
+    """Step-time percentile q (0-100) with its block-bootstrap interval."""
+    return step_statistic(
+        values, lambda m: np.percentile(m, q, axis=1), f"p{q:g}" if q != 50 else "median"
+    )
+
+
+def mean_columns(matrix: np.ndarray, *, seed: int = SEED) -> tuple[np.ndarray, np.ndarray | None]:
+    """Column means of a (steps, k) matrix and their block-bootstrap distribution
+    (RESAMPLES, k) (None with one step). Rows stay whole, so parts that add up per step add
+    up in every resample too."""
+    data = np.asarray(matrix, dtype=float)
+    if data.ndim != 2 or data.shape[0] == 0:
+        raise ValueError("need a (steps, parts) matrix with at least one step")
+    means = data.mean(axis=0)
+    if data.shape[0] == 1:
+        return means, None
+    rows = block_indices(data.shape[0], seed=seed)
+    return means, data[rows].mean(axis=1)
+
+
+def ratio_of_medians(
+    numerator: Sequence[float], denominator: Sequence[float]
+) -> tuple[float, float | None, float | None]:
+    """median(numerator) / median(denominator) and the 95 % interval of that ratio
+    (`ratio_method` says which): each side resampled on its own (independent runs) by the
+    percentile bootstrap when both sides hold SMALL (4) values or more; else Welch's t on the
+    log ratio (`log_ratio_t_interval`). No interval when either side has one value, or a side
+    below SMALL holds a value that is not positive."""
+    top, bottom = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    if top.size == 0 or bottom.size == 0:
+        raise ValueError("empty side")
+    ratio = float(np.median(top) / np.median(bottom))
+    if top.size < 2 or bottom.size < 2:
+        return ratio, None, None
+    if min(top.size, bottom.size) < SMALL:
+        if not (np.all(top > 0) and np.all(bottom > 0) and ratio > 0):
+            return ratio, None, None
+        low, high = log_ratio_t_interval(top, bottom, centre=ratio)
+        return ratio, low, high
+    a = np.median(top[block_indices(top.size, block=1, seed=SEED)], axis=1)
+    b = np.median(bottom[block_indices(bottom.size, block=1, seed=SEED + 1)], axis=1)
+    low, high = percentile_interval(a / b)
+    return ratio, low, high
+
+
+def log_ratio_t_interval(
+    top: np.ndarray, bottom: np.ndarray, *, centre: float, level: float = LEVEL
+) -> tuple[float, float]:
+    """Welch's t interval of a ratio of two independent positive samples, on the log scale:
+    exp(log(centre) -/+ t(df) x se), se^2 = var(log top) / n_top + var(log bottom) / n_bottom,
+    df by Welch-Satterthwaite. Centred on the ratio shown (`centre`, the ratio of medians;
+    with 2 a side the same as the ratio of geometric means), so the interval holds it. No
+    spread on either side: the point."""
+    x, y = np.log(top), np.log(bottom)
+    vx, vy = float(x.var(ddof=1)) / x.size, float(y.var(ddof=1)) / y.size
+    se2 = vx + vy
+    if se2 <= 0:
+        return centre, centre
+    from scipy import stats as scipy_stats
+
+    df = se2**2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1))
+    half = float(scipy_stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(se2)
+    return centre * math.exp(-half), centre * math.exp(half)
+
+
+def ratio_method(n_top: int, n_bottom: int) -> str:
+    """How `ratio_of_medians` takes its interval for these side sizes, in words."""
+    if min(n_top, n_bottom) < 2:
+        return "no interval: one value on a side"
+    if min(n_top, n_bottom) < SMALL:
+        return f"Welch's t on the log ratio ({n_top} vs {n_bottom})"
+    return f"percentile bootstrap of the ratio of medians ({n_top} vs {n_bottom})"
+
+
+@dataclass(frozen=True)
+class GapTest:
+    """A paired test of per-step differences (rank minus the others, same step)."""
+
+    mean_s: float
+    low_s: float | None
+    high_s: float | None
+    p_value: float | None
+    min_effect_s: float
+    significant: bool
+    steps: int
+
+
+def paired_gap_test(
+    differences: Sequence[float], *, min_effect_s: float, alpha: float = 0.01
+) -> GapTest:
+    """Is one rank slower than the others, step by step? Significant when the one-sided
+    Wilcoxon signed-rank test of the per-step differences gives p < alpha AND the lower end of
+    the 95 % interval of their mean is at least `min_effect_s` (a difference too small to act
+    on is not a straggler however certain it is). The interval: a block bootstrap from SMALL
+    (4) steps on, Student t on the differences with 2-3 (where the test cannot reach alpha
+    anyway: its smallest p with 3 steps is 1/8)."""
+    data = np.asarray(differences, dtype=float)
+    data = data[np.isfinite(data)]
+    if data.size < 2:
+        mean = float(data.mean()) if data.size else 0.0
+        return GapTest(mean, None, None, None, min_effect_s, False, int(data.size))
+    mean = float(data.mean())
+    if data.size < SMALL:
+        low, high = t_interval(data, log=False)
+    else:
+        rows = block_indices(data.size)
+        low, high = percentile_interval(data[rows].mean(axis=1))
+    if np.all(data == 0):
+        p_value = 1.0
+    else:
+        from scipy import stats as scipy_stats
+
+        p_value = float(scipy_stats.wilcoxon(data, alternative="greater").pvalue)
+    significant = p_value < alpha and low >= min_effect_s
+    return GapTest(mean, low, high, p_value, min_effect_s, significant, int(data.size))

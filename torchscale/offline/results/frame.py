@@ -1,0 +1,446 @@
+"""Cell results as flat table rows: one row per cell, one column per figure.
+
+summary.csv and `torchscale.offline.results.load(...).cells` are built from the same rows, so a
+column means the same thing wherever it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from torchscale.contracts.schema.cell_result import (
+    PART_NAMES,
+    CellResult,
+    Diagnosis,
+    Estimate,
+    HostLoad,
+    ParallelMetrics,
+)
+from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
+from torchscale.offline.analysis.reliability import add_reliability
+from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency
+from torchscale.offline.analysis.uncertainty import median_of_repeats
+
+# the one model of the step (schema 8): per part its share of the mean step with the 95 %
+# interval; the share is empty where it is not measurable above noise (the interval stays)
+ATTRIBUTION_COLUMNS = [
+    f"{part}_{suffix}" for part in PART_NAMES for suffix in ("share", "share_low", "share_high")
+]
+
+COLUMNS = [
+    "cell_id",
+    "status",
+    "model",
+    "model_label",
+    "batch_size",
+    "world_size",
+    "nodes",
+    "precision",
+    "strategy",
+    "layout",
+    "layout_family",
+    "dp",
+    "tp",
+    "pp",
+    "microbatches",
+    "schedule",
+    "device",
+    "backend",
+    "global_batch",
+    "samples_per_s",
+    "samples_per_s_per_device",
+    "tokens_per_s",
+    "throughput_spread",
+    "step_p50_s",
+    "step_p95_s",
+    "step_p99_s",
+    "step_cv",
+    "samples_per_s_low",
+    "samples_per_s_high",
+    "samples_per_s_repeats",
+    "step_p50_low_s",
+    "step_p50_high_s",
+    "step_p95_low_s",
+    "step_p95_high_s",
+    "step_p99_low_s",
+    "step_p99_high_s",
+    "straggler_rank",
+    "straggler_phase",
+    "straggler_gap_s",
+    "straggler_named",
+    "straggler_p_value",
+    "straggler_summary",
+    "diagnosis_source",
+    "caveat",
+    "step_mean_s",
+    *ATTRIBUTION_COLUMNS,
+    "scaling_efficiency",
+    "scaling_efficiency_low",
+    "scaling_efficiency_high",
+    "scaling_efficiency_reason",
+    "reliability",
+    "reliability_reason",
+    "comm_overhead",
+    "load_imbalance",
+    "sync_overhead",
+    "flops_per_step",
+    "tflops_per_device",
+    "mfu",
+    "mfu_low",
+    "mfu_high",
+    "mfu_measured",
+    "measured_peak_tflops",
+    "peak_tflops_per_device",
+    "peak_allocated_bytes",
+    "peak_reserved_bytes",
+    "non_static_peak_bytes",
+    "peak_rss_bytes",
+    "alloc_retries",
+    "oom_count",
+    "fragmentation",
+    "gpu_util_mean",
+    "power_w_mean",
+    "temperature_c_max",
+    "sm_clock_mhz_mean",
+    "cpu_util_mean",
+    "energy_j",
+    "energy_method",
+    "samples_per_joule",
+    "tokens_per_joule",
+    "throttled",
+    "throttle_reasons",
+    "other_cpu_cores",
+    "load_avg_1m",
+    "other_gpu_processes",
+    "busy_machine",
+    "bubble_measured",
+    "bubble_theoretical",
+    "tp_comm",
+    "tp_exposed_comm",
+    "tp_waiting_for_peers",
+    "tp_exposed_transfer",
+    "parameter_bytes",
+    "static_bytes",
+    "compile_s",
+    "data_source",
+    "data_wait_s",
+    "data_wait_share",
+    "data_read_mb_per_s",
+    "cost_per_gpu_hour",
+    "gpu_hours_per_m_samples",
+    "cost_per_m_samples",
+    "cost_per_m_tokens",
+    "parameters",
+    "measured_steps",
+    "repeats",
+    "wall_s",
+    "definition_sha256",
+    "warnings",
+    "error",
+]
+
+
+def cell_row(result: CellResult) -> dict[str, Any]:
+    """The flat row of one cell (None where a figure was not measured)."""
+    cell = result.cell
+    thr, steps, mem = result.throughput, result.step_time, result.memory
+    comp, comm, straggler = result.compute, result.communication, result.straggler
+    tel, data, cost = result.telemetry, result.data, result.cost
+    read = data.read_bytes_per_s if data else None
+    shape, parallel, warmup = cell.parallel, result.parallel, result.warmup
+    return {
+        "cell_id": cell.id,
+        "status": result.status.value,
+        "model": cell.model,
+        "model_label": cell.label,
+        "batch_size": cell.batch_size,
+        "world_size": cell.world_size,
+        "nodes": cell.nodes,
+        "precision": cell.precision,
+        "strategy": cell.strategy,
+        "layout": shape.slug(cell.strategy) if shape else cell.strategy,
+        "layout_family": shape.family(cell.strategy) if shape else cell.strategy,
+        "dp": shape.dp if shape else cell.world_size,
+        "tp": shape.tp if shape else 1,
+        "pp": shape.pp if shape else 1,
+        "microbatches": shape.microbatches if shape else None,
+        "schedule": shape.schedule if shape else None,
+        "device": cell.device,
+        "backend": cell.backend,
+        "global_batch": result.global_batch,
+        "samples_per_s": thr.samples_per_s if thr else None,
+        "samples_per_s_per_device": thr.samples_per_s_per_device if thr else None,
+        "tokens_per_s": thr.tokens_per_s if thr else None,
+        "throughput_spread": thr.spread if thr else None,
+        "step_p50_s": steps.p50 if steps else None,
+        "step_p95_s": steps.p95 if steps else None,
+        "step_p99_s": steps.p99 if steps else None,
+        "step_cv": steps.cv if steps else None,
+        **_headline_intervals(result),
+        "straggler_rank": result.straggler_rank,
+        "straggler_phase": straggler.phase if straggler else None,
+        "straggler_gap_s": straggler.gap_s if straggler else None,
+        **_diagnosis(result.diagnosis),
+        "comm_overhead": comm.comm_overhead if comm else None,
+        "load_imbalance": comm.load_imbalance if comm else None,
+        "sync_overhead": comm.sync_overhead if comm else None,
+        "flops_per_step": comp.flops_per_step if comp else None,
+        "tflops_per_device": comp.achieved_tflops_per_device if comp else None,
+        "mfu": comp.mfu if comp else None,
+        **_mfu_interval(result),
+        "mfu_measured": comp.mfu_measured if comp else None,
+        "measured_peak_tflops": comp.measured_peak_tflops_per_device if comp else None,
+        "peak_tflops_per_device": comp.peak_tflops_per_device if comp else None,
+        "peak_allocated_bytes": mem.peak_allocated_bytes if mem else None,
+        "peak_reserved_bytes": mem.peak_reserved_bytes if mem else None,
+        "non_static_peak_bytes": mem.non_static_peak_bytes if mem else None,
+        "peak_rss_bytes": mem.peak_rss_bytes if mem else None,
+        "alloc_retries": mem.alloc_retries if mem else None,
+        "oom_count": mem.oom_count if mem else None,
+        "fragmentation": mem.fragmentation if mem else None,
+        "gpu_util_mean": tel.gpu_util_pct_mean if tel else None,
+        "power_w_mean": tel.power_w_mean if tel else None,
+        "temperature_c_max": tel.temperature_c_max if tel else None,
+        "sm_clock_mhz_mean": tel.sm_clock_mhz_mean if tel else None,
+        "cpu_util_mean": tel.cpu_util_pct_mean if tel else None,
+        "energy_j": tel.energy_j if tel else None,
+        "energy_method": tel.energy_method if tel else None,
+        "samples_per_joule": tel.samples_per_joule if tel else None,
+        "tokens_per_joule": tel.tokens_per_joule if tel else None,
+        "throttled": tel.throttled if tel else None,
+        "throttle_reasons": "; ".join(tel.throttle_reasons) if tel else None,
+        **_host_load(tel.hosts if tel else None),
+        "bubble_measured": parallel.bubble_measured if parallel else None,
+        "bubble_theoretical": parallel.bubble_theoretical if parallel else None,
+        **_profiled_comm(parallel),
+        "parameter_bytes": mem.parameter_bytes if mem else None,
+        "static_bytes": (
+            mem.parameter_bytes + mem.gradient_bytes + mem.optimizer_state_bytes if mem else None
+        ),
+        "compile_s": warmup.compile_s if warmup else None,
+        "data_source": data.source if data else None,
+        "data_wait_s": data.wait_s if data else None,
+        "data_wait_share": data.share if data else None,
+        "data_read_mb_per_s": read / 1e6 if read is not None else None,
+        "cost_per_gpu_hour": cost.per_gpu_hour if cost else None,
+        "gpu_hours_per_m_samples": cost.gpu_hours_per_m_samples if cost else None,
+        "cost_per_m_samples": cost.cost_per_m_samples if cost else None,
+        "cost_per_m_tokens": cost.cost_per_m_tokens if cost else None,
+        "parameters": result.parameters,
+        "measured_steps": result.measured_steps,
+        "repeats": result.repeats,
+        "wall_s": result.wall_s,
+        "definition_sha256": cell.definition_sha256,
+        "warnings": "; ".join(result.warnings),
+        "error": result.error.reason if result.error else None,
+    }
+
+
+def _ends(estimate: Estimate | None, name: str, suffix: str = "") -> dict[str, float | None]:
+    return {
+        f"{name}_low{suffix}": estimate.low if estimate else None,
+        f"{name}_high{suffix}": estimate.high if estimate else None,
+    }
+
+
+def _headline_intervals(result: CellResult) -> dict[str, Any]:
+    """Throughput and latency intervals: the result's own (schema 8), else the throughput's
+    taken from the recorded repeats with the same rule (latency: not recorded before 8)."""
+    thr, intervals = result.throughput, result.intervals
+    throughput = intervals.samples_per_s if intervals else None
+    if throughput is None and thr is not None and thr.repeats:
+        throughput = median_of_repeats(thr.repeats)
+    return {
+        **_ends(throughput, "samples_per_s"),
+        "samples_per_s_repeats": ";".join(f"{v:.6g}" for v in thr.repeats) if thr else None,
+        **_ends(intervals.step_p50_s if intervals else None, "step_p50", "_s"),
+        **_ends(intervals.step_p95_s if intervals else None, "step_p95", "_s"),
+        **_ends(intervals.step_p99_s if intervals else None, "step_p99", "_s"),
+    }
+
+
+def _mfu_interval(result: CellResult) -> dict[str, float | None]:
+    return _ends(result.intervals.mfu if result.intervals else None, "mfu")
+
+
+DIAGNOSIS_COLUMNS = [
+    "straggler_named",
+    "straggler_p_value",
+    "straggler_summary",
+    "diagnosis_source",
+    "caveat",
+    "step_mean_s",
+]
+
+
+def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
+    """The diagnosis' columns (schema 10; schema 8-9's step model read as one; None before
+    schema 8 and where there is none). Where there is a diagnosis its verdict also gives
+    straggler_rank, straggler_phase and straggler_gap_s (the named phase's gap, else the
+    rank's own-work gap), null unless it names a straggler: the one verdict, never an older
+    record's."""
+    row: dict[str, Any] = dict.fromkeys(DIAGNOSIS_COLUMNS)
+    row.update(dict.fromkeys(ATTRIBUTION_COLUMNS))
+    if diagnosis is None:
+        return row
+    verdict = diagnosis.straggler
+    named = verdict is not None and verdict.named
+    gap = None
+    if verdict is not None and named:
+        gap = verdict.phase_gap_s if verdict.phase and verdict.phase_gap_s else verdict.gap_s
+    row["straggler_rank"] = verdict.rank if verdict is not None and named else None
+    row["straggler_phase"] = verdict.phase if verdict is not None and named else None
+    row["straggler_gap_s"] = gap.value if gap is not None else None
+    row["straggler_named"] = verdict.named if verdict else None
+    row["straggler_p_value"] = verdict.p_value if verdict else None
+    row["straggler_summary"] = verdict.summary if verdict else None
+    row["diagnosis_source"] = diagnosis.source
+    row["caveat"] = diagnosis.caveat
+    row["step_mean_s"] = diagnosis.step_s.value
+    for part in diagnosis.parts:
+        row[f"{part.name}_share"] = part.share.value
+        row[f"{part.name}_share_low"] = part.share.low
+        row[f"{part.name}_share_high"] = part.share.high
+    return row
+
+
+HOST_LOAD_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_machine")
+
+
+def _host_load(hosts: list[HostLoad] | None) -> dict[str, Any]:
+    """What else ran on the cell's hosts during its windows (docs/telemetry.md): the busiest
+    host's other-process cores and load average, other compute processes on the cell's GPUs
+    summed over hosts, and whether any host was busy. None unless every host has the figure
+    (a figure over some hosts would be another figure)."""
+    if not hosts:
+        return dict.fromkeys(HOST_LOAD_COLUMNS)
+    other = [h.other_cores for h in hosts]
+    load = [h.load_avg_1m.max if h.load_avg_1m else None for h in hosts]
+    gpu = [h.other_gpu_processes for h in hosts]
+    busy = [h.busy for h in hosts]
+    return {
+        "other_cpu_cores": max(v for v in other if v is not None) if None not in other else None,
+        "load_avg_1m": max(v for v in load if v is not None) if None not in load else None,
+        "other_gpu_processes": sum(v for v in gpu if v is not None) if None not in gpu else None,
+        "busy_machine": True if any(busy) else (False if None not in busy else None),
+    }
+
+
+def _profiled_comm(parallel: ParallelMetrics | None) -> dict[str, float | None]:
+    """A tensor-parallel cell's profiled communication shares (None elsewhere)."""
+    comm = parallel.profiled_comm if parallel else None
+    return {
+        "tp_comm": comm.comm if comm else None,
+        "tp_exposed_comm": comm.exposed if comm else None,
+        "tp_waiting_for_peers": comm.waiting_for_peers if comm else None,
+        "tp_exposed_transfer": comm.exposed_transfer if comm else None,
+    }
+
+
+# computed over the whole table (a cell against its group), not from one result
+DERIVED_COLUMNS = {
+    "scaling_efficiency",
+    "scaling_efficiency_low",
+    "scaling_efficiency_high",
+    "scaling_efficiency_reason",
+    "reliability",
+    "reliability_reason",
+}
+
+
+def cells_table(results: Sequence[CellResult]) -> pd.DataFrame:
+    """One row per cell in COLUMNS order, with scaling efficiency (and its interval) within
+    each group and each cell's reliability."""
+    table = pd.DataFrame(
+        [cell_row(r) for r in results], columns=[c for c in COLUMNS if c not in DERIVED_COLUMNS]
+    )
+    table["samples_per_s"] = pd.to_numeric(table["samples_per_s"])
+    table = add_scaling_efficiency(table)
+    table = add_reliability(table)
+    return table[COLUMNS]
+
+
+def _rank_telemetry(result: CellResult, rank: int) -> dict[str, Any]:
+    """A rank's telemetry columns (None where it was not sampled)."""
+    tel = result.telemetry
+    mine = next((r for r in tel.ranks if r.rank == rank), None) if tel else None
+    if mine is None:
+        return dict.fromkeys(RANK_TELEMETRY_COLUMNS)
+    return {
+        "gpu_util_mean": mine.gpu_util_pct.mean if mine.gpu_util_pct else None,
+        "power_w_mean": mine.power_w.mean if mine.power_w else None,
+        "temperature_c_max": mine.temperature_c.max if mine.temperature_c else None,
+        "sm_clock_mhz_mean": mine.sm_clock_mhz.mean if mine.sm_clock_mhz else None,
+        "cpu_util_mean": mine.cpu_util_pct.mean if mine.cpu_util_pct else None,
+        "rss_max_bytes": mine.rss_bytes.max if mine.rss_bytes else None,
+        "energy_j": mine.energy_j,
+        "throttled_fraction": mine.throttled_fraction,
+    }
+
+
+def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
+    """One row per (cell, rank): each rank's step-time distribution, memory, compute time
+    (median step under no_sync), phase medians and telemetry."""
+    rows = [
+        {
+            "cell_id": r.cell.id,
+            "rank": rank.rank,
+            "host": rank.host,
+            "step_mean_s": rank.step_time.mean,
+            "step_p50_s": rank.step_time.p50,
+            "step_p95_s": rank.step_time.p95,
+            "step_p99_s": rank.step_time.p99,
+            "step_min_s": rank.step_time.min,
+            "step_max_s": rank.step_time.max,
+            "step_std_s": rank.step_time.std,
+            "step_cv": rank.step_time.cv,
+            "step_count": rank.step_time.count,
+            "peak_rss_bytes": rank.peak_rss_bytes,
+            "peak_allocated_bytes": rank.peak_allocated_bytes,
+            "alloc_retries": rank.alloc_retries,
+            "compute_p50_s": rank.compute_time.p50 if rank.compute_time else None,
+            **{
+                seconds_column(phase): getattr(rank.phases, phase) if rank.phases else None
+                for phase in STEP_PHASES
+            },
+            **_rank_telemetry(r, rank.rank),
+        }
+        for r in results
+        for rank in r.ranks
+    ]
+    return pd.DataFrame(rows, columns=RANK_COLUMNS)
+
+
+RANK_TELEMETRY_COLUMNS = [
+    "gpu_util_mean",
+    "power_w_mean",
+    "temperature_c_max",
+    "sm_clock_mhz_mean",
+    "cpu_util_mean",
+    "rss_max_bytes",
+    "energy_j",
+    "throttled_fraction",
+]
+RANK_COLUMNS = [
+    "cell_id",
+    "rank",
+    "host",
+    "step_mean_s",
+    "step_p50_s",
+    "step_p95_s",
+    "step_p99_s",
+    "step_min_s",
+    "step_max_s",
+    "step_std_s",
+    "step_cv",
+    "step_count",
+    "peak_rss_bytes",
+    "peak_allocated_bytes",
+    "alloc_retries",
+    "compute_p50_s",
+    *(seconds_column(phase) for phase in STEP_PHASES),
+    *RANK_TELEMETRY_COLUMNS,
+]

@@ -1,0 +1,328 @@
+"""Reading cell results of every schema version ever written.
+
+Each older version has an upgrade function that turns its JSON into the next version's shape,
+applied in order up to the current one; a file of an unknown newer version is refused with a
+one-line reason (never a crash), so an old torchscale reading a new results directory says so.
+
+Version history:
+  1  torchscale 0.1.0: identity fields at the top level (cell_id, model, model_label, ...),
+     error as a free dict, memory.activation_bytes, memory.peak_rss_bytes of rank 0 only,
+     achieved TFLOP/s from the median step time.
+  2  identity nested as `cell` (with `nodes`), status enum, typed `error`,
+     memory.non_static_peak_bytes, per-rank memory, compute.peak_basis, achieved TFLOP/s from
+     the barrier-bounded windows (as throughput).
+  3  per-rank compute time (no_sync) and phase medians; `straggler` (rank, slow phase, gap);
+     communication split into slowest compute, load imbalance and exposed communication:
+     `comm_overhead` now means exposed communication only, and version 2's pooled figure
+     (imbalance and communication together) is `sync_overhead`; `injected_delays`, `profile`.
+  4  `telemetry` sampled during the measured windows (per rank and totals, energy per sample);
+     memory.alloc_retries, oom_count, fragmentation, inactive_split_peak_bytes (CUDA allocator)
+     and ranks[].alloc_retries.
+  5  `data` (input source, loader settings, data-wait time per step and its share) and `cost`
+     (GPU-hours and price per million samples and tokens).
+  6  tp, pp and hybrid cells, `parallel`, `warmup`.
+  7  `parallel.profiled_comm`.
+  8  `attribution` (one model of the step, parts with 95 % intervals, the straggler named only
+     by a significance test, cross-checks) and `intervals` (headline figures with intervals);
+     DDP's no_sync windows interleaved with the synchronised ones.
+  9  compute.mfu_measured (MFU against the node's measured peak, `validate --level perf`),
+     measured_peak_tflops_per_device and measured_peak_basis; intervals.mfu_measured.
+  10 `diagnosis` replaces `attribution`: the one diagnosis of the run (the step model, the
+     evidence that decided it, per-rank waits, straggler verdict, bounded what-if, findings,
+     caveat, cross-checks); a profiled run's result holds its analysis' diagnosis.
+  11 `compile` (the warm-up steps that compiled, extra warm-up steps, graph breaks, recompiles
+     and compile seconds inside the windows); windows and timeout sized from steady warm-up
+     steps; the FLOP count on the meta device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.versioned import read_json, version_problem
+
+CELL_KIND = "torchscale.cell"
+_V1_IDENTITY = {
+    "cell_id": "id",
+    "definition_sha256": "definition_sha256",
+    "model": "model",
+    "model_label": "label",
+    "batch_size": "batch_size",
+    "world_size": "world_size",
+    "precision": "precision",
+    "strategy": "strategy",
+    "device": "device",
+    "backend": "backend",
+}
+_V1_ERROR_KEYS = ("reason", "root_cause_rank", "exception", "log_tail")
+
+
+def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2. Figures are kept as measured (v1's achieved TFLOP/s came from the median
+    step time and its peak RSS from rank 0 only; both are left as they were recorded)."""
+    out = {k: v for k, v in data.items() if k not in _V1_IDENTITY}
+    out["cell"] = {new: data[old] for old, new in _V1_IDENTITY.items() if old in data}
+    out["cell"]["nodes"] = 1  # version 1 ran on one node only
+    memory = out.get("memory")
+    if isinstance(memory, dict) and "activation_bytes" in memory:
+        memory = dict(memory)
+        memory["non_static_peak_bytes"] = memory.pop("activation_bytes")
+        out["memory"] = memory
+    error = out.get("error")
+    if isinstance(error, dict):
+        out["error"] = {k: error.get(k) for k in _V1_ERROR_KEYS if k in error}
+        out["error"].setdefault("reason", "unknown (version 1 result without a reason)")
+    out["schema_version"] = 2
+    return out
+
+
+V2_COMM_OVERHEAD = (
+    "version 2 result: its comm_overhead (1 - pooled no_sync median / step) did not split load "
+    "imbalance from communication; it is kept as sync_overhead"
+)
+V2_STRAGGLER = (
+    "version 2 result: its straggler_rank was the rank with the highest median synchronised "
+    "step, which gradient sync makes equal on every rank (noise), not the slowest rank's "
+    "compute; not carried over"
+)
+V2_PHASES = "version 2 result: no per-step phase timing"
+
+
+def upgrade_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 -> 3. A figure whose meaning changed is moved to the name that says what it
+    is (comm_overhead -> sync_overhead) and the new name is null with the reason; the
+    straggler rank (the highest median synchronised step, noise under gradient sync) is
+    dropped with the reason. Everything else is kept as measured."""
+    out = dict(data)
+    unavailable = dict(out.get("unavailable") or {})
+    comm = out.get("communication")
+    if isinstance(comm, dict):
+        comm = dict(comm)
+        pooled = comm.get("comm_overhead")
+        comm["sync_overhead"] = pooled
+        comm["comm_overhead"] = None
+        if pooled is not None:
+            unavailable["comm_overhead"] = V2_COMM_OVERHEAD
+            unavailable.setdefault("load_imbalance", V2_COMM_OVERHEAD)
+        elif "comm_overhead" in unavailable:
+            unavailable.setdefault("sync_overhead", unavailable["comm_overhead"])
+        out["communication"] = comm
+    if out.get("straggler_rank") is not None:
+        out["straggler_rank"] = None
+        unavailable["straggler"] = V2_STRAGGLER
+    if out.get("ranks"):
+        unavailable.setdefault("phases", V2_PHASES)
+    out["unavailable"] = unavailable
+    out["schema_version"] = 3
+    return out
+
+
+V3_TELEMETRY = "version 3 result: no telemetry"
+V3_ALLOCATOR = "version 3 result: no CUDA allocator statistics (memory_stats) were recorded"
+V3_ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
+
+
+def upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 -> 4. Nothing is recomputed: telemetry and the allocator figures were never
+    recorded, so they are null with the reason (for measured cells; a cell that did not
+    finish has no figures to explain)."""
+    out = dict(data)
+    unavailable = dict(out.get("unavailable") or {})
+    out["telemetry"] = None
+    if out.get("status") == "ok":
+        unavailable.setdefault("telemetry", V3_TELEMETRY)
+    memory = out.get("memory")
+    if isinstance(memory, dict):
+        memory = dict(memory)
+        for name in V3_ALLOCATOR_FIELDS:
+            memory[name] = None
+            unavailable.setdefault(f"memory.{name}", V3_ALLOCATOR)
+        out["memory"] = memory
+    out["unavailable"] = unavailable
+    out["schema_version"] = 4
+    return out
+
+
+V4_DATA = "version 4 result: the input pipeline was not recorded (synthetic data, no data wait)"
+V4_COST = "version 4 result: no price was recorded; give one with --cost-per-gpu-hour"
+
+
+def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 -> 5. Versions up to 4 trained on synthetic on-device data only, so the source
+    is known; its wait was inside the phases (ranks[].phases.data) and is not recomputed here.
+    Cost was never stored: null with the reason."""
+    out = dict(data)
+    unavailable = dict(out.get("unavailable") or {})
+    out["data"] = None
+    out["cost"] = None
+    if out.get("status") == "ok":
+        unavailable.setdefault("data", V4_DATA)
+        unavailable.setdefault("cost", V4_COST)
+    out["unavailable"] = unavailable
+    out["schema_version"] = 5
+    return out
+
+
+def upgrade_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 5 -> 6. Up to 5 every cell was ddp or fsdp (no mesh, no pipeline), and warm-up
+    times were not kept."""
+    out = dict(data)
+    out["parallel"] = None
+    out["warmup"] = None
+    out["schema_version"] = 6
+    return out
+
+
+def upgrade_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 6 -> 7. `parallel.profiled_comm` did not exist; a tp cell said why in
+    unavailable["parallel.tp_comm"], which is kept."""
+    out = dict(data)
+    parallel = out.get("parallel")
+    if isinstance(parallel, dict):
+        out["parallel"] = {**parallel, "profiled_comm": None}
+    out["schema_version"] = 7
+    return out
+
+
+V7_ATTRIBUTION = (
+    "result of schema 7 or older: no attribution with intervals (schema 8); its straggler and "
+    "communication figures are point values without a significance test"
+)
+
+
+V7_HOSTS = "result of schema 7 or older: what else ran on the host was not recorded"
+
+
+def upgrade_v7(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 7 -> 8. The one model of the step with intervals (`attribution`) and the
+    headline intervals (`intervals`) did not exist; the older point figures are kept as
+    measured and marked as such in `unavailable`."""
+    out = dict(data)
+    if out.get("status") == "ok":
+        unavailable = dict(out.get("unavailable") or {})
+        unavailable.setdefault("attribution", V7_ATTRIBUTION)
+        if isinstance(out.get("telemetry"), dict):
+            unavailable.setdefault("telemetry.hosts", V7_HOSTS)
+        out["unavailable"] = unavailable
+    out["schema_version"] = 8
+    return out
+
+
+V8_MEASURED_PEAK = (
+    "result of schema 8 or older: no MFU against a measured peak (schema 9, from "
+    "`torchscale validate --level perf`)"
+)
+
+
+def upgrade_v8(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 8 -> 9. MFU against a measured peak did not exist: null, with the reason."""
+    out = dict(data)
+    if out.get("status") == "ok":
+        unavailable = dict(out.get("unavailable") or {})
+        unavailable.setdefault("mfu_measured", V8_MEASURED_PEAK)
+        out["unavailable"] = unavailable
+    out["schema_version"] = 9
+    return out
+
+
+V9_DIAGNOSIS = (
+    "result of schema 9 or older: its step model is read as the diagnosis, decided by the "
+    "phase timers; no findings, per-rank waits or what-if were stored with it"
+)
+
+
+def upgrade_v9(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 9 -> 10. `attribution` (the phase timers' step model) becomes the diagnosis,
+    decided by the phase timers, without findings, per-rank waits or what-if."""
+    out = dict(data)
+    attribution = out.pop("attribution", None)
+    unavailable = dict(out.get("unavailable") or {})
+    if isinstance(attribution, dict):
+        out["diagnosis"] = {**attribution, "source": "phase timers"}
+        unavailable.setdefault("diagnosis.findings", V9_DIAGNOSIS)
+    elif "attribution" in unavailable:
+        unavailable["diagnosis"] = unavailable.pop("attribution")
+    out["unavailable"] = unavailable
+    out["schema_version"] = 10
+    return out
+
+
+V10_COMPILE = (
+    "result of schema 10 or older: recompiles and graph breaks inside the measured windows "
+    "were not counted, and its windows and timeout were sized from every warm-up step, the "
+    "compiling ones included"
+)
+
+
+def upgrade_v10(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 10 -> 11. What torch.compile did inside the windows was never counted: a
+    compiled cell (one with a warm-up compile time) gets `compile` null, with the reason."""
+    out = dict(data)
+    out["compile"] = None
+    warmup = out.get("warmup")
+    unavailable = dict(out.get("unavailable") or {})
+    compiled = isinstance(warmup, dict) and warmup.get("compile_s") is not None
+    if compiled or "warmup.compile_s" in unavailable:  # that key: compiled, time unreadable
+        unavailable.setdefault("compile", V10_COMPILE)
+        out["unavailable"] = unavailable
+    out["schema_version"] = 11
+    return out
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: upgrade_v1,
+    2: upgrade_v2,
+    3: upgrade_v3,
+    4: upgrade_v4,
+    5: upgrade_v5,
+    6: upgrade_v6,
+    7: upgrade_v7,
+    8: upgrade_v8,
+    9: upgrade_v9,
+    10: upgrade_v10,
+}
+
+
+@dataclass(frozen=True)
+class ReadCell:
+    """One result file as read: the result (current schema), the version it was written in,
+    or why it could not be used."""
+
+    path: Path
+    result: CellResult | None
+    version: int | None
+    problem: str | None
+
+
+def parse_cell_result(data: Any) -> tuple[CellResult | None, int | None, str | None]:
+    """(result, source version, problem) from decoded JSON of any known version."""
+    problem = version_problem(data, CELL_KIND, "cell result", RESULT_SCHEMA_VERSION)
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if problem is not None:  # the version is kept only when it is a newer one
+        newer = isinstance(version, int) and version > RESULT_SCHEMA_VERSION
+        return None, version if newer else None, problem
+    assert isinstance(version, int)  # version_problem checked it
+    upgraded = data
+    for step in range(version, RESULT_SCHEMA_VERSION):
+        upgraded = UPGRADES[step](upgraded)
+    try:
+        return CellResult.model_validate(upgraded), version, None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return None, version, f"invalid version {version} result: {where}: {first['msg']}"
+
+
+def read_cell_result(path: Path) -> ReadCell:
+    """Read one cells/*.json; never raises for a bad file (the problem says why)."""
+    data, problem = read_json(path)
+    if problem is not None:
+        return ReadCell(path, None, None, problem)
+    result, version, problem = parse_cell_result(data)
+    return ReadCell(path, result, version, problem)

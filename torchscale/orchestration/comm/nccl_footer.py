@@ -1,0 +1,107 @@
+"""nccl-tests' footer over a run's rows (pure functions): average bus bandwidth, the check, the
+`--min-busbw` gate.
+
+nccl-tests prints, after its table, `Out of bounds values : N OK|FAILED` and `Avg bus bandwidth`,
+the mean busbw of every row it timed (out-of-place and in-place both count). We do the same per
+op and over the whole run. The gate compares each op's average with the minimum: averaging an
+all_reduce with a broadcast would mean nothing. On one rank nothing crosses a link, and the gate
+says it cannot judge rather than pass a launch time as a bandwidth.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
+from torchscale.orchestration.comm.comm_result import CommResult, CommRow, OpSummary
+
+
+def summarize(rows: Sequence[CommRow], world_size: int) -> list[OpSummary]:
+    """One summary per op, in the order the ops first appear."""
+    ops: list[str] = []
+    for row in rows:
+        if row.op not in ops:
+            ops.append(row.op)
+    summaries = []
+    for op in ops:
+        mine = [r for r in rows if r.op == op]
+        ok = [r.busbw_gbps for r in mine if r.status == "ok" and r.busbw_gbps is not None]
+        checked = [r.wrong for r in mine if r.wrong is not None]
+        summaries.append(
+            OpSummary(
+                op=op,
+                rows=len(mine),
+                avg_busbw_gbps=statistics.fmean(ok) if ok else None,
+                wrong=sum(checked) if checked else None,
+                busbw_factor=busbw_factor(op, world_size),
+            )
+        )
+    return summaries
+
+
+def average_busbw(rows: Sequence[CommRow]) -> float | None:
+    """nccl-tests' 'Avg bus bandwidth': the mean busbw of every ok row."""
+    values = [r.busbw_gbps for r in rows if r.status == "ok" and r.busbw_gbps is not None]
+    return statistics.fmean(values) if values else None
+
+
+def wrong_total(rows: Sequence[CommRow]) -> int | None:
+    """Wrong elements over every checked row; None when no row was checked."""
+    checked = [r.wrong for r in rows if r.wrong is not None]
+    return sum(checked) if checked else None
+
+
+def add_footer(result: CommResult) -> CommResult:
+    """Fill the run's footer fields (per-op summaries, average busbw, #wrong) from its rows."""
+    result.summaries = summarize(result.rows, result.world_size)
+    result.avg_busbw_gbps = average_busbw(result.rows)
+    result.wrong_total = wrong_total(result.rows)
+    return result
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    verdict: Literal["passed", "failed", "unavailable"]
+    reason: str
+
+
+ONE_RANK = (
+    "one rank: no data crosses a link, so the times are each call's fixed cost (NCCL copies "
+    "nothing for an in-place op on one rank) and algbw/busbw are not link bandwidths"
+)
+
+
+def gate(summaries: Sequence[OpSummary], minimum_gbps: float, world_size: int) -> GateOutcome:
+    """Every op with a bandwidth to judge must average at least `minimum_gbps` of busbw.
+
+    Nothing is judged on one rank: nccl-tests' busbw factor of broadcast and reduce is 1 for any
+    rank count, so a one-rank 'bandwidth' (a no-op's launch time) would pass any minimum.
+    """
+    if world_size < 2:
+        return GateOutcome("unavailable", f"cannot check {minimum_gbps:g} GB/s: {ONE_RANK}")
+    judged = [s for s in summaries if s.busbw_factor > 0 and s.avg_busbw_gbps is not None]
+    if not judged:
+        skipped = ", ".join(s.op for s in summaries) or "no op"
+        return GateOutcome(
+            "unavailable",
+            f"no bus bandwidth to compare with {minimum_gbps:g} GB/s ({skipped}: busbw is 0 by "
+            "definition on one rank, or no row finished)",
+        )
+    below = [s for s in judged if s.avg_busbw_gbps is not None and s.avg_busbw_gbps < minimum_gbps]
+    if below:
+        text = ", ".join(f"{s.op} {s.avg_busbw_gbps:.2f}" for s in below)
+        return GateOutcome("failed", f"average busbw below {minimum_gbps:g} GB/s: {text} GB/s")
+    text = ", ".join(f"{s.op} {s.avg_busbw_gbps:.2f}" for s in judged)
+    return GateOutcome("passed", f"average busbw at least {minimum_gbps:g} GB/s: {text} GB/s")
+
+
+def apply_gate(result: CommResult, minimum_gbps: float) -> CommResult:
+    """Judge a run whose footer is filled against `--min-busbw` and record the verdict."""
+    verdict = gate(result.summaries, minimum_gbps, result.world_size)
+    result.min_busbw_gbps = minimum_gbps
+    result.gate = verdict.verdict
+    result.gate_reason = verdict.reason
+    return result

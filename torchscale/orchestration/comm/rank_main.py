@@ -1,0 +1,272 @@
+"""Entry point of every rank of `torchscale comm`: `python -m
+torchscale.orchestration.comm.rank_main --spec F`.
+
+Per op and size: a check run on known inputs (with --check), warm-up, a barrier, then `iters`
+operations back to back timed at the two ends (the figure nccl-tests reports), then a second
+window of `iters` with a timestamp between every two operations (the per-iteration spread), so
+the per-op timestamps never weigh on the headline figure. Timestamps are CUDA events on the
+current stream, which waits for NCCL's stream, or perf_counter on CPU, where gloo calls return
+when done. Ranks meet only at the barriers and at the gather after the windows. Rank 0 rewrites
+the result after every row, so a later hang or crash loses no finished row, and names the row
+it is about to run in the progress file, so the parent can mark the row that hung.
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__":
+    from torchscale.rank.worker.diagnostics import die_with_torchrun
+
+    die_with_torchrun()
+
+import itertools
+import os
+import re
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from torchscale.contracts.atomic import write_text_atomic
+from torchscale.offline.analysis.nccl_bandwidth import count_for_size, size_bytes
+from torchscale.orchestration.comm.collective_ops import Prepared, Unsupported, exchange, prepare
+from torchscale.orchestration.comm.comm_result import CommPair, CommResult, CommRow
+from torchscale.orchestration.comm.comm_spec import CommSpec
+from torchscale.orchestration.comm.nccl_footer import ONE_RANK, add_footer
+from torchscale.orchestration.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
+from torchscale.rank.worker.rank_entry import (
+    leave_without_teardown,
+    process_group,
+    rank_device,
+    read_spec,
+)
+from torchscale.rank.worker.run_environment import capture_environment
+
+# what backends say when they lack an op (gloo before reduce_scatter_tensor, for one)
+UNSUPPORTED_MESSAGE = re.compile(r"not support|unsupported|not implement", re.IGNORECASE)
+
+
+class Stamps:
+    """Timestamps at iteration edges: CUDA events (read after one synchronize) or perf_counter."""
+
+    def __init__(self, device: torch.device, iters: int) -> None:
+        self._cuda = device.type == "cuda"
+        self._device = device
+        self._events = (
+            [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)] if self._cuda else []
+        )
+        self._times = [0.0] * (iters + 1)
+
+    def mark(self, index: int) -> None:
+        if self._cuda:
+            self._events[index].record()
+        else:
+            self._times[index] = time.perf_counter()
+
+    def intervals(self) -> tuple[float, list[float]]:
+        """(window seconds, per-iteration seconds), after the last mark."""
+        if self._cuda:
+            torch.cuda.synchronize(self._device)
+            first = self._events[0]
+            edges = [first.elapsed_time(e) / 1e3 for e in self._events]
+        else:
+            edges = [t - self._times[0] for t in self._times]
+        return edges[-1], [b - a for a, b in itertools.pairwise(edges)]
+
+
+def _itemsize(dtype: str) -> int:
+    return torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+
+
+def _settle(device: torch.device) -> None:
+    """Everything queued is done and every rank is here: the window starts on even terms."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    dist.barrier()
+
+
+def _first_call(prepared: Prepared) -> None:
+    """Run once; a backend that lacks the op raises Unsupported with its own words."""
+    try:
+        prepared.run()
+    except (RuntimeError, NotImplementedError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, NotImplementedError) or UNSUPPORTED_MESSAGE.search(first):
+            raise Unsupported(f"unsupported by backend: {first}") from exc
+        raise
+
+
+def time_op(
+    op: str, count: int, spec: CommSpec, device: torch.device, rank: int, ranks: int, host: str
+) -> RankTiming:
+    """This rank's check and timed window of `op` with `count` elements per rank."""
+    dtype = getattr(torch, spec.dtype)
+    wrong = None
+    if spec.check:
+        checked = prepare(op, count, dtype, device, rank=rank, ranks=ranks, check=True)
+        _settle(device)
+        _first_call(checked)
+        wrong = checked.verify()
+        del checked
+    timed = prepare(op, count, dtype, device, rank=rank, ranks=ranks, check=False)
+    for i in range(spec.warmup_iters):
+        if i == 0 and not spec.check:
+            _first_call(timed)
+        else:
+            timed.run()
+    # the figure nccl-tests prints: `iters` ops back to back, timestamps at the ends only
+    _settle(device)
+    ends = Stamps(device, 1)
+    ends.mark(0)
+    for _ in range(spec.iters):
+        timed.run()
+    ends.mark(1)
+    window = ends.intervals()[0]
+    # the spread: a second window with a timestamp between every two ops (on one H100 an event
+    # per op cost about 8 us, 20 % of a 40 us launch-bound op, so it is kept out of the first)
+    _settle(device)
+    stamps = Stamps(device, spec.iters)
+    stamps.mark(0)
+    for i in range(spec.iters):
+        timed.run()
+        stamps.mark(i + 1)
+    iterations = stamps.intervals()[1]
+    return RankTiming(rank, host, window, iterations, wrong)
+
+
+def _row(
+    op: str, size: int, spec: CommSpec, device: torch.device, host: str, state: dict[str, str]
+) -> CommRow | None:
+    """One row, agreed by every rank (gathered after the window); None on ranks other than 0."""
+    rank, ranks = dist.get_rank(), dist.get_world_size()
+    itemsize = _itemsize(spec.dtype)
+    count = count_for_size(op, size, itemsize, ranks)
+    actual = size_bytes(op, count, itemsize, ranks)
+    mine: RankTiming | str
+    if op in state:
+        mine = state[op]
+    else:
+        try:
+            mine = time_op(op, count, spec, device, rank, ranks, host)
+        except Unsupported as exc:
+            mine = state[op] = str(exc)  # the op's later sizes are not tried again
+    gathered: list[Any] = [None] * ranks
+    dist.all_gather_object(gathered, mine)
+    if rank != 0:
+        return None
+    reasons = [g for g in gathered if isinstance(g, str)]
+    if reasons:
+        return unmeasured_row(op, actual, count, spec.dtype, "unsupported", reasons[0])
+    return measured_row(
+        op, actual, count, spec.dtype, gathered, spec.iters, ranks, spec.across_ranks
+    )
+
+
+def _pairs(spec: CommSpec, device: torch.device, host: str) -> list[CommPair]:
+    """Every pair of ranks exchanges `pairs_bytes` both ways while the others wait."""
+    assert spec.pairs_bytes is not None
+    rank, ranks = dist.get_rank(), dist.get_world_size()
+    dtype = getattr(torch, spec.dtype)
+    itemsize = _itemsize(spec.dtype)
+    count = max(1, spec.pairs_bytes // itemsize)
+    windows: dict[tuple[int, int], float] = {}
+    for a, b in itertools.combinations(range(ranks), 2):
+        _settle(device)
+        if rank not in (a, b):
+            continue
+        run = exchange(b if rank == a else a, count, dtype, device)
+        for _ in range(spec.warmup_iters):
+            run()
+        stamps = Stamps(device, spec.iters)
+        stamps.mark(0)
+        for i in range(spec.iters):
+            run()
+            stamps.mark(i + 1)
+        windows[(a, b)] = stamps.intervals()[0]
+    _settle(device)
+    gathered: list[Any] = [None] * ranks
+    dist.all_gather_object(gathered, (host, windows))
+    hosts = {r: g[0] for r, g in enumerate(gathered)}
+    pairs = []
+    for a, b in itertools.combinations(range(ranks), 2):
+        measured = [g[1][(a, b)] for g in gathered if (a, b) in g[1]]
+        pairs.append(pair_result(a, b, hosts, count * itemsize, measured, spec.iters))
+    return pairs
+
+
+def _skipped(spec: CommSpec, ranks: int) -> list[str]:
+    itemsize = _itemsize(spec.dtype)
+    notes = []
+    for op in spec.ops:
+        small = [s for s in spec.sizes if count_for_size(op, s, itemsize, ranks) == 0]
+        if small:
+            notes.append(
+                f"{op}: {len(small)} size(s) below {size_bytes(op, 1, itemsize, ranks)} B "
+                f"(one {spec.dtype} element per rank) left out"
+            )
+    return notes
+
+
+def _write(spec: CommSpec, result: CommResult) -> None:
+    add_footer(result)
+    write_text_atomic(spec.result_path, result.model_dump_json(indent=2))
+
+
+def run(spec: CommSpec) -> None:
+    device = rank_device(spec.device)
+    with process_group(spec.backend, device):
+        rank, ranks = dist.get_rank(), dist.get_world_size()
+        host = socket.gethostname()
+        itemsize = _itemsize(spec.dtype)
+        result = CommResult(
+            id=spec.run_id,
+            world_size=ranks,
+            nodes=int(os.environ.get("GROUP_WORLD_SIZE", "1")),
+            device=spec.device,
+            backend=spec.backend,
+            device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            dtype=spec.dtype,
+            warmup_iters=spec.warmup_iters,
+            iters=spec.iters,
+            check=spec.check,
+            across_ranks=spec.across_ranks,
+            skipped=_skipped(spec, ranks),
+            environment=capture_environment() if rank == 0 else {},
+        )
+        if ranks == 1:
+            result.warnings.append(ONE_RANK)
+        unsupported: dict[str, str] = {}
+        for op in spec.ops:
+            for size in spec.sizes:
+                if count_for_size(op, size, itemsize, ranks) == 0:
+                    continue
+                if rank == 0:
+                    write_text_atomic(spec.progress_path, f"{op} {size}\n")
+                row = _row(op, size, spec, device, host, unsupported)
+                if row is not None:
+                    result.rows.append(row)
+                    _write(spec, result)
+        if spec.pairs_bytes is not None:
+            if ranks < 2:
+                result.unavailable["pairs"] = "needs at least 2 ranks"
+            else:
+                if rank == 0:
+                    write_text_atomic(spec.progress_path, f"pairs {spec.pairs_bytes}\n")
+                result.pairs = _pairs(spec, device, host)
+        if rank == 0:
+            Path(spec.progress_path).unlink(missing_ok=True)
+            _write(spec, result)
+        dist.barrier()
+
+
+@record
+def main(argv: list[str] | None = None) -> None:
+    run(read_spec(CommSpec, "torchscale comm worker (one rank)", argv))
+    leave_without_teardown()
+
+
+if __name__ == "__main__":
+    main()

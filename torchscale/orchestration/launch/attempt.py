@@ -1,0 +1,91 @@
+"""One launch of torchrun and what it left: the one way every torchrun this project starts is run.
+
+Sweep cells (and the max-batch probes and Slurm steps, which run as cells), profiled runs, the
+collective sweep and validate's smoke test all call `run_attempt`: run the command in its own
+process group under its timeout (torchscale/orchestration/launch/process.py), read what the ranks
+wrote with the caller's reader, and classify how the launch failed, if it did, with its root cause
+(torchscale/orchestration/launch/failure.py). Each caller then interprets the one `Attempt`:
+
+- a cell or a profiled run keeps a result that was written whatever happened afterwards: ranks
+  that hang in their shutdown and are killed at the timeout, or a torchrun that exits non-zero
+  after the write (a gloo teardown abort), cost a warning, never the measurement; only a launch
+  that wrote nothing is a failure (`failure`);
+- the collective sweep keeps the rows written before a failure and marks the run with how the
+  launch failed (`launch_failure`);
+- the smoke test judges the verdict, the exit and the root cause strictly.
+
+Nothing outside this package starts torchrun (tests/test_launch_path.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from torchscale.orchestration.launch.failure import CellFailure, classify_failure
+from torchscale.orchestration.launch.process import ProcessOutcome, run_launch
+from torchscale.orchestration.launch.torchrun import LaunchCommand
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Attempt(Generic[T]):
+    """What one launch left: how it ended (`outcome`), what the ranks wrote (`written`, kept
+    however the launch ended), how it failed with its root cause (`launch_failure`: it timed
+    out, exited non-zero or wrote nothing) and `warnings` about the shutdown of a launch that
+    wrote but did not end cleanly."""
+
+    outcome: ProcessOutcome
+    written: T | None
+    launch_failure: CellFailure | None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failure(self) -> CellFailure | None:
+        """Why nothing was written (None when something was): what a caller that keeps a
+        written result however the launch ended reports."""
+        return self.launch_failure if self.written is None else None
+
+
+def shutdown_warnings(
+    outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float
+) -> list[str]:
+    """Why a launch that wrote its result did not end cleanly (none when it did)."""
+    if outcome.killed_after_finish:
+        return [
+            f"the ranks had not exited {outcome.shutdown_grace_s:g} s after the result was "
+            f"written: killed in their shutdown; measurement kept: see {command.log_dir}"
+        ]
+    if outcome.timed_out:
+        return [
+            f"the ranks had not exited {timeout_s:g} s after the launch (the cell timeout) "
+            f"although the result was written: killed in their shutdown; measurement kept: "
+            f"see {command.log_dir}"
+        ]
+    if outcome.returncode != 0:  # e.g. a rank aborting in gloo teardown after the gather
+        return [
+            f"torchrun exited with {outcome.returncode} after the result was written "
+            f"(shutdown failure; measurement kept): see {command.log_dir}"
+        ]
+    return []
+
+
+def run_attempt(
+    command: LaunchCommand,
+    timeout_s: float,
+    read_written: Callable[[], T | None],
+    finished: Callable[[], bool] | None = None,
+) -> Attempt[T]:
+    """Run `command` (killed after `timeout_s`, its ranks' stacks taken first; or the shutdown
+    grace after `finished()` first holds, when given), then read what it wrote with
+    `read_written` (None: nothing; the caller removed any stale copy before)."""
+    outcome = run_launch(command, timeout_s, finished)
+    written = read_written()
+    failure = None
+    if written is None or not outcome.ended_cleanly:
+        failure = classify_failure(outcome, command, timeout_s)
+    if written is None:
+        return Attempt(outcome, None, failure)
+    return Attempt(outcome, written, failure, shutdown_warnings(outcome, command, timeout_s))

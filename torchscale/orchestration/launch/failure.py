@@ -1,0 +1,358 @@
+"""Why a cell did not produce a result: timeout, out of memory, a rank that raised, or a rank
+(or torchrun) killed by a signal.
+
+torchrun names the first failing rank in its "Root Cause" block, with its exit code (negative:
+the signal that killed it), and the worker's @record writes that rank's exception to the error
+file; both are read here, neither is required. A hang is explained by the stacks the ranks
+dumped before the kill (torchscale/orchestration/launch/diagnose.py).
+
+Global ranks are never derived from where a log lies: torch's rendezvous numbers nodes by host
+name and pid (`gpu10` before `gpu9`), not by Slurm's node id, so `ranks/node0/.../1/` need not be
+rank 1. Each rank recorded who it was (rank<N>.identity.json,
+torchscale/contracts/rank_diagnostics.py); its per-rank error file, and the pid torchrun reports,
+lead back to it (RankMap). Without those records (older results) only a one-node launch's local rank
+is its global rank.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchscale.contracts.cell import Status
+from torchscale.contracts.rank_diagnostics import RankIdentity, stack_file
+from torchscale.contracts.schema.cell_result import CellError
+from torchscale.contracts.signals import signal_name
+from torchscale.orchestration.launch.diagnose import (
+    HangDiagnosis,
+    diagnose_hang,
+    locate,
+    read_identities,
+    read_pids,
+)
+from torchscale.orchestration.launch.process import ProcessOutcome
+from torchscale.orchestration.launch.torchrun import LaunchCommand
+
+OOM_MARKERS = (
+    "OutOfMemoryError",
+    "CUDA out of memory",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "DefaultCPUAllocator: can't allocate memory",
+    "MemoryError",
+)
+_ROOT_CAUSE = re.compile(r"^Root Cause[^\n]*\n(?P<block>.*?)(?:^={10,}|\Z)", re.S | re.M)
+_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)(?:\s*\(local_rank:\s*(\d+)\))?", re.M)
+_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)(?:\s*\(pid:\s*(\d+)\))?", re.M)
+# the agent's own line, when the summary block is missing: a local rank and a pid only
+_FAILED_LINE = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)(?: \(pid: (\d+)\))?")
+# ranks/node<k>/: Slurm node k (torchscale/orchestration/schedulers/slurm/node.py)
+_NODE_DIR = re.compile(r"^node(\d+)$")
+
+# what usually sends each signal, in the words an operator acts on
+SIGNAL_CAUSES: dict[int, str] = {
+    signal.SIGKILL: "often the kernel's OOM killer: see dmesg",
+    signal.SIGSEGV: "a segmentation fault in native code (a C++/CUDA extension, a driver)",
+    signal.SIGABRT: "aborted in native code (a failed C++ check or std::terminate, e.g. an "
+    "NCCL or c10d watchdog)",
+    signal.SIGBUS: "a bus error, classically a /dev/shm too small for shared memory (Docker: "
+    "--shm-size or --ipc=host)",
+    signal.SIGTERM: "someone or something stopped it (a job scheduler, a user, a container "
+    "runtime)",
+    signal.SIGINT: "interrupted (Ctrl-C)",
+    signal.SIGHUP: "its terminal or session went away",
+    signal.SIGFPE: "an arithmetic fault in native code",
+    signal.SIGILL: "an illegal instruction: a binary built for another CPU",
+}
+
+
+@dataclass(frozen=True)
+class CellFailure:
+    status: Status  # FAILED, OOM or TIMEOUT
+    reason: str
+    root_cause_rank: int | None
+    exception: str | None
+    log_tail: str
+    exit_signal: str | None = None  # "SIGKILL", when a rank (or torchrun) was killed by one
+    diagnosis: tuple[str, ...] = ()  # one line per rank (hangs, fatal-signal dumps)
+    artifacts: tuple[str, ...] = ()  # stack dumps, flight-recorder dumps
+
+    def as_error(self) -> CellError:
+        return CellError(
+            reason=self.reason,
+            root_cause_rank=self.root_cause_rank,
+            exception=self.exception,
+            exit_signal=self.exit_signal,
+            diagnosis=list(self.diagnosis),
+            artifacts=list(self.artifacts),
+            log_tail=self.log_tail,
+        )
+
+
+@dataclass(frozen=True)
+class RankExit:
+    """The first failed rank torchrun reports, and how it ended. `rank` is global, as the
+    Root Cause block gives it; the agent's own line gives only `local_rank` and `pid`."""
+
+    rank: int | None
+    exitcode: int | None
+    local_rank: int | None = None
+    pid: int | None = None
+
+    @property
+    def signum(self) -> int | None:
+        """The signal that killed it (torchrun reports those as negative exit codes)."""
+        return -self.exitcode if self.exitcode is not None and self.exitcode < 0 else None
+
+
+def read_error_file(path: Path) -> str | None:
+    """The exception line ("RuntimeError: ...") from a torchelastic error file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    message = data.get("message") if isinstance(data, dict) else None
+    if isinstance(message, dict):
+        message = message.get("message")
+    if not message:
+        return None
+    lines = str(message).strip().splitlines()
+    return lines[-1] if lines else None
+
+
+def root_cause(log: str) -> RankExit:
+    """Rank and exit code of torchrun's "Root Cause (first observed failure)", else of the
+    agent's "failed (exitcode: N) local_rank: R" line."""
+    block = _ROOT_CAUSE.search(log)
+    if block:
+        rank = _RANK.search(block["block"])
+        code = _EXITCODE.search(block["block"])
+        return RankExit(
+            _group_int(rank, 1),
+            _group_int(code, 1),
+            _group_int(rank, 2),
+            _group_int(code, 2),
+        )
+    line = _FAILED_LINE.search(log)
+    if line:
+        return RankExit(None, int(line[1]), int(line[2]), _group_int(line, 3))
+    return RankExit(None, None)
+
+
+def _group_int(match: re.Match[str] | None, group: int) -> int | None:
+    return int(match[group]) if match and match[group] is not None else None
+
+
+@dataclass(frozen=True)
+class RankMap:
+    """What tells a failed process's global rank, from what the ranks left in the
+    diagnostics directory (their identities, their pid files) and the launch's node count."""
+
+    identities: Mapping[int, RankIdentity]
+    pids: Mapping[int, int]  # rank -> pid, also in layouts from before identities
+    one_node: bool  # then a local rank is the global rank
+
+    @classmethod
+    def read(cls, command: LaunchCommand) -> RankMap:
+        directory = command.diagnostics_dir
+        return cls(read_identities(directory), read_pids(directory), one_node(command.argv))
+
+    def of_exit(self, failed: RankExit) -> int | None:
+        """torchrun's global rank; else, on one node, the local rank; else the one rank that
+        had the failed process's pid (pids repeat across nodes: ambiguous is None)."""
+        if failed.rank is not None:
+            return failed.rank
+        if self.one_node and failed.local_rank is not None:
+            return failed.local_rank
+        if failed.pid is None:
+            return None
+        pids = dict(self.pids) | {rank: who.pid for rank, who in self.identities.items()}
+        owners = [rank for rank, pid in pids.items() if pid == failed.pid]
+        return owners[0] if len(owners) == 1 else None
+
+    def of_error_file(self, path: Path, ranks_dir: Path) -> int | None:
+        """The rank whose torchrun error file `path` is (it recorded that file as its
+        TORCHELASTIC_ERROR_FILE; compared below `ranks_dir`, whatever the mount's name); without
+        a record, a one-node launch's local rank (the directory's name)."""
+        tail = path.relative_to(ranks_dir).parts
+        for identity in self.identities.values():
+            if identity.error_file and Path(identity.error_file).parts[-len(tail) :] == tail:
+                return identity.rank
+        local = path.parent.name
+        other_node = any(_NODE_DIR.match(p) and p != "node0" for p in tail)
+        return int(local) if self.one_node and local.isdigit() and not other_node else None
+
+
+def one_node(argv: Sequence[str]) -> bool:
+    """Whether torchrun's argv asks for one node (`--standalone`, `--nnodes=1`)."""
+    if "--standalone" in argv:
+        return True
+    for i, arg in enumerate(argv):
+        if arg.startswith("--nnodes="):
+            return arg.partition("=")[2] == "1"
+        if arg == "--nnodes" and i + 1 < len(argv):
+            return argv[i + 1] == "1"
+    return False
+
+
+def signal_reason(who: str, signum: int) -> str:
+    """'rank 1 was killed by SIGKILL (signal 9), often the kernel's OOM killer: see dmesg'."""
+    name = signal_name(signum)
+    cause = SIGNAL_CAUSES.get(signum)
+    text = f"{who} was killed by {name} (signal {signum})"
+    return f"{text}, {cause}" if cause else text
+
+
+def _node_errors(error_file: Path) -> list[str]:
+    """The exceptions recorded by this launch's torchrun(s): `error_file`, then those of the
+    other nodes of a Slurm step (node k writes error-node<k>.json,
+    torchscale/orchestration/schedulers/slurm/node.py)."""
+    paths = [error_file]
+    with contextlib.suppress(OSError):
+        paths += sorted(error_file.parent.glob(f"{error_file.stem}-node*{error_file.suffix}"))
+    return [e for e in (read_error_file(p) for p in paths) if e]
+
+
+# failures that follow another rank's: the peer's socket closed under a collective, the
+# SIGTERM torchrun (or srun) sent the survivors, or (multi-node) a node's torchrun losing the
+# rendezvous store once the node hosting it had stopped (seen under Slurm: the failing node's
+# agent then records RendezvousConnectionError over its worker's own error)
+SECONDARY_MARKERS = (
+    "SignalException",
+    "Connection closed by peer",
+    "remote worker crashing",
+    "Connection reset by peer",
+    "RendezvousConnectionError",
+    "The connection to the C10d store has failed",
+)
+
+
+def is_secondary(error: str) -> bool:
+    return any(marker in error for marker in SECONDARY_MARKERS)
+
+
+def _first_cause(errors: list[str]) -> str | None:
+    """The exception that started it: when one node's rank fails, srun stops the others'
+    torchrun with SIGTERM, whose error file then says SignalException, not why; a node's
+    torchrun may also lose the rendezvous store as the others stop (see SECONDARY_MARKERS)."""
+    for error in errors:
+        if not is_secondary(error):
+            return error
+    return errors[0] if errors else None
+
+
+def rank_errors(log_dir: Path, ranks: RankMap) -> list[tuple[int | None, str]]:
+    """Every rank's own error file (torchrun's `ranks/[node<k>/]<run>/attempt_<n>/<local>/`),
+    as (global rank, exception line), by rank; the rank is None where no record tells it."""
+    found: list[tuple[int | None, str]] = []
+    ranks_dir = log_dir / "ranks"
+    with contextlib.suppress(OSError):
+        for path in sorted(ranks_dir.glob("**/attempt_*/*/error.json")):
+            error = read_error_file(path)
+            if error:
+                found.append((ranks.of_error_file(path, ranks_dir), error))
+    return sorted(found, key=lambda found_error: (found_error[0] is None, found_error[0] or 0))
+
+
+def primary_failure(
+    exception: str | None, rank: int | None, errors: list[tuple[int | None, str]]
+) -> tuple[str | None, int | None]:
+    """torchrun names the rank whose error it recorded first; when that error only follows
+    another rank's (a collective whose peer died: "Connection closed by peer"), the rank that
+    failed on its own is the root cause, if one left its error file (`errors`: rank_errors)."""
+    if exception is None:
+        return exception, rank
+    if not is_secondary(exception):
+        return exception, _owner(exception, rank, errors)
+    for other_rank, error in errors:
+        if not is_secondary(error):
+            return error, other_rank
+    return exception, rank
+
+
+def _owner(exception: str, rank: int | None, errors: list[tuple[int | None, str]]) -> int | None:
+    """The rank whose own error file holds `exception`. torchrun's pick when it is one of them
+    (ranks can raise alike) or none is known; otherwise its pick came from another node's
+    Root Cause block (every node's torchrun prints one into a multi-node log) and is wrong."""
+    owners = [owner for owner, error in errors if owner is not None and error == exception]
+    return rank if not owners or rank in owners else owners[0]
+
+
+def classify_failure(
+    outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float
+) -> CellFailure:
+    """Turn a cell run that left no result into its status and a one-line reason."""
+    log = ""
+    with contextlib.suppress(OSError):
+        log = outcome.log_path.read_text(encoding="utf-8", errors="replace")
+    tail = "\n".join(log.splitlines()[-30:])
+    if outcome.timed_out:
+        return _timeout(diagnose_hang(command.diagnostics_dir, outcome.stacks), timeout_s, tail)
+    exception = _first_cause(_node_errors(command.error_file))
+    ranks = RankMap.read(command)
+    first = root_cause(log)
+    errors = rank_errors(command.log_dir, ranks)
+    exception, rank = primary_failure(exception, ranks.of_exit(first), errors)
+    evidence = exception if exception else log  # the exception itself, when known
+    if any(marker in evidence for marker in OOM_MARKERS):
+        reason = f"out of memory: {exception or 'see log'}"
+        return CellFailure(Status.OOM, reason, rank, exception, tail)
+    if exception:
+        where = f"rank {rank}" if rank is not None else "a rank"
+        return CellFailure(Status.FAILED, f"{where} raised {exception}", rank, exception, tail)
+    if first.signum is not None:
+        return _killed(first.signum, rank, command.diagnostics_dir, tail)
+    if outcome.returncode is not None and outcome.returncode < 0:  # torchrun itself
+        signum = -outcome.returncode
+        reason = signal_reason("torchrun", signum)
+        return CellFailure(Status.FAILED, reason, rank, None, tail, signal_name(signum))
+    reason = f"torchrun exited with {outcome.returncode}"
+    return CellFailure(Status.FAILED, reason, rank, None, tail)
+
+
+def _timeout(diagnosis: HangDiagnosis, timeout_s: float, tail: str) -> CellFailure:
+    reason = f"killed after the {timeout_s:g} s cell timeout"
+    if diagnosis.dumped:
+        reason += f": {diagnosis.summary()}"
+    else:
+        reason += " (hang or far slower than expected; no rank dumped its stack)"
+    return CellFailure(
+        Status.TIMEOUT,
+        reason,
+        diagnosis.root_cause_rank,
+        None,
+        tail,
+        diagnosis=tuple(diagnosis.lines()),
+        artifacts=tuple(str(p) for p in diagnosis.artifacts),
+    )
+
+
+def _killed(signum: int, rank: int | None, diagnostics: Path, tail: str) -> CellFailure:
+    """A rank died of a signal; a catchable one (SIGSEGV, SIGABRT, SIGBUS) left a faulthandler
+    dump of where it was."""
+    who = f"rank {rank}" if rank is not None else "a rank"
+    reason = signal_reason(who, signum)
+    diagnosis: tuple[str, ...] = ()
+    artifacts: tuple[str, ...] = ()
+    if rank is not None:
+        dump = stack_file(diagnostics, rank)
+        text = ""
+        with contextlib.suppress(OSError):
+            text = dump.read_text(encoding="utf-8", errors="replace")
+        place = locate(rank, text) if text.strip() else None
+        if place is not None and place.kind != "unknown":
+            diagnosis, artifacts = (place.line(),), (str(dump),)
+    return CellFailure(
+        Status.FAILED,
+        reason,
+        rank,
+        None,
+        tail,
+        signal_name(signum),
+        diagnosis,
+        artifacts,
+    )

@@ -1,0 +1,125 @@
+"""The one torchrun command builder (argv and environment as data), for every launch we make.
+
+torchrun is started through the current interpreter (`python -m torch.distributed.run`), so a
+launch runs with the same torch as torchscale even when `torchrun` on PATH belongs to another
+environment. `--standalone` rendezvous on a free local port (back-to-back and concurrent launches
+never collide), `--max-restarts=0` (a restart would silently mix two runs' timings), per-rank
+logs, a torchelastic error file for the root cause, and a diagnostics directory where ranks dump
+their Python stacks (and, on CUDA, NCCL's flight recorder) when the parent asks.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+from torchscale.contracts.cell import Device
+from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
+from torchscale.orchestration.launch.compile_cache import compile_cache_env
+from torchscale.orchestration.launch.cpu_malloc import malloc_reuse_env
+from torchscale.orchestration.launch.torchrun_env import child_environment
+
+# NCCL flight recorder: ring buffer of recent collectives per rank, dumped on timeout / request
+FLIGHT_RECORDER_ENTRIES = "2000"
+# the rendezvous of a launch on this node alone
+ONE_NODE = ("--standalone", "--nnodes=1")
+
+
+@dataclass(frozen=True)
+class LaunchCommand:
+    argv: list[str]
+    env: dict[str, str]
+    env_overrides: dict[str, str]  # what torchscale set on top of the inherited environment
+    omp_num_threads: int
+    nproc: int
+    error_file: Path
+    log_dir: Path
+
+    @property
+    def log_path(self) -> Path:
+        """torchrun's own combined stdout/stderr."""
+        return self.log_dir / "torchrun.log"
+
+    @property
+    def diagnostics_dir(self) -> Path:
+        return self.log_dir / "diagnostics"
+
+
+def visible_devices(inherited: str | None, count: int) -> str:
+    """The first `count` GPUs of those this process may use, as CUDA_VISIBLE_DEVICES."""
+    if inherited:
+        pool = [d.strip() for d in inherited.split(",") if d.strip()]
+    else:
+        pool = [str(i) for i in range(count)]
+    return ",".join(pool[:count])
+
+
+def torchrun_command(
+    module: str,
+    module_args: Sequence[str],
+    *,
+    nproc: int,
+    device: Device,
+    log_dir: Path,
+    base_env: Mapping[str, str],
+    omp_num_threads: int,
+    extra_env: Mapping[str, str] | None = None,
+    python: str = sys.executable,
+    rendezvous: Sequence[str] = ONE_NODE,
+    malloc_reuse: bool = False,
+    compile_cache: PurePath | None = None,
+) -> LaunchCommand:
+    """A launch of `python -m module *module_args` on `nproc` ranks per node: one node with
+    the default `rendezvous`, or whatever a multi-node launcher passes instead
+    (`--nnodes=2 --rdzv-backend=c10d ...`, torchscale/orchestration/schedulers/slurm/step.py).
+
+    OMP_NUM_THREADS is always set explicitly (torchrun sets 1 only when nproc > 1, and one rank
+    with the library default on a busy machine was seen 80x slower); `extra_env` (the config's
+    launcher.env) goes on top, so what is recorded is what ran. `malloc_reuse` (CPU benchmark
+    cells): glibc keeps freed memory for the next step (launch/cpu_malloc.py), thresholds the
+    user set left as theirs. `compile_cache` (compiled cells): inductor's and Triton's cache
+    directories there, unless the user set their own (launch/compile_cache.py).
+    """
+    error_file = log_dir / "error.json"
+    argv = [
+        python,
+        "-m",
+        "torch.distributed.run",
+        *rendezvous,
+        f"--nproc-per-node={nproc}",
+        "--max-restarts=0",
+        "--log-dir",
+        str(log_dir / "ranks"),
+        "--redirects",
+        "3",
+        "-m",
+        module,
+        *module_args,
+    ]
+    diagnostics = log_dir / "diagnostics"
+    overrides = {
+        "OMP_NUM_THREADS": str(omp_num_threads),
+        "TORCHELASTIC_ERROR_FILE": str(error_file),
+        "PYTHONUNBUFFERED": "1",
+        DIAGNOSTICS_ENV: str(diagnostics),
+    }
+    if device == "cuda":
+        overrides["CUDA_VISIBLE_DEVICES"] = visible_devices(
+            base_env.get("CUDA_VISIBLE_DEVICES"), nproc
+        )
+        # NCCL flight recorder: kept with the logs when a cell hangs
+        overrides["TORCH_NCCL_TRACE_BUFFER_SIZE"] = FLIGHT_RECORDER_ENTRIES
+        overrides["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1"
+        overrides["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = str(diagnostics / "nccl_trace_rank_")
+    if compile_cache is not None:
+        overrides.update(compile_cache_env(compile_cache, {**base_env, **(extra_env or {})}))
+    overrides.update(extra_env or {})
+    if malloc_reuse:
+        overrides.update(malloc_reuse_env({**base_env, **overrides}))
+    threads = omp_num_threads
+    if overrides["OMP_NUM_THREADS"].isdigit():  # an explicit launcher.env value wins
+        threads = int(overrides["OMP_NUM_THREADS"])
+    env = child_environment(base_env, overrides)
+    return LaunchCommand(argv, env, overrides, threads, nproc, error_file, log_dir)

@@ -1,0 +1,599 @@
+"""Config -> the plan: one cell per model x batch size x world size x precision x strategy.
+
+Pure functions over the validated config and a description of the machine. The plan resolves
+everything a cell needs (its identity, worker spec contents, launch settings, what is skipped
+and why), so the sweep only runs it and the whole plan is testable without launching anything.
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path, PurePath
+from typing import Any
+
+from torchscale.contracts.catalog import Precision, Strategy, workload_options
+from torchscale.contracts.cell import (
+    Backend,
+    CellIdentity,
+    Device,
+    ParallelShape,
+    definition_hash,
+    make_cell_id,
+)
+from torchscale.contracts.cell_settings import (
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    TrainingConfig,
+)
+from torchscale.contracts.training_defaults import (
+    BLOCKWISE_LOSS_MODELS,
+    WORKLOAD_REVISION,
+    LossKind,
+    builtin_conv_net,
+    resolve_bf16_activations,
+    resolve_channels_last,
+    resolve_compile,
+    resolve_fused_optimizer,
+    resolve_loss,
+)
+from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
+from torchscale.orchestration.config.schema import Backend as RequestedBackend
+from torchscale.orchestration.config.schema import (
+    BenchConfig,
+    CommConfig,
+    LauncherConfig,
+    MemoryConfig,
+    ProfilingConfig,
+)
+from torchscale.orchestration.config.schema import Device as RequestedDevice
+from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
+from torchscale.rank.data.model_tasks import unsupported
+from torchscale.rank.strategy_layouts import (
+    compile_problem,
+    model_problem,
+    node_problem,
+    parallel_shapes,
+    world_problem,
+)
+from torchscale.rank.worker.spec import WorkerSpec
+
+WORKER_MODULE = "torchscale.rank.worker.main"
+# torchrun start-up seen on 2 cores: ~5 s plus ~1.5 s per extra rank (docs/methodology.md)
+LAUNCH_BASE_S = 5.0
+LAUNCH_PER_RANK_S = 1.5
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the plan needs to know about the node it will run on."""
+
+    gpu_count: int  # CUDA GPUs usable by torch on this node
+    cpu_cores: int  # cores usable by this process
+    gpu_memory_bytes: int | None = None  # the smallest GPU's memory (batch_sizes: auto)
+    gpu_memory_unknown: str = "the cells run on other nodes, whose GPUs are not read from here"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How many ranks a cell has and how they sit on nodes."""
+
+    world_size: int
+    nodes: int
+    nproc_per_node: int
+    problem: str | None = None  # set: the shape cannot be launched (a skip reason)
+
+
+def node_gpus(config: BenchConfig) -> int | None:
+    """GPUs per node as the launcher's config states them (Slurm, k8s); None: unstated."""
+    if config.launcher.kind == "slurm":
+        return config.launcher.slurm.gpus_per_node
+    if config.launcher.kind == "k8s":
+        return config.launcher.k8s.gpus_per_node
+    return None
+
+
+def cell_shapes(config: BenchConfig) -> list[Shape]:
+    """The world sizes of the sweep, in run order.
+
+    With `launcher.nodes`, gpu_counts are ranks per node and every node count multiplies them
+    (world size = per node x nodes). Without it, gpu_counts are total ranks (the published
+    meaning): one node, or, where the launcher states GPUs per node, as many full nodes as
+    that takes.
+    """
+    if config.launcher.nodes:
+        return [
+            Shape(per_node * nodes, nodes, per_node)
+            for per_node in sorted(config.gpu_counts)
+            for nodes in config.launcher.node_counts
+        ]
+    per_node_limit = node_gpus(config)
+    shapes = []
+    for world in sorted(config.gpu_counts):
+        if per_node_limit is None or world <= per_node_limit:
+            shapes.append(Shape(world, 1, world))
+        elif world % per_node_limit:
+            problem = (
+                f"{world} GPUs do not fill whole nodes of {per_node_limit} "
+                "(launcher gpus_per_node); give launcher.nodes to choose the split"
+            )
+            shapes.append(Shape(world, -(-world // per_node_limit), per_node_limit, problem))
+        else:
+            shapes.append(Shape(world, world // per_node_limit, per_node_limit))
+    return sorted(shapes, key=lambda shape: (shape.world_size, shape.nodes))
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """How a cell is started: resolved once by the plan, the same for --dry-run and the run."""
+
+    nproc_per_node: int
+    nnodes: int
+    omp_num_threads: int  # per rank, set explicitly for every cell
+    extra_env: Mapping[str, str]  # launcher.env, on top of what torchscale sets
+    timeout_s: float
+    malloc_reuse: bool = False  # CPU cells with launcher.cpu_malloc: reuse (launch/cpu_malloc.py)
+    # the experiment's compile cache (launch/compile_cache.py): known only where the results
+    # directory is, so set by what launches the cell (`PlannedCell.sharing_compile_cache`)
+    compile_cache: PurePath | None = None
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    """One cell with everything needed to run it, or the reason it is skipped."""
+
+    cell: CellIdentity
+    model: ModelSpec
+    definition: str = field(repr=False)  # canonical JSON of everything that shapes the result
+    training: TrainingConfig = field(repr=False)
+    measurement: MeasurementConfig = field(repr=False)
+    data: DataConfig = field(repr=False)
+    launch: LaunchSettings = field(repr=False)
+    skip_reason: str | None = None  # set: recorded as 'skipped', never launched
+    warnings: tuple[str, ...] = ()
+
+    def worker_spec(
+        self, result_path: Path, steps_path: Path, acceptance_dirs: Sequence[Path] = ()
+    ) -> WorkerSpec:
+        """The rank's spec; `acceptance_dirs`: where its node's measured peak may be."""
+        return WorkerSpec(
+            cell=self.cell,
+            model=self.model,
+            training=self.training,
+            measurement=self.measurement,
+            data=self.data,
+            result_path=str(result_path),
+            steps_path=str(steps_path),
+            acceptance_dirs=[str(d) for d in acceptance_dirs],
+        )
+
+    def sharing_compile_cache(self, directory: PurePath) -> PlannedCell:
+        """This cell launched with the experiment's compile cache `directory` (used when it
+        compiles): every cell, probe, profile and resume of an experiment shares one."""
+        launch = replace(self.launch, compile_cache=directory)
+        return replace(self, launch=launch)
+
+    def command(
+        self,
+        spec_path: Path,
+        log_dir: Path,
+        base_env: Mapping[str, str],
+        *,
+        python: str = sys.executable,
+        rendezvous: Sequence[str] = ONE_NODE,
+    ) -> LaunchCommand:
+        """The torchrun command of this cell: one node by default; a multi-node launcher
+        (Slurm step, Kubernetes pod) passes its interpreter and rendezvous flags. A compiled
+        cell points inductor and Triton at its experiment's compile cache, when it has one."""
+        return torchrun_command(
+            WORKER_MODULE,
+            ["--spec", str(spec_path)],
+            nproc=self.launch.nproc_per_node,
+            device=self.cell.device,
+            log_dir=log_dir,
+            base_env=base_env,
+            omp_num_threads=self.launch.omp_num_threads,
+            extra_env=self.launch.extra_env,
+            python=python,
+            rendezvous=rendezvous,
+            malloc_reuse=self.launch.malloc_reuse,
+            compile_cache=self.launch.compile_cache if self.training.compile else None,
+        )
+
+
+@dataclass(frozen=True)
+class WallTimeEstimate:
+    """How long a sweep will take at least (`Plan.estimate`), and what the figure counts."""
+
+    seconds: float
+    basis: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every cell of a sweep in run order, and the resolved pieces of the config that what
+    runs the plan needs, each by name (`Plan.of`): a consumer reads its own piece, never the
+    whole config."""
+
+    cells: list[PlannedCell]
+    experiment: str
+    config_yaml: str  # the resolved config as stored beside the results (config.yaml), the
+    # plan's notes (the batches batch_sizes: auto chose, and why) as comments at its end
+    measurement: MeasurementConfig  # how long cells run (the estimate)
+    data: DataConfig  # what the cells read, prepared once before the first launch
+    price_per_gpu_hour: float | None  # cost.per_gpu_hour: what each cell is priced at
+    launcher: LauncherConfig  # where and how cells launch: timeouts, Slurm, Kubernetes
+    comm: CommConfig  # the suites that follow the sweep
+    memory: MemoryConfig
+    profiling: ProfilingConfig
+    notes: tuple[str, ...] = ()  # what the plan chose for the user (batch_sizes: auto), a line each
+
+    @classmethod
+    def of(cls, config: BenchConfig, cells: list[PlannedCell], notes: Sequence[str] = ()) -> Plan:
+        return cls(
+            cells=cells,
+            experiment=config.experiment_name,
+            config_yaml=config.as_yaml() + "".join(f"# {note}\n" for note in notes),
+            measurement=config.measurement,
+            data=config.data,
+            price_per_gpu_hour=config.cost.per_gpu_hour,
+            launcher=config.launcher,
+            comm=config.comm,
+            memory=config.memory,
+            profiling=config.profiling,
+            notes=tuple(notes),
+        )
+
+    def __iter__(self) -> Iterator[PlannedCell]:
+        return iter(self.cells)
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __getitem__(self, index: int) -> PlannedCell:
+        return self.cells[index]
+
+    @property
+    def runnable(self) -> list[PlannedCell]:
+        return [p for p in self.cells if p.skip_reason is None]
+
+    def estimate(self, cells: Sequence[PlannedCell] | None = None) -> WallTimeEstimate:
+        """A lower bound on the sweep's wall time (of `cells`, default every runnable one):
+        launches, plus timed windows when the measurement is duration-based (step times are
+        unknown before measuring)."""
+        runnable = self.runnable if cells is None else cells
+        launch = sum(LAUNCH_BASE_S + LAUNCH_PER_RANK_S * p.cell.world_size for p in runnable)
+        m = self.measurement
+        if m.duration_s is not None:
+            windows = m.repeats * (2 if m.comm_overhead else 1)  # a no_sync window after each
+            return WallTimeEstimate(
+                launch + len(runnable) * windows * m.duration_s, "launch + timed windows"
+            )
+        return WallTimeEstimate(
+            launch, "launch overhead only: step times are unknown until measured"
+        )
+
+
+def resolve_device(config: BenchConfig, machine: Machine) -> Device:
+    return device_for(config.device, machine)
+
+
+def device_for(requested: RequestedDevice, machine: Machine) -> Device:
+    """`auto` means CUDA GPUs when the node has any, else CPU processes (every command that
+    picks a device asks here: benchmark cells, profile, comm)."""
+    if requested == "auto":
+        return "cuda" if machine.gpu_count > 0 else "cpu"
+    return requested
+
+
+def resolve_backend(config: BenchConfig, device: Device) -> Backend:
+    return backend_for(config.backend, device)
+
+
+def backend_for(requested: RequestedBackend, device: Device) -> Backend:
+    """`auto` means NCCL on CUDA, gloo on CPU (benchmark cells and comm ask here)."""
+    if requested == "auto":
+        return "nccl" if device == "cuda" else "gloo"
+    return requested
+
+
+def resolve_omp_threads(config: BenchConfig, machine: Machine) -> int:
+    """OMP_NUM_THREADS for every rank of every cell of the sweep.
+
+    An explicit `launcher.env.OMP_NUM_THREADS` or `launcher.omp_num_threads` wins. Otherwise
+    the cores divided by the largest world size: every rank gets the same threads whatever the
+    cell's world size (as every rank gets one GPU), so scaling efficiency compares equal ranks
+    and a lone rank is not handed threads it would lose to contention on a busy machine.
+    """
+    from_env = config.launcher.env.get("OMP_NUM_THREADS", "")
+    if from_env.isdigit() and int(from_env) > 0:
+        return int(from_env)
+    if config.launcher.omp_num_threads is not None:
+        return config.launcher.omp_num_threads
+    ranks_per_node = max(shape.nproc_per_node for shape in cell_shapes(config))
+    return threads_per_rank(machine.cpu_cores, ranks_per_node)
+
+
+def threads_per_rank(cpus: int, ranks: int) -> int:
+    """A node's CPUs shared out among its ranks, at least one thread each: benchmark cells and
+    comm ask here with the planning host's cores, a Slurm step with the CPUs it was given."""
+    return max(1, cpus // max(1, ranks))
+
+
+def _definition(
+    config: BenchConfig,
+    training_config: TrainingConfig,
+    loss: LossKind,
+    model: ModelSpec,
+    batch_size: int,
+    world_size: int,
+    nodes: int,
+    precision: str,
+    strategy: str,
+    device: str,
+    backend: str,
+    omp_num_threads: int,
+    parallel: ParallelShape | None = None,
+) -> str:
+    """Everything that changes what a cell measures, as canonical JSON (for ids and resume).
+
+    Its shape is part of the results format: a result of an older schema version is reused by
+    --resume only while this JSON (and so its hash) is unchanged. A config field added later
+    must be left out here while it holds its default, or every earlier result stops matching:
+    `training.parallel` (0.8.0) enters only as the mesh of a tp, pp or hybrid cell, and
+    `training.bf16_activations` (issue 27) only where it is on: a cell that runs as before
+    keeps its hash. Issue 27 moved every cell's hash once on purpose (`workload_revision`,
+    training_defaults.py): what earlier cells measured is not what the same config trains
+    today, and the options a null used to leave to the rank (fused AdamW, channels_last) are
+    written resolved, as is the loss the measured steps run (`training.loss`).
+    """
+    training = training_config.model_dump(
+        mode="json", exclude={"precision", "strategy", "parallel"}
+    )
+    if not training.get("bf16_activations"):
+        training.pop("bf16_activations", None)
+    training["loss"] = loss
+    payload: dict[str, Any] = {
+        "model": model.model_dump(mode="json"),
+        "batch_size": batch_size,
+        "world_size": world_size,
+        "precision": precision,
+        "strategy": strategy,
+        "device": device,
+        "backend": backend,
+        "training": training,
+        "measurement": config.measurement.model_dump(mode="json"),
+        "data": _data_definition(config),
+        "nnodes": nodes,
+        "omp_num_threads": omp_num_threads,
+        "env": dict(sorted(config.launcher.env.items())),
+        "workload_revision": WORKLOAD_REVISION,
+    }
+    if device == "cpu":  # where the CPU is the device, how its allocator reuses memory
+        payload["cpu_malloc"] = config.launcher.cpu_malloc
+    if parallel is not None:
+        payload["parallel"] = parallel.model_dump(mode="json")
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"))
+
+
+# the data fields of result schema 1-4; the others (loader, shards) joined with the `disk` and
+# `cifar100` sources in schema 5 and change nothing a synthetic cell measures
+SYNTHETIC_DATA_FIELDS = ("source", "seq_len", "image_size")
+
+
+def _data_definition(config: BenchConfig) -> dict[str, Any]:
+    """The `data` part of a cell's definition: for synthetic data only the fields it always
+    had (so earlier results keep their hash and --resume reuses them), else every field."""
+    data = config.data.model_dump(mode="json")
+    if config.data.source == "synthetic":
+        return {key: data[key] for key in SYNTHETIC_DATA_FIELDS}
+    return data
+
+
+def _skip_or_warn(
+    cell: CellIdentity, shape: Shape, machine: Machine
+) -> tuple[str | None, tuple[str, ...]]:
+    """(skip reason, warnings) of a cell on nodes like `machine`."""
+    if shape.problem is not None:
+        return shape.problem, ()
+    if cell.device == "cuda":
+        if machine.gpu_count == 0:
+            return "device 'cuda' requested but no CUDA GPU is visible", ()
+        if shape.nproc_per_node > machine.gpu_count:
+            if shape.nodes == 1:
+                return f"needs {shape.nproc_per_node} GPUs; a node has {machine.gpu_count}", ()
+            return (
+                f"needs {shape.nproc_per_node} GPUs on each of {shape.nodes} nodes; a node has "
+                f"{machine.gpu_count}"
+            ), ()
+        return None, ()
+    if cell.backend == "nccl":
+        return "backend 'nccl' needs CUDA GPUs; none is visible", ()
+    warnings: list[str] = []
+    if cell.precision == "amp":
+        warnings.append("amp (fp16 autocast) on CPU is slow and not representative of GPUs")
+    if shape.nproc_per_node > machine.cpu_cores:
+        warnings.append(
+            f"{shape.nproc_per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
+            "timings include contention"
+        )
+    return None, tuple(warnings)
+
+
+def plan_cell(
+    config: BenchConfig,
+    machine: Machine,
+    model: ModelSpec,
+    batch_size: int,
+    shape: Shape,
+    precision: Precision,
+    strategy: Strategy,
+    parallel: ParallelShape | None = None,
+) -> PlannedCell:
+    """Resolve one cell: identity, definition, launch settings, feasibility."""
+    # the options the model trains with, defaults of the workload included (catalog)
+    model = model.model_copy(update={"options": workload_options(model.name, model.options)})
+    device = resolve_device(config, machine)
+    backend = resolve_backend(config, device)
+    threads = resolve_omp_threads(config, machine)
+    world_size = shape.world_size
+    pipeline = parallel is not None and parallel.pp > 1
+    training = config.training.model_copy(
+        update={
+            "compile": resolve_compile(config.training.compile, device, pipeline),
+            "bf16_activations": resolve_bf16_activations(
+                config.training.bf16_activations, precision, model.name
+            ),
+            "fused_optimizer": resolve_fused_optimizer(
+                config.training.fused_optimizer, config.training.optimizer
+            ),
+            "channels_last": resolve_channels_last(
+                config.training.channels_last, device, builtin_conv_net(model.name)
+            ),
+        }
+    )
+    loss = resolve_loss(
+        compiled=bool(training.compile),
+        pipeline=pipeline,
+        blockwise_available=model.name in BLOCKWISE_LOSS_MODELS,
+    )
+    definition = _definition(
+        config,
+        training,
+        loss,
+        model,
+        batch_size,
+        world_size,
+        shape.nodes,
+        precision,
+        strategy,
+        device,
+        backend,
+        threads,
+        parallel,
+    )
+    sha = definition_hash(definition)
+    label = model.display_name
+    slug = parallel.slug(strategy) if parallel is not None else strategy
+    identity = CellIdentity(
+        id=make_cell_id(label, batch_size, world_size, precision, slug, sha, shape.nodes),
+        definition_sha256=sha,
+        model=model.name,
+        label=label,
+        batch_size=batch_size,
+        world_size=world_size,
+        precision=precision,
+        strategy=strategy,
+        device=device,
+        backend=backend,
+        nodes=shape.nodes,
+        parallel=parallel,
+    )
+    skip, warnings = _skip_or_warn(identity, shape, machine)
+    if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
+        skip = unsupported(config.data.source, model.name)
+    if skip is None and parallel is not None:
+        skip = (
+            world_problem(strategy, parallel, world_size)
+            or node_problem(
+                parallel,
+                shape.nproc_per_node,
+                shape.nodes,
+                config.training.parallel.tp_across_nodes,
+            )
+            or compile_problem(parallel, bool(training.compile))
+            or model_problem(
+                strategy,
+                parallel,
+                world_size,
+                model,
+                batch_size,
+                precision,
+                config.training.grad_accum_steps,
+                config.data.seq_len,
+                config.data.image_size,
+            )
+        )
+    launch = LaunchSettings(
+        nproc_per_node=shape.nproc_per_node,
+        nnodes=shape.nodes,
+        omp_num_threads=threads,
+        extra_env=dict(config.launcher.env),
+        timeout_s=config.launcher.cell_timeout_s,
+        malloc_reuse=device == "cpu" and config.launcher.cpu_malloc == "reuse",
+    )
+    return PlannedCell(
+        identity,
+        model,
+        definition,
+        training,
+        config.measurement,
+        config.data,
+        launch,
+        skip,
+        warnings,
+    )
+
+
+def build_plan(config: BenchConfig, machine: Machine) -> Plan:
+    """Every cell in a stable order: model, precision, strategy, batch size, world size
+    (world size innermost but for the layouts of a model-parallel strategy at that size, so a
+    model's scaling curve is measured back to back)."""
+    shapes = cell_shapes(config)
+    parallel = config.training.parallel
+    batches, notes = batch_sizes(config, machine)
+    cells = [
+        plan_cell(config, machine, model, batch_size, shape, precision, strategy, layout)
+        for model in config.models
+        for precision in config.training.precision
+        for strategy in config.training.strategy
+        for batch_size in batches[model.display_name, precision]
+        for shape in shapes
+        for layout in parallel_shapes(strategy, parallel, shape.world_size)
+    ]
+    return Plan.of(config, cells, notes)
+
+
+def batch_sizes(
+    config: BenchConfig, machine: Machine
+) -> tuple[dict[tuple[str, str], list[int]], list[str]]:
+    """The batches per device of each (model label, precision): the config's list, or under
+    `batch_sizes: auto` one batch each (torchscale/orchestration/auto_batch.py), with the line
+    saying why."""
+    keys = [(m, p) for m in config.models for p in config.training.precision]
+    if not isinstance(config.batch_sizes, str):  # the config's own list
+        listed = list(config.batch_sizes)
+        return {(m.display_name, p): listed for m, p in keys}, []
+    device = resolve_device(config, machine)
+    chosen: dict[tuple[str, str], list[int]] = {}
+    notes: list[str] = []
+    counted: dict[str, Footprint] = {}
+
+    def model_footprint(model: ModelSpec) -> Footprint:  # once per model, on CUDA only
+        if model.display_name not in counted:
+            options = workload_options(model.name, model.options)
+            counted[model.display_name] = footprint(
+                model.name, options, config.data.seq_len, config.data.image_size
+            )
+        return counted[model.display_name]
+
+    for model, precision in keys:
+        fit = auto_batch(
+            model.display_name,
+            partial(model_footprint, model),
+            precision,
+            device,
+            machine.gpu_memory_bytes,
+            machine.gpu_memory_unknown,
+            config.training.optimizer,
+            config.memory.max_batch_limit,
+        )
+        chosen[model.display_name, precision] = [fit.batch]
+        notes.append(fit.note)
+    return chosen, notes

@@ -1,0 +1,86 @@
+"""The whole trace analysis of a directory: read one rank at a time, reduce it, combine.
+
+Memory stays bounded by one rank: each rank's trace is parsed, reduced to small per-step tables
+(`analysis.trace.reduce.reduce_rank`) and dropped before the next rank is read; the reductions
+are combined by `analysis.trace.reduce.combine`. This module does the reading and the writing.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.errors import ResultsError, TraceInputError, describe_os_error
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.offline.analysis.trace.reduce import RankReduction, combine, reduce_rank
+from torchscale.offline.traces.rank_trace import RankTrace
+
+log = logging.getLogger(__name__)
+
+
+def _rank_traces(directory: Path) -> Iterator[RankTrace]:
+    """Kineto traces (one per rank), or the ranks of Nsight Systems SQLite exports."""
+    from torchscale.offline.traces.discover import find_traces, read_rank_traces
+
+    if not directory.exists():
+        raise TraceInputError(f"{directory}: no such directory")
+    if not directory.is_dir():
+        raise TraceInputError(
+            f"{directory}: not a directory (give the folder that holds the traces)"
+        )
+    exports = sorted(directory.glob("*.sqlite"))
+    if exports and not find_traces(directory):
+        from torchscale.offline.traces.nsys_sqlite import read_nsys_sqlite
+
+        for export in exports:
+            yield from read_nsys_sqlite(export)
+        return
+    yield from read_rank_traces(directory)
+
+
+def analyze_directory(
+    directory: Path,
+    *,
+    target: str = "sync_stalls",
+    tool: str | None = None,
+    strategy: str | None = None,
+    cell: CellResult | None = None,
+) -> ProfileAnalysis:
+    """Analyse every rank's trace in `directory` (see the module docstring for memory).
+    `cell`: the profiled run's own result, whose phase-timer step model becomes a cross-check
+    of the trace model."""
+    started = time.perf_counter()
+    reductions: dict[int, RankReduction] = {}
+    for trace in _rank_traces(directory):
+        reductions[trace.rank] = reduce_rank(trace)
+        del trace
+        gc.collect()  # the events of a big rank must be gone before the next is parsed
+    if not reductions:
+        raise TraceInputError(f"{directory}: no trace found (.json, .json.gz or nsys .sqlite)")
+    analysis = combine(
+        reductions,
+        source=str(directory),
+        target=target,
+        tool=tool,
+        strategy=strategy,
+        cell=cell,
+    )
+    analysis.analysis_s = round(time.perf_counter() - started, 3)
+    return analysis
+
+
+def write_analysis(analysis: ProfileAnalysis, path: Path, *, required: bool = True) -> Path | None:
+    """analysis.json, atomically. A directory we may only read (shared traces) is not an error
+    unless the caller asked for this path (`required`)."""
+    try:
+        return write_text_atomic(path, analysis.model_dump_json(indent=2))
+    except OSError as exc:
+        if required:
+            raise ResultsError(f"cannot write {path}: {describe_os_error(exc)}") from None
+        log.info("analysis not saved to %s: %s", path, describe_os_error(exc))
+        return None

@@ -1,0 +1,318 @@
+"""One profiled run of one cell: launch under the profiler, then analyse the traces.
+
+A profiled run keeps everything in `<results>/<experiment>/profile/<cell_id>/`: the worker spec,
+torchrun's logs, the run's own result (its measured windows, phase timings and straggler by
+phase timers, taken before any profiled step), one trace per rank, and `analysis.json`. It never
+writes into `cells/`, so profiling a cell after a sweep cannot change the sweep's results. The
+traced steps' cost against the measured windows (torchscale/orchestration/profiling/overhead.py) is
+one line in the result's `profile.notes` and in the analysis' notes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from torchscale.contracts.cell import Status
+from torchscale.contracts.errors import (
+    LaunchError,
+    ResultsError,
+    ToolNotFoundError,
+    TorchScaleError,
+    describe_os_error,
+)
+from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.offline.results.directory_layout import ProfileRun
+from torchscale.offline.results.store import ResultStore
+from torchscale.offline.results.versions import read_cell_result
+from torchscale.orchestration.config.schema import ProfilingConfig
+from torchscale.orchestration.launch.attempt import run_attempt
+from torchscale.orchestration.launch.torchrun import LaunchCommand
+from torchscale.orchestration.plan import Plan, PlannedCell
+from torchscale.orchestration.profiling.overhead import CaptureOverhead, capture_overhead
+from torchscale.orchestration.profiling.trigger import Selected
+from torchscale.rank.worker.spec import DelaySpec, ProfileSpec
+
+Tool = Literal["torch", "nsys"]
+CONFIG_TOOL_KEY = "profiling.tool:"
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    """How to profile: which profiler, how many steps, what to analyse, any injected delay."""
+
+    tool: Tool = "torch"
+    wait_steps: int = 1
+    warmup_steps: int = 2
+    active_steps: int = 10
+    record_shapes: bool = False
+    with_stack: bool = False
+    target: str = "sync_stalls"
+    inject_delay: tuple[DelaySpec, ...] = ()
+
+
+@dataclass
+class ProfiledCell:
+    """What one profiled run left: the run's result, the analysis (or why there is none)."""
+
+    directory: Path
+    result: CellResult
+    analysis: ProfileAnalysis | None = None
+    analysis_error: str | None = None
+    notes: list[str] = field(default_factory=list)
+    capture_overhead: CaptureOverhead | None = None
+
+
+def profile_dir(store: ResultStore, cell_id: str) -> Path:
+    return store.profile_run(cell_id).directory
+
+
+def resolve_tool(requested: str, device: str, asked_by: str = "--tool") -> tuple[Tool, str | None]:
+    """torch | nsys, from torch | nsys | auto, with a line saying why when auto chose.
+    `asked_by` names where the choice came from in messages: the flag, or the config key."""
+    from torchscale.orchestration.profiling.nsys import find_nsys
+
+    if requested == "torch":
+        return "torch", None
+    found = find_nsys()
+    if requested == "nsys":
+        if found is None:
+            raise ToolNotFoundError(
+                f"{asked_by} nsys: Nsight Systems (nsys) was not found on PATH or in "
+                f"TORCHSCALE_NSYS; install it (docs/profiling.md) or use {asked_by} torch"
+            )
+        return "nsys", None
+    if found is not None and device == "cuda":
+        why = "Nsight Systems found and the cell runs on GPUs"
+        return "nsys", f"{asked_by} auto: {why}: using nsys"
+    why = "no nsys found" if found is None else "the cell runs on CPU"
+    return "torch", f"{asked_by} auto: {why}: using torch.profiler"
+
+
+def _prepare(directory: Path) -> None:
+    """A fresh profile directory: traces of an earlier run must not mix with this one's."""
+    try:
+        if directory.exists():
+            shutil.rmtree(directory)
+        ProfileRun(directory).log_dir.mkdir(parents=True)
+    except OSError as exc:
+        raise ResultsError(f"cannot prepare {directory}: {describe_os_error(exc)}") from None
+
+
+def _nsys_wrap(command: LaunchCommand, directory: Path) -> tuple[LaunchCommand, str | None]:
+    """The torchrun launch inside `nsys profile` capturing only the profiled steps (the launch
+    itself unchanged), and a note when the whole run must be captured instead."""
+    from torchscale.orchestration.profiling.nsys import (
+        cpu_nvtx_records,
+        default_capture,
+        find_nsys,
+        wrap_launch,
+    )
+
+    nsys = find_nsys()
+    if nsys is None:
+        raise LaunchError("Nsight Systems (nsys) disappeared between planning and launch")
+    gpu = "CUDA_VISIBLE_DEVICES" in command.env_overrides
+    records, why = (True, None) if gpu else cpu_nvtx_records()
+    capture = default_capture(gpu, records)
+    note = None
+    if capture == "none":
+        note = (
+            "nsys captured the whole run, not only the profiled steps: the ranks have no NVTX "
+            f"to start a capture range with ({why or 'no NVTX backend'})"
+        )
+    wrapped = wrap_launch(
+        command, nsys, directory / "capture", gpu=gpu, capture=capture, tmp_dir=directory / "tmp"
+    )
+    return wrapped, note
+
+
+def _written_result(path: Path) -> CellResult | None:
+    """The result rank 0 wrote, or None when it wrote none (or none that reads)."""
+    return read_cell_result(path).result if path.exists() else None
+
+
+def launch_profiled(
+    planned: PlannedCell,
+    store: ResultStore,
+    base_env: Mapping[str, str],
+    request: ProfileRequest,
+) -> ProfiledCell:
+    """Run `planned` once with the profiler on every rank; analyse what it wrote."""
+    directory = profile_dir(store, planned.cell.id)
+    files = ProfileRun(directory)
+    _prepare(directory)
+    spec = planned.worker_spec(
+        files.result_path, files.steps_path, store.peak_search_dirs
+    ).model_copy(
+        update={
+            "profile": ProfileSpec(
+                tool=request.tool,
+                wait=request.wait_steps,
+                warmup=request.warmup_steps,
+                active=request.active_steps,
+                record_shapes=request.record_shapes,
+                with_stack=request.with_stack,
+                trace_dir=str(directory),
+            ),
+            "inject_delay": list(request.inject_delay),
+        }
+    )
+    spec_path = store.write_text(files.spec_path, spec.model_dump_json(indent=2))
+    shared = planned.sharing_compile_cache(store.compile_cache_dir)  # the sweep's compiles
+    command = shared.command(spec_path, files.log_dir, base_env)
+    notes: list[str] = []
+    if request.tool == "nsys":
+        command, capture_note = _nsys_wrap(command, directory)
+        notes += [capture_note] if capture_note else []
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    # the directory was emptied before the launch: a result.json here is this launch's, and
+    # is kept even when the ranks then hung in their shutdown (as a sweep keeps it)
+    attempt = run_attempt(
+        command, planned.launch.timeout_s, lambda: _written_result(files.result_path)
+    )
+    outcome = attempt.outcome
+    if attempt.written is None:
+        assert attempt.failure is not None
+        failure = attempt.failure
+        result = CellResult(cell=planned.cell, status=failure.status, error=failure.as_error())
+    else:
+        result = attempt.written
+        result.warnings = result.warnings + attempt.warnings
+    result.started_at = started
+    result.wall_s = round(outcome.wall_s, 3)
+    result.launch = {"argv": command.argv, "env": command.env_overrides}
+    profiled = ProfiledCell(directory, result, notes=notes)
+    if result.status == Status.OK:
+        _record_overhead(profiled, request.tool)
+    if result.profile is not None:
+        result.profile.notes = result.profile.notes + profiled.notes
+    store.write_text(files.result_path, result.model_dump_json(indent=2))
+    if result.status != Status.OK:
+        profiled.analysis_error = "the profiled run did not finish: no traces to analyse"
+        return profiled
+    analyse_into(profiled, request)
+    if profiled.analysis is not None and profiled.analysis.diagnosis is not None:
+        # one diagnosis per run: the result holds the analysis' (traces and phase timers
+        # together), not a second one of its phase timers alone
+        profiled.result = with_diagnosis(result, profiled.analysis.diagnosis)
+        store.write_text(files.result_path, profiled.result.model_dump_json(indent=2))
+    return profiled
+
+
+def with_diagnosis(result: CellResult, diagnosis: Diagnosis) -> CellResult:
+    """The run's result holding `diagnosis`, with the older blocks that mirror it (the
+    `communication` shares, the `straggler` record) read off it, so the file gives one
+    answer per question."""
+    from torchscale.rank.worker.aggregate import communication_record
+
+    update: dict[str, object] = {"diagnosis": diagnosis}
+    unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
+    if diagnosis.ranks > 1 and result.communication is not None:
+        no_sync = result.communication.step_time_no_sync_s
+        update["communication"], why_not = communication_record(diagnosis, no_sync)
+        for key in ("comm_overhead", "load_imbalance"):
+            unavailable.pop(key, None)
+        unavailable.update(why_not)
+    verdict = diagnosis.straggler
+    record = result.straggler
+    if record is not None and not (verdict and verdict.named and verdict.rank == record.rank):
+        update["straggler"], update["straggler_rank"] = None, None
+    if verdict is not None and not verdict.named:
+        unavailable["straggler"] = verdict.summary
+    update["unavailable"] = unavailable
+    return result.model_copy(update=update)
+
+
+def _record_overhead(profiled: ProfiledCell, tool: str) -> None:
+    """The traced steps' overhead (or why none) as a note of the run."""
+    overhead, why_not = capture_overhead(profiled.result, profiled.directory, tool)
+    profiled.capture_overhead = overhead
+    profiled.notes.append(overhead.line() if overhead else f"capture overhead: unknown ({why_not})")
+
+
+def analyse_into(profiled: ProfiledCell, request: ProfileRequest) -> None:
+    """Analyse the traces of a finished profiled run and store analysis.json beside them."""
+    from torchscale.orchestration.profiling.analyze import analyze_directory, write_analysis
+
+    directory = profiled.directory
+    try:
+        if request.tool == "nsys":
+            from torchscale.orchestration.profiling.nsys import (
+                expect_report,
+                export_sqlite,
+                find_nsys,
+            )
+
+            nsys = find_nsys()
+            if nsys is None:
+                raise LaunchError("Nsight Systems (nsys) is no longer found: cannot export")
+            export_sqlite(nsys, expect_report(directory / "capture"))
+        analysis = analyze_directory(
+            directory,
+            target=request.target,
+            tool=request.tool,
+            strategy=profiled.result.cell.strategy,
+            cell=profiled.result,
+        )
+    except TorchScaleError as exc:
+        profiled.analysis_error = "; ".join(exc.lines())
+        return
+    analysis.notes += [n for n in profiled.notes if n not in analysis.notes]
+    write_analysis(analysis, ProfileRun(directory).analysis_path)
+    profiled.analysis = analysis
+
+
+def request_from_config(
+    settings: ProfilingConfig, device: str
+) -> tuple[ProfileRequest, str | None]:
+    """The request a sweep's `profiling:` section makes for a cell on `device`."""
+    tool, note = resolve_tool(settings.tool, device, asked_by=CONFIG_TOOL_KEY)
+    return (
+        ProfileRequest(
+            tool=tool,
+            warmup_steps=settings.warmup_steps,
+            active_steps=settings.steps,
+            record_shapes=settings.record_shapes,
+            with_stack=settings.with_stack,
+        ),
+        note,
+    )
+
+
+def profile_after_sweep(
+    plan: Plan,
+    store: ResultStore,
+    base_env: Mapping[str, str],
+    results: Sequence[CellResult],
+    on_start: Callable[[Selected, str | None, int, int], None] | None = None,
+    on_done: Callable[[Selected, ProfiledCell, int, int], None] | None = None,
+) -> list[tuple[Selected, ProfiledCell]]:
+    """Profile the cells the config's trigger selects, one after another, after the sweep.
+    `on_start(selected, note, index, total)` before each run (a note on the tool chosen;
+    index from 0 of `total` runs), `on_done(selected, profiled, index, total)` after it: where
+    the profiles stand, for a progress display."""
+    from torchscale.orchestration.profiling.trigger import select_for_profiling
+
+    settings = plan.profiling
+    by_id = {planned.cell.id: planned for planned in plan.cells}
+    chosen = [
+        (selected, by_id[selected.cell_id])
+        for selected in select_for_profiling(results, settings)
+        if selected.cell_id in by_id
+    ]
+    done = []
+    for index, (selected, planned) in enumerate(chosen):
+        request, note = request_from_config(settings, planned.cell.device)
+        if on_start is not None:
+            on_start(selected, note, index, len(chosen))
+        profiled = launch_profiled(planned, store, base_env, request)
+        done.append((selected, profiled))
+        if on_done is not None:
+            on_done(selected, profiled, index, len(chosen))
+    return done

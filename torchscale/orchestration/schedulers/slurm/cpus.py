@@ -1,0 +1,59 @@
+"""How many CPUs a Slurm step's ranks get, asked for and checked (no heavy imports: node.py,
+which runs once per node per cell, reads it too).
+
+Without a CPU request, Slurm gives a job one CPU per task (sbatch --cpus-per-task: "the
+controller will just try to allocate one processor per task"), unless the site sets
+DefCpuPerGPU or the job is exclusive. With one task per node, torchrun, all its ranks and
+NCCL's proxy threads would then share one CPU. So the job always asks a share:
+- `launcher.slurm.cpus_per_task` when given (srun repeats it: since Slurm 22.05 srun no
+  longer inherits sbatch's --cpus-per-task);
+- otherwise, with `exclusive`, nothing more: whole nodes bring all their CPUs;
+- otherwise AUTO_CPUS_PER_GPU per GPU of the node (nearly every GPU server has 10 or more
+  CPUs per GPU, so the request fits), or one CPU per rank on CPU cells (their ranks are the
+  work, and a small CPU node must still take the job).
+Steps then ask no CPU count of their own: without --cpus-per-task (which implies --exact),
+a step uses every CPU its job has on each node (srun --exact, Slurm 22.05), so the cells get
+whatever the job was given (a larger DefCpuPerGPU, a whole node) and not one CPU less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from torchscale.contracts.host import usable_cores
+
+AUTO_CPUS_PER_GPU = 8
+
+
+def cpus_per_node(
+    cpus_per_task: int | None, exclusive: bool, gpus_per_node: int | None, ranks_per_node: int
+) -> int | None:
+    """What the job asks per node (its one task), None when the nodes come whole."""
+    if cpus_per_task is not None:
+        return cpus_per_task
+    if exclusive:
+        return None
+    if gpus_per_node is not None:
+        return max(ranks_per_node, gpus_per_node * AUTO_CPUS_PER_GPU)
+    return ranks_per_node
+
+
+def step_cpus(env: Mapping[str, str]) -> int:
+    """CPUs this step may use on this node: its cpuset, and no more than Slurm allocated it
+    (SLURM_CPUS_ON_NODE): without task/cgroup or task/affinity the cpuset is the whole node,
+    and threads beyond the allocation would take other jobs' CPUs. The cpuset is the step's under
+    task/cgroup or task/affinity."""
+    cpus = usable_cores()
+    slurm = env.get("SLURM_CPUS_ON_NODE", "")
+    return min(cpus, int(slurm)) if slurm.isdigit() and int(slurm) > 0 else cpus
+
+
+def too_few_cpus(cpus: int, ranks: int, where: str) -> str | None:
+    """The warning when a step has fewer CPUs than ranks on a node, else None."""
+    if cpus >= ranks:
+        return None
+    return (
+        f"the Slurm step has {cpus} CPU(s) on {where} for {ranks} rank(s): ranks, torchrun and "
+        "NCCL's threads share them and the figures are CPU-bound; set "
+        "launcher.slurm.cpus_per_task (or exclusive: true)"
+    )

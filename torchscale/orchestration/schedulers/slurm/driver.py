@@ -1,0 +1,183 @@
+"""Runs inside a Slurm allocation (the sbatch script execs it): its cells one after another,
+each an srun step of torchrun on all the allocation's nodes, each result written as a local
+sweep writes it.
+
+Slurm's warning before the time limit (SIGUSR1, --signal=B:USR1@grace), scancel and preemption
+(SIGTERM) stop the running step; the cell is recorded as failed with why, every finished cell is
+already safe, and `torchscale benchmark --resume` runs the rest.
+
+    python -m torchscale.orchestration.schedulers.slurm.driver \
+        --allocation <experiment>/slurm/<name>/allocation.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellError
+from torchscale.contracts.signals import Terminated, signal_name, terminate_on_signals
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.launch.process import run_logged
+from torchscale.orchestration.launch.torchrun import LaunchCommand
+from torchscale.orchestration.plan import PlannedCell, threads_per_rank
+from torchscale.orchestration.schedulers.slurm.allocation import Allocation, AllocationCell
+from torchscale.orchestration.schedulers.slurm.client import hostnames, node_address
+from torchscale.orchestration.schedulers.slurm.cpus import step_cpus, too_few_cpus
+from torchscale.orchestration.schedulers.slurm.preflight import run_preflight
+from torchscale.orchestration.schedulers.slurm.progress import Progress, write_progress
+from torchscale.orchestration.schedulers.slurm.step import (
+    StepPlace,
+    cpus_flags,
+    free_port,
+    srun_command,
+    srun_prefix,
+)
+from torchscale.orchestration.sweep import run_cell, unmeasured_result
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
+HOSTENV_TIMEOUT_S = 300.0
+
+
+def stop_reason(signum: int, grace_s: int | None = None) -> str:
+    """Why the running cell ended, in the words an operator acts on."""
+    if signum == signal.SIGUSR1:
+        return (
+            "stopped before the Slurm job's time limit (SIGUSR1, the warning sent "
+            f"{grace_s or '?'} s ahead): run again with torchscale benchmark --resume"
+        )
+    return (
+        f"stopped by Slurm ({signal_name(signum)}): the job was cancelled, preempted or reached "
+        "its time limit; run again with torchscale benchmark --resume"
+    )
+
+
+def record_hosts(allocation: Allocation, env: Mapping[str, str]) -> None:
+    """Every node's environment, once, before the cells (a failure here is only a note in
+    the driver's output: the cells record rank 0's environment anyway)."""
+    directory = allocation.directory / "hosts"
+    argv = [
+        *srun_prefix(allocation.nodes, "torchscale-hosts"),
+        *cpus_flags(allocation.cpus_per_task),  # the CPUs a cell's step gets, recorded
+        allocation.python,
+        "-m",
+        "torchscale.orchestration.schedulers.slurm.hostenv",
+        str(directory),
+    ]
+    outcome = run_logged(argv, env, directory / "srun.log", HOSTENV_TIMEOUT_S)
+    if outcome.returncode != 0:
+        print(f"torchscale: recording the nodes' environment failed: {outcome.log_tail(5)}")
+
+
+def cells_cpus(allocation: Allocation, env: Mapping[str, str]) -> int:
+    """CPUs each step has on the first node: the driver's own, as the batch step holds every
+    CPU the job has there and a step without --cpus-per-task takes them all; the config's
+    count when srun asks it."""
+    cpus = step_cpus(env)
+    return min(cpus, allocation.cpus_per_task or cpus)
+
+
+def cell_as_run(allocation: Allocation, entry: AllocationCell, cpus: int) -> PlannedCell:
+    """The cell with OMP_NUM_THREADS from the CPUs its step has, when the config fixed no
+    count (the plan could only count the submitting host's cores), and a warning when its
+    ranks outnumber those CPUs. One count for every node: the job asks the same on each."""
+    ranks = entry.nproc_per_node
+    threads = threads_per_rank(cpus, ranks) if allocation.threads_from_cpus else None
+    warning = too_few_cpus(cpus, ranks, "the first node")
+    return entry.planned(threads, (warning,) if warning else ())
+
+
+def comm_as_run(allocation: Allocation, cpus: int) -> Allocation:
+    """The comm preflight's threads, sized as a cell's are."""
+    request = allocation.preflight_comm
+    if request is None or not allocation.threads_from_cpus:
+        return allocation
+    threads = threads_per_rank(cpus, request.ranks // allocation.nodes)
+    sized = replace(request, omp_num_threads=threads)
+    return allocation.model_copy(update={"preflight_comm": sized})
+
+
+def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int | None) -> int:
+    """Run every cell of the allocation; 0, or 128 + the signal that stopped it."""
+    store = ResultStore(Path(allocation.experiment_root))
+    job_id = env.get("SLURM_JOB_ID", "0")
+    nodes = hostnames(env.get("SLURM_JOB_NODELIST", ""), env) if "SLURM_JOB_NODELIST" in env else []
+    head = node_address(nodes[0], env) if nodes else "127.0.0.1"
+    progress = Progress(job_id=job_id, nodes=nodes, head_address=head)
+    write_progress(allocation.directory, progress)
+    place = StepPlace(
+        job_id=job_id,
+        head_address=head,
+        gpus_per_node=allocation.gpus_per_node,
+        cpus_per_task=allocation.cpus_per_task,
+        container=allocation.container,
+        python=allocation.python,
+    )
+    current: PlannedCell | None = None
+    cpus = cells_cpus(allocation, env)
+    print(f"torchscale: each step has {cpus} CPU(s) on the first node", flush=True)
+    try:
+        with terminate_on_signals(STOP_SIGNALS):
+            record_hosts(allocation, env)
+            run_preflight(comm_as_run(allocation, cpus), env, place, progress)
+            for step, verdict in progress.preflight.items():
+                print(f"torchscale: preflight {step}: {verdict}", flush=True)
+            for index, entry in enumerate(allocation.cells):
+                current = cell_as_run(allocation, entry, cpus)
+                progress.current = current.cell.id
+                write_progress(allocation.directory, progress)
+                port = free_port()
+
+                def command_for(
+                    planned: PlannedCell,
+                    spec_path: Path,
+                    log_dir: Path,
+                    base_env: Mapping[str, str],
+                    port: int = port,
+                    index: int = index,
+                ) -> LaunchCommand:
+                    return srun_command(planned, spec_path, log_dir, base_env, place, port, index)
+
+                notes = {
+                    "slurm_job_id": job_id,
+                    "slurm_nodes": nodes,
+                    "rendezvous": f"{head}:{port}",
+                }
+                run_cell(current, store, env, allocation.price_per_gpu_hour, command_for, notes)
+                progress.done.append(current.cell.id)
+                progress.current = None
+                current = None
+                write_progress(allocation.directory, progress)
+    except Terminated as stop:
+        reason = stop_reason(stop.signum, grace_s)
+        if current is not None:
+            error = CellError(reason=reason, exit_signal=stop.name)
+            store.write_cell(unmeasured_result(current, Status.FAILED, error, current.warnings))
+            progress.done.append(current.cell.id)  # done: it has this allocation's result
+        progress.current = None
+        progress.stopped = reason
+        write_progress(allocation.directory, progress)
+        print(f"torchscale: {reason}", flush=True)
+        return stop.exit_code
+    progress.finished = True
+    write_progress(allocation.directory, progress)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="torchscale: run one Slurm allocation's cells")
+    parser.add_argument("--allocation", required=True, type=Path)
+    parser.add_argument("--grace-s", type=int, default=None)
+    args = parser.parse_args(argv)
+    allocation = Allocation.model_validate_json(args.allocation.read_text(encoding="utf-8"))
+    sys.exit(run_allocation(allocation, os.environ, args.grace_s))
+
+
+if __name__ == "__main__":
+    main()

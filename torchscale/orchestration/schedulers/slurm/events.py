@@ -1,0 +1,115 @@
+"""What a Slurm sweep reports, as the launcher contract's generic events (schedulers/api.py):
+the allocations written or submitted, each job's state changes, the cell each runs, each
+preflight step's verdict, and following given up; in the words `torchscale benchmark` prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.schedulers.api import LauncherEvent, LauncherSubmission
+from torchscale.orchestration.schedulers.slurm.client import JobState
+from torchscale.orchestration.schedulers.slurm.jobs import JobRecord
+from torchscale.orchestration.schedulers.slurm.submission import SlurmSweep
+
+KIND = "slurm"
+TAG = "> [SLURM]"
+
+
+@dataclass(frozen=True)
+class SlurmSubmitted:
+    """A submission's own record: the allocations written, the jobs submitted (none on a dry
+    run)."""
+
+    sweep: SlurmSweep
+    jobs: list[JobRecord]
+
+
+def submitted(
+    sweep: SlurmSweep, jobs: list[JobRecord], store: ResultStore, dry_run: bool
+) -> LauncherEvent:
+    """The allocations of a Slurm sweep: submitted as `jobs`, or (none) written for review."""
+    verb = "submitted" if jobs else "written"
+    submission = LauncherSubmission(
+        launcher=KIND,
+        directory=store.slurm_dir,
+        files=tuple(sweep.scripts),
+        lines=tuple(sweep_lines(sweep, jobs)),
+        closing=("dry run: nothing submitted",) if dry_run else (),
+        followed=bool(jobs or sweep.following),
+        record=SlurmSubmitted(sweep, jobs),
+    )
+    message = f"{len(sweep.scripts)} sbatch script(s) {verb} under {store.slurm_dir}"
+    return LauncherEvent(KIND, "submitted", message, submission=submission)
+
+
+def sweep_lines(sweep: SlurmSweep, jobs: list[JobRecord]) -> list[str]:
+    """The cells kept and followed, the allocations and their scripts, a line each."""
+    submitted = bool(jobs)
+    lines = []
+    if sweep.reused:
+        lines.append(f"--resume: {len(sweep.reused)} cell(s) already ok, kept")
+    for job in sweep.following:
+        lines.append(
+            f"--resume: job {job.job_id} ({len(job.cells)} cell(s)) still queued or running: "
+            "followed, not submitted again"
+        )
+    if sweep.skipped:
+        lines.append(f"{len(sweep.skipped)} cell(s) skipped (see the plan: --dry-run)")
+    ids = {j.allocation: j.job_id for j in jobs}
+    for allocation, script in zip(sweep.allocations, sweep.scripts, strict=True):
+        label = f"job {ids[allocation.name]}: " if allocation.name in ids else ""
+        verb = "submitted" if submitted else "written"
+        lines.append(
+            f"{label}{allocation.nodes} node(s), {len(allocation.cells)} cell(s), sbatch script "
+            f"{verb}: {script}"
+        )
+        if not submitted:
+            lines.extend(f"  {cell_id}" for cell_id in allocation.cell_ids)
+    if not sweep.allocations and not sweep.following:
+        lines.append("nothing to submit: every cell is ok or skipped")
+    return lines
+
+
+def job_state(job: JobRecord, state: JobState) -> LauncherEvent:
+    why = f" ({state.reason})" if state.reason else ""
+    return LauncherEvent(
+        KIND,
+        "progress",
+        f"{TAG} job {job.job_id} ({job.nodes} node(s), {len(job.cells)} cell(s)): "
+        f"{state.state}{why}",
+        payload={"job_id": job.job_id, "state": state.state, "reason": state.reason},
+    )
+
+
+def running(job: JobRecord, cell_id: str) -> LauncherEvent:
+    return LauncherEvent(
+        KIND,
+        "progress",
+        f"{TAG} job {job.job_id}: running",
+        cell_id,
+        payload={"job_id": job.job_id},
+    )
+
+
+def preflight(job: JobRecord, step: str, verdict: str) -> LauncherEvent:
+    """A preflight step's verdict; one that is not ok is shown even with --quiet."""
+    return LauncherEvent(
+        KIND,
+        "progress" if verdict.startswith("ok") else "problem",
+        f"{TAG} job {job.job_id}: preflight {step}: {verdict}",
+        payload={"job_id": job.job_id, "step": step, "verdict": verdict},
+    )
+
+
+def detached(results: Path) -> LauncherEvent:
+    """Ctrl-C or a signal stopped following; the jobs go on in Slurm."""
+    return LauncherEvent(
+        KIND,
+        "detached",
+        f"stopped following; the jobs go on in Slurm: torchscale benchmark --status {results} "
+        "(or --cancel, or --resume to follow them again)",
+        payload={"results": str(results)},
+    )

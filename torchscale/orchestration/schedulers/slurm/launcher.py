@@ -1,0 +1,182 @@
+"""`launcher.kind: slurm`: the plan's cells packed into Slurm allocations, each an sbatch job
+whose driver runs its cells as srun steps; submitted, then followed until every job ends, and
+the results collected as a local sweep's are (torchscale/orchestration/schedulers/slurm/)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscale.contracts.errors import SlurmError
+from torchscale.contracts.signals import Terminated
+from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, RunOptions
+from torchscale.orchestration.schedulers.slurm import events as said
+from torchscale.orchestration.schedulers.slurm.client import missing_client_commands, require_sbatch
+from torchscale.orchestration.schedulers.slurm.submission import (
+    FollowHooks,
+    check_nodes,
+    collect,
+    follow,
+    nodes_not_checked,
+    prepare_sweep,
+)
+from torchscale.orchestration.schedulers.slurm.submission import submit_sweep as submit_allocations
+from torchscale.orchestration.sweep import SweepOutcome, nothing_measured
+
+if TYPE_CHECKING:
+    from torchscale.offline.results.store import ResultStore
+    from torchscale.orchestration.config.schema import BenchConfig
+    from torchscale.orchestration.plan import Machine, Plan
+
+# why `batch_sizes: auto` cannot size a batch here (the refusal names the launcher: the same
+# config sizes its batches when run with kind: local on a GPU node)
+NODES_NOT_READ = (
+    "launcher.kind slurm: the cells run on the cluster's nodes, whose GPUs are not read from "
+    "the submitting host"
+)
+LOCAL_ONLY = (
+    "{what} runs with launcher.kind 'local' only for now; under Slurm it is not run "
+    "(run it on one node with kind: local)"
+)
+
+
+class SlurmAllocations:
+    def machine(self, config: BenchConfig) -> Machine:
+        """The nodes as the config describes them: the submitting host is not one of them."""
+        from torchscale.contracts import host
+        from torchscale.orchestration.plan import Machine
+
+        slurm = config.launcher.slurm
+        cores = slurm.cpus_per_task or host.usable_cores()
+        return Machine(
+            gpu_count=slurm.gpus_per_node or 0, cpu_cores=cores, gpu_memory_unknown=NODES_NOT_READ
+        )
+
+    def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
+        from torchscale.offline.results.store import ResultStore
+
+        if not dry_run:  # a dry run writes the scripts for review off the cluster too
+            require_sbatch()  # before anything is written
+        # the nodes get absolute paths
+        return ResultStore(
+            ResultStore.for_experiment(output_dir, config.experiment_name).root.resolve()
+        )
+
+    def dry_run(
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
+    ) -> BenchmarkRun:
+        """The sbatch scripts written for review; nothing submitted. Where Slurm cannot be
+        asked (no client here, or a client whose controller does not answer: a laptop, a
+        container, a login node during an outage) the scripts are still written, and the
+        warnings say why and, a line each, what was not checked."""
+        from torchscale.offline.results.store import check_output_dir
+
+        check_output_dir(store.root)
+        unasked = _why_slurm_was_not_asked(plan, env)
+        if unasked is not None:
+            _warn([unasked, *nodes_not_checked(plan)], events)
+        _warn(_sections_not_run(plan), events)  # as the run will say
+        sweep = prepare_sweep(
+            plan, store, env, resume=options.resume, write_skips=False, ask_slurm=unasked is None
+        )
+        _warn(sweep.warnings, events)
+        submitted = said.submitted(sweep, [], store, dry_run=True)
+        events.on_launcher_event(submitted)
+        return BenchmarkRun(
+            plan, store, dry_run=True, reused=list(sweep.reused), submission=submitted.submission
+        )
+
+    def run(
+        self,
+        plan: Plan,
+        store: ResultStore,
+        env: Mapping[str, str],
+        options: RunOptions,
+        events: BenchmarkEvents,
+    ) -> BenchmarkRun:
+        """Submit, follow, collect. Ctrl-C (or a signal) stops following, not the jobs: a
+        'detached' event, then the interrupt goes on up."""
+        from torchscale.offline.results.store import check_output_dir
+        from torchscale.rank.worker.run_environment import capture_environment
+
+        check_output_dir(store.root)
+        check_nodes(plan, env)
+        store.write_config(plan.config_yaml)
+        store.write_environment(capture_environment())
+        _warn(_sections_not_run(plan), events)
+        sweep = prepare_sweep(plan, store, env, resume=options.resume, write_skips=True)
+        _warn(sweep.warnings, events)
+        jobs = submit_allocations(sweep, store, env)
+        submitted = said.submitted(sweep, jobs, store, dry_run=False)
+        events.on_launcher_event(submitted)
+        tell = events.on_launcher_event
+        hooks = FollowHooks(
+            lambda job, state: tell(said.job_state(job, state)),
+            lambda job, cell_id: tell(said.running(job, cell_id)),
+            lambda result: events.on_cell_done(result, False),
+            lambda job, step, verdict: tell(said.preflight(job, step, verdict)),
+        )
+        try:
+            follow(
+                store,
+                plan,
+                sweep.following + jobs,
+                env,
+                hooks,
+                poll_s=plan.launcher.slurm.poll_s,
+            )
+        except (KeyboardInterrupt, Terminated):
+            tell(said.detached(store.root))
+            raise
+        results, table = collect(store, plan)
+        outcome = SweepOutcome(results, table)
+        measured = nothing_measured(results, len(plan.cells))
+        run = BenchmarkRun(plan, store, outcome, measured, submission=submitted.submission)
+        events.on_sweep_done(run)
+        return run
+
+
+def _why_slurm_was_not_asked(plan: Plan, env: Mapping[str, str]) -> str | None:
+    """None when Slurm answered the dry run's checks (the partition's node limits, as a real
+    run checks them first); else why it could not be asked. A partition Slurm says it lacks is
+    an answer, and stays an error."""
+    missing = missing_client_commands()
+    if missing:
+        return (
+            f"Slurm's client commands are not on PATH here (missing: {', '.join(missing)}): "
+            "the sbatch scripts are written for review; a real run needs a login node of the "
+            "cluster"
+        )
+    try:
+        check_nodes(plan, env)
+    except SlurmError as exc:
+        return (
+            f"Slurm's controller could not be asked from here ({exc}): the sbatch scripts are "
+            "written for review; a real run asks it first and stops on this error"
+        )
+    return None
+
+
+def _sections_not_run(plan: Plan) -> list[str]:
+    """The config's suites a Slurm sweep does not run (yet)."""
+    sections = [
+        (
+            "the comm: section (launcher.slurm.preflight.comm runs it across each allocation's "
+            "nodes)",
+            plan.comm.enabled and not plan.launcher.slurm.preflight.comm,
+        ),
+        ("memory.max_batch_search", plan.memory.max_batch_search),
+        ("profiling", plan.profiling.enabled),
+    ]
+    return [LOCAL_ONLY.format(what=what) for what, on in sections if on]
+
+
+def _warn(warnings: list[str], events: BenchmarkEvents) -> None:
+    for warning in warnings:
+        events.on_warning(warning)

@@ -1,0 +1,214 @@
+"""The optional first steps of an allocation (`launcher.slurm.preflight`), before its cells.
+
+- `validate: true`: `torchscale validate --json` on every node at once (one srun task per
+  node, each writing `preflight/validate-node<k>.json`), so a node with a sick GPU, a wrong
+  driver or no NCCL is named before the cells spend the allocation on it. With
+  `validate_level: perf` each node also measures its capability (saved in the experiment's
+  acceptance/, where `torchscale report` finds it) and the fleet view compares every node's
+  and GPU's figures with the allocation's median (validate/fleet_table.py): the outliers,
+  with their evidence, are the preflight's `fleet` line.
+- `comm: true`: the collective sweep of the config's `comm:` section (its defaults when the
+  section is off) across all the allocation's nodes, as one srun step of torchrun like a cell,
+  stored in `<experiment>/comm/` where `torchscale report` finds it: the fabric the cells
+  then ran on, measured in the same allocation.
+
+Neither stops the cells: their verdicts go into progress.json (`torchscale benchmark --status`
+prints them) and the driver's output; a cell on a broken node fails with its own root cause.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscale.contracts.cell import Device
+from torchscale.contracts.errors import TorchScaleError
+from torchscale.orchestration.comm.comm_result import CommResult
+from torchscale.orchestration.comm.sweep_launch import (
+    CommRequest,
+    comm_launch,
+    new_run_id,
+    run_comm_launch,
+)
+from torchscale.orchestration.launch.process import run_logged
+from torchscale.orchestration.schedulers.slurm.progress import Progress, write_progress
+from torchscale.orchestration.schedulers.slurm.step import (
+    StepPlace,
+    free_port,
+    rendezvous_flags,
+    srun_wrap,
+)
+
+if TYPE_CHECKING:
+    from torchscale.orchestration.schedulers.slurm.allocation import Allocation
+
+PREFLIGHT_DIR = "preflight"
+VALIDATE_TIMEOUT_S = 600.0
+PERF_TIMEOUT_S = 1800.0  # --level perf: five dtypes' shape searches, bandwidths, a comm sweep
+
+
+def validate_argv(
+    nodes: int,
+    python: str,
+    device: Device,
+    directory: Path,
+    level: str = "basic",
+    experiment_root: Path | None = None,
+) -> list[str]:
+    """One `torchscale validate --json` per node, each node's JSON in its own file (srun's
+    %n: the node's index in the allocation); `--level perf` saves each node's report in the
+    experiment's acceptance/ too."""
+    saved = []
+    if level != "basic" and experiment_root is not None:
+        saved = [
+            f"--level={level}",
+            f"--output-dir={experiment_root.parent}",
+            f"--name={experiment_root.name}",
+        ]
+    return [
+        "srun",
+        f"--nodes={nodes}",
+        f"--ntasks={nodes}",
+        "--ntasks-per-node=1",
+        "--job-name=torchscale-validate",
+        f"--output={directory / 'validate-node%n.json'}",
+        f"--error={directory / 'validate-node%n.log'}",
+        python,
+        "-m",
+        "torchscale",
+        "validate",
+        "--json",
+        f"--device={device}",
+        *saved,
+    ]
+
+
+def node_verdict(path: Path) -> str:
+    """One node's validate report in one line: 'ok', 'not ready: <verdict>' or why unread."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"no report ({type(exc).__name__}: {exc})"
+    verdict = str(report.get("verdict", "")).strip()
+    host = report.get("hostname", "?")
+    if report.get("ok") is True:
+        return f"ok ({host})"
+    return f"not ready ({host}): {verdict or 'see the report'}"
+
+
+def fleet_verdict(paths: list[Path]) -> str:
+    """The nodes' measured figures against the fleet's median, in one line."""
+    from torchscale.contracts.errors import ResultsError
+    from torchscale.orchestration.validate.check_result import read_validate_report
+    from torchscale.orchestration.validate.fleet_table import fleet_summary
+
+    reports = []
+    for path in paths:
+        try:
+            reports.append(read_validate_report(path))
+        except ResultsError:
+            continue  # that node's own line already says its report is missing
+    return fleet_summary(reports)[1]
+
+
+def run_validate(
+    nodes: int,
+    python: str,
+    device: Device,
+    directory: Path,
+    env: Mapping[str, str],
+    level: str = "basic",
+    experiment_root: Path | None = None,
+) -> dict[str, str]:
+    """Validate every node; node index -> verdict line (and `fleet` -> the fleet view's,
+    at --level perf)."""
+    directory = directory / PREFLIGHT_DIR
+    argv = validate_argv(nodes, python, device, directory, level, experiment_root)
+    timeout = VALIDATE_TIMEOUT_S if level == "basic" else PERF_TIMEOUT_S
+    outcome = run_logged(argv, env, directory / "validate-srun.log", timeout)
+    paths = [directory / f"validate-node{k}.json" for k in range(nodes)]
+    verdicts = {f"node{k}": node_verdict(path) for k, path in enumerate(paths)}
+    if outcome.timed_out:
+        verdicts["srun"] = f"timed out after {timeout:.0f} s"
+    if level != "basic":
+        verdicts["fleet"] = fleet_verdict(paths)
+    return verdicts
+
+
+def run_comm_preflight(
+    request: CommRequest,
+    nodes: int,
+    experiment_root: Path,
+    env: Mapping[str, str],
+    place: StepPlace,
+) -> CommResult:
+    """The comm sweep across every node, as an srun step of torchrun (its own port and
+    rendezvous id), stored in comm/ as `torchscale comm` stores its runs."""
+    run_id = new_run_id(request) + f"-n{nodes}-job{place.job_id}"
+    flags = rendezvous_flags(nodes, place, free_port(), "comm")
+    launch = comm_launch(
+        request,
+        experiment_root,
+        env,
+        run_id,
+        nodes=nodes,
+        python=place.python,
+        rendezvous=flags,
+    )
+    command = srun_wrap(launch.command, nodes, f"torchscale-comm-{run_id}", place)
+    return run_comm_launch(replace(launch, command=command), request)
+
+
+def comm_verdict(result: CommResult) -> str:
+    """The comm preflight in one line, naming the stored run."""
+    stored = f"comm/{result.id}.json"
+    if result.status != "ok":
+        return f"{result.status}: {result.error or 'see ' + stored} ({stored})"
+    wrong = f", {result.wrong_total} wrong element(s)" if result.wrong_total else ""
+    busbw = (
+        f", avg busbw {result.avg_busbw_gbps:.2f} GB/s" if result.avg_busbw_gbps is not None else ""
+    )
+    return f"ok: {len(result.rows)} row(s){busbw}{wrong} ({stored})"
+
+
+def run_preflight(
+    allocation: Allocation, env: Mapping[str, str], place: StepPlace, progress: Progress
+) -> None:
+    """The steps the allocation asks for, each verdict written to progress.json as it comes."""
+    root = Path(allocation.experiment_root)
+    if allocation.preflight_validate and allocation.cells:
+        device = allocation.cells[0].spec.cell.device
+        try:
+            verdicts = run_validate(
+                allocation.nodes,
+                allocation.python,
+                device,
+                allocation.directory,
+                env,
+                allocation.preflight_validate_level,
+                root,
+            )
+        except (OSError, TorchScaleError) as exc:
+            verdicts = {"srun": describe_error(exc)}
+        for name, verdict in verdicts.items():
+            progress.preflight[name if name == "fleet" else f"validate {name}"] = verdict
+        write_progress(allocation.directory, progress)
+    if allocation.preflight_comm is not None:
+        try:
+            result = run_comm_preflight(
+                allocation.preflight_comm, allocation.nodes, root, env, place
+            )
+            progress.preflight["comm"] = comm_verdict(result)
+        except (OSError, TorchScaleError) as exc:
+            progress.preflight["comm"] = describe_error(exc)
+        write_progress(allocation.directory, progress)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A preflight that could not run at all, in one line (it never stops the cells)."""
+    if isinstance(exc, TorchScaleError):
+        return f"failed: {exc}"
+    return f"failed: {type(exc).__name__}: {exc}"

@@ -1,0 +1,101 @@
+"""One cell as an srun step in an allocation: srun on every node, torchrun on each, c10d
+rendezvous at the first node's address (the launch as data, like launch/torchrun.py)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from torchscale.orchestration.launch.torchrun import LaunchCommand
+from torchscale.orchestration.plan import PlannedCell
+
+NODE_MODULE = "torchscale.orchestration.schedulers.slurm.node"
+
+
+@dataclass(frozen=True)
+class StepPlace:
+    """Where the steps of one allocation meet."""
+
+    job_id: str
+    head_address: str  # the first node's NodeAddr
+    gpus_per_node: int | None
+    cpus_per_task: int | None
+    container: str | None
+    python: str
+
+
+def free_port() -> int:
+    """A port free on this host now (the driver runs on the allocation's first node, which
+    hosts the c10d store)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def srun_prefix(nodes: int, job_name: str) -> list[str]:
+    """srun over every node of the allocation, one task each, the step killed whole when one
+    task fails."""
+    return [
+        "srun",
+        "--kill-on-bad-exit=1",
+        f"--nodes={nodes}",
+        f"--ntasks={nodes}",
+        "--ntasks-per-node=1",
+        f"--job-name={job_name}",
+    ]
+
+
+def cpus_flags(cpus_per_task: int | None) -> list[str]:
+    """The step's CPU request: the config's count, repeated (since Slurm 22.05 srun does not
+    inherit sbatch's --cpus-per-task), or none, so that the step uses every CPU its job has
+    on each node (torchscale/orchestration/schedulers/slurm/cpus.py)."""
+    return [] if cpus_per_task is None else [f"--cpus-per-task={cpus_per_task}"]
+
+
+def rendezvous_flags(nodes: int, place: StepPlace, port: int, index: int | str) -> tuple[str, ...]:
+    """torchrun's multi-node rendezvous for step `index`: c10d at the first node's address,
+    a port and rendezvous id of its own (torchscale.orchestration.schedulers.slurm.node adds which
+    node hosts the store: the same argv runs on every node)."""
+    return (
+        f"--nnodes={nodes}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={place.head_address}:{port}",
+        f"--rdzv-id={place.job_id}-{index}",
+    )
+
+
+def srun_wrap(inner: LaunchCommand, nodes: int, job_name: str, place: StepPlace) -> LaunchCommand:
+    """`srun ... python -m torchscale.orchestration.schedulers.slurm.node -- <inner torchrun>`: one
+    task per node, the step killed whole when one node's torchrun fails."""
+    srun = srun_prefix(nodes, job_name)
+    if place.gpus_per_node is not None:
+        srun.append(f"--gpus-per-node={place.gpus_per_node}")
+    srun.extend(cpus_flags(place.cpus_per_task))
+    if place.container:
+        srun.append(f"--container-image={place.container}")
+    argv = [*srun, place.python, "-m", NODE_MODULE, "--", *inner.argv]
+    return replace(inner, argv=argv)
+
+
+def srun_command(
+    planned: PlannedCell,
+    spec_path: Path,
+    log_dir: Path,
+    base_env: Mapping[str, str],
+    place: StepPlace,
+    port: int,
+    index: int,
+) -> LaunchCommand:
+    """One cell as an srun step of torchrun on every node of the allocation."""
+    nodes = planned.launch.nnodes
+    inner = planned.command(
+        spec_path,
+        log_dir,
+        base_env,
+        python=place.python,
+        rendezvous=rendezvous_flags(nodes, place, port, index),
+    )
+    return srun_wrap(inner, nodes, planned.cell.id, place)

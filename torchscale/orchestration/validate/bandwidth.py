@@ -1,0 +1,267 @@
+"""Device bandwidth for `validate --level perf`: memory copy and triad, host<->device with
+pinned memory, and the GPU-to-GPU matrix.
+
+Memory follows STREAM's conventions: `copy` (b = a) moves 2 bytes per byte of the array (one
+read, one write), `triad` (a = b + s*c) moves 3; arrays are at least 4x the last-level cache,
+so the figure is memory's, not the cache's. Timing is matmul_peak's: a loop calibrated to last
+`min_time_s`, CUDA events on a GPU, the median of `repeats` loops. What cannot be measured here
+(no GPU, one GPU) has no figure and says why.
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from torchscale.orchestration.validate.matmul_peak import ClockTimer, CudaLoopTimer, Timer
+
+MemoryKind = Literal["copy", "triad"]
+Direction = Literal["h2d", "d2h"]
+BYTES_MOVED = {"copy": 2, "triad": 3}  # per byte of one array, STREAM's count
+TRIAD_SCALAR = 3.0
+CACHE_MULTIPLE = 4  # arrays this many times the last-level cache: memory, not cache
+CPU_FALLBACK_BYTES = 64 << 20  # when sysfs does not say the cache size
+GPU_MIN_BYTES = 1 << 30
+HOST_LINK_BYTES = 256 << 20
+LATENCY_BYTES = 4
+MAX_CALLS = 100_000
+
+
+class BandwidthResult(BaseModel):
+    """One bandwidth figure, or why there is none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    check: str = Field(
+        description="'memory.copy', 'memory.triad', 'h2d' or 'd2h' (this GPU alone), "
+        "'h2d.all' or 'd2h.all' (every GPU copying at once)"
+    )
+    device: str
+    gpus_at_once: int = Field(default=1, description="GPUs copying at the same time")
+    gbps: float | None = Field(description="bytes moved / seconds / 1e9")
+    bytes_per_call: int | None = None
+    seconds_per_call: float | None = None
+    calls: int = 0
+    unavailable: str | None = None
+    note: str = ""
+
+
+class P2PPair(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    src: int
+    dst: int
+    peer_access: bool
+    gbps: float | None
+    latency_us: float | None
+
+
+class P2PMatrix(BaseModel):
+    """Every ordered GPU pair: one-way bandwidth and a tiny copy's latency."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpus: list[int] = Field(default_factory=list)
+    pairs: list[P2PPair] = Field(default_factory=list)
+    unavailable: str | None = None
+
+
+def parse_cache_size(text: str) -> int | None:
+    """Bytes in a sysfs cache size ('32K', '36608K', '2M'); None when unreadable."""
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", text)
+    if match is None:
+        return None
+    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
+
+
+def last_level_cache_bytes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int | None:
+    sizes = []
+    for index in root.glob("index*"):
+        try:
+            size = parse_cache_size((index / "size").read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        if size:
+            sizes.append(size)
+    return max(sizes) if sizes else None
+
+
+def default_array_bytes(device: torch.device) -> int:
+    """Big enough for memory, small enough to fit: GPU 4x L2 and >= 1 GiB (three arrays within
+    a quarter of free memory); CPU 4x the last-level cache."""
+    if device.type == "cuda":
+        l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 0
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(min(max(CACHE_MULTIPLE * l2, GPU_MIN_BYTES), free // 12))
+    llc = last_level_cache_bytes()
+    return CACHE_MULTIPLE * llc if llc else CPU_FALLBACK_BYTES
+
+
+def _timer(device: torch.device) -> Timer:
+    return CudaLoopTimer() if device.type == "cuda" else ClockTimer()
+
+
+def time_per_call(
+    fn: Callable[[], object],
+    timer: Timer,
+    min_time_s: float,
+    repeats: int,
+) -> tuple[float, int]:
+    """(median seconds per call over `repeats` loops, calls per loop): the loop grows until
+    it lasts `min_time_s`, as matmul_peak's does."""
+    fn()  # warm-up: allocation, first-touch pages, kernel selection
+    calls = 1
+    while True:
+        seconds = timer(fn, calls)
+        if seconds >= min_time_s or calls >= MAX_CALLS:
+            break
+        grow = min_time_s / seconds * 1.2 if seconds > 0 else 10.0
+        calls = min(MAX_CALLS, max(calls + 1, int(calls * min(grow, 10.0))))
+    per_call = [timer(fn, calls) / calls for _ in range(repeats)]
+    return statistics.median(per_call), calls
+
+
+def measure_memory(
+    device: torch.device | str,
+    kind: MemoryKind,
+    nbytes: int | None = None,
+    min_time_s: float = 0.2,
+    repeats: int = 5,
+    timer: Timer | None = None,
+) -> BandwidthResult:
+    """STREAM copy or triad on float32 arrays of `nbytes` each."""
+    dev = torch.device(device)
+    size = nbytes or default_array_bytes(dev)
+    elements = max(1, size // 4)
+    a = torch.ones(elements, dtype=torch.float32, device=dev)
+    b = torch.full_like(a, 2.0)
+    c = torch.full_like(a, 0.5)
+
+    def copy() -> object:
+        return b.copy_(a)
+
+    def triad() -> object:
+        return torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
+
+    with torch.cuda.device(dev) if dev.type == "cuda" else contextlib.nullcontext():
+        seconds, calls = time_per_call(
+            copy if kind == "copy" else triad, timer or _timer(dev), min_time_s, repeats
+        )
+    moved = BYTES_MOVED[kind] * elements * 4
+    return BandwidthResult(
+        check=f"memory.{kind}",
+        device=str(dev),
+        gbps=moved / seconds / 1e9 if seconds > 0 else None,
+        bytes_per_call=moved,
+        seconds_per_call=seconds,
+        calls=calls,
+        unavailable=None if seconds > 0 else "the timer read 0 s",
+        note=f"{elements * 4 >> 20} MiB float32 arrays",
+    )
+
+
+def no_gpu_reason(needed: int = 1) -> str | None:
+    """Why the CUDA paths cannot run here, or None."""
+    if torch.version.cuda is None and torch.version.hip is None:
+        return f"needs a CUDA GPU: torch {torch.__version__} is a CPU-only build"
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count < needed:
+        if needed == 1:
+            return "needs a CUDA GPU: torch sees no CUDA device"
+        return f"needs {needed} or more GPUs: this node has {count}"
+    return None
+
+
+def measure_host_device(
+    gpu: int,
+    direction: Direction,
+    nbytes: int = HOST_LINK_BYTES,
+    pinned: bool = True,
+    min_time_s: float = 0.2,
+    repeats: int = 5,
+) -> BandwidthResult:
+    """Pinned host memory to GPU `gpu` (h2d) or back (d2h), non-blocking, CUDA events."""
+    reason = no_gpu_reason()
+    if reason is not None:
+        return BandwidthResult(check=direction, device=f"cuda:{gpu}", gbps=None, unavailable=reason)
+    dev = torch.device("cuda", gpu)
+    host = torch.empty(nbytes, dtype=torch.uint8)
+    if pinned:
+        host = host.pin_memory()
+    on_gpu = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+
+    def h2d() -> object:
+        return on_gpu.copy_(host, non_blocking=True)
+
+    def d2h() -> object:
+        return host.copy_(on_gpu, non_blocking=True)
+
+    with torch.cuda.device(dev):
+        seconds, calls = time_per_call(
+            h2d if direction == "h2d" else d2h, CudaLoopTimer(), min_time_s, repeats
+        )
+    return BandwidthResult(
+        check=direction,
+        device=str(dev),
+        gbps=nbytes / seconds / 1e9 if seconds > 0 else None,
+        bytes_per_call=nbytes,
+        seconds_per_call=seconds,
+        calls=calls,
+        note=("pinned" if pinned else "pageable") + f" host memory, {nbytes >> 20} MiB",
+    )
+
+
+def measure_p2p_matrix(
+    gpus: Sequence[int],
+    nbytes: int = HOST_LINK_BYTES,
+    latency_bytes: int = LATENCY_BYTES,
+    min_time_s: float = 0.1,
+    repeats: int = 3,
+) -> P2PMatrix:
+    """Every ordered pair: one-way bandwidth and latency; a pair without peer access is still
+    measured (through host memory) and flagged, which is the point."""
+    reason = no_gpu_reason(needed=2)
+    if reason is None and len(gpus) < 2:
+        reason = f"needs 2 or more GPUs: this node has {len(gpus)}"
+    if reason is not None:
+        return P2PMatrix(gpus=list(gpus), unavailable=reason)
+    pairs = [
+        _measure_pair(src, dst, nbytes, latency_bytes, min_time_s, repeats)
+        for src in gpus
+        for dst in gpus
+        if src != dst
+    ]
+    return P2PMatrix(gpus=list(gpus), pairs=pairs)
+
+
+def _measure_pair(
+    src: int, dst: int, nbytes: int, latency_bytes: int, min_time_s: float, repeats: int
+) -> P2PPair:
+    big = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{src}")
+    target = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{dst}")
+    small = torch.empty(latency_bytes, dtype=torch.uint8, device=f"cuda:{src}")
+    small_target = torch.empty(latency_bytes, dtype=torch.uint8, device=f"cuda:{dst}")
+    timer = CudaLoopTimer()
+    with torch.cuda.device(src):
+        bw_s, _ = time_per_call(
+            lambda: target.copy_(big, non_blocking=True), timer, min_time_s, repeats
+        )
+        lat_s, _ = time_per_call(
+            lambda: small_target.copy_(small, non_blocking=True), timer, min_time_s / 4, repeats
+        )
+    return P2PPair(
+        src=src,
+        dst=dst,
+        peer_access=bool(torch.cuda.can_device_access_peer(src, dst)),
+        gbps=nbytes / bw_s / 1e9 if bw_s > 0 else None,
+        latency_us=lat_s * 1e6 if lat_s > 0 else None,
+    )

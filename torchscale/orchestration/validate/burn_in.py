@@ -1,0 +1,289 @@
+"""`validate --level burn`: sustained load on every GPU, judged per GPU with its evidence.
+
+One torchrun of `burn_in_worker` (one rank per GPU; 2 gloo ranks on a CPU node) loads every
+device for the duration and records, per interval, its GEMM TFLOP/s, copy GB/s and telemetry,
+plus fingerprints of the same seeded work. `judge_burn` (pure) gives each rank its verdict:
+
+- **fingerprint** (FAIL): a rank whose hash differs from its own first one, or (3 or more
+  ranks) from the majority's at the same point. Two ranks that disagree from the start cannot
+  say which is wrong: both are named.
+- **error counters** (FAIL): NVML's uncorrected ECC errors or row-remap failures rising during
+  the burn; a remap pending: WARN (the GPU needs a reset).
+- **throughput over time** (GPU): the median TFLOP/s of the last third of the intervals against
+  the first third: a drop of more than 10 % WARN, 25 % FAIL, with the telemetry that explains
+  it (SM clock, temperature, NVML slowdown reasons).
+- **against its peers** (GPU, 3 or more ranks): a rank's median more than 10 % below its
+  peers' median WARN, 25 % FAIL; with 2 ranks the slower one is named with WARN at most.
+
+On a CPU node the ranks share the cores with everything else on the machine, so their
+throughput is reported (INFO), not judged: only the fingerprint decides there.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchscale.contracts.versioned import read_model
+from torchscale.orchestration.launch.attempt import run_attempt
+from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.orchestration.validate.burn_in_worker import BurnRun, BurnSpec, RankBurn
+from torchscale.orchestration.validate.check_context import Device
+from torchscale.orchestration.validate.check_result import CheckResult, Measurement, Status
+
+WORKER_MODULE = "torchscale.orchestration.validate.burn_in_worker"
+RESULT_FILE = "burn.json"
+CPU_RANKS = 2
+DROP_WARN, DROP_FAIL = 0.10, 0.25  # throughput drop, last third against first third
+PEER_WARN, PEER_FAIL = 0.10, 0.25  # below the peers' median
+INTERVALS = 10  # a burn is cut into about this many intervals (at least MIN_INTERVAL_S each)
+MIN_INTERVAL_S = 0.5
+FINGERPRINTS = 5  # fingerprints taken over the burn, besides the first and the last
+LAUNCH_MARGIN_S = 180.0  # rendezvous, imports, the last interval, the gather
+SEVERITY = (Status.FAIL, Status.WARN, Status.PASS, Status.INFO, Status.SKIP)
+
+
+@dataclass
+class BurnOutcome:
+    measurements: list[Measurement] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+
+
+def plan_burn(device: Device, gpu_count: int, duration_s: float, workdir: Path) -> BurnSpec:
+    """Intervals of duration/10 (at least 0.5 s); big GEMMs on a GPU, small ones on a CPU."""
+    interval = max(MIN_INTERVAL_S, duration_s / INTERVALS)
+    intervals = max(1, round(duration_s / interval))
+    gpu = device == "cuda"
+    return BurnSpec(
+        device=device,
+        duration_s=duration_s,
+        interval_s=interval,
+        gemm_n=8192 if gpu else 256,
+        copy_bytes=(1 << 30) if gpu else (64 << 20),
+        fingerprint_every=max(1, intervals // FINGERPRINTS),
+        result_path=str(workdir / RESULT_FILE),
+    )
+
+
+def burn_launch(
+    spec: BurnSpec, nproc: int, workdir: Path, base_env: Mapping[str, str]
+) -> LaunchCommand:
+    spec_path = workdir / "burn-spec.json"
+    spec_path.write_text(spec.model_dump_json(indent=2), encoding="utf-8")
+    return torchrun_command(
+        WORKER_MODULE,
+        ["--spec", str(spec_path)],
+        nproc=nproc,
+        device=spec.device,
+        log_dir=workdir,
+        base_env=base_env,
+        omp_num_threads=1,
+    )
+
+
+# --- judging ----------------------------------------------------------------------------------
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(statistics.median(present)) if present else None
+
+
+def _thirds(values: Sequence[float | None]) -> tuple[float | None, float | None]:
+    third = max(1, len(values) // 3)
+    return _median(values[:third]), _median(values[-third:])
+
+
+def fingerprint_faults(ranks: Sequence[RankBurn]) -> dict[int, str]:
+    """rank -> why its seeded result is wrong (ranks not named agree). A rank whose result
+    changed from its own first one is named first; a disagreement with no majority blames
+    every rank only when no such change explains it (two GPUs that differ from the start)."""
+    faults: dict[int, str] = {}
+    for one in ranks:
+        first = one.fingerprints[0].sha256 if one.fingerprints else None
+        changed = [f for f in one.fingerprints if f.sha256 != first]
+        if changed:
+            faults[one.rank] = (
+                f"its seeded result changed from its own first one at interval "
+                f"{changed[0].interval}: silent data corruption"
+            )
+    checkpoints = sorted({f.interval for r in ranks for f in r.fingerprints})
+    for point in checkpoints:
+        hashes = {r.rank: f.sha256 for r in ranks for f in r.fingerprints if f.interval == point}
+        if len(set(hashes.values())) <= 1:
+            continue
+        top, votes = Counter(hashes.values()).most_common(1)[0]
+        if votes * 2 > len(hashes):  # a strict majority names the odd ones out
+            for rank, digest in hashes.items():
+                if digest != top:
+                    faults.setdefault(
+                        rank,
+                        f"its seeded result differs from its {votes} peers' at interval "
+                        f"{point}: silent data corruption",
+                    )
+        elif not any(rank in faults for rank in hashes):
+            # no majority, and no rank changed from its own first result to explain it
+            for rank in hashes:
+                faults.setdefault(
+                    rank,
+                    f"the {len(hashes)} ranks' seeded results disagree at interval {point} "
+                    "with no majority: one of them is wrong, which cannot be told",
+                )
+    return faults
+
+
+def counter_faults(rank: RankBurn) -> tuple[Status, str] | None:
+    start, end = rank.counters_start, rank.counters_end
+    rose = {k: end[k] - start.get(k, 0) for k in end if end[k] > start.get(k, 0)}
+    for key in ("ecc_uncorrected", "remapped_uncorrected", "remap_failure"):
+        if key in rose:
+            return Status.FAIL, f"NVML {key} rose by {rose[key]} during the burn"
+    if end.get("remap_pending"):
+        return Status.WARN, "a row remap is pending: the GPU needs a reset to apply it"
+    return None
+
+
+def _explain(rank: RankBurn) -> str:
+    """What the telemetry says about a slowdown, as evidence."""
+    parts = []
+    clocks = [i.sm_clock_mhz for i in rank.intervals]
+    first, last = _thirds(clocks)
+    if first and last and last < first:
+        parts.append(f"SM clock fell {1 - last / first:.0%} ({first:.0f} to {last:.0f} MHz)")
+    temperatures = [i.temperature_c for i in rank.intervals if i.temperature_c is not None]
+    if temperatures:
+        parts.append(f"up to {max(temperatures):.0f} C")
+    reasons = sorted({r for i in rank.intervals for r in i.slowdown})
+    if reasons:
+        parts.append("slowdown: " + ", ".join(reasons))
+    return "; ".join(parts)
+
+
+def judge_rank(
+    rank: RankBurn, peers: Sequence[RankBurn], device: Device, faults: Mapping[int, str]
+) -> tuple[Status, str]:
+    """One rank's verdict and its evidence sentence."""
+    if rank.rank in faults:
+        return Status.FAIL, faults[rank.rank]
+    counted = counter_faults(rank)
+    if counted is not None and counted[0] is Status.FAIL:
+        return counted
+    series = [i.tflops for i in rank.intervals]
+    mine = _median(series)
+    if mine is None:
+        return Status.FAIL, "no interval completed: the device did no measurable work"
+    if device != "cuda":
+        return Status.INFO, (
+            f"{mine * 1e3:.3g} GFLOP/s median over {len(series)} intervals; seeded results "
+            "agree (CPU ranks share cores with the machine: throughput is not judged)"
+        )
+    verdicts: list[tuple[Status, str]] = []
+    if counted is not None:
+        verdicts.append(counted)
+    first, last = _thirds(series)
+    if first and last and last < first * (1 - DROP_WARN):
+        drop = 1 - last / first
+        status = Status.FAIL if drop > DROP_FAIL else Status.WARN
+        t = rank.intervals[-max(1, len(series) // 3)].t_s
+        why = _explain(rank)
+        verdicts.append(
+            (status, f"TFLOP/s fell {drop:.0%} after {t:.0f} s" + (f" ({why})" if why else ""))
+        )
+    medians = [_median([i.tflops for i in p.intervals]) for p in peers if p.rank != rank.rank]
+    others = [m for m in medians if m]
+    if others:
+        reference = statistics.median(others)
+        gap = 1 - mine / reference
+        if gap > PEER_WARN:
+            status = Status.FAIL if gap > PEER_FAIL and len(others) >= 2 else Status.WARN
+            below = f"{gap:.0%} below its peers' median {reference:.0f} TFLOP/s"
+            verdicts.append((status, below))
+    if not verdicts:
+        steady = f"{mine:.0f} TFLOP/s steady over {len(series)} intervals"
+        return Status.PASS, steady + "; seeded results agree"
+    worst = min(verdicts, key=lambda v: SEVERITY.index(v[0]))
+    return worst[0], "; ".join(text for _, text in verdicts)
+
+
+def judge_burn(run: BurnRun, device: Device) -> BurnOutcome:
+    """Per-rank verdicts as measurement rows and check lines, and one line for the node."""
+    outcome = BurnOutcome()
+    faults = fingerprint_faults(run.ranks)
+    unit = "GPU" if device == "cuda" else "rank"
+    for rank in sorted(run.ranks, key=lambda r: r.rank):
+        status, evidence = judge_rank(rank, run.ranks, device, faults)
+        where = f"{unit} {rank.rank}"
+        tflops = _median([i.tflops for i in rank.intervals])
+        outcome.measurements.append(
+            Measurement(check="burn.tflops", title="burn-in GEMM", gpu=rank.rank, value=tflops,
+                        unit="TFLOP/s", status=status, detail=evidence,
+                        data={"series": [i.tflops for i in rank.intervals]})
+        )  # fmt: skip
+        copy = _median([i.copy_gbps for i in rank.intervals])
+        outcome.measurements.append(
+            Measurement(check="burn.copy", title="burn-in copy", gpu=rank.rank, value=copy,
+                        unit="GB/s", status=Status.INFO, detail="median over the intervals")
+        )  # fmt: skip
+        fault = faults.get(rank.rank)
+        outcome.measurements.append(
+            Measurement(check="burn.fingerprint", title="burn-in fingerprint", gpu=rank.rank,
+                        value=None, unit="", status=Status.FAIL if fault else Status.PASS,
+                        detail=fault or f"{len(rank.fingerprints)} seeded results agree",
+                        data={"sha256": [f.sha256 for f in rank.fingerprints]})
+        )  # fmt: skip
+        outcome.checks.append(
+            CheckResult(
+                id=f"burn_{unit.lower()}{rank.rank}",
+                title=f"Burn-in {where}",
+                status=status,
+                detail=f"{where}: {evidence}",
+                hint="" if status in (Status.PASS, Status.INFO) else
+                "see docs/validate.md ('Burn-in') for what the evidence means",
+            )
+        )  # fmt: skip
+    return outcome
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+def run_burn(
+    device: Device,
+    duration_s: float,
+    base_env: Mapping[str, str],
+    gpu_count: int,
+    *,
+    corrupt_rank: int | None = None,
+) -> BurnOutcome:
+    """The burn on every GPU (2 CPU ranks), judged; logs kept (and named) only on failure.
+    `corrupt_rank`: for the detector's own test (no CLI option sets it)."""
+    workdir = Path(tempfile.mkdtemp(prefix="torchscale-burn-"))
+    spec = plan_burn(device, gpu_count, duration_s, workdir)
+    spec.corrupt_rank = corrupt_rank
+    nproc = gpu_count if device == "cuda" else CPU_RANKS
+    attempt = run_attempt(
+        burn_launch(spec, nproc, workdir, base_env),
+        duration_s + LAUNCH_MARGIN_S,
+        lambda: read_model(BurnRun, workdir / RESULT_FILE),
+    )
+    if attempt.written is None:
+        failure = attempt.launch_failure
+        why = failure.exception if failure is not None and failure.exception else "no result"
+        return BurnOutcome(
+            checks=[
+                CheckResult(
+                    id="burn",
+                    title="Burn-in",
+                    status=Status.FAIL,
+                    detail=f"the burn-in ranks wrote nothing: {why}",
+                    hint=f"each rank's log is under {workdir / 'ranks'}",
+                )
+            ]
+        )
+    shutil.rmtree(workdir, ignore_errors=True)
+    return judge_burn(attempt.written, device)

@@ -1,0 +1,276 @@
+"""Runs inside every rank of `validate --level burn` (torchrun: one rank per GPU; 2 gloo ranks,
+one thread each, on a CPU node).
+
+For the duration, interval after interval, each rank runs tensor-core GEMMs (bf16 on a GPU,
+fp32 on CPU) then a large copy, timing each part, with the telemetry sampler (NVML on a GPU,
+psutil for the process) running over the interval. Every few intervals, and at the start and
+the end, it computes the same seeded work as every other rank and hashes the result's bytes:
+all ranks must agree bit for bit, and with their own first hash (silent data corruption shows
+as a disagreement). NVML's ECC and row-remap counters are read at the start and the end. Rank
+0 gathers everything and writes it as JSON (atomically) for the parent (validate/burn_in.py).
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__":
+    # before torch (seconds to import): a torchrun that dies from here on takes this rank along
+    from torchscale.rank.worker.diagnostics import die_with_torchrun
+
+    die_with_torchrun()
+
+import contextlib
+import hashlib
+import statistics
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+from pydantic import BaseModel, ConfigDict, Field
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.cell_settings import TelemetryConfig
+from torchscale.orchestration.validate.matmul_peak import device_name
+from torchscale.rank.telemetry.nvml_source import uuid_candidates
+from torchscale.rank.telemetry.rank import rank_sampler, torch_uuid
+from torchscale.rank.telemetry.reasons import IGNORED_REASONS, decode_clock_reasons
+from torchscale.rank.telemetry.samples import WindowSamples
+from torchscale.rank.worker.rank_entry import (
+    leave_without_teardown,
+    process_group,
+    rank_device,
+    read_spec,
+)
+
+SEED = 20261123
+WORK_SIZE = 256  # the seeded work: a chain of WORK_STEPS (256 x 256) matmuls and tanh
+WORK_STEPS = 8
+
+
+class BurnSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    device: Literal["cuda", "cpu"]
+    duration_s: float
+    interval_s: float
+    gemm_n: int
+    copy_bytes: int
+    fingerprint_every: int = Field(description="intervals between fingerprints")
+    result_path: str
+    # internal, for the detector's own test only (no CLI option sets it): this rank flips one
+    # bit of its seeded result from its second fingerprint on
+    corrupt_rank: int | None = None
+
+
+class Interval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    t_s: float = Field(description="seconds since the burn began, at the interval's end")
+    tflops: float | None
+    copy_gbps: float | None
+    sm_clock_mhz: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    slowdown: list[str] = Field(default_factory=list, description="NVML slowdown reasons seen")
+
+
+class Fingerprint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    interval: int = Field(description="after this many intervals (0: before the first)")
+    sha256: str
+
+
+class RankBurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int
+    device: str
+    device_name: str
+    intervals: list[Interval] = Field(default_factory=list)
+    fingerprints: list[Fingerprint] = Field(default_factory=list)
+    counters_start: dict[str, int] = Field(default_factory=dict)
+    counters_end: dict[str, int] = Field(default_factory=dict)
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+
+class BurnRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    world_size: int
+    duration_s: float
+    ranks: list[RankBurn]
+
+
+def seeded_work(device: torch.device) -> torch.Tensor:
+    """The same work on every rank: seeded inputs, a fixed chain of matmuls (fp32, no TF32)."""
+    generator = torch.Generator(device=device).manual_seed(SEED)
+    x = torch.randn(WORK_SIZE, WORK_SIZE, generator=generator, device=device)
+    w = torch.randn(WORK_SIZE, WORK_SIZE, generator=generator, device=device) / WORK_SIZE**0.5
+    for _ in range(WORK_STEPS):
+        x = torch.tanh(x @ w)
+    return x
+
+
+def fingerprint(result: torch.Tensor, corrupt: bool = False) -> str:
+    """sha256 of the result's bytes; `corrupt` flips one bit first (the detector's test)."""
+    data = bytearray(result.detach().cpu().contiguous().numpy().tobytes())
+    if corrupt:
+        data[len(data) // 2] ^= 0x01
+    return hashlib.sha256(bytes(data)).hexdigest()
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed_loop(fn: Any, device: torch.device, budget_s: float) -> tuple[int, float]:
+    """(calls, seconds) of calling `fn` in batches until `budget_s` has passed."""
+    calls, start = 0, time.perf_counter()
+    batch = 1
+    while True:
+        for _ in range(batch):
+            fn()
+        _sync(device)
+        calls += batch
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget_s:
+            return calls, elapsed
+        batch = min(batch * 2, 64)
+
+
+def _telemetry(samples: WindowSamples, interval: Interval) -> None:
+    def median(name: str) -> float | None:
+        values = [v for v in samples.column(name) if v is not None]
+        return float(statistics.median(values)) if values else None
+
+    interval.sm_clock_mhz = median("sm_clock_mhz")
+    interval.temperature_c = median("temperature_c")
+    interval.power_w = median("power_w")
+    reasons: set[str] = set()
+    for mask in samples.column("clock_reasons"):
+        if mask is not None:
+            reasons.update(decode_clock_reasons(int(mask)))
+    interval.slowdown = sorted(reasons - IGNORED_REASONS)
+
+
+def read_error_counters(device: torch.device) -> tuple[dict[str, int], dict[str, str]]:
+    """NVML's uncorrected ECC errors (volatile) and remapped rows, where NVML has them."""
+    if device.type != "cuda":
+        return {}, {"error_counters": "a CPU has no NVML error counters"}
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        uuid = torch_uuid(device)
+        if uuid is None:
+            return {}, {"error_counters": "this torch reports no UUID for the device"}
+        handle = None
+        for candidate in uuid_candidates(uuid):
+            with contextlib.suppress(Exception):
+                handle = pynvml.nvmlDeviceGetHandleByUUID(candidate)
+                break
+        if handle is None:
+            return {}, {"error_counters": f"NVML has no device with UUID {uuid}"}
+    except Exception as exc:  # no pynvml, no driver
+        return {}, {"error_counters": f"NVML unavailable: {type(exc).__name__}: {exc}"}
+    counters: dict[str, int] = {}
+    missing: dict[str, str] = {}
+    try:
+        counters["ecc_uncorrected"] = int(
+            pynvml.nvmlDeviceGetTotalEccErrors(
+                handle, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC
+            )
+        )
+    except Exception as exc:
+        missing["ecc_uncorrected"] = f"{type(exc).__name__}"
+    try:
+        _corrected, uncorrected, pending, failure = pynvml.nvmlDeviceGetRemappedRows(handle)
+        counters.update(
+            remapped_uncorrected=int(uncorrected),
+            remap_pending=int(pending),
+            remap_failure=int(failure),
+        )
+    except Exception as exc:
+        missing["remapped_rows"] = f"{type(exc).__name__}"
+    missing["xid"] = "Xid errors need NVML's event API or the kernel log: not read"
+    return counters, missing
+
+
+def burn_rank(spec: BurnSpec, device: torch.device, rank: int) -> RankBurn:
+    mine = RankBurn(rank=rank, device=str(device), device_name=device_name(device))
+    mine.counters_start, mine.unavailable = read_error_counters(device)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    a = torch.randn(spec.gemm_n, spec.gemm_n, device=device, dtype=dtype)
+    b = torch.randn(spec.gemm_n, spec.gemm_n, device=device, dtype=dtype)
+    src = torch.empty(spec.copy_bytes // 4, device=device)
+    dst = torch.empty_like(src)
+    sampler = rank_sampler(TelemetryConfig(interval_ms=200), device)
+
+    def check(index: int) -> None:
+        corrupt = spec.corrupt_rank == rank and len(mine.fingerprints) >= 1
+        mine.fingerprints.append(
+            Fingerprint(interval=index, sha256=fingerprint(seeded_work(device), corrupt))
+        )
+
+    check(0)
+    dist.barrier()
+    started = time.perf_counter()
+    index = 0
+    while time.perf_counter() - started < spec.duration_s:
+        index += 1
+        if sampler is not None:
+            sampler.start()
+        calls, seconds = _timed_loop(lambda: a @ b, device, spec.interval_s * 0.7)
+        copies, copy_s = _timed_loop(lambda: dst.copy_(src), device, spec.interval_s * 0.3)
+        interval = Interval(
+            index=index,
+            t_s=time.perf_counter() - started,
+            tflops=2 * spec.gemm_n**3 * calls / seconds / 1e12 if seconds > 0 else None,
+            copy_gbps=2 * src.numel() * 4 * copies / copy_s / 1e9 if copy_s > 0 else None,
+        )
+        if sampler is not None:
+            _telemetry(sampler.stop(), interval)
+        mine.intervals.append(interval)
+        if index % spec.fingerprint_every == 0:
+            check(index)
+    if not mine.fingerprints or mine.fingerprints[-1].interval != index:
+        check(index)
+    if sampler is not None:
+        mine.unavailable.update(sampler.report().unavailable)
+    mine.counters_end, _ = read_error_counters(device)
+    return mine
+
+
+def run(spec: BurnSpec) -> None:
+    device = rank_device(spec.device)
+    # the burn outlasts the default collective timeout's purpose: the gather waits for peers
+    # that may finish their last interval a little later
+    timeout = timedelta(seconds=spec.duration_s + 600)
+    with process_group("nccl" if spec.device == "cuda" else "gloo", device, timeout):
+        mine = burn_rank(spec, device, dist.get_rank())
+        gathered: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, mine.model_dump())
+        if dist.get_rank() == 0:
+            burn = BurnRun(
+                world_size=dist.get_world_size(),
+                duration_s=spec.duration_s,
+                ranks=[RankBurn.model_validate(one) for one in gathered],
+            )
+            write_text_atomic(Path(spec.result_path), burn.model_dump_json(indent=2))
+        dist.barrier()
+
+
+@record
+def main(argv: list[str] | None = None) -> None:
+    run(read_spec(BurnSpec, "torchscale validate --level burn (one rank)", argv))
+    leave_without_teardown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,449 @@
+"""Checks of the GPUs: visibility, driver, CUDA compatibility, links, health, clocks.
+
+NVML (pynvml) is the source for what the driver knows; torch is the source for what a training
+process can actually use. GPUs are listed as NVML sees them (every GPU of the node), the
+peer-to-peer matrix and its NVLink counts as torch sees them (CUDA ordinals: the GPUs visible to
+this process), each matched to its NVML GPU by UUID.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, nvml_indices
+from torchscale.orchestration.validate.check_context import ValidateContext
+from torchscale.orchestration.validate.check_result import (
+    CheckResult,
+    failed,
+    passed,
+    skipped,
+    warned,
+)
+from torchscale.orchestration.validate.checks_software import NEEDS_TORCH, torch_build
+from torchscale.rank.telemetry.reasons import (
+    HARMLESS_REASONS,
+    decode_clock_reasons,
+    read_clock_reasons,
+)
+
+CPU_SKIP = "--device cpu: GPU checks are not run"
+NO_GPU = "no GPU visible"
+GIB = 2**30
+
+
+def _no_nvml(state: NvmlState) -> str:
+    return f"NVML unavailable: {state.error}"
+
+
+def check_cuda(ctx: ValidateContext) -> CheckResult:
+    if ctx.device == "cpu":
+        return skipped("cuda", "CUDA", CPU_SKIP)
+    torch = ctx.torch.module
+    if torch is None:
+        return failed("cuda", "CUDA", NEEDS_TORCH, "install PyTorch with CUDA support")
+    build = torch_build(torch)
+    if build == "CPU-only":
+        return failed(
+            "cuda",
+            "CUDA",
+            f"torch {torch.__version__} is a CPU-only build",
+            "install a CUDA build of PyTorch; on a machine without GPUs use --device cpu",
+        )
+    try:
+        available = bool(torch.cuda.is_available())
+        count = int(torch.cuda.device_count()) if available else 0
+    except Exception as exc:
+        return failed(
+            "cuda",
+            "CUDA",
+            f"torch.cuda raised {type(exc).__name__}: {exc}",
+            "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES",
+        )
+    if not available or count == 0:
+        return failed(
+            "cuda",
+            "CUDA",
+            f"{build} build, but no CUDA device is usable",
+            "check that the NVIDIA driver is loaded (nvidia-smi), that CUDA_VISIBLE_DEVICES "
+            "does not hide the GPUs, and that the container was started with GPU access",
+            device_count=0,
+        )
+    return passed(
+        "cuda",
+        "CUDA",
+        f"{count} device(s) usable by torch ({build})",
+        device_count=count,
+        cuda_runtime=torch.version.cuda,
+    )
+
+
+def _gpu_facts(state: NvmlState, gpu: NvmlGpu) -> dict[str, Any]:
+    pynvml = state.module
+    assert pynvml is not None
+    facts: dict[str, Any] = {
+        "index": gpu.index,
+        "name": gpu.name,
+        "uuid": gpu.uuid,
+        "pci_bus_id": gpu.bus_id,
+    }
+    memory, _ = call(pynvml.nvmlDeviceGetMemoryInfo, gpu.handle)
+    if memory is not None:
+        facts["memory_total_bytes"] = int(memory.total)
+    capability, _ = call(pynvml.nvmlDeviceGetCudaComputeCapability, gpu.handle)
+    if capability is not None:
+        facts["compute_capability"] = f"{capability[0]}.{capability[1]}"
+    return facts
+
+
+def _torch_gpu_facts(torch: Any, index: int) -> dict[str, Any]:
+    props = torch.cuda.get_device_properties(index)
+    return {
+        "index": index,
+        "name": props.name,
+        "memory_total_bytes": int(props.total_memory),
+        "compute_capability": f"{props.major}.{props.minor}",
+    }
+
+
+def _describe(gpu: dict[str, Any]) -> str:
+    memory = gpu.get("memory_total_bytes")
+    size = f"{memory / GIB:.0f} GiB" if memory else "? GiB"
+    return f"{gpu['index']}: {gpu['name']} {size} sm_{gpu.get('compute_capability', '?')}"
+
+
+def check_gpus(ctx: ValidateContext) -> CheckResult:
+    """Per-GPU name, memory and compute capability (NVML, torch as fallback)."""
+    if ctx.device == "cpu":
+        return skipped("gpus", "GPUs", CPU_SKIP)
+    state = ctx.nvml
+    torch = ctx.torch.module
+    gpus: list[dict[str, Any]] = []
+    source = ""
+    if state.ok and state.gpus:
+        gpus = [_gpu_facts(state, g) for g in state.gpus]
+        source = "NVML"
+    elif torch is not None and ctx.torch.cuda_gpu_count:
+        gpus = [_torch_gpu_facts(torch, i) for i in range(ctx.torch.cuda_gpu_count)]
+        source = "torch (NVML unavailable)"
+    if not gpus:
+        why = _no_nvml(state) if not state.ok else "NVML lists no GPU"
+        return failed(
+            "gpus",
+            "GPUs",
+            f"no GPU found ({why})",
+            "install the NVIDIA driver and check `nvidia-smi` lists the GPUs",
+        )
+    unreadable = [g for g in state.gpus if g.handle is None] if state.ok else []
+    if unreadable:
+        return failed(
+            "gpus",
+            "GPUs",
+            "NVML cannot read GPU "
+            + "; ".join(
+                f"{g.index} ({g.name.removeprefix('<unreadable: ').rstrip('>')})"
+                for g in unreadable
+            ),
+            "the GPU may have fallen off the bus: check `nvidia-smi` and dmesg (Xid errors), "
+            "reset or reboot",
+            gpus=gpus,
+        )
+    names = {g["name"] for g in gpus}
+    detail = f"{len(gpus)} GPU(s) via {source}: " + "; ".join(_describe(g) for g in gpus)
+    if len(names) > 1:
+        return warned(
+            "gpus",
+            "GPUs",
+            detail,
+            "mixed GPU models: the slowest one sets the pace of every DDP step",
+            gpus=gpus,
+        )
+    return passed("gpus", "GPUs", detail, gpus=gpus)
+
+
+def check_driver(ctx: ValidateContext) -> CheckResult:
+    if ctx.device == "cpu":
+        return skipped("driver", "NVIDIA driver", CPU_SKIP)
+    state = ctx.nvml
+    if not state.ok:
+        return failed(
+            "driver",
+            "NVIDIA driver",
+            _no_nvml(state),
+            "install/load the NVIDIA driver; `nvidia-smi` must work on the node",
+        )
+    cuda = state.cuda_driver_version
+    cuda_text = f", supports CUDA up to {cuda[0]}.{cuda[1]}" if cuda else ""
+    return passed(
+        "driver",
+        "NVIDIA driver",
+        f"driver {state.driver_version}{cuda_text}",
+        driver_version=state.driver_version,
+        cuda_driver_version=f"{cuda[0]}.{cuda[1]}" if cuda else None,
+    )
+
+
+def cuda_compatibility(runtime: tuple[int, int], driver: tuple[int, int]) -> str:
+    """'ok', 'minor' (newer minor runtime on an older driver of the same major) or 'too_old'.
+
+    Since CUDA 11, a driver runs any runtime of its major version (minor version
+    compatibility) except for features needing a newer driver and PTX JIT; a lower major fails.
+    """
+    if driver[0] < runtime[0]:
+        return "too_old"
+    if driver[0] == runtime[0] and driver[1] < runtime[1]:
+        return "minor"
+    return "ok"
+
+
+def check_cuda_compat(ctx: ValidateContext) -> CheckResult:
+    title = "CUDA runtime vs driver"
+    if ctx.device == "cpu":
+        return skipped("cuda_compat", title, CPU_SKIP)
+    torch = ctx.torch.module
+    runtime_text = getattr(getattr(torch, "version", None), "cuda", None) if torch else None
+    if not runtime_text:
+        return skipped("cuda_compat", title, "torch has no CUDA runtime (not a CUDA build)")
+    driver = ctx.nvml.cuda_driver_version
+    if driver is None:
+        return skipped("cuda_compat", title, f"driver's CUDA version unknown ({ctx.nvml.error})")
+    major, minor = (int(x) for x in runtime_text.split(".")[:2])
+    verdict = cuda_compatibility((major, minor), driver)
+    detail = f"torch built with CUDA {runtime_text}; driver supports up to {driver[0]}.{driver[1]}"
+    data = {"runtime": runtime_text, "driver": f"{driver[0]}.{driver[1]}", "verdict": verdict}
+    if verdict == "too_old":
+        return failed(
+            "cuda_compat",
+            title,
+            detail,
+            f"upgrade the driver to one supporting CUDA {runtime_text}, or install a "
+            f"PyTorch build for CUDA {driver[0]}.x",
+            **data,
+        )
+    if verdict == "minor":
+        return warned(
+            "cuda_compat",
+            title,
+            detail + " (minor-version compatibility mode)",
+            "works for most kernels; upgrade the driver for PTX JIT and newest features",
+            **data,
+        )
+    return passed("cuda_compat", title, detail, **data)
+
+
+def _nvml_or_skip(ctx: ValidateContext, id: str, title: str) -> tuple[Any, CheckResult | None]:
+    """(pynvml, None) when a per-GPU NVML check can run, else (None, the SKIP saying why)."""
+    if ctx.device == "cpu":
+        return None, skipped(id, title, CPU_SKIP)
+    if not ctx.nvml.ok or ctx.nvml.module is None:
+        return None, skipped(id, title, _no_nvml(ctx.nvml))
+    if not ctx.nvml.gpus:
+        return None, skipped(id, title, NO_GPU)
+    return ctx.nvml.module, None
+
+
+def check_p2p(ctx: ValidateContext) -> CheckResult:
+    """Peer access between every pair of GPUs (torch) and active NVLinks per GPU (NVML), both
+    by CUDA ordinal."""
+    title = "P2P / NVLink"
+    if ctx.device == "cpu":
+        return skipped("p2p", title, CPU_SKIP)
+    torch = ctx.torch.module
+    count = ctx.torch.cuda_gpu_count
+    if torch is None or count < 2:
+        return skipped("p2p", title, f"needs >= 2 GPUs usable by torch (found {count})")
+    pairs: dict[str, bool] = {}
+    for a in range(count):
+        for b in range(count):
+            if a != b:
+                pairs[f"{a}->{b}"] = bool(torch.cuda.can_device_access_peer(a, b))
+    nvml_index, nvlinks, links = _nvlinks_by_ordinal(ctx.nvml, _torch_uuids(torch, count))
+    missing = [p for p, ok in pairs.items() if not ok]
+    detail = f"peer access {len(pairs) - len(missing)}/{len(pairs)} pairs; NVLink {links}"
+    data = {"peer_access": pairs, "active_nvlinks": nvlinks, "nvml_index": nvml_index}
+    if missing:
+        return warned(
+            "p2p",
+            title,
+            detail + f"; no peer access: {', '.join(missing)}",
+            "without P2P, NCCL copies through host memory: check `nvidia-smi topo -m`,"
+            " IOMMU/ACS settings, or NCCL_P2P_DISABLE",
+            **data,
+        )
+    return passed("p2p", title, detail, **data)
+
+
+def _torch_uuids(torch: Any, count: int) -> list[str | None]:
+    """The UUID torch reports for each CUDA ordinal (None where it has none)."""
+    uuids: list[str | None] = []
+    for ordinal in range(count):
+        try:
+            uuid = getattr(torch.cuda.get_device_properties(ordinal), "uuid", None)
+        except Exception:  # a GPU torch counts but cannot describe: its links stay unknown
+            uuid = None
+        uuids.append(str(uuid) if uuid is not None else None)
+    return uuids
+
+
+def _nvlinks_by_ordinal(
+    state: NvmlState, torch_uuids: list[str | None]
+) -> tuple[dict[int, int | None], dict[int, int], str]:
+    """({ordinal: NVML index}, {ordinal: active NVLinks}, the detail's text), the NVML GPU of
+    each CUDA ordinal found by UUID: under a CUDA_VISIBLE_DEVICES subset or reorder, ordinal i
+    is not NVML GPU i."""
+    if not state.ok or state.module is None:
+        return {}, {}, "state unknown"
+    per_nvml = _active_nvlinks(state.module, state.gpus)
+    indices = nvml_indices(torch_uuids, [g.uuid for g in state.gpus])
+    nvml_index = dict(enumerate(indices))
+    active = {o: per_nvml[i] for o, i in nvml_index.items() if i is not None and i in per_nvml}
+    parts = [_link_text(o, i, active.get(o)) for o, i in nvml_index.items()]
+    return nvml_index, active, ", ".join(parts)
+
+
+def _link_text(ordinal: int, index: int | None, active: int | None) -> str:
+    if index is None:
+        return f"cuda:{ordinal}: unknown (no NVML GPU with its UUID)"
+    if active is None:
+        return f"cuda:{ordinal} (NVML {index}): unknown (NVML cannot read it)"
+    return f"cuda:{ordinal} (NVML {index}): {active} active"
+
+
+def _active_nvlinks(pynvml: Any, gpus: list[NvmlGpu]) -> dict[int, int]:
+    """Active NVLinks per NVML index (a GPU NVML cannot read is left out: unknown)."""
+    max_links = int(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18))
+    active: dict[int, int] = {}
+    for gpu in gpus:
+        if gpu.handle is None:
+            continue
+        n = 0
+        for link in range(max_links):
+            value, err = call(pynvml.nvmlDeviceGetNvLinkState, gpu.handle, link)
+            if err is None and value == pynvml.NVML_FEATURE_ENABLED:
+                n += 1
+        active[gpu.index] = n
+    return active
+
+
+def check_ecc(ctx: ValidateContext) -> CheckResult:
+    """Uncorrected ECC errors since boot, retired pages and row-remapping failures."""
+    title = "ECC / retired memory"
+    pynvml, skip = _nvml_or_skip(ctx, "ecc", title)
+    if skip:
+        return skip
+    per_gpu: dict[int, dict[str, Any]] = {}
+    bad: list[str] = []
+    unsupported = 0
+    for gpu in ctx.nvml.gpus:
+        facts: dict[str, Any] = {}
+        volatile, err = call(
+            pynvml.nvmlDeviceGetTotalEccErrors,
+            gpu.handle,
+            pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+            pynvml.NVML_VOLATILE_ECC,
+        )
+        if err is not None:
+            unsupported += 1
+            facts["ecc"] = f"unsupported ({err})"
+        else:
+            facts["uncorrected_volatile"] = int(volatile or 0)
+            if volatile:
+                bad.append(f"GPU{gpu.index}: {volatile} uncorrected ECC error(s) since boot")
+        pending, err = call(pynvml.nvmlDeviceGetRetiredPagesPendingStatus, gpu.handle)
+        if err is None:
+            facts["retired_pages_pending"] = bool(pending)
+            if pending:
+                bad.append(f"GPU{gpu.index}: page retirement pending (reboot needed)")
+        remap, err = call(pynvml.nvmlDeviceGetRemappedRows, gpu.handle)
+        if err is None and remap is not None:
+            corrected, uncorrected, is_pending, failure = remap
+            facts["remapped_rows"] = {
+                "correctable": corrected,
+                "uncorrectable": uncorrected,
+                "pending": bool(is_pending),
+                "failure": bool(failure),
+            }
+            if failure:
+                bad.append(f"GPU{gpu.index}: row remapping failed (replace the GPU)")
+            elif is_pending:
+                bad.append(f"GPU{gpu.index}: row remapping pending (reset the GPU)")
+        per_gpu[gpu.index] = facts
+    if bad:
+        return failed(
+            "ecc",
+            title,
+            "; ".join(bad),
+            "drain the node: reset/reboot for pending retirement or remapping, "
+            "RMA the GPU on remapping failure or recurring uncorrected errors",
+            gpus=per_gpu,
+        )
+    if unsupported == len(ctx.nvml.gpus):
+        return skipped("ecc", title, "ECC not supported or disabled on these GPUs", gpus=per_gpu)
+    return passed(
+        "ecc", title, "no uncorrected ECC errors, no pending retirement/remapping", gpus=per_gpu
+    )
+
+
+def check_persistence(ctx: ValidateContext) -> CheckResult:
+    title = "Persistence mode"
+    pynvml, skip = _nvml_or_skip(ctx, "persistence", title)
+    if skip:
+        return skip
+    modes: dict[int, bool | None] = {}
+    for gpu in ctx.nvml.gpus:
+        value, err = call(pynvml.nvmlDeviceGetPersistenceMode, gpu.handle)
+        modes[gpu.index] = None if err else value == pynvml.NVML_FEATURE_ENABLED
+    off = [i for i, on in modes.items() if on is False]
+    if off:
+        return warned(
+            "persistence",
+            title,
+            "disabled on GPU " + ", ".join(map(str, off)),
+            "enable it (`sudo nvidia-smi -pm 1` or nvidia-persistenced) so the driver "
+            "does not re-initialise the GPUs at every process start",
+            gpus=modes,
+        )
+    if all(on is None for on in modes.values()):
+        return skipped("persistence", title, "not queryable on these GPUs", gpus=modes)
+    return passed("persistence", title, "enabled on every GPU", gpus=modes)
+
+
+def check_throttle(ctx: ValidateContext) -> CheckResult:
+    title = "Clock throttling"
+    pynvml, skip = _nvml_or_skip(ctx, "throttle", title)
+    if skip:
+        return skip
+    reasons: dict[int, list[str]] = {}
+    unreadable: dict[int, str] = {}
+    for gpu in ctx.nvml.gpus:
+        mask, _, err = read_clock_reasons(pynvml, gpu.handle)
+        if mask is None:
+            unreadable[gpu.index] = err or "no answer"
+        else:
+            reasons[gpu.index] = decode_clock_reasons(mask)
+    slowing = {i: [r for r in rs if r not in HARMLESS_REASONS] for i, rs in reasons.items()}
+    slowing = {i: rs for i, rs in slowing.items() if rs}
+    by_error: dict[str, list[str]] = {}
+    for i, e in unreadable.items():
+        by_error.setdefault(e, []).append(f"GPU{i}")
+    unknown = "; ".join(f"{', '.join(gpus)}: {e}" for e, gpus in by_error.items())
+    data: dict[str, Any] = {"gpus": reasons, "errors": unreadable}
+    if slowing:
+        text = "; ".join(f"GPU{i}: {', '.join(rs)}" for i, rs in slowing.items())
+        return warned(
+            "throttle",
+            title,
+            f"clocks held down now: {text}" + (f"; unreadable: {unknown}" if unknown else ""),
+            "check cooling and power limits (`nvidia-smi -q -d PERFORMANCE,POWER`); a "
+            "throttling GPU becomes the straggler every rank waits for",
+            **data,
+        )
+    if unreadable:  # not a PASS: a GPU we could not read may be the one throttling
+        return skipped(
+            "throttle",
+            title,
+            f"clock reasons unreadable: {unknown}",
+            "NVML cannot say whether these GPUs throttle: check `nvidia-smi -q -d "
+            "PERFORMANCE` by hand, and the driver (`nvidia-smi`) if it fails too",
+            **data,
+        )
+    return passed("throttle", title, "no thermal or power slowdown active", **data)

@@ -1,0 +1,136 @@
+"""Host<->device copies judged against the right bar.
+
+A GPU copying alone uses its own PCIe link: that figure (`h2d`, `d2h`) is judged against the
+link's rate (the SKU's PCIe figure, validate/reference.py). With every GPU copying at once
+(`h2d.all`, `d2h.all`) GPUs behind one PCIe switch split its uplink: on an HGX board two GPUs
+share one Gen5 x16, so a healthy GPU gets about half its link. That figure is what the board
+gives, not a verdict on the GPU: it is reported (INFO) beside the topology that explains it
+(validate/pcie_topology.py), or "topology unknown" with the reason.
+
+Pure functions over a perf run's figures.
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torchscale.orchestration.validate.bandwidth import BandwidthResult
+from torchscale.orchestration.validate.check_result import Measurement, Status
+from torchscale.orchestration.validate.pcie_topology import GpuPlacement, HostTopology, PcieLink
+
+ALONE_CHECKS = ("h2d", "d2h")
+ALL_AT_ONCE_CHECKS = ("h2d.all", "d2h.all")
+TITLES = {
+    "h2d": "host to device",
+    "d2h": "device to host",
+    "h2d.all": "host to device, all GPUs at once",
+    "d2h.all": "device to host, all GPUs at once",
+}
+
+
+def _gpus(gpus: Sequence[int]) -> str:
+    names = ", ".join(str(g) for g in gpus)
+    return f"GPU {names}" if len(gpus) == 1 else f"GPUs {names}"
+
+
+def _rate(link: PcieLink) -> str:
+    gbps = link.gbps
+    return link.text() + (f", {gbps:.3g} GB/s per direction" if gbps is not None else "")
+
+
+def placement_text(placement: GpuPlacement | None, topology: HostTopology | None) -> str:
+    """Why this GPU's all-at-once figure is what it is, in the topology's words."""
+    if topology is None or topology.source is None or placement is None:
+        why = topology.unknown if topology is not None and topology.unknown else "not read"
+        return f"topology unknown ({why})"
+    if not placement.shares_with:
+        own = f" ({_rate(placement.link)})" if placement.link is not None else ""
+        return f"its PCIe link to the host is its own{own} ({topology.source})"
+    sharing = len(placement.shares_with) + 1
+    text = f"shares its PCIe link to the host with {_gpus(placement.shares_with)}"
+    uplink = placement.uplink
+    if uplink is not None and uplink.gbps is not None:
+        each = uplink.gbps / sharing
+        text += (
+            f": the uplink above {placement.via} ({_rate(uplink)}) split {sharing} ways is "
+            f"{each:.3g} GB/s each"
+        )
+    elif placement.via:
+        text += f" (the uplink above {placement.via}; its rate unreadable)"
+    return text + f" ({topology.source})"
+
+
+def link_evidence(placement: GpuPlacement | None) -> str | None:
+    """'link trained Gen4 x16, below its Gen5 x16': why a lone copy is slow, where sysfs says."""
+    link = placement.link if placement is not None else None
+    if link is None or not link.below_max:
+        return None
+    return f"link trained {link.text()}, below its {link.max_text()}"
+
+
+def annotate_alone(row: Measurement, topology: HostTopology | None) -> Measurement:
+    """A judged lone-copy row with its GPU's link (a link trained below its maximum named in
+    the detail: the usual reason for a low figure)."""
+    placement = topology.of(row.gpu) if topology is not None and row.gpu is not None else None
+    row.data["gpus_at_once"] = 1
+    if placement is not None and placement.link is not None:
+        row.data["link"] = placement.link.text()
+    evidence = link_evidence(placement)
+    if evidence and row.value is not None:
+        row.detail += f"; {evidence}"
+    return row
+
+
+def all_at_once_row(
+    result: BandwidthResult,
+    gpu: int | None,
+    everyone: Sequence[BandwidthResult],
+    alone: BandwidthResult | None,
+    topology: HostTopology | None,
+) -> Measurement:
+    """One GPU's figure with every GPU copying at once: INFO, beside the node's total and the
+    topology that explains it. `everyone`: every GPU's figure of this check."""
+    title = TITLES.get(result.check, result.check)
+    if result.gbps is None:
+        why = result.unavailable or "not measured"
+        return Measurement(
+            check=result.check,
+            title=title,
+            gpu=gpu,
+            value=None,
+            unit="GB/s",
+            status=Status.SKIP,
+            detail=why,
+            unavailable=why,
+        )
+    figures = [r.gbps for r in everyone if r.gbps is not None]
+    total = sum(figures)
+    placement = topology.of(gpu) if topology is not None and gpu is not None else None
+    detail = (
+        f"{result.gpus_at_once} GPUs copying at once, {total:.3g} GB/s together; "
+        + placement_text(placement, topology)
+    )
+    data: dict[str, object] = {
+        "gpus_at_once": result.gpus_at_once,
+        "node_total_gbps": round(total, 3),
+        "topology_source": topology.source if topology is not None else None,
+    }
+    if alone is not None and alone.gbps:
+        data["alone_gbps"] = alone.gbps
+        data["share_of_alone"] = round(result.gbps / alone.gbps, 3)
+    if placement is not None:
+        data["shares_with"] = list(placement.shares_with)
+        if placement.uplink is not None:
+            data["uplink"] = placement.uplink.text()
+    return Measurement(
+        check=result.check,
+        title=title,
+        gpu=gpu,
+        value=result.gbps,
+        unit="GB/s",
+        status=Status.INFO,
+        detail=detail,
+        data=data,
+    )

@@ -1,0 +1,474 @@
+"""Maximum achievable matmul FLOP/s (issue 26, `validate --level perf`): the MAMF idea.
+
+A spec sheet's peak is never reached by a real matmul; what a node can really do is the best
+TFLOP/s over a search of matmul shapes (stas00's MAMF finder: an H100 SXM reaches ~790 of its
+989 bf16 TFLOP/s). `measure_matmul` times given shapes; `find_peak` searches shapes within a
+time budget and sets the best figure beside the spec-sheet peak of `torchscale.rank.worker.peaks`.
+
+Timing: inputs allocated once, warm-up, then a loop long enough to exceed `min_time_s` timed as
+a whole (CUDA events on a GPU, `time.perf_counter` on CPU, synchronized at both ends), the
+median of `repeats` such loops. FLOPs of one (M, K) x (K, N) matmul: 2*M*N*K.
+
+A figure above the spec sheet (beyond `SPEC_TOLERANCE`) is physically impossible: the result is
+flagged `suspect` (a timing bug) and has no headline. Not wired into `validate` yet.
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Literal, Protocol
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from torchscale.rank.worker.peaks import MIG, lookup
+from torchscale.rank.worker.timing import CudaEventTimer
+
+Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
+DTYPES: tuple[Dtype, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
+Shape = tuple[int, int, int]  # (M, N, K): (M, K) @ (K, N)
+
+# A measured figure may exceed the sheet by NVIDIA's rounding and boost-clock slack, not more
+SPEC_TOLERANCE = 1.05
+FP8_MIN_CAPABILITY = (8, 9)  # Ada and Hopper: the first fp8 tensor cores
+TF32_MIN_CAPABILITY = (8, 0)  # Ampere
+# Calibration grows a loop at most 10x a round up to this: a timer reading ~0 cannot hang it
+MAX_ITERS = 100_000
+
+# Search grids: square shapes first (ascending, cheap first), then a local search around the
+# best in steps of `step` (multiples of 256 on a GPU, as tensor-core tiles want)
+GPU_SQUARES = (1024, 2048, 4096, 6144, 8192, 12288, 16384)
+GPU_STEP = 512
+GPU_MIN_STEP = 256
+CPU_SQUARES = (64, 128, 256, 512, 1024)
+CPU_STEP = 128
+CPU_MIN_STEP = 64
+GPU_MAX_DIM = 32768  # no dimension beyond this: bounds memory (3 x 32768^2 x 4 B = 12 GiB)
+CPU_MAX_DIM = 2048
+
+
+def matmul_flops(shape: Shape) -> int:
+    """FLOPs of one (M, K) @ (K, N) matmul: M*N dot products of K multiply-adds."""
+    m, n, k = shape
+    return 2 * m * n * k
+
+
+class Timer(Protocol):
+    """Seconds that `iters` calls of `run` take, the device synchronized at both ends."""
+
+    def __call__(self, run: Callable[[], object], iters: int) -> float: ...
+
+
+class ClockTimer:
+    """Host clock timing (CPU): `clock` read before and after the loop."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+
+    def __call__(self, run: Callable[[], object], iters: int) -> float:
+        start = self.clock()
+        for _ in range(iters):
+            run()
+        return self.clock() - start
+
+
+class CudaLoopTimer:
+    """CUDA events around the loop on the current device (the worker's step timer, for one
+    step); no host sync inside it."""
+
+    def __call__(self, run: Callable[[], object], iters: int) -> float:
+        device = torch.device("cuda", torch.cuda.current_device())
+        timer = CudaEventTimer(1, device)
+        torch.cuda.synchronize(device)
+        timer.start(0)
+        for _ in range(iters):
+            run()
+        timer.stop(0)
+        return timer.seconds()[0]
+
+
+class Probe(BaseModel):
+    """One shape measured: its achieved TFLOP/s (median of the repeats), or why it has none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    m: int
+    n: int
+    k: int
+    tflops: float | None = None
+    seconds_per_matmul: float | None = None
+    iters: int = 0
+    repeats_tflops: list[float] = Field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def shape(self) -> Shape:
+        return (self.m, self.n, self.k)
+
+
+class PeakResult(BaseModel):
+    """The best matmul TFLOP/s found for one dtype on one device, beside the spec sheet."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dtype: str
+    device: str = Field(description="'cpu' or 'cuda:N'")
+    device_name: str
+    best_tflops: float | None = None
+    best_shape: tuple[int, int, int] | None = None
+    probes: list[Probe] = Field(default_factory=list)
+    spec_tflops: float | None = None
+    spec_source: str | None = Field(default=None, description="the vendor page of the figure")
+    spec_note: str | None = Field(default=None, description="why there is no spec figure")
+    ratio: float | None = Field(default=None, description="best / spec, where spec is known")
+    suspect: str | None = Field(default=None, description="why the figure cannot be true")
+    unavailable: str | None = Field(default=None, description="why this dtype was not measured")
+    notes: list[str] = Field(default_factory=list)
+    budget_s: float | None = None
+    elapsed_s: float | None = None
+
+    @property
+    def headline_tflops(self) -> float | None:
+        """The figure to report: none when unavailable or physically impossible."""
+        return None if self.suspect or self.unavailable else self.best_tflops
+
+
+# --- what this device can run -------------------------------------------------------------
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return _cpu_name()
+
+
+def _cpu_name() -> str:
+    with contextlib.suppress(OSError), Path("/proc/cpuinfo").open(encoding="utf-8") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                return "CPU: " + line.partition(":")[2].strip()
+    return "CPU: " + (platform.processor() or platform.machine() or "unknown")
+
+
+def unavailable_reason(dtype: str, device: torch.device) -> str | None:
+    """Why `dtype` cannot be measured on `device` (None: it can)."""
+    if dtype not in DTYPES:
+        return f"unknown dtype '{dtype}' (known: {', '.join(DTYPES)})"
+    if device.type == "cpu":
+        if dtype == "tf32":
+            return "TF32 is a tensor-core mode of NVIDIA GPUs (Ampere and later); CPUs have none"
+        if dtype == "fp8":
+            return (
+                "fp8 matmuls are measured only on GPUs with fp8 tensor cores (compute capability "
+                ">= 8.9); a CPU has no fp8 matmul units to measure"
+            )
+        return None
+    if device.type != "cuda":
+        return f"device type '{device.type}' is not supported (cpu or cuda)"
+    hip = getattr(torch.version, "hip", None)
+    capability = torch.cuda.get_device_capability(device)
+    if dtype == "tf32":
+        if hip:
+            return "TF32 (AMD: XF32) is not measured on ROCm yet"
+        if capability < TF32_MIN_CAPABILITY:
+            return f"compute capability {capability} has no TF32 tensor cores (needs 8.0)"
+    if dtype == "bf16" and not torch.cuda.is_bf16_supported():
+        return f"{device_name(device)} does not support bf16 matmuls"
+    if dtype == "fp8":
+        return _fp8_reason(device, capability, hip)
+    return None
+
+
+def _fp8_reason(device: torch.device, capability: tuple[int, int], hip: str | None) -> str | None:
+    if hip:
+        return "fp8 (e4m3fnuz on MI300) is not measured on ROCm yet"
+    if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
+        return f"torch {torch.__version__} has no torch._scaled_mm / float8_e4m3fn"
+    if capability < FP8_MIN_CAPABILITY:
+        return f"compute capability {capability} has no fp8 tensor cores (needs 8.9)"
+    try:  # the build may still lack the kernel (old cuBLAS): try one
+        run = _matmul_fn("fp8", (16, 16, 16), device)
+        run()
+        torch.cuda.synchronize(device)
+    except (RuntimeError, TypeError) as exc:
+        return f"torch._scaled_mm failed on {device_name(device)}: {exc}"
+    return None
+
+
+# --- measuring ------------------------------------------------------------------------------
+
+_TORCH_DTYPE = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}
+
+
+@contextlib.contextmanager
+def _tf32(enabled: bool) -> Iterator[None]:
+    """fp32 matmuls on TF32 tensor cores or not, restored afterwards (torch >= 2.9 API first)."""
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):
+        before_precision = matmul.fp32_precision
+        matmul.fp32_precision = "tf32" if enabled else "ieee"
+        try:
+            yield
+        finally:
+            matmul.fp32_precision = before_precision
+        return
+    before = matmul.allow_tf32
+    matmul.allow_tf32 = enabled
+    try:
+        yield
+    finally:
+        matmul.allow_tf32 = before
+
+
+def _matmul_fn(dtype: str, shape: Shape, device: torch.device) -> Callable[[], object]:
+    """One matmul of `shape` in `dtype`, its inputs (and output) allocated once."""
+    m, n, k = shape
+    gen = torch.Generator(device=device).manual_seed(0)
+    if dtype == "fp8":
+        a = torch.randn(m, k, device=device, generator=gen).to(torch.float8_e4m3fn)
+        # _scaled_mm wants its second operand column-major
+        b = torch.randn(n, k, device=device, generator=gen).to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device=device, dtype=torch.float32)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    torch_dtype = torch.float16 if dtype == "fp16" else _TORCH_DTYPE[dtype]
+    a = torch.randn(m, k, device=device, generator=gen, dtype=torch_dtype)
+    b = torch.randn(k, n, device=device, generator=gen, dtype=torch_dtype)
+    out = torch.empty(m, n, device=device, dtype=torch_dtype)
+    return lambda: torch.mm(a, b, out=out)
+
+
+def _default_timer(device: torch.device) -> Timer:
+    return CudaLoopTimer() if device.type == "cuda" else ClockTimer()
+
+
+def measure_shape(
+    run: Callable[[], object],
+    shape: Shape,
+    timer: Timer,
+    min_time_s: float,
+    repeats: int,
+    warmup: int,
+) -> Probe:
+    """Warm up, find an iteration count whose loop lasts >= `min_time_s`, then time `repeats`
+    such loops: the median loop gives the probe's TFLOP/s."""
+    for _ in range(warmup):
+        run()
+    iters = 1
+    while True:
+        elapsed = timer(run, iters)
+        if elapsed >= min_time_s or iters >= MAX_ITERS:  # a broken timer must not hang us
+            break
+        grow = min_time_s / elapsed * 1.2 if elapsed > 0 else 10.0
+        iters = min(MAX_ITERS, max(iters * 2, math.ceil(iters * min(grow, 10.0))))
+    flops = matmul_flops(shape) * iters
+    times = [timer(run, iters) for _ in range(repeats)]
+    median = statistics.median(times)
+    m, n, k = shape
+    if not median > 0 or not math.isfinite(median):
+        return Probe(m=m, n=n, k=k, iters=iters, error=f"timer read {median!r} s for the loop")
+    return Probe(
+        m=m,
+        n=n,
+        k=k,
+        tflops=flops / median / 1e12,
+        seconds_per_matmul=median / iters,
+        iters=iters,
+        repeats_tflops=[flops / t / 1e12 if t > 0 else math.inf for t in times],
+    )
+
+
+def measure_matmul(
+    dtype: str,
+    shapes: Sequence[Shape],
+    device: str | torch.device = "cpu",
+    min_time_s: float = 0.05,
+    *,
+    repeats: int = 3,
+    warmup: int = 2,
+    timer: Timer | None = None,
+) -> list[Probe]:
+    """Achieved TFLOP/s of each shape (2*M*N*K per matmul / median loop time per matmul).
+
+    Raises ValueError where `dtype` cannot run on `device` (see `unavailable_reason`); a shape
+    that fails (out of memory, a kernel error) gets a probe with its error.
+    """
+    dev = torch.device(device)
+    reason = unavailable_reason(dtype, dev)
+    if reason:
+        raise ValueError(reason)
+    use_timer = timer or _default_timer(dev)
+    probes = []
+    with _tf32(dtype == "tf32") if dev.type == "cuda" else contextlib.nullcontext():
+        for shape in shapes:
+            try:  # the inputs live inside this call only: freed before the next shape
+                probe = measure_shape(
+                    _matmul_fn(dtype, shape, dev), shape, use_timer, min_time_s, repeats, warmup
+                )
+            except RuntimeError as exc:  # torch.cuda.OutOfMemoryError is one
+                m, n, k = shape
+                probe = Probe(m=m, n=n, k=k, error=f"{type(exc).__name__}: {exc}")
+            probes.append(probe)
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+    return probes
+
+
+# --- the spec-sheet figure and the plausibility guard ---------------------------------------
+
+
+def spec_for(name: str, dtype: str) -> tuple[float | None, str | None, str | None]:
+    """(spec TFLOP/s, its source, None) or (None, None, why not), from worker.peaks' table."""
+    if name.startswith("CPU"):
+        return None, None, "no spec-sheet peak for CPUs (torchscale.rank.worker.peaks lists GPUs)"
+    if MIG.search(name):
+        return None, None, f"'{name}' is a MIG slice: its share of the GPU's peak is unknown"
+    row = lookup(name)
+    if row is None:
+        return None, None, f"no peak FLOP/s table entry for '{name}'"
+    if dtype not in row.tflops:
+        return None, None, f"no {dtype} peak known for {name} (read as {row.model})"
+    return row.tflops[dtype], row.source, None
+
+
+def judge(result: PeakResult) -> PeakResult:
+    """Fill spec, ratio and the guard: best above spec * SPEC_TOLERANCE is a timing bug."""
+    spec, source, note = spec_for(result.device_name, result.dtype)
+    result.spec_tflops, result.spec_source, result.spec_note = spec, source, note
+    best = result.best_tflops
+    if spec is None or best is None:
+        if best is not None:
+            result.notes.append("not checked against a spec sheet: " + (note or ""))
+        return result
+    result.ratio = best / spec
+    if best > spec * SPEC_TOLERANCE:
+        result.suspect = (
+            f"{best:.1f} TFLOP/s at {result.best_shape} exceeds the {result.dtype} spec-sheet "
+            f"peak {spec:g} TFLOP/s by {result.ratio:.2f}x (allowed {SPEC_TOLERANCE}x): "
+            "physically impossible, so the timing is wrong; no headline"
+        )
+    return result
+
+
+# --- the search -----------------------------------------------------------------------------
+
+
+def _neighbours(shape: Shape, step: int, max_dim: int) -> list[Shape]:
+    out = []
+    for axis in range(3):
+        for sign in (1, -1):
+            dims = list(shape)
+            dims[axis] += sign * step
+            if step <= dims[axis] <= max_dim:
+                out.append((dims[0], dims[1], dims[2]))
+    return out
+
+
+def find_peak(
+    dtype: str,
+    device: str | torch.device = "cpu",
+    budget_s: float = 30.0,
+    *,
+    squares: Sequence[int] | None = None,
+    step: int | None = None,
+    min_step: int | None = None,
+    max_dim: int | None = None,
+    min_time_s: float | None = None,
+    repeats: int = 3,
+    warmup: int = 2,
+    timer: Timer | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    name: str | None = None,
+) -> PeakResult:
+    """Search matmul shapes for the best TFLOP/s within `budget_s` (read on `clock`).
+
+    Square shapes first (ascending), then a hill climb from the best: each dimension +/- `step`,
+    moving while a neighbour is faster, halving the step down to `min_step` when none is; no
+    dimension above `max_dim`. A
+    probe starts only while the budget left covers the slowest probe so far. `name` overrides
+    the device name used for the spec lookup.
+    """
+    dev = torch.device(device)
+    gpu = dev.type == "cuda"
+    started = clock()
+    result = PeakResult(
+        dtype=dtype, device=str(dev), device_name=name or device_name(dev), budget_s=budget_s
+    )
+    reason = unavailable_reason(dtype, dev)
+    if reason:
+        result.unavailable = reason
+        return judge(result)
+    if dev.type == "cpu":
+        result.notes.append(f"CPU, {torch.get_num_threads()} torch threads")
+        if dtype in ("bf16", "fp16"):
+            result.notes.append(
+                f"{dtype} on CPU is slow unless the CPU has native units (AMX, AVX512-BF16/FP16):"
+                " often below fp32"
+            )
+    sizes = list(squares or (GPU_SQUARES if gpu else CPU_SQUARES))
+    step = step or (GPU_STEP if gpu else CPU_STEP)
+    min_step = min_step or (GPU_MIN_STEP if gpu else CPU_MIN_STEP)
+    max_dim = max_dim or (GPU_MAX_DIM if gpu else CPU_MAX_DIM)
+    min_time = min_time_s if min_time_s is not None else (0.2 if gpu else 0.02)
+    seen: dict[Shape, Probe] = {}
+    slowest = 0.0  # the longest probe so far, in budget seconds
+
+    def probe(shape: Shape) -> Probe | None:
+        nonlocal slowest
+        if shape in seen:
+            return seen[shape]
+        now = clock()
+        if now - started + slowest > budget_s:
+            return None
+        (found,) = measure_matmul(
+            dtype, [shape], dev, min_time, repeats=repeats, warmup=warmup, timer=timer
+        )
+        slowest = max(slowest, clock() - now)
+        seen[shape] = found
+        return found
+
+    def best() -> Probe | None:
+        done = [p for p in seen.values() if p.tflops is not None]
+        return max(done, key=lambda p: p.tflops or 0.0) if done else None
+
+    stopped = False
+    for size in sorted(sizes):
+        if probe((size, size, size)) is None:
+            stopped = True
+            break
+    current = best()
+    while current is not None and not stopped:
+        moved = False
+        for shape in _neighbours(current.shape, step, max_dim):
+            if shape in seen:
+                continue
+            found = probe(shape)
+            if found is None:
+                stopped = True
+                break
+            if found.tflops is not None and found.tflops > (current.tflops or 0.0):
+                current, moved = found, True
+                break
+        if stopped:
+            break
+        if not moved:
+            if step // 2 < min_step:
+                break
+            step //= 2
+    if stopped:
+        result.notes.append(f"budget {budget_s:g} s reached after {len(seen)} probes")
+    result.probes = list(seen.values())
+    top = best()
+    if top is not None:
+        result.best_tflops, result.best_shape = top.tflops, top.shape
+    elif not result.probes:
+        result.notes.append("the budget did not allow a single probe")
+    result.elapsed_s = clock() - started
+    return judge(result)

@@ -1,0 +1,464 @@
+"""`validate --level perf`: what this node can really do, beside what its SKU should do.
+
+One torchrun of `perf_worker` (one rank per GPU, all measuring at once; one rank on a CPU
+node) measures the matmul peak per dtype, memory copy and triad, host<->device copies (each GPU
+alone, then all at once, with the PCIe topology: validate/host_links.py) and the GPU-to-GPU
+matrix; then `comm`'s own sweep (comm/planning.py, the one launch path) measures NCCL (gloo on
+CPU) bus bandwidth for the four collectives, stored in the experiment's comm/ as
+`torchscale comm` stores its runs. `judge_perf` turns the figures into `Measurement` rows, each
+beside the expected value for the detected SKU with its source, the ratio and a verdict by the
+thresholds of validate/reference.py; `perf_checks` sums them up per check for the table.
+
+Planning and judging are pure; `run_perf` runs the two launches.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchscale.contracts import host
+from torchscale.contracts.versioned import read_model
+from torchscale.orchestration.comm.comm_result import CommResult
+from torchscale.orchestration.launch.attempt import run_attempt
+from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix
+from torchscale.orchestration.validate.check_context import Device
+from torchscale.orchestration.validate.check_result import CheckResult, Measurement, Status
+from torchscale.orchestration.validate.host_links import (
+    ALL_AT_ONCE_CHECKS,
+    ALONE_CHECKS,
+    all_at_once_row,
+    annotate_alone,
+)
+from torchscale.orchestration.validate.host_links import TITLES as HOST_TITLES
+from torchscale.orchestration.validate.matmul_peak import PeakResult
+from torchscale.orchestration.validate.perf_worker import PerfRun, PerfSpec, RankPerf
+from torchscale.orchestration.validate.reference import expected_for, judge, sku_for
+
+WORKER_MODULE = "torchscale.orchestration.validate.perf_worker"
+RESULT_FILE = "perf.json"
+GPU_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+CPU_DTYPES = ("fp32", "bf16", "fp16")  # tf32 and fp8 are GPU formats: not measured on CPU
+GPU_MATMUL_BUDGET_S = 30.0  # per dtype and GPU, all GPUs at once: ~2.5 min for five dtypes
+CPU_MATMUL_BUDGET_S = 3.0
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+# a few sizes, the largest in the bandwidth regime: 1 MiB, 16 MiB, 256 MiB on GPUs; gloo on a
+# 2-core CPU saturates far below that, and bigger sizes only cost time
+GPU_BUSBW_BYTES = (1 << 20, 1 << 28, 16)
+CPU_BUSBW_BYTES = (1 << 16, 1 << 22, 8)
+# worst first: the verdict of a check over several GPUs is its worst GPU's
+SEVERITY = (Status.FAIL, Status.WARN, Status.PASS, Status.INFO, Status.SKIP)
+
+
+@dataclass(frozen=True)
+class PerfPlan:
+    """The perf launch as data: what `--dry-run` would show."""
+
+    spec: PerfSpec
+    nproc: int
+    omp_num_threads: int
+    timeout_s: float
+
+
+@dataclass
+class PerfOutcome:
+    """What `--level perf` adds to the report."""
+
+    measurements: list[Measurement] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    measured_peaks: dict[str, float] = field(default_factory=dict)
+    sku: str | None = None
+
+
+def plan_perf(
+    device: Device,
+    gpu_count: int,
+    cpu_cores: int,
+    workdir: Path,
+    matmul_budget_s: float | None = None,
+) -> PerfPlan:
+    """One rank per GPU; one rank using every core on a CPU node (the CPU is one device)."""
+    gpu = device == "cuda"
+    dtypes = GPU_DTYPES if gpu else CPU_DTYPES
+    budget = matmul_budget_s or (GPU_MATMUL_BUDGET_S if gpu else CPU_MATMUL_BUDGET_S)
+    spec = PerfSpec(
+        device=device,
+        dtypes=list(dtypes),
+        matmul_budget_s=budget,
+        result_path=str(workdir / RESULT_FILE),
+    )
+    # the search may overrun its budget by one probe per dtype; the rest takes about a minute
+    timeout = budget * len(dtypes) * 2 + 300.0
+    return PerfPlan(spec, max(gpu_count, 1) if gpu else 1, 1 if gpu else cpu_cores, timeout)
+
+
+def perf_launch(plan: PerfPlan, workdir: Path, base_env: Mapping[str, str]) -> LaunchCommand:
+    spec_path = workdir / "perf-spec.json"
+    spec_path.write_text(plan.spec.model_dump_json(indent=2), encoding="utf-8")
+    return torchrun_command(
+        WORKER_MODULE,
+        ["--spec", str(spec_path)],
+        nproc=plan.nproc,
+        device=plan.spec.device,
+        log_dir=workdir,
+        base_env=base_env,
+        omp_num_threads=plan.omp_num_threads,
+    )
+
+
+# --- judging ----------------------------------------------------------------------------------
+
+
+def _row(
+    check: str,
+    title: str,
+    gpu: int | None,
+    device_name: str,
+    value: float | None,
+    unit: str,
+    unavailable: str | None = None,
+    higher_is_better: bool = True,
+    **data: object,
+) -> Measurement:
+    """One figure beside its SKU's expected value, ratio and verdict."""
+    if value is None:
+        return Measurement(
+            check=check,
+            title=title,
+            gpu=gpu,
+            value=None,
+            unit=unit,
+            higher_is_better=higher_is_better,
+            status=Status.SKIP,
+            detail=unavailable or "not measured",
+            unavailable=unavailable or "not measured",
+            data=dict(data),
+        )
+    expected = expected_for(device_name, check)
+    status, ratio, sentence = judge(check, value, expected, higher_is_better=higher_is_better)
+    return Measurement(
+        check=check,
+        title=title,
+        gpu=gpu,
+        value=value,
+        unit=unit,
+        higher_is_better=higher_is_better,
+        expected=expected.value if expected else None,
+        expected_source=expected.source if expected else None,
+        ratio=ratio,
+        status=status,
+        detail=sentence,
+        data=dict(data),
+    )
+
+
+def _matmul_row(peak: PeakResult, gpu: int | None) -> Measurement:
+    title = f"matmul {peak.dtype}"
+    check = f"matmul.{peak.dtype}"
+    if peak.suspect:  # above the spec sheet: a timing bug, never a headline
+        return Measurement(
+            check=check,
+            title=title,
+            gpu=gpu,
+            value=None,
+            unit="TFLOP/s",
+            status=Status.FAIL,
+            detail=peak.suspect,
+            unavailable="suspect: " + peak.suspect,
+            data={"best_tflops": peak.best_tflops, "best_shape": peak.best_shape},
+        )
+    reason = peak.unavailable or (None if peak.best_tflops is not None else "; ".join(peak.notes))
+    return _row(
+        check,
+        title,
+        gpu,
+        peak.device_name,
+        peak.headline_tflops,
+        "TFLOP/s",
+        reason or None,
+        best_shape=list(peak.best_shape) if peak.best_shape else None,
+        probes=len(peak.probes),
+        notes=list(peak.notes),
+    )
+
+
+BANDWIDTH_TITLES = {"memory.copy": "memory copy", "memory.triad": "memory triad", **HOST_TITLES}
+
+
+def _bandwidth_row(result: BandwidthResult, gpu: int | None, device_name: str) -> Measurement:
+    return _row(
+        result.check,
+        BANDWIDTH_TITLES.get(result.check, result.check),
+        gpu,
+        device_name,
+        result.gbps,
+        "GB/s",
+        result.unavailable,
+        bytes_per_call=result.bytes_per_call,
+    )
+
+
+def _p2p_rows(matrix: P2PMatrix, device_name: str) -> list[Measurement]:
+    if matrix.unavailable:
+        return [
+            _row("p2p.bw", "GPU to GPU", None, device_name, None, "GB/s", matrix.unavailable),
+        ]
+    rows = []
+    for pair in matrix.pairs:
+        title = f"GPU {pair.src} to {pair.dst}"
+        bandwidth = _row("p2p.bw", title, pair.src, device_name, pair.gbps, "GB/s")
+        latency = _row(
+            "p2p.latency",
+            title + " latency",
+            pair.src,
+            device_name,
+            pair.latency_us,
+            "us",
+            higher_is_better=False,
+        )
+        for row in (bandwidth, latency):
+            row.data.update(src=pair.src, dst=pair.dst, peer_access=pair.peer_access)
+            rows.append(row)
+    return rows
+
+
+def _rank_bandwidth_rows(run: PerfRun, rank: RankPerf, gpu: int | None) -> list[Measurement]:
+    """A rank's bandwidth figures: host copies alone judged against the link, all at once
+    reported beside the topology (validate/host_links.py), the rest judged as they are."""
+    rows = []
+    for result in rank.bandwidth:
+        if result.check in ALL_AT_ONCE_CHECKS:
+            everyone = [b for r in run.ranks for b in r.bandwidth if b.check == result.check]
+            direction = result.check.split(".")[0]
+            alone = next((b for b in rank.bandwidth if b.check == direction), None)
+            rows.append(all_at_once_row(result, gpu, everyone, alone, run.host_topology))
+            continue
+        row = _bandwidth_row(result, gpu, rank.device_name)
+        if result.check in ALONE_CHECKS:
+            row = annotate_alone(row, run.host_topology)
+        rows.append(row)
+    return rows
+
+
+def judge_perf(run: PerfRun, device: Device) -> list[Measurement]:
+    """Every rank's figures as judged rows; `gpu` is the GPU index (on CPU: None, the node)."""
+    rows: list[Measurement] = []
+    for rank in sorted(run.ranks, key=lambda r: r.rank):
+        gpu = rank.rank if device == "cuda" else None
+        rows.extend(_matmul_row(peak, gpu) for peak in rank.matmul)
+        rows.extend(_rank_bandwidth_rows(run, rank, gpu))
+    if run.p2p is not None:
+        name = run.ranks[0].device_name if run.ranks else ""
+        rows.extend(_p2p_rows(run.p2p, name))
+    return rows
+
+
+def busbw_rows(result: CommResult, device_name: str, stored: str) -> list[Measurement]:
+    """Per collective, its out-of-place bus bandwidth (nccl-tests' headline placement; in place
+    where that is all there is) at the largest size measured, the bandwidth regime; the other
+    rows stay in the stored comm run."""
+    rows = []
+    for op in COLLECTIVES:
+        rows_of_op = [r for r in result.rows if r.op == op]
+        placements = {r.placement for r in rows_of_op}
+        # all_reduce runs in place in torch.distributed: it has no out-of-place rows
+        placement = "out-of-place" if "out-of-place" in placements else "in-place"
+        mine = [r for r in rows_of_op if r.placement == placement]
+        measured = [r for r in mine if r.status == "ok" and r.busbw_gbps is not None]
+        title = f"busbw {op}"
+        if not measured:
+            reasons = {r.reason for r in mine if r.reason} or {
+                result.error or f"{op} was not measured ({result.status})"
+            }
+            why = "; ".join(sorted(reasons))
+            rows.append(_row(f"busbw.{op}", title, None, device_name, None, "GB/s", why))
+            continue
+        top = max(measured, key=lambda r: r.size_bytes)
+        wrong = sum(r.wrong or 0 for r in mine)
+        row = _row(
+            f"busbw.{op}",
+            title,
+            None,
+            device_name,
+            top.busbw_gbps,
+            "GB/s",
+            size_bytes=top.size_bytes,
+            ranks=result.world_size,
+            comm_run=stored,
+        )
+        if wrong:  # a fast collective that computes wrong sums is a broken one
+            row.status = Status.FAIL
+            row.detail = f"{wrong} wrong element(s) in the checked results ({stored})"
+        rows.append(row)
+    return rows
+
+
+def worst(statuses: Sequence[Status]) -> Status:
+    for status in SEVERITY:
+        if status in statuses:
+            return status
+    return Status.SKIP
+
+
+def _figure(value: float, unit: str) -> str:
+    return f"{value:.3g} {unit}"
+
+
+def perf_checks(rows: Sequence[Measurement], units: str) -> list[CheckResult]:
+    """One table line per check: its worst verdict over the GPUs, their spread, the worst
+    GPU's evidence. `units` names what a row's gpu index is ('GPU' or 'rank')."""
+    checks: list[CheckResult] = []
+    by_check: dict[str, list[Measurement]] = {}
+    for row in rows:
+        by_check.setdefault(row.check, []).append(row)
+    for check, mine in by_check.items():
+        status = worst([r.status for r in mine])
+        values = [r.value for r in mine if r.value is not None]
+        unit = mine[0].unit
+        first = mine[0]
+        title = first.title
+        if check.startswith("p2p."):
+            title = "GPU to GPU " + ("bandwidth" if check == "p2p.bw" else "latency")
+        if not values:
+            detail = first.detail
+        elif len(values) == 1:
+            detail = f"{_figure(values[0], unit)}: {first.detail}"
+        else:
+            median = statistics.median(values)
+            detail = (
+                f"{len(values)} {units}s, {_figure(min(values), unit)} to "
+                f"{_figure(max(values), unit)} (median {_figure(median, unit)})"
+            )
+            culprit = next((r for r in mine if r.status is status), first)
+            where = f"{units} {culprit.gpu}" if culprit.gpu is not None else culprit.title
+            detail += f"; {where}: {culprit.detail}"
+        hint = ""
+        if status is Status.FAIL:
+            hint = "see docs/validate.md ('How to read a FAIL') for what to check on this node"
+        elif status is Status.WARN:
+            hint = "below what this SKU usually reaches: compare with its peers (fleet view)"
+        checks.append(
+            CheckResult(
+                id=f"perf_{check.replace('.', '_')}",
+                title=title,
+                status=status,
+                detail=detail,
+                hint=hint,
+                data={"check": check, "rows": len(mine)},
+            )
+        )
+    return checks
+
+
+def measured_peaks(rows: Sequence[Measurement]) -> dict[str, float]:
+    """TFLOP/s per dtype, the median over the node's GPUs of what each reached (only figures
+    that passed the spec-sheet guard): what MFU against the measured peak divides by."""
+    peaks: dict[str, list[float]] = {}
+    for row in rows:
+        if row.check.startswith("matmul.") and row.value is not None:
+            peaks.setdefault(row.check.removeprefix("matmul."), []).append(row.value)
+    return {dtype: statistics.median(values) for dtype, values in peaks.items()}
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+def run_measurements(
+    plan: PerfPlan, base_env: Mapping[str, str], workdir: Path
+) -> tuple[PerfRun | None, CheckResult | None]:
+    """The perf launch; (figures, None) or (None, the FAIL saying why there are none)."""
+    command = perf_launch(plan, workdir, base_env)
+    attempt = run_attempt(
+        command, plan.timeout_s, lambda: read_model(PerfRun, workdir / RESULT_FILE)
+    )
+    if attempt.written is not None:
+        return attempt.written, None
+    failure = attempt.launch_failure
+    why = failure.exception if failure is not None and failure.exception else "no result"
+    return None, CheckResult(
+        id="perf_run",
+        title="Perf measurements",
+        status=Status.FAIL,
+        detail=f"the measurement ranks wrote nothing: {why}",
+        hint=f"each rank's log is under {workdir / 'ranks'}",
+    )
+
+
+def run_busbw(
+    device: Device, experiment_dir: Path, base_env: Mapping[str, str], gpu_count: int
+) -> tuple[CommResult | None, str | None]:
+    """`comm`'s sweep of the four collectives on every GPU (2 gloo ranks on CPU); (result,
+    None) or (None, why it was not run)."""
+    from torchscale.contracts.errors import TorchScaleError
+    from torchscale.orchestration.comm.planning import CommOptions, plan_comm
+    from torchscale.orchestration.comm.sweep_launch import run_comm_launch
+    from torchscale.orchestration.plan import Machine
+
+    if device == "cuda" and gpu_count < 2:
+        return None, f"needs 2 or more GPUs: this node has {gpu_count} (NCCL links no GPU)"
+    low, high, factor = GPU_BUSBW_BYTES if device == "cuda" else CPU_BUSBW_BYTES
+    options = CommOptions(
+        ops=",".join(COLLECTIVES),
+        min_bytes=low,
+        max_bytes=high,
+        step_factor=factor,
+        device=device,
+        name=experiment_dir.name,
+    )
+    try:
+        machine = Machine(gpu_count=gpu_count, cpu_cores=host.usable_cores())
+        plan = plan_comm(options, machine, experiment_dir, base_env)
+        return run_comm_launch(plan.launch, plan.request), None
+    except (OSError, TorchScaleError) as exc:
+        return None, f"the collective sweep could not run: {exc}"
+
+
+def run_perf(
+    device: Device,
+    gpu_count: int,
+    cpu_cores: int,
+    experiment_dir: Path,
+    base_env: Mapping[str, str],
+    *,
+    matmul_budget_s: float | None = None,
+    busbw: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> PerfOutcome:
+    """Measure, judge and sum up; the figures' logs are kept only when the run failed."""
+    workdir = Path(tempfile.mkdtemp(prefix="torchscale-perf-"))
+    plan = plan_perf(device, gpu_count, cpu_cores, workdir, matmul_budget_s)
+    if progress:
+        progress(f"perf: matmul, memory and host links on {plan.nproc} rank(s)")
+    run, failure = run_measurements(plan, base_env, workdir)
+    outcome = PerfOutcome()
+    units = "GPU" if device == "cuda" else "rank"
+    if run is None:
+        assert failure is not None
+        outcome.checks.append(failure)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+        outcome.measurements = judge_perf(run, device)
+        names = {r.device_name for r in run.ranks}
+        outcome.sku = sku_for(next(iter(names))) if len(names) == 1 else None
+        outcome.sku = outcome.sku or ", ".join(sorted(names)) or None
+    if busbw:
+        if progress:
+            progress("perf: collective bus bandwidth (comm sweep)")
+        name = run.ranks[0].device_name if run is not None and run.ranks else ""
+        result, why = run_busbw(device, experiment_dir, base_env, gpu_count)
+        if result is None:
+            outcome.measurements += [
+                _row(f"busbw.{op}", f"busbw {op}", None, name, None, "GB/s", why)
+                for op in COLLECTIVES
+            ]
+        else:
+            stored = f"comm/{result.id}.json"
+            outcome.measurements += busbw_rows(result, name, stored)
+    outcome.checks += perf_checks(outcome.measurements, units)
+    outcome.measured_peaks = measured_peaks(outcome.measurements)
+    return outcome

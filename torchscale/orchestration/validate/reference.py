@@ -1,0 +1,251 @@
+"""What a GPU of a given SKU should do, with the source of every figure, and the thresholds
+`validate --level perf` judges a measured figure by.
+
+Two kinds of expected value, judged differently:
+- "achievable": a published *measured* best (stas00's MAMF finder: the best matmul a healthy
+  GPU reaches). A healthy GPU gets within a few percent of it.
+- "spec": a vendor datasheet peak (dense matmul TFLOP/s from torchscale.rank.worker.peaks, HBM
+  bandwidth, PCIe and NVLink rates). Nobody reaches a sheet figure, so the bar is lower, and a
+  figure well ABOVE a spec is impossible: a measurement bug, never a fast GPU.
+
+An unknown SKU (or a CPU) has no expected value: the figure is shown alone with INFO. Figures
+are matched by device name as worker/peaks.py matches (whole tokens, variants before the plain
+name, first match wins); where no source could be cited, the figure is left out.
+
+Layer 3 (orchestration) of docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from torchscale.orchestration.validate.check_result import Status
+from torchscale.rank.worker.peaks import MIG, lookup
+
+Kind = Literal["spec", "achievable"]
+
+
+@dataclass(frozen=True)
+class Expected:
+    value: float
+    kind: Kind
+    source: str
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """PASS at ratio >= pass_at, WARN at >= warn_at, else FAIL; and why these numbers."""
+
+    pass_at: float
+    warn_at: float
+    why: str
+
+
+# Above a spec sheet by more than this is impossible (NVIDIA's rounding and boost slack aside)
+ABOVE_SPEC = 1.05
+ACHIEVABLE = Thresholds(0.90, 0.75, "a healthy GPU reaches a published measured best within ~5 %")
+# by check family, for a spec-sheet expected value
+SPEC_THRESHOLDS: dict[str, Thresholds] = {
+    "matmul": Thresholds(
+        0.60, 0.45, "the best matmuls reach 60-80 % of the sheet (MAMF: H100 SXM bf16 80 %)"
+    ),
+    "memory": Thresholds(
+        0.75, 0.60, "STREAM-like kernels reach ~85-92 % of HBM's sheet rate on H100/A100"
+    ),
+    "host": Thresholds(
+        0.70, 0.50, "pinned copies reach ~80-85 % of PCIe x16's rate after protocol overhead"
+    ),
+    "p2p": Thresholds(
+        0.70, 0.50, "one copy between NVLink peers reaches ~80 % of the per-direction rate"
+    ),
+    "busbw": Thresholds(
+        0.60, 0.40, "NCCL's busbw at 256 MiB reaches ~70-90 % of NVLink's per-direction rate"
+    ),
+}
+# busbw may exceed NVLink's per-direction rate: NVLink SHARP reduces inside the switch
+NO_ABOVE_SPEC_GUARD = ("busbw",)
+
+H100_SHEET = "https://www.nvidia.com/en-us/data-center/h100/"
+H200_SHEET = "https://www.nvidia.com/en-us/data-center/h200/"
+A100_SHEET = (
+    "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+    "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
+)
+L40S_SHEET = "https://www.nvidia.com/en-us/data-center/l40s/"
+L4_SHEET = "https://www.nvidia.com/en-us/data-center/l4/"
+MI300X_SHEET = "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"
+MAMF_TABLE = (
+    "https://github.com/stas00/ml-engineering/tree/master/compute/accelerator"
+    "#maximum-achievable-matmul-flops-comparison-table"
+)
+
+
+@dataclass(frozen=True)
+class Sku:
+    """One SKU's non-matmul figures (GB/s) and published achievable matmul TFLOP/s."""
+
+    model: str
+    pattern: re.Pattern[str]
+    hbm_gbps: float
+    pcie_gbps: float  # per direction
+    nvlink_gbps: float | None  # per direction, per GPU; None: no NVLink
+    source: str
+    sheet_text: str
+    achievable_tflops: dict[str, tuple[float, str]]
+
+
+def _sku(
+    model: str,
+    pattern: str,
+    hbm: float,
+    pcie: float,
+    nvlink: float | None,
+    source: str,
+    text: str,
+    **achievable: tuple[float, str],
+) -> Sku:
+    return Sku(model, re.compile(pattern), hbm, pcie, nvlink, source, text, achievable)
+
+
+# PCIe per direction: Gen5 x16 64 GB/s, Gen4 x16 32 GB/s (the sheets print both directions
+# together: 128 and 64 GB/s). NVLink per direction: half the sheet's bidirectional total.
+SKUS: tuple[Sku, ...] = (
+    _sku("H100 PCIe", r"(?i)\bH100\b.*\bPCIe\b", 2000.0, 64.0, None, H100_SHEET,
+         "H100 PCIe: 2 TB/s HBM2e, PCIe Gen5 128 GB/s"),
+    _sku("H100 NVL", r"\bH100\b.*\bNVL\b", 3900.0, 64.0, 300.0, H100_SHEET,
+         "H100 NVL: 3.9 TB/s HBM3, NVLink 600 GB/s, PCIe Gen5 128 GB/s"),
+    _sku("H100 SXM", r"\bH100\b", 3350.0, 64.0, 450.0, H100_SHEET,
+         "H100 SXM: 3.35 TB/s HBM3, NVLink 900 GB/s, PCIe Gen5 128 GB/s",
+         bf16=(792.0, MAMF_TABLE + ": H100 SXM bf16 maximum achievable ~792 TFLOPS (80 %)")),
+    _sku("H200 SXM", r"\bH200\b(?!.*\bNVL\b)", 4800.0, 64.0, 450.0, H200_SHEET,
+         "H200 SXM: 4.8 TB/s HBM3e, NVLink 900 GB/s, PCIe Gen5 128 GB/s"),
+    _sku("A100 PCIe 80GB", r"(?i)\bA100\b.*\bPCIe\b.*80|\bA100\b.*80GB.*\bPCIe\b", 1935.0,
+         32.0, None, A100_SHEET, "A100 80GB PCIe: 1,935 GB/s HBM2e, PCIe Gen4 64 GB/s"),
+    _sku("A100 PCIe 40GB", r"(?i)\bA100\b.*\bPCIe\b", 1555.0, 32.0, None, A100_SHEET,
+         "A100 40GB PCIe: 1,555 GB/s HBM2, PCIe Gen4 64 GB/s"),
+    _sku("A100 SXM4 80GB", r"\bA100\b.*SXM.*80", 2039.0, 32.0, 300.0, A100_SHEET,
+         "A100 80GB SXM: 2,039 GB/s HBM2e, NVLink 600 GB/s, PCIe Gen4 64 GB/s"),
+    _sku("A100 40GB", r"\bA100\b", 1555.0, 32.0, 300.0, A100_SHEET,
+         "A100 40GB: 1,555 GB/s HBM2, NVLink 600 GB/s (SXM), PCIe Gen4 64 GB/s"),
+    _sku("L40S", r"\bL40S\b", 864.0, 32.0, None, L40S_SHEET,
+         "L40S: 864 GB/s GDDR6, PCIe Gen4 x16 64 GB/s"),
+    _sku("L4", r"\bL4\b", 300.0, 32.0, None, L4_SHEET, "L4: 300 GB/s GDDR6, PCIe Gen4 x16 64 GB/s"),
+    _sku("MI300X", r"\bMI300X\b", 5300.0, 64.0, None, MI300X_SHEET,
+         "MI300X: 5.3 TB/s HBM3, PCIe Gen5 x16 128 GB/s"),
+)  # fmt: skip
+
+
+def _match(device_name: str) -> Sku | None:
+    if MIG.search(device_name):
+        return None  # a MIG slice has a share of the GPU: no SKU figure applies
+    return next((sku for sku in SKUS if sku.pattern.search(device_name)), None)
+
+
+def sku_for(device_name: str) -> str | None:
+    """The SKU a device name is judged as (its reference figures), or None."""
+    sku = _match(device_name)
+    if sku is not None:
+        return sku.model
+    row = None if MIG.search(device_name) else lookup(device_name)
+    return row.model if row is not None else None
+
+
+def expected_for(device_name: str, check: str) -> Expected | None:
+    """The expected value of `check` for this device, with its source; None: no reference."""
+    sku = _match(device_name)
+    if check.startswith("matmul."):
+        dtype = check.removeprefix("matmul.")
+        if sku is not None and dtype in sku.achievable_tflops:
+            value, source = sku.achievable_tflops[dtype]
+            return Expected(value, "achievable", source)
+        row = None if MIG.search(device_name) else lookup(device_name)
+        if row is None or dtype not in row.tflops:
+            return None
+        return Expected(row.tflops[dtype], "spec", f"{row.source}: {row.model} dense {dtype} peak")
+    if sku is None:
+        return None
+    cite = f"{sku.source} ({sku.sheet_text})"
+    if check in ("memory.copy", "memory.triad"):
+        return Expected(sku.hbm_gbps, "spec", cite)
+    if check in ("h2d", "d2h"):
+        return Expected(sku.pcie_gbps, "spec", cite + "; per direction")
+    if check == "p2p.bw" or check.startswith("busbw."):
+        if sku.nvlink_gbps is None:
+            return None  # PCIe peers: depends on the host's topology, no sheet figure
+        return Expected(sku.nvlink_gbps, "spec", cite + "; NVLink per direction")
+    return None  # latency: no sourced figure
+
+
+def _family(check: str) -> str:
+    if check.startswith(("h2d", "d2h")):
+        return "host"
+    return check.split(".")[0]
+
+
+def thresholds_for(check: str, expected: Expected) -> Thresholds:
+    if expected.kind == "achievable":
+        return ACHIEVABLE
+    return SPEC_THRESHOLDS.get(_family(check), SPEC_THRESHOLDS["matmul"])
+
+
+def judge(
+    check: str,
+    value: float | None,
+    expected: Expected | None,
+    *,
+    higher_is_better: bool = True,
+) -> tuple[Status, float | None, str]:
+    """(verdict, value / expected, one evidence sentence). A value and no reference: INFO."""
+    if value is None:
+        return Status.SKIP, None, "not measured"
+    if expected is None or expected.value <= 0:
+        return Status.INFO, None, "no reference for this device: the measured value alone"
+    ratio = value / expected.value if higher_is_better else expected.value / value
+    what = "published achievable" if expected.kind == "achievable" else "spec-sheet"
+    if expected.kind == "spec" and ratio > ABOVE_SPEC and _family(check) not in NO_ABOVE_SPEC_GUARD:
+        return (
+            Status.FAIL,
+            ratio,
+            f"{ratio:.0%} of the {what} {expected.value:g}: above the spec sheet, "
+            "a measurement bug, not a fast GPU",
+        )
+    limits = thresholds_for(check, expected)
+    status = (
+        Status.PASS
+        if ratio >= limits.pass_at
+        else Status.WARN
+        if ratio >= limits.warn_at
+        else Status.FAIL
+    )
+    sentence = f"{ratio:.0%} of the {what} {expected.value:g}"
+    if status is not Status.PASS:
+        sentence += f" (PASS from {limits.pass_at:.0%}, FAIL below {limits.warn_at:.0%})"
+    return status, ratio, sentence
+
+
+def reference_rows() -> list[dict[str, object]]:
+    """Every figure of the table with its source: for the docs (docs/cli.md)."""
+    rows: list[dict[str, object]] = []
+    for sku in SKUS:
+        cite = f"{sku.source} ({sku.sheet_text})"
+        rows.append(
+            {"sku": sku.model, "check": "memory", "value": sku.hbm_gbps, "unit": "GB/s",
+             "kind": "spec", "source": cite}
+        )  # fmt: skip
+        rows.append(
+            {"sku": sku.model, "check": "h2d/d2h", "value": sku.pcie_gbps, "unit": "GB/s",
+             "kind": "spec", "source": cite}
+        )  # fmt: skip
+        if sku.nvlink_gbps is not None:
+            rows.append(
+                {"sku": sku.model, "check": "p2p.bw/busbw", "value": sku.nvlink_gbps,
+                 "unit": "GB/s", "kind": "spec", "source": cite}
+            )  # fmt: skip
+        for dtype, (value, source) in sku.achievable_tflops.items():
+            rows.append(
+                {"sku": sku.model, "check": f"matmul.{dtype}", "value": value,
+                 "unit": "TFLOP/s", "kind": "achievable", "source": source}
+            )  # fmt: skip
+    return rows

@@ -1,0 +1,245 @@
+"""Run every check in order and assemble the report. No check can crash the command."""
+
+from __future__ import annotations
+
+import os
+import socket
+import traceback
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from torchscale import __version__
+from torchscale.orchestration.validate import checks_gpu, checks_software, checks_system
+from torchscale.orchestration.validate.check_context import ValidateContext
+from torchscale.orchestration.validate.check_result import (
+    CheckResult,
+    Measurement,
+    Status,
+    ValidateReport,
+    failed,
+    skipped,
+)
+from torchscale.orchestration.validate.checks_software import torch_build
+from torchscale.orchestration.validate.smoke import check_smoke
+
+Check = Callable[[ValidateContext], CheckResult]
+
+CHECKS: tuple[Check, ...] = (
+    checks_software.check_python,
+    checks_software.check_torch,
+    checks_system.check_cpu,
+    checks_gpu.check_cuda,
+    checks_gpu.check_gpus,
+    checks_gpu.check_driver,
+    checks_gpu.check_cuda_compat,
+    checks_software.check_nccl,
+    checks_software.check_gloo,
+    checks_software.check_torchrun,
+    checks_software.check_nsys,
+    checks_software.check_compile,
+    checks_gpu.check_p2p,
+    checks_gpu.check_ecc,
+    checks_gpu.check_persistence,
+    checks_gpu.check_throttle,
+    checks_system.check_shm,
+    checks_system.check_open_files,
+    checks_system.check_infiniband,
+    checks_software.check_env,
+    checks_system.check_disk,
+)
+
+
+def _guarded(check: Check, ctx: ValidateContext) -> CheckResult:
+    """Run one check; an unexpected exception becomes a FAIL naming the check, not a crash."""
+    try:
+        return check(ctx)
+    except Exception as exc:
+        name = check.__name__.removeprefix("check_")
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return failed(
+            name,
+            name,
+            f"the check itself crashed: {type(exc).__name__}: {exc} "
+            f"({Path(where.filename).name}:{where.lineno})",
+            "please report this as a torchscale bug, with `torchscale validate --json`",
+        )
+
+
+def _no_gpu_reasons(ctx: ValidateContext) -> list[str]:
+    """Why torch sees no GPU, most fundamental first."""
+    torch = ctx.torch.module
+    if torch is None:
+        return [f"torch cannot be imported ({ctx.torch.error})"]
+    reasons = []
+    if torch_build(torch) == "CPU-only":
+        reasons.append(f"torch {torch.__version__} is a CPU-only build")
+    if not ctx.nvml.ok:
+        reasons.append(f"NVML: {ctx.nvml.error}")
+    elif not ctx.nvml.gpus:
+        reasons.append("the NVIDIA driver lists no GPU")
+    return reasons or ["torch sees no CUDA device (check CUDA_VISIBLE_DEVICES)"]
+
+
+def verdict_text(ctx: ValidateContext, results: list[CheckResult]) -> str:
+    """The conclusion a person reads first."""
+    failures = [r for r in results if r.status is Status.FAIL]
+    smoke_ok = [r for r in results if r.id.startswith("smoke_") and r.status is Status.PASS]
+    cpu_works = any(r.data.get("spec", {}).get("device") == "cpu" for r in smoke_ok)
+    if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 0:
+        text = "GPU training is impossible on this node: " + "; ".join(_no_gpu_reasons(ctx)) + "."
+        if cpu_works:
+            text += (
+                " The CPU path works (gloo smoke test passed): `torchscale validate "
+                "--device cpu` checks it, and `device: cpu` in a config runs each rank as "
+                "a CPU process with gloo."
+            )
+        else:
+            text += (
+                " The CPU path (gloo) may still work: check it with "
+                "`torchscale validate --device cpu`."
+            )
+        return text
+    if failures:
+        return (
+            "This node is NOT ready for distributed training: "
+            + ", ".join(r.title for r in failures)
+            + " failed."
+        )
+    warns = [r.title for r in results if r.status is Status.WARN]
+    path = "GPU (NCCL)" if ctx.device == "cuda" else "CPU (gloo)"
+    text = f"This node is ready for {path} distributed training."
+    if ctx.quick:
+        text += " (--quick: the live smoke test was not run.)"
+    if warns:
+        text += " Worth a look: " + ", ".join(warns) + "."
+    return text
+
+
+def is_ok(counts: Mapping[Status, int], fail_on: str) -> bool:
+    """Exit 0 or not: no FAIL, and with `--fail-on warn` no WARN either (INFO and SKIP never
+    block: they are no verdict on the node)."""
+    blocking = (Status.FAIL, Status.WARN) if fail_on == "warn" else (Status.FAIL,)
+    return not any(counts.get(status, 0) for status in blocking)
+
+
+def run_validation(
+    ctx: ValidateContext,
+    base_env: Mapping[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ValidateReport:
+    """Run all checks (then the smoke test unless quick) and build the report."""
+    results: list[CheckResult] = []
+    for check in CHECKS:
+        if progress:
+            progress(check.__name__.removeprefix("check_"))
+        results.append(_guarded(check, ctx))
+    if progress:
+        progress("smoke test")
+    env = dict(os.environ if base_env is None else base_env)
+    try:
+        results.extend(check_smoke(ctx, env))
+    except Exception as exc:
+        results.append(
+            failed(
+                "smoke",
+                "Smoke test",
+                f"could not run: {type(exc).__name__}: {exc}",
+                "please report this as a torchscale bug",
+            )
+        )
+    measurements: list[Measurement] = []
+    peaks: dict[str, float] = {}
+    sku: str | None = None
+    try:
+        if ctx.level != "basic":
+            sku = _measure(ctx, env, results, measurements, peaks, progress)
+    finally:
+        ctx.close()
+    counts = {s: sum(r.status is s for r in results) for s in Status}
+    return ValidateReport(
+        torchscale_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        hostname=socket.gethostname(),
+        device=ctx.device,
+        quick=ctx.quick,
+        ok=is_ok(counts, ctx.fail_on),
+        counts=counts,
+        verdict=verdict_text(ctx, results),
+        checks=results,
+        level=ctx.level,
+        sku=sku,
+        measurements=measurements,
+        measured_peaks=peaks,
+        fail_on=ctx.fail_on,
+    )
+
+
+def _measure(
+    ctx: ValidateContext,
+    env: dict[str, str],
+    results: list[CheckResult],
+    measurements: list[Measurement],
+    peaks: dict[str, float],
+    progress: Callable[[str], None] | None,
+) -> str | None:
+    """`--level perf` and `burn`: their checks appended to `results`, their figures to
+    `measurements`; the SKU measured, or None. A crash is a FAIL naming it, never a traceback."""
+    from torchscale.contracts import host
+
+    gpus = ctx.torch.cuda_gpu_count if ctx.torch.module is not None else 0
+    if ctx.torch.module is None:
+        results.append(skipped("perf", "Measured capability", "needs torch"))
+        return None
+    if ctx.device == "cuda" and gpus == 0:
+        results.append(
+            skipped(
+                "perf",
+                "Measured capability",
+                "needs a CUDA GPU, and torch sees none",
+                "`torchscale validate --device cpu --level perf` measures the CPU path",
+            )
+        )
+        return None
+    experiment = ctx.experiment_dir or ctx.output_dir / "standalone"
+    sku = None
+    try:
+        from torchscale.orchestration.validate.perf import run_perf
+
+        outcome = run_perf(
+            ctx.device,
+            gpus,
+            host.usable_cores(),
+            experiment,
+            env,
+            matmul_budget_s=ctx.matmul_budget_s,
+            progress=progress,
+        )
+        results.extend(outcome.checks)
+        measurements.extend(outcome.measurements)
+        peaks.update(outcome.measured_peaks)
+        sku = outcome.sku
+    except Exception as exc:
+        results.append(_crashed("perf", "Measured capability", exc))
+    if ctx.level == "burn":
+        if progress:
+            progress(f"burn-in for {ctx.burn_duration_s:g} s")
+        try:
+            from torchscale.orchestration.validate.burn_in import run_burn
+
+            burn = run_burn(ctx.device, ctx.burn_duration_s, env, gpus)
+            results.extend(burn.checks)
+            measurements.extend(burn.measurements)
+        except Exception as exc:
+            results.append(_crashed("burn", "Burn-in", exc))
+    return sku
+
+
+def _crashed(id: str, title: str, exc: Exception) -> CheckResult:
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    return failed(
+        id,
+        title,
+        f"could not run: {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})",
+        "please report this as a torchscale bug, with `torchscale validate --json`",
+    )

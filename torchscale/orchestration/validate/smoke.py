@@ -1,0 +1,177 @@
+"""The live smoke test: a real torchrun whose ranks run checked collectives.
+
+The plan (which backend, how many processes, which device) is pure data; the command comes from
+the one torchrun builder every launch uses (launch/torchrun.py), `run_smoke` runs it through the
+one launch path (launch/attempt.py), and `judge_smoke` turns what it left (the exit, rank 0's
+verdict, the root cause of a failure) into a check result.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchscale.contracts.versioned import read_json_object
+from torchscale.orchestration.launch.attempt import run_attempt
+from torchscale.orchestration.launch.process import ProcessOutcome
+from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
+from torchscale.orchestration.validate.check_context import Device, ValidateContext
+from torchscale.orchestration.validate.check_result import (
+    CheckResult,
+    Status,
+    failed,
+    passed,
+    skipped,
+)
+
+SMOKE_ELEMENTS = 1 << 20  # 4 MiB of float32: big enough to leave the latency regime
+SMOKE_ITERS = 10
+CPU_RANKS = 2  # gloo ranks on the CPU: the fewest that prove multi-process rendezvous
+WORKER_MODULE = "torchscale.orchestration.validate.smoke_worker"
+RESULT_FILE = "result.json"
+
+
+@dataclass(frozen=True)
+class SmokeSpec:
+    backend: str  # "nccl" or "gloo"
+    nproc: int
+    device: Device
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend} x{self.nproc} on {self.device}"
+
+
+def plan_smoke(device: Device, gpu_count: int) -> list[SmokeSpec]:
+    """Which smoke runs prove the path being validated works on this node.
+
+    NCCL needs one GPU per rank, and a node is only ready when every GPU it offers works: with
+    >= 2 GPUs, one NCCL rank per GPU torch sees; with exactly 1, a 1-rank NCCL run proves the
+    library and kernels work and 2 gloo ranks prove multi-process rendezvous; without GPUs (or
+    --device cpu), 2 gloo ranks on the CPU.
+    """
+    if device == "cuda" and gpu_count >= 2:
+        return [SmokeSpec("nccl", gpu_count, "cuda")]
+    if device == "cuda" and gpu_count == 1:
+        return [SmokeSpec("nccl", 1, "cuda"), SmokeSpec("gloo", CPU_RANKS, "cpu")]
+    return [SmokeSpec("gloo", CPU_RANKS, "cpu")]
+
+
+def smoke_launch(spec: SmokeSpec, workdir: Path, base_env: dict[str, str]) -> LaunchCommand:
+    """The torchrun of one smoke run: the shared builder, one OpenMP thread per rank, the
+    worker's verdict written to `workdir/result.json`."""
+    worker_args = [
+        "--backend",
+        spec.backend,
+        "--device",
+        spec.device,
+        "--elements",
+        str(SMOKE_ELEMENTS),
+        "--iters",
+        str(SMOKE_ITERS),
+        "--out",
+        str(workdir / RESULT_FILE),
+    ]
+    return torchrun_command(
+        WORKER_MODULE,
+        worker_args,
+        nproc=spec.nproc,
+        device=spec.device,
+        log_dir=workdir,
+        base_env=base_env,
+        omp_num_threads=1,
+    )
+
+
+def judge_smoke(
+    spec: SmokeSpec,
+    outcome: ProcessOutcome,
+    verdict: dict[str, Any] | None,
+    root_cause: str | None,
+) -> CheckResult:
+    """Turn one smoke run's exit status and JSON verdict into a check result."""
+    title = f"Smoke test ({spec.label})"
+    id = f"smoke_{spec.backend}_{spec.device}"
+    data: dict[str, Any] = {
+        "spec": {"backend": spec.backend, "nproc": spec.nproc, "device": spec.device},
+        "wall_s": round(outcome.wall_s, 2),
+    }
+    tail = outcome.log_tail(8)
+    ranks_dir = outcome.log_path.parent / "ranks"
+    hint_logs = f"full log: {outcome.log_path} (each rank's output under {ranks_dir})"
+    if outcome.timed_out:
+        return failed(
+            id,
+            title,
+            f"no result after {outcome.wall_s:.0f} s (hung rendezvous or collective); killed",
+            f"{hint_logs}; check firewall/loopback and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME",
+            **data,
+        )
+    if outcome.returncode != 0 or verdict is None:
+        cause = root_cause or (tail.splitlines()[-1] if tail else "no output")
+        return failed(
+            id,
+            title,
+            f"torchrun exited with {outcome.returncode}: {cause}",
+            hint_logs,
+            log_tail=tail,
+            **data,
+        )
+    data["result"] = verdict
+    if verdict.get("wrong_elements", 1) != 0 or not verdict.get("all_gather_ok", False):
+        return failed(
+            id,
+            title,
+            f"WRONG RESULTS: {verdict.get('wrong_elements')} wrong all_reduce element(s) "
+            f"(expected {verdict.get('expected_value')}), all_gather ranks "
+            f"{verdict.get('all_gather_ranks')}",
+            "the collective library returns corrupt data: check the GPU (ECC), driver "
+            "and NCCL version before training on this node",
+            **data,
+        )
+    world = verdict.get("world_size")
+    if world != spec.nproc:  # a node is ready only if every planned rank (GPU) took part
+        return failed(
+            id,
+            title,
+            f"ran on {world} rank(s), expected {spec.nproc}",
+            f"{hint_logs}; check CUDA_VISIBLE_DEVICES and that no other job holds a GPU",
+            **data,
+        )
+    ms = verdict["seconds_per_all_reduce"] * 1e3
+    # busbw = algbw x 2(n-1)/n measures the links between ranks; one rank crosses none
+    bandwidth = (
+        "1 rank: no bus bandwidth" if world == 1 else f"busbw {verdict['busbw_gbps']:.2f} GB/s"
+    )
+    detail = (
+        f"all_reduce of {verdict['bytes'] // 2**20} MiB correct on {world} rank(s): "
+        f"{ms:.2f} ms each, {bandwidth}; all_gather correct; {outcome.wall_s:.1f} s wall"
+    )
+    return passed(id, title, detail, **data)
+
+
+def run_smoke(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> CheckResult:
+    """Run one smoke test for real; its logs are kept (and named) only when it fails."""
+    workdir = Path(tempfile.mkdtemp(prefix="torchscale-validate-"))
+    command = smoke_launch(spec, workdir, base_env)
+    attempt = run_attempt(command, timeout_s, lambda: read_json_object(workdir / RESULT_FILE))
+    failure = attempt.launch_failure
+    root_cause = failure.exception if failure is not None else None
+    result = judge_smoke(spec, attempt.outcome, attempt.written, root_cause)
+    if result.status is Status.PASS:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return result
+
+
+def check_smoke(ctx: ValidateContext, base_env: dict[str, str]) -> list[CheckResult]:
+    if ctx.quick:
+        return [skipped("smoke", "Smoke test", "--quick: live torchrun test not run")]
+    if ctx.torch.module is None:
+        return [skipped("smoke", "Smoke test", "needs torch, which could not be imported")]
+    gpu_count = ctx.torch.cuda_gpu_count if ctx.device == "cuda" else 0
+    return [
+        run_smoke(spec, ctx.smoke_timeout_s, base_env) for spec in plan_smoke(ctx.device, gpu_count)
+    ]

@@ -1,0 +1,48 @@
+"""Before a sweep: make the data every cell will read exist, once, in the parent process.
+
+`disk` generates (or verifies the cache of) the shards; `cifar100` checks that the user's files
+are there and readable, so a missing file fails the sweep before any cell is launched rather
+than every cell one by one. No torch import: this runs in the CLI process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torchscale.contracts.cell_settings import DataConfig
+from torchscale.rank.data.shards import MB, ensure_shards
+
+
+@dataclass(frozen=True)
+class DataReady:
+    """What `prepare_data` did, for the one line the CLI prints (None: nothing to prepare)."""
+
+    source: str
+    message: str
+    note: str | None = None  # e.g. why a cached dataset was regenerated
+
+
+def prepare_data(
+    data: DataConfig, progress: Callable[[int, int], None] | None = None
+) -> DataReady | None:
+    """Generate or verify the dataset `data` names; DataError (one line) when it cannot."""
+    if data.source == "synthetic" or data.dir is None:
+        return None
+    if data.source == "disk":
+        shards = ensure_shards(data.dir, data.shard_mb, data.num_shards, progress=progress)
+        verb = "generated" if shards.generated else "cached (manifest verified)"
+        return DataReady(
+            "disk",
+            f"data: {verb}: {len(shards.names)} shards x {data.shard_mb} MB "
+            f"({shards.total_bytes / MB:,.0f} MB) under {shards.directory}",
+            shards.note,
+        )
+    from torchscale.rank.data.cifar100 import load_train
+
+    train = load_train(data.dir)
+    return DataReady(
+        "cifar100",
+        f"data: CIFAR-100 {len(train):,} training images from {train.path} "
+        f"({train.file_bytes / MB:,.0f} MB)",
+    )

@@ -1,0 +1,52 @@
+"""The model zoo: built-in architectures in plain torch.nn, plug-in loading, and the registry.
+
+Everything the train loop needs from a model comes as a ModelBundle from `build_model`; how it
+splits for tensor and pipeline parallelism, from the ParallelPlan its class declares
+(torchscale/rank/models/parallel_plan.py, all that torchscale/rank/parallel/ reads; docs/models.md).
+
+Each built-in model's facts (its options and defaults, its builder, what `torchscale list`
+shows) are its spec in torchscale/contracts/model_specs/, which imports no torch. The names below
+load on first use (PEP 562), so that a torch-free submodule (memory_estimate.py, which `config init`
+reads) imports without torch.
+
+Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchscale.rank.models.bundle import ModelBundle, call_model
+    from torchscale.rank.models.plugin import load_plugin
+    from torchscale.rank.models.registry import build_model, list_models, parameter_count
+
+# exported name -> the submodule defining it
+_SOURCES = {
+    "ModelBundle": "bundle",
+    "call_model": "bundle",
+    "load_plugin": "plugin",
+    "build_model": "registry",
+    "list_models": "registry",
+    "parameter_count": "registry",
+}
+
+__all__ = [
+    "ModelBundle",
+    "build_model",
+    "call_model",
+    "list_models",
+    "load_plugin",
+    "parameter_count",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the submodule defining `name` on first use (it imports torch)."""
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{source}"), name)
+    globals()[name] = value
+    return value

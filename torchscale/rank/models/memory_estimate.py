@@ -1,0 +1,96 @@
+"""The batch per device that fills a GPU, estimated before anything runs.
+
+Used by `batch_sizes: auto` (a benchmark's default: torchscale/orchestration/plan.py) and by
+`torchscale config init` (torchscale/orchestration/config/starter.py), so both size batches by one
+rule:
+
+    peak(batch) = CUDA context + static + batch x activations per sample x margin
+    static      = bytes per parameter x parameters   (AdamW: fp32 weights, gradients and two
+                  moments, 16 bytes; SGD with momentum: 12; under bf16 or fp16 autocast 2
+                  more, the 16-bit copies of the weights autocast keeps for backward)
+    fits        = peak(batch) <= 80 % of the smallest GPU's memory
+
+and the batch is the largest power of two that fits (at least 1, at most the config's
+`memory.max_batch_limit`). Activations per sample are what one sample's training step saves
+for backward, counted on the meta device (activation_count.py), in bf16 for bf16 cells and in
+fp32 otherwise. The margin (x1.5) covers what is alive beside them at the peak: the logits and
+their gradient, the gradient of the activation being back-propagated, allocator slack. The
+estimate is the DDP one at one rank, the largest per-device footprint of the strategies (FSDP
+shards the static part, a pipeline stage holds part of the model), so one batch serves every
+strategy and world size of a sweep and its scaling curves compare like with like.
+
+It is an estimate: `memory.max_batch_search` measures the real limit on the GPU, and a cell
+that runs out of memory anyway is recorded as `oom` with the sweep going on.
+
+Imports nothing heavy: `config init` answers without importing torch.
+
+Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GIB = 1024**3
+MEMORY_BUDGET = 0.80  # of one GPU's memory: the allocator's slack, other processes
+CUDA_CONTEXT_BYTES = 1 * GIB
+ACTIVATION_MARGIN = 1.5
+BYTES_PER_PARAMETER = {"adamw": 16, "sgd": 12}
+AUTOCAST_COPY_BYTES = 2  # per parameter: autocast's 16-bit weight copies, saved for backward
+CPU_BATCH = 8  # CPU ranks: nothing to fill (host memory is not what limits a CPU benchmark)
+
+
+@dataclass(frozen=True)
+class BatchFit:
+    """A batch per device and why: the figures it was sized from, in one line."""
+
+    batch: int
+    basis: str
+
+
+def autocasts(precision: str) -> bool:
+    """Whether a cell of `precision` runs under 16-bit autocast (bf16, amp)."""
+    return precision in ("bf16", "amp")
+
+
+def activation_bytes(fp32: int, bf16: int, precision: str) -> int:
+    """The per-sample activation count for a cell's precision: bf16 for bf16 cells, else
+    fp32 (an upper bound for amp, whose residual stream stays fp32)."""
+    return bf16 if precision == "bf16" else fp32
+
+
+def fitting_batch(
+    memory_bytes: int,
+    parameters: int,
+    activation_per_sample: float,
+    *,
+    precision: str,
+    optimizer: str = "adamw",
+    limit: int = 4096,
+) -> BatchFit:
+    """The largest power of two (1 to `limit`) whose estimated peak fits the budget."""
+    copies = AUTOCAST_COPY_BYTES if autocasts(precision) else 0
+    static = parameters * (BYTES_PER_PARAMETER[optimizer] + copies)
+    per_sample = activation_per_sample * ACTIVATION_MARGIN
+    budget = memory_bytes * MEMORY_BUDGET - CUDA_CONTEXT_BYTES - static
+
+    def fits(batch: int) -> bool:
+        return batch * per_sample <= budget
+
+    batch = 1
+    while batch * 2 <= limit and fits(batch * 2):
+        batch *= 2
+    if not fits(batch):
+        why = "even 1 does not fit the estimate (a cell may run out of memory: oom)"
+    elif batch * 2 > limit and fits(batch * 2):
+        why = f"capped by memory.max_batch_limit {limit}"
+    else:
+        why = "the largest power of two that fits"
+    return BatchFit(
+        batch,
+        f"{why}: {MEMORY_BUDGET:.0%} of {memory_bytes / GIB:.0f} GiB less "
+        f"{CUDA_CONTEXT_BYTES / GIB:.0f} GiB CUDA context and {static / 1e9:.2f} GB weights, "
+        f"gradients, {optimizer} state{' and autocast copies' if copies else ''}, "
+        f"at {per_sample / 1e9:.3f} GB per sample "
+        f"({activation_per_sample / 1e9:.3f} GB saved for backward x{ACTIVATION_MARGIN:g})",
+    )

@@ -1,0 +1,103 @@
+"""What a model declares so that torchscale/rank/parallel/ can split it: the interface, not the
+split.
+
+As torchtitan's train specs bundle a model with its parallelize and pipelining functions, every
+built-in model class answers `parallel_plan()` with a ParallelPlan written beside it (its
+tensor-parallel plan, its pipeline cut, the checks that say which degrees fit). parallel/ reads
+only this interface, so a new model needs its own module and a registry entry, nothing in
+parallel/. A plug-in may declare the same (its model class defines `parallel_plan()`) or the
+short form on its ModelBundle, `tp_plan` / `pp_split`. Nothing here imports DTensor: a plan
+imports torch's tensor-parallel styles only when it is applied, so ddp and fsdp ranks never do.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import torch
+from torch import nn
+
+if TYPE_CHECKING:
+    from torch.distributed.device_mesh import DeviceMesh
+
+
+@dataclass
+class TiedWeight:
+    """A weight the unsplit model uses twice, held by the first and the last stage."""
+
+    name: str
+    first: torch.Tensor  # the parameter in stage 0
+    last: torch.Tensor  # the parameter in the last stage (a copy, kept equal by summing gradients)
+
+
+@dataclass
+class PipelineParts:
+    """A model taken apart for pipelining, all of its own submodules (or views of them).
+
+    A stage is the input part (first stage only), a run of consecutive blocks, and the output
+    part (last stage only); each block takes the previous one's output. Where the output part
+    reuses a weight of the input part, it holds a copy named in `tied`.
+    """
+
+    prologue: nn.Module | None
+    blocks: list[nn.Module]
+    epilogue: nn.Module
+    tied: list[TiedWeight] = field(default_factory=list)
+
+
+def span(noun: str, run: range) -> str:
+    """A run of blocks by name: "blocks 2-3", or "block 2" for a run of one."""
+    return f"{noun}s {run.start}-{run.stop - 1}" if len(run) > 1 else f"{noun} {run.start}"
+
+
+class ParallelPlan(ABC):
+    """How one model splits for tensor and pipeline parallelism; every check works on a model
+    built on the meta device, since the sweep planner asks before any process starts."""
+
+    # what fsdp_units() are called in a result ("4 transformer blocks + root")
+    fsdp_noun = "transformer blocks"
+
+    @abstractmethod
+    def tp_problem(self, tp: int) -> str | None:
+        """Why the model cannot be split over `tp` ranks, or None."""
+
+    def sp_problem(self, tp: int, seq_len: int | None) -> str | None:
+        """Why sequence parallelism cannot run at `tp` (asked after tp_problem), or None:
+        by default the sequence (`seq_len` tokens, when known) must split evenly."""
+        if seq_len is not None and seq_len % tp:
+            return f"sequence length {seq_len} is not divisible by tp={tp} (sequence parallelism)"
+        return None
+
+    @abstractmethod
+    def apply_tp(self, mesh: DeviceMesh, sequence_parallel: bool) -> str:
+        """Split the model in place over the 1-D `mesh`; returns the plan in one line."""
+
+    def fsdp_units(self) -> list[nn.Module]:
+        """What FSDP x TP shards on its own before the root (none: the root only)."""
+        return []
+
+    @abstractmethod
+    def pipeline_depth(self) -> int:
+        """How many blocks a pipeline boundary may fall between (cheap: nothing is built)."""
+
+    @abstractmethod
+    def pipeline_parts(self) -> PipelineParts:
+        """The model taken apart for pipelining, with pipeline_depth() blocks."""
+
+    def run_names(self, run: range) -> list[str]:
+        """What a stage's run of blocks is called in a result."""
+        return [span("block", run)]
+
+
+@runtime_checkable
+class DeclaresParallelPlan(Protocol):
+    """A model class that knows how it splits."""
+
+    def parallel_plan(self) -> ParallelPlan: ...
+
+
+def plan_of(model: nn.Module) -> ParallelPlan | None:
+    """The plan `model` declares; None for a plug-in that gives at most the short form."""
+    return model.parallel_plan() if isinstance(model, DeclaresParallelPlan) else None

@@ -1,0 +1,137 @@
+"""Building a built-in model from its spec, or a plug-in, and measuring what `torchscale list`
+states of a model.
+
+Each built-in model's facts are its spec (torchscale/contracts/model_specs/): its options and their
+defaults, and its builder as a "module:function" reference, imported here, on the rank side,
+the first time the model is built, so reading a spec never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import torch
+
+from torchscale.contracts.catalog import faithful_conflict, is_plugin_model, workload_options
+from torchscale.contracts.errors import ModelError
+from torchscale.contracts.model_specs.listing import rows
+from torchscale.contracts.model_specs.registry import BUILTIN
+from torchscale.contracts.model_specs.spec import BuiltinModelSpec, Measured
+from torchscale.contracts.suggest import did_you_mean
+from torchscale.rank.models.activation_count import saved_activation_bytes
+from torchscale.rank.models.bundle import ModelBundle, call_model
+from torchscale.rank.models.option_values import positive_int, probability, switch
+from torchscale.rank.models.plugin import load_plugin
+
+
+def build_model(
+    name: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    seq_len: int | None = None,
+    image_size: int | None = None,
+) -> ModelBundle:
+    """Build a built-in model or a `package.module:factory` plug-in.
+
+    `seq_len`/`image_size` are the config-wide data settings: they apply to the models that
+    take that option and are ignored by the others; a model's own `options` win over them.
+    Plug-ins receive only their `options`. Builds on the current default device, so
+    `with torch.device("meta"):` builds without allocating memory.
+    """
+    options = dict(options or {})
+    spec = BUILTIN.get(name)
+    if spec is None:
+        if is_plugin_model(name):
+            return load_plugin(name, options)
+        hint = did_you_mean(name, BUILTIN)
+        hint = hint if hint.startswith(" (did you mean") else ""  # the list follows anyway
+        raise ModelError(
+            f"unknown model '{name}'{hint}; built-in models: {', '.join(BUILTIN)}; "
+            "or give a plug-in as 'package.module:factory'"
+        )
+    unknown = sorted(set(options) - spec.options)
+    if unknown:
+        raise ModelError(
+            f"model '{name}' does not take option(s) {', '.join(unknown)}; "
+            f"it takes: {', '.join(sorted(spec.options))}"
+        )
+    resolved: dict[str, Any] = dict(spec.defaults)
+    for key, value in (("seq_len", seq_len), ("image_size", image_size)):
+        if value is not None and key in resolved:
+            resolved[key] = value
+    if "faithful" in options:  # checked before workload_options folds it into the others
+        switch(name, "faithful", options["faithful"])
+    conflict = faithful_conflict(name, options)
+    if conflict is not None:
+        raise ModelError(conflict)
+    resolved.update(workload_options(name, options))
+    for key, value in resolved.items():
+        resolved[key] = _checker(spec.defaults[key])(name, key, value)
+    return builder_of(spec)(**resolved)
+
+
+def builder_of(spec: BuiltinModelSpec) -> Callable[..., ModelBundle]:
+    """The function a spec's builder reference names, imported now (it imports torch)."""
+    module, _, function = spec.builder.partition(":")
+    found = getattr(importlib.import_module(module), function, None)
+    if not callable(found):
+        raise ModelError(f"model '{spec.name}': its builder '{spec.builder}' is not a function")
+    return cast(Callable[..., ModelBundle], found)
+
+
+def _checker(default: Any) -> Callable[[str, str, Any], Any]:
+    """The value check of an option, by the type of its default."""
+    if isinstance(default, bool):
+        return switch
+    return probability if isinstance(default, float) else positive_int
+
+
+def parameter_count(model: torch.nn.Module) -> int:
+    """Parameters of `model`; a tensor shared by two modules (tied weights) counts once."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def list_models() -> list[dict[str, Any]]:
+    """One row per built-in model for `torchscale list`: their specs, nothing built."""
+    return rows()
+
+
+def measure(name: str, options: Mapping[str, Any] | None = None) -> Measured:
+    """What `torchscale list` states of a model, found by building it on the meta device (no
+    memory, no kernels): the path for a plug-in or other options, and what the stored figures
+    of the built-in models (their specs' `measured`) are tested against."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    meta = torch.device("meta")
+    with meta:
+        bundle = build_model(name, options)
+    with sdpa_kernel(SDPBackend.MATH):  # attention as matmuls: every op has a FLOP formula
+        forward, train = _flops_per_sample(bundle, meta)
+    activations = {dtype: saved_activation_bytes(bundle, dtype) for dtype in _COUNTED_DTYPES}
+    return Measured(
+        kind=bundle.kind,
+        parameters=parameter_count(bundle.model),
+        input_shape=bundle.input_shape,
+        tokens_per_sample=bundle.tokens_per_sample,
+        forward_flops=forward,
+        train_flops=train,
+        activation_bytes_fp32=activations[torch.float32],
+        activation_bytes_bf16=activations[torch.bfloat16],
+    )
+
+
+_COUNTED_DTYPES = (torch.float32, torch.bfloat16)
+
+
+def _flops_per_sample(bundle: ModelBundle, device: torch.device) -> tuple[int, int]:
+    """FLOPs of one sample: the forward pass, and forward + backward of its loss (a step)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    inputs, targets = bundle.make_batch(1, device)
+    with torch.no_grad(), FlopCounterMode(display=False) as forward:
+        call_model(bundle.model, inputs)
+    with FlopCounterMode(display=False) as train:
+        torch.autograd.backward(bundle.step_loss(inputs, targets))
+    return int(forward.get_total_flops()), int(train.get_total_flops())

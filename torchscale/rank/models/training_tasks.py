@@ -1,0 +1,102 @@
+"""The training task of each kind of model: synthetic data, loss, and the bundle carrying them.
+
+Batches are drawn with `torch.randn`/`torch.randint` directly on the target device, so the timed
+loop never waits on host I/O or a host-to-device copy. Shared by the real and the tiny models.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torchscale.rank.models.bundle import LossFn, MakeBatch, ModelBundle
+from torchscale.rank.models.token_loss import IGNORE_INDEX, TokenLoss
+
+
+def classification(input_shape: tuple[int, ...], num_classes: int) -> tuple[MakeBatch, LossFn]:
+    """Random inputs of `input_shape` per sample and random class labels; cross entropy."""
+
+    def make_batch(batch_size: int, device: torch.device) -> tuple[Any, Any]:
+        inputs = torch.randn((batch_size, *input_shape), device=device)
+        targets = torch.randint(0, num_classes, (batch_size,), device=device)
+        return inputs, targets
+
+    def loss_fn(logits: Any, targets: Any) -> torch.Tensor:
+        return F.cross_entropy(logits, targets)
+
+    return make_batch, loss_fn
+
+
+def next_token(vocab_size: int, seq_len: int) -> tuple[MakeBatch, LossFn]:
+    """Causal language modelling: predict token t+1 from tokens up to t (the loss over the
+    real vocabulary: `TokenLoss`)."""
+
+    def make_batch(batch_size: int, device: torch.device) -> tuple[Any, Any]:
+        tokens = torch.randint(0, vocab_size, (batch_size, seq_len + 1), device=device)
+        return tokens[:, :-1], tokens[:, 1:]
+
+    return make_batch, TokenLoss(vocab_size)
+
+
+def masked_tokens(
+    vocab_size: int, seq_len: int, mask_prob: float = 0.15
+) -> tuple[MakeBatch, LossFn]:
+    """BERT-style masked language modelling: loss on a random ~15% of positions.
+
+    Position 0 of every sample is always a target so no batch is ever without loss.
+    """
+
+    def make_batch(batch_size: int, device: torch.device) -> tuple[Any, Any]:
+        tokens = torch.randint(0, vocab_size, (batch_size, seq_len), device=device)
+        chosen = torch.rand((batch_size, seq_len), device=device) < mask_prob
+        chosen[:, 0] = True
+        targets = torch.where(chosen, tokens, torch.full_like(tokens, IGNORE_INDEX))
+        return tokens, targets
+
+    return make_batch, TokenLoss(vocab_size)
+
+
+def sequence_to_sequence(vocab_size: int, seq_len: int) -> tuple[MakeBatch, LossFn]:
+    """Encoder-decoder training: source and shifted target sequences, loss on every target token."""
+
+    def make_batch(batch_size: int, device: torch.device) -> tuple[Any, Any]:
+        src = torch.randint(0, vocab_size, (batch_size, seq_len), device=device)
+        tgt = torch.randint(0, vocab_size, (batch_size, seq_len + 1), device=device)
+        return (src, tgt[:, :-1]), tgt[:, 1:]
+
+    return make_batch, TokenLoss()
+
+
+def vision_bundle(
+    model: nn.Module, image_size: int, num_classes: int, *, conv_net: bool
+) -> ModelBundle:
+    """Wrap an image classifier with random square RGB images and labels."""
+    shape = (3, image_size, image_size)
+    make_batch, loss_fn = classification(shape, num_classes)
+    return ModelBundle(
+        model=model,
+        make_batch=make_batch,
+        loss_fn=loss_fn,
+        kind="vision",
+        tokens_per_sample=None,
+        input_shape=shape,
+        conv_net=conv_net,
+    )
+
+
+def language_bundle(model: nn.Module, task: tuple[MakeBatch, LossFn], seq_len: int) -> ModelBundle:
+    """Wrap a token model; throughput in tokens is samples times `seq_len`."""
+    make_batch, loss_fn = task
+    return ModelBundle(
+        model=model,
+        make_batch=make_batch,
+        loss_fn=loss_fn,
+        eager_loss_fn=loss_fn.eager if isinstance(loss_fn, TokenLoss) else None,
+        kind="language",
+        tokens_per_sample=seq_len,
+        input_shape=(seq_len,),
+        conv_net=False,
+    )

@@ -1,0 +1,187 @@
+"""The sampler thread: started right before a measured window, stopped right after it.
+
+The training loop never waits for it: between start() and stop() the main thread takes no lock
+the sampler holds and makes no NVML or psutil call; NVML's ctypes calls release the GIL while
+the driver answers. start() returns once the window's first sample (and energy counter read, and
+the edge sources' reads) is taken, so the samples span the window; stop() takes the last ones
+and joins the thread. Both happen outside the timed steps (before the window's opening barrier,
+after its closing one).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
+
+# the first start() opens the sources (nvmlInit can take a while on a node without
+# persistence mode); a thread that does not stop within this is abandoned, its window marked
+OPEN_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+
+
+class Source(Protocol):
+    """Something sampled: opened, read and asked for energy in the sampler thread only."""
+
+    unavailable: dict[str, str]  # field -> why it is never read
+    errors: dict[str, str]  # field -> the last error of a query that failed only sometimes
+
+    @property
+    def fields(self) -> tuple[str, ...]: ...
+
+    def open(self) -> None: ...
+
+    def read(self, into: dict[str, float | None]) -> None: ...
+
+    def energy_mj(self) -> float | None: ...
+
+
+@runtime_checkable
+class EdgeSource(Protocol):
+    """A source that also reads at each window's two edges only (the host's CPU, the GPU's
+    processes): what a window's mean needs from the edges alone stays out of the ticks."""
+
+    def read_edge(self, into: EdgeReading) -> None: ...
+
+
+class Sampler:
+    """Samples `sources` every `interval_s` seconds during each window (start() .. stop())."""
+
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        interval_s: float,
+        device: str,
+        unavailable: dict[str, str] | None = None,
+    ) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"sampling interval must be positive (got {interval_s})")
+        self.sources = list(sources)
+        self.interval_s = interval_s
+        self.device = device
+        self.windows: list[WindowSamples] = []
+        self._fixed_unavailable = dict(unavailable or {})  # e.g. GPU fields on a CPU cell
+        self._fields = tuple(f for s in self.sources for f in s.fields)
+        self._edge_sources = [s for s in self.sources if isinstance(s, EdgeSource)]
+        self._opened = False
+        self._thread: threading.Thread | None = None
+        self._record: WindowSamples | None = None
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._abandoned: str | None = None  # a thread that did not stop: sample no more
+
+    def start(self) -> None:
+        """Start sampling a window; returns after its first sample."""
+        if self._record is not None:
+            raise RuntimeError("the sampler is already running")
+        if self._abandoned is not None:  # its sources may still be in use by that thread
+            self._record = WindowSamples(failure=self._abandoned)
+            return
+        self._stop.clear()
+        self._ready.clear()
+        self._record = WindowSamples(values={name: [] for name in self._fields})
+        self._thread = threading.Thread(
+            target=self._run, args=(self._record,), name="torchscale-telemetry", daemon=True
+        )
+        self._thread.start()
+        self._ready.wait(OPEN_TIMEOUT_S if not self._opened else STOP_TIMEOUT_S)
+
+    def stop(self) -> WindowSamples:
+        """Take the window's last sample, join the thread and keep the window's record."""
+        thread, record = self._thread, self._record
+        if record is None:
+            raise RuntimeError("the sampler is not running")
+        if thread is not None:
+            self._stop.set()
+            thread.join(STOP_TIMEOUT_S)
+            if thread.is_alive():  # a hung query: abandon the daemon thread, say so
+                self._abandoned = (
+                    f"the sampler thread did not stop within {STOP_TIMEOUT_S:g} s; "
+                    "later windows not sampled"
+                )
+                record = WindowSamples(failure=self._abandoned)
+        self.windows.append(record)
+        self._thread = self._record = None
+        return record
+
+    def report(self) -> SamplerReport:
+        """The windows sampled so far and why fields are missing (call when stopped)."""
+        unavailable = dict(self._fixed_unavailable)
+        errors: dict[str, str] = {}
+        name = uuid = pid = cores = usable = None
+        for source in self.sources:
+            unavailable.update(source.unavailable)
+            errors.update(source.errors)
+            name = name or getattr(source, "name", None)
+            uuid = uuid or getattr(source, "uuid", None)
+            if isinstance(source, EdgeSource):  # the host source knows its process and host
+                pid = pid or getattr(source, "pid", None)
+                cores = cores or getattr(source, "cores", None)
+                usable = usable or getattr(source, "usable_cores", None)
+        return SamplerReport(
+            device=self.device,
+            interval_s=self.interval_s,
+            windows=list(self.windows),
+            unavailable=unavailable,
+            errors=errors,
+            gpu_name=name,
+            gpu_uuid=uuid,
+            pid=pid,
+            cores=cores,
+            usable_cores=usable,
+        )
+
+    # -- the thread ----------------------------------------------------------------------------
+
+    def _energy(self) -> float | None:
+        for source in self.sources:
+            value = source.energy_mj()
+            if value is not None:
+                return value
+        return None
+
+    def _edge(self, record: WindowSamples) -> None:
+        reading = EdgeReading(t=time.perf_counter())
+        for source in self._edge_sources:
+            source.read_edge(reading)
+        record.edges.append(reading)
+
+    def _take(self, record: WindowSamples) -> None:
+        row: dict[str, float | None] = {}
+        now = time.perf_counter()
+        for source in self.sources:
+            source.read(row)
+        record.t.append(now)
+        for name, column in record.values.items():
+            column.append(row.get(name))
+
+    def _run(self, record: WindowSamples) -> None:
+        try:
+            if not self._opened:
+                for source in self.sources:
+                    source.open()
+                self._opened = True
+            started = time.perf_counter()
+            record.energy_start_mj = self._energy()
+            self._edge(record)
+            self._take(record)
+            self._ready.set()
+            deadline = record.t[0] + self.interval_s
+            while not self._stop.wait(max(0.0, deadline - time.perf_counter())):
+                self._take(record)
+                now = time.perf_counter()
+                deadline += self.interval_s
+                if deadline < now:  # a slow query: skip the missed ticks, never burst
+                    deadline = now + self.interval_s
+            self._take(record)
+            self._edge(record)
+            record.energy_stop_mj = self._energy()
+            record.energy_t = (started, time.perf_counter())
+            record.complete = True
+        except Exception as exc:  # never let telemetry take the rank down
+            record.failure = f"sampler thread failed: {type(exc).__name__}: {exc}"
+        finally:
+            self._ready.set()

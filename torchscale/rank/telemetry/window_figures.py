@@ -1,0 +1,530 @@
+"""Samples -> the result's telemetry figures. Pure functions: no threads, no NVML, no torch.
+
+Energy (docs/telemetry.md): by the GPU's total-energy counter when it answered at both edges of
+every window, `E = sum over windows (E_stop - E_start) / 1000` joules; else by the trapezoid
+rule over the power samples, `E = sum over windows sum_i (t_i+1 - t_i) (P_i + P_i+1) / 2`. The
+first and last samples sit at the window's edges, so both cover the whole window.
+
+What else ran on each host (docs/telemetry.md): from the readings at every window's two edges,
+`other cores = (host busy CPU s - the cell's ranks' own CPU s) / window s`, with the 1-minute
+load average and the compute processes on the cell's GPUs that are not its ranks.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+from typing import Literal
+
+from torchscale.contracts.schema.cell_result import (
+    EnergyMethod,
+    FieldStats,
+    HostLoad,
+    RankLoad,
+    RankTelemetry,
+    Telemetry,
+)
+
+# the busy-machine rule (docs/telemetry.md): other processes used at least this many cores per
+# rank of the cell on a host, and that host had fewer idle cores than the cell has ranks there
+from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
+from torchscale.rank.telemetry.reasons import (
+    IGNORED_REASONS,
+    SLOWDOWN_REASONS,
+    decode_clock_reasons,
+)
+from torchscale.rank.telemetry.samples import GPU_PROCESSES, SamplerReport, WindowSamples
+
+# psutil reads CPU time in 10 ms kernel ticks: utilisation over shorter spans is mostly
+# rounding, so the maximum is taken over spans of at least this long
+MIN_CPU_SPAN_S = 0.1
+SPAN_SLACK = 0.95  # a sample a hair early (timer jitter) still closes a span
+NO_SAMPLE = "no sample of it in the measured windows"
+GPU_STATS = ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c", "sm_clock_mhz")
+BUSY_NOTE = "timings may be slowed or noisy"
+NO_HOST = "no host readings"
+NAMESPACE_PIDS = (
+    "NVML lists PIDs of another PID namespace (a container without the host's PID namespace: "
+    "a rank's own PID is not among its GPU's processes): counted, not named"
+)
+
+
+def field_stats(values: Iterable[float | None]) -> FieldStats | None:
+    """Mean and max of the values read (None: not read), or None when none was."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    return FieldStats(mean=statistics.fmean(present), max=max(present))
+
+
+def trapezoid_j(t: Sequence[float], power_w: Sequence[float | None]) -> float | None:
+    """Joules under the power samples of one window (trapezoid rule over the samples read);
+    None with fewer than two."""
+    points = [(ti, p) for ti, p in zip(t, power_w, strict=True) if p is not None]
+    if len(points) < 2:
+        return None
+    return sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in pairwise(points))
+
+
+def counter_j(window: WindowSamples) -> float | None:
+    """Joules between the window's two total-energy counter reads, or None without both (or
+    with a counter that went backwards: the driver was reloaded)."""
+    start, stop = window.energy_start_mj, window.energy_stop_mj
+    if start is None or stop is None or stop < start:
+        return None
+    return (stop - start) / 1000.0
+
+
+def window_energy(
+    windows: Sequence[WindowSamples],
+) -> tuple[float | None, EnergyMethod | None, str | None]:
+    """(joules over all windows, method, None) or (None, None, why)."""
+    if not windows:
+        return None, None, "no window was sampled"
+    broken = [w.failure for w in windows if not w.complete]
+    if broken:
+        return None, None, f"a window was not fully sampled: {broken[0]}"
+    counted = [counter_j(w) for w in windows]
+    if all(j is not None for j in counted):
+        return sum(j for j in counted if j is not None), "counter", None
+    integrated = [trapezoid_j(w.t, w.column("power_w")) for w in windows]
+    if all(j is not None for j in integrated):
+        return sum(j for j in integrated if j is not None), "power_integral", None
+    return None, None, "neither the energy counter nor two power samples in every window"
+
+
+def cpu_spans(t: Sequence[float], cpu_s: Sequence[float | None], min_span_s: float) -> list[float]:
+    """CPU utilisation (%, 100 = one core) over consecutive spans of at least `min_span_s`
+    (less 5 % for timer jitter; the last, shorter remainder joins the span before it); the
+    whole window if shorter."""
+    points = [(ti, c) for ti, c in zip(t, cpu_s, strict=True) if c is not None]
+    if len(points) < 2 or points[-1][0] <= points[0][0]:
+        return []
+    spans: list[tuple[float, float]] = []  # (seconds, cpu seconds)
+    start_t, start_c = points[0]
+    for ti, ci in points[1:]:
+        if ti - start_t >= min_span_s * SPAN_SLACK:
+            spans.append((ti - start_t, ci - start_c))
+            start_t, start_c = ti, ci
+    end_t, end_c = points[-1]
+    if end_t > start_t:  # the remainder
+        if spans:
+            dt, dc = spans.pop()
+            spans.append((dt + end_t - start_t, dc + end_c - start_c))
+        else:
+            spans.append((end_t - start_t, end_c - start_c))
+    return [dc / dt * 100 for dt, dc in spans if dt > 0]
+
+
+def cpu_stats(
+    windows: Sequence[WindowSamples], min_span_s: float = MIN_CPU_SPAN_S
+) -> FieldStats | None:
+    """Process CPU utilisation: mean = CPU seconds / wall seconds over every window, max over
+    spans of at least `min_span_s`."""
+    cpu = wall = 0.0
+    spans: list[float] = []
+    for w in windows:
+        points = [(ti, c) for ti, c in zip(w.t, w.column("cpu_s"), strict=True) if c is not None]
+        if len(points) >= 2:
+            wall += points[-1][0] - points[0][0]
+            cpu += points[-1][1] - points[0][1]
+        spans += cpu_spans(w.t, w.column("cpu_s"), min_span_s)
+    if wall <= 0 or not spans:
+        return None
+    return FieldStats(mean=cpu / wall * 100, max=max(spans))
+
+
+def clock_reasons(
+    windows: Sequence[WindowSamples],
+) -> tuple[list[str], list[str], float | None]:
+    """(every reason seen, those that slow the GPU, share of samples with a slowdown), from
+    the clocks-event masks; GpuIdle and ApplicationsClocksSetting are left out."""
+    masks = [int(m) for w in windows for m in w.column("clock_reasons") if m is not None]
+    if not masks:
+        return [], [], None
+    union = 0
+    for mask in masks:
+        union |= mask
+    seen = [n for n in decode_clock_reasons(union) if n not in IGNORED_REASONS]
+    slowing = [n for n in seen if n in SLOWDOWN_REASONS]
+    throttled = sum(1 for m in masks if set(decode_clock_reasons(m)) & SLOWDOWN_REASONS)
+    return seen, slowing, throttled / len(masks)
+
+
+def rank_load(report: SamplerReport) -> RankLoad:
+    """The rank's host readings over its windows: CPU-second deltas between each window's two
+    edges, summed; the load average at every edge; the GPU's processes seen at any edge."""
+    windows = report.windows
+    unavailable: dict[str, str] = {}
+    broken = [w.failure or "no edge reading" for w in windows if not w.complete or len(w.edges) < 2]
+    whole = [w for w in windows if w.complete and len(w.edges) >= 2]
+    window_s = sum(w.edges[-1].t - w.edges[0].t for w in whole)
+
+    def why(name: str) -> str:
+        return report.unavailable.get(name) or report.errors.get(name) or NO_SAMPLE
+
+    def delta(name: str) -> float | None:
+        if broken or not whole:
+            unavailable[name] = (
+                f"a window was not fully sampled: {broken[0]}" if broken else why(name)
+            )
+            return None
+        pairs = [(w.edges[0].values.get(name), w.edges[-1].values.get(name)) for w in whole]
+        if any(a is None or b is None for a, b in pairs):
+            unavailable[name] = why(name)
+            return None
+        return sum(b - a for a, b in pairs if a is not None and b is not None)
+
+    busy, own = delta("busy_cpu_s"), delta("own_cpu_s")
+    loads = [v for w in windows for e in w.edges if (v := e.values.get("load_avg_1m")) is not None]
+    if not loads:
+        unavailable["load_avg_1m"] = why("load_avg_1m")
+    lists = [e.gpu_pids for w in windows for e in w.edges if e.gpu_pids is not None]
+    if not lists:
+        unavailable[GPU_PROCESSES] = why(GPU_PROCESSES)
+    return RankLoad(
+        pid=report.pid,
+        cores=report.cores,
+        usable_cores=report.usable_cores,
+        window_s=window_s,
+        busy_cpu_s=busy,
+        own_cpu_s=own,
+        load_avg_1m=loads,
+        gpu_pids=sorted({pid for pids in lists for pid in pids}) if lists else None,
+        gpu_processes_max=max(len(pids) for pids in lists) if lists else None,
+        unavailable=unavailable,
+    )
+
+
+def summarise_rank(rank: int, host: str, report: SamplerReport) -> RankTelemetry:
+    """One rank's telemetry from its sampler's windows; a null field says why."""
+    windows = report.windows
+
+    def why(name: str) -> str:
+        return report.unavailable.get(name) or report.errors.get(name) or NO_SAMPLE
+
+    def column(name: str) -> list[float | None]:
+        return [v for w in windows for v in w.column(name)]
+
+    unavailable: dict[str, str] = {}
+    stats: dict[str, FieldStats | None] = {}
+    for name in (*GPU_STATS, "rss_bytes"):
+        stats[name] = field_stats(column(name))
+        if stats[name] is None:
+            unavailable[name] = why(name)
+    cpu = cpu_stats(windows)
+    if cpu is None:
+        unavailable["cpu_util_pct"] = why("cpu_s")
+    energy, method, energy_why = window_energy(windows)
+    if energy is None:
+        # a window not fully sampled says it all; else why the counter, then the power failed
+        reasons = [report.unavailable.get("energy_j")]
+        if report.device != "cpu":  # on CPU the energy reason says it all
+            reasons.append(report.unavailable.get("power_w"))
+        named = [r for r in reasons if r]
+        broken = any(not w.complete for w in windows)
+        unavailable["energy_j"] = (
+            "; ".join(dict.fromkeys(named)) if named and not broken else energy_why or NO_SAMPLE
+        )
+    seen, slowing, fraction = clock_reasons(windows)
+    if fraction is None:
+        unavailable["throttled_fraction"] = why("clock_reasons")
+    failures = [w.failure for w in windows if w.failure]
+    if failures:
+        unavailable["windows"] = "; ".join(dict.fromkeys(failures))
+    return RankTelemetry(
+        rank=rank,
+        host=host,
+        device=report.device,
+        gpu_name=report.gpu_name,
+        gpu_uuid=report.gpu_uuid,
+        samples=sum(len(w.t) for w in windows),
+        sampled_s=sum(w.t[-1] - w.t[0] for w in windows if len(w.t) >= 2),
+        gpu_util_pct=stats["gpu_util_pct"],
+        gpu_memory_used_bytes=stats["gpu_memory_used_bytes"],
+        power_w=stats["power_w"],
+        temperature_c=stats["temperature_c"],
+        sm_clock_mhz=stats["sm_clock_mhz"],
+        cpu_util_pct=cpu,
+        rss_bytes=stats["rss_bytes"],
+        energy_j=energy,
+        energy_method=method,
+        clock_event_reasons=seen,
+        throttle_reasons=slowing,
+        throttled_fraction=fraction,
+        unavailable=unavailable,
+        load=rank_load(report),
+    )
+
+
+def _reason(ranks: Sequence[RankTelemetry], key: str) -> str:
+    """Why a total is null: the ranks' reason, once when they share it."""
+    reasons = {r.rank: r.unavailable.get(key, "not measured") for r in ranks}
+    if not reasons:
+        return "no rank was sampled"
+    if len(set(reasons.values())) == 1:
+        return next(iter(reasons.values()))
+    return "; ".join(f"rank {rank}: {why}" for rank, why in reasons.items())
+
+
+def _every(ranks: Sequence[RankTelemetry], values: list[float | None]) -> list[float] | None:
+    """The values when every rank has one (a total over some GPUs would be a different
+    figure), else None."""
+    if not ranks or any(v is None for v in values):
+        return None
+    return [v for v in values if v is not None]
+
+
+def throttle_warning(ranks: Sequence[RankTelemetry]) -> str | None:
+    """The result's warning when any GPU's clocks were held down during the windows."""
+    parts = [
+        f"rank {r.rank} ({r.gpu_name or r.device}): {', '.join(r.throttle_reasons)} in "
+        f"{(r.throttled_fraction or 0) * 100:.0f}% of samples"
+        for r in ranks
+        if r.throttle_reasons
+    ]
+    if not parts:
+        return None
+    return (
+        "GPU clocks throttled during the measured windows: "
+        + "; ".join(parts)
+        + " (the figures were measured below full clocks)"
+    )
+
+
+def _joined(reasons: dict[int, str], ranks: int) -> str:
+    """The reasons of the ranks that lack a figure: once when all `ranks` share it, else
+    named by rank."""
+    if len(reasons) == ranks and len(set(reasons.values())) == 1:
+        return next(iter(reasons.values()))
+    return "; ".join(f"rank {rank}: {why}" for rank, why in reasons.items())
+
+
+def _load_reason(ranks: Sequence[RankTelemetry], key: str) -> str:
+    """Why the ranks' host readings lack `key`, once when they share it."""
+    return _joined(
+        {r.rank: r.load.unavailable.get(key, NO_SAMPLE) if r.load else NO_HOST for r in ranks},
+        len(ranks),
+    )
+
+
+def _rates(ranks: Sequence[RankTelemetry], name: str) -> tuple[list[float] | None, str | None]:
+    """Each rank's `name` (CPU seconds) per second of its windows: (rates, None) when every
+    rank has it, else (None, why)."""
+    rates: list[float] = []
+    reasons: dict[int, str] = {}
+    for r in ranks:
+        load = r.load
+        seconds = getattr(load, name) if load is not None else None
+        if load is None:
+            reasons[r.rank] = NO_HOST
+        elif seconds is None:
+            reasons[r.rank] = load.unavailable.get(name, NO_SAMPLE)
+        elif load.window_s <= 0:
+            reasons[r.rank] = "its windows have no length"
+        else:
+            rates.append(seconds / load.window_s)
+    return (None, _joined(reasons, len(ranks))) if reasons else (rates, None)
+
+
+def other_gpu_processes(
+    ranks: Sequence[RankTelemetry],
+) -> tuple[int | None, list[int], dict[str, str]]:
+    """(count, PIDs, unavailable) of compute processes on the ranks' GPUs that are not the
+    ranks (all on one host: PIDs are per host). A rank's own PID missing from its GPU's list
+    means NVML's PIDs are of another PID namespace: then each GPU counts its processes beyond
+    the cell's ranks on it, without names."""
+    loads = [(r, r.load) for r in ranks if r.load is not None and r.load.gpu_pids is not None]
+    if len(loads) < len(ranks):  # a count over some GPUs would be another figure
+        return None, [], {"other_gpu_processes": _load_reason(ranks, GPU_PROCESSES)}
+    if all(load.pid in (load.gpu_pids or []) for _, load in loads):
+        ours = {load.pid for _, load in loads}
+        others = sorted({pid for _, load in loads for pid in load.gpu_pids or []} - ours)
+        return len(others), others, {}
+    per_gpu: dict[str, list[int]] = {}  # GPU -> the most processes each of its ranks saw
+    for r, load in loads:
+        per_gpu.setdefault(r.gpu_uuid or r.device, []).append(load.gpu_processes_max or 0)
+    count = sum(max(0, max(most) - len(most)) for most in per_gpu.values())
+    return count, [], {"other_gpu_pids": NAMESPACE_PIDS}
+
+
+def is_busy(other_cores: float, busy_cores: float, cores: int | None, ranks: int) -> bool:
+    """The busy-machine rule: other processes used at least OTHER_CORES_PER_RANK cores per
+    rank of the cell on the host, and the host had fewer idle cores than the cell has ranks
+    there (so they were not merely using cores the cell left free)."""
+    idle = cores - busy_cores if cores else None
+    return other_cores >= OTHER_CORES_PER_RANK * ranks and (idle is None or idle < ranks)
+
+
+def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
+    """What else ran on `host` during the windows, from the cell's ranks on it: other cores =
+    mean over the ranks of (host busy CPU s / window s) - sum over them of (own CPU s / window
+    s), at least 0 (the kernel's 10 ms ticks can take it a hair below)."""
+    unavailable: dict[str, str] = {}
+    loads = [r.load for r in ranks if r.load is not None]
+    cores = max((load.cores for load in loads if load.cores), default=None)
+    busy_rates, why_busy = _rates(ranks, "busy_cpu_s")
+    own_rates, why_own = _rates(ranks, "own_cpu_s")
+    busy_cores = statistics.fmean(busy_rates) if busy_rates else None
+    cell_cores = sum(own_rates) if own_rates is not None else None
+    other = busy = None
+    if busy_cores is not None and cell_cores is not None:
+        other = max(0.0, busy_cores - cell_cores)
+        busy = is_busy(other, busy_cores, cores, len(ranks))
+    for key, why in (("busy_cores", why_busy), ("cell_cores", why_own)):
+        if why is not None:
+            unavailable[key] = why
+    if other is None:
+        unavailable["other_cores"] = unavailable["busy"] = why_busy or why_own or NO_SAMPLE
+    load_avg = field_stats([v for load in loads for v in load.load_avg_1m])
+    if load_avg is None:
+        unavailable["load_avg_1m"] = _load_reason(ranks, "load_avg_1m")
+    gpu_count, gpu_pids, why_gpu = other_gpu_processes(ranks)
+    return HostLoad(
+        host=host,
+        ranks=[r.rank for r in ranks],
+        cores=cores,
+        busy_cores=busy_cores,
+        cell_cores=cell_cores,
+        other_cores=other,
+        load_avg_1m=load_avg,
+        other_gpu_processes=gpu_count,
+        other_gpu_pids=gpu_pids,
+        busy=busy,
+        unavailable=unavailable | why_gpu,
+    )
+
+
+def host_loads(ranks: Sequence[RankTelemetry]) -> list[HostLoad] | None:
+    """One HostLoad per host the cell's ranks ran on (in rank order), or None when no rank
+    read its host."""
+    if not any(r.load is not None for r in ranks):
+        return None
+    by_host: dict[str, list[RankTelemetry]] = {}
+    for r in sorted(ranks, key=lambda r: r.rank):
+        by_host.setdefault(r.host, []).append(r)
+    return [host_load(host, members) for host, members in by_host.items()]
+
+
+def busy_warnings(hosts: Sequence[HostLoad]) -> list[str]:
+    """The result's warnings when other processes competed with the cell: for CPU by the
+    busy rule, for a GPU whenever another compute process was on one of the cell's."""
+    warnings = []
+    parts = []
+    for h in hosts:
+        if not h.busy or h.other_cores is None or h.busy_cores is None:
+            continue
+        of = f" of {h.cores}" if h.cores else ""
+        idle = f", {max(0.0, h.cores - h.busy_cores):.1f} idle" if h.cores else ""
+        mine = f"the cell's {len(h.ranks)} rank(s) used {h.cell_cores or 0:.1f}{idle}"
+        load = f"; load average up to {h.load_avg_1m.max:.1f}" if h.load_avg_1m else ""
+        parts.append(f"{h.other_cores:.1f}{of} cores on {h.host} ({mine}{load})")
+    if parts:
+        warnings.append(
+            f"busy machine: other processes used {'; '.join(parts)} during the measured "
+            f"windows; {BUSY_NOTE}"
+        )
+    shared = []
+    for h in hosts:
+        if not h.other_gpu_processes:
+            continue
+        named = ", ".join(map(str, h.other_gpu_pids)) if h.other_gpu_pids else None
+        which = f"PID {named}" if named else "PIDs of another PID namespace"
+        shared.append(f"{h.host}: {h.other_gpu_processes} ({which})")
+    if shared:
+        total = sum(h.other_gpu_processes or 0 for h in hosts)
+        warnings.append(
+            f"GPU shared: {total} other compute process(es) on the cell's GPUs during the "
+            f"measured windows ({'; '.join(shared)}); their kernels time-share the GPU with the "
+            f"cell's: {BUSY_NOTE}"
+        )
+    return warnings
+
+
+def combine(
+    ranks: Sequence[RankTelemetry],
+    interval_ms: int,
+    windows: int,
+    samples_processed: int,
+    tokens_per_sample: int | None,
+) -> tuple[Telemetry, dict[str, str], list[str]]:
+    """The cell's telemetry from every rank's: (telemetry, unavailable, warnings).
+
+    `samples_processed` is what all ranks processed in the sampled windows (global batch x
+    steps x windows). A total needs every rank's figure; otherwise it is null with the ranks'
+    reasons under `telemetry.<field>` in `unavailable`."""
+    ranks = sorted(ranks, key=lambda r: r.rank)
+    unavailable: dict[str, str] = {}
+
+    def mean_of(values: list[float | None]) -> float | None:
+        every = _every(ranks, values)
+        return statistics.fmean(every) if every is not None else None
+
+    util = mean_of([r.gpu_util_pct.mean if r.gpu_util_pct else None for r in ranks])
+    power = mean_of([r.power_w.mean if r.power_w else None for r in ranks])
+    clock = mean_of([r.sm_clock_mhz.mean if r.sm_clock_mhz else None for r in ranks])
+    cpu = mean_of([r.cpu_util_pct.mean if r.cpu_util_pct else None for r in ranks])
+    temps = _every(ranks, [r.temperature_c.max if r.temperature_c else None for r in ranks])
+    energies = _every(ranks, [r.energy_j for r in ranks])
+    energy = sum(energies) if energies is not None else None
+    methods = {r.energy_method for r in ranks}
+    method: EnergyMethod | Literal["mixed"] | None = None
+    if energy is not None:
+        only = methods.pop() if len(methods) == 1 else None
+        method = only if only is not None else "mixed"
+    per_joule = samples_processed / energy if energy else None
+    tokens = (
+        samples_processed * tokens_per_sample / energy if energy and tokens_per_sample else None
+    )
+    throttle_reasons = list(dict.fromkeys(n for r in ranks for n in r.throttle_reasons))
+    throttled: bool | None = None
+    if throttle_reasons:
+        throttled = True
+    elif ranks and all(r.throttled_fraction is not None for r in ranks):
+        throttled = False
+
+    for key, value, source in (
+        ("gpu_util_pct_mean", util, "gpu_util_pct"),
+        ("power_w_mean", power, "power_w"),
+        ("temperature_c_max", temps, "temperature_c"),
+        ("sm_clock_mhz_mean", clock, "sm_clock_mhz"),
+        ("cpu_util_pct_mean", cpu, "cpu_util_pct"),
+        ("energy_j", energy, "energy_j"),
+        ("throttled", throttled, "throttled_fraction"),
+    ):
+        if value is None:
+            unavailable[f"telemetry.{key}"] = _reason(ranks, source)
+    if per_joule is None:
+        unavailable["telemetry.samples_per_joule"] = (
+            unavailable.get("telemetry.energy_j") or "the windows used 0 J"
+        )
+    hosts = host_loads(ranks)
+    if hosts is None:
+        unavailable["telemetry.hosts"] = f"{NO_HOST} from any rank"
+    if tokens is None:
+        unavailable["telemetry.tokens_per_joule"] = (
+            "not a language model"
+            if not tokens_per_sample
+            else unavailable["telemetry.samples_per_joule"]
+        )
+    telemetry = Telemetry(
+        source="nvml+psutil" if any(r.device.startswith("cuda") for r in ranks) else "psutil",
+        interval_ms=interval_ms,
+        windows=windows,
+        ranks=list(ranks),
+        gpu_util_pct_mean=util,
+        power_w_mean=power,
+        temperature_c_max=max(temps) if temps is not None else None,
+        sm_clock_mhz_mean=clock,
+        cpu_util_pct_mean=cpu,
+        energy_j=energy,
+        energy_method=method,
+        samples_per_joule=per_joule,
+        tokens_per_joule=tokens,
+        throttled=throttled,
+        throttle_reasons=throttle_reasons,
+        hosts=hosts,
+    )
+    warning = throttle_warning(ranks)
+    return telemetry, unavailable, ([warning] if warning else []) + busy_warnings(hosts or [])

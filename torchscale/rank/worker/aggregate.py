@@ -1,0 +1,631 @@
+"""Rank 0 turns every rank's measurements into one CellResult. Pure: no torch.distributed.
+
+The step (docs/methodology.md, "One model of the step"): every synchronised step of every rank
+splits into compute, data, waiting for peers, exposed transfer and rest from the phase timers
+(torchscale/offline/analysis/attribution.py), each part with its 95 % interval; a straggler is named
+only when a paired test over the steps says so. The no_sync windows, interleaved with the
+synchronised ones, cross-check the communication figure; the older `straggler` and
+`communication` blocks are read from the model, so each quantity has one value.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import (
+    Attribution,
+    CellResult,
+    Communication,
+    Compute,
+    DataPipeline,
+    Diagnosis,
+    Estimate,
+    InjectedDelay,
+    Intervals,
+    Memory,
+    PhaseTimes,
+    ProfileRecord,
+    RankStats,
+    Straggler,
+    Telemetry,
+    Throughput,
+)
+from torchscale.contracts.step_phases import OWN_WORK_PHASES, STEP_PHASES
+from torchscale.offline.analysis.attribution import NoSyncSteps
+from torchscale.offline.analysis.diagnosis import (
+    RunEvidence,
+    TimerEvidence,
+    busy_caveat,
+    diagnose,
+    with_caveat,
+)
+from torchscale.offline.analysis.stats import median_and_spread, step_stats
+from torchscale.offline.analysis.uncertainty import median_of_repeats, percentile_of_steps
+from torchscale.rank.data.input_pipeline import SETTINGS_KEY
+from torchscale.rank.telemetry.window_figures import combine
+from torchscale.rank.worker.allocator import AllocatorStats
+from torchscale.rank.worker.compile_figures import compile_record
+from torchscale.rank.worker.measure import RankMeasurement
+from torchscale.rank.worker.measured_peak import MeasuredPeak, cell_measured_peak, guarded_mfu
+from torchscale.rank.worker.parallel_metrics import parallel_metrics, warmup_record
+from torchscale.rank.worker.phases import medians
+from torchscale.rank.worker.spec import WorkerSpec
+
+FSDP_NO_SPLIT = (
+    "FSDP: its forward and backward phases contain all-gather/reduce-scatter waits (backward is "
+    "not split at the last gradient), so no step model separates compute from communication "
+    "or names a straggler; profile the cell (`torchscale profile`) for both"
+)
+MODEL_PARALLEL = (
+    "tp, pp and hybrid: communication runs inside forward and backward, so the phase timers "
+    "cannot separate it (tensor parallelism: parallel.profiled_comm; pipelines: the bubble)"
+)
+NO_PHASES = "no phase timing with backward split at the last gradient on every rank"
+SYNC_OVERHEAD_GONE = (
+    "schema 8: the pooled no_sync figure is a cross-check of the step model "
+    "(attribution.cross_checks), not a headline"
+)
+NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUDA only)"
+TELEMETRY_OFF = "measurement.telemetry.enabled is false"
+ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
+DATA_KEY = SETTINGS_KEY  # the trainer's settings entry with the input pipeline's facts
+NOTHING_READ = "synthetic batches are made on the device: nothing is read"
+NO_DATA_PHASE = "no phase timing: the data wait was not measured"
+# the gradient sync wait's share of the step-time variance from which a noisy step is said to
+# be noisy in its sync ("High variance in gradient sync time"): at least half of it
+SYNC_VARIANCE_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class CellFacts:
+    """What rank 0 knows besides the measurements."""
+
+    parameters: int
+    model_kind: str
+    tokens_per_sample: int | None
+    device_name: str  # "cpu" or the CUDA device name
+    peak_tflops: float | None
+    peak_note: str | None  # why there is no peak (peak_tflops None)
+    environment: dict[str, Any]
+    fused_optimizer: bool
+    channels_last: bool
+    peak_basis: str | None = None  # which peak: GPU, dtype and why (e.g. TF32 convolutions)
+
+
+def achieved_tflops(
+    flops_per_step: float, samples_per_s_per_device: float, samples_per_rank_step: float
+) -> float:
+    """Achieved TFLOP/s per device over the timed windows: FLOPs per optimizer step times the
+    steps per second that the throughput figure implies, so MFU and throughput always agree."""
+    return flops_per_step * samples_per_s_per_device / samples_per_rank_step / 1e12
+
+
+def rank_phase_medians(rank: RankMeasurement) -> dict[str, float | None] | None:
+    """Median per phase over the rank's synchronised windows; None without phase timing."""
+    windows = [w.phases for w in rank.windows if w.phases is not None]
+    return medians(windows) if windows else None
+
+
+def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
+    """Every synchronised step of every rank with its phase seconds: (window, step, rank,
+    step_s, data, forward, backward, grad_sync_wait, optimizer); phases None without timing."""
+    rows = []
+    for r in ranks:
+        for window, w in enumerate(r.windows):
+            for step, seconds in enumerate(w.step_s):
+                row: dict[str, Any] = {
+                    "window": window,
+                    "step": step,
+                    "rank": r.rank,
+                    "step_s": seconds,
+                }
+                for phase in STEP_PHASES:
+                    row[phase] = w.phases[phase][step] if w.phases is not None else None
+                rows.append(row)
+    return pd.DataFrame(rows, columns=["window", "step", "rank", "step_s", *STEP_PHASES])
+
+
+def sync_variance_warning(table: pd.DataFrame, threshold: float) -> str | None:
+    """The published "High variance in gradient sync time" warning, only where it says
+    something: the step time is noisy (its CV above `threshold`) and at least half of its
+    variance is in the gradient sync wait (cov(wait, step) / var(step), the wait's part of the
+    step-time variance when the phases add up to the step): the noise is the network or
+    waiting for peers, not this rank's compute. None without phase timing."""
+    both = table[["step_s", "grad_sync_wait"]].dropna().astype(float)
+    if len(both) < 3:
+        return None
+    step, wait = both["step_s"], both["grad_sync_wait"]
+    step_cv = float(step.std() / step.mean()) if step.mean() > 0 else 0.0
+    if step_cv <= threshold or wait.mean() <= 0:
+        return None
+    share = float(both.cov().loc["grad_sync_wait", "step_s"] / step.var())
+    if share < SYNC_VARIANCE_SHARE:
+        return None
+    # above 1 (other parts varying against the wait) a share would read as impossible
+    part = f"{min(share, 1.0):.0%} of" if share < 1.005 else "most of"
+    return (
+        f"High variance in gradient sync time: CV {wait.std() / wait.mean():.2f}, {part} the "
+        f"step-time variance (step CV {step_cv:.2f} > {threshold:.2f}): the network or waiting "
+        "for peers, not compute"
+    )
+
+
+def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
+    """Each rank's free-running steps of the interleaved no_sync windows (None without)."""
+    if not all(r.no_sync is not None and r.no_sync.step_s for r in ranks):
+        return None
+    return NoSyncSteps({r.rank: list(r.no_sync.step_s) for r in ranks if r.no_sync})
+
+
+def step_model(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement], table: pd.DataFrame
+) -> tuple[Diagnosis | None, str | None]:
+    """The cell's one diagnosis, from its phase timers, or why there is none."""
+    if spec.cell.parallel is not None:
+        return None, MODEL_PARALLEL
+    if spec.cell.strategy == "fsdp":
+        return None, FSDP_NO_SPLIT
+    diagnosis = diagnose(
+        RunEvidence(
+            timers=TimerEvidence(steps=table, no_sync=no_sync_steps(ranks)),
+            device_type=spec.cell.device,
+            backend=spec.cell.backend,
+            strategy=spec.cell.strategy,
+        )
+    )
+    if diagnosis is None:
+        return None, NO_PHASES
+    return diagnosis, None
+
+
+def straggler_record(
+    attribution: Attribution, table: pd.DataFrame, injected: Sequence[int]
+) -> Straggler | None:
+    """The named straggler in the older `straggler` shape (None unless the test named one):
+    its own work per step, the others' median, the gap, and every phase's mean gap."""
+    verdict = attribution.straggler
+    if verdict is None or not verdict.named or verdict.rank is None:
+        return None
+    slow = verdict.rank
+    means = table.groupby("rank")[list(OWN_WORK_PHASES)].mean()
+    own = means.sum(axis=1)
+    others = own.drop(index=slow)
+    gaps: dict[str, float] = {
+        phase: float(means.loc[slow, phase] - means.drop(index=slow)[phase].median())
+        for phase in OWN_WORK_PHASES
+    }
+    return Straggler(
+        rank=slow,
+        basis="phases",
+        compute_s=float(own.loc[slow]),
+        others_compute_s=float(others.median()),
+        compute_gap_s=float(own.loc[slow] - others.median()),
+        phase=verdict.phase,
+        gap_s=verdict.phase_gap_s.value if verdict.phase_gap_s else None,
+        phase_gaps_s=gaps,
+        injected=slow in injected,
+    )
+
+
+def communication_record(
+    attribution: Attribution, no_sync_pooled_s: float | None
+) -> tuple[Communication, dict[str, str]]:
+    """The older `communication` block read from the step model (one value per quantity):
+    comm_overhead is the exposed transfer's share, load_imbalance the wait for peers'; each
+    null where the model says it is not measurable above noise."""
+    parts = {p.name: p for p in attribution.parts}
+    transfer, wait = parts["exposed_transfer"], parts["wait_for_peers"]
+    unavailable = {}
+    for key, part in (("comm_overhead", transfer), ("load_imbalance", wait)):
+        if part.share.value is None:
+            unavailable[key] = part.share.reason or "not measurable above noise"
+    unavailable["sync_overhead"] = SYNC_OVERHEAD_GONE
+    return Communication(
+        step_time_no_sync_s=no_sync_pooled_s,
+        comm_overhead=transfer.share.value,
+        sync_overhead=None,
+        step_time_s=attribution.step_s.value,
+        load_imbalance_s=wait.seconds.value,
+        load_imbalance=wait.share.value,
+        exposed_comm_s=transfer.seconds.value,
+    ), unavailable
+
+
+def _scaled(throughput: Estimate, value: float | None) -> Estimate | None:
+    """`value` with throughput's relative interval (MFU is throughput times a constant)."""
+    if value is None or not throughput.value:
+        return None
+    scale = value / throughput.value
+    return throughput.model_copy(
+        update={
+            "value": value,
+            "low": throughput.low * scale if throughput.low is not None else None,
+            "high": throughput.high * scale if throughput.high is not None else None,
+        }
+    )
+
+
+def headline_intervals(
+    per_repeat: Sequence[float],
+    step_times: Sequence[float],
+    mfu: float | None,
+    mfu_measured: float | None = None,
+) -> Intervals:
+    """Throughput (median of repeats), latency percentiles (steps) and MFU (against both
+    peaks) with intervals. MFU is throughput times a constant (FLOPs per sample / peak), so it
+    takes the same relative interval."""
+    throughput = median_of_repeats(per_repeat)
+    mfu_estimate = _scaled(throughput, mfu)
+    return Intervals(
+        samples_per_s=throughput,
+        step_p50_s=percentile_of_steps(step_times, 50),
+        step_p95_s=percentile_of_steps(step_times, 95),
+        step_p99_s=percentile_of_steps(step_times, 99),
+        mfu=mfu_estimate,
+        mfu_measured=_scaled(throughput, mfu_measured),
+    )
+
+
+def _profile_record(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> ProfileRecord | None:
+    profile = spec.profile
+    if profile is None:
+        return None
+    times = [r.profile_capture_s for r in ranks if r.profile_capture_s is not None]
+    notes: list[str] = []
+    for r in ranks:
+        notes += [n for n in r.profile_notes if n not in notes]
+    return ProfileRecord(
+        tool=profile.tool,
+        trace_dir=profile.trace_dir,
+        wait=profile.wait,
+        warmup=profile.warmup,
+        active=profile.active,
+        files=sorted({name for r in ranks for name in r.profile_files}),
+        capture_s=max(times) if times else None,
+        notes=notes,
+    )
+
+
+def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Memory's allocator fields for the cell, each the worst of any rank (most retries and
+    OOMs, highest fragmentation, largest stranded bytes), or null with the reason on CPU."""
+    stats = [r.allocator for r in ranks if r.allocator is not None]
+    if not stats or len(stats) != len(ranks):
+        return {}, {f"memory.{name}": NO_ALLOCATOR for name in ALLOCATOR_FIELDS}
+    fragmentation = [s.fragmentation for s in stats if s.fragmentation is not None]
+    fields: dict[str, Any] = {
+        "alloc_retries": max(s.alloc_retries for s in stats),
+        "oom_count": max(s.oom_count for s in stats),
+        "fragmentation": max(fragmentation) if fragmentation else None,
+        "inactive_split_peak_bytes": max(s.inactive_split_peak_bytes for s in stats),
+    }
+    unavailable = {}
+    if not fragmentation:
+        unavailable["memory.fragmentation"] = "the allocator reserved nothing in the windows"
+    return fields, unavailable
+
+
+def _retries(allocator: AllocatorStats | None) -> int | None:
+    return allocator.alloc_retries if allocator is not None else None
+
+
+def cell_telemetry(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts, samples: int
+) -> tuple[Telemetry | None, dict[str, str], list[str]]:
+    """(telemetry, unavailable, warnings) of the cell from every rank's summary."""
+    per_rank = [r.telemetry for r in ranks if r.telemetry is not None]
+    if not per_rank:
+        return None, {"telemetry": TELEMETRY_OFF}, []
+    return combine(
+        per_rank,
+        interval_ms=spec.measurement.telemetry.interval_ms,
+        windows=len(ranks[0].windows),
+        samples_processed=samples,
+        tokens_per_sample=facts.tokens_per_sample,
+    )
+
+
+def _epochs_note(
+    info: dict[str, Any], spec: WorkerSpec, world: int, steps_per_rank: int
+) -> str | None:
+    """The page-cache caveat when the dataset fits in this host's memory."""
+    dataset, memory, samples = (
+        info.get("dataset_bytes"),
+        info.get("physical_memory_bytes"),
+        info.get("samples"),
+    )
+    if not dataset or not memory or not samples or dataset >= memory:
+        return None
+    per_rank = samples // world
+    read = steps_per_rank * spec.cell.batch_size * spec.training.grad_accum_steps
+    epochs = read / per_rank if per_rank else 0.0
+    return (
+        f"the dataset ({dataset / 1e6:,.0f} MB) is smaller than this host's memory "
+        f"({memory / 1e9:,.1f} GB): after the first epoch samples may come from the page cache, "
+        f"not the storage (each rank read {epochs:.2f} epochs of its share in this cell)"
+    )
+
+
+def data_pipeline(
+    spec: WorkerSpec,
+    phases: dict[int, dict[str, float | None] | None],
+    step_p50_s: float,
+    window_s: float,
+    steps: int,
+    read_steps: int,
+    facts: CellFacts,
+) -> tuple[DataPipeline, dict[str, str]]:
+    """`data` of the cell: the slowest rank's median data wait, its share of the median step,
+    the loader's settings and the bytes of samples consumed per second of measured windows."""
+    unavailable: dict[str, str] = {}
+    per_rank = [(m or {}).get("data") for _, m in sorted(phases.items())]
+    known = [w for w in per_rank if w is not None]
+    wait = max(known) if known else None
+    share = wait / step_p50_s if wait is not None and step_p50_s > 0 else None
+    if wait is None:
+        unavailable["data.wait_s"] = NO_DATA_PHASE
+    info = facts.environment.get(DATA_KEY)
+    if spec.data.source == "synthetic" or not isinstance(info, dict):
+        unavailable["data.read_bytes_per_s"] = NOTHING_READ
+        return DataPipeline(
+            source=spec.data.source, wait_s=wait, share=share, wait_s_per_rank=per_rank
+        ), unavailable
+    world = len(phases)
+    repeats = spec.measurement.repeats
+    samples_per_step = spec.cell.batch_size * spec.training.grad_accum_steps * world
+    record = info.get("record_bytes")
+    rate = None
+    if record and window_s > 0 and steps:
+        rate = record * samples_per_step * steps * repeats / window_s
+    else:
+        unavailable["data.read_bytes_per_s"] = "no measured window time"
+    notes = list(info.get("notes") or [])
+    caveat = _epochs_note(info, spec, world, read_steps)
+    if caveat is not None:
+        notes.append(caveat)
+    return DataPipeline(
+        source=spec.data.source,
+        wait_s=wait,
+        share=share,
+        wait_s_per_rank=per_rank,
+        num_workers=info.get("num_workers"),
+        pin_memory=info.get("pin_memory"),
+        prefetch_factor=info.get("prefetch_factor"),
+        dir=info.get("dir"),
+        dataset_bytes=info.get("dataset_bytes"),
+        samples=info.get("samples"),
+        read_bytes_per_s=rate,
+        notes=notes,
+    ), unavailable
+
+
+def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts) -> CellResult:
+    ranks = sorted(ranks, key=lambda r: r.rank)
+    world = len(ranks)
+    steps = ranks[0].steps
+    repeats = len(ranks[0].windows)
+    samples_per_rank_step = spec.cell.batch_size * spec.training.grad_accum_steps
+    shape = spec.cell.parallel
+    # ranks of one TP group or pipeline train one replica on one batch
+    replicas = shape.dp if shape is not None else world
+    group = world // replicas
+    global_batch = samples_per_rank_step * replicas
+    unavailable: dict[str, str] = {}
+    warnings: list[str] = []
+
+    # throughput: each repeat's window is barrier-bounded; the slowest rank's wall time counts
+    per_repeat = []
+    for i in range(repeats):
+        wall = max(r.windows[i].wall_s for r in ranks)
+        per_repeat.append(global_batch * steps / wall)
+    samples_per_s, spread = median_and_spread(per_repeat)
+    tokens = samples_per_s * facts.tokens_per_sample if facts.tokens_per_sample else None
+    if tokens is None:
+        unavailable["tokens_per_s"] = "not a language model"
+    throughput = Throughput(
+        samples_per_s=samples_per_s,
+        samples_per_s_per_device=samples_per_s / world,
+        tokens_per_s=tokens,
+        repeats=per_repeat,
+        spread=spread,
+    )
+
+    phases = {r.rank: rank_phase_medians(r) for r in ranks}
+    rank_stats = [
+        RankStats(
+            rank=r.rank,
+            host=r.host,
+            step_time=step_stats([t for w in r.windows for t in w.step_s]),
+            peak_rss_bytes=r.peak_rss,
+            peak_allocated_bytes=r.peak_allocated,
+            alloc_retries=_retries(r.allocator),
+            compute_time=step_stats(r.no_sync.step_s) if r.no_sync and r.no_sync.step_s else None,
+            phases=PhaseTimes(**phase_medians) if (phase_medians := phases[r.rank]) else None,
+        )
+        for r in ranks
+    ]
+    if all(p is None for p in phases.values()):
+        unavailable["phases"] = ranks[0].phase_notes.get("phases", "phase timing was off")
+    else:
+        for phase in STEP_PHASES:
+            notes = {r.phase_notes[phase] for r in ranks if phase in r.phase_notes}
+            if notes:
+                unavailable[f"phases.{phase}"] = "; ".join(sorted(notes))
+    pooled = step_stats([t for r in ranks for w in r.windows for t in w.step_s])
+    if pooled.cv > spec.measurement.cv_warn_threshold:
+        warnings.append(
+            f"High variance in step time: CV {pooled.cv:.2f} > "
+            f"{spec.measurement.cv_warn_threshold:.2f}"
+        )
+
+    # the one model of the step: parts with intervals, the straggler only when significant
+    delays = [InjectedDelay(rank=d.rank, phase=d.phase, ms=d.ms) for d in spec.inject_delay]
+    for delay in spec.inject_delay:
+        warnings.append(
+            f"Injected delay (--inject-delay {delay.text()}): rank {delay.rank} sleeps "
+            f"{delay.ms:g} ms in its {delay.phase} phase every step: the straggler and load "
+            "imbalance it causes are artificial"
+        )
+    table = steps_table(ranks)
+    sync_warning = sync_variance_warning(table, spec.measurement.cv_warn_threshold)
+    if sync_warning is not None:
+        warnings.append(sync_warning)
+    attribution, why_not = step_model(spec, ranks, table)
+    straggler = None
+    no_sync_ranks = [r.no_sync for r in ranks if r.no_sync is not None]
+    no_sync_p50 = (
+        statistics.median(t for w in no_sync_ranks for t in w.step_s)
+        if no_sync_ranks and len(no_sync_ranks) == world
+        else None
+    )
+    if attribution is not None and world > 1:
+        straggler = straggler_record(attribution, table, [d.rank for d in delays])
+        if straggler is None and attribution.straggler is not None:
+            unavailable["straggler"] = attribution.straggler.summary
+        communication, why_not_comm = communication_record(attribution, no_sync_p50)
+        unavailable.update(why_not_comm)
+    else:
+        unavailable["straggler"] = (
+            "world size 1: no other rank to be slower than" if world == 1 else why_not
+        ) or "no step model"
+        communication = Communication(step_time_no_sync_s=None, comm_overhead=None)
+        reason = (
+            "world size 1: no gradient communication to expose" if world == 1 else why_not
+        ) or "no step model"
+        for key in ("comm_overhead", "sync_overhead", "load_imbalance"):
+            unavailable[key] = reason
+    if attribution is None:
+        unavailable["diagnosis"] = why_not or NO_PHASES
+
+    flops = ranks[0].flops_per_step
+    # a device's share of a replica's samples (a whole replica under ddp and fsdp)
+    achieved = (
+        achieved_tflops(flops, throughput.samples_per_s_per_device, samples_per_rank_step / group)
+        if flops
+        else None
+    )
+    mfu, mfu_bug = guarded_mfu(achieved, facts.peak_tflops, "spec-sheet")
+    if flops is None:
+        unavailable["flops"] = ranks[0].flops_note or "not counted"
+    if mfu is None:
+        unavailable["mfu"] = mfu_bug or facts.peak_note or "no FLOP count"
+    measured_peak = cell_measured_peak(
+        [r.measured_peak or MeasuredPeak(None, "not looked for") for r in ranks]
+    )
+    mfu_measured, measured_bug = guarded_mfu(achieved, measured_peak.tflops, "measured")
+    if mfu_measured is None:
+        unavailable["mfu_measured"] = (
+            measured_bug
+            or (measured_peak.basis if measured_peak.tflops is None else None)
+            or unavailable.get("flops", "no FLOP count")
+        )
+
+    static = ranks[0].static
+    peak_alloc = max(
+        (r.peak_allocated for r in ranks if r.peak_allocated is not None), default=None
+    )
+    peak_reserved = max(
+        (r.peak_reserved for r in ranks if r.peak_reserved is not None), default=None
+    )
+    static_total = sum(static.values())
+    non_static = peak_alloc - static_total if peak_alloc is not None else None
+    peak_rss = max((r.peak_rss for r in ranks if r.peak_rss is not None), default=None)
+    if peak_alloc is None:
+        unavailable["peak_allocated"] = "no CUDA caching allocator on CPU (see peak_rss_bytes)"
+    allocator, why_not_allocator = allocator_totals(ranks)
+    unavailable.update(why_not_allocator)
+
+    # telemetry: energy per sample counts what all ranks processed in the sampled windows
+    telemetry, why_not_telemetry, telemetry_warnings = cell_telemetry(
+        spec, ranks, facts, global_batch * steps * repeats
+    )
+    unavailable.update(why_not_telemetry)
+    warnings += telemetry_warnings
+    if attribution is not None:
+        attribution = with_caveat(attribution, busy_caveat(telemetry))
+
+    # the input pipeline: data wait per step and its share, bytes read per second of windows
+    window_s = sum(max(r.windows[i].wall_s for r in ranks) for i in range(repeats))
+    first = ranks[0]  # every step of the cell reads: warm-up, windows, no_sync
+    read_steps = (
+        len(first.warmup_s)
+        + sum(len(w.step_s) for w in first.windows)
+        + (len(first.no_sync.step_s) if first.no_sync else 0)
+    )
+    data, why_not_data = data_pipeline(spec, phases, pooled.p50, window_s, steps, read_steps, facts)
+    unavailable.update(why_not_data)
+    environment = {k: v for k, v in facts.environment.items() if k != DATA_KEY}
+    parallel, why_not_parallel = parallel_metrics(spec, ranks)
+    unavailable.update(why_not_parallel)
+    warmup = warmup_record(ranks)
+    if spec.training.compile and warmup.compile_s is None:
+        unavailable["warmup.compile_s"] = "torch._dynamo's compile time could not be read"
+    compile_activity, compile_warnings, why_not_compile = compile_record(spec, ranks)
+    warnings += compile_warnings
+    unavailable.update(why_not_compile)
+
+    return CellResult(
+        cell=spec.cell,
+        status=Status.OK,
+        model_kind=facts.model_kind,
+        parameters=facts.parameters,
+        measured_steps=steps,
+        warmup_steps=spec.measurement.warmup_steps,
+        repeats=repeats,
+        global_batch=global_batch,
+        throughput=throughput,
+        step_time=pooled,
+        ranks=rank_stats,
+        straggler_rank=straggler.rank if straggler is not None else None,
+        straggler=straggler,
+        diagnosis=attribution,
+        intervals=headline_intervals(
+            per_repeat,
+            [t for r in ranks for w in r.windows for t in w.step_s],
+            mfu,
+            mfu_measured,
+        ),
+        injected_delays=delays,
+        profile=_profile_record(spec, ranks),
+        telemetry=telemetry,
+        data=data,
+        memory=Memory(
+            parameter_bytes=static.get("parameter_bytes", 0),
+            gradient_bytes=static.get("gradient_bytes", 0),
+            optimizer_state_bytes=static.get("optimizer_state_bytes", 0),
+            peak_allocated_bytes=peak_alloc,
+            peak_reserved_bytes=peak_reserved,
+            non_static_peak_bytes=non_static,
+            peak_rss_bytes=peak_rss,
+            **allocator,
+        ),
+        compute=Compute(
+            flops_per_step=flops,
+            achieved_tflops_per_device=achieved,
+            peak_tflops_per_device=facts.peak_tflops,
+            peak_basis=facts.peak_basis,
+            mfu=mfu,
+            measured_peak_tflops_per_device=measured_peak.tflops,
+            measured_peak_basis=measured_peak.basis if measured_peak.tflops else None,
+            mfu_measured=mfu_measured,
+        ),
+        communication=communication,
+        parallel=parallel,
+        warmup=warmup,
+        compile=compile_activity,
+        warnings=warnings,
+        unavailable=unavailable,
+        environment=environment
+        | {
+            "timing": ranks[0].timing,
+            "fused_optimizer": facts.fused_optimizer,
+            "channels_last": facts.channels_last,
+            "device_name": facts.device_name,
+        },
+    )

@@ -1,0 +1,283 @@
+"""Trace capture inside the worker: extra steps after the measured windows, never inside them.
+
+With a `ProfileSpec` in the worker spec, every rank runs wait + warmup + active more steps once
+its windows are done (same model, same batch, same injected delays):
+
+- tool "torch": under `torch.profiler.profile(schedule=schedule(wait, warmup, active))`, CPU
+  activity always and CUDA activity on GPUs, with the phases marked by `record_function`
+  ranges (torchscale/rank/worker/markers.py) and torch.profiler's own `ProfilerStep#<n>` ranges.
+  The trace is written compressed to `<trace_dir>/rank<k>.trace.json.gz` (torch's
+  export_chrome_trace gzips a path ending in .gz), atomically: exported under a temporary name in
+  the same directory, fsynced, renamed.
+- tool "nsys": no torch profiler (Nsight Systems wraps the launch); NVTX ranges only: one mark
+  `torchscale:rank=<r>` when the capture starts, then for each active step a `ProfilerStep#<n>`
+  start/end range and push/pop phase ranges inside it. The wait and warm-up steps run unmarked,
+  so both tools see the same active steps with the same step numbers.
+  nsys collects only from the trigger the launcher chose (`CAPTURE_ENV`, set beside the argv by
+  torchscale/orchestration/profiling/nsys.py): `cudaProfilerApi` (CUDA cells) calls
+  cudaProfilerStart before the first active step and cudaProfilerStop after the last; `nvtx` (CPU
+  cells) pushes and pops the empty range `torchscale:capture`, which starts the collection (it then
+  runs to exit: a range around the steps would read as one op covering them); `none` or unset: no
+  trigger. nsys starts and stops the collection of every process at the first trigger of any, so
+  each trigger sits between barriers: no rank's traced step begins before the start or ends after
+  the stop.
+
+Either way `<trace_dir>/rank<k>.phases.json` holds the worker's own phase timings
+(torchscale/rank/worker/phases.py) of the active steps, to cross-check a trace's phase ranges
+against, and their step times (`step_s`, the measured windows' step timer), from which the
+profiling session derives the capture overhead. The wall time the capture took is returned
+(and recorded as `profile.capture_s`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.step_phases import RANGE_PREFIX
+from torchscale.rank.worker import markers
+
+if TYPE_CHECKING:
+    from torchscale.rank.worker.spec import ProfileSpec
+    from torchscale.rank.worker.timing import StepTimer
+    from torchscale.rank.worker.trainer import Trainer
+
+# the contract between torchscale/orchestration/profiling/nsys.py (argv) and the ranks (trigger)
+CAPTURE_ENV = "TORCHSCALE_NSYS_CAPTURE"
+CaptureRange = Literal["cudaProfilerApi", "nvtx", "none"]
+CAPTURE_RANGES: tuple[CaptureRange, ...] = ("cudaProfilerApi", "nvtx", "none")
+NVTX_CAPTURE = f"{RANGE_PREFIX}capture"  # the range whose push starts an nvtx capture
+
+
+@dataclass
+class CaptureOutcome:
+    """What one rank's capture left: files (names inside trace_dir), time, notes."""
+
+    capture_s: float
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """What starts and stops nsys's collection on this rank (`capture_range` says which)."""
+
+    mode: CaptureRange
+    start: Callable[[], None]
+    stop: Callable[[], None]
+
+
+def trace_name(rank: int) -> str:
+    return f"rank{rank}.trace.json.gz"
+
+
+def phases_name(rank: int) -> str:
+    return f"rank{rank}.phases.json"
+
+
+def capture_range(env: Mapping[str, str] | None = None) -> CaptureRange:
+    """The trigger the launcher asked for in CAPTURE_ENV; "none" when unset (a launch that is
+    not torchscale's own nsys wrap: nsys then captures the whole run and needs no trigger)."""
+    value = (os.environ if env is None else env).get(CAPTURE_ENV, "none")
+    for mode in CAPTURE_RANGES:
+        if value == mode:
+            return mode
+    return "none"
+
+
+def _nothing() -> None:
+    return None
+
+
+def nsys_trigger(
+    mode: CaptureRange, device_type: str, backend: markers.NvtxBackend | None
+) -> tuple[Trigger | None, str | None]:
+    """The trigger for `mode` on this rank, or None with why (nothing would be captured)."""
+    if mode == "cudaProfilerApi":
+        if device_type != "cuda":
+            return None, "nsys waits for cudaProfilerStart, which a CPU rank cannot call"
+        import torch.cuda.profiler as cuda_profiler
+
+        return Trigger(mode, cuda_profiler.start, cuda_profiler.stop), None
+    if mode == "nvtx":
+        if backend is None:
+            return None, f"nsys waits for the NVTX range {NVTX_CAPTURE}, and this rank has no NVTX"
+        nvtx = backend
+
+        def start() -> None:  # empty: a range around the steps would read as one op
+            nvtx.push(NVTX_CAPTURE)
+            nvtx.pop()
+
+        return Trigger(mode, start, _nothing), None
+    return None, None
+
+
+def _fire(action: Callable[[], None], what: str, rank: int) -> str | None:
+    """Call a trigger; a failure costs the trace, never the cell's measured windows."""
+    try:
+        action()
+    except Exception as exc:  # cudaProfilerStart/Stop raise RuntimeError on a CUDA error
+        return f"rank {rank}: nsys capture {what} failed: {exc}"
+    return None
+
+
+def _export_atomic(prof: Any, target: Path) -> None:
+    """export_chrome_trace to a temporary .gz beside `target`, fsync, rename over it."""
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial.gz")
+    try:
+        prof.export_chrome_trace(str(partial))
+        with partial.open("rb") as handle:
+            os.fsync(handle.fileno())
+        partial.replace(target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+        raise
+
+
+def _timed_step(trainer: Trainer, timer: StepTimer, step: int, recorder: Any) -> None:
+    """One step under the measured windows' step timer (the capture overhead compares them)."""
+    timer.start(step)
+    trainer.step(phases=recorder)
+    timer.stop(step)
+
+
+def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome:
+    """Run the profiled steps on this rank and write its files (every rank calls this)."""
+    import torch.distributed as dist
+
+    from torchscale.rank.worker.measure import PIPELINE_PHASES_NOTE, phase_recorder
+    from torchscale.rank.worker.phases import trainable
+    from torchscale.rank.worker.timing import make_timer, resolve_timing, synchronize
+
+    directory = Path(profile.trace_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    skipped = profile.wait + profile.warmup
+    total = skipped + profile.active
+    timing = resolve_timing(trainer.spec.measurement.timing, trainer.device)
+    timer = make_timer(timing, total, trainer.device)
+    # pipelines interleave forward and backward inside the schedule: no phase split
+    recorder = phase_recorder(trainer, total) if trainer.runner is None else None
+    outcome = CaptureOutcome(0.0)
+    synchronize(trainer.device)
+    dist.barrier()
+    started = time.perf_counter()
+    hooks = (
+        recorder.hooks(trainable(trainer.model))
+        if recorder is not None
+        else contextlib.nullcontext()
+    )
+    with hooks:
+        if profile.tool == "torch":
+            problem = _torch_steps(trainer, profile, recorder, timer, directory / trace_name(rank))
+            if problem is None:
+                outcome.files.append(trace_name(rank))
+            else:
+                outcome.notes.append(problem)
+        else:
+            outcome.notes += _nsys_steps(trainer, profile, recorder, timer, rank)
+    phases = recorder.seconds() if recorder is not None else {}
+    notes = recorder.notes if recorder is not None else {"phases": PIPELINE_PHASES_NOTE}
+    record = {
+        "rank": rank,
+        "tool": profile.tool,
+        "unit": "s",
+        "steps": list(range(skipped, total)),
+        "step_s": timer.seconds()[skipped:],
+        "timing": timing,
+        "phases": {name: values[skipped:] for name, values in phases.items()},
+        "notes": notes,
+        "clock": "cuda_events" if trainer.device.type == "cuda" else "perf_counter",
+    }
+    try:
+        write_text_atomic(directory / phases_name(rank), json.dumps(record, indent=1) + "\n")
+        outcome.files.append(phases_name(rank))
+    except OSError as exc:
+        outcome.notes.append(f"rank {rank}: {phases_name(rank)} not written: {exc}")
+    outcome.capture_s = time.perf_counter() - started
+    return outcome
+
+
+def _nsys_steps(
+    trainer: Trainer, profile: ProfileSpec, recorder: Any, timer: StepTimer, rank: int
+) -> list[str]:
+    """The steps under Nsight Systems: wait and warm-up unmarked and outside the capture, the
+    active steps marked and inside it (see the module docstring for the trigger and barriers)."""
+    import torch.distributed as dist
+
+    from torchscale.rank.worker.timing import synchronize
+
+    backend, note = markers.nvtx_backend()
+    notes = [note] if note else []
+    trigger, why_not = nsys_trigger(capture_range(), trainer.device.type, backend)
+    if why_not:
+        notes.append(f"rank {rank}: {why_not}: nothing is captured")
+    skipped = profile.wait + profile.warmup
+    for step in range(skipped):
+        _timed_step(trainer, timer, step, recorder)
+    synchronize(trainer.device)
+    dist.barrier()  # every rank is done with its untraced steps before anyone starts
+    if trigger is not None:
+        notes += filter(None, [_fire(trigger.start, "start", rank)])
+    dist.barrier()  # the collection is on before any rank's first traced step
+    marks = markers.Markers(nvtx=backend)
+    marks.mark(markers.rank_mark(rank))
+    for step in range(skipped, skipped + profile.active):
+        with markers.use(marks), marks.step(step):
+            _timed_step(trainer, timer, step, recorder)
+    synchronize(trainer.device)
+    dist.barrier()  # every rank's last traced step is over before anyone stops
+    if trigger is not None:
+        notes += filter(None, [_fire(trigger.stop, "stop", rank)])
+    return notes
+
+
+def _torch_steps(
+    trainer: Trainer, profile: ProfileSpec, recorder: Any, timer: StepTimer, target: Path
+) -> str | None:
+    """The steps under torch.profiler; the trace written, or why not (a write error must not
+    cost the cell its measured windows: the other ranks go on, and the result says so)."""
+    import torch
+    from torch.profiler import ProfilerActivity, schedule
+
+    from torchscale.rank.worker.timing import synchronize
+
+    activities = [ProfilerActivity.CPU]
+    if trainer.device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    total = profile.wait + profile.warmup + profile.active
+    exported: list[str | None] = []
+
+    def on_ready(prof: Any) -> None:
+        try:
+            _export_atomic(prof, target)
+            exported.append(None)
+        except OSError as exc:
+            exported.append(f"{target.name} not written: {exc}")
+
+    with (
+        markers.use(markers.Markers(torch_profiler=True)),
+        torch.profiler.profile(
+            activities=activities,
+            schedule=schedule(
+                wait=profile.wait, warmup=profile.warmup, active=profile.active, repeat=1
+            ),
+            on_trace_ready=on_ready,
+            record_shapes=profile.record_shapes,
+            with_stack=profile.with_stack,
+        ) as prof,
+    ):
+        for step in range(total):
+            _timed_step(trainer, timer, step, recorder)  # prof.step() (and the export) outside
+            prof.step()
+        synchronize(trainer.device)
+    if not exported:  # the schedule's last active step ends at the last prof.step()
+        on_ready(prof)
+    return exported[0]

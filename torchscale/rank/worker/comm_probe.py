@@ -1,0 +1,117 @@
+"""Tensor-parallel communication from a few steps profiled after the measured windows.
+
+Why a trace: DDP's communication is measured by taking it away (the no_sync window), but
+tensor parallelism cannot run without its all-reduces, and they sit inside forward and
+backward where no phase timer can tell them from compute. So every rank of a cell with tp > 1
+runs PROBE_WARMUP + PROBE_STEPS more steps under torch.profiler once its windows are done (the
+windows are never profiled), exports its trace to a private temporary directory, reduces it
+with the same per-rank reducer `torchscale profile` uses
+(torchscale/offline/analysis/trace/reduce.py) and deletes it. Rank 0 combines the reductions:
+collectives matched across ranks split the exposed communication into waiting for a late peer and
+transfer (docs/strategies.md).
+
+A probe that fails (the profiler, the disk) costs the cell nothing but this figure: the reason
+goes into `unavailable`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from torchscale.contracts.errors import TorchScaleError
+from torchscale.contracts.schema.cell_result import ProfiledComm
+
+if TYPE_CHECKING:
+    from torchscale.offline.analysis.trace.reduce import RankReduction
+    from torchscale.rank.worker.trainer import Trainer
+
+PROBE_WARMUP = 1  # profiled but discarded: the profiler's own first-step cost
+PROBE_STEPS = 3
+METHOD = (
+    f"{PROBE_STEPS} steps per rank under torch.profiler after the measured windows (after "
+    f"{PROBE_WARMUP} profiled warm-up step); per rank, collective time with no compute on the "
+    "rank is exposed (a thread blocked in a collective's wait is not compute); collectives "
+    "matched across ranks give each rank's wait for the last to arrive (waiting for peers), "
+    "the rest is transfer; shares are summed over ranks and divided by their summed step time, "
+    "as `torchscale profile` does"
+)
+
+
+def scope(strategy: str, hybrid: str | None) -> str:
+    """Which collectives a profiled step of this layout holds."""
+    if strategy == "hybrid" and hybrid == "fsdp_tp":
+        return (
+            "every collective: the tensor-parallel all-reduces and FSDP's all-gathers and "
+            "reduce-scatters over dp together"
+        )
+    return "the tensor-parallel collectives (a tp cell runs no others)"
+
+
+def probe_rank(trainer: Trainer, rank: int) -> RankReduction | str:
+    """Profile this rank's extra steps and reduce its trace; a one-line reason on failure.
+
+    Every rank must call it (the capture starts with a barrier)."""
+    from torchscale.offline.analysis.trace.reduce import reduce_rank
+    from torchscale.offline.traces.kineto import read_kineto
+    from torchscale.rank.worker.capture import capture, trace_name
+    from torchscale.rank.worker.spec import ProfileSpec
+
+    directory = Path(tempfile.mkdtemp(prefix=f"torchscale-tp-comm-rank{rank}-"))
+    try:
+        spec = ProfileSpec(
+            tool="torch", wait=0, warmup=PROBE_WARMUP, active=PROBE_STEPS, trace_dir=str(directory)
+        )
+        outcome = capture(trainer, spec, rank)
+        if trace_name(rank) not in outcome.files:
+            return "; ".join(outcome.notes) or "the profiled steps left no trace"
+        return reduce_rank(read_kineto(directory / trace_name(rank), rank_hint=rank))
+    except (OSError, TorchScaleError) as exc:
+        return f"rank {rank}: profiled steps failed: {exc}"
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def profiled_comm(
+    reductions: Mapping[int, RankReduction | str | None], scope_text: str
+) -> tuple[ProfiledComm | None, str | None]:
+    """Rank 0: the figures from every rank's reduction, or why there are none (pure)."""
+    from torchscale.offline.analysis.trace.reduce import combine, share_pct
+
+    problems = [r for r in reductions.values() if isinstance(r, str)]
+    if problems:
+        return None, problems[0]
+    found: dict[int, Any] = {k: v for k, v in reductions.items() if v is not None}
+    if len(found) < 2:
+        return None, "fewer than two ranks have profiled steps"
+    analysis = combine(found, source="profiled steps (in memory)", target="comm")
+    ranks = analysis.ranks
+    if not ranks or min(r.steps for r in ranks) == 0:
+        return None, "the profiled steps held no complete step on some rank"
+
+    def share(column: str) -> float | None:  # the analysis' % over ranks, as a fraction
+        pct = share_pct(ranks, column)
+        return pct / 100 if pct is not None else None
+
+    exposed, waiting = share("exposed_comm_us"), share("sync_stall_us")
+    steps_us = [r.step_us for r in ranks if r.step_us]
+    return (
+        ProfiledComm(
+            scope=scope_text,
+            steps=min(r.steps for r in ranks),
+            step_s=statistics.median(steps_us) / 1e6 if steps_us else None,
+            comm=share("comm_us"),
+            exposed=exposed,
+            waiting_for_peers=waiting,
+            exposed_transfer=max(0.0, exposed - waiting)
+            if exposed is not None and waiting is not None
+            else None,
+            matched_collectives=analysis.matched_collectives,
+            method=METHOD,
+        ),
+        None,
+    )

@@ -1,0 +1,87 @@
+"""The `compile` part of a cell's result, and its warning, from every rank's measurements.
+
+Pure: rank 0 reads what each rank recorded of dynamo's tallies (torchscale/rank/worker/
+compile_watch.py). Every rank compiles the same graphs, so the figures are the most on any rank
+(a sum would count one recompile once per rank). A compile inside a measured window is a
+warning: those steps are timed with compiling in them, and nothing else in the result would
+show it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torchscale.contracts.schema.cell_result import CompileActivity
+from torchscale.rank.worker.measure import RankMeasurement
+from torchscale.rank.worker.spec import WorkerSpec
+
+NOT_READ = "torch._dynamo's counters were not read"
+
+
+def compile_record(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement]
+) -> tuple[CompileActivity | None, list[str], dict[str, str]]:
+    """(compile, warnings, unavailable) of a cell; None for a cell that does not compile."""
+    if not spec.training.compile or not ranks:
+        return None, [], {}
+    unavailable: dict[str, str] = {}
+    warmup_steps = min(len(r.warmup_compiled) for r in ranks)
+    compiling = [i for i in range(warmup_steps) if any(r.warmup_compiled[i] for r in ranks)]
+    windows = [r.window_compiles for r in ranks]
+    read = [w for w in windows if w is not None]
+    recompiles = breaks_in = seconds = None
+    if len(read) == len(windows):
+        recompiles = max(w.frames for w in read)
+        breaks_in = max(w.graph_breaks for w in read)
+        seconds = max(w.compile_s for w in read)
+    else:
+        why = next((r.compile_note for r in ranks if r.window_compiles is None), None)
+        for key in ("recompiles_in_windows", "graph_breaks_in_windows", "compile_s_in_windows"):
+            unavailable[f"compile.{key}"] = why or NOT_READ
+    breaks = [r.graph_breaks for r in ranks]
+    graph_breaks = max(b for b in breaks if b is not None) if None not in breaks else None
+    if graph_breaks is None:
+        unavailable["compile.graph_breaks"] = (
+            next((r.compile_note for r in ranks if r.compile_note), None) or NOT_READ
+        )
+    record = CompileActivity(
+        compiling_warmup_steps=compiling,
+        extra_warmup_steps=max(r.extra_warmup_steps for r in ranks),
+        graph_breaks=graph_breaks,
+        recompiles_in_windows=recompiles,
+        graph_breaks_in_windows=breaks_in,
+        compile_s_in_windows=seconds,
+    )
+    warning = compile_in_windows_warning(spec, ranks)
+    return record, [warning] if warning is not None else [], unavailable
+
+
+def compile_in_windows_warning(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> str | None:
+    """The warning for frames compiled inside the measured windows, naming the ranks."""
+    compiled = [
+        (r.rank, r.window_compiles)
+        for r in sorted(ranks, key=lambda m: m.rank)
+        if r.window_compiles is not None and r.window_compiles.frames > 0
+    ]
+    if not compiled:
+        return None
+    frames = max(c.frames for _, c in compiled)
+    seconds = max(c.compile_s for _, c in compiled)
+    breaks = max(c.graph_breaks for _, c in compiled)
+    names = ", ".join(str(rank) for rank, _ in compiled)
+    what = (
+        f"{frames} frame(s), {seconds:.2f} s of compiling"
+        + (f", {breaks} graph break(s)" if breaks else "")
+        + f" on rank(s) {names}"
+    )
+    if spec.measurement.warmup_steps == 0:
+        return (
+            f"torch.compile compiled inside the measured windows ({what}): with "
+            "measurement.warmup_steps 0 its first compile runs in the first window, whose "
+            "steps are timed with the compile in them; give warmup_steps >= 1"
+        )
+    return (
+        f"torch.compile recompiled inside the measured windows ({what}): a guard failed or a "
+        "new code path ran after the warm-up, and those steps are timed with the compile in "
+        "them (TORCH_LOGS=recompiles names the failed guard)"
+    )

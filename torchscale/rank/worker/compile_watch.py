@@ -1,0 +1,90 @@
+"""What torch.compile did in this rank, read from dynamo's own tallies.
+
+torch.compile compiles a frame on its first call and again whenever one of its guards fails (a
+recompile), inside the step that called it: a compiling step is timed as a slow step. So the
+warm-up tells its compiling steps from its steady ones (only steady ones size the windows and
+the collective timeout: torchscale/rank/worker/steady_state.py), and every measured window is
+bracketed by two readings, so a compile inside one is counted, not timed as training.
+
+Dynamo keeps process-wide tallies (torch/_dynamo/utils.py and convert_frame.py, torch 2.13):
+- `counters["frames"]["total"]`: frames handed to dynamo to compile, once per cache miss: each
+  first compile and each recompile after a failed guard;
+- `counters["graph_break"]`: graph breaks met while tracing, by reason;
+- `calculate_time_spent()["total_wall_time"]`: seconds spent compiling (its
+  `entire_frame_compile` and `entire_backward_compile`: tracing, AOT autograd, inductor's code
+  generation and kernel builds, forward and backward graphs).
+They are private: where they cannot be read the reading is None with the reason, never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CompileCounts:
+    """A reading of dynamo's tallies, or the difference of two readings."""
+
+    frames: int  # frames dynamo compiled (first compiles and recompiles)
+    graph_breaks: int
+    compile_s: float
+
+    def since(self, before: CompileCounts) -> CompileCounts:
+        """What happened between `before` and this reading."""
+        return CompileCounts(
+            self.frames - before.frames,
+            self.graph_breaks - before.graph_breaks,
+            self.compile_s - before.compile_s,
+        )
+
+    def plus(self, other: CompileCounts) -> CompileCounts:
+        return CompileCounts(
+            self.frames + other.frames,
+            self.graph_breaks + other.graph_breaks,
+            self.compile_s + other.compile_s,
+        )
+
+    @property
+    def compiled(self) -> bool:
+        """For a difference: dynamo compiled (or tried to) something in between."""
+        return self.frames > 0 or self.compile_s > 0
+
+
+NOTHING = CompileCounts(0, 0, 0.0)
+
+
+def read_compile_counts() -> tuple[CompileCounts | None, str | None]:
+    """Dynamo's tallies now, or why they cannot be read (a private API that may move)."""
+    try:
+        from torch._dynamo.utils import calculate_time_spent, counters
+
+        frames = int(counters["frames"]["total"])
+        graph_breaks = int(sum(counters["graph_break"].values()))
+        compile_s = float(calculate_time_spent().get("total_wall_time", 0.0))
+    except Exception as exc:  # private API: absent or changed in this torch
+        return None, f"torch._dynamo's counters could not be read ({type(exc).__name__}: {exc})"
+    return CompileCounts(frames, graph_breaks, compile_s), None
+
+
+class WindowCompiles:
+    """Compile activity summed over the measured windows: read just before each window's
+    opening edge and just after its closing one (outside the timed steps)."""
+
+    def __init__(self) -> None:
+        self.total: CompileCounts | None = NOTHING
+        self.last: CompileCounts | None = None  # the latest reading (process totals)
+        self.note: str | None = None  # why `total` is None
+
+    def start(self) -> CompileCounts | None:
+        reading, why = read_compile_counts()
+        if reading is None:
+            self.total, self.note = None, why
+        return reading
+
+    def stop(self, before: CompileCounts | None) -> None:
+        reading, why = read_compile_counts()
+        if reading is None or before is None or self.total is None:
+            self.total, self.note = None, self.note or why
+            return
+        self.total = self.total.plus(reading.since(before))
+        self.last = reading

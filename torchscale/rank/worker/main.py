@@ -1,0 +1,182 @@
+"""Entry point of every rank: `python -m torchscale.rank.worker --spec CELL.json` under torchrun.
+
+Rank 0 gathers every rank's measurements (outside the timed windows) and writes the cell's
+result and per-step records atomically. With a profile in the spec, every rank first runs the
+profiled steps (torchscale/rank/worker/capture.py), after its measured windows. Under
+torchelastic's @record, an exception in any rank lands in the error file the sweep reads to name
+the root cause (and to tell an OOM).
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__":
+    # first, before torch (seconds to import): a torchrun that dies from here on takes this
+    # rank with it, and one already gone makes it exit now (importing it elsewhere: no effect)
+    from torchscale.rank.worker.diagnostics import die_with_torchrun
+
+    die_with_torchrun()
+
+import gc
+import json
+import socket
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
+from torchscale.rank.models import parameter_count
+from torchscale.rank.worker.capture import capture
+from torchscale.rank.worker.measure import RankMeasurement, Window, measure
+from torchscale.rank.worker.measured_peak import read_measured_peak
+from torchscale.rank.worker.peaks import PRECISION_DTYPE, Peak, cell_peak, read_tf32_settings
+from torchscale.rank.worker.rank_entry import (
+    leave_without_teardown,
+    process_group,
+    rank_device,
+    read_spec,
+)
+from torchscale.rank.worker.run_environment import capture_environment
+from torchscale.rank.worker.spec import WorkerSpec
+from torchscale.rank.worker.trainer import Trainer
+
+if TYPE_CHECKING:
+    from torchscale.rank.worker.aggregate import CellFacts
+
+
+def _device(spec: WorkerSpec) -> torch.device:
+    """This rank's device. On CUDA cuDNN autotuning is switched on, as training with fixed
+    shapes runs it; the warm-up steps absorb its first-call cost (recorded by `_facts`)."""
+    device = rank_device(spec.cell.device)
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+    return device
+
+
+FLOP_COUNT_STEP = (
+    "the cell's step (forward, loss and backward of every micro-batch) on the meta device: "
+    "shapes only, no memory and no kernels; the model's eager ops, as torch.compile's graphs "
+    "hide them from FlopCounterMode; attention under the MATH SDPA backend (its matmuls, no "
+    "recompute)"
+)
+
+
+def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
+    """What rank 0 records besides the measurements: the model, the peak MFU divides by (and
+    why that one), and the settings this worker chose that change the figures."""
+    from torchscale.rank.worker.aggregate import CellFacts  # scipy, pandas: after the windows
+
+    tf32_record: dict[str, str] | None = None  # no TF32 on CPU
+    if trainer.device.type == "cuda":
+        name = torch.cuda.get_device_name(trainer.device)
+        tf32 = read_tf32_settings()
+        peak = cell_peak(name, spec.cell.precision, trainer.bundle.conv_net, tf32)
+        tf32_record = {"matmul": tf32.matmul_source, "conv": tf32.conv_source}
+    else:
+        name = "cpu"
+        peak = Peak(None, "MFU is defined against GPU peak FLOP/s; none on CPU", None)
+    flop_step = FLOP_COUNT_STEP if spec.measurement.flops else None
+    recorded = trainer.settings | {
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "tf32": tf32_record,
+        "flop_count_step": flop_step,
+    }
+    return CellFacts(
+        parameters=parameter_count(trainer.bundle.model),
+        model_kind=trainer.bundle.kind,
+        tokens_per_sample=trainer.bundle.tokens_per_sample,
+        device_name=name,
+        peak_tflops=peak.tflops,
+        peak_note=peak.note,
+        environment=capture_environment() | recorded,
+        fused_optimizer=trainer.fused_optimizer,
+        channels_last=trainer.channels_last,
+        peak_basis=peak.basis,
+    )
+
+
+def _phase_columns(window: Window, step: int) -> dict[str, float | None]:
+    """`<phase>_s` of one step (none when the window has no phase timing)."""
+    if window.phases is None:
+        return {}
+    return {seconds_column(phase): window.phases[phase][step] for phase in STEP_PHASES}
+
+
+def _step_records(measurements: list[RankMeasurement]) -> str:
+    """One JSON line per measured step per rank: its time and its phase times."""
+    lines = []
+    for m in sorted(measurements, key=lambda r: r.rank):
+        windows = [("sync", repeat, w) for repeat, w in enumerate(m.windows)]
+        windows += [("no_sync", repeat, w) for repeat, w in enumerate(m.no_sync_windows)]
+        for kind, repeat, window in windows:
+            for step, seconds in enumerate(window.step_s):
+                lines.append(
+                    {
+                        "rank": m.rank,
+                        "window": kind,
+                        "repeat": repeat,
+                        "step": step,
+                        "time_s": seconds,
+                        **_phase_columns(window, step),
+                    }
+                )
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def mfu_dtype(spec: WorkerSpec, trainer: Trainer) -> str:
+    """The dtype whose peak MFU divides by, as `cell_peak` chooses it: fp32 runs on TF32
+    units on a GPU where its matmuls (or a conv net's convolutions) may use them."""
+    dtype = PRECISION_DTYPE[spec.cell.precision]
+    if dtype == "fp32" and trainer.device.type == "cuda":
+        tf32 = read_tf32_settings()
+        if tf32.matmul or (trainer.bundle.conv_net and tf32.conv):
+            return "tf32"
+    return dtype
+
+
+def run(spec: WorkerSpec) -> None:
+    device = _device(spec)
+    with process_group(spec.cell.backend, device):
+        trainer = Trainer.build(spec, device)
+        # what set-up made (torch's modules, dynamo, the model) lives as long as the rank:
+        # kept out of every later collection, so the one at each window's edge scans only the
+        # steps' objects (0.16 s a window on 2 CPU cores without this; docs/methodology.md)
+        gc.freeze()
+        mine = measure(trainer, socket.gethostname())
+        mine.measured_peak = read_measured_peak(
+            spec.acceptance_dirs, socket.gethostname(), mfu_dtype(spec, trainer)
+        )
+        if spec.profile is not None:  # after the measured windows, outside them
+            outcome = capture(trainer, spec.profile, dist.get_rank())
+            mine.profile_capture_s = outcome.capture_s
+            mine.profile_files = outcome.files
+            mine.profile_notes = outcome.notes
+        elif spec.cell.parallel is not None and spec.cell.parallel.tp > 1:
+            from torchscale.rank.worker.comm_probe import probe_rank
+
+            mine.comm_probe = probe_rank(trainer, dist.get_rank())
+        trainer.close()  # DataLoader workers: gone before the gather (also at exit, on error)
+        gathered: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, mine)
+        if dist.get_rank() == 0:
+            # imported here, after every window: scipy and pandas cost a rank 0.7 s of CPU
+            # and 90 MiB at start-up (docs/methodology.md); only rank 0 aggregates
+            from torchscale.rank.worker.aggregate import aggregate
+
+            result = aggregate(spec, gathered, _facts(spec, trainer))
+            write_text_atomic(spec.steps_path, _step_records(gathered))
+            write_text_atomic(spec.result_path, result.model_dump_json(indent=2))
+        dist.barrier()
+
+
+@record
+def main(argv: list[str] | None = None) -> None:
+    spec = read_spec(WorkerSpec, "torchscale benchmark worker (one rank)", argv)
+    run(spec)
+    leave_without_teardown()
+
+
+if __name__ == "__main__":
+    main()

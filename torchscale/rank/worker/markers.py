@@ -1,0 +1,240 @@
+"""Named ranges around the training phases, for whichever profiler is listening.
+
+One API for the worker: `current().range(name)` around a phase, `current().step(n)` around a
+profiled step, `current().mark(text)` for a point in time. What it emits depends on the
+`Markers` made current with `use(...)`:
+
+- torch.profiler active (`torch_profiler=True`): `torch.autograd.profiler.record_function`
+  ranges, which land in the Kineto trace as `user_annotation` events named
+  `torchscale:<phase>`. torch.profiler writes its own `ProfilerStep#<n>` ranges.
+- NVTX requested (`nvtx=...`, for Nsight Systems): push/pop ranges of the same names, a
+  start/end range `ProfilerStep#<n>` around each profiled step, and one mark
+  `torchscale:rank=<r>` so a reader can map a process to its rank. The backend is
+  `torch.cuda.nvtx` on a CUDA build of torch (default NVTX domain: it takes no domain), else
+  the `nvtx` package if importable (domain "torchscale"; with the Nsight Systems 2022.4 of this
+  project's CPU machines only nvtx < 0.2.12 records anything), else nothing, with a note.
+  Readers must match ranges by name (`torchscale:` prefix, `ProfilerStep#`), not by domain.
+- Neither (every plain benchmark window): `range()` returns one shared null context. No
+  record_function is entered, so the measured windows pay nothing for the markers.
+
+Names are the contract with the trace readers (torchscale/offline/traces), spelled once in
+torchscale/contracts/step_phases.py: `torchscale:data`, `torchscale:forward`, `torchscale:backward`,
+`torchscale:optimizer`, `torchscale:injected_delay`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from torchscale.contracts.step_phases import RANGE_PREFIX, OwnWorkPhase, phase_range
+
+DATA = phase_range("data")
+FORWARD = phase_range("forward")
+BACKWARD = phase_range("backward")
+OPTIMIZER = phase_range("optimizer")
+NVTX_DOMAIN = "torchscale"
+# the nvtx package versions that record under Nsight Systems 2022.4 on CPU (platform notes)
+NVTX_CPU_MAX_VERSION = (0, 2, 12)
+
+_NULL: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+
+
+def step_name(step: int) -> str:
+    """torch.profiler's own step range name, used for NVTX step ranges too."""
+    return f"ProfilerStep#{step}"
+
+
+def rank_mark(rank: int) -> str:
+    return f"{RANGE_PREFIX}rank={rank}"
+
+
+class NvtxBackend(Protocol):
+    """The NVTX calls the markers need (push/pop per thread, start/end across threads)."""
+
+    name: str
+
+    def push(self, message: str) -> None: ...
+    def pop(self) -> None: ...
+    def start(self, message: str) -> Any: ...
+    def end(self, handle: Any) -> None: ...
+    def mark(self, message: str) -> None: ...
+
+
+class _TorchNvtx:
+    """torch.cuda.nvtx (CUDA builds of torch): default domain, no domain argument."""
+
+    name = "torch.cuda.nvtx"
+
+    def __init__(self, module: Any) -> None:
+        self._nvtx = module
+
+    def push(self, message: str) -> None:
+        self._nvtx.range_push(message)
+
+    def pop(self) -> None:
+        self._nvtx.range_pop()
+
+    def start(self, message: str) -> Any:
+        return self._nvtx.range_start(message)
+
+    def end(self, handle: Any) -> None:
+        self._nvtx.range_end(handle)
+
+    def mark(self, message: str) -> None:
+        self._nvtx.mark(message)
+
+
+class _PackageNvtx:
+    """The `nvtx` package, domain "torchscale"."""
+
+    def __init__(self, module: Any, version: str) -> None:
+        self._nvtx = module
+        self.name = f"nvtx {version}"
+
+    def push(self, message: str) -> None:
+        self._nvtx.push_range(message=message, domain=NVTX_DOMAIN)
+
+    def pop(self) -> None:
+        self._nvtx.pop_range(domain=NVTX_DOMAIN)
+
+    def start(self, message: str) -> Any:
+        return self._nvtx.start_range(message=message, domain=NVTX_DOMAIN)
+
+    def end(self, handle: Any) -> None:
+        self._nvtx.end_range(handle)
+
+    def mark(self, message: str) -> None:
+        self._nvtx.mark(message=message, domain=NVTX_DOMAIN)
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def nvtx_backend(cuda_build: bool | None = None) -> tuple[NvtxBackend | None, str | None]:
+    """The NVTX backend to use here and a note for the reader (None when nothing to say).
+
+    `cuda_build`: whether torch is a CUDA build (default: asked of torch)."""
+    if cuda_build is None:
+        import torch
+
+        cuda_build = torch.version.cuda is not None
+    if cuda_build:
+        import torch.cuda.nvtx as torch_nvtx
+
+        return _TorchNvtx(torch_nvtx), (
+            "NVTX from torch.cuda.nvtx: default NVTX domain (it takes none); ranges are "
+            "named torchscale:<phase> and ProfilerStep#<n>"
+        )
+    try:
+        module = importlib.import_module("nvtx")
+    except ImportError:
+        return None, (
+            "no NVTX on this CPU build of torch and the nvtx package is not installed "
+            "(pip install 'nvtx<0.2.12'): no phase or step ranges in the Nsight Systems report"
+        )
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("nvtx")
+    except PackageNotFoundError:
+        found = str(getattr(module, "__version__", "unknown"))
+    note = None
+    if _version_tuple(found) >= NVTX_CPU_MAX_VERSION:
+        note = (
+            f"nvtx {found} on a CPU build: with Nsight Systems 2022.4 only nvtx < 0.2.12 "
+            "records anything from a CPU-only process; newer Nsight Systems may work"
+        )
+    return _PackageNvtx(module, found), note
+
+
+@dataclass
+class _Range:
+    """A phase range on every listening profiler (entered in order, left in reverse)."""
+
+    markers: Markers
+    name: str
+    _record: Any = field(default=None, init=False)
+
+    def __enter__(self) -> None:
+        if self.markers.torch_profiler:
+            import torch
+
+            self._record = torch.autograd.profiler.record_function(self.name)
+            self._record.__enter__()
+        if self.markers.nvtx is not None:
+            self.markers.nvtx.push(self.name)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.markers.nvtx is not None:
+            self.markers.nvtx.pop()
+        if self._record is not None:
+            self._record.__exit__(None, None, None)
+            self._record = None
+
+
+@dataclass(frozen=True)
+class Markers:
+    """Which profilers the worker's ranges go to. `Markers()` emits nothing."""
+
+    torch_profiler: bool = False
+    nvtx: NvtxBackend | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.torch_profiler or self.nvtx is not None
+
+    def range(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """A range named `name` (use the constants above); a shared null context when off."""
+        if not self.active:
+            return _NULL
+        return _Range(self, name)
+
+    def phase(self, phase: OwnWorkPhase) -> contextlib.AbstractContextManager[None]:
+        return self.range(phase_range(phase))
+
+    @contextlib.contextmanager
+    def step(self, step: int) -> Iterator[None]:
+        """An NVTX `ProfilerStep#<step>` range (torch.profiler makes its own; none when off)."""
+        if self.nvtx is None:
+            yield
+            return
+        handle = self.nvtx.start(step_name(step))
+        try:
+            yield
+        finally:
+            self.nvtx.end(handle)
+
+    def mark(self, message: str) -> None:
+        """An instant NVTX mark (the torch profiler gets none: its trace has distributedInfo)."""
+        if self.nvtx is not None:
+            self.nvtx.mark(message)
+
+
+OFF = Markers()
+_current: Markers = OFF
+
+
+def current() -> Markers:
+    """The markers the worker's ranges go to now (OFF outside any `use`)."""
+    return _current
+
+
+@contextlib.contextmanager
+def use(markers: Markers) -> Iterator[Markers]:
+    """Make `markers` current for the block (the profiled steps), then restore."""
+    global _current
+    previous = _current
+    _current = markers
+    try:
+        yield markers
+    finally:
+        _current = previous

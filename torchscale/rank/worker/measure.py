@@ -1,0 +1,362 @@
+"""The measurement protocol inside one rank: warm-up, FLOP count, timed windows, memory.
+
+Only window edges synchronise (device sync + barrier), so the steps inside run exactly as in
+training; per-step times come from timers that do not sync the host per step, and so do the
+per-step phase times (torchscale/rank/worker/phases.py), recorded in every window. The telemetry
+sampler (torchscale/rank/telemetry/) runs in its own thread from just before each measured window's
+opening edge to just after its closing one. Python's garbage collector runs at each window's
+opening edge and not inside it. During the windows the collective timeout is cut from
+init's 10 minutes to what the warm-up's steady steps justify
+(torchscale/rank/worker/steady_state.py): a rank whose peer will never come stops waiting after
+that, not after 10 minutes. Under `training.compile` each window is bracketed by readings of
+dynamo's tallies, so a recompile inside one is counted and reported
+(torchscale/rank/worker/compile_watch.py), not timed unseen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import resource
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from torchscale.contracts.schema.cell_result import RankTelemetry
+from torchscale.rank.telemetry.rank import rank_sampler
+from torchscale.rank.telemetry.sampler import Sampler
+from torchscale.rank.telemetry.window_figures import summarise_rank
+from torchscale.rank.worker.allocator import AllocatorStats, allocator_stats, merge_windows
+from torchscale.rank.worker.compile_watch import CompileCounts, WindowCompiles
+from torchscale.rank.worker.measured_peak import MeasuredPeak
+from torchscale.rank.worker.model_parallel import replica_flops
+from torchscale.rank.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
+from torchscale.rank.worker.rank_entry import collective_timeout
+from torchscale.rank.worker.spec import WorkerSpec
+from torchscale.rank.worker.steady_state import agreed_steps, collective_timeout_s, warm_up
+from torchscale.rank.worker.timing import make_timer, resolve_timing, synchronize
+from torchscale.rank.worker.trainer import Trainer
+
+PIPELINE_PHASES_NOTE = (
+    "pipelines interleave the micro-batches' forward and backward inside the schedule: no "
+    "per-phase split; the stage's busy time and the bubble stand in for it (parallel in the "
+    "result)"
+)
+META_COUNT_FAILED = (
+    "the FLOP count runs the step on the meta device (shapes only, no memory), where this "
+    "model failed; a count on the device could need more memory than a measured step"
+)
+
+
+@dataclass
+class Window:
+    wall_s: float
+    step_s: list[float]
+    # per phase (step_phases.STEP_PHASES), one value per step; None: phase timing was off
+    phases: PhaseSeconds | None = None
+    phase_notes: dict[str, str] = field(default_factory=dict)
+    # pipelines: seconds this rank computed in each step (torchscale/rank/parallel/busy.py)
+    busy_s: list[float] | None = None
+
+
+@dataclass
+class RankMeasurement:
+    """Everything one rank measured; gathered to rank 0."""
+
+    rank: int
+    host: str
+    timing: str
+    steps: int
+    warmup_s: list[float]
+    windows: list[Window] = field(default_factory=list)
+    # every no_sync window's steps pooled (None: no no_sync window); each window interleaved
+    # with a synchronised one, in `no_sync_windows`
+    no_sync: Window | None = None
+    no_sync_windows: list[Window] = field(default_factory=list)
+    measured_peak: MeasuredPeak | None = None  # this rank's node's, for mfu_measured
+    flops_per_step: float | None = None
+    flops_note: str | None = None
+    peak_allocated: int | None = None
+    peak_reserved: int | None = None
+    peak_rss: int | None = None
+    static: dict[str, int] = field(default_factory=dict)
+    # phase -> why it is not measured as named (e.g. grad_sync_wait under FSDP)
+    phase_notes: dict[str, str] = field(default_factory=dict)
+    profile_capture_s: float | None = None  # wall time of the profiled steps (capture.py)
+    profile_files: list[str] = field(default_factory=list)
+    profile_notes: list[str] = field(default_factory=list)
+    telemetry: RankTelemetry | None = None  # None: measurement.telemetry.enabled is false
+    allocator: AllocatorStats | None = None  # CUDA only
+    compile_s: float | None = None  # training.compile: dynamo's compile time in the warm-up
+    # per warm-up step: torch.compile compiled in it (all False when compile is off)
+    warmup_compiled: list[bool] = field(default_factory=list)
+    extra_warmup_steps: int = 0  # warm-up steps run beyond measurement.warmup_steps
+    # training.compile: what dynamo compiled inside the measured windows (sync and no_sync),
+    # summed; None with the reason in compile_note when its tallies could not be read
+    window_compiles: CompileCounts | None = None
+    graph_breaks: int | None = None  # training.compile: graph breaks up to the windows' end
+    compile_note: str | None = None
+    # tp > 1: this rank's reduced profiled steps (analysis.trace.reduce.RankReduction) or why none
+    comm_probe: Any = None
+
+
+def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
+    """A recorder for `steps` steps of `trainer`: CUDA events on GPUs, perf_counter on CPU."""
+    params = trainable(trainer.model)
+    strategy = trainer.spec.cell.strategy
+    parallel = trainer.spec.cell.parallel
+    if parallel is not None and parallel.hybrid == "fsdp_tp":
+        strategy = "fsdp"  # FSDP2's hooks fire after its reduce-scatter, as under fsdp
+    return PhaseRecorder(
+        steps,
+        trainer.spec.training.grad_accum_steps,
+        trainer.device,
+        # CUDA events on GPUs whatever the step timer (with sync_cuda, host times of phase
+        # boundaries would be launch times of asynchronous kernels: events are the real ones)
+        cuda_events=trainer.device.type == "cuda",
+        split_reason=backward_split(strategy, params),
+    )
+
+
+@contextlib.contextmanager
+def collected_at_the_edge() -> Iterator[None]:
+    """Python's cyclic garbage collector kept out of the measured steps: one collection at the
+    window's opening edge, automatic collection off inside it, on again after it (as `timeit`
+    does, and torchtitan in training). A collection inside a step stalls its rank at a random
+    point for up to a millisecond here: a straggler and a time in no phase, made by the
+    runtime, not the workload. Reference counting still frees every tensor as a step ends; only
+    reference cycles wait for the next edge."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def run_window(
+    trainer: Trainer,
+    steps: int,
+    timing: str,
+    skip_sync: bool = False,
+    phases: bool = True,
+    telemetry: Sampler | None = None,
+) -> Window:
+    """`steps` training steps between two barriers; per-step times from the timer, and per-step
+    phase times unless `phases` is False (the overhead benchmark's control). `telemetry`
+    samples from just before the opening edge to just after the closing one."""
+    device = trainer.device
+    timer = make_timer(timing, steps, device)
+    # under pipelining forward and backward interleave inside the schedule: no phases
+    recorder = phase_recorder(trainer, steps) if phases and trainer.runner is None else None
+    hooks = (
+        recorder.hooks(trainable(trainer.model))
+        if recorder is not None
+        else contextlib.nullcontext()
+    )
+    with hooks, collected_at_the_edge():
+        if telemetry is not None:
+            telemetry.start()
+        try:
+            synchronize(device)
+            dist.barrier()
+            start = time.perf_counter()
+            for i in range(steps):
+                timer.start(i)
+                trainer.step(skip_gradient_sync=skip_sync, phases=recorder)
+                timer.stop(i)
+            synchronize(device)
+            dist.barrier()
+            wall = time.perf_counter() - start
+        finally:
+            if telemetry is not None:
+                telemetry.stop()
+    window = Window(wall, timer.seconds())
+    if trainer.runner is not None:
+        window.busy_s = trainer.runner.stage_busy_s
+        trainer.runner.clear_busy()
+        window.phase_notes = {"phases": PIPELINE_PHASES_NOTE}
+    if recorder is not None:
+        window.phases = recorder.seconds()
+        window.phase_notes = dict(recorder.notes)
+    return window
+
+
+def watched_window(
+    watch: WindowCompiles | None, trainer: Trainer, steps: int, timing: str, **options: Any
+) -> Window:
+    """`run_window`, with dynamo's tallies read just outside its edges when `watch`."""
+    before = watch.start() if watch is not None else None
+    window = run_window(trainer, steps, timing, **options)
+    if watch is not None:
+        watch.stop(before)
+    return window
+
+
+def pooled_window(windows: list[Window]) -> Window:
+    """The steps of several windows as one (wall times summed, per-step lists joined)."""
+    phases: PhaseSeconds | None = None
+    if all(w.phases is not None for w in windows):
+        phases = {}
+        for w in windows:
+            for name, values in (w.phases or {}).items():
+                phases.setdefault(name, []).extend(values)
+    notes: dict[str, str] = {}
+    for w in windows:
+        notes.update(w.phase_notes)
+    return Window(
+        wall_s=sum(w.wall_s for w in windows),
+        step_s=[t for w in windows for t in w.step_s],
+        phases=phases,
+        phase_notes=notes,
+    )
+
+
+def count_flops(spec: WorkerSpec) -> tuple[float | None, str | None]:
+    """FLOPs of one training step on this rank, counted on the meta device (outside every
+    window, and never a step on the device).
+
+    The cell's model is built again on the meta device and one step of it (forward, loss,
+    backward per micro-batch) runs there under FlopCounterMode: shapes only, no memory and no
+    kernels, so the count can never run out of memory where training fits (an eager step on
+    the device, as counted up to schema 10, held the plain loss's fp32 logits, log-softmax and
+    their gradient beyond a compiled or blockwise step: about 3 x B x T x V x 4 bytes). The
+    math is the model's whatever runs it (compiled, DDP or FSDP): a compiled graph's kernels
+    never dispatch the aten ops the counter sees, so the eager model's ops are what is counted.
+    Attention runs under the MATH backend: its matmuls counted as the FLOP convention says
+    (torchscale/contracts/flop_convention.py), never a fused kernel's formula (none on CPU; flash
+    attention's backward formula adds the recomputed scores).
+
+    tp, pp and hybrid cells: the replica's FLOPs shared equally by the replica's ranks, so
+    that MFU counts each replica once, never once per shard. A model that cannot run on the
+    meta device (a plug-in reading tensor values) gets no count, with the reason.
+    """
+    parallel = spec.cell.parallel
+    share = parallel.tp * parallel.pp if parallel is not None else 1
+    try:
+        total = replica_flops(spec) / share
+    except Exception as exc:  # a plug-in's code, on meta tensors: any error it raises
+        return None, f"{META_COUNT_FAILED} ({type(exc).__name__}: {exc})"
+    if total <= 0:
+        return None, "FlopCounterMode counted no FLOPs (no op of the step has a FLOP formula)"
+    return total, None
+
+
+def compile_seconds() -> tuple[float | None, str | None]:
+    """Time torch.compile has spent compiling in this process (dynamo's own accounting,
+    `torch._dynamo.utils.calculate_time_spent()['total_wall_time']`: tracing, AOT autograd,
+    Inductor code generation and kernel compilation, forward and backward graphs), or why
+    it cannot be read (a private API: it may move between torch versions)."""
+    try:
+        from torch._dynamo.utils import calculate_time_spent
+
+        spent = calculate_time_spent().get("total_wall_time")
+    except Exception as exc:  # private API: absent or changed in this torch
+        return None, f"torch._dynamo.utils.calculate_time_spent unavailable ({exc})"
+    if not isinstance(spent, (int, float)):
+        return None, "torch._dynamo reported no total_wall_time"
+    return float(spent), None
+
+
+def _local_numel_bytes(tensor: torch.Tensor) -> int:
+    local = tensor.to_local() if hasattr(tensor, "to_local") else tensor  # FSDP2 DTensor shard
+    return int(local.numel() * local.element_size())
+
+
+def static_memory(trainer: Trainer) -> dict[str, int]:
+    """Exact bytes of parameters, gradients (one per trainable parameter, same dtype) and
+    optimizer state held by this rank (shards under FSDP)."""
+    params = list(trainer.model.parameters())
+    state = 0
+    for per_param in trainer.optimizer.state.values():
+        for value in per_param.values():
+            if isinstance(value, torch.Tensor):
+                state += _local_numel_bytes(value)
+    return {
+        "parameter_bytes": sum(_local_numel_bytes(p) for p in params),
+        "gradient_bytes": sum(_local_numel_bytes(p) for p in params if p.requires_grad),
+        "optimizer_state_bytes": state,
+    }
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set of this process (Linux reports KiB)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def measure(trainer: Trainer, host: str) -> RankMeasurement:
+    spec = trainer.spec
+    settings = spec.measurement
+    device = trainer.device
+    timing = resolve_timing(settings.timing, device)
+    compiled = bool(spec.training.compile)
+    warm = warm_up(trainer, settings.warmup_steps, watch_compile=compiled)
+    flops: float | None = None
+    flops_note: str | None = "measurement.flops is off"
+    if settings.flops:
+        flops, flops_note = count_flops(spec)
+    steps = settings.steps or agreed_steps(settings.duration_s or 0.0, warm, device)
+    result = RankMeasurement(
+        dist.get_rank(),
+        host,
+        timing,
+        steps,
+        warm.step_s,
+        flops_per_step=flops,
+        flops_note=flops_note,
+        warmup_compiled=warm.compiled,
+        extra_warmup_steps=warm.extra_steps,
+    )
+    watch = WindowCompiles() if compiled else None
+    if compiled:
+        result.compile_s, _ = compile_seconds()
+    sampler = rank_sampler(settings.telemetry, device)
+    per_window_allocator: list[AllocatorStats] = []
+    interleave = (
+        settings.comm_overhead and spec.cell.strategy == "ddp" and dist.get_world_size() > 1
+    )
+    peak_allocated = peak_reserved = 0
+    timeout_s = collective_timeout_s(warm, device)
+    trainer.settings["collective_timeout_s"] = timeout_s
+    with collective_timeout(timeout_s):
+        for _ in range(settings.repeats):
+            # peaks of the training windows only: under no_sync() DDP accumulates into fresh
+            # .grad tensors beside its buckets, a second copy of the gradients training never
+            # holds
+            if device.type == "cuda":
+                before = torch.cuda.memory_stats(device)
+                torch.cuda.reset_peak_memory_stats(device)
+            result.windows.append(watched_window(watch, trainer, steps, timing, telemetry=sampler))
+            if device.type == "cuda":
+                peak_allocated = max(peak_allocated, int(torch.cuda.max_memory_allocated(device)))
+                peak_reserved = max(peak_reserved, int(torch.cuda.max_memory_reserved(device)))
+                after = torch.cuda.memory_stats(device)
+                per_window_allocator.append(allocator_stats(before, after))
+            if interleave:
+                # right after its synchronised window, so both see the same machine state
+                result.no_sync_windows.append(
+                    watched_window(watch, trainer, steps, timing, skip_sync=True)
+                )
+    if watch is not None:
+        result.window_compiles, result.compile_note = watch.total, watch.note or warm.note
+        result.graph_breaks = watch.last.graph_breaks if watch.last is not None else None
+    result.static = static_memory(trainer)  # optimizer state exists after the first step
+    if device.type == "cuda":
+        result.peak_allocated = peak_allocated
+        result.peak_reserved = peak_reserved
+        result.allocator = merge_windows(per_window_allocator)
+    if sampler is not None:
+        result.telemetry = summarise_rank(result.rank, host, sampler.report())
+    result.peak_rss = peak_rss_bytes()
+    if result.no_sync_windows:
+        result.no_sync = pooled_window(result.no_sync_windows)
+    for window in [*result.windows, *([result.no_sync] if result.no_sync else [])]:
+        for phase, note in window.phase_notes.items():
+            result.phase_notes.setdefault(phase, note)
+    return result

@@ -1,0 +1,129 @@
+"""The `parallel` and `warmup` parts of a cell's result, from every rank's measurements.
+
+Pure functions over the gathered RankMeasurements. Pipeline figures per rank:
+- busy: the median over measured steps of the time its stage modules computed (forward, loss,
+  backward; torchscale/rank/parallel/busy.py), the stage's own step time;
+- bubble: 1 - busy / its median step time, the share of its step it waited (for activations,
+  gradients, or the rest of the schedule);
+set beside the schedule's theoretical (p-1)/(v*m+p-1) (torchscale/rank/parallel/rank_layout.py),
+which assumes equal stages and free communication: a measured bubble above it says the stages are
+unequal or the transfers cost.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from torchscale.contracts.cell import ParallelShape
+from torchscale.contracts.schema.cell_result import ParallelMetrics, ProfiledComm, StageTime, Warmup
+from torchscale.rank.worker.measure import RankMeasurement
+from torchscale.rank.worker.spec import WorkerSpec
+
+if (
+    TYPE_CHECKING
+):  # imported by model-parallel cells only (torchscale/rank/worker/model_parallel.py)
+    from torchscale.rank.parallel.rank_layout import ParallelLayout
+
+
+def global_batch_definition(shape: ParallelShape, batch: int, accum: int) -> str:
+    """The global batch in words, with this cell's numbers."""
+    text = (
+        f"global batch = dp x batch_size x grad_accum_steps = {shape.dp} x {batch} x {accum} = "
+        f"{shape.dp * batch * accum}; every rank of a "
+    )
+    if shape.pp > 1:
+        return text + (
+            f"pipeline reads its replica's batch of {batch}, split into {shape.microbatches} "
+            f"micro-batches of {batch // shape.microbatches}"
+        )
+    return text + f"tensor-parallel group reads the same batch of {batch}"
+
+
+def stage_times(ranks: Sequence[RankMeasurement], layout: ParallelLayout) -> list[StageTime]:
+    """Per pipeline rank: busy and step medians over the measured windows, and its bubble."""
+    from torchscale.rank.parallel.rank_layout import stage_indices
+
+    out = []
+    for r in sorted(ranks, key=lambda m: m.rank):
+        busy = [b for w in r.windows for b in (w.busy_s or [])]
+        steps = [t for w in r.windows for t in w.step_s]
+        if not busy or not steps:
+            continue
+        busy_s, step_s = statistics.median(busy), statistics.median(steps)
+        bubble = max(0.0, 1.0 - busy_s / step_s) if step_s > 0 else 0.0
+        out.append(
+            StageTime(
+                rank=r.rank,
+                stages=stage_indices(layout, r.rank % layout.pp),
+                busy_s=busy_s,
+                step_s=step_s,
+                bubble=bubble,
+            )
+        )
+    return out
+
+
+def parallel_metrics(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement]
+) -> tuple[ParallelMetrics | None, dict[str, str]]:
+    """`parallel` of a tp/pp/hybrid cell (None for ddp and fsdp) and what it could not give."""
+    shape = spec.cell.parallel
+    if shape is None:
+        return None, {}
+    from torchscale.rank.parallel.rank_layout import theoretical_bubble
+    from torchscale.rank.strategy_layouts import layout_of
+
+    unavailable: dict[str, str] = {}
+    layout = layout_of(spec.cell.strategy, shape, len(ranks))
+    mesh, names = layout.mesh_shape()
+    stages = stage_times(ranks, layout) if layout.uses_pp else []
+    measured = statistics.fmean(s.bubble for s in stages) if stages else None
+    slowest = max(stages, key=lambda s: s.busy_s).rank if stages else None
+    if shape.pp > 1 and not stages:
+        unavailable["parallel.bubble_measured"] = "no busy time was recorded by the stages"
+    comm = None
+    if shape.tp > 1:
+        comm, why = _profiled_comm(spec, ranks)
+        if why is not None:
+            unavailable["parallel.profiled_comm"] = why
+    metrics = ParallelMetrics(
+        global_batch_definition=global_batch_definition(
+            shape, spec.cell.batch_size, spec.training.grad_accum_steps
+        ),
+        mesh_shape=list(mesh),
+        mesh_dim_names=list(names),
+        stages=stages,
+        bubble_measured=measured,
+        bubble_theoretical=theoretical_bubble(layout) if layout.uses_pp else None,
+        slowest_stage_rank=slowest,
+        profiled_comm=comm,
+    )
+    return metrics, unavailable
+
+
+def _profiled_comm(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement]
+) -> tuple[ProfiledComm | None, str | None]:
+    """A tp cell's profiled communication, or why there is none."""
+    if spec.profile is not None:
+        return None, (
+            "this launch was profiled by torchscale profile: its analysis.json holds the "
+            "communication of the profiled steps"
+        )
+    from torchscale.rank.worker.comm_probe import profiled_comm, scope
+
+    shape = spec.cell.parallel
+    assert shape is not None
+    return profiled_comm(
+        {r.rank: r.comm_probe for r in ranks}, scope(spec.cell.strategy, shape.hybrid)
+    )
+
+
+def warmup_record(ranks: Sequence[RankMeasurement]) -> Warmup:
+    """Each warm-up step's slowest rank, and the slowest rank's compile time."""
+    counts = {len(r.warmup_s) for r in ranks}
+    steps = [max(r.warmup_s[i] for r in ranks) for i in range(min(counts))] if counts else []
+    compiles = [r.compile_s for r in ranks if r.compile_s is not None]
+    return Warmup(step_s=steps, compile_s=max(compiles) if compiles else None)

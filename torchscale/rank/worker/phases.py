@@ -1,0 +1,270 @@
+"""Per-step phase timing inside the measured windows: where each rank's step goes.
+
+Each step of a window is cut at these boundaries (one optimizer step of `accum` micro-batches):
+
+    step start
+      per micro-batch:  data end | forward end (= backward start) | last gradient | backward end
+    step end (after optimizer.step() and zero_grad)
+
+and split into five phases that add up to the step exactly:
+
+- data: fetching the batch. With `data.source: synthetic` a pre-made on-device batch, so about
+  0 unless a delay is injected; with disk or CIFAR-100 data the DataLoader's next() and the
+  copy to the device (torchscale/rank/data/, docs/data.md), the cell's data wait.
+- forward: the model's forward and the loss (and the division by `accum`).
+- backward: backward compute, from backward() called to the LAST gradient produced: the time
+  of the last `register_post_accumulate_grad_hook` call on the trainable parameters (DDP wraps
+  the same parameter objects, so these are the gradients DDP reduces).
+- grad_sync_wait: last gradient produced -> backward() returned: the wait for gradient
+  synchronisation at the end of backward (DDP's buckets still in flight, and the other ranks
+  that have not produced theirs yet).
+- optimizer: optimizer.step() (GradScaler's step and update under fp16) and zero_grad.
+
+Micro-batching (grad_accum_steps > 1): data, forward, backward and grad_sync_wait are summed
+over the micro-batches of the step. The first accum - 1 micro-batches run under no_sync(), so
+their grad_sync_wait is only autograd's own finishing (microseconds): the figure is, in effect,
+the last micro-batch's wait.
+
+Clocks: `time.perf_counter` on CPU, where every op is synchronous from the host's view. On CUDA
+a CUDA event is recorded at every boundary and all are read after the window (one synchronize,
+never one per step), whatever `measurement.timing` the step timer uses (host times of phase
+boundaries would be the launch times of asynchronous kernels). The last-gradient event is
+recorded inside the gradient hook, which the autograd engine runs on its CUDA device thread
+with that thread's current stream set to the stream the backward ops (and AccumulateGrad) of
+the parameter run on, the default stream here: an event recorded there on the current stream
+lands right after the kernels that produced the gradient, in the same stream order as the
+boundary events the main thread records. Only one
+event per micro-batch is recorded from the hooks: each hook counts, and the event is recorded
+when the count reaches the number of gradients expected (no per-parameter event). On CPU each
+hook stores `perf_counter()`, and hooks run one after another, so the last stored is the max.
+
+When the split cannot be made, backward is reported whole (backward() called -> returned) and
+grad_sync_wait is None, with the reason in `PhaseRecorder.notes`:
+- FSDP2: it runs post-accumulate-grad hooks itself on the sharded parameters AFTER each
+  group's reduce-scatter (seen on torch 2.13), so the last hook marks the end of gradient
+  reduction, not of gradient production.
+- a step whose hook count differs from the expected (unused parameters, a parameter used twice
+  under reentrant checkpointing) on CUDA: that step is reported whole, and the count seen
+  becomes the expected one for the next steps.
+torch.compile (DDP): the hooks fire as in eager (AccumulateGrad stays an eager autograd node;
+seen on torch 2.13 CPU), so the split holds.
+
+Cost per step: 2 + 4 x accum perf_counter calls or event records, plus one Python call per
+trainable parameter per micro-batch (an attribute store; on CUDA an integer compare), which
+`benchmarks/phase_timing_overhead.py` measures against the same loop without it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from torchscale.contracts.step_phases import STEP_PHASES
+
+FSDP_REASON = (
+    "FSDP2 runs post-accumulate-grad hooks on the sharded parameters after each reduce-scatter, "
+    "so they mark gradient reduction, not production: backward is reported whole (its "
+    "communication waits included)"
+)
+NO_PARAMS_REASON = "no trainable parameters: no gradient hook marks the end of backward compute"
+HOOKS_MISSED_REASON = (
+    "in some steps the gradient hooks did not fire as expected: those steps report backward whole"
+)
+
+PhaseSeconds = dict[str, list[float | None]]
+
+
+def backward_split(strategy: str, parameters: Sequence[torch.nn.Parameter]) -> str | None:
+    """None when backward can be split at the last gradient, else why not."""
+    if strategy == "fsdp":
+        return FSDP_REASON
+    if not parameters:
+        return NO_PARAMS_REASON
+    return None
+
+
+class PhaseRecorder:
+    """Phase boundaries of `steps` steps of `accum` micro-batches each, read after the window.
+
+    Use: `with recorder.hooks(params):` around the window (installs the gradient hooks), and in
+    each step `step_start()`, per micro-batch `data_end()`, `backward_start()`,
+    `backward_end()`, then `step_end()`. `seconds()` after the window."""
+
+    def __init__(
+        self,
+        steps: int,
+        accum: int,
+        device: torch.device,
+        cuda_events: bool,
+        split_reason: str | None = None,
+    ) -> None:
+        self.steps = steps
+        self.accum = accum
+        self.per_step = 2 + 4 * accum
+        self.split = split_reason is None
+        self.notes: dict[str, str] = {}
+        if split_reason is not None:
+            self.notes["grad_sync_wait"] = split_reason
+        self._cuda = cuda_events and device.type == "cuda"
+        self._device = device
+        count = steps * self.per_step
+        self._times = [math.nan] * count
+        self._events: list[Any] = (
+            [torch.cuda.Event(enable_timing=True) for _ in range(count)] if self._cuda else []
+        )
+        self._recorded = [False] * count if self._cuda else []
+        self._index = 0
+        self._grad_slot = -1
+        self._count = 0
+        self._expected = 0
+        self._valid: list[bool] = [False] * (steps * accum)
+        self._micro = 0
+
+    # ------------------------------------------------------------------ boundaries (per step)
+
+    def _mark(self) -> None:
+        i = self._index
+        if self._cuda:
+            self._events[i].record()
+            self._recorded[i] = True
+        else:
+            self._times[i] = time.perf_counter()
+        self._index = i + 1
+
+    def step_start(self) -> None:
+        self._mark()
+
+    def data_end(self) -> None:
+        self._mark()
+
+    def backward_start(self) -> None:
+        """Forward end: the next slot is the last gradient's, filled by the hooks."""
+        self._mark()
+        self._grad_slot = self._index
+        self._count = 0
+        self._index += 1
+
+    def backward_end(self) -> None:
+        self._mark()
+        slot = self._grad_slot
+        if self._cuda:
+            self._valid[self._micro] = self._count == self._expected and self._count > 0
+            if self._count != self._expected and self._count > 0:
+                self._expected = self._count  # learnt for the next steps (this one is whole)
+        else:
+            self._valid[self._micro] = not math.isnan(self._times[slot])
+        self._micro += 1
+        self._grad_slot = -1
+
+    def step_end(self) -> None:
+        self._mark()
+
+    # ------------------------------------------------------------------------ gradient hooks
+
+    def _hook_cpu(self, _param: torch.Tensor) -> None:
+        slot = self._grad_slot
+        if slot >= 0:
+            self._times[slot] = time.perf_counter()
+
+    def _hook_cuda(self, _param: torch.Tensor) -> None:
+        # runs on the autograd engine's device thread, whose current stream is the stream of
+        # this gradient's backward ops: the event lands after the kernels that produced it
+        slot = self._grad_slot
+        if slot < 0:
+            return
+        self._count += 1
+        if self._count == self._expected:
+            self._events[slot].record(torch.cuda.current_stream(self._device))
+            self._recorded[slot] = True
+
+    @contextmanager
+    def hooks(self, parameters: Sequence[torch.nn.Parameter]) -> Iterator[PhaseRecorder]:
+        """Gradient hooks on `parameters` for the block (none when the split is off)."""
+        if not self.split:
+            yield self
+            return
+        self._expected = len(parameters)
+        hook = self._hook_cuda if self._cuda else self._hook_cpu
+        handles = [p.register_post_accumulate_grad_hook(hook) for p in parameters]
+        try:
+            yield self
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    # ------------------------------------------------------------------------ after the window
+
+    def _boundaries(self) -> list[list[float]]:
+        """Seconds since each step's start at each boundary (NaN: not recorded)."""
+        out = []
+        for step in range(self.steps):
+            base = step * self.per_step
+            if self._cuda:
+                first = self._events[base]
+                row = [
+                    first.elapsed_time(self._events[base + k]) / 1e3
+                    if self._recorded[base + k]
+                    else math.nan
+                    for k in range(self.per_step)
+                ]
+            else:
+                start = self._times[base]
+                row = [self._times[base + k] - start for k in range(self.per_step)]
+            out.append(row)
+        return out
+
+    def seconds(self, steps: int | None = None) -> PhaseSeconds:
+        """Per phase, one value per recorded step (the first `steps`, default all recorded).
+
+        grad_sync_wait is None for a step whose backward could not be split."""
+        if self._cuda:
+            torch.cuda.synchronize(self._device)
+        done = self._index // self.per_step
+        steps = done if steps is None else min(steps, done)
+        result: PhaseSeconds = {phase: [] for phase in STEP_PHASES}
+        missed = False
+        for step, row in enumerate(self._boundaries()[:steps]):
+            data = forward = backward = whole = wait = 0.0
+            split = self.split
+            previous = row[0]
+            for micro in range(self.accum):
+                k = 1 + 4 * micro
+                data_end, fwd_end, grad, bwd_end = row[k : k + 4]
+                data += data_end - previous
+                forward += fwd_end - data_end
+                whole += bwd_end - fwd_end
+                if split and self._valid[step * self.accum + micro]:
+                    backward += grad - fwd_end
+                    wait += bwd_end - grad
+                elif split:
+                    split = False
+                    missed = True
+                previous = bwd_end
+            result["data"].append(data)
+            result["forward"].append(forward)
+            result["backward"].append(backward if split else whole)
+            result["grad_sync_wait"].append(wait if split else None)
+            result["optimizer"].append(row[-1] - previous)
+        if missed and self.split:
+            self.notes.setdefault("grad_sync_wait", HOOKS_MISSED_REASON)
+        return result
+
+
+def trainable(model: torch.nn.Module) -> list[torch.nn.Parameter]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def medians(phases: Sequence[PhaseSeconds]) -> dict[str, float | None]:
+    """Median of each phase over every step of `phases` (None when no step has it)."""
+    import statistics
+
+    out: dict[str, float | None] = {}
+    for phase in STEP_PHASES:
+        values = [v for window in phases for v in window.get(phase, []) if v is not None]
+        out[phase] = statistics.median(values) if values else None
+    return out

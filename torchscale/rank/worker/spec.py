@@ -1,0 +1,74 @@
+"""The cell description the sweep hands to every rank (a JSON file named on the command line)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.cell_settings import (
+    MAX_PROFILE_STEPS,
+    DataConfig,
+    MeasurementConfig,
+    ModelSpec,
+    TrainingConfig,
+)
+from torchscale.contracts.step_phases import OwnWorkPhase
+
+MAX_DELAY_MS = 60_000.0
+
+
+class DelaySpec(BaseModel):
+    """`--inject-delay RANK:PHASE:MS`: rank RANK sleeps MS ms in PHASE once every step (see
+    torchscale/rank/worker/delay.py for where exactly)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rank: int = Field(ge=0)
+    phase: OwnWorkPhase  # grad-sync wait is no place to sleep in: it is the wait for the others
+    ms: float = Field(gt=0, le=MAX_DELAY_MS)
+
+    def text(self) -> str:
+        """As written on the command line: `1:backward:50`."""
+        return f"{self.rank}:{self.phase}:{self.ms:g}"
+
+
+class ProfileSpec(BaseModel):
+    """Extra steps captured after the measured windows (never inside them).
+
+    tool "torch": torch.profiler with schedule(wait, warmup, active), one compressed Kineto
+    trace per rank (`<trace_dir>/rank<k>.trace.json.gz`). tool "nsys": no torch profiler, NVTX
+    ranges around the same steps (the launch is wrapped in `nsys profile` by the caller).
+    Either way `<trace_dir>/rank<k>.phases.json` holds the worker's own phase timings of the
+    active steps, to cross-check a trace against.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: Literal["torch", "nsys"] = "torch"
+    wait: int = Field(default=1, ge=0, le=MAX_PROFILE_STEPS)
+    warmup: int = Field(default=2, ge=0, le=MAX_PROFILE_STEPS)
+    active: int = Field(default=5, ge=1, le=MAX_PROFILE_STEPS)
+    record_shapes: bool = False
+    with_stack: bool = False
+    trace_dir: str
+
+
+class WorkerSpec(BaseModel):
+    """What one rank needs: the cell's identity, how to build and train it, where to write."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cell: CellIdentity
+    model: ModelSpec  # name and architecture options (the identity holds name and label)
+    training: TrainingConfig
+    measurement: MeasurementConfig
+    data: DataConfig
+    result_path: str
+    steps_path: str
+    profile: ProfileSpec | None = None
+    inject_delay: list[DelaySpec] = Field(default_factory=list)
+    # where each rank looks for its node's `validate --level perf` report (worker/
+    # measured_peak.py), for MFU against the measured peak; empty: not looked for
+    acceptance_dirs: list[str] = Field(default_factory=list)

@@ -1,0 +1,479 @@
+"""One rank's training set-up and step: model wrapped for DDP or FSDP, optimizer, precision.
+
+The step is what a real training loop does (forward under autocast, loss, backward, optimizer
+step, zero_grad). With `data.source: synthetic` it trains on one batch generated once on the
+device, so the timed loop measures compute and communication, never data loading; with `disk`
+or `cifar100` every micro-batch comes from a DataLoader (torchscale/rank/data/input_pipeline.py),
+fetched inside the step's data phase, so the phase is the step's real wait for its input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from torchscale.contracts.training_defaults import (
+    LossKind,
+    resolve_channels_last,
+    resolve_fused_optimizer,
+    resolve_loss,
+)
+from torchscale.rank.data.input_pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
+from torchscale.rank.models import ModelBundle, build_model, call_model
+from torchscale.rank.models.bundle import LossFn
+from torchscale.rank.models.layers import set_bf16_activations
+from torchscale.rank.worker import markers
+from torchscale.rank.worker.delay import NO_DELAYS, RankDelays, sleep
+from torchscale.rank.worker.phases import PhaseRecorder
+from torchscale.rank.worker.precision import (
+    AUTOCAST_DTYPES,
+    autocast_factory,
+    describe_policy,
+    dtype_name,
+    fsdp_policy,
+    grad_scaler,
+    norm_policy,
+)
+from torchscale.rank.worker.spec import WorkerSpec
+
+if TYPE_CHECKING:  # imported when a cell is model-parallel: ddp and fsdp ranks never load them
+    from torchscale.rank.parallel.pipeline_step import PipelineRunner
+
+CHANNELS_LAST_FSDP_NOTE = (
+    "weights kept contiguous under FSDP (fully_shard refuses non-contiguous parameters, and a "
+    "channels_last 3x3 weight is one); inputs are channels_last, which is enough for cuDNN to "
+    "run channels_last convolutions"
+)
+
+
+NO_DDP_AT_ONE_RANK = (
+    "none: at world size 1 there is no peer to average gradients with, so the model trains "
+    "unwrapped, as a one-GPU training script does (DDP's bucketing and hooks would cost "
+    "5-13 % of a small model's step); scaling efficiency is measured against this baseline"
+)
+
+
+EAGER_LOSS = "the model's loss, eager (cross entropy's fp32 upcast and log-softmax materialised)"
+BLOCKWISE_LOSS = (
+    "the model's token loss, eager, a block of rows at a time with the gradient formed in "
+    "forward (no fp32 copy of every logit kept; torchscale/rank/models/token_loss.py)"
+)
+COMPILED_LOSS = (
+    "the model's loss compiled beside the model (inductor fuses cross entropy's fp32 upcast, "
+    "log-softmax and their backward instead of materialising them)"
+)
+LOSS_SETTINGS: dict[LossKind, str] = {
+    "plain": EAGER_LOSS,
+    "blockwise": BLOCKWISE_LOSS,
+    "compiled": COMPILED_LOSS,
+}
+
+
+def bf16_activations_setting(on: bool, streams: int) -> str | None:
+    """What the result says of `training.bf16_activations`; None where it was off."""
+    if not on:
+        return None
+    if not streams:
+        return "not applicable: the model has no transformer residual stream of torchscale's"
+    return (
+        "on: the residual stream and LayerNorms in bf16 under bf16 autocast, weights and "
+        "optimizer state fp32 (torchscale/rank/models/layers.py)"
+    )
+
+
+def has_peers() -> bool:
+    """Whether this rank has any other to average gradients with (DDP wraps only then)."""
+    return dist.get_world_size() > 1
+
+
+def _fused_supported(device: torch.device) -> bool:
+    """Fused AdamW exists for CUDA and, in recent torch, for CPU."""
+    return "fused" in inspect.signature(torch.optim.AdamW).parameters and device.type in (
+        "cuda",
+        "cpu",
+    )
+
+
+def _optimizer(
+    spec: WorkerSpec, params: Any, device: torch.device
+) -> tuple[torch.optim.Optimizer, bool]:
+    lr = spec.training.learning_rate
+    if spec.training.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9), False
+    # CPU too: +14 % for tiny-gpt2 on 2 cores (docs/models.md); a torch without the kernel
+    # for this device falls back, and the result's fused_optimizer says so
+    fused = resolve_fused_optimizer(spec.training.fused_optimizer, "adamw")
+    fused = fused and _fused_supported(device)
+    return torch.optim.AdamW(params, lr=lr, fused=fused or None), bool(fused)
+
+
+def fsdp_units(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The repeated blocks to shard on their own, innermost first (FSDP2 wants bottom-up).
+
+    Children of any nn.ModuleList or nn.Sequential made of two or more modules of one class
+    (transformer layers, ResNet bottlenecks): the usual FSDP unit. Everything else, tied
+    embeddings and heads included, stays with the root unit, so a weight shared by two modules
+    is never split between two units.
+    """
+    depth = {module: len(name.split(".")) for name, module in model.named_modules() if name}
+    units: dict[int, torch.nn.Module] = {}
+    for holder in model.modules():
+        if not isinstance(holder, (torch.nn.ModuleList, torch.nn.Sequential)):
+            continue
+        children = list(holder.children())
+        if len(children) >= 2 and len({type(c) for c in children}) == 1:
+            units.update((id(c), c) for c in children if any(True for _ in c.parameters()))
+    return sorted(units.values(), key=lambda m: -depth.get(m, 0))
+
+
+def eager_module(model: torch.nn.Module) -> torch.nn.Module:
+    """The module torch.compile wrapped (`OptimizedModule._orig_mod`), or `model` itself.
+
+    The compiled wrapper is not a DDP instance and does not forward `no_sync()`: whatever needs
+    the real wrapper (no_sync) looks through it.
+    """
+    inner = getattr(model, "_orig_mod", None)
+    return inner if isinstance(inner, torch.nn.Module) else model
+
+
+def ddp_module(model: torch.nn.Module) -> DistributedDataParallel | None:
+    """The DDP wrapper, compiled or not; None under FSDP."""
+    inner = eager_module(model)
+    return inner if isinstance(inner, DistributedDataParallel) else None
+
+
+def batch_norms(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """BatchNorm modules holding parameters (they need their own FSDP unit under bf16)."""
+    from torch.nn.modules.batchnorm import _BatchNorm
+
+    return [
+        m
+        for m in model.modules()
+        if isinstance(m, _BatchNorm) and any(True for _ in m.parameters(recurse=False))
+    ]
+
+
+def _shard(spec: WorkerSpec, model: torch.nn.Module, device: torch.device) -> dict[str, Any]:
+    """FSDP2 bottom-up on an explicit mesh of this cell's device; returns what was set up.
+
+    The mesh is explicit because fully_shard's default mesh takes the accelerator when there
+    is one: a `device: cpu` cell on a GPU node would otherwise shard onto CUDA and fail.
+    Under bf16, BatchNorm layers become units of their own with fp32 parameters (see
+    `norm_policy`), as FSDP1 did by default; everything else shards with the bf16 policy.
+    """
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    reshard = spec.training.fsdp.reshard_after_forward
+    policy = fsdp_policy(spec.cell.precision)
+    options: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": reshard}
+    units = fsdp_units(model)  # before any fully_shard: it changes the classes it compares
+    norms: list[torch.nn.Module] = []
+    if policy is not None:
+        options["mp_policy"] = policy
+        norms = batch_norms(model)
+        for norm in norms:
+            fully_shard(
+                norm, mesh=mesh, reshard_after_forward=reshard, mp_policy=norm_policy(policy)
+            )
+    for block in units:
+        if not any(block is norm for norm in norms):
+            fully_shard(block, **options)
+    fully_shard(model, **options)
+    return {
+        "fsdp_mesh_device": mesh.device_type,
+        "fsdp_mixed_precision": describe_policy(policy)
+        | {"batchnorm_units_fp32_params": len(norms)},
+    }
+
+
+def _wrap(
+    spec: WorkerSpec, model: torch.nn.Module, device: torch.device
+) -> tuple[torch.nn.Module, dict[str, Any]]:
+    if spec.cell.strategy == "fsdp":
+        return model, _shard(spec, model, device)
+    if not has_peers():
+        return model, {
+            "fsdp_mesh_device": None,
+            "fsdp_mixed_precision": None,
+            "ddp_wrapper": NO_DDP_AT_ONE_RANK,
+        }
+    ddp = spec.training.ddp
+    options: dict[str, Any] = {
+        "device_ids": [device.index] if device.type == "cuda" else None,
+        "bucket_cap_mb": ddp.bucket_cap_mb,
+        "gradient_as_bucket_view": ddp.gradient_as_bucket_view,
+        "static_graph": ddp.static_graph,
+        "find_unused_parameters": ddp.find_unused_parameters,
+    }
+    if not ddp.broadcast_buffers:  # newer torch warns when the (default) True is passed
+        options["broadcast_buffers"] = False
+    return DistributedDataParallel(model, **options), {
+        "fsdp_mesh_device": None,
+        "fsdp_mixed_precision": None,
+    }
+
+
+def _channels_last(inputs: Any, channels_last: bool) -> Any:
+    """An NCHW image batch in channels_last memory format when the trainer uses it."""
+    if channels_last and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
+        return inputs.contiguous(memory_format=torch.channels_last)
+    return inputs
+
+
+def _pipeline(
+    spec: WorkerSpec, bundle: ModelBundle, device: torch.device, data_rank: int, data_ranks: int
+) -> Pipeline:
+    """This rank's DataLoader for the cell's model (torchscale/rank/data/input_pipeline.py): the
+    shard of its data-parallel replica (the global rank under ddp and fsdp)."""
+    layout = layout_for(
+        spec.model.name,
+        spec.model.options,
+        bundle,
+        seq_len=spec.data.seq_len,
+        image_size=spec.data.image_size,
+    )
+    return build_pipeline(
+        spec.data,
+        layout,
+        spec.model.name,
+        spec.cell.batch_size,
+        device,
+        data_rank,
+        data_ranks,
+        spec.training.seed,
+    )
+
+
+@dataclass
+class Trainer:
+    spec: WorkerSpec
+    device: torch.device
+    bundle: ModelBundle
+    model: torch.nn.Module  # wrapped
+    optimizer: torch.optim.Optimizer
+    fused_optimizer: bool
+    channels_last: bool
+    inputs: Any
+    targets: Any
+    scaler: torch.amp.GradScaler | None
+    autocast: Any
+    settings: dict[str, Any]  # what was set up that a reader of the result must know
+    delays: RankDelays = NO_DELAYS  # --inject-delay aimed at this rank
+    pipeline: Pipeline | None = None  # disk / cifar100: the DataLoader every batch comes from
+    runner: PipelineRunner | None = None  # pp, hybrid ddp_pp: runs forward and backward
+    loss_fn: LossFn | None = None  # the measured steps' loss, eager form or compiled
+
+    @property
+    def eager_model(self) -> torch.nn.Module:
+        """The wrapped model without torch.compile's wrapper (itself when not compiled)."""
+        return eager_module(self.model)
+
+    @classmethod
+    def build(cls, spec: WorkerSpec, device: torch.device) -> Trainer:
+        # one seed for the weights (every FSDP shard then comes from the same model, as DDP's
+        # broadcast makes it), another per rank for the data
+        torch.manual_seed(spec.training.seed)
+        bundle = build_model(
+            spec.model.name,
+            spec.model.options,
+            seq_len=spec.data.seq_len,
+            image_size=spec.data.image_size,
+        )
+        model = bundle.model.to(device)
+        bf16_streams = set_bf16_activations(model, bool(spec.training.bf16_activations))
+        # as the plan resolved it; a plug-in's (unknown to the plan) from the model built here
+        channels_last = resolve_channels_last(
+            spec.training.channels_last, device.type, bundle.conv_net
+        )
+        # model-parallel cells keep contiguous tensors: pipeline sends need them
+        channels_last = bool(channels_last and bundle.conv_net and spec.cell.parallel is None)
+        weights_channels_last = channels_last and spec.cell.strategy == "ddp"
+        if weights_channels_last:
+            model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+        autocast = autocast_factory(spec.cell.precision, device)
+        runner = None
+        data_rank, data_ranks = dist.get_rank(), dist.get_world_size()
+        settings: dict[str, Any]
+        params: Any = None
+        if spec.cell.parallel is not None:
+            from torchscale.rank.worker.model_parallel import model_parallel
+
+            parallel = model_parallel(spec, bundle, model, device, autocast, data_ranks)
+            wrapped, runner = parallel.module, parallel.runner
+            data_rank, data_ranks = parallel.data_rank, parallel.data_ranks
+            params = parallel.param_groups
+            settings = {
+                "fsdp_mesh_device": None,
+                "fsdp_mixed_precision": None,
+                "model_parallel": parallel.settings,
+            }
+            del model  # a pipeline rank keeps only its stages: the rest can be freed
+        else:
+            wrapped, settings = _wrap(spec, model, device)
+        settings |= {
+            "channels_last_weights": weights_channels_last,
+            "channels_last_note": CHANNELS_LAST_FSDP_NOTE
+            if channels_last and not weights_channels_last
+            else None,
+            "autocast": dtype_name(AUTOCAST_DTYPES.get(spec.cell.precision)),
+            "bf16_activations": bf16_activations_setting(
+                bool(spec.training.bf16_activations), bf16_streams
+            ),
+        }
+        # the plan skips compile + pipelines; a pipeline's last stage computes the bundle's loss
+        loss = resolve_loss(
+            compiled=bool(spec.training.compile),
+            pipeline=runner is not None,
+            blockwise_available=bundle.eager_loss_fn is not None,
+        )
+        settings["loss"] = LOSS_SETTINGS[loss]
+        loss_fn = bundle.eager_loss_fn if loss == "blockwise" else bundle.loss_fn
+        if loss == "compiled":
+            wrapped = torch.compile(wrapped)  # type: ignore[assignment]
+            loss_fn = torch.compile(bundle.loss_fn)
+        optimizer, fused = _optimizer(
+            spec, params if params is not None else wrapped.parameters(), device
+        )
+        delays = RankDelays.for_rank(spec.inject_delay, dist.get_rank(), dist.get_world_size())
+        # the data seed follows the replica: ranks of one TP group or pipeline read one batch
+        torch.manual_seed(spec.training.seed + data_rank)
+        pipeline = None
+        if spec.data.source == "synthetic":
+            inputs, targets = bundle.make_batch(spec.cell.batch_size, device)
+            inputs = _channels_last(inputs, channels_last)
+        else:
+            pipeline = _pipeline(spec, bundle, device, data_rank, data_ranks)
+            inputs = targets = None  # every micro-batch comes from the pipeline
+            settings[SETTINGS_KEY] = pipeline.info
+        return cls(
+            spec,
+            device,
+            bundle,
+            wrapped,
+            optimizer,
+            fused,
+            channels_last,
+            inputs,
+            targets,
+            grad_scaler(spec.cell.precision, device),
+            autocast,
+            settings,
+            delays,
+            pipeline,
+            runner,
+            loss_fn,
+        )
+
+    def close(self) -> None:
+        """Shut the DataLoader's workers down (also done at exit; idempotent)."""
+        if self.pipeline is not None:
+            self.pipeline.close()
+
+    def next_batch(self) -> tuple[Any, Any]:
+        """The micro-batch to train on: the synthetic one, or the pipeline's next one."""
+        if self.pipeline is None:
+            return self.inputs, self.targets
+        inputs, targets = self.pipeline.next_batch()
+        return _channels_last(inputs, self.channels_last), targets
+
+    def no_sync(self, skip_sync: bool) -> Any:
+        """DDP's no_sync() when `skip_sync` (looking through torch.compile's wrapper), else a
+        null context. FSDP has no equivalent here: its micro-batches always reduce-scatter."""
+        ddp = ddp_module(self.model) if skip_sync else None
+        return ddp.no_sync() if ddp is not None else contextlib.nullcontext()
+
+    def step(
+        self,
+        skip_gradient_sync: bool = False,
+        phases: PhaseRecorder | None = None,
+    ) -> None:
+        """One optimizer step over grad_accum_steps micro-batches.
+
+        `skip_gradient_sync` runs every micro-batch under DDP no_sync(): the same compute with
+        no gradient all-reduce, each rank's compute alone (straggler, exposed communication).
+        `phases` records the phase boundaries
+        (torchscale/rank/worker/phases.py). Phase ranges go to whichever profiler listens
+        (torchscale/rank/worker/markers.py; none in the measured windows), and a delay injected
+        on this rank sleeps in its phase (torchscale/rank/worker/delay.py).
+        """
+        if self.runner is not None:
+            self._pipeline_step(phases)
+            return
+        model = self.model
+        loss_fn = self.loss_fn if self.loss_fn is not None else self.bundle.loss_fn
+        accum = self.spec.training.grad_accum_steps
+        marks = markers.current()
+        delays = self.delays
+        if phases is not None:
+            phases.step_start()
+        for micro in range(accum):
+            last = micro == accum - 1
+            with marks.range(markers.DATA):
+                inputs, targets = self.next_batch()
+                if last and delays.data:
+                    sleep(delays.data)
+            if phases is not None:
+                phases.data_end()
+            with self.no_sync(skip_gradient_sync or not last):
+                with marks.range(markers.FORWARD):
+                    with self.autocast():
+                        loss = loss_fn(call_model(model, inputs), targets)
+                    if accum > 1:
+                        loss = loss / accum
+                    if last and delays.any:
+                        if delays.forward:
+                            sleep(delays.forward)
+                        loss = delays.delay_backward(loss)
+                if phases is not None:
+                    phases.backward_start()
+                with marks.range(markers.BACKWARD):
+                    if self.scaler is not None:
+                        self.scaler.scale(loss).backward()
+                    else:
+                        loss.backward()
+                if phases is not None:
+                    phases.backward_end()
+        self._optimizer_step(marks)
+        if phases is not None:
+            phases.step_end()
+
+    def _optimizer_step(self, marks: markers.Markers) -> None:
+        """optimizer.step() (GradScaler's step and update under fp16) and zero_grad."""
+        with marks.range(markers.OPTIMIZER):
+            if self.delays.optimizer:
+                sleep(self.delays.optimizer)
+            if self.scaler is not None:
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+
+    def _pipeline_step(self, phases: PhaseRecorder | None) -> None:
+        """One optimizer step of a pipeline rank: the schedule runs every micro-batch's
+        forward and backward (interleaved, so no forward/backward phases: the pipeline's busy
+        time and bubble stand in for them); gradient accumulation is refused by the plan."""
+        assert self.runner is not None and phases is None
+        marks = markers.current()
+        delays = self.delays
+        with marks.range(markers.DATA):
+            inputs, targets = self.next_batch()
+            if delays.data:
+                sleep(delays.data)
+        with marks.range(markers.FORWARD):
+            if delays.forward:
+                sleep(delays.forward)
+            self.runner.step(inputs, targets)
+        self._optimizer_step(marks)  # no scaler: fp16 is refused with pipelines
+
+    def samples_per_step(self) -> int:
+        """Samples one rank processes per optimizer step."""
+        return self.spec.cell.batch_size * self.spec.training.grad_accum_steps

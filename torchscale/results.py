@@ -1,0 +1,26 @@
+"""`torchscale.results.load`, the public name of the results reader (docs/python-api.md):
+`load` and `Experiment` of `torchscale.offline.results`, under the name notebooks import.
+
+An entry point, not a unit of its own: it lives at the top level because the public import
+names it, and it only re-exports. Imported lazily, as in offline/results/, so that importing
+this module does not import pandas.
+
+Layer 4 (entry points) of docs/architecture.md: imports the offline side; nothing imports it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchscale.offline.results.experiment import Experiment, load
+
+__all__ = ["Experiment", "load"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from torchscale.offline.results import experiment
+
+        return getattr(experiment, name)
+    raise AttributeError(name)
