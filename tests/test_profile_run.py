@@ -160,7 +160,11 @@ def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result,
 
 
 @pytest.mark.slow
-def test_balanced_run_names_no_straggler(tmp_path: Path) -> None:
+def test_a_balanced_run_says_its_verdict_once(tmp_path: Path) -> None:
+    """A balanced 2-rank run: the verdict the diagnosis stored is the one headline, and only
+    its findings follow from it. How often a balanced run names nobody is a rate, measured by
+    benchmarks/straggler_detection.py (docs/profiling.md: 43 of 47 at 2 ranks on this VM,
+    whose two vCPUs are not alike), not something one run can assert."""
     result = invoke(
         "profile",
         "--gpus",
@@ -181,15 +185,18 @@ def test_balanced_run_names_no_straggler(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (directory,) = sorted((tmp_path / "balanced" / "profile").iterdir())
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
-    verdict = analysis.diagnosis.straggler
-    assert verdict is not None and not verdict.named, verdict.summary
-    assert analysis.straggler is None
-    assert "straggler" not in {f.category for f in analysis.findings}
-    assert f"[ANALYSIS] Straggler: {verdict.summary}" in result.output
-    # only a cross-check may say otherwise (the run's phase timers on a busy machine, say),
-    # and then as a [CHECK] line that disagrees, never as a headline
-    headlines = [line for line in result.output.splitlines() if "[CHECK]" not in line]
-    assert not any("is a straggler" in line for line in headlines), result.output
+    diagnosis = analysis.diagnosis
+    assert diagnosis is not None
+    verdict = diagnosis.straggler
+    assert verdict is not None
+    out = " ".join(result.stdout.split())  # the lines unwrapped
+    assert out.count("Straggler:") == 1
+    assert f"[ANALYSIS] {straggler_text(verdict, 2)}" in out
+    assert (analysis.straggler is not None) == verdict.named
+    if not verdict.named:
+        assert "straggler" not in {f.category for f in analysis.findings}
+        # only a cross-check may say otherwise, and only under -v: never a headline
+        assert "is a straggler" not in out and "[CHECK]" not in out, result.output
 
 
 def test_phase_timers_of_the_same_run_name_it_too(profiled: tuple[int, Result, Path]) -> None:

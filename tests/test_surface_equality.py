@@ -58,8 +58,9 @@ def _reports(directory: Path, out: Path) -> dict[str, str]:
         )
         assert result.exit_code == 0, result.output
         page = target.read_text(encoding="utf-8")
-        if fmt == "md":  # Markdown escapes its own punctuation: read it as it renders
-            page = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>])", r"\1", page)
+        if fmt == "md":  # Markdown escapes its own punctuation and writes '<' as '&lt;':
+            # read it as it renders
+            page = html_lib.unescape(re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>])", r"\1", page))
         texts[fmt] = _html_text(page) if fmt == "html" else _flat(page)
     return texts
 
