@@ -6,6 +6,7 @@ what compile cost each cell is shown in its terminal lines and the report's cell
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
@@ -22,7 +23,7 @@ from torchscale.interfaces.report.terminal.dry_run import plan_lines
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
-from torchscale.orchestration.launch.compile_cache import compile_cache_env
+from torchscale.orchestration.launch.compile_cache import compile_cache_env, inductor_default_dir
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.memory.max_batch_runs import probe_store, search_groups
 from torchscale.orchestration.plan import Machine, Plan, PlannedCell, build_plan
@@ -83,6 +84,24 @@ def test_the_variables_point_at_the_directory_unless_the_user_set_them() -> None
     # the user's inductor cache: Triton's stays where inductor puts it, under theirs
     assert compile_cache_env(where, {INDUCTOR: "/mine"}) == {}
     assert compile_cache_env(where, {TRITON: "/mine"}) == {INDUCTOR: "/r/exp/compile_cache"}
+
+
+def test_inductors_own_default_in_the_environment_is_not_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inductor writes its default into os.environ of any process that compiled (or merely
+    asked for its cache directory): a notebook that ran torch.compile before the API, or a test
+    session. Inherited, that value is inductor's, not the user's: the experiment's cache wins."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir, default_cache_dir
+
+    assert inductor_default_dir() == default_cache_dir()  # our copy of torch's rule
+    monkeypatch.delenv(INDUCTOR, raising=False)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # inductor makes the directory
+    cache_dir()  # what any compile does first: writes its default into os.environ
+    inherited = dict(os.environ)
+    assert inherited[INDUCTOR] == default_cache_dir()
+    where = PurePosixPath("/r/exp/compile_cache")
+    assert compile_cache_env(where, inherited)[INDUCTOR] == "/r/exp/compile_cache"
 
 
 def test_a_compiled_cell_of_the_sweep_uses_its_experiments_cache(tmp_path: Path) -> None:

@@ -12,15 +12,23 @@ process to compile a graph the only one that pays for it (docs/methodology.md, "
 
 A user's own setting wins: a `TORCHINDUCTOR_CACHE_DIR` in the inherited environment or in
 `launcher.env` leaves both variables alone (Triton's cache then sits where inductor puts it,
-under the user's directory); a `TRITON_CACHE_DIR` of theirs leaves Triton's.
+under the user's directory); a `TRITON_CACHE_DIR` of theirs leaves Triton's. One value is not
+taken for the user's: inductor's own default, which inductor writes into `os.environ` of any
+process that compiled or read its cache directory (a notebook that ran `torch.compile` before
+calling the API; a test session that imported inductor): inherited, it would send every cell
+to the node-local default this module exists to replace.
 
 Layer 3 (orchestration) of docs/architecture.md, with the rest of `torchscale.orchestration.launch`.
 """
 
 from __future__ import annotations
 
+import getpass
+import os
+import re
+import tempfile
 from collections.abc import Mapping
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 # torch 2.13: torch/_inductor/runtime/cache_dir_utils.py reads both (cache_dir(),
 # triton_cache_dir()); inductor hands them on to its compile workers (async_compile.py)
@@ -31,10 +39,25 @@ TRITON_CACHE_ENV = "TRITON_CACHE_DIR"
 TRITON_SUBDIR = "triton"
 
 
+def inductor_default_dir() -> str:
+    """Inductor's own default cache directory, as torch 2.13 computes it without a setting
+    (torch/_inductor/runtime/cache_dir_utils.py default_cache_dir, outside Meta's fbcode),
+    computed here without importing torch."""
+    try:
+        username = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        getuid = getattr(os, "getuid", None)
+        username = f"uid_{getuid()}" if callable(getuid) else "unknown_user"
+    sanitized = re.sub(r'[\\/:*?"<>|]', "_", username)
+    return str(Path(tempfile.gettempdir()) / f"torchinductor_{sanitized}")
+
+
 def compile_cache_env(directory: PurePath, given: Mapping[str, str]) -> dict[str, str]:
     """The variables that point inductor and Triton at `directory`, less what the user set
-    (`given`: the environment the ranks inherit with `launcher.env` on top)."""
-    if INDUCTOR_CACHE_ENV in given:
+    (`given`: the environment the ranks inherit with `launcher.env` on top). Inductor's own
+    default in `given` is inductor's doing, not the user's (module docstring)."""
+    user_dir = given.get(INDUCTOR_CACHE_ENV)
+    if user_dir is not None and str(Path(user_dir).absolute()) != inductor_default_dir():
         return {}
     env = {INDUCTOR_CACHE_ENV: str(directory)}
     if TRITON_CACHE_ENV not in given:
