@@ -9,38 +9,5 @@ Layer 4 (entry points) of docs/architecture.md: imports the interfaces; nothing 
 
 from __future__ import annotations
 
-from torchscale.interfaces.api import (
-    BenchmarkEvents,
-    BenchmarkRun,
-    CommOptions,
-    CommRun,
-    ProfileOptions,
-    ProfileRun,
-    ReportRun,
-    TraceAnalysis,
-    analyze_traces,
-    build_report,
-    machine_for,
-    plan_benchmark,
-    run_benchmark,
-    run_comm,
-    run_profile,
-)
-
-__all__ = [
-    "BenchmarkEvents",
-    "BenchmarkRun",
-    "CommOptions",
-    "CommRun",
-    "ProfileOptions",
-    "ProfileRun",
-    "ReportRun",
-    "TraceAnalysis",
-    "analyze_traces",
-    "build_report",
-    "machine_for",
-    "plan_benchmark",
-    "run_benchmark",
-    "run_comm",
-    "run_profile",
-]
+from torchscale.interfaces.api import *  # noqa: F403  (its __all__ is the public API)
+from torchscale.interfaces.api import __all__ as __all__
