@@ -237,6 +237,9 @@ def profile_run(
         p_value=verdict.get("p_value"),
         gap_ms=_ms((verdict.get("gap_s") or {}).get("value")),
         withdrawn_by=verdict.get("withdrawn_by"),
+        # result schema 12: the gap passed but the host took it (the rank waited for a CPU)
+        host_bound=verdict.get("host_bound"),
+        host_wait_ms=_ms((verdict.get("host_wait_s") or {}).get("value")),
         summary=verdict.get("summary"),
         caveat=diagnosis.get("caveat"),
         # the run's result holds the same diagnosis (result schema 10)
@@ -427,27 +430,43 @@ def report_condition(condition: str, runs: list[dict[str, Any]], info: dict[str,
             )
     balanced = [r for r in done if r["delay_ms"] is None]
     if balanced:
-        print("\nbalanced (no delay): named / runs, caveat on the named")
+        print(
+            "\nbalanced (no delay): named / runs, caveat on the named, and runs whose gap "
+            "passed but was the rank's wait for a CPU (host-bound: nobody named)"
+        )
         rows = []
         for ranks, model in sorted({(r["ranks"], r["model"]) for r in balanced}):
             cell = _count(balanced, ranks=ranks, model=model)
             named = _count(cell, named=True)
             caveated = [r for r in named if r.get("caveat")]
+            held = _count(cell, host_bound=True)
             rows.append(
-                (str(ranks), model, f"{len(named)}/{len(cell)}", f"{len(caveated)}/{len(named)}")
+                (
+                    str(ranks),
+                    model,
+                    f"{len(named)}/{len(cell)}",
+                    f"{len(caveated)}/{len(named)}",
+                    f"{len(held)}/{len(cell)}",
+                )
             )
-        _table(("ranks", "model", "named", "caveat on named"), rows)
+        _table(("ranks", "model", "named", "caveat on named", "host-bound"), rows)
         named = _count(balanced, named=True)
         caveated = [r for r in named if r.get("caveat")]
+        held = _count(balanced, host_bound=True)
         print(
             f"totals: named {rate(len(named), len(balanced))}; caveat on the named "
-            f"{len(caveated)}/{len(named)}"
+            f"{len(caveated)}/{len(named)}; host-bound {len(held)}/{len(balanced)}"
         )
     if failed:
         print(f"\nfailed runs (no analysis; left out of every rate): {len(failed)}")
         for r in failed:
             tail = (r.get("error") or "").strip().splitlines()[-1:] or [""]
             print(f"  {_label(r)}: exit {r['exit_code']}: {tail[0][:200]}")
+    held = [r for r in done if r.get("host_bound")]
+    if held:
+        print("\nruns whose gap was the rank's wait for a CPU (host-bound), in their own words:")
+        for r in held:
+            print(f"  {_label(r)} (repeat {r.get('repeat')}): {r['outcome']}: {r.get('summary')}")
     wrong = [r for r in done if r["outcome"] not in ("right", "clean")]
     if wrong:
         print("\nruns not right, with the diagnosis' own words:")

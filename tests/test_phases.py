@@ -203,7 +203,13 @@ def test_without_a_no_sync_window_the_phases_still_split_the_step() -> None:
     assert straggler.compute_s == pytest.approx(0.0001 + 0.034 + 0.006 + 0.002)
     # the step model needs no no_sync window; it only loses that cross-check
     assert result.diagnosis is not None
-    assert [c.name for c in result.diagnosis.cross_checks] == ["others' wait for it (phase timers)"]
+    # (these synthetic windows carry no wait for a CPU: that check says it was not measured)
+    assert [c.name for c in result.diagnosis.cross_checks] == [
+        "CPU wait (host)",
+        "others' wait for it (phase timers)",
+    ]
+    host = result.diagnosis.cross_checks[0]
+    assert host.agrees is None and "not measured" in host.detail
     assert result.communication is not None
     assert result.communication.comm_overhead == pytest.approx(0.001 / 0.075)
 

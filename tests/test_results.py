@@ -46,6 +46,7 @@ from torchscale.offline.results.versions import (
     upgrade_v8,
     upgrade_v9,
     upgrade_v10,
+    upgrade_v11,
 )
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
@@ -130,9 +131,9 @@ def test_v1_error_becomes_the_typed_error() -> None:
 def test_steps_and_ranks_tables() -> None:
     experiment = torchscale.results.load(V1_DIR)
     steps = experiment.steps
-    phases = ["data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s"]
+    phases = ["data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s", "cpu_wait_s"]
     assert list(steps.columns) == ["cell_id", "rank", "window", "repeat", "step", "time_s", *phases]
-    assert steps[phases].isna().all().all()  # v1 step files hold no phase times
+    assert steps[phases].isna().all().all()  # v1 step files hold no phase times or CPU waits
     w2 = steps[steps["cell_id"] == TINY_W2]
     # 2 ranks x 2 repeats x 5 steps in sync windows, 2 ranks x 5 steps under no_sync
     assert len(w2[w2["window"] == "sync"]) == 20
@@ -303,7 +304,8 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 2
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
-    CellResult.model_validate(upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded)))))
+    upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
+    CellResult.model_validate(upgrade_v11(upgraded))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:
@@ -487,3 +489,20 @@ def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
         row["exposed_transfer_share"] is None
         or row["exposed_transfer_share"] != row["exposed_transfer_share"]
     )
+
+
+def test_a_version_11_result_reads_with_no_cpu_wait() -> None:
+    """Written by torchscale 0.10.0 at result schema 11 (commit 908d53d; tiny-mlp, DDP on two
+    CPU ranks, tests/fixtures/results_v11/v11.yaml): its straggler verdict untouched, the
+    wait for a CPU (schema 12) null, never invented."""
+    path = Path(__file__).parent / "fixtures" / "results_v11" / "cpu_tiny_mlp_ddp_w2.json"
+    raw = json.loads(path.read_text())
+    assert raw["schema_version"] == 11
+    result, version, problem = parse_cell_result(raw)
+    assert problem is None and version == 11 and result is not None
+    assert result.schema_version == RESULT_SCHEMA_VERSION
+    assert result.diagnosis is not None and result.diagnosis.straggler is not None
+    verdict = result.diagnosis.straggler
+    assert verdict.summary == raw["diagnosis"]["straggler"]["summary"]
+    assert verdict.host_wait_s is None and verdict.host_bound is None
+    assert all(c.name != "CPU wait (host)" for c in result.diagnosis.cross_checks)

@@ -56,7 +56,7 @@ def test_the_smallest_grid_prints_its_tables_and_the_targets(tmp_path: Path) -> 
         text
     )
     assert re.search(r"^  40 ms: right [01]/1 = [\d.]+% \(95 % interval ", text, re.M), text
-    assert re.search(r"^  2 +tiny-mlp +[01]/1 +[01]/[01]$", text, re.M), text
+    assert re.search(r"^  2 +tiny-mlp +[01]/1 +[01]/[01] +[01]/1$", text, re.M), text
     verdict = r"(met|missed|not settled|not measured)$"
     for target in (
         r"quiet: a 40 ms delay named right >= 95%: .*: ",

@@ -348,9 +348,14 @@ def test_sweep_communication(main_sweep: Sweep) -> None:
     # balanced ranks: a straggler is named only when the test says so, and then once
     assert two.straggler_rank == (verdict.rank if verdict.named else None)
     assert [c.name for c in attribution.cross_checks] == [
+        "CPU wait (host)",
         "others' wait for it (phase timers)",
         "communication cost (no_sync windows)",
     ]
+    # every rank read its wait for a CPU at each step's edges (Linux): the check judged it
+    host = attribution.cross_checks[0]
+    assert host.estimate is not None and verdict.host_wait_s == host.estimate
+    assert verdict.host_bound is (verdict.withdrawn_by or "").startswith("CPU wait (host)")
 
 
 def test_sweep_step_records(main_sweep: Sweep) -> None:
@@ -361,7 +366,9 @@ def test_sweep_step_records(main_sweep: Sweep) -> None:
         assert rows
         assert {r["rank"] for r in rows} == set(range(world))
         phases = {"data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s"}
+        phases |= {"cpu_wait_s"}  # not a phase: the training thread's wait for a CPU (Linux)
         assert all(set(r) == {"rank", "window", "repeat", "step", "time_s"} | phases for r in rows)
+        assert all(r["cpu_wait_s"] >= 0 for r in rows)
         assert all(r["time_s"] > 0 and math.isfinite(r["time_s"]) for r in rows)
         # the phases of a step add up to (a little under) the step: the timer edges differ
         for r in rows:

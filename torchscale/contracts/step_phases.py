@@ -25,6 +25,9 @@ STEP_PHASES: tuple[str, ...] = (
 )
 # the rank's computation: its own work less the wait for its batch
 COMPUTE_PHASES: tuple[OwnWorkPhase, ...] = tuple(p for p in OWN_WORK_PHASES if p != "data")
+# not a phase: inside a whole step, the seconds the rank's training thread was ready to run
+# and waited for a CPU (rank/telemetry/cpu_wait.py); `cpu_wait_s` in the step records
+CPU_WAIT = "cpu_wait"
 RANGE_PREFIX = "torchscale:"  # of every range and mark torchscale writes into a trace
 # the range around an injected delay: work the rank does inside a phase, not a phase itself
 INJECTED_DELAY_RANGE = f"{RANGE_PREFIX}injected_delay"

@@ -46,7 +46,7 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 #    graph breaks, recompiles and compile seconds inside the measured windows); the windows'
 #    timeout and duration-based step count come from the warm-up steps that compiled nothing,
 #    and the FLOP count runs on the meta device.
-RESULT_SCHEMA_VERSION = 11
+RESULT_SCHEMA_VERSION = 12
 
 
 class _Model(BaseModel):
@@ -425,6 +425,18 @@ class StragglerVerdict(_Model):
         "withdrew a significant gap; null: not withdrawn",
     )
     min_effect_s: float | None = Field(description="smallest gap named: a share of the step")
+    host_wait_s: Estimate | None = Field(
+        default=None,
+        description="schema 12: the candidate's wait for a CPU per step (its training thread "
+        "runnable, not running: Linux run_delay) minus the median of the others'; null: not "
+        "measured (not Linux, or an older result)",
+    )
+    host_bound: bool | None = Field(
+        default=None,
+        description="schema 12: true when the own-work gap passed the test but own work less "
+        "the wait for a CPU does not: the host took the time, nobody is named; null: the wait "
+        "was not measured",
+    )
     test: str = Field(description="the test, in words")
     summary: str = Field(description="one line, the same on every surface")
 
@@ -704,7 +716,7 @@ class CompileActivity(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[11] = 11
+    schema_version: Literal[12] = 12
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

@@ -26,7 +26,10 @@ from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding
 #    is withdrawn only by evidence that significantly names another rank; the what-if is capped
 #    by the extra work too; findings are the diagnosis' (`findings`/`other_findings` split
 #    them by target). Schema 2 files load with their attribution as a diagnosis from traces.
-ANALYSIS_SCHEMA_VERSION = 3
+# 4: the straggler verdict carries the candidate's wait for a CPU (`host_wait_s`, `host_bound`):
+#    a gap the host took is not named; read from each rank's phases_<rank>.json beside the
+#    trace. Schema 3 files load as they are (the fields null).
+ANALYSIS_SCHEMA_VERSION = 4
 V1_ATTRIBUTION = (
     "analysis of schema 1: no step model (attribution); its stall, exposed communication, "
     "straggler and what-if figures come from separate methods and may disagree with each other"
@@ -144,7 +147,7 @@ class StepStall(_Model):
 
 class ProfileAnalysis(_Model):
     kind: Literal["torchscale.profile_analysis"] = "torchscale.profile_analysis"
-    schema_version: Literal[1, 2, 3] = 3
+    schema_version: Literal[1, 2, 3, 4] = 4
     torchscale_version: str
     target: str = Field(
         description="sync_stalls | comm | compute | memory | all: what the findings focus on"

@@ -102,7 +102,9 @@ def _step(estimate: Estimate) -> str:
 def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     """'Straggler: rank 1 backward +52.6 ms [49.9, 55.3]/step, p = 0.00098' (its own
     work per step over the median of the others', same step)
-    or 'Straggler: none significant (largest gap rank 0, +0.21 ms [-0.3, 0.7], p = 0.46)'."""
+    or 'Straggler: none significant (largest gap rank 0, +0.21 ms [-0.3, 0.7], p = 0.46)'
+    or, when the gap was the rank's wait for a CPU, 'Straggler: none in the work (rank 1
+    +4.2 ms [3.1, 5.0]/step, +3.9 ms [2.9, 4.8] of it waiting for a CPU): check the host'."""
     if verdict is None:
         return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
     p = f", p = {verdict.p_value:.2g}" if verdict.p_value is not None else ""
@@ -112,6 +114,12 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
         return f"Straggler: rank {verdict.rank}{where} {gap}/step{p}"
     if verdict.candidate_rank is None or verdict.gap_s is None:
         return f"Straggler: not tested ({verdict.summary.removeprefix('no straggler test: ')})"
+    if verdict.host_bound:
+        held = seconds_text(verdict.host_wait_s, signed=True)
+        return (
+            f"Straggler: none in the work (rank {verdict.candidate_rank} {gap}/step, {held} "
+            "of it waiting for a CPU): check the host"
+        )
     text = f"Straggler: none significant (largest gap rank {verdict.candidate_rank}, {gap}{p})"
     if verdict.withdrawn_by:
         text += f"; withdrawn: {verdict.withdrawn_by}"

@@ -41,7 +41,12 @@ from torchscale.contracts.schema.cell_result import (
     StepPart,
     StragglerVerdict,
 )
-from torchscale.contracts.step_phases import COMPUTE_PHASES, OWN_WORK_PHASES, STEP_PHASES
+from torchscale.contracts.step_phases import (
+    COMPUTE_PHASES,
+    CPU_WAIT,
+    OWN_WORK_PHASES,
+    STEP_PHASES,
+)
 from torchscale.offline.analysis.uncertainty import (
     ONE_UNIT,
     block_indices,
@@ -159,6 +164,18 @@ def part_estimates(matrix: np.ndarray, ranks: int) -> tuple[Estimate, list[StepP
 def _pivot(parts: pd.DataFrame, column: str) -> pd.DataFrame:
     """(window, step) x rank table of one column."""
     return parts.pivot_table(index=["window", "step"], columns="rank", values=column)
+
+
+def cpu_wait_table(steps: pd.DataFrame) -> pd.DataFrame | None:
+    """(window, step) x rank seconds of the training thread's wait for a CPU, from the
+    steps table's `cpu_wait` column; None without the column (a table built before it),
+    empty where no step has it (not Linux)."""
+    if CPU_WAIT not in steps.columns:
+        return None
+    rows = steps[["window", "step", "rank", CPU_WAIT]].dropna()
+    return rows.astype({CPU_WAIT: float}).pivot_table(
+        index=["window", "step"], columns="rank", values=CPU_WAIT
+    )
 
 
 def straggler_verdict(
@@ -466,6 +483,94 @@ def others_wait_check(
     )
 
 
+CPU_WAIT_CHECK = "CPU wait (host)"
+CPU_WAIT_METHOD = (
+    "per step, the candidate's wait for a CPU (its training thread runnable and not running, "
+    "Linux schedstat run_delay over the step) minus the median of the others'; the straggler "
+    "test repeated on own work less that wait (each rank's wait capped at its own work)"
+)
+CPU_WAIT_UNMEASURED = "the wait for a CPU was not measured on every rank in these steps"
+
+
+def cpu_wait_check(
+    own: pd.DataFrame, cpu_wait: pd.DataFrame | None, verdict: StragglerVerdict
+) -> tuple[StragglerVerdict, CrossCheck | None]:
+    """Is the candidate's extra time its host's? `own` and `cpu_wait`: (window, step) x rank
+    seconds of own work and of the training thread's wait for a CPU in the step (None: not
+    measured, no check; empty: measured on no step, a check that says so). A rank whose core
+    was taken by other work is late exactly like a rank with more work; the scheduler knows
+    the difference. When the own-work gap passed the test but
+    the same test on own work less the CPU wait does not, nothing in the workload is slow: the
+    name is dropped and the verdict says the host took the time (`host_bound`). Otherwise the
+    name stands, and the candidate's extra CPU wait is kept beside it (`host_wait_s`)."""
+    candidate = verdict.candidate_rank
+    if candidate is None or verdict.min_effect_s is None or cpu_wait is None:
+        return verdict, None
+    table = own.dropna()
+    waits = cpu_wait.reindex(index=table.index, columns=table.columns)
+    keep = waits.notna().all(axis=1)
+    table, waits = table.loc[keep], waits.loc[keep]
+    if table.shape[0] < MIN_PAIRED_STEPS or candidate not in table.columns:
+        return verdict, CrossCheck(
+            name=CPU_WAIT_CHECK,
+            method=CPU_WAIT_METHOD,
+            estimate=None,
+            agrees=None,
+            detail=CPU_WAIT_UNMEASURED,
+        )
+    min_effect = verdict.min_effect_s
+    extra = waits[candidate] - waits.drop(columns=[candidate]).median(axis=1)
+    host = paired_gap_test(extra, min_effect_s=min_effect, alpha=ALPHA)
+    host_est = _gap_estimate(host.mean_s, host.low_s, host.high_s, host.steps)
+    work = table - waits.clip(lower=0.0).where(waits <= table, table)
+    left = paired_gap_test(
+        work[candidate] - work.drop(columns=[candidate]).median(axis=1),
+        min_effect_s=min_effect,
+        alpha=ALPHA,
+    )
+    waited = f"rank {candidate} waited {host.mean_s * 1e3:+.3g} ms per step longer for a CPU"
+    left_text = (
+        f"its own work less that wait is {left.mean_s * 1e3:+.3g} ms per step "
+        f"(95 % interval {_ms(left.low_s)} to {_ms(left.high_s)}"
+        + (f", p = {left.p_value:.2g})" if left.p_value is not None else ")")
+    )
+    updated = verdict.model_copy(update={"host_wait_s": host_est, "host_bound": False})
+    if verdict.named and not left.significant:
+        gap = verdict.gap_s.value if verdict.gap_s is not None else None
+        summary = (
+            f"no straggler in the work: rank {candidate} is "
+            f"{_ms(gap)} per step behind, and {host.mean_s * 1e3:+.3g} ms of it is its wait "
+            "for a CPU (other work on its core): check the host"
+        )
+        updated = updated.model_copy(
+            update={
+                "named": False,
+                "rank": None,
+                "phase": None,
+                "phase_gap_s": None,
+                "host_bound": True,
+                "withdrawn_by": f"{CPU_WAIT_CHECK}: {waited}; {left_text}",
+                "summary": summary,
+            }
+        )
+        detail = f"{waited}: the host took its time; {left_text}, not a straggler"
+        agrees: bool | None = True
+    elif verdict.named:
+        detail = f"{waited}; {left_text}: the work itself is slow"
+        agrees = True
+    else:
+        detail = f"{waited} than the others (not a straggler either way)"
+        agrees = None
+    check = CrossCheck(
+        name=CPU_WAIT_CHECK,
+        method=CPU_WAIT_METHOD,
+        estimate=host_est,
+        agrees=agrees,
+        detail=detail,
+    )
+    return updated, check
+
+
 def evidence_against(checks: Sequence[CrossCheck]) -> list[str]:
     """What withdraws a named straggler: only a check that disagrees, i.e. significantly
     points at another rank (arrival order naming a different rank by its binomial test, the
@@ -489,6 +594,10 @@ def cell_attribution(
     checks: list[CrossCheck] = []
     if ranks > 1:
         verdict = straggler_verdict(steps, parts, step_est.value or 0.0, no_sync)
+        own = parts.assign(own=parts["compute"] + parts["data"])
+        verdict, host = cpu_wait_check(_pivot(own, "own"), cpu_wait_table(steps), verdict)
+        if host is not None:
+            checks.append(host)
         candidate = verdict.candidate_rank
         if candidate is not None:
             wait = _pivot(parts, "wait_for_peers").loc[per_step.index]

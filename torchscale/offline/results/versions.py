@@ -275,6 +275,14 @@ def upgrade_v10(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade_v11(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 11 -> 12. The straggler verdict gained the candidate's wait for a CPU
+    (`host_wait_s`, `host_bound`): never measured before, so null (the fields' default)."""
+    out = dict(data)
+    out["schema_version"] = 12
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -286,6 +294,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     8: upgrade_v8,
     9: upgrade_v9,
     10: upgrade_v10,
+    11: upgrade_v11,
 }
 
 

@@ -8,10 +8,13 @@ are combined by `analysis.trace.reduce.combine`. This module does the reading an
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+import pandas as pd
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import ResultsError, TraceInputError, describe_os_error
@@ -19,6 +22,7 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.offline.analysis.trace.reduce import RankReduction, combine, reduce_rank
 from torchscale.offline.traces.rank_trace import RankTrace
+from torchscale.rank.worker.capture import phases_name
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +68,7 @@ def analyze_directory(
         raise TraceInputError(f"{directory}: no trace found (.json, .json.gz or nsys .sqlite)")
     analysis = combine(
         reductions,
+        cpu_wait=traced_cpu_waits(directory, sorted(reductions)),
         source=str(directory),
         target=target,
         tool=tool,
@@ -72,6 +77,28 @@ def analyze_directory(
     )
     analysis.analysis_s = round(time.perf_counter() - started, 3)
     return analysis
+
+
+def traced_cpu_waits(directory: Path, ranks: list[int]) -> pd.DataFrame | None:
+    """(rank, step, cpu_wait) of the traced steps: each rank's wait for a CPU per step from
+    its `rank<k>.phases.json` beside the trace (the profiled run writes it); None unless every
+    rank has it (traces of other jobs, runs before schema 4, not Linux)."""
+    rows = []
+    for rank in ranks:
+        try:
+            record = json.loads((directory / phases_name(rank)).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        waits = record.get("cpu_wait_s") if isinstance(record, dict) else None
+        steps = record.get("steps") if isinstance(record, dict) else None
+        if not isinstance(waits, list) or not isinstance(steps, list) or len(waits) != len(steps):
+            return None
+        rows += [
+            (rank, int(step), float(wait))
+            for step, wait in zip(steps, waits, strict=True)
+            if isinstance(wait, (int, float)) and isinstance(step, int)
+        ]
+    return pd.DataFrame(rows, columns=["rank", "step", "cpu_wait"]) if rows else None
 
 
 def write_analysis(analysis: ProfileAnalysis, path: Path, *, required: bool = True) -> Path | None:

@@ -185,6 +185,9 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
             outcome.notes += _nsys_steps(trainer, profile, recorder, timer, rank)
     phases = recorder.seconds() if recorder is not None else {}
     notes = recorder.notes if recorder is not None else {"phases": PIPELINE_PHASES_NOTE}
+    cpu_wait = recorder.cpu_wait() if recorder is not None else None
+    if recorder is not None and recorder.cpu_wait_note is not None:
+        notes = {**notes, "cpu_wait": recorder.cpu_wait_note}
     record = {
         "rank": rank,
         "tool": profile.tool,
@@ -193,6 +196,8 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
         "step_s": timer.seconds()[skipped:],
         "timing": timing,
         "phases": {name: values[skipped:] for name, values in phases.items()},
+        # per step, seconds the training thread waited for a CPU (telemetry/cpu_wait.py)
+        "cpu_wait_s": cpu_wait[skipped:] if cpu_wait is not None else None,
         "notes": notes,
         "clock": "cuda_events" if trainer.device.type == "cuda" else "perf_counter",
     }

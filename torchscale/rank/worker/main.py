@@ -26,7 +26,7 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.contracts.atomic import write_text_atomic
-from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
+from torchscale.contracts.step_phases import CPU_WAIT, STEP_PHASES, seconds_column
 from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture
 from torchscale.rank.worker.measure import RankMeasurement, Window, measure
@@ -98,10 +98,14 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
 
 
 def _phase_columns(window: Window, step: int) -> dict[str, float | None]:
-    """`<phase>_s` of one step (none when the window has no phase timing)."""
+    """`<phase>_s` of one step, and `cpu_wait_s` where measured (none when the window has no
+    phase timing)."""
     if window.phases is None:
         return {}
-    return {seconds_column(phase): window.phases[phase][step] for phase in STEP_PHASES}
+    columns = {seconds_column(phase): window.phases[phase][step] for phase in STEP_PHASES}
+    if window.cpu_wait_s is not None:
+        columns[seconds_column(CPU_WAIT)] = window.cpu_wait_s[step]
+    return columns
 
 
 def _step_records(measurements: list[RankMeasurement]) -> str:

@@ -61,6 +61,9 @@ class Window:
     phase_notes: dict[str, str] = field(default_factory=dict)
     # pipelines: seconds this rank computed in each step (torchscale/rank/parallel/busy.py)
     busy_s: list[float] | None = None
+    # per step, seconds the training thread waited for a CPU (telemetry/cpu_wait.py); None:
+    # not measured (no phase timing, or the clock is unavailable: `phase_notes["cpu_wait"]`)
+    cpu_wait_s: list[float | None] | None = None
 
 
 @dataclass
@@ -185,6 +188,9 @@ def run_window(
     if recorder is not None:
         window.phases = recorder.seconds()
         window.phase_notes = dict(recorder.notes)
+        window.cpu_wait_s = recorder.cpu_wait()
+        if recorder.cpu_wait_note is not None:
+            window.phase_notes["cpu_wait"] = recorder.cpu_wait_note
     return window
 
 

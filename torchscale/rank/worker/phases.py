@@ -65,6 +65,7 @@ from typing import Any
 import torch
 
 from torchscale.contracts.step_phases import STEP_PHASES
+from torchscale.rank.telemetry.cpu_wait import thread_clock
 
 FSDP_REASON = (
     "FSDP2 runs post-accumulate-grad hooks on the sharded parameters after each reduce-scatter, "
@@ -124,6 +125,9 @@ class PhaseRecorder:
         self._expected = 0
         self._valid: list[bool] = [False] * (steps * accum)
         self._micro = 0
+        # the training thread's wait for a CPU at each step's two edges (cpu_wait.py)
+        self._clock = thread_clock()
+        self._wait_edges: list[tuple[float | None, float | None]] = [(None, None)] * steps
 
     # ------------------------------------------------------------------ boundaries (per step)
 
@@ -137,6 +141,9 @@ class PhaseRecorder:
         self._index = i + 1
 
     def step_start(self) -> None:
+        step = self._index // self.per_step
+        if step < self.steps:
+            self._wait_edges[step] = (self._clock.read(), None)
         self._mark()
 
     def data_end(self) -> None:
@@ -163,6 +170,9 @@ class PhaseRecorder:
 
     def step_end(self) -> None:
         self._mark()
+        step = (self._index - 1) // self.per_step
+        if step < self.steps:
+            self._wait_edges[step] = (self._wait_edges[step][0], self._clock.read())
 
     # ------------------------------------------------------------------------ gradient hooks
 
@@ -217,6 +227,22 @@ class PhaseRecorder:
                 row = [self._times[base + k] - start for k in range(self.per_step)]
             out.append(row)
         return out
+
+    def cpu_wait(self, steps: int | None = None) -> list[float | None] | None:
+        """Per recorded step (the first `steps`), the seconds the training thread waited for
+        a CPU inside it; None when the clock is unavailable (`cpu_wait_note` says why)."""
+        if self._clock.unavailable is not None:
+            return None
+        done = self._index // self.per_step
+        steps = done if steps is None else min(steps, done)
+        return [
+            max(0.0, end - start) if start is not None and end is not None else None
+            for start, end in self._wait_edges[:steps]
+        ]
+
+    @property
+    def cpu_wait_note(self) -> str | None:
+        return self._clock.unavailable
 
     def seconds(self, steps: int | None = None) -> PhaseSeconds:
         """Per phase, one value per recorded step (the first `steps`, default all recorded).

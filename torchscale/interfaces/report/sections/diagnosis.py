@@ -47,7 +47,7 @@ def diagnosis_blocks(diagnosis: Diagnosis) -> list[Block]:
     verdict = diagnosis.straggler
     blocks: list[Block] = [Text(text=sync_stall_text(diagnosis)), Text(text=split_text(diagnosis))]
     if diagnosis.ranks > 1 or verdict is not None:
-        named = verdict is not None and verdict.named
+        named = verdict is not None and (verdict.named or bool(verdict.host_bound))
         blocks.append(
             Text(
                 text=straggler_text(verdict, diagnosis.ranks), severity="warn" if named else "info"
@@ -101,7 +101,7 @@ def diagnoses_table(ctx: Any) -> Block | None:
     def add(run: str, diagnosis: Diagnosis) -> None:
         verdict = diagnosis.straggler
         stall = diagnosis.part("wait_for_peers")
-        named = verdict is not None and verdict.named
+        named = verdict is not None and (verdict.named or bool(verdict.host_bound))
         rows.append(
             {
                 "run": run,

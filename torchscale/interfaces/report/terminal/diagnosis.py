@@ -36,7 +36,9 @@ def diagnosis_lines(
     ]
     verdict = diagnosis.straggler
     if diagnosis.ranks > 1 or verdict is not None:
-        level: Level = "warn" if verdict is not None and verdict.named else "info"
+        # a name, or a gap the host took ("check the host"), is something to act on
+        acted = verdict is not None and (verdict.named or bool(verdict.host_bound))
+        level: Level = "warn" if acted else "info"
         lines.append(Line(level, f"> [ANALYSIS] {straggler_text(verdict, diagnosis.ranks)}"))
     if diagnosis.caveat:
         lines.append(Line("warn", f"> [CAVEAT] {diagnosis.caveat}"))

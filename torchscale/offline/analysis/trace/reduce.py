@@ -151,6 +151,7 @@ def combine(
     reductions: dict[int, RankReduction],
     *,
     source: str,
+    cpu_wait: pd.DataFrame | None = None,
     target: str = "sync_stalls",
     tool: str | None = None,
     strategy: str | None = None,
@@ -158,7 +159,8 @@ def combine(
 ) -> ProfileAnalysis:
     """The cross-rank analyses over the per-rank reductions (`strategy`, when known, picks
     the remedies of the findings; `cell`, the profiled run's result, adds its phase-timer
-    model as a cross-check)."""
+    model as a cross-check; `cpu_wait`, (rank, step, cpu_wait) seconds of the traced steps,
+    tells a rank the host held back from a straggler)."""
     ranks = sorted(reductions)
     first = reductions[ranks[0]]
     notes = [note for rank in ranks for note in reductions[rank].notes]
@@ -191,6 +193,7 @@ def combine(
         arrival=arrival,
         waits_known=stall.overall_pct is not None,
         world_size=first.world_size,
+        cpu_wait=cpu_wait,
     )
     notes += model.notes
     inputs = ranked_findings.finding_inputs(

@@ -49,6 +49,7 @@ from torchscale.contracts.step_phases import OWN_WORK_PHASES
 
 # the cell's model: the same estimates, the same straggler rule and the same sentences
 from torchscale.offline.analysis.attribution import (
+    cpu_wait_check,
     evidence_against,
     others_wait_check,
     part_estimates,
@@ -369,12 +370,14 @@ def build_step_model(
     arrival: StragglerAnalysis | None,
     waits_known: bool,
     world_size: int | None,
+    cpu_wait: pd.DataFrame | None = None,
 ) -> StepModel:
     """The trace attribution of one profile (see the module doc). `taxonomy`:
     `idle.idle_taxonomy`; `arrival`: `straggler.attribute_straggler`; `waits_known`:
     collectives were matched, so the wait for peers is split from the transfer; `world_size`:
-    as the traces declare it. The what-if and findings are the diagnosis'
-    (torchscale/offline/analysis/diagnosis.py)."""
+    as the traces declare it; `cpu_wait`: (rank, step, cpu_wait) seconds each rank's training
+    thread waited for a CPU in the traced steps (`attribution.cpu_wait_check`). The what-if
+    and findings are the diagnosis' (torchscale/offline/analysis/diagnosis.py)."""
     notes: list[str] = []
     parts = trace_parts(taxonomy)
     if parts.empty:
@@ -432,6 +435,15 @@ def build_step_model(
         model.own = own
         verdict = straggler_verdict(phases, own, step_est.value or 0.0, None)
         verdict = verdict.model_copy(update={"test": f"{verdict.test}; {model.own_work_basis}"})
+        own_table = own.pivot_table(index=["window", "step"], columns="rank", values="compute")
+        waits = (
+            cpu_wait.assign(window=0).pivot_table(
+                index=["window", "step"], columns="rank", values="cpu_wait"
+            )
+            if cpu_wait is not None and not cpu_wait.empty
+            else None
+        )
+        verdict, host_check = cpu_wait_check(own_table, waits, verdict)
         candidate = verdict.candidate_rank
         if candidate is not None:
             if model.waits_known:
@@ -459,6 +471,8 @@ def build_step_model(
                         )
                     )
                 checks.append(_arrival_check(matched, arrival, candidate, verdict))
+        if host_check is not None:
+            checks.insert(0, host_check)
     model.attribution = Attribution(
         basis=basis,
         steps=int(per_step.shape[0]),
