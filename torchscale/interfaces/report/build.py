@@ -2,11 +2,15 @@
 
 `read_sources` (report.sources) does all the reading; `build_report` only computes and lays
 out: every figure, table and chart is decided here, so every renderer shows the same numbers.
-One function per section (`report.sections.<id>.build(ctx)`) over a shared `Context`.
+One function per section (`report.sections.<id>.build(ctx)`) over a shared `Context`, listed
+once in `SECTIONS` (docs/architecture.md, "A report section").
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -29,7 +33,11 @@ from torchscale.interfaces.report.sections import (
     summary,
 )
 from torchscale.interfaces.report.sections import baseline as baseline_section
-from torchscale.interfaces.report.sections.context import make_context, unreadable_cells
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    make_context,
+    unreadable_cells,
+)
 from torchscale.interfaces.report.sections.findings import collect_findings
 from torchscale.interfaces.report.sections.headline import (
     description,
@@ -117,6 +125,30 @@ def _capped(section: Section) -> Section:
     return section.model_copy(update={"blocks": blocks})
 
 
+def _against_baseline(ctx: Context) -> Section | None:
+    """The comparison, only when a baseline was given (`--baseline`)."""
+    return baseline_section.build(ctx) if ctx.baseline is not None else None
+
+
+# A section's `build(ctx)` returns its `Section`, or None where it has nothing to show in this
+# report. The report's sections, in reading order: adding one is its line here.
+SectionBuilder = Callable[[Context], Section | None]
+SECTIONS: tuple[SectionBuilder, ...] = (
+    summary.build,
+    scaling.build,
+    latency.build,
+    efficiency.build,
+    strategies.build,
+    bottlenecks.build,
+    memory.build,
+    collectives.build,
+    acceptance.build,
+    _against_baseline,
+    failures.build,
+    appendix.build,
+)
+
+
 def build_report(
     sources: Sources, options: ReportOptions, baseline: Sources | None = None
 ) -> Report:
@@ -126,29 +158,8 @@ def build_report(
     ctx.findings = collect_findings(ctx)
     if len(ctx.cells) or ctx.unreadable:
         ctx.usability = judge(ctx)
-    sections = [
-        summary.build(ctx),
-        scaling.build(ctx),
-        latency.build(ctx),
-        efficiency.build(ctx),
-    ]
-    strategies_section = strategies.build(ctx)
-    if strategies_section is not None:
-        sections.append(strategies_section)
-    sections += [bottlenecks.build(ctx)]
-    memory_section = memory.build(ctx)
-    if memory_section is not None:
-        sections.append(memory_section)
-    comm_section = collectives.build(ctx)
-    if comm_section is not None:
-        sections.append(comm_section)
-    acceptance_section = acceptance.build(ctx)
-    if acceptance_section is not None:
-        sections.append(acceptance_section)
-    if baseline is not None:
-        sections.append(baseline_section.build(ctx))
-    sections += [failures.build(ctx), appendix.build(ctx)]
-    sections = [_capped(section) for section in sections]
+    built = (build(ctx) for build in SECTIONS)
+    sections = [_capped(section) for section in built if section is not None]
     _unique_ids(sections)
     skipped = list(sources.skipped) + (list(baseline.skipped) if baseline else [])
     headline, decision = verdict(ctx)
