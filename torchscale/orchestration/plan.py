@@ -442,9 +442,51 @@ def plan_cell(
     device = resolve_device(config, machine)
     backend = resolve_backend(config, device)
     threads = resolve_omp_threads(config, machine)
-    world_size = shape.world_size
     pipeline = parallel is not None and parallel.pp > 1
-    training = config.training.model_copy(
+    training = _cell_training(config, model, precision, device, pipeline)
+    loss = resolve_loss(
+        compiled=bool(training.compile),
+        pipeline=pipeline,
+        blockwise_available=model.name in BLOCKWISE_LOSS_MODELS,
+    )
+    definition = _definition(
+        config,
+        training,
+        loss,
+        model,
+        batch_size,
+        shape.world_size,
+        shape.nodes,
+        precision,
+        strategy,
+        device,
+        backend,
+        threads,
+        parallel,
+    )
+    identity = _identity(
+        definition, model, batch_size, shape, precision, strategy, device, backend, parallel
+    )
+    skip, warnings = _feasibility(config, machine, identity, shape, model, training)
+    return PlannedCell(
+        identity,
+        model,
+        definition,
+        training,
+        config.measurement,
+        config.data,
+        _launch_settings(config, shape, device, threads),
+        skip,
+        warnings,
+    )
+
+
+def _cell_training(
+    config: BenchConfig, model: ModelSpec, precision: Precision, device: Device, pipeline: bool
+) -> TrainingConfig:
+    """The config's training settings with what a null leaves open resolved for this cell, so
+    the rank runs and the definition records the same choice (training_defaults.py)."""
+    return config.training.model_copy(
         update={
             "compile": resolve_compile(config.training.compile, device, pipeline),
             "bf16_activations": resolve_bf16_activations(
@@ -458,36 +500,31 @@ def plan_cell(
             ),
         }
     )
-    loss = resolve_loss(
-        compiled=bool(training.compile),
-        pipeline=pipeline,
-        blockwise_available=model.name in BLOCKWISE_LOSS_MODELS,
-    )
-    definition = _definition(
-        config,
-        training,
-        loss,
-        model,
-        batch_size,
-        world_size,
-        shape.nodes,
-        precision,
-        strategy,
-        device,
-        backend,
-        threads,
-        parallel,
-    )
+
+
+def _identity(
+    definition: str,
+    model: ModelSpec,
+    batch_size: int,
+    shape: Shape,
+    precision: Precision,
+    strategy: Strategy,
+    device: Device,
+    backend: Backend,
+    parallel: ParallelShape | None,
+) -> CellIdentity:
+    """The cell's identity: its id ends in the definition's hash, so a changed setting is a
+    new cell (and --resume never reuses a result it does not match)."""
     sha = definition_hash(definition)
     label = model.display_name
     slug = parallel.slug(strategy) if parallel is not None else strategy
-    identity = CellIdentity(
-        id=make_cell_id(label, batch_size, world_size, precision, slug, sha, shape.nodes),
+    return CellIdentity(
+        id=make_cell_id(label, batch_size, shape.world_size, precision, slug, sha, shape.nodes),
         definition_sha256=sha,
         model=model.name,
         label=label,
         batch_size=batch_size,
-        world_size=world_size,
+        world_size=shape.world_size,
         precision=precision,
         strategy=strategy,
         device=device,
@@ -495,49 +532,69 @@ def plan_cell(
         nodes=shape.nodes,
         parallel=parallel,
     )
-    skip, warnings = _skip_or_warn(identity, shape, machine)
+
+
+def _feasibility(
+    config: BenchConfig,
+    machine: Machine,
+    cell: CellIdentity,
+    shape: Shape,
+    model: ModelSpec,
+    training: TrainingConfig,
+) -> tuple[str | None, tuple[str, ...]]:
+    """(skip reason, warnings) of the cell, the first problem found: the nodes, then the data
+    source, then the model-parallel layout; a skipped cell is recorded, never launched."""
+    skip, warnings = _skip_or_warn(cell, shape, machine)
     if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
         skip = unsupported(config.data.source, model.name)
-    if skip is None and parallel is not None:
-        skip = (
-            world_problem(strategy, parallel, world_size)
-            or node_problem(
-                parallel,
-                shape.nproc_per_node,
-                shape.nodes,
-                config.training.parallel.tp_across_nodes,
-            )
-            or compile_problem(parallel, bool(training.compile))
-            or model_problem(
-                strategy,
-                parallel,
-                world_size,
-                model,
-                batch_size,
-                precision,
-                config.training.grad_accum_steps,
-                config.data.seq_len,
-                config.data.image_size,
-            )
+    if skip is None and cell.parallel is not None:
+        skip = _layout_problem(config, cell, cell.parallel, shape, model, training)
+    return skip, warnings
+
+
+def _layout_problem(
+    config: BenchConfig,
+    cell: CellIdentity,
+    parallel: ParallelShape,
+    shape: Shape,
+    model: ModelSpec,
+    training: TrainingConfig,
+) -> str | None:
+    """Why a tp, pp or hybrid cell's mesh cannot run (strategy_layouts.py), or None."""
+    return (
+        world_problem(cell.strategy, parallel, cell.world_size)
+        or node_problem(
+            parallel,
+            shape.nproc_per_node,
+            shape.nodes,
+            config.training.parallel.tp_across_nodes,
         )
-    launch = LaunchSettings(
+        or compile_problem(parallel, bool(training.compile))
+        or model_problem(
+            cell.strategy,
+            parallel,
+            cell.world_size,
+            model,
+            cell.batch_size,
+            cell.precision,
+            config.training.grad_accum_steps,
+            config.data.seq_len,
+            config.data.image_size,
+        )
+    )
+
+
+def _launch_settings(
+    config: BenchConfig, shape: Shape, device: Device, threads: int
+) -> LaunchSettings:
+    """How the cell starts, resolved here once so --dry-run shows what the run does."""
+    return LaunchSettings(
         nproc_per_node=shape.nproc_per_node,
         nnodes=shape.nodes,
         omp_num_threads=threads,
         extra_env=dict(config.launcher.env),
         timeout_s=config.launcher.cell_timeout_s,
         malloc_reuse=device == "cpu" and config.launcher.cpu_malloc == "reuse",
-    )
-    return PlannedCell(
-        identity,
-        model,
-        definition,
-        training,
-        config.measurement,
-        config.data,
-        launch,
-        skip,
-        warnings,
     )
 
 

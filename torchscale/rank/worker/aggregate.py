@@ -32,9 +32,11 @@ from torchscale.contracts.schema.cell_result import (
     PhaseTimes,
     ProfileRecord,
     RankStats,
+    StepTimeStats,
     Straggler,
     Telemetry,
     Throughput,
+    Warmup,
 )
 from torchscale.contracts.step_phases import CPU_WAIT, OWN_WORK_PHASES, STEP_PHASES
 from torchscale.offline.analysis.attribution import NoSyncSteps
@@ -408,39 +410,71 @@ def data_pipeline(
     ), unavailable
 
 
-def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts) -> CellResult:
-    ranks = sorted(ranks, key=lambda r: r.rank)
-    world = len(ranks)
-    steps = ranks[0].steps
-    repeats = len(ranks[0].windows)
-    samples_per_rank_step = spec.cell.batch_size * spec.training.grad_accum_steps
-    shape = spec.cell.parallel
-    # ranks of one TP group or pipeline train one replica on one batch
-    replicas = shape.dp if shape is not None else world
-    group = world // replicas
-    global_batch = samples_per_rank_step * replicas
-    unavailable: dict[str, str] = {}
-    warnings: list[str] = []
+@dataclass(frozen=True)
+class SampleCounts:
+    """How many samples the cell's steps process: the denominators of throughput and MFU."""
 
-    # throughput: each repeat's window is barrier-bounded; the slowest rank's wall time counts
-    per_repeat = []
-    for i in range(repeats):
-        wall = max(r.windows[i].wall_s for r in ranks)
-        per_repeat.append(global_batch * steps / wall)
+    world: int  # ranks
+    steps: int  # measured steps per window
+    repeats: int  # measured windows
+    per_rank_step: int  # samples per rank per optimizer step (batch x gradient accumulation)
+    group: int  # ranks that train one replica on one batch (a TP group or a pipeline)
+    global_batch: int  # samples per optimizer step of every replica together
+
+
+def sample_counts(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> SampleCounts:
+    """The cell's sample counts: ranks of one TP group or pipeline train one replica on one
+    batch, so only replicas add to the global batch."""
+    world = len(ranks)
+    per_rank_step = spec.cell.batch_size * spec.training.grad_accum_steps
+    shape = spec.cell.parallel
+    replicas = shape.dp if shape is not None else world
+    return SampleCounts(
+        world=world,
+        steps=ranks[0].steps,
+        repeats=len(ranks[0].windows),
+        per_rank_step=per_rank_step,
+        group=world // replicas,
+        global_batch=per_rank_step * replicas,
+    )
+
+
+def window_walls(ranks: Sequence[RankMeasurement], repeats: int) -> list[float]:
+    """Each repeat's wall time: its window is barrier-bounded, so the slowest rank's counts."""
+    return [max(r.windows[i].wall_s for r in ranks) for i in range(repeats)]
+
+
+def throughput_record(
+    ranks: Sequence[RankMeasurement], counts: SampleCounts, facts: CellFacts
+) -> tuple[Throughput, dict[str, str]]:
+    """Global samples (and tokens) per second: the median over repeats, with its spread."""
+    per_repeat = [
+        counts.global_batch * counts.steps / wall for wall in window_walls(ranks, counts.repeats)
+    ]
     samples_per_s, spread = median_and_spread(per_repeat)
     tokens = samples_per_s * facts.tokens_per_sample if facts.tokens_per_sample else None
+    unavailable: dict[str, str] = {}
     if tokens is None:
         unavailable["tokens_per_s"] = "not a language model"
-    throughput = Throughput(
+    return Throughput(
         samples_per_s=samples_per_s,
-        samples_per_s_per_device=samples_per_s / world,
+        samples_per_s_per_device=samples_per_s / counts.world,
         tokens_per_s=tokens,
         repeats=per_repeat,
         spread=spread,
-    )
+    ), unavailable
 
-    phases = {r.rank: rank_phase_medians(r) for r in ranks}
-    rank_stats = [
+
+def measured_step_times(ranks: Sequence[RankMeasurement]) -> list[float]:
+    """Every synchronised step time of every rank, pooled (the cell's step distribution)."""
+    return [t for r in ranks for w in r.windows for t in w.step_s]
+
+
+def rank_records(
+    ranks: Sequence[RankMeasurement], phases: dict[int, dict[str, float | None] | None]
+) -> tuple[list[RankStats], dict[str, str]]:
+    """Each rank's own figures, and why a phase has no timing (on every rank, or on some)."""
+    stats = [
         RankStats(
             rank=r.rank,
             host=r.host,
@@ -453,6 +487,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         )
         for r in ranks
     ]
+    unavailable: dict[str, str] = {}
     if all(p is None for p in phases.values()):
         unavailable["phases"] = ranks[0].phase_notes.get("phases", "phase timing was off")
     else:
@@ -460,38 +495,55 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             notes = {r.phase_notes[phase] for r in ranks if phase in r.phase_notes}
             if notes:
                 unavailable[f"phases.{phase}"] = "; ".join(sorted(notes))
-    pooled = step_stats([t for r in ranks for w in r.windows for t in w.step_s])
-    if pooled.cv > spec.measurement.cv_warn_threshold:
-        warnings.append(
-            f"High variance in step time: CV {pooled.cv:.2f} > "
-            f"{spec.measurement.cv_warn_threshold:.2f}"
-        )
+    return stats, unavailable
 
-    # the one model of the step: parts with intervals, the straggler only when significant
+
+def step_time_warning(pooled: StepTimeStats, threshold: float) -> list[str]:
+    """The published "High variance in step time" warning, when the pooled CV is above it."""
+    if pooled.cv <= threshold:
+        return []
+    return [f"High variance in step time: CV {pooled.cv:.2f} > {threshold:.2f}"]
+
+
+def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[str]]:
+    """The delays --inject-delay added, each with the warning that what it causes is
+    artificial (a result never passes an injected straggler off as a measured one)."""
     delays = [InjectedDelay(rank=d.rank, phase=d.phase, ms=d.ms) for d in spec.inject_delay]
-    for delay in spec.inject_delay:
-        warnings.append(
-            f"Injected delay (--inject-delay {delay.text()}): rank {delay.rank} sleeps "
-            f"{delay.ms:g} ms in its {delay.phase} phase every step: the straggler and load "
-            "imbalance it causes are artificial"
-        )
-    table = steps_table(ranks)
-    sync_warning = sync_variance_warning(table, spec.measurement.cv_warn_threshold)
-    if sync_warning is not None:
-        warnings.append(sync_warning)
-    attribution, why_not = step_model(spec, ranks, table)
-    straggler = None
+    warnings = [
+        f"Injected delay (--inject-delay {delay.text()}): rank {delay.rank} sleeps "
+        f"{delay.ms:g} ms in its {delay.phase} phase every step: the straggler and load "
+        "imbalance it causes are artificial"
+        for delay in spec.inject_delay
+    ]
+    return delays, warnings
+
+
+def no_sync_p50(ranks: Sequence[RankMeasurement]) -> float | None:
+    """The median free-running step over every rank's no_sync windows (None unless all have)."""
     no_sync_ranks = [r.no_sync for r in ranks if r.no_sync is not None]
-    no_sync_p50 = (
-        statistics.median(t for w in no_sync_ranks for t in w.step_s)
-        if no_sync_ranks and len(no_sync_ranks) == world
-        else None
-    )
+    if not no_sync_ranks or len(no_sync_ranks) != len(ranks):
+        return None
+    return statistics.median(t for w in no_sync_ranks for t in w.step_s)
+
+
+def step_model_blocks(
+    spec: WorkerSpec,
+    ranks: Sequence[RankMeasurement],
+    table: pd.DataFrame,
+    injected: Sequence[int],
+) -> tuple[Diagnosis | None, Straggler | None, Communication, dict[str, str]]:
+    """(diagnosis, straggler, communication, unavailable): the one model of the step, and the
+    older blocks read from it; with one rank or no model, each says why it is empty."""
+    attribution, why_not = step_model(spec, ranks, table)
+    no_sync_s = no_sync_p50(ranks)
+    world = len(ranks)
+    unavailable: dict[str, str] = {}
+    straggler = None
     if attribution is not None and world > 1:
-        straggler = straggler_record(attribution, table, [d.rank for d in delays])
+        straggler = straggler_record(attribution, table, injected)
         if straggler is None and attribution.straggler is not None:
             unavailable["straggler"] = attribution.straggler.summary
-        communication, why_not_comm = communication_record(attribution, no_sync_p50)
+        communication, why_not_comm = communication_record(attribution, no_sync_s)
         unavailable.update(why_not_comm)
     else:
         unavailable["straggler"] = (
@@ -505,14 +557,27 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             unavailable[key] = reason
     if attribution is None:
         unavailable["diagnosis"] = why_not or NO_PHASES
+    return attribution, straggler, communication, unavailable
 
+
+def compute_record(
+    ranks: Sequence[RankMeasurement],
+    facts: CellFacts,
+    throughput: Throughput,
+    counts: SampleCounts,
+) -> tuple[Compute, dict[str, str]]:
+    """FLOPs, achieved TFLOP/s and MFU against the spec-sheet and the measured peak, each
+    null with its reason."""
     flops = ranks[0].flops_per_step
     # a device's share of a replica's samples (a whole replica under ddp and fsdp)
     achieved = (
-        achieved_tflops(flops, throughput.samples_per_s_per_device, samples_per_rank_step / group)
+        achieved_tflops(
+            flops, throughput.samples_per_s_per_device, counts.per_rank_step / counts.group
+        )
         if flops
         else None
     )
+    unavailable: dict[str, str] = {}
     mfu, mfu_bug = guarded_mfu(achieved, facts.peak_tflops, "spec-sheet")
     if flops is None:
         unavailable["flops"] = ranks[0].flops_note or "not counted"
@@ -528,7 +593,21 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
             or (measured_peak.basis if measured_peak.tflops is None else None)
             or unavailable.get("flops", "no FLOP count")
         )
+    return Compute(
+        flops_per_step=flops,
+        achieved_tflops_per_device=achieved,
+        peak_tflops_per_device=facts.peak_tflops,
+        peak_basis=facts.peak_basis,
+        mfu=mfu,
+        measured_peak_tflops_per_device=measured_peak.tflops,
+        measured_peak_basis=measured_peak.basis if measured_peak.tflops else None,
+        mfu_measured=mfu_measured,
+    ), unavailable
 
+
+def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, str]]:
+    """Static memory (parameters, gradients, optimizer state), the peaks of the worst rank,
+    what the static part leaves (activations and workspace) and the allocator's figures."""
     static = ranks[0].static
     peak_alloc = max(
         (r.peak_allocated for r in ranks if r.peak_allocated is not None), default=None
@@ -536,52 +615,128 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     peak_reserved = max(
         (r.peak_reserved for r in ranks if r.peak_reserved is not None), default=None
     )
-    static_total = sum(static.values())
-    non_static = peak_alloc - static_total if peak_alloc is not None else None
+    non_static = peak_alloc - sum(static.values()) if peak_alloc is not None else None
     peak_rss = max((r.peak_rss for r in ranks if r.peak_rss is not None), default=None)
+    unavailable: dict[str, str] = {}
     if peak_alloc is None:
         unavailable["peak_allocated"] = "no CUDA caching allocator on CPU (see peak_rss_bytes)"
     allocator, why_not_allocator = allocator_totals(ranks)
     unavailable.update(why_not_allocator)
+    return Memory(
+        parameter_bytes=static.get("parameter_bytes", 0),
+        gradient_bytes=static.get("gradient_bytes", 0),
+        optimizer_state_bytes=static.get("optimizer_state_bytes", 0),
+        peak_allocated_bytes=peak_alloc,
+        peak_reserved_bytes=peak_reserved,
+        non_static_peak_bytes=non_static,
+        peak_rss_bytes=peak_rss,
+        **allocator,
+    ), unavailable
+
+
+def read_steps(rank: RankMeasurement) -> int:
+    """The steps a rank read a batch for: warm-up, measured windows and no_sync windows."""
+    return (
+        len(rank.warmup_s)
+        + sum(len(w.step_s) for w in rank.windows)
+        + (len(rank.no_sync.step_s) if rank.no_sync else 0)
+    )
+
+
+def warmup_with_reason(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement]
+) -> tuple[Warmup, dict[str, str]]:
+    """The warm-up record, and why a compiled cell has no compile time in it."""
+    warmup = warmup_record(ranks)
+    if spec.training.compile and warmup.compile_s is None:
+        return warmup, {"warmup.compile_s": "torch._dynamo's compile time could not be read"}
+    return warmup, {}
+
+
+def result_environment(ranks: Sequence[RankMeasurement], facts: CellFacts) -> dict[str, Any]:
+    """The environment recorded with the result: the run's, less the input pipeline's facts
+    (they are the `data` block), plus how this cell timed and trained."""
+    environment = {k: v for k, v in facts.environment.items() if k != DATA_KEY}
+    return environment | {
+        "timing": ranks[0].timing,
+        "fused_optimizer": facts.fused_optimizer,
+        "channels_last": facts.channels_last,
+        "device_name": facts.device_name,
+    }
+
+
+def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts) -> CellResult:
+    """Rank 0's one CellResult from every rank's measurements: each block by its own helper,
+    in the order the result's `warnings` and `unavailable` list them."""
+    ranks = sorted(ranks, key=lambda r: r.rank)
+    counts = sample_counts(spec, ranks)
+    threshold = spec.measurement.cv_warn_threshold
+    unavailable: dict[str, str] = {}
+    warnings: list[str] = []
+
+    throughput, why_not = throughput_record(ranks, counts, facts)
+    unavailable.update(why_not)
+    phases = {r.rank: rank_phase_medians(r) for r in ranks}
+    rank_stats, why_not = rank_records(ranks, phases)
+    unavailable.update(why_not)
+    step_times = measured_step_times(ranks)
+    pooled = step_stats(step_times)
+    warnings += step_time_warning(pooled, threshold)
+
+    # the one model of the step: parts with intervals, the straggler only when significant
+    delays, delay_warnings = injected_delays(spec)
+    warnings += delay_warnings
+    table = steps_table(ranks)
+    sync_warning = sync_variance_warning(table, threshold)
+    if sync_warning is not None:
+        warnings.append(sync_warning)
+    attribution, straggler, communication, why_not = step_model_blocks(
+        spec, ranks, table, [d.rank for d in delays]
+    )
+    unavailable.update(why_not)
+
+    compute, why_not = compute_record(ranks, facts, throughput, counts)
+    unavailable.update(why_not)
+    memory, why_not = memory_record(ranks)
+    unavailable.update(why_not)
 
     # telemetry: energy per sample counts what all ranks processed in the sampled windows
-    telemetry, why_not_telemetry, telemetry_warnings = cell_telemetry(
-        spec, ranks, facts, global_batch * steps * repeats
+    telemetry, why_not, telemetry_warnings = cell_telemetry(
+        spec, ranks, facts, counts.global_batch * counts.steps * counts.repeats
     )
-    unavailable.update(why_not_telemetry)
+    unavailable.update(why_not)
     warnings += telemetry_warnings
     if attribution is not None:
         attribution = with_caveat(attribution, busy_caveat(telemetry))
 
     # the input pipeline: data wait per step and its share, bytes read per second of windows
-    window_s = sum(max(r.windows[i].wall_s for r in ranks) for i in range(repeats))
-    first = ranks[0]  # every step of the cell reads: warm-up, windows, no_sync
-    read_steps = (
-        len(first.warmup_s)
-        + sum(len(w.step_s) for w in first.windows)
-        + (len(first.no_sync.step_s) if first.no_sync else 0)
+    data, why_not = data_pipeline(
+        spec,
+        phases,
+        pooled.p50,
+        sum(window_walls(ranks, counts.repeats)),
+        counts.steps,
+        read_steps(ranks[0]),  # every step of the cell reads: warm-up, windows, no_sync
+        facts,
     )
-    data, why_not_data = data_pipeline(spec, phases, pooled.p50, window_s, steps, read_steps, facts)
-    unavailable.update(why_not_data)
-    environment = {k: v for k, v in facts.environment.items() if k != DATA_KEY}
-    parallel, why_not_parallel = parallel_metrics(spec, ranks)
-    unavailable.update(why_not_parallel)
-    warmup = warmup_record(ranks)
-    if spec.training.compile and warmup.compile_s is None:
-        unavailable["warmup.compile_s"] = "torch._dynamo's compile time could not be read"
-    compile_activity, compile_warnings, why_not_compile = compile_record(spec, ranks)
+    unavailable.update(why_not)
+    parallel, why_not = parallel_metrics(spec, ranks)
+    unavailable.update(why_not)
+    warmup, why_not = warmup_with_reason(spec, ranks)
+    unavailable.update(why_not)
+    compile_activity, compile_warnings, why_not = compile_record(spec, ranks)
     warnings += compile_warnings
-    unavailable.update(why_not_compile)
+    unavailable.update(why_not)
 
     return CellResult(
         cell=spec.cell,
         status=Status.OK,
         model_kind=facts.model_kind,
         parameters=facts.parameters,
-        measured_steps=steps,
+        measured_steps=counts.steps,
         warmup_steps=spec.measurement.warmup_steps,
-        repeats=repeats,
-        global_batch=global_batch,
+        repeats=counts.repeats,
+        global_batch=counts.global_batch,
         throughput=throughput,
         step_time=pooled,
         ranks=rank_stats,
@@ -589,46 +744,19 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         straggler=straggler,
         diagnosis=attribution,
         intervals=headline_intervals(
-            per_repeat,
-            [t for r in ranks for w in r.windows for t in w.step_s],
-            mfu,
-            mfu_measured,
+            throughput.repeats, step_times, compute.mfu, compute.mfu_measured
         ),
         injected_delays=delays,
         profile=_profile_record(spec, ranks),
         telemetry=telemetry,
         data=data,
-        memory=Memory(
-            parameter_bytes=static.get("parameter_bytes", 0),
-            gradient_bytes=static.get("gradient_bytes", 0),
-            optimizer_state_bytes=static.get("optimizer_state_bytes", 0),
-            peak_allocated_bytes=peak_alloc,
-            peak_reserved_bytes=peak_reserved,
-            non_static_peak_bytes=non_static,
-            peak_rss_bytes=peak_rss,
-            **allocator,
-        ),
-        compute=Compute(
-            flops_per_step=flops,
-            achieved_tflops_per_device=achieved,
-            peak_tflops_per_device=facts.peak_tflops,
-            peak_basis=facts.peak_basis,
-            mfu=mfu,
-            measured_peak_tflops_per_device=measured_peak.tflops,
-            measured_peak_basis=measured_peak.basis if measured_peak.tflops else None,
-            mfu_measured=mfu_measured,
-        ),
+        memory=memory,
+        compute=compute,
         communication=communication,
         parallel=parallel,
         warmup=warmup,
         compile=compile_activity,
         warnings=warnings,
         unavailable=unavailable,
-        environment=environment
-        | {
-            "timing": ranks[0].timing,
-            "fused_optimizer": facts.fused_optimizer,
-            "channels_last": facts.channels_last,
-            "device_name": facts.device_name,
-        },
+        environment=result_environment(ranks, facts),
     )
