@@ -128,4 +128,16 @@ def test_every_surface_says_a_host_bound_gap_is_the_hosts() -> None:
     assert model is not None and model.straggler is not None
     text = straggler_text(model.straggler, model.ranks)
     assert text.startswith("Straggler: none in the work (rank 1 +")
-    assert "waiting for a CPU" in text and text.endswith("check the host")
+    assert "longer for a CPU" in text and text.endswith("check the host")
+
+
+def test_the_finding_sends_the_reader_to_the_host_not_the_code() -> None:
+    from torchscale.offline.analysis.diagnosis import RunEvidence, TimerEvidence, diagnose
+
+    table = with_cpu_wait(step_table(delay=(1, "forward", 1.0)), rank=1, ms=1.0)
+    diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=table)))
+    assert diagnosis is not None and diagnosis.straggler is not None
+    assert diagnosis.straggler.host_bound and not diagnosis.straggler.named
+    titles = [f.title for f in diagnosis.findings]
+    assert "Ranks wait for rank 1, which the host held back (it waited for a CPU)" in titles
+    assert not any("take turns" in t or "disputed" in t for t in titles)

@@ -104,7 +104,8 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     work per step over the median of the others', same step)
     or 'Straggler: none significant (largest gap rank 0, +0.21 ms [-0.3, 0.7], p = 0.46)'
     or, when the gap was the rank's wait for a CPU, 'Straggler: none in the work (rank 1
-    +4.2 ms [3.1, 5.0]/step, +3.9 ms [2.9, 4.8] of it waiting for a CPU): check the host'."""
+    +4.2 ms [3.1, 5.0]/step behind, waited +3.9 ms [2.9, 4.8] longer for a CPU): check the
+    host'."""
     if verdict is None:
         return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
     p = f", p = {verdict.p_value:.2g}" if verdict.p_value is not None else ""
@@ -117,8 +118,8 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     if verdict.host_bound:
         held = seconds_text(verdict.host_wait_s, signed=True)
         return (
-            f"Straggler: none in the work (rank {verdict.candidate_rank} {gap}/step, {held} "
-            "of it waiting for a CPU): check the host"
+            f"Straggler: none in the work (rank {verdict.candidate_rank} {gap}/step behind, "
+            f"waited {held} longer for a CPU): check the host"
         )
     text = f"Straggler: none significant (largest gap rank {verdict.candidate_rank}, {gap}{p})"
     if verdict.withdrawn_by:

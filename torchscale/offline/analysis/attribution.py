@@ -538,9 +538,9 @@ def cpu_wait_check(
     if verdict.named and not left.significant:
         gap = verdict.gap_s.value if verdict.gap_s is not None else None
         summary = (
-            f"no straggler in the work: rank {candidate} is "
-            f"{_ms(gap)} per step behind, and {host.mean_s * 1e3:+.3g} ms of it is its wait "
-            "for a CPU (other work on its core): check the host"
+            f"no straggler in the work: rank {candidate} is {_ms(gap)} per step behind and "
+            f"waited {host.mean_s * 1e3:+.3g} ms per step longer for a CPU (other work on its "
+            "core): check the host"
         )
         updated = updated.model_copy(
             update={

@@ -411,6 +411,18 @@ def _imbalance(i: FindingInputs) -> RankedFinding | None:
             f"compute time differs between the fastest and slowest rank by "
             f"{_pct(i.compute_spread_frac)} of the step (median over steps)"
         )
+    if i.verdict is not None and i.verdict.host_bound and i.verdict.candidate_rank is not None:
+        who = _who(i.device_type, i.verdict.candidate_rank)
+        return RankedFinding(
+            f"Ranks wait for {who}, which the host held back (it waited for a CPU)",
+            i.stall,
+            evidence,
+            f"{who}'s training thread was ready to run and waited for a CPU for most of its "
+            "extra time: other work shares its cores. Check what runs there (`top -H`, `ps -eLo "
+            "psr,pcpu,comm`), give each rank cores of its own (fewer ranks or threads per "
+            "node, CPU pinning) and move other work off the node; the code is not slower.",
+            "load_imbalance",
+        )
     significant = i.verdict is not None and bool(i.verdict.significant)
     if significant:
         return RankedFinding(
