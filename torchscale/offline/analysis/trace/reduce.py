@@ -1,7 +1,8 @@
 """Layer 2 (offline, and inside a rank for tensor-parallel cells): one rank's trace reduced to
-small per-step tables (`reduce_rank`), and the reductions of every rank combined into the
-versioned profile analysis (`combine`). Pure functions: reading the traces and writing
-analysis.json are torchscale/orchestration/profiling/analyze.py's.
+small per-step tables (`reduce_rank`, which runs every reducer of registry.py), and the
+reductions of every rank combined into the versioned profile analysis (`combine`). Pure
+functions: reading the traces and writing analysis.json are
+torchscale/orchestration/profiling/analyze.py's.
 
 Only the cross-rank analyses (collective matching, clock offsets, stragglers, what-if, findings)
 see every rank, and they see the small tables only. Everything the analysis reports about where
@@ -9,6 +10,10 @@ step time goes is read off the run's one diagnosis (`analysis/diagnosis.py`, ove
 step model and the run's own phase timers), computed once here and stored as `diagnosis`: the
 stall, exposed-communication and what-if figures, the straggler and the findings are its
 parts or its cross-checks, never separate answers to the same question.
+
+`combine` is not a registry: its analyses are one chain (matching -> clock offsets -> arrival
+-> idle taxonomy -> step model -> findings -> diagnosis), each reading the ones before, and
+every figure it writes is a field of the versioned ProfileAnalysis schema.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 import pandas as pd
 
@@ -24,7 +30,6 @@ from torchscale import __version__
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, Estimate, Finding
 from torchscale.contracts.schema.profile_analysis import (
     ClockOffset,
-    KernelFigures,
     OpFigures,
     ProfileAnalysis,
     RankFigures,
@@ -41,48 +46,66 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
 )
 from torchscale.offline.analysis.trace import (
-    breakdown,
     clock,
     collective_matching,
     idle,
+    kernels,
     ranked_findings,
+    registry,
     step_model,
     steps,
 )
 from torchscale.offline.analysis.trace import straggler as straggler_analysis
+from torchscale.offline.analysis.trace.idle import IdleBase
 from torchscale.offline.traces.rank_trace import RankTrace
-
-TOP_KERNELS = 10  # kernels kept per rank (by total time) and reported over ranks
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class RankReduction:
-    """What is kept of one rank once its events are dropped."""
+    """What is kept of one rank once its events are dropped: its step table and, by name,
+    the table of every reducer in `registry.REDUCERS` (`tables`)."""
 
     file: TraceFile
     device_type: str
     backend: str | None
     world_size: int | None
     steps: pd.DataFrame  # steps.step_table(...).table: step, start, end, dur, partial
-    phases: pd.DataFrame
-    breakdown: pd.DataFrame
-    collectives: pd.DataFrame
-    idle: idle.IdleBase
-    kernels: pd.DataFrame = field(default_factory=pd.DataFrame)  # name, calls, total_us
+    tables: dict[str, object] = field(default_factory=dict)  # reducer name -> its table
     notes: list[str] = field(default_factory=list)
+
+    # the tables `combine` reads, by their registry names
+    @property
+    def phases(self) -> pd.DataFrame:
+        return cast(pd.DataFrame, self.tables["phases"])
+
+    @property
+    def breakdown(self) -> pd.DataFrame:
+        return cast(pd.DataFrame, self.tables["breakdown"])
+
+    @property
+    def idle(self) -> IdleBase:
+        return cast(IdleBase, self.tables["idle"])
+
+    @property
+    def collectives(self) -> pd.DataFrame:
+        return cast(pd.DataFrame, self.tables["collectives"])
+
+    @property
+    def kernels(self) -> pd.DataFrame:  # name, calls, total_us
+        return cast(pd.DataFrame, self.tables["kernels"])
 
 
 def reduce_rank(trace: RankTrace) -> RankReduction:
-    """One rank's small tables (pure over its events)."""
-    events = trace.events
-    found = steps.step_table(events)
-    step_frame = found.table
+    """One rank's small tables (pure over its events): its step table, then every registered
+    reducer over it, in the registry's order."""
+    found = steps.step_table(trace.events)
     local_notes: list[str] = list(trace.notes) + list(found.notes)
-    activity = breakdown.activity(events)
-    idle_base = idle.idle_reducer(events, step_frame, activity)
-    local_notes += idle_base.notes if trace.device_type != "cpu" else []
+    tables = {
+        name: reducer(trace, found.table, local_notes)
+        for name, reducer in registry.REDUCERS.items()
+    }
     return RankReduction(
         file=TraceFile(
             path=str(trace.path),
@@ -94,52 +117,10 @@ def reduce_rank(trace: RankTrace) -> RankReduction:
         device_type=trace.device_type,
         backend=trace.backend,
         world_size=trace.world_size,
-        steps=step_frame,
-        phases=steps.phase_table(events, step_frame),
-        breakdown=breakdown.rank_breakdown(events, step_frame),
-        collectives=collective_matching.collective_table(events, step_frame, local_notes),
-        idle=idle_base,
-        kernels=_top_kernels(events, step_frame),
+        steps=found.table,
+        tables=tables,
         notes=[f"rank {trace.rank}: {note}" for note in dict.fromkeys(local_notes)],
     )
-
-
-def _top_kernels(events: pd.DataFrame, step_frame: pd.DataFrame) -> pd.DataFrame:
-    """The rank's compute kernels starting inside its complete steps, by total time (the
-    TOP_KERNELS largest plus one row for the rest, so shares of compute stay exact)."""
-    columns = ["name", "calls", "total_us"]
-    full = steps.full_steps(step_frame)
-    if events.empty or full.empty:
-        return pd.DataFrame(columns=columns)
-    kern = events[(events["kind"] == "kernel") & events["device_side"].astype(bool)]
-    if kern.empty:
-        return pd.DataFrame(columns=columns)
-    from torchscale.offline.analysis.trace.intervals import window_index
-
-    inside = window_index(
-        full["start"].to_numpy(dtype=float),
-        full["end"].to_numpy(dtype=float),
-        kern["ts"].to_numpy(dtype=float),
-    )
-    kern = kern[inside >= 0]
-    table = (
-        kern.assign(name=kern["name"].astype(str))
-        .groupby("name")["dur"]
-        .agg(calls="size", total_us="sum")
-        .sort_values("total_us", ascending=False)
-        .reset_index()
-    )
-    if len(table) > TOP_KERNELS:
-        rest = table.iloc[TOP_KERNELS:]
-        other = pd.DataFrame(
-            {
-                "name": [f"(other {len(rest)} kernels)"],
-                "calls": [int(rest["calls"].sum())],
-                "total_us": [float(rest["total_us"].sum())],
-            }
-        )
-        table = pd.concat([table.iloc[:TOP_KERNELS], other], ignore_index=True)
-    return table[columns]
 
 
 def _median(values: Iterable[float]) -> float | None:
@@ -304,7 +285,7 @@ def combine(
         else []
     )
     analysis.cycle_us = _median(f.step_us for f in analysis.ranks if f.step_us is not None)
-    analysis.top_kernels = _kernel_figures([reductions[r].kernels for r in ranks])
+    analysis.top_kernels = kernels.kernel_figures([reductions[r].kernels for r in ranks])
     # HTA's overlap over every rank and step: computing while communicating / communication
     analysis.overlap_pct = inputs.overlap_pct
     if inputs.overlap_pct is None:
@@ -386,27 +367,6 @@ def findings_for_target(
     kept = [f for f in findings if f.category in order]
     kept.sort(key=lambda f: (order.index(f.category), -f.cost_pct))
     return kept, [f for f in findings if f.category not in order]
-
-
-def _kernel_figures(tables: list[pd.DataFrame]) -> list[KernelFigures]:
-    """Top kernels over ranks (each rank's TOP_KERNELS and its '(other ...)' row)."""
-    frames = [t for t in tables if not t.empty]
-    if not frames:
-        return []
-    allk = pd.concat(frames, ignore_index=True)
-    total = float(allk["total_us"].sum())
-    named = allk[~allk["name"].str.startswith("(other ")]
-    per = named.groupby("name").agg(calls=("calls", "sum"), total_us=("total_us", "sum"))
-    per = per.sort_values("total_us", ascending=False).head(TOP_KERNELS)
-    return [
-        KernelFigures(
-            name=str(name),
-            calls=int(row.calls),
-            total_us=float(row.total_us),
-            share_of_compute=float(row.total_us) / total if total > 0 else 0.0,
-        )
-        for name, row in per.iterrows()
-    ]
 
 
 def _finite(value: float | None) -> float | None:
