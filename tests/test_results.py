@@ -235,12 +235,9 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     upgraded = upgrade_v2(data)
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 3
+    upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))
     CellResult.model_validate(
-        upgrade_v10(
-            upgrade_v9(
-                upgrade_v8(upgrade_v7(upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))))
-            )
-        )
+        upgrade_v11(upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded)))))
     )
 
 

@@ -139,6 +139,7 @@ class LaunchSettings:
     extra_env: Mapping[str, str]  # launcher.env, on top of what torchscale sets
     timeout_s: float
     malloc_reuse: bool = False  # CPU cells with launcher.cpu_malloc: reuse (launch/cpu_malloc.py)
+    cpu_binding: bool = False  # CPU cells with launcher.cpu_binding: cores (worker/cpu_binding.py)
     # the experiment's compile cache (launch/compile_cache.py): known only where the results
     # directory is, so set by what launches the cell (`PlannedCell.sharing_compile_cache`)
     compile_cache: PurePath | None = None
@@ -203,6 +204,7 @@ class PlannedCell:
             python=python,
             rendezvous=rendezvous,
             malloc_reuse=self.launch.malloc_reuse,
+            cpu_binding=self.launch.cpu_binding,
             compile_cache=self.launch.compile_cache if self.training.compile else None,
         )
 
@@ -377,6 +379,8 @@ def _definition(
     }
     if device == "cpu":  # where the CPU is the device, how its allocator reuses memory
         payload["cpu_malloc"] = config.launcher.cpu_malloc
+        # and where its ranks run (0.10: bound by default; moves every CPU cell's hash once)
+        payload["cpu_binding"] = config.launcher.cpu_binding
     if parallel is not None:
         payload["parallel"] = parallel.model_dump(mode="json")
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
@@ -595,6 +599,7 @@ def _launch_settings(
         extra_env=dict(config.launcher.env),
         timeout_s=config.launcher.cell_timeout_s,
         malloc_reuse=device == "cpu" and config.launcher.cpu_malloc == "reuse",
+        cpu_binding=device == "cpu" and config.launcher.cpu_binding == "cores",
     )
 
 

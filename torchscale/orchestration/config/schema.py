@@ -375,6 +375,12 @@ class LauncherConfig(StrictModel):
         "(GLIBC_TUNABLES mmap_threshold 32 MiB, trim_threshold 1 GiB: no page faults for "
         "the same activations every step); 'default': glibc's own thresholds",
     )
+    cpu_binding: Literal["cores", "none"] = Field(
+        default="cores",
+        description="CPU ranks: 'cores' binds each rank of a node to its own equal share of "
+        "the node's cores before it starts a thread (none when ranks outnumber cores); "
+        "'none': the scheduler places them",
+    )
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)
     k8s: K8sConfig = Field(default_factory=K8sConfig)
 

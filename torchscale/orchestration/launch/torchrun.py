@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from torchscale.contracts.cell import Device
+from torchscale.contracts.cpu_binding import BIND_TO_CORES, CPU_BINDING_ENV
 from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
 from torchscale.orchestration.launch.compile_cache import compile_cache_env
 from torchscale.orchestration.launch.cpu_malloc import malloc_reuse_env
@@ -70,6 +71,7 @@ def torchrun_command(
     rendezvous: Sequence[str] = ONE_NODE,
     malloc_reuse: bool = False,
     compile_cache: PurePath | None = None,
+    cpu_binding: bool = False,
 ) -> LaunchCommand:
     """A launch of `python -m module *module_args` on `nproc` ranks per node: one node with
     the default `rendezvous`, or whatever a multi-node launcher passes instead
@@ -80,7 +82,8 @@ def torchrun_command(
     launcher.env) goes on top, so what is recorded is what ran. `malloc_reuse` (CPU benchmark
     cells): glibc keeps freed memory for the next step (launch/cpu_malloc.py), thresholds the
     user set left as theirs. `compile_cache` (compiled cells): inductor's and Triton's cache
-    directories there, unless the user set their own (launch/compile_cache.py).
+    directories there, unless the user set their own (launch/compile_cache.py). `cpu_binding`
+    (CPU cells): each rank binds itself to its own share of the node's cores.
     """
     error_file = log_dir / "error.json"
     argv = [
@@ -118,6 +121,8 @@ def torchrun_command(
     overrides.update(extra_env or {})
     if malloc_reuse:
         overrides.update(malloc_reuse_env({**base_env, **overrides}))
+    if cpu_binding:  # each rank binds itself to its own cores (rank/worker/cpu_binding.py)
+        overrides[CPU_BINDING_ENV] = BIND_TO_CORES
     threads = omp_num_threads
     if overrides["OMP_NUM_THREADS"].isdigit():  # an explicit launcher.env value wins
         threads = int(overrides["OMP_NUM_THREADS"])

@@ -29,6 +29,7 @@ from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.step_phases import CPU_WAIT, STEP_PHASES, seconds_column
 from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture
+from torchscale.rank.worker.cpu_binding import bind_cpu_rank
 from torchscale.rank.worker.measure import RankMeasurement, Window, measure
 from torchscale.rank.worker.measured_peak import read_measured_peak
 from torchscale.rank.worker.peaks import PRECISION_DTYPE, Peak, cell_peak, read_tf32_settings
@@ -142,6 +143,8 @@ def mfu_dtype(spec: WorkerSpec, trainer: Trainer) -> str:
 
 def run(spec: WorkerSpec) -> None:
     device = _device(spec)
+    if device.type == "cpu":
+        bind_cpu_rank()  # before any thread starts (gloo's, intra-op): they inherit it
     with process_group(spec.cell.backend, device):
         trainer = Trainer.build(spec, device)
         # what set-up made (torch's modules, dynamo, the model) lives as long as the rank:

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from torchscale.contracts import host
+from torchscale.rank.worker import cpu_binding
 
 RECORDED_ENV_PREFIXES = (
     "NCCL_",
@@ -46,6 +47,7 @@ def _cpu_model() -> str:
 
 
 def capture_environment() -> dict[str, Any]:
+    binding = cpu_binding.current()
     gpus: list[str] = []
     if torch.cuda.is_available():
         gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
@@ -61,7 +63,9 @@ def capture_environment() -> dict[str, Any]:
         "libc": " ".join(platform.libc_ver()).strip() or None,  # GLIBC_TUNABLES: glibc only
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
-        "usable_cores": host.usable_cores(),
+        # the node's cores this rank could run on before it bound itself to its own
+        "usable_cores": binding.cores_before if binding is not None else host.usable_cores(),
+        "cpu_binding": binding.note if binding is not None else None,
         "torch_threads": torch.get_num_threads(),
         "gpus": gpus,
         "env": {

@@ -1,0 +1,82 @@
+"""CPU ranks bound to cores of their own, before they start a thread.
+
+Unbound, the scheduler moves a rank's training thread between cores and now and then lets two
+ranks' threads share one: the rank it moved runs its step with cold caches or after a wait,
+every step of a window, and the straggler test sees a slower rank in a balanced run. Measured
+on the 2-core VM (docs/profiling.md): 2 ranks unbound named a rank in 7 of 113 quiet
+balanced runs; each rank pinned to its own core, in 0 of 72. PyTorch's own CPU launcher
+(`torch.backends.xeon.run_cpu`) binds its instances to cores for the same reason.
+
+The rank splits the cores it may run on (its affinity: taskset, cgroup cpusets and Slurm's
+binding respected) into `local_world_size` equal, contiguous, disjoint sets and takes set
+`local_rank`; its threads (intra-op, gloo, the telemetry sampler) inherit it. With fewer
+cores than ranks no set is its own: nothing is bound, and the result says why. GPU ranks
+are not bound here (which cores suit a GPU is a NUMA question: docs/limits.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from torchscale.contracts.cpu_binding import BIND_TO_CORES, CPU_BINDING_ENV
+
+
+@dataclass(frozen=True)
+class CoreBinding:
+    """What the rank did: the cores it is bound to (None: not bound), the cores it could run
+    on before, and the sentence the result records."""
+
+    cpus: tuple[int, ...] | None
+    cores_before: int
+    note: str
+
+
+def core_set(allowed: list[int], local_rank: int, local_world: int) -> tuple[int, ...] | None:
+    """Set `local_rank` of `local_world` equal contiguous disjoint sets of `allowed` (sorted),
+    or None when there are fewer cores than ranks."""
+    per = len(allowed) // max(local_world, 1)
+    if per < 1 or not 0 <= local_rank < local_world:
+        return None
+    return tuple(sorted(allowed)[local_rank * per : (local_rank + 1) * per])
+
+
+_DONE: list[CoreBinding] = []  # what this process did, for the result's environment
+
+
+def current() -> CoreBinding | None:
+    """The binding this process made (None: it was not asked to bind)."""
+    return _DONE[-1] if _DONE else None
+
+
+def bind_cpu_rank(env: Mapping[str, str] | None = None) -> CoreBinding | None:
+    """Bind this process to its cores when the launch asked for it (None: it did not)."""
+    binding = _bind(os.environ if env is None else env)
+    if binding is not None:
+        _DONE.append(binding)
+    return binding
+
+
+def _bind(env: Mapping[str, str]) -> CoreBinding | None:
+    if env.get(CPU_BINDING_ENV) != BIND_TO_CORES:
+        return None
+    if not hasattr(os, "sched_setaffinity"):
+        count = os.cpu_count() or 1
+        return CoreBinding(None, count, "not bound: this platform has no sched_setaffinity")
+    allowed = sorted(os.sched_getaffinity(0))
+    local_rank = int(env.get("LOCAL_RANK", "0"))
+    local_world = int(env.get("LOCAL_WORLD_SIZE", "1"))
+    cpus = core_set(allowed, local_rank, local_world)
+    if cpus is None:
+        return CoreBinding(
+            None,
+            len(allowed),
+            f"not bound: {local_world} ranks share {len(allowed)} core(s) on this node",
+        )
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError as exc:
+        return CoreBinding(None, len(allowed), f"not bound: sched_setaffinity failed: {exc}")
+    listed = ",".join(str(c) for c in cpus)
+    return CoreBinding(cpus, len(allowed), f"local rank {local_rank} bound to core(s) {listed}")
