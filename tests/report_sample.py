@@ -8,12 +8,12 @@ from __future__ import annotations
 from torchscale.interfaces.report.model import (
     Chart,
     Column,
-    Finding,
     Findings,
     Heatmap,
     KeyFigure,
     KeyFigures,
     Report,
+    ReportFinding,
     Section,
     Series,
     Skipped,
@@ -210,7 +210,7 @@ def sample_report(cells: int = 4) -> Report:
                 blocks=[
                     Findings(
                         findings=[
-                            Finding(
+                            ReportFinding(
                                 title=f"all_reduce: rank 1 finishes backward late {HOSTILE}",
                                 cost_pct=15.0,
                                 source=HOSTILE_IMG,
@@ -218,7 +218,7 @@ def sample_report(cells: int = 4) -> Report:
                                 recommendation="balance the input pipeline of rank 1",
                                 severity="bad",
                             ),
-                            Finding(
+                            ReportFinding(
                                 title="GPU idle waiting for the host",
                                 cost_pct=4.2,
                                 source="profile",
@@ -289,7 +289,7 @@ def with_findings(report: Report, count: int) -> Report:
     copy = report.model_copy(deep=True)
     block = next(b for b in copy.section("bottlenecks").blocks if isinstance(b, Findings))  # type: ignore[union-attr]
     block.findings = [
-        Finding(title=f"finding {i}", cost_pct=100.0 - i * 0.1, source=f"cell-{i}")
+        ReportFinding(title=f"finding {i}", cost_pct=100.0 - i * 0.1, source=f"cell-{i}")
         for i in range(count)
     ]
     return copy

@@ -27,10 +27,10 @@ from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import (
     Band,
     Chart,
-    Finding,
     Findings,
     Heatmap,
     Report,
+    ReportFinding,
     Section,
     Series,
 )
@@ -343,7 +343,7 @@ def test_heatmap_colours_mean_the_same_in_html_and_pdf(higher_is: Any) -> None:
 
 def _prose_report() -> Report:
     report = sample_report()
-    finding = Finding(
+    finding = ReportFinding(
         title="Resume with `torchscale benchmark --resume`",
         cost_pct=None,
         source="cell",

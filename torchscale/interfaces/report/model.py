@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 #    `not_judged` counts the matched cells the rule could not judge. Versions 2-4 still
 #    validate (their `regressions` was 0 in both cases).
 # 6: one verdict per run (issue 38): a finding carries its run's busy-machine caveat
-#    (`Finding.caveat`), shown wherever the finding is. Versions 2-5 still validate (no
+#    (`ReportFinding.caveat`), shown wherever the finding is. Versions 2-5 still validate (no
 #    caveat).
 # 7: the decision first (issue 40): `decision` says whether the numbers can be used (`usable`),
 #    one line per model over all its configurations, the best configuration only where it
@@ -189,7 +189,7 @@ class Chart(_Model):
     note: str | None = None
 
 
-class Finding(_Model):
+class ReportFinding(_Model):
     title: str
     cost_pct: float | None = Field(description="share of cycle or step time, %")
     source: str = Field(description="where it comes from: a cell id or a profile name")
@@ -204,7 +204,7 @@ class Finding(_Model):
 
 class Findings(_Model):
     type: Literal["findings"] = "findings"
-    findings: list[Finding]
+    findings: list[ReportFinding]
     note: str | None = Field(default=None, description="e.g. how many a renderer left out")
 
 

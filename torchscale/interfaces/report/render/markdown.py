@@ -22,10 +22,10 @@ from torchscale.interfaces.report.model import (
     Block,
     Chart,
     Decision,
-    Finding,
     Findings,
     KeyFigures,
     Report,
+    ReportFinding,
     Section,
     Table,
     Text,
@@ -235,7 +235,7 @@ def _table(block: Table) -> list[str]:
     return lines
 
 
-def _finding(finding: Finding) -> list[str]:
+def _finding(finding: ReportFinding) -> list[str]:
     cost = (
         ""
         if finding.cost_pct is None

@@ -22,11 +22,11 @@ from torchscale.interfaces.report.diagnosis_text import straggler_text, whatif_t
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
-    Finding,
     Findings,
     Heatmap,
     KeyFigure,
     KeyFigures,
+    ReportFinding,
     Section,
     Table,
     Text,
@@ -543,7 +543,7 @@ HOST_FIRST = (
 )
 
 
-def secondary(finding: Finding) -> Finding:
+def secondary(finding: ReportFinding) -> ReportFinding:
     """A finding measured on a machine that spoiled the numbers: shown, but not in a
     problem's colour, so that it does not lead the fix of the host (issue 40)."""
     return finding.model_copy(update={"severity": "info"})

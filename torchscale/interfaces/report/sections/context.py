@@ -17,7 +17,7 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.interfaces.report.estimates import compact, efficiency_kind, long_form
-from torchscale.interfaces.report.model import Column, Finding, Severity, Skipped, ValueFormat
+from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
 from torchscale.interfaces.report.render.formatting import format_value
 from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile
 from torchscale.offline.analysis.numbers import finite
@@ -261,7 +261,7 @@ class Context:
     mixed_devices: bool
     comparison: Comparison | None = None
     baseline_cells: pd.DataFrame | None = None
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[ReportFinding] = field(default_factory=list)
     usability: Usability | None = None  # can the numbers be used (set once by build_report)
     # tables more than one section reads (the weak-scaling rows, the priced cells), computed
     # once per report by the function that owns them

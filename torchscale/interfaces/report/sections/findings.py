@@ -24,10 +24,9 @@ Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
 from __future__ import annotations
 
-from torchscale.contracts.schema.cell_result import CellResult, Estimate, StepPart
-from torchscale.contracts.schema.cell_result import Finding as DiagnosisFinding
+from torchscale.contracts.schema.cell_result import CellResult, Estimate, Finding, StepPart
 from torchscale.interfaces.report.estimates import value_format, with_interval
-from torchscale.interfaces.report.model import Finding
+from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.sections.context import (
     Context,
     ProfileRef,
@@ -98,13 +97,13 @@ def _injected_note(result: CellResult, rank: int | None) -> str | None:
 
 
 def diagnosis_finding(
-    item: DiagnosisFinding,
+    item: Finding,
     *,
     source: str,
     caveat: str | None,
     injected: CellResult | None = None,
     straggler_rank: int | None = None,
-) -> Finding:
+) -> ReportFinding:
     """One of a diagnosis' findings as the report shows it: its own title, cost, evidence and
     fix; the caveat as its own field (not repeated in the evidence); marked artificial when
     an injected delay of `injected` makes the straggler."""
@@ -116,7 +115,7 @@ def diagnosis_finding(
             evidence.insert(0, note)
             severity = "info"
             title = f"{title} (injected delay)"
-    return Finding(
+    return ReportFinding(
         title=title,
         cost_pct=item.cost_pct,
         source=source,
@@ -127,7 +126,7 @@ def diagnosis_finding(
     )
 
 
-def profile_findings(ref: ProfileRef) -> list[Finding]:
+def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
     """A profile's findings as its analysis holds them (the diagnosis' findings for its
     target), with its caveat, marked artificial when an injected delay makes the straggler."""
     analysis, diagnosis = ref.entry.analysis, ref.diagnosis
@@ -147,7 +146,7 @@ def profile_findings(ref: ProfileRef) -> list[Finding]:
     ]
 
 
-def cell_findings(result: CellResult, label: str) -> list[Finding]:
+def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
     """A sweep cell's diagnosis' findings (schema 10), in its order."""
     diagnosis = result.diagnosis
     if diagnosis is None:
@@ -191,7 +190,7 @@ def measured_share(share: Estimate | None) -> float | None:
     return finite(share.value)
 
 
-def _named_straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
+def _named_straggler_finding(result: CellResult, label: str, source: str) -> ReportFinding | None:
     """The straggler the significance test named (schema 8), or None: a rank that the test
     does not name is never called a straggler, whatever its point gap."""
     verdict = result.diagnosis.straggler if result.diagnosis else None
@@ -222,7 +221,7 @@ def _named_straggler_finding(result: CellResult, label: str, source: str) -> Fin
     share = measured_share(waiting.share) if waiting is not None else None
     cost = share * 100 if share is not None else None
     advice = PHASE_ADVICE.get(verdict.phase or "", PHASE_ADVICE["backward"])
-    return Finding(
+    return ReportFinding(
         title=title,
         cost_pct=cost,
         source=source,
@@ -232,7 +231,7 @@ def _named_straggler_finding(result: CellResult, label: str, source: str) -> Fin
     )
 
 
-def older_straggler_finding(result: CellResult, label: str, source: str) -> Finding | None:
+def older_straggler_finding(result: CellResult, label: str, source: str) -> ReportFinding | None:
     """Results older than schema 10 only. The straggler: named by the significance test where
     the result has the step model (schema 8-9); in older results the one the phase timers
     found, when the others wait for it long enough (load imbalance >= STRAGGLER_MIN of the
@@ -268,7 +267,7 @@ def older_straggler_finding(result: CellResult, label: str, source: str) -> Find
         evidence.insert(0, note)
         title += " (injected delay)"
     advice = PHASE_ADVICE.get(straggler.phase or "", PHASE_ADVICE["backward"])
-    return Finding(
+    return ReportFinding(
         title=title,
         cost_pct=imbalance * 100,
         source=source,
@@ -278,7 +277,7 @@ def older_straggler_finding(result: CellResult, label: str, source: str) -> Find
     )
 
 
-def _exposed_transfer_finding(result: CellResult, label: str) -> Finding | None:
+def _exposed_transfer_finding(result: CellResult, label: str) -> ReportFinding | None:
     """Exposed transfer from the step model, when measurable and at least EXPOSED_COMM_MIN."""
     transfer = part(result, "exposed_transfer")
     share = measured_share(transfer.share) if transfer is not None else None
@@ -296,8 +295,10 @@ def _exposed_transfer_finding(result: CellResult, label: str) -> Finding | None:
     return _exposed_comm(result, label, share, evidence)
 
 
-def _exposed_comm(result: CellResult, label: str, share: float, evidence: list[str]) -> Finding:
-    return Finding(
+def _exposed_comm(
+    result: CellResult, label: str, share: float, evidence: list[str]
+) -> ReportFinding:
+    return ReportFinding(
         title=f"{label}: exposed communication {fmt(share, 'ratio_pct')} of each step",
         cost_pct=share * 100,
         source=label,
@@ -319,7 +320,7 @@ def _comm_advice(result: CellResult) -> str:
     )
 
 
-def older_exposed_comm_finding(result: CellResult, label: str) -> Finding | None:
+def older_exposed_comm_finding(result: CellResult, label: str) -> ReportFinding | None:
     """Results older than schema 10 only. Exposed communication: the step model's exposed
     transfer (schema 8-9), or an older result's point figure when it is a share it can have."""
     if result.diagnosis is not None:
@@ -340,7 +341,7 @@ def older_exposed_comm_finding(result: CellResult, label: str) -> Finding | None
     return _exposed_comm(result, label, share, evidence)
 
 
-def older_data_wait_finding(result: CellResult, label: str) -> Finding | None:
+def older_data_wait_finding(result: CellResult, label: str) -> ReportFinding | None:
     """Results older than schema 10 only. The step waits for its batch: the DataLoader or the
     storage under it is the bottleneck (never for synthetic data, made on the device once)."""
     data = result.data
@@ -364,7 +365,7 @@ def older_data_wait_finding(result: CellResult, label: str) -> Finding | None:
     if data.read_bytes_per_s is not None:
         evidence.append(f"read {data.read_bytes_per_s / 1e6:.1f} MB/s over the measured windows")
     workers = f"{data.num_workers} worker(s)" if data.num_workers is not None else "the workers"
-    return Finding(
+    return ReportFinding(
         title=f"{label}: input pipeline waits {fmt(share, 'ratio_pct')} of each step",
         cost_pct=share * 100,
         source=label,
@@ -378,7 +379,7 @@ def older_data_wait_finding(result: CellResult, label: str) -> Finding | None:
 
 def slowdown_finding(
     result: CellResult, label: str, base: CellResult, base_label: str
-) -> Finding | None:
+) -> ReportFinding | None:
     """Each rank computes slower than the same batch per GPU did at the smallest world size:
     ranks compete for something (cores, memory bandwidth, clocks)."""
     comm, cell = result.communication, result.cell
@@ -400,7 +401,7 @@ def slowdown_finding(
         else "check clocks and throttling, and host contention (data-loading threads, NUMA "
         "binding, PCIe sharing)"
     )
-    return Finding(
+    return ReportFinding(
         title=f"{label}: each rank computes {slowest / before:.2f}x slower than at "
         f"{ranks(base.cell.world_size, base.cell.device)}",
         cost_pct=share * 100,
@@ -416,7 +417,7 @@ def slowdown_finding(
     )
 
 
-def throttling_finding(result: CellResult, label: str) -> Finding | None:
+def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
     """GPU clocks held down by power, heat or hardware during the measured windows (the
     telemetry's clocks-event reasons). No cost: the share of samples throttled is not a share
     of the step."""
@@ -442,7 +443,7 @@ def throttling_finding(result: CellResult, label: str) -> Finding | None:
     evidence.append(
         f"sampled every {telemetry.interval_ms} ms over {telemetry.windows} measured window(s)"
     )
-    return Finding(
+    return ReportFinding(
         title=f"{label}: GPU clocks throttled ({', '.join(telemetry.throttle_reasons)})",
         cost_pct=None,
         source=label,
@@ -469,14 +470,14 @@ def _group(row: dict[str, object]) -> tuple[object, ...]:
     return tuple(row[c] for c in GROUP)
 
 
-def rank_findings(findings: list[Finding]) -> list[Finding]:
+def rank_findings(findings: list[ReportFinding]) -> list[ReportFinding]:
     """Highest cost first; findings without a cost last; ties by title."""
     return sorted(
         findings, key=lambda f: (f.cost_pct is None, -(f.cost_pct or 0.0), f.title, f.source)
     )
 
 
-def older_result_findings(result: CellResult, label: str) -> list[Finding]:
+def older_result_findings(result: CellResult, label: str) -> list[ReportFinding]:
     """The fallback for a result older than schema 10, which stored no findings with its step
     model: the older derivation (data wait; with two ranks or more the straggler and exposed
     communication), from its step model (schema 8-9) or its point figures (7 and older)."""
@@ -489,18 +490,18 @@ def older_result_findings(result: CellResult, label: str) -> list[Finding]:
     return [f for f in found if f is not None]
 
 
-def _with_caveat(findings: list[Finding], caveat: str | None) -> list[Finding]:
+def _with_caveat(findings: list[ReportFinding], caveat: str | None) -> list[ReportFinding]:
     if caveat is None:
         return findings
     return [f if f.caveat else f.model_copy(update={"caveat": caveat}) for f in findings]
 
 
-def collect_findings(ctx: Context) -> list[Finding]:
+def collect_findings(ctx: Context) -> list[ReportFinding]:
     """Every run's findings, ranked by cost: each profile's (its diagnosis', one verdict per
     run: the profile's result.json is not read for a second one), each ok sweep cell's
     diagnosis' (older results: `older_result_findings`), and per cell what the diagnosis does
     not cover (throttling, a slowdown against the smallest world size)."""
-    findings: list[Finding] = []
+    findings: list[ReportFinding] = []
     for ref in ctx.profiles:
         findings += profile_findings(ref)
     bases = _weak_bases(ctx)
