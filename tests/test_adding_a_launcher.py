@@ -8,12 +8,9 @@ submission, without another file changing."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT
+from tests.fresh_interpreter import run_probe
 
 _PROBE = """
 import json, sys
@@ -43,15 +40,7 @@ CONFIG = (
 def test_one_package_and_one_registry_line_add_a_launcher(tmp_path: Path) -> None:
     config = tmp_path / "batchq.yaml"
     config.write_text(CONFIG, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(config), str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.splitlines()[-1])
+    found = run_probe(_PROBE, str(config), str(tmp_path / "out"))
     run, quiet, dry = found["run"], found["quiet"], found["dry"]
     assert run["exit"] == 0, run
     queued = lines(run["stdout"])

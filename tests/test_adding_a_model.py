@@ -7,12 +7,8 @@ and the rank-side builder, whose model is the one its spec describes."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 from tests.added_model import TINY_DECODER
-from tests.conftest import REPO_ROOT
+from tests.fresh_interpreter import run_probe
 
 _PROBE = """
 import json, sys
@@ -66,15 +62,7 @@ print(json.dumps(found))
 
 
 def test_one_file_and_one_registry_line_add_a_model() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.splitlines()[-1])
+    found = run_probe(_PROBE)
     assert found["catalog"] == ["layers", "seq_len"]
     assert found["validated"] == ["tiny-decoder"]
     assert (

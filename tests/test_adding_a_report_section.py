@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 from tests.added_section import SECTION_ID, TABLE_ID, TITLE
 from tests.conftest import REPO_ROOT
+from tests.fresh_interpreter import run_probe
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "results_v3"
 
@@ -58,15 +57,7 @@ print(json.dumps(found))
 
 
 def test_one_module_and_its_list_line_add_a_report_section() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(FIXTURE)],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.splitlines()[-1])
+    found = run_probe(_PROBE, str(FIXTURE))
     before, after = found["before"], found["after"]
     # the report: every section it had, in their order, then the new one (its place in SECTIONS)
     assert SECTION_ID not in before["sections"]
