@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 import torchscale.orchestration.launch.attempt
 import torchscale.orchestration.sweep
 from torchscale.contracts.cell import CellIdentity
-from torchscale.contracts.cell import Status as CellStatus
+from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config.schema import BenchConfig
@@ -32,7 +32,7 @@ from torchscale.orchestration.schedulers.local.launcher import compile_devices
 from torchscale.orchestration.validate import checks_software
 from torchscale.orchestration.validate import compile_toolchain as toolchain
 from torchscale.orchestration.validate.check_context import ValidateContext
-from torchscale.orchestration.validate.check_result import Status
+from torchscale.orchestration.validate.check_result import CheckStatus
 from torchscale.orchestration.validate.compile_toolchain import Toolchain, judge_probe, run_probe
 from torchscale.orchestration.validate.compile_worker import root_cause
 
@@ -145,15 +145,15 @@ def test_validate_fails_on_cuda_warns_on_cpu_and_skips_when_it_cannot_ask(
     broken = Toolchain("x", False, "InvalidCxxCompiler: none", toolchain.FIXES["cpu"])
     monkeypatch.setattr(checks_software, "toolchain_for", lambda device, env: broken)
     cuda = checks_software.check_compile(_ctx("cuda"))
-    assert (cuda.status, cuda.hint) == (Status.FAIL, toolchain.FIXES["cpu"])
+    assert (cuda.status, cuda.hint) == (CheckStatus.FAIL, toolchain.FIXES["cpu"])
     cpu = checks_software.check_compile(_ctx("cpu"))
-    assert cpu.status is Status.WARN and "compile only when it is true" in cpu.hint
-    assert checks_software.check_compile(_ctx("cpu", quick=True)).status is Status.SKIP
-    assert checks_software.check_compile(_ctx("cuda", gpus=0)).status is Status.SKIP
+    assert cpu.status is CheckStatus.WARN and "compile only when it is true" in cpu.hint
+    assert checks_software.check_compile(_ctx("cpu", quick=True)).status is CheckStatus.SKIP
+    assert checks_software.check_compile(_ctx("cuda", gpus=0)).status is CheckStatus.SKIP
     fine = Toolchain("cpu", True, "built and ran", data={"binaries_built": 1})
     monkeypatch.setattr(checks_software, "toolchain_for", lambda device, env: fine)
     passed = checks_software.check_compile(_ctx("cpu"))
-    assert (passed.status, passed.data["binaries_built"]) == (Status.PASS, 1)
+    assert (passed.status, passed.data["binaries_built"]) == (CheckStatus.PASS, 1)
 
 
 def test_the_device_types_checked_are_those_of_cells_that_compile() -> None:
@@ -233,7 +233,7 @@ def test_with_a_toolchain_the_compiled_cells_launch_after_one_line(
     def launch(command: Any, timeout_s: float, finished: Any = None) -> ProcessOutcome:
         launched.append(command)
         spec = json.loads(Path(command.argv[-1]).read_text(encoding="utf-8"))
-        ok = CellResult(cell=CellIdentity.model_validate(spec["cell"]), status=CellStatus.OK)
+        ok = CellResult(cell=CellIdentity.model_validate(spec["cell"]), status=Status.OK)
         Path(spec["result_path"]).write_text(ok.model_dump_json(), encoding="utf-8")
         return ProcessOutcome(0, False, 0.1, command.log_path)
 

@@ -15,25 +15,25 @@ from torchscale.interfaces.report.render import renderer
 from torchscale.interfaces.report.render.term import render as render_term
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.results.directory_layout import ResultLayout
-from torchscale.orchestration.validate.check_result import Measurement, Status, ValidateReport
+from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, ValidateReport
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def _node(host: str, bf16: float, status: Status = Status.PASS, detail: str = "") -> str:
+def _node(host: str, bf16: float, status: CheckStatus = CheckStatus.PASS, detail: str = "") -> str:
     rows = [
         Measurement(check="matmul.bf16", title="matmul bf16", gpu=g, value=bf16 - g,
                     unit="TFLOP/s", expected=792.0, expected_source="https://example.org/mamf",
-                    ratio=(bf16 - g) / 792.0, status=status if g == 1 else Status.PASS,
+                    ratio=(bf16 - g) / 792.0, status=status if g == 1 else CheckStatus.PASS,
                     detail=detail if g == 1 else "fine")
         for g in range(2)
     ] + [
         Measurement(check="busbw.all_reduce", title="busbw all_reduce", gpu=None, value=380.0,
-                    unit="GB/s", status=Status.PASS, detail="fine")
+                    unit="GB/s", status=CheckStatus.PASS, detail="fine")
     ]  # fmt: skip
     report = ValidateReport(
         torchscale_version="0.10.0", created_at="2026-11-23T10:00:00+00:00", hostname=host,
-        device="cuda", quick=False, ok=status is not Status.FAIL, counts={}, verdict="v",
+        device="cuda", quick=False, ok=status is not CheckStatus.FAIL, counts={}, verdict="v",
         checks=[], level="perf", sku="H100 SXM", measurements=rows,
     )  # fmt: skip
     return report.model_dump_json(indent=2)
@@ -46,7 +46,7 @@ def _experiment(tmp_path: Path) -> Path:
     for k in range(4):
         layout.acceptance_path(f"node{k}", "perf").write_text(_node(f"node{k}", 790.0))
     layout.acceptance_path("node4", "perf").write_text(
-        _node("node4", 600.0, Status.FAIL, "76% of the published achievable 792")
+        _node("node4", 600.0, CheckStatus.FAIL, "76% of the published achievable 792")
     )
     shutil.copy(FIXTURES / "validate_v1" / "node-a.json", layout.acceptance_path("old", "basic"))
     layout.acceptance_path("torn", "perf").write_text("{not json")

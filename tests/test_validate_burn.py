@@ -24,7 +24,7 @@ from torchscale.orchestration.validate.burn_in_worker import (
     fingerprint,
     seeded_work,
 )
-from torchscale.orchestration.validate.check_result import Status
+from torchscale.orchestration.validate.check_result import CheckStatus
 
 
 def _rank(
@@ -53,7 +53,7 @@ STEADY = [700.0] * 9
 def test_a_steady_gpu_with_agreeing_results_passes() -> None:
     ranks = [_rank(r, STEADY) for r in range(4)]
     status, evidence = judge_rank(ranks[0], ranks, "cuda", {})
-    assert status is Status.PASS
+    assert status is CheckStatus.PASS
     assert "700 TFLOP/s steady over 9 intervals" in evidence
 
 
@@ -64,7 +64,7 @@ def test_a_thermal_drop_is_named_with_its_clock_and_reason() -> None:
         _rank(r, STEADY) for r in (1, 2, 3)
     ]
     status, evidence = judge_rank(ranks[0], ranks, "cuda", {})
-    assert status is Status.WARN
+    assert status is CheckStatus.WARN
     assert "TFLOP/s fell 20 %" in evidence.replace("20%", "20 %")
     assert "SM clock fell 18%" in evidence
     assert "HwThermalSlowdown" in evidence
@@ -73,10 +73,10 @@ def test_a_thermal_drop_is_named_with_its_clock_and_reason() -> None:
 def test_a_slow_peer_is_named_and_two_ranks_give_warn_at_most() -> None:
     ranks = [_rank(r, STEADY) for r in range(3)] + [_rank(3, [500.0] * 9)]
     status, evidence = judge_rank(ranks[3], ranks, "cuda", {})
-    assert status is Status.FAIL and "29% below its peers' median 700" in evidence
-    assert judge_rank(ranks[0], ranks, "cuda", {})[0] is Status.PASS
+    assert status is CheckStatus.FAIL and "29% below its peers' median 700" in evidence
+    assert judge_rank(ranks[0], ranks, "cuda", {})[0] is CheckStatus.PASS
     pair = [_rank(0, STEADY), _rank(1, [500.0] * 9)]
-    assert judge_rank(pair[1], pair, "cuda", {})[0] is Status.WARN
+    assert judge_rank(pair[1], pair, "cuda", {})[0] is CheckStatus.WARN
 
 
 def test_corruption_names_the_rank_against_the_majority_and_its_own_first() -> None:
@@ -97,13 +97,13 @@ def test_error_counters_rising_during_the_burn_fail() -> None:
     rank = _rank(0, STEADY, counters_start={"ecc_uncorrected": 0},
                  counters_end={"ecc_uncorrected": 2})  # fmt: skip
     status, evidence = judge_rank(rank, [rank], "cuda", {})
-    assert status is Status.FAIL and "ecc_uncorrected rose by 2" in evidence
+    assert status is CheckStatus.FAIL and "ecc_uncorrected rose by 2" in evidence
 
 
 def test_cpu_throughput_is_reported_not_judged() -> None:
     ranks = [_rank(0, [0.05] * 5), _rank(1, [0.01] * 5)]
     outcome = judge_burn(BurnRun(world_size=2, duration_s=3, ranks=ranks), "cpu")
-    assert [c.status for c in outcome.checks] == [Status.INFO, Status.INFO]
+    assert [c.status for c in outcome.checks] == [CheckStatus.INFO, CheckStatus.INFO]
     assert outcome.checks[0].title == "Burn-in rank 0"
 
 
@@ -134,15 +134,17 @@ def test_a_real_burn_judges_every_rank_and_catches_a_corrupted_one(
     assert set(by_rank) == {"Burn-in rank 0", "Burn-in rank 1"}, outcome.checks
     fingerprints = {m.gpu: m for m in outcome.measurements if m.check == "burn.fingerprint"}
     if corrupt_rank is None:
-        assert all(c.status is Status.INFO for c in outcome.checks)  # CPU: not judged
-        assert all(m.status is Status.PASS for m in fingerprints.values())
+        assert all(c.status is CheckStatus.INFO for c in outcome.checks)  # CPU: not judged
+        assert all(m.status is CheckStatus.PASS for m in fingerprints.values())
         assert len({tuple(m.data["sha256"]) for m in fingerprints.values()}) == 1
         again = run_burn("cpu", 1.0, dict(os.environ), 0)  # same verdicts on a healthy node
         assert [(c.title, c.status) for c in again.checks] == [
             (c.title, c.status) for c in outcome.checks
         ]
     else:
-        assert by_rank["Burn-in rank 1"].status is Status.FAIL
+        assert by_rank["Burn-in rank 1"].status is CheckStatus.FAIL
         assert "silent data corruption" in by_rank["Burn-in rank 1"].detail
-        assert by_rank["Burn-in rank 0"].status is Status.INFO  # the healthy rank is not blamed
-        assert fingerprints[1].status is Status.FAIL
+        assert (
+            by_rank["Burn-in rank 0"].status is CheckStatus.INFO
+        )  # the healthy rank is not blamed
+        assert fingerprints[1].status is CheckStatus.FAIL

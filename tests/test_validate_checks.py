@@ -40,7 +40,7 @@ from torchscale.orchestration.validate import run_checks as runner
 from torchscale.orchestration.validate.check_context import TorchState, ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
-    Status,
+    CheckStatus,
     passed,
     skipped,
     warned,
@@ -206,7 +206,7 @@ def gpu_ctx(
 
 def test_python_passes_on_this_interpreter() -> None:
     result = check_python(make_ctx())
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert result.data["version"] == ".".join(map(str, sys.version_info[:3]))
     assert sys.executable in result.detail
 
@@ -215,7 +215,7 @@ def test_torch_real_install_passes() -> None:
     import torch
 
     result = check_torch(make_ctx())
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert result.data["version"] == str(torch.__version__)
     assert result.data["build"] == torch_build(torch)
 
@@ -223,7 +223,7 @@ def test_torch_real_install_passes() -> None:
 @pytest.mark.parametrize("version", ["1.13.1+cu117", "2.1.2+cu121", "2.5.1+cu124"])
 def test_torch_below_the_floor_fails(version: str) -> None:
     result = check_torch(make_ctx(torch=fake_torch(version=version)))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail == f"torch {version}, CUDA 12.4 build; torchscale needs >= 2.6"
     assert result.hint.startswith("upgrade to torch >= 2.6 (FSDP2's fully_shard")
 
@@ -231,7 +231,7 @@ def test_torch_below_the_floor_fails(version: str) -> None:
 @pytest.mark.parametrize("version", ["2.6.0+cu124", "2.6.0a0+git1234abc", "2.13.0+cpu", "3.0.0"])
 def test_torch_at_or_above_the_floor_passes(version: str) -> None:
     result = check_torch(make_ctx(torch=fake_torch(version=version)))
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
 
 
 def _pyproject_floor(name: str, text: str) -> tuple[int, ...]:
@@ -266,26 +266,26 @@ def test_torch_build(cuda: str | None, hip: str | None, expected: str) -> None:
 def test_torch_missing_fails_and_dependent_checks_skip() -> None:
     ctx = make_ctx("cuda", torch=NO_TORCH, nvml=NO_NVML)
     torch_result = check_torch(ctx)
-    assert torch_result.status is Status.FAIL
+    assert torch_result.status is CheckStatus.FAIL
     assert "cannot import torch: ImportError: x" in torch_result.detail
     assert "install PyTorch" in torch_result.hint
 
     for check in (check_gloo, check_nccl):
         result = check(ctx)
-        assert result.status is Status.SKIP, result
+        assert result.status is CheckStatus.SKIP, result
         assert result.detail == NEEDS_TORCH
-    assert check_cuda_compat(ctx).status is Status.SKIP
+    assert check_cuda_compat(ctx).status is CheckStatus.SKIP
     p2p = check_p2p(ctx)
-    assert p2p.status is Status.SKIP
+    assert p2p.status is CheckStatus.SKIP
     assert "found 0" in p2p.detail
     cuda = check_cuda(ctx)
-    assert cuda.status is Status.FAIL
+    assert cuda.status is CheckStatus.FAIL
     assert cuda.detail == NEEDS_TORCH
     gpus = check_gpus(ctx)
-    assert gpus.status is Status.FAIL
+    assert gpus.status is CheckStatus.FAIL
     assert "no GPU found (NVML unavailable" in gpus.detail
     smoke = check_smoke(make_ctx("cpu", quick=False, torch=NO_TORCH, nvml=NO_NVML), {})
-    assert [(r.id, r.status) for r in smoke] == [("smoke", Status.SKIP)]
+    assert [(r.id, r.status) for r in smoke] == [("smoke", CheckStatus.SKIP)]
     assert "needs torch" in smoke[0].detail
 
 
@@ -303,10 +303,10 @@ def test_validation_without_torch_completes_quick() -> None:
     report = runner.run_validation(ctx, base_env={})
     assert [r.id for r in report.checks] == ALL_CHECK_IDS
     by_id = {r.id: r for r in report.checks}
-    assert by_id["torch"].status is Status.FAIL
-    assert by_id["gloo"].status is Status.SKIP
-    assert by_id["nccl"].status is Status.SKIP
-    assert by_id["smoke"].status is Status.SKIP
+    assert by_id["torch"].status is CheckStatus.FAIL
+    assert by_id["gloo"].status is CheckStatus.SKIP
+    assert by_id["nccl"].status is CheckStatus.SKIP
+    assert by_id["smoke"].status is CheckStatus.SKIP
     assert not any("crashed" in r.detail for r in report.checks)
     assert report.ok is False
     assert report.verdict.startswith(
@@ -324,43 +324,45 @@ def test_validation_without_torch_does_not_launch_smoke(monkeypatch: pytest.Monk
     ctx = make_ctx("cpu", quick=False, torch=NO_TORCH, nvml=NO_NVML)
     report = runner.run_validation(ctx, base_env={})
     smoke = report.checks[-1]
-    assert (smoke.id, smoke.status) == ("smoke", Status.SKIP)
+    assert (smoke.id, smoke.status) == ("smoke", CheckStatus.SKIP)
     assert "needs torch" in smoke.detail
 
 
-@pytest.mark.parametrize(("device", "status"), [("cpu", Status.FAIL), ("cuda", Status.WARN)])
-def test_gloo_missing(device: str, status: Status) -> None:
+@pytest.mark.parametrize(
+    ("device", "status"), [("cpu", CheckStatus.FAIL), ("cuda", CheckStatus.WARN)]
+)
+def test_gloo_missing(device: str, status: CheckStatus) -> None:
     result = check_gloo(make_ctx(device, torch=fake_torch(gloo=False)))
     assert result.status is status
     assert "not available" in result.detail
 
 
 def test_gloo_available_passes() -> None:
-    assert check_gloo(make_ctx("cpu", torch=fake_torch())).status is Status.PASS
+    assert check_gloo(make_ctx("cpu", torch=fake_torch())).status is CheckStatus.PASS
 
 
 def test_nccl_skipped_on_cpu_path() -> None:
     result = check_nccl(make_ctx("cpu", torch=fake_torch()))
-    assert result.status is Status.SKIP
+    assert result.status is CheckStatus.SKIP
     assert "--device cpu" in result.detail
 
 
 def test_nccl_not_built_fails() -> None:
     result = check_nccl(make_ctx("cuda", torch=fake_torch(nccl=False)))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "not available in torch 2.7.1+cu124 (CUDA 12.4)" in result.detail
     assert "CUDA build of PyTorch" in result.hint
 
 
 def test_nccl_unloadable_fails() -> None:
     result = check_nccl(make_ctx(torch=fake_torch(nccl_version=OSError("libnccl.so.2: nope"))))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail == "torch reports NCCL but cannot load it: OSError: libnccl.so.2: nope"
 
 
 def test_nccl_version_passes() -> None:
     result = check_nccl(make_ctx(torch=fake_torch(nccl_version=(2, 21, 5))))
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert result.detail == "NCCL 2.21.5"
     assert result.data == {"version": "2.21.5"}
 
@@ -434,14 +436,14 @@ def test_context_counts_gpus_with_the_host_probe(monkeypatch: pytest.MonkeyPatch
 def test_torchrun_not_on_path_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checks_software.shutil, "which", lambda name: None)
     result = check_torchrun(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert f"{sys.executable} -m torch.distributed.run" in result.detail
 
 
 def test_torchrun_on_path_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checks_software.shutil, "which", lambda name: f"/opt/bin/{name}")
     result = check_torchrun(make_ctx())
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert result.data["path"] == "/opt/bin/torchrun"
 
 
@@ -462,7 +464,7 @@ def fake_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> P
 def test_nsys_missing_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checks_software.shutil, "which", lambda name: None)
     result = check_nsys(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert result.detail == "nsys not found on PATH"
     assert "Nsight Systems" in result.hint
 
@@ -472,7 +474,7 @@ def test_nsys_present_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         tmp_path, monkeypatch, "echo 'NVIDIA Nsight Systems version 2023.4.1.97-32~g1d2a3b4'"
     )
     result = check_nsys(make_ctx())
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert result.data == {"path": str(exe), "version": "2023.4.1.97"}
     assert result.detail == f"nsys 2023.4.1.97 at {exe}"
 
@@ -484,7 +486,7 @@ def test_nsys_failing_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         "echo 'starting' ; echo 'nsys: fatal: cannot load libQt6' >&2 ; exit 3",
     )
     result = check_nsys(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "--version failed: nsys: fatal: cannot load libQt6" in result.detail
 
 
@@ -497,7 +499,7 @@ def test_nsys_exit_status_matters_even_with_version(
         "echo 'NVIDIA Nsight Systems version 2023.4.1.97-32'; echo 'license expired'; exit 1",
     )
     result = check_nsys(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "--version failed: license expired" in result.detail
 
 
@@ -506,7 +508,7 @@ def test_nsys_failing_silently_warns_with_exit_code(
 ) -> None:
     fake_nsys(tmp_path, monkeypatch, "exit 7")
     result = check_nsys(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "--version failed: exit code 7" in result.detail
 
 
@@ -514,7 +516,7 @@ def test_nsys_hanging_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     fake_nsys(tmp_path, monkeypatch, "exec sleep 30")
     monkeypatch.setattr(checks_software, "NSYS_TIMEOUT_S", 0.5)
     result = check_nsys(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "does not run" in result.detail
     assert "timed out" in result.detail
 
@@ -551,7 +553,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 def test_environment_clean_passes(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("NCCL_DEBUG", "INFO")
     result = check_env(make_ctx())
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert result.data["variables"]["NCCL_DEBUG"] == "INFO"
     assert result.data["inherited_distributed"] == []
     assert "NCCL_DEBUG=INFO" in result.detail
@@ -561,33 +563,33 @@ def test_environment_clean_passes(clean_env: pytest.MonkeyPatch) -> None:
 def test_environment_hidden_gpus_warn(clean_env: pytest.MonkeyPatch, value: str) -> None:
     clean_env.setenv("CUDA_VISIBLE_DEVICES", value)
     result = check_env(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "CUDA_VISIBLE_DEVICES hides every GPU" in result.detail
     assert "unset CUDA_VISIBLE_DEVICES" in result.hint
 
 
 def test_environment_visible_gpus_pass(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    assert check_env(make_ctx()).status is Status.PASS
+    assert check_env(make_ctx()).status is CheckStatus.PASS
 
 
 def test_environment_disabled_transport_warns(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("NCCL_P2P_DISABLE", "1")
     result = check_env(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "transport(s) switched off: NCCL_P2P_DISABLE=1" in result.detail
 
 
 def test_environment_transport_explicitly_enabled_passes(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("NCCL_P2P_DISABLE", "0")
-    assert check_env(make_ctx()).status is Status.PASS
+    assert check_env(make_ctx()).status is CheckStatus.PASS
 
 
 @pytest.mark.parametrize("name", ["RANK", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "PET_NNODES"])
 def test_environment_leftover_launcher_var_warns(clean_env: pytest.MonkeyPatch, name: str) -> None:
     clean_env.setenv(name, "3")
     result = check_env(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert f"inherited launcher variables: {name}" in result.detail
     assert result.data["inherited_distributed"] == [name]
 
@@ -608,20 +610,20 @@ def test_gpu_checks_skip_on_cpu_path() -> None:
         check_throttle,
     ):
         result = check(ctx)
-        assert result.status is Status.SKIP, result
+        assert result.status is CheckStatus.SKIP, result
         assert result.detail == checks_gpu.CPU_SKIP
 
 
 def test_cuda_cpu_only_build_fails() -> None:
     result = check_cuda(make_ctx(torch=fake_torch(version="2.7.1+cpu", cuda=None, gpus=0)))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "torch 2.7.1+cpu is a CPU-only build" in result.detail
     assert "--device cpu" in result.hint
 
 
 def test_cuda_build_without_devices_fails() -> None:
     result = check_cuda(make_ctx(torch=fake_torch(gpus=0)))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "CUDA 12.4 build, but no CUDA device is usable" in result.detail
     assert result.data == {"device_count": 0}
 
@@ -629,14 +631,14 @@ def test_cuda_build_without_devices_fails() -> None:
 def test_cuda_raising_driver_fails() -> None:
     torch = fake_torch(cuda_error=RuntimeError("CUDA driver initialization failed"))
     result = check_cuda(make_ctx(torch=torch))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "torch.cuda raised RuntimeError: CUDA driver initialization failed" in result.detail
     assert torch.cuda_gpu_count == 0  # the context's count survives the same failure
 
 
 def test_cuda_with_devices_passes() -> None:
     result = check_cuda(make_ctx(torch=fake_torch(gpus=4)))
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert result.detail == "4 device(s) usable by torch (CUDA 12.4)"
     assert result.data == {"device_count": 4, "cuda_runtime": "12.4"}
 
@@ -647,7 +649,7 @@ def test_cuda_with_devices_passes() -> None:
 def test_gpus_from_nvml_pass() -> None:
     fake = FakeNvml([FakeGpu(), FakeGpu(uuid="GPU-1", bus_id="00000000:2A:00.0")])
     result = check_gpus(gpu_ctx(fake))
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert result.detail.startswith("2 GPU(s) via NVML: 0: NVIDIA H100 80GB HBM3 80 GiB sm_9.0; 1:")
     first, second = result.data["gpus"]
     assert first["memory_total_bytes"] == 80 * GIB
@@ -658,7 +660,7 @@ def test_gpus_from_nvml_pass() -> None:
 def test_gpus_mixed_models_warn() -> None:
     fake = FakeNvml([FakeGpu(), FakeGpu(name="NVIDIA A100-SXM4-80GB", compute_capability=(8, 0))])
     result = check_gpus(gpu_ctx(fake))
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "mixed GPU models" in result.hint
     assert "1: NVIDIA A100-SXM4-80GB 80 GiB sm_8.0" in result.detail
 
@@ -666,7 +668,7 @@ def test_gpus_mixed_models_warn() -> None:
 def test_gpus_unreadable_gpu_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml([FakeGpu(), FakeGpu(unreadable=True)]))
     result = check_gpus(make_ctx("cuda", torch=fake_torch(gpus=2), nvml=probe_nvml()))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail.startswith("NVML cannot read GPU 1 (NVMLError_Unknown")
     assert "Xid" in result.hint
 
@@ -674,26 +676,26 @@ def test_gpus_unreadable_gpu_fails(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_gpus_unqueryable_memory_still_listed() -> None:
     fake = FakeNvml([FakeGpu(memory_total=NOT_SUPPORTED, compute_capability=NOT_SUPPORTED)])
     result = check_gpus(gpu_ctx(fake))
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert "0: NVIDIA H100 80GB HBM3 ? GiB sm_?" in result.detail
 
 
 def test_gpus_fall_back_to_torch_without_nvml() -> None:
     result = check_gpus(make_ctx(torch=fake_torch(gpus=2), nvml=NO_NVML))
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert "2 GPU(s) via torch (NVML unavailable)" in result.detail
     assert "0: NVIDIA A100-SXM4-40GB 40 GiB sm_8.0" in result.detail
 
 
 def test_gpus_none_anywhere_fails() -> None:
     result = check_gpus(make_ctx(torch=fake_torch(gpus=0), nvml=NO_NVML))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "no GPU found (NVML unavailable: libnvidia-ml.so not found" in result.detail
 
 
 def test_gpus_nvml_lists_none_fails() -> None:
     result = check_gpus(gpu_ctx(FakeNvml([]), torch=fake_torch(gpus=0)))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "NVML lists no GPU" in result.detail
 
 
@@ -703,7 +705,7 @@ def test_gpus_nvml_lists_none_fails() -> None:
 def test_driver_passes_with_version() -> None:
     fake = FakeNvml(driver_version="550.54.15")
     result = check_driver(gpu_ctx(fake, cuda_driver=(12, 4)))
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert "550.54.15" in result.detail
     assert result.detail == "driver 550.54.15, supports CUDA up to 12.4"
     assert result.data == {"driver_version": "550.54.15", "cuda_driver_version": "12.4"}
@@ -711,13 +713,13 @@ def test_driver_passes_with_version() -> None:
 
 def test_driver_unknown_cuda_version_still_passes() -> None:
     result = check_driver(gpu_ctx(FakeNvml(driver_version="535.104.05"), cuda_driver=None))
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert result.detail == "driver 535.104.05"
 
 
 def test_driver_without_nvml_fails() -> None:
     result = check_driver(make_ctx(nvml=NO_NVML))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "NVML unavailable: libnvidia-ml.so not found" in result.detail
     assert "nvidia-smi" in result.hint
 
@@ -742,12 +744,12 @@ def test_cuda_compatibility(
 @pytest.mark.parametrize(
     ("driver", "status", "fragment"),
     [
-        ((11, 8), Status.FAIL, "driver supports up to 11.8"),
-        ((12, 2), Status.WARN, "minor-version compatibility mode"),
-        ((12, 6), Status.PASS, "torch built with CUDA 12.4; driver supports up to 12.6"),
+        ((11, 8), CheckStatus.FAIL, "driver supports up to 11.8"),
+        ((12, 2), CheckStatus.WARN, "minor-version compatibility mode"),
+        ((12, 6), CheckStatus.PASS, "torch built with CUDA 12.4; driver supports up to 12.6"),
     ],
 )
-def test_cuda_compat_check(driver: tuple[int, int], status: Status, fragment: str) -> None:
+def test_cuda_compat_check(driver: tuple[int, int], status: CheckStatus, fragment: str) -> None:
     result = check_cuda_compat(
         gpu_ctx(FakeNvml(), torch=fake_torch(cuda="12.4"), cuda_driver=driver)
     )
@@ -767,10 +769,10 @@ def test_cuda_compat_too_old_hint_names_both_ways_out() -> None:
 
 def test_cuda_compat_skips_without_cuda_runtime_or_driver_version() -> None:
     no_runtime = check_cuda_compat(gpu_ctx(FakeNvml(), torch=fake_torch(cuda=None)))
-    assert no_runtime.status is Status.SKIP
+    assert no_runtime.status is CheckStatus.SKIP
     assert "not a CUDA build" in no_runtime.detail
     no_driver = check_cuda_compat(make_ctx(torch=fake_torch(), nvml=NO_NVML))
-    assert no_driver.status is Status.SKIP
+    assert no_driver.status is CheckStatus.SKIP
     assert "driver's CUDA version unknown" in no_driver.detail
 
 
@@ -789,7 +791,7 @@ def test_p2p_full_access_passes_and_counts_nvlinks() -> None:
         ]
     )
     result = check_p2p(gpu_ctx(fake))
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert "peer access 2/2 pairs" in result.detail
     assert "cuda:0 (NVML 0): 4 active, cuda:1 (NVML 1): 2 active" in result.detail
     assert result.data["active_nvlinks"] == {0: 4, 1: 2}
@@ -801,7 +803,7 @@ def test_p2p_names_nvlinks_by_cuda_ordinal_under_a_visible_subset() -> None:
     fake = FakeNvml([FakeGpu(uuid=f"GPU-{uuid(i)}", nvlinks=[True] * (i + 1)) for i in range(4)])
     torch = fake_torch(gpus=2, uuids=[uuid(3), uuid(1)])
     result = check_p2p(gpu_ctx(fake, torch=torch))
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert "NVLink cuda:0 (NVML 3): 4 active, cuda:1 (NVML 1): 2 active" in result.detail
     assert result.data["active_nvlinks"] == {0: 4, 1: 2}
     assert result.data["nvml_index"] == {0: 3, 1: 1}
@@ -839,7 +841,7 @@ def test_nvml_indices_maps_cuda_ordinals_by_uuid(
 def test_p2p_missing_pair_warns() -> None:
     torch = fake_torch(gpus=2, peer=lambda a, b: (a, b) != (1, 0))
     result = check_p2p(gpu_ctx(FakeNvml([FakeGpu(), FakeGpu()]), torch=torch))
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "peer access 1/2 pairs" in result.detail
     assert "no peer access: 1->0" in result.detail
     assert result.data["peer_access"] == {"0->1": True, "1->0": False}
@@ -847,13 +849,13 @@ def test_p2p_missing_pair_warns() -> None:
 
 def test_p2p_without_nvml_reports_unknown_links() -> None:
     result = check_p2p(make_ctx(torch=fake_torch(gpus=2), nvml=NO_NVML))
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert "NVLink state unknown" in result.detail
 
 
 def test_p2p_single_gpu_skips() -> None:
     result = check_p2p(gpu_ctx(FakeNvml(), torch=fake_torch(gpus=1)))
-    assert result.status is Status.SKIP
+    assert result.status is CheckStatus.SKIP
     assert "found 1" in result.detail
 
 
@@ -863,7 +865,7 @@ def test_p2p_single_gpu_skips() -> None:
 def test_ecc_clean_passes_and_queries_volatile_uncorrected() -> None:
     fake = FakeNvml([FakeGpu(), FakeGpu()])
     result = check_ecc(gpu_ctx(fake))
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert result.data["gpus"][0] == {
         "uncorrected_volatile": 0,
         "retired_pages_pending": False,
@@ -887,7 +889,7 @@ def test_ecc_old_or_corrected_errors_pass() -> None:
             )
         ]
     )
-    assert check_ecc(gpu_ctx(fake)).status is Status.PASS
+    assert check_ecc(gpu_ctx(fake)).status is CheckStatus.PASS
 
 
 @pytest.mark.parametrize(
@@ -901,7 +903,7 @@ def test_ecc_old_or_corrected_errors_pass() -> None:
 )
 def test_ecc_problems_fail(gpu: FakeGpu, fragment: str) -> None:
     result = check_ecc(gpu_ctx(FakeNvml([FakeGpu(), gpu])))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert fragment in result.detail
     assert "GPU0" not in result.detail
     assert "drain the node" in result.hint
@@ -910,7 +912,7 @@ def test_ecc_problems_fail(gpu: FakeGpu, fragment: str) -> None:
 def test_ecc_failure_wins_over_partial_support() -> None:
     fake = FakeNvml([FakeGpu(ecc_uncorrected_volatile=NOT_SUPPORTED, retired_pages_pending=True)])
     result = check_ecc(gpu_ctx(fake))
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "page retirement pending" in result.detail
 
 
@@ -922,23 +924,23 @@ def test_ecc_all_unsupported_skips() -> None:
     }
     fake = FakeNvml([FakeGpu(**unsupported), FakeGpu(**unsupported)])
     result = check_ecc(gpu_ctx(fake))
-    assert result.status is Status.SKIP
+    assert result.status is CheckStatus.SKIP
     assert "ECC not supported or disabled" in result.detail
     assert "NVMLError_NotSupported" in result.data["gpus"][0]["ecc"]
 
 
 def test_ecc_some_unsupported_passes() -> None:
     fake = FakeNvml([FakeGpu(ecc_uncorrected_volatile=NOT_SUPPORTED), FakeGpu()])
-    assert check_ecc(gpu_ctx(fake)).status is Status.PASS
+    assert check_ecc(gpu_ctx(fake)).status is CheckStatus.PASS
 
 
 def test_per_gpu_checks_skip_without_nvml_or_gpus() -> None:
     for check in (check_ecc, check_persistence, check_throttle):
         no_nvml = check(make_ctx(torch=fake_torch(), nvml=NO_NVML))
-        assert no_nvml.status is Status.SKIP
+        assert no_nvml.status is CheckStatus.SKIP
         assert no_nvml.detail.startswith("NVML unavailable: libnvidia-ml.so not found")
         no_gpu = check(gpu_ctx(FakeNvml([])))
-        assert no_gpu.status is Status.SKIP
+        assert no_gpu.status is CheckStatus.SKIP
         assert no_gpu.detail == "no GPU visible"
 
 
@@ -948,7 +950,7 @@ def test_per_gpu_checks_skip_without_nvml_or_gpus() -> None:
 def test_persistence_disabled_warns() -> None:
     fake = FakeNvml([FakeGpu(), FakeGpu(persistence=False), FakeGpu(persistence=False)])
     result = check_persistence(gpu_ctx(fake))
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert result.detail == "disabled on GPU 1, 2"
     assert "nvidia-smi -pm 1" in result.hint
     assert result.data["gpus"] == {0: True, 1: False, 2: False}
@@ -956,13 +958,13 @@ def test_persistence_disabled_warns() -> None:
 
 def test_persistence_enabled_passes() -> None:
     result = check_persistence(gpu_ctx(FakeNvml([FakeGpu(), FakeGpu()])))
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert result.detail == "enabled on every GPU"
 
 
 def test_persistence_unqueryable_skips() -> None:
     result = check_persistence(gpu_ctx(FakeNvml([FakeGpu(persistence=NOT_SUPPORTED)])))
-    assert result.status is Status.SKIP
+    assert result.status is CheckStatus.SKIP
     assert result.data["gpus"] == {0: None}
 
 
@@ -987,7 +989,7 @@ def test_decode_clock_reasons(mask: int, expected: list[str]) -> None:
 def test_throttle_thermal_warns() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x1), FakeGpu(clock_reasons=0x40)])
     result = check_throttle(gpu_ctx(fake))
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert result.detail == "clocks held down now: GPU1: HwThermalSlowdown"
     assert "cooling" in result.hint
     assert result.data["gpus"] == {0: ["GpuIdle"], 1: ["HwThermalSlowdown"]}
@@ -996,13 +998,13 @@ def test_throttle_thermal_warns() -> None:
 def test_throttle_idle_passes() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x1), FakeGpu(clock_reasons=0x1 | 0x10)])
     result = check_throttle(gpu_ctx(fake))
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert result.data["gpus"] == {0: ["GpuIdle"], 1: ["GpuIdle", "SyncBoost"]}
 
 
 def test_throttle_harmless_reasons_are_not_listed_as_slowing() -> None:
     result = check_throttle(gpu_ctx(FakeNvml([FakeGpu(clock_reasons=0x1 | 0x4)])))
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert result.detail == "clocks held down now: GPU0: SwPowerCap"
 
 
@@ -1012,7 +1014,7 @@ OLD_CLOCKS = "nvmlDeviceGetCurrentClocksThrottleReasons"
 
 def test_throttle_queries_the_new_name_only_when_the_driver_has_it() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x1)])
-    assert check_throttle(gpu_ctx(fake)).status is Status.PASS
+    assert check_throttle(gpu_ctx(fake)).status is CheckStatus.PASS
     assert len(fake.called(NEW_CLOCKS)) == 1
     assert fake.called(OLD_CLOCKS) == []
 
@@ -1025,7 +1027,7 @@ def test_throttle_falls_back_when_the_driver_lacks_the_new_function() -> None:
         driver_has_clocks_event_reasons=False,
     )
     result = check_throttle(gpu_ctx(fake))
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert result.detail == "clocks held down now: GPU1: HwThermalSlowdown"
     assert len(fake.called(NEW_CLOCKS)) == 2
     assert len(fake.called(OLD_CLOCKS)) == 2
@@ -1044,7 +1046,7 @@ def test_throttle_falls_back_on_not_supported() -> None:
     fake.nvmlDeviceGetCurrentClocksEventReasons = new_name_not_supported  # type: ignore[method-assign]
     result = check_throttle(gpu_ctx(fake))
     assert calls == ["new"]
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "SwPowerCap" in result.detail
     assert fake.called(OLD_CLOCKS)
 
@@ -1055,7 +1057,7 @@ def test_throttle_skips_with_the_error_when_neither_name_answers() -> None:
         driver_has_clocks_event_reasons=False,
     )
     result = check_throttle(gpu_ctx(fake))
-    assert result.status is Status.SKIP
+    assert result.status is CheckStatus.SKIP
     assert result.detail == (
         f"clock reasons unreadable: GPU0, GPU1: {NEW_CLOCKS}: NVMLError_FunctionNotFound: "
         f"Function Not Found; {OLD_CLOCKS}: NVMLError_NotSupported: Not Supported"
@@ -1068,7 +1070,7 @@ def test_throttle_skips_with_the_error_when_neither_name_answers() -> None:
 def test_throttle_skips_when_the_binding_has_neither_usable_name() -> None:
     fake = FakeNvml([FakeGpu()], driver_has_clocks_event_reasons=False, throttle_reasons_api=False)
     result = check_throttle(gpu_ctx(fake))
-    assert result.status is Status.SKIP
+    assert result.status is CheckStatus.SKIP
     assert f"{OLD_CLOCKS}: not in this pynvml" in result.detail
     assert "FunctionNotFound" in result.detail
 
@@ -1077,7 +1079,7 @@ def test_throttle_does_not_fall_back_on_a_real_failure() -> None:
     """A lost GPU is not a missing function: the old name is not asked, the error is kept."""
     fake = FakeNvml([FakeGpu(clock_reasons=NVMLError_Unknown("GPU is lost"))])
     result = check_throttle(gpu_ctx(fake))
-    assert result.status is Status.SKIP
+    assert result.status is CheckStatus.SKIP
     assert (
         result.detail
         == f"clock reasons unreadable: GPU0: {NEW_CLOCKS}: NVMLError_Unknown: GPU is lost"
@@ -1088,7 +1090,7 @@ def test_throttle_does_not_fall_back_on_a_real_failure() -> None:
 def test_throttle_unreadable_gpu_is_named_next_to_a_throttling_one() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x20), FakeGpu(clock_reasons=NOT_SUPPORTED)])
     result = check_throttle(gpu_ctx(fake))
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert result.detail.startswith(
         "clocks held down now: GPU0: SwThermalSlowdown; unreadable: GPU1: "
     )
@@ -1099,7 +1101,7 @@ def test_throttle_unreadable_gpu_is_named_next_to_a_throttling_one() -> None:
 def test_throttle_uses_old_api_name_when_new_one_is_missing() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x20)], clocks_event_reasons_api=False)
     result = check_throttle(gpu_ctx(fake))
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "SwThermalSlowdown" in result.detail
     assert fake.called("nvmlDeviceGetCurrentClocksThrottleReasons")
 
@@ -1116,8 +1118,8 @@ def test_probe_nvml_without_pynvml(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "pynvml is not importable" in state.error
     assert "pip install nvidia-ml-py" in state.error
     ctx = make_ctx(torch=fake_torch(gpus=0), nvml=state)
-    assert check_driver(ctx).status is Status.FAIL
-    assert check_ecc(ctx).status is Status.SKIP
+    assert check_driver(ctx).status is CheckStatus.FAIL
+    assert check_ecc(ctx).status is CheckStatus.SKIP
 
 
 @pytest.mark.parametrize(
@@ -1139,10 +1141,10 @@ def test_probe_nvml_init_failure(
     assert state.gpus == []
     ctx = make_ctx(torch=fake_torch(gpus=0), nvml=state)
     driver = check_driver(ctx)
-    assert driver.status is Status.FAIL
+    assert driver.status is CheckStatus.FAIL
     assert expected in driver.detail
     for check in (check_ecc, check_persistence, check_throttle):
-        assert check(ctx).status is Status.SKIP
+        assert check(ctx).status is CheckStatus.SKIP
 
 
 def test_probe_nvml_lists_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1192,8 +1194,8 @@ def test_probe_nvml_unreadable_gpu_is_kept(monkeypatch: pytest.MonkeyPatch) -> N
     assert state.gpus[1].name.startswith("<unreadable: NVMLError_Unknown")
     # the checks tolerate the missing handle instead of crashing
     ctx = make_ctx(torch=fake_torch(gpus=2), nvml=state)
-    assert check_ecc(ctx).status is Status.PASS
-    assert check_persistence(ctx).status is Status.PASS
+    assert check_ecc(ctx).status is CheckStatus.PASS
+    assert check_persistence(ctx).status is CheckStatus.PASS
 
 
 def test_fake_nvml_not_supported_error_name() -> None:
@@ -1218,7 +1220,7 @@ def test_shm_small_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(checks_system.os, "statvfs", statvfs)
     result = check_shm(make_ctx(), path=tmp_path)
     assert seen == [tmp_path]
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "--shm-size" in result.hint
     assert "below 1 GiB" in result.detail
     assert result.data == {"total_bytes": 64 * MIB, "free_bytes": 60 * MIB}
@@ -1229,22 +1231,22 @@ def test_shm_large_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         checks_system.os, "statvfs", lambda path: StatVfs(4096, 16 * GIB // 4096, 15 * GIB // 4096)
     )
     result = check_shm(make_ctx(), path=tmp_path)
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert result.detail == "16.0 GiB (15.0 GiB free)"
 
 
 def test_shm_missing_skips(tmp_path: Path) -> None:
     result = check_shm(make_ctx(), path=tmp_path / "no-shm")
-    assert result.status is Status.SKIP
+    assert result.status is CheckStatus.SKIP
     assert "does not exist" in result.detail
 
 
 def test_cpu_single_core_warns_on_cpu_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checks_system, "usable_cores", lambda: 1)
     result = check_cpu(make_ctx("cpu"))
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "oversubscribed" in result.hint
-    assert check_cpu(make_ctx("cuda")).status is Status.PASS
+    assert check_cpu(make_ctx("cuda")).status is CheckStatus.PASS
 
 
 def test_cpu_cores_reported() -> None:
@@ -1257,7 +1259,7 @@ def test_open_files_low_limit_warns(monkeypatch: pytest.MonkeyPatch) -> None:
     resource = pytest.importorskip("resource")
     monkeypatch.setattr(resource, "getrlimit", lambda which: (1024, 4096))
     result = check_open_files(make_ctx())
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert result.detail == "soft 1024, hard 4096"
     assert "ulimit -n" in result.hint
 
@@ -1268,7 +1270,7 @@ def test_open_files_unlimited_passes(monkeypatch: pytest.MonkeyPatch) -> None:
         resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
     )
     result = check_open_files(make_ctx())
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert result.detail == "soft unlimited, hard unlimited"
 
 
@@ -1283,7 +1285,7 @@ def make_ib(root: Path, state: str, device: str = "mlx5_0", port: str = "1") -> 
 def test_infiniband_active_passes(tmp_path: Path) -> None:
     make_ib(tmp_path, "4: ACTIVE")
     result = check_infiniband(make_ctx(), root=tmp_path)
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert result.detail == "mlx5_0/1: 4: ACTIVE, 200 Gb/sec (4X HDR), InfiniBand"
     assert result.data["ports"] == {
         "mlx5_0/1": {
@@ -1297,13 +1299,13 @@ def test_infiniband_active_passes(tmp_path: Path) -> None:
 def test_infiniband_one_active_port_is_enough(tmp_path: Path) -> None:
     make_ib(tmp_path, "1: DOWN", device="mlx5_0")
     make_ib(tmp_path, "4: ACTIVE", device="mlx5_1")
-    assert check_infiniband(make_ctx(), root=tmp_path).status is Status.PASS
+    assert check_infiniband(make_ctx(), root=tmp_path).status is CheckStatus.PASS
 
 
 def test_infiniband_down_warns(tmp_path: Path) -> None:
     make_ib(tmp_path, "1: DOWN")
     result = check_infiniband(make_ctx(), root=tmp_path)
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert "mlx5_0/1: 1: DOWN" in result.detail
     assert "ibstat" in result.hint
 
@@ -1311,21 +1313,21 @@ def test_infiniband_down_warns(tmp_path: Path) -> None:
 def test_infiniband_device_without_ports_warns(tmp_path: Path) -> None:
     (tmp_path / "mlx5_0").mkdir()
     result = check_infiniband(make_ctx(), root=tmp_path)
-    assert result.status is Status.WARN
+    assert result.status is CheckStatus.WARN
     assert result.detail == "devices without ports"
 
 
 @pytest.mark.parametrize("make_root", [lambda p: p / "absent", lambda p: p])
 def test_infiniband_missing_or_empty_skips(tmp_path: Path, make_root: Any) -> None:
     result = check_infiniband(make_ctx(), root=make_root(tmp_path))
-    assert result.status is Status.SKIP
+    assert result.status is CheckStatus.SKIP
     assert "no RDMA devices" in result.detail
 
 
 def test_disk_uses_nearest_existing_ancestor(tmp_path: Path) -> None:
     ctx = make_ctx(output_dir=tmp_path / "not" / "yet" / "there")
     result = check_disk(ctx)
-    assert result.status in (Status.PASS, Status.WARN, Status.FAIL)
+    assert result.status in (CheckStatus.PASS, CheckStatus.WARN, CheckStatus.FAIL)
     assert result.data["path"] == str(tmp_path.resolve())
     assert abs(result.data["free_bytes"] - shutil.disk_usage(tmp_path).free) < GIB
     assert not (tmp_path / "not").exists()  # the check creates nothing
@@ -1336,10 +1338,10 @@ DiskUsage = namedtuple("DiskUsage", "total used free")
 
 @pytest.mark.parametrize(
     ("free", "status"),
-    [(50 * GIB, Status.PASS), (500 * MIB, Status.WARN), (50 * MIB, Status.FAIL)],
+    [(50 * GIB, CheckStatus.PASS), (500 * MIB, CheckStatus.WARN), (50 * MIB, CheckStatus.FAIL)],
 )
 def test_disk_thresholds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free: int, status: Status
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free: int, status: CheckStatus
 ) -> None:
     seen: list[Any] = []
 
@@ -1352,7 +1354,7 @@ def test_disk_thresholds(
     assert seen == [tmp_path.resolve()]
     assert result.status is status
     assert result.data["free_bytes"] == free
-    if status is not Status.PASS:
+    if status is not CheckStatus.PASS:
         assert "--output-dir" in result.hint
 
 
@@ -1365,7 +1367,7 @@ def check_boom(ctx: ValidateContext) -> CheckResult:
 
 def test_guarded_turns_crash_into_fail() -> None:
     result = runner._guarded(check_boom, make_ctx())
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert (result.id, result.title) == ("boom", "boom")
     assert "the check itself crashed: RuntimeError: kaboom" in result.detail
     assert f"({Path(__file__).name}:" in result.detail
@@ -1374,7 +1376,7 @@ def test_guarded_turns_crash_into_fail() -> None:
 
 def test_guarded_lambda() -> None:
     result = runner._guarded(lambda ctx: 1 // 0, make_ctx())
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "ZeroDivisionError" in result.detail
 
 
@@ -1394,18 +1396,18 @@ def test_run_validation_survives_crashing_check(
     report = runner.run_validation(ctx, base_env={}, progress=seen.append)
     assert seen == ["python", "boom", "cpu", "smoke test"]
     assert [(r.id, r.status) for r in report.checks] == [
-        ("python", Status.PASS),
-        ("boom", Status.FAIL),
-        ("cpu", Status.PASS),
-        ("smoke", Status.SKIP),
+        ("python", CheckStatus.PASS),
+        ("boom", CheckStatus.FAIL),
+        ("cpu", CheckStatus.PASS),
+        ("smoke", CheckStatus.SKIP),
     ]
     assert report.ok is False
     assert report.counts == {
-        Status.PASS: 2,
-        Status.WARN: 0,
-        Status.FAIL: 1,
-        Status.SKIP: 1,
-        Status.INFO: 0,
+        CheckStatus.PASS: 2,
+        CheckStatus.WARN: 0,
+        CheckStatus.FAIL: 1,
+        CheckStatus.SKIP: 1,
+        CheckStatus.INFO: 0,
     }
     assert "NOT ready" in report.verdict
     assert "boom" in report.verdict
@@ -1419,7 +1421,7 @@ def test_run_validation_survives_crashing_smoke(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(runner, "check_smoke", explode)
     report = runner.run_validation(make_ctx("cpu", quick=False, torch=fake_torch()), base_env={})
     smoke = report.checks[-1]
-    assert (smoke.id, smoke.status) == ("smoke", Status.FAIL)
+    assert (smoke.id, smoke.status) == ("smoke", CheckStatus.FAIL)
     assert smoke.detail == "could not run: OSError: no fork for you"
     assert report.ok is False
 

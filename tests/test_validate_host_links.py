@@ -19,7 +19,7 @@ from fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml
 
 from torchscale.orchestration.validate import perf_worker
 from torchscale.orchestration.validate.bandwidth import BandwidthResult
-from torchscale.orchestration.validate.check_result import Status
+from torchscale.orchestration.validate.check_result import CheckStatus
 from torchscale.orchestration.validate.host_links import placement_text
 from torchscale.orchestration.validate.pcie_topology import (
     HostTopology,
@@ -247,13 +247,13 @@ def test_a_healthy_hgx_board_reads_pass(tmp_path: Path) -> None:
     run = board_run(52.0, 26.0, topology_from_sysfs(bus_ids, devices))
     link = expected_for(H100, "h2d")
     assert link is not None
-    assert judge("h2d", 26.0, link)[0] is Status.FAIL  # the old bar
+    assert judge("h2d", 26.0, link)[0] is CheckStatus.FAIL  # the old bar
     rows = judge_perf(run, "cuda")
     alone = [r for r in rows if r.check in ("h2d", "d2h")]
     together = [r for r in rows if r.check in ("h2d.all", "d2h.all")]
     assert len(alone) == len(together) == 16
-    assert {r.status for r in alone} == {Status.PASS}
-    assert {r.status for r in together} == {Status.INFO}
+    assert {r.status for r in alone} == {CheckStatus.PASS}
+    assert {r.status for r in together} == {CheckStatus.INFO}
     first = next(r for r in together if r.gpu == 0 and r.check == "h2d.all")
     assert first.expected is None and first.value == 26.0
     assert "8 GPUs copying at once, 208 GB/s together" in first.detail
@@ -262,10 +262,10 @@ def test_a_healthy_hgx_board_reads_pass(tmp_path: Path) -> None:
     assert first.data["share_of_alone"] == pytest.approx(0.5)
     checks = {c.id: c.status for c in perf_checks(rows, "GPU")}
     assert checks == {
-        "perf_h2d": Status.PASS,
-        "perf_h2d_all": Status.INFO,
-        "perf_d2h": Status.PASS,
-        "perf_d2h_all": Status.INFO,
+        "perf_h2d": CheckStatus.PASS,
+        "perf_h2d_all": CheckStatus.INFO,
+        "perf_d2h": CheckStatus.PASS,
+        "perf_d2h_all": CheckStatus.INFO,
     }
 
 
@@ -273,7 +273,7 @@ def test_a_slow_lone_copy_still_fails_and_names_a_link_trained_low(tmp_path: Pat
     devices, bus_ids = hgx_sysfs(tmp_path, gpu_speed="16.0 GT/s PCIe")
     run = board_run(26.0, 20.0, topology_from_sysfs(bus_ids, devices))
     rows = [r for r in judge_perf(run, "cuda") if r.check == "h2d"]
-    assert {r.status for r in rows} == {Status.FAIL}
+    assert {r.status for r in rows} == {CheckStatus.FAIL}
     assert "link trained Gen4 x16, below its Gen5 x16" in rows[0].detail
 
 
@@ -281,7 +281,7 @@ def test_without_a_topology_the_shared_figure_says_topology_unknown() -> None:
     unknown = HostTopology(unknown="sysfs: /sys/bus/pci/devices/0000:19:00.0 does not exist")
     rows = judge_perf(board_run(52.0, 26.0, unknown), "cuda")
     shared = next(r for r in rows if r.check == "h2d.all")
-    assert shared.status is Status.INFO
+    assert shared.status is CheckStatus.INFO
     assert "topology unknown (sysfs: /sys/bus/pci/devices/0000:19:00.0" in shared.detail
     assert placement_text(None, None) == "topology unknown (not read)"
 
@@ -289,4 +289,4 @@ def test_without_a_topology_the_shared_figure_says_topology_unknown() -> None:
 def test_one_gpu_has_no_all_at_once_row() -> None:
     rank = RankPerf(rank=0, device="cuda:0", device_name=H100, bandwidth=[_copy("h2d", 0, 50.0)])
     rows = judge_perf(PerfRun(world_size=1, ranks=[rank]), "cuda")
-    assert [(r.check, r.status) for r in rows] == [("h2d", Status.PASS)]
+    assert [(r.check, r.status) for r in rows] == [("h2d", CheckStatus.PASS)]

@@ -18,8 +18,8 @@ from torchscale.orchestration.comm.comm_result import CommResult, CommRow
 from torchscale.orchestration.schedulers.slurm.preflight import validate_argv
 from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix, P2PPair
 from torchscale.orchestration.validate.check_result import (
+    CheckStatus,
     Measurement,
-    Status,
     ValidateReport,
     read_validate_report,
 )
@@ -86,7 +86,7 @@ def test_each_gpus_figure_is_judged_against_its_skus_reference() -> None:
         assert row.expected == expected.value and row.expected_source == expected.source
         assert row.ratio == pytest.approx(row.value / expected.value)  # type: ignore[operator]
     fp8 = [r for r in rows if r.check == "matmul.fp8"]
-    assert all(r.value is None and r.status is Status.SKIP for r in fp8)
+    assert all(r.value is None and r.status is CheckStatus.SKIP for r in fp8)
     assert fp8[0].unavailable == "no fp8 here"
 
 
@@ -96,7 +96,7 @@ def test_a_figure_above_the_spec_sheet_is_a_fail_and_never_a_value() -> None:
         world_size=1, ranks=[RankPerf(rank=0, device="cuda:0", device_name=H100, matmul=[suspect])]
     )
     [row] = judge_perf(run, "cuda")
-    assert row.status is Status.FAIL and row.value is None
+    assert row.status is CheckStatus.FAIL and row.value is None
     assert "exceeds" in row.detail
 
 
@@ -108,7 +108,7 @@ def test_a_cpu_figure_has_no_reference_and_says_so() -> None:
         matmul=[PeakResult(dtype="fp32", device="cpu", device_name="CPU x86_64", best_tflops=0.05)],
     )
     [row] = judge_perf(PerfRun(world_size=1, ranks=[cpu]), "cpu")
-    assert (row.status, row.expected, row.gpu) == (Status.INFO, None, None)
+    assert (row.status, row.expected, row.gpu) == (CheckStatus.INFO, None, None)
     assert row.value == 0.05
 
 
@@ -123,14 +123,18 @@ def test_the_check_line_carries_the_worst_gpu_and_the_spread() -> None:
             status=s,
             detail=f"gpu {g} detail",
         )
-        for g, v, s in [(0, 780.0, Status.PASS), (1, 500.0, Status.FAIL), (2, 781.0, Status.PASS)]
+        for g, v, s in [
+            (0, 780.0, CheckStatus.PASS),
+            (1, 500.0, CheckStatus.FAIL),
+            (2, 781.0, CheckStatus.PASS),
+        ]
     ]
     [check] = perf_checks(rows, "GPU")
-    assert check.status is Status.FAIL
+    assert check.status is CheckStatus.FAIL
     assert "3 GPUs, 500 TFLOP/s to 781 TFLOP/s" in check.detail
     assert "GPU 1: gpu 1 detail" in check.detail
     assert check.hint
-    assert worst([Status.INFO, Status.SKIP]) is Status.INFO
+    assert worst([CheckStatus.INFO, CheckStatus.SKIP]) is CheckStatus.INFO
     assert measured_peaks(rows) == {"bf16": 780.0}  # the median GPU, not the best
 
 
@@ -164,7 +168,7 @@ def test_busbw_is_the_largest_size_out_of_place_and_wrong_sums_fail() -> None:
     rows = {r.check: r for r in busbw_rows(result, "CPU x86_64", "comm/run1.json")}
     assert rows["busbw.all_reduce"].value == 2.0  # the bandwidth regime, not the best figure
     assert rows["busbw.all_reduce"].data["size_bytes"] == 1 << 20
-    assert rows["busbw.all_gather"].status is Status.FAIL
+    assert rows["busbw.all_gather"].status is CheckStatus.FAIL
     assert "4 wrong element(s)" in rows["busbw.all_gather"].detail
     assert rows["busbw.reduce_scatter"].unavailable == "gloo lacks it"
     assert rows["busbw.all_to_all"].value is None
@@ -197,7 +201,7 @@ def _report(host: str, bf16: float) -> ValidateReport:
             gpu=g,
             value=bf16 - g,
             unit="TFLOP/s",
-            status=Status.PASS,
+            status=CheckStatus.PASS,
         )
         for g in range(2)
     ]
@@ -296,10 +300,10 @@ def test_the_verdicts_are_the_same_when_judged_again(perf_run: tuple[Any, Path])
 
 
 def test_fail_on_warn_blocks_on_a_warn_and_info_never_blocks() -> None:
-    assert is_ok({Status.PASS: 3, Status.WARN: 1, Status.INFO: 2}, "fail")
-    assert not is_ok({Status.PASS: 3, Status.WARN: 1}, "warn")
-    assert not is_ok({Status.FAIL: 1}, "fail")
-    assert is_ok({Status.INFO: 5, Status.SKIP: 1}, "warn")
+    assert is_ok({CheckStatus.PASS: 3, CheckStatus.WARN: 1, CheckStatus.INFO: 2}, "fail")
+    assert not is_ok({CheckStatus.PASS: 3, CheckStatus.WARN: 1}, "warn")
+    assert not is_ok({CheckStatus.FAIL: 1}, "fail")
+    assert is_ok({CheckStatus.INFO: 5, CheckStatus.SKIP: 1}, "warn")
 
 
 def test_a_bad_output_dir_and_a_bad_duration_are_one_line_each(tmp_path: Path) -> None:
@@ -324,8 +328,8 @@ def test_a_fail_in_the_measurements_exits_one_and_the_saved_report_says_so(
 
     def planted(*args: Any, **kwargs: Any) -> perf.PerfOutcome:
         row = Measurement(check="memory.triad", title="memory triad", value=1.0, unit="GB/s",
-                          status=Status.FAIL, detail="planted")  # fmt: skip
-        check = CheckResult(id="perf_memory_triad", title="memory triad", status=Status.FAIL,
+                          status=CheckStatus.FAIL, detail="planted")  # fmt: skip
+        check = CheckResult(id="perf_memory_triad", title="memory triad", status=CheckStatus.FAIL,
                             detail="planted")  # fmt: skip
         return perf.PerfOutcome(measurements=[row], checks=[check])
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.orchestration.validate.check_result import Status
+from torchscale.orchestration.validate.check_result import CheckStatus
 from torchscale.orchestration.validate.reference import (
     ACHIEVABLE,
     SPEC_THRESHOLDS,
@@ -64,7 +64,7 @@ def test_an_unknown_device_or_a_cpu_gets_the_figure_alone(name: str) -> None:
     expected = expected_for(name, "matmul.bf16")
     assert expected is None
     assert judge("matmul.bf16", 1.0, expected) == (
-        Status.INFO,
+        CheckStatus.INFO,
         None,
         "no reference for this device: the measured value alone",
     )
@@ -72,30 +72,30 @@ def test_an_unknown_device_or_a_cpu_gets_the_figure_alone(name: str) -> None:
 
 def test_thresholds_at_their_bounds() -> None:
     achievable = Expected(100.0, "achievable", "src")
-    assert judge("matmul.bf16", ACHIEVABLE.pass_at * 100, achievable)[0] is Status.PASS
-    assert judge("matmul.bf16", ACHIEVABLE.pass_at * 100 - 0.01, achievable)[0] is Status.WARN
-    assert judge("matmul.bf16", ACHIEVABLE.warn_at * 100, achievable)[0] is Status.WARN
-    assert judge("matmul.bf16", ACHIEVABLE.warn_at * 100 - 0.01, achievable)[0] is Status.FAIL
+    assert judge("matmul.bf16", ACHIEVABLE.pass_at * 100, achievable)[0] is CheckStatus.PASS
+    assert judge("matmul.bf16", ACHIEVABLE.pass_at * 100 - 0.01, achievable)[0] is CheckStatus.WARN
+    assert judge("matmul.bf16", ACHIEVABLE.warn_at * 100, achievable)[0] is CheckStatus.WARN
+    assert judge("matmul.bf16", ACHIEVABLE.warn_at * 100 - 0.01, achievable)[0] is CheckStatus.FAIL
     spec = Expected(100.0, "spec", "src")
     memory = SPEC_THRESHOLDS["memory"]
-    assert judge("memory.triad", memory.pass_at * 100, spec)[0] is Status.PASS
-    assert judge("memory.triad", memory.warn_at * 100 - 0.01, spec)[0] is Status.FAIL
+    assert judge("memory.triad", memory.pass_at * 100, spec)[0] is CheckStatus.PASS
+    assert judge("memory.triad", memory.warn_at * 100 - 0.01, spec)[0] is CheckStatus.FAIL
     status, ratio, sentence = judge("h2d", 40.0, spec)
-    assert (status, ratio) == (Status.FAIL, 0.4) and "FAIL below 50%" in sentence
+    assert (status, ratio) == (CheckStatus.FAIL, 0.4) and "FAIL below 50%" in sentence
 
 
 def test_above_the_spec_sheet_is_a_fail_except_for_busbw() -> None:
     spec = Expected(100.0, "spec", "src")
     status, _, sentence = judge("memory.copy", 106.0, spec)
-    assert status is Status.FAIL and "measurement bug, not a fast GPU" in sentence
-    assert judge("memory.copy", 104.0, spec)[0] is Status.PASS  # within the 5 % slack
-    assert judge("busbw.all_reduce", 120.0, spec)[0] is Status.PASS  # NVLink SHARP
+    assert status is CheckStatus.FAIL and "measurement bug, not a fast GPU" in sentence
+    assert judge("memory.copy", 104.0, spec)[0] is CheckStatus.PASS  # within the 5 % slack
+    assert judge("busbw.all_reduce", 120.0, spec)[0] is CheckStatus.PASS  # NVLink SHARP
 
 
 def test_lower_is_better_inverts_the_ratio() -> None:
     expected = Expected(2.0, "spec", "s")
     status, ratio, _ = judge("p2p.latency", 4.0, expected, higher_is_better=False)
-    assert (status, ratio) == (Status.WARN, 0.5)  # twice the latency: half as good
+    assert (status, ratio) == (CheckStatus.WARN, 0.5)  # twice the latency: half as good
 
 
 def test_every_figure_has_a_source_and_the_readme_shows_the_table() -> None:

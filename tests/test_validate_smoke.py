@@ -31,7 +31,7 @@ from torchscale.orchestration.launch.torchrun_env import (
     is_inherited_distributed_var,
 )
 from torchscale.orchestration.validate import smoke, smoke_worker
-from torchscale.orchestration.validate.check_result import CheckResult, Status, passed
+from torchscale.orchestration.validate.check_result import CheckResult, CheckStatus, passed
 from torchscale.orchestration.validate.smoke import (
     SMOKE_ELEMENTS,
     SMOKE_ITERS,
@@ -245,7 +245,7 @@ def good_verdict(**changes: Any) -> dict[str, Any]:
 
 def test_judge_correct_result_passes(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path), good_verdict(), None)
-    assert result.status is Status.PASS
+    assert result.status is CheckStatus.PASS
     assert (result.id, result.title) == ("smoke_gloo_cpu", "Smoke test (gloo x2 on cpu)")
     assert result.detail == (
         "all_reduce of 4 MiB correct on 2 rank(s): 11.00 ms each, busbw "
@@ -270,7 +270,7 @@ def test_judge_eight_nccl_ranks_pass(tmp_path: Path) -> None:
         busbw_gbps=73.40,
     )
     result = judge_smoke(spec, outcome(tmp_path), verdict, None)
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert (result.id, result.title) == ("smoke_nccl_cuda", "Smoke test (nccl x8 on cuda)")
     assert result.detail.startswith(
         "all_reduce of 4 MiB correct on 8 rank(s): 0.10 ms each, busbw 73.40 GB/s;"
@@ -289,7 +289,7 @@ def test_judge_one_rank_prints_no_bus_bandwidth(tmp_path: Path) -> None:
         busbw_gbps=None,
     )
     result = judge_smoke(spec, outcome(tmp_path), verdict, None)
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert result.detail == (
         "all_reduce of 4 MiB correct on 1 rank(s): 11.00 ms each, 1 rank: no bus bandwidth; "
         "all_gather correct; 6.4 s wall"
@@ -301,14 +301,14 @@ def test_judge_fewer_ranks_than_planned_fails(tmp_path: Path) -> None:
     """A verdict from 2 of 8 planned ranks must not declare an 8-GPU node ready."""
     spec = SmokeSpec("nccl", 8, "cuda")
     result = judge_smoke(spec, outcome(tmp_path), good_verdict(world_size=2), None)
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail == "ran on 2 rank(s), expected 8"
     assert "CUDA_VISIBLE_DEVICES" in result.hint
 
 
 def test_judge_wrong_elements_fail(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path), good_verdict(wrong_elements=3), None)
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail.startswith("WRONG RESULTS: 3 wrong all_reduce element(s) (expected 3.0)")
     assert "ECC" in result.hint
     assert result.data["result"]["wrong_elements"] == 3
@@ -317,21 +317,21 @@ def test_judge_wrong_elements_fail(tmp_path: Path) -> None:
 def test_judge_bad_all_gather_fails(tmp_path: Path) -> None:
     verdict = good_verdict(all_gather_ok=False, all_gather_ranks=[0, 0])
     result = judge_smoke(GLOO_CPU, outcome(tmp_path), verdict, None)
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "WRONG RESULTS: 0 wrong" in result.detail
     assert "all_gather ranks [0, 0]" in result.detail
 
 
 def test_judge_incomplete_verdict_fails(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path), {"backend": "gloo"}, None)
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "WRONG RESULTS" in result.detail
 
 
 def test_judge_timeout_fails(tmp_path: Path) -> None:
     run = outcome(tmp_path, returncode=None, timed_out=True, wall_s=120.3, log="waiting\n")
     result = judge_smoke(GLOO_CPU, run, None, None)
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail.startswith("no result after 120 s")
     assert "killed" in result.detail
     assert f"full log: {run.log_path} (each rank's output under {tmp_path / 'ranks'})" in (
@@ -342,14 +342,14 @@ def test_judge_timeout_fails(tmp_path: Path) -> None:
 
 def test_judge_timeout_wins_over_a_verdict(tmp_path: Path) -> None:
     run = outcome(tmp_path, returncode=None, timed_out=True, wall_s=30)
-    assert judge_smoke(GLOO_CPU, run, good_verdict(), None).status is Status.FAIL
+    assert judge_smoke(GLOO_CPU, run, good_verdict(), None).status is CheckStatus.FAIL
 
 
 def test_judge_crash_quotes_root_cause(tmp_path: Path) -> None:
     run = outcome(tmp_path, returncode=1, log="Traceback ...\n  boom\n=========\n")
     cause = "RuntimeError: Connection reset by peer"
     result = judge_smoke(GLOO_CPU, run, None, cause)
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail == f"torchrun exited with 1: {cause}"
     assert (
         result.hint == f"full log: {run.log_path} (each rank's output under {tmp_path / 'ranks'})"
@@ -361,26 +361,26 @@ def test_judge_crash_without_root_cause_quotes_log(tmp_path: Path) -> None:
     log = "".join(f"line {i}\n" for i in range(20)) + "torch.distributed.DistNetworkError: nope\n"
     run = outcome(tmp_path, returncode=1, log=log)
     result = judge_smoke(GLOO_CPU, run, None, None)
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail == "torchrun exited with 1: torch.distributed.DistNetworkError: nope"
     assert len(result.data["log_tail"].splitlines()) == 8
 
 
 def test_judge_crash_with_empty_log(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path, returncode=-9), None, None)
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail == "torchrun exited with -9: no output"
 
 
 def test_judge_exit_zero_without_verdict_fails(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path, returncode=0, log="done\n"), None, None)
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert "torchrun exited with 0: done" in result.detail
 
 
 def test_judge_nonzero_exit_with_verdict_fails(tmp_path: Path) -> None:
     result = judge_smoke(GLOO_CPU, outcome(tmp_path, returncode=1), good_verdict(), "X: y")
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail == "torchrun exited with 1: X: y"
 
 
@@ -454,7 +454,7 @@ def test_worker_single_rank_in_process(tmp_path: Path, monkeypatch: pytest.Monke
     assert verdict["algbw_gbps"] > 0
     assert [p.name for p in tmp_path.iterdir()] == ["verdict.json"]
     result = judge_smoke(SmokeSpec("gloo", 1, "cpu"), outcome(tmp_path), verdict, None)
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert "1 rank: no bus bandwidth" in result.detail
 
 
@@ -470,7 +470,7 @@ def test_failing_smoke_run_names_root_cause_and_keeps_log(
     start = time.monotonic()
     result = run_smoke(SmokeSpec("nccl", 1, "cpu"), 60.0, dict(os.environ))
     assert time.monotonic() - start < 50
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.id == "smoke_nccl_cpu"
     assert result.detail.startswith("torchrun exited with 1: ")
     cause = result.detail.removeprefix("torchrun exited with 1: ")
@@ -518,7 +518,7 @@ def test_run_smoke_passing_run_removes_its_work_dir(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     launched = _fake_launch(monkeypatch, good_verdict(), None)
     result = run_smoke(GLOO_CPU, 30.0, {"PATH": "/bin"})
-    assert result.status is Status.PASS, result.detail
+    assert result.status is CheckStatus.PASS, result.detail
     assert len(launched) == 1
     assert launched[0].log_dir.parent == tmp_path
     assert not launched[0].log_dir.exists()
@@ -530,7 +530,7 @@ def test_run_smoke_reads_the_shared_error_file(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     launched = _fake_launch(monkeypatch, None, "ValueError: bad device")
     result = run_smoke(SmokeSpec("nccl", 8, "cuda"), 30.0, {})
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail == "torchrun exited with 1: ValueError: bad device"
     assert launched[0].error_file == launched[0].log_dir / "error.json"
     assert launched[0].log_dir.is_dir()  # kept for the person reading the hint
@@ -553,7 +553,7 @@ def test_run_smoke_unreadable_verdict_fails(
 
     monkeypatch.setattr(attempt, "run_launch", run_launch)
     result = run_smoke(GLOO_CPU, 30.0, {})
-    assert result.status is Status.FAIL
+    assert result.status is CheckStatus.FAIL
     assert result.detail == "torchrun exited with 0: done"
 
 

@@ -34,7 +34,7 @@ from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.orchestration.validate.burn_in_worker import BurnRun, BurnSpec, RankBurn
 from torchscale.orchestration.validate.check_context import Device
-from torchscale.orchestration.validate.check_result import CheckResult, Measurement, Status
+from torchscale.orchestration.validate.check_result import CheckResult, CheckStatus, Measurement
 
 WORKER_MODULE = "torchscale.orchestration.validate.burn_in_worker"
 RESULT_FILE = "burn.json"
@@ -45,7 +45,13 @@ INTERVALS = 10  # a burn is cut into about this many intervals (at least MIN_INT
 MIN_INTERVAL_S = 0.5
 FINGERPRINTS = 5  # fingerprints taken over the burn, besides the first and the last
 LAUNCH_MARGIN_S = 180.0  # rendezvous, imports, the last interval, the gather
-SEVERITY = (Status.FAIL, Status.WARN, Status.PASS, Status.INFO, Status.SKIP)
+SEVERITY = (
+    CheckStatus.FAIL,
+    CheckStatus.WARN,
+    CheckStatus.PASS,
+    CheckStatus.INFO,
+    CheckStatus.SKIP,
+)
 
 
 @dataclass
@@ -137,14 +143,14 @@ def fingerprint_faults(ranks: Sequence[RankBurn]) -> dict[int, str]:
     return faults
 
 
-def counter_faults(rank: RankBurn) -> tuple[Status, str] | None:
+def counter_faults(rank: RankBurn) -> tuple[CheckStatus, str] | None:
     start, end = rank.counters_start, rank.counters_end
     rose = {k: end[k] - start.get(k, 0) for k in end if end[k] > start.get(k, 0)}
     for key in ("ecc_uncorrected", "remapped_uncorrected", "remap_failure"):
         if key in rose:
-            return Status.FAIL, f"NVML {key} rose by {rose[key]} during the burn"
+            return CheckStatus.FAIL, f"NVML {key} rose by {rose[key]} during the burn"
     if end.get("remap_pending"):
-        return Status.WARN, "a row remap is pending: the GPU needs a reset to apply it"
+        return CheckStatus.WARN, "a row remap is pending: the GPU needs a reset to apply it"
     return None
 
 
@@ -166,29 +172,29 @@ def _explain(rank: RankBurn) -> str:
 
 def judge_rank(
     rank: RankBurn, peers: Sequence[RankBurn], device: Device, faults: Mapping[int, str]
-) -> tuple[Status, str]:
+) -> tuple[CheckStatus, str]:
     """One rank's verdict and its evidence sentence."""
     if rank.rank in faults:
-        return Status.FAIL, faults[rank.rank]
+        return CheckStatus.FAIL, faults[rank.rank]
     counted = counter_faults(rank)
-    if counted is not None and counted[0] is Status.FAIL:
+    if counted is not None and counted[0] is CheckStatus.FAIL:
         return counted
     series = [i.tflops for i in rank.intervals]
     mine = _median(series)
     if mine is None:
-        return Status.FAIL, "no interval completed: the device did no measurable work"
+        return CheckStatus.FAIL, "no interval completed: the device did no measurable work"
     if device != "cuda":
-        return Status.INFO, (
+        return CheckStatus.INFO, (
             f"{mine * 1e3:.3g} GFLOP/s median over {len(series)} intervals; seeded results "
             "agree (CPU ranks share cores with the machine: throughput is not judged)"
         )
-    verdicts: list[tuple[Status, str]] = []
+    verdicts: list[tuple[CheckStatus, str]] = []
     if counted is not None:
         verdicts.append(counted)
     first, last = _thirds(series)
     if first and last and last < first * (1 - DROP_WARN):
         drop = 1 - last / first
-        status = Status.FAIL if drop > DROP_FAIL else Status.WARN
+        status = CheckStatus.FAIL if drop > DROP_FAIL else CheckStatus.WARN
         t = rank.intervals[-max(1, len(series) // 3)].t_s
         why = _explain(rank)
         verdicts.append(
@@ -200,12 +206,12 @@ def judge_rank(
         reference = statistics.median(others)
         gap = 1 - mine / reference
         if gap > PEER_WARN:
-            status = Status.FAIL if gap > PEER_FAIL and len(others) >= 2 else Status.WARN
+            status = CheckStatus.FAIL if gap > PEER_FAIL and len(others) >= 2 else CheckStatus.WARN
             below = f"{gap:.0%} below its peers' median {reference:.0f} TFLOP/s"
             verdicts.append((status, below))
     if not verdicts:
         steady = f"{mine:.0f} TFLOP/s steady over {len(series)} intervals"
-        return Status.PASS, steady + "; seeded results agree"
+        return CheckStatus.PASS, steady + "; seeded results agree"
     worst = min(verdicts, key=lambda v: SEVERITY.index(v[0]))
     return worst[0], "; ".join(text for _, text in verdicts)
 
@@ -227,12 +233,12 @@ def judge_burn(run: BurnRun, device: Device) -> BurnOutcome:
         copy = _median([i.copy_gbps for i in rank.intervals])
         outcome.measurements.append(
             Measurement(check="burn.copy", title="burn-in copy", gpu=rank.rank, value=copy,
-                        unit="GB/s", status=Status.INFO, detail="median over the intervals")
+                        unit="GB/s", status=CheckStatus.INFO, detail="median over the intervals")
         )  # fmt: skip
         fault = faults.get(rank.rank)
         outcome.measurements.append(
             Measurement(check="burn.fingerprint", title="burn-in fingerprint", gpu=rank.rank,
-                        value=None, unit="", status=Status.FAIL if fault else Status.PASS,
+                        value=None, unit="", status=CheckStatus.FAIL if fault else CheckStatus.PASS,
                         detail=fault or f"{len(rank.fingerprints)} seeded results agree",
                         data={"sha256": [f.sha256 for f in rank.fingerprints]})
         )  # fmt: skip
@@ -242,7 +248,7 @@ def judge_burn(run: BurnRun, device: Device) -> BurnOutcome:
                 title=f"Burn-in {where}",
                 status=status,
                 detail=f"{where}: {evidence}",
-                hint="" if status in (Status.PASS, Status.INFO) else
+                hint="" if status in (CheckStatus.PASS, CheckStatus.INFO) else
                 "see docs/validate.md ('Burn-in') for what the evidence means",
             )
         )  # fmt: skip
@@ -279,7 +285,7 @@ def run_burn(
                 CheckResult(
                     id="burn",
                     title="Burn-in",
-                    status=Status.FAIL,
+                    status=CheckStatus.FAIL,
                     detail=f"the burn-in ranks wrote nothing: {why}",
                     hint=f"each rank's log is under {workdir / 'ranks'}",
                 )

@@ -17,7 +17,7 @@ SCHEMA_VERSION = 2
 Level = Literal["basic", "perf", "burn"]
 
 
-class Status(str, Enum):
+class CheckStatus(str, Enum):
     PASS = "PASS"  # noqa: S105
     WARN = "WARN"
     FAIL = "FAIL"
@@ -32,26 +32,32 @@ class CheckResult(BaseModel):
 
     id: str = Field(description="stable identifier, e.g. 'nccl'")
     title: str = Field(description="short human name")
-    status: Status
+    status: CheckStatus
     detail: str = Field(description="what was found")
     hint: str = Field(default="", description="how to fix it (empty on PASS)")
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable facts")
 
 
 def passed(id: str, title: str, detail: str, **data: Any) -> CheckResult:
-    return CheckResult(id=id, title=title, status=Status.PASS, detail=detail, data=data)
+    return CheckResult(id=id, title=title, status=CheckStatus.PASS, detail=detail, data=data)
 
 
 def warned(id: str, title: str, detail: str, hint: str, **data: Any) -> CheckResult:
-    return CheckResult(id=id, title=title, status=Status.WARN, detail=detail, hint=hint, data=data)
+    return CheckResult(
+        id=id, title=title, status=CheckStatus.WARN, detail=detail, hint=hint, data=data
+    )
 
 
 def failed(id: str, title: str, detail: str, hint: str, **data: Any) -> CheckResult:
-    return CheckResult(id=id, title=title, status=Status.FAIL, detail=detail, hint=hint, data=data)
+    return CheckResult(
+        id=id, title=title, status=CheckStatus.FAIL, detail=detail, hint=hint, data=data
+    )
 
 
 def skipped(id: str, title: str, detail: str, hint: str = "", **data: Any) -> CheckResult:
-    return CheckResult(id=id, title=title, status=Status.SKIP, detail=detail, hint=hint, data=data)
+    return CheckResult(
+        id=id, title=title, status=CheckStatus.SKIP, detail=detail, hint=hint, data=data
+    )
 
 
 class Measurement(BaseModel):
@@ -74,7 +80,7 @@ class Measurement(BaseModel):
         default=None, description="where `expected` comes from (a citation)"
     )
     ratio: float | None = Field(default=None, description="value / expected")
-    status: Status
+    status: CheckStatus
     detail: str = Field(default="", description="the evidence, one sentence")
     unavailable: str | None = Field(default=None, description="why there is no value")
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable extras")
@@ -93,7 +99,7 @@ class ValidateReport(BaseModel):
     device: Literal["cuda", "cpu"] = Field(description="the path that was validated")
     quick: bool = Field(description="true when the live smoke test was skipped")
     ok: bool = Field(description="true when no check failed (exit code 0)")
-    counts: dict[Status, int]
+    counts: dict[CheckStatus, int]
     verdict: str = Field(description="one-paragraph conclusion for a person")
     checks: list[CheckResult]
     level: Level = Field(default="basic", description="basic (seconds), perf, or burn")

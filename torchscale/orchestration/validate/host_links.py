@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from torchscale.orchestration.validate.bandwidth import BandwidthResult
-from torchscale.orchestration.validate.check_result import Measurement, Status
+from torchscale.orchestration.validate.check_result import CheckStatus, Measurement
 from torchscale.orchestration.validate.pcie_topology import GpuPlacement, HostTopology, PcieLink
 
 ALONE_CHECKS = ("h2d", "d2h")
@@ -101,7 +101,7 @@ def all_at_once_row(
             gpu=gpu,
             value=None,
             unit="GB/s",
-            status=Status.SKIP,
+            status=CheckStatus.SKIP,
             detail=why,
             unavailable=why,
         )
@@ -130,7 +130,7 @@ def all_at_once_row(
         gpu=gpu,
         value=result.gbps,
         unit="GB/s",
-        status=Status.INFO,
+        status=CheckStatus.INFO,
         detail=detail,
         data=data,
     )

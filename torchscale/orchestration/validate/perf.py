@@ -28,7 +28,7 @@ from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix
 from torchscale.orchestration.validate.check_context import Device
-from torchscale.orchestration.validate.check_result import CheckResult, Measurement, Status
+from torchscale.orchestration.validate.check_result import CheckResult, CheckStatus, Measurement
 from torchscale.orchestration.validate.host_links import (
     ALL_AT_ONCE_CHECKS,
     ALONE_CHECKS,
@@ -52,7 +52,13 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 GPU_BUSBW_BYTES = (1 << 20, 1 << 28, 16)
 CPU_BUSBW_BYTES = (1 << 16, 1 << 22, 8)
 # worst first: the verdict of a check over several GPUs is its worst GPU's
-SEVERITY = (Status.FAIL, Status.WARN, Status.PASS, Status.INFO, Status.SKIP)
+SEVERITY = (
+    CheckStatus.FAIL,
+    CheckStatus.WARN,
+    CheckStatus.PASS,
+    CheckStatus.INFO,
+    CheckStatus.SKIP,
+)
 
 
 @dataclass(frozen=True)
@@ -134,7 +140,7 @@ def _row(
             value=None,
             unit=unit,
             higher_is_better=higher_is_better,
-            status=Status.SKIP,
+            status=CheckStatus.SKIP,
             detail=unavailable or "not measured",
             unavailable=unavailable or "not measured",
             data=dict(data),
@@ -167,7 +173,7 @@ def _matmul_row(peak: PeakResult, gpu: int | None) -> Measurement:
             gpu=gpu,
             value=None,
             unit="TFLOP/s",
-            status=Status.FAIL,
+            status=CheckStatus.FAIL,
             detail=peak.suspect,
             unavailable="suspect: " + peak.suspect,
             data={"best_tflops": peak.best_tflops, "best_shape": peak.best_shape},
@@ -292,17 +298,17 @@ def busbw_rows(result: CommResult, device_name: str, stored: str) -> list[Measur
             comm_run=stored,
         )
         if wrong:  # a fast collective that computes wrong sums is a broken one
-            row.status = Status.FAIL
+            row.status = CheckStatus.FAIL
             row.detail = f"{wrong} wrong element(s) in the checked results ({stored})"
         rows.append(row)
     return rows
 
 
-def worst(statuses: Sequence[Status]) -> Status:
+def worst(statuses: Sequence[CheckStatus]) -> CheckStatus:
     for status in SEVERITY:
         if status in statuses:
             return status
-    return Status.SKIP
+    return CheckStatus.SKIP
 
 
 def _figure(value: float, unit: str) -> str:
@@ -338,9 +344,9 @@ def perf_checks(rows: Sequence[Measurement], units: str) -> list[CheckResult]:
             where = f"{units} {culprit.gpu}" if culprit.gpu is not None else culprit.title
             detail += f"; {where}: {culprit.detail}"
         hint = ""
-        if status is Status.FAIL:
+        if status is CheckStatus.FAIL:
             hint = "see docs/validate.md ('How to read a FAIL') for what to check on this node"
-        elif status is Status.WARN:
+        elif status is CheckStatus.WARN:
             hint = "below what this SKU usually reaches: compare with its peers (fleet view)"
         checks.append(
             CheckResult(
@@ -383,7 +389,7 @@ def run_measurements(
     return None, CheckResult(
         id="perf_run",
         title="Perf measurements",
-        status=Status.FAIL,
+        status=CheckStatus.FAIL,
         detail=f"the measurement ranks wrote nothing: {why}",
         hint=f"each rank's log is under {workdir / 'ranks'}",
     )

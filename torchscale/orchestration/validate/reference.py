@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from torchscale.orchestration.validate.check_result import Status
+from torchscale.orchestration.validate.check_result import CheckStatus
 from torchscale.rank.worker.peaks import MIG, lookup
 
 Kind = Literal["spec", "achievable"]
@@ -196,31 +196,31 @@ def judge(
     expected: Expected | None,
     *,
     higher_is_better: bool = True,
-) -> tuple[Status, float | None, str]:
+) -> tuple[CheckStatus, float | None, str]:
     """(verdict, value / expected, one evidence sentence). A value and no reference: INFO."""
     if value is None:
-        return Status.SKIP, None, "not measured"
+        return CheckStatus.SKIP, None, "not measured"
     if expected is None or expected.value <= 0:
-        return Status.INFO, None, "no reference for this device: the measured value alone"
+        return CheckStatus.INFO, None, "no reference for this device: the measured value alone"
     ratio = value / expected.value if higher_is_better else expected.value / value
     what = "published achievable" if expected.kind == "achievable" else "spec-sheet"
     if expected.kind == "spec" and ratio > ABOVE_SPEC and _family(check) not in NO_ABOVE_SPEC_GUARD:
         return (
-            Status.FAIL,
+            CheckStatus.FAIL,
             ratio,
             f"{ratio:.0%} of the {what} {expected.value:g}: above the spec sheet, "
             "a measurement bug, not a fast GPU",
         )
     limits = thresholds_for(check, expected)
     status = (
-        Status.PASS
+        CheckStatus.PASS
         if ratio >= limits.pass_at
-        else Status.WARN
+        else CheckStatus.WARN
         if ratio >= limits.warn_at
-        else Status.FAIL
+        else CheckStatus.FAIL
     )
     sentence = f"{ratio:.0%} of the {what} {expected.value:g}"
-    if status is not Status.PASS:
+    if status is not CheckStatus.PASS:
         sentence += f" (PASS from {limits.pass_at:.0%}, FAIL below {limits.warn_at:.0%})"
     return status, ratio, sentence
 

@@ -14,8 +14,8 @@ from torchscale.orchestration.validate import checks_gpu, checks_software, check
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
+    CheckStatus,
     Measurement,
-    Status,
     ValidateReport,
     failed,
     skipped,
@@ -83,8 +83,8 @@ def _no_gpu_reasons(ctx: ValidateContext) -> list[str]:
 
 def verdict_text(ctx: ValidateContext, results: list[CheckResult]) -> str:
     """The conclusion a person reads first."""
-    failures = [r for r in results if r.status is Status.FAIL]
-    smoke_ok = [r for r in results if r.id.startswith("smoke_") and r.status is Status.PASS]
+    failures = [r for r in results if r.status is CheckStatus.FAIL]
+    smoke_ok = [r for r in results if r.id.startswith("smoke_") and r.status is CheckStatus.PASS]
     cpu_works = any(r.data.get("spec", {}).get("device") == "cpu" for r in smoke_ok)
     if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 0:
         text = "GPU training is impossible on this node: " + "; ".join(_no_gpu_reasons(ctx)) + "."
@@ -106,7 +106,7 @@ def verdict_text(ctx: ValidateContext, results: list[CheckResult]) -> str:
             + ", ".join(r.title for r in failures)
             + " failed."
         )
-    warns = [r.title for r in results if r.status is Status.WARN]
+    warns = [r.title for r in results if r.status is CheckStatus.WARN]
     path = "GPU (NCCL)" if ctx.device == "cuda" else "CPU (gloo)"
     text = f"This node is ready for {path} distributed training."
     if ctx.quick:
@@ -116,10 +116,10 @@ def verdict_text(ctx: ValidateContext, results: list[CheckResult]) -> str:
     return text
 
 
-def is_ok(counts: Mapping[Status, int], fail_on: str) -> bool:
+def is_ok(counts: Mapping[CheckStatus, int], fail_on: str) -> bool:
     """Exit 0 or not: no FAIL, and with `--fail-on warn` no WARN either (INFO and SKIP never
     block: they are no verdict on the node)."""
-    blocking = (Status.FAIL, Status.WARN) if fail_on == "warn" else (Status.FAIL,)
+    blocking = (CheckStatus.FAIL, CheckStatus.WARN) if fail_on == "warn" else (CheckStatus.FAIL,)
     return not any(counts.get(status, 0) for status in blocking)
 
 
@@ -156,7 +156,7 @@ def run_validation(
             sku = _measure(ctx, env, results, measurements, peaks, progress)
     finally:
         ctx.close()
-    counts = {s: sum(r.status is s for r in results) for s in Status}
+    counts = {s: sum(r.status is s for r in results) for s in CheckStatus}
     return ValidateReport(
         torchscale_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -21,7 +21,7 @@ from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_com
 from torchscale.orchestration.validate.check_context import Device, ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
-    Status,
+    CheckStatus,
     failed,
     passed,
     skipped,
@@ -161,7 +161,7 @@ def run_smoke(spec: SmokeSpec, timeout_s: float, base_env: dict[str, str]) -> Ch
     failure = attempt.launch_failure
     root_cause = failure.exception if failure is not None else None
     result = judge_smoke(spec, attempt.outcome, attempt.written, root_cause)
-    if result.status is Status.PASS:
+    if result.status is CheckStatus.PASS:
         shutil.rmtree(workdir, ignore_errors=True)
     return result
 

@@ -12,17 +12,17 @@ from collections.abc import Sequence
 
 from torchscale.interfaces.report.model import Block, Column, Section, Severity, Table, Text
 from torchscale.interfaces.report.sections.context import Context
-from torchscale.orchestration.validate.check_result import Measurement, Status, ValidateReport
+from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, ValidateReport
 from torchscale.orchestration.validate.fleet_table import fleet_summary
 
-SEVERITY: dict[Status, Severity] = {
-    Status.FAIL: "bad",
-    Status.WARN: "warn",
-    Status.PASS: "good",
-    Status.INFO: "info",
-    Status.SKIP: "info",
+SEVERITY: dict[CheckStatus, Severity] = {
+    CheckStatus.FAIL: "bad",
+    CheckStatus.WARN: "warn",
+    CheckStatus.PASS: "good",
+    CheckStatus.INFO: "info",
+    CheckStatus.SKIP: "info",
 }
-ORDER = (Status.FAIL, Status.WARN, Status.PASS, Status.INFO, Status.SKIP)
+ORDER = (CheckStatus.FAIL, CheckStatus.WARN, CheckStatus.PASS, CheckStatus.INFO, CheckStatus.SKIP)
 # the matrix's columns in this order, then any other check
 CHECK_ORDER = (
     "matmul.fp32",
@@ -67,7 +67,7 @@ def _cell(rows: Sequence[Measurement]) -> str:
     """The figure and its verdict; several rows (a GPU's pairs): the worst one, said so."""
     row = _worst(rows)
     if row.value is None:
-        return "n/a" if row.status is Status.SKIP else row.status.value
+        return "n/a" if row.status is CheckStatus.SKIP else row.status.value
     text = f"{row.value:.3g} {row.status.value}"
     return text + (f" (worst of {len(rows)})" if len(rows) > 1 else "")
 
@@ -112,7 +112,7 @@ def _findings(reports: Sequence[ValidateReport]) -> Table | None:
     rows = []
     for report in reports:
         for m in report.measurements:
-            if m.status not in (Status.FAIL, Status.WARN):
+            if m.status not in (CheckStatus.FAIL, CheckStatus.WARN):
                 continue
             rows.append(
                 {
