@@ -21,8 +21,7 @@ from typer.testing import CliRunner
 
 import torchscale.orchestration.launch.attempt
 import torchscale.orchestration.sweep
-from torchscale.contracts.cell import CellIdentity
-from torchscale.contracts.cell import Status
+from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config.schema import BenchConfig
