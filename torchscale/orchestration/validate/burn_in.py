@@ -34,7 +34,12 @@ from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.orchestration.validate.burn_in_worker import BurnRun, BurnSpec, RankBurn
 from torchscale.orchestration.validate.check_context import Device
-from torchscale.orchestration.validate.check_result import CheckResult, CheckStatus, Measurement
+from torchscale.orchestration.validate.check_result import (
+    SEVERITY,
+    CheckResult,
+    CheckStatus,
+    Measurement,
+)
 
 WORKER_MODULE = "torchscale.orchestration.validate.burn_in_worker"
 RESULT_FILE = "burn.json"
@@ -45,13 +50,6 @@ INTERVALS = 10  # a burn is cut into about this many intervals (at least MIN_INT
 MIN_INTERVAL_S = 0.5
 FINGERPRINTS = 5  # fingerprints taken over the burn, besides the first and the last
 LAUNCH_MARGIN_S = 180.0  # rendezvous, imports, the last interval, the gather
-SEVERITY = (
-    CheckStatus.FAIL,
-    CheckStatus.WARN,
-    CheckStatus.PASS,
-    CheckStatus.INFO,
-    CheckStatus.SKIP,
-)
 
 
 @dataclass

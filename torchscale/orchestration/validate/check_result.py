@@ -25,6 +25,16 @@ class CheckStatus(str, Enum):
     INFO = "INFO"  # measured, with no reference to judge it by (an unknown SKU, a CPU)
 
 
+# worst first: a verdict over several GPUs, ranks or figures is its worst one's
+SEVERITY = (
+    CheckStatus.FAIL,
+    CheckStatus.WARN,
+    CheckStatus.PASS,
+    CheckStatus.INFO,
+    CheckStatus.SKIP,
+)
+
+
 class CheckResult(BaseModel):
     """One check: a verdict, what was seen, and how to fix it when it is not a PASS."""
 

@@ -28,7 +28,12 @@ from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix
 from torchscale.orchestration.validate.check_context import Device
-from torchscale.orchestration.validate.check_result import CheckResult, CheckStatus, Measurement
+from torchscale.orchestration.validate.check_result import (
+    SEVERITY,
+    CheckResult,
+    CheckStatus,
+    Measurement,
+)
 from torchscale.orchestration.validate.host_links import (
     ALL_AT_ONCE_CHECKS,
     ALONE_CHECKS,
@@ -51,14 +56,6 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 # 2-core CPU saturates far below that, and bigger sizes only cost time
 GPU_BUSBW_BYTES = (1 << 20, 1 << 28, 16)
 CPU_BUSBW_BYTES = (1 << 16, 1 << 22, 8)
-# worst first: the verdict of a check over several GPUs is its worst GPU's
-SEVERITY = (
-    CheckStatus.FAIL,
-    CheckStatus.WARN,
-    CheckStatus.PASS,
-    CheckStatus.INFO,
-    CheckStatus.SKIP,
-)
 
 
 @dataclass(frozen=True)
