@@ -522,7 +522,7 @@ def cpu_wait_check(
     extra = waits[candidate] - waits.drop(columns=[candidate]).median(axis=1)
     host = paired_gap_test(extra, min_effect_s=min_effect, alpha=ALPHA)
     host_est = _gap_estimate(host.mean_s, host.low_s, host.high_s, host.steps)
-    work = table - waits.clip(lower=0.0).where(waits <= table, table)
+    work = table - np.minimum(waits.clip(lower=0.0), table)  # each wait capped at own work
     left = paired_gap_test(
         work[candidate] - work.drop(columns=[candidate]).median(axis=1),
         min_effect_s=min_effect,

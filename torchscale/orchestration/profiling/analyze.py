@@ -8,7 +8,6 @@ are combined by `analysis.trace.reduce.combine`. This module does the reading an
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.offline.analysis.trace.reduce import RankReduction, combine, reduce_rank
 from torchscale.offline.traces.rank_trace import RankTrace
-from torchscale.rank.worker.capture import phases_name
+from torchscale.orchestration.profiling.phase_records import read_phase_record
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +84,10 @@ def traced_cpu_waits(directory: Path, ranks: list[int]) -> pd.DataFrame | None:
     rank has it (traces of other jobs, runs before schema 4, not Linux)."""
     rows = []
     for rank in ranks:
-        try:
-            record = json.loads((directory / phases_name(rank)).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        record = read_phase_record(directory, rank)
+        if record is None:
             return None
-        waits = record.get("cpu_wait_s") if isinstance(record, dict) else None
-        steps = record.get("steps") if isinstance(record, dict) else None
+        waits, steps = record.get("cpu_wait_s"), record.get("steps")
         if not isinstance(waits, list) or not isinstance(steps, list) or len(waits) != len(steps):
             return None
         rows += [

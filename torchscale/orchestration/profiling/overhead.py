@@ -18,14 +18,13 @@ analysis' notes (analysis.json, printed).
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.offline.analysis.uncertainty import percentile_of_steps
-from torchscale.rank.worker.capture import phases_name
+from torchscale.orchestration.profiling.phase_records import read_phase_record
 
 
 @dataclass(frozen=True)
@@ -88,11 +87,10 @@ def traced_step_times(directory: Path, world_size: int) -> tuple[dict[int, list[
     times: dict[int, list[float]] = {}
     timing = "unknown"
     for rank in range(world_size):
-        try:
-            record = json.loads((directory / phases_name(rank)).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        record = read_phase_record(directory, rank)
+        if record is None:
             continue
-        steps = record.get("step_s") if isinstance(record, dict) else None
+        steps = record.get("step_s")
         if isinstance(steps, list) and steps:
             times[rank] = [float(s) for s in steps]
             timing = str(record.get("timing", timing))

@@ -127,7 +127,8 @@ class PhaseRecorder:
         self._micro = 0
         # the training thread's wait for a CPU at each step's two edges (cpu_wait.py)
         self._clock = thread_clock()
-        self._wait_edges: list[tuple[float | None, float | None]] = [(None, None)] * steps
+        self._wait_start: list[float | None] = [None] * steps
+        self._wait_end: list[float | None] = [None] * steps
 
     # ------------------------------------------------------------------ boundaries (per step)
 
@@ -143,7 +144,7 @@ class PhaseRecorder:
     def step_start(self) -> None:
         step = self._index // self.per_step
         if step < self.steps:
-            self._wait_edges[step] = (self._clock.read(), None)
+            self._wait_start[step] = self._clock.read()
         self._mark()
 
     def data_end(self) -> None:
@@ -172,7 +173,7 @@ class PhaseRecorder:
         self._mark()
         step = (self._index - 1) // self.per_step
         if step < self.steps:
-            self._wait_edges[step] = (self._wait_edges[step][0], self._clock.read())
+            self._wait_end[step] = self._clock.read()
 
     # ------------------------------------------------------------------------ gradient hooks
 
@@ -237,7 +238,7 @@ class PhaseRecorder:
         steps = done if steps is None else min(steps, done)
         return [
             max(0.0, end - start) if start is not None and end is not None else None
-            for start, end in self._wait_edges[:steps]
+            for start, end in zip(self._wait_start[:steps], self._wait_end[:steps], strict=True)
         ]
 
     @property
