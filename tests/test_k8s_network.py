@@ -27,7 +27,7 @@ from tests.test_k8s import (
     trainjob_v21_schema,
 )
 from torchscale.contracts.errors import ConfigError
-from torchscale.orchestration.launch.failure import _node_errors
+from torchscale.orchestration.launch.error_files import node_errors
 from torchscale.orchestration.plan import Machine, build_plan
 from torchscale.orchestration.schedulers.kubernetes.manifests import (
     K8sManifest,
@@ -103,8 +103,10 @@ def test_the_failure_reader_finds_every_pods_error(tmp_path: Path, api: str) -> 
         message = f"Traceback ...\nRuntimeError: pod {pod} failed"
         path.write_text(json.dumps({"message": {"message": message}}))
     launch_error_file = on_claim[0].with_name("error.json")  # what the local launch names
-    found = _node_errors(launch_error_file)
-    assert sorted(found) == [f"RuntimeError: pod {pod} failed" for pod in range(3)]
+    found = node_errors(launch_error_file)
+    assert sorted(e.exception for e in found) == [
+        f"RuntimeError: pod {pod} failed" for pod in range(3)
+    ]
 
 
 def test_pod_error_file_naming() -> None:

@@ -15,7 +15,8 @@ from torchscale.contracts.cell import Device
 from torchscale.contracts.rank_diagnostics import DIAGNOSTICS_ENV
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.launch.attempt import run_attempt
-from torchscale.orchestration.launch.failure import classify_failure, read_error_file, root_cause
+from torchscale.orchestration.launch.error_files import read_error_file
+from torchscale.orchestration.launch.failure import classify_failure, root_cause
 from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.launch.torchrun import (
     LaunchCommand,

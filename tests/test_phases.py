@@ -39,9 +39,10 @@ from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
 from torchscale.offline.results.frame import cells_table, ranks_table
 from torchscale.rank.worker import markers
+from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.delay import RankDelays, parse_delay
 from torchscale.rank.worker.measure import run_window
-from torchscale.rank.worker.phases import FSDP_REASON
+from torchscale.rank.worker.phases import FSDP_REASON, PhaseRecorder
 from torchscale.rank.worker.spec import DelaySpec, ProfileSpec, WorkerSpec
 from torchscale.rank.worker.trainer import Trainer
 
@@ -532,22 +533,44 @@ def worker_spec(
     )
 
 
-def check_sums(window: Any) -> None:
-    """The phases of every step add up to the step (the timer's edges are just outside)."""
+@pytest.fixture()
+def recorders(monkeypatch: pytest.MonkeyPatch) -> list[PhaseRecorder]:
+    """Every phase recorder a window builds, kept for `check_sums`."""
+    made: list[PhaseRecorder] = []
+    build = measure_module.phase_recorder
+
+    def keep(trainer: Trainer, steps: int) -> PhaseRecorder:
+        made.append(build(trainer, steps))
+        return made[-1]
+
+    monkeypatch.setattr(measure_module, "phase_recorder", keep)
+    return made
+
+
+def check_sums(window: Any, recorder: PhaseRecorder) -> None:
+    """The phases of every step partition the recorder's step (its own edges), and that lies
+    inside the timed step (the timer's edges are just outside). Both compared in this process,
+    as data, never against a tolerance that a busy machine's preemption between two edges
+    (milliseconds at load 16) could exceed."""
     assert window.phases is not None
-    for step, total in enumerate(window.step_s):
+    spans = recorder.spans()
+    assert len(spans) == len(window.step_s)
+    for step, (span, total) in enumerate(zip(spans, window.step_s, strict=True)):
         parts = [window.phases[p][step] or 0.0 for p in PHASES]
         assert all(part >= 0 for part in parts)
-        assert sum(parts) == pytest.approx(total, abs=5e-4)
+        assert sum(parts) == pytest.approx(span, rel=1e-9, abs=1e-12)
+        assert span <= total + 1e-12
 
 
 @pytest.mark.usefixtures("process_group")
 @pytest.mark.parametrize("accum", [1, 2])
-def test_phases_of_a_ddp_window_add_up(tmp_path: Path, accum: int) -> None:
+def test_phases_of_a_ddp_window_add_up(
+    tmp_path: Path, accum: int, recorders: list[PhaseRecorder]
+) -> None:
     trainer = Trainer.build(worker_spec(tmp_path, accum=accum), torch.device("cpu"))
     trainer.step()
     window = run_window(trainer, 4, "perf_counter")
-    check_sums(window)
+    check_sums(window, recorders[-1])
     assert window.phases is not None
     assert all(v is not None and v > 0 for v in window.phases["grad_sync_wait"])
     assert all(v is not None and v > 0 for v in window.phases["backward"])
@@ -555,11 +578,11 @@ def test_phases_of_a_ddp_window_add_up(tmp_path: Path, accum: int) -> None:
 
 
 @pytest.mark.usefixtures("process_group")
-def test_delays_land_in_their_phases(tmp_path: Path) -> None:
+def test_delays_land_in_their_phases(tmp_path: Path, recorders: list[PhaseRecorder]) -> None:
     spec = worker_spec(tmp_path, accum=2, delays=("0:backward:36", "0:forward:12", "0:data:4"))
     trainer = Trainer.build(spec, torch.device("cpu"))
     window = run_window(trainer, 5, "perf_counter")
-    check_sums(window)
+    check_sums(window, recorders[-1])
     assert window.phases is not None
     backward = statistics.median(v or 0.0 for v in window.phases["backward"])
     wait = statistics.median(v or 0.0 for v in window.phases["grad_sync_wait"])
@@ -582,11 +605,13 @@ def test_phase_timing_off_records_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("process_group")
-def test_fsdp_backward_is_whole_with_the_reason(tmp_path: Path) -> None:
+def test_fsdp_backward_is_whole_with_the_reason(
+    tmp_path: Path, recorders: list[PhaseRecorder]
+) -> None:
     trainer = Trainer.build(worker_spec(tmp_path, strategy="fsdp"), torch.device("cpu"))
     trainer.step()
     window = run_window(trainer, 2, "perf_counter")
-    check_sums(window)
+    check_sums(window, recorders[-1])
     assert window.phases is not None
     assert window.phases["grad_sync_wait"] == [None, None]
     assert window.phase_notes == {"grad_sync_wait": FSDP_REASON}
@@ -670,12 +695,18 @@ def test_real_cell_names_the_injected_straggler(straggler_cell: tuple[CellResult
 
 
 def test_real_cell_steps_carry_phase_columns(straggler_cell: tuple[CellResult, Path]) -> None:
+    """Every step of both windows of every rank carries the five phases, none negative, and
+    together never more than the timed step they lie inside. How closely they fill it is a
+    timing (a preemption between the timer's edge and the recorder's adds milliseconds under
+    load): the exact partition is checked in one process (`check_sums`)."""
     _, tmp = straggler_cell
     records = [json.loads(line) for line in (tmp / "steps.jsonl").read_text().splitlines()]
     assert {r["window"] for r in records} == {"sync", "no_sync"}
+    assert {r["rank"] for r in records} == {0, 1}
     for record in records:
         parts = [record[f"{phase}_s"] for phase in PHASES]
-        assert sum(p for p in parts if p is not None) == pytest.approx(record["time_s"], abs=5e-4)
+        assert all(part is not None and part >= 0 for part in parts), record
+        assert sum(parts) <= record["time_s"] + 1e-9, record
 
 
 def test_real_capture_writes_one_trace_per_rank(straggler_cell: tuple[CellResult, Path]) -> None:

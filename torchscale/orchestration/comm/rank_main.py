@@ -28,7 +28,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.offline.analysis.nccl_bandwidth import count_for_size, size_bytes
@@ -37,6 +36,7 @@ from torchscale.orchestration.comm.comm_result import CommPair, CommResult, Comm
 from torchscale.orchestration.comm.comm_spec import CommSpec
 from torchscale.orchestration.comm.nccl_footer import ONE_RANK, add_footer
 from torchscale.orchestration.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
+from torchscale.rank.worker.error_file import record_errors
 from torchscale.rank.worker.rank_entry import (
     leave_without_teardown,
     process_group,
@@ -262,7 +262,7 @@ def run(spec: CommSpec) -> None:
         dist.barrier()
 
 
-@record
+@record_errors
 def main(argv: list[str] | None = None) -> None:
     run(read_spec(CommSpec, "torchscale comm worker (one rank)", argv))
     leave_without_teardown()

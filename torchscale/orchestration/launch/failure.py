@@ -2,8 +2,10 @@
 (or torchrun) killed by a signal.
 
 torchrun names the first failing rank in its "Root Cause" block, with its exit code (negative:
-the signal that killed it), and the worker's @record writes that rank's exception to the error
-file; both are read here, neither is required. A hang is explained by the stacks the ranks
+the signal that killed it), and the worker's `record_errors` writes that rank's exception to the
+error file; both are read here, neither is required. When torchrun failed itself (its node file
+holds its own exception: launch/error_files.py), the root cause is taken from the ranks' own
+files and the reason says what torchrun raised. A hang is explained by the stacks the ranks
 dumped before the kill (torchscale/orchestration/launch/diagnose.py).
 
 Global ranks are never derived from where a log lies: torch's rendezvous numbers nodes by host
@@ -17,7 +19,6 @@ is its global rank.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import signal
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,11 @@ from torchscale.orchestration.launch.diagnose import (
     locate,
     read_identities,
     read_pids,
+)
+from torchscale.orchestration.launch.error_files import (
+    node_errors,
+    read_error_file,
+    unreadable_replies,
 )
 from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.launch.torchrun import LaunchCommand
@@ -107,21 +113,6 @@ class RankExit:
     def signum(self) -> int | None:
         """The signal that killed it (torchrun reports those as negative exit codes)."""
         return -self.exitcode if self.exitcode is not None and self.exitcode < 0 else None
-
-
-def read_error_file(path: Path) -> str | None:
-    """The exception line ("RuntimeError: ...") from a torchelastic error file."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    message = data.get("message") if isinstance(data, dict) else None
-    if isinstance(message, dict):
-        message = message.get("message")
-    if not message:
-        return None
-    lines = str(message).strip().splitlines()
-    return lines[-1] if lines else None
 
 
 def root_cause(log: str) -> RankExit:
@@ -207,16 +198,6 @@ def signal_reason(who: str, signum: int) -> str:
     return f"{text}, {cause}" if cause else text
 
 
-def _node_errors(error_file: Path) -> list[str]:
-    """The exceptions recorded by this launch's torchrun(s): `error_file`, then those of the
-    other nodes of a Slurm step (node k writes error-node<k>.json,
-    torchscale/orchestration/schedulers/slurm/node.py)."""
-    paths = [error_file]
-    with contextlib.suppress(OSError):
-        paths += sorted(error_file.parent.glob(f"{error_file.stem}-node*{error_file.suffix}"))
-    return [e for e in (read_error_file(p) for p in paths) if e]
-
-
 # failures that follow another rank's: the peer's socket closed under a collective, the
 # SIGTERM torchrun (or srun) sent the survivors, or (multi-node) a node's torchrun losing the
 # rendezvous store once the node hosting it had stopped (seen under Slurm: the failing node's
@@ -282,6 +263,40 @@ def _owner(exception: str, rank: int | None, errors: list[tuple[int | None, str]
     return rank if not owners or rank in owners else owners[0]
 
 
+def ranks_own_failure(
+    named: int | None, errors: list[tuple[int | None, str]]
+) -> tuple[str | None, int | None]:
+    """The root cause when torchrun failed itself and its node file holds its own exception:
+    the error of the rank its Root Cause block named (`named`), when that error is the rank's
+    own; else the first rank's own error (by rank); else the first error a rank left."""
+    ordered = sorted(errors, key=lambda found: named is None or found[0] != named)
+    for rank, error in ordered:
+        if not is_secondary(error):
+            return error, rank
+    if ordered:
+        return ordered[0][1], ordered[0][0]
+    return None, named
+
+
+def torchrun_failure_note(error: str, log: str, ranks: RankMap, log_dir: Path) -> str:
+    """'torchrun itself failed reading rank 0's error file, which did not parse
+    (JSONDecodeError: ...)': what torchrun raised of its own, and whose file it could not read
+    (torchrun logs the path as the rank saw it, which need not be where the logs lie here)."""
+    ranks_dir = log_dir / "ranks"
+    files: list[Path] = []
+    with contextlib.suppress(OSError):
+        files = sorted(ranks_dir.glob("**/attempt_*/*/error.json"))
+    for logged in unreadable_replies(log):
+        for path in files:
+            tail = path.relative_to(ranks_dir).parts
+            if Path(logged).parts[-len(tail) :] == tail:
+                rank = ranks.of_error_file(path, ranks_dir)
+                whose = f"rank {rank}'s" if rank is not None else "a rank's"
+                reading = f"reading {whose} error file, which did not parse"
+                return f"torchrun itself failed {reading} ({error})"
+    return f"torchrun itself failed ({error})"
+
+
 def classify_failure(
     outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float
 ) -> CellFailure:
@@ -292,18 +307,30 @@ def classify_failure(
     tail = "\n".join(log.splitlines()[-30:])
     if outcome.timed_out:
         return _timeout(diagnose_hang(command.diagnostics_dir, outcome.stacks), timeout_s, tail)
-    exception = _first_cause(_node_errors(command.error_file))
+    recorded = node_errors(command.error_file)
+    exception = _first_cause([e.exception for e in recorded if not e.by_torchrun])
+    torchrun_error = next((e.exception for e in recorded if e.by_torchrun), None)
     ranks = RankMap.read(command)
     first = root_cause(log)
     errors = rank_errors(command.log_dir, ranks)
-    exception, rank = primary_failure(exception, ranks.of_exit(first), errors)
+    if exception is None and torchrun_error is not None:
+        exception, rank = ranks_own_failure(ranks.of_exit(first), errors)
+    else:
+        exception, rank = primary_failure(exception, ranks.of_exit(first), errors)
+    note = ""
+    if torchrun_error is not None:
+        note = torchrun_failure_note(torchrun_error, log, ranks, command.log_dir)
     evidence = exception if exception else log  # the exception itself, when known
     if any(marker in evidence for marker in OOM_MARKERS):
-        reason = f"out of memory: {exception or 'see log'}"
+        reason = _noted(f"out of memory: {exception or 'see log'}", note)
         return CellFailure(Status.OOM, reason, rank, exception, tail)
     if exception:
         where = f"rank {rank}" if rank is not None else "a rank"
-        return CellFailure(Status.FAILED, f"{where} raised {exception}", rank, exception, tail)
+        reason = _noted(f"{where} raised {exception}", note)
+        return CellFailure(Status.FAILED, reason, rank, exception, tail)
+    if torchrun_error is not None:
+        reason = f"{note}; no rank left an error of its own"
+        return CellFailure(Status.FAILED, reason, rank, torchrun_error, tail)
     if first.signum is not None:
         return _killed(first.signum, rank, command.diagnostics_dir, tail)
     if outcome.returncode is not None and outcome.returncode < 0:  # torchrun itself
@@ -312,6 +339,10 @@ def classify_failure(
         return CellFailure(Status.FAILED, reason, rank, None, tail, signal_name(signum))
     reason = f"torchrun exited with {outcome.returncode}"
     return CellFailure(Status.FAILED, reason, rank, None, tail)
+
+
+def _noted(reason: str, note: str) -> str:
+    return f"{reason}; {note}" if note else reason
 
 
 def _timeout(diagnosis: HangDiagnosis, timeout_s: float, tail: str) -> CellFailure:

@@ -29,7 +29,6 @@ from typing import Any, Literal
 import torch
 import torch.distributed as dist
 from pydantic import BaseModel, ConfigDict, Field
-from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.cell_settings import TelemetryConfig
@@ -38,6 +37,7 @@ from torchscale.rank.telemetry.nvml_source import uuid_candidates
 from torchscale.rank.telemetry.rank import rank_sampler, torch_uuid
 from torchscale.rank.telemetry.reasons import IGNORED_REASONS, decode_clock_reasons
 from torchscale.rank.telemetry.samples import WindowSamples
+from torchscale.rank.worker.error_file import record_errors
 from torchscale.rank.worker.rank_entry import (
     leave_without_teardown,
     process_group,
@@ -266,7 +266,7 @@ def run(spec: BurnSpec) -> None:
         dist.barrier()
 
 
-@record
+@record_errors
 def main(argv: list[str] | None = None) -> None:
     run(read_spec(BurnSpec, "torchscale validate --level burn (one rank)", argv))
     leave_without_teardown()

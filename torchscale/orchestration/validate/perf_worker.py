@@ -27,7 +27,6 @@ from typing import Any, Literal
 import torch
 import torch.distributed as dist
 from pydantic import BaseModel, ConfigDict, Field
-from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.orchestration.validate.bandwidth import (
@@ -40,6 +39,7 @@ from torchscale.orchestration.validate.bandwidth import (
 )
 from torchscale.orchestration.validate.matmul_peak import PeakResult, device_name, find_peak
 from torchscale.orchestration.validate.pcie_topology import HostTopology, read_host_topology
+from torchscale.rank.worker.error_file import record_errors
 from torchscale.rank.worker.rank_entry import (
     leave_without_teardown,
     process_group,
@@ -160,7 +160,7 @@ def run(spec: PerfSpec) -> None:
         dist.barrier()
 
 
-@record
+@record_errors
 def main(argv: list[str] | None = None) -> None:
     run(read_spec(PerfSpec, "torchscale validate --level perf (one rank)", argv))
     leave_without_teardown()

@@ -23,10 +23,10 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.rank.worker.diagnostics import install
+from torchscale.rank.worker.error_file import record_errors
 from torchscale.rank.worker.rank_entry import leave_without_teardown, process_group, rank_device
 
 INIT_TIMEOUT = timedelta(seconds=60)  # a smoke test that cannot rendezvous fails fast
@@ -122,7 +122,7 @@ def run(argv: list[str] | None = None) -> None:
             write_text_atomic(args.out, json.dumps(verdict, indent=2))
 
 
-@record
+@record_errors
 def main(argv: list[str] | None = None) -> None:
     run(argv)
     leave_without_teardown()

@@ -3,8 +3,8 @@
 Rank 0 gathers every rank's measurements (outside the timed windows) and writes the cell's
 result and per-step records atomically. With a profile in the spec, every rank first runs the
 profiled steps (torchscale/rank/worker/capture.py), after its measured windows. Under
-torchelastic's @record, an exception in any rank lands in the error file the sweep reads to name
-the root cause (and to tell an OOM).
+`record_errors` (torchelastic's @record, written atomically), an exception in any rank lands in
+the error file the sweep reads to name the root cause (and to tell an OOM).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
-from torch.distributed.elastic.multiprocessing.errors import record
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.step_phases import CPU_WAIT, STEP_PHASES, seconds_column
 from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture
 from torchscale.rank.worker.cpu_binding import bind_cpu_rank
+from torchscale.rank.worker.error_file import record_errors
 from torchscale.rank.worker.measure import RankMeasurement, Window, measure
 from torchscale.rank.worker.measured_peak import read_measured_peak
 from torchscale.rank.worker.peaks import PRECISION_DTYPE, Peak, cell_peak, read_tf32_settings
@@ -178,7 +178,7 @@ def run(spec: WorkerSpec) -> None:
         dist.barrier()
 
 
-@record
+@record_errors
 def main(argv: list[str] | None = None) -> None:
     spec = read_spec(WorkerSpec, "torchscale benchmark worker (one rank)", argv)
     run(spec)

@@ -229,6 +229,13 @@ class PhaseRecorder:
             out.append(row)
         return out
 
+    def spans(self) -> list[float]:
+        """Each recorded step from its own start edge to its own end edge: what its phases
+        partition. The step timer's edges lie just outside these (trainer.py calls
+        `step_start` and `step_end` inside the timed step)."""
+        done = self._index // self.per_step
+        return [row[-1] for row in self._boundaries()[:done]]
+
     def cpu_wait(self, steps: int | None = None) -> list[float | None] | None:
         """Per recorded step (the first `steps`), the seconds the training thread waited for
         a CPU inside it; None when the clock is unavailable (`cpu_wait_note` says why)."""

@@ -7,8 +7,9 @@ A rank first installs its diagnostics (it dies with its torchrun, and answers th
 SIGUSR1 with a stack dump: torchscale/rank/worker/diagnostics.py), then reads what to run, finds its
 device and joins the process group, which it leaves however its work ended: destroyed after
 success, aborted after an error (see `process_group`). (The entry modules also call
-`die_with_torchrun` before they import torch, and wrap `main` in torchelastic's `@record` so an
-exception lands in the error file the parent reads for the root cause.)
+`die_with_torchrun` before they import torch, and wrap `main` in `record_errors`
+(torchelastic's `@record`, written atomically: rank/worker/error_file.py) so an exception lands
+in the error file the parent reads for the root cause.)
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ import torch
 import torch.distributed as dist
 from pydantic import BaseModel
 from torch.distributed import distributed_c10d as c10d
-from torch.distributed.elastic.multiprocessing.errors import ErrorHandler
 
 from torchscale.rank.worker.diagnostics import exit_if_stuck, install
+from torchscale.rank.worker.error_file import AtomicErrorHandler
 
 INIT_TIMEOUT = timedelta(minutes=10)
 # how long a rank that raised may take to leave (abort, interpreter teardown) before it is
@@ -112,12 +113,14 @@ def leave_without_teardown() -> None:
 
 
 def record_error(error: BaseException) -> None:
-    """Under torchrun, write `error` to this rank's error file as `@record` would, now: the
-    abort may block until `exit_if_stuck` ends the process, before `@record` runs. As `@record`
-    does, only an Exception (not SystemExit, KeyboardInterrupt) is recorded."""
+    """Under torchrun, write `error` to this rank's error file as `record_errors` would, now:
+    the abort may block until `exit_if_stuck` ends the process, before `record_errors` runs. As
+    `@record` does, only an Exception (not SystemExit, KeyboardInterrupt) is recorded; the write
+    is atomic (rank/worker/error_file.py), so torchrun stopping the rank mid-write leaves no torn
+    file."""
     if isinstance(error, Exception) and os.environ.get("TORCHELASTIC_ERROR_FILE"):
         with contextlib.suppress(OSError):
-            ErrorHandler().record_exception(error)
+            AtomicErrorHandler().record_exception(error)
 
 
 @contextmanager
