@@ -144,6 +144,27 @@ def test_torchrun_failing_with_no_readable_rank_error_says_so(tmp_path: Path) ->
     )
 
 
+def test_torchruns_stopped_because_another_node_failed_add_no_note(tmp_path: Path) -> None:
+    """Under Slurm the other nodes' torchruns record their own SignalException (srun stopped
+    them) or a lost rendezvous store: torchrun's own exceptions, so the root cause still comes
+    from the ranks, but they follow the failure rather than add to it: no note."""
+    command, outcome = fixture_run(tmp_path)
+    stack = json.loads((FIXTURE / "error.json").read_text())["message"]["extraInfo"]
+    for path, message in [
+        (command.error_file, "SignalException: Process 7 got signal: 15"),
+        (
+            command.error_file.with_name("error-node1.json"),
+            "RendezvousConnectionError: The connection to the C10d store has failed.",
+        ),
+    ]:
+        path.write_text(json.dumps({"message": {"message": message, "extraInfo": stack}}))
+        assert read_recorded_error(path) == RecordedError(message, True)
+    rank_file(command.log_dir, 0).unlink()
+    failure = classify_failure(outcome, command, 60)
+    assert (failure.root_cause_rank, failure.exception) == (1, RANK1_ERROR)
+    assert failure.reason == f"out of memory: {RANK1_ERROR}"
+
+
 # ================================================================ writing them atomically
 
 

@@ -309,14 +309,18 @@ def classify_failure(
         return _timeout(diagnose_hang(command.diagnostics_dir, outcome.stacks), timeout_s, tail)
     recorded = node_errors(command.error_file)
     exception = _first_cause([e.exception for e in recorded if not e.by_torchrun])
-    torchrun_error = next((e.exception for e in recorded if e.by_torchrun), None)
+    torchruns_own = [e.exception for e in recorded if e.by_torchrun]
     ranks = RankMap.read(command)
     first = root_cause(log)
     errors = rank_errors(command.log_dir, ranks)
-    if exception is None and torchrun_error is not None:
+    if exception is None and torchruns_own:
         exception, rank = ranks_own_failure(ranks.of_exit(first), errors)
     else:
         exception, rank = primary_failure(exception, ranks.of_exit(first), errors)
+    # a torchrun stopped or cut off because another node failed (SignalException, a lost
+    # store) says nothing new; one that failed on its own account (a reply file it could not
+    # parse) is said after the root cause
+    torchrun_error = next((e for e in torchruns_own if not is_secondary(e)), None)
     note = ""
     if torchrun_error is not None:
         note = torchrun_failure_note(torchrun_error, log, ranks, command.log_dir)
