@@ -226,16 +226,23 @@ def _first_cause(errors: list[str]) -> str | None:
     return errors[0] if errors else None
 
 
+def rank_error_files(ranks_dir: Path) -> list[Path]:
+    """Each rank's own error file, where torchrun puts them below its --log-dir:
+    `[node<k>/]<run>/attempt_<n>/<local rank>/error.json`."""
+    with contextlib.suppress(OSError):
+        return sorted(ranks_dir.glob("**/attempt_*/*/error.json"))
+    return []
+
+
 def rank_errors(log_dir: Path, ranks: RankMap) -> list[tuple[int | None, str]]:
     """Every rank's own error file (torchrun's `ranks/[node<k>/]<run>/attempt_<n>/<local>/`),
     as (global rank, exception line), by rank; the rank is None where no record tells it."""
     found: list[tuple[int | None, str]] = []
     ranks_dir = log_dir / "ranks"
-    with contextlib.suppress(OSError):
-        for path in sorted(ranks_dir.glob("**/attempt_*/*/error.json")):
-            error = read_error_file(path)
-            if error:
-                found.append((ranks.of_error_file(path, ranks_dir), error))
+    for path in rank_error_files(ranks_dir):
+        error = read_error_file(path)
+        if error:
+            found.append((ranks.of_error_file(path, ranks_dir), error))
     return sorted(found, key=lambda found_error: (found_error[0] is None, found_error[0] or 0))
 
 
@@ -283,9 +290,7 @@ def torchrun_failure_note(error: str, log: str, ranks: RankMap, log_dir: Path) -
     (JSONDecodeError: ...)': what torchrun raised of its own, and whose file it could not read
     (torchrun logs the path as the rank saw it, which need not be where the logs lie here)."""
     ranks_dir = log_dir / "ranks"
-    files: list[Path] = []
-    with contextlib.suppress(OSError):
-        files = sorted(ranks_dir.glob("**/attempt_*/*/error.json"))
+    files = rank_error_files(ranks_dir)
     for logged in unreadable_replies(log):
         for path in files:
             tail = path.relative_to(ranks_dir).parts

@@ -16,7 +16,6 @@ Every entry point of a rank wraps its `main` in `record_errors` (not torchelasti
 from __future__ import annotations
 
 import json
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -28,8 +27,6 @@ from torchscale.contracts.atomic import write_text_atomic
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 
 
 def error_record(error: BaseException) -> dict[str, object]:
@@ -50,7 +47,7 @@ class AtomicErrorHandler(ErrorHandler):
     """torchelastic's ErrorHandler, but the file appears whole or not at all."""
 
     def record_exception(self, e: BaseException) -> None:
-        path = os.environ.get(ERROR_FILE_ENV)
+        path = self._get_error_file_path()  # torchelastic's: TORCHELASTIC_ERROR_FILE, or None
         if path:
             write_text_atomic(path, json.dumps(error_record(e)))
 

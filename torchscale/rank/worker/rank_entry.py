@@ -118,7 +118,7 @@ def record_error(error: BaseException) -> None:
     `@record` does, only an Exception (not SystemExit, KeyboardInterrupt) is recorded; the write
     is atomic (rank/worker/error_file.py), so torchrun stopping the rank mid-write leaves no torn
     file."""
-    if isinstance(error, Exception) and os.environ.get("TORCHELASTIC_ERROR_FILE"):
+    if isinstance(error, Exception):  # the handler writes only under torchrun
         with contextlib.suppress(OSError):
             AtomicErrorHandler().record_exception(error)
 
