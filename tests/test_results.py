@@ -47,6 +47,7 @@ from torchscale.offline.results.versions import (
     upgrade_v9,
     upgrade_v10,
     upgrade_v11,
+    upgrade_v12,
 )
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
@@ -237,7 +238,7 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     assert upgraded["schema_version"] == 3
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))
     CellResult.model_validate(
-        upgrade_v11(upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded)))))
+        upgrade_v12(upgrade_v11(upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))))
     )
 
 
@@ -302,7 +303,7 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     assert upgraded["schema_version"] == 2
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
-    CellResult.model_validate(upgrade_v11(upgraded))
+    CellResult.model_validate(upgrade_v12(upgrade_v11(upgraded)))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:
@@ -503,3 +504,20 @@ def test_a_version_11_result_reads_with_no_cpu_wait() -> None:
     assert verdict.summary == raw["diagnosis"]["straggler"]["summary"]
     assert verdict.host_wait_s is None and verdict.host_bound is None
     assert all(c.name != "CPU wait (host)" for c in result.diagnosis.cross_checks)
+
+
+def test_a_version_12_result_reads_with_no_straggler_kind() -> None:
+    """Written by torchscale at result schema 12 (commit c34b213; tiny-mlp, DDP on two CPU
+    ranks, tests/fixtures/results_v12/v12.yaml): its verdict read as written, the kind of a
+    straggler and the plain words of why nobody is named (schema 13) null, never invented."""
+    path = Path(__file__).parent / "fixtures" / "results_v12" / "cpu_tiny_mlp_ddp_w2.json"
+    raw = json.loads(path.read_text())
+    assert raw["schema_version"] == 12
+    result, version, problem = parse_cell_result(raw)
+    assert problem is None and version == 12 and result is not None
+    assert result.schema_version == RESULT_SCHEMA_VERSION
+    assert result.diagnosis is not None and result.diagnosis.straggler is not None
+    verdict = result.diagnosis.straggler
+    assert verdict.summary == raw["diagnosis"]["straggler"]["summary"]
+    assert verdict.host_bound == raw["diagnosis"]["straggler"]["host_bound"]
+    assert verdict.kind is None and verdict.kind_basis is None and verdict.not_named is None

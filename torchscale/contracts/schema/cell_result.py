@@ -7,7 +7,7 @@ hardware is null with the reason in `unavailable`, never a guess.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,7 +46,11 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 #    graph breaks, recompiles and compile seconds inside the measured windows); the windows'
 #    timeout and duration-based step count come from the warm-up steps that compiled nothing,
 #    and the FLOP count runs on the meta device.
-RESULT_SCHEMA_VERSION = 12
+# 12: the straggler verdict's candidate wait for a CPU (`host_wait_s`, `host_bound`).
+# 13: the straggler verdict names the kind of the rank's extra time (`kind`: compute, input,
+#    host, communication) and why a candidate is not named in plain words (`not_named`); a
+#    rank held off the CPU is named with kind host instead of withdrawn.
+RESULT_SCHEMA_VERSION = 13
 
 
 class _Model(BaseModel):
@@ -402,6 +406,10 @@ class StepPart(_Model):
     share: Estimate = Field(description="seconds / the mean step")
 
 
+StragglerKind = Literal["compute", "input", "host", "communication"]
+STRAGGLER_KINDS: tuple[StragglerKind, ...] = get_args(StragglerKind)
+
+
 class StragglerVerdict(_Model):
     """Whether one rank is significantly slower than the others, by a stated test."""
 
@@ -433,9 +441,24 @@ class StragglerVerdict(_Model):
     )
     host_bound: bool | None = Field(
         default=None,
-        description="schema 12: true when the own-work gap passed the test but own work less "
-        "the wait for a CPU does not: the host took the time, nobody is named; null: the wait "
+        description="schema 12: true when the candidate's extra time is its wait for a CPU "
+        "(schema 12: nobody was then named; schema 13: named with kind host); null: the wait "
         "was not measured",
+    )
+    kind: StragglerKind | None = Field(
+        default=None,
+        description="schema 13: what the named rank's extra time is: compute (its own work "
+        "takes longer), input (it waits for its data), host (it was held off the CPU), "
+        "communication (its collectives start late while its work is on par); null: nobody "
+        "named, or an older result",
+    )
+    kind_basis: str | None = Field(
+        default=None, description="schema 13: the evidence that decided the kind, in words"
+    )
+    not_named: str | None = Field(
+        default=None,
+        description="schema 13: why the candidate is not named, in plain words (below the "
+        "minimum effect, could be noise, too few steps, withdrawn); null when named",
     )
     test: str = Field(description="the test, in words")
     summary: str = Field(description="one line, the same on every surface")
@@ -716,7 +739,7 @@ class CompileActivity(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[12] = 12
+    schema_version: Literal[13] = 13
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

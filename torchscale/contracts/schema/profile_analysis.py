@@ -29,7 +29,10 @@ from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding
 # 4: the straggler verdict carries the candidate's wait for a CPU (`host_wait_s`, `host_bound`):
 #    a gap the host took is not named; read from each rank's phases_<rank>.json beside the
 #    trace. Schema 3 files load as they are (the fields null).
-ANALYSIS_SCHEMA_VERSION = 4
+# 5: the straggler verdict names the kind of the rank's extra time (`kind`, `kind_basis`) and
+#    says in words why a candidate is not named (`not_named`); a rank held off the CPU is named
+#    with kind host. Schema 4 files load as they are (the fields null).
+ANALYSIS_SCHEMA_VERSION = 5
 V1_ATTRIBUTION = (
     "analysis of schema 1: no step model (attribution); its stall, exposed communication, "
     "straggler and what-if figures come from separate methods and may disagree with each other"
@@ -147,7 +150,7 @@ class StepStall(_Model):
 
 class ProfileAnalysis(_Model):
     kind: Literal["torchscale.profile_analysis"] = "torchscale.profile_analysis"
-    schema_version: Literal[1, 2, 3, 4] = 4
+    schema_version: Literal[1, 2, 3, 4, 5] = 5
     torchscale_version: str
     target: str = Field(
         description="sync_stalls | comm | compute | memory | all: what the findings focus on"

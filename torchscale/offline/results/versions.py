@@ -283,6 +283,16 @@ def upgrade_v11(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade_v12(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 12 -> 13. The straggler verdict gained the kind of the named rank's extra time
+    and the plain words of why a candidate is not named: neither was judged before, so null
+    (the fields' default). A schema-12 verdict the host withdrew stays withdrawn (named
+    false, host_bound true): it is read as it was written, not judged again."""
+    out = dict(data)
+    out["schema_version"] = 13
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -295,6 +305,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     9: upgrade_v9,
     10: upgrade_v10,
     11: upgrade_v11,
+    12: upgrade_v12,
 }
 
 
