@@ -6,7 +6,7 @@ needs to know which architecture it is timing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 ModelKind = Literal["vision", "language", "other"]
 MakeBatch = Callable[[int, torch.device], tuple[Any, Any]]
 LossFn = Callable[[Any, Any], torch.Tensor]
+# a plug-in's own input pipeline: (batch_size, device) -> an iterable of (inputs, targets), such
+# as a DataLoader or a generator; one batch drawn per micro-batch
+# (torchscale/rank/data/plugin_batches.py)
+Batches = Callable[[int, torch.device], Iterable[tuple[Any, Any]]]
 # a plug-in's own tensor-parallel plan: (model, 1-D "tp" DeviceMesh, sequence_parallel) -> None,
 # applied in place with torch.distributed.tensor.parallel.parallelize_module
 TpPlan = Callable[[torch.nn.Module, "DeviceMesh", bool], None]
@@ -51,6 +55,10 @@ class ModelBundle:
     # the same loss for cells that run eager, where it is leaner (the language models' token
     # loss a block at a time: torchscale/rank/models/token_loss.py); None: loss_fn
     eager_loss_fn: LossFn | None = None
+    # optional, a plug-in's own batches (its DataLoader): with the default data.source synthetic
+    # the data phase draws one per micro-batch, so its wait is measured; make_batch still gives
+    # the shapes (FLOPs on the meta device, memory estimates) and the tp / pp cells' batch
+    batches: Batches | None = None
 
     def step_loss(self, inputs: Any, targets: Any) -> torch.Tensor:
         """Forward pass and loss for one batch: the part of a training step the model defines."""

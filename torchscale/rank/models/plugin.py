@@ -1,8 +1,10 @@
 """Loading user models given as `package.module:factory`.
 
 The contract: the factory is called as `factory(**options)` and returns either a ModelBundle or
-a `(model, make_batch, loss_fn)` tuple. Any breach is reported as a one-line ModelError, so a
-typo in a config reads as a message rather than a traceback from deep inside a worker.
+a `(model, make_batch, loss_fn)` tuple, or `(model, make_batch, loss_fn, batches)` where
+`batches(batch_size, device)` gives the plug-in's own iterable of batches (its DataLoader). Any
+breach is reported as a one-line ModelError, so a typo in a config reads as a message rather
+than a traceback from deep inside a worker.
 """
 
 from __future__ import annotations
@@ -56,29 +58,31 @@ def load_plugin(spec: str, options: Mapping[str, Any] | None = None) -> ModelBun
 
 
 def _as_bundle(spec: str, result: Any) -> ModelBundle:
-    """Accept a ModelBundle as is; wrap a checked (model, make_batch, loss_fn) tuple."""
+    """Accept a ModelBundle as is; wrap a checked (model, make_batch, loss_fn[, batches])
+    tuple."""
     if isinstance(result, ModelBundle):
         if not isinstance(result.model, torch.nn.Module):
             raise ModelError(
                 f"model plug-in '{spec}': ModelBundle.model is a "
                 f"{type(result.model).__name__}, not a torch.nn.Module"
             )
+        if result.batches is not None:
+            _check_callable(spec, "ModelBundle.batches", result.batches)
         return result
-    if not isinstance(result, (tuple, list)) or len(result) != 3:
+    if not isinstance(result, (tuple, list)) or len(result) not in (3, 4):
         raise ModelError(
-            f"model plug-in '{spec}': factory returned {_describe(result)}; "
-            "expected a ModelBundle or a (model, make_batch, loss_fn) tuple"
+            f"model plug-in '{spec}': factory returned {_describe(result)}; expected a "
+            "ModelBundle or a (model, make_batch, loss_fn[, batches]) tuple"
         )
-    model, make_batch, loss_fn = result
+    model, make_batch, loss_fn, *rest = result
     if not isinstance(model, torch.nn.Module):
         raise ModelError(
             f"model plug-in '{spec}': first item is a {type(model).__name__}, not a torch.nn.Module"
         )
-    for label, fn in (("make_batch", make_batch), ("loss_fn", loss_fn)):
-        if not callable(fn):
-            raise ModelError(
-                f"model plug-in '{spec}': {label} is a {type(fn).__name__}, not a callable"
-            )
+    checked = [("make_batch", make_batch), ("loss_fn", loss_fn)]
+    checked += [("batches", fn) for fn in rest]
+    for label, fn in checked:
+        _check_callable(spec, label, fn)
     return ModelBundle(
         model=model,
         make_batch=make_batch,
@@ -87,7 +91,15 @@ def _as_bundle(spec: str, result: Any) -> ModelBundle:
         tokens_per_sample=None,
         input_shape=(),
         conv_net=False,
+        batches=rest[0] if rest else None,
     )
+
+
+def _check_callable(spec: str, label: str, fn: Any) -> None:
+    if not callable(fn):
+        raise ModelError(
+            f"model plug-in '{spec}': {label} is a {type(fn).__name__}, not a callable"
+        )
 
 
 def _describe(value: Any) -> str:

@@ -377,9 +377,16 @@ def data_pipeline(
         unavailable["data.wait_s"] = NO_DATA_PHASE
     info = facts.environment.get(DATA_KEY)
     if spec.data.source == "synthetic" or not isinstance(info, dict):
-        unavailable["data.read_bytes_per_s"] = NOTHING_READ
+        # a plug-in's own batches (torchscale/rank/data/plugin_batches.py) are `synthetic` to
+        # the schema: their info says where they came from in notes, and why nothing is counted
+        told = info if isinstance(info, dict) else {}
+        unavailable["data.read_bytes_per_s"] = str(told.get("not_read") or NOTHING_READ)
         return DataPipeline(
-            source=spec.data.source, wait_s=wait, share=share, wait_s_per_rank=per_rank
+            source=spec.data.source,
+            wait_s=wait,
+            share=share,
+            wait_s_per_rank=per_rank,
+            notes=[str(n) for n in told.get("notes") or []],
         ), unavailable
     world = len(phases)
     repeats = spec.measurement.repeats

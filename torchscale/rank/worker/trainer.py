@@ -4,7 +4,9 @@ The step is what a real training loop does (forward under autocast, loss, backwa
 step, zero_grad). With `data.source: synthetic` it trains on one batch generated once on the
 device, so the timed loop measures compute and communication, never data loading; with `disk`
 or `cifar100` every micro-batch comes from a DataLoader (torchscale/rank/data/input_pipeline.py),
-fetched inside the step's data phase, so the phase is the step's real wait for its input.
+as it does under `synthetic` from a plug-in's own batches (`ModelBundle.batches`:
+torchscale/rank/data/plugin_batches.py), fetched inside the step's data phase, so the phase is
+the step's real wait for its input.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from torchscale.contracts.training_defaults import (
     resolve_fused_optimizer,
     resolve_loss,
 )
+from torchscale.rank.data import plugin_batches as plugin_data
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
 from torchscale.rank.models import ModelBundle, build_model, call_model
 from torchscale.rank.models.bundle import LossFn
@@ -267,7 +270,8 @@ class Trainer:
     autocast: Any
     settings: dict[str, Any]  # what was set up that a reader of the result must know
     delays: RankDelays = NO_DELAYS  # --inject-delay aimed at this rank
-    pipeline: Pipeline | None = None  # disk / cifar100: the DataLoader every batch comes from
+    # disk / cifar100, or a plug-in's own batches: the DataLoader every batch comes from
+    pipeline: Pipeline | plugin_data.PluginBatches | None = None
     runner: PipelineRunner | None = None  # pp, hybrid ddp_pp: runs forward and backward
     loss_fn: LossFn | None = None  # the measured steps' loss, eager form or compiled
 
@@ -345,14 +349,19 @@ class Trainer:
         delays = RankDelays.for_rank(spec.inject_delay, dist.get_rank(), dist.get_world_size())
         # the data seed follows the replica: ranks of one TP group or pipeline read one batch
         torch.manual_seed(spec.training.seed + data_rank)
-        pipeline = None
-        if spec.data.source == "synthetic":
+        pipeline: Pipeline | plugin_data.PluginBatches | None = None
+        inputs = targets = None  # every micro-batch comes from the pipeline, unless made here
+        if spec.data.source != "synthetic":
+            pipeline = _pipeline(spec, bundle, device, data_rank, data_ranks)
+            settings[SETTINGS_KEY] = pipeline.info
+        elif bundle.batches is not None and spec.cell.parallel is None:
+            pipeline = plugin_data.plugin_batches(bundle.batches, spec.cell.batch_size, device)
+            settings[SETTINGS_KEY] = pipeline.info
+        else:
             inputs, targets = bundle.make_batch(spec.cell.batch_size, device)
             inputs = _channels_last(inputs, channels_last)
-        else:
-            pipeline = _pipeline(spec, bundle, device, data_rank, data_ranks)
-            inputs = targets = None  # every micro-batch comes from the pipeline
-            settings[SETTINGS_KEY] = pipeline.info
+            if bundle.batches is not None:  # tp / pp / hybrid: the result says why not drawn
+                settings[SETTINGS_KEY] = {"notes": [plugin_data.NOT_MODEL_PARALLEL]}
         return cls(
             spec,
             device,
