@@ -83,7 +83,9 @@ def test_balanced_ranks_name_no_straggler() -> None:
         verdict = attribution.straggler
         assert not verdict.named, verdict.summary
         assert verdict.rank is None and verdict.phase is None
-        assert verdict.summary.startswith("no significant straggler")
+        assert verdict.summary.startswith("nobody named: the largest gap, rank ")
+        assert verdict.kind is None and verdict.not_named is not None
+        assert verdict.not_named in verdict.summary
         # the largest gap is stated with its interval, which includes zero or is tiny
         assert verdict.gap_s is not None and verdict.gap_s.low is not None
         assert verdict.gap_s.low < MIN_EFFECT_SHARE * attribution.step_s.value  # type: ignore[operator]
@@ -95,7 +97,10 @@ def test_small_real_gap_below_the_minimum_effect_is_not_named() -> None:
     attribution = cell_attribution(table, None)
     assert attribution is not None and attribution.straggler is not None
     assert not attribution.straggler.named
-    assert "below the minimum effect" in attribution.straggler.summary
+    # said in the rule's words: certain (its interval is above 0) and too small to act on
+    assert attribution.straggler.not_named is not None
+    assert "is below the 5% minimum effect" in attribution.straggler.not_named
+    assert "noise" not in attribution.straggler.not_named
 
 
 @pytest.mark.parametrize(
@@ -112,7 +117,10 @@ def test_injected_gap_names_rank_and_phase(rank: int, phase: str, ranks: int) ->
     assert verdict.phase_gap_s is not None and verdict.phase_gap_s.value is not None
     assert verdict.phase_gap_s.value == pytest.approx(3e-3, rel=0.1)
     assert verdict.p_value is not None and verdict.p_value < 0.01
-    assert f"rank {rank} is a straggler in {phase}" in verdict.summary
+    assert verdict.kind == "compute" and verdict.not_named is None
+    assert f"rank {rank} is a straggler (compute: its own work takes longer in {phase})" in (
+        verdict.summary
+    )
 
 
 def test_the_others_wait_for_the_straggler() -> None:

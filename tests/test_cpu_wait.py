@@ -43,23 +43,38 @@ def host_check(attribution):  # type: ignore[no-untyped-def]
     return next(c for c in attribution.cross_checks if c.name == CPU_WAIT_CHECK)
 
 
-def test_a_rank_the_host_held_back_is_not_a_straggler() -> None:
+def test_a_rank_the_host_held_back_is_named_with_kind_host() -> None:
     # rank 1's forward is 1 ms longer on every step, and all of it was spent waiting for a CPU
     table = with_cpu_wait(step_table(delay=(1, "forward", 1.0)), rank=1, ms=1.0)
     without = cell_attribution(table.drop(columns=[CPU_WAIT]), None)
     assert without is not None and without.straggler is not None
     assert without.straggler.named and without.straggler.rank == 1  # the timers alone name it
+    assert without.straggler.kind == "compute"  # without the scheduler's word: its work
     model = cell_attribution(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
-    assert not verdict.named and verdict.rank is None and verdict.host_bound is True
-    assert verdict.candidate_rank == 1 and verdict.significant
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "host"
+    assert verdict.host_bound is True and verdict.significant
+    assert verdict.kind_basis is not None and "held it off the CPU" in verdict.kind_basis
     assert verdict.host_wait_s is not None and verdict.host_wait_s.value is not None
     assert verdict.host_wait_s.value == pytest.approx(1e-3, rel=0.1)
-    assert verdict.summary.startswith("no straggler in the work: rank 1")
-    assert "check the host" in verdict.summary
+    assert verdict.summary.startswith("rank 1 is a straggler (host: it was held off the CPU")
+    assert verdict.summary.endswith("check the host")
     check = host_check(model)
     assert check.agrees is True and "the host took its time" in check.detail
+
+
+def test_a_rank_with_more_work_that_waits_longer_for_a_cpu_is_compute() -> None:
+    """The user's case: a rank doing more real work on a shared host is runnable longer, so
+    it also waits longer for a CPU; its extra work (3 ms) is more than its extra wait (1.5
+    ms), so it is a compute straggler, never "check the host"."""
+    table = with_cpu_wait(step_table(delay=(1, "forward", 3.0)), rank=1, ms=1.5)
+    model = cell_attribution(table, None)
+    assert model is not None and model.straggler is not None
+    verdict = model.straggler
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute"
+    assert verdict.host_bound is False
+    assert verdict.kind_basis is not None and "less than its work's" in verdict.kind_basis
 
 
 def test_a_slow_rank_that_also_waited_for_a_cpu_is_still_named() -> None:
@@ -127,8 +142,9 @@ def test_every_surface_says_a_host_bound_gap_is_the_hosts() -> None:
     model = cell_attribution(table, None)
     assert model is not None and model.straggler is not None
     text = straggler_text(model.straggler, model.ranks)
-    assert text.startswith("Straggler: none in the work (rank 1 +")
-    assert "longer for a CPU" in text and text.endswith("check the host")
+    assert text.startswith("Straggler: rank 1, host (held off the CPU), +")
+    assert "of it waiting for a CPU" in text and text.endswith("check the host")
+    assert "p =" not in text
 
 
 def test_the_finding_sends_the_reader_to_the_host_not_the_code() -> None:
@@ -137,7 +153,8 @@ def test_the_finding_sends_the_reader_to_the_host_not_the_code() -> None:
     table = with_cpu_wait(step_table(delay=(1, "forward", 1.0)), rank=1, ms=1.0)
     diagnosis = diagnose(RunEvidence(timers=TimerEvidence(steps=table)))
     assert diagnosis is not None and diagnosis.straggler is not None
-    assert diagnosis.straggler.host_bound and not diagnosis.straggler.named
-    titles = [f.title for f in diagnosis.findings]
-    assert "Ranks wait for rank 1, which the host held back (it waited for a CPU)" in titles
-    assert not any("take turns" in t or "disputed" in t for t in titles)
+    assert diagnosis.straggler.host_bound and diagnosis.straggler.named
+    found = [f for f in diagnosis.findings if f.category == "straggler"]
+    assert [f.title for f in found] == ["rank 1 held off the CPU by other work on its cores"]
+    assert "the code is not slower" in found[0].recommendation
+    assert not any("take turns" in f.title or "disputed" in f.title for f in diagnosis.findings)

@@ -272,7 +272,7 @@ def test_target_changes_what_is_reported(tmp_path: Path) -> None:
         assert analysis.target == target
         assert analysis.diagnosis == stored["all"].diagnosis
         unwrapped = " ".join(outputs[target].split())
-        assert unwrapped.count("[ANALYSIS] Straggler: rank 1 backward") == 1
+        assert unwrapped.count("[ANALYSIS] Straggler: rank 1, compute in backward") == 1
 
 
 def test_schema_1_analysis_files_still_load(tmp_path: Path) -> None:

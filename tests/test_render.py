@@ -117,7 +117,7 @@ def test_step_model_lines_come_from_the_diagnosis() -> None:
     assert straggler.level == "warn"
     assert result.diagnosis is not None
     assert straggler.text == f"> [ANALYSIS] {straggler_text(result.diagnosis.straggler, 2)}"
-    assert straggler.text.startswith("> [ANALYSIS] Straggler: rank 1 backward +10 ms")
+    assert straggler.text.startswith("> [ANALYSIS] Straggler: rank 1, compute in backward, +10 ms")
     assert not [line for line in lines if line.text.startswith("> [CHECK]")]
     notes = [line.text for line in lines if line.text.startswith("> [NOTE] cross-checks")]
     assert len(notes) == 1
@@ -344,4 +344,59 @@ def test_gpu_telemetry_headline_reaches_the_cell_lines() -> None:
     (line,) = [t for t in texts if t.startswith("> [INFO] Telemetry")]
     assert line == (
         "> [INFO] Telemetry: GPU util 97%, 351 W, max 71 °C, SM 1,980 MHz, 2.13 samples/J"
+    )
+
+
+def test_a_profile_says_why_its_step_is_not_the_measured_one() -> None:
+    """Issue 48: `profile` printed 'step 62.4 ms median' on its [RUN] line, then 'Step 137 ms:
+    ...' with no word on why: the shares are of the traced steps, which the profiler slows. One
+    line of at most 80 columns says so; none where the two agree."""
+    from pathlib import Path
+
+    from tests.test_report_diagnosis import busy_diagnosis
+    from tests.test_report_uncertainty import estimate
+    from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+    from torchscale.interfaces.report.terminal.lines import Line
+    from torchscale.interfaces.report.terminal.profile import analysis_lines, run_lines
+
+    def analysed(step_s: float) -> ProfileAnalysis:
+        return ProfileAnalysis(
+            torchscale_version="0",
+            target="sync_stalls",
+            source="d",
+            tool="torch",
+            world_size=2,
+            ranks_analysed=2,
+            backend="gloo",
+            device_type="cpu",
+            cycle_us=None,
+            sync_stall_pct=None,
+            exposed_comm_pct=None,
+            overlap_pct=None,
+            diagnosis=busy_diagnosis(step_s=estimate(step_s, step_s * 0.95, step_s * 1.05)),
+        )
+
+    base = ok_result()
+    assert base.step_time is not None
+    measured = base.step_time.model_copy(update={"p50": 0.0624})
+    result = base.model_copy(update={"step_time": measured})
+    analysis = analysed(0.137)
+    texts = [line.text for line in run_lines(result, Path("d"), analysis)]
+    line = "> [RUN] traced steps ran 2.2x slower (137 ms vs 62.4 ms): shares are of 137 ms"
+    assert texts[0].endswith("step 62.4 ms median") and texts[-1] == line
+    assert len(line) <= 80
+    steps = [t.text for t in analysis_lines(analysis) if t.text.startswith("> [ANALYSIS] Step ")]
+    assert steps == [steps[0]] and steps[0].startswith("> [ANALYSIS] Step 137 ms: ")
+    # a narrower terminal wraps it (rich, at COLUMNS), never wider
+    console = Console(record=True, width=50, color_system=None)
+    console.print(Line("info", line).markup(), soft_wrap=False)
+    assert max(len(row) for row in console.export_text().splitlines()) <= 50
+    # -v says it too, before the run's directory
+    verbose = [t.text for t in run_lines(result, Path("d"), analysis, verbose=True)]
+    assert verbose.count(line) == 1 and verbose[-1].startswith("> [RUN] traces and analysis")
+    # within 10 % of each other: one step time, nothing to explain
+    assert not [t for t in run_lines(result, Path("d"), analysed(0.066)) if "traced" in t.text]
+    faster = [t.text for t in run_lines(result, Path("d"), analysed(0.050))]
+    assert faster[-1] == (
+        "> [RUN] traced steps ran 1.2x faster (50 ms vs 62.4 ms): shares are of 50 ms"
     )

@@ -43,7 +43,7 @@ from torchscale.interfaces.report.diagnosis_text import (
     whatif_text,
 )
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Table, Text
-from torchscale.interfaces.report.render import html, markdown, pdf
+from torchscale.interfaces.report.render import html, markdown, pdf, term
 from torchscale.interfaces.report.sections.context import slug
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import BUSY_CAVEAT
@@ -99,7 +99,7 @@ def test_the_caveat_shows_with_the_cells_findings_in_markdown_and_html(
 def test_the_straggler_line_is_the_terminals(busy_report: Report) -> None:
     diagnosis = busy_diagnosis()
     line = straggler_text(diagnosis.straggler, diagnosis.ranks)
-    assert line.startswith("Straggler: rank 1 backward ")
+    assert line.startswith("Straggler: rank 1, slow in backward, ")
     tests = table(busy_report, "bottlenecks-straggler-tests")
     (row,) = [r for r in tests.rows if r["cell"] == CELL]
     assert row["verdict"] == line
@@ -177,6 +177,46 @@ def test_a_version_8_result_loads_with_its_diagnosis_columns() -> None:
     assert row["caveat"] is None
 
 
+def test_the_summary_gap_is_the_printed_one_and_the_phase_gap_has_its_own_column() -> None:
+    """Issue 48: summary.csv said 0.0311 s beside a printed '+23.2 ms': it took the named
+    phase's gap. straggler_gap_s is the verdict's own-work gap, the one every surface prints;
+    the phase's gap is straggler_phase_gap_s."""
+    path = Path(__file__).parent / "fixtures" / "results_v8" / "cpu_tiny_mlp_ddp_w2.json"
+    result, _, problem = parse_cell_result(json.loads(path.read_text()))
+    assert result is not None, problem
+    diagnosis = busy_diagnosis()
+    assert diagnosis.straggler is not None
+    verdict = diagnosis.straggler.model_copy(
+        update={
+            "gap_s": estimate(0.0232, 0.0201, 0.0263),
+            "phase_gap_s": estimate(0.0311, 0.0290, 0.0332),
+        }
+    )
+    diagnosis = diagnosis.model_copy(update={"straggler": verdict})
+    row = cells_table([result.model_copy(update={"diagnosis": diagnosis})]).iloc[0]
+    assert "straggler_phase_gap_s" in COLUMNS
+    assert row["straggler_gap_s"] == pytest.approx(0.0232)
+    assert row["straggler_phase_gap_s"] == pytest.approx(0.0311)
+    assert "+23.2 ms" in straggler_text(verdict, diagnosis.ranks)  # the printed gap
+    # nobody named: neither gap is a straggler's
+    quiet = diagnosis.model_copy(update={"straggler": verdict.model_copy(update={"named": False})})
+    row = cells_table([result.model_copy(update={"diagnosis": quiet})]).iloc[0]
+    assert row["straggler_gap_s"] is None and row["straggler_phase_gap_s"] is None
+
+
+def test_an_older_straggler_record_keeps_its_gaps_apart() -> None:
+    """A result older than the diagnosis (schema 7): its record's own-work gap is compute_gap_s
+    and its gap_s is its phase's; they fill the same two columns."""
+    path = Path(__file__).parent / "fixtures" / "results_v7" / "cpu_tiny_mlp_ddp_w2.json"
+    result, _, problem = parse_cell_result(json.loads(path.read_text()))
+    assert result is not None and result.diagnosis is None, problem
+    record = result.straggler
+    assert record is not None and record.gap_s != record.compute_gap_s
+    row = cells_table([result]).iloc[0]
+    assert row["straggler_gap_s"] == pytest.approx(record.compute_gap_s)
+    assert row["straggler_phase_gap_s"] == pytest.approx(record.gap_s)
+
+
 # ------------------------------------------------------------------------ a profiled run
 
 
@@ -245,6 +285,35 @@ def test_a_profile_shows_its_diagnosis_in_the_terminals_lines(
     labels = {f.label for b in figures for f in b.figures}
     assert labels == {"Compute/communication overlap"}
     assert not [b for b in blocks_of(report, "bottlenecks", Table) if b.id.endswith("-whatif")]
+
+
+def test_every_format_that_names_the_straggler_shows_its_whatif(
+    profile_report: tuple[Report, Diagnosis], tmp_path: Path
+) -> None:
+    """Issue 48: the Markdown and the default term report named the straggler in their summary
+    but left the what-if to the Bottlenecks section they do not show. The summary's table of
+    each run's diagnosis carries it, for profiled runs and sweep cells alike."""
+    _, profiled = profile_report
+    sweep_diagnosis = busy_diagnosis(whatif=profiled.whatif)
+    reports = [
+        (profile_report[0], profiled),
+        (build(sweep(tmp_path, {MLP_W2: [with_attribution(sweep_diagnosis)]})), sweep_diagnosis),
+    ]
+    for report, diagnosis in reports:
+        whatif = whatif_text(diagnosis)
+        assert whatif is not None
+        (row,) = table(report, "summary-diagnoses").rows
+        assert row["whatif"] == whatif
+        assert row["straggler"] == straggler_text(diagnosis.straggler, diagnosis.ranks)
+        md = markdown.render(report).decode("utf-8")
+        assert markdown.inline(whatif) in md
+        flat = " ".join(term.render(report, width=400).decode("utf-8").split())
+        assert whatif in flat
+    # no what-if (nobody named): no empty column
+    quiet = busy_diagnosis(whatif=None)
+    report = build(sweep(tmp_path / "quiet", {MLP_W2: [with_attribution(quiet)]}))
+    columns = [c.key for c in table(report, "summary-diagnoses").columns]
+    assert "whatif" not in columns and "straggler" in columns
 
 
 def test_a_profile_gives_one_verdict_and_carries_its_caveat(

@@ -48,7 +48,8 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 #    and the FLOP count runs on the meta device.
 # 12: the straggler verdict's candidate wait for a CPU (`host_wait_s`, `host_bound`).
 # 13: the straggler verdict names the kind of the rank's extra time (`kind`: compute, input,
-#    host, communication) and why a candidate is not named in plain words (`not_named`); a
+#    host, communication), what decided it (`kind_basis`), a communication straggler's cost to
+#    the others (`late_s`) and why a candidate is not named in plain words (`not_named`); a
 #    rank held off the CPU is named with kind host instead of withdrawn.
 RESULT_SCHEMA_VERSION = 13
 
@@ -454,6 +455,12 @@ class StragglerVerdict(_Model):
     )
     kind_basis: str | None = Field(
         default=None, description="schema 13: the evidence that decided the kind, in words"
+    )
+    late_s: Estimate | None = Field(
+        default=None,
+        description="schema 13, kind communication: the other ranks' wait for peers per step "
+        "at the matched collectives minus the named rank's (what its late collectives cost "
+        "them); null for other kinds",
     )
     not_named: str | None = Field(
         default=None,

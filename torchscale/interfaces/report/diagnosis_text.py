@@ -100,30 +100,67 @@ def _step(estimate: Estimate) -> str:
 
 
 def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
-    """'Straggler: rank 1 backward +52.6 ms [49.9, 55.3]/step, p = 0.00098' (its own
-    work per step over the median of the others', same step)
-    or 'Straggler: none significant (largest gap rank 0, +0.21 ms [-0.3, 0.7], p = 0.46)'
-    or, when the gap was the rank's wait for a CPU, 'Straggler: none in the work (rank 1
-    +4.2 ms [3.1, 5.0]/step behind, waited +3.9 ms [2.9, 4.8] longer for a CPU): check the
-    host'."""
+    """The straggler in one line, without a p-value (the test lives behind -v:
+    `straggler_test_text`): 'Straggler: rank 1, compute in backward, +52.6 ms [49.9, 55.3]/step'
+    (its own work per step over the median of the others', same step); 'Straggler: rank 1,
+    input, ...'; 'Straggler: rank 1, host (held off the CPU), +11.1 ms [8.6, 13.6]/step,
+    +9.6 ms [8.1, 11.0] of it waiting for a CPU: check the host'; or, nobody named, 'Straggler:
+    none (rank 0 +0.21 ms/step could be noise, [-0.3, 0.7])' / '... is below the 5 % minimum
+    effect ...'."""
     if verdict is None:
         return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
-    p = f", p = {verdict.p_value:.2g}" if verdict.p_value is not None else ""
     gap = seconds_text(verdict.gap_s, signed=True)
     if verdict.named:
-        where = f" {verdict.phase}" if verdict.phase else ""
-        return f"Straggler: rank {verdict.rank}{where} {gap}/step{p}"
+        return f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step" + (
+            f", {seconds_text(verdict.host_wait_s, signed=True)} of it waiting for a CPU: "
+            "check the host"
+            if verdict.kind == "host"
+            else ""
+        )
     if verdict.candidate_rank is None or verdict.gap_s is None:
         return f"Straggler: not tested ({verdict.summary.removeprefix('no straggler test: ')})"
-    if verdict.host_bound:
+    if verdict.host_bound:  # a schema-12 verdict: the host's gap withdrew the name
         held = seconds_text(verdict.host_wait_s, signed=True)
         return (
             f"Straggler: none in the work (rank {verdict.candidate_rank} {gap}/step behind, "
             f"waited {held} longer for a CPU): check the host"
         )
-    text = f"Straggler: none significant (largest gap rank {verdict.candidate_rank}, {gap}{p})"
+    why = verdict.not_named or _legacy_why(verdict)
+    return f"Straggler: none (rank {verdict.candidate_rank}: {why})"
+
+
+def _kind_text(verdict: StragglerVerdict) -> str:
+    """'compute in backward', 'input', 'host (held off the CPU)', 'communication (its
+    collectives start late)'; a verdict of schema 12 or older has no kind: its phase."""
+    if verdict.kind is None:
+        return f"slow in {verdict.phase}" if verdict.phase else "slow own work"
+    if verdict.kind == "compute":
+        return f"compute in {verdict.phase}" if verdict.phase else "compute"
+    if verdict.kind == "host":
+        return "host (held off the CPU)"
+    if verdict.kind == "communication":
+        return "communication (its collectives start late)"
+    return "input (waits for its data)"
+
+
+def _legacy_why(verdict: StragglerVerdict) -> str:
+    """Why a verdict of schema 12 or older did not name its candidate, from its own fields."""
     if verdict.withdrawn_by:
-        text += f"; withdrawn: {verdict.withdrawn_by}"
+        return f"withdrawn: {verdict.withdrawn_by}"
+    gap = verdict.gap_s
+    if gap is None or gap.low is None or gap.low <= 0:
+        return f"{seconds_text(gap, signed=True)}/step could be noise"
+    return f"{seconds_text(gap, signed=True)}/step is below the minimum effect"
+
+
+def straggler_test_text(verdict: StragglerVerdict) -> str:
+    """What -v adds: the test, its threshold and its p, and what decided the kind."""
+    p = f"p = {verdict.p_value:.2g}" if verdict.p_value is not None else "no p (not tested)"
+    floor = f"{ms(verdict.min_effect_s)}" if verdict.min_effect_s is not None else "?"
+    text = f"{verdict.test}; this run: {p}, interval {seconds_text(verdict.gap_s, signed=True)}"
+    text += f" against a minimum effect of {floor}"
+    if verdict.kind_basis:
+        text += f"; kind {verdict.kind}: {verdict.kind_basis}"
     return text
 
 
@@ -133,7 +170,10 @@ def whatif_text(diagnosis: Diagnosis) -> str | None:
     w = diagnosis.whatif
     if w is None or not w.named:
         return None
-    return f"What-if: rank {w.rank} on par, steps up to {share_text(w.share)} shorter"
+    verdict = diagnosis.straggler
+    late = verdict is not None and verdict.kind == "communication"
+    on_par = "with its collectives on time" if late else "on par"
+    return f"What-if: rank {w.rank} {on_par}, steps up to {share_text(w.share)} shorter"
 
 
 def finding_line(number: int, finding: Finding) -> str:

@@ -47,8 +47,16 @@ from torchscale.contracts.step_phases import (
     OWN_WORK_PHASES,
     STEP_PHASES,
 )
+from torchscale.offline.analysis.straggler_kind import (
+    KindEvidence,
+    named_summary,
+    not_named_reason,
+    straggler_kind,
+    unnamed_summary,
+)
 from torchscale.offline.analysis.uncertainty import (
     ONE_UNIT,
+    GapTest,
     block_indices,
     judged,
     mean_columns,
@@ -185,8 +193,9 @@ def straggler_verdict(
     no_sync: NoSyncSteps | None,
 ) -> StragglerVerdict:
     """Name the rank whose own work (data + forward + backward + optimizer) per step is
-    significantly above the others' at the same step, and its slow phase; else say "no
-    significant straggler" with the largest gap and its interval."""
+    significantly above the others' at the same step, its slow phase and the kind of its
+    extra time (`straggler_kind`; `cpu_wait_check` may then make it host); else say in plain
+    words why the largest gap is not named."""
     own = parts.assign(own=parts["compute"] + parts["data"])
     table = _pivot(own, "own").dropna()
     min_effect = MIN_EFFECT_SHARE * step_mean_s
@@ -212,33 +221,27 @@ def straggler_verdict(
             min_effect_s=min_effect,
             test=test,
             summary=untested,
+            not_named=untested.removeprefix("no straggler test: "),
         )
     candidate = int(max(ranks, key=lambda r: (float(table[r].mean()), -int(r))))
     others = table.drop(columns=[candidate]).median(axis=1)
     result = paired_gap_test(table[candidate] - others, min_effect_s=min_effect, alpha=ALPHA)
     gap = _gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
     contradiction = _no_sync_contradicts(no_sync, candidate)
+    phase_tests = _phase_tests(steps, candidate, min_effect)
     phase, phase_gap = None, None
     if result.significant:
-        phase, phase_gap = _slow_phase(steps, candidate, min_effect)
+        phase, phase_gap = _slow_phase(phase_tests)
     named = result.significant and contradiction is None
+    kind, kind_basis, not_named = None, None, None
     if named:
-        where = f" in {phase}" if phase else " (its extra time is spread over its phases)"
-        summary = (
-            f"rank {candidate} is a straggler{where}: +{result.mean_s * 1e3:.3g} ms of own work "
-            f"per step (95 % interval {_ms(result.low_s)} to {_ms(result.high_s)}, "
-            f"p = {result.p_value:.2g}, {result.steps} paired steps)"
+        kind, kind_basis = straggler_kind(phase, KindEvidence(phase_tests))
+        summary = named_summary(
+            candidate, kind, (result.mean_s, result.low_s, result.high_s), phase
         )
     else:
-        p_text = f"p = {result.p_value:.2g}" if result.p_value is not None else "no test"
-        why = contradiction or (
-            f"below the minimum effect, {p_text}"
-            if result.p_value is not None and result.p_value < ALPHA
-            else p_text
-        )
-        summary = unnamed_summary(
-            candidate, result.mean_s, result.low_s, result.high_s, min_effect, why
-        )
+        not_named = contradiction or not_named_reason(result, step_mean_s, MIN_EFFECT_SHARE)
+        summary = unnamed_summary(candidate, result.mean_s, not_named)
     return StragglerVerdict(
         named=named,
         rank=candidate if named else None,
@@ -251,22 +254,9 @@ def straggler_verdict(
         min_effect_s=min_effect,
         test=test,
         summary=summary,
-    )
-
-
-def unnamed_summary(
-    candidate: int | None,
-    mean_s: float,
-    low_s: float | None,
-    high_s: float | None,
-    min_effect_s: float,
-    why: str,
-) -> str:
-    """The one sentence for a candidate that is not named, on every surface."""
-    return (
-        f"no significant straggler: largest gap rank {candidate}, {mean_s * 1e3:+.3g} ms per "
-        f"step (95 % interval {_ms(low_s)} to {_ms(high_s)}; named from "
-        f"{min_effect_s * 1e3:.3g} ms; {why})"
+        kind=kind,
+        kind_basis=kind_basis,
+        not_named=not_named,
     )
 
 
@@ -274,13 +264,11 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
     """The verdict with its straggler withdrawn because other evidence contradicts it (the
     trace analysis: arrival order, who waits at matched collectives)."""
     gap = verdict.gap_s
+    not_named = f"withdrawn: {why}"
     summary = unnamed_summary(
         verdict.candidate_rank,
         gap.value if gap is not None and gap.value is not None else 0.0,
-        gap.low if gap is not None else None,
-        gap.high if gap is not None else None,
-        verdict.min_effect_s or 0.0,
-        why,
+        not_named,
     )
     return verdict.model_copy(
         update={
@@ -290,6 +278,9 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
             "phase_gap_s": None,
             "withdrawn_by": why,
             "summary": summary,
+            "kind": None,
+            "kind_basis": None,
+            "not_named": not_named,
         }
     )
 
@@ -304,17 +295,25 @@ def _gap_estimate(mean: float, low: float | None, high: float | None, n: int) ->
     return judged(mean, low, high, n=n, method=method, lower=None)
 
 
-def _slow_phase(
-    steps: pd.DataFrame, candidate: int, min_effect: float
-) -> tuple[str | None, Estimate | None]:
-    """The candidate's phase with the largest significant per-step gap over the others'."""
-    best: tuple[float, str, Estimate] | None = None
+def _phase_tests(steps: pd.DataFrame, candidate: int, min_effect: float) -> dict[str, GapTest]:
+    """The candidate's per-step gap over the median of the others' in each own-work phase
+    the table has (the straggler test on that phase alone)."""
+    tests: dict[str, GapTest] = {}
     for phase in OWN_WORK_PHASES:
+        if phase not in steps.columns:
+            continue
         table = steps.pivot_table(index=["window", "step"], columns="rank", values=phase).dropna()
         if candidate not in table.columns or table.shape[1] < 2:
             continue
         diff = table[candidate] - table.drop(columns=[candidate]).median(axis=1)
-        result = paired_gap_test(diff, min_effect_s=min_effect, alpha=ALPHA)
+        tests[phase] = paired_gap_test(diff, min_effect_s=min_effect, alpha=ALPHA)
+    return tests
+
+
+def _slow_phase(tests: dict[str, GapTest]) -> tuple[str | None, Estimate | None]:
+    """The phase with the largest significant per-step gap over the others'."""
+    best: tuple[float, str, Estimate] | None = None
+    for phase, result in tests.items():
         if result.significant and (best is None or result.mean_s > best[0]):
             gap = _gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
             best = (result.mean_s, phase, gap)
@@ -499,10 +498,10 @@ def cpu_wait_check(
     seconds of own work and of the training thread's wait for a CPU in the step (None: not
     measured, no check; empty: measured on no step, a check that says so). A rank whose core
     was taken by other work is late exactly like a rank with more work; the scheduler knows
-    the difference. When the own-work gap passed the test but
-    the same test on own work less the CPU wait does not, nothing in the workload is slow: the
-    name is dropped and the verdict says the host took the time (`host_bound`). Otherwise the
-    name stands, and the candidate's extra CPU wait is kept beside it (`host_wait_s`)."""
+    the difference. A named rank's kind becomes host when its extra CPU wait passes the
+    straggler test and is at least the rest of its gap (`straggler_kind.straggler_kind`): it
+    stays named (the rank is behind; the host is why). The candidate's extra CPU wait is kept
+    beside the verdict either way (`host_wait_s`)."""
     candidate = verdict.candidate_rank
     if candidate is None or verdict.min_effect_s is None or cpu_wait is None:
         return verdict, None
@@ -528,39 +527,38 @@ def cpu_wait_check(
         min_effect_s=min_effect,
         alpha=ALPHA,
     )
-    waited = f"rank {candidate} waited {host.mean_s * 1e3:+.3g} ms per step longer for a CPU"
+    waited = f"rank {candidate}'s extra wait for a CPU: {_ms(host.mean_s)} per step"
     left_text = (
-        f"its own work less that wait is {left.mean_s * 1e3:+.3g} ms per step "
-        f"(95 % interval {_ms(left.low_s)} to {_ms(left.high_s)}"
-        + (f", p = {left.p_value:.2g})" if left.p_value is not None else ")")
+        f"its own work less that wait: {_ms(left.mean_s)} per step "
+        f"(95 % interval {_ms(left.low_s)} to {_ms(left.high_s)})"
     )
     updated = verdict.model_copy(update={"host_wait_s": host_est, "host_bound": False})
-    if verdict.named and not left.significant:
-        gap = verdict.gap_s.value if verdict.gap_s is not None else None
-        summary = (
-            f"no straggler in the work: rank {candidate} is {_ms(gap)} per step behind and "
-            f"waited {host.mean_s * 1e3:+.3g} ms per step longer for a CPU (other work on its "
-            "core): check the host"
-        )
-        updated = updated.model_copy(
-            update={
-                "named": False,
-                "rank": None,
-                "phase": None,
-                "phase_gap_s": None,
-                "host_bound": True,
-                "withdrawn_by": f"{CPU_WAIT_CHECK}: {waited}; {left_text}",
-                "summary": summary,
-            }
-        )
-        detail = f"{waited}: the host took its time; {left_text}, not a straggler"
-        agrees: bool | None = True
-    elif verdict.named:
-        detail = f"{waited}; {left_text}: the work itself is slow"
+    agrees: bool | None = None
+    detail = f"{waited} (not a straggler either way)"
+    if verdict.named:
+        kind, basis = straggler_kind(verdict.phase, KindEvidence({}, host, left))
         agrees = True
-    else:
-        detail = f"{waited} than the others (not a straggler either way)"
-        agrees = None
+        if kind == "host":
+            gap = verdict.gap_s
+            summary = named_summary(
+                candidate,
+                "host",
+                (
+                    gap.value if gap is not None else None,
+                    gap.low if gap is not None else None,
+                    gap.high if gap is not None else None,
+                ),
+                verdict.phase,
+            )
+            updated = updated.model_copy(
+                update={"kind": "host", "kind_basis": basis, "host_bound": True, "summary": summary}
+            )
+            detail = f"{waited}; {left_text}: the host took its time, the work is not slower"
+        else:
+            if host.significant and verdict.kind_basis is not None:
+                more = f"; its extra wait for a CPU ({_ms(host.mean_s)}) is less than its work's"
+                updated = updated.model_copy(update={"kind_basis": verdict.kind_basis + more})
+            detail = f"{waited}; {left_text}: the work itself is slow"
     check = CrossCheck(
         name=CPU_WAIT_CHECK,
         method=CPU_WAIT_METHOD,

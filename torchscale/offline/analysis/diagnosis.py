@@ -68,6 +68,10 @@ WHATIF_METHOD = (
     "candidate's own work over the median of the others' (its extra work), at least 0; mean "
     "over steps, moving-block bootstrap over steps"
 )
+WHATIF_LATE_METHOD = (
+    "per step, the least wait for peers of any other rank (the wait its late collectives "
+    "cost them), at least 0; mean over steps, moving-block bootstrap over steps"
+)
 # short enough for one terminal line: a rank starved of CPU by other processes is slow exactly
 # like a slow workload, so a name on a busy machine says to check the host before the code
 BUSY_CAVEAT = "busy machine (others used {cores} cores on {host}): check the host first"
@@ -229,16 +233,28 @@ def _whatif_for(model: Attribution, parts: pd.DataFrame, own: pd.DataFrame) -> W
     wait = parts.pivot_table(index="key", columns="rank", values="wait_for_peers")
     work = own.pivot_table(index="key", columns="rank", values="own")
     step = parts.groupby("key")["step_total"].mean()
-    return bounded_whatif(wait, work, step, verdict.candidate_rank, verdict.named)
+    # a rank whose collectives start late costs the others their wait, not extra work
+    late = verdict.kind == "communication"
+    return bounded_whatif(
+        wait, work, step, verdict.candidate_rank, verdict.named, cap_by_work=not late
+    )
 
 
 def bounded_whatif(
-    wait: pd.DataFrame, own: pd.DataFrame, step: pd.Series, candidate: int, named: bool
+    wait: pd.DataFrame,
+    own: pd.DataFrame,
+    step: pd.Series,
+    candidate: int,
+    named: bool,
+    *,
+    cap_by_work: bool = True,
 ) -> WhatIfRecord | None:
     """What a step would lose if `candidate` did no more work than the others: per step, the
     least wait for peers of any other rank (what its lateness costs them) capped by its own
     work over the median of the others' (its extra work), at least 0. `wait` and `own`: step x
-    rank seconds; `step`: the mean step per step key. None without other ranks or steps."""
+    rank seconds; `step`: the mean step per step key. None without other ranks or steps.
+    `cap_by_work` False (a rank whose collectives start late, its work on par): what the step
+    would lose if it launched them on time, the others' least wait alone."""
     keys = wait.index.intersection(own.index).intersection(step.index)
     if candidate not in wait.columns or candidate not in own.columns or wait.shape[1] < 2:
         return None
@@ -249,22 +265,23 @@ def bounded_whatif(
     least_wait = wait.loc[keys].drop(columns=[candidate]).min(axis=1).to_numpy(np.float64)
     others = own.loc[keys].drop(columns=[candidate]).median(axis=1)
     extra = (own.loc[keys, candidate] - others).to_numpy(np.float64)
-    saved = np.clip(np.minimum(least_wait, extra), 0.0, None)
+    saved = np.clip(np.minimum(least_wait, extra) if cap_by_work else least_wait, 0.0, None)
+    method = WHATIF_METHOD if cap_by_work else WHATIF_LATE_METHOD
     steps = step.loc[keys].to_numpy(np.float64)
-    share = share_of_step(saved, steps, method=WHATIF_METHOD)
+    share = share_of_step(saved, steps, method=method)
     means, resampled = mean_columns(saved[:, None])
     if resampled is None:
         seconds = judged(float(means[0]), None, None, n=1, method="one step", reason="one step")
     else:
         low, high = percentile_interval(resampled[:, 0])
-        seconds = judged(float(means[0]), low, high, n=len(saved), method=WHATIF_METHOD)
+        seconds = judged(float(means[0]), low, high, n=len(saved), method=method)
     return WhatIfRecord(
         rank=int(candidate),
         named=named,
         saved_s=seconds,
         share=share,
         extra_work_s=float(np.mean(extra)),
-        method=WHATIF_METHOD,
+        method=method,
     )
 
 

@@ -15,6 +15,7 @@ from torchscale.interfaces.report.diagnosis_text import (
     seconds_text,
     share_text,
     split_text,
+    straggler_test_text,
     straggler_text,
     sync_stall_text,
     whatif_text,
@@ -71,7 +72,10 @@ def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
             )
         )
     if diagnosis.straggler is not None:
-        lines.append(Line("skip", f"> [DETAIL] straggler test: {diagnosis.straggler.summary}"))
+        lines.append(Line("skip", f"> [DETAIL] straggler: {diagnosis.straggler.summary}"))
+        lines.append(
+            Line("skip", f"> [DETAIL] straggler test: {straggler_test_text(diagnosis.straggler)}")
+        )
     w = diagnosis.whatif
     if w is not None:
         who = f"rank {w.rank}" + ("" if w.named else " (largest gap, not named)")

@@ -304,7 +304,11 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
         return None
     prefix = " ".join(p for p in (_backend_word(i.backend), i.straggler_op) if p)
     prefix = f"{prefix}: " if prefix else ""
-    if v.phase is not None:
+    if v.kind == "host":
+        title = f"{prefix}{who} held off the CPU by other work on its cores"
+    elif v.kind == "communication":
+        title = f"{prefix}{who} starts its collectives late (its work is on par)"
+    elif v.phase is not None:
         than = (
             _who(i.device_type, i.straggler_peer)
             if i.straggler_peer is not None
@@ -323,8 +327,7 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
     if s is not None:
         evidence.append(
             f"cross-check: {who} arrived last at {s.instances_last} of {s.instances} matched "
-            f"collectives ({s.share_last:.0%}; chance alone: {s.expected_share:.0%}, "
-            f"p = {s.p_value:.2g})"
+            f"collectives ({s.share_last:.0%}; chance alone: {s.expected_share:.0%})"
         )
     elif i.arrival_reason:
         evidence.append(f"cross-check, arrival order: {i.arrival_reason}")
@@ -342,11 +345,26 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
             f"what-if (upper bound): had {who} arrived with the others, steps would be at most "
             f"{_share(i.whatif)} shorter (capped by the other ranks' wait for it)"
         )
-    return RankedFinding(title, cost, evidence, _straggler_fix(i, v.phase, who), "straggler")
+    return RankedFinding(title, cost, evidence, _straggler_fix(i, v, who), "straggler")
 
 
-def _straggler_fix(i: FindingInputs, phase: str | None, who: str) -> str:
+def _straggler_fix(i: FindingInputs, v: StragglerVerdict, who: str) -> str:
     gpu = i.device_type != "cpu"
+    phase = "data" if v.kind == "input" else v.phase
+    if v.kind == "host":
+        return (
+            f"{who}'s training thread was ready to run and waited for a CPU for most of its "
+            "extra time: other work shares its cores. Check what runs there (`top -H`, `ps -eLo "
+            "psr,pcpu,comm`), give each rank cores of its own (fewer ranks or threads per "
+            "node, CPU pinning) and move other work off the node; the code is not slower."
+        )
+    if v.kind == "communication":
+        return (
+            f"{who} launches its collectives after the others with its work on par: look at "
+            "what runs between its backward and its all-reduce (a DDP communication hook, "
+            "gradient compression, a per-bucket callback, logging), its NIC or link (`ibstat`, "
+            "NCCL_DEBUG=INFO) and, on GPUs, a stream that launches the collective late."
+        )
     if phase in ("forward", "backward"):
         if gpu:
             return (

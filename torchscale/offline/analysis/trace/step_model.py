@@ -58,6 +58,7 @@ from torchscale.offline.analysis.attribution import (
     withdraw,
 )
 from torchscale.offline.analysis.trace.collective_matching import Matched
+from torchscale.offline.analysis.trace.late_collectives import late_collectives
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 from torchscale.offline.analysis.uncertainty import (
     ONE_UNIT,
@@ -471,6 +472,23 @@ def build_step_model(
                         )
                     )
                 checks.append(_arrival_check(matched, arrival, candidate, verdict))
+        if model.waits_known and not verdict.named:
+            late = late_collectives(
+                verdict,
+                arrival,
+                _wide(parts, "wait_for_peers"),
+                own.pivot_table(index="step", columns="rank", values="compute"),
+                step_series,
+            )
+            if late.named:  # the checks judged the old candidate: judge the named rank
+                verdict = late
+                rank = int(late.rank) if late.rank is not None else -1
+                checks = [
+                    others_wait_check(
+                        _wide(parts, "wait_for_peers"), rank, verdict, step_series, TRACE_WAIT
+                    ),
+                    _arrival_check(matched, arrival, rank, verdict),
+                ]
         if host_check is not None:
             checks.insert(0, host_check)
     model.attribution = Attribution(

@@ -1,0 +1,128 @@
+"""What a straggler's extra time is, and why a rank is not named, in plain words.
+
+The straggler test (attribution.straggler_verdict) says whether a rank's own work per step is
+significantly above the others'. A user acts on *why*: a rank with more work to do (compute),
+a rank waiting for its batch (input), a rank held off the CPU by other work on its core
+(host), or a rank whose collectives start late while its work is on par (communication,
+seen only in traces: the phase timers cannot tell when a collective was launched). The rule
+(docs/methodology.md, "The kind of a straggler"):
+
+- **host** only when the rank's extra wait for a CPU (Linux run_delay) passes the straggler
+  test itself AND is at least the rest of its gap (own work less that wait): the host took
+  more of its time than its work added. A rank doing more work also waits longer for a CPU on
+  a shared host (it is runnable longer), so extra CPU wait alone never makes it host;
+- else **input** when its data phase holds the largest significant phase gap (or, with no
+  phase significant alone, more of the gap than its compute phases together);
+- else **compute**.
+
+Pure: test results in, words out. Every sentence here is the one every surface prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from torchscale.contracts.schema.cell_result import StragglerKind
+from torchscale.offline.analysis.uncertainty import GapTest
+
+KIND_WORDS: dict[str, str] = {
+    "compute": "its own work takes longer",
+    "input": "it waits for its input",
+    "host": "it was held off the CPU",
+    "communication": "its collectives start late",
+}
+
+
+@dataclass(frozen=True)
+class KindEvidence:
+    """The tests the kind is read from: the candidate's per-phase gaps over the others'
+    (`phases`, own-work phases only), its extra wait for a CPU (`host`, None: not measured)
+    and its own work less that wait (`left`)."""
+
+    phases: Mapping[str, GapTest]
+    host: GapTest | None = None
+    left: GapTest | None = None
+
+
+def straggler_kind(slow_phase: str | None, evidence: KindEvidence) -> tuple[StragglerKind, str]:
+    """(kind, the evidence that decided it in words) for a named rank (rule in the module
+    doc). `slow_phase`: the phase with the largest significant gap, or None."""
+    host, left = evidence.host, evidence.left
+    if host is not None and left is not None and host.significant and host.mean_s >= left.mean_s:
+        return "host", (
+            f"its extra wait for a CPU ({_ms(host.mean_s)} per step) passes the straggler test "
+            f"and is at least the rest of its gap ({_ms(left.mean_s)}): other work held it off "
+            "the CPU"
+        )
+    waited = (
+        f"; its extra wait for a CPU ({_ms(host.mean_s)}) is less than its extra work"
+        if host is not None and host.significant
+        else ""
+    )
+    if slow_phase == "data":
+        return "input", f"its data phase has the largest significant gap{waited}"
+    if slow_phase is not None:
+        return "compute", f"its {slow_phase} has the largest significant gap{waited}"
+    data = evidence.phases.get("data")
+    work = sum(t.mean_s for p, t in evidence.phases.items() if p != "data")
+    alone = "no phase is significant alone; its"
+    if data is not None and data.mean_s > work:
+        return "input", f"{alone} data phase holds most of the gap{waited}"
+    return "compute", f"{alone} compute phases hold most of the gap{waited}"
+
+
+def named_summary(
+    rank: int,
+    kind: StragglerKind,
+    gap: tuple[float | None, float | None, float | None],
+    phase: str | None,
+) -> str:
+    """The one sentence of a named straggler: who, by how much (`gap`: mean, low, high
+    seconds of its own work per step over the others'), and what its time is."""
+    mean, low, high = gap
+    where = f" in {phase}" if phase and kind in ("compute", "host") else ""
+    check = "; check the host" if kind == "host" else ""
+    return (
+        f"rank {rank} is a straggler ({kind}: {KIND_WORDS[kind]}{where}): {_ms(mean)} per "
+        f"step over the others (95 % interval {_ms(low)} to {_ms(high)}){check}"
+    )
+
+
+def not_named_reason(gap: GapTest, step_s: float, share: float) -> str:
+    """Why a tested candidate is not named, in the words of the rule: its gap is below the
+    minimum effect (`share` of the mean step `step_s`), or it could be noise (its interval
+    reaches 0, or too few steps agree for the test)."""
+    floor = f"the {share:.0%} minimum effect ({_ms(gap.min_effect_s, sign=False)} of a "
+    floor += f"{_ms(step_s, sign=False)} step)"
+    low, high = gap.low_s, gap.high_s
+    interval = f"[{_ms(low)}, {_ms(high)}]"
+    if high is not None and high <= 0:
+        return "no rank's own work is above the others'"
+    if low is None or high is None or low <= 0:
+        return f"could be noise ({_ms(gap.mean_s)}, interval {interval})"
+    if low < gap.min_effect_s:
+        size = f"{_ms(gap.mean_s)}" if gap.mean_s < gap.min_effect_s else f"as small as {_ms(low)}"
+        return f"{size} is below {floor}"
+    return f"could be noise (interval {interval}, but too few steps agree for the test)"
+
+
+def unnamed_summary(candidate: int | None, gap_s: float, why: str) -> str:
+    """The one sentence of a candidate not named, on every surface."""
+    return f"nobody named: the largest gap, rank {candidate}, {_ms(gap_s)} per step, {why}"
+
+
+def _ms(seconds: float | None, *, sign: bool = True) -> str:
+    if seconds is None:
+        return "?"
+    return f"{seconds * 1e3:+.3g} ms" if sign else f"{seconds * 1e3:.3g} ms"
+
+
+__all__ = [
+    "KIND_WORDS",
+    "KindEvidence",
+    "named_summary",
+    "not_named_reason",
+    "straggler_kind",
+    "unnamed_summary",
+]

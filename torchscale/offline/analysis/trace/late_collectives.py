@@ -1,0 +1,119 @@
+"""A communication straggler: a rank whose collectives start late while its work is on par.
+
+The own-work test (attribution.straggler_verdict) cannot see it: the rank's operators take
+no longer than anyone's. Its time goes between its work and its collective launch (a slow
+communication hook, a late bucket, a thread that launches late), so the others wait for it at
+every matched collective. Only the traces show that: the phase timers see the others' wait but
+not who launched late (everyone's wait ends together).
+
+Named only when three things hold together (docs/methodology.md, "The kind of a straggler"):
+- arrival order names the rank (it arrives last at a share of the matched collectives chance
+  does not explain: straggler.attribute_straggler's binomial test);
+- the others wait for it: their wait for peers minus its own, same step, as a share of the
+  step, has its 95 % interval's low end at least the minimum effect (5 % of the step), the
+  same floor the own-work test uses;
+- its own work is not significantly above the others' (else it is a compute or input
+  straggler, decided by the own-work test).
+
+Pure: tables in, a verdict out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
+from torchscale.offline.analysis.attribution import ALPHA, MIN_EFFECT_SHARE, share_of_step
+from torchscale.offline.analysis.straggler_kind import KIND_WORDS
+from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
+from torchscale.offline.analysis.uncertainty import (
+    judged,
+    mean_columns,
+    paired_gap_test,
+    percentile_interval,
+)
+
+LATE_METHOD = (
+    "per step, the mean over the other ranks of their wait for peers at the matched "
+    "collectives minus the named rank's; mean over steps, moving-block bootstrap over steps"
+)
+
+
+def late_collectives(
+    verdict: StragglerVerdict,
+    arrival: StragglerAnalysis | None,
+    wait: pd.DataFrame,
+    own: pd.DataFrame,
+    step: np.ndarray,
+) -> StragglerVerdict:
+    """The verdict naming a communication straggler when the rule of the module doc holds,
+    else `verdict` unchanged. `wait`: step x rank wait for peers (rows aligned with `step`,
+    the mean step); `own`: step x rank own work, the table the own-work test compared."""
+    late = arrival.straggler if arrival is not None else None
+    if verdict.named or late is None or verdict.min_effect_s is None:
+        return verdict
+    rank = late.rank
+    if rank not in wait.columns or rank not in own.columns or wait.shape[1] < 2:
+        return verdict
+    keys = own.dropna().index.intersection(wait.index)
+    mine = own.loc[keys]
+    work = paired_gap_test(
+        mine[rank] - mine.drop(columns=[rank]).median(axis=1),
+        min_effect_s=verdict.min_effect_s,
+        alpha=ALPHA,
+    )
+    if work.significant:  # its own work is behind: the own-work test's to name
+        return verdict
+    extra = (wait.drop(columns=[rank]).mean(axis=1) - wait[rank]).to_numpy(np.float64)
+    share = share_of_step(extra, step, method=LATE_METHOD)
+    mean_step = float(np.mean(step)) if len(step) else 0.0
+    if share.low is None or not share.measurable or share.low < MIN_EFFECT_SHARE:
+        return verdict
+    seconds = _seconds(extra)
+    gap = (
+        verdict.gap_s
+        if verdict.candidate_rank == rank
+        else judged(work.mean_s, work.low_s, work.high_s, n=work.steps, method="paired", lower=None)
+    )
+    basis = (
+        f"it arrives last at {late.instances_last} of {late.instances} matched collectives "
+        f"(chance: {late.expected_share:.0%}), the others wait {share.value:.1%} of the step "
+        f"longer than it does (at least {MIN_EFFECT_SHARE:.0%}), and its own work is not "
+        f"significantly above theirs ({work.mean_s * 1e3:+.3g} ms per step)"
+    )
+    summary = (
+        f"rank {rank} is a straggler (communication: {KIND_WORDS['communication']}): the "
+        f"others wait {_ms(seconds.value)} per step longer for it (95 % interval "
+        f"{_ms(seconds.low)} to {_ms(seconds.high)}) while its own work is on par "
+        f"({work.mean_s * 1e3:+.3g} ms, step {mean_step * 1e3:.3g} ms)"
+    )
+    return verdict.model_copy(
+        update={
+            "named": True,
+            "rank": rank,
+            "phase": None,
+            "phase_gap_s": None,
+            "candidate_rank": rank,
+            "gap_s": gap,
+            "p_value": work.p_value,
+            "kind": "communication",
+            "kind_basis": basis,
+            "late_s": seconds,
+            "not_named": None,
+            "withdrawn_by": None,
+            "summary": summary,
+        }
+    )
+
+
+def _seconds(extra: np.ndarray) -> Estimate:
+    means, resampled = mean_columns(extra[:, None])
+    if resampled is None:
+        return judged(float(means[0]), None, None, n=1, method="one step", reason="one step")
+    low, high = percentile_interval(resampled[:, 0])
+    return judged(float(means[0]), low, high, n=len(extra), method=LATE_METHOD)
+
+
+def _ms(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds * 1e3:+.3g} ms"
