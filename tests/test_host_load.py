@@ -30,6 +30,7 @@ from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 from torchscale.rank.telemetry.window_figures import (
     NAMESPACE_PIDS,
+    busy_threshold,
     busy_warnings,
     combine,
     host_load,
@@ -81,6 +82,26 @@ def test_the_busy_rule_needs_both_a_material_share_and_no_idle_core_per_rank() -
     quiet = host_load("h", ranks_on("h", 0, 2))
     assert quiet.other_cores == pytest.approx(0.1) and quiet.busy is False
     assert busy_warnings([quiet]) == []
+
+
+def test_ranks_that_outnumber_the_cores_are_starved_by_less_than_a_core() -> None:
+    """Issue 48: 4 ranks on 2 cores beside two CPU hogs, others used 0.83-0.94 core: a quarter
+    core per rank (1.0) was never reached, yet each rank lost 0.9 / 2 = 45 % of its share. Where
+    the ranks outnumber the cores the threshold is a quarter of the host's cores."""
+    assert busy_threshold(cores=2, ranks=4) == pytest.approx(0.5)
+    assert busy_threshold(cores=2, ranks=2) == pytest.approx(0.5)  # as many: unchanged
+    assert busy_threshold(cores=64, ranks=4) == pytest.approx(1.0)  # fewer: a quarter each
+    assert busy_threshold(cores=None, ranks=4) == pytest.approx(1.0)  # cores unknown
+    for other in (0.83, 0.9, 0.94):
+        assert is_busy(other_cores=other, busy_cores=2.0, cores=2, ranks=4)
+    assert not is_busy(other_cores=0.45, busy_cores=2.0, cores=2, ranks=4)
+    # 4 ranks, 2 cores, 2 s of windows: each rank saw the host busy all the time and used 0.275
+    ranks = ranks_on("h", 0, 4, cores=2, busy_cpu_s=4.0, own_cpu_s=0.55)
+    load = host_load("h", ranks)
+    assert load.other_cores == pytest.approx(0.9) and load.busy is True
+    (warning,) = busy_warnings([load])
+    assert warning.startswith("busy machine: other processes used 0.9 of 2 cores on h (the cell's")
+    assert "cell's 4 rank(s) used 1.1, 0.0 idle" in warning
 
 
 def test_rounding_below_zero_is_clamped() -> None:

@@ -1,7 +1,8 @@
 """One verdict per run, the same on every surface (issue 38): for real runs (a 2-rank sweep, a
 2-rank profile with an injected straggler and, with --runslow, a balanced 4-rank profile), the
-step split, the straggler verdict and the exposed-communication figure read from the terminal,
-result.json, analysis.json, summary.csv and the Markdown, HTML and term reports are the same.
+step split, the straggler verdict, its what-if (issue 48: every surface that names a straggler
+says what it costs) and the exposed-communication figure read from the terminal, result.json,
+analysis.json, summary.csv and the Markdown, HTML and term reports are the same.
 
 Each surface is parsed on its own (the terminal unwrapped, HTML as text); the expected strings
 are the stored diagnosis written by `report/diagnosis_text.py`, and the figures are compared as
@@ -22,7 +23,12 @@ from tests.test_sweep import run_sweep
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.cli.app import app
-from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text, sync_stall_text
+from torchscale.interfaces.report.diagnosis_text import (
+    split_text,
+    straggler_text,
+    sync_stall_text,
+    whatif_text,
+)
 from torchscale.offline.results.versions import read_cell_result
 
 
@@ -37,22 +43,19 @@ def _html_text(page: str) -> str:
 
 
 def _reports(directory: Path, out: Path) -> dict[str, str]:
-    """The Markdown, HTML and term reports of `directory`, as flat text."""
+    """The Markdown, HTML and term reports of `directory` (the term report whole and as it
+    prints by default, its summary), as flat text."""
     texts = {}
-    for fmt in ("md", "html", "term"):
-        target = out / f"report.{fmt}"
+    for name, fmt, extra in (
+        ("md", "md", []),
+        ("html", "html", []),
+        ("term", "term", ["--full"]),  # every section, as the others
+        ("term summary", "term", []),  # the default: what most readers see
+    ):
+        target = out / f"report.{name.replace(' ', '_')}"
         result = CliRunner().invoke(
             app,
-            [
-                "report",
-                "--source",
-                str(directory),
-                "-f",
-                fmt,
-                "-o",
-                str(target),
-                *(["--full"] if fmt == "term" else []),  # every section, as the others
-            ],
+            ["report", "--source", str(directory), "-f", fmt, "-o", str(target), *extra],
             # wide enough that no table cell wraps: a wrapped cell interleaves its columns
             env={"COLUMNS": "400"} if fmt == "term" else None,
         )
@@ -61,16 +64,20 @@ def _reports(directory: Path, out: Path) -> dict[str, str]:
         if fmt == "md":  # Markdown escapes its own punctuation and writes '<' as '&lt;':
             # read it as it renders
             page = html_lib.unescape(re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>])", r"\1", page))
-        texts[fmt] = _html_text(page) if fmt == "html" else _flat(page)
+        texts[name] = _html_text(page) if fmt == "html" else _flat(page)
     return texts
 
 
+def _verdict_texts(diagnosis: Diagnosis) -> list[str]:
+    """The lines every surface that names the straggler shows: its verdict and, when it names
+    one, the what-if."""
+    whatif = whatif_text(diagnosis)
+    verdict = straggler_text(diagnosis.straggler, diagnosis.ranks)
+    return [verdict] if whatif is None else [verdict, whatif]
+
+
 def _headline_texts(diagnosis: Diagnosis) -> list[str]:
-    return [
-        sync_stall_text(diagnosis),
-        split_text(diagnosis),
-        straggler_text(diagnosis.straggler, diagnosis.ranks),
-    ]
+    return [sync_stall_text(diagnosis), split_text(diagnosis), *_verdict_texts(diagnosis)]
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +113,8 @@ def test_a_sweep_cell_says_the_same_on_every_surface(sweep_run, tmp_path: Path) 
     assert row["straggler_summary"] == verdict.summary
     # the reports
     for fmt, text in _reports(sweep_run.exp_dir, tmp_path).items():
-        assert straggler_text(verdict, diagnosis.ranks) in text, fmt
+        for line in _verdict_texts(diagnosis):
+            assert line in text, (fmt, line)
 
 
 def _profile(tmp: Path, ranks: int, *delay: str) -> tuple[str, Path]:
@@ -167,5 +175,7 @@ def test_a_profile_says_the_same_on_every_surface(
     assert verdict is not None
     if delay:
         assert verdict.named and verdict.rank == 1
+        assert whatif_text(diagnosis) is not None  # so the what-if is checked below
     for fmt, text in _reports(tmp_path / "runs" / "p", tmp_path).items():
-        assert straggler_text(verdict, diagnosis.ranks) in text, fmt
+        for line in _verdict_texts(diagnosis):
+            assert line in text, (fmt, line)

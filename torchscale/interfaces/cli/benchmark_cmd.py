@@ -355,7 +355,7 @@ def _profiles_done(run: BenchmarkRun) -> None:
     """Each profile's analysis; a profile that failed is reported and never changes the exit
     code (the measurements it follows are complete)."""
     from torchscale.interfaces.report.terminal.cells import cell_name
-    from torchscale.interfaces.report.terminal.profile import analysis_lines
+    from torchscale.interfaces.report.terminal.profile import analysis_lines, traced_step_lines
     from torchscale.offline.results.directory_layout import ProfileRun
 
     names = {r.cell.id: cell_name(r.cell) for r in run.sweep.results}
@@ -375,7 +375,9 @@ def _profiles_done(run: BenchmarkRun) -> None:
                 f"({escape(str(profiled.directory))})[/]"
             )
             continue
-        for line in analysis_lines(profiled.analysis, verbose=Verbosity.level > 0):
+        # the traced steps' shares are of their own (slower) step, not the sweep's
+        traced = traced_step_lines(profiled.result, profiled.analysis)
+        for line in traced + analysis_lines(profiled.analysis, verbose=Verbosity.level > 0):
             stdout.print(line.markup(), soft_wrap=False)
         where = ProfileRun(profiled.directory).analysis_path
         stdout.print(f"> [PROFILE] analysis: {escape(str(where))}")

@@ -70,6 +70,7 @@ COLUMNS = [
     "straggler_rank",
     "straggler_phase",
     "straggler_gap_s",
+    "straggler_phase_gap_s",
     "straggler_named",
     "straggler_p_value",
     "straggler_summary",
@@ -182,7 +183,9 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         **_headline_intervals(result),
         "straggler_rank": result.straggler_rank,
         "straggler_phase": straggler.phase if straggler else None,
-        "straggler_gap_s": straggler.gap_s if straggler else None,
+        # the older record's gap_s is its phase's: the own-work gap is its compute_gap_s
+        "straggler_gap_s": straggler.compute_gap_s if straggler else None,
+        "straggler_phase_gap_s": straggler.gap_s if straggler else None,
         **_diagnosis(result.diagnosis),
         "comm_overhead": comm.comm_overhead if comm else None,
         "load_imbalance": comm.load_imbalance if comm else None,
@@ -266,6 +269,10 @@ def _mfu_interval(result: CellResult) -> dict[str, float | None]:
     return _ends(result.intervals.mfu if result.intervals else None, "mfu")
 
 
+def _value(estimate: Estimate | None) -> float | None:
+    return estimate.value if estimate is not None else None
+
+
 DIAGNOSIS_COLUMNS = [
     "straggler_named",
     "straggler_p_value",
@@ -279,21 +286,20 @@ DIAGNOSIS_COLUMNS = [
 def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
     """The diagnosis' columns (schema 10; schema 8-9's step model read as one; None before
     schema 8 and where there is none). Where there is a diagnosis its verdict also gives
-    straggler_rank, straggler_phase and straggler_gap_s (the named phase's gap, else the
-    rank's own-work gap), null unless it names a straggler: the one verdict, never an older
-    record's."""
+    straggler_rank, straggler_phase, straggler_gap_s (the rank's own-work gap: the gap every
+    surface prints, issue 48) and straggler_phase_gap_s (the named phase's gap, its own column
+    so that neither passes for the other), null unless it names a straggler: the one verdict,
+    never an older record's."""
     row: dict[str, Any] = dict.fromkeys(DIAGNOSIS_COLUMNS)
     row.update(dict.fromkeys(ATTRIBUTION_COLUMNS))
     if diagnosis is None:
         return row
     verdict = diagnosis.straggler
-    named = verdict is not None and verdict.named
-    gap = None
-    if verdict is not None and named:
-        gap = verdict.phase_gap_s if verdict.phase and verdict.phase_gap_s else verdict.gap_s
-    row["straggler_rank"] = verdict.rank if verdict is not None and named else None
-    row["straggler_phase"] = verdict.phase if verdict is not None and named else None
-    row["straggler_gap_s"] = gap.value if gap is not None else None
+    named = verdict if verdict is not None and verdict.named else None
+    row["straggler_rank"] = named.rank if named else None
+    row["straggler_phase"] = named.phase if named else None
+    row["straggler_gap_s"] = _value(named.gap_s) if named else None
+    row["straggler_phase_gap_s"] = _value(named.phase_gap_s) if named and named.phase else None
     row["straggler_named"] = verdict.named if verdict else None
     row["straggler_p_value"] = verdict.p_value if verdict else None
     row["straggler_summary"] = verdict.summary if verdict else None

@@ -27,7 +27,8 @@ from torchscale.contracts.schema.cell_result import (
 )
 
 # the busy-machine rule (docs/telemetry.md): other processes used at least this many cores per
-# rank of the cell on a host, and that host had fewer idle cores than the cell has ranks there
+# rank of the cell on a host (per core, when its ranks outnumber the host's cores), and that host
+# had fewer idle cores than the cell has ranks there
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
 from torchscale.rank.telemetry.reasons import (
     IGNORED_REASONS,
@@ -349,12 +350,21 @@ def other_gpu_processes(
     return count, [], {"other_gpu_pids": NAMESPACE_PIDS}
 
 
+def busy_threshold(cores: int | None, ranks: int) -> float:
+    """Other processes' cores that make a host busy: OTHER_CORES_PER_RANK of each core the
+    cell's ranks can have. Ranks that outnumber the cores already share them all, so other
+    work that takes a share of the host's cores takes that share of every rank's time: 4 ranks
+    on 2 cores lose a quarter when others take half a core, not a whole one (issue 48)."""
+    return OTHER_CORES_PER_RANK * (min(ranks, cores) if cores else ranks)
+
+
 def is_busy(other_cores: float, busy_cores: float, cores: int | None, ranks: int) -> bool:
-    """The busy-machine rule: other processes used at least OTHER_CORES_PER_RANK cores per
-    rank of the cell on the host, and the host had fewer idle cores than the cell has ranks
-    there (so they were not merely using cores the cell left free)."""
+    """The busy-machine rule (docs/telemetry.md): other processes used at least
+    `busy_threshold` cores (a quarter core per rank, or a quarter of the host's cores when the
+    ranks outnumber them), and the host had fewer idle cores than the cell has ranks there (so
+    they were not merely using cores the cell left free)."""
     idle = cores - busy_cores if cores else None
-    return other_cores >= OTHER_CORES_PER_RANK * ranks and (idle is None or idle < ranks)
+    return other_cores >= busy_threshold(cores, ranks) and (idle is None or idle < ranks)
 
 
 def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:

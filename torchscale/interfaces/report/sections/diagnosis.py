@@ -90,9 +90,10 @@ def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
 
 def diagnoses_table(ctx: Any) -> Block | None:
     """The summary's one row per run with a diagnosis (multi-rank sweep cells and profiled
-    runs): its sync stall, step split, straggler verdict and caveat in the terminal's words,
-    named stragglers first, then by sync stall; so the first screen of every format (the
-    Markdown included) gives each run's verdict as the terminal does."""
+    runs): its sync stall, step split, straggler verdict, what-if and caveat in the terminal's
+    words, named stragglers first, then by sync stall; so the first screen of every format (the
+    Markdown and the default term report included, which show no Bottlenecks section) gives
+    each run's verdict, and what naming a straggler is worth, as the terminal does."""
     from torchscale.interfaces.report.model import Table
     from torchscale.interfaces.report.sections.context import col, records
 
@@ -108,6 +109,7 @@ def diagnoses_table(ctx: Any) -> Block | None:
                 "stall": sync_stall_text(diagnosis).removeprefix("Sync stall time: "),
                 "split": split_text(diagnosis),
                 "straggler": straggler_text(verdict, diagnosis.ranks),
+                "whatif": whatif_text(diagnosis),
                 "caveat": diagnosis.caveat,
                 "_named": named,
                 "_stall": (stall.share.value or 0.0) if stall is not None else 0.0,
@@ -131,9 +133,12 @@ def diagnoses_table(ctx: Any) -> Block | None:
         col("stall", "Sync stall"),
         col("split", "Step split"),
         col("straggler", "Straggler"),
+        col("whatif", "What-if"),
         col("caveat", "Caveat"),
     ]
-    shown = [c for c in columns if c.key != "caveat" or any(r.get("caveat") for r in rows)]
+    # a what-if exists only beside a named straggler, a caveat only on a busy machine
+    optional = ("whatif", "caveat")
+    shown = [c for c in columns if c.key not in optional or any(r.get(c.key) for r in rows)]
     return Table(
         id="summary-diagnoses",
         title="Each run's diagnosis",
