@@ -22,6 +22,9 @@ LossFn = Callable[[Any, Any], torch.Tensor]
 # as a DataLoader or a generator; one batch drawn per micro-batch
 # (torchscale/rank/data/plugin_batches.py)
 Batches = Callable[[int, torch.device], Iterable[tuple[Any, Any]]]
+# a plug-in's own DDP set-up, called once with the DistributedDataParallel-wrapped model: where
+# it registers its communication hook (gradient compression, PowerSGD, its own all-reduce)
+DdpSetup = Callable[[torch.nn.Module], None]
 # a plug-in's own tensor-parallel plan: (model, 1-D "tp" DeviceMesh, sequence_parallel) -> None,
 # applied in place with torch.distributed.tensor.parallel.parallelize_module
 TpPlan = Callable[[torch.nn.Module, "DeviceMesh", bool], None]
@@ -59,6 +62,9 @@ class ModelBundle:
     # the data phase draws one per micro-batch, so its wait is measured; make_batch still gives
     # the shapes (FLOPs on the meta device, memory estimates) and the tp / pp cells' batch
     batches: Batches | None = None
+    # optional, called with the DDP wrapper of DDP cells (no other strategy has one): a plug-in
+    # benchmarks its own communication hook as it trains with it
+    ddp_comm_hook: DdpSetup | None = None
 
     def step_loss(self, inputs: Any, targets: Any) -> torch.Tensor:
         """Forward pass and loss for one batch: the part of a training step the model defines."""

@@ -66,8 +66,12 @@ def _as_bundle(spec: str, result: Any) -> ModelBundle:
                 f"model plug-in '{spec}': ModelBundle.model is a "
                 f"{type(result.model).__name__}, not a torch.nn.Module"
             )
-        if result.batches is not None:
-            _check_callable(spec, "ModelBundle.batches", result.batches)
+        for label, fn in (
+            ("ModelBundle.batches", result.batches),
+            ("ModelBundle.ddp_comm_hook", result.ddp_comm_hook),
+        ):
+            if fn is not None:
+                _check_callable(spec, label, fn)
         return result
     if not isinstance(result, (tuple, list)) or len(result) not in (3, 4):
         raise ModelError(

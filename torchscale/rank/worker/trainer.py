@@ -224,6 +224,17 @@ def _wrap(
     }
 
 
+def _ddp_comm_hook(bundle: ModelBundle, wrapped: torch.nn.Module, settings: dict[str, Any]) -> None:
+    """Hand a DDP cell's wrapper to the plug-in's `ddp_comm_hook` (it registers its own
+    communication hook there); a cell with no DDP wrapper (FSDP, one rank) says why it ran
+    without it, so a result never implies a hook that did not run."""
+    if isinstance(wrapped, DistributedDataParallel):
+        bundle.ddp_comm_hook(wrapped)  # type: ignore[misc]
+        settings["ddp_comm_hook"] = "the plug-in's ddp_comm_hook registered"
+    else:
+        settings["ddp_comm_hook"] = "not called: this cell has no DDP wrapper"
+
+
 def _channels_last(inputs: Any, channels_last: bool) -> Any:
     """An NCHW image batch in channels_last memory format when the trainer uses it."""
     if channels_last and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
@@ -322,6 +333,8 @@ class Trainer:
             del model  # a pipeline rank keeps only its stages: the rest can be freed
         else:
             wrapped, settings = _wrap(spec, model, device)
+            if bundle.ddp_comm_hook is not None:
+                _ddp_comm_hook(bundle, wrapped, settings)
         settings |= {
             "channels_last_weights": weights_channels_last,
             "channels_last_note": CHANNELS_LAST_FSDP_NOTE
