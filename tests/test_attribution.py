@@ -99,7 +99,7 @@ def test_small_real_gap_below_the_minimum_effect_is_not_named() -> None:
     assert not attribution.straggler.named
     # said in the rule's words: certain (its interval is above 0) and too small to act on
     assert attribution.straggler.not_named is not None
-    assert "is below the 5% minimum effect" in attribution.straggler.not_named
+    assert "below the 5% minimum effect" in attribution.straggler.not_named
     assert "noise" not in attribution.straggler.not_named
 
 
@@ -217,3 +217,32 @@ def test_too_few_steps_for_the_test_say_so() -> None:
     assert "needs at least 7" in attribution.straggler.summary
     named = cell_attribution(step_table(windows=1, steps=7, delay=(1, "backward", 3.0)), None)
     assert named is not None and named.straggler is not None and named.straggler.named
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("delay_ms", [0.0, 0.05, 0.15, 0.3, 3.0])
+def test_the_words_match_the_rule(seed: int, delay_ms: float) -> None:
+    """The user's complaint: 14 of 27 "none significant" lines printed p < 0.05 and 12 an
+    interval excluding 0. Now the default line never shows a p-value, a named rank passed
+    the rule, and a rank not named says the rule's own reason: a gap whose interval excludes
+    0 is "below the minimum effect", never "noise"; only one whose interval reaches 0 is."""
+    from torchscale.interfaces.report.diagnosis_text import straggler_text
+
+    table = step_table(delay=(1, "backward", delay_ms) if delay_ms else None, seed=seed)
+    attribution = cell_attribution(table, None)
+    assert attribution is not None and attribution.straggler is not None
+    verdict = attribution.straggler
+    line = straggler_text(verdict, attribution.ranks)
+    assert "p =" not in line and "p=" not in line and "significant" not in line
+    gap = verdict.gap_s
+    assert gap is not None and gap.low is not None and verdict.min_effect_s is not None
+    if verdict.named:
+        assert verdict.p_value is not None and verdict.p_value < 0.01
+        assert gap.low >= verdict.min_effect_s and verdict.not_named is None
+        return
+    assert verdict.not_named is not None and verdict.not_named in line
+    if gap.low > 0:
+        assert "noise" not in verdict.not_named or "too few steps agree" in verdict.not_named
+        assert "minimum effect" in verdict.not_named or "too few steps" in verdict.not_named
+    else:
+        assert "could be noise" in verdict.not_named or "no rank's own work" in verdict.not_named

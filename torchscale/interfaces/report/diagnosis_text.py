@@ -105,8 +105,8 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     (its own work per step over the median of the others', same step); 'Straggler: rank 1,
     input, ...'; 'Straggler: rank 1, host (held off the CPU), +11.1 ms [8.6, 13.6]/step,
     +9.6 ms [8.1, 11.0] of it waiting for a CPU: check the host'; or, nobody named, 'Straggler:
-    none (rank 0 +0.21 ms/step could be noise, [-0.3, 0.7])' / '... is below the 5 % minimum
-    effect ...'."""
+    none (rank 0 +0.21 ms [-0.3, 0.7]/step: could be noise: its interval reaches 0)' / '...:
+    below the 5% minimum effect (1.2 ms of a 24 ms step)'."""
     if verdict is None:
         return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
     gap = seconds_text(verdict.gap_s, signed=True)
@@ -126,7 +126,7 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
             f"waited {held} longer for a CPU): check the host"
         )
     why = verdict.not_named or _legacy_why(verdict)
-    return f"Straggler: none (rank {verdict.candidate_rank}: {why})"
+    return f"Straggler: none (rank {verdict.candidate_rank} {gap}/step: {why})"
 
 
 def _kind_text(verdict: StragglerVerdict) -> str:
@@ -149,8 +149,8 @@ def _legacy_why(verdict: StragglerVerdict) -> str:
         return f"withdrawn: {verdict.withdrawn_by}"
     gap = verdict.gap_s
     if gap is None or gap.low is None or gap.low <= 0:
-        return f"{seconds_text(gap, signed=True)}/step could be noise"
-    return f"{seconds_text(gap, signed=True)}/step is below the minimum effect"
+        return "could be noise: its interval reaches 0"
+    return "below the minimum effect"
 
 
 def straggler_test_text(verdict: StragglerVerdict) -> str:

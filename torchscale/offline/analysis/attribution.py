@@ -241,7 +241,9 @@ def straggler_verdict(
         )
     else:
         not_named = contradiction or not_named_reason(result, step_mean_s, MIN_EFFECT_SHARE)
-        summary = unnamed_summary(candidate, result.mean_s, not_named)
+        summary = unnamed_summary(
+            candidate, (result.mean_s, result.low_s, result.high_s), not_named
+        )
     return StragglerVerdict(
         named=named,
         rank=candidate if named else None,
@@ -267,7 +269,11 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
     not_named = f"withdrawn: {why}"
     summary = unnamed_summary(
         verdict.candidate_rank,
-        gap.value if gap is not None and gap.value is not None else 0.0,
+        (
+            gap.value if gap is not None else None,
+            gap.low if gap is not None else None,
+            gap.high if gap is not None else None,
+        ),
         not_named,
     )
     return verdict.model_copy(

@@ -90,26 +90,32 @@ def named_summary(
 
 
 def not_named_reason(gap: GapTest, step_s: float, share: float) -> str:
-    """Why a tested candidate is not named, in the words of the rule: its gap is below the
-    minimum effect (`share` of the mean step `step_s`), or it could be noise (its interval
-    reaches 0, or too few steps agree for the test)."""
+    """Why a tested candidate is not named, in the words of the rule (the gap itself is said
+    beside it, `unnamed_summary`): it is below the minimum effect (`share` of the mean step
+    `step_s`), or it could be noise (its interval reaches 0, or too few steps agree for the
+    test)."""
     floor = f"the {share:.0%} minimum effect ({_ms(gap.min_effect_s, sign=False)} of a "
     floor += f"{_ms(step_s, sign=False)} step)"
     low, high = gap.low_s, gap.high_s
-    interval = f"[{_ms(low)}, {_ms(high)}]"
     if high is not None and high <= 0:
         return "no rank's own work is above the others'"
     if low is None or high is None or low <= 0:
-        return f"could be noise ({_ms(gap.mean_s)}, interval {interval})"
+        return "could be noise: its interval reaches 0"
     if low < gap.min_effect_s:
-        size = f"{_ms(gap.mean_s)}" if gap.mean_s < gap.min_effect_s else f"as small as {_ms(low)}"
-        return f"{size} is below {floor}"
-    return f"could be noise (interval {interval}, but too few steps agree for the test)"
+        return f"below {floor}" if gap.mean_s < gap.min_effect_s else f"may be below {floor}"
+    return "could be noise: too few steps agree for the test"
 
 
-def unnamed_summary(candidate: int | None, gap_s: float, why: str) -> str:
-    """The one sentence of a candidate not named, on every surface."""
-    return f"nobody named: the largest gap, rank {candidate}, {_ms(gap_s)} per step, {why}"
+def unnamed_summary(
+    candidate: int | None, gap: tuple[float | None, float | None, float | None], why: str
+) -> str:
+    """The one sentence of a candidate not named, on every surface: the largest gap (mean,
+    low, high seconds), then why."""
+    mean, low, high = gap
+    return (
+        f"nobody named: the largest gap, rank {candidate}, {_ms(mean)} per step (95 % "
+        f"interval {_ms(low)} to {_ms(high)}): {why}"
+    )
 
 
 def _ms(seconds: float | None, *, sign: bool = True) -> str:

@@ -40,6 +40,7 @@ LEVEL = 0.95
 SMALL = 4  # fewer units than this: no bootstrap interval (a bootstrap of 2-3 is their range)
 RESAMPLES = 2000
 SEED = 20261123  # fixed: intervals are reproducible, not random from run to run
+BETWEEN_RUN_SD = 0.0  # placeholder while the drift is measured (issue 48)
 ONE_UNIT = "one {unit}: spread unknown"
 NOISE = "not measurable above noise: its 95 % interval reaches {edge}"
 RANGE_ONLY = "range of {n} {unit}s, no interval"
