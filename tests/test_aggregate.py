@@ -681,3 +681,34 @@ def test_a_steady_step_never_warns_of_its_sync() -> None:
     ranks = [_rank_with_phases(r, JITTERY, STEADY) for r in (0, 1)]
     result = run(ranks, make_spec(world=2, cv_warn=0.9))
     assert result.warnings == []
+
+
+# ------------------------------------------ the training thread's CPU wait and CPU time per step
+
+
+def test_the_cpu_wait_and_cpu_time_go_into_the_steps_table_and_the_step_records() -> None:
+    """Each step's wait for a CPU and time on one (read at its edges) reach the steps table
+    (`cpu_wait`, `cpu_time`) and the step records (`cpu_wait_s`, `cpu_time_s`) side by side;
+    a window that did not measure them has None in the table and no key in the records."""
+    import json
+
+    from torchscale.rank.worker.aggregate import steps_table
+    from torchscale.rank.worker.main import _step_records
+
+    phases = dict.fromkeys(("data", "forward", "backward", "grad_sync_wait", "optimizer"), 0.002)
+    measured = make_rank(0, [0.02], [[0.01, 0.01]], phases=phases)
+    measured.windows[0].cpu_wait_s = [0.001, None]
+    measured.windows[0].cpu_time_s = [0.008, None]
+    unmeasured = make_rank(1, [0.02], [[0.01, 0.01]], phases=phases)
+    table = steps_table([measured, unmeasured])
+    assert list(table.columns[-2:]) == ["cpu_wait", "cpu_time"]
+    mine = table[table["rank"] == 0]
+    assert list(mine["cpu_wait"].iloc[:1]) == [0.001] and list(mine["cpu_time"].iloc[:1]) == [0.008]
+    assert mine[["cpu_wait", "cpu_time"]].iloc[1].isna().all()  # that step was not measured
+    assert table.loc[table["rank"] == 1, ["cpu_wait", "cpu_time"]].isna().all().all()
+    records = [json.loads(line) for line in _step_records([measured, unmeasured]).splitlines()]
+    assert [(r["cpu_wait_s"], r["cpu_time_s"]) for r in records if r["rank"] == 0] == [
+        (0.001, 0.008),
+        (None, None),
+    ]
+    assert all("cpu_wait_s" not in r and "cpu_time_s" not in r for r in records if r["rank"] == 1)

@@ -38,6 +38,7 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
 from torchscale.offline.results.frame import cells_table, ranks_table
+from torchscale.rank.telemetry.cpu_wait import SCHEDSTAT
 from torchscale.rank.worker import markers
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.delay import RankDelays, parse_delay
@@ -47,6 +48,7 @@ from torchscale.rank.worker.spec import DelaySpec, ProfileSpec, WorkerSpec
 from torchscale.rank.worker.trainer import Trainer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SCHEDSTAT_READABLE = os.path.exists(SCHEDSTAT)  # Linux: the CPU wait and CPU time are read
 SYNC = (0.075, 0.075, 0.075, 0.075)
 
 
@@ -709,6 +711,16 @@ def test_real_cell_steps_carry_phase_columns(straggler_cell: tuple[CellResult, P
         parts = [record[f"{phase}_s"] for phase in PHASES]
         assert all(part is not None and part >= 0 for part in parts), record
         assert sum(parts) <= record["time_s"] + 1e-9, record
+    if not SCHEDSTAT_READABLE:
+        return
+    # beside the phases, the training thread's wait for a CPU and its time on one, read at
+    # the step's edges (inside the timed step); rank 1's 50 ms sleep is in the step, on no CPU
+    for record in records:
+        wait, on_cpu = record["cpu_wait_s"], record["cpu_time_s"]
+        assert wait is not None and on_cpu is not None and wait >= 0 and on_cpu > 0, record
+        assert wait + on_cpu <= record["time_s"] + 1e-4, record
+        if record["rank"] == 1:
+            assert on_cpu <= record["time_s"] - 0.045, record
 
 
 def test_real_capture_writes_one_trace_per_rank(straggler_cell: tuple[CellResult, Path]) -> None:
@@ -739,3 +751,11 @@ def test_real_capture_writes_one_trace_per_rank(straggler_cell: tuple[CellResult
         own = json.loads((trace_dir / f"rank{rank}.phases.json").read_text())
         assert own["steps"] == [2, 3]
         assert len(own["phases"]["backward"]) == 2
+        if SCHEDSTAT_READABLE:  # each traced step's wait for a CPU and time on one
+            assert len(own["cpu_wait_s"]) == len(own["cpu_time_s"]) == 2
+            assert all(w >= 0 for w in own["cpu_wait_s"]) and all(t > 0 for t in own["cpu_time_s"])
+            if rank == 1:  # its 50 ms sleep is in the step, on no CPU
+                assert all(
+                    t <= step - 0.045
+                    for t, step in zip(own["cpu_time_s"], own["step_s"], strict=True)
+                )

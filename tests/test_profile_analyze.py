@@ -17,7 +17,7 @@ from torchscale.contracts.errors import UsageError
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import straggler_text
-from torchscale.orchestration.profiling.analyze import analyze_directory
+from torchscale.orchestration.profiling.analyze import analyze_directory, traced_cpu_waits
 
 SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 needs_shared = pytest.mark.skipif(
@@ -368,3 +368,27 @@ def test_profile_rejects_a_bad_delay(tmp_path: Path) -> None:
     result = invoke("--gpus", "2", "--inject-delay", "5:backward:50", "-o", tmp_path)
     assert result.exit_code == 2
     assert "rank 5" in result.output and "Traceback" not in result.output
+
+
+def write_phase_record(directory: Path, rank: int, **fields: object) -> None:
+    record = {"rank": rank, "steps": [2, 3], "step_s": [0.01, 0.01], "phases": {}, **fields}
+    (directory / f"rank{rank}.phases.json").write_text(json.dumps(record))
+
+
+def test_the_traced_steps_carry_each_ranks_cpu_wait_and_cpu_time(tmp_path: Path) -> None:
+    """rank<k>.phases.json -> (rank, step, cpu_wait, cpu_time) of the traced steps; a record
+    written before the time on a CPU was measured reads it NaN, the wait kept."""
+    write_phase_record(tmp_path, 0, cpu_wait_s=[0.001, 0.002], cpu_time_s=[0.008, None])
+    write_phase_record(tmp_path, 1, cpu_wait_s=[0.0, 0.003])  # an older record: no cpu_time_s
+    frame = traced_cpu_waits(tmp_path, [0, 1])
+    assert frame is not None
+    assert list(frame.columns) == ["rank", "step", "cpu_wait", "cpu_time"]
+    assert frame[["rank", "step", "cpu_wait"]].values.tolist() == [
+        [0, 2, 0.001],
+        [0, 3, 0.002],
+        [1, 2, 0.0],
+        [1, 3, 0.003],
+    ]
+    assert frame["cpu_time"].iloc[0] == 0.008 and frame["cpu_time"].iloc[1:].isna().all()
+    write_phase_record(tmp_path, 1, cpu_wait_s=None, cpu_time_s=[0.008, 0.008])
+    assert traced_cpu_waits(tmp_path, [0, 1]) is None  # the wait unmeasured on a rank: none

@@ -132,9 +132,10 @@ def test_v1_error_becomes_the_typed_error() -> None:
 def test_steps_and_ranks_tables() -> None:
     experiment = torchscale.results.load(V1_DIR)
     steps = experiment.steps
-    phases = ["data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s", "cpu_wait_s"]
+    phases = ["data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s"]
+    phases += ["cpu_wait_s", "cpu_time_s"]  # not phases: the thread's wait for and time on a CPU
     assert list(steps.columns) == ["cell_id", "rank", "window", "repeat", "step", "time_s", *phases]
-    assert steps[phases].isna().all().all()  # v1 step files hold no phase times or CPU waits
+    assert steps[phases].isna().all().all()  # v1 step files hold no phase times or CPU clocks
     w2 = steps[steps["cell_id"] == TINY_W2]
     # 2 ranks x 2 repeats x 5 steps in sync windows, 2 ranks x 5 steps under no_sync
     assert len(w2[w2["window"] == "sync"]) == 20
@@ -521,3 +522,24 @@ def test_a_version_12_result_reads_with_no_straggler_kind() -> None:
     assert verdict.summary == raw["diagnosis"]["straggler"]["summary"]
     assert verdict.host_bound == raw["diagnosis"]["straggler"]["host_bound"]
     assert verdict.kind is None and verdict.kind_basis is None and verdict.not_named is None
+
+
+def test_step_records_written_before_the_cpu_time_read_with_it_nan(tmp_path: Path) -> None:
+    """The schema-12 fixture's step records carry `cpu_wait_s` but not `cpu_time_s` (the
+    thread's time on a CPU came later): `exp.steps` keeps every wait as written and reads the
+    time NaN, never invented, and skips nothing."""
+    fixture = Path(__file__).parent / "fixtures" / "results_v12"
+    raw = json.loads((fixture / "cpu_tiny_mlp_ddp_w2.json").read_text())
+    cell_id = raw["cell"]["id"]
+    (tmp_path / "cells").mkdir()
+    (tmp_path / "steps").mkdir()
+    shutil.copy(fixture / "cpu_tiny_mlp_ddp_w2.json", tmp_path / "cells" / f"{cell_id}.json")
+    shutil.copy(
+        fixture / "cpu_tiny_mlp_ddp_w2.steps.jsonl", tmp_path / "steps" / f"{cell_id}.jsonl"
+    )
+    experiment = torchscale.results.load(tmp_path)
+    assert experiment.skipped == []
+    steps = experiment.steps
+    assert list(steps.columns[-2:]) == ["cpu_wait_s", "cpu_time_s"]
+    assert len(steps) > 0 and steps["cpu_wait_s"].notna().all()
+    assert steps["cpu_time_s"].isna().all() and steps["cpu_time_s"].dtype == "float64"

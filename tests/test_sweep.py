@@ -372,10 +372,14 @@ def test_sweep_step_records(main_sweep: Sweep) -> None:
         assert rows
         assert {r["rank"] for r in rows} == set(range(world))
         phases = {"data_s", "forward_s", "backward_s", "grad_sync_wait_s", "optimizer_s"}
-        # not a phase: the training thread's wait for a CPU inside the step (Linux)
-        columns = {"rank", "window", "repeat", "step", "time_s", "cpu_wait_s"} | phases
+        # not phases: the training thread's wait for a CPU and its time on one inside the step
+        # (Linux, read at each edge)
+        clocks = {"cpu_wait_s", "cpu_time_s"}
+        columns = {"rank", "window", "repeat", "step", "time_s"} | clocks | phases
         assert all(set(r) == columns for r in rows)
         assert all(0 <= r["cpu_wait_s"] <= r["time_s"] for r in rows)
+        assert all(0 <= r["cpu_time_s"] <= r["time_s"] for r in rows)
+        assert any(r["cpu_time_s"] > 0 for r in rows)  # the step's work ran on a CPU
         assert all(r["time_s"] > 0 and math.isfinite(r["time_s"]) for r in rows)
         # the phases of a step add up to (a little under) the step: the timer edges differ
         for r in rows:

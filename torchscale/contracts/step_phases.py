@@ -28,6 +28,10 @@ COMPUTE_PHASES: tuple[OwnWorkPhase, ...] = tuple(p for p in OWN_WORK_PHASES if p
 # not a phase: inside a whole step, the seconds the rank's training thread was ready to run
 # and waited for a CPU (rank/telemetry/cpu_wait.py); `cpu_wait_s` in the step records
 CPU_WAIT = "cpu_wait"
+# not a phase either: inside a whole step, the seconds the rank's training thread ran on a CPU
+# (its CPU clock, read with the wait at the same edges; its intra-op threads not counted);
+# `cpu_time_s` in the step records
+CPU_TIME = "cpu_time"
 RANGE_PREFIX = "torchscale:"  # of every range and mark torchscale writes into a trace
 # the range around an injected delay: work the rank does inside a phase, not a phase itself
 INJECTED_DELAY_RANGE = f"{RANGE_PREFIX}injected_delay"

@@ -79,9 +79,10 @@ def analyze_directory(
 
 
 def traced_cpu_waits(directory: Path, ranks: list[int]) -> pd.DataFrame | None:
-    """(rank, step, cpu_wait) of the traced steps: each rank's wait for a CPU per step from
-    its `rank<k>.phases.json` beside the trace (the profiled run writes it); None unless every
-    rank has it (traces of other jobs, runs before schema 4, not Linux)."""
+    """(rank, step, cpu_wait, cpu_time) of the traced steps: each rank's wait for a CPU and
+    time on a CPU per step from its `rank<k>.phases.json` beside the trace (the profiled run
+    writes it); None unless every rank has the wait (traces of other jobs, runs before schema
+    4, not Linux). cpu_time is NaN where a record lacks it (written before it was measured)."""
     rows = []
     for rank in ranks:
         record = read_phase_record(directory, rank)
@@ -90,12 +91,21 @@ def traced_cpu_waits(directory: Path, ranks: list[int]) -> pd.DataFrame | None:
         waits, steps = record.get("cpu_wait_s"), record.get("steps")
         if not isinstance(waits, list) or not isinstance(steps, list) or len(waits) != len(steps):
             return None
+        times = record.get("cpu_time_s")
+        if not isinstance(times, list) or len(times) != len(steps):
+            times = [None] * len(steps)
         rows += [
-            (rank, int(step), float(wait))
-            for step, wait in zip(steps, waits, strict=True)
+            (rank, int(step), float(wait), _seconds(on_cpu))
+            for step, wait, on_cpu in zip(steps, waits, times, strict=True)
             if isinstance(wait, (int, float)) and isinstance(step, int)
         ]
-    return pd.DataFrame(rows, columns=["rank", "step", "cpu_wait"]) if rows else None
+    columns = ["rank", "step", "cpu_wait", "cpu_time"]
+    return pd.DataFrame(rows, columns=columns).astype({"cpu_time": "float64"}) if rows else None
+
+
+def _seconds(value: object) -> float:
+    """A recorded figure as a float; NaN where it is missing or not a number."""
+    return float(value) if isinstance(value, (int, float)) else float("nan")
 
 
 def write_analysis(analysis: ProfileAnalysis, path: Path, *, required: bool = True) -> Path | None:

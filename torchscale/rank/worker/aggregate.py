@@ -38,7 +38,7 @@ from torchscale.contracts.schema.cell_result import (
     Throughput,
     Warmup,
 )
-from torchscale.contracts.step_phases import CPU_WAIT, OWN_WORK_PHASES, STEP_PHASES
+from torchscale.contracts.step_phases import CPU_TIME, CPU_WAIT, OWN_WORK_PHASES, STEP_PHASES
 from torchscale.offline.analysis.attribution import NoSyncSteps
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
@@ -116,8 +116,8 @@ def rank_phase_medians(rank: RankMeasurement) -> dict[str, float | None] | None:
 
 def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
     """Every synchronised step of every rank with its phase seconds: (window, step, rank,
-    step_s, data, forward, backward, grad_sync_wait, optimizer, cpu_wait); phases None
-    without timing, cpu_wait None where it was not measured."""
+    step_s, data, forward, backward, grad_sync_wait, optimizer, cpu_wait, cpu_time); phases
+    None without timing, cpu_wait and cpu_time None where they were not measured."""
     rows = []
     for r in ranks:
         for window, w in enumerate(r.windows):
@@ -131,8 +131,9 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
                 for phase in STEP_PHASES:
                     row[phase] = w.phases[phase][step] if w.phases is not None else None
                 row[CPU_WAIT] = w.cpu_wait_s[step] if w.cpu_wait_s is not None else None
+                row[CPU_TIME] = w.cpu_time_s[step] if w.cpu_time_s is not None else None
                 rows.append(row)
-    columns = ["window", "step", "rank", "step_s", *STEP_PHASES, CPU_WAIT]
+    columns = ["window", "step", "rank", "step_s", *STEP_PHASES, CPU_WAIT, CPU_TIME]
     return pd.DataFrame(rows, columns=columns)
 
 

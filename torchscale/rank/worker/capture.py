@@ -186,6 +186,7 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
     phases = recorder.seconds() if recorder is not None else {}
     notes = recorder.notes if recorder is not None else {"phases": PIPELINE_PHASES_NOTE}
     cpu_wait = recorder.cpu_wait() if recorder is not None else None
+    cpu_time = recorder.cpu_time() if recorder is not None else None
     if recorder is not None and recorder.cpu_wait_note is not None:
         notes = {**notes, "cpu_wait": recorder.cpu_wait_note}
     record = {
@@ -198,6 +199,8 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
         "phases": {name: values[skipped:] for name, values in phases.items()},
         # per step, seconds the training thread waited for a CPU (telemetry/cpu_wait.py)
         "cpu_wait_s": cpu_wait[skipped:] if cpu_wait is not None else None,
+        # per step, seconds it ran on a CPU (read with the wait; intra-op threads not counted)
+        "cpu_time_s": cpu_time[skipped:] if cpu_time is not None else None,
         "notes": notes,
         "clock": "cuda_events" if trainer.device.type == "cuda" else "perf_counter",
     }

@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from torchscale.contracts.atomic import write_text_atomic
-from torchscale.contracts.step_phases import CPU_WAIT, STEP_PHASES, seconds_column
+from torchscale.contracts.step_phases import CPU_TIME, CPU_WAIT, STEP_PHASES, seconds_column
 from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture
 from torchscale.rank.worker.cpu_binding import bind_cpu_rank
@@ -99,13 +99,15 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
 
 
 def _phase_columns(window: Window, step: int) -> dict[str, float | None]:
-    """`<phase>_s` of one step, and `cpu_wait_s` where measured (none when the window has no
-    phase timing)."""
+    """`<phase>_s` of one step, and `cpu_wait_s` and `cpu_time_s` where measured (none when
+    the window has no phase timing)."""
     if window.phases is None:
         return {}
     columns = {seconds_column(phase): window.phases[phase][step] for phase in STEP_PHASES}
     if window.cpu_wait_s is not None:
         columns[seconds_column(CPU_WAIT)] = window.cpu_wait_s[step]
+    if window.cpu_time_s is not None:
+        columns[seconds_column(CPU_TIME)] = window.cpu_time_s[step]
     return columns
 
 

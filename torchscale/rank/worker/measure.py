@@ -64,6 +64,9 @@ class Window:
     # per step, seconds the training thread waited for a CPU (telemetry/cpu_wait.py); None:
     # not measured (no phase timing, or the clock is unavailable: `phase_notes["cpu_wait"]`)
     cpu_wait_s: list[float | None] | None = None
+    # per step, seconds the training thread ran on a CPU (read with the wait by the same
+    # clock; its intra-op threads not counted); None exactly when `cpu_wait_s` is
+    cpu_time_s: list[float | None] | None = None
 
 
 @dataclass
@@ -189,6 +192,7 @@ def run_window(
         window.phases = recorder.seconds()
         window.phase_notes = dict(recorder.notes)
         window.cpu_wait_s = recorder.cpu_wait()
+        window.cpu_time_s = recorder.cpu_time()
         if recorder.cpu_wait_note is not None:
             window.phase_notes["cpu_wait"] = recorder.cpu_wait_note
     return window

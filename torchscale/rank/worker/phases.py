@@ -49,9 +49,11 @@ grad_sync_wait is None, with the reason in `PhaseRecorder.notes`:
 torch.compile (DDP): the hooks fire as in eager (AccumulateGrad stays an eager autograd node;
 seen on torch 2.13 CPU), so the split holds.
 
-Cost per step: 2 + 4 x accum perf_counter calls or event records, plus one Python call per
-trainable parameter per micro-batch (an attribute store; on CUDA an integer compare), which
-`benchmarks/phase_timing_overhead.py` measures against the same loop without it.
+Cost per step: 2 + 4 x accum perf_counter calls or event records, at each of the two edges
+one schedstat pread and one thread CPU clock read (the CPU wait and the CPU time:
+telemetry/cpu_wait.py), plus one Python call per trainable parameter per micro-batch (an
+attribute store; on CUDA an integer compare), which `benchmarks/phase_timing_overhead.py`
+measures against the same loop without it.
 """
 
 from __future__ import annotations
@@ -125,10 +127,11 @@ class PhaseRecorder:
         self._expected = 0
         self._valid: list[bool] = [False] * (steps * accum)
         self._micro = 0
-        # the training thread's wait for a CPU at each step's two edges (cpu_wait.py)
+        # the training thread's (wait for a CPU, time on a CPU) at each step's two edges
+        # (cpu_wait.py): the pair is stored as read, split after the window
         self._clock = thread_clock()
-        self._wait_start: list[float | None] = [None] * steps
-        self._wait_end: list[float | None] = [None] * steps
+        self._sched_start: list[tuple[float, float] | None] = [None] * steps
+        self._sched_end: list[tuple[float, float] | None] = [None] * steps
 
     # ------------------------------------------------------------------ boundaries (per step)
 
@@ -144,7 +147,7 @@ class PhaseRecorder:
     def step_start(self) -> None:
         step = self._index // self.per_step
         if step < self.steps:
-            self._wait_start[step] = self._clock.read()
+            self._sched_start[step] = self._clock.read_both()
         self._mark()
 
     def data_end(self) -> None:
@@ -173,7 +176,7 @@ class PhaseRecorder:
         self._mark()
         step = (self._index - 1) // self.per_step
         if step < self.steps:
-            self._wait_end[step] = self._clock.read()
+            self._sched_end[step] = self._clock.read_both()
 
     # ------------------------------------------------------------------------ gradient hooks
 
@@ -236,17 +239,29 @@ class PhaseRecorder:
         done = self._index // self.per_step
         return [row[-1] for row in self._boundaries()[:done]]
 
-    def cpu_wait(self, steps: int | None = None) -> list[float | None] | None:
-        """Per recorded step (the first `steps`), the seconds the training thread waited for
-        a CPU inside it; None when the clock is unavailable (`cpu_wait_note` says why)."""
+    def _sched_seconds(self, field: int, steps: int | None) -> list[float | None] | None:
+        """Per recorded step (the first `steps`), the growth of the clock's `field` (0: the
+        wait for a CPU, 1: the time on one) between the step's edges; None when the clock is
+        unavailable."""
         if self._clock.unavailable is not None:
             return None
         done = self._index // self.per_step
         steps = done if steps is None else min(steps, done)
         return [
-            max(0.0, end - start) if start is not None and end is not None else None
-            for start, end in zip(self._wait_start[:steps], self._wait_end[:steps], strict=True)
+            max(0.0, end[field] - start[field]) if start is not None and end is not None else None
+            for start, end in zip(self._sched_start[:steps], self._sched_end[:steps], strict=True)
         ]
+
+    def cpu_wait(self, steps: int | None = None) -> list[float | None] | None:
+        """Per recorded step (the first `steps`), the seconds the training thread waited for
+        a CPU inside it; None when the clock is unavailable (`cpu_wait_note` says why)."""
+        return self._sched_seconds(0, steps)
+
+    def cpu_time(self, steps: int | None = None) -> list[float | None] | None:
+        """Per recorded step (the first `steps`), the seconds the training thread ran on a
+        CPU inside it (its intra-op threads not counted); None when the clock is unavailable
+        (`cpu_wait_note` says why: the same clock reads both)."""
+        return self._sched_seconds(1, steps)
 
     @property
     def cpu_wait_note(self) -> str | None:

@@ -140,8 +140,9 @@ def combine(
 ) -> ProfileAnalysis:
     """The cross-rank analyses over the per-rank reductions (`strategy`, when known, picks
     the remedies of the findings; `cell`, the profiled run's result, adds its phase-timer
-    model as a cross-check; `cpu_wait`, (rank, step, cpu_wait) seconds of the traced steps,
-    tells a rank the host held back from a straggler)."""
+    model as a cross-check; `cpu_wait`, (rank, step, cpu_wait, cpu_time) seconds of the
+    traced steps (the training thread's wait for a CPU and time on one; cpu_time NaN where not
+    recorded), tells a rank the host held back from a straggler)."""
     ranks = sorted(reductions)
     first = reductions[ranks[0]]
     notes = [note for rank in ranks for note in reductions[rank].notes]
