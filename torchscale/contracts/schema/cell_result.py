@@ -470,6 +470,17 @@ class StragglerVerdict(_Model):
     test: str = Field(description="the test, in words")
     summary: str = Field(description="one line, the same on every surface")
 
+    def headline_gap(self) -> Estimate | None:
+        """The gap every surface prints for this verdict: what the named rank costs per step.
+        Its own work over the others' (`gap_s`), except where its work is not what is late: a
+        communication straggler's is the others' wait for its late collectives (`late_s`), a
+        host straggler's the time the host held it off the CPU (`host_wait_s`)."""
+        if self.kind == "communication":
+            return self.late_s
+        if self.kind == "host":
+            return self.host_wait_s
+        return self.gap_s
+
 
 class CrossCheck(_Model):
     """A second estimate of a figure of the model, shown only as agreeing or not."""

@@ -103,20 +103,21 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     """The straggler in one line, without a p-value (the test lives behind -v:
     `straggler_test_text`): 'Straggler: rank 1, compute in backward, +52.6 ms [49.9, 55.3]/step'
     (its own work per step over the median of the others', same step); 'Straggler: rank 1,
-    input, ...'; 'Straggler: rank 1, host (held off the CPU), +11.1 ms [8.6, 13.6]/step,
-    +9.6 ms [8.1, 11.0] of it waiting for a CPU: check the host'; or, nobody named, 'Straggler:
+    input, ...'; 'Straggler: rank 1, host (held off the CPU) +9.6 ms [8.1, 11.0]/step: check
+    the host' (the time the host held it beyond its fair share); or, nobody named, 'Straggler:
     none (rank 0 +0.21 ms [-0.3, 0.7]/step: could be noise: its interval reaches 0)' / '...:
     below the 5% minimum effect (1.2 ms of a 24 ms step)'."""
     if verdict is None:
         return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
     gap = seconds_text(verdict.gap_s, signed=True)
+    if verdict.named and verdict.kind == "communication":
+        late = seconds_text(verdict.headline_gap(), signed=True)
+        return f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}: the others wait {late}/step"
+    if verdict.named and verdict.kind == "host":
+        held = seconds_text(verdict.headline_gap(), signed=True)
+        return f"Straggler: rank {verdict.rank}, {_kind_text(verdict)} {held}/step: check the host"
     if verdict.named:
-        return f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step" + (
-            f", {seconds_text(verdict.host_wait_s, signed=True)} of it waiting for a CPU: "
-            "check the host"
-            if verdict.kind == "host"
-            else ""
-        )
+        return f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step"
     if verdict.candidate_rank is None or verdict.gap_s is None:
         return f"Straggler: not tested ({verdict.summary.removeprefix('no straggler test: ')})"
     if verdict.host_bound:  # a schema-12 verdict: the host's gap withdrew the name

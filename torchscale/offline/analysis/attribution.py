@@ -43,6 +43,7 @@ from torchscale.contracts.schema.cell_result import (
 )
 from torchscale.contracts.step_phases import (
     COMPUTE_PHASES,
+    CPU_TIME,
     CPU_WAIT,
     OWN_WORK_PHASES,
     STEP_PHASES,
@@ -174,15 +175,15 @@ def _pivot(parts: pd.DataFrame, column: str) -> pd.DataFrame:
     return parts.pivot_table(index=["window", "step"], columns="rank", values=column)
 
 
-def cpu_wait_table(steps: pd.DataFrame) -> pd.DataFrame | None:
-    """(window, step) x rank seconds of the training thread's wait for a CPU, from the
-    steps table's `cpu_wait` column; None without the column (a table built before it),
-    empty where no step has it (not Linux)."""
-    if CPU_WAIT not in steps.columns:
+def cpu_wait_table(steps: pd.DataFrame, column: str = CPU_WAIT) -> pd.DataFrame | None:
+    """(window, step) x rank seconds of the training thread's wait for a CPU (`column`
+    CPU_TIME: its time on a CPU), from the steps table's column; None without the column (a
+    table built before it), empty where no step has it (not Linux)."""
+    if column not in steps.columns:
         return None
-    rows = steps[["window", "step", "rank", CPU_WAIT]].dropna()
-    return rows.astype({CPU_WAIT: float}).pivot_table(
-        index=["window", "step"], columns="rank", values=CPU_WAIT
+    rows = steps[["window", "step", "rank", column]].dropna()
+    return rows.astype({column: float}).pivot_table(
+        index=["window", "step"], columns="rank", values=column
     )
 
 
@@ -491,23 +492,49 @@ def others_wait_check(
 CPU_WAIT_CHECK = "CPU wait (host)"
 CPU_WAIT_METHOD = (
     "per step, the candidate's wait for a CPU (its training thread runnable and not running, "
-    "Linux schedstat run_delay over the step) minus the median of the others'; the straggler "
-    "test repeated on own work less that wait (each rank's wait capped at its own work)"
+    "Linux schedstat run_delay over the step) beyond what its own time on a CPU would have "
+    "waited at the other ranks' rate (their median wait over their median time on a CPU, same "
+    "step; without the time on a CPU: beyond the median of the others' wait); the straggler "
+    "test repeated on that held time, and on own work less it (capped at own work)"
 )
 CPU_WAIT_UNMEASURED = "the wait for a CPU was not measured on every rank in these steps"
 
 
+def held_off_cpu(
+    waits: pd.DataFrame, cpu_time: pd.DataFrame | None, candidate: int
+) -> tuple[pd.Series, str]:
+    """Per step, the seconds the host held `candidate` off the CPU beyond its fair share, and
+    how it was reckoned. A rank with more work is runnable longer, so on a loaded host it also
+    waits longer: at the others' rate (their median wait over their median time on a CPU),
+    its own time on a CPU would have waited that much; only the wait beyond it is the host's.
+    Without the time on a CPU (results before it, not Linux): its wait beyond the median of
+    the others' waits."""
+    others_wait = waits.drop(columns=[candidate]).median(axis=1)
+    if cpu_time is not None:
+        busy = cpu_time.reindex(index=waits.index, columns=waits.columns)
+        if bool(busy.notna().all(axis=None)):
+            others_busy = busy.drop(columns=[candidate]).median(axis=1)
+            rate = (others_wait / others_busy.where(others_busy > 0)).fillna(0.0)
+            fair = rate * busy[candidate]
+            return waits[candidate] - fair, "beyond its time on a CPU at the others' wait rate"
+    return waits[candidate] - others_wait, "beyond the median of the others' wait"
+
+
 def cpu_wait_check(
-    own: pd.DataFrame, cpu_wait: pd.DataFrame | None, verdict: StragglerVerdict
+    own: pd.DataFrame,
+    cpu_wait: pd.DataFrame | None,
+    verdict: StragglerVerdict,
+    cpu_time: pd.DataFrame | None = None,
 ) -> tuple[StragglerVerdict, CrossCheck | None]:
-    """Is the candidate's extra time its host's? `own` and `cpu_wait`: (window, step) x rank
-    seconds of own work and of the training thread's wait for a CPU in the step (None: not
-    measured, no check; empty: measured on no step, a check that says so). A rank whose core
-    was taken by other work is late exactly like a rank with more work; the scheduler knows
-    the difference. A named rank's kind becomes host when its extra CPU wait passes the
-    straggler test and is at least the rest of its gap (`straggler_kind.straggler_kind`): it
-    stays named (the rank is behind; the host is why). The candidate's extra CPU wait is kept
-    beside the verdict either way (`host_wait_s`)."""
+    """Is the candidate's extra time its host's? `own`, `cpu_wait` and `cpu_time`: (window,
+    step) x rank seconds of own work, of the training thread's wait for a CPU and of its time
+    on a CPU in the step (`cpu_wait` None: not measured, no check; empty: measured on no step,
+    a check that says so; `cpu_time` None: not measured, `held_off_cpu` falls back). A rank
+    whose core was taken by other work is late exactly like a rank with more work; the
+    scheduler knows the difference. A named rank's kind becomes host when the time the host
+    held it off the CPU (`held_off_cpu`) passes the straggler test and is at least the rest of
+    its gap (`straggler_kind.straggler_kind`): it stays named (the rank is behind; the host is
+    why). The held time is kept beside the verdict either way (`host_wait_s`)."""
     candidate = verdict.candidate_rank
     if candidate is None or verdict.min_effect_s is None or cpu_wait is None:
         return verdict, None
@@ -524,35 +551,55 @@ def cpu_wait_check(
             detail=CPU_WAIT_UNMEASURED,
         )
     min_effect = verdict.min_effect_s
-    extra = waits[candidate] - waits.drop(columns=[candidate]).median(axis=1)
-    host = paired_gap_test(extra, min_effect_s=min_effect, alpha=ALPHA)
+    held, reckoned = held_off_cpu(waits, cpu_time, candidate)
+    host = paired_gap_test(held, min_effect_s=min_effect, alpha=ALPHA)
     host_est = _gap_estimate(host.mean_s, host.low_s, host.high_s, host.steps)
-    work = table - np.minimum(waits.clip(lower=0.0), table)  # each wait capped at own work
+    gap = table[candidate] - table.drop(columns=[candidate]).median(axis=1)
     left = paired_gap_test(
-        work[candidate] - work.drop(columns=[candidate]).median(axis=1),
+        gap - np.minimum(held.clip(lower=0.0), table[candidate]),
         min_effect_s=min_effect,
         alpha=ALPHA,
     )
-    waited = f"rank {candidate}'s extra wait for a CPU: {_ms(host.mean_s)} per step"
+    waited = f"rank {candidate} held off the CPU {_ms(host.mean_s)} per step ({reckoned})"
     left_text = (
-        f"its own work less that wait: {_ms(left.mean_s)} per step "
+        f"its gap less that: {_ms(left.mean_s)} per step "
         f"(95 % interval {_ms(left.low_s)} to {_ms(left.high_s)})"
     )
     updated = verdict.model_copy(update={"host_wait_s": host_est, "host_bound": False})
     agrees: bool | None = None
     detail = f"{waited} (not a straggler either way)"
+    if not verdict.named and not verdict.withdrawn_by:
+        held_rank = _most_held(waits, cpu_time, min_effect)
+        more_work = (
+            held_rank is not None
+            and (test := _on_cpu_test(cpu_time, waits.index, held_rank[0], min_effect)) is not None
+            and test.significant
+        )
+        if held_rank is not None and not more_work:
+            rank, test = held_rank
+            return _held_verdict(verdict, rank, test, table), CrossCheck(
+                name=CPU_WAIT_CHECK,
+                method=CPU_WAIT_METHOD,
+                estimate=_gap_estimate(test.mean_s, test.low_s, test.high_s, test.steps),
+                agrees=True,
+                detail=f"rank {rank} held off the CPU {_ms(test.mean_s)} per step: the host "
+                "took its time outside its own work (in the collective everyone waits in)",
+            )
     if verdict.named:
-        kind, basis = straggler_kind(verdict.phase, KindEvidence({}, host, left))
+        on_cpu = _on_cpu_test(cpu_time, waits.index, candidate, min_effect)
+        if verdict.phase == "data" and verdict.kind == "input":
+            on_cpu = None  # a rank waiting for its batch: its time on a CPU is not the question
+        kind, basis = straggler_kind(verdict.phase, KindEvidence({}, host, left, on_cpu))
         agrees = True
         if kind == "host":
-            gap = verdict.gap_s
+            gap_est = verdict.gap_s
             summary = named_summary(
                 candidate,
                 "host",
                 (
-                    gap.value if gap is not None else None,
-                    gap.low if gap is not None else None,
-                    gap.high if gap is not None else None,
+                    gap_est.value if gap_est is not None else None,
+                    gap_est.low if gap_est is not None else None,
+                    gap_est.high if gap_est is not None else None,
                 ),
                 verdict.phase,
             )
@@ -562,7 +609,7 @@ def cpu_wait_check(
             detail = f"{waited}; {left_text}: the host took its time, the work is not slower"
         else:
             if host.significant and verdict.kind_basis is not None:
-                more = f"; its extra wait for a CPU ({_ms(host.mean_s)}) is less than its work's"
+                more = f"; the host held it off the CPU {_ms(host.mean_s)}, less than its work"
                 updated = updated.model_copy(update={"kind_basis": verdict.kind_basis + more})
             detail = f"{waited}; {left_text}: the work itself is slow"
     check = CrossCheck(
@@ -573,6 +620,69 @@ def cpu_wait_check(
         detail=detail,
     )
     return updated, check
+
+
+def _on_cpu_test(
+    cpu_time: pd.DataFrame | None, index: pd.Index, rank: int, min_effect: float
+) -> GapTest | None:
+    """Per step, `rank`'s time on a CPU over the median of the others', tested as the
+    straggler gap; None when not measured on every rank in those steps."""
+    if cpu_time is None:
+        return None
+    busy = cpu_time.reindex(index=index)
+    if rank not in busy.columns or busy.shape[1] < 2 or not bool(busy.notna().all(axis=None)):
+        return None
+    extra = busy[rank] - busy.drop(columns=[rank]).median(axis=1)
+    return paired_gap_test(extra, min_effect_s=min_effect, alpha=ALPHA)
+
+
+def _most_held(
+    waits: pd.DataFrame, cpu_time: pd.DataFrame | None, min_effect: float
+) -> tuple[int, GapTest] | None:
+    """The rank the host held off the CPU the most (`held_off_cpu`), when that passes the
+    straggler test: a rank held while it waits inside a collective is late there, where its own
+    work does not show it (the phase timers see the collective slow for everyone)."""
+    tests = {
+        int(rank): paired_gap_test(
+            held_off_cpu(waits, cpu_time, rank)[0], min_effect_s=min_effect, alpha=ALPHA
+        )
+        for rank in waits.columns
+    }
+    rank = max(tests, key=lambda r: (tests[r].mean_s, -r))
+    return (rank, tests[rank]) if tests[rank].significant else None
+
+
+def _held_verdict(
+    verdict: StragglerVerdict, rank: int, held: GapTest, own: pd.DataFrame
+) -> StragglerVerdict:
+    """A rank named host because the host held it off the CPU (`_most_held`), its own work
+    not significantly behind: what it costs per step is the held time (`host_wait_s`)."""
+    gap = own[rank] - own.drop(columns=[rank]).median(axis=1)
+    work = paired_gap_test(gap, min_effect_s=verdict.min_effect_s or 0.0, alpha=ALPHA)
+    held_est = _gap_estimate(held.mean_s, held.low_s, held.high_s, held.steps)
+    basis = (
+        f"the host held it off the CPU {_ms(held.mean_s)} per step (passes the straggler "
+        f"test), while its own work is {_ms(work.mean_s)} per step over the others': the time "
+        "was lost where it waits with them"
+    )
+    summary = named_summary(rank, "host", (held.mean_s, held.low_s, held.high_s), None)
+    return verdict.model_copy(
+        update={
+            "named": True,
+            "rank": rank,
+            "phase": None,
+            "phase_gap_s": None,
+            "candidate_rank": rank,
+            "gap_s": _gap_estimate(work.mean_s, work.low_s, work.high_s, work.steps),
+            "p_value": held.p_value,
+            "host_wait_s": held_est,
+            "host_bound": True,
+            "kind": "host",
+            "kind_basis": basis,
+            "not_named": None,
+            "summary": summary,
+        }
+    )
 
 
 def evidence_against(checks: Sequence[CrossCheck]) -> list[str]:
@@ -599,7 +709,12 @@ def cell_attribution(
     if ranks > 1:
         verdict = straggler_verdict(steps, parts, step_est.value or 0.0, no_sync)
         own = parts.assign(own=parts["compute"] + parts["data"])
-        verdict, host = cpu_wait_check(_pivot(own, "own"), cpu_wait_table(steps), verdict)
+        verdict, host = cpu_wait_check(
+            _pivot(own, "own"),
+            cpu_wait_table(steps),
+            verdict,
+            cpu_wait_table(steps, CPU_TIME),
+        )
         if host is not None:
             checks.append(host)
         candidate = verdict.candidate_rank

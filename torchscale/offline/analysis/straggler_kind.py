@@ -7,10 +7,14 @@ a rank waiting for its batch (input), a rank held off the CPU by other work on i
 seen only in traces: the phase timers cannot tell when a collective was launched). The rule
 (docs/methodology.md, "The kind of a straggler"):
 
-- **host** only when the rank's extra wait for a CPU (Linux run_delay) passes the straggler
-  test itself AND is at least the rest of its gap (own work less that wait): the host took
-  more of its time than its work added. A rank doing more work also waits longer for a CPU on
-  a shared host (it is runnable longer), so extra CPU wait alone never makes it host;
+- **compute** when its time on a CPU (Linux schedstat) is above the others' by the straggler
+  test: it has more to do, whatever else it waited for;
+- **host** only when the time the host held the rank off the CPU passes the straggler test
+  itself AND is at least the rest of its gap: the host took more of its time than its work
+  added. A rank doing more work is runnable longer, so on a loaded host it also waits longer
+  for a CPU; the held time is its wait (Linux run_delay) beyond what its own time on a CPU
+  would have waited at the other ranks' rate (attribution.held_off_cpu), so a rank with more
+  work is compute however loaded the host;
 - else **input** when its data phase holds the largest significant phase gap (or, with no
   phase significant alone, more of the gap than its compute phases together);
 - else **compute**.
@@ -37,26 +41,34 @@ KIND_WORDS: dict[str, str] = {
 @dataclass(frozen=True)
 class KindEvidence:
     """The tests the kind is read from: the candidate's per-phase gaps over the others'
-    (`phases`, own-work phases only), its extra wait for a CPU (`host`, None: not measured)
-    and its own work less that wait (`left`)."""
+    (`phases`, own-work phases only), the time the host held it off the CPU (`host`, None:
+    not measured), the rest of its gap (`left`) and its extra time on a CPU (`on_cpu`)."""
 
     phases: Mapping[str, GapTest]
     host: GapTest | None = None
     left: GapTest | None = None
+    on_cpu: GapTest | None = None  # its time on a CPU over the others' (None: not measured)
 
 
 def straggler_kind(slow_phase: str | None, evidence: KindEvidence) -> tuple[StragglerKind, str]:
     """(kind, the evidence that decided it in words) for a named rank (rule in the module
     doc). `slow_phase`: the phase with the largest significant gap, or None."""
-    host, left = evidence.host, evidence.left
+    host, left, on_cpu = evidence.host, evidence.left, evidence.on_cpu
+    more_work = on_cpu is not None and on_cpu.significant
+    if more_work and on_cpu is not None:
+        where = f"its {slow_phase}" if slow_phase and slow_phase != "data" else "its work"
+        return "compute", (
+            f"it ran {_ms(on_cpu.mean_s)} per step longer on a CPU than the others (passes the "
+            f"straggler test): {where} has more to do, whatever it also waited"
+        )
     if host is not None and left is not None and host.significant and host.mean_s >= left.mean_s:
         return "host", (
-            f"its extra wait for a CPU ({_ms(host.mean_s)} per step) passes the straggler test "
-            f"and is at least the rest of its gap ({_ms(left.mean_s)}): other work held it off "
-            "the CPU"
+            f"the host held it off the CPU {_ms(host.mean_s)} per step, which passes the "
+            f"straggler test and is at least the rest of its gap ({_ms(left.mean_s)}): other "
+            "work held it off the CPU"
         )
     waited = (
-        f"; its extra wait for a CPU ({_ms(host.mean_s)}) is less than its extra work"
+        f"; the host held it off the CPU {_ms(host.mean_s)}, less than its extra work"
         if host is not None and host.significant
         else ""
     )

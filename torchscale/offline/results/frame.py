@@ -69,6 +69,7 @@ COLUMNS = [
     "step_p99_high_s",
     "straggler_rank",
     "straggler_phase",
+    "straggler_kind",
     "straggler_gap_s",
     "straggler_phase_gap_s",
     "straggler_named",
@@ -183,6 +184,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         **_headline_intervals(result),
         "straggler_rank": result.straggler_rank,
         "straggler_phase": straggler.phase if straggler else None,
+        "straggler_kind": None,  # kinds came with schema 13
         # the older record's gap_s is its phase's: the own-work gap is its compute_gap_s
         "straggler_gap_s": straggler.compute_gap_s if straggler else None,
         "straggler_phase_gap_s": straggler.gap_s if straggler else None,
@@ -286,10 +288,10 @@ DIAGNOSIS_COLUMNS = [
 def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
     """The diagnosis' columns (schema 10; schema 8-9's step model read as one; None before
     schema 8 and where there is none). Where there is a diagnosis its verdict also gives
-    straggler_rank, straggler_phase, straggler_gap_s (the rank's own-work gap: the gap every
-    surface prints, issue 48) and straggler_phase_gap_s (the named phase's gap, its own column
-    so that neither passes for the other), null unless it names a straggler: the one verdict,
-    never an older record's."""
+    straggler_rank, straggler_phase, straggler_kind, straggler_gap_s (the gap every surface
+    prints: `StragglerVerdict.headline_gap`) and straggler_phase_gap_s (the named phase's gap,
+    its own column so that neither passes for the other), null unless it names a straggler:
+    the one verdict, never an older record's."""
     row: dict[str, Any] = dict.fromkeys(DIAGNOSIS_COLUMNS)
     row.update(dict.fromkeys(ATTRIBUTION_COLUMNS))
     if diagnosis is None:
@@ -298,7 +300,8 @@ def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
     named = verdict if verdict is not None and verdict.named else None
     row["straggler_rank"] = named.rank if named else None
     row["straggler_phase"] = named.phase if named else None
-    row["straggler_gap_s"] = _value(named.gap_s) if named else None
+    row["straggler_kind"] = named.kind if named else None
+    row["straggler_gap_s"] = _value(named.headline_gap()) if named else None
     row["straggler_phase_gap_s"] = _value(named.phase_gap_s) if named and named.phase else None
     row["straggler_named"] = verdict.named if verdict else None
     row["straggler_p_value"] = verdict.p_value if verdict else None

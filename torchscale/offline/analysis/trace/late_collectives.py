@@ -13,7 +13,8 @@ Named only when three things hold together (docs/methodology.md, "The kind of a 
   step, has its 95 % interval's low end at least the minimum effect (5 % of the step), the
   same floor the own-work test uses;
 - its own work is not significantly above the others' (else it is a compute or input
-  straggler, decided by the own-work test).
+  straggler, decided by the own-work test), and could not explain half of that wait either
+  (the upper end of its own-work gap's interval is below half of it).
 
 Pure: tables in, a verdict out.
 """
@@ -71,6 +72,10 @@ def late_collectives(
     if share.low is None or not share.measurable or share.low < MIN_EFFECT_SHARE:
         return verdict
     seconds = _seconds(extra)
+    # its own work could explain half the others' wait or more: not a launch delay (a noisy
+    # own-work gap that missed the test is no evidence that the work is on par)
+    if work.high_s is None or seconds.value is None or work.high_s >= 0.5 * seconds.value:
+        return verdict
     gap = (
         verdict.gap_s
         if verdict.candidate_rank == rank

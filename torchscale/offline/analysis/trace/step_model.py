@@ -376,8 +376,9 @@ def build_step_model(
     """The trace attribution of one profile (see the module doc). `taxonomy`:
     `idle.idle_taxonomy`; `arrival`: `straggler.attribute_straggler`; `waits_known`:
     collectives were matched, so the wait for peers is split from the transfer; `world_size`:
-    as the traces declare it; `cpu_wait`: (rank, step, cpu_wait) seconds each rank's training
-    thread waited for a CPU in the traced steps (`attribution.cpu_wait_check`). The what-if
+    as the traces declare it; `cpu_wait`: (rank, step, cpu_wait[, cpu_time]) seconds each
+    rank's training thread waited for a CPU (and ran on one) in the traced steps
+    (`attribution.cpu_wait_check`). The what-if
     and findings are the diagnosis' (torchscale/offline/analysis/diagnosis.py)."""
     notes: list[str] = []
     parts = trace_parts(taxonomy)
@@ -437,14 +438,8 @@ def build_step_model(
         verdict = straggler_verdict(phases, own, step_est.value or 0.0, None)
         verdict = verdict.model_copy(update={"test": f"{verdict.test}; {model.own_work_basis}"})
         own_table = own.pivot_table(index=["window", "step"], columns="rank", values="compute")
-        waits = (
-            cpu_wait.assign(window=0).pivot_table(
-                index=["window", "step"], columns="rank", values="cpu_wait"
-            )
-            if cpu_wait is not None and not cpu_wait.empty
-            else None
-        )
-        verdict, host_check = cpu_wait_check(own_table, waits, verdict)
+        waits, busy = _cpu_tables(cpu_wait)
+        verdict, host_check = cpu_wait_check(own_table, waits, verdict, busy)
         candidate = verdict.candidate_rank
         if candidate is not None:
             if model.waits_known:
@@ -501,6 +496,23 @@ def build_step_model(
         cross_checks=checks,
     )
     return model
+
+
+def _cpu_tables(
+    cpu_wait: pd.DataFrame | None,
+) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """(wait for a CPU, time on a CPU): (window, step) x rank seconds of the traced steps
+    from the (rank, step, cpu_wait[, cpu_time]) frame; None where not measured."""
+    if cpu_wait is None or cpu_wait.empty:
+        return None, None
+    frame = cpu_wait.assign(window=0)
+    tables = [
+        frame.pivot_table(index=["window", "step"], columns="rank", values=column)
+        if column in frame.columns and frame[column].notna().any()
+        else None
+        for column in ("cpu_wait", "cpu_time")
+    ]
+    return tables[0], tables[1]
 
 
 def _unknown(why: str) -> Estimate:

@@ -145,7 +145,7 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
     Columns: step, phase (data|forward|backward|optimizer), dur_us (union of the phase's ranges
     in the step, clipped to the step window), busy_us, has_comm (a collective or collective call
-    overlaps the phase), effective_us (the figure straggler attribution compares).
+    starts inside the phase), effective_us (the figure straggler attribution compares).
 
     busy_us: CPU ranks: union of the cpu_op rows nested in the phase on the same thread, less
     its waits for collectives (`cpu_busy_by_tid`)
@@ -189,12 +189,24 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
         }
     )
     device = is_device_trace(events)
-    comm = from_frame(events[events["kind"].isin(["collective", "collective_call"])])
+    # a phase holds communication when a collective starts inside it (on any thread: GPU
+    # backward launches them from autograd's thread); one still running from before it does
+    # not (gloo's worker threads record an all-reduce past the backward that waited for it,
+    # seen 2.5-10.6 ms into the next step's data phase, which would then count only its ops
+    # and lose a slow input's whole wait)
+    comm_starts = np.sort(
+        events.loc[events["kind"].isin(["collective", "collective_call"]), "ts"].to_numpy(
+            dtype=np.float64
+        )
+    )
     # union of each phase's ranges in the step (nested or repeated ranges count once)
     spans = grouped_merge(frame, ["step", "phase"], "lo", "hi")
     lo_s = spans["lo"].to_numpy(np.float64)
     hi_s = spans["hi"].to_numpy(np.float64)
-    spans = spans.assign(dur_us=hi_s - lo_s, comm=comm.within(lo_s, hi_s) > 0)
+    started = np.searchsorted(comm_starts, hi_s, side="left") - np.searchsorted(
+        comm_starts, lo_s, side="left"
+    )
+    spans = spans.assign(dur_us=hi_s - lo_s, comm=started > 0)
     out = spans.groupby(["step", "phase"], sort=True).agg(
         dur_us=("dur_us", "sum"), has_comm=("comm", "any")
     )

@@ -1,0 +1,104 @@
+"""Test-only plug-in models with one slow rank of each kind, written as a user meets them (no
+torchscale knob): more real work, a slow input pipeline, other work pinned to its core.
+
+Loaded by the worker as 'tests.straggler_plugins:<factory>' (the tests put the repo root on
+PYTHONPATH through `launcher.env`). The slow rank is the last one (RANK == WORLD_SIZE - 1).
+Side effects (the hogs) start only inside a torchrun rank, never in a process that builds the
+model to plan a cell.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torchscale.rank.models.bundle import ModelBundle
+
+WIDTH = 256
+# a hog that dies with its rank: PR_SET_PDEATHSIG (SIGKILL) through ctypes, then a busy loop
+HOG = (
+    "import ctypes, os, signal\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+    "os.sched_setaffinity(0, {core})\n"
+    "while True: pass\n"
+)
+
+
+def _slow_rank() -> bool:
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    return rank is not None and world is not None and int(rank) == int(world) - 1
+
+
+class _Net(nn.Module):
+    """Four linear layers; `repeat` more forward passes of the same layers on the slow rank
+    (real work, nothing sleeps)."""
+
+    def __init__(self, repeat: int) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(4)])
+        self.repeat = repeat
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            for _ in range(self.repeat):
+                self.layers(x)
+        return self.layers(x)
+
+
+def _make_batch(batch_size: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    shape = (batch_size, WIDTH)
+    return torch.randn(shape, device=device), torch.randn(shape, device=device)
+
+
+def _bundle(model: nn.Module, **extra: Any) -> ModelBundle:
+    return ModelBundle(
+        model=model,
+        make_batch=_make_batch,
+        loss_fn=F.mse_loss,
+        kind="other",
+        tokens_per_sample=None,
+        input_shape=(WIDTH,),
+        conv_net=False,
+        **extra,
+    )
+
+
+def compute(repeat: int = 6) -> ModelBundle:
+    """The slow rank runs its forward `repeat` more times: a compute straggler."""
+    return _bundle(_Net(repeat if _slow_rank() else 0))
+
+
+def slow_input(sleep_ms: float = 30.0) -> ModelBundle:
+    """The slow rank's batches take `sleep_ms` each to arrive: an input straggler."""
+    delay = sleep_ms / 1e3 if _slow_rank() else 0.0
+
+    def batches(batch_size: int, device: torch.device) -> Iterator[tuple[Any, Any]]:
+        while True:
+            if delay:
+                time.sleep(delay)
+            yield _make_batch(batch_size, device)
+
+    return _bundle(_Net(0), batches=batches)
+
+
+def host(hogs: int = 3) -> ModelBundle:
+    """The slow rank pins itself to one core and `hogs` busy processes share that core with
+    it: the host holds it off the CPU while its work is the others'."""
+    if _slow_rank() and os.environ.get("LOCAL_RANK") is not None:
+        core = max(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {core})
+        procs = [
+            subprocess.Popen([sys.executable, "-c", HOG.format(core="{" + str(core) + "}")])
+            for _ in range(hogs)
+        ]
+        atexit.register(lambda: [p.kill() for p in procs])
+    return _bundle(_Net(0))

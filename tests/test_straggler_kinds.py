@@ -1,0 +1,114 @@
+"""Stragglers of three kinds, met as a user meets them (tests/straggler_plugins.py: more real
+work, a slow input pipeline, busy processes pinned to the rank's core; no torchscale knob),
+named with their rank and kind on every surface: the terminal, result.json, the profile's
+analysis.json, summary.csv and `report -f md`.
+
+One real sweep (three 2-rank cells, each profiled after the sweep) serves every test here. The
+sizes are large (the slow rank runs its forward 6 more times; its batches take 30 ms; three
+busy processes share its core) so the verdicts hold on a loaded machine too.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.processes import REPO_ROOT
+from torchscale.contracts.schema.cell_result import StragglerVerdict
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.report.diagnosis_text import straggler_text
+from torchscale.offline.results.versions import read_cell_result
+
+pytestmark = pytest.mark.slow
+
+KINDS = {"compute": "compute", "slow_input": "input", "host": "host"}
+SLOW_RANK = 1
+
+
+@dataclass(frozen=True)
+class Swept:
+    root: Path
+    output: str
+    report_md: str
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> Swept:
+    out = tmp_path_factory.mktemp("kinds")
+    config = out / "kinds.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "experiment_name": "kinds",
+                "device": "cpu",
+                "models": [{"name": f"tests.straggler_plugins:{name}"} for name in KINDS],
+                "batch_sizes": [32],
+                "gpu_counts": [2],
+                "measurement": {"warmup_steps": 3, "steps": 12, "repeats": 2},
+                "profiling": {"enabled": True, "trigger": "always", "steps": 10},
+                "launcher": {"env": {"PYTHONPATH": str(REPO_ROOT)}, "cell_timeout_s": 300},
+            }
+        )
+    )
+    runner = CliRunner()
+    result = runner.invoke(app, ["benchmark", "-c", str(config), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = runner.invoke(
+        app, ["report", "-s", str(out / "kinds"), "-f", "md", "-o", str(out / "r")]
+    )
+    assert report.exit_code == 0, report.output
+    (md,) = sorted((out / "r").rglob("*.md"))
+    return Swept(out / "kinds", result.output, md.read_text(encoding="utf-8"))
+
+
+def _cell(root: Path, plugin: str) -> Path:
+    (path,) = [p for p in (root / "cells").glob("*.json") if f"_{plugin}__" in p.name]
+    return path
+
+
+def _check(verdict: StragglerVerdict | None, kind: str, where: str) -> None:
+    assert verdict is not None, where
+    assert verdict.named and verdict.rank == SLOW_RANK, f"{where}: {verdict.summary}"
+    assert verdict.kind == kind, f"{where}: {verdict.summary} ({verdict.kind_basis})"
+
+
+@pytest.mark.parametrize("plugin", list(KINDS))
+def test_the_rank_and_kind_on_every_surface(swept: Swept, plugin: str) -> None:
+    kind = KINDS[plugin]
+    read = read_cell_result(_cell(swept.root, plugin))
+    assert read.result is not None and read.result.diagnosis is not None, read.problem
+    cell_verdict = read.result.diagnosis.straggler
+    _check(cell_verdict, kind, "result.json (phase timers)")
+    assert cell_verdict is not None
+    profile = swept.root / "profile" / _cell(swept.root, plugin).stem
+    analysis = ProfileAnalysis.model_validate_json((profile / "analysis.json").read_text())
+    assert analysis.diagnosis is not None
+    _check(analysis.diagnosis.straggler, kind, "analysis.json (traces)")
+    profiled = read_cell_result(profile / "result.json")
+    assert profiled.result is not None and profiled.result.diagnosis is not None
+    assert profiled.result.diagnosis.straggler == analysis.diagnosis.straggler
+    # the terminal and the report print the one straggler line of each
+    unwrapped = " ".join(swept.output.split())
+    for verdict in (cell_verdict, analysis.diagnosis.straggler):
+        line = straggler_text(verdict, 2)
+        assert line.startswith(f"Straggler: rank {SLOW_RANK}, ")
+        assert "p =" not in line
+    assert straggler_text(cell_verdict, 2) in unwrapped
+    assert straggler_text(analysis.diagnosis.straggler, 2) in unwrapped
+    md = " ".join(swept.report_md.split())
+    assert straggler_text(cell_verdict, 2) in md
+    # summary.csv: the same rank, kind and printed gap
+    with (swept.root / "summary.csv").open(encoding="utf-8") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["model"].endswith(f":{plugin}")]
+    (row,) = rows
+    assert int(float(row["straggler_rank"])) == SLOW_RANK
+    assert row["straggler_kind"] == kind
+    printed = cell_verdict.headline_gap()
+    assert printed is not None and printed.value is not None
+    assert float(row["straggler_gap_s"]) == pytest.approx(printed.value)
