@@ -101,7 +101,7 @@ def test_the_rank_and_kind_on_every_surface(swept: Swept, plugin: str) -> None:
         assert "p =" not in line
     assert straggler_text(cell_verdict, 2) in unwrapped
     assert straggler_text(analysis.diagnosis.straggler, 2) in unwrapped
-    md = " ".join(swept.report_md.split())
+    md = " ".join(swept.report_md.replace("\\[", "[").replace("\\]", "]").split())
     assert straggler_text(cell_verdict, 2) in md
     # summary.csv: the same rank, kind and printed gap
     with (swept.root / "summary.csv").open(encoding="utf-8") as handle:
