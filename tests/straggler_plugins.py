@@ -25,9 +25,12 @@ from torchscale.rank.models.bundle import ModelBundle
 
 WIDTH = 256
 # a hog that dies with its rank: PR_SET_PDEATHSIG (SIGKILL) through ctypes, then a busy loop
+# (a rank gone before prctl took effect leaves it orphaned: it checks its parent after, and
+# exits)
 HOG = (
-    "import ctypes, os, signal\n"
+    "import ctypes, os, signal, sys\n"
     "ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+    "if os.getppid() != {parent}: sys.exit(0)\n"
     "os.sched_setaffinity(0, {core})\n"
     "while True: pass\n"
 )
@@ -97,7 +100,9 @@ def host(hogs: int = 3) -> ModelBundle:
         core = max(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {core})
         procs = [
-            subprocess.Popen([sys.executable, "-c", HOG.format(core="{" + str(core) + "}")])
+            subprocess.Popen(
+                [sys.executable, "-c", HOG.format(core="{" + str(core) + "}", parent=os.getpid())]
+            )
             for _ in range(hogs)
         ]
         atexit.register(lambda: [p.kill() for p in procs])

@@ -17,6 +17,7 @@ from torchscale.offline.analysis.trace.intervals import (
     Intervals,
     from_frame,
     grouped_merge,
+    merge,
     slices_union,
     subtract,
     union,
@@ -251,12 +252,44 @@ def cpu_busy_by_tid(events: pd.DataFrame) -> dict[int, Intervals]:
     ops = events[events["kind"] == "cpu_op"]
     blocking = events[events["kind"].isin(["comm_wait", "collective_call"])]
     waits = {int(tid): from_frame(g) for tid, g in blocking.groupby("tid", sort=False)}
+    calls = events[events["kind"] == "collective_call"]
     out: dict[int, Intervals] = {}
     for tid, group in ops.groupby("tid", sort=False):
         busy = from_frame(group)
         blocked = waits.get(int(tid))
-        out[int(tid)] = subtract(busy, blocked) if blocked is not None else busy
+        if blocked is not None:
+            busy = subtract(busy, blocked)
+        held = launch_holds(group, calls[calls["tid"] == tid])
+        out[int(tid)] = subtract(busy, held) if held is not None else busy
     return out
+
+
+def launch_holds(ops: pd.DataFrame, calls: pd.DataFrame) -> Intervals | None:
+    """On one thread, the time the op that launches a collective spent in none of its own
+    child ops: a communication hook or callback holding the launch (seen: a DDP comm hook
+    that slept 15 ms inside the last AccumulateGrad node before its all-reduce, its self time),
+    which is when the collective starts, not the rank's work. None without a collective call.
+    The launching op is the innermost op enclosing the call (an outer one, a whole-step
+    annotation, would count every gap of the step); its children are the ops nested in it (the
+    call's own span is left to the blocked-wait subtraction); a launching op with no op nested
+    in it is a leaf, all work."""
+    if calls.empty or ops.empty:
+        return None
+    starts = ops["ts"].to_numpy(np.float64)
+    ends = starts + ops["dur"].to_numpy(np.float64)
+    holds = []
+    for ts in calls["ts"].to_numpy(np.float64):
+        enclosing = np.flatnonzero((starts <= ts) & (ends > ts))
+        if enclosing.size == 0:
+            continue
+        outer = enclosing[np.argmin(ends[enclosing] - starts[enclosing])]
+        lo, hi = starts[outer], ends[outer]
+        inner = (starts >= lo) & (ends <= hi) & (np.arange(starts.size) != outer)
+        if not inner.any():  # a leaf op: its time is its work, whatever it launches
+            continue
+        span = merge(np.array([lo]), np.array([hi]))
+        holds.append(subtract(span, merge(starts[inner], ends[inner])))
+    return union(*holds) if holds else None
 
 
 def _kernel_busy(
