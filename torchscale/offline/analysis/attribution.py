@@ -241,7 +241,12 @@ def straggler_verdict(
             candidate, kind, (result.mean_s, result.low_s, result.high_s), phase
         )
     else:
-        not_named = contradiction or not_named_reason(result, step_mean_s, MIN_EFFECT_SHARE)
+        # the no_sync windows withdraw a gap that passed; one that did not is judged by the rule
+        not_named = (
+            f"withdrawn: {contradiction}"
+            if result.significant and contradiction
+            else not_named_reason(result, step_mean_s, MIN_EFFECT_SHARE)
+        )
         summary = unnamed_summary(
             candidate, (result.mean_s, result.low_s, result.high_s), not_named
         )
@@ -570,10 +575,12 @@ def cpu_wait_check(
     detail = f"{waited} (not a straggler either way)"
     if not verdict.named and not verdict.withdrawn_by:
         held_rank = _most_held(waits, cpu_time, min_effect)
+        # a rank that ran longer on a CPU than the host held it has more to do: not the host's
         more_work = (
             held_rank is not None
             and (test := _on_cpu_test(cpu_time, waits.index, held_rank[0], min_effect)) is not None
             and test.significant
+            and test.mean_s > held_rank[1].mean_s
         )
         if held_rank is not None and not more_work:
             rank, test = held_rank

@@ -36,7 +36,7 @@ from torchscale.offline.analysis.reliability import judge as judge_reliability
 from torchscale.offline.analysis.uncertainty import (
     LEVEL,
     SMALL,
-    median_of_repeats,
+    median_of_runs,
     ratio_of_medians,
 )
 
@@ -647,8 +647,8 @@ def _pooled_row(rows: pd.DataFrame) -> dict[str, Any]:
 
 
 def _over_runs(rows: pd.DataFrame, out: dict[str, Any]) -> None:
-    """A pooled row's shown figures over its runs (OVER_RUNS: the median and the bootstrap
-    interval of that median over the runs' figures; MEDIAN_OVER_RUNS: the median), and its
+    """A pooled row's shown figures over its runs (OVER_RUNS: the median and its interval
+    over the runs' figures, `median_of_runs`; MEDIAN_OVER_RUNS: the median), and its
     reliability judged over the runs: noisy when the runs disagree by more than the threshold
     or any run was noisy. Why: the headline of four runs is their median with the runs'
     spread, never the best run nor the first run's own interval."""
@@ -658,7 +658,7 @@ def _over_runs(rows: pd.DataFrame, out: dict[str, Any]) -> None:
         known = [v for v in (finite(x) for x in rows[value]) if v is not None]
         if not known:
             continue
-        estimate = median_of_repeats(known, lower=None)
+        estimate = median_of_runs(known, lower=None)
         out[value] = estimate.value
         out[low], out[high] = estimate.low, estimate.high
     for column in MEDIAN_OVER_RUNS:

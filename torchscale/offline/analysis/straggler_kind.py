@@ -7,14 +7,13 @@ a rank waiting for its batch (input), a rank held off the CPU by other work on i
 seen only in traces: the phase timers cannot tell when a collective was launched). The rule
 (docs/methodology.md, "The kind of a straggler"):
 
-- **compute** when its time on a CPU (Linux schedstat) is above the others' by the straggler
-  test: it has more to do, whatever else it waited for;
 - **host** only when the time the host held the rank off the CPU passes the straggler test
-  itself AND is at least the rest of its gap: the host took more of its time than its work
-  added. A rank doing more work is runnable longer, so on a loaded host it also waits longer
-  for a CPU; the held time is its wait (Linux run_delay) beyond what its own time on a CPU
-  would have waited at the other ranks' rate (attribution.held_off_cpu), so a rank with more
-  work is compute however loaded the host;
+  itself, is at least the rest of its gap, and is at least its extra time on a CPU when that
+  passes the test too (a rank that ran longer on a CPU than the host held it has more to do).
+  A rank doing more work is runnable longer, so on a loaded host it also waits longer for a
+  CPU; the held time is its wait (Linux run_delay) beyond what its own time on a CPU would
+  have waited at the other ranks' rate (attribution.held_off_cpu), so a rank with more work
+  is compute however loaded the host;
 - else **input** when its data phase holds the largest significant phase gap (or, with no
   phase significant alone, more of the gap than its compute phases together);
 - else **compute**.
@@ -54,19 +53,19 @@ def straggler_kind(slow_phase: str | None, evidence: KindEvidence) -> tuple[Stra
     """(kind, the evidence that decided it in words) for a named rank (rule in the module
     doc). `slow_phase`: the phase with the largest significant gap, or None."""
     host, left, on_cpu = evidence.host, evidence.left, evidence.on_cpu
-    more_work = on_cpu is not None and on_cpu.significant
-    if more_work and on_cpu is not None:
-        where = f"its {slow_phase}" if slow_phase and slow_phase != "data" else "its work"
-        return "compute", (
-            f"it ran {_ms(on_cpu.mean_s)} per step longer on a CPU than the others (passes the "
-            f"straggler test): {where} has more to do, whatever it also waited"
-        )
-    if host is not None and left is not None and host.significant and host.mean_s >= left.mean_s:
-        return "host", (
-            f"the host held it off the CPU {_ms(host.mean_s)} per step, which passes the "
-            f"straggler test and is at least the rest of its gap ({_ms(left.mean_s)}): other "
-            "work held it off the CPU"
-        )
+    if host is not None and left is not None and host.significant:
+        if on_cpu is not None and on_cpu.significant and host.mean_s < on_cpu.mean_s:
+            where = f"its {slow_phase}" if slow_phase and slow_phase != "data" else "its work"
+            return "compute", (
+                f"it ran {_ms(on_cpu.mean_s)} per step longer on a CPU than the others, more "
+                f"than the host held it ({_ms(host.mean_s)}): {where} has more to do"
+            )
+        if host.mean_s >= left.mean_s:
+            return "host", (
+                f"the host held it off the CPU {_ms(host.mean_s)} per step, which passes the "
+                f"straggler test and is at least the rest of its gap ({_ms(left.mean_s)}): "
+                "other work held it off the CPU"
+            )
     waited = (
         f"; the host held it off the CPU {_ms(host.mean_s)}, less than its extra work"
         if host is not None and host.significant

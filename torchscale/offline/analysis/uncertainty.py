@@ -8,14 +8,18 @@ Why these methods:
   are resampled in blocks (moving-block bootstrap, block length n^(1/3)): an i.i.d. bootstrap
   over autocorrelated steps gives intervals that are too narrow.
 - Repeats (barrier-bounded windows) are the units of throughput: each is one wall-time figure.
-  From SMALL (4) repeats on, the percentile bootstrap of their median. With 2-3 a bootstrap
-  is no 95 % interval: it can only return values among the repeats, so with 2 it is their
-  range (332.1 and 357.7 gave "332.1 to 357.7", where a t interval is about 13 times wider).
-  Below SMALL the interval is Student t on the log of the figures (a rate is positive and
-  its noise multiplicative), exponentiated: never below 0, wide as 2 or 3 figures deserve,
-  and the method says so ("Student t on log throughput, 2 repeats"). A ratio of two medians
-  with a side below SMALL takes Welch's t on the log ratio. With one repeat there is no
-  spread to speak of ("spread unknown"), never a made-up one.
+  The interval is Student t on the log of the figures (a rate is positive and its noise
+  multiplicative), centred on the median shown, exponentiated: never below 0, wider above
+  than below. It is widened by the drift between runs (BETWEEN_RUN_SD), which one run's
+  repeats, taken back to back, cannot see: the reader of "2,886 ±214" expects a rerun of the
+  cell to land inside. Not the percentile bootstrap of the median: over 4 repeats that is
+  their range, which held the median of the other runs in 2 of 6 identical runs (issue 48);
+  `benchmarks/interval_coverage.py` measures what each method covers. With 2-3 repeats the
+  t quantile keeps n - 1 degrees of freedom (12.7 for 2); from SMALL (4) on they come from
+  Welch-Satterthwaite with the drift term known. A ratio of two medians with a side below
+  SMALL takes Welch's t on the log ratio. With one repeat there is no spread to speak of
+  ("spread unknown"), never a made-up one. Several runs of a cell (`median_of_runs`) take
+  the t interval over the runs with no drift term: their spread holds the drift already.
 - A statistic of steps with no t interval (a percentile of 2-3 steps) has none below SMALL:
   "range of 3 steps, no interval", never the range called a 95 % interval.
 - Every resampling is seeded: the same measurements always give the same interval, so a
@@ -40,7 +44,18 @@ LEVEL = 0.95
 SMALL = 4  # fewer units than this: no bootstrap interval (a bootstrap of 2-3 is their range)
 RESAMPLES = 2000
 SEED = 20261123  # fixed: intervals are reproducible, not random from run to run
-BETWEEN_RUN_SD = 0.0  # placeholder while the drift is measured (issue 48)
+# The sd of log throughput between identical runs of one cell beyond what their repeats' own
+# spread explains (one-way random effects), on a quiet machine: measured with
+# benchmarks/interval_coverage.py, docs/methodology.md "Uncertainty" (the command, the load, the
+# figure). A floor, not a law: a busier or a drifting machine drifts more (the benchmark says).
+BETWEEN_RUN_SD = 0.0
+REPEATS_METHOD = "Student t on log {name}, {n} repeats, widened by between-run drift (sd {sd:g})"
+# what a report says of the throughput's interval: one text, so every surface says the same
+THROUGHPUT_INTERVAL = (
+    "Student t on log throughput over the repeats, centred on their median and widened by the "
+    f"drift between runs that one run's repeats cannot see (sd {BETWEEN_RUN_SD:g} of log "
+    "throughput, measured); one repeat: spread unknown"
+)
 ONE_UNIT = "one {unit}: spread unknown"
 NOISE = "not measurable above noise: its 95 % interval reaches {edge}"
 RANGE_ONLY = "range of {n} {unit}s, no interval"
@@ -139,15 +154,43 @@ def t_interval(
     return (math.exp(low), math.exp(high)) if log else (low, high)
 
 
+def log_interval(
+    values: Sequence[float] | np.ndarray, *, drift_sd: float = 0.0, level: float = LEVEL
+) -> tuple[float, float]:
+    """Student t interval on the log of positive figures, centred on the log of their median
+    (the figure shown, so the interval always holds it), exponentiated: positive, wider above
+    than below. se^2 = var(logs) / n + drift_sd^2, the second term the between-run drift that
+    one run's figures cannot see. Degrees of freedom: n - 1 without a drift term or below
+    SMALL figures (a variance on 1-2 degrees of freedom is too rough to weigh), else
+    Welch-Satterthwaite with the drift term known (a measured constant): n - 1 where the
+    figures' own spread dominates, towards the normal where the drift does. Needs 2+ values."""
+    data = np.asarray(values, dtype=float)
+    if data.size < 2 or not np.all(data > 0):
+        raise ValueError("a log interval needs 2 positive values or more")
+    from scipy import stats as scipy_stats
+
+    logs = np.log(data)
+    n = int(logs.size)
+    within = float(logs.var(ddof=1)) / n
+    se2 = within + drift_sd**2
+    df: float = n - 1
+    if drift_sd > 0 and n >= SMALL:
+        df = se2**2 * (n - 1) / within**2 if within > 0 else math.inf
+    half = float(scipy_stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(se2)
+    centre = math.log(float(np.median(data)))
+    return math.exp(centre - half), math.exp(centre + half)
+
+
 def median_of_repeats(
     values: Sequence[float], *, lower: float | None = 0.0, name: str = "throughput"
 ) -> Estimate:
-    """The median of per-repeat figures (`name`: throughput) with a 95 % interval over the
-    repeats: the percentile bootstrap of the median from SMALL (4) repeats on; with 2-3 a
-    Student t interval on the log of the figures (on the figures themselves where one is not
-    positive), which holds the median (for 3 values the median is within a third of the range
-    of the mean, the t half-width at least 1.2 ranges); one repeat: the value with "spread
-    unknown"."""
+    """The median of one run's per-repeat figures (`name`: throughput) with a 95 % interval
+    that a rerun of the cell lands in: Student t on the log of the figures, widened by the
+    between-run drift its repeats cannot see (`log_interval`, drift_sd BETWEEN_RUN_SD). Not
+    the percentile bootstrap of the median: over 4 repeats that is their range, which held the
+    other runs' median in 2 of 6 identical runs (issue 48). Figures not all positive: Student t
+    on the figures, n - 1 degrees of freedom, no drift term (a relative drift has no meaning
+    for a signed figure). One repeat: the value with "spread unknown"."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("no repeats")
@@ -157,16 +200,33 @@ def median_of_repeats(
         return judged(
             median, None, None, n=1, method="one repeat", reason=ONE_UNIT.format(unit="repeat")
         )
-    if n < SMALL:
-        log = bool(np.all(data > 0))
-        low, high = t_interval(data, log=log)
-        scale = f"log {name}" if log else name
-        return judged(
-            median, low, high, n=n, method=f"Student t on {scale}, {n} repeats", lower=lower
-        )
-    rows = block_indices(n, block=1)
-    low, high = percentile_interval(np.median(data[rows], axis=1))
-    method = f"bootstrap of the median over {n} repeats"
+    if not np.all(data > 0):
+        low, high = t_interval(data, log=False)
+        method = f"Student t on {name}, {n} repeats"
+        return judged(median, low, high, n=n, method=method, lower=lower)
+    low, high = log_interval(data, drift_sd=BETWEEN_RUN_SD)
+    method = REPEATS_METHOD.format(name=name, n=n, sd=BETWEEN_RUN_SD)
+    return judged(median, low, high, n=n, method=method, lower=lower)
+
+
+def median_of_runs(
+    values: Sequence[float], *, lower: float | None = 0.0, name: str = "throughput"
+) -> Estimate:
+    """The median of several runs' figures of one cell (each its own launch) with a 95 %
+    interval: Student t on the log of the figures, n - 1 degrees of freedom, with no drift
+    term: runs differ by the drift between them, so their spread already holds it (adding
+    BETWEEN_RUN_SD would count it twice and never narrow with more runs). Figures not all
+    positive: t on the figures. One run: "spread unknown"."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        raise ValueError("no runs")
+    median = float(np.median(data))
+    n = int(data.size)
+    if n == 1:
+        return judged(median, None, None, n=1, method="one run", reason=ONE_UNIT.format(unit="run"))
+    log = bool(np.all(data > 0))
+    low, high = log_interval(data) if log else t_interval(data, log=False)
+    method = f"Student t on {'log ' if log else ''}{name} over {n} runs"
     return judged(median, low, high, n=n, method=method, lower=lower)
 
 
