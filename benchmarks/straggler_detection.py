@@ -23,7 +23,7 @@ rank count x command the script first runs one balanced run (a second if the fir
 takes the balanced runs of saved records: --reuse-steps) and sets each scenario's extra ms =
 share x the median step of the group's balanced runs so far (the grid's balanced runs join it,
 so one noisy run on a shared machine does not size every case; each record keeps the step it
-was sized on). The host hog's duty is set on the balanced step less its wait for peers (the
+was sized on). The host hogs are sized on the balanced step's compute part (the
 rank's time on a CPU). Each run is
 its own `torchscale profile` (reads profile/*/analysis.json) or `torchscale benchmark` (reads
 the cell's cells/*.json; its verdict comes from the phase timers) in its own process group, at
@@ -152,7 +152,7 @@ class Case:
 @dataclass(frozen=True)
 class Balanced:
     """A group's balanced step, and the part of it a rank spends on a CPU (not waiting for its
-    peers): what the scenarios' sizes are shares of, and what the host hog's duty is set on."""
+    peers): what the scenarios' sizes are shares of, and what the host hogs are sized on."""
 
     step_ms: float
     busy_ms: float
@@ -167,10 +167,12 @@ class BalancedSteps:
 
     def add(self, group: tuple[str, str, int], record: dict[str, Any]) -> None:
         if record.get("step_ms"):
-            wait = record.get("wait_share") or 0.0
-            self.runs.setdefault(group, []).append(
-                (record["step_ms"], record["step_ms"] * (1.0 - wait))
-            )
+            # the rank is on a CPU for its compute (and data) part; the rest it waits, for its
+            # peers or inside the transfer (blocked, off the CPU): a hog takes nothing there
+            work = record.get("compute_share")
+            if work is None:
+                work = 1.0 - (record.get("wait_share") or 0.0)
+            self.runs.setdefault(group, []).append((record["step_ms"], record["step_ms"] * work))
 
     def get(self, group: tuple[str, str, int]) -> Balanced | None:
         runs = self.runs.get(group)
@@ -426,6 +428,7 @@ def run_case(
         busy=any(bool(h.get("busy")) for h in hosts) if hosts else None,
         step_ms=_ms((diagnosis.get("step_s") or {}).get("value")),
         wait_share=_part_share(diagnosis, "wait_for_peers"),
+        compute_share=_part_share(diagnosis, "compute"),
     )
     _clean(args, out)
     return record

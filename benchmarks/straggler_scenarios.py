@@ -25,9 +25,10 @@ train normally:
 - `host`: a CPU hog beside the rank: the factory pins every thread of its rank to one core and
   starts `python -c` a loop pinned to the same core that takes a duty share of each 10 ms
   period in CPU time (its own, so the rank's turns in between do not count) and sleeps the rest.
-  The duty is extra / (busy + extra), at most 1/2: `busy_ms` is the rank's time on a CPU in a
-  balanced step (default `step_ms`, the balanced step), so its busy time stretches by extra,
-  the rank's waits for its peers (off the CPU) absorbing nothing. The hog dies with the
+  Each hog runnable beside the rank takes half the core while both want it, so n hogs busy a
+  share d of the time stretch the rank's time on a CPU (`busy_ms`: its compute part of a
+  balanced step; default `step_ms`) by about n x d: n = ceil(extra / busy) (at most 4),
+  d = extra / (n x busy). The hog dies with the
   rank: PR_SET_PDEATHSIG (SIGKILL) in the hog, a check that its parent is still the rank, and an
   atexit kill in the rank.
 - `communication`: a DDP communication hook (`ModelBundle.ddp_comm_hook`, called once with the
@@ -54,6 +55,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import math
 import os
 import signal
 import statistics
@@ -73,7 +75,7 @@ from torchscale.rank.models.bundle import ModelBundle
 
 ENV_PREFIX = "STRAGGLER_"
 HOG_PERIOD_MS = 10.0
-MAX_HOG_DUTY = 0.5  # against one runnable rank, the scheduler's fair share caps a hog at half
+MAX_HOGS = 4  # the most busy processes beside one rank (extra up to 4 x its time on a CPU)
 WRITE_EVERY_S = 0.2  # the record's rewrites: ranks end without atexit, so no final write
 
 
@@ -484,31 +486,35 @@ def host(
     if _is_target(target_rank) and extra_ms > 0 and not _hogs:
         if busy <= 0:
             raise ValueError("host: step_ms (the balanced step) is needed to size the hog")
-        duty = min(MAX_HOG_DUTY, extra_ms / (busy + extra_ms))
+        # every hog runnable beside the rank takes half the core while both want it, so n hogs
+        # busy a share d of the time stretch the rank's time on a CPU by about n x d
+        count = min(MAX_HOGS, max(1, math.ceil(extra_ms / busy)))
+        duty = min(1.0, extra_ms / (count * busy))
         cores = sorted(os.sched_getaffinity(0))
         rank = int(os.environ.get("RANK", "0"))
         core = cores[rank % len(cores)]
         threads = _pin_process(core)
         atexit.register(_kill_hogs)
-        _hogs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    _HOG,
-                    str(os.getpid()),
-                    str(core),
-                    f"{duty:.4f}",
-                    f"{HOG_PERIOD_MS:g}",
-                    record or "-",  # whose hog: what a search for leftovers looks for
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+        for _ in range(count):
+            _hogs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-c",
+                        _HOG,
+                        str(os.getpid()),
+                        str(core),
+                        f"{duty:.4f}",
+                        f"{HOG_PERIOD_MS:g}",
+                        record or "-",  # whose hog: what a search for leftovers looks for
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
             )
-        )
         _Record(record, "host", extra_ms).set(
-            core=core, duty=duty, period_ms=HOG_PERIOD_MS, hog_pid=_hogs[0].pid,
+            core=core, duty=duty, hogs=count, period_ms=HOG_PERIOD_MS, hog_pid=_hogs[0].pid,
             rank_threads_pinned=threads, step_ms=step, busy_ms=busy,
         )  # fmt: skip
     return _bundle(Net(width, depth), width)
