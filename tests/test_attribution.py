@@ -246,3 +246,15 @@ def test_the_words_match_the_rule(seed: int, delay_ms: float) -> None:
         assert "minimum effect" in verdict.not_named or "too few steps" in verdict.not_named
     else:
         assert "could be noise" in verdict.not_named or "no rank's own work" in verdict.not_named
+
+
+def test_a_rank_blocked_on_its_input_is_input() -> None:
+    """3 ms more in rank 1's data phase every step (its loader is slow): input, its data phase
+    the slow one."""
+    table = step_table(delay=(1, "data", 3.0))
+    attribution = cell_attribution(table, None)
+    assert attribution is not None and attribution.straggler is not None
+    verdict = attribution.straggler
+    assert verdict.named and verdict.rank == 1 and verdict.phase == "data", verdict.summary
+    assert verdict.kind == "input" and "data phase" in (verdict.kind_basis or "")
+    assert "input: it waits for its input" in verdict.summary

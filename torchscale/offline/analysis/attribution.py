@@ -565,7 +565,11 @@ def cpu_wait_check(
         min_effect_s=min_effect,
         alpha=ALPHA,
     )
-    waited = f"rank {candidate} held off the CPU {_ms(host.mean_s)} per step ({reckoned})"
+    waited = (
+        f"rank {candidate} held off the CPU {_ms(host.mean_s)} per step ({reckoned})"
+        if host.mean_s > 0
+        else f"rank {candidate} not held off the CPU more than the others ({reckoned})"
+    )
     left_text = (
         f"its gap less that: {_ms(left.mean_s)} per step "
         f"(95 % interval {_ms(left.low_s)} to {_ms(left.high_s)})"
