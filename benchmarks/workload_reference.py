@@ -13,7 +13,8 @@ reference per round and its median. On CPU both sides run with the glibc malloc 
 CPU cell has by default (launcher.cpu_malloc: reuse; `--cpu-malloc default` runs both with
 glibc's own).
 Issue 27's target is a ratio of at least 0.97: the last line judges it by the median ratio's
-95 % interval (bootstrap over the rounds), met, missed or not settled by the run.
+95 % interval (Student t on the log ratios over the rounds), met, missed or not settled by the
+run.
 
     python benchmarks/workload_reference.py [--model tiny-gpt2|gpt2] [--batch 8] \
         [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] [--no-telemetry] \
@@ -252,11 +253,12 @@ TARGET = 0.97  # issue 27: the cell reaches at least 97 % of the bare loop's tok
 
 
 def verdict(ratios: list[float]) -> str:
-    """The target judged by the median ratio's 95 % interval (bootstrap over the rounds, as
-    torchscale judges any median of repeats): met, missed, or not settled by this run."""
-    from torchscale.offline.analysis.uncertainty import median_of_repeats
+    """The target judged by the median ratio's 95 % interval (Student t on the log ratios over
+    the rounds, as torchscale judges several runs of a cell: each round runs both loops anew,
+    so the rounds' spread holds the drift between runs): met, missed, or not settled."""
+    from torchscale.offline.analysis.uncertainty import median_of_runs
 
-    median = median_of_repeats(ratios)
+    median = median_of_runs(ratios)
     if median.low is None or median.high is None:
         return f"one round: no interval, the target ({TARGET}) is not judged"
     interval = f"95 % interval {median.low:.3f}-{median.high:.3f}"

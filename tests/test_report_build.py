@@ -197,7 +197,7 @@ def test_best_throughput_and_efficiency_in_the_summary(report: Report) -> None:
     ok = cells[cells["status"] == "ok"]
     found = figures(report, "summary")
     for model, group in ok.groupby("model_label"):
-        # the median, cut to the digits its interval supports (7,438.0 in [4,547, 12,149]
+        # the median, cut to the digits its interval supports (7,438.0 in [4,522, 12,233]
         # reads 7,400, as the tables print it)
         best = found[f"Best throughput: {model}"]
         assert best.value == pytest.approx(group["samples_per_s"].max(), rel=0.01)
@@ -222,9 +222,10 @@ def test_the_ideal_line_is_linear_from_the_smallest_count(report: Report) -> Non
     result = torchscale.results.load(V3_SWEEP).result("tiny-mlp__b8__w2__fp32__ddp__5904ed09")
     assert result.throughput is not None
     assert measured.low is not None and measured.high is not None
-    # two repeats: the Student t interval on log throughput, wider than their range
+    # two repeats: the Student t interval on log throughput widened by the between-run drift
+    # (issue 48), wider than their range
     expected = median_of_repeats(result.throughput.repeats)
-    assert expected.method == "Student t on log throughput, 2 repeats"
+    assert expected.method.startswith("Student t on log throughput, 2 repeats, widened")
     assert measured.low[1] is not None and measured.high[1] is not None
     assert (measured.low[1], measured.high[1]) == pytest.approx((expected.low, expected.high))
     assert measured.low[1] < min(result.throughput.repeats)

@@ -89,7 +89,8 @@ def test_the_headline_of_four_runs_is_their_median(tmp_path: Path) -> None:
     row = next(r for r in table(built, "summary-best").rows if r["model"] == "tiny-mlp")
     assert row["samples_per_s"] == float(np.median(runs)) and "[median of 4 runs]" in row["config"]
     low, high = row["samples_per_s_low"], row["samples_per_s_high"]
-    assert low is not None and high is not None and min(runs) <= low < best.value < high
+    # Student t over the runs (issue 48), not their range: it reaches below the slowest run
+    assert low is not None and high is not None and low < min(runs) < best.value < high
     # the baseline table's pooled "now" figure is the same median
     changes = {r["cell"]: r for r in table(built, "baseline-changes").rows}
     pooled = next(r for c, r in changes.items() if c.startswith("tiny-mlp b8 x1"))

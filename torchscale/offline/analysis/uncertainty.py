@@ -14,9 +14,9 @@ Why these methods:
   repeats, taken back to back, cannot see: the reader of "2,886 ±214" expects a rerun of the
   cell to land inside. Not the percentile bootstrap of the median: over 4 repeats that is
   their range, which held the median of the other runs in 2 of 6 identical runs (issue 48);
-  `benchmarks/interval_coverage.py` measures what each method covers. With 2-3 repeats the
-  t quantile keeps n - 1 degrees of freedom (12.7 for 2); from SMALL (4) on they come from
-  Welch-Satterthwaite with the drift term known. A ratio of two medians with a side below
+  `benchmarks/interval_coverage.py` measures what each method covers. The t part has n - 1
+  degrees of freedom (12.7 for 2 repeats); the drift part, a measured constant, the normal
+  quantile; the two half-widths add in quadrature. A ratio of two medians with a side below
   SMALL takes Welch's t on the log ratio. With one repeat there is no spread to speak of
   ("spread unknown"), never a made-up one. Several runs of a cell (`median_of_runs`) take
   the t interval over the runs with no drift term: their spread holds the drift already.
@@ -44,17 +44,19 @@ LEVEL = 0.95
 SMALL = 4  # fewer units than this: no bootstrap interval (a bootstrap of 2-3 is their range)
 RESAMPLES = 2000
 SEED = 20261123  # fixed: intervals are reproducible, not random from run to run
-# The sd of log throughput between identical runs of one cell beyond what their repeats' own
-# spread explains (one-way random effects), on a quiet machine: measured with
-# benchmarks/interval_coverage.py, docs/methodology.md "Uncertainty" (the command, the load, the
-# figure). A floor, not a law: a busier or a drifting machine drifts more (the benchmark says).
-BETWEEN_RUN_SD = 0.0
+# The sd of log throughput between identical runs of one cell, which one run's repeats cannot
+# see: 0.041 and 0.042 over two measurements of 107 runs each on the 2-core development VM
+# (docs/regressions.md, benchmarks/regression_detection.py), rounded. A floor, not a law: the
+# same VM drifted 0.08-0.10 in other measurements, and a quiet tiny-mlp cell of 20 ms windows
+# 0.12 beyond repeats that spread 0.22 (docs/methodology.md, "Uncertainty": what
+# benchmarks/interval_coverage.py measured with it). Measure your machine with that benchmark.
+BETWEEN_RUN_SD = 0.04
 REPEATS_METHOD = "Student t on log {name}, {n} repeats, widened by between-run drift (sd {sd:g})"
 # what a report says of the throughput's interval: one text, so every surface says the same
 THROUGHPUT_INTERVAL = (
-    "Student t on log throughput over the repeats, centred on their median and widened by the "
-    f"drift between runs that one run's repeats cannot see (sd {BETWEEN_RUN_SD:g} of log "
-    "throughput, measured); one repeat: spread unknown"
+    "Student t on log throughput over the repeats (n - 1 degrees of freedom), centred on their "
+    "median and widened in quadrature by the drift between runs that one run's repeats cannot "
+    f"see (sd {BETWEEN_RUN_SD:g} of log throughput, measured); one repeat: spread unknown"
 )
 ONE_UNIT = "one {unit}: spread unknown"
 NOISE = "not measurable above noise: its 95 % interval reaches {edge}"
@@ -157,26 +159,26 @@ def t_interval(
 def log_interval(
     values: Sequence[float] | np.ndarray, *, drift_sd: float = 0.0, level: float = LEVEL
 ) -> tuple[float, float]:
-    """Student t interval on the log of positive figures, centred on the log of their median
-    (the figure shown, so the interval always holds it), exponentiated: positive, wider above
-    than below. se^2 = var(logs) / n + drift_sd^2, the second term the between-run drift that
-    one run's figures cannot see. Degrees of freedom: n - 1 without a drift term or below
-    SMALL figures (a variance on 1-2 degrees of freedom is too rough to weigh), else
-    Welch-Satterthwaite with the drift term known (a measured constant): n - 1 where the
-    figures' own spread dominates, towards the normal where the drift does. Needs 2+ values."""
+    """Student t interval on the log of positive figures (n - 1 degrees of freedom), centred
+    on the log of their median (the figure shown, so the interval always holds it),
+    exponentiated: positive, wider above than below. `drift_sd`: a between-run drift that the
+    figures cannot see, added in quadrature as a normal half-width (it is a measured constant,
+    not estimated from these figures): half = sqrt((t x sd / sqrt(n))^2 + (z x drift_sd)^2).
+    Never narrower than the t interval alone nor than the drift alone; Welch-Satterthwaite
+    degrees of freedom were tried and dropped: a small known term raises them, which narrowed
+    the interval below the plain t one. Needs 2+ values."""
     data = np.asarray(values, dtype=float)
     if data.size < 2 or not np.all(data > 0):
         raise ValueError("a log interval needs 2 positive values or more")
     from scipy import stats as scipy_stats
 
     logs = np.log(data)
-    n = int(logs.size)
-    within = float(logs.var(ddof=1)) / n
-    se2 = within + drift_sd**2
-    df: float = n - 1
-    if drift_sd > 0 and n >= SMALL:
-        df = se2**2 * (n - 1) / within**2 if within > 0 else math.inf
-    half = float(scipy_stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(se2)
+    tail = 0.5 + level / 2
+    spread = float(scipy_stats.t.ppf(tail, logs.size - 1)) * float(
+        logs.std(ddof=1) / math.sqrt(logs.size)
+    )
+    drift = float(scipy_stats.norm.ppf(tail)) * drift_sd
+    half = math.hypot(spread, drift)
     centre = math.log(float(np.median(data)))
     return math.exp(centre - half), math.exp(centre + half)
 

@@ -29,6 +29,7 @@ from torchscale.interfaces.report.model import (
 from torchscale.interfaces.report.sections.context import Context, col, records
 from torchscale.interfaces.report.sections.diagnosis import cross_check_rows
 from torchscale.interfaces.report.sources import ExperimentSource
+from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 
 _LIMIT = f"{CV_WARN_THRESHOLD * 100:g} %"
 METHODOLOGY = [
@@ -45,13 +46,12 @@ METHODOLOGY = [
     ),
     (
         "95 % intervals",
-        "throughput: percentile bootstrap of the median over 4 repeats or more, Student t on "
-        "log throughput over 2-3 (a bootstrap of 2-3 is only their range); step percentiles "
-        "and the step model's parts: moving-block bootstrap over the steps (schema 8; no "
-        "interval from 2-3 steps); MFU scales with throughput; '±' is half the interval's "
-        "width, '[low, high]' the interval where one side is over 1.5 times the other or ± "
-        "would reach below 0; a figure whose interval reaches 0 is 'not measurable above "
-        "noise'; a change of a percentage (efficiency, MFU, a share) is in points",
+        f"throughput: {THROUGHPUT_INTERVAL}; step percentiles and the step model's parts: "
+        "moving-block bootstrap over the steps (schema 8; no interval from 2-3 steps); MFU "
+        "scales with throughput; '±' is half the interval's width, '[low, high]' the interval "
+        "where one side is over 1.5 times the other or ± would reach below 0; a figure whose "
+        "interval reaches 0 is 'not measurable above noise'; a change of a percentage "
+        "(efficiency, MFU, a share) is in points",
     ),
     (
         "Reliability",

@@ -39,6 +39,7 @@ from torchscale.interfaces.report.sections.diagnosis import (
 from torchscale.interfaces.report.sections.findings import STRAGGLER_MIN, caveat_of
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 
 MAX_BOX_VALUES = 2000  # per box; more are reduced to this many evenly spaced quantiles
 MAX_RANKS_PER_CELL = 16  # per-rank rows of one cell: the slowest ones beyond this
@@ -108,10 +109,9 @@ def _stats_table(ctx: Context) -> Table:
     ]
     note = (
         "samples/s: the median over repeats ± half its 95 % interval ([low, high] where "
-        "lopsided; bootstrap over 4 repeats or more, Student t on log throughput over 2-3; one "
-        "repeat: spread unknown); step percentiles over every measured step of every repeat, "
-        "all ranks pooled, with the 95 % interval of a block bootstrap over the steps (schema "
-        "8; older results recorded none); spread = (fastest - slowest "
+        f"lopsided; {THROUGHPUT_INTERVAL}); step percentiles over every measured step of "
+        "every repeat, all ranks pooled, with the 95 % interval of a block bootstrap over the "
+        "steps (schema 8; older results recorded none); spread = (fastest - slowest "
         "repeat) / median; CV = std / mean; reliable: interval and CV within the threshold"
     )
     if any(value is not None for value in compile_s):  # a compiled cell: what compile cost it

@@ -49,6 +49,7 @@ from torchscale.offline.analysis.scaling_efficiency import (
     STRONG_GROUP_COLUMNS,
     scaling_table,
 )
+from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 
 # throughput across more than this factor goes on a log axis (a 1-to-64-GPU sweep spans ~50x)
 LOG_SPAN = 10.0
@@ -58,8 +59,8 @@ WEAK_TEXT = (
     "per GPU; ideal: throughput linear in GPUs). Speed-up = thr(N) / thr(N_min); efficiency = "
     "thr(N) / (N / N_min x thr(N_min)), against the smallest GPU count measured ok in the same "
     "model, batch, precision, strategy and device (100 % = linear). Throughput is global "
-    "samples/s, the median over repeats, with its 95 % interval (bootstrap over 4 repeats or "
-    "more, Student t on log throughput over 2-3; one repeat: spread unknown). Efficiency "
+    "samples/s, the median over repeats, with its 95 % interval ("
+    f"{THROUGHPUT_INTERVAL}). Efficiency "
     "carries the 95 % interval of the ratio of the two medians: above 100 % with 100 % inside "
     "the interval it is linear within noise; an interval wholly above 100 % is super-linear "
     "and said so (e.g. cache effects), never shown bare."
