@@ -306,7 +306,7 @@ def test_reliability_columns_in_the_cells_table() -> None:
     cells = torchscale.results.load(V3_SWEEP).cells.set_index("cell_id")
     assert cells.loc[MLP_W2, "reliability"] == "noisy"  # CV 0.52
     # two repeats 8 % apart (7150.48 and 7725.46): their Student t interval on log
-    # throughput is 4,547 to 12,149, far past ±10 % (the old bootstrap, their range, passed)
+    # throughput is 4,522 to 12,233, far past ±10 % (the old bootstrap, their range, passed)
     assert cells.loc[MLP_W1, "reliability"] == "noisy"
     assert "over 2 repeats, above ±10 %" in cells.loc[MLP_W1, "reliability_reason"]
     assert cells.loc[MLP_W1, "samples_per_s_low"] < 7150.48 < 7725.46
