@@ -35,19 +35,16 @@ between the two readings.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -61,63 +58,18 @@ from torchscale.offline.analysis.uncertainty import (
     percentile_interval,
 )
 
+# the benchmarks' shared child-process handling (benchmarks/child_runs.py), found beside this
+# file however the script was started (`python benchmarks/...`, or imported by path in a test)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from child_runs import Stopped, run_child, stop
+
 REPO = Path(__file__).resolve().parent.parent
 
-STOP_GRACE_S = 30.0  # torchscale takes its torchrun down on SIGTERM; then SIGKILL
 TARGET = 0.85  # issue 48: an interval covers the other runs' median in >= 85 % of reruns
 BUSY_LOAD = 1.5  # 1-min load above this before or after: not a quiet machine, no verdict
 SETTLE_S = 60.0  # wait after the last run, so its own ranks have mostly left the 1-min load
 
 Interval = tuple[float | None, float | None]
-
-
-# ------------------------------------------------------------------------ processes
-
-
-class Stopped(Exception):
-    """SIGTERM or SIGHUP: unwind like Ctrl-C so every process started is stopped."""
-
-
-def _stop(signum: int, frame: FrameType | None) -> None:
-    raise Stopped(signal.Signals(signum).name)
-
-
-def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM the child's process group (it leads its own session), then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=grace_s)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        proc.wait()
-
-
-def run_child(argv: Sequence[str], env: dict[str, str], timeout_s: float) -> tuple[int, str]:
-    """Run `argv` in its own session: its exit status and output (124 past `timeout_s`); on
-    any exception (Ctrl-C, SIGTERM) its group is stopped before the exception goes on."""
-    proc = subprocess.Popen(
-        list(argv),
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        output, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc, STOP_GRACE_S)
-        output, _ = proc.communicate()
-        return 124, output.decode("utf-8", "replace")
-    except BaseException:
-        _kill_group(proc, STOP_GRACE_S)
-        raise
-    return proc.returncode, output.decode("utf-8", "replace")
 
 
 def child_env() -> dict[str, str]:
@@ -433,7 +385,7 @@ def main() -> None:
     if args.runs < 2:
         parser.error("--runs: at least 2 (a run is judged against the others)")
     for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _stop)
+        signal.signal(signum, stop)
     data: dict[str, Any] = {
         "cell": {
             "model": args.model,

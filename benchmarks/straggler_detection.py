@@ -74,7 +74,6 @@ import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -82,13 +81,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
+
+# the benchmarks' shared child-process handling (benchmarks/child_runs.py), found beside this
+# file however the script was started (`python benchmarks/...`, or imported by path in a test)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from child_runs import Stopped, run_child, stop
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO_MODULE = "benchmarks.straggler_scenarios"
 CALIBRATION_TRIES = 2  # balanced runs tried per group before its cases wait for the grid's
-STOP_GRACE_S = 30.0  # torchscale takes its torchrun down on SIGTERM; then SIGKILL
 RECORDS_VERSION = 2  # issue 38's records (--inject-delay) were version 1 (no key)
 
 # scenario -> (plug-in factory, the kind the verdict should give; None: nobody named)
@@ -207,55 +209,6 @@ def missing_fields() -> dict[str, str]:
 
     have = {f.name for f in dataclasses.fields(ModelBundle)}
     return {s: f for s, f in NEEDS_FIELD.items() if f not in have}
-
-
-# ------------------------------------------------------------------------ processes
-
-
-class Stopped(Exception):
-    """SIGTERM or SIGHUP: unwind like Ctrl-C so every process started is stopped."""
-
-
-def _stop(signum: int, frame: FrameType | None) -> None:
-    raise Stopped(signal.Signals(signum).name)
-
-
-def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM the child's process group (it leads its own session), then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=grace_s)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        proc.wait()
-
-
-def run_child(argv: Sequence[str], env: dict[str, str], timeout_s: float) -> tuple[int, str]:
-    """Run `argv` in its own session: its exit status and output (124 past `timeout_s`); on
-    any exception (Ctrl-C, SIGTERM) its group is stopped before the exception goes on."""
-    proc = subprocess.Popen(
-        list(argv),
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        output, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc, STOP_GRACE_S)
-        output, _ = proc.communicate()
-        return 124, output.decode("utf-8", "replace")
-    except BaseException:
-        _kill_group(proc, STOP_GRACE_S)
-        raise
-    return proc.returncode, output.decode("utf-8", "replace")
 
 
 def leftover_hogs(token: str) -> list[int]:
@@ -1044,7 +997,7 @@ def main() -> None:
     left_out = {s: f for s, f in missing_fields().items() if s in args.kinds}
     args.kinds = [s for s in args.kinds if s not in left_out]
     for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _stop)
+        signal.signal(signum, stop)
     data: dict[str, Any] = {
         "version": RECORDS_VERSION,
         "grid": {
