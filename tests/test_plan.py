@@ -357,15 +357,21 @@ def test_nccl_without_gpus_is_skipped_not_launched() -> None:
 
 
 @pytest.mark.parametrize("path", sorted((Path(__file__).parent.parent / "examples").glob("*.yaml")))
-def test_examples_plan_and_build_on_a_gpu_node(path: Path) -> None:
+def test_examples_plan_and_build_on_a_gpu_node(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every shipped example expands into runnable cells on an 8-GPU node, and every model in
-    it builds with its options (on the meta device: no memory)."""
+    it builds with its options (on the meta device: no memory). A plug-in example's module is
+    found as its ranks find it: through the PYTHONPATH its launcher.env gives, relative to the
+    repository root the example runs from."""
     import torch
 
     from torchscale.orchestration.config.loader import load_config
     from torchscale.rank.models import build_model
 
     config = load_config(path)
+    root = Path(__file__).parent.parent
+    for part in (config.launcher.env or {}).get("PYTHONPATH", "").split(os.pathsep):
+        if part:
+            monkeypatch.syspath_prepend(str(root / part))
     plan = build_plan(config, Machine(gpu_count=8, cpu_cores=64))
     assert plan and all(p.skip_reason is None for p in plan)
     for model in config.models:
