@@ -361,7 +361,9 @@ def test_sweep_communication(main_sweep: Sweep) -> None:
     # every rank read its wait for a CPU at each step's edges (Linux): the check judged it
     host = attribution.cross_checks[0]
     assert host.estimate is not None and verdict.host_wait_s == host.estimate
-    assert verdict.host_bound is (verdict.withdrawn_by or "").startswith("CPU wait (host)")
+    # the host's time is a kind of straggler (schema 13): named, never a withdrawal
+    assert verdict.host_bound is (verdict.kind == "host")
+    assert not (verdict.withdrawn_by or "").startswith("CPU wait (host)")
 
 
 def test_sweep_step_records(main_sweep: Sweep) -> None:
