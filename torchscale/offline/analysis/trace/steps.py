@@ -275,20 +275,31 @@ def launch_holds(ops: pd.DataFrame, calls: pd.DataFrame) -> Intervals | None:
     in it is a leaf, all work."""
     if calls.empty or ops.empty:
         return None
-    starts = ops["ts"].to_numpy(np.float64)
-    ends = starts + ops["dur"].to_numpy(np.float64)
+    order = np.argsort(ops["ts"].to_numpy(np.float64), kind="stable")
+    starts = ops["ts"].to_numpy(np.float64)[order]
+    ends = starts + ops["dur"].to_numpy(np.float64)[order]
+    times = np.sort(calls["ts"].to_numpy(np.float64))
+    # only an op holding some call can enclose one: a few ancestors per call, found without
+    # pairing every call with every op (a GPU trace has thousands of calls, millions of ops)
+    holding = np.flatnonzero(
+        np.searchsorted(times, ends, side="left") > np.searchsorted(times, starts, side="left")
+    )
+    outers = set()
+    for ts in times:
+        enclosing = holding[(starts[holding] <= ts) & (ends[holding] > ts)]
+        if enclosing.size:
+            outers.add(int(enclosing[np.argmin(ends[enclosing] - starts[enclosing])]))
     holds = []
-    for ts in calls["ts"].to_numpy(np.float64):
-        enclosing = np.flatnonzero((starts <= ts) & (ends > ts))
-        if enclosing.size == 0:
-            continue
-        outer = enclosing[np.argmin(ends[enclosing] - starts[enclosing])]
+    for outer in sorted(outers):
         lo, hi = starts[outer], ends[outer]
-        inner = (starts >= lo) & (ends <= hi) & (np.arange(starts.size) != outer)
-        if not inner.any():  # a leaf op: its time is its work, whatever it launches
+        first = int(np.searchsorted(starts, lo, side="left"))
+        last = int(np.searchsorted(starts, hi, side="right"))
+        within = np.arange(first, last)
+        within = within[(ends[within] <= hi) & (within != outer)]
+        if within.size == 0:  # a leaf op: its time is its work, whatever it launches
             continue
         span = merge(np.array([lo]), np.array([hi]))
-        holds.append(subtract(span, merge(starts[inner], ends[inner])))
+        holds.append(subtract(span, merge(starts[within], ends[within])))
     return union(*holds) if holds else None
 
 
