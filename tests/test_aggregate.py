@@ -701,7 +701,7 @@ def test_the_cpu_wait_and_cpu_time_go_into_the_steps_table_and_the_step_records(
     measured.windows[0].cpu_time_s = [0.008, None]
     unmeasured = make_rank(1, [0.02], [[0.01, 0.01]], phases=phases)
     table = steps_table([measured, unmeasured])
-    assert list(table.columns[-2:]) == ["cpu_wait", "cpu_time"]
+    assert list(table.columns[-4:-2]) == ["cpu_wait", "cpu_time"]
     mine = table[table["rank"] == 0]
     assert list(mine["cpu_wait"].iloc[:1]) == [0.001] and list(mine["cpu_time"].iloc[:1]) == [0.008]
     assert mine[["cpu_wait", "cpu_time"]].iloc[1].isna().all()  # that step was not measured
@@ -712,3 +712,32 @@ def test_the_cpu_wait_and_cpu_time_go_into_the_steps_table_and_the_step_records(
         (None, None),
     ]
     assert all("cpu_wait_s" not in r and "cpu_time_s" not in r for r in records if r["rank"] == 1)
+
+
+def test_a_comm_hook_hold_goes_into_the_steps_table_and_the_step_records() -> None:
+    """A plug-in's DDP comm hook hold (comm_hold.py) and its part before the last gradient
+    reach the steps table (`comm_hold`, `comm_hold_backward`) and the step records
+    (`comm_hold_s`, `comm_hold_backward_s`); a rank without a hook has None and no key."""
+    import json
+
+    from torchscale.rank.worker.aggregate import steps_table
+    from torchscale.rank.worker.main import _step_records
+
+    phases = dict.fromkeys(("data", "forward", "backward", "grad_sync_wait", "optimizer"), 0.002)
+    hooked = make_rank(0, [0.02], [[0.01, 0.01]], phases=phases)
+    hooked.windows[0].comm_hold_s = [0.004, 0.003]
+    hooked.windows[0].comm_hold_backward_s = [0.001, None]
+    bare = make_rank(1, [0.02], [[0.01, 0.01]], phases=phases)
+    table = steps_table([hooked, bare])
+    assert list(table.columns[-2:]) == ["comm_hold", "comm_hold_backward"]
+    mine = table[table["rank"] == 0]
+    assert list(mine["comm_hold"]) == [0.004, 0.003]
+    assert mine["comm_hold_backward"].iloc[0] == 0.001
+    assert pd.isna(mine["comm_hold_backward"].iloc[1])
+    assert table.loc[table["rank"] == 1, ["comm_hold", "comm_hold_backward"]].isna().all().all()
+    records = [json.loads(line) for line in _step_records([hooked, bare]).splitlines()]
+    assert [(r["comm_hold_s"], r["comm_hold_backward_s"]) for r in records if r["rank"] == 0] == [
+        (0.004, 0.001),
+        (0.003, None),
+    ]
+    assert all("comm_hold_s" not in r for r in records if r["rank"] == 1)

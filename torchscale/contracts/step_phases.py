@@ -32,6 +32,15 @@ CPU_WAIT = "cpu_wait"
 # (its CPU clock, read with the wait at the same edges; its intra-op threads not counted);
 # `cpu_time_s` in the step records
 CPU_TIME = "cpu_time"
+# not a phase: inside a whole step, the seconds a DDP communication hook held the rank's
+# gradient collectives before handing DDP their future (the hook's own time, every bucket):
+# a launch held late shows in no phase (the others wait for it as long as it waits), so it is
+# counted apart; `comm_hold_s` in the step records. COMM_HOLD_BACKWARD is the part held before
+# the rank's last gradient, which the backward phase includes (the held buckets delay the
+# gradients after them); the rest lies in grad_sync_wait. Measured only where a plug-in
+# registers a hook (rank/worker/comm_hold.py); DDP's built-in all-reduce has no hook to time.
+COMM_HOLD = "comm_hold"
+COMM_HOLD_BACKWARD = "comm_hold_backward"
 RANGE_PREFIX = "torchscale:"  # of every range and mark torchscale writes into a trace
 # the range around an injected delay: work the rank does inside a phase, not a phase itself
 INJECTED_DELAY_RANGE = f"{RANGE_PREFIX}injected_delay"

@@ -12,7 +12,11 @@ step by construction (docs/methodology.md, "One model of the step"):
   itself, so `exposed_transfer` is the smallest grad-sync wait of any rank at that step and
   each rank's `wait_for_peers` is its grad-sync wait minus that (the matched-wait idea of the
   trace analysis, applied to the phase timers);
-- rest: what the timers see between the phases (the step minus the four above).
+- rest: what the timers see between the phases (the step minus the four above), and the time
+  a DDP communication hook held the rank's launches (`COMM_HOLD`, where a plug-in registered
+  one): held before its last gradient it leaves compute, held after it leaves the grad-sync
+  wait before that is split, so the others' wait for a late launch is their wait for peers,
+  not a transfer every rank pays.
 
 Averaged over ranks, compute + wait_for_peers is the slowest rank's own work: the others wait
 for it. The cell's figures are means over ranks and steps (means add up; medians do not), each
@@ -42,12 +46,15 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import (
+    COMM_HOLD,
+    COMM_HOLD_BACKWARD,
     COMPUTE_PHASES,
     CPU_TIME,
     CPU_WAIT,
     OWN_WORK_PHASES,
     STEP_PHASES,
 )
+from torchscale.offline.analysis.held_launches import held_launch_check
 from torchscale.offline.analysis.straggler_kind import (
     KindEvidence,
     named_summary,
@@ -94,10 +101,14 @@ def step_parts(steps: pd.DataFrame) -> pd.DataFrame:
     needed = ["window", "step", "rank", "step_s", *STEP_PHASES]
     frame = steps[needed].dropna()
     frame = frame.astype({c: float for c in ["step_s", *STEP_PHASES]})
-    key = ["window", "step"]
-    transfer = frame.groupby(key)["grad_sync_wait"].transform("min").clip(lower=0.0)
-    wait = (frame["grad_sync_wait"] - transfer).clip(lower=0.0)
-    compute = frame[list(COMPUTE_PHASES)].clip(lower=0.0).sum(axis=1)
+    held, held_backward = _comm_holds(steps, frame.index)
+    sync_wait = (frame["grad_sync_wait"] - (held - held_backward).clip(lower=0.0)).clip(lower=0.0)
+    transfer = sync_wait.groupby([frame["window"], frame["step"]]).transform("min")
+    transfer = transfer.clip(lower=0.0)
+    wait = (sync_wait - transfer).clip(lower=0.0)
+    compute = (frame[list(COMPUTE_PHASES)].clip(lower=0.0).sum(axis=1) - held_backward).clip(
+        lower=0.0
+    )
     data = frame["data"].clip(lower=0.0)
     timed = compute + data + wait + transfer
     # the step timer encloses the phase timers; a rest below zero is timer jitter: the step
@@ -111,6 +122,17 @@ def step_parts(steps: pd.DataFrame) -> pd.DataFrame:
     out["rest"] = rest
     out["model_step_s"] = timed + rest
     return out.reset_index(drop=True)
+
+
+def _comm_holds(steps: pd.DataFrame, index: pd.Index) -> tuple[pd.Series, pd.Series]:
+    """Per row of `index`, the seconds a DDP comm hook held the rank's launches and the part
+    before its last gradient (0 where not measured: no hook, or a table built before it)."""
+    zero = pd.Series(0.0, index=index)
+    if COMM_HOLD not in steps.columns or COMM_HOLD_BACKWARD not in steps.columns:
+        return zero, zero
+    held = steps.loc[index, COMM_HOLD].astype(float).fillna(0.0).clip(lower=0.0)
+    before = steps.loc[index, COMM_HOLD_BACKWARD].astype(float).fillna(0.0).clip(lower=0.0)
+    return held, before.clip(upper=held)
 
 
 def part_estimates(matrix: np.ndarray, ranks: int) -> tuple[Estimate, list[StepPart]]:
@@ -177,8 +199,9 @@ def _pivot(parts: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def cpu_wait_table(steps: pd.DataFrame, column: str = CPU_WAIT) -> pd.DataFrame | None:
     """(window, step) x rank seconds of the training thread's wait for a CPU (`column`
-    CPU_TIME: its time on a CPU), from the steps table's column; None without the column (a
-    table built before it), empty where no step has it (not Linux)."""
+    CPU_TIME: its time on a CPU; COMM_HOLD: its comm hook's hold), from the steps table's
+    column; None without the column (a table built before it), empty where no step has it
+    (not Linux; no hook)."""
     if column not in steps.columns:
         return None
     rows = steps[["window", "step", "rank", column]].dropna()
@@ -728,6 +751,10 @@ def cell_attribution(
         )
         if host is not None:
             checks.append(host)
+        held = cpu_wait_table(steps, COMM_HOLD)
+        if held is not None and held.shape[1] == ranks and not held.dropna().empty:
+            verdict, held_check = held_launch_check(_pivot(own, "own"), held, verdict, ALPHA)
+            checks.append(held_check)
         candidate = verdict.candidate_rank
         if candidate is not None:
             wait = _pivot(parts, "wait_for_peers").loc[per_step.index]

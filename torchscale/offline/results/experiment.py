@@ -15,7 +15,14 @@ import yaml
 
 from torchscale.contracts.errors import ResultsError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.step_phases import CPU_TIME, CPU_WAIT, STEP_PHASES, seconds_column
+from torchscale.contracts.step_phases import (
+    COMM_HOLD,
+    COMM_HOLD_BACKWARD,
+    CPU_TIME,
+    CPU_WAIT,
+    STEP_PHASES,
+    seconds_column,
+)
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.frame import cells_table, ranks_table
 from torchscale.offline.results.versions import read_cell_result
@@ -23,9 +30,13 @@ from torchscale.offline.results.versions import read_cell_result
 log = logging.getLogger(__name__)
 STEP_COLUMNS = ["cell_id", "rank", "window", "repeat", "step", "time_s"]
 # per-step phase times (schema 3 on), the training thread's wait for a CPU (schema 12 on) and
-# its time on a CPU (cpu_time_s, added after schema 13 was out: a schema-13 file may lack it);
-# NaN in step files written before them
-PHASE_STEP_COLUMNS = [seconds_column(phase) for phase in (*STEP_PHASES, CPU_WAIT, CPU_TIME)]
+# its time on a CPU (cpu_time_s, added after schema 13 was out: a schema-13 file may lack it)
+# and a DDP comm hook's hold (comm_hold_s, comm_hold_backward_s: only where a plug-in
+# registered a hook); NaN in step files written before them, and where not measured
+PHASE_STEP_COLUMNS = [
+    seconds_column(phase)
+    for phase in (*STEP_PHASES, CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
+]
 
 
 @dataclass

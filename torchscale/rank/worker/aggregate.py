@@ -38,7 +38,14 @@ from torchscale.contracts.schema.cell_result import (
     Throughput,
     Warmup,
 )
-from torchscale.contracts.step_phases import CPU_TIME, CPU_WAIT, OWN_WORK_PHASES, STEP_PHASES
+from torchscale.contracts.step_phases import (
+    COMM_HOLD,
+    COMM_HOLD_BACKWARD,
+    CPU_TIME,
+    CPU_WAIT,
+    OWN_WORK_PHASES,
+    STEP_PHASES,
+)
 from torchscale.offline.analysis.attribution import NoSyncSteps
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
@@ -116,8 +123,9 @@ def rank_phase_medians(rank: RankMeasurement) -> dict[str, float | None] | None:
 
 def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
     """Every synchronised step of every rank with its phase seconds: (window, step, rank,
-    step_s, data, forward, backward, grad_sync_wait, optimizer, cpu_wait, cpu_time); phases
-    None without timing, cpu_wait and cpu_time None where they were not measured."""
+    step_s, data, forward, backward, grad_sync_wait, optimizer, cpu_wait, cpu_time, comm_hold,
+    comm_hold_backward); phases None without timing, the others None where they were not
+    measured."""
     rows = []
     for r in ranks:
         for window, w in enumerate(r.windows):
@@ -132,8 +140,12 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
                     row[phase] = w.phases[phase][step] if w.phases is not None else None
                 row[CPU_WAIT] = w.cpu_wait_s[step] if w.cpu_wait_s is not None else None
                 row[CPU_TIME] = w.cpu_time_s[step] if w.cpu_time_s is not None else None
+                held, before = w.comm_hold_s, w.comm_hold_backward_s
+                row[COMM_HOLD] = held[step] if held is not None else None
+                row[COMM_HOLD_BACKWARD] = before[step] if before is not None else None
                 rows.append(row)
     columns = ["window", "step", "rank", "step_s", *STEP_PHASES, CPU_WAIT, CPU_TIME]
+    columns += [COMM_HOLD, COMM_HOLD_BACKWARD]
     return pd.DataFrame(rows, columns=columns)
 
 

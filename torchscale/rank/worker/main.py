@@ -25,7 +25,14 @@ import torch
 import torch.distributed as dist
 
 from torchscale.contracts.atomic import write_text_atomic
-from torchscale.contracts.step_phases import CPU_TIME, CPU_WAIT, STEP_PHASES, seconds_column
+from torchscale.contracts.step_phases import (
+    COMM_HOLD,
+    COMM_HOLD_BACKWARD,
+    CPU_TIME,
+    CPU_WAIT,
+    STEP_PHASES,
+    seconds_column,
+)
 from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture
 from torchscale.rank.worker.cpu_binding import bind_cpu_rank
@@ -108,6 +115,9 @@ def _phase_columns(window: Window, step: int) -> dict[str, float | None]:
         columns[seconds_column(CPU_WAIT)] = window.cpu_wait_s[step]
     if window.cpu_time_s is not None:
         columns[seconds_column(CPU_TIME)] = window.cpu_time_s[step]
+    if window.comm_hold_s is not None and window.comm_hold_backward_s is not None:
+        columns[seconds_column(COMM_HOLD)] = window.comm_hold_s[step]
+        columns[seconds_column(COMM_HOLD_BACKWARD)] = window.comm_hold_backward_s[step]
     return columns
 
 

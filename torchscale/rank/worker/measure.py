@@ -67,6 +67,10 @@ class Window:
     # per step, seconds the training thread ran on a CPU (read with the wait by the same
     # clock; its intra-op threads not counted); None exactly when `cpu_wait_s` is
     cpu_time_s: list[float | None] | None = None
+    # per step, seconds a plug-in's DDP comm hook held its launches, and the part of that
+    # before the last gradient (comm_hold.py); None: no hook was timed
+    comm_hold_s: list[float | None] | None = None
+    comm_hold_backward_s: list[float | None] | None = None
 
 
 @dataclass
@@ -125,6 +129,7 @@ def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
         # boundaries would be launch times of asynchronous kernels: events are the real ones)
         cuda_events=trainer.device.type == "cuda",
         split_reason=backward_split(strategy, params),
+        hold=trainer.comm_hold,
     )
 
 
@@ -193,6 +198,9 @@ def run_window(
         window.phase_notes = dict(recorder.notes)
         window.cpu_wait_s = recorder.cpu_wait()
         window.cpu_time_s = recorder.cpu_time()
+        held = recorder.comm_hold()
+        if held is not None:
+            window.comm_hold_s, window.comm_hold_backward_s = held
         if recorder.cpu_wait_note is not None:
             window.phase_notes["cpu_wait"] = recorder.cpu_wait_note
     return window

@@ -68,6 +68,7 @@ import torch
 
 from torchscale.contracts.step_phases import STEP_PHASES
 from torchscale.rank.telemetry.cpu_wait import thread_clock
+from torchscale.rank.worker.comm_hold import HoldTally
 
 FSDP_REASON = (
     "FSDP2 runs post-accumulate-grad hooks on the sharded parameters after each reduce-scatter, "
@@ -105,6 +106,7 @@ class PhaseRecorder:
         device: torch.device,
         cuda_events: bool,
         split_reason: str | None = None,
+        hold: HoldTally | None = None,
     ) -> None:
         self.steps = steps
         self.accum = accum
@@ -132,11 +134,17 @@ class PhaseRecorder:
         self._clock = thread_clock()
         self._sched_start: list[tuple[float, float] | None] = [None] * steps
         self._sched_end: list[tuple[float, float] | None] = [None] * steps
+        # the DDP comm hooks' running hold (comm_hold.py) at every boundary, the last
+        # gradient's included: a step's hold and the part of it before its last gradient
+        self._hold = hold
+        self._held = [math.nan] * count if hold is not None else []
 
     # ------------------------------------------------------------------ boundaries (per step)
 
     def _mark(self) -> None:
         i = self._index
+        if self._hold is not None:
+            self._held[i] = self._hold.held_s
         if self._cuda:
             self._events[i].record()
             self._recorded[i] = True
@@ -184,6 +192,8 @@ class PhaseRecorder:
         slot = self._grad_slot
         if slot >= 0:
             self._times[slot] = time.perf_counter()
+            if self._hold is not None:
+                self._held[slot] = self._hold.held_s
 
     def _hook_cuda(self, _param: torch.Tensor) -> None:
         # runs on the autograd engine's device thread, whose current stream is the stream of
@@ -195,6 +205,8 @@ class PhaseRecorder:
         if self._count == self._expected:
             self._events[slot].record(torch.cuda.current_stream(self._device))
             self._recorded[slot] = True
+            if self._hold is not None:
+                self._held[slot] = self._hold.held_s
 
     @contextmanager
     def hooks(self, parameters: Sequence[torch.nn.Parameter]) -> Iterator[PhaseRecorder]:
@@ -262,6 +274,34 @@ class PhaseRecorder:
         CPU inside it (its intra-op threads not counted); None when the clock is unavailable
         (`cpu_wait_note` says why: the same clock reads both)."""
         return self._sched_seconds(1, steps)
+
+    def comm_hold(
+        self, steps: int | None = None
+    ) -> tuple[list[float | None], list[float | None]] | None:
+        """Per recorded step (the first `steps`), the seconds its DDP comm hooks held their
+        launches (comm_hold.py), and the part of that before the last gradient of each
+        micro-batch (None where the backward split was not made); None without a tally (no
+        hook was registered)."""
+        if self._hold is None:
+            return None
+        done = self._index // self.per_step
+        steps = done if steps is None else min(steps, done)
+        total: list[float | None] = []
+        in_backward: list[float | None] = []
+        for step in range(steps):
+            base = step * self.per_step
+            held = self._held[base : base + self.per_step]
+            total.append(max(0.0, held[-1] - held[0]))
+            before = 0.0
+            for micro in range(self.accum):
+                k = 1 + 4 * micro
+                fwd_end, grad = held[k + 1], held[k + 2]
+                if not self._valid[step * self.accum + micro] or math.isnan(grad):
+                    before = math.nan
+                    break
+                before += grad - fwd_end
+            in_backward.append(None if math.isnan(before) or not self.split else max(0.0, before))
+        return total, in_backward
 
     @property
     def cpu_wait_note(self) -> str | None:

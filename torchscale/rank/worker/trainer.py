@@ -32,6 +32,7 @@ from torchscale.rank.models import ModelBundle, build_model, call_model
 from torchscale.rank.models.bundle import LossFn
 from torchscale.rank.models.layers import set_bf16_activations
 from torchscale.rank.worker import markers
+from torchscale.rank.worker.comm_hold import HOOK_TIMED, HoldTally, timed_hooks
 from torchscale.rank.worker.delay import NO_DELAYS, RankDelays, sleep
 from torchscale.rank.worker.phases import PhaseRecorder
 from torchscale.rank.worker.precision import (
@@ -224,15 +225,21 @@ def _wrap(
     }
 
 
-def _ddp_comm_hook(bundle: ModelBundle, wrapped: torch.nn.Module, settings: dict[str, Any]) -> None:
+def _ddp_comm_hook(
+    bundle: ModelBundle, wrapped: torch.nn.Module, settings: dict[str, Any]
+) -> HoldTally | None:
     """Hand a DDP cell's wrapper to the plug-in's `ddp_comm_hook` (it registers its own
-    communication hook there); a cell with no DDP wrapper (FSDP, one rank) says why it ran
-    without it, so a result never implies a hook that did not run."""
-    if isinstance(wrapped, DistributedDataParallel):
-        bundle.ddp_comm_hook(wrapped)  # type: ignore[misc]
-        settings["ddp_comm_hook"] = "the plug-in's ddp_comm_hook registered"
-    else:
+    communication hook there, timed: comm_hold.py) and return the tally of the time its hooks
+    hold their launches; a cell with no DDP wrapper (FSDP, one rank) says why it ran without
+    it, so a result never implies a hook that did not run."""
+    if not isinstance(wrapped, DistributedDataParallel):
         settings["ddp_comm_hook"] = "not called: this cell has no DDP wrapper"
+        return None
+    tally = HoldTally()
+    timed_hooks(wrapped, tally)
+    bundle.ddp_comm_hook(wrapped)  # type: ignore[misc]
+    settings["ddp_comm_hook"] = HOOK_TIMED
+    return tally
 
 
 def _channels_last(inputs: Any, channels_last: bool) -> Any:
@@ -285,6 +292,8 @@ class Trainer:
     pipeline: Pipeline | plugin_data.PluginBatches | None = None
     runner: PipelineRunner | None = None  # pp, hybrid ddp_pp: runs forward and backward
     loss_fn: LossFn | None = None  # the measured steps' loss, eager form or compiled
+    # a plug-in's DDP comm hook: the running time it held its launches (comm_hold.py)
+    comm_hold: HoldTally | None = None
 
     @property
     def eager_model(self) -> torch.nn.Module:
@@ -315,6 +324,7 @@ class Trainer:
             model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         autocast = autocast_factory(spec.cell.precision, device)
         runner = None
+        comm_hold = None
         data_rank, data_ranks = dist.get_rank(), dist.get_world_size()
         settings: dict[str, Any]
         params: Any = None
@@ -334,7 +344,7 @@ class Trainer:
         else:
             wrapped, settings = _wrap(spec, model, device)
             if bundle.ddp_comm_hook is not None:
-                _ddp_comm_hook(bundle, wrapped, settings)
+                comm_hold = _ddp_comm_hook(bundle, wrapped, settings)
         settings |= {
             "channels_last_weights": weights_channels_last,
             "channels_last_note": CHANNELS_LAST_FSDP_NOTE
@@ -392,6 +402,7 @@ class Trainer:
             pipeline,
             runner,
             loss_fn,
+            comm_hold,
         )
 
     def close(self) -> None:
