@@ -7,14 +7,18 @@ every matched collective. Only the traces show that: the phase timers see the ot
 not who launched late (everyone's wait ends together).
 
 Named only when three things hold together (docs/methodology.md, "The kind of a straggler"):
-- arrival order names the rank (it arrives last at a share of the matched collectives chance
-  does not explain: straggler.attribute_straggler's binomial test);
+- the rank is the one arrival order names (it arrives last at a share of the matched
+  collectives chance does not explain: straggler.attribute_straggler's binomial test), or,
+  where order alone names nobody, the one the others wait for the most (on shared cores the
+  others also arrive last now and then, by little; a late launch costs them every step);
 - the others wait for it: their wait for peers minus its own, same step, as a share of the
   step, has its 95 % interval's low end at least the minimum effect (5 % of the step), the
   same floor the own-work test uses;
 - its own work is not significantly above the others' (else it is a compute or input
-  straggler, decided by the own-work test), and could not explain half of that wait either
-  (the upper end of its own-work gap's interval is below half of it).
+  straggler, decided by the own-work test), and cannot explain that wait either: per step,
+  the others' extra wait minus its own-work gap, its mean's 95 % interval has its low end at
+  least the minimum effect, as the wait itself must (a noisy own-work gap that missed the
+  test is no evidence that the work is on par; a wait beyond it by a straggler's size is).
 
 Pure: tables in, a verdict out.
 """
@@ -52,18 +56,15 @@ def late_collectives(
     else `verdict` unchanged. `wait`: step x rank wait for peers (rows aligned with `step`,
     the mean step); `own`: step x rank own work, the table the own-work test compared."""
     late = arrival.straggler if arrival is not None else None
-    if verdict.named or late is None or verdict.min_effect_s is None:
+    if verdict.named or verdict.min_effect_s is None or wait.shape[1] < 2:
         return verdict
-    rank = late.rank
+    rank = late.rank if late is not None else _most_waited_for(wait)
     if rank not in wait.columns or rank not in own.columns or wait.shape[1] < 2:
         return verdict
     keys = own.dropna().index.intersection(wait.index)
     mine = own.loc[keys]
-    work = paired_gap_test(
-        mine[rank] - mine.drop(columns=[rank]).median(axis=1),
-        min_effect_s=verdict.min_effect_s,
-        alpha=ALPHA,
-    )
+    own_gap = mine[rank] - mine.drop(columns=[rank]).median(axis=1)
+    work = paired_gap_test(own_gap, min_effect_s=verdict.min_effect_s, alpha=ALPHA)
     if work.significant:  # its own work is behind: the own-work test's to name
         return verdict
     extra = (wait.drop(columns=[rank]).mean(axis=1) - wait[rank]).to_numpy(np.float64)
@@ -72,20 +73,34 @@ def late_collectives(
     if share.low is None or not share.measurable or share.low < MIN_EFFECT_SHARE:
         return verdict
     seconds = _seconds(extra)
-    # its own work could explain half the others' wait or more: not a launch delay (a noisy
-    # own-work gap that missed the test is no evidence that the work is on par)
-    if work.high_s is None or seconds.value is None or work.high_s >= 0.5 * seconds.value:
+    others_wait = wait.drop(columns=[rank]).mean(axis=1) - wait[rank]
+    beyond = (others_wait.loc[keys] - own_gap).dropna().to_numpy(np.float64)
+    unexplained = _seconds(beyond) if beyond.size else None
+    if (
+        unexplained is None
+        or unexplained.low is None
+        or unexplained.value is None
+        or unexplained.low < verdict.min_effect_s
+    ):  # its own work could explain the others' wait
         return verdict
     gap = (
         verdict.gap_s
         if verdict.candidate_rank == rank
         else judged(work.mean_s, work.low_s, work.high_s, n=work.steps, method="paired", lower=None)
     )
-    basis = (
+    order = (
         f"it arrives last at {late.instances_last} of {late.instances} matched collectives "
-        f"(chance: {late.expected_share:.0%}), the others wait {share.value:.1%} of the step "
+        f"(chance: {late.expected_share:.0%})"
+        if late is not None
+        else "the others wait for it the most (arrival order alone does not single it out: "
+        f"{arrival.reason if arrival is not None else 'no matched collectives'})"
+    )
+    basis = (
+        f"{order}, the others wait {share.value:.1%} of the step "
         f"longer than it does (at least {MIN_EFFECT_SHARE:.0%}), and its own work is not "
-        f"significantly above theirs ({work.mean_s * 1e3:+.3g} ms per step)"
+        f"significantly above theirs ({work.mean_s * 1e3:+.3g} ms per step) nor explains "
+        f"that wait (the wait exceeds its work gap by {unexplained.value * 1e3:+.3g} ms per "
+        f"step, 95 % interval from {unexplained.low * 1e3:+.3g} ms)"
     )
     summary = (
         f"rank {rank} is a straggler (communication: {KIND_WORDS['communication']}): the "
@@ -110,6 +125,15 @@ def late_collectives(
             "summary": summary,
         }
     )
+
+
+def _most_waited_for(wait: pd.DataFrame) -> int:
+    """The rank the others wait for the most: their mean wait minus its own, over steps."""
+    waited = {
+        int(rank): float((wait.drop(columns=[rank]).mean(axis=1) - wait[rank]).mean())
+        for rank in wait.columns
+    }
+    return max(waited, key=lambda r: (waited[r], -r))
 
 
 def _seconds(extra: np.ndarray) -> Estimate:
