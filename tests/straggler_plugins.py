@@ -1,5 +1,6 @@
 """Test-only plug-in models with one slow rank of each kind, written as a user meets them (no
-torchscale knob): more real work, a slow input pipeline, other work pinned to its core.
+torchscale knob): more real work, a slow input pipeline, other work pinned to its core, a DDP
+communication hook that launches late.
 
 Loaded by the worker as 'tests.straggler_plugins:<factory>' (the tests put the repo root on
 PYTHONPATH through `launcher.env`). The slow rank is the last one (RANK == WORLD_SIZE - 1).
@@ -18,8 +19,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
 from torchscale.rank.models.bundle import ModelBundle
 
@@ -75,7 +78,7 @@ def _bundle(model: nn.Module, **extra: Any) -> ModelBundle:
     )
 
 
-def compute(repeat: int = 6) -> ModelBundle:
+def compute(repeat: int = 12) -> ModelBundle:
     """The slow rank runs its forward `repeat` more times: a compute straggler."""
     return _bundle(_Net(repeat if _slow_rank() else 0))
 
@@ -107,3 +110,29 @@ def host(hogs: int = 3) -> ModelBundle:
         ]
         atexit.register(lambda: [p.kill() for p in procs])
     return _bundle(_Net(0))
+
+
+def late_launch(sleep_ms: float = 30.0) -> ModelBundle:
+    """The slow rank's DDP communication hook sleeps `sleep_ms` before torch's own all-reduce
+    hook at each step's last bucket (the bucket holding the first layer's gradients): its
+    collectives start late while its work is the others'."""
+    delay = sleep_ms / 1e3 if _slow_rank() else 0.0
+    net = _Net(0)
+    first = net.layers[0].weight
+
+    def hook(state: object, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        if delay and any(p is first for p in bucket.parameters()):
+            time.sleep(delay)
+        return allreduce_hook(state, bucket)  # type: ignore[arg-type]
+
+    # DDP checks a hook's annotations against the real classes: not strings
+    hook.__annotations__ = {
+        "state": object,
+        "bucket": dist.GradBucket,
+        "return": torch.futures.Future[torch.Tensor],
+    }
+
+    def register(ddp: nn.Module) -> None:
+        ddp.register_comm_hook(None, hook)  # type: ignore[operator]
+
+    return _bundle(net, ddp_comm_hook=register)

@@ -1,11 +1,13 @@
-"""Stragglers of three kinds, met as a user meets them (tests/straggler_plugins.py: more real
-work, a slow input pipeline, busy processes pinned to the rank's core; no torchscale knob),
+"""Stragglers of four kinds, met as a user meets them (tests/straggler_plugins.py: more real
+work, a slow input pipeline, busy processes pinned to the rank's core, a DDP comm hook that
+launches late; no torchscale knob),
 named with their rank and kind on every surface: the terminal, result.json, the profile's
 analysis.json, summary.csv and `report -f md`.
 
-One real sweep (three 2-rank cells, each profiled after the sweep) serves every test here. The
-sizes are large (the slow rank runs its forward 6 more times; its batches take 30 ms; three
-busy processes share its core) so the verdicts hold on a loaded machine too.
+One real sweep (four 2-rank cells, each profiled after the sweep) serves every test here. The
+sizes are large (the slow rank runs its forward 12 more times; its batches take 30 ms; three
+busy processes share its core; its hook sleeps 30 ms) so the verdicts hold on a loaded
+machine too.
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ from torchscale.offline.results.versions import read_cell_result
 
 pytestmark = pytest.mark.slow
 
-KINDS = {"compute": "compute", "slow_input": "input", "host": "host"}
+KINDS = {
+    "compute": "compute",
+    "slow_input": "input",
+    "host": "host",
+    "late_launch": "communication",
+}
 SLOW_RANK = 1
 
 
@@ -51,7 +58,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Swept:
                 "batch_sizes": [32],
                 "gpu_counts": [2],
                 "measurement": {"warmup_steps": 3, "steps": 12, "repeats": 2},
-                "profiling": {"enabled": True, "trigger": "always", "steps": 10},
+                "profiling": {"enabled": True, "trigger": "always", "steps": 12},
                 "launcher": {"env": {"PYTHONPATH": str(REPO_ROOT)}, "cell_timeout_s": 300},
             }
         )

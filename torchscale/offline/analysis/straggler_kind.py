@@ -3,8 +3,10 @@
 The straggler test (attribution.straggler_verdict) says whether a rank's own work per step is
 significantly above the others'. A user acts on *why*: a rank with more work to do (compute),
 a rank waiting for its batch (input), a rank held off the CPU by other work on its core
-(host), or a rank whose collectives start late while its work is on par (communication,
-seen only in traces: the phase timers cannot tell when a collective was launched). The rule
+(host), or a rank whose collectives start late while its work is on par (communication:
+named from the traces by trace/late_collectives.py, and from the phase timers by
+held_launches.py where a DDP comm hook is timed; the timers alone cannot tell when a
+collective was launched). The rule
 (docs/methodology.md, "The kind of a straggler"):
 
 - **host** only when the time the host held the rank off the CPU passes the straggler test
