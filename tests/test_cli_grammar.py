@@ -258,3 +258,15 @@ def test_report_o_names_an_existing_file_without_a_suffix(tmp_path: Path) -> Non
     result = CliRunner().invoke(app, ["report", "-s", str(source), "-f", "md", "-o", str(existing)])
     assert result.exit_code == 0, result.output
     assert existing.is_file() and existing.read_text(encoding="utf-8").startswith("#")
+
+
+def test_the_consoles_read_no_emoji_codes_in_user_strings() -> None:
+    """A plug-in named `mod:factory` printed beside a colon stays itself, never "mod🏭"."""
+    from torchscale.interfaces.cli.common import stderr, stdout
+
+    for console in (stdout, stderr):
+        with console.capture() as captured:
+            console.print("> [MEMORY] plug.models:factory: no answer (pkg:smile:)")
+        text = captured.get()
+        assert "plug.models:factory: no answer (pkg:smile:)" in text
+        assert "\N{FACTORY}" not in text

@@ -21,8 +21,10 @@ R = TypeVar("R")
 
 EXIT_INTERRUPTED = 130
 
-stdout = Console(highlight=False, soft_wrap=True)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+# emoji off: rich would read a plug-in named `mod:factory:` or `pkg:smile:` as an emoji code
+# ("mod🏭"); markup is escaped where a user string meets it (`escape`)
+stdout = Console(highlight=False, soft_wrap=True, emoji=False)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def table_width(console: Console) -> int | None:
