@@ -503,3 +503,38 @@ def test_the_exit_codes_are_set_in_one_place() -> None:
         assert issubclass(cls, errors.UsageError) and issubclass(cls, domain)
         assert cls.exit_code == 2
         assert "exit_code" not in vars(cls) or cls is errors.UsageError
+
+
+# ================================================================ a profile the config asked for
+
+
+def test_a_failed_profile_says_its_log_first_error_line_and_path(tmp_path: Path) -> None:
+    from torchscale.orchestration.profiling.session import failed_run_reason, first_error_line
+
+    log = tmp_path / "torchrun.log"
+    log.write_text(
+        "Collecting data...\nAgent launcher failed.\nGenerating '/tmp/x.qdstrm'\n", "utf-8"
+    )
+    assert first_error_line(log) == "Agent launcher failed."
+    assert first_error_line(tmp_path / "missing.log") is None
+    crashed = result(Status.FAILED, "a rank exited with code 1")
+    reason = failed_run_reason(crashed, log)
+    assert "a rank exited with code 1" in reason
+    assert "its log says: Agent launcher failed." in reason
+    assert str(log) in reason and "\n" not in reason
+    # a reason that already carries the line does not repeat it
+    said = failed_run_reason(result(Status.FAILED, "Agent launcher failed."), log)
+    assert said.count("Agent launcher failed.") == 1
+
+
+def test_a_profile_without_analysis_fails_the_benchmark(tmp_path: Path) -> None:
+    from torchscale.orchestration.profiling.session import ProfiledCell
+    from torchscale.orchestration.schedulers.api import BenchmarkRun
+    from torchscale.orchestration.sweep import SweepOutcome
+
+    measured = SweepOutcome(results=[result(Status.OK)])
+    run = BenchmarkRun(plan=None, store=None, sweep=measured)  # type: ignore[arg-type]
+    assert run.exit_code == 0
+    failed = ProfiledCell(tmp_path, result(Status.FAILED, "nsys failed"), analysis_error="why")
+    run.profiles.append((None, failed))  # type: ignore[arg-type]
+    assert run.exit_code == 1

@@ -293,3 +293,36 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
     assert run.profile is not None
     [overhead] = [n for n in run.profile.notes if n.startswith("capture overhead (nsys)")]
     assert overhead in analysis.notes
+
+
+@pytest.mark.slow
+def test_a_profiled_run_that_fails_says_why_and_where_its_log_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rank that raises under the profiler: exit 1, and one error line with the cause and
+    torchrun's log (where a profiler's own failure, e.g. nsys's, is said), never only "no
+    traces to analyse"."""
+    from tests.processes import REPO_ROOT
+
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    result = invoke(
+        "profile",
+        "--gpus",
+        "2",
+        "--model",
+        "tests.fault_models:crash",
+        "--batch-size",
+        "8",
+        "--steps",
+        "8",
+        "--tool",
+        "torch",
+        "-o",
+        tmp_path,
+        "--name",
+        "crashed",
+    )
+    assert result.exit_code == 1, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("error:")]
+    assert "the profiled run failed, no traces to analyse:" in line
+    assert "torchrun.log" in line and "injected" in line.lower()

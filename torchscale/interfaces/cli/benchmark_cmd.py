@@ -352,8 +352,8 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
 
 
 def _profiles_done(run: BenchmarkRun) -> None:
-    """Each profile's analysis; a profile that failed is reported and never changes the exit
-    code (the measurements it follows are complete)."""
+    """Each profile's analysis; a profile that failed is reported with its cause and the
+    command exits 1 (`BenchmarkRun.exit_code`): the measurements it follows are kept."""
     from torchscale.interfaces.report.terminal.cells import cell_name
     from torchscale.interfaces.report.terminal.profile import analysis_lines, traced_step_lines
     from torchscale.offline.results.directory_layout import ProfileRun

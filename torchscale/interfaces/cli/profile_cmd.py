@@ -153,7 +153,7 @@ def _print_outcome(run: ProfileRun, json_output: bool) -> int:
         (stdout if not json_output else stderr).print(line.markup(), soft_wrap=False)
     if run.exit_code == 0 and profiled.analysis is not None:
         _show(profiled.analysis, json_output)
-    elif profiled.result.status.value == "ok":
+    else:  # a failed run too: its cause from torchrun's log, and where the log is
         stderr.print(f"[bold red]error:[/] {escape(profiled.analysis_error or 'no analysis')}")
     return run.exit_code
 

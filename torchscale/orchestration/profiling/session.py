@@ -194,7 +194,7 @@ def launch_profiled(
         result.profile.notes = result.profile.notes + profiled.notes
     store.write_text(files.result_path, result.model_dump_json(indent=2))
     if result.status != Status.OK:
-        profiled.analysis_error = "the profiled run did not finish: no traces to analyse"
+        profiled.analysis_error = failed_run_reason(result, command.log_path)
         return profiled
     analyse_into(profiled, request)
     if profiled.analysis is not None and profiled.analysis.diagnosis is not None:
@@ -203,6 +203,34 @@ def launch_profiled(
         profiled.result = with_diagnosis(result, profiled.analysis.diagnosis)
         store.write_text(files.result_path, profiled.result.model_dump_json(indent=2))
     return profiled
+
+
+LOG_ERROR_WORDS = ("error", "failed", "exception")
+LOG_LINE_CHARS = 200
+
+
+def failed_run_reason(result: CellResult, log: Path) -> str:
+    """Why a profiled run left no traces, in one line: its failure's reason, the first error
+    line of torchrun's log where the reason lacks it (a profiler that fails before the ranks
+    start, e.g. nsys's "Agent launcher failed.", is said only there), and the log's path."""
+    reason = result.error.reason if result.error is not None else f"status {result.status.value}"
+    line = first_error_line(log)
+    said = f"; its log says: {line}" if line is not None and line not in reason else ""
+    return f"the profiled run failed, no traces to analyse: {reason}{said} (log: {log})"
+
+
+def first_error_line(log: Path) -> str | None:
+    """The first line of `log` naming an error or a failure, stripped and cut to
+    LOG_LINE_CHARS; None when there is none or the log cannot be read."""
+    try:
+        with log.open(encoding="utf-8", errors="replace") as handle:
+            for raw in handle:
+                line = raw.strip()
+                if any(word in line.lower() for word in LOG_ERROR_WORDS):
+                    return line[:LOG_LINE_CHARS]
+    except OSError:
+        return None
+    return None
 
 
 def with_diagnosis(result: CellResult, diagnosis: Diagnosis) -> CellResult:

@@ -115,8 +115,9 @@ class LauncherEvent:
 @dataclass
 class BenchmarkRun:
     """Everything one benchmark produced. `exit_code` is the command's: 1 when a cell
-    failed, nothing was measured, --fail-fast stopped the sweep, a comm sweep failed or a
-    max-batch search ended on a failure other than running out of memory; else 0."""
+    failed, nothing was measured, --fail-fast stopped the sweep, a comm sweep failed, a
+    max-batch search ended on a failure other than running out of memory or a profile the
+    config asked for gave no analysis (its profiler failed); else 0."""
 
     plan: Plan
     store: ResultStore
@@ -135,7 +136,8 @@ class BenchmarkRun:
     @property
     def exit_code(self) -> int:
         broken = self.sweep.failures or self.nothing_measured or self.sweep.stopped_early
-        return 1 if broken or not self.comm_ok or not self.max_batch_ok else 0
+        unprofiled = any(profiled.analysis is None for _, profiled in self.profiles)
+        return 1 if broken or unprofiled or not self.comm_ok or not self.max_batch_ok else 0
 
 
 class Launcher(Protocol):
