@@ -364,6 +364,28 @@ def test_the_terminal_table_prints_lopsided_throughput_as_brackets() -> None:
     assert _throughput(even) == "4,076±9"
 
 
+
+def test_small_figures_keep_their_digits_on_the_terminal() -> None:
+    """A throughput of 0.42 samples/s (a large model on CPU) is never "0 [0, 1]"."""
+    from torchscale.interfaces.report.render.formatting import readable
+
+    small = pd.Series({"samples_per_s": 0.4213, "samples_per_s_low": 0.3902,
+                       "samples_per_s_high": 0.4526})  # fmt: skip
+    assert _throughput(small) == "0.421±0.031"
+    lopsided_small = pd.Series({"samples_per_s": 0.42, "samples_per_s_low": 0.05,
+                                "samples_per_s_high": 1.9})  # fmt: skip
+    assert _throughput(lopsided_small) == "0.420 [0.050, 1.900]"
+    assert [readable(v) for v in (2886.4, 123.4, 42.13, 7.318, 0.4213, 0.0042, 0.0)] == [
+        "2,886",
+        "123",
+        "42.1",
+        "7.32",
+        "0.421",
+        "0.00420",
+        "0",
+    ]
+
+
 def test_changes_of_a_percentage_are_points() -> None:
     assert format_value(0.115, "change_pts") == "+11.5 pts"
     assert format_value(-0.2, "change_pts") == "-20.0 pts"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchscale.interfaces.report.model import Series, ValueFormat
@@ -35,6 +35,23 @@ def significant(value: float, digits: int = 3) -> str:
     decimals = max(0, digits - 1 - magnitude)
     text = f"{value:,.{decimals}f}"
     return text
+
+
+def readable(value: float) -> str:
+    """A rate or a count to read at a glance: whole numbers from 100 up (2,886), three
+    significant figures below (42.1, 7.31, 0.420), so a small figure keeps its digits and is
+    never printed as 0 when it is not."""
+    return readable_like(value)(value)
+
+
+def readable_like(figure: float) -> Callable[[float], str]:
+    """The format `readable` gives `figure`, for its interval's ends and half-width too (one
+    figure, one precision: '4,076±9', '0.420±0.0310')."""
+    if abs(figure) >= 100 or figure == 0:
+        return lambda value: f"{value:,.0f}"
+    magnitude = math.floor(math.log10(abs(figure)))
+    decimals = max(0, 2 - magnitude)
+    return lambda value: f"{value:,.{decimals}f}"
 
 
 def seconds(value: float) -> str:

@@ -13,7 +13,11 @@ from __future__ import annotations
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.report.estimates import plus_minus
-from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.render.formatting import (
+    format_value,
+    readable,
+    readable_like,
+)
 from torchscale.interfaces.report.terminal.diagnosis import diagnosis_lines
 from torchscale.interfaces.report.terminal.lines import Level, Line
 from torchscale.orchestration.plan import PlannedCell
@@ -83,10 +87,10 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     lines: list[Line] = []
     if thr is not None:
         unit = "img/sec" if result.model_kind == "vision" else "samples/sec"
-        tokens = f" ({thr.tokens_per_s:,.0f} tokens/sec)" if thr.tokens_per_s else ""
-        figure = f"{thr.samples_per_s:,.0f}"
+        tokens = f" ({readable(thr.tokens_per_s)} tokens/sec)" if thr.tokens_per_s else ""
+        figure = readable(thr.samples_per_s)
         if intervals is not None:
-            figure = plus_minus(intervals.samples_per_s, lambda v: f"{v:,.0f}")
+            figure = plus_minus(intervals.samples_per_s, readable_like(thr.samples_per_s))
         lines.append(Line("info", f"> [INFO] Average Throughput: {figure} {unit}{tokens}"))
     if steps is not None:
         p50, p95 = _ms(steps.p50), _ms(steps.p95)
@@ -130,7 +134,7 @@ def headline_lines(result: CellResult) -> list[Line]:
         workers = f", {data.num_workers} worker(s) per rank" if data.num_workers else ""
         share = f" ({_pct(data.share)} of the step)" if data.share is not None else ""
         read = (
-            f", read {data.read_bytes_per_s / 1e6:,.0f} MB/s"
+            f", read {readable(data.read_bytes_per_s / 1e6)} MB/s"
             if data.read_bytes_per_s is not None
             else ""
         )

@@ -18,6 +18,7 @@ from torchscale.contracts.schema.cell_result import CellResult, Estimate, StepPa
 from torchscale.contracts.schema.profile_analysis import FindingFigures, ProfileAnalysis
 from torchscale.interfaces.report.diagnosis_text import ms
 from torchscale.interfaces.report.estimates import plus_minus
+from torchscale.interfaces.report.render.formatting import readable
 from torchscale.interfaces.report.terminal.cells import cell_lines, cell_name
 from torchscale.interfaces.report.terminal.diagnosis import diagnosis_lines, findings_lines
 from torchscale.interfaces.report.terminal.lines import Line
@@ -95,7 +96,7 @@ def run_lines(
         return lines
     figures = []
     if result.throughput is not None:
-        figures.append(f"{result.throughput.samples_per_s:,.0f} samples/s")
+        figures.append(f"{readable(result.throughput.samples_per_s)} samples/s")
     if result.step_time is not None:
         figures.append(f"step {ms(result.step_time.p50)} median")
     lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {', '.join(['ok', *figures])}")]

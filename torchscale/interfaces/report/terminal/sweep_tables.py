@@ -18,6 +18,7 @@ from rich.text import Text
 from torchscale.contracts.cell import Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.interfaces.report.estimates import lopsided
+from torchscale.interfaces.report.render.formatting import readable, readable_like
 from torchscale.interfaces.report.terminal.cells import STATUS_LEVEL
 from torchscale.interfaces.report.terminal.fit import FitColumn, fit_table
 from torchscale.interfaces.report.terminal.lines import LEVEL_STYLE
@@ -78,11 +79,12 @@ class SweepTables:
 def _throughput(r: pd.Series) -> str:
     value, low, high = r["samples_per_s"], r.get("samples_per_s_low"), r.get("samples_per_s_high")
     if _missing(value) or _missing(low) or _missing(high):
-        return _fmt(value, ",.0f")
+        return "-" if _missing(value) else readable(float(value))
     value, low, high = float(value), float(low), float(high)
+    show = readable_like(value)
     if lopsided(value, low, high):
-        return f"{value:,.0f} [{low:,.0f}, {high:,.0f}]"
-    return f"{value:,.0f}±{(high - low) / 2:,.0f}"
+        return f"{show(value)} [{show(low)}, {show(high)}]"
+    return f"{show(value)}±{show((high - low) / 2)}"
 
 
 def _scaling(r: pd.Series) -> str:
@@ -120,7 +122,7 @@ def _row_cells(r: pd.Series) -> list[str]:
         str(r["batch_size"]),
         escape(f"{r['precision']}/{r.get('layout') or r['strategy']}"),
         _throughput(r),
-        _fmt(r["samples_per_s_per_device"], ",.0f"),
+        "-" if _missing(per := r["samples_per_s_per_device"]) else readable(float(per)),
         f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",
         _scaling(r),
         _comm(r),
