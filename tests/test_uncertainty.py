@@ -364,7 +364,6 @@ def test_the_terminal_table_prints_lopsided_throughput_as_brackets() -> None:
     assert _throughput(even) == "4,076±9"
 
 
-
 def test_small_figures_keep_their_digits_on_the_terminal() -> None:
     """A throughput of 0.42 samples/s (a large model on CPU) is never "0 [0, 1]"."""
     from torchscale.interfaces.report.render.formatting import readable
