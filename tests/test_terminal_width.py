@@ -40,12 +40,13 @@ WIDTHS = (80, 200)
 
 
 def _fixture_results() -> list[CellResult]:
-    """Real results of several shapes: an H100 cell, a tp2 CPU cell, a ddp CPU cell, and a
-    directory of CPU cells (two models, one failed)."""
+    """Real results of several shapes: an H100 cell, a tp2 CPU cell, ddp CPU cells (one with
+    the diagnosis of schema 12), and a directory of CPU cells (two models, one failed)."""
     files = [
         FIXTURES / "results_v5" / "h100_gpt2_bf16_compile.json",
         FIXTURES / "results_v6" / "cpu_tiny_gpt2_tp2.json",
         FIXTURES / "results_v7" / "cpu_tiny_mlp_ddp_w2.json",
+        FIXTURES / "results_v12" / "cpu_tiny_mlp_ddp_w2.json",
         *sorted((FIXTURES / "results_v3" / "v3_fixture" / "cells").glob("*.json")),
     ]
     results = []
@@ -222,3 +223,68 @@ def test_report_term_shows_code_spans_without_backticks() -> None:
     report.sections[0].blocks.append(Text(text="then run `torchscale benchmark --resume` again"))
     flat = " ".join(term.render(report, 120).decode("utf-8").split())
     assert "then run torchscale benchmark --resume again" in flat
+
+
+@pytest.mark.parametrize("width", (60, 80, 120))
+def test_cell_lines_fit_with_their_prefix_and_whole_figures(width: int) -> None:
+    """Every cell line of the fixture results, cut to the width: no row wider, every row a
+    `> ` line (grep '^>' finds the continuations), no unit alone on its row, and each
+    interval ('[a, b]') on one row."""
+    from torchscale.interfaces.report.terminal.cells import cell_lines
+    from torchscale.interfaces.report.terminal.lines import fit_lines
+
+    for result in _fixture_results():
+        for verbose in (False, True):
+            lines = cell_lines(result, verbose=verbose)
+            rows = [line.text for line in fit_lines(lines, width)]
+            words = {w for line in lines for w in line.text.split() if len(w) > width - 4}
+            for row in rows:
+                assert len(row) <= width or any(w in row for w in words), row
+                assert row.startswith("> "), row
+                assert row.removeprefix(">").strip() not in ("%", "ms", "us", "s"), row
+                assert row.count("[") == row.count("]") or "[" not in row.split("] ")[-1], row
+
+
+def test_the_busy_machine_is_said_once_per_cell() -> None:
+    from torchscale.interfaces.report.terminal.cells import cell_lines
+
+    busy = "busy machine: other processes used 2.3 of 2 cores on vm (...); timings may be slowed"
+    for result in _fixture_results():
+        if result.diagnosis is None:
+            continue
+        caveat = "busy machine (others used 2.3 cores on vm): check the host first"
+        noisy = result.model_copy(
+            update={
+                "warnings": [busy, "High variance in step time"],
+                "diagnosis": result.diagnosis.model_copy(update={"caveat": caveat}),
+            }
+        )
+        default = [line.text for line in cell_lines(noisy)]
+        assert sum("busy machine" in text for text in default) == 1
+        assert any("High variance in step time" in text for text in default)
+        verbose = [line.text for line in cell_lines(noisy, verbose=True)]
+        assert any(busy in text for text in verbose)
+        return
+    pytest.fail("no fixture result with a diagnosis")
+
+
+def test_lines_go_whole_to_a_pipe_and_cut_with_their_prefix_to_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """To a file or pipe (no COLUMNS) a line stays one line, for grep and logs; with COLUMNS
+    (or a terminal) it is cut to the width, each row a '> ' row."""
+    from torchscale.interfaces.cli.common import print_lines
+    from torchscale.interfaces.report.terminal.lines import Line
+
+    text = "> [ANALYSIS] Step 4.45 ms: " + ", ".join(f"part{i} {i}.5 %" for i in range(12))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    piped = Console(file=io.StringIO(), width=80)
+    print_lines(piped, [Line("info", text)])
+    assert piped.file.getvalue().splitlines() == [text]  # type: ignore[attr-defined]
+    monkeypatch.setenv("COLUMNS", "60")
+    narrow = Console(file=io.StringIO(), width=60)
+    print_lines(narrow, [Line("info", text)])
+    rows = narrow.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert len(rows) > 1 and all(len(r) <= 60 and r.startswith("> ") for r in rows)
+    rejoined = [rows[0], *(r.removeprefix(">   ") for r in rows[1:])]
+    assert " ".join(rejoined).split() == text.split()  # every word kept, none cut

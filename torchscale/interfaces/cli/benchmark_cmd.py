@@ -14,6 +14,7 @@ from torchscale.interfaces.cli.common import (
     Verbosity,
     handle_errors,
     print_error_lines,
+    print_lines,
     stderr,
     stdout,
     table_width,
@@ -23,6 +24,7 @@ from torchscale.interfaces.cli.shared_options import (
     VerbosityFlag,
     takes_dotted_overrides,
 )
+from torchscale.interfaces.report.terminal.lines import Line
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -182,6 +184,11 @@ class _Printer:
         # wrapped at the console's width (COLUMNS), never past it
         self.progress.console.print(markup, soft_wrap=False)
 
+    def tell(self, *lines: Line) -> None:
+        """Lines as `print_lines` prints them (whole to a pipe, cut with their prefix on a
+        terminal)."""
+        print_lines(self.progress.console, lines)
+
     def cell_start(self, planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
         from torchscale.interfaces.report.terminal.cells import running_line
 
@@ -189,16 +196,16 @@ class _Printer:
         self.index = index
         position = self.clock.start(index, will_launch)
         if will_launch and not self.quiet:
-            self.say(running_line(planned, position).markup())
+            self.tell(running_line(planned, position))
 
     def data(self, ready: DataReady) -> None:
         if not self.quiet:
             note = f" ({ready.note})" if ready.note else ""
-            self.say(escape(f"> {ready.message}{note}"))
+            self.tell(Line("info", f"> {ready.message}{note}"))
 
     def check(self, text: str) -> None:
         if not self.quiet:
-            self.say(escape(f"> {text}"))
+            self.tell(Line("info", f"> {text}"))
 
     def cell_done(self, result: CellResult, reused: bool) -> None:
         from torchscale.contracts.cell import Status
@@ -211,8 +218,7 @@ class _Printer:
             return
         verbose = Verbosity.level > 0
         lines = [reused_line(result)] if reused else cell_lines(result, verbose=verbose)
-        for line in lines:
-            self.say(line.markup())
+        print_lines(self.progress.console, lines)
 
     def sweep_done(self, run: BenchmarkRun) -> None:
         from torchscale.interfaces.report.terminal.sweep_tables import model_tables
@@ -266,7 +272,7 @@ class _Printer:
         elif event.kind == "detached":
             stderr.print(escape(event.message))
         elif event.kind == "problem" or not self.quiet:
-            self.say(escape(event.line(self._cell_name(event.cell_id))))
+            self.tell(Line("info", event.line(self._cell_name(event.cell_id))))
 
     def _cell_name(self, cell_id: str | None) -> str | None:
         """'tiny-gpt2 b4 x2 fp32 ddp' for a cell of the plan; None for any other id."""
@@ -377,7 +383,6 @@ def _profiles_done(run: BenchmarkRun) -> None:
             continue
         # the traced steps' shares are of their own (slower) step, not the sweep's
         traced = traced_step_lines(profiled.result, profiled.analysis)
-        for line in traced + analysis_lines(profiled.analysis, verbose=Verbosity.level > 0):
-            stdout.print(line.markup(), soft_wrap=False)
+        print_lines(stdout, traced + analysis_lines(profiled.analysis, verbose=Verbosity.level > 0))
         where = ProfileRun(profiled.directory).analysis_path
         stdout.print(f"> [PROFILE] analysis: {escape(str(where))}")

@@ -6,7 +6,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import ParamSpec, TypeVar
 
 import typer
@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from torchscale.contracts.errors import TorchScaleError
 from torchscale.contracts.signals import Terminated, terminate_on_signals
+from torchscale.interfaces.report.terminal.lines import Line, fit_lines
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,6 +35,19 @@ def table_width(console: Console) -> int | None:
     if console.is_terminal or os.environ.get("COLUMNS"):
         return console.width
     return None
+
+
+def print_lines(console: Console, lines: Iterable[Line]) -> None:
+    """Terminal lines on `console`: on a terminal (or with COLUMNS) cut to its width at word
+    boundaries, each continuation row starting '>   ' (`fit_lines`); to a file or pipe
+    whole, one line each, for grep and logs."""
+    width = table_width(console)
+    if width is None:
+        for line in lines:
+            console.print(line.markup(), soft_wrap=True)
+        return
+    for line in fit_lines(lines, width):
+        console.print(line.markup(), soft_wrap=False)
 
 
 class Verbosity:

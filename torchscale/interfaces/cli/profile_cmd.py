@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from torchscale.interfaces.cli.common import Verbosity, handle_errors, stderr, stdout
+from torchscale.interfaces.cli.common import (
+    Verbosity,
+    handle_errors,
+    print_lines,
+    stderr,
+    stdout,
+)
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 from torchscale.orchestration.profiling.standalone import (
@@ -149,8 +155,7 @@ def _print_outcome(run: ProfileRun, json_output: bool) -> int:
     profiled = run.profiled
     verbose = Verbosity.level > 0
     lines = run_lines(profiled.result, profiled.directory, profiled.analysis, verbose=verbose)
-    for line in lines:  # wrapped at the console's width (COLUMNS), never past it
-        (stdout if not json_output else stderr).print(line.markup(), soft_wrap=False)
+    print_lines(stdout if not json_output else stderr, lines)
     if run.exit_code == 0 and profiled.analysis is not None:
         _show(profiled.analysis, json_output)
     else:  # a failed run too: its cause from torchrun's log, and where the log is
@@ -164,8 +169,7 @@ def _show(analysis: ProfileAnalysis, json_output: bool) -> None:
     if json_output:
         stdout.out(analysis.model_dump_json(indent=2), highlight=False)
         return
-    for line in analysis_lines(analysis, verbose=Verbosity.level > 0):
-        stdout.print(line.markup(), soft_wrap=False)
+    print_lines(stdout, analysis_lines(analysis, verbose=Verbosity.level > 0))
 
 
 @app.command("analyze")

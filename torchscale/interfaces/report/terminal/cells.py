@@ -103,8 +103,17 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
         )
     lines += compile_lines(result)
     lines += headline_lines(result)
-    lines += [Line("warn", f"> [WARN] {w}") for w in result.warnings]
+    lines += [Line("warn", f"> [WARN] {w}") for w in _shown_warnings(result, verbose)]
     return lines
+
+
+def _shown_warnings(result: CellResult, verbose: bool) -> list[str]:
+    """The cell's warnings, less the busy-machine one where the diagnosis' [CAVEAT] line has
+    already said it (its figures are in the result and behind -v): one machine, said once."""
+    caveat = result.diagnosis.caveat if result.diagnosis is not None else None
+    if verbose or caveat is None or not caveat.startswith("busy machine"):
+        return list(result.warnings)
+    return [w for w in result.warnings if not w.startswith("busy machine:")]
 
 
 def compile_lines(result: CellResult) -> list[Line]:
