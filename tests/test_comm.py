@@ -478,3 +478,24 @@ def test_narrow_table_tells_the_placements_apart() -> None:
     assert header.split()[:3] == ["#", "size", "place"]
     rows = [line.split() for line in lines if not line.startswith("#")]
     assert {row[1] for row in rows} == {"out", "in"}
+
+
+# --- the busy-machine caveat of a comm run ----------------------------------------------------
+
+
+def test_a_comm_run_on_a_busy_machine_says_so() -> None:
+    """Other processes' cores = the host's busy CPU less the launch's (its waited-for
+    children) and this process's, over the wall; judged by the cells' busy rule."""
+    from torchscale.orchestration.comm.machine_load import LoadEdge, busy_warning, read_edge
+
+    start = LoadEdge(at_s=0.0, host_busy_s=100.0, children_s=5.0, own_s=1.0, cores=2)
+    # 10 s: the launch's 2 ranks used 10 CPU s, this process 0.5: the host 25.5 -> 1.5 others
+    busy = LoadEdge(at_s=10.0, host_busy_s=125.5, children_s=15.0, own_s=1.5, cores=2)
+    warning = busy_warning(start, busy, ranks=2)
+    assert warning is not None
+    assert warning.startswith("busy machine: other processes used 1.5 of 2 cores during the run")
+    quiet = LoadEdge(at_s=10.0, host_busy_s=111.0, children_s=15.0, own_s=1.5, cores=2)
+    assert busy_warning(start, quiet, ranks=2) is None
+    assert busy_warning(None, busy, ranks=2) is None and busy_warning(start, None, ranks=2) is None
+    now = read_edge()  # this machine (Linux, psutil): every counter read
+    assert now is not None and now.cores is not None and now.cores >= 1

@@ -27,6 +27,7 @@ from torchscale.contracts.versioned import read_model
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.orchestration.comm.comm_result import AcrossRanks, CommResult
 from torchscale.orchestration.comm.comm_spec import DTYPES, CommSpec
+from torchscale.orchestration.comm.machine_load import busy_warning, read_edge
 from torchscale.orchestration.comm.nccl_footer import add_footer, apply_gate
 from torchscale.orchestration.comm.rows import unmeasured_row
 from torchscale.orchestration.comm.sizes import size_ladder
@@ -174,12 +175,17 @@ def run_comm_launch(launch: CommLaunch, request: CommRequest) -> CommResult:
         where = launch.spec_path.parent
         raise ResultsError(f"cannot prepare {where}: {describe_os_error(exc)}") from None
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    before = read_edge()
     attempt = run_attempt(
         launch.command,
         request.timeout_s,
         lambda: read_model(CommResult, Path(launch.spec.result_path)),
     )
+    after = read_edge()
     result = attempt.written if attempt.written is not None else _empty_result(launch.spec, request)
+    if result.nodes == 1:  # another node's load is not read from here
+        busy = busy_warning(before, after, launch.command.nproc)
+        result.warnings += [busy] if busy is not None else []
     stopped = _in_progress(launch.spec)
     # rows written before a failure are kept; the run says how the launch failed
     failure = None if attempt.outcome.ended_cleanly else attempt.launch_failure

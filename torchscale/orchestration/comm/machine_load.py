@@ -1,0 +1,73 @@
+"""What else ran on this machine while a comm launch ran: the busy-machine caveat of a comm run.
+
+A collective's time on a busy host is the scheduler's as much as the link's (seen: 512 B took
+18,272 us against 524 us at 1 KiB at load 9), so a comm run says when other work competed, by
+the rule the benchmark's cells use (rank/telemetry/window_figures.is_busy).
+
+Read at the launch's two edges from this process: the host's busy CPU seconds (psutil, as the
+ranks' telemetry reads them: host_source.busy_cpu_seconds), this process's own CPU, and the CPU
+of its waited-for children (getrusage RUSAGE_CHILDREN: torchrun, and every rank torchrun reaped,
+since a child's figures include its own waited-for children). Other cores = (host busy - the
+launch's - this process's) / wall. One machine only: a multi-node run's other hosts are not read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import resource
+import time
+from dataclasses import dataclass
+
+from torchscale.rank.telemetry.host_source import busy_cpu_seconds
+from torchscale.rank.telemetry.window_figures import BUSY_NOTE, is_busy
+
+
+@dataclass(frozen=True)
+class LoadEdge:
+    """The machine's CPU counters at one edge of a launch (seconds)."""
+
+    at_s: float
+    host_busy_s: float
+    children_s: float
+    own_s: float
+    cores: int | None
+
+
+def read_edge() -> LoadEdge | None:
+    """The counters now; None where psutil cannot read the host's CPU times."""
+    try:
+        psutil = importlib.import_module("psutil")
+        busy = busy_cpu_seconds(psutil.cpu_times())
+        cores = psutil.cpu_count(logical=True)
+    except Exception:  # psutil missing, /proc unreadable: no caveat, never a failed run
+        return None
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = os.times()
+    return LoadEdge(
+        at_s=time.monotonic(),
+        host_busy_s=busy,
+        children_s=children.ru_utime + children.ru_stime,
+        own_s=own.user + own.system,
+        cores=cores,
+    )
+
+
+def busy_warning(start: LoadEdge | None, end: LoadEdge | None, ranks: int) -> str | None:
+    """The busy-machine warning of a launch of `ranks` ranks on this machine between the two
+    edges, or None when it was not busy (or could not be read)."""
+    if start is None or end is None:
+        return None
+    wall = end.at_s - start.at_s
+    if wall <= 0:
+        return None
+    launch = max(0.0, (end.children_s - start.children_s) + (end.own_s - start.own_s))
+    busy = max(0.0, end.host_busy_s - start.host_busy_s)
+    other = max(0.0, busy - launch) / wall
+    if not is_busy(other, busy / wall, end.cores, ranks):
+        return None
+    of = f" of {end.cores}" if end.cores else ""
+    return (
+        f"busy machine: other processes used {other:.1f}{of} cores during the run (the run "
+        f"used {launch / wall:.1f}); {BUSY_NOTE}, the smallest sizes first"
+    )
