@@ -144,6 +144,14 @@ def test_markdown_link_targets_cannot_break_out_or_run_script() -> None:
     assert markdown._link_target("https://x.io/a<b>") == "https://x.io/a%3Cb%3E"
 
 
+def test_markdown_tables_bold_no_cell() -> None:
+    """A row's severity is its mark; bold is the decision's alone (a PR comment of 11 bold
+    columns hides what matters)."""
+    text = markdown.render(_in_summary(sample_report(cells=12))).decode("utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert rows and not any("**" in row for row in rows)
+
+
 def test_markdown_caps_rows_per_table() -> None:
     text = markdown.render(_in_summary(sample_report(cells=60))).decode("utf-8")
     rows = _table_lines(text, "Model")

@@ -220,8 +220,8 @@ def _table(block: Table) -> list[str]:
     for row in block.rows[:MAX_ROWS]:
         severity = row.get("_severity") or "info"
         cells = [_value(row.get(c.key), c.format) for c in block.columns]
-        if severity in ("bad", "warn") and cells:
-            cells = [f"**{cell}**" if cell and cell != "-" else cell for cell in cells]
+        # the row's mark says its severity; bold is kept for the decision (a PR comment where
+        # every cell of a row is bold reads as shouting, and hides the one that matters)
         if cells:
             cells[0] = severity_prefix(severity) + cells[0]
         lines.append("| " + " | ".join(cells) + " |")
