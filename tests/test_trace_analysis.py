@@ -950,6 +950,31 @@ def test_exposed_communication_remedy_follows_the_strategy() -> None:
     assert "micro-batches" in fix("pp")
 
 
+def test_interface_advice_only_where_ranks_span_hosts() -> None:
+    """Which interface carries the traffic is no question on one host: no GLOO/NCCL socket
+    advice there; across hosts it is given, and traces of unknown hosts say when it applies."""
+
+    def fix(backend: str, device: str, nodes: int | None) -> str:
+        inputs = FindingInputs(
+            cycle_us=1000.0,
+            ranks=2,
+            device_type=device,
+            backend=backend,
+            strategy="ddp",
+            nodes=nodes,
+            exposed_transfer=point(0.2),
+            waits_known=True,
+        )
+        (found,) = [f for f in rank_findings(inputs) if f.category == "exposed_comm"]
+        return found.recommendation
+
+    for backend, device, word in (("gloo", "cpu", "GLOO_SOCKET_IFNAME"), ("nccl", "cuda", "NCCL")):
+        assert word not in fix(backend, device, 1)
+        assert word in fix(backend, device, 2)
+        assert "cross hosts" in fix(backend, device, None)
+        assert "bucket_cap_mb" in fix(backend, device, 1)
+
+
 # --------------------------------------------------------------------------- the step model
 
 

@@ -107,6 +107,7 @@ class RunEvidence:
     device_type: str = "cpu"
     backend: str | None = None
     strategy: str | None = None
+    nodes: int | None = None  # hosts the ranks ran on; None: not known (traces alone)
 
 
 def busy_caveat(telemetry: Telemetry | None) -> str | None:
@@ -169,6 +170,7 @@ def _from_timers(model: Attribution, parts: pd.DataFrame, evidence: RunEvidence)
         device_type=evidence.device_type,
         backend=evidence.backend,
         strategy=evidence.strategy,
+        nodes=evidence.nodes,
         stall=stall if model.ranks > 1 else None,
         exposed_transfer=_share(model, "exposed_transfer") if model.ranks > 1 else None,
         data=_share(model, "data"),

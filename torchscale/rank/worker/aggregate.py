@@ -195,6 +195,7 @@ def step_model(
             device_type=spec.cell.device,
             backend=spec.cell.backend,
             strategy=spec.cell.strategy,
+            nodes=spec.cell.nodes,
         )
     )
     if diagnosis is None:

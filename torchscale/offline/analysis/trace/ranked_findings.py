@@ -80,6 +80,7 @@ class FindingInputs:
     device_type: str = "cpu"  # "cuda", "cpu", or another accelerator
     backend: str | None = None  # "nccl", "gloo", ...
     strategy: str | None = None  # the cell's (ddp, fsdp, tp, pp, hybrid) when known
+    nodes: int | None = None  # hosts the ranks ran on; None: not known (traces alone)
     stall: Estimate | None = None  # the model's wait_for_peers share
     exposed_transfer: Estimate | None = None  # the model's exposed_transfer share
     data: Estimate | None = None  # the model's data share
@@ -125,6 +126,7 @@ def finding_inputs(
     device_type: str = "cpu",
     backend: str | None = None,
     strategy: str | None = None,
+    nodes: int | None = None,
 ) -> FindingInputs:
     """The step model's parts and verdict, plus evidence from the per-rank breakdowns
     (`breakdown.rank_breakdown`), the matched collectives and arrival order."""
@@ -139,6 +141,7 @@ def finding_inputs(
         device_type=device_type,
         backend=backend,
         strategy=strategy,
+        nodes=nodes,
         stall=_part(model, "wait_for_peers") if model.waits_known else None,
         exposed_transfer=_part(model, "exposed_transfer"),
         data=_part(model, "data"),
@@ -519,22 +522,32 @@ def _exposed_comm(i: FindingInputs) -> RankedFinding | None:
             "(HTA definition)"
         )
     model_parallel = MODEL_PARALLEL_FIX.get(i.strategy or "")
+    # which network interface carries the traffic is a question only across hosts
+    across = "" if i.nodes == 1 else ("across hosts, " if i.nodes is None else "")
     if model_parallel is not None:
         fix = model_parallel
     elif i.device_type == "cpu" or (i.backend or "").lower().startswith("gloo"):
+        interface = (
+            "" if i.nodes == 1 else f"; {across}set GLOO_SOCKET_IFNAME to the fast interface"
+        )
         fix = (
             "Hide or shrink gradient communication: DDP bucket_cap_mb (smaller buckets start "
             "earlier and overlap more of backward; larger ones cut per-call overhead), "
             "gradient_as_bucket_view=True, gradient accumulation under no_sync(), a bf16/fp16 "
-            "compression comm hook; set GLOO_SOCKET_IFNAME to the fast interface."
+            f"compression comm hook{interface}."
         )
     else:
+        transport = (
+            ""
+            if i.nodes == 1
+            else f" {across.capitalize()}check NCCL uses the fast transport (NCCL_DEBUG=INFO; "
+            "NCCL_IB_HCA / NCCL_SOCKET_IFNAME; do not force NCCL_ALGO/NCCL_PROTO)."
+        )
         fix = (
             "Hide or shrink gradient communication: tune DDP bucket_cap_mb, set "
             "gradient_as_bucket_view=True and static_graph=True, accumulate gradients under "
             "no_sync(), register a bf16 compression comm hook; for FSDP enable "
-            "forward/backward prefetch. Check NCCL uses the fast transport (NCCL_DEBUG=INFO; "
-            "NCCL_IB_HCA / NCCL_SOCKET_IFNAME; do not force NCCL_ALGO/NCCL_PROTO)."
+            f"forward/backward prefetch.{transport}"
         )
     title = f"Exposed {b + ' ' if b else ''}communication"
     return RankedFinding(title, i.exposed_transfer, evidence, fix, "exposed_comm")

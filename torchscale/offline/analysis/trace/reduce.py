@@ -187,6 +187,7 @@ def combine(
         device_type=first.device_type,
         backend=first.backend,
         strategy=strategy,
+        nodes=cell.cell.nodes if cell is not None else None,
     )
     diagnosis = diagnose(
         RunEvidence(
@@ -196,6 +197,7 @@ def combine(
             device_type=first.device_type,
             backend=first.backend,
             strategy=strategy,
+            nodes=cell.cell.nodes if cell is not None else None,
         )
     )
 
