@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from torchscale.interfaces.report.build import build_report, default_title
+from torchscale.interfaces.report.estimates import efficiency_phrase, pct_range
 from torchscale.interfaces.report.generate import ReportRequest, generate
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
@@ -30,11 +31,7 @@ from torchscale.interfaces.report.model import (
 from torchscale.interfaces.report.render import markdown
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.appendix import set_keys
-from torchscale.interfaces.report.sections.headline import (
-    describe_hardware,
-    efficiency_phrase,
-    pct_range,
-)
+from torchscale.interfaces.report.sections.headline import describe_hardware
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.orchestration.comm.comm_result import CommResult
 from torchscale.orchestration.comm.sweep_launch import store_result

@@ -501,6 +501,33 @@ def test_efficiency_above_one_within_noise_reads_linear(tmp_path: Path) -> None:
         assert text.count("124.0 %") == text.count("124.0 % (interval "), name
 
 
+def test_an_efficiency_wider_than_linear_is_not_measurable_on_card_and_headline(
+    tmp_path: Path,
+) -> None:
+    """An interval over 100 points wide says nothing of how the model scales: the card says
+    "not measurable" in the headline's own words (`efficiency_phrase`), never a bare 76 %."""
+    from torchscale.interfaces.report.estimates import efficiency_phrase
+
+    root = sweep(
+        tmp_path,
+        {
+            GPT_W1: [with_repeats([200.0, 330.0, 600.0])],
+            GPT_W2: [with_repeats([250.0, 500.0, 1300.0])],
+        },
+    )
+    report = build(root)
+    weak = {(r["model"], r["gpus"]): r for r in table(report, "scaling-weak").rows}
+    row = weak[("tiny-gpt2", 2)]
+    assert row["efficiency_high"] - row["efficiency_low"] > 1.0
+    card = figures(report)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
+    assert isinstance(card.value, str) and card.value.startswith("not measurable (")
+    assert card.value == efficiency_phrase(
+        row["efficiency"], row["efficiency_low"], row["efficiency_high"]
+    )
+    # these numbers "cannot be used" (every cell noisy): no verdict mark on a model's figure
+    assert card.severity == "info"
+
+
 def test_super_linear_efficiency_is_never_silent(tmp_path: Path) -> None:
     root = sweep(
         tmp_path,

@@ -243,6 +243,40 @@ def efficiency_kind(
     return "linear within noise" if low <= 1.0 else "super-linear"
 
 
+TOO_WIDE = 1.0  # an efficiency interval wider than 100 points tells nothing: "not measurable"
+
+
+def efficiency_phrase(efficiency: float | None, low: float | None, high: float | None) -> str:
+    """How one configuration scales, in a few words: '74-84 % of linear', 'linear within
+    noise', 'super-linear (110-130 %: check for cache effects)', '90.0 % of linear (one
+    repeat)', 'not measurable (above linear on one repeat)', and 'not measurable (23-426 % of
+    linear)' where the interval is wider than linear itself (TOO_WIDE): such a range says
+    nothing about how the model scales."""
+    kind = efficiency_kind(efficiency, low, high)
+    if efficiency is None:
+        return "not measurable"
+    if low is not None and high is not None and high - low > TOO_WIDE:
+        return f"not measurable ({pct_range(low, high)} of linear)"
+    if kind == "above linear":
+        return "not measurable (above linear on one repeat)"
+    if kind == "linear within noise":
+        return "linear within noise"
+    if low is None or high is None:
+        return f"{format_value(efficiency, 'ratio_pct')} of linear (one repeat)"
+    if kind == "super-linear":
+        return f"super-linear ({pct_range(low, high)}: check for cache effects)"
+    return f"{pct_range(low, high)} of linear"
+
+
+def pct_range(low: float, high: float) -> str:
+    """'92-96 %': an interval of ratios in whole percent, with one decimal where whole percent
+    would print the two ends alike."""
+    lo, hi = f"{low * 100:.0f}", f"{high * 100:.0f}"
+    if lo == hi or high - low < 0.02:
+        lo, hi = f"{low * 100:.1f}", f"{high * 100:.1f}"
+    return f"{lo}-{hi} %"
+
+
 def efficiency_text(
     value: float | None,
     low: float | None,

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.interfaces.report.estimates import efficiency_kind
+from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
 from torchscale.interfaces.report.sections.baseline import largest_change_items, unconfirmed
 from torchscale.interfaces.report.sections.best import (
@@ -60,7 +60,6 @@ MAX_MODEL_LINES = 6  # one line per model; more are counted (the summary's table
 MAX_GROUPS = 4  # configurations named in a model's line; beyond, the lowest and highest
 MAX_PROFILE_LINES = 2  # profiled runs named under a sweep's models
 MAX_ACTIONS = 4
-TOO_WIDE = 1.0  # an efficiency interval wider than 100 points tells nothing: "not measurably"
 MAX_DESCRIPTION = 300  # characters of the configs' description in the header
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _VENDOR_PREFIX = re.compile(r"^NVIDIA\s+", re.IGNORECASE)
@@ -191,28 +190,6 @@ def description(ctx: Context) -> str | None:
 
 
 # ---------------------------------------------------------------- the verdict
-
-
-def efficiency_phrase(efficiency: float | None, low: float | None, high: float | None) -> str:
-    """How one configuration scales, in a few words: '74-84 % of linear', 'linear within
-    noise', 'super-linear (110-130 %: check for cache effects)', '90.0 % of linear (one
-    repeat)', 'not measurable (above linear on one repeat)', and 'not measurable (23-426 % of
-    linear)' where the interval is wider than linear itself (TOO_WIDE): such a range says
-    nothing about how the model scales."""
-    kind = efficiency_kind(efficiency, low, high)
-    if efficiency is None:
-        return "not measurable"
-    if low is not None and high is not None and high - low > TOO_WIDE:
-        return f"not measurable ({pct_range(low, high)} of linear)"
-    if kind == "above linear":
-        return "not measurable (above linear on one repeat)"
-    if kind == "linear within noise":
-        return "linear within noise"
-    if low is None or high is None:
-        return f"{fmt(efficiency, 'ratio_pct')} of linear (one repeat)"
-    if kind == "super-linear":
-        return f"super-linear ({pct_range(low, high)}: check for cache effects)"
-    return f"{pct_range(low, high)} of linear"
 
 
 def _span(row: dict[str, Any]) -> str:
@@ -400,15 +377,6 @@ def _actions(ctx: Context, usable: Usability) -> list[Text]:
 
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
-
-
-def pct_range(low: float, high: float) -> str:
-    """'92-96 %': an interval of ratios in whole percent, with one decimal where whole percent
-    would print the two ends alike."""
-    lo, hi = f"{low * 100:.0f}", f"{high * 100:.0f}"
-    if lo == hi or high - low < 0.02:
-        lo, hi = f"{low * 100:.1f}", f"{high * 100:.1f}"
-    return f"{lo}-{hi} %"
 
 
 def baseline_phrase(

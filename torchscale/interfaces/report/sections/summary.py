@@ -16,6 +16,7 @@ from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
     efficiency_kind,
+    efficiency_phrase,
     efficiency_text,
     supported_rate,
 )
@@ -263,6 +264,10 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     value: float | str | None = efficiency
     if kind == "linear within noise":
         value = "linear within noise"
+    phrase = efficiency_phrase(efficiency, low, high)
+    measurable = not phrase.startswith("not measurable")
+    if not measurable:  # the headline's words: the two never disagree
+        value = phrase
     if kind == "super-linear":
         interval = f"{fmt(low, 'ratio_pct')} to {fmt(high, 'ratio_pct')}"
         note += f"; 95 % interval {interval}; {SUPER_LINEAR_NOTE}"
@@ -281,7 +286,9 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
         value=value,
         format="ratio_pct",
         note=note,
-        severity=efficiency_severity(efficiency, low, high, reliable=reliable),
+        severity=efficiency_severity(efficiency, low, high, reliable=reliable)
+        if measurable
+        else "warn",
     )
 
 
