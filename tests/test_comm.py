@@ -318,7 +318,9 @@ def test_two_rank_sweep_checks_every_op_and_pairs(tmp_path: Path) -> None:
     ]
     assert [(p.a, p.b) for p in stored.pairs] == [(0, 1)] and stored.pairs[0].bandwidth_gbps
     assert stored.wrong_total == 0 and stored.avg_busbw_gbps
-    assert comm_lines(stored)[-2].startswith("# Avg bus bandwidth")
+    # the footer, then any warning (a busy machine's, when the suite runs beside other work)
+    lines = [line for line in comm_lines(stored) if not line.startswith("# warning: ")]
+    assert lines[-2].startswith("# Avg bus bandwidth")
     assert not processes_mentioning(str(tmp_path))
 
 

@@ -517,6 +517,17 @@ def test_a_failed_profile_says_its_log_first_error_line_and_path(tmp_path: Path)
     )
     assert first_error_line(log) == "Agent launcher failed."
     assert first_error_line(tmp_path / "missing.log") is None
+    # a warning never, the last raised exception first
+    noisy = tmp_path / "noisy.log"
+    noisy.write_text(
+        "W1126 00:01:02 socket.cpp:752] The client socket has failed to connect, retrying\n"
+        "Traceback (most recent call last):\n"
+        '  File "torch/distributed/elastic/multiprocessing/errors/__init__.py", line 355\n'
+        "ValueError: first\n"
+        "RuntimeError: the run's own error\n",
+        "utf-8",
+    )
+    assert first_error_line(noisy) == "RuntimeError: the run's own error"
     crashed = result(Status.FAILED, "a rank exited with code 1")
     reason = failed_run_reason(crashed, log)
     assert "a rank exited with code 1" in reason

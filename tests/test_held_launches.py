@@ -135,3 +135,11 @@ def test_without_holds_the_table_is_judged_as_before() -> None:
     model, verdict = judged(table)
     assert not verdict.named  # its hook's time lies in everyone's grad-sync wait alike
     assert all(c.name != HELD_CHECK for c in model.cross_checks)
+
+
+def test_a_hook_blocking_while_it_waits_for_a_slow_rank_names_the_slow_rank() -> None:
+    """A hook that waits inside its own collective holds longest on the rank that waits for a
+    slow one, by about what the slow one is behind: the tie keeps the own-work name."""
+    model, verdict = judged(held_steps(work=(1, "forward", 6.0), hold=(0, 6.0, "sync")))
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute"
+    assert "its hook waits for them" in held_check(model)

@@ -31,7 +31,14 @@ DELAY_MS = 50.0
 
 
 def invoke(*args: str | Path) -> Result:
-    return CliRunner().invoke(app, [*map(str, args)])
+    """The command as in an 80-column terminal (COLUMNS): its lines cut to fit, each
+    continuation row starting '>   ' (read them back with `unwrapped`)."""
+    return CliRunner().invoke(app, [*map(str, args)], env={"COLUMNS": "80"})
+
+
+def unwrapped(text: str) -> str:
+    """The lines as printed before the terminal cut them, whitespace collapsed."""
+    return " ".join(text.replace("\n>   ", " ").split())
 
 
 def _profile(tmp_path: Path, ranks: int) -> tuple[Result, Path]:
@@ -127,7 +134,7 @@ def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result,
     lines = result.stdout.splitlines()
     assert len(lines) <= 15, result.stdout
     assert max(len(line) for line in lines) <= 80, result.stdout
-    out = " ".join(result.stdout.split())  # the lines unwrapped
+    out = unwrapped(result.stdout)
     assert out.count("Straggler:") == 1 and out.count("[ANALYSIS] Step ") == 1
     assert f"[ANALYSIS] {straggler_text(diagnosis.straggler, ranks)}" in out
     assert f"[ANALYSIS] {split_text(diagnosis)}" in out
@@ -189,7 +196,7 @@ def test_a_balanced_run_says_its_verdict_once(tmp_path: Path) -> None:
     assert diagnosis is not None
     verdict = diagnosis.straggler
     assert verdict is not None
-    out = " ".join(result.stdout.split())  # the lines unwrapped
+    out = unwrapped(result.stdout)
     assert out.count("Straggler:") == 1
     assert f"[ANALYSIS] {straggler_text(verdict, 2)}" in out
     assert (analysis.straggler is not None) == verdict.named

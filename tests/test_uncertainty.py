@@ -374,15 +374,21 @@ def test_small_figures_keep_their_digits_on_the_terminal() -> None:
     lopsided_small = pd.Series({"samples_per_s": 0.42, "samples_per_s_low": 0.05,
                                 "samples_per_s_high": 1.9})  # fmt: skip
     assert _throughput(lopsided_small) == "0.420 [0.050, 1.900]"
-    assert [readable(v) for v in (2886.4, 123.4, 42.13, 7.318, 0.4213, 0.0042, 0.0)] == [
+    figures = (2886.4, 123.4, 99.96, 42.13, 9.996, 7.318, 0.4213, 0.0042, 4.2e-7, 0.0, -3.14)
+    assert [readable(v) for v in figures] == [
         "2,886",
         "123",
+        "100",
         "42.1",
+        "10.0",
         "7.32",
         "0.421",
         "0.00420",
+        "4.2e-07",
         "0",
+        "-3.14",
     ]
+    assert [readable(v) for v in (math.nan, math.inf)] == ["nan", "inf"]
 
 
 def test_changes_of_a_percentage_are_points() -> None:

@@ -13,10 +13,10 @@ step by construction (docs/methodology.md, "One model of the step"):
   each rank's `wait_for_peers` is its grad-sync wait minus that (the matched-wait idea of the
   trace analysis, applied to the phase timers);
 - rest: what the timers see between the phases (the step minus the four above), and the time
-  a DDP communication hook held the rank's launches (`COMM_HOLD`, where a plug-in registered
-  one): held before its last gradient it leaves compute, held after it leaves the grad-sync
-  wait before that is split, so the others' wait for a late launch is their wait for peers,
-  not a transfer every rank pays.
+  a late launcher's DDP communication hook held its launches beyond the others'
+  (`held_launches.late_launcher`): held before its last gradient it leaves compute, held after
+  it leaves the grad-sync wait before that is split, so the others' wait for its late launch
+  is their wait for peers, not a transfer every rank pays.
 
 Averaged over ranks, compute + wait_for_peers is the slowest rank's own work: the others wait
 for it. The cell's figures are means over ranks and steps (means add up; medians do not), each
@@ -54,7 +54,7 @@ from torchscale.contracts.step_phases import (
     OWN_WORK_PHASES,
     STEP_PHASES,
 )
-from torchscale.offline.analysis.held_launches import held_launch_check
+from torchscale.offline.analysis.held_launches import held_launch_check, late_launcher
 from torchscale.offline.analysis.straggler_kind import (
     KindEvidence,
     named_summary,
@@ -101,7 +101,9 @@ def step_parts(steps: pd.DataFrame) -> pd.DataFrame:
     needed = ["window", "step", "rank", "step_s", *STEP_PHASES]
     frame = steps[needed].dropna()
     frame = frame.astype({c: float for c in ["step_s", *STEP_PHASES]})
-    held, held_backward = _comm_holds(steps, frame.index)
+    step_mean = float(frame["step_s"].mean()) if not frame.empty else 0.0
+    late = late_launcher(steps, MIN_EFFECT_SHARE * step_mean, ALPHA)
+    held, held_backward = _extra_holds(steps, frame.index, late)
     sync_wait = (frame["grad_sync_wait"] - (held - held_backward).clip(lower=0.0)).clip(lower=0.0)
     transfer = sync_wait.groupby([frame["window"], frame["step"]]).transform("min")
     transfer = transfer.clip(lower=0.0)
@@ -124,14 +126,25 @@ def step_parts(steps: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def _comm_holds(steps: pd.DataFrame, index: pd.Index) -> tuple[pd.Series, pd.Series]:
-    """Per row of `index`, the seconds a DDP comm hook held the rank's launches and the part
-    before its last gradient (0 where not measured: no hook, or a table built before it)."""
+def _extra_holds(
+    steps: pd.DataFrame, index: pd.Index, late: int | None
+) -> tuple[pd.Series, pd.Series]:
+    """Per row of `index`, the seconds the late launcher's hook (`held_launches.
+    late_launcher`) held its launches beyond the median of the others' at the same step, and
+    the part of that before its last gradient; 0 on every other row (every rank's own launch
+    cost stays where it is, and a hook that blocks while it waits for peers is a wait)."""
     zero = pd.Series(0.0, index=index)
-    if COMM_HOLD not in steps.columns or COMM_HOLD_BACKWARD not in steps.columns:
+    if late is None:
         return zero, zero
-    held = steps.loc[index, COMM_HOLD].astype(float).fillna(0.0).clip(lower=0.0)
-    before = steps.loc[index, COMM_HOLD_BACKWARD].astype(float).fillna(0.0).clip(lower=0.0)
+    rows = steps.loc[index]
+    key = [rows["window"], rows["step"]]
+    out = []
+    for column in (COMM_HOLD, COMM_HOLD_BACKWARD):
+        values = rows[column].astype(float).fillna(0.0).clip(lower=0.0)
+        others = values.where(rows["rank"] != late).groupby(key).transform("median")
+        extra = (values - others.fillna(0.0)).clip(lower=0.0)
+        out.append(extra.where(rows["rank"] == late, 0.0))
+    held, before = out
     return held, before.clip(upper=held)
 
 

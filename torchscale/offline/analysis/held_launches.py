@@ -12,10 +12,14 @@ Named communication when (docs/methodology.md, "The kind of a straggler"):
   paired test and the 5 %-of-step minimum effect of the own-work test), the largest of any
   rank's; and
 - its own work (hold taken out) is not named, or is named for this rank with a gap no larger
-  than the hold (the larger of the two is its kind);
-- no other rank is named with a larger gap (another rank's smaller one gives way: the others
-  wait longer for this launch than for that work, and the own-work test's candidate, held up
-  by this rank's late launch, may be the one waiting).
+  than the hold (the larger of the two is its kind), and is not below the others' by the
+  minimum effect (a rank with less work whose hook blocks in its own collective waits there
+  for the others: its hold is their lateness, not its own);
+- no other rank is named by its own work, unless the hold's interval lies above that rank's
+  gap: a hook that blocks inside its own collective holds longest on the ranks that wait there
+  for a slow one, by about what that one is behind, so a tie keeps the own-work name;
+- a rank named `host` stays host when the host held it at least as long as its hook did (a
+  hook's wall time grows with the time its thread waits for a CPU).
 
 A launch held anywhere but a hook (a thread that starts the step late) is not seen here: the
 traces read launch holds from every op (trace/steps.launch_holds).
@@ -28,6 +32,7 @@ from __future__ import annotations
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
+from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, OWN_WORK_PHASES
 from torchscale.offline.analysis.straggler_kind import KIND_WORDS
 from torchscale.offline.analysis.uncertainty import GapTest, judged, paired_gap_test
 
@@ -39,6 +44,47 @@ HELD_METHOD = (
 )
 
 
+def hold_tests(held: pd.DataFrame, min_effect: float, alpha: float) -> dict[int, GapTest]:
+    """Per rank, the straggler test on its hold per step over the median of the others'."""
+    return {
+        int(rank): paired_gap_test(
+            held[rank] - held.drop(columns=[rank]).median(axis=1),
+            min_effect_s=min_effect,
+            alpha=alpha,
+        )
+        for rank in held.columns
+    }
+
+
+def late_launcher(steps: pd.DataFrame, min_effect: float, alpha: float) -> int | None:
+    """The rank whose hook holds its launches a straggler's time longer than the others',
+    its own work (in-backward hold taken out) not below theirs by `min_effect`; None without
+    holds or without such a rank. Read from the raw steps table (window, step, rank, the own
+    work phases, COMM_HOLD, COMM_HOLD_BACKWARD), before the step model, which takes only
+    this rank's extra hold out of its compute and grad-sync wait (attribution.step_parts)."""
+    if COMM_HOLD not in steps.columns or COMM_HOLD_BACKWARD not in steps.columns:
+        return None
+    rows = steps.dropna(subset=[COMM_HOLD, *OWN_WORK_PHASES])
+    if rows.empty or rows["rank"].nunique() < 2:
+        return None
+    before = rows[COMM_HOLD_BACKWARD].astype(float).fillna(0.0)
+    own_work = rows[list(OWN_WORK_PHASES)].astype(float).sum(axis=1) - before
+    key = ["window", "step"]
+    held = rows.pivot_table(index=key, columns="rank", values=COMM_HOLD).dropna()
+    own = rows.assign(own=own_work).pivot_table(index=key, columns="rank", values="own")
+    own = own.reindex(held.index).dropna()
+    if held.shape[1] < 2 or own.empty:
+        return None
+    tests = hold_tests(held.loc[own.index], min_effect, alpha)
+    rank = max(tests, key=lambda r: (tests[r].mean_s, -r))
+    if not tests[rank].significant:
+        return None
+    work = paired_gap_test(
+        own[rank] - own.drop(columns=[rank]).median(axis=1), min_effect_s=min_effect, alpha=alpha
+    )
+    return None if work.high_s is not None and work.high_s < -min_effect else rank
+
+
 def held_launch_check(
     own: pd.DataFrame, held: pd.DataFrame, verdict: StragglerVerdict, alpha: float
 ) -> tuple[StragglerVerdict, CrossCheck]:
@@ -48,15 +94,7 @@ def held_launch_check(
     `held`: the same index x rank seconds held in the hook."""
     min_effect = verdict.min_effect_s or 0.0
     keys = own.dropna().index.intersection(held.dropna().index)
-    table = held.loc[keys]
-    tests = {
-        int(rank): paired_gap_test(
-            table[rank] - table.drop(columns=[rank]).median(axis=1),
-            min_effect_s=min_effect,
-            alpha=alpha,
-        )
-        for rank in table.columns
-    }
+    tests = hold_tests(held.loc[keys], min_effect, alpha)
     rank = max(tests, key=lambda r: (tests[r].mean_s, -r))
     hold = tests[rank]
     held_est = _estimate(hold)
@@ -76,14 +114,40 @@ def held_launch_check(
         alpha=alpha,
     )
     held_text = f"rank {rank}'s hook holds its launches {_ms(hold.mean_s)} per step longer"
-    other = verdict.headline_gap() if verdict.named and verdict.rank != rank else None
-    if other is not None and (other.value is None or other.value >= hold.mean_s):
+    if work.high_s is not None and work.high_s < -min_effect:
+        # less work than the others by a straggler's size: its hook waits for them inside its
+        # own collective (a blocking hook), it does not make them wait
         return verdict, CrossCheck(
             name=HELD_CHECK,
             method=HELD_METHOD,
             estimate=held_est,
             agrees=None,
-            detail=f"{held_text}, less than rank {verdict.rank} is behind: both may be late",
+            detail=f"{held_text}, but its own work is {_ms(work.mean_s)} per step below the "
+            "others': its hook waits for them",
+        )
+    # another rank named by its own work keeps the name unless this hold is larger beyond
+    # doubt: a hook that blocks inside its own collective holds longest on the ranks that wait
+    # for a slow one, by about what that one is behind
+    if verdict.named and verdict.rank != rank:
+        other = verdict.headline_gap()
+        if other is None or other.value is None or (hold.low_s or 0.0) <= other.value:
+            return verdict, CrossCheck(
+                name=HELD_CHECK,
+                method=HELD_METHOD,
+                estimate=held_est,
+                agrees=None,
+                detail=f"{held_text}, not beyond what rank {verdict.rank} is behind: it may "
+                "wait there for that rank",
+            )
+    # a rank the host held off the CPU: its hook's wall time grows with the hold too
+    host = verdict.host_wait_s if verdict.named and verdict.kind == "host" else None
+    if host is not None and host.value is not None and host.value >= hold.mean_s:
+        return verdict, CrossCheck(
+            name=HELD_CHECK,
+            method=HELD_METHOD,
+            estimate=held_est,
+            agrees=True,
+            detail=f"{held_text}, no more than the host held it off the CPU: host",
         )
     if work.significant and work.mean_s > hold.mean_s:
         return verdict, CrossCheck(

@@ -183,7 +183,11 @@ def run_comm_launch(launch: CommLaunch, request: CommRequest) -> CommResult:
     )
     after = read_edge()
     result = attempt.written if attempt.written is not None else _empty_result(launch.spec, request)
-    if result.nodes == 1:  # another node's load is not read from here
+    # read only where the launch's CPU reaches this process as its reaped children: one node,
+    # a torchrun it started itself (not under srun, whose ranks are slurmstepd's), ended
+    # cleanly (a killed group's ranks are nobody's children to reap)
+    direct = Path(launch.command.argv[0]).name != "srun" if launch.command.argv else False
+    if result.nodes == 1 and direct and attempt.outcome.ended_cleanly:
         busy = busy_warning(before, after, launch.command.nproc)
         result.warnings += [busy] if busy is not None else []
     stopped = _in_progress(launch.spec)

@@ -10,6 +10,7 @@ one line in the result's `profile.notes` and in the analysis' notes.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -205,8 +206,12 @@ def launch_profiled(
     return profiled
 
 
-LOG_ERROR_WORDS = ("error", "failed", "exception")
 LOG_LINE_CHARS = 200
+# a raised exception's own line ("RuntimeError: ..."): the last one is what ended the run
+_RAISED = re.compile(r"\b\w*(?:Error|Exception)\b: ")
+# else a line that says so in words ("Agent launcher failed."), never a warning's
+_SAYS_ERROR = re.compile(r"\b(?:error|failed|fatal)\b", re.IGNORECASE)
+_WARNING = re.compile(r"\bwarn(?:ing)?\b|^W\d{4} ", re.IGNORECASE)
 
 
 def failed_run_reason(result: CellResult, log: Path) -> str:
@@ -220,17 +225,26 @@ def failed_run_reason(result: CellResult, log: Path) -> str:
 
 
 def first_error_line(log: Path) -> str | None:
-    """The first line of `log` naming an error or a failure, stripped and cut to
-    LOG_LINE_CHARS; None when there is none or the log cannot be read."""
+    """The line of `log` that says what went wrong, stripped and cut to LOG_LINE_CHARS: the
+    last raised exception's line ('RuntimeError: ...'), else the first line saying error,
+    failed or fatal that is not a warning (c10d's connect retries, torchelastic's notes);
+    None when there is none or the log cannot be read."""
+    raised: str | None = None
+    said: str | None = None
     try:
         with log.open(encoding="utf-8", errors="replace") as handle:
             for raw in handle:
                 line = raw.strip()
-                if any(word in line.lower() for word in LOG_ERROR_WORDS):
-                    return line[:LOG_LINE_CHARS]
+                if _WARNING.search(line):
+                    continue
+                if _RAISED.search(line):
+                    raised = line
+                elif said is None and _SAYS_ERROR.search(line):
+                    said = line
     except OSError:
         return None
-    return None
+    found = raised or said
+    return found[:LOG_LINE_CHARS] if found is not None else None
 
 
 def with_diagnosis(result: CellResult, diagnosis: Diagnosis) -> CellResult:

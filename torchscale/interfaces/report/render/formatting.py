@@ -46,12 +46,17 @@ def readable(value: float) -> str:
 
 def readable_like(figure: float) -> Callable[[float], str]:
     """The format `readable` gives `figure`, for its interval's ends and half-width too (one
-    figure, one precision: '4,076±9', '0.420±0.0310')."""
-    if abs(figure) >= 100 or figure == 0:
-        return lambda value: f"{value:,.0f}"
-    magnitude = math.floor(math.log10(abs(figure)))
-    decimals = max(0, 2 - magnitude)
-    return lambda value: f"{value:,.{decimals}f}"
+    figure, one precision: '4,076±9', '0.420±0.0310'); a figure that is not finite prints as
+    Python writes it ('nan', 'inf')."""
+    if not math.isfinite(figure):
+        return lambda value: f"{value:,.0f}" if math.isfinite(value) else str(value)
+    shown = float(f"{figure:.3g}")  # 99.96 reads 100, so it takes the whole-number form
+    if abs(shown) >= 100 or shown == 0:
+        return lambda value: f"{value:,.0f}" if math.isfinite(value) else str(value)
+    if abs(shown) < 1e-3:  # 0.0000042 as fixed point would be a row of zeros
+        return lambda value: f"{value:.3g}" if math.isfinite(value) else str(value)
+    decimals = max(0, 2 - math.floor(math.log10(abs(shown))))
+    return lambda value: f"{value:,.{decimals}f}" if math.isfinite(value) else str(value)
 
 
 def seconds(value: float) -> str:

@@ -36,9 +36,13 @@ class Line:
 
 # a unit never leaves its number at a line break ("4.5 %", "12 ms"): the space becomes a
 # no-break space (not whitespace to textwrap) while the line is cut, then a space again
-_GLUED = re.compile(r"(?<=\d) (?=%|(?:ms|us|s|x|MB/s|GB/s|MiB|GiB|cores?)\b)")
+_GLUED = re.compile(
+    r"(?<=\d) (?=%|±|(?:ms|us|µs|s|x|B|KB|MB|GB|KiB|MiB|GiB|cores?|W|MHz)\b|"
+    r"(?:samples|img|tokens)/s(?:ec)?\b|[KMG]?B/s\b)"
+)
 NO_BREAK = "\u00a0"
-_INTERVAL = re.compile(r"\[[^\]\s]*(?: [^\]\s]*){1,3}\]")  # "[0.0157, 0.65]": one figure
+# "[0.0157, 0.65]", "[590 us, 644 us]": a figure's interval, numbers only, kept on one row
+_INTERVAL = re.compile(r"\[[-+]?\d[^\]\s]*(?: [-+]?[\d.,]*[^\]\s]*){1,3}\]")
 CONTINUATION = ">   "  # a wrapped line's next rows: grep '^>' still finds them
 
 
