@@ -78,7 +78,7 @@ def _bundle(model: nn.Module, **extra: Any) -> ModelBundle:
     )
 
 
-def compute(repeat: int = 12) -> ModelBundle:
+def compute(repeat: int = 48) -> ModelBundle:
     """The slow rank runs its forward `repeat` more times: a compute straggler."""
     return _bundle(_Net(repeat if _slow_rank() else 0))
 

@@ -569,33 +569,27 @@ def nvtx_problem() -> str | None:
     return None
 
 
-@pytest.mark.slow  # ~15-25 s; test_profile_run's nsys run covers the same path by the CLI
-def test_real_two_rank_cpu_capture_end_to_end(tmp_path: Path) -> None:
-    nsys = find_nsys()
-    if nsys is None:
-        pytest.skip(nsys_unavailable_reason())
-    problem = nvtx_problem()
-    if problem:
-        pytest.skip(problem)
-    steps, delay_ms = 6, 50.0
+def _nsys_capture(nsys: Path, where: Path, steps: int, delay_ms: float) -> tuple[int, str, Path]:
+    """tests.nsys_worker on 2 CPU ranks under `nsys profile` (the whole run: this worker is
+    not torchscale's and fires no capture trigger): (exit code, its log, `where`)."""
+    where.mkdir(parents=True, exist_ok=True)
     base_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     launch = torchrun_command(
         "tests.nsys_worker",
         ["--steps", str(steps), "--slow-rank", "1", "--delay-ms", str(delay_ms)],
         nproc=2,
         device="cpu",
-        log_dir=tmp_path / "logs",
+        log_dir=where / "logs",
         base_env=base_env,
         omp_num_threads=1,
     )
-    # the whole run: this worker is not torchscale's and fires no capture trigger
-    wrapped = wrap_launch(launch, nsys, tmp_path / "capture", capture="none")
-    log = tmp_path / "nsys.log"
+    wrapped = wrap_launch(launch, nsys, where / "capture", capture="none")
+    log = where / "nsys.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             wrapped.argv,
             env=wrapped.env,
-            cwd=tmp_path,
+            cwd=where,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -607,10 +601,26 @@ def test_real_two_rank_cpu_capture_end_to_end(tmp_path: Path) -> None:
             proc.wait()
             pytest.fail(f"nsys profile did not finish in 240 s:\n{log.read_text()[-3000:]}")
         finally:
-            kill_mentioning(str(tmp_path))
-    text = log.read_text(errors="replace")
-    assert rc == 0, text[-3000:]
-    rep = expect_report(tmp_path / "capture")
+            kill_mentioning(str(where))
+    return rc, log.read_text(errors="replace"), where
+
+
+@pytest.mark.slow  # ~15-25 s; test_profile_run's nsys run covers the same path by the CLI
+def test_real_two_rank_cpu_capture_end_to_end(tmp_path: Path) -> None:
+    nsys = find_nsys()
+    if nsys is None:
+        pytest.skip(nsys_unavailable_reason())
+    problem = nvtx_problem()
+    if problem:
+        pytest.skip(problem)
+    steps, delay_ms = 6, 50.0
+    rc, text, where = _nsys_capture(nsys, tmp_path, steps, delay_ms)
+    if rc != 0 and "SIGABRT" in text:
+        # nsys 2022.4's injection aborted a CPU rank once in 17 runs here (a fresh-clone CI,
+        # 2026-11-26; 16 reruns passed): once more before judging, the first log kept beside
+        rc, text, where = _nsys_capture(nsys, tmp_path / "again", steps, delay_ms)
+    assert rc == 0, f"{text[:3000]}\n...\n{text[-3000:]}"
+    rep = expect_report(where / "capture")
     db = export_sqlite(nsys, rep)
 
     con = sqlite3.connect(db)

@@ -1,13 +1,13 @@
 """Stragglers of four kinds, met as a user meets them (tests/straggler_plugins.py: more real
 work, a slow input pipeline, busy processes pinned to the rank's core, a DDP comm hook that
-launches late; no torchscale knob),
-named with their rank and kind on every surface: the terminal, result.json, the profile's
-analysis.json, summary.csv and `report -f md`.
+launches late; no torchscale knob), named with their rank and kind on every surface: the
+terminal, result.json, the profile's analysis.json, summary.csv and `report -f md`.
 
 One real sweep (four 2-rank cells, each profiled after the sweep) serves every test here. The
-sizes are large (the slow rank runs its forward 12 more times; its batches take 30 ms; three
-busy processes share its core; its hook sleeps 30 ms) so the verdicts hold on a loaded
-machine too.
+sizes are large so the verdicts hold on a loaded machine too: the slow rank runs its forward 48
+more times (several ms of work on a CPU, well above what a loaded host holds a rank off it:
+with 12 it once read as host), its batches take 30 ms, three busy processes share its core, its
+hook sleeps 30 ms.
 """
 
 from __future__ import annotations
