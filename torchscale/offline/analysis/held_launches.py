@@ -99,12 +99,10 @@ def held_launch_check(
     hold = tests[rank]
     held_est = _estimate(hold)
     if not hold.significant:
-        return verdict, CrossCheck(
-            name=HELD_CHECK,
-            method=HELD_METHOD,
-            estimate=held_est,
-            agrees=None,
-            detail=f"no rank's hook holds its launches a straggler's time longer (the most: "
+        return verdict, _check(
+            held_est,
+            None,
+            f"no rank's hook holds its launches a straggler's time longer (the most: "
             f"rank {rank}, {_ms(hold.mean_s)} per step)",
         )
     mine = own.loc[keys]
@@ -117,12 +115,10 @@ def held_launch_check(
     if work.high_s is not None and work.high_s < -min_effect:
         # less work than the others by a straggler's size: its hook waits for them inside its
         # own collective (a blocking hook), it does not make them wait
-        return verdict, CrossCheck(
-            name=HELD_CHECK,
-            method=HELD_METHOD,
-            estimate=held_est,
-            agrees=None,
-            detail=f"{held_text}, but its own work is {_ms(work.mean_s)} per step below the "
+        return verdict, _check(
+            held_est,
+            None,
+            f"{held_text}, but its own work is {_ms(work.mean_s)} per step below the "
             "others': its hook waits for them",
         )
     # another rank named by its own work keeps the name unless this hold is larger beyond
@@ -131,38 +127,24 @@ def held_launch_check(
     if verdict.named and verdict.rank != rank:
         other = verdict.headline_gap()
         if other is None or other.value is None or (hold.low_s or 0.0) <= other.value:
-            return verdict, CrossCheck(
-                name=HELD_CHECK,
-                method=HELD_METHOD,
-                estimate=held_est,
-                agrees=None,
-                detail=f"{held_text}, not beyond what rank {verdict.rank} is behind: it may "
+            return verdict, _check(
+                held_est,
+                None,
+                f"{held_text}, not beyond what rank {verdict.rank} is behind: it may "
                 "wait there for that rank",
             )
     # a rank the host held off the CPU: its hook's wall time grows with the hold too
     host = verdict.host_wait_s if verdict.named and verdict.kind == "host" else None
     if host is not None and host.value is not None and host.value >= hold.mean_s:
-        return verdict, CrossCheck(
-            name=HELD_CHECK,
-            method=HELD_METHOD,
-            estimate=held_est,
-            agrees=True,
-            detail=f"{held_text}, no more than the host held it off the CPU: host",
+        return verdict, _check(
+            held_est, True, f"{held_text}, no more than the host held it off the CPU: host"
         )
     if work.significant and work.mean_s > hold.mean_s:
-        return verdict, CrossCheck(
-            name=HELD_CHECK,
-            method=HELD_METHOD,
-            estimate=held_est,
-            agrees=True,
-            detail=f"{held_text}, less than its extra work ({_ms(work.mean_s)}): compute",
+        return verdict, _check(
+            held_est, True, f"{held_text}, less than its extra work ({_ms(work.mean_s)}): compute"
         )
-    return _named(verdict, rank, hold, work, held_est), CrossCheck(
-        name=HELD_CHECK,
-        method=HELD_METHOD,
-        estimate=held_est,
-        agrees=True,
-        detail=f"{held_text} than the others': they wait for its launch",
+    return _named(verdict, rank, hold, work, held_est), _check(
+        held_est, True, f"{held_text} than the others': they wait for its launch"
     )
 
 
@@ -197,6 +179,13 @@ def _named(
             "host_bound": False,
             "summary": summary,
         }
+    )
+
+
+def _check(estimate: Estimate, agrees: bool | None, detail: str) -> CrossCheck:
+    """The held-launch cross-check with what the holds showed."""
+    return CrossCheck(
+        name=HELD_CHECK, method=HELD_METHOD, estimate=estimate, agrees=agrees, detail=detail
     )
 
 
