@@ -3,14 +3,18 @@ to say it is not measurable above noise (never a value it cannot have)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.interfaces.report.model import ValueFormat
-from torchscale.interfaces.report.render.formatting import format_rounded, format_value, quantum_of
+from torchscale.interfaces.report.render.formatting import (
+    format_rounded,
+    format_value,
+    quantum_of,
+    round_half_up,
+)
 
 Format = Callable[[float], str]
 
@@ -41,9 +45,69 @@ def lopsided(value: float, low: float, high: float) -> bool:
     return low >= 0 and value - (high - low) / 2 < 0
 
 
+@dataclass(frozen=True)
+class RoundedFigure:
+    """A figure and its interval as text, every number cut by the one rule
+    (`figure_with_interval`); `half` is None where the interval is lopsided."""
+
+    value: str
+    low: str
+    high: str
+    half: str | None
+
+    def compact(self) -> str:
+        """'11,100 ±4,300', or '39,000 [790, 1,712,000]' where lopsided."""
+        if self.half is None:
+            return f"{self.value} [{self.low}, {self.high}]"
+        return f"{self.value} ±{self.half}"
+
+    def long(self) -> str:
+        """'11,100 (95 % interval 6,800 to 15,400)'."""
+        return f"{self.value} (95 % interval {self.low} to {self.high})"
+
+
+def round_figure(value: float, low: float, high: float, fmt: Format) -> RoundedFigure:
+    """The figure, its interval's ends and half-width cut to one precision: two significant
+    digits of the half-width (of the nearer side where the interval is `lopsided`), the
+    figure and both ends to the same step; an end smaller than the step keeps two
+    significant digits of its own. A `fmt` that cannot round (`Rounding`) gets the numbers
+    rounded before it writes them."""
+    symmetric = not lopsided(value, low, high)
+    half = (high - low) / 2
+    show = _rounding(fmt, figure_quantum(value, low, high))
+    return RoundedFigure(
+        value=show(value),
+        low=show(low),
+        high=show(high),
+        half=show(half) if symmetric else None,
+    )
+
+
+def figure_quantum(value: float, low: float, high: float) -> float | None:
+    """The step a figure with this interval is rounded to: two significant digits of the
+    half-width, or of the nearer side where the interval is `lopsided`."""
+    if lopsided(value, low, high):
+        return quantum_of(_nearer_side(value, low, high))
+    return quantum_of((high - low) / 2)
+
+
+def figure_with_interval(
+    value: float | None, low: float | None, high: float | None, fmt: Format
+) -> str:
+    """THE text of a figure with its 95 % interval, for every surface (terminal lines and
+    tables, report tables, cards, Markdown): '11,100 ±4,300' (± half the interval) when it is
+    about symmetric, '39,000 [790, 1,712,000]' when it is `lopsided`, each number rounded by
+    `round_figure` so terminal and reports print the same digits; the plain figure without
+    an interval, '-' without a figure."""
+    if value is None:
+        return "-"
+    if low is None or high is None:
+        return fmt(value)
+    return round_figure(value, low, high, fmt).compact()
+
+
 def plus_minus(estimate: Estimate, fmt: Format) -> str:
-    """Compact (terminal, tables): '12.3 ms ±1.2' (± half the 95 % interval's width) when
-    the interval is about symmetric, '10.9 ms [1.43 ms, 29.3 ms]' when it is `lopsided`,
+    """Compact (terminal, tables): `figure_with_interval`, '0' for a part no step had,
     'not measurable (< 3.4 ms)', or '5,927 (spread unknown)'."""
     if _exactly_zero(estimate):
         return fmt(0.0)
@@ -51,12 +115,7 @@ def plus_minus(estimate: Estimate, fmt: Format) -> str:
         return f"not measurable ({_bound(estimate, fmt)})"
     if estimate.low is None or estimate.high is None:
         return f"{fmt(estimate.value)} (spread unknown)"
-    if lopsided(estimate.value, estimate.low, estimate.high):
-        show = _to_interval(fmt, _nearer_side(estimate.value, estimate.low, estimate.high))
-        return f"{show(estimate.value)} [{show(estimate.low)}, {show(estimate.high)}]"
-    half = (estimate.high - estimate.low) / 2
-    show = _to_interval(fmt, half)
-    return f"{show(estimate.value)} ±{show(half)}"
+    return figure_with_interval(estimate.value, estimate.low, estimate.high, fmt)
 
 
 def _nearer_side(value: float, low: float, high: float) -> float:
@@ -65,27 +124,33 @@ def _nearer_side(value: float, low: float, high: float) -> float:
     return min(sides) if sides else 0.0
 
 
-def _to_interval(fmt: Format, spread: float) -> Format:
-    """`fmt` cut to the digits an uncertainty of `spread` supports, where `fmt` can round
-    (a report value format: `value_format`); other formats as they are."""
+def _rounding(fmt: Format, quantum: float | None) -> Format:
+    """`fmt` cut to the step `quantum`: by its own `rounded` where it has one (a report value
+    format, `readable_like`), else by rounding the number before `fmt` writes it."""
     rounded = getattr(fmt, "rounded", None)
-    if rounded is None:
+    if rounded is not None:
+        return lambda value: str(rounded(value, quantum))
+    if quantum is None:
         return fmt
-    quantum = quantum_of(spread)
-    return lambda value: str(rounded(value, quantum))
+
+    def show(value: float) -> str:
+        step = quantum if value == 0 or abs(value) >= quantum else quantum_of(abs(value))
+        return fmt(round_half_up(value, step) if step else value)
+
+    return show
 
 
 def with_interval(estimate: Estimate, fmt: Format) -> str:
-    """Long form (reports): '12.3 ms (95 % interval 11.0 ms to 13.5 ms)', or
-    'not measurable above noise (95 % interval 0 to 3.4 ms)'."""
+    """Long form (reports): '12.3 ms (95 % interval 11.0 ms to 13.5 ms)' (rounded as
+    `figure_with_interval` rounds), or 'not measurable above noise (95 % interval 0 to
+    3.4 ms)'."""
     if _exactly_zero(estimate):
         return f"{fmt(0.0)} (none in any step)"
     if not estimate.measurable or estimate.value is None:
         return f"not measurable above noise ({_interval(estimate, fmt)})"
     if estimate.low is None or estimate.high is None:
         return f"{fmt(estimate.value)} ({estimate.reason or 'spread unknown'})"
-    show = _to_interval(fmt, _nearer_side(estimate.value, estimate.low, estimate.high))
-    return f"{show(estimate.value)} ({_interval(estimate, show)})"
+    return round_figure(estimate.value, estimate.low, estimate.high, fmt).long()
 
 
 def _exactly_zero(estimate: Estimate) -> bool:
@@ -205,10 +270,10 @@ def supported_rate(
     where the interval is narrow enough for its decimal, or unknown."""
     if value is None or low is None or high is None:
         return value, "rate"
-    quantum = quantum_of(_nearer_side(value, low, high))
+    quantum = figure_quantum(value, low, high)
     if quantum is None or quantum < 1:
         return value, "rate"
-    return float(math.floor(round(value / quantum, 9) + 0.5) * quantum), "int"
+    return round_half_up(value, quantum), "int"
 
 
 def older_share(value: float | None) -> float | str | None:

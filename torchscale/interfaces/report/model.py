@@ -51,6 +51,7 @@ ValueFormat = Literal[
     "us",  # microseconds -> ms / s as fits
     "bytes",  # 1048576 -> 1.0 MiB
     "rate",  # samples/s, tokens/s: 1,234.5
+    "readable",  # a rate read at a glance: 2,886, 42.1, 0.421 (three significant figures below 100)
     "change_pct",  # signed ratio: +0.052 -> +5.2 %
     "change_pts",  # signed difference of two shares: +0.123 -> +12.3 pts (percentage points)
     "money",  # 1.234 -> $1.23
@@ -146,6 +147,11 @@ class Series(_Model):
         description="a series that stands for a verdict (regressions, improvements) is drawn "
         "in that verdict's colour, the same in every format; None: a palette colour",
     )
+    model: str | None = Field(
+        default=None,
+        description="the model the series measures, where a chart mixes models: a chart "
+        "capped to fewer series keeps at least one series of each model",
+    )
 
 
 class Heatmap(_Model):
@@ -187,6 +193,11 @@ class Chart(_Model):
     heatmap: Heatmap | None = None
     bands: list[Band] = Field(default_factory=list)
     note: str | None = None
+    absent: list[str] = Field(
+        default_factory=list,
+        description="series with nothing to draw and why ('fsdp: not split'): said in the "
+        "chart itself, so a missing series is never read as a series that was not run",
+    )
 
 
 class ReportFinding(_Model):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from torchscale.interfaces.report.model import Series, ValueFormat
@@ -44,19 +45,40 @@ def readable(value: float) -> str:
     return readable_like(value)(value)
 
 
-def readable_like(figure: float) -> Callable[[float], str]:
+def readable_like(figure: float) -> ReadableLike:
     """The format `readable` gives `figure`, for its interval's ends and half-width too (one
-    figure, one precision: '4,076±9', '0.420±0.0310'); a figure that is not finite prints as
-    Python writes it ('nan', 'inf')."""
+    figure, one precision: '4,076', '0.420'); a figure that is not finite prints as Python
+    writes it ('nan', 'inf'). It can also round to an interval (`ReadableLike.rounded`), so a
+    figure with its interval reads as every other surface writes it."""
+    return ReadableLike(figure)
+
+
+@dataclass(frozen=True)
+class ReadableLike:
+    """`readable`'s precision for one figure as a format, which rounds to an interval by the
+    one rule (`format_rounded`) where one is known."""
+
+    figure: float
+
+    def __call__(self, value: float) -> str:
+        return _readable_text(self.figure, value)
+
+    def rounded(self, value: float, quantum: float | None) -> str:
+        return format_rounded(value, "readable", quantum)
+
+
+def _readable_text(figure: float, value: float) -> str:
+    if not math.isfinite(value):
+        return str(value)
     if not math.isfinite(figure):
-        return lambda value: f"{value:,.0f}" if math.isfinite(value) else str(value)
+        return f"{value:,.0f}"
     shown = float(f"{figure:.3g}")  # 99.96 reads 100, so it takes the whole-number form
     if abs(shown) >= 100 or shown == 0:
-        return lambda value: f"{value:,.0f}" if math.isfinite(value) else str(value)
+        return f"{value:,.0f}"
     if abs(shown) < 1e-3:  # 0.0000042 as fixed point would be a row of zeros
-        return lambda value: f"{value:.3g}" if math.isfinite(value) else str(value)
+        return f"{value:.3g}"
     decimals = max(0, 2 - math.floor(math.log10(abs(shown))))
-    return lambda value: f"{value:,.{decimals}f}" if math.isfinite(value) else str(value)
+    return f"{value:,.{decimals}f}"
 
 
 def seconds(value: float) -> str:
@@ -108,6 +130,8 @@ def format_value(value: Any, fmt: ValueFormat) -> str:
         return size_bytes(number)
     if fmt == "rate":
         return f"{number:,.1f}" if abs(number) < 1e5 else f"{number:,.0f}"
+    if fmt == "readable":
+        return readable(number)
     if fmt == "change_pct":
         return f"{number * 100:+.1f} %"
     if fmt == "change_pts":
@@ -120,6 +144,7 @@ def format_value(value: Any, fmt: ValueFormat) -> str:
 # value formats that `format_rounded` can cut to an interval's precision: (scale, prefix, suffix)
 _SCALED: dict[str, tuple[float, str, str]] = {
     "rate": (1.0, "", ""),
+    "readable": (1.0, "", ""),
     "float": (1.0, "", ""),
     "int": (1.0, "", ""),
     "pct": (1.0, "", " %"),
@@ -150,11 +175,12 @@ def _scale(value: float, fmt: ValueFormat) -> tuple[float, str, str] | None:
 
 
 def format_rounded(value: Any, fmt: ValueFormat, quantum: float | None) -> str:
-    """`value` as `format_value` writes it, cut to the precision `quantum` (a step in the raw
-    unit) supports: an interval's width decides how many digits a figure deserves (39,989.3
-    with ±26,235.3 is '40,000'). Never more digits than `format_value` gives, and a value
-    that rounds to 0 keeps its own digits (the end of an interval is never shown as 0 when
-    it is not)."""
+    """`value` in `fmt`, cut to the precision `quantum` (a step in the raw unit, from
+    `quantum_of`) supports: the interval, not the format, decides the digits (39,989.3 with
+    ±26,235.3 is '40,000'; 0.4213 with ±0.031 is '0.421'), so 'rate' and 'readable' read alike
+    wherever an interval is known. A number smaller than the step keeps two significant
+    digits of its own (the low end 792 of an interval rounded to thousands is '790', never
+    '1,000' or '0'); 'int' never shows decimals. Without a step: `format_value`."""
     plain = format_value(value, fmt)
     number = _number(value)
     if number is None or quantum is None or not quantum > 0 or not math.isfinite(quantum):
@@ -163,16 +189,23 @@ def format_rounded(value: Any, fmt: ValueFormat, quantum: float | None) -> str:
     if shown is None:
         return plain
     scale, prefix, suffix = shown
+    if number != 0 and abs(number) < quantum:
+        quantum = quantum_of(abs(number)) or quantum
     step = quantum * scale
+    if fmt == "int":
+        step = max(step, 1.0)
     decimals = max(0, -math.floor(math.log10(step) + 1e-9))
-    if decimals >= _shown_decimals(plain) and step < 10:
-        return plain
     # half up, on the shown digits (0.165 x 100 is 16.499999...: 17, as a reader rounds it)
-    rounded = math.floor(round(number * scale / step, 9) + 0.5) * step
-    if rounded == 0 and number != 0:
-        return plain
+    rounded = round_half_up(number * scale, step)
     sign = "-" if rounded < 0 else ""
     return f"{sign}{prefix}{abs(rounded):,.{decimals}f}{suffix}"
+
+
+def round_half_up(number: float, step: float) -> float:
+    """`number` to a multiple of `step`, halves away from zero as a reader rounds (0.165 on
+    0.01 is 0.17, though 0.165 x 100 is 16.4999...)."""
+    units = round(abs(number) / step, 9)
+    return math.copysign(math.floor(units + 0.5) * step, number)
 
 
 def quantum_of(spread: float | None) -> float | None:
@@ -386,7 +419,7 @@ def tick_labels(values: Sequence[float], fmt: ValueFormat, log: bool = False) ->
     numbers = [float(v) for v in values]
     if not numbers:
         return []
-    if fmt in ("int", "float", "rate", "text"):
+    if fmt in ("int", "float", "rate", "readable", "text"):
         if log or max(abs(v) for v in numbers) >= ABBREVIATE_FROM:
             return _abbreviated(numbers)
         return _plain_ticks(numbers)

@@ -17,8 +17,8 @@ from rich.text import Text
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
-from torchscale.interfaces.report.estimates import lopsided
-from torchscale.interfaces.report.render.formatting import readable, readable_like
+from torchscale.interfaces.report.estimates import figure_with_interval, value_format
+from torchscale.interfaces.report.render.formatting import readable
 from torchscale.interfaces.report.terminal.cells import STATUS_LEVEL
 from torchscale.interfaces.report.terminal.fit import FitColumn, fit_table
 from torchscale.interfaces.report.terminal.lines import LEVEL_STYLE
@@ -80,11 +80,8 @@ def _throughput(r: pd.Series) -> str:
     value, low, high = r["samples_per_s"], r.get("samples_per_s_low"), r.get("samples_per_s_high")
     if _missing(value) or _missing(low) or _missing(high):
         return "-" if _missing(value) else readable(float(value))
-    value, low, high = float(value), float(low), float(high)
-    show = readable_like(value)
-    if lopsided(value, low, high):
-        return f"{show(value)} [{show(low)}, {show(high)}]"
-    return f"{show(value)}±{show((high - low) / 2)}"
+    text = figure_with_interval(float(value), float(low), float(high), value_format("readable"))
+    return text.replace(" ±", "±")  # glued: a table cell is one figure
 
 
 def _scaling(r: pd.Series) -> str:
