@@ -1,6 +1,6 @@
 """Chart limits (torchscale.interfaces.report.charts.limits): a chart past its limit keeps the
 series that matter, every reference line of a kept series and no orphaned one, never draws more than
-MAX_SERIES series, and says what it left out."""
+MAX_SERIES series, and says in its title what it kept and why."""
 
 from __future__ import annotations
 
@@ -49,9 +49,8 @@ def test_lines_keep_the_highest_peaks_with_their_own_references() -> None:
     assert references == kept  # one per kept series, none for a dropped one
     assert any(s.name == "ideal" for s in capped.series)  # unattached reference stays
     assert len(capped.series) <= MAX_SERIES
-    assert capped.note == (
-        f"{ROOM} of {ROOM + 3} series drawn (highest peaks); every group is in the table above"
-    )
+    assert capped.title == f"t · {ROOM} of {ROOM + 3} series: the highest peaks"
+    assert capped.note == f"all {ROOM + 3} series are in the table above"
 
 
 def test_lines_without_references_keep_twelve() -> None:
@@ -86,7 +85,7 @@ def test_bars_keep_the_first_categories_in_every_series() -> None:
     (a,) = capped.series
     assert a.x == labels[:MAX_CATEGORIES]
     assert a.low is not None and len(a.low) == MAX_CATEGORIES
-    assert capped.note is not None and f"first {MAX_CATEGORIES} of {len(labels)}" in capped.note
+    assert f"first {MAX_CATEGORIES} of {len(labels)} shown" in capped.title
 
 
 def test_grouped_bars_keep_at_most_max_bars() -> None:
@@ -96,7 +95,7 @@ def test_grouped_bars_keep_at_most_max_bars() -> None:
     chart = Chart(id="s", title="t", kind="bar", x_label="x", y_label="y", series=series)
     capped = cap_chart(chart)
     assert [len(s.x) for s in capped.series] == [MAX_BARS // 2] * 2
-    assert capped.note is not None and f"first {MAX_BARS // 2} of 250" in capped.note
+    assert f"first {MAX_BARS // 2} of 250" in capped.title
 
 
 def test_grouped_bars_keep_the_highest_series() -> None:
@@ -104,7 +103,7 @@ def test_grouped_bars_keep_the_highest_series() -> None:
     chart = Chart(id="s", title="t", kind="bar", x_label="x", y_label="y", series=series)
     capped = cap_chart(chart)
     assert [s.name for s in capped.series] == [f"g{i}" for i in range(30 - MAX_SERIES, 30)]
-    assert capped.note is not None and f"{MAX_SERIES} of 30 series drawn" in capped.note
+    assert capped.title == f"t · {MAX_SERIES} of 30 series: the highest peaks"
 
 
 def test_a_stack_keeps_its_largest_parts_and_sums_the_rest() -> None:
@@ -125,7 +124,7 @@ def test_boxes_keep_the_first_groups() -> None:
     chart = Chart(id="x", title="t", kind="box", x_label="x", y_label="y", series=series)
     capped = cap_chart(chart)
     assert [s.name for s in capped.series] == [f"g{i}" for i in range(MAX_BOX_SERIES)]
-    assert capped.note is not None and "groups drawn" in capped.note
+    assert f"first {MAX_BOX_SERIES} of {MAX_BOX_SERIES + 2} groups shown" in capped.title
 
 
 def test_capping_twice_changes_nothing() -> None:

@@ -10,6 +10,10 @@ Why this shape:
   bar's length is its value), lines of quantities counted from zero (times, bytes, shares);
   lines of rates and counts are fitted to their data, so a 5 % difference in throughput is
   not flattened against a zero far below.
+- An interval never stretches an axis: the axis spans at most CLIP_SPAN times the range of
+  the values plotted (`clip_window`; on a log axis, of their log). A 2-repeat interval of
+  35-1,050 % once flattened eight efficiency lines into the bottom fifth; now it is cut at the
+  axis' edge and marked there (`plot`), its full range kept in the hover and the tables.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ ZERO_BASED_FORMATS = ("seconds", "us", "bytes", "ratio_pct", "pct")
 SLANT_FROM = 12  # more categories than this: labels slanted
 LEVEL_CHARS = 110  # characters of all labels side by side beyond which they are slanted
 SLANTED_MAX = 34  # characters of a slanted label
+CLIP_SPAN = 3.0  # an axis spans at most this many times the range of the values it plots
 
 
 @dataclass(frozen=True)
@@ -100,11 +105,48 @@ def nice_step(span: float, intervals: int = MAX_INTERVALS, integer: bool = False
     return step
 
 
-def linear_axis(title: str, fmt: ValueFormat, values: Sequence[float], zero: bool) -> Axis:
+Window = tuple[float, float]
+
+
+def clip_window(points: Sequence[float], zero: bool, log: bool = False) -> Window | None:
+    """The most a value axis may span: the range of the plotted `points` (zero included on a
+    zero-based axis) and that range again on either side, CLIP_SPAN times it in all; on a
+    log axis the same in decades. A point alone counts its distance from zero as its range
+    (one decade on a log axis). None: no points."""
+    if log:
+        logs = [math.log10(v) for v in points if v > 0]
+        if not logs:
+            return None
+        low, high = min(logs), max(logs)
+        extra = (CLIP_SPAN - 1) / 2 * ((high - low) or 1.0)
+        return (10.0 ** (low - extra), 10.0 ** (high + extra))
+    values = [*points, 0.0] if zero else list(points)
+    if not values:
+        return None
+    low, high = min(values), max(values)
+    extra = (CLIP_SPAN - 1) / 2 * ((high - low) or abs(high) or 1.0)
+    return (low - extra, high + extra)
+
+
+def _within(values: Sequence[float], window: Window | None) -> list[float]:
+    if window is None:
+        return list(values)
+    return [min(max(v, window[0]), window[1]) for v in values]
+
+
+def linear_axis(
+    title: str,
+    fmt: ValueFormat,
+    values: Sequence[float],
+    zero: bool,
+    window: Window | None = None,
+) -> Axis:
     """A linear value axis over `values` (finite numbers), starting at zero when `zero`, with
-    round ticks in the shown unit and labels by `tick_labels`."""
+    round ticks in the shown unit and labels by `tick_labels`; never beyond `window` (values
+    outside it are cut at its edge, which is then the axis' end)."""
     if not values:
         return Axis(title=title, scale="linear", format=fmt, zero_based=zero)
+    values = _within(values, window)
     low, high = min(values), max(values)
     if zero:
         low, high = min(low, 0.0), max(high, 0.0)
@@ -118,6 +160,8 @@ def linear_axis(title: str, fmt: ValueFormat, values: Sequence[float], zero: boo
     pad_low = 0.0 if zero and low == 0 else PAD * span
     pad_high = 0.0 if zero and high == 0 else PAD * span
     low, high = low - pad_low, high + pad_high
+    if window is not None:
+        low, high = max(low, window[0]), min(high, window[1])
     range_factor = display_factor(fmt, max(abs(low), abs(high)))
     ticks = _ticks(low, high, fmt, range_factor)
     # the labels take the unit of the largest tick: where that is a smaller unit than the
@@ -151,19 +195,25 @@ def _clean(value: float, step: float) -> float:
     return 0.0 if value == 0 else value
 
 
-def log_axis(title: str, fmt: ValueFormat, values: Sequence[float]) -> Axis:
-    """A log value axis: 1-2-5 ticks (`log_ticks`) from a tick below the data to one above;
-    values <= 0 cannot be drawn on it and are left out of the range."""
-    positive = [v for v in values if v > 0]
+def log_axis(
+    title: str, fmt: ValueFormat, values: Sequence[float], window: Window | None = None
+) -> Axis:
+    """A log value axis: 1-2-5 ticks (`log_ticks`) from a tick below the data to one above,
+    never beyond `window`; values <= 0 cannot be drawn on it and are left out of the range."""
+    positive = _within([v for v in values if v > 0], window)
     if not positive:
         return Axis(title=title, scale="log", format=fmt)
     ticks = log_ticks(min(positive), max(positive))
+    low, high = ticks[0], ticks[-1]
+    if window is not None:
+        low, high = max(low, window[0]), min(high, window[1])
+        ticks = [t for t in ticks if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)]
     return Axis(
         title=title,
         scale="log",
         format=fmt,
-        low=ticks[0],
-        high=ticks[-1],
+        low=low,
+        high=high,
         ticks=tuple(ticks),
         tick_text=tuple(tick_labels(ticks, fmt, log=True)),
     )

@@ -1,14 +1,16 @@
 """Limits on what one chart draws, so that a 500-cell sweep gives charts a person can read
 (and a PDF that lays out in seconds). Tables keep every row; a chart that had to leave data out
-says so in its note and points at the table that has all of it. Pure functions over the model,
+says in its title what it kept and why ("11 of 100 series: the highest peak of each model"),
+and its note points at the table that has all of it. Pure functions over the model,
 applied when the report is built (`report.build`), so that every format (JSON and terminal
 included) holds the chart that is drawn.
 
 No chart draws more than MAX_SERIES series (an ideal line counts: it is a line on the plot),
 so that each series has a colour of its own (`palette.PALETTE`) and the legend stays shorter
 than the plot:
-- lines: the series with the highest peaks, each with its own reference line;
-- grouped bars: the series with the highest peaks;
+- lines: the series with the highest peaks, each with its own reference line, the highest of
+  each model first (`pick`) so that every model of the sweep stays on the chart;
+- grouped bars: the series with the highest peaks, likewise;
 - stacked bars: the largest parts, and the rest summed as one "others" part (a stack adds up,
   so the sum is still the total);
 - boxes: the first MAX_BOX_SERIES groups.
@@ -32,12 +34,44 @@ def _peak(series: Series) -> float:
     return max(finite_values(series.y), default=float("-inf"))
 
 
+def _rank(series: Series) -> tuple[float, float]:
+    """Highest peak first; between equal peaks (every efficiency line starts at 100 %) the
+    higher mean."""
+    values = finite_values(series.y)
+    return (_peak(series), sum(values) / len(values) if values else float("-inf"))
+
+
 def _total(series: Series) -> float:
     return sum(abs(v) for v in finite_values(series.y))
 
 
 def _join(note: str | None, extra: str) -> str:
     return f"{note}; {extra}" if note else extra
+
+
+def _titled(chart: Chart, kept: str) -> str:
+    """The chart's title with what it kept: a capped chart says so where it is read first."""
+    return f"{chart.title} · {kept}"
+
+
+def pick(series: list[Series], room: int) -> tuple[list[Series], str]:
+    """The `room` series to draw and why: the highest peak of each model first (so a chart
+    of many models shows every one of them, not the one whose series happen to rank highest),
+    then the highest peaks of the rest. The reason reads after 'n of m series: '."""
+    ranked = sorted(series, key=_rank, reverse=True)
+    models = list(dict.fromkeys(s.model for s in ranked if s.model is not None))
+    if len(models) < 2:
+        return ranked[:room], "the highest peaks"
+    firsts = [next(s for s in ranked if s.model == m) for m in models][:room]
+    chosen = {id(s) for s in firsts}
+    rest = [s for s in ranked if id(s) not in chosen][: room - len(firsts)]
+    if len(firsts) < len(models):
+        reason = f"the highest peaks of {len(firsts)} of {len(models)} models"
+    elif rest:
+        reason = "the highest peak of each model, then the highest others"
+    else:
+        reason = "the highest peak of each model"
+    return [*firsts, *rest], reason
 
 
 def _cap_lines(chart: Chart) -> Chart:
@@ -48,8 +82,9 @@ def _cap_lines(chart: Chart) -> Chart:
     room = max(1, (MAX_SERIES - len(unattached)) // per_series)
     if len(measured) <= room:
         return chart
-    keep = {id(s) for s in sorted(measured, key=_peak, reverse=True)[:room]}
-    names = {s.name for s in measured if id(s) in keep}
+    picked, reason = pick(measured, room)
+    keep = {id(s) for s in picked}
+    names = {s.name for s in picked}
     series = [
         s
         for s in chart.series
@@ -57,10 +92,14 @@ def _cap_lines(chart: Chart) -> Chart:
         or (s.style != "solid" and s.reference_for is None)
         or (s.reference_for is not None and s.reference_for in names)
     ]
-    note = (
-        f"{room} of {len(measured)} series drawn (highest peaks); every group is in the table above"
+    note = f"all {len(measured)} series are in the table above"
+    return chart.model_copy(
+        update={
+            "series": series,
+            "title": _titled(chart, f"{room} of {len(measured)} series: {reason}"),
+            "note": _join(chart.note, note),
+        }
     )
-    return chart.model_copy(update={"series": series, "note": _join(chart.note, note)})
 
 
 def _keep_categories(series: Series, kept: set[float | int | str]) -> Series:
@@ -84,21 +123,31 @@ def _cap_categories(chart: Chart) -> Chart:
         return chart
     kept = set(every[:limit])
     trimmed = [s for s in (_keep_categories(s, kept) for s in chart.series) if s.x]
-    note = f"first {limit} of {len(every)} shown; all of them are in the tables"
-    return chart.model_copy(update={"series": trimmed, "note": _join(chart.note, note)})
+    note = f"all {len(every)} are in the tables"
+    return chart.model_copy(
+        update={
+            "series": trimmed,
+            "title": _titled(chart, f"first {limit} of {len(every)} shown, in the table's order"),
+            "note": _join(chart.note, note),
+        }
+    )
 
 
 def _cap_bar_series(chart: Chart) -> Chart:
     """Grouped bars: the series with the highest peaks."""
     if len(chart.series) <= MAX_SERIES:
         return chart
-    keep = {id(s) for s in sorted(chart.series, key=_peak, reverse=True)[:MAX_SERIES]}
+    picked, reason = pick(chart.series, MAX_SERIES)
+    keep = {id(s) for s in picked}
     series = [s for s in chart.series if id(s) in keep]
-    note = (
-        f"{MAX_SERIES} of {len(chart.series)} series drawn (highest peaks); all of them are in "
-        "the tables"
+    note = f"all {len(chart.series)} series are in the tables"
+    return chart.model_copy(
+        update={
+            "series": series,
+            "title": _titled(chart, f"{MAX_SERIES} of {len(chart.series)} series: {reason}"),
+            "note": _join(chart.note, note),
+        }
     )
-    return chart.model_copy(update={"series": series, "note": _join(chart.note, note)})
 
 
 def _cap_stack(chart: Chart) -> Chart:
@@ -118,18 +167,27 @@ def _cap_stack(chart: Chart) -> Chart:
     note = (
         f"{OTHERS}: the sum of the {len(rest)} smallest parts ({', '.join(s.name for s in rest)})"
     )
-    return chart.model_copy(update={"series": [*kept, others], "note": _join(chart.note, note)})
+    kept_text = f"the {len(kept)} largest of {len(chart.series)} parts, the rest as '{OTHERS}'"
+    return chart.model_copy(
+        update={
+            "series": [*kept, others],
+            "title": _titled(chart, kept_text),
+            "note": _join(chart.note, note),
+        }
+    )
 
 
 def _cap_boxes(chart: Chart) -> Chart:
     if len(chart.series) <= MAX_BOX_SERIES:
         return chart
-    note = (
-        f"first {MAX_BOX_SERIES} of {len(chart.series)} groups drawn; the percentiles of all "
-        "are in the tables"
-    )
+    note = f"the percentiles of all {len(chart.series)} groups are in the tables"
+    kept = f"first {MAX_BOX_SERIES} of {len(chart.series)} groups shown, in the table's order"
     return chart.model_copy(
-        update={"series": chart.series[:MAX_BOX_SERIES], "note": _join(chart.note, note)}
+        update={
+            "series": chart.series[:MAX_BOX_SERIES],
+            "title": _titled(chart, kept),
+            "note": _join(chart.note, note),
+        }
     )
 
 

@@ -10,19 +10,31 @@ theirs: pixel sizes, fonts, where a slanted label fits.
 The legend is bounded: at most MAX_SERIES series (`limits`), labels cut at LABEL_MAX
 characters (the full name stays in the hover text and the tables), and in as many columns as
 the longest label allows, so its rows never outgrow the plot's fixed height.
+
+A chart cannot mislead by its drawing:
+- an interval longer than the axis allows (`axes.clip_window`) is drawn to the axis' edge and
+  marked there with a triangle (`PlotSeries.clips`), whose hover has the full interval, and a
+  line in the chart says so;
+- a bar's length is its value, so bars stand on a linear axis from zero; a bar chart that
+  needs a log axis (rates over decades) is drawn as dots ("dot"): on a log axis from 100 an
+  11.6x gap between two bars looked like 2x;
+- a series with nothing to draw is named in the chart (`Chart.absent`: "fsdp: not split"),
+  as is what a capped chart kept (in its title, by `limits`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import (
+    CLIP_SPAN,
     Axis,
     category_axis,
+    clip_window,
     linear_axis,
     log_axis,
     measured_log_axis,
@@ -47,9 +59,10 @@ from torchscale.interfaces.report.render.formatting import (
     reference_legend,
 )
 
-Kind = Literal["line", "bar", "stacked_bar", "box", "heatmap"]
+# "dot": a bar chart on a log axis, drawn as dots (a bar's length means nothing there)
+Kind = Literal["line", "bar", "stacked_bar", "box", "heatmap", "dot"]
 BarMode = Literal["group", "overlay", "stack"]
-EntryKind = Literal["line", "patch", "band"]
+EntryKind = Literal["line", "patch", "band", "marker"]
 LABEL_MAX = 48  # characters of a legend entry or category label; the full text is in the hover
 LEGEND_WIDTH_CHARS = 118  # what one legend row holds, in characters of the legend's font
 LEGEND_HANDLE_CHARS = 8  # an entry's symbol and the gap after it
@@ -57,6 +70,20 @@ MAX_LEGEND_COLUMNS = 4
 HEATMAP_VALUES_MAX = 120  # cells up to which each heatmap cell prints its value
 HEATMAP_X_LABELS = 20
 HEATMAP_Y_LABELS = 16
+GROUP_WIDTH = 0.8  # of a category's slot, taken by its side-by-side bars or dots (as plotly's)
+CLIP_UP = "▲"
+CLIP_DOWN = "▼"
+
+
+@dataclass(frozen=True)
+class Clip:
+    """Where an interval was cut at the axis' edge: drawn as a triangle at (x, y), pointing
+    `up` (the interval goes on above) or down; `text` is the hover, with the full interval."""
+
+    x: float
+    y: float
+    up: bool
+    text: str
 
 
 @dataclass(frozen=True)
@@ -80,6 +107,7 @@ class PlotSeries:
     values: tuple[tuple[float, ...], ...] | None = None
     text: tuple[str, ...] = ()
     interval_colour: str = palette.TEXT_COLOUR
+    clips: tuple[Clip, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,6 +158,9 @@ class Plot:
     bands: tuple[PlotBand, ...] = ()
     heatmap: PlotHeatmap | None = None
     note: str | None = None
+    # lines drawn in the chart under its title: the series not drawn and why, the intervals
+    # cut at the axis' edge (the chart's caption is outside the picture)
+    subtitle: tuple[str, ...] = ()
 
     @property
     def legend_rows(self) -> int:
@@ -210,10 +241,11 @@ def _positions(series: Series, keys: dict[str, int] | None) -> list[float]:
 
 
 def _plot_series(
-    chart: Chart, keys: dict[str, int] | None, labels: Sequence[str]
+    chart: Chart, kind: Kind, keys: dict[str, int] | None, labels: Sequence[str]
 ) -> list[PlotSeries]:
     out: list[PlotSeries] = []
     log_x = chart.x_log2 and keys is None
+    marked = kind in ("line", "dot")
     for s, (colour, marker, hatch) in zip(chart.series, _styles(chart.series), strict=True):
         reference = s.reference_for is not None or (s.style != "solid" and marker is None)
         xs = _positions(s, keys)
@@ -233,9 +265,9 @@ def _plot_series(
                 name=s.name,
                 label=short(s.name),
                 colour=colour,
-                marker=None if chart.kind != "line" or reference else marker,
+                marker=marker if marked and not reference else None,
                 dash=s.style,
-                hatch=hatch if chart.kind in ("bar", "stacked_bar") else "",
+                hatch=hatch if kind in ("bar", "stacked_bar") else "",
                 reference=reference,
                 in_legend=s.reference_for is None,
                 x=tuple(xs[i] for i in keep),
@@ -256,10 +288,70 @@ def _plot_series(
                 )
                 if chart.kind != "box"
                 else (),
-                interval_colour=colour if chart.kind == "line" else palette.TEXT_COLOUR,
+                interval_colour=colour if marked else palette.TEXT_COLOUR,
             )
         )
     return out
+
+
+def group_offset(index: int, count: int, bar_mode: BarMode | None) -> float:
+    """Where the `index`-th of `count` series sits in its category's slot: side by side
+    (GROUP_WIDTH shared, as plotly's grouped bars), or centred when bars overlay or stack."""
+    if bar_mode != "group" or count <= 1:
+        return 0.0
+    width = GROUP_WIDTH / count
+    return (index - (count - 1) / 2) * width
+
+
+def _dots_apart(series: list[PlotSeries], bar_mode: BarMode | None) -> list[PlotSeries]:
+    """Dots side by side in their category, as grouped bars would stand."""
+    return [
+        replace(s, x=tuple(x + group_offset(i, len(series), bar_mode) for x in s.x))
+        for i, s in enumerate(series)
+    ]
+
+
+# ------------------------------------------------------------------ intervals at the edge
+
+
+def _clipped(series: PlotSeries, axis: Axis, offset: float) -> PlotSeries:
+    """The series with its intervals cut to the axis' range and each cut marked (`Clip`) at
+    the edge; its hover text keeps the full interval. On a log axis a low end <= 0 cannot be
+    drawn: it is cut at the bottom."""
+    if series.low is None or series.high is None or axis.range is None:
+        return series
+    bottom, top = axis.range
+    lows: list[float | None] = []
+    highs: list[float | None] = []
+    clips: list[Clip] = []
+    slack = (top - bottom) * 1e-9 if axis.scale == "linear" else 0.0
+    for i, (x, low, high) in enumerate(zip(series.x, series.low, series.high, strict=True)):
+        text = series.text[i] if i < len(series.text) else ""
+        if low is not None and (low < bottom - slack or (axis.scale == "log" and low <= 0)):
+            clips.append(Clip(x=x + offset, y=bottom, up=False, text=text))
+            low = bottom
+        if high is not None and high > top + slack:
+            clips.append(Clip(x=x + offset, y=top, up=True, text=text))
+            high = top
+        lows.append(low)
+        highs.append(high)
+    if not clips:
+        return series
+    return replace(series, low=tuple(lows), high=tuple(highs), clips=tuple(clips))
+
+
+def _clip_line(series: Sequence[PlotSeries]) -> str | None:
+    """The line in the chart that says intervals were cut, with the marks it shows."""
+    clips = [c for s in series for c in s.clips]
+    if not clips:
+        return None
+    marks = "".join(
+        mark for mark, up in ((CLIP_UP, True), (CLIP_DOWN, False)) if any(c.up == up for c in clips)
+    )
+    return (
+        f"{marks} interval cut at the axis' edge: it runs past {CLIP_SPAN:g}x the values' range "
+        "(full interval in the hover and the table)"
+    )
 
 
 # ------------------------------------------------------------------ axes
@@ -271,15 +363,20 @@ def _is_categorical(chart: Chart) -> bool:
     )
 
 
+def _intervals(series: Sequence[PlotSeries]) -> list[float]:
+    """The ends of every interval: the axis holds them within its clip window."""
+    numbers = [v for s in series for v in (*(s.low or ()), *(s.high or ())) if v is not None]
+    return [v for v in numbers if math.isfinite(v)]
+
+
 def _value_numbers(
     chart: Chart, series: Sequence[PlotSeries], bar_mode: BarMode | None
 ) -> list[float]:
-    """Every y-side number the value axis must hold: values, intervals, bands, stack tops."""
+    """Every y-side number the value axis must show whole: values, box samples, bands,
+    stack tops (not the intervals: `_intervals`)."""
     numbers: list[float] = []
     for s in series:
         numbers += [v for v in s.y if v is not None]
-        numbers += [v for v in s.low or () if v is not None]
-        numbers += [v for v in s.high or () if v is not None]
         for sample in s.values or ():
             numbers += sample
     if bar_mode == "stack":
@@ -299,13 +396,18 @@ def _value_numbers(
     return [v for v in numbers if math.isfinite(v)]
 
 
-def _y_axis(chart: Chart, series: Sequence[PlotSeries], bar_mode: BarMode | None) -> Axis:
-    numbers = _value_numbers(chart, series, bar_mode)
+def _y_axis(
+    chart: Chart, kind: Kind, series: Sequence[PlotSeries], bar_mode: BarMode | None
+) -> Axis:
+    """The value axis over the values, and over the intervals as far as `clip_window` lets
+    them stretch it."""
+    points = _value_numbers(chart, series, bar_mode)
+    numbers = points + _intervals(series)
+    zero = zero_based(kind, chart.y_format)
+    window = clip_window(points, zero and not chart.y_log, log=chart.y_log)
     if chart.y_log:
-        return log_axis(chart.y_label, chart.y_format, numbers)
-    return linear_axis(
-        chart.y_label, chart.y_format, numbers, zero_based(chart.kind, chart.y_format)
-    )
+        return log_axis(chart.y_label, chart.y_format, numbers, window)
+    return linear_axis(chart.y_label, chart.y_format, numbers, zero, window)
 
 
 def _x_axis(chart: Chart, labels: list[str] | None) -> Axis:
@@ -321,8 +423,8 @@ def _x_axis(chart: Chart, labels: list[str] | None) -> Axis:
 # ------------------------------------------------------------------ legend
 
 
-def _legend(chart: Chart, series: Sequence[PlotSeries]) -> list[LegendEntry]:
-    kind: EntryKind = "line" if chart.kind == "line" else "patch"
+def _legend(chart: Chart, p_kind: Kind, series: Sequence[PlotSeries]) -> list[LegendEntry]:
+    kind: EntryKind = "line" if p_kind == "line" else "marker" if p_kind == "dot" else "patch"
     entries = [
         LegendEntry(
             label=s.label,
@@ -417,27 +519,40 @@ def plot(chart: Chart) -> Plot:
             heatmap=heat,
             note=chart.note,
         )
+    kind: Kind = "dot" if chart.kind == "bar" and chart.y_log else chart.kind
     categorical = _is_categorical(chart)
     every = categories(chart.series) if categorical else []
     keys = {category_key(x): i for i, x in enumerate(every)} if categorical else None
     labels = [short(x if isinstance(x, str) else format_value(x, chart.x_format)) for x in every]
-    series = _plot_series(chart, keys, labels)
+    series = _plot_series(chart, kind, keys, labels)
     bar_mode: BarMode | None = None
     if chart.kind == "stacked_bar":
         bar_mode = "stack"
     elif chart.kind == "bar":
         bar_mode = "overlay" if disjoint(chart.series) else "group"
-    legend = _legend(chart, series)
+    if kind == "dot":
+        series = _dots_apart(series, bar_mode)
+    y = _y_axis(chart, kind, series, bar_mode)
+    series = [
+        _clipped(s, y, group_offset(i, len(series), bar_mode) if kind == "bar" else 0.0)
+        for i, s in enumerate(series)
+    ]
+    legend = _legend(chart, kind, series)
+    subtitle = ["; ".join(chart.absent)] if chart.absent else []
+    clipped = _clip_line(series)
+    if clipped is not None:
+        subtitle.append(clipped)
     return Plot(
         id=chart.id,
         title=chart.title,
-        kind=chart.kind,
+        kind=kind,
         x=_x_axis(chart, labels if categorical else None),
-        y=_y_axis(chart, series, bar_mode),
+        y=y,
         series=tuple(series),
         legend=tuple(legend),
         legend_columns=legend_columns(legend),
         bar_mode=bar_mode,
         bands=tuple(PlotBand(low=b.low, high=b.high, label=short(b.label)) for b in chart.bands),
         note=chart.note,
+        subtitle=tuple(subtitle),
     )

@@ -19,7 +19,13 @@ from typing import Any
 
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import Axis
-from torchscale.interfaces.report.charts.plot import LegendEntry, Plot, PlotSeries, plot
+from torchscale.interfaces.report.charts.plot import (
+    CLIP_UP,
+    LegendEntry,
+    Plot,
+    PlotSeries,
+    plot,
+)
 from torchscale.interfaces.report.model import Chart
 
 FONT_STACK = (
@@ -41,6 +47,10 @@ REFERENCE_GROUP = "reference"
 TITLE_WRAP = 72  # characters per title line: fits beside the mode bar on a laptop screen
 PLOT_PX = 300  # the plot area's height, whatever the legend and labels take
 TITLE_LINE_PX = 20
+SUBTITLE_WRAP = 96  # characters per line of the smaller text under the title
+SUBTITLE_LINE_PX = 16
+SUBTITLE_COLOUR = "#555555"
+CLIP_MARK_PX = 9
 LEGEND_ROW_PX = 21
 MARGIN_BOTTOM_PX = 56
 CHAR_PX = 6.6  # a tick label character at 12 px
@@ -153,7 +163,17 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
     )
     if series.reference:
         trace.update(legendgroup=REFERENCE_GROUP)
-    if p.kind == "line":
+    if p.kind == "dot":
+        trace.update(
+            type="scatter",
+            mode="markers",
+            marker={
+                "color": series.colour,
+                "size": 8,
+                "symbol": SYMBOLS[series.marker or "circle"],
+            },
+        )
+    elif p.kind == "line":
         line = {
             "color": series.colour,
             "width": 1.5 if series.reference else 2,
@@ -186,6 +206,34 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
     if error is not None:
         trace["error_y"] = error
     return trace
+
+
+def _clip_marks(series: PlotSeries, group: str) -> dict[str, Any]:
+    """The triangles where the series' intervals were cut at the axis' edge: drawn over the
+    frame (not clipped by it), hidden with their series, each hover with the full interval."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "x": [c.x for c in series.clips],
+        "y": [c.y for c in series.clips],
+        "marker": {
+            "color": series.interval_colour,
+            "size": CLIP_MARK_PX,
+            "symbol": ["triangle-up" if c.up else "triangle-down" for c in series.clips],
+        },
+        "text": [plotly_text(c.text) for c in series.clips],
+        "hovertemplate": "%{text}<extra></extra>",
+        "cliponaxis": False,
+        "showlegend": False,
+        "legendgroup": group,
+        "name": plotly_text(f"{series.label}: {CLIP_UP} cut"),
+    }
+
+
+def subtitle_text(lines: tuple[str, ...], width: int = SUBTITLE_WRAP) -> tuple[str, int]:
+    """The lines under a chart's title as escaped plotly text, wrapped, and their count."""
+    wrapped = [w for line in lines for w in textwrap.wrap(line, width=width) or [""]]
+    return "<br>".join(plotly_text(w) for w in wrapped), len(wrapped)
 
 
 def _legend_only(entry: LegendEntry, group: str | None) -> dict[str, Any]:
@@ -289,8 +337,10 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
     # the title, then the legend, sit above the plot in container pixels: the plot keeps its
     # height however many rows the legend takes
     title_px = 14 + TITLE_LINE_PX * title_lines
+    subtitle, subtitle_lines = subtitle_text(p.subtitle)
+    subtitle_px = SUBTITLE_LINE_PX * subtitle_lines
     legend_px = LEGEND_ROW_PX * p.legend_rows
-    top = title_px + 8 + legend_px
+    top = title_px + subtitle_px + 8 + legend_px
     bottom = MARGIN_BOTTOM_PX
     plot_px = PLOT_PX
     layout: dict[str, Any] = {
@@ -319,6 +369,11 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
         layout["plot_bgcolor"] = palette.NO_DATA_COLOUR  # no data reads as grey, not as zero
     else:
         traces = [_trace(p, s) for s in p.series]
+        for index, series in enumerate(p.series):
+            if series.clips:
+                group = f"series-{index}"
+                traces[index]["legendgroup"] = group
+                traces.append(_clip_marks(series, group))
         reference = next((e for e in p.legend if e.series is None and e.kind == "line"), None)
         if reference is not None:
             traces.append(_legend_only(reference, REFERENCE_GROUP))
@@ -337,12 +392,29 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
             bottom += int(CHAR_PX * longest * math.sin(math.radians(SLANT_DEGREES)))
     layout["margin"] = {"l": 64, "r": 24, "t": top, "b": bottom}
     layout["height"] = plot_px + top + bottom
+    if subtitle_lines:
+        # paper y is in plot heights from the plot's bottom: the text hangs from just under
+        # the title, above the legend
+        layout["annotations"] = [
+            {
+                "text": subtitle,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "xanchor": "left",
+                "y": 1 + (top - title_px) / plot_px,
+                "yanchor": "top",
+                "align": "left",
+                "showarrow": False,
+                "font": {"size": 12, "color": SUBTITLE_COLOUR},
+            }
+        ]
     layout["legend"] = {
         "orientation": "h",
         "x": 0,
         "xanchor": "left",
         "xref": "paper",
-        "y": 1 - title_px / layout["height"],
+        "y": 1 - (title_px + subtitle_px) / layout["height"],
         "yanchor": "top",
         "yref": "container",
         "font": {"size": 12},

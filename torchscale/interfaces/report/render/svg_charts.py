@@ -21,6 +21,7 @@ Why this shape:
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import itertools
 import logging
@@ -46,7 +47,14 @@ from matplotlib.typing import LineStyleType, RcKeyType
 
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import Axis
-from torchscale.interfaces.report.charts.plot import LegendEntry, Plot, PlotSeries, plot
+from torchscale.interfaces.report.charts.plot import (
+    GROUP_WIDTH,
+    LegendEntry,
+    Plot,
+    PlotSeries,
+    group_offset,
+    plot,
+)
 from torchscale.interfaces.report.model import Chart
 from torchscale.interfaces.report.render.formatting import heatmap_scale, is_dark, scale_colour
 
@@ -61,6 +69,9 @@ DECORATION_IN = 0.40
 LEGEND_ROW_IN = 0.152
 LEGEND_GAP_IN = 0.12
 FONT_SIZE = 8.0
+SUBTITLE_LINE_IN = 0.13  # a line of the text under the title, at FONT_SIZE - 1
+SUBTITLE_WRAP = 118  # characters of such a line across the figure
+SUBTITLE_COLOUR = "#555555"
 MARKERS = {
     "circle": "o",
     "square": "s",
@@ -172,6 +183,64 @@ def _draw_line(ax: Axes, p: Plot) -> None:
         _interval(ax, series.x, series, zorder=2.5, index=index)
 
 
+def _draw_dots(ax: Axes, p: Plot) -> None:
+    """A bar chart on a log axis: a dot per value (already set apart in its category by
+    the model), with its interval."""
+    for index, series in enumerate(p.series):
+        ys = [math.nan if y is None else y for y in series.y]
+        ax.plot(
+            series.x,
+            ys,
+            color=series.colour,
+            linestyle="None",
+            marker=MARKERS[series.marker or "circle"],
+            markersize=5.0,
+            markeredgewidth=0.0,
+            zorder=3,
+            gid=series_id(index),
+        )
+        _interval(ax, series.x, series, zorder=2.5, index=index)
+
+
+def _clip_marks(ax: Axes, p: Plot) -> None:
+    """A triangle where an interval was cut at the axis' edge, over the frame."""
+    for index, series in enumerate(p.series):
+        for up in (True, False):
+            marks = [c for c in series.clips if c.up == up]
+            if not marks:
+                continue
+            ax.plot(
+                [c.x for c in marks],
+                [c.y for c in marks],
+                color=series.interval_colour,
+                linestyle="None",
+                marker="^" if up else "v",
+                markersize=5.0,
+                markeredgewidth=0.0,
+                clip_on=False,
+                zorder=5,
+                gid=series_id(index, "clip-up" if up else "clip-down"),
+            )
+
+
+def _subtitle(ax: Axes, p: Plot) -> None:
+    """The lines under the title (the title itself is the page's): what is not drawn, what
+    was cut at the axis' edge."""
+    lines = subtitle_lines(p)
+    if lines:
+        ax.set_title(
+            plain("\n".join(lines)),
+            loc="left",
+            fontsize=FONT_SIZE - 1,
+            color=SUBTITLE_COLOUR,
+            pad=4,
+        )
+
+
+def subtitle_lines(p: Plot) -> list[str]:
+    return [w for line in p.subtitle for w in textwrap.wrap(line, SUBTITLE_WRAP) or [""]]
+
+
 def _rectangles(boxes: list[tuple[float, float, float, float]]) -> Path:
     """Rectangles (x0, x1, y0, y1) as one compound path: one SVG node for all of them."""
     vertices = [
@@ -219,18 +288,16 @@ def _draw_bars(ax: Axes, p: Plot) -> None:
     nodes, not eighty."""
     count = len(p.series)
     alone = p.bar_mode in ("stack", "overlay") or count == 1
-    width = 0.7 if alone else 0.8 / max(count, 1)
-    # on a log axis a bar starts at the axis' bottom (zero is not on it), as plotly's do
-    floor = p.y.low if p.y.scale == "log" and p.y.low is not None else 0.0
+    width = 0.7 if alone else GROUP_WIDTH / max(count, 1)
     tops: dict[float, float] = {}
     bottoms: dict[float, float] = {}
     for index, series in enumerate(p.series):
-        offset = 0.0 if alone else (index - (count - 1) / 2) * width
+        offset = group_offset(index, count, p.bar_mode)
         boxes = []
         for x, y in zip(series.x, series.y, strict=True):
             if y is None:
                 continue
-            start = floor
+            start = 0.0  # a bar's length is its value: never on a log axis (the model's dots)
             if p.bar_mode == "stack":
                 stack = tops if y >= 0 else bottoms
                 start = stack.get(x, 0.0)
@@ -334,6 +401,17 @@ def row_major(entries: Sequence[T], columns: int) -> list[T]:
 
 def _handle(entry: LegendEntry) -> Artist:
     label = plain(entry.label)
+    if entry.kind == "marker":
+        return Line2D(
+            [],
+            [],
+            color=entry.colour,
+            linestyle="None",
+            marker=MARKERS[entry.marker or "circle"],
+            markersize=4.5,
+            markeredgewidth=0.0,
+            label=label,
+        )
     if entry.kind == "line":
         return Line2D(
             [],
@@ -451,7 +529,7 @@ def figure_height(p: Plot) -> float:
         height = min(3 * PLOT_HEIGHT_IN, max(PLOT_HEIGHT_IN, HEATMAP_HEIGHT_IN * rows))
     if p.legend_rows:
         height += LEGEND_GAP_IN + LEGEND_ROW_IN * p.legend_rows
-    return height + DECORATION_IN
+    return height + DECORATION_IN + SUBTITLE_LINE_IN * len(subtitle_lines(p))
 
 
 def _figure(chart: Chart | Plot) -> Figure:
@@ -486,6 +564,10 @@ def _figure(chart: Chart | Plot) -> Figure:
         _draw_bars(ax, p)
     elif p.kind == "box":
         _draw_box(ax, p)
+    elif p.kind == "dot":
+        _draw_dots(ax, p)
+    _clip_marks(ax, p)
+    _subtitle(ax, p)
     _apply_axis(ax, p.x, "x")
     _apply_axis(ax, p.y, "y")
     _legend(fig, p)
@@ -580,11 +662,33 @@ def _pitch_px(fig: Figure, ax: Axes, ticks: list[tuple[float, str]]) -> float:
     return float(min(b - a for a, b in itertools.pairwise(where)))
 
 
+def hover_titles(svg: str, p: Plot) -> str:
+    """`svg` with a `<title>` in each series' group, its points' hover text one per line (and
+    in each cut-interval mark's, the full intervals): a browser shows it on hover where the
+    SVG is embedded in a page; a PDF ignores it."""
+    for index, series in enumerate(p.series):
+        texts = [t for t in series.text if t] or [series.name]
+        parts = {
+            series_id(index): texts,
+            series_id(index, "clip-up"): [c.text for c in series.clips if c.up],
+            series_id(index, "clip-down"): [c.text for c in series.clips if not c.up],
+        }
+        for gid, lines in parts.items():
+            if not lines:
+                continue
+            opening = f'<g id="{gid}">'
+            title = f"<title>{html.escape(chr(10).join(lines), quote=False)}</title>"
+            svg = svg.replace(opening, opening + title, 1)
+    return svg
+
+
 def chart_svg(chart: Chart | Plot) -> str:
-    """One chart as a standalone SVG document (vector paths only; no raster image)."""
+    """One chart as a standalone SVG document (vector paths only; no raster image), with
+    hover titles on its series (`hover_titles`)."""
     start = time.perf_counter()
+    p = chart if isinstance(chart, Plot) else plot(chart)
     with matplotlib.rc_context(SVG_RC):
-        fig = _figure(chart)
+        fig = _figure(p)
         try:
             buffer = io.StringIO()
             # text as SVG text, not outlines: WeasyPrint lays a chart out ~40 % faster, and
@@ -593,4 +697,4 @@ def chart_svg(chart: Chart | Plot) -> str:
         finally:
             fig.clear()
     log.debug("chart %s (%s): %.3f s", chart.id, chart.kind, time.perf_counter() - start)
-    return buffer.getvalue()
+    return hover_titles(buffer.getvalue(), p)

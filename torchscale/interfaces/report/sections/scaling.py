@@ -243,6 +243,7 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
                 y=[finite(v) for v in group["efficiency"]],
                 low=[finite(v) for v in group["efficiency_low"]],
                 high=[finite(v) for v in group["efficiency_high"]],
+                model=str(first["model_label"]),
             )
         )
         kinds = [

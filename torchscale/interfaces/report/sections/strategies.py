@@ -197,6 +197,7 @@ def _chart(
         line.y.append(float(value))
     if not series:
         return None
+    absent = [f"{r['layout']}: {_why_absent(r, key)}" for r in rows if r["layout"] not in series]
     # rates spanning a decade (a 2-rank and a 64-rank group side by side) go on a log axis,
     # where the small ones do not flatten into the bottom; said in the axis label
     log = y_format == "rate" and spans_decades(list(series.values()))
@@ -209,7 +210,15 @@ def _chart(
         y_format=y_format,
         y_log=log,
         series=list(series.values()),
+        absent=list(dict.fromkeys(absent)),
     )
+
+
+def _why_absent(row: dict[str, Any], key: str) -> str:
+    """Why a layout has no value to chart: a share inside the noise, or one not split."""
+    if key == "exposed_share":
+        return "not measurable" if row.get("exposed") is not None else "not split"
+    return "not measured"
 
 
 def build(ctx: Context) -> Section | None:
