@@ -88,7 +88,8 @@ def ok_result(planned: Any) -> CellResult:
 
 
 def test_running_lines_say_where_the_sweep_stands(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What a log or CI shows (no TTY): position, elapsed and ETA on every running line."""
+    """What a log or CI shows with -v (no TTY): position, elapsed and ETA on every running
+    line."""
     config = BenchConfig.model_validate(
         {
             "experiment_name": "e",
@@ -104,7 +105,7 @@ def test_running_lines_say_where_the_sweep_stands(monkeypatch: pytest.MonkeyPatc
     # test's capture for the tests after it
     console = Console(file=out, highlight=False, soft_wrap=True)
     monkeypatch.setattr(benchmark_cmd, "stderr", console)
-    monkeypatch.setattr(common.Verbosity, "level", 0)
+    monkeypatch.setattr(common.Verbosity, "level", 1)
     printer = benchmark_cmd._Printer(len(plan.cells), plan)
     try:
         printer.cell_start(plan.cells[0], 0, 2, True)
@@ -120,3 +121,33 @@ def test_running_lines_say_where_the_sweep_stands(monkeypatch: pytest.MonkeyPatc
     assert second.startswith("cell 2/2, ")
     assert "ETA unknown" not in second.splitlines()[0]
     assert "ETA " in second.splitlines()[0]
+
+
+def test_a_log_gets_the_position_under_the_live_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default output to a log: the table's rows, and where the sweep stands once the
+    interval since the last position line has passed (here 0 s, so at every later cell)."""
+    config = BenchConfig.model_validate(
+        {
+            "experiment_name": "e",
+            "models": ["tiny-mlp"],
+            "batch_sizes": [8],
+            "gpu_counts": [1, 2],
+            "device": "cpu",
+        }
+    )
+    plan = build_plan(config, Machine(0, 2))
+    out = io.StringIO()
+    console = Console(file=out, highlight=False, soft_wrap=True)
+    monkeypatch.setattr(benchmark_cmd, "stdout", console)
+    monkeypatch.setattr(benchmark_cmd, "POSITION_EVERY_S", 0.0)
+    monkeypatch.setattr(common.Verbosity, "level", 0)
+    printer = benchmark_cmd._Printer(len(plan.cells), plan)
+    try:
+        printer.cell_start(plan.cells[0], 0, 2, True)
+        printer.cell_done(ok_result(plan.cells[0]), False)
+        printer.cell_start(plan.cells[1], 1, 2, True)
+    finally:
+        printer.progress.stop()
+    text = out.getvalue()
+    assert "Running" not in text
+    assert re.search(r"\(cell 2/2, \d+s elapsed, ETA \S+\)", text), text

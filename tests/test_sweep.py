@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,6 @@ from typer.testing import CliRunner, Result
 
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.interfaces.cli.app import app
-from torchscale.interfaces.report.terminal.cells import cell_name
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.launch import process
@@ -240,19 +238,19 @@ def test_sweep_exits_zero(main_sweep: Sweep) -> None:
     assert main_sweep.leftovers == []
 
 
-def test_sweep_prints_the_published_cell_lines(main_sweep: Sweep) -> None:
-    # lines wrap at the console's width (80 here): read them unwrapped
-    out = re.sub(r" ?\n(?!>)", " ", main_sweep.output)
-    assert "> Running tiny-mlp on 1 CPU rank (Batch 8" in out
-    assert "> Running tiny-mlp on 2 CPU ranks (Batch 8" in out
-    # where the sweep stands: no ETA before a cell finished, one after
-    elapsed = r"\d+(m\d\d)?s elapsed"
-    assert re.search(rf"\(Batch 8, fp32, ddp\)\.\.\. cell 1/2, {elapsed}, ETA unknown", out)
-    assert re.search(rf"\.\.\. cell 2/2, {elapsed}, ETA \d", out)
-    assert out.count("Average Throughput") == 2
-    assert "Iteration Latency" in out
-    assert "results:" in flat(out)
-    assert "2 cell(s), 0 failed" in flat(out)
+def test_sweep_prints_one_table_a_row_per_cell(main_sweep: Sweep) -> None:
+    """The default output: the live table's header, a row per cell with at most two notes,
+    nothing wider than the console (80 here), then where the results are."""
+    lines = main_sweep.output.splitlines()
+    assert all(len(line) <= 80 for line in lines), main_sweep.output
+    (header,) = [i for i, line in enumerate(lines) if line.startswith("model ")]
+    assert lines[header].split()[:4] == ["model", "batch", "ranks", "samples/s"]
+    rows = [i for i, line in enumerate(lines) if line.startswith("tiny-mlp ")]
+    assert [lines[i].split()[:3] for i in rows] == [["tiny-mlp", "8", "1"], ["tiny-mlp", "8", "2"]]
+    assert rows[1] - rows[0] <= 3  # a row and at most two notes
+    assert "Average Throughput" not in main_sweep.output  # -v shows each cell's lines
+    assert "results:" in flat(main_sweep.output)
+    assert "2 cell(s), 0 failed" in flat(main_sweep.output)
 
 
 def test_sweep_writes_config_and_environment(main_sweep: Sweep) -> None:
@@ -568,7 +566,7 @@ def test_a_rank_that_raises_is_failed_with_its_root_cause(fault_sweep: Sweep) ->
     assert crash.throughput is None
     assert crash.launch["argv"]
     assert not ResultStore(fault_sweep.exp_dir).steps_path(crash.cell_id).exists()
-    assert "[FAIL] failed: rank 1 raised" in fault_sweep.output
+    assert "· rank 1 raised" in fault_sweep.output  # the cause, under the cell's row
 
 
 def test_an_oom_is_recorded_as_oom_with_the_numbers(fault_sweep: Sweep) -> None:
@@ -585,11 +583,11 @@ def test_the_sweep_continues_after_failures(fault_sweep: Sweep) -> None:
     assert healthy.throughput is not None
     assert healthy.throughput.samples_per_s > 0
     assert healthy.model_kind == "other"
-    out = fault_sweep.output
-    assert out.index("tests.fault_models:crash on 2 CPU ranks") < out.index(
-        "tests.fault_models:healthy on 2 CPU ranks"
-    )
-    assert "Average Throughput" in out
+    rows = [line for line in fault_sweep.output.splitlines() if "fault_models:" in line]
+    # in the order they ran, the failure's cause under its row, the healthy cell measured
+    assert [row.split()[-1] for row in rows if not row.startswith("  ")] == ["failed", "oom", "ok"]
+    healthy_row = next(row for row in rows if "healthy" in row)
+    assert any(ch.isdigit() for ch in healthy_row.split("healthy")[1])
 
 
 def test_fault_summary(fault_sweep: Sweep) -> None:
@@ -672,9 +670,9 @@ def test_resume_does_not_rerun_a_finished_cell(resumed: Resumed) -> None:
     assert kept is not None
     assert kept.started_at == resumed.kept_started_at
     text = flat(resumed.sweep.output)
-    name = cell_name(kept.cell)  # as the reports name it; the id is the file's name
-    assert f"{name}: ok in a previous run (--resume), not rerun" in text
-    assert text.count("Average Throughput") == 1  # only the rerun cell measured anew
+    # the kept cell's row says it was not rerun
+    assert "ok in a previous run (--resume), not rerun" in text
+    assert text.count("ok in a previous run") == 1  # only the rerun cell measured anew
 
 
 def test_resume_reruns_the_missing_cell(resumed: Resumed) -> None:
@@ -686,7 +684,8 @@ def test_resume_reruns_the_missing_cell(resumed: Resumed) -> None:
     assert resumed.rerun_started_at is not None
     assert rerun.started_at > resumed.rerun_started_at
     assert store.steps_path(resumed.rerun_id).is_file()
-    assert "> Running tiny-mlp on 2 CPU ranks (Batch 8" in resumed.sweep.output
+    rows = [line.split()[:3] for line in resumed.sweep.output.splitlines()]
+    assert ["tiny-mlp", "8", "2"] in rows
     table = pd.read_csv(resumed.sweep.exp_dir / "summary.csv")
     assert list(table["status"]) == ["ok", "ok"]
     eff = dict(zip(table["world_size"], table["scaling_efficiency"], strict=True))

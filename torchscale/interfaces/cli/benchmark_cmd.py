@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.interfaces.api import BenchmarkEvents, BenchmarkRun
     from torchscale.interfaces.report.progress import SweepProgress
+    from torchscale.interfaces.report.terminal.live_table import LiveTable
     from torchscale.orchestration.comm.comm_result import CommResult
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
@@ -116,6 +117,9 @@ def benchmark(
     raise typer.Exit(run.exit_code)
 
 
+POSITION_EVERY_S = 60.0  # a log gets the sweep's position at most once a minute
+
+
 class _Printer:
     """What `torchscale benchmark` prints as the run goes (from the library's events) and
     after it: progress and cell lines on stderr, tables and summaries on stdout.
@@ -144,14 +148,23 @@ class _Printer:
             else None
         )
         self.clock = SweepProgress(cells, estimates)
+        # the default output: one live table (-v: every cell's lines, then tables per model)
+        self.live: LiveTable | None = None
+        if plan is not None and Verbosity.level == 0:
+            from torchscale.interfaces.report.terminal.live_table import LiveTable, live_layout
+
+            width = table_width(stdout) or stdout.width
+            self.live = LiveTable(live_layout([p.cell for p in plan.cells], width))
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.fields[eta]}"),
-            console=stderr,
-            disable=self.quiet,
+            # the live table's rows and the bar under them share one stream
+            console=stdout if self.live is not None else stderr,
+            # a bar only on a terminal (in a log, rich would leave an empty line behind it)
+            disable=self.quiet or not (stdout if self.live is not None else stderr).is_terminal,
             transient=True,
         )
         self.task = self.progress.add_task("cells", total=cells, eta=eta_text(None))
@@ -159,6 +172,8 @@ class _Printer:
         self.names: dict[str, str] = {}  # cell id -> 'tiny-gpt2 b4 x2 fp32 ddp'
         self.profiles: SweepProgress | None = None  # the profiles after the sweep
         self.profile_task: TaskID | None = None
+        self.results: list[CellResult] = []
+        self.position_shown_at = 0.0  # a log's last position line (time.monotonic)
 
     def events(self) -> BenchmarkEvents:
         from torchscale.interfaces.api import BenchmarkEvents
@@ -195,8 +210,31 @@ class _Printer:
         self.progress.start()
         self.index = index
         position = self.clock.start(index, will_launch)
-        if will_launch and not self.quiet:
+        if self.live is not None:
+            self._position(planned, position, will_launch)
+        elif will_launch and not self.quiet:
             self.tell(running_line(planned, position))
+
+    def _position(self, planned: PlannedCell, position: str, will_launch: bool) -> None:
+        """Where the sweep stands, under the live table: the bar's description on a terminal;
+        in a log, a line when a minute has passed since the last one (a short sweep's rows
+        say enough)."""
+        import time
+
+        from torchscale.interfaces.report.terminal.cells import cell_name
+
+        self.progress.update(self.task, description=f"running {cell_name(planned.cell)}")
+        now = time.monotonic()
+        if self.position_shown_at == 0.0:
+            self.position_shown_at = now
+        if (
+            will_launch
+            and not stdout.is_terminal
+            and not self.quiet
+            and now - self.position_shown_at >= POSITION_EVERY_S
+        ):
+            self.position_shown_at = now
+            self.tell(Line("skip", f"  ({position})"))
 
     def data(self, ready: DataReady) -> None:
         if not self.quiet:
@@ -214,7 +252,17 @@ class _Printer:
         self.clock.done()
         self.progress.update(self.task, advance=1, eta=self.clock.eta_after(self.index))
         self.names[result.cell.id] = cell_name(result.cell)
+        self.results.append(result)
         if self.quiet and result.status in (Status.OK, Status.SKIPPED):
+            return
+        if self.live is not None and not self.quiet:
+            from torchscale.offline.results.frame import cells_table
+
+            table = cells_table(self.results)
+            lines = self.live.row(result, table)
+            if reused:
+                lines = [*lines, Line("info", "  · ok in a previous run (--resume), not rerun")]
+            print_lines(self.progress.console, lines)
             return
         verbose = Verbosity.level > 0
         lines = [reused_line(result)] if reused else cell_lines(result, verbose=verbose)
@@ -224,11 +272,34 @@ class _Printer:
         from torchscale.interfaces.report.terminal.sweep_tables import model_tables
 
         self.progress.stop()
+        if self.live is not None and not self.quiet:
+            self._live_done(run)
+            return
         if run.sweep.table is not None:
             fitted = model_tables(run.sweep.table, stdout.width)
             for table in fitted.tables:
                 stdout.print(table)
             stdout.print(escape(fitted.note), soft_wrap=False)
+        _sweep_summary(run)
+
+    def _live_done(self, run: BenchmarkRun) -> None:
+        """Under the live table: its legend, the tables again only where a base measured
+        late changed a row's scaling, and where the results are."""
+        from torchscale.interfaces.report.terminal.sweep_tables import model_tables
+
+        assert self.live is not None
+        table = run.sweep.table
+        if self.live.header_shown:
+            print_lines(stdout, [Line("skip", self.live.layout.legend())])
+        changed = self.live.changed_rows(table) if table is not None else []
+        if table is not None and changed:
+            stdout.print(
+                f"scaling of {len(changed)} cell(s) was known only after their row (their "
+                "base ran later): the tables with every figure"
+            )
+            fitted = model_tables(table, stdout.width)
+            for drawn in fitted.tables:
+                stdout.print(drawn)
         _sweep_summary(run)
 
     def profile_started(self, selected: Selected, note: str | None, index: int, total: int) -> None:

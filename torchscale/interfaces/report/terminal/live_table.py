@@ -1,0 +1,314 @@
+"""The sweep as one live table: a row per cell as it finishes, with at most two short notes,
+and only where they change the reading (a failure, a named straggler, a busy machine the first
+time, a noisy cell).
+
+A live table cannot be re-fitted once rows are printed, so its layout is decided before the
+first row from what the plan knows (model names, batch sizes, world sizes) and the terminal's
+width: columns are left out by priority until the row fits, and the legend says which. A figure
+is never cut; a row whose figure is wider than its column pushes the row right rather than lose
+a digit.
+
+Each row's figures come from the cells table of the results so far
+(`torchscale.offline.results.frame.cells_table`), so scaling and reliability are judged exactly
+as `report` and summary.csv judge them.
+
+Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from torchscale.contracts.cell import Status
+from torchscale.interfaces.report.diagnosis_text import straggler_text
+from torchscale.interfaces.report.estimates import compact
+from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.terminal.lines import Level, Line
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from torchscale.contracts.cell import CellIdentity
+    from torchscale.contracts.schema.cell_result import CellResult
+
+NOTE_PREFIX = "  · "  # a note belongs to the row above it
+MAX_NOTES = 2
+SEPARATOR = "  "
+
+
+@dataclass(frozen=True)
+class LiveColumn:
+    key: str
+    header: str
+    width: int  # the room a figure of this column usually needs (a wider one is never cut)
+    justify: Literal["left", "right"] = "right"
+    drop: int | None = None  # left out in this order (lowest first) when the row is too wide
+    meaning: str = ""  # the legend's words
+
+
+COLUMNS: tuple[LiveColumn, ...] = (
+    LiveColumn("model", "model", 5, "left"),
+    LiveColumn("batch", "batch", 5),
+    LiveColumn("ranks", "ranks", 5),
+    LiveColumn(
+        "throughput",
+        "samples/s",
+        14,
+        meaning="median ± half its 95 % interval ('not measurable': wider than the figure)",
+    ),
+    LiveColumn("step", "step", 8, drop=3, meaning="median step"),
+    LiveColumn("scaling", "scaling", 7, drop=2, meaning="of linear, from the smallest world"),
+    LiveColumn("stall", "stall", 5, drop=1, meaning="step share waiting for peers"),
+    LiveColumn("status", "status", 7, "left"),
+)
+# a name longer than its column is shortened from the left ('…models:healthy': plug-ins differ
+# at the end); the column takes MODEL_WIDTH_MIN before any figure column is left out
+MODEL_WIDTH_MIN = 14
+MODEL_WIDTH_MAX = 28
+
+
+@dataclass(frozen=True)
+class LiveLayout:
+    """Which columns a sweep's rows show and how wide each is."""
+
+    columns: tuple[LiveColumn, ...]
+    widths: dict[str, int]
+    dropped: tuple[LiveColumn, ...] = ()
+
+    def line(self, values: dict[str, str], level: Level = "info") -> Line:
+        cells = []
+        for column in self.columns:
+            text = values.get(column.key, "-")
+            width = self.widths[column.key]
+            cells.append(text.ljust(width) if column.justify == "left" else text.rjust(width))
+        return Line(level, SEPARATOR.join(cells).rstrip())
+
+    def header(self) -> list[Line]:
+        head = self.line({c.key: c.header for c in self.columns}, "head")
+        return [head, Line("info", "-" * len(head.text))]
+
+    def legend(self) -> str:
+        """One line: what the figure columns mean and which columns were left out."""
+        meanings = [f"{c.header}: {c.meaning}" for c in self.columns if c.meaning]
+        if self.dropped:
+            meanings.append(
+                "left out to fit the terminal: " + ", ".join(c.header for c in self.dropped)
+            )
+        return "; ".join(meanings)
+
+
+def live_layout(cells: Sequence[CellIdentity], width: int) -> LiveLayout:
+    """The layout of a sweep over `cells` within `width` columns: the model column as wide as
+    the longest name (at most MODEL_WIDTH_MAX), then columns left out by priority until a row
+    fits."""
+    longest = max((len(c.label) for c in cells), default=5)
+    widths = {c.key: max(c.width, len(c.header)) for c in COLUMNS}
+    widths["model"] = max(5, min(longest, MODEL_WIDTH_MIN))
+    widths["ranks"] = max(widths["ranks"], max((len(ranks_text(c)) for c in cells), default=0))
+    kept = list(COLUMNS)
+    dropped: list[LiveColumn] = []
+    for column in sorted((c for c in COLUMNS if c.drop is not None), key=lambda c: c.drop or 0):
+        if _row_width(kept, widths) <= width:
+            break
+        kept.remove(column)
+        dropped.append(column)
+    spare = width - _row_width(kept, widths)  # room left gives the names back their length
+    widths["model"] = max(5, min(longest, MODEL_WIDTH_MAX, widths["model"] + spare))
+    return LiveLayout(tuple(kept), widths, tuple(dropped))
+
+
+def _row_width(columns: Sequence[LiveColumn], widths: dict[str, int]) -> int:
+    return sum(widths[c.key] for c in columns) + len(SEPARATOR) * (len(columns) - 1)
+
+
+def ranks_text(cell: CellIdentity) -> str:
+    return f"{cell.world_size}" + (f" ({cell.nodes}n)" if cell.nodes > 1 else "")
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _number(row: pd.Series, column: str) -> float | None:
+    value = row.get(column)
+    return None if _missing(value) else float(value)
+
+
+def too_wide(value: float | None, low: float | None, high: float | None) -> bool:
+    """An interval wider than the figure itself: the figure tells nothing."""
+    return value is not None and low is not None and high is not None and high - low > value
+
+
+def throughput_text(row: pd.Series) -> str:
+    value = _number(row, "samples_per_s")
+    low, high = _number(row, "samples_per_s_low"), _number(row, "samples_per_s_high")
+    if value is None:
+        return "-"
+    if too_wide(value, low, high):
+        return "not measurable"  # the note says over how many repeats
+    return compact(value, low, high, "rate") or "-"
+
+
+def step_text(row: pd.Series) -> str:
+    """Three significant digits: the row's interval is the throughput's to show (-v and
+    summary.csv carry the step's own)."""
+    value = _number(row, "step_p50_s")
+    return "-" if value is None else format_value(value, "seconds")
+
+
+def scaling_text(row: pd.Series) -> str:
+    value = _number(row, "scaling_efficiency")
+    low = _number(row, "scaling_efficiency_low")
+    high = _number(row, "scaling_efficiency_high")
+    reason = str(row.get("scaling_efficiency_reason") or "")
+    if reason.startswith("base"):
+        return "base"
+    if value is None:  # no smaller world size measured (yet): one rank is the base to be
+        return "base" if int(row.get("world_size") or 0) == 1 else "-"
+    if low is not None and high is not None and high - low > 1.0:
+        return "noise"
+    if value > 1 and (low is None or low <= 1):
+        return "≈100%"
+    return f"{value:.0%}"
+
+
+def stall_text(row: pd.Series) -> str:
+    if int(row.get("world_size") or 1) == 1:
+        return "-"
+    value = _number(row, "wait_for_peers_share")
+    high = _number(row, "wait_for_peers_share_high")
+    if value is None:
+        return f"<{high:.0%}" if high is not None else "-"
+    return f"{value:.1%}" if value < 0.1 else f"{value:.0%}"
+
+
+def status_text(row: pd.Series) -> tuple[str, Level]:
+    """'ok', 'noisy', 'busy', or the failure: the state that decides how to read the row."""
+    status = Status(row["status"])
+    if status is Status.SKIPPED:
+        return "skipped", "skip"
+    if status is not Status.OK:
+        return str(status), "fail"
+    if bool(row.get("busy_machine")):
+        return "busy", "warn"
+    if row.get("reliability") == "noisy":
+        return "noisy", "warn"
+    return "ok", "info"
+
+
+@dataclass
+class LiveTable:
+    """The running state of a sweep's live table: its layout, whether the header and the
+    machine caveat were shown, and what each row said of scaling (a base measured after its
+    cell changes the figure; `changed_rows` tells the caller to print the table again)."""
+
+    layout: LiveLayout
+    header_shown: bool = False
+    busy_said: bool = False
+    printed_scaling: dict[str, str] = field(default_factory=dict)
+
+    def row(self, result: CellResult, table: pd.DataFrame) -> list[Line]:
+        """The header (first time), the cell's row and its notes, from the cells table of
+        every result so far (`table`)."""
+        lines: list[Line] = []
+        if not self.header_shown:
+            lines += self.layout.header()
+            self.header_shown = True
+        match = table[table["cell_id"] == result.cell.id]
+        if match.empty:
+            return lines
+        row = match.iloc[-1]
+        values = row_values(row, self.layout.widths["model"])
+        status, level = status_text(row)
+        values["status"] = status
+        self.printed_scaling[result.cell.id] = values["scaling"]
+        lines.append(self.layout.line(values, level))
+        lines += [Line(lvl, NOTE_PREFIX + text) for lvl, text in self.notes(result, row)]
+        return lines
+
+    def notes(self, result: CellResult, row: pd.Series) -> list[tuple[Level, str]]:
+        """At most MAX_NOTES, most decisive first: a failure's cause, a named straggler, the
+        busy machine (said once per sweep), why a cell is noisy."""
+        notes: list[tuple[Level, str]] = []
+        if result.status not in (Status.OK, Status.SKIPPED):
+            reason = result.error.reason if result.error else str(result.status)
+            notes.append(("fail", reason.splitlines()[0] if reason else str(result.status)))
+        elif result.status is Status.SKIPPED and result.error is not None:
+            notes.append(("skip", result.error.reason.splitlines()[0]))
+        if (straggler := straggler_note(result, row)) is not None:
+            notes.append(("warn", straggler))
+        if bool(row.get("busy_machine")) and not self.busy_said:
+            self.busy_said = True
+            notes.append(("warn", busy_note(row)))
+        if row.get("reliability") == "noisy":
+            notes.append(("warn", noisy_note(row)))
+        return notes[:MAX_NOTES]
+
+    def changed_rows(self, table: pd.DataFrame) -> list[str]:
+        """Cells whose scaling reads differently now than when their row was printed."""
+        changed = []
+        for _, row in table.iterrows():
+            shown = self.printed_scaling.get(str(row["cell_id"]))
+            now = scaling_text(row)
+            if shown is not None and shown != now and now not in ("base", "-"):
+                changed.append(str(row["cell_id"]))
+        return changed
+
+
+def row_values(row: pd.Series, model_width: int) -> dict[str, str]:
+    label = str(row.get("model_label") or row.get("model"))
+    if len(label) > model_width:
+        label = "…" + label[len(label) - model_width + 1 :]
+    nodes = row.get("nodes")
+    spread = f" ({int(nodes)}n)" if not _missing(nodes) and int(nodes) > 1 else ""
+    return {
+        "model": label,
+        "batch": str(row["batch_size"]),
+        "ranks": f"{row['world_size']}{spread}",
+        "throughput": throughput_text(row),
+        "step": step_text(row),
+        "scaling": scaling_text(row),
+        "stall": stall_text(row),
+    }
+
+
+def straggler_note(result: CellResult, row: pd.Series) -> str | None:
+    """The diagnosis' one straggler line (`straggler_text`, as every surface prints it) where a
+    rank is named, 'injected' where the run's own --inject-delay put it there."""
+    diagnosis = result.diagnosis
+    verdict = diagnosis.straggler if diagnosis is not None else None
+    if verdict is None or not verdict.named:
+        return None
+    injected = verdict.rank is not None and verdict.rank in _injected_ranks(result)
+    return straggler_text(verdict, result.cell.world_size) + (
+        " (injected: --inject-delay)" if injected else ""
+    )
+
+
+def _injected_ranks(result: CellResult) -> set[int]:
+    return {delay.rank for delay in result.injected_delays}
+
+
+def busy_note(row: pd.Series) -> str:
+    """Said once per sweep: every later row marked 'busy' reads the same."""
+    cores = _number(row, "other_cpu_cores")
+    used = f": others used {cores:.1f} cores" if cores is not None else ""
+    return f"busy machine{used}; rows marked busy measure the contention"
+
+
+def noisy_note(row: pd.Series) -> str:
+    """'noisy: ±37 % over 2 repeats, step CV 34 %': the figures behind the reliability verdict
+    (offline/analysis/reliability.py), short; its full reason is in summary.csv and -v."""
+    value = _number(row, "samples_per_s")
+    low, high = _number(row, "samples_per_s_low"), _number(row, "samples_per_s_high")
+    parts = []
+    if value and low is not None and high is not None:
+        repeats = str(row.get("samples_per_s_repeats") or "").count(";") + 1
+        parts.append(f"throughput ±{(high - low) / 2 / value:.0%} over {repeats} repeats")
+    cv = _number(row, "step_cv")
+    if cv is not None:
+        parts.append(f"step CV {cv:.0%}")
+    return "noisy: " + (", ".join(parts) or str(row.get("reliability_reason")))
