@@ -9,8 +9,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from torchscale.interfaces.cli.common import Verbosity, handle_errors, stderr, stdout
+from torchscale.interfaces.cli.common import (
+    Verbosity,
+    handle_errors,
+    print_lines,
+    stderr,
+    stdout,
+)
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
+from torchscale.interfaces.report.terminal.lines import Level, Line
 
 if TYPE_CHECKING:
     from torchscale.orchestration.validate.check_result import ValidateReport
@@ -68,29 +75,48 @@ def render_measurements(report: ValidateReport) -> None:
 
 
 def render_report(report: ValidateReport) -> None:
-    """The report as a rich table, then the verdict."""
+    """The verdict first, then the checks that need a look (FAIL, WARN, INFO) as a table, and
+    the passed and skipped ones in a line each; -v shows every
+    check's row, --quiet only the rows that need a look."""
     from rich.table import Table
 
-    table = Table(
-        title=f"torchscale validate ({report.device}) on {escape(report.hostname)}",
-        show_lines=False,
-        expand=False,
-    )
-    table.add_column("Status", no_wrap=True)
-    table.add_column("Check", no_wrap=True)
-    table.add_column("Detail / how to fix", overflow="fold")
-    for check in report.checks:
-        status = check.status.value
-        if Verbosity.quiet() and status in ("PASS", "SKIP"):
-            continue
-        cell = escape(check.detail)
-        if check.hint:
-            cell += f"\n[cyan]fix:[/] {escape(check.hint)}"
-        table.add_row(f"[{STATUS_STYLE[status]}]{status}[/]", escape(check.title), cell)
-    stdout.print(table)
     counts = ", ".join(f"{n} {s.value}" for s, n in report.counts.items())
-    style = "green" if report.ok else "bold red"
-    stdout.print(f"[{style}]{escape(report.verdict)}[/]  ({counts})")
+    level: Level = "head" if report.ok else "fail"
+    print_lines(stdout, [Line(level, f"{report.verdict}  ({counts})")])
+    everything = Verbosity.level > 0
+    shown = [c for c in report.checks if everything or c.status.value not in ("PASS", "SKIP")]
+    if shown:
+        table = Table(
+            title=f"torchscale validate ({report.device}) on {escape(report.hostname)}",
+            show_lines=False,
+            expand=False,
+        )
+        table.add_column("Status", no_wrap=True)
+        table.add_column("Check", no_wrap=True)
+        table.add_column("Detail / how to fix", overflow="fold")
+        for check in shown:
+            status = check.status.value
+            cell = escape(check.detail)
+            if check.hint:
+                cell += f"\n[cyan]fix:[/] {escape(check.hint)}"
+            table.add_row(f"[{STATUS_STYLE[status]}]{status}[/]", escape(check.title), cell)
+        stdout.print(table)
+    if not everything and not Verbosity.quiet():
+        print_lines(stdout, _summed_up(report))
+
+
+def _summed_up(report: ValidateReport) -> list[Line]:
+    """'passed (9): Python, PyTorch, ...' and 'skipped (12): CUDA, GPUs, ...': what needs no
+    look, in a line each (-v gives each its row and reason)."""
+    lines = []
+    passed = [c.title for c in report.checks if c.status.value == "PASS"]
+    if passed:
+        lines.append(Line("info", f"passed ({len(passed)}): " + ", ".join(passed)))
+    skipped = [c.title for c in report.checks if c.status.value == "SKIP"]
+    if skipped:
+        lines.append(Line("skip", f"skipped ({len(skipped)}): " + ", ".join(skipped)))
+    lines.append(Line("skip", "-v: every check with its detail or reason; --json: the whole report"))
+    return lines
 
 
 @handle_errors
