@@ -107,8 +107,7 @@ def test_both_back_ends_draw_the_cut_and_its_mark() -> None:
     assert mark["showlegend"] is False
     assert "1050" in html.unescape(mark["text"][0]) or "1,050" in mark["text"][0]
     assert fig["layout"]["yaxis"]["range"] == [p.y.low, p.y.high]
-    subtitle = html.unescape(fig["layout"]["annotations"][0]["text"]).replace("<br>", " ")
-    assert subtitle.startswith(CLIP_UP)
+    assert f">{CLIP_UP} interval cut" in fig["layout"]["title"]["text"]
     ax = svg_charts._figure(chart).axes[0]
     assert ax.get_ylim() == pytest.approx((p.y.low, p.y.high))
     (up,) = [line for line in ax.lines if line.get_gid() == series_id(0, "clip-up")]
@@ -194,8 +193,7 @@ def test_an_absent_series_is_named_in_the_chart() -> None:
     assert chart.absent == ["fsdp: not split", "tp: not measurable"]
     p = plot(chart)
     assert p.subtitle[0] == "fsdp: not split; tp: not measurable"
-    annotation = figure(chart)["layout"]["annotations"][0]["text"]
-    assert "fsdp: not split" in annotation
+    assert "fsdp: not split" in figure(chart)["layout"]["title"]["text"]
     assert "fsdp: not split" in chart_svg(chart)
 
 

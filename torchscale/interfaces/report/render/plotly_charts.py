@@ -48,7 +48,7 @@ TITLE_WRAP = 72  # characters per title line: fits beside the mode bar on a lapt
 PLOT_PX = 300  # the plot area's height, whatever the legend and labels take
 TITLE_LINE_PX = 20
 SUBTITLE_WRAP = 96  # characters per line of the smaller text under the title
-SUBTITLE_LINE_PX = 16
+SUBTITLE_FONT_PX = 12
 SUBTITLE_COLOUR = "#555555"
 CLIP_MARK_PX = 9
 LEGEND_ROW_PX = 21
@@ -231,9 +231,14 @@ def _clip_marks(series: PlotSeries, group: str) -> dict[str, Any]:
 
 
 def subtitle_text(lines: tuple[str, ...], width: int = SUBTITLE_WRAP) -> tuple[str, int]:
-    """The lines under a chart's title as escaped plotly text, wrapped, and their count."""
+    """The lines under a chart's title as escaped plotly text in a smaller, muted font, to
+    follow the title in its own text (where plotly stacks the lines: an annotation would
+    have to guess where the title ends), wrapped, and their count."""
     wrapped = [w for line in lines for w in textwrap.wrap(line, width=width) or [""]]
-    return "<br>".join(plotly_text(w) for w in wrapped), len(wrapped)
+    style = f"font-size:{SUBTITLE_FONT_PX}px;color:{SUBTITLE_COLOUR}"
+    return "".join(f'<br><span style="{style}">{plotly_text(w)}</span>' for w in wrapped), len(
+        wrapped
+    )
 
 
 def _legend_only(entry: LegendEntry, group: str | None) -> dict[str, Any]:
@@ -338,9 +343,10 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
     # height however many rows the legend takes
     title_px = 14 + TITLE_LINE_PX * title_lines
     subtitle, subtitle_lines = subtitle_text(p.subtitle)
-    subtitle_px = SUBTITLE_LINE_PX * subtitle_lines
+    title += subtitle
+    title_px += TITLE_LINE_PX * subtitle_lines  # plotly spaces the lines by the title's font
     legend_px = LEGEND_ROW_PX * p.legend_rows
-    top = title_px + subtitle_px + 8 + legend_px
+    top = title_px + 8 + legend_px
     bottom = MARGIN_BOTTOM_PX
     plot_px = PLOT_PX
     layout: dict[str, Any] = {
@@ -392,29 +398,12 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
             bottom += int(CHAR_PX * longest * math.sin(math.radians(SLANT_DEGREES)))
     layout["margin"] = {"l": 64, "r": 24, "t": top, "b": bottom}
     layout["height"] = plot_px + top + bottom
-    if subtitle_lines:
-        # paper y is in plot heights from the plot's bottom: the text hangs from just under
-        # the title, above the legend
-        layout["annotations"] = [
-            {
-                "text": subtitle,
-                "xref": "paper",
-                "yref": "paper",
-                "x": 0,
-                "xanchor": "left",
-                "y": 1 + (top - title_px) / plot_px,
-                "yanchor": "top",
-                "align": "left",
-                "showarrow": False,
-                "font": {"size": 12, "color": SUBTITLE_COLOUR},
-            }
-        ]
     layout["legend"] = {
         "orientation": "h",
         "x": 0,
         "xanchor": "left",
         "xref": "paper",
-        "y": 1 - (title_px + subtitle_px) / layout["height"],
+        "y": 1 - title_px / layout["height"],
         "yanchor": "top",
         "yref": "container",
         "font": {"size": 12},
