@@ -152,11 +152,6 @@ class Series(_Model):
         description="the model the series measures, where a chart mixes models: a chart "
         "capped to fewer series keeps at least one series of each model",
     )
-    model: str | None = Field(
-        default=None,
-        description="the model the series measures, where a chart mixes models: a chart "
-        "capped to fewer series keeps at least one series of each model",
-    )
 
 
 class Heatmap(_Model):
@@ -198,11 +193,6 @@ class Chart(_Model):
     heatmap: Heatmap | None = None
     bands: list[Band] = Field(default_factory=list)
     note: str | None = None
-    absent: list[str] = Field(
-        default_factory=list,
-        description="series with nothing to draw and why ('fsdp: not split'): said in the "
-        "chart itself, so a missing series is never read as a series that was not run",
-    )
     absent: list[str] = Field(
         default_factory=list,
         description="series with nothing to draw and why ('fsdp: not split'): said in the "
