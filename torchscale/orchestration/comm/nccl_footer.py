@@ -105,3 +105,31 @@ def apply_gate(result: CommResult, minimum_gbps: float) -> CommResult:
     result.gate = verdict.verdict
     result.gate_reason = verdict.reason
     return result
+
+
+# jitter between neighbouring small sizes is a few % on real GPUs (nccl-tests' own outputs in
+# tests/fixtures/nccl_tests invert by under 10 %); beyond this a time is not the link's
+NOISE_MARGIN = 0.2
+
+
+def inside_noise(rows: Sequence[CommRow]) -> list[CommRow]:
+    """The ok rows whose time is inside the run's noise: a larger message of the same op and
+    placement took less time, by more than NOISE_MARGIN. Moving more bytes cannot be faster,
+    so such a time measures something else (a scheduler, another process); its bandwidth is
+    not the link's."""
+    noisy = []
+    for row in rows:
+        if row.status != "ok" or row.time_us is None:
+            continue
+        larger = [
+            other.time_us
+            for other in rows
+            if other.op == row.op
+            and other.placement == row.placement
+            and other.status == "ok"
+            and other.time_us is not None
+            and other.size_bytes > row.size_bytes
+        ]
+        if larger and min(larger) * (1 + NOISE_MARGIN) < row.time_us:
+            noisy.append(row)
+    return noisy

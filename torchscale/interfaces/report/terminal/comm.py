@@ -20,6 +20,9 @@ import textwrap
 from collections.abc import Callable, Iterable
 
 from torchscale.orchestration.comm.comm_result import CommPair, CommResult, CommRow
+from torchscale.orchestration.comm.nccl_footer import inside_noise
+
+NOISE_LISTED = 12  # sizes named in the footer's noise line; the JSON has every row
 
 MAX_MATRIX_RANKS = 16  # above this, the pairs are listed slowest first instead of a matrix
 SLOW_PAIR = 0.5  # a pair below half the median pair bandwidth is called out
@@ -183,6 +186,18 @@ def footer_lines(result: CommResult) -> list[str]:
             zero = " (busbw 0 by definition on one rank)" if s.busbw_factor == 0 else ""
             parts.append(f"{s.op} {value}{zero}")
         lines.append(f"#   per op (GB/s)      : {', '.join(parts)}")
+    noisy = inside_noise(result.rows)
+    if noisy:
+        by_op: dict[str, list[str]] = {}
+        for row in noisy[:NOISE_LISTED]:
+            by_op.setdefault(row.op, []).append(str(row.size_bytes))
+        sizes = "; ".join(f"{op} {', '.join(found)}" for op, found in by_op.items())
+        if len(noisy) > NOISE_LISTED:
+            sizes += f" and {len(noisy) - NOISE_LISTED} more (--json has every row)"
+        lines.append(
+            f"# Inside the noise     : {len(noisy)} of {len(result.rows)} rows took longer than "
+            f"a larger size, their bandwidth is not the link's (size B): {sizes}"
+        )
     if result.gate is not None:
         lines.append(
             f"# Gate --min-busbw {result.min_busbw_gbps:g}: {result.gate}: {result.gate_reason}"
