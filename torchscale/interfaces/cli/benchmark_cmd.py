@@ -290,7 +290,8 @@ class _Printer:
         assert self.live is not None
         table = run.sweep.table
         if self.live.header_shown:
-            print_lines(stdout, [Line("skip", self.live.layout.legend())])
+            for line in self.live.layout.legend():
+                stdout.print(line.markup(), soft_wrap=True)
         changed = self.live.changed_rows(table) if table is not None else []
         if table is not None and changed:
             stdout.print(

@@ -115,7 +115,9 @@ def _summed_up(report: ValidateReport) -> list[Line]:
     skipped = [c.title for c in report.checks if c.status.value == "SKIP"]
     if skipped:
         lines.append(Line("skip", f"skipped ({len(skipped)}): " + ", ".join(skipped)))
-    lines.append(Line("skip", "-v: every check with its detail or reason; --json: the whole report"))
+    lines.append(
+        Line("skip", "-v: every check with its detail or reason; --json: the whole report")
+    )
     return lines
 
 

@@ -1,6 +1,7 @@
 """The sweep as one live table: a row per cell as it finishes, with at most two short notes,
 and only where they change the reading (a failure, a named straggler, a busy machine the first
-time, a noisy cell).
+time, a noisy cell). A note is one row, shortened at a word with '…' where it is longer: the
+whole text is in the cell's JSON, summary.csv and -v.
 
 A live table cannot be re-fitted once rows are printed, so its layout is decided before the
 first row from what the plan knows (model names, batch sizes, world sizes) and the terminal's
@@ -18,6 +19,7 @@ Layer 4 (presentation) of docs/architecture.md: imports only from layers below a
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,7 +28,7 @@ from torchscale.contracts.cell import Status
 from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.interfaces.report.estimates import compact
 from torchscale.interfaces.report.render.formatting import format_value
-from torchscale.interfaces.report.terminal.lines import Level, Line
+from torchscale.interfaces.report.terminal.lines import Level, Line, fit_lines
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,6 +78,7 @@ class LiveLayout:
 
     columns: tuple[LiveColumn, ...]
     widths: dict[str, int]
+    width: int  # the terminal's: nothing printed is wider
     dropped: tuple[LiveColumn, ...] = ()
 
     def line(self, values: dict[str, str], level: Level = "info") -> Line:
@@ -90,14 +93,15 @@ class LiveLayout:
         head = self.line({c.key: c.header for c in self.columns}, "head")
         return [head, Line("info", "-" * len(head.text))]
 
-    def legend(self) -> str:
-        """One line: what the figure columns mean and which columns were left out."""
+    def legend(self) -> list[Line]:
+        """What the figure columns mean and which columns were left out, in rows of the
+        table's width (a log has no COLUMNS to cut them by)."""
         meanings = [f"{c.header}: {c.meaning}" for c in self.columns if c.meaning]
         if self.dropped:
             meanings.append(
                 "left out to fit the terminal: " + ", ".join(c.header for c in self.dropped)
             )
-        return "; ".join(meanings)
+        return fit_lines([Line("skip", "; ".join(meanings))], self.width)
 
 
 def live_layout(cells: Sequence[CellIdentity], width: int) -> LiveLayout:
@@ -117,7 +121,7 @@ def live_layout(cells: Sequence[CellIdentity], width: int) -> LiveLayout:
         dropped.append(column)
     spare = width - _row_width(kept, widths)  # room left gives the names back their length
     widths["model"] = max(5, min(longest, MODEL_WIDTH_MAX, widths["model"] + spare))
-    return LiveLayout(tuple(kept), widths, tuple(dropped))
+    return LiveLayout(tuple(kept), widths, width, tuple(dropped))
 
 
 def _row_width(columns: Sequence[LiveColumn], widths: dict[str, int]) -> int:
@@ -226,7 +230,11 @@ class LiveTable:
         values["status"] = status
         self.printed_scaling[result.cell.id] = values["scaling"]
         lines.append(self.layout.line(values, level))
-        lines += [Line(lvl, NOTE_PREFIX + text) for lvl, text in self.notes(result, row)]
+        room = max(20, self.layout.width - len(NOTE_PREFIX))
+        lines += [
+            Line(lvl, NOTE_PREFIX + textwrap.shorten(text, room, placeholder=" …"))
+            for lvl, text in self.notes(result, row)
+        ]
         return lines
 
     def notes(self, result: CellResult, row: pd.Series) -> list[tuple[Level, str]]:
