@@ -288,3 +288,45 @@ def test_lines_go_whole_to_a_pipe_and_cut_with_their_prefix_to_a_terminal(
     assert len(rows) > 1 and all(len(r) <= 60 and r.startswith("> ") for r in rows)
     rejoined = [rows[0], *(r.removeprefix(">   ") for r in rows[1:])]
     assert " ".join(rejoined).split() == text.split()  # every word kept, none cut
+
+
+@pytest.mark.parametrize("width", (80, 120))
+def test_profile_lines_fit_with_their_prefix(width: int) -> None:
+    """`profile`'s run and analysis lines, cut to the width: no row wider, each a `> ` row."""
+    from tests.test_report_diagnosis import busy_diagnosis
+    from tests.test_report_uncertainty import estimate
+    from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+    from torchscale.interfaces.report.terminal.lines import fit_lines
+    from torchscale.interfaces.report.terminal.profile import analysis_lines
+
+    analysis = ProfileAnalysis(
+        torchscale_version="0",
+        target="sync_stalls",
+        source="d",
+        tool="torch",
+        world_size=2,
+        ranks_analysed=2,
+        backend="gloo",
+        device_type="cpu",
+        cycle_us=None,
+        sync_stall_pct=None,
+        exposed_comm_pct=None,
+        overlap_pct=None,
+        diagnosis=busy_diagnosis(step_s=estimate(0.137, 0.13, 0.144)),
+    )
+    for verbose in (False, True):
+        rows = [line.text for line in fit_lines(analysis_lines(analysis, verbose=verbose), width)]
+        assert rows
+        for row in rows:
+            assert len(row) <= width and row.startswith("> "), row
+
+
+@pytest.mark.parametrize("width", (80, 120))
+def test_validate_fits_the_width(width: int) -> None:
+    """`validate`: the verdict first, its table and summary lines, none wider than COLUMNS."""
+    result = CliRunner().invoke(
+        app, ["validate", "--device", "cpu", "--quick"], env={"COLUMNS": str(width)}
+    )
+    assert result.exit_code == 0, result.output
+    _lines_fit(result.stdout, width)
+    assert result.stdout.startswith("This node is ready")
