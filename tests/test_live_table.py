@@ -142,3 +142,29 @@ def test_a_row_printed_before_its_base_is_shown_again_at_the_end() -> None:
     for i, result in enumerate(results):
         in_order.row(result, cells_table(results[: i + 1]))
     assert in_order.changed_rows(cells_table(results)) == []
+
+
+def test_an_injected_straggler_is_called_injected() -> None:
+    """The run's own --inject-delay made the straggler: every terminal surface says so."""
+    from torchscale.contracts.schema.cell_result import InjectedDelay
+    from torchscale.interfaces.report.terminal.cells import cell_lines
+
+    results = sweep()
+    named = next(
+        r
+        for r in results
+        if r.diagnosis is not None and r.diagnosis.straggler and r.diagnosis.straggler.named
+    )
+    assert named.diagnosis is not None and named.diagnosis.straggler is not None
+    rank = named.diagnosis.straggler.rank
+    assert rank is not None
+    injected = named.model_copy(
+        update={"injected_delays": [InjectedDelay(rank=rank, phase="backward", ms=20.0)]}
+    )
+    for result, said in ((named, False), (injected, True)):
+        live = LiveTable(live_layout([result.cell], 120))
+        lines = [line.text for line in live.row(result, cells_table([result]))]
+        straggler = [line for line in lines if "Straggler: rank" in line]
+        assert straggler and ("injected" in straggler[0]) is said
+        verbose = [line.text for line in cell_lines(result, verbose=True)]
+        assert any("Straggler: rank" in t and ("injected" in t) is said for t in verbose)

@@ -11,6 +11,8 @@ Layer 4 (presentation) of docs/architecture.md: imports only from layers below a
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding, StragglerVerdict
 
 PART_WORDS = {
@@ -181,3 +183,11 @@ def finding_line(number: int, finding: Finding) -> str:
     """'  1. <title> (40.1 % of the step)'."""
     cost = _point(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
     return f">   {number}. {finding.title} ({cost})"
+
+
+def injected_text(verdict: StragglerVerdict | None, injected_ranks: Collection[int]) -> str:
+    """' (injected: --inject-delay)' after a straggler that the run's own delay made, so no
+    surface reports the artificial straggler as a finding about the machine."""
+    if verdict is None or not verdict.named or verdict.rank not in injected_ranks:
+        return ""
+    return " (injected: --inject-delay)"

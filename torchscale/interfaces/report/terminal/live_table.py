@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from torchscale.contracts.cell import Status
-from torchscale.interfaces.report.diagnosis_text import straggler_text
+from torchscale.interfaces.report.diagnosis_text import injected_text, straggler_text
 from torchscale.interfaces.report.estimates import compact
 from torchscale.interfaces.report.render.formatting import format_value
 from torchscale.interfaces.report.terminal.lines import Level, Line, fit_lines
@@ -290,14 +290,8 @@ def straggler_note(result: CellResult, row: pd.Series) -> str | None:
     verdict = diagnosis.straggler if diagnosis is not None else None
     if verdict is None or not verdict.named:
         return None
-    injected = verdict.rank is not None and verdict.rank in _injected_ranks(result)
-    return straggler_text(verdict, result.cell.world_size) + (
-        " (injected: --inject-delay)" if injected else ""
-    )
-
-
-def _injected_ranks(result: CellResult) -> set[int]:
-    return {delay.rank for delay in result.injected_delays}
+    injected = {delay.rank for delay in result.injected_delays}
+    return straggler_text(verdict, result.cell.world_size) + injected_text(verdict, injected)
 
 
 def busy_note(row: pd.Series) -> str:
