@@ -197,9 +197,13 @@ def test_best_throughput_and_efficiency_in_the_summary(report: Report) -> None:
     ok = cells[cells["status"] == "ok"]
     found = figures(report, "summary")
     for model, group in ok.groupby("model_label"):
-        # the median, cut to the digits its interval supports (7,438.0 in [4,522, 12,233]
-        # reads 7,400, as the tables print it)
+        # the median, cut to the digits its interval supports; where the interval is wider
+        # than the figure (tiny-mlp: 7,438 in [4,522, 12,233]) no number (headline rules)
         best = found[f"Best throughput: {model}"]
+        top = group.loc[group["samples_per_s"].idxmax()]
+        if top["samples_per_s_high"] - top["samples_per_s_low"] > top["samples_per_s"]:
+            assert best.value == "not measurable (2 repeats)"
+            continue
         assert best.value == pytest.approx(group["samples_per_s"].max(), rel=0.01)
         assert best.format == "int"
         largest = group[group["world_size"] == group["world_size"].max()]
@@ -262,7 +266,9 @@ def test_cost_per_million(report: Report) -> None:
     assert row["cost_tokens"] == pytest.approx(2 * 1e6 / row["tokens_per_s"] / 3600 * PRICE)
     assert rows["tiny-mlp b8 x1 fp32 ddp"]["cost_tokens"] is None  # not a language model
     best = {(r["model"], r["best_by"]) for r in table(report, "summary-best").rows}
-    assert ("tiny-gpt2", "cost") in best and ("tiny-mlp", "throughput and cost") in best
+    # tiny-mlp's lead is wider than itself over 2 repeats: no clear best (headline rules)
+    assert ("tiny-gpt2", "cost") in best
+    assert ("tiny-mlp", "throughput and cost: no clear best (within noise)") in best
 
 
 def test_without_a_price_cost_is_unavailable() -> None:

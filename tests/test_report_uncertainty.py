@@ -522,8 +522,9 @@ def test_an_efficiency_wider_than_linear_is_not_measurable_on_card_and_headline(
     card = figures(report)["Scaling efficiency at 2 CPU ranks: tiny-gpt2"]
     assert isinstance(card.value, str) and card.value.startswith("not measurable (")
     assert card.value == efficiency_phrase(
-        row["efficiency"], row["efficiency_low"], row["efficiency_high"]
+        row["efficiency"], row["efficiency_low"], row["efficiency_high"], 3
     )
+    assert card.note is not None and "%" not in card.note  # no number for it on the card
     # these numbers "cannot be used" (every cell noisy): no verdict mark on a model's figure
     assert card.severity == "info"
 
@@ -685,7 +686,10 @@ def test_intervals_on_throughput_latency_and_mfu(tmp_path: Path) -> None:
     assert row["step_p50_text"].count("±") == 1  # schema 8: its own interval
     assert "±" not in rows["tiny-mlp b8 x1 fp32 ddp"]["step_p50_text"]  # older: none recorded
     best = figures(report)["Best throughput: tiny-mlp"]
-    assert "95 % interval" in (best.note or "")
+    # the fastest, b8 x1 (7,438 in [4,547, 12,148]: wider than itself), has no number
+    assert best.value == "not measurable (2 repeats)" and "7,4" not in (best.note or "")
+    rows_best = {r["model"]: r for r in table(report, "summary-best").rows}
+    assert rows_best["tiny-mlp"]["samples_per_s_text"] == "not measurable (2 repeats)"
 
 
 def test_busy_machine_count_only_with_its_telemetry(tmp_path: Path, monkeypatch: Any) -> None:

@@ -308,20 +308,39 @@ def efficiency_kind(
     return "linear within noise" if low <= 1.0 else "super-linear"
 
 
-TOO_WIDE = 1.0  # an efficiency interval wider than 100 points tells nothing: "not measurable"
+def too_wide(value: float | None, low: float | None, high: float | None) -> bool:
+    """Whether a figure's 95 % interval is wider than the figure itself (74 % in [35 %,
+    158 %], 38,509 in [792, 1,712,321], a lead of +193 % in [-98 %, +36,605 %]): such a range
+    says nothing a decision can rest on, so the first screen says "not measurable" and shows
+    no number (`not_measurable`)."""
+    if value is None or low is None or high is None:
+        return False
+    return high - low > abs(value)
 
 
-def efficiency_phrase(efficiency: float | None, low: float | None, high: float | None) -> str:
+def not_measurable(repeats: int | None) -> str:
+    """The first screen's words for a figure `too_wide` to use: 'not measurable (2 repeats)'."""
+    if not repeats:
+        return "not measurable"
+    return f"not measurable ({repeats} repeat{'' if repeats == 1 else 's'})"
+
+
+def efficiency_phrase(
+    efficiency: float | None,
+    low: float | None,
+    high: float | None,
+    repeats: int | None = None,
+) -> str:
     """How one configuration scales, in a few words: '74-84 % of linear', 'linear within
     noise', 'super-linear (110-130 %: check for cache effects)', '90.0 % of linear (one
-    repeat)', 'not measurable (above linear on one repeat)', and 'not measurable (23-426 % of
-    linear)' where the interval is wider than linear itself (TOO_WIDE): such a range says
-    nothing about how the model scales."""
+    repeat)', 'not measurable (above linear on one repeat)', and 'not measurable (2 repeats)'
+    where the interval is wider than the figure (`too_wide`): such a range says nothing about
+    how the model scales, so no number is given."""
     kind = efficiency_kind(efficiency, low, high)
     if efficiency is None:
         return "not measurable"
-    if low is not None and high is not None and high - low > TOO_WIDE:
-        return f"not measurable ({pct_range(low, high)} of linear)"
+    if too_wide(efficiency, low, high):
+        return not_measurable(repeats)
     if kind == "above linear":
         return "not measurable (above linear on one repeat)"
     if kind == "linear within noise":

@@ -96,9 +96,16 @@ class KeyFigure(_Model):
     severity: Severity = "info"
 
 
+MAX_CARDS = 4  # figure cards on the first screen; the rest are listed further down
+
+
 class KeyFigures(_Model):
+    """Figures as cards (`cards`: the first screen, at most MAX_CARDS) or, for the figures
+    beyond them (`more`), one short line each further down the section."""
+
     type: Literal["key_figures"] = "key_figures"
     figures: list[KeyFigure]
+    role: Literal["cards", "more"] = "cards"
 
 
 class Column(_Model):

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from torchscale.interfaces.report.estimates import not_measurable, too_wide
 from torchscale.interfaces.report.sections.context import Context, records
 from torchscale.offline.analysis.numbers import finite, parse_repeats
 from torchscale.offline.analysis.ranking import Lead, lead
@@ -36,8 +37,12 @@ class Pick:
 
     @property
     def clear(self) -> bool:
-        """Best beyond noise: there is a runner-up and the lead's whole interval is above 0."""
-        return self.runner_up is not None and self.lead is not None and self.lead.clear
+        """Best beyond noise: there is a runner-up, the lead's whole interval is above 0, and
+        that interval is no wider than the lead itself (`too_wide`: a lead of +193 % in
+        [+2, +36,605] says nothing to rank by)."""
+        if self.runner_up is None or self.lead is None or not self.lead.clear:
+            return False
+        return not too_wide(self.lead.change, self.lead.low, self.lead.high)
 
 
 def unit_figures(row: dict[str, Any]) -> list[float]:
@@ -124,6 +129,10 @@ def lead_text(pick: Pick, runner_up: str | None) -> str:
     if ahead is None or ahead.low is None or ahead.high is None:
         change = f" ({_pct(ahead.change)} {measure})" if ahead is not None else ""
         return f"not told apart from {runner_up}{change}: spread unknown (one repeat)"
+    if too_wide(ahead.change, ahead.low, ahead.high):  # no number a decision can rest on
+        repeats = min(len(unit_figures(pick.row)), len(unit_figures(pick.runner_up)))
+        how_far = f"lead {not_measurable(repeats)}"
+        return f"{'ahead of' if ahead.low > 0 else 'within noise of'} {runner_up}; {how_far}"
     figure = f"{_pct(ahead.change)} {_interval(ahead.low, ahead.high)}"
     if pick.by == "cost":
         said = f"{runner_up} costs {figure} more per sample"

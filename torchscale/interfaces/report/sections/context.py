@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
-from torchscale.interfaces.report.estimates import compact, efficiency_kind, long_form
+from torchscale.interfaces.report.estimates import (
+    compact,
+    efficiency_kind,
+    long_form,
+    not_measurable,
+    too_wide,
+)
 from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
 from torchscale.interfaces.report.render.formatting import format_value
 from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile
@@ -205,11 +211,33 @@ def is_reliable(row: Mapping[str, Any] | pd.Series) -> bool:
     return row.get("reliability") == "reliable"
 
 
+def is_quiet(row: Mapping[str, Any] | pd.Series) -> bool:
+    """Whether a cell ran with the machine to itself: no busy-machine verdict from its load
+    telemetry and no other compute process on its GPUs (a cell without that telemetry cannot
+    be shown busy, and counts as quiet)."""
+    busy = row.get("busy_machine")
+    gpus = finite(row.get("other_gpu_processes"))
+    return not (busy is True or busy == 1.0) and not (gpus is not None and gpus > 0)
+
+
+def is_trusted(row: Mapping[str, Any] | pd.Series) -> bool:
+    """Quiet and reliable: the only cells whose figures may carry a check mark."""
+    return is_reliable(row) and is_quiet(row)
+
+
 def reliability_severity(row: Mapping[str, Any] | pd.Series) -> Severity:
-    """What a cell's own figures may be marked with: good only when reliable, warn when
-    noisy, info when its spread is unknown."""
+    """What a cell's own figures may be marked with: good only when reliable on a quiet
+    machine (`is_trusted`), warn when noisy or busy, info when its spread is unknown."""
     level = row.get("reliability")
-    return "good" if level == "reliable" else ("warn" if level == "noisy" else "info")
+    if level == "noisy" or (level == "reliable" and not is_quiet(row)):
+        return "warn"
+    return "good" if level == "reliable" else "info"
+
+
+def repeats_of(row: Mapping[str, Any] | pd.Series) -> int:
+    """How many repeats (or pooled runs) a row's figures rest on."""
+    runs = finite(row.get(RUN_COLUMN)) or 1
+    return int(runs) if runs > 1 else repeat_count(row.get("samples_per_s_repeats"))
 
 
 def cost_severity(cost_pct: float | None) -> Severity:
@@ -491,6 +519,17 @@ def throughput_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -
         "rate",
         spread_unknown=_repeats(row) < 2,
     )
+
+
+def first_screen_throughput(row: Mapping[str, Any] | pd.Series) -> str:
+    """A throughput for the first screen (headline, cards, best configuration): as
+    `throughput_text`, but 'not measurable (2 repeats)' and no number where the interval is
+    wider than the figure (`estimates.too_wide`)."""
+    value = finite(row.get("samples_per_s"))
+    low, high = finite(row.get("samples_per_s_low")), finite(row.get("samples_per_s_high"))
+    if too_wide(value, low, high):
+        return not_measurable(repeats_of(row))
+    return throughput_text(row) or "-"
 
 
 def step_text(

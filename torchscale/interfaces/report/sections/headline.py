@@ -38,12 +38,14 @@ from torchscale.interfaces.report.sections.best import (
 from torchscale.interfaces.report.sections.context import (
     Context,
     efficiency_severity,
+    first_screen_throughput,
     fmt,
     integer,
+    is_trusted,
     plural,
     ranks,
     records,
-    throughput_text,
+    repeats_of,
 )
 from torchscale.interfaces.report.sections.run_verdicts import (
     ordered_profiles,
@@ -233,7 +235,10 @@ def _scaling_line(ctx: Context, model: str, rows: list[dict[str, Any]]) -> str:
     shared = spans.pop() if len(spans) == 1 else None
     phrases = [
         efficiency_phrase(
-            finite(r["efficiency"]), finite(r["efficiency_low"]), finite(r["efficiency_high"])
+            finite(r["efficiency"]),
+            finite(r["efficiency_low"]),
+            finite(r["efficiency_high"]),
+            repeats_of(r),
         )
         + (f" with {g}" if shared else f" {_span(r)} with {g}")
         for g, r in zip(groups, rows, strict=True)
@@ -258,7 +263,10 @@ def _single_size_line(ctx: Context, model: str) -> str:
     median = f" (median of {int(runs)} runs)" if runs > 1 else ""
     of = f", the fastest of {len(measured)} configurations" if len(measured) > 1 else ""
     config = f" with {ctx.label(best, model=False)}" if len(measured) > 1 else ""
-    return f"{model} reaches {throughput_text(best)} samples/s{median} on {where}{config}{of}"
+    figure = first_screen_throughput(best)
+    if figure.startswith("not measurable"):
+        return f"{model} on {where}{config}: throughput {figure}{of}"
+    return f"{model} reaches {figure} samples/s{median} on {where}{config}{of}"
 
 
 def _cheapest(ctx: Context, pick: Pick | None) -> str:
@@ -290,12 +298,15 @@ def _model_line(
     rows = _largest_per_group(scaled)
     severity: Severity = "info"
     if usable:
+        trusted = all(is_trusted(r) for r in records(weak[weak["model_label"] == model]))
         severity = _worst(
             efficiency_severity(
                 finite(r["efficiency"]), finite(r["efficiency_low"]), finite(r["efficiency_high"])
             )
             for r in rows
         )
+        if severity == "good" and not trusted:  # a check mark only from quiet, reliable cells
+            severity = "info"
     return Text(text=_scaling_line(ctx, model, rows) + cost, severity=severity)
 
 
@@ -337,9 +348,13 @@ def _best_line(ctx: Context, priced: pd.DataFrame | None, usable: Usability) -> 
         else:
             parts.append(f"{pick.model}: {NO_CLEAR_BEST}: {config} is {how}")
     clear = all(p is not None and p.clear for p in picks)
+    trusted = all(
+        p is not None and is_trusted(p.row) and p.runner_up is not None and is_trusted(p.runner_up)
+        for p in picks
+    )
     return Text(
         text=f"Best configuration by {by}: {'; '.join(parts)}.",
-        severity="good" if clear else "info",
+        severity="good" if clear and trusted else "info",
     )
 
 

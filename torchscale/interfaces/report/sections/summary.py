@@ -18,9 +18,12 @@ from torchscale.interfaces.report.estimates import (
     efficiency_kind,
     efficiency_phrase,
     efficiency_text,
+    not_measurable,
     supported_rate,
+    too_wide,
 )
 from torchscale.interfaces.report.model import (
+    MAX_CARDS,
     Block,
     KeyFigure,
     KeyFigures,
@@ -49,15 +52,19 @@ from torchscale.interfaces.report.sections.context import (
     RankUnits,
     col,
     efficiency_severity,
+    first_screen_throughput,
     fmt,
     integer,
+    is_quiet,
     is_reliable,
+    is_trusted,
     names,
     rank_unit,
     ranks,
     records,
     reliability_counts,
     reliability_severity,
+    repeats_of,
     step_text,
     throughput_fields,
     throughput_text,
@@ -85,6 +92,10 @@ BUSY_FLAG = "busy_machine"  # True where the telemetry judged the machine busy
 BUSY_WARNING = "busy machine"  # the same verdict in the cell's warnings
 BASELINE_FIGURE = "Regressions against the baseline"
 NOT_JUDGED_FIGURE = "Not judged against the baseline"
+TOO_WIDE_NOTE = (
+    "its confidence interval is wider than the figure itself, so no number is given here (the "
+    "tables further down hold the measurements)"
+)
 RELIABLE_RULE = "reliable: throughput's 95 % interval within ±{limit}, step-time CV at most {limit}"
 
 
@@ -191,6 +202,8 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 "efficiency_low": finite(row["scaling_efficiency_low"]),
                 "efficiency_high": finite(row["scaling_efficiency_high"]),
                 "efficiency_text": _efficiency_cell(row),
+                # the first screen: no number for a figure its interval does not support
+                "samples_per_s_text": first_screen_throughput(row),
                 "step_p50_s": finite(row["step_p50_s"]),
                 "step_p50_text": step_text(row, "p50"),
                 "reliability": row["reliability"],
@@ -217,6 +230,8 @@ def _efficiency_cell(row: dict[str, Any]) -> str | None:
     if efficiency is None and reason.startswith("no base"):
         return "no base"
     base = reason.startswith("base") or (efficiency == 1.0 and low is None and not reason)
+    if not base and too_wide(efficiency, low, high):
+        return not_measurable(repeats_of(row))
     return efficiency_text(efficiency, low, high, base=base)
 
 
@@ -264,11 +279,14 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     value: float | str | None = efficiency
     if kind == "linear within noise":
         value = "linear within noise"
-    phrase = efficiency_phrase(efficiency, low, high)
+    phrase = efficiency_phrase(efficiency, low, high, repeats_of(row))
     measurable = not phrase.startswith("not measurable")
-    if not measurable:  # the headline's words: the two never disagree
+    if not measurable:  # the headline's words, and no number: the two never disagree
         value = phrase
-    if kind == "super-linear":
+        note = f"{_config(ctx, row)}, against {against}: {TOO_WIDE_NOTE}"
+    if not measurable:
+        pass
+    elif kind == "super-linear":
         interval = f"{fmt(low, 'ratio_pct')} to {fmt(high, 'ratio_pct')}"
         note += f"; 95 % interval {interval}; {SUPER_LINEAR_NOTE}"
     else:
@@ -278,9 +296,9 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
         & (weak["group"] == row["group"])
         & (weak["world_size"] == row["base_world_size"])
     ]
-    reliable = is_reliable(row) and all(is_reliable(b) for b in records(base))
+    reliable = is_trusted(row) and all(is_trusted(b) for b in records(base))
     if not reliable:
-        note += "; not every cell behind it measured reliably"
+        note += "; not every cell behind it measured reliably on a quiet machine"
     return KeyFigure(
         label=f"Scaling efficiency at {largest}: {model}",
         value=value,
@@ -404,20 +422,33 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             note += f"; {fmt(tokens, 'rate')} tokens/s"
         if not is_reliable(best):
             note += f"; {best['reliability']}: {best['reliability_reason']}"
-        shown, shown_as = supported_rate(
+        if not is_quiet(best):
+            note += "; ran on a busy machine"
+        value, low, high = (
             finite(best["samples_per_s"]),
             finite(best["samples_per_s_low"]),
             finite(best["samples_per_s_high"]),
         )
-        figures.append(
-            KeyFigure(
-                label=f"Best throughput: {model}",
-                value=shown,
-                format=shown_as,
-                note=note,
-                severity=reliability_severity(best),
+        if too_wide(value, low, high):  # the figure says nothing: no number on the card
+            figures.append(
+                KeyFigure(
+                    label=f"Best throughput: {model}",
+                    value=not_measurable(repeats_of(best)),
+                    note=f"samples/s at {_config(ctx, best)}: {TOO_WIDE_NOTE}",
+                    severity="warn",
+                )
             )
-        )
+        else:
+            shown, shown_as = supported_rate(value, low, high)
+            figures.append(
+                KeyFigure(
+                    label=f"Best throughput: {model}",
+                    value=shown,
+                    format=shown_as,
+                    note=note,
+                    severity=reliability_severity(best),
+                )
+            )
         figures.append(_efficiency_figure(ctx, model, weak))
         costs = priced[priced["model_label"] == model] if priced is not None else None
         if costs is not None and not costs.empty:
@@ -447,7 +478,8 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                 note="share of step time ranks wait for peers (trace analysis)"
                 if stall is not None
                 else ref.entry.analysis.unavailable.get("sync_stall_pct", "not measurable"),
-                severity="info" if stall is None else ("bad" if stall >= 10 else "good"),
+                # a low stall is no verdict on whether the run can be trusted: no check mark
+                severity="bad" if stall is not None and stall >= 10 else "info",
             )
         )
     if ctx.comparison is not None:
@@ -597,6 +629,19 @@ def _lines(ctx: Context) -> list[Block]:
 
 
 MODEL_FIGURES = ("Best throughput:", "Scaling efficiency", "Cost per million samples:")
+FIRST = (BASELINE_FIGURE, "Cells measured", "Cells reliable")  # the cards that come first
+
+
+def first_cards(figures: list[KeyFigure]) -> tuple[list[KeyFigure], list[KeyFigure]]:
+    """(the first screen's cards, the rest): at most MAX_CARDS, the baseline's verdict and the
+    cells' counts first (what the decision rests on), then the figures in the order built
+    (each model's throughput, then its scaling)."""
+    order = sorted(
+        range(len(figures)),
+        key=lambda i: (0, FIRST.index(figures[i].label)) if figures[i].label in FIRST else (1, i),
+    )
+    chosen = sorted(order[:MAX_CARDS])
+    return [figures[i] for i in chosen], [f for i, f in enumerate(figures) if i not in chosen]
 
 
 def _unjudged(figure: KeyFigure) -> KeyFigure:
@@ -614,13 +659,16 @@ def build(ctx: Context) -> Section:
     figures = _figures(ctx, priced)
     if ctx.usability is not None and ctx.usability.usable == "no":
         figures = [_unjudged(f) for f in figures]
-    blocks: list[Block] = [KeyFigures(figures=figures)]
+    cards, more = first_cards(figures)
+    blocks: list[Block] = [KeyFigures(figures=cards)]
     headline = _headline(ctx)
     if headline is not None:
         blocks.append(headline)
     table = _best_table(ctx, priced)
     if table is not None:
         blocks.append(table)
+    if more:
+        blocks.append(KeyFigures(figures=more, role="more"))
     elif len(ctx.cells):
         blocks.append(Unavailable(items={"best configuration": ctx.nothing_measured()}))
     blocks += _lines(ctx)

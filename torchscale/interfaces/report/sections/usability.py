@@ -2,13 +2,15 @@
 already holds: the cells' load telemetry (other processes on their cores or GPUs), their
 reliability (noisy, spread unknown) and repeats, and the cells that failed or could not be read.
 
-- no: other processes took the machine in at least half of the measured cells (their timings
-  measure the contention, not the models), or every measured cell is noisy: rerun first, and
-  treat workload tuning (the bottleneck findings) as second to fixing the host;
-- with care: some cells failed, could not be read, ran on a busy machine or are noisy, or no
-  cell has a run-to-run spread to judge by (one repeat);
-- yes: every measured cell reliable;
+- no: no measured cell is both quiet (no other load on its machine) and not noisy; in
+  particular other processes took the machine in at least half of the measured cells (their
+  timings measure the contention, not the models: fix the host first, workload tuning comes
+  second), or every measured cell is noisy;
+- with care: some cells are quiet and not noisy, but not all are quiet and reliable (some
+  failed, could not be read, ran on a busy machine, are noisy, or have one repeat);
+- yes: every measured cell quiet and reliable, and none failed;
 - nothing to judge: no cell finished ok.
+The table of these rules is in docs/reporting.md ('The first screen: headline rules').
 
 Pure: the verdict is computed once here and rendered by every format (report.model.Decision)."""
 
@@ -19,7 +21,13 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.interfaces.report.sections.context import Context, names, plural, records
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    is_quiet,
+    names,
+    plural,
+    records,
+)
 from torchscale.interfaces.report.sections.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.reliability import repeat_count
@@ -203,6 +211,9 @@ def judge(ctx: Context) -> Usability:
             RAISE_REPEATS.format(now=_repeats(noisy), n=SMALL) if "repeats" in remedy else remedy
         )
         return Usability("no", reason, remedy, False, busy_keys, (first, *(f[1] for f in failures)))
+    rows = records(measured)
+    if not any(is_quiet(r) and r.get("reliability") != "noisy" for r in rows):
+        return _none_quiet_and_reliable(ctx, rows, shared, busy_keys, failures)
     clauses = [f[0] for f in failures]
     actions = [f[1] for f in failures]
     if shared is not None and shared.cells:
@@ -226,3 +237,40 @@ def judge(ctx: Context) -> Usability:
     if calm:
         reason += ", with no other load on the machine"
     return Usability("yes", reason, None, False, busy_keys, ())
+
+
+def _none_quiet_and_reliable(
+    ctx: Context,
+    rows: list[dict[str, Any]],
+    shared: _Contention | None,
+    busy_keys: frozenset[tuple[str, str]],
+    failures: list[tuple[str, str]],
+) -> Usability:
+    """'no': every cell either ran on a busy machine or is noisy (2 busy, 6 noisy: no figure
+    a decision can rest on), with what to do for each kind."""
+    total = len(rows)
+    busy = [r for r in rows if not is_quiet(r)]
+    noisy = [r for r in rows if r.get("reliability") == "noisy" and is_quiet(r)]
+    parts = []
+    if busy:
+        what = shared.what if shared is not None else "other load on the machine"
+        parts.append(f"{what} {_where(ctx, busy, total)}")
+    if noisy:
+        parts.append(f"the other {plural(len(noisy), 'cell')} noisy" if busy else "all noisy")
+    reason = f"no cell is both quiet and reliable ({', '.join(parts)})"
+    actions = []
+    if busy:
+        remedy = shared.remedy if shared is not None else IDLE_NODE
+        actions.append(f"{remedy} for the busy cells: their figures measure the contention")
+    if noisy:
+        repeats = _repeats(noisy)
+        actions.append(RAISE_REPEATS.format(now=repeats, n=SMALL) if repeats < SMALL else QUIETER)
+    first = actions[0].split(" for the busy cells")[0] if actions else None
+    return Usability(
+        "no",
+        reason,
+        first,
+        False,
+        busy_keys,
+        (*actions, *(f[1] for f in failures)),
+    )
