@@ -25,7 +25,7 @@ import pytest
 from report_sample import HOSTILE, sample_report
 
 from torchscale.interfaces.report.model import Report
-from torchscale.interfaces.report.render.html import render
+from torchscale.interfaces.report.render import html as html_format
 
 CHROMIUM = shutil.which("chromium")
 TIMEOUT_S = 90
@@ -35,6 +35,11 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
     reason="needs a headless Chromium on PATH (Debian package `chromium`; CI installs it)",
 )
+
+
+def render(report: Report) -> bytes:
+    """The interactive page (plotly), what this module checks in a browser."""
+    return html_format.render(report, interactive=True)
 
 
 @dataclass

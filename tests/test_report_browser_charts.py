@@ -19,13 +19,20 @@ from test_report_browser import CHROMIUM, Node, Tree, chromium_argv, run_chromiu
 
 from torchscale.interfaces.report.charts.plot import plot
 from torchscale.interfaces.report.model import Chart, Report, Section
+from torchscale.interfaces.report.render import html as html_format
 from torchscale.interfaces.report.render import svg_charts
-from torchscale.interfaces.report.render.html import render
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
     reason="needs a headless Chromium on PATH (Debian package `chromium`; CI installs it)",
 )
+
+
+def render(report: Report) -> bytes:
+    """The interactive page (plotly), what this module checks in a browser."""
+    return html_format.render(report, interactive=True)
+
+
 WIDTH_PX = 1400
 _TRANSLATE = re.compile(r"translate\(([-\d.]+),\s*([-\d.]+)\)")
 _RGB = re.compile(r"(?:stroke|fill): rgb\((\d+), (\d+), (\d+)\)")

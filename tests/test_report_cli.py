@@ -122,7 +122,7 @@ def test_fail_on_regression_exits_3_on_a_regression(tmp_path: Path) -> None:
     # whether the numbers can be used)
     assert comment.split("\n")[4].startswith("- ✖ 4 regressions against v3_fixture")
     assert "Largest changes against the baseline (judged or not)" in comment
-    assert "Regressions against the baseline**: 4" in comment
+    assert "Regressions against the baseline: 4" in comment
 
 
 def test_an_unchanged_rerun_passes_the_gate(tmp_path: Path) -> None:
@@ -159,7 +159,7 @@ def test_a_halving_on_2_repeats_is_not_judged_and_the_gate_says_so(tmp_path: Pat
     assert "None of 6 matched cells could be judged against v3_fixture" in report
     assert "no regression" not in report
     # 4 cells ran on both sides (the 2 others failed on both: not compared)
-    assert "**Regressions against the baseline**: not judged: 4 cells" in report
+    assert "Regressions against the baseline: not judged: 4 cells" in report
     assert "⚠ nothing judged against the baseline" in report
     # the largest changes, with their intervals, judged or not
     assert "Largest changes against the baseline (judged or not)" in report

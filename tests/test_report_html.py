@@ -20,9 +20,10 @@ import pytest
 from report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report
 
 from torchscale.interfaces.report.model import Chart, Heatmap, Report, Series, Text
+from torchscale.interfaces.report.render import html as html_format
 from torchscale.interfaces.report.render import renderer
 from torchscale.interfaces.report.render.formatting import format_value
-from torchscale.interfaces.report.render.html import environment, plotly_js, render, script_json
+from torchscale.interfaces.report.render.html import environment, plotly_js, script_json
 from torchscale.interfaces.report.render.plotly_charts import figure, plotly_text, title_text
 
 VOID = {
@@ -40,6 +41,14 @@ VOID = {
     "track",
     "wbr",
 }
+
+
+def render(report: Report) -> bytes:
+    """The interactive page (plotly), what this module checks; the default page draws its
+    charts as SVG (tests/test_report_formats_short.py)."""
+    return html_format.render(report, interactive=True)
+
+
 PLOTLY_OPEN = '<script data-lib="plotly.js">'
 PLOTLY_BANNER = re.compile(r"plotly\.js v\d+\.\d+\.\d+")
 ESCAPED_HOSTILE = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -160,7 +169,7 @@ def by_id(root: Element, element_id: str) -> Element:
 
 
 def test_renderer_interface_finds_html() -> None:
-    assert renderer("html") is render
+    assert renderer("html") is html_format.render
 
 
 def test_document_is_balanced_html(tree: StrictTree, root: Element) -> None:

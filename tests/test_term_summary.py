@@ -186,8 +186,8 @@ def test_full_prints_the_whole_report(
     assert len(full.rstrip("\n").splitlines()) == len(expected)
 
 
-def test_full_is_for_the_terminal_only(sweeps: dict[int, Path]) -> None:
-    result = CliRunner().invoke(app, ["report", "-s", str(sweeps[8]), "-f", "md", "--full"])
+def test_interactive_is_for_the_html_only(sweeps: dict[int, Path]) -> None:
+    result = CliRunner().invoke(app, ["report", "-s", str(sweeps[8]), "-f", "md", "--interactive"])
     assert result.exit_code == 2
-    assert "--full is for -f term" in result.output
+    assert "--interactive is for -f html" in result.output
     assert "Traceback" not in result.output

@@ -61,6 +61,7 @@ def build_report(
     html_link: str | None = None,
     width: int | None = None,
     full: bool = False,
+    interactive: bool = False,
     on_step: OnStep | None = None,
 ) -> ReportRun:
     """Report on `source` (one experiment's results, or a folder of several) as
@@ -69,9 +70,11 @@ def build_report(
     results to compare against (a verdict per matched cell, docs/regressions.md);
     `cost_per_gpu_hour` prices every result set, `prices` one per experiment name;
     `html_link`: where the HTML report is published (a URL or path), for the Markdown to link;
-    `width` and `full`: the terminal report's width (default 100) and whether it is the whole
-    report rather than its summary; `on_step`: called as the long work goes (`Step`: building
-    the report, then a PDF's charts, layout and pages), for a progress display."""
+    `width`: the terminal report's width (default 100); `full`: every section, not the
+    decision and what carries it (a summary, a short report; the HTML holds every section
+    either way); `interactive`: HTML charts drawn by plotly rather than SVG; `on_step`:
+    called as the long work goes (`Step`: building the report, then the charts, a PDF's
+    layout and pages), for a progress display."""
     from torchscale.interfaces.report.sections.baseline import gate_summary
 
     outcome = generate(
@@ -86,6 +89,7 @@ def build_report(
             html_link=html_link,
             width=width,
             full=full,
+            interactive=interactive,
         ),
         on_step,
     )

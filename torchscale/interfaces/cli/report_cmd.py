@@ -82,9 +82,18 @@ FullOption = Annotated[
     bool,
     typer.Option(
         "--full",
-        help="-f term: the whole report (every section, table and chart summary); without "
-        "it, a summary of at most 60 lines: the verdict, key figures, the best configuration "
-        "per model, the top findings.",
+        help="Every section, table and chart. Without it, the decision and what carries it: "
+        "-f term a summary of at most 60 lines, -f md a pull-request comment, -f pdf and "
+        "-f json the short report (summary, scaling, failures, baseline; a profile's "
+        "diagnosis). The HTML holds every section either way.",
+    ),
+]
+InteractiveOption = Annotated[
+    bool,
+    typer.Option(
+        "--interactive",
+        help="-f html: charts drawn by plotly (zoom, a value per point on hover; plotly.js "
+        "inlined, about 5 MB) instead of the PDF's SVG charts (hover a series for its values).",
     ),
 ]
 HtmlLinkOption = Annotated[
@@ -109,13 +118,14 @@ def _run(
     title: str | None,
     html_link: str | None = None,
     full: bool = False,
+    interactive: bool = False,
 ) -> None:
     from torchscale.interfaces.api import build_report
     from torchscale.interfaces.report.generate import parse_prices
     from torchscale.interfaces.report.terminal.report_recap import summary_lines
 
     everyone, per_experiment = parse_prices(cost_per_gpu_hour or [])
-    progress = _Progress(lines=fmt == "pdf")
+    progress = _Progress(lines=fmt in ("pdf", "html"))
     try:
         run = build_report(
             source,
@@ -129,6 +139,7 @@ def _run(
             html_link=html_link,
             width=_term_width(output),
             full=full,
+            interactive=interactive,
             on_step=progress.step,
         )
     finally:
@@ -255,6 +266,7 @@ def report(
     title: TitleOption = None,
     html_link: HtmlLinkOption = None,
     full: FullOption = False,
+    interactive: InteractiveOption = False,
     verbose: VerbosityFlag = None,
 ) -> None:
     """Turn results into a report a stakeholder reads and an engineer acts on."""
@@ -271,6 +283,7 @@ def report(
         title,
         html_link,
         full,
+        interactive,
     )
 
 
@@ -286,6 +299,7 @@ def generate_command(
     title: TitleOption = None,
     html_link: HtmlLinkOption = None,
     full: FullOption = False,
+    interactive: InteractiveOption = False,
     verbose: VerbosityFlag = None,
 ) -> None:
     """The same as `torchscale report` (the spelling of the published docs)."""
@@ -300,4 +314,5 @@ def generate_command(
         title,
         html_link,
         full,
+        interactive,
     )

@@ -46,6 +46,7 @@ from torchscale.interfaces.report.sections.headline import (
     verdict,
 )
 from torchscale.interfaces.report.sections.usability import judge
+from torchscale.interfaces.report.short import kept_sections, left_out_line, trim
 from torchscale.interfaces.report.sources import Sources
 
 
@@ -149,17 +150,45 @@ SECTIONS: tuple[SectionBuilder, ...] = (
 )
 
 
+def _sections(ctx: Context, options: ReportOptions) -> list[Section]:
+    """The sections of `options.scope`: every one, or a short format's (`report.short`: the
+    others are never built, and what a short report leaves out is said in its summary)."""
+    keep = kept_sections(options.scope, has_cells=bool(len(ctx.cells)))
+    sections: list[Section] = []
+    for build in SECTIONS:
+        # a section's id is known once built; a short scope skips the builders of sections
+        # it drops by their module's name (`sections.<id>`), the baseline's by its own
+        if keep is not None and _section_id(build) not in keep:
+            continue
+        section = build(ctx)
+        if section is not None and (keep is None or section.id in keep):
+            sections.append(_capped(section))
+    if options.scope != "short":
+        return sections
+    sections, charts = trim(sections)
+    for index, section in enumerate(sections):
+        if section.id == "summary":
+            blocks = [*section.blocks, left_out_line(charts)]
+            sections[index] = section.model_copy(update={"blocks": blocks})
+    return sections
+
+
+def _section_id(build: SectionBuilder) -> str:
+    if build is _against_baseline:
+        return "baseline"
+    return build.__module__.rpartition(".")[2]
+
+
 def build_report(
     sources: Sources, options: ReportOptions, baseline: Sources | None = None
 ) -> Report:
     """The report over `sources` (and against `baseline` when given: then the baseline
-    section and `Report.regressions`)."""
+    section and `Report.regressions`), with the sections of `options.scope`."""
     ctx = make_context(sources, options, baseline)
     ctx.findings = collect_findings(ctx)
     if len(ctx.cells) or ctx.unreadable:
         ctx.usability = judge(ctx)
-    built = (build(ctx) for build in SECTIONS)
-    sections = [_capped(section) for section in built if section is not None]
+    sections = _sections(ctx, options)
     _unique_ids(sections)
     skipped = list(sources.skipped) + (list(baseline.skipped) if baseline else [])
     headline, decision = verdict(ctx)

@@ -25,6 +25,7 @@ from torchscale.contracts.errors import (
 from torchscale.interfaces.report.model import Report
 from torchscale.interfaces.report.progress import OnStep, Step
 from torchscale.interfaces.report.render import FORMATS, SUFFIX, renderer
+from torchscale.interfaces.report.short import Scope
 from torchscale.offline.results.store import check_output_dir
 
 if TYPE_CHECKING:
@@ -43,7 +44,8 @@ class ReportRequest:
     prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> price
     html_link: str | None = None  # where the HTML report is (path or URL): the Markdown links it
     width: int | None = None  # term: columns at most (None: term.WIDTH, a file's)
-    full: bool = False  # term: the whole report, not its summary
+    full: bool = False  # every section, not the decision and what carries it (`scope`)
+    interactive: bool = False  # html: plotly charts (plotly.js inlined, 4.6 MB), not SVG
 
 
 @dataclass(frozen=True)
@@ -120,11 +122,8 @@ def check_request(request: ReportRequest) -> None:
     for price in [request.cost_per_gpu_hour, *request.prices.values()]:
         if price is not None and not price > 0:
             raise UsageError("--cost-per-gpu-hour must be a positive price (e.g. 2.5)")
-    if request.full and request.fmt != "term":
-        raise UsageError(
-            f"--full is for -f term (the terminal prints a summary without it), not "
-            f"-f {request.fmt}"
-        )
+    if request.interactive and request.fmt != "html":
+        raise UsageError(f"--interactive is for -f html (plotly charts), not -f {request.fmt}")
     if request.output is not None:  # its directory must take a file before any work
         folder = request.output if names_directory(request.output) else request.output.parent
         check_output_dir(folder, keep=True, what="the report")
@@ -155,9 +154,20 @@ def _ignore(step: Step) -> None:
     return None
 
 
+def scope(request: ReportRequest) -> Scope:
+    """What the request's format builds: with --full every section; without, the decision
+    and what carries it (`report.short`): the Markdown's summary, the PDF's and JSON's short
+    report. The HTML holds every section either way (the short formats send their reader
+    there; a page's length costs nothing), and the terminal's summary counts what it leaves
+    out of the whole."""
+    if request.full or request.fmt in ("html", "term"):
+        return "full"
+    return "summary" if request.fmt == "md" else "short"
+
+
 def render(request: ReportRequest, report: Report, on_step: OnStep = _ignore) -> bytes:
     """The report in the request's format: the terminal's at its width, summary or full; the
-    PDF saying how far it got."""
+    HTML's charts as SVG or interactive; the PDF saying how far it got."""
     if request.fmt == "term":
         from torchscale.interfaces.report.render import term
 
@@ -166,6 +176,14 @@ def render(request: ReportRequest, report: Report, on_step: OnStep = _ignore) ->
         from torchscale.interfaces.report.render import pdf
 
         return pdf.render(report, on_step=on_step)
+    if request.fmt == "html":
+        from torchscale.interfaces.report.render import html
+
+        return html.render(report, interactive=request.interactive, on_step=on_step)
+    if request.fmt == "md":
+        from torchscale.interfaces.report.render import markdown
+
+        return markdown.render(report, full=request.full)
     return renderer(request.fmt)(report)
 
 
@@ -196,6 +214,7 @@ def generate(request: ReportRequest, on_step: OnStep | None = None) -> ReportOut
             generated_at=request.generated_at,
             prices=request.prices,
             html_report=request.html_link,
+            scope=scope(request),
         ),
         baseline=baseline,
     )

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from torchscale.contracts.errors import UsageError
+from torchscale.interfaces.report.short import Scope
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class ReportOptions:
     generated_at: str | None = None
     prices: Mapping[str, float] = field(default_factory=dict)  # experiment -> its price
     html_report: str | None = None  # where the HTML report is: the Markdown links to it
+    scope: Scope = "full"  # what is built: every section, or a short format's (`report.short`)
 
     def __post_init__(self) -> None:
         for price in [self.cost_per_gpu_hour, *self.prices.values()]:

@@ -1,13 +1,19 @@
 """The HTML report: one self-contained file that works offline.
 
-plotly.js is inlined once; each chart is a div plus its figure as JSON (escaped so that no
-user string can close the <script> it sits in) drawn by one small script. Templates are Jinja2
-with autoescape on, loaded from the package, and only lay out: every value goes through
-`format_value`. A Content-Security-Policy in the page allows only the page's own scripts (by
-hash) and no network at all, so a string that escaped escaping still could not run or fetch.
+Charts are, by default, the PDF's own SVG drawings (`svg_charts`, matplotlib) inlined in the
+page, with a hover title per series giving each point's value: the same picture in both
+formats, no JavaScript needed to see them, and a page of 8 cells in a few hundred KB, where
+inlining plotly.js (4.6 MB; its partial bundles are not a Python package) made every report
+5 MB. `interactive` keeps the plotly version (zoom, hover per point): plotly.js is inlined
+once; each chart is a div plus its figure as JSON (escaped so that no user string can close
+the <script> it sits in) drawn by one small script. Templates are Jinja2 with autoescape on,
+loaded from the package, and only lay out: every value goes through `format_value`. A
+Content-Security-Policy in the page allows only the page's own scripts (by hash) and no
+network at all, so a string that escaped escaping still could not run or fetch.
 
 The page records its own JavaScript errors on <body> (`data-js-errors`) and the number of charts
-drawn (`data-charts-rendered`), and marks each table wider than its box (`data-overflows`, with a
+drawn (`data-charts-rendered`: set by the page itself where plotly draws them, written with the
+page where they are SVG), and marks each table wider than its box (`data-overflows`, with a
 visible line saying to scroll), so a headless browser can check it from the DOM alone.
 """
 
@@ -24,8 +30,8 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from torchscale.interfaces.report.model import Chart, Report, Severity, Table
+from torchscale.interfaces.report.progress import OnStep, Step
 from torchscale.interfaces.report.render.formatting import SEVERITY_MARK, template_environment
-from torchscale.interfaces.report.render.plotly_charts import CONFIG, figure
 
 TEMPLATE = "html/report.html.j2"
 _SEVERITIES: tuple[str, ...] = get_args(Severity)
@@ -78,7 +84,60 @@ def script_json(value: Any) -> Markup:
 
 def figure_json(chart: Chart) -> Markup:
     """The plotly figure of `chart` as script-safe JSON."""
+    from torchscale.interfaces.report.render.plotly_charts import figure
+
     return script_json(figure(chart))
+
+
+# what a standalone SVG document carries that a page must not: its prologue and doctype, its
+# metadata, and a <style> that would apply to the whole page (report's CSS has its one rule)
+_SVG_PROLOGUE = re.compile(r"\A.*?(?=<svg[\s>])", re.DOTALL)
+_SVG_DROPPED = re.compile(r"<metadata>.*?</metadata>|<style[^>]*>.*?</style>", re.DOTALL)
+_SVG_TAG = re.compile(r"<[^>]*>")
+_SVG_ID = re.compile(r'\bid="([^"]*)"')
+_SVG_REFERENCE = re.compile(r'(href="#|url\(#)([^")]*)')
+_SALTED_ID = re.compile(r"[a-z][0-9a-f]{10}")  # matplotlib's `_make_id`: a letter, 10 hex
+
+
+def inline_svg(svg: str, prefix: str) -> Markup:
+    """A standalone SVG document (matplotlib's) as an element of the page: no prologue,
+    metadata or style, and every id (and reference to one) prefixed with `prefix`, so two
+    charts' clip paths or markers never take each other's (matplotlib numbers them per
+    figure). The ids matplotlib makes from a random salt (clip paths, markers, hatches) are
+    numbered in order instead, so the same report gives the same page. Only tags are
+    rewritten: the text between them stays as matplotlib escaped it (its attribute values
+    cannot hold a raw quote, so no id can be forged in one)."""
+    body = _SVG_DROPPED.sub("", _SVG_PROLOGUE.sub("", svg, count=1))
+    names: dict[str, str] = {}
+
+    def name(old: str) -> str:
+        if old not in names:
+            salted = _SALTED_ID.fullmatch(old) is not None
+            names[old] = f"{prefix}{'h' + str(len(names)) if salted else old}"
+        return names[old]
+
+    def tag(match: re.Match[str]) -> str:
+        text = _SVG_ID.sub(lambda m: f'id="{name(m.group(1))}"', match.group(0))
+        return _SVG_REFERENCE.sub(lambda m: m.group(1) + name(m.group(2)), text)
+
+    # safe: matplotlib wrote it as XML, every user string escaped; only ids are changed
+    return Markup(_SVG_TAG.sub(tag, body))  # noqa: S704
+
+
+def static_charts(report: Report, on_step: OnStep) -> tuple[dict[str, Markup], dict[str, str]]:
+    """Chart id -> its SVG element, and chart id -> why it could not be drawn (text, escaped
+    where it is shown). Drawn as the PDF draws them, on every core (`pdf.drawn_charts`)."""
+    from torchscale.interfaces.report.render.pdf import drawn_charts
+    from torchscale.interfaces.report.render.svg_worker import ChartError
+
+    svgs: dict[str, Markup] = {}
+    errors: dict[str, str] = {}
+    for number, (chart_id, drawn) in enumerate(drawn_charts(report, on_step=on_step).items()):
+        if isinstance(drawn, ChartError):
+            errors[chart_id] = str(drawn)
+        else:
+            svgs[chart_id] = inline_svg(drawn, f"c{number}-")
+    return svgs, errors
 
 
 def severity_of(row: dict[str, Any]) -> str:
@@ -113,19 +172,31 @@ def _plotly_hash() -> str:
     return _csp_hash(plotly_js())
 
 
-def render(report: Report) -> bytes:
-    """The report as one HTML file (UTF-8). Deterministic: the same report gives the same
-    bytes (the only time in it is the report's own `generated_at`)."""
+def _ignore(step: Step) -> None:
+    return None
+
+
+def render(report: Report, interactive: bool = False, on_step: OnStep = _ignore) -> bytes:
+    """The report as one HTML file (UTF-8): charts as SVG, or with `interactive` drawn by
+    plotly. Deterministic: the same report gives the same bytes (the only time in it is the
+    report's own `generated_at`). `on_step` hears the SVG charts drawn."""
     env = environment()
     record_errors = env.get_template("html/record_errors.js.j2").render()
-    draw_charts = env.get_template("html/draw_charts.js.j2").render(config=script_json(CONFIG))
     table_cues = env.get_template("html/table_cues.js.j2").render()
-    script_src = " ".join(
-        [_csp_hash(record_errors), _csp_hash(table_cues), _plotly_hash(), _csp_hash(draw_charts)]
-    )
+    scripts = [_csp_hash(record_errors), _csp_hash(table_cues)]
+    draw_charts = ""
+    charts: dict[str, Markup] = {}
+    chart_errors: dict[str, str] = {}
+    if interactive:
+        from torchscale.interfaces.report.render.plotly_charts import CONFIG
+
+        draw_charts = env.get_template("html/draw_charts.js.j2").render(config=script_json(CONFIG))
+        scripts += [_plotly_hash(), _csp_hash(draw_charts)]
+    else:
+        charts, chart_errors = static_charts(report, on_step)
     csp = (
         "default-src 'none'; "
-        f"script-src {script_src}; "
+        f"script-src {' '.join(scripts)}; "
         "style-src 'unsafe-inline'; "
         "img-src data: blob:; "
         "font-src data:; "
@@ -137,9 +208,13 @@ def render(report: Report) -> bytes:
     page = env.get_template(TEMPLATE).render(
         report=report,
         csp=csp,
+        interactive=interactive,
+        charts=charts,
+        chart_errors=chart_errors,
+        charts_drawn=len(charts),
         record_errors=Markup(record_errors),  # noqa: S704
         table_cues=Markup(table_cues),  # noqa: S704
-        plotly_js=Markup(plotly_js()),  # noqa: S704
+        plotly_js=Markup(plotly_js()) if interactive else "",  # noqa: S704
         draw_charts=Markup(draw_charts),  # noqa: S704
     )
     return page.encode("utf-8")

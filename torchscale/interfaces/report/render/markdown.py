@@ -2,19 +2,22 @@
 
 The verdict, the hardware and dates, the sources, the executive summary (key figures, the best
 configuration per model, the top findings one line each), the cells that changed most against
-a baseline (judged or not, with their intervals), and a link to the HTML report (or how to
-make it): a reader decides in ten seconds and follows the link for charts and every table.
-No section is dumped whole (a 500-cell sweep has thousands of rows), and the result is cut to
-`MAX_CHARS` should an outsized string still make it longer. Every string from the model goes
-through `escape`, so a model name or an error message can neither inject HTML into a PR
-comment nor break a table: `|`, backslashes, `<`, `>`, `&` and the inline Markdown punctuation
-are escaped, line breaks become spaces. Prose keeps its code spans (`inline`): their content
-is shown literally by Markdown itself.
+a baseline (judged or not, with their intervals), and where the HTML report is (a link where it
+has a URL, its file name otherwise: a path on the machine that made it means nothing in a pull
+request): a reader decides in ten seconds and follows the link for charts and every table.
+Bold is kept for the decision sentence alone, so it is what the eye finds; titles are headings
+and plain labels. No section is dumped whole (a 500-cell sweep has thousands of rows) unless
+`full` asks for every section, and the result is cut to `MAX_CHARS` should it still be longer.
+Every string from the model goes through `escape`, so a model name or an error message can
+neither inject HTML into a PR comment nor break a table: `|`, backslashes, `<`, `>`, `&` and
+the inline Markdown punctuation are escaped, line breaks become spaces. Prose keeps its code
+spans (`inline`): their content is shown literally by Markdown itself.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -38,7 +41,7 @@ MAX_SOURCES = 10
 MAX_SKIPPED = 5
 MAX_CHARS = 60_000  # GitHub's comment limit is 65,536 characters; room for a bot's own text
 BASELINE_TABLE = "baseline-largest"  # the largest changes, judged or not, with intervals
-HTML_COMMAND = "torchscale report -s {source} -f html"
+HTML_COMMAND = "torchscale report -s {source} -f html"  # the results directory's name
 _NUMBERED = re.compile(r"^\d{1,9}[.)](?=\s|$)")
 # a run of `_` opens or closes emphasis only at a word boundary: escape those runs, leave
 # snake_case and tiny-mlp__b8__w2 ids (inert inside a word) readable
@@ -124,15 +127,15 @@ def _header(report: Report) -> list[str]:
         f"Generated {escape(report.generated_at)} by torchscale {escape(report.torchscale_version)}"
     )
     if report.regressions:
-        meta += f" · **✖ {report.regressions} regression(s) by the stated rule**"
+        meta += f" · ✖ {report.regressions} regression(s) by the stated rule"
     if report.baseline_sources() and report.regressions is None:
-        meta += " · **⚠ nothing judged against the baseline**"
+        meta += " · ⚠ nothing judged against the baseline"
     elif report.not_judged:
-        meta += f" · **⚠ {report.not_judged} cell(s) not judged against the baseline**"
+        meta += f" · ⚠ {report.not_judged} cell(s) not judged against the baseline"
     lines += [" · ".join([*facts, meta]), ""]
     lines += _sources(report)
     if report.skipped:
-        lines += [f"**Skipped inputs** ({len(report.skipped)}, left out of every figure)", ""]
+        lines += [f"### Skipped inputs ({len(report.skipped)}, left out of every figure)", ""]
         shown = report.skipped[:MAX_SKIPPED]
         lines += [f"- {escape(item.path)}: {escape(item.reason)}" for item in shown]
         if len(report.skipped) > MAX_SKIPPED:
@@ -148,7 +151,7 @@ def _decision(decision: Decision) -> list[str]:
     if lines:
         lines.append("")
     if decision.actions:
-        lines += ["**What to do**", ""]
+        lines += ["### What to do", ""]
         lines += [f"{n}. {inline(t.text)}" for n, t in enumerate(decision.actions, 1)]
         lines.append("")
     return lines
@@ -157,12 +160,11 @@ def _decision(decision: Decision) -> list[str]:
 def _sources(report: Report) -> list[str]:
     if not report.sources:
         return []
-    lines = ["**Sources**", ""]
+    # a source's path is on the machine that made the report: its name says which it is
+    lines = ["### Sources", ""]
     for source in report.sources[:MAX_SOURCES]:
         role = "baseline: " if source.role == "baseline" else ""
-        lines.append(
-            f"- {role}{escape(source.name)} ({escape(source.path)}): {escape(source.contents())}"
-        )
+        lines.append(f"- {role}{escape(source.name)}: {escape(source.contents())}")
     if len(report.sources) > MAX_SOURCES:
         lines.append(f"- ... {len(report.sources) - MAX_SOURCES} more in the HTML report")
     return [*lines, ""]
@@ -179,19 +181,21 @@ def _link_target(target: str) -> str:
 
 def _full_report(report: Report) -> list[str]:
     """Where the charts and every table are: a link where the HTML report has a URL
-    (`--html-link`), since a PR comment resolves nothing else; a file path is named as text,
-    never linked (a relative link breaks once the comment is posted); else how to make it."""
+    (`--html-link`), since a PR comment resolves nothing else; a file is named by its name
+    alone (its path is on the machine that made it, and a relative link breaks once the
+    comment is posted); else how to make it, from the results directory's name."""
     if report.html_report and _is_url(report.html_report):
         target = _link_target(report.html_report)
-        return [f"**Full report** (charts, every table): [{escape(report.html_report)}]({target})"]
+        return [f"Full report (charts, every table): [{escape(report.html_report)}]({target})"]
     if report.html_report:
+        name = PurePath(report.html_report).name
         return [
-            f"**Full report** (charts, every table): {escape(report.html_report)} on the machine "
-            "that made this report (publish it and pass `--html-link URL` to link it here)"
+            f"Full report (charts, every table): {escape(name)}, beside the results "
+            "(publish it and pass `--html-link URL` to link it here)"
         ]
-    source = report.source_path or "RESULTS"
-    command = HTML_COMMAND.format(source=source)
-    return [f"**Full report** (charts, every table): run {escape(command)}"]
+    source = PurePath(report.source_path).name if report.source_path else "RESULTS"
+    command = HTML_COMMAND.format(source=source or "RESULTS")
+    return [f"Full report (charts, every table): run {escape(command)}"]
 
 
 def _is_url(target: str) -> bool:
@@ -202,7 +206,7 @@ def _key_figures(block: KeyFigures) -> list[str]:
     lines = []
     for figure in block.figures:
         line = (
-            f"- {severity_prefix(figure.severity)}**{escape(figure.label)}**: "
+            f"- {severity_prefix(figure.severity)}{escape(figure.label)}: "
             f"{_value(figure.value, figure.format)}"
         )
         if figure.note:
@@ -212,7 +216,7 @@ def _key_figures(block: KeyFigures) -> list[str]:
 
 
 def _table(block: Table) -> list[str]:
-    lines = [f"**{escape(block.title)}**", ""]
+    lines = [f"### {escape(block.title)}", ""]
     lines.append("| " + " | ".join(escape(c.label) for c in block.columns) + " |")
     lines.append(
         "|" + "|".join(":---" if c.align == "left" else "---:" for c in block.columns) + "|"
@@ -242,7 +246,7 @@ def _finding(finding: ReportFinding) -> list[str]:
         else f" ({_value(finding.cost_pct, 'pct')} of cycle/step time)"
     )
     lines = [
-        f"- {severity_prefix(finding.severity)}**{inline(finding.title)}**{cost}, "
+        f"- {severity_prefix(finding.severity)}{inline(finding.title)}{cost}, "
         f"source: {escape(finding.source)}"
     ]
     if finding.caveat:
@@ -265,7 +269,7 @@ def _block(block: Block) -> list[str]:
     if isinstance(block, Chart):
         return [f"- Chart: {escape(block.title)} (see the HTML/PDF report)"]
     if isinstance(block, Findings):
-        lines = ["**Findings**", ""]
+        lines = ["### Findings", ""]
         for finding in block.findings[:MAX_FINDINGS]:
             lines += _finding(finding)
         hidden = len(block.findings) - MAX_FINDINGS
@@ -274,7 +278,7 @@ def _block(block: Block) -> list[str]:
         if block.note:
             lines += ["", f"_{inline(block.note)}_"]
         return lines
-    lines = ["**Unavailable**", ""]
+    lines = ["### Unavailable", ""]
     lines += [f"- {escape(what)}: {inline(why)}" for what, why in block.items.items()]
     return lines
 
@@ -324,10 +328,15 @@ def _fit(lines: list[str], report: Report) -> str:
     return "\n".join([*kept, *tail]) + "\n"
 
 
-def render(report: Report) -> bytes:
+def render(report: Report, full: bool = False) -> bytes:
     """The report's summary as GitHub-flavoured Markdown, UTF-8, at most `MAX_CHARS`
-    characters."""
+    characters; with `full`, every section (each table still cut to `MAX_ROWS`)."""
     lines = _header(report)
+    if full:
+        for section in report.sections:
+            lines += _section(section)
+        lines += _full_report(report)
+        return _fit(lines, report).encode("utf-8")
     summary = report.section("summary")
     if summary is not None:
         lines += _section(summary)

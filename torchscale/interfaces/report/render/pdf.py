@@ -237,13 +237,14 @@ def _svg_uri(svg: str) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
-def chart_uris(
+def drawn_charts(
     report: Report, draw: Callable[[Chart], str] | None = None, on_step: OnStep = _ignore
-) -> dict[str, str]:
-    """Each chart id -> its SVG as a `data:` URI, or the error text (no `data:` prefix) when
-    the chart could not be drawn: the PDF then says so in its place instead of failing whole.
-    The default drawing (matplotlib, imported only here) uses every core (`svg_worker`); a
-    given `draw` runs in this process. `on_step` hears how many charts are drawn."""
+) -> dict[str, str | ChartError]:
+    """Each chart id -> its SVG document, or the `ChartError` that stopped it (logged; the
+    report then says so in its place instead of failing whole). The default drawing
+    (matplotlib, imported only here) uses every core (`svg_worker`); a given `draw` runs in
+    this process. `on_step` hears how many charts are drawn. The HTML's static charts are
+    these too, so both formats show the same drawing."""
     charts = list(report.charts())
     done = 0
 
@@ -259,15 +260,22 @@ def chart_uris(
         drawn = draw_in_parallel(charts, chart_svg, on_drawn=drawn_more)
     else:
         drawn = draw_serially(charts, draw, drawn_more)
-    uris = {}
     for chart in charts:
         result = drawn[chart.id]
         if isinstance(result, ChartError):
             log.warning("chart %s could not be drawn: %s", chart.id, result)
-            uris[chart.id] = str(result)
-        else:
-            uris[chart.id] = _svg_uri(result)
-    return uris
+    return {chart.id: drawn[chart.id] for chart in charts}
+
+
+def chart_uris(
+    report: Report, draw: Callable[[Chart], str] | None = None, on_step: OnStep = _ignore
+) -> dict[str, str]:
+    """Each chart id -> its SVG as a `data:` URI, or the error text (no `data:` prefix) when
+    the chart could not be drawn (`drawn_charts`)."""
+    return {
+        chart_id: str(result) if isinstance(result, ChartError) else _svg_uri(result)
+        for chart_id, result in drawn_charts(report, draw, on_step).items()
+    }
 
 
 def render_html(

@@ -1,0 +1,95 @@
+"""What a short report keeps: the decision and what carries it (`--full` has the rest).
+
+A stakeholder's PDF, a notebook's JSON and a pull request's Markdown are read for the decision,
+not searched: pages of per-rank tables and twenty charts bury it. So those formats build, by
+default, only the sections that carry the decision, and within them only what carries it:
+
+- "short" (PDF, JSON): the executive summary (headline, cards, the best configuration per
+  model, the top findings once), the scaling tables with their efficiency charts, the
+  comparison against a baseline, the failures, and for a report of profiled runs only (no
+  sweep cells) the profile's own diagnosis, its per-rank tables and stall chart. What is
+  not available is said by the full report; the findings' detail is there too.
+- "summary" (Markdown): the executive summary and the baseline comparison, all it renders.
+- "full": every section (`--full`; the HTML report, where length costs nothing and the short
+  formats send their reader).
+
+Sections not kept are never built: a short format waits only for what it shows. Layer 4
+(presentation) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from torchscale.interfaces.report.model import Block, Chart, Findings, Section, Text, Unavailable
+
+Scope = Literal["full", "short", "summary"]
+SCOPES: tuple[Scope, ...] = ("full", "short", "summary")
+# the glossary explains the words of the sections kept, so it comes with them
+SHORT_SECTIONS = frozenset({"summary", "scaling", "baseline", "failures", "glossary"})
+SUMMARY_SECTIONS = frozenset({"summary", "baseline", "glossary"})
+PROFILE_SECTIONS = frozenset({"bottlenecks"})  # a profile-only report's diagnosis
+MAX_CHARTS = 2  # essential charts in a short report
+MAX_FINDINGS = 5  # the costliest, where a section lists findings
+# charts that carry the decision, by the suffix of their id: scaling efficiency (all models
+# on one chart, weak and strong) and a profiled run's stall per rank and step
+ESSENTIAL_CHARTS = ("-efficiency", "-stalls")
+
+
+def kept_sections(scope: Scope, has_cells: bool) -> frozenset[str] | None:
+    """The section ids a scope builds (None: every one)."""
+    if scope == "full":
+        return None
+    if scope == "summary":
+        return SUMMARY_SECTIONS
+    return SHORT_SECTIONS if has_cells else SHORT_SECTIONS | PROFILE_SECTIONS
+
+
+def _essential(chart: Chart) -> bool:
+    return chart.id.endswith(ESSENTIAL_CHARTS)
+
+
+def trim(sections: list[Section]) -> tuple[list[Section], int]:
+    """The sections a short report shows (a section left with nothing but notes of what is
+    unavailable is dropped), and how many charts it left out. Findings keep their costliest
+    `MAX_FINDINGS`; at most `MAX_CHARTS` essential charts are kept."""
+    out: list[Section] = []
+    charts_left = MAX_CHARTS
+    dropped = 0
+    for section in sections:
+        blocks: list[Block] = []
+        for block in section.blocks:
+            if isinstance(block, Unavailable):
+                continue
+            if isinstance(block, Chart):
+                if _essential(block) and charts_left > 0:
+                    charts_left -= 1
+                    blocks.append(block)
+                else:
+                    dropped += 1
+                continue
+            if isinstance(block, Findings) and len(block.findings) > MAX_FINDINGS:
+                more = len(block.findings) - MAX_FINDINGS
+                note = f"the {MAX_FINDINGS} costliest; {more} more with --full"
+                block = block.model_copy(
+                    update={
+                        "findings": block.findings[:MAX_FINDINGS],
+                        "note": f"{block.note}; {note}" if block.note else note,
+                    }
+                )
+            blocks.append(block)
+        if blocks:
+            out.append(section.model_copy(update={"blocks": blocks}))
+    return out, dropped
+
+
+def left_out_line(charts: int) -> Text:
+    """The one line that says what a short report leaves out and where it is."""
+    drawn = f" ({charts} more chart{'s' if charts != 1 else ''} among them)" if charts else ""
+    return Text(
+        text=(
+            "This is the short report: the decision and what carries it. Every other "
+            f"section, table and chart{drawn} is in `torchscale report --full` and in the "
+            "HTML report."
+        )
+    )
