@@ -62,6 +62,7 @@ SECTIONS = [
     "baseline",
     "failures",
     "appendix",
+    "glossary",  # the terms used, last
 ]
 PROFILE_CELL = "tiny-mlp__b8__w2__fp32__ddp__8154de06"
 PHASE_CHART = "latency-phases-profile-tiny-mlp-b8-w2-fp32-ddp-8154de06"

@@ -10,6 +10,7 @@ Layer 4 (presentation) of docs/architecture.md: imports only from layers below a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +27,7 @@ from torchscale.interfaces.report.sections import (
     collectives,
     efficiency,
     failures,
+    glossary,
     latency,
     memory,
     scaling,
@@ -47,22 +49,37 @@ from torchscale.interfaces.report.sections.headline import (
 )
 from torchscale.interfaces.report.sections.usability import judge
 from torchscale.interfaces.report.short import kept_sections, left_out_line, trim
-from torchscale.interfaces.report.sources import Sources
+from torchscale.interfaces.report.sources import ExperimentSource, Sources
+from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 
 
 def default_title(sources: Sources, baseline: Sources | None) -> str:
     """'torchscale report: a, b', or against a baseline what is compared: the experiment
     names, or their directories where the names are the same on both sides (a config re-run
     keeps its name), never 'x vs x'."""
-    current = ", ".join(s.name for s in sources.experiments)
+    current = ", ".join(_named(s) for s in sources.experiments)
     if baseline is None:
         return f"torchscale report: {current}"
-    base = ", ".join(s.name for s in baseline.experiments)
+    base = ", ".join(_named(s) for s in baseline.experiments)
     if base == current:
         current, base = _distinct_paths(sources.path, baseline.path)
         if base == current:
             return f"torchscale report: {current} against itself"
     return f"torchscale report: {current} vs {base}"
+
+
+def _named(source: ExperimentSource) -> str:
+    """An experiment's name; for the placeholder a run without a config is stored under
+    (STANDALONE_EXPERIMENT), what it holds: its profiled runs' cell ids without their hash,
+    else 'communication benchmark' or 'acceptance checks'."""
+    if source.name != STANDALONE_EXPERIMENT:
+        return source.name
+    runs = [re.sub(r"__[0-9a-f]{8}$", "", p.name).replace("__", " ") for p in source.profiles]
+    if runs:
+        return ", ".join(dict.fromkeys(runs))
+    if source.comm:
+        return "communication benchmark"
+    return "acceptance checks" if source.acceptance else source.name
 
 
 def _distinct_paths(current: Path, baseline: Path) -> tuple[str, str]:
@@ -192,6 +209,10 @@ def build_report(
     _unique_ids(sections)
     skipped = list(sources.skipped) + (list(baseline.skipped) if baseline else [])
     headline, decision = verdict(ctx)
+    lead = [headline, *(decision.models + decision.actions if decision else [])]
+    terms = glossary.build(sections, lead)
+    if terms is not None:  # last: it explains the words of every section above
+        sections.append(terms)
     generated = options.generated_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return Report(
         torchscale_version=torchscale.__version__,

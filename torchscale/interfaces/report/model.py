@@ -70,6 +70,7 @@ SectionId = Literal[
     "baseline",
     "failures",
     "appendix",
+    "glossary",  # the technical terms the report uses, last
 ]
 
 

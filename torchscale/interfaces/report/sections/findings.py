@@ -24,6 +24,8 @@ Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
 from __future__ import annotations
 
+import re
+
 from torchscale.contracts.schema.cell_result import CellResult, Estimate, Finding, StepPart
 from torchscale.interfaces.report.estimates import value_format, with_interval
 from torchscale.interfaces.report.model import ReportFinding
@@ -517,5 +519,32 @@ def collect_findings(ctx: Context) -> list[ReportFinding]:
             if base is not None and base.cell.world_size < result.cell.world_size:
                 base_label = ctx.result_label(str(row["experiment"]), base)
                 found.append(slowdown_finding(result, label, base, base_label))
-        findings += _with_caveat([f for f in found if f is not None], caveat_of(result))
+        kept = [applicable(f, result) for f in found if f is not None]
+        findings += _with_caveat(kept, caveat_of(result))
     return rank_findings(findings)
+
+
+# advice that applies only to some runs, as the findings word it (also in results stored
+# before the findings were conditioned): which network interface carries the traffic is a
+# question only across hosts; an equal batch per rank is given by synthetic data already
+_INTERFACE = re.compile(
+    r";? ?(?:across hosts, )?(?:set (?:GLOO|NCCL)_SOCKET_IFNAME to the fast interface"
+    r"|check the NCCL transport \(NCCL_DEBUG=INFO: NVLink/IB, not sockets\))"
+)
+_SAMPLER = re.compile(r" ?\(DistributedSampler with drop_last=True\)")
+
+
+def applicable(finding: ReportFinding, result: CellResult) -> ReportFinding:
+    """`finding` without the advice that does not apply to its run: no socket-interface
+    advice on one host, no DistributedSampler(drop_last) for synthetic batches (every rank
+    makes the same fixed-size batch)."""
+    advice = finding.recommendation
+    if not advice:
+        return finding
+    if (result.cell.nodes or 1) == 1:
+        advice = _INTERFACE.sub("", advice)
+    if result.data is not None and result.data.source == "synthetic":
+        advice = _SAMPLER.sub("", advice)
+    if advice == finding.recommendation:
+        return finding
+    return finding.model_copy(update={"recommendation": advice})

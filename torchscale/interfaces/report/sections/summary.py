@@ -27,6 +27,7 @@ from torchscale.interfaces.report.model import (
     Block,
     KeyFigure,
     KeyFigures,
+    ReportFinding,
     Section,
     Severity,
     Table,
@@ -614,18 +615,37 @@ def _lines(ctx: Context) -> list[Block]:
             lines.append(changes)
     if ctx.findings and ctx.host_first:
         lines.append(Text(text=HOST_FIRST, severity="bad"))
-    for finding in ctx.findings[:TOP_FINDINGS]:
+    for finding, count in grouped_findings(ctx, ctx.findings)[:TOP_FINDINGS]:
         severity: Severity = "info" if ctx.host_first else finding.severity
         cost = (
             f"{fmt(finding.cost_pct, 'pct')} of the step: " if finding.cost_pct is not None else ""
         )
         where = _named(ctx, finding.source)
         said = "" if where in finding.title else f" ({where})"
+        if count > 1:
+            said = f" (in {count} cells; the largest: {where})"
         caveat = f" Caveat: {finding.caveat}." if finding.caveat else ""
         lines.append(Text(text=f"{cost}{finding.title}{said}.{caveat}", severity=severity))
     if not ctx.findings:
         lines.append(Text(text=f"No bottleneck: {no_finding_text(ctx)}.", severity="good"))
     return lines
+
+
+def grouped_findings(
+    ctx: Context, findings: list[ReportFinding]
+) -> list[tuple[ReportFinding, int]]:
+    """One entry per finding however many cells share it (the same title once its cell is
+    taken out, the same advice): its costliest instance and how many cells it is in, in the
+    order of their costliest; at 500 cells the top five are five findings, not one five
+    times."""
+    groups: dict[tuple[str, str], list[ReportFinding]] = {}
+    for finding in findings:
+        title = finding.title
+        for name in (finding.source, _named(ctx, finding.source)):
+            title = title.replace(name, "")
+        key = (title.strip(" :,()"), finding.recommendation or "")
+        groups.setdefault(key, []).append(finding)
+    return [(same[0], len(same)) for same in groups.values()]
 
 
 MODEL_FIGURES = ("Best throughput:", "Scaling efficiency", "Cost per million samples:")

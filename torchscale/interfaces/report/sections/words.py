@@ -82,3 +82,35 @@ def footnote(keys: Iterable[str]) -> str:
     technical terms behind plain headings, for formats without tooltips."""
     parts = [f"{TERMS[k].plain} = {TERMS[k].explained()}" for k in dict.fromkeys(keys)]
     return "Terms: " + "; ".join(parts)
+
+
+# the technical terms a report may use, each in one plain sentence: the report's last section
+# lists those its text uses (sections/glossary.py), so jargon is explained once, not inline
+GLOSSARY: dict[str, str] = {
+    "95 % interval": "the range the true figure lies in with 95 % confidence, from the "
+    "repeats; '±' gives half its width, '[low, high]' its ends where it is lopsided",
+    "not measurable": "the figure's interval is wider than the figure (or reaches 0), so the "
+    "measurement cannot tell its value: more repeats or a quieter machine can",
+    "reliable": "a cell whose throughput interval is within ±10 % and step-time CV at most 10 %",
+    "noisy": "a cell whose throughput or step time varies more than ±10 % between repeats",
+    "busy machine": "other processes used the cell's cores or GPUs during its timed windows, "
+    "so its figures measure the contention too",
+    "CV": "coefficient of variation: the standard deviation of the step times over their mean",
+    "p50": "median step time: half the steps were faster",
+    "p95": "95th-percentile step time: 95 % of the steps were faster",
+    "MFU": "model FLOPs utilisation: the model's floating-point work per second over the "
+    "device's peak",
+    "scaling efficiency": "throughput at N ranks over N times the throughput per rank at the "
+    "smallest world size (100 % = linear)",
+    "exposed communication": "communication time during which no computation ran (not hidden "
+    "behind compute)",
+    "exposed transfer": "communication that no computation hid, waiting for peers excluded",
+    "sync stall": "the share of the step ranks spend waiting for slower peers at a collective",
+    "straggler": "the rank the others wait for, named only when its extra work is significant",
+    "what-if": "how much shorter a step would be if the straggler were on par with the others",
+    "Welch's t on the log ratio": "the test that compares two configurations with 2-3 repeats a "
+    "side: a t interval of the difference of their log throughputs",
+    "bootstrap": "an interval from resampling the repeats (4 or more), without assuming a shape",
+    "DDP": "DistributedDataParallel: each rank holds the whole model and averages gradients",
+    "FSDP": "fully sharded data parallel: the model's parameters are split across ranks",
+}
