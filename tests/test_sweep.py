@@ -585,9 +585,12 @@ def test_the_sweep_continues_after_failures(fault_sweep: Sweep) -> None:
     assert healthy.throughput is not None
     assert healthy.throughput.samples_per_s > 0
     assert healthy.model_kind == "other"
-    rows = [line for line in fault_sweep.output.splitlines() if "fault_models:" in line]
+    # plug-in names are shortened from the left to fit 80 columns ('…models:healthy')
+    rows = [line for line in fault_sweep.output.splitlines() if "models:" in line]
     # in the order they ran, the failure's cause under its row, the healthy cell measured
-    assert [row.split()[-1] for row in rows if not row.startswith("  ")] == ["failed", "oom", "ok"]
+    states = [row.split()[-1] for row in rows if not row.startswith("  ")]
+    # the healthy cell reads ok, or busy / noisy when the suite runs beside other work
+    assert states[:2] == ["failed", "oom"] and states[2] in ("ok", "busy", "noisy"), rows
     healthy_row = next(row for row in rows if "healthy" in row)
     assert any(ch.isdigit() for ch in healthy_row.split("healthy")[1])
 
