@@ -77,7 +77,7 @@ def test_ok_cell_lines_and_levels() -> None:
     lines = cell_lines(ok_result(warnings=["High variance in step time: CV 0.20 > 0.10"]))
     texts = [line.text for line in lines]
     assert texts[0] == "> [INFO] Average Throughput: 1,600 samples/sec"
-    assert texts[1] == "> [INFO] Iteration Latency: 10.0ms (p95 20.0ms)"
+    assert texts[1] == "> [INFO] Iteration Latency: 10.0 ms (p95 20.0 ms)"
     # no step model in this result (and no reason given): no communication line at all,
     # never the older point figure as a headline
     assert not [t for t in texts if "communication" in t.lower()]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.interfaces.report.estimates import plus_minus
+from torchscale.interfaces.report.estimates import plus_minus, value_format
 from torchscale.interfaces.report.render.formatting import (
     format_value,
     readable,
@@ -93,9 +93,11 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
             figure = plus_minus(intervals.samples_per_s, readable_like(thr.samples_per_s))
         lines.append(Line("info", f"> [INFO] Average Throughput: {figure} {unit}{tokens}"))
     if steps is not None:
-        p50, p95 = _ms(steps.p50), _ms(steps.p95)
+        seconds = value_format("seconds")  # cut to the digits its interval supports
+        p50, p95 = seconds(steps.p50), seconds(steps.p95)
         if intervals is not None:
-            p50, p95 = plus_minus(intervals.step_p50_s, _ms), plus_minus(intervals.step_p95_s, _ms)
+            p50 = plus_minus(intervals.step_p50_s, seconds)
+            p95 = plus_minus(intervals.step_p95_s, seconds)
         lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
     if result.cell.world_size > 1 or result.diagnosis is not None:
         lines += diagnosis_lines(
