@@ -5,6 +5,8 @@ at 500 cells with the PDF (.ci/run); here a small run keeps the script from rott
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from scale_sample import report_scale
 
@@ -14,7 +16,11 @@ def test_the_benchmark_runs_and_reports_structure(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "structure: within bounds" in out
     assert "load average" in out or "load average unknown" in out
-    assert " 40 cells: " in out and "charts, at most" in out
+    assert " 40 cells: " in out and "charts in the full report, at most" in out
+    # each format's time as a ratio to the bare load of the same run, against its bound
+    assert re.search(r" 40 cells: bare load [\d.]+ s, html [\d.]+ s = [\d.]+x \(<= 3x: ", out)
+    for fmt, bound in (("md", 2), ("json", 2)):
+        assert re.search(rf"{fmt} [\d.]+ s = [\d.]+x \(<= {bound}x: (met|MISSED)", out)
 
 
 def test_a_broken_structural_bound_is_named() -> None:
