@@ -291,3 +291,29 @@ def test_ranks_sharing_cores_carry_the_caveat_too() -> None:
     )
     assert "busy machine" in (busy_caveat(telemetry(4, 2, busy=True)) or "")
     assert busy_caveat(None) is None
+
+
+def test_a_named_straggler_on_an_injected_rank_is_marked_injected() -> None:
+    """The diagnosis marks a named rank that --inject-delay slowed on purpose, in `injected`
+    and its summary; another named rank is marked not injected; nobody named stays None."""
+    from torchscale.contracts.schema.cell_result import StragglerVerdict
+    from torchscale.offline.analysis.diagnosis import marked_injected
+
+    verdict = StragglerVerdict(
+        named=True,
+        rank=1,
+        phase="backward",
+        candidate_rank=1,
+        gap_s=None,
+        p_value=0.001,
+        min_effect_s=0.001,
+        test="t",
+        summary="rank 1 is slower",
+    )
+    marked = marked_injected(verdict, frozenset({1}))
+    assert marked is not None and marked.injected is True
+    assert marked.summary.endswith("(injected: --inject-delay)")
+    other = marked_injected(verdict, frozenset({0}))
+    assert other is not None and other.injected is False and other.summary == verdict.summary
+    nobody = verdict.model_copy(update={"named": False, "rank": None})
+    assert marked_injected(nobody, frozenset({1})) == nobody

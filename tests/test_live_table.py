@@ -4,6 +4,7 @@ terminal, no figure cut, the busy machine said once."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from torchscale.interfaces.report.terminal.live_table import (
     throughput_text,
 )
 from torchscale.offline.results.frame import cells_table
+from torchscale.offline.results.versions import parse_cell_result
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.plan import Machine, build_plan
 
@@ -27,7 +29,11 @@ FIXTURE = Path(__file__).parent / "fixtures" / "sweep8_v13" / "default_scaling" 
 
 def sweep() -> list[CellResult]:
     """The real 8-cell sweep, in the order it ran (world 1 before world 2 in each group)."""
-    results = [CellResult.model_validate_json(p.read_text()) for p in sorted(FIXTURE.glob("*"))]
+    results = []
+    for path in sorted(FIXTURE.glob("*.json")):
+        result, _, problem = parse_cell_result(json.loads(path.read_text()))
+        assert result is not None, problem
+        results.append(result)
     assert len(results) == 8
     return sorted(
         results,
@@ -145,8 +151,8 @@ def test_a_row_printed_before_its_base_is_shown_again_at_the_end() -> None:
 
 
 def test_an_injected_straggler_is_called_injected() -> None:
-    """The run's own --inject-delay made the straggler: every terminal surface says so."""
-    from torchscale.contracts.schema.cell_result import InjectedDelay
+    """The run's own --inject-delay made the straggler (`StragglerVerdict.injected`): the live
+    table and the -v cell lines say so; a straggler nobody injected is not called injected."""
     from torchscale.interfaces.report.terminal.cells import cell_lines
 
     results = sweep()
@@ -156,10 +162,9 @@ def test_an_injected_straggler_is_called_injected() -> None:
         if r.diagnosis is not None and r.diagnosis.straggler and r.diagnosis.straggler.named
     )
     assert named.diagnosis is not None and named.diagnosis.straggler is not None
-    rank = named.diagnosis.straggler.rank
-    assert rank is not None
+    verdict = named.diagnosis.straggler.model_copy(update={"injected": True})
     injected = named.model_copy(
-        update={"injected_delays": [InjectedDelay(rank=rank, phase="backward", ms=20.0)]}
+        update={"diagnosis": named.diagnosis.model_copy(update={"straggler": verdict})}
     )
     for result, said in ((named, False), (injected, True)):
         live = LiveTable(live_layout([result.cell], 120))

@@ -137,6 +137,7 @@ def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result,
     out = unwrapped(result.stdout)
     assert out.count("Straggler:") == 1 and out.count("[ANALYSIS] Step ") == 1
     assert f"[ANALYSIS] {straggler_text(diagnosis.straggler, ranks)}" in out
+    assert diagnosis.straggler.injected is True and "(injected: --inject-delay)" in out
     assert f"[ANALYSIS] {split_text(diagnosis)}" in out
     assert out.count("Sync stall time:") == 1 and "[CHECK]" not in out
     checks = {c.name: c for c in diagnosis.cross_checks}
@@ -215,6 +216,9 @@ def test_phase_timers_of_the_same_run_name_it_too(profiled: tuple[int, Result, P
     straggler = read.result.straggler
     assert straggler is not None
     assert (straggler.rank, straggler.phase, straggler.injected) == (1, "backward", True)
+    diagnosis = read.result.diagnosis
+    assert diagnosis is not None and diagnosis.straggler is not None
+    assert diagnosis.straggler.injected is True  # every surface says so (straggler_text)
     assert straggler.gap_s == pytest.approx(DELAY_MS / 1e3, rel=0.25)
     assert read.result.straggler_rank == 1
 

@@ -51,7 +51,7 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 #    host, communication), what decided it (`kind_basis`), a communication straggler's cost to
 #    the others (`late_s`) and why a candidate is not named in plain words (`not_named`); a
 #    rank held off the CPU is named with kind host instead of withdrawn.
-RESULT_SCHEMA_VERSION = 13
+RESULT_SCHEMA_VERSION = 14
 
 
 class _Model(BaseModel):
@@ -467,6 +467,12 @@ class StragglerVerdict(_Model):
         description="schema 13: why the candidate is not named, in plain words (below the "
         "minimum effect, could be noise, too few steps, withdrawn); null when named",
     )
+    injected: bool | None = Field(
+        default=None,
+        description="schema 14: true when the named rank is one the run delayed on purpose "
+        "(--inject-delay): the straggler is artificial, not a finding about the machine; "
+        "null: nobody named, or an older result",
+    )
     test: str = Field(description="the test, in words")
     summary: str = Field(description="one line, the same on every surface")
 
@@ -757,7 +763,7 @@ class CompileActivity(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[13] = 13
+    schema_version: Literal[14] = 14
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

@@ -32,7 +32,9 @@ from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding
 # 5: the straggler verdict names the kind of the rank's extra time (`kind`, `kind_basis`) and
 #    says in words why a candidate is not named (`not_named`); a rank held off the CPU is named
 #    with kind host. Schema 4 files load as they are (the fields null).
-ANALYSIS_SCHEMA_VERSION = 5
+# 6: the straggler verdict says whether the named rank was delayed on purpose (`injected`,
+#    --inject-delay). Schema 5 files load as they are (the field null).
+ANALYSIS_SCHEMA_VERSION = 6
 V1_ATTRIBUTION = (
     "analysis of schema 1: no step model (attribution); its stall, exposed communication, "
     "straggler and what-if figures come from separate methods and may disagree with each other"
@@ -150,7 +152,7 @@ class StepStall(_Model):
 
 class ProfileAnalysis(_Model):
     kind: Literal["torchscale.profile_analysis"] = "torchscale.profile_analysis"
-    schema_version: Literal[1, 2, 3, 4, 5] = 5
+    schema_version: Literal[1, 2, 3, 4, 5, 6] = 6
     torchscale_version: str
     target: str = Field(
         description="sync_stalls | comm | compute | memory | all: what the findings focus on"

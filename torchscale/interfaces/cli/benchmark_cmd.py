@@ -455,8 +455,7 @@ def _profiles_done(run: BenchmarkRun) -> None:
             continue
         # the traced steps' shares are of their own (slower) step, not the sweep's
         traced = traced_step_lines(profiled.result, profiled.analysis)
-        injected = {delay.rank for delay in profiled.result.injected_delays}
-        lines = analysis_lines(profiled.analysis, verbose=Verbosity.level > 0, injected=injected)
+        lines = analysis_lines(profiled.analysis, verbose=Verbosity.level > 0)
         print_lines(stdout, traced + lines)
         where = ProfileRun(profiled.directory).analysis_path
         stdout.print(f"> [PROFILE] analysis: {escape(str(where))}")

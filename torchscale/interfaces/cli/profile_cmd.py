@@ -157,21 +157,19 @@ def _print_outcome(run: ProfileRun, json_output: bool) -> int:
     lines = run_lines(profiled.result, profiled.directory, profiled.analysis, verbose=verbose)
     print_lines(stdout if not json_output else stderr, lines)
     if run.exit_code == 0 and profiled.analysis is not None:
-        injected = {delay.rank for delay in profiled.result.injected_delays}
-        _show(profiled.analysis, json_output, injected)
+        _show(profiled.analysis, json_output)
     else:  # a failed run too: its cause from torchrun's log, and where the log is
         stderr.print(f"[bold red]error:[/] {escape(profiled.analysis_error or 'no analysis')}")
     return run.exit_code
 
 
-def _show(analysis: ProfileAnalysis, json_output: bool, injected: set[int] | None = None) -> None:
+def _show(analysis: ProfileAnalysis, json_output: bool) -> None:
     from torchscale.interfaces.report.terminal.profile import analysis_lines
 
     if json_output:
         stdout.out(analysis.model_dump_json(indent=2), highlight=False)
         return
-    lines = analysis_lines(analysis, verbose=Verbosity.level > 0, injected=injected or set())
-    print_lines(stdout, lines)
+    print_lines(stdout, analysis_lines(analysis, verbose=Verbosity.level > 0))
 
 
 @app.command("analyze")

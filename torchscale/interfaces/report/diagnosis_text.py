@@ -11,8 +11,6 @@ Layer 4 (presentation) of docs/architecture.md: imports only from layers below a
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding, StragglerVerdict
 
 PART_WORDS = {
@@ -101,6 +99,11 @@ def _step(estimate: Estimate) -> str:
     return ms(estimate.value) if estimate.value is not None else "?"
 
 
+# after a straggler the run's own --inject-delay made (`StragglerVerdict.injected`): no surface
+# shows the artificial straggler as a finding about the machine
+INJECTED = " (injected: --inject-delay)"
+
+
 def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     """The straggler in one line, without a p-value (the test lives behind -v:
     `straggler_test_text`): 'Straggler: rank 1, compute in backward, +52.6 ms [49.9, 55.3]/step'
@@ -114,12 +117,15 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     gap = seconds_text(verdict.gap_s, signed=True)
     if verdict.named and verdict.kind == "communication":
         late = seconds_text(verdict.headline_gap(), signed=True)
-        return f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}: the others wait {late}/step"
+        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}: the others wait {late}/step"
+        return said + (INJECTED if verdict.injected else "")
     if verdict.named and verdict.kind == "host":
         held = seconds_text(verdict.headline_gap(), signed=True)
-        return f"Straggler: rank {verdict.rank}, {_kind_text(verdict)} {held}/step: check the host"
+        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)} {held}/step"
+        return said + (INJECTED if verdict.injected else ": check the host")
     if verdict.named:
-        return f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step"
+        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step"
+        return said + (INJECTED if verdict.injected else "")
     if verdict.candidate_rank is None or verdict.gap_s is None:
         return f"Straggler: not tested ({verdict.summary.removeprefix('no straggler test: ')})"
     if verdict.host_bound:  # a schema-12 verdict: the host's gap withdrew the name
@@ -183,11 +189,3 @@ def finding_line(number: int, finding: Finding) -> str:
     """'  1. <title> (40.1 % of the step)'."""
     cost = _point(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
     return f">   {number}. {finding.title} ({cost})"
-
-
-def injected_text(verdict: StragglerVerdict | None, injected_ranks: Collection[int]) -> str:
-    """' (injected: --inject-delay)' after a straggler that the run's own delay made, so no
-    surface reports the artificial straggler as a finding about the machine."""
-    if verdict is None or not verdict.named or verdict.rank not in injected_ranks:
-        return ""
-    return " (injected: --inject-delay)"

@@ -41,6 +41,7 @@ from torchscale.contracts.schema.cell_result import (
     Estimate,
     Finding,
     RankWait,
+    StragglerVerdict,
     Telemetry,
     WhatIf,
 )
@@ -108,6 +109,7 @@ class RunEvidence:
     backend: str | None = None
     strategy: str | None = None
     nodes: int | None = None  # hosts the ranks ran on; None: not known (traces alone)
+    injected_ranks: frozenset[int] = frozenset()  # ranks --inject-delay slowed on purpose
 
 
 def busy_caveat(telemetry: Telemetry | None) -> str | None:
@@ -321,7 +323,7 @@ def _assemble(
         ranks=model.ranks,
         step_s=model.step_s,
         parts=model.parts,
-        straggler=model.straggler,
+        straggler=marked_injected(model.straggler, evidence.injected_ranks),
         cross_checks=checks,
         source="traces" if source == "traces" else "phase timers",
         rank_waits=list(waits),
@@ -330,6 +332,18 @@ def _assemble(
         disagreement=disagreement,
     )
     return with_caveat(diagnosis, evidence.caveat)
+
+
+def marked_injected(
+    verdict: StragglerVerdict | None, injected_ranks: frozenset[int]
+) -> StragglerVerdict | None:
+    """A named verdict says whether its rank is one the run delayed on purpose, in `injected`
+    and in its summary, so no surface can show the artificial straggler as the machine's."""
+    if verdict is None or not verdict.named:
+        return verdict
+    injected = verdict.rank in injected_ranks
+    summary = f"{verdict.summary} (injected: --inject-delay)" if injected else verdict.summary
+    return verdict.model_copy(update={"injected": injected, "summary": summary})
 
 
 def with_caveat(diagnosis: Diagnosis, caveat: str | None) -> Diagnosis:
@@ -358,6 +372,7 @@ __all__ = [
     "busy_caveat",
     "diagnose",
     "finding_inputs",
+    "marked_injected",
     "rank_waits",
     "with_caveat",
 ]

@@ -33,6 +33,10 @@ Version history:
   11 `compile` (the warm-up steps that compiled, extra warm-up steps, graph breaks, recompiles
      and compile seconds inside the windows); windows and timeout sized from steady warm-up
      steps; the FLOP count on the meta device.
+  12 the straggler verdict's wait for a CPU (`host_wait_s`, `host_bound`).
+  13 the straggler's kind (`kind`, `kind_basis`, `late_s`) and why nobody is named
+     (`not_named`).
+  14 `straggler.injected`: the named rank is one --inject-delay slowed on purpose.
 """
 
 from __future__ import annotations
@@ -293,6 +297,15 @@ def upgrade_v12(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade_v13(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 13 -> 14. The straggler verdict says whether the named rank was delayed on
+    purpose (`injected`): not recorded before, so null (the field's default); the result's
+    `injected_delays` still say which ranks were."""
+    out = dict(data)
+    out["schema_version"] = 14
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -306,6 +319,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     10: upgrade_v10,
     11: upgrade_v11,
     12: upgrade_v12,
+    13: upgrade_v13,
 }
 
 

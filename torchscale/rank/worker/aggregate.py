@@ -182,9 +182,13 @@ def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
 
 
 def step_model(
-    spec: WorkerSpec, ranks: Sequence[RankMeasurement], table: pd.DataFrame
+    spec: WorkerSpec,
+    ranks: Sequence[RankMeasurement],
+    table: pd.DataFrame,
+    injected: Sequence[int] = (),
 ) -> tuple[Diagnosis | None, str | None]:
-    """The cell's one diagnosis, from its phase timers, or why there is none."""
+    """The cell's one diagnosis, from its phase timers (a straggler on a rank of `injected`
+    marked artificial), or why there is none."""
     if spec.cell.parallel is not None:
         return None, MODEL_PARALLEL
     if spec.cell.strategy == "fsdp":
@@ -196,6 +200,7 @@ def step_model(
             backend=spec.cell.backend,
             strategy=spec.cell.strategy,
             nodes=spec.cell.nodes,
+            injected_ranks=frozenset(injected),
         )
     )
     if diagnosis is None:
@@ -555,7 +560,7 @@ def step_model_blocks(
 ) -> tuple[Diagnosis | None, Straggler | None, Communication, dict[str, str]]:
     """(diagnosis, straggler, communication, unavailable): the one model of the step, and the
     older blocks read from it; with one rank or no model, each says why it is empty."""
-    attribution, why_not = step_model(spec, ranks, table)
+    attribution, why_not = step_model(spec, ranks, table, injected)
     no_sync_s = no_sync_p50(ranks)
     world = len(ranks)
     unavailable: dict[str, str] = {}

@@ -101,10 +101,7 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
         lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
     if result.cell.world_size > 1 or result.diagnosis is not None:
         lines += diagnosis_lines(
-            result.diagnosis,
-            result.unavailable.get("diagnosis"),
-            verbose=verbose,
-            injected={d.rank for d in result.injected_delays},
+            result.diagnosis, result.unavailable.get("diagnosis"), verbose=verbose
         )
     lines += compile_lines(result)
     lines += headline_lines(result)

@@ -6,14 +6,11 @@ Layer 4 (presentation) of docs/architecture.md: imports only from layers below a
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 from torchscale.contracts.schema.cell_result import Diagnosis, Finding
 from torchscale.interfaces.report.diagnosis_text import (
     PART_WORDS,
     VERDICT_WORDS,
     finding_line,
-    injected_text,
     ms,
     seconds_text,
     share_text,
@@ -27,16 +24,11 @@ from torchscale.interfaces.report.terminal.lines import Level, Line
 
 
 def diagnosis_lines(
-    diagnosis: Diagnosis | None,
-    why_not: str | None,
-    *,
-    verbose: bool,
-    injected: Collection[int] = (),
+    diagnosis: Diagnosis | None, why_not: str | None, *, verbose: bool
 ) -> list[Line]:
-    """The diagnosis as terminal lines: sync stall, step split, straggler (said to be injected
-    when a rank of `injected` was delayed on purpose), its caveat, the what-if and, when a
-    cross-check disagrees, one line saying so; `verbose` adds the per-rank waits, what decided
-    and every cross-check."""
+    """The diagnosis as terminal lines: sync stall, step split, straggler, its caveat, the
+    what-if and, when a cross-check disagrees, one line saying so; `verbose` adds the
+    per-rank waits, what decided and every cross-check."""
     if diagnosis is None:
         return [Line("skip", f"> [ANALYSIS] Diagnosis: unavailable ({why_not})")] if why_not else []
     lines = [
@@ -48,8 +40,7 @@ def diagnosis_lines(
         # a name, or a gap the host took ("check the host"), is something to act on
         acted = verdict is not None and (verdict.named or bool(verdict.host_bound))
         level: Level = "warn" if acted else "info"
-        said = straggler_text(verdict, diagnosis.ranks) + injected_text(verdict, injected)
-        lines.append(Line(level, f"> [ANALYSIS] {said}"))
+        lines.append(Line(level, f"> [ANALYSIS] {straggler_text(verdict, diagnosis.ranks)}"))
     if diagnosis.caveat:
         lines.append(Line("warn", f"> [CAVEAT] {diagnosis.caveat}"))
     if (whatif := whatif_text(diagnosis)) is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from torchscale.contracts.cell import Status
-from torchscale.interfaces.report.diagnosis_text import injected_text, straggler_text
+from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.interfaces.report.estimates import compact
 from torchscale.interfaces.report.render.formatting import format_value
 from torchscale.interfaces.report.terminal.lines import Level, Line, fit_lines
@@ -284,14 +284,13 @@ def row_values(row: pd.Series, model_width: int) -> dict[str, str]:
 
 
 def straggler_note(result: CellResult, row: pd.Series) -> str | None:
-    """The diagnosis' one straggler line (`straggler_text`, as every surface prints it) where a
-    rank is named, 'injected' where the run's own --inject-delay put it there."""
+    """The diagnosis' one straggler line (`straggler_text`, as every surface prints it, saying
+    'injected' where the run's own --inject-delay put it there) where a rank is named."""
     diagnosis = result.diagnosis
     verdict = diagnosis.straggler if diagnosis is not None else None
     if verdict is None or not verdict.named:
         return None
-    injected = {delay.rank for delay in result.injected_delays}
-    return straggler_text(verdict, result.cell.world_size) + injected_text(verdict, injected)
+    return straggler_text(verdict, result.cell.world_size)
 
 
 def busy_note(row: pd.Series) -> str:

@@ -11,7 +11,6 @@ Layer 4 (presentation) of docs/architecture.md: imports only from layers below a
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
@@ -277,11 +276,8 @@ def _finding_cost(finding: FindingFigures) -> str:
     return f"{finding.cost_pct:.1f}% of the step"
 
 
-def analysis_lines(
-    analysis: ProfileAnalysis, *, verbose: bool = False, injected: Collection[int] = ()
-) -> list[Line]:
-    """The trace analysis: its diagnosis (a straggler on a rank of `injected`, delayed on
-    purpose, said to be injected) and findings for its target; `verbose` adds the
+def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[Line]:
+    """The trace analysis: its diagnosis and findings for its target; `verbose` adds the
     cross-checks, evidence and fixes, the target's detail lines, notes and what is
     unavailable."""
     ranks = f"{analysis.ranks_analysed} rank(s)"
@@ -291,10 +287,7 @@ def analysis_lines(
     steps = f", {analysis.diagnosis.steps} traced step(s)" if analysis.diagnosis else ""
     lines = [Line("head", f"> [ANALYSIS] Profiling complete: {ranks}{backend}{steps}")]
     lines += diagnosis_lines(
-        analysis.diagnosis,
-        analysis.unavailable.get("diagnosis"),
-        verbose=verbose,
-        injected=injected,
+        analysis.diagnosis, analysis.unavailable.get("diagnosis"), verbose=verbose
     )
     if verbose:
         for name in TARGET_DETAILS.get(analysis.target, TARGET_DETAILS["all"]):

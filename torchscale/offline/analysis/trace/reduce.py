@@ -198,6 +198,9 @@ def combine(
             backend=first.backend,
             strategy=strategy,
             nodes=cell.cell.nodes if cell is not None else None,
+            injected_ranks=frozenset(d.rank for d in cell.injected_delays)
+            if cell is not None
+            else frozenset(),
         )
     )
 
