@@ -341,7 +341,7 @@ def test_lopsided_intervals_print_as_brackets_never_plus_minus() -> None:
     seconds = value_format("seconds")
     # rounded to what the interval supports (issue 40): a 71-point interval holds no decimals
     assert plus_minus(est(0.302, 0.130, 0.844), pct) == "30 % [13 %, 84 %]"
-    assert plus_minus(est(10.9e-3, 1.43e-3, 29.3e-3), seconds) == "10.9 ms [1.4 ms, 29.3 ms]"
+    assert plus_minus(est(10.9e-3, 1.43e-3, 29.3e-3), seconds) == "11 ms [1 ms, 29 ms]"
     assert plus_minus(est(12.3e-3, 11.1e-3, 13.5e-3), seconds) == "12.3 ms ±1.2 ms"
     # the issue's two repeats as a table cell
     two = median_of_repeats(REPEATS)
