@@ -27,11 +27,12 @@ import re
 from typing import Any, get_args
 
 from jinja2 import Environment
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from torchscale.interfaces.report.model import Chart, Report, Severity, Table
 from torchscale.interfaces.report.progress import OnStep, Step
 from torchscale.interfaces.report.render.formatting import SEVERITY_MARK, template_environment
+from torchscale.interfaces.report.sections.words import GLOSSARY
 
 TEMPLATE = "html/report.html.j2"
 _SEVERITIES: tuple[str, ...] = get_args(Severity)
@@ -70,7 +71,41 @@ def environment() -> Environment:
         tall_table_rows=TALL_TABLE_ROWS,
     )
     env.filters["figure_json"] = figure_json
+    env.filters["glossed"] = glossed
     return env
+
+
+@functools.lru_cache(maxsize=1)
+def _glossary() -> tuple[re.Pattern[str], dict[str, str]]:
+    """A pattern of every glossary term as a whole word (longest first, so 'exposed
+    communication' is one term, not a shorter one inside it), and each term's meaning by its
+    lower case. A term in lower case matches in any case (a heading capitalises 'Sync stall');
+    one with a capital only as written, so the acronym 'DDP' is explained where it is used and
+    the layout 'ddp' in a configuration's name ('b32 x2 fp32 ddp') is left alone."""
+    terms = sorted(GLOSSARY, key=len, reverse=True)
+    alternatives = "|".join(
+        re.escape(term) if term != term.lower() else f"(?i:{re.escape(term)})" for term in terms
+    )
+    pattern = re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
+    return pattern, {term.lower(): meaning for term, meaning in GLOSSARY.items()}
+
+
+def glossed(text: str | None) -> Markup:
+    """`text` escaped, each technical term of the glossary (`words.GLOSSARY`) in it wrapped in
+    <abbr title="its meaning">: a heading or a card's label keeps its short term ('Step p50',
+    'CV') and a hover explains it, the same words as the report's Glossary section."""
+    if not text:
+        return Markup("")
+    pattern, meanings = _glossary()
+    parts: list[Markup] = []
+    at = 0
+    for match in pattern.finditer(text):
+        parts.append(escape(text[at : match.start()]))
+        term = match.group(0)
+        parts.append(Markup('<abbr title="{}">{}</abbr>').format(meanings[term.lower()], term))
+        at = match.end()
+    parts.append(escape(text[at:]))
+    return Markup("").join(parts)
 
 
 def script_json(value: Any) -> Markup:
