@@ -59,9 +59,11 @@ print(json.dumps(found))
 def test_one_module_and_its_list_line_add_a_report_section() -> None:
     found = run_probe(_PROBE, str(FIXTURE))
     before, after = found["before"], found["after"]
-    # the report: every section it had, in their order, then the new one (its place in SECTIONS)
+    # the report: every section it had, in their order, then the new one (its place in
+    # SECTIONS), then the glossary of the terms they use, which always closes a report
     assert SECTION_ID not in before["sections"]
-    assert after["sections"] == [*before["sections"], SECTION_ID]
+    assert before["sections"][-1] == "glossary"
+    assert after["sections"] == [*before["sections"][:-1], SECTION_ID, "glossary"]
     # JSON: the model as it is, the new section whole, and it still round-trips
     [section] = [s for s in json.loads(after["json"])["sections"] if s["id"] == SECTION_ID]
     assert section["title"] == TITLE

@@ -201,8 +201,9 @@ class _Printer:
 
     def tell(self, *lines: Line) -> None:
         """Lines as `print_lines` prints them (whole to a pipe, cut with their prefix on a
-        terminal)."""
-        print_lines(self.progress.console, lines)
+        terminal), on stderr: how the run goes (data, checks, a launcher's jobs); the live
+        table alone is the sweep's stdout."""
+        print_lines(stderr, lines)
 
     def cell_start(self, planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
         from torchscale.interfaces.report.terminal.cells import running_line
@@ -234,7 +235,7 @@ class _Printer:
             and now - self.position_shown_at >= POSITION_EVERY_S
         ):
             self.position_shown_at = now
-            self.tell(Line("skip", f"  ({position})"))
+            print_lines(self.progress.console, [Line("skip", f"  ({position})")])
 
     def data(self, ready: DataReady) -> None:
         if not self.quiet:

@@ -9,7 +9,7 @@ import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from rich.markup import escape
 
@@ -58,17 +58,74 @@ def fit_lines(lines: Iterable[Line], width: int) -> list[Line]:
             out.append(line)
             continue
         indent = CONTINUATION if line.text.startswith("> ") else "  "
-        glued = _INTERVAL.sub(lambda m: m.group(0).replace(" ", NO_BREAK), line.text)
-        glued = _GLUED.sub(NO_BREAK, glued)
-        rows = textwrap.wrap(
-            glued,
-            width=width,
-            subsequent_indent=indent,
-            break_long_words=False,
-            break_on_hyphens=False,
-        )
-        out += [Line(line.level, row.replace(NO_BREAK, " ")) for row in rows]
+        out += [Line(line.level, row) for row in _wrap(line.text, width, indent)]
     return out
 
 
-__all__ = ["CONTINUATION", "LEVEL_STYLE", "Level", "Line", "fit_lines"]
+# rich wraps at any Unicode whitespace, a no-break space too: its cells are glued with a
+# private-use character instead (one column wide, never whitespace), a space again once printed
+RICH_JOIN = "\ue000"
+
+
+def glued(text: str, join: str = NO_BREAK) -> str:
+    """`text` with `join` where a break would cut a figure: inside its interval ('[1.97,
+    4.37]') and between a number and its unit ('+3.13 ms'). textwrap breaks only at ASCII
+    whitespace (NO_BREAK holds); rich needs RICH_JOIN. `unglued` turns both back into
+    spaces."""
+    return _GLUED.sub(join, _INTERVAL.sub(lambda m: m.group(0).replace(" ", join), text))
+
+
+def unglued(text: str) -> str:
+    return text.replace(NO_BREAK, " ").replace(RICH_JOIN, " ")
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    """`text` cut at word boundaries to `width`, rows after the first starting `indent`; never
+    inside a figure, its interval or between a number and its unit."""
+    rows = textwrap.wrap(
+        glued(text),
+        width=width,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [row.replace(NO_BREAK, " ") for row in rows] or [text]
+
+
+# what a paragraph's later rows line up under: its leading spaces, a list marker ('-', '1.',
+# 'What to do: 1.') and a severity mark ('▲ ')
+_HANG = re.compile(r"^\s*(?:(?:What to do: )?\d+\.\s|[-•·]\s)?(?:[✖▲✔]\s)?")
+
+
+def hanging_prose(item: Any, width: int) -> Any:
+    """A rich renderable as printed at `width`: a plain paragraph (a `rich.text.Text` with no
+    styled spans) with `hanging` rows, anything else (a table, a rule) as it is."""
+    from rich.text import Text
+
+    if isinstance(item, Text) and not item.spans and "\n" not in item.plain:
+        return Text(hanging(item.plain, width), style=item.style)
+    return item
+
+
+def hanging(text: str, width: int) -> str:
+    """A paragraph (a report's headline, a list item) cut to `width` with its later rows
+    indented under its first word, never inside a figure: a list item stays readable as one,
+    where a plain wrap puts its continuation at column 0."""
+    if len(text) <= width or width < 20:
+        return text
+    lead = _HANG.match(text)
+    indent = " " * min(len(lead.group(0)) if lead else 0, width // 3)
+    return "\n".join(_wrap(text, width, indent or "  "))
+
+
+__all__ = [
+    "CONTINUATION",
+    "LEVEL_STYLE",
+    "RICH_JOIN",
+    "Level",
+    "Line",
+    "fit_lines",
+    "glued",
+    "hanging",
+    "unglued",
+]

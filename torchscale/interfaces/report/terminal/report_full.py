@@ -38,6 +38,7 @@ from torchscale.interfaces.report.render.formatting import (
     severity_prefix,
     strip_code,
 )
+from torchscale.interfaces.report.terminal.lines import hanging_prose
 
 WIDTH = 100  # a report written to a file; printed, it takes the terminal's width
 CHART_POINTS = 6
@@ -305,7 +306,8 @@ def renderables(report: Report, width: int = WIDTH) -> list[RenderableType]:
         for block in section.blocks:
             items.extend(_block(block, width))
             items.append(_text(""))
-    return items
+    # a paragraph's later rows under its first word (a list item stays one)
+    return [hanging_prose(item, width) for item in items]
 
 
 def console(file: IO[str] | None = None, width: int | None = WIDTH) -> Console:

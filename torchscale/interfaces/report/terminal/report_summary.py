@@ -50,15 +50,36 @@ from torchscale.interfaces.report.render.formatting import (
     strip_code,
 )
 from torchscale.interfaces.report.terminal import fit
+from torchscale.interfaces.report.terminal.lines import (
+    RICH_JOIN,
+    glued,
+    hanging_prose,
+    unglued,
+)
 
 MAX_LINES = 60
 TABLE_ROWS = 12  # of one table at most: a summary, not the table
 FINDINGS = 5  # titles of a findings block at most
+# a table whose rows wrap to more lines than this each (prose in narrow columns) is printed a
+# paragraph per row instead
+ROWS_PER_RECORD = 3
 SUMMARY = "summary"
 # a narrow terminal leaves these columns of a summary table out first, in this order (they
 # repeat what another column says: the configuration names its batch and rank count); then
 # any other column from the right; the first (what the row is) stays
-DROP_FIRST = ("batch_per_gpu", "gpus", "best_by", "reliability", "step_p50_text", "tokens_per_s")
+# ('lead', how far the best leads the next, is the headline's best line already; a run's
+# step split and what-if give way to its straggler verdict)
+DROP_FIRST = (
+    "lead",
+    "split",
+    "whatif",
+    "batch_per_gpu",
+    "gpus",
+    "best_by",
+    "reliability",
+    "step_p50_text",
+    "tokens_per_s",
+)
 # the order in which blocks get lines when everything does not fit (lower first)
 PRIORITY = {"alert": 0, "table": 1, "figures": 2, "findings": 3, "text": 4, "note": 5}
 
@@ -77,8 +98,9 @@ def _lines(items: Sequence[RenderableType], width: int) -> list[str]:
         highlight=False,
     )
     for item in items:
-        console.print(item)
-    return [line.rstrip() for line in console.export_text(styles=False).splitlines()]
+        console.print(hanging_prose(item, width))
+    text = unglued(console.export_text(styles=False))
+    return [line.rstrip() for line in text.splitlines()]
 
 
 def _prose(text: str) -> RichText:
@@ -164,16 +186,71 @@ def _table_part(order: int, block: Table, width: int) -> _Part:
     for row, texts in zip(block.rows, cells, strict=True):
         if texts:
             texts[0] = severity_prefix(row.get("_severity") or "info") + texts[0]
-    rows = [[RichText(text) for text in texts] for texts in cells]
-    fitted = fit.fit_table(_columns(block, cells), rows, width)
+    # a wrapped cell never breaks inside a figure ('+3.13 ms', '[1.97, 4.37]')
+    rows = [[RichText(glued(text, RICH_JOIN)) for text in texts] for texts in cells]
+    columns = _columns(block, cells)
+    fitted = fit.fit_table(columns, rows, width)
+    tall = _tall(fitted, rows, width)
+    # prose that wraps tall: leave its columns out, in the order of DROP_FIRST, while that
+    # makes the table read as one (the note names them)
+    prose = sorted(
+        (i for i, c in enumerate(columns) if c.wrap and c.drop is not None),
+        key=lambda i: columns[i].drop or 0,
+    )
+    shown = rows
+    for left_out in range(1, len(prose) + 1):
+        if not tall:
+            break
+        gone = set(prose[:left_out])
+        kept = [i for i in range(len(columns)) if i not in gone]
+        narrower = [[row[i] for i in kept] for row in rows]
+        trial = fit.fit_table([columns[i] for i in kept], narrower, width)
+        if not _tall(trial, narrower, width):
+            trial.dropped[:0] = [columns[i] for i in sorted(gone)]
+            fitted, tall, shown = trial, False, narrower
+    keys = [c.key for c in block.columns]
+    essential = [i for i, key in enumerate(keys) if i == 0 or key not in DROP_FIRST]
+    # still tall, or a column that carries the reading left out: a paragraph per row, of the
+    # columns that carry it
+    lost = any(columns[i] in fitted.dropped for i in essential)
+    paragraphs = tall or lost
 
     def draw(count: int) -> list[str]:
-        drawn = _lines([RichText(block.title), fitted.table(rows[:count])], width)
+        if paragraphs:
+            drawn = _lines([RichText(block.title)], width)
+            records = [_record(block, texts, essential) for texts in cells[:count]]
+            drawn += _lines([RichText(text) for text in records], width)
+            left = [c.label for i, c in enumerate(block.columns) if i not in essential]
+            if left:
+                drawn += _lines([_prose(f"left out (--full shows them): {', '.join(left)}")], width)
+            return _more(drawn, len(rows) - count, "row", width)
+        drawn = _lines([RichText(block.title), fitted.table(shown[:count])], width)
         notes = fitted.notes(elsewhere="--full shows them")
         drawn += _lines([_prose(note) for note in notes], width)
         return _more(drawn, len(rows) - count, "row", width)
 
     return _Part(order, PRIORITY["table"], _counts(min(len(rows), TABLE_ROWS), draw))
+
+
+def _tall(fitted: fit.Fitted, rows: Sequence[Sequence[RichText]], width: int) -> bool:
+    """More than ROWS_PER_RECORD lines a row once drawn (its header and rule aside)."""
+    return len(_lines([fitted.table(rows)], width)) - 2 > ROWS_PER_RECORD * len(rows)
+
+
+def _record(block: Table, texts: Sequence[str], columns: Sequence[int]) -> str:
+    """A table row's `columns` as one paragraph: '▲ tiny-gpt2 b16 x2: Sync stall 5.7 % [3.8,
+    7.6]; Straggler: rank 1, ...' (a value that starts with its column's name is not named
+    twice)."""
+    head = texts[0]
+    parts = []
+    for index in columns[1:]:
+        column, text = block.columns[index], texts[index]
+        if text == MISSING:
+            continue
+        label = column.label
+        named = text.lower().startswith(label.lower().split()[0])
+        parts.append(text if named else f"{label} {text}")
+    return f"{strip_code(head)}: {'; '.join(strip_code(p) for p in parts)}"
 
 
 def _findings_part(order: int, block: Findings, width: int) -> _Part:
