@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import json
 import re
 import shutil
@@ -330,3 +331,24 @@ def test_validate_fits_the_width(width: int) -> None:
     assert result.exit_code == 0, result.output
     _lines_fit(result.stdout, width)
     assert result.stdout.startswith("This node is ready")
+
+
+@pytest.mark.parametrize("width", (80, 120))
+def test_report_term_keeps_paragraphs_and_figures_whole(width: int) -> None:
+    """The term report of a real 8-cell sweep: a paragraph's later rows are indented (a list
+    item stays one), and no row break falls between a number and its unit."""
+    source = FIXTURES / "sweep8_v13"
+    text = term.render(build_report(source, "term").report, width).decode()
+    rows = text.splitlines()
+    _lines_fit(text, width)
+    units = re.compile(r"^\s*(%|ms|us|s|MB|GB|samples/s|tokens/s)\b")
+    for above, row in itertools.pairwise(rows):
+        if re.search(r"\d$", above.rstrip()):
+            assert not units.match(row), (above, row)
+    # the headline's verdict and every decision line: continuation rows never at column 0
+    head = rows[1 : rows.index("") if "" in rows else 12]
+    starts = [i for i, row in enumerate(head) if row[:1] in ("▲", "✖", "✔") or row[:3] == "  -"]
+    assert starts, head
+    for row in head[1:]:
+        if row and not row.startswith(("hardware:", "measured:", "description:", "source")):
+            assert row.startswith(" "), row
