@@ -163,10 +163,25 @@ def _columns(rows: list[dict[str, Any]], units: RankUnits) -> list[Column]:
     return columns
 
 
+# what the charts read of a cell, with what names its group (`Context.group_name`): taking a
+# row out of the whole table interleaves ~130 columns of mixed types (a millisecond a row,
+# most of this section at 500 cells), so the charts group these columns only
+CHART_COLUMNS = (
+    *("experiment", "model_label", "group", "world_size", "batch_size", "global_batch"),
+    *("precision", "strategy", "device", "ideal_samples_per_s"),
+    *("samples_per_s", "samples_per_s_low", "samples_per_s_high"),
+    *("efficiency", "efficiency_low", "efficiency_high"),
+)
+
+
+def _narrow(table: pd.DataFrame) -> pd.DataFrame:
+    return table[[c for c in CHART_COLUMNS if c in table.columns]]
+
+
 def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[Chart]:
     charts = []
     kind = "strong" if strong else "weak"
-    for model, by_model in table.groupby("model_label", sort=True):
+    for model, by_model in _narrow(table).groupby("model_label", sort=True):
         series = []
         groups = list(by_model.groupby("group", sort=True))
         for _, group in groups:
@@ -232,7 +247,7 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
     series = []
     all_gpus: set[int] = set()
     above: set[str] = set()
-    for _, group in table.groupby("group", sort=True):
+    for _, group in _narrow(table).groupby("group", sort=True):
         first = group.iloc[0]
         gpus = [int(w) for w in group["world_size"]]
         all_gpus |= set(gpus)
