@@ -261,10 +261,12 @@ def test_step_distributions_from_the_sync_window(report: Report) -> None:
 def test_cost_per_million(report: Report) -> None:
     rows = {r["cell"]: r for r in table(report, "efficiency-cost").rows}
     row = rows["tiny-gpt2 b8 x2 fp32 ddp"]
+    # the table's rates are cut to the digits their interval supports (349.09 reads 349)
     hours = 2 * 1e6 / row["samples_per_s"] / 3600
-    assert row["gpu_hours"] == pytest.approx(hours)
-    assert row["cost_samples"] == pytest.approx(hours * PRICE)
-    assert row["cost_tokens"] == pytest.approx(2 * 1e6 / row["tokens_per_s"] / 3600 * PRICE)
+    assert row["gpu_hours"] == pytest.approx(hours, rel=5e-3)
+    assert row["cost_samples"] == pytest.approx(hours * PRICE, rel=5e-3)
+    tokens = 2 * 1e6 / row["tokens_per_s"] / 3600 * PRICE
+    assert row["cost_tokens"] == pytest.approx(tokens, rel=5e-3)
     assert rows["tiny-mlp b8 x1 fp32 ddp"]["cost_tokens"] is None  # not a language model
     best = {(r["model"], r["best_by"]) for r in table(report, "summary-best").rows}
     # tiny-mlp's lead is wider than itself over 2 repeats: no clear best (headline rules)

@@ -2,8 +2,10 @@
 
 The diagnosis is computed once (torchscale/offline/analysis/diagnosis.py); this module only writes
 its figures, so the terminal (profile and sweep lines), the reports and their formats say the same
-thing with the same digits: shares of the step with one decimal, intervals as [low, high]
-(a lopsided interval is never a '±'), milliseconds with three significant figures. The
+thing with the same digits: a figure with its interval as [low, high] (a lopsided interval is
+never a '±'), cut by the one rounding rule (`estimates.round_figure`: two significant digits of
+the half-width), a point value as a share with one decimal or milliseconds with three
+significant figures. The
 terminal's lines around these sentences (levels, what -v adds) are report/terminal/diagnosis.py's.
 
 Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
@@ -12,6 +14,13 @@ Layer 4 (presentation) of docs/architecture.md: imports only from layers below a
 from __future__ import annotations
 
 from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding, StragglerVerdict
+from torchscale.interfaces.report.estimates import (
+    RoundedFigure,
+    figure_quantum,
+    round_figure,
+    value_format,
+)
+from torchscale.interfaces.report.render.formatting import quantum_of
 
 PART_WORDS = {
     "compute": "compute",
@@ -37,8 +46,7 @@ def ms(seconds: float) -> str:
 
 def _ms_number(seconds: float) -> str:
     """Milliseconds without a unit: three significant figures below 100 ms, whole above."""
-    value = seconds * 1e3
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return _number(seconds * 1e3)
 
 
 def share_text(estimate: Estimate | None) -> str:
@@ -54,7 +62,29 @@ def share_text(estimate: Estimate | None) -> str:
         )
     if estimate.low is None or estimate.high is None:
         return f"{pct(estimate.value)} (spread unknown)"
-    return f"{pct(estimate.value)} [{estimate.low * 100:.1f}, {estimate.high * 100:.1f}]"
+    shown = _rounded(estimate.value, estimate.low, estimate.high, 100.0)
+    return f"{shown.value} % [{shown.low}, {shown.high}]"
+
+
+def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigure:
+    """The figure and its interval in the unit `scale` gives them (100: a share in %, 1e3:
+    seconds in ms), as numbers cut by the one rounding rule; three significant figures where
+    the interval is narrower than that (a sentence never grows a row of digits)."""
+    value, low, high = value * scale, low * scale, high * scale
+    step, finest = figure_quantum(value, low, high), quantum_of(abs(value))
+    if step is None or (finest is not None and step < finest / 10):
+        plain = _share_number if scale == 100.0 else _number
+        return RoundedFigure(value=plain(value), low=plain(low), high=plain(high), half=None)
+    return round_figure(value, low, high, value_format("float"))
+
+
+def _share_number(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _number(value: float) -> str:
+    """Three significant figures below 100, whole above ('10', never '10.00' for 9.9999)."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
@@ -64,10 +94,14 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
             return f"not measurable (< {ms(estimate.high)})"
         return "unknown"
     sign = "+" if signed and estimate.value >= 0 else ""
-    value = f"{sign}{ms(estimate.value)}"
     if estimate.low is None or estimate.high is None:
-        return f"{value} (spread unknown)"
-    return f"{value} [{_ms_number(estimate.low)}, {_ms_number(estimate.high)}]"
+        return f"{sign}{ms(estimate.value)} (spread unknown)"
+    largest = max(abs(estimate.value), abs(estimate.low), abs(estimate.high))
+    # the unit its largest number reads best in: '+8 us [-12, 24]', never '+0.00785 ms'
+    scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "us")
+    shown = _rounded(estimate.value, estimate.low, estimate.high, scale)
+    value = shown.value if shown.value.startswith("-") else f"{sign}{shown.value}"
+    return f"{value} {unit} [{shown.low}, {shown.high}]"
 
 
 def sync_stall_text(diagnosis: Diagnosis) -> str:

@@ -269,6 +269,36 @@ def supported_rate(
     return round_half_up(value, quantum), "int"
 
 
+def supported_figure(
+    value: float | None, low: float | None, high: float | None, kind: ValueFormat
+) -> tuple[float | str | None, ValueFormat]:
+    """A key figure as its card shows it: the value in `kind` where that already shows the
+    digits its interval supports, else the text the one rule cuts it to ('86 %' for 85.5 %
+    in [57 %, 114 %]), so a card never reads finer than the interval in its own note."""
+    if value is None or low is None or high is None:
+        return value, kind
+    text = round_figure(value, low, high, value_format(kind)).value
+    return (value, kind) if text == format_value(value, kind) else (text, "text")
+
+
+def scaled_rate(
+    value: float | None, base: float | None, low: float | None, high: float | None
+) -> float | None:
+    """A rate in proportion to a figure with an interval (tokens/s and samples/s per device to
+    samples/s), rounded by that interval scaled alike, so it shows no more digits than the
+    figure it comes from: 81,537.6 tokens/s beside 1,274 samples/s in [1,170, 1,390] is
+    81,500 (a 'readable' column writes it). As it is where the figure has no interval; an
+    interval wider than the rate keeps two digits of its own."""
+    if value is None or base is None or low is None or high is None or base == 0:
+        return value
+    quantum = quantum_of((high - low) / 2 * abs(value / base))
+    if quantum is None:
+        return value
+    if value != 0 and abs(value) < quantum:
+        quantum = quantum_of(abs(value)) or quantum
+    return round_half_up(value, quantum)
+
+
 def older_share(value: float | None) -> float | str | None:
     """A share of the step from a result without intervals (schema < 8): shown only where it
     can be a share, in [0, 1]; outside it is noise that no interval can tell apart."""

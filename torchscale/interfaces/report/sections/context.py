@@ -21,6 +21,7 @@ from torchscale.interfaces.report.estimates import (
     efficiency_kind,
     long_form,
     not_measurable,
+    scaled_rate,
     too_wide,
 )
 from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
@@ -499,6 +500,19 @@ def throughput_fields(row: Mapping[str, Any]) -> dict[str, Any]:
         "samples_per_s_high": finite(row["samples_per_s_high"]),
         "samples_per_s_text": throughput_text(row),
     }
+
+
+def rate_text_value(row: Mapping[str, Any] | pd.Series, key: str) -> float | None:
+    """`row[key]`, a rate in proportion to the cell's samples/s (tokens/s, samples/s per
+    device, samples/s itself), cut to the digits the samples/s interval supports
+    (`estimates.scaled_rate`): a 'readable' column writes it ('81,500', never '81,537.6'
+    beside '1,270 ±110')."""
+    return scaled_rate(
+        finite(row.get(key)),
+        finite(row.get("samples_per_s")),
+        finite(row.get("samples_per_s_low")),
+        finite(row.get("samples_per_s_high")),
+    )
 
 
 def repeat_fields(row: Mapping[str, Any], result: CellResult) -> dict[str, Any]:

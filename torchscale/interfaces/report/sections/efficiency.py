@@ -42,6 +42,7 @@ from torchscale.interfaces.report.sections.context import (
     integer,
     mfu_text,
     names,
+    rate_text_value,
     records,
 )
 from torchscale.interfaces.report.sections.summary import NO_PRICE, priced_cells
@@ -445,8 +446,8 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
                 "cell": ctx.label(row),
                 "gpus": integer(row["world_size"]),
                 "price": finite(row["price_per_gpu_hour"]),
-                "samples_per_s": finite(row["samples_per_s"]),
-                "tokens_per_s": finite(row["tokens_per_s"]),
+                "samples_per_s": rate_text_value(row, "samples_per_s"),
+                "tokens_per_s": rate_text_value(row, "tokens_per_s"),
                 "gpu_hours": finite(row["gpu_hours_per_m_samples"]),
                 "cost_samples": finite(row["cost_per_m_samples"]),
                 "cost_tokens": finite(row["cost_per_m_tokens"]),
@@ -456,12 +457,12 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     columns = [
         col("cell", "Cell"),
         col("gpus", units.world, "int"),
-        col("samples_per_s", "Samples/s", "rate"),
+        col("samples_per_s", "Samples/s", "readable"),
         col("gpu_hours", units.say("GPU-hours / M samples"), "float"),
         col("cost_samples", "$ / M samples", "money"),
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
-        columns[3:3] = [col("tokens_per_s", "Tokens/s", "rate")]
+        columns[3:3] = [col("tokens_per_s", "Tokens/s", "readable")]
         columns.append(col("cost_tokens", "$ / M tokens", "money"))
     if len(prices) > 1:  # result sets at different prices (machines): each row says its own
         columns[2:2] = [col("price", units.say("$ / GPU-hour"), "money")]

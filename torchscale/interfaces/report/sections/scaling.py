@@ -38,6 +38,7 @@ from torchscale.interfaces.report.sections.context import (
     integer,
     is_reliable,
     names,
+    rate_text_value,
     records,
     repeat_fields,
     slug,
@@ -111,8 +112,8 @@ def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
                 "global_batch": integer(row["global_batch"]),
                 **throughput_fields(row),
                 **repeat_fields(row, ctx.result(row)),
-                "per_gpu": finite(row["samples_per_s_per_device"]),
-                "tokens_per_s": finite(row["tokens_per_s"]),
+                "per_gpu": rate_text_value(row, "samples_per_s_per_device"),
+                "tokens_per_s": rate_text_value(row, "tokens_per_s"),
                 "speedup": finite(row["speedup"]),
                 "efficiency": efficiency,
                 "efficiency_low": eff_low,
@@ -152,10 +153,10 @@ def _columns(rows: list[dict[str, Any]], units: RankUnits) -> list[Column]:
         col("batch_per_gpu", units.batch, "int"),
         col("global_batch", "Global batch", "int"),
         col("samples_per_s_text", "Samples/s ±95 %"),
-        col("per_gpu", f"Samples/s {units.per}", "rate"),
+        col("per_gpu", f"Samples/s {units.per}", "readable"),
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
-        columns.append(col("tokens_per_s", "Tokens/s", "rate"))
+        columns.append(col("tokens_per_s", "Tokens/s", "readable"))
     columns += [
         col("speedup", "Speed-up", "float"),
         col("efficiency_text", "Efficiency"),

@@ -19,6 +19,7 @@ from torchscale.interfaces.report.estimates import (
     efficiency_phrase,
     efficiency_text,
     not_measurable,
+    supported_figure,
     supported_rate,
     too_wide,
 )
@@ -33,6 +34,7 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
     Unavailable,
+    ValueFormat,
 )
 from torchscale.interfaces.report.sections.baseline import (
     LARGEST_CHANGES,
@@ -62,6 +64,7 @@ from torchscale.interfaces.report.sections.context import (
     names,
     rank_unit,
     ranks,
+    rate_text_value,
     records,
     reliability_counts,
     reliability_severity,
@@ -198,7 +201,7 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
                 "gpus": integer(row["world_size"]),
                 "batch_per_gpu": integer(row["batch_size"]),
                 **throughput_fields(row),
-                "tokens_per_s": finite(row["tokens_per_s"]),
+                "tokens_per_s": rate_text_value(row, "tokens_per_s"),
                 "efficiency": finite(row["scaling_efficiency"]),
                 "efficiency_low": finite(row["scaling_efficiency_low"]),
                 "efficiency_high": finite(row["scaling_efficiency_high"]),
@@ -300,10 +303,13 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     reliable = is_trusted(row) and all(is_trusted(b) for b in records(base))
     if not reliable:
         note += "; not every cell behind it measured reliably on a quiet machine"
+    shown: ValueFormat = "ratio_pct"
+    if isinstance(value, float):  # the digits its interval supports, as the note says it
+        value, shown = supported_figure(value, low, high, "ratio_pct")
     return KeyFigure(
         label=f"Scaling efficiency at {largest}: {model}",
         value=value,
-        format="ratio_pct",
+        format=shown,
         note=note,
         severity=efficiency_severity(efficiency, low, high, reliable=reliable)
         if measurable
@@ -411,7 +417,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
     for model in models[:MAX_MODEL_FIGURES]:
         group = ok_cells[ok_cells["model_label"] == model]
         best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
-        tokens = finite(best["tokens_per_s"])
+        tokens = rate_text_value(best, "tokens_per_s")
         note = f"samples/s at {_config(ctx, best)}: {throughput_text(best, long=True)}"
         runs = finite(best.get(RUN_COLUMN)) or 1
         if runs > 1:
@@ -420,7 +426,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
                 "interval over the runs), not the best run"
             )
         if tokens is not None:
-            note += f"; {fmt(tokens, 'rate')} tokens/s"
+            note += f"; {fmt(tokens, 'readable')} tokens/s"
         if not is_reliable(best):
             note += f"; {best['reliability']}: {best['reliability_reason']}"
         if not is_quiet(best):
@@ -546,7 +552,7 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
         col("samples_per_s_text", "Samples/s ±95 %"),
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
-        columns.append(col("tokens_per_s", "Tokens/s", "rate"))
+        columns.append(col("tokens_per_s", "Tokens/s", "readable"))
     columns += [
         col("efficiency_text", "Scaling efficiency"),
         col("step_p50_text", "Step p50"),
