@@ -98,6 +98,15 @@ def _injected_note(result: CellResult, rank: int | None) -> str | None:
     return None
 
 
+# what an artificial straggler asks of the reader: nothing about the host (its advice to check
+# the host's cores and clocks would send them after a delay the run made itself)
+INJECTED_ADVICE = (
+    "Nothing to fix on the machine: this straggler is artificial (--inject-delay); run "
+    "without it to measure the host."
+)
+INJECTED_GENERIC = "artificial: --inject-delay delayed this rank on purpose"
+
+
 def diagnosis_finding(
     item: Finding,
     *,
@@ -105,24 +114,31 @@ def diagnosis_finding(
     caveat: str | None,
     injected: CellResult | None = None,
     straggler_rank: int | None = None,
+    verdict_injected: bool = False,
 ) -> ReportFinding:
     """One of a diagnosis' findings as the report shows it: its own title, cost, evidence and
-    fix; the caveat as its own field (not repeated in the evidence); marked artificial when
-    an injected delay of `injected` makes the straggler."""
+    fix; the caveat as its own field (not repeated in the evidence); marked artificial, with
+    no advice about the host, when the run's own --inject-delay makes the straggler (the
+    verdict says so from schema 14, `verdict_injected`; older results: a delay of
+    `injected` on the straggler's rank)."""
     evidence = [line for line in item.evidence if line != caveat]
     title, severity = item.title, cost_severity(item.cost_pct)
-    if injected is not None and item.category == "straggler":
-        note = _injected_note(injected, straggler_rank)
+    advice = item.recommendation
+    if item.category == "straggler":
+        note = _injected_note(injected, straggler_rank) if injected is not None else None
+        if note is None and verdict_injected:
+            note = INJECTED_GENERIC
         if note is not None:
             evidence.insert(0, note)
             severity = "info"
             title = f"{title} (injected delay)"
+            advice = INJECTED_ADVICE
     return ReportFinding(
         title=title,
         cost_pct=item.cost_pct,
         source=source,
         evidence=evidence,
-        recommendation=item.recommendation,
+        recommendation=advice,
         severity=severity,
         caveat=caveat,
     )
@@ -138,14 +154,21 @@ def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
     else:
         rank = analysis.straggler.rank if analysis.straggler else None
     caveat = diagnosis.caveat if diagnosis is not None else None
-    if caveat is None and ref.entry.result is not None:
-        caveat = caveat_of(ref.entry.result)
-    return [
+    result = ref.entry.result
+    if caveat is None and result is not None:
+        caveat = caveat_of(result)
+    found = [
         diagnosis_finding(
-            item, source=ref.label, caveat=caveat, injected=ref.entry.result, straggler_rank=rank
+            item,
+            source=ref.label,
+            caveat=caveat,
+            injected=result,
+            straggler_rank=rank,
+            verdict_injected=bool(verdict is not None and verdict.injected),
         )
         for item in analysis.findings
     ]
+    return found if result is None else [applicable(f, result) for f in found]
 
 
 def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
@@ -157,7 +180,12 @@ def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
     rank = verdict.rank if verdict is not None and verdict.named else None
     return [
         diagnosis_finding(
-            item, source=label, caveat=diagnosis.caveat, injected=result, straggler_rank=rank
+            item,
+            source=label,
+            caveat=diagnosis.caveat,
+            injected=result,
+            straggler_rank=rank,
+            verdict_injected=bool(verdict is not None and verdict.injected),
         )
         for item in diagnosis.findings
     ]
@@ -228,7 +256,7 @@ def _named_straggler_finding(result: CellResult, label: str, source: str) -> Rep
         cost_pct=cost,
         source=source,
         evidence=evidence,
-        recommendation=f"Check rank {rank}: {advice}.",
+        recommendation=INJECTED_ADVICE if note else f"Check rank {rank}: {advice}.",
         severity="info" if note else cost_severity(cost),
     )
 
@@ -274,7 +302,7 @@ def older_straggler_finding(result: CellResult, label: str, source: str) -> Repo
         cost_pct=imbalance * 100,
         source=source,
         evidence=evidence,
-        recommendation=f"Check rank {rank}: {advice}.",
+        recommendation=INJECTED_ADVICE if note else f"Check rank {rank}: {advice}.",
         severity="info" if note else cost_severity(imbalance * 100),
     )
 
