@@ -552,9 +552,10 @@ def test_step_records_written_before_the_cpu_time_read_with_it_nan(tmp_path: Pat
     assert steps["cpu_time_s"].isna().all() and steps["cpu_time_s"].dtype == "float64"
 
 
-def test_a_version_13_result_reads_with_injected_unknown() -> None:
+def test_a_version_13_result_reads_injected_from_its_delays() -> None:
     """Written at result schema 13 (tests/fixtures/sweep8_v13, a real 8-cell sweep): a named
-    straggler's `injected` (schema 14) reads null, never invented; its line reads as before."""
+    straggler's `injected` (schema 14) is read off the result's recorded delays (none here);
+    its line reads as before."""
     from torchscale.interfaces.report.diagnosis_text import straggler_text
 
     cells = Path(__file__).parent / "fixtures" / "sweep8_v13" / "default_scaling" / "cells"
@@ -567,6 +568,32 @@ def test_a_version_13_result_reads_with_injected_unknown() -> None:
         verdict = result.diagnosis.straggler if result.diagnosis else None
         if verdict is not None and verdict.named:
             named += 1
-            assert verdict.injected is None
+            assert verdict.injected is False  # no delay injected: its recorded delays say so
             assert "injected" not in straggler_text(verdict, result.cell.world_size)
     assert named >= 1
+
+
+def test_an_older_injected_straggler_reads_injected_from_its_delays() -> None:
+    """A schema-13 result whose named rank is one its own --inject-delay slowed reads injected
+    (the delays are recorded in the result); another named rank reads not injected."""
+    from torchscale.interfaces.report.diagnosis_text import straggler_text
+
+    cells = Path(__file__).parent / "fixtures" / "sweep8_v13" / "default_scaling" / "cells"
+    raw = next(
+        data
+        for data in (json.loads(p.read_text()) for p in sorted(cells.glob("*.json")))
+        if data.get("diagnosis") and (data["diagnosis"].get("straggler") or {}).get("named")
+    )
+    rank = raw["diagnosis"]["straggler"]["rank"]
+    delayed = raw | {"injected_delays": [{"rank": rank, "phase": "backward", "ms": 20.0}]}
+    before = json.dumps(delayed, sort_keys=True)
+    result, _, problem = parse_cell_result(delayed)
+    assert json.dumps(delayed, sort_keys=True) == before  # the input is not touched
+    assert result is not None and result.diagnosis is not None, problem
+    verdict = result.diagnosis.straggler
+    assert verdict is not None and verdict.injected is True
+    assert straggler_text(verdict, 2).endswith("(injected: --inject-delay)")
+    other = raw | {"injected_delays": [{"rank": rank + 1, "phase": "backward", "ms": 20.0}]}
+    result, _, _ = parse_cell_result(other)
+    assert result is not None and result.diagnosis is not None
+    assert result.diagnosis.straggler is not None and result.diagnosis.straggler.injected is False

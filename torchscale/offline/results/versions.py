@@ -299,10 +299,23 @@ def upgrade_v12(data: dict[str, Any]) -> dict[str, Any]:
 
 def upgrade_v13(data: dict[str, Any]) -> dict[str, Any]:
     """Version 13 -> 14. The straggler verdict says whether the named rank was delayed on
-    purpose (`injected`): not recorded before, so null (the field's default); the result's
-    `injected_delays` still say which ranks were."""
+    purpose (`injected`): read off the result's own `injected_delays` (recorded since version
+    3) for a named rank, as a version-14 run marks it (`marked_injected`); null where nobody is
+    named."""
     out = dict(data)
     out["schema_version"] = 14
+    diagnosis = out.get("diagnosis")
+    verdict = diagnosis.get("straggler") if isinstance(diagnosis, dict) else None
+    if isinstance(verdict, dict) and verdict.get("named"):
+        delayed = {d.get("rank") for d in out.get("injected_delays") or [] if isinstance(d, dict)}
+        injected = verdict.get("rank") in delayed
+        summary = verdict.get("summary", "")
+        if injected:
+            summary = f"{summary} (injected: --inject-delay)"
+        out["diagnosis"] = {
+            **diagnosis,
+            "straggler": {**verdict, "injected": injected, "summary": summary},
+        }
     return out
 
 
