@@ -306,7 +306,7 @@ def upgrade_v13(data: dict[str, Any]) -> dict[str, Any]:
     out["schema_version"] = 14
     diagnosis = out.get("diagnosis")
     verdict = diagnosis.get("straggler") if isinstance(diagnosis, dict) else None
-    if isinstance(verdict, dict) and verdict.get("named"):
+    if isinstance(diagnosis, dict) and isinstance(verdict, dict) and verdict.get("named"):
         delayed = {d.get("rank") for d in out.get("injected_delays") or [] if isinstance(d, dict)}
         injected = verdict.get("rank") in delayed
         summary = verdict.get("summary", "")
