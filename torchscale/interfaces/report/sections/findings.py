@@ -520,6 +520,31 @@ def older_result_findings(result: CellResult, label: str) -> list[ReportFinding]
     return [f for f in found if f is not None]
 
 
+# where the whole advice is read: the first screen gives its first words only
+HOW = "how: the Bottlenecks section, with --full"
+
+
+def action_text(finding: ReportFinding) -> str:
+    """A finding as the first screen's 'What to do' line, in plain words: its title, cost and
+    the plain first clause of its advice ('Exposed gloo communication (70.7 % of the step):
+    hide or shrink gradient communication (how: ...)'); the technical detail after the
+    clause (bucket_cap_mb, no_sync(), comm hooks) stays with the finding in Bottlenecks."""
+    cost = f" ({finding.cost_pct:.1f} % of the step)" if finding.cost_pct is not None else ""
+    advice = short_advice(finding.recommendation)
+    if not advice:
+        return f"{finding.title}{cost}"
+    return f"{finding.title}{cost}: {advice[:1].lower()}{advice[1:]} ({HOW})"
+
+
+def short_advice(recommendation: str | None) -> str:
+    """The plain first clause of a recommendation: every finding's advice reads 'what to do:
+    how, in technical terms' ('Hide or shrink gradient communication: DDP bucket_cap_mb
+    ...')."""
+    if not recommendation:
+        return ""
+    return recommendation.split(": ", 1)[0].split("; ", 1)[0].rstrip(".")
+
+
 def _with_caveat(findings: list[ReportFinding], caveat: str | None) -> list[ReportFinding]:
     if caveat is None:
         return findings

@@ -47,6 +47,7 @@ from torchscale.interfaces.report.sections.context import (
     records,
     repeats_of,
 )
+from torchscale.interfaces.report.sections.findings import action_text
 from torchscale.interfaces.report.sections.run_verdicts import (
     ordered_profiles,
     profile_lines,
@@ -378,10 +379,7 @@ def _actions(ctx: Context, usable: Usability) -> list[Text]:
             "baseline (see Baseline)"
         )
     if not usable.host_first and usable.usable in ("yes", "with care") and ctx.findings:
-        top = ctx.findings[0]
-        cost = f" ({fmt(top.cost_pct, 'pct')} of the step)" if top.cost_pct is not None else ""
-        fix = f": {top.recommendation}" if top.recommendation else ""
-        said.append(f"{top.title}{cost}{fix}")
+        said.append(action_text(ctx.findings[0]))
     severity: Severity = "bad" if usable.usable == "no" else "warn"
     texts = [
         Text(text=_capital(a) + ("" if a.endswith(".") else "."), severity=severity)

@@ -18,6 +18,7 @@ from torchscale.interfaces.report.diagnosis_text import (
 from torchscale.interfaces.report.model import Decision, Severity, Text, Usable
 from torchscale.interfaces.report.sections.collectives import run_label
 from torchscale.interfaces.report.sections.context import Context, ProfileRef, fmt, plural
+from torchscale.interfaces.report.sections.findings import action_text
 from torchscale.orchestration.comm.comm_result import CommResult
 
 MAX_RUN_LINES = 6
@@ -97,11 +98,10 @@ def _profile_verdict(ctx: Context) -> tuple[Text, Decision]:
         actions.append(
             Text(text=f"{RERUN_PROFILE[:1].upper()}{RERUN_PROFILE[1:]}.", severity="warn")
         )
-    elif lead.diagnosis is not None and lead.diagnosis.findings:
-        top = lead.diagnosis.findings[0]
-        actions.append(
-            Text(text=f"{top.title} ({top.cost_pct:.1f} % of the step): {top.recommendation}")
-        )
+    else:  # the lead run's costliest finding, as the report holds it (its advice applies)
+        top = next((f for f in ctx.findings if f.source == lead.label), None)
+        if top is not None:
+            actions.append(Text(text=action_text(top) + "."))
     return headline, Decision(usable=usable, models=lines, actions=actions)
 
 

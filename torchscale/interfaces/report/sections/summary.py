@@ -75,7 +75,7 @@ from torchscale.interfaces.report.sections.context import (
 )
 from torchscale.interfaces.report.sections.diagnosis import diagnoses_table
 from torchscale.interfaces.report.sections.findings import no_finding_text
-from torchscale.interfaces.report.sections.words import term_column
+from torchscale.interfaces.report.sections.words import plain_reason, term_column
 from torchscale.offline.analysis.cost import cost_table
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import RUN_COLUMN, RUN_EXPERIMENTS, Comparison
@@ -100,7 +100,10 @@ TOO_WIDE_NOTE = (
     "its confidence interval is wider than the figure itself, so no number is given here (the "
     "tables further down hold the measurements)"
 )
-RELIABLE_RULE = "reliable: throughput's 95 % interval within ±{limit}, step-time CV at most {limit}"
+# the first screen's words for the reliability rule (the glossary names the CV behind them)
+RELIABLE_RULE = (
+    "reliable: throughput's 95 % interval within ±{limit}, step times vary by at most {limit}"
+)
 
 
 def cell_prices(ctx: Context) -> pd.Series:
@@ -428,7 +431,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         if tokens is not None:
             note += f"; {fmt(tokens, 'readable')} tokens/s"
         if not is_reliable(best):
-            note += f"; {best['reliability']}: {best['reliability_reason']}"
+            note += f"; {best['reliability']}: {plain_reason(str(best['reliability_reason']))}"
         if not is_quiet(best):
             note += "; ran on a busy machine"
         value, low, high = (
@@ -565,8 +568,8 @@ def _best_table(ctx: Context, priced: pd.DataFrame | None) -> Table | None:
     note = (
         "best by throughput: the highest global samples/s (median over repeats, with "
         f"{PLUS_MINUS_NOTE}); ahead of the next: how far it leads the runner-up, with the 95 % "
-        "interval of that ratio (Welch's t on the log ratio below 4 figures a side, else a "
-        f"bootstrap): '{NO_CLEAR_BEST}' where that interval reaches 0, so the ranking is noise"
+        f"interval of that lead: '{NO_CLEAR_BEST}' where that interval reaches 0, so the "
+        "ranking is noise (how the interval is found: the glossary)"
     )
     if priced is not None:
         note += (

@@ -6,6 +6,7 @@ the same everywhere in the report."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -84,6 +85,15 @@ def footnote(keys: Iterable[str]) -> str:
     return "Terms: " + "; ".join(parts)
 
 
+_CV = re.compile(r"step-time CV ([\d.]+ %)( is above)?")
+
+
+def plain_reason(reason: str) -> str:
+    """A cell's reliability reason in the first screen's words: 'step times vary by 31.5 %,
+    above 10 %' for 'step-time CV 31.5 % is above 10 %' (the glossary says it is the CV)."""
+    return _CV.sub(lambda m: f"step times vary by {m[1]}{', above' if m[2] else ''}", reason)
+
+
 # the technical terms a report may use, each in one plain sentence: the report's last section
 # lists those its text uses (sections/glossary.py), so jargon is explained once, not inline
 GLOSSARY: dict[str, str] = {
@@ -110,6 +120,10 @@ GLOSSARY: dict[str, str] = {
     "what-if": "how much shorter a step would be if the straggler were on par with the others",
     "Welch's t on the log ratio": "the test that compares two configurations with 2-3 repeats a "
     "side: a t interval of the difference of their log throughputs",
+    "ahead of the next": "the best configuration's lead over the runner-up: the ratio of their "
+    "median throughputs with its 95 % interval (Welch's t on the log ratio below 4 repeats a "
+    "side, else a bootstrap)",
+    "step times vary": "the step-time CV: the standard deviation of the step times over their mean",
     "bootstrap": "an interval from resampling the repeats (4 or more), without assuming a shape",
     "DDP": "DistributedDataParallel: each rank holds the whole model and averages gradients",
     "FSDP": "fully sharded data parallel: the model's parameters are split across ranks",
