@@ -4,6 +4,7 @@ runs once and keeps the rows' order."""
 
 from __future__ import annotations
 
+import random
 import re
 
 import pandas as pd
@@ -31,11 +32,22 @@ def regex_only(texts: list[str]) -> list[str]:
         ["no term at all", "pre-noisy", "noisy-ish", "xCV"],
         ["the \u017ftraggler (long s)", "\u212aelvin", "MF\u0130", "CV\u0131"],
         ["\u00b1 95 % interval, not measurable \u2014 welch's t on the log ratio", "ddp, FSDP."],
+        ["cv_x xcv -cv cv- then CV at last", "noisy"],  # a whole word after parts of words
+        ["\u0130\u0130\u0130 mfu", "MF\u0130"],
         [],
     ],
 )
 def test_the_glossary_finds_what_its_regex_finds(texts: list[str]) -> None:
     assert used_terms(texts) == regex_only(texts)
+
+
+def test_the_glossary_agrees_with_its_regex_on_random_text() -> None:
+    rng = random.Random(7)
+    pieces = [*GLOSSARY, *LOOK_ALIKES, " ", "-", "_", "x", "\u00e9", "\n", "S", "K", "i"]
+    for _ in range(300):
+        texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))]
+        texts = [t.lower() if rng.random() < 0.3 else t for t in texts]
+        assert used_terms(texts) == regex_only(texts), texts
 
 
 def test_every_look_alike_is_one_the_regex_takes_for_its_letter() -> None:

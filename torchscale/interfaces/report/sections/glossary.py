@@ -24,24 +24,40 @@ def texts_of(blocks: Iterable[Block]) -> Iterable[str]:
 # the only characters a case-blind regex takes for an ASCII letter besides ASCII's own, and
 # the letters they are taken for
 LOOK_ALIKES, THEIR_LETTERS = "\u0130\u0131\u017f\u212a", "iisk"
+_WORD = re.compile(r"[\w-]")
+
+
+def _pattern(term: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(term)}(?![\w-])", re.IGNORECASE)
 
 
 def used_terms(texts: Iterable[str]) -> list[str]:
     """The glossary's terms that appear in `texts` (whole words, any case), in its order."""
     joined = "\n".join(texts)
-    # a term the regex finds is in the lower-cased text (look-alikes made ASCII): testing
-    # that first skips the regex of the terms that cannot match (~6 ms a term over the text
-    # of a 500-cell report)
+    # where the regex `_pattern` finds a term, the lower-cased text (look-alikes made ASCII)
+    # holds the term's lower case at the same place: finding that and testing the characters
+    # either side gives the regex' answer at a fraction of its time (~20 ms a term over the
+    # text of a 500-cell report). Should lower-casing change the text's length (no character
+    # but one look-alike does), positions differ and the regex decides.
     folded = joined
     if any(c in joined for c in LOOK_ALIKES):
         folded = joined.translate(str.maketrans(LOOK_ALIKES, THEIR_LETTERS))
     lowered = folded.lower()
-    return [
-        term
-        for term in GLOSSARY
-        if term.lower() in lowered
-        and re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", joined, re.IGNORECASE)
-    ]
+    if len(lowered) != len(joined):
+        return [term for term in GLOSSARY if _pattern(term).search(joined)]
+    return [term for term in GLOSSARY if _whole_word(term.lower(), lowered, joined)]
+
+
+def _whole_word(term: str, lowered: str, text: str) -> bool:
+    """Whether `term` (lower case) is in `lowered` where `text` has no word character or
+    hyphen on either side."""
+    at = lowered.find(term)
+    while at >= 0:
+        end = at + len(term)
+        if not (at and _WORD.match(text, at - 1)) and not _WORD.match(text, end):
+            return True
+        at = lowered.find(term, at + 1)
+    return False
 
 
 def build(sections: list[Section], lead: Iterable[Text | None]) -> Section | None:
