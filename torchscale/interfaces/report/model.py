@@ -206,6 +206,11 @@ class Chart(_Model):
         description="series with nothing to draw and why ('fsdp: not split'): said in the "
         "chart itself, so a missing series is never read as a series that was not run",
     )
+    category_models: dict[str, str] = Field(
+        default_factory=dict,
+        description="the model each x category measures, where the categories mix models: "
+        "a chart capped to fewer categories keeps some of every model",
+    )
 
 
 class ReportFinding(_Model):

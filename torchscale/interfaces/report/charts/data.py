@@ -9,6 +9,13 @@ from collections.abc import Iterable, Sequence
 from torchscale.interfaces.report.model import Series
 
 
+def category_models(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """(category, model) pairs as `Chart.category_models`: empty where one model has them all
+    (nothing for a cap to balance)."""
+    mapping = dict(pairs)
+    return mapping if len(set(mapping.values())) >= 2 else {}
+
+
 def finite(value: float | int | None) -> float | None:
     """The value as a float, or None for a gap (None, NaN, infinities, booleans)."""
     if value is None or isinstance(value, bool):

@@ -114,6 +114,29 @@ def _keep_categories(series: Series, kept: set[float | int | str]) -> Series:
     )
 
 
+def by_model(
+    every: list[float | int | str], models: dict[str, str], limit: int
+) -> tuple[set[float | int | str], str]:
+    """`limit` of the categories `every` (in the table's order) and what they are: the first of
+    each model in turn, so that every model of the sweep appears (the first `limit` alone
+    were one model's at 500 cells); the first `limit` where the categories are one model's."""
+    groups: dict[str, list[float | int | str]] = {}
+    for x in every:
+        groups.setdefault(models.get(str(x), ""), []).append(x)
+    if len(groups) < 2:
+        return set(every[:limit]), f"first {limit} of {len(every)} shown, in the table's order"
+    kept: list[float | int | str] = []
+    for turn in range(max(len(g) for g in groups.values())):
+        kept += [g[turn] for g in groups.values() if turn < len(g)][: limit - len(kept)]
+        if len(kept) >= limit:
+            break
+    counts = sorted({sum(1 for x in kept if x in g) for g in groups.values()} - {0})
+    shown = sum(1 for g in groups.values() if any(x in g for x in kept))
+    each = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    whom = "each model" if shown == len(groups) else f"{shown} of {len(groups)} models"
+    return set(kept), f"{limit} of {len(every)} shown: the first {each} of {whom}"
+
+
 def _cap_categories(chart: Chart) -> Chart:
     every = categories(chart.series)
     limit = MAX_CATEGORIES
@@ -121,14 +144,15 @@ def _cap_categories(chart: Chart) -> Chart:
         limit = max(1, min(limit, MAX_BARS // len(chart.series)))  # side by side: bars add up
     if len(every) <= limit:
         return chart
-    kept = set(every[:limit])
+    kept, said = by_model(every, chart.category_models, limit)
     trimmed = [s for s in (_keep_categories(s, kept) for s in chart.series) if s.x]
     note = f"all {len(every)} are in the tables"
     return chart.model_copy(
         update={
             "series": trimmed,
-            "title": _titled(chart, f"first {limit} of {len(every)} shown, in the table's order"),
+            "title": _titled(chart, said),
             "note": _join(chart.note, note),
+            "category_models": {k: v for k, v in chart.category_models.items() if k in kept},
         }
     )
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
+from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
 from torchscale.interfaces.report.estimates import (
     NOT_MEASURABLE_OLDER,
@@ -130,6 +131,7 @@ def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dic
     the text the terminal prints for it (`diagnosis_text.share_text`)."""
     out: dict[str, Any] = {
         "cell": ctx.label(row),
+        "model": str(row["model_label"]),
         "gpus": integer(row["world_size"]),
         "step_s": model.step_s.value,
         "step_text": seconds_text(model.step_s),
@@ -198,6 +200,7 @@ def _attribution_chart(rows: list[dict[str, Any]]) -> Chart | None:
         y_label="share of the step",
         y_format="ratio_pct",
         series=series,
+        category_models=category_models((r["cell"], r["model"]) for r in rows),
         note="the one model of the step: the five parts add up to the mean step by "
         "construction, so every bar reaches 100 %; parts whose interval reaches 0 are drawn "
         "together as one segment, their sum (each one's interval is in the table). "
@@ -217,6 +220,7 @@ def _older_row(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
         exposed = exposed_s
     return {
         "cell": ctx.label(row),
+        "model": str(row["model_label"]),
         "gpus": integer(row["world_size"]),
         "step_s": finite(comm.step_time_s) if comm else finite(row["step_p50_s"]),
         "slowest_s": finite(comm.slowest_compute_s) if comm else None,
@@ -309,6 +313,7 @@ def _older_chart(rows: list[dict[str, Any]]) -> tuple[Chart | None, list[str]]:
             Series(name="load imbalance (wait for the slowest rank)", x=list(x), y=imbalance),
             Series(name="exposed communication", x=list(x), y=exposed),
         ],
+        category_models=category_models((r["cell"], r["model"]) for r in usable),
         note=note,
     )
     return chart, left_out

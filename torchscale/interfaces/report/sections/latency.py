@@ -16,6 +16,7 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, RankStats
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
+from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
 from torchscale.interfaces.report.sections.context import (
@@ -161,12 +162,12 @@ def _repeats_chart(ctx: Context) -> Chart | None:
     throughput), so a small model's noise is as visible as a large one's. None when no cell
     has two repeats."""
     rows = [
-        (ctx.label(row), finite(row["throughput_spread"]))
+        (ctx.label(row), finite(row["throughput_spread"]), str(row["model_label"]))
         for row in records(ctx.ok)
         if len(_throughput_repeats(ctx.result(row))) >= 2
     ]
     measured = sorted(
-        ((label, spread) for label, spread in rows if spread is not None),
+        ((label, spread) for label, spread, _ in rows if spread is not None),
         key=lambda item: item[1],
         reverse=True,
     )
@@ -186,6 +187,7 @@ def _repeats_chart(ctx: Context) -> Chart | None:
                 y=[spread for _, spread in measured],
             )
         ],
+        category_models=category_models((label, model) for label, _, model in rows),
         note="spread = (fastest - slowest repeat) / median samples/s; each cell's interval "
         "(slowest to fastest repeat) is in the table above and on the scaling charts",
     )

@@ -25,6 +25,7 @@ import pandas as pd
 
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import share_text
 from torchscale.interfaces.report.estimates import older_share
 from torchscale.interfaces.report.model import (
@@ -121,6 +122,7 @@ def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
         rows.append(
             {
                 "group": ctx.label(row, strategy=False),
+                "model": str(row.get("model_label")),
                 "layout": text(row.get("layout")),
                 "mesh": _mesh(row),
                 "global_batch": integer(row.get("global_batch")),
@@ -212,6 +214,7 @@ def _chart(
         y_log=log,
         series=list(series.values()),
         absent=list(dict.fromkeys(absent)),
+        category_models=category_models((str(r["group"]), str(r.get("model"))) for r in rows),
     )
 
 
