@@ -57,3 +57,26 @@ def test_one_model_keeps_the_first_categories() -> None:
     capped = cap_chart(single)
     assert capped.series[0].x == [f"model-0 b{b}" for b in range(MAX_CATEGORIES)]
     assert capped.title.endswith("first 40 of 100 shown, in the table's order")
+
+
+def test_a_series_left_out_is_named_where_the_chart_is_not_drawn() -> None:
+    """Markdown and the terminal name a chart without drawing it: its absent series go with
+    the name ('fsdp: not split'), as the HTML and PDF say them in the chart."""
+    from torchscale.interfaces.report.model import Report, Section
+    from torchscale.interfaces.report.render import markdown
+    from torchscale.interfaces.report.terminal import report_full
+
+    drawn = chart(models=1, per_model=2).model_copy(update={"absent": ["fsdp: not split"]})
+    report = Report(
+        torchscale_version="0",
+        title="t",
+        generated_at="2026-01-01T00:00:00Z",
+        sources=[],
+        sections=[Section(id="strategies", title="Strategies", blocks=[drawn])],
+    )
+    assert drawn.absent_text() == "not drawn: fsdp: not split"
+    for text in (
+        markdown.render(report, full=True).decode("utf-8"),
+        report_full.render(report).decode("utf-8"),
+    ):
+        assert "not drawn: fsdp: not split" in text, text

@@ -212,6 +212,11 @@ class Chart(_Model):
         "a chart capped to fewer categories keeps some of every model",
     )
 
+    def absent_text(self) -> str:
+        """'not drawn: fsdp: not split': what a format that names the chart without drawing
+        it (Markdown, the terminal) says beside it; '' when every series is drawn."""
+        return f"not drawn: {'; '.join(self.absent)}" if self.absent else ""
+
 
 class ReportFinding(_Model):
     title: str

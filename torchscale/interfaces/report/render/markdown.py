@@ -267,7 +267,8 @@ def _block(block: Block) -> list[str]:
     if isinstance(block, Table):
         return _table(block)
     if isinstance(block, Chart):
-        return [f"- Chart: {escape(block.title)} (see the HTML/PDF report)"]
+        absent = f"; {escape(block.absent_text())}" if block.absent else ""
+        return [f"- Chart: {escape(block.title)} (see the HTML/PDF report){absent}"]
     if isinstance(block, Findings):
         lines = ["### Findings", ""]
         for finding in block.findings[:MAX_FINDINGS]:

@@ -271,6 +271,8 @@ def _block(block: Block, width: int) -> Iterator[RenderableType]:
     elif isinstance(block, Chart):
         yield _text(f"Chart: {block.title} (see the HTML/PDF report)", "bold")
         yield _text(f"  {chart_summary(block)}")
+        if block.absent:
+            yield _text(f"  {block.absent_text()}")
     elif isinstance(block, Findings):
         for number, finding in enumerate(block.findings, start=1):
             cost = (
