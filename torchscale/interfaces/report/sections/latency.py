@@ -26,6 +26,7 @@ from torchscale.interfaces.report.sections.context import (
     fmt,
     integer,
     names,
+    narrow,
     records,
     repeat_fields,
     slug,
@@ -205,7 +206,7 @@ def _box_charts(ctx: Context) -> tuple[list[Chart], dict[str, str]]:
     sync = ctx.steps[ctx.steps["window"] == "sync"]
     by_cell = {key: frame["time_s"] for key, frame in sync.groupby(["experiment", "cell_id"])}
     charts, missing, reduced = [], [], False
-    for model, by_model in ctx.ok.groupby("model_label", sort=True):
+    for model, by_model in narrow(ctx.ok).groupby("model_label", sort=True):
         series = []
         keys = ["experiment", "batch_size", "precision", "strategy", "device"]
         for _, group in by_model.groupby(keys, sort=True):

@@ -38,6 +38,7 @@ from torchscale.interfaces.report.sections.context import (
     integer,
     is_reliable,
     names,
+    narrow,
     rate_text_value,
     records,
     repeat_fields,
@@ -164,25 +165,18 @@ def _columns(rows: list[dict[str, Any]], units: RankUnits) -> list[Column]:
     return columns
 
 
-# what the charts read of a cell, with what names its group (`Context.group_name`): taking a
-# row out of the whole table interleaves ~130 columns of mixed types (a millisecond a row,
-# most of this section at 500 cells), so the charts group these columns only
+# what the charts read of a cell besides its label (`context.narrow`)
 CHART_COLUMNS = (
-    *("experiment", "model_label", "group", "world_size", "batch_size", "global_batch"),
-    *("precision", "strategy", "device", "ideal_samples_per_s"),
+    *("group", "global_batch", "ideal_samples_per_s"),
     *("samples_per_s", "samples_per_s_low", "samples_per_s_high"),
     *("efficiency", "efficiency_low", "efficiency_high"),
 )
 
 
-def _narrow(table: pd.DataFrame) -> pd.DataFrame:
-    return table[[c for c in CHART_COLUMNS if c in table.columns]]
-
-
 def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[Chart]:
     charts = []
     kind = "strong" if strong else "weak"
-    for model, by_model in _narrow(table).groupby("model_label", sort=True):
+    for model, by_model in narrow(table, *CHART_COLUMNS).groupby("model_label", sort=True):
         series = []
         groups = list(by_model.groupby("group", sort=True))
         for _, group in groups:
@@ -248,7 +242,7 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
     series = []
     all_gpus: set[int] = set()
     above: set[str] = set()
-    for _, group in _narrow(table).groupby("group", sort=True):
+    for _, group in narrow(table, *CHART_COLUMNS).groupby("group", sort=True):
         first = group.iloc[0]
         gpus = [int(w) for w in group["world_size"]]
         all_gpus |= set(gpus)

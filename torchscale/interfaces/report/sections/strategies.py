@@ -111,8 +111,15 @@ def _memory(row: dict[str, Any]) -> float | None:
     return allocated if allocated is not None else finite(row.get("peak_rss_bytes"))
 
 
+def _last(value: Any) -> tuple[bool, str]:
+    """A sort key that puts a missing value last, as a frame's sort does."""
+    return (bool(pd.isna(value)), str(value))
+
+
 def _rows(ctx: Context, group: pd.DataFrame) -> list[dict[str, Any]]:
-    cells = records(group.sort_values(["layout_family", "layout"], kind="stable"))
+    # sorted as records: a frame's sort costs ~0.3 ms a group, most of this section at 500
+    # cells (the same order: stable, a missing value last)
+    cells = sorted(records(group), key=lambda r: (_last(r["layout_family"]), _last(r["layout"])))
     ddp = next((r for r in cells if r.get("layout") == "ddp"), None)
     ddp_static = finite(ddp.get("static_bytes")) if ddp else None
     rows = []
