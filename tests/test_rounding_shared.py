@@ -233,3 +233,9 @@ def test_a_straggler_gap_reads_in_the_unit_that_keeps_its_digits() -> None:
     assert seconds_text(gap, signed=True) == "+3.1 ms [2.0, 4.4]"
     share = Estimate(value=0.057, low=0.038, high=0.076, n=20, method="t", measurable=True)
     assert share_text(share) == "5.7 % [3.8, 7.6]"
+
+
+def test_an_interval_reads_in_its_figure_unit() -> None:
+    """'28.77 ms ±0.87 ms', never '28.77 ms ±870 us': one unit for a figure and its spread."""
+    assert compact(0.02877, 0.0279, 0.02964, "seconds") == "28.77 ms ±0.87 ms"
+    assert compact(0.0109, 0.00099, 0.0293, "seconds") == "11 ms [0.99 ms, 29 ms]"

@@ -24,7 +24,7 @@ class Rounding(Protocol):
 
     def __call__(self, value: float) -> str: ...
 
-    def rounded(self, value: float, quantum: float | None) -> str: ...
+    def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str: ...
 
 
 LOPSIDED = 1.5  # one side of the interval more than this times the other: '[lo, hi]', not '±'
@@ -73,7 +73,7 @@ def round_figure(value: float, low: float, high: float, fmt: Format) -> RoundedF
     round (`Rounding`) gets the numbers rounded before it writes them."""
     symmetric = not lopsided(value, low, high)
     half = (high - low) / 2
-    show = _rounding(fmt, figure_quantum(value, low, high))
+    show = _rounding(fmt, figure_quantum(value, low, high), like=value)
     return RoundedFigure(
         value=show(value),
         low=show(low),
@@ -117,12 +117,13 @@ def plus_minus(estimate: Estimate, fmt: Format) -> str:
     return figure_with_interval(estimate.value, estimate.low, estimate.high, fmt)
 
 
-def _rounding(fmt: Format, quantum: float | None) -> Format:
+def _rounding(fmt: Format, quantum: float | None, like: float | None = None) -> Format:
     """`fmt` cut to the step `quantum`: by its own `rounded` where it has one (a report value
-    format, `readable_like`), else by rounding the number before `fmt` writes it."""
+    format, `readable_like`), in the unit of the figure `like`, else by rounding the number
+    before `fmt` writes it."""
     rounded = getattr(fmt, "rounded", None)
     if rounded is not None:
-        return lambda value: str(rounded(value, quantum))
+        return lambda value: str(rounded(value, quantum, like))
     if quantum is None:
         return fmt
 
@@ -184,8 +185,8 @@ class ValueFormatter:
     def __call__(self, value: float) -> str:
         return format_value(value, self.kind)
 
-    def rounded(self, value: float, quantum: float | None) -> str:
-        return format_rounded(value, self.kind, quantum)
+    def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str:
+        return format_rounded(value, self.kind, quantum, like)
 
 
 def value_format(kind: ValueFormat) -> Format:

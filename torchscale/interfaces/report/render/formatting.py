@@ -63,7 +63,7 @@ class ReadableLike:
     def __call__(self, value: float) -> str:
         return _readable_text(self.figure, value)
 
-    def rounded(self, value: float, quantum: float | None) -> str:
+    def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str:
         return format_rounded(value, "readable", quantum)
 
 
@@ -174,18 +174,22 @@ def _scale(value: float, fmt: ValueFormat) -> tuple[float, str, str] | None:
     return _SCALED.get(fmt)
 
 
-def format_rounded(value: Any, fmt: ValueFormat, quantum: float | None) -> str:
+def format_rounded(
+    value: Any, fmt: ValueFormat, quantum: float | None, like: float | None = None
+) -> str:
     """`value` in `fmt`, cut to the precision `quantum` (a step in the raw unit, from
     `quantum_of`) supports: the interval, not the format, decides the digits (39,989.3 with
     ±26,235.3 is '40,000'; 0.4213 with ±0.031 is '0.421'), so 'rate' and 'readable' read alike
     wherever an interval is known. A number smaller than the step keeps two significant
     digits of its own (the low end 792 of an interval rounded to thousands is '790', never
-    '1,000' or '0'); 'int' never shows decimals. Without a step: `format_value`."""
+    '1,000' or '0'); 'int' never shows decimals. `like`: the figure whose unit it takes (an
+    interval's ends and half-width read in their figure's unit: '28.77 ms ±0.87 ms', never
+    '±870 us'). Without a step: `format_value`."""
     plain = format_value(value, fmt)
     number = _number(value)
     if number is None or quantum is None or not quantum > 0 or not math.isfinite(quantum):
         return plain
-    shown = _scale(number, fmt)
+    shown = _scale(number if like is None else like, fmt)
     if shown is None:
         return plain
     scale, prefix, suffix = shown
