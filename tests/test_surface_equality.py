@@ -1,7 +1,7 @@
-"""One verdict per run, the same on every surface (issue 38): for real runs (a 2-rank sweep, a
+"""One verdict per run, the same on every surface: for real runs (a 2-rank sweep, a
 2-rank profile with an injected straggler and, with --runslow, a balanced 4-rank profile), the
-step split, the straggler verdict, its what-if (issue 48: every surface that names a straggler
-says what it costs) and the exposed-communication figure read from the terminal, result.json,
+step split, the straggler verdict, its what-if (every surface that names a straggler says what
+it costs) and the exposed-communication figure read from the terminal, result.json,
 analysis.json, summary.csv and the Markdown, HTML and term reports are the same.
 
 Each surface is parsed on its own (the terminal unwrapped, HTML as text); the expected strings
@@ -29,6 +29,8 @@ from torchscale.interfaces.report.diagnosis_text import (
     sync_stall_text,
     whatif_text,
 )
+from torchscale.interfaces.report.terminal.live_table import stall_text
+from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.versions import read_cell_result
 
 
@@ -97,9 +99,20 @@ def test_a_sweep_cell_says_the_same_on_every_surface(sweep_run, tmp_path: Path) 
     (cell,) = sweep_run.cells
     diagnosis = cell.diagnosis
     assert diagnosis is not None and diagnosis.source == "phase timers"
+    # the terminal: the live table's row shows the same sync stall (its share of the step,
+    # the one figure, compact), and a named straggler's own line under it; -v prints the
+    # sentences (tests/test_render.py)
     terminal = _flat(sweep_run.output)
-    for text in _headline_texts(diagnosis):
-        assert terminal.count(text) == 1, (text, terminal)
+    (row,) = [line for line in sweep_run.output.splitlines() if line.startswith("tiny-mlp ")]
+    table = cells_table([cell])
+    assert stall_text(table.iloc[0]) in row.split()
+    stall = diagnosis.part("wait_for_peers")
+    assert stall is not None
+    assert table.iloc[0]["wait_for_peers_share"] == stall.share.value or (
+        stall.share.value is None and pd.isna(table.iloc[0]["wait_for_peers_share"])
+    )
+    if diagnosis.straggler is not None and diagnosis.straggler.named:
+        assert terminal.count(straggler_text(diagnosis.straggler, diagnosis.ranks)) == 1
     # summary.csv: the same figures as numbers
     summary = pd.read_csv(sweep_run.exp_dir / "summary.csv")
     (row,) = summary.to_dict("records")
