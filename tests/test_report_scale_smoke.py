@@ -21,6 +21,9 @@ def test_the_benchmark_runs_and_reports_structure(capsys: pytest.CaptureFixture[
     assert re.search(r" 40 cells: bare load [\d.]+ s, html [\d.]+ s = [\d.]+x \(<= 3x: ", out)
     for fmt, bound in (("md", 2), ("json", 2)):
         assert re.search(rf"{fmt} [\d.]+ s = [\d.]+x \(<= {bound}x: (met|MISSED)", out)
+    # the smaller size shows the growth, judged by no bound
+    (small,) = [line for line in out.splitlines() if line.startswith("  20 cells: bare load")]
+    assert small.endswith("growth only, not judged") and "met" not in small
 
 
 def test_a_broken_structural_bound_is_named() -> None:
