@@ -10,6 +10,7 @@ GPUs grow); it is shown when it does, and said to be absent otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -79,7 +80,7 @@ NO_STRONG = (
 )
 
 
-def _group_name(ctx: Context, row: pd.Series, strong: bool) -> str:
+def _group_name(ctx: Context, row: Mapping[str, Any] | pd.Series, strong: bool) -> str:
     """'b8 fp32 ddp' for weak scaling, 'global batch 32 fp32 ddp' for strong."""
     batch = f"global batch {integer(row['global_batch'])}" if strong else None
     return ctx.group_name(row, batch=batch)
@@ -173,30 +174,50 @@ CHART_COLUMNS = (
 )
 
 
+Rows = list[dict[str, Any]]
+
+
+def _chart_groups(table: pd.DataFrame) -> list[Rows]:
+    """The rows of each scaling group, in the group's order, as records (`scaling_table`
+    numbers the groups in key order and sorts the rows by group and world size): a pandas
+    group per series cost about a millisecond."""
+    groups: dict[int, Rows] = {}
+    for row in records(narrow(table, *CHART_COLUMNS)):
+        groups.setdefault(int(row["group"]), []).append(row)
+    return [groups[number] for number in sorted(groups)]
+
+
+def _column(rows: Rows, key: str) -> list[float | None]:
+    return [finite(row[key]) for row in rows]
+
+
 def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[Chart]:
     charts = []
     kind = "strong" if strong else "weak"
-    for model, by_model in narrow(table, *CHART_COLUMNS).groupby("model_label", sort=True):
+    by_model: dict[str, list[Rows]] = {}
+    for rows in _chart_groups(table):
+        by_model.setdefault(rows[0]["model_label"], []).append(rows)
+    for model in sorted(by_model):
         series = []
-        groups = list(by_model.groupby("group", sort=True))
-        for _, group in groups:
-            first = group.iloc[0]
+        groups = by_model[model]
+        for group in groups:
+            first = group[0]
             name = _group_name(ctx, first, strong)
-            gpus = [int(w) for w in group["world_size"]]
+            gpus = [int(row["world_size"]) for row in group]
             series.append(
                 Series(
                     name=name,
                     x=list(gpus),
-                    y=[finite(v) for v in group["samples_per_s"]],
-                    low=[finite(v) for v in group["samples_per_s_low"]],
-                    high=[finite(v) for v in group["samples_per_s_high"]],
+                    y=_column(group, "samples_per_s"),
+                    low=_column(group, "samples_per_s_low"),
+                    high=_column(group, "samples_per_s_high"),
                 )
             )
             series.append(
                 Series(
                     name=f"ideal ({name})" if len(groups) > 1 else "ideal (linear)",
                     x=list(gpus),
-                    y=[finite(v) for v in group["ideal_samples_per_s"]],
+                    y=_column(group, "ideal_samples_per_s"),
                     style="dashed",
                     reference_for=name,
                 )
@@ -242,25 +263,24 @@ def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:
     series = []
     all_gpus: set[int] = set()
     above: set[str] = set()
-    for _, group in narrow(table, *CHART_COLUMNS).groupby("group", sort=True):
-        first = group.iloc[0]
-        gpus = [int(w) for w in group["world_size"]]
+    for group in _chart_groups(table):
+        first = group[0]
+        gpus = [int(row["world_size"]) for row in group]
         all_gpus |= set(gpus)
+        efficiency = _column(group, "efficiency")
+        lows, highs = _column(group, "efficiency_low"), _column(group, "efficiency_high")
         series.append(
             Series(
                 name=f"{first['model_label']} {_group_name(ctx, first, strong)}",
                 x=list(gpus),
-                y=[finite(v) for v in group["efficiency"]],
-                low=[finite(v) for v in group["efficiency_low"]],
-                high=[finite(v) for v in group["efficiency_high"]],
+                y=efficiency,
+                low=lows,
+                high=highs,
                 model=str(first["model_label"]),
             )
         )
         kinds = [
-            efficiency_kind(finite(v), finite(lo), finite(hi))
-            for v, lo, hi in zip(
-                group["efficiency"], group["efficiency_low"], group["efficiency_high"], strict=True
-            )
+            efficiency_kind(v, lo, hi) for v, lo, hi in zip(efficiency, lows, highs, strict=True)
         ]
         above |= {k for k in kinds if k in ("linear within noise", "super-linear", "above linear")}
     ideal = sorted(all_gpus)
