@@ -169,7 +169,68 @@ def test_an_injected_straggler_is_called_injected() -> None:
     for result, said in ((named, False), (injected, True)):
         live = LiveTable(live_layout([result.cell], 120))
         lines = [line.text for line in live.row(result, cells_table([result]))]
-        straggler = [line for line in lines if "Straggler: rank" in line]
+        straggler = [line for line in lines if "Straggler" in line]
         assert straggler and ("injected" in straggler[0]) is said
         verbose = [line.text for line in cell_lines(result, verbose=True)]
         assert any("Straggler: rank" in t and ("injected" in t) is said for t in verbose)
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_the_notes_keep_what_matters_at_any_width(width: int) -> None:
+    """However narrow: rows and notes within the width, at most two rows of notes, the
+    'injected' of an artificial straggler kept (it leads its note), a failure reason whose
+    first word is longer than the room cut hard rather than lost."""
+    from torchscale.contracts.cell import Status
+    from torchscale.contracts.schema.cell_result import CellError
+
+    results = sweep()
+    named = next(
+        r
+        for r in results
+        if r.diagnosis is not None and r.diagnosis.straggler and r.diagnosis.straggler.named
+    )
+    assert named.diagnosis is not None and named.diagnosis.straggler is not None
+    verdict = named.diagnosis.straggler.model_copy(update={"injected": True})
+    injected = named.model_copy(
+        update={"diagnosis": named.diagnosis.model_copy(update={"straggler": verdict})}
+    )
+    reason = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: rank 1 died"
+    failed = results[0].model_copy(
+        update={
+            "status": Status.FAILED,
+            "error": CellError(reason=reason),
+            "throughput": None,
+            "step_time": None,
+            "intervals": None,
+        }
+    )
+    skipped = results[0].model_copy(
+        update={"status": Status.SKIPPED, "error": CellError(reason="\n")}
+    )
+    for result in (injected, failed, skipped):
+        live = LiveTable(live_layout([r.cell for r in results], width))
+        lines = [line.text for line in live.row(result, cells_table([result]))][2:]
+        assert 1 <= len(lines) <= 3, lines
+        assert all(len(line) <= width for line in lines), lines
+        if result is injected:
+            assert any("injected" in line for line in lines), lines
+        if result is failed:
+            assert lines[1].startswith(NOTE_PREFIX + "torch.distributed"), lines
+
+
+def test_a_lopsided_throughput_fits_80_columns() -> None:
+    """'11,100 [9,000, 17,500]' beside a 14-character name: the row still fits 80 columns."""
+    results = sweep()
+    layout = live_layout([r.cell for r in results], 80)
+    values = {
+        "model": "x" * layout.widths["model"],
+        "batch": "32",
+        "ranks": "2",
+        "throughput": "11,100 [9,000, 17,500]",
+        "step": "1.93 ms",
+        "scaling": "≈100%",
+        "stall": "9.5%",
+        "status": "noisy",
+    }
+    assert len(layout.line(values).text) <= 80
+    assert [c.key for c in layout.columns][-1] == "status"

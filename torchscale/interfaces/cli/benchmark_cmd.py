@@ -259,11 +259,7 @@ class _Printer:
         if self.live is not None and not self.quiet:
             from torchscale.offline.results.frame import cells_table
 
-            table = cells_table(self.results)
-            lines = self.live.row(result, table)
-            if reused:
-                lines = [*lines, Line("info", "  · ok in a previous run (--resume), not rerun")]
-            print_lines(self.progress.console, lines)
+            self._print_live(self.live.row(result, cells_table(self.results), reused=reused))
             return
         verbose = Verbosity.level > 0
         lines = [reused_line(result)] if reused else cell_lines(result, verbose=verbose)
@@ -283,13 +279,24 @@ class _Printer:
             stdout.print(escape(fitted.note), soft_wrap=False)
         _sweep_summary(run)
 
+    def _print_live(self, lines: list[Line]) -> None:
+        """The live table's lines as laid out (its rows fit the width by leaving columns
+        out; cutting them again would break a row in two)."""
+        for line in lines:
+            self.progress.console.print(line.markup(), soft_wrap=True)
+
     def _live_done(self, run: BenchmarkRun) -> None:
-        """Under the live table: its legend, the tables again only where a base measured
-        late changed a row's scaling, and where the results are."""
+        """Under the live table: the rows of cells no event reported (a launcher that only
+        follows its own jobs: Slurm's reused or skipped cells), its legend, the tables again
+        only where a base measured late changed a row's scaling, and where the results are."""
         from torchscale.interfaces.report.terminal.sweep_tables import model_tables
 
         assert self.live is not None
         table = run.sweep.table
+        if table is not None:
+            for result in run.sweep.results:
+                if result.cell.id not in self.live.printed_scaling:
+                    self._print_live(self.live.row(result, table))
         if self.live.header_shown:
             for line in self.live.layout.legend():
                 stdout.print(line.markup(), soft_wrap=True)

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from torchscale.contracts.cell import Status
-from torchscale.interfaces.report.diagnosis_text import straggler_text
-from torchscale.interfaces.report.estimates import compact
-from torchscale.interfaces.report.render.formatting import format_value
-from torchscale.interfaces.report.terminal.lines import Level, Line, fit_lines
+from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
+from torchscale.interfaces.report.estimates import compact, too_wide
+from torchscale.interfaces.report.render.formatting import format_value, readable
+from torchscale.interfaces.report.terminal.lines import Level, Line, fit_lines, glued, unglued
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import CellResult
 
 NOTE_PREFIX = "  · "  # a note belongs to the row above it
-MAX_NOTES = 2
-SEPARATOR = "  "
+MAX_NOTE_ROWS = 2  # a row and at most two rows of notes: three lines a cell
+SEPARATOR = " "
 
 
 @dataclass(frozen=True)
@@ -53,18 +53,23 @@ class LiveColumn:
 
 COLUMNS: tuple[LiveColumn, ...] = (
     LiveColumn("model", "model", 5, "left"),
-    LiveColumn("batch", "batch", 5),
-    LiveColumn("ranks", "ranks", 5),
+    LiveColumn("batch", "batch", 5, drop=4),
+    LiveColumn("ranks", "ranks", 5, drop=5),
     LiveColumn(
         "throughput",
         "samples/s",
-        14,
-        meaning="median ± half its 95 % interval ('not measurable': wider than the figure)",
+        # '11,100 [9,000, 17,500]': a lopsided interval (one whose interval is wider than the
+        # figure reads 'not measurable', so its ends stay within twice the figure)
+        22,
+        meaning="median ± half its 95 % interval, [low, high] where lopsided",
     ),
     LiveColumn("step", "step", 8, drop=3, meaning="median step"),
     LiveColumn("scaling", "scaling", 7, drop=2, meaning="of linear, from the smallest world"),
     LiveColumn("stall", "stall", 5, drop=1, meaning="step share waiting for peers"),
     LiveColumn("status", "status", 7, "left"),
+)
+NOT_MEASURABLE_MEANING = (
+    "'not measurable', 'noise': the 95 % interval is wider than the figure itself"
 )
 # a name longer than its column is shortened from the left ('…models:healthy': plug-ins differ
 # at the end); the column takes MODEL_WIDTH_MIN before any figure column is left out
@@ -97,6 +102,7 @@ class LiveLayout:
         """What the figure columns mean and which columns were left out, in rows of the
         table's width (a log has no COLUMNS to cut them by)."""
         meanings = [f"{c.header}: {c.meaning}" for c in self.columns if c.meaning]
+        meanings.append(NOT_MEASURABLE_MEANING)
         if self.dropped:
             meanings.append(
                 "left out to fit the terminal: " + ", ".join(c.header for c in self.dropped)
@@ -141,11 +147,6 @@ def _number(row: pd.Series, column: str) -> float | None:
     return None if _missing(value) else float(value)
 
 
-def too_wide(value: float | None, low: float | None, high: float | None) -> bool:
-    """An interval wider than the figure itself: the figure tells nothing."""
-    return value is not None and low is not None and high is not None and high - low > value
-
-
 def throughput_text(row: pd.Series) -> str:
     value = _number(row, "samples_per_s")
     low, high = _number(row, "samples_per_s_low"), _number(row, "samples_per_s_high")
@@ -153,6 +154,8 @@ def throughput_text(row: pd.Series) -> str:
         return "-"
     if too_wide(value, low, high):
         return "not measurable"  # the note says over how many repeats
+    if low is None or high is None:  # one repeat: no spread (the status says so)
+        return readable(value)
     return compact(value, low, high, "rate") or "-"
 
 
@@ -172,7 +175,7 @@ def scaling_text(row: pd.Series) -> str:
         return "base"
     if value is None:  # no smaller world size measured (yet): one rank is the base to be
         return "base" if int(row.get("world_size") or 0) == 1 else "-"
-    if low is not None and high is not None and high - low > 1.0:
+    if too_wide(value, low, high):  # the first screen's rule: no number
         return "noise"
     if value > 1 and (low is None or low <= 1):
         return "≈100%"
@@ -200,6 +203,8 @@ def status_text(row: pd.Series) -> tuple[str, Level]:
         return "busy", "warn"
     if row.get("reliability") == "noisy":
         return "noisy", "warn"
+    if row.get("reliability") == "spread unknown":
+        return "1 rep", "warn"  # one repeat: no run-to-run spread to judge it by
     return "ok", "info"
 
 
@@ -214,9 +219,9 @@ class LiveTable:
     busy_said: bool = False
     printed_scaling: dict[str, str] = field(default_factory=dict)
 
-    def row(self, result: CellResult, table: pd.DataFrame) -> list[Line]:
+    def row(self, result: CellResult, table: pd.DataFrame, *, reused: bool = False) -> list[Line]:
         """The header (first time), the cell's row and its notes, from the cells table of
-        every result so far (`table`)."""
+        every result so far (`table`); a cell `reused` by --resume says so first."""
         lines: list[Line] = []
         if not self.header_shown:
             lines += self.layout.header()
@@ -230,30 +235,49 @@ class LiveTable:
         values["status"] = status
         self.printed_scaling[result.cell.id] = values["scaling"]
         lines.append(self.layout.line(values, level))
+        notes = self.notes(result, row)
+        if reused:
+            notes.insert(0, ("info", REUSED_NOTE))
+        return lines + self.note_lines(notes)
+
+    def note_lines(self, notes: list[tuple[Level, str]]) -> list[Line]:
+        """The notes, most decisive first, in at most MAX_NOTE_ROWS rows: a note wraps (its
+        later rows indented) while rows are left, the last one that fits is shortened at a
+        word with '…' (its whole text is in the cell's JSON and -v). The busy machine counts
+        as said only when its note is printed."""
         room = max(20, self.layout.width - len(NOTE_PREFIX))
-        lines += [
-            Line(lvl, NOTE_PREFIX + textwrap.shorten(text, room, placeholder=" …"))
-            for lvl, text in self.notes(result, row)
-        ]
+        lines: list[Line] = []
+        for level, text in notes:
+            left = MAX_NOTE_ROWS - len(lines)
+            if left <= 0:
+                break
+            rows = _note_rows(text, room, left)
+            lines += [
+                Line(level, (NOTE_PREFIX if i == 0 else " " * len(NOTE_PREFIX)) + part)
+                for i, part in enumerate(rows)
+            ]
+            if text.startswith(BUSY_NOTE_START):
+                self.busy_said = True
         return lines
 
     def notes(self, result: CellResult, row: pd.Series) -> list[tuple[Level, str]]:
-        """At most MAX_NOTES, most decisive first: a failure's cause, a named straggler, the
-        busy machine (said once per sweep), why a cell is noisy."""
+        """The cell's notes, most decisive first (`note_lines` prints what fits): a failure's
+        cause, a named straggler, the busy machine (said once per sweep), why a cell is
+        noisy."""
         notes: list[tuple[Level, str]] = []
+        reason = result.error.reason.strip() if result.error else ""
+        first = reason.splitlines()[0] if reason else str(result.status)
         if result.status not in (Status.OK, Status.SKIPPED):
-            reason = result.error.reason if result.error else str(result.status)
-            notes.append(("fail", reason.splitlines()[0] if reason else str(result.status)))
-        elif result.status is Status.SKIPPED and result.error is not None:
-            notes.append(("skip", result.error.reason.splitlines()[0]))
+            notes.append(("fail", first))
+        elif result.status is Status.SKIPPED and reason:
+            notes.append(("skip", first))
         if (straggler := straggler_note(result, row)) is not None:
             notes.append(("warn", straggler))
         if bool(row.get("busy_machine")) and not self.busy_said:
-            self.busy_said = True
             notes.append(("warn", busy_note(row)))
         if row.get("reliability") == "noisy":
             notes.append(("warn", noisy_note(row)))
-        return notes[:MAX_NOTES]
+        return notes
 
     def changed_rows(self, table: pd.DataFrame) -> list[str]:
         """Cells whose scaling reads differently now than when their row was printed."""
@@ -290,7 +314,31 @@ def straggler_note(result: CellResult, row: pd.Series) -> str | None:
     verdict = diagnosis.straggler if diagnosis is not None else None
     if verdict is None or not verdict.named:
         return None
-    return straggler_text(verdict, result.cell.world_size)
+    text = straggler_text(verdict, result.cell.world_size)
+    if verdict.injected and text.endswith(INJECTED):  # first, where shortening never cuts it
+        text = text.removesuffix(INJECTED).replace("Straggler:", f"Straggler{INJECTED}:", 1)
+    return text
+
+
+BUSY_NOTE_START = "busy machine"
+REUSED_NOTE = "ok in a previous run (--resume), not rerun"
+
+
+def _note_rows(text: str, room: int, rows: int) -> list[str]:
+    """`text` in at most `rows` rows of `room` columns, never cut inside a figure (a word
+    longer than the room, such as an exception's dotted name, is cut hard); what does not fit
+    ends the last row with '…'."""
+    wrapped = [
+        unglued(part)
+        for part in textwrap.wrap(glued(text), room, break_long_words=True, break_on_hyphens=False)
+    ]
+    if len(wrapped) <= rows:
+        return wrapped
+    rest = " ".join(wrapped[rows - 1 :])
+    last = textwrap.shorten(rest, room, placeholder=" …")
+    if last == "…":  # nothing but the placeholder: cut the first word instead
+        last = rest[: room - 1] + "…"
+    return [*wrapped[: rows - 1], last]
 
 
 def busy_note(row: pd.Series) -> str:
