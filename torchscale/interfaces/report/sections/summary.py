@@ -696,10 +696,10 @@ def build(ctx: Context) -> Section:
     table = _best_table(ctx, priced)
     if table is not None:
         blocks.append(table)
-    if more:
-        blocks.append(KeyFigures(figures=more, role="more"))
     elif len(ctx.cells):
         blocks.append(Unavailable(items={"best configuration": ctx.nothing_measured()}))
+    if more:  # the figures past the first screen's cards, as a list after the best table
+        blocks.append(KeyFigures(figures=more, role="more"))
     blocks += _lines(ctx)
     diagnoses = diagnoses_table(ctx)
     if diagnoses is not None:
