@@ -239,3 +239,15 @@ def test_an_interval_reads_in_its_figure_unit() -> None:
     """'28.77 ms ±0.87 ms', never '28.77 ms ±870 us': one unit for a figure and its spread."""
     assert compact(0.02877, 0.0279, 0.02964, "seconds") == "28.77 ms ±0.87 ms"
     assert compact(0.0109, 0.00099, 0.0293, "seconds") == "11 ms [0.99 ms, 29 ms]"
+
+
+def test_edge_figures_read_as_a_person_reads_them() -> None:
+    """A tiny figure keeps its digits (no row of zeros), an interval of zero width prints the
+    figure alone, a figure or interval that is not finite never prints a broken '±'."""
+    from torchscale.interfaces.report.estimates import figure_with_interval, value_format
+
+    readable, rate = value_format("readable"), value_format("rate")
+    assert figure_with_interval(4.2e-6, 3.9e-6, 4.6e-6, readable) == "4.2e-06 ±3.5e-07"
+    assert figure_with_interval(10.0, 10.0, 10.0, rate) == rate(10.0)
+    assert figure_with_interval(float("nan"), 0.0, 1.0, rate) == "-"
+    assert figure_with_interval(1.0, float("-inf"), float("inf"), rate) == rate(1.0)

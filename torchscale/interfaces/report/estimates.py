@@ -3,6 +3,7 @@ to say it is not measurable above noise (never a value it cannot have)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -98,9 +99,11 @@ def figure_with_interval(
     about symmetric, '40,000 [790, 1,710,000]' when it is `lopsided`, each number rounded by
     `round_figure` so terminal and reports print the same digits; the plain figure without
     an interval, '-' without a figure."""
-    if value is None:
+    if value is None or not math.isfinite(value):
         return "-"
-    if low is None or high is None:
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return fmt(value)
+    if high == low:  # every repeat alike: the figure as it is, no '±0'
         return fmt(value)
     return round_figure(value, low, high, fmt).compact()
 

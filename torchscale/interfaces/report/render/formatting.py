@@ -198,6 +198,12 @@ def format_rounded(
     step = quantum * scale
     if fmt == "int":
         step = max(step, 1.0)
+    if step < 1e-4 and not prefix and not suffix:  # fixed point would be a row of zeros
+        digits = max(
+            2,
+            math.floor(math.log10(abs(number * scale) or step)) - math.floor(math.log10(step)) + 1,
+        )
+        return f"{number * scale:.{digits}g}"
     decimals = max(0, -math.floor(math.log10(step) + 1e-9))
     # half up, on the shown digits (0.165 x 100 is 16.499999...: 17, as a reader rounds it)
     rounded = round_half_up(number * scale, step)
