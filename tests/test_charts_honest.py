@@ -243,3 +243,12 @@ def test_at_500_cells_every_model_is_on_the_efficiency_charts(tmp_path: Path) ->
         kept = [s for s in chart.series if s.style == "solid"]
         assert {s.model for s in kept} == {f"scale-model-{i}" for i in range(1, 6)}, chart.id
         assert re.search(r"· \d+ of \d+ series: the highest peak of each model", chart.title)
+
+
+def test_a_narrow_log_window_keeps_two_labelled_ticks() -> None:
+    """A log axis clamped to a window between two 1-2-5 ticks still reads: its ends ticked."""
+    from torchscale.interfaces.report.charts.axes import log_axis
+
+    axis = log_axis("busbw", "float", [10.5, 11.2, 11.8], window=(10.0, 12.0))
+    assert len(axis.ticks) >= 2 and axis.ticks[0] <= 10.5 and axis.ticks[-1] >= 11.8
+    assert len(axis.tick_text) == len(axis.ticks)

@@ -208,6 +208,8 @@ def log_axis(
     if window is not None:
         low, high = max(low, window[0]), min(high, window[1])
         ticks = [t for t in ticks if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)]
+        if len(ticks) < 2:  # a narrow window between two 1-2-5 ticks: its ends, labelled
+            ticks = sorted({low, *ticks, high})
     return Axis(
         title=title,
         scale="log",
