@@ -1,15 +1,20 @@
 """The report's fast paths give what the plain ones gave: the glossary's substring test before
 its regex finds the same terms (look-alike letters included), pooling finds each definition's
-runs once and keeps the rows' order."""
+runs once and keeps the rows' order; and the cyclic garbage collector is paused while a report
+is built, then left as the caller had it."""
 
 from __future__ import annotations
 
+import gc
 import random
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from torchscale.interfaces.report.generate import ReportRequest, generate
+from torchscale.interfaces.report.progress import Step
 from torchscale.interfaces.report.sections.glossary import LOOK_ALIKES, THEIR_LETTERS, used_terms
 from torchscale.interfaces.report.sections.words import GLOSSARY
 from torchscale.offline.analysis.regressions import RUN_COLUMN, pool_runs
@@ -94,3 +99,27 @@ def test_a_definition_twice_in_one_experiment_is_not_pooled() -> None:
     assert list(pooled["cell_id"]) == ["a", "a2"]
     assert list(pooled[RUN_COLUMN]) == [1, 1]
     assert list(pooled["samples_per_s"]) == [10.0, 14.0]
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "results_v3" / "v3_fixture"
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_the_collector_is_paused_for_the_build_and_left_as_it_was(
+    tmp_path: Path, enabled_before: bool
+) -> None:
+    seen: list[tuple[str, int, bool]] = []
+
+    def on_step(step: Step) -> None:
+        seen.append((step.stage, step.done, gc.isenabled()))
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled_before else gc.disable)()
+        request = ReportRequest(source=FIXTURE, fmt="md", output=tmp_path, generated_at="fixed")
+        generate(request, on_step=on_step)
+        assert gc.isenabled() is enabled_before
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen[0] == ("build", 0, enabled_before)  # the read runs as the caller had it
+    assert seen[-1] == ("build", 1, False)  # the build's end: paused
