@@ -27,6 +27,7 @@ from torchscale.interfaces.report.estimates import (
 from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
 from torchscale.interfaces.report.render.formatting import format_value
 from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile
+from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import (
     RUN_COLUMN,
@@ -282,10 +283,17 @@ class ProfileRef:
         """The run's one diagnosis: its analysis' (the traces decide; from analysis schema 3
         its result.json holds the same object), else, for an analysis older than the
         diagnosis, its result's. Every section shows this one verdict for the run, never the
-        result's beside the analysis'."""
-        if self.entry.analysis.diagnosis is not None:
-            return self.entry.analysis.diagnosis
-        return self.entry.result.diagnosis if self.entry.result is not None else None
+        result's beside the analysis'. An analysis older than schema 6 does not say whether
+        its named straggler was injected: the profiled run's recorded delays do."""
+        diagnosis = self.entry.analysis.diagnosis
+        if diagnosis is None:
+            return self.entry.result.diagnosis if self.entry.result is not None else None
+        verdict = diagnosis.straggler
+        if verdict is not None and verdict.injected is None and self.entry.result is not None:
+            delayed = frozenset(d.rank for d in self.entry.result.injected_delays)
+            marked = marked_injected(verdict, delayed)
+            diagnosis = diagnosis.model_copy(update={"straggler": marked})
+        return diagnosis
 
 
 @dataclass

@@ -10,6 +10,7 @@ none: its line says so beside the figure that analysis stored."""
 from __future__ import annotations
 
 from torchscale.interfaces.report.diagnosis_text import (
+    INJECTED,
     split_text,
     straggler_text,
     sync_stall_text,
@@ -45,7 +46,16 @@ def verdict_text(ref: ProfileRef) -> str:
         older = f" (analysed before the diagnosis existed: schema {analysis.schema_version})"
         if analysis.findings:
             top = analysis.findings[0]
-            return f"{ref.label}: {top.title} ({fmt(top.cost_pct, 'pct')} of the step){older}"
+            result = ref.entry.result
+            injected = (
+                INJECTED
+                if top.category == "straggler" and result is not None and result.injected_delays
+                else ""
+            )
+            return (
+                f"{ref.label}: {top.title}{injected} ({fmt(top.cost_pct, 'pct')} of the step)"
+                f"{older}"
+            )
         stall = analysis.sync_stall_pct
         if stall is not None:
             return f"{ref.label}: sync stall {fmt(stall, 'pct')} of the step{older}"
