@@ -70,7 +70,7 @@ def sample_report(cells: int = 4) -> Report:
                     KeyFigures(
                         figures=[
                             KeyFigure(
-                                label="Best throughput",
+                                label="Highest throughput",
                                 value=thr[-1],
                                 format="rate",
                                 note=f"{HOSTILE} at {gpus[-1]} GPUs",

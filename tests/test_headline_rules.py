@@ -133,7 +133,7 @@ def test_a_figure_wider_than_itself_has_no_number_on_the_first_screen(v3: Report
     joined = "\n".join(texts)
     assert "not measurable (2 repeats)" in joined
     cards = [f for b in v3.sections[0].blocks if isinstance(b, KeyFigures) for f in b.figures]
-    card = next(f for f in cards if f.label == "Best throughput: tiny-mlp")  # cards or more
+    card = next(f for f in cards if f.label == "Highest throughput: tiny-mlp")  # cards or more
     assert card.value == "not measurable (2 repeats)" and "7,4" not in (card.note or "")
     for digits in ("7,438", "7,400", "7,437", "4,547", "4,500", "12,148", "12,100", "17-44"):
         assert digits not in joined, digits

@@ -106,7 +106,7 @@ def test_markdown_is_the_verdict_the_summary_and_a_link_not_the_whole_report() -
     assert lines[2].startswith("▲ **On 8 x H100, ")  # the verdict comes right after the title
     assert "Hardware: 8 x H100 80GB HBM3 · Measured: 2026-11-20 · Description: nightly" in text
     assert "## Executive summary" in text
-    assert "Best throughput: 704.0" in text
+    assert "Highest throughput: 704.0" in text
     # bold marks the decision sentence alone
     assert re.findall(r"\*\*[^*]+\*\*", text) == [f"**{markdown.inline(report.headline.text)}**"]  # type: ignore[union-attr]
     assert "| Model | GPUs |" in text and "|:---|---:|" in text
@@ -316,7 +316,7 @@ def test_summary_lines_from_header_and_summary_section() -> None:
     assert 5 <= len(lines) <= SUMMARY_MAX_LINES
     assert lines[0] == report.title
     assert lines[1] == "cells: 4 ok, 1 failed of 5 in 1 source(s)"
-    assert f"Best throughput: {format_value(704.0, 'rate')} ({HOSTILE} at 8 GPUs)" in lines
+    assert f"Highest throughput: {format_value(704.0, 'rate')} ({HOSTILE} at 8 GPUs)" in lines
     assert "Scaling efficiency at 8 GPUs: 88.0 %" in lines
     assert any(line.startswith("Top finding:") for line in lines)
     assert "regressions: 1 by the stated rule" in lines

@@ -31,7 +31,7 @@ CARDS = [
 ]
 MORE = [
     KeyFigure(
-        label=f"Best throughput: {HOSTILE}",
+        label=f"Highest throughput: {HOSTILE}",
         value=63_000.0,
         format="rate",
         note="samples/s at b32 x1 fp32 ddp; noisy",

@@ -431,7 +431,7 @@ def test_a_noisy_cell_gets_no_check_mark(tmp_path: Path) -> None:
     # tiny-mlp at 2 GPUs made the model's fastest cell, with a step-time CV of 0.5
     root = sweep(tmp_path, {MLP_W2: [with_cv(0.5), with_repeats([9000.0, 9100.0])]})
     report = build(root)
-    best = figures(report)["Best throughput: tiny-mlp"]
+    best = figures(report)["Highest throughput: tiny-mlp"]
     assert best.value == pytest.approx(9050.0)
     assert best.severity != "good"
     assert "step times vary by 50.0 %, above 10 %" in (best.note or "")  # the CV, plainly
@@ -470,7 +470,7 @@ def test_one_repeat_says_spread_unknown_never_zero(tmp_path: Path) -> None:
     assert one["spread"] == "spread unknown"
     assert one["samples_per_s_text"] == "332.1 (spread unknown)"
     assert one["reliability"] == "spread unknown"
-    best = figures(report)["Best throughput: tiny-gpt2"]
+    best = figures(report)["Highest throughput: tiny-gpt2"]
     assert best.severity != "good"
     for text in rendered(report).values():
         assert "spread unknown" in text
@@ -685,7 +685,7 @@ def test_intervals_on_throughput_latency_and_mfu(tmp_path: Path) -> None:
     assert row["samples_per_s_text"] == "4,075.9 ±8.8"
     assert row["step_p50_text"].count("±") == 1  # schema 8: its own interval
     assert "±" not in rows["tiny-mlp b8 x1 fp32 ddp"]["step_p50_text"]  # older: none recorded
-    best = figures(report)["Best throughput: tiny-mlp"]
+    best = figures(report)["Highest throughput: tiny-mlp"]
     # the fastest, b8 x1 (7,438 in [4,547, 12,148]: wider than itself), has no number
     assert best.value == "not measurable (2 repeats)" and "7,4" not in (best.note or "")
     rows_best = {r["model"]: r for r in table(report, "summary-best").rows}

@@ -442,7 +442,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         if too_wide(value, low, high):  # the figure says nothing: no number on the card
             figures.append(
                 KeyFigure(
-                    label=f"Best throughput: {model}",
+                    label=f"Highest throughput: {model}",
                     value=not_measurable(repeats_of(best)),
                     note=f"samples/s at {_config(ctx, best)}: {TOO_WIDE_NOTE}",
                     severity="warn",
@@ -452,7 +452,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             shown, shown_as = supported_rate(value, low, high)
             figures.append(
                 KeyFigure(
-                    label=f"Best throughput: {model}",
+                    label=f"Highest throughput: {model}",
                     value=shown,
                     format=shown_as,
                     note=note,
@@ -657,7 +657,7 @@ def grouped_findings(
     return [(same[0], len(same)) for same in groups.values()]
 
 
-MODEL_FIGURES = ("Best throughput:", "Scaling efficiency", "Cost per million samples:")
+MODEL_FIGURES = ("Highest throughput:", "Scaling efficiency", "Cost per million samples:")
 FIRST = (BASELINE_FIGURE, "Cells measured", "Cells reliable")  # the cards that come first
 
 
