@@ -28,6 +28,7 @@ bounds is broken, never because of a timing, so CI runs it as a smoke test.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import itertools
 import json
@@ -104,6 +105,7 @@ def bare_load(experiment: Path) -> float:
     """Seconds to read the results at all: the frame every report starts from."""
     from torchscale.offline.results import load
 
+    gc.collect()  # each timing starts with no garbage of the one before to collect
     started = time.perf_counter()
     frame = load(experiment)
     _ = frame.cells, frame.steps
@@ -123,6 +125,7 @@ def measure(experiment: Path, formats: Sequence[str], out: Path) -> tuple[dict[s
         request = ReportRequest(
             source=experiment, fmt=fmt, output=out / f"report.{fmt}", generated_at="fixed"
         )
+        gc.collect()
         started = time.perf_counter()
         outcome = generate(request)
         row[f"{fmt}_s"] = time.perf_counter() - started
