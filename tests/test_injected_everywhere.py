@@ -42,3 +42,17 @@ def test_the_headline_calls_an_injected_straggler_injected(
     assert run.report.headline is not None
     assert "injected" in run.report.headline.text, run.report.headline.text
     assert "injected" in run.outcome.content.decode("utf-8").split("\n\n")[0 if fmt != "md" else 1]
+
+
+def test_the_profile_terminal_calls_it_injected_on_each_line_of_it() -> None:
+    """`profile`'s lines: the straggler line and its finding both say injected."""
+    from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+    from torchscale.interfaces.report.terminal.profile import analysis_lines
+
+    (path,) = TODAY.rglob("analysis.json")
+    analysis = ProfileAnalysis.model_validate_json(path.read_text(encoding="utf-8"))
+    texts = [line.text for line in analysis_lines(analysis)]
+    straggler = [t for t in texts if "Straggler: rank" in t]
+    finding = [t for t in texts if t.startswith(">   1. ")]
+    assert straggler and "(injected: --inject-delay)" in straggler[0]
+    assert finding and "(injected: --inject-delay)" in finding[0]

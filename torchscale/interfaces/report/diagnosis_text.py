@@ -219,7 +219,9 @@ def whatif_text(diagnosis: Diagnosis) -> str | None:
     return f"What-if: rank {w.rank} {on_par}, steps up to {share_text(w.share)} shorter"
 
 
-def finding_line(number: int, finding: Finding) -> str:
-    """'  1. <title> (40.1 % of the step)'."""
+def finding_line(number: int, finding: Finding, injected: bool = False) -> str:
+    """'  1. <title> (40.1 % of the step)'; a straggler finding the run's own delay made
+    (`injected`) says so after its title."""
     cost = _point(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
-    return f">   {number}. {finding.title} ({cost})"
+    mark = INJECTED if injected and finding.category == "straggler" else ""
+    return f">   {number}. {finding.title}{mark} ({cost})"

@@ -99,12 +99,17 @@ def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
 
 
 def findings_lines(
-    findings: list[Finding], *, verbose: bool, heading: str = "Found {n} bottleneck(s):"
+    findings: list[Finding],
+    *,
+    verbose: bool,
+    heading: str = "Found {n} bottleneck(s):",
+    injected: bool = False,
 ) -> list[Line]:
-    """'Found N bottleneck(s):' and one line each; `verbose` adds evidence and the fix."""
+    """'Found N bottleneck(s):' and one line each (a straggler finding marked when the run's
+    own --inject-delay made it: `injected`); `verbose` adds evidence and the fix."""
     lines = [Line("info", f"> [ANALYSIS] {heading.format(n=len(findings))}")]
     for number, finding in enumerate(findings, 1):
-        lines.append(Line("warn", finding_line(number, finding)))
+        lines.append(Line("warn", finding_line(number, finding, injected)))
         if verbose:
             lines += [Line("info", f">      evidence: {item}") for item in finding.evidence]
             lines.append(Line("info", f">      fix: {finding.recommendation}"))

@@ -295,8 +295,12 @@ def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[
     target = "" if analysis.target == "sync_stalls" else f" for --target {analysis.target}"
     more = len(analysis.other_findings)
     left = f" ({more} more left out by --target {analysis.target})" if more else ""
+    verdict = analysis.diagnosis.straggler if analysis.diagnosis is not None else None
     lines += findings_lines(
-        analysis.findings, verbose=verbose, heading=f"Found {{n}} bottleneck(s){target}{left}:"
+        analysis.findings,
+        verbose=verbose,
+        heading=f"Found {{n}} bottleneck(s){target}{left}:",
+        injected=bool(verdict is not None and verdict.injected),
     )
     if not verbose:
         return lines
