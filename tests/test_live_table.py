@@ -234,3 +234,17 @@ def test_a_lopsided_throughput_fits_80_columns() -> None:
     }
     assert len(layout.line(values).text) <= 80
     assert [c.key for c in layout.columns][-1] == "status"
+
+
+def test_a_plug_in_name_is_printed_as_written() -> None:
+    """A user's model name is never read as markup or an emoji code in the live table."""
+    result = sweep()[0]
+    hostile = "[bold red]x[/] mod:factory:"
+    renamed = result.model_copy(update={"cell": result.cell.model_copy(update={"label": hostile})})
+    table = cells_table([renamed])
+    live = LiveTable(live_layout([renamed.cell], 120))
+    out = io.StringIO()
+    console = Console(file=out, width=120, emoji=False, highlight=False)
+    for line in live.row(renamed, table):
+        console.print(line.markup(), soft_wrap=True)
+    assert hostile in out.getvalue()
