@@ -54,6 +54,7 @@ from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.best import NO_CLEAR_BEST
 from torchscale.interfaces.report.sections.bottlenecks import HOST_FIRST
 from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.analysis.ranking import lead
 from torchscale.offline.results.versions import parse_cell_result
 from torchscale.orchestration.comm.comm_result import CommResult, CommRow, OpSummary
@@ -242,6 +243,14 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Diagnosi
     run = root / "profile" / PROFILE_CELL
     analysis = ProfileAnalysis.model_validate_json((run / "analysis.json").read_text())
     diagnosis = profile_diagnosis(analysis)
+    # the fixture's run was made with --inject-delay: its named rank is marked as the
+    # diagnosis marks it today (the report would read it off the run's recorded delays)
+    recorded, _, _ = parse_cell_result(json.loads((run / "result.json").read_text()))
+    assert recorded is not None
+    delayed = frozenset(d.rank for d in recorded.injected_delays)
+    diagnosis = diagnosis.model_copy(
+        update={"straggler": marked_injected(diagnosis.straggler, delayed)}
+    )
     analysis = analysis.model_copy(
         update={"schema_version": 3, "diagnosis": diagnosis, "findings": diagnosis.findings}
     )

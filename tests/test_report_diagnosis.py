@@ -46,7 +46,7 @@ from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Tab
 from torchscale.interfaces.report.render import html, markdown, pdf, term
 from torchscale.interfaces.report.sections.context import slug
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.offline.analysis.diagnosis import BUSY_CAVEAT
+from torchscale.offline.analysis.diagnosis import BUSY_CAVEAT, marked_injected
 from torchscale.offline.results.frame import COLUMNS, cells_table
 from torchscale.offline.results.versions import parse_cell_result
 
@@ -249,6 +249,14 @@ def profile_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Di
     run = root / "profile" / PROFILE_CELL
     analysis = ProfileAnalysis.model_validate_json((run / "analysis.json").read_text())
     diagnosis = profile_diagnosis(analysis)
+    # the fixture's run was made with --inject-delay: its named rank is marked as the
+    # diagnosis marks it today (the report would read it off the run's recorded delays)
+    recorded, _, _ = parse_cell_result(json.loads((run / "result.json").read_text()))
+    assert recorded is not None
+    delayed = frozenset(d.rank for d in recorded.injected_delays)
+    diagnosis = diagnosis.model_copy(
+        update={"straggler": marked_injected(diagnosis.straggler, delayed)}
+    )
     unavailable = {k: v for k, v in analysis.unavailable.items() if k != "diagnosis"}
     analysis = analysis.model_copy(
         update={

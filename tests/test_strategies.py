@@ -213,6 +213,7 @@ def test_a_sweep_over_every_strategy_runs_and_carries_the_strategy_metrics(
             str(tmp_path / "strategies"),
             "-f",
             "json",
+            "--full",  # the strategies section is past the short report's decision
             "-o",
             str(tmp_path / "r.json"),
         ],

@@ -585,8 +585,12 @@ def test_the_sweep_continues_after_failures(fault_sweep: Sweep) -> None:
     assert healthy.throughput is not None
     assert healthy.throughput.samples_per_s > 0
     assert healthy.model_kind == "other"
-    # plug-in names are shortened from the left to fit 80 columns ('…models:healthy')
-    rows = [line for line in fault_sweep.output.splitlines() if "models:" in line]
+    # plug-in names are shortened from the left to fit 80 columns ('…odels:healthy')
+    rows = [
+        line
+        for line in fault_sweep.output.splitlines()
+        if line.split()[:1] and line.split()[0].endswith((":crash", ":oom", ":healthy"))
+    ]
     # in the order they ran, the failure's cause under its row, the healthy cell measured
     states = [row.split()[-1] for row in rows if not row.startswith("  ")]
     # the healthy cell reads ok, or busy / noisy when the suite runs beside other work

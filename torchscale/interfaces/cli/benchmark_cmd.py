@@ -196,8 +196,9 @@ class _Printer:
         )
 
     def say(self, markup: str) -> None:
-        # wrapped at the console's width (COLUMNS), never past it
-        self.progress.console.print(markup, soft_wrap=False)
+        """Notes, warnings and the profiles' progress, on stderr beside the live table's
+        stdout, wrapped at the console's width (COLUMNS), never past it."""
+        stderr.print(markup, soft_wrap=False)
 
     def tell(self, *lines: Line) -> None:
         """Lines as `print_lines` prints them (whole to a pipe, cut with their prefix on a
