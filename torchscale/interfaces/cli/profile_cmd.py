@@ -88,7 +88,11 @@ def profile(
     ] = 10,
     target: Annotated[Target, typer.Option("--target", "-t", help=TARGET_HELP)] = "sync_stalls",
     tool: Annotated[
-        ToolChoice, typer.Option(help="torch (torch.profiler), nsys (Nsight Systems) or auto.")
+        ToolChoice,
+        typer.Option(
+            help="torch (torch.profiler), nsys (Nsight Systems) or auto (torch.profiler; "
+            "nsys only by name)."
+        ),
     ] = "auto",
     inject_delay: Annotated[
         list[str] | None,

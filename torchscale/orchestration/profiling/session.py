@@ -74,7 +74,8 @@ def profile_dir(store: ResultStore, cell_id: str) -> Path:
 
 
 def resolve_tool(requested: str, device: str, asked_by: str = "--tool") -> tuple[Tool, str | None]:
-    """torch | nsys, from torch | nsys | auto, with a line saying why when auto chose.
+    """torch | nsys, from torch | nsys | auto, with a line saying why when auto chose: auto
+    is torch.profiler, which runs wherever torch does; nsys only when asked for by name.
     `asked_by` names where the choice came from in messages: the flag, or the config key."""
     from torchscale.orchestration.profiling.nsys import find_nsys
 
@@ -88,10 +89,14 @@ def resolve_tool(requested: str, device: str, asked_by: str = "--tool") -> tuple
                 f"TORCHSCALE_NSYS; install it (docs/profiling.md) or use {asked_by} torch"
             )
         return "nsys", None
-    if found is not None and device == "cuda":
-        why = "Nsight Systems found and the cell runs on GPUs"
-        return "nsys", f"{asked_by} auto: {why}: using nsys"
-    why = "no nsys found" if found is None else "the cell runs on CPU"
+    # auto never takes nsys on its own: CUDA toolkits and NGC containers put nsys on PATH, and
+    # a first profile should not ride a capture path that has not yet worked on this node
+    if found is None:
+        why = "no nsys found"
+    elif device == "cuda":
+        why = f"nsys is on PATH ({asked_by} nsys uses it)"
+    else:
+        why = "the cell runs on CPU"
     return "torch", f"{asked_by} auto: {why}: using torch.profiler"
 
 

@@ -1,0 +1,34 @@
+"""`--tool auto` takes torch.profiler, even on GPUs with nsys on PATH (CUDA toolkits and NGC
+containers ship it): a first profile never rides a capture path not yet proven on the node;
+nsys is used when asked for by name, and its absence then is one clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torchscale.contracts.errors import ToolNotFoundError
+from torchscale.orchestration.profiling import nsys, session
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_auto_takes_torch_profiler_with_nsys_on_path(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
+    monkeypatch.setattr(nsys, "find_nsys", lambda: Path("/usr/local/cuda/bin/nsys"))
+    tool, why = session.resolve_tool("auto", device)
+    assert tool == "torch"
+    assert why is not None and why.endswith("using torch.profiler")
+    if device == "cuda":
+        assert "--tool nsys uses it" in why
+
+
+def test_nsys_by_name_is_used_or_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nsys, "find_nsys", lambda: Path("/opt/nsys/bin/nsys"))
+    assert session.resolve_tool("nsys", "cuda") == ("nsys", None)
+    monkeypatch.setattr(nsys, "find_nsys", lambda: None)
+    with pytest.raises(ToolNotFoundError, match="--tool nsys: Nsight Systems"):
+        session.resolve_tool("nsys", "cuda")
+    tool, why = session.resolve_tool("auto", "cuda")
+    assert tool == "torch" and why is not None and "no nsys found" in why
