@@ -32,3 +32,36 @@ def test_nsys_by_name_is_used_or_refused_in_one_line(monkeypatch: pytest.MonkeyP
         session.resolve_tool("nsys", "cuda")
     tool, why = session.resolve_tool("auto", "cuda")
     assert tool == "torch" and why is not None and "no nsys found" in why
+
+
+def test_profile_refuses_a_compiled_cell_without_a_toolchain(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`profile` checks the compile toolchain up front, as `benchmark` does: a node without a
+    C compiler gets one line and nothing launches, never inductor's traceback from a rank."""
+    import dataclasses
+
+    from torchscale.interfaces.api import profile as api
+    from torchscale.orchestration.validate import compile_toolchain
+    from torchscale.orchestration.validate.compile_toolchain import Toolchain
+
+    real_plan = api.plan_profile
+
+    def compiled(*args, **kwargs):  # type: ignore[no-untyped-def]
+        plan = real_plan(*args, **kwargs)
+        training = plan.planned.training.model_copy(update={"compile": True})
+        planned = dataclasses.replace(plan.planned, training=training)
+        return dataclasses.replace(plan, planned=planned)
+
+    broken = Toolchain("cpu", ok=False, detail="no C compiler (cc) found", fix="install gcc")
+    monkeypatch.setattr(api, "plan_profile", compiled)
+    monkeypatch.setattr(compile_toolchain, "toolchain_for", lambda device, env: broken)
+    launched: list[object] = []
+    monkeypatch.setattr(
+        "torchscale.orchestration.profiling.session.launch_profiled",
+        lambda *a, **k: launched.append(a),
+    )
+    options = api.ProfileOptions(gpus=2, device="cpu", steps=2)
+    with pytest.raises(ToolNotFoundError, match=r"torch\.compile cannot build a kernel on cpu"):
+        api.run_profile(options, tmp_path)
+    assert launched == []

@@ -64,11 +64,16 @@ def run_profile(
     plan = plan_profile(options or ProfileOptions(), machine_here())
     store = ResultStore.for_experiment(Path(output_dir), plan.config.experiment_name)
     check_output_dir(store.root)
+    ranks_env = os.environ if env is None else env
+    if plan.planned.skip_reason is None and plan.planned.training.compile:
+        # as `benchmark` does: without a toolchain the compiled cell fails at its first step
+        # with inductor's traceback; refuse in one line (ToolNotFoundError) before launching
+        from torchscale.orchestration.validate.compile_toolchain import require_toolchain
+
+        require_toolchain({plan.planned.cell.device}, ranks_env)
     if on_start is not None:
         on_start(plan)
-    profiled = launch_profiled(
-        plan.planned, store, os.environ if env is None else env, plan.request
-    )
+    profiled = launch_profiled(plan.planned, store, ranks_env, plan.request)
     return ProfileRun(plan, profiled)
 
 
