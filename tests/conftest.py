@@ -15,6 +15,11 @@ SHARED_DIR = REPO_ROOT.parent / "shared"
 def pytest_configure(config: pytest.Config) -> None:
     from tests.stop_guard import StopGuard
 
+    # a terminal's size must not decide a test: pytest-xdist's workers set COLUMNS=80 and
+    # LINES=24, a developer's shell may export them; a test that wants a width sets its own
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
     if not config.pluginmanager.has_plugin("stop_guard"):
         config.pluginmanager.register(StopGuard(), "stop_guard")
 
