@@ -7,11 +7,9 @@ never an abort, unless nothing at all can be read.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +22,7 @@ from torchscale.contracts.errors import (
     UsageError,
     describe_os_error,
 )
+from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.interfaces.report.model import Report
 from torchscale.interfaces.report.progress import OnStep, Step
 from torchscale.interfaces.report.render import FORMATS, SUFFIX, renderer
@@ -156,22 +155,6 @@ def _ignore(step: Step) -> None:
     return None
 
 
-@contextlib.contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a report is built and rendered: the build makes
-    millions of small tables, rows and strings that live until the report is written (what
-    dies, dies by its reference count), and the collector's passes over them were ~20 % of a
-    500-cell HTML report and freed nothing (peak memory the same). It is on again after, as
-    it was; the read before it keeps it on."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def scope(request: ReportRequest) -> Scope:
     """What the request's format builds: with --full every section; without, the decision
     and what carries it (`report.short`): the Markdown's summary, the PDF's and JSON's short
@@ -221,6 +204,8 @@ def generate(request: ReportRequest, on_step: OnStep | None = None) -> ReportOut
             f"--cost-per-gpu-hour names {', '.join(map(repr, unknown))}: no such result set "
             f"in {request.source} (there: {', '.join(sorted(known)) or 'none'})"
         )
+    # the build makes millions of small objects that live until the report is written: the
+    # collector's passes over them were ~20 % of a 500-cell HTML report and freed nothing
     with cyclic_gc_paused():
         return _build_and_write(request, sources, baseline, started, on_step)
 

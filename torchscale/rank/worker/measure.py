@@ -16,7 +16,6 @@ dynamo's tallies, so a recompile inside one is counted and reported
 from __future__ import annotations
 
 import contextlib
-import gc
 import resource
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_result import RankTelemetry
 from torchscale.rank.telemetry.rank import rank_sampler
 from torchscale.rank.telemetry.sampler import Sampler
@@ -141,14 +141,8 @@ def collected_at_the_edge() -> Iterator[None]:
     point for up to a millisecond here: a straggler and a time in no phase, made by the
     runtime, not the workload. Reference counting still frees every tensor as a step ends; only
     reference cycles wait for the next edge."""
-    was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
+    with cyclic_gc_paused(collect_first=True):
         yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def run_window(
