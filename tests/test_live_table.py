@@ -41,6 +41,22 @@ def sweep() -> list[CellResult]:
     )
 
 
+def named_and_injected(results: list[CellResult]) -> tuple[CellResult, CellResult]:
+    """The fixture's cell with a named straggler, and the same cell as if --inject-delay had
+    made it (`StragglerVerdict.injected`)."""
+    named = next(
+        r
+        for r in results
+        if r.diagnosis is not None and r.diagnosis.straggler and r.diagnosis.straggler.named
+    )
+    assert named.diagnosis is not None and named.diagnosis.straggler is not None
+    verdict = named.diagnosis.straggler.model_copy(update={"injected": True})
+    injected = named.model_copy(
+        update={"diagnosis": named.diagnosis.model_copy(update={"straggler": verdict})}
+    )
+    return named, injected
+
+
 def rows_of(results: list[CellResult], width: int) -> list[list[str]]:
     """Each cell's printed rows (its row, then its notes), header first."""
     live = LiveTable(live_layout([r.cell for r in results], width))
@@ -156,16 +172,7 @@ def test_an_injected_straggler_is_called_injected() -> None:
     from torchscale.interfaces.report.terminal.cells import cell_lines
 
     results = sweep()
-    named = next(
-        r
-        for r in results
-        if r.diagnosis is not None and r.diagnosis.straggler and r.diagnosis.straggler.named
-    )
-    assert named.diagnosis is not None and named.diagnosis.straggler is not None
-    verdict = named.diagnosis.straggler.model_copy(update={"injected": True})
-    injected = named.model_copy(
-        update={"diagnosis": named.diagnosis.model_copy(update={"straggler": verdict})}
-    )
+    named, injected = named_and_injected(results)
     for result, said in ((named, False), (injected, True)):
         live = LiveTable(live_layout([result.cell], 120))
         lines = [line.text for line in live.row(result, cells_table([result]))]
@@ -184,16 +191,7 @@ def test_the_notes_keep_what_matters_at_any_width(width: int) -> None:
     from torchscale.contracts.schema.cell_result import CellError
 
     results = sweep()
-    named = next(
-        r
-        for r in results
-        if r.diagnosis is not None and r.diagnosis.straggler and r.diagnosis.straggler.named
-    )
-    assert named.diagnosis is not None and named.diagnosis.straggler is not None
-    verdict = named.diagnosis.straggler.model_copy(update={"injected": True})
-    injected = named.model_copy(
-        update={"diagnosis": named.diagnosis.model_copy(update={"straggler": verdict})}
-    )
+    named, injected = named_and_injected(results)
     reason = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: rank 1 died"
     failed = results[0].model_copy(
         update={
