@@ -191,7 +191,7 @@ def test_the_notes_keep_what_matters_at_any_width(width: int) -> None:
     from torchscale.contracts.schema.cell_result import CellError
 
     results = sweep()
-    named, injected = named_and_injected(results)
+    _, injected = named_and_injected(results)
     reason = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: rank 1 died"
     failed = results[0].model_copy(
         update={
