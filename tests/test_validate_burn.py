@@ -136,7 +136,8 @@ def test_a_real_burn_judges_every_rank_and_catches_a_corrupted_one(
     if corrupt_rank is None:
         assert all(c.status is CheckStatus.INFO for c in outcome.checks)  # CPU: not judged
         assert all(m.status is CheckStatus.PASS for m in fingerprints.values())
-        assert len({tuple(m.data["sha256"]) for m in fingerprints.values()}) == 1
+        # ranks may close different numbers of intervals on a busy machine: every hash agrees
+        assert len({h for m in fingerprints.values() for h in m.data["sha256"]}) == 1
         again = run_burn("cpu", 1.0, dict(os.environ), 0)  # same verdicts on a healthy node
         assert [(c.title, c.status) for c in again.checks] == [
             (c.title, c.status) for c in outcome.checks
