@@ -11,6 +11,12 @@ GPUs behind one PCIe switch split its uplink). Rank 0 then reads the PCIe topolo
 (validate/pcie_topology.py) and measures the GPU-to-GPU matrix, which needs every GPU in one
 process, while the others wait. Rank 0 writes everything as JSON (atomically) for the parent,
 which judges it (validate/perf.py).
+
+Every barrier and the one gather run on gloo, on CUDA too: a rank waiting in an NCCL barrier
+has a kernel spinning on its GPU until the last rank arrives, and that kernel shares the GPU
+with the copies a peer is timing into it (rank 0's GPU-to-GPU pairs, a lone host copy). On
+gloo a waiting rank blocks in its CPU thread and its GPU is idle. No figure here crosses GPUs
+through a collective (NCCL's bus bandwidth is `comm`'s own run), so nothing needs NCCL.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ from torchscale.rank.worker.rank_entry import (
     read_spec,
 )
 
+# the CPU backend of every barrier: see the module docstring
+BACKEND = "gloo"
 # also every collective's timeout: the others wait at a barrier while rank 0 measures every GPU
 # pair (8 GPUs: 56 pairs, under a minute) and a search may overrun its budget by one probe
 INIT_TIMEOUT = timedelta(minutes=10)
@@ -92,7 +100,7 @@ class PerfRun(BaseModel):
 
 
 def _phase(device: torch.device) -> None:
-    """Every rank starts the next phase together."""
+    """Every rank starts the next phase together, its GPU idle while it waits."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     dist.barrier()
@@ -138,7 +146,7 @@ def host_link(direction: Direction, device: torch.device) -> list[BandwidthResul
 
 def run(spec: PerfSpec) -> None:
     device = rank_device(spec.device)
-    with process_group("nccl" if spec.device == "cuda" else "gloo", device, INIT_TIMEOUT):
+    with process_group(BACKEND, device, INIT_TIMEOUT):
         mine = measure_rank(spec, device)
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine.model_dump())
@@ -157,7 +165,7 @@ def run(spec: PerfSpec) -> None:
                 host_topology=topology,
             )
             write_text_atomic(spec.result_path, run_result.model_dump_json(indent=2))
-        dist.barrier()
+        dist.barrier()  # the others wait here, on the CPU, while rank 0 measures the pairs
 
 
 @record_errors
