@@ -92,7 +92,7 @@ def test_cpu_report_matches_json_schema(cpu_report: dict[str, Any]) -> None:
 
 
 def test_cpu_report_header(cpu_report: dict[str, Any]) -> None:
-    assert cpu_report["schema_version"] == SCHEMA_VERSION == 2
+    assert cpu_report["schema_version"] == SCHEMA_VERSION == 3
     assert cpu_report["device"] == "cpu"
     assert cpu_report["quick"] is False
     assert cpu_report["ok"] is True

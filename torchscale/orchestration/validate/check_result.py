@@ -13,8 +13,9 @@ from torchscale.contracts.versioned import read_json, version_problem
 
 # 2: `level`, `sku`, `measurements` (perf and burn figures, one row per check and GPU),
 #    `measured_peaks`, `fail_on`, and the INFO status (measured, with nothing to compare to)
-SCHEMA_VERSION = 2
-Level = Literal["basic", "perf", "burn"]
+# 3: the `workload` level (its steps are checks; `folder` says where it left everything)
+SCHEMA_VERSION = 3
+Level = Literal["basic", "perf", "burn", "workload"]
 
 
 class CheckStatus(str, Enum):
@@ -102,7 +103,7 @@ class ValidateReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["torchscale.validate"] = "torchscale.validate"
-    schema_version: Literal[2] = 2  # bump with SCHEMA_VERSION when the document changes
+    schema_version: Literal[3] = 3  # bump with SCHEMA_VERSION when the document changes
     torchscale_version: str
     created_at: str = Field(description="UTC time, ISO 8601")
     hostname: str
@@ -112,7 +113,9 @@ class ValidateReport(BaseModel):
     counts: dict[CheckStatus, int]
     verdict: str = Field(description="one-paragraph conclusion for a person")
     checks: list[CheckResult]
-    level: Level = Field(default="basic", description="basic (seconds), perf, or burn")
+    level: Level = Field(
+        default="basic", description="basic (seconds), perf, burn, or workload (minutes)"
+    )
     sku: str | None = Field(default=None, description="the device model the figures are for")
     measurements: list[Measurement] = Field(
         default_factory=list, description="perf and burn figures, one per check and GPU"
@@ -124,6 +127,9 @@ class ValidateReport(BaseModel):
     )
     fail_on: Literal["fail", "warn"] = Field(
         default="fail", description="the status from which `ok` is false and the exit 1"
+    )
+    folder: str | None = Field(
+        default=None, description="workload: the folder holding everything it ran (schema 3)"
     )
 
 
