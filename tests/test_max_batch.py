@@ -26,6 +26,7 @@ from torchscale.orchestration.memory import max_batch_runs as runner
 from torchscale.orchestration.memory.max_batch_result import (
     COLUMNS,
     CPU_UTILISATION,
+    MAX_BATCH_SCHEMA_VERSION,
     MaxBatchResult,
     build_result,
     load_max_batch,
@@ -221,8 +222,18 @@ def identity(
     }
 
 
+def result_of(
+    ident: dict[str, Any],
+    outcome: SearchOutcome,
+    steps: int,
+    total: tuple[int | None, str | None] = (None, None),
+) -> MaxBatchResult:
+    """A result of probes that warmed up one step, eager."""
+    return build_result(ident, outcome, steps, total, warmup_steps=1, compiled=False)
+
+
 def test_cpu_result_has_rss_and_no_utilisation() -> None:
-    result = build_result(identity(), search_max_batch(Oracle(5), LIMIT), 2)
+    result = result_of(identity(), search_max_batch(Oracle(5), LIMIT), 2)
     assert result.status == "ok" and result.reason is None
     assert result.max_batch == 5 and len(result.probes) == 7
     assert result.peak_bytes == 5 and result.peak_basis == "rss"
@@ -234,20 +245,20 @@ def test_cpu_result_has_rss_and_no_utilisation() -> None:
 
 def test_cuda_result_utilisation_is_reserved_over_total() -> None:
     outcome = search_max_batch(Oracle(5), LIMIT)
-    result = build_result(identity("cuda"), outcome, 2, (20_000, None))
+    result = result_of(identity("cuda"), outcome, 2, (20_000, None))
     assert result.peak_bytes == 5000 and result.peak_basis == "reserved"
     assert result.device_total_bytes == 20_000
     assert result.memory_utilisation == pytest.approx(0.25)
-    unknown = build_result(identity("cuda"), outcome, 2, (None, "NVML unavailable"))
+    unknown = result_of(identity("cuda"), outcome, 2, (None, "NVML unavailable"))
     assert unknown.memory_utilisation is None
     assert unknown.unavailable["memory_utilisation"] == "NVML unavailable"
 
 
 def test_result_of_a_limit_a_failure_and_allocator_retries() -> None:
-    at_limit = build_result(identity(), search_max_batch(Oracle(99), 16), 2)
+    at_limit = result_of(identity(), search_max_batch(Oracle(99), 16), 2)
     assert at_limit.status == "ok" and at_limit.limit_reached and at_limit.max_batch == 16
     assert at_limit.reason is not None and at_limit.reason.startswith("at least 16")
-    failed = build_result(identity(), search_max_batch(Oracle(99, fail_at=4), 16), 2)
+    failed = result_of(identity(), search_max_batch(Oracle(99, fail_at=4), 16), 2)
     assert failed.status == "failed" and failed.max_batch is None and failed.largest_fit == 2
     assert failed.peak_bytes is None and "peak_bytes" in failed.unavailable
 
@@ -255,8 +266,35 @@ def test_result_of_a_limit_a_failure_and_allocator_retries() -> None:
         kind = "fits" if batch <= 3 else "oom"
         return ProbeOutcome(kind, peak_reserved_bytes=1, alloc_retries=2)
 
-    warned = build_result(identity("cuda"), search_max_batch(retrying, 16), 2, (4, None))
+    warned = result_of(identity("cuda"), search_max_batch(retrying, 16), 2, (4, None))
     assert any("retried 2 time(s)" in w for w in warned.warnings)
+
+
+def test_the_result_says_how_the_probes_ran_and_what_the_peaks_cover() -> None:
+    outcome = search_max_batch(Oracle(5), LIMIT)
+    cuda = build_result(identity("cuda"), outcome, 2, (10**9, None), warmup_steps=1, compiled=True)
+    assert (cuda.probe_warmup_steps, cuda.probe_compiled) == (1, True)
+    assert cuda.peak_scope is not None
+    assert "torch.compile compiled" in cuda.peak_scope and "reset" in cuda.peak_scope
+    assert cuda.how_probed() == "compiled, peaks after 1 warm-up step(s)"
+    cpu = build_result(identity(), outcome, 2, warmup_steps=1, compiled=False)
+    assert cpu.peak_scope is not None and "cannot be reset" in cpu.peak_scope
+    assert "compile" not in cpu.peak_scope
+    assert cpu.how_probed() == "eager, peak RSS includes 1 warm-up step(s)"
+
+
+def test_a_schema_1_result_reads_as_probed_without_warm_up(tmp_path: Path) -> None:
+    current = result_of(identity(), search_max_batch(Oracle(5), LIMIT), 2)
+    new_fields = {"probe_warmup_steps", "probe_compiled", "peak_scope"}
+    old = {**current.model_dump(mode="json", exclude=new_fields), "schema_version": 1}
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    result, problem = read_max_batch(path)
+    assert result is not None, problem
+    assert (result.schema_version, result.probe_warmup_steps) == (1, 0)
+    assert result.probe_compiled is None and "probe_compiled" in result.unavailable
+    assert result.peak_scope is not None and result.peak_scope.startswith("every probe step")
+    assert result.how_probed() == "probed with no warm-up"
 
 
 def write_result(root: Path, result: MaxBatchResult, **changes: Any) -> Path:
@@ -269,9 +307,13 @@ def write_result(root: Path, result: MaxBatchResult, **changes: Any) -> Path:
 def test_load_max_batch_reads_and_refuses_newer_versions(tmp_path: Path) -> None:
     assert list(load_max_batch(tmp_path).columns) == list(COLUMNS)  # no search yet: empty
     assert load_max_batch(tmp_path).empty
-    result = build_result(identity(), search_max_batch(Oracle(5), LIMIT), 2)
+    result = result_of(identity(), search_max_batch(Oracle(5), LIMIT), 2)
     write_result(tmp_path, result)
-    newer = write_result(tmp_path, result.model_copy(update={"group": "z"}), schema_version=2)
+    newer = write_result(
+        tmp_path,
+        result.model_copy(update={"group": "z"}),
+        schema_version=MAX_BATCH_SCHEMA_VERSION + 1,
+    )
     (tmp_path / "max_batch" / "junk.json").write_text("{", encoding="utf-8")
     frame = load_max_batch(tmp_path)
     assert len(frame) == 1
@@ -285,7 +327,8 @@ def test_load_max_batch_reads_and_refuses_newer_versions(tmp_path: Path) -> None
     assert row["memory_utilisation"] is None or math.isnan(row["memory_utilisation"])
     reasons = dict(frame.attrs["skipped"])
     assert reasons[str(newer)] == (
-        "max-batch result schema version 2 is newer than this torchscale reads (1): upgrade "
+        f"max-batch result schema version {MAX_BATCH_SCHEMA_VERSION + 1} is newer than this "
+        f"torchscale reads ({MAX_BATCH_SCHEMA_VERSION}): upgrade "
         "torchscale to read it"
     )
     assert reasons[str(tmp_path / "max_batch" / "junk.json")].startswith("not valid JSON")
@@ -310,7 +353,7 @@ def test_probe_cell_changes_only_batch_and_measurement() -> None:
     plan = build_plan(config(), CPU_MACHINE)
     planned = plan[0]
     measurement = probe_measurement(planned.measurement, 3)
-    assert (measurement.warmup_steps, measurement.steps, measurement.repeats) == (0, 3, 1)
+    assert (measurement.warmup_steps, measurement.steps, measurement.repeats) == (1, 3, 1)
     assert not (measurement.flops or measurement.comm_overhead or measurement.telemetry.enabled)
     first, again = (probe_cell(planned, 7, measurement, n) for n in (1, 2))
     assert first.cell.batch_size == 7 and first.cell.id.startswith("p01__tiny-mlp__b7__w1")
@@ -407,6 +450,8 @@ def test_run_writes_one_result_per_group(monkeypatch: pytest.MonkeyPatch, tmp_pa
         device_total=lambda env: (1000, None),
     )
     assert [r.max_batch for r in results] == [3, 6]
+    # CUDA cells compile by default: the probes ran as they do, after a warm-up step
+    assert [(r.probe_compiled, r.probe_warmup_steps) for r in results] == [(True, 1)] * 2
     assert [r.memory_utilisation for r in results] == [pytest.approx(0.3), pytest.approx(0.6)]
     assert [w for w, _, _ in made] == [1, 2] and {s for _, _, s in made} == {3}
     assert made[0][1] == store.root / "max_batch" / "probes" / results[0].group
@@ -459,6 +504,8 @@ def test_real_search_on_cpu_through_the_benchmark_command(tmp_path: Path) -> Non
     assert result is not None, problem
     assert result.status == "ok", result.reason
     assert result.max_batch == 5 and not result.limit_reached
+    assert (result.probe_compiled, result.probe_warmup_steps) == (False, 1)
+    assert "eager, peak RSS includes 1 warm-up step(s)" in flat
     kinds = [(p.batch, p.outcome) for p in result.probes]
     assert kinds == [(4, "fits"), (8, "oom"), (6, "oom"), (5, "fits"), (5, "fits")]
     assert result.peak_basis == "rss" and result.peak_bytes and result.peak_bytes > 10**6

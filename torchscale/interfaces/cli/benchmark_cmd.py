@@ -431,10 +431,11 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
             if result.memory_utilisation is not None
             else ""
         )
+        how = f", {result.how_probed()}" if result.how_probed() else ""
         stdout.print(
             f"> [MEMORY] {escape(result.label)} x{result.world_size} {result.precision} "
             f"{result.strategy}: max batch per device {answer}{used} "
-            f"({len(result.probes)} probes, {result.wall_s or 0:.0f} s)"
+            f"({len(result.probes)} probes, {result.wall_s or 0:.0f} s{how})"
         )
 
 

@@ -5,7 +5,10 @@ precision, strategy, device, and everything else the sweep's definition holds). 
 cannot be had here is null with the reason in `unavailable`, never estimated.
 
 Version history:
-  1  first release.
+  1  first release: probes ran no warm-up, so a compiled probe compiled inside its measured
+     steps and its peaks held the compiler's scratch.
+  2  probes warm up first (the compile happens there) and the result says how they ran:
+     probe_warmup_steps, probe_compiled, peak_scope.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from torchscale.contracts.catalog import Precision, Strategy
 from torchscale.contracts.cell import Backend, Device
@@ -29,13 +32,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_BATCH_KIND = "torchscale.max_batch"
-MAX_BATCH_SCHEMA_VERSION = 1
+MAX_BATCH_SCHEMA_VERSION = 2
 
 CPU_UTILISATION = (
     "CPU ranks have no device memory limit; an OOM there is the host's, reported as peak RSS"
 )
 CPU_ALLOCATOR = "no CUDA caching allocator on CPU (see peak_rss_bytes)"
 NO_MAX_BATCH = "no max batch was found (see reason)"
+V1_PEAK_SCOPE = (
+    "every probe step: schema 1 probes ran no warm-up, so a compiled probe compiled inside "
+    "the steps its peaks cover"
+)
+V1_COMPILED = "not recorded by schema 1 results"
 
 COLUMNS = (
     "group",
@@ -52,6 +60,8 @@ COLUMNS = (
     "peak_bytes",
     "peak_basis",
     "probes",
+    "probe_compiled",
+    "probe_warmup_steps",
     "status",
     "reason",
 )
@@ -80,7 +90,7 @@ class MaxBatchProbe(_Model):
 
 class MaxBatchResult(_Model):
     kind: Literal["torchscale.max_batch"] = "torchscale.max_batch"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 2
     group: str = Field(description="file-safe id: label, world size, precision, strategy, ...")
     definition_sha256: str = Field(description="hash of the cell definition without its batch")
     model: str
@@ -103,7 +113,20 @@ class MaxBatchResult(_Model):
     limit_reached: bool = Field(description="the limit fitted: the answer is 'at least limit'")
     largest_fit: int | None = Field(description="largest batch seen fitting (also on failure)")
     start: int = Field(description="first batch probed (the largest batch the sweep ran ok)")
-    probe_steps: int
+    probe_steps: int = Field(description="measured training steps per probe")
+    probe_warmup_steps: int | None = Field(
+        default=None,
+        description="discarded steps each probe ran first, where torch.compile compiles; a "
+        "compiled probe runs more until two steps compile nothing; schema 1: 0",
+    )
+    probe_compiled: bool | None = Field(
+        default=None,
+        description="the probes ran torch.compile, as the group's cells do (the answer is for "
+        "that); null when not recorded (see unavailable)",
+    )
+    peak_scope: str | None = Field(
+        default=None, description="which steps of a probe its peaks cover, one line"
+    )
     probes: list[MaxBatchProbe]
     peak_bytes: int | None = Field(
         description="at max_batch: peak reserved on CUDA, peak RSS on CPU (see peak_basis)"
@@ -125,6 +148,53 @@ class MaxBatchResult(_Model):
     started_at: str | None = None
     wall_s: float | None = Field(default=None, description="the whole search, seconds")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """Schema 1 files stay readable: their probes ran no warm-up (a fact of that
+        version); whether they compiled was not recorded (said in `unavailable`)."""
+        if not isinstance(data, dict) or data.get("schema_version") != 1:
+            return data
+        unavailable = dict(data.get("unavailable") or {})
+        unavailable.setdefault("probe_compiled", V1_COMPILED)
+        return {
+            **data,
+            "probe_warmup_steps": 0,
+            "peak_scope": V1_PEAK_SCOPE,
+            "unavailable": unavailable,
+        }
+
+    def how_probed(self) -> str | None:
+        """A few words for the terminal: compiled or eager, and what the peaks cover."""
+        if self.probe_warmup_steps is None:
+            return None
+        if self.probe_warmup_steps == 0:
+            return "probed with no warm-up"
+        ran = {True: "compiled", False: "eager", None: "probed"}[self.probe_compiled]
+        steps = f"{self.probe_warmup_steps} warm-up step(s)"
+        if self.device == "cuda":
+            return f"{ran}, peaks after {steps}"
+        return f"{ran}, peak RSS includes {steps}"
+
+
+def peak_scope(device: str, warmup_steps: int, compiled: bool) -> str:
+    """Which steps of a probe its peaks cover: on CUDA the rank resets the peak counters after
+    the warm-up; on CPU peak RSS is the process's and cannot be reset."""
+    compile = "torch.compile's compile" if compiled else None
+    if warmup_steps == 0:
+        return "every probe step (no warm-up)" + (f", {compile} included" if compile else "")
+    steps = f"{warmup_steps} warm-up step(s)"
+    if device == "cuda":
+        where = ", where torch.compile compiled," if compiled else ""
+        return (
+            f"the measured steps: each probe ran {steps} first{where} and the CUDA peak "
+            "counters were reset after them (peak reserved keeps what the allocator had "
+            "cached by then, as the cell's own run does)"
+        )
+    return f"the whole probe process: peak RSS cannot be reset, so it includes the {steps}" + (
+        f" and {compile}" if compile else ""
+    )
+
 
 def build_result(
     identity: Mapping[str, Any],
@@ -132,12 +202,14 @@ def build_result(
     probe_steps: int,
     device_total: tuple[int | None, str | None] = (None, None),
     *,
+    warmup_steps: int,
+    compiled: bool,
     started_at: str | None = None,
     wall_s: float | None = None,
 ) -> MaxBatchResult:
     """The result of one search. `identity`: group, definition_sha256, model, label,
     world_size, precision, strategy, device, backend, nodes. `device_total`: (bytes, None) or
-    (None, why), CUDA only."""
+    (None, why), CUDA only. `warmup_steps`, `compiled`: how each probe ran."""
     device = identity["device"]
     unavailable: dict[str, str] = {}
     warnings = list(outcome.warnings)
@@ -205,6 +277,9 @@ def build_result(
         largest_fit=outcome.largest_fit,
         start=outcome.start,
         probe_steps=probe_steps,
+        probe_warmup_steps=warmup_steps,
+        probe_compiled=compiled,
+        peak_scope=peak_scope(device, warmup_steps, compiled),
         probes=probes,
         peak_bytes=peak_bytes if peaks is not None else None,
         peak_basis=basis,
@@ -225,7 +300,7 @@ def parse_max_batch(data: Any) -> tuple[MaxBatchResult | None, str | None]:
     problem = version_problem(data, MAX_BATCH_KIND, "max-batch result", MAX_BATCH_SCHEMA_VERSION)
     if problem is not None:
         return None, problem
-    try:  # version 1 is the current one: no upgrade step yet
+    try:  # version 1 is upgraded by the model itself (MaxBatchResult._upgrade)
         return MaxBatchResult.model_validate(data), None
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -29,7 +29,7 @@ from torchscale.orchestration.memory.max_batch_result import (
     MaxBatchResult,
     build_result,
 )
-from torchscale.orchestration.memory.probe import CellProber
+from torchscale.orchestration.memory.probe import PROBE_WARMUP_STEPS, CellProber
 from torchscale.orchestration.memory.search import ProbeOutcome, search_max_batch
 from torchscale.orchestration.plan import Plan, PlannedCell
 
@@ -199,6 +199,8 @@ def run_max_batch_search(
             outcome,
             settings.probe_steps,
             total,
+            warmup_steps=PROBE_WARMUP_STEPS,
+            compiled=bool(group.cells[0].training.compile),
             started_at=started_at,
             wall_s=round(time.monotonic() - began, 3),
         )

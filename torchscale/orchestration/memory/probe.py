@@ -8,9 +8,21 @@ would measure that damage, not the batch.
 Each probe reuses the sweep's own launch path (`torchscale.orchestration.sweep.run_cell`): the same
 worker, environment, threads, timeout and failure classification (a rank raising
 torch.OutOfMemoryError is `Status.OOM`; anything else is a failure and stops the search). Only
-the batch and the measurement change: no warm-up, `probe_steps` steps (the second step is the
-first to hold gradients and optimizer state together), one repeat, no FLOP count, no no_sync
-window, no telemetry. Probe results go to a store of their own, never among the sweep's cells.
+the batch and the measurement change: one warm-up step, then `probe_steps` measured steps, one
+repeat, no FLOP count, no no_sync window, no telemetry. Probe results go to a store of their
+own, never among the sweep's cells.
+
+The warm-up step is there for compiled cells, whose batch the answer is for: torch.compile
+compiles in the first step (the rank's warm-up goes on until two steps compile nothing,
+torchscale/rank/worker/steady_state.py), and the rank resets the CUDA peak counters after the
+warm-up (torchscale/rank/worker/measure.py), so a probe's peaks are the training steps', not
+the compiler's scratch. A batch whose warm-up runs out of memory, compile included, is an OOM
+all the same: the compiled cell would run out there too. Eager probes get the same step, which
+also keeps first-call allocations (cuDNN autotune, DDP buckets) out of the peaks, as in the
+sweep's cells. Every probe compiles into the experiment's compile cache
+(torchscale/orchestration/launch/compile_cache.py); inductor keys its graphs by shape, so a
+batch the sweep or an earlier probe compiled (the confirmation) loads them, a new batch
+compiles anew.
 """
 
 from __future__ import annotations
@@ -26,7 +38,9 @@ from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.memory.search import ProbeKind, ProbeOutcome
 from torchscale.orchestration.plan import PlannedCell
 
-PROBE_WARMUP_STEPS = 0  # the probe's steps are all measured, so the peaks cover every step
+# discarded before the measured steps: the compile (and first-call allocations) happen there,
+# and the CUDA peaks are reset after it
+PROBE_WARMUP_STEPS = 1
 
 
 def probe_measurement(measurement: MeasurementConfig, steps: int) -> MeasurementConfig:
