@@ -165,9 +165,9 @@ def test_one_measured_cell_beside_skipped_ones_exits_zero(
 def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Under Slurm a cell is skipped by what the config says of the nodes (no
-    gpus_per_node: no GPU): nothing is submitted, and the sweep must not pass as green. The
-    Slurm client commands are stood in for; none is called for an empty submission."""
+    """Under Slurm a cell is skipped by what Slurm says of the partition's nodes (here: no GPU
+    in their Gres): nothing is submitted, and the sweep must not pass as green. The Slurm
+    client commands are stood in for; none is called for an empty submission."""
     import torchscale.orchestration.schedulers.slurm.client as client
     import torchscale.orchestration.schedulers.slurm.launcher as on_slurm
     import torchscale.orchestration.schedulers.slurm.submission as slurm_sweep
@@ -178,6 +178,8 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     monkeypatch.setattr(client, "require_sbatch", no_slurm)
     monkeypatch.setattr(on_slurm, "require_sbatch", no_slurm)
     monkeypatch.setattr(on_slurm, "check_nodes", no_slurm)
+    no_gpus = client.PartitionGpus("debug", most=0, fewest=0, nodes=2)
+    monkeypatch.setattr(on_slurm, "partition_gpus", lambda *args: no_gpus)
 
     def submit(*args: Any, **kwargs: Any) -> str:
         raise AssertionError("nothing may be submitted")
@@ -187,8 +189,9 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     config = write_config(tmp_path / "c.yaml", "sl", launcher={"kind": "slurm"})
     run = invoke("-c", config, "-o", out)
     assert run.exit_code == 1, run.output
+    no_gpu = "device 'cuda' requested but a node has no GPU (partition 'debug', Slurm's Gres)"
     assert error_lines(run.output) == [
-        f"error: nothing measured: all 2 cells skipped (first reason: {NO_GPU})"
+        f"error: nothing measured: all 2 cells skipped (first reason: {no_gpu})"
     ]
     assert "nothing to submit: every cell is ok or skipped" in run.output
     assert [c.status for c in stored(out / "sl")] == [Status.SKIPPED, Status.SKIPPED]

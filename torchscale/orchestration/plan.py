@@ -78,6 +78,10 @@ class Machine:
     cpu_cores: int  # cores usable by this process
     gpu_memory_bytes: int | None = None  # the smallest GPU's memory (batch_sizes: auto)
     gpu_memory_unknown: str = "the cells run on other nodes, whose GPUs are not read from here"
+    # where gpu_count comes from when not from this node (a Slurm partition's Gres, the config
+    # where no controller answered), named in every skip reason that cites the count
+    gpus_source: str | None = None
+    note: str | None = None  # how the nodes' GPUs were known, a line among the plan's notes
 
 
 @dataclass(frozen=True)
@@ -234,7 +238,9 @@ class Plan:
     comm: CommConfig  # the suites that follow the sweep
     memory: MemoryConfig
     profiling: ProfilingConfig
-    notes: tuple[str, ...] = ()  # what the plan chose for the user (batch_sizes: auto), a line each
+    # what the plan chose or assumed for the user (batch_sizes: auto, the GPUs per node of
+    # nodes not read from here), a line each
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, config: BenchConfig, cells: list[PlannedCell], notes: Sequence[str] = ()) -> Plan:
@@ -407,14 +413,19 @@ def _skip_or_warn(
     if shape.problem is not None:
         return shape.problem, ()
     if cell.device == "cuda":
+        source = f" ({machine.gpus_source})" if machine.gpus_source else ""
         if machine.gpu_count == 0:
+            if source:
+                return f"device 'cuda' requested but a node has no GPU{source}", ()
             return "device 'cuda' requested but no CUDA GPU is visible", ()
         if shape.nproc_per_node > machine.gpu_count:
             if shape.nodes == 1:
-                return f"needs {shape.nproc_per_node} GPUs; a node has {machine.gpu_count}", ()
+                return (
+                    f"needs {shape.nproc_per_node} GPUs; a node has {machine.gpu_count}{source}"
+                ), ()
             return (
                 f"needs {shape.nproc_per_node} GPUs on each of {shape.nodes} nodes; a node has "
-                f"{machine.gpu_count}"
+                f"{machine.gpu_count}{source}"
             ), ()
         return None, ()
     if cell.backend == "nccl":
@@ -609,7 +620,8 @@ def build_plan(config: BenchConfig, machine: Machine) -> Plan:
     model's scaling curve is measured back to back)."""
     shapes = cell_shapes(config)
     parallel = config.training.parallel
-    batches, notes = batch_sizes(config, machine)
+    batches, batch_notes = batch_sizes(config, machine)
+    notes = [machine.note, *batch_notes] if machine.note else batch_notes
     cells = [
         plan_cell(config, machine, model, batch_size, shape, precision, strategy, layout)
         for model in config.models

@@ -152,15 +152,14 @@ def build_allocation(
         for p in cells
     ]
     ranks_per_node = max((p.launch.nproc_per_node for p in cells), default=1)
+    gpus = gpus_asked(slurm, cells, ranks_per_node)
     return Allocation(
         name=name,
         experiment_root=str(store.root.resolve()),
         nodes=nodes,
-        gpus_per_node=slurm.gpus_per_node,
+        gpus_per_node=gpus,
         cpus_per_task=slurm.cpus_per_task,
-        cpus_asked=cpus_per_node(
-            slurm.cpus_per_task, slurm.exclusive, slurm.gpus_per_node, ranks_per_node
-        ),
+        cpus_asked=cpus_per_node(slurm.cpus_per_task, slurm.exclusive, gpus, ranks_per_node),
         threads_from_cpus=slurm.cpus_per_task is None and not fixed_threads,
         container=slurm.container,
         python=slurm.python or sys.executable,
@@ -170,6 +169,21 @@ def build_allocation(
         preflight_validate_level=slurm.preflight.validate_level,
         preflight_comm=comm_preflight(comm, cells) if slurm.preflight.comm else None,
     )
+
+
+# #SBATCH options by which a user asks for GPUs in launcher.slurm.extra_sbatch
+GPU_OPTIONS = ("--gres=gpu", "--gpus", "-G")
+
+
+def gpus_asked(slurm: SlurmConfig, cells: list[PlannedCell], ranks_per_node: int) -> int | None:
+    """GPUs per node the job asks: launcher.slurm.gpus_per_node, else, for CUDA cells, one per
+    rank of the widest cell (a job that asks none sees no GPU where Slurm constrains devices);
+    none where extra_sbatch asks for GPUs its own way."""
+    if slurm.gpus_per_node is not None:
+        return slurm.gpus_per_node
+    if any(option.startswith(GPU_OPTIONS) for option in slurm.extra_sbatch):
+        return None
+    return ranks_per_node if any(p.cell.device == "cuda" for p in cells) else None
 
 
 def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -> str:
@@ -187,8 +201,8 @@ def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -
         f"#SBATCH --signal=B:USR1@{slurm.signal_grace_s}",
         "#SBATCH --no-requeue",
     ]
-    if slurm.gpus_per_node is not None:
-        lines.append(f"#SBATCH --gpus-per-node={slurm.gpus_per_node}")
+    if allocation.gpus_per_node is not None:
+        lines.append(f"#SBATCH --gpus-per-node={allocation.gpus_per_node}")
     if allocation.cpus_asked is not None:
         lines.append(f"#SBATCH --cpus-per-task={allocation.cpus_asked}")
     for option, value in (

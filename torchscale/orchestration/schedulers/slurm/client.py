@@ -36,6 +36,8 @@ ACTIVE_STATES = frozenset(
     }
 )
 _FIELD = re.compile(r"(\w+)=(\S*)")
+# a Gres entry's socket or index list, "(S:0-1)", "(IDX:0,2)": may hold commas of its own
+_GRES_DETAIL = re.compile(r"\([^)]*\)")
 
 
 @dataclass(frozen=True)
@@ -196,3 +198,52 @@ def partition_limits(
             int(most) if most.isdigit() else None,
         )
     return None
+
+
+@dataclass(frozen=True)
+class PartitionGpus:
+    """The GPUs per node of a partition's nodes, as Slurm's Gres counts them."""
+
+    partition: str
+    most: int  # the most GPUs one node has (0: none has a gpu Gres)
+    fewest: int
+    nodes: int  # nodes of the partition that Slurm listed
+
+
+def gres_gpus(gres: str) -> int:
+    """GPUs in a node's `Gres` field (`scontrol show node`, sinfo's %G), e.g.
+    `gpu:h100:8(S:0-1)` -> 8, `gpu:a100:2(S:0),gpu:v100:2(S:1),lscratch:3200` -> 4,
+    `(null)` -> 0. An entry is `name[:type][:count]`; without a count it is one."""
+    total = 0
+    for entry in _GRES_DETAIL.sub("", gres).split(","):
+        parts = entry.strip().split(":")
+        if parts[0] != "gpu":
+            continue
+        count = parts[-1] if len(parts) > 1 else ""
+        total += int(count) if count.isdigit() else 1
+    return total
+
+
+def partition_gpus_of(nodes_text: str, partition: str) -> PartitionGpus | None:
+    """The GPUs per node of `partition`'s nodes in `scontrol show node -o` output (one node a
+    line, its partitions in `Partitions=a,b`); None when no listed node is in it."""
+    counts = []
+    for line in nodes_text.splitlines():
+        fields = parse_fields(line)
+        if "NodeName" in fields and partition in fields.get("Partitions", "").split(","):
+            counts.append(gres_gpus(fields.get("Gres", "")))
+    if not counts:
+        return None
+    return PartitionGpus(partition, max(counts), min(counts), len(counts))
+
+
+def partition_gpus(
+    partition: str | None, env: Mapping[str, str] | None = None
+) -> PartitionGpus | None:
+    """The GPUs per node of `partition` (or the default one), asked of Slurm's controller;
+    None when Slurm names no such partition or lists none of its nodes. Raises SlurmError
+    when the controller cannot be asked."""
+    limits = partition_limits(partition, env)
+    if limits is None:
+        return None
+    return partition_gpus_of(run_slurm(["scontrol", "show", "node", "-o"], env), limits.name)

@@ -33,9 +33,9 @@ from torchscale.orchestration.schedulers.slurm.cpus import step_cpus, too_few_cp
 from torchscale.orchestration.schedulers.slurm.preflight import run_preflight
 from torchscale.orchestration.schedulers.slurm.progress import Progress, write_progress
 from torchscale.orchestration.schedulers.slurm.step import (
-    StepPlace,
     cpus_flags,
     free_port,
+    place_in,
     srun_command,
     srun_prefix,
 )
@@ -111,14 +111,7 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
     head = node_address(nodes[0], env) if nodes else "127.0.0.1"
     progress = Progress(job_id=job_id, nodes=nodes, head_address=head)
     write_progress(allocation.directory, progress)
-    place = StepPlace(
-        job_id=job_id,
-        head_address=head,
-        gpus_per_node=allocation.gpus_per_node,
-        cpus_per_task=allocation.cpus_per_task,
-        container=allocation.container,
-        python=allocation.python,
-    )
+    place = place_in(allocation, job_id, head)
     current: PlannedCell | None = None
     cpus = cells_cpus(allocation, env)
     print(f"torchscale: each step has {cpus} CPU(s) on the first node", flush=True)

@@ -5,6 +5,7 @@ preflight step's verdict, and following given up; in the words `torchscale bench
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.schedulers.api import LauncherEvent, LauncherSubmission
 from torchscale.orchestration.schedulers.slurm.client import JobState
 from torchscale.orchestration.schedulers.slurm.jobs import JobRecord
+from torchscale.orchestration.schedulers.slurm.review import PLACEHOLDERS, step_lines
 from torchscale.orchestration.schedulers.slurm.submission import SlurmSweep
 
 KIND = "slurm"
@@ -28,15 +30,24 @@ class SlurmSubmitted:
 
 
 def submitted(
-    sweep: SlurmSweep, jobs: list[JobRecord], store: ResultStore, dry_run: bool
+    sweep: SlurmSweep,
+    jobs: list[JobRecord],
+    store: ResultStore,
+    dry_run: bool,
+    env: Mapping[str, str] | None = None,
+    notes: Sequence[str] = (),
 ) -> LauncherEvent:
-    """The allocations of a Slurm sweep: submitted as `jobs`, or (none) written for review."""
+    """The allocations of a Slurm sweep: submitted as `jobs`, or (none) written for review;
+    a dry run shows the plan's `notes` first and each job's steps as they will run in `env`."""
     verb = "submitted" if jobs else "written"
+    lines = sweep_lines(sweep, jobs, store if dry_run else None, env or {})
+    if dry_run:
+        lines = [f"note: {note}" for note in notes] + lines
     submission = LauncherSubmission(
         launcher=KIND,
         directory=store.slurm_dir,
         files=tuple(sweep.scripts),
-        lines=tuple(sweep_lines(sweep, jobs)),
+        lines=tuple(lines),
         closing=("dry run: nothing submitted",) if dry_run else (),
         followed=bool(jobs or sweep.following),
         record=SlurmSubmitted(sweep, jobs),
@@ -45,8 +56,15 @@ def submitted(
     return LauncherEvent(KIND, "submitted", message, submission=submission)
 
 
-def sweep_lines(sweep: SlurmSweep, jobs: list[JobRecord]) -> list[str]:
-    """The cells kept and followed, the allocations and their scripts, a line each."""
+def sweep_lines(
+    sweep: SlurmSweep,
+    jobs: list[JobRecord],
+    review: ResultStore | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The cells kept and followed, the skipped ones and why, the allocations and their
+    scripts, a line each; with `review` (the store of a dry run), each job's cells and the
+    srun step each will run."""
     submitted = bool(jobs)
     lines = []
     if sweep.reused:
@@ -57,7 +75,8 @@ def sweep_lines(sweep: SlurmSweep, jobs: list[JobRecord]) -> list[str]:
             "followed, not submitted again"
         )
     if sweep.skipped:
-        lines.append(f"{len(sweep.skipped)} cell(s) skipped (see the plan: --dry-run)")
+        lines.append(f"{len(sweep.skipped)} cell(s) skipped:")
+        lines.extend(f"  {cell_id}: {reason}" for cell_id, reason in sweep.skipped.items())
     ids = {j.allocation: j.job_id for j in jobs}
     for allocation, script in zip(sweep.allocations, sweep.scripts, strict=True):
         label = f"job {ids[allocation.name]}: " if allocation.name in ids else ""
@@ -66,8 +85,12 @@ def sweep_lines(sweep: SlurmSweep, jobs: list[JobRecord]) -> list[str]:
             f"{label}{allocation.nodes} node(s), {len(allocation.cells)} cell(s), sbatch script "
             f"{verb}: {script}"
         )
-        if not submitted:
+        if review is not None:
+            lines.extend(step_lines(allocation, review, env or {}))
+        elif not submitted:
             lines.extend(f"  {cell_id}" for cell_id in allocation.cell_ids)
+    if review is not None and sweep.allocations:
+        lines.append(PLACEHOLDERS)
     if not sweep.allocations and not sweep.following:
         lines.append("nothing to submit: every cell is ok or skipped")
     return lines

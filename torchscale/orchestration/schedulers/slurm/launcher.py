@@ -4,6 +4,7 @@ the results collected as a local sweep's are (torchscale/orchestration/scheduler
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,7 +13,11 @@ from torchscale.contracts.errors import SlurmError
 from torchscale.contracts.signals import Terminated
 from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, RunOptions
 from torchscale.orchestration.schedulers.slurm import events as said
-from torchscale.orchestration.schedulers.slurm.client import missing_client_commands, require_sbatch
+from torchscale.orchestration.schedulers.slurm.client import (
+    missing_client_commands,
+    partition_gpus,
+    require_sbatch,
+)
 from torchscale.orchestration.schedulers.slurm.submission import (
     FollowHooks,
     check_nodes,
@@ -43,14 +48,21 @@ LOCAL_ONLY = (
 
 class SlurmAllocations:
     def machine(self, config: BenchConfig) -> Machine:
-        """The nodes as the config describes them: the submitting host is not one of them."""
+        """The nodes as Slurm (or, where it cannot be asked, the config) describes them: the
+        submitting host is not one of them (torchscale/orchestration/schedulers/slurm/gpus.py)."""
         from torchscale.contracts import host
         from torchscale.orchestration.plan import Machine
+        from torchscale.orchestration.schedulers.slurm.gpus import judged_gpus
 
         slurm = config.launcher.slurm
         cores = slurm.cpus_per_task or host.usable_cores()
+        gpus = judged_gpus(config, lambda partition: partition_gpus(partition, os.environ))
         return Machine(
-            gpu_count=slurm.gpus_per_node or 0, cpu_cores=cores, gpu_memory_unknown=NODES_NOT_READ
+            gpu_count=gpus.count,
+            cpu_cores=cores,
+            gpu_memory_unknown=NODES_NOT_READ,
+            gpus_source=gpus.source,
+            note=gpus.note,
         )
 
     def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
@@ -86,7 +98,7 @@ class SlurmAllocations:
             plan, store, env, resume=options.resume, write_skips=False, ask_slurm=unasked is None
         )
         _warn(sweep.warnings, events)
-        submitted = said.submitted(sweep, [], store, dry_run=True)
+        submitted = said.submitted(sweep, [], store, dry_run=True, env=env, notes=plan.notes)
         events.on_launcher_event(submitted)
         return BenchmarkRun(
             plan, store, dry_run=True, reused=list(sweep.reused), submission=submitted.submission

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.plan import PlannedCell
+from torchscale.orchestration.schedulers.slurm.allocation import Allocation
 
 NODE_MODULE = "torchscale.orchestration.schedulers.slurm.node"
 
@@ -24,6 +25,19 @@ class StepPlace:
     cpus_per_task: int | None
     container: str | None
     python: str
+
+
+def place_in(allocation: Allocation, job_id: str, head_address: str) -> StepPlace:
+    """Where the steps of `allocation` meet, once its job runs as `job_id` (or, shown before
+    it runs, placeholders for what only the job knows)."""
+    return StepPlace(
+        job_id=job_id,
+        head_address=head_address,
+        gpus_per_node=allocation.gpus_per_node,
+        cpus_per_task=allocation.cpus_per_task,
+        container=allocation.container,
+        python=allocation.python,
+    )
 
 
 def free_port() -> int:
@@ -55,7 +69,9 @@ def cpus_flags(cpus_per_task: int | None) -> list[str]:
     return [] if cpus_per_task is None else [f"--cpus-per-task={cpus_per_task}"]
 
 
-def rendezvous_flags(nodes: int, place: StepPlace, port: int, index: int | str) -> tuple[str, ...]:
+def rendezvous_flags(
+    nodes: int, place: StepPlace, port: int | str, index: int | str
+) -> tuple[str, ...]:
     """torchrun's multi-node rendezvous for step `index`: c10d at the first node's address,
     a port and rendezvous id of its own (torchscale.orchestration.schedulers.slurm.node adds which
     node hosts the store: the same argv runs on every node)."""
@@ -86,10 +102,12 @@ def srun_command(
     log_dir: Path,
     base_env: Mapping[str, str],
     place: StepPlace,
-    port: int,
+    port: int | str,
     index: int,
 ) -> LaunchCommand:
-    """One cell as an srun step of torchrun on every node of the allocation."""
+    """One cell as an srun step of torchrun on every node of the allocation (`port`: a
+    placeholder where the command is shown before the job runs, torchscale/orchestration/
+    schedulers/slurm/review.py)."""
     nodes = planned.launch.nnodes
     inner = planned.command(
         spec_path,

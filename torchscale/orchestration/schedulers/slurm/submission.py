@@ -49,7 +49,7 @@ class SlurmSweep:
     allocations: list[Allocation] = field(default_factory=list)
     scripts: list[Path] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)  # --resume: ok results kept
-    skipped: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # cell id -> why it is skipped
     following: list[JobRecord] = field(default_factory=list)  # --resume: still queued/running
     warnings: list[str] = field(default_factory=list)
 
@@ -145,7 +145,7 @@ def prepare_sweep(
     for planned in plan.cells:
         cell_id = planned.cell.id
         if planned.skip_reason is not None:
-            sweep.skipped.append(cell_id)
+            sweep.skipped[cell_id] = planned.skip_reason
             if write_skips:
                 error = CellError(reason=planned.skip_reason)
                 store.write_cell(unmeasured_result(planned, Status.SKIPPED, error))
