@@ -18,13 +18,20 @@ import pytest
 from fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml
 
 from torchscale.orchestration.validate import perf_worker
-from torchscale.orchestration.validate.bandwidth import BandwidthResult
+from torchscale.orchestration.validate.bandwidth import (
+    LINK_MAX_CALLS,
+    BandwidthResult,
+    busy_calls,
+    sample_while,
+)
 from torchscale.orchestration.validate.check_result import CheckStatus
-from torchscale.orchestration.validate.host_links import placement_text
+from torchscale.orchestration.validate.host_links import link_evidence, placement_text
 from torchscale.orchestration.validate.pcie_topology import (
+    GpuPlacement,
     HostTopology,
     PcieLink,
     bus_chain,
+    fastest,
     normal_bus_id,
     parse_link_speed,
     parse_link_width,
@@ -52,14 +59,22 @@ def test_each_gpu_copies_alone_in_its_turn_then_all_together(
     k-th barrier of one rank is the k-th of all); copies after the same barrier overlap."""
     world = 8
     copies: list[tuple[int, int, str]] = []  # (barriers passed, rank, direction)
+    reads_link: dict[tuple[int, int], bool] = {}  # (barriers passed, rank): link read under load
     for rank in range(world):
         passed = {"n": 0}
 
         def barrier(device: Any, passed: dict[str, int] = passed) -> None:
             passed["n"] += 1
 
-        def copy(gpu: int, direction: str, rank: int = rank, passed: dict[str, int] = passed):
+        def copy(
+            gpu: int,
+            direction: str,
+            read_link: Any = None,
+            rank: int = rank,
+            passed: dict[str, int] = passed,
+        ) -> BandwidthResult:
             copies.append((passed["n"], rank, direction))
+            reads_link[passed["n"], rank] = read_link is not None
             return BandwidthResult(check=direction, device=f"cuda:{gpu}", gbps=1.0)
 
         fake_dist = SimpleNamespace(get_rank=lambda rank=rank: rank, get_world_size=lambda: world)
@@ -76,6 +91,12 @@ def test_each_gpu_copies_alone_in_its_turn_then_all_together(
     together = [ranks for ranks in at_once.values() if len(ranks) > 1]
     assert sorted(r for ranks in alone for r in ranks) == list(range(world))
     assert together == [list(range(world))]
+    # each GPU's link is read while it copies alone: the reading says what it trained to
+    lone_phases = {phase for phase, ranks in at_once.items() if len(ranks) == 1}
+    assert {reads for (phase, _), reads in reads_link.items() if phase in lone_phases} == {True}
+    assert {reads for (phase, _), reads in reads_link.items() if phase not in lone_phases} == {
+        False
+    }
 
 
 # ------------------------------------------------------------------------ sysfs parsing
@@ -290,3 +311,96 @@ def test_one_gpu_has_no_all_at_once_row() -> None:
     rank = RankPerf(rank=0, device="cuda:0", device_name=H100, bandwidth=[_copy("h2d", 0, 50.0)])
     rows = judge_perf(PerfRun(world_size=1, ranks=[rank]), "cuda")
     assert [(r.check, r.status) for r in rows] == [("h2d", CheckStatus.PASS)]
+
+
+# ------------------------------------------------- the link read at idle, and under load
+
+GEN1 = "2.5 GT/s PCIe"
+
+
+def _link(speed: float, max_speed: float = 32.0, width: int = 16) -> PcieLink:
+    return PcieLink(speed_gts=speed, width=width, max_speed_gts=max_speed, max_width=16)
+
+
+def test_a_healthy_board_read_at_idle_names_no_link(tmp_path: Path) -> None:
+    """After the copies an idle GPU drops its link to Gen1: the topology (rank 0 reads it
+    last) says Gen1 for every GPU. The lone copies ran at 52 GB/s, which Gen1 x16 (4 GB/s)
+    cannot carry: no healthy row may gain 'link trained Gen1 x16'."""
+    devices, bus_ids = hgx_sysfs(tmp_path, gpu_speed=GEN1)
+    run = board_run(52.0, 26.0, topology_from_sysfs(bus_ids, devices))
+    rows = [r for r in judge_perf(run, "cuda") if r.check in ("h2d", "d2h")]
+    assert {r.status for r in rows} == {CheckStatus.PASS}
+    assert not [r.detail for r in rows if "link trained" in r.detail]
+    assert {(r.data["link"], r.data["link_read"]) for r in rows} == {("Gen1 x16", "at idle")}
+
+
+def test_the_link_read_while_copying_wins_over_the_idle_one(tmp_path: Path) -> None:
+    devices, bus_ids = hgx_sysfs(tmp_path, gpu_speed=GEN1)
+    topology = topology_from_sysfs(bus_ids, devices)
+    run = board_run(52.0, 26.0, topology)
+    for rank in run.ranks:  # each GPU read Gen5 x16 while it copied alone
+        for result in rank.bandwidth:
+            if result.check in ("h2d", "d2h"):
+                result.link = _link(32.0)
+    rows = judge_perf(run, "cuda")
+    lone = [r for r in rows if r.check in ("h2d", "d2h")]
+    assert {(r.data["link"], r.data["link_read"]) for r in lone} == {("Gen5 x16", "while copying")}
+    # a slow GPU whose link read Gen4 while copying: the cause, named as such
+    slow = board_run(26.0, 20.0, topology)
+    for result in slow.ranks[3].bandwidth:
+        result.link = _link(16.0)
+    row = next(r for r in judge_perf(slow, "cuda") if r.check == "h2d" and r.gpu == 3)
+    assert row.status is CheckStatus.FAIL
+    assert "link trained Gen4 x16, below its Gen5 x16, read while copying" in row.detail
+    # the same slow figure with only the idle reading: named as a possibility, not the cause
+    idle = next(r for r in judge_perf(slow, "cuda") if r.check == "h2d" and r.gpu == 2)
+    assert "link trained Gen1 x16, below its Gen5 x16 (read at idle: may be" in idle.detail
+
+
+def test_a_link_below_its_maximum_is_named_only_on_a_low_row() -> None:
+    gen1, gen5 = _link(2.5), _link(32.0)
+    for status in (CheckStatus.PASS, CheckStatus.INFO, CheckStatus.SKIP):
+        assert link_evidence(gen1, False, status) is None
+        assert link_evidence(gen1, True, status) is None
+    for status in (CheckStatus.WARN, CheckStatus.FAIL):
+        assert link_evidence(gen5, True, status) is None  # at its maximum: not the cause
+        assert link_evidence(None, False, status) is None
+        assert "power saving" in (link_evidence(gen1, False, status) or "")
+        assert "power saving" not in (link_evidence(gen1, True, status) or "-")
+
+
+def test_reads_while_copying_keep_the_fastest_and_stop_when_the_copies_end() -> None:
+    """The link trains up a few reads into the copies; the reads stop once they are done."""
+    rates = iter([2.5, 2.5, 32.0, 32.0, 32.0, 32.0])
+    polls = iter([True, True, True, False])
+    slept: list[float] = []
+    readings = sample_while(
+        lambda: next(polls), lambda: _link(next(rates)), interval_s=0.01, sleep=slept.append
+    )
+    assert [r.speed_gts for r in readings] == [2.5, 2.5, 32.0, 32.0]
+    assert slept == [0.01] * 3
+    best = fastest([None, *readings])
+    assert best is not None and best.text() == "Gen5 x16"
+    assert fastest([None, None]) is None
+    capped = sample_while(lambda: True, lambda: 1, max_reads=5, sleep=lambda s: None)
+    assert capped == [1] * 5
+
+
+def test_copies_queued_to_keep_the_link_busy_are_bounded() -> None:
+    assert busy_calls(0.005, busy_s=0.5) == 100  # 256 MiB at ~52 GB/s
+    assert busy_calls(2.0, busy_s=0.5) == 1  # a very slow link: one copy is enough
+    assert busy_calls(1e-7, busy_s=0.5) == LINK_MAX_CALLS  # never a full launch queue
+    assert busy_calls(0.0) == 1
+
+
+def test_the_shared_figure_of_a_gpu_with_its_own_link_quotes_the_reading_under_load(
+    tmp_path: Path,
+) -> None:
+    alone = PcieLink(speed_gts=32.0, width=16, max_speed_gts=32.0, max_width=16)
+    idle = PcieLink(speed_gts=2.5, width=16, max_speed_gts=32.0, max_width=16)
+    topology = HostTopology(
+        source="sysfs", gpus=[GpuPlacement(gpu=0, link=idle), GpuPlacement(gpu=1, link=idle)]
+    )
+    text = placement_text(topology.of(0), topology, alone)
+    assert "its own (Gen5 x16, 64 GB/s per direction)" in text
+    assert "Gen1" in placement_text(topology.of(0), topology)  # no reading under load

@@ -7,22 +7,30 @@ so the figure is memory's, not the cache's. Timing is matmul_peak's: a loop cali
 `min_time_s`, CUDA events on a GPU, the median of `repeats` loops. What cannot be measured here
 (no GPU, one GPU) has no figure and says why.
 
+A host copy can also read the GPU's PCIe link while copies are in flight (`read_link`): an idle
+GPU drops its link to a power-saving rate, so only a reading under load says what it trained to.
+
 Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.orchestration.validate.matmul_peak import ClockTimer, CudaLoopTimer, Timer
+from torchscale.orchestration.validate.pcie_topology import PcieLink, fastest
+
+T = TypeVar("T")
 
 MemoryKind = Literal["copy", "triad"]
 Direction = Literal["h2d", "d2h"]
@@ -34,6 +42,13 @@ GPU_MIN_BYTES = 1 << 30
 HOST_LINK_BYTES = 256 << 20
 LATENCY_BYTES = 4
 MAX_CALLS = 100_000
+# The link is read every LINK_READ_INTERVAL_S while LINK_BUSY_S of copies are in flight: the
+# GPU has just copied for a second or more (the timed loops), and the reads keep the fastest.
+# At most LINK_MAX_CALLS queued copies: CUDA's launch queue holds about a thousand, and a
+# fuller one would block the host in the enqueue, reading only once the copies are done.
+LINK_BUSY_S = 0.5
+LINK_READ_INTERVAL_S = 0.02
+LINK_MAX_CALLS = 512
 
 
 class BandwidthResult(BaseModel):
@@ -53,6 +68,11 @@ class BandwidthResult(BaseModel):
     calls: int = 0
     unavailable: str | None = None
     note: str = ""
+    link: PcieLink | None = Field(
+        default=None,
+        description="this GPU's PCIe link read while these copies ran (the fastest of the "
+        "reads); None: not read",
+    )
 
 
 class P2PPair(BaseModel):
@@ -181,6 +201,41 @@ def no_gpu_reason(needed: int = 1) -> str | None:
     return None
 
 
+def sample_while(
+    busy: Callable[[], bool],
+    read: Callable[[], T],
+    interval_s: float = LINK_READ_INTERVAL_S,
+    max_reads: int = int(2 * LINK_BUSY_S / LINK_READ_INTERVAL_S),
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[T]:
+    """`read()` once, then every `interval_s` while `busy()`, at most `max_reads` reads."""
+    readings = [read()]
+    while len(readings) < max_reads and busy():
+        sleep(interval_s)
+        readings.append(read())
+    return readings
+
+
+def busy_calls(seconds_per_call: float, busy_s: float = LINK_BUSY_S) -> int:
+    """Copies to queue so that they keep the link busy for about `busy_s`."""
+    if seconds_per_call <= 0:
+        return 1
+    return max(1, min(LINK_MAX_CALLS, math.ceil(busy_s / seconds_per_call)))
+
+
+def read_while_copying(
+    copy: Callable[[], object], seconds_per_call: float, read: Callable[[], T]
+) -> list[T]:
+    """Queue copies for about LINK_BUSY_S on the current CUDA device and `read` while they
+    run; returns when they are done."""
+    stream = torch.cuda.current_stream()
+    for _ in range(busy_calls(seconds_per_call)):
+        copy()
+    readings = sample_while(lambda: not stream.query(), read)
+    stream.synchronize()
+    return readings
+
+
 def measure_host_device(
     gpu: int,
     direction: Direction,
@@ -188,8 +243,11 @@ def measure_host_device(
     pinned: bool = True,
     min_time_s: float = 0.2,
     repeats: int = 5,
+    read_link: Callable[[], PcieLink | None] | None = None,
 ) -> BandwidthResult:
-    """Pinned host memory to GPU `gpu` (h2d) or back (d2h), non-blocking, CUDA events."""
+    """Pinned host memory to GPU `gpu` (h2d) or back (d2h), non-blocking, CUDA events; with
+    `read_link`, the GPU's link read while more of the same copies run (after the timing, so
+    the reads never sit inside a timed loop)."""
     reason = no_gpu_reason()
     if reason is not None:
         return BandwidthResult(check=direction, device=f"cuda:{gpu}", gbps=None, unavailable=reason)
@@ -205,10 +263,12 @@ def measure_host_device(
     def d2h() -> object:
         return host.copy_(on_gpu, non_blocking=True)
 
+    copy = h2d if direction == "h2d" else d2h
+    link = None
     with torch.cuda.device(dev):
-        seconds, calls = time_per_call(
-            h2d if direction == "h2d" else d2h, CudaLoopTimer(), min_time_s, repeats
-        )
+        seconds, calls = time_per_call(copy, CudaLoopTimer(), min_time_s, repeats)
+        if read_link is not None and seconds > 0:
+            link = fastest(read_while_copying(copy, seconds, read_link))
     return BandwidthResult(
         check=direction,
         device=str(dev),
@@ -217,6 +277,7 @@ def measure_host_device(
         seconds_per_call=seconds,
         calls=calls,
         note=("pinned" if pinned else "pageable") + f" host memory, {nbytes >> 20} MiB",
+        link=link,
     )
 
 

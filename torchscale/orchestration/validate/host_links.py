@@ -1,11 +1,13 @@
 """Host<->device copies judged against the right bar.
 
 A GPU copying alone uses its own PCIe link: that figure (`h2d`, `d2h`) is judged against the
-link's rate (the SKU's PCIe figure, validate/reference.py). With every GPU copying at once
-(`h2d.all`, `d2h.all`) GPUs behind one PCIe switch split its uplink: on an HGX board two GPUs
-share one Gen5 x16, so a healthy GPU gets about half its link. That figure is what the board
-gives, not a verdict on the GPU: it is reported (INFO) beside the topology that explains it
-(validate/pcie_topology.py), or "topology unknown" with the reason.
+link's rate (the SKU's PCIe figure, validate/reference.py); a link trained below its maximum is
+named on a low row, from the reading taken while the GPU copied (an idle GPU's link reads low).
+With every GPU copying at once (`h2d.all`, `d2h.all`) GPUs behind one PCIe switch split its
+uplink: on an HGX board two GPUs share one Gen5 x16, so a healthy GPU gets about half its
+link. That figure is what the board gives, not a verdict on the GPU: it is reported (INFO)
+beside the topology that explains it (validate/pcie_topology.py), or "topology unknown" with
+the reason.
 
 Pure functions over a perf run's figures.
 
@@ -40,13 +42,19 @@ def _rate(link: PcieLink) -> str:
     return link.text() + (f", {gbps:.3g} GB/s per direction" if gbps is not None else "")
 
 
-def placement_text(placement: GpuPlacement | None, topology: HostTopology | None) -> str:
-    """Why this GPU's all-at-once figure is what it is, in the topology's words."""
+def placement_text(
+    placement: GpuPlacement | None,
+    topology: HostTopology | None,
+    own_link: PcieLink | None = None,
+) -> str:
+    """Why this GPU's all-at-once figure is what it is, in the topology's words. `own_link`:
+    the GPU's link as read while it copied, before the topology's idle reading."""
     if topology is None or topology.source is None or placement is None:
         why = topology.unknown if topology is not None and topology.unknown else "not read"
         return f"topology unknown ({why})"
     if not placement.shares_with:
-        own = f" ({_rate(placement.link)})" if placement.link is not None else ""
+        link = own_link or placement.link
+        own = f" ({_rate(link)})" if link is not None else ""
         return f"its PCIe link to the host is its own{own} ({topology.source})"
     sharing = len(placement.shares_with) + 1
     text = f"shares its PCIe link to the host with {_gpus(placement.shares_with)}"
@@ -62,23 +70,34 @@ def placement_text(placement: GpuPlacement | None, topology: HostTopology | None
     return text + f" ({topology.source})"
 
 
-def link_evidence(placement: GpuPlacement | None) -> str | None:
-    """'link trained Gen4 x16, below its Gen5 x16': why a lone copy is slow, where sysfs says."""
-    link = placement.link if placement is not None else None
-    if link is None or not link.below_max:
+def link_evidence(link: PcieLink | None, while_copying: bool, status: CheckStatus) -> str | None:
+    """'link trained Gen4 x16, below its Gen5 x16': why a lone copy is slow, where sysfs says;
+    on a WARN or FAIL row only. Read while the GPU copied, the rate is what the link trained
+    to. Read at idle it may be the GPU's power saving (an idle GPU drops its link, often to
+    Gen1, and trains it back up under load), so it is named as a possibility: on every row
+    of a healthy board it would read as a fault."""
+    if link is None or not link.below_max or status not in (CheckStatus.WARN, CheckStatus.FAIL):
         return None
-    return f"link trained {link.text()}, below its {link.max_text()}"
+    text = f"link trained {link.text()}, below its {link.max_text()}"
+    if while_copying:
+        return text + ", read while copying"
+    return text + " (read at idle: may be the GPU's PCIe power saving, not the cause)"
 
 
-def annotate_alone(row: Measurement, topology: HostTopology | None) -> Measurement:
-    """A judged lone-copy row with its GPU's link (a link trained below its maximum named in
-    the detail: the usual reason for a low figure)."""
+def annotate_alone(
+    row: Measurement, topology: HostTopology | None, while_copying: PcieLink | None = None
+) -> Measurement:
+    """A judged lone-copy row with its GPU's link: the one read while it copied, else the
+    topology's (read at idle); a link below its maximum named on a WARN or FAIL row."""
     placement = topology.of(row.gpu) if topology is not None and row.gpu is not None else None
+    link = while_copying or (placement.link if placement is not None else None)
     row.data["gpus_at_once"] = 1
-    if placement is not None and placement.link is not None:
-        row.data["link"] = placement.link.text()
-    evidence = link_evidence(placement)
-    if evidence and row.value is not None:
+    if link is not None:
+        row.data["link"] = link.text()
+        row.data["link_max"] = link.max_text()
+        row.data["link_read"] = "while copying" if while_copying is not None else "at idle"
+    evidence = link_evidence(link, while_copying is not None, row.status)
+    if evidence:
         row.detail += f"; {evidence}"
     return row
 
@@ -110,7 +129,7 @@ def all_at_once_row(
     placement = topology.of(gpu) if topology is not None and gpu is not None else None
     detail = (
         f"{result.gpus_at_once} GPUs copying at once, {total:.3g} GB/s together; "
-        + placement_text(placement, topology)
+        + placement_text(placement, topology, alone.link if alone is not None else None)
     )
     data: dict[str, object] = {
         "gpus_at_once": result.gpus_at_once,

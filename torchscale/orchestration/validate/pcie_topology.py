@@ -17,6 +17,11 @@ with every GPU copying at once beside this topology (validate/host_links.py).
 Neither readable (no sysfs in a container, no driver): the topology is unknown, and says why.
 Parsing and grouping are pure; `read_host_topology` does the reading.
 
+A GPU's own link is read at two times: by rank 0 with the topology, after the copies, when an
+idle GPU has often dropped its link to a power-saving rate (Gen1, where it copies at Gen5),
+and by each rank while it copies alone (`read_gpu_link`, validate/bandwidth.py), the reading
+that says what the link trained to.
+
 Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -293,21 +298,40 @@ def topology_from_nvml(state: NvmlState, nvml_index: Mapping[int, int | None]) -
     return HostTopology(source="nvml", gpus=placements)
 
 
+def fastest(links: Iterable[PcieLink | None]) -> PcieLink | None:
+    """The fastest of several reads of one link: an idle GPU drops its link to a low rate and
+    trains it back up under load, so the best read during copies is what the link can do."""
+    known = [link for link in links if link is not None]
+    return max(known, key=lambda link: link.gbps or 0.0, default=None)
+
+
+def _gpu_ids(torch: Any, ordinal: int) -> tuple[str | None, str | None]:
+    """(bus id, UUID) of a CUDA ordinal; (None, None) where torch cannot describe it (an older
+    torch, a GPU it cannot describe)."""
+    try:
+        props = torch.cuda.get_device_properties(ordinal)
+        bus_id = torch_bus_id(
+            int(props.pci_domain_id), int(props.pci_bus_id), int(props.pci_device_id)
+        )
+        return bus_id, str(props.uuid)
+    except Exception:
+        return None, None
+
+
+def read_gpu_link(torch: Any, ordinal: int, devices: Path = SYSFS_PCI_DEVICES) -> PcieLink | None:
+    """This CUDA ordinal's own PCIe link as sysfs says now; None where it cannot be read."""
+    bus_id, _ = _gpu_ids(torch, ordinal)
+    return read_link(devices / bus_id) if bus_id is not None else None
+
+
 def read_host_topology(torch: Any, count: int, devices: Path = SYSFS_PCI_DEVICES) -> HostTopology:
     """The CUDA ordinals 0..count-1 placed from sysfs, else from NVML (their NVML GPUs found
     by UUID), else unknown with both reasons. Never raises."""
     bus_ids: dict[int, str | None] = {}
     uuids: list[str | None] = []
     for ordinal in range(count):
-        try:
-            props = torch.cuda.get_device_properties(ordinal)
-            bus_ids[ordinal] = torch_bus_id(
-                int(props.pci_domain_id), int(props.pci_bus_id), int(props.pci_device_id)
-            )
-            uuids.append(str(props.uuid))
-        except Exception:  # an older torch, a GPU it cannot describe: no bus id, no UUID
-            bus_ids[ordinal] = None
-            uuids.append(None)
+        bus_ids[ordinal], uuid = _gpu_ids(torch, ordinal)
+        uuids.append(uuid)
     from_sysfs = topology_from_sysfs(bus_ids, devices)
     if from_sysfs.source is not None:
         return from_sysfs

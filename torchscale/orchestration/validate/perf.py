@@ -243,7 +243,7 @@ def _rank_bandwidth_rows(run: PerfRun, rank: RankPerf, gpu: int | None) -> list[
             continue
         row = _bandwidth_row(result, gpu, rank.device_name)
         if result.check in ALONE_CHECKS:
-            row = annotate_alone(row, run.host_topology)
+            row = annotate_alone(row, run.host_topology, result.link)
         rows.append(row)
     return rows
 

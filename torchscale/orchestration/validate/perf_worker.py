@@ -27,6 +27,7 @@ if __name__ == "__main__":
 
     die_with_torchrun()
 
+import functools
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -44,7 +45,11 @@ from torchscale.orchestration.validate.bandwidth import (
     measure_p2p_matrix,
 )
 from torchscale.orchestration.validate.matmul_peak import PeakResult, device_name, find_peak
-from torchscale.orchestration.validate.pcie_topology import HostTopology, read_host_topology
+from torchscale.orchestration.validate.pcie_topology import (
+    HostTopology,
+    read_gpu_link,
+    read_host_topology,
+)
 from torchscale.rank.worker.error_file import record_errors
 from torchscale.rank.worker.rank_entry import (
     leave_without_teardown,
@@ -128,14 +133,17 @@ def measure_rank(spec: PerfSpec, device: torch.device) -> RankPerf:
 
 def host_link(direction: Direction, device: torch.device) -> list[BandwidthResult]:
     """This GPU's copies to or from pinned host memory: alone (the GPUs take turns, the
-    others wait at the barrier), then with every GPU at once (checked `<direction>.all`)."""
+    others wait at the barrier; the GPU's link read while it copies), then with every GPU at
+    once (checked `<direction>.all`)."""
     rank, world = dist.get_rank(), dist.get_world_size()
     gpu = device.index or 0
     alone: BandwidthResult | None = None
     for turn in range(world):
         _phase(device)
         if turn == rank:
-            alone = measure_host_device(gpu, direction)
+            alone = measure_host_device(
+                gpu, direction, read_link=functools.partial(read_gpu_link, torch, gpu)
+            )
     assert alone is not None
     if world == 1:
         return [alone]  # one GPU: alone is all at once
