@@ -42,6 +42,7 @@ from torchscale.orchestration.validate.host_links import (
 )
 from torchscale.orchestration.validate.host_links import TITLES as HOST_TITLES
 from torchscale.orchestration.validate.matmul_peak import PeakResult
+from torchscale.orchestration.validate.node_peers import judge_with_peers
 from torchscale.orchestration.validate.perf_worker import PerfRun, PerfSpec, RankPerf
 from torchscale.orchestration.validate.reference import expected_for, judge, sku_for
 
@@ -249,7 +250,9 @@ def _rank_bandwidth_rows(run: PerfRun, rank: RankPerf, gpu: int | None) -> list[
 
 
 def judge_perf(run: PerfRun, device: Device) -> list[Measurement]:
-    """Every rank's figures as judged rows; `gpu` is the GPU index (on CPU: None, the node)."""
+    """Every rank's figures as judged rows; `gpu` is the GPU index (on CPU: None, the node).
+    A GPU's matmul figures are judged against its SKU and its node's other GPUs
+    (validate/node_peers.py)."""
     rows: list[Measurement] = []
     for rank in sorted(run.ranks, key=lambda r: r.rank):
         gpu = rank.rank if device == "cuda" else None
@@ -258,7 +261,9 @@ def judge_perf(run: PerfRun, device: Device) -> list[Measurement]:
     if run.p2p is not None:
         name = run.ranks[0].device_name if run.ranks else ""
         rows.extend(_p2p_rows(run.p2p, name))
-    return rows
+    if device != "cuda":
+        return rows
+    return judge_with_peers(rows, {rank.rank: rank.device_name for rank in run.ranks})
 
 
 def busbw_rows(result: CommResult, device_name: str, stored: str) -> list[Measurement]:
@@ -312,6 +317,18 @@ def _figure(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
+def _hint(status: CheckStatus, culprit: Measurement) -> str:
+    """What to do about a WARN or FAIL: the worst row's own hint where it has one (a GPU
+    lagging its peers, a whole node below its SKU), else where to look."""
+    if status not in (CheckStatus.WARN, CheckStatus.FAIL):
+        return ""
+    if culprit.data.get("hint"):
+        return str(culprit.data["hint"])
+    if status is CheckStatus.FAIL:
+        return "see docs/validate.md ('How to read a FAIL') for what to check on this node"
+    return "below what this SKU usually reaches: compare with its peers (fleet view)"
+
+
 def perf_checks(rows: Sequence[Measurement], units: str) -> list[CheckResult]:
     """One table line per check: its worst verdict over the GPUs, their spread, the worst
     GPU's evidence. `units` names what a row's gpu index is ('GPU' or 'rank')."""
@@ -324,6 +341,7 @@ def perf_checks(rows: Sequence[Measurement], units: str) -> list[CheckResult]:
         values = [r.value for r in mine if r.value is not None]
         unit = mine[0].unit
         first = mine[0]
+        culprit = next((r for r in mine if r.status is status), first)
         title = first.title
         if check.startswith("p2p."):
             title = "GPU to GPU " + ("bandwidth" if check == "p2p.bw" else "latency")
@@ -337,21 +355,15 @@ def perf_checks(rows: Sequence[Measurement], units: str) -> list[CheckResult]:
                 f"{len(values)} {units}s, {_figure(min(values), unit)} to "
                 f"{_figure(max(values), unit)} (median {_figure(median, unit)})"
             )
-            culprit = next((r for r in mine if r.status is status), first)
             where = f"{units} {culprit.gpu}" if culprit.gpu is not None else culprit.title
             detail += f"; {where}: {culprit.detail}"
-        hint = ""
-        if status is CheckStatus.FAIL:
-            hint = "see docs/validate.md ('How to read a FAIL') for what to check on this node"
-        elif status is CheckStatus.WARN:
-            hint = "below what this SKU usually reaches: compare with its peers (fleet view)"
         checks.append(
             CheckResult(
                 id=f"perf_{check.replace('.', '_')}",
                 title=title,
                 status=status,
                 detail=detail,
-                hint=hint,
+                hint=_hint(status, culprit),
                 data={"check": check, "rows": len(mine)},
             )
         )

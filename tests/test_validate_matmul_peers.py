@@ -1,0 +1,143 @@
+"""Each GPU's matmul figure of `validate --level perf` is judged against its SKU and against
+the node's other GPUs: a power-capped node below the SKU on every GPU is the node's doing,
+one GPU below its peers is the faulty-GPU signal. Pure judging, fed fake per-GPU figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchscale.orchestration.validate.check_result import CheckStatus, Measurement
+from torchscale.orchestration.validate.matmul_peak import PeakResult
+from torchscale.orchestration.validate.node_peers import (
+    LAGGING_HINT,
+    PEER_FAIL,
+    PEER_PASS,
+    POWER_HINT,
+    judge_with_peers,
+    peer_status,
+)
+from torchscale.orchestration.validate.perf import judge_perf, perf_checks
+from torchscale.orchestration.validate.perf_worker import PerfRun, RankPerf
+from torchscale.orchestration.validate.reference import expected_for
+
+H100 = "NVIDIA H100 80GB HBM3"
+UNKNOWN = "NVIDIA Imaginary X1"
+
+
+def _bar() -> float:
+    """H100's bf16 reference (the published achievable figure), read from the table."""
+    expected = expected_for(H100, "matmul.bf16")
+    assert expected is not None
+    return expected.value
+
+
+def node(shares: list[float], name: str = H100, device: str = "cuda") -> list[Measurement]:
+    """One GPU per share, each reaching `share` x the SKU's bf16 reference (x 500 TFLOP/s
+    for a GPU without one), judged as `validate --level perf` judges them."""
+    scale = _bar() if name == H100 else 500.0
+    ranks = [
+        RankPerf(
+            rank=gpu,
+            device=f"cuda:{gpu}",
+            device_name=name,
+            matmul=[
+                PeakResult(
+                    dtype="bf16", device=f"cuda:{gpu}", device_name=name, best_tflops=s * scale
+                )
+            ],
+        )
+        for gpu, s in enumerate(shares)
+    ]
+    return judge_perf(PerfRun(world_size=len(ranks), ranks=ranks), device)  # type: ignore[arg-type]
+
+
+def _check(rows: list[Measurement]) -> tuple[CheckStatus, str, str]:
+    (line,) = perf_checks(rows, "GPU")
+    return line.status, line.detail, line.hint
+
+
+def test_a_power_capped_node_is_the_nodes_doing_not_a_faulty_gpu() -> None:
+    """8 healthy GPUs all at 0.8 x the reference: below the SKU's PASS bar (90 %), alike."""
+    rows = node([0.8] * 8)
+    assert {r.status for r in rows} == {CheckStatus.WARN}
+    for row in rows:
+        assert row.data["peer_verdict"] == "whole node below the SKU"
+        assert "the whole node is below the SKU" in row.detail
+        assert "not a per-GPU fault" in row.detail and "lags" not in row.detail
+        assert row.data["peer_ratio"] == pytest.approx(1.0)
+    status, _, hint = _check(rows)
+    assert status is CheckStatus.WARN
+    assert hint == POWER_HINT and "nvidia-smi -q -d POWER" in hint
+
+
+def test_one_gpu_below_its_peers_is_flagged_and_only_that_one() -> None:
+    """7 GPUs at 0.95 x the reference and one at 0.7."""
+    rows = node([0.95] * 7 + [0.7])
+    slow = rows[7]
+    assert slow.status is CheckStatus.FAIL
+    assert slow.data["peer_verdict"] == "lags its peers"
+    assert slow.data["peer_ratio"] == pytest.approx(0.7 / 0.95, abs=1e-3)
+    assert slow.detail.startswith("74% of the median of the node's other 7 GPUs")
+    assert {r.status for r in rows[:7]} == {CheckStatus.PASS}
+    assert {r.data["peer_verdict"] for r in rows[:7]} == {"with its peers"}
+    status, detail, hint = _check(rows)
+    assert status is CheckStatus.FAIL
+    assert "GPU 7: 74% of the median" in detail
+    assert hint == LAGGING_HINT
+
+
+def test_a_gpu_that_passes_its_sku_but_lags_its_peers_warns() -> None:
+    """The SKU bar alone passes a GPU at 0.92 of the reference; on a node whose others reach
+    1.03 it is 11 % behind them: the per-GPU signal the SKU bar cannot give."""
+    rows = node([1.03] * 7 + [0.92])
+    assert rows[7].ratio == pytest.approx(0.92) and rows[7].ratio >= 0.9  # the SKU: PASS
+    assert rows[7].status is CheckStatus.WARN
+    assert "this GPU lags its peers" in rows[7].detail
+    assert {r.status for r in rows[:7]} == {CheckStatus.PASS}
+
+
+def test_a_healthy_node_with_the_usual_spread_passes() -> None:
+    rows = node([0.97, 0.99, 1.0, 0.95, 0.98, 1.01, 0.96, 0.99])
+    assert {r.status for r in rows} == {CheckStatus.PASS}
+    assert _check(rows)[2] == ""
+
+
+def test_a_node_far_below_its_sku_still_fails_and_says_it_is_the_whole_node() -> None:
+    rows = node([0.6] * 8)
+    assert {r.status for r in rows} == {CheckStatus.FAIL}
+    assert {r.data["peer_verdict"] for r in rows} == {"whole node below the SKU"}
+    assert _check(rows)[2] == POWER_HINT
+
+
+def test_without_a_reference_a_lagging_gpu_is_still_flagged() -> None:
+    """No SKU reference (INFO): the peers are the only bar, and they still name the GPU."""
+    rows = node([1.0, 1.0, 1.0, 0.85], name=UNKNOWN)
+    assert [r.status for r in rows] == [CheckStatus.INFO] * 3 + [CheckStatus.WARN]
+    assert rows[3].detail.startswith("85% of the median of the node's other 3 GPUs")
+    assert "no reference" not in rows[3].detail
+
+
+def test_a_gpu_alone_or_a_cpu_has_no_peers_and_keeps_its_sku_verdict() -> None:
+    (alone,) = node([0.8])
+    assert alone.status is CheckStatus.WARN and "peer_ratio" not in alone.data
+    assert "whole node" not in alone.detail
+    (cpu,) = node([1.0], name="CPU: Some Xeon", device="cpu")
+    assert cpu.status is CheckStatus.INFO and "peer_ratio" not in cpu.data
+
+
+def test_only_matmul_rows_of_the_same_model_are_peers() -> None:
+    h100 = node([0.95, 0.95])
+    (other,) = node([0.5], name=UNKNOWN)
+    memory = h100[0].model_copy(update={"check": "memory.copy", "value": 1.0, "gpu": 2})
+    rows = [h100[0], h100[1], other.model_copy(update={"gpu": 3}), memory]
+    judged = judge_with_peers(rows, {0: H100, 1: H100, 2: H100, 3: UNKNOWN})
+    assert judged[0].status is CheckStatus.PASS  # the slower model is no peer of an H100
+    assert "peers" not in judged[2].data  # alone of its model
+    assert judged[3] is memory  # not a matmul row: untouched
+
+
+def test_peer_bars() -> None:
+    assert peer_status(PEER_PASS) is CheckStatus.PASS
+    assert peer_status(PEER_PASS - 0.01) is CheckStatus.WARN
+    assert peer_status(PEER_FAIL) is CheckStatus.WARN
+    assert peer_status(PEER_FAIL - 0.01) is CheckStatus.FAIL

@@ -1,0 +1,127 @@
+"""A GPU's matmul figure judged against the node's other GPUs as well as against its SKU.
+
+Every GPU of the node searches at once, sharing the node's power and cooling, and cloud nodes
+often cap each GPU's power below the SKU's default: a healthy node can then sit below the
+SKU's bar on every GPU. The SKU bar alone cannot tell that from a faulty GPU; the GPU's peers
+can. A GPU well below the median of the node's other GPUs of its model is the faulty-GPU
+signal (clocks, power, thermals, another process, ECC); every GPU alike and the node's median
+below the SKU's bar is the node's doing (a power cap, an application clock), said as such.
+
+Per matmul row with a figure, among the rows of its check and device model:
+- below PEER_PASS of its peers' median: it lags them: WARN, FAIL below PEER_FAIL (its SKU
+  verdict where that is worse);
+- within its peers, below the SKU's bar while the node's median is below it too: its SKU
+  verdict, worded as the whole node's, with the power-cap hint;
+- else its SKU verdict stands. A GPU alone (or a CPU) has no peers: its SKU verdict stands.
+
+Pure functions over judged rows (validate/perf.py makes them).
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from torchscale.orchestration.validate.check_result import SEVERITY, CheckStatus, Measurement
+from torchscale.orchestration.validate.reference import expected_for, judge
+
+# GPUs of one model measured together differ by a few percent (boost clocks, silicon); a GPU
+# 10 % below the others' median is outside that, 20 % below is broken
+PEER_PASS = 0.90
+PEER_FAIL = 0.80
+PEER_CHECK_PREFIX = "matmul."
+LOW = (CheckStatus.WARN, CheckStatus.FAIL)
+POWER_HINT = "whole node below the SKU: power cap? check nvidia-smi -q -d POWER"
+LAGGING_HINT = (
+    "one GPU below its peers: check its clocks, power and temperature (nvidia-smi -q -d "
+    "PERFORMANCE,POWER,TEMPERATURE), other processes on it and its ECC errors"
+)
+
+
+def _worse(a: CheckStatus, b: CheckStatus) -> CheckStatus:
+    return a if SEVERITY.index(a) <= SEVERITY.index(b) else b
+
+
+def peer_status(peer_ratio: float) -> CheckStatus:
+    """A GPU's verdict by its figure over its peers' median alone."""
+    if peer_ratio >= PEER_PASS:
+        return CheckStatus.PASS
+    return CheckStatus.WARN if peer_ratio >= PEER_FAIL else CheckStatus.FAIL
+
+
+def _node_below_sku(check: str, device_name: str, node_median: float) -> str | None:
+    """'80% of the SKU's 792' when the node's median is below the SKU's PASS bar, else None."""
+    expected = expected_for(device_name, check)
+    status, ratio, _ = judge(check, node_median, expected)
+    if status not in LOW or expected is None or ratio is None:
+        return None
+    return f"{ratio:.0%} of the SKU's {expected.value:g}"
+
+
+def judge_with_peers(
+    rows: Sequence[Measurement], device_of: Mapping[int, str]
+) -> list[Measurement]:
+    """`rows` with each GPU's matmul verdict weighed against its node's other GPUs;
+    `device_of`: GPU index to device name (a GPU missing from it has no peers)."""
+    groups: dict[tuple[str, str], list[Measurement]] = {}
+    for row in rows:
+        name = device_of.get(row.gpu) if row.gpu is not None else None
+        if name is not None and row.value is not None and row.check.startswith(PEER_CHECK_PREFIX):
+            groups.setdefault((row.check, name), []).append(row)
+    judged = {id(row): row for row in rows}
+    for (check, name), mine in groups.items():
+        if len(mine) < 2:
+            continue
+        node_median = statistics.median(r.value for r in mine if r.value is not None)
+        node_low = _node_below_sku(check, name, node_median)
+        for row in mine:
+            others = [r.value for r in mine if r is not row and r.value is not None]
+            peers = Peers(statistics.median(others), len(others), node_median, node_low)
+            judged[id(row)] = _with_peers(row, peers)
+    return [judged[id(row)] for row in rows]
+
+
+@dataclass(frozen=True)
+class Peers:
+    """What one GPU is weighed against: the median of the node's other GPUs of its model, how
+    many they are, the whole node's median and, when that is below the SKU's bar, by how much."""
+
+    median: float
+    count: int
+    node_median: float
+    node_below_sku: str | None
+
+
+def _with_peers(row: Measurement, peers: Peers) -> Measurement:
+    assert row.value is not None
+    ratio = row.value / peers.median if peers.median > 0 else 1.0
+    data: dict[str, object] = {
+        "peer_median": round(peers.median, 3),
+        "peer_ratio": round(ratio, 3),
+        "peers": peers.count,
+        "node_median": round(peers.node_median, 3),
+    }
+    by_peers = peer_status(ratio)
+    status, detail = row.status, row.detail
+    if by_peers is not CheckStatus.PASS:
+        status = _worse(by_peers, row.status)
+        detail = (
+            f"{ratio:.0%} of the median of the node's other {peers.count} GPUs "
+            f"({peers.median:.3g} {row.unit}): this GPU lags its peers"
+        )
+        if row.expected is not None:
+            detail += f"; {row.detail}"
+        data.update(peer_verdict="lags its peers", hint=LAGGING_HINT)
+    elif row.status in LOW and peers.node_below_sku is not None:
+        detail = (
+            f"{row.detail}; the whole node is below the SKU (its median "
+            f"{peers.node_median:.3g} {row.unit}, {peers.node_below_sku}) and this GPU is "
+            "with its peers: not a per-GPU fault"
+        )
+        data.update(peer_verdict="whole node below the SKU", hint=POWER_HINT)
+    else:
+        data.update(peer_verdict="with its peers")
+    return row.model_copy(update={"status": status, "detail": detail, "data": row.data | data})
