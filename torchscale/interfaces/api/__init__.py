@@ -1,7 +1,8 @@
 """The library API: a whole job in one call, returning typed results (docs/python-api.md).
 
 Each command of the CLI is a thin call into one function here: `run_benchmark` (benchmark.py),
-`run_profile` (profile.py), `run_comm` (comm.py), `build_report` (report.py). They print
+`run_profile` (profile.py), `run_comm` (comm.py), `build_report` (report.py), and
+`run_workload` (workload.py: `validate --level workload`). They print
 nothing and exit nothing; a caller that wants progress passes callbacks, and every result
 carries the exit code the command would set.
 
@@ -27,6 +28,7 @@ from torchscale.interfaces.api.profile import (
     run_profile,
 )
 from torchscale.interfaces.api.report import ReportRun, build_report
+from torchscale.interfaces.api.workload import WorkloadRun, run_workload
 
 __all__ = [
     "BenchmarkEvents",
@@ -37,6 +39,7 @@ __all__ = [
     "ProfileRun",
     "ReportRun",
     "TraceAnalysis",
+    "WorkloadRun",
     "analyze_traces",
     "build_report",
     "machine_for",
@@ -44,4 +47,5 @@ __all__ = [
     "run_benchmark",
     "run_comm",
     "run_profile",
+    "run_workload",
 ]

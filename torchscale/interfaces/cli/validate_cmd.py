@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal, cast
 
 import typer
 from rich.markup import escape
@@ -40,6 +40,7 @@ class LevelChoice(str, Enum):
     basic = "basic"
     perf = "perf"
     burn = "burn"
+    workload = "workload"
 
 
 class FailOn(str, Enum):
@@ -144,7 +145,9 @@ def validate(
         typer.Option(
             "--level",
             help="basic: the checks (seconds); perf: + measured capability against this "
-            "SKU's reference (minutes); burn: + sustained load for --duration.",
+            "SKU's reference (minutes); burn: + sustained load for --duration; workload: "
+            "every path of a training job (strategies, compile, max batch, OOM, profile, "
+            "comm, report) in one folder to attach to a bug report (minutes).",
         ),
     ] = LevelChoice.basic,
     duration: Annotated[
@@ -178,13 +181,15 @@ def validate(
     from torchscale.orchestration.validate.run_checks import run_validation
 
     Verbosity.override(verbose)
+    if level is LevelChoice.workload:
+        _workload(device, output_dir, name, fail_on, as_json)
     burn_s = parse_duration(duration)
     ctx = ValidateContext(
         device=device.value,
         output_dir=output_dir,
         quick=quick,
         smoke_timeout_s=timeout,
-        level=level.value,
+        level=cast('Literal["basic", "perf", "burn"]', level.value),  # workload left above
         burn_duration_s=burn_s,
         matmul_budget_s=budget,
         experiment_dir=output_dir / name,
@@ -209,6 +214,31 @@ def validate(
         if saved is not None:
             stdout.print(f"saved: {escape(str(saved))}")
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _workload(
+    device: DeviceChoice, output_dir: Path, name: str, fail_on: FailOn, as_json: bool
+) -> None:
+    """`--level workload`: the steps' verdicts as the other levels', then where the folder is."""
+    from torchscale.interfaces.api.workload import SUMMARY, run_workload
+
+    if as_json or Verbosity.quiet():
+        run = run_workload(device.value, output_dir, name=name, fail_on=fail_on.value)
+    else:
+        with stderr.status("workload: starting...") as status:
+            run = run_workload(
+                device.value,
+                output_dir,
+                name=name,
+                fail_on=fail_on.value,
+                on_step=lambda step: status.update(f"workload: {step}"),
+            )
+    if as_json:
+        typer.echo(run.report.model_dump_json(indent=2))
+    else:
+        render_report(run.report)
+        stdout.print(f"folder: {escape(str(run.folder))} ({SUMMARY} first)")
+    raise typer.Exit(run.exit_code)
 
 
 def _save(report: ValidateReport, experiment_dir: Path) -> Path:

@@ -1,0 +1,238 @@
+"""`validate --level workload`: its plan (pure), each step's verdict on real results bent into
+the faults a node can show, and the whole level end to end on CPU (slow: every path of a
+training job under torchrun, about 5 minutes on 2 cores)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from processes import processes_mentioning
+from typer.testing import CliRunner
+
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellError, CellResult
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.api.workload import summary_markdown
+from torchscale.interfaces.cli.app import app
+from torchscale.offline.results.versions import read_cell_result
+from torchscale.orchestration.profiling.session import ProfiledCell
+from torchscale.orchestration.validate import workload_judge as judge
+from torchscale.orchestration.validate.check_result import CheckStatus, ValidateReport
+from torchscale.orchestration.validate.workload_plan import (
+    OOM_BATCH,
+    OOM_FACTOR,
+    NodeFacts,
+    oom_hidden,
+    plan_workload,
+    strategies_for,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SWEEP = FIXTURES / "sweep8_v13" / "default_scaling" / "cells"
+PROFILED = FIXTURES / "profile_injected_v14" / "standalone" / "profile"
+GIB = 1024**3
+
+
+def _cell(name: str = "tiny-gpt2__b16__w2__fp32__ddp__3ce244dc") -> CellResult:
+    read = read_cell_result(SWEEP / f"{name}.json")
+    assert read.result is not None, read.problem
+    return read.result
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("world", "expected"),
+    [
+        (1, ["ddp", "fsdp"]),
+        (2, ["ddp", "fsdp", "tp", "pp"]),
+        (8, ["ddp", "fsdp", "tp", "pp", "hybrid"]),
+    ],
+)
+def test_every_strategy_the_node_can_hold(world: int, expected: list[str]) -> None:
+    assert strategies_for(world) == expected
+
+
+def test_a_gpu_node_compiles_every_strategy_and_profiles_with_both_tools() -> None:
+    plan = plan_workload(NodeFacts("cuda", 8, 80 * GIB, nsys="/usr/bin/nsys"))
+    assert plan.sweeps["compiled"]["training"]["strategy"] == strategies_for(8)
+    assert plan.sweeps["compiled"]["training"]["compile"] is True
+    assert plan.sweeps["eager"]["training"]["compile"] is False
+    assert plan.sweeps["eager"]["training"]["precision"] == "bf16"
+    assert plan.profile_tools == ("torch", "nsys") and plan.nsys_skipped is None
+    assert "comm" in plan.sweeps["eager"]
+    assert plan.sweeps["fit"]["memory"]["max_batch_search"] is True
+
+
+def test_one_gpu_has_no_collective_sweep_and_says_so() -> None:
+    plan = plan_workload(NodeFacts("cuda", 1, 80 * GIB))
+    assert "comm" not in plan.sweeps["eager"]
+    assert plan.nsys_skipped == "nsys is not on PATH"
+    assert any("one device" in note for note in plan.notes)
+
+
+def test_the_cpu_path_compiles_one_strategy_and_never_runs_nsys() -> None:
+    plan = plan_workload(NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=0, nsys="/usr/bin/nsys"))
+    assert plan.sweeps["compiled"]["training"]["strategy"] == ["ddp"]
+    assert plan.profile_tools == ("torch",) and plan.nsys_skipped
+
+
+@pytest.mark.parametrize("memory_gib", [24, 80, 141])
+def test_the_oom_cell_outgrows_memory_in_its_first_activation(memory_gib: int) -> None:
+    memory = memory_gib * GIB
+    hidden = oom_hidden(memory)
+    first_activation = OOM_BATCH * hidden * 4
+    assert first_activation >= OOM_FACTOR * memory
+    assert 4 * (32 + 10 + 2) * hidden * 4 <= memory / 4  # the model itself is built
+    plan = plan_workload(NodeFacts("cuda", 1, memory))
+    assert plan.oom is not None and plan.oom["batch_sizes"] == [OOM_BATCH]
+    assert plan.oom["models"][0]["options"]["hidden"] == hidden
+
+
+def test_no_oom_cell_when_the_kernel_would_kill_instead_or_memory_is_unknown() -> None:
+    always = plan_workload(NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=1))
+    assert always.oom is None and "overcommit" in (always.oom_skipped or "")
+    unknown = plan_workload(NodeFacts("cuda", 1, None, memory_unknown="NVML failed"))
+    assert unknown.oom is None and "NVML failed" in (unknown.oom_skipped or "")
+
+
+def test_every_planned_config_validates() -> None:
+    from torchscale.orchestration.config.loader import validate_data
+
+    for facts in (NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=0), NodeFacts("cuda", 8, 80 * GIB)):
+        plan = plan_workload(facts)
+        for data in [*plan.sweeps.values(), plan.oom]:
+            assert data is not None
+            validate_data(dict(data), "test")
+
+
+# -- the verdicts ---------------------------------------------------------------------------------
+
+
+def test_a_cell_that_ran_passes_and_a_failed_one_names_its_cause(tmp_path: Path) -> None:
+    ok = _cell()
+    assert judge.judge_cell(ok, False, tmp_path).status is CheckStatus.PASS
+    broken = ok.model_copy(
+        update={"status": Status.FAILED, "error": CellError(reason="rank 1: NCCL timeout")}
+    )
+    verdict = judge.judge_cell(broken, True, tmp_path)
+    assert verdict.status is CheckStatus.FAIL and "NCCL timeout" in verdict.detail
+    assert verdict.id == "cell.ddp.compiled" and str(tmp_path) in verdict.hint
+
+
+@pytest.mark.parametrize(("mfu", "status"), [(0.9, "FAIL"), (0.01, "WARN"), (0.17, "PASS")])
+def test_gpu_mfu_outside_the_possible_band_is_judged(mfu: float, status: str) -> None:
+    ok = _cell()
+    assert ok.compute is not None
+    gpu = ok.model_copy(
+        update={
+            "cell": ok.cell.model_copy(update={"device": "cuda"}),
+            "compute": ok.compute.model_copy(update={"mfu": mfu}),
+        }
+    )
+    assert judge.judge_cell(gpu, False, Path(".")).status.value == status
+
+
+def test_the_oom_step_needs_the_oom_status_and_recovery() -> None:
+    ok = _cell()
+    oom = ok.model_copy(
+        update={"status": Status.OOM, "error": CellError(reason="out of memory", root_cause_rank=0)}
+    )
+    assert judge.judge_oom(oom, None, True).status is CheckStatus.PASS
+    assert judge.judge_oom(oom, None, False).status is CheckStatus.FAIL
+    ran = judge.judge_oom(ok, None, True)
+    assert ran.status is CheckStatus.FAIL and "ended ok" in ran.detail
+    crashed = ok.model_copy(update={"status": Status.FAILED, "error": CellError(reason="SIGKILL")})
+    assert judge.judge_oom(crashed, None, True).status is CheckStatus.FAIL
+    assert judge.judge_oom(None, "memory unknown", None).status is CheckStatus.SKIP
+
+
+def _profiled() -> ProfiledCell:
+    [directory] = list(PROFILED.iterdir())
+    read = read_cell_result(directory / "result.json")
+    assert read.result is not None
+    analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
+    return ProfiledCell(directory, read.result, analysis)
+
+
+def test_a_real_profile_passes_and_one_without_collectives_or_kernels_fails() -> None:
+    profiled = _profiled()
+    assert judge.judge_profile("torch", profiled, None).status is CheckStatus.PASS
+    assert profiled.analysis is not None
+    no_match = ProfiledCell(
+        profiled.directory,
+        profiled.result,
+        profiled.analysis.model_copy(update={"matched_collectives": 0}),
+    )
+    verdict = judge.judge_profile("torch", no_match, None)
+    assert verdict.status is CheckStatus.FAIL and "no collective" in verdict.detail
+    on_gpu = ProfiledCell(
+        profiled.directory,
+        profiled.result.model_copy(
+            update={"cell": profiled.result.cell.model_copy(update={"device": "cuda"})}
+        ),
+        profiled.analysis,
+    )
+    verdict = judge.judge_profile("nsys", on_gpu, None)
+    assert verdict.status is CheckStatus.FAIL and "no GPU kernels" in verdict.detail
+    none = ProfiledCell(profiled.directory, profiled.result, None, "no traces to analyse")
+    assert "no traces" in judge.judge_profile("nsys", none, None).detail
+
+
+def test_the_summary_puts_failures_first() -> None:
+    plan = plan_workload(NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=0))
+    checks = [
+        judge.judge_report([Path("report.md")], None),
+        judge.judge_oom(_cell(), None, True),
+    ]
+    report = ValidateReport(
+        torchscale_version="0",
+        created_at="now",
+        hostname="node|1",
+        device="cpu",
+        quick=False,
+        ok=False,
+        counts={},
+        verdict="not proven",
+        checks=checks,
+        level="workload",
+    )
+    text = summary_markdown(report, plan)
+    rows = [
+        line for line in text.splitlines() if line.startswith("| FAIL") or line.startswith("| PASS")
+    ]
+    assert rows[0].startswith("| FAIL | deliberate out-of-memory")
+    assert "node|1" in text  # the title is prose, not a table cell
+
+
+# -- the whole level on CPU ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_workload_level_runs_every_path_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    run = CliRunner().invoke(
+        app, ["validate", "--level", "workload", "--device", "cpu", "-o", str(out), "--json"]
+    )
+    leftovers = processes_mentioning(str(out))
+    assert run.exit_code == 0, run.output
+    assert not leftovers
+    report = ValidateReport.model_validate_json(run.stdout)
+    assert report.level == "workload" and report.ok and report.folder is not None
+    statuses = {c.id: c.status for c in report.checks}
+    for step in ("max_batch", "oom", "comm", "profile.torch", "report"):
+        assert statuses[step] is CheckStatus.PASS, [c for c in report.checks if c.id == step]
+    for strategy in ("ddp", "fsdp", "tp", "pp"):
+        assert statuses[f"cell.{strategy}.eager"] is CheckStatus.PASS
+    assert statuses["cell.ddp.compiled"] is CheckStatus.PASS
+    assert statuses["profile.nsys"] is CheckStatus.SKIP
+    folder = Path(report.folder)
+    for name in ("summary.md", "validate.json", "report.md", "report.html"):
+        assert (folder / name).is_file(), name
+    assert json.loads((folder / "validate.json").read_text())["level"] == "workload"
+    cells = list(folder.glob("*/cells/*.json"))
+    assert len(cells) >= 7  # 4 eager, fit, oom, compiled
+    assert list(folder.glob("profile-torch/profile/*/rank*.trace.json.gz"))  # one short trace

@@ -1,0 +1,309 @@
+"""`run_workload`: what `torchscale validate --level workload` does, in one call.
+
+It proves the whole training stack on this node's devices: the basic checks, then short cells
+of every strategy the node can hold (eager, then compiled), a max-batch search, a batch that
+cannot fit (it must end `oom` and the cells after it must run), a profile per profiler present
+(each trace analysed), a collective sweep, the telemetry the cells carry, and a report of it
+all. Every step goes through the same functions as the commands (`run_benchmark`,
+`run_profile`, `build_report`), so a step that passes here passes there. Everything lands in
+one folder, meant to be attached to a bug report. Each step's verdict comes from
+orchestration/validate/workload_judge.py; it prints nothing.
+
+Layer 4 (entry points) of docs/architecture.md, with the rest of `torchscale.interfaces.api`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from torchscale.contracts.errors import TorchScaleError, UsageError
+from torchscale.orchestration.validate.check_result import (
+    CheckResult,
+    CheckStatus,
+    ValidateReport,
+    failed,
+)
+from torchscale.orchestration.validate.workload_plan import NodeFacts, WorkloadPlan
+
+if TYPE_CHECKING:
+    from torchscale.contracts.schema.cell_result import CellResult
+    from torchscale.orchestration.schedulers.api import BenchmarkRun
+
+__all__ = ["WorkloadRun", "read_node", "run_workload"]
+
+CPU_RANKS = 2  # tp and pp need two ranks; gloo runs them on any CPU
+SUMMARY = "summary.md"
+REPORT_JSON = "validate.json"
+
+
+@dataclass
+class WorkloadRun:
+    """What the level left: the report (its checks are the steps) and the folder."""
+
+    plan: WorkloadPlan
+    folder: Path
+    report: ValidateReport
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.report.ok else 1
+
+
+@dataclass
+class _Steps:
+    checks: list[CheckResult] = field(default_factory=list)
+    cells: list[CellResult] = field(default_factory=list)
+
+
+def read_node(device: Literal["cuda", "cpu"]) -> NodeFacts:
+    """This node as the plan needs it; UsageError when `cuda` is asked and none is visible."""
+    import psutil
+
+    from torchscale.orchestration.schedulers.local.launcher import machine_here
+
+    nsys = shutil.which("nsys")
+    if device == "cuda":
+        machine = machine_here(gpu_memory=True)
+        if machine.gpu_count == 0:
+            raise UsageError(
+                "validate --level workload: no CUDA GPU is visible here "
+                "(`torchscale validate` says why; --device cpu proves the CPU path)"
+            )
+        return NodeFacts(
+            "cuda",
+            machine.gpu_count,
+            machine.gpu_memory_bytes,
+            machine.gpu_memory_unknown,
+            nsys=nsys,
+        )
+    memory = psutil.virtual_memory().total + psutil.swap_memory().total
+    try:
+        mode: int | None = int(Path("/proc/sys/vm/overcommit_memory").read_text().strip())
+    except (OSError, ValueError):
+        mode = None
+    return NodeFacts("cpu", CPU_RANKS, memory, overcommit_mode=mode, nsys=nsys)
+
+
+def run_workload(
+    device: Literal["cuda", "cpu"],
+    output_dir: Path | str = "results",
+    *,
+    name: str = "standalone",
+    env: Mapping[str, str] | None = None,
+    fail_on: Literal["fail", "warn"] = "fail",
+    on_step: Callable[[str], None] | None = None,
+    node: NodeFacts | None = None,
+) -> WorkloadRun:
+    """Run the workload level; everything goes to OUTPUT_DIR/<name>/workload-<host>-<time>/.
+    `on_step` hears each step's name before it runs (for a progress display); `node`: the
+    facts to plan with (default: read from this node)."""
+    from torchscale.offline.results.store import check_output_dir
+    from torchscale.orchestration.validate.workload_plan import plan_workload
+
+    facts = node or read_node(device)
+    plan = plan_workload(facts)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    folder = Path(output_dir) / name / f"workload-{socket.gethostname()}-{stamp}"
+    check_output_dir(folder)
+    ranks_env = dict(os.environ if env is None else env)
+    say = on_step or (lambda _: None)
+    steps = _Steps()
+
+    say("node checks")
+    steps.checks.extend(_node_checks(device, folder))
+    runs: dict[str, BenchmarkRun | None] = {}
+    for experiment in ("eager", "fit"):
+        say(f"{experiment} cells")
+        runs[experiment] = _sweep(plan.sweeps[experiment], folder, ranks_env, steps)
+    say("a batch that cannot fit")
+    oom_run = _sweep(plan.oom, folder, ranks_env, steps) if plan.oom is not None else None
+    say("compiled cells")
+    runs["compiled"] = _sweep(plan.sweeps["compiled"], folder, ranks_env, steps)
+    _judge_runs(plan, runs, oom_run, folder, steps)
+    for tool in plan.profile_tools:
+        say(f"profile ({tool})")
+        steps.checks.append(_profile(plan, tool, folder, ranks_env))
+    if plan.nsys_skipped is not None:
+        from torchscale.orchestration.validate.workload_judge import judge_nsys_absent
+
+        steps.checks.append(judge_nsys_absent(plan.nsys_skipped))
+    say("report")
+    steps.checks.append(_report(folder))
+    report = _validate_report(device, plan, steps.checks, folder, fail_on)
+    _write(folder, report, plan)
+    return WorkloadRun(plan, folder, report)
+
+
+def _node_checks(device: Literal["cuda", "cpu"], folder: Path) -> list[CheckResult]:
+    """The basic level's checks without its live probes: the steps below run torchrun and the
+    compiler for real, so a broken one shows there with its cause."""
+    from torchscale.orchestration.validate.check_context import ValidateContext
+    from torchscale.orchestration.validate.run_checks import run_validation
+
+    ctx = ValidateContext(device=device, output_dir=folder, quick=True)
+    # the rows that need a look; nsys has its own step (profile (nsys)) below
+    look = (CheckStatus.FAIL, CheckStatus.WARN)
+    return [c for c in run_validation(ctx).checks if c.status in look and c.id != "nsys"]
+
+
+def _sweep(
+    data: dict[str, object] | None, folder: Path, env: Mapping[str, str], steps: _Steps
+) -> BenchmarkRun | None:
+    """One benchmark of the plan, as `torchscale benchmark` runs it; a refusal (a missing
+    toolchain, a config this torchscale rejects) is that step's FAIL, not the level's end."""
+    from torchscale.interfaces.api.benchmark import run_benchmark
+    from torchscale.orchestration.config.loader import validate_data
+
+    if data is None:
+        return None
+    experiment = str(data["experiment_name"])
+    try:
+        run = run_benchmark(validate_data(dict(data), f"workload {experiment}"), folder, env=env)
+    except TorchScaleError as exc:
+        steps.checks.append(
+            failed(f"{experiment}.run", f"{experiment} cells", str(exc), "fix what it names")
+        )
+        return None
+    steps.cells.extend(run.sweep.results)
+    return run
+
+
+def _judge_runs(
+    plan: WorkloadPlan,
+    runs: Mapping[str, BenchmarkRun | None],
+    oom_run: BenchmarkRun | None,
+    folder: Path,
+    steps: _Steps,
+) -> None:
+    from torchscale.orchestration.validate import workload_judge as judge
+
+    eager, fit, compiled = runs["eager"], runs["fit"], runs["compiled"]
+    for run, is_compiled in ((eager, False), (compiled, True)):
+        if run is not None:
+            where = folder / run.store.root.name
+            steps.checks.extend(judge.judge_cell(r, is_compiled, where) for r in run.sweep.results)
+    if eager is not None and compiled is not None:
+        steps.checks.append(judge.judge_compile(eager.sweep.results, compiled.sweep.results))
+    if fit is not None:
+        steps.checks.append(judge.judge_max_batch(fit.max_batch, None))
+    oom_result = oom_run.sweep.results[0] if oom_run and oom_run.sweep.results else None
+    after = compiled.sweep.results if compiled is not None else []
+    recovered = all(r.status.value == "ok" for r in after) if after else None
+    steps.checks.append(judge.judge_oom(oom_result, plan.oom_skipped, recovered))
+    comm_skipped = None if "comm" in plan.sweeps["eager"] else "one device: nothing to exchange"
+    comm = eager.comm if eager is not None else []
+    steps.checks.append(judge.judge_comm(comm, comm_skipped))
+    measured = [r for r in steps.cells if r.cell.model != "tiny-mlp"]
+    steps.checks.append(judge.judge_telemetry(measured))
+
+
+def _profile(plan: WorkloadPlan, tool: str, folder: Path, env: Mapping[str, str]) -> CheckResult:
+    from torchscale.interfaces.api.profile import ProfileOptions, run_profile
+    from torchscale.orchestration.validate.workload_judge import judge_profile
+
+    options = ProfileOptions(**{**plan.profile, "tool": tool, "name": f"profile-{tool}"})
+    try:
+        run = run_profile(options, folder, env=env)
+    except TorchScaleError as exc:
+        return judge_profile(tool, None, str(exc))
+    return judge_profile(tool, run.profiled, None)
+
+
+def _report(folder: Path) -> CheckResult:
+    """The report of everything, as `torchscale report -s FOLDER` builds it."""
+    from torchscale.interfaces.api.report import build_report
+    from torchscale.orchestration.validate.workload_judge import judge_report
+
+    written: list[Path] = []
+    try:
+        for fmt in ("md", "html"):
+            run = build_report(folder, fmt, output=folder / f"report.{fmt}")
+            if run.outcome.path is not None:
+                written.append(run.outcome.path)
+    except TorchScaleError as exc:
+        return judge_report(written, str(exc))
+    return judge_report(written, None)
+
+
+def _validate_report(
+    device: Literal["cuda", "cpu"],
+    plan: WorkloadPlan,
+    checks: list[CheckResult],
+    folder: Path,
+    fail_on: Literal["fail", "warn"],
+) -> ValidateReport:
+    from torchscale import __version__
+    from torchscale.orchestration.validate.run_checks import is_ok
+
+    counts = {s: sum(c.status is s for c in checks) for s in CheckStatus}
+    bad = [c.title for c in checks if c.status is CheckStatus.FAIL]
+    path = "GPU (NCCL)" if device == "cuda" else "CPU (gloo)"
+    if bad:
+        verdict = f"The {path} training stack is NOT proven on this node: {', '.join(bad)} failed."
+    else:
+        verdict = f"The {path} training stack works end to end on this node."
+        warns = [c.title for c in checks if c.status is CheckStatus.WARN]
+        if warns:
+            verdict += " Worth a look: " + ", ".join(warns) + "."
+    return ValidateReport(
+        torchscale_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        hostname=socket.gethostname(),
+        device=device,
+        quick=False,
+        ok=is_ok(counts, fail_on),
+        counts=counts,
+        verdict=verdict,
+        checks=checks,
+        level="workload",
+        fail_on=fail_on,
+        folder=str(folder),
+    )
+
+
+def _write(folder: Path, report: ValidateReport, plan: WorkloadPlan) -> None:
+    """validate.json and summary.md beside the results (atomically; ResultsError on failure)."""
+    from torchscale.contracts.atomic import write_text_atomic
+    from torchscale.contracts.errors import ResultsError, describe_os_error
+
+    try:
+        write_text_atomic(folder / REPORT_JSON, report.model_dump_json(indent=2))
+        write_text_atomic(folder / SUMMARY, summary_markdown(report, plan))
+    except OSError as exc:
+        raise ResultsError(f"cannot write to {folder}: {describe_os_error(exc)}") from None
+
+
+def summary_markdown(report: ValidateReport, plan: WorkloadPlan) -> str:
+    """The folder's first page: the verdict, then a row per step, worst first."""
+    from torchscale.orchestration.validate.check_result import SEVERITY
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    facts = plan.facts
+    lines = [
+        f"# validate --level workload on {report.hostname}",
+        "",
+        f"**{report.verdict}**",
+        "",
+        f"{facts.devices} x {facts.device}, torchscale {report.torchscale_version}, "
+        f"{report.created_at}. The cells are seconds long: a proof that each path works, "
+        "not figures to quote. The report of every cell is report.md (and report.html).",
+        "",
+        "| status | step | what was found | what to do |",
+        "|---|---|---|---|",
+    ]
+    order = {status: i for i, status in enumerate(SEVERITY)}
+    for check in sorted(report.checks, key=lambda c: order[c.status]):
+        row = [check.status.value, check.title, check.detail, check.hint]
+        lines.append("| " + " | ".join(cell(x) for x in row) + " |")
+    if plan.notes:
+        lines += ["", "Notes:", *(f"- {note}" for note in plan.notes)]
+    return "\n".join(lines) + "\n"

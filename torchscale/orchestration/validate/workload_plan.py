@@ -1,0 +1,167 @@
+"""What `validate --level workload` runs on this node: the configs of its short sweeps, the
+deliberate out-of-memory cell and the profiles, decided from the device type, how many devices
+there are and how much memory one has. Pure: the caller reads the node and runs the plan
+(torchscale/interfaces/api/workload.py).
+
+The level exists to run every path a first training job takes through the tool, once, in
+minutes: it is a proof that the stack works on this node, not a measurement to quote. So the
+cells are short (one repeat of a few steps beyond warm-up), and the model is the smallest that
+takes each path: GPT-2 124M on GPUs (what the docs' reference figures are for), tiny-gpt2 on CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from torchscale.contracts.cell_settings import MAX_BATCH_SIZE
+
+WorkloadDevice = Literal["cuda", "cpu"]
+
+# the deliberate OOM: a one-layer tiny-mlp whose hidden layer's output alone is this many times
+# the device's memory (host RAM and swap on CPU), so the very first allocation of the batch
+# fails at once, the allocator refusing it, rather than after the device fills up slowly (on
+# CPU that would wake the kernel's OOM killer, which may end any process)
+OOM_FACTOR = 2
+OOM_BATCH = MAX_BATCH_SIZE
+OOM_FEATURES_BYTES = 4  # fp32: the OOM cell runs without autocast
+# its weights stay small (32 inputs, 10 classes: 44 per hidden unit, a 3e-4 share of the memory
+# with gradients and AdamW state), so the model is built and the batch is what fails
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the plan needs to know about this node (read by the caller)."""
+
+    device: WorkloadDevice
+    devices: int  # CUDA GPUs, or the CPU ranks to run (gloo)
+    memory_bytes: int | None  # one GPU's memory, or RAM + swap on CPU; None: unknown
+    memory_unknown: str = ""  # why memory_bytes is None
+    overcommit_mode: int | None = None  # /proc/sys/vm/overcommit_memory on CPU
+    nsys: str | None = None  # the nsys on PATH, if any
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """Configs (the data a YAML file would hold) and what each step is for."""
+
+    facts: NodeFacts
+    sweeps: dict[str, dict[str, Any]]  # experiment name -> config data, in run order
+    oom: dict[str, Any] | None
+    oom_skipped: str | None  # why there is no OOM cell
+    profile_tools: tuple[str, ...]  # torch, then nsys when it is on PATH
+    nsys_skipped: str | None
+    profile: dict[str, Any]  # ProfileOptions fields
+    notes: list[str] = field(default_factory=list)
+
+
+def strategies_for(world: int) -> list[str]:
+    """Every strategy a node of `world` devices can hold (tp, pp need 2, hybrid 4)."""
+    strategies = ["ddp", "fsdp"]
+    if world >= 2:
+        strategies += ["tp", "pp"]
+    if world >= 4:
+        strategies.append("hybrid")
+    return strategies
+
+
+def oom_hidden(memory_bytes: int) -> int:
+    """The tiny-mlp width whose hidden activation at OOM_BATCH is OOM_FACTOR x memory."""
+    return math.ceil(OOM_FACTOR * memory_bytes / (OOM_BATCH * OOM_FEATURES_BYTES) / 64) * 64
+
+
+def _base(name: str, facts: NodeFacts, model: str, batch: int) -> dict[str, Any]:
+    return {
+        "experiment_name": name,
+        "description": "validate --level workload: a proof that the path works, not a figure",
+        "device": facts.device,
+        "models": [model],
+        "batch_sizes": [batch],
+        "gpu_counts": [facts.devices],
+        "measurement": {"warmup_steps": 3, "steps": 5, "repeats": 2},
+    }
+
+
+def plan_workload(facts: NodeFacts) -> WorkloadPlan:
+    """The workload level's steps on a node described by `facts`."""
+    gpu = facts.device == "cuda"
+    model, batch = ("gpt2", 8) if gpu else ("tiny-gpt2", 4)
+    world = facts.devices
+    strategies = strategies_for(world)
+    notes: list[str] = []
+
+    eager = _base("eager", facts, model, batch)
+    eager["training"] = {"precision": "bf16", "strategy": strategies, "compile": False}
+    if world >= 2:
+        eager["comm"] = {
+            "enabled": True,
+            "collectives": ["all_reduce", "all_gather", "reduce_scatter"],
+            "min_bytes": "1K",
+            "max_bytes": "256M" if gpu else "1M",
+            "step_factor": 4,
+            "warmup_iters": 3,
+            "iters": 10,
+        }
+    else:
+        notes.append("one device: no tp, pp or collective sweep (they need 2)")
+
+    compiled = _base("compiled", facts, model, batch)
+    # on CPU each compiled strategy costs about a minute of inductor on a small node: compile
+    # one (DDP) so the path is proven and the level stays minutes long
+    compiled_strategies = strategies if gpu else ["ddp"]
+    compiled["training"] = {"precision": "bf16", "strategy": compiled_strategies, "compile": True}
+    if not gpu:
+        notes.append("CPU: compile on for ddp only (each compiled strategy is a minute here)")
+
+    fit = _base("fit", facts, model, batch)
+    fit["training"] = {"precision": "bf16", "strategy": "ddp", "compile": False}
+    fit["measurement"] = {"warmup_steps": 1, "steps": 2, "repeats": 1}
+    # a few probes prove the search; the deliberate OOM below proves the out-of-memory path
+    fit["memory"] = {"max_batch_search": True, "max_batch_limit": 4 * batch, "probe_steps": 2}
+
+    oom, oom_skipped = _oom_config(facts)
+    tools = ("torch", "nsys") if facts.nsys and gpu else ("torch",)
+    nsys_skipped = None
+    if not gpu:
+        nsys_skipped = "the CPU path is profiled with torch.profiler (nsys is run on GPUs)"
+    elif not facts.nsys:
+        nsys_skipped = "nsys is not on PATH"
+    profile = {
+        "gpus": world,
+        "model": model,
+        "batch_size": batch,
+        "precision": "bf16",
+        "strategy": "ddp",
+        "device": facts.device,
+        "steps": 8,
+        "profile_steps": 3,
+        "name": "profile",
+    }
+    return WorkloadPlan(
+        facts=facts,
+        sweeps={"eager": eager, "fit": fit, "compiled": compiled},
+        oom=oom,
+        oom_skipped=oom_skipped,
+        profile_tools=tools,
+        nsys_skipped=nsys_skipped,
+        profile=profile,
+        notes=notes,
+    )
+
+
+def _oom_config(facts: NodeFacts) -> tuple[dict[str, Any] | None, str | None]:
+    """The cell that cannot fit, or (None, why it is not run)."""
+    if facts.memory_bytes is None:
+        return None, f"the device's memory is unknown ({facts.memory_unknown})"
+    if facts.device == "cpu" and facts.overcommit_mode == 1:
+        # with overcommit always on, the allocation succeeds and the kernel's OOM killer ends
+        # a process later, maybe not ours: no allocator error to classify
+        return None, "vm.overcommit_memory is 1: a CPU allocation never fails, the OOM killer acts"
+    hidden = oom_hidden(facts.memory_bytes)
+    config = _base("oom", facts, "tiny-mlp", OOM_BATCH)
+    config["models"] = [{"name": "tiny-mlp", "options": {"hidden": hidden, "layers": 1}}]
+    config["training"] = {"precision": "fp32", "strategy": "ddp", "compile": False}
+    config["measurement"] = {"warmup_steps": 1, "steps": 1, "repeats": 1}
+    config["launcher"] = {"cell_timeout_s": 300}
+    return config, None
