@@ -1,0 +1,264 @@
+"""A Slurm sweep's cells are judged against the GPUs of the partition's nodes (Slurm's Gres), or,
+where no controller answers, the config's, said in one line; never the submitting host's. A dry
+run lists every skipped cell with its reason and, per job, the srun/torchrun step each cell will
+run (tests/test_dry_run_truth.py has the warnings of a dry run off the cluster)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401 (the `slurm` fixture)
+from torchscale.contracts.errors import SlurmError, UsageError
+from torchscale.interfaces.cli.app import app
+from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.plan import Machine, build_plan
+from torchscale.orchestration.schedulers.slurm.allocation import build_allocation
+from torchscale.orchestration.schedulers.slurm.client import (
+    PartitionGpus,
+    gres_gpus,
+    partition_gpus,
+    partition_gpus_of,
+)
+from torchscale.orchestration.schedulers.slurm.gpus import judged_gpus
+from torchscale.orchestration.schedulers.slurm.review import (
+    HEAD_ADDRESS,
+    JOB_ID,
+    PORT,
+    step_commands,
+)
+from torchscale.orchestration.schedulers.slurm.step import place_in, srun_command
+
+# `scontrol show node -o` as Slurm prints it, one node a line (fields as in 21.08-23.02 output:
+# Gres with its socket list, a node in two partitions, a CPU node with Gres=(null), a node with
+# two GPU types and a non-GPU Gres, an OS field with spaces)
+NODES = "\n".join(
+    [
+        "NodeName=g001 Arch=x86_64 CoresPerSocket=48 CPUAlloc=0 CPUEfctv=192 CPUTot=192 "
+        "CPULoad=0.42 AvailableFeatures=h100 ActiveFeatures=h100 Gres=gpu:h100:8(S:0-1) "
+        "NodeAddr=10.1.0.1 NodeHostName=g001 Version=23.02.7 OS=Linux 5.15.0-91-generic "
+        "#101-Ubuntu SMP Tue Nov 14 13:30:08 UTC 2023 RealMemory=2000000 AllocMem=0 "
+        "FreeMem=1900000 Sockets=2 Boards=1 State=IDLE ThreadsPerCore=2 TmpDisk=0 Weight=1 "
+        "Owner=N/A MCS_label=N/A Partitions=gpu,debug BootTime=2024-05-01T08:00:00 "
+        "SlurmdStartTime=2024-05-01T08:01:00 LastBusyTime=2024-05-02T10:00:00 "
+        "CfgTRES=cpu=192,mem=2000000M,billing=192,gres/gpu=8,gres/gpu:h100=8 AllocTRES= "
+        "CapWatts=n/a CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 "
+        "ExtSensorsTemp=n/s",
+        "NodeName=g002 Arch=x86_64 CoresPerSocket=32 CPUAlloc=16 CPUTot=64 "
+        "Gres=gpu:a100:2(S:0),gpu:v100:2(S:1),lscratch:3200 NodeAddr=10.1.0.2 "
+        "State=MIXED Partitions=gpu Reason=reserved for maintenance [root@2024-05-01T08:00:00]",
+        "NodeName=c001 Arch=x86_64 CoresPerSocket=32 CPUAlloc=0 CPUTot=64 Gres=(null) "
+        "NodeAddr=10.2.0.1 State=IDLE Partitions=cpu,debug",
+        "NodeName=x001 CPUTot=8 Gres=gpu:4(S:0,2) NodeAddr=10.3.0.1 State=DOWN+DRAIN",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("gres", "gpus"),
+    [
+        ("gpu:h100:8(S:0-1)", 8),
+        ("gpu:a100:2(S:0),gpu:v100:2(S:1),lscratch:3200", 4),
+        ("gpu:4(S:0,2)", 4),  # a socket list with a comma of its own
+        ("gpu:tesla:2", 2),
+        ("gpu", 1),
+        ("shard:64,lscratch:3200", 0),
+        ("(null)", 0),
+        ("", 0),
+    ],
+)
+def test_gres_counts_only_gpus(gres: str, gpus: int) -> None:
+    assert gres_gpus(gres) == gpus
+
+
+def test_a_partitions_gpus_per_node_are_read_from_scontrol() -> None:
+    assert partition_gpus_of(NODES, "gpu") == PartitionGpus("gpu", most=8, fewest=4, nodes=2)
+    assert partition_gpus_of(NODES, "debug") == PartitionGpus("debug", most=8, fewest=0, nodes=2)
+    assert partition_gpus_of(NODES, "cpu") == PartitionGpus("cpu", most=0, fewest=0, nodes=1)
+    assert partition_gpus_of(NODES, "none") is None  # x001 is in no partition
+
+
+def cuda_config(**slurm: Any) -> BenchConfig:
+    return BenchConfig.model_validate(
+        {
+            "experiment_name": "d8",
+            "models": ["tiny-mlp"],
+            "batch_sizes": [8],
+            "gpu_counts": [8],
+            "device": "cuda",
+            "launcher": {"kind": "slurm", "nodes": [2], "slurm": slurm},
+        }
+    )
+
+
+def unreachable(partition: str | None) -> PartitionGpus | None:
+    raise SlurmError("scontrol failed: slurm_load_partitions error: Unable to contact slurm")
+
+
+def test_without_a_controller_cells_are_judged_against_the_config() -> None:
+    judged = judged_gpus(cuda_config(), unreachable)
+    assert judged.count == 8
+    assert judged.note == (
+        "no Slurm controller reachable: cells judged against the config's 8 GPUs per node "
+        "(gpu_counts)"
+    )
+    stated = judged_gpus(cuda_config(gpus_per_node=4), unreachable)
+    assert stated.count == 4 and "(launcher.slurm.gpus_per_node)" in (stated.note or "")
+    auto = cuda_config().model_copy(update={"device": "auto"})
+    assert judged_gpus(auto, unreachable).count == 0  # auto: CPU, as the note says
+
+
+def test_the_partitions_gres_is_what_cells_are_judged_against() -> None:
+    four = PartitionGpus("gpu", most=4, fewest=4, nodes=16)
+    judged = judged_gpus(cuda_config(partition="gpu"), lambda partition: four)
+    assert judged.count == 4
+    assert judged.note == (
+        "partition 'gpu' has 4 GPU(s) per node (Slurm's Gres): cells judged against 4"
+    )
+    machine = Machine(gpu_count=judged.count, cpu_cores=64, gpus_source=judged.source)
+    (cell,) = build_plan(cuda_config(partition="gpu"), machine).cells
+    assert cell.skip_reason == (
+        "needs 8 GPUs on each of 2 nodes; a node has 4 (partition 'gpu', Slurm's Gres)"
+    )
+    with pytest.raises(UsageError, match="gpus_per_node: 8 asked, partition 'gpu' has at most 4"):
+        judged_gpus(cuda_config(partition="gpu", gpus_per_node=8), lambda partition: four)
+
+
+def test_cpu_cells_do_not_ask_slurm() -> None:
+    def ask(partition: str | None) -> PartitionGpus | None:
+        raise AssertionError("CPU cells need no GPU count")
+
+    cpu = cuda_config().model_copy(update={"device": "cpu"})
+    assert judged_gpus(cpu, ask).count == 0
+
+
+def test_the_shown_step_is_the_one_the_driver_runs(tmp_path: Path) -> None:
+    """The dry run's command is the driver's, the placeholders standing for what only the job
+    knows; a CUDA job that states no gpus_per_node asks one GPU per rank."""
+    config = cuda_config()
+    plan = build_plan(config, Machine(gpu_count=8, cpu_cores=8))
+    store = ResultStore(tmp_path / "d8")
+    allocation = build_allocation(
+        "s01-n2", 2, plan.runnable, store, config.launcher.slurm, None, config.comm
+    )
+    assert allocation.gpus_per_node == 8
+    env = {"PATH": "/bin"}
+    ((cell_id, shown),) = step_commands(allocation, store, env)
+    planned = allocation.cells[0].planned().sharing_compile_cache(store.compile_cache_dir)
+    run = srun_command(
+        planned,
+        store.spec_path(cell_id),
+        store.log_dir(cell_id),
+        env,
+        place_in(allocation, "4242", "10.1.0.1"),
+        29500,
+        0,
+    )
+    filled = [
+        arg.replace(JOB_ID, "4242").replace(HEAD_ADDRESS, "10.1.0.1").replace(PORT, "29500")
+        for arg in shown.argv
+    ]
+    assert filled == run.argv
+
+
+def write_config(tmp_path: Path, **slurm: Any) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps(cuda_config(**slurm).model_dump(mode="json")), encoding="utf-8")
+    return path
+
+
+def fake_scontrol(directory: Path, partition: str, nodes: str) -> Path:
+    """Slurm's client commands on PATH: scontrol answers as a controller does (one partition,
+    its nodes); the others fail as without a controller. The directory to put on PATH."""
+    directory.mkdir()
+    (directory / "partition.txt").write_text(partition + "\n", encoding="utf-8")
+    (directory / "nodes.txt").write_text(nodes + "\n", encoding="utf-8")
+    scripts = {
+        "scontrol": (
+            'case "$*" in\n'
+            f'  "show partition -o"*) while IFS= read -r l; do echo "$l"; done '
+            f'< "{directory / "partition.txt"}" ;;\n'
+            f'  "show node -o") while IFS= read -r l; do echo "$l"; done '
+            f'< "{directory / "nodes.txt"}" ;;\n'
+            '  *) echo "scontrol: error: unexpected" >&2; exit 1 ;;\n'
+            "esac\n"
+        ),
+        **{name: "echo 'no controller' >&2; exit 1\n" for name in ("sbatch", "squeue", "scancel")},
+    }
+    for name, body in scripts.items():
+        (directory / name).write_text("#!/bin/sh\n" + body, encoding="utf-8")
+        (directory / name).chmod(0o755)
+    return directory
+
+
+def invoke(*args: str | Path) -> Any:
+    return CliRunner().invoke(app, ["benchmark", *map(str, args)])
+
+
+def flat(output: str) -> str:
+    return " ".join(output.split())
+
+
+def test_a_cuda_dry_run_without_a_controller_writes_the_scripts_and_shows_each_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: on a login node without GPUs (and no controller to ask), the cell was judged
+    against this host's 0 GPUs: '1 cell(s) skipped (see the plan: --dry-run)', no script, no
+    reason, and no srun/torchrun line to review."""
+    monkeypatch.setenv("PATH", str(tmp_path / "no-slurm"))
+    out = tmp_path / "results"
+    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert (
+        "note: no Slurm controller reachable: cells judged against the config's 8 GPUs per "
+        "node (gpu_counts)"
+    ) in flat(result.output)
+    assert "skipped" not in result.output and "see the plan" not in result.output
+    (script,) = sorted((out / "d8" / "slurm").glob("*/job.sbatch"))
+    assert "#SBATCH --gpus-per-node=8" in script.read_text(encoding="utf-8").splitlines()
+    argv_lines = [line for line in lines if line.strip().startswith("argv: srun ")]
+    assert len(argv_lines) == 1, result.output  # one job of one cell
+    # the printed line is a shell command line: split, it is the step's argv
+    argv = shlex.split(argv_lines[0].strip().removeprefix("argv: "))
+    assert argv[:2] == ["srun", "--kill-on-bad-exit=1"] and "--gpus-per-node=8" in argv
+    torchrun = argv[argv.index("--") + 1 :]
+    assert torchrun[1:3] == ["-m", "torch.distributed.run"]
+    for flag in ("--nnodes=2", "--nproc-per-node=8", f"--rdzv-endpoint={HEAD_ADDRESS}:{PORT}"):
+        assert flag in torchrun
+    assert "dry run: nothing submitted" in result.output
+
+
+def test_a_dry_run_names_why_each_cell_is_skipped_by_the_partitions_gpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partition = "PartitionName=gpu Default=YES TotalNodes=2 MaxNodes=UNLIMITED State=UP"
+    nodes = "\n".join(
+        f"NodeName=g00{i} Gres=gpu:a100:4(S:0-1) NodeAddr=10.1.0.{i} State=IDLE Partitions=gpu"
+        for i in (1, 2)
+    )
+    monkeypatch.setenv("PATH", str(fake_scontrol(tmp_path / "bin", partition, nodes)))
+    out = tmp_path / "results"
+    result = invoke("-c", write_config(tmp_path), "-o", out, "--dry-run")
+    assert result.exit_code == 0, result.output
+    text = flat(result.output)
+    assert (
+        "note: partition 'gpu' has 4 GPU(s) per node (Slurm's Gres): cells judged against 4" in text
+    )
+    assert "1 cell(s) skipped:" in text
+    assert "needs 8 GPUs on each of 2 nodes; a node has 4 (partition 'gpu', Slurm's Gres)" in text
+    assert "see the plan" not in text
+    assert "nothing to submit: every cell is ok or skipped" in text
+    assert not list((out / "d8" / "slurm").glob("*/job.sbatch"))
+
+
+@pytest.mark.slurm
+def test_a_real_controller_says_its_partition_has_no_gpu(slurm: SlurmCluster) -> None:
+    """The real scontrol's output parses: the test cluster's nodes have no Gres."""
+    assert partition_gpus(None, slurm.env) == PartitionGpus("debug", most=0, fewest=0, nodes=2)
