@@ -25,6 +25,7 @@ from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.orchestration.launch.compile_cache import inductor_default_dir
 from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.plan import Machine, build_plan
 from torchscale.orchestration.schedulers.local.launcher import compile_devices
@@ -49,6 +50,12 @@ CPU_CONFIG: dict[str, Any] = {
 
 def error_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("error:")]
+
+
+@pytest.fixture(autouse=True)
+def _own_verdict_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kept PASS goes to this test's folder, never the user's (compile_verdicts.py)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
 
 
 # --------------------------------------------------------------------------- pure parts
@@ -117,18 +124,25 @@ def test_the_root_cause_is_the_compilers_error_line() -> None:
 
 def test_the_probe_runs_once_per_toolchain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(toolchain, "_VERDICTS", {})
-    probed: list[tuple[str, str | None]] = []
+    probed: list[tuple[str, str | None, str | None]] = []
 
     def probe(device: str, env: dict[str, str]) -> Toolchain:
-        probed.append((device, env.get("CXX")))
+        probed.append((device, env.get("CXX"), env.get("TORCHINDUCTOR_CACHE_DIR")))
         return Toolchain(device, True, "built")
 
     base = {"PATH": "/usr/bin", "HOME": "/root"}
-    cache = {**base, "TORCHINDUCTOR_CACHE_DIR": "/tmp/x"}  # importing inductor sets it
-    for env in (base, {**base, "HOME": "/elsewhere"}, cache, {**base, "CXX": "clang++"}, base):
+    default = {**base, "TORCHINDUCTOR_CACHE_DIR": inductor_default_dir()}  # inductor sets it
+    folder = {**base, "TORCHINDUCTOR_CACHE_DIR": "/results/exp/compile_cache"}
+    envs = (base, {**base, "HOME": "/elsewhere"}, default, {**base, "CXX": "clang++"}, folder)
+    for env in (*envs, base, folder):
         toolchain.toolchain_for("cpu", env, probe)
-    # neither HOME nor a cache directory (the probe has its own) decides a compiler
-    assert probed == [("cpu", None), ("cpu", "clang++")]
+    # HOME and inductor's own default decide nothing; the cells' cache folder does (the probe
+    # compiles there)
+    assert probed == [
+        ("cpu", None, None),
+        ("cpu", "clang++", None),
+        ("cpu", None, "/results/exp/compile_cache"),
+    ]
 
 
 def _ctx(device: str, quick: bool = False, gpus: int = 1) -> ValidateContext:

@@ -61,6 +61,7 @@ def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Result, 
     out = tmp_path_factory.mktemp("cpu-run")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tempfile, "tempdir", str(tmp))
+        mp.setenv("XDG_CACHE_HOME", str(out / "xdg-cache"))  # a cold probe, not the user's PASS
         result = invoke("--device", "cpu", "--json", "--output-dir", str(out / "results"))
     yield result, tmp, out
 
@@ -125,12 +126,37 @@ def test_cpu_compile_toolchain_built_and_ran_a_kernel(
     cpu_run: tuple[Result, Path, Path], cpu_report: dict[str, Any]
 ) -> None:
     """Issue 39: inductor's C++ path works here (g++ and the Python headers are installed);
-    the kernel was built in the probe's own empty cache, which is gone afterwards."""
+    the kernel was built in the probe's own empty cache, on the output folder's filesystem (the
+    folder a benchmark's compile cache would be made in), which is gone afterwards; the PASS is
+    kept in the user's cache folder for the next run."""
     check = by_id(cpu_report)["compile"]
     assert check["status"] == "PASS", check
     assert check["data"]["binaries_built"] >= 1
     assert "built and ran a C++ kernel" in check["detail"]
-    assert not list(cpu_run[1].glob("torchscale-compile-*"))
+    tmp, out = cpu_run[1], cpu_run[2]
+    assert not list(tmp.glob("torchscale-compile-*"))
+    assert sorted(p.name for p in out.iterdir()) == ["xdg-cache"]  # no results folder made
+    assert len(list((out / "xdg-cache" / "torchscale" / "compile-toolchain").glob("*.json"))) == 1
+
+
+def test_the_next_validate_reads_the_kept_pass_back(
+    cpu_run: tuple[Result, Path, Path], cpu_report: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Basic validate is fast the second time: the compile probe's PASS is read back, dated
+    (the check asked as validate asks it, without the smoke test)."""
+    from torchscale.orchestration.validate import compile_toolchain
+    from torchscale.orchestration.validate.check_context import ValidateContext
+    from torchscale.orchestration.validate.checks_software import check_compile
+
+    out = cpu_run[2]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(out / "xdg-cache"))
+    monkeypatch.setattr(compile_toolchain, "_VERDICTS", {})  # a new process
+    ctx = ValidateContext(device="cpu", output_dir=out / "results", quick=False)
+    again = check_compile(ctx)
+    first = by_id(cpu_report)["compile"]
+    assert again.status.value == "PASS"
+    assert again.detail.startswith(first["detail"] + "; cached from ")
+    assert again.data["binaries_built"] == first["data"]["binaries_built"]
 
 
 def test_cpu_smoke_work_dir_removed_after_pass(
@@ -202,7 +228,7 @@ def test_schema_version_constant_matches_model() -> None:
         lambda r: r["checks"][0].update(status="MAYBE"),
         lambda r: r.update(unexpected=1),
         lambda r: r["counts"].update(OK=1),
-        lambda r: r.update(schema_version=3),
+        lambda r: r.update(schema_version=SCHEMA_VERSION + 1),
         lambda r: r.pop("verdict"),
     ],
 )

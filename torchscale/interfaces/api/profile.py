@@ -70,7 +70,12 @@ def run_profile(
         # with inductor's traceback; refuse in one line (ToolNotFoundError) before launching
         from torchscale.orchestration.validate.compile_toolchain import require_toolchain
 
-        require_toolchain({plan.planned.cell.device}, ranks_env)
+        checked = require_toolchain(
+            {plan.planned.cell.device}, ranks_env, cache_dir=store.compile_cache_dir
+        )
+        ranks_env = checked.env  # a node-local cache when the experiment's cannot hold one
+        if checked.fallback is not None:
+            plan.notes.append(checked.fallback)
     if on_start is not None:
         on_start(plan)
     profiled = launch_profiled(plan.planned, store, ranks_env, plan.request)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from torchscale.contracts.host import probe_nccl_version
+from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.orchestration.profiling.nsys import parse_nsys_version
 from torchscale.orchestration.validate.check_context import ValidateContext
@@ -20,13 +21,17 @@ from torchscale.orchestration.validate.check_result import (
     skipped,
     warned,
 )
-from torchscale.orchestration.validate.compile_toolchain import toolchain_for
+from torchscale.orchestration.validate.compile_toolchain import cells_env, toolchain_for
 from torchscale.orchestration.validate.requirements import MIN_PYTHON, MIN_TORCH, version_text
 
 NSYS_TIMEOUT_S = 20.0
 INSTALL_TORCH = f"install PyTorch >= {version_text(MIN_TORCH)}"
 
 NEEDS_TORCH = "needs torch, which could not be imported"
+CACHE_FOLDER_FIX = (
+    "keep the results on a filesystem with file locks that allows executables, or set "
+    "TORCHINDUCTOR_CACHE_DIR to a folder that does (each node and run then compiles anew)"
+)
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -167,17 +172,25 @@ def check_nsys(ctx: ValidateContext) -> CheckResult:
 
 
 def check_compile(ctx: ValidateContext) -> CheckResult:
-    """torch.compile builds and runs one kernel on the validated device (a child process with
-    empty caches: validate/compile_toolchain.py). CUDA cells compile by default, so there a
-    failure is a FAIL; CPU cells do not (only `training.compile: true` needs it): a WARN."""
+    """torch.compile builds and runs one kernel on the validated device, in an empty folder
+    inside the compile cache folder a benchmark under the output directory would use (a child
+    process: validate/compile_toolchain.py; a PASS is kept per machine and toolchain and read
+    back). CUDA cells compile by default, so there a failure is a FAIL; CPU cells do not (only
+    `training.compile: true` needs it): a WARN. A cache folder that cannot hold a cache is a
+    WARN: the cells then compile in node-local storage, each node and run from scratch."""
     title = "torch.compile toolchain"
     if ctx.quick:
-        return skipped("compile", title, "--quick: no kernel compiled (it takes seconds)")
+        return skipped("compile", title, "--quick: no kernel compiled")
     if ctx.torch.module is None:
         return skipped("compile", title, NEEDS_TORCH)
     if ctx.device == "cuda" and ctx.torch.cuda_gpu_count == 0:
         return skipped("compile", title, "needs a CUDA GPU, and torch sees none")
-    toolchain = toolchain_for(ctx.device, os.environ)
+    experiment = ctx.experiment_dir or ctx.output_dir / "standalone"
+    cache = ResultLayout(experiment.absolute()).compile_cache_dir
+    toolchain = toolchain_for(ctx.device, cells_env(os.environ, cache))
+    if toolchain.ok and toolchain.cache_problem:
+        detail = f"{toolchain.fallback_line()}; {toolchain.detail}"
+        return warned("compile", title, detail, CACHE_FOLDER_FIX, **toolchain.data)
     if toolchain.ok:
         return passed("compile", title, toolchain.detail, **toolchain.data)
     if ctx.device == "cuda":

@@ -7,10 +7,17 @@ the launcher Triton builds. Without it every such cell fails at its first step, 
 another; `validate` reports it as a check, and `benchmark` refuses the run up front with the
 same one line (`require_toolchain`).
 
-The child gets fresh, empty inductor and Triton cache directories (removed afterwards), so a
-kernel cached by an earlier run cannot hide a missing compiler, and one compile thread (no
-worker pool to start for one kernel). Its verdict is cached per process and per toolchain
-environment (compiler, paths, inductor and Triton settings): a sweep asks once.
+The child compiles where the cells will: in a fresh, empty folder (removed afterwards) inside
+the experiment's compile cache folder (launch/compile_cache.py), so a kernel cached by an earlier
+run cannot hide a missing compiler, while a folder that cannot hold a cache (NFS without locks,
+a noexec mount) shows up here and not in every compiled cell. When only that folder is at fault
+(its quick check fails, or the compile there fails and one in node-local storage passes) the
+toolchain passes, and `require_toolchain` hands the cells the node-local cache with one line
+saying so. The child gets one compile thread (no worker pool to start for one kernel).
+
+A PASS is remembered per process and per toolchain environment (compiler, paths, inductor and
+Triton settings, cache folder): a sweep asks once; and kept in the user's cache folder per
+machine and toolchain (validate/compile_verdicts.py): the next `validate` reads it back.
 
 Judging the child's verdict (`judge_probe`) is pure; `run_probe` runs it.
 
@@ -19,17 +26,32 @@ Layer 3 (orchestration) of docs/architecture.md: imports only from layers below 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePath
 from typing import Any
 
 from torchscale.contracts.errors import ToolNotFoundError
 from torchscale.contracts.versioned import read_json_object
+from torchscale.orchestration.launch.compile_cache import (
+    INDUCTOR_CACHE_ENV,
+    TRITON_CACHE_ENV,
+    TRITON_SUBDIR,
+    cache_folder_problem,
+    cache_folders,
+    compile_cache_env,
+    inductor_default_dir,
+    nearest_existing,
+    node_local_cache_dir,
+    node_local_cache_env,
+)
+from torchscale.orchestration.validate import compile_verdicts
 
 WORKER_MODULE = "torchscale.orchestration.validate.compile_worker"
 # a cold compile of one tiny function: a few seconds on an idle node, tens on a busy 2-core
@@ -54,10 +76,8 @@ TOOLCHAIN_ENV_NAMES = frozenset(
     }
 )
 TOOLCHAIN_ENV_PREFIXES = ("TORCHINDUCTOR_", "TORCH_INDUCTOR_", "TRITON_")
-# the probe sets these itself (and importing inductor sets the first in this process)
-PROBE_OWN_ENV = frozenset(
-    {"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_COMPILE_THREADS"}
-)
+# the probe sets it itself
+PROBE_OWN_ENV = frozenset({"TORCHINDUCTOR_COMPILE_THREADS"})
 COMPILE_OFF = "or set training.compile: false"
 FIXES = {
     "cpu": "install a C++ compiler and the Python headers (apt install g++ python3-dev), "
@@ -78,24 +98,51 @@ class Toolchain:
     detail: str
     fix: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+    # why the cells' cache folder cannot hold a cache ("" when it can, or none was given), and
+    # that folder: the verdict is then the one in node-local storage
+    cache_problem: str = ""
+    cache_folder: str = ""
 
     def refusal(self) -> str:
         """The one line `benchmark` stops with."""
         return f"torch.compile cannot build a kernel on {self.device}: {self.detail}; {self.fix}"
+
+    def fallback_line(self) -> str:
+        """The one line that says the cells compile in node-local storage, and why."""
+        return (
+            f"the compile cache cannot live in {self.cache_folder} ({self.cache_problem}): "
+            f"the cells compile in node-local {node_local_cache_dir()} instead"
+        )
 
 
 def probe_argv(device: str, out: Path, python: str = sys.executable) -> list[str]:
     return [python, "-m", WORKER_MODULE, "--device", device, "--out", str(out)]
 
 
-def probe_env(base_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
-    """The ranks' environment, with empty caches of the probe's own and one compile thread."""
+def probe_env(base_env: Mapping[str, str], inductor: Path, triton: Path) -> dict[str, str]:
+    """The ranks' environment, with the probe's own empty caches and one compile thread."""
     return {
         **base_env,
-        "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor"),
-        "TRITON_CACHE_DIR": str(workdir / "triton"),
+        INDUCTOR_CACHE_ENV: str(inductor),
+        TRITON_CACHE_ENV: str(triton),
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
     }
+
+
+@contextlib.contextmanager
+def scratch_caches(env: Mapping[str, str]) -> Iterator[tuple[Path, Path]]:
+    """Fresh, empty inductor and Triton cache folders where `env` sends the cells' caches
+    (inside the nearest existing folder of each, so on its filesystem), or in the temporary
+    directory when it sends them to inductor's node-local default; removed afterwards."""
+    folders = cache_folders(env) or [Path(tempfile.gettempdir())]
+    with contextlib.ExitStack() as stack:
+        made = [
+            Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="torchscale-compile-",
+                                                                 dir=nearest_existing(f))))
+            for f in folders
+        ]  # fmt: skip
+        triton = made[1] if len(made) > 1 else made[0] / TRITON_SUBDIR
+        yield made[0] / "inductor", triton
 
 
 def _last_line(text: str) -> str:
@@ -155,15 +202,15 @@ def run_probe(
     timeout_s: float = PROBE_TIMEOUT_S,
     python: str = sys.executable,
 ) -> Toolchain:
-    """Compile one tiny function on `device` in a child process with empty caches."""
-    with tempfile.TemporaryDirectory(prefix="torchscale-compile-") as tmp:
-        workdir = Path(tmp)
-        out = workdir / "verdict.json"
+    """Compile one tiny function on `device` in a child process, with empty caches where
+    `base_env` sends the cells' (`scratch_caches`)."""
+    with scratch_caches(base_env) as (inductor, triton):
+        out = inductor.parent / "verdict.json"
         started = time.monotonic()
         try:
             done = subprocess.run(
                 probe_argv(device, out, python),
-                env=probe_env(base_env, workdir),
+                env=probe_env(base_env, inductor, triton),
                 capture_output=True,
                 text=True,
                 timeout=timeout_s,
@@ -192,22 +239,71 @@ def run_probe(
 
 
 def toolchain_key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The part of an environment that decides whether the toolchain works."""
+    """The part of an environment that decides whether the toolchain works (inductor's own
+    default cache folder, which importing inductor writes into the environment, is no
+    choice: it counts as unset)."""
+    default = inductor_default_dir()
     return tuple(
         sorted(
             (k, v)
             for k, v in env.items()
             if (k in TOOLCHAIN_ENV_NAMES or k.startswith(TOOLCHAIN_ENV_PREFIXES))
             and k not in PROBE_OWN_ENV
+            and not (k == INDUCTOR_CACHE_ENV and str(Path(v).absolute()) == default)
         )
     )
+
+
+def _may_be_the_folder(found: Toolchain) -> bool:
+    """A failed compile that a cache folder can cause: the compiler was found and ran (or the
+    kernel did), torch and Triton were there; not a timeout."""
+    data = found.data
+    compiler = data.get("cxx") if found.device == "cpu" else data.get("c_compiler")
+    return data.get("stage") in ("compile", "run") and bool(compiler)
+
+
+def known_or_probed(
+    device: str, env: Mapping[str, str], probe: Callable[..., Toolchain] = run_probe
+) -> Toolchain:
+    """A PASS kept for this machine and toolchain (its detail says from when), else a new
+    probe, its PASS kept (compile_verdicts.py)."""
+    folder = compile_verdicts.verdict_folder(os.environ)
+    key = compile_verdicts.verdict_key(device, list(toolchain_key(env)), env)
+    kept = compile_verdicts.recall(folder, key)
+    if kept is not None:
+        data = {**kept.get("data", {}), "cached_at": kept["created_at"], "kept_in": kept["path"]}
+        detail = f"{kept['detail']}; {compile_verdicts.cached_from(kept['created_at'])}"
+        return Toolchain(device, True, detail, "", data)
+    found = probe(device, env)
+    if found.ok:
+        compile_verdicts.remember(folder, key, found.detail, found.data)
+    return found
+
+
+def checked_probe(
+    device: str, env: Mapping[str, str], probe: Callable[..., Toolchain] = run_probe
+) -> Toolchain:
+    """`device`'s verdict in the cells' cache folder; when that folder cannot hold a cache
+    (its quick check, or a compile there that fails where one in node-local storage passes)
+    the node-local verdict, with `cache_problem` saying why."""
+    folders = cache_folders(env)
+    problem = next(filter(None, map(cache_folder_problem, folders)), None)
+    if problem is None:
+        found = known_or_probed(device, env, probe)
+        if found.ok or not folders or not _may_be_the_folder(found):
+            return found
+        problem = f"a compile there failed: {found.detail}"
+    local = known_or_probed(device, {**env, **node_local_cache_env()}, probe)
+    if not local.ok:
+        return local
+    return replace(local, cache_problem=problem, cache_folder=str(folders[0]))
 
 
 _VERDICTS: dict[tuple[str, tuple[tuple[str, str], ...]], Toolchain] = {}
 
 
 def toolchain_for(
-    device: str, env: Mapping[str, str], probe: Callable[..., Toolchain] = run_probe
+    device: str, env: Mapping[str, str], probe: Callable[..., Toolchain] = checked_probe
 ) -> Toolchain:
     """`device`'s toolchain verdict, probed once per process for the same toolchain env."""
     key = (device, toolchain_key(env))
@@ -216,19 +312,46 @@ def toolchain_for(
     return _VERDICTS[key]
 
 
+@dataclass(frozen=True)
+class ToolchainCheck:
+    """`require_toolchain`'s answer: each device type's verdict, the environment the cells
+    get (the given one, with the node-local cache when the experiment's folder cannot hold
+    one) and, then, the one line that says so."""
+
+    verdicts: list[Toolchain]
+    env: dict[str, str]
+    fallback: str | None = None
+
+
+def cells_env(env: Mapping[str, str], cache_dir: PurePath | None) -> dict[str, str]:
+    """What the compiled cells inherit for their cache: `env` with the experiment's cache
+    folder unless the user chose their own (as launch/torchrun.py sets it)."""
+    return {**env, **(compile_cache_env(cache_dir, env) if cache_dir is not None else {})}
+
+
 def require_toolchain(
     devices: Iterable[str],
     env: Mapping[str, str],
     on_check: Callable[[str], None] = lambda text: None,
-) -> list[Toolchain]:
-    """Each device type's verdict; ToolNotFoundError with the refusal line of the first one
-    that cannot compile (before any cell launches: every compiled cell would fail)."""
+    cache_dir: PurePath | None = None,
+) -> ToolchainCheck:
+    """Each device type's verdict, compiled where the cells' cache will be (`cache_dir`: the
+    experiment's compile cache folder); ToolNotFoundError with the refusal line of the first
+    one that cannot compile (before any cell launches: every compiled cell would fail)."""
+    probed_env = cells_env(env, cache_dir)
     verdicts = []
+    fallback = None
     for device in sorted(set(devices)):
         on_check(f"checking that torch.compile builds a kernel on {device}")
-        toolchain = toolchain_for(device, env)
+        toolchain = toolchain_for(device, probed_env)
         if not toolchain.ok:
             raise ToolNotFoundError(toolchain.refusal())
+        if toolchain.cache_problem and fallback is None:
+            fallback = toolchain.fallback_line()
+            on_check(fallback)
         on_check(f"torch.compile on {device}: {toolchain.detail}")
         verdicts.append(toolchain)
-    return verdicts
+    given = dict(env)
+    if fallback is not None:
+        given.update(node_local_cache_env())
+    return ToolchainCheck(verdicts, given, fallback)

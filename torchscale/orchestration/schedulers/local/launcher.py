@@ -79,7 +79,7 @@ class ThisNode:
         from torchscale.orchestration.sweep import SweepHooks, nothing_measured, run_sweep
         from torchscale.rank.worker.run_environment import capture_environment
 
-        _require_compile_toolchain(plan, env, events)  # before anything is written
+        env = _require_compile_toolchain(plan, store, env, events)  # before anything is written
         check_output_dir(store.root)
         store.write_environment(capture_environment())
         hooks = SweepHooks(events.on_cell_start, events.on_cell_done, events.on_data)
@@ -111,15 +111,19 @@ def compile_devices(plan: Plan) -> set[str]:
     return {p.cell.device for p in plan.cells if p.skip_reason is None and p.training.compile}
 
 
-def _require_compile_toolchain(plan: Plan, env: Mapping[str, str], events: BenchmarkEvents) -> None:
+def _require_compile_toolchain(
+    plan: Plan, store: ResultStore, env: Mapping[str, str], events: BenchmarkEvents
+) -> Mapping[str, str]:
     """Without a toolchain every compiled cell (and max-batch probe, and profile) fails at its
     first step: refuse the run in one line instead (ToolNotFoundError), probed once per
-    process."""
+    process, in the experiment's compile cache folder. The environment the launches inherit:
+    with a node-local cache when that folder cannot hold one (said in one line)."""
     devices = compile_devices(plan)
-    if devices:
-        from torchscale.orchestration.validate.compile_toolchain import require_toolchain
+    if not devices:
+        return env
+    from torchscale.orchestration.validate.compile_toolchain import require_toolchain
 
-        require_toolchain(devices, env, events.on_check)
+    return require_toolchain(devices, env, events.on_check, store.compile_cache_dir).env
 
 
 def _comm_after(run: BenchmarkRun, env: Mapping[str, str], events: BenchmarkEvents) -> None:

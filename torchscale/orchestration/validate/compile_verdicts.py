@@ -1,0 +1,136 @@
+"""The compile probe's PASS, kept per machine and toolchain in the user's cache folder.
+
+Building one kernel takes a cold inductor seconds on an idle node and close to a minute on a
+busy small one: most of `validate`'s time, and the same answer every time until the machine or
+its toolchain changes. A PASS is kept under `$XDG_CACHE_HOME/torchscale/compile-toolchain/`
+(default `~/.cache`), keyed by what decides it: the host, the Python and torch (and Triton on
+CUDA) versions, the compiler found (its path, size and time: a reinstall is a new key), the
+Python headers, the toolchain variables and the cache folder probed. A FAIL is never kept: the
+next run tries again, as it would after the fix. Deleting the folder makes the next run compile.
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import shutil
+import socket
+import sys
+import sysconfig
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.versioned import read_json_object
+
+FOLDER = Path("torchscale") / "compile-toolchain"
+MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
+# where inductor (CPU) and Triton's launcher (CUDA) look for a compiler, as compile_worker says
+COMPILERS = {"cpu": ("CXX", ("g++", "c++", "clang++")), "cuda": ("CC", ("gcc", "clang"))}
+
+
+def verdict_folder(environ: Mapping[str, str]) -> Path:
+    """$XDG_CACHE_HOME/torchscale/compile-toolchain, else ~/.cache/torchscale/..."""
+    root = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / FOLDER
+
+
+def _machine_id() -> str | None:
+    for path in MACHINE_ID_FILES:
+        try:
+            return path.read_text(encoding="utf-8").strip() or None
+        except OSError:
+            continue
+    return None
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _file_facts(path: str | None) -> dict[str, Any] | None:
+    """A file's real path, size and modification time: a reinstalled one reads differently."""
+    if not path:
+        return None
+    try:
+        real = Path(path).resolve()
+        stat = real.stat()
+    except OSError:
+        return {"path": path, "missing": True}
+    return {"path": str(real), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def compiler_facts(device: str, env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The compiler the probe's child would use on `device`, found as it finds it."""
+    variable, names = COMPILERS.get(device, COMPILERS["cpu"])
+    given = env.get(variable)
+    if given:
+        return _file_facts(shutil.which(given, path=env.get("PATH")) or given)
+    for name in names:
+        found = shutil.which(name, path=env.get("PATH"))
+        if found:
+            return _file_facts(found)
+    return None
+
+
+def verdict_key(
+    device: str, toolchain_env: list[tuple[str, str]], env: Mapping[str, str]
+) -> dict[str, Any]:
+    """Everything a kept PASS must match to stand for a new probe (`toolchain_env`: the
+    variables that decide it, compile_toolchain.toolchain_key)."""
+    include = sysconfig.get_paths().get("include")
+    return {
+        "host": socket.gethostname(),
+        "machine_id": _machine_id(),
+        "device": device,
+        "python": [sys.executable, sys.version],
+        "torch": _version("torch"),
+        "triton": _version("triton") if device == "cuda" else None,
+        "compiler": compiler_facts(device, env),
+        "python_headers": _file_facts(str(Path(include) / "Python.h") if include else None),
+        "env": [list(pair) for pair in toolchain_env],
+    }
+
+
+def _path(folder: Path, key: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
+    return folder / f"{digest[:32]}.json"
+
+
+def recall(folder: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The kept PASS for `key` ({'detail', 'data', 'created_at', 'path'}), or None."""
+    path = _path(folder, key)
+    kept = read_json_object(path)
+    if not kept or kept.get("key") != key or not isinstance(kept.get("detail"), str):
+        return None
+    return {**kept, "path": str(path)}
+
+
+def remember(
+    folder: Path, key: dict[str, Any], detail: str, data: Mapping[str, Any]
+) -> Path | None:
+    """Keep a PASS (atomically: two probes at once leave one whole file); None when the cache
+    folder cannot be written (the verdict stands, it is only not kept)."""
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    text = json.dumps({"key": key, "created_at": created, "detail": detail, "data": dict(data)})
+    try:
+        return write_text_atomic(_path(folder, key), text)
+    except OSError:
+        return None
+
+
+def cached_from(created_at: str) -> str:
+    """'cached from 2026-01-31 14:02 UTC' for a kept verdict's ISO time."""
+    try:
+        when = datetime.fromisoformat(created_at).astimezone(timezone.utc)
+    except ValueError:
+        return f"cached from {created_at}"
+    return f"cached from {when:%Y-%m-%d %H:%M} UTC"
