@@ -113,6 +113,12 @@ def test_without_a_controller_cells_are_judged_against_the_config() -> None:
     auto = cuda_config().model_copy(update={"device": "auto"})
     assert judged_gpus(auto, unreachable).count == 0  # auto: CPU, as the note says
 
+    def unknown(partition: str | None) -> PartitionGpus | None:
+        raise SlurmError("scontrol failed: Partition gpux not found")
+
+    named = judged_gpus(cuda_config(partition="gpux"), unknown).note or ""
+    assert named.startswith("Slurm has no partition 'gpux': cells judged against the config's")
+
 
 def test_the_partitions_gres_is_what_cells_are_judged_against() -> None:
     four = PartitionGpus("gpu", most=4, fewest=4, nodes=16)

@@ -37,11 +37,13 @@ def judged_gpus(config: BenchConfig, ask: AskPartition) -> JudgedGpus:
     stated = slurm.gpus_per_node
     if config.device == "cpu":
         return JudgedGpus(stated or 0, None, None)
+    named = f"partition {slurm.partition!r}" if slurm.partition else "the default partition"
     try:
         answer = ask(slurm.partition)
-    except SlurmError:
-        return _from_config(config, NO_CONTROLLER)
-    named = f"partition {slurm.partition!r}" if slurm.partition else "the default partition"
+    except SlurmError as exc:
+        # an answer, not an outage: the run's node check stops on it (submission.check_nodes)
+        unknown = "partition" in str(exc).lower() and "not found" in str(exc).lower()
+        return _from_config(config, f"Slurm has no {named}" if unknown else NO_CONTROLLER)
     if answer is None:
         return _from_config(config, f"Slurm listed no node of {named}")
     named = f"partition {answer.partition!r}"
