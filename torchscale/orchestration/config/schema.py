@@ -128,8 +128,8 @@ class MemoryConfig(StrictModel):
     )
     probe_steps: Annotated[int, Field(gt=0), AtMost(MAX_STEPS)] = Field(
         default=2,
-        description="training steps per probe (the second step holds optimizer state and "
-        "gradients together, usually the peak)",
+        description="measured training steps per probe, after its warm-up step (each holds "
+        "optimizer state and gradients together, usually the peak)",
     )
 
 

@@ -72,6 +72,7 @@ def plan_lines(
     memory = plan.memory
     if memory.max_batch_search:
         from torchscale.orchestration.memory.max_batch_runs import search_groups
+        from torchscale.orchestration.memory.probe import PROBE_WARMUP_STEPS
 
         groups = search_groups(plan)
         lines.append(
@@ -79,7 +80,8 @@ def plan_lines(
                 "info",
                 f"after the cells: max batch search for {len(groups)} group(s) (model, world "
                 f"size, precision, strategy), batch up to {memory.max_batch_limit}, one torchrun "
-                f"of {memory.probe_steps} step(s) per probe, into max_batch/",
+                f"of {memory.probe_steps} step(s) after {PROBE_WARMUP_STEPS} warm-up step(s) per probe, "
+                "into max_batch/",
             )
         )
     return lines
