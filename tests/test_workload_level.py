@@ -160,14 +160,14 @@ def _profiled() -> ProfiledCell:
 
 def test_a_real_profile_passes_and_one_without_collectives_or_kernels_fails() -> None:
     profiled = _profiled()
-    assert judge.judge_profile("torch", profiled, None).status is CheckStatus.PASS
+    assert judge.judge_profile("torch", profiled).status is CheckStatus.PASS
     assert profiled.analysis is not None
     no_match = ProfiledCell(
         profiled.directory,
         profiled.result,
         profiled.analysis.model_copy(update={"matched_collectives": 0}),
     )
-    verdict = judge.judge_profile("torch", no_match, None)
+    verdict = judge.judge_profile("torch", no_match)
     assert verdict.status is CheckStatus.FAIL and "no collective" in verdict.detail
     on_gpu = ProfiledCell(
         profiled.directory,
@@ -176,16 +176,16 @@ def test_a_real_profile_passes_and_one_without_collectives_or_kernels_fails() ->
         ),
         profiled.analysis,
     )
-    verdict = judge.judge_profile("nsys", on_gpu, None)
+    verdict = judge.judge_profile("nsys", on_gpu)
     assert verdict.status is CheckStatus.FAIL and "no GPU kernels" in verdict.detail
     none = ProfiledCell(profiled.directory, profiled.result, None, "no traces to analyse")
-    assert "no traces" in judge.judge_profile("nsys", none, None).detail
+    assert "no traces" in judge.judge_profile("nsys", none).detail
 
 
 def test_the_summary_puts_failures_first() -> None:
     plan = plan_workload(NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=0))
     checks = [
-        judge.judge_report([Path("report.md")], None),
+        judge.judge_report([Path("report.md")]),
         judge.judge_oom(_cell(), None, True),
     ]
     report = ValidateReport(
@@ -236,3 +236,65 @@ def test_the_workload_level_runs_every_path_on_cpu(tmp_path: Path) -> None:
     cells = list(folder.glob("*/cells/*.json"))
     assert len(cells) >= 7  # 4 eager, fit, oom, compiled
     assert list(folder.glob("profile-torch/profile/*/rank*.trace.json.gz"))  # one short trace
+
+
+# -- faults of the level itself ---------------------------------------------------------------
+
+
+def _fault_everywhere(
+    monkeypatch: pytest.MonkeyPatch, sweep_fault: dict[str, BaseException]
+) -> None:
+    """Every step's entry point replaced: a sweep raises its experiment's fault, the profile
+    and the report refuse."""
+    from torchscale.contracts.errors import ResultsError, ToolNotFoundError
+    from torchscale.interfaces.api import benchmark, profile, report
+
+    def run_benchmark(config: object, *args: object, **kwargs: object) -> None:
+        raise sweep_fault.get(config.experiment_name, ToolNotFoundError("no C compiler"))  # type: ignore[attr-defined]
+
+    def refuse(error: Exception) -> object:
+        def call(*args: object, **kwargs: object) -> None:
+            raise error
+
+        return call
+
+    monkeypatch.setattr(benchmark, "run_benchmark", run_benchmark)
+    monkeypatch.setattr(profile, "run_profile", refuse(ToolNotFoundError("no profiler")))
+    monkeypatch.setattr(report, "build_report", refuse(ResultsError("no results to report")))
+
+
+CPU_NODE = NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=0)
+
+
+def test_a_step_that_crashes_or_refuses_is_its_fail_and_the_next_steps_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from torchscale.interfaces.api.workload import run_workload
+
+    _fault_everywhere(monkeypatch, {"eager": RuntimeError("boom")})
+    run = run_workload("cpu", tmp_path, node=CPU_NODE)
+    assert run.exit_code == 1
+    by_id = {c.id: c for c in run.report.checks}
+    assert by_id["eager.run"].status is CheckStatus.FAIL
+    assert "the step crashed: RuntimeError: boom" in by_id["eager.run"].detail
+    assert "torchscale bug" in by_id["eager.run"].hint
+    assert by_id["compiled.run"].detail == "no C compiler"  # a refusal: its own line
+    assert "no profiler" in by_id["profile.torch"].detail
+    assert "no results" in by_id["report"].detail
+    assert by_id["oom"].status is CheckStatus.FAIL  # the OOM cell left nothing: not a pass
+    summary = (run.folder / "summary.md").read_text()
+    assert "NOT proven" in summary and "| FAIL | eager cells |" in summary
+
+
+def test_ctrl_c_keeps_what_ran_writes_where_it_stopped_and_stops(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from torchscale.interfaces.api.workload import run_workload
+
+    _fault_everywhere(monkeypatch, {"fit": KeyboardInterrupt()})
+    with pytest.raises(KeyboardInterrupt):
+        run_workload("cpu", tmp_path, node=CPU_NODE)
+    [folder] = list((tmp_path / "standalone").glob("workload-*"))
+    summary = (folder / "summary.md").read_text()
+    assert "stopped by Ctrl-C during fit cells" in summary
+    assert ValidateReport.model_validate_json((folder / "validate.json").read_text()).ok is False

@@ -14,9 +14,12 @@ Layer 4 (entry points) of docs/architecture.md, with the rest of `torchscale.int
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import shutil
 import socket
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.errors import TorchScaleError, UsageError
+from torchscale.contracts.signals import Terminated
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
@@ -113,32 +117,90 @@ def run_workload(
     folder = Path(output_dir) / name / f"workload-{socket.gethostname()}-{stamp}"
     check_output_dir(folder)
     ranks_env = dict(os.environ if env is None else env)
-    say = on_step or (lambda _: None)
     steps = _Steps()
+    current = ["planning"]
 
+    def say(step: str) -> None:
+        current[0] = step
+        if on_step is not None:
+            on_step(step)
+
+    try:
+        _run_steps(plan, device, folder, ranks_env, steps, say)
+    except (KeyboardInterrupt, Terminated) as stop:
+        # what finished is on disk already; the summary says where the level stopped
+        how = stop.name if isinstance(stop, Terminated) else "Ctrl-C"
+        steps.checks.append(
+            failed("stopped", "stopped", f"stopped by {how} during {current[0]}", "run it again")
+        )
+        with contextlib.suppress(TorchScaleError):
+            _write(folder, _validate_report(device, plan, steps.checks, folder, fail_on), plan)
+        raise
+    report = _validate_report(device, plan, steps.checks, folder, fail_on)
+    _write(folder, report, plan)
+    return WorkloadRun(plan, folder, report)
+
+
+def _run_steps(
+    plan: WorkloadPlan,
+    device: Literal["cuda", "cpu"],
+    folder: Path,
+    env: Mapping[str, str],
+    steps: _Steps,
+    say: Callable[[str], None],
+) -> None:
+    """Every step in order, each verdict appended to `steps`; a step that cannot run is its
+    FAIL and the next one runs (they share nothing but the devices)."""
     say("node checks")
-    steps.checks.extend(_node_checks(device, folder))
+    steps.checks.extend(_guarded("checks", "node checks", lambda: _node_checks(device, folder)))
     runs: dict[str, BenchmarkRun | None] = {}
     for experiment in ("eager", "fit"):
         say(f"{experiment} cells")
-        runs[experiment] = _sweep(plan.sweeps[experiment], folder, ranks_env, steps)
+        runs[experiment] = _sweep(plan.sweeps[experiment], folder, env, steps)
     say("a batch that cannot fit")
-    oom_run = _sweep(plan.oom, folder, ranks_env, steps) if plan.oom is not None else None
+    oom_run = _sweep(plan.oom, folder, env, steps) if plan.oom is not None else None
     say("compiled cells")
-    runs["compiled"] = _sweep(plan.sweeps["compiled"], folder, ranks_env, steps)
-    _judge_runs(plan, runs, oom_run, folder, steps)
+    runs["compiled"] = _sweep(plan.sweeps["compiled"], folder, env, steps)
+    steps.checks.extend(
+        _guarded("judge", "verdicts", lambda: _judge_runs(plan, runs, oom_run, folder, steps))
+    )
     for tool in plan.profile_tools:
         say(f"profile ({tool})")
-        steps.checks.append(_profile(plan, tool, folder, ranks_env))
+        steps.checks.extend(
+            _guarded(
+                f"profile.{tool}",
+                f"profile ({tool})",
+                functools.partial(_profiled, plan, tool, folder, env),
+            )
+        )
     if plan.nsys_skipped is not None:
         from torchscale.orchestration.validate.workload_judge import judge_nsys_absent
 
         steps.checks.append(judge_nsys_absent(plan.nsys_skipped))
     say("report")
-    steps.checks.append(_report(folder))
-    report = _validate_report(device, plan, steps.checks, folder, fail_on)
-    _write(folder, report, plan)
-    return WorkloadRun(plan, folder, report)
+    steps.checks.extend(_guarded("report", "report", lambda: [_report(folder)]))
+
+
+def _guarded(
+    id: str, title: str, step: Callable[[], list[CheckResult] | None]
+) -> list[CheckResult]:
+    """A step's verdicts, or its FAIL: one line for a refusal (a TorchScaleError names what
+    to fix), the exception and where for a crash (a torchscale bug), never a traceback."""
+    try:
+        return step() or []
+    except TorchScaleError as exc:
+        return [failed(id, title, str(exc), "fix what it names, then run the level again")]
+    except Exception as exc:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return [
+            failed(
+                id,
+                title,
+                f"the step crashed: {type(exc).__name__}: {exc} "
+                f"({Path(where.filename).name}:{where.lineno})",
+                "please report this as a torchscale bug, with the folder",
+            )
+        ]
 
 
 def _node_checks(device: Literal["cuda", "cpu"], folder: Path) -> list[CheckResult]:
@@ -164,15 +226,17 @@ def _sweep(
     if data is None:
         return None
     experiment = str(data["experiment_name"])
-    try:
-        run = run_benchmark(validate_data(dict(data), f"workload {experiment}"), folder, env=env)
-    except TorchScaleError as exc:
-        steps.checks.append(
-            failed(f"{experiment}.run", f"{experiment} cells", str(exc), "fix what it names")
-        )
+    ran: list[BenchmarkRun] = []
+
+    def sweep() -> None:
+        config = validate_data(dict(data), f"workload {experiment}")
+        ran.append(run_benchmark(config, folder, env=env))
+
+    steps.checks.extend(_guarded(f"{experiment}.run", f"{experiment} cells", sweep))
+    if not ran:
         return None
-    steps.cells.extend(run.sweep.results)
-    return run
+    steps.cells.extend(ran[0].sweep.results)
+    return ran[0]
 
 
 def _judge_runs(
@@ -204,16 +268,15 @@ def _judge_runs(
     steps.checks.append(judge.judge_telemetry(measured))
 
 
-def _profile(plan: WorkloadPlan, tool: str, folder: Path, env: Mapping[str, str]) -> CheckResult:
+def _profiled(
+    plan: WorkloadPlan, tool: str, folder: Path, env: Mapping[str, str]
+) -> list[CheckResult]:
     from torchscale.interfaces.api.profile import ProfileOptions, run_profile
     from torchscale.orchestration.validate.workload_judge import judge_profile
 
     options = ProfileOptions(**{**plan.profile, "tool": tool, "name": f"profile-{tool}"})
-    try:
-        run = run_profile(options, folder, env=env)
-    except TorchScaleError as exc:
-        return judge_profile(tool, None, str(exc))
-    return judge_profile(tool, run.profiled, None)
+    run = run_profile(options, folder, env=env)
+    return [judge_profile(tool, run.profiled)]
 
 
 def _report(folder: Path) -> CheckResult:
@@ -222,14 +285,11 @@ def _report(folder: Path) -> CheckResult:
     from torchscale.orchestration.validate.workload_judge import judge_report
 
     written: list[Path] = []
-    try:
-        for fmt in ("md", "html"):
-            run = build_report(folder, fmt, output=folder / f"report.{fmt}")
-            if run.outcome.path is not None:
-                written.append(run.outcome.path)
-    except TorchScaleError as exc:
-        return judge_report(written, str(exc))
-    return judge_report(written, None)
+    for fmt in ("md", "html"):
+        run = build_report(folder, fmt, output=folder / f"report.{fmt}")
+        if run.outcome.path is not None:
+            written.append(run.outcome.path)
+    return judge_report(written)
 
 
 def _validate_report(
