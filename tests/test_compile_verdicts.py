@@ -78,9 +78,26 @@ def test_a_new_compiler_variable_or_folder_asks_again(xdg: Path, tmp_path: Path)
     known_or_probed("cpu", env, probe)
     assert probe.calls == 2
     known_or_probed("cpu", {**env, "CXX": "clang++"}, probe)
-    known_or_probed("cpu", {**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "c")}, probe)
     known_or_probed("cuda", env, probe)
-    assert probe.calls == 5
+    assert probe.calls == 4
+
+
+def test_a_cache_folder_on_the_same_filesystem_reads_the_pass_back(
+    xdg: Path, tmp_path: Path
+) -> None:
+    """`validate` from another directory of the same disk compiles nowhere new; a cache
+    folder on another filesystem (its noexec or locks may differ) is asked again."""
+    env = {"PATH": "/usr/bin"}
+    probe = Probe()
+    for folder in ("a/compile_cache", "b/compile_cache"):
+        known_or_probed("cpu", {**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / folder)}, probe)
+    assert probe.calls == 1
+    here = compile_verdicts.filesystem(tmp_path)
+    other = Path("/dev/shm")
+    if not other.is_dir() or compile_verdicts.filesystem(other) == here:
+        pytest.skip("no second filesystem to point a cache at")
+    known_or_probed("cpu", {**env, "TORCHINDUCTOR_CACHE_DIR": str(other / "x")}, probe)
+    assert probe.calls == 2
 
 
 def test_a_damaged_or_foreign_file_is_no_verdict(xdg: Path) -> None:

@@ -268,7 +268,11 @@ def known_or_probed(
     """A PASS kept for this machine and toolchain (its detail says from when), else a new
     probe, its PASS kept (compile_verdicts.py)."""
     folder = compile_verdicts.verdict_folder(os.environ)
-    key = compile_verdicts.verdict_key(device, list(toolchain_key(env)), env)
+    variables = [
+        p for p in toolchain_key(env) if p[0] not in (INDUCTOR_CACHE_ENV, TRITON_CACHE_ENV)
+    ]
+    compiles_in = cache_folders(env) or [Path(tempfile.gettempdir())]
+    key = compile_verdicts.verdict_key(device, variables, env, compiles_in)
     kept = compile_verdicts.recall(folder, key)
     if kept is not None:
         data = {**kept.get("data", {}), "cached_at": kept["created_at"], "kept_in": kept["path"]}

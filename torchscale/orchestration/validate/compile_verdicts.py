@@ -5,8 +5,11 @@ busy small one: most of `validate`'s time, and the same answer every time until 
 its toolchain changes. A PASS is kept under `$XDG_CACHE_HOME/torchscale/compile-toolchain/`
 (default `~/.cache`), keyed by what decides it: the host, the Python and torch (and Triton on
 CUDA) versions, the compiler found (its path, size and time: a reinstall is a new key), the
-Python headers, the toolchain variables and the cache folder probed. A FAIL is never kept: the
-next run tries again, as it would after the fix. Deleting the folder makes the next run compile.
+Python headers, the toolchain variables and the filesystem of the cache folder probed (its mount
+point and device: a `validate` from another directory on the same disk reads the PASS back, one
+on another mount compiles there; the folder's quick look, compile_cache.cache_folder_problem,
+is taken every time). A FAIL is never kept: the next run tries again, as it would after the
+fix. Deleting the folder makes the next run compile.
 
 Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import shutil
 import socket
 import sys
@@ -27,6 +31,7 @@ from typing import Any
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.versioned import read_json_object
+from torchscale.orchestration.launch.compile_cache import nearest_existing
 
 FOLDER = Path("torchscale") / "compile-toolchain"
 MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
@@ -81,11 +86,27 @@ def compiler_facts(device: str, env: Mapping[str, str]) -> dict[str, Any] | None
     return None
 
 
+def filesystem(folder: Path) -> list[str | int]:
+    """The mount point and device number of the filesystem `folder` is (or will be) on."""
+    where = nearest_existing(folder).resolve()
+    mount = where
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    try:
+        return [str(mount), where.stat().st_dev]
+    except OSError:
+        return [str(mount), -1]
+
+
 def verdict_key(
-    device: str, toolchain_env: list[tuple[str, str]], env: Mapping[str, str]
+    device: str,
+    toolchain_env: list[tuple[str, str]],
+    env: Mapping[str, str],
+    cache_folders: list[Path],
 ) -> dict[str, Any]:
     """Everything a kept PASS must match to stand for a new probe (`toolchain_env`: the
-    variables that decide it, compile_toolchain.toolchain_key)."""
+    variables that decide it but the cache folders, compile_toolchain.toolchain_key;
+    `cache_folders`: where the probe compiles)."""
     include = sysconfig.get_paths().get("include")
     return {
         "host": socket.gethostname(),
@@ -97,6 +118,7 @@ def verdict_key(
         "compiler": compiler_facts(device, env),
         "python_headers": _file_facts(str(Path(include) / "Python.h") if include else None),
         "env": [list(pair) for pair in toolchain_env],
+        "cache_filesystems": [filesystem(folder) for folder in cache_folders],
     }
 
 
