@@ -289,3 +289,46 @@ def test_benchmark_launches_its_cells_with_the_node_local_cache_after_one_line(
     assert flat.count(expected) == 1, run.output
     [command] = launched
     assert command.env[INDUCTOR] == str(node_local_cache_dir())
+
+
+def test_profile_launches_with_the_node_local_cache_and_says_so_in_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from torchscale.interfaces.api import profile as api
+
+    real_plan = api.plan_profile
+
+    def compiled(*args: Any, **kwargs: Any) -> Any:
+        plan = real_plan(*args, **kwargs)
+        training = plan.planned.training.model_copy(update={"compile": True})
+        return dataclasses.replace(
+            plan, planned=dataclasses.replace(plan.planned, training=training)
+        )
+
+    def problem(folder: Path) -> str | None:
+        return "mounted noexec" if folder.is_relative_to(tmp_path) else None
+
+    launched: list[Mapping[str, str]] = []
+
+    def launch(planned: Any, store: Any, env: Mapping[str, str], request: Any) -> Any:
+        launched.append(env)
+        raise RuntimeError("stop here: the launch is what this test looks at")
+
+    monkeypatch.setattr(api, "plan_profile", compiled)
+    monkeypatch.setattr(toolchain, "cache_folder_problem", problem)
+    monkeypatch.setattr("torchscale.orchestration.profiling.session.launch_profiled", launch)
+    probing_with(monkeypatch, Probe())
+    notes: list[str] = []
+    with pytest.raises(RuntimeError, match="stop here"):
+        api.run_profile(
+            api.ProfileOptions(gpus=1, device="cpu", steps=2),
+            tmp_path,
+            env=ENV,
+            on_start=lambda plan: notes.extend(plan.notes),
+        )
+    [env] = launched
+    assert env[INDUCTOR] == str(node_local_cache_dir())
+    [line] = [n for n in notes if n.startswith("the compile cache cannot live in ")]
+    assert f"in {tmp_path}" in line and line.endswith("instead")
