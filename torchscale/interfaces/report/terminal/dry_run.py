@@ -80,8 +80,8 @@ def plan_lines(
                 "info",
                 f"after the cells: max batch search for {len(groups)} group(s) (model, world "
                 f"size, precision, strategy), batch up to {memory.max_batch_limit}, one torchrun "
-                f"of {memory.probe_steps} step(s) after {PROBE_WARMUP_STEPS} warm-up step(s) per probe, "
-                "into max_batch/",
+                f"of {memory.probe_steps} step(s) after at least {PROBE_WARMUP_STEPS} warm-up "
+                "step(s) per probe, into max_batch/",
             )
         )
     return lines
