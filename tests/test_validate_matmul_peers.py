@@ -21,20 +21,17 @@ from torchscale.orchestration.validate.perf_worker import PerfRun, RankPerf
 from torchscale.orchestration.validate.reference import expected_for
 
 H100 = "NVIDIA H100 80GB HBM3"
+L4 = "NVIDIA L4"
 UNKNOWN = "NVIDIA Imaginary X1"
 
 
-def _bar() -> float:
-    """H100's bf16 reference (the published achievable figure), read from the table."""
-    expected = expected_for(H100, "matmul.bf16")
-    assert expected is not None
-    return expected.value
-
-
-def node(shares: list[float], name: str = H100, device: str = "cuda") -> list[Measurement]:
-    """One GPU per share, each reaching `share` x the SKU's bf16 reference (x 500 TFLOP/s
+def node(
+    shares: list[float], name: str = H100, device: str = "cuda", dtype: str = "bf16"
+) -> list[Measurement]:
+    """One GPU per share, each reaching `share` x the SKU's `dtype` reference (x 500 TFLOP/s
     for a GPU without one), judged as `validate --level perf` judges them."""
-    scale = _bar() if name == H100 else 500.0
+    expected = expected_for(name, f"matmul.{dtype}")
+    scale = expected.value if expected is not None else 500.0
     ranks = [
         RankPerf(
             rank=gpu,
@@ -42,7 +39,7 @@ def node(shares: list[float], name: str = H100, device: str = "cuda") -> list[Me
             device_name=name,
             matmul=[
                 PeakResult(
-                    dtype="bf16", device=f"cuda:{gpu}", device_name=name, best_tflops=s * scale
+                    dtype=dtype, device=f"cuda:{gpu}", device_name=name, best_tflops=s * scale
                 )
             ],
         )
@@ -141,3 +138,18 @@ def test_peer_bars() -> None:
     assert peer_status(PEER_PASS - 0.01) is CheckStatus.WARN
     assert peer_status(PEER_FAIL) is CheckStatus.WARN
     assert peer_status(PEER_FAIL - 0.01) is CheckStatus.FAIL
+
+
+def test_a_node_above_its_spec_sheet_is_a_measurement_bug_not_a_node_below_its_sku() -> None:
+    """4 L4s at 1.2 x the fp32 spec sheet: each FAILs for being above the sheet (a timing
+    bug); the node's median is no node below its SKU and no power cap."""
+    expected = expected_for(L4, "matmul.fp32")
+    assert expected is not None and expected.kind == "spec"
+    rows = node([1.2] * 4, name=L4, dtype="fp32")
+    assert {r.status for r in rows} == {CheckStatus.FAIL}
+    for row in rows:
+        assert "above the spec sheet" in row.detail
+        assert "below the SKU" not in row.detail and "power" not in row.detail.lower()
+        assert row.data["peer_verdict"] == "with its peers"
+        assert "hint" not in row.data
+    assert _check(rows)[2] != POWER_HINT
