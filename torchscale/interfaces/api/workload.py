@@ -20,7 +20,7 @@ import os
 import shutil
 import socket
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +44,8 @@ __all__ = ["WorkloadRun", "read_node", "run_workload"]
 
 CPU_RANKS = 2  # tp and pp need two ranks; gloo runs them on any CPU
 SUMMARY = "summary.md"
+RUNS = "runs"  # the cells and profiles: what the report covers
+MEMORY = "memory"  # the max-batch search and the deliberate OOM
 REPORT_JSON = "validate.json"
 
 
@@ -70,6 +72,7 @@ def read_node(device: Literal["cuda", "cpu"]) -> NodeFacts:
     """This node as the plan needs it; UsageError when `cuda` is asked and none is visible."""
     import psutil
 
+    from torchscale.contracts import host
     from torchscale.orchestration.schedulers.local.launcher import machine_here
 
     nsys = shutil.which("nsys")
@@ -86,13 +89,16 @@ def read_node(device: Literal["cuda", "cpu"]) -> NodeFacts:
             machine.gpu_memory_bytes,
             machine.gpu_memory_unknown,
             nsys=nsys,
+            cpu_cores=machine.cpu_cores,
         )
     memory = psutil.virtual_memory().total + psutil.swap_memory().total
     try:
         mode: int | None = int(Path("/proc/sys/vm/overcommit_memory").read_text().strip())
     except (OSError, ValueError):
         mode = None
-    return NodeFacts("cpu", CPU_RANKS, memory, overcommit_mode=mode, nsys=nsys)
+    return NodeFacts(
+        "cpu", CPU_RANKS, memory, overcommit_mode=mode, nsys=nsys, cpu_cores=host.usable_cores()
+    )
 
 
 def run_workload(
@@ -150,19 +156,26 @@ def _run_steps(
     say: Callable[[str], None],
 ) -> None:
     """Every step in order, each verdict appended to `steps`; a step that cannot run is its
-    FAIL and the next one runs (they share nothing but the devices)."""
+    FAIL and the next one runs (they share nothing but the devices). The cells and profiles
+    go to RUNS (what the report covers), the max-batch search and the deliberate OOM to
+    MEMORY (a failure on purpose is not one to fix)."""
+    runs, memory = folder / RUNS, folder / MEMORY
     say("node checks")
     steps.checks.extend(_guarded("checks", "node checks", lambda: _node_checks(device, folder)))
-    runs: dict[str, BenchmarkRun | None] = {}
-    for experiment in ("eager", "fit"):
-        say(f"{experiment} cells")
-        runs[experiment] = _sweep(plan.sweeps[experiment], folder, env, steps)
+    eager = {name: _sweep(data, runs, env, steps) for name, data in _announced(plan.eager, say)}
+    say("max-batch search")
+    fit = _sweep(plan.fit, memory, env, steps)
     say("a batch that cannot fit")
-    oom_run = _sweep(plan.oom, folder, env, steps) if plan.oom is not None else None
-    say("compiled cells")
-    runs["compiled"] = _sweep(plan.sweeps["compiled"], folder, env, steps)
+    oom = _sweep(plan.oom, memory, env, steps) if plan.oom is not None else None
+    compiled = {
+        name: _sweep(data, runs, env, steps) for name, data in _announced(plan.compiled, say)
+    }
     steps.checks.extend(
-        _guarded("judge", "verdicts", lambda: _judge_runs(plan, runs, oom_run, folder, steps))
+        _guarded(
+            "judge",
+            "verdicts",
+            lambda: _judge_runs(plan, eager, compiled, fit, oom, folder, steps),
+        )
     )
     for tool in plan.profile_tools:
         say(f"profile ({tool})")
@@ -170,7 +183,7 @@ def _run_steps(
             _guarded(
                 f"profile.{tool}",
                 f"profile ({tool})",
-                functools.partial(_profiled, plan, tool, folder, env),
+                functools.partial(_profiled, plan, tool, runs, env),
             )
         )
     if plan.nsys_skipped is not None:
@@ -178,7 +191,23 @@ def _run_steps(
 
         steps.checks.append(judge_nsys_absent(plan.nsys_skipped))
     say("report")
-    steps.checks.extend(_guarded("report", "report", lambda: [_report(folder)]))
+    steps.checks.extend(_guarded("report", "report", lambda: [_report(runs, folder)]))
+    _drop_compile_caches(folder)
+
+
+def _announced(
+    sweeps: Mapping[str, dict[str, object]], say: Callable[[str], None]
+) -> Iterator[tuple[str, dict[str, object]]]:
+    for name, data in sweeps.items():
+        say(f"{name} cells")
+        yield name, data
+
+
+def _drop_compile_caches(folder: Path) -> None:
+    """Compiled kernels are rebuilt from the code on the next run and would make the folder
+    too large to attach (Triton's cubins on GPUs): they go once everything has run."""
+    for cache in folder.glob("*/*/compile_cache"):
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def _guarded(
@@ -199,6 +228,7 @@ def _guarded(
                 f"the step crashed: {type(exc).__name__}: {exc} "
                 f"({Path(where.filename).name}:{where.lineno})",
                 "please report this as a torchscale bug, with the folder",
+                traceback=traceback.format_exc(),  # in validate.json, for the report
             )
         ]
 
@@ -241,31 +271,57 @@ def _sweep(
 
 def _judge_runs(
     plan: WorkloadPlan,
-    runs: Mapping[str, BenchmarkRun | None],
-    oom_run: BenchmarkRun | None,
+    eager: Mapping[str, BenchmarkRun | None],
+    compiled: Mapping[str, BenchmarkRun | None],
+    fit: BenchmarkRun | None,
+    oom: BenchmarkRun | None,
     folder: Path,
     steps: _Steps,
 ) -> None:
+    from torchscale.contracts.cell import Status
     from torchscale.orchestration.validate import workload_judge as judge
 
-    eager, fit, compiled = runs["eager"], runs["fit"], runs["compiled"]
-    for run, is_compiled in ((eager, False), (compiled, True)):
-        if run is not None:
-            where = folder / run.store.root.name
-            steps.checks.extend(judge.judge_cell(r, is_compiled, where) for r in run.sweep.results)
-    if eager is not None and compiled is not None:
-        steps.checks.append(judge.judge_compile(eager.sweep.results, compiled.sweep.results))
+    def results(runs: Mapping[str, BenchmarkRun | None]) -> list[CellResult]:
+        return [r for run in runs.values() if run is not None for r in run.sweep.results]
+
+    for runs, is_compiled in ((eager, False), (compiled, True)):
+        for run in runs.values():
+            if run is not None:
+                where = run.store.root
+                steps.checks.extend(
+                    judge.judge_cell(r, is_compiled, where) for r in run.sweep.results
+                )
+    steps.checks.extend(judge.judge_unplaced(plan.unplaced))
+    steps.checks.append(judge.judge_compile(results(eager), results(compiled)))
     if fit is not None:
+        steps.checks.extend(
+            judge.judge_cell(r, False, fit.store.root, step="fit")
+            for r in fit.sweep.results
+            if r.status is not Status.OK
+        )
         steps.checks.append(judge.judge_max_batch(fit.max_batch, None))
-    oom_result = oom_run.sweep.results[0] if oom_run and oom_run.sweep.results else None
-    after = compiled.sweep.results if compiled is not None else []
-    recovered = all(r.status.value == "ok" for r in after) if after else None
-    steps.checks.append(judge.judge_oom(oom_result, plan.oom_skipped, recovered))
-    comm_skipped = None if "comm" in plan.sweeps["eager"] else "one device: nothing to exchange"
-    comm = eager.comm if eager is not None else []
-    steps.checks.append(judge.judge_comm(comm, comm_skipped))
-    measured = [r for r in steps.cells if r.cell.model != "tiny-mlp"]
-    steps.checks.append(judge.judge_telemetry(measured))
+    oom_result = oom.sweep.results[0] if oom and oom.sweep.results else None
+    steps.checks.append(
+        judge.judge_oom(oom_result, plan.oom_skipped, _recovered(results(compiled)))
+    )
+    main = eager.get("eager")
+    comm_skipped = (
+        None if "comm" in plan.eager.get("eager", {}) else "one device: nothing to exchange"
+    )
+    steps.checks.append(judge.judge_comm(main.comm if main is not None else [], comm_skipped))
+    steps.checks.append(judge.judge_telemetry([*results(eager), *results(compiled)]))
+
+
+def _recovered(after: list[CellResult]) -> bool | None:
+    """Whether the devices work again after the OOM: False when a cell that ran after it ran
+    out of memory too, True when one ran clean, None when none says (none ran, or they
+    failed for reasons of their own, judged in their rows)."""
+    from torchscale.contracts.cell import Status
+
+    launched = [r for r in after if r.status is not Status.SKIPPED]
+    if any(r.status is Status.OOM for r in launched):
+        return False
+    return True if any(r.status is Status.OK for r in launched) else None
 
 
 def _profiled(
@@ -279,14 +335,14 @@ def _profiled(
     return [judge_profile(tool, run.profiled)]
 
 
-def _report(folder: Path) -> CheckResult:
-    """The report of everything, as `torchscale report -s FOLDER` builds it."""
+def _report(runs: Path, folder: Path) -> CheckResult:
+    """The report of the cells and profiles, as `torchscale report -s FOLDER/runs` builds it."""
     from torchscale.interfaces.api.report import build_report
     from torchscale.orchestration.validate.workload_judge import judge_report
 
     written: list[Path] = []
     for fmt in ("md", "html"):
-        run = build_report(folder, fmt, output=folder / f"report.{fmt}")
+        run = build_report(runs, fmt, output=folder / f"report.{fmt}")
         if run.outcome.path is not None:
             written.append(run.outcome.path)
     return judge_report(written)

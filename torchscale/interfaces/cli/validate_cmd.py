@@ -177,11 +177,24 @@ def validate(
 ) -> None:
     """Check if this node meets the requirements for distributed training (exit 1 if not)."""
     from torchscale.contracts.durations import parse_duration
+    from torchscale.contracts.errors import UsageError
     from torchscale.orchestration.validate.check_context import ValidateContext
     from torchscale.orchestration.validate.run_checks import run_validation
 
     Verbosity.override(verbose)
     if level is LevelChoice.workload:
+        ignored = [
+            flag
+            for flag, given in (
+                ("--quick", quick),
+                ("--timeout", timeout != 120.0),
+                ("--budget", budget is not None),
+                ("--duration", duration != "10m"),
+            )
+            if given
+        ]
+        if ignored:
+            raise UsageError(f"{', '.join(ignored)}: not used by --level workload (drop it)")
         _workload(device, output_dir, name, fail_on, as_json)
     burn_s = parse_duration(duration)
     ctx = ValidateContext(

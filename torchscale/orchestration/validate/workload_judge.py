@@ -10,7 +10,7 @@ long, so only figures that are wrong by a wide margin are judged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,20 +48,30 @@ def _label(result: CellResult) -> str:
     return f"{result.cell.strategy} at batch {result.cell.batch_size}"
 
 
-def judge_cell(result: CellResult, compiled: bool, where: Path) -> CheckResult:
-    """One short cell: it ran, and its throughput and MFU are possible figures."""
+def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cell") -> CheckResult:
+    """One short cell: it ran, and its throughput and MFU are possible figures. The plan puts
+    each strategy where the planner runs it, so a skipped cell is a fault of the plan."""
     cell = result.cell
     mode = "compiled" if compiled else "eager"
-    id_ = f"cell.{cell.strategy}.{mode}"
+    id_ = f"{step}.{cell.strategy}.{mode}"
     title = f"{cell.strategy} {mode} ({cell.world_size} x {cell.device})"
+    if step != "cell":
+        title = f"{step}: {title}"
     if result.status is Status.SKIPPED:
         why = result.error.reason if result.error else "skipped"
-        return skipped(id_, title, why)
+        return failed(
+            id_,
+            title,
+            f"the planner skipped it: {why}",
+            "the workload level planned a cell that cannot run: please report it",
+        )
     if result.status is not Status.OK:
         why = result.error.reason if result.error else str(result.status)
         return failed(id_, title, f"{result.status}: {why}", LOOK.format(where=where))
     throughput = result.throughput
-    rate = f"{throughput.samples_per_s:.3g} samples/s" if throughput else "no throughput"
+    if throughput is None:
+        return warned(id_, title, "it ran but measured no throughput", LOOK.format(where=where))
+    rate = f"{throughput.samples_per_s:.3g} samples/s"
     mfu = result.compute.mfu if result.compute else None
     if cell.device != "cuda":
         return passed(id_, title, f"{rate}; MFU: no CPU peak to judge against", mfu=mfu)
@@ -77,6 +87,10 @@ def judge_cell(result: CellResult, compiled: bool, where: Path) -> CheckResult:
             "the FLOP count or the GPU's peak is wrong: please report it with the cell's JSON",
             mfu=mfu,
         )
+    if cell.strategy != "ddp":
+        # the reference is DDP's: a tensor-parallel split of 768-wide matmuls or a
+        # pipeline's bubble lowers MFU for reasons of its own
+        return passed(id_, title, f"{text} (the floor is judged on ddp only)", mfu=mfu)
     if mfu < MFU_FLOOR:
         return warned(
             id_,
@@ -87,6 +101,19 @@ def judge_cell(result: CellResult, compiled: bool, where: Path) -> CheckResult:
             mfu=mfu,
         )
     return passed(id_, title, text, mfu=mfu)
+
+
+def judge_unplaced(unplaced: Mapping[str, str]) -> list[CheckResult]:
+    """A strategy the node should hold that no world size up to the node's runs."""
+    return [
+        failed(
+            f"cell.{strategy.replace(' ', '.')}",
+            strategy,
+            f"no world size on this node runs it: {why}",
+            "the planner refuses every shape of it here: please report it",
+        )
+        for strategy, why in unplaced.items()
+    ]
 
 
 def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -> CheckResult:
@@ -217,7 +244,9 @@ def judge_comm(results: Sequence[CommResult], skipped_why: str | None) -> CheckR
     bad = [r for r in results if comm_failed(r)]
     if bad:
         rows = [row for row in bad[0].rows if row.status == "failed"]
-        why = f"{len(rows)} row(s) failed" if rows else f"status {bad[0].status}"
+        why = f"{len(rows)} row(s) failed" if rows else f"the sweep ended {bad[0].status}"
+        if not rows and bad[0].status == "ok":
+            why = f"the bandwidth gate {bad[0].gate}"
         if (bad[0].wrong_total or 0) > 0:
             why = f"{bad[0].wrong_total} wrong element(s)"
         return failed("comm", title, why, "see comm/ in the folder")
@@ -276,5 +305,12 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
 
 
 def judge_report(written: Sequence[Path]) -> CheckResult:
-    names = ", ".join(p.name for p in written)
-    return passed("report", "report", f"written: {names}")
+    missing = [p.name for p in written if not p.is_file()]
+    if not written or missing:
+        return failed(
+            "report",
+            "report",
+            f"not written: {', '.join(missing) or 'any format'}",
+            "run `torchscale report -s FOLDER/runs` to see why",
+        )
+    return passed("report", "report", f"written: {', '.join(p.name for p in written)}")

@@ -40,6 +40,7 @@ class NodeFacts:
     memory_unknown: str = ""  # why memory_bytes is None
     overcommit_mode: int | None = None  # /proc/sys/vm/overcommit_memory on CPU
     nsys: str | None = None  # the nsys on PATH, if any
+    cpu_cores: int = 2  # cores this process may use
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,13 @@ class WorkloadPlan:
     """Configs (the data a YAML file would hold) and what each step is for."""
 
     facts: NodeFacts
-    sweeps: dict[str, dict[str, Any]]  # experiment name -> config data, in run order
+    # experiment name -> config data, in run order: the eager groups, then the compiled ones
+    eager: dict[str, dict[str, Any]]
+    compiled: dict[str, dict[str, Any]]
+    fit: dict[str, Any]
     oom: dict[str, Any] | None
     oom_skipped: str | None  # why there is no OOM cell
+    unplaced: dict[str, str]  # strategy -> why no world size up to the node's can run it
     profile_tools: tuple[str, ...]  # torch, then nsys when it is on PATH
     nsys_skipped: str | None
     profile: dict[str, Any]  # ProfileOptions fields
@@ -71,16 +76,79 @@ def oom_hidden(memory_bytes: int) -> int:
     return math.ceil(OOM_FACTOR * memory_bytes / (OOM_BATCH * OOM_FEATURES_BYTES) / 64) * 64
 
 
-def _base(name: str, facts: NodeFacts, model: str, batch: int) -> dict[str, Any]:
+def _base(name: str, facts: NodeFacts, model: str, batch: int, world: int) -> dict[str, Any]:
     return {
         "experiment_name": name,
         "description": "validate --level workload: a proof that the path works, not a figure",
         "device": facts.device,
         "models": [model],
         "batch_sizes": [batch],
-        "gpu_counts": [facts.devices],
+        "gpu_counts": [world],
         "measurement": {"warmup_steps": 3, "steps": 5, "repeats": 2},
+        # a hang must cost minutes, not the default quarter of an hour per cell
+        "launcher": {"cell_timeout_s": 300},
     }
+
+
+def _cells(
+    prefix: str, facts: NodeFacts, model: str, batch: int, strategy: str, world: int, compiled: bool
+) -> dict[str, Any]:
+    """One strategy's config at `world`: a pipeline gets at least a micro-batch per stage."""
+    micro = max(4, world)
+    if strategy == "pp":
+        batch = math.ceil(batch / micro) * micro
+    data = _base(prefix, facts, model, batch, world)
+    data["training"] = {
+        "precision": "bf16",
+        "strategy": [strategy],
+        "compile": compiled,
+        "parallel": {"microbatches": [micro]},
+    }
+    if compiled:
+        data["launcher"] = {"cell_timeout_s": 600}  # compiling is minutes on a cold cache
+    return data
+
+
+def _place(
+    facts: NodeFacts, model: str, batch: int, strategies: list[str], compiled: bool
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Each strategy at the largest world size up to the node's that the planner runs (GPT-2's
+    12 heads split over 6 GPUs, not 8), grouped into one experiment per shape; and the
+    strategies no world size runs, with the planner's reason."""
+    from torchscale.orchestration.config.loader import validate_data
+    from torchscale.orchestration.plan import Machine, build_plan
+
+    machine = Machine(
+        gpu_count=facts.devices if facts.device == "cuda" else 0, cpu_cores=facts.cpu_cores
+    )
+    prefix = "compiled" if compiled else "eager"
+    groups: dict[str, dict[str, Any]] = {}
+    unplaced: dict[str, str] = {}
+    smallest = {"ddp": 1, "fsdp": 1, "tp": 2, "pp": 2, "hybrid": 4}
+    for strategy in strategies:
+        reason = ""
+        for world in range(facts.devices, smallest[strategy] - 1, -1):
+            data = _cells(prefix, facts, model, batch, strategy, world, compiled)
+            skips = [
+                c.skip_reason for c in build_plan(validate_data(data, "workload"), machine).cells
+            ]
+            if not any(skips):
+                break
+            reason = reason or next(r for r in skips if r)
+        else:
+            unplaced[strategy] = reason
+            continue
+        shape = (world, data["batch_sizes"][0])
+        name = (
+            prefix
+            if world == facts.devices and shape[1] == batch
+            else f"{prefix}-{strategy}-w{world}"
+        )
+        if name in groups:
+            groups[name]["training"]["strategy"].append(strategy)
+        else:
+            groups[name] = {**data, "experiment_name": name}
+    return groups, unplaced
 
 
 def plan_workload(facts: NodeFacts) -> WorkloadPlan:
@@ -88,13 +156,26 @@ def plan_workload(facts: NodeFacts) -> WorkloadPlan:
     gpu = facts.device == "cuda"
     model, batch = ("gpt2", 8) if gpu else ("tiny-gpt2", 4)
     world = facts.devices
-    strategies = strategies_for(world)
     notes: list[str] = []
 
-    eager = _base("eager", facts, model, batch)
-    eager["training"] = {"precision": "bf16", "strategy": strategies, "compile": False}
-    if world >= 2:
-        eager["comm"] = {
+    eager, unplaced = _place(facts, model, batch, strategies_for(world), compiled=False)
+    # pipelines are never compiled (torch.compile with pipelining is not supported); on CPU
+    # each compiled strategy costs about a minute of inductor on a small node: compile one
+    # (DDP) so the path is proven and the level stays minutes long
+    to_compile = [s for s in strategies_for(world) if s != "pp"] if gpu else ["ddp"]
+    compiled, unplaced_compiled = _place(facts, model, batch, to_compile, compiled=True)
+    unplaced.update({f"{s} compiled": why for s, why in unplaced_compiled.items()})
+    notes.append("pp runs eager only: torch.compile does not take a pipeline")
+    if not gpu:
+        notes.append("CPU: compile on for ddp only (each compiled strategy is a minute here)")
+    moved = [n for n in [*eager, *compiled] if n not in ("eager", "compiled")]
+    if moved:
+        notes.append(
+            f"at a smaller world size than the node's, as the model allows: {', '.join(moved)}"
+        )
+    main = eager.get("eager")
+    if world >= 2 and main is not None:
+        main["comm"] = {
             "enabled": True,
             "collectives": ["all_reduce", "all_gather", "reduce_scatter"],
             "min_bytes": "1K",
@@ -103,18 +184,10 @@ def plan_workload(facts: NodeFacts) -> WorkloadPlan:
             "warmup_iters": 3,
             "iters": 10,
         }
-    else:
+    elif world < 2:
         notes.append("one device: no tp, pp or collective sweep (they need 2)")
 
-    compiled = _base("compiled", facts, model, batch)
-    # on CPU each compiled strategy costs about a minute of inductor on a small node: compile
-    # one (DDP) so the path is proven and the level stays minutes long
-    compiled_strategies = strategies if gpu else ["ddp"]
-    compiled["training"] = {"precision": "bf16", "strategy": compiled_strategies, "compile": True}
-    if not gpu:
-        notes.append("CPU: compile on for ddp only (each compiled strategy is a minute here)")
-
-    fit = _base("fit", facts, model, batch)
+    fit = _base("fit", facts, model, batch, world)
     fit["training"] = {"precision": "bf16", "strategy": "ddp", "compile": False}
     fit["measurement"] = {"warmup_steps": 1, "steps": 2, "repeats": 1}
     # a few probes prove the search; the deliberate OOM below proves the out-of-memory path
@@ -136,13 +209,15 @@ def plan_workload(facts: NodeFacts) -> WorkloadPlan:
         "device": facts.device,
         "steps": 8,
         "profile_steps": 3,
-        "name": "profile",
     }
     return WorkloadPlan(
         facts=facts,
-        sweeps={"eager": eager, "fit": fit, "compiled": compiled},
+        eager=eager,
+        compiled=compiled,
+        fit=fit,
         oom=oom,
         oom_skipped=oom_skipped,
+        unplaced=unplaced,
         profile_tools=tools,
         nsys_skipped=nsys_skipped,
         profile=profile,
@@ -159,9 +234,8 @@ def _oom_config(facts: NodeFacts) -> tuple[dict[str, Any] | None, str | None]:
         # a process later, maybe not ours: no allocator error to classify
         return None, "vm.overcommit_memory is 1: a CPU allocation never fails, the OOM killer acts"
     hidden = oom_hidden(facts.memory_bytes)
-    config = _base("oom", facts, "tiny-mlp", OOM_BATCH)
+    config = _base("oom", facts, "tiny-mlp", OOM_BATCH, facts.devices)
     config["models"] = [{"name": "tiny-mlp", "options": {"hidden": hidden, "layers": 1}}]
     config["training"] = {"precision": "fp32", "strategy": "ddp", "compile": False}
     config["measurement"] = {"warmup_steps": 1, "steps": 1, "repeats": 1}
-    config["launcher"] = {"cell_timeout_s": 300}
     return config, None
