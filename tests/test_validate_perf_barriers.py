@@ -3,8 +3,8 @@ CPU: a rank waiting in an NCCL barrier has a kernel spinning on its GPU, which s
 with the copies rank 0 times into it, so every pair of a healthy board could read low.
 
 No GPU here: each rank's `run` is driven with stand-ins for the process group, the barrier
-and the measurements, and the test checks which backend every wait is on, the wait during
-the GPU-to-GPU matrix above all."""
+and the measurements, and the tests check which backend the others wait on while one rank
+times copies: rank 0's GPU-to-GPU matrix, and each GPU's lone host copies."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from torchscale.orchestration.validate import perf_worker
-from torchscale.orchestration.validate.bandwidth import P2PMatrix
+from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix
 from torchscale.orchestration.validate.perf_worker import PerfRun, PerfSpec, RankPerf
 
 WORLD = 4
@@ -38,7 +38,12 @@ class Board:
         return {self.backend[r] for r in range(1, WORLD)}
 
 
-def _run_rank(rank: int, board: Board, monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
+def _run_rank(
+    rank: int, board: Board, monkeypatch: pytest.MonkeyPatch, tmp: Path, host_link: bool = False
+) -> None:
+    """One rank's `run`; `host_link`: its real phases of host copies (each GPU alone in turn,
+    then all at once) with the copies and GPU synchronizes recorded, else no phase at all."""
+
     @contextmanager
     def process_group(backend: str, device: Any, timeout: Any) -> Iterator[None]:
         board.backend[rank] = backend
@@ -66,11 +71,23 @@ def _run_rank(rank: int, board: Board, monkeypatch: pytest.MonkeyPatch, tmp: Pat
     monkeypatch.setattr(perf_worker, "dist", fake_dist)
     monkeypatch.setattr(perf_worker, "process_group", process_group)
     monkeypatch.setattr(perf_worker, "rank_device", lambda kind: device)
-    monkeypatch.setattr(
-        perf_worker,
-        "measure_rank",
-        lambda spec, dev: RankPerf(rank=rank, device=f"cuda:{rank}", device_name="GPU"),
-    )
+
+    def copy(gpu: int, direction: str, read_link: Any = None) -> BandwidthResult:
+        board.events.append(("copy alone" if read_link else "copy together", rank, None))
+        return BandwidthResult(check=direction, device=f"cuda:{gpu}", gbps=1.0)
+
+    if host_link:
+        monkeypatch.setattr(perf_worker, "measure_host_device", copy)
+        monkeypatch.setattr(perf_worker, "device_name", lambda dev: "GPU")
+        monkeypatch.setattr(
+            torch.cuda, "synchronize", lambda dev: board.events.append(("sync", rank, None))
+        )
+    else:
+        monkeypatch.setattr(
+            perf_worker,
+            "measure_rank",
+            lambda spec, dev: RankPerf(rank=rank, device=f"cuda:{rank}", device_name="GPU"),
+        )
     monkeypatch.setattr(perf_worker, "measure_p2p_matrix", measure_p2p_matrix)
     monkeypatch.setattr(perf_worker, "read_host_topology", lambda torch, count: None)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: WORLD)
@@ -79,7 +96,7 @@ def _run_rank(rank: int, board: Board, monkeypatch: pytest.MonkeyPatch, tmp: Pat
         dtypes=[],
         matmul_budget_s=1.0,
         memory=False,
-        host_link=False,
+        host_link=host_link,
         result_path=str(tmp / "perf.json"),
     )
     perf_worker.run(spec)
@@ -101,13 +118,28 @@ def test_the_other_ranks_wait_on_the_cpu_while_rank_zero_measures_the_pairs(
     assert written.p2p is not None and written.world_size == WORLD
 
 
-def test_a_phase_waits_for_the_gpu_then_on_the_cpu_backend(
-    monkeypatch: pytest.MonkeyPatch,
+def test_the_other_ranks_wait_on_the_cpu_while_one_gpu_copies_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A phase's barrier follows a synchronize of this rank's GPU: its queued work is done
-    before it waits, so nothing of it runs while a peer measures."""
-    calls: list[str] = []
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device: calls.append("sync"))
-    monkeypatch.setattr(perf_worker, "dist", SimpleNamespace(barrier=lambda: calls.append("bar")))
-    perf_worker._phase(SimpleNamespace(type="cuda", index=0))  # type: ignore[arg-type]
-    assert calls == ["sync", "bar"]
+    """The host-link turns, through the real `measure_rank`: while one GPU times its lone
+    copy, every other rank has synchronized its GPU and waits in the same barrier, on gloo (an
+    NCCL barrier would spin a kernel on those GPUs during the copy being timed). Every rank
+    runs the same phases, so a rank's k-th wait is the others' k-th wait."""
+    board = Board()
+    for rank in reversed(range(WORLD)):  # rank 0 last: the pairs' check needs its peers
+        _run_rank(rank, board, monkeypatch, tmp_path, host_link=True)
+    per_rank = {r: [(kind, b) for kind, rank, b in board.events if rank == r] for r in range(WORLD)}
+    lone = 0
+    for rank, mine in per_rank.items():
+        for i, (kind, _) in enumerate(mine):
+            if kind != "copy alone":
+                continue
+            lone += 1
+            # the peers passed the barrier this copy follows and wait in the next one
+            barrier = sum(1 for k, _ in mine[:i] if k == "wait")
+            for peer in set(per_rank) - {rank}:
+                waits = [j for j, (k, _) in enumerate(per_rank[peer]) if k == "wait"]
+                at = waits[barrier]
+                assert per_rank[peer][at] == ("wait", "gloo")
+                assert per_rank[peer][at - 1][0] == "sync"  # its GPU idle while it waits
+    assert lone == 2 * WORLD  # each GPU alone, both directions
