@@ -4,12 +4,15 @@ the suite stops on Ctrl-C, SIGTERM or SIGHUP and leaves no process running (test
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
+CACHE_HOME = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -19,9 +22,18 @@ def pytest_configure(config: pytest.Config) -> None:
     # LINES=24, a developer's shell may export them; a test that wants a width sets its own
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
+    # what torchscale keeps between runs (the compile probe's PASS) stays inside the session:
+    # a test starts from nothing the developer's own runs left, and leaves nothing behind
+    config.stash[CACHE_HOME] = tempfile.mkdtemp(prefix="torchscale-test-cache-")
+    os.environ["XDG_CACHE_HOME"] = config.stash[CACHE_HOME]
 
     if not config.pluginmanager.has_plugin("stop_guard"):
         config.pluginmanager.register(StopGuard(), "stop_guard")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if CACHE_HOME in config.stash:
+        shutil.rmtree(config.stash[CACHE_HOME], ignore_errors=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
