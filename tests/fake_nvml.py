@@ -139,6 +139,9 @@ class FakeGpu:
     utilization: Any = 50  # percent
     memory_used: Any = 0  # bytes
     power_mw: Any = 300_000
+    # power limits, milliwatts: the one enforced now and the board's default (an H100 SXM's)
+    enforced_power_limit_mw: Any = 700_000
+    default_power_limit_mw: Any = 700_000
     temperature: Any = 60  # Celsius
     sm_clock: Any = 1980  # MHz
     energy_mj: Any = 1_000_000  # total-energy counter, millijoules
@@ -389,6 +392,16 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
         return self._query("nvmlDeviceGetPowerUsage", handle, lambda g: g.power_mw)
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: Any) -> int:
+        return self._query(
+            "nvmlDeviceGetEnforcedPowerLimit", handle, lambda g: g.enforced_power_limit_mw
+        )
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: Any) -> int:
+        return self._query(
+            "nvmlDeviceGetPowerManagementDefaultLimit", handle, lambda g: g.default_power_limit_mw
+        )
 
     def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
         self._record("nvmlDeviceGetTemperature", handle, sensor)

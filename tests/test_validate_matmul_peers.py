@@ -4,20 +4,28 @@ one GPU below its peers is the faulty-GPU signal. Pure judging, fed fake per-GPU
 
 from __future__ import annotations
 
-import pytest
+import sys
 
+import pytest
+import torch
+from fake_nvml import NOT_SUPPORTED, FakeGpu, FakeHandle, FakeNvml
+
+from torchscale.orchestration.validate import perf_worker
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement
 from torchscale.orchestration.validate.matmul_peak import PeakResult
 from torchscale.orchestration.validate.node_peers import (
+    CAPPED_HINT,
     LAGGING_HINT,
     PEER_FAIL,
     PEER_PASS,
     POWER_HINT,
+    UNCAPPED_HINT,
     judge_with_peers,
     peer_status,
 )
 from torchscale.orchestration.validate.perf import judge_perf, perf_checks
 from torchscale.orchestration.validate.perf_worker import PerfRun, RankPerf
+from torchscale.orchestration.validate.power_limit import PowerLimit, power_limit_of
 from torchscale.orchestration.validate.reference import expected_for
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -26,10 +34,15 @@ UNKNOWN = "NVIDIA Imaginary X1"
 
 
 def node(
-    shares: list[float], name: str = H100, device: str = "cuda", dtype: str = "bf16"
+    shares: list[float],
+    name: str = H100,
+    device: str = "cuda",
+    dtype: str = "bf16",
+    power: list[PowerLimit] | None = None,
 ) -> list[Measurement]:
     """One GPU per share, each reaching `share` x the SKU's `dtype` reference (x 500 TFLOP/s
-    for a GPU without one), judged as `validate --level perf` judges them."""
+    for a GPU without one), with its power limits as its rank read them (`power`: none read),
+    judged as `validate --level perf` judges them."""
     expected = expected_for(name, f"matmul.{dtype}")
     scale = expected.value if expected is not None else 500.0
     ranks = [
@@ -42,6 +55,7 @@ def node(
                     dtype=dtype, device=f"cuda:{gpu}", device_name=name, best_tflops=s * scale
                 )
             ],
+            power_limit=power[gpu] if power is not None else None,
         )
         for gpu, s in enumerate(shares)
     ]
@@ -153,3 +167,97 @@ def test_a_node_above_its_spec_sheet_is_a_measurement_bug_not_a_node_below_its_s
         assert row.data["peer_verdict"] == "with its peers"
         assert "hint" not in row.data
     assert _check(rows)[2] != POWER_HINT
+
+
+def read_limits(*gpus: FakeGpu) -> list[PowerLimit]:
+    """Each GPU's limits as a rank reads them from NVML (here a fake pynvml)."""
+    fake = FakeNvml(list(gpus))
+    return [power_limit_of(fake, FakeHandle(i)) for i in range(len(gpus))]
+
+
+def capped(enforced_w: int, default_w: int = 700, gpus: int = 8) -> list[PowerLimit]:
+    gpu = FakeGpu(
+        enforced_power_limit_mw=enforced_w * 1000, default_power_limit_mw=default_w * 1000
+    )
+    return read_limits(*[gpu] * gpus)
+
+
+def test_nvml_power_limits_are_read_in_watts_or_say_why_not() -> None:
+    (limit,) = capped(500, gpus=1)
+    assert (limit.enforced_w, limit.default_w, limit.capped) == (500.0, 700.0, True)
+    (default,) = capped(700, gpus=1)
+    assert default.capped is False and default.unavailable is None
+    (unknown,) = read_limits(FakeGpu(enforced_power_limit_mw=NOT_SUPPORTED))
+    assert unknown.capped is None and unknown.default_w == 700.0
+    assert (
+        unknown.unavailable
+        == "nvmlDeviceGetEnforcedPowerLimit: NVMLError_NotSupported: Not Supported"
+    )
+
+
+@pytest.mark.parametrize("share", [0.8, 0.7])
+def test_a_power_capped_healthy_node_warns_at_most_and_says_the_cap(share: float) -> None:
+    """8 H100s at 500 W of 700 W, every GPU at `share` x 792: below the SKU's WARN bar (0.9)
+    or its FAIL bar (0.75), all alike. The node is capped: WARN, never FAIL, the cap said."""
+    rows = node([share] * 8, power=capped(500))
+    assert {r.status for r in rows} == {CheckStatus.WARN}
+    for row in rows:
+        assert "power limit 500 W of 700 W default: the node is capped; per GPU it is healthy" in (
+            row.detail
+        )
+        assert row.data["power_capped"] is True
+        assert (row.data["power_limit_w"], row.data["default_power_limit_w"]) == (500.0, 700.0)
+    status, detail, hint = _check(rows)
+    assert status is CheckStatus.WARN and hint == CAPPED_HINT
+    assert "the node is capped" in detail
+
+
+def test_a_node_whose_power_limits_cannot_be_read_keeps_its_verdict_and_says_so() -> None:
+    unreadable = FakeGpu(enforced_power_limit_mw=NOT_SUPPORTED)
+    rows = node([0.7] * 8, power=read_limits(*[unreadable] * 8))
+    assert {r.status for r in rows} == {CheckStatus.FAIL}
+    assert "power limit unknown on 8 of 8 GPUs (nvmlDeviceGetEnforcedPowerLimit" in rows[0].detail
+    assert {r.data["power_capped"] for r in rows} == {None}
+    assert _check(rows)[2] == POWER_HINT
+    (not_read,) = {r.detail.rsplit("; ", 1)[-1] for r in node([0.7] * 8)}
+    assert not_read.startswith("power limit unknown on 8 of 8 GPUs (not read)")
+
+
+def test_a_node_at_its_default_power_limit_is_not_excused() -> None:
+    rows = node([0.7] * 8, power=capped(700))
+    assert {r.status for r in rows} == {CheckStatus.FAIL}
+    assert "power limit 700 W, its default: not a power cap" in rows[0].detail
+    assert _check(rows)[2] == UNCAPPED_HINT
+
+
+def test_a_node_capped_on_some_gpus_only_is_not_excused() -> None:
+    power = capped(500, gpus=4) + capped(700, gpus=4)
+    rows = node([0.7] * 8, power=power)
+    assert {r.status for r in rows} == {CheckStatus.FAIL}
+    assert "4 of 8 GPUs capped below their default" in rows[0].detail
+
+
+def test_on_a_capped_node_a_gpu_lagging_its_peers_keeps_its_fail() -> None:
+    rows = node([0.7] * 7 + [0.5], power=capped(500))
+    assert rows[7].status is CheckStatus.FAIL and rows[7].data["peer_verdict"] == "lags its peers"
+    assert {r.status for r in rows[:7]} == {CheckStatus.WARN}
+    assert _check(rows)[2] == LAGGING_HINT
+
+
+def test_a_rank_reads_the_power_limit_of_its_own_gpu_by_uuid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CUDA_VISIBLE_DEVICES=1: the rank's cuda:0 is NVML's GPU 1, found by its UUID."""
+    other = FakeGpu(uuid="GPU-aaaaaaaa-0000-0000-0000-000000000000")
+    mine = FakeGpu(uuid="GPU-bbbbbbbb-0000-0000-0000-000000000000", enforced_power_limit_mw=450_000)
+    fake = FakeNvml([other, mine])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(
+        perf_worker, "torch_uuid", lambda device: "bbbbbbbb-0000-0000-0000-000000000000"
+    )
+    limit = perf_worker.gpu_power_limit(torch.device("cuda", 0))
+    assert (limit.enforced_w, limit.default_w) == (450.0, 700.0)
+    assert fake.called("nvmlShutdown")  # NVML's reference count given back
+    monkeypatch.setattr(perf_worker, "torch_uuid", lambda device: "cccccccc-0000")
+    missing = perf_worker.gpu_power_limit(torch.device("cuda", 0))
+    assert missing.unavailable == "NVML has no GPU with UUID GPU-cccccccc-0000"

@@ -20,6 +20,7 @@ import torch
 from torchscale.orchestration.validate import perf_worker
 from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix
 from torchscale.orchestration.validate.perf_worker import PerfRun, PerfSpec, RankPerf
+from torchscale.orchestration.validate.power_limit import PowerLimit
 
 WORLD = 4
 
@@ -79,6 +80,7 @@ def _run_rank(
     if host_link:
         monkeypatch.setattr(perf_worker, "measure_host_device", copy)
         monkeypatch.setattr(perf_worker, "device_name", lambda dev: "GPU")
+        monkeypatch.setattr(perf_worker, "gpu_power_limit", lambda dev: PowerLimit())
         monkeypatch.setattr(
             torch.cuda, "synchronize", lambda dev: board.events.append(("sync", rank, None))
         )

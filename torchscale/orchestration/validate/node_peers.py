@@ -10,9 +10,16 @@ below the SKU's bar is the node's doing (a power cap, an application clock), sai
 Per matmul row with a figure, among the rows of its check and device model:
 - below PEER_PASS of its peers' median: it lags them: WARN, FAIL below PEER_FAIL (its SKU
   verdict where that is worse);
-- within its peers, below the SKU's bar while the node's median is below it too: its SKU
-  verdict, worded as the whole node's, with the power-cap hint;
+- within its peers, below the SKU's bar while the node's median is below it too: worded as
+  the whole node's, with the power limits NVML read on the node's GPUs
+  (validate/power_limit.py): every GPU capped below its default: at most WARN, the cap said
+  ("power limit 500 W of 700 W default: the node is capped; per GPU it is healthy"); the
+  limits unknown: its SKU verdict, said so, with the power-cap hint; not capped: its SKU
+  verdict, with where else to look;
 - else its SKU verdict stands. A GPU alone (or a CPU) has no peers: its SKU verdict stands.
+
+Capped at WARN, not PASS: the node will train below what its SKU can, which the user should
+know; but no GPU of it is faulty, and a FAIL (validate exits 1) would say one is.
 
 Pure functions over judged rows (validate/perf.py makes them).
 
@@ -26,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from torchscale.orchestration.validate.check_result import SEVERITY, CheckStatus, Measurement
+from torchscale.orchestration.validate.power_limit import PowerLimit, node_power_cap
 from torchscale.orchestration.validate.reference import expected_for, judge, thresholds_for
 
 # GPUs of one model measured together differ by a few percent (boost clocks, silicon); a GPU
@@ -35,6 +43,16 @@ PEER_FAIL = 0.80
 PEER_CHECK_PREFIX = "matmul."
 LOW = (CheckStatus.WARN, CheckStatus.FAIL)
 POWER_HINT = "whole node below the SKU: power cap? check nvidia-smi -q -d POWER"
+CAPPED_HINT = (
+    "the node's GPUs run under a power limit below their default (nvidia-smi -q -d POWER): "
+    "its matmuls stay below the SKU's; raise the limit (nvidia-smi -pl) where the provider "
+    "allows"
+)
+UNCAPPED_HINT = (
+    "whole node below the SKU at its default power limit: check its clocks and slowdown "
+    "reasons (nvidia-smi -q -d CLOCK,PERFORMANCE: application clocks, thermal or power "
+    "brake) and its cooling"
+)
 LAGGING_HINT = (
     "one GPU below its peers: check its clocks, power and temperature (nvidia-smi -q -d "
     "PERFORMANCE,POWER,TEMPERATURE), other processes on it and its ECC errors"
@@ -66,10 +84,14 @@ def _node_below_sku(check: str, device_name: str, node_median: float) -> str | N
 
 
 def judge_with_peers(
-    rows: Sequence[Measurement], device_of: Mapping[int, str]
+    rows: Sequence[Measurement],
+    device_of: Mapping[int, str],
+    power_of: Mapping[int, PowerLimit | None] | None = None,
 ) -> list[Measurement]:
     """`rows` with each GPU's matmul verdict weighed against its node's other GPUs;
-    `device_of`: GPU index to device name (a GPU missing from it has no peers)."""
+    `device_of`: GPU index to device name (a GPU missing from it has no peers); `power_of`:
+    GPU index to its power limits (None or missing: not read)."""
+    power = power_of or {}
     groups: dict[tuple[str, str], list[Measurement]] = {}
     for row in rows:
         name = device_of.get(row.gpu) if row.gpu is not None else None
@@ -81,25 +103,33 @@ def judge_with_peers(
             continue
         node_median = statistics.median(r.value for r in mine if r.value is not None)
         node_low = _node_below_sku(check, name, node_median)
+        cap, cap_note = node_power_cap([power.get(r.gpu) for r in mine if r.gpu is not None])
         for row in mine:
             others = [r.value for r in mine if r is not row and r.value is not None]
-            peers = Peers(statistics.median(others), len(others), node_median, node_low)
-            judged[id(row)] = _with_peers(row, peers)
+            peers = Peers(
+                statistics.median(others), len(others), node_median, node_low, cap, cap_note
+            )
+            judged[id(row)] = _with_peers(
+                row, peers, power.get(row.gpu) if row.gpu is not None else None
+            )
     return [judged[id(row)] for row in rows]
 
 
 @dataclass(frozen=True)
 class Peers:
     """What one GPU is weighed against: the median of the node's other GPUs of its model, how
-    many they are, the whole node's median and, when that is below the SKU's bar, by how much."""
+    many they are, the whole node's median and, when that is below the SKU's bar, by how much;
+    whether every GPU of them runs power-capped (None: unknown) and the phrase saying so."""
 
     median: float
     count: int
     node_median: float
     node_below_sku: str | None
+    power_capped: bool | None = None
+    power_note: str = "power limit not read"
 
 
-def _with_peers(row: Measurement, peers: Peers) -> Measurement:
+def _with_peers(row: Measurement, peers: Peers, power: PowerLimit | None) -> Measurement:
     assert row.value is not None
     ratio = row.value / peers.median if peers.median > 0 else 1.0
     data: dict[str, object] = {
@@ -108,6 +138,10 @@ def _with_peers(row: Measurement, peers: Peers) -> Measurement:
         "peers": peers.count,
         "node_median": round(peers.node_median, 3),
     }
+    if power is not None and power.enforced_w is not None:
+        data["power_limit_w"] = power.enforced_w
+    if power is not None and power.default_w is not None:
+        data["default_power_limit_w"] = power.default_w
     by_peers = peer_status(ratio)
     status, detail = row.status, row.detail
     if by_peers is not CheckStatus.PASS:
@@ -123,9 +157,15 @@ def _with_peers(row: Measurement, peers: Peers) -> Measurement:
         detail = (
             f"{row.detail}; the whole node is below the SKU (its median "
             f"{peers.node_median:.3g} {row.unit}, {peers.node_below_sku}) and this GPU is "
-            "with its peers: not a per-GPU fault"
+            f"with its peers: not a per-GPU fault; {peers.power_note}"
         )
-        data.update(peer_verdict="whole node below the SKU", hint=POWER_HINT)
+        data.update(peer_verdict="whole node below the SKU", power_capped=peers.power_capped)
+        if peers.power_capped:
+            status = CheckStatus.WARN  # a FAIL would say a GPU is faulty: none is
+            detail += "; per GPU it is healthy"
+            data["hint"] = CAPPED_HINT
+        else:
+            data["hint"] = UNCAPPED_HINT if peers.power_capped is False else POWER_HINT
     else:
         data.update(peer_verdict="with its peers")
     return row.model_copy(update={"status": status, "detail": detail, "data": row.data | data})

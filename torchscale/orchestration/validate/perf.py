@@ -251,8 +251,8 @@ def _rank_bandwidth_rows(run: PerfRun, rank: RankPerf, gpu: int | None) -> list[
 
 def judge_perf(run: PerfRun, device: Device) -> list[Measurement]:
     """Every rank's figures as judged rows; `gpu` is the GPU index (on CPU: None, the node).
-    A GPU's matmul figures are judged against its SKU and its node's other GPUs
-    (validate/node_peers.py)."""
+    A GPU's matmul figures are judged against its SKU and its node's other GPUs, with the
+    node's power limits (validate/node_peers.py)."""
     rows: list[Measurement] = []
     for rank in sorted(run.ranks, key=lambda r: r.rank):
         gpu = rank.rank if device == "cuda" else None
@@ -263,7 +263,11 @@ def judge_perf(run: PerfRun, device: Device) -> list[Measurement]:
         rows.extend(_p2p_rows(run.p2p, name))
     if device != "cuda":
         return rows
-    return judge_with_peers(rows, {rank.rank: rank.device_name for rank in run.ranks})
+    return judge_with_peers(
+        rows,
+        {rank.rank: rank.device_name for rank in run.ranks},
+        {rank.rank: rank.power_limit for rank in run.ranks},
+    )
 
 
 def busbw_rows(result: CommResult, device_name: str, stored: str) -> list[Measurement]:

@@ -9,7 +9,9 @@ device-to-host with pinned memory (validate/bandwidth.py), twice: each GPU alone
 own PCIe link, judged against the link's rate) and all at once (what the board gives when
 GPUs behind one PCIe switch split its uplink). Rank 0 then reads the PCIe topology
 (validate/pcie_topology.py) and measures the GPU-to-GPU matrix, which needs every GPU in one
-process, while the others wait. Rank 0 writes everything as JSON (atomically) for the parent,
+process, while the others wait. Each CUDA rank also reads its GPU's power limits from NVML
+(validate/power_limit.py): a node capped below the SKU's default power is below its matmul bar
+on every GPU, healthy. Rank 0 writes everything as JSON (atomically) for the parent,
 which judges it (validate/perf.py).
 
 Every barrier and the one gather run on gloo, on CUDA too: a rank waiting in an NCCL barrier
@@ -50,6 +52,9 @@ from torchscale.orchestration.validate.pcie_topology import (
     read_gpu_link,
     read_host_topology,
 )
+from torchscale.orchestration.validate.power_limit import PowerLimit, read_power_limit
+from torchscale.rank.telemetry.nvml_source import uuid_candidates
+from torchscale.rank.telemetry.rank import torch_uuid
 from torchscale.rank.worker.error_file import record_errors
 from torchscale.rank.worker.rank_entry import (
     leave_without_teardown,
@@ -89,6 +94,10 @@ class RankPerf(BaseModel):
     device_name: str
     matmul: list[PeakResult] = Field(default_factory=list)
     bandwidth: list[BandwidthResult] = Field(default_factory=list)
+    power_limit: PowerLimit | None = Field(
+        default=None,
+        description="CUDA: this GPU's enforced and default power limits (NVML); None on CPU",
+    )
 
 
 class PerfRun(BaseModel):
@@ -114,6 +123,8 @@ def _phase(device: torch.device) -> None:
 def measure_rank(spec: PerfSpec, device: torch.device) -> RankPerf:
     """This rank's phases, each started with its peers."""
     mine = RankPerf(rank=dist.get_rank(), device=str(device), device_name=device_name(device))
+    if device.type == "cuda":
+        mine.power_limit = gpu_power_limit(device)
     for dtype in spec.dtypes:
         _phase(device)
         mine.matmul.append(find_peak(dtype, device, spec.matmul_budget_s))
@@ -129,6 +140,16 @@ def measure_rank(spec: PerfSpec, device: torch.device) -> RankPerf:
                 _phase(device)
                 mine.bandwidth.append(measure_host_device(0, direction))  # says why not
     return mine
+
+
+def gpu_power_limit(device: torch.device) -> PowerLimit:
+    """This GPU's power limits, found in NVML by the UUID torch gives it (CUDA ordinals and
+    NVML indices differ under CUDA_VISIBLE_DEVICES); never raises."""
+    try:
+        uuid = torch_uuid(device)
+    except Exception as exc:  # a torch that cannot describe the device
+        return PowerLimit(unavailable=f"torch cannot describe {device}: {exc}")
+    return read_power_limit(uuid_candidates(uuid) if uuid else [])
 
 
 def host_link(direction: Direction, device: torch.device) -> list[BandwidthResult]:

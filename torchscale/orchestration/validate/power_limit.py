@@ -1,0 +1,116 @@
+"""A GPU's power limit as NVML enforces it, beside the limit its board ships with.
+
+Cloud providers often cap each GPU's power below the SKU's default (an H100 SXM at 500 W of
+its 700 W): every GPU of such a node is healthy and still below the SKU's matmul bar, and only
+the limits tell that from a node that is slow for another reason. NVML gives both, in
+milliwatts: `nvmlDeviceGetEnforcedPowerLimit` (the limit in force, the lowest of every
+constraint: nvidia-smi -pl, the in-band and out-of-band caps) and
+`nvmlDeviceGetPowerManagementDefaultLimit` (the board's default). A limit that cannot be read
+says why; it is never guessed.
+
+Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from torchscale.contracts.nvml import call, nvml_error_name
+
+
+class PowerLimit(BaseModel):
+    """One GPU's enforced and default power limits (watts), or why they are unknown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enforced_w: float | None = Field(default=None, description="the limit NVML enforces now")
+    default_w: float | None = Field(default=None, description="the board's default limit")
+    unavailable: str | None = Field(default=None, description="why a limit is unknown")
+
+    @property
+    def capped(self) -> bool | None:
+        """Whether the GPU runs under a limit below its default; None: not known."""
+        if self.enforced_w is None or self.default_w is None:
+            return None
+        return self.enforced_w < self.default_w
+
+
+def power_limit_of(pynvml: Any, handle: Any) -> PowerLimit:
+    """Both limits of the GPU behind an NVML handle; a failed query says which and why."""
+    enforced, enforced_error = call(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+    default, default_error = call(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, handle)
+    errors = []
+    if enforced_error is not None:
+        errors.append(f"nvmlDeviceGetEnforcedPowerLimit: {enforced_error}")
+    if default_error is not None:
+        errors.append(f"nvmlDeviceGetPowerManagementDefaultLimit: {default_error}")
+    return PowerLimit(
+        enforced_w=int(enforced) / 1000 if enforced is not None else None,
+        default_w=int(default) / 1000 if default is not None else None,
+        unavailable="; ".join(errors) or None,
+    )
+
+
+def read_power_limit(uuids: Sequence[str]) -> PowerLimit:
+    """The power limits of the GPU NVML knows by one of `uuids` (the spellings of the UUID
+    torch reports for this rank's GPU: rank/telemetry/nvml_source.uuid_candidates); never
+    raises. NVML is initialised and shut down here (its init is reference-counted)."""
+    if not uuids:
+        return PowerLimit(unavailable="this torch reports no UUID for the GPU")
+    try:
+        pynvml: Any = importlib.import_module("pynvml")
+        pynvml.nvmlInit()
+    except Exception as exc:  # no nvidia-ml-py, no driver
+        return PowerLimit(unavailable=f"NVML unavailable: {nvml_error_name(exc)}")
+    try:
+        for uuid in uuids:
+            handle, _ = call(pynvml.nvmlDeviceGetHandleByUUID, uuid)
+            if handle is not None:
+                return power_limit_of(pynvml, handle)
+        return PowerLimit(unavailable=f"NVML has no GPU with UUID {uuids[0]}")
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+def _watts(values: Sequence[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:g} W" if low == high else f"{low:g}-{high:g} W"
+
+
+def node_power_cap(limits: Sequence[PowerLimit | None]) -> tuple[bool | None, str]:
+    """Whether every GPU of a group runs capped below its default, and the one phrase saying
+    the measured limits: (True, 'power limit 500 W of 700 W default: the node is capped'),
+    (False, 'power limit 700 W, its default: not a power cap'), or (None, why unknown)."""
+    if not limits:
+        return None, "power limit not read"
+    missing = [limit for limit in limits if limit is None or limit.capped is None]
+    if missing:
+        first = missing[0]
+        why = first.unavailable if first is not None and first.unavailable else "not read"
+        return None, (
+            f"power limit unknown on {len(missing)} of {len(limits)} GPUs ({why}): a power "
+            "cap can be neither seen nor ruled out"
+        )
+    known = [limit for limit in limits if limit is not None]
+    enforced = [limit.enforced_w for limit in known if limit.enforced_w is not None]
+    default = [limit.default_w for limit in known if limit.default_w is not None]
+    capped = [bool(limit.capped) for limit in known]
+    if all(capped):
+        return True, (
+            f"power limit {_watts(enforced)} of {_watts(default)} default: the node is capped"
+        )
+    if not any(capped):
+        return False, f"power limit {_watts(enforced)}, its default: not a power cap"
+    share = f"{sum(capped)} of {len(capped)}"
+    median = statistics.median(enforced)
+    return False, (
+        f"{share} GPUs capped below their default (limits {_watts(enforced)}, median "
+        f"{median:g} W; default {_watts(default)}): not the whole node"
+    )
