@@ -165,9 +165,10 @@ def test_one_measured_cell_beside_skipped_ones_exits_zero(
 def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Under Slurm a cell is skipped by what Slurm says of the partition's nodes (here: no GPU
-    in their Gres): nothing is submitted, and the sweep must not pass as green. The Slurm
-    client commands are stood in for; none is called for an empty submission."""
+    """Under Slurm a cell is skipped by what Slurm says of the partition's nodes (here: one
+    GPU in their Gres, fewer than a cell's ranks per node): nothing is submitted, and the
+    sweep must not pass as green. The Slurm client commands are stood in for; none is called
+    for an empty submission."""
     import torchscale.orchestration.schedulers.slurm.client as client
     import torchscale.orchestration.schedulers.slurm.launcher as on_slurm
     import torchscale.orchestration.schedulers.slurm.submission as slurm_sweep
@@ -178,20 +179,22 @@ def test_a_slurm_sweep_of_only_skipped_cells_exits_one(
     monkeypatch.setattr(client, "require_sbatch", no_slurm)
     monkeypatch.setattr(on_slurm, "require_sbatch", no_slurm)
     monkeypatch.setattr(on_slurm, "check_nodes", no_slurm)
-    no_gpus = client.PartitionGpus("debug", most=0, fewest=0, nodes=2)
-    monkeypatch.setattr(on_slurm, "partition_gpus", lambda *args: no_gpus)
+    one_gpu = client.PartitionGpus("debug", most=1, fewest=1, nodes=2)
+    answer = client.PartitionAnswer(client.PartitionLimits("debug", 2, None), one_gpu)
+    monkeypatch.setattr(on_slurm, "ask_partition", lambda *args: answer)
 
     def submit(*args: Any, **kwargs: Any) -> str:
         raise AssertionError("nothing may be submitted")
 
     monkeypatch.setattr(slurm_sweep, "submit", submit)
     out = tmp_path / "results"
-    config = write_config(tmp_path / "c.yaml", "sl", launcher={"kind": "slurm"})
+    launcher = {"kind": "slurm", "nodes": [1]}
+    config = write_config(tmp_path / "c.yaml", "sl", gpu_counts=[2, 4], launcher=launcher)
     run = invoke("-c", config, "-o", out)
     assert run.exit_code == 1, run.output
-    no_gpu = "device 'cuda' requested but a node has no GPU (partition 'debug', Slurm's Gres)"
+    too_few = "needs 2 GPUs; a node has 1 (partition 'debug', Slurm's Gres)"
     assert error_lines(run.output) == [
-        f"error: nothing measured: all 2 cells skipped (first reason: {no_gpu})"
+        f"error: nothing measured: all 2 cells skipped (first reason: {too_few})"
     ]
     assert "nothing to submit: every cell is ok or skipped" in run.output
     assert [c.status for c in stored(out / "sl")] == [Status.SKIPPED, Status.SKIPPED]

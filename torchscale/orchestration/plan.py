@@ -82,6 +82,9 @@ class Machine:
     # where no controller answered), named in every skip reason that cites the count
     gpus_source: str | None = None
     note: str | None = None  # how the nodes' GPUs were known, a line among the plan's notes
+    # what the launcher's scheduler said while describing the nodes (opaque to the plan),
+    # handed back to the launcher with the plan so that the scheduler is asked once
+    scheduler_answer: object = None
 
 
 @dataclass(frozen=True)
@@ -241,9 +244,16 @@ class Plan:
     # what the plan chose or assumed for the user (batch_sizes: auto, the GPUs per node of
     # nodes not read from here), a line each
     notes: tuple[str, ...] = ()
+    scheduler_answer: object = None  # Machine.scheduler_answer, for the launcher
 
     @classmethod
-    def of(cls, config: BenchConfig, cells: list[PlannedCell], notes: Sequence[str] = ()) -> Plan:
+    def of(
+        cls,
+        config: BenchConfig,
+        cells: list[PlannedCell],
+        notes: Sequence[str] = (),
+        scheduler_answer: object = None,
+    ) -> Plan:
         return cls(
             cells=cells,
             experiment=config.experiment_name,
@@ -256,6 +266,7 @@ class Plan:
             memory=config.memory,
             profiling=config.profiling,
             notes=tuple(notes),
+            scheduler_answer=scheduler_answer,
         )
 
     def __iter__(self) -> Iterator[PlannedCell]:
@@ -631,7 +642,7 @@ def build_plan(config: BenchConfig, machine: Machine) -> Plan:
         for shape in shapes
         for layout in parallel_shapes(strategy, parallel, shape.world_size)
     ]
-    return Plan.of(config, cells, notes)
+    return Plan.of(config, cells, notes, machine.scheduler_answer)
 
 
 def batch_sizes(

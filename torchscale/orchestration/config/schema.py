@@ -183,8 +183,10 @@ class SlurmConfig(StrictModel):
     )
     gpus_per_node: Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)] | None = Field(
         default=None,
-        description="GPUs per node (--gpus-per-node, torchrun --nproc-per-node on CUDA); "
-        "null on CPU",
+        description="GPUs per node the cells are judged against and the job asks "
+        "(--gpus-per-node; not asked where the partition counts no GPU Gres); null: on CUDA, "
+        "the partition's Gres count, or one GPU per rank of the widest cell where Slurm "
+        "cannot say, and the job asks one per rank; none on CPU",
     )
     cpus_per_task: Annotated[int, Field(gt=0), AtMost(MAX_CPUS_PER_TASK)] | None = Field(
         default=None,

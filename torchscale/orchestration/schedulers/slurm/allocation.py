@@ -131,11 +131,13 @@ def build_allocation(
     comm: CommConfig,
     *,
     fixed_threads: bool = False,
+    gpus_counted: bool = True,
 ) -> Allocation:
     """The allocation of `cells` (all on `nodes` nodes), their specs pointing into `store`,
     the preflight steps `slurm.preflight` asks for, and the CPUs it asks per node
     (torchscale/orchestration/schedulers/slurm/cpus.py). `fixed_threads`: launcher.omp_num_threads
-    is set, so the driver keeps the plan's thread count."""
+    is set, so the driver keeps the plan's thread count. `gpus_counted`: false where Slurm
+    said the partition's nodes have no gpu Gres (no GPU is asked there)."""
     entries = [
         AllocationCell(
             spec=p.worker_spec(
@@ -152,14 +154,16 @@ def build_allocation(
         for p in cells
     ]
     ranks_per_node = max((p.launch.nproc_per_node for p in cells), default=1)
-    gpus = gpus_asked(slurm, cells, ranks_per_node)
+    gpus = gpus_asked(slurm, cells, ranks_per_node) if gpus_counted else None
+    # the CPUs' share follows the GPUs a node has, whether or not Slurm is asked for them
+    node_gpus = gpus if gpus is not None else gpus_used(slurm, cells, ranks_per_node)
     return Allocation(
         name=name,
         experiment_root=str(store.root.resolve()),
         nodes=nodes,
         gpus_per_node=gpus,
         cpus_per_task=slurm.cpus_per_task,
-        cpus_asked=cpus_per_node(slurm.cpus_per_task, slurm.exclusive, gpus, ranks_per_node),
+        cpus_asked=cpus_per_node(slurm.cpus_per_task, slurm.exclusive, node_gpus, ranks_per_node),
         threads_from_cpus=slurm.cpus_per_task is None and not fixed_threads,
         container=slurm.container,
         python=slurm.python or sys.executable,
@@ -171,19 +175,65 @@ def build_allocation(
     )
 
 
-# #SBATCH options by which a user asks for GPUs in launcher.slurm.extra_sbatch
-GPU_OPTIONS = ("--gres=gpu", "--gpus", "-G")
+# sbatch options whose value is a GPU count (any value asks for GPUs)
+GPU_COUNT_OPTIONS = ("-G", "--gpus", "--gpus-per-node", "--gpus-per-socket", "--gpus-per-task")
+# sbatch options whose value lists resources, GPUs among them or not (`--tres-per-task`, ...)
+RESOURCE_OPTIONS = ("--gres",)
+RESOURCE_PREFIXES = ("--tres-",)
+
+
+def option_parts(option: str) -> tuple[str, str]:
+    """An extra_sbatch entry as (name, value): `--gres=gpu:8`, `--gres gpu:8`, `-G 8`, `-G8`."""
+    text = option.strip()
+    if text.startswith("-") and not text.startswith("--") and len(text) > 2:
+        name, rest = text[:2], text[2:]  # a short option with its value attached or spaced
+        return name, rest.strip().removeprefix("=")
+    name, sep, value = text.partition("=")
+    if not sep:
+        name, _, value = text.partition(" ")
+    return name.strip(), value.strip()
+
+
+def lists_gpus(value: str) -> bool:
+    """A resource list naming GPUs: `gpu:8`, `shard:2,gpu:h100:8`, `gres/gpu:8`,
+    `gres/gpu=8`, `gres:gpu:1` (entries `[gres/|gres:]name[:type][:count]` or `name=count`)."""
+    for entry in value.split(","):
+        entry = entry.strip().lower()
+        for prefix in ("gres/", "gres:"):
+            entry = entry.removeprefix(prefix)
+        if entry.replace("=", ":").split(":")[0] == "gpu":
+            return True
+    return False
+
+
+def asks_gpus(option: str) -> bool:
+    """Whether an extra_sbatch entry asks for GPUs itself (then torchscale asks none)."""
+    name, value = option_parts(option)
+    if name in GPU_COUNT_OPTIONS:
+        return True
+    if name in RESOURCE_OPTIONS or name.startswith(RESOURCE_PREFIXES):
+        return lists_gpus(value)
+    return False
+
+
+def gpus_used(slurm: SlurmConfig, cells: list[PlannedCell], ranks_per_node: int) -> int | None:
+    """GPUs a node's cells use: launcher.slurm.gpus_per_node, else one per rank of the widest
+    cell on CUDA; None on CPU."""
+    if slurm.gpus_per_node is not None:
+        return slurm.gpus_per_node
+    return ranks_per_node if any(p.cell.device == "cuda" for p in cells) else None
 
 
 def gpus_asked(slurm: SlurmConfig, cells: list[PlannedCell], ranks_per_node: int) -> int | None:
     """GPUs per node the job asks: launcher.slurm.gpus_per_node, else, for CUDA cells, one per
     rank of the widest cell (a job that asks none sees no GPU where Slurm constrains devices);
-    none where extra_sbatch asks for GPUs its own way."""
+    none where extra_sbatch asks for GPUs its own way (asked twice, Slurm may refuse the job
+    or grant the larger count)."""
     if slurm.gpus_per_node is not None:
         return slurm.gpus_per_node
-    if any(option.startswith(GPU_OPTIONS) for option in slurm.extra_sbatch):
+    if any(asks_gpus(option) for option in slurm.extra_sbatch):
         return None
-    return ranks_per_node if any(p.cell.device == "cuda" for p in cells) else None
+    return gpus_used(slurm, cells, ranks_per_node)
 
 
 def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -> str:

@@ -237,13 +237,44 @@ def partition_gpus_of(nodes_text: str, partition: str) -> PartitionGpus | None:
     return PartitionGpus(partition, max(counts), min(counts), len(counts))
 
 
+@dataclass(frozen=True)
+class PartitionAnswer:
+    """What Slurm's controller said of a partition, asked once per command while the plan is
+    built (the plan hands it on to the launcher): its node limits and its nodes' GPUs (None:
+    Slurm named no such partition, or listed none of its nodes), or the error that stood for
+    an answer (no controller reachable, a partition Slurm says it lacks)."""
+
+    limits: PartitionLimits | None = None
+    gpus: PartitionGpus | None = None
+    error: SlurmError | None = None
+
+    def limits_or_raise(self) -> PartitionLimits | None:
+        """The limits, as `partition_limits` returns them, or its error raised again."""
+        if self.error is not None:
+            raise self.error
+        return self.limits
+
+
+def ask_partition(partition: str | None, env: Mapping[str, str] | None = None) -> PartitionAnswer:
+    """`partition` (or the default one) as the controller describes it; an error in place of
+    the answer when it cannot be asked."""
+    try:
+        limits = partition_limits(partition, env)
+        if limits is None:
+            return PartitionAnswer()
+        nodes = run_slurm(["scontrol", "show", "node", "-o"], env)
+    except SlurmError as exc:
+        return PartitionAnswer(error=exc)
+    return PartitionAnswer(limits, partition_gpus_of(nodes, limits.name))
+
+
 def partition_gpus(
     partition: str | None, env: Mapping[str, str] | None = None
 ) -> PartitionGpus | None:
     """The GPUs per node of `partition` (or the default one), asked of Slurm's controller;
     None when Slurm names no such partition or lists none of its nodes. Raises SlurmError
     when the controller cannot be asked."""
-    limits = partition_limits(partition, env)
-    if limits is None:
-        return None
-    return partition_gpus_of(run_slurm(["scontrol", "show", "node", "-o"], env), limits.name)
+    answer = ask_partition(partition, env)
+    if answer.error is not None:
+        raise answer.error
+    return answer.gpus

@@ -33,11 +33,11 @@ from torchscale.orchestration.schedulers.slurm.cpus import step_cpus, too_few_cp
 from torchscale.orchestration.schedulers.slurm.preflight import run_preflight
 from torchscale.orchestration.schedulers.slurm.progress import Progress, write_progress
 from torchscale.orchestration.schedulers.slurm.step import (
-    cpus_flags,
+    HOSTS_DIR,
     free_port,
+    hosts_command,
     place_in,
     srun_command,
-    srun_prefix,
 )
 from torchscale.orchestration.sweep import run_cell, unmeasured_result
 
@@ -61,16 +61,8 @@ def stop_reason(signum: int, grace_s: int | None = None) -> str:
 def record_hosts(allocation: Allocation, env: Mapping[str, str]) -> None:
     """Every node's environment, once, before the cells (a failure here is only a note in
     the driver's output: the cells record rank 0's environment anyway)."""
-    directory = allocation.directory / "hosts"
-    argv = [
-        *srun_prefix(allocation.nodes, "torchscale-hosts"),
-        *cpus_flags(allocation.cpus_per_task),  # the CPUs a cell's step gets, recorded
-        allocation.python,
-        "-m",
-        "torchscale.orchestration.schedulers.slurm.hostenv",
-        str(directory),
-    ]
-    outcome = run_logged(argv, env, directory / "srun.log", HOSTENV_TIMEOUT_S)
+    directory = allocation.directory / HOSTS_DIR
+    outcome = run_logged(hosts_command(allocation), env, directory / "srun.log", HOSTENV_TIMEOUT_S)
     if outcome.returncode != 0:
         print(f"torchscale: recording the nodes' environment failed: {outcome.log_tail(5)}")
 

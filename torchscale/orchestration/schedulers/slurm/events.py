@@ -13,7 +13,7 @@ from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.schedulers.api import LauncherEvent, LauncherSubmission
 from torchscale.orchestration.schedulers.slurm.client import JobState
 from torchscale.orchestration.schedulers.slurm.jobs import JobRecord
-from torchscale.orchestration.schedulers.slurm.review import PLACEHOLDERS, step_lines
+from torchscale.orchestration.schedulers.slurm.review import placeholders, step_lines
 from torchscale.orchestration.schedulers.slurm.submission import SlurmSweep
 
 KIND = "slurm"
@@ -63,8 +63,8 @@ def sweep_lines(
     env: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The cells kept and followed, the skipped ones and why, the allocations and their
-    scripts, a line each; with `review` (the store of a dry run), each job's cells and the
-    srun step each will run."""
+    scripts, a line each; with `review` (the store of a dry run), each job's srun steps (the
+    nodes' environment, the preflight, each cell) as they will run."""
     submitted = bool(jobs)
     lines = []
     if sweep.reused:
@@ -90,7 +90,7 @@ def sweep_lines(
         elif not submitted:
             lines.extend(f"  {cell_id}" for cell_id in allocation.cell_ids)
     if review is not None and sweep.allocations:
-        lines.append(PLACEHOLDERS)
+        lines.extend(placeholders(sweep.allocations))
     if not sweep.allocations and not sweep.following:
         lines.append("nothing to submit: every cell is ok or skipped")
     return lines

@@ -14,8 +14,8 @@ from torchscale.contracts.signals import Terminated
 from torchscale.orchestration.schedulers.api import BenchmarkEvents, BenchmarkRun, RunOptions
 from torchscale.orchestration.schedulers.slurm import events as said
 from torchscale.orchestration.schedulers.slurm.client import (
+    ask_partition,
     missing_client_commands,
-    partition_gpus,
     require_sbatch,
 )
 from torchscale.orchestration.schedulers.slurm.submission import (
@@ -56,13 +56,14 @@ class SlurmAllocations:
 
         slurm = config.launcher.slurm
         cores = slurm.cpus_per_task or host.usable_cores()
-        gpus = judged_gpus(config, lambda partition: partition_gpus(partition, os.environ))
+        gpus = judged_gpus(config, lambda partition: ask_partition(partition, os.environ))
         return Machine(
             gpu_count=gpus.count,
             cpu_cores=cores,
             gpu_memory_unknown=NODES_NOT_READ,
             gpus_source=gpus.source,
             note=gpus.note,
+            scheduler_answer=gpus.answer,  # check_nodes reads it: Slurm is asked once
         )
 
     def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
@@ -157,7 +158,8 @@ class SlurmAllocations:
 def _why_slurm_was_not_asked(plan: Plan, env: Mapping[str, str]) -> str | None:
     """None when Slurm answered the dry run's checks (the partition's node limits, as a real
     run checks them first); else why it could not be asked. A partition Slurm says it lacks is
-    an answer, and stays an error."""
+    an answer, and stays an error. Where the plan asked Slurm already (CUDA cells), its answer
+    or error is read, not asked again."""
     missing = missing_client_commands()
     if missing:
         return (

@@ -28,6 +28,7 @@ from torchscale.contracts.cell import Device
 from torchscale.contracts.errors import TorchScaleError
 from torchscale.orchestration.comm.comm_result import CommResult
 from torchscale.orchestration.comm.sweep_launch import (
+    CommLaunch,
     CommRequest,
     comm_launch,
     new_run_id,
@@ -114,19 +115,26 @@ def fleet_verdict(paths: list[Path]) -> str:
     return fleet_summary(reports)[1]
 
 
+def validate_command(allocation: Allocation) -> list[str] | None:
+    """The validate step of `allocation` (None: it asks none, or has no cell to take a device
+    from), as the driver runs it and `--dry-run` shows it."""
+    if not (allocation.preflight_validate and allocation.cells):
+        return None
+    return validate_argv(
+        allocation.nodes,
+        allocation.python,
+        allocation.cells[0].spec.cell.device,
+        allocation.directory / PREFLIGHT_DIR,
+        allocation.preflight_validate_level,
+        Path(allocation.experiment_root),
+    )
+
+
 def run_validate(
-    nodes: int,
-    python: str,
-    device: Device,
-    directory: Path,
-    env: Mapping[str, str],
-    level: str = "basic",
-    experiment_root: Path | None = None,
+    argv: list[str], nodes: int, directory: Path, env: Mapping[str, str], level: str = "basic"
 ) -> dict[str, str]:
-    """Validate every node; node index -> verdict line (and `fleet` -> the fleet view's,
-    at --level perf)."""
-    directory = directory / PREFLIGHT_DIR
-    argv = validate_argv(nodes, python, device, directory, level, experiment_root)
+    """Validate every node (`argv`: `validate_command`'s, writing into `directory`); node
+    index -> verdict line (and `fleet` -> the fleet view's, at --level perf)."""
     timeout = VALIDATE_TIMEOUT_S if level == "basic" else PERF_TIMEOUT_S
     outcome = run_logged(argv, env, directory / "validate-srun.log", timeout)
     paths = [directory / f"validate-node{k}.json" for k in range(nodes)]
@@ -138,17 +146,29 @@ def run_validate(
     return verdicts
 
 
-def run_comm_preflight(
+def comm_run_id(request: CommRequest, nodes: int, job_id: str, started: str | None = None) -> str:
+    """The comm preflight's run id: `torchscale comm`'s (its start time last), the node count
+    and the job id; `started` stands for the start time where the step is shown before it
+    runs."""
+    run_id = new_run_id(request)
+    if started is not None:
+        run_id = f"{run_id.rsplit('-', 1)[0]}-{started}"
+    return f"{run_id}-n{nodes}-job{job_id}"
+
+
+def comm_step(
     request: CommRequest,
     nodes: int,
     experiment_root: Path,
     env: Mapping[str, str],
     place: StepPlace,
-) -> CommResult:
-    """The comm sweep across every node, as an srun step of torchrun (its own port and
-    rendezvous id), stored in comm/ as `torchscale comm` stores its runs."""
-    run_id = new_run_id(request) + f"-n{nodes}-job{place.job_id}"
-    flags = rendezvous_flags(nodes, place, free_port(), "comm")
+    port: int | str,
+    run_id: str,
+) -> CommLaunch:
+    """The comm sweep across every node as an srun step of torchrun (its own port and
+    rendezvous id), as the driver runs it and `--dry-run` shows it (`port`: a placeholder
+    there)."""
+    flags = rendezvous_flags(nodes, place, port, "comm")
     launch = comm_launch(
         request,
         experiment_root,
@@ -159,7 +179,21 @@ def run_comm_preflight(
         rendezvous=flags,
     )
     command = srun_wrap(launch.command, nodes, f"torchscale-comm-{run_id}", place)
-    return run_comm_launch(replace(launch, command=command), request)
+    return replace(launch, command=command)
+
+
+def run_comm_preflight(
+    request: CommRequest,
+    nodes: int,
+    experiment_root: Path,
+    env: Mapping[str, str],
+    place: StepPlace,
+) -> CommResult:
+    """The comm sweep across every node, stored in comm/ as `torchscale comm` stores its
+    runs."""
+    run_id = comm_run_id(request, nodes, place.job_id)
+    launch = comm_step(request, nodes, experiment_root, env, place, free_port(), run_id)
+    return run_comm_launch(launch, request)
 
 
 def comm_verdict(result: CommResult) -> str:
@@ -179,17 +213,15 @@ def run_preflight(
 ) -> None:
     """The steps the allocation asks for, each verdict written to progress.json as it comes."""
     root = Path(allocation.experiment_root)
-    if allocation.preflight_validate and allocation.cells:
-        device = allocation.cells[0].spec.cell.device
+    validate = validate_command(allocation)
+    if validate is not None:
         try:
             verdicts = run_validate(
+                validate,
                 allocation.nodes,
-                allocation.python,
-                device,
-                allocation.directory,
+                allocation.directory / PREFLIGHT_DIR,
                 env,
                 allocation.preflight_validate_level,
-                root,
             )
         except (OSError, TorchScaleError) as exc:
             verdicts = {"srun": describe_error(exc)}

@@ -1,29 +1,61 @@
 """What a Slurm job will run, as command lines to review before submitting (`--dry-run`).
 
-The job script execs a Python driver, which builds each cell's `srun ... torchrun ...` step as
-the job runs. The commands are shown here by the same function (`step.srun_command`) on the same
-allocation the driver reads, with what only the running job knows as placeholders: Slurm's job
-id, the first node's address and a port free there (the rendezvous), and the values the driver
-takes from the job's nodes (the GPUs and CPUs a step sees).
+The job script execs a Python driver, which builds each step's `srun ...` command as the job
+runs: every node's environment recorded, the preflight steps `launcher.slurm.preflight` asks
+for (validate on each node, the comm sweep across them), then each cell's `srun ... torchrun
+...`. The commands are shown here by the same functions (`step.hosts_command`,
+`preflight.validate_command`, `preflight.comm_step`, `step.srun_command`) on the same allocation
+the driver reads, with what only the running job knows as placeholders: Slurm's job id, the
+first node's address and a port free there (the rendezvous), the time the comm step starts
+(its run id), and the values the driver takes from the job's nodes (the GPUs and CPUs a step
+sees).
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.schedulers.slurm.allocation import Allocation
-from torchscale.orchestration.schedulers.slurm.step import place_in, srun_command
+from torchscale.orchestration.schedulers.slurm.preflight import (
+    comm_run_id,
+    comm_step,
+    validate_command,
+)
+from torchscale.orchestration.schedulers.slurm.step import (
+    StepPlace,
+    hosts_command,
+    place_in,
+    srun_command,
+)
 
 JOB_ID = "<job-id>"
 HEAD_ADDRESS = "<head-addr>"
 PORT = "<port>"
+STARTED = "<start-time>"
 PLACEHOLDERS = (
     f"{JOB_ID}, {HEAD_ADDRESS}, {PORT}: known once the job runs (Slurm's job id, the first "
     "node's address, a port free there)"
 )
+COMM_PLACEHOLDER = f"{STARTED}: when the comm step starts (UTC, as its run id writes it)"
+HOSTS = "hosts (each node's environment)"
+VALIDATE = "preflight validate"
+COMM = "preflight comm"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One srun step of a job: what the review calls it, its argv, and what torchscale sets on
+    top of the job's environment (None: nothing, the step inherits it)."""
+
+    label: str
+    argv: list[str]
+    command: LaunchCommand | None = None
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # launcher.env, a cell's own
 
 
 def step_commands(
@@ -31,13 +63,37 @@ def step_commands(
 ) -> list[tuple[str, LaunchCommand]]:
     """(cell id, its srun step) for each cell of the allocation, in the order the job runs
     them, as the driver builds them (the experiment's compile cache included)."""
-    place = place_in(allocation, JOB_ID, HEAD_ADDRESS)
+    place = shown_place(allocation)
     steps = []
     for index, entry in enumerate(allocation.cells):
         planned = entry.planned().sharing_compile_cache(store.compile_cache_dir)
         cell_id = planned.cell.id
         spec, logs = store.spec_path(cell_id), store.log_dir(cell_id)
         steps.append((cell_id, srun_command(planned, spec, logs, env, place, PORT, index)))
+    return steps
+
+
+def shown_place(allocation: Allocation) -> StepPlace:
+    """Where the job's steps meet, as placeholders."""
+    return place_in(allocation, JOB_ID, HEAD_ADDRESS)
+
+
+def job_steps(allocation: Allocation, store: ResultStore, env: Mapping[str, str]) -> list[Step]:
+    """Every srun step of the job, in the order the driver runs them."""
+    steps = [Step(HOSTS, hosts_command(allocation))]
+    validate = validate_command(allocation)
+    if validate is not None:
+        steps.append(Step(VALIDATE, validate))
+    request = allocation.preflight_comm
+    if request is not None:
+        run_id = comm_run_id(request, allocation.nodes, JOB_ID, STARTED)
+        root, place = Path(allocation.experiment_root), shown_place(allocation)
+        comm = comm_step(request, allocation.nodes, root, env, place, PORT, run_id)
+        steps.append(Step(COMM, comm.command.argv, comm.command))
+    for entry, (cell_id, command) in zip(
+        allocation.cells, step_commands(allocation, store, env), strict=True
+    ):
+        steps.append(Step(cell_id, command.argv, command, entry.extra_env))
     return steps
 
 
@@ -54,12 +110,18 @@ def shown_env(command: LaunchCommand, allocation: Allocation, extra_env: Mapping
 
 
 def step_lines(allocation: Allocation, store: ResultStore, env: Mapping[str, str]) -> list[str]:
-    """Each cell of the allocation, then its step's argv (shell-quoted) and environment."""
+    """Each step of the job (the nodes' environment, the preflight, each cell), then its argv
+    (shell-quoted) and, where torchscale sets any, its environment."""
     lines = []
-    for entry, (cell_id, command) in zip(
-        allocation.cells, step_commands(allocation, store, env), strict=True
-    ):
-        lines.append(f"  {cell_id}")
-        lines.append(f"    argv: {shlex.join(command.argv)}")
-        lines.append(f"    env:  {shown_env(command, allocation, entry.extra_env)}")
+    for step in job_steps(allocation, store, env):
+        lines.append(f"  {step.label}")
+        lines.append(f"    argv: {shlex.join(step.argv)}")
+        if step.command is not None:
+            lines.append(f"    env:  {shown_env(step.command, allocation, step.extra_env)}")
     return lines
+
+
+def placeholders(allocations: list[Allocation]) -> list[str]:
+    """What the placeholders of the shown steps stand for, a line each."""
+    comm = any(allocation.preflight_comm is not None for allocation in allocations)
+    return [PLACEHOLDERS, *([COMM_PLACEHOLDER] if comm else [])]

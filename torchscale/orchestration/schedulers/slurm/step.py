@@ -13,6 +13,8 @@ from torchscale.orchestration.plan import PlannedCell
 from torchscale.orchestration.schedulers.slurm.allocation import Allocation
 
 NODE_MODULE = "torchscale.orchestration.schedulers.slurm.node"
+HOSTENV_MODULE = "torchscale.orchestration.schedulers.slurm.hostenv"
+HOSTS_DIR = "hosts"  # each node's environment, under the allocation's directory
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,19 @@ def cpus_flags(cpus_per_task: int | None) -> list[str]:
     inherit sbatch's --cpus-per-task), or none, so that the step uses every CPU its job has
     on each node (torchscale/orchestration/schedulers/slurm/cpus.py)."""
     return [] if cpus_per_task is None else [f"--cpus-per-task={cpus_per_task}"]
+
+
+def hosts_command(allocation: Allocation) -> list[str]:
+    """The step that records every node's environment before the cells, with the CPUs a
+    cell's step gets."""
+    return [
+        *srun_prefix(allocation.nodes, "torchscale-hosts"),
+        *cpus_flags(allocation.cpus_per_task),
+        allocation.python,
+        "-m",
+        HOSTENV_MODULE,
+        str(allocation.directory / HOSTS_DIR),
+    ]
 
 
 def rendezvous_flags(

@@ -31,12 +31,14 @@ from torchscale.orchestration.schedulers.slurm.allocation import (
 )
 from torchscale.orchestration.schedulers.slurm.client import (
     JobState,
+    PartitionAnswer,
     cancel,
     job_states,
     partition_limits,
     submit,
 )
 from torchscale.orchestration.schedulers.slurm.filesystem import local_filesystem_warning
+from torchscale.orchestration.schedulers.slurm.gpus import counts_no_gpus
 from torchscale.orchestration.schedulers.slurm.jobs import JobRecord, add_job, now, read_jobs
 from torchscale.orchestration.schedulers.slurm.progress import read_progress
 from torchscale.orchestration.sweep import unmeasured_result
@@ -64,12 +66,23 @@ class FollowHooks:
     on_preflight: Callable[[JobRecord, str, str], None] = lambda job, step, verdict: None
 
 
+def partition_answer(plan: Plan) -> PartitionAnswer | None:
+    """What Slurm said of the partition while the plan was built (torchscale/orchestration/
+    schedulers/slurm/gpus.py); None where it was not asked (CPU cells)."""
+    answer = plan.scheduler_answer
+    return answer if isinstance(answer, PartitionAnswer) else None
+
+
 def check_nodes(plan: Plan, env: Mapping[str, str]) -> None:
     """Node counts above the partition's size are refused, with its limits (when Slurm
-    tells them)."""
+    tells them). Slurm is asked only if the plan was built without asking it."""
     slurm = plan.launcher.slurm
+    answer = partition_answer(plan)
     try:
-        limits = partition_limits(slurm.partition, env)
+        if answer is not None:
+            limits = answer.limits_or_raise()
+        else:
+            limits = partition_limits(slurm.partition, env)
     except SlurmError as exc:
         if slurm.partition and "not found" in str(exc).lower():
             raise UsageError(
@@ -168,6 +181,7 @@ def prepare_sweep(
             plan.price_per_gpu_hour,
             plan.comm,
             fixed_threads=plan.launcher.omp_num_threads is not None,
+            gpus_counted=not counts_no_gpus(partition_answer(plan)),
         )
         directory = allocation.directory
         store.write_text(directory / ALLOCATION_FILE, allocation.model_dump_json(indent=2))
