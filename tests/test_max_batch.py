@@ -7,6 +7,7 @@ probes of a 5-parameter model (a few seconds each on 2 cores).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -18,7 +19,7 @@ from fake_nvml import FakeGpu, FakeNvml
 from processes import REPO_ROOT, processes_mentioning
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.schema.cell_result import CellError, CellResult, Memory
+from torchscale.contracts.schema.cell_result import CellError, CellResult, Memory, Warmup
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
@@ -229,7 +230,7 @@ def result_of(
     total: tuple[int | None, str | None] = (None, None),
 ) -> MaxBatchResult:
     """A result of probes that warmed up one step, eager."""
-    return build_result(ident, outcome, steps, total, warmup_steps=1, compiled=False)
+    return build_result(ident, outcome, steps, total, warmup_min=1, compiled=False)
 
 
 def test_cpu_result_has_rss_and_no_utilisation() -> None:
@@ -270,28 +271,68 @@ def test_result_of_a_limit_a_failure_and_allocator_retries() -> None:
     assert any("retried 2 time(s)" in w for w in warned.warnings)
 
 
-def test_the_result_says_how_the_probes_ran_and_what_the_peaks_cover() -> None:
-    outcome = search_max_batch(Oracle(5), LIMIT)
-    cuda = build_result(identity("cuda"), outcome, 2, (10**9, None), warmup_steps=1, compiled=True)
-    assert (cuda.probe_warmup_steps, cuda.probe_compiled) == (1, True)
-    assert cuda.peak_scope is not None
-    assert "torch.compile compiled" in cuda.peak_scope and "reset" in cuda.peak_scope
-    assert cuda.how_probed() == "compiled, peaks after 1 warm-up step(s)"
-    cpu = build_result(identity(), outcome, 2, warmup_steps=1, compiled=False)
+def warming(oracle: Oracle, steps: dict[int, int]) -> Any:
+    """`oracle` whose fitting probes report the warm-up steps they ran: `steps[batch]` (a
+    compiled rank warms up until two steps compile nothing: more at a batch it compiles anew)."""
+
+    def probe(batch: int) -> ProbeOutcome:
+        outcome = oracle(batch)
+        if outcome.kind != "fits":
+            return outcome
+        return dataclasses.replace(outcome, warmup_steps=steps.get(batch, 1))
+
+    return probe
+
+
+def test_the_result_records_the_warm_up_each_probe_really_ran() -> None:
+    """Compiled probes set to 1 warm-up step ran 3 (the first compiled, two steady) and the
+    confirmation 2 (its graphs from the cache): the result records what they ran."""
+    outcome = search_max_batch(warming(Oracle(5), {1: 3, 2: 3, 4: 3, 5: 3}), LIMIT)
+    cuda = build_result(identity("cuda"), outcome, 2, (10**9, None), warmup_min=1, compiled=True)
+    assert [(p.batch, p.warmup_steps) for p in cuda.probes] == [
+        (1, 3), (2, 3), (4, 3), (8, None), (6, None), (5, 3), (5, 3)
+    ]  # fmt: skip
+    assert (cuda.probe_warmup_min, cuda.probe_warmup_steps, cuda.probe_compiled) == (1, 3, True)
+    assert "probe_warmup_steps" not in cuda.unavailable
+    assert cuda.peak_scope is not None and "reset after the warm-up" in cuda.peak_scope
+    assert "at least 1 warm-up step(s), until compile settles" in cuda.peak_scope
+    assert "the answer's probe 3" in cuda.peak_scope
+    assert cuda.how_probed() == "compiled, peaks after 3 warm-up step(s)"
+
+
+def test_a_warm_up_not_recorded_is_worded_as_at_least_the_set_steps() -> None:
+    outcome = search_max_batch(Oracle(5), LIMIT)  # its probes report no warm-up
+    cuda = build_result(identity("cuda"), outcome, 2, (10**9, None), warmup_min=1, compiled=True)
+    assert (cuda.probe_warmup_min, cuda.probe_warmup_steps) == (1, None)
+    assert cuda.how_probed() == (
+        "compiled, peaks after at least 1 warm-up step(s), until compile settles"
+    )
+    assert cuda.unavailable["probe_warmup_steps"] == (
+        "the answer's probe recorded no warm-up; each probe ran at least 1 warm-up step(s), "
+        "until compile settles"
+    )
+    cpu = build_result(identity(), outcome, 2, warmup_min=1, compiled=False)
     assert cpu.peak_scope is not None and "cannot be reset" in cpu.peak_scope
     assert "compile" not in cpu.peak_scope
-    assert cpu.how_probed() == "eager, peak RSS includes 1 warm-up step(s)"
+    assert cpu.how_probed() == "eager, peak RSS includes at least 1 warm-up step(s)"
+    failed = build_result(
+        identity(), search_max_batch(Oracle(99, fail_at=2), 16), 2, warmup_min=1, compiled=True
+    )
+    assert failed.probe_warmup_steps is None
+    assert failed.unavailable["probe_warmup_steps"].startswith("no max batch was found")
 
 
 def test_a_schema_1_result_reads_as_probed_without_warm_up(tmp_path: Path) -> None:
     current = result_of(identity(), search_max_batch(Oracle(5), LIMIT), 2)
-    new_fields = {"probe_warmup_steps", "probe_compiled", "peak_scope"}
+    new_fields = {"probe_warmup_min", "probe_warmup_steps", "probe_compiled", "peak_scope"}
     old = {**current.model_dump(mode="json", exclude=new_fields), "schema_version": 1}
+    for probe in old["probes"]:
+        del probe["warmup_steps"]
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(old), encoding="utf-8")
     result, problem = read_max_batch(path)
     assert result is not None, problem
-    assert (result.schema_version, result.probe_warmup_steps) == (1, 0)
+    assert (result.schema_version, result.probe_warmup_min, result.probe_warmup_steps) == (1, 0, 0)
     assert result.probe_compiled is None and "probe_compiled" in result.unavailable
     assert result.peak_scope is not None and result.peak_scope.startswith("every probe step")
     assert result.how_probed() == "probed with no warm-up"
@@ -382,6 +423,11 @@ def test_outcome_of_each_status() -> None:
     )
     fits = outcome_of(cell_result(cell, Status.OK, memory=memory))
     assert (fits.kind, fits.peak_rss_bytes, fits.probe_id) == ("fits", 123, cell.id)
+    assert fits.warmup_steps is None  # no warm-up block: not guessed
+    # a compiled probe set to 1 warm-up step that ran 3: read from its warm-up block
+    warm = Warmup(step_s=[40.0, 0.2, 0.2], compile_s=39.0)
+    ran = outcome_of(cell_result(cell, Status.OK, memory=memory, warmup_steps=1, warmup=warm))
+    assert ran.warmup_steps == 3
     for status, kind in [
         (Status.OOM, "oom"),
         (Status.FAILED, "failed"),
@@ -430,7 +476,7 @@ def test_run_writes_one_result_per_group(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
         def __call__(self, batch: int) -> ProbeOutcome:
             kind = "fits" if batch <= 3 * self.world else "oom"
-            return ProbeOutcome(kind, peak_reserved_bytes=batch * 100)
+            return ProbeOutcome(kind, peak_reserved_bytes=batch * 100, warmup_steps=3)
 
     monkeypatch.setattr(runner, "CellProber", FakeProber)
     plan = build_plan(
@@ -450,8 +496,12 @@ def test_run_writes_one_result_per_group(monkeypatch: pytest.MonkeyPatch, tmp_pa
         device_total=lambda env: (1000, None),
     )
     assert [r.max_batch for r in results] == [3, 6]
-    # CUDA cells compile by default: the probes ran as they do, after a warm-up step
-    assert [(r.probe_compiled, r.probe_warmup_steps) for r in results] == [(True, 1)] * 2
+    # CUDA cells compile by default: the probes ran as they do, set to one warm-up step; each
+    # probe's result says it ran 3 (compiled ranks warm up until compile settles)
+    assert [(r.probe_compiled, r.probe_warmup_min, r.probe_warmup_steps) for r in results] == [
+        (True, 1, 3)
+    ] * 2
+    assert {p.warmup_steps for r in results for p in r.probes} == {3}
     assert [r.memory_utilisation for r in results] == [pytest.approx(0.3), pytest.approx(0.6)]
     assert [w for w, _, _ in made] == [1, 2] and {s for _, _, s in made} == {3}
     assert made[0][1] == store.root / "max_batch" / "probes" / results[0].group
@@ -504,7 +554,12 @@ def test_real_search_on_cpu_through_the_benchmark_command(tmp_path: Path) -> Non
     assert result is not None, problem
     assert result.status == "ok", result.reason
     assert result.max_batch == 5 and not result.limit_reached
-    assert (result.probe_compiled, result.probe_warmup_steps) == (False, 1)
+    assert (result.probe_compiled, result.probe_warmup_min, result.probe_warmup_steps) == (
+        False,
+        1,
+        1,
+    )
+    assert {p.warmup_steps for p in result.probes if p.outcome == "fits"} == {1}
     assert "eager, peak RSS includes 1 warm-up step(s)" in flat
     kinds = [(p.batch, p.outcome) for p in result.probes]
     assert kinds == [(4, "fits"), (8, "oom"), (6, "oom"), (5, "fits"), (5, "fits")]

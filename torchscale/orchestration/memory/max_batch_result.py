@@ -8,7 +8,8 @@ Version history:
   1  first release: probes ran no warm-up, so a compiled probe compiled inside its measured
      steps and its peaks held the compiler's scratch.
   2  probes warm up first (the compile happens there) and the result says how they ran:
-     probe_warmup_steps, probe_compiled, peak_scope.
+     probe_warmup_min, probe_warmup_steps (the answer's probe), probes[].warmup_steps,
+     probe_compiled, peak_scope.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ V1_PEAK_SCOPE = (
     "the steps its peaks cover"
 )
 V1_COMPILED = "not recorded by schema 1 results"
+SETTLES = "until compile settles"
 
 COLUMNS = (
     "group",
@@ -61,6 +63,7 @@ COLUMNS = (
     "peak_basis",
     "probes",
     "probe_compiled",
+    "probe_warmup_min",
     "probe_warmup_steps",
     "status",
     "reason",
@@ -85,6 +88,12 @@ class MaxBatchProbe(_Model):
     alloc_retries: int | None = Field(default=None, description="CUDA allocator retries")
     probe_id: str | None = Field(
         default=None, description="cell id of the probe under max_batch/probes/<group>/cells/"
+    )
+    warmup_steps: int | None = Field(
+        default=None,
+        description="warm-up steps this probe ran before its measured ones, from its cell "
+        "result (a compiled probe runs more than probe_warmup_min, until two steps compile "
+        "nothing); null when its result recorded no warm-up",
     )
 
 
@@ -114,10 +123,17 @@ class MaxBatchResult(_Model):
     largest_fit: int | None = Field(description="largest batch seen fitting (also on failure)")
     start: int = Field(description="first batch probed (the largest batch the sweep ran ok)")
     probe_steps: int = Field(description="measured training steps per probe")
+    probe_warmup_min: int | None = Field(
+        default=None,
+        description="warm-up steps each probe was set to run first, where torch.compile "
+        "compiles: the least it ran (a compiled probe runs more until two steps compile "
+        "nothing, see probes[].warmup_steps); schema 1: 0",
+    )
     probe_warmup_steps: int | None = Field(
         default=None,
-        description="discarded steps each probe ran first, where torch.compile compiles; a "
-        "compiled probe runs more until two steps compile nothing; schema 1: 0",
+        description="warm-up steps the answer's probe (the fit at max_batch whose peaks are "
+        "the answer's) really ran, from its cell result; null when there is no answer or it "
+        "recorded none (see unavailable); schema 1: 0",
     )
     probe_compiled: bool | None = Field(
         default=None,
@@ -159,41 +175,53 @@ class MaxBatchResult(_Model):
         unavailable.setdefault("probe_compiled", V1_COMPILED)
         return {
             **data,
+            "probe_warmup_min": 0,
             "probe_warmup_steps": 0,
             "peak_scope": V1_PEAK_SCOPE,
             "unavailable": unavailable,
         }
 
     def how_probed(self) -> str | None:
-        """A few words for the terminal: compiled or eager, and what the peaks cover."""
-        if self.probe_warmup_steps is None:
+        """A few words for the terminal: compiled or eager, and the warm-up the answer's peaks
+        come after (the steps its probe ran, or at least the set ones where none recorded)."""
+        if self.probe_warmup_min is None:
             return None
-        if self.probe_warmup_steps == 0:
+        if self.probe_warmup_min == 0:
             return "probed with no warm-up"
         ran = {True: "compiled", False: "eager", None: "probed"}[self.probe_compiled]
-        steps = f"{self.probe_warmup_steps} warm-up step(s)"
+        steps = warmup_words(self.probe_warmup_steps, self.probe_warmup_min, self.probe_compiled)
         if self.device == "cuda":
             return f"{ran}, peaks after {steps}"
         return f"{ran}, peak RSS includes {steps}"
 
 
-def peak_scope(device: str, warmup_steps: int, compiled: bool) -> str:
+def warmup_words(ran: int | None, least: int, compiled: bool | None) -> str:
+    """'3 warm-up step(s)' as a probe ran them; not recorded: 'at least 1 warm-up step(s)',
+    with ', until compile settles' for a compiled (or unrecorded) probe."""
+    if ran is not None:
+        return f"{ran} warm-up step(s)"
+    return f"at least {least} warm-up step(s)" + ("" if compiled is False else f", {SETTLES}")
+
+
+def peak_scope(device: str, ran: int | None, least: int, compiled: bool) -> str:
     """Which steps of a probe its peaks cover: on CUDA the rank resets the peak counters after
-    the warm-up; on CPU peak RSS is the process's and cannot be reset."""
-    compile = "torch.compile's compile" if compiled else None
-    if warmup_steps == 0:
-        return "every probe step (no warm-up)" + (f", {compile} included" if compile else "")
-    steps = f"{warmup_steps} warm-up step(s)"
+    the warm-up; on CPU peak RSS is the process's and cannot be reset. `ran`: the warm-up steps
+    the answer's probe ran (None: not recorded); `least`: the steps each was set to run."""
+    if least == 0:
+        compile = ", torch.compile's compile included" if compiled else ""
+        return f"every probe step (no warm-up){compile}"
+    # "until compile settles": torch.compile compiles in the warm-up, which a compiled rank
+    # extends until two steps compile nothing
+    each = f"each probe ran {warmup_words(None, least, compiled)}"
+    if ran is not None:
+        each += f", the answer's probe {ran}"
     if device == "cuda":
-        where = ", where torch.compile compiled," if compiled else ""
         return (
-            f"the measured steps: each probe ran {steps} first{where} and the CUDA peak "
-            "counters were reset after them (peak reserved keeps what the allocator had "
-            "cached by then, as the cell's own run does)"
+            f"the measured steps: {each}; the CUDA peak counters were reset after the warm-up "
+            "(peak reserved keeps what the allocator had cached by then, as the cell's own run "
+            "does)"
         )
-    return f"the whole probe process: peak RSS cannot be reset, so it includes the {steps}" + (
-        f" and {compile}" if compile else ""
-    )
+    return f"the whole probe process: peak RSS cannot be reset, so it includes the warm-up ({each})"
 
 
 def build_result(
@@ -202,14 +230,15 @@ def build_result(
     probe_steps: int,
     device_total: tuple[int | None, str | None] = (None, None),
     *,
-    warmup_steps: int,
+    warmup_min: int,
     compiled: bool,
     started_at: str | None = None,
     wall_s: float | None = None,
 ) -> MaxBatchResult:
     """The result of one search. `identity`: group, definition_sha256, model, label,
     world_size, precision, strategy, device, backend, nodes. `device_total`: (bytes, None) or
-    (None, why), CUDA only. `warmup_steps`, `compiled`: how each probe ran."""
+    (None, why), CUDA only. `warmup_min`: the warm-up steps each probe was set to run (each
+    probe's outcome says how many it ran); `compiled`: whether the probes compiled."""
     device = identity["device"]
     unavailable: dict[str, str] = {}
     warnings = list(outcome.warnings)
@@ -239,6 +268,11 @@ def build_result(
     if peaks is None:
         for name in ("peak_bytes", "memory_utilisation"):
             unavailable.setdefault(name, NO_MAX_BATCH)
+    warmup_ran = peaks.warmup_steps if peaks is not None else None
+    if warmup_ran is None:
+        why = NO_MAX_BATCH if peaks is None else "the answer's probe recorded no warm-up"
+        each = warmup_words(None, warmup_min, compiled)
+        unavailable["probe_warmup_steps"] = f"{why}; each probe ran {each}"
     if peaks is not None and peaks.alloc_retries:
         warnings.append(
             f"at batch {outcome.max_batch} the CUDA allocator retried {peaks.alloc_retries} "
@@ -264,6 +298,7 @@ def build_result(
             peak_rss_bytes=r.outcome.peak_rss_bytes,
             alloc_retries=r.outcome.alloc_retries,
             probe_id=r.outcome.probe_id,
+            warmup_steps=r.outcome.warmup_steps,
         )
         for r in outcome.probes
     ]
@@ -277,9 +312,10 @@ def build_result(
         largest_fit=outcome.largest_fit,
         start=outcome.start,
         probe_steps=probe_steps,
-        probe_warmup_steps=warmup_steps,
+        probe_warmup_min=warmup_min,
+        probe_warmup_steps=warmup_ran,
         probe_compiled=compiled,
-        peak_scope=peak_scope(device, warmup_steps, compiled),
+        peak_scope=peak_scope(device, warmup_ran, warmup_min, compiled),
         probes=probes,
         peak_bytes=peak_bytes if peaks is not None else None,
         peak_basis=basis,

@@ -199,7 +199,7 @@ def run_max_batch_search(
             outcome,
             settings.probe_steps,
             total,
-            warmup_steps=PROBE_WARMUP_STEPS,
+            warmup_min=PROBE_WARMUP_STEPS,
             compiled=bool(group.cells[0].training.compile),
             started_at=started_at,
             wall_s=round(time.monotonic() - began, 3),

@@ -8,9 +8,9 @@ would measure that damage, not the batch.
 Each probe reuses the sweep's own launch path (`torchscale.orchestration.sweep.run_cell`): the same
 worker, environment, threads, timeout and failure classification (a rank raising
 torch.OutOfMemoryError is `Status.OOM`; anything else is a failure and stops the search). Only
-the batch and the measurement change: one warm-up step, then `probe_steps` measured steps, one
-repeat, no FLOP count, no no_sync window, no telemetry. Probe results go to a store of their
-own, never among the sweep's cells.
+the batch and the measurement change: at least one warm-up step, then `probe_steps` measured
+steps, one repeat, no FLOP count, no no_sync window, no telemetry. Probe results go to a store
+of their own, never among the sweep's cells.
 
 The warm-up step is there for compiled cells, whose batch the answer is for: torch.compile
 compiles in the first step (the rank's warm-up goes on until two steps compile nothing,
@@ -39,7 +39,8 @@ from torchscale.orchestration.memory.search import ProbeKind, ProbeOutcome
 from torchscale.orchestration.plan import PlannedCell
 
 # discarded before the measured steps: the compile (and first-call allocations) happen there,
-# and the CUDA peaks are reset after it
+# and the CUDA peaks are reset after it. The least a probe runs: a compiled rank goes on
+# until two steps compile nothing, and each probe's result says how many it ran
 PROBE_WARMUP_STEPS = 1
 
 
@@ -84,8 +85,11 @@ def probe_cell(
 
 
 def outcome_of(result: CellResult) -> ProbeOutcome:
-    """A probe's cell result as the search sees it: fits, oom, or failed with its reason."""
+    """A probe's cell result as the search sees it: fits, oom, or failed with its reason, and
+    the warm-up steps it really ran (its warm-up block: PROBE_WARMUP_STEPS, more where a
+    compiled rank kept warming up until compile settled)."""
     probe_id = result.cell.id
+    warmup = len(result.warmup.step_s) if result.warmup is not None else None
     if result.status == Status.OK:
         memory = result.memory
         return ProbeOutcome(
@@ -95,10 +99,11 @@ def outcome_of(result: CellResult) -> ProbeOutcome:
             peak_rss_bytes=memory.peak_rss_bytes if memory else None,
             alloc_retries=memory.alloc_retries if memory else None,
             probe_id=probe_id,
+            warmup_steps=warmup,
         )
     reason = result.error.reason if result.error else f"status {result.status}"
     kind: ProbeKind = "oom" if result.status == Status.OOM else "failed"
-    return ProbeOutcome(kind, reason=reason, probe_id=probe_id)
+    return ProbeOutcome(kind, reason=reason, probe_id=probe_id, warmup_steps=warmup)
 
 
 class CellProber:

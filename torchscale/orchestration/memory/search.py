@@ -37,6 +37,9 @@ class ProbeOutcome:
     peak_rss_bytes: int | None = None  # largest peak resident set of any rank
     alloc_retries: int | None = None  # CUDA allocator retries during the probe's steps
     probe_id: str | None = None  # the probe's cell id in its result store
+    # warm-up steps the probe ran before its measured ones (a compiled rank runs more than it
+    # was set to, until two steps compile nothing); None: its result recorded no warm-up
+    warmup_steps: int | None = None
 
 
 @dataclass(frozen=True)
