@@ -216,7 +216,7 @@ def test_every_rank_entry_point_records_through_the_atomic_handler() -> None:
     entry_points = [
         "torchscale/rank/worker/main.py",
         "torchscale/orchestration/comm/rank_main.py",
-        "torchscale/orchestration/validate/smoke_worker.py",
+        "torchscale/rank/programs/harness.py",
         "torchscale/orchestration/validate/perf_worker.py",
         "torchscale/orchestration/validate/burn_in_worker.py",
     ]

@@ -30,7 +30,7 @@ from torchscale.orchestration.launch.torchrun_env import (
     child_environment,
     is_inherited_distributed_var,
 )
-from torchscale.orchestration.validate import smoke, smoke_worker
+from torchscale.orchestration.validate import smoke
 from torchscale.orchestration.validate.check_result import CheckResult, CheckStatus, passed
 from torchscale.orchestration.validate.smoke import (
     SMOKE_ELEMENTS,
@@ -43,6 +43,8 @@ from torchscale.orchestration.validate.smoke import (
     run_smoke,
     smoke_launch,
 )
+from torchscale.rank.programs import harness
+from torchscale.rank.programs import smoke as smoke_worker
 
 GLOO_CPU = SmokeSpec("gloo", 2, "cpu")
 
@@ -129,7 +131,8 @@ def test_smoke_launch_argv(tmp_path: Path) -> None:
     # torchrun's flags come before the worker module (after it they would go to the worker)
     for flag in ("--standalone", "--max-restarts=0", "--nproc-per-node=2", "--nnodes=1"):
         assert flag in argv[3 : module_at - 1], flag
-    worker_args = argv[module_at + 1 :]
+    assert argv[module_at + 1] == "smoke"  # the program the entry runs
+    worker_args = argv[module_at + 2 :]
     result_file = tmp_path / "result.json"
     assert worker_args == [
         "--backend", "gloo",
@@ -428,19 +431,22 @@ def test_worker_single_rank_in_process(tmp_path: Path, monkeypatch: pytest.Monke
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("TORCHELASTIC_ERROR_FILE", raising=False)
     out = tmp_path / "verdict.json"
-    smoke_worker.run(
-        [
-            "--backend",
-            "gloo",
-            "--device",
-            "cpu",
-            "--elements",
-            "4096",
-            "--iters",
-            "2",
-            "--out",
-            str(out),
-        ]
+    harness.run(
+        smoke_worker.PROGRAM,
+        smoke_worker.PROGRAM.read(
+            [
+                "--backend",
+                "gloo",
+                "--device",
+                "cpu",
+                "--elements",
+                "4096",
+                "--iters",
+                "2",
+                "--out",
+                str(out),
+            ]
+        ),
     )
     assert not dist.is_initialized()
     verdict = json.loads(out.read_text())

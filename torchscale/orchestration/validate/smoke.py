@@ -26,11 +26,12 @@ from torchscale.orchestration.validate.check_result import (
     passed,
     skipped,
 )
+from torchscale.rank.programs import ENTRY, entry_args
 
 SMOKE_ELEMENTS = 1 << 20  # 4 MiB of float32: big enough to leave the latency regime
 SMOKE_ITERS = 10
 CPU_RANKS = 2  # gloo ranks on the CPU: the fewest that prove multi-process rendezvous
-WORKER_MODULE = "torchscale.orchestration.validate.smoke_worker"
+WORKER_MODULE = ENTRY
 RESULT_FILE = "result.json"
 
 
@@ -77,7 +78,7 @@ def smoke_launch(spec: SmokeSpec, workdir: Path, base_env: dict[str, str]) -> La
     ]
     return torchrun_command(
         WORKER_MODULE,
-        worker_args,
+        entry_args("smoke", worker_args),
         nproc=spec.nproc,
         device=spec.device,
         log_dir=workdir,
