@@ -21,7 +21,7 @@ from torchscale.contracts.catalog import COLLECTIVES as OPS  # the ops `torchsca
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.units import parse_bytes
 from torchscale.interfaces.cli.app import app
-from torchscale.interfaces.report.terminal.comm import comm_lines, narrow_table, row_line
+from torchscale.interfaces.console.comm import comm_lines, narrow_table, row_line
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
 from torchscale.orchestration.comm import rank_main
 from torchscale.orchestration.comm.collective_ops import Unsupported, count_wrong, pattern, prepare

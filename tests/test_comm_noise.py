@@ -3,7 +3,7 @@ same op cannot be the link's time, and the footer says which."""
 
 from __future__ import annotations
 
-from torchscale.interfaces.report.terminal.comm import footer_lines
+from torchscale.interfaces.console.comm import footer_lines
 from torchscale.orchestration.comm.comm_result import CommResult
 from torchscale.orchestration.comm.nccl_footer import add_footer, inside_noise
 from torchscale.orchestration.comm.rows import RankTiming, measured_row

@@ -15,11 +15,11 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.interfaces.console.cells import cell_lines
+from torchscale.interfaces.console.dry_run import plan_lines
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.interfaces.report.terminal.cells import cell_lines
-from torchscale.interfaces.report.terminal.dry_run import plan_lines
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig

@@ -47,7 +47,7 @@ def test_the_headline_calls_an_injected_straggler_injected(
 def test_the_profile_terminal_calls_it_injected_on_each_line_of_it() -> None:
     """`profile`'s lines: the straggler line and its finding both say injected."""
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-    from torchscale.interfaces.report.terminal.profile import analysis_lines
+    from torchscale.interfaces.console.profile import analysis_lines
 
     (path,) = TODAY.rglob("analysis.json")
     analysis = ProfileAnalysis.model_validate_json(path.read_text(encoding="utf-8"))

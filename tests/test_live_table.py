@@ -12,7 +12,7 @@ from rich.console import Console
 
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.cli import benchmark_cmd, common
-from torchscale.interfaces.report.terminal.live_table import (
+from torchscale.interfaces.console.live_table import (
     COLUMNS,
     NOTE_PREFIX,
     LiveTable,
@@ -169,7 +169,7 @@ def test_a_row_printed_before_its_base_is_shown_again_at_the_end() -> None:
 def test_an_injected_straggler_is_called_injected() -> None:
     """The run's own --inject-delay made the straggler (`StragglerVerdict.injected`): the live
     table and the -v cell lines say so; a straggler nobody injected is not called injected."""
-    from torchscale.interfaces.report.terminal.cells import cell_lines
+    from torchscale.interfaces.console.cells import cell_lines
 
     results = sweep()
     named, injected = named_and_injected(results)

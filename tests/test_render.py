@@ -1,4 +1,4 @@
-"""Terminal rendering (torchscale.interfaces.report.terminal): levels come from the data, every user
+"""Terminal rendering (torchscale.interfaces.console): levels come from the data, every user
 string is escaped, the tables show what the flat cells table holds."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from rich.console import Console
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError, CellResult
+from torchscale.interfaces.console.cells import cell_lines, reused_line, running_line
+from torchscale.interfaces.console.dry_run import plan_lines
+from torchscale.interfaces.console.sweep_tables import model_tables
 from torchscale.interfaces.report.render.formatting import format_value
-from torchscale.interfaces.report.terminal.cells import cell_lines, reused_line, running_line
-from torchscale.interfaces.report.terminal.dry_run import plan_lines
-from torchscale.interfaces.report.terminal.sweep_tables import model_tables
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
@@ -212,7 +212,7 @@ def test_benchmark_table_never_cuts_a_figure_on_a_narrow_console() -> None:
     import pandas as pd
     from rich.console import Console
 
-    from torchscale.interfaces.report.terminal.sweep_tables import model_tables
+    from torchscale.interfaces.console.sweep_tables import model_tables
 
     row = {
         "model_label": "gpt2",
@@ -356,8 +356,8 @@ def test_a_profile_says_why_its_step_is_not_the_measured_one() -> None:
     from tests.test_report_diagnosis import busy_diagnosis
     from tests.test_report_uncertainty import estimate
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+    from torchscale.interfaces.console.profile import analysis_lines, run_lines
     from torchscale.interfaces.report.terminal.lines import Line
-    from torchscale.interfaces.report.terminal.profile import analysis_lines, run_lines
 
     def analysed(step_s: float) -> ProfileAnalysis:
         return ProfileAnalysis(

@@ -16,8 +16,8 @@ import pytest
 from rich.console import Console
 
 from torchscale.api import build_report
+from torchscale.interfaces.console.sweep_tables import model_tables
 from torchscale.interfaces.report.model import KeyFigures, Report, Table
-from torchscale.interfaces.report.terminal.sweep_tables import model_tables
 from torchscale.results import load
 
 FIXTURE = Path(__file__).parent / "fixtures" / "results_v3" / "v3_fixture"

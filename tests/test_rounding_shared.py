@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.schema.cell_result import CellResult, Estimate
+from torchscale.interfaces.console.cells import cell_lines
+from torchscale.interfaces.console.sweep_tables import _throughput
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
 from torchscale.interfaces.report.estimates import (
@@ -29,8 +31,6 @@ from torchscale.interfaces.report.render.formatting import format_value, readabl
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.context import throughput_text
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.interfaces.report.terminal.cells import cell_lines
-from torchscale.interfaces.report.terminal.sweep_tables import _throughput
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.versions import parse_cell_result
 

@@ -23,13 +23,13 @@ from tests.test_sweep import run_sweep
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.console.live_table import stall_text
 from torchscale.interfaces.report.diagnosis_text import (
     split_text,
     straggler_text,
     sync_stall_text,
     whatif_text,
 )
-from torchscale.interfaces.report.terminal.live_table import stall_text
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.versions import read_cell_result
 

@@ -25,14 +25,14 @@ from torchscale.contracts.model_specs.listing import rows as model_rows
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.cli import common
 from torchscale.interfaces.cli.app import app
-from torchscale.interfaces.report.model import Report, Table, Text
-from torchscale.interfaces.report.render import term
-from torchscale.interfaces.report.render.formatting import _FIGURE, format_value
-from torchscale.interfaces.report.terminal.sweep_tables import (
+from torchscale.interfaces.console.sweep_tables import (
     TABLE_COLUMNS,
     _row_cells,
     model_tables,
 )
+from torchscale.interfaces.report.model import Report, Table, Text
+from torchscale.interfaces.report.render import term
+from torchscale.interfaces.report.render.formatting import _FIGURE, format_value
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.versions import parse_cell_result
 
@@ -231,7 +231,7 @@ def test_cell_lines_fit_with_their_prefix_and_whole_figures(width: int) -> None:
     """Every cell line of the fixture results, cut to the width: no row wider, every row a
     `> ` line (grep '^>' finds the continuations), no unit alone on its row, and each
     interval ('[a, b]') on one row."""
-    from torchscale.interfaces.report.terminal.cells import cell_lines
+    from torchscale.interfaces.console.cells import cell_lines
     from torchscale.interfaces.report.terminal.lines import fit_lines
 
     for result in _fixture_results():
@@ -247,7 +247,7 @@ def test_cell_lines_fit_with_their_prefix_and_whole_figures(width: int) -> None:
 
 
 def test_the_busy_machine_is_said_once_per_cell() -> None:
-    from torchscale.interfaces.report.terminal.cells import cell_lines
+    from torchscale.interfaces.console.cells import cell_lines
 
     busy = "busy machine: other processes used 2.3 of 2 cores on vm (...); timings may be slowed"
     for result in _fixture_results():
@@ -297,8 +297,8 @@ def test_profile_lines_fit_with_their_prefix(width: int) -> None:
     from tests.test_report_diagnosis import busy_diagnosis
     from tests.test_report_uncertainty import estimate
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+    from torchscale.interfaces.console.profile import analysis_lines
     from torchscale.interfaces.report.terminal.lines import fit_lines
-    from torchscale.interfaces.report.terminal.profile import analysis_lines
 
     analysis = ProfileAnalysis(
         torchscale_version="0",

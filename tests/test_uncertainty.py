@@ -17,6 +17,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.interfaces.console.sweep_tables import _throughput
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_text,
@@ -27,7 +28,6 @@ from torchscale.interfaces.report.estimates import (
     with_interval,
 )
 from torchscale.interfaces.report.render.formatting import format_value, tick_labels
-from torchscale.interfaces.report.terminal.sweep_tables import _throughput
 from torchscale.offline.analysis.uncertainty import (
     BETWEEN_RUN_SD,
     SMALL,

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
     from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.interfaces.api import BenchmarkEvents, BenchmarkRun
+    from torchscale.interfaces.console.live_table import LiveTable
     from torchscale.interfaces.report.progress import SweepProgress
-    from torchscale.interfaces.report.terminal.live_table import LiveTable
     from torchscale.orchestration.comm.comm_result import CommResult
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
@@ -151,7 +151,7 @@ class _Printer:
         # the default output: one live table (-v: every cell's lines, then tables per model)
         self.live: LiveTable | None = None
         if plan is not None and Verbosity.level == 0:
-            from torchscale.interfaces.report.terminal.live_table import LiveTable, live_layout
+            from torchscale.interfaces.console.live_table import LiveTable, live_layout
 
             width = table_width(stdout) or stdout.width
             self.live = LiveTable(live_layout([p.cell for p in plan.cells], width))
@@ -207,7 +207,7 @@ class _Printer:
         print_lines(stderr, lines)
 
     def cell_start(self, planned: PlannedCell, index: int, total: int, will_launch: bool) -> None:
-        from torchscale.interfaces.report.terminal.cells import running_line
+        from torchscale.interfaces.console.cells import running_line
 
         self.progress.start()
         self.index = index
@@ -223,7 +223,7 @@ class _Printer:
         say enough)."""
         import time
 
-        from torchscale.interfaces.report.terminal.cells import cell_name
+        from torchscale.interfaces.console.cells import cell_name
 
         self.progress.update(self.task, description=f"running {cell_name(planned.cell)}")
         now = time.monotonic()
@@ -249,7 +249,7 @@ class _Printer:
 
     def cell_done(self, result: CellResult, reused: bool) -> None:
         from torchscale.contracts.cell import Status
-        from torchscale.interfaces.report.terminal.cells import cell_lines, cell_name, reused_line
+        from torchscale.interfaces.console.cells import cell_lines, cell_name, reused_line
 
         self.clock.done()
         self.progress.update(self.task, advance=1, eta=self.clock.eta_after(self.index))
@@ -267,7 +267,7 @@ class _Printer:
         print_lines(self.progress.console, lines)
 
     def sweep_done(self, run: BenchmarkRun) -> None:
-        from torchscale.interfaces.report.terminal.sweep_tables import model_tables
+        from torchscale.interfaces.console.sweep_tables import model_tables
 
         self.progress.stop()
         if self.live is not None and not self.quiet:
@@ -290,7 +290,7 @@ class _Printer:
         """Under the live table: the rows of cells no event reported (a launcher that only
         follows its own jobs: Slurm's reused or skipped cells), its legend, the tables again
         only where a base measured late changed a row's scaling, and where the results are."""
-        from torchscale.interfaces.report.terminal.sweep_tables import model_tables
+        from torchscale.interfaces.console.sweep_tables import model_tables
 
         assert self.live is not None
         table = run.sweep.table
@@ -357,7 +357,7 @@ class _Printer:
 
     def _cell_name(self, cell_id: str | None) -> str | None:
         """'tiny-gpt2 b4 x2 fp32 ddp' for a cell of the plan; None for any other id."""
-        from torchscale.interfaces.report.terminal.cells import cell_name
+        from torchscale.interfaces.console.cells import cell_name
 
         known = {p.cell.id: p.cell for p in self.plan.cells} if self.plan else {}
         return cell_name(known[cell_id]) if cell_id in known else None
@@ -366,7 +366,7 @@ class _Printer:
         """What only the finished run can say: what became of a launcher's submission (what
         Kubernetes applied, a dry run's 'nothing submitted'), the dry run's plan, the profiles'
         analyses."""
-        from torchscale.interfaces.report.terminal.dry_run import plan_lines
+        from torchscale.interfaces.console.dry_run import plan_lines
 
         if run.submission is not None and run.submission.closing:
             for text in run.submission.closing:
@@ -399,7 +399,7 @@ def _comm_started(request: CommRequest, launch: CommLaunch) -> None:
 
 
 def _comm_done(result: CommResult, stored: Path) -> None:
-    from torchscale.interfaces.report.terminal.comm import comm_lines
+    from torchscale.interfaces.console.comm import comm_lines
 
     for line in comm_lines(result, table_width(stdout)):
         stdout.out(line, highlight=False)
@@ -442,8 +442,8 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
 def _profiles_done(run: BenchmarkRun) -> None:
     """Each profile's analysis; a profile that failed is reported with its cause and the
     command exits 1 (`BenchmarkRun.exit_code`): the measurements it follows are kept."""
-    from torchscale.interfaces.report.terminal.cells import cell_name
-    from torchscale.interfaces.report.terminal.profile import analysis_lines, traced_step_lines
+    from torchscale.interfaces.console.cells import cell_name
+    from torchscale.interfaces.console.profile import analysis_lines, traced_step_lines
     from torchscale.offline.results.directory_layout import ProfileRun
 
     names = {r.cell.id: cell_name(r.cell) for r in run.sweep.results}

@@ -158,7 +158,7 @@ def comm(
         raise typer.Exit(0)
     if not Verbosity.quiet():
         stderr.print(f"stored: {escape(str(run.stored))}")
-    from torchscale.interfaces.report.terminal.comm import comm_lines
+    from torchscale.interfaces.console.comm import comm_lines
 
     console = stderr if json_output else stdout
     for line in comm_lines(run.result, table_width(console)):

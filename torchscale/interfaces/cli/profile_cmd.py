@@ -145,7 +145,7 @@ def _starting(plan: ProfilePlan) -> None:
     for line in plan.notes:
         stderr.print(f"[cyan]note:[/] {escape(line)}")
     if not Verbosity.quiet():
-        from torchscale.interfaces.report.terminal.cells import cell_name
+        from torchscale.interfaces.console.cells import cell_name
 
         stderr.print(
             f"profiling {escape(cell_name(plan.planned.cell))} on {plan.world} rank(s) with "
@@ -154,7 +154,7 @@ def _starting(plan: ProfilePlan) -> None:
 
 
 def _print_outcome(run: ProfileRun, json_output: bool) -> int:
-    from torchscale.interfaces.report.terminal.profile import run_lines
+    from torchscale.interfaces.console.profile import run_lines
 
     profiled = run.profiled
     verbose = Verbosity.level > 0
@@ -168,7 +168,7 @@ def _print_outcome(run: ProfileRun, json_output: bool) -> int:
 
 
 def _show(analysis: ProfileAnalysis, json_output: bool) -> None:
-    from torchscale.interfaces.report.terminal.profile import analysis_lines
+    from torchscale.interfaces.console.profile import analysis_lines
 
     if json_output:
         stdout.out(analysis.model_dump_json(indent=2), highlight=False)

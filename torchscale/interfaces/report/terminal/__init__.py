@@ -1,14 +1,11 @@
-"""Everything torchscale prints to a terminal as text, one module per job.
+"""What the report and the commands print to a terminal as text, one module per job.
 
-- the sweep: `cells` (each cell's lines as it runs), `dry_run` (what --dry-run shows),
-  `sweep_tables` (a table per model, sized to the terminal);
-- `diagnosis`: a run's one diagnosis as lines (sweep and profile alike);
-- `profile`: `torchscale profile` and the profiles after a sweep;
-- `comm`: a comm result as the table nccl-tests users read;
 - a report: `report_summary` (the term format's default, at most 60 lines), `report_full`
   (`--full`), `report_recap` (the few lines after a report written to a file);
-- shared: `lines` (a line and its level: the CLI colours by level), `fit` (tables fitted to
-  the width: columns left out or abbreviated, figures never cut).
+- `diagnosis`: a run's one diagnosis as lines (sweep and profile alike);
+- shared with the commands' output (`interfaces/console/`): `lines` (a line and its level: the
+  CLI colours by level), `fit` (tables fitted to the width: columns left out or abbreviated,
+  figures never cut).
 
 The term format of `report/render/` (the renderer protocol) is `report_summary` and
 `report_full`, behind `render/term.py`.
