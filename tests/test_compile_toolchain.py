@@ -34,7 +34,7 @@ from torchscale.orchestration.validate import compile_toolchain as toolchain
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import CheckStatus
 from torchscale.orchestration.validate.compile_toolchain import Toolchain, judge_probe, run_probe
-from torchscale.orchestration.validate.compile_worker import root_cause
+from torchscale.rank.programs.compile_probe import root_cause
 
 NO_COMPILER = {**os.environ, "CXX": "/nonexistent/g++"}
 CPU_CONFIG: dict[str, Any] = {

@@ -1,5 +1,5 @@
 """Can torch.compile build and run a kernel on this node? Asked once per device type, of a
-child process (validate/compile_worker.py) that compiles one tiny function.
+child process (rank/programs/compile_probe.py) that compiles one tiny function.
 
 A cell with `training.compile` on (the CUDA default) needs inductor's toolchain: on CPU a C++
 compiler and the Python headers, on CUDA Triton and a C compiler with the Python headers for
@@ -53,7 +53,7 @@ from torchscale.orchestration.launch.compile_cache import (
 )
 from torchscale.orchestration.validate import compile_verdicts
 
-WORKER_MODULE = "torchscale.orchestration.validate.compile_worker"
+WORKER_MODULE = "torchscale.rank.programs.compile_probe"
 # a cold compile of one tiny function: a few seconds on an idle node, tens on a busy 2-core
 # one (importing torch and inductor is most of it); a hung compiler ends here, not never
 PROBE_TIMEOUT_S = 300.0

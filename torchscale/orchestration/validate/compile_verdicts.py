@@ -35,7 +35,7 @@ from torchscale.orchestration.launch.compile_cache import nearest_existing
 
 FOLDER = Path("torchscale") / "compile-toolchain"
 MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
-# where inductor (CPU) and Triton's launcher (CUDA) look for a compiler, as compile_worker says
+# where inductor (CPU) and Triton's launcher (CUDA) look for a compiler, as compile_probe says
 COMPILERS = {"cpu": ("CXX", ("g++", "c++", "clang++")), "cuda": ("CC", ("gcc", "clang"))}
 
 

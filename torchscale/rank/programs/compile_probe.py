@@ -1,14 +1,14 @@
-"""Runs in a child process of `validate` and `benchmark`: torch.compile builds one tiny kernel on
-one device type and runs it, the way a cell's first compiled step does.
+"""Runs in a child process of `validate` and `benchmark` (`python -m
+torchscale.rank.programs.compile_probe`, one process, no torchrun and no process group, so not
+through the harness): torch.compile builds one tiny kernel on one device type and runs it, the
+way a cell's first compiled step does.
 
 On CPU that is inductor's C++ path (a C++ compiler, the Python headers, OpenMP); on CUDA it is
 Triton (importable, and a C compiler with the Python headers for the launcher Triton builds).
 The parent gives this process fresh, empty inductor and Triton cache directories, so nothing
 built earlier can stand in for the toolchain: the kernel is built here or not at all. The
 verdict, a few facts and, on failure, the root cause in one line go to `--out` as JSON.
-
-Layer 3 (orchestration) of docs/architecture.md; it imports torch, and of torchscale only
-atomic.
+It imports torch only inside `probe`: a torch that cannot be imported is a verdict too.
 """
 
 from __future__ import annotations
