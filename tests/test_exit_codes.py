@@ -21,6 +21,7 @@ import torchscale.orchestration.launch.attempt
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.interfaces.cli.app import app
+from torchscale.orchestration.config import hardware
 from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.sweep import nothing_measured
 from torchscale.orchestration.validate import compile_toolchain
@@ -79,6 +80,8 @@ def gpus(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def set_count(count: int) -> None:
         monkeypatch.setattr(torchscale.contracts.host, "cuda_gpu_count", lambda torch=None: count)
+        # the planner asks torch only where something says a GPU may be: here, always
+        monkeypatch.setattr(hardware, "no_gpu_here", lambda: None)
 
     return set_count
 

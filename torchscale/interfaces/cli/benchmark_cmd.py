@@ -80,7 +80,6 @@ def benchmark(
     verbose: VerbosityFlag = None,
 ) -> None:
     """Run throughput/latency tests across model x batch x GPU count x precision."""
-    from torchscale.interfaces.api import plan_benchmark, run_benchmark
     from torchscale.orchestration.config import load_config
 
     Verbosity.override(verbose)
@@ -96,6 +95,12 @@ def benchmark(
     if config_file is None:
         raise UsageError("--config FILE is needed (or --status DIR / --cancel DIR)")
     config = load_config(config_file, overrides or [])
+    if config.launcher.kind in OUTPUT_CHECKED_FIRST:
+        _check_output_dir(output_dir / config.experiment_name)
+    # planning imports the library (pandas) and may ask torch for this node's GPUs: seconds
+    # that a bad config or output directory is answered without
+    from torchscale.interfaces.api import plan_benchmark, run_benchmark
+
     plan = plan_benchmark(config)
     printer = _Printer(len(plan.cells), plan)
     if not dry_run and not Verbosity.quiet():  # a dry run prints them with the plan
@@ -115,6 +120,19 @@ def benchmark(
         printer.progress.stop()
     printer.after(run)
     raise typer.Exit(run.exit_code)
+
+
+# the launchers whose run (and dry run) refuses an output directory it cannot write before
+# anything else: asked here first, before the seconds of planning, the answer is the same line
+OUTPUT_CHECKED_FIRST = ("local", "slurm")
+
+
+def _check_output_dir(root: Path) -> None:
+    """The launcher's own probe of the results directory (it probes again when it runs),
+    leaving nothing behind."""
+    from torchscale.offline.results.store import check_output_dir
+
+    check_output_dir(root, keep=False)
 
 
 POSITION_EVERY_S = 60.0  # a log gets the sweep's position at most once a minute

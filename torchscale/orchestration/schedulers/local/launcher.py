@@ -4,6 +4,7 @@ trigger selects)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,9 +22,12 @@ def machine_here(gpu_memory: bool = False) -> Machine:
     `batch_sizes: auto`: it takes a child process and a few seconds), the smallest GPU's
     memory."""
     from torchscale.contracts import host
+    from torchscale.orchestration.config.hardware import no_gpu_here
     from torchscale.orchestration.plan import Machine
 
-    gpus = host.cuda_gpu_count()
+    # torch takes seconds to import: asked only where it may see a GPU (a dry run or a
+    # config's first error on a CPU node answers without it)
+    gpus = 0 if "torch" not in sys.modules and no_gpu_here() else host.cuda_gpu_count()
     memory: int | None = None
     why: str | None = "no CUDA GPU here" if not gpus else "not read"
     if gpus and gpu_memory:
