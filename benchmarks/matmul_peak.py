@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from torchscale.orchestration.validate.matmul_peak import find_peak, matmul_flops, measure_matmul
+from torchscale.rank.programs.matmul_peak import find_peak, matmul_flops, measure_matmul
 
 ROUNDS = 7
 

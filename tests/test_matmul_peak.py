@@ -10,7 +10,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from torchscale.orchestration.validate import matmul_peak as mp
+from torchscale.contracts.schema.perf import PeakResult
+from torchscale.rank.programs import matmul_peak as mp
 from torchscale.rank.worker.peaks import lookup
 
 
@@ -159,9 +160,9 @@ def test_spec_for_h100_is_the_peaks_table_bf16_dense_figure() -> None:
     assert spec is None and note and "fp8" in note
 
 
-def _judged(best: float) -> mp.PeakResult:
+def _judged(best: float) -> PeakResult:
     return mp.judge(
-        mp.PeakResult(
+        PeakResult(
             dtype="bf16",
             device="cuda:0",
             device_name="NVIDIA H100 80GB HBM3",
@@ -203,7 +204,7 @@ def test_fake_timer_beyond_spec_is_caught_end_to_end() -> None:
 
 def test_result_serialises_to_json() -> None:
     result = _judged(500.0)
-    again = mp.PeakResult.model_validate_json(result.model_dump_json())
+    again = PeakResult.model_validate_json(result.model_dump_json())
     assert again == result
 
 

@@ -17,16 +17,7 @@ from typing import Any
 import pytest
 from fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml
 
-from torchscale.orchestration.validate import perf_worker
-from torchscale.orchestration.validate.bandwidth import (
-    LINK_MAX_CALLS,
-    BandwidthResult,
-    busy_calls,
-    sample_while,
-)
-from torchscale.orchestration.validate.check_result import CheckStatus
-from torchscale.orchestration.validate.host_links import link_evidence, placement_text
-from torchscale.orchestration.validate.pcie_topology import (
+from torchscale.contracts.pcie_topology import (
     GpuPlacement,
     HostTopology,
     PcieLink,
@@ -40,9 +31,18 @@ from torchscale.orchestration.validate.pcie_topology import (
     topology_from_nvml,
     topology_from_sysfs,
 )
+from torchscale.contracts.schema.perf import PerfRun, RankPerf
+from torchscale.orchestration.validate.check_result import CheckStatus
+from torchscale.orchestration.validate.host_links import link_evidence, placement_text
 from torchscale.orchestration.validate.perf import judge_perf, perf_checks
-from torchscale.orchestration.validate.perf_worker import PerfRun, RankPerf
 from torchscale.orchestration.validate.reference import expected_for, judge
+from torchscale.rank.programs import perf as perf_program
+from torchscale.rank.programs.bandwidth import (
+    LINK_MAX_CALLS,
+    BandwidthResult,
+    busy_calls,
+    sample_while,
+)
 
 H100 = "NVIDIA H100 80GB HBM3"
 GEN5 = "32.0 GT/s PCIe"
@@ -78,10 +78,10 @@ def test_each_gpu_copies_alone_in_its_turn_then_all_together(
             return BandwidthResult(check=direction, device=f"cuda:{gpu}", gbps=1.0)
 
         fake_dist = SimpleNamespace(get_rank=lambda rank=rank: rank, get_world_size=lambda: world)
-        monkeypatch.setattr(perf_worker, "dist", fake_dist)
-        monkeypatch.setattr(perf_worker, "_phase", barrier)
-        monkeypatch.setattr(perf_worker, "measure_host_device", copy)
-        results = perf_worker.host_link("h2d", SimpleNamespace(index=rank, type="cuda"))
+        monkeypatch.setattr(perf_program, "dist", fake_dist)
+        monkeypatch.setattr(perf_program, "_phase", barrier)
+        monkeypatch.setattr(perf_program, "measure_host_device", copy)
+        results = perf_program.host_link("h2d", SimpleNamespace(index=rank, type="cuda"))
         assert [r.check for r in results] == ["h2d", "h2d.all"]
         assert [r.gpus_at_once for r in results] == [1, world]
     at_once: dict[int, list[int]] = {}

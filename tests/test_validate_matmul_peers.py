@@ -10,9 +10,9 @@ import pytest
 import torch
 from fake_nvml import NOT_SUPPORTED, FakeGpu, FakeHandle, FakeNvml
 
-from torchscale.orchestration.validate import perf_worker
+from torchscale.contracts.power_limit import PowerLimit, power_limit_of
+from torchscale.contracts.schema.perf import PeakResult, PerfRun, RankPerf
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement
-from torchscale.orchestration.validate.matmul_peak import PeakResult
 from torchscale.orchestration.validate.node_peers import (
     CAPPED_HINT,
     LAGGING_HINT,
@@ -24,9 +24,8 @@ from torchscale.orchestration.validate.node_peers import (
     peer_status,
 )
 from torchscale.orchestration.validate.perf import judge_perf, perf_checks
-from torchscale.orchestration.validate.perf_worker import PerfRun, RankPerf
-from torchscale.orchestration.validate.power_limit import PowerLimit, power_limit_of
 from torchscale.orchestration.validate.reference import expected_for
+from torchscale.rank.programs import perf as perf_program
 
 H100 = "NVIDIA H100 80GB HBM3"
 L4 = "NVIDIA L4"
@@ -253,11 +252,11 @@ def test_a_rank_reads_the_power_limit_of_its_own_gpu_by_uuid(
     fake = FakeNvml([other, mine])
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     monkeypatch.setattr(
-        perf_worker, "torch_uuid", lambda device: "bbbbbbbb-0000-0000-0000-000000000000"
+        perf_program, "torch_uuid", lambda device: "bbbbbbbb-0000-0000-0000-000000000000"
     )
-    limit = perf_worker.gpu_power_limit(torch.device("cuda", 0))
+    limit = perf_program.gpu_power_limit(torch.device("cuda", 0))
     assert (limit.enforced_w, limit.default_w) == (450.0, 700.0)
     assert fake.called("nvmlShutdown")  # NVML's reference count given back
-    monkeypatch.setattr(perf_worker, "torch_uuid", lambda device: "cccccccc-0000")
-    missing = perf_worker.gpu_power_limit(torch.device("cuda", 0))
+    monkeypatch.setattr(perf_program, "torch_uuid", lambda device: "cccccccc-0000")
+    missing = perf_program.gpu_power_limit(torch.device("cuda", 0))
     assert missing.unavailable == "NVML has no GPU with UUID GPU-cccccccc-0000"

@@ -13,10 +13,17 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from torchscale.contracts.schema.perf import (
+    BandwidthResult,
+    P2PMatrix,
+    P2PPair,
+    PeakResult,
+    PerfRun,
+    RankPerf,
+)
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.comm.comm_result import CommResult, CommRow
 from torchscale.orchestration.schedulers.slurm.preflight import validate_argv
-from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix, P2PPair
 from torchscale.orchestration.validate.check_result import (
     CheckStatus,
     Measurement,
@@ -24,7 +31,6 @@ from torchscale.orchestration.validate.check_result import (
     read_validate_report,
 )
 from torchscale.orchestration.validate.fleet_table import fleet_summary, measurement_table
-from torchscale.orchestration.validate.matmul_peak import PeakResult
 from torchscale.orchestration.validate.perf import (
     CPU_DTYPES,
     GPU_DTYPES,
@@ -35,7 +41,6 @@ from torchscale.orchestration.validate.perf import (
     plan_perf,
     worst,
 )
-from torchscale.orchestration.validate.perf_worker import PerfRun, RankPerf
 from torchscale.orchestration.validate.reference import expected_for
 from torchscale.orchestration.validate.run_checks import is_ok
 

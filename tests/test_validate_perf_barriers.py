@@ -2,9 +2,10 @@
 CPU: a rank waiting in an NCCL barrier has a kernel spinning on its GPU, which shares that GPU
 with the copies rank 0 times into it, so every pair of a healthy board could read low.
 
-No GPU here: each rank's `run` is driven with stand-ins for the process group, the barrier
-and the measurements, and the tests check which backend the others wait on while one rank
-times copies: rank 0's GPU-to-GPU matrix, and each GPU's lone host copies."""
+No GPU here: each rank's run (the harness around the perf program) is driven with stand-ins for
+the process group, the barrier and the measurements, and the tests check which backend the
+others wait on while one rank times copies: rank 0's GPU-to-GPU matrix, and each GPU's lone host
+copies."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from typing import Any
 import pytest
 import torch
 
-from torchscale.orchestration.validate import perf_worker
-from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix
-from torchscale.orchestration.validate.perf_worker import PerfRun, PerfSpec, RankPerf
-from torchscale.orchestration.validate.power_limit import PowerLimit
+from torchscale.contracts.power_limit import PowerLimit
+from torchscale.contracts.schema.perf import BandwidthResult, P2PMatrix, PerfRun, PerfSpec, RankPerf
+from torchscale.rank.programs import harness
+from torchscale.rank.programs import perf as perf_program
 
 WORLD = 4
 
@@ -69,29 +70,30 @@ def _run_rank(
         all_gather_object=all_gather_object,
     )
     device = SimpleNamespace(type="cuda", index=rank)
-    monkeypatch.setattr(perf_worker, "dist", fake_dist)
-    monkeypatch.setattr(perf_worker, "process_group", process_group)
-    monkeypatch.setattr(perf_worker, "rank_device", lambda kind: device)
+    for module in (perf_program, harness):  # the program's phases, the harness's gather
+        monkeypatch.setattr(module, "dist", fake_dist)
+    monkeypatch.setattr(harness, "process_group", process_group)
+    monkeypatch.setattr(harness, "rank_device", lambda kind: device)
 
     def copy(gpu: int, direction: str, read_link: Any = None) -> BandwidthResult:
         board.events.append(("copy alone" if read_link else "copy together", rank, None))
         return BandwidthResult(check=direction, device=f"cuda:{gpu}", gbps=1.0)
 
     if host_link:
-        monkeypatch.setattr(perf_worker, "measure_host_device", copy)
-        monkeypatch.setattr(perf_worker, "device_name", lambda dev: "GPU")
-        monkeypatch.setattr(perf_worker, "gpu_power_limit", lambda dev: PowerLimit())
+        monkeypatch.setattr(perf_program, "measure_host_device", copy)
+        monkeypatch.setattr(perf_program, "device_name", lambda dev: "GPU")
+        monkeypatch.setattr(perf_program, "gpu_power_limit", lambda dev: PowerLimit())
         monkeypatch.setattr(
             torch.cuda, "synchronize", lambda dev: board.events.append(("sync", rank, None))
         )
     else:
         monkeypatch.setattr(
-            perf_worker,
+            perf_program,
             "measure_rank",
             lambda spec, dev: RankPerf(rank=rank, device=f"cuda:{rank}", device_name="GPU"),
         )
-    monkeypatch.setattr(perf_worker, "measure_p2p_matrix", measure_p2p_matrix)
-    monkeypatch.setattr(perf_worker, "read_host_topology", lambda torch, count: None)
+    monkeypatch.setattr(perf_program, "measure_p2p_matrix", measure_p2p_matrix)
+    monkeypatch.setattr(perf_program, "read_host_topology", lambda torch, count: None)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: WORLD)
     spec = PerfSpec(
         device="cuda",
@@ -101,7 +103,7 @@ def _run_rank(
         host_link=host_link,
         result_path=str(tmp / "perf.json"),
     )
-    perf_worker.run(spec)
+    harness.run(perf_program.PROGRAM, spec)
 
 
 def test_the_other_ranks_wait_on_the_cpu_while_rank_zero_measures_the_pairs(

@@ -3,7 +3,7 @@
 On HGX-style boards two GPUs (and NICs) sit behind one PCIe switch whose single uplink goes to
 the CPU: each GPU alone copies at its own link's rate, and both at once split the uplink. So
 `validate --level perf` judges a GPU's host link by its figure alone and reports the figure
-with every GPU copying at once beside this topology (validate/host_links.py).
+with every GPU copying at once beside this topology (orchestration/validate/host_links.py).
 
 - sysfs: `/sys/bus/pci/devices/<bus id>` links to the device's place in the PCI tree
   (`/sys/devices/pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0/0000:19:00.0`): the
@@ -19,10 +19,11 @@ Parsing and grouping are pure; `read_host_topology` does the reading.
 
 A GPU's own link is read at two times: by rank 0 with the topology, after the copies, when an
 idle GPU has often dropped its link to a power-saving rate (Gen1, where it copies at Gen5),
-and by each rank while it copies alone (`read_gpu_link`, validate/bandwidth.py), the reading
+and by each rank while it copies alone (`read_gpu_link`, rank/programs/bandwidth.py), the reading
 that says what the link trained to.
 
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
+Layer 1 (contracts) of docs/architecture.md: shared by the ranks that read the links
+(rank/programs/perf.py) and the host that judges them; imports only other contracts.
 """
 
 from __future__ import annotations

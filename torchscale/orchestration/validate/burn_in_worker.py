@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.cell_settings import TelemetryConfig
-from torchscale.orchestration.validate.matmul_peak import device_name
+from torchscale.rank.programs.matmul_peak import device_name
 from torchscale.rank.telemetry.nvml_source import uuid_candidates
 from torchscale.rank.telemetry.rank import rank_sampler, torch_uuid
 from torchscale.rank.telemetry.reasons import IGNORED_REASONS, decode_clock_reasons

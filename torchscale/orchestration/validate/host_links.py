@@ -6,7 +6,7 @@ named on a low row, from the reading taken while the GPU copied (an idle GPU's l
 With every GPU copying at once (`h2d.all`, `d2h.all`) GPUs behind one PCIe switch split its
 uplink: on an HGX board two GPUs share one Gen5 x16, so a healthy GPU gets about half its
 link. That figure is what the board gives, not a verdict on the GPU: it is reported (INFO)
-beside the topology that explains it (validate/pcie_topology.py), or "topology unknown" with
+beside the topology that explains it (contracts/pcie_topology.py), or "topology unknown" with
 the reason.
 
 Pure functions over a perf run's figures.
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torchscale.orchestration.validate.bandwidth import BandwidthResult
+from torchscale.contracts.pcie_topology import GpuPlacement, HostTopology, PcieLink
+from torchscale.contracts.schema.perf import BandwidthResult
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement
-from torchscale.orchestration.validate.pcie_topology import GpuPlacement, HostTopology, PcieLink
 
 ALONE_CHECKS = ("h2d", "d2h")
 ALL_AT_ONCE_CHECKS = ("h2d.all", "d2h.all")

@@ -12,7 +12,7 @@ Per matmul row with a figure, among the rows of its check and device model:
   verdict where that is worse);
 - within its peers, below the SKU's bar while the node's median is below it too: worded as
   the whole node's, with the power limits NVML read on the node's GPUs
-  (validate/power_limit.py): every GPU capped below its default: at most WARN, the cap said
+  (contracts/power_limit.py): every GPU capped below its default: at most WARN, the cap said
   ("power limit 500 W of 700 W default: the node is capped; per GPU it is healthy"); the
   limits unknown: its SKU verdict, said so, with the power-cap hint; not capped: its SKU
   verdict, with where else to look;
@@ -32,8 +32,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from torchscale.contracts.power_limit import PowerLimit, node_power_cap
 from torchscale.orchestration.validate.check_result import SEVERITY, CheckStatus, Measurement
-from torchscale.orchestration.validate.power_limit import PowerLimit, node_power_cap
 from torchscale.orchestration.validate.reference import expected_for, judge, thresholds_for
 
 # GPUs of one model measured together differ by a few percent (boost clocks, silicon); a GPU

@@ -1,13 +1,14 @@
 """`validate --level perf`: what this node can really do, beside what its SKU should do.
 
-One torchrun of `perf_worker` (one rank per GPU, all measuring at once; one rank on a CPU
-node) measures the matmul peak per dtype, memory copy and triad, host<->device copies (each GPU
-alone, then all at once, with the PCIe topology: validate/host_links.py) and the GPU-to-GPU
-matrix; then `comm`'s own sweep (comm/planning.py, the one launch path) measures NCCL (gloo on
-CPU) bus bandwidth for the four collectives, stored in the experiment's comm/ as
-`torchscale comm` stores its runs. `judge_perf` turns the figures into `Measurement` rows, each
-beside the expected value for the detected SKU with its source, the ratio and a verdict by the
-thresholds of validate/reference.py; `perf_checks` sums them up per check for the table.
+One torchrun of the `perf` rank program (rank/programs/perf.py: one rank per GPU, all measuring
+at once; one rank on a CPU node) measures the matmul peak per dtype, memory copy and triad,
+host<->device copies (each GPU alone, then all at once, with the PCIe topology:
+validate/host_links.py) and the GPU-to-GPU matrix; then `comm`'s own sweep (comm/planning.py,
+the one launch path) measures NCCL (gloo on CPU) bus bandwidth for the four collectives, stored
+in the experiment's comm/ as `torchscale comm` stores its runs. `judge_perf` turns the figures
+into `Measurement` rows, each beside the expected value for the detected SKU with its source,
+the ratio and a verdict by the thresholds of validate/reference.py; `perf_checks` sums them up
+per check for the table.
 
 Planning and judging are pure; `run_perf` runs the two launches.
 """
@@ -22,11 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchscale.contracts import host
+from torchscale.contracts.schema.perf import (
+    BandwidthResult,
+    P2PMatrix,
+    PeakResult,
+    PerfRun,
+    PerfSpec,
+    RankPerf,
+)
 from torchscale.contracts.versioned import read_model
 from torchscale.orchestration.comm.comm_result import CommResult
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
-from torchscale.orchestration.validate.bandwidth import BandwidthResult, P2PMatrix
 from torchscale.orchestration.validate.check_context import Device
 from torchscale.orchestration.validate.check_result import (
     SEVERITY,
@@ -41,12 +49,11 @@ from torchscale.orchestration.validate.host_links import (
     annotate_alone,
 )
 from torchscale.orchestration.validate.host_links import TITLES as HOST_TITLES
-from torchscale.orchestration.validate.matmul_peak import PeakResult
 from torchscale.orchestration.validate.node_peers import judge_with_peers
-from torchscale.orchestration.validate.perf_worker import PerfRun, PerfSpec, RankPerf
 from torchscale.orchestration.validate.reference import expected_for, judge, sku_for
+from torchscale.rank.programs import ENTRY, entry_args
 
-WORKER_MODULE = "torchscale.orchestration.validate.perf_worker"
+WORKER_MODULE = ENTRY
 RESULT_FILE = "perf.json"
 GPU_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 CPU_DTYPES = ("fp32", "bf16", "fp16")  # tf32 and fp8 are GPU formats: not measured on CPU
@@ -106,7 +113,7 @@ def perf_launch(plan: PerfPlan, workdir: Path, base_env: Mapping[str, str]) -> L
     spec_path.write_text(plan.spec.model_dump_json(indent=2), encoding="utf-8")
     return torchrun_command(
         WORKER_MODULE,
-        ["--spec", str(spec_path)],
+        entry_args("perf", ["--spec", str(spec_path)]),
         nproc=plan.nproc,
         device=plan.spec.device,
         log_dir=workdir,

@@ -18,6 +18,7 @@ ENTRY = __name__
 # program name -> the module whose PROGRAM the harness runs
 PROGRAMS: dict[str, str] = {
     "smoke": f"{__name__}.smoke",
+    "perf": f"{__name__}.perf",
 }
 
 

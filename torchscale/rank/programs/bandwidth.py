@@ -9,8 +9,6 @@ so the figure is memory's, not the cache's. Timing is matmul_peak's: a loop cali
 
 A host copy can also read the GPU's PCIe link while copies are in flight (`read_link`): an idle
 GPU drops its link to a power-saving rate, so only a reading under load says what it trained to.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -25,10 +23,10 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
-from torchscale.orchestration.validate.matmul_peak import ClockTimer, CudaLoopTimer, Timer
-from torchscale.orchestration.validate.pcie_topology import PcieLink, fastest
+from torchscale.contracts.pcie_topology import PcieLink, fastest
+from torchscale.contracts.schema.perf import BandwidthResult, P2PMatrix, P2PPair
+from torchscale.rank.programs.matmul_peak import ClockTimer, CudaLoopTimer, Timer
 
 T = TypeVar("T")
 
@@ -49,50 +47,6 @@ MAX_CALLS = 100_000
 LINK_BUSY_S = 0.5
 LINK_READ_INTERVAL_S = 0.02
 LINK_MAX_CALLS = 512
-
-
-class BandwidthResult(BaseModel):
-    """One bandwidth figure, or why there is none."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    check: str = Field(
-        description="'memory.copy', 'memory.triad', 'h2d' or 'd2h' (this GPU alone), "
-        "'h2d.all' or 'd2h.all' (every GPU copying at once)"
-    )
-    device: str
-    gpus_at_once: int = Field(default=1, description="GPUs copying at the same time")
-    gbps: float | None = Field(description="bytes moved / seconds / 1e9")
-    bytes_per_call: int | None = None
-    seconds_per_call: float | None = None
-    calls: int = 0
-    unavailable: str | None = None
-    note: str = ""
-    link: PcieLink | None = Field(
-        default=None,
-        description="this GPU's PCIe link read while these copies ran (the fastest of the "
-        "reads); None: not read",
-    )
-
-
-class P2PPair(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    src: int
-    dst: int
-    peer_access: bool
-    gbps: float | None
-    latency_us: float | None
-
-
-class P2PMatrix(BaseModel):
-    """Every ordered GPU pair: one-way bandwidth and a tiny copy's latency."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    gpus: list[int] = Field(default_factory=list)
-    pairs: list[P2PPair] = Field(default_factory=list)
-    unavailable: str | None = None
 
 
 def parse_cache_size(text: str) -> int | None:

@@ -11,8 +11,6 @@ median of `repeats` such loops. FLOPs of one (M, K) x (K, N) matmul: 2*M*N*K.
 
 A figure above the spec sheet (beyond `SPEC_TOLERANCE`) is physically impossible: the result is
 flagged `suspect` (a timing bug) and has no headline. Not wired into `validate` yet.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -27,14 +25,13 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
+from torchscale.contracts.schema.perf import PeakResult, Probe, Shape
 from torchscale.rank.worker.peaks import MIG, lookup
 from torchscale.rank.worker.timing import CudaEventTimer
 
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
 DTYPES: tuple[Dtype, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
-Shape = tuple[int, int, int]  # (M, N, K): (M, K) @ (K, N)
 
 # A measured figure may exceed the sheet by NVIDIA's rounding and boost-clock slack, not more
 SPEC_TOLERANCE = 1.05
@@ -93,52 +90,6 @@ class CudaLoopTimer:
             run()
         timer.stop(0)
         return timer.seconds()[0]
-
-
-class Probe(BaseModel):
-    """One shape measured: its achieved TFLOP/s (median of the repeats), or why it has none."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    m: int
-    n: int
-    k: int
-    tflops: float | None = None
-    seconds_per_matmul: float | None = None
-    iters: int = 0
-    repeats_tflops: list[float] = Field(default_factory=list)
-    error: str | None = None
-
-    @property
-    def shape(self) -> Shape:
-        return (self.m, self.n, self.k)
-
-
-class PeakResult(BaseModel):
-    """The best matmul TFLOP/s found for one dtype on one device, beside the spec sheet."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    dtype: str
-    device: str = Field(description="'cpu' or 'cuda:N'")
-    device_name: str
-    best_tflops: float | None = None
-    best_shape: tuple[int, int, int] | None = None
-    probes: list[Probe] = Field(default_factory=list)
-    spec_tflops: float | None = None
-    spec_source: str | None = Field(default=None, description="the vendor page of the figure")
-    spec_note: str | None = Field(default=None, description="why there is no spec figure")
-    ratio: float | None = Field(default=None, description="best / spec, where spec is known")
-    suspect: str | None = Field(default=None, description="why the figure cannot be true")
-    unavailable: str | None = Field(default=None, description="why this dtype was not measured")
-    notes: list[str] = Field(default_factory=list)
-    budget_s: float | None = None
-    elapsed_s: float | None = None
-
-    @property
-    def headline_tflops(self) -> float | None:
-        """The figure to report: none when unavailable or physically impossible."""
-        return None if self.suspect or self.unavailable else self.best_tflops
 
 
 # --- what this device can run -------------------------------------------------------------

@@ -1,18 +1,19 @@
-"""Runs inside every rank of `validate --level perf` (started by torchrun, one rank per GPU; one
-rank on a CPU node, which then uses all its threads).
+"""Runs inside every rank of `validate --level perf` (started by torchrun through the harness of
+rank/programs/harness.py, one rank per GPU; one rank on a CPU node, which then uses all its
+threads).
 
 Every rank measures its own device at the same time as the others (a barrier starts each
 phase), because a node's GPUs share power, cooling and PCIe switches: a GPU measured alone on
 an idle node looks better than it will in training. The phases: the matmul peak per dtype
-(validate/matmul_peak.py), device memory copy and triad, then host-to-device and
-device-to-host with pinned memory (validate/bandwidth.py), twice: each GPU alone in turn (its
+(rank/programs/matmul_peak.py), device memory copy and triad, then host-to-device and
+device-to-host with pinned memory (rank/programs/bandwidth.py), twice: each GPU alone in turn (its
 own PCIe link, judged against the link's rate) and all at once (what the board gives when
 GPUs behind one PCIe switch split its uplink). Rank 0 then reads the PCIe topology
-(validate/pcie_topology.py) and measures the GPU-to-GPU matrix, which needs every GPU in one
+(contracts/pcie_topology.py) and measures the GPU-to-GPU matrix, which needs every GPU in one
 process, while the others wait. Each CUDA rank also reads its GPU's power limits from NVML
-(validate/power_limit.py): a node capped below the SKU's default power is below its matmul bar
-on every GPU, healthy. Rank 0 writes everything as JSON (atomically) for the parent,
-which judges it (validate/perf.py).
+(contracts/power_limit.py): a node capped below the SKU's default power is below its matmul bar
+on every GPU, healthy. Rank 0 writes everything as JSON (atomically, types in
+contracts/schema/perf.py) for the parent, which judges it (orchestration/validate/perf.py).
 
 Every barrier and the one gather run on gloo, on CUDA too: a rank waiting in an NCCL barrier
 has a kernel spinning on its GPU until the last rank arrives, and that kernel shares the GPU
@@ -23,94 +24,36 @@ through a collective (NCCL's bus bandwidth is `comm`'s own run), so nothing need
 
 from __future__ import annotations
 
-if __name__ == "__main__":
-    # before torch (seconds to import): a torchrun that dies from here on takes this rank along
-    from torchscale.rank.worker.diagnostics import die_with_torchrun
-
-    die_with_torchrun()
-
 import functools
 from datetime import timedelta
-from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
-from pydantic import BaseModel, ConfigDict, Field
 
-from torchscale.contracts.atomic import write_text_atomic
-from torchscale.orchestration.validate.bandwidth import (
+from torchscale.contracts.pcie_topology import read_gpu_link, read_host_topology
+from torchscale.contracts.power_limit import PowerLimit, read_power_limit
+from torchscale.contracts.schema.perf import (
     BandwidthResult,
+    PerfRun,
+    PerfSpec,
+    RankPerf,
+)
+from torchscale.rank.programs.bandwidth import (
     Direction,
-    P2PMatrix,
     measure_host_device,
     measure_memory,
     measure_p2p_matrix,
 )
-from torchscale.orchestration.validate.matmul_peak import PeakResult, device_name, find_peak
-from torchscale.orchestration.validate.pcie_topology import (
-    HostTopology,
-    read_gpu_link,
-    read_host_topology,
-)
-from torchscale.orchestration.validate.power_limit import PowerLimit, read_power_limit
+from torchscale.rank.programs.harness import Group, Join, Program, spec_file
+from torchscale.rank.programs.matmul_peak import device_name, find_peak
 from torchscale.rank.telemetry.nvml_source import uuid_candidates
 from torchscale.rank.telemetry.rank import torch_uuid
-from torchscale.rank.worker.error_file import record_errors
-from torchscale.rank.worker.rank_entry import (
-    leave_without_teardown,
-    process_group,
-    rank_device,
-    read_spec,
-)
 
 # the CPU backend of every barrier: see the module docstring
 BACKEND = "gloo"
 # also every collective's timeout: the others wait at a barrier while rank 0 measures every GPU
 # pair (8 GPUs: 56 pairs, under a minute) and a search may overrun its budget by one probe
 INIT_TIMEOUT = timedelta(minutes=10)
-
-
-class PerfSpec(BaseModel):
-    """What every rank of a perf run measures, and where rank 0 writes it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    device: Literal["cuda", "cpu"]
-    dtypes: list[str]
-    matmul_budget_s: float = Field(description="shape-search budget per dtype, per GPU")
-    memory: bool = True
-    host_link: bool = True
-    p2p: bool = True
-    result_path: str
-
-
-class RankPerf(BaseModel):
-    """One rank's (one GPU's) figures."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rank: int
-    device: str
-    device_name: str
-    matmul: list[PeakResult] = Field(default_factory=list)
-    bandwidth: list[BandwidthResult] = Field(default_factory=list)
-    power_limit: PowerLimit | None = Field(
-        default=None,
-        description="CUDA: this GPU's enforced and default power limits (NVML); None on CPU",
-    )
-
-
-class PerfRun(BaseModel):
-    """Rank 0's file: every rank's figures and the GPU-to-GPU matrix."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    world_size: int
-    ranks: list[RankPerf]
-    p2p: P2PMatrix | None = None
-    host_topology: HostTopology | None = Field(
-        default=None, description="which GPUs share a PCIe link to the host (CUDA only)"
-    )
 
 
 def _phase(device: torch.device) -> None:
@@ -173,35 +116,31 @@ def host_link(direction: Direction, device: torch.device) -> list[BandwidthResul
     return [alone, together.model_copy(update={"check": f"{direction}.all", "gpus_at_once": world})]
 
 
-def run(spec: PerfSpec) -> None:
-    device = rank_device(spec.device)
-    with process_group(BACKEND, device, INIT_TIMEOUT):
-        mine = measure_rank(spec, device)
-        gathered: list[Any] = [None] * dist.get_world_size()
-        dist.all_gather_object(gathered, mine.model_dump())
-        if dist.get_rank() == 0:
-            p2p = None
-            if spec.p2p:
-                gpus = list(range(torch.cuda.device_count())) if spec.device == "cuda" else []
-                p2p = measure_p2p_matrix(gpus)
-            topology = None
-            if spec.device == "cuda" and spec.host_link:
-                topology = read_host_topology(torch, dist.get_world_size())
-            run_result = PerfRun(
-                world_size=dist.get_world_size(),
-                ranks=[RankPerf.model_validate(one) for one in gathered],
-                p2p=p2p,
-                host_topology=topology,
-            )
-            write_text_atomic(spec.result_path, run_result.model_dump_json(indent=2))
-        dist.barrier()  # the others wait here, on the CPU, while rank 0 measures the pairs
+def body(spec: PerfSpec, group: Group) -> None:
+    """Every rank's phases, then rank 0 alone measures the pairs and writes everything; the
+    others wait at the harness's last barrier, on the CPU."""
+    mine = measure_rank(spec, group.device)
+    gathered = group.gather(mine.model_dump())
+    if group.rank == 0:
+        p2p = None
+        if spec.p2p:
+            gpus = list(range(torch.cuda.device_count())) if spec.device == "cuda" else []
+            p2p = measure_p2p_matrix(gpus)
+        topology = None
+        if spec.device == "cuda" and spec.host_link:
+            topology = read_host_topology(torch, group.size)
+        run_result = PerfRun(
+            world_size=group.size,
+            ranks=[RankPerf.model_validate(one) for one in gathered],
+            p2p=p2p,
+            host_topology=topology,
+        )
+        group.write(spec.result_path, run_result.model_dump_json(indent=2))
 
 
-@record_errors
-def main(argv: list[str] | None = None) -> None:
-    run(read_spec(PerfSpec, "torchscale validate --level perf (one rank)", argv))
-    leave_without_teardown()
-
-
-if __name__ == "__main__":
-    main()
+PROGRAM = Program(
+    "torchscale validate --level perf (one rank)",
+    spec_file(PerfSpec, "torchscale validate --level perf (one rank)"),
+    lambda spec: Join(BACKEND, spec.device, INIT_TIMEOUT),
+    body,
+)
