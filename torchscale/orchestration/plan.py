@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.catalog import Precision, Strategy, workload_options
 from torchscale.contracts.cell import (
@@ -44,15 +44,6 @@ from torchscale.contracts.training_defaults import (
     resolve_loss,
 )
 from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
-from torchscale.orchestration.config.schema import Backend as RequestedBackend
-from torchscale.orchestration.config.schema import (
-    BenchConfig,
-    CommConfig,
-    LauncherConfig,
-    MemoryConfig,
-    ProfilingConfig,
-)
-from torchscale.orchestration.config.schema import Device as RequestedDevice
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 from torchscale.rank.data.model_tasks import unsupported
 from torchscale.rank.strategy_layouts import (
@@ -63,6 +54,17 @@ from torchscale.rank.strategy_layouts import (
     world_problem,
 )
 from torchscale.rank.worker.spec import WorkerSpec
+
+if TYPE_CHECKING:  # the config's pydantic schema: only its values are read here
+    from torchscale.orchestration.config.schema import Backend as RequestedBackend
+    from torchscale.orchestration.config.schema import (
+        BenchConfig,
+        CommConfig,
+        LauncherConfig,
+        MemoryConfig,
+        ProfilingConfig,
+    )
+    from torchscale.orchestration.config.schema import Device as RequestedDevice
 
 WORKER_MODULE = "torchscale.rank.worker.main"
 # torchrun start-up seen on 2 cores: ~5 s plus ~1.5 s per extra rank (docs/methodology.md)

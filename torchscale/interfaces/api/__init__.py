@@ -12,23 +12,55 @@ front doors; they import everything below them and nothing imports them.
 
 from __future__ import annotations
 
-from torchscale.interfaces.api.benchmark import (
-    BenchmarkEvents,
-    BenchmarkRun,
-    machine_for,
-    plan_benchmark,
-    run_benchmark,
-)
-from torchscale.interfaces.api.comm import CommOptions, CommRun, run_comm
-from torchscale.interfaces.api.profile import (
-    ProfileOptions,
-    ProfileRun,
-    TraceAnalysis,
-    analyze_traces,
-    run_profile,
-)
-from torchscale.interfaces.api.report import ReportRun, build_report
-from torchscale.interfaces.api.workload import WorkloadRun, run_workload
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchscale.interfaces.api.benchmark import (
+        BenchmarkEvents,
+        BenchmarkRun,
+        machine_for,
+        plan_benchmark,
+        run_benchmark,
+    )
+    from torchscale.interfaces.api.comm import CommOptions, CommRun, run_comm
+    from torchscale.interfaces.api.profile import (
+        ProfileOptions,
+        ProfileRun,
+        TraceAnalysis,
+        analyze_traces,
+        run_profile,
+    )
+    from torchscale.interfaces.api.report import ReportRun, build_report
+    from torchscale.interfaces.api.workload import WorkloadRun, run_workload
+
+# each name's module, imported on first use: a command imports only its own function's
+# dependencies (`comm` never pays for the sweep's pandas), so an error in its options is
+# answered in a fraction of a second
+_HOMES = {
+    "benchmark": (
+        "BenchmarkEvents",
+        "BenchmarkRun",
+        "machine_for",
+        "plan_benchmark",
+        "run_benchmark",
+    ),
+    "comm": ("CommOptions", "CommRun", "run_comm"),
+    "profile": ("ProfileOptions", "ProfileRun", "TraceAnalysis", "analyze_traces", "run_profile"),
+    "report": ("ReportRun", "build_report"),
+    "workload": ("WorkloadRun", "run_workload"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BenchmarkEvents",

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from torchscale.orchestration.sweep import SweepOutcome
-
 if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.offline.results.store import ResultStore
@@ -25,11 +23,20 @@ if TYPE_CHECKING:
     from torchscale.orchestration.plan import Machine, Plan, PlannedCell
     from torchscale.orchestration.profiling.session import ProfiledCell
     from torchscale.orchestration.profiling.trigger import Selected
+    from torchscale.orchestration.sweep import SweepOutcome
     from torchscale.rank.data.prepare import DataReady
 
 
 def _ignore(*args: object) -> None:
     return None
+
+
+def _no_sweep() -> SweepOutcome:
+    """A run's sweep before it ran (the sweep's module imports pandas: only when needed, so
+    planning and a command's first error need not)."""
+    from torchscale.orchestration.sweep import SweepOutcome
+
+    return SweepOutcome()
 
 
 @dataclass(frozen=True)
@@ -121,7 +128,7 @@ class BenchmarkRun:
 
     plan: Plan
     store: ResultStore
-    sweep: SweepOutcome = field(default_factory=SweepOutcome)
+    sweep: SweepOutcome = field(default_factory=_no_sweep)
     nothing_measured: str | None = None
     dry_run: bool = False
     comm: list[CommResult] = field(default_factory=list)
