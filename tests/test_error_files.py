@@ -217,7 +217,6 @@ def test_every_rank_entry_point_records_through_the_atomic_handler() -> None:
         "torchscale/rank/worker/main.py",
         "torchscale/orchestration/comm/rank_main.py",
         "torchscale/rank/programs/harness.py",
-        "torchscale/orchestration/validate/burn_in_worker.py",
     ]
     for relative in entry_points:
         source = (REPO_ROOT / relative).read_text(encoding="utf-8")

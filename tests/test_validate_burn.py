@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from torchscale.contracts.schema.burn_in import BurnRun, Fingerprint, Interval, RankBurn
 from torchscale.orchestration.validate.burn_in import (
     fingerprint_faults,
     judge_burn,
@@ -16,15 +17,8 @@ from torchscale.orchestration.validate.burn_in import (
     plan_burn,
     run_burn,
 )
-from torchscale.orchestration.validate.burn_in_worker import (
-    BurnRun,
-    Fingerprint,
-    Interval,
-    RankBurn,
-    fingerprint,
-    seeded_work,
-)
 from torchscale.orchestration.validate.check_result import CheckStatus
+from torchscale.rank.programs.burn_in import fingerprint, seeded_work
 
 
 def _rank(

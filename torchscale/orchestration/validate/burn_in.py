@@ -1,8 +1,9 @@
 """`validate --level burn`: sustained load on every GPU, judged per GPU with its evidence.
 
-One torchrun of `burn_in_worker` (one rank per GPU; 2 gloo ranks on a CPU node) loads every
-device for the duration and records, per interval, its GEMM TFLOP/s, copy GB/s and telemetry,
-plus fingerprints of the same seeded work. `judge_burn` (pure) gives each rank its verdict:
+One torchrun of the `burn_in` rank program (rank/programs/burn_in.py: one rank per GPU; 2 gloo
+ranks on a CPU node) loads every device for the duration and records, per interval, its GEMM
+TFLOP/s, copy GB/s and telemetry, plus fingerprints of the same seeded work. `judge_burn` (pure)
+gives each rank its verdict:
 
 - **fingerprint** (FAIL): a rank whose hash differs from its own first one, or (3 or more
   ranks) from the majority's at the same point. Two ranks that disagree from the start cannot
@@ -29,10 +30,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchscale.contracts.schema.burn_in import BurnRun, BurnSpec, RankBurn
 from torchscale.contracts.versioned import read_model
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
-from torchscale.orchestration.validate.burn_in_worker import BurnRun, BurnSpec, RankBurn
 from torchscale.orchestration.validate.check_context import Device
 from torchscale.orchestration.validate.check_result import (
     SEVERITY,
@@ -40,8 +41,9 @@ from torchscale.orchestration.validate.check_result import (
     CheckStatus,
     Measurement,
 )
+from torchscale.rank.programs import ENTRY, entry_args
 
-WORKER_MODULE = "torchscale.orchestration.validate.burn_in_worker"
+WORKER_MODULE = ENTRY
 RESULT_FILE = "burn.json"
 CPU_RANKS = 2
 DROP_WARN, DROP_FAIL = 0.10, 0.25  # throughput drop, last third against first third
@@ -81,7 +83,7 @@ def burn_launch(
     spec_path.write_text(spec.model_dump_json(indent=2), encoding="utf-8")
     return torchrun_command(
         WORKER_MODULE,
-        ["--spec", str(spec_path)],
+        entry_args("burn_in", ["--spec", str(spec_path)]),
         nproc=nproc,
         device=spec.device,
         log_dir=workdir,

@@ -19,6 +19,7 @@ ENTRY = __name__
 PROGRAMS: dict[str, str] = {
     "smoke": f"{__name__}.smoke",
     "perf": f"{__name__}.perf",
+    "burn_in": f"{__name__}.burn_in",
 }
 
 

@@ -1,5 +1,5 @@
-"""Runs inside every rank of `validate --level burn` (torchrun: one rank per GPU; 2 gloo ranks,
-one thread each, on a CPU node).
+"""Runs inside every rank of `validate --level burn` (torchrun, through the harness of
+rank/programs/harness.py: one rank per GPU; 2 gloo ranks, one thread each, on a CPU node).
 
 For the duration, interval after interval, each rank runs tensor-core GEMMs (bf16 on a GPU,
 fp32 on CPU) then a large copy, timing each part, with the telemetry sampler (NVML on a GPU,
@@ -7,16 +7,11 @@ psutil for the process) running over the interval. Every few intervals, and at t
 the end, it computes the same seeded work as every other rank and hashes the result's bytes:
 all ranks must agree bit for bit, and with their own first hash (silent data corruption shows
 as a disagreement). NVML's ECC and row-remap counters are read at the start and the end. Rank
-0 gathers everything and writes it as JSON (atomically) for the parent (validate/burn_in.py).
+0 gathers everything and writes it as JSON (atomically, types in contracts/schema/burn_in.py)
+for the parent (orchestration/validate/burn_in.py).
 """
 
 from __future__ import annotations
-
-if __name__ == "__main__":
-    # before torch (seconds to import): a torchrun that dies from here on takes this rank along
-    from torchscale.rank.worker.diagnostics import die_with_torchrun
-
-    die_with_torchrun()
 
 import contextlib
 import hashlib
@@ -24,86 +19,23 @@ import statistics
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.distributed as dist
-from pydantic import BaseModel, ConfigDict, Field
 
-from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.cell_settings import TelemetryConfig
+from torchscale.contracts.schema.burn_in import BurnRun, BurnSpec, Fingerprint, Interval, RankBurn
+from torchscale.rank.programs.harness import Group, Join, Program, spec_file
 from torchscale.rank.programs.matmul_peak import device_name
 from torchscale.rank.telemetry.nvml_source import uuid_candidates
 from torchscale.rank.telemetry.rank import rank_sampler, torch_uuid
 from torchscale.rank.telemetry.reasons import IGNORED_REASONS, decode_clock_reasons
 from torchscale.rank.telemetry.samples import WindowSamples
-from torchscale.rank.worker.error_file import record_errors
-from torchscale.rank.worker.rank_entry import (
-    leave_without_teardown,
-    process_group,
-    rank_device,
-    read_spec,
-)
 
 SEED = 20261123
 WORK_SIZE = 256  # the seeded work: a chain of WORK_STEPS (256 x 256) matmuls and tanh
 WORK_STEPS = 8
-
-
-class BurnSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    device: Literal["cuda", "cpu"]
-    duration_s: float
-    interval_s: float
-    gemm_n: int
-    copy_bytes: int
-    fingerprint_every: int = Field(description="intervals between fingerprints")
-    result_path: str
-    # internal, for the detector's own test only (no CLI option sets it): this rank flips one
-    # bit of its seeded result from its second fingerprint on
-    corrupt_rank: int | None = None
-
-
-class Interval(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    t_s: float = Field(description="seconds since the burn began, at the interval's end")
-    tflops: float | None
-    copy_gbps: float | None
-    sm_clock_mhz: float | None = None
-    temperature_c: float | None = None
-    power_w: float | None = None
-    slowdown: list[str] = Field(default_factory=list, description="NVML slowdown reasons seen")
-
-
-class Fingerprint(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    interval: int = Field(description="after this many intervals (0: before the first)")
-    sha256: str
-
-
-class RankBurn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    rank: int
-    device: str
-    device_name: str
-    intervals: list[Interval] = Field(default_factory=list)
-    fingerprints: list[Fingerprint] = Field(default_factory=list)
-    counters_start: dict[str, int] = Field(default_factory=dict)
-    counters_end: dict[str, int] = Field(default_factory=dict)
-    unavailable: dict[str, str] = Field(default_factory=dict)
-
-
-class BurnRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    world_size: int
-    duration_s: float
-    ranks: list[RankBurn]
 
 
 def seeded_work(device: torch.device) -> torch.Tensor:
@@ -247,30 +179,29 @@ def burn_rank(spec: BurnSpec, device: torch.device, rank: int) -> RankBurn:
     return mine
 
 
-def run(spec: BurnSpec) -> None:
-    device = rank_device(spec.device)
+def body(spec: BurnSpec, group: Group) -> None:
+    """Every rank burns; rank 0 gathers and writes everything."""
+    mine = burn_rank(spec, group.device, group.rank)
+    gathered = group.gather(mine.model_dump())
+    if group.rank == 0:
+        burn = BurnRun(
+            world_size=group.size,
+            duration_s=spec.duration_s,
+            ranks=[RankBurn.model_validate(one) for one in gathered],
+        )
+        group.write(Path(spec.result_path), burn.model_dump_json(indent=2))
+
+
+def _join(spec: BurnSpec) -> Join:
     # the burn outlasts the default collective timeout's purpose: the gather waits for peers
     # that may finish their last interval a little later
     timeout = timedelta(seconds=spec.duration_s + 600)
-    with process_group("nccl" if spec.device == "cuda" else "gloo", device, timeout):
-        mine = burn_rank(spec, device, dist.get_rank())
-        gathered: list[Any] = [None] * dist.get_world_size()
-        dist.all_gather_object(gathered, mine.model_dump())
-        if dist.get_rank() == 0:
-            burn = BurnRun(
-                world_size=dist.get_world_size(),
-                duration_s=spec.duration_s,
-                ranks=[RankBurn.model_validate(one) for one in gathered],
-            )
-            write_text_atomic(Path(spec.result_path), burn.model_dump_json(indent=2))
-        dist.barrier()
+    return Join("nccl" if spec.device == "cuda" else "gloo", spec.device, timeout)
 
 
-@record_errors
-def main(argv: list[str] | None = None) -> None:
-    run(read_spec(BurnSpec, "torchscale validate --level burn (one rank)", argv))
-    leave_without_teardown()
-
-
-if __name__ == "__main__":
-    main()
+PROGRAM = Program(
+    "torchscale validate --level burn (one rank)",
+    spec_file(BurnSpec, "torchscale validate --level burn (one rank)"),
+    _join,
+    body,
+)

@@ -1,0 +1,69 @@
+"""What `validate --level burn` hands its ranks and what rank 0 writes back: the spec and, per
+rank, each interval's figures, the fingerprints of the seeded work and NVML's error counters.
+The ranks (rank/programs/burn_in.py) write them; the host (orchestration/validate/burn_in.py)
+judges them, without torch.
+
+Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class BurnSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    device: Literal["cuda", "cpu"]
+    duration_s: float
+    interval_s: float
+    gemm_n: int
+    copy_bytes: int
+    fingerprint_every: int = Field(description="intervals between fingerprints")
+    result_path: str
+    # internal, for the detector's own test only (no CLI option sets it): this rank flips one
+    # bit of its seeded result from its second fingerprint on
+    corrupt_rank: int | None = None
+
+
+class Interval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    t_s: float = Field(description="seconds since the burn began, at the interval's end")
+    tflops: float | None
+    copy_gbps: float | None
+    sm_clock_mhz: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    slowdown: list[str] = Field(default_factory=list, description="NVML slowdown reasons seen")
+
+
+class Fingerprint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    interval: int = Field(description="after this many intervals (0: before the first)")
+    sha256: str
+
+
+class RankBurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int
+    device: str
+    device_name: str
+    intervals: list[Interval] = Field(default_factory=list)
+    fingerprints: list[Fingerprint] = Field(default_factory=list)
+    counters_start: dict[str, int] = Field(default_factory=dict)
+    counters_end: dict[str, int] = Field(default_factory=dict)
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+
+class BurnRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    world_size: int
+    duration_s: float
+    ranks: list[RankBurn]
