@@ -1,161 +1,30 @@
-"""Small commands pay only for what they use (issue 25): `torchscale --help` and `--version` are
-answered without importing Typer, the help page they print is Typer's own byte for byte (plain
-and in colour, at several widths), and `config init` on a node with no GPU tells so without
-importing torch (what can answer without it is asked first; torch still answers where a GPU
-may be). `list`, `config show` and `config init --hardware cpu` importing no torch is held in
-tests/test_small_commands.py."""
+"""Small commands pay only for what they use: `config init` on a node with no GPU tells so
+without importing torch (what can answer without it is asked first; torch still answers where a
+GPU may be). `--help`, `list`, `config show` and `config init --hardware cpu` importing no torch
+is held in tests/test_small_commands.py; the error paths in tests/test_cli_fast_errors.py."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from tests import import_probe
 from torchscale.contracts.nvml import NvmlGpu, NvmlState
-from torchscale.interfaces.cli import root_help
 from torchscale.orchestration.config import hardware
 from torchscale.orchestration.config.hardware import cpu_node, no_gpu_here, read_torch_build
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "pandas", "plotly", "weasyprint", "numpy")
-TYPER = ("typer", "typer._click", "typer.rich_utils")
-# what changes how Typer draws its help: cleared for every run, then set per case
-STYLE_ENV = (
-    "COLUMNS",
-    "LINES",
-    "FORCE_COLOR",
-    "NO_COLOR",
-    "PY_COLORS",
-    "GITHUB_ACTIONS",
-    "TERMINAL_WIDTH",
-    "_TYPER_FORCE_DISABLE_TERMINAL",
-    "TYPER_USE_RICH",
-    "TERM",
-)
-
-_RUN = """\
-import sys
-sys.argv = {argv!r}
-{call}
-"""
-FAST = "from torchscale.interfaces.cli.app import main; main()"
-TYPER_APP = "from torchscale.interfaces.cli.root import app; app()"
 
 
-def _env(**settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in STYLE_ENV}
-    return {**env, **settings}
-
-
-def probe(*args: str, cwd: Path = REPO_ROOT) -> dict[str, str]:
-    """`torchscale ARGS` in a fresh interpreter: its exit code, which watched modules it
+def probe(*args: str, cwd: Path) -> dict[str, str]:
+    """`torchscale ARGS` in a fresh interpreter: its exit code, which heavy modules it
     imported, and what it printed (OUTPUT)."""
-    return import_probe.probe(args, HEAVY + TYPER, cwd=cwd, env=_env(COLUMNS="100"))
-
-
-@pytest.mark.parametrize("args", [("--help",), ("-h",), ("--version",)], ids=" ".join)
-def test_root_help_and_version_import_no_typer(args: tuple[str, ...]) -> None:
-    found = probe(*args)
-    assert found["EXIT"] == "0"
-    assert found["LOADED"] == "-", f"torchscale {' '.join(args)} imported {found['LOADED']}"
-
-
-def _case_id(value: Any) -> str:
-    if isinstance(value, list):
-        return " ".join(value)
-    return ",".join(f"{k}={v}" for k, v in value.items())
-
-
-def run(call: str, args: list[str], **env: str) -> subprocess.CompletedProcess[bytes]:
-    code = _RUN.format(argv=["torchscale", *args], call=call)
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, cwd=REPO_ROOT, env=_env(**env)
-    )
-
-
-@pytest.mark.parametrize(
-    "args, env",
-    [
-        (["--help"], {"COLUMNS": "100"}),
-        (["-h"], {"COLUMNS": "80"}),
-        (["--help"], {"COLUMNS": "50"}),
-        (["--help"], {"COLUMNS": "200"}),
-        (["--help"], {"COLUMNS": "100", "FORCE_COLOR": "1"}),
-        (["--help"], {"COLUMNS": "72", "FORCE_COLOR": "1", "TERM": "xterm-256color"}),
-        (["--help"], {"COLUMNS": "100", "PY_COLORS": "1", "NO_COLOR": "1"}),
-        (["--help"], {"GITHUB_ACTIONS": "true", "TERMINAL_WIDTH": "90"}),
-        (["--help"], {"FORCE_COLOR": "1", "_TYPER_FORCE_DISABLE_TERMINAL": "1"}),
-        (["--help"], {"COLUMNS": "100", "TYPER_USE_RICH": "0"}),  # Typer answers this one
-        (["--version"], {}),
-    ],
-    ids=lambda v: (
-        " ".join(v) if isinstance(v, list) else ",".join(f"{k}={x}" for k, x in v.items())
-    ),
-)
-def test_the_page_without_typer_is_typers_own(args: list[str], env: dict[str, str]) -> None:
-    fast = run(FAST, args, **env)
-    typer = run(TYPER_APP, args, **env)
-    assert (fast.returncode, fast.stderr) == (typer.returncode, typer.stderr) == (0, b"")
-    assert fast.stdout == typer.stdout, (
-        "cli/root_help.py draws the root's help unlike Typer now: make it draw what Typer does"
-    )
-    if "--version" not in args:
-        for name in root_help.SUBCOMMANDS:
-            assert name.encode() in fast.stdout
-
-
-def test_program_name_is_clicks(monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer._click.utils import _detect_program_name
-
-    cases = [
-        ("/usr/bin/torchscale", None),  # the console script
-        ("torchscale", ""),  # a zipapp
-        ("/x/torchscale/__main__.py", "torchscale"),  # python -m torchscale
-        (
-            "/x/torchscale/interfaces/cli/app.py",
-            "torchscale.interfaces.cli",
-        ),  # python -m torchscale.interfaces.cli.app
-    ]
-    for argv0, package in cases:
-        main = ModuleType("__main__")
-        main.__package__ = package
-        assert root_help.program_name(argv0, main) == _detect_program_name(argv0, main)
-    monkeypatch.setattr(sys, "argv", ["/opt/bin/torchscale", "--help"])
-    assert root_help.program_name(main=ModuleType("__main__")) == "torchscale"
-
-
-def test_only_the_root_help_and_version_are_answered_without_typer(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name in ("TYPER_USE_RICH", "_TORCHSCALE_COMPLETE", "_PYTHON _M TORCHSCALE_COMPLETE"):
-        monkeypatch.delenv(name, raising=False)
-    answers = root_help.answers_without_typer
-    assert answers(["--help"], "torchscale") and answers(["-h"], "python -m torchscale")
-    assert answers(["--version"], "torchscale")
-    for args in ([], ["--help", "list"], ["list", "--help"], ["--verbose", "--help"], ["-v"]):
-        assert not answers(args, "torchscale"), args
-    monkeypatch.setenv("_TORCHSCALE_COMPLETE", "bash_source")  # click's completion request
-    assert not answers(["--help"], "torchscale")
-    assert not answers(["--version"], "torchscale")
-    monkeypatch.delenv("_TORCHSCALE_COMPLETE")
-    monkeypatch.setenv("TYPER_USE_RICH", "0")  # Typer's plain click help
-    assert not answers(["--help"], "torchscale")
-
-
-def test_the_typer_app_is_built_from_the_same_facts() -> None:
-    from torchscale.interfaces.cli import app as entry
-    from torchscale.interfaces.cli.root import app
-
-    assert entry.app is app and entry.SUBCOMMANDS is root_help.SUBCOMMANDS
-    assert app.info.help == root_help.ROOT_HELP
-    with pytest.raises(AttributeError):
-        _ = entry.no_such_name
+    return import_probe.probe(args, HEAVY, cwd=cwd, env={**os.environ, "COLUMNS": "100"})
 
 
 # -- config init: this node without torch where no GPU can be there ---------------------------

@@ -1,6 +1,6 @@
-"""Small commands start fast (issue 25): `--help` builds no sub-command, `list`, `config show`
-and `config init --hardware cpu` import no torch, and the root's help, listed from the help lines
-stored in cli/app.py, is exactly what the built commands say."""
+"""Small commands start fast: `--help` builds no sub-command, `--help`, `list`, `config show`
+and `config init --hardware cpu` import no torch or pandas, and the root's help, listed from the
+help lines stored in cli/root.py, is exactly what the built commands say."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_stored_help_line_is_the_commands_own(name: str) -> None:
     built = build_subcommand(name)
     assert built.name == name
     assert (built.help or "").split("\n\n")[0] == SUBCOMMANDS[name].summary, (
-        f"update the help line of {name!r} in SUBCOMMANDS (torchscale/interfaces/cli/root_help.py)"
+        f"update the help line of {name!r} in SUBCOMMANDS (torchscale/interfaces/cli/root.py)"
     )
     assert (built.short_help, built.hidden, built.deprecated) == (None, False, False)
     assert not getattr(built, "rich_help_panel", None)

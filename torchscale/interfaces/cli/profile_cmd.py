@@ -201,6 +201,7 @@ def analyze(
 ) -> None:
     """Analyse existing traces from any PyTorch job: one trace per rank."""
     Verbosity.override(verbose)
+    _require_folder(trace_dir)
     from torchscale.interfaces.api import analyze_traces
 
     traced = analyze_traces(trace_dir, target=target, output=output)
@@ -209,4 +210,17 @@ def analyze(
         stderr.print(
             f"[yellow]note:[/] {escape(str(traced.destination))} is not writable: analysis not "
             "saved (use --output)"
+        )
+
+
+def _require_folder(trace_dir: Path) -> None:
+    """The analysis' own first refusal (a path that is no folder), said before its modules
+    take seconds to import."""
+    from torchscale.contracts.errors import TraceInputError
+
+    if not trace_dir.exists():
+        raise TraceInputError(f"{trace_dir}: no such directory")
+    if not trace_dir.is_dir():
+        raise TraceInputError(
+            f"{trace_dir}: not a directory (give the folder that holds the traces)"
         )

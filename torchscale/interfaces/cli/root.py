@@ -1,17 +1,17 @@
-"""The root command as Typer builds it. Sub-commands import their heavy dependencies lazily, so
-no command pays for another's (no torch, pandas, plotly or weasyprint at start-up).
+"""The root command as Typer builds it, and what it offers (its sub-commands, its help text).
+Sub-commands import their heavy dependencies lazily, so no command pays for another's (no
+torch, pandas, plotly or weasyprint at start-up).
 
 Typer turns a command function into a click command by inspecting its signature, which took
 longer than the rest of `--help`; so the root group (LazyCommands) imports a sub-command's
 module and builds its command only when it runs. The root's help lists each one by the help
 line stored in SUBCOMMANDS (tests/test_small_commands.py holds it to the command's own).
-`torchscale --help` itself is answered without this module (cli/app.py, cli/root_help.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 import typer.main
@@ -24,13 +24,58 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 from torchscale import __version__
 from torchscale.interfaces.cli.common import Verbosity, print_error_lines
-from torchscale.interfaces.cli.root_help import (
-    HELP_OPTIONS,
-    ROOT_HELP,
-    SUBCOMMANDS,
-    VERBOSE_HELP,
-    VERSION_HELP,
-)
+
+
+class Subcommand(NamedTuple):
+    """Where a sub-command is defined (`module:attribute`: a command function or a Typer of
+    sub-commands) and the first paragraph of its help, the line `torchscale --help` shows."""
+
+    target: str
+    summary: str
+
+    def load(self) -> Any:
+        import importlib
+
+        module, _, attribute = self.target.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+# in the order a user meets them: check the node, write a config, run, profile, report
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "validate": Subcommand(
+        "torchscale.interfaces.cli.validate_cmd:validate",
+        "Check if this node meets the requirements for distributed training (exit 1 if not).",
+    ),
+    "config": Subcommand(
+        "torchscale.interfaces.cli.config_cmd:app",
+        "Check, resolve and describe benchmark config files.",
+    ),
+    "list": Subcommand(
+        "torchscale.interfaces.cli.list_cmd:list_catalog",
+        "List built-in models with exact parameter counts, strategies, precisions, collectives.",
+    ),
+    "benchmark": Subcommand(
+        "torchscale.interfaces.cli.benchmark_cmd:benchmark",
+        "Run throughput/latency tests across model x batch x GPU count x precision.",
+    ),
+    "profile": Subcommand(
+        "torchscale.interfaces.cli.profile_cmd:app",
+        "Profile one cell on every rank and find sync stalls and stragglers (or analyse "
+        "existing traces: `torchscale profile analyze DIR`).",
+    ),
+    "comm": Subcommand(
+        "torchscale.interfaces.cli.comm_cmd:comm",
+        "Collective bandwidth (algbw, busbw) exactly as nccl-tests defines it, with a check.",
+    ),
+    "report": Subcommand(
+        "torchscale.interfaces.cli.report_cmd:app",
+        "Turn results into a report: HTML, PDF, Markdown, JSON or terminal (`torchscale report "
+        "generate ...` is the same command).",
+    ),
+}
+
+ROOT_HELP = "Benchmark, profile and report on PyTorch distributed (DDP/FSDP) training."
+HELP_OPTIONS = ("-h", "--help")
 
 
 class BuiltOnUse(MutableMapping[str, Any]):
@@ -167,11 +212,15 @@ def _print_version(value: bool) -> None:
 def root(
     verbose: Annotated[
         bool | None,
-        typer.Option("--verbose/--quiet", help=VERBOSE_HELP),
+        typer.Option(
+            "--verbose/--quiet", help="More detail (--verbose) or only problems (--quiet)."
+        ),
     ] = None,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_print_version, is_eager=True, help=VERSION_HELP),
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Show the version and exit."
+        ),
     ] = False,
 ) -> None:
     """Benchmark, profile and report on PyTorch distributed (DDP/FSDP) training."""

@@ -178,8 +178,6 @@ def validate(
     """Check if this node meets the requirements for distributed training (exit 1 if not)."""
     from torchscale.contracts.durations import parse_duration
     from torchscale.contracts.errors import UsageError
-    from torchscale.orchestration.validate.check_context import ValidateContext
-    from torchscale.orchestration.validate.run_checks import run_validation
 
     Verbosity.override(verbose)
     if level is LevelChoice.workload:
@@ -197,6 +195,14 @@ def validate(
             raise UsageError(f"{', '.join(ignored)}: not used by --level workload (drop it)")
         _workload(device, output_dir, name, fail_on, as_json)
     burn_s = parse_duration(duration)
+    if level is not LevelChoice.basic:
+        from torchscale.offline.results.store import check_output_dir
+
+        check_output_dir(output_dir / name)  # before minutes of measuring, not after
+    # the checks' modules take a second to import: after what can be answered without them
+    from torchscale.orchestration.validate.check_context import ValidateContext
+    from torchscale.orchestration.validate.run_checks import run_validation
+
     ctx = ValidateContext(
         device=device.value,
         output_dir=output_dir,
@@ -208,10 +214,6 @@ def validate(
         experiment_dir=output_dir / name,
         fail_on=fail_on.value,
     )
-    if level is not LevelChoice.basic:
-        from torchscale.offline.results.store import check_output_dir
-
-        check_output_dir(output_dir / name)  # before minutes of measuring, not after
     if as_json or Verbosity.quiet():
         report = run_validation(ctx)
     else:
