@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Attribution
-from torchscale.offline.analysis.attribution import (
+from torchscale.offline.analysis.diagnosis.step_model import (
     MIN_EFFECT_SHARE,
     NoSyncSteps,
     cell_attribution,

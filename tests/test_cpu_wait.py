@@ -17,7 +17,7 @@ import torch
 from test_attribution import step_table
 
 from torchscale.contracts.step_phases import CPU_WAIT
-from torchscale.offline.analysis.attribution import (
+from torchscale.offline.analysis.diagnosis.step_model import (
     CPU_WAIT_CHECK,
     CPU_WAIT_UNMEASURED,
     cell_attribution,

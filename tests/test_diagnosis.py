@@ -11,7 +11,6 @@ import pytest
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.report.diagnosis_text import straggler_text
-from torchscale.offline.analysis.attribution import evidence_against, withdraw
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
     TimerEvidence,
@@ -19,13 +18,14 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
     with_caveat,
 )
-from torchscale.offline.analysis.trace.collective_matching import Matched
-from torchscale.offline.analysis.trace.ranked_findings import (
+from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     rank_findings,
     waits_spread,
 )
-from torchscale.offline.analysis.trace.step_model import _arrival_check
+from torchscale.offline.analysis.diagnosis.step_model import evidence_against, withdraw
+from torchscale.offline.analysis.diagnosis.traces import _arrival_check
+from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
 from torchscale.offline.results.versions import parse_cell_result
 

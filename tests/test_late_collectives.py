@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import StragglerVerdict
-from torchscale.offline.analysis.attribution import ALPHA
-from torchscale.offline.analysis.trace.late_collectives import late_collectives
+from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
+from torchscale.offline.analysis.diagnosis.step_model import ALPHA
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 from torchscale.offline.analysis.uncertainty import paired_gap_test
 

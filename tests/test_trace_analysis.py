@@ -11,6 +11,16 @@ import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
+from torchscale.offline.analysis.diagnosis.findings import (
+    MIN_COST_FRACTION,
+    FindingInputs,
+    RankedFinding,
+    finding_inputs,
+    for_target,
+    point,
+    rank_findings,
+)
+from torchscale.offline.analysis.diagnosis.traces import build_step_model
 from torchscale.offline.analysis.trace import intervals as iv
 from torchscale.offline.analysis.trace.breakdown import activity, overlap_pct, rank_breakdown
 from torchscale.offline.analysis.trace.clock import arrivals, estimate_offsets
@@ -20,16 +30,6 @@ from torchscale.offline.analysis.trace.collective_matching import (
     sync_stall,
 )
 from torchscale.offline.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
-from torchscale.offline.analysis.trace.ranked_findings import (
-    MIN_COST_FRACTION,
-    FindingInputs,
-    RankedFinding,
-    finding_inputs,
-    for_target,
-    point,
-    rank_findings,
-)
-from torchscale.offline.analysis.trace.step_model import build_step_model
 from torchscale.offline.analysis.trace.steps import phase_table, step_table
 from torchscale.offline.analysis.trace.straggler import attribute_straggler, binomial_tail
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS

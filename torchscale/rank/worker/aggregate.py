@@ -46,7 +46,6 @@ from torchscale.contracts.step_phases import (
     OWN_WORK_PHASES,
     STEP_PHASES,
 )
-from torchscale.offline.analysis.attribution import NoSyncSteps
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
     TimerEvidence,
@@ -54,6 +53,7 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
     with_caveat,
 )
+from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.stats import median_and_spread, step_stats
 from torchscale.offline.analysis.uncertainty import median_of_repeats, percentile_of_steps
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY

@@ -39,8 +39,8 @@ from torchscale.interfaces.report.sections.context import (
     records,
 )
 from torchscale.offline.analysis.diagnosis import busy_caveat
+from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.trace.ranked_findings import MIN_COST_FRACTION
 
 GROUP = ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
 # the key the v9 -> v10 upgrade sets: the result stored no findings with its step model

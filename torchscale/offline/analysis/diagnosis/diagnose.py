@@ -48,20 +48,20 @@ from torchscale.contracts.schema.cell_result import (
 from torchscale.contracts.schema.cell_result import (
     WhatIf as WhatIfRecord,
 )
-from torchscale.offline.analysis.attribution import (
-    NoSyncSteps,
-    cell_attribution,
-    share_of_step,
-    step_parts,
-)
-from torchscale.offline.analysis.trace.ranked_findings import (
+from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     RankedFinding,
     compute_spread,
     finding_inputs,
     rank_findings,
 )
-from torchscale.offline.analysis.trace.step_model import StepModel, phase_timer_checks
+from torchscale.offline.analysis.diagnosis.step_model import (
+    NoSyncSteps,
+    cell_attribution,
+    share_of_step,
+    step_parts,
+)
+from torchscale.offline.analysis.diagnosis.traces import StepModel, phase_timer_checks
 from torchscale.offline.analysis.uncertainty import judged, mean_columns, percentile_interval
 
 WHATIF_METHOD = (

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
+from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
-from torchscale.offline.analysis.trace.step_model import StepModel
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
 
 MIN_COST_FRACTION = 0.02

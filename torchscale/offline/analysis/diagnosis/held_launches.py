@@ -33,7 +33,7 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, OWN_WORK_PHASES
-from torchscale.offline.analysis.straggler_kind import KIND_WORDS
+from torchscale.offline.analysis.diagnosis.kind import KIND_WORDS
 from torchscale.offline.analysis.uncertainty import GapTest, judged, paired_gap_test
 
 HELD_CHECK = "held launches (DDP comm hook)"

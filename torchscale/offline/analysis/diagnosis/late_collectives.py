@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
-from torchscale.offline.analysis.attribution import ALPHA, MIN_EFFECT_SHARE, share_of_step
-from torchscale.offline.analysis.straggler_kind import KIND_WORDS
+from torchscale.offline.analysis.diagnosis.kind import KIND_WORDS
+from torchscale.offline.analysis.diagnosis.step_model import ALPHA, MIN_EFFECT_SHARE, share_of_step
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 from torchscale.offline.analysis.uncertainty import (
     judged,

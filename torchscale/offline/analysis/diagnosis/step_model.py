@@ -54,8 +54,8 @@ from torchscale.contracts.step_phases import (
     OWN_WORK_PHASES,
     STEP_PHASES,
 )
-from torchscale.offline.analysis.held_launches import held_launch_check, late_launcher
-from torchscale.offline.analysis.straggler_kind import (
+from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check, late_launcher
+from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,
     named_summary,
     not_named_reason,

@@ -46,9 +46,10 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
+from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
 
 # the cell's model: the same estimates, the same straggler rule and the same sentences
-from torchscale.offline.analysis.attribution import (
+from torchscale.offline.analysis.diagnosis.step_model import (
     cpu_wait_check,
     evidence_against,
     others_wait_check,
@@ -58,7 +59,6 @@ from torchscale.offline.analysis.attribution import (
     withdraw,
 )
 from torchscale.offline.analysis.trace.collective_matching import Matched
-from torchscale.offline.analysis.trace.late_collectives import late_collectives
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 from torchscale.offline.analysis.uncertainty import (
     ONE_UNIT,

@@ -45,14 +45,14 @@ from torchscale.offline.analysis.diagnosis import (
     busy_caveat,
     diagnose,
 )
+from torchscale.offline.analysis.diagnosis import findings as ranked_findings
+from torchscale.offline.analysis.diagnosis import traces as step_model
 from torchscale.offline.analysis.trace import (
     clock,
     collective_matching,
     idle,
     kernels,
-    ranked_findings,
     registry,
-    step_model,
     steps,
 )
 from torchscale.offline.analysis.trace import straggler as straggler_analysis

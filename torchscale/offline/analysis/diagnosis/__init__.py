@@ -1,0 +1,40 @@
+"""The one diagnosis of a run: one step model, two sources of evidence, the verdicts.
+
+Layer 2 (offline side) of docs/architecture.md: imports only from layers below and its own.
+
+- `step_model`: the model of a step every source shares (five parts that add up to the step,
+  their intervals, the straggler rule and the cross-checks that may withdraw its name), and
+  the phase timers' evidence fed into it;
+- `traces`: the profiler traces' evidence fed into the same model;
+- `kind`, `held_launches`, `late_collectives`: what a straggler's extra time is;
+- `findings`: what costs the most step time, ranked from the model's parts;
+- `diagnose`: the rule that picks the deciding source and adds the what-if and the findings.
+
+The public entry points are re-exported here.
+"""
+
+from torchscale.offline.analysis.diagnosis.diagnose import (
+    BUSY_CAVEAT,
+    RunEvidence,
+    TimerEvidence,
+    TraceEvidence,
+    bounded_whatif,
+    busy_caveat,
+    diagnose,
+    marked_injected,
+    rank_waits,
+    with_caveat,
+)
+
+__all__ = [
+    "BUSY_CAVEAT",
+    "RunEvidence",
+    "TimerEvidence",
+    "TraceEvidence",
+    "bounded_whatif",
+    "busy_caveat",
+    "diagnose",
+    "marked_injected",
+    "rank_waits",
+    "with_caveat",
+]
