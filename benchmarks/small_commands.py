@@ -1,14 +1,18 @@
-"""How long do torchscale's small commands take, next to a bare Python start in the same run?
+"""How long do torchscale's small commands and its answers to a mistake take, next to a bare
+Python start in the same run?
 
 Times each command as its own subprocess (what a user waits for: interpreter start, imports,
 work, exit), ROUNDS rounds in which every command runs once, in turn (a slow drift of a shared
 machine hits all alike), and prints the median and fastest wall time of each, its ratio to the
 bare baselines timed in the same rounds (`python -c pass`; `python -c "import typer"`: what any
 Typer CLI pays before its first line), to its floor where it has one (the imports it cannot do
-without: rich's console, table and panel under the root's `--help`, which is drawn without
-Typer; torch under `validate`, whose checks are torch's own), and whether issue 25's targets
-hold: `list`, `config show` and, on a node without a GPU, `config init` (auto-detecting this
-node) under 1 s, `--help` under 0.3 s. Commands without a target are shown for reference.
+without: Typer's rich help under `--help`; torch under `validate`, whose checks are torch's
+own), and whether the targets hold: `--help` under 0.5 s; `list`, `config show` and, on a node
+without a GPU, `config init` (auto-detecting this node) under 1 s; each mistake (a missing or
+bad config, a bad option, an unwritable output folder, a missing traces folder) answered in
+one line under 1 s; a 24-cell `benchmark --dry-run` under 3 s. The load average is printed
+before and after (only ratios compare on a shared machine). Commands without a target are shown
+for reference.
 
 `--compare DIR` times the same commands from another source tree too, in the same rounds (a
 before/after on a shared machine), e.g. the last commit's:
@@ -51,8 +55,22 @@ class Command:
 
 BARE = "python -c pass"
 TYPER = "python -c 'import typer'"
-RICH = "python -c 'import rich.console, ...'"
+TYPER_HELP = "python -c 'import typer.rich_utils'"
 TORCH = "python -c 'import torch'"
+
+ERROR_TARGET_S = 1.0  # a mistake is answered within a second
+DRY_RUN_TARGET_S = 3.0  # a 24-cell dry run
+HELP_TARGET_S = 0.5
+# a 24-cell sweep (3 models x 2 batch sizes x 1-2 ranks x 2 precisions) on this node's devices
+DRY_RUN_CONFIG = """\
+experiment_name: dry24
+models: [tiny-mlp, tiny-gpt2, gpt2]
+batch_sizes: [16, 32]
+gpu_counts: [1, 2]
+training:
+  precision: [fp32, bf16]
+"""
+BAD_CONFIG = "experiment_name: bad\nmodel: [tiny-mlp]\n"  # an unknown key
 
 
 def baselines(slow: bool) -> list[Command]:
@@ -60,24 +78,53 @@ def baselines(slow: bool) -> list[Command]:
     found = [
         Command(BARE, ("-c", "pass")),
         Command(TYPER, ("-c", "import typer")),
-        # what typer's rich help imports on top: the floor under a sub-command's `--help`
-        Command(
-            "python -c 'import typer.rich_utils'", ("-c", "import typer.main, typer.rich_utils")
-        ),
-        # what the root's help page is drawn with (torchscale/interfaces/cli/root_help.py): its
-        # floor
-        Command(
-            RICH,
-            (
-                "-c",
-                "import rich.align, rich.columns, rich.console, rich.highlighter, "
-                "rich.padding, rich.panel, rich.table, rich.text, rich.theme",
-            ),
-        ),
+        # what typer's rich help imports on top: the floor under any `--help`
+        Command(TYPER_HELP, ("-c", "import typer.main, typer.rich_utils")),
     ]
     if slow:  # the floor under `validate`: its checks import torch and ask it
         found.append(Command(TORCH, ("-c", "import torch")))
     return found
+
+
+def input_paths(scratch: Path) -> dict[str, Path]:
+    """Where the inputs of the mistakes and the dry run lie in `scratch` (`write_inputs`)."""
+    return {
+        "dry24": scratch / "dry24.yaml",  # the 24-cell config
+        "bad": scratch / "bad.yaml",  # a config with an unknown key
+        "blocker": scratch / "a-file",  # a plain file: no output folder can be made under it
+        "missing": scratch / "missing",  # nothing there
+    }
+
+
+def write_inputs(scratch: Path) -> dict[str, Path]:
+    """The files the mistakes and the dry run read, written to `scratch`."""
+    inputs = input_paths(scratch)
+    scratch.mkdir(parents=True, exist_ok=True)
+    inputs["dry24"].write_text(DRY_RUN_CONFIG, encoding="utf-8")
+    inputs["bad"].write_text(BAD_CONFIG, encoding="utf-8")
+    inputs["blocker"].write_text("not a folder\n", encoding="utf-8")
+    return inputs
+
+
+def mistakes(config: Path, scratch: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(label, torchscale's arguments) of each mistake that must be answered in one line with
+    exit code 2, reading the inputs `write_inputs(scratch)` wrote (tests/test_cli_fast_errors.py
+    runs the same list and checks what each imports)."""
+    inputs = input_paths(scratch)
+    missing, blocked = str(inputs["missing"]), str(inputs["blocker"] / "results")
+    bench = ("benchmark", "-c", str(config))
+    return [
+        ("benchmark: missing config", ("benchmark", "-c", f"{missing}.yaml")),
+        ("benchmark: bad config", ("benchmark", "-c", str(inputs["bad"]))),
+        ("benchmark: bad option", (*bench, "--bogus")),
+        ("benchmark: unwritable -o", (*bench, "-o", blocked)),
+        ("benchmark --dry-run: unwritable -o", (*bench, "-o", blocked, "--dry-run")),
+        ("comm: bad --ops", ("comm", "--ops", "all_reduse", "--device", "cpu")),
+        ("comm: unwritable -o", ("comm", "--device", "cpu", "-o", blocked)),
+        ("validate --level perf: unwritable -o", ("validate", "--level", "perf", "-o", blocked)),
+        ("profile analyze: missing folder", ("profile", "analyze", missing)),
+        ("config validate: missing file", ("config", "validate", f"{missing}.yaml")),
+    ]
 
 
 def gpu_free_node(source: Path) -> bool:
@@ -99,12 +146,16 @@ def gpu_free_node(source: Path) -> bool:
     return done.returncode == 0 and bool(done.stdout.strip())
 
 
-def commands(config: Path, slow: bool, source: Path = REPO, tag: str = "") -> list[Command]:
-    """The small commands, from `source` (the slow ones only with `slow`)."""
+def commands(
+    config: Path, slow: bool, scratch: Path, source: Path = REPO, tag: str = ""
+) -> list[Command]:
+    """The small commands, the mistakes and the 24-cell dry run, from `source` (the slow ones
+    only with `slow`); their input files are written to `scratch`."""
     cli = ("-m", "torchscale")
     init_target = 1.0 if gpu_free_node(source) else None
+    dry24 = write_inputs(scratch)["dry24"]
     found = [
-        Command("torchscale --help", (*cli, "--help"), 0.3, floor=RICH),
+        Command("torchscale --help", (*cli, "--help"), HELP_TARGET_S, floor=TYPER_HELP),
         Command("torchscale --version", (*cli, "--version")),
         Command("torchscale list", (*cli, "list"), 1.0),
         Command("torchscale list --json", (*cli, "list", "--json"), 1.0),
@@ -114,6 +165,15 @@ def commands(config: Path, slow: bool, source: Path = REPO, tag: str = "") -> li
             "torchscale config init --hardware cpu", (*cli, "config", "init", "--hardware=cpu")
         ),
         Command("torchscale config init (auto)", (*cli, "config", "init"), init_target),
+        *(
+            Command(f"error: {label}", (*cli, *args), ERROR_TARGET_S, exit_codes=(2,))
+            for label, args in mistakes(config, scratch)
+        ),
+        Command(
+            "benchmark --dry-run (24 cells)",
+            (*cli, "benchmark", "-c", str(dry24), "-o", str(scratch / "results"), "--dry-run"),
+            DRY_RUN_TARGET_S,
+        ),
     ]
     if slow:
         found += [
@@ -158,6 +218,10 @@ def verdict(command: Command, median: float) -> str:
     return f"target < {command.target_s:g} s: {met}"
 
 
+def _load(averages: tuple[float, float, float]) -> str:
+    return " ".join(f"{value:.2f}" for value in averages)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -172,19 +236,23 @@ def main() -> None:
     args = parser.parse_args()
     env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
     config = args.config.resolve()
-    todo = baselines(args.slow) + commands(config, args.slow)
-    if args.compare is not None:
-        todo += commands(config, args.slow, args.compare.resolve(), f" [{args.compare.name}]")
-    runs: dict[str, list[float]] = {c.label: [] for c in todo}
+    load_before = os.getloadavg()
+    runs: dict[str, list[float]] = {}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp) / "inputs"
+        todo = baselines(args.slow) + commands(config, args.slow, scratch)
+        if args.compare is not None:
+            compare = args.compare.resolve()
+            todo += commands(config, args.slow, scratch, compare, f" [{args.compare.name}]")
+        runs = {c.label: [] for c in todo}
         for _ in range(args.rounds):
             for command in todo:
                 runs[command.label].append(time_once(command, env, Path(tmp)))
     print(
         f"{args.rounds} rounds in {time.perf_counter() - started:.0f} s on "
-        f"{len(os.sched_getaffinity(0))} core(s), load average {os.getloadavg()[0]:.2f} "
-        f"at the end; {sys.executable}"
+        f"{len(os.sched_getaffinity(0))} core(s); load average (1, 5, 15 min) "
+        f"{_load(load_before)} before, {_load(os.getloadavg())} after; {sys.executable}"
     )
     medians = {label: statistics.median(times) for label, times in runs.items()}
     width = max(len(c.label) for c in todo)
