@@ -11,7 +11,7 @@ a round measured about 3 % faster on that machine).
 
 - bare: warm-up, barrier, ITERS `dist.all_reduce` calls, window / ITERS averaged over the ranks
   (benchmarks/bare_collective_loop.py's `time_per_op`).
-- torchscale: `torchscale.orchestration.comm.rank_main._row`, the function `torchscale comm` runs
+- torchscale: `torchscale.rank.programs.comm._row`, the function `torchscale comm` runs
 per size: its
   buffers, warm-up, settle, window, the gather of every rank's timing, and the row's algbw
   computed by torchscale's formulas.
@@ -32,8 +32,9 @@ import torch.distributed as dist
 # torchrun puts this script's directory first on sys.path
 from bare_collective_loop import init, time_per_op
 
-from torchscale.orchestration.comm.comm_spec import CommSpec
-from torchscale.orchestration.comm.rank_main import _row
+from torchscale.contracts.comm_spec import CommSpec
+from torchscale.rank.programs.comm import _row
+from torchscale.rank.programs.harness import Group
 
 
 def main() -> None:
@@ -78,7 +79,7 @@ def main() -> None:
                 time_s = time_per_op(args.bytes, args.warmup, args.iters, device)
                 got[which] = args.bytes / time_s / 1e9
             else:
-                row = _row("all_reduce", args.bytes, spec, device, host, {})
+                row = _row("all_reduce", args.bytes, spec, Group(device), host, {})
                 got[which] = float(row.algbw_gbps) if row is not None else float("nan")
         rounds.append(got)
     if dist.get_rank() == 0:

@@ -13,7 +13,7 @@ import pytest
 from tests.processes import processes_mentioning
 from torchscale.api import CommOptions, CommRun, run_comm
 from torchscale.contracts.errors import UsageError
-from torchscale.orchestration.comm.comm_result import CommResult
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.orchestration.comm.planning import CPU_RANKS, CommPlan, plan_comm
 from torchscale.orchestration.plan import Machine
 
@@ -50,7 +50,7 @@ def test_a_comm_sweep_from_python(tmp_path: Path, capsys: pytest.CaptureFixture[
     # stored where `torchscale comm -o OUT --name api` stores it, read back as it was returned
     assert run.stored == tmp_path / "api" / "comm" / f"{result.id}.json"
     assert CommResult.model_validate_json(run.stored.read_text()) == result
-    assert result.launch["argv"][-3:-1] == ["torchscale.orchestration.comm.rank_main", "--spec"]
+    assert result.launch["argv"][-4:-1] == ["torchscale.rank.programs", "comm", "--spec"]
     assert capsys.readouterr().out == ""  # the library prints nothing
     assert not processes_mentioning(str(tmp_path))
 

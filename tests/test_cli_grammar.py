@@ -22,9 +22,9 @@ import typer.main
 from typer.core import TyperGroup, TyperOption
 from typer.testing import CliRunner
 
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
-from torchscale.orchestration.comm.comm_result import CommResult
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NCCL_TESTS = FIXTURES / "nccl_tests"

@@ -7,15 +7,15 @@ import pytest
 
 from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.contracts.collective_facts import OPS, ops_where, sweep_facts
-from torchscale.offline.traces.classify import _OP_KEYS
-from torchscale.offline.traces.rank_trace import COLL_OPS, UNKNOWN_OP
-from torchscale.orchestration.comm.collective_ops import BUILDERS
-from torchscale.orchestration.comm.nccl_tests import (
+from torchscale.offline.comm.nccl_tests import (
     NON_REDUCING_OPS,
     PROGRAM_OPS,
     REDUCING_OPS,
     ROOTED_OPS,
 )
+from torchscale.offline.traces.classify import _OP_KEYS
+from torchscale.offline.traces.rank_trace import COLL_OPS, UNKNOWN_OP
+from torchscale.rank.programs.collective_ops import BUILDERS
 
 
 def test_the_ops_torchscale_runs_are_the_catalogs_in_its_order() -> None:

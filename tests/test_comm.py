@@ -18,20 +18,21 @@ from typer.testing import CliRunner, Result
 
 from tests.processes import processes_mentioning
 from torchscale.contracts.catalog import COLLECTIVES as OPS  # the ops `torchscale comm` runs
+from torchscale.contracts.comm_spec import CommSpec
 from torchscale.contracts.errors import UsageError
+from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
 from torchscale.contracts.units import parse_bytes
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console.comm import comm_lines, narrow_table, row_line
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
-from torchscale.orchestration.comm import rank_main
-from torchscale.orchestration.comm.collective_ops import Unsupported, count_wrong, pattern, prepare
-from torchscale.orchestration.comm.comm_result import CommResult, CommRow, OpSummary
-from torchscale.orchestration.comm.comm_spec import CommSpec
-from torchscale.orchestration.comm.nccl_footer import average_busbw, gate, summarize, wrong_total
-from torchscale.orchestration.comm.nccl_tests import read_nccl_tests
-from torchscale.orchestration.comm.rows import RankTiming, measured_row, percentile, unmeasured_row
+from torchscale.offline.comm.nccl_footer import average_busbw, gate, summarize, wrong_total
+from torchscale.offline.comm.nccl_tests import read_nccl_tests
+from torchscale.offline.comm.rows import RankTiming, measured_row, percentile, unmeasured_row
 from torchscale.orchestration.comm.sizes import size_ladder
 from torchscale.orchestration.comm.sweep_launch import parse_ops
+from torchscale.rank.programs import comm as rank_main
+from torchscale.rank.programs.collective_ops import Unsupported, count_wrong, pattern, prepare
+from torchscale.rank.programs.harness import Group
 
 
 def invoke(*args: str | Path) -> Result:
@@ -256,7 +257,7 @@ def test_an_op_the_backend_lacks_is_a_row_not_a_crash(
     )
     state: dict[str, str] = {}
     rows = [
-        rank_main._row("reduce_scatter", s, spec, torch.device("cpu"), "h", state)
+        rank_main._row("reduce_scatter", s, spec, Group(torch.device("cpu")), "h", state)
         for s in (64, 128)
     ]
     assert [r.status for r in rows if r] == ["unsupported", "unsupported"]

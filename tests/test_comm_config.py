@@ -15,9 +15,9 @@ from typer.testing import CliRunner, Result
 
 from tests.processes import processes_mentioning
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.cost import NO_PRICE, NO_TOKENS, cell_cost
-from torchscale.orchestration.comm.comm_result import CommResult
 from torchscale.orchestration.comm.from_config import comm_requests
 from torchscale.orchestration.config.schema import BenchConfig, CommConfig, CostConfig
 from torchscale.orchestration.plan import Machine, build_plan

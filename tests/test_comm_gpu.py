@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.cli.app import app
-from torchscale.orchestration.comm.comm_result import CommResult
 
 pytestmark = pytest.mark.gpu
 

@@ -3,10 +3,10 @@ same op cannot be the link's time, and the footer says which."""
 
 from __future__ import annotations
 
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.console.comm import footer_lines
-from torchscale.orchestration.comm.comm_result import CommResult
-from torchscale.orchestration.comm.nccl_footer import add_footer, inside_noise
-from torchscale.orchestration.comm.rows import RankTiming, measured_row
+from torchscale.offline.comm.nccl_footer import add_footer, inside_noise
+from torchscale.offline.comm.rows import RankTiming, measured_row
 
 
 def _row(size: int, time_s: float, op: str = "all_reduce"):  # type: ignore[no-untyped-def]

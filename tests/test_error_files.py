@@ -215,7 +215,6 @@ def test_every_rank_entry_point_records_through_the_atomic_handler() -> None:
     `@record`, whose writer truncates before it writes."""
     entry_points = [
         "torchscale/rank/worker/main.py",
-        "torchscale/orchestration/comm/rank_main.py",
         "torchscale/rank/programs/harness.py",
     ]
     for relative in entry_points:

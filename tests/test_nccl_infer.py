@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchscale.orchestration.comm.nccl_infer import (
+from torchscale.offline.comm.nccl_infer import (
     file_name_op,
     parse_command,
     ranks_from_bandwidth,

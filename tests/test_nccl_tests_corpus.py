@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.errors import TorchScaleError
-from torchscale.orchestration.comm.comm_result import CommResult
-from torchscale.orchestration.comm.nccl_tests import (
+from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.offline.comm.nccl_tests import (
     NcclTestsFormatError,
     parse_text,
     read_nccl_tests,

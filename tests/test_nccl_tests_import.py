@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.errors import TorchScaleError, UsageError
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
-from torchscale.orchestration.comm.comm_result import CommResult
-from torchscale.orchestration.comm.nccl_tests import (
+from torchscale.offline.comm.nccl_tests import (
     TYPES,
     NcclTestsFormatError,
     parse_json,

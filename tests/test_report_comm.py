@@ -8,14 +8,14 @@ import json
 import shutil
 from pathlib import Path
 
+from torchscale.contracts.schema.comm_result import CommPair, CommResult
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Chart, Table, Text
 from torchscale.interfaces.report.render.formatting import MAX_LOG_TICKS, thin_ticks
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.orchestration.comm.comm_result import CommPair, CommResult
-from torchscale.orchestration.comm.nccl_footer import average_busbw, summarize, wrong_total
-from torchscale.orchestration.comm.nccl_tests import read_nccl_tests
-from torchscale.orchestration.comm.rows import RankTiming, measured_row
+from torchscale.offline.comm.nccl_footer import average_busbw, summarize, wrong_total
+from torchscale.offline.comm.nccl_tests import read_nccl_tests
+from torchscale.offline.comm.rows import RankTiming, measured_row
 from torchscale.orchestration.comm.sweep_launch import store_result
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nccl_tests"

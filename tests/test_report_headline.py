@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.report.build import build_report, default_title
 from torchscale.interfaces.report.estimates import efficiency_phrase, pct_range
 from torchscale.interfaces.report.generate import ReportRequest, generate
@@ -33,7 +34,6 @@ from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.appendix import set_keys
 from torchscale.interfaces.report.sections.headline import describe_hardware
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.orchestration.comm.comm_result import CommResult
 from torchscale.orchestration.comm.sweep_launch import store_result
 
 REPO = Path(__file__).parent.parent

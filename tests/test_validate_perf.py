@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from torchscale.contracts.schema.comm_result import CommResult, CommRow
 from torchscale.contracts.schema.perf import (
     BandwidthResult,
     P2PMatrix,
@@ -22,7 +23,6 @@ from torchscale.contracts.schema.perf import (
     RankPerf,
 )
 from torchscale.interfaces.cli.app import app
-from torchscale.orchestration.comm.comm_result import CommResult, CommRow
 from torchscale.orchestration.schedulers.slurm.preflight import validate_argv
 from torchscale.orchestration.validate.check_result import (
     CheckStatus,

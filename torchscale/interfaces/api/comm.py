@@ -21,7 +21,7 @@ from torchscale.contracts.errors import UsageError
 from torchscale.orchestration.comm.planning import CommOptions, CommPlan
 
 if TYPE_CHECKING:
-    from torchscale.orchestration.comm.comm_result import CommResult
+    from torchscale.contracts.schema.comm_result import CommResult
 
 __all__ = ["CommOptions", "CommPlan", "CommRun", "run_comm"]
 
@@ -83,9 +83,9 @@ def run_comm(
 
 def _import(path: Path, options: CommOptions, experiment_dir: Path) -> CommRun:
     """An nccl-tests output file read, gated like a run, and stored beside the runs."""
+    from torchscale.offline.comm.nccl_footer import apply_gate
+    from torchscale.offline.comm.nccl_tests import read_nccl_tests
     from torchscale.offline.results.directory_layout import ResultLayout
-    from torchscale.orchestration.comm.nccl_footer import apply_gate
-    from torchscale.orchestration.comm.nccl_tests import read_nccl_tests
     from torchscale.orchestration.comm.sweep_launch import store_result
 
     result = read_nccl_tests(path, op=options.op)

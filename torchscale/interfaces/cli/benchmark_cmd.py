@@ -30,10 +30,10 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from torchscale.contracts.schema.cell_result import CellResult
+    from torchscale.contracts.schema.comm_result import CommResult
     from torchscale.interfaces.api import BenchmarkEvents, BenchmarkRun
     from torchscale.interfaces.console.live_table import LiveTable
     from torchscale.interfaces.report.progress import SweepProgress
-    from torchscale.orchestration.comm.comm_result import CommResult
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
     from torchscale.orchestration.memory.max_batch_runs import SearchGroup

@@ -19,8 +19,8 @@ import statistics
 import textwrap
 from collections.abc import Callable, Iterable
 
-from torchscale.orchestration.comm.comm_result import CommPair, CommResult, CommRow
-from torchscale.orchestration.comm.nccl_footer import inside_noise
+from torchscale.contracts.schema.comm_result import CommPair, CommResult, CommRow
+from torchscale.offline.comm.nccl_footer import inside_noise
 
 NOISE_LISTED = 12  # sizes named in the footer's noise line; the JSON has every row
 

@@ -8,7 +8,7 @@ stored beside it, in `<experiment>/comm/`, where the report finds them.
 
 from __future__ import annotations
 
-from torchscale.orchestration.comm.comm_result import CommResult
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.orchestration.comm.sweep_launch import CommRequest
 from torchscale.orchestration.config.schema import CommConfig
 from torchscale.orchestration.plan import Plan, PlannedCell

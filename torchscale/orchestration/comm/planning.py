@@ -21,7 +21,7 @@ from torchscale.contracts.errors import UsageError
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 
 if TYPE_CHECKING:
-    from torchscale.orchestration.comm.comm_result import AcrossRanks
+    from torchscale.contracts.schema.comm_result import AcrossRanks
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.orchestration.config.schema import Device as RequestedDevice
     from torchscale.orchestration.plan import Machine

@@ -3,7 +3,7 @@
 The launch is data first (`comm_launch`: spec and torchrun command, what `--dry-run` shows),
 then run through the one launch path, as a benchmark cell is
 (torchscale/orchestration/launch/attempt.py: process group, timeout, hang diagnosis, root cause).
-Rank 0 rewrites the result after every row (torchscale/orchestration/comm/rank_main.py); when the
+Rank 0 rewrites the result after every row (torchscale/rank/programs/comm.py); when the
 launch hangs or crashes, the rows it finished are kept, the row it was running is marked failed with
 the reason, and the run's status says how it ended.
 """
@@ -21,20 +21,21 @@ from pathlib import Path
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.contracts.cell import Backend, Device
+from torchscale.contracts.comm_spec import DTYPES, CommSpec
 from torchscale.contracts.errors import ResultsError, UsageError, describe_os_error
+from torchscale.contracts.schema.comm_result import AcrossRanks, CommResult
 from torchscale.contracts.suggest import did_you_mean
 from torchscale.contracts.versioned import read_model
+from torchscale.offline.comm.nccl_footer import add_footer, apply_gate
+from torchscale.offline.comm.rows import unmeasured_row
 from torchscale.offline.results.directory_layout import ResultLayout
-from torchscale.orchestration.comm.comm_result import AcrossRanks, CommResult
-from torchscale.orchestration.comm.comm_spec import DTYPES, CommSpec
 from torchscale.orchestration.comm.machine_load import busy_warning, read_edge
-from torchscale.orchestration.comm.nccl_footer import add_footer, apply_gate
-from torchscale.orchestration.comm.rows import unmeasured_row
 from torchscale.orchestration.comm.sizes import size_ladder
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
+from torchscale.rank.programs import ENTRY, entry_args
 
-RANK_MODULE = "torchscale.orchestration.comm.rank_main"
+RANK_MODULE = ENTRY
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def comm_launch(
     spec_path = log_dir / "spec.json"
     command = torchrun_command(
         RANK_MODULE,
-        ["--spec", str(spec_path)],
+        entry_args("comm", ["--spec", str(spec_path)]),
         nproc=request.ranks // nodes,
         device=request.device,
         log_dir=log_dir,

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import CellResult
+    from torchscale.contracts.schema.comm_result import CommResult
     from torchscale.offline.results.store import ResultStore
-    from torchscale.orchestration.comm.comm_result import CommResult
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.orchestration.config.schema import BenchConfig
     from torchscale.orchestration.memory.max_batch_result import MaxBatchResult

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchscale.contracts import host
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.perf import (
     BandwidthResult,
     P2PMatrix,
@@ -32,7 +33,6 @@ from torchscale.contracts.schema.perf import (
     RankPerf,
 )
 from torchscale.contracts.versioned import read_model
-from torchscale.orchestration.comm.comm_result import CommResult
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.orchestration.validate.check_context import Device

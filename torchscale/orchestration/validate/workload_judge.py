@@ -26,7 +26,7 @@ from torchscale.orchestration.validate.check_result import (
 
 if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import CellResult
-    from torchscale.orchestration.comm.comm_result import CommResult
+    from torchscale.contracts.schema.comm_result import CommResult
     from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
     from torchscale.orchestration.profiling.session import ProfiledCell
 

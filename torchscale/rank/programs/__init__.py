@@ -17,6 +17,7 @@ from __future__ import annotations
 ENTRY = __name__
 # program name -> the module whose PROGRAM the harness runs
 PROGRAMS: dict[str, str] = {
+    "comm": f"{__name__}.comm",
     "smoke": f"{__name__}.smoke",
     "perf": f"{__name__}.perf",
     "burn_in": f"{__name__}.burn_in",

@@ -1,7 +1,6 @@
 """What every rank's entry point does around its own work, once for all of them: the cells'
-ranks (torchscale/rank/worker/main.py), the collective sweep's
-(torchscale/orchestration/comm/rank_main.py) and validate's smoke test
-(torchscale/orchestration/validate/smoke_worker.py).
+ranks (torchscale/rank/worker/main.py) and the harness of the other rank programs
+(torchscale/rank/programs/harness.py: comm, smoke, perf, burn-in).
 
 A rank first installs its diagnostics (it dies with its torchrun, and answers the parent's
 SIGUSR1 with a stack dump: torchscale/rank/worker/diagnostics.py), then reads what to run, finds its

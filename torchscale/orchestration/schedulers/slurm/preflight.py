@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from torchscale.contracts.cell import Device
 from torchscale.contracts.errors import TorchScaleError
-from torchscale.orchestration.comm.comm_result import CommResult
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.orchestration.comm.sweep_launch import (
     CommLaunch,
     CommRequest,

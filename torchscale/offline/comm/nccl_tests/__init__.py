@@ -14,24 +14,22 @@ One module per step of an import:
 Every figure is kept as printed and checked against its own definition
 (analysis/nccl_bandwidth.py): a row that disagrees is named in a warning, and a file where most
 rows disagree is refused, since its op or its rank count must then be wrong.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
-from torchscale.orchestration.comm.nccl_tests.names import (
+from torchscale.offline.comm.nccl_tests.names import (
     NON_REDUCING_OPS,
     PROGRAM_OPS,
     REDUCING_OPS,
     ROOTED_OPS,
     TYPES,
 )
-from torchscale.orchestration.comm.nccl_tests.read import (
+from torchscale.offline.comm.nccl_tests.read import (
     default_run_id,
     parse_json,
     parse_text,
     read_nccl_tests,
 )
-from torchscale.orchestration.comm.nccl_tests.records import NcclTestsFormatError
+from torchscale.offline.comm.nccl_tests.records import NcclTestsFormatError
 
 __all__ = [
     "NON_REDUCING_OPS",

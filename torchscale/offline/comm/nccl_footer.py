@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
-from torchscale.orchestration.comm.comm_result import CommResult, CommRow, OpSummary
 
 
 def summarize(rows: Sequence[CommRow], world_size: int) -> list[OpSummary]:

@@ -6,8 +6,6 @@ What it holds (format versions 2 and 3): `args` (argv: the only place naming the
 the first rank line of each process), `results` (size, count, type, redop, root, and
 out_of_place/in_place {time or cpu_time, alg_bw, bus_bw, nwrong}), `average_bus_bandwidth`. A
 run that fails still closes the file, without the footer keys.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -18,8 +16,8 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from torchscale.orchestration.comm.comm_result import AcrossRanks, Placement
-from torchscale.orchestration.comm.nccl_tests.records import (
+from torchscale.contracts.schema.comm_result import AcrossRanks, Placement
+from torchscale.offline.comm.nccl_tests.records import (
     Figures,
     RankLine,
     RawRow,

@@ -5,8 +5,6 @@ An inference is recorded (how it was made) for `launch["inferred"]` and the warn
 answers fit the table alike, the import is refused with the reason rather than guessed.
 comm/nccl_infer.py reads the command line, the file name and busbw/algbw; this module weighs
 them against the rows (checks.py).
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -17,20 +15,20 @@ from pathlib import Path
 
 from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.contracts.collective_facts import sweep_facts
-from torchscale.orchestration.comm.nccl_infer import (
+from torchscale.offline.comm.nccl_infer import (
     MAX_RANKS,
     RankRange,
     file_name_op,
     ranks_from_bandwidth,
 )
-from torchscale.orchestration.comm.nccl_tests.checks import column_problem, legacy_rows, row_problem
-from torchscale.orchestration.comm.nccl_tests.names import (
+from torchscale.offline.comm.nccl_tests.checks import column_problem, legacy_rows, row_problem
+from torchscale.offline.comm.nccl_tests.names import (
     LEGACY_OPS,
     PROGRAM_OPS,
     TYPES,
     program_op,
 )
-from torchscale.orchestration.comm.nccl_tests.records import Run, clip, fail, run_location
+from torchscale.offline.comm.nccl_tests.records import Run, clip, fail, run_location
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,6 @@ algbw = S / t and busbw = algbw x factor(op, n) (analysis/nccl_bandwidth.py), th
 count, the type and the ranks, the redop and root columns from the op: each within the rounding
 of the printed digits. A row that disagrees is named in a warning; a run where most rows
 disagree is refused, since its op or its rank count must then be wrong.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -16,16 +14,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from torchscale.offline.analysis.nccl_bandwidth import busbw_factor, size_bytes
-from torchscale.orchestration.comm.nccl_infer import (
+from torchscale.offline.comm.nccl_infer import (
     RELATIVE_SLACK,  # beyond the printed rounding (%g, floats)
 )
-from torchscale.orchestration.comm.nccl_tests.names import (
+from torchscale.offline.comm.nccl_tests.names import (
     NON_REDUCING_OPS,
     REDUCING_OPS,
     ROOTED_OPS,
     TYPES,
 )
-from torchscale.orchestration.comm.nccl_tests.records import (
+from torchscale.offline.comm.nccl_tests.records import (
     Figures,
     RawRow,
     Run,

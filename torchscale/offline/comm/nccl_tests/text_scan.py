@@ -16,8 +16,6 @@ add (`[1,0]<stdout>:`, SkyPilot's `(head, rank=0, pid=N)`), markdown quotes, '#'
 paste, rows elided by hand, older versions (no `redop`/`root` columns, `Rank N Pid` lines, the
 `error` column). A file may hold several runs, one after another; a command line printed
 before a run is kept with it (comm/nccl_infer.py reads it).
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -26,9 +24,9 @@ import math
 import re
 from collections.abc import Mapping
 
-from torchscale.orchestration.comm.comm_result import Placement
-from torchscale.orchestration.comm.nccl_infer import Command, parse_command
-from torchscale.orchestration.comm.nccl_tests.records import (
+from torchscale.contracts.schema.comm_result import Placement
+from torchscale.offline.comm.nccl_infer import Command, parse_command
+from torchscale.offline.comm.nccl_tests.records import (
     Figures,
     Layout,
     NcclTestsFormatError,

@@ -1,7 +1,5 @@
 """The entry points: an nccl-tests output file, text or `-J` JSON, or its text or JSON already
 in memory, read, checked and returned as one CommResult.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -10,10 +8,10 @@ import re
 from pathlib import Path
 
 from torchscale.contracts.errors import UsageError, describe_os_error
-from torchscale.orchestration.comm.comm_result import CommResult
-from torchscale.orchestration.comm.nccl_tests.json_scan import scan_json
-from torchscale.orchestration.comm.nccl_tests.result import build_result, convert, usable_runs
-from torchscale.orchestration.comm.nccl_tests.text_scan import scan_text
+from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.offline.comm.nccl_tests.json_scan import scan_json
+from torchscale.offline.comm.nccl_tests.result import build_result, convert, usable_runs
+from torchscale.offline.comm.nccl_tests.text_scan import scan_text
 
 
 def read_nccl_tests(path: Path, op: str | None = None, run_id: str | None = None) -> CommResult:

@@ -1,5 +1,5 @@
-"""Entry point of every rank of `torchscale comm`: `python -m
-torchscale.orchestration.comm.rank_main --spec F`.
+"""Every rank of `torchscale comm`: `python -m torchscale.rank.programs comm --spec F`, run by the
+harness of rank/programs/harness.py.
 
 Per op and size: a check run on known inputs (with --check), warm-up, a barrier, then `iters`
 operations back to back timed at the two ends (the figure nccl-tests reports), then a second
@@ -13,36 +13,23 @@ it is about to run in the progress file, so the parent can mark the row that hun
 
 from __future__ import annotations
 
-if __name__ == "__main__":
-    from torchscale.rank.worker.diagnostics import die_with_torchrun
-
-    die_with_torchrun()
-
 import itertools
 import os
 import re
 import socket
 import time
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from torchscale.contracts.atomic import write_text_atomic
+from torchscale.contracts.comm_spec import CommSpec
+from torchscale.contracts.schema.comm_result import CommPair, CommResult, CommRow
 from torchscale.offline.analysis.nccl_bandwidth import count_for_size, size_bytes
-from torchscale.orchestration.comm.collective_ops import Prepared, Unsupported, exchange, prepare
-from torchscale.orchestration.comm.comm_result import CommPair, CommResult, CommRow
-from torchscale.orchestration.comm.comm_spec import CommSpec
-from torchscale.orchestration.comm.nccl_footer import ONE_RANK, add_footer
-from torchscale.orchestration.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
-from torchscale.rank.worker.error_file import record_errors
-from torchscale.rank.worker.rank_entry import (
-    leave_without_teardown,
-    process_group,
-    rank_device,
-    read_spec,
-)
+from torchscale.offline.comm.nccl_footer import ONE_RANK, add_footer
+from torchscale.offline.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
+from torchscale.rank.programs.collective_ops import Prepared, Unsupported, exchange, prepare
+from torchscale.rank.programs.harness import Group, Join, Program, spec_file
 from torchscale.rank.worker.run_environment import capture_environment
 
 # what backends say when they lack an op (gloo before reduce_scatter_tensor, for one)
@@ -138,10 +125,10 @@ def time_op(
 
 
 def _row(
-    op: str, size: int, spec: CommSpec, device: torch.device, host: str, state: dict[str, str]
+    op: str, size: int, spec: CommSpec, group: Group, host: str, state: dict[str, str]
 ) -> CommRow | None:
     """One row, agreed by every rank (gathered after the window); None on ranks other than 0."""
-    rank, ranks = dist.get_rank(), dist.get_world_size()
+    device, rank, ranks = group.device, group.rank, group.size
     itemsize = _itemsize(spec.dtype)
     count = count_for_size(op, size, itemsize, ranks)
     actual = size_bytes(op, count, itemsize, ranks)
@@ -153,8 +140,7 @@ def _row(
             mine = time_op(op, count, spec, device, rank, ranks, host)
         except Unsupported as exc:
             mine = state[op] = str(exc)  # the op's later sizes are not tried again
-    gathered: list[Any] = [None] * ranks
-    dist.all_gather_object(gathered, mine)
+    gathered = group.gather(mine)
     if rank != 0:
         return None
     reasons = [g for g in gathered if isinstance(g, str)]
@@ -165,10 +151,10 @@ def _row(
     )
 
 
-def _pairs(spec: CommSpec, device: torch.device, host: str) -> list[CommPair]:
+def _pairs(spec: CommSpec, group: Group, host: str) -> list[CommPair]:
     """Every pair of ranks exchanges `pairs_bytes` both ways while the others wait."""
     assert spec.pairs_bytes is not None
-    rank, ranks = dist.get_rank(), dist.get_world_size()
+    device, rank, ranks = group.device, group.rank, group.size
     dtype = getattr(torch, spec.dtype)
     itemsize = _itemsize(spec.dtype)
     count = max(1, spec.pairs_bytes // itemsize)
@@ -187,8 +173,7 @@ def _pairs(spec: CommSpec, device: torch.device, host: str) -> list[CommPair]:
             stamps.mark(i + 1)
         windows[(a, b)] = stamps.intervals()[0]
     _settle(device)
-    gathered: list[Any] = [None] * ranks
-    dist.all_gather_object(gathered, (host, windows))
+    gathered = group.gather((host, windows))
     hosts = {r: g[0] for r, g in enumerate(gathered)}
     pairs = []
     for a, b in itertools.combinations(range(ranks), 2):
@@ -210,63 +195,57 @@ def _skipped(spec: CommSpec, ranks: int) -> list[str]:
     return notes
 
 
-def _write(spec: CommSpec, result: CommResult) -> None:
+def _write(spec: CommSpec, result: CommResult, group: Group) -> None:
     add_footer(result)
-    write_text_atomic(spec.result_path, result.model_dump_json(indent=2))
+    group.write(spec.result_path, result.model_dump_json(indent=2))
 
 
-def run(spec: CommSpec) -> None:
-    device = rank_device(spec.device)
-    with process_group(spec.backend, device):
-        rank, ranks = dist.get_rank(), dist.get_world_size()
-        host = socket.gethostname()
-        itemsize = _itemsize(spec.dtype)
-        result = CommResult(
-            id=spec.run_id,
-            world_size=ranks,
-            nodes=int(os.environ.get("GROUP_WORLD_SIZE", "1")),
-            device=spec.device,
-            backend=spec.backend,
-            device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-            dtype=spec.dtype,
-            warmup_iters=spec.warmup_iters,
-            iters=spec.iters,
-            check=spec.check,
-            across_ranks=spec.across_ranks,
-            skipped=_skipped(spec, ranks),
-            environment=capture_environment() if rank == 0 else {},
-        )
-        if ranks == 1:
-            result.warnings.append(ONE_RANK)
-        unsupported: dict[str, str] = {}
-        for op in spec.ops:
-            for size in spec.sizes:
-                if count_for_size(op, size, itemsize, ranks) == 0:
-                    continue
-                if rank == 0:
-                    write_text_atomic(spec.progress_path, f"{op} {size}\n")
-                row = _row(op, size, spec, device, host, unsupported)
-                if row is not None:
-                    result.rows.append(row)
-                    _write(spec, result)
-        if spec.pairs_bytes is not None:
-            if ranks < 2:
-                result.unavailable["pairs"] = "needs at least 2 ranks"
-            else:
-                if rank == 0:
-                    write_text_atomic(spec.progress_path, f"pairs {spec.pairs_bytes}\n")
-                result.pairs = _pairs(spec, device, host)
-        if rank == 0:
-            Path(spec.progress_path).unlink(missing_ok=True)
-            _write(spec, result)
-        dist.barrier()
+def body(spec: CommSpec, group: Group) -> None:
+    """Every op and size in turn, then the pairs; rank 0 rewrites the result after each row."""
+    device, rank, ranks = group.device, group.rank, group.size
+    host = socket.gethostname()
+    itemsize = _itemsize(spec.dtype)
+    result = CommResult(
+        id=spec.run_id,
+        world_size=ranks,
+        nodes=int(os.environ.get("GROUP_WORLD_SIZE", "1")),
+        device=spec.device,
+        backend=spec.backend,
+        device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        dtype=spec.dtype,
+        warmup_iters=spec.warmup_iters,
+        iters=spec.iters,
+        check=spec.check,
+        across_ranks=spec.across_ranks,
+        skipped=_skipped(spec, ranks),
+        environment=capture_environment() if rank == 0 else {},
+    )
+    if ranks == 1:
+        result.warnings.append(ONE_RANK)
+    unsupported: dict[str, str] = {}
+    for op in spec.ops:
+        for size in spec.sizes:
+            if count_for_size(op, size, itemsize, ranks) == 0:
+                continue
+            group.write(spec.progress_path, f"{op} {size}\n")
+            row = _row(op, size, spec, group, host, unsupported)
+            if row is not None:
+                result.rows.append(row)
+                _write(spec, result, group)
+    if spec.pairs_bytes is not None:
+        if ranks < 2:
+            result.unavailable["pairs"] = "needs at least 2 ranks"
+        else:
+            group.write(spec.progress_path, f"pairs {spec.pairs_bytes}\n")
+            result.pairs = _pairs(spec, group, host)
+    if rank == 0:
+        Path(spec.progress_path).unlink(missing_ok=True)
+        _write(spec, result, group)
 
 
-@record_errors
-def main(argv: list[str] | None = None) -> None:
-    run(read_spec(CommSpec, "torchscale comm worker (one rank)", argv))
-    leave_without_teardown()
-
-
-if __name__ == "__main__":
-    main()
+PROGRAM = Program(
+    "torchscale comm worker (one rank)",
+    spec_file(CommSpec, "torchscale comm worker (one rank)"),
+    lambda spec: Join(spec.backend, spec.device),
+    body,
+)

@@ -1,7 +1,4 @@
-"""nccl-tests' names for torchscale's ops and dtypes, and which ops print a redop or a root.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
-"""
+"""nccl-tests' names for torchscale's ops and dtypes, and which ops print a redop or a root."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from pathlib import PurePosixPath
 
 from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.contracts.collective_facts import ops_where, sweep_facts
-from torchscale.orchestration.comm.nccl_tests.records import fail
+from torchscale.offline.comm.nccl_tests.records import fail
 
 # nccl-tests program (<name>_perf) -> torchscale op; gather, scatter, hypercube, alltoallv...
 # have no torchscale op and are refused

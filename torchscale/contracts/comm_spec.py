@@ -1,11 +1,15 @@
-"""What every rank of a `torchscale comm` launch runs (a JSON file named on its command line)."""
+"""What every rank of a `torchscale comm` launch runs (a JSON file named on its command line):
+the host writes it, the comm program's ranks (rank/programs/comm.py) read it.
+
+Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
+"""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.contracts.cell import Backend, Device
-from torchscale.orchestration.comm.comm_result import AcrossRanks
+from torchscale.contracts.schema.comm_result import AcrossRanks
 
 DTYPES = ("float32", "float16", "bfloat16")
 

@@ -3,8 +3,6 @@ JSON reader both fill, and the error and message helpers every step of the impor
 
 Figures are kept as printed, each with half a unit of its last printed digit (the checks allow
 that much), so nothing is rounded or corrected on the way in.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -14,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchscale.contracts.errors import UsageError
-from torchscale.orchestration.comm.comm_result import AcrossRanks, Placement
-from torchscale.orchestration.comm.nccl_infer import Command
+from torchscale.contracts.schema.comm_result import AcrossRanks, Placement
+from torchscale.offline.comm.nccl_infer import Command
 
 
 class NcclTestsFormatError(UsageError):

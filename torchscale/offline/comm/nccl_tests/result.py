@@ -4,8 +4,6 @@ and checked, and the warnings, status and launch record of the whole file.
 Neither format carries what torchscale's per-rank and per-iteration fields mean, so `ranks` stays
 empty and iter_* stay None. A missing footer or a cut-off last row is a warning; a run that
 died before its table is skipped with a warning when others have rows.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
@@ -14,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from torchscale.orchestration.comm.comm_result import CommResult, CommRow
-from torchscale.orchestration.comm.nccl_footer import average_busbw, summarize, wrong_total
-from torchscale.orchestration.comm.nccl_tests.checks import (
+from torchscale.contracts.schema.comm_result import CommResult, CommRow
+from torchscale.offline.comm.nccl_footer import average_busbw, summarize, wrong_total
+from torchscale.offline.comm.nccl_tests.checks import (
     check_columns,
     consistency,
     dtype_of,
@@ -24,9 +22,9 @@ from torchscale.orchestration.comm.nccl_tests.checks import (
     footer_notes,
     legacy_rows,
 )
-from torchscale.orchestration.comm.nccl_tests.names import REDUCING_OPS, ROOTED_OPS
-from torchscale.orchestration.comm.nccl_tests.op_and_ranks import Identity, identify
-from torchscale.orchestration.comm.nccl_tests.records import (
+from torchscale.offline.comm.nccl_tests.names import REDUCING_OPS, ROOTED_OPS
+from torchscale.offline.comm.nccl_tests.op_and_ranks import Identity, identify
+from torchscale.offline.comm.nccl_tests.records import (
     NcclTestsFormatError,
     RawRow,
     Run,

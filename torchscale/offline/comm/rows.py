@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchscale.contracts.collective_facts import OPS, ROOT_RANK, sweep_facts
-from torchscale.offline.analysis.nccl_bandwidth import algbw_gbps, busbw_factor
-from torchscale.orchestration.comm.comm_result import (
+from torchscale.contracts.schema.comm_result import (
     AcrossRanks,
     CommPair,
     CommRow,
     Placement,
     RankTime,
 )
+from torchscale.offline.analysis.nccl_bandwidth import algbw_gbps, busbw_factor
 
 
 @dataclass(frozen=True)
