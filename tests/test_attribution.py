@@ -9,12 +9,8 @@ import pandas as pd
 import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, Attribution
-from torchscale.offline.analysis.diagnosis.step_model import (
-    MIN_EFFECT_SHARE,
-    NoSyncSteps,
-    cell_attribution,
-    step_parts,
-)
+from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE, NoSyncSteps
+from torchscale.offline.analysis.diagnosis.timers import cell_attribution, step_parts
 
 PHASE_MS = {"data": 0.1, "forward": 1.0, "backward": 2.0, "optimizer": 0.5}
 TRANSFER_MS = 1.0

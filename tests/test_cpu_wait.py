@@ -17,11 +17,8 @@ import torch
 from test_attribution import step_table
 
 from torchscale.contracts.step_phases import CPU_WAIT
-from torchscale.offline.analysis.diagnosis.step_model import (
-    CPU_WAIT_CHECK,
-    CPU_WAIT_UNMEASURED,
-    cell_attribution,
-)
+from torchscale.offline.analysis.diagnosis.host import CPU_WAIT_CHECK, CPU_WAIT_UNMEASURED
+from torchscale.offline.analysis.diagnosis.timers import cell_attribution
 from torchscale.rank.telemetry import cpu_wait as cpu_wait_module
 from torchscale.rank.telemetry.cpu_wait import CpuWaitClock
 from torchscale.rank.worker import phases as phases_module

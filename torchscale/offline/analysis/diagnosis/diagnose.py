@@ -1,8 +1,8 @@
 """The one diagnosis of a run, computed once from all the evidence it has.
 
 A run may carry two step models: the phase timers of its measured windows (every rank, every
-measured step, no profiler; `attribution.cell_attribution`) and, when it was profiled, the
-traces (`trace.step_model.build_step_model`). Each answers the same questions, so without a
+measured step, no profiler; `timers.cell_attribution`) and, when it was profiled, the
+traces (`traces.build_step_model`). Each answers the same questions, so without a
 rule a reader would get two answers. The rule (docs/methodology.md, "One diagnosis"):
 
 - **One source decides.** The traces when the run has a trace step model (they cut the step
@@ -17,7 +17,7 @@ rule a reader would get two answers. The rule (docs/methodology.md, "One diagnos
   significantly faster. Evidence that merely fails to confirm withdraws nothing.
 - **The what-if** is per step the least wait for peers of any other rank (the wait a rank on
   time removes) capped by the candidate's extra own work at that step: bounded by both.
-- **Findings** are ranked from the same figures (`trace.ranked_findings.rank_findings`); "ranks
+- **Findings** are ranked from the same figures (`findings.rank_findings`); "ranks
   take turns" only when no rank's gap is significant and the waits are spread over the ranks.
 - **Cross-checks** (the other source's model and verdict, arrival order, others' wait, no_sync
   windows) are kept with the diagnosis and shown on request; when one disagrees the default
@@ -55,12 +55,8 @@ from torchscale.offline.analysis.diagnosis.findings import (
     finding_inputs,
     rank_findings,
 )
-from torchscale.offline.analysis.diagnosis.step_model import (
-    NoSyncSteps,
-    cell_attribution,
-    share_of_step,
-    step_parts,
-)
+from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps, share_of_step
+from torchscale.offline.analysis.diagnosis.timers import cell_attribution, step_parts
 from torchscale.offline.analysis.diagnosis.traces import StepModel, phase_timer_checks
 from torchscale.offline.analysis.uncertainty import judged, mean_columns, percentile_interval
 

@@ -5,7 +5,7 @@ Every rank's phases come out equal when one rank launches late: the others wait 
 grad-sync wait exactly as long as it spends in its hook. What differs is the time each rank
 spends inside its hook (`COMM_HOLD`, timed where a plug-in registers one:
 rank/worker/comm_hold.py). The step model already takes that time out of compute and out of
-the grad-sync wait (attribution.step_parts), so the own-work test sees the rank's work alone.
+the grad-sync wait (timers.step_parts), so the own-work test sees the rank's work alone.
 
 Named communication when (docs/methodology.md, "The kind of a straggler"):
 - the rank's hold per step over the median of the others' passes the straggler test (the
@@ -61,7 +61,7 @@ def late_launcher(steps: pd.DataFrame, min_effect: float, alpha: float) -> int |
     its own work (in-backward hold taken out) not below theirs by `min_effect`; None without
     holds or without such a rank. Read from the raw steps table (window, step, rank, the own
     work phases, COMM_HOLD, COMM_HOLD_BACKWARD), before the step model, which takes only
-    this rank's extra hold out of its compute and grad-sync wait (attribution.step_parts)."""
+    this rank's extra hold out of its compute and grad-sync wait (timers.step_parts)."""
     if COMM_HOLD not in steps.columns or COMM_HOLD_BACKWARD not in steps.columns:
         return None
     rows = steps.dropna(subset=[COMM_HOLD, *OWN_WORK_PHASES])

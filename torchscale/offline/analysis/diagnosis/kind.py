@@ -1,10 +1,10 @@
 """What a straggler's extra time is, and why a rank is not named, in plain words.
 
-The straggler test (attribution.straggler_verdict) says whether a rank's own work per step is
+The straggler test (step_model.straggler_verdict) says whether a rank's own work per step is
 significantly above the others'. A user acts on *why*: a rank with more work to do (compute),
 a rank waiting for its batch (input), a rank held off the CPU by other work on its core
 (host), or a rank whose collectives start late while its work is on par (communication:
-named from the traces by trace/late_collectives.py, and from the phase timers by
+named from the traces by late_collectives.py, and from the phase timers by
 held_launches.py where a DDP comm hook is timed; the timers alone cannot tell when a
 collective was launched). The rule
 (docs/methodology.md, "The kind of a straggler"):
@@ -14,7 +14,7 @@ collective was launched). The rule
   passes the test too (a rank that ran longer on a CPU than the host held it has more to do).
   A rank doing more work is runnable longer, so on a loaded host it also waits longer for a
   CPU; the held time is its wait (Linux run_delay) beyond what its own time on a CPU would
-  have waited at the other ranks' rate (attribution.held_off_cpu), so a rank with more work
+  have waited at the other ranks' rate (host.held_off_cpu), so a rank with more work
   is compute however loaded the host;
 - else **input** when its data phase holds the largest significant phase gap (or, with no
   phase significant alone, more of the gap than its compute phases together);

@@ -1,6 +1,6 @@
 """A communication straggler: a rank whose collectives start late while its work is on par.
 
-The own-work test (attribution.straggler_verdict) cannot see it: the rank's operators take
+The own-work test (step_model.straggler_verdict) cannot see it: the rank's operators take
 no longer than anyone's. Its time goes between its work and its collective launch (a slow
 communication hook, a late bucket, a thread that launches late), so the others wait for it at
 every matched collective. Only the traces show that: the phase timers see the others' wait but

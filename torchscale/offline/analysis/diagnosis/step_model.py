@@ -1,37 +1,31 @@
-"""The one model of a step, and the straggler test. Pure functions over per-step tables.
+"""The one model of a step, and the straggler test, shared by every source of evidence (the
+phase timers: timers.py; the traces: traces.py). Pure functions over per-step tables.
 
 Every step of every rank splits into five parts that are never negative and add up to the
 step by construction (docs/methodology.md, "One model of the step"):
 
     step = compute + data + wait_for_peers + exposed_transfer + rest
 
-- compute: the rank's own work (forward, backward up to its last gradient, optimizer);
-- data: the wait for its batch;
-- exposed_transfer + wait_for_peers: the grad-sync wait (last gradient -> backward returned)
-  split at the same step across ranks: the rank that arrived last waits only for the transfer
-  itself, so `exposed_transfer` is the smallest grad-sync wait of any rank at that step and
-  each rank's `wait_for_peers` is its grad-sync wait minus that (the matched-wait idea of the
-  trace analysis, applied to the phase timers);
-- rest: what the timers see between the phases (the step minus the four above), and the time
-  a late launcher's DDP communication hook held its launches beyond the others'
-  (`held_launches.late_launcher`): held before its last gradient it leaves compute, held after
-  it leaves the grad-sync wait before that is split, so the others' wait for its late launch
-  is their wait for peers, not a transfer every rank pays.
+Each source cuts its own evidence into these parts (per rank and step); from there the
+arithmetic is this module's, once: the mean over ranks per step (`mean_step`), the parts'
+block-bootstrap intervals over steps (`part_estimates`: whole steps are resampled, so the parts
+add up in every resample too), a share of the step with its interval (`share_of_step`), the
+straggler rule (`straggler_verdict`) and the cross-checks that may withdraw its name
+(`judged_by`, `others_wait_check`).
 
 Averaged over ranks, compute + wait_for_peers is the slowest rank's own work: the others wait
-for it. The cell's figures are means over ranks and steps (means add up; medians do not), each
-with a moving-block bootstrap interval over the steps, resampling whole steps so the parts add
-up in every resample too.
+for it. The figures are means over ranks and steps (means add up; medians do not).
 
 A straggler is named only when its per-step gap is significant (paired test, stated in
 `STRAGGLER_TEST`) and large enough to matter (MIN_EFFECT_SHARE of the step), and the no_sync
-windows, where they exist, do not contradict it.
+windows, where they exist, do not contradict it. Other evidence withdraws the name only when
+it significantly names another rank (`evidence_against`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,22 +33,14 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import (
     PART_NAMES,
-    Attribution,
     CrossCheck,
     Estimate,
     StepPart,
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import (
-    COMM_HOLD,
-    COMM_HOLD_BACKWARD,
-    COMPUTE_PHASES,
-    CPU_TIME,
-    CPU_WAIT,
     OWN_WORK_PHASES,
-    STEP_PHASES,
 )
-from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check, late_launcher
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,
     named_summary,
@@ -82,9 +68,7 @@ STRAGGLER_TEST = (
 )
 # the smallest one-sided signed-rank p-value with n steps is 2^-n: fewer steps can never pass
 MIN_PAIRED_STEPS = math.floor(math.log2(1 / ALPHA)) + 1  # smallest n with 2^-n < ALPHA
-PHASE_BASIS = "phase timers of the synchronised steps (every rank, every measured step)"
 ONE_RANK = "one rank: no peers to wait for"
-CELL_WAIT = "phase timers"  # where the cell model's others' wait for the candidate comes from
 
 
 @dataclass(frozen=True)
@@ -94,67 +78,47 @@ class NoSyncSteps:
     per_rank: dict[int, list[float]]
 
 
-def step_parts(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per (window, step, rank) row of `steps` (columns window, step, rank, step_s and the
-    phase seconds of STEP_PHASES), the five parts in seconds and `model_step_s`, their sum.
-    Rows without every phase are dropped (phase timing off, or backward not split)."""
-    needed = ["window", "step", "rank", "step_s", *STEP_PHASES]
-    frame = steps[needed].dropna()
-    frame = frame.astype({c: float for c in ["step_s", *STEP_PHASES]})
-    step_mean = float(frame["step_s"].mean()) if not frame.empty else 0.0
-    late = late_launcher(steps, MIN_EFFECT_SHARE * step_mean, ALPHA)
-    held, held_backward = _extra_holds(steps, frame.index, late)
-    sync_wait = (frame["grad_sync_wait"] - (held - held_backward).clip(lower=0.0)).clip(lower=0.0)
-    transfer = sync_wait.groupby([frame["window"], frame["step"]]).transform("min")
-    transfer = transfer.clip(lower=0.0)
-    wait = (sync_wait - transfer).clip(lower=0.0)
-    compute = (frame[list(COMPUTE_PHASES)].clip(lower=0.0).sum(axis=1) - held_backward).clip(
-        lower=0.0
-    )
-    data = frame["data"].clip(lower=0.0)
-    timed = compute + data + wait + transfer
-    # the step timer encloses the phase timers; a rest below zero is timer jitter: the step
-    # the parts add up to is then the sum of the phases
-    rest = (frame["step_s"] - timed).clip(lower=0.0)
-    out = frame[["window", "step", "rank"]].copy()
-    out["compute"] = compute
-    out["data"] = data
-    out["wait_for_peers"] = wait
-    out["exposed_transfer"] = transfer
-    out["rest"] = rest
-    out["model_step_s"] = timed + rest
-    return out.reset_index(drop=True)
+@dataclass(frozen=True)
+class MeanStep:
+    """The model over steps: per step key the parts' mean over ranks (`per_step`, seconds, the
+    part columns first), the mean step and the parts with their intervals."""
+
+    per_step: pd.DataFrame
+    step_s: Estimate
+    parts: list[StepPart]
+
+    @property
+    def series(self) -> np.ndarray:
+        """The mean step at each step key (seconds), rows aligned with `per_step`."""
+        series: np.ndarray = self.per_step[list(PART_NAMES)].sum(axis=1).to_numpy(np.float64)
+        return series
 
 
-def _extra_holds(
-    steps: pd.DataFrame, index: pd.Index, late: int | None
-) -> tuple[pd.Series, pd.Series]:
-    """Per row of `index`, the seconds the late launcher's hook (`held_launches.
-    late_launcher`) held its launches beyond the median of the others' at the same step, and
-    the part of that before its last gradient; 0 on every other row (every rank's own launch
-    cost stays where it is, and a hook that blocks while it waits for peers is a wait)."""
-    zero = pd.Series(0.0, index=index)
-    if late is None:
-        return zero, zero
-    rows = steps.loc[index]
-    key = [rows["window"], rows["step"]]
-    out = []
-    for column in (COMM_HOLD, COMM_HOLD_BACKWARD):
-        values = rows[column].astype(float).fillna(0.0).clip(lower=0.0)
-        others = values.where(rows["rank"] != late).groupby(key).transform("median")
-        extra = (values - others.fillna(0.0)).clip(lower=0.0)
-        out.append(extra.where(rows["rank"] == late, 0.0))
-    held, before = out
-    return held, before.clip(upper=held)
+def mean_step(
+    parts: pd.DataFrame, key: str | list[str], ranks: int, extra: Sequence[str] = ()
+) -> MeanStep:
+    """The model of `parts` (one row per rank and step, the five part columns in seconds, and
+    `extra` columns averaged beside them): the mean over ranks at each step `key`, then
+    `part_estimates` over those steps."""
+    per_step = parts.groupby(key)[[*PART_NAMES, *extra]].mean()
+    step_s, estimates = part_estimates(per_step[list(PART_NAMES)].to_numpy(), ranks)
+    return MeanStep(per_step=per_step, step_s=step_s, parts=estimates)
 
 
-def part_estimates(matrix: np.ndarray, ranks: int) -> tuple[Estimate, list[StepPart]]:
-    """Mean step and the parts (seconds and shares) with block-bootstrap intervals from a
-    (steps, parts) matrix of rank-averaged seconds."""
+def part_estimates(
+    matrix: np.ndarray, ranks: int, *, method: str | None = None, lone: bool | None = None
+) -> tuple[Estimate, list[StepPart]]:
+    """Mean step and the parts (seconds and shares of the mean step) with block-bootstrap
+    intervals from a (steps, parts) matrix of seconds: rank-averaged for the model, one rank's
+    own for its per-rank parts (`method` names its resampling). `lone` (default: one rank): no
+    peers to wait for, so the wait is 0 by definition; one rank of many may wait 0 too, but
+    measured, with an interval."""
     steps = matrix.shape[0]
     means, resampled = mean_columns(matrix)
     step_mean = float(means.sum())
-    method = f"moving-block bootstrap over {steps} steps (means over {ranks} rank(s))"
+    if method is None:
+        method = f"moving-block bootstrap over {steps} steps (means over {ranks} rank(s))"
+    lone = ranks == 1 if lone is None else lone
     if resampled is None:
         reason = ONE_UNIT.format(unit="step")
         step_est = judged(step_mean, None, None, n=1, method="one step", reason=reason)
@@ -180,7 +144,7 @@ def part_estimates(matrix: np.ndarray, ranks: int) -> tuple[Estimate, list[StepP
     shares = resampled / np.where(totals > 0, totals, np.nan)[:, None]
     parts = []
     for i, name in enumerate(PART_NAMES):
-        if ranks == 1 and name in ("wait_for_peers",):
+        if lone and name == "wait_for_peers":
             zero = Estimate(
                 value=0.0,
                 low=0.0,
@@ -205,22 +169,13 @@ def part_estimates(matrix: np.ndarray, ranks: int) -> tuple[Estimate, list[StepP
     return step_est, parts
 
 
-def _pivot(parts: pd.DataFrame, column: str) -> pd.DataFrame:
-    """(window, step) x rank table of one column."""
-    return parts.pivot_table(index=["window", "step"], columns="rank", values=column)
-
-
-def cpu_wait_table(steps: pd.DataFrame, column: str = CPU_WAIT) -> pd.DataFrame | None:
-    """(window, step) x rank seconds of the training thread's wait for a CPU (`column`
-    CPU_TIME: its time on a CPU; COMM_HOLD: its comm hook's hold), from the steps table's
-    column; None without the column (a table built before it), empty where no step has it
-    (not Linux; no hook)."""
-    if column not in steps.columns:
-        return None
-    rows = steps[["window", "step", "rank", column]].dropna()
-    return rows.astype({column: float}).pivot_table(
-        index=["window", "step"], columns="rank", values=column
-    )
+def wide(
+    parts: pd.DataFrame,
+    column: str,
+    key: str | list[str] = ["window", "step"],  # noqa: B006
+) -> pd.DataFrame:
+    """step key x rank table of one column (one row per rank and step in `parts`)."""
+    return parts.pivot_table(index=key, columns="rank", values=column)
 
 
 def straggler_verdict(
@@ -234,7 +189,7 @@ def straggler_verdict(
     extra time (`straggler_kind`; `cpu_wait_check` may then make it host); else say in plain
     words why the largest gap is not named."""
     own = parts.assign(own=parts["compute"] + parts["data"])
-    table = _pivot(own, "own").dropna()
+    table = wide(own, "own").dropna()
     min_effect = MIN_EFFECT_SHARE * step_mean_s
     test = STRAGGLER_TEST.format(alpha=ALPHA, share=MIN_EFFECT_SHARE, min_effect=min_effect * 1e3)
     ranks = list(table.columns)
@@ -263,7 +218,7 @@ def straggler_verdict(
     candidate = int(max(ranks, key=lambda r: (float(table[r].mean()), -int(r))))
     others = table.drop(columns=[candidate]).median(axis=1)
     result = paired_gap_test(table[candidate] - others, min_effect_s=min_effect, alpha=ALPHA)
-    gap = _gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
+    gap = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
     contradiction = _no_sync_contradicts(no_sync, candidate)
     phase_tests = _phase_tests(steps, candidate, min_effect)
     phase, phase_gap = None, None
@@ -333,11 +288,11 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
     )
 
 
-def _ms(value: float | None) -> str:
+def ms(value: float | None) -> str:
     return "?" if value is None else f"{value * 1e3:+.3g} ms"
 
 
-def _gap_estimate(mean: float, low: float | None, high: float | None, n: int) -> Estimate:
+def gap_estimate(mean: float, low: float | None, high: float | None, n: int) -> Estimate:
     """A signed gap: its interval is what it is (no domain edge), kept as measured."""
     method = f"moving-block bootstrap of the mean paired difference over {n} steps"
     return judged(mean, low, high, n=n, method=method, lower=None)
@@ -363,7 +318,7 @@ def _slow_phase(tests: dict[str, GapTest]) -> tuple[str | None, Estimate | None]
     best: tuple[float, str, Estimate] | None = None
     for phase, result in tests.items():
         if result.significant and (best is None or result.mean_s > best[0]):
-            gap = _gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
+            gap = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
             best = (result.mean_s, phase, gap)
     return (best[1], best[2]) if best is not None else (None, None)
 
@@ -387,70 +342,6 @@ def _no_sync_contradicts(no_sync: NoSyncSteps | None, candidate: int) -> str | N
     if high < 0:
         return "the no_sync windows show it faster than the others"
     return None
-
-
-def no_sync_cross_check(
-    sync_step_s: Sequence[float],
-    no_sync: NoSyncSteps,
-    transfer: StepPart,
-    rest: StepPart,
-) -> CrossCheck:
-    """Communication's cost measured by removing it: mean synchronised step minus the slowest
-    rank's mean no_sync step, from the interleaved windows, against exposed transfer + rest
-    of the model. no_sync also removes the interference of communication with compute (its
-    threads, memory bandwidth), so a larger cost here means communication slows compute."""
-    sync = np.asarray(sync_step_s, dtype=float)
-    series = [np.asarray(v, dtype=float) for _, v in sorted(no_sync.per_rank.items())]
-    method = (
-        "interleaved synchronised and no_sync windows: mean synchronised step minus the "
-        "slowest rank's mean no_sync step, moving-block bootstrap of both"
-    )
-    if sync.size < 2 or any(s.size < 2 for s in series):
-        return CrossCheck(
-            name="communication cost (no_sync windows)",
-            method=method,
-            estimate=None,
-            agrees=None,
-            detail="too few steps for an interval",
-        )
-    sync_means = sync[block_indices(sync.size, seed=7)].mean(axis=1)
-    slowest = np.max(
-        np.vstack(
-            [s[block_indices(s.size, seed=8 + i)].mean(axis=1) for i, s in enumerate(series)]
-        ),
-        axis=0,
-    )
-    distribution = (sync_means - slowest) / sync_means
-    value = float(sync.mean() - max(s.mean() for s in series)) / float(sync.mean())
-    low, high = percentile_interval(distribution)
-    estimate = judged(value, low, high, n=int(sync.size), method=method, upper=1.0)
-    model_low = (transfer.share.low or 0.0) + (rest.share.low or 0.0)
-    model_high = (transfer.share.high or 0.0) + (rest.share.high or 0.0)
-    overlap = low <= model_high and model_low <= high
-    if overlap:
-        detail = (
-            "agrees with exposed transfer + rest of the step model "
-            f"({model_low:.1%} to {model_high:.1%})"
-        )
-    elif low > model_high:
-        detail = (
-            f"communication costs more ({low:.1%} to {high:.1%}) than its exposed transfer + "
-            f"rest ({model_low:.1%} to {model_high:.1%}): it slows compute while it overlaps "
-            "(shared cores, memory bandwidth)"
-        )
-    else:
-        detail = (
-            f"removing communication saves less ({low:.1%} to {high:.1%}) than exposed "
-            f"transfer + rest ({model_low:.1%} to {model_high:.1%}): the no_sync windows ran "
-            "on a different machine state or compute is slower without communication"
-        )
-    return CrossCheck(
-        name="communication cost (no_sync windows)",
-        method=method,
-        estimate=estimate,
-        agrees=overlap,
-        detail=detail,
-    )
 
 
 def share_of_step(
@@ -530,206 +421,18 @@ def others_wait_check(
     )
 
 
-CPU_WAIT_CHECK = "CPU wait (host)"
-CPU_WAIT_METHOD = (
-    "per step, the candidate's wait for a CPU (its training thread runnable and not running, "
-    "Linux schedstat run_delay over the step) beyond what its own time on a CPU would have "
-    "waited at the other ranks' rate (their median wait over their median time on a CPU, same "
-    "step; without the time on a CPU: beyond the median of the others' wait); the straggler "
-    "test repeated on that held time, and on own work less it (capped at own work)"
-)
-CPU_WAIT_UNMEASURED = "the wait for a CPU was not measured on every rank in these steps"
-
-
-def held_off_cpu(
-    waits: pd.DataFrame, cpu_time: pd.DataFrame | None, candidate: int
-) -> tuple[pd.Series, str]:
-    """Per step, the seconds the host held `candidate` off the CPU beyond its fair share, and
-    how it was reckoned. A rank with more work is runnable longer, so on a loaded host it also
-    waits longer: at the others' rate (their median wait over their median time on a CPU),
-    its own time on a CPU would have waited that much; only the wait beyond it is the host's.
-    Without the time on a CPU (results before it, not Linux): its wait beyond the median of
-    the others' waits."""
-    others_wait = waits.drop(columns=[candidate]).median(axis=1)
-    if cpu_time is not None:
-        busy = cpu_time.reindex(index=waits.index, columns=waits.columns)
-        if bool(busy.notna().all(axis=None)):
-            others_busy = busy.drop(columns=[candidate]).median(axis=1)
-            rate = (others_wait / others_busy.where(others_busy > 0)).fillna(0.0)
-            fair = rate * busy[candidate]
-            return waits[candidate] - fair, "beyond its time on a CPU at the others' wait rate"
-    return waits[candidate] - others_wait, "beyond the median of the others' wait"
-
-
-def cpu_wait_check(
-    own: pd.DataFrame,
-    cpu_wait: pd.DataFrame | None,
-    verdict: StragglerVerdict,
-    cpu_time: pd.DataFrame | None = None,
-) -> tuple[StragglerVerdict, CrossCheck | None]:
-    """Is the candidate's extra time its host's? `own`, `cpu_wait` and `cpu_time`: (window,
-    step) x rank seconds of own work, of the training thread's wait for a CPU and of its time
-    on a CPU in the step (`cpu_wait` None: not measured, no check; empty: measured on no step,
-    a check that says so; `cpu_time` None: not measured, `held_off_cpu` falls back). A rank
-    whose core was taken by other work is late exactly like a rank with more work; the
-    scheduler knows the difference. A named rank's kind becomes host when the time the host
-    held it off the CPU (`held_off_cpu`) passes the straggler test and is at least the rest of
-    its gap (`straggler_kind.straggler_kind`): it stays named (the rank is behind; the host is
-    why). The held time is kept beside the verdict either way (`host_wait_s`)."""
-    candidate = verdict.candidate_rank
-    if candidate is None or verdict.min_effect_s is None or cpu_wait is None:
-        return verdict, None
-    table = own.dropna()
-    waits = cpu_wait.reindex(index=table.index, columns=table.columns)
-    keep = waits.notna().all(axis=1)
-    table, waits = table.loc[keep], waits.loc[keep]
-    if table.shape[0] < MIN_PAIRED_STEPS or candidate not in table.columns:
-        return verdict, CrossCheck(
-            name=CPU_WAIT_CHECK,
-            method=CPU_WAIT_METHOD,
-            estimate=None,
-            agrees=None,
-            detail=CPU_WAIT_UNMEASURED,
-        )
-    min_effect = verdict.min_effect_s
-    held, reckoned = held_off_cpu(waits, cpu_time, candidate)
-    host = paired_gap_test(held, min_effect_s=min_effect, alpha=ALPHA)
-    host_est = _gap_estimate(host.mean_s, host.low_s, host.high_s, host.steps)
-    gap = table[candidate] - table.drop(columns=[candidate]).median(axis=1)
-    left = paired_gap_test(
-        gap - np.minimum(held.clip(lower=0.0), table[candidate]),
-        min_effect_s=min_effect,
-        alpha=ALPHA,
-    )
-    waited = (
-        f"rank {candidate} held off the CPU {_ms(host.mean_s)} per step ({reckoned})"
-        if host.mean_s > 0
-        else f"rank {candidate} not held off the CPU more than the others ({reckoned})"
-    )
-    left_text = (
-        f"its gap less that: {_ms(left.mean_s)} per step "
-        f"(95 % interval {_ms(left.low_s)} to {_ms(left.high_s)})"
-    )
-    updated = verdict.model_copy(update={"host_wait_s": host_est, "host_bound": False})
-    agrees: bool | None = None
-    detail = f"{waited} (not a straggler either way)"
-    if not verdict.named and not verdict.withdrawn_by:
-        held_rank = _most_held(waits, cpu_time, min_effect)
-        # a rank that ran longer on a CPU than the host held it has more to do: not the host's
-        more_work = (
-            held_rank is not None
-            and (test := _on_cpu_test(cpu_time, waits.index, held_rank[0], min_effect)) is not None
-            and test.significant
-            and test.mean_s > held_rank[1].mean_s
-        )
-        if held_rank is not None and not more_work:
-            rank, test = held_rank
-            return _held_verdict(verdict, rank, test, table), CrossCheck(
-                name=CPU_WAIT_CHECK,
-                method=CPU_WAIT_METHOD,
-                estimate=_gap_estimate(test.mean_s, test.low_s, test.high_s, test.steps),
-                agrees=True,
-                detail=f"rank {rank} held off the CPU {_ms(test.mean_s)} per step: the host "
-                "took its time outside its own work (in the collective everyone waits in)",
-            )
-    if verdict.named:
-        on_cpu = _on_cpu_test(cpu_time, waits.index, candidate, min_effect)
-        if verdict.phase == "data" and verdict.kind == "input":
-            on_cpu = None  # a rank waiting for its batch: its time on a CPU is not the question
-        kind, basis = straggler_kind(verdict.phase, KindEvidence({}, host, left, on_cpu))
-        agrees = True
-        if kind == "host":
-            gap_est = verdict.gap_s
-            summary = named_summary(
-                candidate,
-                "host",
-                (
-                    gap_est.value if gap_est is not None else None,
-                    gap_est.low if gap_est is not None else None,
-                    gap_est.high if gap_est is not None else None,
-                ),
-                verdict.phase,
-            )
-            updated = updated.model_copy(
-                update={"kind": "host", "kind_basis": basis, "host_bound": True, "summary": summary}
-            )
-            detail = f"{waited}; {left_text}: the host took its time, the work is not slower"
-        else:
-            if host.significant and verdict.kind_basis is not None:
-                more = f"; the host held it off the CPU {_ms(host.mean_s)}, less than its work"
-                updated = updated.model_copy(update={"kind_basis": verdict.kind_basis + more})
-            detail = f"{waited}; {left_text}: the work itself is slow"
-    check = CrossCheck(
-        name=CPU_WAIT_CHECK,
-        method=CPU_WAIT_METHOD,
-        estimate=host_est,
-        agrees=agrees,
-        detail=detail,
-    )
-    return updated, check
-
-
-def _on_cpu_test(
-    cpu_time: pd.DataFrame | None, index: pd.Index, rank: int, min_effect: float
-) -> GapTest | None:
-    """Per step, `rank`'s time on a CPU over the median of the others', tested as the
-    straggler gap; None when not measured on every rank in those steps."""
-    if cpu_time is None:
-        return None
-    busy = cpu_time.reindex(index=index)
-    if rank not in busy.columns or busy.shape[1] < 2 or not bool(busy.notna().all(axis=None)):
-        return None
-    extra = busy[rank] - busy.drop(columns=[rank]).median(axis=1)
-    return paired_gap_test(extra, min_effect_s=min_effect, alpha=ALPHA)
-
-
-def _most_held(
-    waits: pd.DataFrame, cpu_time: pd.DataFrame | None, min_effect: float
-) -> tuple[int, GapTest] | None:
-    """The rank the host held off the CPU the most (`held_off_cpu`), when that passes the
-    straggler test: a rank held while it waits inside a collective is late there, where its own
-    work does not show it (the phase timers see the collective slow for everyone)."""
-    tests = {
-        int(rank): paired_gap_test(
-            held_off_cpu(waits, cpu_time, rank)[0], min_effect_s=min_effect, alpha=ALPHA
-        )
-        for rank in waits.columns
-    }
-    rank = max(tests, key=lambda r: (tests[r].mean_s, -r))
-    return (rank, tests[rank]) if tests[rank].significant else None
-
-
-def _held_verdict(
-    verdict: StragglerVerdict, rank: int, held: GapTest, own: pd.DataFrame
-) -> StragglerVerdict:
-    """A rank named host because the host held it off the CPU (`_most_held`), its own work
-    not significantly behind: what it costs per step is the held time (`host_wait_s`)."""
-    gap = own[rank] - own.drop(columns=[rank]).median(axis=1)
-    work = paired_gap_test(gap, min_effect_s=verdict.min_effect_s or 0.0, alpha=ALPHA)
-    held_est = _gap_estimate(held.mean_s, held.low_s, held.high_s, held.steps)
-    basis = (
-        f"the host held it off the CPU {_ms(held.mean_s)} per step (passes the straggler "
-        f"test), while its own work is {_ms(work.mean_s)} per step over the others': the time "
-        "was lost where it waits with them"
-    )
-    summary = named_summary(rank, "host", (held.mean_s, held.low_s, held.high_s), None)
-    return verdict.model_copy(
-        update={
-            "named": True,
-            "rank": rank,
-            "phase": None,
-            "phase_gap_s": None,
-            "candidate_rank": rank,
-            "gap_s": _gap_estimate(work.mean_s, work.low_s, work.high_s, work.steps),
-            "p_value": held.p_value,
-            "host_wait_s": held_est,
-            "host_bound": True,
-            "kind": "host",
-            "kind_basis": basis,
-            "not_named": None,
-            "summary": summary,
-        }
-    )
+def judged_by(
+    verdict: StragglerVerdict, checks_for: Callable[[StragglerVerdict], list[CrossCheck]]
+) -> tuple[StragglerVerdict, list[CrossCheck]]:
+    """The verdict and its cross-checks (`checks_for` makes them for a verdict): a named rank
+    a check significantly contradicts (`evidence_against`) is withdrawn, and the checks, judged
+    against a named rank, are made again against the withdrawn verdict."""
+    checks = checks_for(verdict)
+    found = evidence_against(checks)
+    if verdict.named and found:
+        verdict = withdraw(verdict, "; ".join(found))
+        checks = checks_for(verdict)
+    return verdict, checks
 
 
 def evidence_against(checks: Sequence[CrossCheck]) -> list[str]:
@@ -738,60 +441,3 @@ def evidence_against(checks: Sequence[CrossCheck]) -> list[str]:
     others waiting significantly less than the candidate). A check that merely fails to
     confirm (not judged, not measurable) withdraws nothing: the own-work test decides."""
     return [f"{c.name}: {c.detail}" for c in checks if c.agrees is False]
-
-
-def cell_attribution(
-    steps: pd.DataFrame, no_sync: NoSyncSteps | None, parts: pd.DataFrame | None = None
-) -> Attribution | None:
-    """The step model of a cell from its per-step phase table (see step_parts; `parts`: its
-    step_parts when the caller has them already); None when no step has every phase."""
-    parts = step_parts(steps) if parts is None else parts
-    if parts.empty:
-        return None
-    ranks = int(parts["rank"].nunique())
-    per_step = parts.groupby(["window", "step"])[list(PART_NAMES)].mean()
-    step_est, estimates = part_estimates(per_step.to_numpy(), ranks)
-    verdict = None
-    checks: list[CrossCheck] = []
-    if ranks > 1:
-        verdict = straggler_verdict(steps, parts, step_est.value or 0.0, no_sync)
-        own = parts.assign(own=parts["compute"] + parts["data"])
-        verdict, host = cpu_wait_check(
-            _pivot(own, "own"),
-            cpu_wait_table(steps),
-            verdict,
-            cpu_wait_table(steps, CPU_TIME),
-        )
-        if host is not None:
-            checks.append(host)
-        held = cpu_wait_table(steps, COMM_HOLD)
-        if held is not None and held.shape[1] == ranks and not held.dropna().empty:
-            verdict, held_check = held_launch_check(_pivot(own, "own"), held, verdict, ALPHA)
-            checks.append(held_check)
-        candidate = verdict.candidate_rank
-        if candidate is not None:
-            wait = _pivot(parts, "wait_for_peers").loc[per_step.index]
-            step_series = per_step[list(PART_NAMES)].sum(axis=1).to_numpy(np.float64)
-            check = others_wait_check(wait, candidate, verdict, step_series, CELL_WAIT)
-            found = evidence_against([check])
-            if verdict.named and found:
-                verdict = withdraw(verdict, "; ".join(found))
-                check = others_wait_check(wait, candidate, verdict, step_series, CELL_WAIT)
-            checks.append(check)
-    if no_sync is not None and ranks > 1:
-        by_name = {p.name: p for p in estimates}
-        sync_steps = parts.groupby(["window", "step"])["model_step_s"].mean()
-        checks.append(
-            no_sync_cross_check(
-                sync_steps.tolist(), no_sync, by_name["exposed_transfer"], by_name["rest"]
-            )
-        )
-    return Attribution(
-        basis=PHASE_BASIS,
-        steps=int(per_step.shape[0]),
-        ranks=ranks,
-        step_s=step_est,
-        parts=estimates,
-        straggler=verdict,
-        cross_checks=checks,
-    )

@@ -1,6 +1,6 @@
-"""The one model of a profiled step, from the traces: the same five parts as a benchmark cell's
-model (torchscale/offline/analysis/attribution.py), with the same definitions, so that every figure
-a profile prints is one of them or a cross-check of them.
+"""The traces as evidence for the one step model (step_model.py): the same five parts as the
+phase timers' (timers.py), with the same definitions, so that every figure a profile prints is
+one of them or a cross-check of them.
 
 Per rank and complete step, the idle taxonomy (`idle.py`) cuts the step window instant by
 instant, each instant counted once (priority compute > memory > waiting for peers > transfer >
@@ -18,19 +18,19 @@ data > host wait > other idle):
 
 so the parts are never negative and add up to the step by construction. The model is the mean
 over ranks per step (steps every rank has), with block-bootstrap intervals over steps, exactly
-as the cell's (`attribution.part_estimates`).
+as the cell's (`step_model.part_estimates`).
 
 The straggler verdict is the cell's rule (`straggler_verdict`: paired per-step test of the
 rank's own work against the others', minimum effect 5 % of the step); the traces' own evidence
 withdraws it only when it significantly points at another rank (the others wait significantly
 *less* than the candidate at the matched collectives; arrival order names another rank by its
 binomial test). Arrival order is a cross-check, never a second headline. The what-if and the
-findings are built over this model by the diagnosis (torchscale/offline/analysis/diagnosis.py).
+findings are built over this model by the diagnosis (diagnose.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,26 +46,21 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
-from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
 
 # the cell's model: the same estimates, the same straggler rule and the same sentences
+from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
+from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
 from torchscale.offline.analysis.diagnosis.step_model import (
-    cpu_wait_check,
-    evidence_against,
+    judged_by,
+    mean_step,
     others_wait_check,
     part_estimates,
     share_of_step,
     straggler_verdict,
-    withdraw,
+    wide,
 )
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
-from torchscale.offline.analysis.uncertainty import (
-    ONE_UNIT,
-    judged,
-    mean_columns,
-    percentile_interval,
-)
 
 # the parts both models measure from the same event, the wait at the gradient sync: the phase
 # timers' agreement is judged on these (compute and rest are cut differently by design)
@@ -155,36 +150,7 @@ def common_steps(parts: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     return by_position[present == ranks]
 
 
-def _estimate_list(matrix: np.ndarray, method: str) -> list[StepPart]:
-    """Parts of one rank (seconds and shares of its own mean step) with block-bootstrap
-    intervals over its steps; no special case for waits (a rank of many may wait 0)."""
-    means, resampled = mean_columns(matrix)
-    step = float(means.sum())
-    out = []
-    for i, name in enumerate(PART_NAMES):
-        share = float(means[i] / step) if step > 0 else 0.0
-        if resampled is None:
-            reason = ONE_UNIT.format(unit="step")
-            seconds = judged(float(means[i]), None, None, n=1, method="one step", reason=reason)
-            fraction = judged(share, None, None, n=1, method="one step", reason=reason)
-        else:
-            totals = resampled.sum(axis=1)
-            shares = resampled[:, i] / np.where(totals > 0, totals, np.nan)
-            s_low, s_high = percentile_interval(resampled[:, i])
-            f_low, f_high = percentile_interval(shares)
-            n = matrix.shape[0]
-            seconds = judged(float(means[i]), s_low, s_high, n=n, method=method)
-            fraction = judged(share, f_low, f_high, n=n, method=method, upper=1.0)
-        out.append(StepPart(name=name, seconds=seconds, share=fraction))
-    return out
-
-
 TRACE_WAIT = "matched collectives"  # where the others' wait for the candidate comes from
-
-
-def _wide(parts: pd.DataFrame, column: str) -> pd.DataFrame:
-    """step x rank table of one part."""
-    return parts.pivot_table(index="step", columns="rank", values=column, aggfunc="first")
 
 
 def own_work(
@@ -378,8 +344,8 @@ def build_step_model(
     collectives were matched, so the wait for peers is split from the transfer; `world_size`:
     as the traces declare it; `cpu_wait`: (rank, step, cpu_wait[, cpu_time]) seconds each
     rank's training thread waited for a CPU (and ran on one) in the traced steps
-    (`attribution.cpu_wait_check`). The what-if
-    and findings are the diagnosis' (torchscale/offline/analysis/diagnosis.py)."""
+    (`host.cpu_wait_check`). The what-if
+    and findings are the diagnosis' (diagnose.py)."""
     notes: list[str] = []
     parts = trace_parts(taxonomy)
     if parts.empty:
@@ -388,9 +354,9 @@ def build_step_model(
     if parts.empty:
         return StepModel(None, parts, reason="no step complete on every rank", notes=notes)
     ranks = int(parts["rank"].nunique())
-    per_step = parts.groupby("step")[[*PART_NAMES, "host_wait", "memory"]].mean()
-    step_est, estimates = part_estimates(per_step[list(PART_NAMES)].to_numpy(), ranks)
-    step_series = per_step[list(PART_NAMES)].sum(axis=1).to_numpy(np.float64)
+    mean = mean_step(parts, "step", ranks, extra=("host_wait", "memory"))
+    per_step, step_est, estimates = mean.per_step, mean.step_s, mean.parts
+    step_series = mean.series
     one_of_many = ranks == 1 and (world_size or 1) > 1
     if one_of_many or (ranks > 1 and not waits_known):
         why = (
@@ -429,7 +395,7 @@ def build_step_model(
     for rank, rows in parts.groupby("rank"):
         matrix = rows.sort_values("step")[list(PART_NAMES)].to_numpy(np.float64)
         method = f"moving-block bootstrap over {matrix.shape[0]} steps of rank {int(rank)}"
-        model.per_rank[int(rank)] = _estimate_list(matrix, method)
+        model.per_rank[int(rank)] = part_estimates(matrix, 1, method=method, lone=False)[1]
     verdict: StragglerVerdict | None = None
     checks: list[CrossCheck] = []
     if ranks > 1:
@@ -440,50 +406,38 @@ def build_step_model(
         own_table = own.pivot_table(index=["window", "step"], columns="rank", values="compute")
         waits, busy = _cpu_tables(cpu_wait)
         verdict, host_check = cpu_wait_check(own_table, waits, verdict, busy)
+        peer_waits = wide(parts, "wait_for_peers", "step")
+
+        def checks_of(rank: int) -> Callable[[StragglerVerdict], list[CrossCheck]]:
+            """The traces' cross-checks of a verdict on `rank`: the others' wait for it at
+            the matched collectives (where they were matched) and arrival order."""
+
+            def made(v: StragglerVerdict) -> list[CrossCheck]:
+                out: list[CrossCheck] = []
+                if model.waits_known:
+                    out.append(others_wait_check(peer_waits, rank, v, step_series, TRACE_WAIT))
+                out.append(_arrival_check(matched, arrival, rank, v))
+                return out
+
+            return made
+
         candidate = verdict.candidate_rank
         if candidate is not None:
-            if model.waits_known:
-                checks.append(
-                    others_wait_check(
-                        _wide(parts, "wait_for_peers"), candidate, verdict, step_series, TRACE_WAIT
-                    )
-                )
-            checks.append(_arrival_check(matched, arrival, candidate, verdict))
             # a check that significantly points at another rank withdraws the name; one that
             # merely fails to confirm it does not (docs/methodology.md, "One diagnosis")
-            found = evidence_against(checks)
-            if verdict.named and found:
-                verdict = withdraw(verdict, "; ".join(found))
-                # the checks were judged against a named rank: judge them again
-                checks = []
-                if model.waits_known:
-                    checks.append(
-                        others_wait_check(
-                            _wide(parts, "wait_for_peers"),
-                            candidate,
-                            verdict,
-                            step_series,
-                            TRACE_WAIT,
-                        )
-                    )
-                checks.append(_arrival_check(matched, arrival, candidate, verdict))
+            verdict, checks = judged_by(verdict, checks_of(candidate))
         if model.waits_known and not verdict.named:
             late = late_collectives(
                 verdict,
                 arrival,
-                _wide(parts, "wait_for_peers"),
+                peer_waits,
                 own.pivot_table(index="step", columns="rank", values="compute"),
                 step_series,
             )
             if late.named:  # the checks judged the old candidate: judge the named rank
                 verdict = late
                 rank = int(late.rank) if late.rank is not None else -1
-                checks = [
-                    others_wait_check(
-                        _wide(parts, "wait_for_peers"), rank, verdict, step_series, TRACE_WAIT
-                    ),
-                    _arrival_check(matched, arrival, rank, verdict),
-                ]
+                checks = checks_of(rank)(verdict)
         if host_check is not None:
             checks.insert(0, host_check)
     model.attribution = Attribution(

@@ -1,0 +1,233 @@
+"""Is a straggler's extra time its host's? The training thread's wait for a CPU (Linux
+schedstat run_delay), read beside the step model's straggler verdict, for every source of
+evidence (phase timers and traces alike). Pure functions over (window, step) x rank tables.
+
+A rank whose core was taken by other work is late exactly like a rank with more work; the
+scheduler knows the difference (docs/methodology.md, "The kind of a straggler").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from torchscale.contracts.schema.cell_result import (
+    CrossCheck,
+    StragglerVerdict,
+)
+from torchscale.offline.analysis.diagnosis.kind import (
+    KindEvidence,
+    named_summary,
+    straggler_kind,
+)
+from torchscale.offline.analysis.diagnosis.step_model import (
+    ALPHA,
+    MIN_PAIRED_STEPS,
+    gap_estimate,
+    ms,
+)
+from torchscale.offline.analysis.uncertainty import (
+    GapTest,
+    paired_gap_test,
+)
+
+CPU_WAIT_CHECK = "CPU wait (host)"
+CPU_WAIT_METHOD = (
+    "per step, the candidate's wait for a CPU (its training thread runnable and not running, "
+    "Linux schedstat run_delay over the step) beyond what its own time on a CPU would have "
+    "waited at the other ranks' rate (their median wait over their median time on a CPU, same "
+    "step; without the time on a CPU: beyond the median of the others' wait); the straggler "
+    "test repeated on that held time, and on own work less it (capped at own work)"
+)
+CPU_WAIT_UNMEASURED = "the wait for a CPU was not measured on every rank in these steps"
+
+
+def held_off_cpu(
+    waits: pd.DataFrame, cpu_time: pd.DataFrame | None, candidate: int
+) -> tuple[pd.Series, str]:
+    """Per step, the seconds the host held `candidate` off the CPU beyond its fair share, and
+    how it was reckoned. A rank with more work is runnable longer, so on a loaded host it also
+    waits longer: at the others' rate (their median wait over their median time on a CPU),
+    its own time on a CPU would have waited that much; only the wait beyond it is the host's.
+    Without the time on a CPU (results before it, not Linux): its wait beyond the median of
+    the others' waits."""
+    others_wait = waits.drop(columns=[candidate]).median(axis=1)
+    if cpu_time is not None:
+        busy = cpu_time.reindex(index=waits.index, columns=waits.columns)
+        if bool(busy.notna().all(axis=None)):
+            others_busy = busy.drop(columns=[candidate]).median(axis=1)
+            rate = (others_wait / others_busy.where(others_busy > 0)).fillna(0.0)
+            fair = rate * busy[candidate]
+            return waits[candidate] - fair, "beyond its time on a CPU at the others' wait rate"
+    return waits[candidate] - others_wait, "beyond the median of the others' wait"
+
+
+def cpu_wait_check(
+    own: pd.DataFrame,
+    cpu_wait: pd.DataFrame | None,
+    verdict: StragglerVerdict,
+    cpu_time: pd.DataFrame | None = None,
+) -> tuple[StragglerVerdict, CrossCheck | None]:
+    """Is the candidate's extra time its host's? `own`, `cpu_wait` and `cpu_time`: (window,
+    step) x rank seconds of own work, of the training thread's wait for a CPU and of its time
+    on a CPU in the step (`cpu_wait` None: not measured, no check; empty: measured on no step,
+    a check that says so; `cpu_time` None: not measured, `held_off_cpu` falls back). A rank
+    whose core was taken by other work is late exactly like a rank with more work; the
+    scheduler knows the difference. A named rank's kind becomes host when the time the host
+    held it off the CPU (`held_off_cpu`) passes the straggler test and is at least the rest of
+    its gap (`straggler_kind.straggler_kind`): it stays named (the rank is behind; the host is
+    why). The held time is kept beside the verdict either way (`host_wait_s`)."""
+    candidate = verdict.candidate_rank
+    if candidate is None or verdict.min_effect_s is None or cpu_wait is None:
+        return verdict, None
+    table = own.dropna()
+    waits = cpu_wait.reindex(index=table.index, columns=table.columns)
+    keep = waits.notna().all(axis=1)
+    table, waits = table.loc[keep], waits.loc[keep]
+    if table.shape[0] < MIN_PAIRED_STEPS or candidate not in table.columns:
+        return verdict, CrossCheck(
+            name=CPU_WAIT_CHECK,
+            method=CPU_WAIT_METHOD,
+            estimate=None,
+            agrees=None,
+            detail=CPU_WAIT_UNMEASURED,
+        )
+    min_effect = verdict.min_effect_s
+    held, reckoned = held_off_cpu(waits, cpu_time, candidate)
+    host = paired_gap_test(held, min_effect_s=min_effect, alpha=ALPHA)
+    host_est = gap_estimate(host.mean_s, host.low_s, host.high_s, host.steps)
+    gap = table[candidate] - table.drop(columns=[candidate]).median(axis=1)
+    left = paired_gap_test(
+        gap - np.minimum(held.clip(lower=0.0), table[candidate]),
+        min_effect_s=min_effect,
+        alpha=ALPHA,
+    )
+    waited = (
+        f"rank {candidate} held off the CPU {ms(host.mean_s)} per step ({reckoned})"
+        if host.mean_s > 0
+        else f"rank {candidate} not held off the CPU more than the others ({reckoned})"
+    )
+    left_text = (
+        f"its gap less that: {ms(left.mean_s)} per step "
+        f"(95 % interval {ms(left.low_s)} to {ms(left.high_s)})"
+    )
+    updated = verdict.model_copy(update={"host_wait_s": host_est, "host_bound": False})
+    agrees: bool | None = None
+    detail = f"{waited} (not a straggler either way)"
+    if not verdict.named and not verdict.withdrawn_by:
+        held_rank = _most_held(waits, cpu_time, min_effect)
+        # a rank that ran longer on a CPU than the host held it has more to do: not the host's
+        more_work = (
+            held_rank is not None
+            and (test := _on_cpu_test(cpu_time, waits.index, held_rank[0], min_effect)) is not None
+            and test.significant
+            and test.mean_s > held_rank[1].mean_s
+        )
+        if held_rank is not None and not more_work:
+            rank, test = held_rank
+            return _held_verdict(verdict, rank, test, table), CrossCheck(
+                name=CPU_WAIT_CHECK,
+                method=CPU_WAIT_METHOD,
+                estimate=gap_estimate(test.mean_s, test.low_s, test.high_s, test.steps),
+                agrees=True,
+                detail=f"rank {rank} held off the CPU {ms(test.mean_s)} per step: the host "
+                "took its time outside its own work (in the collective everyone waits in)",
+            )
+    if verdict.named:
+        on_cpu = _on_cpu_test(cpu_time, waits.index, candidate, min_effect)
+        if verdict.phase == "data" and verdict.kind == "input":
+            on_cpu = None  # a rank waiting for its batch: its time on a CPU is not the question
+        kind, basis = straggler_kind(verdict.phase, KindEvidence({}, host, left, on_cpu))
+        agrees = True
+        if kind == "host":
+            gap_est = verdict.gap_s
+            summary = named_summary(
+                candidate,
+                "host",
+                (
+                    gap_est.value if gap_est is not None else None,
+                    gap_est.low if gap_est is not None else None,
+                    gap_est.high if gap_est is not None else None,
+                ),
+                verdict.phase,
+            )
+            updated = updated.model_copy(
+                update={"kind": "host", "kind_basis": basis, "host_bound": True, "summary": summary}
+            )
+            detail = f"{waited}; {left_text}: the host took its time, the work is not slower"
+        else:
+            if host.significant and verdict.kind_basis is not None:
+                more = f"; the host held it off the CPU {ms(host.mean_s)}, less than its work"
+                updated = updated.model_copy(update={"kind_basis": verdict.kind_basis + more})
+            detail = f"{waited}; {left_text}: the work itself is slow"
+    check = CrossCheck(
+        name=CPU_WAIT_CHECK,
+        method=CPU_WAIT_METHOD,
+        estimate=host_est,
+        agrees=agrees,
+        detail=detail,
+    )
+    return updated, check
+
+
+def _on_cpu_test(
+    cpu_time: pd.DataFrame | None, index: pd.Index, rank: int, min_effect: float
+) -> GapTest | None:
+    """Per step, `rank`'s time on a CPU over the median of the others', tested as the
+    straggler gap; None when not measured on every rank in those steps."""
+    if cpu_time is None:
+        return None
+    busy = cpu_time.reindex(index=index)
+    if rank not in busy.columns or busy.shape[1] < 2 or not bool(busy.notna().all(axis=None)):
+        return None
+    extra = busy[rank] - busy.drop(columns=[rank]).median(axis=1)
+    return paired_gap_test(extra, min_effect_s=min_effect, alpha=ALPHA)
+
+
+def _most_held(
+    waits: pd.DataFrame, cpu_time: pd.DataFrame | None, min_effect: float
+) -> tuple[int, GapTest] | None:
+    """The rank the host held off the CPU the most (`held_off_cpu`), when that passes the
+    straggler test: a rank held while it waits inside a collective is late there, where its own
+    work does not show it (the phase timers see the collective slow for everyone)."""
+    tests = {
+        int(rank): paired_gap_test(
+            held_off_cpu(waits, cpu_time, rank)[0], min_effect_s=min_effect, alpha=ALPHA
+        )
+        for rank in waits.columns
+    }
+    rank = max(tests, key=lambda r: (tests[r].mean_s, -r))
+    return (rank, tests[rank]) if tests[rank].significant else None
+
+
+def _held_verdict(
+    verdict: StragglerVerdict, rank: int, held: GapTest, own: pd.DataFrame
+) -> StragglerVerdict:
+    """A rank named host because the host held it off the CPU (`_most_held`), its own work
+    not significantly behind: what it costs per step is the held time (`host_wait_s`)."""
+    gap = own[rank] - own.drop(columns=[rank]).median(axis=1)
+    work = paired_gap_test(gap, min_effect_s=verdict.min_effect_s or 0.0, alpha=ALPHA)
+    held_est = gap_estimate(held.mean_s, held.low_s, held.high_s, held.steps)
+    basis = (
+        f"the host held it off the CPU {ms(held.mean_s)} per step (passes the straggler "
+        f"test), while its own work is {ms(work.mean_s)} per step over the others': the time "
+        "was lost where it waits with them"
+    )
+    summary = named_summary(rank, "host", (held.mean_s, held.low_s, held.high_s), None)
+    return verdict.model_copy(
+        update={
+            "named": True,
+            "rank": rank,
+            "phase": None,
+            "phase_gap_s": None,
+            "candidate_rank": rank,
+            "gap_s": gap_estimate(work.mean_s, work.low_s, work.high_s, work.steps),
+            "p_value": held.p_value,
+            "host_wait_s": held_est,
+            "host_bound": True,
+            "kind": "host",
+            "kind_basis": basis,
+            "not_named": None,
+            "summary": summary,
+        }
+    )

@@ -1,0 +1,244 @@
+"""The phase timers as evidence for the step model (step_model.py): every rank, every measured
+step, no profiler. Pure functions over the per-step phase table.
+
+Each step of each rank is cut into the model's five parts:
+
+- compute: the rank's own work (forward, backward up to its last gradient, optimizer);
+- data: the wait for its batch;
+- exposed_transfer + wait_for_peers: the grad-sync wait (last gradient -> backward returned)
+  split at the same step across ranks: the rank that arrived last waits only for the transfer
+  itself, so `exposed_transfer` is the smallest grad-sync wait of any rank at that step and
+  each rank's `wait_for_peers` is its grad-sync wait minus that (the matched-wait idea of the
+  trace analysis, applied to the phase timers);
+- rest: what the timers see between the phases (the step minus the four above), and the time
+  a late launcher's DDP communication hook held its launches beyond the others'
+  (`held_launches.late_launcher`): held before its last gradient it leaves compute, held after
+  it leaves the grad-sync wait before that is split, so the others' wait for its late launch
+  is their wait for peers, not a transfer every rank pays.
+
+The interleaved no_sync windows, where they exist, are a cross-check of communication's cost
+(`no_sync_cross_check`) and may contradict a straggler (the model's rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from torchscale.contracts.schema.cell_result import (
+    Attribution,
+    CrossCheck,
+    StepPart,
+)
+from torchscale.contracts.step_phases import (
+    COMM_HOLD,
+    COMM_HOLD_BACKWARD,
+    COMPUTE_PHASES,
+    CPU_TIME,
+    CPU_WAIT,
+    STEP_PHASES,
+)
+from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check, late_launcher
+from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
+from torchscale.offline.analysis.diagnosis.step_model import (
+    ALPHA,
+    MIN_EFFECT_SHARE,
+    NoSyncSteps,
+    judged_by,
+    mean_step,
+    others_wait_check,
+    straggler_verdict,
+    wide,
+)
+from torchscale.offline.analysis.uncertainty import (
+    block_indices,
+    judged,
+    percentile_interval,
+)
+
+PHASE_BASIS = "phase timers of the synchronised steps (every rank, every measured step)"
+CELL_WAIT = "phase timers"  # where the cell model's others' wait for the candidate comes from
+
+
+def step_parts(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per (window, step, rank) row of `steps` (columns window, step, rank, step_s and the
+    phase seconds of STEP_PHASES), the five parts in seconds and `model_step_s`, their sum.
+    Rows without every phase are dropped (phase timing off, or backward not split)."""
+    needed = ["window", "step", "rank", "step_s", *STEP_PHASES]
+    frame = steps[needed].dropna()
+    frame = frame.astype({c: float for c in ["step_s", *STEP_PHASES]})
+    step_mean = float(frame["step_s"].mean()) if not frame.empty else 0.0
+    late = late_launcher(steps, MIN_EFFECT_SHARE * step_mean, ALPHA)
+    held, held_backward = _extra_holds(steps, frame.index, late)
+    sync_wait = (frame["grad_sync_wait"] - (held - held_backward).clip(lower=0.0)).clip(lower=0.0)
+    transfer = sync_wait.groupby([frame["window"], frame["step"]]).transform("min")
+    transfer = transfer.clip(lower=0.0)
+    wait = (sync_wait - transfer).clip(lower=0.0)
+    compute = (frame[list(COMPUTE_PHASES)].clip(lower=0.0).sum(axis=1) - held_backward).clip(
+        lower=0.0
+    )
+    data = frame["data"].clip(lower=0.0)
+    timed = compute + data + wait + transfer
+    # the step timer encloses the phase timers; a rest below zero is timer jitter: the step
+    # the parts add up to is then the sum of the phases
+    rest = (frame["step_s"] - timed).clip(lower=0.0)
+    out = frame[["window", "step", "rank"]].copy()
+    out["compute"] = compute
+    out["data"] = data
+    out["wait_for_peers"] = wait
+    out["exposed_transfer"] = transfer
+    out["rest"] = rest
+    out["model_step_s"] = timed + rest
+    return out.reset_index(drop=True)
+
+
+def _extra_holds(
+    steps: pd.DataFrame, index: pd.Index, late: int | None
+) -> tuple[pd.Series, pd.Series]:
+    """Per row of `index`, the seconds the late launcher's hook (`held_launches.
+    late_launcher`) held its launches beyond the median of the others' at the same step, and
+    the part of that before its last gradient; 0 on every other row (every rank's own launch
+    cost stays where it is, and a hook that blocks while it waits for peers is a wait)."""
+    zero = pd.Series(0.0, index=index)
+    if late is None:
+        return zero, zero
+    rows = steps.loc[index]
+    key = [rows["window"], rows["step"]]
+    out = []
+    for column in (COMM_HOLD, COMM_HOLD_BACKWARD):
+        values = rows[column].astype(float).fillna(0.0).clip(lower=0.0)
+        others = values.where(rows["rank"] != late).groupby(key).transform("median")
+        extra = (values - others.fillna(0.0)).clip(lower=0.0)
+        out.append(extra.where(rows["rank"] == late, 0.0))
+    held, before = out
+    return held, before.clip(upper=held)
+
+
+def cpu_wait_table(steps: pd.DataFrame, column: str = CPU_WAIT) -> pd.DataFrame | None:
+    """(window, step) x rank seconds of the training thread's wait for a CPU (`column`
+    CPU_TIME: its time on a CPU; COMM_HOLD: its comm hook's hold), from the steps table's
+    column; None without the column (a table built before it), empty where no step has it
+    (not Linux; no hook)."""
+    if column not in steps.columns:
+        return None
+    rows = steps[["window", "step", "rank", column]].dropna()
+    return rows.astype({column: float}).pivot_table(
+        index=["window", "step"], columns="rank", values=column
+    )
+
+
+def no_sync_cross_check(
+    sync_step_s: Sequence[float],
+    no_sync: NoSyncSteps,
+    transfer: StepPart,
+    rest: StepPart,
+) -> CrossCheck:
+    """Communication's cost measured by removing it: mean synchronised step minus the slowest
+    rank's mean no_sync step, from the interleaved windows, against exposed transfer + rest
+    of the model. no_sync also removes the interference of communication with compute (its
+    threads, memory bandwidth), so a larger cost here means communication slows compute."""
+    sync = np.asarray(sync_step_s, dtype=float)
+    series = [np.asarray(v, dtype=float) for _, v in sorted(no_sync.per_rank.items())]
+    method = (
+        "interleaved synchronised and no_sync windows: mean synchronised step minus the "
+        "slowest rank's mean no_sync step, moving-block bootstrap of both"
+    )
+    if sync.size < 2 or any(s.size < 2 for s in series):
+        return CrossCheck(
+            name="communication cost (no_sync windows)",
+            method=method,
+            estimate=None,
+            agrees=None,
+            detail="too few steps for an interval",
+        )
+    sync_means = sync[block_indices(sync.size, seed=7)].mean(axis=1)
+    slowest = np.max(
+        np.vstack(
+            [s[block_indices(s.size, seed=8 + i)].mean(axis=1) for i, s in enumerate(series)]
+        ),
+        axis=0,
+    )
+    distribution = (sync_means - slowest) / sync_means
+    value = float(sync.mean() - max(s.mean() for s in series)) / float(sync.mean())
+    low, high = percentile_interval(distribution)
+    estimate = judged(value, low, high, n=int(sync.size), method=method, upper=1.0)
+    model_low = (transfer.share.low or 0.0) + (rest.share.low or 0.0)
+    model_high = (transfer.share.high or 0.0) + (rest.share.high or 0.0)
+    overlap = low <= model_high and model_low <= high
+    if overlap:
+        detail = (
+            "agrees with exposed transfer + rest of the step model "
+            f"({model_low:.1%} to {model_high:.1%})"
+        )
+    elif low > model_high:
+        detail = (
+            f"communication costs more ({low:.1%} to {high:.1%}) than its exposed transfer + "
+            f"rest ({model_low:.1%} to {model_high:.1%}): it slows compute while it overlaps "
+            "(shared cores, memory bandwidth)"
+        )
+    else:
+        detail = (
+            f"removing communication saves less ({low:.1%} to {high:.1%}) than exposed "
+            f"transfer + rest ({model_low:.1%} to {model_high:.1%}): the no_sync windows ran "
+            "on a different machine state or compute is slower without communication"
+        )
+    return CrossCheck(
+        name="communication cost (no_sync windows)",
+        method=method,
+        estimate=estimate,
+        agrees=overlap,
+        detail=detail,
+    )
+
+
+def cell_attribution(
+    steps: pd.DataFrame, no_sync: NoSyncSteps | None, parts: pd.DataFrame | None = None
+) -> Attribution | None:
+    """The step model of a cell from its per-step phase table (see step_parts; `parts`: its
+    step_parts when the caller has them already); None when no step has every phase."""
+    parts = step_parts(steps) if parts is None else parts
+    if parts.empty:
+        return None
+    ranks = int(parts["rank"].nunique())
+    model = mean_step(parts, ["window", "step"], ranks)
+    verdict = None
+    checks: list[CrossCheck] = []
+    if ranks > 1:
+        verdict = straggler_verdict(steps, parts, model.step_s.value or 0.0, no_sync)
+        own = wide(parts.assign(own=parts["compute"] + parts["data"]), "own")
+        verdict, host = cpu_wait_check(
+            own, cpu_wait_table(steps), verdict, cpu_wait_table(steps, CPU_TIME)
+        )
+        if host is not None:
+            checks.append(host)
+        held = cpu_wait_table(steps, COMM_HOLD)
+        if held is not None and held.shape[1] == ranks and not held.dropna().empty:
+            verdict, held_check = held_launch_check(own, held, verdict, ALPHA)
+            checks.append(held_check)
+        candidate = verdict.candidate_rank
+        if candidate is not None:
+            wait = wide(parts, "wait_for_peers").loc[model.per_step.index]
+            verdict, found = judged_by(
+                verdict,
+                lambda v: [others_wait_check(wait, candidate, v, model.series, CELL_WAIT)],
+            )
+            checks += found
+    if no_sync is not None and ranks > 1:
+        by_name = {p.name: p for p in model.parts}
+        sync_steps = parts.groupby(["window", "step"])["model_step_s"].mean()
+        checks.append(
+            no_sync_cross_check(
+                sync_steps.tolist(), no_sync, by_name["exposed_transfer"], by_name["rest"]
+            )
+        )
+    return Attribution(
+        basis=PHASE_BASIS,
+        steps=int(model.per_step.shape[0]),
+        ranks=ranks,
+        step_s=model.step_s,
+        parts=model.parts,
+        straggler=verdict,
+        cross_checks=checks,
+    )
