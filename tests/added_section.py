@@ -7,7 +7,7 @@ from __future__ import annotations
 from torchscale.interfaces.report.model import Column, KeyFigure, KeyFigures, Section, Table, Text
 from torchscale.interfaces.report.sections.context import Context
 
-SECTION_ID = "added"  # the id the test adds to `SectionId` (torchscale/interfaces/report/model.py)
+SECTION_ID = "added"  # its id, as a section module's name is its id
 TITLE = "Added section"
 TABLE_ID = "added-cells"
 
@@ -19,7 +19,7 @@ def build(ctx: Context) -> Section | None:
         return None
     ids = sorted(str(cell) for cell in ctx.cells["cell_id"])
     return Section(
-        id=SECTION_ID,  # type: ignore[arg-type]  # an id model.py does not know: the test adds it
+        id=SECTION_ID,
         title=TITLE,
         blocks=[
             Text(text=f"The added section read {len(ids)} cells."),

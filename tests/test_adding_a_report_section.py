@@ -1,8 +1,8 @@
-"""Adding a report section is one module plus its line in the section list (issue 42;
-docs/architecture.md, "A report section"): tests/added_section.py holds a section's `build(ctx)`,
-and a fresh interpreter makes the two one-line edits the doc names before any report is built:
-its id in `SectionId` (torchscale/interfaces/report/model.py, the report JSON's section ids) and
-its builder in `SECTIONS` (torchscale/interfaces/report/build.py). A report built from the
+"""Adding a report section is one module plus its line in the section list (docs/architecture.md,
+"A report section"): tests/added_section.py holds a section's `build(ctx)`, and a fresh
+interpreter makes the one-line edit the doc names before any report is built: its builder in
+`SECTIONS` (torchscale/interfaces/report/build.py). A section reads what it needs from the
+`Context` and never from another section, so no other module changes. A report built from the
 fixture results then holds the section, and every format shows what it promises without another
 file changing: HTML, JSON and `-f term --full` the whole section, the term summary counts it
 among what it leaves out, and the Markdown (the executive summary for a pull request) is the
@@ -10,19 +10,22 @@ same as without it."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
 from tests.added_section import SECTION_ID, TABLE_ID, TITLE
 from tests.conftest import REPO_ROOT
 from tests.fresh_interpreter import run_probe
+from torchscale.interfaces.report import build
+
+PACKAGE = "torchscale.interfaces.report.sections"
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "results_v3"
 
 _PROBE = """
 import json, sys
 from pathlib import Path
-from typing import Literal, get_args
 
 import tests.added_section as added
 from torchscale.interfaces.report import build, model
@@ -44,12 +47,6 @@ def made() -> dict:
 
 
 found = {"before": made()}
-# the id line: `SectionId` in model.py gains the new id (class attributes are built at import,
-# so the fresh interpreter edits the field and rebuilds the two models that validate it)
-field = model.Section.model_fields["id"]
-field.annotation = Literal[(*get_args(field.annotation), added.SECTION_ID)]
-model.Section.model_rebuild(force=True)
-model.Report.model_rebuild(force=True)
 build.SECTIONS = (*build.SECTIONS, added.build)  # the list line
 found["after"] = made()
 print(json.dumps(found))
@@ -93,3 +90,23 @@ def left_out_sections(summary: str) -> int:
     match = re.search(r"Left out: (\d+) sections?", summary)
     assert match is not None, summary
     return int(match.group(1))
+
+
+def test_no_section_imports_another() -> None:
+    # what several sections read is computed once in the Context (sections/tables.py) or said
+    # by a shared module (words, comparison, findings): a section never reaches into another
+    sections = {f"{PACKAGE}.{build._section_id(b)}" for b in build.SECTIONS} | {
+        f"{PACKAGE}.glossary"
+    }
+    found = {}
+    for name in sorted(sections):
+        path = REPO_ROOT / (name.replace(".", "/") + ".py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = set()
+        for node in ast.walk(tree):  # `from sections import x` names the module x too
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+        found[name] = sorted(imported & (sections - {name}))
+    assert found == {name: [] for name in sections}

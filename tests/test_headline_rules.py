@@ -5,6 +5,7 @@ is wider than itself shows no number on the first screen (tests/fixtures/results
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -34,9 +35,7 @@ def scenario(cells: list[tuple[str, bool]]) -> Context:
     table["reliability"] = [level for level, _ in cells]
     table["busy_machine"] = [busy for _, busy in cells]
     table["other_cpu_cores"] = [1.7 if busy else 0.01 for _, busy in cells]
-    ctx.cells = table
-    ctx.memo.clear()
-    ctx.__dict__.pop("pooled", None)
+    ctx = dataclasses.replace(ctx, cells=table)  # a new context: nothing derived from before
     ctx.findings = collect_findings(ctx)
     ctx.usability = judge(ctx)
     return ctx

@@ -38,7 +38,7 @@ from torchscale.interfaces.report.model import (
     Unavailable,
 )
 from torchscale.interfaces.report.render import term
-from torchscale.interfaces.report.sections.summary import NO_PRICE
+from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.cost import cost_per_million, cost_table, gpu_hours_per_million
 from torchscale.offline.analysis.scaling_efficiency import STRONG_GROUP_COLUMNS, scaling_table

@@ -52,7 +52,7 @@ from torchscale.interfaces.report.render import html, json_format, markdown, pdf
 from torchscale.interfaces.report.render.formatting import strip_code
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.best import NO_CLEAR_BEST
-from torchscale.interfaces.report.sections.bottlenecks import HOST_FIRST
+from torchscale.interfaces.report.sections.words import HOST_FIRST
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.analysis.ranking import lead

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from torchscale.interfaces.report.model import ValueFormat
+from torchscale.interfaces.report.model import Series, ValueFormat
 from torchscale.interfaces.report.render.formatting import (
     format_value,
     log_ticks,
@@ -42,6 +42,7 @@ ZERO_BASED_FORMATS = ("seconds", "us", "bytes", "ratio_pct", "pct")
 SLANT_FROM = 12  # more categories than this: labels slanted
 LEVEL_CHARS = 110  # characters of all labels side by side beyond which they are slanted
 SLANTED_MAX = 34  # characters of a slanted label
+LOG_SPAN = 10.0  # values spanning more than this many times are drawn on a log axis
 CLIP_SPAN = 3.0  # an axis spans at most this many times the range of the values it plots
 
 
@@ -269,3 +270,16 @@ def category_axis(title: str, categories: Sequence[str], slant: bool = True) -> 
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def spans_decades(series: list[Series], span: float = LOG_SPAN) -> bool:
+    """Whether the positive values of `series` (figures and intervals) span more than `span`
+    times: on a linear axis the small ones would flatten into the bottom of the chart."""
+    values = [
+        v
+        for s in series
+        for group in (s.y, s.low or [], s.high or [])
+        for v in group
+        if v is not None and v > 0
+    ]
+    return bool(values) and max(values) > span * min(values)

@@ -47,7 +47,13 @@ from torchscale.interfaces.report.sections.diagnosis import (
     rank_wait_texts,
 )
 from torchscale.interfaces.report.sections.findings import caveat_of, no_finding_text
-from torchscale.interfaces.report.sections.words import TERMS, footnote, plain, term_column
+from torchscale.interfaces.report.sections.words import (
+    HOST_FIRST,
+    TERMS,
+    footnote,
+    plain,
+    term_column,
+)
 
 WARNING_KINDS = (
     ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),
@@ -534,13 +540,6 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     if missing:
         unavailable["telemetry"] = "; ".join(sorted(missing))
     return blocks, unavailable
-
-
-HOST_FIRST = (
-    "Fix the host first: these runs shared their machine with other processes, so the findings "
-    "below may be the machine's rather than the workload's; their recommendations tune the "
-    "workload and come after a rerun on an idle node."
-)
 
 
 def secondary(finding: ReportFinding) -> ReportFinding:

@@ -10,24 +10,13 @@ in the time chart and the table, with the reason.
 from __future__ import annotations
 
 from torchscale.interfaces.report.model import Block, Chart, Heatmap, Section, Series, Table, Text
-from torchscale.interfaces.report.sections.context import Context, col, slug
+from torchscale.interfaces.report.sections.context import Context, col, run_label, slug
 from torchscale.offline.analysis.nccl_bandwidth import factors_text
 from torchscale.orchestration.comm.comm_result import CommResult, CommRow
 
 
 def _runs(ctx: Context) -> list[tuple[str, CommResult]]:
     return [(s.name, run) for s in ctx.sources.experiments for run in s.comm]
-
-
-def run_label(experiment: str, run: CommResult, multi: bool) -> str:
-    """'nccl-tests: all_reduce_perf.txt' or 'torchscale 8x nccl', with the experiment when
-    several are reported."""
-    if run.source == "nccl-tests":
-        name = (run.imported_from or run.id).rsplit("/", 1)[-1]
-        label = f"nccl-tests {name}"
-    else:
-        label = f"torchscale {run.world_size}x {run.backend} {run.dtype}"
-    return f"{experiment}: {label}" if multi else label
 
 
 def _ok(rows: list[CommRow], op: str) -> list[CommRow]:

@@ -26,6 +26,8 @@ from torchscale.interfaces.report.estimates import (
 )
 from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
 from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.sections import tables
+from torchscale.interfaces.report.sections.tables import records as records
 from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.analysis.numbers import finite
@@ -40,6 +42,7 @@ from torchscale.offline.analysis.reliability import LEVELS, repeat_count
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.offline.results.frame import COLUMNS, cell_row
+from torchscale.orchestration.comm.comm_result import CommResult
 
 if TYPE_CHECKING:
     from torchscale.interfaces.report.request import ReportOptions
@@ -163,13 +166,6 @@ def narrow(frame: pd.DataFrame, *more: str) -> pd.DataFrame:
     section that walks groups of cells, as taking a row or a group out of the whole table
     (~130 columns of mixed types) costs a millisecond each."""
     return frame[[c for c in dict.fromkeys((*LABEL_COLUMNS, *more)) if c in frame.columns]]
-
-
-def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """A table's rows as dicts: the fast way to walk a few hundred rows (iterrows builds a
-    Series per row)."""
-    columns = [str(c) for c in frame.columns]
-    return [dict(zip(columns, row, strict=True)) for row in frame.to_numpy(dtype=object)]
 
 
 def slug(value: str) -> str:
@@ -314,9 +310,8 @@ class Context:
     baseline_cells: pd.DataFrame | None = None
     findings: list[ReportFinding] = field(default_factory=list)
     usability: Usability | None = None  # can the numbers be used (set once by build_report)
-    # tables more than one section reads (the weak-scaling rows, the priced cells), computed
-    # once per report by the function that owns them
-    memo: dict[str, Any] = field(default_factory=dict)
+    # `result_label` of each (experiment, cell id) asked for: a label's row costs ~0.3 ms
+    _result_labels: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
 
     @property
     def host_first(self) -> bool:
@@ -347,6 +342,28 @@ class Context:
         What the headline and the summary pick their best figures from, so that four runs
         read as their median, never as the best of them."""
         return pool_runs(self.ok)
+
+    # the tables several sections read (`sections/tables.py`), each computed on first use
+
+    @functools.cached_property
+    def prices(self) -> pd.Series:
+        """Each cell's price per GPU-hour (NaN where none is known)."""
+        return tables.cell_prices(self.cells, self.options)
+
+    @functools.cached_property
+    def priced(self) -> pd.DataFrame | None:
+        """The cells with their cost columns; None when no cell has a price."""
+        return tables.priced_cells(self.cells, self.prices)
+
+    @functools.cached_property
+    def pooled_priced(self) -> pd.DataFrame | None:
+        """The pooled cells with their cost columns; None when no cell has a price."""
+        return tables.pooled_priced(self.cells, self.pooled, self.prices)
+
+    @functools.cached_property
+    def weak_scaling(self) -> pd.DataFrame:
+        """The weak-scaling rows of every group measured at two GPU counts or more."""
+        return tables.weak_scaling(self.pooled)
 
     @property
     def units(self) -> RankUnits:
@@ -408,11 +425,22 @@ class Context:
     def result_label(self, experiment: str, result: CellResult) -> str:
         """`label` of a result read on its own (a profiled run; the base a slowdown finding
         names, once per cell it is the base of: remembered, as its row costs ~0.3 ms)."""
-        labels: dict[tuple[str, str], str] = self.memo.setdefault("result_labels", {})
+        labels = self._result_labels
         key = (experiment, result.cell.id)
         if key not in labels:
             labels[key] = self.label({**cell_row(result), "experiment": experiment})
         return labels[key]
+
+
+def run_label(experiment: str, run: CommResult, multi: bool) -> str:
+    """'nccl-tests: all_reduce_perf.txt' or 'torchscale 8x nccl', with the experiment when
+    several are reported."""
+    if run.source == "nccl-tests":
+        name = (run.imported_from or run.id).rsplit("/", 1)[-1]
+        label = f"nccl-tests {name}"
+    else:
+        label = f"torchscale {run.world_size}x {run.backend} {run.dtype}"
+    return f"{experiment}: {label}" if multi else label
 
 
 def concat_cells(sources: Sources) -> pd.DataFrame:

@@ -46,7 +46,7 @@ from torchscale.interfaces.report.sections.context import (
     rate_text_value,
     records,
 )
-from torchscale.interfaces.report.sections.summary import NO_PRICE, priced_cells
+from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 
@@ -439,7 +439,7 @@ def _memory(ctx: Context) -> tuple[list[Block], dict[str, str]]:
 
 def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     units = ctx.units
-    priced = priced_cells(ctx)
+    priced = ctx.priced
     if priced is None:
         return [], {"cost per million samples and tokens": NO_PRICE}
     if priced.empty:

@@ -27,7 +27,6 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.report.estimates import efficiency_phrase
 from torchscale.interfaces.report.model import Decision, Severity, Text
-from torchscale.interfaces.report.sections.baseline import largest_change_items, unconfirmed
 from torchscale.interfaces.report.sections.best import (
     NO_CLEAR_BEST,
     Pick,
@@ -35,6 +34,7 @@ from torchscale.interfaces.report.sections.best import (
     by_throughput,
     lead_text,
 )
+from torchscale.interfaces.report.sections.comparison import largest_change_items, unconfirmed
 from torchscale.interfaces.report.sections.context import (
     Context,
     efficiency_severity,
@@ -53,7 +53,6 @@ from torchscale.interfaces.report.sections.run_verdicts import (
     profile_lines,
     run_verdict,
 )
-from torchscale.interfaces.report.sections.summary import pooled_priced, weak_scaling
 from torchscale.interfaces.report.sections.usability import judge
 from torchscale.interfaces.report.sections.usable import Usability
 from torchscale.offline.analysis.numbers import finite
@@ -314,7 +313,7 @@ def _model_line(
 def _model_lines(ctx: Context, priced: pd.DataFrame | None, usable: bool) -> list[Text]:
     measured = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
     models = sorted(set(measured["model_label"].astype(str)))
-    weak = weak_scaling(ctx)
+    weak = ctx.weak_scaling
     lines = [_model_line(ctx, m, weak, priced, usable) for m in models[:MAX_MODEL_LINES]]
     if len(models) > MAX_MODEL_LINES:
         more = plural(len(models) - MAX_MODEL_LINES, "more model")
@@ -441,7 +440,7 @@ def verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
         return run_verdict(ctx)
     usable = ctx.usability if ctx.usability is not None else judge(ctx)
     headline = Text(text=usable.sentence(), severity=usable.severity)
-    priced = pooled_priced(ctx)
+    priced = ctx.pooled_priced
     measured = usable.usable != "nothing to judge"
     decision = Decision(
         usable=usable.usable,

@@ -17,8 +17,13 @@ from torchscale.interfaces.report.diagnosis_text import (
     whatif_text,
 )
 from torchscale.interfaces.report.model import Decision, Severity, Text, Usable
-from torchscale.interfaces.report.sections.collectives import run_label
-from torchscale.interfaces.report.sections.context import Context, ProfileRef, fmt, plural
+from torchscale.interfaces.report.sections.context import (
+    Context,
+    ProfileRef,
+    fmt,
+    plural,
+    run_label,
+)
 from torchscale.interfaces.report.sections.findings import action_text
 from torchscale.orchestration.comm.comm_result import CommResult
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
@@ -55,7 +56,6 @@ from torchscale.offline.analysis.scaling_efficiency import (
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 
 # throughput across more than this factor goes on a log axis (a 1-to-64-GPU sweep spans ~50x)
-LOG_SPAN = 10.0
 WEAK_TEXT = (
     "Every cell runs a fixed batch per GPU (batch_size is per device), so the global batch grows "
     "with the GPU count: these sweeps are weak scaling in the global-batch sense (the same work "
@@ -243,19 +243,6 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
             )
         )
     return charts
-
-
-def spans_decades(series: list[Series], span: float = LOG_SPAN) -> bool:
-    """Whether the positive values of `series` (figures and intervals) span more than `span`
-    times: on a linear axis the small ones would flatten into the bottom of the chart."""
-    values = [
-        v
-        for s in series
-        for group in (s.y, s.low or [], s.high or [])
-        for v in group
-        if v is not None and v > 0
-    ]
-    return bool(values) and max(values) > span * min(values)
 
 
 def _efficiency_chart(ctx: Context, table: pd.DataFrame, strong: bool) -> Chart:

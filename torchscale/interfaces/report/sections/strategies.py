@@ -25,6 +25,7 @@ import pandas as pd
 
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import share_text
 from torchscale.interfaces.report.estimates import older_share
@@ -47,7 +48,6 @@ from torchscale.interfaces.report.sections.context import (
     records,
     text,
 )
-from torchscale.interfaces.report.sections.scaling import spans_decades
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 

@@ -36,12 +36,6 @@ from torchscale.interfaces.report.model import (
     Unavailable,
     ValueFormat,
 )
-from torchscale.interfaces.report.sections.baseline import (
-    LARGEST_CHANGES,
-    largest_change_items,
-    regression_figure,
-    unconfirmed,
-)
 from torchscale.interfaces.report.sections.best import (
     NO_CLEAR_BEST,
     Pick,
@@ -49,7 +43,12 @@ from torchscale.interfaces.report.sections.best import (
     by_throughput,
     lead_text,
 )
-from torchscale.interfaces.report.sections.bottlenecks import HOST_FIRST
+from torchscale.interfaces.report.sections.comparison import (
+    LARGEST_CHANGES,
+    largest_change_items,
+    regression_figure,
+    unconfirmed,
+)
 from torchscale.interfaces.report.sections.context import (
     Context,
     RankUnits,
@@ -75,21 +74,17 @@ from torchscale.interfaces.report.sections.context import (
 )
 from torchscale.interfaces.report.sections.diagnosis import diagnoses_table
 from torchscale.interfaces.report.sections.findings import no_finding_text
-from torchscale.interfaces.report.sections.words import plain_reason, term_column
-from torchscale.offline.analysis.cost import cost_table
+from torchscale.interfaces.report.sections.tables import NO_PRICE
+from torchscale.interfaces.report.sections.words import HOST_FIRST, plain_reason, term_column
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.regressions import RUN_COLUMN, RUN_EXPERIMENTS, Comparison
+from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
 from torchscale.offline.analysis.reliability import LEVELS
 from torchscale.offline.analysis.scaling_efficiency import (
-    GROUP_COLUMNS,
     REASON_COLUMN,
-    scaling_table,
 )
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
 TOP_FINDINGS = 5
-NO_PRICE = "no --cost-per-gpu-hour given and no cost.per_gpu_hour in the results' config"
-STORED_PRICE = "cost_per_gpu_hour"  # the price a cell was measured under (config cost:)
 # telemetry of other load on the machine during the windows (used only where the results have it)
 BUSY_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_machine")
 BUSY_FLAG = "busy_machine"  # True where the telemetry judged the machine busy
@@ -104,59 +99,6 @@ TOO_WIDE_NOTE = (
 RELIABLE_RULE = (
     "reliable: throughput's 95 % interval within ±{limit}, step times vary by at most {limit}"
 )
-
-
-def cell_prices(ctx: Context) -> pd.Series:
-    """The price of each cell: --cost-per-gpu-hour NAME=PRICE for its result set, else a bare
-    --cost-per-gpu-hour PRICE, else the config's cost.per_gpu_hour stored in the cell; NaN
-    when none is known."""
-    cells = ctx.cells
-    prices = pd.to_numeric(cells[STORED_PRICE], errors="coerce").astype(float)
-    if ctx.options.cost_per_gpu_hour is not None:
-        prices = pd.Series(float(ctx.options.cost_per_gpu_hour), index=cells.index)
-    for experiment, price in ctx.options.prices.items():
-        prices[cells["experiment"] == experiment] = float(price)
-    return prices
-
-
-def priced_cells(ctx: Context) -> pd.DataFrame | None:
-    """The ok cells that have a price, with their cost columns; None when no cell has one."""
-    prices = cell_prices(ctx)
-    if prices.isna().all():
-        return None
-    return cost_table(ctx.cells, prices)
-
-
-def pooled_priced(ctx: Context) -> pd.DataFrame | None:
-    """`priced_cells` over `ctx.pooled`: a cell run several times is costed at its median
-    throughput over the runs (at the price of its runs: their median), so the summary's and
-    the headline's cost is of the same figure as their throughput. None when no cell has a
-    price."""
-    if "pooled_priced" not in ctx.memo:
-        ctx.memo["pooled_priced"] = _pooled_priced(ctx)
-    found: pd.DataFrame | None = ctx.memo["pooled_priced"]
-    return found
-
-
-def _pooled_priced(ctx: Context) -> pd.DataFrame | None:
-    prices = cell_prices(ctx)
-    if prices.isna().all():
-        return None
-    by_cell = {
-        (str(e), str(c)): p
-        for e, c, p in zip(ctx.cells["experiment"], ctx.cells["cell_id"], prices, strict=True)
-    }
-    pooled = ctx.pooled
-    if pooled.empty:
-        return cost_table(pooled, pd.Series(dtype=float))
-    per_row = []
-    for row in records(pooled):
-        runs = row.get(RUN_EXPERIMENTS)
-        experiments = runs if isinstance(runs, tuple) else (str(row["experiment"]),)
-        found = [by_cell.get((e, str(row["cell_id"]))) for e in experiments]
-        known = [float(p) for p in found if p is not None and not pd.isna(p)]
-        per_row.append(float(pd.Series(known).median()) if known else float("nan"))
-    return cost_table(pooled, pd.Series(per_row, index=pooled.index, dtype=float))
 
 
 def price_text(priced: pd.DataFrame, units: RankUnits) -> str:
@@ -240,17 +182,6 @@ def _efficiency_cell(row: dict[str, Any]) -> str | None:
     if not base and too_wide(efficiency, low, high):
         return not_measurable(repeats_of(row))
     return efficiency_text(efficiency, low, high, base=base)
-
-
-def weak_scaling(ctx: Context) -> pd.DataFrame:
-    """The weak-scaling rows of every group measured at two GPU counts or more (per
-    experiment, the runs of a cell pooled: `ctx.pooled`): what the summary's and the
-    headline's efficiency figures are read from. Computed once per report."""
-    if "weak_scaling" not in ctx.memo:
-        columns = ["experiment", *GROUP_COLUMNS]
-        ctx.memo["weak_scaling"] = scaling_table(ctx.pooled, columns, min_world_sizes=2)
-    found: pd.DataFrame = ctx.memo["weak_scaling"]
-    return found
 
 
 def largest_scaled(weak: pd.DataFrame, model: str) -> dict[str, Any] | None:
@@ -416,7 +347,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         figures.append(reliability)
     ok_cells = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
     models = sorted(set(ok_cells["model_label"]))
-    weak = weak_scaling(ctx)
+    weak = ctx.weak_scaling
     for model in models[:MAX_MODEL_FIGURES]:
         group = ok_cells[ok_cells["model_label"] == model]
         best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
@@ -684,7 +615,7 @@ def _unjudged(figure: KeyFigure) -> KeyFigure:
 
 def build(ctx: Context) -> Section:
     """The executive summary: key figures, the best configuration per model, top lines."""
-    priced = pooled_priced(ctx)
+    priced = ctx.pooled_priced
     figures = _figures(ctx, priced)
     if ctx.usability is not None and ctx.usability.usable == "no":
         figures = [_unjudged(f) for f in figures]

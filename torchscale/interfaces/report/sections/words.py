@@ -12,6 +12,14 @@ from dataclasses import dataclass
 
 from torchscale.interfaces.report.model import Column, ValueFormat
 
+# the lead of the findings where the machine spoiled the numbers (the summary and the
+# bottlenecks section say it alike)
+HOST_FIRST = (
+    "Fix the host first: these runs shared their machine with other processes, so the findings "
+    "below may be the machine's rather than the workload's; their recommendations tune the "
+    "workload and come after a rerun on an idle node."
+)
+
 
 @dataclass(frozen=True)
 class Term:
