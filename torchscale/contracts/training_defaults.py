@@ -31,9 +31,9 @@ LossKind = Literal["compiled", "blockwise", "plain"]
 # Raised whenever a change makes the same definition train differently (a kernel, a loss, a
 # wrapper the config has no switch for): it is part of every cell's definition, so every id
 # moves and --resume reruns what was measured the old way instead of mixing two workloads in
-# one table. 1: issue 27 (no DDP wrapper at world size 1, fused AdamW on CPU, the blockwise
-# token loss, the loss compiled beside a compiled model, the attention's q/k/v split without a
-# copy in backward); absent in earlier definitions.
+# one table. Revision 1 is the workload trained today (no DDP wrapper at world size 1, fused
+# AdamW on CPU, the blockwise token loss, the loss compiled beside a compiled model, the
+# attention's q/k/v split without a copy in backward); a definition without it predates them.
 WORKLOAD_REVISION = 1
 
 

@@ -2,8 +2,6 @@
 rank, each interval's figures, the fingerprints of the seeded work and NVML's error counters.
 The ranks (rank/programs/burn_in.py) write them; the host (orchestration/validate/burn_in.py)
 judges them, without torch.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

@@ -14,43 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 
-# 1: first release (identity fields at top level, memory.activation_bytes).
-# 2: identity nested as `cell`, status enum, typed `error`, memory.non_static_peak_bytes,
-#    per-rank memory, compute.peak_basis and window-based achieved TFLOP/s.
-# 3: per-rank compute time (no_sync) and phase medians, the straggler with its slow phase,
-#    communication split into slowest compute / load imbalance / exposed communication
-#    (comm_overhead now means exposed communication only; the old pooled figure is
-#    sync_overhead), injected delays, profile capture.
-# 4: telemetry sampled during the measured windows (per rank: GPU utilisation, memory, power,
-#    temperature, SM clock, clocks-event reasons, energy; process CPU and RSS) with totals and
-#    energy per sample; CUDA allocator retries, OOMs and fragmentation in memory.
-# 5: the input pipeline (`data`: source, loader settings, data-wait time per step and its share
-#    of the step) and `cost` (GPU-hours and price per million samples and tokens).
-# 6: tp, pp and hybrid cells (`cell.parallel`: the mesh) with `parallel` (per-stage busy time,
-#    measured and theoretical pipeline bubble), global_batch per data-parallel replica, and
-#    `warmup` (warm-up step times, torch.compile's compile time).
-# 7: `parallel.profiled_comm`: a tensor-parallel cell's communication and exposed
-#    communication (waiting for peers apart from transfer) from steps profiled after the windows.
-# 8: `attribution`: one model of the step (compute, data, waiting for peers, exposed transfer,
-#    rest) with 95 % intervals and a straggler named only by a significance test; `intervals`
-#    for the headline figures; no_sync windows interleaved with the synchronised ones.
-# 9: MFU against the node's measured peak (`validate --level perf`) beside MFU against the
-#    spec sheet: compute.measured_peak_tflops_per_device, measured_peak_basis, mfu_measured and
-#    intervals.mfu_measured; an MFU over 100 % of either peak is not reported (a bug).
-# 10: `diagnosis` replaces `attribution`: the one diagnosis of the run (the step model with the
-#    evidence that decided it, per-rank waits, the straggler verdict, the bounded what-if, the
-#    findings, the busy-machine caveat, cross-checks); a profiled run's result holds the same
-#    diagnosis as its analysis.json. Older results load with their attribution as a diagnosis
-#    decided by the phase timers (no findings, no what-if).
-# 11: `compile` (training.compile: the warm-up steps that compiled, extra warm-up steps,
-#    graph breaks, recompiles and compile seconds inside the measured windows); the windows'
-#    timeout and duration-based step count come from the warm-up steps that compiled nothing,
-#    and the FLOP count runs on the meta device.
-# 12: the straggler verdict's candidate wait for a CPU (`host_wait_s`, `host_bound`).
-# 13: the straggler verdict names the kind of the rank's extra time (`kind`: compute, input,
-#    host, communication), what decided it (`kind_basis`), a communication straggler's cost to
-#    the others (`late_s`) and why a candidate is not named in plain words (`not_named`); a
-#    rank held off the CPU is named with kind host instead of withdrawn.
+# What each version added, and how an older result reads today: docs/results.md, "Schema
+# versions" (the upgrade functions: torchscale/offline/results/versions.py).
 RESULT_SCHEMA_VERSION = 14
 
 

@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# 1: first release (torchscale 0.5.0)
 COMM_SCHEMA_VERSION = 1
 COMM_KIND = "torchscale.comm"
 

@@ -2,8 +2,6 @@
 rank's figures (matmul peaks, bandwidths, its GPU's power limits) and the node's GPU-to-GPU
 matrix and PCIe topology. The ranks (rank/programs/perf.py) write them; the host
 (orchestration/validate/perf.py) plans with the spec and judges the figures, without torch.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations
