@@ -16,8 +16,6 @@ Two things the meta device would count wrong are set right here:
   bf16: what a bf16 cell saves with bf16 activations on (training.bf16_activations), the
   cell's default. fp32 counts fp32; an amp cell (fp16 autocast, its residual stream fp32)
   saves less than fp32 and is given the fp32 count, an upper bound.
-
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -23,8 +23,6 @@ It is an estimate: `memory.max_batch_search` measures the real limit on the GPU,
 that runs out of memory anyway is recorded as `oom` with the sweep going on.
 
 Imports nothing heavy: `config init` answers without importing torch.
-
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

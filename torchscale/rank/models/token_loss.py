@@ -1,4 +1,4 @@
-"""The token loss of the language models, and its memory-lean form for eager cells (issue 27).
+"""The token loss of the language models, and its memory-lean form for eager cells.
 
 PyTorch's `cross_entropy` over GPT-2's 8192 x 50,257 logits, eager and under bf16 autocast,
 copies the logits to fp32 (1.6 GB), keeps their fp32 log-softmax for backward (1.6 GB) and

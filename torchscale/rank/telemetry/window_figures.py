@@ -354,7 +354,7 @@ def busy_threshold(cores: int | None, ranks: int) -> float:
     """Other processes' cores that make a host busy: OTHER_CORES_PER_RANK of each core the
     cell's ranks can have. Ranks that outnumber the cores already share them all, so other
     work that takes a share of the host's cores takes that share of every rank's time: 4 ranks
-    on 2 cores lose a quarter when others take half a core, not a whole one (issue 48)."""
+    on 2 cores lose a quarter when others take half a core, not a whole one."""
     return OTHER_CORES_PER_RANK * (min(ranks, cores) if cores else ranks)
 
 

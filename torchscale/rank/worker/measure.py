@@ -237,8 +237,8 @@ def count_flops(spec: WorkerSpec) -> tuple[float | None, str | None]:
     The cell's model is built again on the meta device and one step of it (forward, loss,
     backward per micro-batch) runs there under FlopCounterMode: shapes only, no memory and no
     kernels, so the count can never run out of memory where training fits (an eager step on
-    the device, as counted up to schema 10, held the plain loss's fp32 logits, log-softmax and
-    their gradient beyond a compiled or blockwise step: about 3 x B x T x V x 4 bytes). The
+    the device would hold the plain loss's fp32 logits, log-softmax and their gradient beyond
+    a compiled or blockwise step: about 3 x B x T x V x 4 bytes). The
     math is the model's whatever runs it (compiled, DDP or FSDP): a compiled graph's kernels
     never dispatch the aten ops the counter sees, so the eager model's ops are what is counted.
     Attention runs under the MATH backend: its matmuls counted as the FLOP convention says

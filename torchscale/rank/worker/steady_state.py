@@ -4,9 +4,9 @@ Warm-up steps absorb first-call costs and are discarded; their times calibrate t
 step count of `measurement.duration_s` windows and the collective timeout of the measured
 windows. With `training.compile` the first step (and any step that recompiles) carries the
 compile itself: 513-2,528 s for tiny-gpt2 and 4,488 s for gpt2 on CPU with a cold compile
-cache (issue 39), where a steady step takes well under a second. Sized from such a step, a
-duration window held one step and the timeout came out longer than init's 10 minutes it is
-meant to cut. So each warm-up step is read against dynamo's tallies
+cache, where a steady step takes well under a second. Sized from such a step, a duration
+window would hold one step and the timeout would outlast init's 10 minutes it is meant to
+cut. So each warm-up step is read against dynamo's tallies
 (torchscale/rank/worker/compile_watch.py), and only the steps in which nothing compiled (steady
 steps) size anything.
 
