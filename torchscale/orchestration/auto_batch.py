@@ -5,7 +5,7 @@ On CUDA it is the batch that fills the GPU by the memory estimate of
 torchscale/rank/models/memory_estimate.py (weights, gradients and optimizer state plus the
 activations one sample saves for backward, x1.5, in 80 % of the smallest GPU's memory, read
 through NVML). A sweep with a small batch measures launch overhead and the optimizer pass, not
-the hardware: on one H100, GPT-2 at batch 8 kept the GPU 81.5 % busy (issue 27). On CPU it is
+the hardware: on one H100, GPT-2 at batch 8 kept the GPU 81.5 % busy. On CPU it is
 8: host memory does not limit a CPU benchmark, and a larger batch only makes its steps slower.
 
 The activations come from the model's stored figures (its spec, torchscale/contracts/model_specs/)

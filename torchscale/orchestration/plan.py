@@ -364,15 +364,15 @@ def _definition(
 ) -> str:
     """Everything that changes what a cell measures, as canonical JSON (for ids and resume).
 
-    Its shape is part of the results format: a result of an older schema version is reused by
-    --resume only while this JSON (and so its hash) is unchanged. A config field added later
-    must be left out here while it holds its default, or every earlier result stops matching:
-    `training.parallel` (0.8.0) enters only as the mesh of a tp, pp or hybrid cell, and
-    `training.bf16_activations` (issue 27) only where it is on: a cell that runs as before
-    keeps its hash. Issue 27 moved every cell's hash once on purpose (`workload_revision`,
-    training_defaults.py): what earlier cells measured is not what the same config trains
-    today, and the options a null used to leave to the rank (fused AdamW, channels_last) are
-    written resolved, as is the loss the measured steps run (`training.loss`).
+    Its shape is part of the results format: --resume reuses a result, of any schema version,
+    only while this JSON (and so its hash) is unchanged. A config field must be left out here
+    while it holds its default, or every result written before the field existed stops
+    matching: `training.parallel` enters only as the mesh of a tp, pp or hybrid cell, and
+    `training.bf16_activations` only where it is on. `workload_revision`
+    (training_defaults.py) moves every hash when the same config trains another workload, and
+    the options a null leaves to the defaults (fused AdamW, channels_last) are written
+    resolved, as is the loss the measured steps run (`training.loss`), so a result is reused
+    only for the workload it measured.
     """
     training = training_config.model_dump(
         mode="json", exclude={"precision", "strategy", "parallel"}
@@ -398,15 +398,15 @@ def _definition(
     }
     if device == "cpu":  # where the CPU is the device, how its allocator reuses memory
         payload["cpu_malloc"] = config.launcher.cpu_malloc
-        # and where its ranks run (0.10: bound by default; moves every CPU cell's hash once)
+        # and where its ranks run: binding changes what a CPU cell measures
         payload["cpu_binding"] = config.launcher.cpu_binding
     if parallel is not None:
         payload["parallel"] = parallel.model_dump(mode="json")
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
-# the data fields of result schema 1-4; the others (loader, shards) joined with the `disk` and
-# `cifar100` sources in schema 5 and change nothing a synthetic cell measures
+# the data fields a synthetic cell's definition holds: the others (loader, shards) change
+# nothing it measures, and leaving them out keeps the hash of results written without them
 SYNTHETIC_DATA_FIELDS = ("source", "seq_len", "image_size")
 
 

@@ -22,8 +22,6 @@ A results folder cannot always hold a cache: on NFS without a lock daemon induct
 locks fail, on a filesystem mounted noexec (common for shared scratch under Slurm) the kernels
 it builds there cannot be loaded. `cache_folder_problem` says so before any cell compiles, and
 the cells then compile in `node_local_cache_dir()`, this node's temporary directory.
-
-Layer 3 (orchestration) of docs/architecture.md, with the rest of `torchscale.orchestration.launch`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""glibc malloc settings for CPU ranks: keep freed memory for the next step (issue 27).
+"""glibc malloc settings for CPU ranks: keep freed memory for the next step.
 
 With its defaults glibc hands a freed block above its mmap threshold back to the kernel, and
 trims free memory at the top of the heap once it exceeds 128 KiB. A training step frees and
@@ -16,8 +16,6 @@ instead of shrinking, and its peak is unchanged.
 `launcher.cpu_malloc: default` leaves glibc as it is. A threshold the user set (in
 GLIBC_TUNABLES or as MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_) is theirs: only the ones
 not set are added. Other C libraries ignore the variable; the rank records which libc ran.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -4,12 +4,8 @@ One result per group: a cell's identity without its batch (model and its options
 precision, strategy, device, and everything else the sweep's definition holds). A figure that
 cannot be had here is null with the reason in `unavailable`, never estimated.
 
-Version history:
-  1  first release: probes ran no warm-up, so a compiled probe compiled inside its measured
-     steps and its peaks held the compiler's scratch.
-  2  probes warm up first (the compile happens there) and the result says how they ran:
-     probe_warmup_min, probe_warmup_steps (the answer's probe), probes[].warmup_steps,
-     probe_compiled, peak_scope.
+Its fields, and how a schema 1 file (probes without a warm-up) reads today: docs/memory.md,
+"What the result holds".
 """
 
 from __future__ import annotations

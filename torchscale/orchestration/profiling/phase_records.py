@@ -1,4 +1,4 @@
-"""Layer 3: the `rank<k>.phases.json` a profiled rank writes beside its trace
+"""The `rank<k>.phases.json` a profiled rank writes beside its trace
 (torchscale/rank/worker/capture.py), read once per file for whoever needs it: the capture
 overhead (its step times) and the trace analysis (its waits for a CPU)."""
 
