@@ -7,8 +7,6 @@ cells its trigger selects); under Slurm the allocations submitted and followed; 
 job manifests written (and applied). Everything produced comes back in a `BenchmarkRun` with the
 exit code the command would set. It prints nothing; a caller that wants progress passes
 `BenchmarkEvents`, which is how the CLI prints as it goes.
-
-Layer 4 (entry points) of docs/architecture.md, with the rest of `torchscale.interfaces.api`.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ torchscale/orchestration/comm/ planning.py), launches the collective sweep throu
 path and stores the result in OUTPUT_DIR/<name>/comm/, or, with `import_file`, reads an nccl-tests
 output file and stores that. It prints nothing: the notes chosen for the user come back in the plan,
 through `on_plan` before anything is written and `on_start` before the ranks launch.
-
-Layer 4 (entry points) of docs/architecture.md, with the rest of `torchscale.interfaces.api`.
 """
 
 from __future__ import annotations

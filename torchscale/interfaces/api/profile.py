@@ -5,8 +5,6 @@
 the traces; `analyze_traces` reads the per-rank traces any PyTorch job wrote. Neither prints:
 the notes chosen for the user (device, model, world size, profiler) come back in the result and
 through `on_start`, before the ranks launch.
-
-Layer 4 (entry points) of docs/architecture.md, with the rest of `torchscale.interfaces.api`.
 """
 
 from __future__ import annotations

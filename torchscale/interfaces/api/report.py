@@ -1,8 +1,6 @@
 """`build_report`: what `torchscale report` does, in one call: read a results directory (and
 a baseline), build the report, render one format, write it atomically, and say what a CI gate
 should conclude.
-
-Layer 4 (entry points) of docs/architecture.md, with the rest of `torchscale.interfaces.api`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ all. Every step goes through the same functions as the commands (`run_benchmark`
 `run_profile`, `build_report`), so a step that passes here passes there. Everything lands in
 one folder, meant to be attached to a bug report. Each step's verdict comes from
 orchestration/validate/workload_judge.py; it prints nothing.
-
-Layer 4 (entry points) of docs/architecture.md, with the rest of `torchscale.interfaces.api`.
 """
 
 from __future__ import annotations

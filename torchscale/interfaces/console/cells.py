@@ -4,8 +4,6 @@ telemetry and price, and its warnings.
 
 Each line carries its level (info, warn, fail, skip), chosen from the data, so the CLI colours
 by level and never by searching the text.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

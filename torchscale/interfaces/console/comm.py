@@ -9,8 +9,6 @@ Given a narrower width (a terminal, or COLUMNS), each table drops what the full 
 completeness (count, which size and type give; root, for ops without one; p50 and cv) and sizes
 its columns to what they hold, the pair matrix becomes the slowest pairs, and every comment line
 wraps between words: no line is longer than the width, and no figure is cut.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

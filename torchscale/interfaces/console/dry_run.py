@@ -1,8 +1,6 @@
 """What `--dry-run` prints: every cell's exact argv and environment, what is skipped or reused
 and why, what runs after the cells (profiles, max batch search, the config's comm runs), and
 the estimate of what is left to run.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -12,8 +12,6 @@ a digit.
 Each row's figures come from the cells table of the results so far
 (`torchscale.offline.results.frame.cells_table`), so scaling and reliability are judged exactly
 as `report` and summary.csv judge them.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

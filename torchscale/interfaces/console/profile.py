@@ -5,8 +5,6 @@ Every figure about where step time goes is the run's one diagnosis (`ProfileAnal
 torchscale/offline/analysis/diagnosis.py) written by `report/diagnosis_text.py`, the sentences every
 surface uses. The default output is short (about 15 lines at 80 columns); `verbose` (-v) adds
 the cross-checks, each finding's evidence and fix, the `--target` detail lines and the notes.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

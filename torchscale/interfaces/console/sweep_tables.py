@@ -2,8 +2,6 @@
 
 The tables are built from the flat cells table that `torchscale.offline.results.load` returns, so
 `report` renders the same numbers.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations
