@@ -1,5 +1,4 @@
-"""Does a run's printed "95 % interval" of throughput hold up across runs? Measured, not assumed
-(issue 48, point 4).
+"""Does a run's printed "95 % interval" of throughput hold up across runs? Measured, not assumed.
 
 Runs K identical cells (default: tiny-mlp, 2 CPU ranks, batch 16, 4 repeats), each its own
 `torchscale benchmark` process, one after the other. For each run it reads the cell's result
@@ -9,7 +8,7 @@ medians? That is what a reader of one run's "4,540 ±350" is promised: a rerun o
 lands inside. From the same per-repeat figures it recomputes what every candidate method would
 have printed, so one measurement compares them:
 - range of the repeats (what the percentile bootstrap of the median of 4 amounts to);
-- the percentile bootstrap of the median (torchscale before issue 48);
+- the percentile bootstrap of the median, with torchscale's seeded resamples;
 - Student t on log throughput, n - 1 degrees of freedom, centred on the median (no drift term);
 - `median_of_repeats` as the code stands (Student t on log throughput widened by the
   between-run drift floor `BETWEEN_RUN_SD`, docs/methodology.md "Uncertainty").
@@ -65,7 +64,7 @@ from child_runs import Stopped, run_child, stop
 
 REPO = Path(__file__).resolve().parent.parent
 
-TARGET = 0.85  # issue 48: an interval covers the other runs' median in >= 85 % of reruns
+TARGET = 0.85  # an interval covers the other runs' median in >= 85 % of reruns
 BUSY_LOAD = 1.5  # 1-min load above this before or after: not a quiet machine, no verdict
 SETTLE_S = 60.0  # wait after the last run, so its own ranks have mostly left the 1-min load
 
@@ -186,9 +185,9 @@ def measure(args: argparse.Namespace, workdir: Path, data: dict[str, Any]) -> No
 # ------------------------------------------------------------------------ methods
 
 
-def bootstrap_before(repeats: Sequence[float]) -> Interval:
-    """The percentile bootstrap of the median, as `median_of_repeats` took it from 4 repeats
-    on before issue 48 (the same seeded resamples)."""
+def percentile_bootstrap(repeats: Sequence[float]) -> Interval:
+    """The percentile bootstrap of the median, from torchscale's own seeded resamples: over 4
+    repeats it is their range, the candidate `median_of_repeats` is measured against."""
     data = np.asarray(repeats, dtype=float)
     if data.size < 2:
         return None, None
@@ -226,9 +225,9 @@ def printed(run: dict[str, Any]) -> Interval:
 
 CANDIDATES: dict[str, Callable[[Sequence[float]], Interval]] = {
     "range of the repeats": range_of_repeats,
-    "bootstrap of the median (before issue 48)": bootstrap_before,
+    "percentile bootstrap of the median": percentile_bootstrap,
     "Student t on log, n - 1 df, no drift term": t_on_logs,
-    f"median_of_repeats now (drift floor sd {BETWEEN_RUN_SD:g})": current,
+    f"median_of_repeats (drift floor sd {BETWEEN_RUN_SD:g})": current,
 }
 
 

@@ -1,5 +1,4 @@
-r"""Does torchscale's diagnosis name stragglers of every kind, and the right kind? Measured (issue
-48, point 3; issue 38 measured the sleep torchscale injects itself).
+r"""Does torchscale's diagnosis name stragglers of every kind, and the right kind? Measured.
 
 Every straggler here is written as a user writes one: a model plug-in of
 benchmarks/straggler_scenarios.py, never a torchscale knob (no --inject-delay). On the target
@@ -91,7 +90,7 @@ from child_runs import Stopped, run_child, stop
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO_MODULE = "benchmarks.straggler_scenarios"
 CALIBRATION_TRIES = 2  # balanced runs tried per group before its cases wait for the grid's
-RECORDS_VERSION = 2  # issue 38's records (--inject-delay) were version 1 (no key)
+RECORDS_VERSION = 2  # version 1 (no key): records of the --inject-delay grid, not these
 
 # scenario -> (plug-in factory, the kind the verdict should give; None: nobody named)
 SCENARIOS: dict[str, tuple[str, str | None]] = {

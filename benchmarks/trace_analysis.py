@@ -11,7 +11,7 @@ generated multi-rank trace directory of at least --large-mb MB uncompressed.
     pip install holistictraceanalysis && python benchmarks/trace_analysis.py --hta
     python benchmarks/trace_analysis.py --large-mb 0 --hta-python /tmp/htavenv/bin/python
 
-Targets (issue 7): >= 100 MB/s per core; peak growth <= 1.5x the largest single rank file.
+Targets: >= 100 MB/s per core; peak growth <= 1.5x the largest single rank file.
 """
 
 from __future__ import annotations

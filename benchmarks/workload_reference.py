@@ -1,4 +1,4 @@
-"""Is torchscale's GPT-2 workload as fast as a bare loop written for speed? (issue 27)
+"""Is torchscale's GPT-2 workload as fast as a bare loop written for speed?
 
 The reference is a nanoGPT-style GPT written here, independent of torchscale's model code, the
 way speed recipes write it: vocabulary padded to a multiple of 64, no dropout, SDPA with
@@ -12,7 +12,7 @@ next, hits both sides alike), and the script prints each one's tokens/s, the rat
 reference per round and its median. On CPU both sides run with the glibc malloc settings a
 CPU cell has by default (launcher.cpu_malloc: reuse; `--cpu-malloc default` runs both with
 glibc's own).
-Issue 27's target is a ratio of at least 0.97: the last line judges it by the median ratio's
+The target is a ratio of at least 0.97: the last line judges it by the median ratio's
 95 % interval (Student t on the log ratios over the rounds), met, missed or not settled by the
 run.
 
@@ -249,7 +249,7 @@ def take_turns(
     return ratios, parameters
 
 
-TARGET = 0.97  # issue 27: the cell reaches at least 97 % of the bare loop's tokens/s
+TARGET = 0.97  # the cell reaches at least 97 % of the bare loop's tokens/s
 
 
 def verdict(ratios: list[float]) -> str:

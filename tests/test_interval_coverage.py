@@ -1,4 +1,4 @@
-"""benchmarks/interval_coverage.py judges saved runs right (issue 48, point 4): how often a run's
+"""benchmarks/interval_coverage.py judges saved runs right: how often a run's
 interval holds the other runs' median, per method, with the load that makes a verdict void.
 Its counting is checked on synthetic saved runs (`--load`), no torchrun: the measurement itself
 is a benchmark's, on whatever machine runs it (docs/methodology.md, "Uncertainty")."""
@@ -84,9 +84,9 @@ def test_a_quiet_measurement_prints_every_method_with_its_interval(tmp_path: Pat
     names = (
         "as printed by the runs",
         "range of the repeats",
-        r"bootstrap of the median \(before issue 48\)",
+        "percentile bootstrap of the median",
         "Student t on log, n - 1 df, no drift term",
-        r"median_of_repeats now \(drift floor sd [\d.]+\)",
+        r"median_of_repeats \(drift floor sd [\d.]+\)",
     )
     counts = {}
     for name in names:
@@ -99,9 +99,9 @@ def test_a_quiet_measurement_prints_every_method_with_its_interval(tmp_path: Pat
         counts[name] = int(found.group(1))
     # the printed ranges are the range, and the bootstrap of 4 is the same interval
     assert counts["as printed by the runs"] == counts["range of the repeats"]
-    assert counts[r"bootstrap of the median \(before issue 48\)"] == counts["range of the repeats"]
+    assert counts["percentile bootstrap of the median"] == counts["range of the repeats"]
     # drift twice the repeats' spread: the widened interval holds far more reruns
-    now = counts[r"median_of_repeats now \(drift floor sd [\d.]+\)"]
+    now = counts[r"median_of_repeats \(drift floor sd [\d.]+\)"]
     assert now > counts["range of the repeats"] + 10
     assert re.search(r"^log throughput: between-run sd [\d.]+ beyond the repeats", text, re.M)
 
