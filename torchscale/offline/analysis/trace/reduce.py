@@ -1,100 +1,30 @@
-"""Layer 2 (offline, and inside a rank for tensor-parallel cells): one rank's trace reduced to
-small per-step tables (`reduce_rank`, which runs every reducer of registry.py), and the
-reductions of every rank combined into the versioned profile analysis (`combine`). Pure
-functions: reading the traces and writing analysis.json are
+"""One rank's trace reduced to small per-step tables (`reduce_rank`, which runs every reducer
+of registry.py), and the reductions of every rank combined into the versioned profile analysis
+(`combine`: running the cross-rank analyses, `cross_rank.analyse`, then building the stored
+object, `profile_record.profile_analysis`). Runs offline, and inside a rank for
+tensor-parallel cells. Pure functions: reading the traces and writing analysis.json are
 torchscale/orchestration/profiling/analyze.py's.
 
-Only the cross-rank analyses (collective matching, clock offsets, stragglers, what-if, findings)
-see every rank, and they see the small tables only. Everything the analysis reports about where
-step time goes is read off the run's one diagnosis (`analysis/diagnosis.py`, over the traces'
-step model and the run's own phase timers), computed once here and stored as `diagnosis`: the
-stall, exposed-communication and what-if figures, the straggler and the findings are its
-parts or its cross-checks, never separate answers to the same question.
-
-`combine` is not a registry: its analyses are one chain (matching -> clock offsets -> arrival
--> idle taxonomy -> step model -> findings -> diagnosis), each reading the ones before, and
-every figure it writes is a field of the versioned ProfileAnalysis schema.
+Only the cross-rank analyses see every rank, and they see the small tables only.
 """
 
 from __future__ import annotations
 
-import logging
-import math
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import cast
-
 import pandas as pd
 
-from torchscale import __version__
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, Estimate, Finding
+from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import (
-    ClockOffset,
-    OpFigures,
     ProfileAnalysis,
-    RankFigures,
-    StepStall,
-    StragglerFigures,
     TraceFile,
-    WhatIf,
 )
-from torchscale.offline.analysis.diagnosis import (
-    RunEvidence,
-    TimerEvidence,
-    TraceEvidence,
-    busy_caveat,
-    diagnose,
-)
-from torchscale.offline.analysis.diagnosis import findings as ranked_findings
-from torchscale.offline.analysis.diagnosis import traces as step_model
 from torchscale.offline.analysis.trace import (
-    clock,
-    collective_matching,
-    idle,
-    kernels,
     registry,
     steps,
 )
-from torchscale.offline.analysis.trace import straggler as straggler_analysis
-from torchscale.offline.analysis.trace.idle import IdleBase
+from torchscale.offline.analysis.trace.cross_rank import analyse
+from torchscale.offline.analysis.trace.profile_record import profile_analysis, share_pct
+from torchscale.offline.analysis.trace.reduction import RankReduction
 from torchscale.offline.traces.rank_trace import RankTrace
-
-log = logging.getLogger(__name__)
-
-
-@dataclass
-class RankReduction:
-    """What is kept of one rank once its events are dropped: its step table and, by name,
-    the table of every reducer in `registry.REDUCERS` (`tables`)."""
-
-    file: TraceFile
-    device_type: str
-    backend: str | None
-    world_size: int | None
-    steps: pd.DataFrame  # steps.step_table(...).table: step, start, end, dur, partial
-    tables: dict[str, object] = field(default_factory=dict)  # reducer name -> its table
-    notes: list[str] = field(default_factory=list)
-
-    # the tables `combine` reads, by their registry names
-    @property
-    def phases(self) -> pd.DataFrame:
-        return cast(pd.DataFrame, self.tables["phases"])
-
-    @property
-    def breakdown(self) -> pd.DataFrame:
-        return cast(pd.DataFrame, self.tables["breakdown"])
-
-    @property
-    def idle(self) -> IdleBase:
-        return cast(IdleBase, self.tables["idle"])
-
-    @property
-    def collectives(self) -> pd.DataFrame:
-        return cast(pd.DataFrame, self.tables["collectives"])
-
-    @property
-    def kernels(self) -> pd.DataFrame:  # name, calls, total_us
-        return cast(pd.DataFrame, self.tables["kernels"])
 
 
 def reduce_rank(trace: RankTrace) -> RankReduction:
@@ -123,11 +53,6 @@ def reduce_rank(trace: RankTrace) -> RankReduction:
     )
 
 
-def _median(values: Iterable[float]) -> float | None:
-    series = pd.Series(list(values), dtype="float64").dropna()
-    return float(series.median()) if len(series) else None
-
-
 def combine(
     reductions: dict[int, RankReduction],
     *,
@@ -138,337 +63,11 @@ def combine(
     strategy: str | None = None,
     cell: CellResult | None = None,
 ) -> ProfileAnalysis:
-    """The cross-rank analyses over the per-rank reductions (`strategy`, when known, picks
-    the remedies of the findings; `cell`, the profiled run's result, adds its phase-timer
-    model as a cross-check; `cpu_wait`, (rank, step, cpu_wait, cpu_time) seconds of the
-    traced steps (the training thread's wait for a CPU and time on one; cpu_time NaN where not
-    recorded), tells a rank the host held back from a straggler)."""
-    ranks = sorted(reductions)
-    first = reductions[ranks[0]]
-    notes = [note for rank in ranks for note in reductions[rank].notes]
-    unavailable: dict[str, str] = {}
-    formats = {reductions[r].file.format for r in ranks}
-    device_types = {reductions[r].device_type for r in ranks}
-    if len(device_types) > 1:
-        notes.append(f"ranks report different devices: {sorted(device_types)}")
-    steps_by_rank = {r: reductions[r].steps for r in ranks}
-    phases_by_rank = {r: reductions[r].phases for r in ranks}
-    matched = collective_matching.match_collectives({r: reductions[r].collectives for r in ranks})
-    notes += list(matched.notes)
-    exposed = {r: reductions[r].idle.exposed for r in ranks}
-    # waiting for peers with nothing else to do (the wait hidden behind this rank's own
-    # compute costs no time) is the model's part; the raw wait inside collectives is kept
-    stall = collective_matching.sync_stall(matched, steps_by_rank, exposed)
-    raw_wait = collective_matching.sync_stall(matched, steps_by_rank)
-    notes += list(stall.notes)
-    offsets = clock.estimate_offsets(matched)
-    arrivals = clock.arrivals(matched, offsets)
-    arrival = straggler_analysis.attribute_straggler(
-        matched, arrivals, phases_by_rank, steps_by_rank
-    )
-    taxonomy = idle.idle_taxonomy({r: reductions[r].idle for r in ranks}, matched)
-    breakdowns = {r: reductions[r].breakdown for r in ranks}
-    model = step_model.build_step_model(
-        taxonomy,
-        phases_by_rank=phases_by_rank,
-        matched=matched,
-        arrival=arrival,
-        waits_known=stall.overall_pct is not None,
-        world_size=first.world_size,
-        cpu_wait=cpu_wait,
-    )
-    notes += model.notes
-    inputs = ranked_findings.finding_inputs(
-        model,
-        breakdowns,
-        matched=matched,
-        arrival=arrival,
-        phases_by_rank=phases_by_rank,
-        device_type=first.device_type,
-        backend=first.backend,
-        strategy=strategy,
-        nodes=cell.cell.nodes if cell is not None else None,
-    )
-    diagnosis = diagnose(
-        RunEvidence(
-            timers=TimerEvidence(stored=cell.diagnosis) if cell is not None else None,
-            traces=TraceEvidence(model=model, inputs=inputs),
-            caveat=busy_caveat(cell.telemetry) if cell is not None else None,
-            device_type=first.device_type,
-            backend=first.backend,
-            strategy=strategy,
-            nodes=cell.cell.nodes if cell is not None else None,
-            injected_ranks=frozenset(d.rank for d in cell.injected_delays)
-            if cell is not None
-            else frozenset(),
-        )
-    )
-
-    analysis = ProfileAnalysis(
-        torchscale_version=__version__,
-        target=target,
-        source=source,
-        tool=tool or ("nsys" if formats == {"nsys"} else "torch"),
-        files=[reductions[r].file for r in ranks],
-        world_size=first.world_size,
-        ranks_analysed=len(ranks),
-        backend=first.backend,
-        device_type=first.device_type,
-        cycle_us=None,
-        diagnosis=diagnosis,
-        sync_stall_pct=None,
-        collective_wait_pct=raw_wait.overall_pct,
-        exposed_comm_pct=None,
-        overlap_pct=None,
-        matched_collectives=_instances(matched.usable),
-        mismatches=list(matched.mismatches),
-    )
-    if diagnosis is None:
-        unavailable["diagnosis"] = model.reason or "no step model"
-    _model_figures(analysis, model, diagnosis, unavailable, len(ranks))
-    analysis.clock = [
-        ClockOffset(
-            rank=int(row.rank),
-            offset_us=float(row.offset_us),
-            uncertainty_us=float(row.uncertainty_us),
-            samples=int(row.samples),
-        )
-        for row in offsets.table.itertuples()
-    ]
-    analysis.arrival_agreement = _finite(arrivals.agreement)
-    verdict = diagnosis.straggler if diagnosis is not None else None
-    if verdict is not None and verdict.named and verdict.rank is not None:
-        mine = (
-            arrival.straggler
-            if arrival.straggler and arrival.straggler.rank == verdict.rank
-            else None
-        )
-        step_s = diagnosis.step_s.value if diagnosis is not None else None
-        gap_s = verdict.phase_gap_s.value if verdict.phase_gap_s is not None else None
-        analysis.straggler = StragglerFigures(
-            rank=verdict.rank,
-            last_arrival_share=arrival.shares.get(verdict.rank),
-            mean_lateness_us=_finite(mine.mean_lateness_us) if mine is not None else None,
-            phase=verdict.phase,
-            phase_gap_us=gap_s * 1e6 if gap_s is not None else None,
-            phase_gap_pct=100 * gap_s / step_s if gap_s is not None and step_s else None,
-            shares={str(k): float(v) for k, v in arrival.shares.items()},
-        )
-    elif len(ranks) > 1:
-        unavailable["straggler"] = (
-            verdict.summary if verdict is not None else model.reason or "no step model"
-        )
-    whatif = diagnosis.whatif if diagnosis is not None else None
-    if whatif is not None:
-        share = whatif.share
-        if share.measurable and share.value is not None:
-            analysis.whatif = [
-                WhatIf(
-                    rank=whatif.rank,
-                    saved_us_per_step=float(whatif.saved_s.value or 0.0) * 1e6,
-                    speedup_pct=100 * share.value,
-                    share=share,
-                )
-            ]
-        else:
-            unavailable["whatif"] = (
-                f"rank {whatif.rank} doing the others' work would save nothing "
-                f"measurable ({_not_measurable(share)})"
-            )
-    analysis.ops = _op_figures(matched.usable)
-    analysis.ranks = [_rank_figures(r, reductions[r], model, taxonomy) for r in ranks]
-    analysis.stall_by_step = (
-        [
-            StepStall(
-                rank=int(row.rank),
-                step=int(row.step),
-                step_us=float(row.step_s) * 1e6,
-                stall_us=float(row.wait_for_peers) * 1e6,
-            )
-            for row in model.parts.itertuples()
-        ]
-        if model.waits_known
-        else []
-    )
-    analysis.cycle_us = _median(f.step_us for f in analysis.ranks if f.step_us is not None)
-    analysis.top_kernels = kernels.kernel_figures([reductions[r].kernels for r in ranks])
-    # HTA's overlap over every rank and step: computing while communicating / communication
-    analysis.overlap_pct = inputs.overlap_pct
-    if inputs.overlap_pct is None:
-        unavailable["overlap_pct"] = "no communication in the traced steps"
-    notes += list(inputs.notes)
-    kept, others = findings_for_target(diagnosis.findings if diagnosis else [], target)
-    analysis.findings = kept
-    analysis.other_findings = others
-    if target == "memory":
-        unavailable.setdefault("memory.allocations", MEMORY_UNAVAILABLE)
-    analysis.notes = list(dict.fromkeys(notes))
-    analysis.unavailable = unavailable
-    return analysis
+    """The versioned profile analysis of the per-rank reductions: the cross-rank analyses
+    (`cross_rank.analyse`, which says what `cpu_wait`, `strategy` and `cell` add), stored as
+    `profile_record.profile_analysis` builds it (`source`, `target`, `tool`)."""
+    found = analyse(reductions, cpu_wait=cpu_wait, strategy=strategy, cell=cell)
+    return profile_analysis(found, source=source, target=target, tool=tool)
 
 
-MEMORY_UNAVAILABLE = (
-    "no allocator figures in these traces: torchscale's profiled steps do not record memory "
-    "events (torch.profiler profile_memory) and the trace reader does not read them; the "
-    "peaks of the measured windows are in the run's result.json (memory)"
-)
-
-
-def _not_measurable(estimate: Estimate) -> str:
-    if estimate.high is None:
-        return estimate.reason or "no interval"
-    return f"< {estimate.high * 100:.1f} % of the step"
-
-
-def _model_figures(
-    analysis: ProfileAnalysis,
-    model: step_model.StepModel,
-    diagnosis: Diagnosis | None,
-    unavailable: dict[str, str],
-    ranks: int,
-) -> None:
-    """The schema-1 headline figures, read off the diagnosis (one answer per question)."""
-    parts = {p.name: p for p in diagnosis.parts} if diagnosis else {}
-    wait = parts.get("wait_for_peers")
-    waits_known = diagnosis is not None and (
-        model.waits_known if diagnosis.source == "traces" else diagnosis.ranks > 1
-    )
-    if not waits_known or wait is None:
-        unavailable["sync_stall_pct"] = (
-            "one rank in the input: waiting for peers needs the same collectives on two or "
-            "more ranks"
-            if ranks < 2
-            else "no collective could be matched across ranks"
-        )
-    else:
-        analysis.sync_stall_pct = _pct_of(wait.share, "sync_stall_pct", unavailable)
-    transfer = parts.get("exposed_transfer")
-    if transfer is None:
-        unavailable["exposed_comm_pct"] = model.reason or "no step model"
-    else:
-        analysis.exposed_comm_pct = _pct_of(transfer.share, "exposed_comm_pct", unavailable)
-    if analysis.device_type not in (None, "cpu"):
-        analysis.memory_copy_share = model.memory
-
-
-def _pct_of(share: Estimate, key: str, unavailable: dict[str, str]) -> float | None:
-    """A share as %, 0 when it is exactly 0 on every step (interval [0, 0]), None with the
-    reason when it is not measurable above noise."""
-    if share.measurable and share.value is not None:
-        return 100 * share.value
-    if share.value is None and share.high == 0:
-        return 0.0
-    unavailable[key] = f"not measurable above noise ({_not_measurable(share)})"
-    return None
-
-
-def findings_for_target(
-    findings: list[Finding], target: str
-) -> tuple[list[Finding], list[Finding]]:
-    """(the target's findings in its order, the others by cost): the diagnosis' findings
-    split for `--target`; within a target, categories rank in its order, then by cost."""
-    order = ranked_findings.TARGET_CATEGORIES.get(target)
-    if order is None:
-        return list(findings), []
-    kept = [f for f in findings if f.category in order]
-    kept.sort(key=lambda f: (order.index(f.category), -f.cost_pct))
-    return kept, [f for f in findings if f.category not in order]
-
-
-def _finite(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def _instances(usable: pd.DataFrame) -> int:
-    if usable.empty:
-        return 0
-    return int(usable[["group", "index"]].drop_duplicates().shape[0])
-
-
-def _op_figures(usable: pd.DataFrame) -> list[OpFigures]:
-    """Per op: matched instances, their transfer (min over ranks, once per instance) and the
-    waits of every rank."""
-    if usable.empty:
-        return []
-    per_instance = usable.groupby(["op", "group", "index"], observed=True).agg(
-        transfer_us=("transfer_us", "first"), wait_us=("wait_us", "sum")
-    )
-    per_op = per_instance.groupby(level="op", observed=True).agg(
-        instances=("transfer_us", "size"),
-        transfer_us=("transfer_us", "sum"),
-        wait_us=("wait_us", "sum"),
-    )
-    return [
-        OpFigures(
-            op=str(op),
-            instances=int(row.instances),
-            transfer_us=float(row.transfer_us),
-            wait_us=float(row.wait_us),
-        )
-        for op, row in per_op.sort_values("wait_us", ascending=False).iterrows()
-    ]
-
-
-def share_pct(figures: list[RankFigures], column: str) -> float | None:
-    """Sum of a per-rank figure over the sum of step time, in % (None when absent)."""
-    pairs = [
-        (getattr(f, column), f.step_us)
-        for f in figures
-        if getattr(f, column) is not None and f.step_us
-    ]
-    if not pairs:
-        return None
-    return float(100 * sum(a for a, _ in pairs) / sum(b for _, b in pairs))
-
-
-def _median_of(frame: pd.DataFrame, column: str) -> float | None:
-    if column not in frame.columns or frame.empty:
-        return None
-    return _median(frame[column])
-
-
-def _rank_figures(
-    rank: int,
-    reduction: RankReduction,
-    model: step_model.StepModel,
-    taxonomy: pd.DataFrame,
-) -> RankFigures:
-    """One rank: HTA-style medians of its breakdown, the medians of its partition (the step
-    model's own per-step figures, so they never overlap) and its parts with intervals."""
-    table = reduction.breakdown
-    phases = reduction.phases
-    busy = (
-        {
-            str(k): float(v)
-            for k, v in phases.groupby("phase", observed=True)["busy_us"].median().items()
-        }
-        if len(phases)
-        else {}
-    )
-    split = taxonomy[taxonomy["rank"] == rank] if "rank" in taxonomy.columns else taxonomy
-    parts = model.parts[model.parts["rank"] == rank] if not model.parts.empty else model.parts
-    stall_us = (
-        _median_of(parts.assign(w=parts["wait_for_peers"] * 1e6), "w") if len(parts) else None
-    )
-    stall_pct = None
-    if len(parts) and model.waits_known:
-        shares = 100 * parts["wait_for_peers"] / parts["step_s"].where(parts["step_s"] > 0)
-        stall_pct = _median(shares)
-    return RankFigures(
-        rank=rank,
-        steps=len(table),
-        step_us=_median_of(table, "step_us"),
-        compute_us=_median_of(table, "compute_us"),
-        comm_us=_median_of(table, "comm_us"),
-        exposed_comm_us=_median_of(table, "exposed_comm_us"),
-        overlap_pct=_median_of(table, "overlap_pct"),
-        idle_us=_median_of(table, "idle_us"),
-        data_wait_us=_median_of(split, "data_us"),
-        sync_stall_us=stall_us if model.waits_known else None,
-        sync_stall_pct=stall_pct,
-        transfer_us=_median_of(split, "transfer_us"),
-        host_wait_us=_median_of(split, "host_wait_us") if reduction.device_type != "cpu" else None,
-        other_idle_us=_median_of(split, "other_idle_us"),
-        phases_busy_us=busy,
-        parts=model.per_rank.get(rank, []),
-    )
+__all__ = ["RankReduction", "combine", "reduce_rank", "share_pct"]
