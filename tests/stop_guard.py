@@ -1,6 +1,6 @@
 """The suite stops when asked, and leaves nothing running, whichever way it ends.
 
-Three things stood in the way (issue 41): the CLI under test turns Ctrl-C into exit code 130,
+Three things stand in the way: the CLI under test turns Ctrl-C into exit code 130,
 which is right for a user and wrong for a test run (the test failed, pytest went on); pytest
 dies on SIGTERM and SIGHUP without running a single `finally`; and torchrun puts every rank in
 a session of its own, so a rank whose parent was killed is adopted by init, out of anyone's

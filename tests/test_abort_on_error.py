@@ -1,8 +1,8 @@
-"""A rank that raises leaves its process group without waiting for its peers (issue 24, point 4),
-and the measured windows run under a collective timeout the warm-up justifies.
+"""A rank that raises leaves its process group without waiting for its peers, and the measured
+windows run under a collective timeout the warm-up justifies.
 
 Destroying the group waits for the rank's outstanding collectives, which its peers, waiting in a
-collective for that rank, never complete. On 8 GPUs one rank's OOM then read as a peer's NCCL
+collective for that rank, never complete. On 8 GPUs one rank's OOM would read as a peer's NCCL
 watchdog SIGABRT 10 minutes later. A real 2-rank gloo run shows the same deadlock (the raising
 rank's async all_reduce is outstanding, its peer waits in another group's all_reduce: destroy
 blocks until the cell timeout) and that the error path ends it in seconds, naming the rank. On
@@ -44,7 +44,7 @@ from torchscale.rank.worker.spec import WorkerSpec
 from torchscale.rank.worker.steady_state import WarmUp, collective_timeout_s
 from torchscale.rank.worker.trainer import Trainer
 
-CELL_TIMEOUT_S = 90  # what the old error path waited for: the run ends at this timeout
+CELL_TIMEOUT_S = 90  # a rank waiting for its peers would hold the run until this timeout
 
 
 # ====================================================================== a real gloo run

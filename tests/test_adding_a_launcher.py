@@ -1,4 +1,4 @@
-"""Adding a launcher is one package plus one registry line (issue 42; docs/architecture.md,
+"""Adding a launcher is one package plus one registry line (docs/architecture.md,
 "Adding a launcher"): tests/added_launcher/ holds a made-up scheduler's `Launcher`, and a fresh
 interpreter adds the one line to torchscale/contracts/launcher_registry.py's mapping before anything
 reads it. The config then accepts its kind, `torchscale benchmark` runs it, and the CLI shows what

@@ -1,4 +1,4 @@
-"""Adding a built-in model is one file plus one registry line (issue 42; docs/architecture.md,
+"""Adding a built-in model is one file plus one registry line (docs/architecture.md,
 "Where a new thing goes"): tests/added_model.py holds a spec and its builder, and a fresh
 interpreter adds the one line to torchscale/contracts/model_specs/registry.py's mapping before
 anything reads it. Every consumer then knows the model without another file changing: the catalog,

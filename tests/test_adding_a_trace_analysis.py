@@ -1,5 +1,5 @@
-"""Adding a per-rank trace analysis is one module plus its line in `REDUCERS` (issue 42;
-docs/architecture.md, "A trace analysis"): tests/added_reducer.py holds the reducer, and the
+"""Adding a per-rank trace analysis is one module plus its line in `REDUCERS`
+(docs/architecture.md, "A trace analysis"): tests/added_reducer.py holds the reducer, and the
 test adds the one line to torchscale/offline/analysis/trace/registry.py's `REDUCERS` (read each
 time a rank is reduced). Every rank's reduction then holds its table under its name, the other
 tables exactly as they were, and `torchscale profile analyze` runs it: its note is in the

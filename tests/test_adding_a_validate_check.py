@@ -1,5 +1,5 @@
-"""Adding a `torchscale validate` check is one function plus its line in `CHECKS` (issue 42;
-docs/architecture.md, "A validate check"): tests/added_check.py holds the function, and the
+"""Adding a `torchscale validate` check is one function plus its line in `CHECKS`
+(docs/architecture.md, "A validate check"): tests/added_check.py holds the function, and the
 test adds the one line to torchscale/orchestration/validate/run_checks.py's `CHECKS` (read
 when the command runs). The cheapest run (`--device cpu --quick`: no torchrun, no compile)
 then shows its row with the fix, names it in the verdict and counts it, `--json` holds it with

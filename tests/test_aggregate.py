@@ -269,7 +269,7 @@ def test_constant_step_times_never_warn() -> None:
 
 
 def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
-    """Schema 8: comm_overhead is read from the step model (phase timers), one value per
+    """comm_overhead is read from the step model (phase timers), one value per
     quantity; the no_sync windows are its cross-check, and the pooled figure is gone."""
     sync = (0.010, 0.010, 0.010, 0.010)
     phases = {
@@ -541,8 +541,8 @@ def test_scaling_efficiency_ignores_ok_rows_without_throughput() -> None:
 
 
 def test_a_sweep_of_one_world_size_has_no_scaling_figure() -> None:
-    """Issue 38: a sweep of world size 2 only read 100 % in every row; there is nothing
-    smaller to scale from, so the figure is NaN with the reason, in summary.csv too."""
+    """A sweep of world size 2 only has nothing smaller to scale from, so the figure is NaN
+    with the reason (never 100 % in every row), in summary.csv too."""
     table = pd.DataFrame([_row(2, 150.0), _row(2, 300.0, batch=16), _row(2, 80.0, label="b")])
     out = add_scaling_efficiency(table)
     assert out["scaling_efficiency"].isna().all()

@@ -1,4 +1,4 @@
-"""The library API drives whole jobs without the CLI (issue 23): `run_benchmark` plans, runs
+"""The library API drives whole jobs without the CLI: `run_benchmark` plans, runs
 the sweep and the suites the config turns on (or hands the plan to the Slurm or Kubernetes
 launcher), `run_profile` profiles one cell, `analyze_traces` reads any job's traces,
 `build_report` writes a report; each prints nothing and returns typed results with the exit

@@ -1,4 +1,4 @@
-"""The library API runs a whole collective sweep without the CLI (issue 23): `run_comm` resolves
+"""The library API runs a whole collective sweep without the CLI: `run_comm` resolves
 the options (device, backend, ranks, threads: as benchmark cells are resolved), launches the
 ranks through the one launch path, stores the result, prints nothing and returns it with the
 exit code `torchscale comm` would set."""

@@ -147,10 +147,10 @@ def test_four_against_four_can_judge() -> None:
 
 
 def test_a_41_pct_drop_over_4_against_4_runs_is_a_regression() -> None:
-    # issue 38: 4 runs a side, the median 41 % lower, one baseline run slow (a neighbour hit
-    # it) so that the fastest current run beats it. The exact Mann-Whitney U test gave 4 / 70
-    # = 0.057 here (only complete separation reaches 2 / 70 with 4 + 4), and the rule said "no
-    # significant change"; Welch's test on the log figures weighs the distance
+    # measured: 4 runs a side, the median 41 % lower, one baseline run slow (a neighbour hit
+    # it) so that the fastest current run beats it. The exact Mann-Whitney U test gives 4 / 70
+    # = 0.057 here (only complete separation reaches 2 / 70 with 4 + 4): "no significant
+    # change"; Welch's test on the log figures weighs the distance
     base = [73.1, 115.9, 116.3, 119.3]
     now = [56.7, 68.3, 68.9, 74.5]
     verdict = judge_change(base, now, higher_is_better=True, unit="runs")

@@ -1,6 +1,6 @@
-"""benchmarks/cell_fixed_cost.py keeps running (issue 39: a cell's fixed cost, launch to its
-first measured step, is measured against a bare torchrun + gloo init + barrier, and against a
-bare DDP script): one round of the smallest cell. Its times are a benchmark's, never asserted
+"""benchmarks/cell_fixed_cost.py keeps running (it measures a cell's fixed cost, launch to its
+first measured step, against a bare torchrun + gloo init + barrier, and against a bare DDP
+script): one round of the smallest cell. Its times are a benchmark's, never asserted
 here; what a rank has done by its first measured step is (no scipy, no pandas: they wait for
 rank 0's aggregation, after the windows; set-up's objects frozen out of the collection at each
 window's edge)."""

@@ -1,4 +1,4 @@
-"""Every chart drawn by both back-ends from one chart model (issue 40): the HTML's plotly
+"""Every chart drawn by both back-ends from one chart model: the HTML's plotly
 figure and the PDF's matplotlib figure show the same series, in the same colours, with the
 same legend and the same axis ranges and ticks. At 500 cells no chart draws more than 12
 series, every PDF plot keeps its height with its legend under it and shorter than it, and

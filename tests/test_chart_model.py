@@ -1,6 +1,6 @@
 """The chart model (torchscale.interfaces.report.charts): axes decided once (ticks round in the unit
 shown, which axes start at zero), one colour per series, references in their series' colour,
-and a legend bounded by its columns (issue 40)."""
+and a legend bounded by its columns."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One CLI grammar across commands (issue 25), walked over the real command tree:
+"""One CLI grammar across commands, walked over the real command tree:
 
 - a short flag has one meaning (one long name) in every command that has it; the only
   exceptions are the published interfaces users already know, listed with why;

@@ -460,7 +460,7 @@ def test_missing_required_keys_are_all_named() -> None:
 def test_batch_sizes_is_a_list_or_auto_and_a_mistake_is_one_line(
     value: str, path: str, message: str
 ) -> None:
-    """Issue 27: `batch_sizes` takes a list or the word auto; a mistake in either form is one
+    """`batch_sizes` takes a list or the word auto; a mistake in either form is one
     problem at the path the user wrote, never both forms' complaints."""
     problem = only_problem(MINIMAL.replace("batch_sizes: [64]", f"batch_sizes: {value}"))
     assert (problem.path, problem.message) == (path, message)

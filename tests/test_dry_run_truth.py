@@ -135,9 +135,9 @@ def test_a_slurm_dry_run_off_the_cluster_writes_the_scripts(
 def test_a_slurm_dry_run_without_a_reachable_controller_writes_the_scripts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 39: with Slurm's client installed but no controller to answer, the dry run failed
-    in scontrol ("Could not establish a configuration source") and wrote nothing; it writes the
-    scripts, quotes Slurm, and names what was not checked, a line each."""
+    """With Slurm's client installed but no controller to answer (scontrol: "Could not
+    establish a configuration source"), the dry run still writes the scripts, quotes Slurm,
+    and names what was not checked, a line each."""
     config = write_config(tmp_path, **SLURM)
     client = slurm_client_without_controller(tmp_path / "bin")
     monkeypatch.setenv("PATH", str(client))
@@ -281,7 +281,7 @@ def test_a_comm_dry_run_probes_the_output_like_the_run(tmp_path: Path) -> None:
 
 
 def test_a_dry_run_says_which_batch_auto_chose(tmp_path: Path) -> None:
-    """Issue 27: a config without batch_sizes runs `auto`; the dry run names the batch it
+    """A config without batch_sizes runs `auto`; the dry run names the batch it
     chose and why, before the cells; a CUDA config on a node without a GPU cannot size one
     and says so in one line."""
     data = {key: value for key, value in TINY.items() if key != "batch_sizes"}

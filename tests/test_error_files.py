@@ -1,4 +1,4 @@
-"""A rank's root cause survives a torn error file (issue 47).
+"""A rank's root cause survives a torn error file.
 
 torchrun's agent parses a failed rank's error file as soon as it sees the rank gone; a file that
 exists and does not parse (a rank stopped between opening it and writing it) kills torchrun

@@ -1,9 +1,7 @@
-"""docs/first-gpu-run.md runs as written (issue 39: its step 5 named an `oom.yaml` nobody
-shipped, and its Slurm section used a config that `batch_sizes: auto` made the Slurm launcher
-refuse). Read from the page itself: every file its commands name is in the repository, every
-config given with -c validates and plans on the node the page is about (8 GPUs of 80 GiB,
-per node under Slurm) without a skipped cell, every `torchscale` command parses with its
-options, and the Slurm section's dry run writes its scripts here, off any cluster."""
+"""docs/first-gpu-run.md runs as written. Read from the page itself: every file its commands name is
+in the repository, every config given with -c validates and plans on the node the page is about (8
+GPUs of 80 GiB, per node under Slurm) without a skipped cell, every `torchscale` command parses with
+its options, and the Slurm section's dry run writes its scripts here, off any cluster."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fleet view (issue 26, point 4): the outlier rule over a synthetic fleet, and the slow-link
+"""Fleet view: the outlier rule over a synthetic fleet, and the slow-link
 group search over a synthetic fabric with a planted slow link or slow node in every position."""
 
 from __future__ import annotations

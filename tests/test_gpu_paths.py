@@ -1,12 +1,12 @@
 """The worker's GPU-only paths, exercised on CPU where the mechanism allows.
 
-No GPU has run this code yet, so each GPU bug found by reading gets a CPU test of its
-mechanism: channels_last weights under FSDP (forced on CPU), the peak chosen for MFU (fake
-device names), DDP no_sync() through torch.compile's wrapper (compiled lazily, never run),
-the FLOP count on the meta device (the same figure, no memory), FSDP's mesh when torch
-believes there is an accelerator, the memory peaks' place in the protocol, and the bf16 FSDP
-mixed-precision policy. Each test that needs torch.distributed gets its own 1-rank gloo group
-on a FileStore, destroyed afterwards.
+One H100 has run torchscale's cells at world size 1 (docs/measured.md), no multi-GPU node has, and
+CI has no GPU, so each GPU bug found by reading gets a CPU test of its mechanism: channels_last
+weights under FSDP (forced on CPU), the peak chosen for MFU (fake device names), DDP no_sync()
+through torch.compile's wrapper (compiled lazily, never run), the FLOP count on the meta device (the
+same figure, no memory), FSDP's mesh when torch believes there is an accelerator, the memory peaks'
+place in the protocol, and the bf16 FSDP mixed-precision policy. Each test that needs
+torch.distributed gets its own 1-rank gloo group on a FileStore, destroyed afterwards.
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ def test_mig_slice_gets_no_peak(name: str, precision: str) -> None:
     [
         ("NVIDIA L40", 121.0),
         ("NVIDIA RTX A1000 6GB Laptop GPU", 312.0),
-        # GH200 now has its own row with the H100 SXM figures (the same GPU):
+        # GH200 has its own row with the H100 SXM figures (the same GPU):
         # tests/test_peaks_table.py; these two must still not borrow a neighbour's peak
         ("NVIDIA GB200", 2250.0),  # not HGX B200's
         ("NVIDIA H20", 989.0),  # not H200's
@@ -370,7 +370,7 @@ def test_a_lone_rank_trains_unwrapped_and_says_so() -> None:
 
 @pytest.mark.usefixtures("process_group")
 def test_compile_compiles_the_loss_beside_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 27: the loss runs outside the model's graph, so the trainer compiles it too
+    """The loss runs outside the model's graph, so the trainer compiles it too
     (inductor fuses cross entropy's fp32 upcast and log-softmax); an uncompiled cell trains
     with the loss's eager form (the token loss a block at a time:
     tests/test_token_loss.py). torch.compile is recorded, not run."""
@@ -440,8 +440,8 @@ def test_no_sync_reaches_ddp_through_the_compiled_wrapper() -> None:
 
 
 def eager_step_flops(trainer: Trainer) -> float:
-    """The count as schema 10 took it: FlopCounterMode around one training step of the
-    uncompiled model on the device with the plain loss, attention under the MATH backend."""
+    """The count on the device, the meta-device count's reference: FlopCounterMode around one
+    training step of the uncompiled model with the plain loss, attention under MATH."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -467,9 +467,8 @@ def eager_step_flops(trainer: Trainer) -> float:
 def test_the_meta_flop_count_is_the_eager_steps_count(
     model: str, strategy: str, accum: int
 ) -> None:
-    """Issue 39: the FLOP count moved from an eager step on the device to the meta device
-    without changing a figure (the models' stored FLOPs are the reference ones:
-    tests/test_model_metadata.py)."""
+    """The FLOP count on the meta device is an eager step's count on the device, figure for
+    figure (the models' stored FLOPs are the reference ones: tests/test_model_metadata.py)."""
     spec = make_spec(model=model, strategy=strategy, grad_accum_steps=accum)
     trainer = Trainer.build(spec, torch.device("cpu"))
     assert count_flops(spec) == (eager_step_flops(trainer), None)
@@ -509,10 +508,10 @@ class RealBytes(TorchDispatchMode):
 
 @pytest.mark.usefixtures("process_group")
 def test_the_flop_count_allocates_nothing_a_measured_step_does() -> None:
-    """Issue 39: the count's eager step held the plain loss's fp32 logits, log-softmax and
-    gradient beyond what a compiled or blockwise step holds (about 39 GB more for gpt2 bf16 at
-    batch 64), so it could run out of memory where training fits. On the meta device it
-    allocates no storage at all, while the cell's own step allocates its activations."""
+    """An eager step on the device holds the plain loss's fp32 logits, log-softmax and gradient
+    beyond what a compiled or blockwise step holds (about 39 GB more for gpt2 bf16 at batch 64), so
+    a count taken there could run out of memory where training fits. On the meta device it allocates
+    no storage at all, while the cell's own step allocates its activations."""
     spec = make_spec(model="tiny-gpt2")
     trainer = Trainer.build(spec, torch.device("cpu"))
     with RealBytes() as counted:

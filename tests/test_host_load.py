@@ -85,8 +85,8 @@ def test_the_busy_rule_needs_both_a_material_share_and_no_idle_core_per_rank() -
 
 
 def test_ranks_that_outnumber_the_cores_are_starved_by_less_than_a_core() -> None:
-    """Issue 48: 4 ranks on 2 cores beside two CPU hogs, others used 0.83-0.94 core: a quarter
-    core per rank (1.0) was never reached, yet each rank lost 0.9 / 2 = 45 % of its share. Where
+    """Measured: 4 ranks on 2 cores beside two CPU hogs, others used 0.83-0.94 core: a quarter
+    core per rank (1.0) is never reached, yet each rank loses 0.9 / 2 = 45 % of its share. Where
     the ranks outnumber the cores the threshold is a quarter of the host's cores."""
     assert busy_threshold(cores=2, ranks=4) == pytest.approx(0.5)
     assert busy_threshold(cores=2, ranks=2) == pytest.approx(0.5)  # as many: unchanged

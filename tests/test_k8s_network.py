@@ -1,4 +1,4 @@
-"""Kubernetes pods of one cell (issue 24, point 8): each pod its own torchrun error file, found
+"""Kubernetes pods of one cell: each pod its own torchrun error file, found
 by the failure reader; the RDMA device, IPC_LOCK, host network and Multus network settings in
 the manifests; and the warning when a multi-node NCCL cell asks for none of them.
 

@@ -484,7 +484,7 @@ def test_rank_killed_by_a_signal_names_it_and_its_likely_cause(
 
 
 def test_root_cause_from_the_agent_line_when_the_block_is_missing() -> None:
-    """The agent's line names a local rank and a pid, not a global rank (issue 24)."""
+    """The agent's line names a local rank and a pid, not a global rank."""
     (line,) = [x for x in SIGKILL_LOG.splitlines() if "failed (exitcode" in x]
     first = root_cause(line)
     assert (first.rank, first.local_rank, first.pid) == (None, 1, 3817)

@@ -1,4 +1,4 @@
-"""One launch path (issue 23), enforced: every torchrun torchscale starts (sweep cells, max-batch
+"""One launch path, enforced: every torchrun torchscale starts (sweep cells, max-batch
 probes, Slurm steps, profiled runs, the collective sweep, validate's smoke test) goes through
 `torchscale.orchestration.launch.attempt.run_attempt`, which alone calls
 `launch.process.run_launch`.

@@ -1,4 +1,4 @@
-"""The memory estimate behind `batch_sizes: auto` and `config init` (issue 27): the activation
+"""The memory estimate behind `batch_sizes: auto` and `config init`: the activation
 count on the meta device against a real training step's saved tensors, and the fitting rule."""
 
 from __future__ import annotations

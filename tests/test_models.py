@@ -398,7 +398,7 @@ def _dropouts(model: torch.nn.Module) -> set[float]:
 
 
 def test_gpt2_trains_without_dropout_unless_a_config_sets_the_published_rate() -> None:
-    """Issue 27: speed references train GPT-2 with no dropout, so the zoo does by default;
+    """Speed references train GPT-2 with no dropout, so the zoo does by default;
     `dropout: 0.1` is GPT-2 as published. Same weights, same function in eval mode."""
     torch.manual_seed(0)
     fast = build_model("tiny-gpt2")
@@ -438,7 +438,7 @@ def _tied_pair(seq_len: int = 16) -> tuple[ModelBundle, ModelBundle]:
 
 
 def test_padding_the_vocabulary_leaves_the_loss_and_real_gradients_unchanged() -> None:
-    """Issue 27: the pad logits never reach the loss, so the padded model trains the
+    """The pad logits never reach the loss, so the padded model trains the
     published one: same loss, same gradient on every real weight, none on the pad rows."""
     published, padded = _tied_pair()
     torch.manual_seed(1)
@@ -528,7 +528,7 @@ def test_bert_padded_keeps_the_masked_lm_loss_and_real_gradients() -> None:
 def test_the_bf16_path_trains_the_fp32_model_within_bf16s_tolerance(
     bf16_activations: bool,
 ) -> None:
-    """Issue 27: the zoo's GPT-2 (padded, eager blockwise loss over blocks of 10 rows) under
+    """The zoo's GPT-2 (padded, eager blockwise loss over blocks of 10 rows) under
     bf16 autocast, its residual stream in fp32 (autocast's recipe) or in bf16
     (`training.bf16_activations`, a bf16 cell's default), computes the fp32 model's loss to
     bf16's precision and the same gradients in direction: what a bf16 cell trains is the
@@ -580,7 +580,7 @@ def _stream_dtypes(bundle: ModelBundle, autocast: bool) -> set[torch.dtype]:
 
 @pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-bert", "vit-b16"])
 def test_bf16_activations_carry_the_residual_stream_in_bf16_only_when_asked(name: str) -> None:
-    """Issue 27: with bf16 activations on, under bf16 autocast, every block's input and
+    """With bf16 activations on, under bf16 autocast, every block's input and
     output and every LayerNorm's output is bf16 (autocast alone leaves them fp32: the fp32
     embeddings start the stream and LayerNorm autocasts to fp32); outside autocast the
     setting changes nothing; the parameters stay fp32 either way."""

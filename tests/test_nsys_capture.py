@@ -1,4 +1,4 @@
-"""Nsight Systems captures only the profiled steps (issue 24, point 7): the `nsys profile` argv
+"""Nsight Systems captures only the profiled steps: the `nsys profile` argv
 as data, the trigger each rank fires and where in its steps, the launcher and the ranks agreeing
 on the trigger, and the capture overhead against the measured windows.
 

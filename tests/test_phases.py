@@ -164,7 +164,7 @@ def test_parts_of_the_step_add_up_per_rank_and_on_average() -> None:
 
 def test_without_phase_timing_nothing_is_named_or_split() -> None:
     """The no_sync windows alone give no step model: no straggler is named from them (a
-    median without a test named noise up to schema 7), and the figures say why."""
+    median without a test names noise), and the figures say why."""
     t = 0.0751
     ranks = [
         make_rank(0, [1, 1, 1], (t,) * 4, no_sync=(0.012,) * 4),
@@ -692,7 +692,7 @@ def test_real_cell_names_the_injected_straggler(straggler_cell: tuple[CellResult
     assert comm.load_imbalance is not None and comm.comm_overhead is not None
     assert comm.load_imbalance_s == pytest.approx(0.050 / 2, rel=0.25)
     assert comm.load_imbalance > comm.comm_overhead
-    assert comm.sync_overhead is None  # a cross-check of the step model since schema 8
+    assert comm.sync_overhead is None  # a cross-check of the step model, not a headline
     attribution = result.diagnosis
     assert attribution is not None and attribution.straggler is not None
     assert attribution.straggler.named and attribution.straggler.rank == 1

@@ -461,10 +461,9 @@ def _training_definition(cell: PlannedCell) -> dict[str, Any]:
 
 
 def test_what_a_null_option_means_is_in_the_definition() -> None:
-    """Issue 27: fused AdamW, channels_last and the loss the measured steps run are written
-    resolved into every cell's definition, so a result measured with another optimizer kernel
-    or loss (fused AdamW joined the CPU default, the blockwise loss the eager default) is never
-    resumed as today's; the worker spec carries the same values the rank trains by."""
+    """Fused AdamW, channels_last and the loss the measured steps run are written resolved
+    into every cell's definition, so a result measured with another optimizer kernel or loss
+    is never resumed as today's; the worker spec carries the same values the rank trains by."""
     [gpt] = build_plan(make_config(models=["tiny-gpt2"], gpu_counts=[1]), CPU_BOX)
     [mlp] = build_plan(make_config(gpu_counts=[1]), CPU_BOX)
     [cnn_gpu] = build_plan(make_config(models=["tiny-cnn"], gpu_counts=[1], device="cuda"), GPU_BOX)
@@ -523,7 +522,7 @@ def test_setting_an_option_to_what_null_means_is_the_same_cell() -> None:
 
 
 def test_bf16_activations_are_on_in_bf16_cells_and_in_the_definition_only_there() -> None:
-    """Issue 27: `training.bf16_activations` null is on for bf16 cells of a model with
+    """`training.bf16_activations` null is on for bf16 cells of a model with
     torchscale's residual stream and off for the others; a cell it leaves off keeps the id it
     had before the option existed (--resume reuses it), a bf16 cell's id moves with it (its
     earlier result ran with an fp32 residual stream)."""
@@ -588,10 +587,10 @@ H100_BOX = Machine(gpu_count=1, cpu_cores=16, gpu_memory_bytes=80 * 1024**3)
 
 
 def test_auto_batches_fill_the_gpu_by_the_memory_estimate() -> None:
-    """Issue 27: without batch_sizes (auto), each model and precision gets the largest power
-    of two its memory estimate fits in 80 % of the GPU, one batch each, with the line that says
-    why; GPT-2 bf16 on 80 GiB: 64 (the max-batch search found 75 with the older, hungrier
-    workload), fp32 half of it."""
+    """Without batch_sizes (auto), each model and precision gets the largest power of two its
+    memory estimate fits in 80 % of the GPU, one batch each, with the line that says why;
+    GPT-2 bf16 on 80 GiB: 64 (below the 75 the max-batch search found on one H100,
+    docs/measured.md), fp32 half of it."""
     from torchscale.contracts.model_specs.registry import BUILTIN
     from torchscale.rank.models.memory_estimate import activation_bytes, fitting_batch
 

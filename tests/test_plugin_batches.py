@@ -1,4 +1,4 @@
-"""A plug-in's own batches (`ModelBundle.batches`, issue 48): the contract, the stream the
+"""A plug-in's own batches (`ModelBundle.batches`): the contract, the stream the
 trainer draws one batch per micro-batch from, and one real 2-rank cell whose rank 1 has a slow
 loader, seen in the steps table as that rank's data phase.
 

@@ -1,4 +1,4 @@
-"""Where a sweep stands (issue 25): cell i/N, elapsed, and an ETA from the plan's estimates
+"""Where a sweep stands: cell i/N, elapsed, and an ETA from the plan's estimates
 corrected by the measured cells (torchscale.interfaces.report.progress), in the running lines that
 logs and CI see (no TTY needed)."""
 

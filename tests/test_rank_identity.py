@@ -1,4 +1,4 @@
-"""A failed rank is named by the global rank it had, not by where its logs lie (issue 24, point 3).
+"""A failed rank is named by the global rank it had, not by where its logs lie.
 
 torch's dynamic rendezvous numbers nodes by sorting (host name, pid): `gpu10` sorts before `gpu9`,
 so Slurm's node 0 can hold global ranks 8..15. Each rank records who it was

@@ -238,7 +238,7 @@ def test_benchmark_table_never_cuts_a_figure_on_a_narrow_console() -> None:
     assert "64.2%" in out and "166.2|166.4" in out and "…" not in out
 
 
-# --- issue 25: wording, and the headlines a cell's result holds ---------------------------
+# --- wording, and the headlines a cell's result holds ------------------------------------
 
 
 def _planned(world: int, device: str) -> Any:
@@ -348,9 +348,10 @@ def test_gpu_telemetry_headline_reaches_the_cell_lines() -> None:
 
 
 def test_a_profile_says_why_its_step_is_not_the_measured_one() -> None:
-    """Issue 48: `profile` printed 'step 62.4 ms median' on its [RUN] line, then 'Step 137 ms:
-    ...' with no word on why: the shares are of the traced steps, which the profiler slows. One
-    line of at most 80 columns says so; none where the two agree."""
+    """`profile` prints the measured steps' median on its [RUN] line ('step 62.4 ms median')
+    and then the traced steps' split ('Step 137 ms: ...'): the shares are of the traced steps,
+    which the profiler slows. One line of at most 80 columns says so; none where the two
+    agree."""
     from pathlib import Path
 
     from tests.test_report_diagnosis import busy_diagnosis

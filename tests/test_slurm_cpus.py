@@ -1,4 +1,4 @@
-"""The CPUs a Slurm step's ranks get (issue 24, point 1), as data: what sbatch and srun ask,
+"""The CPUs a Slurm step's ranks get, as data: what sbatch and srun ask,
 the threads each rank is given, and the warning when a node's ranks outnumber its CPUs.
 
 Without a request, Slurm gives one CPU per task, and there is one task per node: torchrun and

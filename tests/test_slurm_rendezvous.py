@@ -1,4 +1,4 @@
-"""Which node hosts the c10d rendezvous store of a Slurm step (issue 24, point 2).
+"""Which node hosts the c10d rendezvous store of a Slurm step.
 
 Every node runs the same srun argv; torchscale.orchestration.schedulers.slurm.node tells node 0
 (whose NodeAddr is the endpoint) to host the store and the others not to. Left to torch, the host is

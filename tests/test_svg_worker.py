@@ -44,7 +44,7 @@ PARALLEL = 12
 
 def test_worker_count_needs_spare_cores_and_enough_charts() -> None:
     assert worker_count(charts=100, cores=1) == 0
-    # the 11 charts of a 50-cell report get the spare core (issue 40: drawn one by one before)
+    # the 11 charts of a 50-cell report get the spare core
     assert worker_count(charts=11, cores=2) == 1
     # a worker would draw fewer than MIN_WORKER_SHARE: not worth its start-up
     smallest = int(2 * MIN_WORKER_SHARE + STARTUP_CHARTS)

@@ -880,8 +880,8 @@ def test_real_cpu_cell_records_what_else_ran_on_its_host(cpu_cell: CellResult) -
 
 
 def test_a_cpu_report_leaves_out_the_gpu_columns_no_cell_has(tmp_path: Path) -> None:
-    """Issue 25's audit: on CPU ranks the telemetry table printed six GPU columns of '-'.
-    A column no cell has a figure for is left out, and the note names it."""
+    """On CPU ranks no cell has a GPU figure: a column no cell has a figure for is left out
+    (not printed as a column of '-'), and the note names it."""
     cells = ok_v3_cells()
     cell_id = next(k for k in cells if "__w2__" in k)
     result, _, problem = parse_cell_result(cells[cell_id])

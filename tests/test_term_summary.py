@@ -1,6 +1,6 @@
-"""`torchscale report -f term` is a summary (issue 40): at most 60 lines at any sweep size, no
-line wider than COLUMNS (80 included), printed or written with -o; `--full` prints the whole
-report as before (1,044-1,161 lines for 8 cells, 54,209 for 500: a dump).
+"""`torchscale report -f term` is a summary: at most 60 lines at any sweep size, no line wider
+than COLUMNS (80 included), printed or written with -o; `--full` prints the whole report
+(1,044-1,161 lines for 8 cells, 54,209 for 500: a dump).
 
 The sweeps are `benchmarks/report_scale.py`'s synthetic results at 8 and 500 cells (five
 models, 500 noisy cells, 200 findings, 27 charts)."""
@@ -148,8 +148,8 @@ def _invoke(*args: str, columns: str | None, monkeypatch: pytest.MonkeyPatch) ->
 def test_printed_and_written_the_summary_fits_columns(
     sweeps: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """COLUMNS=80: the printed summary and the one written with -o (which used to ignore
-    COLUMNS and take 100 columns) both fit; without COLUMNS a file takes 100."""
+    """COLUMNS=80: the printed summary and the one written with -o both fit: a file
+    follows COLUMNS too, and takes 100 without it."""
     source = str(sweeps[8])
     printed = _invoke("-s", source, "-f", "term", columns="80", monkeypatch=monkeypatch)
     assert printed.exit_code == 0, printed.output

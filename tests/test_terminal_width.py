@@ -1,4 +1,4 @@
-"""Every table fits the terminal and no figure is cut (issue 25): the benchmark's per-model
+"""Every table fits the terminal and no figure is cut: the benchmark's per-model
 tables, `torchscale list` and `report -f term`, at 80 and 200 columns.
 
 A figure is "whole" when it appears on one line of the output, as written by the table's own

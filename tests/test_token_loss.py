@@ -1,4 +1,4 @@
-"""The blockwise token loss of eager cells (issue 27): the same loss and gradient as PyTorch's
+"""The blockwise token loss of eager cells: the same loss and gradient as PyTorch's
 cross entropy, with less kept for backward."""
 
 from __future__ import annotations

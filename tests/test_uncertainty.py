@@ -1,10 +1,9 @@
-"""Honest uncertainty (issue 38, point 4): no "95 % interval" drawn from fewer than 4 samples by
-bootstrap (with 2 repeats that bootstrap is their range), intervals printed as [lo, hi] where
-'±' would misstate them, and changes of a percentage in points. Issue 48, point 4: a run's
-throughput interval holds the median of reruns of the cell (Student t on log throughput widened
-by the between-run drift, where the bootstrap of 4 repeats was their range), shown on runs with
-synthetic drift. Known answers by hand (`torchscale.offline.analysis.uncertainty`,
-`torchscale.interfaces.report.estimates`)."""
+"""Honest uncertainty: no "95 % interval" drawn from fewer than 4 samples by bootstrap (with 2
+repeats that bootstrap is their range), intervals printed as [lo, hi] where '±' would misstate them,
+and changes of a percentage in points. A run's throughput interval holds the median of reruns of the
+cell (Student t on log throughput widened by the between-run drift, where the bootstrap of 4 repeats
+is their range), shown on runs with synthetic drift. Known answers by hand
+(`torchscale.offline.analysis.uncertainty`, `torchscale.interfaces.report.estimates`)."""
 
 from __future__ import annotations
 
@@ -125,11 +124,11 @@ def test_from_four_repeats_the_same_widened_t() -> None:
     assert (estimate.low, estimate.high) == pytest.approx(by_hand_widened(repeats))
 
 
-def test_the_issues_four_repeats_were_their_range_and_are_not_now() -> None:
-    """Issue 48: 2,697.0, 3,095.4, 3,074.7 and 2,666.8 printed "2,886 ±214", the percentile
-    bootstrap of their median, which over 4 values is exactly their range (the lowest
-    possible median of a resample, the smallest value, comes up in 13 of 256 resamples: over
-    2.5 %). Now: wider than the range, holding the median, never the range again."""
+def test_four_measured_repeats_get_an_interval_wider_than_their_range() -> None:
+    """Over 2,697.0, 3,095.4, 3,074.7 and 2,666.8 the percentile bootstrap of the median is
+    exactly their range, "2,886 ±214" (the lowest possible median of a resample, the smallest
+    value, comes up in 13 of 256 resamples: over 2.5 %). `median_of_repeats` gives an interval
+    wider than the range, holding the median."""
     repeats = [2697.0, 3095.4, 3074.7, 2666.8]
     data = np.asarray(repeats)
     old = percentile_interval(np.median(data[block_indices(4, block=1)], axis=1))
@@ -194,7 +193,7 @@ def range_of_4(repeats: np.ndarray) -> tuple[float | None, float | None]:
 
 
 def test_intervals_hold_reruns_under_between_run_drift() -> None:
-    """Issue 48's test: runs whose level drifts between runs by BETWEEN_RUN_SD (the drift this
+    """Runs whose level drifts between runs by BETWEEN_RUN_SD (the drift this
     machine measured) with repeats as noisy within a run as measured (WITHIN_SD): the widened
     interval holds the other runs' median in >= 85 % of runs, where the range of 4 repeats
     (what the bootstrap printed) and Student t on the repeats alone fall short."""
@@ -339,7 +338,7 @@ def test_what_is_lopsided(value: float, low: float, high: float, expected: bool)
 def test_lopsided_intervals_print_as_brackets_never_plus_minus() -> None:
     pct = value_format("ratio_pct")
     seconds = value_format("seconds")
-    # rounded to what the interval supports (issue 40): a 71-point interval holds no decimals
+    # rounded to what the interval supports: a 71-point interval holds no decimals
     assert plus_minus(est(0.302, 0.130, 0.844), pct) == "30 % [13 %, 84 %]"
     assert plus_minus(est(10.9e-3, 1.43e-3, 29.3e-3), seconds) == "11 ms [1 ms, 29 ms]"
     assert plus_minus(est(12.3e-3, 11.1e-3, 13.5e-3), seconds) == "12.3 ms ±1.2 ms"

@@ -1,4 +1,4 @@
-"""benchmarks/workload_reference.py keeps running (issue 27: the comparison must stay honest on
+"""benchmarks/workload_reference.py keeps running (the comparison must stay honest on
 CPU, so CI runs it): two short rounds, one in each order, both sides the same model. Its
 figures are a benchmark's, never asserted here."""
 
