@@ -129,14 +129,17 @@ def run_cell(
         command, timeout, lambda: store.read_attempt(cell_id), finished=result_path.exists
     )
     outcome = attempt.outcome
-    if attempt.written is None:
+    measured = attempt.written
+    if measured is None:
         assert attempt.failure is not None
         result = unmeasured_result(
             planned, attempt.failure.status, attempt.failure.as_error(), planned.warnings
         )
     else:
-        result = attempt.written
-        store.commit_attempt(cell_id)  # rank 0's result is now safe in cells/
+        # rank 0's part: what the host adds (the launch, its wall time, the shutdown's
+        # warnings, the price) is known only once the launch is over, so the host writes
+        # the one result file
+        result = measured
         result.warnings = list(planned.warnings) + result.warnings + attempt.warnings
     result.launch = {
         "argv": command.argv,
@@ -148,7 +151,10 @@ def run_cell(
     result.started_at = started
     result.wall_s = round(outcome.wall_s, 3)
     result = priced(result, price_per_gpu_hour)
-    store.write_cell(result)
+    if measured is None:
+        store.write_cell(result)
+    else:  # written once; on a failed write rank 0's own result is kept instead
+        store.keep_attempt(result)
     return result
 
 

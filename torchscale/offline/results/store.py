@@ -7,6 +7,7 @@ was written before stays intact, and `--resume` continues once the cause is fixe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -125,14 +126,41 @@ class ResultStore(ResultLayout[Path]):
         """The result this launch's rank 0 wrote, or None."""
         return _read_if_there(self.attempt_result_path(cell_id))
 
-    def commit_attempt(self, cell_id: str) -> None:
-        """Move a finished launch's step records and result into steps/ and cells/. Renames
-        need no free space, so a full disk cannot lose a result rank 0 managed to write."""
+    def keep_attempt(self, result: CellResult) -> Path:
+        """A finished launch's result as the host completed it, written once into cells/; its
+        step records moved into steps/ and rank 0's own copy dropped. When that write fails
+        (disk full), rank 0's result is moved into cells/ as it was (ResultsError still
+        raised): a rename needs no free space, so a full disk cannot lose a measurement."""
+        cell_id = result.cell_id
+        self._move_steps(cell_id)
+        try:
+            path = self.write_cell(result)
+        except ResultsError:
+            with contextlib.suppress(ResultsError):
+                self.commit_attempt(cell_id)
+            raise
+        # a copy left by a failed unlink is stale: the next launch of the cell removes it
+        with contextlib.suppress(OSError):
+            self.attempt_result_path(cell_id).unlink(missing_ok=True)
+        return path
+
+    def _move_steps(self, cell_id: str) -> None:
         try:
             steps = self.attempt_steps_path(cell_id)
             if steps.exists():
                 self.steps_path(cell_id).parent.mkdir(parents=True, exist_ok=True)
                 steps.replace(self.steps_path(cell_id))
+        except OSError as exc:
+            raise ResultsError(
+                f"cannot move the result of {cell_id} into {self.root}: {describe_os_error(exc)}"
+            ) from None
+
+    def commit_attempt(self, cell_id: str) -> None:
+        """Move a finished launch's step records and result into steps/ and cells/ as rank 0
+        wrote them. Renames need no free space, so a full disk cannot lose a result rank 0
+        managed to write."""
+        self._move_steps(cell_id)
+        try:
             self.cell_path(cell_id).parent.mkdir(parents=True, exist_ok=True)
             self.attempt_result_path(cell_id).replace(self.cell_path(cell_id))
         except OSError as exc:
