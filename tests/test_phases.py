@@ -72,7 +72,7 @@ def phases(
 
 
 def test_rank_slow_in_backward_is_the_straggler() -> None:
-    """The issue's case: rank 1 is 60 ms slower in backward. Synchronised steps are equal (and
+    """Rank 1 is 60 ms slower in backward. Synchronised steps are equal (and
     rank 0's median is even a hair higher): the straggler comes from each rank's own work per
     step (phase timers, paired by step), named because the paired test is significant."""
     ranks = [

@@ -37,7 +37,7 @@ from torchscale.offline.results.versions import parse_cell_result
 FIXTURES = Path(__file__).parent / "fixtures"
 NUMBER = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?")
 
-# (value, low, high, what every surface prints): the figures and small rates
+# (value, low, high, what every surface prints): measured figures and small rates
 FIGURES = [
     (11_079.0, 6_757.0, 15_401.0, "11,100 ±4,300", "6,800 to 15,400"),  # 2 digits of ±
     (38_509.0, 792.0, 1_712_321.0, "40,000 [790, 1,710,000]", ""),  # lopsided: one step

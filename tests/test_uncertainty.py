@@ -41,7 +41,7 @@ from torchscale.offline.analysis.uncertainty import (
     t_interval,
 )
 
-# the issue's cell: tiny-gpt2 b32 x2, two repeats, printed "95 % interval 332.1 to 357.7"
+# a measured cell: tiny-gpt2 b32 x2, two repeats (a bootstrap of two is their range)
 REPEATS = [332.1, 357.7]
 # sd of log throughput between a run's repeats where BETWEEN_RUN_SD was measured (tiny-gpt2 b8
 # x2, 10 repeats: IQR / median 5.8 %, docs/regressions.md; 0.058 / 1.349 for a normal)
@@ -218,7 +218,7 @@ def test_one_repeat_still_spread_unknown() -> None:
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("seed", range(20))
 def test_no_interval_below_four_is_the_range_of_the_samples(n: int, seed: int) -> None:
-    """The done-when of the issue: whatever 2-3 repeats, the interval is strictly wider than
+    """Whatever 2-3 repeats, the interval is strictly wider than
     their range (a bootstrap's would be inside it) and holds the median."""
     rng = np.random.default_rng(seed)
     repeats = list(100 * np.exp(0.1 * rng.standard_normal(n)))
@@ -323,8 +323,8 @@ def est(value: float, low: float, high: float) -> Estimate:
     [
         (12.3, 11.1, 13.5, False),  # symmetric
         (100.0, 90.0, 114.0, False),  # 1.4 to 1: still ± (within LOPSIDED)
-        (0.302, 0.130, 0.844, True),  # the issue's efficiency: 17.2 below, 54.2 above
-        (10.9e-3, 1.43e-3, 29.3e-3, True),  # the issue's p95
+        (0.302, 0.130, 0.844, True),  # a measured efficiency: 17.2 below, 54.2 above
+        (10.9e-3, 1.43e-3, 29.3e-3, True),  # a measured p95
         (1.1, 0.1, 2.5, True),  # 1.0 below, 1.4 above, but 1.1 ± 1.2 would reach below 0
         (5.0, 6.0, 7.0, True),  # a value outside its interval
         (-1.0, -3.0, 1.0, False),  # a signed figure (a gap): ± is fine below 0
@@ -342,7 +342,7 @@ def test_lopsided_intervals_print_as_brackets_never_plus_minus() -> None:
     assert plus_minus(est(0.302, 0.130, 0.844), pct) == "30 % [13 %, 84 %]"
     assert plus_minus(est(10.9e-3, 1.43e-3, 29.3e-3), seconds) == "11 ms [1 ms, 29 ms]"
     assert plus_minus(est(12.3e-3, 11.1e-3, 13.5e-3), seconds) == "12.3 ms ±1.2 ms"
-    # the issue's two repeats as a table cell
+    # the measured two repeats as a table cell
     two = median_of_repeats(REPEATS)
     text = compact(two.value, two.low, two.high, "rate")
     assert text == "340 [210, 560]"  # rounded to what a 343-wide interval supports

@@ -389,7 +389,7 @@ class LauncherConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _nnodes_is_nodes(cls, data: Any) -> Any:
-        """`nnodes: N` (before 0.7.0) is `nodes: [N]`."""
+        """`nnodes: N`, the older spelling, reads as `nodes: [N]`."""
         if isinstance(data, dict) and "nnodes" in data:
             data = dict(data)
             nnodes = data.pop("nnodes")
