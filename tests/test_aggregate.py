@@ -269,8 +269,8 @@ def test_constant_step_times_never_warn() -> None:
 
 
 def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
-    """comm_overhead is read from the step model (phase timers), one value per
-    quantity; the no_sync windows are its cross-check, and the pooled figure is gone."""
+    """comm_overhead is read from the step model (phase timers), one value per quantity; the
+    no_sync windows are its cross-check, and the pooled figure (sync_overhead) is null."""
     sync = (0.010, 0.010, 0.010, 0.010)
     phases = {
         "data": 0.0001,
