@@ -260,29 +260,38 @@ def host_writes(log: Path) -> Iterator[None]:
         os.replace = original_os_replace
 
 
-def run(out: Path) -> tuple[Tracer, list[dict[str, Any]], Path, Any]:
-    """Run the tiny benchmark traced; the tracer, every write, the experiment root, the run."""
+def run(out: Path, cli_events: bool) -> tuple[Tracer, list[dict[str, Any]], Path, Any]:
+    """Run the tiny benchmark traced; the tracer, every write, the experiment root, the run.
+    `cli_events`: with the events `torchscale benchmark` passes (its printer, whose lines go
+    to this process's output), else none."""
     from torchscale import api
     from torchscale.orchestration.config.loader import load_config
 
-    work = Path(tempfile.mkdtemp(prefix="route-"))
-    config_path = work / "route.yaml"
-    config_path.write_text(json.dumps(TINY), encoding="utf-8")
-    (work / "sitecustomize.py").write_text(SITECUSTOMIZE.format(env=WRITES_ENV), "utf-8")
-    writes_log = work / "writes.jsonl"
-    writes_log.touch()
-    python_path = [str(work), str(REPO), os.environ.get("PYTHONPATH", "")]
-    env = {
-        **os.environ,
-        WRITES_ENV: str(writes_log),
-        "PYTHONPATH": os.pathsep.join(p for p in python_path if p),
-    }
-    config = load_config(config_path, [])
-    tracer = Tracer()
-    with host_writes(writes_log), traced(tracer):
-        benchmark = api.run_benchmark(config, out, env=env)
-    writes = [json.loads(line) for line in writes_log.read_text(encoding="utf-8").splitlines()]
-    return tracer, writes, out / config.experiment_name, benchmark
+    with tempfile.TemporaryDirectory(prefix="route-") as temporary:
+        work = Path(temporary)
+        config_path = work / "route.yaml"
+        config_path.write_text(json.dumps(TINY), encoding="utf-8")
+        (work / "sitecustomize.py").write_text(SITECUSTOMIZE.format(env=WRITES_ENV), "utf-8")
+        writes_log = work / "writes.jsonl"
+        writes_log.touch()
+        python_path = [str(work), str(REPO), os.environ.get("PYTHONPATH", "")]
+        env = {
+            **os.environ,
+            WRITES_ENV: str(writes_log),
+            "PYTHONPATH": os.pathsep.join(p for p in python_path if p),
+        }
+        config = load_config(config_path, [])
+        events = None
+        if cli_events:
+            from torchscale.interfaces.cli.benchmark_cmd import _Printer
+
+            plan = api.plan_benchmark(config)
+            events = _Printer(len(plan.cells), plan).events()
+        tracer = Tracer()
+        with host_writes(writes_log), traced(tracer):
+            benchmark = api.run_benchmark(config, out, env=env, events=events)
+        lines = writes_log.read_text(encoding="utf-8").splitlines()
+    return tracer, [json.loads(line) for line in lines], out / config.experiment_name, benchmark
 
 
 def _where(step: Step, callee: bool) -> str:
@@ -304,61 +313,98 @@ def _route(steps: list[Step]) -> list[tuple[Step, list[str]]]:
     return route
 
 
-def report(tracer: Tracer, writes: list[dict[str, Any]], root: Path, every_step: bool) -> None:
-    steps = tracer.steps
-    modules = {s.callee for s in steps} | {s.caller for s in steps}
-    up = [s for s in steps if s.up]
-    callbacks = [s for s in up if s.callback]
-    real = [s for s in up if not s.callback]
+@dataclass(frozen=True)
+class Route:
+    """What the tool measures of one run (pure: from the tracer's steps and the writes)."""
+
+    steps: list[Step]
+    writes: Counter[str]  # file (relative to the experiment) -> times written
+    writers: dict[str, set[str]]  # file -> who wrote it and how ('host atomic', 'rank 0 ...')
+
+    @property
+    def modules(self) -> set[str]:
+        return {s.callee for s in self.steps} | {s.caller for s in self.steps}
+
+    @property
+    def up(self) -> list[Step]:
+        return [s for s in self.steps if s.up]
+
+    @property
+    def real_up(self) -> list[Step]:
+        return [s for s in self.up if not s.callback]
+
+    @property
+    def callbacks_up(self) -> list[Step]:
+        return [s for s in self.up if s.callback]
+
+    @property
+    def result_files(self) -> list[str]:
+        return sorted(f for f in self.writes if f.startswith("cells/"))
+
+    def counts(self) -> list[tuple[str, int]]:
+        return [
+            ("steps (calls from one torchscale module into another)", len(self.steps)),
+            ("modules visited", len(self.modules)),
+            ("calls into a module already left (re-entries)", sum(s.reentry for s in self.steps)),
+            (
+                "calls back into a module on the stack (to a caller)",
+                sum(s.back for s in self.steps),
+            ),
+            ("calls back up the layers, real (caller imports callee)", len(self.real_up)),
+            ("calls back up the layers, callbacks (handed down)", len(self.callbacks_up)),
+            ("result files (cells/)", len(self.result_files)),
+            (
+                "result files written more than once",
+                sum(self.writes[f] > 1 for f in self.result_files),
+            ),
+        ]
+
+
+def route_of(steps: list[Step], writes: list[dict[str, Any]], root: Path) -> Route:
+    """The route: the steps, and the writes of files under the experiment `root` by path."""
+    counted: Counter[str] = Counter()
+    writers: dict[str, set[str]] = {}
+    for w in writes:
+        path = Path(w["path"])
+        if not path.is_relative_to(root):
+            continue
+        rel = path.relative_to(root).as_posix()
+        counted[rel] += 1
+        process = "host" if w["rank"] is None else f"rank {w['rank']}"
+        writers.setdefault(rel, set()).add(f"{process} {w['how']}")
+    return Route(steps, counted, writers)
+
+
+def report(route: Route, root: Path, every_step: bool) -> None:
     print("The route of one benchmark (1 cell, tiny-mlp, one CPU rank), from api.run_benchmark")
     print("  layers: 1 contracts, 2 rank/offline, 3 orchestration, 4 interfaces")
     print()
     if every_step:
-        for s in steps:
+        for s in route.steps:
             mark = " UP" if s.up else ""
             print(f"  {s.index:3d}. {'  ' * s.depth}{_where(s, True)}{mark}")
         print()
     print("the route by module (indent: nesting; layer, module: the functions called in it):")
-    for number, (step, functions) in enumerate(_route(steps), start=1):
+    for number, (step, functions) in enumerate(_route(route.steps), start=1):
         indent = "  " * (step.depth - 1)
         called = ", ".join(functions)
         print(f"  {number:3d}. {indent}{layer(step.callee)} {short(step.callee)}: {called}")
     print()
-    counts = [
-        ("steps (calls from one torchscale module into another)", len(steps)),
-        ("modules visited", len(modules)),
-        ("calls into a module already left (re-entries)", sum(s.reentry for s in steps)),
-        ("calls back into a module on the stack (to a caller)", sum(s.back for s in steps)),
-        ("calls back up the layers, real (caller imports callee)", len(real)),
-        ("calls back up the layers, callbacks (handed down)", len(callbacks)),
-    ]
+    print(f"files written under {root} (atomic writes, and renames onto the file):")
+    for rel in sorted(route.writes):
+        flag = "   <- written more than once" if route.writes[rel] > 1 else ""
+        print(f"  {route.writes[rel]}x {rel}  ({', '.join(sorted(route.writers[rel]))}){flag}")
+    print()
+    counts = route.counts()
     width = max(len(label) for label, _ in counts) + 1
     for label, count in counts:
         print(f"{label + ':':<{width}} {count}")
-    for kind, listed in (("real", real), ("callback", callbacks)):
+    for kind, listed in (("real", route.real_up), ("callback", route.callbacks_up)):
         for s, count in _folded(listed):
             print(
                 f"  {kind}: {_where(s, False)} -> {_where(s, True)}"
                 f"{f' x{count}' if count > 1 else ''}   [{s.line}]"
             )
-    print()
-    print(f"files written under {root} (writes: atomic writes and renames onto the file):")
-    counted: Counter[str] = Counter()
-    who: dict[str, set[str]] = {}
-    for w in writes:
-        path = Path(w["path"])
-        if not path.is_relative_to(root):
-            continue
-        rel = str(path.relative_to(root))
-        counted[rel] += 1
-        process = "host" if w["rank"] is None else f"rank {w['rank']}"
-        who.setdefault(rel, set()).add(f"{process} {w['how']}")
-    for rel in sorted(counted):
-        flag = "   <- written more than once" if counted[rel] > 1 else ""
-        print(f"  {counted[rel]}x {rel}  ({', '.join(sorted(who[rel]))}){flag}")
-    results = [r for r in counted if r.startswith("cells/")]
-    rewritten = sum(1 for r in results if counted[r] > 1)
-    print(f"result files: {len(results)}, written more than once: {rewritten}")
 
 
 def _folded(steps: list[Step]) -> list[tuple[Step, int]]:
@@ -375,12 +421,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", action="store_true", help="print every step")
     parser.add_argument("--out", type=Path, help="results directory to keep (default: a temp)")
+    parser.add_argument(
+        "--cli-events",
+        action="store_true",
+        help="pass the events `torchscale benchmark` passes (its printer: its callbacks count)",
+    )
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="route-results-"))
-    tracer, writes, root, benchmark = run(out)
+    tracer, writes, root, benchmark = run(out, args.cli_events)
     statuses = [r.status.value for r in benchmark.sweep.results]
-    report(tracer, writes, root, args.steps)
-    print(f"cell statuses: {statuses}")
+    report(route_of(tracer.steps, writes, root), root, args.steps)
+    print(f"cell statuses: {', '.join(statuses)}")
 
 
 if __name__ == "__main__":
