@@ -2,8 +2,6 @@
 
 A finished measurement must survive a crash or Ctrl-C at any instant, so every result file is
 written to a temporary file in the same directory, flushed to disk, then renamed over the target.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 
 The plan builds a `CellIdentity` for every cell; the worker spec and the result carry it whole,
 so the fields that say which measurement this is are written in one place and typed once.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """What every rank of a `torchscale comm` launch runs (a JSON file named on its command line):
 the host writes it, the comm program's ranks (rank/programs/comm.py) read it.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

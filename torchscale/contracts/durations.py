@@ -1,7 +1,4 @@
-"""Durations as people type them on a command line: `30s`, `2m`, `1h`, `45` (seconds).
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
-"""
+"""Durations as people type them on a command line: `30s`, `2m`, `1h`, `45` (seconds)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,6 @@
 
 Library code raises these; only the CLI layer turns them into messages and exit codes, so the
 same failure reads the same whichever command hit it.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@
 Two callers need it: a rank's measured windows (a collection inside a step stalls the rank at a
 random point) and a report's build (its passes over millions of short-lived objects freed
 nothing). Reference counting still frees what dies; only reference cycles wait.
-
-Layer 1 (contracts) of docs/architecture.md: imports nothing of torchscale.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ Each probe answers from the node as it is and never raises: a CPU-only build, a 
 or a broken install gives 0 / None, and the callers say what that means. The torch probes take
 the torch module to ask (default: import it), so `validate`, which already holds torch or a
 test's stand-in for it, asks the same questions the same way.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ launcher. The one registry of them: the config's `launcher.kind` accepts exactly
 (Slurm's and Kubernetes' code stays out of a local run). A new launcher is its package under
 `torchscale/orchestration/schedulers/` and one line here (docs/architecture.md, "Adding a
 launcher").
-
-Layer 1 (contracts) of docs/architecture.md: names only; it imports nothing of torchscale.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 
 Every call can fail for reasons that are facts about the node (no library, no driver, a GPU that
 does not support a query), so each failure is turned into a reason string, never a crash.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

@@ -22,8 +22,7 @@ idle GPU has often dropped its link to a power-saving rate (Gen1, where it copie
 and by each rank while it copies alone (`read_gpu_link`, rank/programs/bandwidth.py), the reading
 that says what the link trained to.
 
-Layer 1 (contracts) of docs/architecture.md: shared by the ranks that read the links
-(rank/programs/perf.py) and the host that judges them; imports only other contracts.
+Shared by the ranks that read the links (rank/programs/perf.py) and the host that judges them.
 """
 
 from __future__ import annotations

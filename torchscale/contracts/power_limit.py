@@ -8,8 +8,7 @@ constraint: nvidia-smi -pl, the in-band and out-of-band caps) and
 `nvmlDeviceGetPowerManagementDefaultLimit` (the board's default). A limit that cannot be read
 says why; it is never guessed.
 
-Layer 1 (contracts) of docs/architecture.md: shared by the ranks that read the limits
-(rank/programs/perf.py) and the host that judges them; imports only other contracts.
+Shared by the ranks that read the limits (rank/programs/perf.py) and the host that judges them.
 """
 
 from __future__ import annotations

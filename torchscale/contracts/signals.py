@@ -5,8 +5,6 @@ A sweep stopped by a scheduler (SIGTERM) or a closed terminal (SIGHUP) must take
 cell down and keep what it finished, exactly as Ctrl-C does; raising from the handler lets the
 same `finally` blocks do that. A sweep that is SIGKILLed cannot clean up at all, so its children
 are told by the kernel instead (PR_SET_PDEATHSIG).
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Did-you-mean hints for misspelt keys and names.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
-"""
+"""Did-you-mean hints for misspelt keys and names."""
 
 from __future__ import annotations
 

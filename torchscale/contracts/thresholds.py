@@ -1,7 +1,5 @@
 """Thresholds that several layers judge by (contracts layer: no imports), so that a default in
 the config, a warning in the worker and a verdict in a report can never drift apart.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

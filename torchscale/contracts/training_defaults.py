@@ -5,8 +5,6 @@ follow what the cell trains with: a result measured with another optimizer kerne
 never reused as today's), and the rank trains by the same values: the compile switch, bf16
 activations, fused AdamW, channels_last and which loss runs are each one answer, not a
 default the plan and the rank could read differently. docs/models.md explains each default.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

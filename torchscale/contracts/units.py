@@ -5,8 +5,6 @@ CLI read sizes the same way. `-b 8 -e 1G -f 2` in nccl-tests means 8 bytes to 2^
 K, M and G are powers of 1024, and so are ours, so a command line copied from nccl-tests sweeps
 the same sizes; KiB/MiB/GiB say the same explicitly, and KB/MB/GB are powers of 1000 for those
 who write SI units on purpose.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

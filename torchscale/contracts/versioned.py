@@ -3,8 +3,6 @@ comm runs, max-batch searches): the checks every reader makes before validating,
 so each kind of file refuses a wrong kind, a bad version or a newer version with the same
 one-line reasons. What a child process leaves for its parent (a launch's ranks, a probe):
 `read_model` and `read_json_object`, None when the file is missing or not whole.
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """
 
 from __future__ import annotations

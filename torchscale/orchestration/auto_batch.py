@@ -12,8 +12,6 @@ The activations come from the model's stored figures (its spec, torchscale/contr
 where the cell builds the model at its default options, else they are counted on the meta
 device (a plug-in, other options, another sequence length or image size). A model that cannot
 be counted is a config error naming it, so the sweep never starts on a guess.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@
 Pure functions over the validated config and a description of the machine. The plan resolves
 everything a cell needs (its identity, worker spec contents, launch settings, what is skipped
 and why), so the sweep only runs it and the whole plan is testable without launching anything.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ Every cell ends as a result file (ok, failed, oom, timeout or skipped) before th
 summary.csv is rewritten after each cell, so an interrupted sweep keeps everything it finished
 and `--resume` picks up where it stopped. A write that fails (disk full) stops the sweep with
 ResultsError; results already written stay as they are.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

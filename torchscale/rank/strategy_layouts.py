@@ -15,8 +15,6 @@ The expansion is pure arithmetic. Whether a layout can train a model (heads and 
 divisible by tp, enough blocks for the stages, micro-batches dividing the batch) is judged by
 torchscale/rank/parallel/rank_layout.py on the model built on the meta device (`model_problem`): no
 memory, no process, before anything is launched.
-
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -6,6 +6,4 @@ training defaults, the batch estimate, and, on the rank side only, `models.build
 imports the spec's builder by its "module:function" reference. Nothing here imports torch, so
 validating a config or listing the zoo never does. Adding a model is one spec (its family's
 module here, or a module of its own) and one line in `registry.py` (docs/architecture.md).
-
-Layer 1 (contracts) of docs/architecture.md: imports only other contracts.
 """

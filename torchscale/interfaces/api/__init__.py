@@ -6,8 +6,8 @@ Each command of the CLI is a thin call into one function here: `run_benchmark` (
 nothing and exit nothing; a caller that wants progress passes callbacks, and every result
 carries the exit code the command would set.
 
-Layer 4 (entry points, beside the CLI) of docs/architecture.md: the API and the CLI are the two
-front doors; they import everything below them and nothing imports them.
+The API and the CLI are the two front doors: they import everything below them and nothing
+imports them.
 """
 
 from __future__ import annotations

@@ -9,6 +9,4 @@
 The lines themselves (`Line`, levels, fitting to the width) and a diagnosis' lines are the
 report's terminal package's (`report/terminal/`), which the `report -f term` format shares;
 figures are formatted as the report formats them, so a number reads the same everywhere.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """

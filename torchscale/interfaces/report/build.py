@@ -4,8 +4,6 @@
 out: every figure, table and chart is decided here, so every renderer shows the same numbers.
 One function per section (`report.sections.<id>.build(ctx)`) over a shared `Context`, listed
 once in `SECTIONS` (docs/architecture.md, "A report section").
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

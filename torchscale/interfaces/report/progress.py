@@ -15,8 +15,6 @@ PDF's charts, laying out and writing its pages) arrive as `Step` events from the
 so far times the items left.
 
 Pure computation, the clock passed in: the CLI prints the text as it pleases.
-
-Layer 4 (presentation) of docs/architecture.md: imports nothing of torchscale.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ view").
 - `find_slow_link` finds one slow inter-node link, or one slow node NIC, by group testing: it
   measures the bus bandwidth of groups of nodes, never every pair, so an allocation of N nodes
   costs O(log N) collective runs instead of N(N-1)/2.
-
-Layer 2 (offline side) of docs/architecture.md: imports only from layer 1 and its own.
 """
 
 from __future__ import annotations

@@ -3,6 +3,4 @@
 nccl-tests output (`nccl_tests/`, with `nccl_infer` for what a pasted log leaves unsaid). The
 comm program's ranks (rank/programs/comm.py), the host's sweep and `torchscale comm --import`
 all use them.
-
-Layer 2 (offline side) of docs/architecture.md: imports contracts and the offline analysis.
 """

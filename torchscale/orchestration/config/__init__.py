@@ -1,7 +1,5 @@
 """Benchmark configuration: the schema, and loading it from YAML with overrides.
 
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
-
 The loader and the schema (pydantic models: a tenth of a second to build) are imported on
 first use, so what needs only this node's hardware (`config.hardware`) does not pay for them.
 """

@@ -2,8 +2,6 @@
 
 Names are imported lazily: the search needs the sweep's launch path (and pandas), which a
 reader of the results alone should not pay for.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

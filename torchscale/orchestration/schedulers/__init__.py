@@ -8,8 +8,6 @@ manifests it writes and may apply (`kubernetes/`). Each scheduler is a package o
 (docs/architecture.md, "Adding a launcher"). The process
 mechanics every scheduler shares (the torchrun command, running it) are
 `torchscale.orchestration.launch`.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

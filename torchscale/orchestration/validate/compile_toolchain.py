@@ -20,8 +20,6 @@ Triton settings, cache folder): a sweep asks once; and kept in the user's cache 
 machine and toolchain (validate/compile_verdicts.py): the next `validate` reads it back.
 
 Judging the child's verdict (`judge_probe`) is pure; `run_probe` runs it.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

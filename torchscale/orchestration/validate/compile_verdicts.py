@@ -10,8 +10,6 @@ point and device: a `validate` from another directory on the same disk reads the
 on another mount compiles there; the folder's quick look, compile_cache.cache_folder_problem,
 is taken every time). A FAIL is never kept: the next run tries again, as it would after the
 fix. Deleting the folder makes the next run compile.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ beside the topology that explains it (contracts/pcie_topology.py), or "topology 
 the reason.
 
 Pure functions over a perf run's figures.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -22,8 +22,6 @@ Capped at WARN, not PASS: the node will train below what its SKU can, which the 
 know; but no GPU of it is faulty, and a FAIL (validate exits 1) would say one is.
 
 Pure functions over judged rows (validate/perf.py makes them).
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ Two kinds of expected value, judged differently:
 An unknown SKU (or a CPU) has no expected value: the figure is shown alone with INFO. Figures
 are matched by device name as worker/peaks.py matches (whole tokens, variants before the plain
 name, first match wins); where no source could be cited, the figure is left out.
-
-Layer 3 (orchestration) of docs/architecture.md.
 """
 
 from __future__ import annotations

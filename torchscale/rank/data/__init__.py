@@ -3,6 +3,4 @@ CIFAR-100 from the user's files. Modules, one job each: tasks (which model each 
 feed; no torch), shards (generate, cache and evict the disk dataset), cifar100 (safe reader),
 records (record layouts and decoding), pipeline (one rank's DataLoader), prepare (before the
 sweep, in the parent). Nothing is imported here, so the CLI never pays for torch.
-
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """

@@ -8,8 +8,6 @@ Each built-in model's facts (its options and defaults, its builder, what `torchs
 shows) are its spec in torchscale/contracts/model_specs/, which imports no torch. The names below
 load on first use (PEP 562), so that a torch-free submodule (memory_estimate.py, which `config init`
 reads) imports without torch.
-
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

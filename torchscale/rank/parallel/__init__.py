@@ -2,8 +2,6 @@
 
 `ParallelLayout` says how the ranks divide, `infeasible` whether a model can run that way, and
 `parallelize` turns a built model into what one rank trains (torchscale/rank/parallel/setup.py).
-
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from torchscale.rank.parallel.pipeline_step import PipelineRunner

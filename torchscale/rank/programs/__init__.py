@@ -6,9 +6,6 @@ does around its work: the prelude before torch is imported, the process group, g
 rank 0's atomic write and the teardown. torchrun starts them all through one entry,
 `python -m torchscale.rank.programs <name> ARGS` (__main__.py). This package's own module
 imports nothing heavy: the host reads the entry's name and the programs' names here.
-
-Layer 2 (rank side) of docs/architecture.md: imports contracts, the offline side and the rest
-of the rank side.
 """
 
 from __future__ import annotations

@@ -4,6 +4,4 @@ A sampler thread per rank (sampler.py) reads its sources (NVML for the rank's GP
 its process) between a window's edges; pure functions (window_figures.py) turn the samples into the
 result's figures. Nothing here touches the training loop beyond starting and stopping the thread
 outside the timed steps.
-
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
 """

@@ -1,4 +1,1 @@
-"""What runs inside every rank of a benchmark cell (started by torchrun).
-
-Layer 2 (rank side) of docs/architecture.md: imports only from layers below and its own.
-"""
+"""What runs inside every rank of a benchmark cell (started by torchrun)."""

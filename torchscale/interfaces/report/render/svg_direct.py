@@ -14,8 +14,6 @@ Why this shape:
   shows it on hover with no script. Ids carry the chart's id (unique in a report), so two
   charts inlined in one page never share a hatch pattern or a group id.
 - Every user string is escaped (`html.escape`): a series named `</svg><script>` is text.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The term format: the report as terminal text, its summary (at most 60 lines) or, with
 `full`, the whole of it. The drawing is the terminal package's (`report/terminal/`:
 `report_summary`, `report_full`); this module is the format's entry in the renderer protocol.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

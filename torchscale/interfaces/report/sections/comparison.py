@@ -1,8 +1,6 @@
 """The comparison with the baseline in a few words and one figure: what the baseline section,
 the summary and the headline all say of it (the largest changes, the regressions figure, the
 drops the rule could not confirm), so the three read the same sentence from one place.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

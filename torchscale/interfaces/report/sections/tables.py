@@ -2,8 +2,6 @@
 their price and cost, the pooled cells' cost, and the weak-scaling rows. `Context` holds them
 as typed cached properties that call these functions, so the summary, the efficiency section
 and the headline read one table and never compute it again or ask each other for it.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -9,6 +9,4 @@
 
 The term format of `report/render/` (the renderer protocol) is `report_summary` and
 `report_full`, behind `render/term.py`.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """

@@ -14,8 +14,6 @@ Text columns (`wrap=True`) may wrap between words, never inside one. What still 
 is returned as is: the caller decides (the callers here always keep a few narrow columns).
 The decisions are taken over all the rows given, so the tables drawn from parts of them (one per
 model) share their columns and headers.
-
-Layer 4 (presentation) of docs/architecture.md: imports only rich.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""A terminal line with its level: the CLI colours by level, never by searching the text.
-
-Layer 4 (presentation) of docs/architecture.md: imports only rich.
-"""
+"""A terminal line with its level: the CLI colours by level, never by searching the text."""
 
 from __future__ import annotations
 

@@ -4,8 +4,6 @@ Every user string goes into rich as a `Text` object and the console runs with ma
 codes and highlighting off, so a model name such as `[bold]x[/]` or `:rocket:` prints exactly as
 written. Charts cannot be drawn here: each is its title plus a one-line summary of its data
 (first and last point of a line, the bars of a bar chart), values formatted by `format_value`.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """The short summary printed after every report (`report` writing a file, or any format but
 the terminal's): the header facts and the summary section's top figures, in a few lines.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

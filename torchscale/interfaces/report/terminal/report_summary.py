@@ -18,8 +18,6 @@ without their notes (what each is, its interval: the summary's table gives the i
 and then by as many as fit; what is left out is counted in the last line. Nothing is
 computed: every figure is the model's, formatted by `format_value`, every sentence the
 model's own.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

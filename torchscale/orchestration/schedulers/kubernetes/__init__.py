@@ -1,5 +1,3 @@
 """Kubernetes as a scheduler: one job manifest per cell (`manifests.py`), written and, when asked,
 applied with kubectl (`launcher.py`); torchscale does not follow the jobs.
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """

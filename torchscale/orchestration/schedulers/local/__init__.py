@@ -1,5 +1,3 @@
 """This node as a scheduler: every cell one torchrun after another, then the config's suites
 (`launcher.py`; the sweep itself is torchscale/orchestration/sweep.py, which Slurm's driver shares).
-
-Layer 3 (orchestration) of docs/architecture.md: imports only from layers below and its own.
 """
