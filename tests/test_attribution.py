@@ -1,4 +1,4 @@
-"""The one model of the step (torchscale/offline/analysis/attribution.py) on synthetic step tables
+"""The one model of the step (analysis/diagnosis/step_model.py, timers.py) on synthetic tables
 with known answers: balanced ranks plus noise name no straggler, an injected gap names the right
 rank and phase, and the parts are never negative and add up to the step whatever the input."""
 

@@ -1,4 +1,4 @@
-"""The one diagnosis (torchscale/offline/analysis/diagnosis.py): the straggler rule (a significant
+"""The one diagnosis (torchscale/offline/analysis/diagnosis/): the straggler rule (a significant
 gap is named unless other evidence significantly names another rank), the bounded what-if, the
 "ranks take turns" rule, and the schema upgrades that read older models as diagnoses."""
 

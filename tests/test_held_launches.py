@@ -1,4 +1,4 @@
-"""A communication straggler in the phase timers (offline/analysis/held_launches.py) on synthetic
+"""A communication straggler in the phase timers (diagnosis/held_launches.py) on synthetic
 step tables with known answers: a rank whose DDP comm hook holds its launch is named
 communication whether the hold lies after its last gradient or inside its backward; equal
 holds name nobody; a rank with more work stays compute; a table without holds is judged as

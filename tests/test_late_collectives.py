@@ -1,4 +1,4 @@
-"""The traces' communication straggler (offline/analysis/trace/late_collectives.py) on synthetic
+"""The traces' communication straggler (offline/analysis/diagnosis/late_collectives.py) on synthetic
 wait and own-work tables with known answers: a rank the others wait for every step, its own
 work on par, is named communication even where arrival order alone names nobody (shared
 cores: the others arrive last now and then too); a wait its own work explains is not; balanced

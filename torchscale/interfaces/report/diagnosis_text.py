@@ -1,6 +1,6 @@
 """The run's one diagnosis in words: the sentences every surface prints for it.
 
-The diagnosis is computed once (torchscale/offline/analysis/diagnosis.py); this module only writes
+The diagnosis is computed once (torchscale/offline/analysis/diagnosis/); this module only writes
 its figures, so the terminal (profile and sweep lines), the reports and their formats say the same
 thing with the same digits: a figure with its interval as [low, high] (a lopsided interval is
 never a '±'), cut by the one rounding rule (`estimates.round_figure`: two significant digits of
@@ -13,7 +13,16 @@ Layer 4 (presentation) of docs/architecture.md: imports only from layers below a
 
 from __future__ import annotations
 
-from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding, StragglerVerdict
+from dataclasses import dataclass
+from typing import Literal
+
+from torchscale.contracts.schema.cell_result import (
+    CrossCheck,
+    Diagnosis,
+    Estimate,
+    Finding,
+    StragglerVerdict,
+)
 from torchscale.interfaces.report.estimates import (
     RoundedFigure,
     figure_quantum,
@@ -30,6 +39,9 @@ PART_WORDS = {
     "rest": "rest",
 }
 VERDICT_WORDS = {True: "agrees", False: "disagrees", None: "not judged"}
+# where a disagreeing cross-check is shown: the diagnosis stores the terminal's pointer
+TERMINAL_HINT = "(-v shows them)"
+REPORT_HINT = "(the appendix lists them)"
 
 
 def pct(value: float) -> str:
@@ -225,3 +237,60 @@ def finding_line(number: int, finding: Finding, injected: bool = False) -> str:
     cost = _point(finding.cost_share) if finding.cost_share else f"{finding.cost_pct:.1f} %"
     mark = INJECTED if injected and finding.category == "straggler" else ""
     return f">   {number}. {finding.title}{mark} ({cost})"
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One line of a diagnosis' headline, as every surface shows it: what it says (`kind`:
+    stall, split, straggler, caveat, whatif, disagreement), how loud it is (`level`: warn for
+    something to act on, skip for a pointer to the details) and its words."""
+
+    kind: Literal["stall", "split", "straggler", "caveat", "whatif", "disagreement"]
+    level: Literal["info", "warn", "skip"]
+    text: str
+
+
+def acted(verdict: StragglerVerdict | None) -> bool:
+    """A name, or a gap the host took ('check the host'): something to act on."""
+    return verdict is not None and (verdict.named or bool(verdict.host_bound))
+
+
+def headline(diagnosis: Diagnosis) -> list[Sentence]:
+    """The diagnosis' lines in the order every surface prints them: sync stall, the step
+    split, the straggler verdict (when there are peers or a verdict), the busy-machine caveat,
+    the what-if and, when a cross-check disagrees, the one line saying so (the terminal's
+    pointer to -v: `disagreement_text` points elsewhere)."""
+    verdict = diagnosis.straggler
+    out = [
+        Sentence("stall", "info", sync_stall_text(diagnosis)),
+        Sentence("split", "info", split_text(diagnosis)),
+    ]
+    if diagnosis.ranks > 1 or verdict is not None:
+        level: Literal["info", "warn"] = "warn" if acted(verdict) else "info"
+        out.append(Sentence("straggler", level, straggler_text(verdict, diagnosis.ranks)))
+    if diagnosis.caveat:
+        out.append(Sentence("caveat", "warn", diagnosis.caveat))
+    if (whatif := whatif_text(diagnosis)) is not None:
+        out.append(Sentence("whatif", "info", whatif))
+    if diagnosis.disagreement:
+        out.append(Sentence("disagreement", "skip", diagnosis.disagreement))
+    return out
+
+
+def caveat_text(caveat: str) -> str:
+    """'Caveat: busy machine: ...' (the terminal's [CAVEAT] line, in a report)."""
+    return f"Caveat: {caveat}"
+
+
+def disagreement_text(diagnosis: Diagnosis, hint: str = REPORT_HINT) -> str | None:
+    """The diagnosis' one line when a cross-check disagrees ('cross-checks disagree: ...'),
+    pointing at `hint` (a report's appendix) where the stored line points at -v; None when
+    none disagrees."""
+    if not diagnosis.disagreement:
+        return None
+    return diagnosis.disagreement.replace(TERMINAL_HINT, hint)
+
+
+def check_figure(check: CrossCheck) -> str | None:
+    """A cross-check's figure ('12.3 % [10.1, 14.4]'), None when it has none."""
+    return share_text(check.estimate) if check.estimate is not None else None

@@ -1,4 +1,4 @@
-"""A run's one diagnosis (`Diagnosis`, torchscale/offline/analysis/diagnosis.py) as the report shows
+"""A run's one diagnosis (`Diagnosis`, torchscale/offline/analysis/diagnosis/) as the report shows
 it.
 
 The sections compute nothing of their own about where a run's step goes, who straggles, or how
@@ -6,7 +6,8 @@ long each rank waits: they show the diagnosis in the terminal's words (report/di
 shares with one decimal, intervals as [low, high]), so every surface says the same thing with
 the same digits. Its cross-checks are kept for the appendix (`cross_check_rows`), never beside
 the verdict; where one disagrees, the verdict carries one line saying so
-(`disagreement_text`)."""
+(`disagreement_text`). The sentences are report/diagnosis_text.py's, written once for every
+surface; this module only lays them out as report blocks."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.interfaces.report.diagnosis_text import (
+    REPORT_HINT,
+    TERMINAL_HINT,
     VERDICT_WORDS,
+    acted,
+    caveat_text,
+    check_figure,
+    disagreement_text,
+    headline,
     share_text,
     split_text,
     straggler_text,
@@ -23,44 +31,19 @@ from torchscale.interfaces.report.diagnosis_text import (
 )
 from torchscale.interfaces.report.model import Block, Text
 
-TERMINAL_HINT = "(-v shows them)"
-REPORT_HINT = "(the appendix lists them)"
-
-
-def disagreement_text(diagnosis: Diagnosis) -> str | None:
-    """The diagnosis' one line when a cross-check disagrees ('cross-checks disagree: ...'),
-    pointing at the appendix where the terminal's points at -v; None when none disagrees."""
-    if not diagnosis.disagreement:
-        return None
-    return diagnosis.disagreement.replace(TERMINAL_HINT, REPORT_HINT)
-
-
-def caveat_text(caveat: str) -> str:
-    """'Caveat: busy machine: ...' (the terminal's [CAVEAT] line)."""
-    return f"Caveat: {caveat}"
-
 
 def diagnosis_blocks(diagnosis: Diagnosis) -> list[Block]:
-    """The diagnosis' lines, as the terminal prints them: sync stall, the step split, the
-    straggler verdict (a warning when it names one), the busy-machine caveat, the what-if, and
-    the one line of a disagreeing cross-check."""
-    verdict = diagnosis.straggler
-    blocks: list[Block] = [Text(text=sync_stall_text(diagnosis)), Text(text=split_text(diagnosis))]
-    if diagnosis.ranks > 1 or verdict is not None:
-        named = verdict is not None and (verdict.named or bool(verdict.host_bound))
-        blocks.append(
-            Text(
-                text=straggler_text(verdict, diagnosis.ranks), severity="warn" if named else "info"
-            )
-        )
-    if diagnosis.caveat:
-        blocks.append(Text(text=caveat_text(diagnosis.caveat), severity="warn"))
-    whatif = whatif_text(diagnosis)
-    if whatif is not None:
-        blocks.append(Text(text=whatif))
-    disagreement = disagreement_text(diagnosis)
-    if disagreement is not None:
-        blocks.append(Text(text=disagreement))
+    """The diagnosis' headline (`diagnosis_text.headline`) as blocks, as the terminal prints
+    it: a warning where it names a straggler or a busy machine, the caveat and the
+    disagreement in a report's words."""
+    blocks: list[Block] = []
+    for sentence in headline(diagnosis):
+        text = sentence.text
+        if sentence.kind == "caveat":
+            text = caveat_text(text)
+        elif sentence.kind == "disagreement":
+            text = disagreement_text(diagnosis) or text
+        blocks.append(Text(text=text, severity="warn" if sentence.level == "warn" else "info"))
     return blocks
 
 
@@ -79,7 +62,7 @@ def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
             "run": run,
             "source": diagnosis.source,
             "check": check.name,
-            "figure": share_text(check.estimate) if check.estimate is not None else None,
+            "figure": check_figure(check),
             "verdict": VERDICT_WORDS[check.agrees],
             "detail": check.detail,
             "_severity": "warn" if check.agrees is False else "info",
@@ -102,7 +85,7 @@ def diagnoses_table(ctx: Any) -> Block | None:
     def add(run: str, diagnosis: Diagnosis) -> None:
         verdict = diagnosis.straggler
         stall = diagnosis.part("wait_for_peers")
-        named = verdict is not None and (verdict.named or bool(verdict.host_bound))
+        named = acted(verdict)
         rows.append(
             {
                 "run": run,
@@ -148,3 +131,15 @@ def diagnoses_table(ctx: Any) -> Block | None:
         "the mean over ranks of the wait for peers with nothing else to do, share of the step "
         "with its 95 % interval [low, high]; named stragglers first",
     )
+
+
+__all__ = [
+    "REPORT_HINT",
+    "TERMINAL_HINT",
+    "caveat_text",
+    "cross_check_rows",
+    "diagnoses_table",
+    "diagnosis_blocks",
+    "disagreement_text",
+    "rank_wait_texts",
+]

@@ -1,5 +1,6 @@
-"""The run's one diagnosis as terminal lines (sweep and profile): the sentences of
-`report/diagnosis_text.py`, each with its level, and what `-v` adds; the findings by title.
+"""The run's one diagnosis as terminal lines (sweep and profile): the headline of
+`report/diagnosis_text.py` (its sentences and levels, written once for every surface) with the
+terminal's tags, and what `-v` adds; the findings by title.
 
 Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
@@ -10,17 +11,15 @@ from torchscale.contracts.schema.cell_result import Diagnosis, Finding
 from torchscale.interfaces.report.diagnosis_text import (
     PART_WORDS,
     VERDICT_WORDS,
+    check_figure,
     finding_line,
+    headline,
     ms,
     seconds_text,
     share_text,
-    split_text,
     straggler_test_text,
-    straggler_text,
-    sync_stall_text,
-    whatif_text,
 )
-from torchscale.interfaces.report.terminal.lines import Level, Line
+from torchscale.interfaces.report.terminal.lines import Line
 
 
 def diagnosis_lines(
@@ -31,24 +30,16 @@ def diagnosis_lines(
     per-rank waits, what decided and every cross-check."""
     if diagnosis is None:
         return [Line("skip", f"> [ANALYSIS] Diagnosis: unavailable ({why_not})")] if why_not else []
-    lines = [
-        Line("info", f"> [ANALYSIS] {sync_stall_text(diagnosis)}"),
-        Line("info", f"> [ANALYSIS] {split_text(diagnosis)}"),
-    ]
-    verdict = diagnosis.straggler
-    if diagnosis.ranks > 1 or verdict is not None:
-        # a name, or a gap the host took ("check the host"), is something to act on
-        acted = verdict is not None and (verdict.named or bool(verdict.host_bound))
-        level: Level = "warn" if acted else "info"
-        lines.append(Line(level, f"> [ANALYSIS] {straggler_text(verdict, diagnosis.ranks)}"))
-    if diagnosis.caveat:
-        lines.append(Line("warn", f"> [CAVEAT] {diagnosis.caveat}"))
-    if (whatif := whatif_text(diagnosis)) is not None:
-        lines.append(Line("info", f"> [ANALYSIS] {whatif}"))
+    lines = []
+    for sentence in headline(diagnosis):
+        if sentence.kind == "disagreement":
+            if not verbose:  # -v shows every cross-check instead
+                lines.append(Line("skip", f"> [NOTE] {sentence.text}"))
+            continue
+        tag = "[CAVEAT]" if sentence.kind == "caveat" else "[ANALYSIS]"
+        lines.append(Line(sentence.level, f"> {tag} {sentence.text}"))
     if verbose:
         lines += verbose_lines(diagnosis)
-    elif diagnosis.disagreement:
-        lines.append(Line("skip", f"> [NOTE] {diagnosis.disagreement}"))
     return lines
 
 
@@ -88,7 +79,7 @@ def verbose_lines(diagnosis: Diagnosis) -> list[Line]:
             )
         )
     for check in diagnosis.cross_checks:
-        figure = f"{share_text(check.estimate)}, " if check.estimate is not None else ""
+        figure = f"{shown}, " if (shown := check_figure(check)) is not None else ""
         lines.append(
             Line(
                 "info" if check.agrees is not False else "warn",
