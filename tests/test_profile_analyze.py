@@ -276,7 +276,7 @@ def test_target_changes_what_is_reported(tmp_path: Path) -> None:
 
 
 def test_schema_1_analysis_files_still_load(tmp_path: Path) -> None:
-    from torchscale.interfaces.report.sources import read_analysis
+    from torchscale.offline.results.profile_versions import read_analysis
 
     directory = _synthetic(tmp_path, 2, steps=3)
     current = analyze_directory(directory).model_dump(mode="json")

@@ -13,27 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding, StepPart
 
-# 1: first version (issue 7).
-# 2: `attribution`, the one model of the step from the traces (compute, data, waiting for
-#    peers, exposed transfer, rest, with 95 % intervals; the straggler named only by a paired
-#    test; arrival order, what-if and the run's phase timers as cross-checks). The older
-#    figures are now read off it: sync_stall_pct = its waiting for peers, exposed_comm_pct =
-#    its exposed transfer, straggler only when the verdict names one, whatif = the candidate's
-#    capped what-if; findings cost parts of it and follow `target` (`other_findings` keeps the
-#    ones the target leaves out); ranks[].parts, top_kernels, memory_copy_share.
-# 3: `diagnosis` replaces `attribution`: the one diagnosis of the run (docs/methodology.md,
-#    "One diagnosis"), the same object as the profiled run's result.json holds; the straggler
-#    is withdrawn only by evidence that significantly names another rank; the what-if is capped
-#    by the extra work too; findings are the diagnosis' (`findings`/`other_findings` split
-#    them by target). Schema 2 files load with their attribution as a diagnosis from traces.
-# 4: the straggler verdict carries the candidate's wait for a CPU (`host_wait_s`, `host_bound`):
-#    a gap the host took is not named; read from each rank's phases_<rank>.json beside the
-#    trace. Schema 3 files load as they are (the fields null).
-# 5: the straggler verdict names the kind of the rank's extra time (`kind`, `kind_basis`) and
-#    says in words why a candidate is not named (`not_named`); a rank held off the CPU is named
-#    with kind host. Schema 4 files load as they are (the fields null).
-# 6: the straggler verdict says whether the named rank was delayed on purpose (`injected`,
-#    --inject-delay). Schema 5 files load as they are (the field null).
+# what each version added and how older files are read: docs/results.md, "Profile analysis
+# versions"
 ANALYSIS_SCHEMA_VERSION = 6
 V1_ATTRIBUTION = (
     "analysis of schema 1: no step model (attribution); its stall, exposed communication, "

@@ -17,27 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# 1: first version (issue 8).
-# 2: the "strategies" section (layouts of one model and world size side by side).
-# 3: the header a stakeholder reads first (`headline`, `hardware`, `measured`, `description`,
-#    `html_report`, `source_path`) and per source its unreadable cell files and comm runs.
-#    Version 2 documents still validate (the new fields default to empty).
-# 4: charts say what their colours mean: a series coloured by its verdict (`Series.severity`),
-#    bands of a y interval (`Chart.bands`, the noise band of a comparison), and whether a
-#    heatmap's high values are better or worse (`Heatmap.higher_is`). Versions 2 and 3 still
-#    validate (the new fields default to none).
-# 5: "not judged" is its own state (issue 38): `regressions` is null where nothing was
-#    compared (no --baseline) or nothing could be judged (too few repeats, busy machine), and
-#    `not_judged` counts the matched cells the rule could not judge. Versions 2-4 still
-#    validate (their `regressions` was 0 in both cases).
-# 6: one verdict per run (issue 38): a finding carries its run's busy-machine caveat
-#    (`ReportFinding.caveat`), shown wherever the finding is. Versions 2-5 still validate (no
-#    caveat).
-# 7: the decision first (issue 40): `decision` says whether the numbers can be used (`usable`),
-#    one line per model over all its configurations, the best configuration only where it
-#    leads beyond noise, and what to fix or buy; `headline` is its first sentence. Versions
-#    2-6 still validate (no decision). A column may carry the technical `term` behind its plain
-#    heading (the HTML's tooltip).
+# what each version added: docs/reporting.md, "Report schema versions"
 REPORT_SCHEMA_VERSION: Literal[7] = 7
 
 # how a renderer formats a value; raw values stay in the model
@@ -241,7 +221,7 @@ Usable = Literal["yes", "with care", "no", "nothing to judge"]
 
 
 class Decision(_Model):
-    """What the first screen of every format says under the headline sentence (issue 40): the
+    """What the first screen of every format says under the headline sentence: the
     headline says whether the numbers can be used and, if not, why and what to do; then one
     plain line per model (over every batch size it ran), the best configuration only where it
     leads the next beyond noise ("no clear best (within noise)" otherwise), and what to fix or

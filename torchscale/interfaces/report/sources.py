@@ -22,11 +22,12 @@ from pydantic import ValidationError
 
 from torchscale.contracts.errors import ResultsError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.interfaces.report.model import Skipped
 from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
 from torchscale.offline.results.experiment import Experiment, load, read_cells
+from torchscale.offline.results.profile_versions import read_analysis
 from torchscale.offline.results.versions import read_cell_result
 from torchscale.orchestration.comm.comm_result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
 from torchscale.orchestration.memory.max_batch_result import MaxBatchResult, read_max_batch
@@ -34,7 +35,6 @@ from torchscale.orchestration.validate.check_result import ValidateReport, read_
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-ANALYSIS_KIND = "torchscale.profile_analysis"
 NOT_AN_EXPERIMENT = (
     "not a torchscale experiment (no cells/, no profile/<run>/analysis.json, no comm/<run>.json)"
 )
@@ -137,21 +137,6 @@ def is_experiment_dir(path: Path) -> bool:
         return False
 
 
-def read_analysis(path: Path) -> tuple[ProfileAnalysis | None, str | None]:
-    """(analysis, None) or (None, why it cannot be used); never raises for a bad file."""
-    data, problem = read_json(path)
-    if problem is None:
-        problem = version_problem(data, ANALYSIS_KIND, "analysis", ANALYSIS_SCHEMA_VERSION)
-    if problem is not None:
-        return None, problem
-    try:
-        return ProfileAnalysis.model_validate(data), None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return None, f"invalid profile analysis: {where}: {first['msg']}"
-
-
 def _read_profiles(
     directory: Path, skipped: list[Skipped]
 ) -> tuple[list[ProfileEntry], list[UnanalysedProfile]]:
@@ -170,7 +155,7 @@ def _read_profiles(
                 _skip(skipped, paths.result_path, read.problem)
             result = read.result
         if paths.analysis_path.is_file():
-            analysis, problem = read_analysis(paths.analysis_path)
+            analysis, problem = read_analysis(paths.analysis_path, result)
             if analysis is None:
                 _skip(skipped, paths.analysis_path, problem or "unreadable")
                 continue

@@ -4,9 +4,8 @@
 `load` and `Experiment` are imported lazily so that the worker ranks, which only write results,
 never pay for importing pandas.
 
-Layer 2 (offline side, beside analysis) of docs/architecture.md: imports contracts (the
-schemas in `torchscale.contracts.schema`) and the analysis layer; rank 0 writes through
-`ResultStore`.
+Imports contracts (the schemas in `torchscale.contracts.schema`) and the analysis layer; rank 0
+writes through `ResultStore`.
 """
 
 from __future__ import annotations

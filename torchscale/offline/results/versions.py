@@ -4,39 +4,8 @@ Each older version has an upgrade function that turns its JSON into the next ver
 applied in order up to the current one; a file of an unknown newer version is refused with a
 one-line reason (never a crash), so an old torchscale reading a new results directory says so.
 
-Version history:
-  1  torchscale 0.1.0: identity fields at the top level (cell_id, model, model_label, ...),
-     error as a free dict, memory.activation_bytes, memory.peak_rss_bytes of rank 0 only,
-     achieved TFLOP/s from the median step time.
-  2  identity nested as `cell` (with `nodes`), status enum, typed `error`,
-     memory.non_static_peak_bytes, per-rank memory, compute.peak_basis, achieved TFLOP/s from
-     the barrier-bounded windows (as throughput).
-  3  per-rank compute time (no_sync) and phase medians; `straggler` (rank, slow phase, gap);
-     communication split into slowest compute, load imbalance and exposed communication:
-     `comm_overhead` now means exposed communication only, and version 2's pooled figure
-     (imbalance and communication together) is `sync_overhead`; `injected_delays`, `profile`.
-  4  `telemetry` sampled during the measured windows (per rank and totals, energy per sample);
-     memory.alloc_retries, oom_count, fragmentation, inactive_split_peak_bytes (CUDA allocator)
-     and ranks[].alloc_retries.
-  5  `data` (input source, loader settings, data-wait time per step and its share) and `cost`
-     (GPU-hours and price per million samples and tokens).
-  6  tp, pp and hybrid cells, `parallel`, `warmup`.
-  7  `parallel.profiled_comm`.
-  8  `attribution` (one model of the step, parts with 95 % intervals, the straggler named only
-     by a significance test, cross-checks) and `intervals` (headline figures with intervals);
-     DDP's no_sync windows interleaved with the synchronised ones.
-  9  compute.mfu_measured (MFU against the node's measured peak, `validate --level perf`),
-     measured_peak_tflops_per_device and measured_peak_basis; intervals.mfu_measured.
-  10 `diagnosis` replaces `attribution`: the one diagnosis of the run (the step model, the
-     evidence that decided it, per-rank waits, straggler verdict, bounded what-if, findings,
-     caveat, cross-checks); a profiled run's result holds its analysis' diagnosis.
-  11 `compile` (the warm-up steps that compiled, extra warm-up steps, graph breaks, recompiles
-     and compile seconds inside the windows); windows and timeout sized from steady warm-up
-     steps; the FLOP count on the meta device.
-  12 the straggler verdict's wait for a CPU (`host_wait_s`, `host_bound`).
-  13 the straggler's kind (`kind`, `kind_basis`, `late_s`) and why nobody is named
-     (`not_named`).
-  14 `straggler.injected`: the named rank is one --inject-delay slowed on purpose.
+What each version added, and which function upgrades it, is in docs/results.md ("Schema
+versions").
 """
 
 from __future__ import annotations

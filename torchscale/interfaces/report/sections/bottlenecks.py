@@ -7,7 +7,7 @@ its wait for peers as the diagnosis holds it, and the rank x step stall heatmap;
 warnings (high step-time variance, throttling); and the telemetry sampled during the measured
 windows (utilisation, power, clocks, energy).
 
-A profile older than the diagnosis (analysis schema 1) keeps its own figures, said so.
+A profiled run without a diagnosis keeps its analysis' own figures, said so.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def warning_kind(warning: str) -> str:
     return "other"
 
 
-# an analysis' figures that mirror its diagnosis (schema 2 and newer): the diagnosis' lines say
+# an analysis' figures that mirror its diagnosis: the diagnosis' lines say
 # them, so neither they nor their reasons are shown beside it
 MIRRORED = ("sync_stall_pct", "exposed_comm_pct", "straggler", "whatif", "cycle_us")
 # the analysis' step-level figures left in its analysis.json beside a diagnosis
@@ -103,8 +103,8 @@ def _trace_figures(analysis: ProfileAnalysis) -> KeyFigures:
     )
 
 
-def _older_profile_figures(analysis: ProfileAnalysis) -> KeyFigures:
-    """An analysis older than the diagnosis (schema 1): its own figures, from separate
+def _analysis_figures(analysis: ProfileAnalysis) -> KeyFigures:
+    """A run without a diagnosis: its analysis' own figures, from separate
     methods (they may disagree with each other: said in its unavailable reasons)."""
     why = analysis.unavailable
     straggler = analysis.straggler
@@ -182,7 +182,7 @@ def _older_profile_figures(analysis: ProfileAnalysis) -> KeyFigures:
 def _ranks_table(ref: ProfileRef, key: str) -> Table:
     """Each rank's trace figures (medians over its complete profiled steps) and its wait for
     peers as the run's diagnosis holds it (share of its own step, with its interval); an
-    analysis older than the diagnosis shows its own sync stall share instead."""
+    run without a diagnosis shows its analysis' own sync stall share instead."""
     analysis, diagnosis = ref.entry.analysis, ref.diagnosis
     waits = rank_wait_texts(diagnosis)
     verdict = diagnosis.straggler if diagnosis is not None else None
@@ -323,7 +323,7 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
         blocks += diagnosis_blocks(diagnosis)
         blocks.append(_trace_figures(analysis))
     else:
-        blocks.append(_older_profile_figures(analysis))
+        blocks.append(_analysis_figures(analysis))
     if analysis.ranks:
         blocks.append(_ranks_table(ref, key))
     if analysis.whatif and diagnosis is None:
@@ -544,7 +544,7 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
 
 def secondary(finding: ReportFinding) -> ReportFinding:
     """A finding measured on a machine that spoiled the numbers: shown, but not in a
-    problem's colour, so that it does not lead the fix of the host (issue 40)."""
+    problem's colour, so that it does not lead the fix of the host."""
     return finding.model_copy(update={"severity": "info"})
 
 

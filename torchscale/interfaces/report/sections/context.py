@@ -29,7 +29,6 @@ from torchscale.interfaces.report.render.formatting import format_value
 from torchscale.interfaces.report.sections import tables
 from torchscale.interfaces.report.sections.tables import records as records
 from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile
-from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import (
     RUN_COLUMN,
@@ -276,20 +275,9 @@ class ProfileRef:
 
     @property
     def diagnosis(self) -> Diagnosis | None:
-        """The run's one diagnosis: its analysis' (the traces decide; from analysis schema 3
-        its result.json holds the same object), else, for an analysis older than the
-        diagnosis, its result's. Every section shows this one verdict for the run, never the
-        result's beside the analysis'. An analysis older than schema 6 does not say whether
-        its named straggler was injected: the profiled run's recorded delays do."""
-        diagnosis = self.entry.analysis.diagnosis
-        if diagnosis is None:
-            return self.entry.result.diagnosis if self.entry.result is not None else None
-        verdict = diagnosis.straggler
-        if verdict is not None and verdict.injected is None and self.entry.result is not None:
-            delayed = frozenset(d.rank for d in self.entry.result.injected_delays)
-            marked = marked_injected(verdict, delayed)
-            diagnosis = diagnosis.model_copy(update={"straggler": marked})
-        return diagnosis
+        """The run's one diagnosis (its analysis', completed from its result.json at load):
+        every section shows this one verdict for the run, never the result's beside it."""
+        return self.entry.analysis.diagnosis
 
 
 @dataclass
@@ -316,7 +304,7 @@ class Context:
     @property
     def host_first(self) -> bool:
         """The machine spoiled the numbers: fixing the host comes before tuning the workload,
-        so the bottleneck findings are shown second to that (issue 40)."""
+        so the bottleneck findings are shown second to that."""
         return self.usability is not None and self.usability.host_first
 
     def nothing_measured(self) -> str:

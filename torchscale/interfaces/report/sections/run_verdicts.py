@@ -1,11 +1,11 @@
-"""The verdict of a report without a benchmark sweep (issue 40): a profile-only report leads with
+"""The verdict of a report without a benchmark sweep: a profile-only report leads with
 its profiled run's diagnosis, a comm-only report with its bandwidth, never with "no benchmark
 sweep" nor a sweep's "no cell finished ok".
 
 A profiled run's words are the diagnosis' own, as the terminal prints them
 (report/diagnosis_text.py): the one `Diagnosis` stored with the run, rendered, never a rival
-figure computed here. An analysis older than the diagnosis (profile analysis schema 1-2) has
-none: its line says so beside the figure that analysis stored."""
+figure computed here. A run with no diagnosis at all says why (`no_diagnosis`) beside the
+figure its analysis stored."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from torchscale.interfaces.report.sections.context import (
     run_label,
 )
 from torchscale.interfaces.report.sections.findings import action_text
+from torchscale.offline.results.profile_versions import no_diagnosis
 from torchscale.orchestration.comm.comm_result import CommResult
 
 MAX_RUN_LINES = 6
@@ -44,11 +45,11 @@ def ordered_profiles(ctx: Context) -> list[ProfileRef]:
 def verdict_text(ref: ProfileRef) -> str:
     """'tiny-mlp b8 x2 fp32 ddp (profiled run): Straggler: rank 1 backward +20.1 ms [19.8,
     20.4]/step, p = 0.00098': the diagnosis' straggler line (its step split on one rank),
-    with its caveat; for an analysis older than the diagnosis, why there is none."""
+    with its caveat; for a run without one, why there is none."""
     diagnosis = ref.diagnosis
     if diagnosis is None:
         analysis = ref.entry.analysis
-        older = f" (analysed before the diagnosis existed: schema {analysis.schema_version})"
+        why = f" ({no_diagnosis(analysis)})"
         if analysis.findings:
             top = analysis.findings[0]
             result = ref.entry.result
@@ -58,13 +59,12 @@ def verdict_text(ref: ProfileRef) -> str:
                 else ""
             )
             return (
-                f"{ref.label}: {top.title}{injected} ({fmt(top.cost_pct, 'pct')} of the step)"
-                f"{older}"
+                f"{ref.label}: {top.title}{injected} ({fmt(top.cost_pct, 'pct')} of the step){why}"
             )
         stall = analysis.sync_stall_pct
         if stall is not None:
-            return f"{ref.label}: sync stall {fmt(stall, 'pct')} of the step{older}"
-        return f"{ref.label}: no bottleneck stored{older}"
+            return f"{ref.label}: sync stall {fmt(stall, 'pct')} of the step{why}"
+        return f"{ref.label}: no bottleneck stored{why}"
     main = (
         straggler_text(diagnosis.straggler, diagnosis.ranks)
         if diagnosis.ranks > 1 or diagnosis.straggler is not None

@@ -1,0 +1,70 @@
+"""Reading a profiled run's trace analysis (`profile/<run>/analysis.json`) of every schema
+version, beside the run's result.json.
+
+`ProfileAnalysis` itself reads each older file's shape (its `_upgrade`); what an old analysis
+cannot say alone comes from the profiled run's result, read here so that no reader has to know
+the versions: an analysis without a diagnosis takes its run's, and a named straggler the
+analysis did not judge as injected or not is judged off the run's recorded delays. The schema
+versions and what each upgrade does are in docs/results.md ("Profile analysis versions").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
+from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.offline.analysis.diagnosis import marked_injected
+
+ANALYSIS_KIND = "torchscale.profile_analysis"
+
+
+def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAnalysis:
+    """The analysis as the current schema reads it, completed from its run's result: the run's
+    diagnosis where the analysis has none (an analysis older than the diagnosis), and a named
+    straggler marked injected or not (analyses before the verdict said so) from the run's
+    `injected_delays`."""
+    diagnosis = analysis.diagnosis
+    if result is None:
+        return analysis
+    if diagnosis is None:
+        if result.diagnosis is None:
+            return analysis
+        return analysis.model_copy(update={"diagnosis": result.diagnosis})
+    return analysis.model_copy(update={"diagnosis": _marked(diagnosis, result)})
+
+
+def no_diagnosis(analysis: ProfileAnalysis) -> str:
+    """Why a run has no diagnosis to show, in words beside the figures its analysis stored:
+    neither the analysis nor its run's result holds one (the analysis predates it)."""
+    return f"analysed before the diagnosis existed: schema {analysis.schema_version}"
+
+
+def _marked(diagnosis: Diagnosis, result: CellResult) -> Diagnosis:
+    verdict = diagnosis.straggler
+    if verdict is None or verdict.injected is not None:
+        return diagnosis
+    delayed = frozenset(d.rank for d in result.injected_delays)
+    return diagnosis.model_copy(update={"straggler": marked_injected(verdict, delayed)})
+
+
+def read_analysis(
+    path: Path, result: CellResult | None = None
+) -> tuple[ProfileAnalysis | None, str | None]:
+    """(analysis, None) or (None, why it cannot be used); never raises for a bad file. With
+    the profiled run's `result`, what an older analysis lacks is taken from it (`with_run`)."""
+    data, problem = read_json(path)
+    if problem is None:
+        problem = version_problem(data, ANALYSIS_KIND, "analysis", ANALYSIS_SCHEMA_VERSION)
+    if problem is not None:
+        return None, problem
+    try:
+        analysis = ProfileAnalysis.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return None, f"invalid profile analysis: {where}: {first['msg']}"
+    return with_run(analysis, result), None
