@@ -853,7 +853,7 @@ def report(data: dict[str, Any]) -> None:
     runs = data["runs"]
     print()
     say(
-        f"straggler detection over kinds (issue 48): {len(runs)} run(s) of "
+        f"straggler detection over kinds: {len(runs)} run(s) of "
         f"{', '.join(grid_args.get('commands', []))} on CPU ranks, model(s) "
         f"{', '.join(grid_args.get('models', []))}, batch {grid_args.get('batch_size')}, "
         f"{grid_args.get('steps')} measured steps (profile: + {grid_args.get('profile_steps')} "
@@ -907,8 +907,9 @@ def merge_saved(saved: list[dict[str, Any]]) -> dict[str, Any]:
     for data in saved:
         if data.get("version") != RECORDS_VERSION:
             raise SystemExit(
-                "these records are issue 38's (--inject-delay grid), not this script's: read "
-                "them with the straggler_detection.py of that time (git log)"
+                f"these records are version {data.get('version')} (the --inject-delay grid), "
+                f"not this script's {RECORDS_VERSION}: read them with the "
+                "straggler_detection.py of that time (git log)"
             )
     if len(saved) == 1:
         return saved[0]

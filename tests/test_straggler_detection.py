@@ -1,4 +1,4 @@
-"""benchmarks/straggler_detection.py keeps running (issue 48, point 3: how well the straggler
+"""benchmarks/straggler_detection.py keeps running (how well the straggler
 verdict finds stragglers of every kind, written as a user writes them, is measured, so CI runs
 the measurement's smallest grid): two ranks, `torchscale profile` only, a sleep in backward at
 30 % of the balanced step and its balanced run, one repeat, few steps, the balanced step taken
@@ -313,7 +313,7 @@ def test_saved_runs_give_the_confusion_matrix_and_the_targets(
     ]
     text = _report(sd, monkeypatch, capsys, _saved(tmp_path / "runs.json", runs))
     flat = _flat(text)
-    assert "straggler detection over kinds (issue 48): 62 run(s) of profile" in flat
+    assert "straggler detection over kinds: 62 run(s) of profile" in flat
     assert "machine: 2 cores; 1-min load average before 0.40, after 0.60" in flat
     assert re.search(r"^QUIET: .* judged 0 of 62 busy", text, re.M), text
     confusion = _table(text, CONFUSION_HEAD)  # 30 %, the first
@@ -495,7 +495,7 @@ def test_an_issue_38_file_is_refused_with_a_clear_message(
         with pytest.raises(SystemExit) as stopped:
             _report(sd, monkeypatch, capsys, *paths)
         message = str(stopped.value.code)
-        assert "issue 38's (--inject-delay grid)" in message, message
+        assert "(the --inject-delay grid), not this script's" in message, message
         assert "straggler_detection.py of that time" in message, message
         assert "confusion" not in capsys.readouterr().out, "nothing is reported from it"
 

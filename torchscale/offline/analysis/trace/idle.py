@@ -6,7 +6,7 @@ each instant of the step window is attributed once, by priority:
 
     compute > memory > waiting_for_peers > transfer > data > host_wait > other_idle
 
-This is the partition the step model (`step_model.py`) is built from: compute + memory is the
+This is the partition the step model (`diagnosis/traces.py`) is built from: compute + memory is the
 rank's own work, data the wait for its batch with nothing else running, host_wait + other_idle
 the rest. Because every category is the length of a set disjoint from the others inside the
 window, none is negative and they add up to the step by construction.
