@@ -2,10 +2,10 @@
 
 The step (docs/methodology.md, "One model of the step"): every synchronised step of every rank
 splits into compute, data, waiting for peers, exposed transfer and rest from the phase timers
-(torchscale/offline/analysis/diagnosis/step_model.py), each part with its 95 % interval; a straggler is named
-only when a paired test over the steps says so. The no_sync windows, interleaved with the
-synchronised ones, cross-check the communication figure; the older `straggler` and
-`communication` blocks are read from the model, so each quantity has one value.
+(torchscale/offline/analysis/diagnosis/step_model.py), each part with its 95 % interval; a
+straggler is named only when a paired test over the steps says so. The no_sync windows,
+interleaved with the synchronised ones, cross-check the communication figure; the older
+`straggler` and `communication` blocks are read from the model, so each quantity has one value.
 """
 
 from __future__ import annotations
