@@ -38,6 +38,7 @@ from tests.test_report_uncertainty import (
     with_repeats,
 )
 from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.diagnosis_text import (
@@ -57,7 +58,6 @@ from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.analysis.ranking import lead
 from torchscale.offline.results.versions import parse_cell_result
-from torchscale.orchestration.comm.comm_result import CommResult, CommRow, OpSummary
 from torchscale.orchestration.comm.sweep_launch import store_result
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from torchscale.contracts.errors import ResultsError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.comm_result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.interfaces.report.model import Skipped
@@ -29,7 +30,6 @@ from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
 from torchscale.offline.results.experiment import Experiment, load, read_cells
 from torchscale.offline.results.profile_versions import read_analysis
 from torchscale.offline.results.versions import read_cell_result
-from torchscale.orchestration.comm.comm_result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
 from torchscale.orchestration.memory.max_batch_result import MaxBatchResult, read_max_batch
 from torchscale.orchestration.validate.check_result import ValidateReport, read_validate_report
 

@@ -9,10 +9,10 @@ in the time chart and the table, with the reason.
 
 from __future__ import annotations
 
+from torchscale.contracts.schema.comm_result import CommResult, CommRow
 from torchscale.interfaces.report.model import Block, Chart, Heatmap, Section, Series, Table, Text
 from torchscale.interfaces.report.sections.context import Context, col, run_label, slug
 from torchscale.offline.analysis.nccl_bandwidth import factors_text
-from torchscale.orchestration.comm.comm_result import CommResult, CommRow
 
 
 def _runs(ctx: Context) -> list[tuple[str, CommResult]]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_kind,
@@ -41,7 +42,6 @@ from torchscale.offline.analysis.reliability import LEVELS, repeat_count
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.offline.results.frame import COLUMNS, cell_row
-from torchscale.orchestration.comm.comm_result import CommResult
 
 if TYPE_CHECKING:
     from torchscale.interfaces.report.request import ReportOptions

@@ -9,6 +9,7 @@ figure its analysis stored."""
 
 from __future__ import annotations
 
+from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.report.diagnosis_text import (
     INJECTED,
     split_text,
@@ -26,7 +27,6 @@ from torchscale.interfaces.report.sections.context import (
 )
 from torchscale.interfaces.report.sections.findings import action_text
 from torchscale.offline.results.profile_versions import no_diagnosis
-from torchscale.orchestration.comm.comm_result import CommResult
 
 MAX_RUN_LINES = 6
 RERUN_PROFILE = "rerun the profile on an idle node before acting on its findings"
