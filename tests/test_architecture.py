@@ -2,9 +2,9 @@
 inside functions and under TYPE_CHECKING alike: a hidden import is still a dependency) points
 down the layers or stays in its layer, and no packages or files import each other in a loop.
 A module's layer is the first component of its path under `torchscale/`: the top level holds
-only the layer packages and the entry points (issue 42).
+only the layer packages and the entry points.
 
-What does not hold yet is listed below with why (the debt of issue 23). The lists must match
+What does not hold yet is listed below with why. The lists must match
 the code exactly: a new upward import or loop fails, and so does an entry that no longer exists
 (the debt only shrinks: delete the entry with the import that paid it).
 """

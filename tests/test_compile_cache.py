@@ -1,4 +1,4 @@
-"""One compile cache per experiment (issue 39): every compiled launch of an experiment (sweep
+"""One compile cache per experiment: every compiled launch of an experiment (sweep
 cells, max-batch probes, profiles, the dry run's commands, Kubernetes pods) points inductor and
 Triton at <experiment>/compile_cache/, a user's own setting wins, eager cells get nothing; and
 what compile cost each cell is shown in its terminal lines and the report's cell table."""

@@ -1,4 +1,4 @@
-"""The compile toolchain is checked where the cells will compile (issue 50, defect 6): the
+"""The compile toolchain is checked where the cells will compile (defect 6): the
 probe builds its kernel in a fresh folder inside the experiment's compile cache folder, so a
 results folder on NFS without locks or mounted noexec fails the check, not every compiled cell;
 and when only that folder is at fault the cells compile in node-local storage, said in one line.

@@ -1,4 +1,4 @@
-"""Timing that knows about torch.compile (issue 39): the warm-up steps that compile size
+"""Timing that knows about torch.compile: the warm-up steps that compile size
 neither the duration windows nor the windows' collective timeout, and a compile inside a
 measured window is counted and warned about, not timed unseen as a slow step.
 
@@ -47,7 +47,7 @@ from torchscale.rank.worker.steady_state import (
 from torchscale.rank.worker.trainer import Trainer
 
 CPU = torch.device("cpu")
-# issue 39: a cold compile of tiny-gpt2 on CPU took 513-2,528 s in warm-up step 1
+# a cold compile of tiny-gpt2 on CPU has taken 513-2,528 s in warm-up step 1 on this VM
 COLD_COMPILE_S = 2528.0
 
 

@@ -1,4 +1,4 @@
-"""The compile toolchain check (issue 39, item 3): `validate` builds and runs one kernel with
+"""The compile toolchain check (item 3): `validate` builds and runs one kernel with
 torch.compile on the validated device type, and `benchmark` refuses compiled cells up front in
 one line when it cannot, instead of failing every cell at its first step.
 

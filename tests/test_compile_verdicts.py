@@ -1,4 +1,4 @@
-"""The compile probe's PASS is kept per machine and toolchain (issue 50, fast basic validate):
+"""The compile probe's PASS is kept per machine and toolchain (fast basic validate):
 the next `validate` reads it back ("cached from <date>"), a FAIL is never kept, and a change of
 compiler, toolchain variable or cache folder asks the compiler again. The probe is stood in for
 (tests/test_compile_toolchain.py compiles for real)."""

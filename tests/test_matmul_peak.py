@@ -1,4 +1,4 @@
-"""The matmul peak finder (issue 26, MAMF): timing, FLOP formula, search budget, availability,
+"""The matmul peak finder (MAMF): timing, FLOP formula, search budget, availability,
 spec lookup and the impossible-figure guard. CPU tests use tiny shapes; fake clocks/timers make
 the arithmetic exact."""
 

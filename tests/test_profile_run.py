@@ -7,7 +7,7 @@ but the late one waits about D per step, so the stall is D (N-1)/N / T; the tole
 (relative), as the issue asks. Timings on a shared 2-core machine are noisy: only what the
 delay makes unmistakable is asserted.
 
-One answer per question (issue 22): the straggler is named once, by the step model's verdict,
+One answer per question: the straggler is named once, by the step model's verdict,
 with the same figures in the terminal and in analysis.json; the run's phase timers, arrival
 order and the what-if are [CHECK] lines of that model, never rival headlines; a balanced run
 names no straggler.

@@ -1,4 +1,4 @@
-"""What a rank and the sweep import before they measure (issue 39: a cell's fixed cost). Every
+"""What a rank and the sweep import before they measure (a cell's fixed cost). Every
 rank of every cell imports the worker's entry point; scipy.stats and pandas cost it 0.7 s of CPU
 and 90 MiB there (docs/methodology.md, "Fixed cost per cell") and are needed only by
 rank 0's aggregation, after the windows. The sweep's own process writes summary.csv (pandas)

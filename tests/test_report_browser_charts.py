@@ -1,4 +1,4 @@
-"""The HTML report's charts as a real headless Chromium lays them out at 1400 px (issue 40):
+"""The HTML report's charts as a real headless Chromium lays them out at 1400 px:
 no legend taller than its plot or lying over it, and each series in the colour the PDF draws
 it in. Charts from the 500-cell results of benchmarks/report_scale.py, where a legend stood
 1,000 px tall over a 100 px plot, and from the hand-made sample report."""

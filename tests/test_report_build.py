@@ -213,7 +213,7 @@ def test_best_throughput_and_efficiency_in_the_summary(report: Report) -> None:
         )
     assert found["Cells measured"].value == "4 of 6"
     # against version 1's 2 repeats a side nothing can be judged: never a regression, never a
-    # 0 that reads as a pass, but its own state (issue 38)
+    # 0 that reads as a pass, but its own state
     regressions = found["Regressions against the baseline"]
     assert regressions.value == "not judged: 2 cells" and regressions.severity == "warn"
     assert report.regressions is None and report.not_judged == 2
@@ -227,8 +227,8 @@ def test_the_ideal_line_is_linear_from_the_smallest_count(report: Report) -> Non
     result = torchscale.results.load(V3_SWEEP).result("tiny-mlp__b8__w2__fp32__ddp__5904ed09")
     assert result.throughput is not None
     assert measured.low is not None and measured.high is not None
-    # two repeats: the Student t interval on log throughput widened by the between-run drift
-    # (issue 48), wider than their range
+    # two repeats: the Student t interval on log throughput widened by the between-run drift,
+    # wider than their range
     expected = median_of_repeats(result.throughput.repeats)
     assert expected.method.startswith("Student t on log throughput, 2 repeats, widened")
     assert measured.low[1] is not None and measured.high[1] is not None
@@ -405,7 +405,7 @@ def test_baseline_section_against_version_1(report: Report) -> None:
     assert (rule["alpha"], rule["minimum effect"]) == ("0.05", "5 %")
     assert figures(report, "baseline")["Not enough repeats"].value == 2
     assert figures(report, "baseline")["Not judged"].value == 2
-    # no matched cell could be judged: no count at all, its own amber state (issue 38)
+    # no matched cell could be judged: no count at all, its own amber state
     unjudged = figures(report, "baseline")["Regressions"]
     assert unjudged.value == "not judged: 2 cells" and unjudged.severity == "warn"
     # the largest changes, judged or not, each with its interval (the first screen's list)

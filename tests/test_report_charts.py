@@ -1,4 +1,4 @@
-"""Charts a stakeholder reads in ten seconds (issue 25), in both renderers: category labels
+"""Charts a stakeholder reads in ten seconds, in both renderers: category labels
 that never overprint (measured), legends off the data, ticks without "20,000.0", a log axis
 for throughput spanning decades, the baseline chart coloured by verdict over its noise band,
 one heatmap colour scale per meaning, inline code in prose, row tints that mean something,

@@ -118,7 +118,7 @@ def test_fail_on_regression_exits_3_on_a_regression(tmp_path: Path) -> None:
     comment = (tmp_path / "slower-vs-baseline.md").read_text(encoding="utf-8")
     # same experiment name on both sides: the title names the directories, never "x vs x"
     assert comment.startswith("# torchscale report: slower vs baseline\n")
-    # the first line under the verdict: the regressions (issue 40: the verdict says first
+    # the first line under the verdict: the regressions (the verdict says first
     # whether the numbers can be used)
     assert comment.split("\n")[4].startswith("- ✖ 4 regressions against v3_fixture")
     assert "Largest changes against the baseline (judged or not)" in comment
@@ -140,7 +140,7 @@ def test_an_unchanged_rerun_passes_the_gate(tmp_path: Path) -> None:
 
 
 def test_a_halving_on_2_repeats_is_not_judged_and_the_gate_says_so(tmp_path: Path) -> None:
-    """Issue 38: half the throughput, but 2 repeats a side: not enough to judge, never a
+    """Half the throughput, but 2 repeats a side: not enough to judge, never a
     regression and never a pass. Every format's first screen lists the change with its
     interval as "not judged", the JSON says null with a count, and the gate exits 4."""
     halved = with_repeats(tmp_path / "halved", 0.5, 2, seed=2)

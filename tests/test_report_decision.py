@@ -1,4 +1,4 @@
-"""The decision first (issue 40): every format opens with whether the numbers can be used and, if
+"""The decision first: every format opens with whether the numbers can be used and, if
 not, why and what to do; then one line per model over every configuration it ran; a best
 configuration only where it leads the next beyond noise; the host before workload tuning when
 the host spoiled the numbers; a profile-only or comm-only report's own verdict; plain words with

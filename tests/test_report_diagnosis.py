@@ -1,4 +1,4 @@
-"""One verdict per run, the same on every surface (issue 38), in the report: every section shows
+"""One verdict per run, the same on every surface, in the report: every section shows
 the run's one diagnosis in the terminal's words (report/diagnosis_text.py) and computes none of
 its own; its busy-machine caveat goes wherever its straggler or findings are shown; per-rank
 waits are the diagnosis' `rank_waits`; cross-checks only in the appendix, a disagreeing one in
@@ -178,9 +178,9 @@ def test_a_version_8_result_loads_with_its_diagnosis_columns() -> None:
 
 
 def test_the_summary_gap_is_the_printed_one_and_the_phase_gap_has_its_own_column() -> None:
-    """Issue 48: summary.csv said 0.0311 s beside a printed '+23.2 ms': it took the named
-    phase's gap. straggler_gap_s is the verdict's own-work gap, the one every surface prints;
-    the phase's gap is straggler_phase_gap_s."""
+    """summary.csv's gap is the printed one, not the named phase's: straggler_gap_s is the
+    verdict's own-work gap, the one every surface prints; the phase's gap is
+    straggler_phase_gap_s."""
     path = Path(__file__).parent / "fixtures" / "results_v8" / "cpu_tiny_mlp_ddp_w2.json"
     result, _, problem = parse_cell_result(json.loads(path.read_text()))
     assert result is not None, problem
@@ -298,8 +298,8 @@ def test_a_profile_shows_its_diagnosis_in_the_terminals_lines(
 def test_every_format_that_names_the_straggler_shows_its_whatif(
     profile_report: tuple[Report, Diagnosis], tmp_path: Path
 ) -> None:
-    """Issue 48: the Markdown and the default term report named the straggler in their summary
-    but left the what-if to the Bottlenecks section they do not show. The summary's table of
+    """The Markdown and the default term report, which do not show the Bottlenecks section,
+    carry the what-if in their summary: the summary's table of
     each run's diagnosis carries it, for profiled runs and sweep cells alike."""
     _, profiled = profile_report
     sweep_diagnosis = busy_diagnosis(whatif=profiled.whatif)

@@ -1,4 +1,4 @@
-"""What a stakeholder reads in ten seconds (issue 25): the one-sentence verdict and the header
+"""What a stakeholder reads in ten seconds: the one-sentence verdict and the header
 (hardware, dates, description), the price in the summary when it comes from the config, a
 Markdown that fits a pull-request comment at 500 cells, the config appendix holding only what
 was set, unreadable inputs counted against the headline, comm-only sources named as such, and a
@@ -422,8 +422,8 @@ def test_a_cpu_report_never_counts_ranks_as_gpus(priced: Report) -> None:
                 labels += [block.title, block.x_label or ""]
     assert "CPU ranks" in labels
     assert [label for label in labels if "GPUs" in label or "per GPU" in label] == []
-    # the prose too: notes, texts, key figures' notes (the audit of issue 25 found 'at $2.50
-    # per GPU-hour', 'linear in GPUs', 'batch per GPU' and "a 'GPU' is one rank" in them)
+    # the prose too: notes, texts, key figures' notes (such as 'at $2.50 per GPU-hour',
+    # 'linear in GPUs', 'batch per GPU' and "a 'GPU' is one rank")
     prose: list[str] = [f.note or "" for f in figures(priced).values()]
     for section in priced.sections:
         for block in section.blocks:

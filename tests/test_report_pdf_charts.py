@@ -1,4 +1,4 @@
-"""The PDF report's charts read back from the PDF itself (issue 40): poppler's word boxes put
+"""The PDF report's charts read back from the PDF itself: poppler's word boxes put
 each legend under its plot and no taller than it, and the page rendered to pixels holds every
 series in its model colour (the colour the HTML draws it in). Charts from the 500-cell results
 of benchmarks/report_scale.py, where a 250-entry legend covered the plot."""

@@ -1,4 +1,4 @@
-"""Long work says where it stands (issue 40): a PDF (building the report, drawing its charts,
+"""Long work says where it stands: a PDF (building the report, drawing its charts,
 laying out and writing its pages) and the profiles after a sweep (profile i/N, elapsed, ETA)
 report each step to a callback, in order, with position and total; only the CLI prints, on
 stderr, never into the report or stdout, and nothing with --quiet."""

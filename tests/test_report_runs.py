@@ -1,4 +1,4 @@
-"""Issue 38 in the report, from copies of the real fixture results: several runs of one config
+"""Several runs in the report, from copies of the real fixture results: several runs of one config
 read as their median (the headline and the summary never quote the best run), and a sweep of
 one world size has no scaling figure ("no base", never 100 %)."""
 
@@ -89,7 +89,7 @@ def test_the_headline_of_four_runs_is_their_median(tmp_path: Path) -> None:
     row = next(r for r in table(built, "summary-best").rows if r["model"] == "tiny-mlp")
     assert row["samples_per_s"] == float(np.median(runs)) and "[median of 4 runs]" in row["config"]
     low, high = row["samples_per_s_low"], row["samples_per_s_high"]
-    # Student t over the runs (issue 48), not their range: it reaches below the slowest run
+    # Student t over the runs, not their range: it reaches below the slowest run
     assert low is not None and high is not None and low < min(runs) < best.value < high
     # the baseline table's pooled "now" figure is the same median
     changes = {r["cell"]: r for r in table(built, "baseline-changes").rows}

@@ -1,4 +1,4 @@
-"""benchmarks/report_scale.py as a smoke run (issue 40): it builds and renders reports of
+"""benchmarks/report_scale.py as a smoke run: it builds and renders reports of
 generated results, prints its timings with the machine's load, and exits 0 while every chart
 keeps within its structural bounds (12 series, SVG nodes). No timing is asserted: CI runs it
 at 500 cells with the PDF (.ci/run); here a small run keeps the script from rotting."""

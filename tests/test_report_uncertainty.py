@@ -1,4 +1,4 @@
-"""One answer per question, with its uncertainty (issue 22), in the report: each cell's
+"""One answer per question, with its uncertainty, in the report: each cell's
 reliability, scaling efficiency with its interval, the one model of the step (result schema 8)
 with "not measurable" where a part is inside its noise, and a straggler named only when the
 significance test names it; the same figures in Markdown, JSON, the terminal and HTML.

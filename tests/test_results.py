@@ -353,8 +353,8 @@ def test_results_package_does_not_import_pandas_for_the_worker() -> None:
 # ---------------------------------------------------------------------------- resume of v1
 
 
-def test_the_v1_config_plans_new_cells_since_issue_27_changed_how_they_train() -> None:
-    """Issue 27 changed what the v1 config trains (no DDP wrapper at world size 1, fused
+def test_the_v1_config_plans_new_cells_because_they_train_differently_now() -> None:
+    """The v1 config trains differently today (no DDP wrapper at world size 1, fused
     AdamW on CPU, the loss named): its cells get new ids, and --resume finds no v1 result of
     their definitions, so it reruns them instead of passing a 0.1.0 measurement off as
     today's. The v1 files stay readable (above)."""

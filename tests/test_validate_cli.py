@@ -125,7 +125,7 @@ def test_cpu_smoke_test_passed(cpu_report: dict[str, Any]) -> None:
 def test_cpu_compile_toolchain_built_and_ran_a_kernel(
     cpu_run: tuple[Result, Path, Path], cpu_report: dict[str, Any]
 ) -> None:
-    """Issue 39: inductor's C++ path works here (g++ and the Python headers are installed);
+    """Inductor's C++ path works here (g++ and the Python headers are installed);
     the kernel was built in the probe's own empty cache, on the output folder's filesystem (the
     folder a benchmark's compile cache would be made in), which is gone afterwards; the PASS is
     kept in the user's cache folder for the next run."""

@@ -1,4 +1,4 @@
-"""Host-link checks aware of the PCIe topology (issue 39, item 4).
+"""Host-link checks aware of the PCIe topology (item 4).
 
 `validate --level perf` used to copy host<->device on every GPU at once and judge each against
 one PCIe link; on an HGX board two GPUs share a switch uplink, so a healthy node read WARN or

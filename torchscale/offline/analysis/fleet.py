@@ -1,5 +1,5 @@
 """Fleet view: which node or GPU of an allocation is worse than its peers, and which inter-node
-link is slow. Pure functions over measurements (issue 26, point 4; docs/validate.md, "Fleet
+link is slow. Pure functions over measurements (docs/validate.md, "Fleet
 view").
 
 - `fleet_outliers` compares every node's and GPU's figure of a check with the fleet's median,

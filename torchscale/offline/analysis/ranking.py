@@ -1,7 +1,7 @@
 """Is the first of a ranking clearly ahead of the second? Pure functions, no I/O.
 
 A "best configuration" read off the highest median can change from one run of a sweep to the
-next when the top two are inside each other's noise (issue 40: the summary's best changed
+next when the top two are inside each other's noise (the summary's best changed
 between two runs of the same config). `lead` says by how much the first is ahead, as the
 ratio of their medians with its 95 % interval (`uncertainty.ratio_of_medians`: a percentile
 bootstrap from 4 figures a side, Welch's t on the log ratio below that), and calls the lead

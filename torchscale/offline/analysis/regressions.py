@@ -280,14 +280,14 @@ def welch_log_p(baseline: Sequence[float], current: Sequence[float]) -> float:
     positive figures: a change that scales every run alike is a shift of the logs. 1 when
     every figure is the same; with no spread on either side, 0 when the sides differ.
 
-    Why not a rank test: with 4 units a side, the exact Mann-Whitney U test (the rule's test
-    until issue 38) reaches p < 0.05 only when every figure of one side lies beyond every
-    figure of the other (2 / 70 = 0.029); a single run on the wrong side of one other run
-    gives 4 / 70 = 0.057 however large the change, so a 41 % drop with one slow baseline run
-    read "no significant change". Welch's test weighs how far apart the sides are against
-    their spread, so its smallest p is not capped by the arrangement of a few figures; the
-    minimum effect and the interval condition keep its false alarms down as before
-    (docs/regressions.md: simulated false-positive and detection rates of both tests)."""
+    Why not a rank test: with 4 units a side, the exact Mann-Whitney U test reaches p < 0.05
+    only when every figure of one side lies beyond every figure of the other (2 / 70 =
+    0.029); a single run on the wrong side of one other run gives 4 / 70 = 0.057 however
+    large the change, so a 41 % drop with one slow baseline run would read "no significant
+    change". Welch's test weighs how far apart the sides are against their spread, so its
+    smallest p is not capped by the arrangement of a few figures; the minimum effect and the
+    interval condition keep its false alarms down (docs/regressions.md: simulated
+    false-positive and detection rates of both tests)."""
     logs_b = np.log(np.asarray(baseline, dtype=float))
     logs_c = np.log(np.asarray(current, dtype=float))
     if len(set(logs_b.tolist()) | set(logs_c.tolist())) == 1:

@@ -13,7 +13,7 @@ Why these methods:
   than below. It is widened by the drift between runs (BETWEEN_RUN_SD), which one run's
   repeats, taken back to back, cannot see: the reader of "2,886 ±214" expects a rerun of the
   cell to land inside. Not the percentile bootstrap of the median: over 4 repeats that is
-  their range, which held the median of the other runs in 2 of 6 identical runs (issue 48);
+  their range, which held the median of the other runs in 2 of 6 identical runs;
   `benchmarks/interval_coverage.py` measures what each method covers. The t part has n - 1
   degrees of freedom (12.7 for 2 repeats); the drift part, a measured constant, the normal
   quantile; the two half-widths add in quadrature. A ratio of two medians with a side below
@@ -190,7 +190,7 @@ def median_of_repeats(
     that a rerun of the cell lands in: Student t on the log of the figures, widened by the
     between-run drift its repeats cannot see (`log_interval`, drift_sd BETWEEN_RUN_SD). Not
     the percentile bootstrap of the median: over 4 repeats that is their range, which held the
-    other runs' median in 2 of 6 identical runs (issue 48). Figures not all positive: Student t
+    other runs' median in 2 of 6 identical runs. Figures not all positive: Student t
     on the figures, n - 1 degrees of freedom, no drift term (a relative drift has no meaning
     for a signed figure). One repeat: the value with "spread unknown"."""
     data = np.asarray(values, dtype=float)

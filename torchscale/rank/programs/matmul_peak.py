@@ -1,4 +1,4 @@
-"""Maximum achievable matmul FLOP/s (issue 26, `validate --level perf`): the MAMF idea.
+"""Maximum achievable matmul FLOP/s (`validate --level perf`): the MAMF idea.
 
 A spec sheet's peak is never reached by a real matmul; what a node can really do is the best
 TFLOP/s over a search of matmul shapes (stas00's MAMF finder: an H100 SXM reaches ~790 of its

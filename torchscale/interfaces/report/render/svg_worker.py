@@ -10,7 +10,7 @@ PARENT`
 - The calling process draws its own share meanwhile; a worker's share is smaller by its
   start-up time (Python and matplotlib imports, about 0.8 s here, the time of about
   STARTUP_CHARTS charts), and a worker is started only where its share is at least
-  MIN_WORKER_SHARE charts. (Issue 40: the old rule wanted 6 charts per process, so the 11
+  MIN_WORKER_SHARE charts. (the old rule wanted 6 charts per process, so the 11
   charts of a 50-cell report were drawn one after another on a 2-core machine.)
 - A worker cannot outlive the report: it runs in a session of its own (a Ctrl-C at the
   terminal reaches only the parent, which then kills it), it asks the kernel for SIGKILL when

@@ -1,4 +1,4 @@
-"""The report's header, for a stakeholder who reads ten seconds: the decision first (issue 40),
+"""The report's header, for a stakeholder who reads ten seconds: the decision first,
 then the hardware, the dates the runs started and the configs' description.
 
 The headline sentence says whether the numbers can be used and, if not, why and what to do
@@ -289,7 +289,7 @@ def _cheapest(ctx: Context, pick: Pick | None) -> str:
 def _model_line(
     ctx: Context, model: str, weak: pd.DataFrame, priced: pd.DataFrame | None, usable: bool
 ) -> Text:
-    """One plain line per model over every configuration it ran (issue 40: never one batch
+    """One plain line per model over every configuration it ran (never one batch
     size standing for the model)."""
     scaled = weak[(weak["model_label"] == model) & (weak["world_size"] > weak["base_world_size"])]
     cost = _cheapest(ctx, by_cost(priced, model))

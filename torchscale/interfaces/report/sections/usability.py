@@ -1,4 +1,4 @@
-"""Can these numbers be used? The first thing every format says (issue 40), from what the report
+"""Can these numbers be used? The first thing every format says, from what the report
 already holds: the cells' load telemetry (other processes on their cores or GPUs), their
 reliability (noisy, spread unknown) and repeats, and the cells that failed or could not be read.
 

@@ -1,5 +1,5 @@
-"""Plain words for the report's headings and legends, with the technical term kept beside them
-(issue 40): a stakeholder reads "Communication not overlapped", an engineer finds "exposed
+"""Plain words for the report's headings and legends, with the technical term kept beside them:
+a stakeholder reads "Communication not overlapped", an engineer finds "exposed
 transfer" in the column's tooltip (HTML) or the table's footnote (every format), the same term
 the terminal, the JSON and docs/methodology.md use. One place, so a part of the step is called
 the same everywhere in the report."""
