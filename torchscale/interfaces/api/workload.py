@@ -31,6 +31,7 @@ from torchscale.orchestration.validate.check_result import (
     CheckStatus,
     ValidateReport,
     failed,
+    status_counts,
 )
 from torchscale.orchestration.validate.workload_plan import NodeFacts, WorkloadPlan
 
@@ -356,7 +357,7 @@ def _validate_report(
     from torchscale import __version__
     from torchscale.orchestration.validate.run_checks import is_ok
 
-    counts = {s: sum(c.status is s for c in checks) for s in CheckStatus}
+    counts = status_counts(checks)
     bad = [c.title for c in checks if c.status is CheckStatus.FAIL]
     path = "GPU (NCCL)" if device == "cuda" else "CPU (gloo)"
     if bad:

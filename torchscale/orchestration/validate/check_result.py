@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +35,11 @@ SEVERITY = (
     CheckStatus.INFO,
     CheckStatus.SKIP,
 )
+
+
+def status_counts(checks: Sequence[CheckResult]) -> dict[CheckStatus, int]:
+    """How many checks ended in each status: the report's `counts`, from which `ok` follows."""
+    return {status: sum(c.status is status for c in checks) for status in CheckStatus}
 
 
 class CheckResult(BaseModel):

@@ -19,6 +19,7 @@ from torchscale.orchestration.validate.check_result import (
     ValidateReport,
     failed,
     skipped,
+    status_counts,
 )
 from torchscale.orchestration.validate.checks_software import torch_build
 from torchscale.orchestration.validate.smoke import check_smoke
@@ -156,7 +157,7 @@ def run_validation(
             sku = _measure(ctx, env, results, measurements, peaks, progress)
     finally:
         ctx.close()
-    counts = {s: sum(r.status is s for r in results) for s in CheckStatus}
+    counts = status_counts(results)
     return ValidateReport(
         torchscale_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
