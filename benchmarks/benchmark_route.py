@@ -5,7 +5,7 @@ a few steps) with a profile hook (`sys.setprofile`) on the host process, and pri
 
 - the steps: every call from one torchscale module into another (calls made while a module is
   being imported do not count: they are the import, not the route), with each module's layer
-  (the map of tests/test_architecture.py: contracts 1, rank and offline 2, orchestration 3,
+  (the map of tests/project/test_architecture.py: contracts 1, rank and offline 2, orchestration 3,
   interfaces 4);
 - the modules visited, and the calls into a module the route had already left (re-entries);
 - the calls from a lower layer into a higher one, in two kinds: a callback (the caller does not
@@ -78,8 +78,10 @@ if _log:
 
 
 def _layers() -> dict[str, int]:
-    """The layer map tests/test_architecture.py enforces (one source: loaded, not copied)."""
-    spec = importlib.util.spec_from_file_location("_arch", REPO / "tests" / "test_architecture.py")
+    """The layer map tests/project/test_architecture.py enforces (one source: loaded, not
+    copied)."""
+    architecture = REPO / "tests" / "project" / "test_architecture.py"
+    spec = importlib.util.spec_from_file_location("_arch", architecture)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

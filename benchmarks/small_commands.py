@@ -108,7 +108,8 @@ def write_inputs(scratch: Path) -> dict[str, Path]:
 
 def mistakes(config: Path, scratch: Path) -> list[tuple[str, tuple[str, ...]]]:
     """(label, torchscale's arguments) of each mistake that must be answered in one line with
-    exit code 2, reading the inputs `write_inputs(scratch)` wrote (tests/test_cli_fast_errors.py
+    exit code 2, reading the inputs `write_inputs(scratch)` wrote
+    (tests/interfaces/test_cli_fast_errors.py
     runs the same list and checks what each imports)."""
     inputs = input_paths(scratch)
     missing, blocked = str(inputs["missing"]), str(inputs["blocker"] / "results")

@@ -1,4 +1,5 @@
-"""A made-up `torchscale validate` check for tests/test_adding_a_validate_check.py: what a new
+"""A made-up `torchscale validate` check for tests/orchestration/test_adding_a_validate_check.py:
+what a new
 check function in torchscale/orchestration/validate/checks_<area>.py looks like (docs/
 architecture.md, "A validate check"). It takes the `ValidateContext` and returns one
 `CheckResult` made by `passed`, `warned`, `failed` or `skipped` (check_result.py)."""

@@ -1,6 +1,7 @@
 """A built-in model added as docs/architecture.md says: this one file (its spec and its
 builder) plus one line in the registry, torchscale/contracts/model_specs/registry.py, which the
-tests add at run time (tests/test_adding_a_model.py, tests/test_parallel_plan.py). The module
+tests add at run time (tests/rank/test_adding_a_model.py, tests/rank/test_parallel_plan.py). The
+module
 imports no torch; its builder does, when a rank builds the model. The architecture is
 tests/plugin_models.py's TinyDecoder, which declares its own ParallelPlan."""
 

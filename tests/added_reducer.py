@@ -1,4 +1,5 @@
-"""A made-up per-rank trace reducer for tests/test_adding_a_trace_analysis.py: what a new module
+"""A made-up per-rank trace reducer for tests/offline/test_adding_a_trace_analysis.py: what a new
+module
 in torchscale/offline/analysis/trace/ looks like (docs/architecture.md, "A trace analysis").
 It is a pure function of one rank's trace, its step table and its notes (registry.py's
 `Reducer`), and returns a small table: the events are dropped once every reducer has run."""

@@ -1,4 +1,5 @@
-"""A made-up report section for tests/test_adding_a_report_section.py: what a new module under
+"""A made-up report section for tests/interfaces/test_adding_a_report_section.py: what a new module
+under
 torchscale/interfaces/report/sections/ holds (docs/architecture.md, "A report section"). It reads
 only the `Context` the report is built over, never a file, and returns its `Section`."""
 

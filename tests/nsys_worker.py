@@ -1,4 +1,5 @@
-"""A tiny 2-rank CPU (gloo) training loop that annotates itself with NVTX, for tests/test_nsys.py.
+"""A tiny 2-rank CPU (gloo) training loop that annotates itself with NVTX, for
+tests/orchestration/test_nsys.py.
 
 Run under `nsys profile ... torchrun --standalone --nproc-per-node 2 tests/nsys_worker.py`.
 Every rank emits one mark `torchscale:rank=<r>`, then per step a start/end range

@@ -1,4 +1,5 @@
-"""Plug-in model factories that bring their own batches, for tests/test_plugin_batches.py (loaded
+"""Plug-in model factories that bring their own batches, for tests/rank/test_plugin_batches.py
+(loaded
 as 'tests.plugin_batch_models:...'; the real run puts the repo root on PYTHONPATH through
 `launcher.env`). Nothing in torchscale knows about them.
 """

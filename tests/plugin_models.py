@@ -1,5 +1,6 @@
-"""Plug-in model factories used by tests/test_models.py, tests/test_parallel_plan.py,
-tests/test_compile_timing.py and tests/test_gpu_paths.py (loaded as 'tests.plugin_models:...')."""
+"""Plug-in model factories used by tests/rank/test_models.py, tests/rank/test_parallel_plan.py,
+tests/rank/test_compile_timing.py and tests/rank/test_gpu_paths.py (loaded as
+'tests.plugin_models:...')."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ activation recomputation and no elementwise work. For a transformer that is 6N +
 token (N the matrix weights, the tied LM head included, L layers, H heads, Q head size, T
 sequence length): nanoGPT's `estimate_mfu` and torchtitan's convention, and PaLM's (appendix B).
 For GPT-2 small it is 854.4 MFLOP per token, 0.09 % under nanoGPT's 6N + 12LHQT, whose N also
-counts the biases and LayerNorm weights (tests/test_model_metadata.py holds the two together).
+counts the biases and LayerNorm weights (tests/contracts/test_model_metadata.py holds the two
+together).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Literal
 from torchscale.contracts.model_specs.registry import BUILTIN
 
 # The facts of the built-in models the defaults need without building one, read from their
-# specs' TrainingTraits (model_specs/spec.py; tests/test_models.py holds them to the models).
+# specs' TrainingTraits (model_specs/spec.py; tests/rank/test_models.py holds them to the models).
 # Where channels_last has anything to change:
 CONV_NETS = frozenset(name for name, spec in BUILTIN.items() if spec.training.conv_net)
 # whose residual stream is torchscale's (models/layers.py): where bf16_activations does anything

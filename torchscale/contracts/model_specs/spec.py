@@ -2,7 +2,7 @@
 
 The spec is frozen and torch-free; its builder is a "module:function" string that only the
 rank side imports (torchscale/rank/models/registry.py). The stored figures (`Measured`, the
-strategies) are what building the model says at its defaults: tests/test_model_metadata.py
+strategies) are what building the model says at its defaults: tests/contracts/test_model_metadata.py
 builds every model and fails, printing the value to paste, the moment one differs.
 """
 
@@ -43,7 +43,7 @@ class Measured:
 @dataclass(frozen=True)
 class TrainingTraits:
     """What training_defaults.py decides a cell's defaults by, known without building the
-    model; tests/test_models.py holds each to the built model."""
+    model; tests/rank/test_models.py holds each to the built model."""
 
     conv_net: bool = False  # it convolves (ModelBundle.conv_net): where channels_last acts
     bf16_stream: bool = False  # its residual stream is models/layers.py's: bf16_activations acts

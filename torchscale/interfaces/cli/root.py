@@ -5,7 +5,7 @@ torch, pandas, plotly or weasyprint at start-up).
 Typer turns a command function into a click command by inspecting its signature, which took
 longer than the rest of `--help`; so the root group (LazyCommands) imports a sub-command's
 module and builds its command only when it runs. The root's help lists each one by the help
-line stored in SUBCOMMANDS (tests/test_small_commands.py holds it to the command's own).
+line stored in SUBCOMMANDS (tests/interfaces/test_small_commands.py holds it to the command's own).
 """
 
 from __future__ import annotations

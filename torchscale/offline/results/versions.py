@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.offline.results.upgrades.stored_model import completed_from_model
 
 CELL_KIND = "torchscale.cell"
 _V1_IDENTITY = {
@@ -205,20 +206,21 @@ def upgrade_v8(data: dict[str, Any]) -> dict[str, Any]:
 
 
 V9_DIAGNOSIS = (
-    "result of schema 9 or older: its step model is read as the diagnosis, decided by the "
-    "phase timers; no findings, per-rank waits or what-if were stored with it"
+    "result of schema 9 or older: no per-rank waits or what-if were stored with its step "
+    "model (its findings are derived from the model where it is read)"
 )
 
 
 def upgrade_v9(data: dict[str, Any]) -> dict[str, Any]:
     """Version 9 -> 10. `attribution` (the phase timers' step model) becomes the diagnosis,
-    decided by the phase timers, without findings, per-rank waits or what-if."""
+    decided by the phase timers, without per-rank waits or what-if; its findings and caveat
+    are derived after validation (`COMPLETIONS`)."""
     out = dict(data)
     attribution = out.pop("attribution", None)
     unavailable = dict(out.get("unavailable") or {})
     if isinstance(attribution, dict):
         out["diagnosis"] = {**attribution, "source": "phase timers"}
-        unavailable.setdefault("diagnosis.findings", V9_DIAGNOSIS)
+        unavailable.setdefault("diagnosis.rank_waits", V9_DIAGNOSIS)
     elif "attribution" in unavailable:
         unavailable["diagnosis"] = unavailable.pop("attribution")
     out["unavailable"] = unavailable
@@ -305,6 +307,14 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 
 
+# what a result read from an old version gets once it is a valid current result, keyed by the
+# newest source version it applies to: derivations that need the typed result (the diagnosis'
+# findings), applied in order of the key, each to results read from that version or older
+COMPLETIONS: dict[int, Callable[[CellResult], CellResult]] = {
+    9: completed_from_model,
+}
+
+
 @dataclass(frozen=True)
 class ReadCell:
     """One result file as read: the result (current schema), the version it was written in,
@@ -328,11 +338,15 @@ def parse_cell_result(data: Any) -> tuple[CellResult | None, int | None, str | N
     for step in range(version, RESULT_SCHEMA_VERSION):
         upgraded = UPGRADES[step](upgraded)
     try:
-        return CellResult.model_validate(upgraded), version, None
+        result = CellResult.model_validate(upgraded)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         return None, version, f"invalid version {version} result: {where}: {first['msg']}"
+    for newest, complete in sorted(COMPLETIONS.items()):
+        if version <= newest:
+            result = complete(result)
+    return result, version, None
 
 
 def read_cell_result(path: Path) -> ReadCell:

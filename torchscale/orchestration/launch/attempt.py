@@ -14,7 +14,7 @@ wrote with the caller's reader, and classify how the launch failed, if it did, w
   launch failed (`launch_failure`);
 - the smoke test judges the verdict, the exit and the root cause strictly.
 
-Nothing outside this package starts torchrun (tests/test_launch_path.py).
+Nothing outside this package starts torchrun (tests/orchestration/test_launch_path.py).
 """
 
 from __future__ import annotations

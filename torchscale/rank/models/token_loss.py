@@ -10,7 +10,7 @@ cross entropy), written straight into a buffer of the logits' own dtype and size
 only scales that buffer. The fp32 tensors live one block at a time (at most `block_bytes`), and
 what autograd keeps is the gradient buffer instead of the fp32 log-softmax: half the bytes
 under bf16, the same under fp32. Loss and gradient equal `cross_entropy`'s to rounding
-(tests/test_token_loss.py).
+(tests/rank/test_token_loss.py).
 """
 
 from __future__ import annotations

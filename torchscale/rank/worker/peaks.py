@@ -52,7 +52,8 @@ _CDNA3_OAM = {"bf16": 1307.4, "fp16": 1307.4, "tf32": 653.7, "fp32": 163.4, "fp8
 # Matched against torch.cuda.get_device_name() (NVML reports the same strings on NVIDIA; ROCm's
 # torch reports the HIP marketing name). Whole model tokens only ("L4" must not match "L40",
 # "A100" not "RTX A1000", "H200" not "GH200", "B200" not "GB200"); the first match wins, so
-# variants come before the plain name. tests/test_peaks_table.py holds real device names.
+# variants come before the plain name. tests/orchestration/test_peaks_table.py holds real device
+# names.
 GPU_PEAKS: tuple[GpuPeaks, ...] = (
     # H100 PCIe product brief PB-11133: FP32 51, TF32 756*, BF16/FP16 1,513*, FP8 3,026*
     _row(

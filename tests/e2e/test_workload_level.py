@@ -1,0 +1,359 @@
+"""`validate --level workload`: its plan (pure), each step's verdict on real results bent into
+the faults a node can show, and the whole level end to end on CPU (slow: every path of a
+training job under torchrun, about 5 minutes on 2 cores)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.processes import processes_mentioning
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellError, CellResult
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.api.workload import read_node, summary_markdown
+from torchscale.interfaces.cli.app import app
+from torchscale.offline.results.versions import read_cell_result
+from torchscale.orchestration.profiling.session import ProfiledCell
+from torchscale.orchestration.validate import workload_judge as judge
+from torchscale.orchestration.validate.check_result import CheckStatus, ValidateReport
+from torchscale.orchestration.validate.workload_plan import (
+    OOM_BATCH,
+    OOM_FACTOR,
+    NodeFacts,
+    oom_hidden,
+    plan_workload,
+    strategies_for,
+)
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+SWEEP = FIXTURES / "sweep8_v13" / "default_scaling" / "cells"
+PROFILED = FIXTURES / "profile_injected_v14" / "standalone" / "profile"
+GIB = 1024**3
+
+
+def _cell(name: str = "tiny-gpt2__b16__w2__fp32__ddp__3ce244dc") -> CellResult:
+    read = read_cell_result(SWEEP / f"{name}.json")
+    assert read.result is not None, read.problem
+    return read.result
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("world", "expected"),
+    [
+        (1, ["ddp", "fsdp"]),
+        (2, ["ddp", "fsdp", "tp", "pp"]),
+        (8, ["ddp", "fsdp", "tp", "pp", "hybrid"]),
+    ],
+)
+def test_every_strategy_the_node_can_hold(world: int, expected: list[str]) -> None:
+    assert strategies_for(world) == expected
+
+
+def _strategies(groups: dict[str, dict[str, object]]) -> dict[str, list[str]]:
+    return {name: data["training"]["strategy"] for name, data in groups.items()}  # type: ignore[index]
+
+
+def test_an_8_gpu_node_runs_every_strategy_where_gpt2_splits() -> None:
+    plan = plan_workload(NodeFacts("cuda", 8, 80 * GIB, nsys="/usr/bin/nsys", cpu_cores=16))
+    assert plan.unplaced == {}
+    # GPT-2's 12 heads do not split over 8 GPUs: tensor parallelism runs on 6
+    assert _strategies(plan.eager) == {
+        "eager": ["ddp", "fsdp", "pp", "hybrid"],
+        "eager-tp-w6": ["tp"],
+    }
+    assert plan.eager["eager"]["training"]["parallel"]["microbatches"] == [8]  # type: ignore[index]
+    assert _strategies(plan.compiled) == {
+        "compiled": ["ddp", "fsdp", "hybrid"],
+        "compiled-tp-w6": ["tp"],
+    }  # a pipeline is never compiled
+    assert plan.eager["eager"]["training"]["compile"] is False  # type: ignore[index]
+    assert plan.compiled["compiled"]["training"]["compile"] is True  # type: ignore[index]
+    assert plan.profile_tools == ("torch", "nsys") and plan.nsys_skipped is None
+    assert "comm" in plan.eager["eager"]
+    assert plan.fit["memory"]["max_batch_search"] is True
+
+
+@pytest.mark.parametrize("gpus", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_no_planned_cell_is_skipped_on_any_gpu_count(gpus: int) -> None:
+    from torchscale.orchestration.config.loader import validate_data
+    from torchscale.orchestration.plan import Machine, build_plan
+
+    plan = plan_workload(NodeFacts("cuda", gpus, 80 * GIB, cpu_cores=16))
+    assert plan.unplaced == {}
+    machine = Machine(gpu_count=gpus, cpu_cores=16)
+    placed = []
+    for data in [*plan.eager.values(), *plan.compiled.values(), plan.fit, plan.oom]:
+        assert data is not None
+        cells = build_plan(validate_data(dict(data), "test"), machine).cells
+        assert [c.skip_reason for c in cells if c.skip_reason] == []
+        placed += [c.cell.strategy for c in cells]
+    assert set(strategies_for(gpus)) <= set(placed)
+
+
+def test_one_gpu_has_no_collective_sweep_and_says_so() -> None:
+    plan = plan_workload(NodeFacts("cuda", 1, 80 * GIB))
+    assert "comm" not in plan.eager["eager"]
+    assert plan.nsys_skipped == "nsys is not on PATH"
+    assert any("one device" in note for note in plan.notes)
+
+
+def test_the_cpu_path_compiles_one_strategy_and_never_runs_nsys() -> None:
+    plan = plan_workload(NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=0, nsys="/usr/bin/nsys"))
+    assert _strategies(plan.compiled) == {"compiled": ["ddp"]}
+    assert _strategies(plan.eager) == {"eager": ["ddp", "fsdp", "tp", "pp"]}
+    assert plan.profile_tools == ("torch",) and plan.nsys_skipped
+
+
+@pytest.mark.parametrize("memory_gib", [24, 80, 141])
+def test_the_oom_cell_outgrows_memory_in_its_first_activation(memory_gib: int) -> None:
+    memory = memory_gib * GIB
+    hidden = oom_hidden(memory)
+    first_activation = OOM_BATCH * hidden * 4
+    assert first_activation >= OOM_FACTOR * memory
+    assert 4 * (32 + 10 + 2) * hidden * 4 <= memory / 4  # the model itself is built
+    plan = plan_workload(NodeFacts("cuda", 1, memory))
+    assert plan.oom is not None and plan.oom["batch_sizes"] == [OOM_BATCH]
+    assert plan.oom["training"]["compile"] is False
+    assert plan.oom["models"][0]["options"]["hidden"] == hidden
+
+
+def test_no_oom_cell_when_the_kernel_would_kill_instead_or_memory_is_unknown() -> None:
+    always = plan_workload(NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=1))
+    assert always.oom is None and "overcommit" in (always.oom_skipped or "")
+    unknown = plan_workload(NodeFacts("cuda", 1, None, memory_unknown="NVML failed"))
+    assert unknown.oom is None and "NVML failed" in (unknown.oom_skipped or "")
+
+
+# -- the verdicts ---------------------------------------------------------------------------------
+
+
+def test_a_cell_that_ran_passes_and_a_failed_one_names_its_cause(tmp_path: Path) -> None:
+    ok = _cell()
+    assert judge.judge_cell(ok, False, tmp_path).status is CheckStatus.PASS
+    broken = ok.model_copy(
+        update={"status": Status.FAILED, "error": CellError(reason="rank 1: NCCL timeout")}
+    )
+    verdict = judge.judge_cell(broken, True, tmp_path)
+    assert verdict.status is CheckStatus.FAIL and "NCCL timeout" in verdict.detail
+    assert verdict.id == "cell.ddp.compiled" and str(tmp_path) in verdict.hint
+
+
+@pytest.mark.parametrize(
+    ("strategy", "mfu", "status"),
+    [("ddp", 0.9, "FAIL"), ("ddp", 0.01, "WARN"), ("ddp", 0.17, "PASS"), ("tp", 0.01, "PASS")],
+)
+def test_gpu_mfu_outside_the_possible_band_is_judged(
+    strategy: str, mfu: float, status: str
+) -> None:
+    ok = _cell()
+    assert ok.compute is not None
+    gpu = ok.model_copy(
+        update={
+            "cell": ok.cell.model_copy(update={"device": "cuda", "strategy": strategy}),
+            "compute": ok.compute.model_copy(update={"mfu": mfu}),
+        }
+    )
+    assert judge.judge_cell(gpu, False, Path(".")).status.value == status
+
+
+def test_a_planned_cell_the_planner_skips_is_a_fail_and_so_is_an_unplaced_strategy() -> None:
+    skipped = _cell().model_copy(
+        update={"status": Status.SKIPPED, "error": CellError(reason="needs 8 GPUs; a node has 4")}
+    )
+    verdict = judge.judge_cell(skipped, False, Path("."))
+    assert verdict.status is CheckStatus.FAIL and "needs 8 GPUs" in verdict.detail
+    [unplaced] = judge.judge_unplaced({"tp": "heads not divisible"})
+    assert unplaced.status is CheckStatus.FAIL and "heads not divisible" in unplaced.detail
+
+
+def test_recovery_after_the_oom_is_judged_on_cells_that_ran() -> None:
+    from torchscale.interfaces.api.workload import _recovered
+
+    ok = _cell()
+    skipped = ok.model_copy(update={"status": Status.SKIPPED})
+    failed = ok.model_copy(update={"status": Status.FAILED})
+    oom = ok.model_copy(update={"status": Status.OOM})
+    assert _recovered([skipped, ok]) is True
+    assert _recovered([ok, oom]) is False
+    assert _recovered([failed, skipped]) is None  # their own failures: judged in their rows
+    assert _recovered([]) is None
+
+
+def test_the_oom_step_needs_the_oom_status_and_recovery() -> None:
+    ok = _cell()
+    oom = ok.model_copy(
+        update={"status": Status.OOM, "error": CellError(reason="out of memory", root_cause_rank=0)}
+    )
+    assert judge.judge_oom(oom, None, True).status is CheckStatus.PASS
+    assert judge.judge_oom(oom, None, False).status is CheckStatus.FAIL
+    ran = judge.judge_oom(ok, None, True)
+    assert ran.status is CheckStatus.FAIL and "ended ok" in ran.detail
+    crashed = ok.model_copy(update={"status": Status.FAILED, "error": CellError(reason="SIGKILL")})
+    assert judge.judge_oom(crashed, None, True).status is CheckStatus.FAIL
+    assert judge.judge_oom(None, "memory unknown", None).status is CheckStatus.SKIP
+
+
+def _profiled() -> ProfiledCell:
+    [directory] = list(PROFILED.iterdir())
+    read = read_cell_result(directory / "result.json")
+    assert read.result is not None
+    analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
+    return ProfiledCell(directory, read.result, analysis)
+
+
+def test_a_real_profile_passes_and_one_without_collectives_or_kernels_fails() -> None:
+    profiled = _profiled()
+    assert judge.judge_profile("torch", profiled).status is CheckStatus.PASS
+    assert profiled.analysis is not None
+    no_match = ProfiledCell(
+        profiled.directory,
+        profiled.result,
+        profiled.analysis.model_copy(update={"matched_collectives": 0}),
+    )
+    verdict = judge.judge_profile("torch", no_match)
+    assert verdict.status is CheckStatus.FAIL and "no collective" in verdict.detail
+    on_gpu = ProfiledCell(
+        profiled.directory,
+        profiled.result.model_copy(
+            update={"cell": profiled.result.cell.model_copy(update={"device": "cuda"})}
+        ),
+        profiled.analysis,
+    )
+    verdict = judge.judge_profile("nsys", on_gpu)
+    assert verdict.status is CheckStatus.FAIL and "no GPU kernels" in verdict.detail
+    none = ProfiledCell(profiled.directory, profiled.result, None, "no traces to analyse")
+    assert "no traces" in judge.judge_profile("nsys", none).detail
+
+
+def test_the_summary_puts_failures_first() -> None:
+    plan = plan_workload(NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=0))
+    checks = [
+        judge.judge_report([Path(__file__)]),
+        judge.judge_oom(_cell(), None, True),
+    ]
+    report = ValidateReport(
+        torchscale_version="0",
+        created_at="now",
+        hostname="node|1",
+        device="cpu",
+        quick=False,
+        ok=False,
+        counts={},
+        verdict="not proven",
+        checks=checks,
+        level="workload",
+    )
+    text = summary_markdown(report, plan)
+    rows = [
+        line for line in text.splitlines() if line.startswith("| FAIL") or line.startswith("| PASS")
+    ]
+    assert rows[0].startswith("| FAIL | deliberate out-of-memory")
+    assert "node|1" in text  # the title is prose, not a table cell
+
+
+# -- the whole level on CPU ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_workload_level_runs_every_path_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    run = CliRunner().invoke(
+        app, ["validate", "--level", "workload", "--device", "cpu", "-o", str(out), "--json"]
+    )
+    leftovers = processes_mentioning(str(out))
+    assert run.exit_code == 0, run.output
+    assert not leftovers
+    report = ValidateReport.model_validate_json(run.stdout)
+    assert report.level == "workload" and report.ok and report.folder is not None
+    statuses = {c.id: c.status for c in report.checks}
+    steps = ["max_batch", "comm", "profile.torch", "report"]
+    if read_node("cpu").overcommit_mode == 1:  # no allocator error to provoke: said, skipped
+        assert statuses["oom"] is CheckStatus.SKIP
+    else:
+        steps.append("oom")
+    for step in steps:
+        assert statuses[step] is CheckStatus.PASS, [c for c in report.checks if c.id == step]
+    for strategy in ("ddp", "fsdp", "tp", "pp"):
+        assert statuses[f"cell.{strategy}.eager"] is CheckStatus.PASS
+    assert statuses["cell.ddp.compiled"] is CheckStatus.PASS
+    assert statuses["profile.nsys"] is CheckStatus.SKIP
+    folder = Path(report.folder)
+    for name in ("summary.md", "validate.json", "report.md", "report.html"):
+        assert (folder / name).is_file(), name
+    assert json.loads((folder / "validate.json").read_text())["level"] == "workload"
+    assert len(list(folder.glob("runs/*/cells/*.json"))) == 5  # 4 eager, 1 compiled
+    assert len(list(folder.glob("memory/*/cells/*.json"))) == 2  # fit, oom
+    assert list(folder.glob("runs/profile-torch/profile/*/rank*.trace.json.gz"))  # short traces
+    assert not list(folder.glob("*/*/compile_cache"))  # rebuildable: not in the attachment
+    report_md = (folder / "report.md").read_text()
+    assert "out of memory" not in report_md  # the failure on purpose is not one to fix
+
+
+# -- faults of the level itself ---------------------------------------------------------------
+
+
+def _fault_everywhere(
+    monkeypatch: pytest.MonkeyPatch, sweep_fault: dict[str, BaseException]
+) -> None:
+    """Every step's entry point replaced: a sweep raises its experiment's fault, the profile
+    and the report refuse."""
+    from torchscale.contracts.errors import ResultsError, ToolNotFoundError
+    from torchscale.interfaces.api import benchmark, profile, report
+
+    def run_benchmark(config: object, *args: object, **kwargs: object) -> None:
+        raise sweep_fault.get(config.experiment_name, ToolNotFoundError("no C compiler"))  # type: ignore[attr-defined]
+
+    def refuse(error: Exception) -> object:
+        def call(*args: object, **kwargs: object) -> None:
+            raise error
+
+        return call
+
+    monkeypatch.setattr(benchmark, "run_benchmark", run_benchmark)
+    monkeypatch.setattr(profile, "run_profile", refuse(ToolNotFoundError("no profiler")))
+    monkeypatch.setattr(report, "build_report", refuse(ResultsError("no results to report")))
+
+
+CPU_NODE = NodeFacts("cpu", 2, 24 * GIB, overcommit_mode=0)
+
+
+def test_a_step_that_crashes_or_refuses_is_its_fail_and_the_next_steps_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from torchscale.interfaces.api.workload import run_workload
+
+    _fault_everywhere(monkeypatch, {"eager": RuntimeError("boom")})
+    run = run_workload("cpu", tmp_path, node=CPU_NODE)
+    assert run.exit_code == 1
+    by_id = {c.id: c for c in run.report.checks}
+    assert by_id["eager.run"].status is CheckStatus.FAIL
+    assert "the step crashed: RuntimeError: boom" in by_id["eager.run"].detail
+    assert "torchscale bug" in by_id["eager.run"].hint
+    assert "RuntimeError: boom" in by_id["eager.run"].data["traceback"]
+    assert by_id["compiled.run"].detail == "no C compiler"  # a refusal: its own line
+    assert "no profiler" in by_id["profile.torch"].detail
+    assert "no results" in by_id["report"].detail
+    assert by_id["oom"].status is CheckStatus.FAIL  # the OOM cell left nothing: not a pass
+    summary = (run.folder / "summary.md").read_text()
+    assert "NOT proven" in summary and "| FAIL | eager cells |" in summary
+
+
+def test_ctrl_c_keeps_what_ran_writes_where_it_stopped_and_stops(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from torchscale.interfaces.api.workload import run_workload
+
+    _fault_everywhere(monkeypatch, {"fit": KeyboardInterrupt()})
+    with pytest.raises(KeyboardInterrupt):
+        run_workload("cpu", tmp_path, node=CPU_NODE)
+    [folder] = list((tmp_path / "standalone").glob("workload-*"))
+    summary = (folder / "summary.md").read_text()
+    assert "stopped by Ctrl-C during max-batch search" in summary
+    assert ValidateReport.model_validate_json((folder / "validate.json").read_text()).ok is False

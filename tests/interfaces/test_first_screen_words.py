@@ -1,0 +1,104 @@
+"""The first screen in plain words: the headline, the lines under it, 'What to do', the figure
+cards and the best-configuration table's note hold no code (bucket_cap_mb, no_sync(),
+GLOO_SOCKET_IFNAME, =True) and no method name (Welch's t, bootstrap, CV): the advice's detail
+stays with its finding (Bottlenecks, --full) and the methods in the glossary; any glossary term
+the first screen does use is explained in the report's Glossary section."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from torchscale.interfaces.report.build import build_report
+from torchscale.interfaces.report.model import KeyFigures, Report, Table
+from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.request import ReportOptions
+from torchscale.interfaces.report.sections.findings import action_text, short_advice
+from torchscale.interfaces.report.sections.words import GLOSSARY, plain_reason
+from torchscale.interfaces.report.sources import read_sources
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+CODE = re.compile(r"\b[a-z]+_[a-z_]+\b|\w+\(\)|=True|\b[A-Z]+_[A-Z_]+\b")
+QUOTED = re.compile(r"'[^']*'")
+METHODS = re.compile(r"Welch|bootstrap|\bCV\b|p-value")
+
+
+def first_screen(report: Report) -> list[str]:
+    texts = [report.headline.text] if report.headline else []
+    if report.decision is not None:
+        texts += [t.text for t in [*report.decision.lines(), *report.decision.actions]]
+    summary = report.section("summary")
+    for block in summary.blocks if summary is not None else []:
+        if isinstance(block, KeyFigures) and block.role == "cards":
+            for card in block.figures:
+                texts += [card.label, format_value(card.value, card.format), card.note or ""]
+        if isinstance(block, Table) and block.id == "summary-best":
+            texts.append(block.note or "")
+    return texts
+
+
+def glossary_terms(report: Report) -> set[str]:
+    section = report.section("glossary")
+    tables = [b for b in section.blocks if isinstance(b, Table)] if section else []
+    return {str(row["term"]) for table in tables for row in table.rows}
+
+
+def _synthetic(root: Path) -> Path:
+    path = Path(__file__).parents[2] / "benchmarks" / "report_scale.py"
+    spec = importlib.util.spec_from_file_location("report_scale_words", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Path(module.write_results(root, 40))
+
+
+SOURCES = {
+    "real 8-cell sweep": FIXTURES / "sweep8_v13",
+    "busy sweep": FIXTURES / "results_v10" / "busy",
+    "injected profile": FIXTURES / "profile_injected_v14",
+    "v3 sweep and profile": FIXTURES / "results_v3",
+}
+
+
+@pytest.mark.parametrize("name", [*SOURCES, "synthetic"])
+def test_the_first_screen_is_in_plain_words(tmp_path: Path, name: str) -> None:
+    source = SOURCES[name] if name in SOURCES else _synthetic(tmp_path)
+    report = build_report(read_sources(source), ReportOptions(generated_at="2026-01-01T00:00:00Z"))
+    texts = first_screen(report)
+    assert report.headline is not None and texts
+    # a name the user gave (a plug-in module in a failure's cause) is quoted: not advice
+    code = [(m.group(0), t) for t in texts for m in CODE.finditer(QUOTED.sub("", t))]
+    assert not code, code[:3]
+    methods = [(m.group(0), t) for t in texts for m in METHODS.finditer(t)]
+    assert not methods, methods[:3]
+    explained = glossary_terms(report)
+    joined = "\n".join(texts).lower()
+    used = [term for term in GLOSSARY if re.search(rf"\b{re.escape(term.lower())}\b", joined)]
+    assert set(used) <= explained, set(used) - explained
+
+
+def test_advice_on_the_first_screen_is_its_plain_first_clause() -> None:
+    from torchscale.interfaces.report.model import ReportFinding
+
+    advice = (
+        "Hide or shrink gradient communication: DDP bucket_cap_mb (smaller buckets start "
+        "earlier), gradient_as_bucket_view=True, gradient accumulation under no_sync()."
+    )
+    finding = ReportFinding(
+        title="Exposed gloo communication", cost_pct=70.7, source="x", recommendation=advice
+    )
+    assert short_advice(advice) == "Hide or shrink gradient communication"
+    line = action_text(finding)
+    assert line.startswith(
+        "Exposed gloo communication (70.7 % of the step): hide or shrink gradient communication"
+    )
+    assert not CODE.search(line) and "Bottlenecks" in line
+
+
+def test_the_cv_reads_as_step_times_that_vary() -> None:
+    plain = plain_reason("step-time CV 31.5 % is above 10 %")
+    assert plain == "step times vary by 31.5 %, above 10 %"
+    assert "CV" not in plain_reason("a; step-time CV 5.0 %, both within 10 %")

@@ -1,0 +1,158 @@
+"""The first screen's headline rules (docs/reporting.md, 'The first screen: headline rules'), one
+test row per rule, over a real 8-cell sweep (tests/fixtures/results_v10/busy) whose cells are
+given each reliability and busy-machine state in turn; and the rule that a figure whose interval
+is wider than itself shows no number on the first screen (tests/fixtures/results_v3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from torchscale.interfaces.report.build import build_report
+from torchscale.interfaces.report.model import MAX_CARDS, KeyFigure, KeyFigures, Report, Table, Text
+from torchscale.interfaces.report.request import ReportOptions
+from torchscale.interfaces.report.sections import summary
+from torchscale.interfaces.report.sections.context import Context, make_context
+from torchscale.interfaces.report.sections.findings import collect_findings
+from torchscale.interfaces.report.sections.headline import verdict
+from torchscale.interfaces.report.sections.usability import judge
+from torchscale.interfaces.report.sources import read_sources
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+SWEEP = FIXTURES / "results_v10" / "busy"
+V3 = FIXTURES / "results_v3"
+R, N, U = "reliable", "noisy", "spread unknown"
+
+
+def scenario(cells: list[tuple[str, bool]]) -> Context:
+    """The fixture's 8 cells, each given (reliability, busy machine)."""
+    ctx = make_context(read_sources(SWEEP), ReportOptions(), None)
+    table = ctx.cells.copy()
+    assert len(table) == len(cells)
+    table["reliability"] = [level for level, _ in cells]
+    table["busy_machine"] = [busy for _, busy in cells]
+    table["other_cpu_cores"] = [1.7 if busy else 0.01 for _, busy in cells]
+    ctx = dataclasses.replace(ctx, cells=table)  # a new context: nothing derived from before
+    ctx.findings = collect_findings(ctx)
+    ctx.usability = judge(ctx)
+    return ctx
+
+
+def first_screen(ctx: Context) -> tuple[Text | None, list[Text], list[KeyFigure]]:
+    """(headline, the decision's lines, the summary's cards)."""
+    headline, decision = verdict(ctx)
+    lines = [] if decision is None else [*decision.models, *filter(None, [decision.best])]
+    cards = next(
+        b for b in summary.build(ctx).blocks if isinstance(b, KeyFigures) and b.role == "cards"
+    )
+    return headline, lines, cards.figures
+
+
+QUIET_RELIABLE, BUSY_RELIABLE, QUIET_NOISY = (R, False), (R, True), (N, False)
+RULES: list[tuple[str, list[tuple[str, bool]], str]] = [
+    ("every cell quiet and reliable", [QUIET_RELIABLE] * 8, "yes"),
+    (
+        "some quiet and reliable, the rest noisy",
+        [QUIET_RELIABLE] * 2 + [QUIET_NOISY] * 6,
+        "with care",
+    ),
+    ("some quiet and reliable, one busy", [QUIET_RELIABLE] * 7 + [BUSY_RELIABLE], "with care"),
+    ("quiet, one repeat each", [(U, False)] * 8, "with care"),
+    ("the reliable cells are the busy ones", [BUSY_RELIABLE] * 2 + [QUIET_NOISY] * 6, "no"),
+    ("every cell noisy", [QUIET_NOISY] * 8, "no"),
+    ("half the cells busy", [QUIET_RELIABLE] * 4 + [BUSY_RELIABLE] * 4, "no"),
+]
+
+
+@pytest.mark.parametrize(("name", "cells", "usable"), RULES, ids=[r[0] for r in RULES])
+def test_headline_rules(name: str, cells: list[tuple[str, bool]], usable: str) -> None:
+    ctx = scenario(cells)
+    assert ctx.usability is not None and ctx.usability.usable == usable, name
+    headline, lines, cards = first_screen(ctx)
+    assert headline is not None
+    opening = {
+        "yes": "These numbers can be used:",
+        "with care": "These numbers can be used with care:",
+        "no": "These numbers cannot be used:",
+    }[usable]
+    assert headline.text.startswith(opening)
+    if name == "the reliable cells are the busy ones":
+        assert "no cell is both quiet and reliable" in headline.text
+    # a green mark only on figures from quiet, reliable cells
+    trusted = {i for i, (level, busy) in enumerate(cells) if level == R and not busy}
+    if not trusted:
+        assert all(t.severity != "good" for t in lines), [t.text for t in lines]
+        model_cards = [c for c in cards if c.label.startswith(summary.MODEL_FIGURES)]
+        assert all(c.severity != "good" for c in model_cards)
+    if usable == "yes":
+        assert headline.severity == "good"
+    assert len(cards) <= MAX_CARDS
+
+
+def test_a_green_best_only_from_quiet_reliable_cells() -> None:
+    """The issue's sweep: the 2 reliable cells are the 2 busy ones. No check mark anywhere on
+    the decision, and no best configuration is named."""
+    ctx = scenario([BUSY_RELIABLE] * 2 + [QUIET_NOISY] * 6)
+    _, lines, cards = first_screen(ctx)
+    assert not [t.text for t in lines if t.severity == "good"]
+    assert not [c.label for c in cards if c.severity == "good" and "throughput" in c.label]
+
+
+# ------------------------------------------------------------------------ not measurable
+
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+@pytest.fixture(scope="module")
+def v3() -> Report:
+    return build_report(read_sources(V3), ReportOptions(generated_at="2026-11-22T12:00:00Z"))
+
+
+def _first_screen_texts(report: Report) -> list[str]:
+    texts = [report.headline.text] if report.headline else []
+    if report.decision is not None:
+        texts += [t.text for t in [*report.decision.models, *filter(None, [report.decision.best])]]
+    head = report.sections[0]
+    for block in head.blocks:
+        if isinstance(block, KeyFigures) and block.role == "cards":
+            texts += [f"{f.label}: {f.value} ({f.note})" for f in block.figures]
+        if isinstance(block, Table) and block.id == "summary-best":
+            texts += [" ".join(str(v) for v in row.values()) for row in block.rows]
+    return texts
+
+
+def test_a_figure_wider_than_itself_has_no_number_on_the_first_screen(v3: Report) -> None:
+    """tiny-mlp's best throughput (b8 x1: 7,438 in [4,547, 12,148], 2 repeats) and its
+    scaling (25 % in [17 %, 44 %]) say nothing: 'not measurable (2 repeats)' on the card, in
+    the headline and in the best configuration, and none of their digits."""
+    texts = _first_screen_texts(v3)
+    joined = "\n".join(texts)
+    assert "not measurable (2 repeats)" in joined
+    cards = [f for b in v3.sections[0].blocks if isinstance(b, KeyFigures) for f in b.figures]
+    card = next(f for f in cards if f.label == "Highest throughput: tiny-mlp")  # cards or more
+    assert card.value == "not measurable (2 repeats)" and "7,4" not in (card.note or "")
+    for digits in ("7,438", "7,400", "7,437", "4,547", "4,500", "12,148", "12,100", "17-44"):
+        assert digits not in joined, digits
+    model = next(t for t in texts if t.startswith("tiny-mlp, scaling"))
+    assert "not measurable (2 repeats)" in model and "%" not in model.split(";")[0]
+
+
+def test_cards_and_headline_never_disagree(v3: Report) -> None:
+    """Each model's efficiency card says what the headline's model line says of it."""
+    assert v3.decision is not None
+    cards = {
+        f.label: f for b in v3.sections[0].blocks if isinstance(b, KeyFigures) for f in b.figures
+    }
+    for line in v3.decision.models:
+        model = line.text.split(",")[0]
+        card = next((c for label, c in cards.items() if label.endswith(f": {model}")
+                     and label.startswith("Scaling efficiency")), None)  # fmt: skip
+        if card is None:
+            continue
+        if isinstance(card.value, str) and card.value.startswith("not measurable"):
+            assert card.value in line.text
+        else:
+            assert "not measurable" not in line.text.split(";")[0]

@@ -1,0 +1,119 @@
+"""MFU against the node's measured peak: the rank finds its host's newest `validate --level
+perf` report, the cell's peak is the mean over ranks, an MFU above 100 % of either peak is
+never a figure, old results say why they have none, and a real CPU cell on a node with a
+saved report carries mfu_measured = achieved / measured peak."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from torchscale.api import run_benchmark
+from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.versions import parse_cell_result
+from torchscale.orchestration.config.schema import BenchConfig
+from torchscale.rank.worker.measured_peak import (
+    MeasuredPeak,
+    cell_measured_peak,
+    guarded_mfu,
+    read_measured_peak,
+)
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def _report(path: Path, host: str, created: str, peaks: dict[str, float], level: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(
+            {
+                "kind": "torchscale.validate",
+                "schema_version": 2,
+                "hostname": host,
+                "created_at": created,
+                "level": level,
+                "measured_peaks": peaks,
+            }
+        )
+    )
+
+
+def test_the_newest_report_of_this_host_gives_the_dtypes_peak(tmp_path: Path) -> None:
+    own, default = tmp_path / "exp" / "acceptance", tmp_path / "standalone" / "acceptance"
+    _report(own / "gpu1.perf.json", "gpu1", "2026-11-01T00:00:00+00:00", {"bf16": 700.0}, "perf")
+    _report(
+        default / "gpu1.burn.json", "gpu1", "2026-11-20T00:00:00+00:00", {"bf16": 780.0}, "burn"
+    )
+    _report(own / "gpu2.perf.json", "gpu2", "2026-11-21T00:00:00+00:00", {"bf16": 1.0}, "perf")
+    peak = read_measured_peak([str(own), str(default)], "gpu1", "bf16")
+    assert peak.tflops == 780.0 and "2026-11-20" in peak.basis and "gpu1.burn.json" in peak.basis
+    missing_dtype = read_measured_peak([str(own)], "gpu1", "fp8")
+    assert (
+        missing_dtype.tflops is None and "no measured fp8 peak for host gpu1" in missing_dtype.basis
+    )
+    nothing = read_measured_peak([str(own)], "gpu9", "bf16")
+    assert nothing.tflops is None and "validate --level perf" in nothing.basis
+    (own / "gpu3.perf.json").write_text("{torn")
+    assert read_measured_peak([str(own)], "gpu3", "bf16").tflops is None  # never a crash
+
+
+def test_the_cells_peak_is_the_mean_over_ranks_and_needs_every_rank() -> None:
+    a, b = MeasuredPeak(780.0, "node a"), MeasuredPeak(760.0, "node b")
+    both = cell_measured_peak([a, a, b, b])
+    assert both.tflops == 770.0 and both.basis.startswith("mean over 4 ranks")
+    gap = cell_measured_peak([a, MeasuredPeak(None, "no measured peak for host b")])
+    assert gap.tflops is None and gap.basis == "no measured peak for host b"
+
+
+def test_an_mfu_above_100_percent_of_either_peak_is_not_a_figure() -> None:
+    assert guarded_mfu(400.0, 800.0, "measured") == (0.5, None)
+    assert guarded_mfu(800.0, 800.0, "measured") == (1.0, None)
+    mfu, why = guarded_mfu(900.0, 800.0, "spec-sheet")
+    assert mfu is None and why is not None and "above 100 % of the spec-sheet peak (1.12)" in why
+    assert guarded_mfu(None, 800.0, "measured") == (None, None)
+
+
+def test_a_schema_8_result_reads_with_the_reason_it_has_no_measured_mfu() -> None:
+    raw = json.loads((FIXTURES / "results_v8" / "cpu_tiny_mlp_ddp_w2.json").read_text())
+    assert raw["schema_version"] == 8
+    result, version, problem = parse_cell_result(raw)
+    assert problem is None and version == 8 and result is not None
+    assert result.compute is not None and result.compute.mfu_measured is None
+    assert "schema 8 or older" in result.unavailable["mfu_measured"]
+
+
+def test_a_real_cpu_cell_reports_mfu_against_its_nodes_measured_peak(tmp_path: Path) -> None:
+    """The CPU has no spec sheet, so no spec MFU; the measured peak makes one."""
+    peak = 0.05  # TFLOP/s: a tiny MLP's achieved figure is far below any real matmul peak
+    report = ResultLayout(tmp_path / "standalone").acceptance_path(socket.gethostname(), "perf")
+    _report(report, socket.gethostname(), "2026-11-23T00:00:00+00:00", {"fp32": peak}, "perf")
+    config = BenchConfig.model_validate(
+        {
+            "experiment_name": "mfu",
+            "models": ["tiny-mlp"],
+            "batch_sizes": [8],
+            "gpu_counts": [1],
+            "device": "cpu",
+            "measurement": {"warmup_steps": 1, "steps": 3, "repeats": 1},
+        }
+    )
+    run = run_benchmark(config, tmp_path)
+    (result,) = run.sweep.results
+    compute = result.compute
+    assert compute is not None and compute.achieved_tflops_per_device is not None
+    assert compute.mfu is None  # no spec sheet for a CPU
+    assert compute.measured_peak_tflops_per_device == peak
+    assert compute.mfu_measured is not None and 0 < compute.mfu_measured < 1
+    assert abs(compute.mfu_measured - compute.achieved_tflops_per_device / peak) < 1e-12
+    assert str(report) in (compute.measured_peak_basis or "")
+    assert result.intervals is not None and result.intervals.mfu_measured is not None
+    from torchscale.interfaces.report.build import ReportOptions, build_report
+    from torchscale.interfaces.report.model import Table
+    from torchscale.interfaces.report.sources import read_sources
+
+    report = build_report(read_sources(tmp_path / "mfu"), ReportOptions())
+    tables = [b for s in report.sections for b in s.blocks if isinstance(b, Table)]
+    compute_table = next(t for t in tables if t.id == "efficiency-compute")
+    assert "mfu_measured" in [c.key for c in compute_table.columns]
+    assert compute_table.rows[0]["mfu_measured"] == compute.mfu_measured

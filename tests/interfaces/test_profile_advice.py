@@ -1,0 +1,73 @@
+"""A profile's findings get the advice that applies to its run, as a sweep's do: an injected
+straggler (the run's own --inject-delay) is said to be artificial, with no advice to check the
+host, and one host gets no socket-interface advice. The fixture is a real 2-rank CPU profile
+with `--inject-delay 1:backward:50` (result schema 14)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from torchscale.contracts.schema.cell_result import Finding
+from torchscale.interfaces.report.build import build_report
+from torchscale.interfaces.report.model import Findings, Report, ReportFinding
+from torchscale.interfaces.report.request import ReportOptions
+from torchscale.interfaces.report.sections.findings import INJECTED_ADVICE, diagnosis_finding
+from torchscale.interfaces.report.sources import read_sources
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "profile_injected_v14"
+HOST_WORDS = ("host of rank", "taskset", "OMP_NUM_THREADS", "frequency scaling")
+
+
+def findings(report: Report) -> list[ReportFinding]:
+    blocks = [b for s in report.sections for b in s.blocks if isinstance(b, Findings)]
+    return [f for b in blocks for f in b.findings]
+
+
+def build(source: Path) -> Report:
+    return build_report(read_sources(source), ReportOptions(generated_at="2026-01-01T00:00:00Z"))
+
+
+def test_an_injected_straggler_is_artificial_and_advises_nothing_about_the_host() -> None:
+    found = findings(build(FIXTURE))
+    straggler = [f for f in found if "injected" in f.title]
+    assert straggler, [f.title for f in found]
+    for finding in straggler:
+        assert finding.recommendation == INJECTED_ADVICE
+        assert finding.evidence[0].startswith("artificial: --inject-delay made rank 1")
+        assert finding.severity == "info"
+    every = " ".join(f.recommendation or "" for f in found)
+    assert not any(word in every for word in HOST_WORDS), every
+
+
+def test_a_profile_on_one_host_gets_no_socket_interface_advice(tmp_path: Path) -> None:
+    source = tmp_path / "profile"
+    shutil.copytree(FIXTURE, source)
+    (analysis_path,) = source.glob("*/profile/*/analysis.json")
+    analysis = json.loads(analysis_path.read_text(encoding="utf-8"))
+    for item in analysis["findings"]:
+        item["category"] = "exposed_comm"  # not the straggler: its own advice stays
+        item["recommendation"] += "; set GLOO_SOCKET_IFNAME to the fast interface"
+    analysis_path.write_text(json.dumps(analysis), encoding="utf-8")
+    found = findings(build(source))
+    assert found
+    for finding in found:
+        assert "SOCKET_IFNAME" not in (finding.recommendation or "")
+        assert "Check the host of rank 1" in (finding.recommendation or "")
+
+
+def test_the_verdict_alone_marks_a_straggler_injected() -> None:
+    """From result schema 14 the verdict says it (`StragglerVerdict.injected`), with or without
+    the delays' record."""
+    item = Finding(
+        title="rank 1 slower",
+        category="straggler",
+        cost_pct=40.0,
+        recommendation="Check the host of rank 1: CPU frequency scaling",
+    )
+    plain = diagnosis_finding(item, source="run", caveat=None)
+    assert plain.recommendation == item.recommendation and "injected" not in plain.title
+    marked = diagnosis_finding(item, source="run", caveat=None, verdict_injected=True)
+    assert marked.recommendation == INJECTED_ADVICE
+    assert marked.title.endswith("(injected delay)") and marked.evidence[0].startswith("artificial")

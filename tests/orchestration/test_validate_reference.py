@@ -1,0 +1,108 @@
+"""The SKU reference: real device names find the right SKU, every figure has a source, the
+thresholds give PASS/WARN/FAIL at their bounds, a figure above a spec sheet is a FAIL, an
+unknown device is INFO, and the README's table is the module's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torchscale.orchestration.validate.check_result import CheckStatus
+from torchscale.orchestration.validate.reference import (
+    ACHIEVABLE,
+    SPEC_THRESHOLDS,
+    Expected,
+    expected_for,
+    judge,
+    reference_rows,
+    sku_for,
+)
+
+README = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+
+
+@pytest.mark.parametrize(
+    ("name", "sku", "triad"),
+    [
+        ("NVIDIA H100 80GB HBM3", "H100 SXM", 3350.0),
+        ("NVIDIA H100 PCIe", "H100 PCIe", 2000.0),
+        ("NVIDIA H100 NVL", "H100 NVL", 3900.0),
+        ("NVIDIA H200", "H200 SXM", 4800.0),
+        ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB", 2039.0),
+        ("NVIDIA A100-SXM4-40GB", "A100 40GB", 1555.0),
+        ("NVIDIA A100 80GB PCIe", "A100 PCIe 80GB", 1935.0),
+        ("NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB", 1555.0),
+        ("NVIDIA L40S", "L40S", 864.0),
+        ("NVIDIA L4", "L4", 300.0),
+        ("AMD Instinct MI300X", "MI300X", 5300.0),
+    ],
+)
+def test_real_device_names_find_their_sku(name: str, sku: str, triad: float) -> None:
+    assert sku_for(name) == sku
+    expected = expected_for(name, "memory.triad")
+    assert expected is not None and expected.value == triad and expected.kind == "spec"
+
+
+def test_an_l4_is_not_an_l40s_and_a_pcie_a100_has_no_nvlink() -> None:
+    assert expected_for("NVIDIA L4", "memory.copy").value == 300.0  # type: ignore[union-attr]
+    assert expected_for("NVIDIA A100-PCIE-40GB", "p2p.bw") is None
+    assert expected_for("NVIDIA A100-SXM4-40GB", "p2p.bw").value == 300.0  # type: ignore[union-attr]
+
+
+def test_matmul_prefers_a_published_achievable_figure_over_the_sheet() -> None:
+    h100 = expected_for("NVIDIA H100 80GB HBM3", "matmul.bf16")
+    assert h100 is not None and (h100.value, h100.kind) == (792.0, "achievable")
+    fp32 = expected_for("NVIDIA H100 80GB HBM3", "matmul.fp32")
+    assert fp32 is not None and (fp32.value, fp32.kind) == (67.0, "spec")  # worker/peaks.py
+
+
+@pytest.mark.parametrize(
+    "name", ["Intel(R) Xeon(R) Platinum 8375C CPU", "CPU x86_64", "NVIDIA H100 MIG 1g.10gb"]
+)
+def test_an_unknown_device_or_a_cpu_gets_the_figure_alone(name: str) -> None:
+    expected = expected_for(name, "matmul.bf16")
+    assert expected is None
+    assert judge("matmul.bf16", 1.0, expected) == (
+        CheckStatus.INFO,
+        None,
+        "no reference for this device: the measured value alone",
+    )
+
+
+def test_thresholds_at_their_bounds() -> None:
+    achievable = Expected(100.0, "achievable", "src")
+    assert judge("matmul.bf16", ACHIEVABLE.pass_at * 100, achievable)[0] is CheckStatus.PASS
+    assert judge("matmul.bf16", ACHIEVABLE.pass_at * 100 - 0.01, achievable)[0] is CheckStatus.WARN
+    assert judge("matmul.bf16", ACHIEVABLE.warn_at * 100, achievable)[0] is CheckStatus.WARN
+    assert judge("matmul.bf16", ACHIEVABLE.warn_at * 100 - 0.01, achievable)[0] is CheckStatus.FAIL
+    spec = Expected(100.0, "spec", "src")
+    memory = SPEC_THRESHOLDS["memory"]
+    assert judge("memory.triad", memory.pass_at * 100, spec)[0] is CheckStatus.PASS
+    assert judge("memory.triad", memory.warn_at * 100 - 0.01, spec)[0] is CheckStatus.FAIL
+    status, ratio, sentence = judge("h2d", 40.0, spec)
+    assert (status, ratio) == (CheckStatus.FAIL, 0.4) and "FAIL below 50%" in sentence
+
+
+def test_above_the_spec_sheet_is_a_fail_except_for_busbw() -> None:
+    spec = Expected(100.0, "spec", "src")
+    status, _, sentence = judge("memory.copy", 106.0, spec)
+    assert status is CheckStatus.FAIL and "measurement bug, not a fast GPU" in sentence
+    assert judge("memory.copy", 104.0, spec)[0] is CheckStatus.PASS  # within the 5 % slack
+    assert judge("busbw.all_reduce", 120.0, spec)[0] is CheckStatus.PASS  # NVLink SHARP
+
+
+def test_lower_is_better_inverts_the_ratio() -> None:
+    expected = Expected(2.0, "spec", "s")
+    status, ratio, _ = judge("p2p.latency", 4.0, expected, higher_is_better=False)
+    assert (status, ratio) == (CheckStatus.WARN, 0.5)  # twice the latency: half as good
+
+
+def test_every_figure_has_a_source_and_the_readme_shows_the_table() -> None:
+    rows = reference_rows()
+    assert rows
+    readme = README.read_text(encoding="utf-8")
+    for row in rows:
+        assert "http" in str(row["source"]), row
+        line = f"| {row['sku']} | {row['check']} | {row['value']:g} {row['unit']} | {row['kind']} |"
+        assert line in readme, f"docs/cli.md's SKU reference lacks: {line}"
