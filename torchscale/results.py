@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from torchscale.offline.results.forecast_store import load_forecasts
+
 if TYPE_CHECKING:
     from torchscale.offline.results.experiment import Experiment, load
 
-__all__ = ["Experiment", "load"]
+__all__ = ["Experiment", "load", "load_forecasts"]
 
 
 def __getattr__(name: str) -> Any:
