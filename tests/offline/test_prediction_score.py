@@ -1,0 +1,125 @@
+"""Scoring a forecast against the cell that measured it, and the track record of many
+(torchscale/offline/analysis/prediction/score.py), on hand-made forecasts of real fixture cells:
+each error computed here by hand from the cell's stored step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.forecast_samples import fixture_cell, fixture_copy, forecast_of
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.forecast import ForecastKey, ForecastScore
+from torchscale.offline.analysis.prediction.score import (
+    TrackRecord,
+    forecasts_of,
+    measured_step_s,
+    percent,
+    score,
+    track_record,
+)
+
+CELL = "tiny-gpt2__b16__w2"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return fixture_copy(tmp_path)
+
+
+def test_the_error_is_signed_and_relative_to_the_measured_step(root: Path) -> None:
+    result = fixture_cell(root, CELL)
+    assert result.diagnosis is not None and result.diagnosis.step_s.value is not None
+    measured = result.diagnosis.step_s.value
+    key = ForecastKey.of_cell(result.cell)
+    slow = score(forecast_of(key, measured * 1.25, measured, measured * 1.5), result, "c", "t")
+    assert slow.error == pytest.approx(0.25)
+    assert slow.inside  # the low end itself counts
+    assert slow.measured_step_s == measured and slow.forecast_step_s == measured * 1.25
+    fast = score(
+        forecast_of(key, measured * 0.9, measured * 0.8, measured * 0.99), result, "c", "t"
+    )
+    assert fast.error == pytest.approx(-0.1)
+    assert not fast.inside
+    assert (fast.cell_id, fast.cell_file, fast.scored_at) == (result.cell.id, "c", "t")
+
+
+def test_a_forecast_without_an_interval_never_holds(root: Path) -> None:
+    result = fixture_cell(root, CELL)
+    measured = measured_step_s(result)
+    assert measured is not None
+    key = ForecastKey.of_cell(result.cell)
+    made = score(forecast_of(key, measured, None, None), result, "c", "t")
+    assert made.error == 0 and not made.inside
+
+
+def test_another_cells_forecast_is_refused(root: Path) -> None:
+    result = fixture_cell(root, CELL)
+    other = ForecastKey.of_cell(fixture_cell(root, "tiny-gpt2__b16__w1").cell)
+    with pytest.raises(ValueError, match="is not of cell"):
+        score(forecast_of(other, 0.03, 0.02, 0.04), result, "c", "t")
+
+
+def test_the_measured_step_falls_back_to_the_pooled_mean(root: Path) -> None:
+    result = fixture_cell(root, CELL)
+    assert result.step_time is not None
+    bare = result.model_copy(update={"diagnosis": None})
+    assert measured_step_s(bare) == result.step_time.mean
+    failed = result.model_copy(update={"status": Status.FAILED})
+    assert measured_step_s(failed) is None
+
+
+def test_a_cell_scores_only_forecasts_of_its_key_not_made_from_itself(root: Path) -> None:
+    result = fixture_cell(root, CELL)
+    key = ForecastKey.of_cell(result.cell)
+    other = ForecastKey.of_cell(fixture_cell(root, "tiny-mlp__b16__w2").cell)
+    own_file = f"cells/{result.cell.id}.json"
+    mine = forecast_of(key, 0.03, 0.02, 0.04, forecast_id="mine")
+    fitted = forecast_of(key, 0.03, 0.02, 0.04, forecast_id="fit", basis=(own_file,))
+    theirs = forecast_of(other, 0.03, 0.02, 0.04, forecast_id="theirs")
+    found = forecasts_of(result, own_file, [mine, fitted, theirs])
+    assert [f.id for f in found] == ["mine"]
+    failed = result.model_copy(update={"status": Status.FAILED})
+    assert forecasts_of(failed, own_file, [mine]) == []
+
+
+def _score(error: float, inside: bool) -> ForecastScore:
+    return ForecastScore(
+        forecast_id="f",
+        cell_id="c",
+        cell_file="cells/c.json",
+        measured_step_s=1.0,
+        forecast_step_s=1.0 + error,
+        error=error,
+        inside=inside,
+        scored_at="t",
+    )
+
+
+def test_the_track_record_is_the_median_absolute_error_and_the_intervals_held() -> None:
+    record = track_record([_score(0.10, True), _score(-0.02, True), _score(-0.06, False)])
+    assert record == TrackRecord(count=3, median_abs_error=pytest.approx(0.06), inside=2)
+    assert record.coverage == pytest.approx(2 / 3)
+    assert (
+        record.sentence() == "forecasts scored: 3; median error 6 %; 2 of 3 inside their intervals"
+    )
+    one = track_record([_score(0.004, True)])
+    assert one.sentence() == "forecasts scored: 1; median error 0.4 %; 1 of 1 inside its interval"
+    empty = track_record([])
+    assert (empty.count, empty.median_abs_error, empty.coverage) == (0, None, None)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "signed", "text"),
+    [
+        (0.061, False, "6 %"),
+        (0.0042, False, "0.4 %"),
+        (0.25, False, "25 %"),
+        (-0.047, True, "-5 %"),
+        (0.047, True, "+5 %"),
+        (0.0, True, "+0.0 %"),
+    ],
+)
+def test_an_error_reads_as_a_percent(ratio: float, signed: bool, text: str) -> None:
+    assert percent(ratio, signed) == text

@@ -1,0 +1,110 @@
+"""A forecast checked against the cell that later measured it, and the track record of many.
+
+One definition for every surface (the line a benchmark prints, the report's sentence and table,
+the JSON, benchmarks/prediction_accuracy.py): the error is signed and relative to what was
+measured, `(forecast - measured) / measured`, so +5 % means the forecast was 5 % too slow; a
+forecast held when the measured step lies inside its interval, ends included.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
+
+
+def measured_step_s(result: CellResult) -> float | None:
+    """The mean step a forecast is checked against: the diagnosis' step (the mean the
+    step's parts add up to, what a forecast's terms add up to), else the pooled step-time
+    mean; None for a cell that measured nothing."""
+    if result.status != Status.OK:
+        return None
+    diagnosis = result.diagnosis
+    if diagnosis is not None and diagnosis.step_s.value is not None:
+        return diagnosis.step_s.value
+    if result.step_time is not None and result.step_time.mean > 0:
+        return result.step_time.mean
+    return None
+
+
+def forecasts_of(
+    result: CellResult, cell_file: str, forecasts: Iterable[Forecast]
+) -> list[Forecast]:
+    """The forecasts this measured cell scores: those of its key, except one computed from this
+    very cell (`cell_file` in its basis: a fit, not a forecast)."""
+    if result.status != Status.OK:
+        return []
+    key = ForecastKey.of_cell(result.cell)
+    return [f for f in forecasts if f.key == key and cell_file not in f.basis]
+
+
+def score(forecast: Forecast, result: CellResult, cell_file: str, scored_at: str) -> ForecastScore:
+    """The forecast's score against `result` (a cell of the same key that measured a step).
+
+    A forecast without both ends of an interval never counts as inside: it claimed no range."""
+    if forecast.key != ForecastKey.of_cell(result.cell):
+        raise ValueError(f"forecast {forecast.id} is not of cell {result.cell.id}")
+    measured = measured_step_s(result)
+    if measured is None:
+        raise ValueError(f"cell {result.cell.id} measured no step to score a forecast against")
+    predicted = forecast.step_s.value
+    if predicted is None:
+        raise ValueError(f"forecast {forecast.id} has no step time")
+    low, high = forecast.step_s.low, forecast.step_s.high
+    inside = low is not None and high is not None and low <= measured <= high
+    return ForecastScore(
+        forecast_id=forecast.id,
+        cell_id=result.cell.id,
+        cell_file=cell_file,
+        measured_step_s=measured,
+        forecast_step_s=predicted,
+        error=(predicted - measured) / measured,
+        inside=inside,
+        scored_at=scored_at,
+    )
+
+
+@dataclass(frozen=True)
+class TrackRecord:
+    """How the scored forecasts did: how many, their median absolute error, how many held."""
+
+    count: int
+    median_abs_error: float | None  # a ratio (0.06 = 6 %); None when nothing was scored
+    inside: int
+
+    @property
+    def coverage(self) -> float | None:
+        """The share of forecasts whose interval held the measured step."""
+        return self.inside / self.count if self.count else None
+
+    def sentence(self) -> str:
+        """'forecasts scored: 12; median error 6 %; 11 of 12 inside their intervals'."""
+        if not self.count or self.median_abs_error is None:
+            return "forecasts scored: 0"
+        held = "inside its interval" if self.count == 1 else "inside their intervals"
+        return (
+            f"forecasts scored: {self.count}; median error {percent(self.median_abs_error)}; "
+            f"{self.inside} of {self.count} {held}"
+        )
+
+
+def track_record(scores: Sequence[ForecastScore]) -> TrackRecord:
+    """The track record of `scores` (each forecast once per cell that measured it)."""
+    if not scores:
+        return TrackRecord(0, None, 0)
+    errors = [abs(s.error) for s in scores]
+    return TrackRecord(len(scores), statistics.median(errors), sum(s.inside for s in scores))
+
+
+def percent(ratio: float, signed: bool = False) -> str:
+    """A ratio as people read an error: 0.061 -> '6 %', 0.0042 -> '0.4 %' (a whole percent
+    from 1 % up, one decimal below; '+5 %' signed)."""
+    shown = abs(ratio) * 100
+    text = f"{shown:.0f} %" if shown >= 0.995 else f"{shown:.1f} %"
+    if not signed:
+        return text
+    return ("-" if ratio < 0 else "+") + text
