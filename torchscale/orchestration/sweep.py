@@ -23,6 +23,7 @@ from torchscale.contracts.schema.cell_result import CellError, CellResult, Cost
 from torchscale.offline.analysis.cost import cell_cost
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.summary_csv import write_summary
+from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastScorer
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.plan import Plan, PlannedCell
@@ -77,6 +78,8 @@ class SweepHooks:
     # the dataset was generated, found cached or checked (data.source disk / cifar100), once
     # before the first cell that launches; never called for synthetic data
     on_data: Callable[[DataReady], None] = lambda ready: None
+    # a measured cell scored the experiment's forecasts of it, or met a problem doing so
+    on_forecast: Callable[[ForecastCheck], None] = lambda check: None
 
 
 @dataclass
@@ -196,6 +199,7 @@ def run_sweep(
     outcome = SweepOutcome()
     store.write_config(plan.config_yaml)
     total = len(plan.cells)
+    scorer = ForecastScorer(store.root)
     # the dataset every cell reads, made (or verified) once here: DataError stops the sweep
     # before any launch; nothing to do when no cell will launch (all skipped or resumed)
     if any(p.skip_reason is None and _previous_ok(p, store, resume) is None for p in plan.cells):
@@ -218,6 +222,9 @@ def run_sweep(
             outcome.results.append(result)
             outcome.table = write_summary(store, outcome.results)
             hooks.on_done(result, reused)
+            check = None if reused else scorer.check(result)
+            if check is not None:
+                hooks.on_forecast(check)
             if fail_fast and result.status.is_failure:
                 outcome.stopped_early = True
                 break

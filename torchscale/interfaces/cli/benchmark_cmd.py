@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from torchscale.interfaces.console.live_table import LiveTable
     from torchscale.interfaces.report.progress import SweepProgress
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
+    from torchscale.orchestration.forecast_scoring import ForecastCheck
     from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
     from torchscale.orchestration.memory.max_batch_runs import SearchGroup
     from torchscale.orchestration.memory.search import ProbeOutcome
@@ -200,6 +201,7 @@ class _Printer:
             on_cell_start=self.cell_start,
             on_cell_done=self.cell_done,
             on_data=self.data,
+            on_forecast=self.forecast,
             on_check=self.check,
             on_sweep_done=self.sweep_done,
             on_comm_start=_comm_started,
@@ -260,6 +262,13 @@ class _Printer:
         if not self.quiet:
             note = f" ({ready.note})" if ready.note else ""
             self.tell(Line("info", f"> {ready.message}{note}"))
+
+    def forecast(self, check: ForecastCheck) -> None:
+        """The forecasts a measured cell scored, a line each (--quiet keeps only problems)."""
+        from torchscale.interfaces.console.forecasts import forecast_lines
+
+        lines = forecast_lines(check, self.names.get(check.cell_id, check.cell_id))
+        self.tell(*(line for line in lines if not self.quiet or line.level == "warn"))
 
     def check(self, text: str) -> None:
         if not self.quiet:

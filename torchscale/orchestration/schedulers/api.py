@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from torchscale.offline.results.store import ResultStore
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.orchestration.config.schema import BenchConfig
+    from torchscale.orchestration.forecast_scoring import ForecastCheck
     from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
     from torchscale.orchestration.memory.max_batch_runs import SearchGroup
     from torchscale.orchestration.memory.search import ProbeOutcome
@@ -47,6 +48,8 @@ class BenchmarkEvents:
     on_cell_start: Callable[[PlannedCell, int, int, bool], None] = _ignore
     on_cell_done: Callable[[CellResult, bool], None] = _ignore  # (result, reused)
     on_data: Callable[[DataReady], None] = _ignore
+    # a measured cell scored the experiment's forecasts of it (or met a problem doing so)
+    on_forecast: Callable[[ForecastCheck], None] = _ignore
     # a check before the first cell launches (the compile toolchain), in one line: what is
     # checked, then what was found
     on_check: Callable[[str], None] = _ignore

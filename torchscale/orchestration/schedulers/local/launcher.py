@@ -86,7 +86,9 @@ class ThisNode:
         env = _require_compile_toolchain(plan, store, env, events)  # before anything is written
         check_output_dir(store.root)
         store.write_environment(capture_environment())
-        hooks = SweepHooks(events.on_cell_start, events.on_cell_done, events.on_data)
+        hooks = SweepHooks(
+            events.on_cell_start, events.on_cell_done, events.on_data, events.on_forecast
+        )
         outcome = run_sweep(
             plan, store, env, resume=options.resume, fail_fast=options.fail_fast, hooks=hooks
         )
