@@ -67,6 +67,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "torchscale.interfaces.cli.comm_cmd:comm",
         "Collective bandwidth (algbw, busbw) exactly as nccl-tests defines it, with a check.",
     ),
+    "predict": Subcommand(
+        "torchscale.interfaces.cli.predict_cmd:predict",
+        "Forecast step time, throughput and scaling efficiency at unmeasured GPU counts.",
+    ),
     "report": Subcommand(
         "torchscale.interfaces.cli.report_cmd:app",
         "Turn results into a report: HTML, PDF, Markdown, JSON or terminal (`torchscale report "

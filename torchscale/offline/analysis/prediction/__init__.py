@@ -1,1 +1,6 @@
-"""Forecasts of cells not yet measured, from those that were, and how they scored."""
+"""Scaling forecasts from what was measured: one module per term of the forecast step
+(compute and its contention, exposed communication, stragglers), `inputs.py` (what a measured
+cell contributes), `figures.py` (figures with intervals, combined) and `forecast.py`, which
+assembles a `Forecast` and back-tests the model on the measured world sizes. The model and
+each formula: docs/prediction.md. Pure functions: nothing here reads files or prints.
+"""

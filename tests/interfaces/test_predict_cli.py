@@ -1,0 +1,78 @@
+"""`torchscale predict` on a real 8-cell sweep (copied: fixtures are never written): the answer
+first within COLUMNS, the forecasts written and loadable, and every mistake one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from torchscale.interfaces.cli.app import app
+from torchscale.results import load_forecasts
+
+SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "sweep8_v13"
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(SWEEP, tmp_path / "results"))
+
+
+def predict(*args: object, columns: int = 80) -> Result:
+    return CliRunner().invoke(app, ["predict", *map(str, args)], env={"COLUMNS": str(columns)})
+
+
+def test_forecasts_printed_within_columns_and_written(results: Path) -> None:
+    done = predict("-s", results, "--gpus", "4,8", "-v", columns=70)
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert lines[0] == "tiny-gpt2 b16 fp32 ddp (cpu)"  # the answer first
+    assert max(len(line) for line in lines) <= 70
+    assert "assumed: no comm run" in done.output
+    assert "stragglers:" in done.output  # -v: the terms
+    table = load_forecasts(results / "default_scaling")
+    assert len(table) == 8  # 2 models x 2 batches x 2 world sizes
+    assert set(table["world_size"]) == {4, 8}
+    assert (table["step_low_s"] < table["step_s"]).all()
+    assert (table["step_s"] < table["step_high_s"]).all()
+
+
+def test_json_carries_every_forecast(results: Path) -> None:
+    done = predict("-s", results / "default_scaling", "--gpus", "4", "--json")
+    assert done.exit_code == 0, done.output
+    payload = json.loads(done.output)
+    assert len(payload["forecasts"]) == 4 and not payload["refused"]
+    first = payload["forecasts"][0]
+    assert first["kind"] == "torchscale.forecast"
+    assert {t["name"] for t in first["terms"]} >= {"compute", "stragglers"}
+
+
+def _one_line_exit_2(done: Result, words: str) -> None:
+    assert done.exit_code == 2, done.output
+    said = [line for line in done.output.splitlines() if line.strip()]
+    assert len(said) == 1 and words in said[0], done.output
+
+
+def test_no_cells(tmp_path: Path) -> None:
+    (tmp_path / "empty" / "cells").mkdir(parents=True)
+    _one_line_exit_2(predict("-s", tmp_path / "empty", "--gpus", "4"), "no measured cells")
+
+
+def test_strategy_neither_measured_nor_derivable(results: Path) -> None:
+    done = predict("-s", results, "--gpus", "4", "--strategy", "fsdp")
+    _one_line_exit_2(done, "not derivable without a comm run")
+
+
+@pytest.mark.parametrize("gpus", ["four", "0", "4,,8", "-2"])
+def test_malformed_gpus(results: Path, gpus: str) -> None:
+    _one_line_exit_2(predict("-s", results, "--gpus", gpus), "--gpus")
+
+
+def test_world_size_below_the_measured(results: Path) -> None:
+    for one in (results / "default_scaling" / "cells").glob("*__w1__*.json"):
+        one.unlink()
+    _one_line_exit_2(predict("-s", results, "--gpus", "1,4"), "below the smallest measured")
+    assert not (results / "default_scaling" / "forecasts").exists()

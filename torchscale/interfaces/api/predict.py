@@ -1,0 +1,181 @@
+"""`run_predict`: forecasts of world sizes not measured yet, from an experiment's measured cells
+and comm runs, written to its forecasts/ (docs/prediction.md). `torchscale predict` is a thin
+call into it; it prints nothing. Reads JSON only (no torch, no pandas), so every mistake is
+answered at once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchscale.contracts.errors import ResultsInputError, UsageError
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.schema.forecast import Forecast, ForecastKey
+from torchscale.offline.analysis.prediction.forecast import (
+    FORECAST_STRATEGIES,
+    build_forecast,
+    measured_groups,
+)
+from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.forecast_store import new_forecast_id, utc_now, write_forecast
+from torchscale.offline.results.versions import read_cell_result
+
+
+def parse_counts(text: str, what: str) -> list[int]:
+    """'4,8,16' -> [4, 8, 16]; anything else is one clear UsageError."""
+    values: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise UsageError(
+                f"{what} {text!r}: give positive whole numbers separated by commas, e.g. 4,8,16"
+            )
+        values.append(int(part))
+    return sorted(set(values))
+
+
+def parse_strategies(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in names if s not in FORECAST_STRATEGIES]
+    if bad or not names:
+        raise UsageError(
+            f"--strategy {text!r}: predict forecasts {' and '.join(FORECAST_STRATEGIES)} "
+            "(comma-separated)"
+        )
+    return list(dict.fromkeys(names))
+
+
+def experiments_in(source: Path) -> list[Path]:
+    """`source` if it holds cells/, else its sub-folders that do; none is a UsageError."""
+    if not source.is_dir():
+        raise ResultsInputError(f"{source}: no such results directory")
+    if (source / "cells").is_dir():
+        roots = [source]
+    else:
+        roots = sorted(p.parent for p in source.glob("*/cells") if p.is_dir())
+    roots = [r for r in roots if any((r / "cells").glob("*.json"))]
+    if not roots:
+        raise ResultsInputError(f"{source}: no measured cells (cells/*.json) to forecast from")
+    return roots
+
+
+@dataclass
+class PredictRequest:
+    source: Path
+    world_sizes: list[int]
+    nodes: list[int] = field(default_factory=lambda: [1])
+    strategies: list[str] | None = None  # None: the strategies measured
+    write: bool = True
+
+
+@dataclass
+class Refusal:
+    """A forecast not made, and why."""
+
+    what: str
+    why: str
+
+
+@dataclass
+class PredictRun:
+    forecasts: list[Forecast] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    exit_code: int = 0
+
+
+def _read(root: Path) -> tuple[list[CellResult], list[CommResult]]:
+    from torchscale.contracts.versioned import read_json, version_problem
+
+    layout = ResultLayout(root)
+    results = []
+    for path in sorted(layout.cells_dir.glob("*.json")):
+        read = read_cell_result(path)
+        if read.result is not None:
+            results.append(read.result)
+    runs = []
+    for path in sorted(layout.comm_dir.glob("*.json")):
+        data, why = read_json(path)
+        if why is None and version_problem(data, "torchscale.comm", "comm result", 1) is None:
+            try:
+                runs.append(CommResult.model_validate(data))
+            except ValueError:
+                continue
+    return results, runs
+
+
+def _check_sizes(request: PredictRequest, smallest: int) -> None:
+    below = [n for n in request.world_sizes if n < smallest]
+    if below:
+        raise UsageError(
+            f"--gpus {','.join(map(str, below))}: below the smallest measured world size "
+            f"({smallest}); a forecast extrapolates up from what was measured"
+        )
+
+
+def run_predict(request: PredictRequest, created_at: str | None = None) -> PredictRun:
+    """Every forecast asked for: per experiment, model and batch measured, strategy, world
+    size and node count. Written to <experiment>/forecasts/ unless `request.write` is off."""
+    created = created_at or utc_now()
+    run = PredictRun()
+    for root in experiments_in(request.source):
+        results, runs = _read(root)
+        groups = measured_groups(results)
+        if not groups:
+            raise ResultsInputError(f"{root}: no ok ddp or fsdp cell to forecast from")
+        measured = {s for by in groups.values() for s, g in by.items() if g.cells}
+        wanted = request.strategies or sorted(measured)
+        _refuse_strategies(wanted, measured, runs, root)
+        for (model, label, batch, precision, device), by_strategy in sorted(groups.items()):
+            usable = {s: g for s, g in by_strategy.items() if g.cells}
+            if not usable:
+                continue
+            _check_sizes(request, min(g.cells[0].world_size for g in usable.values()))
+            for strategy in wanted:
+                source = usable.get(strategy) or next(iter(usable.values()))
+                for world in request.world_sizes:
+                    for nodes in request.nodes:
+                        key = ForecastKey(
+                            model=model,
+                            label=label,
+                            batch_size=batch,
+                            precision=precision,  # type: ignore[arg-type]
+                            strategy=strategy,  # type: ignore[arg-type]
+                            world_size=world,
+                            nodes=nodes,
+                            device=device,  # type: ignore[arg-type]
+                        )
+                        made = build_forecast(
+                            key,
+                            source.cells,
+                            runs,
+                            forecast_id=new_forecast_id(key, created),
+                            created_at=created,
+                            measured_strategy=source.strategy,
+                        )
+                        if isinstance(made, str):
+                            run.refused.append(Refusal(key.slug(), made))
+                            continue
+                        run.forecasts.append(made)
+                        if request.write:
+                            run.written.append(write_forecast(root, made))
+    return run
+
+
+def _refuse_strategies(
+    wanted: Sequence[str], measured: set[str], runs: Sequence[CommResult], root: Path
+) -> None:
+    """A strategy neither measured nor derivable (the other one measured and a comm run to
+    carry it over) is a usage error, before anything is computed."""
+    for strategy in wanted:
+        if strategy in measured:
+            continue
+        if not any(r.status == "ok" for r in runs):
+            raise UsageError(
+                f"--strategy {strategy}: not measured in {root} and not derivable without a "
+                f"comm run (benchmark {strategy}, or run `torchscale comm` into {root})"
+            )

@@ -1,0 +1,243 @@
+"""The exposed-communication term: the part of the step's collectives that backward did not
+hide.
+
+From a `comm` run (alpha-beta): each collective's time at the run's size S is fitted as
+t = alpha + beta x S x f(n) (f the nccl-tests bus factor: 2(n-1)/n for all_reduce, (n-1)/n
+for all_gather and reduce_scatter), so beta is seconds per byte on the bus. A step sends, in
+buckets of the DDP bucket size: DDP one all-reduce of the gradient bytes G; FSDP an all-gather
+of the parameter bytes P in forward and another in backward and a reduce-scatter of G. The
+collective time at N ranks is T(N) = buckets x alpha + beta x bytes x f(N). What backward
+hides (the overlap capacity H) is measured on the multi-rank cells: H = T(w) - (exposed(w) -
+exposed at one rank); exposed(N) = exposed at one rank + max(0, T(N) - H).
+
+Without a comm run, the measured cells alone: their exposed transfer fitted by a straight line
+over f(w) (at one rank f = 0: the fixed cost of the gradient hooks), read at f(N).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
+from torchscale.offline.analysis.prediction.figures import (
+    Figure,
+    combine,
+    floor_at_zero,
+    least_squares_weights,
+)
+from torchscale.offline.analysis.prediction.inputs import MeasuredCell
+
+DEFAULT_BUCKET_BYTES = 25 * 1024 * 1024  # DDP's bucket_cap_mb default
+
+
+@dataclass(frozen=True)
+class AlphaBeta:
+    """One collective's fit: t = alpha + beta x S x f(n), from `rows` sizes of run `run_id`."""
+
+    op: str
+    alpha_s: float
+    beta_s_per_byte: float
+    relative_error: float  # RMS of the rows' relative residuals: the fit's own error
+    rows: int
+    run_id: str
+    world_size: int
+    nodes: int
+
+    def seconds(self, size_bytes: float, world_size: int, buckets: int = 1) -> float:
+        return buckets * self.alpha_s + self.beta_s_per_byte * size_bytes * busbw_factor(
+            self.op, world_size
+        )
+
+
+def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
+    """Least squares of the run's ok rows of `op` (time against bus bytes); None with fewer
+    than 2 sizes or a world of one (nothing crosses a link)."""
+    points: dict[int, float] = {}
+    for row in run.rows:
+        if row.op == op and row.status == "ok" and row.time_us is not None:
+            points.setdefault(row.size_bytes, row.time_us * 1e-6)  # one placement per size
+    factor = busbw_factor(op, run.world_size)
+    if len(points) < 2 or factor == 0:
+        return None
+    xs = [size * factor for size in points]
+    ys = list(points.values())
+    n = len(xs)
+    mean_x, mean_y = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    beta = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sxx
+    alpha = max(mean_y - beta * mean_x, 0.0)
+    if beta <= 0:
+        return None
+    residuals = [(alpha + beta * x - y) / y for x, y in zip(xs, ys, strict=True) if y > 0]
+    rms = math.sqrt(sum(r * r for r in residuals) / len(residuals)) if residuals else 0.0
+    return AlphaBeta(op, alpha, beta, rms, n, run.id, run.world_size, run.nodes)
+
+
+def pick_fits(
+    runs: Sequence[CommResult], device: str, nodes: int
+) -> tuple[dict[str, AlphaBeta], list[str]]:
+    """The best fit per op from `runs` on `device`: a run over as many nodes as asked if any,
+    else the most nodes measured (the assumption says so); the largest world among those."""
+    fits: dict[str, AlphaBeta] = {}
+    assumptions: list[str] = []
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        candidates = [
+            fit
+            for run in runs
+            if run.device == device and run.status == "ok"
+            for fit in [fit_alpha_beta(run, op)]
+            if fit is not None
+        ]
+        if not candidates:
+            continue
+        exact = [f for f in candidates if f.nodes == nodes]
+        pool = exact or [f for f in candidates if f.nodes == max(c.nodes for c in candidates)]
+        fits[op] = max(pool, key=lambda f: f.world_size)
+    measured_nodes = {f.nodes for f in fits.values()}
+    if fits and nodes not in measured_nodes:
+        assumptions.append(
+            f"bandwidth over {nodes} node(s) not measured: assumed that of the comm run over "
+            f"{max(measured_nodes)} node(s); measure it with `torchscale comm` across {nodes} "
+            "nodes"
+        )
+    return fits, assumptions
+
+
+def step_collectives(
+    strategy: str, gradient_bytes: int, parameter_bytes: int
+) -> list[tuple[str, int, str]]:
+    """(op, bytes, what) a step sends: DDP all-reduces the gradients; FSDP all-gathers the
+    parameters in forward and again in backward, and reduce-scatters the gradients."""
+    if strategy == "ddp":
+        return [("all_reduce", gradient_bytes, "gradients")]
+    return [
+        ("all_gather", 2 * parameter_bytes, "parameters, forward and backward"),
+        ("reduce_scatter", gradient_bytes, "gradients"),
+    ]
+
+
+def collective_time(
+    fits: dict[str, AlphaBeta],
+    strategy: str,
+    world_size: int,
+    gradient_bytes: int,
+    parameter_bytes: int,
+    bucket_bytes: int,
+) -> tuple[Figure, str] | None:
+    """T(N): the step's collectives at `world_size`, with the fits' own error as its interval;
+    None when a fit the strategy needs is missing (all_reduce standing in for FSDP's ops)."""
+    parts: list[Figure] = []
+    hows: list[str] = []
+    for op, size, _what in step_collectives(strategy, gradient_bytes, parameter_bytes):
+        fit = fits.get(op) or fits.get("all_reduce")
+        if fit is None:
+            return None
+        buckets = max(1, math.ceil(size / bucket_bytes))
+        # all_reduce standing in for one half of itself: the same bus bytes at (n-1)/n
+        seconds = (
+            fit.seconds(size, world_size, buckets)
+            if fit.op == op
+            else buckets * fit.alpha_s + fit.beta_s_per_byte * size * busbw_factor(op, world_size)
+        )
+        half = seconds * fit.relative_error
+        parts.append(Figure(seconds, half, half))
+        hows.append(
+            f"{op} {size} B in {buckets} bucket(s): {buckets} x {fit.alpha_s * 1e6:.3g} us + "
+            f"{size} B x {busbw_factor(op, world_size):.3g} x {fit.beta_s_per_byte * 1e9:.3g} "
+            f"ns/B ({fit.run_id})"
+        )
+    return combine([1.0] * len(parts), parts), "; ".join(hows)
+
+
+@dataclass(frozen=True)
+class ExposedForecast:
+    seconds: Figure
+    how: str
+    assumptions: list[str]
+    basis: list[str]
+
+
+def _one_rank_cost(cells: Sequence[MeasuredCell]) -> Figure:
+    one = [c for c in cells if c.world_size == 1]
+    return one[0].exposed if one else Figure(0.0)
+
+
+def exposed_from_comm(
+    cells: Sequence[MeasuredCell],
+    fits: dict[str, AlphaBeta],
+    strategy: str,
+    world_size: int,
+    bucket_bytes: int,
+) -> ExposedForecast | None:
+    """exposed(N) = exposed at one rank + max(0, T(N) - H), H measured on the multi-rank
+    cells of `cells` (none: H = 0, an upper bound)."""
+    reference = cells[0]
+    grads, params = reference.gradient_bytes, reference.parameter_bytes
+    target = collective_time(fits, strategy, world_size, grads, params, bucket_bytes)
+    if target is None:
+        return None
+    t_n, how = target
+    base = _one_rank_cost(cells)
+    assumptions: list[str] = []
+    hidden: list[Figure] = []
+    for cell in (c for c in cells if c.world_size > 1):
+        at = collective_time(fits, strategy, cell.world_size, grads, params, bucket_bytes)
+        if at is not None:
+            hidden.append(floor_at_zero(combine([1.0, -1.0, 1.0], [at[0], cell.exposed, base])))
+    if hidden:
+        overlap = combine([1.0 / len(hidden)] * len(hidden), hidden)
+    else:
+        overlap = Figure(0.0)
+        if world_size > 1:
+            assumptions.append(
+                "no multi-rank cell measured the overlap: nothing assumed hidden behind "
+                "backward (an upper bound); measure 2 ranks to learn it"
+            )
+    exposed = combine([1.0, 1.0], [base, floor_at_zero(combine([1.0, -1.0], [t_n, overlap]))])
+    if world_size == 1:
+        exposed = base
+    how = (
+        f"exposed at one rank {base.value * 1e3:.3g} ms + max(0, T - H), T = {how}; "
+        f"H (hidden by backward) = {overlap.value * 1e3:.3g} ms"
+    )
+    basis = sorted({f"comm/{f.run_id}.json" for f in fits.values()})
+    return ExposedForecast(exposed, how, assumptions, basis)
+
+
+def exposed_from_cells(
+    cells: Sequence[MeasuredCell], strategy: str, world_size: int
+) -> ExposedForecast | str:
+    """No comm run: the cells' exposed transfer, a straight line over the bus factor f(w),
+    read at f(N); or why it cannot be (no multi-rank cell)."""
+    op = "all_reduce" if strategy == "ddp" else "all_gather"
+    xs = [busbw_factor(op, c.world_size) for c in cells]
+    if max(xs) == 0:
+        return (
+            "no collective measured: no multi-rank cell and no comm run "
+            "(run `torchscale comm`, or measure 2 ranks)"
+        )
+    at = busbw_factor(op, world_size)
+    if len(set(xs)) < 2:
+        weights = [at / (x * len(xs)) for x in xs]  # through the origin: bytes alone
+        how_fit = "through 0"
+    else:
+        weights = least_squares_weights(xs, at)
+        how_fit = "least squares"
+    exposed = floor_at_zero(combine(weights, [c.exposed for c in cells]))
+    points = ", ".join(
+        f"f({c.world_size})={x:.3g}: {c.exposed.value * 1e3:.3g} ms"
+        for c, x in zip(cells, xs, strict=True)
+    )
+    how = (
+        f"exposed transfer over the bus factor ({how_fit}: {points}) "
+        f"read at f({world_size})={at:.3g}"
+    )
+    assumptions = [
+        "no comm run: exposed communication scaled with the bus bytes from the measured "
+        "cells, the share hidden behind backward assumed as measured; run `torchscale comm` "
+        "to fit the collective itself"
+    ]
+    return ExposedForecast(exposed, how, assumptions, [])

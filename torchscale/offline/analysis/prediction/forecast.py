@@ -1,0 +1,247 @@
+"""A forecast of one cell from the measured cells of its group and the comm runs: the terms
+(compute, contention, stragglers, exposed communication) added up, the intervals of the
+measured inputs carried through, widened by the model's own error measured by back-testing
+(each measured world size forecast from the others). No forecast where an input is missing and
+cannot be assumed honestly: the reason instead."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastTerm, TermName
+from torchscale.offline.analysis.prediction.communication import (
+    DEFAULT_BUCKET_BYTES,
+    exposed_from_cells,
+    exposed_from_comm,
+    pick_fits,
+)
+from torchscale.offline.analysis.prediction.compute import forecast_compute
+from torchscale.offline.analysis.prediction.figures import (
+    Figure,
+    floor_at_zero,
+    to_estimate,
+    total,
+    widened,
+)
+from torchscale.offline.analysis.prediction.inputs import MeasuredCell, measured_cell
+from torchscale.offline.analysis.prediction.stragglers import forecast_stragglers
+
+FORECAST_STRATEGIES = ("ddp", "fsdp")
+METHOD = "forecast (docs/prediction.md): measured intervals in quadrature"
+
+
+@dataclass(frozen=True)
+class StepForecast:
+    """The terms of one forecast step, before it becomes a `Forecast`."""
+
+    terms: list[tuple[TermName, Figure, str]]
+    assumptions: list[str]
+    basis: list[str]
+
+    @property
+    def step(self) -> Figure:
+        return total([figure for _, figure, _ in self.terms])
+
+
+@dataclass
+class Group:
+    """The measured cells of one (model, label, batch, precision, strategy, device)."""
+
+    strategy: str
+    cells: list[MeasuredCell] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)  # cell id -> why
+
+
+def group_key(result: CellResult) -> tuple[str, str, int, str, str]:
+    cell = result.cell
+    return (cell.model, cell.label, cell.batch_size, cell.precision, cell.device)
+
+
+def measured_groups(
+    results: Sequence[CellResult],
+) -> dict[tuple[str, str, int, str, str], dict[str, Group]]:
+    """(model, label, batch, precision, device) -> strategy -> its usable cells."""
+    groups: dict[tuple[str, str, int, str, str], dict[str, Group]] = {}
+    for result in results:
+        strategy = result.cell.strategy
+        if strategy not in FORECAST_STRATEGIES:
+            continue
+        group = groups.setdefault(group_key(result), {}).setdefault(strategy, Group(strategy))
+        cell, why = measured_cell(result)
+        if cell is None:
+            group.left_out[result.cell.id] = why or "unusable"
+        else:
+            group.cells.append(cell)
+    for by_strategy in groups.values():
+        for group in by_strategy.values():
+            group.cells.sort(key=lambda c: (c.world_size, c.nodes))
+    return groups
+
+
+def forecast_step(
+    cells: Sequence[MeasuredCell],
+    runs: Sequence[CommResult],
+    strategy: str,
+    world_size: int,
+    nodes: int,
+    device: str,
+    bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+) -> StepForecast | str:
+    """The terms of the step at `world_size` over `nodes` from `cells` (of one group, sorted
+    by world size, all measured with the same strategy), or why there is none."""
+    if not cells:
+        return "no usable measured cell"
+    if world_size < cells[0].world_size:
+        return f"{world_size} ranks is below the smallest measured ({cells[0].world_size})"
+    if world_size % nodes:
+        return f"{world_size} ranks do not split evenly over {nodes} nodes"
+    compute = forecast_compute(cells, world_size / nodes, device)
+    stragglers = forecast_stragglers(cells, world_size)
+    if isinstance(stragglers, str):
+        return stragglers
+    fits, comm_assumptions = pick_fits(runs, device, nodes)
+    exposed = exposed_from_comm(cells, fits, strategy, world_size, bucket_bytes) if fits else None
+    if exposed is None:
+        comm_assumptions = []
+        from_cells = exposed_from_cells(cells, strategy, world_size)
+        if isinstance(from_cells, str):
+            if world_size > 1:
+                return from_cells
+        else:
+            exposed = from_cells
+    assumptions = [*compute.assumptions, *stragglers.assumptions, *comm_assumptions]
+    basis = [f"cells/{c.cell_id}.json" for c in cells]
+    terms: list[tuple[TermName, Figure, str]] = [
+        ("compute", compute.compute, compute.how_compute),
+        ("contention", compute.contention, compute.how_contention),
+        ("stragglers", stragglers.seconds, stragglers.how),
+    ]
+    if exposed is not None:
+        terms.append(("exposed_communication", exposed.seconds, exposed.how))
+        assumptions += exposed.assumptions
+        basis += exposed.basis
+    if nodes > max(c.nodes for c in cells) and not any(
+        "node(s) not measured" in a for a in assumptions
+    ):
+        assumptions.append(
+            f"cells measured on {max(c.nodes for c in cells)} node(s): the link between "
+            f"nodes assumed as fast as the one measured; measure it with `torchscale comm` "
+            f"across {nodes} nodes"
+        )
+    return StepForecast(terms, assumptions, basis)
+
+
+@dataclass(frozen=True)
+class BackTest:
+    """The model forecasting each measured world size from the other cells."""
+
+    errors: dict[int, float]  # world size -> (forecast - measured) / measured
+
+    @property
+    def worst(self) -> float | None:
+        return max((abs(e) for e in self.errors.values()), default=None)
+
+
+def back_test(
+    cells: Sequence[MeasuredCell], runs: Sequence[CommResult], strategy: str, device: str
+) -> BackTest:
+    """Each cell forecast from the others (where they can forecast it): the model's error."""
+    errors: dict[int, float] = {}
+    for index, cell in enumerate(cells):
+        others = [c for i, c in enumerate(cells) if i != index]
+        if not others or cell.step.value <= 0:
+            continue
+        step = forecast_step(others, runs, strategy, cell.world_size, cell.nodes, device)
+        if isinstance(step, str):
+            continue
+        errors[cell.world_size] = (step.step.value - cell.step.value) / cell.step.value
+    return BackTest(errors)
+
+
+def _rate(key: ForecastKey, step: Figure) -> Figure:
+    samples = key.world_size * key.batch_size
+    value = samples / step.value
+    low = samples / step.high
+    high = samples / step.low if step.low > 0 else math.inf
+    return Figure(value, value - low, high - value)
+
+
+def _efficiency(key: ForecastKey, step: Figure, reference: MeasuredCell) -> Figure:
+    """thr(N) / (N x thr(w_ref) / w_ref), the report's definition, with the forecast's and
+    the reference throughput's relative intervals in quadrature."""
+    rate = _rate(key, step)
+    base = reference.samples_per_s
+    value = rate.value / (key.world_size * base.value / reference.world_size)
+    below = math.hypot(rate.below / rate.value, base.above / base.value)
+    above = math.hypot(rate.above / rate.value, base.below / base.value)
+    return Figure(value, value * below, value * above)
+
+
+def build_forecast(
+    key: ForecastKey,
+    cells: Sequence[MeasuredCell],
+    runs: Sequence[CommResult],
+    *,
+    forecast_id: str,
+    created_at: str,
+    measured_strategy: str,
+    bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+) -> Forecast | str:
+    """The forecast of `key` from its group's `cells` (measured under `measured_strategy`),
+    or why there is none."""
+    derived = measured_strategy != key.strategy
+    if derived and not any(r.device == key.device and r.status == "ok" for r in runs):
+        return (
+            f"{key.strategy} not measured and not derivable from {measured_strategy} without "
+            f"a comm run (run `torchscale comm`, or benchmark {key.strategy})"
+        )
+    step = forecast_step(
+        cells, runs, key.strategy, key.world_size, key.nodes, key.device, bucket_bytes
+    )
+    if isinstance(step, str):
+        return step
+    assumptions = list(step.assumptions)
+    if derived:
+        assumptions.insert(
+            0,
+            f"{key.strategy} from {measured_strategy} cells: own work and overlap assumed as "
+            f"{measured_strategy}'s; benchmark {key.strategy} to measure them",
+        )
+    unavailable: dict[str, str] = {}
+    tested = back_test(cells, runs, measured_strategy, key.device)
+    figure = floor_at_zero(step.step)
+    if tested.worst is not None:
+        figure = widened(figure, tested.worst)
+        errors = ", ".join(f"w={w}: {e:+.1%}" for w, e in sorted(tested.errors.items()))
+        assumptions.append(
+            f"model error from back-testing the measured sizes ({errors}): interval widened "
+            f"by {tested.worst:.1%}"
+        )
+    else:
+        unavailable["model_uncertainty"] = (
+            "no measured world size could be forecast from the others: the interval carries "
+            "measurement uncertainty only; measure a third world size to test the model"
+        )
+    n = len(cells)
+    terms = [
+        ForecastTerm(name=name, seconds=to_estimate(fig, n, METHOD), how=how)
+        for name, fig, how in step.terms
+    ]
+    dominant = max(step.terms, key=lambda t: t[1].value)[0]
+    return Forecast(
+        id=forecast_id,
+        created_at=created_at,
+        key=key,
+        basis=step.basis,
+        step_s=to_estimate(figure, n, METHOD),
+        samples_per_s=to_estimate(_rate(key, figure), n, METHOD),
+        scaling_efficiency=to_estimate(_efficiency(key, figure, cells[0]), n, METHOD),
+        dominant=dominant,
+        terms=terms,
+        assumptions=assumptions,
+        unavailable=unavailable,
+    )
