@@ -1,5 +1,6 @@
-"""Shared test set-up: GPU tests skip where no CUDA GPU is visible; slow tests run on request;
-the suite stops on Ctrl-C, SIGTERM or SIGHUP and leaves no process running (tests/stop_guard.py)."""
+"""Shared test set-up: GPU tests skip where no CUDA GPU is visible; slow tests (marked `slow`
+by test, parameter or module) run only with --runslow; the suite stops on Ctrl-C, SIGTERM or
+SIGHUP and leaves no process running (tests/stop_guard.py)."""
 
 from __future__ import annotations
 
@@ -49,18 +50,35 @@ def _cuda_gpus() -> int:
         return 0
 
 
+def _run_slow(config: pytest.Config) -> bool:
+    return bool(config.getoption("--runslow")) or os.environ.get("TORCHSCALE_RUN_SLOW") == "1"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    run_slow = config.getoption("--runslow") or os.environ.get("TORCHSCALE_RUN_SLOW") == "1"
+    # slow tests are deselected, not skipped: a deselected test sets up none of its fixtures
+    # (a module's real sweep included), and a hundred skip lines would bury the -ra summary
+    if not _run_slow(config):
+        # markers, not item.keywords: keywords also hold parameter ids such as "slow"
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
+            config.hook.pytest_deselected(items=slow)
     gpus = None
     for item in items:
-        # markers, not item.keywords: keywords also hold parameter ids such as "gpu"
-        if item.get_closest_marker("slow") and not run_slow:
-            item.add_marker(pytest.mark.skip(reason="slow: run with --runslow"))
         if item.get_closest_marker("gpu"):
             if gpus is None:
                 gpus = _cuda_gpus()
             if gpus == 0:
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # said on every run, as pytest-xdist's workers do not report what they deselected
+    if not _run_slow(terminalreporter.config):
+        terminalreporter.write_line(
+            "slow tests (real torchrun runs, Slurm jobs, builds) were left out: "
+            "--runslow runs them too, as CI does"
+        )
 
 
 @pytest.fixture()

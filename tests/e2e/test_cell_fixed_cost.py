@@ -11,9 +11,13 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.processes import REPO_ROOT, start, stop
 
 SCRIPT = REPO_ROOT / "benchmarks" / "cell_fixed_cost.py"
+
+pytestmark = pytest.mark.slow  # a benchmark's smoke run: real torchrun cells
 
 
 def test_one_round_times_every_side_and_sees_no_heavy_import(tmp_path: Path) -> None:

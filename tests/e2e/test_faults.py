@@ -733,6 +733,7 @@ def past_main(stacks: dict[int, Path], ranks: set[int]) -> bool:
     return all(f is not None and f.function != "main" for f in frames)
 
 
+@pytest.mark.slow  # real torchrun with 2 gloo ranks
 def test_hung_ranks_are_located(hung: Hung) -> None:
     assert set(hung.stacks) == {0, 1}
     assert hung.alive_after_dump  # torchrun got no SIGUSR1; the ranks dumped and lived on
@@ -751,6 +752,7 @@ def test_hung_ranks_are_located(hung: Hung) -> None:
         assert Path(path).is_relative_to(hung.command.log_dir)
 
 
+@pytest.mark.slow  # real torchrun with 2 gloo ranks
 def test_stopping_a_hung_launch_leaves_no_rank(hung: Hung) -> None:
     assert hung.leftovers == []
 
@@ -785,8 +787,7 @@ def test_run_logged_gives_a_finished_launch_only_its_shutdown_grace(tmp_path: Pa
         shutdown_grace_s=0.5,
     )
     assert outcome.timed_out and outcome.killed_after_finish
-    assert outcome.shutdown_grace_s == 0.5
-    assert outcome.wall_s < 300
+    assert outcome.shutdown_grace_s == 0.5  # killed_after_finish: the grace ended it, not 600 s
     assert processes_mentioning(str(done)) == []
     clean = tmp_path / "clean"
     ended = run_logged(
@@ -817,6 +818,7 @@ def test_run_logged_kills_even_when_on_timeout_fails(tmp_path: Path) -> None:
     assert processes_mentioning(marker) == []
 
 
+@pytest.mark.slow  # real torchrun with 2 gloo ranks
 @pytest.mark.parametrize(
     ("signum", "reason", "where"),
     [
@@ -856,6 +858,7 @@ def test_rank_killed_by_a_signal(
         assert failure.artifacts == (str(command.diagnostics_dir / "rank1.stacks.txt"),)
 
 
+@pytest.mark.slow  # real torchrun with 2 gloo ranks
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
 def test_ranks_die_when_their_torchrun_is_killed(tmp_path: Path) -> None:
     """torchrun puts each rank in its own session: SIGKILL to torchrun (or its group) cannot
@@ -877,6 +880,7 @@ def test_ranks_die_when_their_torchrun_is_killed(tmp_path: Path) -> None:
         stop(torchrun, marker)
 
 
+@pytest.mark.slow  # real torchrun with 2 gloo ranks
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
 def test_ranks_still_importing_torch_die_with_their_torchrun(tmp_path: Path) -> None:
     """The benchmark worker sets its parent-death signal before it imports torch (seconds):

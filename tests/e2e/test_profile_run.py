@@ -81,6 +81,7 @@ def profiled(
     return ranks, result, directory
 
 
+@pytest.mark.slow  # a real torchrun profile
 def test_trace_analysis_names_rank_phase_and_size(profiled: tuple[int, Result, Path]) -> None:
     ranks, result, directory = profiled
     assert result.exit_code == 0, result.output
@@ -102,6 +103,7 @@ def test_trace_analysis_names_rank_phase_and_size(profiled: tuple[int, Result, P
     assert "rank 1" in analysis.findings[0].title and "backward" in analysis.findings[0].title
 
 
+@pytest.mark.slow  # a real torchrun profile
 def test_capture_overhead_against_the_measured_windows(profiled: tuple[int, Result, Path]) -> None:
     """The traced steps timed like the measured ones: their cost is one line in result.json's
     profile notes, in analysis.json's notes and in the printed [NOTE]s."""
@@ -118,6 +120,7 @@ def test_capture_overhead_against_the_measured_windows(profiled: tuple[int, Resu
         assert len(own["step_s"]) == len(own["steps"]) == 10
 
 
+@pytest.mark.slow  # a real torchrun profile
 def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result, Path]) -> None:
     """One diagnosis per run: result.json and analysis.json hold the same one; the terminal
     prints its sync stall, step split and verdict once, in at most 15 lines of at most 80
@@ -207,6 +210,7 @@ def test_a_balanced_run_says_its_verdict_once(tmp_path: Path) -> None:
         assert "is a straggler" not in out and "[CHECK]" not in out, result.output
 
 
+@pytest.mark.slow  # a real torchrun profile
 def test_phase_timers_of_the_same_run_name_it_too(profiled: tuple[int, Result, Path]) -> None:
     """The plain measurement (no profiler) before the traced steps: per-rank phase timers."""
     _, result, directory = profiled
@@ -249,6 +253,7 @@ def test_sweep_profiling_section_profiles_after_the_sweep(tmp_path: Path) -> Non
     assert read.result is not None and read.result.measured_steps == 5
 
 
+@pytest.mark.slow  # a real profile under nsys (skips without it)
 def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
     """`--tool nsys`: the torchrun launch inside `nsys profile`, exported to SQLite and read.
     On CPU nsys sees no collectives (no kernels): the stall is unavailable with the reason,

@@ -12,6 +12,7 @@ import pytest
 from tests.scale_sample import report_scale
 
 
+@pytest.mark.slow  # a benchmark's smoke run; CI also runs it at 500 cells
 def test_the_benchmark_runs_and_reports_structure(capsys: pytest.CaptureFixture[str]) -> None:
     assert report_scale().main(["--cells", "40", "--small", "20", "--no-pdf"]) == 0
     out = capsys.readouterr().out

@@ -403,10 +403,12 @@ def assert_stopped_cleanly(stopped: Stopped, code: int, message: str) -> None:
     assert list(summary["status"]) == ["ok"]
 
 
+@pytest.mark.slow  # a real sweep, stopped mid-cell
 def test_ctrl_c_keeps_finished_results_and_exits_130(interrupted: Stopped) -> None:
     assert_stopped_cleanly(interrupted, 130, "interrupted")
 
 
+@pytest.mark.slow  # a real sweep, stopped mid-cell
 @pytest.mark.parametrize(
     ("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["term", "hup"]
 )
@@ -418,6 +420,7 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(
     assert_stopped_cleanly(stopped, code, f"stopped by {name}; finished results are kept")
 
 
+@pytest.mark.slow  # a real sweep, stopped mid-cell
 def test_a_sigkilled_sweep_leaves_no_torchrun_or_rank(interrupted: Stopped, tmp_path: Path) -> None:
     stopped = resumed(interrupted, tmp_path, signal.SIGKILL)
     assert stopped.returncode == -signal.SIGKILL

@@ -14,7 +14,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -75,6 +74,7 @@ def _row(rows: list[list[str]], *first: str) -> list[str]:
 # ------------------------------------------------------------------------ the real run
 
 
+@pytest.mark.slow  # the benchmark's real runs (torchrun profiles)
 def test_the_smallest_grid_prints_its_tables_and_the_targets(tmp_path: Path) -> None:
     output = tmp_path / "out.txt"
     records = tmp_path / "runs.json"
@@ -532,11 +532,8 @@ def test_the_scenarios_build_outside_a_rank_and_on_meta_without_side_effects(
 
     def build(where: str) -> None:
         for scenario, factory in scenarios.SCENARIOS.items():
-            started = time.perf_counter()
-            bundle = factory(**options)
-            took = time.perf_counter() - started
+            bundle = factory(**options)  # calibration, pinning, a process: forbidden above
             assert isinstance(bundle, ModelBundle), (where, scenario)
-            assert took < 5.0, (where, scenario, took)
             net = bundle.model
             assert net.in_forward is None and net.around_output is None, (where, scenario)
             if scenario == "input":

@@ -94,6 +94,7 @@ def sweep_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     )
 
 
+@pytest.mark.slow  # a real sweep cell under torchrun
 def test_a_sweep_cell_says_the_same_on_every_surface(sweep_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert sweep_run.result.exit_code == 0, sweep_run.output
     (cell,) = sweep_run.cells
@@ -157,6 +158,7 @@ def _profile(tmp: Path, ranks: int, *delay: str) -> tuple[str, Path]:
     return result.stdout, run
 
 
+@pytest.mark.slow  # a real torchrun cell or profile
 @pytest.mark.parametrize(
     ("ranks", "delay"),
     [(2, ["--inject-delay", "1:backward:40"]), pytest.param(4, [], marks=pytest.mark.slow)],

@@ -233,11 +233,13 @@ def resumed(main_sweep: Sweep, tmp_path_factory: pytest.TempPathFactory) -> Resu
 # ============================================================================ healthy sweep
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_sweep_exits_zero(main_sweep: Sweep) -> None:
     assert main_sweep.result.exit_code == 0, main_sweep.output
     assert main_sweep.leftovers == []
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_sweep_prints_one_table_a_row_per_cell(main_sweep: Sweep) -> None:
     """The default output: the live table's header, a row per cell with at most two notes,
     nothing wider than the console (80 here), then where the results are."""
@@ -255,6 +257,7 @@ def test_sweep_prints_one_table_a_row_per_cell(main_sweep: Sweep) -> None:
     assert "2 cell(s), 0 failed" in flat(main_sweep.output)
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_sweep_writes_config_and_environment(main_sweep: Sweep) -> None:
     exp = main_sweep.exp_dir
     assert load_config(exp / "config.yaml") == load_config(main_sweep.config)  # as resolved
@@ -263,6 +266,7 @@ def test_sweep_writes_config_and_environment(main_sweep: Sweep) -> None:
     assert env
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_sweep_cell_results(main_sweep: Sweep) -> None:
     cells = main_sweep.cells
     assert len(cells) == 2
@@ -328,6 +332,7 @@ def test_sweep_cell_results(main_sweep: Sweep) -> None:
         assert cell.environment
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_sweep_communication(main_sweep: Sweep) -> None:
     cells = by_world(main_sweep.cells)
     one, two = cells[1], cells[2]
@@ -366,6 +371,7 @@ def test_sweep_communication(main_sweep: Sweep) -> None:
     assert not (verdict.withdrawn_by or "").startswith("CPU wait (host)")
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_sweep_step_records(main_sweep: Sweep) -> None:
     store = ResultStore(main_sweep.exp_dir)
     for world, cell in by_world(main_sweep.cells).items():
@@ -404,6 +410,7 @@ def test_sweep_step_records(main_sweep: Sweep) -> None:
         assert windows == ({"sync", "no_sync"} if world > 1 else {"sync"})
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_sweep_summary_csv(main_sweep: Sweep) -> None:
     table = pd.read_csv(main_sweep.exp_dir / "summary.csv")
     assert len(table) == 2
@@ -418,6 +425,7 @@ def test_sweep_summary_csv(main_sweep: Sweep) -> None:
     assert (table["global_batch"] == table["batch_size"] * table["world_size"]).all()
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_sweep_keeps_per_cell_and_per_rank_logs(main_sweep: Sweep) -> None:
     for world, cell in by_world(main_sweep.cells).items():
         log_dir = Path(cell.launch["log_dir"])
@@ -544,6 +552,7 @@ def test_unknown_strategy_fails_before_anything_runs(tmp_path: Path) -> None:
 # ==================================================================================== faults
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_faults_exit_one_and_every_cell_has_a_result(fault_sweep: Sweep) -> None:
     assert fault_sweep.result.exit_code == 1, fault_sweep.output
     cells = by_model(fault_sweep.cells)
@@ -556,6 +565,7 @@ def test_faults_exit_one_and_every_cell_has_a_result(fault_sweep: Sweep) -> None
     assert fault_sweep.leftovers == []
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_a_rank_that_raises_is_failed_with_its_root_cause(fault_sweep: Sweep) -> None:
     crash = by_model(fault_sweep.cells)["tests.fault_models:crash"]
     assert crash.status == "failed"
@@ -571,6 +581,7 @@ def test_a_rank_that_raises_is_failed_with_its_root_cause(fault_sweep: Sweep) ->
     assert "· rank 1 raised" in fault_sweep.output  # the cause, under the cell's row
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_an_oom_is_recorded_as_oom_with_the_numbers(fault_sweep: Sweep) -> None:
     oom = by_model(fault_sweep.cells)["tests.fault_models:oom"]
     assert oom.status == "oom"
@@ -579,6 +590,7 @@ def test_an_oom_is_recorded_as_oom_with_the_numbers(fault_sweep: Sweep) -> None:
     assert "20.00 GiB" in oom.error.reason
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_the_sweep_continues_after_failures(fault_sweep: Sweep) -> None:
     healthy = by_model(fault_sweep.cells)["tests.fault_models:healthy"]
     assert healthy.status == "ok", healthy.error
@@ -605,6 +617,7 @@ def test_the_sweep_continues_after_failures(fault_sweep: Sweep) -> None:
     assert any(ch.isdigit() for ch in healthy_row.split("healthy")[1])
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_fault_summary(fault_sweep: Sweep) -> None:
     table = pd.read_csv(fault_sweep.exp_dir / "summary.csv")
     assert list(table["status"]) == ["failed", "oom", "ok"]
@@ -617,6 +630,7 @@ def test_fault_summary(fault_sweep: Sweep) -> None:
     assert table.loc[2, "scaling_efficiency_reason"].startswith("no base")
 
 
+@pytest.mark.slow  # real torchrun cells, one waits out a 30 s cell timeout
 def test_hung_cell_times_out_and_leaves_no_processes(hang_sweep: Sweep) -> None:
     assert hang_sweep.result.exit_code == 1, hang_sweep.output
     (cell,) = hang_sweep.cells
@@ -629,6 +643,7 @@ def test_hung_cell_times_out_and_leaves_no_processes(hang_sweep: Sweep) -> None:
     assert hang_sweep.leftovers == []
 
 
+@pytest.mark.slow  # real torchrun cells, one waits out a 30 s cell timeout
 def test_hung_cell_says_where_every_rank_was(hang_sweep: Sweep) -> None:
     """The timeout reason names the stuck rank and its line and what the other rank was doing;
     every rank's stacks are kept with the cell's logs."""
@@ -650,6 +665,7 @@ def test_hung_cell_says_where_every_rank_was(hang_sweep: Sweep) -> None:
     assert "rank 1 in forward" in flat(hang_sweep.output)  # the line a user reads
 
 
+@pytest.mark.slow  # real torchrun cells, one waits out a 30 s cell timeout
 def test_fail_fast_stops_after_the_first_failure(hang_sweep: Sweep) -> None:
     assert len(list((hang_sweep.exp_dir / "cells").glob("*.json"))) == 1
     assert "tests.fault_models:healthy" not in hang_sweep.output
@@ -661,6 +677,7 @@ def test_fail_fast_stops_after_the_first_failure(hang_sweep: Sweep) -> None:
 # ==================================================================================== resume
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_dry_run_counts_what_resume_would_reuse(resumed: Resumed) -> None:
     """The dry run tells the real run's truth: the kept cell is reused (no argv), the lost one
     would run, and the summary counts both."""
@@ -673,11 +690,13 @@ def test_dry_run_counts_what_resume_would_reuse(resumed: Resumed) -> None:
     assert "1 cell(s) to run, 1 reused (--resume), 0 skipped" in out
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_resume_exits_zero(resumed: Resumed) -> None:
     assert resumed.sweep.result.exit_code == 0, resumed.sweep.output
     assert resumed.sweep.leftovers == []
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_resume_does_not_rerun_a_finished_cell(resumed: Resumed) -> None:
     store = ResultStore(resumed.sweep.exp_dir)
     assert store.cell_path(resumed.kept_id).read_bytes() == resumed.kept_bytes
@@ -690,6 +709,7 @@ def test_resume_does_not_rerun_a_finished_cell(resumed: Resumed) -> None:
     assert text.count("ok in a previous run") == 1  # only the rerun cell measured anew
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_resume_reruns_the_missing_cell(resumed: Resumed) -> None:
     store = ResultStore(resumed.sweep.exp_dir)
     rerun = store.read_cell(resumed.rerun_id)
@@ -757,6 +777,7 @@ def test_schema_version_constant_matches_model() -> None:
     assert schema["properties"]["schema_version"]["const"] == RESULT_SCHEMA_VERSION
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_fsdp_cell_with_tied_weights_runs(tmp_path: Path) -> None:
     """FSDP2 on gloo with a model whose head is tied to its embedding (tiny-gpt2): the tied
     weight must stay in one FSDP unit, or the forward mixes DTensor and Tensor and fails."""
@@ -779,6 +800,7 @@ def test_fsdp_cell_with_tied_weights_runs(tmp_path: Path) -> None:
     assert cell.memory.parameter_bytes < cell.parameters * 4
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_result_written_before_a_bad_exit_is_kept_with_a_warning(tmp_path: Path) -> None:
     sweep = run_sweep(
         tmp_path,
@@ -796,6 +818,7 @@ def test_result_written_before_a_bad_exit_is_kept_with_a_warning(tmp_path: Path)
     assert sweep.result.exit_code == 0
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_result_written_before_a_hung_shutdown_is_kept_with_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -804,7 +827,6 @@ def test_result_written_before_a_hung_shutdown_is_kept_with_a_warning(
     once in CI: two gloo ranks stuck in their teardown). The timeout is generous, so a busy
     machine cannot make the cell time out before it writes its result."""
     monkeypatch.setattr(process, "SHUTDOWN_GRACE_S", 3.0)
-    started = time.monotonic()
     sweep = run_sweep(
         tmp_path,
         "hungexit",
@@ -822,5 +844,4 @@ def test_result_written_before_a_hung_shutdown_is_kept_with_a_warning(
         "measurement kept" in w
         for w in cell.warnings
     ), cell.warnings
-    assert sweep.result.exit_code == 0
-    assert time.monotonic() - started < 300  # the grace, not the 600 s timeout
+    assert sweep.result.exit_code == 0  # ok, not timeout: the grace ended it, not the 600 s

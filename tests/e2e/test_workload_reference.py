@@ -8,9 +8,13 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.processes import REPO_ROOT, start, stop
 
 SCRIPT = REPO_ROOT / "benchmarks" / "workload_reference.py"
+
+pytestmark = pytest.mark.slow  # benchmarks' smoke runs: real training
 
 
 def test_the_reference_benchmark_runs_both_sides_on_one_model(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ def config(**changes: object) -> BenchConfig:
     return BenchConfig.model_validate(data)
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_a_whole_benchmark_from_python(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     seen: list[str] = []
     events = BenchmarkEvents(
@@ -107,6 +108,7 @@ def test_an_unknown_launcher_is_a_usage_error() -> None:
         launcher_for("lsf")
 
 
+@pytest.mark.slow  # real torchrun cells
 def test_a_profile_from_python(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     chosen: list[str] = []
     options = ProfileOptions(gpus=2, model="tiny-mlp", batch_size=8, steps=4, profile_steps=3)

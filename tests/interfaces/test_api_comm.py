@@ -21,6 +21,7 @@ CPU_NODE = Machine(gpu_count=0, cpu_cores=8)
 GPU_NODE = Machine(gpu_count=4, cpu_cores=32)
 
 
+@pytest.mark.slow  # a real 2-rank comm sweep under torchrun
 def test_a_comm_sweep_from_python(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     seen: list[str] = []
     options = CommOptions(

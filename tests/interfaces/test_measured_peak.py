@@ -9,6 +9,8 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
+
 from torchscale.api import run_benchmark
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.versions import parse_cell_result
@@ -83,6 +85,7 @@ def test_a_schema_8_result_reads_with_the_reason_it_has_no_measured_mfu() -> Non
     assert "schema 8 or older" in result.unavailable["mfu_measured"]
 
 
+@pytest.mark.slow  # a real torchrun cell
 def test_a_real_cpu_cell_reports_mfu_against_its_nodes_measured_peak(tmp_path: Path) -> None:
     """The CPU has no spec sheet, so no spec MFU; the measured peak makes one."""
     peak = 0.05  # TFLOP/s: a tiny MLP's achieved figure is far below any real matmul peak

@@ -77,6 +77,7 @@ def cpu_report(cpu_run: tuple[Result, Path, Path]) -> dict[str, Any]:
 # ------------------------------------------------------------------------ the real CPU run
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_run_exits_zero_with_json_only_on_stdout(cpu_run: tuple[Result, Path, Path]) -> None:
     result = cpu_run[0]
     assert result.exit_code == 0, result.output
@@ -85,6 +86,7 @@ def test_cpu_run_exits_zero_with_json_only_on_stdout(cpu_run: tuple[Result, Path
     assert report["kind"] == "torchscale.validate"
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_report_matches_json_schema(cpu_report: dict[str, Any]) -> None:
     schema = ValidateReport.model_json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -92,6 +94,7 @@ def test_cpu_report_matches_json_schema(cpu_report: dict[str, Any]) -> None:
     ValidateReport.model_validate(cpu_report)  # and it round-trips through the model
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_report_header(cpu_report: dict[str, Any]) -> None:
     assert cpu_report["schema_version"] == SCHEMA_VERSION == 3
     assert cpu_report["device"] == "cpu"
@@ -103,6 +106,7 @@ def test_cpu_report_header(cpu_report: dict[str, Any]) -> None:
     assert "--quick" not in cpu_report["verdict"]
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_smoke_test_passed(cpu_report: dict[str, Any]) -> None:
     smoke = [c for c in cpu_report["checks"] if c["id"].startswith("smoke")]
     assert [c["id"] for c in smoke] == ["smoke_gloo_cpu"]
@@ -122,6 +126,7 @@ def test_cpu_smoke_test_passed(cpu_report: dict[str, Any]) -> None:
     assert check["data"]["spec"] == {"backend": "gloo", "nproc": 2, "device": "cpu"}
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_compile_toolchain_built_and_ran_a_kernel(
     cpu_run: tuple[Result, Path, Path], cpu_report: dict[str, Any]
 ) -> None:
@@ -139,6 +144,7 @@ def test_cpu_compile_toolchain_built_and_ran_a_kernel(
     assert len(list((out / "xdg-cache" / "torchscale" / "compile-toolchain").glob("*.json"))) == 1
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_the_next_validate_reads_the_kept_pass_back(
     cpu_run: tuple[Result, Path, Path], cpu_report: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -159,6 +165,7 @@ def test_the_next_validate_reads_the_kept_pass_back(
     assert again.data["binaries_built"] == first["data"]["binaries_built"]
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_smoke_work_dir_removed_after_pass(
     cpu_run: tuple[Result, Path, Path], cpu_report: dict[str, Any]
 ) -> None:
@@ -166,6 +173,7 @@ def test_cpu_smoke_work_dir_removed_after_pass(
     assert not list(tmp.glob("torchscale-validate-*"))
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_counts_add_up(cpu_report: dict[str, Any]) -> None:
     counts = cpu_report["counts"]
     assert set(counts) == {"PASS", "WARN", "FAIL", "SKIP", "INFO"}
@@ -175,6 +183,7 @@ def test_cpu_counts_add_up(cpu_report: dict[str, Any]) -> None:
     assert counts["FAIL"] == 0
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_run_skips_gpu_checks(cpu_report: dict[str, Any]) -> None:
     checks = by_id(cpu_report)
     for check_id in GPU_CHECK_IDS:
@@ -186,6 +195,7 @@ def test_cpu_run_skips_gpu_checks(cpu_report: dict[str, Any]) -> None:
     assert checks["python"]["status"] == "PASS"
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_cpu_run_checks_disk_at_output_dir_ancestor(
     cpu_run: tuple[Result, Path, Path], cpu_report: dict[str, Any]
 ) -> None:
@@ -195,6 +205,7 @@ def test_cpu_run_checks_disk_at_output_dir_ancestor(
     assert not (out / "results").exists()
 
 
+@pytest.mark.slow  # a real `validate --device cpu` run (torchrun smoke, compile probe)
 def test_check_ids_are_unique(cpu_report: dict[str, Any]) -> None:
     ids = [c["id"] for c in cpu_report["checks"]]
     assert len(ids) == len(set(ids))

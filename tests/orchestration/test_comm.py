@@ -273,6 +273,7 @@ def _stored(out: Path) -> CommResult:
     return CommResult.model_validate_json(path.read_text())
 
 
+@pytest.mark.slow  # a real 2-rank comm sweep under torchrun
 def test_two_rank_sweep_checks_every_op_and_pairs(tmp_path: Path) -> None:
     json_copy = tmp_path / "copy.json"
     result = invoke(
@@ -351,6 +352,7 @@ def _plant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str) -> None
     monkeypatch.setenv("PYTHONPATH", path)
 
 
+@pytest.mark.slow  # a real 2-rank comm sweep under torchrun
 def test_a_wrong_result_on_one_rank_fails_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -377,6 +379,7 @@ def test_a_wrong_result_on_one_rank_fails_the_run(
     assert [r.wrong for r in _stored(tmp_path).rows] == [3, 3, 3]
 
 
+@pytest.mark.slow  # a real 2-rank comm sweep under torchrun
 def test_a_hung_collective_marks_its_row_and_keeps_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

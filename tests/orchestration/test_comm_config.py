@@ -124,6 +124,7 @@ def test_cost_without_price_or_tokens_says_why() -> None:
 # --- one real sweep ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a real sweep with its comm section
 def test_benchmark_runs_the_comm_section_and_prices_cells(tmp_path: Path) -> None:
     name = "commcfg"
     cfg = tmp_path / "c.yaml"

@@ -193,6 +193,7 @@ def test_the_device_types_checked_are_those_of_cells_that_compile() -> None:
 # reuses the verdict instead of compiling again
 
 
+@pytest.mark.slow  # a real compile toolchain probe (builds a kernel)
 def test_the_cpu_toolchain_builds_and_runs_a_kernel_here() -> None:
     found = toolchain.toolchain_for("cpu", os.environ)
     assert found.ok, found.detail
@@ -200,6 +201,7 @@ def test_the_cpu_toolchain_builds_and_runs_a_kernel_here() -> None:
     assert found.data["cxx"] and found.data["python_headers"]
 
 
+@pytest.mark.slow  # a real compile toolchain probe (builds a kernel)
 def test_a_compiler_that_does_not_exist_is_found_for_real() -> None:
     found = toolchain.toolchain_for("cpu", NO_COMPILER)
     assert not found.ok
@@ -214,6 +216,7 @@ def test_a_path_without_a_compiler_is_found_for_real() -> None:
     assert not found.ok and "InvalidCxxCompiler" in found.detail, found.detail
 
 
+@pytest.mark.slow  # a real compile toolchain probe (builds a kernel)
 def test_benchmark_refuses_compiled_cells_in_one_line_and_launches_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -235,6 +238,7 @@ def test_benchmark_refuses_compiled_cells_in_one_line_and_launches_nothing(
     assert launched == [] and not (out / "nocc").exists()
 
 
+@pytest.mark.slow  # a real compile toolchain probe (builds a kernel)
 def test_with_a_toolchain_the_compiled_cells_launch_after_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

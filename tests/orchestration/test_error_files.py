@@ -227,6 +227,7 @@ def test_every_rank_entry_point_records_through_the_atomic_handler() -> None:
 # ================================================================ the real race, made certain
 
 
+@pytest.mark.slow  # real torchrun with 2 gloo ranks
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torchrun ranks, Linux /proc")
 def test_torchrun_failing_on_a_torn_file_still_names_the_rank_that_raised(tmp_path: Path) -> None:
     """Real torchrun: rank 0 leaves an empty error file and waits, rank 1 raises. torchrun stops

@@ -460,6 +460,7 @@ def wait_for_nodes(nodes: list[subprocess.Popen[bytes]], timeout_s: float) -> li
     return [node.returncode for node in nodes]
 
 
+@pytest.mark.slow  # two real torchrun 'nodes'
 def test_command_runs_under_the_operators_environment(tmp_path: Path) -> None:
     """Two 'nodes' on this machine, each the manifest's command and env plus the PET_*
     variables Trainer's torch plugin sets (node 0's address and port, node rank): the cell

@@ -267,6 +267,7 @@ def free_port() -> int:
         return port
 
 
+@pytest.mark.slow  # real torchruns meeting at one rendezvous
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="127.0.0.0/8 on loopback")
 def test_ranks_numbered_by_a_real_rendezvous_are_named_by_their_records(tmp_path: Path) -> None:
     """Two torchrun agents on this host as Slurm nodes 0 and 1

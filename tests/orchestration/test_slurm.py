@@ -265,6 +265,7 @@ def _env(slurm: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(REPO))
 
 
+@pytest.mark.slow  # real Slurm jobs
 @pytest.mark.slurm
 def test_a_sweep_over_one_and_two_nodes_runs_through_sbatch_and_reports(
     slurm: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -356,6 +357,7 @@ def test_the_preflight_validates_every_node_and_measures_the_fabric_first(
     assert "preflight comm: ok" in status.output
 
 
+@pytest.mark.slow  # real Slurm jobs
 @pytest.mark.slurm
 def test_a_cell_failing_inside_slurm_is_reported_with_its_root_cause(
     slurm: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -404,6 +406,7 @@ def _finish(proc: subprocess.Popen[str], timeout_s: float) -> str:
     return output
 
 
+@pytest.mark.slow  # real Slurm jobs
 @pytest.mark.slurm
 def test_cancel_stops_the_jobs_and_the_running_cell_is_recorded(
     slurm: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -471,6 +474,7 @@ def test_a_job_killed_by_its_time_limit_resumes(
     assert "nothing to submit" in resumed.output
 
 
+@pytest.mark.slow  # real Slurm jobs
 @pytest.mark.slurm
 def test_a_job_slurm_has_forgotten_reads_as_unknown(slurm: SlurmCluster) -> None:
     """squeue -j fails outright on one id older than MinJobAge; --status must still answer."""

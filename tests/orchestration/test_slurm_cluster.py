@@ -15,7 +15,7 @@ from tests.slurm_cluster import (  # noqa: F401  (slurm_cluster: the `slurm` fix
     wait_for_jobs_gone,
 )
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]  # real Slurm jobs
 
 
 def test_two_idle_nodes(slurm: SlurmCluster) -> None:

@@ -119,6 +119,7 @@ def test_the_plan_cuts_the_burn_into_intervals(tmp_path: Any) -> None:
 # --- real burns on this CPU: 2 gloo ranks under torchrun ------------------------------------
 
 
+@pytest.mark.slow  # real 2-rank burns under torchrun
 @pytest.mark.parametrize("corrupt_rank", [None, 1])
 def test_a_real_burn_judges_every_rank_and_catches_a_corrupted_one(
     corrupt_rank: int | None,

@@ -273,6 +273,7 @@ def perf_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     return result, out
 
 
+@pytest.mark.slow  # a real perf run under torchrun
 def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path]) -> None:
     result, out = perf_run
     assert result.exit_code == 0, result.output
@@ -293,6 +294,7 @@ def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path
     assert list((out / "accept" / "comm").glob("*.json"))  # comm's own run, stored as comm's
 
 
+@pytest.mark.slow  # a real perf run under torchrun
 def test_the_verdicts_are_the_same_when_judged_again(perf_run: tuple[Any, Path]) -> None:
     """Same figures, same verdicts: nothing in judging depends on order, time or chance."""
     result, _ = perf_run

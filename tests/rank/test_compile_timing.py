@@ -146,6 +146,7 @@ def compiled_spec(model: str = "tiny-mlp", **measurement: Any) -> WorkerSpec:
     )
 
 
+@pytest.mark.slow  # torch.compile builds C++ kernels
 @pytest.mark.usefixtures("one_rank_group", "fresh_dynamo")
 def test_a_compiling_warm_up_step_sizes_neither_the_windows_nor_the_timeout(
     monkeypatch: pytest.MonkeyPatch,

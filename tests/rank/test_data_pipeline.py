@@ -509,6 +509,7 @@ def disk_sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow  # a real 2-rank torchrun cell
 def test_a_real_cell_reads_its_batches_from_disk(disk_sweep: dict[str, Any]) -> None:
     result = disk_sweep["result"]
     assert result.exit_code == 0, result.output
@@ -532,6 +533,7 @@ def test_a_real_cell_reads_its_batches_from_disk(disk_sweep: dict[str, Any]) -> 
     assert summary.loc[0, "data_wait_s"] == pytest.approx(row["data_wait_s"])
 
 
+@pytest.mark.slow  # a real 2-rank torchrun cell
 def test_the_real_cell_result_describes_the_pipeline(disk_sweep: dict[str, Any]) -> None:
     from torchscale.contracts.schema.cell_result import CellResult
 

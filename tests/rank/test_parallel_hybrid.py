@@ -53,11 +53,13 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return launch(CASES, 4, tmp_path_factory.mktemp("hybrid"))
 
 
+@pytest.mark.slow  # real multi-rank training runs
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_hybrid_losses_match_single_process(results: Any, case: dict[str, Any]) -> None:
     assert results[case["name"]]["losses"] == pytest.approx(reference_losses(case), rel=RTOL)
 
 
+@pytest.mark.slow  # real multi-rank training runs
 @pytest.mark.parametrize("name", ["fsdp_tp", "ddp_pp"])
 def test_replicas_read_their_own_shard(results: Any, name: str) -> None:
     ranks = [r["settings"] for r in results[name]["ranks"]]
@@ -67,6 +69,7 @@ def test_replicas_read_their_own_shard(results: Any, name: str) -> None:
     assert dims == (["dp", "tp"] if name == "fsdp_tp" else ["dp", "pp"])
 
 
+@pytest.mark.slow  # real multi-rank training runs
 def test_ddp_pp_wraps_stages_over_dp(results: Any) -> None:
     ranks = [r["settings"] for r in results["ddp_pp"]["ranks"]]
     assert [s["pp_stage_indices"] for s in ranks] == [[0], [1], [0], [1]]

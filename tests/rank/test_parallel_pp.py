@@ -52,11 +52,13 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return launch(CASES, 2, tmp_path_factory.mktemp("pp"))
 
 
+@pytest.mark.slow  # real multi-rank training runs
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_pp_losses_match_single_process(results: Any, case: dict[str, Any]) -> None:
     assert results[case["name"]]["losses"] == pytest.approx(reference_losses(case), rel=RTOL)
 
 
+@pytest.mark.slow  # real multi-rank training runs
 def test_interleaved_stages_round_robin(results: Any) -> None:
     ranks = [r["settings"] for r in results["gpt2_interleaved"]["ranks"]]
     assert [s["pp_stage_indices"] for s in ranks] == [[0, 2], [1, 3]]
@@ -71,6 +73,7 @@ def test_interleaved_stages_round_robin(results: Any) -> None:
     assert sum(s["pp_local_parameters"] for s in ranks) == parameter_count(model) + tied_copy
 
 
+@pytest.mark.slow  # real multi-rank training runs
 def test_busy_time_is_part_of_the_step(results: Any) -> None:
     for rank in results["gpt2_1f1b"]["ranks"]:
         busy = rank["busy"]

@@ -46,11 +46,13 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return launch(CASES, 2, tmp_path_factory.mktemp("seq2seq"))
 
 
+@pytest.mark.slow  # real multi-rank training runs
 @pytest.mark.parametrize("case", GOOD, ids=[c["name"] for c in GOOD])
 def test_seq2seq_losses_match_single_process(results: Any, case: dict[str, Any]) -> None:
     assert results[case["name"]]["losses"] == pytest.approx(reference_losses(case), rel=RTOL)
 
 
+@pytest.mark.slow  # real multi-rank training runs
 def test_tp_keeps_attention_replicated_and_in_step(results: Any) -> None:
     ranks = results["tp"]["ranks"]
     plan = ranks[0]["settings"]["tp_plan"]
@@ -64,6 +66,7 @@ def test_tp_keeps_attention_replicated_and_in_step(results: Any) -> None:
     assert sums[0] and sums[0] == sums[1]  # bitwise-equal replicated weights after 3 steps
 
 
+@pytest.mark.slow  # real multi-rank training runs
 def test_interleaved_stages_hold_one_layer_each(results: Any) -> None:
     ranks = [r["settings"] for r in results["interleaved"]["ranks"]]
     assert [s["pp_stage_indices"] for s in ranks] == [[0, 2], [1, 3]]
@@ -75,6 +78,7 @@ def test_interleaved_stages_hold_one_layer_each(results: Any) -> None:
     ]
 
 
+@pytest.mark.slow  # real multi-rank training runs
 def test_a_detached_pass_through_drifts(results: Any) -> None:
     """The control: forward is unchanged (step 1 agrees), the lost gradient shows at step 2."""
     case = next(c for c in CASES if "break" in c)

@@ -36,11 +36,13 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return launch(CASES, 2, tmp_path_factory.mktemp("tp"))
 
 
+@pytest.mark.slow  # real multi-rank training runs
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_tp_losses_match_single_process(results: Any, case: dict[str, Any]) -> None:
     assert results[case["name"]]["losses"] == pytest.approx(reference_losses(case), rel=RTOL)
 
 
+@pytest.mark.slow  # real multi-rank training runs
 def test_tp_settings_say_what_is_sharded(results: Any) -> None:
     ranks = [r["settings"] for r in results["gpt2_sp"]["ranks"]]
     assert [s["data_rank"] for s in ranks] == [0, 0]  # one TP group reads one batch
