@@ -164,11 +164,21 @@ def test_summary_columns_carry_the_diagnosis(tmp_path: Path) -> None:
 
 def test_a_version_8_result_loads_with_its_diagnosis_columns() -> None:
     """Written as schema 8 (attribution, no findings): read through the v9 -> v10 upgrade, its
-    step model is the diagnosis, decided by the phase timers."""
+    step model is the diagnosis, decided by the phase timers, with the findings the
+    diagnosis' rule derives from its parts (exposed transfer 23.8 %, waiting 13.5 %)."""
     path = Path(__file__).parents[1] / "fixtures" / "results_v8" / "cpu_tiny_mlp_ddp_w2.json"
     result, version, problem = parse_cell_result(json.loads(path.read_text()))
     assert problem is None and version == 8 and result is not None
-    assert result.diagnosis is not None and "diagnosis.findings" in result.unavailable
+    assert result.diagnosis is not None and "diagnosis.findings" not in result.unavailable
+    assert "diagnosis.rank_waits" in result.unavailable and not result.diagnosis.rank_waits
+    costs = {f.category: f.cost_pct for f in result.diagnosis.findings}
+    for category, part in (
+        ("exposed_comm", "exposed_transfer"),
+        ("load_imbalance", "wait_for_peers"),
+    ):
+        share = result.diagnosis.part(part)
+        assert share is not None and share.share.value is not None
+        assert costs[category] == pytest.approx(100 * share.share.value)
     row = cells_table([result]).iloc[0]
     assert row["diagnosis_source"] == "phase timers"
     verdict = result.diagnosis.straggler

@@ -517,7 +517,8 @@ def test_a_version_11_result_reads_with_no_cpu_wait() -> None:
 def test_a_version_12_result_reads_with_no_straggler_kind() -> None:
     """Written by torchscale at result schema 12 (commit c34b213; tiny-mlp, DDP on two CPU
     ranks, tests/fixtures/results_v12/v12.yaml): its verdict read as written, the kind of a
-    straggler and the plain words of why nobody is named (schema 13) null, never invented."""
+    straggler null (never invented), and why nobody is named in the rule's words read off the
+    verdict's own interval (it reaches 0), as a schema-13 verdict says it."""
     path = Path(__file__).parents[1] / "fixtures" / "results_v12" / "cpu_tiny_mlp_ddp_w2.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 12
@@ -528,7 +529,10 @@ def test_a_version_12_result_reads_with_no_straggler_kind() -> None:
     verdict = result.diagnosis.straggler
     assert verdict.summary == raw["diagnosis"]["straggler"]["summary"]
     assert verdict.host_bound == raw["diagnosis"]["straggler"]["host_bound"]
-    assert verdict.kind is None and verdict.kind_basis is None and verdict.not_named is None
+    assert verdict.kind is None and verdict.kind_basis is None
+    assert not verdict.named and verdict.gap_s is not None and verdict.gap_s.low is not None
+    assert verdict.gap_s.low <= 0 and raw["diagnosis"]["straggler"].get("not_named") is None
+    assert verdict.not_named == "could be noise: its interval reaches 0"
 
 
 def test_step_records_written_before_the_cpu_time_read_with_it_nan(tmp_path: Path) -> None:

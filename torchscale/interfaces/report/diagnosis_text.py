@@ -180,13 +180,13 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
             f"Straggler: none in the work (rank {verdict.candidate_rank} {gap}/step behind, "
             f"waited {held} longer for a CPU): check the host"
         )
-    why = verdict.not_named or _legacy_why(verdict)
+    why = verdict.not_named or "not named"
     return f"Straggler: none (rank {verdict.candidate_rank} {gap}/step: {why})"
 
 
 def _kind_text(verdict: StragglerVerdict) -> str:
     """'compute in backward', 'input', 'host (held off the CPU)', 'communication (its
-    collectives start late)'; a verdict of schema 12 or older has no kind: its phase."""
+    collectives start late)'; a verdict without a kind: its slow phase."""
     if verdict.kind is None:
         return f"slow in {verdict.phase}" if verdict.phase else "slow own work"
     if verdict.kind == "compute":
@@ -196,16 +196,6 @@ def _kind_text(verdict: StragglerVerdict) -> str:
     if verdict.kind == "communication":
         return "communication (its collectives start late)"
     return "input (waits for its data)"
-
-
-def _legacy_why(verdict: StragglerVerdict) -> str:
-    """Why a verdict of schema 12 or older did not name its candidate, from its own fields."""
-    if verdict.withdrawn_by:
-        return f"withdrawn: {verdict.withdrawn_by}"
-    gap = verdict.gap_s
-    if gap is None or gap.low is None or gap.low <= 0:
-        return "could be noise: its interval reaches 0"
-    return "below the minimum effect"
 
 
 def straggler_test_text(verdict: StragglerVerdict) -> str:

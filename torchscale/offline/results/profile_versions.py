@@ -18,6 +18,7 @@ from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.offline.analysis.diagnosis import marked_injected
+from torchscale.offline.results.upgrades.verdicts import with_not_named
 
 ANALYSIS_KIND = "torchscale.profile_analysis"
 
@@ -27,6 +28,7 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
     diagnosis where the analysis has none (an analysis older than the diagnosis), and a named
     straggler marked injected or not (analyses before the verdict said so) from the run's
     `injected_delays`."""
+    analysis = analysis.model_copy(update={"diagnosis": with_not_named(analysis.diagnosis)})
     diagnosis = analysis.diagnosis
     if result is None:
         return analysis

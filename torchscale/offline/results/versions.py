@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.versioned import read_json, version_problem
-from torchscale.offline.results.upgrades.stored_model import completed_from_model
+from torchscale.offline.results.upgrades.verdicts import with_not_named
 
 CELL_KIND = "torchscale.cell"
 _V1_IDENTITY = {
@@ -307,11 +307,26 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 
 
+def said_why_not_named(result: CellResult) -> CellResult:
+    """A verdict of version 12 or older that named nobody says why (`with_not_named`)."""
+    return result.model_copy(update={"diagnosis": with_not_named(result.diagnosis)})
+
+
+def completed_from_model(result: CellResult) -> CellResult:
+    """A step model stored without findings gets them, and its caveat (`upgrades.stored_model`,
+    imported here: it needs pandas, which a rank writing results through the store must not
+    load)."""
+    from torchscale.offline.results.upgrades import stored_model
+
+    return stored_model.completed_from_model(result)
+
+
 # what a result read from an old version gets once it is a valid current result, keyed by the
 # newest source version it applies to: derivations that need the typed result (the diagnosis'
 # findings), applied in order of the key, each to results read from that version or older
 COMPLETIONS: dict[int, Callable[[CellResult], CellResult]] = {
     9: completed_from_model,
+    12: said_why_not_named,
 }
 
 

@@ -13,12 +13,11 @@ the same findings in the same words as the terminal.
 - Every finding of a run carries its busy-machine caveat (`Diagnosis.caveat`), shown with it on
   every surface.
 
-Results older than schema 10 stored no findings with their step model (the upgrade says so in
-`unavailable["diagnosis.findings"]`). For those only, the older derivation is kept as a
-fallback (`older_result_findings`): from the step model where the result has one (schema 8-9:
-a straggler only when the significance test names it, a share only when it is measurable above
-noise), else from the point figures (schema 7 and older, used only where they can be shares of
-the step, in [0, 1]), with the older thresholds below.
+A step model stored without findings is read with those its parts give by the diagnosis' rule
+(`offline/results/upgrades/stored_model.py`). A result without a step model has only point
+figures: for those only, findings come from the point figures
+(`older_result_findings`, used only where a figure can be a share of the step, in [0, 1]),
+with the thresholds below.
 
 Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
@@ -26,8 +25,7 @@ from __future__ import annotations
 
 import re
 
-from torchscale.contracts.schema.cell_result import CellResult, Estimate, Finding, StepPart
-from torchscale.interfaces.report.estimates import value_format, with_interval
+from torchscale.contracts.schema.cell_result import CellResult, Finding
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.sections.context import (
     Context,
@@ -38,13 +36,10 @@ from torchscale.interfaces.report.sections.context import (
     ranks,
     records,
 )
-from torchscale.offline.analysis.diagnosis import busy_caveat
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
 
 GROUP = ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
-# the key the v9 -> v10 upgrade sets: the result stored no findings with its step model
-OLDER_FINDINGS = "diagnosis.findings"
 SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's (not in the diagnosis)
 # the older derivation's thresholds (results older than schema 10 only): below these shares of
 # the step a figure was noise or not worth a finding
@@ -53,34 +48,24 @@ EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
 DATA_WAIT_MIN = 0.10  # waiting for the next batch (input pipeline)
 
 
-def findings_stored(result: CellResult) -> bool:
-    """Whether the result holds its diagnosis' findings (schema 10, none found included);
-    older results stored none (`unavailable["diagnosis.findings"]`, or no diagnosis)."""
-    return result.diagnosis is not None and OLDER_FINDINGS not in result.unavailable
-
-
 def caveat_of(result: CellResult) -> str | None:
-    """The run's busy-machine caveat: its diagnosis' (schema 10); a result older than the
-    caveat gets the diagnosis' own sentence from its host telemetry (schema 8 and newer)."""
-    if result.diagnosis is not None and result.diagnosis.caveat:
-        return result.diagnosis.caveat
-    if findings_stored(result):
-        return None  # schema 10 decided: no caveat
-    return busy_caveat(result.telemetry)
+    """The run's busy-machine caveat: its diagnosis'."""
+    return result.diagnosis.caveat if result.diagnosis is not None else None
 
 
 def no_finding_text(ctx: Context) -> str:
     """What 'no finding' means for these runs: no diagnosis finding, no slowdown, no
-    throttling (and the older thresholds where older results are among them)."""
+    throttling (and the point figures' thresholds where runs without a diagnosis are among
+    them)."""
     text = (
         "no run's diagnosis found a cost of at least "
         f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step above noise, no per-rank compute "
         f"slowdown above {fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step and no throttled GPU"
     )
-    older = [r for r in (ctx.result(row) for row in records(ctx.ok)) if not findings_stored(r)]
-    if older:
+    without = [r for r in (ctx.result(row) for row in records(ctx.ok)) if r.diagnosis is None]
+    if without:
         text += (
-            f"; results older than schema 10 ({len(older)}): no straggler wait above "
+            f"; results older than schema 10 ({len(without)}): no straggler wait above "
             f"{fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication above "
             f"{fmt(EXPOSED_COMM_MIN, 'ratio_pct')} or data wait above "
             f"{fmt(DATA_WAIT_MIN, 'ratio_pct')} of the step"
@@ -206,68 +191,11 @@ PHASE_ADVICE = {
 }
 
 
-def part(result: CellResult, name: str) -> StepPart | None:
-    """A part of the result's step model (None without one)."""
-    if result.diagnosis is None:
-        return None
-    return next((p for p in result.diagnosis.parts if p.name == name), None)
-
-
-def measured_share(share: Estimate | None) -> float | None:
-    """A share's value when it is measurable above noise, else None."""
-    if share is None or not share.measurable:
-        return None
-    return finite(share.value)
-
-
-def _named_straggler_finding(result: CellResult, label: str, source: str) -> ReportFinding | None:
-    """The straggler the significance test named (schema 8), or None: a rank that the test
-    does not name is never called a straggler, whatever its point gap."""
-    verdict = result.diagnosis.straggler if result.diagnosis else None
-    if verdict is None or not verdict.named or verdict.rank is None:
-        return None
-    rank = verdict.rank
-    title = f"{label}: rank {rank} is the straggler"
-    if verdict.phase:
-        title += f", slow in {verdict.phase}"
-    evidence = [verdict.summary]
-    waiting = part(result, "wait_for_peers")
-    pct = value_format("ratio_pct")
-    if waiting is not None:
-        evidence.append(
-            f"the other ranks wait for it {with_interval(waiting.share, pct)} of each step"
-        )
-    if verdict.phase and verdict.phase_gap_s is not None:
-        evidence.append(
-            f"its {verdict.phase} phase: "
-            f"{with_interval(verdict.phase_gap_s, value_format('seconds'))} longer than the "
-            "other ranks' at the same step"
-        )
-    evidence.append(f"test: {verdict.test}")
-    note = _injected_note(result, rank)
-    if note is not None:
-        evidence.insert(0, note)
-        title += " (injected delay)"
-    share = measured_share(waiting.share) if waiting is not None else None
-    cost = share * 100 if share is not None else None
-    advice = PHASE_ADVICE.get(verdict.phase or "", PHASE_ADVICE["backward"])
-    return ReportFinding(
-        title=title,
-        cost_pct=cost,
-        source=source,
-        evidence=evidence,
-        recommendation=INJECTED_ADVICE if note else f"Check rank {rank}: {advice}.",
-        severity="info" if note else cost_severity(cost),
-    )
-
-
 def older_straggler_finding(result: CellResult, label: str, source: str) -> ReportFinding | None:
     """Results older than schema 10 only. The straggler: named by the significance test where
     the result has the step model (schema 8-9); in older results the one the phase timers
     found, when the others wait for it long enough (load imbalance >= STRAGGLER_MIN of the
     step, and a share it can have)."""
-    if result.diagnosis is not None:
-        return _named_straggler_finding(result, label, source)
     straggler, comm = result.straggler, result.communication
     imbalance = finite(comm.load_imbalance) if comm else None
     if straggler is None or imbalance is None or not STRAGGLER_MIN <= imbalance <= 1.0:
@@ -307,24 +235,6 @@ def older_straggler_finding(result: CellResult, label: str, source: str) -> Repo
     )
 
 
-def _exposed_transfer_finding(result: CellResult, label: str) -> ReportFinding | None:
-    """Exposed transfer from the step model, when measurable and at least EXPOSED_COMM_MIN."""
-    transfer = part(result, "exposed_transfer")
-    share = measured_share(transfer.share) if transfer is not None else None
-    if transfer is None or share is None or share < EXPOSED_COMM_MIN:
-        return None
-    pct, seconds = value_format("ratio_pct"), value_format("seconds")
-    evidence = [
-        f"exposed transfer {with_interval(transfer.share, pct)} of the mean step: "
-        f"{with_interval(transfer.seconds, seconds)} per step in which communication runs "
-        "and nothing hides it (the smallest grad-sync wait of any rank at that step)"
-    ]
-    waiting = part(result, "wait_for_peers")
-    if waiting is not None:
-        evidence.append(f"waiting for peers {with_interval(waiting.share, pct)} of the step")
-    return _exposed_comm(result, label, share, evidence)
-
-
 def _exposed_comm(
     result: CellResult, label: str, share: float, evidence: list[str]
 ) -> ReportFinding:
@@ -353,8 +263,6 @@ def _comm_advice(result: CellResult) -> str:
 def older_exposed_comm_finding(result: CellResult, label: str) -> ReportFinding | None:
     """Results older than schema 10 only. Exposed communication: the step model's exposed
     transfer (schema 8-9), or an older result's point figure when it is a share it can have."""
-    if result.diagnosis is not None:
-        return _exposed_transfer_finding(result, label)
     comm = result.communication
     share = finite(comm.comm_overhead) if comm else None
     if comm is None or share is None or not EXPOSED_COMM_MIN <= share <= 1.0:
@@ -375,23 +283,15 @@ def older_data_wait_finding(result: CellResult, label: str) -> ReportFinding | N
     """Results older than schema 10 only. The step waits for its batch: the DataLoader or the
     storage under it is the bottleneck (never for synthetic data, made on the device once)."""
     data = result.data
-    modelled = part(result, "data")
-    share = measured_share(modelled.share) if modelled else finite(data.share) if data else None
+    share = finite(data.share) if data else None
     if data is None or data.source == "synthetic" or share is None:
         return None
     if not DATA_WAIT_MIN <= share <= 1.0:
         return None
-    if modelled is not None:
-        pct, seconds = value_format("ratio_pct"), value_format("seconds")
-        evidence = [
-            f"{data.source} data: ranks wait {with_interval(modelled.seconds, seconds)} per step "
-            f"for their batch, {with_interval(modelled.share, pct)} of the mean step",
-        ]
-    else:
-        evidence = [
-            f"{data.source} data: the slowest rank waits {fmt(data.wait_s, 'seconds')} per "
-            f"step for its batch ({fmt(share, 'ratio_pct')} of the median step)",
-        ]
+    evidence = [
+        f"{data.source} data: the slowest rank waits {fmt(data.wait_s, 'seconds')} per "
+        f"step for its batch ({fmt(share, 'ratio_pct')} of the median step)",
+    ]
     if data.read_bytes_per_s is not None:
         evidence.append(f"read {data.read_bytes_per_s / 1e6:.1f} MB/s over the measured windows")
     workers = f"{data.num_workers} worker(s)" if data.num_workers is not None else "the workers"
@@ -563,7 +463,7 @@ def collect_findings(ctx: Context) -> list[ReportFinding]:
     for row in records(ctx.ok):
         result, label = ctx.result(row), ctx.label(row)
         found = [throttling_finding(result, label)]
-        if findings_stored(result):
+        if result.diagnosis is not None:
             found += cell_findings(result, label)
         else:
             found += older_result_findings(result, label)

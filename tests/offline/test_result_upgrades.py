@@ -1,0 +1,107 @@
+"""Every old version family loads into today's shape: the fields the report reads are there,
+filled from what the old result recorded (`offline/results/versions.py` and its `upgrades/`),
+or null with the reason in `unavailable`, so the report has one path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.offline.results.upgrades.verdicts import not_named_reason
+from torchscale.offline.results.versions import parse_cell_result
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def _read(relative: str) -> tuple[CellResult, int]:
+    raw = json.loads((FIXTURES / relative).read_text())
+    result, version, problem = parse_cell_result(raw)
+    assert problem is None and result is not None and version is not None
+    assert result.schema_version == RESULT_SCHEMA_VERSION
+    return result, version
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "results_v6/cpu_tiny_gpt2_tp2.json",
+        "results_v7/cpu_tiny_mlp_ddp_w2.json",
+    ],
+)
+def test_point_figures_read_with_no_diagnosis_and_the_reason(relative: str) -> None:
+    """Schema 7 and older kept point figures (no step model): no diagnosis, the reason in
+    `unavailable["diagnosis"]`, the point figures as they were measured."""
+    result, version = _read(relative)
+    assert version <= 7
+    raw = json.loads((FIXTURES / relative).read_text())
+    assert result.diagnosis is None and "schema 7 or older" in result.unavailable["diagnosis"]
+    assert result.communication is not None
+    assert result.communication.load_imbalance == raw["communication"]["load_imbalance"]
+
+
+def test_a_stored_step_model_reads_with_the_diagnosis_findings_and_caveat() -> None:
+    """Schema 8-9 stored its step model without findings: read, it is the diagnosis, decided
+    by the phase timers, with the findings the diagnosis' rule derives from its parts (each
+    costing its part's share) and no per-rank waits (the reason in `unavailable`)."""
+    result, version = _read("results_v8/cpu_tiny_mlp_ddp_w2.json")
+    assert version == 8
+    diagnosis = result.diagnosis
+    assert diagnosis is not None and diagnosis.source == "phase timers"
+    assert diagnosis.findings, "a 23.8 % exposed transfer is a finding"
+    parts = {"exposed_comm": "exposed_transfer", "load_imbalance": "wait_for_peers"}
+    for finding in diagnosis.findings:
+        part = diagnosis.part(parts[finding.category])
+        assert part is not None and part.share.value is not None
+        assert finding.cost_pct == pytest.approx(100 * part.share.value)
+        assert finding.cost_share == part.share
+    assert not diagnosis.rank_waits and diagnosis.whatif is None
+    assert "diagnosis.rank_waits" in result.unavailable
+    assert "diagnosis.findings" not in result.unavailable
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "results_v11/cpu_tiny_mlp_ddp_w2.json",
+        "results_v12/cpu_tiny_mlp_ddp_w2.json",
+    ],
+)
+def test_an_unnamed_verdict_says_why_in_the_rules_words(relative: str) -> None:
+    """Schema 12 and older: an unnamed, tested verdict stored no `not_named`; it reads with
+    the rule's words, off its own interval or the check that withdrew it."""
+    result, version = _read(relative)
+    raw = json.loads((FIXTURES / relative).read_text())
+    assert version <= 12 and raw["diagnosis"]["straggler"].get("not_named") is None
+    assert result.diagnosis is not None and result.diagnosis.straggler is not None
+    verdict = result.diagnosis.straggler
+    assert not verdict.named and verdict.gap_s is not None
+    assert verdict.not_named == not_named_reason(verdict)
+    assert verdict.not_named in (
+        "could be noise: its interval reaches 0",
+        "below the minimum effect",
+    ) or verdict.not_named.startswith("withdrawn: ")
+
+
+def test_a_withdrawn_verdict_names_the_check() -> None:
+    result, _ = _read("results_v12/cpu_tiny_mlp_ddp_w2.json")
+    assert result.diagnosis is not None and result.diagnosis.straggler is not None
+    verdict = result.diagnosis.straggler.model_copy(update={"withdrawn_by": "arrival order"})
+    assert not_named_reason(verdict) == "withdrawn: arrival order"
+
+
+def test_a_version_13_named_straggler_reads_marked_injected_or_not() -> None:
+    """Schema 13: a named straggler says whether --inject-delay made it, off the result's own
+    delays."""
+    cells = sorted((FIXTURES / "sweep8_v13" / "default_scaling" / "cells").glob("*.json"))
+    named = []
+    for path in cells:
+        result, version = _read(str(path.relative_to(FIXTURES)))
+        verdict = result.diagnosis.straggler if result.diagnosis is not None else None
+        if verdict is not None and verdict.named:
+            delayed = {d.rank for d in result.injected_delays}
+            assert verdict.injected == (verdict.rank in delayed)
+            named.append(version)
+    assert named and set(named) == {13}

@@ -1,0 +1,101 @@
+"""The report sees one schema: `offline/results/versions.py` and `profile_versions.py` read
+every old version into today's shape, so no module under torchscale/interfaces/ compares a
+schema version or branches on an old result.
+
+Two checks. No `schema_version` comparison anywhere under interfaces/ (Python's ast). And no
+words that name an old schema or an older result (`OLD_SCHEMA`) outside the modules listed in
+`STILL_BRANCHING`, each held to the count it has today: a module that gains such a line fails,
+one that loses them must lower its count (so the list only shrinks, to empty).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).parents[2] / "torchscale" / "interfaces"
+
+OLD_SCHEMA = re.compile(
+    r"older (?:result|analys)|older than (?:schema|the (?:step model|diagnosis|caveat))"
+    r"|before schema \d|schema \d+(?:-\d+)? or older|(?:results?|analys[ie]s) of schema \d"
+    r"|schema \d+(?:-\d+)?'s|\bolder_|_older|_legacy|\(schema \d+[);]|schema \d+:",
+    re.IGNORECASE,
+)
+
+# modules that still read results of schema 7 and older (point figures, no diagnosis) on a
+# path of their own, with the number of lines that say so; the upgrade at load does not build
+# a diagnosis from point figures yet
+STILL_BRANCHING = {
+    "console/sweep_tables.py": 1,
+    "report/estimates.py": 5,
+    "report/sections/appendix.py": 11,
+    "report/sections/bottlenecks.py": 2,
+    "report/sections/context.py": 2,
+    "report/sections/efficiency.py": 25,
+    "report/sections/findings.py": 23,
+    "report/sections/latency.py": 5,
+    "report/sections/memory.py": 1,
+    "report/sections/strategies.py": 6,
+    "report/sections/words.py": 1,
+}
+
+
+def _sources() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".j2"))
+
+
+def _names_schema_version(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "schema_version") or (
+        isinstance(node, ast.Name) and node.id == "schema_version"
+    )
+
+
+def test_no_module_under_interfaces_compares_a_schema_version() -> None:
+    found = []
+    for path in _sources():
+        if path.suffix != ".py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and any(
+                _names_schema_version(n) for n in [node.left, *node.comparators]
+            ):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"compares a schema version (versions.py upgrades instead): {found}"
+
+
+def _counts() -> dict[str, int]:
+    counts = {}
+    for path in _sources():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        hits = sum(1 for line in lines if OLD_SCHEMA.search(line))
+        if hits:
+            counts[path.relative_to(PACKAGE).as_posix()] = hits
+    return counts
+
+
+def test_no_module_under_interfaces_branches_on_an_old_schema() -> None:
+    counts = _counts()
+    new = {name: n for name, n in counts.items() if name not in STILL_BRANCHING}
+    assert not new, f"an old schema named outside versions.py's upgrades: {new}"
+    grown = {
+        name: (n, STILL_BRANCHING[name]) for name, n in counts.items() if n > STILL_BRANCHING[name]
+    }
+    assert not grown, f"more old-schema lines than allowed (found, allowed): {grown}"
+    shrunk = {name: counts.get(name, 0) for name, n in STILL_BRANCHING.items()}
+    stale = {name: n for name, n in shrunk.items() if n < STILL_BRANCHING[name]}
+    assert not stale, f"fewer old-schema lines now: lower STILL_BRANCHING to {stale}"
+
+
+def test_the_old_schema_words_are_found_where_they_are() -> None:
+    """The pattern finds what it is for: a branch of the kind the upgrades replaced."""
+    for line in (
+        "# ------------------------------------------------- older results (before schema 10) only",
+        'return "no_sync window (older result)"',
+        "def _older_row(ctx, row):",
+        "why = verdict.not_named or _legacy_why(verdict)",
+        '"Results of schema 8-9: their step model read as the diagnosis"',
+    ):
+        assert OLD_SCHEMA.search(line), line
+    assert not OLD_SCHEMA.search('"the run\'s diagnosis, decided by the phase timers"')

@@ -1,0 +1,32 @@
+"""Why a straggler verdict that did not name its candidate did not, for verdicts stored
+before they said so in words (`StragglerVerdict.not_named`), read off the verdict's own
+fields: a check that withdrew the name, an interval that reaches 0, or a gap below the
+minimum effect."""
+
+from __future__ import annotations
+
+from torchscale.contracts.schema.cell_result import Diagnosis, StragglerVerdict
+
+
+def not_named_reason(verdict: StragglerVerdict) -> str:
+    """The words of the rule that left the candidate unnamed."""
+    if verdict.withdrawn_by:
+        return f"withdrawn: {verdict.withdrawn_by}"
+    gap = verdict.gap_s
+    if gap is None or gap.low is None or gap.low <= 0:
+        return "could be noise: its interval reaches 0"
+    return "below the minimum effect"
+
+
+def with_not_named(diagnosis: Diagnosis | None) -> Diagnosis | None:
+    """`diagnosis` whose unnamed, tested verdict says why in `not_named` (as is otherwise: a
+    named verdict, one without a tested candidate, or one the host's wait withdrew)."""
+    verdict = diagnosis.straggler if diagnosis is not None else None
+    if diagnosis is None or verdict is None or verdict.not_named is not None:
+        return diagnosis
+    if verdict.named or verdict.host_bound or verdict.candidate_rank is None:
+        return diagnosis
+    if verdict.gap_s is None:
+        return diagnosis
+    named = verdict.model_copy(update={"not_named": not_named_reason(verdict)})
+    return diagnosis.model_copy(update={"straggler": named})
