@@ -25,6 +25,7 @@ from torchscale.interfaces.report.sections import (
     collectives,
     efficiency,
     failures,
+    forecasts,
     glossary,
     latency,
     memory,
@@ -152,6 +153,7 @@ SectionBuilder = Callable[[Context], Section | None]
 SECTIONS: tuple[SectionBuilder, ...] = (
     summary.build,
     scaling.build,
+    forecasts.build,
     latency.build,
     efficiency.build,
     strategies.build,

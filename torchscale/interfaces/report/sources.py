@@ -28,6 +28,7 @@ from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.interfaces.report.model import Skipped
 from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
 from torchscale.offline.results.experiment import Experiment, load, read_cells
+from torchscale.offline.results.forecast_store import StoredForecasts, read_forecasts
 from torchscale.offline.results.profile_versions import read_analysis
 from torchscale.offline.results.versions import read_cell_result
 from torchscale.orchestration.memory.max_batch_result import MaxBatchResult, read_max_batch
@@ -73,6 +74,7 @@ class ExperimentSource:
     comm: list[CommResult] = field(default_factory=list)
     max_batch: list[MaxBatchResult] = field(default_factory=list)
     acceptance: list[ValidateReport] = field(default_factory=list)  # validate perf/burn
+    forecasts: StoredForecasts = field(default_factory=StoredForecasts)  # predict, its scores
 
 
 @dataclass
@@ -256,8 +258,11 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         if experiment is not None
         else []
     )
+    forecasts = read_forecasts(root) if experiment is not None else StoredForecasts()
+    for path, reason in forecasts.skipped:
+        _skip(skipped, path, reason)
     return ExperimentSource(
-        name, root, experiment, profiles, unanalysed, comm, max_batch, acceptance
+        name, root, experiment, profiles, unanalysed, comm, max_batch, acceptance, forecasts
     )
 
 

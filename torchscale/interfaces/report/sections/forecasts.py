@@ -1,0 +1,340 @@
+"""Forecasts: what `torchscale predict` said of cells not yet measured, how each scored against
+the run that later measured it, and the track record of them all.
+
+The track record is `prediction.score.track_record` (the same count, median absolute error and
+intervals held that the benchmark's line and benchmarks/prediction_accuracy.py use). Each
+forecast is drawn dashed in the colour of the measured curve of its model, batch, precision and
+strategy, its interval as the measured points' are (an interval bar at each world size).
+No forecast in the sources: no section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
+from torchscale.interfaces.report.charts.axes import spans_decades
+from torchscale.interfaces.report.model import (
+    Block,
+    Chart,
+    Column,
+    KeyFigure,
+    KeyFigures,
+    Section,
+    Series,
+    Table,
+    Text,
+)
+from torchscale.interfaces.report.sections.context import Context, records, slug
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.prediction.score import track_record
+
+TITLE = "Forecasts"
+KEY_COLUMNS = ("model", "model_label", "batch_size", "precision", "strategy", "nodes", "device")
+CHART_NOTE = (
+    "solid: measured, with the 95 % interval of the median over the repeats; dashed, in the "
+    "colour of its measured curve: the forecast (`torchscale predict`), with its interval"
+)
+TABLE_NOTE = (
+    "error: (forecast - measured) / measured, of the mean step (+: the forecast was too slow); "
+    "held: the measured step lies inside the forecast's interval; dominant: the largest term "
+    "of the forecast step (docs/prediction.md)"
+)
+
+
+@dataclass(frozen=True)
+class _Made:
+    """One forecast with the experiment it was made in and its scores (none yet: not measured)."""
+
+    experiment: str
+    forecast: Forecast
+    scores: tuple[ForecastScore, ...]
+
+
+def _made(ctx: Context) -> list[_Made]:
+    made = []
+    for source in ctx.sources.experiments:
+        stored = source.forecasts
+        for forecast in stored.forecasts:
+            made.append(_Made(source.name, forecast, tuple(stored.scores_of(forecast.id))))
+    return made
+
+
+def _key_row(experiment: str, key: ForecastKey) -> dict[str, Any]:
+    """A forecast's key as a cells-table row, for the context's labels."""
+    return {**key.model_dump(), "model_label": key.label, "experiment": experiment}
+
+
+def _table(ctx: Context, made: Sequence[_Made]) -> Table:
+    rows = []
+    order = sorted(
+        made,
+        key=lambda m: (
+            m.experiment,
+            m.forecast.key.label,
+            m.forecast.key.batch_size,
+            m.forecast.key.strategy,
+            m.forecast.key.world_size,
+            m.forecast.created_at,
+        ),
+    )
+    for entry in order:
+        forecast = entry.forecast
+        base = {
+            "cell": ctx.label(_key_row(entry.experiment, forecast.key)),
+            "made": forecast.created_at[:10],
+            "step": forecast.step_s.value,
+            "low": forecast.step_s.low,
+            "high": forecast.step_s.high,
+            "dominant": forecast.dominant.replace("_", " "),
+        }
+        if not entry.scores:
+            rows.append({**base, "held": "not measured yet"})
+        for score in entry.scores:
+            rows.append(
+                {
+                    **base,
+                    "measured": score.measured_step_s,
+                    "error": score.error,
+                    "held": "inside" if score.inside else "outside",
+                    **({} if score.inside else {"_severity": "warn"}),
+                }
+            )
+    columns = [
+        Column(key="cell", label="Cell", align="left"),
+        Column(key="made", label="Made", align="left"),
+        Column(key="step", label="Forecast step", format="seconds"),
+        Column(key="low", label="Interval low", format="seconds"),
+        Column(key="high", label="Interval high", format="seconds"),
+        Column(key="measured", label="Measured step", format="seconds"),
+        Column(key="error", label="Error", format="change_pct"),
+        Column(key="held", label="Held", align="left"),
+        Column(key="dominant", label="Dominant", align="left"),
+    ]
+    return Table(
+        id="forecasts-scored",
+        title="Forecasts and what was measured",
+        columns=columns,
+        rows=rows,
+        note=TABLE_NOTE,
+    )
+
+
+def _latest(made: Sequence[_Made]) -> dict[tuple[str, ForecastKey], Forecast]:
+    """The newest forecast of each cell (the one a later predict made with more measured)."""
+    latest: dict[tuple[str, ForecastKey], Forecast] = {}
+    for entry in sorted(made, key=lambda m: m.forecast.created_at):
+        latest[(entry.experiment, entry.forecast.key)] = entry.forecast
+    return latest
+
+
+def _group(key: ForecastKey) -> tuple[Any, ...]:
+    return tuple(
+        getattr(key, column) if column != "model_label" else key.label for column in KEY_COLUMNS
+    )
+
+
+def _measured(ctx: Context, experiment: str, group: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """The ok cells of one forecast group (model, batch, precision, strategy, nodes, device)
+    in `experiment`, one per world size, smallest first."""
+    ok = ctx.ok
+    if ok.empty:
+        return []
+    mask = ok["experiment"] == experiment
+    for column, value in zip(KEY_COLUMNS, group, strict=True):
+        mask &= ok[column].astype(str) == str(value)
+    picked = ok[mask].sort_values("world_size").drop_duplicates("world_size")
+    return records(picked)
+
+
+def _values(rows: Sequence[dict[str, Any]], column: str) -> list[float | None]:
+    return [finite(row.get(column)) for row in rows]
+
+
+@dataclass(frozen=True)
+class _Curve:
+    """One group's measured cells and its latest forecasts, by world size."""
+
+    experiment: str
+    key: ForecastKey  # any forecast of the group (its world size is not read)
+    measured: list[dict[str, Any]]
+    forecasts: list[Forecast]
+
+
+def _curves(ctx: Context, made: Sequence[_Made]) -> list[_Curve]:
+    groups: dict[tuple[str, tuple[Any, ...]], list[Forecast]] = {}
+    for (experiment, key), forecast in _latest(made).items():
+        groups.setdefault((experiment, _group(key)), []).append(forecast)
+    curves = []
+    for (experiment, group), forecasts in sorted(groups.items(), key=lambda item: str(item[0])):
+        forecasts.sort(key=lambda f: f.key.world_size)
+        measured = _measured(ctx, experiment, group)
+        curves.append(_Curve(experiment, forecasts[0].key, measured, forecasts))
+    return curves
+
+
+def _estimate_lists(
+    forecasts: Sequence[Forecast], field: str
+) -> tuple[list[float | None], list[float | None], list[float | None]]:
+    values, lows, highs = [], [], []
+    for forecast in forecasts:
+        estimate = getattr(forecast, field)
+        values.append(None if estimate is None else estimate.value)
+        lows.append(None if estimate is None else estimate.low)
+        highs.append(None if estimate is None else estimate.high)
+    return values, lows, highs
+
+
+def _pair(
+    ctx: Context, curve: _Curve, field: str, column: str, model_in_name: bool
+) -> list[Series]:
+    """The measured series of a group (when any cell was measured) and its forecast, dashed."""
+    row = _key_row(curve.experiment, curve.key)
+    name = ctx.group_name(row)
+    if model_in_name:
+        name = f"{curve.key.label} {name}"
+    model = curve.key.label
+    series = []
+    if curve.measured:
+        series.append(
+            Series(
+                name=name,
+                x=[int(r["world_size"]) for r in curve.measured],
+                y=_values(curve.measured, column),
+                low=_values(curve.measured, f"{column}_low"),
+                high=_values(curve.measured, f"{column}_high"),
+                model=model,
+            )
+        )
+    values, lows, highs = _estimate_lists(curve.forecasts, field)
+    series.append(
+        Series(
+            name=f"forecast ({name})",
+            x=[f.key.world_size for f in curve.forecasts],
+            y=values,
+            low=lows,
+            high=highs,
+            style="dashed",
+            reference_for=name if curve.measured else None,
+            model=model,
+        )
+    )
+    return series
+
+
+def _throughput_charts(ctx: Context, curves: Sequence[_Curve]) -> list[Chart]:
+    by_model: dict[str, list[_Curve]] = {}
+    for curve in curves:
+        by_model.setdefault(curve.key.label, []).append(curve)
+    charts = []
+    for model in sorted(by_model):
+        series = [
+            s
+            for curve in by_model[model]
+            for s in _pair(ctx, curve, "samples_per_s", "samples_per_s", False)
+        ]
+        log = spans_decades(series)
+        charts.append(
+            Chart(
+                id=f"forecasts-throughput-{slug(model)}",
+                title=f"{model}: throughput vs {ctx.units.world}, measured and forecast",
+                kind="line",
+                x_label=ctx.units.world,
+                y_label="samples/s (log scale)" if log else "samples/s",
+                x_format="int",
+                y_format="rate",
+                x_log2=True,
+                y_log=log,
+                series=series,
+                note=ctx.units.say(CHART_NOTE),
+            )
+        )
+    return charts
+
+
+def _efficiency_chart(ctx: Context, curves: Sequence[_Curve]) -> Chart | None:
+    with_efficiency = [
+        c for c in curves if any(f.scaling_efficiency is not None for f in c.forecasts)
+    ]
+    if not with_efficiency:
+        return None
+    series = [
+        s
+        for curve in with_efficiency
+        for s in _pair(ctx, curve, "scaling_efficiency", "scaling_efficiency", True)
+    ]
+    return Chart(
+        id="forecasts-efficiency",
+        title="Scaling efficiency, measured and forecast",
+        kind="line",
+        x_label=ctx.units.world,
+        y_label="efficiency",
+        x_format="int",
+        y_format="ratio_pct",
+        x_log2=True,
+        series=series,
+        note=ctx.units.say(
+            "efficiency against the smallest measured GPU count of each group; " + CHART_NOTE
+        ),
+    )
+
+
+def _figures(made: Sequence[_Made]) -> tuple[Text, KeyFigures]:
+    scores = [score for entry in made for score in entry.scores]
+    record = track_record(scores)
+    waiting = sum(1 for entry in made if not entry.scores)
+    sentence = record.sentence()
+    if waiting:
+        cells = "forecast" if waiting == 1 else "forecasts"
+        sentence += (
+            f" ({waiting} {cells} not measured yet: a later `torchscale benchmark` of "
+            "the cell into this folder scores it)"
+        )
+    figures = KeyFigures(
+        role="more",
+        figures=[
+            KeyFigure(label="Forecasts made", value=len(made), format="int"),
+            KeyFigure(label="Forecasts scored", value=record.count, format="int"),
+            KeyFigure(
+                label="Median absolute error",
+                value=record.median_abs_error,
+                format="ratio_pct",
+                note=None if record.count else "no forecast measured yet",
+            ),
+            KeyFigure(
+                label="Inside their intervals",
+                value=record.coverage,
+                format="ratio_pct",
+                note=f"{record.inside} of {record.count}" if record.count else None,
+            ),
+        ],
+    )
+    return Text(text=sentence), figures
+
+
+def _assumptions(made: Sequence[_Made]) -> Text | None:
+    said = list(dict.fromkeys(a for entry in made for a in entry.forecast.assumptions))
+    if not said:
+        return None
+    return Text(text="Assumed by the forecasts: " + "; ".join(said), severity="warn")
+
+
+def build(ctx: Context) -> Section | None:
+    """The track record, the forecasts beside what was measured; None without forecasts."""
+    made = _made(ctx)
+    if not made:
+        return None
+    sentence, figures = _figures(made)
+    blocks: list[Block] = [sentence, figures]
+    assumed = _assumptions(made)
+    if assumed is not None:
+        blocks.append(assumed)
+    blocks.append(_table(ctx, made))
+    curves = _curves(ctx, made)
+    blocks.extend(_throughput_charts(ctx, curves))
+    efficiency = _efficiency_chart(ctx, curves)
+    if efficiency is not None:
+        blocks.append(efficiency)
+    return Section(id="forecasts", title=TITLE, blocks=blocks)
