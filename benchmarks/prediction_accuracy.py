@@ -1,0 +1,314 @@
+"""How far can `torchscale predict` be trusted here? Forecast, then measure, and score.
+
+Into one experiment folder, in this order (each a real torchscale command):
+  1. `benchmark` at 1 rank, and `comm` (all_reduce at 2 ranks: from one rank alone nothing
+     measured a collective, and predict forecasts nothing it cannot assume honestly);
+  2. `predict --gpus 2,3,4`                 (round "1": from the 1-rank cells and the comm run);
+  3. `benchmark` at 2 ranks                 (scores round 1's forecasts of 2 ranks);
+  4. `predict --gpus 3,4`                   (round "1,2": the 2-rank cells measured too);
+  5. `benchmark` at 3 and 4 ranks           (scores both rounds' forecasts of 3 and 4 ranks).
+The benchmark scores each forecast as it measures its cell (forecasts/scores/, the definitions of
+torchscale/offline/analysis/prediction/score.py); this script reads the scores back and prints
+the error of each, and per target world size the median absolute error and the share of
+intervals that held. The headline forecasts are the latest made before each measurement: 2
+ranks from round "1", 3 and 4 ranks from round "1,2" (the sweeps at 1 and 2 ranks); round "1"'s
+forecasts of 3 and 4 ranks are shown apart.
+
+Models: tiny-mlp and tiny-gpt2 (real work: at 3 and 4 ranks on 2 cores their ranks share cores)
+and benchmarks/sleep_model.py (compute is a sleep, so its ranks do not contend for cores: its
+error is the model's, not this machine's contention). Targets on a quiet machine: median absolute
+error <= 10 % at 2 ranks and <= 15 % at 4 ranks, >= 80 % of intervals holding. With the 1-minute
+load above the core count before or after the run the figures are printed with "beside other
+work: noise, no verdict" instead of a verdict.
+
+    python benchmarks/prediction_accuracy.py [--quick] [--out DIR] [--json FILE]
+
+--quick (a smoke test, ~2 minutes): the sleep model only, measured at 1 rank, forecast and
+measured at 2 (no round "1,2").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from child_runs import Stopped, run_child, stop
+
+from torchscale.offline.results.forecast_store import read_forecasts
+
+REPO = Path(__file__).resolve().parent.parent
+EXPERIMENT = "prediction_accuracy"
+TARGETS = {2: 0.10, 4: 0.15}  # world size -> median absolute error on a quiet machine
+COVERAGE_TARGET = 0.80
+TIMEOUT_S = 900.0
+SLEEP_MODEL = {"name": "benchmarks.sleep_model:build", "label": "sleep", "options": {}}
+MODELS: list[dict[str, Any]] = [
+    {"name": "tiny-mlp"},
+    {"name": "tiny-gpt2"},
+    SLEEP_MODEL,
+]
+REAL_WORK = ("tiny-mlp", "tiny-gpt2")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One forecast scored by the cell that measured it."""
+
+    model: str
+    world_size: int
+    round: str  # the world sizes measured when it was made: "1" or "1,2"
+    headline: bool  # the latest forecast of its cell made before the cell was measured
+    step_s: float
+    low_s: float | None
+    high_s: float | None
+    measured_s: float
+    error: float
+    inside: bool
+
+
+def child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "MASTER_", "PET_"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def uptime() -> str:
+    done = subprocess.run(["uptime"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or f"load average {os.getloadavg()}"
+
+
+def config(models: Sequence[dict[str, Any]], world_sizes: Sequence[int], quick: bool) -> str:
+    return json.dumps(
+        {
+            "experiment_name": EXPERIMENT,
+            "device": "cpu",
+            "models": list(models),
+            "batch_sizes": [8],
+            "gpu_counts": list(world_sizes),
+            "measurement": {"warmup_steps": 3, "steps": 12 if quick else 20, "repeats": 3},
+            "launcher": {"env": {"PYTHONPATH": str(REPO)}, "cell_timeout_s": 600},
+        }
+    )
+
+
+def torchscale(argv: Sequence[str], env: dict[str, str]) -> str:
+    code, output = run_child([sys.executable, "-m", "torchscale", *argv], env, TIMEOUT_S)
+    if code != 0:
+        tail = "\n".join(output.splitlines()[-25:])
+        raise SystemExit(f"torchscale {' '.join(argv)} exited {code}:\n{tail}")
+    return output
+
+
+def measure(
+    out: Path,
+    models: Sequence[dict[str, Any]],
+    sizes: Sequence[int],
+    quick: bool,
+    env: dict[str, str],
+) -> str:
+    path = out / f"config_w{'_'.join(map(str, sizes))}.yaml"
+    path.write_text(config(models, sizes, quick), encoding="utf-8")
+    return torchscale(["benchmark", "-c", str(path), "-o", str(out)], env)
+
+
+def forecast_ids(root: Path) -> set[str]:
+    return {f.id for f in read_forecasts(root).forecasts}
+
+
+def predict(root: Path, sizes: Sequence[int], env: dict[str, str]) -> set[str]:
+    """The ids of the forecasts this predict made."""
+    before = forecast_ids(root)
+    torchscale(["predict", "-s", str(root), "--gpus", ",".join(map(str, sizes))], env)
+    return forecast_ids(root) - before
+
+
+def rows(root: Path, rounds: dict[str, set[str]]) -> list[Row]:
+    stored = read_forecasts(root)
+    by_id = {f.id: f for f in stored.forecasts}
+    latest: dict[Any, str] = {}  # the key -> the last forecast made (the headline one)
+    for forecast in sorted(stored.forecasts, key=lambda f: f.created_at):
+        latest[forecast.key] = forecast.id
+    made = {fid: name for name, ids in rounds.items() for fid in ids}
+    out = []
+    for score in stored.scores:
+        forecast = by_id[score.forecast_id]
+        out.append(
+            Row(
+                model=forecast.key.label,
+                world_size=forecast.key.world_size,
+                round=made.get(forecast.id, "?"),
+                headline=latest[forecast.key] == forecast.id,
+                step_s=score.forecast_step_s,
+                low_s=forecast.step_s.low,
+                high_s=forecast.step_s.high,
+                measured_s=score.measured_step_s,
+                error=score.error,
+                inside=score.inside,
+            )
+        )
+    return sorted(out, key=lambda r: (r.world_size, r.round, r.model))
+
+
+def ms(value: float | None) -> str:
+    return "?" if value is None else f"{value * 1e3:.1f}"
+
+
+def summary(chosen: Sequence[Row]) -> tuple[float | None, float | None]:
+    """(median absolute error, coverage) of `chosen`; None of nothing."""
+    if not chosen:
+        return None, None
+    return (
+        statistics.median(abs(r.error) for r in chosen),
+        sum(r.inside for r in chosen) / len(chosen),
+    )
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f} %"
+
+
+def report(found: Sequence[Row], load_before: str, load_after: str, busy: bool) -> list[str]:
+    lines = [
+        f"{'model':<10} {'ranks':>5} {'from':>5}  {'forecast ms [interval]':<26} "
+        f"{'measured':>8} {'error':>8}  held",
+    ]
+    for r in found:
+        interval = f"{ms(r.step_s)} [{ms(r.low_s)}, {ms(r.high_s)}]"
+        mark = "" if r.headline else "  (superseded)"
+        lines.append(
+            f"{r.model:<10} {r.world_size:>5} {r.round:>5}  {interval:<26} {ms(r.measured_s):>8} "
+            f"{r.error * 100:>+7.1f}%  {'inside' if r.inside else 'outside'}{mark}"
+        )
+    headline = [r for r in found if r.headline]
+    lines.append("")
+    lines.append("headline forecasts (the latest before each measurement), by ranks forecast:")
+    verdicts = []
+    for size in sorted({r.world_size for r in headline}):
+        at = [r for r in headline if r.world_size == size]
+        real = [r for r in at if r.model in REAL_WORK]
+        sleep = [r for r in at if r.model not in REAL_WORK]
+        median, coverage = summary(at)
+        lines.append(
+            f"  {size} ranks: {len(at)} forecasts, median |error| {pct(median)} "
+            f"(real work {pct(summary(real)[0])}, sleep {pct(summary(sleep)[0])}), "
+            f"intervals held {pct(coverage)}"
+        )
+        if size in TARGETS and median is not None:
+            met = median <= TARGETS[size]
+            verdicts.append(
+                f"median <= {TARGETS[size]:.0%} at {size} ranks: {'met' if met else 'missed'}"
+            )
+    median, coverage = summary(headline)
+    lines.append(
+        f"  all: {len(headline)} forecasts, median |error| {pct(median)}, "
+        f"intervals held {pct(coverage)}"
+    )
+    if coverage is not None:
+        held = "met" if coverage >= COVERAGE_TARGET else "missed"
+        verdicts.append(f"coverage >= {COVERAGE_TARGET:.0%}: {held}")
+    superseded = [r for r in found if not r.headline]
+    if superseded:
+        median, coverage = summary(superseded)
+        lines.append(
+            f"  superseded (round '1' forecasts of cells a later round forecast again): "
+            f"{len(superseded)}, median |error| {pct(median)}, intervals held {pct(coverage)}"
+        )
+    lines.append("")
+    lines.append(f"load before: {load_before}")
+    lines.append(f"load after:  {load_after}")
+    if busy:
+        lines.append(
+            f"beside other work: noise, no verdict (1-min load above {os.cpu_count()} cores)"
+        )
+    else:
+        lines.append("verdict on a quiet machine: " + "; ".join(verdicts))
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sleep model, 1 -> 2 ranks only")
+    parser.add_argument("--out", type=Path, help="results folder (kept); default: a temporary one")
+    parser.add_argument("--json", type=Path, help="also write the rows and loads to this file")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    out = args.out or Path(tempfile.mkdtemp(prefix="prediction_accuracy_"))
+    root = out / EXPERIMENT
+    if root.exists():
+        raise SystemExit(
+            f"{root} exists: pick another --out (scores from an earlier run would mix in)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    env = child_env()
+    models = [SLEEP_MODEL] if args.quick else MODELS
+    load_before, first_load = uptime(), os.getloadavg()[0]
+    rounds: dict[str, set[str]] = {}
+    try:
+        print(f"measuring 1 rank, and all_reduce at 2 ranks, into {root}", flush=True)
+        measure(out, models, [1], args.quick, env)
+        torchscale(
+            [
+                "comm",
+                "--device",
+                "cpu",
+                "--gpus",
+                "2",
+                "--max-bytes",
+                "16M",
+                "-o",
+                str(out),
+                "--name",
+                EXPERIMENT,
+            ],
+            env,
+        )
+        rounds["1"] = predict(root, [2] if args.quick else [2, 3, 4], env)
+        print(f"round '1': {len(rounds['1'])} forecasts; measuring 2 ranks", flush=True)
+        measure(out, models, [2], args.quick, env)
+        if not args.quick:
+            rounds["1,2"] = predict(root, [3, 4], env)
+            print(
+                f"round '1,2': {len(rounds['1,2'])} forecasts; measuring 3 and 4 ranks", flush=True
+            )
+            measure(out, models, [3, 4], args.quick, env)
+    except (KeyboardInterrupt, Stopped):
+        raise SystemExit(f"stopped; what was measured is in {root}") from None
+    load_after, last_load = uptime(), os.getloadavg()[0]
+    found = rows(root, rounds)
+    busy = max(first_load, last_load) > (os.cpu_count() or 1)
+    print("\n".join(report(found, load_before, load_after, busy)))
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "rows": [asdict(r) for r in found],
+                    "load_before": load_before,
+                    "load_after": load_after,
+                    "cores": os.cpu_count(),
+                    "busy": busy,
+                },
+                indent=2,
+            ),
+            encoding="utf-8",
+        )
+    if args.out is None:
+        shutil.rmtree(out, ignore_errors=True)
+    else:
+        print(f"results: {root}")
+
+
+if __name__ == "__main__":
+    main()
