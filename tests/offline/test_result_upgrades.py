@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.schema.cell_result import PART_NAMES, RESULT_SCHEMA_VERSION, CellResult
+from torchscale.offline.results.upgrades.point_figures import (
+    NO_INTERVAL,
+    NOT_SPLIT,
+    OUTSIDE,
+    STRAGGLER_MIN,
+    TEST,
+    diagnosis_from_point_figures,
+)
 from torchscale.offline.results.upgrades.verdicts import not_named_reason
 from torchscale.offline.results.versions import parse_cell_result
 
@@ -105,3 +113,86 @@ def test_a_version_13_named_straggler_reads_marked_injected_or_not() -> None:
             assert verdict.injected == (verdict.rank in delayed)
             named.append(version)
     assert named and set(named) == {13}
+
+
+def test_point_figures_read_as_a_step_split_without_intervals() -> None:
+    """Schema 7's point figures as today's step split: exposed transfer and waiting for peers
+    are the stored shares with no interval, compute the rest of the step, data and rest not
+    measurable with why; the five shares' known values add up to the step."""
+    result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    comm = result.communication
+    assert comm is not None and comm.comm_overhead is not None and comm.load_imbalance is not None
+    diagnosis = diagnosis_from_point_figures(result)
+    assert diagnosis is not None and diagnosis.source == "phase timers"
+    shares = {p.name: p.share for p in diagnosis.parts}
+    assert [p.name for p in diagnosis.parts] == list(PART_NAMES)
+    assert shares["exposed_transfer"].value == comm.comm_overhead
+    assert shares["wait_for_peers"].value == comm.load_imbalance
+    for name in ("exposed_transfer", "wait_for_peers", "compute"):
+        share = shares[name]
+        assert share.measurable and share.low is None and share.high is None
+        assert share.reason == NO_INTERVAL
+    for name in ("data", "rest"):
+        assert shares[name].value is None and not shares[name].measurable
+        assert shares[name].reason == NOT_SPLIT
+    total = sum(s.value for s in shares.values() if s.value is not None)
+    assert total == pytest.approx(1.0)
+    assert diagnosis.step_s.value == comm.step_time_s and diagnosis.step_s.low is None
+
+
+@pytest.mark.parametrize(("stored", "shown"), [(1.3, None), (-0.2, None), (0.25, 0.25)])
+def test_a_point_share_outside_its_domain_is_not_measurable(
+    stored: float, shown: float | None
+) -> None:
+    """A point share outside [0, 1] is noise no interval can tell apart: no value, the reason
+    said; compute is then unknown too."""
+    result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    assert result.communication is not None
+    comm = result.communication.model_copy(update={"comm_overhead": stored})
+    diagnosis = diagnosis_from_point_figures(result.model_copy(update={"communication": comm}))
+    assert diagnosis is not None
+    exposed, compute = diagnosis.part("exposed_transfer"), diagnosis.part("compute")
+    assert exposed is not None and compute is not None
+    assert exposed.share.value == shown
+    if shown is None:
+        assert exposed.share.reason == OUTSIDE and not exposed.share.measurable
+        assert compute.share.value is None and compute.share.reason == OUTSIDE
+
+
+@pytest.mark.parametrize(
+    ("imbalance", "injected", "named"),
+    [
+        (0.003, False, False),
+        (0.003, True, True),
+        (STRAGGLER_MIN, False, True),
+        (1.5, False, False),
+    ],
+)
+def test_the_slowest_rank_is_named_only_where_the_others_wait_for_it(
+    imbalance: float, injected: bool, named: bool
+) -> None:
+    """No significance test: the slowest rank by compute is named where the run delayed it
+    on purpose or the others wait for it at least STRAGGLER_MIN of the step (a share it can
+    have); the verdict says there was no test, and why nobody is named."""
+    result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    assert result.communication is not None and result.straggler is not None
+    comm = result.communication.model_copy(update={"load_imbalance": imbalance})
+    straggler = result.straggler.model_copy(update={"injected": injected})
+    changed = result.model_copy(update={"communication": comm, "straggler": straggler})
+    diagnosis = diagnosis_from_point_figures(changed)
+    assert diagnosis is not None and diagnosis.straggler is not None
+    verdict = diagnosis.straggler
+    assert verdict.named is named and verdict.candidate_rank == straggler.rank
+    assert verdict.p_value is None and verdict.test == TEST
+    assert verdict.rank == (straggler.rank if named else None)
+    assert (verdict.not_named is None) is named
+
+
+def test_no_step_split_where_there_is_nothing_to_split() -> None:
+    """One rank, or a cell whose no_sync window gave neither share (tensor parallel): no
+    diagnosis from point figures."""
+    result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    one = result.model_copy(update={"cell": result.cell.model_copy(update={"world_size": 1})})
+    assert diagnosis_from_point_figures(one) is None
+    tp, _ = _read("results_v6/cpu_tiny_gpt2_tp2.json")
+    assert diagnosis_from_point_figures(tp) is None
