@@ -7,6 +7,7 @@ a report without forecasts has no such section."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,10 @@ def test_every_format_carries_it(root: Path) -> None:
     assert "forecasts-throughput-tiny-gpt2" in html and "Forecasts and what was measured" in html
     full = " ".join(term.render(report, full=True).decode().split())
     assert "forecasts scored: 1; median error" in full
+    # the short JSON and PDF (a notebook's, a stakeholder's) keep the track record
+    short = build.build_report(read_sources(root), replace(OPTIONS, scope="short"))
+    assert isinstance(_section(short).blocks[0], model.Text)
+    assert _section(short).blocks[0] == _section(report).blocks[0]
 
 
 def test_a_corrupt_forecast_file_is_skipped_with_why(root: Path) -> None:

@@ -6,9 +6,10 @@ default, only the sections that carry the decision, and within them only what ca
 
 - "short" (PDF, JSON): the executive summary (headline, cards, the best configuration per
   model, the top findings once), the scaling tables with their efficiency charts, the
-  comparison against a baseline, the failures, and for a report of profiled runs only (no
-  sweep cells) the profile's own diagnosis, its per-rank tables and stall chart. What is
-  not available is said by the full report; the findings' detail is there too.
+  forecasts' track record (where `torchscale predict` left any), the comparison against a
+  baseline, the failures, and for a report of profiled runs only (no sweep cells) the
+  profile's own diagnosis, its per-rank tables and stall chart. What is not available is
+  said by the full report; the findings' detail is there too.
 - "summary" (Markdown): the executive summary and the baseline comparison, all it renders.
 - "full": every section (`--full`; the HTML report, where length costs nothing and the short
   formats send their reader).
@@ -26,7 +27,7 @@ from torchscale.interfaces.report.model import Block, Chart, Findings, Section, 
 Scope = Literal["full", "short", "summary"]
 SCOPES: tuple[Scope, ...] = ("full", "short", "summary")
 # the glossary explains the words of the sections kept, so it comes with them
-SHORT_SECTIONS = frozenset({"summary", "scaling", "baseline", "failures", "glossary"})
+SHORT_SECTIONS = frozenset({"summary", "scaling", "forecasts", "baseline", "failures", "glossary"})
 SUMMARY_SECTIONS = frozenset({"summary", "baseline", "glossary"})
 PROFILE_SECTIONS = frozenset({"bottlenecks"})  # a profile-only report's diagnosis
 MAX_CHARTS = 2  # essential charts in a short report
