@@ -16,6 +16,7 @@ replaces itself with that node's torchrun: it is part of that launch, not a laun
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "torchscale"
@@ -133,6 +134,7 @@ def _strings(tree: ast.AST) -> set[str]:
     }
 
 
+@functools.cache  # each test walks every module: parsed once per run, never changed
 def _tree(path: Path) -> ast.AST:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
