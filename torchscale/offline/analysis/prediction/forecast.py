@@ -214,6 +214,11 @@ def build_forecast(
     unavailable: dict[str, str] = {}
     tested = back_test(cells, runs, measured_strategy, key.device)
     figure = floor_at_zero(step.step)
+    if figure.value <= 0:  # a step of no time has no throughput: the cells contradict each other
+        return (
+            f"its terms add up to {step.step.value * 1e3:.2f} ms, no step: the measured cells "
+            "disagree (measure them again on a quieter machine)"
+        )
     if tested.worst is not None:
         figure = widened(figure, tested.worst)
         errors = ", ".join(f"w={w}: {e:+.1%}" for w, e in sorted(tested.errors.items()))
