@@ -1,0 +1,89 @@
+"""benchmarks/prediction_accuracy.py: its summary on hand-made scores (medians per world size,
+the intervals held, the verdict only on a quiet machine), and its --quick smoke run (slow: real
+torchrun runs) reading back the scores the benchmark wrote."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.processes import REPO_ROOT
+from torchscale.offline.results.forecast_store import read_forecasts
+
+SCRIPT = REPO_ROOT / "benchmarks" / "prediction_accuracy.py"
+
+
+def _module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("prediction_accuracy", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("prediction_accuracy", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(
+    bench: ModuleType, model: str, world: int, error: float, inside: bool, headline: bool = True
+) -> object:
+    return bench.Row(model, world, "1", headline, 0.1, 0.09, 0.11, 0.1 / (1 + error), error, inside)
+
+
+def test_the_summary_and_the_verdict_only_when_quiet() -> None:
+    bench = _module()
+    rows = [
+        _row(bench, "sleep", 2, 0.04, True),
+        _row(bench, "tiny-mlp", 2, -0.08, True),
+        _row(bench, "tiny-gpt2", 2, 0.30, False),
+        _row(bench, "sleep", 4, -0.12, True),
+        _row(bench, "tiny-mlp", 4, 0.50, False, headline=False),
+    ]
+    quiet = bench.report(rows, "load average: 0.10", "load average: 0.20", busy=False)
+    assert any(
+        line.startswith(
+            "  2 ranks: 3 forecasts, median |error| 8.0 % (real work 19.0 %, sleep 4.0 %)"
+        )
+        and line.endswith("intervals held 66.7 %")
+        for line in quiet
+    ), quiet
+    assert (
+        "  4 ranks: 1 forecasts, median |error| 12.0 % (real work -, sleep 12.0 %), "
+        "intervals held 100.0 %" in quiet
+    )
+    assert quiet[-1] == (
+        "verdict on a quiet machine: median <= 10% at 2 ranks: met; median <= 15% at 4 ranks: "
+        "met; coverage >= 80%: missed"
+    )
+    assert any("superseded" in line and "50.0 %" in line for line in quiet)
+    busy = bench.report(rows, "load average: 4.0", "load average: 5.0", busy=True)
+    assert busy[-1].startswith("beside other work: noise, no verdict")
+    assert not any(line.startswith("verdict") for line in busy)
+
+
+@pytest.mark.slow
+def test_the_quick_run_scores_its_forecast(tmp_path: Path) -> None:
+    out, saved = tmp_path / "out", tmp_path / "rows.json"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--out", str(out), "--json", str(saved)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    (row,) = data["rows"]
+    (score,) = read_forecasts(out / "prediction_accuracy").scores
+    assert (row["model"], row["world_size"], row["round"]) == ("sleep", 2, "1")
+    assert (row["error"], row["inside"], row["measured_s"]) == (
+        score.error,
+        score.inside,
+        score.measured_step_s,
+    )
+    assert "2 ranks: 1 forecasts" in done.stdout
+    assert "load before: " in done.stdout and "load after: " in done.stdout
