@@ -9,7 +9,7 @@ beside four CPU hogs, run with --hogs 4). Nothing is asserted: this is a benchma
 Optionally times the answers to a mistake too (benchmarks/small_commands.py) in the same run.
 
     python benchmarks/test_suite_time.py [--hogs 4] [--collect] [--small-commands] \
-        [-- <more pytest arguments>]
+        [--log suite.log] [-- <more pytest arguments, e.g. --durations=30>]
 
 --hogs N starts N busy Python loops beside the suite (and stops them after), as the target
 "beside four CPU hogs" asks; --collect also times `pytest --collect-only -q` alone (what each
@@ -40,12 +40,16 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def timed(argv: list[str]) -> tuple[float, int, str]:
-    """Wall seconds, exit code and the last line of output of one command run in the repo."""
+def timed(argv: list[str], log: Path | None = None) -> tuple[float, int, str]:
+    """Wall seconds, exit code and the last line of output of one command run in the repo;
+    its whole output goes to `log` when one is given."""
     started = time.perf_counter()
     run = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
     wall = time.perf_counter() - started
-    lines = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+    output = run.stdout + run.stderr
+    if log is not None:
+        log.write_text(output, encoding="utf-8")
+    lines = [line for line in output.splitlines() if line.strip()]
     return wall, run.returncode, lines[-1] if lines else ""
 
 
@@ -79,6 +83,7 @@ def main() -> int:
     parser.add_argument("--hogs", type=int, default=0, help="busy loops to run beside the suite")
     parser.add_argument("--collect", action="store_true", help="also time --collect-only")
     parser.add_argument("--small-commands", action="store_true", help="also time the mistakes")
+    parser.add_argument("--log", type=Path, help="write the suite's whole output here")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()
 
@@ -92,7 +97,7 @@ def main() -> int:
     hogs = start_hogs(args.hogs)
     try:
         before = load_1m()
-        wall, code, last = timed([sys.executable, *FAST_SUITE, *args.pytest_args])
+        wall, code, last = timed([sys.executable, *FAST_SUITE, *args.pytest_args], args.log)
         after = load_1m()
     finally:
         stop_hogs(hogs)
