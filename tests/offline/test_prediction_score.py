@@ -1,6 +1,6 @@
 """Scoring a forecast against the cell that measured it, and the track record of many
 (torchscale/offline/analysis/prediction/score.py), on hand-made forecasts of real fixture cells:
-each error computed here by hand from the cell's stored step."""
+each error computed here by hand from the cell's stored median step."""
 
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ def root(tmp_path: Path) -> Path:
 
 def test_the_error_is_signed_and_relative_to_the_measured_step(root: Path) -> None:
     result = fixture_cell(root, CELL)
-    assert result.diagnosis is not None and result.diagnosis.step_s.value is not None
-    measured = result.diagnosis.step_s.value
+    assert result.step_time is not None
+    measured = result.step_time.p50  # the median synchronised step, not the mean
+    assert measured != result.step_time.mean
     key = ForecastKey.of_cell(result.cell)
     slow = score(forecast_of(key, measured * 1.25, measured, measured * 1.5), result, "c", "t")
     assert slow.error == pytest.approx(0.25)
@@ -61,13 +62,17 @@ def test_another_cells_forecast_is_refused(root: Path) -> None:
         score(forecast_of(other, 0.03, 0.02, 0.04), result, "c", "t")
 
 
-def test_the_measured_step_falls_back_to_the_pooled_mean(root: Path) -> None:
+def test_the_measured_step_is_the_median_whatever_the_stalls(root: Path) -> None:
+    # a few stalled steps move the mean 50 times and the median not at all: the score reads
+    # the median, with or without a step model
     result = fixture_cell(root, CELL)
     assert result.step_time is not None
-    bare = result.model_copy(update={"diagnosis": None})
-    assert measured_step_s(bare) == result.step_time.mean
+    stalled = result.step_time.model_copy(update={"mean": result.step_time.mean * 50})
+    busy = result.model_copy(update={"step_time": stalled, "diagnosis": None})
+    assert measured_step_s(busy) == result.step_time.p50
     failed = result.model_copy(update={"status": Status.FAILED})
     assert measured_step_s(failed) is None
+    assert measured_step_s(result.model_copy(update={"step_time": None})) is None
 
 
 def test_a_cell_scores_only_forecasts_of_its_key_not_made_from_itself(root: Path) -> None:

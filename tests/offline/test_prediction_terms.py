@@ -14,14 +14,23 @@ from torchscale.offline.analysis.prediction.communication import (
     exposed_from_comm,
     fit_alpha_beta,
 )
-from torchscale.offline.analysis.prediction.compute import forecast_compute, time_sharing
+from torchscale.offline.analysis.prediction.compute import (
+    forecast_compute,
+    threads_at,
+    time_sharing,
+)
 from torchscale.offline.analysis.prediction.figures import (
     Figure,
     combine,
     least_squares_weights,
     widened,
 )
-from torchscale.offline.analysis.prediction.forecast import build_forecast, forecast_step
+from torchscale.offline.analysis.prediction.forecast import (
+    BackTest,
+    build_forecast,
+    forecast_step,
+    model_error,
+)
 from torchscale.offline.analysis.prediction.inputs import MeasuredCell
 from torchscale.offline.analysis.prediction.stragglers import (
     expected_max_normal,
@@ -39,12 +48,15 @@ def cell(
     busy: float | None = 1.0,
     cores: int | None = 2,
     grads: int = 1_000_000,
+    threads: int | None = 1,
+    spread: float | None = None,
+    nodes: int = 1,
 ) -> MeasuredCell:
     step = (own_ms + exposed_ms + wait_ms) * MS
     return MeasuredCell(
         cell_id=f"m__w{world}",
         world_size=world,
-        nodes=1,
+        nodes=nodes,
         own_work=Figure(own_ms * MS, 0.1 * MS, 0.1 * MS),
         exposed=Figure(exposed_ms * MS, 0.01 * MS, 0.01 * MS),
         wait=Figure(wait_ms * MS, 0.01 * MS, 0.01 * MS),
@@ -56,6 +68,8 @@ def cell(
         jitter_steps=40,
         host_cores=cores,
         busy_cores_per_rank=busy,
+        threads=threads,
+        spread=spread,
     )
 
 
@@ -85,31 +99,66 @@ def test_time_sharing_past_the_cores() -> None:
     assert time_sharing(8, None, 2) == 1.0
 
 
-def test_contention_fitted_then_time_shared() -> None:
-    # own work 10 ms at 1 rank, 12 ms at 2; 2 cores, a rank keeps 1 busy: at 4 ranks the
-    # line at 2 ranks (12 ms) runs 4 x 1 / 2 = 2x slower: 24 ms, 14 ms above the reference
-    got = forecast_compute([cell(1, 10.0), cell(2, 12.0)], 4, "cpu")
+def test_fewer_threads_slow_a_rank_by_the_cores_it_kept_busy() -> None:
+    # 1 rank kept 1.6 cores busy with 2 threads, own work 10 ms; at 2 ranks on 2 cores each
+    # rank gets 2 // 2 = 1 thread: its work on min(1.6, 1) = 1 core, 1.6 x slower (16 ms);
+    # 2 ranks x 1 core wanted on 2 cores: no time-sharing. Contention = 16 - 10 = 6 ms
+    got = forecast_compute([cell(1, 10.0, busy=1.6, threads=2)], 2, "cpu")
+    assert got.factor == pytest.approx(1.6)
     assert got.compute.value == pytest.approx(10 * MS)
-    assert got.contention.value == pytest.approx(14 * MS)
-    assert forecast_compute([cell(1, 10.0), cell(2, 12.0)], 4, "cuda").contention.value == 0
+    assert got.contention.value == pytest.approx(6 * MS)
+    assert any("launcher's default" in a for a in got.assumptions)
 
 
-def test_one_host_load_measured_is_an_assumption() -> None:
-    got = forecast_compute([cell(1, 10.0, cores=8)], 2, "cpu")
-    assert got.contention.value == pytest.approx(0.0)
-    assert any("second world size" in a for a in got.assumptions)
+def test_past_the_cores_ranks_take_turns_from_the_nearest_cell() -> None:
+    # own work 10 ms at 1 rank (2 threads), 12 ms at 2 ranks (1 thread, 1 core busy each):
+    # at 4 ranks (1 thread each) the reference is the 2-rank cell, time-shared 4 x 1 / 2 = 2x:
+    # 24 ms, 12 ms of it contention
+    cells = [cell(1, 10.0, busy=1.6, threads=2), cell(2, 12.0, busy=1.0, threads=1)]
+    got = forecast_compute(cells, 4, "cpu")
+    assert got.reference.world_size == 2
+    assert got.compute.value == pytest.approx(12 * MS)
+    assert got.contention.value == pytest.approx(12 * MS)
+    assert forecast_compute(cells, 4, "cuda").contention.value == 0
 
 
-def test_stragglers_from_the_measured_wait() -> None:
-    # wait 0.5642 ms at 2 ranks: sigma = 1 ms; at 4 ranks 1 ms x e(4) = 1.0294 ms
-    wait = expected_max_normal(2)
-    got = forecast_stragglers([cell(1, 10.0), cell(2, 10.0, wait_ms=wait)], 4)
+def test_a_sleep_shares_no_core_so_no_contention() -> None:
+    # a rank that keeps 0.02 cores busy: 4 ranks want 0.08 of 2 cores, nothing time-shared;
+    # with fewer threads it still needs min(0.02, 1) = 0.02: factor 1, contention 0
+    cells = [cell(1, 40.0, busy=0.02, threads=2), cell(2, 40.5, busy=0.02, threads=1)]
+    for size in (2, 3, 4, 16):
+        got = forecast_compute(cells[:1] if size == 2 else cells, size, "cpu")
+        assert got.contention.value == 0.0 and got.factor == 1.0
+
+
+def test_contention_is_never_below_zero() -> None:
+    # the 2-rank cell measured less own work than the 1-rank one (a busy machine at 1 rank):
+    # the reference at 4 ranks is the 2-rank cell, and its own work can only grow
+    cells = [cell(1, 30.0, busy=1.0, threads=1), cell(2, 10.0, busy=1.0, threads=1)]
+    for size in (2, 3, 4):
+        assert forecast_compute(cells, size, "cpu").contention.value >= 0
+
+
+def test_threads_at_the_target() -> None:
+    default = [cell(1, 10.0, threads=2), cell(2, 10.0, threads=1)]
+    assert threads_at(default, 4, 2)[0] == 1  # the launcher's 2 // 4, at least 1
+    fixed = [cell(1, 10.0, threads=1), cell(2, 10.0, threads=1)]
+    number, why = threads_at(fixed, 4, 8)
+    assert number == 1 and why is not None and "fixed" in why
+    assert threads_at([cell(1, 10.0, threads=None)], 2, 2) == (None, None)
+
+
+def test_stragglers_from_the_robust_jitter_scaled_with_the_own_work() -> None:
+    # sigma 1 ms at own work 10 ms; at 4 ranks own work 20 ms: sigma 2 ms x e(4) = 2.0588 ms
+    reference = cell(2, 10.0)
+    got = forecast_stragglers(reference, 20 * MS, 4)
     assert not isinstance(got, str)
-    assert got.seconds.value == pytest.approx(expected_max_normal(4) * MS)
+    assert got.seconds.value == pytest.approx(2 * expected_max_normal(4) * MS)
+    assert got.seconds.below > 0 and not got.assumptions
 
 
 def test_stragglers_from_one_rank_jitter_say_so() -> None:
-    got = forecast_stragglers([cell(1, 10.0)], 2)
+    got = forecast_stragglers(cell(1, 10.0), 10 * MS, 2)
     assert not isinstance(got, str)
     assert got.seconds.value == pytest.approx(expected_max_normal(2) * MS)
     assert got.seconds.below > 0 and got.assumptions
@@ -207,3 +256,25 @@ def test_back_test_widens_the_interval_by_the_model_error() -> None:
     )
     assert not isinstance(narrow, str) and "model_uncertainty" in narrow.unavailable
     assert sum(t.seconds.value or 0 for t in got.terms) == pytest.approx(got.step_s.value)
+
+
+def test_without_a_back_test_the_repeats_spread_widens_it() -> None:
+    # 1 and 2 ranks, no comm run: 2 cannot be forecast from 1, so no back-test; the 2-rank
+    # cell's repeats spread 20 %: the step's half-width grows to at least 20 % of it
+    cells = [cell(1, 10, 0.1), cell(2, 10, 2.1, spread=0.2)]
+    got = build_forecast(
+        _key(4), cells, [], forecast_id="f", created_at="t", measured_strategy="ddp"
+    )
+    assert not isinstance(got, str) and "model_uncertainty" not in got.unavailable
+    step = got.step_s
+    assert step.value is not None and step.low is not None and step.high is not None
+    assert step.high - step.value >= 0.2 * step.value
+    assert step.value - step.low >= 0.2 * step.value
+    assert "spread of the repeats up to 20.0%" in got.assumptions[-1]
+
+
+def test_model_error_is_the_larger_of_back_test_and_spread() -> None:
+    tested = BackTest({2: -0.05, 4: 0.12})
+    assert model_error(tested, [cell(1, 10, spread=0.3)])[0] == pytest.approx(0.3)
+    assert model_error(tested, [cell(1, 10, spread=0.02)])[0] == pytest.approx(0.12)
+    assert model_error(BackTest({}), [cell(1, 10)])[0] is None

@@ -83,7 +83,7 @@ class Forecast(_Model):
         description="what it was computed from: cells/<id>.json and comm/<run>.json, relative "
         "to the experiment"
     )
-    step_s: Estimate = Field(description="forecast mean step, seconds (the terms' sum)")
+    step_s: Estimate = Field(description="forecast median step, seconds (the terms' sum)")
     samples_per_s: Estimate = Field(description="global: world_size x batch / step")
     scaling_efficiency: Estimate | None = Field(
         description="against the smallest measured world size of the group; null: none measured"
@@ -108,7 +108,9 @@ class ForecastScore(_Model):
     forecast_id: str
     cell_id: str = Field(description="the measured cell")
     cell_file: str = Field(description="cells/<cell_id>.json, relative to the experiment")
-    measured_step_s: float = Field(description="the cell's mean step (its diagnosis' step_s)")
+    measured_step_s: float = Field(
+        description="the cell's median synchronised step (step_time.p50)"
+    )
     forecast_step_s: float
     error: float = Field(description="(forecast - measured) / measured: signed, relative")
     inside: bool = Field(description="the measured step lies inside the forecast's interval")

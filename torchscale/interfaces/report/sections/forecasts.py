@@ -38,9 +38,9 @@ CHART_NOTE = (
     "colour of its measured curve: the forecast (`torchscale predict`), with its interval"
 )
 TABLE_NOTE = (
-    "error: (forecast - measured) / measured, of the mean step (+: the forecast was too slow); "
-    "held: the measured step lies inside the forecast's interval; dominant: the largest term "
-    "of the forecast step (docs/prediction.md)"
+    "error: (forecast - measured) / measured, of the median step (+: the forecast was too "
+    "slow); held: the measured median step lies inside the forecast's interval; dominant: "
+    "the largest term of the forecast step (docs/prediction.md)"
 )
 
 

@@ -1,27 +1,32 @@
-"""The compute terms: a rank's own work per step at the asked world size, and on CPU the
-slowdown of ranks that share a host's cores (contention).
+"""The compute terms: a rank's own work per step at the asked world size, and on CPU what the
+threads each rank gets and ranks taking turns on the host's cores add to it (contention).
 
-Own work (compute + data + rest of the step model) is measured at the same per-device batch,
-so it is the forecast's base. On CPU, ranks on one host slow each other down: the measured own
-work of each world size, divided by its time-sharing factor, is fitted by a straight line over
-the ranks per host (the measured contention); past the host's cores, ranks take turns, and
-the time-sharing factor max(1, ranks x busy cores per rank / cores) multiplies it. GPU ranks
-each have their own device: no contention term.
+Own work is measured at the same per-device batch; the reference is the measured cell most
+like the target (the same threads per rank, then the most ranks per host not above the
+target's), so what ranks sharing caches and memory bandwidth cost there is in it. On CPU a
+rank that kept u cores busy with t threads runs its work on min(u, t') cores with t' < t
+threads (the work is the same, fewer cores run it at once: a thread factor u / min(u, t'));
+and k ranks wanting d cores each on C cores take turns past the cores (time-sharing
+max(1, k x d / C)). A rank whose compute holds no core (u ~ 0: a sleep, a wait on a device)
+is slowed by neither. GPU ranks each have their own device: no contention term.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from torchscale.offline.analysis.prediction.figures import Figure, combine, least_squares_weights
+from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.inputs import MeasuredCell
 
 
 @dataclass(frozen=True)
 class ComputeForecast:
-    compute: Figure  # own work at the reference (smallest measured) world size
-    contention: Figure  # what sharing the host's cores adds at the asked size
+    reference: MeasuredCell  # the measured cell the own work comes from
+    compute: Figure  # the reference's own work
+    contention: Figure  # what fewer threads and sharing the cores add at the asked size, >= 0
+    factor: float  # own work at the asked size / the reference's, >= 1
     how_compute: str
     how_contention: str
     assumptions: list[str]
@@ -35,12 +40,67 @@ def time_sharing(ranks_per_host: float, busy_cores: float | None, cores: int | N
     return max(1.0, ranks_per_host * busy_cores / cores)
 
 
-def _demand(cells: Sequence[MeasuredCell]) -> tuple[float | None, int | None]:
-    """Cores one rank keeps busy (the most of any measured cell: the least constrained) and
-    the host's cores."""
-    busy = [c.busy_cores_per_rank for c in cells if c.busy_cores_per_rank is not None]
-    cores = next((c.host_cores for c in cells if c.host_cores), None)
-    return (max(busy) if busy else None), cores
+def launcher_threads(cores: int, ranks_per_host: float) -> int:
+    """The launcher's default intra-op threads per rank: the cores shared out, at least one."""
+    return max(1, cores // max(1, math.ceil(ranks_per_host)))
+
+
+def threads_at(
+    cells: Sequence[MeasuredCell], ranks_per_host: float, cores: int | None
+) -> tuple[int | None, str | None]:
+    """Threads per rank at the asked size, and the assumption behind it: the launcher's
+    default where every measured cell ran it, else one thread count every cell shared (a
+    fixed OMP_NUM_THREADS), else the default with a warning; None when nothing recorded it."""
+    known = [(c.ranks_per_node, c.threads) for c in cells if c.threads]
+    if not known or not cores:
+        return None, None
+    default = launcher_threads(cores, ranks_per_host)
+    if all(t == launcher_threads(cores, k) for k, t in known):
+        return default, (
+            f"each rank gets the launcher's default threads, {cores} cores // "
+            f"{math.ceil(ranks_per_host)} ranks per host = {default} (as every measured cell "
+            "did); a fixed OMP_NUM_THREADS changes the compute"
+        )
+    counts = {t for _, t in known}
+    if len(counts) == 1:
+        (fixed,) = counts
+        return fixed, (
+            f"each rank runs {fixed} thread(s), as every measured cell did (OMP_NUM_THREADS fixed)"
+        )
+    return default, (
+        f"the measured cells ran {sorted(counts)} threads per rank, neither one count nor the "
+        f"launcher's default: assumed the default, {default}"
+    )
+
+
+def reference_cell(
+    cells: Sequence[MeasuredCell], ranks_per_host: float, threads: int | None
+) -> MeasuredCell:
+    """The measured cell most like the target: the same threads per rank where any has them,
+    then the most ranks per host not above the target's (then the largest world)."""
+    below = [c for c in cells if c.ranks_per_node <= ranks_per_host] or list(cells)
+    same = [c for c in below if threads is not None and c.threads == threads]
+    return max(same or below, key=lambda c: (c.ranks_per_node, c.world_size))
+
+
+def slowdown(
+    reference: MeasuredCell, ranks_per_host: float, threads: int | None, cores: int | None
+) -> tuple[float, float, float, float | None]:
+    """(thread factor, time-sharing at the target, time-sharing at the reference, cores a
+    rank wants at the target): own work at the target = the reference's x thread factor x
+    sharing(target) / sharing(reference)."""
+    busy = reference.busy_cores_per_rank
+    if busy is None or not cores:
+        return 1.0, 1.0, 1.0, None
+    fewer = threads is not None and reference.threads is not None and threads < reference.threads
+    demand = min(busy, threads) if fewer and threads is not None else busy
+    thread = busy / demand if demand > 0 else 1.0
+    return (
+        thread,
+        time_sharing(ranks_per_host, demand, cores),
+        time_sharing(reference.ranks_per_node, busy, cores),
+        demand,
+    )
 
 
 def forecast_compute(
@@ -48,50 +108,49 @@ def forecast_compute(
 ) -> ComputeForecast:
     """Own work at `ranks_per_host` ranks on each host, from the measured `cells` (one group,
     sorted by world size)."""
-    reference = cells[0]
+    cores = next((c.host_cores for c in cells if c.host_cores), None)
+    threads, thread_note = (None, None)
+    if device == "cpu":
+        threads, thread_note = threads_at(cells, ranks_per_host, cores)
+    reference = reference_cell(cells, ranks_per_host, threads)
+    own = reference.own_work
     how_compute = (
-        f"own work (compute + data + rest) measured at {reference.world_size} rank(s): "
-        f"{reference.own_work.value * 1e3:.4g} ms"
+        f"own work (median phases) measured at {reference.world_size} rank(s)"
+        + (f", {reference.threads} thread(s) each" if reference.threads else "")
+        + f": {own.value * 1e3:.4g} ms"
     )
     if device != "cpu":
         return ComputeForecast(
-            reference.own_work,
+            reference,
+            own,
             Figure(0.0),
+            1.0,
             how_compute,
             "GPU: one device per rank, nothing shared",
             ["GPU ranks share no compute: host CPU and PCIe contention not modelled"],
         )
-    busy, cores = _demand(cells)
-    assumptions: list[str] = []
-    if busy is None or cores is None:
+    assumptions = [thread_note] if thread_note else []
+    if reference.busy_cores_per_rank is None or cores is None:
         assumptions.append(
             "CPU cores per rank not recorded (telemetry off): no time-sharing past the "
             "host's cores; run with measurement.telemetry.enabled to record them"
         )
-    # own work without time-sharing, then a straight line over ranks per host
-    shares = [time_sharing(c.ranks_per_node, busy, cores) for c in cells]
-    xs = [c.ranks_per_node for c in cells]
-    full = cores / busy if busy and cores else float("inf")
-    at = min(ranks_per_host, max(full, 1.0))
-    if len(set(xs)) < 2:
-        weights = [1.0 / len(cells)] * len(cells)
-        if ranks_per_host != xs[0]:
-            assumptions.append(
-                f"one host load measured ({xs[0]:g} rank(s) per host): ranks assumed not to "
-                "slow each other below the host's cores; measure a second world size to "
-                "learn it"
-            )
-    else:
-        weights = least_squares_weights(xs, at)
-    sharing = time_sharing(ranks_per_host, busy, cores)
-    own_weights = [w / s * sharing for w, s in zip(weights, shares, strict=True)]
-    # the reference is one of the inputs: its own work is taken out of its weight, not
-    # subtracted as an independent figure (which would double its noise)
-    extra = [w - (1.0 if i == 0 else 0.0) for i, w in enumerate(own_weights)]
-    contention = combine(extra, [c.own_work for c in cells])
+    if ranks_per_host > reference.ranks_per_node:
+        assumptions.append(
+            f"ranks sharing caches and memory bandwidth below the cores: as measured at "
+            f"{reference.ranks_per_node:g} rank(s) per host, not extrapolated"
+        )
+    thread, shared, shared_ref, demand = slowdown(reference, ranks_per_host, threads, cores)
+    # the reference is no more ranks per host than the target: sharing only adds
+    factor = max(1.0, thread * shared / shared_ref)
+    contention = own.scaled(factor - 1.0)
+    busy = reference.busy_cores_per_rank
     how = (
-        f"own work fitted over ranks per host {sorted(set(xs))} at {at:.3g}, x time-sharing "
-        f"max(1, {ranks_per_host:g} x {busy if busy is not None else 0:.2f} busy cores / "
-        f"{cores or '?'} cores) = {sharing:.2f}, minus the reference's"
+        f"{own.value * 1e3:.4g} ms x (factor - 1), factor = thread {thread:.3g} "
+        f"(u {busy if busy is not None else 0:.3g} busy cores at "
+        f"{reference.threads or '?'} thread(s) -> {demand if demand is not None else 0:.3g} at "
+        f"{threads or '?'}) x time-sharing max(1, {ranks_per_host:g} x "
+        f"{demand if demand is not None else 0:.3g} / {cores or '?'} cores) = {shared:.3g} / "
+        f"{shared_ref:.3g} at the reference = {factor:.3g}"
     )
-    return ComputeForecast(reference.own_work, contention, how_compute, how, assumptions)
+    return ComputeForecast(reference, own, contention, factor, how_compute, how, assumptions)

@@ -100,7 +100,8 @@ def forecast_step(
     if world_size % nodes:
         return f"{world_size} ranks do not split evenly over {nodes} nodes"
     compute = forecast_compute(cells, world_size / nodes, device)
-    stragglers = forecast_stragglers(cells, world_size)
+    own_s = compute.compute.value * compute.factor
+    stragglers = forecast_stragglers(compute.reference, own_s, world_size)
     if isinstance(stragglers, str):
         return stragglers
     fits, comm_assumptions = pick_fits(runs, device, nodes)
@@ -114,6 +115,7 @@ def forecast_step(
         else:
             exposed = from_cells
     assumptions = [*compute.assumptions, *stragglers.assumptions, *comm_assumptions]
+    assumptions += [c.heavy_tail for c in cells if c.heavy_tail]
     basis = [f"cells/{c.cell_id}.json" for c in cells]
     terms: list[tuple[TermName, Figure, str]] = [
         ("compute", compute.compute, compute.how_compute),
@@ -160,6 +162,32 @@ def back_test(
             continue
         errors[cell.world_size] = (step.step.value - cell.step.value) / cell.step.value
     return BackTest(errors)
+
+
+def model_error(tested: BackTest, cells: Sequence[MeasuredCell]) -> tuple[float | None, str]:
+    """The relative model error the interval is widened by, and how it was measured: the
+    larger of the back-test's worst error (the model on the measured sizes) and the largest
+    run-to-run spread of the cells' repeats (how far a later run of the same cell moves, which
+    a back-test of one run cannot show); None with neither."""
+    spreads = [c.spread for c in cells if c.spread is not None]
+    spread = max(spreads) if spreads else None
+    worst = tested.worst
+    if worst is None and spread is None:
+        return None, (
+            "no measured world size could be forecast from the others and no repeats' spread "
+            "was recorded: the interval carries measurement uncertainty only; measure a third "
+            "world size to test the model"
+        )
+    parts = []
+    if worst is not None:
+        errors = ", ".join(f"w={w}: {e:+.1%}" for w, e in sorted(tested.errors.items()))
+        parts.append(f"back-testing the measured sizes ({errors})")
+    else:
+        parts.append("no measured size could be back-tested")
+    if spread is not None:
+        parts.append(f"run-to-run spread of the repeats up to {spread:.1%}")
+    error = max(worst or 0.0, spread or 0.0)
+    return error, f"model error from {'; '.join(parts)}: interval widened by {error:.1%}"
 
 
 def _rate(key: ForecastKey, step: Figure) -> Figure:
@@ -219,18 +247,12 @@ def build_forecast(
             f"its terms add up to {step.step.value * 1e3:.2f} ms, no step: the measured cells "
             "disagree (measure them again on a quieter machine)"
         )
-    if tested.worst is not None:
-        figure = widened(figure, tested.worst)
-        errors = ", ".join(f"w={w}: {e:+.1%}" for w, e in sorted(tested.errors.items()))
-        assumptions.append(
-            f"model error from back-testing the measured sizes ({errors}): interval widened "
-            f"by {tested.worst:.1%}"
-        )
+    error, why = model_error(tested, cells)
+    if error is not None:
+        figure = widened(figure, error)
+        assumptions.append(why)
     else:
-        unavailable["model_uncertainty"] = (
-            "no measured world size could be forecast from the others: the interval carries "
-            "measurement uncertainty only; measure a third world size to test the model"
-        )
+        unavailable["model_uncertainty"] = why
     n = len(cells)
     terms = [
         ForecastTerm(name=name, seconds=to_estimate(fig, n, METHOD), how=how)

@@ -1,64 +1,113 @@
-"""What one measured cell contributes to a forecast, read once from its result: the parts of
-its step (the diagnosis), its throughput, its gradient and parameter bytes, its per-rank jitter
-and how many cores each rank kept busy."""
+"""What one measured cell contributes to a forecast, read once from its result, in one robust
+statistic: the median synchronised step and its parts from the per-rank phase medians (a
+mean step carries every stall of a busy machine: one cell measured a mean of 41 ms over a
+median of 0.8 ms), a per-rank jitter from quantiles rather than the std, the threads each rank
+ran and how many cores it kept busy, and the run-to-run spread of its repeats."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.offline.analysis.prediction.figures import Figure, of_estimate, total
+from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
+from torchscale.offline.analysis.prediction.figures import Figure, of_estimate
+from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
 
-Z95 = 1.959963984540054
+# p95 - p50 of a normal distribution in standard deviations (the one-sided 95 % quantile)
+Z95_ONE_SIDED = 1.6448536269514722
+# A step std this many times its robust sigma is a heavy tail, not sampling noise: over 40
+# steps the two estimates of one normal sample's sigma differ by ~25 % at most (95 %)
+HEAVY_TAIL_RATIO = 2.0
 
 
 @dataclass(frozen=True)
 class MeasuredCell:
-    """One ok cell of a forecast group, as the model reads it (seconds per step)."""
+    """One ok cell of a forecast group, as the model reads it (seconds per step, medians)."""
 
     cell_id: str
     world_size: int
     nodes: int
-    own_work: Figure  # compute + data + rest: the rank's own work per step, mean over ranks
-    exposed: Figure  # exposed transfer per step
-    wait: Figure  # wait for peers per step
-    step: Figure  # the mean step the parts add up to
+    step: Figure  # T: the median synchronised step (the scored statistic)
+    own_work: Figure  # the rank's own work: its phase medians but the sync wait, mean over ranks
+    wait: Figure  # stragglers at this size: sigma x e(world_size)
+    exposed: Figure  # the rest of T: T - own work - wait, at least 0
     samples_per_s: Figure
     gradient_bytes: int  # the whole model's (an FSDP shard's times the ranks)
     parameter_bytes: int
-    jitter_s: float | None  # per-rank std of the step (own work) over steps, RMS over ranks
+    jitter_s: float | None  # robust per-rank sigma of own work: (p95 - p50) / 1.645, over ranks
     jitter_steps: int
     host_cores: int | None
     busy_cores_per_rank: float | None  # CPU seconds per window second, mean over ranks
+    threads: int | None  # intra-op threads per rank (torch.get_num_threads() of rank 0)
+    spread: float | None  # (max - min) / median of the repeats' throughput
+    heavy_tail: str | None = None  # why its steps are far noisier than their body, if they are
 
     @property
     def ranks_per_node(self) -> float:
         return self.world_size / self.nodes
 
 
-def _mean_step(result: CellResult) -> Figure | None:
-    """One rank without a diagnosis: its mean step with a t-style interval over its steps."""
-    stats = result.step_time
-    if stats is None or stats.count < 2:
-        return None
-    half = Z95 * stats.std / math.sqrt(stats.count)
-    return Figure(stats.mean, half, half)
+def robust_sigma(stats: StepTimeStats) -> float:
+    """sigma of a distribution's body: (p95 - p50) / 1.645, blind to the slowest 5 % of steps
+    (a busy machine's stalls), where the std counts each stall squared."""
+    return max(stats.p95 - stats.p50, 0.0) / Z95_ONE_SIDED
 
 
 def _jitter(result: CellResult) -> tuple[float | None, int]:
-    """Step-to-step std of one rank's own work: its no_sync compute steps where measured (the
-    gradient sync out of them), else its synchronised steps; RMS over ranks."""
-    stds: list[float] = []
+    """Robust step-to-step sigma of one rank's own work: its no_sync compute steps where
+    measured (the gradient sync out of them), else its synchronised steps; median over ranks."""
+    sigmas: list[float] = []
     counts: list[int] = []
     for rank in result.ranks:
         stats = rank.compute_time or rank.step_time
-        stds.append(stats.std)
+        sigmas.append(robust_sigma(stats))
         counts.append(stats.count)
-    if not stds:
+    if not sigmas:
         return None, 0
-    return math.sqrt(sum(s * s for s in stds) / len(stds)), min(counts)
+    sigmas.sort()
+    middle = len(sigmas) // 2
+    median = sigmas[middle] if len(sigmas) % 2 else (sigmas[middle - 1] + sigmas[middle]) / 2
+    return median, min(counts)
+
+
+def _median_step(result: CellResult) -> Figure | None:
+    """T with its interval: the bootstrap of the median where the cell has one, else the pooled
+    step-time median with none."""
+    if result.intervals is not None:
+        figure = of_estimate(result.intervals.step_p50_s)
+        if figure is not None and figure.value > 0:
+            return figure
+    stats = result.step_time
+    if stats is None or stats.count < 2 or stats.p50 <= 0:
+        return None
+    return Figure(stats.p50)
+
+
+def _own_work(result: CellResult, step: Figure) -> Figure | None:
+    """The rank's own work per step in medians: data + forward + backward + optimizer phase
+    medians (the gradient-sync wait left out), mean over ranks; the step's relative interval.
+    Without phase timers: the step times the diagnosis' own-work share (compute + data +
+    rest), which a mean-based split gives."""
+    own: list[float] = []
+    for rank in result.ranks:
+        phases = rank.phases
+        if phases is None:
+            continue
+        parts = (phases.data, phases.forward, phases.backward, phases.optimizer)
+        if phases.forward is None or phases.backward is None:
+            continue
+        own.append(sum(p or 0.0 for p in parts))
+    if own:
+        value = min(sum(own) / len(own), step.value)
+    else:
+        diagnosis = result.diagnosis
+        if diagnosis is None:
+            return step if result.cell.world_size == 1 else None
+        shares = [diagnosis.part(n) for n in ("compute", "data", "rest")]
+        share = sum(p.share.value or 0.0 for p in shares if p is not None)
+        value = step.value * min(share, 1.0)
+    ratio = value / step.value
+    return Figure(value, step.below * ratio, step.above * ratio)
 
 
 def _busy_cores(result: CellResult) -> tuple[int | None, float | None]:
@@ -77,53 +126,76 @@ def _busy_cores(result: CellResult) -> tuple[int | None, float | None]:
     return cores, (sum(busy) / len(busy) if busy else None)
 
 
-def _throughput(result: CellResult) -> Figure | None:
-    if result.intervals is not None:
-        return of_estimate(result.intervals.samples_per_s)
-    if result.throughput is not None:
-        return Figure(result.throughput.samples_per_s)
+def _threads(result: CellResult) -> int | None:
+    """Intra-op threads per rank: what rank 0's torch reported, else the launcher's
+    OMP_NUM_THREADS."""
+    for value in (result.environment.get("torch_threads"), result.launch.get("omp_num_threads")):
+        if isinstance(value, int) and value > 0:
+            return value
     return None
 
 
-def _zero() -> Figure:
-    return Figure(0.0)
+def heavy_tail(result: CellResult) -> str | None:
+    """Why this cell's steps are far noisier than their body (std > 2 x the robust sigma):
+    a few stalls that a mean carries and a median does not; None when they are not."""
+    stats = result.step_time
+    if stats is None or stats.count < 2:
+        return None
+    sigma = robust_sigma(stats)
+    if stats.std <= HEAVY_TAIL_RATIO * sigma:
+        return None
+    return (
+        f"{result.cell.id}: mean step {stats.mean * 1e3:.3g} ms over a median of "
+        f"{stats.p50 * 1e3:.3g} ms (std {stats.std * 1e3:.3g} ms, "
+        f"{stats.std / sigma if sigma > 0 else float('inf'):.3g} x its body's sigma): a few "
+        "steps stalled (a busy machine?); forecast from its median; measure it again when quiet"
+    )
 
 
 def measured_cell(result: CellResult) -> tuple[MeasuredCell | None, str | None]:
     """The cell as a forecast input, or why it cannot be one."""
     if result.status != Status.OK:
         return None, f"status {result.status}"
-    memory, throughput = result.memory, _throughput(result)
+    memory = result.memory
+    throughput = (
+        of_estimate(result.intervals.samples_per_s) if result.intervals is not None else None
+    )
+    if throughput is None and result.throughput is not None:
+        throughput = Figure(result.throughput.samples_per_s)
     if memory is None or throughput is None:
         return None, "no memory or throughput figures"
-    diagnosis = result.diagnosis
-    if diagnosis is not None:
-        parts = {p.name: of_estimate(p.seconds) for p in diagnosis.parts}
-        own = total([parts.get(n) or _zero() for n in ("compute", "data", "rest")])
-        exposed = parts.get("exposed_transfer") or _zero()
-        wait = parts.get("wait_for_peers") or _zero()
-        step = of_estimate(diagnosis.step_s) or total([own, exposed, wait])
-    elif result.cell.world_size == 1:
-        # one rank and no step model (FSDP): its whole step is its own work
-        mean = _mean_step(result)
-        if mean is None:
-            return None, "one rank without a step model and under 2 steps"
-        own, exposed, wait, step = mean, _zero(), _zero(), mean
-    else:
+    if result.cell.world_size > 1 and result.diagnosis is None:
+        # FSDP's phases hold its all-gathers: without a step model its own work is not apart
         return None, "no step model (diagnosis) to split the step into its parts"
-    # FSDP holds a shard: the model's bytes are the shard's times the ranks
-    shards = result.cell.world_size if result.cell.strategy == "fsdp" else 1
+    step = _median_step(result)
+    if step is None:
+        return None, "under 2 steps measured"
+    own = _own_work(result, step)
+    if own is None:
+        return None, "no phase timers or step model to split the step into its parts"
     jitter, steps = _jitter(result)
+    world = result.cell.world_size
+    wait_s = (jitter or 0.0) * expected_max_normal(world)
+    wait = Figure(min(wait_s, step.value - own.value))
+    exposed = Figure(max(step.value - own.value - wait.value, 0.0))
+    diagnosis = result.diagnosis
+    measured_exposed = diagnosis.part("exposed_transfer") if diagnosis is not None else None
+    if measured_exposed is not None:  # its measured interval, around the robust value
+        spread = of_estimate(measured_exposed.seconds)
+        if spread is not None:
+            exposed = Figure(exposed.value, min(spread.below, exposed.value), spread.above)
+    # FSDP holds a shard: the model's bytes are the shard's times the ranks
+    shards = world if result.cell.strategy == "fsdp" else 1
     cores, busy = _busy_cores(result)
     return (
         MeasuredCell(
             cell_id=result.cell.id,
-            world_size=result.cell.world_size,
+            world_size=world,
             nodes=result.cell.nodes,
-            own_work=own,
-            exposed=exposed,
-            wait=wait,
             step=step,
+            own_work=own,
+            wait=wait,
+            exposed=exposed,
             samples_per_s=throughput,
             gradient_bytes=memory.gradient_bytes * shards,
             parameter_bytes=memory.parameter_bytes * shards,
@@ -131,6 +203,9 @@ def measured_cell(result: CellResult) -> tuple[MeasuredCell | None, str | None]:
             jitter_steps=steps,
             host_cores=cores,
             busy_cores_per_rank=busy,
+            threads=_threads(result),
+            spread=result.throughput.spread if result.throughput is not None else None,
+            heavy_tail=heavy_tail(result),
         ),
         None,
     )

@@ -2,8 +2,9 @@
 
 One definition for every surface (the line a benchmark prints, the report's sentence and table,
 the JSON, benchmarks/prediction_accuracy.py): the error is signed and relative to what was
-measured, `(forecast - measured) / measured`, so +5 % means the forecast was 5 % too slow; a
-forecast held when the measured step lies inside its interval, ends included.
+measured, `(forecast - measured) / measured`, of the median synchronised step, so +5 % means
+the forecast was 5 % too slow; a forecast held when the measured median step lies inside its
+interval, ends included.
 """
 
 from __future__ import annotations
@@ -18,16 +19,15 @@ from torchscale.contracts.schema.forecast import Forecast, ForecastKey, Forecast
 
 
 def measured_step_s(result: CellResult) -> float | None:
-    """The mean step a forecast is checked against: the diagnosis' step (the mean the
-    step's parts add up to, what a forecast's terms add up to), else the pooled step-time
-    mean; None for a cell that measured nothing."""
+    """The step a forecast is checked against: the median synchronised step (all ranks'
+    measured steps pooled, `step_time.p50`; the figure `intervals.step_p50_s` bounds), the
+    statistic forecasts are built from. A median, not the mean: on a busy machine a few
+    stalled steps move a mean by tens of times (41 ms over a median of 0.8 ms, measured) and
+    say nothing about the workload. None for a cell that measured nothing."""
     if result.status != Status.OK:
         return None
-    diagnosis = result.diagnosis
-    if diagnosis is not None and diagnosis.step_s.value is not None:
-        return diagnosis.step_s.value
-    if result.step_time is not None and result.step_time.mean > 0:
-        return result.step_time.mean
+    if result.step_time is not None and result.step_time.p50 > 0:
+        return result.step_time.p50
     return None
 
 

@@ -3,41 +3,22 @@ maximum of N ranks' own work grows with N.
 
 With per-step own work X_r = mu + sigma Z_r (Z independent standard normal), the step pays
 E[max_r X_r] - mu = sigma e(N), e(N) the expected maximum of N standard normals (0, 0.564,
-0.846, 1.029, ... 1.766 at 16; about sqrt(2 ln N) for large N). sigma is the measured per-rank
-jitter as it acts on the step: from each measured multi-rank cell, its wait for peers over
-e(w) (what the jitter cost there); with one rank measured only, the step-to-step standard
-deviation of its own work.
+0.846, 1.029, ... 1.766 at 16; about sqrt(2 ln N) for large N). sigma is a robust per-rank
+jitter, (p95 - p50) / 1.645 of each rank's own-work steps (a normal's sigma; blind to the
+slowest 5 %, where a std on a busy machine counts each stall squared), median over the ranks
+of the reference cell, scaled with the own work at the asked size.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
-from torchscale.offline.analysis.prediction.figures import Figure, combine
+from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.inputs import MeasuredCell
+from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
 
-
-@lru_cache(maxsize=256)
-def expected_max_normal(n: int) -> float:
-    """E[max of n independent standard normals]: the integral of x n phi(x) Phi(x)^(n-1),
-    by the trapezoid rule on [-10, 10] (exact to ~1e-9 for the n a cluster has)."""
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
-    if n == 1:
-        return 0.0
-    steps, lo, hi = 20_000, -10.0, 10.0
-    h = (hi - lo) / steps
-    acc = 0.0
-    for i in range(steps + 1):
-        x = lo + i * h
-        pdf = math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
-        cdf = 0.5 * (1 + math.erf(x / math.sqrt(2)))
-        value = x * n * pdf * cdf ** (n - 1)
-        acc += value * (0.5 if i in (0, steps) else 1.0)
-    return acc * h
+__all__ = ["StragglerForecast", "expected_max_normal", "forecast_stragglers"]
 
 
 def _chi2_bounds(steps: int) -> tuple[float, float]:
@@ -55,34 +36,29 @@ class StragglerForecast:
     assumptions: list[str]
 
 
-def forecast_stragglers(cells: Sequence[MeasuredCell], world_size: int) -> StragglerForecast | str:
-    """sigma x e(world_size), or why it cannot be forecast."""
+def forecast_stragglers(
+    reference: MeasuredCell, own_work_s: float, world_size: int
+) -> StragglerForecast | str:
+    """sigma x e(world_size), sigma the reference's robust per-rank jitter scaled with the own
+    work at the asked size (a rank slowed by sharing cores stretches its jitter too); or why
+    it cannot be forecast."""
     e_n = expected_max_normal(world_size)
-    multi = [c for c in cells if c.world_size > 1]
-    if multi:
-        weights = [1.0 / (len(multi) * expected_max_normal(c.world_size)) for c in multi]
-        sigma = combine(weights, [c.wait for c in multi])
-        sizes = ", ".join(str(c.world_size) for c in multi)
-        how = (
-            f"sigma x e({world_size}) = {sigma.value * 1e3:.3g} ms x {e_n:.3f}; sigma = wait "
-            f"for peers / e(w) at w = {sizes}"
-        )
-        return StragglerForecast(sigma.scaled(e_n), how, [])
-    reference = cells[0]
     if reference.jitter_s is None or reference.jitter_steps < 2:
         return "no per-rank jitter measured (no rank step statistics)"
+    own = reference.own_work.value
+    scale = own_work_s / own if own > 0 else 1.0
     low, high = _chi2_bounds(reference.jitter_steps)
-    s = reference.jitter_s
+    s = reference.jitter_s * scale
     sigma = Figure(s, s - s * low, s * high - s)
     how = (
-        f"sigma x e({world_size}) = {s * 1e3:.3g} ms x {e_n:.3f}; sigma = the step-to-step "
-        f"std of one rank's step over {reference.jitter_steps} steps"
+        f"sigma x e({world_size}) = {s * 1e3:.3g} ms x {e_n:.3f}; sigma = (p95 - p50) / 1.645 "
+        f"of each rank's own-work steps at {reference.world_size} rank(s), median over ranks, "
+        f"{reference.jitter_s * 1e3:.3g} ms x {scale:.3g} (own work here / there)"
     )
     assumptions = []
-    if world_size > 1:
+    if world_size > 1 and reference.world_size == 1:
         assumptions.append(
             "stragglers from one rank's step-to-step jitter, assumed independent across "
-            "ranks (no multi-rank cell measured its wait for peers); measure 2 ranks to "
-            "calibrate it"
+            "ranks; measure 2 ranks to see it in a synchronised step"
         )
     return StragglerForecast(sigma.scaled(e_n), how, assumptions)
