@@ -31,8 +31,9 @@ def test_forecasts_printed_within_columns_and_written(results: Path) -> None:
     lines = done.output.splitlines()
     assert lines[0] == "tiny-gpt2 b16 fp32 ddp (cpu)"  # the answer first
     assert max(len(line) for line in lines) <= 70
-    assert "assumed: no comm run" in done.output
+    assert "- no comm run" in done.output
     assert "stragglers:" in done.output  # -v: the terms
+    assert lines[1].split()[0] == "ranks"  # a CPU world size counts ranks, not GPUs
     table = load_forecasts(results / "default_scaling")
     assert len(table) == 8  # 2 models x 2 batches x 2 world sizes
     assert set(table["world_size"]) == {4, 8}
@@ -76,3 +77,28 @@ def test_world_size_below_the_measured(results: Path) -> None:
         one.unlink()
     _one_line_exit_2(predict("-s", results, "--gpus", "1,4"), "below the smallest measured")
     assert not (results / "default_scaling" / "forecasts").exists()
+
+
+def test_shared_assumptions_once_at_the_end_with_a_hanging_indent(results: Path) -> None:
+    done = predict("-s", results, "--gpus", "4", columns=60)
+    assert done.exit_code == 0, done.output
+    out = done.output
+    assert out.count("- no comm run") == 1  # every table makes it: said once
+    tail = out[out.index("assumed in every forecast above:") :]
+    assert "- no comm run" in tail
+    rows = tail.splitlines()
+    first = next(i for i, row in enumerate(rows) if "- no comm run" in row)
+    assert rows[first].startswith("  - ") and rows[first + 1].startswith("    ")
+    assert max(len(line) for line in out.splitlines()) <= 60
+
+
+def test_figures_are_rounded_to_their_interval(results: Path) -> None:
+    from tests.forecast_samples import estimate
+    from torchscale.interfaces.console.forecasts import figure
+
+    # +-3.35 -> two significant digits of the half-width: 49.4 +-3.4 (the report's rule)
+    assert figure(estimate(0.04943, 0.04608, 0.05278), 1e3) == "49.4 ±3.4"
+    assert figure(estimate(1295.2, 1212.3, 1389.1)) == "1,295 ±88"
+    # lopsided (16 above, 2.2 below): the ends, to the step of half the width 8.0 -> 0.1
+    assert figure(estimate(96.2, 94.0, 110.0)) == "96.2 [94.0, 110.0]"
+    assert figure(None) == "-"

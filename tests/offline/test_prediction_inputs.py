@@ -16,25 +16,31 @@ from torchscale.offline.analysis.prediction.inputs import (
 )
 from torchscale.offline.analysis.prediction.stragglers import expected_max_normal
 
+E40 = 2.1607771781749885  # e(40): the fastest of 40 normal steps, sigmas below the middle
 
-def _stats(mean: float, p50: float, p95: float, std: float) -> StepTimeStats:
+
+def _stats(mean: float, p50: float, fastest: float, std: float) -> StepTimeStats:
     return StepTimeStats(
-        count=40, mean=mean, p50=p50, p95=p95, p99=p95, min=p50, max=p95, std=std, cv=std / mean
+        count=40, mean=mean, p50=p50, p95=p50, p99=p50, min=fastest, max=p50, std=std, cv=std / mean
     )
 
 
-def test_robust_sigma_is_the_body_spread_of_a_normal() -> None:
-    # p95 - p50 = 1.645 sigma for a normal: 3.29 ms apart is sigma 2 ms
-    assert robust_sigma(_stats(10e-3, 10e-3, 13.2897e-3, 2e-3)) == pytest.approx(2e-3, rel=1e-4)
+def test_robust_sigma_is_read_from_the_faster_half() -> None:
+    # the fastest of 40 steps 2 x e(40) ms below a 10 ms median: sigma 2 ms, whatever stalled
+    fastest = 10e-3 - 2e-3 * E40
+    assert robust_sigma(_stats(10e-3, 10e-3, fastest, 2e-3)) == pytest.approx(2e-3)
+    assert robust_sigma(_stats(900e-3, 10e-3, fastest, 2.0)) == pytest.approx(2e-3)
 
 
 def test_a_heavy_tail_is_named_and_a_normal_body_is_not() -> None:
     # 41.1 ms mean over a median of 0.80 ms with a std of 86 ms: far beyond its body's sigma
+    # (0.1 ms / e(40) = 0.046 ms)
     cell = fixture_cell(Path(FIXTURE), "tiny-mlp__b16__w1")
-    stalled = cell.model_copy(update={"step_time": _stats(41.1e-3, 0.80e-3, 0.9e-3, 86e-3)})
+    stalled = cell.model_copy(update={"step_time": _stats(41.1e-3, 0.80e-3, 0.7e-3, 86e-3)})
     why = heavy_tail(stalled)
     assert why is not None and "41.1 ms" in why and "0.8 ms" in why
-    steady = cell.model_copy(update={"step_time": _stats(10e-3, 10e-3, 13.29e-3, 2.1e-3)})
+    # std 2.1 ms on a body of sigma 2 ms: a normal sample
+    steady = cell.model_copy(update={"step_time": _stats(10e-3, 10e-3, 10e-3 - 2e-3 * E40, 2.1e-3)})
     assert heavy_tail(steady) is None
 
 

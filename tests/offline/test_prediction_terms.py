@@ -218,6 +218,19 @@ def test_exposed_from_comm_subtracts_the_measured_overlap() -> None:
     assert got.basis == ["comm/ar.json"]
 
 
+def test_a_step_that_paid_more_than_the_collective_carries_it() -> None:
+    # T(2) = 1.01 ms but 2 ranks exposed 3.1 ms over 0.1 at 1: H = 1.01 - 3.0 = -1.99 ms;
+    # at 4: 0.1 + (1.51 + 1.99) = 3.6 ms (and at 2 it gives back the measured 3.1 ms)
+    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    assert fit is not None
+    cells = [cell(1, 10, 0.1), cell(2, 10, 3.1)]
+    at_4 = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 4, 1 << 30)
+    at_2 = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 2, 1 << 30)
+    assert at_4 is not None and at_2 is not None
+    assert at_4.seconds.value == pytest.approx(3.6 * MS)
+    assert at_2.seconds.value == pytest.approx(3.1 * MS)
+
+
 def test_no_forecast_below_the_measured_or_without_a_collective() -> None:
     assert "below the smallest" in str(forecast_step([cell(2, 10)], [], "ddp", 1, 1, "cpu"))
     assert "no collective measured" in str(forecast_step([cell(1, 10)], [], "ddp", 4, 1, "cpu"))

@@ -1,13 +1,144 @@
-"""The sweep's line for a forecast a measured cell scored: 'forecast for <cell>: 410 ms
-predicted [370 ms, 450 ms], measured 430 ms: inside, error -5 %' (the error as
-prediction/score.py defines it, signed: + means the forecast was too slow)."""
+"""Forecasts as the terminal shows them: `torchscale predict`'s tables (one per model, batch,
+precision, strategy and device; a figure with its interval rounded by the report's one rule,
+`figure_with_interval`), the assumptions under them (those every table shares once, at the
+end), each a paragraph with a hanging indent, never wider than the terminal; and the sweep's
+line for a forecast a measured cell scored: 'forecast for <cell>: 410 ms predicted [370 ms,
+450 ms], measured 430 ms: inside, error -5 %' (the error as prediction/score.py defines it,
+signed: + means the forecast was too slow). Builds renderables; the CLI prints them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from torchscale.interfaces.report.estimates import figure_with_interval, value_format
 from torchscale.interfaces.report.render.formatting import format_value
-from torchscale.interfaces.report.terminal.lines import Line
+from torchscale.interfaces.report.terminal.lines import Line, hanging
 from torchscale.offline.analysis.prediction.score import percent
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
+
+if TYPE_CHECKING:
+    from torchscale.contracts.schema.cell_result import Estimate
+    from torchscale.contracts.schema.forecast import Forecast
+
+DOMINANT_WORDS = {
+    "compute": "compute",
+    "contention": "shared cores",
+    "stragglers": "stragglers",
+    "exposed_communication": "exposed comm",
+    "data": "data",
+    "rest": "rest",
+}
+INTERVAL_NOTE = "± half the 95 % interval (measurement and model), [low, high] where lopsided"
+_NUMBER = value_format("rate")
+
+
+def figure(estimate: Estimate | None, scale: float = 1.0) -> str:
+    """'49.4 ±3.4' or '96 [90, 103]': the figure cut to the digits its interval supports."""
+    if estimate is None or estimate.value is None:
+        return "-"
+    low = None if estimate.low is None else estimate.low * scale
+    high = None if estimate.high is None else estimate.high * scale
+    return figure_with_interval(estimate.value * scale, low, high, _NUMBER)
+
+
+def ranks_header(device: str) -> str:
+    """What a world size counts: GPUs on CUDA, ranks on CPU (a CPU rank is a process)."""
+    return "GPUs" if device == "cuda" else "ranks"
+
+
+def _assumptions(members: Sequence[Forecast]) -> list[str]:
+    seen: list[str] = []
+    for forecast in members:
+        seen += [a for a in forecast.assumptions if a not in seen]
+        seen += [w for w in forecast.unavailable.values() if w not in seen]
+    return seen
+
+
+def _groups(forecasts: Sequence[Forecast]) -> list[list[Forecast]]:
+    groups: dict[tuple[object, ...], list[Forecast]] = {}
+    for forecast in forecasts:
+        k = forecast.key
+        key = (k.label, k.batch_size, k.precision, k.strategy, k.device)
+        groups.setdefault(key, []).append(forecast)
+    return list(groups.values())
+
+
+def _table(members: Sequence[Forecast], width: int) -> list[Any]:
+    from rich.text import Text
+
+    from torchscale.interfaces.report.terminal.fit import FitColumn, fit_table
+
+    key = members[0].key
+    columns = (
+        FitColumn(ranks_header(key.device)),
+        FitColumn("nodes", drop=2),
+        FitColumn("step ms"),
+        FitColumn("samples/s", drop=3),
+        FitColumn("efficiency %", short="eff %", drop=1),
+        FitColumn("dominated by", short="by", justify="left"),
+    )
+    rows = [
+        [
+            Text(str(f.key.world_size)),
+            Text(str(f.key.nodes)),
+            Text(figure(f.step_s, 1e3)),
+            Text(figure(f.samples_per_s)),
+            Text(figure(f.scaling_efficiency, 100)),
+            Text(DOMINANT_WORDS.get(f.dominant, f.dominant)),
+        ]
+        for f in members
+    ]
+    title = f"{key.label} b{key.batch_size} {key.precision} {key.strategy} ({key.device})"
+    fitted = fit_table(columns, rows, width)
+    notes = [f"{c.short} = {c.header}" for c in fitted.abbreviated]
+    notes += fitted.notes("torchscale predict --json has every figure")
+    return [fitted.table(rows, title=title), *(prose(n, width) for n in notes)]
+
+
+def prose(text: str, width: int, indent: str = "") -> Any:
+    """One paragraph, plain text (never read as markup), cut to `width` with a hanging indent."""
+    from rich.text import Text
+
+    return Text(hanging(indent + text, width))
+
+
+def _terms(members: Sequence[Forecast], width: int) -> list[Any]:
+    out = []
+    for forecast in members:
+        k = forecast.key
+        out.append(prose(f"{k.world_size} {ranks_header(k.device)}, {k.nodes} node(s):", width))
+        for term in forecast.terms:
+            text = f"- {term.name}: {figure(term.seconds, 1e3)} ms: {term.how}"
+            out.append(prose(text, width, "  "))
+    return out
+
+
+def forecast_renderables(
+    forecasts: Sequence[Forecast], width: int, *, verbose: bool = False
+) -> list[Any]:
+    """The tables, each followed by the assumptions only it makes (and its terms with
+    `verbose`), then the assumptions every table shares, once."""
+    groups = _groups(forecasts)
+    per_group = [_assumptions(members) for members in groups]
+    common = [a for a in per_group[0] if all(a in g for g in per_group)] if groups else []
+    out: list[Any] = []
+    for members, assumed in zip(groups, per_group, strict=True):
+        out += _table(members, width)
+        own = [a for a in assumed if a not in common]
+        if own:
+            out.append(prose("assumed here:", width))
+            out += [prose(f"- {a}", width, "  ") for a in own]
+        if verbose:
+            out += _terms(members, width)
+        out.append(prose("", width))
+    if forecasts:
+        out.append(prose(INTERVAL_NOTE, width))
+    if common:
+        every = "every forecast" if len(groups) > 1 else "the forecast"
+        out.append(prose(f"assumed in {every} above:", width))
+        out += [prose(f"- {a}", width, "  ") for a in common]
+    return out
 
 
 def _seconds(value: float | None) -> str:

@@ -8,7 +8,8 @@ buckets of the DDP bucket size: DDP one all-reduce of the gradient bytes G; FSDP
 of the parameter bytes P in forward and another in backward and a reduce-scatter of G. The
 collective time at N ranks is T(N) = buckets x alpha + beta x bytes x f(N). What backward
 hides (the overlap capacity H) is measured on the multi-rank cells: H = T(w) - (exposed(w) -
-exposed at one rank); exposed(N) = exposed at one rank + max(0, T(N) - H).
+exposed at one rank), below 0 where a step paid more than the comm run's collective;
+exposed(N) = exposed at one rank + max(0, T(N) - H).
 
 Without a comm run, the measured cells alone: their exposed transfer fitted by a straight line
 over f(w) (at one rank f = 0: the fixed cost of the gradient hooks), read at f(N).
@@ -186,7 +187,9 @@ def exposed_from_comm(
     for cell in (c for c in cells if c.world_size > 1):
         at = collective_time(fits, strategy, cell.world_size, grads, params, bucket_bytes)
         if at is not None:
-            hidden.append(floor_at_zero(combine([1.0, -1.0, 1.0], [at[0], cell.exposed, base])))
+            # below 0 where the step paid more than the comm run's collective (gradient hooks,
+            # bucket copies, ranks sharing cores): a cost carried to N as measured
+            hidden.append(combine([1.0, -1.0, 1.0], [at[0], cell.exposed, base]))
     if hidden:
         overlap = combine([1.0 / len(hidden)] * len(hidden), hidden)
     else:
@@ -201,7 +204,8 @@ def exposed_from_comm(
         exposed = base
     how = (
         f"exposed at one rank {base.value * 1e3:.3g} ms + max(0, T - H), T = {how}; "
-        f"H (hidden by backward) = {overlap.value * 1e3:.3g} ms"
+        f"H (hidden by backward; below 0: paid beyond the comm run's collective) = "
+        f"{overlap.value * 1e3:.3g} ms"
     )
     basis = sorted({f"comm/{f.run_id}.json" for f in fits.values()})
     return ExposedForecast(exposed, how, assumptions, basis)

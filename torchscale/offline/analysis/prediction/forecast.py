@@ -187,7 +187,7 @@ def model_error(tested: BackTest, cells: Sequence[MeasuredCell]) -> tuple[float 
     if spread is not None:
         parts.append(f"run-to-run spread of the repeats up to {spread:.1%}")
     error = max(worst or 0.0, spread or 0.0)
-    return error, f"model error from {'; '.join(parts)}: interval widened by {error:.1%}"
+    return error, f"model error: {'; '.join(parts)}: interval widened by {error:.1%}"
 
 
 def _rate(key: ForecastKey, step: Figure) -> Figure:

@@ -1,8 +1,9 @@
 """What one measured cell contributes to a forecast, read once from its result, in one robust
 statistic: the median synchronised step and its parts from the per-rank phase medians (a
 mean step carries every stall of a busy machine: one cell measured a mean of 41 ms over a
-median of 0.8 ms), a per-rank jitter from quantiles rather than the std, the threads each rank
-ran and how many cores it kept busy, and the run-to-run spread of its repeats."""
+median of 0.8 ms), a per-rank jitter from the faster half of the steps rather than the std,
+the threads each rank ran and how many cores it kept busy, and the run-to-run spread of its
+repeats."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
 from torchscale.offline.analysis.prediction.figures import Figure, of_estimate
 from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
 
-# p95 - p50 of a normal distribution in standard deviations (the one-sided 95 % quantile)
-Z95_ONE_SIDED = 1.6448536269514722
 # A step std this many times its robust sigma is a heavy tail, not sampling noise: over 40
-# steps the two estimates of one normal sample's sigma differ by ~25 % at most (95 %)
+# steps the two estimates of one normal sample's sigma differ by ~40 % at most (95 %: the
+# fastest step's spread is ~0.4 sigma, the std's ~0.1 sigma)
 HEAVY_TAIL_RATIO = 2.0
 
 
@@ -34,7 +34,7 @@ class MeasuredCell:
     samples_per_s: Figure
     gradient_bytes: int  # the whole model's (an FSDP shard's times the ranks)
     parameter_bytes: int
-    jitter_s: float | None  # robust per-rank sigma of own work: (p95 - p50) / 1.645, over ranks
+    jitter_s: float | None  # robust per-rank sigma of own work, (p50 - min) / e(n), over ranks
     jitter_steps: int
     host_cores: int | None
     busy_cores_per_rank: float | None  # CPU seconds per window second, mean over ranks
@@ -48,9 +48,14 @@ class MeasuredCell:
 
 
 def robust_sigma(stats: StepTimeStats) -> float:
-    """sigma of a distribution's body: (p95 - p50) / 1.645, blind to the slowest 5 % of steps
-    (a busy machine's stalls), where the std counts each stall squared."""
-    return max(stats.p95 - stats.p50, 0.0) / Z95_ONE_SIDED
+    """sigma of a distribution's body from its faster half: (p50 - min) / e(n), e(n) the
+    expected maximum of n standard normals (the fastest of n steps lies e(n) sigmas below
+    the middle). A busy machine only ever makes a step slower, so stalls, however many, leave
+    the faster half alone, where a std counts each stall squared and a p95 is one once 5 %
+    of steps stall."""
+    if stats.count < 2:
+        return 0.0
+    return max(stats.p50 - stats.min, 0.0) / expected_max_normal(stats.count)
 
 
 def _jitter(result: CellResult) -> tuple[float | None, int]:

@@ -4,9 +4,9 @@ maximum of N ranks' own work grows with N.
 With per-step own work X_r = mu + sigma Z_r (Z independent standard normal), the step pays
 E[max_r X_r] - mu = sigma e(N), e(N) the expected maximum of N standard normals (0, 0.564,
 0.846, 1.029, ... 1.766 at 16; about sqrt(2 ln N) for large N). sigma is a robust per-rank
-jitter, (p95 - p50) / 1.645 of each rank's own-work steps (a normal's sigma; blind to the
-slowest 5 %, where a std on a busy machine counts each stall squared), median over the ranks
-of the reference cell, scaled with the own work at the asked size.
+jitter, (p50 - min) / e(steps) of each rank's own-work steps (a normal's sigma from its
+faster half: a busy machine's stalls only slow steps, and a std counts each stall squared),
+median over the ranks of the reference cell, scaled with the own work at the asked size.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def forecast_stragglers(
     s = reference.jitter_s * scale
     sigma = Figure(s, s - s * low, s * high - s)
     how = (
-        f"sigma x e({world_size}) = {s * 1e3:.3g} ms x {e_n:.3f}; sigma = (p95 - p50) / 1.645 "
+        f"sigma x e({world_size}) = {s * 1e3:.3g} ms x {e_n:.3f}; sigma = (p50 - min) / e(steps) "
         f"of each rank's own-work steps at {reference.world_size} rank(s), median over ranks, "
         f"{reference.jitter_s * 1e3:.3g} ms x {scale:.3g} (own work here / there)"
     )
