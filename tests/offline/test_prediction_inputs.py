@@ -59,3 +59,33 @@ def test_a_cell_is_read_in_medians() -> None:
     )
     assert cell.threads == result.environment["torch_threads"]
     assert result.throughput is not None and cell.spread == result.throughput.spread
+
+
+def test_the_worked_example_of_the_docs() -> None:
+    """docs/prediction.md, "A forecast by hand": tiny-gpt2 b32 at 4 ranks from the fixture's
+    1- and 2-rank cells, each term recomputed here from the 2-rank cell's stored fields."""
+    from torchscale.contracts.schema.forecast import ForecastKey
+    from torchscale.offline.analysis.prediction.forecast import build_forecast, measured_groups
+
+    one = fixture_cell(Path(FIXTURE), "tiny-gpt2__b32__w1")
+    two = fixture_cell(Path(FIXTURE), "tiny-gpt2__b32__w2")
+    (by_strategy,) = measured_groups([one, two]).values()
+    cells = by_strategy["ddp"].cells
+    key = ForecastKey.of_cell(two.cell).model_copy(update={"world_size": 4})
+    made = build_forecast(key, cells, [], forecast_id="f", created_at="t", measured_strategy="ddp")
+    assert not isinstance(made, str)
+    terms = {t.name: t.seconds.value for t in made.terms}
+    phases = [r.phases for r in two.ranks if r.phases]
+    own = sum(p.data + p.forward + p.backward + p.optimizer for p in phases) / len(phases)  # type: ignore[operator]
+    assert two.telemetry is not None
+    loads = [r.load for r in two.telemetry.ranks if r.load]
+    busy = sum(x.own_cpu_s / x.window_s for x in loads) / len(loads)  # type: ignore[operator]
+    factor = 4 * busy / 2  # 4 ranks x busy cores on 2 cores; 2 ranks did not time-share
+    assert terms["compute"] == pytest.approx(own)
+    assert terms["contention"] == pytest.approx(own * (factor - 1))
+    assert terms["stragglers"] == pytest.approx(
+        cells[1].jitter_s * factor * expected_max_normal(4)  # type: ignore[operator]
+    )
+    e1, e2 = cells[0].exposed.value, cells[1].exposed.value
+    assert terms["exposed_communication"] == pytest.approx(e1 + (e2 - e1) * 1.5)
+    assert made.step_s.value == pytest.approx(sum(v or 0 for v in terms.values()))
