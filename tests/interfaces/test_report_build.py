@@ -292,13 +292,17 @@ def test_mfu_unavailable_with_the_results_reason(report: Report) -> None:
 
 
 def test_exposed_communication_and_imbalance_from_the_cells(report: Report) -> None:
+    """An old cell's point figures are its diagnosis' split, each share with no interval,
+    beside the no_sync window's figures (slowest compute, the pooled sync overhead)."""
     cells = torchscale.results.load(V3_SWEEP).cells.set_index("cell_id")
-    rows = {r["cell"]: r for r in table(report, "efficiency-comm").rows}
+    rows = {r["cell"]: r for r in table(report, "efficiency-step-model").rows}
     cell = cells.loc["tiny-mlp__b8__w2__fp32__ddp__5904ed09"]
-    assert rows["tiny-mlp b8 x2 fp32 ddp"]["comm_overhead"] == pytest.approx(cell["comm_overhead"])
-    assert rows["tiny-mlp b8 x2 fp32 ddp"]["load_imbalance"] == pytest.approx(
-        cell["load_imbalance"]
-    )
+    row = rows["tiny-mlp b8 x2 fp32 ddp"]
+    assert row["exposed_transfer_share"] == pytest.approx(cell["comm_overhead"])
+    assert row["wait_for_peers_share"] == pytest.approx(cell["load_imbalance"])
+    assert row["exposed_transfer_text"].endswith("(no interval)")
+    assert row["sync_overhead"] == pytest.approx(cell["sync_overhead"])
+    assert row["slowest_s"] is not None and row["slowest_rank"] is not None
 
 
 # ------------------------------------------------------------------------ the straggler

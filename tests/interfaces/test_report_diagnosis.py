@@ -49,6 +49,7 @@ from torchscale.interfaces.report.sections.context import slug
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import BUSY_CAVEAT, marked_injected
 from torchscale.offline.results.frame import COLUMNS, cells_table
+from torchscale.offline.results.upgrades.point_figures import with_point_figure_diagnosis
 from torchscale.offline.results.versions import parse_cell_result
 
 CAVEAT = BUSY_CAVEAT.format(cores="1.5", host="node-a")
@@ -133,7 +134,7 @@ def test_a_disagreeing_cross_check_is_one_line_and_the_appendix_lists_them(
         cross_checks=checks, disagreement="cross-checks disagree: no_sync windows (-v shows them)"
     )
     report = build(sweep(tmp_path, {MLP_W2: [with_attribution(diagnosis)]}))
-    (row,) = table(report, "bottlenecks-straggler-tests").rows
+    (row,) = [r for r in table(report, "bottlenecks-straggler-tests").rows if r["cell"] == CELL]
     assert row["checks"] == "cross-checks disagree: no_sync windows (the appendix lists them)"
     appendix = table(report, "appendix-cross-checks")
     assert [(r["check"], r["verdict"]) for r in appendix.rows] == [
@@ -158,8 +159,13 @@ def test_summary_columns_carry_the_diagnosis(tmp_path: Path) -> None:
     assert row["diagnosis_source"] == "phase timers"
     assert row["caveat"] == CAVEAT
     assert row["wait_for_peers_share"] == pytest.approx(0.30)
-    older = cells.drop(index=MLP_W2)
-    assert older["diagnosis_source"].isna().all() and older["caveat"].isna().all()
+    others = cells.drop(index=MLP_W2)
+    assert others["caveat"].isna().all()
+    # the other two-rank cell's diagnosis is read from its point figures: it names nobody
+    (gpt,) = [i for i in others.index if "tiny-gpt2" in i and "__w2__" in i]
+    assert others.loc[gpt, "diagnosis_source"] == "phase timers"
+    assert bool(others.loc[gpt, "straggler_named"]) is False
+    assert others[others["world_size"] == 1]["diagnosis_source"].isna().all()
 
 
 def test_a_version_8_result_loads_with_its_diagnosis_columns() -> None:
@@ -215,12 +221,18 @@ def test_the_summary_gap_is_the_printed_one_and_the_phase_gap_has_its_own_column
     assert row["straggler_gap_s"] is None and row["straggler_phase_gap_s"] is None
 
 
-def test_an_older_straggler_record_keeps_its_gaps_apart() -> None:
-    """A result older than the diagnosis (schema 7): its record's own-work gap is compute_gap_s
-    and its gap_s is its phase's; they fill the same two columns."""
+def test_a_point_figure_verdict_keeps_its_gaps_apart() -> None:
+    """A verdict read from point figures (schema 7) that names its rank: the record's own-work
+    gap (compute_gap_s) and its phase's (gap_s) fill the two columns apart."""
     path = Path(__file__).parents[1] / "fixtures" / "results_v7" / "cpu_tiny_mlp_ddp_w2.json"
     result, _, problem = parse_cell_result(json.loads(path.read_text()))
-    assert result is not None and result.diagnosis is None, problem
+    assert result is not None and result.communication is not None, problem
+    waited = result.communication.model_copy(update={"load_imbalance": 0.2})
+    result = with_point_figure_diagnosis(
+        result.model_copy(update={"communication": waited, "diagnosis": None})
+    )
+    assert result.diagnosis is not None and result.diagnosis.straggler is not None
+    assert result.diagnosis.straggler.named
     record = result.straggler
     assert record is not None and record.gap_s != record.compute_gap_s
     row = cells_table([result]).iloc[0]
@@ -321,7 +333,7 @@ def test_every_format_that_names_the_straggler_shows_its_whatif(
     for report, diagnosis in reports:
         whatif = whatif_text(diagnosis)
         assert whatif is not None
-        (row,) = table(report, "summary-diagnoses").rows
+        (row,) = [r for r in table(report, "summary-diagnoses").rows if r["whatif"]]
         assert row["whatif"] == whatif
         assert row["straggler"] == straggler_text(diagnosis.straggler, diagnosis.ranks)
         md = markdown.render(report).decode("utf-8")

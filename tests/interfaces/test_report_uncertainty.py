@@ -39,11 +39,9 @@ from torchscale.contracts.schema.cell_result import (
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.interfaces.report.estimates import (
-    NOT_MEASURABLE_OLDER,
     compact,
     efficiency_kind,
     efficiency_text,
-    older_share,
 )
 from torchscale.interfaces.report.model import Chart, Findings, KeyFigures, Report, Table, Text
 from torchscale.interfaces.report.render import html, json_format, markdown, term
@@ -55,6 +53,7 @@ from torchscale.offline.analysis.scaling_efficiency import (
     add_scaling_efficiency,
     efficiency_interval,
 )
+from torchscale.offline.results.upgrades.point_figures import with_point_figure_diagnosis
 
 V3_SWEEP = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
 MLP_W1 = "tiny-mlp__b8__w1__fp32__ddp__1e539f77"
@@ -409,14 +408,11 @@ def test_efficiency_readings(
     assert "123.9 %" not in (efficiency_text(1.239, 0.9, 1.5) or "")
 
 
-def test_older_shares_and_compact_texts() -> None:
-    assert older_share(-0.295) == NOT_MEASURABLE_OLDER
-    assert older_share(1.3) == NOT_MEASURABLE_OLDER
-    assert older_share(0.25) == 0.25
+def test_compact_texts() -> None:
     assert compact(None, 0.0, 0.034, "ratio_pct") == "not measurable (< 3.4 %)"
     assert compact(4075.9, 4067.1, 4084.7, "rate") == "4,075.9 ±8.8"
     assert compact(4075.9, None, None, "rate", spread_unknown=True) == "4,075.9 (spread unknown)"
-    assert compact(0.0123, None, None, "seconds") == "12.3 ms"  # older result: no interval
+    assert compact(0.0123, None, None, "seconds") == "12.3 ms"  # stored without an interval
 
 
 # ------------------------------------------------------------------------ the report
@@ -544,7 +540,8 @@ def test_super_linear_efficiency_is_never_silent(tmp_path: Path) -> None:
 def test_not_measurable_exposed_share_in_every_format(tmp_path: Path) -> None:
     root = sweep(tmp_path, {MLP_W2: [with_attribution(balanced_attribution())]})
     report = build(root)
-    (row,) = table(report, "efficiency-step-model").rows
+    rows = {r["cell"]: r for r in table(report, "efficiency-step-model").rows}
+    row = rows["tiny-mlp b8 x2 fp32 ddp"]
     assert row["exposed_transfer_text"] == "not measurable (< 3.4 %)"
     assert row["exposed_transfer_share"] is None
     # the terminal's words: one decimal, the interval as [low, high]
@@ -560,13 +557,8 @@ def test_not_measurable_exposed_share_in_every_format(tmp_path: Path) -> None:
     model_table = next(
         b for s in data["sections"] for b in s["blocks"] if b.get("id") == "efficiency-step-model"
     )
-    assert model_table["rows"][0]["exposed_transfer_text"] == "not measurable (< 3.4 %)"
-    # the older table holds only older results: this cell has the step model
-    older = [
-        b for s in report.sections for b in s.blocks if isinstance(b, Table)
-        if b.id == "efficiency-comm"
-    ]  # fmt: skip
-    assert all(r["cell"] != "tiny-mlp b8 x2 fp32 ddp" for t in older for r in t.rows)
+    (shown,) = [r for r in model_table["rows"] if r["cell"] == "tiny-mlp b8 x2 fp32 ddp"]
+    assert shown["exposed_transfer_text"] == "not measurable (< 3.4 %)"
 
 
 def test_step_chart_adds_up_to_one(tmp_path: Path) -> None:
@@ -662,23 +654,26 @@ def test_a_schema_9_step_model_reads_with_the_diagnosis_findings(tmp_path: Path)
     assert ranks[1]["role"] == "straggler (backward)" and ranks[0]["role"] is None
 
 
-def test_older_negative_shares_are_not_measurable(tmp_path: Path) -> None:
+def test_point_shares_outside_their_domain_are_not_measurable(tmp_path: Path) -> None:
+    """A diagnosis read from point figures whose exposed share is negative: the share is not
+    measurable, said, and no negative time or share is printed anywhere."""
+
     def negative(result: CellResult) -> CellResult:
         assert result.communication is not None
         comm = result.communication.model_copy(
             update={"comm_overhead": -0.295, "exposed_comm_s": -0.0667, "load_imbalance": 0.02}
         )
-        return result.model_copy(update={"communication": comm})
+        changed = result.model_copy(update={"communication": comm, "diagnosis": None})
+        return with_point_figure_diagnosis(changed)
 
     root = sweep(tmp_path, {MLP_W2: [negative]})
     report = build(root)
-    rows = {r["cell"]: r for r in table(report, "efficiency-comm").rows}
+    rows = {r["cell"]: r for r in table(report, "efficiency-step-model").rows}
     row = rows["tiny-mlp b8 x2 fp32 ddp"]
-    assert row["comm_overhead"] == NOT_MEASURABLE_OLDER
-    assert row["exposed_s"] == NOT_MEASURABLE_OLDER
-    older = next(c for c in report.charts() if c.id == "efficiency-step-split-older")
-    assert "tiny-mlp b8 x2 fp32 ddp" not in older.series[0].x  # no bar that does not add up
-    for series in older.series:
+    assert row["exposed_transfer_text"] == "unknown"
+    assert row["wait_for_peers_text"] == "2.0 % (no interval)"
+    chart = next(c for c in report.charts() if c.id == "efficiency-step-split")
+    for series in chart.series:
         assert all(v is None or 0.0 <= v <= 1.0 for v in series.y)
     for name, text in rendered(report).items():
         assert "-29.5 %" not in text and "-66.7 ms" not in text, name

@@ -9,19 +9,34 @@ from pathlib import Path
 
 import pytest
 
-from torchscale.contracts.schema.cell_result import PART_NAMES, RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.schema.cell_result import (
+    PART_NAMES,
+    RESULT_SCHEMA_VERSION,
+    CellResult,
+    DataPipeline,
+)
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.offline.results.profile_versions import with_run
 from torchscale.offline.results.upgrades.point_figures import (
     NO_INTERVAL,
     NOT_SPLIT,
     OUTSIDE,
-    STRAGGLER_MIN,
     TEST,
     diagnosis_from_point_figures,
+    is_point_figures,
+)
+from torchscale.offline.results.upgrades.point_findings import (
+    DATA_WAIT_MIN,
+    EXPOSED_COMM_MIN,
+    STRAGGLER_MIN,
+    cell_words,
+    point_figure_findings,
 )
 from torchscale.offline.results.upgrades.verdicts import not_named_reason
 from torchscale.offline.results.versions import parse_cell_result
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
+PROFILE_V3 = Path("results_v3/profile/profile/tiny-mlp__b8__w2__fp32__ddp__8154de06")
 
 
 def _read(relative: str) -> tuple[CellResult, int]:
@@ -32,22 +47,91 @@ def _read(relative: str) -> tuple[CellResult, int]:
     return result, version
 
 
+def test_point_figures_with_nothing_to_split_read_with_no_diagnosis_and_the_reason() -> None:
+    """A schema-7-or-older cell whose no_sync window gave neither share (tensor parallel): no
+    diagnosis, the reason in `unavailable["diagnosis"]`, its figures as measured."""
+    result, version = _read("results_v6/cpu_tiny_gpt2_tp2.json")
+    assert version <= 7
+    assert result.diagnosis is None and "schema 7 or older" in result.unavailable["diagnosis"]
+
+
+def test_point_figures_read_at_load_as_a_diagnosis_with_their_own_findings() -> None:
+    """Schema 7 and older kept point figures: read, the result holds the diagnosis built from
+    them, with the findings of their own rule (a 73.6 % exposed communication is at least
+    EXPOSED_COMM_MIN; the 0.3 % imbalance names nobody), not re-derived by the diagnosis'
+    rule, and the point figures as they were measured."""
+    relative = "results_v7/cpu_tiny_mlp_ddp_w2.json"
+    result, version = _read(relative)
+    raw = json.loads((FIXTURES / relative).read_text())
+    assert version == 7 and result.communication is not None
+    assert result.communication.load_imbalance == raw["communication"]["load_imbalance"]
+    diagnosis = result.diagnosis
+    assert is_point_figures(diagnosis) and diagnosis is not None
+    assert diagnosis.findings == point_figure_findings(result)
+    assert [f.category for f in diagnosis.findings] == ["exposed_comm"]
+    (finding,) = diagnosis.findings
+    assert finding.cost_pct == pytest.approx(100 * raw["communication"]["comm_overhead"])
+    assert finding.title.startswith(cell_words(result.cell)) and finding.cost_share is None
+    assert diagnosis.straggler is not None and not diagnosis.straggler.named
+
+
+def _points() -> CellResult:
+    """The schema-7 cell as read, without the diagnosis its point figures gave it."""
+    result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    return result.model_copy(update={"diagnosis": None})
+
+
 @pytest.mark.parametrize(
-    "relative",
+    ("field", "share", "category"),
     [
-        "results_v6/cpu_tiny_gpt2_tp2.json",
-        "results_v7/cpu_tiny_mlp_ddp_w2.json",
+        ("load_imbalance", STRAGGLER_MIN, "straggler"),
+        ("load_imbalance", STRAGGLER_MIN * 0.99, None),
+        ("load_imbalance", 1.2, None),
+        ("comm_overhead", EXPOSED_COMM_MIN, "exposed_comm"),
+        ("comm_overhead", EXPOSED_COMM_MIN * 0.99, None),
+        ("comm_overhead", -0.3, None),
     ],
 )
-def test_point_figures_read_with_no_diagnosis_and_the_reason(relative: str) -> None:
-    """Schema 7 and older kept point figures (no step model): no diagnosis, the reason in
-    `unavailable["diagnosis"]`, the point figures as they were measured."""
-    result, version = _read(relative)
-    assert version <= 7
-    raw = json.loads((FIXTURES / relative).read_text())
-    assert result.diagnosis is None and "schema 7 or older" in result.unavailable["diagnosis"]
+def test_a_point_figure_is_a_finding_from_its_threshold_and_in_its_domain(
+    field: str, share: float, category: str | None
+) -> None:
+    """No interval to judge noise by: a point share is a finding where it is at least its
+    threshold and a share the step can have, in [0, 1]."""
+    result = _points()
     assert result.communication is not None
-    assert result.communication.load_imbalance == raw["communication"]["load_imbalance"]
+    others = {"load_imbalance": 0.0, "comm_overhead": 0.0, field: share}
+    comm = result.communication.model_copy(update=others)
+    found = point_figure_findings(result.model_copy(update={"communication": comm}))
+    assert [f.category for f in found] == ([category] if category else [])
+    if category is not None:
+        assert found[0].cost_pct == pytest.approx(100 * share)
+
+
+def test_a_point_data_wait_is_a_finding_from_its_threshold() -> None:
+    """The input pipeline is waited for at least DATA_WAIT_MIN of the step (never for
+    synthetic data)."""
+    result = _points()
+    assert result.communication is not None
+    comm = result.communication.model_copy(update={"load_imbalance": 0.0, "comm_overhead": 0.0})
+    data = DataPipeline(source="disk", wait_s=0.001, share=DATA_WAIT_MIN)
+    fed = result.model_copy(update={"communication": comm, "data": data})
+    assert [f.category for f in point_figure_findings(fed)] == ["data_wait"]
+    synthetic = fed.model_copy(update={"data": data.model_copy(update={"source": "synthetic"})})
+    assert point_figure_findings(synthetic) == []
+
+
+def test_a_profiled_run_keeps_its_analysis_figures_over_point_figures() -> None:
+    """A profile analysis without a diagnosis does not take its run's point-figure diagnosis:
+    its own trace figures are better evidence; a stored step model it does take."""
+    analysis = ProfileAnalysis.model_validate(
+        json.loads((FIXTURES / PROFILE_V3 / "analysis.json").read_text())
+    )
+    assert analysis.diagnosis is None
+    result, _ = _read(str(PROFILE_V3 / "result.json"))
+    assert is_point_figures(result.diagnosis)
+    assert with_run(analysis, result).diagnosis is None
+    modelled, _ = _read("results_v8/cpu_tiny_mlp_ddp_w2.json")
+    assert with_run(analysis, modelled).diagnosis == modelled.diagnosis
 
 
 def test_a_stored_step_model_reads_with_the_diagnosis_findings_and_caveat() -> None:
@@ -119,7 +203,7 @@ def test_point_figures_read_as_a_step_split_without_intervals() -> None:
     """Schema 7's point figures as today's step split: exposed transfer and waiting for peers
     are the stored shares with no interval, compute the rest of the step, data and rest not
     measurable with why; the five shares' known values add up to the step."""
-    result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    result = _points()
     comm = result.communication
     assert comm is not None and comm.comm_overhead is not None and comm.load_imbalance is not None
     diagnosis = diagnosis_from_point_figures(result)
@@ -146,7 +230,7 @@ def test_a_point_share_outside_its_domain_is_not_measurable(
 ) -> None:
     """A point share outside [0, 1] is noise no interval can tell apart: no value, the reason
     said; compute is then unknown too."""
-    result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    result = _points()
     assert result.communication is not None
     comm = result.communication.model_copy(update={"comm_overhead": stored})
     diagnosis = diagnosis_from_point_figures(result.model_copy(update={"communication": comm}))
@@ -174,7 +258,7 @@ def test_the_slowest_rank_is_named_only_where_the_others_wait_for_it(
     """No significance test: the slowest rank by compute is named where the run delayed it
     on purpose or the others wait for it at least STRAGGLER_MIN of the step (a share it can
     have); the verdict says there was no test, and why nobody is named."""
-    result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    result = _points()
     assert result.communication is not None and result.straggler is not None
     comm = result.communication.model_copy(update={"load_imbalance": imbalance})
     straggler = result.straggler.model_copy(update={"injected": injected})
@@ -191,8 +275,9 @@ def test_the_slowest_rank_is_named_only_where_the_others_wait_for_it(
 def test_no_step_split_where_there_is_nothing_to_split() -> None:
     """One rank, or a cell whose no_sync window gave neither share (tensor parallel): no
     diagnosis from point figures."""
-    result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    result = _points()
     one = result.model_copy(update={"cell": result.cell.model_copy(update={"world_size": 1})})
     assert diagnosis_from_point_figures(one) is None
     tp, _ = _read("results_v6/cpu_tiny_gpt2_tp2.json")
     assert diagnosis_from_point_figures(tp) is None
+    assert diagnosis_from_point_figures(_read("results_v7/cpu_tiny_mlp_ddp_w2.json")[0]) is None

@@ -31,6 +31,7 @@ from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.uncertainty import median_of_repeats
 from torchscale.offline.results.frame import COLUMNS
 from torchscale.offline.results.store import ResultStore
+from torchscale.offline.results.upgrades.point_figures import is_point_figures
 from torchscale.offline.results.versions import (
     V2_COMM_OVERHEAD,
     V2_STRAGGLER,
@@ -466,15 +467,16 @@ def test_a_version_6_tp_result_reads_as_the_current_schema() -> None:
 
 def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
     """Written by torchscale 0.9.0 (tiny-mlp, DDP on two CPU ranks): its point figures kept
-    as measured, no step model or intervals, and the reason said; its throughput interval in
-    the cells table comes from the recorded repeats by the same rule as schema 8's."""
+    as measured and read as its diagnosis (no interval), the missing step model's reason
+    said; its throughput interval in the cells table comes from the recorded repeats by the
+    same rule as schema 8's."""
     path = Path(__file__).parents[1] / "fixtures" / "results_v7" / "cpu_tiny_mlp_ddp_w2.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 7
     result, version, problem = parse_cell_result(raw)
     assert problem is None and version == 7 and result is not None
     assert result.schema_version == RESULT_SCHEMA_VERSION
-    assert result.diagnosis is None and result.intervals is None
+    assert is_point_figures(result.diagnosis) and result.intervals is None
     assert "schema 7 or older" in result.unavailable["diagnosis"]
     assert result.communication is not None
     assert result.communication.comm_overhead == raw["communication"]["comm_overhead"]
@@ -491,10 +493,10 @@ def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
     assert row["samples_per_s_high"] == pytest.approx(expected.high)
     assert 0 < row["samples_per_s_low"] < min(repeats) <= row["samples_per_s"]
     assert row["samples_per_s"] <= max(repeats) < row["samples_per_s_high"]
-    assert (
-        row["exposed_transfer_share"] is None
-        or row["exposed_transfer_share"] != row["exposed_transfer_share"]
-    )
+    # the point share, with no interval
+    assert row["exposed_transfer_share"] == pytest.approx(raw["communication"]["comm_overhead"])
+    low = row["exposed_transfer_share_low"]
+    assert low is None or low != low
 
 
 def test_a_version_11_result_reads_with_no_cpu_wait() -> None:

@@ -3,9 +3,8 @@ every old version into today's shape, so no module under torchscale/interfaces/ 
 schema version or branches on an old result.
 
 Two checks. No `schema_version` comparison anywhere under interfaces/ (Python's ast). And no
-words that name an old schema or an older result (`OLD_SCHEMA`) outside the modules listed in
-`STILL_BRANCHING`, each held to the count it has today: a module that gains such a line fails,
-one that loses them must lower its count (so the list only shrinks, to empty).
+line that names an old schema or an older result (`OLD_SCHEMA`): such a line is a branch, or
+the words of one, that belongs in the upgrades.
 """
 
 from __future__ import annotations
@@ -22,23 +21,6 @@ OLD_SCHEMA = re.compile(
     r"|schema \d+(?:-\d+)?'s|\bolder_|_older|_legacy|\(schema \d+[);]|schema \d+:",
     re.IGNORECASE,
 )
-
-# modules that still read results of schema 7 and older (point figures, no diagnosis) on a
-# path of their own, with the number of lines that say so; the upgrade at load does not build
-# a diagnosis from point figures yet
-STILL_BRANCHING = {
-    "console/sweep_tables.py": 1,
-    "report/estimates.py": 5,
-    "report/sections/appendix.py": 11,
-    "report/sections/bottlenecks.py": 2,
-    "report/sections/context.py": 2,
-    "report/sections/efficiency.py": 25,
-    "report/sections/findings.py": 23,
-    "report/sections/latency.py": 5,
-    "report/sections/memory.py": 1,
-    "report/sections/strategies.py": 6,
-    "report/sections/words.py": 1,
-}
 
 
 def _sources() -> list[Path]:
@@ -77,15 +59,7 @@ def _counts() -> dict[str, int]:
 
 def test_no_module_under_interfaces_branches_on_an_old_schema() -> None:
     counts = _counts()
-    new = {name: n for name, n in counts.items() if name not in STILL_BRANCHING}
-    assert not new, f"an old schema named outside versions.py's upgrades: {new}"
-    grown = {
-        name: (n, STILL_BRANCHING[name]) for name, n in counts.items() if n > STILL_BRANCHING[name]
-    }
-    assert not grown, f"more old-schema lines than allowed (found, allowed): {grown}"
-    shrunk = {name: counts.get(name, 0) for name, n in STILL_BRANCHING.items()}
-    stale = {name: n for name, n in shrunk.items() if n < STILL_BRANCHING[name]}
-    assert not stale, f"fewer old-schema lines now: lower STILL_BRANCHING to {stale}"
+    assert not counts, f"an old schema named outside versions.py's upgrades: {counts}"
 
 
 def test_the_old_schema_words_are_found_where_they_are() -> None:

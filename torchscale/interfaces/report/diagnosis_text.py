@@ -63,7 +63,7 @@ def _ms_number(seconds: float) -> str:
 
 def share_text(estimate: Estimate | None) -> str:
     """'40.1 % [38.4, 41.4]', '0.0 %' (none in any step), 'not measurable (< 0.4 %)',
-    '12.0 % (spread unknown)' or 'unknown'."""
+    '12.0 % (spread unknown)' (or the estimate's reason for having no interval) or 'unknown'."""
     if estimate is None:
         return "unknown"
     if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
@@ -73,9 +73,15 @@ def share_text(estimate: Estimate | None) -> str:
             f"not measurable (< {pct(estimate.high)})" if estimate.high is not None else "unknown"
         )
     if estimate.low is None or estimate.high is None:
-        return f"{pct(estimate.value)} (spread unknown)"
+        return f"{pct(estimate.value)} ({_no_interval(estimate)})"
     shown = _rounded(estimate.value, estimate.low, estimate.high, 100.0)
     return f"{shown.value} % [{shown.low}, {shown.high}]"
+
+
+def _no_interval(estimate: Estimate) -> str:
+    """Why a measured figure has no interval: its own reason ('no interval' for a point
+    figure), else 'spread unknown'."""
+    return estimate.reason or "spread unknown"
 
 
 def _rounded(value: float, low: float, high: float, scale: float) -> RoundedFigure:
@@ -107,7 +113,7 @@ def seconds_text(estimate: Estimate | None, *, signed: bool = False) -> str:
         return "unknown"
     sign = "+" if signed and estimate.value >= 0 else ""
     if estimate.low is None or estimate.high is None:
-        return f"{sign}{ms(estimate.value)} (spread unknown)"
+        return f"{sign}{ms(estimate.value)} ({_no_interval(estimate)})"
     largest = max(abs(estimate.value), abs(estimate.low), abs(estimate.high))
     # the unit its largest number reads best in: '+8 us [-12, 24]', never '+0.00785 ms'
     scale, unit = (1.0, "s") if largest >= 10 else (1e3, "ms") if largest >= 1e-3 else (1e6, "us")

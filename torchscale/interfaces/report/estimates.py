@@ -172,10 +172,10 @@ def _bound(estimate: Estimate, fmt: Format) -> str:
 
 # ---------------------------------------------------------------- figures from the cells table
 # The cells table holds a figure and its interval as columns (value, low, high); these helpers
-# make the Estimate back from them and print it the one way above. Older results carry no
-# interval for some figures: those print as the plain value, never "(spread unknown)".
+# make the Estimate back from them and print it the one way above. A figure stored without an
+# interval (no repeat or bootstrap behind it) prints as the plain value, never "(spread
+# unknown)".
 
-NOT_MEASURABLE_OLDER = "not measurable (older result, no interval)"
 ONE_REPEAT = "one repeat: spread unknown"
 
 
@@ -232,8 +232,8 @@ def compact(
 ) -> str | None:
     """A table cell: '4,075.9 ±8.8', '344.9 [215.0, 552.4]' (lopsided: `plus_minus`),
     'not measurable (< 3.4 %)', '4,075.9 (spread unknown)' where the interval is missing
-    because of one repeat (`spread_unknown`), else the plain value (an older result that never
-    recorded an interval); None when there is nothing."""
+    because of one repeat (`spread_unknown`), else the plain value (a figure stored without an
+    interval); None when there is nothing."""
     estimate = from_columns(value, low, high)
     if estimate is None:
         return None
@@ -301,14 +301,6 @@ def scaled_rate(
     if value != 0 and abs(value) < quantum:
         quantum = quantum_of(abs(value)) or quantum
     return round_half_up(value, quantum)
-
-
-def older_share(value: float | None) -> float | str | None:
-    """A share of the step from a result without intervals (schema < 8): shown only where it
-    can be a share, in [0, 1]; outside it is noise that no interval can tell apart."""
-    if value is None:
-        return None
-    return value if 0.0 <= value <= 1.0 else NOT_MEASURABLE_OLDER
 
 
 # ---------------------------------------------------------------- scaling efficiency

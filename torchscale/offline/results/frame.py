@@ -286,8 +286,7 @@ DIAGNOSIS_COLUMNS = [
 
 
 def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
-    """The diagnosis' columns (schema 10; schema 8-9's step model read as one; None before
-    schema 8 and where there is none). Where there is a diagnosis its verdict also gives
+    """The diagnosis' columns (None where there is none). Its verdict also gives
     straggler_rank, straggler_phase, straggler_kind, straggler_gap_s (the gap every surface
     prints: `StragglerVerdict.headline_gap`) and straggler_phase_gap_s (the named phase's gap,
     its own column so that neither passes for the other), null unless it names a straggler:

@@ -18,6 +18,7 @@ from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.offline.analysis.diagnosis import marked_injected
+from torchscale.offline.results.upgrades.point_figures import is_point_figures
 from torchscale.offline.results.upgrades.verdicts import with_not_named
 
 ANALYSIS_KIND = "torchscale.profile_analysis"
@@ -27,13 +28,14 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
     """The analysis as the current schema reads it, completed from its run's result: the run's
     diagnosis where the analysis has none (an analysis older than the diagnosis), and a named
     straggler marked injected or not (analyses before the verdict said so) from the run's
-    `injected_delays`."""
+    `injected_delays`. A run diagnosis read from point figures is not taken: the analysis'
+    own trace figures are better evidence than the no_sync window's point shares."""
     analysis = analysis.model_copy(update={"diagnosis": with_not_named(analysis.diagnosis)})
     diagnosis = analysis.diagnosis
     if result is None:
         return analysis
     if diagnosis is None:
-        if result.diagnosis is None:
+        if result.diagnosis is None or is_point_figures(result.diagnosis):
             return analysis
         return analysis.model_copy(update={"diagnosis": result.diagnosis})
     return analysis.model_copy(update={"diagnosis": _marked(diagnosis, result)})

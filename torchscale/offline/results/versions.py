@@ -312,6 +312,15 @@ def said_why_not_named(result: CellResult) -> CellResult:
     return result.model_copy(update={"diagnosis": with_not_named(result.diagnosis)})
 
 
+def read_from_point_figures(result: CellResult) -> CellResult:
+    """A result that kept only point figures gets a diagnosis read from them, with the
+    findings their own rule gives (`upgrades.point_figures`, imported here: it needs numpy,
+    which a rank writing results through the store must not load)."""
+    from torchscale.offline.results.upgrades import point_figures
+
+    return point_figures.with_point_figure_diagnosis(result)
+
+
 def completed_from_model(result: CellResult) -> CellResult:
     """A step model stored without findings gets them, and its caveat (`upgrades.stored_model`,
     imported here: it needs pandas, which a rank writing results through the store must not
@@ -325,6 +334,7 @@ def completed_from_model(result: CellResult) -> CellResult:
 # newest source version it applies to: derivations that need the typed result (the diagnosis'
 # findings), applied in order of the key, each to results read from that version or older
 COMPLETIONS: dict[int, Callable[[CellResult], CellResult]] = {
+    7: read_from_point_figures,
     9: completed_from_model,
     12: said_why_not_named,
 }

@@ -30,8 +30,19 @@ from torchscale.interfaces.report.sections.context import Context, col, records
 from torchscale.interfaces.report.sections.diagnosis import cross_check_rows
 from torchscale.interfaces.report.sources import ExperimentSource
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
+from torchscale.offline.results.upgrades.point_findings import (
+    DATA_WAIT_MIN,
+    EXPOSED_COMM_MIN,
+    STRAGGLER_MIN,
+)
 
 _LIMIT = f"{CV_WARN_THRESHOLD * 100:g} %"
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:g} %"
+
+
 METHODOLOGY = [
     (
         "Throughput",
@@ -47,7 +58,8 @@ METHODOLOGY = [
     (
         "95 % intervals",
         f"throughput: {THROUGHPUT_INTERVAL}; step percentiles and the step model's parts: "
-        "moving-block bootstrap over the steps (schema 8; no interval from 2-3 steps); MFU "
+        "moving-block bootstrap over the steps (no interval from 2-3 steps, nor for point "
+        "figures); MFU "
         "scales with throughput; '±' is half the interval's width, '[low, high]' the interval "
         "where one side is over 1.5 times the other or ± would reach below 0; a figure whose "
         "interval reaches 0 is 'not measurable above noise'; a change of a percentage "
@@ -76,14 +88,14 @@ METHODOLOGY = [
         "the same formula within the same global batch (batch per GPU shrinking as GPUs grow)",
     ),
     (
-        "One diagnosis per run (schema 10)",
+        "One diagnosis per run",
         "the step split, each rank's wait for peers, the straggler verdict, the what-if and the "
         "findings come from one source: the traces where the run was profiled, else the phase "
         "timers; every section shows it in the terminal's words (shares with one decimal, "
         "[low, high] the 95 % interval) and computes none of its own; the other evidence is "
         "kept as cross-checks (the table below), and one that disagrees is said in one line "
-        "beside the verdict. Results of schema 8-9: their step model read as the diagnosis, "
-        "without findings, per-rank waits or what-if",
+        "beside the verdict. A result that stored only a step model or point figures has its "
+        "diagnosis read from them when loaded, without per-rank waits or what-if",
     ),
     (
         "Step split",
@@ -92,19 +104,19 @@ METHODOLOGY = [
         "interval",
     ),
     (
-        "Straggler (schema 8)",
+        "Straggler",
         "named only when a one-sided Wilcoxon signed-rank test of the per-step gap of its own "
         "work over the other ranks' is significant and the gap is at least 5 % of the step, "
         "and withdrawn only by evidence that significantly names another rank; otherwise 'none "
         "significant' with the largest gap and its interval",
     ),
     (
-        "Waiting for peers by rank (schema 10)",
+        "Waiting for peers by rank",
         "each rank's mean wait for peers over its mean step, with a moving-block bootstrap "
         "interval over its steps",
     ),
     (
-        "What-if (schema 10)",
+        "What-if",
         "per step, the least wait for peers of any other rank (the wait the candidate's "
         "lateness costs them) capped by its own work over the median of the others' (its extra "
         "work): an upper bound on the shorter step, with its interval",
@@ -117,11 +129,13 @@ METHODOLOGY = [
         "using cores during the windows) is a caveat shown with them",
     ),
     (
-        "Straggler (older results, phase timers)",
+        "Straggler and findings (point figures, no interval)",
         "the rank with the highest compute time (median step under no_sync, else its phase sum) "
-        "and the phase whose median exceeds the other ranks' the most; named in findings only "
-        "when the others wait for it at least 5 % of the step (results older than the step "
-        "model; the older findings of results older than schema 10)",
+        "and the phase whose median exceeds the other ranks' the most; named when the run "
+        f"delayed it on purpose or the others wait for it at least {_pct(STRAGGLER_MIN)} of "
+        "the step (no significance test); a finding when that wait, exposed communication "
+        f"or the data wait is at least {_pct(STRAGGLER_MIN)}, {_pct(EXPOSED_COMM_MIN)} or "
+        f"{_pct(DATA_WAIT_MIN)} of the step",
     ),
     (
         "Phase times",
@@ -130,7 +144,7 @@ METHODOLOGY = [
     ),
     (
         "Exposed communication",
-        "schema 8: the step model's exposed transfer; older results: (T - slowest rank's "
+        "the diagnosis' exposed transfer; from point figures: (T - slowest rank's "
         "compute under no_sync) / T, T the median synchronised step (DDP, two or more ranks), "
         "shown only in [0, 1] (outside: not measurable, no interval)",
     ),
@@ -155,18 +169,19 @@ METHODOLOGY = [
     (
         "Data wait",
         "the diagnosis' data part: the mean over ranks of the time per step in the data phase "
-        "(DataLoader next() and the copy to the device), share of the mean step; results older "
-        "than the diagnosis: the median of the rank that waited longest over the median step",
+        "(DataLoader next() and the copy to the device), share of the mean step; where the "
+        "diagnosis holds no data figure: the median of the rank that waited longest over the "
+        "median step",
     ),
     ("Cost", "GPU-hours per million = GPUs x 1e6 / global rate / 3600, times the price"),
     (
         "Sync stall",
         "the diagnosis' waiting for peers: the mean over ranks of the time a rank waits for "
-        "the others with nothing else to do, share of the step (profile analyses of schema 1: "
-        "their own figure, from the traces' collectives, clock-aligned)",
+        "the others with nothing else to do, share of the step (a profile analysis without a "
+        "diagnosis: its own figure, from the traces' collectives, clock-aligned)",
     ),
     (
-        "What-if (profile analyses of schema 1)",
+        "What-if (a profile analysis without a diagnosis)",
         "the step had one rank arrived at the collectives with the second-last rank",
     ),
     (

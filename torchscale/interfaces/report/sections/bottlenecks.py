@@ -54,6 +54,7 @@ from torchscale.interfaces.report.sections.words import (
     plain,
     term_column,
 )
+from torchscale.offline.results.upgrades.point_figures import is_point_figures
 
 WARNING_KINDS = (
     ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),
@@ -134,7 +135,9 @@ def _analysis_figures(analysis: ProfileAnalysis) -> KeyFigures:
             label=plain("exposed_comm"),
             value=analysis.exposed_comm_pct,
             format="pct",
-            note=why.get("exposed_comm_pct", TERMS["exposed_comm"].explained()),
+            note=why.get(
+                "exposed_comm_pct", f"{TERMS['exposed_comm'].explained()}, waits included"
+            ),
         ),
         KeyFigure(
             label="Compute/communication overlap",
@@ -222,8 +225,8 @@ def _ranks_table(ref: ProfileRef, key: str) -> Table:
         wait = []
         note += "; no per-rank wait for peers: the diagnosis holds none (waits not separable)"
     else:
-        wait = [col("stall_pct", "Sync stall share (older analysis)", "pct")]
-        note += "; sync stall share: the analysis' own figure (schema 1, before the diagnosis)"
+        wait = [col("stall_pct", "Sync stall share (its analysis)", "pct")]
+        note += "; sync stall share: the analysis' own figure (it holds no diagnosis)"
     return Table(
         id=f"bottlenecks-{key}-ranks",
         title=f"{ref.label}: per rank (trace analysis)",
@@ -558,15 +561,18 @@ def build(ctx: Context) -> Section:
         blocks.append(Findings(findings=ctx.findings))
     else:
         blocks.append(Text(text=f"No finding: {no_finding_text(ctx)}.", severity="good"))
-    blocks.append(
-        Text(
-            text="Findings are ranked by cost, their share of the step: each run's are its "
-            "diagnosis' own (decided by the traces where a run was profiled, else by the "
-            "phase timers), plus a per-rank compute slowdown against the smallest world size "
-            "and GPU throttling; results older than schema 10 keep the older derivation from "
-            "their phase timers and no_sync windows."
-        )
+    ranking = (
+        "Findings are ranked by cost, their share of the step: each run's are its "
+        "diagnosis' own (decided by the traces where a run was profiled, else by the "
+        "phase timers), plus a per-rank compute slowdown against the smallest world size "
+        "and GPU throttling"
     )
+    if any(is_point_figures(ctx.result(row).diagnosis) for row in records(ctx.ok)):
+        ranking += (
+            "; a diagnosis read from point figures (no interval) finds by thresholds on "
+            "them (the appendix gives them)"
+        )
+    blocks.append(Text(text=f"{ranking}."))
     tests = _straggler_tests(ctx)
     if tests is not None:
         blocks.append(tests)

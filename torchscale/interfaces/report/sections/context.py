@@ -592,7 +592,8 @@ def first_screen_throughput(row: Mapping[str, Any] | pd.Series) -> str:
 def step_text(
     row: Mapping[str, Any] | pd.Series, percentile: str, *, long: bool = False
 ) -> str | None:
-    """Step time p50/p95/p99 ('p50') with its interval (schema 8; older results: the value)."""
+    """Step time p50/p95/p99 ('p50') with its interval (the value alone where none was
+    stored)."""
     show = long_form if long else compact
     return show(
         finite(row.get(f"step_{percentile}_s")),
@@ -603,7 +604,8 @@ def step_text(
 
 
 def mfu_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
-    """MFU with its interval (it scales with throughput; older results: the value)."""
+    """MFU with its interval (it scales with throughput; the value alone where none was
+    stored)."""
     show = long_form if long else compact
     return show(
         finite(row.get("mfu")), finite(row.get("mfu_low")), finite(row.get("mfu_high")), "ratio_pct"

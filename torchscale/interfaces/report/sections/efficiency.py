@@ -2,13 +2,13 @@
 where the step goes, memory (static state against the rest of the peak), and cost per million
 samples / tokens when a price is given.
 
-Where the step goes is each cell's diagnosis' step split (result schema 10, schema 8-9's step
-model read as one: compute, data, waiting for peers, exposed transfer, rest, each a share with
-its 95 % interval, adding up to the step by construction), in the terminal's words; a part
-inside its noise reads "not measurable", never a negative time or a share above 100 %. Older
-results have only point figures (exposed communication, load imbalance): shown where they can be
-shares, in [0, 1], else "not measurable (older result, no interval)", and charted only where the
-three shares add up."""
+Where the step goes is each cell's diagnosis' step split (compute, data, waiting for peers,
+exposed transfer, rest, each a share with its 95 % interval, adding up to the step by
+construction), in the terminal's words; a part inside its noise reads "not measurable", never a
+negative time or a share above 100 %; a split read from point figures has no interval and says
+so. Beside the split, the figures of the no_sync window where a cell recorded them (slowest
+compute and rank, the pooled sync overhead), and a row for a cell that recorded those but no
+split."""
 
 from __future__ import annotations
 
@@ -17,21 +17,16 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.flop_convention import MFU_CONVENTION
-from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
+from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
-from torchscale.interfaces.report.estimates import (
-    NOT_MEASURABLE_OLDER,
-    PLUS_MINUS_NOTE,
-    older_share,
-)
+from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
     Section,
     Series,
     Table,
-    Text,
     Unavailable,
 )
 from torchscale.interfaces.report.sections.context import (
@@ -42,18 +37,31 @@ from torchscale.interfaces.report.sections.context import (
     fmt,
     integer,
     mfu_text,
-    names,
     rate_text_value,
     records,
 )
 from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.results.upgrades.point_figures import is_point_figures
 
 # the parts of the step in plain words (headings and legends); their technical terms are
 # the tooltip and the footnote (sections.words)
 PART_LABELS = {name: plain(name) for name in PART_NAMES}
 INSIDE_NOISE = "parts not measurable above noise (together)"
+NOT_MEASURABLE_POINT = "not measurable (a point figure outside 0-100 %, no interval)"
+NO_SPLIT = "not measurable (no step split: see below)"
+POINT_NOTE = (
+    "A split read from point figures has no interval: its step is the median synchronised "
+    "step T, exposed transfer (T - slowest rank's compute under no_sync) / T, waiting for "
+    "peers the mean over ranks of (slowest compute - their compute) / T, compute the rest; a "
+    "share outside 0-100 % is noise no interval can tell apart and reads 'not measurable'. "
+)
+SYNC_NOTE = (
+    "Slowest compute: the slowest rank's median step under no_sync (no gradient sync); sync "
+    "overhead (pooled) = 1 - pooled no_sync median / T, waiting and exposed communication "
+    "together, no interval. "
+)
 EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
 
 
@@ -97,8 +105,7 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
         "FLOPs counted by FlopCounterMode (forward + backward of one step); achieved = "
         "FLOPs per step x steps/s over the timed windows; MFU = achieved / the peak dense "
         "TFLOP/s of the device for the dtype that runs (the basis column says which), with "
-        f"{PLUS_MINUS_NOTE} (it scales with throughput; older results recorded none). "
-        + MFU_CONVENTION
+        f"{PLUS_MINUS_NOTE} (it scales with throughput). " + MFU_CONVENTION
     )
     if not any(r["mfu_measured"] is not None for r in rows):
         for r in rows:  # no node measured by validate perf: the table as it always was
@@ -153,6 +160,28 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
     decided = (
         [col("source", "Decided by")] if any(r["source"] != "phase timers" for r in rows) else []
     )
+    sync = [
+        column
+        for column in (
+            col("slowest_s", "Slowest compute", "seconds"),
+            col("slowest_rank", "Slowest rank", "int"),
+            col("sync_overhead", "Sync overhead (pooled)", "ratio_pct"),
+        )
+        if any(r.get(column.key) is not None for r in rows)
+    ]
+    note = (
+        "every step of every rank = compute (its own forward, backward and optimizer) + "
+        "data (waiting for its batch) + waiting for peers (for the slowest rank: load "
+        "imbalance) + exposed transfer (communication nothing hid: the smallest grad-sync wait "
+        "of any rank at that step) + rest (between the phases); means over ranks and steps, "
+        "so the five shares add up to the step; [low, high]: the 95 % interval of a block "
+        "bootstrap over the steps, as the terminal prints it; 'not measurable': the interval "
+        "reaches 0, the share could be none (its upper end in brackets). "
+    )
+    if any(r.get("_point") for r in rows):
+        note += POINT_NOTE
+    if sync:
+        note += SYNC_NOTE
     return Table(
         id="efficiency-step-model",
         title="Where the step goes (each run's diagnosis, shares with 95 % intervals)",
@@ -162,15 +191,10 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
             col("step_text", "Step (mean)"),
             *(term_column(f"{name}_text", name) for name in PART_NAMES),
             *decided,
+            *sync,
         ],
-        rows=rows,
-        note="every step of every rank = compute (its own forward, backward and optimizer) + "
-        "data (waiting for its batch) + waiting for peers (for the slowest rank: load "
-        "imbalance) + exposed transfer (communication nothing hid: the smallest grad-sync wait "
-        "of any rank at that step) + rest (between the phases); means over ranks and steps, "
-        "so the five shares add up to the step; [low, high]: the 95 % interval of a block "
-        "bootstrap over the steps, as the terminal prints it; 'not measurable': the interval "
-        "reaches 0, the share could be none (its upper end in brackets). " + footnote(PART_NAMES),
+        rows=[{k: v for k, v in r.items() if k != "_point"} for r in rows],
+        note=note + footnote(PART_NAMES),
     )
 
 
@@ -208,139 +232,76 @@ def _attribution_chart(rows: list[dict[str, Any]]) -> Chart | None:
     )
 
 
-def _older_row(ctx: Context, row: dict[str, Any]) -> dict[str, Any]:
-    """A result without the step model (schema < 8): its point figures where they can be
-    shares of the step, "not measurable (older result, no interval)" where they cannot."""
-    comm = ctx.result(row).communication
-    share = older_share(finite(row["comm_overhead"]))
-    exposed_s = finite(comm.exposed_comm_s) if comm else None
-    if exposed_s is not None and (exposed_s < 0 or isinstance(share, str)):
-        exposed: float | str | None = NOT_MEASURABLE_OLDER
-    else:
-        exposed = exposed_s
+def _point_share(value: float | None) -> float | str | None:
+    """A share of the step measured without an interval: shown only where it can be a share,
+    in [0, 1]; outside it is noise that no interval can tell apart."""
+    if value is None:
+        return None
+    return value if 0.0 <= value <= 1.0 else NOT_MEASURABLE_POINT
+
+
+def _sync_figures(result: CellResult) -> dict[str, Any]:
+    """The no_sync window's figures a cell recorded beside its split: the slowest rank's
+    compute, that rank, and the sync overhead (waiting and exposed communication together)."""
+    comm = result.communication
     return {
-        "cell": ctx.label(row),
-        "model": str(row["model_label"]),
-        "gpus": integer(row["world_size"]),
-        "step_s": finite(comm.step_time_s) if comm else finite(row["step_p50_s"]),
         "slowest_s": finite(comm.slowest_compute_s) if comm else None,
         "slowest_rank": comm.slowest_compute_rank if comm else None,
-        "exposed_s": exposed,
-        "comm_overhead": share,
-        "load_imbalance": older_share(finite(row["load_imbalance"])),
-        "sync_overhead": older_share(finite(row["sync_overhead"])),
-        "_severity": "bad" if isinstance(share, float) and share >= EXPOSED_BAD else "info",
+        "sync_overhead": _point_share(finite(comm.sync_overhead)) if comm else None,
     }
 
 
-def _comm_rows(
-    ctx: Context,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
-    """(rows of cells with the step model, rows of older multi-rank cells, unavailable)."""
-    modelled, older, missing = [], [], []
+def _unsplit_row(ctx: Context, row: dict[str, Any], result: CellResult) -> dict[str, Any]:
+    """A cell of two ranks or more with no diagnosis but figures of its no_sync window: the
+    parts not measurable, its figures beside them."""
+    comm = result.communication
+    step = finite(comm.step_time_s) if comm else None
+    out: dict[str, Any] = {
+        "cell": ctx.label(row),
+        "model": str(row["model_label"]),
+        "gpus": integer(row["world_size"]),
+        "step_s": step,
+        "step_text": fmt(step, "seconds") if step is not None else "unknown",
+        "basis": None,
+        "source": "phase timers",
+        "_severity": "info",
+    }
+    for name in PART_NAMES:
+        out[f"{name}_text"] = NO_SPLIT
+    return out
+
+
+def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """(a row per cell with a diagnosis or figures of its no_sync window, unavailable)."""
+    rows, missing = [], []
     for row in records(ctx.ok):
         result = ctx.result(row)
+        figures = _sync_figures(result)
         if result.diagnosis is not None:
-            modelled.append(_attribution_row(ctx, row, result.diagnosis))
+            entry = _attribution_row(ctx, row, result.diagnosis)
+        elif (integer(row["world_size"]) or 0) < 2:
             continue
-        if (integer(row["world_size"]) or 0) < 2:
-            continue
-        older.append(_older_row(ctx, row))
-        if finite(row["comm_overhead"]) is None:
-            reason = result.unavailable.get("comm_overhead", "not measured for this cell")
-            missing.append((ctx.label(row), reason))
-    return modelled, older, by_reason(missing, "exposed communication")
-
-
-def _older_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
-    return Table(
-        id="efficiency-comm",
-        title="Communication and load imbalance (older results, point figures)",
-        columns=[
-            col("cell", "Cell"),
-            col("gpus", units.world, "int"),
-            col("step_s", "Step (T, median)", "seconds"),
-            col("slowest_s", "Slowest compute", "seconds"),
-            col("slowest_rank", "Slowest rank", "int"),
-            col("exposed_s", "Exposed comm", "seconds"),
-            col("comm_overhead", "Exposed comm share", "ratio_pct"),
-            col("load_imbalance", "Load imbalance", "ratio_pct"),
-            col("sync_overhead", "Sync overhead (pooled)", "ratio_pct"),
-        ],
-        rows=rows,
-        note="results written before schema 8: no interval; exposed communication = (T - "
-        "slowest rank's compute under no_sync) / T; load imbalance = mean over ranks of "
-        "(slowest compute - their compute) / T; sync overhead = 1 - pooled no_sync median / T "
-        "(the two together); a figure outside 0-100 % is noise no interval can tell apart "
-        "and reads 'not measurable'",
-    )
-
-
-def _older_chart(rows: list[dict[str, Any]]) -> tuple[Chart | None, list[str]]:
-    """The three point shares of older results, only where they add up (both in [0, 1] and
-    together at most 1); the cells left out."""
-    usable, left_out = [], []
-    for r in rows:
-        exposed, imbalance = r["comm_overhead"], r["load_imbalance"]
-        if exposed is None or imbalance is None:
-            continue  # not measured: the table says why
-        numbers = isinstance(exposed, float) and isinstance(imbalance, float)
-        if numbers and exposed + imbalance <= 1.0:
-            usable.append(r)
         else:
-            left_out.append(r["cell"])
-    if not usable:
-        return None, left_out
-    x: list[float | int | str] = [r["cell"] for r in usable]
-    imbalance = [r["load_imbalance"] for r in usable]
-    exposed = [r["comm_overhead"] for r in usable]
-    compute = [1.0 - i - e for i, e in zip(imbalance, exposed, strict=True)]
-    note = (
-        "older results (no interval): per rank T = its compute + (slowest compute - its "
-        "compute) + (T - slowest compute); averaged over ranks the three shares add up to 1"
-    )
-    if left_out:
-        note += f"; left out, their shares do not add up: {names(left_out)}"
-    chart = Chart(
-        id="efficiency-step-split-older",
-        title="Where the synchronised step goes (older results)",
-        kind="stacked_bar",
-        x_label="cell",
-        y_label="share of the step",
-        y_format="ratio_pct",
-        series=[
-            Series(name="compute (mean over ranks)", x=list(x), y=compute),
-            Series(name="load imbalance (wait for the slowest rank)", x=list(x), y=imbalance),
-            Series(name="exposed communication", x=list(x), y=exposed),
-        ],
-        category_models=category_models((r["cell"], r["model"]) for r in usable),
-        note=note,
-    )
-    return chart, left_out
+            unavailable = result.unavailable
+            reason = unavailable.get("comm_overhead") or unavailable.get("diagnosis")
+            missing.append((ctx.label(row), reason or "not measured for this cell"))
+            if all(v is None for v in figures.values()):
+                continue
+            entry = _unsplit_row(ctx, row, result)
+        rows.append({**entry, **figures, "_point": is_point_figures(result.diagnosis)})
+    return rows, by_reason(missing, "exposed communication")
 
 
 def _comm_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
-    """The step model's table and chart, and the older results' figures beside them."""
-    modelled, older, unavailable = _comm_rows(ctx)
+    """The diagnoses' table and chart."""
+    rows, unavailable = _comm_rows(ctx)
     blocks: list[Block] = []
-    if modelled:
-        blocks.append(_attribution_table(modelled, ctx.units))
-        chart = _attribution_chart(modelled)
+    if rows:
+        blocks.append(_attribution_table(rows, ctx.units))
+        chart = _attribution_chart([r for r in rows if r["basis"] is not None])
         if chart is not None:
             blocks.append(chart)
-    if older:
-        blocks.append(_older_table(older, ctx.units))
-        older_chart, left_out = _older_chart(older)
-        if older_chart is not None:
-            blocks.append(older_chart)
-        elif left_out:
-            blocks.append(
-                Text(
-                    text="No chart of the step's split for "
-                    f"{names(left_out)}: {NOT_MEASURABLE_OLDER}; its shares do not add up.",
-                )
-            )
-    if not modelled and not older:
+    elif not unavailable:  # no cell of two ranks or more (each one without a row says why)
         unavailable["exposed communication and load imbalance"] = (
             "every cell ran on one rank: no gradient communication to expose"
         )

@@ -6,18 +6,15 @@ the same findings in the same words as the terminal.
 - A profile's findings are its analysis' (the diagnosis' findings split by `--target`); its
   result.json holds the same diagnosis, so the run gives one verdict, never the phase timers'
   beside the traces'.
-- A sweep cell's findings are its result's diagnosis' (schema 10).
+- A sweep cell's findings are its result's diagnosis'.
 - Added from other figures, which the diagnosis does not cover: per-rank compute slower than at
   the smallest world size (`slowdown_finding`) and GPU clocks throttled during the windows
   (`throttling_finding`); a straggler an injected delay made is marked artificial.
 - Every finding of a run carries its busy-machine caveat (`Diagnosis.caveat`), shown with it on
   every surface.
 
-A step model stored without findings is read with those its parts give by the diagnosis' rule
-(`offline/results/upgrades/stored_model.py`). A result without a step model has only point
-figures: for those only, findings come from the point figures
-(`older_result_findings`, used only where a figure can be a share of the step, in [0, 1]),
-with the thresholds below.
+A diagnosis read at load from what a result stored (a step model, point figures) carries the
+findings its upgrade gave it (`offline/results/upgrades/`).
 
 Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
@@ -38,14 +35,15 @@ from torchscale.interfaces.report.sections.context import (
 )
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.results.upgrades.point_figures import is_point_figures
+from torchscale.offline.results.upgrades.point_findings import (
+    DATA_WAIT_MIN,
+    EXPOSED_COMM_MIN,
+    STRAGGLER_MIN,
+)
 
 GROUP = ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
 SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's (not in the diagnosis)
-# the older derivation's thresholds (results older than schema 10 only): below these shares of
-# the step a figure was noise or not worth a finding
-STRAGGLER_MIN = 0.05  # load imbalance: the other ranks' wait for the slowest
-EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
-DATA_WAIT_MIN = 0.10  # waiting for the next batch (input pipeline)
 
 
 def caveat_of(result: CellResult) -> str | None:
@@ -55,21 +53,25 @@ def caveat_of(result: CellResult) -> str | None:
 
 def no_finding_text(ctx: Context) -> str:
     """What 'no finding' means for these runs: no diagnosis finding, no slowdown, no
-    throttling (and the point figures' thresholds where runs without a diagnosis are among
-    them)."""
+    throttling; the thresholds of the point figures where a diagnosis was read from them
+    (no interval to judge noise by); how many runs have no diagnosis to judge."""
     text = (
         "no run's diagnosis found a cost of at least "
         f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step above noise, no per-rank compute "
         f"slowdown above {fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step and no throttled GPU"
     )
-    without = [r for r in (ctx.result(row) for row in records(ctx.ok)) if r.diagnosis is None]
-    if without:
+    diagnoses = [ctx.result(row).diagnosis for row in records(ctx.ok)]
+    point = sum(1 for d in diagnoses if is_point_figures(d))
+    if point:
         text += (
-            f"; results older than schema 10 ({len(without)}): no straggler wait above "
-            f"{fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication above "
-            f"{fmt(EXPOSED_COMM_MIN, 'ratio_pct')} or data wait above "
+            f"; diagnoses read from point figures, without an interval ({point}): no "
+            f"straggler wait above {fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication "
+            f"above {fmt(EXPOSED_COMM_MIN, 'ratio_pct')} or data wait above "
             f"{fmt(DATA_WAIT_MIN, 'ratio_pct')} of the step"
         )
+    without = sum(1 for d in diagnoses if d is None)
+    if without:
+        text += f"; runs without a diagnosis, so not judged: {without}"
     return text
 
 
@@ -103,9 +105,9 @@ def diagnosis_finding(
 ) -> ReportFinding:
     """One of a diagnosis' findings as the report shows it: its own title, cost, evidence and
     fix; the caveat as its own field (not repeated in the evidence); marked artificial, with
-    no advice about the host, when the run's own --inject-delay makes the straggler (the
-    verdict says so from schema 14, `verdict_injected`; older results: a delay of
-    `injected` on the straggler's rank)."""
+    no advice about the host, when the run's own --inject-delay makes the straggler (a delay
+    `injected` records on the straggler's rank, said in its own words, or the verdict's
+    `verdict_injected`)."""
     evidence = [line for line in item.evidence if line != caveat]
     title, severity = item.title, cost_severity(item.cost_pct)
     advice = item.recommendation
@@ -157,7 +159,7 @@ def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
 
 
 def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
-    """A sweep cell's diagnosis' findings (schema 10), in its order."""
+    """A sweep cell's diagnosis' findings, in its order."""
     diagnosis = result.diagnosis
     if diagnosis is None:
         return []
@@ -174,137 +176,6 @@ def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
         )
         for item in diagnosis.findings
     ]
-
-
-# ------------------------------------------------- older results (before schema 10) only
-
-DEVICE_AND_HOST_ADVICE = (
-    "its device and host: clocks and throttling on GPUs, other processes and core pinning "
-    "(OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank"
-)
-PHASE_ADVICE = {
-    "data": "its input pipeline: more DataLoader workers, pinned memory, faster storage",
-    "forward": DEVICE_AND_HOST_ADVICE,
-    "backward": DEVICE_AND_HOST_ADVICE,
-    "optimizer": "host-side work in its optimizer step (offload, non-fused optimizer) and its "
-    "device",
-}
-
-
-def older_straggler_finding(result: CellResult, label: str, source: str) -> ReportFinding | None:
-    """Results older than schema 10 only. The straggler: named by the significance test where
-    the result has the step model (schema 8-9); in older results the one the phase timers
-    found, when the others wait for it long enough (load imbalance >= STRAGGLER_MIN of the
-    step, and a share it can have)."""
-    straggler, comm = result.straggler, result.communication
-    imbalance = finite(comm.load_imbalance) if comm else None
-    if straggler is None or imbalance is None or not STRAGGLER_MIN <= imbalance <= 1.0:
-        return None
-    rank = straggler.rank
-    title = f"{label}: rank {rank} is the straggler"
-    evidence = [
-        f"compute time ({straggler.basis}): rank {rank} {fmt(straggler.compute_s, 'seconds')} "
-        f"against {fmt(straggler.others_compute_s, 'seconds')} for the other ranks (median)"
-    ]
-    if straggler.phase is not None and straggler.gap_s is not None:
-        title += f", slow in {straggler.phase}"
-        evidence.append(
-            f"its {straggler.phase} phase takes {fmt(straggler.gap_s, 'seconds')} longer than "
-            "the other ranks' (phase timers, medians)"
-        )
-    waits = [
-        f"rank {r.rank} {fmt(r.phases.grad_sync_wait, 'seconds')}"
-        for r in result.ranks
-        if r.phases is not None and r.phases.grad_sync_wait is not None
-    ]
-    if waits:
-        evidence.append(f"grad-sync wait per step: {', '.join(waits)}")
-    evidence.append(f"the other ranks wait for it {fmt(imbalance, 'ratio_pct')} of each step")
-    note = _injected_note(result, rank)
-    if note is not None:
-        evidence.insert(0, note)
-        title += " (injected delay)"
-    advice = PHASE_ADVICE.get(straggler.phase or "", PHASE_ADVICE["backward"])
-    return ReportFinding(
-        title=title,
-        cost_pct=imbalance * 100,
-        source=source,
-        evidence=evidence,
-        recommendation=INJECTED_ADVICE if note else f"Check rank {rank}: {advice}.",
-        severity="info" if note else cost_severity(imbalance * 100),
-    )
-
-
-def _exposed_comm(
-    result: CellResult, label: str, share: float, evidence: list[str]
-) -> ReportFinding:
-    return ReportFinding(
-        title=f"{label}: exposed communication {fmt(share, 'ratio_pct')} of each step",
-        cost_pct=share * 100,
-        source=label,
-        evidence=evidence,
-        recommendation=_comm_advice(result),
-        severity=cost_severity(share * 100),
-    )
-
-
-def _comm_advice(result: CellResult) -> str:
-    network = (
-        "set GLOO_SOCKET_IFNAME to the fast interface"
-        if result.cell.backend == "gloo"
-        else "check the NCCL transport (NCCL_DEBUG=INFO: NVLink/IB, not sockets)"
-    )
-    return (
-        "Hide or shrink gradient communication: DDP bucket_cap_mb, gradient_as_bucket_view, "
-        f"gradient accumulation under no_sync(), a bf16 compression hook; {network}."
-    )
-
-
-def older_exposed_comm_finding(result: CellResult, label: str) -> ReportFinding | None:
-    """Results older than schema 10 only. Exposed communication: the step model's exposed
-    transfer (schema 8-9), or an older result's point figure when it is a share it can have."""
-    comm = result.communication
-    share = finite(comm.comm_overhead) if comm else None
-    if comm is None or share is None or not EXPOSED_COMM_MIN <= share <= 1.0:
-        return None
-    evidence = [
-        f"median step {fmt(comm.step_time_s, 'seconds')}, slowest rank's compute "
-        f"{fmt(comm.slowest_compute_s, 'seconds')} (no_sync): "
-        f"{fmt(comm.exposed_comm_s, 'seconds')} of communication is not hidden",
-    ]
-    imbalance = finite(comm.load_imbalance)
-    if imbalance is not None and 0.0 <= imbalance <= 1.0:
-        evidence.append(f"load imbalance {fmt(imbalance, 'ratio_pct')} of the step")
-    evidence.append("older result: point figures, no interval")
-    return _exposed_comm(result, label, share, evidence)
-
-
-def older_data_wait_finding(result: CellResult, label: str) -> ReportFinding | None:
-    """Results older than schema 10 only. The step waits for its batch: the DataLoader or the
-    storage under it is the bottleneck (never for synthetic data, made on the device once)."""
-    data = result.data
-    share = finite(data.share) if data else None
-    if data is None or data.source == "synthetic" or share is None:
-        return None
-    if not DATA_WAIT_MIN <= share <= 1.0:
-        return None
-    evidence = [
-        f"{data.source} data: the slowest rank waits {fmt(data.wait_s, 'seconds')} per "
-        f"step for its batch ({fmt(share, 'ratio_pct')} of the median step)",
-    ]
-    if data.read_bytes_per_s is not None:
-        evidence.append(f"read {data.read_bytes_per_s / 1e6:.1f} MB/s over the measured windows")
-    workers = f"{data.num_workers} worker(s)" if data.num_workers is not None else "the workers"
-    return ReportFinding(
-        title=f"{label}: input pipeline waits {fmt(share, 'ratio_pct')} of each step",
-        cost_pct=share * 100,
-        source=label,
-        evidence=evidence,
-        recommendation=f"Feed the GPUs faster: more DataLoader workers than {workers}, "
-        "pin_memory with non-blocking copies, a larger prefetch_factor, faster or local "
-        "storage (copy the dataset to NVMe), or decode and augment on the GPU.",
-        severity=cost_severity(share * 100),
-    )
 
 
 def slowdown_finding(
@@ -407,19 +278,6 @@ def rank_findings(findings: list[ReportFinding]) -> list[ReportFinding]:
     )
 
 
-def older_result_findings(result: CellResult, label: str) -> list[ReportFinding]:
-    """The fallback for a result older than schema 10, which stored no findings with its step
-    model: the older derivation (data wait; with two ranks or more the straggler and exposed
-    communication), from its step model (schema 8-9) or its point figures (7 and older)."""
-    found = [older_data_wait_finding(result, label)]
-    if result.cell.world_size >= 2:
-        found += [
-            older_straggler_finding(result, label, label),
-            older_exposed_comm_finding(result, label),
-        ]
-    return [f for f in found if f is not None]
-
-
 # where the whole advice is read: the first screen gives its first words only
 HOW = "how: the Bottlenecks section, with --full"
 
@@ -454,8 +312,8 @@ def _with_caveat(findings: list[ReportFinding], caveat: str | None) -> list[Repo
 def collect_findings(ctx: Context) -> list[ReportFinding]:
     """Every run's findings, ranked by cost: each profile's (its diagnosis', one verdict per
     run: the profile's result.json is not read for a second one), each ok sweep cell's
-    diagnosis' (older results: `older_result_findings`), and per cell what the diagnosis does
-    not cover (throttling, a slowdown against the smallest world size)."""
+    diagnosis', and per cell what the diagnosis does not cover (throttling, a slowdown
+    against the smallest world size)."""
     findings: list[ReportFinding] = []
     for ref in ctx.profiles:
         findings += profile_findings(ref)
@@ -463,10 +321,7 @@ def collect_findings(ctx: Context) -> list[ReportFinding]:
     for row in records(ctx.ok):
         result, label = ctx.result(row), ctx.label(row)
         found = [throttling_finding(result, label)]
-        if result.diagnosis is not None:
-            found += cell_findings(result, label)
-        else:
-            found += older_result_findings(result, label)
+        found += cell_findings(result, label)
         if (integer(row["world_size"]) or 0) >= 2:
             base = bases.get(_group(row))
             if base is not None and base.cell.world_size < result.cell.world_size:

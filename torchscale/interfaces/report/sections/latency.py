@@ -3,8 +3,7 @@ intervals and the cell's reliability, step-time distributions per world size (fr
 records of the synchronised windows), the run-to-run spread of throughput over repeats, and
 per-rank step and phase times with each rank's wait for peers, and the straggler, as the run's one
 diagnosis holds them (a profiled run's: its analysis'; the verdict in the terminal's words, with
-the busy-machine caveat); results older than the diagnosis name a straggler only where the
-others wait for it long enough."""
+the busy-machine caveat)."""
 
 from __future__ import annotations
 
@@ -23,7 +22,6 @@ from torchscale.interfaces.report.sections.context import (
     Context,
     by_reason,
     col,
-    fmt,
     integer,
     names,
     narrow,
@@ -38,7 +36,7 @@ from torchscale.interfaces.report.sections.diagnosis import (
     disagreement_text,
     rank_wait_texts,
 )
-from torchscale.interfaces.report.sections.findings import STRAGGLER_MIN, caveat_of
+from torchscale.interfaces.report.sections.findings import caveat_of
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
@@ -113,7 +111,7 @@ def _stats_table(ctx: Context) -> Table:
         "samples/s: the median over repeats ± half its 95 % interval ([low, high] where "
         f"lopsided; {THROUGHPUT_INTERVAL}); step percentiles over every measured step of "
         "every repeat, all ranks pooled, with the 95 % interval of a block bootstrap over the "
-        "steps (schema 8; older results recorded none); spread = (fastest - slowest "
+        "steps; spread = (fastest - slowest "
         "repeat) / median; CV = std / mean; reliable: interval and CV within the threshold"
     )
     if any(value is not None for value in compile_s):  # a compiled cell: what compile cost it
@@ -254,7 +252,9 @@ def rank_sources(ctx: Context) -> list[RankSource]:
         result = ref.entry.result
         if result is None or len(result.ranks) < 2:
             continue
-        diagnosis = ref.diagnosis
+        # the analysis' diagnosis; where it holds none, the run's own (its phase timers, which
+        # the per-rank table shows)
+        diagnosis = ref.diagnosis or result.diagnosis
         caveat = (diagnosis.caveat if diagnosis is not None else None) or caveat_of(result)
         out.append(RankSource(ref.source, ref.label, result, diagnosis, caveat))
     for row in records(ctx.ok):
@@ -275,34 +275,19 @@ def _compute(rank: RankStats) -> float:
 
 
 def _role(source: RankSource, rank: int) -> str:
-    """'straggler (backward)' for the rank the run's diagnosis names, or in a result older than
-    the diagnosis the slowest rank when the others wait for it long enough; else ''."""
+    """'straggler (backward)' for the rank the run's diagnosis names; else ''."""
     result = source.result
     injected = ", injected delay" if result.straggler and result.straggler.injected else ""
-    if source.diagnosis is not None:
-        verdict = source.diagnosis.straggler
-        if verdict is None or not verdict.named or verdict.rank != rank:
-            return ""
-        return "straggler" + (f" ({verdict.phase})" if verdict.phase else "") + injected
-    straggler = result.straggler
-    if straggler is None or straggler.rank != rank or not _is_real_straggler(source):
+    verdict = source.diagnosis.straggler if source.diagnosis is not None else None
+    if verdict is None or not verdict.named or verdict.rank != rank:
         return ""
-    return "straggler" + (f" ({straggler.phase})" if straggler.phase else "") + injected
+    return "straggler" + (f" ({verdict.phase})" if verdict.phase else "") + injected
 
 
 def _is_real_straggler(source: RankSource) -> bool:
-    """Named by the run's diagnosis; in results older than the step model (schema 8), an
-    injected delay or a wait for the slowest rank of at least STRAGGLER_MIN of the step (a
-    share it can have: at most 1)."""
-    if source.diagnosis is not None:
-        verdict = source.diagnosis.straggler
-        return verdict is not None and verdict.named
-    result = source.result
-    comm = result.communication
-    imbalance = finite(comm.load_imbalance) if comm else None
-    return result.straggler is not None and (
-        result.straggler.injected or (imbalance is not None and STRAGGLER_MIN <= imbalance <= 1.0)
-    )
+    """Named by the run's diagnosis."""
+    verdict = source.diagnosis.straggler if source.diagnosis is not None else None
+    return verdict is not None and verdict.named
 
 
 # the per-rank table's phases: grad-sync wait is left out, each rank's wait for peers being the
@@ -357,8 +342,7 @@ def _ranks_table(sources: list[RankSource]) -> Table:
         note += (
             "; no per-rank wait for peers in the diagnosis of "
             + names(without_waits)
-            + " (results older than schema 10 stored none; their grad-sync wait phase is in "
-            "the phase charts)"
+            + " (it holds none; their grad-sync wait phase is in the phase charts)"
         )
     for caveat, labels in caveats.items():
         note += f"; {names(labels)}: {caveat_text(caveat)}"
@@ -413,7 +397,6 @@ def _phase_chart(source: RankSource) -> Chart:
         values = [finite(getattr(r.phases, phase)) if r.phases else None for r in ranks]
         if any(v is not None for v in values):
             series.append(Series(name=PHASE_LABELS[phase], x=list(x), y=values))
-    straggler = source.result.straggler
     note = "median seconds per phase over the synchronised steps"
     diagnosis = source.diagnosis
     if diagnosis is not None:
@@ -422,25 +405,6 @@ def _phase_chart(source: RankSource) -> Chart:
         disagreement = disagreement_text(diagnosis)
         if disagreement is not None:
             note += f"; {disagreement}"
-    elif straggler is not None and _is_real_straggler(source):
-        note += f"; straggler: rank {straggler.rank}"
-        if straggler.phase and straggler.gap_s is not None:
-            note += f", {straggler.phase} {fmt(straggler.gap_s, 'seconds')} over the others"
-        if straggler.injected:
-            note += " (injected delay)"
-    elif straggler is not None:
-        comm = source.result.communication
-        imbalance = finite(comm.load_imbalance) if comm else None
-        wait = (
-            fmt(imbalance, "ratio_pct")
-            if imbalance is not None and 0.0 <= imbalance <= 1.0
-            else "an unmeasurable share"
-        )
-        note += (
-            f"; no significant straggler: the slowest rank by compute is {straggler.rank}, but "
-            f"the others wait only {wait} of the step for it (older result: no significance "
-            "test)"
-        )
     if source.caveat:
         note += f"; {caveat_text(source.caveat)}"
     if any(s.name == PHASE_LABELS["grad_sync_wait"] for s in series):

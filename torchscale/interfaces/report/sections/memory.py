@@ -10,8 +10,8 @@ from typing import Any
 from torchscale.interfaces.report.diagnosis_text import share_text
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.sections.context import Context, col, fmt, records
-from torchscale.interfaces.report.sections.findings import DATA_WAIT_MIN
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.results.upgrades.point_findings import DATA_WAIT_MIN
 from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
 
 
@@ -80,10 +80,11 @@ def _data_table(ctx: Context) -> list[Block]:
         diagnosis = ctx.result(row).diagnosis
         part = diagnosis.part("data") if diagnosis is not None else None
         text: str | None
-        if part is not None:  # the diagnosis' data part: mean over ranks, with its interval
+        held = part is not None and (part.share.value is not None or part.share.high is not None)
+        if part is not None and held:  # the diagnosis' data part: mean over ranks, interval
             wait, share = part.seconds.value, part.share.value
             text = share_text(part.share)
-        else:  # older results: the slowest rank's median wait over the median step
+        else:  # no data figure in a diagnosis: the slowest rank's median wait over the step
             wait, share = finite(row.get("data_wait_s")), finite(row.get("data_wait_share"))
             text = fmt(share, "ratio_pct") if share is not None else None
         rows.append(
@@ -112,9 +113,9 @@ def _data_table(ctx: Context) -> list[Block]:
             rows=rows,
             note="data wait: the run's diagnosis' data part, the mean over ranks of the time "
             "in next(batch) and the copy to the device, its share of the mean step with the 95 "
-            "% interval (a finding when the diagnosis reports one); results older than the "
-            "diagnosis: the slowest rank's median wait over the median step, a finding from "
-            f"{fmt(DATA_WAIT_MIN, 'ratio_pct')}",
+            "% interval (a finding when the diagnosis reports one); where the diagnosis holds "
+            "no data figure: the slowest rank's median wait over the median step, a finding "
+            f"from {fmt(DATA_WAIT_MIN, 'ratio_pct')} in a diagnosis read from point figures",
         )
     ]
 

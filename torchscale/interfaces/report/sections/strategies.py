@@ -3,12 +3,9 @@ sweep costs in throughput, memory per rank and communication (docs/strategies.md
 
 Communication is measured differently per strategy, so each row says how, and the split is the
 same everywhere: waiting for a late peer apart from the communication itself.
-- cells with a diagnosis (result schema 10; schema 8-9's step model read as one): its exposed
-  transfer and waiting for peers in the terminal's words, each with its 95 % interval ("not
-  measurable" inside the noise);
-- older ddp results: the no_sync method (`communication`): exposed communication beyond the
-  slowest rank's compute, and load imbalance (the others' wait for it), shown only where they
-  can be shares of the step (in [0, 1]);
+- cells with a diagnosis: its exposed transfer and waiting for peers in the terminal's words,
+  each with its 95 % interval ("not measurable" inside the noise; a diagnosis read from the
+  no_sync window's point figures says it has no interval);
 - tp and fsdp x tp: steps profiled after the windows (`parallel.profiled_comm`): exposed
   transfer and waiting for peers;
 - pipelines: the measured bubble beside the schedule's theory (waiting is their communication
@@ -28,7 +25,6 @@ from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import share_text
-from torchscale.interfaces.report.estimates import older_share
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -95,11 +91,6 @@ def _comm(
     if finite(row.get("tp_exposed_comm")) is not None:  # collectives inside forward/backward
         exposed = finite(row.get("tp_exposed_transfer"))
         return exposed, finite(row.get("tp_waiting_for_peers")), "profiled steps", exposed
-    if finite(row.get("comm_overhead")) is not None:
-        shown = older_share(finite(row.get("comm_overhead")))
-        waiting = older_share(finite(row.get("load_imbalance")))
-        chart = shown if isinstance(shown, float) else None
-        return shown, waiting, "no_sync window (older result)", chart
     if finite(row.get("bubble_measured")) is not None:
         return None, None, "pipeline bubble", None
     return None, None, "not split", None
@@ -177,12 +168,9 @@ def _table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
         "slowest rank's compute, and load imbalance) or steps profiled after the windows "
         "(tensor parallelism: transfer with nothing computing, and waiting for a late peer); "
         "pipelines: 1 - busy / step per stage rank, beside (p-1)/(v*m+p-1); '-': not "
-        "measured for that strategy (docs/strategies.md); results of schema 8 give the step "
-        "model's shares ± half their 95 % interval ([low, high] where lopsided), 'not "
-        "measurable' inside the noise. "
-        + MFU_CONVENTION
-        + " "
-        + footnote(["exposed_transfer", "wait_for_peers"]),
+        "measured for that strategy (docs/strategies.md); a diagnosis gives its shares in the "
+        "terminal's words, [low, high] their 95 % interval, 'not measurable' inside the "
+        "noise. " + MFU_CONVENTION + " " + footnote(["exposed_transfer", "wait_for_peers"]),
     )
 
 

@@ -52,7 +52,7 @@ TERMS: dict[str, Term] = {
     "exposed_comm": Term(
         "Communication not overlapped",
         "exposed communication",
-        "communication time beyond the slowest rank's compute (waits included in older results)",
+        "communication time beyond the slowest rank's compute",
     ),
     "units": Term(
         "Figures compared (baseline vs now)",

@@ -14,8 +14,9 @@ diagnosis, decided by the phase timers, so the report has one path:
   purpose or the others wait for it at least `STRAGGLER_MIN` of the step (no significance
   test was run, and the verdict says so).
 
-No per-rank waits, what-if or findings are built here: the findings come from the parts by
-the diagnosis' rule, as for any stored step model (`stored_model`).
+Its findings are judged by the rule of the point figures (`point_findings`: no interval, so
+thresholds on the shares), not by the diagnosis' rule, which needs intervals. No per-rank
+waits or what-if are built: they need the per-step table.
 """
 
 from __future__ import annotations
@@ -29,15 +30,19 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.results.upgrades.point_findings import STRAGGLER_MIN, point_figure_findings
 
-STRAGGLER_MIN = 0.05  # the others' wait for the slowest rank that named it, as a share of T
 NO_INTERVAL = "no interval"
 METHOD = "point figure (median synchronised step and no_sync window), no interval"
 BASIS = "point figures: median synchronised step, no_sync window and phase timers"
 OUTSIDE = "a point figure outside 0-100 %: noise no interval can tell apart"
 NOT_SPLIT = "not split from compute: the point figures have compute, waits and exposed time only"
 NOT_RECORDED = "not recorded"
-TEST = "none: point figures, no significance test"
+TEST = (
+    f"the run delayed it on purpose or the others wait for it at least {STRAGGLER_MIN:.0%} of "
+    "the step (point figures: no significance test)"
+)
+NO_TEST = "no significance test"
 
 
 def _point(value: float | None, *, share: bool) -> Estimate:
@@ -115,10 +120,10 @@ def straggler_verdict(result: CellResult) -> StragglerVerdict | None:
     gap = _point(straggler.compute_gap_s, share=False)
     phase_gap = _point(straggler.gap_s, share=False) if straggler.phase else None
     if named:
-        summary = f"rank {straggler.rank} named: the slowest compute ({straggler.basis}), {TEST}"
+        summary = f"rank {straggler.rank} named: the slowest compute ({straggler.basis}), {NO_TEST}"
         not_named = None
     else:
-        summary = f"nobody named: rank {straggler.rank} has the slowest compute, {TEST}"
+        summary = f"nobody named: rank {straggler.rank} has the slowest compute, {NO_TEST}"
         not_named = f"the others wait for it less than {STRAGGLER_MIN:.0%} of the step"
     return StragglerVerdict(
         named=named,
@@ -153,8 +158,14 @@ def diagnosis_from_point_figures(result: CellResult) -> Diagnosis | None:
         step_s=step,
         parts=parts,
         straggler=straggler_verdict(result),
+        findings=point_figure_findings(result),
         source="phase timers",
     )
+
+
+def is_point_figures(diagnosis: Diagnosis | None) -> bool:
+    """Whether `diagnosis` was read from point figures (no interval anywhere in it)."""
+    return diagnosis is not None and diagnosis.basis == BASIS
 
 
 def with_point_figure_diagnosis(result: CellResult) -> CellResult:

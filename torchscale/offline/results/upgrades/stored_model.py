@@ -16,6 +16,7 @@ from torchscale.offline.analysis.diagnosis.findings import (
     RankedFinding,
     rank_findings,
 )
+from torchscale.offline.results.upgrades.point_figures import is_point_figures
 
 
 def _share(diagnosis: Diagnosis, name: str) -> Estimate | None:
@@ -56,10 +57,13 @@ def stored_model_findings(result: CellResult, diagnosis: Diagnosis) -> list[Find
 
 def completed_from_model(result: CellResult) -> CellResult:
     """`result` with its stored model's findings and its busy-machine caveat in its diagnosis
-    (as is where it has no diagnosis)."""
+    (as is where it has no diagnosis). A diagnosis read from point figures keeps the findings
+    their own rule gave: the diagnosis' rule needs intervals they do not have."""
     diagnosis = result.diagnosis
     if diagnosis is None:
         return result
-    diagnosis = diagnosis.model_copy(update={"findings": stored_model_findings(result, diagnosis)})
+    if not is_point_figures(diagnosis):
+        findings = stored_model_findings(result, diagnosis)
+        diagnosis = diagnosis.model_copy(update={"findings": findings})
     diagnosis = with_caveat(diagnosis, busy_caveat(result.telemetry))
     return result.model_copy(update={"diagnosis": diagnosis})

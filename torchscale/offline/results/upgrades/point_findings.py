@@ -1,0 +1,175 @@
+"""The findings of a diagnosis read from point figures (`point_figures`), by the rule those
+figures were judged by when they were measured.
+
+Point figures have no interval, so the diagnosis' rule (a cost measurable above noise) cannot
+judge them; instead a figure is a finding where it is a share the step can have, in [0, 1],
+and at least its threshold: the others wait for the slowest rank `STRAGGLER_MIN` of the step,
+communication is exposed `EXPOSED_COMM_MIN`, the input pipeline is waited for
+`DATA_WAIT_MIN`. Each finding names its cell in its title and says it has no interval.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torchscale.contracts.cell import CellIdentity
+from torchscale.contracts.schema.cell_result import CellResult, Finding
+from torchscale.offline.analysis.numbers import finite
+
+STRAGGLER_MIN = 0.05  # the others' wait for the slowest rank, as a share of the step
+EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
+DATA_WAIT_MIN = 0.10  # waiting for the next batch (input pipeline)
+NO_INTERVAL = "older result: point figures, no interval"
+
+DEVICE_AND_HOST_ADVICE = (
+    "its device and host: clocks and throttling on GPUs, other processes and core pinning "
+    "(OMP_NUM_THREADS, taskset/numactl) on CPU; then uneven inputs on that rank"
+)
+PHASE_ADVICE = {
+    "data": "its input pipeline: more DataLoader workers, pinned memory, faster storage",
+    "forward": DEVICE_AND_HOST_ADVICE,
+    "backward": DEVICE_AND_HOST_ADVICE,
+    "optimizer": "host-side work in its optimizer step (offload, non-fused optimizer) and its "
+    "device",
+}
+
+
+def _seconds(value: float | None) -> str:
+    """Seconds as the report writes them: us / ms / s, three significant figures."""
+    if value is None:
+        return "-"
+    size = abs(value)
+    if size == 0:
+        return "0 s"
+    scaled, unit = (
+        (value * 1e6, "us") if size < 1e-3 else (value * 1e3, "ms") if size < 1 else (value, "s")
+    )
+    decimals = max(0, 2 - _magnitude(scaled))
+    return f"{scaled:,.{decimals}f} {unit}"
+
+
+def _magnitude(value: float) -> int:
+    return math.floor(math.log10(abs(value)))
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.1f} %"
+
+
+def cell_words(cell: CellIdentity) -> str:
+    """'tiny-mlp b8 x2 fp32 ddp': the cell a point-figure finding is about, as its title says."""
+    nodes = f" ({cell.nodes} nodes)" if (cell.nodes or 1) > 1 else ""
+    return (
+        f"{cell.label} b{cell.batch_size} x{cell.world_size}{nodes} {cell.precision} "
+        f"{cell.strategy}"
+    )
+
+
+def _finding(title: str, category: str, share: float, evidence: list[str], advice: str) -> Finding:
+    return Finding(
+        title=title,
+        category=category,
+        cost_pct=share * 100,
+        evidence=evidence,
+        recommendation=advice,
+    )
+
+
+def straggler_finding(result: CellResult) -> Finding | None:
+    """The slowest rank by compute, where the others wait for it at least `STRAGGLER_MIN` of
+    the step (and a share it can have). No injected-delay note: the report marks a straggler
+    the run delayed on purpose, for every diagnosis alike."""
+    straggler, comm = result.straggler, result.communication
+    imbalance = finite(comm.load_imbalance) if comm else None
+    if straggler is None or imbalance is None or not STRAGGLER_MIN <= imbalance <= 1.0:
+        return None
+    rank = straggler.rank
+    title = f"{cell_words(result.cell)}: rank {rank} is the straggler"
+    evidence = [
+        f"compute time ({straggler.basis}): rank {rank} {_seconds(straggler.compute_s)} "
+        f"against {_seconds(straggler.others_compute_s)} for the other ranks (median)"
+    ]
+    if straggler.phase is not None and straggler.gap_s is not None:
+        title += f", slow in {straggler.phase}"
+        evidence.append(
+            f"its {straggler.phase} phase takes {_seconds(straggler.gap_s)} longer than "
+            "the other ranks' (phase timers, medians)"
+        )
+    waits = [
+        f"rank {r.rank} {_seconds(r.phases.grad_sync_wait)}"
+        for r in result.ranks
+        if r.phases is not None and r.phases.grad_sync_wait is not None
+    ]
+    if waits:
+        evidence.append(f"grad-sync wait per step: {', '.join(waits)}")
+    evidence.append(f"the other ranks wait for it {_pct(imbalance)} of each step")
+    advice = PHASE_ADVICE.get(straggler.phase or "", PHASE_ADVICE["backward"])
+    return _finding(title, "straggler", imbalance, evidence, f"Check rank {rank}: {advice}.")
+
+
+def _comm_advice(result: CellResult) -> str:
+    network = (
+        "set GLOO_SOCKET_IFNAME to the fast interface"
+        if result.cell.backend == "gloo"
+        else "check the NCCL transport (NCCL_DEBUG=INFO: NVLink/IB, not sockets)"
+    )
+    return (
+        "Hide or shrink gradient communication: DDP bucket_cap_mb, gradient_as_bucket_view, "
+        f"gradient accumulation under no_sync(), a bf16 compression hook; {network}."
+    )
+
+
+def exposed_comm_finding(result: CellResult) -> Finding | None:
+    """Communication not hidden behind the slowest rank's compute, at least
+    `EXPOSED_COMM_MIN` of the step (and a share it can have)."""
+    comm = result.communication
+    share = finite(comm.comm_overhead) if comm else None
+    if comm is None or share is None or not EXPOSED_COMM_MIN <= share <= 1.0:
+        return None
+    evidence = [
+        f"median step {_seconds(comm.step_time_s)}, slowest rank's compute "
+        f"{_seconds(comm.slowest_compute_s)} (no_sync): "
+        f"{_seconds(comm.exposed_comm_s)} of communication is not hidden",
+    ]
+    imbalance = finite(comm.load_imbalance)
+    if imbalance is not None and 0.0 <= imbalance <= 1.0:
+        evidence.append(f"load imbalance {_pct(imbalance)} of the step")
+    evidence.append(NO_INTERVAL)
+    title = f"{cell_words(result.cell)}: exposed communication {_pct(share)} of each step"
+    return _finding(title, "exposed_comm", share, evidence, _comm_advice(result))
+
+
+def data_wait_finding(result: CellResult) -> Finding | None:
+    """The step waits for its batch at least `DATA_WAIT_MIN` of the step: the DataLoader or
+    the storage under it (never for synthetic data, made on the device once)."""
+    data = result.data
+    share = finite(data.share) if data else None
+    if data is None or data.source == "synthetic" or share is None:
+        return None
+    if not DATA_WAIT_MIN <= share <= 1.0:
+        return None
+    evidence = [
+        f"{data.source} data: the slowest rank waits {_seconds(data.wait_s)} per "
+        f"step for its batch ({_pct(share)} of the median step)",
+    ]
+    if data.read_bytes_per_s is not None:
+        evidence.append(f"read {data.read_bytes_per_s / 1e6:.1f} MB/s over the measured windows")
+    workers = f"{data.num_workers} worker(s)" if data.num_workers is not None else "the workers"
+    return _finding(
+        f"{cell_words(result.cell)}: input pipeline waits {_pct(share)} of each step",
+        "data_wait",
+        share,
+        evidence,
+        f"Feed the GPUs faster: more DataLoader workers than {workers}, "
+        "pin_memory with non-blocking copies, a larger prefetch_factor, faster or local "
+        "storage (copy the dataset to NVMe), or decode and augment on the GPU.",
+    )
+
+
+def point_figure_findings(result: CellResult) -> list[Finding]:
+    """The findings of a result judged by its point figures, most expensive first: the data
+    wait, and with two ranks or more the straggler and exposed communication."""
+    found = [data_wait_finding(result)]
+    if result.cell.world_size >= 2:
+        found += [straggler_finding(result), exposed_comm_finding(result)]
+    return sorted((f for f in found if f is not None), key=lambda f: -f.cost_pct)
