@@ -26,6 +26,7 @@ import pytest
 import torchscale
 import torchscale.results
 from torchscale.contracts.errors import ResultsError, UsageError
+from torchscale.contracts.schema.cell_result import PART_NAMES
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import (
     Chart,
@@ -303,6 +304,20 @@ def test_exposed_communication_and_imbalance_from_the_cells(report: Report) -> N
     assert row["exposed_transfer_text"].endswith("(no interval)")
     assert row["sync_overhead"] == pytest.approx(cell["sync_overhead"])
     assert row["slowest_s"] is not None and row["slowest_rank"] is not None
+
+
+def test_a_cell_with_no_split_still_shows_its_sync_overhead() -> None:
+    """Version 1 kept only the pooled sync overhead of its two-rank cell: no split can be built,
+    so the row says the parts are not measurable and shows the figure it did measure; the
+    reason is listed; the summary says the run was not judged rather than judged clean."""
+    built = build(V1, baseline=None, price=None)
+    cells = torchscale.results.load(V1 / "v1_fixture").cells
+    (measured,) = [v for v in cells["sync_overhead"] if v == v and v is not None]
+    (row,) = table(built, "efficiency-step-model").rows
+    assert row["sync_overhead"] == pytest.approx(measured)
+    assert all(row[f"{name}_text"].startswith("not measurable") for name in PART_NAMES)
+    assert any(key.startswith("exposed communication") for key in unavailable(built, "efficiency"))
+    assert "not judged" in " ".join(b.text for b in blocks(built, "summary", Text))
 
 
 # ------------------------------------------------------------------------ the straggler
