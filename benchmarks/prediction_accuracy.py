@@ -161,6 +161,23 @@ def rows(root: Path, rounds: dict[str, set[str]]) -> list[Row]:
     return sorted(out, key=lambda r: (r.world_size, r.round, r.model))
 
 
+def other_work(root: Path) -> tuple[float, str] | None:
+    """The most CPU other processes used during any measured cell (telemetry's other_cores,
+    cores busy beyond the cell's ranks), and that cell: the load average lags a minute, this
+    is what each cell saw."""
+    from torchscale.offline.results.versions import read_cell_result
+
+    worst: tuple[float, str] | None = None
+    for path in sorted((root / "cells").glob("*.json")):
+        result = read_cell_result(path).result
+        if result is None or result.telemetry is None or not result.telemetry.hosts:
+            continue
+        for host in result.telemetry.hosts:
+            if host.other_cores is not None and (worst is None or host.other_cores > worst[0]):
+                worst = (host.other_cores, result.cell.id)
+    return worst
+
+
 def ms(value: float | None) -> str:
     return "?" if value is None else f"{value * 1e3:.1f}"
 
@@ -179,7 +196,13 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f} %"
 
 
-def report(found: Sequence[Row], load_before: str, load_after: str, busy: bool) -> list[str]:
+def report(
+    found: Sequence[Row],
+    load_before: str,
+    load_after: str,
+    busy: bool,
+    others: tuple[float, str] | None = None,
+) -> list[str]:
     lines = [
         f"{'model':<10} {'ranks':>5} {'from':>5}  {'forecast ms [interval]':<26} "
         f"{'measured':>8} {'error':>8}  held",
@@ -228,6 +251,10 @@ def report(found: Sequence[Row], load_before: str, load_after: str, busy: bool) 
     lines.append("")
     lines.append(f"load before: {load_before}")
     lines.append(f"load after:  {load_after}")
+    if others is not None:
+        lines.append(
+            f"other processes during the cells: up to {others[0]:.2f} cores busy ({others[1]})"
+        )
     if busy:
         lines.append(
             f"beside other work: noise, no verdict (1-min load above {os.cpu_count()} cores)"
@@ -289,7 +316,8 @@ def main() -> None:
     load_after, last_load = uptime(), os.getloadavg()[0]
     found = rows(root, rounds)
     busy = max(first_load, last_load) > (os.cpu_count() or 1)
-    print("\n".join(report(found, load_before, load_after, busy)))
+    others = other_work(root)
+    print("\n".join(report(found, load_before, load_after, busy, others)))
     if args.json:
         args.json.write_text(
             json.dumps(
@@ -299,6 +327,7 @@ def main() -> None:
                     "load_after": load_after,
                     "cores": os.cpu_count(),
                     "busy": busy,
+                    "other_cores_max": others[0] if others else None,
                 },
                 indent=2,
             ),

@@ -120,6 +120,8 @@ def test_past_the_cores_ranks_take_turns_from_the_nearest_cell() -> None:
     assert got.compute.value == pytest.approx(12 * MS)
     assert got.contention.value == pytest.approx(12 * MS)
     assert forecast_compute(cells, 4, "cuda").contention.value == 0
+    assert any("past the cores" in a for a in got.assumptions)
+    assert not any("past the cores" in a for a in forecast_compute(cells, 2, "cpu").assumptions)
 
 
 def test_a_sleep_shares_no_core_so_no_contention() -> None:

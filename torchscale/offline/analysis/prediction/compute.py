@@ -141,6 +141,13 @@ def forecast_compute(
             f"{reference.ranks_per_node:g} rank(s) per host, not extrapolated"
         )
     thread, shared, shared_ref, demand = slowdown(reference, ranks_per_host, threads, cores)
+    if shared > 1 and shared_ref <= 1 and demand is not None:
+        assumptions.append(
+            f"past the cores ({ranks_per_host:g} ranks x {demand:.2g} busy cores on {cores}): "
+            "ranks assumed to take turns perfectly; the scheduler's wake-up latency in each "
+            "collective and other processes' CPU are not modelled (no measured cell ran past "
+            "the cores: measure one)"
+        )
     # the reference is no more ranks per host than the target: sharing only adds
     factor = max(1.0, thread * shared / shared_ref)
     contention = own.scaled(factor - 1.0)
