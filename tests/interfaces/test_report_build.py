@@ -304,6 +304,7 @@ def test_exposed_communication_and_imbalance_from_the_cells(report: Report) -> N
     assert row["exposed_transfer_text"].endswith("(no interval)")
     assert row["sync_overhead"] == pytest.approx(cell["sync_overhead"])
     assert row["slowest_s"] is not None and row["slowest_rank"] is not None
+    assert row["exposed_s"] == pytest.approx(row["step_s"] - row["slowest_s"])
 
 
 def test_a_cell_with_no_split_still_shows_its_sync_overhead() -> None:

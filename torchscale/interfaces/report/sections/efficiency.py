@@ -58,9 +58,10 @@ POINT_NOTE = (
     "share outside 0-100 % is noise no interval can tell apart and reads 'not measurable'. "
 )
 SYNC_NOTE = (
-    "Slowest compute: the slowest rank's median step under no_sync (no gradient sync); sync "
-    "overhead (pooled) = 1 - pooled no_sync median / T, waiting and exposed communication "
-    "together, no interval. "
+    "Exposed comm: T - the slowest rank's compute, per step, beside a split read from point "
+    "figures; slowest compute: the slowest rank's median step under no_sync (no gradient "
+    "sync); sync overhead (pooled) = 1 - pooled no_sync median / T, waiting and exposed "
+    "communication together, no interval. "
 )
 EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
 
@@ -163,6 +164,7 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
     sync = [
         column
         for column in (
+            col("exposed_s", "Exposed comm (T - slowest compute)", "seconds"),
             col("slowest_s", "Slowest compute", "seconds"),
             col("slowest_rank", "Slowest rank", "int"),
             col("sync_overhead", "Sync overhead (pooled)", "ratio_pct"),
@@ -240,14 +242,23 @@ def _point_share(value: float | None) -> float | str | None:
     return value if 0.0 <= value <= 1.0 else NOT_MEASURABLE_POINT
 
 
-def _sync_figures(result: CellResult) -> dict[str, Any]:
+def _sync_figures(result: CellResult, *, point: bool) -> dict[str, Any]:
     """The no_sync window's figures a cell recorded beside its split: the slowest rank's
-    compute, that rank, and the sync overhead (waiting and exposed communication together)."""
+    compute, that rank, the sync overhead (waiting and exposed communication together) and,
+    where the split is those point figures or there is none, the exposed time itself (the
+    split's seconds are not a column of their own)."""
     comm = result.communication
+    if comm is None:
+        return dict.fromkeys(("slowest_s", "slowest_rank", "sync_overhead", "exposed_s"))
+    exposed = finite(comm.exposed_comm_s) if point else None
+    outside = isinstance(_point_share(finite(comm.comm_overhead)), str)
     return {
-        "slowest_s": finite(comm.slowest_compute_s) if comm else None,
-        "slowest_rank": comm.slowest_compute_rank if comm else None,
-        "sync_overhead": _point_share(finite(comm.sync_overhead)) if comm else None,
+        "slowest_s": finite(comm.slowest_compute_s),
+        "slowest_rank": comm.slowest_compute_rank,
+        "sync_overhead": _point_share(finite(comm.sync_overhead)),
+        "exposed_s": NOT_MEASURABLE_POINT
+        if exposed is not None and (exposed < 0 or outside)
+        else exposed,
     }
 
 
@@ -276,7 +287,8 @@ def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:
     rows, missing = [], []
     for row in records(ctx.ok):
         result = ctx.result(row)
-        figures = _sync_figures(result)
+        point = result.diagnosis is None or is_point_figures(result.diagnosis)
+        figures = _sync_figures(result, point=point)
         if result.diagnosis is not None:
             entry = _attribution_row(ctx, row, result.diagnosis)
         elif (integer(row["world_size"]) or 0) < 2:
