@@ -9,9 +9,11 @@ import pytest
 
 from tests.forecast_samples import FIXTURE, fixture_cell
 from torchscale.contracts.schema.cell_result import StepTimeStats
+from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.inputs import (
-    heavy_tail,
+    MeasuredCell,
     measured_cell,
+    noisy_cells,
     robust_sigma,
 )
 from torchscale.offline.analysis.prediction.stragglers import expected_max_normal
@@ -25,6 +27,30 @@ def _stats(mean: float, p50: float, fastest: float, std: float) -> StepTimeStats
     )
 
 
+def noisy(world: int, cv: float, mean_ms: float, median_ms: float) -> MeasuredCell:
+    step = Figure(median_ms * 1e-3)
+    return MeasuredCell(
+        cell_id=f"m__w{world}",
+        world_size=world,
+        nodes=1,
+        step=step,
+        own_work=step,
+        wait=Figure(0.0),
+        exposed=Figure(0.0),
+        samples_per_s=Figure(1.0),
+        gradient_bytes=1,
+        parameter_bytes=1,
+        jitter_s=None,
+        jitter_steps=0,
+        host_cores=2,
+        busy_cores_per_rank=1.0,
+        threads=1,
+        spread=None,
+        mean_step_s=mean_ms * 1e-3,
+        step_cv=cv,
+    )
+
+
 def test_robust_sigma_is_read_from_the_faster_half() -> None:
     # the fastest of 40 steps 2 x e(40) ms below a 10 ms median: sigma 2 ms, whatever stalled
     fastest = 10e-3 - 2e-3 * E40
@@ -32,16 +58,19 @@ def test_robust_sigma_is_read_from_the_faster_half() -> None:
     assert robust_sigma(_stats(900e-3, 10e-3, fastest, 2.0)) == pytest.approx(2e-3)
 
 
-def test_a_heavy_tail_is_named_and_a_normal_body_is_not() -> None:
-    # 41.1 ms mean over a median of 0.80 ms with a std of 86 ms: far beyond its body's sigma
-    # (0.1 ms / e(40) = 0.046 ms)
-    cell = fixture_cell(Path(FIXTURE), "tiny-mlp__b16__w1")
-    stalled = cell.model_copy(update={"step_time": _stats(41.1e-3, 0.80e-3, 0.7e-3, 86e-3)})
-    why = heavy_tail(stalled)
-    assert why is not None and "41.1 ms" in why and "0.8 ms" in why
-    # std 2.1 ms on a body of sigma 2 ms: a normal sample
-    steady = cell.model_copy(update={"step_time": _stats(10e-3, 10e-3, 10e-3 - 2e-3 * E40, 2.1e-3)})
-    assert heavy_tail(steady) is None
+def test_a_cell_far_noisier_than_its_siblings_is_named() -> None:
+    # CVs 2.1, 0.15 and 0.2: the first is above 3 x median(0.15, 0.2) = 0.525, the others are
+    # not above 3 x their siblings' median
+    cells = [
+        noisy(1, cv=2.1, mean_ms=41.1, median_ms=0.80),
+        noisy(2, cv=0.15, mean_ms=10.2, median_ms=10.0),
+        noisy(4, cv=0.2, mean_ms=20.5, median_ms=20.0),
+    ]
+    (line,) = noisy_cells(cells)
+    assert line.startswith("m__w1 ") and "41.1 ms" in line and "0.8 ms" in line
+    # alone: named only with a std above its mean
+    assert noisy_cells(cells[1:2]) == []
+    assert len(noisy_cells(cells[:1])) == 1
 
 
 def test_a_cell_is_read_in_medians() -> None:

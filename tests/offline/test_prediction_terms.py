@@ -233,6 +233,16 @@ def test_a_step_that_paid_more_than_the_collective_carries_it() -> None:
     assert at_2.seconds.value == pytest.approx(3.1 * MS)
 
 
+def test_a_stalled_one_rank_cell_exposes_no_more_than_the_multi_rank_ones() -> None:
+    # 1 rank read 150 ms of overhead (stalled), 2 ranks exposed 3.1 ms: E1 is taken as 3.1,
+    # H = 1.01 - (3.1 - 3.1) = 1.01 ms; at 4: 3.1 + (1.51 - 1.01) = 3.6 ms, not 150
+    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    assert fit is not None
+    cells = [cell(1, 10, 150.0), cell(2, 10, 3.1)]
+    got = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 4, 1 << 30)
+    assert got is not None and got.seconds.value == pytest.approx(3.6 * MS)
+
+
 def test_no_forecast_below_the_measured_or_without_a_collective() -> None:
     assert "below the smallest" in str(forecast_step([cell(2, 10)], [], "ddp", 1, 1, "cpu"))
     assert "no collective measured" in str(forecast_step([cell(1, 10)], [], "ddp", 4, 1, "cpu"))

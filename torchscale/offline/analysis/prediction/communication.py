@@ -162,8 +162,15 @@ class ExposedForecast:
 
 
 def _one_rank_cost(cells: Sequence[MeasuredCell]) -> Figure:
+    """E1, the step's own overhead at one rank, at most what any multi-rank cell exposed: one
+    rank runs no collective, and its fixed cost is part of theirs (a 1-rank cell stalled by
+    a busy machine reads more, which is noise)."""
     one = [c for c in cells if c.world_size == 1]
-    return one[0].exposed if one else Figure(0.0)
+    if not one:
+        return Figure(0.0)
+    multi = [c.exposed for c in cells if c.world_size > 1]
+    lowest = min(multi, key=lambda f: f.value, default=None)
+    return lowest if lowest is not None and lowest.value < one[0].exposed.value else one[0].exposed
 
 
 def exposed_from_comm(
@@ -230,10 +237,12 @@ def exposed_from_cells(
     else:
         weights = least_squares_weights(xs, at)
         how_fit = "least squares"
-    exposed = floor_at_zero(combine(weights, [c.exposed for c in cells]))
+    capped = _one_rank_cost(cells)
+    figures = [capped if c.world_size == 1 else c.exposed for c in cells]
+    exposed = floor_at_zero(combine(weights, figures))
     points = ", ".join(
-        f"f({c.world_size})={x:.3g}: {c.exposed.value * 1e3:.3g} ms"
-        for c, x in zip(cells, xs, strict=True)
+        f"f({c.world_size})={x:.3g}: {f.value * 1e3:.3g} ms"
+        for c, x, f in zip(cells, xs, figures, strict=True)
     )
     how = (
         f"exposed transfer over the bus factor ({how_fit}: {points}) "

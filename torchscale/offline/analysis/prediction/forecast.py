@@ -27,7 +27,11 @@ from torchscale.offline.analysis.prediction.figures import (
     total,
     widened,
 )
-from torchscale.offline.analysis.prediction.inputs import MeasuredCell, measured_cell
+from torchscale.offline.analysis.prediction.inputs import (
+    MeasuredCell,
+    measured_cell,
+    noisy_cells,
+)
 from torchscale.offline.analysis.prediction.stragglers import forecast_stragglers
 
 FORECAST_STRATEGIES = ("ddp", "fsdp")
@@ -115,7 +119,7 @@ def forecast_step(
         else:
             exposed = from_cells
     assumptions = [*compute.assumptions, *stragglers.assumptions, *comm_assumptions]
-    assumptions += [c.heavy_tail for c in cells if c.heavy_tail]
+    assumptions += noisy_cells(cells)
     basis = [f"cells/{c.cell_id}.json" for c in cells]
     terms: list[tuple[TermName, Figure, str]] = [
         ("compute", compute.compute, compute.how_compute),

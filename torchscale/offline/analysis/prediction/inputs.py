@@ -7,6 +7,8 @@ repeats."""
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchscale.contracts.cell import Status
@@ -14,10 +16,13 @@ from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
 from torchscale.offline.analysis.prediction.figures import Figure, of_estimate
 from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
 
-# A step std this many times its robust sigma is a heavy tail, not sampling noise: over 40
-# steps the two estimates of one normal sample's sigma differ by ~40 % at most (95 %: the
-# fastest step's spread is ~0.4 sigma, the std's ~0.1 sigma)
-HEAVY_TAIL_RATIO = 2.0
+# A cell whose step CV is this many times its siblings' (the same model and batch at other
+# world sizes) was disturbed: over 40 steps a CV is known to ~25 % (95 %), so three times is
+# not sampling noise, and the same work at another size is not that much noisier by itself
+NOISY_RATIO = 3.0
+# With no sibling to compare: a step std above the mean, which a time whose body is normal
+# cannot have (it would put a sixth of the steps below 0); only stalls make it
+NOISY_ALONE_CV = 1.0
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,8 @@ class MeasuredCell:
     busy_cores_per_rank: float | None  # CPU seconds per window second, mean over ranks
     threads: int | None  # intra-op threads per rank (torch.get_num_threads() of rank 0)
     spread: float | None  # (max - min) / median of the repeats' throughput
-    heavy_tail: str | None = None  # why its steps are far noisier than their body, if they are
+    mean_step_s: float | None = None  # the pooled mean step: only to say how noisy a cell was
+    step_cv: float | None = None  # the pooled steps' std / mean
 
     @property
     def ranks_per_node(self) -> float:
@@ -140,21 +146,31 @@ def _threads(result: CellResult) -> int | None:
     return None
 
 
-def heavy_tail(result: CellResult) -> str | None:
-    """Why this cell's steps are far noisier than their body (std > 2 x the robust sigma):
-    a few stalls that a mean carries and a median does not; None when they are not."""
-    stats = result.step_time
-    if stats is None or stats.count < 2:
-        return None
-    sigma = robust_sigma(stats)
-    if stats.std <= HEAVY_TAIL_RATIO * sigma:
-        return None
-    return (
-        f"{result.cell.id}: mean step {stats.mean * 1e3:.3g} ms over a median of "
-        f"{stats.p50 * 1e3:.3g} ms (std {stats.std * 1e3:.3g} ms, "
-        f"{stats.std / sigma if sigma > 0 else float('inf'):.3g} x its body's sigma): a few "
-        "steps stalled (a busy machine?); forecast from its median; measure it again when quiet"
-    )
+def noisy_cells(cells: Sequence[MeasuredCell]) -> list[str]:
+    """A line for each cell whose steps are far noisier than its siblings' (CV above 3 x
+    their median CV; alone, a CV above 1): a few stalls that a mean carries and a median does
+    not. Named in the forecast's assumptions: its median still feeds the forecast."""
+    lines = []
+    for cell in cells:
+        if cell.step_cv is None or cell.mean_step_s is None:
+            continue
+        others = [c.step_cv for c in cells if c is not cell and c.step_cv is not None]
+        if others:
+            usual = statistics.median(others)
+            if cell.step_cv <= NOISY_RATIO * usual:
+                continue
+            than = f"{NOISY_RATIO:g} x its siblings' {usual:.2g}"
+        else:
+            if cell.step_cv <= NOISY_ALONE_CV:
+                continue
+            than = "1: a std above the mean"
+        lines.append(
+            f"{cell.cell_id} was far noisier than its peers (step CV {cell.step_cv:.2g}, above "
+            f"{than}; mean step {cell.mean_step_s * 1e3:.3g} ms, median "
+            f"{cell.step.value * 1e3:.3g} ms): a busy machine? Forecast from its median; "
+            "measure it again when quiet"
+        )
+    return lines
 
 
 def measured_cell(result: CellResult) -> tuple[MeasuredCell | None, str | None]:
@@ -210,7 +226,8 @@ def measured_cell(result: CellResult) -> tuple[MeasuredCell | None, str | None]:
             busy_cores_per_rank=busy,
             threads=_threads(result),
             spread=result.throughput.spread if result.throughput is not None else None,
-            heavy_tail=heavy_tail(result),
+            mean_step_s=result.step_time.mean if result.step_time is not None else None,
+            step_cv=result.step_time.cv if result.step_time is not None else None,
         ),
         None,
     )
