@@ -102,3 +102,5 @@ def test_figures_are_rounded_to_their_interval(results: Path) -> None:
     # lopsided (16 above, 2.2 below): the ends, to the step of half the width 8.0 -> 0.1
     assert figure(estimate(96.2, 94.0, 110.0)) == "96.2 [94.0, 110.0]"
     assert figure(None) == "-"
+    # a rate whose step may be 0: no upper end, cut to its lower side (+-230 -> tens)
+    assert figure(estimate(1068.8, 840.0, float("inf"))) == "1,070 [840, no limit]"

@@ -8,11 +8,12 @@ signed: + means the forecast was too slow). Builds renderables; the CLI prints t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from torchscale.interfaces.report.estimates import figure_with_interval, value_format
-from torchscale.interfaces.report.render.formatting import format_value
+from torchscale.interfaces.report.estimates import ValueFormatter, figure_with_interval
+from torchscale.interfaces.report.render.formatting import format_value, quantum_of
 from torchscale.interfaces.report.terminal.lines import Line, hanging
 from torchscale.offline.analysis.prediction.score import percent
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
@@ -30,16 +31,21 @@ DOMINANT_WORDS = {
     "rest": "rest",
 }
 INTERVAL_NOTE = "± half the 95 % interval (measurement and model), [low, high] where lopsided"
-_NUMBER = value_format("rate")
+_NUMBER = ValueFormatter("rate")
 
 
 def figure(estimate: Estimate | None, scale: float = 1.0) -> str:
     """'49.4 ±3.4' or '96 [90, 103]': the figure cut to the digits its interval supports."""
     if estimate is None or estimate.value is None:
         return "-"
+    value = estimate.value * scale
     low = None if estimate.low is None else estimate.low * scale
     high = None if estimate.high is None else estimate.high * scale
-    return figure_with_interval(estimate.value * scale, low, high, _NUMBER)
+    if low is not None and high is not None and math.isinf(high) and low < value:
+        # a rate whose step may be 0: no upper end, the figure cut to its lower side
+        quantum = quantum_of(value - low)
+        return f"{_NUMBER.rounded(value, quantum)} [{_NUMBER.rounded(low, quantum)}, no limit]"
+    return figure_with_interval(value, low, high, _NUMBER)
 
 
 def ranks_header(device: str) -> str:

@@ -141,7 +141,10 @@ def forecast_compute(
             f"{reference.ranks_per_node:g} rank(s) per host, not extrapolated"
         )
     thread, shared, shared_ref, demand = slowdown(reference, ranks_per_host, threads, cores)
-    if shared > 1 and shared_ref <= 1 and demand is not None:
+    measured_past = any(
+        c.threads is not None and c.ranks_per_node * c.threads > (cores or 0) for c in cells
+    )
+    if shared > 1 and not measured_past and demand is not None:
         assumptions.append(
             f"past the cores ({ranks_per_host:g} ranks x {demand:.2g} busy cores on {cores}): "
             "ranks assumed to take turns perfectly; the scheduler's wake-up latency in each "
