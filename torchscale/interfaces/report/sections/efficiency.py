@@ -63,6 +63,7 @@ SYNC_NOTE = (
     "sync); sync overhead (pooled) = 1 - pooled no_sync median / T, waiting and exposed "
     "communication together, no interval. "
 )
+SYNC_KEYS = ("exposed_s", "slowest_s", "slowest_rank", "sync_overhead")
 EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
 
 
@@ -180,6 +181,8 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
         "bootstrap over the steps, as the terminal prints it; 'not measurable': the interval "
         "reaches 0, the share could be none (its upper end in brackets). "
     )
+    # the no_sync figures no row holds are left out of the rows too, as of the columns
+    hidden = {"_point", *(key for key in SYNC_KEYS if key not in {c.key for c in sync})}
     if any(r.get("_point") for r in rows):
         note += POINT_NOTE
     if sync:
@@ -195,7 +198,7 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
             *decided,
             *sync,
         ],
-        rows=[{k: v for k, v in r.items() if k != "_point"} for r in rows],
+        rows=[{k: v for k, v in r.items() if k not in hidden} for r in rows],
         note=note + footnote(PART_NAMES),
     )
 
@@ -249,7 +252,7 @@ def _sync_figures(result: CellResult, *, point: bool) -> dict[str, Any]:
     split's seconds are not a column of their own)."""
     comm = result.communication
     if comm is None:
-        return dict.fromkeys(("slowest_s", "slowest_rank", "sync_overhead", "exposed_s"))
+        return dict.fromkeys(SYNC_KEYS)
     exposed = finite(comm.exposed_comm_s) if point else None
     outside = isinstance(_point_share(finite(comm.comm_overhead)), str)
     return {
