@@ -83,7 +83,7 @@ class _Run:
 def _runs(ctx: Context) -> list[_Run]:
     """Every result with its device and size: the ok cells first (what the figures are of),
     else any cell, else the profiled runs and comm runs. A result that recorded no
-    environment (older ones) takes its experiment's env.json."""
+    environment takes its experiment's env.json."""
     hosts = {
         s.name: s.experiment.environment
         for s in ctx.sources.experiments
