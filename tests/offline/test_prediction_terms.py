@@ -124,6 +124,21 @@ def test_past_the_cores_ranks_take_turns_from_the_nearest_cell() -> None:
     assert not any("past the cores" in a for a in forecast_compute(cells, 2, "cpu").assumptions)
 
 
+def test_past_the_cores_the_cpu_collective_takes_turns_too() -> None:
+    # 2 ranks: own work 12 ms (1 core busy each), exposed 2.1 ms over 0.1 at 1 rank; at 4
+    # ranks on 2 cores sharing is 2: own work 24 ms (12 of contention); exposed on the line
+    # 0.1 + 2 x 1.5 = 3.1 ms, and its turn-taking another 3.1 x (2 - 1): contention 15.1 ms
+    cells = [cell(1, 10.0, 0.1, busy=1.6, threads=2), cell(2, 12.0, 2.1, busy=1.0, threads=1)]
+    step = forecast_step(cells, [], "ddp", 4, 1, "cpu")
+    assert not isinstance(step, str)
+    terms = {name: figure.value for name, figure, _ in step.terms}
+    assert terms["exposed_communication"] == pytest.approx(3.1 * MS)
+    assert terms["contention"] == pytest.approx(15.1 * MS)
+    gpu = forecast_step(cells, [], "ddp", 4, 1, "cuda")
+    assert not isinstance(gpu, str)
+    assert {n: f.value for n, f, _ in gpu.terms}["contention"] == 0
+
+
 def test_a_sleep_shares_no_core_so_no_contention() -> None:
     # a rank that keeps 0.02 cores busy: 4 ranks want 0.08 of 2 cores, nothing time-shared;
     # with fewer threads it still needs min(0.02, 1) = 0.02: factor 1, contention 0

@@ -7,8 +7,10 @@ target's), so what ranks sharing caches and memory bandwidth cost there is in it
 rank that kept u cores busy with t threads runs its work on min(u, t') cores with t' < t
 threads (the work is the same, fewer cores run it at once: a thread factor u / min(u, t'));
 and k ranks wanting d cores each on C cores take turns past the cores (time-sharing
-max(1, k x d / C)). A rank whose compute holds no core (u ~ 0: a sleep, a wait on a device)
-is slowed by neither. GPU ranks each have their own device: no contention term.
+max(1, k x d / C)); a CPU collective (gloo) runs on the ranks' own cores, so past the cores
+its exposed part takes turns too (forecast.py adds it here). A rank whose compute holds no
+core (u ~ 0: a sleep, a wait on a device) is slowed by neither. GPU ranks each have their
+own device: no contention term.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class ComputeForecast:
     compute: Figure  # the reference's own work
     contention: Figure  # what fewer threads and sharing the cores add at the asked size, >= 0
     factor: float  # own work at the asked size / the reference's, >= 1
+    sharing: float  # time-sharing at the asked size / at the reference, >= 1 (CPU collectives)
     how_compute: str
     how_contention: str
     assumptions: list[str]
@@ -125,6 +128,7 @@ def forecast_compute(
             own,
             Figure(0.0),
             1.0,
+            1.0,
             how_compute,
             "GPU: one device per rank, nothing shared",
             ["GPU ranks share no compute: host CPU and PCIe contention not modelled"],
@@ -163,4 +167,7 @@ def forecast_compute(
         f"{demand if demand is not None else 0:.3g} / {cores or '?'} cores) = {shared:.3g} / "
         f"{shared_ref:.3g} at the reference = {factor:.3g}"
     )
-    return ComputeForecast(reference, own, contention, factor, how_compute, how, assumptions)
+    sharing = max(1.0, shared / shared_ref)
+    return ComputeForecast(
+        reference, own, contention, factor, sharing, how_compute, how, assumptions
+    )

@@ -121,9 +121,18 @@ def forecast_step(
     assumptions = [*compute.assumptions, *stragglers.assumptions, *comm_assumptions]
     assumptions += noisy_cells(cells)
     basis = [f"cells/{c.cell_id}.json" for c in cells]
+    contention, how_contention = compute.contention, compute.how_contention
+    if exposed is not None and compute.sharing > 1:
+        # a CPU collective runs on the ranks' own cores: past the cores it takes turns too
+        shared = exposed.seconds.scaled(compute.sharing - 1.0)
+        contention = total([contention, shared])
+        how_contention += (
+            f"; + exposed communication {exposed.seconds.value * 1e3:.3g} ms x "
+            f"(time-sharing {compute.sharing:.3g} - 1): the collective runs on the ranks' cores"
+        )
     terms: list[tuple[TermName, Figure, str]] = [
         ("compute", compute.compute, compute.how_compute),
-        ("contention", compute.contention, compute.how_contention),
+        ("contention", contention, how_contention),
         ("stragglers", stragglers.seconds, stragglers.how),
     ]
     if exposed is not None:
