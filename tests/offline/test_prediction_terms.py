@@ -99,15 +99,19 @@ def test_time_sharing_past_the_cores() -> None:
     assert time_sharing(8, None, 2) == 1.0
 
 
-def test_fewer_threads_slow_a_rank_by_the_cores_it_kept_busy() -> None:
+def test_fewer_threads_slow_a_rank_between_none_and_the_cores_it_kept_busy() -> None:
     # 1 rank kept 1.6 cores busy with 2 threads, own work 10 ms; at 2 ranks on 2 cores each
-    # rank gets 2 // 2 = 1 thread: its work on min(1.6, 1) = 1 core, 1.6 x slower (16 ms);
-    # 2 ranks x 1 core wanted on 2 cores: no time-sharing. Contention = 16 - 10 = 6 ms
+    # rank gets 2 // 2 = 1 thread: its work slows between 1x and 1.6 / min(1.6, 1) = 1.6x
+    # (busy cores count spin-waits): the middle 1.3x, 3 ms of contention, +-3 ms reaching
+    # both ends (in quadrature with the own work's 0.1 ms x 0.3)
     got = forecast_compute([cell(1, 10.0, busy=1.6, threads=2)], 2, "cpu")
-    assert got.factor == pytest.approx(1.6)
+    assert got.factor == pytest.approx(1.3)
     assert got.compute.value == pytest.approx(10 * MS)
-    assert got.contention.value == pytest.approx(6 * MS)
+    assert got.contention.value == pytest.approx(3 * MS)
+    assert got.contention.above == pytest.approx(math.hypot(3 * MS, 0.03 * MS))
+    assert got.contention.low < 1e-4 and got.contention.high > 5.9 * MS
     assert any("launcher's default" in a for a in got.assumptions)
+    assert any("spin-waits" in a for a in got.assumptions)
 
 
 def test_past_the_cores_ranks_take_turns_from_the_nearest_cell() -> None:

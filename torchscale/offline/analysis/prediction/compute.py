@@ -5,7 +5,8 @@ Own work is measured at the same per-device batch; the reference is the measured
 like the target (the same threads per rank, then the most ranks per host not above the
 target's), so what ranks sharing caches and memory bandwidth cost there is in it. On CPU a
 rank that kept u cores busy with t threads runs its work on min(u, t') cores with t' < t
-threads (the work is the same, fewer cores run it at once: a thread factor u / min(u, t'));
+threads: the work is the same, fewer cores run it at once, a thread factor of at most
+u / min(u, t') and at least 1, as u counts OpenMP's spin-waits too (taken as the middle);
 and k ranks wanting d cores each on C cores take turns past the cores (time-sharing
 max(1, k x d / C)); a CPU collective (gloo) runs on the ranks' own cores, so past the cores
 its exposed part takes turns too (forecast.py adds it here). A rank whose compute holds no
@@ -155,19 +156,32 @@ def forecast_compute(
             "collective and other processes' CPU are not modelled (no measured cell ran past "
             "the cores: measure one)"
         )
+    # the cores a rank kept busy count OpenMP's spin-waits too, so with fewer threads its
+    # work slows by between 1 (no useful parallelism) and u / d (all of it useful): the middle,
+    # with both ends in the interval
+    if thread > 1:
+        assumptions.append(
+            f"fewer threads per rank here ({threads}) than at the reference "
+            f"({reference.threads}): its work slows between 1x and {thread:.3g}x (the cores "
+            "it kept busy include OpenMP's spin-waits); taken as the middle, both ends in the "
+            "interval; measure a cell at this thread count to know it"
+        )
+    middle = (1.0 + thread) / 2
+    sharing = max(1.0, shared / shared_ref)
     # the reference is no more ranks per host than the target: sharing only adds
-    factor = max(1.0, thread * shared / shared_ref)
-    contention = own.scaled(factor - 1.0)
+    factor = max(1.0, middle * sharing)
+    spread = own.value * (thread - 1.0) / 2 * sharing
+    base = own.scaled(factor - 1.0)
+    contention = Figure(base.value, math.hypot(base.below, spread), math.hypot(base.above, spread))
     busy = reference.busy_cores_per_rank
     how = (
-        f"{own.value * 1e3:.4g} ms x (factor - 1), factor = thread {thread:.3g} "
-        f"(u {busy if busy is not None else 0:.3g} busy cores at "
-        f"{reference.threads or '?'} thread(s) -> {demand if demand is not None else 0:.3g} at "
+        f"{own.value * 1e3:.4g} ms x (factor - 1), factor = thread {middle:.3g} (between 1 "
+        f"and u / d = {busy if busy is not None else 0:.3g} busy cores at "
+        f"{reference.threads or '?'} thread(s) / {demand if demand is not None else 0:.3g} at "
         f"{threads or '?'}) x time-sharing max(1, {ranks_per_host:g} x "
         f"{demand if demand is not None else 0:.3g} / {cores or '?'} cores) = {shared:.3g} / "
         f"{shared_ref:.3g} at the reference = {factor:.3g}"
     )
-    sharing = max(1.0, shared / shared_ref)
     return ComputeForecast(
         reference, own, contention, factor, sharing, how_compute, how, assumptions
     )
