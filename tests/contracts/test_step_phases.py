@@ -10,8 +10,8 @@ from torchscale.contracts.step_phases import (
     phase_range,
     seconds_column,
 )
-from torchscale.interfaces.report.sections.findings import PHASE_ADVICE
 from torchscale.interfaces.report.sections.latency import PHASE_LABELS
+from torchscale.offline.results.upgrades.point_findings import PHASE_ADVICE
 from torchscale.rank.worker.spec import DelaySpec
 
 
@@ -30,7 +30,7 @@ def test_a_delay_goes_into_own_work_only() -> None:
     assert tuple(schema["enum"]) == OWN_WORK_PHASES
 
 
-def test_what_the_report_keys_by_phase_covers_every_phase() -> None:
+def test_what_is_keyed_by_phase_covers_every_phase() -> None:
     assert tuple(PHASE_LABELS) == STEP_PHASES
     assert tuple(PHASE_ADVICE) == OWN_WORK_PHASES
 
