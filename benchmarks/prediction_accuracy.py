@@ -18,8 +18,9 @@ Models: tiny-mlp and tiny-gpt2 (real work: at 3 and 4 ranks on 2 cores their ran
 and benchmarks/sleep_model.py (compute is a sleep, so its ranks do not contend for cores: its
 error is the model's, not this machine's contention). Targets on a quiet machine: median absolute
 error <= 10 % at 2 ranks and <= 15 % at 4 ranks, >= 80 % of intervals holding. With the 1-minute
-load above the core count before or after the run the figures are printed with "beside other
-work: noise, no verdict" instead of a verdict.
+load above the core count before the run, or a cell whose telemetry saw other processes busy
+(HostLoad.busy), the figures are printed with "beside other work: noise, no verdict" instead
+of a verdict. The load after is printed, not judged: it counts the run's own 3 and 4 ranks.
 
     python benchmarks/prediction_accuracy.py [--quick] [--out DIR] [--json FILE]
 
@@ -161,21 +162,34 @@ def rows(root: Path, rounds: dict[str, set[str]]) -> list[Row]:
     return sorted(out, key=lambda r: (r.world_size, r.round, r.model))
 
 
-def other_work(root: Path) -> tuple[float, str] | None:
-    """The most CPU other processes used during any measured cell (telemetry's other_cores,
-    cores busy beyond the cell's ranks), and that cell: the load average lags a minute, this
-    is what each cell saw."""
+@dataclass(frozen=True)
+class OtherWork:
+    """What else ran during the measured cells, from each cell's telemetry (HostLoad): the
+    most cores other processes kept busy, in which cell, and the cells its `busy` flag marks
+    (other processes >= 0.25 core per rank and fewer idle cores than ranks)."""
+
+    most_cores: float
+    most_in: str
+    busy_cells: list[str]
+
+
+def other_work(root: Path) -> OtherWork | None:
+    """The load average after the run counts the run's own 3 and 4 ranks on 2 cores; this is
+    what each cell saw besides itself."""
     from torchscale.offline.results.versions import read_cell_result
 
-    worst: tuple[float, str] | None = None
+    most: tuple[float, str] | None = None
+    busy: list[str] = []
     for path in sorted((root / "cells").glob("*.json")):
         result = read_cell_result(path).result
         if result is None or result.telemetry is None or not result.telemetry.hosts:
             continue
         for host in result.telemetry.hosts:
-            if host.other_cores is not None and (worst is None or host.other_cores > worst[0]):
-                worst = (host.other_cores, result.cell.id)
-    return worst
+            if host.other_cores is not None and (most is None or host.other_cores > most[0]):
+                most = (host.other_cores, result.cell.id)
+            if host.busy and result.cell.id not in busy:
+                busy.append(result.cell.id)
+    return None if most is None else OtherWork(most[0], most[1], busy)
 
 
 def ms(value: float | None) -> str:
@@ -201,7 +215,7 @@ def report(
     load_before: str,
     load_after: str,
     busy: bool,
-    others: tuple[float, str] | None = None,
+    others: OtherWork | None = None,
 ) -> list[str]:
     lines = [
         f"{'model':<10} {'ranks':>5} {'from':>5}  {'forecast ms [interval]':<26} "
@@ -253,11 +267,13 @@ def report(
     lines.append(f"load after:  {load_after}")
     if others is not None:
         lines.append(
-            f"other processes during the cells: up to {others[0]:.2f} cores busy ({others[1]})"
+            f"other processes during the cells: up to {others.most_cores:.2f} cores busy "
+            f"({others.most_in}); busy by its telemetry: {', '.join(others.busy_cells) or 'none'}"
         )
     if busy:
         lines.append(
-            f"beside other work: noise, no verdict (1-min load above {os.cpu_count()} cores)"
+            f"beside other work: noise, no verdict (1-min load above {os.cpu_count()} cores "
+            "before the run, or other processes busy during a cell)"
         )
     else:
         lines.append("verdict on a quiet machine: " + "; ".join(verdicts))
@@ -313,10 +329,12 @@ def main() -> None:
             measure(out, models, [3, 4], args.quick, env)
     except (KeyboardInterrupt, Stopped):
         raise SystemExit(f"stopped; what was measured is in {root}") from None
-    load_after, last_load = uptime(), os.getloadavg()[0]
+    load_after = uptime()
     found = rows(root, rounds)
-    busy = max(first_load, last_load) > (os.cpu_count() or 1)
     others = other_work(root)
+    # the load after counts this run's own 3 and 4 ranks: the judge of other work is the load
+    # before and what each cell's telemetry saw besides its ranks
+    busy = first_load > (os.cpu_count() or 1) or bool(others and others.busy_cells)
     print("\n".join(report(found, load_before, load_after, busy, others)))
     if args.json:
         args.json.write_text(
@@ -327,7 +345,8 @@ def main() -> None:
                     "load_after": load_after,
                     "cores": os.cpu_count(),
                     "busy": busy,
-                    "other_cores_max": others[0] if others else None,
+                    "other_cores_max": others.most_cores if others else None,
+                    "busy_cells": others.busy_cells if others else [],
                 },
                 indent=2,
             ),

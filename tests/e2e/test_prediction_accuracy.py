@@ -60,9 +60,13 @@ def test_the_summary_and_the_verdict_only_when_quiet() -> None:
         "met; coverage >= 80%: missed"
     )
     assert any("superseded" in line and "50.0 %" in line for line in quiet)
-    busy = bench.report(rows, "load average: 4.0", "load average: 5.0", busy=True)
+    others = bench.OtherWork(1.23, "sleep__b8__w4", ["sleep__b8__w4"])
+    busy = bench.report(rows, "load average: 0.4", "load average: 2.2", busy=True, others=others)
     assert busy[-1].startswith("beside other work: noise, no verdict")
     assert not any(line.startswith("verdict") for line in busy)
+    assert "up to 1.23 cores busy (sleep__b8__w4); busy by its telemetry: sleep__b8__w4" in (
+        " ".join(busy)
+    )
 
 
 @pytest.mark.slow
