@@ -227,6 +227,16 @@ def test_alpha_beta_fit_and_the_step_collective() -> None:
     assert t.value == pytest.approx(10e-6 + 1e6 * 1.5 * 1e-9)  # 1.51 ms
 
 
+def test_a_latency_only_run_fits_no_bytes_term() -> None:
+    # times that fall with size (noise around a latency): slope 0, alpha the mean time
+    run = _comm(10e-6, 1e-9)
+    times = [2000.0, 1500.0, 1000.0]  # us, at 64 KiB, 1 MiB, 16 MiB
+    rows = [r.model_copy(update={"time_us": t}) for r, t in zip(run.rows, times, strict=True)]
+    fit = fit_alpha_beta(run.model_copy(update={"rows": rows}), "all_reduce")
+    assert fit is not None
+    assert fit.beta_s_per_byte == 0 and fit.alpha_s == pytest.approx(1.5e-3)
+
+
 def test_exposed_from_comm_subtracts_the_measured_overlap() -> None:
     # T(2) = 1.01 ms, exposed 0.6 ms at 2 ranks and 0.1 at 1: H = 1.01 - 0.5 = 0.51 ms;
     # T(4) = 1.51 ms: exposed = 0.1 + (1.51 - 0.51) = 1.1 ms

@@ -54,8 +54,8 @@ class AlphaBeta:
 
 
 def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
-    """Least squares of the run's ok rows of `op` (time against bus bytes); None with fewer
-    than 2 sizes or a world of one (nothing crosses a link)."""
+    """Least squares of the run's ok rows of `op` (time against bus bytes), the slope at least
+    0; None with fewer than 2 sizes or a world of one (nothing crosses a link)."""
     points: dict[int, float] = {}
     for row in run.rows:
         if row.op == op and row.status == "ok" and row.time_us is not None:
@@ -69,9 +69,11 @@ def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
     mean_x, mean_y = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mean_x) ** 2 for x in xs)
     beta = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sxx
-    alpha = max(mean_y - beta * mean_x, 0.0)
     if beta <= 0:
-        return None
+        # no bytes term above the noise over the sizes run (a CPU collective's latency
+        # dominates them): the mean time as a latency, nothing per byte
+        beta = 0.0
+    alpha = max(mean_y - beta * mean_x, 0.0)
     residuals = [(alpha + beta * x - y) / y for x, y in zip(xs, ys, strict=True) if y > 0]
     rms = math.sqrt(sum(r * r for r in residuals) / len(residuals)) if residuals else 0.0
     return AlphaBeta(op, alpha, beta, rms, n, run.id, run.world_size, run.nodes)
