@@ -126,7 +126,7 @@ def test_cli_on_the_shared_traces_prints_and_writes_only_where_asked(tmp_path: P
     assert not (SHARED_TRACES / "nccl_parser_config" / "analysis.json").exists()
     # one rank of two: the stall and the Step line's wait are unknown, and it says why
     output = " ".join(result.output.split())
-    assert "Sync stall time: unknown (not separable: one rank of 2 in the input" in output
+    assert "Sync stall time: not measurable (not separable: one rank of 2 in the input" in output
     assert "[ANALYSIS] Step " in output and "waiting unknown" in output
     # the default target (sync_stalls) leaves exposed communication out, and says so
     assert "left out by --target sync_stalls" in output

@@ -181,7 +181,7 @@ def test_table_shows_the_cells_table_figures() -> None:
     text = console.export_text()
     assert "1,600" in text and "800" in text
     assert "10.0|20.0" in text
-    assert "20%" in text  # comm
+    assert "20%" not in text  # comm: the diagnosis' exposed transfer only, and it has none
     assert "ok" in text
 
 

@@ -165,7 +165,7 @@ def test_summary_columns_carry_the_diagnosis(tmp_path: Path) -> None:
     (gpt,) = [i for i in others.index if "tiny-gpt2" in i and "__w2__" in i]
     assert others.loc[gpt, "diagnosis_source"] == "phase timers"
     assert bool(others.loc[gpt, "straggler_named"]) is False
-    assert others[others["world_size"] == 1]["diagnosis_source"].isna().all()
+    assert others[others["world_size"] == 1]["straggler_rank"].isna().all()
 
 
 def test_a_version_8_result_loads_with_its_diagnosis_columns() -> None:

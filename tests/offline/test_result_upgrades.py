@@ -18,9 +18,13 @@ from torchscale.contracts.schema.cell_result import (
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.offline.results.profile_versions import with_run
 from torchscale.offline.results.upgrades.point_figures import (
+    INSIDE_COMPUTE,
     NO_INTERVAL,
-    NOT_SPLIT,
+    NO_WINDOW,
+    ONE_RANK,
     OUTSIDE,
+    OVER_STEP,
+    SYNC_STEP,
     TEST,
     diagnosis_from_point_figures,
     is_point_figures,
@@ -47,12 +51,17 @@ def _read(relative: str) -> tuple[CellResult, int]:
     return result, version
 
 
-def test_point_figures_with_nothing_to_split_read_with_no_diagnosis_and_the_reason() -> None:
-    """A schema-7-or-older cell whose no_sync window gave neither share (tensor parallel): no
-    diagnosis, the reason in `unavailable["diagnosis"]`, its figures as measured."""
+def test_point_figures_with_nothing_to_split_read_with_every_part_not_measurable() -> None:
+    """A schema-7-or-older cell whose no_sync window gave neither share (tensor parallel):
+    a diagnosis with every part not measurable and why, judged by the point figures' rule
+    (none found here), its step the median of its steps."""
     result, version = _read("results_v6/cpu_tiny_gpt2_tp2.json")
-    assert version <= 7
-    assert result.diagnosis is None and "schema 7 or older" in result.unavailable["diagnosis"]
+    assert version <= 7 and result.step_time is not None
+    diagnosis = result.diagnosis
+    assert diagnosis is not None and is_point_figures(diagnosis)
+    assert all(p.share.value is None and p.share.reason == NO_WINDOW for p in diagnosis.parts)
+    assert diagnosis.findings == point_figure_findings(result) == []
+    assert diagnosis.step_s.value == result.step_time.p50
 
 
 def test_point_figures_read_at_load_as_a_diagnosis_with_their_own_findings() -> None:
@@ -218,10 +227,11 @@ def test_point_figures_read_as_a_step_split_without_intervals() -> None:
         assert share.reason == NO_INTERVAL
     for name in ("data", "rest"):
         assert shares[name].value is None and not shares[name].measurable
-        assert shares[name].reason == NOT_SPLIT
+        assert shares[name].reason == INSIDE_COMPUTE
     total = sum(s.value for s in shares.values() if s.value is not None)
     assert total == pytest.approx(1.0)
     assert diagnosis.step_s.value == comm.step_time_s and diagnosis.step_s.low is None
+    assert diagnosis.step_s.reason == SYNC_STEP
 
 
 @pytest.mark.parametrize(("stored", "shown"), [(1.3, None), (-0.2, None), (0.25, 0.25)])
@@ -240,7 +250,24 @@ def test_a_point_share_outside_its_domain_is_not_measurable(
     assert exposed.share.value == shown
     if shown is None:
         assert exposed.share.reason == OUTSIDE and not exposed.share.measurable
-        assert compute.share.value is None and compute.share.reason == OUTSIDE
+        assert compute.share.value is None and compute.share.reason is not None
+        assert "exposed comm" in compute.share.reason
+        assert OUTSIDE in compute.share.reason
+
+
+def test_two_point_shares_over_the_step_are_both_not_measurable() -> None:
+    """Exposed communication and waiting for peers each in [0, 1] but together above the
+    step cannot both be right: neither is measurable, each says so, and compute (the rest)
+    says the same, not that a figure was outside 0-100 %."""
+    result = _points()
+    assert result.communication is not None
+    comm = result.communication.model_copy(update={"comm_overhead": 0.7, "load_imbalance": 0.5})
+    diagnosis = diagnosis_from_point_figures(result.model_copy(update={"communication": comm}))
+    assert diagnosis is not None
+    for name in ("exposed_transfer", "wait_for_peers", "compute"):
+        part = diagnosis.part(name)
+        assert part is not None and part.share.value is None and part.seconds.value is None
+        assert part.share.reason == OVER_STEP
 
 
 @pytest.mark.parametrize(
@@ -272,12 +299,50 @@ def test_the_slowest_rank_is_named_only_where_the_others_wait_for_it(
     assert (verdict.not_named is None) is named
 
 
-def test_no_step_split_where_there_is_nothing_to_split() -> None:
-    """One rank, or a cell whose no_sync window gave neither share (tensor parallel): no
-    diagnosis from point figures."""
+@pytest.mark.parametrize(
+    ("imbalance", "words"),
+    [
+        (None, "not recorded"),
+        (1.5, OUTSIDE),
+        (-0.1, OUTSIDE),
+        (0.003, f"less than {STRAGGLER_MIN:.0%}"),
+    ],
+)
+def test_an_unnamed_point_straggler_says_its_own_reason(
+    imbalance: float | None, words: str
+) -> None:
+    """Nobody named: the reason is the case's own (the wait not recorded, outside 0-100 %, or
+    below STRAGGLER_MIN), never 'less than 5 %' for a wait nobody recorded."""
     result = _points()
+    assert result.communication is not None
+    comm = result.communication.model_copy(update={"load_imbalance": imbalance})
+    diagnosis = diagnosis_from_point_figures(result.model_copy(update={"communication": comm}))
+    assert diagnosis is not None and diagnosis.straggler is not None
+    why = diagnosis.straggler.not_named
+    assert not diagnosis.straggler.named and why is not None and words in why
+    others = [w for w in ("not recorded", OUTSIDE, "less than") if w not in words]
+    assert not any(w in why for w in others)
+
+
+def test_a_cell_with_nothing_to_split_keeps_its_data_wait_finding() -> None:
+    """One rank, or no no_sync shares (tensor parallel): every part not measurable, no
+    straggler verdict for one rank, and the data wait found by the point figures' rule."""
+    result = _points()
+    data = DataPipeline(source="disk", wait_s=0.01, share=0.25)
+    for update in (
+        {"cell": result.cell.model_copy(update={"world_size": 1})},
+        {"communication": None},
+    ):
+        cell = result.model_copy(update={**update, "data": data})
+        diagnosis = diagnosis_from_point_figures(cell)
+        assert diagnosis is not None
+        why = NO_WINDOW if cell.cell.world_size > 1 else ONE_RANK
+        assert all(p.share.value is None and p.share.reason == why for p in diagnosis.parts)
+        assert [f.category for f in diagnosis.findings] == ["data_wait"]
+        assert diagnosis.findings[0].cost_pct == pytest.approx(25.0)
     one = result.model_copy(update={"cell": result.cell.model_copy(update={"world_size": 1})})
-    assert diagnosis_from_point_figures(one) is None
-    tp, _ = _read("results_v6/cpu_tiny_gpt2_tp2.json")
-    assert diagnosis_from_point_figures(tp) is None
+    alone = diagnosis_from_point_figures(one)
+    assert alone is not None and alone.straggler is None
     assert diagnosis_from_point_figures(_read("results_v7/cpu_tiny_mlp_ddp_w2.json")[0]) is None
+    failed = result.model_copy(update={"status": "failed"})
+    assert diagnosis_from_point_figures(failed) is None

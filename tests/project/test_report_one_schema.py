@@ -2,9 +2,12 @@
 every old version into today's shape, so no module under torchscale/interfaces/ compares a
 schema version or branches on an old result.
 
-Two checks. No `schema_version` comparison anywhere under interfaces/ (Python's ast). And no
-line that names an old schema or an older result (`OLD_SCHEMA`): such a line is a branch, or
-the words of one, that belongs in the upgrades.
+The checks (Python's ast and a pattern): no `schema_version` compared, whether read as an
+attribute, a subscript or `.get("schema_version")`; no module imports the upgrades
+(`torchscale.offline.results.upgrades`); a result's version is read only to list the sources
+(`build.py`), never carried in the cell rows; and no line names an old schema or an older
+result (`OLD_SCHEMA`): such a line is a branch, or the words of one, that belongs in the
+upgrades.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[2] / "torchscale" / "interfaces"
+UPGRADES = "torchscale.offline.results.upgrades"
+# where a version may be read: the appendix's list of the sources and the versions they hold
+LISTS_SOURCES = {"report/build.py"}
 
 OLD_SCHEMA = re.compile(
     r"older (?:result|analys)|older than (?:schema|the (?:step model|diagnosis|caveat))"
@@ -23,28 +29,90 @@ OLD_SCHEMA = re.compile(
 )
 
 
-def _sources() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".j2"))
+def _sources(root: Path = PACKAGE) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.suffix in (".py", ".j2"))
 
 
-def _names_schema_version(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == "schema_version") or (
-        isinstance(node, ast.Name) and node.id == "schema_version"
-    )
+def _trees(root: Path) -> list[tuple[str, ast.AST]]:
+    return [
+        (path.relative_to(root).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+        for path in _sources(root)
+        if path.suffix == ".py"
+    ]
+
+
+def _is_version_key(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "schema_version"
+
+
+def _reads_schema_version(node: ast.AST) -> bool:
+    """`x.schema_version`, `schema_version`, `x["schema_version"]`, `x.get("schema_version")`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "schema_version"
+    if isinstance(node, ast.Name):
+        return node.id == "schema_version"
+    if isinstance(node, ast.Subscript):
+        return _is_version_key(node.slice)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr == "get" and bool(node.args) and _is_version_key(node.args[0])
+    return False
+
+
+def version_comparisons(root: Path = PACKAGE) -> list[str]:
+    """'path:line' of each comparison of a schema version under `root`."""
+    found = []
+    for name, tree in _trees(root):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and any(
+                _reads_schema_version(n) for n in [node.left, *node.comparators]
+            ):
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def upgrade_imports(root: Path = PACKAGE) -> list[str]:
+    """'path:line' of each import of the upgrades under `root`."""
+    found = []
+    for name, tree in _trees(root):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):  # the module, and what it imports from it
+                modules = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            else:
+                continue
+            if any(m == UPGRADES or m.startswith(f"{UPGRADES}.") for m in modules):
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def version_reads(root: Path = PACKAGE) -> list[str]:
+    """'path:line' of each read of a schema version, or of the key, outside `LISTS_SOURCES`."""
+    found = []
+    for name, tree in _trees(root):
+        if name in LISTS_SOURCES:
+            continue
+        for node in ast.walk(tree):
+            if _is_version_key(node) or (
+                isinstance(node, ast.Attribute) and node.attr == "schema_version"
+            ):
+                found.append(f"{name}:{node.lineno}")
+    return sorted(set(found))
 
 
 def test_no_module_under_interfaces_compares_a_schema_version() -> None:
-    found = []
-    for path in _sources():
-        if path.suffix != ".py":
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Compare) and any(
-                _names_schema_version(n) for n in [node.left, *node.comparators]
-            ):
-                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    found = version_comparisons()
     assert not found, f"compares a schema version (versions.py upgrades instead): {found}"
+
+
+def test_no_module_under_interfaces_imports_the_upgrades() -> None:
+    found = upgrade_imports()
+    assert not found, f"imports {UPGRADES} (today's shape carries what it needs): {found}"
+
+
+def test_a_version_is_read_only_to_list_the_sources() -> None:
+    found = version_reads()
+    assert not found, f"reads a schema version outside {sorted(LISTS_SOURCES)}: {found}"
 
 
 def _counts() -> dict[str, int]:
@@ -60,6 +128,34 @@ def _counts() -> dict[str, int]:
 def test_no_module_under_interfaces_branches_on_an_old_schema() -> None:
     counts = _counts()
     assert not counts, f"an old schema named outside versions.py's upgrades: {counts}"
+
+
+def test_the_checks_catch_the_branches_they_are_for(tmp_path: Path) -> None:
+    """Each rule finds what it is for, in a module written for the purpose, and passes a
+    module that reads today's shape."""
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from torchscale.offline.results.upgrades.point_figures import BASIS\n"
+        "from torchscale.offline.results import upgrades\n"
+        "import torchscale.offline.results.upgrades.point_findings\n"
+        "def old(row, data, result):\n"
+        '    a = row["schema_version"] < 8\n'
+        '    b = data.get("schema_version") <= 7\n'
+        "    c = 10 > result.schema_version\n"
+        "    return a or b or c\n",
+        encoding="utf-8",
+    )
+    assert version_comparisons(tmp_path) == ["bad.py:5", "bad.py:6", "bad.py:7"]
+    assert upgrade_imports(tmp_path) == ["bad.py:1", "bad.py:2", "bad.py:3"]
+    assert version_reads(tmp_path) == ["bad.py:5", "bad.py:6", "bad.py:7"]
+    bad.write_text(
+        "from torchscale.offline.results.versions import parse_cell_result\n"
+        "def new(result):\n"
+        "    return result.diagnosis is not None and result.diagnosis.basis\n",
+        encoding="utf-8",
+    )
+    assert not version_comparisons(tmp_path) and not upgrade_imports(tmp_path)
+    assert not version_reads(tmp_path)
 
 
 def test_the_old_schema_words_are_found_where_they_are() -> None:

@@ -94,15 +94,11 @@ def _scaling(r: pd.Series) -> str:
 
 
 def _comm(r: pd.Series) -> str:
-    """The diagnosis' exposed transfer share; '<x%' when not measurable above noise; where the
-    diagnosis has none, the no_sync window's share if it can be one (in [0, 1]), else '-'."""
+    """The diagnosis' exposed transfer share; '<x%' when not measurable above noise; '-'
+    where the diagnosis has none."""
     value, high = r.get("exposed_transfer_share"), r.get("exposed_transfer_share_high")
     if _missing(value) and not _missing(high):
         return f"<{float(high):.0%}"
-    if _missing(value):
-        value = r["comm_overhead"]
-        if not _missing(value) and not 0 <= float(value) <= 1:
-            return "-"
     return _fmt(value, ".0%")
 
 

@@ -13,6 +13,7 @@ Layer 4 (presentation) of docs/architecture.md: imports only from layers below a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,19 +64,45 @@ def _ms_number(seconds: float) -> str:
 
 def share_text(estimate: Estimate | None) -> str:
     """'40.1 % [38.4, 41.4]', '0.0 %' (none in any step), 'not measurable (< 0.4 %)',
-    '12.0 % (spread unknown)' (or the estimate's reason for having no interval) or 'unknown'."""
+    '12.0 % (spread unknown)' (or the estimate's reason for having no interval),
+    'not measurable (its reason)' where it has no bound, or 'unknown'."""
     if estimate is None:
         return "unknown"
     if estimate.low == 0 and estimate.high == 0 and estimate.value in (None, 0.0):
         return pct(0.0)
     if estimate.value is None or not estimate.measurable:
-        return (
-            f"not measurable (< {pct(estimate.high)})" if estimate.high is not None else "unknown"
-        )
+        return _not_measurable(estimate, pct)
     if estimate.low is None or estimate.high is None:
         return f"{pct(estimate.value)} ({_no_interval(estimate)})"
     shown = _rounded(estimate.value, estimate.low, estimate.high, 100.0)
     return f"{shown.value} % [{shown.low}, {shown.high}]"
+
+
+def _not_measurable(estimate: Estimate, unit: Callable[[float], str]) -> str:
+    """A figure with no value: its upper bound where it has one ('not measurable (< 0.4 %)'),
+    else its reason ('not measurable (not recorded)'), else 'unknown'."""
+    if estimate.high is not None:
+        return f"not measurable (< {unit(estimate.high)})"
+    return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
+
+
+def without_interval(diagnosis: Diagnosis | None) -> bool:
+    """Whether no figure of `diagnosis` has an interval or a bound: noise cannot judge its
+    parts, so its findings are by the rule its `basis` states (thresholds on point figures)."""
+    if diagnosis is None:
+        return False
+    estimates = [diagnosis.step_s, *(p.share for p in diagnosis.parts)]
+    return all(e.low is None and e.high is None for e in estimates)
+
+
+def judging_bases(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
+    """{basis: how many diagnoses} of those judged by their basis' rule (`without_interval`),
+    in order of first appearance."""
+    out: dict[str, int] = {}
+    for diagnosis in diagnoses:
+        if diagnosis is not None and without_interval(diagnosis):
+            out[diagnosis.basis] = out.get(diagnosis.basis, 0) + 1
+    return out
 
 
 def _no_interval(estimate: Estimate) -> str:
@@ -126,10 +153,7 @@ def sync_stall_text(diagnosis: Diagnosis) -> str:
     """The seed's line: 'Sync stall time: 40.1 % [38.4, 41.4]' (waiting for peers, mean over
     ranks, share of the step)."""
     part = diagnosis.part("wait_for_peers")
-    text = f"Sync stall time: {share_text(part.share if part else None)}"
-    if part is not None and part.share.value is None and part.share.high is None:
-        text += f" ({part.share.reason})" if part.share.reason else ""
-    return text
+    return f"Sync stall time: {share_text(part.share if part else None)}"
 
 
 def split_text(diagnosis: Diagnosis) -> str:

@@ -28,9 +28,12 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
     """The analysis as the current schema reads it, completed from its run's result: the run's
     diagnosis where the analysis has none (an analysis older than the diagnosis), and a named
     straggler marked injected or not (analyses before the verdict said so) from the run's
-    `injected_delays`. A run diagnosis read from point figures is not taken: the analysis'
-    own trace figures are better evidence than the no_sync window's point shares."""
-    analysis = analysis.model_copy(update={"diagnosis": with_not_named(analysis.diagnosis)})
+    `injected_delays`, and what a schema-1 exposed communication holds (`WAITS_INCLUDED`). A
+    run diagnosis read from point figures is not taken: the analysis' own trace figures are
+    better evidence than the no_sync window's point shares."""
+    analysis = analysis.model_copy(
+        update={"diagnosis": with_not_named(analysis.diagnosis), "notes": _notes(analysis)}
+    )
     diagnosis = analysis.diagnosis
     if result is None:
         return analysis
@@ -39,6 +42,22 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
             return analysis
         return analysis.model_copy(update={"diagnosis": result.diagnosis})
     return analysis.model_copy(update={"diagnosis": _marked(diagnosis, result)})
+
+
+# what a schema-1 analysis' exposed communication holds: it had no step model to split the
+# waits for peers out of it (one of the analysis' notes, shown with its figures)
+WAITS_INCLUDED = (
+    "its exposed communication includes the waits for peers: it was analysed without a step "
+    "model to split them out"
+)
+
+
+def _notes(analysis: ProfileAnalysis) -> list[str]:
+    """The analysis' notes, with what a schema-1 exposed communication holds."""
+    notes = list(analysis.notes)
+    if analysis.schema_version == 1 and analysis.exposed_comm_pct is not None:
+        notes += [] if WAITS_INCLUDED in notes else [WAITS_INCLUDED]
+    return notes
 
 
 def no_diagnosis(analysis: ProfileAnalysis) -> str:

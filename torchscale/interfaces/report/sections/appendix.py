@@ -16,6 +16,7 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
+from torchscale.interfaces.report.diagnosis_text import without_interval
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Block,
@@ -30,17 +31,8 @@ from torchscale.interfaces.report.sections.context import Context, col, records
 from torchscale.interfaces.report.sections.diagnosis import cross_check_rows
 from torchscale.interfaces.report.sources import ExperimentSource
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
-from torchscale.offline.results.upgrades.point_findings import (
-    DATA_WAIT_MIN,
-    EXPOSED_COMM_MIN,
-    STRAGGLER_MIN,
-)
 
 _LIMIT = f"{CV_WARN_THRESHOLD * 100:g} %"
-
-
-def _pct(share: float) -> str:
-    return f"{share * 100:g} %"
 
 
 METHODOLOGY = [
@@ -129,15 +121,6 @@ METHODOLOGY = [
         "using cores during the windows) is a caveat shown with them",
     ),
     (
-        "Straggler and findings (point figures, no interval)",
-        "the rank with the highest compute time (median step under no_sync, else its phase sum) "
-        "and the phase whose median exceeds the other ranks' the most; named when the run "
-        f"delayed it on purpose or the others wait for it at least {_pct(STRAGGLER_MIN)} of "
-        "the step (no significance test); a finding when that wait, exposed communication "
-        f"or the data wait is at least {_pct(STRAGGLER_MIN)}, {_pct(EXPOSED_COMM_MIN)} or "
-        f"{_pct(DATA_WAIT_MIN)} of the step",
-    ),
-    (
         "Phase times",
         "medians per rank over the synchronised steps: data, forward, backward compute, "
         "grad-sync wait, optimizer (they add up to the step)",
@@ -190,6 +173,25 @@ METHODOLOGY = [
         "repeats on both sides, a change beyond the default noise threshold",
     ),
 ]
+
+
+def _methodology(ctx: Context) -> list[tuple[str, str]]:
+    """`METHODOLOGY`, with the rule of each diagnosis without an interval after the findings'
+    (its basis and straggler test: noise cannot judge it)."""
+    rows = list(METHODOLOGY)
+    judged: dict[str, set[str]] = {}
+    for row in records(ctx.ok):
+        diagnosis = ctx.result(row).diagnosis
+        if diagnosis is not None and without_interval(diagnosis):
+            tests = judged.setdefault(diagnosis.basis, set())
+            if diagnosis.straggler is not None and diagnosis.straggler.test:
+                tests.add(diagnosis.straggler.test)
+    at = next(i for i, (figure, _) in enumerate(rows) if figure == "Findings") + 1
+    for basis, tests in judged.items():
+        how = basis + "".join(f"; a straggler named where {t}" for t in sorted(tests))
+        rows.insert(at, ("Diagnosis without an interval", how))
+        at += 1
+    return rows
 
 
 def _gpus(environment: dict[str, Any]) -> str:
@@ -433,7 +435,7 @@ def build(ctx: Context) -> Section:
             id="appendix-methodology",
             title="How each figure is measured",
             columns=[col("figure", "Figure"), col("how", "How")],
-            rows=[{"figure": f, "how": ctx.units.say(h)} for f, h in METHODOLOGY],
+            rows=[{"figure": f, "how": ctx.units.say(h)} for f, h in _methodology(ctx)],
             note="details: docs/methodology.md and docs/profiling.md",
         )
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.interfaces.report.diagnosis_text import straggler_text, whatif_text
+from torchscale.interfaces.report.diagnosis_text import judging_bases, straggler_text, whatif_text
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -54,7 +54,6 @@ from torchscale.interfaces.report.sections.words import (
     plain,
     term_column,
 )
-from torchscale.offline.results.upgrades.point_figures import is_point_figures
 
 WARNING_KINDS = (
     ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),
@@ -135,9 +134,7 @@ def _analysis_figures(analysis: ProfileAnalysis) -> KeyFigures:
             label=plain("exposed_comm"),
             value=analysis.exposed_comm_pct,
             format="pct",
-            note=why.get(
-                "exposed_comm_pct", f"{TERMS['exposed_comm'].explained()}, waits included"
-            ),
+            note=why.get("exposed_comm_pct", TERMS["exposed_comm"].explained()),
         ),
         KeyFigure(
             label="Compute/communication overlap",
@@ -567,10 +564,10 @@ def build(ctx: Context) -> Section:
         "phase timers), plus a per-rank compute slowdown against the smallest world size "
         "and GPU throttling"
     )
-    if any(is_point_figures(ctx.result(row).diagnosis) for row in records(ctx.ok)):
+    if judging_bases(ctx.result(row).diagnosis for row in records(ctx.ok)):
         ranking += (
-            "; a diagnosis read from point figures (no interval) finds by thresholds on "
-            "them (the appendix gives them)"
+            "; a diagnosis without an interval finds by the rule its basis states (the "
+            "appendix gives it)"
         )
     blocks.append(Text(text=f"{ranking}."))
     tests = _straggler_tests(ctx)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from torchscale.interfaces.report.request import ReportOptions
     from torchscale.interfaces.report.sections.usable import Usability
 
-CELL_COLUMNS = ["experiment", *COLUMNS, "schema_version"]
+CELL_COLUMNS = ["experiment", *COLUMNS]
 SORT_COLUMNS = [
     "experiment_order",
     "model_label",

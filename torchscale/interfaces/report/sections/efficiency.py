@@ -5,10 +5,11 @@ samples / tokens when a price is given.
 Where the step goes is each cell's diagnosis' step split (compute, data, waiting for peers,
 exposed transfer, rest, each a share with its 95 % interval, adding up to the step by
 construction), in the terminal's words; a part inside its noise reads "not measurable", never a
-negative time or a share above 100 %; a split read from point figures has no interval and says
-so. Beside the split, the figures of the no_sync window where a cell recorded them (slowest
-compute and rank, the pooled sync overhead), and a row for a cell that recorded those but no
-split."""
+negative time or a share above 100 %; a split without an interval says why (each estimate's
+reason) and what it was read from (its diagnosis' basis). Beside the split, the figures of the
+no_sync window where a cell recorded them (slowest compute and rank, the pooled sync overhead),
+and a row for a cell that recorded those but no split. The chart draws only splits whose
+parts add up to the step."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.contracts.flop_convention import MFU_CONVENTION
-from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis
+from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis, Estimate
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
@@ -37,13 +38,13 @@ from torchscale.interfaces.report.sections.context import (
     fmt,
     integer,
     mfu_text,
+    names,
     rate_text_value,
     records,
 )
 from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.results.upgrades.point_figures import is_point_figures
 
 # the parts of the step in plain words (headings and legends); their technical terms are
 # the tooltip and the footnote (sections.words)
@@ -51,20 +52,15 @@ PART_LABELS = {name: plain(name) for name in PART_NAMES}
 INSIDE_NOISE = "parts not measurable above noise (together)"
 NOT_MEASURABLE_POINT = "not measurable (a point figure outside 0-100 %, no interval)"
 NO_SPLIT = "not measurable (no step split: see below)"
-POINT_NOTE = (
-    "A split read from point figures has no interval: its step is the median synchronised "
-    "step T, exposed transfer (T - slowest rank's compute under no_sync) / T, waiting for "
-    "peers the mean over ranks of (slowest compute - their compute) / T, compute the rest; a "
-    "share outside 0-100 % is noise no interval can tell apart and reads 'not measurable'. "
-)
 SYNC_NOTE = (
-    "Exposed comm: T - the slowest rank's compute, per step, beside a split read from point "
-    "figures; slowest compute: the slowest rank's median step under no_sync (no gradient "
-    "sync); sync overhead (pooled) = 1 - pooled no_sync median / T, waiting and exposed "
-    "communication together, no interval. "
+    "Exposed comm: T - the slowest rank's compute, per step, beside a split without an "
+    "interval on its exposed transfer; slowest compute: the slowest rank's median step "
+    "under no_sync (no gradient sync); sync overhead (pooled) = 1 - pooled no_sync median / "
+    "T, waiting and exposed communication together, no interval. "
 )
 SYNC_KEYS = ("exposed_s", "slowest_s", "slowest_rank", "sync_overhead")
 EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
+SUM_TOLERANCE = 1e-9  # shares computed as the rest of the step add up to 1 up to rounding
 
 
 def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
@@ -181,10 +177,12 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
         "bootstrap over the steps, as the terminal prints it; 'not measurable': the interval "
         "reaches 0, the share could be none (its upper end in brackets). "
     )
-    # the no_sync figures no row holds are left out of the rows too, as of the columns
-    hidden = {"_point", *(key for key in SYNC_KEYS if key not in {c.key for c in sync})}
-    if any(r.get("_point") for r in rows):
-        note += POINT_NOTE
+    # a no_sync figure with no column is dropped from the rows too (the JSON report holds
+    # only what the table shows)
+    hidden = {"_bases", *(key for key in SYNC_KEYS if key not in {c.key for c in sync})}
+    bases = list(dict.fromkeys(b for r in rows for b in r.get("_bases", ())))
+    if bases:
+        note += f"A split without an interval is read from {'; '.join(bases)}. "
     if sync:
         note += SYNC_NOTE
     return Table(
@@ -203,24 +201,53 @@ def _attribution_table(rows: list[dict[str, Any]], units: RankUnits) -> Table:
     )
 
 
+def _chart_noise(row: dict[str, Any]) -> tuple[bool, float | None]:
+    """(whether the row's split can be drawn, its segment of parts inside their noise). Drawn:
+    every share it has lies in [0, 1] and they add up to the step, or to less where the parts
+    without a share are inside their noise (an upper bound: their sum is the rest). A part with
+    neither a share nor a bound is drawn as nothing, so only where the others fill the step."""
+    shares = [row.get(f"{name}_share") for name in PART_NAMES]
+    known = [v for v in shares if v is not None]
+    if any(not 0.0 <= v <= 1.0 for v in known) or sum(known) > 1.0 + SUM_TOLERANCE:
+        return False, None
+    missing = [name for name, v in zip(PART_NAMES, shares, strict=True) if v is None]
+    bounded = [name for name in missing if row.get(f"{name}_share_high") is not None]
+    if bounded:  # the rest of the step is the parts inside their noise, together
+        return len(bounded) == len(missing) or sum(known) >= 1.0 - SUM_TOLERANCE, max(
+            0.0, 1.0 - sum(known)
+        )
+    return sum(known) >= 1.0 - SUM_TOLERANCE, None
+
+
 def _attribution_chart(rows: list[dict[str, Any]]) -> Chart | None:
     """Stacked shares that add up to 1: the measurable parts, and the parts inside their noise
-    together as one bar segment (their sum is known even where each part is not)."""
-    x: list[float | int | str] = [r["cell"] for r in rows]
+    together as one bar segment (their sum is known even where each part is not); a row whose
+    parts cannot add up to the step is left out, named in the note."""
+    drawn, left_out, noise = [], [], []
+    for r in rows:
+        ok, segment = _chart_noise(r)
+        if ok:
+            drawn.append(r)
+            noise.append(segment)
+        else:
+            left_out.append(r["cell"])
+    x: list[float | int | str] = [r["cell"] for r in drawn]
     if not x:
         return None
     series = []
     for name in PART_NAMES:
-        values = [r.get(f"{name}_share") for r in rows]
+        values = [r.get(f"{name}_share") for r in drawn]
         if any(v is not None for v in values):
             series.append(Series(name=PART_LABELS[name], x=list(x), y=values))
-    noise = []
-    for r in rows:
-        known = sum(r.get(f"{name}_share") or 0.0 for name in PART_NAMES)
-        unknown = any(r.get(f"{name}_share") is None for name in PART_NAMES)
-        noise.append(max(0.0, 1.0 - known) if unknown else None)
     if any(v is not None for v in noise):
         series.append(Series(name=INSIDE_NOISE, x=list(x), y=noise))
+    note = (
+        "the one model of the step: the five parts add up to the mean step by "
+        "construction, so every bar reaches 100 %; parts whose interval reaches 0 are drawn "
+        "together as one segment, their sum (each one's interval is in the table). "
+    )
+    if left_out:
+        note += f"Left out, their parts do not add up to the step: {names(left_out)}. "
     return Chart(
         id="efficiency-step-split",
         title="Where the step goes",
@@ -229,11 +256,8 @@ def _attribution_chart(rows: list[dict[str, Any]]) -> Chart | None:
         y_label="share of the step",
         y_format="ratio_pct",
         series=series,
-        category_models=category_models((r["cell"], r["model"]) for r in rows),
-        note="the one model of the step: the five parts add up to the mean step by "
-        "construction, so every bar reaches 100 %; parts whose interval reaches 0 are drawn "
-        "together as one segment, their sum (each one's interval is in the table). "
-        + footnote(PART_NAMES),
+        category_models=category_models((r["cell"], r["model"]) for r in drawn),
+        note=note + footnote(PART_NAMES),
     )
 
 
@@ -245,15 +269,23 @@ def _point_share(value: float | None) -> float | str | None:
     return value if 0.0 <= value <= 1.0 else NOT_MEASURABLE_POINT
 
 
-def _sync_figures(result: CellResult, *, point: bool) -> dict[str, Any]:
+def _no_interval(estimate: Estimate) -> bool:
+    """A figure with neither an interval nor an upper bound (a point figure, or none)."""
+    return estimate.low is None and estimate.high is None
+
+
+def _sync_figures(result: CellResult) -> dict[str, Any]:
     """The no_sync window's figures a cell recorded beside its split: the slowest rank's
     compute, that rank, the sync overhead (waiting and exposed communication together) and,
-    where the split is those point figures or there is none, the exposed time itself (the
-    split's seconds are not a column of their own)."""
+    where the split's exposed transfer has no interval or there is no split, the exposed time
+    itself (the split's seconds are not a column of their own)."""
     comm = result.communication
     if comm is None:
         return dict.fromkeys(SYNC_KEYS)
-    exposed = finite(comm.exposed_comm_s) if point else None
+    diagnosis = result.diagnosis
+    part = diagnosis.part("exposed_transfer") if diagnosis is not None else None
+    beside = part is None or _no_interval(part.share)
+    exposed = finite(comm.exposed_comm_s) if beside else None
     outside = isinstance(_point_share(finite(comm.comm_overhead)), str)
     return {
         "slowest_s": finite(comm.slowest_compute_s),
@@ -266,8 +298,8 @@ def _sync_figures(result: CellResult, *, point: bool) -> dict[str, Any]:
 
 
 def _unsplit_row(ctx: Context, row: dict[str, Any], result: CellResult) -> dict[str, Any]:
-    """A cell of two ranks or more with no diagnosis but figures of its no_sync window: the
-    parts not measurable, its figures beside them."""
+    """A cell of two ranks or more with no split measured but figures of its no_sync window:
+    the parts not measurable, its figures beside them."""
     comm = result.communication
     step = finite(comm.step_time_s) if comm else None
     out: dict[str, Any] = {
@@ -286,25 +318,37 @@ def _unsplit_row(ctx: Context, row: dict[str, Any], result: CellResult) -> dict[
 
 
 def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """(a row per cell with a diagnosis or figures of its no_sync window, unavailable)."""
+    """(a row per cell with a split, or with figures of its no_sync window beside a split
+    with no part measured; unavailable). A one-rank cell has no row without a split."""
     rows, missing = [], []
     for row in records(ctx.ok):
         result = ctx.result(row)
-        point = result.diagnosis is None or is_point_figures(result.diagnosis)
-        figures = _sync_figures(result, point=point)
-        if result.diagnosis is not None:
-            entry = _attribution_row(ctx, row, result.diagnosis)
+        figures = _sync_figures(result)
+        diagnosis = result.diagnosis
+        if diagnosis is not None and _measured(diagnosis):
+            entry = _attribution_row(ctx, row, diagnosis)
+            if all(_no_interval(p.share) for p in diagnosis.parts):
+                entry["_bases"] = [diagnosis.basis]
         elif (integer(row["world_size"]) or 0) < 2:
             continue
-        else:
-            unavailable = result.unavailable
-            reason = unavailable.get("comm_overhead") or unavailable.get("diagnosis")
+        else:  # no split: why, and the no_sync figures it has beside parts not measurable
+            parts = diagnosis.parts if diagnosis is not None else []
+            reason = (
+                result.unavailable.get("comm_overhead")
+                or next((p.share.reason for p in parts if p.share.reason), None)
+                or result.unavailable.get("diagnosis")
+            )
             missing.append((ctx.label(row), reason or "not measured for this cell"))
             if all(v is None for v in figures.values()):
                 continue
             entry = _unsplit_row(ctx, row, result)
-        rows.append({**entry, **figures, "_point": is_point_figures(result.diagnosis)})
+        rows.append({**entry, **figures})
     return rows, by_reason(missing, "exposed communication")
+
+
+def _measured(diagnosis: Diagnosis) -> bool:
+    """Whether any part of the split has a share or an upper bound."""
+    return any(p.share.value is not None or p.share.high is not None for p in diagnosis.parts)
 
 
 def _comm_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:

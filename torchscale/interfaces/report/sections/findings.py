@@ -13,8 +13,8 @@ the same findings in the same words as the terminal.
 - Every finding of a run carries its busy-machine caveat (`Diagnosis.caveat`), shown with it on
   every surface.
 
-A diagnosis read at load from what a result stored (a step model, point figures) carries the
-findings its upgrade gave it (`offline/results/upgrades/`).
+A diagnosis without an interval is judged by the rule its basis states, not by noise; the
+report says that rule where it says what 'no finding' means.
 
 Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from torchscale.contracts.schema.cell_result import CellResult, Finding
+from torchscale.interfaces.report.diagnosis_text import judging_bases
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.sections.context import (
     Context,
@@ -35,12 +36,6 @@ from torchscale.interfaces.report.sections.context import (
 )
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.results.upgrades.point_figures import is_point_figures
-from torchscale.offline.results.upgrades.point_findings import (
-    DATA_WAIT_MIN,
-    EXPOSED_COMM_MIN,
-    STRAGGLER_MIN,
-)
 
 GROUP = ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
 SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's (not in the diagnosis)
@@ -53,22 +48,16 @@ def caveat_of(result: CellResult) -> str | None:
 
 def no_finding_text(ctx: Context) -> str:
     """What 'no finding' means for these runs: no diagnosis finding, no slowdown, no
-    throttling; the thresholds of the point figures where a diagnosis was read from them
-    (no interval to judge noise by); how many runs have no diagnosis to judge."""
+    throttling; the rule a diagnosis without an interval was judged by (its basis: noise
+    cannot judge it); how many runs have no diagnosis to judge."""
     text = (
         "no run's diagnosis found a cost of at least "
         f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step above noise, no per-rank compute "
         f"slowdown above {fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step and no throttled GPU"
     )
     diagnoses = [ctx.result(row).diagnosis for row in records(ctx.ok)]
-    point = sum(1 for d in diagnoses if is_point_figures(d))
-    if point:
-        text += (
-            f"; diagnoses read from point figures, without an interval ({point}): no "
-            f"straggler wait above {fmt(STRAGGLER_MIN, 'ratio_pct')}, exposed communication "
-            f"above {fmt(EXPOSED_COMM_MIN, 'ratio_pct')} or data wait above "
-            f"{fmt(DATA_WAIT_MIN, 'ratio_pct')} of the step"
-        )
+    for basis, count in judging_bases(diagnoses).items():
+        text += f"; diagnoses without an interval ({count}), none found by their rule: {basis}"
     without = sum(1 for d in diagnoses if d is None)
     if without:
         text += f"; runs without a diagnosis, so not judged: {without}"

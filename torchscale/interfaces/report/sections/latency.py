@@ -69,6 +69,8 @@ class RankSource:
     result: CellResult
     diagnosis: Diagnosis | None
     caveat: str | None
+    # (rank, phase) of a profiled run's own straggler where its analysis holds no diagnosis
+    traced: tuple[int, str | None] | None = None
 
 
 def _stats_table(ctx: Context) -> Table:
@@ -252,11 +254,11 @@ def rank_sources(ctx: Context) -> list[RankSource]:
         result = ref.entry.result
         if result is None or len(result.ranks) < 2:
             continue
-        # the analysis' diagnosis; where it holds none, the run's own (its phase timers, which
-        # the per-rank table shows)
-        diagnosis = ref.diagnosis or result.diagnosis
+        diagnosis = ref.diagnosis  # the run's one diagnosis (`ProfileRef.diagnosis`)
         caveat = (diagnosis.caveat if diagnosis is not None else None) or caveat_of(result)
-        out.append(RankSource(ref.source, ref.label, result, diagnosis, caveat))
+        traced = ref.entry.analysis.straggler
+        own = (traced.rank, traced.phase) if traced is not None and diagnosis is None else None
+        out.append(RankSource(ref.source, ref.label, result, diagnosis, caveat, own))
     for row in records(ctx.ok):
         result = ctx.result(row)
         if len(result.ranks) > 1:
@@ -274,20 +276,29 @@ def _compute(rank: RankStats) -> float:
     return rank.step_time.p50
 
 
+def _named(source: RankSource) -> tuple[int, str | None] | None:
+    """(rank, phase) the run's diagnosis names; without a diagnosis, its traces' straggler."""
+    if source.diagnosis is None:
+        return source.traced
+    verdict = source.diagnosis.straggler
+    if verdict is None or not verdict.named or verdict.rank is None:
+        return None
+    return verdict.rank, verdict.phase
+
+
 def _role(source: RankSource, rank: int) -> str:
     """'straggler (backward)' for the rank the run's diagnosis names; else ''."""
     result = source.result
     injected = ", injected delay" if result.straggler and result.straggler.injected else ""
-    verdict = source.diagnosis.straggler if source.diagnosis is not None else None
-    if verdict is None or not verdict.named or verdict.rank != rank:
+    named = _named(source)
+    if named is None or named[0] != rank:
         return ""
-    return "straggler" + (f" ({verdict.phase})" if verdict.phase else "") + injected
+    return "straggler" + (f" ({named[1]})" if named[1] else "") + injected
 
 
 def _is_real_straggler(source: RankSource) -> bool:
-    """Named by the run's diagnosis."""
-    verdict = source.diagnosis.straggler if source.diagnosis is not None else None
-    return verdict is not None and verdict.named
+    """Named by the run's diagnosis (or, without one, its traces)."""
+    return _named(source) is not None
 
 
 # the per-rank table's phases: grad-sync wait is left out, each rank's wait for peers being the

@@ -11,7 +11,6 @@ from torchscale.interfaces.report.diagnosis_text import share_text
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.sections.context import Context, col, fmt, records
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.results.upgrades.point_findings import DATA_WAIT_MIN
 from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
 
 
@@ -114,8 +113,8 @@ def _data_table(ctx: Context) -> list[Block]:
             note="data wait: the run's diagnosis' data part, the mean over ranks of the time "
             "in next(batch) and the copy to the device, its share of the mean step with the 95 "
             "% interval (a finding when the diagnosis reports one); where the diagnosis holds "
-            "no data figure: the slowest rank's median wait over the median step, a finding "
-            f"from {fmt(DATA_WAIT_MIN, 'ratio_pct')} in a diagnosis read from point figures",
+            "no data figure: the slowest rank's median wait over the median step (a finding "
+            "where the diagnosis' own rule makes one)",
         )
     ]
 

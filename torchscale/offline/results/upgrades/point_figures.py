@@ -7,16 +7,21 @@ slowest compute - theirs), each over T, without an interval. This reads them as 
 diagnosis, decided by the phase timers, so the report has one path:
 
 - exposed transfer and waiting for peers are those shares, each a value with no interval;
-  a share outside [0, 1] is noise no interval can tell apart: not measurable, with why;
+  a share outside [0, 1], or two that together exceed the step, is noise no interval can
+  tell apart: not measurable, with why;
 - compute is the rest of the step where both shares are known and together at most 1; data
-  and rest were never split from compute: not measurable, with why;
+  and rest are inside compute in these figures: not measurable, with why;
 - the straggler is the rank of the highest compute, named where the run delayed it on
   purpose or the others wait for it at least `STRAGGLER_MIN` of the step (no significance
   test was run, and the verdict says so).
 
+A measured cell with no no_sync shares (one rank, tensor or pipeline parallel) gets the same
+diagnosis with every part not measurable: its step and the findings of its data wait.
+
 Its findings are judged by the rule of the point figures (`point_findings`: no interval, so
-thresholds on the shares), not by the diagnosis' rule, which needs intervals. No per-rank
-waits or what-if are built: they need the per-step table.
+thresholds on the shares), not by the diagnosis' rule, which needs intervals; `BASIS` says so
+where the report shows how a diagnosis judged. No per-rank waits or what-if are built: they
+need the per-step table.
 """
 
 from __future__ import annotations
@@ -30,14 +35,31 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.results.upgrades.point_findings import STRAGGLER_MIN, point_figure_findings
+from torchscale.offline.results.upgrades.point_findings import (
+    DATA_WAIT_MIN,
+    EXPOSED_COMM_MIN,
+    STRAGGLER_MIN,
+    point_figure_findings,
+)
 
 NO_INTERVAL = "no interval"
 METHOD = "point figure (median synchronised step and no_sync window), no interval"
-BASIS = "point figures: median synchronised step, no_sync window and phase timers"
-OUTSIDE = "a point figure outside 0-100 %: noise no interval can tell apart"
-NOT_SPLIT = "not split from compute: the point figures have compute, waits and exposed time only"
+BASIS = (
+    "point figures (median synchronised step, no_sync window and phase timers; no interval), "
+    f"judged by thresholds: a straggler the others wait for at least {STRAGGLER_MIN * 100:.1f} "
+    f"%, exposed communication of at least {EXPOSED_COMM_MIN * 100:.1f} % or a data wait of at "
+    f"least {DATA_WAIT_MIN * 100:.1f} % of the step"
+)
+SYNC_STEP = "median synchronised step, no interval"
+POOLED_STEP = "median step of all ranks, no interval"
+OUTSIDE = "a point figure outside 0-100 %"
+OVER_STEP = "waiting + exposed comm over 100 %"
+INSIDE_COMPUTE = "counted in compute"
 NOT_RECORDED = "not recorded"
+# the reasons are short: each is said in a table cell, five to a row (the result's
+# `unavailable` says more)
+NO_WINDOW = "no no_sync shares"
+ONE_RANK = "one rank"
 TEST = (
     f"the run delayed it on purpose or the others wait for it at least {STRAGGLER_MIN:.0%} of "
     "the step (point figures: no significance test)"
@@ -45,7 +67,7 @@ TEST = (
 NO_TEST = "no significance test"
 
 
-def _point(value: float | None, *, share: bool) -> Estimate:
+def _point(value: float | None, *, share: bool, reason: str = NO_INTERVAL) -> Estimate:
     """A point figure as an Estimate: the value with no interval, or not measurable with why
     (not recorded; a share outside [0, 1])."""
     if value is None:
@@ -53,7 +75,7 @@ def _point(value: float | None, *, share: bool) -> Estimate:
     if share and not 0.0 <= value <= 1.0:
         return _unknown(OUTSIDE)
     return Estimate(
-        value=value, low=None, high=None, n=0, method=METHOD, measurable=True, reason=NO_INTERVAL
+        value=value, low=None, high=None, n=0, method=METHOD, measurable=True, reason=reason
     )
 
 
@@ -67,44 +89,72 @@ def _part(name: str, seconds: Estimate, share: Estimate) -> StepPart:
     return StepPart.model_validate({"name": name, "seconds": seconds, "share": share})
 
 
+def _unknown_part(name: str, reason: str) -> StepPart:
+    return _part(name, _unknown(reason), _unknown(reason))
+
+
+def _share_part(name: str, share: Estimate, seconds: float | None) -> StepPart:
+    """A part read from its share and its seconds: the seconds only where the share is one."""
+    if not share.measurable:
+        return _unknown_part(name, share.reason or OUTSIDE)
+    return _part(name, _point(seconds, share=False), share)
+
+
+def _compute_why(exposed: Estimate, waiting: Estimate) -> str:
+    """Why compute, the rest of the step after the two shares, is not measurable."""
+    if exposed.reason == OVER_STEP:
+        return OVER_STEP
+    label, share = ("exposed comm", exposed) if not exposed.measurable else ("waiting", waiting)
+    return f"rest after {label}: {share.reason or OUTSIDE}"
+
+
 def step_parts(result: CellResult) -> tuple[Estimate, list[StepPart]]:
     """(the step T, the five parts in `PART_NAMES` order) from the point figures."""
     comm = result.communication
     if comm is not None:
-        step = finite(comm.step_time_s)
+        step = _point(finite(comm.step_time_s), share=False, reason=SYNC_STEP)
     else:
-        step = finite(result.step_time.p50) if result.step_time is not None else None
-    exposed = finite(comm.comm_overhead) if comm else None
-    imbalance = finite(comm.load_imbalance) if comm else None
-    exposed_share = _point(exposed, share=True)
-    waiting_share = _point(imbalance, share=True)
+        step = _pooled_step(result)
+    exposed = _point(finite(comm.comm_overhead) if comm else None, share=True)
+    waiting = _point(finite(comm.load_imbalance) if comm else None, share=True)
+    both = exposed.value is not None and waiting.value is not None
+    if both and (exposed.value or 0.0) + (waiting.value or 0.0) > 1.0:
+        exposed, waiting = _unknown(OVER_STEP), _unknown(OVER_STEP)
     parts = {
-        "exposed_transfer": _part(
-            "exposed_transfer",
-            _point(finite(comm.exposed_comm_s) if comm else None, share=False)
-            if exposed_share.measurable
-            else _unknown(exposed_share.reason or OUTSIDE),
-            exposed_share,
+        "exposed_transfer": _share_part(
+            "exposed_transfer", exposed, finite(comm.exposed_comm_s) if comm else None
         ),
-        "wait_for_peers": _part(
-            "wait_for_peers",
-            _point(finite(comm.load_imbalance_s) if comm else None, share=False)
-            if waiting_share.measurable
-            else _unknown(waiting_share.reason or OUTSIDE),
-            waiting_share,
+        "wait_for_peers": _share_part(
+            "wait_for_peers", waiting, finite(comm.load_imbalance_s) if comm else None
         ),
     }
-    pair = (exposed_share.value, waiting_share.value)
-    if pair[0] is not None and pair[1] is not None and pair[0] + pair[1] <= 1.0:
-        share = 1.0 - pair[0] - pair[1]
-        seconds = _point(share * step if step is not None else None, share=False)
-        parts["compute"] = _part("compute", seconds, _point(share, share=True))
+    if exposed.value is not None and waiting.value is not None:
+        share = 1.0 - exposed.value - waiting.value
+        seconds = share * step.value if step.value is not None else None
+        parts["compute"] = _part("compute", _point(seconds, share=False), _point(share, share=True))
     else:
-        why = NOT_RECORDED if exposed is None or imbalance is None else OUTSIDE
-        parts["compute"] = _part("compute", _unknown(why), _unknown(why))
+        parts["compute"] = _unknown_part("compute", _compute_why(exposed, waiting))
     for name in ("data", "rest"):
-        parts[name] = _part(name, _unknown(NOT_SPLIT), _unknown(NOT_SPLIT))
-    return _point(step, share=False), [parts[name] for name in PART_NAMES]
+        parts[name] = _unknown_part(name, INSIDE_COMPUTE)
+    return step, [parts[name] for name in PART_NAMES]
+
+
+def _pooled_step(result: CellResult) -> Estimate:
+    return _point(
+        finite(result.step_time.p50) if result.step_time is not None else None,
+        share=False,
+        reason=POOLED_STEP,
+    )
+
+
+def _why_not_named(imbalance: float | None) -> str:
+    """Why the slowest rank is not named: its wait was not recorded, is no share the step can
+    have, or is below `STRAGGLER_MIN`."""
+    if imbalance is None:
+        return "the others' wait for it was not recorded"
+    if not 0.0 <= imbalance <= 1.0:
+        return f"the others' wait for it is {OUTSIDE}"
+    return f"the others wait for it less than {STRAGGLER_MIN:.0%} of the step"
 
 
 def straggler_verdict(result: CellResult) -> StragglerVerdict | None:
@@ -124,7 +174,7 @@ def straggler_verdict(result: CellResult) -> StragglerVerdict | None:
         not_named = None
     else:
         summary = f"nobody named: rank {straggler.rank} has the slowest compute, {NO_TEST}"
-        not_named = f"the others wait for it less than {STRAGGLER_MIN:.0%} of the step"
+        not_named = _why_not_named(imbalance)
     return StragglerVerdict(
         named=named,
         rank=straggler.rank if named else None,
@@ -142,22 +192,29 @@ def straggler_verdict(result: CellResult) -> StragglerVerdict | None:
 
 
 def diagnosis_from_point_figures(result: CellResult) -> Diagnosis | None:
-    """The diagnosis of a measured cell of two ranks or more that has none, from its point
-    figures; None for others (one rank: nothing to split; a failed cell: nothing measured; a
-    cell whose no_sync window gave neither share, e.g. tensor parallel, split elsewhere)."""
-    if result.diagnosis is not None or result.status != "ok" or result.cell.world_size < 2:
+    """The diagnosis of a measured cell that has none, from its point figures (its step split
+    where its no_sync window gave a share, else every part not measurable) and the findings
+    of their rule; None for a cell with a diagnosis or one that measured nothing."""
+    if result.diagnosis is not None or result.status != "ok":
         return None
     comm = result.communication
-    if comm is None or (comm.comm_overhead is None and comm.load_imbalance is None):
-        return None
-    step, parts = step_parts(result)
+    split = (
+        result.cell.world_size >= 2
+        and comm is not None
+        and (comm.comm_overhead is not None or comm.load_imbalance is not None)
+    )
+    if split:
+        step, parts = step_parts(result)
+    else:
+        why = ONE_RANK if result.cell.world_size < 2 else NO_WINDOW
+        step, parts = _pooled_step(result), [_unknown_part(n, why) for n in PART_NAMES]
     return Diagnosis(
         basis=BASIS,
         steps=result.step_time.count if result.step_time is not None else 0,
         ranks=result.cell.world_size,
         step_s=step,
         parts=parts,
-        straggler=straggler_verdict(result),
+        straggler=straggler_verdict(result) if result.cell.world_size >= 2 else None,
         findings=point_figure_findings(result),
         source="phase timers",
     )

@@ -19,7 +19,7 @@ from torchscale.offline.analysis.numbers import finite
 STRAGGLER_MIN = 0.05  # the others' wait for the slowest rank, as a share of the step
 EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
 DATA_WAIT_MIN = 0.10  # waiting for the next batch (input pipeline)
-NO_INTERVAL = "older result: point figures, no interval"
+NO_INTERVAL = "point figure, no interval"
 
 DEVICE_AND_HOST_ADVICE = (
     "its device and host: clocks and throttling on GPUs, other processes and core pinning "
