@@ -227,6 +227,18 @@ def test_alpha_beta_fit_and_the_step_collective() -> None:
     assert t.value == pytest.approx(10e-6 + 1e6 * 1.5 * 1e-9)  # 1.51 ms
 
 
+def test_an_unmeasured_overlap_is_an_upper_bound_with_the_interval_below() -> None:
+    # one rank only: exposed at 4 = 0.1 + T(4) = 0.1 + 1.51 ms; the interval reaches down
+    # to all of T hidden (own work 10 ms > T): 0.1 ms, less the measurement's own 0.01
+    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    assert fit is not None
+    got = exposed_from_comm([cell(1, 10, 0.1)], {"all_reduce": fit}, "ddp", 4, 1 << 30)
+    assert got is not None
+    assert got.seconds.value == pytest.approx(1.61 * MS)
+    assert got.seconds.low == pytest.approx(0.1 * MS, abs=0.02 * MS)
+    assert "upper bound" in got.assumptions[0]
+
+
 def test_a_latency_only_run_fits_no_bytes_term() -> None:
     # times that fall with size (noise around a latency): slope 0, alpha the mean time
     run = _comm(10e-6, 1e-9)

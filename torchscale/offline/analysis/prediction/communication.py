@@ -183,7 +183,8 @@ def exposed_from_comm(
     bucket_bytes: int,
 ) -> ExposedForecast | None:
     """exposed(N) = exposed at one rank + max(0, T(N) - H), H measured on the multi-rank
-    cells of `cells` (none: H = 0, an upper bound)."""
+    cells of `cells` (none: H = 0, an upper bound, with the interval down to H = min(T(N),
+    own work): backward can hide no more than the rank's own work)."""
     reference = cells[0]
     grads, params = reference.gradient_bytes, reference.parameter_bytes
     target = collective_time(fits, strategy, world_size, grads, params, bucket_bytes)
@@ -202,11 +203,15 @@ def exposed_from_comm(
     if hidden:
         overlap = combine([1.0 / len(hidden)] * len(hidden), hidden)
     else:
-        overlap = Figure(0.0)
+        # unmeasured, the overlap lies between none and all that backward can cover, the own
+        # work at most: the value the upper bound, the interval down to the lower one
+        most = min(t_n.value, reference.own_work.value)
+        overlap = Figure(0.0, 0.0, most)
         if world_size > 1:
             assumptions.append(
                 "no multi-rank cell measured the overlap: nothing assumed hidden behind "
-                "backward (an upper bound); measure 2 ranks to learn it"
+                f"backward (an upper bound), the interval down to all of it hidden up to the "
+                f"own work ({most * 1e3:.3g} ms less); measure 2 ranks to learn it"
             )
     exposed = combine([1.0, 1.0], [base, floor_at_zero(combine([1.0, -1.0], [t_n, overlap]))])
     if world_size == 1:
