@@ -323,7 +323,11 @@ class Communication(_Model):
         description="1 - step_time_no_sync_s / T: pooled over ranks, so load imbalance and "
         "communication together (what comm_overhead meant up to schema 2)",
     )
-    step_time_s: float | None = Field(default=None, description="T: median synchronised step")
+    step_time_s: float | None = Field(
+        default=None,
+        description="T: the mean synchronised step the diagnosis splits (its step_s); results "
+        "that kept only point figures stored the median (docs/results.md)",
+    )
     slowest_compute_s: float | None = Field(
         default=None, description="the slowest rank's median step under no_sync()"
     )
