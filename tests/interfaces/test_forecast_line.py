@@ -8,14 +8,14 @@ from pathlib import Path
 from tests.forecast_samples import fixture_cell, fixture_copy, forecast_of
 from torchscale.contracts.schema.forecast import ForecastKey
 from torchscale.interfaces.console.forecasts import forecast_lines
-from torchscale.offline.analysis.prediction.score import score
+from torchscale.offline.analysis.prediction.score import measured_step_s, score
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
 
 
 def test_a_scored_forecast_is_one_line_and_a_problem_a_warning(tmp_path: Path) -> None:
     result = fixture_cell(fixture_copy(tmp_path), "tiny-gpt2__b16__w2")
     key = ForecastKey.of_cell(result.cell)
-    measured = result.diagnosis.step_s.value if result.diagnosis else None
+    measured = measured_step_s(result)  # the statistic a forecast is scored on
     assert measured is not None
     held = forecast_of(key, measured * 1.05, measured * 0.9, measured * 1.2, forecast_id="a")
     missed = forecast_of(key, 0.041, 0.037, 0.045, forecast_id="b")
