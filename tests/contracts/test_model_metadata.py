@@ -32,6 +32,7 @@ def literal(measured: Measured, strategies: tuple[str, ...]) -> str:
     return "\n".join(lines).replace("'", '"')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(BUILTIN))
 def test_stored_facts_equal_the_built_model(name: str) -> None:
     spec = BUILTIN[name]
@@ -116,6 +117,7 @@ def test_the_published_gpt2_counts_the_reference_flops() -> None:
     assert BUILTIN["gpt2"].measured.forward_flops - published.forward_flops == padded_head
 
 
+@pytest.mark.slow
 def test_gpt2_flops_are_the_stated_mfu_convention() -> None:
     """torchscale/contracts/flop_convention.py: the counted step is 6N + 12LHQT per token with N the
     matrix weights; nanoGPT's N adds biases and LayerNorm weights (it drops wpe too)."""

@@ -106,6 +106,7 @@ def test_a_quiet_measurement_prints_every_method_with_its_interval(tmp_path: Pat
     assert re.search(r"^log throughput: between-run sd [\d.]+ beyond the repeats", text, re.M)
 
 
+@pytest.mark.slow
 def test_a_busy_machine_gets_no_verdict(tmp_path: Path) -> None:
     data = saved(within_sd=0.05, between_sd=0.05, runs=6, load=3.0)
     text = report(tmp_path, data)

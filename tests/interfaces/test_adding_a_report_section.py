@@ -14,6 +14,8 @@ import ast
 import json
 import re
 
+import pytest
+
 from tests.added_section import SECTION_ID, TABLE_ID, TITLE
 from tests.conftest import REPO_ROOT
 from tests.fresh_interpreter import run_probe
@@ -53,6 +55,7 @@ print(json.dumps(found))
 """
 
 
+@pytest.mark.slow
 def test_one_module_and_its_list_line_add_a_report_section() -> None:
     found = run_probe(_PROBE, str(FIXTURE))
     before, after = found["before"], found["after"]

@@ -192,6 +192,7 @@ def _assert_same_heatmap(p: Plot, data: list[dict[str, Any]], ax: Axes) -> None:
     assert [tuple(s) for s in trace["colorscale"]] == list(p.heatmap.stops)
 
 
+@pytest.mark.slow
 def test_every_chart_is_the_same_in_html_and_pdf(charts: list[Chart]) -> None:
     for chart in charts:
         p = plot(chart)
@@ -275,6 +276,7 @@ def test_the_500_cell_charts_stay_readable(scale_charts: list[Chart]) -> None:
         assert 21 * p.legend_rows <= plot_px
 
 
+@pytest.mark.slow
 def test_chart_svgs_stay_small_at_500_cells(scale_charts: list[Chart]) -> None:
     """WeasyPrint draws each SVG node in Python: nodes, not cells, make the PDF slow."""
     for chart in one_per_family(scale_charts):

@@ -235,6 +235,7 @@ def test_fewer_slots_than_models_says_how_many_models() -> None:
     )
 
 
+@pytest.mark.slow
 def test_at_500_cells_every_model_is_on_the_efficiency_charts(tmp_path: Path) -> None:
     report = scale_report(tmp_path)
     efficiency = [c for c in report.charts() if c.id.endswith("-efficiency")]

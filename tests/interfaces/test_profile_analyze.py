@@ -180,6 +180,7 @@ def test_synthetic_straggler_named_with_rank_phase_and_size(tmp_path: Path, rank
     assert_parts_add_up(analysis)
 
 
+@pytest.mark.slow
 def test_skewed_clocks_do_not_change_the_stall(tmp_path: Path) -> None:
     plain = analyze_directory(
         _synthetic(tmp_path / "a", 4, steps=8, straggler=2, delay_us=10_000, seed=1)
@@ -201,6 +202,7 @@ def test_skewed_clocks_do_not_change_the_stall(tmp_path: Path) -> None:
     assert offsets[1] - offsets[0] == pytest.approx(3e6, abs=5_000)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gpu", [True, False], ids=["gpu", "cpu"])
 def test_synthetic_balanced_ranks_name_no_straggler(tmp_path: Path, gpu: bool) -> None:
     for seed in (0, 1):
@@ -218,6 +220,7 @@ def test_synthetic_balanced_ranks_name_no_straggler(tmp_path: Path, gpu: bool) -
         assert analysis.whatif == [] or analysis.whatif[0].rank == whatif.rank
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gpu", [True, False], ids=["gpu", "cpu"])
 def test_synthetic_injected_gap_names_the_rank_and_phase(tmp_path: Path, gpu: bool) -> None:
     directory = _synthetic(
@@ -242,6 +245,7 @@ def test_synthetic_injected_gap_names_the_rank_and_phase(tmp_path: Path, gpu: bo
     assert_parts_add_up(analysis)
 
 
+@pytest.mark.slow
 def test_target_changes_what_is_reported(tmp_path: Path) -> None:
     directory = _synthetic(
         tmp_path, 2, steps=8, straggler=1, delay_us=20_000, seed=3, events_per_step=80

@@ -220,11 +220,13 @@ def element(dumped: Dumped, element_id: str) -> Node:
     return found[0]
 
 
+@pytest.mark.slow
 def test_no_javascript_errors(dumped: Dumped) -> None:
     # the page's own recorder: errors, failed loads, unhandled rejections, CSP blocks
     assert body(dumped).attrs.get("data-js-errors") == ""
 
 
+@pytest.mark.slow
 def test_every_chart_is_drawn(dumped: Dumped) -> None:
     charts = dumped.report.charts()
     assert body(dumped).attrs.get("data-charts-rendered") == str(len(charts))
@@ -236,6 +238,7 @@ def test_every_chart_is_drawn(dumped: Dumped) -> None:
         assert plotted or chart.kind == "heatmap", f"chart {chart.id} drew no trace"
 
 
+@pytest.mark.slow
 def test_hostile_text_is_shown_literally(dumped: Dumped) -> None:
     line = element(dumped, "throughput-vs-gpus")
     titles = [n.text() for n in line.iter() if "gtitle" in n.classes()]
@@ -246,6 +249,7 @@ def test_hostile_text_is_shown_literally(dumped: Dumped) -> None:
     assert h1.text() == f"Scaling report {HOSTILE}"
 
 
+@pytest.mark.slow
 def test_nothing_was_injected(dumped: Dumped) -> None:
     nodes = list(dumped.dom.iter())
     assert [n for n in nodes if n.tag == "img" and n.attrs.get("src") == "x"] == []
@@ -260,6 +264,7 @@ def test_nothing_was_injected(dumped: Dumped) -> None:
     assert not [h for h in links if h.lower().startswith("javascript:")]
 
 
+@pytest.mark.slow
 def test_csp_stops_markup_that_escaped_escaping(injected: Dumped) -> None:
     attrs = body(injected).attrs
     assert "data-pwned" not in attrs
@@ -269,6 +274,7 @@ def test_csp_stops_markup_that_escaped_escaping(injected: Dumped) -> None:
     assert attrs.get("data-charts-rendered") == str(len(injected.report.charts()))
 
 
+@pytest.mark.slow
 def test_no_chromium_process_is_left(dumped: Dumped, injected: Dumped) -> None:
     assert dumped.leftover == []
     assert injected.leftover == []

@@ -133,6 +133,7 @@ def _pdf_legend_colours(chart: Chart) -> dict[str, str]:
     return colours
 
 
+@pytest.mark.slow
 def test_no_legend_is_taller_than_its_plot_or_over_it(drawn: tuple[list[Chart], Node]) -> None:
     charts, root = drawn
     for chart in charts:
@@ -154,6 +155,7 @@ def test_no_legend_is_taller_than_its_plot_or_over_it(drawn: tuple[list[Chart], 
         assert top + height <= plot_top, (chart.id, top + height, plot_top)  # above, not over
 
 
+@pytest.mark.slow
 def test_each_series_has_the_pdfs_colour(drawn: tuple[list[Chart], Node]) -> None:
     """b32 was yellow in the HTML and vermillion in the PDF."""
     charts, root = drawn

@@ -110,12 +110,14 @@ def _body(loaded: Loaded) -> Node:
     return body
 
 
+@pytest.mark.slow
 def test_the_default_page_is_svg_without_plotly(written: tuple[Report, bytes]) -> None:
     page = written[1]
     assert b"data-lib=" not in page and b"Plotly" not in page
     assert written[0].charts()
 
 
+@pytest.mark.slow
 def test_the_page_logs_nothing_and_its_scripts_run(as_written: Loaded) -> None:
     assert as_written.console == []
     body = _body(as_written)
@@ -126,6 +128,7 @@ def test_the_page_logs_nothing_and_its_scripts_run(as_written: Loaded) -> None:
     assert boxes and all("data-widths" in box.attrs for box in boxes)
 
 
+@pytest.mark.slow
 def test_the_policy_still_refuses_a_script_it_does_not_list(probed: Loaded) -> None:
     body = _body(probed)
     assert "data-unlisted" not in body.attrs
@@ -133,6 +136,7 @@ def test_the_policy_still_refuses_a_script_it_does_not_list(probed: Loaded) -> N
     assert [line for line in probed.console if "Content Security Policy" in line]
 
 
+@pytest.mark.slow
 def test_every_chart_is_drawn_with_hover_titles(
     written: tuple[Report, bytes], as_written: Loaded, probed: Loaded
 ) -> None:

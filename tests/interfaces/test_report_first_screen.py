@@ -223,6 +223,7 @@ def _more(report: Report) -> list[KeyFigure]:
 NAMES = ["sweep", "profile"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_the_decision_and_the_cards_fit_the_first_screen(
     screens: dict[str, Any], name: str
@@ -245,11 +246,13 @@ def test_the_decision_and_the_cards_fit_the_first_screen(
     assert screen["scroll_width"] <= width
 
 
+@pytest.mark.slow
 def test_the_measures_see_cards_pushed_off_the_first_screen(screens: dict[str, Any]) -> None:
     pushed = [c for c in screens[key("pushed", DESKTOP)]["cards"] if c["section"] == "summary"]
     assert pushed and min(card["top"] for card in pushed) > DESKTOP[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_the_first_screen_says_what_the_model_decided(
     screens: dict[str, Any], reports: dict[str, tuple[Report, bytes]], name: str
@@ -271,6 +274,7 @@ def test_the_first_screen_says_what_the_model_decided(
     assert not [o for o in others for line in lines if line.startswith(o + ":")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_each_card_is_the_models_card_and_no_other_figure_is_one(
     screens: dict[str, Any], reports: dict[str, tuple[Report, bytes]], name: str
@@ -288,6 +292,7 @@ def test_each_card_is_the_models_card_and_no_other_figure_is_one(
     assert screen["more"] == [f.label for f in _more(report)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_on_a_phone_the_decision_is_on_screen_without_sideways_scrolling(
     screens: dict[str, Any], name: str

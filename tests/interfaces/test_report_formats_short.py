@@ -95,6 +95,7 @@ def test_a_profile_keeps_its_diagnosis(tmp_path: Path) -> None:
     assert len(report.charts()) == 1  # its stall per rank and step
 
 
+@pytest.mark.slow
 def test_the_sweep_pdf_fits_in_6_pages_and_full_has_more(
     sweep_short: Report, sweep_full: Report
 ) -> None:

@@ -105,17 +105,20 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+@pytest.mark.slow
 def test_renderer_interface_gives_pdf_bytes(sample_pdf: Path) -> None:
     data = sample_pdf.read_bytes()
     assert data.startswith(b"%PDF-")
     assert renderer("pdf") is pdf.render
 
 
+@pytest.mark.slow
 def test_rendering_fetches_only_the_chart_data_uris(sample_pdf: Path) -> None:
     assert len(FETCHED) >= len(sample_report().charts())
     assert all(url.startswith("data:image/svg+xml;base64,") for url in FETCHED)
 
 
+@pytest.mark.slow
 @needs_pdftotext
 def test_pdf_text_holds_sections_values_and_hostile_strings(sample_pdf: Path) -> None:
     report = sample_report()
@@ -137,6 +140,7 @@ def test_pdf_text_holds_sections_values_and_hostile_strings(sample_pdf: Path) ->
     assert "CPU device: no peak FLOP/s is known for it" in text  # unavailable, with why
 
 
+@pytest.mark.slow
 @needs_pdftotext
 def test_every_page_is_numbered_page_n_of_m(sample_pdf: Path) -> None:
     pages = _text(sample_pdf).split("\f")
@@ -147,6 +151,7 @@ def test_every_page_is_numbered_page_n_of_m(sample_pdf: Path) -> None:
         assert f"page {number} of {total}" in page
 
 
+@pytest.mark.slow
 def test_print_html_is_autoescaped() -> None:
     page = pdf.render_html(
         sample_report(), charts={c.id: "data:," for c in sample_report().charts()}
@@ -156,6 +161,7 @@ def test_print_html_is_autoescaped() -> None:
     assert html.escape(HOSTILE, quote=False) in page
 
 
+@pytest.mark.slow
 def test_a_chart_that_cannot_be_drawn_is_named_not_fatal() -> None:
     def broken(chart: Chart) -> str:
         raise ValueError(f"cannot draw {chart.kind}")
@@ -167,6 +173,7 @@ def test_a_chart_that_cannot_be_drawn_is_named_not_fatal() -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "url", ["http://example.com/x.css", "https://example.com/font.woff2", "file:///etc/passwd"]
 )
@@ -177,6 +184,7 @@ def test_url_fetcher_refuses_everything_but_data(url: str) -> None:
         fetch(url)
 
 
+@pytest.mark.slow
 def test_url_fetcher_serves_data_uris() -> None:
     fetcher = pdf.url_fetcher()
     fetch = getattr(fetcher, "fetch", fetcher)
@@ -185,6 +193,7 @@ def test_url_fetcher_serves_data_uris() -> None:
     assert body == b"hello"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(PDFIMAGES is None, reason="pdfimages (poppler-utils) is not installed")
 def test_pdf_holds_no_raster_image(sample_pdf: Path) -> None:
     assert PDFIMAGES is not None
@@ -195,6 +204,7 @@ def test_pdf_holds_no_raster_image(sample_pdf: Path) -> None:
     assert rows == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chart", sample_report().charts(), ids=lambda c: c.kind)
 def test_chart_svgs_are_vector(chart: Chart) -> None:
     svg = chart_svg(chart)
@@ -204,6 +214,7 @@ def test_chart_svgs_are_vector(chart: Chart) -> None:
     assert "<image" not in svg  # no raster step (imshow, rasterized colour bars)
 
 
+@pytest.mark.slow
 def test_series_differ_by_marker_and_dash_not_colour_alone() -> None:
     chart = Chart(
         id="greyscale",
@@ -229,6 +240,7 @@ def test_series_differ_by_marker_and_dash_not_colour_alone() -> None:
         assert _drawn(str(tick), svg)
 
 
+@pytest.mark.slow
 def test_ideal_lines_drawn_in_their_series_colour_with_one_legend_entry() -> None:
     chart = paired_chart()
     svg = chart_svg(chart)
@@ -239,6 +251,7 @@ def test_ideal_lines_drawn_in_their_series_colour_with_one_legend_entry() -> Non
     assert not _drawn("ideal (b8)", svg) and not _drawn("ideal (b16)", svg)
 
 
+@pytest.mark.slow
 def test_user_strings_never_become_mathtext() -> None:
     name = "cost $5 per $GPU hour"
     assert cbook.is_math_text(name)
@@ -259,6 +272,7 @@ def test_user_strings_never_become_mathtext() -> None:
     assert _drawn(name, svg)  # the text drawn, exactly as given
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["line", "bar", "stacked_bar", "box"])
 def test_charts_survive_gaps_and_empty_series(
     kind: Literal["line", "bar", "stacked_bar", "box"],
@@ -288,6 +302,7 @@ def test_charts_survive_gaps_and_empty_series(
     assert "no data" in chart_svg(empty)
 
 
+@pytest.mark.slow
 def test_heatmap_has_colour_bar_and_marks_missing_cells() -> None:
     chart = Chart(
         id="h",
@@ -316,6 +331,7 @@ def test_heatmap_has_colour_bar_and_marks_missing_cells() -> None:
         assert "<image" not in chart_svg(chart)
 
 
+@pytest.mark.slow
 @needs_pdftotext
 def test_large_tables_are_complete_and_never_cut_off(large_pdf: Path) -> None:
     text = _text(large_pdf)
@@ -346,6 +362,7 @@ def fixture_pdf(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Path]
     return report, _write_pdf(report, tmp_path_factory.mktemp("pdf") / "fixture.pdf")
 
 
+@pytest.mark.slow
 @needs_pdftotext
 def test_no_table_header_word_is_broken(fixture_pdf: tuple[Report, Path]) -> None:
     """Column widths come from the font's own advance widths: "Steps per repeat" in a
@@ -371,6 +388,7 @@ def test_no_table_header_word_is_broken(fixture_pdf: tuple[Report, Path]) -> Non
     assert sorted((words & pieces) - said - header_words) == []
 
 
+@pytest.mark.slow
 @needs_pdftotext
 def test_table_header_repeats_on_every_page_of_a_long_table(large_pdf: Path) -> None:
     pages = _text(large_pdf).split("\f")
@@ -380,6 +398,7 @@ def test_table_header_repeats_on_every_page_of_a_long_table(large_pdf: Path) -> 
         assert "Samples/s" in page
 
 
+@pytest.mark.slow
 def test_pdf_findings_are_cut_to_the_costliest_with_a_note() -> None:
     report = pdf.shortened(with_findings(sample_report(), 40), max_findings=15)
     block = next(b for b in report.section("bottlenecks").blocks if isinstance(b, Findings))  # type: ignore[union-attr]
@@ -389,6 +408,7 @@ def test_pdf_findings_are_cut_to_the_costliest_with_a_note() -> None:
     assert "the 15 costliest of 40 findings; 25 more in the HTML report" in html
 
 
+@pytest.mark.slow
 def test_pdf_tables_are_shortened_with_a_note() -> None:
     report = pdf.shortened(sample_report(cells=200), max_rows=40)
     table = next(
@@ -400,6 +420,7 @@ def test_pdf_tables_are_shortened_with_a_note() -> None:
     )
 
 
+@pytest.mark.slow
 @needs_pdftotext
 def test_the_cover_leads_with_the_verdict_and_the_config_is_brief(
     fixture_pdf: tuple[Report, Path],

@@ -69,6 +69,7 @@ def _words(path: Path) -> list[tuple[float, float, float, float, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_each_legend_lies_under_its_plot_and_is_shorter(pdfs: list[tuple[Plot, Path]]) -> None:
     for p, path in pdfs:
         words = _words(path)
@@ -90,6 +91,7 @@ def test_each_legend_lies_under_its_plot_and_is_shorter(pdfs: list[tuple[Plot, P
         assert bottom - top <= plot_bottom - plot_top, (p.id, "legend taller than the plot")
 
 
+@pytest.mark.slow
 def test_every_series_colour_is_on_the_page(pdfs: list[tuple[Plot, Path]]) -> None:
     assert PDFTOPPM is not None
     for p, path in pdfs:

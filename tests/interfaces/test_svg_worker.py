@@ -65,6 +65,7 @@ def test_split_keeps_every_chart_once_and_gives_workers_less() -> None:
     assert {mine[0].id, theirs[0].id} == {"chart-0", "chart-1"}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_parallel_draws_the_same_charts_and_leaves_no_process() -> None:
     before = set(live_children())  # what earlier tests left is not this test's (stop_guard)
@@ -152,6 +153,7 @@ def test_a_chart_the_worker_cannot_draw_comes_back_as_its_error(
     assert isinstance(error, ChartError) and str(error) == "ValueError: cannot draw chart-0"
 
 
+@pytest.mark.slow
 def test_the_pdf_charts_come_from_the_workers_unchanged() -> None:
     """chart_uris with the default drawing (workers where cores allow) gives every chart."""
     from torchscale.interfaces.report.render import pdf

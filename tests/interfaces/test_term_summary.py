@@ -61,6 +61,7 @@ def _fits(text: str, width: int) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cells", [8, 500])
 @pytest.mark.parametrize("width", [80, 200])
 def test_the_summary_fits_the_terminal_at_any_sweep_size(

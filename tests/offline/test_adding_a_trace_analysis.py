@@ -57,6 +57,7 @@ def reduce_all(directory: Path) -> dict[int, RankReduction]:
     return reductions
 
 
+@pytest.mark.slow
 def test_one_module_and_its_registry_line_add_a_trace_analysis(
     traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

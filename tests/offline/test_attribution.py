@@ -155,6 +155,7 @@ def test_no_sync_windows_that_contradict_the_candidate_stop_the_name() -> None:
     assert checks["others' wait for it (phase timers)"].agrees is True
 
 
+@pytest.mark.slow
 def test_parts_never_negative_and_add_up_to_the_step() -> None:
     """Random tables, including ones whose timers disagree (a rest below zero, phases longer
     than the step): every part of every step is >= 0, the parts add up to the model step,

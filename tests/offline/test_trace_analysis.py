@@ -303,6 +303,7 @@ def test_overlap_pct_is_htas_definition() -> None:
     assert bd["idle_us"] == 40 - 30  # [30, 40)
 
 
+@pytest.mark.slow
 def test_breakdown_takes_a_million_events_vectorised() -> None:
     # how fast is benchmarks/trace_analysis.py's to say (a timed test breaks under load): this
     # holds the shape, a million events in ten steps
@@ -786,6 +787,7 @@ def _gpu_pair(steps: int) -> dict[int, pd.DataFrame]:
     return frames
 
 
+@pytest.mark.slow
 def test_gpu_straggler_named_with_enough_evidence() -> None:
     few = run_all(_gpu_pair(4))
     assert few["strag"].straggler is None  # 4 of 4: p = 2 x 1/16 = 0.125, could be chance
@@ -1045,6 +1047,7 @@ def test_data_is_the_data_phase_with_nothing_else_running() -> None:
     assert bd["data_wait_us"] == pytest.approx(1500.0)  # the breakdown says the same
 
 
+@pytest.mark.slow
 def test_balanced_ranks_name_no_straggler_and_a_gap_names_rank_and_phase() -> None:
     balanced = run_all({r: cpu_ddp_rank(r, world=4, delay_rank=None, steps=8) for r in range(4)})
     verdict = balanced["model"].attribution.straggler
@@ -1061,6 +1064,7 @@ def test_balanced_ranks_name_no_straggler_and_a_gap_names_rank_and_phase() -> No
     assert agree["others' wait for it (matched collectives)"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("world", [2, 4])
 def test_whatif_never_promises_more_than_the_wait_it_removes(world: int) -> None:
     for frames in (

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.fresh_interpreter import run_probe
 
 _PROBE = """
@@ -37,6 +39,7 @@ CONFIG = (
 )
 
 
+@pytest.mark.slow
 def test_one_package_and_one_registry_line_add_a_launcher(tmp_path: Path) -> None:
     config = tmp_path / "batchq.yaml"
     config.write_text(CONFIG, encoding="utf-8")

@@ -594,6 +594,7 @@ def _read(path: Path) -> str | None:
     return path.read_text(encoding="utf-8") if path.exists() else None
 
 
+@pytest.mark.slow
 def test_a_result_written_before_a_hung_shutdown_is_kept(tmp_path: Path) -> None:
     out = tmp_path / "result.txt"
     script = f"import time, pathlib; pathlib.Path({str(out)!r}).write_text('42'); time.sleep(60)"

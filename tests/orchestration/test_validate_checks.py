@@ -383,6 +383,7 @@ def test_host_probes_ask_the_torch_they_are_given() -> None:
     assert host.nccl_version(unloadable) is None
 
 
+@pytest.mark.slow
 def test_the_gpu_memory_probe_asks_torch_in_a_child_and_says_why_not(tmp_path: Path) -> None:
     """batch_sizes: auto reads the smallest GPU's memory from torch in a child process (what
     the ranks will see, no CUDA context left in the host): a CPU build sees no GPU, a child

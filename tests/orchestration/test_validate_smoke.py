@@ -599,6 +599,7 @@ def _kill_stray(pid: int, pgid: int) -> None:
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
 
+@pytest.mark.slow
 @needs_proc
 def test_run_logged_kills_hung_process_group(tmp_path: Path) -> None:
     code = (
@@ -624,6 +625,7 @@ def test_run_logged_kills_hung_process_group(tmp_path: Path) -> None:
             _kill_stray(pid, pids[0])
 
 
+@pytest.mark.slow
 @needs_proc
 def test_run_logged_sigkills_descendants_that_ignore_sigterm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

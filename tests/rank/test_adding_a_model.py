@@ -7,6 +7,8 @@ and the rank-side builder, whose model is the one its spec describes."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.added_model import TINY_DECODER
 from tests.fresh_interpreter import run_probe
 
@@ -61,6 +63,7 @@ print(json.dumps(found))
 """
 
 
+@pytest.mark.slow
 def test_one_file_and_one_registry_line_add_a_model() -> None:
     found = run_probe(_PROBE)
     assert found["catalog"] == ["layers", "seq_len"]

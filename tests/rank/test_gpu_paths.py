@@ -104,6 +104,7 @@ def local(tensor: torch.Tensor) -> torch.Tensor:
 # ------------------------------------------------------------------ 1. channels_last x FSDP
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("process_group")
 def test_channels_last_under_fsdp_keeps_weights_contiguous_and_inputs_channels_last() -> None:
     trainer = build(model="tiny-cnn", strategy="fsdp", channels_last=True)  # raised before
@@ -258,6 +259,7 @@ def test_read_tf32_settings_follows_the_legacy_flags() -> None:
         torch.backends.cudnn.allow_tf32 = conv
 
 
+@pytest.mark.slow
 def test_read_tf32_settings_follows_the_new_api() -> None:
     """In a fresh process: after the new API is used, reading the legacy flag raises."""
     script = (

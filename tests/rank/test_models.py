@@ -578,6 +578,7 @@ def _stream_dtypes(bundle: ModelBundle, autocast: bool) -> set[torch.dtype]:
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-bert", "vit-b16"])
 def test_bf16_activations_carry_the_residual_stream_in_bf16_only_when_asked(name: str) -> None:
     """With bf16 activations on, under bf16 autocast, every block's input and

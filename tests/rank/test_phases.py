@@ -71,6 +71,7 @@ def phases(
 # ================================================================ straggler and split (pure)
 
 
+@pytest.mark.slow
 def test_rank_slow_in_backward_is_the_straggler() -> None:
     """Rank 1 is 60 ms slower in backward. Synchronised steps are equal (and
     rank 0's median is even a hair higher): the straggler comes from each rank's own work per
@@ -112,6 +113,7 @@ def test_rank_slow_in_backward_is_the_straggler() -> None:
     )
 
 
+@pytest.mark.slow
 def test_summary_and_rank_tables_carry_the_straggler_and_the_split() -> None:
     ranks = [
         make_rank(
@@ -177,6 +179,7 @@ def test_without_phase_timing_nothing_is_named_or_split() -> None:
     assert "no phase timing" in result.unavailable["comm_overhead"]
 
 
+@pytest.mark.slow
 def test_straggler_among_four_ranks() -> None:
     ranks = [
         make_rank(0, [1, 1, 1], SYNC, phases=phases(wait=0.010)),

@@ -39,6 +39,7 @@ def test_the_probe_sees_an_import() -> None:
     assert loaded("scipy.stats", ("scipy", "pandas")) == "scipy"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "unwanted"),
     [
