@@ -536,6 +536,11 @@ class Diagnosis(Attribution):
     disagreement: str | None = Field(
         default=None, description="one line when a cross-check disagrees; null when none does"
     )
+    rule: str | None = Field(
+        default=None,
+        description="the rule its findings were judged by where noise cannot judge them (figures "
+        "kept without an interval); null: the diagnosis' own rule (docs/methodology.md)",
+    )
 
     def part(self, name: str) -> StepPart | None:
         """The part of that name (compute, data, wait_for_peers, exposed_transfer, rest)."""

@@ -86,22 +86,14 @@ def _not_measurable(estimate: Estimate, unit: Callable[[float], str]) -> str:
     return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
 
 
-def without_interval(diagnosis: Diagnosis | None) -> bool:
-    """Whether no figure of `diagnosis` has an interval or a bound: noise cannot judge its
-    parts, so its findings are by the rule its `basis` states (thresholds on point figures)."""
-    if diagnosis is None:
-        return False
-    estimates = [diagnosis.step_s, *(p.share for p in diagnosis.parts)]
-    return all(e.low is None and e.high is None for e in estimates)
-
-
-def judging_bases(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
-    """{basis: how many diagnoses} of those judged by their basis' rule (`without_interval`),
-    in order of first appearance."""
+def judging_rules(diagnoses: Iterable[Diagnosis | None]) -> dict[str, int]:
+    """{rule: how many diagnoses} of those that state the rule they were judged by (noise
+    could not judge them), in order of first appearance. A figure without an interval says
+    nothing of the rule: today's one-step result has none and is judged by today's."""
     out: dict[str, int] = {}
     for diagnosis in diagnoses:
-        if diagnosis is not None and without_interval(diagnosis):
-            out[diagnosis.basis] = out.get(diagnosis.basis, 0) + 1
+        if diagnosis is not None and diagnosis.rule:
+            out[diagnosis.rule] = out.get(diagnosis.rule, 0) + 1
     return out
 
 

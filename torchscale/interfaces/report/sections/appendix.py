@@ -16,7 +16,6 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
-from torchscale.interfaces.report.diagnosis_text import without_interval
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Block,
@@ -176,19 +175,19 @@ METHODOLOGY = [
 
 
 def _methodology(ctx: Context) -> list[tuple[str, str]]:
-    """`METHODOLOGY`, with the rule of each diagnosis without an interval after the findings'
-    (its basis and straggler test: noise cannot judge it)."""
+    """`METHODOLOGY`, with the rule each diagnosis states it was judged by after the
+    findings' (and its straggler test: noise could not judge it)."""
     rows = list(METHODOLOGY)
     judged: dict[str, set[str]] = {}
     for row in records(ctx.ok):
         diagnosis = ctx.result(row).diagnosis
-        if diagnosis is not None and without_interval(diagnosis):
-            tests = judged.setdefault(diagnosis.basis, set())
+        if diagnosis is not None and diagnosis.rule:
+            tests = judged.setdefault(diagnosis.rule, set())
             if diagnosis.straggler is not None and diagnosis.straggler.test:
                 tests.add(diagnosis.straggler.test)
     at = next(i for i, (figure, _) in enumerate(rows) if figure == "Findings") + 1
-    for basis, tests in judged.items():
-        how = basis + "".join(f"; a straggler named where {t}" for t in sorted(tests))
+    for rule, tests in judged.items():
+        how = rule + "".join(f"; a straggler named where {t}" for t in sorted(tests))
         rows.insert(at, ("Diagnosis without an interval", how))
         at += 1
     return rows

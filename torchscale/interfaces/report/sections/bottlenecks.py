@@ -18,7 +18,7 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.interfaces.report.diagnosis_text import judging_bases, straggler_text, whatif_text
+from torchscale.interfaces.report.diagnosis_text import judging_rules, straggler_text, whatif_text
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -564,10 +564,9 @@ def build(ctx: Context) -> Section:
         "phase timers), plus a per-rank compute slowdown against the smallest world size "
         "and GPU throttling"
     )
-    if judging_bases(ctx.result(row).diagnosis for row in records(ctx.ok)):
+    if judging_rules(ctx.result(row).diagnosis for row in records(ctx.ok)):
         ranking += (
-            "; a diagnosis without an interval finds by the rule its basis states (the "
-            "appendix gives it)"
+            "; a diagnosis without an interval finds by the rule it states (the appendix gives it)"
         )
     blocks.append(Text(text=f"{ranking}."))
     tests = _straggler_tests(ctx)

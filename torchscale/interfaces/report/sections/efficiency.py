@@ -53,8 +53,8 @@ INSIDE_NOISE = "parts not measurable above noise (together)"
 NOT_MEASURABLE_POINT = "not measurable (a point figure outside 0-100 %, no interval)"
 NO_SPLIT = "not measurable (no step split: see below)"
 SYNC_NOTE = (
-    "Exposed comm: T - the slowest rank's compute, per step, beside a split without an "
-    "interval on its exposed transfer; slowest compute: the slowest rank's median step "
+    "Exposed comm: T - the slowest rank's compute, per step, where the split does not know "
+    "its exposed transfer share; slowest compute: the slowest rank's median step "
     "under no_sync (no gradient sync); sync overhead (pooled) = 1 - pooled no_sync median / "
     "T, waiting and exposed communication together, no interval. "
 )
@@ -269,22 +269,22 @@ def _point_share(value: float | None) -> float | str | None:
     return value if 0.0 <= value <= 1.0 else NOT_MEASURABLE_POINT
 
 
-def _no_interval(estimate: Estimate) -> bool:
-    """A figure with neither an interval nor an upper bound (a point figure, or none)."""
-    return estimate.low is None and estimate.high is None
+def _unknown(estimate: Estimate) -> bool:
+    """A share with neither a value nor an upper bound: the split says nothing of it."""
+    return estimate.value is None and estimate.high is None
 
 
 def _sync_figures(result: CellResult) -> dict[str, Any]:
     """The no_sync window's figures a cell recorded beside its split: the slowest rank's
     compute, that rank, the sync overhead (waiting and exposed communication together) and,
-    where the split's exposed transfer has no interval or there is no split, the exposed time
-    itself (the split's seconds are not a column of their own)."""
+    where the split's exposed transfer share is unknown or there is no split, the exposed time
+    itself (where the split has the share, its row shows it)."""
     comm = result.communication
     if comm is None:
         return dict.fromkeys(SYNC_KEYS)
     diagnosis = result.diagnosis
     part = diagnosis.part("exposed_transfer") if diagnosis is not None else None
-    beside = part is None or _no_interval(part.share)
+    beside = part is None or _unknown(part.share)
     exposed = finite(comm.exposed_comm_s) if beside else None
     outside = isinstance(_point_share(finite(comm.comm_overhead)), str)
     return {
@@ -327,7 +327,7 @@ def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:
         diagnosis = result.diagnosis
         if diagnosis is not None and _measured(diagnosis):
             entry = _attribution_row(ctx, row, diagnosis)
-            if all(_no_interval(p.share) for p in diagnosis.parts):
+            if diagnosis.rule:
                 entry["_bases"] = [diagnosis.basis]
         elif (integer(row["world_size"]) or 0) < 2:
             continue

@@ -13,8 +13,8 @@ the same findings in the same words as the terminal.
 - Every finding of a run carries its busy-machine caveat (`Diagnosis.caveat`), shown with it on
   every surface.
 
-A diagnosis without an interval is judged by the rule its basis states, not by noise; the
-report says that rule where it says what 'no finding' means.
+A diagnosis that states the rule it was judged by (`Diagnosis.rule`: noise could not judge its
+figures) has that rule said where the report says what 'no finding' means.
 
 Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from torchscale.contracts.schema.cell_result import CellResult, Finding
-from torchscale.interfaces.report.diagnosis_text import judging_bases
+from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.sections.context import (
     Context,
@@ -48,16 +48,16 @@ def caveat_of(result: CellResult) -> str | None:
 
 def no_finding_text(ctx: Context) -> str:
     """What 'no finding' means for these runs: no diagnosis finding, no slowdown, no
-    throttling; the rule a diagnosis without an interval was judged by (its basis: noise
-    cannot judge it); how many runs have no diagnosis to judge."""
+    throttling; the rule a diagnosis states it was judged by (noise could not judge it); how
+    many runs have no diagnosis to judge."""
     text = (
         "no run's diagnosis found a cost of at least "
         f"{fmt(MIN_COST_FRACTION, 'ratio_pct')} of the step above noise, no per-rank compute "
         f"slowdown above {fmt(SLOWDOWN_MIN, 'ratio_pct')} of the step and no throttled GPU"
     )
     diagnoses = [ctx.result(row).diagnosis for row in records(ctx.ok)]
-    for basis, count in judging_bases(diagnoses).items():
-        text += f"; diagnoses without an interval ({count}), none found by their rule: {basis}"
+    for rule, count in judging_rules(diagnoses).items():
+        text += f"; diagnoses without an interval ({count}), none found by their rule: {rule}"
     without = sum(1 for d in diagnoses if d is None)
     if without:
         text += f"; runs without a diagnosis, so not judged: {without}"

@@ -19,9 +19,9 @@ A measured cell with no no_sync shares (one rank, tensor or pipeline parallel) g
 diagnosis with every part not measurable: its step and the findings of its data wait.
 
 Its findings are judged by the rule of the point figures (`point_findings`: no interval, so
-thresholds on the shares), not by the diagnosis' rule, which needs intervals; `BASIS` says so
-where the report shows how a diagnosis judged. No per-rank waits or what-if are built: they
-need the per-step table.
+thresholds on the shares), not by the diagnosis' rule, which needs intervals; its `rule`
+says so (`BASIS`), for the report to show how it judged. No per-rank waits or what-if are
+built: they need the per-step table.
 """
 
 from __future__ import annotations
@@ -217,6 +217,7 @@ def diagnosis_from_point_figures(result: CellResult) -> Diagnosis | None:
         straggler=straggler_verdict(result) if result.cell.world_size >= 2 else None,
         findings=point_figure_findings(result),
         source="phase timers",
+        rule=BASIS,
     )
 
 
