@@ -346,3 +346,34 @@ def test_a_cell_with_nothing_to_split_keeps_its_data_wait_finding() -> None:
     assert diagnosis_from_point_figures(_read("results_v7/cpu_tiny_mlp_ddp_w2.json")[0]) is None
     failed = result.model_copy(update={"status": "failed"})
     assert diagnosis_from_point_figures(failed) is None
+
+
+def test_tensor_parallel_point_figures_keep_their_profiled_shares() -> None:
+    """A version-7 tensor-parallel cell has no no_sync window but profiled steps after its
+    windows: its exposed transfer and waiting are their shares (values with no interval),
+    compute the rest of the profiled step; its exposed communication is a finding by the
+    thresholds the diagnosis states."""
+    result, version = _read("tp_profiled_v7/tiny-gpt2__b4__w2__fp32__tp2__7241ec80.json")
+    assert version == 7
+    assert result.parallel is not None and result.parallel.profiled_comm is not None
+    profiled = result.parallel.profiled_comm
+    diagnosis = result.diagnosis
+    assert diagnosis is not None and is_point_figures(diagnosis)
+    assert diagnosis.rule is not None and diagnosis.rule == diagnosis.basis
+    exposed = diagnosis.part("exposed_transfer")
+    waiting = diagnosis.part("wait_for_peers")
+    compute = diagnosis.part("compute")
+    assert exposed is not None and waiting is not None and compute is not None
+    assert exposed.share.value == pytest.approx(profiled.exposed_transfer)
+    assert waiting.share.value == pytest.approx(profiled.waiting_for_peers)
+    assert exposed.share.reason is not None and "profiled steps" in exposed.share.reason
+    assert all(p.share.low is None and p.share.high is None for p in (exposed, waiting, compute))
+    assert profiled.exposed_transfer is not None and profiled.waiting_for_peers is not None
+    rest = 1.0 - profiled.exposed_transfer - profiled.waiting_for_peers
+    assert compute.share.value == pytest.approx(rest)
+    assert diagnosis.step_s.value == pytest.approx(profiled.step_s)
+    assert exposed.seconds.value == pytest.approx(
+        profiled.exposed_transfer * diagnosis.step_s.value
+    )
+    (finding,) = [f for f in diagnosis.findings if f.category == "exposed_comm"]
+    assert finding.cost_pct == pytest.approx(profiled.exposed_transfer * 100)

@@ -15,8 +15,11 @@ diagnosis, decided by the phase timers, so the report has one path:
   purpose or the others wait for it at least `STRAGGLER_MIN` of the step (no significance
   test was run, and the verdict says so).
 
-A measured cell with no no_sync shares (one rank, tensor or pipeline parallel) gets the same
-diagnosis with every part not measurable: its step and the findings of its data wait.
+A tensor-parallel cell has no no_sync window but may have profiled steps after its windows
+(`parallel.profiled_comm`): their exposed-transfer and waiting shares are read the same way,
+each a value with no interval from the profiled steps, over their median step.
+A measured cell with neither (one rank, pipeline parallel) gets the same diagnosis with every
+part not measurable: its step and the findings of its data wait.
 
 Its findings are judged by the rule of the point figures (`point_findings`: no interval, so
 thresholds on the shares), not by the diagnosis' rule, which needs intervals; its `rule`
@@ -50,6 +53,13 @@ BASIS = (
     f"%, exposed communication of at least {EXPOSED_COMM_MIN * 100:.1f} % or a data wait of at "
     f"least {DATA_WAIT_MIN * 100:.1f} % of the step"
 )
+PROFILED_METHOD = "point figure (steps profiled after the measured windows), no interval"
+PROFILED = "profiled steps, no interval"
+PROFILED_STEP = "median profiled step, no interval"
+PROFILED_BASIS = (
+    "profiled steps after the measured windows (tensor-parallel collectives; no interval), "
+    + BASIS.split("), ", 1)[1]
+)
 SYNC_STEP = "median synchronised step, no interval"
 POOLED_STEP = "median step of all ranks, no interval"
 OUTSIDE = "a point figure outside 0-100 %"
@@ -67,21 +77,23 @@ TEST = (
 NO_TEST = "no significance test"
 
 
-def _point(value: float | None, *, share: bool, reason: str = NO_INTERVAL) -> Estimate:
+def _point(
+    value: float | None, *, share: bool, reason: str = NO_INTERVAL, method: str = METHOD
+) -> Estimate:
     """A point figure as an Estimate: the value with no interval, or not measurable with why
     (not recorded; a share outside [0, 1])."""
     if value is None:
-        return _unknown(NOT_RECORDED)
+        return _unknown(NOT_RECORDED, method)
     if share and not 0.0 <= value <= 1.0:
-        return _unknown(OUTSIDE)
+        return _unknown(OUTSIDE, method)
     return Estimate(
-        value=value, low=None, high=None, n=0, method=METHOD, measurable=True, reason=reason
+        value=value, low=None, high=None, n=0, method=method, measurable=True, reason=reason
     )
 
 
-def _unknown(reason: str) -> Estimate:
+def _unknown(reason: str, method: str = METHOD) -> Estimate:
     return Estimate(
-        value=None, low=None, high=None, n=0, method=METHOD, measurable=False, reason=reason
+        value=None, low=None, high=None, n=0, method=method, measurable=False, reason=reason
     )
 
 
@@ -89,15 +101,17 @@ def _part(name: str, seconds: Estimate, share: Estimate) -> StepPart:
     return StepPart.model_validate({"name": name, "seconds": seconds, "share": share})
 
 
-def _unknown_part(name: str, reason: str) -> StepPart:
-    return _part(name, _unknown(reason), _unknown(reason))
+def _unknown_part(name: str, reason: str, method: str = METHOD) -> StepPart:
+    return _part(name, _unknown(reason, method), _unknown(reason, method))
 
 
-def _share_part(name: str, share: Estimate, seconds: float | None) -> StepPart:
+def _share_part(name: str, share: Estimate, seconds: float | None, method: str) -> StepPart:
     """A part read from its share and its seconds: the seconds only where the share is one."""
     if not share.measurable:
-        return _unknown_part(name, share.reason or OUTSIDE)
-    return _part(name, _point(seconds, share=False), share)
+        return _unknown_part(name, share.reason or OUTSIDE, method)
+    return _part(
+        name, _point(seconds, share=False, reason=share.reason or NO_INTERVAL, method=method), share
+    )
 
 
 def _compute_why(exposed: Estimate, waiting: Estimate) -> str:
@@ -117,26 +131,65 @@ def step_parts(result: CellResult) -> tuple[Estimate, list[StepPart]]:
         step = _pooled_step(result)
     exposed = _point(finite(comm.comm_overhead) if comm else None, share=True)
     waiting = _point(finite(comm.load_imbalance) if comm else None, share=True)
+    seconds = (
+        finite(comm.exposed_comm_s) if comm else None,
+        finite(comm.load_imbalance_s) if comm else None,
+    )
+    return step, _split(step, exposed, waiting, seconds, METHOD)
+
+
+def profiled_parts(result: CellResult) -> tuple[Estimate, list[StepPart]] | None:
+    """(the profiled step, the five parts) from a tensor-parallel cell's profiled steps, each
+    share a value with no interval; None where it profiled no share."""
+    profiled = result.parallel.profiled_comm if result.parallel is not None else None
+    if profiled is None or (
+        profiled.exposed_transfer is None and profiled.waiting_for_peers is None
+    ):
+        return None
+    step_s = finite(profiled.step_s)
+    step = _point(step_s, share=False, reason=PROFILED_STEP, method=PROFILED_METHOD)
+
+    def share(value: float | None) -> Estimate:
+        return _point(finite(value), share=True, reason=PROFILED, method=PROFILED_METHOD)
+
+    exposed, waiting = share(profiled.exposed_transfer), share(profiled.waiting_for_peers)
+    seconds = tuple(
+        e.value * step_s if e.value is not None and step_s is not None else None
+        for e in (exposed, waiting)
+    )
+    return step, _split(step, exposed, waiting, (seconds[0], seconds[1]), PROFILED_METHOD)
+
+
+def _split(
+    step: Estimate,
+    exposed: Estimate,
+    waiting: Estimate,
+    seconds: tuple[float | None, float | None],
+    method: str,
+) -> list[StepPart]:
+    """The five parts from the exposed-transfer and waiting shares (and their seconds): compute
+    the rest of the step; data and rest inside compute; two shares over the step both not
+    measurable."""
     both = exposed.value is not None and waiting.value is not None
     if both and (exposed.value or 0.0) + (waiting.value or 0.0) > 1.0:
-        exposed, waiting = _unknown(OVER_STEP), _unknown(OVER_STEP)
+        exposed, waiting = _unknown(OVER_STEP, method), _unknown(OVER_STEP, method)
     parts = {
-        "exposed_transfer": _share_part(
-            "exposed_transfer", exposed, finite(comm.exposed_comm_s) if comm else None
-        ),
-        "wait_for_peers": _share_part(
-            "wait_for_peers", waiting, finite(comm.load_imbalance_s) if comm else None
-        ),
+        "exposed_transfer": _share_part("exposed_transfer", exposed, seconds[0], method),
+        "wait_for_peers": _share_part("wait_for_peers", waiting, seconds[1], method),
     }
     if exposed.value is not None and waiting.value is not None:
         share = 1.0 - exposed.value - waiting.value
-        seconds = share * step.value if step.value is not None else None
-        parts["compute"] = _part("compute", _point(seconds, share=False), _point(share, share=True))
+        rest_s = share * step.value if step.value is not None else None
+        parts["compute"] = _part(
+            "compute",
+            _point(rest_s, share=False, reason=exposed.reason or NO_INTERVAL, method=method),
+            _point(share, share=True, reason=exposed.reason or NO_INTERVAL, method=method),
+        )
     else:
-        parts["compute"] = _unknown_part("compute", _compute_why(exposed, waiting))
+        parts["compute"] = _unknown_part("compute", _compute_why(exposed, waiting), method)
     for name in ("data", "rest"):
-        parts[name] = _unknown_part(name, INSIDE_COMPUTE)
-    return step, [parts[name] for name in PART_NAMES]
+        parts[name] = _unknown_part(name, INSIDE_COMPUTE, method)
+    return [parts[name] for name in PART_NAMES]
 
 
 def _pooled_step(result: CellResult) -> Estimate:
@@ -203,13 +256,17 @@ def diagnosis_from_point_figures(result: CellResult) -> Diagnosis | None:
         and comm is not None
         and (comm.comm_overhead is not None or comm.load_imbalance is not None)
     )
+    profiled = None if split or result.cell.world_size < 2 else profiled_parts(result)
+    basis = PROFILED_BASIS if profiled is not None else BASIS
     if split:
         step, parts = step_parts(result)
+    elif profiled is not None:
+        step, parts = profiled
     else:
         why = ONE_RANK if result.cell.world_size < 2 else NO_WINDOW
         step, parts = _pooled_step(result), [_unknown_part(n, why) for n in PART_NAMES]
     return Diagnosis(
-        basis=BASIS,
+        basis=basis,
         steps=result.step_time.count if result.step_time is not None else 0,
         ranks=result.cell.world_size,
         step_s=step,
@@ -217,13 +274,13 @@ def diagnosis_from_point_figures(result: CellResult) -> Diagnosis | None:
         straggler=straggler_verdict(result) if result.cell.world_size >= 2 else None,
         findings=point_figure_findings(result),
         source="phase timers",
-        rule=BASIS,
+        rule=basis,
     )
 
 
 def is_point_figures(diagnosis: Diagnosis | None) -> bool:
     """Whether `diagnosis` was read from point figures (no interval anywhere in it)."""
-    return diagnosis is not None and diagnosis.basis == BASIS
+    return diagnosis is not None and diagnosis.basis in (BASIS, PROFILED_BASIS)
 
 
 def with_point_figure_diagnosis(result: CellResult) -> CellResult:

@@ -20,6 +20,11 @@ STRAGGLER_MIN = 0.05  # the others' wait for the slowest rank, as a share of the
 EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
 DATA_WAIT_MIN = 0.10  # waiting for the next batch (input pipeline)
 NO_INTERVAL = "point figure, no interval"
+TP_ADVICE = (
+    "Tensor-parallel collectives sit inside every layer's forward and backward: keep each "
+    "tensor-parallel group inside one node (NVLink), or use a smaller tp with more data "
+    "parallelism where memory allows."
+)
 
 DEVICE_AND_HOST_ADVICE = (
     "its device and host: clocks and throttling on GPUs, other processes and core pinning "
@@ -124,7 +129,9 @@ def exposed_comm_finding(result: CellResult) -> Finding | None:
     `EXPOSED_COMM_MIN` of the step (and a share it can have)."""
     comm = result.communication
     share = finite(comm.comm_overhead) if comm else None
-    if comm is None or share is None or not EXPOSED_COMM_MIN <= share <= 1.0:
+    if comm is None or share is None:
+        return profiled_comm_finding(result)
+    if not EXPOSED_COMM_MIN <= share <= 1.0:
         return None
     evidence = [
         f"median step {_seconds(comm.step_time_s)}, slowest rank's compute "
@@ -137,6 +144,23 @@ def exposed_comm_finding(result: CellResult) -> Finding | None:
     evidence.append(NO_INTERVAL)
     title = f"{cell_words(result.cell)}: exposed communication {_pct(share)} of each step"
     return _finding(title, "exposed_comm", share, evidence, _comm_advice(result))
+
+
+def profiled_comm_finding(result: CellResult) -> Finding | None:
+    """A tensor-parallel cell's exposed transfer in its profiled steps (no no_sync window),
+    at least `EXPOSED_COMM_MIN` of the step (and a share it can have)."""
+    profiled = result.parallel.profiled_comm if result.parallel is not None else None
+    share = finite(profiled.exposed_transfer) if profiled is not None else None
+    if profiled is None or share is None or not EXPOSED_COMM_MIN <= share <= 1.0:
+        return None
+    evidence = [
+        f"{profiled.steps} steps profiled after the measured windows ({profiled.scope}): "
+        f"{_pct(share)} of the step with a collective running, nothing computing and no peer "
+        "waited for",
+        NO_INTERVAL,
+    ]
+    title = f"{cell_words(result.cell)}: exposed communication {_pct(share)} of each step"
+    return _finding(title, "exposed_comm", share, evidence, TP_ADVICE)
 
 
 def data_wait_finding(result: CellResult) -> Finding | None:
