@@ -5,7 +5,10 @@ schema version or branches on an old result.
 The checks (Python's ast and a pattern): no `schema_version` compared, whether read as an
 attribute, a subscript or `.get("schema_version")`; no module imports the upgrades
 (`torchscale.offline.results.upgrades`); a result's version is read only to list the sources
-(`build.py`), never carried in the cell rows; and no line names an old schema or an older
+(`build.py`), never carried in the cell rows; no branch on a figure's words (`TEXT_FIELDS`
+compared, tested with `in` or `startswith`/`endswith`: what an old result's text says is no
+flag; a field, such as `Diagnosis.rule`, carries what the report needs), display stays free;
+and no line names an old schema or an older
 result (`OLD_SCHEMA`): such a line is a branch, or the words of one, that belongs in the
 upgrades.
 """
@@ -27,6 +30,14 @@ OLD_SCHEMA = re.compile(
     r"|schema \d+(?:-\d+)?'s|\bolder_|_older|_legacy|\(schema \d+[);]|schema \d+:",
     re.IGNORECASE,
 )
+
+
+# the words of a figure: shown, never branched on
+TEXT_FIELDS = {"basis", "method", "reason"}
+TEXT_TESTS = {"startswith", "endswith", "find", "index", "count", "__contains__", "__eq__"}
+# a comparison of words the module itself wrote, not a result's: sources.py's reasons for
+# skipping a folder are its own constants
+OWN_WORDS = {("report/sources.py", "s.reason != NOT_AN_EXPERIMENT")}
 
 
 def _sources(root: Path = PACKAGE) -> list[Path]:
@@ -70,6 +81,47 @@ def version_comparisons(root: Path = PACKAGE) -> list[str]:
     return found
 
 
+def _reads_text_field(node: ast.AST) -> bool:
+    """`x.basis`, `x["basis"]`, `x.get("basis")` (and method, reason)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr in TEXT_FIELDS
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        return isinstance(key, ast.Constant) and key.value in TEXT_FIELDS
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        key = node.args[0]
+        return (
+            node.func.attr == "get" and isinstance(key, ast.Constant) and key.value in TEXT_FIELDS
+        )
+    return False
+
+
+def _is_none_test(node: ast.Compare) -> bool:
+    """`x.basis is None` and the like: whether there are words, not what they say."""
+    return all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) and all(
+        isinstance(n, ast.Constant) and n.value is None for n in node.comparators
+    )
+
+
+def text_branches(root: Path = PACKAGE) -> list[str]:
+    """'path:line' of each test of a figure's words under `root`: a comparison (==, in, <...)
+    with a `TEXT_FIELDS` read on either side, or a string test (`TEXT_TESTS`) called on one."""
+    found = []
+    for name, tree in _trees(root):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                if (name, ast.unparse(node)) in OWN_WORDS or _is_none_test(node):
+                    continue
+                hit = any(_reads_text_field(n) for n in [node.left, *node.comparators])
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                hit = node.func.attr in TEXT_TESTS and _reads_text_field(node.func.value)
+            else:
+                continue
+            if hit:
+                found.append(f"{name}:{node.lineno}")
+    return sorted(set(found), key=lambda s: (s.split(":")[0], int(s.split(":")[1])))
+
+
 def upgrade_imports(root: Path = PACKAGE) -> list[str]:
     """'path:line' of each import of the upgrades under `root`."""
     found = []
@@ -108,6 +160,11 @@ def test_no_module_under_interfaces_compares_a_schema_version() -> None:
 def test_no_module_under_interfaces_imports_the_upgrades() -> None:
     found = upgrade_imports()
     assert not found, f"imports {UPGRADES} (today's shape carries what it needs): {found}"
+
+
+def test_no_module_under_interfaces_branches_on_a_figures_words() -> None:
+    found = text_branches()
+    assert not found, f"branches on a figure's basis, method or reason (shown only): {found}"
 
 
 def test_a_version_is_read_only_to_list_the_sources() -> None:
@@ -156,6 +213,42 @@ def test_the_checks_catch_the_branches_they_are_for(tmp_path: Path) -> None:
     )
     assert not version_comparisons(tmp_path) and not upgrade_imports(tmp_path)
     assert not version_reads(tmp_path)
+
+
+def test_the_words_check_catches_branches_and_lets_display_be(tmp_path: Path) -> None:
+    """`text_branches` finds each test of a figure's words, a constant's name or its value,
+    directly or through a subscript, and passes the reads that only show them."""
+    bad = tmp_path / "sneaky.py"
+    bad.write_text(
+        'POINT = "point figures"\n'
+        "def old(diagnosis, est, row):\n"
+        '    if diagnosis.basis.startswith("point figures"):\n'
+        '        return "thresholds"\n'
+        '    if POINT in diagnosis.basis or est.method.startswith("point figure"):\n'
+        '        return "x"\n'
+        '    if est.reason == "no interval" or diagnosis.source == "phase timers":\n'
+        '        return "y"\n'
+        '    return row["basis"] != POINT or row.get("reason") in ("a", "b")\n'
+        "def shown(est):\n"
+        "    return est.reason is not None and est.basis is not POINT\n",
+        encoding="utf-8",
+    )
+    assert text_branches(tmp_path) == [
+        "sneaky.py:3",
+        "sneaky.py:5",
+        "sneaky.py:7",
+        "sneaky.py:9",
+        "sneaky.py:11",
+    ]
+    bad.write_text(
+        "def new(diagnosis, est):\n"
+        '    text = f"{diagnosis.basis}: {est.reason or est.method}"\n'
+        "    if diagnosis.rule:\n"
+        '        text += f" ({diagnosis.rule})"\n'
+        "    return text if est.reason else diagnosis.basis\n",
+        encoding="utf-8",
+    )
+    assert not text_branches(tmp_path)
 
 
 def test_the_old_schema_words_are_found_where_they_are() -> None:
