@@ -50,6 +50,7 @@ from torchscale.offline.results.versions import (
     upgrade_v11,
     upgrade_v12,
     upgrade_v13,
+    upgrade_v14,
 )
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
@@ -241,11 +242,8 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     assert json.dumps(data, sort_keys=True) == before
     assert upgraded["schema_version"] == 3
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))
-    CellResult.model_validate(
-        upgrade_v13(
-            upgrade_v12(upgrade_v11(upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))))
-        )
-    )
+    upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
+    CellResult.model_validate(upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded)))))
 
 
 def test_v1_upgrades_through_v2_to_the_current_version() -> None:
@@ -309,7 +307,7 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     assert upgraded["schema_version"] == 2
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
-    CellResult.model_validate(upgrade_v13(upgrade_v12(upgrade_v11(upgraded))))
+    CellResult.model_validate(upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded)))))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from torchscale.contracts.flop_convention import MFU_CONVENTION
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
-RESULT_SCHEMA_VERSION = 14
+RESULT_SCHEMA_VERSION = 15
 
 
 class _Model(BaseModel):
@@ -737,7 +737,7 @@ class CompileActivity(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[14] = 14
+    schema_version: Literal[15] = 15
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

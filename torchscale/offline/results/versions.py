@@ -290,6 +290,15 @@ def upgrade_v13(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade_v14(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 14 -> 15. The diagnosis' `rule` (the rule findings were judged by where no
+    interval can judge them) is set only when a result is read from point figures; a version 14
+    diagnosis was judged by its own rule: null."""
+    out = dict(data)
+    out["schema_version"] = 15
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -304,6 +313,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     11: upgrade_v11,
     12: upgrade_v12,
     13: upgrade_v13,
+    14: upgrade_v14,
 }
 
 
