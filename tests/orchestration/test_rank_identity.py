@@ -290,7 +290,7 @@ def test_ranks_numbered_by_a_real_rendezvous_are_named_by_their_records(tmp_path
                 "--nnodes=2",
                 "--rdzv-backend=c10d",
                 f"--rdzv-endpoint=127.0.0.1:{port}",
-                "--rdzv-id=issue24",
+                "--rdzv-id=rank-identity",
                 f"--local-addr={address}",
             ),
         )

@@ -1,4 +1,4 @@
-"""Layer 1 (contracts): the names a config may refer to, which cells and results carry too:
+"""The names a config may refer to, which cells and results carry too:
 built-in models and the options each one accepts, precisions, strategies, pipeline schedules,
 hybrid layouts and collectives (one source for each; what each collective is, for the comm
 sweep, the nccl-tests importer and the trace analyses: collective_facts.py).

@@ -1,4 +1,4 @@
-"""Layer 1 (contracts): the config sections a cell's ranks receive in their spec (the model,
+"""The config sections a cell's ranks receive in their spec (the model,
 how it trains, how it is measured, its data and telemetry), with the value types and limits
 every section of the config validates by.
 

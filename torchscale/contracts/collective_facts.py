@@ -1,4 +1,4 @@
-"""Layer 1 (contracts): what each collective op is, declared once for every module that needs
+"""What each collective op is, declared once for every module that needs
 to know: the comm sweep (how to call an op, what nccl-tests prints for it, its size and bus
 bandwidth), the nccl-tests importer (which columns the op must show) and the trace analyses
 (which ops end together on every rank, which must agree on their size).

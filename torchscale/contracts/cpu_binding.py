@@ -1,4 +1,4 @@
-"""Layer 1 (contracts): how the launch tells a CPU rank to bind itself to cores of its own.
+"""How the launch tells a CPU rank to bind itself to cores of its own.
 
 The plan decides (`launcher.cpu_binding`), the torchrun command carries the decision in the
 ranks' environment (launch as data), and each rank binds itself before it starts any thread

@@ -1,4 +1,4 @@
-"""Layer 1 (contracts): what an MFU figure counts, in the words every output shows beside it.
+"""What an MFU figure counts, in the words every output shows beside it.
 
 MFU compares only between tools that count the same FLOPs. torchscale counts with
 FlopCounterMode over one training step: 2 FLOPs per multiply-accumulate of every matmul and

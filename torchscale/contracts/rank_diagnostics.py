@@ -1,4 +1,4 @@
-"""Layer 1 (contracts): the files a rank leaves for the host to find where it is stuck, and
+"""The files a rank leaves for the host to find where it is stuck, and
 who it was.
 
 Every rank (torchscale/rank/worker/diagnostics.py) writes its pid into the directory named by

@@ -1,4 +1,4 @@
-"""Layer 1 (contracts): the phases of a training step, named once for everything that times,
+"""The phases of a training step, named once for everything that times,
 stores, marks, reads or judges them.
 
 The worker's phase timers (worker/phases.py) cut every step into STEP_PHASES, which add up to

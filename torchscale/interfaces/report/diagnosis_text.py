@@ -7,8 +7,6 @@ never a '±'), cut by the one rounding rule (`estimates.round_figure`: two signi
 the half-width), a point value as a share with one decimal or milliseconds with three
 significant figures. The
 terminal's lines around these sentences (levels, what -v adds) are report/terminal/diagnosis.py's.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ default, only the sections that carry the decision, and within them only what ca
 - "full": every section (`--full`; the HTML report, where length costs nothing and the short
   formats send their reader).
 
-Sections not kept are never built: a short format waits only for what it shows. Layer 4
-(presentation) of docs/architecture.md: imports only from layers below and its own.
+Sections not kept are never built: a short format waits only for what it shows.
 """
 
 from __future__ import annotations

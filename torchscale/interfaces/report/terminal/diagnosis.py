@@ -1,8 +1,6 @@
 """The run's one diagnosis as terminal lines (sweep and profile): the headline of
 `report/diagnosis_text.py` (its sentences and levels, written once for every surface) with the
 terminal's tags, and what `-v` adds; the findings by title.
-
-Layer 4 (presentation) of docs/architecture.md: imports only from layers below and its own.
 """
 
 from __future__ import annotations

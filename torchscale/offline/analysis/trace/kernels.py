@@ -1,4 +1,4 @@
-"""Layer 2 (offline): the top device kernels, a per-rank table (`top_kernels`, a reducer of
+"""The top device kernels, a per-rank table (`top_kernels`, a reducer of
 registry.py) and its figures over every rank (`kernel_figures`, read by reduce.py's `combine`).
 
 A rank keeps its TOP_KERNELS largest kernels and one row for the rest, so each rank's table

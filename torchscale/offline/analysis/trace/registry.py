@@ -1,4 +1,4 @@
-"""Layer 2 (offline): the per-rank trace reducers, listed once. `reduce.reduce_rank` runs every
+"""The per-rank trace reducers, listed once. `reduce.reduce_rank` runs every
 one of them over each rank's trace and keeps what it returns as `RankReduction.tables[name]`,
 so a new per-rank analysis is its module and one line in `REDUCERS` (docs/architecture.md, "A
 trace analysis").
