@@ -104,3 +104,81 @@ def test_figures_are_rounded_to_their_interval(results: Path) -> None:
     assert figure(None) == "-"
     # a rate whose step may be 0: no upper end, cut to its lower side (+-230 -> tens)
     assert figure(estimate(1068.8, 840.0, float("inf"))) == "1,070 [840, no limit]"
+
+
+def test_world_size_below_a_later_group_leaves_nothing_written(results: Path) -> None:
+    # tiny-gpt2 (sorted first) keeps its 1-rank cells, tiny-mlp starts at 2: --gpus 1 is
+    # fine for the first group and below the second, and must be caught before any write
+    experiment = results / "default_scaling"
+    for one in (experiment / "cells").glob("tiny-mlp__*__w1__*.json"):
+        one.unlink()
+    _one_line_exit_2(predict("-s", results, "--gpus", "1,4"), "below the smallest measured")
+    assert not (experiment / "forecasts").exists()
+
+
+def test_nothing_forecast_is_exit_2_after_the_refusals(results: Path) -> None:
+    done = predict("-s", results, "--gpus", "3", "--nodes", "2", columns=200)
+    assert done.exit_code == 2, done.output
+    said = [line for line in done.output.splitlines() if line.strip()]
+    refusals = [line for line in said if line.startswith("no forecast for ")]
+    assert len(refusals) == 4 and all("do not split evenly" in r for r in refusals)
+    assert said[-1].startswith("error: no forecast made") and len(said) == 5
+    assert not (results / "default_scaling" / "forecasts").exists()
+
+
+def test_some_forecast_is_exit_0_with_the_refusals_as_lines(results: Path) -> None:
+    done = predict("-s", results, "--gpus", "3,4", "--nodes", "2", columns=200)
+    assert done.exit_code == 0, done.output
+    assert done.output.count("do not split evenly over 2 nodes") == 4
+    assert len(load_forecasts(results / "default_scaling")) == 4
+
+
+def test_unwritable_forecasts_folder_is_one_line(results: Path) -> None:
+    (results / "default_scaling" / "forecasts").write_text("a file, not a folder\n")
+    _one_line_exit_2(predict("-s", results, "--gpus", "4"), "cannot write its forecasts")
+
+
+def test_json_is_strict_json_with_null_for_an_open_end(
+    results: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a step whose lower end is 0 has a throughput with no upper end: null, as stored
+    from tests.forecast_samples import estimate, fixture_cell, forecast_of
+    from torchscale.contracts.schema.forecast import ForecastKey
+    from torchscale.interfaces.api import predict as api
+
+    cell = fixture_cell(results / "default_scaling", "tiny-gpt2__b16__w2").cell
+    key = ForecastKey(
+        model=cell.model,
+        label=cell.label,
+        batch_size=cell.batch_size,
+        precision=cell.precision,
+        strategy="ddp",
+        world_size=4,
+        nodes=1,
+        device=cell.device,
+    )
+    made = forecast_of(key, 0.05, 0.04, 0.06)
+    made.samples_per_s = estimate(1280.0, 1000.0, float("inf"))
+    monkeypatch.setattr(api, "run_predict", lambda request: api.PredictRun(forecasts=[made]))
+    done = predict("-s", results, "--gpus", "4", "--json")
+    assert done.exit_code == 0, done.output
+
+    def refuse(word: str) -> None:
+        raise AssertionError(f"{word} is not JSON")
+
+    payload = json.loads(done.output, parse_constant=refuse)
+    assert payload["forecasts"][0]["samples_per_s"]["high"] is None
+    assert payload["forecasts"][0] == json.loads(made.model_dump_json())  # the stored form
+
+
+def test_corrupt_cell_and_comm_files_are_one_line_each(results: Path) -> None:
+    experiment = results / "default_scaling"
+    (experiment / "cells" / "broken.json").write_text("{not json")
+    (experiment / "comm").mkdir(exist_ok=True)
+    (experiment / "comm" / "other.json").write_text('{"kind": "something else"}')
+    done = predict("-s", results, "--gpus", "4", columns=300)
+    assert done.exit_code == 0, done.output
+    skipped = [line for line in done.output.splitlines() if line.startswith("skipped ")]
+    assert len(skipped) == 2, done.output
+    assert "broken.json: not valid JSON" in skipped[0]
+    assert "other.json: not a torchscale comm result" in skipped[1]

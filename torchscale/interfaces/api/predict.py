@@ -9,12 +9,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchscale.contracts.errors import ResultsInputError, UsageError
+from torchscale.contracts.errors import (
+    EXIT_USAGE,
+    ResultsInputError,
+    UsageError,
+    describe_os_error,
+)
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey
 from torchscale.offline.analysis.prediction.forecast import (
     FORECAST_STRATEGIES,
+    Group,
     build_forecast,
     measured_groups,
 )
@@ -85,10 +91,26 @@ class PredictRun:
     forecasts: list[Forecast] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
-    exit_code: int = 0
+    skipped: list[Refusal] = field(default_factory=list)  # input files that could not be read
+    exit_code: int = 0  # EXIT_USAGE when nothing could be forecast: the refusals say why
 
 
-def _read(root: Path) -> tuple[list[CellResult], list[CommResult]]:
+_GroupKey = tuple[str, str, int, str, str]  # model, label, batch, precision, device
+
+
+@dataclass
+class _Experiment:
+    """One experiment as read and checked, before anything is computed."""
+
+    root: Path
+    groups: dict[_GroupKey, dict[str, Group]]
+    runs: list[CommResult]
+    wanted: list[str]
+
+
+def _read(root: Path, skipped: list[Refusal]) -> tuple[list[CellResult], list[CommResult]]:
+    """The usable cells and comm runs; each file that cannot be used is one line in `skipped`
+    (a forecast from fewer cells than the folder holds must say so)."""
     from torchscale.contracts.versioned import read_json, version_problem
 
     layout = ResultLayout(root)
@@ -97,14 +119,20 @@ def _read(root: Path) -> tuple[list[CellResult], list[CommResult]]:
         read = read_cell_result(path)
         if read.result is not None:
             results.append(read.result)
+        else:
+            skipped.append(Refusal(str(path), read.problem or "not a cell result"))
     runs = []
     for path in sorted(layout.comm_dir.glob("*.json")):
         data, why = read_json(path)
-        if why is None and version_problem(data, "torchscale.comm", "comm result", 1) is None:
+        if why is None:
+            why = version_problem(data, "torchscale.comm", "comm result", 1)
+        if why is None:
             try:
                 runs.append(CommResult.model_validate(data))
-            except ValueError:
                 continue
+            except ValueError as exc:
+                why = f"not a valid comm result: {str(exc).splitlines()[0]}"
+        skipped.append(Refusal(str(path), why))
     return results, runs
 
 
@@ -117,53 +145,91 @@ def _check_sizes(request: PredictRequest, smallest: int) -> None:
         )
 
 
-def run_predict(request: PredictRequest, created_at: str | None = None) -> PredictRun:
-    """Every forecast asked for: per experiment, model and batch measured, strategy, world
-    size and node count. Written to <experiment>/forecasts/ unless `request.write` is off."""
-    created = created_at or utc_now()
-    run = PredictRun()
+def _checked(request: PredictRequest, skipped: list[Refusal]) -> list[_Experiment]:
+    """Every experiment read and every usage mistake raised, so that a mistake found in a
+    later group leaves no forecast of an earlier one behind."""
+    experiments = []
     for root in experiments_in(request.source):
-        results, runs = _read(root)
+        results, runs = _read(root, skipped)
         groups = measured_groups(results)
         if not groups:
             raise ResultsInputError(f"{root}: no ok ddp or fsdp cell to forecast from")
         measured = {s for by in groups.values() for s, g in by.items() if g.cells}
         wanted = request.strategies or sorted(measured)
         _refuse_strategies(wanted, measured, runs, root)
-        for (model, label, batch, precision, device), by_strategy in sorted(groups.items()):
+        for by_strategy in groups.values():
+            usable = [g for g in by_strategy.values() if g.cells]
+            if usable:
+                _check_sizes(request, min(g.cells[0].world_size for g in usable))
+        experiments.append(_Experiment(root, groups, runs, wanted))
+    return experiments
+
+
+def run_predict(request: PredictRequest, created_at: str | None = None) -> PredictRun:
+    """Every forecast asked for: per experiment, model and batch measured, strategy, world
+    size and node count. Written to <experiment>/forecasts/ unless `request.write` is off.
+    None made at all: nothing written and `exit_code` is EXIT_USAGE."""
+    created = created_at or utc_now()
+    run = PredictRun()
+    made_in: list[tuple[Path, Forecast]] = []
+    for experiment in _checked(request, run.skipped):
+        for group, by_strategy in sorted(experiment.groups.items()):
             usable = {s: g for s, g in by_strategy.items() if g.cells}
             if not usable:
                 continue
-            _check_sizes(request, min(g.cells[0].world_size for g in usable.values()))
-            for strategy in wanted:
+            for strategy in experiment.wanted:
                 source = usable.get(strategy) or next(iter(usable.values()))
                 for world in request.world_sizes:
                     for nodes in request.nodes:
-                        key = ForecastKey(
-                            model=model,
-                            label=label,
-                            batch_size=batch,
-                            precision=precision,  # type: ignore[arg-type]
-                            strategy=strategy,  # type: ignore[arg-type]
-                            world_size=world,
-                            nodes=nodes,
-                            device=device,  # type: ignore[arg-type]
-                        )
-                        made = build_forecast(
-                            key,
-                            source.cells,
-                            runs,
-                            forecast_id=new_forecast_id(key, created),
-                            created_at=created,
-                            measured_strategy=source.strategy,
-                        )
-                        if isinstance(made, str):
-                            run.refused.append(Refusal(key.slug(), made))
-                            continue
-                        run.forecasts.append(made)
-                        if request.write:
-                            run.written.append(write_forecast(root, made))
+                        made = _one(group, strategy, world, nodes, source, experiment, created)
+                        if isinstance(made, Refusal):
+                            run.refused.append(made)
+                        else:
+                            run.forecasts.append(made)
+                            made_in.append((experiment.root, made))
+    if not run.forecasts:
+        run.exit_code = EXIT_USAGE
+        return run
+    if request.write:
+        for root, forecast in made_in:
+            try:
+                run.written.append(write_forecast(root, forecast))
+            except OSError as exc:
+                raise ResultsInputError(
+                    f"{root}: cannot write its forecasts: {describe_os_error(exc)}"
+                ) from None
     return run
+
+
+def _one(
+    group: _GroupKey,
+    strategy: str,
+    world: int,
+    nodes: int,
+    source: Group,
+    experiment: _Experiment,
+    created: str,
+) -> Forecast | Refusal:
+    model, label, batch, precision, device = group
+    key = ForecastKey(
+        model=model,
+        label=label,
+        batch_size=batch,
+        precision=precision,  # type: ignore[arg-type]
+        strategy=strategy,  # type: ignore[arg-type]
+        world_size=world,
+        nodes=nodes,
+        device=device,  # type: ignore[arg-type]
+    )
+    made = build_forecast(
+        key,
+        source.cells,
+        experiment.runs,
+        forecast_id=new_forecast_id(key, created),
+        created_at=created,
+        measured_strategy=source.strategy,
+    )
+    return Refusal(key.slug(), made) if isinstance(made, str) else made
 
 
 def _refuse_strategies(

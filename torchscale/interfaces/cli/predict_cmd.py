@@ -10,7 +10,12 @@ from typing import Annotated
 
 import typer
 
-from torchscale.interfaces.cli.common import Verbosity, handle_errors, stdout
+from torchscale.interfaces.cli.common import (
+    Verbosity,
+    handle_errors,
+    print_error_lines,
+    stdout,
+)
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
 
 
@@ -52,12 +57,17 @@ def predict(
     if as_json:
         import json
 
+        # the models' own JSON dump: an open end is null there, as in the stored file, where
+        # json.dumps would print Infinity, which is not JSON
         payload = {
-            "forecasts": [f.model_dump(mode="json") for f in run.forecasts],
+            "forecasts": [json.loads(f.model_dump_json()) for f in run.forecasts],
             "refused": [{"forecast": r.what, "why": r.why} for r in run.refused],
+            "skipped": [{"file": r.what, "why": r.why} for r in run.skipped],
             "written": [str(p) for p in run.written],
         }
-        typer.echo(json.dumps(payload, indent=2))
+        typer.echo(json.dumps(payload, indent=2, allow_nan=False))
+        if run.exit_code:
+            raise typer.Exit(run.exit_code)
         return
     from rich.text import Text
 
@@ -65,6 +75,7 @@ def predict(
 
     width = stdout.width
     lines = forecast_renderables(run.forecasts, width, verbose=Verbosity.level > 0)
+    lines += [prose(f"skipped {r.what}: {r.why}", width) for r in run.skipped]
     lines += [prose(f"no forecast for {r.what}: {r.why}", width) for r in run.refused]
     if run.written:
         folder = run.written[0].parent
@@ -75,3 +86,11 @@ def predict(
             stdout.print(item, soft_wrap=False)
         else:
             stdout.print(item)
+    if run.exit_code:
+        why = (
+            f"the {len(run.refused)} refusal(s) above say why"
+            if run.refused
+            else "no measured cell is usable"
+        )
+        print_error_lines([f"no forecast made: {why}"])
+        raise typer.Exit(run.exit_code)
