@@ -99,9 +99,14 @@ def test_each_forecast_is_drawn_dashed_beside_its_measured_curve(root: Path) -> 
     measured, forecast = charts["forecasts-throughput-tiny-gpt2"].series
     w1 = fixture_cell(root, "tiny-gpt2__b16__w1")
     w2 = fixture_cell(root, "tiny-gpt2__b16__w2")
-    assert w1.throughput is not None and w2.throughput is not None
+    assert w1.step_time is not None and w2.step_time is not None and w1.throughput is not None
+    t1, t2 = w1.step_time.p50, w2.step_time.p50
     assert measured.style == "solid" and measured.x == [1, 2]
-    assert measured.y == [w1.throughput.samples_per_s, w2.throughput.samples_per_s]
+    # the measured points as the forecast states its rate: N x batch / median step, not the
+    # cells' wall-clock throughput
+    assert measured.y == pytest.approx([1 * 16 / t1, 2 * 16 / t2])
+    assert measured.y[0] != pytest.approx(w1.throughput.samples_per_s, rel=1e-3)
+    assert "median step" in (charts["forecasts-throughput-tiny-gpt2"].note or "")
     assert forecast.style == "dashed" and forecast.reference_for == measured.name
     assert forecast.x == [2, 4]
     assert forecast.y == pytest.approx([2 * 16 / 0.030, 4 * 16 / 0.036])
@@ -109,6 +114,7 @@ def test_each_forecast_is_drawn_dashed_beside_its_measured_curve(root: Path) -> 
     assert forecast.high == pytest.approx([2 * 16 / 0.026, 4 * 16 / 0.030])
     eff_measured, eff_forecast = charts["forecasts-efficiency"].series
     assert eff_measured.x == [1, 2] and eff_forecast.x == [2, 4]
+    assert eff_measured.y == pytest.approx([1.0, t1 / t2])
     base = w1.throughput.samples_per_s
     assert eff_forecast.y == pytest.approx(
         [2 * 16 / 0.030 / (2 * base), 4 * 16 / 0.036 / (4 * base)]

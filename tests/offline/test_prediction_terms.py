@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -27,6 +28,7 @@ from torchscale.offline.analysis.prediction.figures import (
 )
 from torchscale.offline.analysis.prediction.forecast import (
     BackTest,
+    _efficiency,
     build_forecast,
     forecast_step,
     model_error,
@@ -344,3 +346,16 @@ def test_model_error_is_the_larger_of_back_test_and_spread() -> None:
     assert model_error(tested, [cell(1, 10, spread=0.3)])[0] == pytest.approx(0.3)
     assert model_error(tested, [cell(1, 10, spread=0.02)])[0] == pytest.approx(0.12)
     assert model_error(BackTest({}), [cell(1, 10)])[0] is None
+
+
+def test_efficiency_base_is_the_median_step_not_the_wall_clock_throughput() -> None:
+    # the 1-rank reference's median step is 10 +-0.1 ms (16 samples: 1,600/s), its wall-clock
+    # throughput 1,000/s (stalls in a mean); the 4-rank forecast step 12.5 +-0.5 ms (5,120/s).
+    # Same statistic on both sides: 5,120 / (4 x 1,600) = 10 / 12.5 = 0.8, where the
+    # wall-clock base would give 1.28. Relative ends: the rate 0.5/13 below and 0.5/12 above,
+    # the base 0.1/9.9 above and 0.1/10.1 below, in quadrature
+    reference = replace(cell(1, 10), samples_per_s=Figure(1000.0, 10.0, 10.0))
+    got = _efficiency(_key(4), Figure(12.5 * MS, 0.5 * MS, 0.5 * MS), reference)
+    assert got.value == pytest.approx(0.8)
+    assert got.below == pytest.approx(0.8 * math.hypot(0.5 / 13, 0.1 / 9.9))
+    assert got.above == pytest.approx(0.8 * math.hypot(0.5 / 12, 0.1 / 10.1))

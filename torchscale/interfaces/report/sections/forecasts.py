@@ -29,13 +29,20 @@ from torchscale.interfaces.report.model import (
 )
 from torchscale.interfaces.report.sections.context import Context, records, slug
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.prediction.measured_rates import (
+    StepPoint,
+    median_step_efficiency,
+    median_step_rate,
+)
 from torchscale.offline.analysis.prediction.score import track_record
 
 TITLE = "Forecasts"
 KEY_COLUMNS = ("model", "model_label", "batch_size", "precision", "strategy", "nodes", "device")
 CHART_NOTE = (
-    "solid: measured, with the 95 % interval of the median over the repeats; dashed, in the "
-    "colour of its measured curve: the forecast (`torchscale predict`), with its interval"
+    "solid: measured, as N x batch / median step (the statistic a forecast is made of and "
+    "scored on, not the wall-clock throughput of the cells table), with the 95 % interval of "
+    "the median step; dashed, in the colour of its measured curve: the forecast "
+    "(`torchscale predict`), with its interval"
 )
 TABLE_NOTE = (
     "error: (forecast - measured) / measured, of the median step (+: the forecast was too "
@@ -149,10 +156,6 @@ def _measured(ctx: Context, experiment: str, group: tuple[Any, ...]) -> list[dic
     return records(picked)
 
 
-def _values(rows: Sequence[dict[str, Any]], column: str) -> list[float | None]:
-    return [finite(row.get(column)) for row in rows]
-
-
 @dataclass(frozen=True)
 class _Curve:
     """One group's measured cells and its latest forecasts, by world size."""
@@ -187,24 +190,47 @@ def _estimate_lists(
     return values, lows, highs
 
 
-def _pair(
-    ctx: Context, curve: _Curve, field: str, column: str, model_in_name: bool
-) -> list[Series]:
-    """The measured series of a group (when any cell was measured) and its forecast, dashed."""
+def _step_points(rows: Sequence[dict[str, Any]]) -> list[StepPoint]:
+    """The measured cells with a median step, smallest world size first."""
+    points = []
+    for row in rows:
+        step = finite(row.get("step_p50_s"))
+        if step is not None and step > 0:
+            points.append(
+                StepPoint(
+                    world_size=int(row["world_size"]),
+                    batch_size=int(row["batch_size"]),
+                    step_s=step,
+                    step_low_s=finite(row.get("step_p50_low_s")),
+                    step_high_s=finite(row.get("step_p50_high_s")),
+                )
+            )
+    return points
+
+
+def _pair(ctx: Context, curve: _Curve, field: str, model_in_name: bool) -> list[Series]:
+    """The measured series of a group (when any cell was measured), from its median steps as
+    the forecast is (measured_rates), and its forecast, dashed."""
     row = _key_row(curve.experiment, curve.key)
     name = ctx.group_name(row)
     if model_in_name:
         name = f"{curve.key.label} {name}"
     model = curve.key.label
     series = []
-    if curve.measured:
+    points = _step_points(curve.measured)
+    if points:
+        rated = (
+            [median_step_rate(p) for p in points]
+            if field == "samples_per_s"
+            else median_step_efficiency(points)
+        )
         series.append(
             Series(
                 name=name,
-                x=[int(r["world_size"]) for r in curve.measured],
-                y=_values(curve.measured, column),
-                low=_values(curve.measured, f"{column}_low"),
-                high=_values(curve.measured, f"{column}_high"),
+                x=[p.world_size for p in points],
+                y=[r.value for r in rated],
+                low=[finite(r.low) for r in rated],
+                high=[finite(r.high) for r in rated],
                 model=model,
             )
         )
@@ -230,11 +256,7 @@ def _throughput_charts(ctx: Context, curves: Sequence[_Curve]) -> list[Chart]:
         by_model.setdefault(curve.key.label, []).append(curve)
     charts = []
     for model in sorted(by_model):
-        series = [
-            s
-            for curve in by_model[model]
-            for s in _pair(ctx, curve, "samples_per_s", "samples_per_s", False)
-        ]
+        series = [s for curve in by_model[model] for s in _pair(ctx, curve, "samples_per_s", False)]
         log = spans_decades(series)
         charts.append(
             Chart(
@@ -260,11 +282,7 @@ def _efficiency_chart(ctx: Context, curves: Sequence[_Curve]) -> Chart | None:
     ]
     if not with_efficiency:
         return None
-    series = [
-        s
-        for curve in with_efficiency
-        for s in _pair(ctx, curve, "scaling_efficiency", "scaling_efficiency", True)
-    ]
+    series = [s for curve in with_efficiency for s in _pair(ctx, curve, "scaling_efficiency", True)]
     return Chart(
         id="forecasts-efficiency",
         title="Scaling efficiency, measured and forecast",

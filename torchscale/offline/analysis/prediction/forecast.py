@@ -204,7 +204,13 @@ def model_error(tested: BackTest, cells: Sequence[MeasuredCell]) -> tuple[float 
 
 
 def _rate(key: ForecastKey, step: Figure) -> Figure:
-    samples = key.world_size * key.batch_size
+    return _samples_per_s(key.world_size, key.batch_size, step)
+
+
+def _samples_per_s(world: int, batch: int, step: Figure) -> Figure:
+    """world x batch / step, with the step's interval turned over (a step of 0 at its lower
+    end leaves the rate no upper end)."""
+    samples = world * batch
     value = samples / step.value
     low = samples / step.high
     high = samples / step.low if step.low > 0 else math.inf
@@ -212,10 +218,14 @@ def _rate(key: ForecastKey, step: Figure) -> Figure:
 
 
 def _efficiency(key: ForecastKey, step: Figure, reference: MeasuredCell) -> Figure:
-    """thr(N) / (N x thr(w_ref) / w_ref), the report's definition, with the forecast's and
-    the reference throughput's relative intervals in quadrature."""
+    """thr(N) / (N x thr(w_ref) / w_ref), the report's definition, with both throughputs the
+    same statistic: N x batch / median step, the forecast's from its step and the reference's
+    from its measured median step (score.measured_step_s, the statistic a forecast is scored
+    on). The cell's wall-clock throughput is a mean over the run: against a median-based rate
+    it would move the efficiency by the run's stalls, not by scaling. The two relative
+    intervals in quadrature."""
     rate = _rate(key, step)
-    base = reference.samples_per_s
+    base = _samples_per_s(reference.world_size, key.batch_size, reference.step)
     value = rate.value / (key.world_size * base.value / reference.world_size)
     below = math.hypot(rate.below / rate.value, base.above / base.value)
     above = math.hypot(rate.above / rate.value, base.below / base.value)
