@@ -359,3 +359,17 @@ def test_efficiency_base_is_the_median_step_not_the_wall_clock_throughput() -> N
     assert got.value == pytest.approx(0.8)
     assert got.below == pytest.approx(0.8 * math.hypot(0.5 / 13, 0.1 / 9.9))
     assert got.above == pytest.approx(0.8 * math.hypot(0.5 / 12, 0.1 / 10.1))
+
+
+def test_with_no_cell_as_sparse_as_the_target_the_fewest_ranks_per_host_say_so() -> None:
+    # measured 2 and 4 ranks on one host; the target runs 1 rank per host (2 over 2 nodes):
+    # the 2-rank cell (fewest per host), not the most crowded 4, and a line naming it
+    cells = [cell(2, 10), cell(4, 14)]
+    got = forecast_compute(cells, 1.0, "cpu")
+    assert got.reference.world_size == 2
+    assert got.assumptions[0].startswith("no measured cell ran as few as 1 rank(s) per host")
+    assert "m__w2, the fewest (2 per host)" in got.assumptions[0]
+    # one as sparse as the target: that one, nothing to say
+    fine = forecast_compute([cell(1, 9), *cells], 1.0, "cpu")
+    assert fine.reference.world_size == 1
+    assert not any("as few as" in line for line in fine.assumptions)

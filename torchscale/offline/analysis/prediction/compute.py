@@ -79,12 +79,25 @@ def threads_at(
 
 def reference_cell(
     cells: Sequence[MeasuredCell], ranks_per_host: float, threads: int | None
-) -> MeasuredCell:
+) -> tuple[MeasuredCell, str | None]:
     """The measured cell most like the target: the same threads per rank where any has them,
-    then the most ranks per host not above the target's (then the largest world)."""
-    below = [c for c in cells if c.ranks_per_node <= ranks_per_host] or list(cells)
-    same = [c for c in below if threads is not None and c.threads == threads]
-    return max(same or below, key=lambda c: (c.ranks_per_node, c.world_size))
+    then the most ranks per host not above the target's (then the largest world). With none
+    that few, the fewest ranks per host, and a line saying so: its own work holds the sharing
+    of more ranks than the target runs, which the model does not take off."""
+    below = [c for c in cells if c.ranks_per_node <= ranks_per_host]
+    if below:
+        same = [c for c in below if threads is not None and c.threads == threads]
+        return max(same or below, key=lambda c: (c.ranks_per_node, c.world_size)), None
+    fewest = min(c.ranks_per_node for c in cells)
+    crowded = [c for c in cells if c.ranks_per_node == fewest]
+    same = [c for c in crowded if threads is not None and c.threads == threads]
+    cell = max(same or crowded, key=lambda c: c.world_size)
+    return cell, (
+        f"no measured cell ran as few as {ranks_per_host:g} rank(s) per host: own work from "
+        f"{cell.cell_id}, the fewest ({fewest:g} per host), with the cache, memory and core "
+        "sharing of its ranks kept in (an upper side); measure a cell at this many ranks per "
+        "host to know it"
+    )
 
 
 def slowdown(
@@ -116,7 +129,7 @@ def forecast_compute(
     threads, thread_note = (None, None)
     if device == "cpu":
         threads, thread_note = threads_at(cells, ranks_per_host, cores)
-    reference = reference_cell(cells, ranks_per_host, threads)
+    reference, crowded_note = reference_cell(cells, ranks_per_host, threads)
     own = reference.own_work
     how_compute = (
         f"own work (median phases) measured at {reference.world_size} rank(s)"
@@ -132,9 +145,12 @@ def forecast_compute(
             1.0,
             how_compute,
             "GPU: one device per rank, nothing shared",
-            ["GPU ranks share no compute: host CPU and PCIe contention not modelled"],
+            [
+                *([crowded_note] if crowded_note else []),
+                "GPU ranks share no compute: host CPU and PCIe contention not modelled",
+            ],
         )
-    assumptions = [thread_note] if thread_note else []
+    assumptions = [note for note in (crowded_note, thread_note) if note]
     if reference.busy_cores_per_rank is None or cores is None:
         assumptions.append(
             "CPU cores per rank not recorded (telemetry off): no time-sharing past the "
