@@ -373,3 +373,19 @@ def test_with_no_cell_as_sparse_as_the_target_the_fewest_ranks_per_host_say_so()
     fine = forecast_compute([cell(1, 9), *cells], 1.0, "cpu")
     assert fine.reference.world_size == 1
     assert not any("as few as" in line for line in fine.assumptions)
+
+
+def test_the_overlap_is_read_at_the_references_ranks_per_host() -> None:
+    # 2 ranks exposed 0.6 ms (H = 1.01 - 0.5 = 0.51 ms); 4 ranks on the same host, past the
+    # cores, exposed 5.1 ms of turns taken (H = 1.51 - 5.0 = -3.49): with the reference at 2
+    # per host H is 0.51 alone, so at 8 (T = 1.76 ms): 0.1 + (1.76 - 0.51) = 1.35 ms, not
+    # the average of both
+    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    assert fit is not None
+    cells = [cell(1, 10, 0.1), cell(2, 10, 0.6), cell(4, 10, 5.1)]
+    got = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 8, 1 << 30, 2.0)
+    assert got is not None
+    assert got.seconds.value == pytest.approx(0.1 * MS + (10e-6 + 1e6 * 1.75e-9) - 0.51 * MS)
+    assert "(from m__w2)" in got.how
+    at_4 = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 8, 1 << 30, 4.0)
+    assert at_4 is not None and "(from m__w4)" in at_4.how

@@ -175,16 +175,32 @@ def _one_rank_cost(cells: Sequence[MeasuredCell]) -> Figure:
     return lowest if lowest is not None and lowest.value < one[0].exposed.value else one[0].exposed
 
 
+def _overlap_cells(
+    cells: Sequence[MeasuredCell], ranks_per_host: float | None
+) -> list[MeasuredCell]:
+    """The multi-rank cells H is read from: those at `ranks_per_host`, else the fewest."""
+    multi = [c for c in cells if c.world_size > 1]
+    same = [c for c in multi if c.ranks_per_node == ranks_per_host]
+    if same or not multi:
+        return same
+    fewest = min(c.ranks_per_node for c in multi)
+    return [c for c in multi if c.ranks_per_node == fewest]
+
+
 def exposed_from_comm(
     cells: Sequence[MeasuredCell],
     fits: dict[str, AlphaBeta],
     strategy: str,
     world_size: int,
     bucket_bytes: int,
+    reference_ranks_per_host: float | None = None,
 ) -> ExposedForecast | None:
     """exposed(N) = exposed at one rank + max(0, T(N) - H), H measured on the multi-rank
-    cells of `cells` (none: H = 0, an upper bound, with the interval down to H = min(T(N),
-    own work): backward can hide no more than the rank's own work)."""
+    cells of `cells` with the compute reference's ranks per host (none such: those with the
+    fewest), since a cell past the cores exposes the turns its ranks take too, which the
+    contention term adds from the reference's sharing on; no multi-rank cell: H = 0, an upper
+    bound, with the interval down to H = min(T(N), own work): backward can hide no more than
+    the rank's own work."""
     reference = cells[0]
     grads, params = reference.gradient_bytes, reference.parameter_bytes
     target = collective_time(fits, strategy, world_size, grads, params, bucket_bytes)
@@ -194,7 +210,8 @@ def exposed_from_comm(
     base = _one_rank_cost(cells)
     assumptions: list[str] = []
     hidden: list[Figure] = []
-    for cell in (c for c in cells if c.world_size > 1):
+    used = _overlap_cells(cells, reference_ranks_per_host)
+    for cell in used:
         at = collective_time(fits, strategy, cell.world_size, grads, params, bucket_bytes)
         if at is not None:
             # below 0 where the step paid more than the comm run's collective (gradient hooks,
@@ -220,6 +237,7 @@ def exposed_from_comm(
         f"exposed at one rank {base.value * 1e3:.3g} ms + max(0, T - H), T = {how}; "
         f"H (hidden by backward; below 0: paid beyond the comm run's collective) = "
         f"{overlap.value * 1e3:.3g} ms"
+        + (f" (from {', '.join(c.cell_id for c in used)})" if used else "")
     )
     basis = sorted({f"comm/{f.run_id}.json" for f in fits.values()})
     return ExposedForecast(exposed, how, assumptions, basis)

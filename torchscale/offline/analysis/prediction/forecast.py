@@ -109,7 +109,13 @@ def forecast_step(
     if isinstance(stragglers, str):
         return stragglers
     fits, comm_assumptions = pick_fits(runs, device, nodes)
-    exposed = exposed_from_comm(cells, fits, strategy, world_size, bucket_bytes) if fits else None
+    exposed = (
+        exposed_from_comm(
+            cells, fits, strategy, world_size, bucket_bytes, compute.reference.ranks_per_node
+        )
+        if fits
+        else None
+    )
     if exposed is None:
         comm_assumptions = []
         from_cells = exposed_from_cells(cells, strategy, world_size)
