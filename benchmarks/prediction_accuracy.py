@@ -61,6 +61,11 @@ MODELS: list[dict[str, Any]] = [
     SLEEP_MODEL,
 ]
 REAL_WORK = ("tiny-mlp", "tiny-gpt2")
+ROUNDS = {  # a round's name: what had been measured when its forecasts were made
+    "1": "1 rank, all_reduce at 2",
+    "1,2": "1 and 2 ranks, all_reduce at 2",
+    "1,2+comm": "1 and 2 ranks, all_reduce at 2, 3 and 4",
+}
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ class Row:
 
     model: str
     world_size: int
-    round: str  # the world sizes measured when it was made: "1" or "1,2"
+    round: str  # what had been measured when it was made: a key of ROUNDS
     headline: bool  # the latest forecast of its cell made before the cell was measured
     step_s: float
     low_s: float | None
@@ -90,7 +95,12 @@ def uptime() -> str:
     return done.stdout.strip() or f"load average {os.getloadavg()}"
 
 
-def config(models: Sequence[dict[str, Any]], world_sizes: Sequence[int], quick: bool) -> str:
+def config(
+    models: Sequence[dict[str, Any]],
+    world_sizes: Sequence[int],
+    quick: bool,
+    default_threads: bool = False,
+) -> str:
     return json.dumps(
         {
             "experiment_name": EXPERIMENT,
@@ -99,7 +109,11 @@ def config(models: Sequence[dict[str, Any]], world_sizes: Sequence[int], quick: 
             "batch_sizes": [8],
             "gpu_counts": list(world_sizes),
             "measurement": {"warmup_steps": 3, "steps": 12 if quick else 20, "repeats": 3},
-            "launcher": {"env": {"PYTHONPATH": str(REPO)}, "cell_timeout_s": 600},
+            "launcher": {
+                "env": {"PYTHONPATH": str(REPO)},
+                "cell_timeout_s": 600,
+                **({} if default_threads else {"omp_num_threads": 1}),
+            },
         }
     )
 
@@ -118,10 +132,17 @@ def measure(
     sizes: Sequence[int],
     quick: bool,
     env: dict[str, str],
+    default_threads: bool = False,
 ) -> str:
     path = out / f"config_w{'_'.join(map(str, sizes))}.yaml"
-    path.write_text(config(models, sizes, quick), encoding="utf-8")
+    path.write_text(config(models, sizes, quick, default_threads), encoding="utf-8")
     return torchscale(["benchmark", "-c", str(path), "-o", str(out)], env)
+
+
+def comm(out: Path, ranks: int, env: dict[str, str]) -> None:
+    """`torchscale comm`: all_reduce at `ranks` ranks, into the experiment's comm/."""
+    argv = ["comm", "--device", "cpu", "--gpus", str(ranks), "--max-bytes", "16M"]
+    torchscale([*argv, "-o", str(out), "--name", EXPERIMENT], env)
 
 
 def forecast_ids(root: Path) -> set[str]:
@@ -218,14 +239,14 @@ def report(
     others: OtherWork | None = None,
 ) -> list[str]:
     lines = [
-        f"{'model':<10} {'ranks':>5} {'from':>5}  {'forecast ms [interval]':<26} "
+        f"{'model':<10} {'ranks':>5} {'from':>8}  {'forecast ms [interval]':<26} "
         f"{'measured':>8} {'error':>8}  held",
     ]
     for r in found:
         interval = f"{ms(r.step_s)} [{ms(r.low_s)}, {ms(r.high_s)}]"
         mark = "" if r.headline else "  (superseded)"
         lines.append(
-            f"{r.model:<10} {r.world_size:>5} {r.round:>5}  {interval:<26} {ms(r.measured_s):>8} "
+            f"{r.model:<10} {r.world_size:>5} {r.round:>8}  {interval:<26} {ms(r.measured_s):>8} "
             f"{r.error * 100:>+7.1f}%  {'inside' if r.inside else 'outside'}{mark}"
         )
     headline = [r for r in found if r.headline]
@@ -256,12 +277,15 @@ def report(
         held = "met" if coverage >= COVERAGE_TARGET else "missed"
         verdicts.append(f"coverage >= {COVERAGE_TARGET:.0%}: {held}")
     superseded = [r for r in found if not r.headline]
-    if superseded:
-        median, coverage = summary(superseded)
-        lines.append(
-            f"  superseded (round '1' forecasts of cells a later round forecast again): "
-            f"{len(superseded)}, median |error| {pct(median)}, intervals held {pct(coverage)}"
-        )
+    for made in sorted({r.round for r in superseded}):
+        for size in sorted({r.world_size for r in superseded if r.round == made}):
+            at = [r for r in superseded if r.round == made and r.world_size == size]
+            median, coverage = summary(at)
+            lines.append(
+                f"  superseded, round '{made}' ({ROUNDS.get(made, '?')}), {size} ranks: "
+                f"{len(at)} forecasts, median |error| {pct(median)}, intervals held "
+                f"{pct(coverage)}"
+            )
     lines.append("")
     lines.append(f"load before: {load_before}")
     lines.append(f"load after:  {load_after}")
@@ -283,6 +307,11 @@ def report(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sleep model, 1 -> 2 ranks only")
+    parser.add_argument(
+        "--default-threads",
+        action="store_true",
+        help="each sweep's default intra-op threads (2 at 1 rank here) instead of 1 everywhere",
+    )
     parser.add_argument("--out", type=Path, help="results folder (kept); default: a temporary one")
     parser.add_argument("--json", type=Path, help="also write the rows and loads to this file")
     args = parser.parse_args()
@@ -301,32 +330,25 @@ def main() -> None:
     rounds: dict[str, set[str]] = {}
     try:
         print(f"measuring 1 rank, and all_reduce at 2 ranks, into {root}", flush=True)
-        measure(out, models, [1], args.quick, env)
-        torchscale(
-            [
-                "comm",
-                "--device",
-                "cpu",
-                "--gpus",
-                "2",
-                "--max-bytes",
-                "16M",
-                "-o",
-                str(out),
-                "--name",
-                EXPERIMENT,
-            ],
-            env,
-        )
+        measure(out, models, [1], args.quick, env, args.default_threads)
+        comm(out, 2, env)
         rounds["1"] = predict(root, [2] if args.quick else [2, 3, 4], env)
         print(f"round '1': {len(rounds['1'])} forecasts; measuring 2 ranks", flush=True)
-        measure(out, models, [2], args.quick, env)
+        measure(out, models, [2], args.quick, env, args.default_threads)
         if not args.quick:
             rounds["1,2"] = predict(root, [3, 4], env)
             print(
-                f"round '1,2': {len(rounds['1,2'])} forecasts; measuring 3 and 4 ranks", flush=True
+                f"round '1,2': {len(rounds['1,2'])} forecasts; all_reduce at 3 and 4 ranks",
+                flush=True,
             )
-            measure(out, models, [3, 4], args.quick, env)
+            for size in (3, 4):
+                comm(out, size, env)
+            rounds["1,2+comm"] = predict(root, [3, 4], env)
+            print(
+                f"round '1,2+comm': {len(rounds['1,2+comm'])} forecasts; measuring 3 and 4 ranks",
+                flush=True,
+            )
+            measure(out, models, [3, 4], args.quick, env, args.default_threads)
     except (KeyboardInterrupt, Stopped):
         raise SystemExit(f"stopped; what was measured is in {root}") from None
     load_after = uptime()

@@ -9,16 +9,19 @@ import pytest
 
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
 from torchscale.contracts.schema.forecast import ForecastKey
+from torchscale.offline.analysis.nccl_bandwidth import ring_steps
 from torchscale.offline.analysis.prediction.communication import (
     collective_time,
     exposed_from_cells,
     exposed_from_comm,
     fit_alpha_beta,
+    fit_at,
 )
 from torchscale.offline.analysis.prediction.compute import (
     forecast_compute,
     threads_at,
     time_sharing,
+    time_sharing_range,
 )
 from torchscale.offline.analysis.prediction.figures import (
     Figure,
@@ -99,6 +102,24 @@ def test_time_sharing_past_the_cores() -> None:
     assert time_sharing(4, 1.0, 2) == 2.0
     assert time_sharing(2, 1.0, 2) == 1.0
     assert time_sharing(8, None, 2) == 1.0
+    # 3 ranks on 2 cores: shared out perfectly 1.5x, the busiest core's 2 ranks 2x: 1.75x
+    assert time_sharing_range(3, 1.0, 2) == (1.5, 2.0)
+    assert time_sharing(3, 1.0, 2) == 1.75
+    # half a core each: 3 ranks fit on 2 cores however placed
+    assert time_sharing_range(3, 0.5, 2) == (1.0, 1.0)
+    # a rank wanting 1.6 cores (threads): spread over the cores, the fair share is the most
+    assert time_sharing_range(2, 1.6, 2) == (1.6, 1.6)
+
+
+def test_an_uneven_count_past_the_cores_spans_fair_to_busiest_core() -> None:
+    # 2 ranks, 12 ms own work, 1 core busy each; at 3 ranks on 2 cores the slowest rank runs
+    # between 1.5x (18 ms) and 2x (24 ms): the middle 21 ms (9 ms of contention), +-3 ms
+    # reaching both ends (in quadrature with the own work's 0.1 ms x 0.75)
+    cells = [cell(1, 10.0, busy=1.0, threads=1), cell(2, 12.0, busy=1.0, threads=1)]
+    got = forecast_compute(cells, 3, "cpu")
+    assert got.contention.value == pytest.approx(9 * MS)
+    assert got.contention.above == pytest.approx(math.hypot(3 * MS, 0.075 * MS))
+    assert any("between 1.5x" in a and "2x (the busiest core" in a for a in got.assumptions)
 
 
 def test_fewer_threads_slow_a_rank_between_none_and_the_cores_it_kept_busy() -> None:
@@ -196,10 +217,11 @@ def test_exposed_from_cells_is_a_line_over_the_bus_factor() -> None:
     assert isinstance(exposed_from_cells([cell(1, 10, 0.1)], "ddp", 4), str)
 
 
-def _comm(alpha_s: float, beta: float, world: int = 2) -> CommResult:
+def _comm(alpha_s: float, beta: float, world: int = 2, run_id: str = "ar") -> CommResult:
+    """An all_reduce run on the ring's line: alpha_s per step, 2(n-1) steps."""
     rows = []
     for size in (1 << 16, 1 << 20, 1 << 24):
-        seconds = alpha_s + beta * size * 2 * (world - 1) / world
+        seconds = alpha_s * 2 * (world - 1) + beta * size * 2 * (world - 1) / world
         rows.append(
             CommRow(
                 op="all_reduce",
@@ -211,7 +233,7 @@ def _comm(alpha_s: float, beta: float, world: int = 2) -> CommResult:
             )
         )
     return CommResult(
-        id="ar",
+        id=run_id,
         world_size=world,
         device="cpu",
         backend="gloo",
@@ -222,68 +244,114 @@ def _comm(alpha_s: float, beta: float, world: int = 2) -> CommResult:
 
 
 def test_alpha_beta_fit_and_the_step_collective() -> None:
-    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    # 5 us per ring step: 10 us at 2 ranks (2 steps), 30 us at 4 (6 steps)
+    fit = fit_alpha_beta(_comm(5e-6, 1e-9), "all_reduce")
     assert fit is not None
-    assert fit.alpha_s == pytest.approx(10e-6) and fit.beta_s_per_byte == pytest.approx(1e-9)
-    t, _how = collective_time({"all_reduce": fit}, "ddp", 4, 1_000_000, 1_000_000, 1 << 30)
-    assert t.value == pytest.approx(10e-6 + 1e6 * 1.5 * 1e-9)  # 1.51 ms
+    assert fit.alpha_s == pytest.approx(5e-6) and fit.beta_s_per_byte == pytest.approx(1e-9)
+    t, how = collective_time({"all_reduce": [fit]}, "ddp", 4, 1_000_000, 1_000_000, 1 << 30)
+    assert t.value == pytest.approx(30e-6 + 1e6 * 1.5 * 1e-9)  # 1.53 ms
+    assert "6 steps" in how
+    # FSDP from an all_reduce run: each half its own n-1 steps and (n-1)/n bus factor
+    fsdp, _ = collective_time({"all_reduce": [fit]}, "fsdp", 4, 1_000_000, 1_000_000, 1 << 30)
+    assert fsdp.value == pytest.approx(2 * 15e-6 + 3e6 * 0.75 * 1e-9)
+
+
+def test_ring_steps_of_each_op() -> None:
+    assert [ring_steps("all_reduce", n) for n in (1, 2, 4, 8)] == [0, 2, 6, 14]
+    assert [ring_steps("all_gather", n) for n in (1, 2, 4)] == [0, 1, 3]
+    assert ring_steps("reduce_scatter", 8) == 7
+
+
+def test_the_fit_is_robust_to_a_stalled_row() -> None:
+    # one row stalled 20x by a busy host: least squares would follow it, Theil-Sen keeps the
+    # line of the others (5 us a step, 1 ns/B) and widens its error band only by that row
+    run = _comm(5e-6, 1e-9)
+    sizes = [1 << k for k in range(10, 25, 2)]
+    rows = [
+        run.rows[0].model_copy(
+            update={"size_bytes": s, "count": s // 4, "time_us": (10e-6 + 1e-9 * s) * 1e6}
+        )
+        for s in sizes
+    ]
+    rows[2] = rows[2].model_copy(update={"time_us": rows[2].time_us * 20})
+    fit = fit_alpha_beta(run.model_copy(update={"rows": rows}), "all_reduce")
+    assert fit is not None
+    assert fit.alpha_s == pytest.approx(5e-6, rel=1e-6)
+    assert fit.beta_s_per_byte == pytest.approx(1e-9, rel=1e-6)
+    assert fit.relative_error == pytest.approx(0, abs=1e-9)  # the clean rows: median residual
+
+
+def test_the_comm_run_nearest_the_target_is_used() -> None:
+    # runs at 2 and 4 ranks on different lines: a forecast at 4 reads the 4-rank run itself,
+    # at 3 the nearer larger one, at 8 the 4-rank run carried over by the ring's steps
+    small = fit_alpha_beta(_comm(5e-6, 1e-9, 2, "w2"), "all_reduce")
+    large = fit_alpha_beta(_comm(50e-6, 2e-9, 4, "w4"), "all_reduce")
+    assert small is not None and large is not None
+    fits = {"all_reduce": [small, large]}
+    assert fit_at(fits, "all_reduce", 4) is large and fit_at(fits, "all_reduce", 2) is small
+    assert fit_at(fits, "all_reduce", 3) is large
+    assert fit_at(fits, "all_gather", 8) is large  # all_reduce stands in
+    t, how = collective_time(fits, "ddp", 8, 1_000_000, 1_000_000, 1 << 30)
+    assert t.value == pytest.approx(14 * 50e-6 + 1e6 * 1.75 * 2e-9)
+    assert "(w4)" in how
 
 
 def test_an_unmeasured_overlap_is_an_upper_bound_with_the_interval_below() -> None:
-    # one rank only: exposed at 4 = 0.1 + T(4) = 0.1 + 1.51 ms; the interval reaches down
+    # one rank only: exposed at 4 = 0.1 + T(4) = 0.1 + 1.53 ms; the interval reaches down
     # to all of T hidden (own work 10 ms > T): 0.1 ms, less the measurement's own 0.01
-    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    fit = fit_alpha_beta(_comm(5e-6, 1e-9), "all_reduce")
     assert fit is not None
-    got = exposed_from_comm([cell(1, 10, 0.1)], {"all_reduce": fit}, "ddp", 4, 1 << 30)
+    got = exposed_from_comm([cell(1, 10, 0.1)], {"all_reduce": [fit]}, "ddp", 4, 1 << 30)
     assert got is not None
-    assert got.seconds.value == pytest.approx(1.61 * MS)
+    assert got.seconds.value == pytest.approx(1.63 * MS)
     assert got.seconds.low == pytest.approx(0.1 * MS, abs=0.02 * MS)
     assert "upper bound" in got.assumptions[0]
 
 
 def test_a_latency_only_run_fits_no_bytes_term() -> None:
-    # times that fall with size (noise around a latency): slope 0, alpha the mean time
-    run = _comm(10e-6, 1e-9)
+    # times that fall with size (noise around a latency): slope 0, the median time 1.5 ms as
+    # the latency of the run's 2 ring steps
+    run = _comm(5e-6, 1e-9)
     times = [2000.0, 1500.0, 1000.0]  # us, at 64 KiB, 1 MiB, 16 MiB
     rows = [r.model_copy(update={"time_us": t}) for r, t in zip(run.rows, times, strict=True)]
     fit = fit_alpha_beta(run.model_copy(update={"rows": rows}), "all_reduce")
     assert fit is not None
-    assert fit.beta_s_per_byte == 0 and fit.alpha_s == pytest.approx(1.5e-3)
+    assert fit.beta_s_per_byte == 0 and fit.alpha_s == pytest.approx(0.75e-3)
 
 
 def test_exposed_from_comm_subtracts_the_measured_overlap() -> None:
     # T(2) = 1.01 ms, exposed 0.6 ms at 2 ranks and 0.1 at 1: H = 1.01 - 0.5 = 0.51 ms;
-    # T(4) = 1.51 ms: exposed = 0.1 + (1.51 - 0.51) = 1.1 ms
-    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    # T(4) = 1.53 ms: exposed = 0.1 + (1.53 - 0.51) = 1.12 ms
+    fit = fit_alpha_beta(_comm(5e-6, 1e-9), "all_reduce")
     assert fit is not None
     cells = [cell(1, 10, 0.1), cell(2, 10, 0.6)]
-    got = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 4, 1 << 30)
+    got = exposed_from_comm(cells, {"all_reduce": [fit]}, "ddp", 4, 1 << 30)
     assert got is not None
-    assert got.seconds.value == pytest.approx(1.1 * MS)
+    assert got.seconds.value == pytest.approx(1.12 * MS)
     assert got.basis == ["comm/ar.json"]
 
 
 def test_a_step_that_paid_more_than_the_collective_carries_it() -> None:
     # T(2) = 1.01 ms but 2 ranks exposed 3.1 ms over 0.1 at 1: H = 1.01 - 3.0 = -1.99 ms;
-    # at 4: 0.1 + (1.51 + 1.99) = 3.6 ms (and at 2 it gives back the measured 3.1 ms)
-    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    # at 4: 0.1 + (1.53 + 1.99) = 3.62 ms (and at 2 it gives back the measured 3.1 ms)
+    fit = fit_alpha_beta(_comm(5e-6, 1e-9), "all_reduce")
     assert fit is not None
     cells = [cell(1, 10, 0.1), cell(2, 10, 3.1)]
-    at_4 = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 4, 1 << 30)
-    at_2 = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 2, 1 << 30)
+    at_4 = exposed_from_comm(cells, {"all_reduce": [fit]}, "ddp", 4, 1 << 30)
+    at_2 = exposed_from_comm(cells, {"all_reduce": [fit]}, "ddp", 2, 1 << 30)
     assert at_4 is not None and at_2 is not None
-    assert at_4.seconds.value == pytest.approx(3.6 * MS)
+    assert at_4.seconds.value == pytest.approx(3.62 * MS)
     assert at_2.seconds.value == pytest.approx(3.1 * MS)
 
 
 def test_a_stalled_one_rank_cell_exposes_no_more_than_the_multi_rank_ones() -> None:
     # 1 rank read 150 ms of overhead (stalled), 2 ranks exposed 3.1 ms: E1 is taken as 3.1,
-    # H = 1.01 - (3.1 - 3.1) = 1.01 ms; at 4: 3.1 + (1.51 - 1.01) = 3.6 ms, not 150
-    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    # H = 1.01 - (3.1 - 3.1) = 1.01 ms; at 4: 3.1 + (1.53 - 1.01) = 3.62 ms, not 150
+    fit = fit_alpha_beta(_comm(5e-6, 1e-9), "all_reduce")
     assert fit is not None
     cells = [cell(1, 10, 150.0), cell(2, 10, 3.1)]
-    got = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 4, 1 << 30)
-    assert got is not None and got.seconds.value == pytest.approx(3.6 * MS)
+    got = exposed_from_comm(cells, {"all_reduce": [fit]}, "ddp", 4, 1 << 30)
+    assert got is not None and got.seconds.value == pytest.approx(3.62 * MS)
 
 
 def test_no_forecast_below_the_measured_or_without_a_collective() -> None:
@@ -380,12 +448,12 @@ def test_the_overlap_is_read_at_the_references_ranks_per_host() -> None:
     # cores, exposed 5.1 ms of turns taken (H = 1.51 - 5.0 = -3.49): with the reference at 2
     # per host H is 0.51 alone, so at 8 (T = 1.76 ms): 0.1 + (1.76 - 0.51) = 1.35 ms, not
     # the average of both
-    fit = fit_alpha_beta(_comm(10e-6, 1e-9), "all_reduce")
+    fit = fit_alpha_beta(_comm(5e-6, 1e-9), "all_reduce")
     assert fit is not None
     cells = [cell(1, 10, 0.1), cell(2, 10, 0.6), cell(4, 10, 5.1)]
-    got = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 8, 1 << 30, 2.0)
+    got = exposed_from_comm(cells, {"all_reduce": [fit]}, "ddp", 8, 1 << 30, 2.0)
     assert got is not None
-    assert got.seconds.value == pytest.approx(0.1 * MS + (10e-6 + 1e6 * 1.75e-9) - 0.51 * MS)
+    assert got.seconds.value == pytest.approx(0.1 * MS + (14 * 5e-6 + 1e6 * 1.75e-9) - 0.51 * MS)
     assert "(from m__w2)" in got.how
-    at_4 = exposed_from_comm(cells, {"all_reduce": fit}, "ddp", 8, 1 << 30, 4.0)
+    at_4 = exposed_from_comm(cells, {"all_reduce": [fit]}, "ddp", 8, 1 << 30, 4.0)
     assert at_4 is not None and "(from m__w4)" in at_4.how

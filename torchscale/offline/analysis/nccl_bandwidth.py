@@ -41,6 +41,14 @@ def busbw_factor(op: str, ranks: int) -> float:
     return 1.0
 
 
+def ring_steps(op: str, ranks: int) -> int:
+    """The sequential steps of `op`'s ring algorithm over `ranks` ranks, each paying one
+    link latency (Thakur, Rabenseifner and Gropp 2005): 2(n-1) for all_reduce (reduce-scatter
+    then all-gather), n-1 for the others; 0 for one rank."""
+    factor = _shape(op, ranks).busbw_factor
+    return (2 if factor == "2(n-1)/n" else 1) * (ranks - 1)
+
+
 def size_bytes(op: str, count: int, itemsize: int, ranks: int) -> int:
     """S in bytes: `count` elements of `itemsize` bytes per rank; times the ranks for the ops
     whose S is the whole gathered/scattered buffer (all_gather, reduce_scatter, all_to_all)."""

@@ -1,14 +1,19 @@
 """The exposed-communication term: the part of the step's collectives that backward did not
 hide.
 
-From a `comm` run (alpha-beta): each collective's time at the run's size S is fitted as
-t = alpha + beta x S x f(n) (f the nccl-tests bus factor: 2(n-1)/n for all_reduce, (n-1)/n
-for all_gather and reduce_scatter), so beta is seconds per byte on the bus. A step sends, in
-buckets of the DDP bucket size: DDP one all-reduce of the gradient bytes G; FSDP an all-gather
-of the parameter bytes P in forward and another in backward and a reduce-scatter of G. The
-collective time at N ranks is T(N) = buckets x alpha + beta x bytes x f(N). What backward
-hides (the overlap capacity H) is measured on the multi-rank cells: H = T(w) - (exposed(w) -
-exposed at one rank), below 0 where a step paid more than the comm run's collective;
+From a `comm` run (alpha-beta, the ring algorithm's cost: Thakur, Rabenseifner and Gropp
+2005): each collective's time at the run's size S over n ranks is fitted as
+t = alpha x steps(n) + beta x S x f(n), steps the ring's sequential steps (2(n-1) for
+all_reduce, n-1 for all_gather and reduce_scatter), each paying one link latency alpha, and f
+the nccl-tests bus factor (2(n-1)/n for all_reduce, (n-1)/n for the others), so beta is
+seconds per byte on the bus. The fit is Theil-Sen's (median slope and intercept): on a shared
+or idle host single rows stall by milliseconds, which a least-squares line follows. A step
+sends, in buckets of the DDP bucket size:
+DDP one all-reduce of the gradient bytes G; FSDP an all-gather of the parameter bytes P in
+forward and another in backward and a reduce-scatter of G. The collective time at N ranks is
+T(N) = buckets x alpha x steps(N) + beta x bytes x f(N). What backward hides (the overlap
+capacity H) is measured on the multi-rank cells: H = T(w) - (exposed(w) - exposed at one
+rank), below 0 where a step paid more than the comm run's collective;
 exposed(N) = exposed at one rank + max(0, T(N) - H).
 
 Without a comm run, the measured cells alone: their exposed transfer fitted by a straight line
@@ -18,11 +23,12 @@ over f(w) (at one rank f = 0: the fixed cost of the gradient hooks), read at f(N
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torchscale.contracts.schema.comm_result import CommResult
-from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
+from torchscale.offline.analysis.nccl_bandwidth import busbw_factor, ring_steps
 from torchscale.offline.analysis.prediction.figures import (
     Figure,
     combine,
@@ -36,55 +42,66 @@ DEFAULT_BUCKET_BYTES = 25 * 1024 * 1024  # DDP's bucket_cap_mb default
 
 @dataclass(frozen=True)
 class AlphaBeta:
-    """One collective's fit: t = alpha + beta x S x f(n), from `rows` sizes of run `run_id`."""
+    """One collective's fit: t = alpha x steps(n) + beta x S x f(n), from `rows` sizes of run
+    `run_id`; alpha is one ring step's latency."""
 
     op: str
-    alpha_s: float
+    alpha_s: float  # per ring step
     beta_s_per_byte: float
-    relative_error: float  # RMS of the rows' relative residuals: the fit's own error
+    relative_error: float  # half the 95 % band of the rows around the line, relative
     rows: int
     run_id: str
     world_size: int
     nodes: int
 
-    def seconds(self, size_bytes: float, world_size: int, buckets: int = 1) -> float:
-        return buckets * self.alpha_s + self.beta_s_per_byte * size_bytes * busbw_factor(
-            self.op, world_size
-        )
+    def seconds(
+        self, size_bytes: float, world_size: int, buckets: int = 1, op: str | None = None
+    ) -> float:
+        """`op` (default the fitted one) of `size_bytes` over `world_size` ranks in `buckets`
+        buckets: all_reduce stands in for its halves with their own steps and bus factor."""
+        op = op or self.op
+        latency = buckets * self.alpha_s * ring_steps(op, world_size)
+        return latency + self.beta_s_per_byte * size_bytes * busbw_factor(op, world_size)
 
 
 def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
-    """Least squares of the run's ok rows of `op` (time against bus bytes), the slope at least
-    0; None with fewer than 2 sizes or a world of one (nothing crosses a link)."""
+    """The Theil-Sen line of the run's ok rows of `op` (time against bus bytes: the median of
+    the pairwise slopes, at least 0, and the median intercept), robust to the rows a busy or
+    idle host slowed; its error is the band that holds 95 % of the rows around it, 1.96 x their
+    robust relative spread (1.4826 x the median absolute relative residual): a comm row is,
+    like the step's collective, an average over many calls, so its scatter is how far another
+    run's collective falls from the line. None with fewer than 2 sizes or a world of one
+    (nothing crosses a link)."""
+    from scipy.stats import theilslopes  # the analysis' one statistics library, loaded late
+
     points: dict[int, float] = {}
     for row in run.rows:
-        if row.op == op and row.status == "ok" and row.time_us is not None:
+        if row.op == op and row.status == "ok" and row.time_us is not None and row.time_us > 0:
             points.setdefault(row.size_bytes, row.time_us * 1e-6)  # one placement per size
     factor = busbw_factor(op, run.world_size)
     if len(points) < 2 or factor == 0:
         return None
     xs = [size * factor for size in points]
     ys = list(points.values())
-    n = len(xs)
-    mean_x, mean_y = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mean_x) ** 2 for x in xs)
-    beta = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sxx
-    if beta <= 0:
+    beta = float(theilslopes(ys, xs, method="joint").slope)
+    if not beta > 0:
         # no bytes term above the noise over the sizes run (a CPU collective's latency
-        # dominates them): the mean time as a latency, nothing per byte
+        # dominates them): the median time as a latency, nothing per byte
         beta = 0.0
-    alpha = max(mean_y - beta * mean_x, 0.0)
-    residuals = [(alpha + beta * x - y) / y for x, y in zip(xs, ys, strict=True) if y > 0]
-    rms = math.sqrt(sum(r * r for r in residuals) / len(residuals)) if residuals else 0.0
-    return AlphaBeta(op, alpha, beta, rms, n, run.id, run.world_size, run.nodes)
+    intercept = max(statistics.median(y - beta * x for x, y in zip(xs, ys, strict=True)), 0.0)
+    residuals = [abs(intercept + beta * x - y) / y for x, y in zip(xs, ys, strict=True)]
+    spread = 1.96 * 1.4826 * statistics.median(residuals)
+    alpha = intercept / ring_steps(op, run.world_size)
+    return AlphaBeta(op, alpha, beta, spread, len(xs), run.id, run.world_size, run.nodes)
 
 
-def pick_fits(
-    runs: Sequence[CommResult], device: str, nodes: int
-) -> tuple[dict[str, AlphaBeta], list[str]]:
-    """The best fit per op from `runs` on `device`: a run over as many nodes as asked if any,
-    else the most nodes measured (the assumption says so); the largest world among those."""
-    fits: dict[str, AlphaBeta] = {}
+Fits = dict[str, list[AlphaBeta]]  # op -> its fits, one per world size measured
+
+
+def pick_fits(runs: Sequence[CommResult], device: str, nodes: int) -> tuple[Fits, list[str]]:
+    """The fits per op from `runs` on `device`, one per world size: runs over as many nodes
+    as asked if any, else over the most nodes measured (the assumption says so)."""
+    fits: Fits = {}
     assumptions: list[str] = []
     for op in ("all_reduce", "all_gather", "reduce_scatter"):
         candidates = [
@@ -98,8 +115,11 @@ def pick_fits(
             continue
         exact = [f for f in candidates if f.nodes == nodes]
         pool = exact or [f for f in candidates if f.nodes == max(c.nodes for c in candidates)]
-        fits[op] = max(pool, key=lambda f: f.world_size)
-    measured_nodes = {f.nodes for f in fits.values()}
+        by_world: dict[int, AlphaBeta] = {}
+        for fit in pool:  # the latest run of a world size is the one kept
+            by_world[fit.world_size] = fit
+        fits[op] = [by_world[w] for w in sorted(by_world)]
+    measured_nodes = {f.nodes for by_op in fits.values() for f in by_op}
     if fits and nodes not in measured_nodes:
         assumptions.append(
             f"bandwidth over {nodes} node(s) not measured: assumed that of the comm run over "
@@ -107,6 +127,17 @@ def pick_fits(
             "nodes"
         )
     return fits, assumptions
+
+
+def fit_at(fits: Fits, op: str, world_size: int) -> AlphaBeta | None:
+    """The fit of `op` (all_reduce standing in when `op` was not run) measured at the world
+    size nearest `world_size` (the larger on a tie): a run at the very size measured the
+    collective the step will make, its latency included; from another size the ring's steps
+    carry it over."""
+    pool = fits.get(op) or fits.get("all_reduce")
+    if not pool:
+        return None
+    return min(pool, key=lambda f: (abs(f.world_size - world_size), -f.world_size))
 
 
 def step_collectives(
@@ -123,7 +154,7 @@ def step_collectives(
 
 
 def collective_time(
-    fits: dict[str, AlphaBeta],
+    fits: Fits,
     strategy: str,
     world_size: int,
     gradient_bytes: int,
@@ -135,20 +166,17 @@ def collective_time(
     parts: list[Figure] = []
     hows: list[str] = []
     for op, size, _what in step_collectives(strategy, gradient_bytes, parameter_bytes):
-        fit = fits.get(op) or fits.get("all_reduce")
+        fit = fit_at(fits, op, world_size)
         if fit is None:
             return None
         buckets = max(1, math.ceil(size / bucket_bytes))
-        # all_reduce standing in for one half of itself: the same bus bytes at (n-1)/n
-        seconds = (
-            fit.seconds(size, world_size, buckets)
-            if fit.op == op
-            else buckets * fit.alpha_s + fit.beta_s_per_byte * size * busbw_factor(op, world_size)
-        )
+        # all_reduce standing in for one half of itself: its steps, the same bus bytes at (n-1)/n
+        seconds = fit.seconds(size, world_size, buckets, op)
         half = seconds * fit.relative_error
         parts.append(Figure(seconds, half, half))
         hows.append(
-            f"{op} {size} B in {buckets} bucket(s): {buckets} x {fit.alpha_s * 1e6:.3g} us + "
+            f"{op} {size} B in {buckets} bucket(s): {buckets} x {ring_steps(op, world_size)} "
+            f"steps x {fit.alpha_s * 1e6:.3g} us + "
             f"{size} B x {busbw_factor(op, world_size):.3g} x {fit.beta_s_per_byte * 1e9:.3g} "
             f"ns/B ({fit.run_id})"
         )
@@ -189,7 +217,7 @@ def _overlap_cells(
 
 def exposed_from_comm(
     cells: Sequence[MeasuredCell],
-    fits: dict[str, AlphaBeta],
+    fits: Fits,
     strategy: str,
     world_size: int,
     bucket_bytes: int,
@@ -239,7 +267,7 @@ def exposed_from_comm(
         f"{overlap.value * 1e3:.3g} ms"
         + (f" (from {', '.join(c.cell_id for c in used)})" if used else "")
     )
-    basis = sorted({f"comm/{f.run_id}.json" for f in fits.values()})
+    basis = sorted({f"comm/{f.run_id}.json" for by_op in fits.values() for f in by_op})
     return ExposedForecast(exposed, how, assumptions, basis)
 
 

@@ -7,8 +7,9 @@ target's), so what ranks sharing caches and memory bandwidth cost there is in it
 rank that kept u cores busy with t threads runs its work on min(u, t') cores with t' < t
 threads: the work is the same, fewer cores run it at once, a thread factor of at most
 u / min(u, t') and at least 1, as u counts OpenMP's spin-waits too (taken as the middle);
-and k ranks wanting d cores each on C cores take turns past the cores (time-sharing
-max(1, k x d / C)); a CPU collective (gloo) runs on the ranks' own cores, so past the cores
+and k ranks wanting d cores each on C cores take turns past the cores (time-sharing between
+max(1, k x d / C), shared out perfectly, and the busiest core's ceil(k / C) x min(d, 1): the
+middle); a CPU collective (gloo) runs on the ranks' own cores, so past the cores
 its exposed part takes turns too (forecast.py adds it here). A rank whose compute holds no
 core (u ~ 0: a sleep, a wait on a device) is slowed by neither. GPU ranks each have their
 own device: no contention term.
@@ -36,12 +37,27 @@ class ComputeForecast:
     assumptions: list[str]
 
 
-def time_sharing(ranks_per_host: float, busy_cores: float | None, cores: int | None) -> float:
-    """How many times slower each rank runs when its host's ranks want more cores than it
-    has: max(1, ranks x busy cores per rank / cores); 1 when either is unknown."""
+def time_sharing_range(
+    ranks_per_host: float, busy_cores: float | None, cores: int | None
+) -> tuple[float, float]:
+    """How many times slower the slowest rank runs when its host's ranks want more cores than
+    it has, (fair, busiest core): shared out perfectly, max(1, ranks x busy cores per rank /
+    cores); with each rank kept on one core for the step, the busiest core's
+    ceil(ranks / cores) ranks x min(busy cores, 1). A synchronous step waits for its slowest
+    rank, and the scheduler moves ranks between cores only now and then, so it lies between
+    the two (equal where the ranks divide evenly over the cores). (1, 1) when either input is
+    unknown."""
     if busy_cores is None or not cores:
-        return 1.0
-    return max(1.0, ranks_per_host * busy_cores / cores)
+        return 1.0, 1.0
+    fair = max(1.0, ranks_per_host * busy_cores / cores)
+    busiest = math.ceil(ranks_per_host / cores) * min(busy_cores, 1.0)
+    return fair, max(fair, busiest)
+
+
+def time_sharing(ranks_per_host: float, busy_cores: float | None, cores: int | None) -> float:
+    """The middle of `time_sharing_range`: the forecast's value (both ends in its interval)."""
+    fair, busiest = time_sharing_range(ranks_per_host, busy_cores, cores)
+    return (fair + busiest) / 2
 
 
 def launcher_threads(cores: int, ranks_per_host: float) -> int:
@@ -100,21 +116,31 @@ def reference_cell(
     )
 
 
+@dataclass(frozen=True)
+class Slowdown:
+    """Own work at the target = the reference's x thread factor x sharing / sharing_ref."""
+
+    thread: float  # the thread factor's high end, u / d (its low end is 1)
+    sharing: float  # time-sharing at the target, the middle of its range
+    sharing_half: float  # half that range: fair time-sharing to the busiest core
+    sharing_ref: float  # time-sharing at the reference (the middle of its range)
+    demand: float | None  # cores a rank wants at the target
+
+
 def slowdown(
     reference: MeasuredCell, ranks_per_host: float, threads: int | None, cores: int | None
-) -> tuple[float, float, float, float | None]:
-    """(thread factor, time-sharing at the target, time-sharing at the reference, cores a
-    rank wants at the target): own work at the target = the reference's x thread factor x
-    sharing(target) / sharing(reference)."""
+) -> Slowdown:
     busy = reference.busy_cores_per_rank
     if busy is None or not cores:
-        return 1.0, 1.0, 1.0, None
+        return Slowdown(1.0, 1.0, 0.0, 1.0, None)
     fewer = threads is not None and reference.threads is not None and threads < reference.threads
     demand = min(busy, threads) if fewer and threads is not None else busy
     thread = busy / demand if demand > 0 else 1.0
-    return (
+    fair, busiest = time_sharing_range(ranks_per_host, demand, cores)
+    return Slowdown(
         thread,
-        time_sharing(ranks_per_host, demand, cores),
+        (fair + busiest) / 2,
+        (busiest - fair) / 2,
         time_sharing(reference.ranks_per_node, busy, cores),
         demand,
     )
@@ -161,16 +187,19 @@ def forecast_compute(
             f"ranks sharing caches and memory bandwidth below the cores: as measured at "
             f"{reference.ranks_per_node:g} rank(s) per host, not extrapolated"
         )
-    thread, shared, shared_ref, demand = slowdown(reference, ranks_per_host, threads, cores)
+    slow = slowdown(reference, ranks_per_host, threads, cores)
+    thread, shared, shared_ref, demand = slow.thread, slow.sharing, slow.sharing_ref, slow.demand
     measured_past = any(
         c.threads is not None and c.ranks_per_node * c.threads > (cores or 0) for c in cells
     )
     if shared > 1 and not measured_past and demand is not None:
+        fair, busiest = shared - slow.sharing_half, shared + slow.sharing_half
         assumptions.append(
             f"past the cores ({ranks_per_host:g} ranks x {demand:.2g} busy cores on {cores}): "
-            "ranks assumed to take turns perfectly; the scheduler's wake-up latency in each "
-            "collective and other processes' CPU are not modelled (no measured cell ran past "
-            "the cores: measure one)"
+            f"ranks take turns, the slowest between {fair:.3g}x (shared out perfectly) and "
+            f"{busiest:.3g}x (the busiest core's ranks); taken as the middle, both ends in the "
+            "interval; the scheduler's wake-up latency in each collective and other "
+            "processes' CPU are not modelled (no measured cell ran past the cores: measure one)"
         )
     # the cores a rank kept busy count OpenMP's spin-waits too, so with fewer threads its
     # work slows by between 1 (no useful parallelism) and u / d (all of it useful): the middle,
@@ -186,7 +215,10 @@ def forecast_compute(
     sharing = max(1.0, shared / shared_ref)
     # the reference is no more ranks per host than the target: sharing only adds
     factor = max(1.0, middle * sharing)
-    spread = own.value * (thread - 1.0) / 2 * sharing
+    # both ranges' half-widths, independent, in the interval
+    thread_spread = own.value * (thread - 1.0) / 2 * sharing
+    sharing_spread = own.value * middle * slow.sharing_half / shared_ref if sharing > 1 else 0.0
+    spread = math.hypot(thread_spread, sharing_spread)
     base = own.scaled(factor - 1.0)
     contention = Figure(base.value, math.hypot(base.below, spread), math.hypot(base.above, spread))
     busy = reference.busy_cores_per_rank
@@ -194,9 +226,11 @@ def forecast_compute(
         f"{own.value * 1e3:.4g} ms x (factor - 1), factor = thread {middle:.3g} (between 1 "
         f"and u / d = {busy if busy is not None else 0:.3g} busy cores at "
         f"{reference.threads or '?'} thread(s) / {demand if demand is not None else 0:.3g} at "
-        f"{threads or '?'}) x time-sharing max(1, {ranks_per_host:g} x "
-        f"{demand if demand is not None else 0:.3g} / {cores or '?'} cores) = {shared:.3g} / "
-        f"{shared_ref:.3g} at the reference = {factor:.3g}"
+        f"{threads or '?'}) x time-sharing {shared:.3g} (between max(1, {ranks_per_host:g} x "
+        f"{demand if demand is not None else 0:.3g} / {cores or '?'} cores) and the busiest "
+        f"core's ceil({ranks_per_host:g} / {cores or '?'}) x min(1, "
+        f"{demand if demand is not None else 0:.3g})) / {shared_ref:.3g} at the reference "
+        f"= {factor:.3g}"
     )
     return ComputeForecast(
         reference, own, contention, factor, sharing, how_compute, how, assumptions
