@@ -6,13 +6,22 @@ Into one experiment folder, in this order (each a real torchscale command):
   2. `predict --gpus 2,3,4`                 (round "1": from the 1-rank cells and the comm run);
   3. `benchmark` at 2 ranks                 (scores round 1's forecasts of 2 ranks);
   4. `predict --gpus 3,4`                   (round "1,2": the 2-rank cells measured too);
-  5. `benchmark` at 3 and 4 ranks           (scores both rounds' forecasts of 3 and 4 ranks).
+  5. `comm` at 3 and 4 ranks, `predict --gpus 3,4` (round "1,2+comm": the collective measured
+     at the sizes forecast, as `torchscale comm` across the nodes one plans to buy measures
+     the link; the cells are still only 1 and 2 ranks);
+  6. `benchmark` at 3 and 4 ranks           (scores every round's forecasts of 3 and 4 ranks).
 The benchmark scores each forecast as it measures its cell (forecasts/scores/, the definitions of
 torchscale/offline/analysis/prediction/score.py); this script reads the scores back and prints
 the error of each, and per target world size the median absolute error and the share of
 intervals that held. The headline forecasts are the latest made before each measurement: 2
-ranks from round "1", 3 and 4 ranks from round "1,2" (the sweeps at 1 and 2 ranks); round "1"'s
-forecasts of 3 and 4 ranks are shown apart.
+ranks from round "1", 3 and 4 ranks from round "1,2+comm"; the earlier rounds' forecasts of 3
+and 4 ranks are summarised apart.
+
+Every sweep pins one intra-op thread per rank (`launcher.omp_num_threads: 1`, torchrun's own
+default for several ranks), so the forecasts are judged on the model's terms, not on this VM's
+OpenMP wake-ups: with 2 threads a 1-rank cell pays ~10 ms to wake an idle vCPU's thread after
+each sleep. `--default-threads` keeps each sweep's default (2 threads at 1 rank) to measure the
+thread term too.
 
 Models: tiny-mlp and tiny-gpt2 (real work: at 3 and 4 ranks on 2 cores their ranks share cores)
 and benchmarks/sleep_model.py (compute is a sleep, so its ranks do not contend for cores: its
@@ -21,11 +30,15 @@ error <= 10 % at 2 ranks and <= 15 % at 4 ranks, >= 80 % of intervals holding. W
 load above the core count before the run, or a cell whose telemetry saw other processes busy
 (HostLoad.busy), the figures are printed with "beside other work: noise, no verdict" instead
 of a verdict. The load after is printed, not judged: it counts the run's own 3 and 4 ranks.
+`--runs K` repeats the whole protocol K times (each waits for the load the last one left to
+fall) and pools the quiet runs' headline forecasts: one run's three forecasts of a size move
+together when the host shifts between runs.
 
-    python benchmarks/prediction_accuracy.py [--quick] [--out DIR] [--json FILE]
+    python benchmarks/prediction_accuracy.py [--quick] [--runs K] [--default-threads]
+                                             [--out DIR] [--json FILE]
 
 --quick (a smoke test, ~2 minutes): the sleep model only, measured at 1 rank, forecast and
-measured at 2 (no round "1,2").
+measured at 2 (no later round).
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -304,27 +318,30 @@ def report(
     return lines
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="sleep model, 1 -> 2 ranks only")
-    parser.add_argument(
-        "--default-threads",
-        action="store_true",
-        help="each sweep's default intra-op threads (2 at 1 rank here) instead of 1 everywhere",
-    )
-    parser.add_argument("--out", type=Path, help="results folder (kept); default: a temporary one")
-    parser.add_argument("--json", type=Path, help="also write the rows and loads to this file")
-    args = parser.parse_args()
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGHUP, stop)
-    out = args.out or Path(tempfile.mkdtemp(prefix="prediction_accuracy_"))
+@dataclass(frozen=True)
+class Run:
+    """One whole protocol (1 rank -> 2 -> 3 and 4) into its own experiment folder."""
+
+    rows: list[Row]
+    load_before: str
+    load_after: str
+    busy: bool  # beside other work: no verdict from it
+    others: OtherWork | None
+
+
+def wait_for_quiet(limit_s: float = 180.0) -> None:
+    """Let the 1-minute load fall to the core count (a run just ended leaves its own 4 ranks
+    in it) before the next run is judged by it; after `limit_s` the run goes on, and is judged
+    busy if the load is still high."""
+    cores = os.cpu_count() or 1
+    deadline = time.monotonic() + limit_s
+    while os.getloadavg()[0] > cores and time.monotonic() < deadline:
+        time.sleep(5.0)
+
+
+def one_run(out: Path, args: argparse.Namespace, env: dict[str, str]) -> Run:
     root = out / EXPERIMENT
-    if root.exists():
-        raise SystemExit(
-            f"{root} exists: pick another --out (scores from an earlier run would mix in)"
-        )
     out.mkdir(parents=True, exist_ok=True)
-    env = child_env()
     models = [SLEEP_MODEL] if args.quick else MODELS
     load_before, first_load = uptime(), os.getloadavg()[0]
     rounds: dict[str, set[str]] = {}
@@ -351,24 +368,107 @@ def main() -> None:
             measure(out, models, [3, 4], args.quick, env, args.default_threads)
     except (KeyboardInterrupt, Stopped):
         raise SystemExit(f"stopped; what was measured is in {root}") from None
-    load_after = uptime()
-    found = rows(root, rounds)
     others = other_work(root)
     # the load after counts this run's own 3 and 4 ranks: the judge of other work is the load
     # before and what each cell's telemetry saw besides its ranks
     busy = first_load > (os.cpu_count() or 1) or bool(others and others.busy_cells)
-    print("\n".join(report(found, load_before, load_after, busy, others)))
+    return Run(rows(root, rounds), load_before, uptime(), busy, others)
+
+
+def pooled(runs: Sequence[Run]) -> list[str]:
+    """Several runs: each one's verdict, then the headline forecasts of the quiet runs pooled
+    (a run-to-run shift of this host moves one run's three forecasts at once)."""
+    quiet = [r for r in runs if not r.busy]
+    lines = ["", f"pooled over {len(runs)} runs, {len(quiet)} of them quiet:"]
+    headline = [row for r in quiet for row in r.rows if row.headline]
+    if not headline:
+        return [*lines, "  no quiet run: no verdict"]
+    verdicts = []
+    for size in sorted({row.world_size for row in headline}):
+        at = [row for row in headline if row.world_size == size]
+        median, coverage = summary(at)
+        lines.append(
+            f"  {size} ranks: {len(at)} forecasts, median |error| {pct(median)}, "
+            f"intervals held {pct(coverage)}"
+        )
+        if size in TARGETS and median is not None:
+            met = median <= TARGETS[size]
+            verdicts.append(
+                f"median <= {TARGETS[size]:.0%} at {size} ranks: {'met' if met else 'missed'}"
+            )
+    coverage = summary(headline)[1]
+    if coverage is not None:
+        held = "met" if coverage >= COVERAGE_TARGET else "missed"
+        verdicts.append(f"coverage >= {COVERAGE_TARGET:.0%} ({pct(coverage)}): {held}")
+    meeting = sum(all(v.endswith("met") for v in verdict_of(r.rows)) for r in quiet)
+    lines.append(f"  quiet runs meeting every target on their own: {meeting} of {len(quiet)}")
+    lines.append("verdict on the quiet runs pooled: " + "; ".join(verdicts))
+    return lines
+
+
+def verdict_of(found: Sequence[Row]) -> list[str]:
+    """One run's verdict lines (the last line of `report`, split)."""
+    last = report(found, "", "", busy=False)[-1]
+    return last.removeprefix("verdict on a quiet machine: ").split("; ")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sleep model, 1 -> 2 ranks only")
+    parser.add_argument(
+        "--default-threads",
+        action="store_true",
+        help="each sweep's default intra-op threads (2 at 1 rank here) instead of 1 everywhere",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="the whole protocol this many times, each into its own folder, then pooled",
+    )
+    parser.add_argument("--out", type=Path, help="results folder (kept); default: a temporary one")
+    parser.add_argument("--json", type=Path, help="also write the rows and loads to this file")
+    args = parser.parse_args()
+    if args.runs < 1:
+        raise SystemExit("--runs: at least 1")
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    out = args.out or Path(tempfile.mkdtemp(prefix="prediction_accuracy_"))
+    folders = [out] if args.runs == 1 else [out / f"run{k + 1}" for k in range(args.runs)]
+    taken = [f / EXPERIMENT for f in folders if (f / EXPERIMENT).exists()]
+    if taken:
+        raise SystemExit(
+            f"{taken[0]} exists: pick another --out (scores from an earlier run would mix in)"
+        )
+    env = child_env()
+    runs: list[Run] = []
+    for k, folder in enumerate(folders):
+        if k:
+            wait_for_quiet()
+        run = one_run(folder, args, env)
+        runs.append(run)
+        if args.runs > 1:
+            print(f"\nrun {k + 1} of {args.runs}:")
+        print("\n".join(report(run.rows, run.load_before, run.load_after, run.busy, run.others)))
+    if args.runs > 1:
+        print("\n".join(pooled(runs)))
     if args.json:
         args.json.write_text(
             json.dumps(
                 {
-                    "rows": [asdict(r) for r in found],
-                    "load_before": load_before,
-                    "load_after": load_after,
+                    "rows": [asdict(row) for r in runs for row in r.rows],
                     "cores": os.cpu_count(),
-                    "busy": busy,
-                    "other_cores_max": others.most_cores if others else None,
-                    "busy_cells": others.busy_cells if others else [],
+                    "runs": [
+                        {
+                            "rows": [asdict(row) for row in r.rows],
+                            "load_before": r.load_before,
+                            "load_after": r.load_after,
+                            "busy": r.busy,
+                            "other_cores_max": r.others.most_cores if r.others else None,
+                            "busy_cells": r.others.busy_cells if r.others else [],
+                        }
+                        for r in runs
+                    ],
                 },
                 indent=2,
             ),
@@ -377,7 +477,7 @@ def main() -> None:
     if args.out is None:
         shutil.rmtree(out, ignore_errors=True)
     else:
-        print(f"results: {root}")
+        print(f"results: {out}")
 
 
 if __name__ == "__main__":

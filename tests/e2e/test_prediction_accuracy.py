@@ -69,6 +69,40 @@ def test_the_summary_and_the_verdict_only_when_quiet() -> None:
     )
 
 
+def test_quiet_runs_are_pooled_and_busy_ones_left_out() -> None:
+    bench = _module()
+    first = [  # median 5 % at 2 ranks, 10 % at 4, 3 of 4 held: the coverage missed
+        _row(bench, "sleep", 2, 0.04, True),
+        _row(bench, "tiny-gpt2", 2, -0.20, False),
+        _row(bench, "tiny-mlp", 2, 0.05, True),
+        _row(bench, "sleep", 4, 0.10, True),
+    ]
+    second = [  # every target met
+        _row(bench, "sleep", 2, 0.02, True),
+        _row(bench, "tiny-gpt2", 2, 0.03, True),
+        _row(bench, "tiny-mlp", 2, 0.30, True),
+        _row(bench, "sleep", 4, -0.12, True),
+    ]
+    busy = [_row(bench, "sleep", 2, 0.90, False)]
+    lines = bench.pooled(
+        [
+            bench.Run(first, "", "", False, None),
+            bench.Run(second, "", "", False, None),
+            bench.Run(busy, "", "", True, None),
+        ]
+    )
+    assert "pooled over 3 runs, 2 of them quiet:" in lines
+    # 2 ranks: |errors| .02 .03 .04 .05 .20 .30, median 4.5 %, 5 of 6 held
+    assert "  2 ranks: 6 forecasts, median |error| 4.5 %, intervals held 83.3 %" in lines
+    assert "  4 ranks: 2 forecasts, median |error| 11.0 %, intervals held 100.0 %" in lines
+    assert "  quiet runs meeting every target on their own: 1 of 2" in lines
+    assert lines[-1] == (
+        "verdict on the quiet runs pooled: median <= 10% at 2 ranks: met; median <= 15% at 4 "
+        "ranks: met; coverage >= 80% (87.5 %): met"
+    )
+    assert bench.pooled([bench.Run(busy, "", "", True, None)])[-1] == "  no quiet run: no verdict"
+
+
 @pytest.mark.slow
 def test_the_quick_run_scores_its_forecast(tmp_path: Path) -> None:
     out, saved = tmp_path / "out", tmp_path / "rows.json"

@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from tests.forecast_samples import fixture_cell, fixture_copy, forecast_of
+from torchscale.contracts.schema.forecast import ForecastKey
+from torchscale.offline.results.forecast_store import read_forecasts, write_forecast
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.launch.process import ProcessOutcome
@@ -170,6 +173,31 @@ def test_the_driver_launches_each_cell_with_the_threads_its_step_has(
     driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120)
     assert launched[0][1].env["OMP_NUM_THREADS"] == "1"
     assert [w for w in launched[0][0].warnings if "2 CPU(s) on the first node" in w]
+
+
+def test_the_driver_scores_the_forecasts_of_each_cell_it_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A forecast made before the job (torchscale predict on the login node) is scored by the
+    allocation that measures its cell, as a local sweep scores it, and said in the job log."""
+    allocation = allocation_of(config([4], slurm={"gpus_per_node": 4}), tmp_path)
+    root = Path(allocation.experiment_root)
+    measured = fixture_cell(fixture_copy(tmp_path / "fixture"), "tiny-gpt2__b16__w2")
+    key = ForecastKey.of_cell(measured.cell)
+    write_forecast(root, forecast_of(key, 0.03, 0.02, 0.04, forecast_id="before-the-job"))
+    monkeypatch.setattr(driver, "run_cell", lambda *args, **kwargs: measured)
+    monkeypatch.setattr(
+        driver, "run_logged", lambda *a, **k: ProcessOutcome(0, False, 0.0, Path("srun.log"))
+    )
+    assert driver.run_allocation(allocation, {"SLURM_JOB_ID": "9"}, 120) == 0
+    (score,) = read_forecasts(root).scores
+    assert score.forecast_id == "before-the-job" and score.forecast_step_s == 0.03
+    said = [line for line in capsys.readouterr().out.splitlines() if "before-the-job" in line]
+    assert said == [
+        f"torchscale: forecast before-the-job of {measured.cell.id}: 30 ms predicted, "
+        f"{score.measured_step_s * 1e3:.3g} ms measured, error {score.error:+.0%}, "
+        f"{'inside' if score.inside else 'outside'} its interval"
+    ]
 
 
 def test_threads_stay_within_what_slurm_allocated_when_there_is_no_cpuset(

@@ -24,6 +24,7 @@ from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError
 from torchscale.contracts.signals import Terminated, signal_name, terminate_on_signals
 from torchscale.offline.results.store import ResultStore
+from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastScorer
 from torchscale.orchestration.launch.process import run_logged
 from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.plan import PlannedCell, threads_per_rank
@@ -95,9 +96,23 @@ def comm_as_run(allocation: Allocation, cpus: int) -> Allocation:
     return allocation.model_copy(update={"preflight_comm": sized})
 
 
+def forecast_lines(check: ForecastCheck) -> list[str]:
+    """The job log's lines for what measuring a cell did to the experiment's forecasts (the
+    local sweep's console says the same in its own words)."""
+    lines = [
+        f"torchscale: forecast {s.forecast.id} of {check.cell_id}: "
+        f"{s.score.forecast_step_s * 1e3:.3g} ms predicted, {s.score.measured_step_s * 1e3:.3g} "
+        f"ms measured, error {s.score.error:+.0%}, "
+        f"{'inside' if s.score.inside else 'outside'} its interval"
+        for s in check.scored
+    ]
+    return lines + [f"torchscale: {problem}" for problem in check.problems]
+
+
 def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int | None) -> int:
     """Run every cell of the allocation; 0, or 128 + the signal that stopped it."""
     store = ResultStore(Path(allocation.experiment_root))
+    scorer = ForecastScorer(store.root)
     job_id = env.get("SLURM_JOB_ID", "0")
     nodes = hostnames(env.get("SLURM_JOB_NODELIST", ""), env) if "SLURM_JOB_NODELIST" in env else []
     head = node_address(nodes[0], env) if nodes else "127.0.0.1"
@@ -134,7 +149,12 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
                     "slurm_nodes": nodes,
                     "rendezvous": f"{head}:{port}",
                 }
-                run_cell(current, store, env, allocation.price_per_gpu_hour, command_for, notes)
+                result = run_cell(
+                    current, store, env, allocation.price_per_gpu_hour, command_for, notes
+                )
+                check = scorer.check(result)  # forecasts of this cell made before the job
+                for line in forecast_lines(check) if check is not None else []:
+                    print(line, flush=True)
                 progress.done.append(current.cell.id)
                 progress.current = None
                 current = None
