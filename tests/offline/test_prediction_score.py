@@ -15,6 +15,7 @@ from torchscale.offline.analysis.prediction.score import (
     TrackRecord,
     forecasts_of,
     measured_step_s,
+    pending_scores,
     percent,
     score,
     track_record,
@@ -128,3 +129,31 @@ def test_the_track_record_is_the_median_absolute_error_and_the_intervals_held() 
 )
 def test_an_error_reads_as_a_percent(ratio: float, signed: bool, text: str) -> None:
     assert percent(ratio, signed) == text
+
+
+def test_cells_no_sweep_followed_are_scored_on_read(root: Path) -> None:
+    """A Kubernetes job's cell lands in cells/ with no torchscale process to score it: the
+    forecasts made before it started are scored when read; one made after it, one computed
+    from it (a fit) and one already scored are not."""
+    result = fixture_cell(root, CELL)
+    key = ForecastKey.of_cell(result.cell)
+    cell_file = f"cells/{result.cell.id}.json"
+    before = forecast_of(key, 0.03, 0.02, 0.04, forecast_id="before")
+    assert result.started_at is not None and before.created_at < result.started_at
+    after = before.model_copy(update={"id": "after", "created_at": "2027-01-01T00:00:00Z"})
+    fit = forecast_of(key, 0.03, 0.02, 0.04, forecast_id="fit", basis=(cell_file,))
+    done = forecast_of(key, 0.03, 0.02, 0.04, forecast_id="done")
+    stored = [score(done, result, cell_file, "earlier")]
+    owed = pending_scores([before, after, fit, done], stored, [(result, cell_file)], "now")
+    assert owed == [score(before, result, cell_file, "now")]
+
+
+def test_load_forecasts_counts_what_the_cells_owe_without_writing(root: Path) -> None:
+    from torchscale.offline.results.forecast_store import load_forecasts, write_forecast
+
+    result = fixture_cell(root, CELL)
+    write_forecast(root, forecast_of(ForecastKey.of_cell(result.cell), 0.03, 0.02, 0.04))
+    table = load_forecasts(root)
+    assert list(table["scored_cell_id"]) == [result.cell.id]
+    assert table["measured_step_s"].iloc[0] == measured_step_s(result)
+    assert not (root / "forecasts" / "scores").exists()

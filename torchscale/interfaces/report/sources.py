@@ -28,7 +28,12 @@ from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.interfaces.report.model import Skipped
 from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
 from torchscale.offline.results.experiment import Experiment, load, read_cells
-from torchscale.offline.results.forecast_store import StoredForecasts, read_forecasts
+from torchscale.offline.results.forecast_store import (
+    StoredForecasts,
+    read_forecasts,
+    utc_now,
+    with_pending,
+)
 from torchscale.offline.results.profile_versions import read_analysis
 from torchscale.offline.results.versions import read_cell_result
 from torchscale.orchestration.memory.max_batch_result import MaxBatchResult, read_max_batch
@@ -261,6 +266,8 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
     forecasts = read_forecasts(root) if experiment is not None else StoredForecasts()
     for path, reason in forecasts.skipped:
         _skip(skipped, path, reason)
+    if experiment is not None and forecasts.forecasts:
+        forecasts = with_pending(forecasts, experiment.results, utc_now())
     return ExperimentSource(
         name, root, experiment, profiles, unanalysed, comm, max_batch, acceptance, forecasts
     )

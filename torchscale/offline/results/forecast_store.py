@@ -12,15 +12,17 @@ is of a newer version) is skipped with its reason, as cells are.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.cell import file_safe
+from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.forecast import (
     FORECAST_KIND,
     FORECAST_SCHEMA_VERSION,
@@ -30,6 +32,7 @@ from torchscale.contracts.schema.forecast import (
     ForecastScore,
 )
 from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.offline.results.directory_layout import ResultLayout
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,6 +108,21 @@ def _read(model: type[M], path: Path, kind: str, what: str) -> tuple[M | None, s
         return None, f"not a valid {what}: {exc.errors()[0]['msg']}"
 
 
+def with_pending(
+    stored: StoredForecasts, results: Sequence[CellResult], scored_at: str
+) -> StoredForecasts:
+    """`stored` and the scores of its forecasts that the measured `results` owe and no sweep
+    wrote (a Kubernetes job's cells: no torchscale process follows them), computed, not
+    written: the track record is the same whichever scheduler ran the cells."""
+    from torchscale.offline.analysis.prediction.score import pending_scores
+
+    files = [(r, str(ResultLayout(PurePosixPath()).cell_path(r.cell.id))) for r in results]
+    owed = pending_scores(stored.forecasts, stored.scores, files, scored_at)
+    if not owed:
+        return stored
+    return StoredForecasts(stored.forecasts, [*stored.scores, *owed], stored.skipped)
+
+
 def read_forecasts(experiment: Path) -> StoredForecasts:
     """The forecasts and scores stored under `experiment` (none: an empty record)."""
     out = StoredForecasts()
@@ -148,10 +166,16 @@ FORECAST_COLUMNS = [
 
 def load_forecasts(path: str | Path) -> pd.DataFrame:
     """One experiment's forecasts as a table, one row per forecast and score (a forecast
-    not yet scored has one row with empty score columns). `assumptions` is '; '-joined."""
+    not yet scored has one row with empty score columns; scores its measured cells owe and
+    no sweep wrote are computed, as the report does). `assumptions` is '; '-joined."""
     import pandas as pd
 
-    stored = read_forecasts(Path(path))
+    from torchscale.offline.results.experiment import read_cells
+
+    root = Path(path)
+    stored = read_forecasts(root)
+    if stored.forecasts:
+        stored = with_pending(stored, read_cells(ResultLayout(root))[0], utc_now())
     rows: list[dict[str, object]] = []
     for forecast in stored.forecasts:
         eff = forecast.scaling_efficiency

@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult
@@ -66,6 +67,41 @@ def score(forecast: Forecast, result: CellResult, cell_file: str, scored_at: str
         inside=inside,
         scored_at=scored_at,
     )
+
+
+def _instant(stamp: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def pending_scores(
+    forecasts: Sequence[Forecast],
+    stored: Sequence[ForecastScore],
+    measured: Iterable[tuple[CellResult, str]],
+    scored_at: str,
+) -> list[ForecastScore]:
+    """The scores no sweep wrote: cells measured where no torchscale process followed them
+    (Kubernetes jobs write their results straight to the volume) or before a sweep scored.
+    Each (result, its cell file) scores the forecasts of its key made before it started and
+    not already scored against it; a cell that started before the forecast was made is what
+    the forecast could have read, not a test of it."""
+    done = {(s.forecast_id, s.cell_id) for s in stored}
+    out = []
+    for result, cell_file in measured:
+        started = _instant(result.started_at) if result.started_at else None
+        if started is None or measured_step_s(result) is None:
+            continue
+        for forecast in forecasts_of(result, cell_file, forecasts):
+            made = _instant(forecast.created_at)
+            if (forecast.id, result.cell.id) in done or made is None or made >= started:
+                continue
+            if forecast.step_s.value is None:
+                continue
+            out.append(score(forecast, result, cell_file, scored_at))
+    return out
 
 
 @dataclass(frozen=True)
