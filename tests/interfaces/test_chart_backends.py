@@ -74,6 +74,33 @@ def _verdicts() -> Chart:
     )
 
 
+def _forecasts() -> Chart:
+    """Measured throughput with its interval bars, and its forecast, dashed, with a band."""
+    return Chart(
+        id="forecasts",
+        title="throughput, measured and forecast",
+        kind="line",
+        x_label="GPUs",
+        y_label="samples/s",
+        x_format="int",
+        y_format="rate",
+        x_log2=True,
+        series=[
+            Series(name="m", x=[1, 2], y=[10, 19], low=[9, 18], high=[11, 20]),
+            Series(
+                name="forecast (m)",
+                x=[2, 4, 8],
+                y=[19, 35, 60],
+                low=[17, 31, 50],
+                high=[21, 39, 70],
+                style="dashed",
+                interval="band",
+                reference_for="m",
+            ),
+        ],
+    )
+
+
 def _step_times() -> Chart:
     """Step times of 75-92 ms: one format started this axis at 0, the other at 75 ms."""
     return Chart(
@@ -107,6 +134,7 @@ def charts(scale_charts: list[Chart]) -> list[Chart]:
         _collectives(),
         _verdicts(),
         _step_times(),
+        _forecasts(),
         *one_per_family(fixture.charts()),
         *one_per_family(scale_charts),
     ]
@@ -214,7 +242,8 @@ def test_every_chart_is_the_same_in_html_and_pdf(charts: list[Chart]) -> None:
         assert texts == row_major(labels, p.legend_columns), chart.id
         assert handle_colours == row_major(colours, p.legend_columns), chart.id
         # every series drawn in its colour in both
-        traces = plotly["data"][: len(p.series)]
+        # the series' traces, in order (a band's fill is drawn before them all, under them)
+        traces = [t for t in plotly["data"] if not t.get("fill")][: len(p.series)]
         for index, (series, trace) in enumerate(zip(p.series, traces, strict=True)):
             assert _text(trace["name"]) == series.label
             assert _plotly_colour(trace) == series.colour.lower(), (chart.id, series.name)

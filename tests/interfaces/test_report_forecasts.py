@@ -1,8 +1,9 @@
 """The report's forecasts section (torchscale/interfaces/report/sections/forecasts.py) on a copy
 of a real sweep with hand-made forecasts and a score: the track record sentence is the one
 `prediction.score` defines, the table lists every forecast with what measured it, the charts draw
-each forecast dashed beside its measured curve with its interval, the JSON carries the same, and
-a report without forecasts has no such section."""
+each forecast dashed beside its measured curve with its interval as a shaded band (the measured
+points keep their bars), the JSON carries the same, and a report without forecasts has no such
+section."""
 
 from __future__ import annotations
 
@@ -108,6 +109,9 @@ def test_each_forecast_is_drawn_dashed_beside_its_measured_curve(root: Path) -> 
     assert measured.y[0] != pytest.approx(w1.throughput.samples_per_s, rel=1e-3)
     assert "median step" in (charts["forecasts-throughput-tiny-gpt2"].note or "")
     assert forecast.style == "dashed" and forecast.reference_for == measured.name
+    # a forecast's interval runs along its curve: a band; a measured point's is its own: a bar
+    assert (measured.interval, forecast.interval) == ("bars", "band")
+    assert "shaded band" in (charts["forecasts-throughput-tiny-gpt2"].note or "")
     assert forecast.x == [2, 4]
     assert forecast.y == pytest.approx([2 * 16 / 0.030, 4 * 16 / 0.036])
     assert forecast.low == pytest.approx([2 * 16 / 0.034, 4 * 16 / 0.042])
@@ -126,6 +130,8 @@ def test_every_format_carries_it(root: Path) -> None:
     data = json.loads(renderer("json")(report))
     (section,) = [s for s in data["sections"] if s["id"] == "forecasts"]
     assert model.Section.model_validate(section) == _section(report)
+    (chart,) = [b for b in section["blocks"] if b.get("id") == "forecasts-throughput-tiny-gpt2"]
+    assert [s["interval"] for s in chart["series"]] == ["bars", "band"]
     html = renderer("html")(report).decode()
     assert "forecasts-throughput-tiny-gpt2" in html and "Forecasts and what was measured" in html
     full = " ".join(term.render(report, full=True).decode().split())

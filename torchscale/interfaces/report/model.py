@@ -113,6 +113,12 @@ class Series(_Model):
     high: list[float | None] | None = None
     values: list[list[float]] | None = None
     style: Literal["solid", "dashed", "dotted"] = "solid"
+    interval: Literal["bars", "band"] = Field(
+        default="bars",
+        description="how `low`/`high` are drawn on a line: 'bars', an interval bar at each "
+        "point (a measurement's interval is its point's alone); 'band', a shaded band along "
+        "the line (a forecast's interval is a continuous band along its curve)",
+    )
     reference_for: str | None = Field(
         default=None,
         description="name of the series this one is the reference of (its ideal line): drawn "

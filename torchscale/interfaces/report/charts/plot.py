@@ -19,7 +19,10 @@ A chart cannot mislead by its drawing:
   needs a log axis (rates over decades) is drawn as dots ("dot"): on a log axis from 100 an
   11.6x gap between two bars looked like 2x;
 - a series with nothing to draw is named in the chart (`Chart.absent`: "fsdp: not split"),
-  as is what a capped chart kept (in its title, by `limits`).
+  as is what a capped chart kept (in its title, by `limits`);
+- a forecast's interval (`Series.interval == "band"`) is a shaded band along its line
+  (`band_runs`), split where an end is missing; a point with no neighbour to span to keeps
+  its bar (`bar_intervals`): a one-point band has no width, it would vanish.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ HEATMAP_Y_LABELS = 16
 GROUP_WIDTH = 0.8  # of a category's slot, taken by its side-by-side bars or dots (as plotly's)
 CLIP_UP = "▲"
 CLIP_DOWN = "▼"
+INTERVAL_BAND_ALPHA = 0.2  # a band's fill: its line, the grid and other series show through
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,10 @@ class PlotSeries:
     text: tuple[str, ...] = ()
     interval_colour: str = palette.TEXT_COLOUR
     clips: tuple[Clip, ...] = ()
+    band: bool = False  # the interval as a shaded band along the line, not a bar per point
+
+
+BandRun = tuple[tuple[float, float, float], ...]  # (x, low, high) of consecutive points
 
 
 @dataclass(frozen=True)
@@ -289,9 +297,48 @@ def _plot_series(
                 if chart.kind != "box"
                 else (),
                 interval_colour=colour if marked else palette.TEXT_COLOUR,
+                # only a line joins its points: across the categories of bars or dots a band
+                # would claim values between them
+                band=s.interval == "band" and kind == "line",
             )
         )
     return out
+
+
+def _runs(series: PlotSeries) -> list[list[tuple[int, float, float, float]]]:
+    """A band series' stretches of consecutive points with both interval ends, each point as
+    (index, x, low, high); none for a series drawn with bars."""
+    if not series.band or series.low is None or series.high is None:
+        return []
+    runs: list[list[tuple[int, float, float, float]]] = [[]]
+    for i, (x, low, high) in enumerate(zip(series.x, series.low, series.high, strict=True)):
+        if low is None or high is None:
+            runs.append([])  # a missing end splits the band
+        else:
+            runs[-1].append((i, x, low, high))
+    return [run for run in runs if run]
+
+
+def band_runs(series: PlotSeries) -> list[BandRun]:
+    """The shapes of a band series' interval: each stretch of two points or more, as
+    (x, low, high) in the line's order (already cut to the axis, `_clipped`)."""
+    return [
+        tuple((x, low, high) for _, x, low, high in run) for run in _runs(series) if len(run) > 1
+    ]
+
+
+def bar_intervals(series: PlotSeries) -> PlotSeries:
+    """The series with the intervals to draw as bars: all of them, or of a band series those
+    of the points standing alone in it (no neighbour to span to: a band of one point would
+    be invisible)."""
+    if not series.band or series.low is None or series.high is None:
+        return series
+    lone = {run[0][0] for run in _runs(series) if len(run) == 1}
+    return replace(
+        series,
+        low=tuple(v if i in lone else None for i, v in enumerate(series.low)),
+        high=tuple(v if i in lone else None for i, v in enumerate(series.high)),
+    )
 
 
 def group_offset(index: int, count: int, bar_mode: BarMode | None) -> float:

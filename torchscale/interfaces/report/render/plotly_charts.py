@@ -21,9 +21,12 @@ from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import Axis
 from torchscale.interfaces.report.charts.plot import (
     CLIP_UP,
+    INTERVAL_BAND_ALPHA,
     LegendEntry,
     Plot,
     PlotSeries,
+    band_runs,
+    bar_intervals,
     plot,
 )
 from torchscale.interfaces.report.model import Chart
@@ -202,10 +205,39 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
             }
         # the text is the hover's, never printed on the bars
         trace.update(type="bar", marker=marker, textposition="none")
-    error = _error_y(series)
+    error = _error_y(bar_intervals(series))
     if error is not None:
         trace["error_y"] = error
     return trace
+
+
+def _band(series: PlotSeries, group: str) -> dict[str, Any] | None:
+    """A band series' interval as one filled trace, a closed shape per stretch (plotly's
+    `toself` closes each part between gaps on its own), in the series' colour, light; hidden
+    with its series, and silent on hover (the line's hover has the interval)."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for run in band_runs(series):
+        if xs:
+            xs.append(None)
+            ys.append(None)
+        xs += [x for x, _, _ in run] + [x for x, _, _ in reversed(run)]
+        ys += [high for _, _, high in run] + [low for _, low, _ in reversed(run)]
+    if not xs:
+        return None
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": xs,
+        "y": ys,
+        "fill": "toself",
+        "fillcolor": series.colour + f"{round(INTERVAL_BAND_ALPHA * 255):02x}",
+        "line": {"width": 0, "color": series.colour},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "legendgroup": group,
+        "name": plotly_text(f"{series.label}: interval"),
+    }
 
 
 def _clip_marks(series: PlotSeries, group: str) -> dict[str, Any]:
@@ -375,11 +407,20 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
         layout["plot_bgcolor"] = palette.NO_DATA_COLOUR  # no data reads as grey, not as zero
     else:
         traces = [_trace(p, s) for s in p.series]
+        bands = []
         for index, series in enumerate(p.series):
             if series.clips:
                 group = f"series-{index}"
                 traces[index]["legendgroup"] = group
                 traces.append(_clip_marks(series, group))
+            if series.band:
+                # the band hides with its line: in the line's group, or one of their own
+                group = traces[index].setdefault("legendgroup", f"series-{index}")
+                band = _band(series, group)
+                if band is not None:
+                    bands.append(band)
+        # the bands first: plotly draws traces in order, so each lies under every line
+        traces = bands + traces
         reference = next((e for e in p.legend if e.series is None and e.kind == "line"), None)
         if reference is not None:
             traces.append(_legend_only(reference, REFERENCE_GROUP))

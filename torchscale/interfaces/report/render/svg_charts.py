@@ -49,9 +49,12 @@ from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import Axis
 from torchscale.interfaces.report.charts.plot import (
     GROUP_WIDTH,
+    INTERVAL_BAND_ALPHA,
     LegendEntry,
     Plot,
     PlotSeries,
+    band_runs,
+    bar_intervals,
     group_offset,
     plot,
 )
@@ -90,6 +93,7 @@ LINESTYLES: dict[str, LineStyleType] = {
 }
 RECTANGLE_CODES = (Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY)
 BOX_ALPHA = 0.35  # box fill, as the HTML's
+BAND_ZORDER = 1.5  # a series' interval band: over the y bands (1), under every line (2, 3)
 HEATMAP_HEIGHT_IN = 0.26  # per row, within PLOT_HEIGHT_IN and three times that
 ROTATION = 50  # degrees, for category labels too many or too long to sit level
 # the most the y axis' labels and title can take of the figure's width
@@ -141,9 +145,42 @@ def series_id(index: int, part: str = "") -> str:
     return f"series-{index}" + (f"-{part}" if part else "")
 
 
+def _band(ax: Axes, series: PlotSeries, index: int) -> None:
+    """A band series' interval as one filled shape (a polygon per stretch: fill_between
+    splits at the NaN between them), light in the series' colour, under every line."""
+    xs: list[float] = []
+    lows: list[float] = []
+    highs: list[float] = []
+    for run in band_runs(series):
+        if xs:
+            xs.append(math.nan)
+            lows.append(math.nan)
+            highs.append(math.nan)
+        xs += [x for x, _, _ in run]
+        lows += [low for _, low, _ in run]
+        highs += [high for _, _, high in run]
+    if xs:
+        ax.fill_between(
+            xs,
+            lows,
+            highs,
+            facecolor=to_rgba(series.colour, INTERVAL_BAND_ALPHA),
+            edgecolor="none",
+            linewidth=0,
+            zorder=BAND_ZORDER,
+            gid=series_id(index, "interval"),
+        )
+
+
 def _interval(ax: Axes, xs: Any, series: PlotSeries, zorder: float, index: int) -> None:
     """The series' intervals as one path (segments split by NaN): one SVG node, not three
-    per point."""
+    per point. A band series' as its band (`_band`), and bars only where a point stands
+    alone in it."""
+    part = "interval"
+    if series.band:
+        _band(ax, series, index)
+        series = bar_intervals(series)
+        part = "interval-lone"  # the band has the series' "interval" id
     if series.low is None or series.high is None:
         return
     path_x: list[float] = []
@@ -161,7 +198,7 @@ def _interval(ax: Axes, xs: Any, series: PlotSeries, zorder: float, index: int) 
             linewidth=1.0,
             solid_capstyle="butt",
             zorder=zorder,
-            gid=series_id(index, "interval"),
+            gid=series_id(index, part),
         )
 
 

@@ -28,9 +28,12 @@ from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import Axis
 from torchscale.interfaces.report.charts.plot import (
     GROUP_WIDTH,
+    INTERVAL_BAND_ALPHA,
     LegendEntry,
     Plot,
     PlotSeries,
+    band_runs,
+    bar_intervals,
     group_offset,
     plot,
 )
@@ -261,13 +264,32 @@ def _interval_path(
     return f'<path d="{d}" fill="none" stroke="{series.interval_colour}" stroke-width="1"/>'
 
 
+def _band_path(series: PlotSeries, sx: Scale, sy: Scale) -> str:
+    """A band series' interval as one filled path, a closed shape per stretch (along the
+    highs, back along the lows), light in the series' colour."""
+    d = "".join(
+        _polyline(
+            [(sx(x), sy(high)) for x, _, high in run]
+            + [(sx(x), sy(low)) for x, low, _ in reversed(run)]
+        )
+        + "Z"
+        for run in band_runs(series)
+    )
+    if not d:
+        return ""
+    return (
+        f'<path d="{d}" fill="{series.colour}" fill-opacity="{INTERVAL_BAND_ALPHA}" stroke="none"/>'
+    )
+
+
 def _line_series(p: Plot, sx: Scale, sy: Scale, chart_id: str) -> list[str]:
     out = []
     for index, s in enumerate(p.series):
         points = [(sx(x), sy(y)) if y is not None else None for x, y in zip(s.x, s.y, strict=True)]
         dash = DASHES[s.dash]
         parts = [f'<g id="{series_id(chart_id, index)}">', _hover(s)]
-        parts.append(_interval_path(s.x, s, sx, sy))
+        parts.append(_band_path(s, sx, sy))  # first: under its line and markers
+        parts.append(_interval_path(s.x, bar_intervals(s), sx, sy))
         if p.kind == "line":
             parts.append(
                 f'<path d="{_polyline(points)}" fill="none" stroke="{s.colour}" '

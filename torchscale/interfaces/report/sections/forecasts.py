@@ -4,7 +4,8 @@ the run that later measured it, and the track record of them all.
 The track record is `prediction.score.track_record` (the same count, median absolute error and
 intervals held that the benchmark's line and benchmarks/prediction_accuracy.py use). Each
 forecast is drawn dashed in the colour of the measured curve of its model, batch, precision and
-strategy, its interval as the measured points' are (an interval bar at each world size).
+strategy, its interval as a shaded band along it (`Series.interval`: a forecast's interval runs
+with its curve between world sizes; a measured point's is its own, a bar).
 No forecast in the sources: no section.
 """
 
@@ -42,7 +43,7 @@ CHART_NOTE = (
     "solid: measured, as N x batch / median step (the statistic a forecast is made of and "
     "scored on, not the wall-clock throughput of the cells table), with the 95 % interval of "
     "the median step; dashed, in the colour of its measured curve: the forecast "
-    "(`torchscale predict`), with its interval"
+    "(`torchscale predict`), with its 95 % interval as the shaded band around it"
 )
 TABLE_NOTE = (
     "error: (forecast - measured) / measured, of the median step (+: the forecast was too "
@@ -243,6 +244,7 @@ def _pair(ctx: Context, curve: _Curve, field: str, model_in_name: bool) -> list[
             low=lows,
             high=highs,
             style="dashed",
+            interval="band",
             reference_for=name if curve.measured else None,
             model=model,
         )
