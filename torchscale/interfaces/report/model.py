@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # what each version added: docs/reporting.md, "Report schema versions"
-REPORT_SCHEMA_VERSION: Literal[7] = 7
+REPORT_SCHEMA_VERSION: Literal[8] = 8
 
 # how a renderer formats a value; raw values stay in the model
 ValueFormat = Literal[
@@ -313,7 +313,7 @@ class Skipped(_Model):
 
 class Report(_Model):
     kind: Literal["torchscale.report"] = "torchscale.report"
-    schema_version: Literal[2, 3, 4, 5, 6, 7] = REPORT_SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4, 5, 6, 7, 8] = REPORT_SCHEMA_VERSION
     torchscale_version: str
     title: str
     generated_at: str = Field(description="ISO 8601, UTC")
