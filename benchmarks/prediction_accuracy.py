@@ -282,6 +282,8 @@ def report(
             verdicts.append(
                 f"median <= {TARGETS[size]:.0%} at {size} ranks: {'met' if met else 'missed'}"
             )
+    for size in sorted(set(TARGETS) - {r.world_size for r in headline}):
+        verdicts.append(f"median <= {TARGETS[size]:.0%} at {size} ranks: not measured")
     median, coverage = summary(headline)
     lines.append(
         f"  all: {len(headline)} forecasts, median |error| {pct(median)}, "
@@ -382,7 +384,8 @@ def pooled(runs: Sequence[Run]) -> list[str]:
     lines = ["", f"pooled over {len(runs)} runs, {len(quiet)} of them quiet:"]
     headline = [row for r in quiet for row in r.rows if row.headline]
     if not headline:
-        return [*lines, "  no quiet run: no verdict"]
+        why = "no scored forecast in the quiet runs" if quiet else "no quiet run"
+        return [*lines, f"  {why}: no verdict"]
     verdicts = []
     for size in sorted({row.world_size for row in headline}):
         at = [row for row in headline if row.world_size == size]
@@ -396,6 +399,8 @@ def pooled(runs: Sequence[Run]) -> list[str]:
             verdicts.append(
                 f"median <= {TARGETS[size]:.0%} at {size} ranks: {'met' if met else 'missed'}"
             )
+    for size in sorted(set(TARGETS) - {row.world_size for row in headline}):
+        verdicts.append(f"median <= {TARGETS[size]:.0%} at {size} ranks: not measured")
     coverage = summary(headline)[1]
     if coverage is not None:
         held = "met" if coverage >= COVERAGE_TARGET else "missed"

@@ -101,6 +101,10 @@ def test_quiet_runs_are_pooled_and_busy_ones_left_out() -> None:
         "ranks: met; coverage >= 80% (87.5 %): met"
     )
     assert bench.pooled([bench.Run(busy, "", "", True, None)])[-1] == "  no quiet run: no verdict"
+    # a quiet run that measured no 4 ranks meets no target there
+    short = bench.Run(second[:3], "", "", False, None)
+    assert bench.verdict_of(short.rows)[1] == "median <= 15% at 4 ranks: not measured"
+    assert "  quiet runs meeting every target on their own: 0 of 1" in bench.pooled([short])
 
 
 @pytest.mark.slow

@@ -148,6 +148,30 @@ def test_cells_no_sweep_followed_are_scored_on_read(root: Path) -> None:
     assert owed == [score(before, result, cell_file, "now")]
 
 
+def test_made_before_the_cell_started_to_the_second_in_either_zone_form(root: Path) -> None:
+    result = fixture_cell(root, CELL)  # started 2026-11-26T02:15:21+00:00
+    assert result.started_at == "2026-11-26T02:15:21+00:00"
+    key = ForecastKey.of_cell(result.cell)
+    made = {
+        "2026-11-26T02:15:20Z": True,  # a second before
+        "2026-11-26T02:15:21Z": False,  # the same second: it could have read the cell
+        "2026-11-26T02:15:22Z": False,
+        "2026-11-26T02:15:22": False,  # no zone: UTC, as every torchscale time is
+        "2026-11-26T03:15:20+01:00": True,  # the same instant as the first
+    }
+    forecasts = [
+        forecast_of(key, 0.03, 0.02, 0.04, forecast_id=f"f{i}").model_copy(
+            update={"created_at": stamp}
+        )
+        for i, stamp in enumerate(made)
+    ]
+    scored = {f.created_at for f in forecasts_of(result, "cells/c.json", forecasts)}
+    assert scored == {stamp for stamp, before in made.items() if before}
+    # a cell with no start time (written before rank 0 recorded one): only the basis rule
+    unknown = result.model_copy(update={"started_at": None})
+    assert len(forecasts_of(unknown, "cells/c.json", forecasts)) == len(made)
+
+
 def test_load_forecasts_counts_what_the_cells_owe_without_writing(root: Path) -> None:
     from torchscale.offline.results.forecast_store import load_forecasts, write_forecast
 

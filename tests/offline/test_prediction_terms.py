@@ -16,6 +16,7 @@ from torchscale.offline.analysis.prediction.communication import (
     exposed_from_comm,
     fit_alpha_beta,
     fit_at,
+    pick_fits,
 )
 from torchscale.offline.analysis.prediction.compute import (
     forecast_compute,
@@ -151,6 +152,19 @@ def test_past_the_cores_ranks_take_turns_from_the_nearest_cell() -> None:
     assert not any("past the cores" in a for a in forecast_compute(cells, 2, "cpu").assumptions)
 
 
+def test_a_reference_past_the_cores_carries_its_own_range() -> None:
+    # the reference ran 3 ranks on 2 cores (1.5x to 2x, middle 1.75); at 4 ranks both ends
+    # are 2x: the ratio 2 / 1.75 = 1.143 (12 ms x 0.143 = 1.71 ms of contention) is known to
+    # +-0.25 / 1.75 of itself, 12 x 1.143 x 0.143 = 1.96 ms each side
+    cells = [cell(1, 10.0, busy=1.0, threads=1), cell(3, 12.0, busy=1.0, threads=1)]
+    got = forecast_compute(cells, 4, "cpu")
+    assert got.reference.world_size == 3
+    assert got.contention.value == pytest.approx(12 * MS * (2 / 1.75 - 1))
+    spread = 12 * MS * (2 / 1.75) * (0.25 / 1.75)
+    assert got.contention.above == pytest.approx(math.hypot(spread, 0.1 * MS * (2 / 1.75 - 1)))
+    assert got.sharing_spread == pytest.approx(0.25 / 1.75)
+
+
 def test_past_the_cores_the_cpu_collective_takes_turns_too() -> None:
     # 2 ranks: own work 12 ms (1 core busy each), exposed 2.1 ms over 0.1 at 1 rank; at 4
     # ranks on 2 cores sharing is 2: own work 24 ms (12 of contention); exposed on the line
@@ -217,10 +231,12 @@ def test_exposed_from_cells_is_a_line_over_the_bus_factor() -> None:
     assert isinstance(exposed_from_cells([cell(1, 10, 0.1)], "ddp", 4), str)
 
 
-def _comm(alpha_s: float, beta: float, world: int = 2, run_id: str = "ar") -> CommResult:
-    """An all_reduce run on the ring's line: alpha_s per step, 2(n-1) steps."""
+def _comm(
+    alpha_s: float, beta: float, world: int = 2, run_id: str = "ar", started_at: str = ""
+) -> CommResult:
+    """An all_reduce run on the ring's line: alpha_s per step, 2(n-1) steps, four sizes."""
     rows = []
-    for size in (1 << 16, 1 << 20, 1 << 24):
+    for size in (1 << 12, 1 << 16, 1 << 20, 1 << 24):
         seconds = alpha_s * 2 * (world - 1) + beta * size * 2 * (world - 1) / world
         rows.append(
             CommRow(
@@ -240,6 +256,7 @@ def _comm(alpha_s: float, beta: float, world: int = 2, run_id: str = "ar") -> Co
         dtype="float32",
         check=True,
         rows=rows,
+        started_at=started_at or None,
     )
 
 
@@ -264,7 +281,8 @@ def test_ring_steps_of_each_op() -> None:
 
 def test_the_fit_is_robust_to_a_stalled_row() -> None:
     # one row stalled 20x by a busy host: least squares would follow it, Theil-Sen keeps the
-    # line of the others (5 us a step, 1 ns/B) and widens its error band only by that row
+    # line of the others (5 us a step, 1 ns/B), and the error band, a median of the rows'
+    # residuals, is that of the 7 clean rows: 0
     run = _comm(5e-6, 1e-9)
     sizes = [1 << k for k in range(10, 25, 2)]
     rows = [
@@ -279,6 +297,20 @@ def test_the_fit_is_robust_to_a_stalled_row() -> None:
     assert fit.alpha_s == pytest.approx(5e-6, rel=1e-6)
     assert fit.beta_s_per_byte == pytest.approx(1e-9, rel=1e-6)
     assert fit.relative_error == pytest.approx(0, abs=1e-9)  # the clean rows: median residual
+
+
+def test_too_few_sizes_fit_no_line() -> None:
+    # a line through 3 rows passes through 2 of them: no scatter left to learn its error from
+    run = _comm(5e-6, 1e-9)
+    assert fit_alpha_beta(run, "all_reduce") is not None
+    assert fit_alpha_beta(run.model_copy(update={"rows": run.rows[:3]}), "all_reduce") is None
+
+
+def test_of_two_runs_of_one_size_the_later_is_used() -> None:
+    later = _comm(50e-6, 1e-9, 2, "comm-b-later", "2026-11-26T12:00:00+00:00")
+    earlier = _comm(5e-6, 1e-9, 2, "comm-z-earlier", "2026-11-26T11:00:00+00:00")
+    fits, _ = pick_fits([later, earlier], "cpu", 1)
+    assert [f.run_id for f in fits["all_reduce"]] == ["comm-b-later"]
 
 
 def test_the_comm_run_nearest_the_target_is_used() -> None:
@@ -312,7 +344,7 @@ def test_a_latency_only_run_fits_no_bytes_term() -> None:
     # times that fall with size (noise around a latency): slope 0, the median time 1.5 ms as
     # the latency of the run's 2 ring steps
     run = _comm(5e-6, 1e-9)
-    times = [2000.0, 1500.0, 1000.0]  # us, at 64 KiB, 1 MiB, 16 MiB
+    times = [2500.0, 1750.0, 1250.0, 1000.0]  # us, at 4 KiB, 64 KiB, 1 MiB, 16 MiB
     rows = [r.model_copy(update={"time_us": t}) for r, t in zip(run.rows, times, strict=True)]
     fit = fit_alpha_beta(run.model_copy(update={"rows": rows}), "all_reduce")
     assert fit is not None

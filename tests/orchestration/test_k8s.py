@@ -22,7 +22,10 @@ import pytest
 import yaml
 from referencing import Registry, Resource
 
+from tests.forecast_samples import forecast_of
 from torchscale.contracts.errors import ConfigError, LaunchError, ResultsError, UsageError
+from torchscale.contracts.schema.forecast import ForecastKey
+from torchscale.offline.results.forecast_store import load_forecasts, write_forecast
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config import load_config, parse_config
 from torchscale.orchestration.config.schema import BenchConfig
@@ -484,6 +487,10 @@ launcher:
     plan = build_plan(config, Machine(gpu_count=0, cpu_cores=2))
     store = ResultStore.for_experiment(claim, plan.experiment)  # the claim is the output dir
     [path] = write_k8s_manifests(plan, store)
+    # a forecast of the cell made before the job: no torchscale process follows the pods, so
+    # the cell they write is scored when its experiment is read
+    key = ForecastKey.of_cell(plan.runnable[0].cell)
+    write_forecast(store.root, forecast_of(key, 0.01, 0.005, 0.02, forecast_id="before"))
     trainer = yaml.safe_load(path.read_text(encoding="utf-8"))["spec"]["trainer"]
     argv = [sys.executable, *trainer["command"][1:]]  # the image's `python` is this one here
     operator = {"PET_NNODES": "2", "PET_NPROC_PER_NODE": "1", "PET_MASTER_ADDR": "127.0.0.1"}
@@ -509,6 +516,10 @@ launcher:
     assert result["status"] == "ok"
     assert (result["cell"]["world_size"], result["cell"]["nodes"]) == (2, 2)
     assert store.steps_path(cell_id).exists()
+    assert result["started_at"] is not None  # rank 0's clock: nothing on the host recorded it
+    table = load_forecasts(store.root)
+    assert list(table["scored_cell_id"]) == [cell_id]
+    assert table["measured_step_s"].iloc[0] == result["step_time"]["p50"]
 
 
 # ---------------------------------------------------------------------------------------------

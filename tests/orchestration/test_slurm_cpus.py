@@ -17,6 +17,7 @@ import pytest
 
 from tests.forecast_samples import fixture_cell, fixture_copy, forecast_of
 from torchscale.contracts.schema.forecast import ForecastKey
+from torchscale.offline.analysis.prediction.score import percent
 from torchscale.offline.results.forecast_store import read_forecasts, write_forecast
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
@@ -194,9 +195,9 @@ def test_the_driver_scores_the_forecasts_of_each_cell_it_ran(
     assert score.forecast_id == "before-the-job" and score.forecast_step_s == 0.03
     said = [line for line in capsys.readouterr().out.splitlines() if "before-the-job" in line]
     assert said == [
-        f"torchscale: forecast before-the-job of {measured.cell.id}: 30 ms predicted, "
-        f"{score.measured_step_s * 1e3:.3g} ms measured, error {score.error:+.0%}, "
-        f"{'inside' if score.inside else 'outside'} its interval"
+        f"torchscale: forecast before-the-job of {measured.cell.id}: 30 ms predicted "
+        f"[20 ms, 40 ms], measured {score.measured_step_s * 1e3:.3g} ms: "
+        f"{'inside' if score.inside else 'outside'}, error {percent(score.error, signed=True)}"
     ]
 
 

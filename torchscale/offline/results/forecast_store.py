@@ -32,6 +32,7 @@ from torchscale.contracts.schema.forecast import (
     ForecastScore,
 )
 from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.offline.analysis.prediction.score import pending_scores
 from torchscale.offline.results.directory_layout import ResultLayout
 
 if TYPE_CHECKING:
@@ -114,8 +115,6 @@ def with_pending(
     """`stored` and the scores of its forecasts that the measured `results` owe and no sweep
     wrote (a Kubernetes job's cells: no torchscale process follows them), computed, not
     written: the track record is the same whichever scheduler ran the cells."""
-    from torchscale.offline.analysis.prediction.score import pending_scores
-
     files = [(r, str(ResultLayout(PurePosixPath()).cell_path(r.cell.id))) for r in results]
     owed = pending_scores(stored.forecasts, stored.scores, files, scored_at)
     if not owed:

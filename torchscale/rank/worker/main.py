@@ -19,6 +19,7 @@ if __name__ == "__main__":
 import gc
 import json
 import socket
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -154,6 +155,10 @@ def mfu_dtype(spec: WorkerSpec, trainer: Trainer) -> str:
 
 
 def run(spec: WorkerSpec) -> None:
+    # rank 0's clock at the start: the host's launcher records its own over it, but a
+    # Kubernetes job's rank 0 writes the cell with no host process after it, and a forecast
+    # is scored only by a cell that started after it was made
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     device = _device(spec)
     if device.type == "cpu":
         bind_cpu_rank()  # before any thread starts (gloo's, intra-op): they inherit it
@@ -185,6 +190,7 @@ def run(spec: WorkerSpec) -> None:
             from torchscale.rank.worker.aggregate import aggregate
 
             result = aggregate(spec, gathered, _facts(spec, trainer))
+            result.started_at = result.started_at or started
             write_text_atomic(spec.steps_path, _step_records(gathered))
             write_text_atomic(spec.result_path, result.model_dump_json(indent=2))
         dist.barrier()

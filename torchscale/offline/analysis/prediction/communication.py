@@ -38,6 +38,7 @@ from torchscale.offline.analysis.prediction.figures import (
 from torchscale.offline.analysis.prediction.inputs import MeasuredCell
 
 DEFAULT_BUCKET_BYTES = 25 * 1024 * 1024  # DDP's bucket_cap_mb default
+MIN_FIT_SIZES = 4
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class AlphaBeta:
     run_id: str
     world_size: int
     nodes: int
+    started_at: str = ""  # the run's start (ISO, UTC): of two runs of one size the later wins
 
     def seconds(
         self, size_bytes: float, world_size: int, buckets: int = 1, op: str | None = None
@@ -70,8 +72,9 @@ def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
     idle host slowed; its error is the band that holds 95 % of the rows around it, 1.96 x their
     robust relative spread (1.4826 x the median absolute relative residual): a comm row is,
     like the step's collective, an average over many calls, so its scatter is how far another
-    run's collective falls from the line. None with fewer than 2 sizes or a world of one
-    (nothing crosses a link)."""
+    run's collective falls from the line. None with fewer than MIN_FIT_SIZES sizes (a line
+    through two or three rows passes through them, so they leave no scatter to learn its
+    error from) or a world of one (nothing crosses a link)."""
     from scipy.stats import theilslopes  # the analysis' one statistics library, loaded late
 
     points: dict[int, float] = {}
@@ -79,11 +82,11 @@ def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
         if row.op == op and row.status == "ok" and row.time_us is not None and row.time_us > 0:
             points.setdefault(row.size_bytes, row.time_us * 1e-6)  # one placement per size
     factor = busbw_factor(op, run.world_size)
-    if len(points) < 2 or factor == 0:
+    if len(points) < MIN_FIT_SIZES or factor == 0:
         return None
     xs = [size * factor for size in points]
     ys = list(points.values())
-    beta = float(theilslopes(ys, xs, method="joint").slope)
+    beta = float(theilslopes(ys, xs).slope)
     if not beta > 0:
         # no bytes term above the noise over the sizes run (a CPU collective's latency
         # dominates them): the median time as a latency, nothing per byte
@@ -92,7 +95,9 @@ def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
     residuals = [abs(intercept + beta * x - y) / y for x, y in zip(xs, ys, strict=True)]
     spread = 1.96 * 1.4826 * statistics.median(residuals)
     alpha = intercept / ring_steps(op, run.world_size)
-    return AlphaBeta(op, alpha, beta, spread, len(xs), run.id, run.world_size, run.nodes)
+    return AlphaBeta(
+        op, alpha, beta, spread, len(xs), run.id, run.world_size, run.nodes, run.started_at or ""
+    )
 
 
 Fits = dict[str, list[AlphaBeta]]  # op -> its fits, one per world size measured
@@ -116,7 +121,7 @@ def pick_fits(runs: Sequence[CommResult], device: str, nodes: int) -> tuple[Fits
         exact = [f for f in candidates if f.nodes == nodes]
         pool = exact or [f for f in candidates if f.nodes == max(c.nodes for c in candidates)]
         by_world: dict[int, AlphaBeta] = {}
-        for fit in pool:  # the latest run of a world size is the one kept
+        for fit in sorted(pool, key=lambda f: f.started_at):  # the latest of a size is kept
             by_world[fit.world_size] = fit
         fits[op] = [by_world[w] for w in sorted(by_world)]
     measured_nodes = {f.nodes for by_op in fits.values() for f in by_op}

@@ -35,6 +35,7 @@ class ComputeForecast:
     how_compute: str
     how_contention: str
     assumptions: list[str]
+    sharing_spread: float = 0.0  # half the sharing ratio's range, relative (fair to busiest)
 
 
 def time_sharing_range(
@@ -124,6 +125,7 @@ class Slowdown:
     sharing: float  # time-sharing at the target, the middle of its range
     sharing_half: float  # half that range: fair time-sharing to the busiest core
     sharing_ref: float  # time-sharing at the reference (the middle of its range)
+    sharing_ref_half: float  # half the reference's range
     demand: float | None  # cores a rank wants at the target
 
 
@@ -132,16 +134,18 @@ def slowdown(
 ) -> Slowdown:
     busy = reference.busy_cores_per_rank
     if busy is None or not cores:
-        return Slowdown(1.0, 1.0, 0.0, 1.0, None)
+        return Slowdown(1.0, 1.0, 0.0, 1.0, 0.0, None)
     fewer = threads is not None and reference.threads is not None and threads < reference.threads
     demand = min(busy, threads) if fewer and threads is not None else busy
     thread = busy / demand if demand > 0 else 1.0
     fair, busiest = time_sharing_range(ranks_per_host, demand, cores)
+    fair_ref, busiest_ref = time_sharing_range(reference.ranks_per_node, busy, cores)
     return Slowdown(
         thread,
         (fair + busiest) / 2,
         (busiest - fair) / 2,
-        time_sharing(reference.ranks_per_node, busy, cores),
+        (fair_ref + busiest_ref) / 2,
+        (busiest_ref - fair_ref) / 2,
         demand,
     )
 
@@ -215,10 +219,12 @@ def forecast_compute(
     sharing = max(1.0, shared / shared_ref)
     # the reference is no more ranks per host than the target: sharing only adds
     factor = max(1.0, middle * sharing)
-    # both ranges' half-widths, independent, in the interval
+    # the ranges' half-widths, independent, in the interval: the thread factor's, and the
+    # time-sharing ratio's from both its ends (the target's and a reference past the cores)
     thread_spread = own.value * (thread - 1.0) / 2 * sharing
-    sharing_spread = own.value * middle * slow.sharing_half / shared_ref if sharing > 1 else 0.0
-    spread = math.hypot(thread_spread, sharing_spread)
+    relative = math.hypot(slow.sharing_half / shared, slow.sharing_ref_half / shared_ref)
+    sharing_relative = relative if sharing > 1 else 0.0
+    spread = math.hypot(thread_spread, own.value * middle * sharing * sharing_relative)
     base = own.scaled(factor - 1.0)
     contention = Figure(base.value, math.hypot(base.below, spread), math.hypot(base.above, spread))
     busy = reference.busy_cores_per_rank
@@ -233,5 +239,5 @@ def forecast_compute(
         f"= {factor:.3g}"
     )
     return ComputeForecast(
-        reference, own, contention, factor, sharing, how_compute, how, assumptions
+        reference, own, contention, factor, sharing, how_compute, how, assumptions, sharing_relative
     )

@@ -131,6 +131,11 @@ def forecast_step(
     if exposed is not None and compute.sharing > 1:
         # a CPU collective runs on the ranks' own cores: past the cores it takes turns too
         shared = exposed.seconds.scaled(compute.sharing - 1.0)
+        # the time-sharing ratio's own range, as the own work's contention carries it
+        spread = exposed.seconds.value * compute.sharing * compute.sharing_spread
+        shared = Figure(
+            shared.value, math.hypot(shared.below, spread), math.hypot(shared.above, spread)
+        )
         contention = total([contention, shared])
         how_contention += (
             f"; + exposed communication {exposed.seconds.value * 1e3:.3g} ms x "

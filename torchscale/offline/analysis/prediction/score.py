@@ -36,11 +36,31 @@ def forecasts_of(
     result: CellResult, cell_file: str, forecasts: Iterable[Forecast]
 ) -> list[Forecast]:
     """The forecasts this measured cell scores: those of its key, except one computed from this
-    very cell (`cell_file` in its basis: a fit, not a forecast)."""
+    very cell (`cell_file` in its basis: a fit, not a forecast) and one made after the cell
+    started (when both times are known): what a forecast could have read is no test of it."""
     if result.status != Status.OK:
         return []
     key = ForecastKey.of_cell(result.cell)
-    return [f for f in forecasts if f.key == key and cell_file not in f.basis]
+    started = _instant(result.started_at) if result.started_at else None
+    return [
+        f
+        for f in forecasts
+        if f.key == key and cell_file not in f.basis and not _after(f.created_at, started)
+    ]
+
+
+def _instant(stamp: str) -> datetime | None:
+    """An ISO time ('...Z' or '...+00:00'; one with no zone is taken as UTC), None if not one."""
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def _after(created_at: str, started: datetime | None) -> bool:
+    made = _instant(created_at)
+    return started is not None and made is not None and made >= started
 
 
 def score(forecast: Forecast, result: CellResult, cell_file: str, scored_at: str) -> ForecastScore:
@@ -69,14 +89,6 @@ def score(forecast: Forecast, result: CellResult, cell_file: str, scored_at: str
     )
 
 
-def _instant(stamp: str) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
-
-
 def pending_scores(
     forecasts: Sequence[Forecast],
     stored: Sequence[ForecastScore],
@@ -84,21 +96,16 @@ def pending_scores(
     scored_at: str,
 ) -> list[ForecastScore]:
     """The scores no sweep wrote: cells measured where no torchscale process followed them
-    (Kubernetes jobs write their results straight to the volume) or before a sweep scored.
-    Each (result, its cell file) scores the forecasts of its key made before it started and
-    not already scored against it; a cell that started before the forecast was made is what
-    the forecast could have read, not a test of it."""
+    (Kubernetes jobs write their results straight to the volume). Each (result, its cell
+    file) scores the forecasts `forecasts_of` gives it that are not already scored against
+    it, by the same rules as a sweep's scoring."""
     done = {(s.forecast_id, s.cell_id) for s in stored}
     out = []
     for result, cell_file in measured:
-        started = _instant(result.started_at) if result.started_at else None
-        if started is None or measured_step_s(result) is None:
+        if measured_step_s(result) is None:
             continue
         for forecast in forecasts_of(result, cell_file, forecasts):
-            made = _instant(forecast.created_at)
-            if (forecast.id, result.cell.id) in done or made is None or made >= started:
-                continue
-            if forecast.step_s.value is None:
+            if (forecast.id, result.cell.id) in done or forecast.step_s.value is None:
                 continue
             out.append(score(forecast, result, cell_file, scored_at))
     return out

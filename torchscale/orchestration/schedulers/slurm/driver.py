@@ -23,6 +23,7 @@ from pathlib import Path
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError
 from torchscale.contracts.signals import Terminated, signal_name, terminate_on_signals
+from torchscale.offline.analysis.prediction.score import percent
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastScorer
 from torchscale.orchestration.launch.process import run_logged
@@ -97,15 +98,22 @@ def comm_as_run(allocation: Allocation, cpus: int) -> Allocation:
 
 
 def forecast_lines(check: ForecastCheck) -> list[str]:
-    """The job log's lines for what measuring a cell did to the experiment's forecasts (the
-    local sweep's console says the same in its own words)."""
-    lines = [
-        f"torchscale: forecast {s.forecast.id} of {check.cell_id}: "
-        f"{s.score.forecast_step_s * 1e3:.3g} ms predicted, {s.score.measured_step_s * 1e3:.3g} "
-        f"ms measured, error {s.score.error:+.0%}, "
-        f"{'inside' if s.score.inside else 'outside'} its interval"
-        for s in check.scored
-    ]
+    """The job log's lines for what measuring a cell did to the experiment's forecasts, the
+    figures of the local sweep's line (predicted with its interval, measured, error, held)."""
+    lines = []
+    for scored in check.scored:
+        step, score = scored.forecast.step_s, scored.score
+        interval = (
+            f" [{step.low * 1e3:.3g} ms, {step.high * 1e3:.3g} ms]"
+            if step.low is not None and step.high is not None
+            else " (no interval)"
+        )
+        lines.append(
+            f"torchscale: forecast {scored.forecast.id} of {check.cell_id}: "
+            f"{score.forecast_step_s * 1e3:.3g} ms predicted{interval}, measured "
+            f"{score.measured_step_s * 1e3:.3g} ms: {'inside' if score.inside else 'outside'}, "
+            f"error {percent(score.error, signed=True)}"
+        )
     return lines + [f"torchscale: {problem}" for problem in check.problems]
 
 
@@ -152,13 +160,13 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
                 result = run_cell(
                     current, store, env, allocation.price_per_gpu_hour, command_for, notes
                 )
-                check = scorer.check(result)  # forecasts of this cell made before the job
-                for line in forecast_lines(check) if check is not None else []:
-                    print(line, flush=True)
                 progress.done.append(current.cell.id)
                 progress.current = None
-                current = None
+                current = None  # measured and written: a stop from here on cannot cost it
                 write_progress(allocation.directory, progress)
+                check = scorer.check(result)  # forecasts of this cell made before it
+                for line in forecast_lines(check) if check is not None else []:
+                    print(line, flush=True)
     except Terminated as stop:
         reason = stop_reason(stop.signum, grace_s)
         if current is not None:
