@@ -38,6 +38,7 @@ from torchscale.rank.telemetry.window_figures import (
     is_busy,
     rank_load,
     summarise_rank,
+    unresolved,
 )
 
 # ============================================================================== the rule
@@ -109,6 +110,24 @@ def test_rounding_below_zero_is_clamped() -> None:
     tick; other processes never use less than nothing."""
     load = host_load("h", ranks_on("h", 0, 1, busy_cpu_s=2.0, own_cpu_s=2.01))
     assert load.other_cores == 0.0 and load.busy is False
+
+
+def test_windows_too_short_for_the_kernels_ticks_judge_nothing() -> None:
+    """Measured: a tiny model's 1-rank cell, 60 steps of 0.4 ms, 24 ms of windows; one stray
+    10 ms tick of another process read as 0.4 core and marked the host busy. Over windows
+    where a tick is more than a quarter of the busy threshold, other processes' cores are not
+    measurable, with the reason, and the cell is not called busy."""
+    short = ranks_on("h", 0, 1, cores=2, busy_cpu_s=0.034, own_cpu_s=0.024, window_s=0.024)
+    load = host_load("h", short)
+    assert load.other_cores is None and load.busy is None
+    assert load.unavailable["busy"].startswith("not measurable: the measured windows last 24 ms")
+    assert "run more steps" in load.unavailable["other_cores"]
+    assert load.busy_cores is not None  # the readings themselves are kept
+    assert busy_warnings([load]) == []
+    # at 1 rank the threshold is 0.25 core: one tick must read as at most 0.0625, 0.16 s
+    assert unresolved([short[0].load], 0.25, tick_s=0.01) is not None  # type: ignore[list-item]
+    enough = ranks_on("h", 0, 1, cores=2, busy_cpu_s=0.16, own_cpu_s=0.16, window_s=0.16)
+    assert host_load("h", enough).other_cores is not None
 
 
 def test_each_host_has_its_own_figures_and_pids() -> None:

@@ -12,6 +12,7 @@ load average and the compute processes on the cell's GPUs that are not its ranks
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
@@ -42,6 +43,8 @@ from torchscale.rank.telemetry.samples import GPU_PROCESSES, SamplerReport, Wind
 MIN_CPU_SPAN_S = 0.1
 SPAN_SLACK = 0.95  # a sample a hair early (timer jitter) still closes a span
 NO_SAMPLE = "no sample of it in the measured windows"
+# the kernel's CPU accounting (/proc/stat, a process' utime and stime) counts in these
+CLOCK_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 GPU_STATS = ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c", "sm_clock_mhz")
 BUSY_NOTE = "timings may be slowed or noisy"
 NO_HOST = "no host readings"
@@ -367,6 +370,25 @@ def is_busy(other_cores: float, busy_cores: float, cores: int | None, ranks: int
     return other_cores >= busy_threshold(cores, ranks) and (idle is None or idle < ranks)
 
 
+def unresolved(
+    loads: Sequence[RankLoad], threshold: float, tick_s: float = CLOCK_TICK_S
+) -> str | None:
+    """Why other processes' cores cannot be told from these windows, or None: the kernel counts
+    CPU time in clock ticks, so over windows of w seconds one tick reads as tick / w cores, and
+    a difference of two such counts is resolved only where a tick is well below the busy
+    threshold (a quarter of it). A tiny model's 60 steps of 0.4 ms (24 ms of windows) read one
+    stray tick as 0.4 core: a busy host, measured."""
+    window_s = min((load.window_s for load in loads if load.window_s > 0), default=None)
+    if window_s is None or tick_s / window_s <= threshold / 4:
+        return None
+    return (
+        f"not measurable: the measured windows last {window_s * 1e3:.3g} ms, where one "
+        f"{tick_s * 1e3:.3g} ms tick of the kernel's CPU accounting reads as "
+        f"{tick_s / window_s:.2g} core (the busy rule's {threshold:.2g} needs "
+        f"{4 * tick_s / threshold:.2g} s of windows); run more steps to measure it"
+    )
+
+
 def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
     """What else ran on `host` during the windows, from the cell's ranks on it: other cores =
     mean over the ranks of (host busy CPU s / window s) - sum over them of (own CPU s / window
@@ -379,14 +401,16 @@ def host_load(host: str, ranks: Sequence[RankTelemetry]) -> HostLoad:
     busy_cores = statistics.fmean(busy_rates) if busy_rates else None
     cell_cores = sum(own_rates) if own_rates is not None else None
     other = busy = None
-    if busy_cores is not None and cell_cores is not None:
+    too_short = unresolved(loads, busy_threshold(cores, len(ranks)))
+    if busy_cores is not None and cell_cores is not None and too_short is None:
         other = max(0.0, busy_cores - cell_cores)
         busy = is_busy(other, busy_cores, cores, len(ranks))
     for key, why in (("busy_cores", why_busy), ("cell_cores", why_own)):
         if why is not None:
             unavailable[key] = why
     if other is None:
-        unavailable["other_cores"] = unavailable["busy"] = why_busy or why_own or NO_SAMPLE
+        why = why_busy or why_own or too_short or NO_SAMPLE
+        unavailable["other_cores"] = unavailable["busy"] = why
     load_avg = field_stats([v for load in loads for v in load.load_avg_1m])
     if load_avg is None:
         unavailable["load_avg_1m"] = _load_reason(ranks, "load_avg_1m")
