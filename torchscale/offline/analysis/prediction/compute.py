@@ -198,12 +198,17 @@ def forecast_compute(
     )
     if shared > 1 and not measured_past and demand is not None:
         fair, busiest = shared - slow.sharing_half, shared + slow.sharing_half
+        turns = (
+            f"the slowest between {fair:.3g}x (shared out perfectly) and {busiest:.3g}x (the "
+            "busiest core's ranks); taken as the middle, both ends in the interval"
+            if slow.sharing_half > 0
+            else f"{shared:.3g}x slower (they share the cores evenly)"
+        )
         assumptions.append(
             f"past the cores ({ranks_per_host:g} ranks x {demand:.2g} busy cores on {cores}): "
-            f"ranks take turns, the slowest between {fair:.3g}x (shared out perfectly) and "
-            f"{busiest:.3g}x (the busiest core's ranks); taken as the middle, both ends in the "
-            "interval; the scheduler's wake-up latency in each collective and other "
-            "processes' CPU are not modelled (no measured cell ran past the cores: measure one)"
+            f"ranks take turns, {turns}; the scheduler's wake-up latency in each collective "
+            "and other processes' CPU are not modelled (no measured cell ran past the cores: "
+            "measure one)"
         )
     # the cores a rank kept busy count OpenMP's spin-waits too, so with fewer threads its
     # work slows by between 1 (no useful parallelism) and u / d (all of it useful): the middle,
