@@ -231,9 +231,11 @@ def exposed_from_comm(
     """exposed(N) = exposed at one rank + max(0, T(N) - H), H measured on the multi-rank
     cells of `cells` with the compute reference's ranks per host (none such: those with the
     fewest), since a cell past the cores exposes the turns its ranks take too, which the
-    contention term adds from the reference's sharing on; no multi-rank cell: H = 0, an upper
-    bound, with the interval down to H = min(T(N), own work): backward can hide no more than
-    the rank's own work."""
+    contention term adds from the reference's sharing on; no multi-rank cell: H = 0, with the
+    interval down to H = min(T(N), own work) (backward can hide no more than the rank's own
+    work). H = 0 is no upper bound: a step can pay more than the comm run's collective (ranks
+    arriving apart, bucket copies, a CPU collective on the cores its ranks compute on), which
+    only a multi-rank cell measures, and the assumption says so."""
     reference = cells[0]
     grads, params = reference.gradient_bytes, reference.parameter_bytes
     target = collective_time(fits, strategy, world_size, grads, params, bucket_bytes)
@@ -253,15 +255,18 @@ def exposed_from_comm(
     if hidden:
         overlap = combine([1.0 / len(hidden)] * len(hidden), hidden)
     else:
-        # unmeasured, the overlap lies between none and all that backward can cover, the own
-        # work at most: the value the upper bound, the interval down to the lower one
+        # unmeasured: nothing hidden as the value, the interval down to all that backward can
+        # cover (the own work at most); what a step pays beyond the collective is unknown
         most = min(t_n.value, reference.own_work.value)
         overlap = Figure(0.0, 0.0, most)
         if world_size > 1:
             assumptions.append(
                 "no multi-rank cell measured the overlap: nothing assumed hidden behind "
-                f"backward (an upper bound), the interval down to all of it hidden up to the "
-                f"own work ({most * 1e3:.3g} ms less); measure 2 ranks to learn it"
+                f"backward, the interval down to all of it hidden up to the own work "
+                f"({most * 1e3:.3g} ms less); a step can also pay more than the comm run's "
+                "collective (ranks arriving apart, bucket copies, a CPU collective on the "
+                "ranks' cores), which this interval does not hold; measure 2 ranks to learn "
+                "both"
             )
     exposed = combine([1.0, 1.0], [base, floor_at_zero(combine([1.0, -1.0], [t_n, overlap]))])
     if world_size == 1:
