@@ -37,7 +37,8 @@ def forecasts_of(
 ) -> list[Forecast]:
     """The forecasts this measured cell scores: those of its key, except one computed from this
     very cell (`cell_file` in its basis: a fit, not a forecast) and one made after the cell
-    started (when both times are known): what a forecast could have read is no test of it."""
+    started (when both times are known): a cell measured before a forecast is what it could
+    have read, no test of it."""
     if result.status != Status.OK:
         return []
     key = ForecastKey.of_cell(result.cell)
@@ -59,8 +60,11 @@ def _instant(stamp: str) -> datetime | None:
 
 
 def _after(created_at: str, started: datetime | None) -> bool:
+    """Made after the cell started. Both times are whole seconds: a forecast made in the
+    second its cell started counts as before it (a script's predict then benchmark), as the
+    cell could not yet have been read."""
     made = _instant(created_at)
-    return started is not None and made is not None and made >= started
+    return started is not None and made is not None and made > started
 
 
 def score(forecast: Forecast, result: CellResult, cell_file: str, scored_at: str) -> ForecastScore:
