@@ -149,20 +149,41 @@ def test_a_gap_splits_the_band_and_a_lone_point_keeps_its_bar() -> None:
     ) == 1
 
 
-def test_the_static_svg_fills_the_band_under_its_line() -> None:
+def test_the_static_svg_fills_the_bands_under_every_series() -> None:
+    """Every band lies in one group drawn before any series and deaf to the pointer: a
+    forecast's band covers the measured points at its sizes (here 2 and 4 GPUs), whose hover
+    must stay theirs, and a later series' band must not cover an earlier series' line."""
     root = ET.fromstring(svg_direct.chart_svg(_chart()))
-    by_id = {g.get("id"): g for g in root.iter(f"{NS}g") if g.get("id")}
+    groups = [g for g in root.iter(f"{NS}g") if g.get("id")]
+    by_id = {g.get("id"): g for g in groups}
+    ids = [g.get("id") for g in groups]
+    assert ids.index("forecast-band-bands") < ids.index("forecast-band-series-0")
+    bands = by_id["forecast-band-bands"]
+    assert bands.get("pointer-events") == "none"
+    (band,) = list(bands.iter(f"{NS}path"))
     colour = plot(_chart()).series[1].colour
-    forecast = list(by_id["forecast-band-series-1"].iter(f"{NS}path"))
-    band, line = forecast[0], forecast[1]
     assert band.get("fill") == colour and band.get("fill-opacity") == str(INTERVAL_BAND_ALPHA)
     assert band.get("d", "").endswith("Z") and band.get("d", "").count("L") == 5
-    assert line.get("fill") == "none" and line.get("stroke-dasharray")
-    # no interval bar (a vertical segment) beside the band
-    assert not [p for p in forecast if "V" in p.get("d", "")]
+    forecast = list(by_id["forecast-band-series-1"].iter(f"{NS}path"))
+    assert forecast[0].get("fill") == "none" and forecast[0].get("stroke-dasharray")
+    # no interval bar (a vertical segment) beside the band, and no fill in the series' group
+    assert not [p for p in forecast if "V" in p.get("d", "") or p.get("fill-opacity")]
     measured = list(by_id["forecast-band-series-0"].iter(f"{NS}path"))
     assert [p for p in measured if "V" in p.get("d", "")]
     assert not [p for p in measured if p.get("fill-opacity")]
+
+
+def test_a_cut_forecast_interval_keeps_its_legend_group_in_plotly() -> None:
+    """A forecast whose interval is cut at the axis edge (its marks drawn there) stays in the
+    group its legend entry ('forecast (dashed ...)') hides, with its band and marks."""
+    fig = figure(_chart(high=[21.0, 39.0, 1e6]))  # far past the axis the values set
+    _, forecast = _named(fig, "forecast (m)")
+    (band,) = _fills(fig)
+    marks = [t for t in fig["data"] if t.get("mode") == "markers" and t is not forecast]
+    assert marks, "the cut interval's marks"
+    assert band["legendgroup"] == forecast["legendgroup"]
+    assert all(m["legendgroup"] == forecast["legendgroup"] for m in marks)
+    assert not forecast["legendgroup"].startswith("series-")
 
 
 def test_the_pdf_fills_the_band_under_every_line() -> None:

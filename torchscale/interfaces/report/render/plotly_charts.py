@@ -410,8 +410,8 @@ def figure(chart: Chart | Plot) -> dict[str, Any]:
         bands = []
         for index, series in enumerate(p.series):
             if series.clips:
-                group = f"series-{index}"
-                traces[index]["legendgroup"] = group
+                # a reference (forecast) keeps the group its legend entry hides
+                group = traces[index].setdefault("legendgroup", f"series-{index}")
                 traces.append(_clip_marks(series, group))
             if series.band:
                 # the band hides with its line: in the line's group, or one of their own

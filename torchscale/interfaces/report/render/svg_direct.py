@@ -283,12 +283,14 @@ def _band_path(series: PlotSeries, sx: Scale, sy: Scale) -> str:
 
 
 def _line_series(p: Plot, sx: Scale, sy: Scale, chart_id: str) -> list[str]:
-    out = []
+    # every band first, under every series' line and marker, and deaf to the pointer: a
+    # forecast's band covers the measured points at its sizes, whose hover must stay theirs
+    bands = "".join(_band_path(s, sx, sy) for s in p.series)
+    out = [f'<g id="{chart_id}-bands" pointer-events="none">{bands}</g>'] if bands else []
     for index, s in enumerate(p.series):
         points = [(sx(x), sy(y)) if y is not None else None for x, y in zip(s.x, s.y, strict=True)]
         dash = DASHES[s.dash]
         parts = [f'<g id="{series_id(chart_id, index)}">', _hover(s)]
-        parts.append(_band_path(s, sx, sy))  # first: under its line and markers
         parts.append(_interval_path(s.x, bar_intervals(s), sx, sy))
         if p.kind == "line":
             parts.append(

@@ -43,7 +43,8 @@ CHART_NOTE = (
     "solid: measured, as N x batch / median step (the statistic a forecast is made of and "
     "scored on, not the wall-clock throughput of the cells table), with the 95 % interval of "
     "the median step; dashed, in the colour of its measured curve: the forecast "
-    "(`torchscale predict`), with its 95 % interval as the shaded band around it"
+    "(`torchscale predict`), with its 95 % interval as the shaded band around it (a bar where "
+    "a forecast stands alone)"
 )
 TABLE_NOTE = (
     "error: (forecast - measured) / measured, of the median step (+: the forecast was too "
