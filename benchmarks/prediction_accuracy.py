@@ -266,7 +266,6 @@ def report(
     headline = [r for r in found if r.headline]
     lines.append("")
     lines.append("headline forecasts (the latest before each measurement), by ranks forecast:")
-    verdicts = []
     for size in sorted({r.world_size for r in headline}):
         at = [r for r in headline if r.world_size == size]
         real = [r for r in at if r.model in REAL_WORK]
@@ -277,21 +276,11 @@ def report(
             f"(real work {pct(summary(real)[0])}, sleep {pct(summary(sleep)[0])}), "
             f"intervals held {pct(coverage)}"
         )
-        if size in TARGETS and median is not None:
-            met = median <= TARGETS[size]
-            verdicts.append(
-                f"median <= {TARGETS[size]:.0%} at {size} ranks: {'met' if met else 'missed'}"
-            )
-    for size in sorted(set(TARGETS) - {r.world_size for r in headline}):
-        verdicts.append(f"median <= {TARGETS[size]:.0%} at {size} ranks: not measured")
     median, coverage = summary(headline)
     lines.append(
         f"  all: {len(headline)} forecasts, median |error| {pct(median)}, "
         f"intervals held {pct(coverage)}"
     )
-    if coverage is not None:
-        held = "met" if coverage >= COVERAGE_TARGET else "missed"
-        verdicts.append(f"coverage >= {COVERAGE_TARGET:.0%}: {held}")
     superseded = [r for r in found if not r.headline]
     for made in sorted({r.round for r in superseded}):
         for size in sorted({r.world_size for r in superseded if r.round == made}):
@@ -316,8 +305,24 @@ def report(
             "before the run, or other processes busy during a cell)"
         )
     else:
-        lines.append("verdict on a quiet machine: " + "; ".join(verdicts))
+        lines.append("verdict on a quiet machine: " + "; ".join(verdicts(headline)))
     return lines
+
+
+def verdicts(headline: Sequence[Row], coverage_shown: bool = False) -> list[str]:
+    """Each target against `headline` forecasts: 'met', 'missed', or 'not measured' for a
+    target world size with none; the coverage's own figure in it when `coverage_shown`."""
+    out = []
+    for size, target in sorted(TARGETS.items()):
+        median = summary([r for r in headline if r.world_size == size])[0]
+        said = "not measured" if median is None else "met" if median <= target else "missed"
+        out.append(f"median <= {target:.0%} at {size} ranks: {said}")
+    coverage = summary(headline)[1]
+    if coverage is not None:
+        held = "met" if coverage >= COVERAGE_TARGET else "missed"
+        figure = f" ({pct(coverage)})" if coverage_shown else ""
+        out.append(f"coverage >= {COVERAGE_TARGET:.0%}{figure}: {held}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -386,7 +391,6 @@ def pooled(runs: Sequence[Run]) -> list[str]:
     if not headline:
         why = "no scored forecast in the quiet runs" if quiet else "no quiet run"
         return [*lines, f"  {why}: no verdict"]
-    verdicts = []
     for size in sorted({row.world_size for row in headline}):
         at = [row for row in headline if row.world_size == size]
         median, coverage = summary(at)
@@ -394,27 +398,16 @@ def pooled(runs: Sequence[Run]) -> list[str]:
             f"  {size} ranks: {len(at)} forecasts, median |error| {pct(median)}, "
             f"intervals held {pct(coverage)}"
         )
-        if size in TARGETS and median is not None:
-            met = median <= TARGETS[size]
-            verdicts.append(
-                f"median <= {TARGETS[size]:.0%} at {size} ranks: {'met' if met else 'missed'}"
-            )
-    for size in sorted(set(TARGETS) - {row.world_size for row in headline}):
-        verdicts.append(f"median <= {TARGETS[size]:.0%} at {size} ranks: not measured")
-    coverage = summary(headline)[1]
-    if coverage is not None:
-        held = "met" if coverage >= COVERAGE_TARGET else "missed"
-        verdicts.append(f"coverage >= {COVERAGE_TARGET:.0%} ({pct(coverage)}): {held}")
     meeting = sum(all(v.endswith("met") for v in verdict_of(r.rows)) for r in quiet)
     lines.append(f"  quiet runs meeting every target on their own: {meeting} of {len(quiet)}")
-    lines.append("verdict on the quiet runs pooled: " + "; ".join(verdicts))
+    pooled_verdicts = verdicts(headline, coverage_shown=True)
+    lines.append("verdict on the quiet runs pooled: " + "; ".join(pooled_verdicts))
     return lines
 
 
 def verdict_of(found: Sequence[Row]) -> list[str]:
-    """One run's verdict lines (the last line of `report`, split)."""
-    last = report(found, "", "", busy=False)[-1]
-    return last.removeprefix("verdict on a quiet machine: ").split("; ")
+    """One run's verdicts, on its headline forecasts (what `report` says of it)."""
+    return verdicts([r for r in found if r.headline])
 
 
 def main() -> None:

@@ -55,10 +55,18 @@ def time_sharing_range(
     return fair, max(fair, busiest)
 
 
+def time_sharing_middle(
+    ranks_per_host: float, busy_cores: float | None, cores: int | None
+) -> tuple[float, float]:
+    """(middle, half-width) of `time_sharing_range`: the forecast's value, and how far its
+    interval reaches to either end."""
+    fair, busiest = time_sharing_range(ranks_per_host, busy_cores, cores)
+    return (fair + busiest) / 2, (busiest - fair) / 2
+
+
 def time_sharing(ranks_per_host: float, busy_cores: float | None, cores: int | None) -> float:
     """The middle of `time_sharing_range`: the forecast's value (both ends in its interval)."""
-    fair, busiest = time_sharing_range(ranks_per_host, busy_cores, cores)
-    return (fair + busiest) / 2
+    return time_sharing_middle(ranks_per_host, busy_cores, cores)[0]
 
 
 def launcher_threads(cores: int, ranks_per_host: float) -> int:
@@ -138,16 +146,9 @@ def slowdown(
     fewer = threads is not None and reference.threads is not None and threads < reference.threads
     demand = min(busy, threads) if fewer and threads is not None else busy
     thread = busy / demand if demand > 0 else 1.0
-    fair, busiest = time_sharing_range(ranks_per_host, demand, cores)
-    fair_ref, busiest_ref = time_sharing_range(reference.ranks_per_node, busy, cores)
-    return Slowdown(
-        thread,
-        (fair + busiest) / 2,
-        (busiest - fair) / 2,
-        (fair_ref + busiest_ref) / 2,
-        (busiest_ref - fair_ref) / 2,
-        demand,
-    )
+    sharing, half = time_sharing_middle(ranks_per_host, demand, cores)
+    sharing_ref, half_ref = time_sharing_middle(reference.ranks_per_node, busy, cores)
+    return Slowdown(thread, sharing, half, sharing_ref, half_ref, demand)
 
 
 def forecast_compute(
