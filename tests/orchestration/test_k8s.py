@@ -269,6 +269,18 @@ def test_skipped_cells_get_no_manifest() -> None:
     assert ids == [p.cell.id for p in plan.runnable]
 
 
+def test_a_skip_names_the_configured_gpus_per_node_not_this_node() -> None:
+    """The submitting host is not a node of the cluster: a skip cites where the count came
+    from, never "this node"."""
+    from torchscale.orchestration.schedulers.kubernetes.launcher import KubernetesJobs
+
+    config = k8s_config(gpu_counts="[2, 4]", k8s_extra="    gpus_per_node: 2\n")
+    plan = build_plan(config, KubernetesJobs().machine(config))
+    reasons = {p.skip_reason for p in plan if p.skip_reason}
+    assert "needs 4 GPUs; a node has 2 (launcher.k8s.gpus_per_node)" in reasons
+    assert not any("this node" in reason for reason in reasons)
+
+
 def test_rendezvous_variables_in_launcher_env_are_refused() -> None:
     config = k8s_config(k8s_extra="  env: {PET_NNODES: '3', NCCL_DEBUG: INFO}\n")
     with pytest.raises(UsageError, match="PET_NNODES"):

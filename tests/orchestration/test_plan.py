@@ -305,8 +305,9 @@ def test_cuda_cells_needing_more_gpus_than_the_node_has_are_skipped() -> None:
     by_world = {p.cell.world_size: p for p in plan}
     assert by_world[1].skip_reason is None
     assert by_world[2].skip_reason is None
-    assert by_world[4].skip_reason == "needs 4 GPUs; a node has 2"
-    assert by_world[8].skip_reason == "needs 8 GPUs; a node has 2"
+    # the count is this node's: the reason says so
+    assert by_world[4].skip_reason == "needs 4 GPUs; this node has 2"
+    assert by_world[8].skip_reason == "needs 8 GPUs; this node has 2"
     assert all(p.warnings == () for p in plan)
 
 

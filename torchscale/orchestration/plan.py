@@ -431,8 +431,10 @@ def _skip_or_warn(
             return "device 'cuda' requested but no CUDA GPU is visible", ()
         if shape.nproc_per_node > machine.gpu_count:
             if shape.nodes == 1:
+                # counted here unless a source says where (a partition, a config)
+                which = "a node" if source else "this node"
                 return (
-                    f"needs {shape.nproc_per_node} GPUs; a node has {machine.gpu_count}{source}"
+                    f"needs {shape.nproc_per_node} GPUs; {which} has {machine.gpu_count}{source}"
                 ), ()
             return (
                 f"needs {shape.nproc_per_node} GPUs on each of {shape.nodes} nodes; a node has "

@@ -38,7 +38,8 @@ class KubernetesJobs:
         from torchscale.orchestration.plan import Machine
 
         gpus = config.launcher.k8s.gpus_per_node or 0
-        return Machine(gpu_count=gpus, cpu_cores=host.usable_cores())
+        source = "launcher.k8s.gpus_per_node" if gpus else None
+        return Machine(gpu_count=gpus, cpu_cores=host.usable_cores(), gpus_source=source)
 
     def results_store(self, config: BenchConfig, output_dir: Path, dry_run: bool) -> ResultStore:
         from torchscale.offline.results.store import ResultStore
