@@ -1,6 +1,6 @@
 """The sweep's lines for one cell: 'Running ...' as it starts, then its published figures
-(throughput, latency, with their intervals), its diagnosis, compile time, input pipeline,
-telemetry and price, and its warnings.
+(throughput, latency, with their intervals), a host-bound GPU, its diagnosis, compile time,
+input pipeline, telemetry and price, and its warnings.
 
 Each line carries its level (info, warn, fail, skip), chosen from the data, so the CLI colours
 by level and never by searching the text.
@@ -18,6 +18,7 @@ from torchscale.interfaces.report.render.formatting import (
 )
 from torchscale.interfaces.report.terminal.diagnosis import diagnosis_lines
 from torchscale.interfaces.report.terminal.lines import Level, Line
+from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
 from torchscale.orchestration.plan import PlannedCell
 
 STATUS_LEVEL: dict[Status, Level] = {
@@ -97,6 +98,7 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
             p50 = plus_minus(intervals.step_p50_s, seconds)
             p95 = plus_minus(intervals.step_p95_s, seconds)
         lines.append(Line("info", f"> [INFO] Iteration Latency: {p50} (p95 {p95})"))
+    lines += host_bound_lines(result, verbose=verbose)
     if result.cell.world_size > 1 or result.diagnosis is not None:
         lines += diagnosis_lines(
             result.diagnosis, result.unavailable.get("diagnosis"), verbose=verbose
@@ -104,6 +106,21 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     lines += compile_lines(result)
     lines += headline_lines(result)
     lines += [Line("warn", f"> [WARN] {w}") for w in _shown_warnings(result, verbose)]
+    return lines
+
+
+def host_bound_lines(result: CellResult, *, verbose: bool) -> list[Line]:
+    """The diagnosis' host-bound finding, before the rest of the diagnosis (a host-bound step
+    is noisier: the reader learns why first); `verbose` adds its evidence and fix."""
+    diagnosis = result.diagnosis
+    findings = diagnosis.findings if diagnosis is not None else []
+    finding = next((f for f in findings if f.title.startswith(HOST_BOUND_TITLE)), None)
+    if finding is None:
+        return []
+    lines = [Line("warn", f"> [ANALYSIS] {finding.title}")]
+    if verbose:
+        lines += [Line("info", f">      evidence: {item}") for item in finding.evidence]
+        lines.append(Line("info", f">      fix: {finding.recommendation}"))
     return lines
 
 

@@ -1,7 +1,7 @@
 """The sweep as one live table: a row per cell as it finishes, with at most two short notes,
-and only where they change the reading (a failure, a named straggler, a busy machine the first
-time, a noisy cell). A note is one row, shortened at a word with '…' where it is longer: the
-whole text is in the cell's JSON, summary.csv and -v.
+and only where they change the reading (a failure, a host-bound GPU, a named straggler, a busy
+machine the first time, a noisy cell). A note is one row, shortened at a word with '…' where it
+is longer: the whole text is in the cell's JSON, summary.csv and -v.
 
 A live table cannot be re-fitted once rows are printed, so its layout is decided before the
 first row from what the plan knows (model names, batch sizes, world sizes) and the terminal's
@@ -27,6 +27,7 @@ from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
 from torchscale.interfaces.report.estimates import compact, too_wide
 from torchscale.interfaces.report.render.formatting import format_value, readable
 from torchscale.interfaces.report.terminal.lines import Level, Line, fit_lines, glued, unglued
+from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -199,6 +200,8 @@ def status_text(row: pd.Series) -> tuple[str, Level]:
         return str(status), "fail"
     if bool(row.get("busy_machine")):
         return "busy", "warn"
+    if row.get("host_bound") is True:  # before noisy: a host-bound step is noisier
+        return "host", "warn"
     if row.get("reliability") == "noisy":
         return "noisy", "warn"
     if row.get("reliability") == "spread unknown":
@@ -260,8 +263,8 @@ class LiveTable:
 
     def notes(self, result: CellResult, row: pd.Series) -> list[tuple[Level, str]]:
         """The cell's notes, most decisive first (`note_lines` prints what fits): a failure's
-        cause, a named straggler, the busy machine (said once per sweep), why a cell is
-        noisy."""
+        cause, a host-bound GPU, a named straggler, the busy machine (said once per sweep),
+        why a cell is noisy."""
         notes: list[tuple[Level, str]] = []
         reason = result.error.reason.strip() if result.error else ""
         first = reason.splitlines()[0] if reason else str(result.status)
@@ -269,6 +272,8 @@ class LiveTable:
             notes.append(("fail", first))
         elif result.status is Status.SKIPPED and reason:
             notes.append(("skip", first))
+        if (host := host_bound_note(result)) is not None:
+            notes.append(("warn", host))
         if (straggler := straggler_note(result, row)) is not None:
             notes.append(("warn", straggler))
         if bool(row.get("busy_machine")) and not self.busy_said:
@@ -316,6 +321,13 @@ def straggler_note(result: CellResult, row: pd.Series) -> str | None:
     if verdict.injected and text.endswith(INJECTED):  # first, where shortening never cuts it
         text = text.removesuffix(INJECTED).replace("Straggler:", f"Straggler{INJECTED}:", 1)
     return text
+
+
+def host_bound_note(result: CellResult) -> str | None:
+    """The diagnosis' host-bound finding, by its title (its fix is in -v and the report)."""
+    diagnosis = result.diagnosis
+    findings = diagnosis.findings if diagnosis is not None else []
+    return next((f.title for f in findings if f.title.startswith(HOST_BOUND_TITLE)), None)
 
 
 BUSY_NOTE_START = "busy machine"

@@ -25,6 +25,7 @@ from torchscale.contracts.step_phases import (
 )
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.frame import cells_table, ranks_table
+from torchscale.offline.results.upgrades.edge_steps import is_edge_step, timed_edge
 from torchscale.offline.results.versions import read_cell_result
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,9 @@ class Experiment:
 
     `cells`: one row per cell (flat columns, the same as summary.csv, plus `schema_version`,
     the version the file was written in). `steps`: one row per measured step per rank
-    (window 'sync' or 'no_sync'). `ranks`: one row per cell and rank. `results`: the typed
-    CellResult of every cell. `skipped`: files that could not be read, with why.
+    (window 'sync' or 'no_sync'; schema 15 or older: less each window's first step). `ranks`:
+    one row per cell and rank. `results`: the typed CellResult of every cell. `skipped`: files
+    that could not be read, with why.
     """
 
     root: Path
@@ -90,7 +92,9 @@ class Experiment:
     def _steps_of(self, cell_id: str) -> list[tuple[Any, ...]]:
         """The step records of one cell as tuples in STEP_COLUMNS + PHASE_STEP_COLUMNS order
         (none when the file is missing, unreadable or torn: a torn file is ignored whole
-        rather than half-used, and said so in `skipped`)."""
+        rather than half-used, and said so in `skipped`). A result that timed each window's
+        first step (schema 15 or older) is read without it, as its statistics are
+        (`upgrades.edge_steps`)."""
         path = ResultLayout(self.root).steps_path(cell_id)
         if not path.exists():
             return []
@@ -100,11 +104,14 @@ class Experiment:
             self.skipped.append((path, f"unreadable: {describe_os_error(exc)}"))
             return []
         records: list[tuple[Any, ...]] = []
+        edge = timed_edge(self.versions.get(cell_id))
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
+                if edge and is_edge_step(record):
+                    continue  # the step after a window's edge work, as the result reads it
                 row = (cell_id, *(record[k] for k in STEP_COLUMNS[1:]))
                 records.append(row + tuple(record.get(k) for k in PHASE_STEP_COLUMNS))
             except (ValueError, KeyError, TypeError):

@@ -85,6 +85,9 @@ COLUMNS = [
     "scaling_efficiency_reason",
     "reliability",
     "reliability_reason",
+    "host_bound",
+    "gpu_busy_share",
+    "host_bound_method",
     "comm_overhead",
     "load_imbalance",
     "sync_overhead",
@@ -241,6 +244,19 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "definition_sha256": cell.definition_sha256,
         "warnings": "; ".join(result.warnings),
         "error": result.error.reason if result.error else None,
+        **_host_bound(result),
+    }
+
+
+def _host_bound(result: CellResult) -> dict[str, Any]:
+    """The host-bound verdict (GPU cells; None: not judged) and how it was judged."""
+    record = result.host_bound
+    if record is None:
+        return {"host_bound": None, "gpu_busy_share": None, "host_bound_method": None}
+    return {
+        "host_bound": record.host_bound,
+        "gpu_busy_share": record.gpu_busy_share,
+        "host_bound_method": record.method,
     }
 
 

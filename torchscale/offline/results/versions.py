@@ -17,11 +17,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult
+from torchscale.contracts.schema.cell_result import (
+    HOST_BOUND_CPU,
+    RESULT_SCHEMA_VERSION,
+    CellResult,
+)
 from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.offline.results.upgrades.verdicts import with_not_named
 
 CELL_KIND = "torchscale.cell"
+LAST_TIMED_EDGE = 15  # the newest schema that timed each window's first step (edge_steps)
 _V1_IDENTITY = {
     "cell_id": "id",
     "definition_sha256": "definition_sha256",
@@ -299,6 +304,30 @@ def upgrade_v14(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+V15_EDGE_STEPS = "version <=15 timed the first step after each window's edge work"
+V15_HOST_BOUND = "result of schema 15 or older: the GPU busy probe did not exist"
+V15_FIXED_COSTS = "result of schema 15 or older: the fixed costs were not itemised"
+
+
+def upgrade_v15(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 15 -> 16. The untimed edge step, the GPU busy probe and the itemised fixed
+    costs did not exist: each null, with the reason for a measured cell."""
+    out = dict(data)
+    out["window_edge_steps"] = None
+    out["host_bound"] = None
+    out["fixed_costs"] = None
+    if out.get("status") == "ok":
+        unavailable = dict(out.get("unavailable") or {})
+        cell = out.get("cell")
+        cpu = isinstance(cell, dict) and cell.get("device") == "cpu"
+        unavailable.setdefault("window_edge_steps", V15_EDGE_STEPS)
+        unavailable.setdefault("host_bound", HOST_BOUND_CPU if cpu else V15_HOST_BOUND)
+        unavailable.setdefault("fixed_costs", V15_FIXED_COSTS)
+        out["unavailable"] = unavailable
+    out["schema_version"] = 16
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -314,6 +343,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     12: upgrade_v12,
     13: upgrade_v13,
     14: upgrade_v14,
+    15: upgrade_v15,
 }
 
 
@@ -340,6 +370,15 @@ def completed_from_model(result: CellResult) -> CellResult:
     return stored_model.completed_from_model(result)
 
 
+def judged_host_bound(result: CellResult) -> CellResult:
+    """A GPU cell's host-bound record judged (the busy probe's, else the arithmetic fallback)
+    and, when host-bound, its finding (`upgrades.host_bound`, imported here: it needs numpy,
+    which a rank writing results through the store must not load)."""
+    from torchscale.offline.results.upgrades import host_bound
+
+    return host_bound.with_host_bound(result)
+
+
 # what a result read from an old version gets once it is a valid current result, keyed by the
 # newest source version it applies to: derivations that need the typed result (the diagnosis'
 # findings), applied in order of the key, each to results read from that version or older
@@ -347,6 +386,7 @@ COMPLETIONS: dict[int, Callable[[CellResult], CellResult]] = {
     7: read_from_point_figures,
     9: completed_from_model,
     12: said_why_not_named,
+    RESULT_SCHEMA_VERSION: judged_host_bound,  # every version: the probe or the fallback
 }
 
 
@@ -361,8 +401,12 @@ class ReadCell:
     problem: str | None
 
 
-def parse_cell_result(data: Any) -> tuple[CellResult | None, int | None, str | None]:
-    """(result, source version, problem) from decoded JSON of any known version."""
+def parse_cell_result(
+    data: Any, cell_path: Path | None = None
+) -> tuple[CellResult | None, int | None, str | None]:
+    """(result, source version, problem) from decoded JSON of any known version; with the
+    file's `cell_path`, an older result that timed each window's first step has its step
+    times read again without it from the steps file beside it (`upgrades.edge_steps`)."""
     problem = version_problem(data, CELL_KIND, "cell result", RESULT_SCHEMA_VERSION)
     version = data.get("schema_version") if isinstance(data, dict) else None
     if problem is not None:  # the version is kept only when it is a newer one
@@ -378,6 +422,10 @@ def parse_cell_result(data: Any) -> tuple[CellResult | None, int | None, str | N
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         return None, version, f"invalid version {version} result: {where}: {first['msg']}"
+    if cell_path is not None and version <= LAST_TIMED_EDGE:
+        from torchscale.offline.results.upgrades import edge_steps
+
+        result = edge_steps.with_edge_rule(result, version, cell_path)
     for newest, complete in sorted(COMPLETIONS.items()):
         if version <= newest:
             result = complete(result)
@@ -389,5 +437,5 @@ def read_cell_result(path: Path) -> ReadCell:
     data, problem = read_json(path)
     if problem is not None:
         return ReadCell(path, None, None, problem)
-    result, version, problem = parse_cell_result(data)
+    result, version, problem = parse_cell_result(data, path)
     return ReadCell(path, result, version, problem)

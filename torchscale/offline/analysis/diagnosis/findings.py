@@ -592,6 +592,63 @@ def _host_bound(i: FindingInputs) -> RankedFinding | None:
     )
 
 
+# a GPU whose step's FLOPs at its peak fill under this share of the step is host-bound by
+# arithmetic alone (results without a busy probe): even at 100x below peak it would idle
+HOST_BOUND_MFU = 0.01
+HOST_BOUND_TITLE = "host-bound"  # every host-bound verdict's title starts so (one per cell)
+HOST_BOUND_FIX = (
+    "The GPU waits for Python and kernel launches: give it more work per launch with a bigger "
+    "batch or model, CUDA graphs (torch.compile mode='reduce-overhead'), or torch.compile to "
+    "cut launches; a host-bound step is noisier, so judge its spread after that."
+)
+
+
+def host_bound_finding(
+    *,
+    busy_share: float | None,
+    mfu: float | None,
+    method: str,
+    gpu_busy_s: float | None = None,
+    step_s: float | None = None,
+) -> RankedFinding:
+    """The host-bound verdict of a GPU cell as a finding: from the busy probe (`busy_share`:
+    the GPU's busy time over the median step) or, without one, by arithmetic (`mfu`: the
+    step's FLOPs at the GPU's peak over the step, under HOST_BOUND_MFU). Its cost is the share
+    of the step the GPU is not busy (by arithmetic: at most 1 - MFU, the share its FLOPs leave)."""
+    if busy_share is not None:
+        share = min(max(busy_share, 0.0), 1.0)
+        title = (
+            f"{HOST_BOUND_TITLE}: the GPU is busy {_pct(share)} of the step and waits for "
+            "Python/launches"
+        )
+        evidence = [
+            f"GPU busy {_us(gpu_busy_s * 1e6)} of a {_us(step_s * 1e6)} step ({method})"
+            if gpu_busy_s is not None and step_s is not None
+            else f"GPU busy {_pct(share)} of the step ({method})"
+        ]
+        how = "1 - the GPU's busy share of the median step"
+    else:
+        share = min(max(mfu or 0.0, 0.0), 1.0)
+        title = (
+            f"{HOST_BOUND_TITLE} (by arithmetic): the step's FLOPs at the GPU's peak fill "
+            f"{pct_small(share)} of the step; the GPU waits for Python/launches"
+        )
+        evidence = [
+            f"MFU {pct_small(share)}, under {_pct(HOST_BOUND_MFU)}: at its peak the GPU would "
+            f"finish the step's arithmetic in {pct_small(share)} of the step ({method})"
+        ]
+        how = "at most 1 - MFU (by arithmetic: the GPU's busy time was not measured)"
+    cost = Estimate(
+        value=1.0 - share, low=None, high=None, n=1, method=how, measurable=True, reason=None
+    )
+    return RankedFinding(title, cost, evidence, HOST_BOUND_FIX, "host_bound")
+
+
+def pct_small(x: float) -> str:
+    """A share too small for one decimal keeps its first significant digits."""
+    return _pct(x) if x >= 0.001 else f"{100.0 * x:.2g} %"
+
+
 def cost_table(findings: list[RankedFinding]) -> pd.DataFrame:
     """Findings as a table: title, category, cost_pct."""
     return pd.DataFrame(

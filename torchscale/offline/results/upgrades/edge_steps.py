@@ -1,0 +1,121 @@
+"""Step times of results that timed each window's first step (schema 15 or older).
+
+Up to schema 15 a window timed the step right after its edge work (gc.collect, the telemetry
+sampler's start, a synchronize and a barrier), and that step was systematically slower (1.35-1.6x
+the median on an H100), so it inflated the step-time CV. Today's windows run it untimed
+(`CellResult.window_edge_steps`). One rule reads both alike: where the steps file is there, an
+older result's step-time statistics (pooled, per rank, the percentile intervals and the
+high-variance warning) are recomputed without step 0 of each window, and the steps table
+leaves those steps out too; the result says so in `unavailable["step_time"]`. Throughput is
+the windows' wall time and stays as measured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
+from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
+from torchscale.offline.analysis.stats import step_stats
+from torchscale.offline.results.versions import LAST_TIMED_EDGE
+
+EDGE_NOTE = "first step of each window excluded: it followed the window's edge work"
+HIGH_VARIANCE = "High variance in step time"
+
+
+def timed_edge(version: int | None) -> bool:
+    """A result of this schema version timed each window's first step."""
+    return version is not None and version <= LAST_TIMED_EDGE
+
+
+def is_edge_step(record: Mapping[str, Any]) -> bool:
+    """The step a window ran right after its edge work (step 0 of every window)."""
+    return record.get("step") == 0
+
+
+def read_step_records(path: Path) -> list[dict[str, Any]] | None:
+    """The steps file's records; None when absent, unreadable or torn (a torn file is not
+    half-used)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    records = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(record, dict) or not isinstance(record.get("time_s"), int | float):
+            return None
+        records.append(record)
+    return records
+
+
+def _sync_times(records: Iterable[Mapping[str, Any]], rank: int | None = None) -> list[float]:
+    return [
+        float(r["time_s"])
+        for r in records
+        if r.get("window") == "sync"
+        and not is_edge_step(r)
+        and (rank is None or r.get("rank") == rank)
+    ]
+
+
+def _warnings(warnings: Sequence[str], pooled: StepTimeStats) -> list[str]:
+    """The high-variance warning as today's worker words it, judged on the steps kept."""
+    kept = [w for w in warnings if not w.startswith(HIGH_VARIANCE)]
+    if pooled.cv > CV_WARN_THRESHOLD:
+        kept.append(f"{HIGH_VARIANCE}: CV {pooled.cv:.2f} > {CV_WARN_THRESHOLD:.2f}")
+    return kept
+
+
+def without_edge_steps(result: CellResult, records: Sequence[Mapping[str, Any]]) -> CellResult:
+    """`result` with its step-time statistics recomputed from its sync windows' steps less
+    step 0 of each window; as it was where no step is left."""
+    pooled_times = _sync_times(records)
+    if result.step_time is None or len(pooled_times) < 2:
+        return result
+    from torchscale.offline.analysis.uncertainty import percentile_of_steps
+
+    pooled = step_stats(pooled_times)
+    ranks = []
+    for rank in result.ranks:
+        times = _sync_times(records, rank.rank)
+        ranks.append(rank.model_copy(update={"step_time": step_stats(times)}) if times else rank)
+    update: dict[str, Any] = {
+        "step_time": pooled,
+        "ranks": ranks,
+        "warnings": _warnings(result.warnings, pooled),
+        "unavailable": {**result.unavailable, "step_time": EDGE_NOTE},
+    }
+    if result.intervals is not None:
+        update["intervals"] = result.intervals.model_copy(
+            update={
+                "step_p50_s": percentile_of_steps(pooled_times, 50),
+                "step_p95_s": percentile_of_steps(pooled_times, 95),
+                "step_p99_s": percentile_of_steps(pooled_times, 99),
+            }
+        )
+    return result.model_copy(update=update)
+
+
+def steps_path(cell_path: Path, cell_id: str) -> Path:
+    """Where a cell file's steps are (`<root>/steps/<cell_id>.jsonl`, beside `cells/`)."""
+    from torchscale.offline.results.directory_layout import ResultLayout
+
+    return ResultLayout(cell_path.parent.parent).steps_path(cell_id)
+
+
+def with_edge_rule(result: CellResult, version: int | None, cell_path: Path) -> CellResult:
+    """A result that timed each window's first step, recomputed without it where its steps
+    file is there; any other result as read."""
+    if not timed_edge(version) or result.step_time is None:
+        return result
+    records = read_step_records(steps_path(cell_path, result.cell.id))
+    return without_edge_steps(result, records) if records else result

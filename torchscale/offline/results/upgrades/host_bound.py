@@ -1,0 +1,106 @@
+"""The host-bound verdict of a GPU cell, in one shape for every result as it is read.
+
+A result whose busy probe measured the GPU (`CellResult.host_bound.host_bound` true or false)
+is read as written. Without a probe (schema 15 or older, or a probe that was not measurable)
+one documented fallback judges it: on CUDA, a cell whose MFU is under `HOST_BOUND_MFU` (1 %:
+the step's FLOPs at the GPU's peak fill under 1 % of the step) is host-bound by arithmetic;
+otherwise it is not judged ("not measured"). A host-bound cell gets its one finding in
+`diagnosis.findings` (`findings.host_bound_finding`), so every surface renders the same
+verdict. CPU cells get none: every CPU step is host time. docs/methodology.md, "Host-bound".
+"""
+
+from __future__ import annotations
+
+from torchscale.contracts.cell import Status
+from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBound
+from torchscale.offline.analysis.diagnosis.findings import (
+    HOST_BOUND_MFU,
+    HOST_BOUND_TITLE,
+    RankedFinding,
+    host_bound_finding,
+    pct_small,
+)
+
+ARITHMETIC_METHOD = (
+    f"flops at peak: no busy probe, so judged by arithmetic (MFU under {HOST_BOUND_MFU:.0%} "
+    "is host-bound)"
+)
+NOT_MEASURED = "not measured"
+NO_PROBE = "no busy probe (schema 15 or older)"
+
+
+def _finding(f: RankedFinding) -> Finding:
+    return Finding(
+        title=f.title,
+        category=f.category,
+        cost_pct=100 * f.cost_fraction,
+        cost_share=f.cost,
+        evidence=list(f.evidence),
+        recommendation=f.recommendation,
+    )
+
+
+def judged_host_bound(result: CellResult) -> HostBound | None:
+    """The cell's host-bound record: the probe's where it judged, else the arithmetic fallback
+    (CUDA, ok cells with an MFU); None for other cells."""
+    probe = result.host_bound
+    if probe is not None and probe.host_bound is not None:
+        return probe
+    if result.cell.device != "cuda" or result.status is not Status.OK:
+        return probe
+    why = probe.reason if probe is not None and probe.reason else NO_PROBE
+    mfu = result.compute.mfu if result.compute is not None else None
+    step_s = result.step_time.p50 if result.step_time is not None else None
+    if mfu is None:
+        return HostBound(
+            gpu_busy_s=None,
+            step_s=step_s,
+            gpu_busy_share=None,
+            host_bound=None,
+            method=NOT_MEASURED,
+            reason=f"{why}; no MFU to judge by arithmetic",
+        )
+    return HostBound(
+        gpu_busy_s=None,
+        step_s=step_s,
+        gpu_busy_share=None,
+        host_bound=True if mfu < HOST_BOUND_MFU else None,
+        method=ARITHMETIC_METHOD if mfu < HOST_BOUND_MFU else NOT_MEASURED,
+        reason=f"{why}; MFU {pct_small(mfu)}"
+        + ("" if mfu < HOST_BOUND_MFU else f", at least {HOST_BOUND_MFU:.0%}: not judged"),
+    )
+
+
+def host_bound_of(result: CellResult) -> Finding | None:
+    """The finding a host-bound GPU cell gets; None for every other cell."""
+    record = result.host_bound
+    if result.cell.device != "cuda" or record is None or not record.host_bound:
+        return None
+    mfu = result.compute.mfu if result.compute is not None else None
+    return _finding(
+        host_bound_finding(
+            busy_share=record.gpu_busy_share,
+            mfu=mfu,
+            method=record.method,
+            gpu_busy_s=record.gpu_busy_s,
+            step_s=record.step_s,
+        )
+    )
+
+
+def with_host_bound(result: CellResult) -> CellResult:
+    """`result` with its host-bound record judged (`judged_host_bound`) and, when host-bound,
+    its finding first among the diagnosis' findings (once: a result that has it keeps it)."""
+    record = judged_host_bound(result)
+    if record is not result.host_bound:
+        result = result.model_copy(update={"host_bound": record})
+    finding = host_bound_of(result)
+    diagnosis = result.diagnosis
+    if finding is None or diagnosis is None:
+        return result
+    if any(f.title.startswith(HOST_BOUND_TITLE) for f in diagnosis.findings):
+        return result
+    findings = sorted([finding, *diagnosis.findings], key=lambda f: -f.cost_pct)
+    return result.model_copy(
+        update={"diagnosis": diagnosis.model_copy(update={"findings": findings})}
+    )
