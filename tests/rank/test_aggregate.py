@@ -529,7 +529,8 @@ def test_add_scaling_efficiency() -> None:
     assert reasons[6] == NO_BASE and reasons[6].startswith("no base")
     assert reasons[1] == reasons[4] == reasons[7] == BASE  # each group's base: 1 by definition
     assert reasons[0] is None and reasons[5] is None and reasons[8] is None  # a figure
-    assert reasons[2] == reasons[3] == reasons[9] == NOT_MEASURED
+    assert reasons[2] == reasons[3] == NOT_MEASURED
+    assert reasons[9] == "skipped"  # a planned skip, without a reason in this table
 
 
 def test_scaling_efficiency_ignores_ok_rows_without_throughput() -> None:

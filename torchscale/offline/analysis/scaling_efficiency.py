@@ -79,6 +79,14 @@ NO_BASE = (
 )
 BASE = "base: the smallest world size of its group (100 % by definition)"
 NOT_MEASURED = "not measured: the cell did not finish ok with a throughput"
+SKIPPED = "skipped"  # a planned skip: "skipped: <the plan's reason>"
+
+
+def _not_measured(status: Any, error: Any) -> str:
+    """Why a row that is not ok has no figure: a planned skip says its own reason."""
+    if status == "skipped":
+        return f"{SKIPPED}: {error}" if isinstance(error, str) and error else SKIPPED
+    return NOT_MEASURED
 
 
 def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
@@ -90,12 +98,18 @@ def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
 
     A group measured at one world size only has no scaling figure: NaN with NO_BASE as the
     reason, never a 100 % that reads as perfect scaling (a sweep of world size 2 only has
-    nothing smaller to compare with). Rows that are not ok get NaN too (NOT_MEASURED)."""
+    nothing smaller to compare with). Rows that are not ok get NaN too (NOT_MEASURED; a
+    skipped row: "skipped: " and the plan's reason)."""
     out = with_layout_family(table).copy()
     out["scaling_efficiency"] = float("nan")
     out["scaling_efficiency_low"] = float("nan")
     out["scaling_efficiency_high"] = float("nan")
-    out[REASON_COLUMN] = pd.Series([NOT_MEASURED] * len(out), index=out.index, dtype=object)
+    errors = out["error"] if "error" in out else pd.Series(None, index=out.index, dtype=object)
+    out[REASON_COLUMN] = pd.Series(
+        [_not_measured(s, e) for s, e in zip(out["status"], errors, strict=True)],
+        index=out.index,
+        dtype=object,
+    )
     ok = out[(out["status"] == "ok") & out["samples_per_s"].notna()]
     bases: dict[Any, Any] = {}
     for _, group in ok.groupby(GROUP_COLUMNS, dropna=False):

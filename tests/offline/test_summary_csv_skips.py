@@ -1,0 +1,36 @@
+"""summary.csv on the first H100 run's default sweep (read in place): its 2-GPU cells were
+skipped as planned on a one-GPU node, and their scaling reason says so with the plan's own
+reason, not that the cell failed to finish."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.h100_replay import DEFAULT_SWEEP, needs_h100
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.offline.analysis.scaling_efficiency import NOT_MEASURED, REASON_COLUMN
+from torchscale.offline.results.frame import cells_table
+from torchscale.offline.results.versions import read_cell_result
+
+
+def _results(folder: Path) -> list[CellResult]:
+    results = []
+    for path in sorted((folder / "cells").glob("*.json")):
+        read = read_cell_result(path)
+        assert read.result is not None, read.problem
+        results.append(read.result)
+    return results
+
+
+@needs_h100
+def test_a_planned_skip_says_skipped_and_why_in_summary_csv() -> None:
+    results = _results(DEFAULT_SWEEP)
+    table = cells_table(results).set_index("cell_id")
+    skipped = [r for r in results if r.status.value == "skipped"]
+    assert skipped and all("w2" in r.cell.id for r in skipped)
+    for result in skipped:
+        reason = table.loc[result.cell.id, REASON_COLUMN]
+        assert result.error is not None
+        assert reason == f"skipped: {result.error.reason}"
+        assert reason.startswith("skipped: needs 2 GPUs;"), reason
+        assert reason != NOT_MEASURED
