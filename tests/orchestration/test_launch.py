@@ -158,12 +158,41 @@ def test_env_names_the_diagnostics_dir_for_every_rank(tmp_path: Path, device: De
 
 def test_cuda_cells_turn_on_the_nccl_flight_recorder(tmp_path: Path) -> None:
     cuda = command(tmp_path, 2, device="cuda", base_env=dict(KEPT))
-    assert int(cuda.env["TORCH_NCCL_TRACE_BUFFER_SIZE"]) > 0
+    assert int(cuda.env["TORCH_FR_BUFFER_SIZE"]) > 0  # the name torch >= 2.11 reads
     assert cuda.env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
     dump = Path(cuda.env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"])
     assert dump.parent == cuda.diagnostics_dir  # kept with the logs, listed as artifacts
     cpu = command(tmp_path, 2, device="cpu", base_env=dict(KEPT))
     assert not [k for k in cpu.env_overrides if k.startswith("TORCH_NCCL_")]
+
+
+@pytest.mark.parametrize(
+    ("version", "names"),
+    [
+        ((2, 11), {"TORCH_FR_BUFFER_SIZE"}),  # the old name set beside it draws a warning
+        ((3, 0), {"TORCH_FR_BUFFER_SIZE"}),
+        ((2, 10), {"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"}),
+        ((2, 6), {"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"}),
+        (None, {"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"}),
+    ],
+)
+def test_the_flight_recorder_size_goes_by_the_name_the_installed_torch_reads(
+    version: tuple[int, int] | None, names: set[str]
+) -> None:
+    from torchscale.orchestration.launch.torchrun import flight_recorder_size
+
+    sizes = flight_recorder_size(version)
+    assert set(sizes) == names
+    assert all(int(size) > 0 for size in sizes.values())
+
+
+def test_the_installed_torch_is_read_from_its_metadata() -> None:
+    import torch
+
+    from torchscale.orchestration.launch.torchrun import installed_torch
+
+    major, minor = (int(part) for part in torch.__version__.split(".")[:2])
+    assert installed_torch() == (major, minor)
 
 
 @pytest.mark.parametrize("threads", [1, 3, 16])

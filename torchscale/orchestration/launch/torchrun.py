@@ -10,6 +10,8 @@ their Python stacks (and, on CUDA, NCCL's flight recorder) when the parent asks.
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +26,12 @@ from torchscale.orchestration.launch.torchrun_env import child_environment
 
 # NCCL flight recorder: ring buffer of recent collectives per rank, dumped on timeout / request
 FLIGHT_RECORDER_ENTRIES = "2000"
+# its size's name: torch 2.11 warns "TORCH_NCCL_TRACE_BUFFER_SIZE is deprecated; use
+# TORCH_FR_BUFFER_SIZE" (and reads the old name only as a fallback, warning whenever it is set),
+# while older torch reads the old name alone; below FR_NAME_SINCE both are set
+FR_BUFFER_SIZE = "TORCH_FR_BUFFER_SIZE"
+OLD_FR_BUFFER_SIZE = "TORCH_NCCL_TRACE_BUFFER_SIZE"
+FR_NAME_SINCE = (2, 11)
 # the rendezvous of a launch on this node alone
 ONE_NODE = ("--standalone", "--nnodes=1")
 
@@ -46,6 +54,26 @@ class LaunchCommand:
     @property
     def diagnostics_dir(self) -> Path:
         return self.log_dir / "diagnostics"
+
+
+def installed_torch() -> tuple[int, int] | None:
+    """(major, minor) of the torch the ranks import (torchrun runs under this interpreter),
+    from the package metadata without importing torch; None when it cannot be read."""
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def flight_recorder_size(torch_version: tuple[int, int] | None) -> dict[str, str]:
+    """The flight recorder's buffer size under the name this torch reads: the new name alone
+    from FR_NAME_SINCE (the old one would be warned about), both below it or when unknown."""
+    sizes = {FR_BUFFER_SIZE: FLIGHT_RECORDER_ENTRIES}
+    if torch_version is None or torch_version < FR_NAME_SINCE:
+        sizes[OLD_FR_BUFFER_SIZE] = FLIGHT_RECORDER_ENTRIES
+    return sizes
 
 
 def visible_devices(inherited: str | None, count: int) -> str:
@@ -113,7 +141,7 @@ def torchrun_command(
             base_env.get("CUDA_VISIBLE_DEVICES"), nproc
         )
         # NCCL flight recorder: kept with the logs when a cell hangs
-        overrides["TORCH_NCCL_TRACE_BUFFER_SIZE"] = FLIGHT_RECORDER_ENTRIES
+        overrides.update(flight_recorder_size(installed_torch()))
         overrides["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1"
         overrides["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = str(diagnostics / "nccl_trace_rank_")
     if compile_cache is not None:
