@@ -105,6 +105,7 @@ class CellFacts:
     fused_optimizer: bool
     channels_last: bool
     peak_basis: str | None = None  # which peak: GPU, dtype and why (e.g. TF32 convolutions)
+    warnings: tuple[str, ...] = ()  # what rank 0 saw set up (fp32 matmuls without TF32)
 
 
 def achieved_tflops(
@@ -752,6 +753,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     unavailable.update(why_not)
     compile_activity, compile_warnings, why_not = compile_record(spec, ranks)
     warnings += compile_warnings
+    warnings += facts.warnings
     unavailable.update(why_not)
 
     return CellResult(

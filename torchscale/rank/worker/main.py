@@ -40,7 +40,13 @@ from torchscale.rank.worker.cpu_binding import bind_cpu_rank
 from torchscale.rank.worker.error_file import record_errors
 from torchscale.rank.worker.measure import RankMeasurement, Window, measure
 from torchscale.rank.worker.measured_peak import read_measured_peak
-from torchscale.rank.worker.peaks import PRECISION_DTYPE, Peak, cell_peak, read_tf32_settings
+from torchscale.rank.worker.peaks import (
+    PRECISION_DTYPE,
+    Peak,
+    cell_peak,
+    read_tf32_settings,
+    tf32_off_warning,
+)
 from torchscale.rank.worker.rank_entry import (
     leave_without_teardown,
     process_group,
@@ -78,11 +84,14 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     from torchscale.rank.worker.aggregate import CellFacts  # scipy, pandas: after the windows
 
     tf32_record: dict[str, str] | None = None  # no TF32 on CPU
+    warnings: tuple[str, ...] = ()
     if trainer.device.type == "cuda":
         name = torch.cuda.get_device_name(trainer.device)
         tf32 = read_tf32_settings()
         peak = cell_peak(name, spec.cell.precision, trainer.bundle.conv_net, tf32)
         tf32_record = {"matmul": tf32.matmul_source, "conv": tf32.conv_source}
+        tf32_off = tf32_off_warning(name, spec.cell.precision, trainer.bundle.conv_net, tf32)
+        warnings = (tf32_off,) if tf32_off else ()
     else:
         name = "cpu"
         peak = Peak(None, "MFU is defined against GPU peak FLOP/s; none on CPU", None)
@@ -103,6 +112,7 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
         fused_optimizer=trainer.fused_optimizer,
         channels_last=trainer.channels_last,
         peak_basis=peak.basis,
+        warnings=warnings,
     )
 
 
