@@ -600,6 +600,7 @@ def test_memory_peaks_are_read_before_each_no_sync_window(
     monkeypatch.setattr(torch.cuda, "memory_stats", stats)
     monkeypatch.setattr(measure_module, "rank_sampler", lambda _config, _device: sampler)
     monkeypatch.setattr(measure_module, "summarise_rank", lambda *_args: None)
+    monkeypatch.setattr(measure_module, "probe_rank", lambda *_args: None)  # a real GPU's
     result = measure(trainer, "host")
     # each synchronised window's peaks are reset before it and read right after it, before
     # the no_sync window interleaved after it (which holds a second copy of the gradients)
@@ -640,10 +641,14 @@ def test_bf16_fsdp_runs_bf16_params_with_fp32_reduction_and_fp32_batch_norm() ->
     assert dtypes == {(torch.bfloat16, torch.float32), (None, None)}  # blocks, batch norms
     # sharded parameters (what the optimizer steps) stay fp32
     assert {local(p).dtype for p in trainer.model.parameters()} == {torch.float32}
-    # autocast stays on: the loss is computed in fp32 from bf16 logits
+    # no autocast on top of the policy (torchtitan's way): the step's loss upcasts the bf16
+    # logits itself, so it is computed in fp32 as autocast would compute it
+    assert not torch.is_autocast_enabled("cpu")
     with trainer.autocast():
+        assert not torch.is_autocast_enabled("cpu")
         logits = call_model(trainer.model, trainer.inputs)
-        loss = trainer.bundle.loss_fn(logits, trainer.targets)
+        assert trainer.loss_fn is not None
+        loss = trainer.loss_fn(logits, trainer.targets)
     assert logits.dtype == torch.bfloat16
     assert loss.dtype == torch.float32
     assert trainer.settings["fsdp_mixed_precision"] == {
@@ -651,7 +656,73 @@ def test_bf16_fsdp_runs_bf16_params_with_fp32_reduction_and_fp32_batch_norm() ->
         "reduce_dtype": "float32",
         "batchnorm_units_fp32_params": len(norms),
     }
-    assert trainer.settings["autocast"] == "bfloat16"
+    assert trainer.settings["autocast"] is None
+
+
+@pytest.mark.usefixtures("process_group")
+def test_compiled_fsdp_is_wrapped_as_torchtitan_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each block is compiled before fully_shard wraps it (FSDP's hooks around the graph, not
+    in it), the root is never compiled whole and is not resharded after forward (an explicit
+    reshard_after_forward turns FSDP2's own root rule off), and no autocast runs on top of
+    the bf16 policy. torch.compile runs with the eager backend: dynamo, not inductor."""
+    import torch.distributed.fsdp as fsdp
+
+    events: list[tuple[str, Any, Any]] = []
+    real_compile, real_shard = torch.compile, fsdp.fully_shard
+
+    def compile_(target: Any, **options: Any) -> Any:
+        events.append(("compile", target, None))
+        return real_compile(target, backend="eager", **options)
+
+    def shard(module: Any, **options: Any) -> Any:
+        events.append(("shard", module, options["reshard_after_forward"]))
+        return real_shard(module, **options)
+
+    monkeypatch.setattr(torch, "compile", compile_)
+    monkeypatch.setattr(fsdp, "fully_shard", shard)
+    trainer = build(model="tiny-gpt2", strategy="fsdp", precision="bf16", compile=True)
+    blocks = list(trainer.model.get_submodule("blocks").children())
+    assert len(blocks) >= 2
+    for block in blocks:  # each block: its compiled wrapper, then sharded
+        assert isinstance(block, torch._dynamo.eval_frame.OptimizedModule)
+        assert isinstance(block, fsdp.FSDPModule)
+        inner = block._orig_mod
+        compiled = [i for i, e in enumerate(events) if e[0] == "compile" and e[1] is inner]
+        sharded = [i for i, e in enumerate(events) if e[0] == "shard" and e[1] is block]
+        assert len(compiled) == 1 and len(sharded) == 1 and compiled[0] < sharded[0]
+    assert not isinstance(trainer.model, torch._dynamo.eval_frame.OptimizedModule)
+    assert trainer.eager_model is trainer.model
+    root = [e for e in events if e[0] == "shard" and e[1] is trainer.model]
+    assert [e[2] for e in root] == [False]
+    assert {e[2] for e in events if e[0] == "shard" and e[1] is not trainer.model} == {True}
+    modules = [e[1] for e in events if e[0] == "compile" and isinstance(e[1], torch.nn.Module)]
+    assert len(modules) == len(blocks)  # blocks only, never the root
+    assert trainer.settings["autocast"] is None
+    assert "compiled before fully_shard" in trainer.settings["compile_scope"]
+    assert "the root never" in trainer.settings["fsdp_units"]
+    amp: list[bool] = []
+    blocks[0].register_forward_pre_hook(lambda *_: amp.append(torch.is_autocast_enabled("cpu")))
+    trainer.step()
+    trainer.step()
+    assert amp == [False, False]
+
+
+@pytest.mark.usefixtures("process_group")
+def test_compiled_fsdp_without_blocks_compiles_the_whole_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model with no repeated blocks (tiny-mlp) has nothing to compile one by one: the
+    sharded model is compiled whole, and the result says why. Compile is recorded, not run."""
+    compiled: list[Any] = []
+
+    def record(fn: Any) -> Any:
+        compiled.append(fn)
+        return fn
+
+    monkeypatch.setattr(torch, "compile", record)
+    trainer = build(model="tiny-mlp", strategy="fsdp", compile=True)
+    assert compiled[0] is trainer.model
+    assert "whole model compiled after fully_shard" in trainer.settings["compile_scope"]
 
 
 @pytest.mark.usefixtures("process_group")

@@ -1,5 +1,5 @@
 """Mixed precision: autocast for the forward/loss, GradScaler for fp16 ('amp'), and the FSDP2
-MixedPrecisionPolicy for bf16 cells under FSDP."""
+MixedPrecisionPolicy for bf16 cells under FSDP (which then run without autocast)."""
 
 from __future__ import annotations
 
@@ -15,18 +15,36 @@ if TYPE_CHECKING:
 AUTOCAST_DTYPES = {"amp": torch.float16, "bf16": torch.bfloat16}
 
 
-def autocast_factory(precision: str, device: torch.device) -> Callable[[], Any]:
+def autocast_factory(
+    precision: str, device: torch.device, policy: MixedPrecisionPolicy | None = None
+) -> Callable[[], Any]:
     """A zero-argument callable returning the autocast context for one forward pass.
 
-    Autocast stays on for bf16 under FSDP too, where the parameters already arrive in bf16: it
-    costs nothing there (casting bf16 to bf16 is a no-op) and keeps the ops autocast runs in
-    fp32 (softmax, layer norm, cross-entropy loss) in fp32, as in the DDP bf16 cell, so that the
-    two strategies differ in communication, not in numerics.
+    None under an FSDP2 MixedPrecisionPolicy: the policy already hands every unit bf16
+    parameters and inputs, and autocast on top adds a dispatch-time cast check to every op of
+    a step whose host work is its bound (torchtitan runs FSDP without autocast for the same
+    reason). The loss then gets fp32 logits from `upcast_loss`, as autocast would give it.
     """
     dtype = AUTOCAST_DTYPES.get(precision)
-    if dtype is None:
+    if dtype is None or policy is not None:
         return contextlib.nullcontext
     return lambda: torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def upcast_loss(loss_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`loss_fn` over the model's floating outputs cast to fp32: without autocast, a bf16
+    model's logits would reach cross entropy in bf16 (torchtitan upcasts them the same way)."""
+    from torch.utils._pytree import tree_map
+
+    def upcast(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return value.float()
+        return value
+
+    def loss(output: Any, targets: Any) -> Any:
+        return loss_fn(tree_map(upcast, output), targets)
+
+    return loss
 
 
 def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | None:

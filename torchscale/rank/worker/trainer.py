@@ -43,6 +43,7 @@ from torchscale.rank.worker.precision import (
     fsdp_policy,
     grad_scaler,
     norm_policy,
+    upcast_loss,
 )
 from torchscale.rank.worker.spec import WorkerSpec
 
@@ -163,13 +164,55 @@ def batch_norms(model: torch.nn.Module) -> list[torch.nn.Module]:
     ]
 
 
-def _shard(spec: WorkerSpec, model: torch.nn.Module, device: torch.device) -> dict[str, Any]:
-    """FSDP2 bottom-up on an explicit mesh of this cell's device; returns what was set up.
+FSDP_UNITS = (
+    "{units} unit(s) + the root; the units resharded after forward: {reshard}; the root "
+    "never (backward starts with it, as FSDP2's own default for the root)"
+)
+COMPILE_PER_UNIT = (
+    "each of the {units} FSDP unit(s) compiled before fully_shard (torchtitan's order: FSDP's "
+    "hooks stay outside the graphs); the root's own layers eager; the loss compiled beside"
+)
+COMPILE_WHOLE = "the whole model compiled after fully_shard ({why}); the loss compiled beside"
+
+
+def _parents(model: torch.nn.Module) -> dict[int, tuple[torch.nn.Module, str]]:
+    """Each submodule's holder and its name there (id -> (parent, name))."""
+    return {
+        id(child): (parent, name)
+        for parent in model.modules()
+        for name, child in parent.named_children()
+    }
+
+
+def _compile_units(model: torch.nn.Module, units: list[torch.nn.Module]) -> list[torch.nn.Module]:
+    """Each unit replaced in its holder by its torch.compile wrapper (what fully_shard then
+    wraps, so FSDP's hooks run around the graph, not inside it); returns the wrappers."""
+    parents = _parents(model)
+    compiled = []
+    for unit in units:
+        parent, name = parents[id(unit)]
+        wrapper: torch.nn.Module = torch.compile(unit)  # type: ignore[assignment]
+        parent.register_module(name, wrapper)
+        compiled.append(wrapper)
+    return compiled
+
+
+def _shard(
+    spec: WorkerSpec, model: torch.nn.Module, device: torch.device
+) -> tuple[dict[str, Any], bool]:
+    """FSDP2 bottom-up on an explicit mesh of this cell's device; returns what was set up and
+    whether the units were compiled (then the model is not compiled whole).
 
     The mesh is explicit because fully_shard's default mesh takes the accelerator when there
     is one: a `device: cpu` cell on a GPU node would otherwise shard onto CUDA and fail.
     Under bf16, BatchNorm layers become units of their own with fp32 parameters (see
     `norm_policy`), as FSDP1 did by default; everything else shards with the bf16 policy.
+    Wrapped as torchtitan does: a compiled cell compiles each unit before fully_shard (none
+    of them holding another unit or a BatchNorm unit, whose hooks would land in the graph;
+    otherwise the whole model is compiled after sharding), and the root, which holds what no
+    unit does (embeddings, GPT-2's tied head, the final norm), is not resharded after forward:
+    backward needs its parameters first. An explicit `reshard_after_forward` would turn off
+    FSDP2's own rule that keeps the root's, so the root gets False by name.
     """
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -187,28 +230,58 @@ def _shard(spec: WorkerSpec, model: torch.nn.Module, device: torch.device) -> di
             fully_shard(
                 norm, mesh=mesh, reshard_after_forward=reshard, mp_policy=norm_policy(policy)
             )
-    for block in units:
-        if not any(block is norm for norm in norms):
-            fully_shard(block, **options)
-    fully_shard(model, **options)
-    return {
+    blocks = [unit for unit in units if not any(unit is norm for norm in norms)]
+    why_whole = _whole_model_compile(blocks, norms)
+    per_unit = bool(spec.training.compile) and why_whole is None
+    if per_unit:
+        blocks = _compile_units(model, blocks)
+    for block in blocks:
+        fully_shard(block, **options)
+    fully_shard(model, **(options | {"reshard_after_forward": False}))
+    settings: dict[str, Any] = {
         "fsdp_mesh_device": mesh.device_type,
         "fsdp_mixed_precision": describe_policy(policy)
         | {"batchnorm_units_fp32_params": len(norms)},
+        "fsdp_units": FSDP_UNITS.format(units=len(blocks) + len(norms), reshard=reshard),
     }
+    if spec.training.compile:
+        settings["compile_scope"] = (
+            COMPILE_PER_UNIT.format(units=len(blocks))
+            if per_unit
+            else COMPILE_WHOLE.format(why=why_whole)
+        )
+    return settings, per_unit
+
+
+def _whole_model_compile(blocks: list[torch.nn.Module], norms: list[torch.nn.Module]) -> str | None:
+    """Why a compiled FSDP cell compiles the whole model rather than unit by unit; None when
+    each unit can be compiled alone (no unit holds another unit, none holds a BatchNorm unit)."""
+    if not blocks:
+        return "the model has no repeated blocks to compile one by one"
+    inner = {id(m) for unit in [*blocks, *norms] for m in unit.modules() if m is not unit}
+    if any(id(unit) in inner for unit in [*blocks, *norms]):
+        return "its FSDP units nest, and an inner unit's hooks would land in the outer graph"
+    return None
 
 
 def _wrap(
     spec: WorkerSpec, model: torch.nn.Module, device: torch.device
-) -> tuple[torch.nn.Module, dict[str, Any]]:
+) -> tuple[torch.nn.Module, dict[str, Any], bool]:
+    """The model as the cell trains it, what was set up, and whether it is compiled already
+    (FSDP's units, compiled one by one before sharding)."""
     if spec.cell.strategy == "fsdp":
-        return model, _shard(spec, model, device)
+        settings, compiled = _shard(spec, model, device)
+        return model, settings, compiled
     if not has_peers():
-        return model, {
-            "fsdp_mesh_device": None,
-            "fsdp_mixed_precision": None,
-            "ddp_wrapper": NO_DDP_AT_ONE_RANK,
-        }
+        return (
+            model,
+            {
+                "fsdp_mesh_device": None,
+                "fsdp_mixed_precision": None,
+                "ddp_wrapper": NO_DDP_AT_ONE_RANK,
+            },
+            False,
+        )
     ddp = spec.training.ddp
     options: dict[str, Any] = {
         "device_ids": [device.index] if device.type == "cuda" else None,
@@ -219,10 +292,11 @@ def _wrap(
     }
     if not ddp.broadcast_buffers:  # newer torch warns when the (default) True is passed
         options["broadcast_buffers"] = False
-    return DistributedDataParallel(model, **options), {
-        "fsdp_mesh_device": None,
-        "fsdp_mixed_precision": None,
-    }
+    return (
+        DistributedDataParallel(model, **options),
+        {"fsdp_mesh_device": None, "fsdp_mixed_precision": None},
+        False,
+    )
 
 
 def _ddp_comm_hook(
@@ -322,12 +396,15 @@ class Trainer:
         weights_channels_last = channels_last and spec.cell.strategy == "ddp"
         if weights_channels_last:
             model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-        autocast = autocast_factory(spec.cell.precision, device)
+        # FSDP's bf16 policy casts parameters and inputs itself: no autocast on top of it
+        fsdp_cast = fsdp_policy(spec.cell.precision) if spec.cell.strategy == "fsdp" else None
+        autocast = autocast_factory(spec.cell.precision, device, fsdp_cast)
         runner = None
         comm_hold = None
         data_rank, data_ranks = dist.get_rank(), dist.get_world_size()
         settings: dict[str, Any]
         params: Any = None
+        units_compiled = False
         if spec.cell.parallel is not None:
             from torchscale.rank.worker.model_parallel import model_parallel
 
@@ -342,7 +419,7 @@ class Trainer:
             }
             del model  # a pipeline rank keeps only its stages: the rest can be freed
         else:
-            wrapped, settings = _wrap(spec, model, device)
+            wrapped, settings, units_compiled = _wrap(spec, model, device)
             if bundle.ddp_comm_hook is not None:
                 comm_hold = _ddp_comm_hook(bundle, wrapped, settings)
         settings |= {
@@ -350,7 +427,9 @@ class Trainer:
             "channels_last_note": CHANNELS_LAST_FSDP_NOTE
             if channels_last and not weights_channels_last
             else None,
-            "autocast": dtype_name(AUTOCAST_DTYPES.get(spec.cell.precision)),
+            "autocast": None
+            if fsdp_cast is not None
+            else dtype_name(AUTOCAST_DTYPES.get(spec.cell.precision)),
             "bf16_activations": bf16_activations_setting(
                 bool(spec.training.bf16_activations), bf16_streams
             ),
@@ -363,9 +442,12 @@ class Trainer:
         )
         settings["loss"] = LOSS_SETTINGS[loss]
         loss_fn = bundle.eager_loss_fn if loss == "blockwise" else bundle.loss_fn
+        if fsdp_cast is not None and loss != "blockwise":  # the blockwise loss works in fp32
+            loss_fn = upcast_loss(bundle.loss_fn)
         if loss == "compiled":
-            wrapped = torch.compile(wrapped)  # type: ignore[assignment]
-            loss_fn = torch.compile(bundle.loss_fn)
+            if not units_compiled:
+                wrapped = torch.compile(wrapped)  # type: ignore[assignment]
+            loss_fn = torch.compile(loss_fn)  # type: ignore[assignment]
         optimizer, fused = _optimizer(
             spec, params if params is not None else wrapped.parameters(), device
         )
