@@ -118,6 +118,11 @@ class PerfSpec(BaseModel):
     host_link: bool = True
     p2p: bool = True
     result_path: str
+    phase_dir: str | None = Field(
+        default=None,
+        description="where rank 0 writes each phase as it ends, a PerfRun of that phase alone "
+        "(NN-<phase>.json), so a stopped run keeps what finished",
+    )
 
 
 class RankPerf(BaseModel):

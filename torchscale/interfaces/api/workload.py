@@ -109,10 +109,13 @@ def run_workload(
     fail_on: Literal["fail", "warn"] = "fail",
     on_step: Callable[[str], None] | None = None,
     node: NodeFacts | None = None,
+    on_stop: Callable[[Path, list[str]], None] | None = None,
 ) -> WorkloadRun:
     """Run the workload level; everything goes to OUTPUT_DIR/<name>/workload-<host>-<time>/.
     `on_step` hears each step's name before it runs (for a progress display); `node`: the
-    facts to plan with (default: read from this node)."""
+    facts to plan with (default: read from this node); `on_stop`, when the level is stopped
+    (Ctrl-C, SIGTERM, SIGHUP), hears the folder and the steps that had finished, once the
+    summary saying where it stopped is written."""
     from torchscale.offline.results.store import check_output_dir
     from torchscale.orchestration.validate.workload_plan import plan_workload
 
@@ -124,8 +127,11 @@ def run_workload(
     ranks_env = dict(os.environ if env is None else env)
     steps = _Steps()
     current = ["planning"]
+    finished: list[str] = []  # the steps that ran to their end, in order
 
     def say(step: str) -> None:
+        if current[0] != "planning":
+            finished.append(current[0])
         current[0] = step
         if on_step is not None:
             on_step(step)
@@ -140,6 +146,8 @@ def run_workload(
         )
         with contextlib.suppress(TorchScaleError):
             _write(folder, _validate_report(device, plan, steps.checks, folder, fail_on), plan)
+        if on_stop is not None:
+            on_stop(folder, finished)
         raise
     report = _validate_report(device, plan, steps.checks, folder, fail_on)
     _write(folder, report, plan)

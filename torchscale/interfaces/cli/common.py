@@ -127,7 +127,26 @@ def terminated_in_chain(exc: BaseException) -> Terminated | None:
     return None
 
 
-def _stopped(stop: Terminated) -> typer.Exit:
+def as_stop(exc: BaseException) -> Terminated | KeyboardInterrupt | None:
+    """The stop `exc` is (Ctrl-C, a terminating signal) or was raised while unwinding (an
+    OSError from a dead terminal after SIGHUP); None when it is no stop."""
+    if isinstance(exc, Terminated | KeyboardInterrupt):
+        return exc
+    if isinstance(exc, OSError):
+        return terminated_in_chain(exc)
+    return None
+
+
+def stop_exit(stop: Terminated | KeyboardInterrupt, kept: str) -> typer.Exit:
+    """'stopped by SIGTERM; <kept>' ('interrupted; <kept>' for Ctrl-C) on stderr, and the exit
+    of that stop: `kept` says what the command left behind, which only it knows."""
+    head = f"stopped by {stop.name}" if isinstance(stop, Terminated) else "interrupted"
     with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
-        stderr.print(f"[yellow]stopped by {stop.name}; finished results are kept[/]")
-    return typer.Exit(stop.exit_code)
+        stderr.print(f"[yellow]{escape(f'{head}; {kept}')}[/]", soft_wrap=True)
+    return typer.Exit(stop.exit_code if isinstance(stop, Terminated) else EXIT_INTERRUPTED)
+
+
+def _stopped(stop: Terminated) -> typer.Exit:
+    """A command that says nothing of its own: what it wrote as it went is kept (a sweep's
+    finished cells)."""
+    return stop_exit(stop, "finished results are kept")

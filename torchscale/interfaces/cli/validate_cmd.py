@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, cast
@@ -11,16 +13,19 @@ from rich.markup import escape
 
 from torchscale.interfaces.cli.common import (
     Verbosity,
+    as_stop,
     handle_errors,
     print_lines,
     stderr,
     stdout,
+    stop_exit,
 )
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
 from torchscale.interfaces.report.terminal.lines import Level, Line
 
 if TYPE_CHECKING:
     from torchscale.orchestration.validate.check_result import ValidateReport
+    from torchscale.orchestration.validate.run_checks import Kept
 
 STATUS_STYLE = {
     "PASS": "green",
@@ -214,12 +219,27 @@ def validate(
         experiment_dir=output_dir / name,
         fail_on=fail_on.value,
     )
-    if as_json or Verbosity.quiet():
-        report = run_validation(ctx)
-    else:
-        with stderr.status("checking...") as status:
-            report = run_validation(ctx, progress=lambda name: status.update(f"checking {name}"))
-    saved = _save(report, output_dir / name) if level is not LevelChoice.basic else None
+    experiment = output_dir / name
+    stopped: list[str] = []  # what a stop leaves, once on_stop has said it
+
+    def on_stop(partial: ValidateReport | None, kept: Kept) -> None:
+        from torchscale.contracts.errors import ResultsError
+
+        saved = None
+        with contextlib.suppress(ResultsError):  # the stop goes on; the line says no report
+            saved = _save(partial, experiment) if partial is not None else None
+        stopped.append(perf_kept(kept.phases, kept.folder, saved))
+
+    try:
+        with _progress("checking...", level is not LevelChoice.basic) as (progress, log):
+            checking = None if progress is None else _prefixed("checking ", progress)
+            report = run_validation(ctx, progress=checking, log=log, on_stop=on_stop)
+    except BaseException as exc:
+        stop = as_stop(exc)
+        if stop is None:
+            raise
+        raise stop_exit(stop, stopped[0] if stopped else NOTHING_KEPT) from None
+    saved = _save(report, experiment) if level is not LevelChoice.basic else None
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
@@ -237,23 +257,93 @@ def _workload(
     """`--level workload`: the steps' verdicts as the other levels', then where the folder is."""
     from torchscale.interfaces.api.workload import SUMMARY, run_workload
 
-    if as_json or Verbosity.quiet():
-        run = run_workload(device.value, output_dir, name=name, fail_on=fail_on.value)
-    else:
-        with stderr.status("workload: starting...") as status:
+    stopped: list[str] = []
+
+    def on_stop(folder: Path, finished: list[str]) -> None:
+        stopped.append(workload_kept(finished, folder))
+
+    try:
+        with _progress("workload: starting...", True) as (progress, log):
             run = run_workload(
                 device.value,
                 output_dir,
                 name=name,
                 fail_on=fail_on.value,
-                on_step=lambda step: status.update(f"workload: {step}"),
+                on_step=_prefixed("workload: ", progress, log),
+                on_stop=on_stop,
             )
+    except BaseException as exc:
+        stop = as_stop(exc)
+        if stop is None:
+            raise
+        raise stop_exit(stop, stopped[0] if stopped else NOTHING_KEPT) from None
     if as_json:
         typer.echo(run.report.model_dump_json(indent=2))
     else:
         render_report(run.report)
         stdout.print(f"folder: {escape(str(run.folder))} ({SUMMARY} first)")
     raise typer.Exit(run.exit_code)
+
+
+NOTHING_KEPT = "nothing had finished: nothing was kept"
+
+
+@contextlib.contextmanager
+def _progress(
+    first: str, lines: bool
+) -> Iterator[tuple[Callable[[str], None] | None, Callable[[str], None] | None]]:
+    """(what runs now, a phase's line): on a terminal a spinner showing what runs now; off
+    one (a log file, a pipe) a plain line on stderr per phase when `lines`, as the
+    benchmark's live table does; nothing with --quiet."""
+    if Verbosity.quiet():
+        yield None, None
+    elif stderr.is_terminal:
+        with stderr.status(first) as status:
+            yield (lambda text: status.update(escape(text))), None
+    elif lines:
+        yield None, lambda text: print_lines(stderr, [Line("skip", f"> {text}")])
+    else:
+        yield None, None
+
+
+def _prefixed(prefix: str, *hearers: Callable[[str], None] | None) -> Callable[[str], None]:
+    """One callback telling each hearer `prefix + text`."""
+
+    def tell(text: str) -> None:
+        for hear in hearers:
+            if hear is not None:
+                hear(prefix + text)
+
+    return tell
+
+
+def _grouped(titles: list[str]) -> str:
+    """'matmul fp32, bf16, memory copy': a kind's name once, before its first phase."""
+    out: list[str] = []
+    last = ""
+    for title in titles:
+        kind, _, what = title.partition(" ")
+        out.append(what if kind == last and what else title)
+        last = kind
+    return ", ".join(out)
+
+
+def perf_kept(phases: list[str], folder: Path | None, report: Path | None) -> str:
+    """What a stopped perf or burn level kept, for the stop line."""
+    if not phases:
+        return NOTHING_KEPT
+    where = f" in {folder / 'phases'}" if folder is not None else ""
+    text = f"kept: {_grouped(phases)}{where}"
+    return text + (f"; their report: {report}" if report is not None else "")
+
+
+def workload_kept(finished: list[str], folder: Path) -> str:
+    """What a stopped workload level kept, for the stop line."""
+    from torchscale.interfaces.api.workload import SUMMARY
+
+    if not finished:
+        return f"nothing had finished; {folder / SUMMARY} says where it stopped"
+    return f"kept: {', '.join(finished)} in {folder} ({SUMMARY} says where it stopped)"
 
 
 def _save(report: ValidateReport, experiment_dir: Path) -> Path:

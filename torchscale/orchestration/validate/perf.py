@@ -10,16 +10,21 @@ into `Measurement` rows, each beside the expected value for the detected SKU wit
 the ratio and a verdict by the thresholds of validate/reference.py; `perf_checks` sums them up
 per check for the table.
 
+Rank 0 writes each phase as it ends (a matmul dtype, memory copy, ...) into
+OUTPUT_DIR/<experiment>/perf/<host>-<time>/phases/, beside the ranks' logs and, once every phase
+has run, perf.json: the parent reads them while the launch runs (a progress line per phase), and a
+stopped run keeps them (`finished_phases`, `merge_phases`).
+
 Planning and judging are pure; `run_perf` runs the two launches.
 """
 
 from __future__ import annotations
 
-import shutil
+import socket
 import statistics
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from torchscale.contracts import host
@@ -55,9 +60,12 @@ from torchscale.rank.programs import ENTRY, entry_args
 
 WORKER_MODULE = ENTRY
 RESULT_FILE = "perf.json"
+PERF_DIR = "perf"  # in the experiment: one folder per run, <host>-<time>
+PHASES_DIR = "phases"  # in a run's folder: NN-<phase>.json, each a PerfRun of that phase alone
 GPU_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 CPU_DTYPES = ("fp32", "bf16", "fp16")  # tf32 and fp8 are GPU formats: not measured on CPU
-GPU_MATMUL_BUDGET_S = 30.0  # per dtype and GPU, all GPUs at once: ~2.5 min for five dtypes
+# the most a dtype's search may take (it stops sooner once it has converged: matmul_peak.py)
+GPU_MATMUL_BUDGET_S = 20.0
 CPU_MATMUL_BUDGET_S = 3.0
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 # a few sizes, the largest in the bandwidth regime: 1 MiB, 16 MiB, 256 MiB on GPUs; gloo on a
@@ -102,6 +110,7 @@ def plan_perf(
         dtypes=list(dtypes),
         matmul_budget_s=budget,
         result_path=str(workdir / RESULT_FILE),
+        phase_dir=str(workdir / PHASES_DIR),
     )
     # the search may overrun its budget by one probe per dtype; the rest takes about a minute
     timeout = budget * len(dtypes) * 2 + 300.0
@@ -394,14 +403,136 @@ def measured_peaks(rows: Sequence[Measurement]) -> dict[str, float]:
 # --- running ----------------------------------------------------------------------------------
 
 
+def perf_folder(experiment_dir: Path, now: datetime | None = None) -> Path:
+    """Where one perf run keeps its spec, its ranks' logs, its phases and perf.json."""
+    moment = now or datetime.now(timezone.utc)
+    return experiment_dir / PERF_DIR / f"{socket.gethostname()}-{moment:%Y%m%d-%H%M%S}"
+
+
+def phase_title(stem: str) -> str:
+    """'03-matmul-bf16' -> 'matmul bf16'; 'host-h2d' -> 'host to device'."""
+    name = stem.split("-", 1)[1] if stem[:2].isdigit() else stem
+    kind, _, what = name.partition("-")
+    if kind == "host":
+        return HOST_TITLES.get(what, what)
+    return f"{kind} {what}".strip()
+
+
+def planned_phases(spec: PerfSpec) -> list[str]:
+    """The phases' titles in the order the ranks run them (rank/programs/perf.py)."""
+    names = [f"matmul-{dtype}" for dtype in spec.dtypes]
+    if spec.memory:
+        names += ["memory-copy", "memory-triad"]
+    if spec.host_link:
+        names += ["host-h2d", "host-d2h"]
+    return [phase_title(name) for name in names]
+
+
+def finished_phases(folder: Path) -> list[tuple[str, PerfRun]]:
+    """The phases a perf run's ranks finished, in order, each with its figures (a file that
+    cannot be read is left out: rank 0 writes them atomically, so none is half written)."""
+    found = []
+    for path in sorted((folder / PHASES_DIR).glob("*.json")):
+        run = read_model(PerfRun, path)
+        if run is not None:
+            found.append((phase_title(path.stem), run))
+    return found
+
+
+def merge_phases(phases: Sequence[PerfRun]) -> PerfRun | None:
+    """The finished phases as one run, as perf.json would hold them (None: no phase)."""
+    if not phases:
+        return None
+    ranks: dict[int, RankPerf] = {}
+    for phase in phases:
+        for rank in phase.ranks:
+            mine = ranks.setdefault(
+                rank.rank, rank.model_copy(update={"matmul": [], "bandwidth": []})
+            )
+            mine.matmul += rank.matmul
+            mine.bandwidth += rank.bandwidth
+    return PerfRun(world_size=phases[-1].world_size, ranks=[ranks[r] for r in sorted(ranks)])
+
+
+def _spread(values: Sequence[float], unit: str) -> str:
+    low, high = min(values), max(values)
+    if len(values) == 1:
+        return f"{low:.3g} {unit}"
+    return f"{low:.3g} to {high:.3g} {unit} over {len(values)} ranks"
+
+
+def _probes(count: int) -> str:
+    return f"{count} probe" if count == 1 else f"{count} probes"
+
+
+def phase_line(title: str, run: PerfRun) -> str:
+    """A finished phase in a line: its figure (the spread over ranks), or why it has none."""
+    peaks = [peak for rank in run.ranks for peak in rank.matmul]
+    bandwidths = [b for rank in run.ranks for b in rank.bandwidth]
+    if peaks:
+        values = [p.best_tflops for p in peaks if p.best_tflops is not None]
+        if not values:
+            why = peaks[0].unavailable or "; ".join(peaks[0].notes) or "no figure"
+            return f"perf: {title}: not measured: {why}"
+        first = peaks[0]
+        took = f", {first.elapsed_s:.1f} s" if first.elapsed_s is not None else ""
+        return f"perf: {title}: {_spread(values, 'TFLOP/s')} ({_probes(len(first.probes))}{took})"
+    values = [b.gbps for b in bandwidths if b.gbps is not None]
+    if values:
+        return f"perf: {title}: {_spread(values, 'GB/s')}"
+    why = next((b.unavailable for b in bandwidths if b.unavailable), "no figure")
+    return f"perf: {title}: not measured: {why}"
+
+
+class PhaseWatch:
+    """Reports each phase the ranks finish, once, as `log` lines, and the phase now running
+    as `progress` text; polled while the launch runs."""
+
+    def __init__(
+        self,
+        plan: PerfPlan,
+        folder: Path,
+        progress: Callable[[str], None] | None,
+        log: Callable[[str], None] | None,
+    ) -> None:
+        self.planned = planned_phases(plan.spec)
+        self.folder = folder
+        self.progress = progress
+        self.log = log
+        self.reported = 0
+
+    def poll(self) -> bool:
+        """Report the phases finished since the last poll; whether perf.json is written."""
+        finished = finished_phases(self.folder)
+        for title, run in finished[self.reported :]:
+            if self.log is not None:
+                self.log(phase_line(title, run))
+        if len(finished) > self.reported and self.progress is not None:
+            done = len(finished)
+            left = self.planned[done:]
+            now = f"{left[0]} ({done + 1}/{len(self.planned)})" if left else "writing the figures"
+            self.progress(f"perf: {now}")
+        self.reported = max(self.reported, len(finished))
+        return (self.folder / RESULT_FILE).is_file()
+
+
 def run_measurements(
-    plan: PerfPlan, base_env: Mapping[str, str], workdir: Path
+    plan: PerfPlan,
+    base_env: Mapping[str, str],
+    workdir: Path,
+    watch: PhaseWatch | None = None,
 ) -> tuple[PerfRun | None, CheckResult | None]:
-    """The perf launch; (figures, None) or (None, the FAIL saying why there are none)."""
+    """The perf launch; (figures, None) or (None, the FAIL saying why there are none).
+    `watch` is polled while it runs (and once after)."""
     command = perf_launch(plan, workdir, base_env)
-    attempt = run_attempt(
-        command, plan.timeout_s, lambda: read_model(PerfRun, workdir / RESULT_FILE)
-    )
+    finished = watch.poll if watch is not None else None
+    try:
+        attempt = run_attempt(
+            command, plan.timeout_s, lambda: read_model(PerfRun, workdir / RESULT_FILE), finished
+        )
+    finally:  # the phases that ended since the last poll, however the launch ended
+        if watch is not None:
+            watch.poll()
     if attempt.written is not None:
         return attempt.written, None
     failure = attempt.launch_failure
@@ -444,6 +575,31 @@ def run_busbw(
         return None, f"the collective sweep could not run: {exc}"
 
 
+def judged(run: PerfRun, device: Device) -> PerfOutcome:
+    """The figures of a perf launch (whole, or the phases a stopped one finished) judged and
+    summed up per check, without the collective sweep's."""
+    outcome = PerfOutcome(measurements=judge_perf(run, device), sku=_sku(run))
+    outcome.checks = perf_checks(outcome.measurements, "GPU" if device == "cuda" else "rank")
+    outcome.measured_peaks = measured_peaks(outcome.measurements)
+    return outcome
+
+
+def _sku(run: PerfRun) -> str | None:
+    """The SKU the ranks measured; their device names where they differ."""
+    names = {r.device_name for r in run.ranks}
+    sku = sku_for(next(iter(names))) if len(names) == 1 else None
+    return sku or ", ".join(sorted(names)) or None
+
+
+def kept_run(folder: Path) -> PerfRun | None:
+    """What a perf run left in `folder`: perf.json when every phase ran, else the finished
+    phases merged (None: nothing finished)."""
+    whole = read_model(PerfRun, folder / RESULT_FILE)
+    if whole is not None:
+        return whole
+    return merge_phases([run for _, run in finished_phases(folder)])
+
+
 def run_perf(
     device: Device,
     gpu_count: int,
@@ -454,27 +610,35 @@ def run_perf(
     matmul_budget_s: float | None = None,
     busbw: bool = True,
     progress: Callable[[str], None] | None = None,
+    log: Callable[[str], None] | None = None,
+    workdir: Path | None = None,
 ) -> PerfOutcome:
-    """Measure, judge and sum up; the figures' logs are kept only when the run failed."""
-    workdir = Path(tempfile.mkdtemp(prefix="torchscale-perf-"))
+    """Measure, judge and sum up. Everything the launch writes stays in `workdir` (default: a
+    new `perf_folder` of the experiment); `progress` hears what runs now, `log` each phase as
+    it starts or ends."""
+    workdir = workdir or perf_folder(experiment_dir)
+    workdir.mkdir(parents=True, exist_ok=True)
     plan = plan_perf(device, gpu_count, cpu_cores, workdir, matmul_budget_s)
-    if progress:
-        progress(f"perf: matmul, memory and host links on {plan.nproc} rank(s)")
-    run, failure = run_measurements(plan, base_env, workdir)
-    outcome = PerfOutcome()
+    phases = planned_phases(plan.spec)
     units = "GPU" if device == "cuda" else "rank"
+    if progress:
+        progress(f"perf: {phases[0]} (1/{len(phases)})" if phases else "perf")
+    if log:
+        log(f"perf: {plan.nproc} {units}(s), {len(phases)} phases, kept in {workdir}")
+    watch = PhaseWatch(plan, workdir, progress, log)
+    run, failure = run_measurements(plan, base_env, workdir, watch)
+    outcome = PerfOutcome()
     if run is None:
         assert failure is not None
         outcome.checks.append(failure)
     else:
-        shutil.rmtree(workdir, ignore_errors=True)
         outcome.measurements = judge_perf(run, device)
-        names = {r.device_name for r in run.ranks}
-        outcome.sku = sku_for(next(iter(names))) if len(names) == 1 else None
-        outcome.sku = outcome.sku or ", ".join(sorted(names)) or None
+        outcome.sku = _sku(run)
     if busbw:
         if progress:
             progress("perf: collective bus bandwidth (comm sweep)")
+        if log:
+            log("perf: collective bus bandwidth (comm sweep)")
         name = run.ranks[0].device_name if run is not None and run.ranks else ""
         result, why = run_busbw(device, experiment_dir, base_env, gpu_count)
         if result is None:

@@ -6,10 +6,12 @@ import os
 import socket
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from torchscale import __version__
+from torchscale.contracts.signals import Terminated
 from torchscale.orchestration.validate import checks_gpu, checks_software, checks_system
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
@@ -124,19 +126,50 @@ def is_ok(counts: Mapping[CheckStatus, int], fail_on: str) -> bool:
     return not any(counts.get(status, 0) for status in blocking)
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What a stopped validation leaves: the perf phases that finished (their titles, in
+    order) and the folder they lie in (None: the level measures nothing)."""
+
+    phases: list[str] = field(default_factory=list)
+    folder: Path | None = None
+
+
+StopHook = Callable[[ValidateReport | None, Kept], None]
+
+
 def run_validation(
     ctx: ValidateContext,
     base_env: Mapping[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
+    *,
+    log: Callable[[str], None] | None = None,
+    on_stop: StopHook | None = None,
 ) -> ValidateReport:
-    """Run all checks (then the smoke test unless quick) and build the report."""
+    """Run all checks (then the smoke test unless quick) and build the report. `progress`
+    hears what runs now (each check), `log` each phase as it starts or ends (a line in a
+    log). Stopped (Ctrl-C, SIGTERM, SIGHUP) while it measures, it calls `on_stop` with the
+    report of what finished (None when nothing did) and what was kept, then lets the stop
+    go on."""
     results: list[CheckResult] = []
-    for check in CHECKS:
+    now = ["the node checks"]
+
+    def step(text: str) -> None:
+        now[0] = text
         if progress:
-            progress(check.__name__.removeprefix("check_"))
+            progress(text)
+
+    def line(text: str) -> None:
+        if log:
+            log(text)
+
+    line(f"validate: {len(CHECKS)} node checks")
+    for check in CHECKS:
+        step(check.__name__.removeprefix("check_"))
         results.append(_guarded(check, ctx))
-    if progress:
-        progress("smoke test")
+    step("smoke test")
+    if not ctx.quick:
+        line("validate: smoke test (torchrun)")
     env = dict(os.environ if base_env is None else base_env)
     try:
         results.extend(check_smoke(ctx, env))
@@ -152,11 +185,31 @@ def run_validation(
     measurements: list[Measurement] = []
     peaks: dict[str, float] = {}
     sku: str | None = None
+    folder: Path | None = None
     try:
         if ctx.level != "basic":
-            sku = _measure(ctx, env, results, measurements, peaks, progress)
+            from torchscale.orchestration.validate.perf import perf_folder
+
+            folder = perf_folder(ctx.experiment_dir or ctx.output_dir / "standalone")
+            sku = _measure(ctx, env, results, measurements, peaks, step, line, folder)
+    except (KeyboardInterrupt, Terminated) as stop:
+        if on_stop is not None:
+            how = stop.name if isinstance(stop, Terminated) else "Ctrl-C"
+            on_stop(*_stopped(ctx, results, folder, f"stopped by {how} during {now[0]}"))
+        raise
     finally:
         ctx.close()
+    return _report(ctx, results, measurements, peaks, sku)
+
+
+def _report(
+    ctx: ValidateContext,
+    results: list[CheckResult],
+    measurements: list[Measurement],
+    peaks: dict[str, float],
+    sku: str | None,
+    verdict: str | None = None,
+) -> ValidateReport:
     counts = status_counts(results)
     return ValidateReport(
         torchscale_version=__version__,
@@ -166,7 +219,7 @@ def run_validation(
         quick=ctx.quick,
         ok=is_ok(counts, ctx.fail_on),
         counts=counts,
-        verdict=verdict_text(ctx, results),
+        verdict=verdict or verdict_text(ctx, results),
         checks=results,
         level=ctx.level,
         sku=sku,
@@ -176,13 +229,37 @@ def run_validation(
     )
 
 
+def _stopped(
+    ctx: ValidateContext, results: list[CheckResult], folder: Path | None, why: str
+) -> tuple[ValidateReport | None, Kept]:
+    """The report of what a stopped run finished (the checks, and the perf phases judged as
+    a whole run's are), with a FAIL saying where it stopped; None when no phase finished."""
+    from torchscale.orchestration.validate.perf import finished_phases, judged, kept_run
+
+    if folder is None:
+        return None, Kept()
+    kept = Kept([title for title, _ in finished_phases(folder)], folder)
+    run = kept_run(folder)
+    if run is None:
+        return None, kept
+    outcome = judged(run, ctx.device)
+    where = f"kept: {', '.join(kept.phases) or 'every phase'} in {folder}"
+    stop = failed("stopped", "stopped", f"{why}; {where}", "run it again for every figure")
+    verdict = f"Not judged: {why}, before every figure was measured (the ones measured are below)."
+    checks = [*results, *outcome.checks, stop]
+    peaks = outcome.measured_peaks
+    return _report(ctx, checks, outcome.measurements, peaks, outcome.sku, verdict), kept
+
+
 def _measure(
     ctx: ValidateContext,
     env: dict[str, str],
     results: list[CheckResult],
     measurements: list[Measurement],
     peaks: dict[str, float],
-    progress: Callable[[str], None] | None,
+    progress: Callable[[str], None],
+    log: Callable[[str], None],
+    folder: Path,
 ) -> str | None:
     """`--level perf` and `burn`: their checks appended to `results`, their figures to
     `measurements`; the SKU measured, or None. A crash is a FAIL naming it, never a traceback."""
@@ -215,6 +292,8 @@ def _measure(
             env,
             matmul_budget_s=ctx.matmul_budget_s,
             progress=progress,
+            log=log,
+            workdir=folder,
         )
         results.extend(outcome.checks)
         measurements.extend(outcome.measurements)
@@ -223,8 +302,8 @@ def _measure(
     except Exception as exc:
         results.append(_crashed("perf", "Measured capability", exc))
     if ctx.level == "burn":
-        if progress:
-            progress(f"burn-in for {ctx.burn_duration_s:g} s")
+        progress(f"burn-in for {ctx.burn_duration_s:g} s")
+        log(f"burn: sustained load for {ctx.burn_duration_s:g} s")
         try:
             from torchscale.orchestration.validate.burn_in import run_burn
 

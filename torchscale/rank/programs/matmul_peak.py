@@ -9,6 +9,10 @@ Timing: inputs allocated once, warm-up, then a loop long enough to exceed `min_t
 a whole (CUDA events on a GPU, `time.perf_counter` on CPU, synchronized at both ends), the
 median of `repeats` such loops. FLOPs of one (M, K) x (K, N) matmul: 2*M*N*K.
 
+The search stops once it has converged: when the last `PLATEAU_PROBES` probes raised the best
+figure by less than `PLATEAU_GAIN` (`converged`). A GPU reaches its peak within a dozen probes;
+the time budget is only a backstop.
+
 A figure above the spec sheet (beyond `SPEC_TOLERANCE`) is physically impossible: the result is
 flagged `suspect` (a timing bug) and has no headline. Not wired into `validate` yet.
 """
@@ -48,6 +52,11 @@ GPU_MIN_STEP = 256
 CPU_SQUARES = (64, 128, 256, 512, 1024)
 CPU_STEP = 128
 CPU_MIN_STEP = 64
+# the search has converged when this many probes in a row add less than this to the best
+PLATEAU_PROBES = 3
+PLATEAU_GAIN = 0.01
+GPU_MIN_TIME_S = 0.1  # a timed loop: ~70 bf16 matmuls of 8192^3 on an H100, read by CUDA events
+CPU_MIN_TIME_S = 0.02
 GPU_MAX_DIM = 32768  # no dimension beyond this: bounds memory (3 x 32768^2 x 4 B = 12 GiB)
 CPU_MAX_DIM = 2048
 
@@ -322,6 +331,23 @@ def _neighbours(shape: Shape, step: int, max_dim: int) -> list[Shape]:
     return out
 
 
+def converged(
+    tflops: Sequence[float | None], probes: int = PLATEAU_PROBES, gain: float = PLATEAU_GAIN
+) -> bool:
+    """Whether a search whose probes measured `tflops` (in order; None: a probe that failed)
+    can stop: the last `probes` of them raised the best figure before them by less than
+    `gain` (relative). A failed probe adds nothing; a search with no figure before the last
+    `probes` has not converged."""
+    if len(tflops) <= probes:
+        return False
+    before = [t for t in tflops[:-probes] if t is not None]
+    if not before:
+        return False
+    best_before = max(before)
+    best_after = max([best_before, *(t for t in tflops[-probes:] if t is not None)])
+    return best_after < best_before * (1.0 + gain)
+
+
 def find_peak(
     dtype: str,
     device: str | torch.device = "cpu",
@@ -337,14 +363,17 @@ def find_peak(
     timer: Timer | None = None,
     clock: Callable[[], float] = time.monotonic,
     name: str | None = None,
+    plateau: int = PLATEAU_PROBES,
+    gain: float = PLATEAU_GAIN,
 ) -> PeakResult:
-    """Search matmul shapes for the best TFLOP/s within `budget_s` (read on `clock`).
+    """Search matmul shapes for the best TFLOP/s until it has `converged`, within `budget_s`
+    (read on `clock`) at most.
 
     Square shapes first (ascending), then a hill climb from the best: each dimension +/- `step`,
     moving while a neighbour is faster, halving the step down to `min_step` when none is; no
-    dimension above `max_dim`. A
-    probe starts only while the budget left covers the slowest probe so far. `name` overrides
-    the device name used for the spec lookup.
+    dimension above `max_dim`. The search stops when the last `plateau` probes added less than
+    `gain` to the best; a probe starts only while the budget left covers the slowest probe so
+    far. `name` overrides the device name used for the spec lookup.
     """
     dev = torch.device(device)
     gpu = dev.type == "cuda"
@@ -367,16 +396,25 @@ def find_peak(
     step = step or (GPU_STEP if gpu else CPU_STEP)
     min_step = min_step or (GPU_MIN_STEP if gpu else CPU_MIN_STEP)
     max_dim = max_dim or (GPU_MAX_DIM if gpu else CPU_MAX_DIM)
-    min_time = min_time_s if min_time_s is not None else (0.2 if gpu else 0.02)
+    min_time = GPU_MIN_TIME_S if gpu else CPU_MIN_TIME_S
+    min_time = min_time_s if min_time_s is not None else min_time
     seen: dict[Shape, Probe] = {}
     slowest = 0.0  # the longest probe so far, in budget seconds
+    why: list[str] = []  # why the search stopped before it ran out of shapes
 
     def probe(shape: Shape) -> Probe | None:
         nonlocal slowest
         if shape in seen:
             return seen[shape]
+        if converged([p.tflops for p in seen.values()], plateau, gain):
+            why.append(
+                f"converged: the last {plateau} probes added < {gain:.0%} to the best "
+                f"({len(seen)} probes)"
+            )
+            return None
         now = clock()
         if now - started + slowest > budget_s:
+            why.append(f"budget {budget_s:g} s reached after {len(seen)} probes")
             return None
         (found,) = measure_matmul(
             dtype, [shape], dev, min_time, repeats=repeats, warmup=warmup, timer=timer
@@ -414,7 +452,7 @@ def find_peak(
                 break
             step //= 2
     if stopped:
-        result.notes.append(f"budget {budget_s:g} s reached after {len(seen)} probes")
+        result.notes.append(why[0])
     result.probes = list(seen.values())
     top = best()
     if top is not None:

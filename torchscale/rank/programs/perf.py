@@ -12,8 +12,10 @@ GPUs behind one PCIe switch split its uplink). Rank 0 then reads the PCIe topolo
 (contracts/pcie_topology.py) and measures the GPU-to-GPU matrix, which needs every GPU in one
 process, while the others wait. Each CUDA rank also reads its GPU's power limits from NVML
 (contracts/power_limit.py): a node capped below the SKU's default power is below its matmul bar
-on every GPU, healthy. Rank 0 writes everything as JSON (atomically, types in
-contracts/schema/perf.py) for the parent, which judges it (orchestration/validate/perf.py).
+on every GPU, healthy. Each phase, as it ends, is gathered from every rank and written by rank 0
+into the spec's phase_dir (the parent reports it as progress, and a stopped run keeps it); at the
+end rank 0 writes everything as JSON (atomically, types in contracts/schema/perf.py) for the
+parent, which judges it (orchestration/validate/perf.py).
 
 Every barrier and the one gather run on gloo, on CUDA too: a rank waiting in an NCCL barrier
 has a kernel spinning on its GPU until the last rank arrives, and that kernel shares the GPU
@@ -25,7 +27,10 @@ through a collective (NCCL's bus bandwidth is `comm`'s own run), so nothing need
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -63,25 +68,41 @@ def _phase(device: torch.device) -> None:
     dist.barrier()
 
 
-def measure_rank(spec: PerfSpec, device: torch.device) -> RankPerf:
-    """This rank's phases, each started with its peers."""
+PhaseDone = Callable[[str, RankPerf], None]
+
+
+def measure_rank(spec: PerfSpec, device: torch.device, done: PhaseDone | None = None) -> RankPerf:
+    """This rank's phases, each started with its peers; `done` hears each finished phase's
+    name and this rank's figures of that phase alone (every rank calls it at the same
+    points, so it may run a collective)."""
     mine = RankPerf(rank=dist.get_rank(), device=str(device), device_name=device_name(device))
     if device.type == "cuda":
         mine.power_limit = gpu_power_limit(device)
+
+    def finished(phase: str, **figures: list[Any]) -> None:
+        if done is not None:
+            done(phase, mine.model_copy(update=figures))
+
     for dtype in spec.dtypes:
         _phase(device)
-        mine.matmul.append(find_peak(dtype, device, spec.matmul_budget_s))
+        peak = find_peak(dtype, device, spec.matmul_budget_s)
+        mine.matmul.append(peak)
+        finished(f"matmul-{dtype}", matmul=[peak], bandwidth=[])
     if spec.memory:
         for kind in ("copy", "triad"):
             _phase(device)
-            mine.bandwidth.append(measure_memory(device, kind))
+            figure = measure_memory(device, kind)
+            mine.bandwidth.append(figure)
+            finished(f"memory-{kind}", matmul=[], bandwidth=[figure])
     if spec.host_link:
         for direction in ("h2d", "d2h"):
             if device.type == "cuda":
-                mine.bandwidth += host_link(direction, device)
+                figures = host_link(direction, device)
             else:
                 _phase(device)
-                mine.bandwidth.append(measure_host_device(0, direction))  # says why not
+                figures = [measure_host_device(0, direction)]  # says why not
+            mine.bandwidth += figures
+            finished(f"host-{direction}", matmul=[], bandwidth=figures)
     return mine
 
 
@@ -116,10 +137,31 @@ def host_link(direction: Direction, device: torch.device) -> list[BandwidthResul
     return [alone, together.model_copy(update={"check": f"{direction}.all", "gpus_at_once": world})]
 
 
+def phase_writer(spec: PerfSpec, group: Group) -> PhaseDone:
+    """Each finished phase, every rank's figures of it gathered, written by rank 0 as
+    `NN-<phase>.json` in the spec's phase_dir (atomically: a stopped run keeps whole files)."""
+    count = [0]
+
+    def write(phase: str, figures: RankPerf) -> None:
+        gathered = group.gather(figures.model_dump())
+        count[0] += 1
+        if spec.phase_dir is None:
+            return
+        run = PerfRun(
+            world_size=group.size, ranks=[RankPerf.model_validate(one) for one in gathered]
+        )
+        group.write(
+            Path(spec.phase_dir) / f"{count[0]:02d}-{phase}.json", run.model_dump_json(indent=2)
+        )
+
+    return write
+
+
 def body(spec: PerfSpec, group: Group) -> None:
-    """Every rank's phases, then rank 0 alone measures the pairs and writes everything; the
-    others wait at the harness's last barrier, on the CPU."""
-    mine = measure_rank(spec, group.device)
+    """Every rank's phases (each written as it ends), then rank 0 alone measures the pairs
+    and writes everything; the others wait at the harness's last barrier, on the CPU."""
+    write_phase = phase_writer(spec, group)
+    mine = measure_rank(spec, group.device, write_phase)
     gathered = group.gather(mine.model_dump())
     if group.rank == 0:
         p2p = None
