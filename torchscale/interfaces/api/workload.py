@@ -364,17 +364,10 @@ def _validate_report(
 ) -> ValidateReport:
     from torchscale import __version__
     from torchscale.orchestration.validate.run_checks import is_ok
+    from torchscale.orchestration.validate.workload_judge import workload_verdict
 
     counts = status_counts(checks)
-    bad = [c.title for c in checks if c.status is CheckStatus.FAIL]
-    path = "GPU (NCCL)" if device == "cuda" else "CPU (gloo)"
-    if bad:
-        verdict = f"The {path} training stack is NOT proven on this node: {', '.join(bad)} failed."
-    else:
-        verdict = f"The {path} training stack works end to end on this node."
-        warns = [c.title for c in checks if c.status is CheckStatus.WARN]
-        if warns:
-            verdict += " Worth a look: " + ", ".join(warns) + "."
+    verdict = workload_verdict(device, plan.facts.devices, checks)
     return ValidateReport(
         torchscale_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
