@@ -480,7 +480,7 @@ def test_run_writes_one_result_per_group(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
     monkeypatch.setattr(runner, "CellProber", FakeProber)
     plan = build_plan(
-        config(device="auto", gpu_counts=[1, 2], memory={"probe_steps": 3}),
+        config(device="auto", gpu_counts=[1, 2], memory={"probe_steps": 3}, models=["gpt2"]),
         Machine(gpu_count=2, cpu_cores=2),
     )
     store = ResultStore(tmp_path / "mb")

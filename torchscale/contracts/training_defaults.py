@@ -9,6 +9,7 @@ default the plan and the rank could read differently. docs/models.md explains ea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from torchscale.contracts.model_specs.registry import BUILTIN
@@ -35,13 +36,48 @@ LossKind = Literal["compiled", "blockwise", "plain"]
 WORKLOAD_REVISION = 1
 
 
-def resolve_compile(compile_: bool | None, device: str, pipeline: bool) -> bool:
+# under this many parameters a model's CUDA step is launch-bound: compile's graph wrappers and
+# its 5-15 s per cell cost more than its fused kernels save (an H100 ran tiny-mlp compiled at
+# 1.7 ms a step, slower than eager on a 2-core CPU)
+COMPILE_MIN_PARAMETERS = 10_000_000
+
+
+def builtin_parameters(model: str, options: Mapping[str, object]) -> int | None:
+    """A built-in model's parameter count at its default options (its spec's measured count);
+    None for a plug-in or other options, which the host cannot know without building it."""
+    spec = BUILTIN.get(model)
+    if spec is None or any(spec.defaults.get(k, v) != v for k, v in options.items()):
+        return None
+    return spec.measured.parameters
+
+
+def resolve_compile(
+    compile_: bool | None, device: str, pipeline: bool, parameters: int | None = None
+) -> bool:
     """`training.compile`: as set, else on for CUDA cells but pipelines (whose schedule calls
-    the stage modules itself) and off on CPU, where inductor's C++ compile takes minutes and
-    its kernels are not what a GPU benchmark runs."""
+    the stage modules itself) and models known to have fewer than COMPILE_MIN_PARAMETERS
+    (`compile_note` says so in the cell), and off on CPU, where inductor's C++ compile takes
+    minutes and its kernels are not what a GPU benchmark runs."""
     if compile_ is not None:
         return compile_
-    return device == "cuda" and not pipeline
+    small = parameters is not None and parameters < COMPILE_MIN_PARAMETERS
+    return device == "cuda" and not pipeline and not small
+
+
+def compile_note(
+    compile_: bool | None, device: str, pipeline: bool, parameters: int | None
+) -> str | None:
+    """Why a CUDA cell left to the default does not compile because its model is small; None
+    where the default is not that rule's."""
+    if compile_ is not None or device != "cuda" or pipeline or parameters is None:
+        return None
+    if parameters >= COMPILE_MIN_PARAMETERS:
+        return None
+    return (
+        f"training.compile off: {parameters:,} parameters, under "
+        f"{COMPILE_MIN_PARAMETERS // 1_000_000} M, so its step is launch-bound and compiling "
+        "(seconds per cell) would not pay back; set training.compile: true to compile it"
+    )
 
 
 def resolve_bf16_activations(bf16_activations: bool | None, precision: str, model: str) -> bool:

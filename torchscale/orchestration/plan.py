@@ -35,6 +35,8 @@ from torchscale.contracts.training_defaults import (
     WORKLOAD_REVISION,
     LossKind,
     builtin_conv_net,
+    builtin_parameters,
+    compile_note,
     resolve_bf16_activations,
     resolve_channels_last,
     resolve_compile,
@@ -471,7 +473,8 @@ def plan_cell(
     backend = resolve_backend(config, device)
     threads = resolve_omp_threads(config, machine)
     pipeline = parallel is not None and parallel.pp > 1
-    training = _cell_training(config, model, precision, device, pipeline)
+    parameters = builtin_parameters(model.name, model.options)
+    training = _cell_training(config, model, precision, device, pipeline, parameters)
     loss = resolve_loss(
         compiled=bool(training.compile),
         pipeline=pipeline,
@@ -496,6 +499,8 @@ def plan_cell(
         definition, model, batch_size, shape, precision, strategy, device, backend, parallel
     )
     skip, warnings = _feasibility(config, machine, identity, shape, model, training)
+    note = compile_note(config.training.compile, device, pipeline, parameters)
+    warnings = (*warnings, note) if note is not None and skip is None else warnings
     return PlannedCell(
         identity,
         model,
@@ -510,13 +515,18 @@ def plan_cell(
 
 
 def _cell_training(
-    config: BenchConfig, model: ModelSpec, precision: Precision, device: Device, pipeline: bool
+    config: BenchConfig,
+    model: ModelSpec,
+    precision: Precision,
+    device: Device,
+    pipeline: bool,
+    parameters: int | None = None,
 ) -> TrainingConfig:
     """The config's training settings with what a null leaves open resolved for this cell, so
     the rank runs and the definition records the same choice (training_defaults.py)."""
     return config.training.model_copy(
         update={
-            "compile": resolve_compile(config.training.compile, device, pipeline),
+            "compile": resolve_compile(config.training.compile, device, pipeline, parameters),
             "bf16_activations": resolve_bf16_activations(
                 config.training.bf16_activations, precision, model.name
             ),
@@ -627,14 +637,30 @@ def _launch_settings(
     )
 
 
+def device_set(config: BenchConfig, machine: Machine) -> tuple[BenchConfig, str | None]:
+    """The config this machine's sweep runs (`on_cuda`'s keys replace the config's on CUDA)
+    and the line saying which set applied and why; None where the config has no `on_cuda`."""
+    device = resolve_device(config, machine)
+    effective, replaced = config.for_device(device)
+    if config.on_cuda is None:
+        return effective, None
+    found = f"{machine.gpu_count} CUDA GPU(s) per node" if machine.gpu_count else "no CUDA GPU"
+    why = f"device {config.device}" + (f": {found}" if config.device == "auto" else "")
+    if replaced is None:
+        return effective, f"on {device.upper()} ({why}): the config's own keys; on_cuda not read"
+    return effective, f"on CUDA ({why}): {replaced}"
+
+
 def build_plan(config: BenchConfig, machine: Machine) -> Plan:
     """Every cell in a stable order: model, precision, strategy, batch size, world size
     (world size innermost but for the layouts of a model-parallel strategy at that size, so a
     model's scaling curve is measured back to back)."""
+    config, device_note = device_set(config, machine)
     shapes = cell_shapes(config)
     parallel = config.training.parallel
     batches, batch_notes = batch_sizes(config, machine)
     notes = [machine.note, *batch_notes] if machine.note else batch_notes
+    notes = [device_note, *notes] if device_note else notes
     cells = [
         plan_cell(config, machine, model, batch_size, shape, precision, strategy, layout)
         for model in config.models

@@ -55,6 +55,9 @@ def validate_config(
             f"precision(s) x {len(config.training.strategy)} strategy(ies){layouts}",
             markup=True,
         )
+        _, on_cuda = config.for_device("cuda")
+        if on_cuda is not None:  # the cell count above is the CPU sweep's
+            stdout.print(f"on CUDA GPUs, {on_cuda}; on CPU, the keys above apply", markup=False)
 
 
 @app.command("init")

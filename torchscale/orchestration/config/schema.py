@@ -13,11 +13,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    BaseModel,
     BeforeValidator,
     Discriminator,
     Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
     Tag,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -470,6 +474,47 @@ class CommConfig(StrictModel):
         return self
 
 
+class OnCudaConfig(StrictModel):
+    """Keys that replace the config's own when the sweep runs on CUDA GPUs (device cuda, or
+    auto on a node with a GPU); each key left out keeps the config's value, and a section
+    (training, measurement) replaces only the keys it sets. A CPU sweep never reads it."""
+
+    models: Annotated[
+        list[ModelSpec] | None,
+        BeforeValidator(
+            lambda v: [_name_to_model_spec(x) for x in v] if isinstance(v, list) else v,
+            json_schema_input_type=list[str | ModelSpec] | None,
+        ),
+    ] = Field(default=None, description="the models on CUDA")
+    batch_sizes: BatchList | Literal["auto"] | None = Field(
+        default=None, description="the per-device batch sizes on CUDA"
+    )
+    gpu_counts: list[Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]] | None = Field(
+        default=None, description="the world sizes on CUDA"
+    )
+    training: TrainingConfig | None = Field(
+        default=None, description="training keys set here replace the config's on CUDA"
+    )
+    measurement: MeasurementConfig | None = Field(
+        default=None, description="measurement keys set here replace the config's on CUDA"
+    )
+
+    @model_serializer(mode="wrap")
+    def _as_written(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        """Only the keys written: a default filled in would replace the config's own on CUDA
+        when the dumped config is read back."""
+        data = handler(self)
+        return {
+            key: value.model_dump(mode=info.mode, exclude_unset=True)
+            if isinstance(value := getattr(self, key), BaseModel)
+            else data[key]
+            for key in type(self).model_fields
+            if key in self.model_fields_set
+        }
+
+
 class BenchConfig(StrictModel):
     """A whole experiment: the sweep axes and how every cell is run and measured."""
 
@@ -514,6 +559,11 @@ class BenchConfig(StrictModel):
     comm: CommConfig = Field(default_factory=CommConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     cost: CostConfig = Field(default_factory=CostConfig)
+    on_cuda: OnCudaConfig | None = Field(
+        default=None,
+        description="keys that replace the ones above when the sweep runs on CUDA GPUs "
+        "(docs/configuration.md, 'One file for CPU and GPU')",
+    )
 
     @field_validator("experiment_name")
     @classmethod
@@ -542,6 +592,32 @@ class BenchConfig(StrictModel):
         if self.launcher.kind == "k8s" and not self.launcher.k8s.image:
             raise ValueError("launcher.kind 'k8s' needs launcher.k8s.image")
         return self
+
+    def for_device(self, device: str) -> tuple[BenchConfig, str | None]:
+        """The config a sweep on `device` runs, and the line that says which keys `on_cuda`
+        replaced (None where it did not apply): on CUDA its keys replace the config's, the
+        result validated as a whole; elsewhere the config less `on_cuda`."""
+        on = self.on_cuda
+        if on is None:
+            return self, None
+        data = self.model_dump(mode="json", exclude={"on_cuda"})
+        if device != "cuda":
+            return BenchConfig.model_validate(data), None
+        replaced = []
+        for key in (k for k in OnCudaConfig.model_fields if k in on.model_fields_set):
+            value = getattr(on, key)
+            if value is None:
+                continue
+            if isinstance(value, BaseModel):
+                section = value.model_dump(mode="json", include=value.model_fields_set)
+                data[key] = {**data[key], **section}
+                replaced += [f"{key}.{name}" for name in sorted(section)]
+            else:
+                data[key] = on.model_dump(mode="json")[key]
+                replaced.append(key)
+        if not replaced:
+            return BenchConfig.model_validate(data), None
+        return BenchConfig.model_validate(data), "on_cuda replaces " + ", ".join(replaced)
 
     def as_yaml(self) -> str:
         """The resolved config as YAML that loads back to itself (the results' config.yaml)."""
