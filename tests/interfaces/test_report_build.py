@@ -333,7 +333,7 @@ def test_straggler_from_the_profile(report: Report) -> None:
     costs = [f.cost_pct for f in findings.findings if f.cost_pct is not None]
     assert costs == sorted(costs, reverse=True)
     trace = next(
-        f for f in findings.findings if f.source == "tiny-mlp b8 x2 fp32 ddp (profiled run)"
+        f for f in findings.findings if f.source == "tiny-mlp b8 x2 fp32 ddp (profiled run, eager)"
     )
     assert "rank 1" in trace.title and "backward" in trace.title
     assert trace.cost_pct == pytest.approx(66.29767973080156)
@@ -355,7 +355,7 @@ def test_one_verdict_per_profiled_run(report: Report) -> None:
     """The profiled run's findings are its analysis' only: its result.json's phase timers give
     no second straggler finding beside the traces' (one verdict per run)."""
     (findings,) = blocks(report, "bottlenecks", Findings)
-    run = "tiny-mlp b8 x2 fp32 ddp (profiled run)"
+    run = "tiny-mlp b8 x2 fp32 ddp (profiled run, eager)"
     assert not any("phase timers" in f.source for f in findings.findings)
     stragglers = [f for f in findings.findings if f.source == run and "rank 1" in f.title]
     assert len(stragglers) == 1
@@ -386,7 +386,7 @@ def test_sweep_findings_and_warnings(report: Report) -> None:
     assert not any(t.startswith("tiny-mlp b8 x2 fp32 ddp: rank") for t in titles)
     kinds = {(r["cell"], r["kind"]) for r in table(report, "bottlenecks-warnings").rows}
     assert ("tiny-mlp b8 x2 fp32 ddp", "high variance") in kinds
-    assert ("tiny-mlp b8 x2 fp32 ddp (profiled run)", "injected delay") in kinds
+    assert ("tiny-mlp b8 x2 fp32 ddp (profiled run, eager)", "injected delay") in kinds
     assert unavailable(report, "bottlenecks")["throttling"].startswith("CPU runs only")
     lines = [b.text for b in blocks(report, "summary", Text)]
     assert any("exposed communication 69.2 %" in line for line in lines)

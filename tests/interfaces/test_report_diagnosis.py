@@ -55,7 +55,7 @@ from torchscale.offline.results.versions import parse_cell_result
 CAVEAT = BUSY_CAVEAT.format(cores="1.5", host="node-a")
 PROFILE = Path(__file__).parents[1] / "fixtures" / "results_v3" / "profile"
 PROFILE_CELL = "tiny-mlp__b8__w2__fp32__ddp__8154de06"
-PROFILED = "tiny-mlp b8 x2 fp32 ddp (profiled run)"
+PROFILED = "tiny-mlp b8 x2 fp32 ddp (profiled run, eager)"
 CELL = "tiny-mlp b8 x2 fp32 ddp"
 
 

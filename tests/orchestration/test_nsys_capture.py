@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from torchscale.contracts.schema.cell_result import CellResult, Estimate, Intervals, StepTimeStats
+from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
 from torchscale.orchestration.config import parse_config
 from torchscale.orchestration.launch.torchrun import torchrun_command
 from torchscale.orchestration.plan import Machine, build_plan
@@ -343,7 +343,7 @@ def test_a_failing_trigger_costs_the_trace_not_the_cell(
 # ------------------------------------------------------------------ the capture overhead
 
 
-def cell_result(p50: float, world: int = 2) -> CellResult:
+def cell_result(p50: float, world: int = 2, std: float = 0.0) -> CellResult:
     config = parse_config(
         f"experiment_name: o\nmodels: [tiny-mlp]\nbatch_sizes: [8]\ngpu_counts: [{world}]\n"
         "device: cpu\n",
@@ -351,7 +351,7 @@ def cell_result(p50: float, world: int = 2) -> CellResult:
     )
     cell = build_plan(config, Machine(gpu_count=0, cpu_cores=8)).cells[0].cell
     stats = StepTimeStats(
-        count=10, mean=p50, p50=p50, p95=p50, p99=p50, min=p50, max=p50, std=0.0, cv=0.0
+        count=10, mean=p50, p50=p50, p95=p50, p99=p50, min=p50, max=p50, std=std, cv=std / p50
     )
     return CellResult(cell=cell, status="ok", step_time=stats)  # type: ignore[arg-type]
 
@@ -361,39 +361,33 @@ def write_phases(directory: Path, rank: int, step_s: list[float]) -> None:
     (directory / f"rank{rank}.phases.json").write_text(json.dumps(record))
 
 
-def test_overhead_is_traced_against_measured_median_step(tmp_path: Path) -> None:
-    write_phases(tmp_path, 0, [0.110, 0.112, 0.300])
-    write_phases(tmp_path, 1, [0.111, 0.109, 0.113])
+def test_overhead_is_traced_against_measured_mean_step(tmp_path: Path) -> None:
+    write_phases(tmp_path, 0, [0.110, 0.112, 0.113])
+    write_phases(tmp_path, 1, [0.111, 0.109, 0.114])
     overhead, why = capture_overhead(cell_result(0.100), tmp_path, "nsys")
     assert why is None and overhead is not None
-    assert overhead.traced_step_s == pytest.approx(0.1115)  # median of all 6
+    assert overhead.traced_step_s == pytest.approx(0.1115)  # mean of all 6
     assert overhead.measured_step_s == pytest.approx(0.100)
     assert overhead.overhead == pytest.approx(0.115)
     assert (overhead.traced_steps, overhead.ranks, overhead.timing) == (6, 2, "perf_counter")
     line = overhead.line()
-    assert line.startswith("capture overhead (nsys): traced steps 112 ms median against 100 ms")
-    assert "+11.5%, no interval" in line  # the result carries no step-time interval
-
-
-def with_p50_interval(result: CellResult, low: float, high: float) -> CellResult:
-    p50 = Estimate(value=(low + high) / 2, low=low, high=high, n=10, method="t", measurable=True)
-    whatever = Estimate(value=1.0, low=None, high=None, n=1, method="t", measurable=True)
-    intervals = Intervals(
-        samples_per_s=whatever, step_p50_s=p50, step_p95_s=whatever, step_p99_s=whatever
-    )
-    return result.model_copy(update={"intervals": intervals})
+    assert line.startswith("capture overhead (nsys): traced steps 112 ms mean against 100 ms")
+    assert "+11.5 %, 95 % interval +" in line and "Welch's t" in line
+    (tmp_path / "rank1.phases.json").unlink()
+    write_phases(tmp_path, 0, [0.1115])  # one traced step: no interval
+    assert "+11.5 %, no interval" in capture_overhead(cell_result(0.1), tmp_path, "nsys")[0].line()
 
 
 def test_overhead_carries_an_interval_and_is_not_measurable_inside_it(tmp_path: Path) -> None:
     steps = [0.110, 0.112, 0.111, 0.109, 0.113, 0.111, 0.110, 0.112]
     write_phases(tmp_path, 0, steps)
-    clear = capture_overhead(with_p50_interval(cell_result(0.1), 0.099, 0.101), tmp_path, "nsys")
+    clear = capture_overhead(cell_result(0.1, std=0.001), tmp_path, "nsys")
     overhead = clear[0]
     assert overhead is not None and overhead.low is not None and overhead.high is not None
     assert 0 < overhead.low < overhead.overhead < overhead.high
     assert overhead.measurable and "95 % interval +" in overhead.line()
     # measured windows as noisy as the difference: the figure is not a figure
-    noisy = capture_overhead(with_p50_interval(cell_result(0.1), 0.09, 0.13), tmp_path, "nsys")
+    noisy = capture_overhead(cell_result(0.1, std=0.05), tmp_path, "nsys")
     overhead = noisy[0]
     assert overhead is not None and not overhead.measurable
     assert "not measurable: 95 % interval -" in overhead.line()

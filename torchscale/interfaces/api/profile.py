@@ -95,13 +95,26 @@ def analyze_traces(
 ) -> TraceAnalysis:
     """Analyse one trace per rank (Kineto JSON or Nsight Systems SQLite) from any PyTorch job;
     save analysis.json to `output` (default: TRACE_DIR/analysis.json, skipped when that
-    directory is read-only; an unwritable `output` is an error)."""
+    directory is read-only; an unwritable `output` is an error). A torchscale profile folder
+    is analysed with its run's result.json, as the profiled run was: its measured windows are
+    the untraced steps the traced ones are judged against."""
     from torchscale.offline.results.directory_layout import ProfileRun
+    from torchscale.offline.results.versions import read_cell_result
     from torchscale.orchestration.profiling.analyze import analyze_directory, write_analysis
 
     directory = Path(trace_dir)
+    run = ProfileRun(directory).result_path
+    cell = read_cell_result(run).result if run.is_file() else None
+    if cell is not None and cell.status is not Status.OK:
+        cell = None
     try:
-        analysis = analyze_directory(directory, target=target)
+        analysis = analyze_directory(
+            directory,
+            target=target,
+            tool=cell.profile.tool if cell is not None and cell.profile is not None else None,
+            strategy=cell.cell.strategy if cell is not None else None,
+            cell=cell,
+        )
     except TraceError as exc:  # the traces named are the input: unusable ones exit 2
         if isinstance(exc, TraceInputError):
             raise

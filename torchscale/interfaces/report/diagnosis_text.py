@@ -29,6 +29,7 @@ from torchscale.interfaces.report.estimates import (
     value_format,
 )
 from torchscale.interfaces.report.render.formatting import quantum_of
+from torchscale.offline.analysis.diagnosis.traces import inflation_of
 
 PART_WORDS = {
     "compute": "compute",
@@ -150,7 +151,21 @@ def split_text(diagnosis: Diagnosis) -> str:
     """'Step 66.7 ms: compute 57.2 %, data 0.0 %, waiting 40.1 %, exposed comm 1.6 %, rest
     1.1 %' (point values; each part's interval is in the JSON and -v)."""
     parts = ", ".join(f"{PART_WORDS[p.name]} {_point(p.share)}" for p in diagnosis.parts)
-    return f"Step {_step(diagnosis.step_s)}: {parts}"
+    return f"Step {_step(diagnosis.step_s)}{_traced(diagnosis)}: {parts}"
+
+
+def _traced(diagnosis: Diagnosis) -> str:
+    """Where a profiler slowed the traced steps beyond the noise (`traces.inflation_of`):
+    ' untraced (the profiler added +76 %)' after the measured windows' step that heads the
+    diagnosis, ' traced, +76 % over the untraced step' after the traces' where no phase timers
+    could; nothing otherwise."""
+    inflation = inflation_of(diagnosis)
+    if inflation is None or inflation.value is None:
+        return ""
+    added = f"{inflation.value * 100:+.0f} %"
+    if diagnosis.source == "traces":
+        return f" traced, {added} over the untraced step"
+    return f" untraced (the profiler added {added})"
 
 
 def _point(estimate: Estimate) -> str:

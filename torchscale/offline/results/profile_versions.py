@@ -60,6 +60,12 @@ def _notes(analysis: ProfileAnalysis) -> list[str]:
     return notes
 
 
+def compile_mode(result: CellResult) -> str:
+    """'compiled' or 'eager': whether the run trained under torch.compile (training.compile),
+    read off its compile record, which a compiled cell always writes (schema 11 on)."""
+    return "compiled" if result.compile is not None else "eager"
+
+
 def no_diagnosis(analysis: ProfileAnalysis) -> str:
     """Why a run has no diagnosis to show, in words beside the figures its analysis stored:
     neither the analysis nor its run's result holds one (the analysis predates it)."""

@@ -4,46 +4,61 @@ A profiled run measures its windows first, with no profiler attached, then runs 
 steps (torchscale/rank/worker/capture.py). Every rank times both with the same step timer and the
 same definition of a step (`measurement.timing`; one optimizer step), so
 
-    overhead = median traced step / median measured step - 1
+    overhead = mean traced step / mean measured step - 1
 
-over all ranks pooled on both sides (the measured median is the result's `step_time.p50`).
-It is what the profiler (torch.profiler's instrumentation, or nsys's CUDA/NVTX/OS runtime
-hooks) adds to a step, plus run-to-run drift. Its 95 % interval is taken conservatively from
-the two medians' own intervals (the traced steps' block bootstrap, the measured windows'
-`intervals.step_p50_s`): low = traced low / measured high - 1, high = traced high / measured
-low - 1. An interval that includes 0 reads "not measurable", with the interval, never as a
-figure. It is recorded as one line in the run's `profile.notes` (result.json) and in the
-analysis' notes (analysis.json, printed).
+over all ranks pooled on both sides (the measured mean, standard deviation and count are the
+result's `step_time`). It is what the profiler (torch.profiler's instrumentation, or nsys's
+CUDA/NVTX/OS runtime hooks) adds to a step, plus run-to-run drift. Its 95 % interval is
+Welch's t interval on the difference of the two means (`traces.traced_inflation`, the figure
+the diagnosis judges the traces by: inflated beyond the noise, the phase timers' split heads
+it). An interval that includes 0 reads "not measurable", with the interval, never as a figure.
+It is recorded as one line in the run's `profile.notes` (result.json) and in the analysis'
+notes (analysis.json, printed).
 """
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchscale.contracts.schema.cell_result import CellResult, Estimate
-from torchscale.offline.analysis.uncertainty import percentile_of_steps
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.offline.analysis.diagnosis.traces import TracedInflation, traced_inflation
 from torchscale.orchestration.profiling.phase_records import read_phase_record
 
 
 @dataclass(frozen=True)
 class CaptureOverhead:
-    """Traced against measured step time, both medians over every rank's steps."""
+    """Traced against measured step time (`inflation`: both means over every rank's steps)."""
 
     tool: str
-    traced_step_s: float
-    measured_step_s: float
-    traced_steps: int  # over all ranks
+    inflation: TracedInflation
     ranks: int
     timing: str  # the step timer both sides used
-    low: float | None = None  # the overhead's 95 % interval (None: one step on a side)
-    high: float | None = None
+
+    @property
+    def traced_step_s(self) -> float:
+        return self.inflation.traced_s
+
+    @property
+    def measured_step_s(self) -> float:
+        return self.inflation.untraced_s
+
+    @property
+    def traced_steps(self) -> int:
+        return self.inflation.traced_steps
+
+    @property
+    def low(self) -> float | None:
+        return self.inflation.low
+
+    @property
+    def high(self) -> float | None:
+        return self.inflation.high
 
     @property
     def overhead(self) -> float:
         """Fraction the traced step is longer than the measured one (negative: shorter)."""
-        return self.traced_step_s / self.measured_step_s - 1.0
+        return self.inflation.share
 
     @property
     def measurable(self) -> bool:
@@ -52,29 +67,24 @@ class CaptureOverhead:
 
     def line(self) -> str:
         if self.low is None or self.high is None:
-            figure = f"{self.overhead:+.1%}, no interval"
+            figure = f"{_pct(self.overhead)}, no interval"
         elif self.measurable:
-            figure = f"{self.overhead:+.1%}, 95 % interval {self.low:+.1%} to {self.high:+.1%}"
+            figure = (
+                f"{_pct(self.overhead)}, 95 % interval {_pct(self.low)} to {_pct(self.high)}, "
+                "Welch's t"
+            )
         else:
-            figure = f"not measurable: 95 % interval {self.low:+.1%} to {self.high:+.1%}"
+            figure = f"not measurable: 95 % interval {_pct(self.low)} to {_pct(self.high)}"
         return (
-            f"capture overhead ({self.tool}): traced steps {_ms(self.traced_step_s)} median "
+            f"capture overhead ({self.tool}): traced steps {_ms(self.traced_step_s)} mean "
             f"against {_ms(self.measured_step_s)} in the measured windows "
             f"({figure}; {self.traced_steps} traced step(s) over {self.ranks} "
             f"rank(s), same step timer: {self.timing})"
         )
 
 
-def overhead_interval(
-    traced: list[float], measured: Estimate | None
-) -> tuple[float | None, float | None]:
-    """The overhead's conservative 95 % interval from both medians' intervals."""
-    if measured is None or not measured.low or not measured.high or len(traced) < 2:
-        return None, None
-    median = percentile_of_steps(traced, 50)
-    if median.low is None or median.high is None:
-        return None, None
-    return median.low / measured.high - 1.0, median.high / measured.low - 1.0
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:+.1f} %"
 
 
 def _ms(seconds: float) -> str:
@@ -102,22 +112,12 @@ def capture_overhead(
 ) -> tuple[CaptureOverhead | None, str | None]:
     """The overhead of the traced steps in `directory` against `result`'s measured windows,
     or None with why not."""
-    if result.step_time is None or result.step_time.p50 <= 0:
+    stats = result.step_time
+    if stats is None or stats.mean <= 0:
         return None, "no measured step time to compare the traced steps with"
     times, timing = traced_step_times(directory, result.cell.world_size)
     pooled = [t for steps in times.values() for t in steps]
-    if not pooled:
+    inflation = traced_inflation(pooled, stats.mean, stats.std, stats.count)
+    if inflation is None:
         return None, "the ranks recorded no traced step times (rank<k>.phases.json step_s)"
-    measured = result.intervals.step_p50_s if result.intervals is not None else None
-    low, high = overhead_interval(pooled, measured)
-    overhead = CaptureOverhead(
-        tool=tool,
-        traced_step_s=statistics.median(pooled),
-        measured_step_s=result.step_time.p50,
-        traced_steps=len(pooled),
-        ranks=len(times),
-        timing=timing,
-        low=low,
-        high=high,
-    )
-    return overhead, None
+    return CaptureOverhead(tool=tool, inflation=inflation, ranks=len(times), timing=timing), None

@@ -42,6 +42,7 @@ from torchscale.offline.analysis.reliability import LEVELS, repeat_count
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.experiment import PHASE_STEP_COLUMNS, STEP_COLUMNS
 from torchscale.offline.results.frame import COLUMNS, cell_row
+from torchscale.offline.results.profile_versions import compile_mode
 
 if TYPE_CHECKING:
     from torchscale.interfaces.report.request import ReportOptions
@@ -490,7 +491,8 @@ def make_context(
     for source in sources.experiments:
         for entry in source.profiles:
             label = (
-                f"{ctx.result_label(source.name, entry.result)} (profiled run)"
+                f"{ctx.result_label(source.name, entry.result)} (profiled run, "
+                f"{compile_mode(entry.result)})"
                 if entry.result is not None
                 else f"profile {entry.name}"
             )

@@ -57,7 +57,12 @@ from torchscale.offline.analysis.diagnosis.findings import (
 )
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps, share_of_step
 from torchscale.offline.analysis.diagnosis.timers import cell_attribution, step_parts
-from torchscale.offline.analysis.diagnosis.traces import StepModel, phase_timer_checks
+from torchscale.offline.analysis.diagnosis.traces import (
+    StepModel,
+    TracedInflation,
+    phase_timer_checks,
+    with_inflation,
+)
 from torchscale.offline.analysis.uncertainty import judged, mean_columns, percentile_interval
 
 WHATIF_METHOD = (
@@ -106,6 +111,8 @@ class RunEvidence:
     strategy: str | None = None
     nodes: int | None = None  # hosts the ranks ran on; None: not known (traces alone)
     injected_ranks: frozenset[int] = frozenset()  # ranks --inject-delay slowed on purpose
+    # the traced steps against the measured windows (traces.traced_inflation); None: unknown
+    inflation: TracedInflation | None = None
 
 
 def busy_caveat(telemetry: Telemetry | None) -> str | None:
@@ -142,7 +149,17 @@ def diagnose(evidence: RunEvidence) -> Diagnosis | None:
             else timers.stored
         )
     if traces is not None and traces.model.attribution is not None:
-        return _from_traces(traces, timer_model, evidence)
+        diagnosis = _from_traces(traces, timer_model, evidence)
+        if evidence.inflation is None:
+            return diagnosis
+        # a profiler that slowed the traced steps beyond the noise hands the headline to the
+        # phase timers of the measured windows (traces.with_inflation)
+        stored = timers.stored if timers is not None else None
+        untraced = (
+            stored if isinstance(stored, Diagnosis) and stored.source == "phase timers" else None
+        )
+        inflated = with_inflation(diagnosis, untraced, evidence.inflation)
+        return with_caveat(inflated, evidence.caveat)
     if timer_model is not None and parts is not None:
         return _from_timers(timer_model, parts, evidence)
     if timer_model is not None:  # a stored model without its table: no waits or what-if

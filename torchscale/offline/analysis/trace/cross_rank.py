@@ -25,6 +25,7 @@ from torchscale.offline.analysis.diagnosis import (
 )
 from torchscale.offline.analysis.diagnosis import findings as ranked_findings
 from torchscale.offline.analysis.diagnosis import traces as step_model
+from torchscale.offline.analysis.diagnosis.traces import TracedInflation
 from torchscale.offline.analysis.trace import (
     clock,
     collective_matching,
@@ -69,12 +70,14 @@ def analyse(
     cpu_wait: pd.DataFrame | None = None,
     strategy: str | None = None,
     cell: CellResult | None = None,
+    inflation: TracedInflation | None = None,
 ) -> TraceAnalyses:
     """The cross-rank analyses over the per-rank reductions (`strategy`, when known, picks
     the remedies of the findings; `cell`, the profiled run's result, adds its phase-timer
     model as a cross-check; `cpu_wait`, (rank, step, cpu_wait, cpu_time) seconds of the
     traced steps (the training thread's wait for a CPU and time on one; cpu_time NaN where not
-    recorded), tells a rank the host held back from a straggler)."""
+    recorded), tells a rank the host held back from a straggler; `inflation`, the traced
+    steps against the run's measured windows, decides whose split heads the diagnosis)."""
     ranks = sorted(reductions)
     first = reductions[ranks[0]]
     notes = [note for rank in ranks for note in reductions[rank].notes]
@@ -131,6 +134,7 @@ def analyse(
             injected_ranks=frozenset(d.rank for d in cell.injected_delays)
             if cell is not None
             else frozenset(),
+            inflation=inflation,
         )
     )
 

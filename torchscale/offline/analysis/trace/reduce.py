@@ -17,6 +17,7 @@ from torchscale.contracts.schema.profile_analysis import (
     ProfileAnalysis,
     TraceFile,
 )
+from torchscale.offline.analysis.diagnosis.traces import TracedInflation
 from torchscale.offline.analysis.trace import (
     registry,
     steps,
@@ -62,11 +63,14 @@ def combine(
     tool: str | None = None,
     strategy: str | None = None,
     cell: CellResult | None = None,
+    inflation: TracedInflation | None = None,
 ) -> ProfileAnalysis:
     """The versioned profile analysis of the per-rank reductions: the cross-rank analyses
-    (`cross_rank.analyse`, which says what `cpu_wait`, `strategy` and `cell` add), stored as
-    `profile_record.profile_analysis` builds it (`source`, `target`, `tool`)."""
-    found = analyse(reductions, cpu_wait=cpu_wait, strategy=strategy, cell=cell)
+    (`cross_rank.analyse`, which says what `cpu_wait`, `strategy`, `cell` and `inflation`
+    add), stored as `profile_record.profile_analysis` builds it (`source`, `target`, `tool`)."""
+    found = analyse(
+        reductions, cpu_wait=cpu_wait, strategy=strategy, cell=cell, inflation=inflation
+    )
     return profile_analysis(found, source=source, target=target, tool=tool)
 
 
