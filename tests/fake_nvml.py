@@ -144,6 +144,7 @@ class FakeGpu:
     default_power_limit_mw: Any = 700_000
     temperature: Any = 60  # Celsius
     sm_clock: Any = 1980  # MHz
+    sm_clock_max: Any = 1980  # MHz: the top SM clock (an H100 SXM's)
     energy_mj: Any = 1_000_000  # total-energy counter, millijoules
     compute_pids: Any = ()  # PIDs of the compute processes on the GPU
     nvlinks: list[bool] = field(default_factory=list)  # state of each link that exists
@@ -414,6 +415,12 @@ class FakeNvml(types.ModuleType):
         if clock_type != NVML_CLOCK_SM:
             raise NVMLError_InvalidArgument()
         return self._value(self._gpu(handle).sm_clock)
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: Any, clock_type: int) -> int:
+        self._record("nvmlDeviceGetMaxClockInfo", handle, clock_type)
+        if clock_type != NVML_CLOCK_SM:
+            raise NVMLError_InvalidArgument()
+        return self._value(self._gpu(handle).sm_clock_max)
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
         return self._query("nvmlDeviceGetTotalEnergyConsumption", handle, lambda g: g.energy_mj)

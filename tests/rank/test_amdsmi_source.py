@@ -111,7 +111,7 @@ def sampled(fake: FakeAmdSmi | None, address: str = ADDRESS) -> Any:
         sampler.start()
         time.sleep(0.08)
         sampler.stop()
-    return summarise_rank(0, "host", sampler.report())
+    return summarise_rank(0, "host", sampler.report(), floor_s=0.0, counter_step_s=0.0)
 
 
 def test_no_amdsmi_nulls_every_gpu_field_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:

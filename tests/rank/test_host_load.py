@@ -210,7 +210,12 @@ def test_what_is_missing_is_null_with_the_reason() -> None:
 def test_combine_carries_the_hosts_and_the_busy_warning_after_throttling() -> None:
     ranks = ranks_on("h", 0, 2, cores=2, busy_cpu_s=4.0, own_cpu_s=1.0)
     ranks[1] = ranks[1].model_copy(
-        update={"throttle_reasons": ["SwPowerCap"], "throttled_fraction": 0.5}
+        update={
+            "throttle_reasons": ["HwThermalSlowdown"],
+            "throttled_fraction": 0.5,
+            "clock_verdict": "throttled",
+            "clock_basis": "HwThermalSlowdown in 5 of 10 in-window samples",
+        }
     )
     telemetry, unavailable, warnings = combine(ranks, 100, 2, 100, None)
     assert telemetry.hosts is not None and telemetry.hosts[0].busy is True
@@ -323,7 +328,7 @@ def test_an_older_driver_answers_through_v2() -> None:
 
 def test_process_list_not_supported_is_null_with_the_reason_and_asked_once() -> None:
     fake = FakeNvml([FakeGpu(uuid=f"GPU-{UUID}", compute_pids=NOT_SUPPORTED)])
-    rank = summarise_rank(0, "h", sampled(gpu_sampler(fake)))
+    rank = summarise_rank(0, "h", sampled(gpu_sampler(fake)), floor_s=0.0, counter_step_s=0.0)
     assert rank.load is not None and rank.load.gpu_pids is None
     assert "NVMLError_NotSupported" in rank.load.unavailable["gpu_pids"]
     assert len(fake.called("nvmlDeviceGetComputeRunningProcesses")) == 1

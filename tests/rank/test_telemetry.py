@@ -88,6 +88,12 @@ def nvml_sampler(fake: FakeNvml, interval_s: float = INTERVAL_S) -> Sampler:
     return Sampler([NvmlSource(UUID, module=fake), ProcessSource()], interval_s, "cuda:0")
 
 
+def summarise(rank: int, host: str, report: SamplerReport) -> RankTelemetry:
+    """The rank's figures with no averaging floor and an exact energy counter: the sampler's
+    mechanics in windows of a few tenths of a second (the floor has its own tests)."""
+    return summarise_rank(rank, host, report, floor_s=0.0, counter_step_s=0.0)
+
+
 def sample_windows(sampler: Sampler, seconds: float = 0.3, windows: int = 2) -> SamplerReport:
     for _ in range(windows):
         sampler.start()
@@ -113,9 +119,11 @@ def test_sampler_reads_the_ranks_gpu_by_uuid_and_counts_energy() -> None:
     assert report.gpu_name == mine.name
     assert fake.called("nvmlDeviceGetHandleByUUID") == [(f"GPU-{UUID}",)]
     assert report.unavailable == {} and report.errors == {}
-    rank = summarise_rank(0, "host", report)
+    rank = summarise(0, "host", report)
     assert rank.gpu_util_pct == FieldStats(mean=97, max=97)
-    assert rank.power_w == FieldStats(mean=250, max=250)
+    # power by the counter: its joules over its seconds, the highest NVML reading as the max
+    assert rank.power_method == "counter" and rank.power_w is not None
+    assert rank.power_w.mean == pytest.approx(250, rel=0.01) and rank.power_w.max >= 250
     assert rank.sm_clock_mhz == FieldStats(mean=1755, max=1755)
     assert rank.temperature_c is not None and rank.temperature_c.max == 60
     assert rank.energy_method == "counter"
@@ -153,7 +161,7 @@ def test_nvml_is_called_only_in_the_sampler_thread() -> None:
 def test_not_supported_fields_are_null_with_the_reason_and_asked_once() -> None:
     fake = FakeNvml([gpu(temperature=NOT_SUPPORTED, energy_mj=NOT_SUPPORTED, power_mw=200_000)])
     report = sample_windows(nvml_sampler(fake), seconds=0.1)
-    rank = summarise_rank(0, "host", report)
+    rank = summarise(0, "host", report)
     assert rank.temperature_c is None
     assert "NotSupported" in rank.unavailable["temperature_c"]
     assert len(fake.called("nvmlDeviceGetTemperature")) == 1  # never asked again
@@ -167,7 +175,7 @@ def test_not_supported_fields_are_null_with_the_reason_and_asked_once() -> None:
 
 def test_no_counter_and_no_power_means_no_energy_with_both_reasons() -> None:
     fake = FakeNvml([gpu(energy_mj=NOT_SUPPORTED, power_mw=NOT_SUPPORTED)])
-    rank = summarise_rank(0, "host", sample_windows(nvml_sampler(fake), seconds=0.05))
+    rank = summarise(0, "host", sample_windows(nvml_sampler(fake), seconds=0.05))
     assert rank.energy_j is None and rank.energy_method is None and rank.power_w is None
     assert "nvmlDeviceGetTotalEnergyConsumption" in rank.unavailable["energy_j"]
     assert "nvmlDeviceGetPowerUsage" in rank.unavailable["energy_j"]
@@ -184,17 +192,18 @@ def test_a_transient_error_loses_one_sample_not_the_field() -> None:
     report = sample_windows(nvml_sampler(fake), seconds=0.1, windows=1)
     assert "gpu_util_pct" not in report.unavailable
     assert "NVMLError_Unknown" in report.errors["gpu_util_pct"]
-    rank = summarise_rank(0, "host", report)
+    rank = summarise(0, "host", report)
     assert rank.gpu_util_pct == FieldStats(mean=80, max=80)
     assert report.windows[0].column("gpu_util_pct")[0] is None
 
 
 def test_clock_reasons_fall_back_to_the_old_query_name() -> None:
     fake = FakeNvml([gpu(clock_reasons=0x4 | 0x1)], driver_has_clocks_event_reasons=False)
-    rank = summarise_rank(0, "host", sample_windows(nvml_sampler(fake), seconds=0.1))
+    rank = summarise(0, "host", sample_windows(nvml_sampler(fake), seconds=0.1))
     assert rank.clock_event_reasons == ["SwPowerCap"]
-    assert rank.throttle_reasons == ["SwPowerCap"]
     assert rank.throttled_fraction == 1.0
+    # at its top clock and default limit: the GPU holds its power limit, not throttled
+    assert rank.clock_verdict == "at_power_limit" and rank.throttle_reasons == []
     # the new name is tried once; every later sample asks the old name directly
     assert len(fake.called("nvmlDeviceGetCurrentClocksEventReasons")) == 1
     assert len(fake.called("nvmlDeviceGetCurrentClocksThrottleReasons")) == rank.samples
@@ -202,7 +211,7 @@ def test_clock_reasons_fall_back_to_the_old_query_name() -> None:
 
 def test_unknown_uuid_nulls_the_gpu_but_keeps_the_process() -> None:
     fake = FakeNvml([FakeGpu(uuid="GPU-someone-else")])
-    rank = summarise_rank(0, "host", sample_windows(nvml_sampler(fake), seconds=0.05))
+    rank = summarise(0, "host", sample_windows(nvml_sampler(fake), seconds=0.05))
     for name in ("gpu_util_pct", "power_w", "temperature_c", "sm_clock_mhz", "energy_j"):
         assert "no NVML device with torch's UUID" in rank.unavailable[name]
     assert f"GPU-{UUID}" in rank.unavailable["power_w"]
@@ -211,7 +220,7 @@ def test_unknown_uuid_nulls_the_gpu_but_keeps_the_process() -> None:
 
 def test_nvml_init_failure_is_the_reason() -> None:
     fake = FakeNvml([gpu()], init_error=NVMLError_FunctionNotFound())
-    rank = summarise_rank(0, "host", sample_windows(nvml_sampler(fake), seconds=0.05))
+    rank = summarise(0, "host", sample_windows(nvml_sampler(fake), seconds=0.05))
     assert rank.power_w is None
     assert rank.unavailable["power_w"].startswith("nvmlInit failed")
 
@@ -413,6 +422,8 @@ def rank_telemetry(rank: int, **fields: Any) -> RankTelemetry:
         "energy_j": 300.0,
         "energy_method": "counter",
         "throttled_fraction": 0.0,
+        "clock_verdict": "full_clocks",
+        "clock_basis": "no slowdown reason in 2 or more of 10 in-window samples",
         "load": quiet_load(rank),
     }
     return RankTelemetry(**(defaults | fields))
@@ -488,23 +499,43 @@ def test_mixed_energy_methods() -> None:
 
 
 def test_throttling_is_a_warning() -> None:
+    """One GPU throttled makes the cell throttled, with the basis of its verdict; a GPU at its
+    power limit beside it is no warning."""
+    basis = "HwThermalSlowdown in 3 of 12 in-window samples"
     ranks = [
-        rank_telemetry(0),
+        rank_telemetry(0, clock_verdict="at_power_limit", clock_basis="at its power limit"),
         rank_telemetry(
             1,
-            clock_event_reasons=["SwPowerCap", "SyncBoost"],
-            throttle_reasons=["SwPowerCap"],
+            clock_event_reasons=["HwThermalSlowdown", "SyncBoost"],
+            throttle_reasons=["HwThermalSlowdown"],
             throttled_fraction=0.25,
+            clock_verdict="throttled",
+            clock_basis=basis,
         ),
     ]
     telemetry, _, warnings = combine(ranks, 100, 1, 10, None)
-    assert telemetry.throttled is True and telemetry.throttle_reasons == ["SwPowerCap"]
+    assert telemetry.throttled is True and telemetry.throttle_reasons == ["HwThermalSlowdown"]
+    assert telemetry.clock_verdict == "throttled"
     assert warnings == [throttle_warning(ranks)]
     assert warnings[0].startswith("GPU clocks throttled during the measured windows: rank 1")
-    assert "SwPowerCap in 25% of samples" in warnings[0]
-    unread = [rank_telemetry(0), rank_telemetry(1, throttled_fraction=None)]
+    assert basis in warnings[0] and "rank 0" not in warnings[0]
+    at_limit = [ranks[0], rank_telemetry(1)]
+    telemetry, unavailable, warnings = combine(at_limit, 100, 1, 10, None)
+    assert telemetry.throttled is False and telemetry.clock_verdict == "at_power_limit"
+    assert warnings == [] and "telemetry.throttled" not in unavailable
+    unread = [
+        rank_telemetry(0),
+        rank_telemetry(
+            1,
+            throttled_fraction=None,
+            clock_verdict=None,
+            clock_basis=None,
+            unavailable={"clock_verdict": "NotSupported"},
+        ),
+    ]
     telemetry, unavailable, _ = combine(unread, 100, 1, 10, None)
-    assert telemetry.throttled is None and "telemetry.throttled" in unavailable
+    assert telemetry.throttled is None and telemetry.clock_verdict is None
+    assert unavailable["telemetry.throttled"] == "rank 1: NotSupported"
 
 
 def test_allocator_figures() -> None:
@@ -768,6 +799,8 @@ def test_report_shows_throttling_as_a_finding_and_in_the_telemetry_table(tmp_pat
         clock_event_reasons=["HwThermalSlowdown"],
         throttle_reasons=["HwThermalSlowdown"],
         throttled_fraction=0.5,
+        clock_verdict="throttled",
+        clock_basis="HwThermalSlowdown in 5 of 10 in-window samples",
     )
     report = report_of(tmp_path, {hot: gpu_result(cells[hot], [rank_telemetry(0), throttled])})
     findings = [
@@ -832,7 +865,12 @@ def test_aggregate_carries_telemetry_allocator_and_throttle_warning() -> None:
     ]
     ranks[0].telemetry = rank_telemetry(0, energy_j=60.0)
     ranks[1].telemetry = rank_telemetry(
-        1, energy_j=40.0, throttle_reasons=["SwPowerCap"], throttled_fraction=0.1
+        1,
+        energy_j=40.0,
+        throttle_reasons=["SwPowerCap"],
+        throttled_fraction=0.1,
+        clock_verdict="throttled",
+        clock_basis="SwPowerCap in 2 of 10 in-window samples under a site cap",
     )
     ranks[0].allocator = AllocatorStats(1, 0, 0.2, 4096)
     ranks[1].allocator = AllocatorStats(3, 0, 0.1, 1024)

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION
+from torchscale.contracts.gpu_clocks import ClockVerdict
+from torchscale.contracts.power_limit import PowerLimit
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
@@ -141,6 +143,8 @@ class FieldStats(_Model):
 
 
 EnergyMethod = Literal["counter", "power_integral"]
+# power_w: the energy counter's joules over its seconds, or the mean of NVML's power samples
+PowerMethod = Literal["counter", "samples"]
 
 
 class RankLoad(_Model):
@@ -183,15 +187,40 @@ class RankTelemetry(_Model):
     gpu_uuid: str | None = Field(default=None, description="the NVML UUID sampled")
     samples: int = Field(description="samples taken, window edges included")
     sampled_s: float = Field(description="seconds covered by sampling, all windows")
+    window_s: float | None = Field(
+        default=None,
+        description="seconds from each window's opening edge to its closing edge, all windows: "
+        "what utilisation, power and clocks describe; null: not recorded",
+    )
+    window_samples: int | None = Field(
+        default=None,
+        description="samples taken between a window's opening and closing edges: the only ones "
+        "utilisation, power, SM clock and clocks-event reasons count; null: not recorded",
+    )
     gpu_util_pct: FieldStats | None = Field(
-        description="NVML utilisation: % of time a kernel ran, over the driver's sample period"
+        description="NVML utilisation: % of time a kernel ran, over the driver's sample period "
+        "(1/6-1 s); null under 1 s of windows"
     )
     gpu_memory_used_bytes: FieldStats | None = Field(
         description="NVML device memory used (all processes on the GPU)"
     )
-    power_w: FieldStats | None = Field(description="NVML power draw, watts")
+    power_w: FieldStats | None = Field(
+        description="GPU power, watts: mean by `power_method`, max the highest NVML reading (at "
+        "least the mean)"
+    )
+    power_method: PowerMethod | None = Field(
+        default=None,
+        description="counter: energy-counter joules / the counter's seconds; samples: mean of "
+        "nvmlDeviceGetPowerUsage (a ~1 s average) over at least 1 s of windows",
+    )
     temperature_c: FieldStats | None = Field(description="GPU core temperature, Celsius")
     sm_clock_mhz: FieldStats | None = Field(description="SM clock, MHz")
+    sm_clock_max_mhz: float | None = Field(
+        default=None, description="the GPU's top SM clock (nvmlDeviceGetMaxClockInfo)"
+    )
+    power_limit: PowerLimit | None = Field(
+        default=None, description="the enforced and default power limits (a site cap: below)"
+    )
     cpu_util_pct: FieldStats | None = Field(
         description="this rank's process: CPU seconds / wall seconds x 100 (100 = one core)"
     )
@@ -207,11 +236,19 @@ class RankTelemetry(_Model):
         "ApplicationsClocksSetting left out)",
     )
     throttle_reasons: list[str] = Field(
-        default_factory=list, description="those of them that slow the GPU (power, thermal, HW)"
+        default_factory=list,
+        description="the reasons a throttled verdict rests on (empty unless throttled)",
     )
     throttled_fraction: float | None = Field(
-        description="share of samples with a slowdown reason set"
+        description="share of in-window samples with a slowdown reason (SwPowerCap included) set"
     )
+    clock_verdict: ClockVerdict | None = Field(
+        default=None,
+        description="throttled (a hardware/thermal slowdown, or SwPowerCap under a site cap or "
+        "below 90 % of the top SM clock), at_power_limit, full_clocks or not_judged; null: no "
+        "clocks-event reasons read",
+    )
+    clock_basis: str | None = Field(default=None, description="what the verdict rests on")
     unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
     load: RankLoad | None = Field(
         default=None, description="the host's CPU and the GPU's processes at the window edges"
@@ -228,6 +265,7 @@ class Telemetry(_Model):
     ranks: list[RankTelemetry]
     gpu_util_pct_mean: float | None = Field(description="mean over GPUs of their mean")
     power_w_mean: float | None = Field(description="mean over GPUs of their mean power")
+    power_method: PowerMethod | Literal["mixed"] | None = None
     temperature_c_max: float | None = Field(description="hottest sample of any GPU")
     sm_clock_mhz_mean: float | None = Field(description="mean over GPUs of their mean")
     cpu_util_pct_mean: float | None = Field(description="mean over ranks of their mean")
@@ -238,9 +276,13 @@ class Telemetry(_Model):
     )
     tokens_per_joule: float | None = Field(description="language models only")
     throttled: bool | None = Field(
-        description="a slowdown reason was set in any sample of any GPU; null: none readable"
+        description="a GPU's clock verdict is throttled; false: every GPU judged otherwise; null: "
+        "not judged"
     )
     throttle_reasons: list[str] = Field(default_factory=list)
+    clock_verdict: ClockVerdict | None = Field(
+        default=None, description="the worst GPU's verdict (throttled first)"
+    )
     hosts: list[HostLoad] | None = Field(
         default=None,
         description="what else ran on each of the cell's hosts during the windows; null: not "

@@ -1,5 +1,6 @@
 """One GPU through NVML (pynvml): utilisation, memory used, power, temperature, SM clock,
-clocks-event reasons and the total-energy counter; at each window's edges, its compute processes.
+clocks-event reasons and the total-energy counter; at each window's edges, its compute processes;
+once, its top SM clock and power limits (what a clock verdict is judged against).
 
 The GPU is found by its UUID (what torch reports for the rank's device), never by index:
 CUDA_VISIBLE_DEVICES may reorder the GPUs or name them by UUID, and NVML always sees every GPU
@@ -15,8 +16,14 @@ from types import ModuleType
 from typing import Any
 
 from torchscale.contracts.nvml import nvml_error_name
+from torchscale.contracts.power_limit import PowerLimit, power_limit_of
 from torchscale.rank.telemetry.reasons import read_clock_reasons
-from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES, EdgeReading
+from torchscale.rank.telemetry.samples import (
+    GPU_FIELDS,
+    GPU_PROCESSES,
+    SM_CLOCK_MAX,
+    EdgeReading,
+)
 
 ENERGY = "energy_j"  # the unavailable key of the energy counter
 # errors that say the query will never answer on this GPU and driver
@@ -62,6 +69,8 @@ class NvmlSource:
         self.errors: dict[str, str] = {}
         self.name: str | None = None
         self.uuid: str | None = None
+        self.sm_clock_max_mhz: float | None = None
+        self.power_limit: PowerLimit | None = None
         self._module = module
         self._nvml: Any = None
         self._handle: Any = None
@@ -69,8 +78,9 @@ class NvmlSource:
         self._process_queries = list(PROCESS_QUERIES)  # those not yet found missing
 
     def _fail_all(self, why: str) -> None:
-        for name in (*self.fields, ENERGY, GPU_PROCESSES):
+        for name in (*self.fields, ENERGY, GPU_PROCESSES, SM_CLOCK_MAX):
             self.unavailable.setdefault(name, why)
+        self.power_limit = PowerLimit(unavailable=why)
 
     def open(self) -> None:
         try:
@@ -100,6 +110,11 @@ class NvmlSource:
             self.name = _text(nvml.nvmlDeviceGetName(self._handle))
         except Exception:
             self.name = None  # a name is a label only
+        top = self._call(SM_CLOCK_MAX, "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_SM)
+        self.sm_clock_max_mhz = float(top) if top else None
+        if top is not None and not top:
+            self.unavailable[SM_CLOCK_MAX] = "nvmlDeviceGetMaxClockInfo: answered 0"
+        self.power_limit = power_limit_of(nvml, self._handle)
 
     def _call(self, name: str, query: str, *args: Any) -> Any:
         """The query's answer, or None with the reason kept under `name`."""

@@ -107,16 +107,25 @@ class Sampler:
         self._thread = self._record = None
         return record
 
+    def mark_window(self, opened: float, closed: float) -> None:
+        """The running window's own edges (perf_counter() after its opening barrier and after
+        its closing one): only samples between them count towards its figures. A plain
+        assignment from the main thread: the sampler thread never reads these."""
+        if self._record is not None:
+            self._record.opened, self._record.closed = opened, closed
+
     def report(self) -> SamplerReport:
         """The windows sampled so far and why fields are missing (call when stopped)."""
         unavailable = dict(self._fixed_unavailable)
         errors: dict[str, str] = {}
-        name = uuid = pid = cores = usable = None
+        name = uuid = pid = cores = usable = max_clock = limit = None
         for source in self.sources:
             unavailable.update(source.unavailable)
             errors.update(source.errors)
             name = name or getattr(source, "name", None)
             uuid = uuid or getattr(source, "uuid", None)
+            max_clock = max_clock or getattr(source, "sm_clock_max_mhz", None)
+            limit = limit or getattr(source, "power_limit", None)
             if isinstance(source, EdgeSource):  # the host source knows its process and host
                 pid = pid or getattr(source, "pid", None)
                 cores = cores or getattr(source, "cores", None)
@@ -132,6 +141,8 @@ class Sampler:
             pid=pid,
             cores=cores,
             usable_cores=usable,
+            sm_clock_max_mhz=max_clock,
+            power_limit=limit,
         )
 
     # -- the thread ----------------------------------------------------------------------------

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from torchscale.contracts.power_limit import PowerLimit
+
 # the fields each source writes; a value is None where that sample could not read it
 GPU_FIELDS = (
     "gpu_util_pct",
@@ -22,6 +24,9 @@ PROCESS_FIELDS = ("cpu_s", "rss_bytes")  # cumulative CPU seconds (user + system
 # process), the rank's process tree's CPU seconds, the 1-minute load average
 HOST_FIELDS = ("busy_cpu_s", "own_cpu_s", "load_avg_1m")
 GPU_PROCESSES = "gpu_pids"  # the GPU's compute processes, read at the edges (nvml_source.py)
+# read once when the source opens (nvml_source.py): what a clock verdict is judged against
+SM_CLOCK_MAX = "sm_clock_max_mhz"
+POWER_LIMIT = "power_limit"
 
 
 @dataclass
@@ -38,7 +43,9 @@ class EdgeReading:
 @dataclass
 class WindowSamples:
     """One measured window's samples. `t` is time.perf_counter() of each sample; the first and
-    last samples are taken at the window's start and stop, so the samples span the window."""
+    last samples are taken at the sampler's start and stop, outside the window's edge work, so
+    the samples span the window. `opened` and `closed` are the window's own edges (after its
+    opening barrier, after its closing one): the samples between them are the window's."""
 
     t: list[float] = field(default_factory=list)
     values: dict[str, list[float | None]] = field(default_factory=dict)
@@ -48,9 +55,33 @@ class WindowSamples:
     complete: bool = False  # the thread stopped cleanly (else: what it had, and `failure`)
     failure: str | None = None
     edges: list[EdgeReading] = field(default_factory=list)  # at the start, then at the stop
+    opened: float | None = None  # perf_counter() at the window's opening edge; None: not marked
+    closed: float | None = None
 
     def column(self, name: str) -> list[float | None]:
         return self.values.get(name, [None] * len(self.t))
+
+    @property
+    def marked(self) -> bool:
+        return self.opened is not None and self.closed is not None
+
+    def inside(self) -> list[int]:
+        """Indices of the samples taken between the window's edges (every sample when the
+        edges were not marked: the sampler's start and stop are then the window's)."""
+        if self.opened is None or self.closed is None:
+            return list(range(len(self.t)))
+        return [i for i, t in enumerate(self.t) if self.opened <= t <= self.closed]
+
+    def inside_column(self, name: str) -> list[float | None]:
+        column = self.column(name)
+        return [column[i] for i in self.inside()]
+
+    @property
+    def length_s(self) -> float:
+        """Seconds from the opening edge to the closing one (the sample span when unmarked)."""
+        if self.opened is not None and self.closed is not None:
+            return max(0.0, self.closed - self.opened)
+        return self.t[-1] - self.t[0] if len(self.t) >= 2 else 0.0
 
 
 @dataclass
@@ -69,3 +100,5 @@ class SamplerReport:
     pid: int | None = None  # the rank's process
     cores: int | None = None  # logical CPUs of the host
     usable_cores: int | None = None  # CPUs the rank may run on
+    sm_clock_max_mhz: float | None = None  # the GPU's top SM clock; None: see unavailable
+    power_limit: PowerLimit | None = None  # enforced and default limits; None: not a GPU

@@ -1,9 +1,17 @@
 """Samples -> the result's telemetry figures. Pure functions: no threads, no NVML, no torch.
 
-Energy (docs/telemetry.md): by the GPU's total-energy counter when it answered at both edges of
-every window, `E = sum over windows (E_stop - E_start) / 1000` joules; else by the trapezoid
-rule over the power samples, `E = sum over windows sum_i (t_i+1 - t_i) (P_i + P_i+1) / 2`. The
-first and last samples sit at the window's edges, so both cover the whole window.
+Which samples (docs/telemetry.md): utilisation, power, SM clock and clocks-event reasons count
+only the samples taken between a window's opening and closing edges; the sampler's first and
+last samples sit outside them, in the window's edge work. Utilisation and NVML power are ~1 s
+averages: under 1 s of windows in all they are not measurable (contracts/gpu_clocks.py). The
+clock verdict is judged by contracts/gpu_clocks.judge_clocks.
+
+Energy: by the GPU's total-energy counter when it answered at both edges of every window,
+`E = sum over windows (E_stop - E_start) / 1000` joules, kept when its steps' error is small
+enough (`counter_not_measurable`); else by the trapezoid rule over the power samples,
+`E = sum over windows sum_i (t_i+1 - t_i) (P_i + P_i+1) / 2`, over at least 1 s of windows.
+Power is the counter's joules over its seconds when the counter measured them, else the mean of
+the in-window power samples.
 
 What else ran on each host (docs/telemetry.md): from the readings at every window's two edges,
 `other cores = (host busy CPU s - the cell's ranks' own CPU s) / window s`, with the 1-minute
@@ -14,14 +22,29 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Literal
 
+from torchscale.contracts.gpu_clocks import (
+    COUNTER_STEP_S,
+    NVML_AVERAGING_S,
+    POWER_CAP,
+    ClockJudgement,
+    RankVerdict,
+    averaged_not_measurable,
+    cell_verdict,
+    counter_not_measurable,
+    judge_clocks,
+)
+from torchscale.contracts.gpu_clocks import throttle_warning as clock_warning
+from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import (
     EnergyMethod,
     FieldStats,
     HostLoad,
+    PowerMethod,
     RankLoad,
     RankTelemetry,
     Telemetry,
@@ -36,7 +59,12 @@ from torchscale.rank.telemetry.reasons import (
     SLOWDOWN_REASONS,
     decode_clock_reasons,
 )
-from torchscale.rank.telemetry.samples import GPU_PROCESSES, SamplerReport, WindowSamples
+from torchscale.rank.telemetry.samples import (
+    GPU_PROCESSES,
+    SM_CLOCK_MAX,
+    SamplerReport,
+    WindowSamples,
+)
 
 # psutil reads CPU time in 10 ms kernel ticks: utilisation over shorter spans is mostly
 # rounding, so the maximum is taken over spans of at least this long
@@ -46,6 +74,10 @@ NO_SAMPLE = "no sample of it in the measured windows"
 # the kernel's CPU accounting (/proc/stat, a process' utime and stime) counts in these
 CLOCK_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 GPU_STATS = ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c", "sm_clock_mhz")
+# counted from the samples inside the windows only: what the GPU did during the steps
+IN_WINDOW = ("gpu_util_pct", "power_w", "sm_clock_mhz")
+# NVML's ~1 s averages: not measurable over windows shorter than that in all
+AVERAGED = ("gpu_util_pct", "power_w")
 BUSY_NOTE = "timings may be slowed or noisy"
 NO_HOST = "no host readings"
 NAMESPACE_PIDS = (
@@ -80,22 +112,44 @@ def counter_j(window: WindowSamples) -> float | None:
     return (stop - start) / 1000.0
 
 
+def counter_s(windows: Sequence[WindowSamples]) -> float:
+    """Seconds between each window's two energy-counter reads, all windows (the sample span
+    where the read times were not kept)."""
+    total = 0.0
+    for w in windows:
+        if w.energy_t is not None:
+            total += w.energy_t[1] - w.energy_t[0]
+        elif len(w.t) >= 2:
+            total += w.t[-1] - w.t[0]
+    return total
+
+
 def window_energy(
     windows: Sequence[WindowSamples],
+    floor_s: float = NVML_AVERAGING_S,
+    counter_step_s: float = COUNTER_STEP_S,
 ) -> tuple[float | None, EnergyMethod | None, str | None]:
-    """(joules over all windows, method, None) or (None, None, why)."""
+    """(joules over all windows, method, None) or (None, None, why): the counter where it
+    answered in every window and its steps allow (`counter_not_measurable`), else the power
+    samples' integral over at least NVML's averaging floor of windows."""
     if not windows:
         return None, None, "no window was sampled"
     broken = [w.failure for w in windows if not w.complete]
     if broken:
         return None, None, f"a window was not fully sampled: {broken[0]}"
     counted = [counter_j(w) for w in windows]
+    coarse = None
     if all(j is not None for j in counted):
-        return sum(j for j in counted if j is not None), "counter", None
+        coarse = counter_not_measurable(counter_s(windows), len(windows), counter_step_s)
+        if coarse is None:
+            return sum(j for j in counted if j is not None), "counter", None
     integrated = [trapezoid_j(w.t, w.column("power_w")) for w in windows]
     if all(j is not None for j in integrated):
-        return sum(j for j in integrated if j is not None), "power_integral", None
-    return None, None, "neither the energy counter nor two power samples in every window"
+        short = averaged_not_measurable(sum(w.length_s for w in windows), floor_s)
+        if short is None:
+            return sum(j for j in integrated if j is not None), "power_integral", None
+        return None, None, coarse or short
+    return None, None, coarse or "neither the energy counter nor two power samples in every window"
 
 
 def cpu_spans(t: Sequence[float], cpu_s: Sequence[float | None], min_span_s: float) -> list[float]:
@@ -142,9 +196,10 @@ def cpu_stats(
 def clock_reasons(
     windows: Sequence[WindowSamples],
 ) -> tuple[list[str], list[str], float | None]:
-    """(every reason seen, those that slow the GPU, share of samples with a slowdown), from
-    the clocks-event masks; GpuIdle and ApplicationsClocksSetting are left out."""
-    masks = [int(m) for w in windows for m in w.column("clock_reasons") if m is not None]
+    """(every reason seen, those that may slow the GPU, share of samples with one of them),
+    from the clocks-event masks of the samples inside the windows; GpuIdle and
+    ApplicationsClocksSetting are left out."""
+    masks = [int(m) for w in windows for m in w.inside_column("clock_reasons") if m is not None]
     if not masks:
         return [], [], None
     union = 0
@@ -154,6 +209,47 @@ def clock_reasons(
     slowing = [n for n in seen if n in SLOWDOWN_REASONS]
     throttled = sum(1 for m in masks if set(decode_clock_reasons(m)) & SLOWDOWN_REASONS)
     return seen, slowing, throttled / len(masks)
+
+
+def clock_judgement(
+    windows: Sequence[WindowSamples],
+    max_sm_mhz: float | None,
+    max_why: str | None,
+    limit: PowerLimit | None,
+) -> ClockJudgement | None:
+    """The clock verdict from the in-window samples' masks and SM clocks, or None without a
+    mask read inside a window."""
+    rows: list[tuple[set[str], float | None]] = []
+    for w in windows:
+        clocks = w.column("sm_clock_mhz")
+        masks = w.column("clock_reasons")
+        for i in w.inside():
+            if masks[i] is not None:
+                rows.append((set(decode_clock_reasons(int(masks[i] or 0))), clocks[i]))
+    if not rows:
+        return None
+    flagged = Counter(name for names, _ in rows for name in names)
+    capped = [clock for names, clock in rows if POWER_CAP in names and clock is not None]
+    low = min(capped) if capped else None
+    return judge_clocks(flagged, len(rows), low, max_sm_mhz, max_why, limit)
+
+
+def rank_power(
+    windows: Sequence[WindowSamples],
+    energy: float | None,
+    method: EnergyMethod | None,
+    sampled: FieldStats | None,
+) -> tuple[FieldStats | None, PowerMethod | None]:
+    """The rank's power: the counter's joules over its seconds when the counter measured the
+    energy, else the in-window samples' mean (`sampled`, already null when too short); its
+    max is the highest NVML reading, at least the mean."""
+    seconds = counter_s(windows)
+    if energy is not None and method == "counter" and seconds > 0:
+        watts = energy / seconds
+        return FieldStats(mean=watts, max=max(watts, sampled.max if sampled else watts)), "counter"
+    if sampled is not None:
+        return sampled, "samples"
+    return None, None
 
 
 def rank_load(report: SamplerReport) -> RankLoad:
@@ -201,26 +297,40 @@ def rank_load(report: SamplerReport) -> RankLoad:
     )
 
 
-def summarise_rank(rank: int, host: str, report: SamplerReport) -> RankTelemetry:
-    """One rank's telemetry from its sampler's windows; a null field says why."""
+def summarise_rank(
+    rank: int,
+    host: str,
+    report: SamplerReport,
+    floor_s: float = NVML_AVERAGING_S,
+    counter_step_s: float = COUNTER_STEP_S,
+) -> RankTelemetry:
+    """One rank's telemetry from its sampler's windows; a null field says why. `floor_s` and
+    `counter_step_s` are NVML's averaging period and the energy counter's step."""
     windows = report.windows
 
     def why(name: str) -> str:
         return report.unavailable.get(name) or report.errors.get(name) or NO_SAMPLE
 
     def column(name: str) -> list[float | None]:
+        if name in IN_WINDOW:
+            return [v for w in windows for v in w.inside_column(name)]
         return [v for w in windows for v in w.column(name)]
 
+    inside_s = sum(w.length_s for w in windows)
+    short = averaged_not_measurable(inside_s, floor_s)
     unavailable: dict[str, str] = {}
     stats: dict[str, FieldStats | None] = {}
     for name in (*GPU_STATS, "rss_bytes"):
         stats[name] = field_stats(column(name))
-        if stats[name] is None:
+        if stats[name] is not None and name in AVERAGED and short is not None:
+            stats[name] = None
+            unavailable[name] = short
+        elif stats[name] is None:
             unavailable[name] = why(name)
     cpu = cpu_stats(windows)
     if cpu is None:
         unavailable["cpu_util_pct"] = why("cpu_s")
-    energy, method, energy_why = window_energy(windows)
+    energy, method, energy_why = window_energy(windows, floor_s, counter_step_s)
     if energy is None:
         # a window not fully sampled says it all; else why the counter, then the power failed
         reasons = [report.unavailable.get("energy_j")]
@@ -228,12 +338,27 @@ def summarise_rank(rank: int, host: str, report: SamplerReport) -> RankTelemetry
             reasons.append(report.unavailable.get("power_w"))
         named = [r for r in reasons if r]
         broken = any(not w.complete for w in windows)
+        if energy_why and energy_why.startswith("not measurable"):
+            named.append(energy_why)  # what did answer could not measure windows this short
         unavailable["energy_j"] = (
             "; ".join(dict.fromkeys(named)) if named and not broken else energy_why or NO_SAMPLE
         )
-    seen, slowing, fraction = clock_reasons(windows)
+    power, power_method = rank_power(windows, energy, method, stats["power_w"])
+    if power is not None:
+        unavailable.pop("power_w", None)
+    seen, _, fraction = clock_reasons(windows)
     if fraction is None:
         unavailable["throttled_fraction"] = why("clock_reasons")
+    max_why = None
+    if report.sm_clock_max_mhz is None and report.device != "cpu":
+        max_why = unavailable[SM_CLOCK_MAX] = (
+            report.unavailable.get(SM_CLOCK_MAX)
+            or report.errors.get(SM_CLOCK_MAX)
+            or "not read by this GPU's telemetry source"
+        )
+    judged = clock_judgement(windows, report.sm_clock_max_mhz, max_why, report.power_limit)
+    if judged is None:
+        unavailable["clock_verdict"] = unavailable.get("throttled_fraction") or NO_SAMPLE
     failures = [w.failure for w in windows if w.failure]
     if failures:
         unavailable["windows"] = "; ".join(dict.fromkeys(failures))
@@ -245,18 +370,25 @@ def summarise_rank(rank: int, host: str, report: SamplerReport) -> RankTelemetry
         gpu_uuid=report.gpu_uuid,
         samples=sum(len(w.t) for w in windows),
         sampled_s=sum(w.t[-1] - w.t[0] for w in windows if len(w.t) >= 2),
+        window_s=inside_s,
+        window_samples=sum(len(w.inside()) for w in windows),
         gpu_util_pct=stats["gpu_util_pct"],
         gpu_memory_used_bytes=stats["gpu_memory_used_bytes"],
-        power_w=stats["power_w"],
+        power_w=power,
+        power_method=power_method,
         temperature_c=stats["temperature_c"],
         sm_clock_mhz=stats["sm_clock_mhz"],
+        sm_clock_max_mhz=report.sm_clock_max_mhz,
+        power_limit=report.power_limit,
         cpu_util_pct=cpu,
         rss_bytes=stats["rss_bytes"],
         energy_j=energy,
         energy_method=method,
         clock_event_reasons=seen,
-        throttle_reasons=slowing,
+        throttle_reasons=list(judged.reasons) if judged and judged.verdict == "throttled" else [],
         throttled_fraction=fraction,
+        clock_verdict=judged.verdict if judged else None,
+        clock_basis=judged.basis if judged else None,
         unavailable=unavailable,
         load=rank_load(report),
     )
@@ -280,21 +412,23 @@ def _every(ranks: Sequence[RankTelemetry], values: list[float | None]) -> list[f
     return [v for v in values if v is not None]
 
 
-def throttle_warning(ranks: Sequence[RankTelemetry]) -> str | None:
-    """The result's warning when any GPU's clocks were held down during the windows."""
-    parts = [
-        f"rank {r.rank} ({r.gpu_name or r.device}): {', '.join(r.throttle_reasons)} in "
-        f"{(r.throttled_fraction or 0) * 100:.0f}% of samples"
+def rank_verdicts(ranks: Sequence[RankTelemetry]) -> list[RankVerdict]:
+    """Each rank's clock verdict as the cell's totals read it."""
+    return [
+        RankVerdict(
+            rank=r.rank,
+            gpu=r.gpu_name or r.device,
+            verdict=r.clock_verdict,
+            reasons=tuple(r.throttle_reasons),
+            why=r.clock_basis or r.unavailable.get("clock_verdict", NO_SAMPLE),
+        )
         for r in ranks
-        if r.throttle_reasons
     ]
-    if not parts:
-        return None
-    return (
-        "GPU clocks throttled during the measured windows: "
-        + "; ".join(parts)
-        + " (the figures were measured below full clocks)"
-    )
+
+
+def throttle_warning(ranks: Sequence[RankTelemetry]) -> str | None:
+    """The result's warning when any GPU's clock verdict is throttled: what it rests on."""
+    return clock_warning(rank_verdicts(ranks))
 
 
 def _joined(reasons: dict[int, str], ranks: int) -> str:
@@ -511,12 +645,12 @@ def combine(
     tokens = (
         samples_processed * tokens_per_sample / energy if energy and tokens_per_sample else None
     )
-    throttle_reasons = list(dict.fromkeys(n for r in ranks for n in r.throttle_reasons))
-    throttled: bool | None = None
-    if throttle_reasons:
-        throttled = True
-    elif ranks and all(r.throttled_fraction is not None for r in ranks):
-        throttled = False
+    powers = {r.power_method for r in ranks}
+    power_method: PowerMethod | Literal["mixed"] | None = None
+    if power is not None:
+        one = powers.pop() if len(powers) == 1 else None
+        power_method = one if one is not None else "mixed"
+    verdict, throttled, throttle_reasons, why_not = cell_verdict(rank_verdicts(ranks))
 
     for key, value, source in (
         ("gpu_util_pct_mean", util, "gpu_util_pct"),
@@ -525,10 +659,11 @@ def combine(
         ("sm_clock_mhz_mean", clock, "sm_clock_mhz"),
         ("cpu_util_pct_mean", cpu, "cpu_util_pct"),
         ("energy_j", energy, "energy_j"),
-        ("throttled", throttled, "throttled_fraction"),
     ):
         if value is None:
             unavailable[f"telemetry.{key}"] = _reason(ranks, source)
+    if throttled is None:
+        unavailable["telemetry.throttled"] = why_not or "no rank was sampled"
     if per_joule is None:
         unavailable["telemetry.samples_per_joule"] = (
             unavailable.get("telemetry.energy_j") or "the windows used 0 J"
@@ -549,6 +684,7 @@ def combine(
         ranks=list(ranks),
         gpu_util_pct_mean=util,
         power_w_mean=power,
+        power_method=power_method,
         temperature_c_max=max(temps) if temps is not None else None,
         sm_clock_mhz_mean=clock,
         cpu_util_pct_mean=cpu,
@@ -558,6 +694,7 @@ def combine(
         tokens_per_joule=tokens,
         throttled=throttled,
         throttle_reasons=throttle_reasons,
+        clock_verdict=verdict,
         hosts=hosts,
     )
     warning = throttle_warning(ranks)

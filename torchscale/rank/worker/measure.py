@@ -179,6 +179,8 @@ def run_window(
             synchronize(device)
             dist.barrier()
             wall = time.perf_counter() - start
+            if telemetry is not None:  # only samples between these edges count
+                telemetry.mark_window(start, start + wall)
         finally:
             if telemetry is not None:
                 telemetry.stop()

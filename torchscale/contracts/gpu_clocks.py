@@ -1,0 +1,231 @@
+"""When a GPU counts as throttled, and when NVML's averaged figures can be measured at all: the
+rules a rank's telemetry is judged by (rank/telemetry/window_figures.py) and an older result is
+re-judged by from what it stored (offline/results/upgrades/telemetry_rules.py). docs/telemetry.md
+states them.
+
+Only the hardware and thermal slowdown bits say the clocks were held down. SwPowerCap is how a
+GPU holds its power limit under dense load: it costs clocks only under a site cap (an enforced
+limit below the board's default) or when the SM clock in the flagged samples is well below its
+maximum. NVML's power (`nvmlDeviceGetPowerUsage`) is a ~1 s average on Ampere and newer, and its
+utilisation averages over 1/6 to 1 s: over shorter windows both describe the seconds around the
+windows, not the windows. The total-energy counter is exact per joule but moves in steps.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from torchscale.contracts.power_limit import PowerLimit
+
+# the clocks-event reasons that are real slowdowns: hardware, thermal, the power brake
+HARDWARE_SLOWDOWNS = (
+    "HwSlowdown",
+    "SwThermalSlowdown",
+    "HwThermalSlowdown",
+    "HwPowerBrakeSlowdown",
+)
+POWER_CAP = "SwPowerCap"
+# a slowdown set in fewer samples than this is a transient, not a throttled window
+MIN_FLAGGED_SAMPLES = 2
+# SwPowerCap costs clocks when the SM clock of a flagged sample is below this share of its max
+FULL_CLOCK_SHARE = 0.9
+# NVML averages power over ~1 s and utilisation over 1/6-1 s: windows shorter than this in all
+# cannot carry either figure
+NVML_AVERAGING_S = 1.0
+# the total-energy counter moves in steps of up to this long (the H100 run's tiny-mlp cells read
+# 25 J and 12 J for the same ~12 J over four ~25 ms windows): each window's two reads can each
+# land up to a step late
+COUNTER_STEP_S = 0.1
+# counter energy is kept when the steps' standard error is at most this share of it
+COUNTER_MAX_ERROR = 0.1
+# top SM clocks (MHz) of common data-centre SKUs, most specific name first: the maximum for a
+# result that did not record the GPU's own (nvmlDeviceGetMaxClockInfo)
+SKU_MAX_SM_MHZ: tuple[tuple[str, float], ...] = (
+    (r"\bH100\b.*\bPCIe\b", 1755.0),
+    (r"\bH100\b.*\bNVL\b", 1785.0),
+    (r"\bH100\b", 1980.0),
+    (r"\bH200\b", 1980.0),
+    (r"\bA100\b", 1410.0),
+)
+
+ClockVerdict = Literal["throttled", "at_power_limit", "full_clocks", "not_judged"]
+AT_POWER_LIMIT = "at its power limit (normal under dense load)"
+
+
+@dataclass(frozen=True)
+class ClockJudgement:
+    """A GPU's clocks over the measured windows: the verdict, the reasons a throttled verdict
+    rests on, and what it was judged from, in words."""
+
+    verdict: ClockVerdict
+    reasons: tuple[str, ...]
+    basis: str
+
+
+def sku_max_sm_mhz(gpu_name: str | None) -> float | None:
+    """The SKU table's top SM clock for a GPU name, or None for a GPU it does not list."""
+    for pattern, mhz in SKU_MAX_SM_MHZ:
+        if gpu_name and re.search(pattern, gpu_name):
+            return mhz
+    return None
+
+
+def _limit_words(limit: PowerLimit | None) -> str:
+    if limit is None or limit.capped is None:
+        why = limit.unavailable if limit is not None and limit.unavailable else "not read"
+        return f"power limit unknown ({why})"
+    if limit.capped:
+        return f"power limit {limit.enforced_w:g} W, below its {limit.default_w:g} W default"
+    return f"power limit {limit.enforced_w:g} W, its default"
+
+
+def judge_clocks(
+    flagged: Mapping[str, int],
+    samples: int,
+    low_clock_mhz: float | None,
+    max_sm_mhz: float | None,
+    max_why: str | None,
+    limit: PowerLimit | None,
+    where: str = "in-window samples",
+) -> ClockJudgement:
+    """The verdict from how many of `samples` each reason was set in (`flagged`), the lowest SM
+    clock of the samples with SwPowerCap (`low_clock_mhz`), the GPU's top SM clock and its power
+    limits (None: unread, `max_why` and `limit.unavailable` say why)."""
+    of = f"of {samples} {where}"
+    hardware = [r for r in HARDWARE_SLOWDOWNS if flagged.get(r, 0) >= MIN_FLAGGED_SAMPLES]
+    if hardware:
+        counts = ", ".join(f"{r} in {flagged[r]}" for r in hardware)
+        return ClockJudgement("throttled", tuple(hardware), f"{counts} {of}")
+    transient = [r for r in HARDWARE_SLOWDOWNS if flagged.get(r, 0)]
+    aside = f"; {', '.join(transient)} in 1 sample only (a transient)" if transient else ""
+    capped = flagged.get(POWER_CAP, 0)
+    if capped < MIN_FLAGGED_SAMPLES:
+        one = f"; {POWER_CAP} in 1 sample only" if capped else ""
+        return ClockJudgement(
+            "full_clocks",
+            (),
+            f"no slowdown reason in {MIN_FLAGGED_SAMPLES} or more {of}{one}{aside}",
+        )
+    seen = f"{POWER_CAP} in {capped} {of}"
+    limits = _limit_words(limit)
+    if limit is not None and limit.capped:
+        return ClockJudgement("throttled", (POWER_CAP,), f"{seen} under a site cap: {limits}")
+    if max_sm_mhz and low_clock_mhz is not None:
+        share = low_clock_mhz / max_sm_mhz
+        lowest = f"{low_clock_mhz:g} MHz, {share:.0%} of its {max_sm_mhz:g} MHz max"
+        if share < FULL_CLOCK_SHARE:
+            return ClockJudgement(
+                "throttled", (POWER_CAP,), f"{seen}, SM clock down to {lowest}; {limits}"
+            )
+        return ClockJudgement(
+            "at_power_limit",
+            (),
+            f"{AT_POWER_LIMIT}: {seen}, SM clock at {lowest} or more; {limits}{aside}",
+        )
+    clock_why = max_why if not max_sm_mhz else "no SM clock read in those samples"
+    if limit is not None and limit.capped is False:
+        return ClockJudgement(
+            "at_power_limit",
+            (),
+            f"{AT_POWER_LIMIT}: {seen}; {limits} (clock loss not judged: {clock_why}){aside}",
+        )
+    return ClockJudgement(
+        "not_judged",
+        (),
+        f"{seen}: whether it cost clocks is not known: {limits}; maximum SM clock unknown "
+        f"({clock_why}){aside}",
+    )
+
+
+def averaged_not_measurable(window_s: float, floor_s: float = NVML_AVERAGING_S) -> str | None:
+    """Why NVML's utilisation and power readings cannot describe windows of `window_s` seconds
+    in all, or None when they can."""
+    if window_s >= floor_s:
+        return None
+    return (
+        f"not measurable: windows of {window_s:.3g} s in all, where NVML averages over ~1 s "
+        f"(power) and 1/6-1 s (utilisation); at least {floor_s:g} s of windows is needed"
+    )
+
+
+def counter_error(window_s: float, windows: int, step_s: float = COUNTER_STEP_S) -> float:
+    """The energy counter's standard error as a share of `window_s`: each of a window's two
+    reads lands up to one step late (uniformly), a spread of step / sqrt(6) per window."""
+    if window_s <= 0:
+        return math.inf
+    return step_s * math.sqrt(max(windows, 1) / 6) / window_s
+
+
+def counter_not_measurable(
+    window_s: float, windows: int, step_s: float = COUNTER_STEP_S
+) -> str | None:
+    """Why the energy counter's deltas over `windows` windows of `window_s` seconds in all are
+    not a measurement, or None when they are."""
+    error = counter_error(window_s, windows, step_s)
+    if error <= COUNTER_MAX_ERROR:
+        return None
+    return (
+        f"not measurable: the energy counter moves in steps of up to ~{step_s:g} s, so over "
+        f"{windows} window(s) of {window_s:.3g} s in all it is uncertain by ~{error:.0%} "
+        f"(kept at {COUNTER_MAX_ERROR:.0%} or less)"
+    )
+
+
+THROTTLE_WARNING = "GPU clocks throttled during the measured windows: "
+# worst first: a cell's verdict is its worst GPU's
+VERDICT_ORDER: tuple[ClockVerdict, ...] = (
+    "throttled",
+    "not_judged",
+    "at_power_limit",
+    "full_clocks",
+)
+
+
+@dataclass(frozen=True)
+class RankVerdict:
+    """One GPU's verdict as a cell's totals need it: which rank, on what, why it is what it is
+    (the basis, or why there is no verdict)."""
+
+    rank: int
+    gpu: str
+    verdict: ClockVerdict | None
+    reasons: tuple[str, ...]
+    why: str
+
+
+def _joined(reasons: Mapping[int, str], ranks: int) -> str:
+    if len(reasons) == ranks and len(set(reasons.values())) == 1:
+        return next(iter(reasons.values()))
+    return "; ".join(f"rank {rank}: {why}" for rank, why in reasons.items())
+
+
+def cell_verdict(
+    ranks: Sequence[RankVerdict],
+) -> tuple[ClockVerdict | None, bool | None, list[str], str | None]:
+    """(the worst GPU's verdict, throttled, the throttled GPUs' reasons, why throttled is null):
+    one throttled GPU makes the cell throttled; otherwise throttled is false only when every GPU
+    was judged at its power limit or at full clocks."""
+    if not ranks:
+        return None, None, [], "no rank was sampled"
+    hot = [r for r in ranks if r.verdict == "throttled"]
+    if hot:
+        return "throttled", True, list(dict.fromkeys(n for r in hot for n in r.reasons)), None
+    unjudged = {r.rank: r.why for r in ranks if r.verdict in (None, "not_judged")}
+    if any(r.verdict is None for r in ranks):
+        return None, None, [], _joined(unjudged, len(ranks))
+    worst = min((r.verdict for r in ranks if r.verdict), key=VERDICT_ORDER.index)
+    if unjudged:
+        return worst, None, [], _joined(unjudged, len(ranks))
+    return worst, False, [], None
+
+
+def throttle_warning(ranks: Sequence[RankVerdict]) -> str | None:
+    """The result's warning when a GPU's verdict is throttled: what each rests on."""
+    parts = [f"rank {r.rank} ({r.gpu}): {r.why}" for r in ranks if r.verdict == "throttled"]
+    if not parts:
+        return None
+    return THROTTLE_WARNING + "; ".join(parts) + " (the figures were measured below full clocks)"
