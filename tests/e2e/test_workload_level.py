@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.h100_replay import WORKLOAD, needs_h100
 from tests.processes import processes_mentioning
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError, CellResult
@@ -47,7 +48,7 @@ def _cell(name: str = "tiny-gpt2__b16__w2__fp32__ddp__3ce244dc") -> CellResult:
 @pytest.mark.parametrize(
     ("world", "expected"),
     [
-        (1, ["ddp", "fsdp"]),
+        (1, ["ddp"]),
         (2, ["ddp", "fsdp", "tp", "pp"]),
         (8, ["ddp", "fsdp", "tp", "pp", "hybrid"]),
     ],
@@ -102,6 +103,22 @@ def test_one_gpu_has_no_collective_sweep_and_says_so() -> None:
     assert "comm" not in plan.eager["eager"]
     assert plan.nsys_skipped == "nsys is not on PATH"
     assert any("one device" in note for note in plan.notes)
+
+
+def test_fsdp_is_judged_at_two_devices_or_more_and_one_gpu_runs_only_its_machinery() -> None:
+    """FSDP at world 1 shards nothing: it is planned as a strategy from 2 devices up; one GPU
+    runs it, labelled, to prove FSDP2's code path on CUDA, and says ddp has no wrapper."""
+    one = plan_workload(NodeFacts("cuda", 1, 80 * GIB))
+    assert one.machinery_only == ("fsdp",)
+    assert _strategies(one.eager) == {"eager": ["ddp", "fsdp"]}
+    [note] = [n for n in one.notes if n.startswith("one device")]
+    assert "FSDP2 machinery only, nothing sharded" in note and "no wrapper at world 1" in note
+    for gpus in (2, 4, 8):
+        plan = plan_workload(NodeFacts("cuda", gpus, 80 * GIB, cpu_cores=16))
+        assert plan.machinery_only == ()
+        assert "fsdp" in strategies_for(gpus)
+        assert "fsdp" in plan.eager["eager"]["training"]["strategy"]
+        assert plan.eager["eager"]["gpu_counts"] == [gpus]
 
 
 def test_the_cpu_path_compiles_one_strategy_and_never_runs_nsys() -> None:
@@ -256,6 +273,105 @@ def test_the_summary_puts_failures_first() -> None:
     ]
     assert rows[0].startswith("| FAIL | deliberate out-of-memory")
     assert "node|1" in text  # the title is prose, not a table cell
+
+
+# -- the first H100 run's cells (one GPU, 2 repeats: ../shared/gpu/h100-2026-11-26) ------------
+
+
+def _h100(folder: str) -> list[CellResult]:
+    results = []
+    for path in sorted((WORKLOAD / "runs" / folder / "cells").glob("*.json")):
+        read = read_cell_result(path)
+        assert read.result is not None, read.problem
+        results.append(read.result)
+    return results
+
+
+@needs_h100
+def test_h100_compiled_against_eager_is_judged_on_the_steps_not_called_noise() -> None:
+    """2 repeats give a Student t of 12.7, which made 1.51x 'within noise': the steps of both
+    repeats judge it (29.5 vs 19.2 ms), and FSDP at world 1 is not judged at all."""
+    eager, compiled = _h100("eager"), _h100("compiled")
+    verdict = judge.judge_compile(eager, compiled)
+    assert verdict.status is CheckStatus.INFO
+    assert verdict.detail.startswith("ddp: compiled faster, 1.5")
+    ddp = verdict.data["ddp"]
+    assert 1.4 < ddp["low"] < ddp["speedup"] < ddp["high"] < 1.6
+    assert "fsdp: not judged (nothing sharded at world 1)" in verdict.detail
+    assert "noise" not in verdict.detail and "repeats:" not in verdict.detail
+    assert "between runs is not in it" in verdict.data["method"]
+
+
+@needs_h100
+def test_h100_fsdp_at_world_1_is_machinery_only_and_ddp_says_it_has_no_wrapper() -> None:
+    for results, compiled in ((_h100("eager"), False), (_h100("compiled"), True)):
+        by = {r.cell.strategy: judge.judge_cell(r, compiled, WORKLOAD) for r in results}
+        assert by["fsdp"].status is CheckStatus.PASS
+        assert "FSDP2 machinery only, nothing sharded" in by["fsdp"].detail
+        assert "not compared with ddp, MFU not judged" in by["fsdp"].detail
+        assert "MFU 1" not in by["fsdp"].detail  # its 10 % is no figure to read
+        assert "no wrapper at world 1" in by["ddp"].detail
+        assert "MFU 24%" in by["ddp"].detail or "MFU 35%" in by["ddp"].detail
+
+
+@needs_h100
+def test_h100_verdict_names_what_one_gpu_did_not_exercise() -> None:
+    eager, compiled = _h100("eager"), _h100("compiled")
+    checks = [judge.judge_cell(r, False, WORKLOAD) for r in eager]
+    checks.append(judge.judge_compile(eager, compiled))
+    verdict = judge.workload_verdict("cuda", 1, checks)
+    assert "works end to end on one GPU" in verdict
+    assert "the DDP wrapper, sharding" in verdict and "NCCL moved nothing" in verdict
+    assert "GPU (NCCL) training stack works" not in verdict
+    two = judge.workload_verdict("cuda", 2, checks)
+    assert two.startswith("The GPU (NCCL) training stack works end to end") and "one GPU" not in two
+
+
+def test_mfu_reference_is_todays_measurement() -> None:
+    assert "24 % eager, 35 % compiled" in judge.MFU_SOURCE
+    assert "16-17" not in judge.MFU_SOURCE
+
+
+@needs_h100
+def test_h100_max_batch_says_the_limit_and_the_memory_share_at_it() -> None:
+    from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
+
+    [path] = (WORKLOAD / "memory" / "fit" / "max_batch").glob("*.json")
+    result = MaxBatchResult.model_validate_json(path.read_text())
+    verdict = judge.judge_max_batch([result], None)
+    assert verdict.detail.startswith("fits 32 (the limit tried")
+    assert "at 25% of memory" in verdict.detail
+    assert "estimate ~130" in verdict.detail  # 11.5 GB at 16, 21.3 GB at 32, 85.5 GB in all
+    assert "fits up to the limit tried" not in verdict.detail
+
+
+def _steps(result: CellResult, median: float, low: float, high: float) -> CellResult:
+    assert result.intervals is not None
+    estimate = result.intervals.step_p50_s.model_copy(
+        update={"value": median, "low": low, "high": high, "measurable": True}
+    )
+    intervals = result.intervals.model_copy(update={"step_p50_s": estimate})
+    return result.model_copy(update={"intervals": intervals})
+
+
+def test_compile_is_judged_faster_slower_or_within_the_steps_spread() -> None:
+    ok = _cell()
+    eager = _steps(ok, 0.030, 0.029, 0.031)
+    faster = judge.judge_compile([eager], [_steps(ok, 0.020, 0.019, 0.021)])
+    assert faster.status is CheckStatus.INFO and "compiled faster, 1.50x" in faster.detail
+    same = judge.judge_compile([eager], [_steps(ok, 0.0305, 0.029, 0.032)])
+    assert same.status is CheckStatus.INFO and "no clear difference" in same.detail
+    slower = judge.judge_compile([eager], [_steps(ok, 0.040, 0.039, 0.041)])
+    assert slower.status is CheckStatus.WARN and "compiled slower" in slower.detail
+    assert ok.intervals is not None
+    blind = ok.intervals.step_p50_s.model_copy(
+        update={"measurable": False, "reason": "one step", "low": None, "high": None}
+    )
+    unmeasured = ok.model_copy(
+        update={"intervals": ok.intervals.model_copy(update={"step_p50_s": blind})}
+    )
+    verdict = judge.judge_compile([eager], [unmeasured])
+    assert "not judged" in verdict.detail and "one step" in verdict.detail
 
 
 # -- the whole level on CPU ---------------------------------------------------------------------

@@ -59,13 +59,26 @@ class WorkloadPlan:
     nsys_skipped: str | None
     profile: dict[str, Any]  # ProfileOptions fields
     notes: list[str] = field(default_factory=list)
+    # strategies run to prove their code path only, never judged or compared (fsdp on one
+    # device: FSDP2's machinery with nothing to shard)
+    machinery_only: tuple[str, ...] = ()
+
+
+# what one device runs of FSDP2, and why it is not a figure to compare
+FSDP_MACHINERY = "FSDP2 machinery only, nothing sharded"
+ONE_DEVICE_NOTE = (
+    "one device: fsdp runs as " + FSDP_MACHINERY + " (proven, not compared with ddp); "
+    "ddp has no wrapper at world 1; no tp, pp or collective sweep (they need 2)"
+)
 
 
 def strategies_for(world: int) -> list[str]:
-    """Every strategy a node of `world` devices can hold (tp, pp need 2, hybrid 4)."""
-    strategies = ["ddp", "fsdp"]
+    """Every strategy a node of `world` devices can hold and the level judges (fsdp, tp, pp
+    need 2, hybrid 4): FSDP at world 1 shards nothing, so its figures are FSDP2's per-unit
+    host work, not FSDP's (torchtitan does not shard on one device either)."""
+    strategies = ["ddp"]
     if world >= 2:
-        strategies += ["tp", "pp"]
+        strategies += ["fsdp", "tp", "pp"]
     if world >= 4:
         strategies.append("hybrid")
     return strategies
@@ -158,11 +171,15 @@ def plan_workload(facts: NodeFacts) -> WorkloadPlan:
     world = facts.devices
     notes: list[str] = []
 
-    eager, unplaced = _place(facts, model, batch, strategies_for(world), compiled=False)
+    # one GPU still proves FSDP2's code path on CUDA (units, mixed precision, per-unit
+    # compile, the DTensor optimizer), labelled as such and never compared with ddp
+    machinery = ("fsdp",) if world < 2 else ()
+    strategies = strategies_for(world) + list(machinery)
+    eager, unplaced = _place(facts, model, batch, strategies, compiled=False)
     # pipelines are never compiled (torch.compile with pipelining is not supported); on CPU
     # each compiled strategy costs about a minute of inductor on a small node: compile one
     # (DDP) so the path is proven and the level stays minutes long
-    to_compile = [s for s in strategies_for(world) if s != "pp"] if gpu else ["ddp"]
+    to_compile = [s for s in strategies if s != "pp"] if gpu else ["ddp"]
     compiled, unplaced_compiled = _place(facts, model, batch, to_compile, compiled=True)
     unplaced.update({f"{s} compiled": why for s, why in unplaced_compiled.items()})
     notes.append("pp runs eager only: torch.compile does not take a pipeline")
@@ -185,7 +202,7 @@ def plan_workload(facts: NodeFacts) -> WorkloadPlan:
             "iters": 10,
         }
     elif world < 2:
-        notes.append("one device: no tp, pp or collective sweep (they need 2)")
+        notes.append(ONE_DEVICE_NOTE)
 
     fit = _base("fit", facts, model, batch, world)
     fit["training"] = {"precision": "bf16", "strategy": "ddp", "compile": False}
@@ -222,6 +239,7 @@ def plan_workload(facts: NodeFacts) -> WorkloadPlan:
         nsys_skipped=nsys_skipped,
         profile=profile,
         notes=notes,
+        machinery_only=machinery,
     )
 
 

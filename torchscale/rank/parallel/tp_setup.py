@@ -57,7 +57,8 @@ def _shard(
     model: nn.Module, units: list[nn.Module], dp_mesh: DeviceMesh, mp_policy: Any, reshard: bool
 ) -> None:
     """FSDP2 bottom-up over the data-parallel mesh: each unit the plan names (transformer
-    block, encoder/decoder layer), then the root."""
+    block, encoder/decoder layer), then the root, which is not resharded after forward
+    (backward needs it first; an explicit value turns FSDP2's own root rule off)."""
     from torch.distributed.fsdp import fully_shard
 
     options: dict[str, Any] = {"mesh": dp_mesh, "reshard_after_forward": reshard}
@@ -65,4 +66,4 @@ def _shard(
         options["mp_policy"] = mp_policy
     for unit in units:
         fully_shard(unit, **options)
-    fully_shard(model, **options)
+    fully_shard(model, **(options | {"reshard_after_forward": False}))
