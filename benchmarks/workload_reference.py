@@ -3,7 +3,14 @@
 The reference is a nanoGPT-style GPT written here, independent of torchscale's model code, the
 way speed recipes write it: vocabulary padded to a multiple of 64, no dropout, SDPA with
 `is_causal`, the LM head tied to the token embedding, AdamW fused (CUDA and CPU), bf16
-autocast on CUDA, `torch.compile` when asked. It trains the same shapes (hidden, layers, heads,
+autocast on CUDA, and with `--compile` one compiled callable for the model's forward and its
+loss, as nanoGPT's compiled `GPT.forward` returns the loss (a loss computed eager outside the
+compiled model copies the fp32 logits several times a step: 13 ms of GPT-2 b16's 49 ms on an
+H100, which made the reference, not torchscale, the slow side). Its residual stream and
+LayerNorms run in the cell's precision: in bf16 under bf16 autocast (`--residual bf16`, what a
+bf16 GPT-2 cell does by default: `training.bf16_activations`), or in fp32 on both sides
+(`--residual fp32`: the reference as nanoGPT writes it, the cell with bf16_activations off).
+It trains the same shapes (hidden, layers, heads,
 vocabulary, sequence, batch) as a torchscale cell of the chosen model at world size 1, and the
 script checks that both count the same parameters. Both run as their own process, ROUNDS
 rounds taking turns, the order swapped every round (reference first in odd rounds, torchscale
@@ -12,13 +19,15 @@ next, hits both sides alike), and the script prints each one's tokens/s, the rat
 reference per round and its median. On CPU both sides run with the glibc malloc settings a
 CPU cell has by default (launcher.cpu_malloc: reuse; `--cpu-malloc default` runs both with
 glibc's own).
-The target is a ratio of at least 0.97: the last line judges it by the median ratio's
-95 % interval (Student t on the log ratios over the rounds), met, missed or not settled by the
-run.
+The target is a ratio within 0.97-1.02: the last line judges it by the median ratio's 95 %
+interval (Student t on the log ratios over the rounds): within, below (torchscale slower than
+the bare loop), above (the bare loop slower than torchscale: a weak reference, no pass) or not
+settled by the run. On a GPU it also gives the reference's own MFU, and says when that is below
+what such a loop reaches (a slow reference cannot catch the harness's overhead).
 
     python benchmarks/workload_reference.py [--model tiny-gpt2|gpt2] [--batch 8] \
-        [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] [--no-telemetry] \
-        [--cpu-malloc reuse|default]
+        [--steps 30] [--rounds 5] [--device cpu|cuda] [--compile] [--residual bf16|fp32] \
+        [--no-telemetry] [--cpu-malloc reuse|default]
 """
 
 from __future__ import annotations
@@ -31,7 +40,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # (hidden, layers, heads, vocab, seq_len, positions) of the torchscale models compared; the
 # position table as torchscale's model has it (tiny-gpt2: 256 rows, 64 used), so both sides
@@ -42,9 +54,32 @@ SHAPES = {
 }
 
 
-def reference_run(args: argparse.Namespace) -> dict[str, float]:
-    """The bare loop, in this process: tokens/s over `steps` steps after `warmup`, and the
-    parameters it trains."""
+@dataclass
+class Reference:
+    """The bare loop, built: `train_loss(inputs, targets)` returns the loss, the whole forward
+    in one callable (the compiled one with --compile)."""
+
+    model: Any
+    optimizer: Any
+    train_loss: Callable[[Any, Any], Any]
+    inputs: Any
+    targets: Any
+    autocast: Any
+    flops_per_token: float  # 6N + 12LHQT, N the matmul weights (the tied head included)
+
+    def step(self) -> None:
+        with self.autocast:
+            loss = self.train_loss(self.inputs, self.targets)
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+
+def build_reference(
+    args: argparse.Namespace, compile_: Callable[[Any], Any] | None = None
+) -> Reference:
+    """The bare loop of `args`' model on `args.device`; `compile_` (torch.compile unless given)
+    compiles the model's forward and loss together when `args.compile` is set."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -52,11 +87,25 @@ def reference_run(args: argparse.Namespace) -> dict[str, float]:
     hidden, layers, heads, vocab, seq, positions = SHAPES[args.model]
     padded = (vocab + 63) // 64 * 64
     device = torch.device(args.device)
+    # bf16 residual stream and LayerNorms exist only under bf16 autocast (CUDA here)
+    bf16_stream = device.type == "cuda" and args.residual == "bf16"
+
+    class Norm(nn.LayerNorm):
+        """LayerNorm; on a bf16 input in the bf16 stream it stays bf16 (fp32 statistics in
+        the kernel), where autocast would return fp32."""
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not (bf16_stream and x.dtype == torch.bfloat16):
+                y: torch.Tensor = super().forward(x)
+                return y
+            with torch.autocast(device.type, enabled=False):
+                weight, bias = self.weight.to(x.dtype), self.bias.to(x.dtype)
+                return F.layer_norm(x, self.normalized_shape, weight, bias, self.eps)
 
     class Block(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.ln_1, self.ln_2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+            self.ln_1, self.ln_2 = Norm(hidden), Norm(hidden)
             self.qkv, self.proj = nn.Linear(hidden, 3 * hidden), nn.Linear(hidden, hidden)
             self.fc, self.fc2 = nn.Linear(hidden, 4 * hidden), nn.Linear(4 * hidden, hidden)
 
@@ -66,56 +115,85 @@ def reference_run(args: argparse.Namespace) -> dict[str, float]:
             q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
-            return x + self.fc2(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+            out: torch.Tensor = x + self.fc2(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+            return out
 
     class GPT(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.wte, self.wpe = nn.Embedding(padded, hidden), nn.Embedding(positions, hidden)
             self.blocks = nn.Sequential(*(Block() for _ in range(layers)))
-            self.ln_f = nn.LayerNorm(hidden)
+            self.ln_f = Norm(hidden)
 
         def forward(self, idx: torch.Tensor) -> torch.Tensor:
             x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+            if bf16_stream and torch.is_autocast_enabled(device.type):
+                x = x.to(torch.bfloat16)
             return F.linear(self.ln_f(self.blocks(x)), self.wte.weight)
 
     model = GPT().to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)  # CUDA and CPU
-    step_model = torch.compile(model) if args.compile else model
-    tokens = torch.randint(0, vocab, (args.batch, seq + 1), device=device)
-    inputs, targets = tokens[:, :-1], tokens[:, 1:]
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
 
-    def step() -> None:
-        with autocast:
-            logits = step_model(inputs)
+    def train_loss(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = model(inputs)
         # the pad logits can never be a target: the loss equals the unpadded model's
-        loss = F.cross_entropy(logits[..., :vocab].float().flatten(0, 1), targets.flatten())
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        return F.cross_entropy(logits[..., :vocab].flatten(0, 1), targets.flatten())
 
+    if args.compile:
+        train_loss = (compile_ or torch.compile)(train_loss)
+    tokens = torch.randint(0, vocab, (args.batch, seq + 1), device=device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    matmul_weights = model.wte.weight.numel() + sum(
+        p.numel() for p in model.blocks.parameters() if p.dim() == 2
+    )
+    flops_per_token = 6 * matmul_weights + 12 * layers * hidden * seq
+    return Reference(
+        model, optimizer, train_loss, tokens[:, :-1], tokens[:, 1:], autocast, flops_per_token
+    )
+
+
+def reference_run(args: argparse.Namespace) -> dict[str, Any]:
+    """The bare loop, in this process: tokens/s over `steps` steps after `warmup`, the
+    parameters it trains and, on a GPU in the peak table, its MFU."""
+    import torch
+
+    ref = build_reference(args)
+    cuda = ref.inputs.device.type == "cuda"
     for _ in range(args.warmup):
-        step()
-    if device.type == "cuda":
+        ref.step()
+    if cuda:
         torch.cuda.synchronize()
     before = process_counters()
     start = time.perf_counter()
     for _ in range(args.steps):
-        step()
-    if device.type == "cuda":
+        ref.step()
+    if cuda:
         torch.cuda.synchronize()
     wall = time.perf_counter() - start
     after = process_counters()
-    figures = {
-        "tokens_per_s": args.batch * seq * args.steps / wall,
-        "parameters": sum(p.numel() for p in model.parameters()),
+    tokens_per_s = ref.inputs.numel() * args.steps / wall
+    figures: dict[str, Any] = {
+        "tokens_per_s": tokens_per_s,
+        "parameters": sum(p.numel() for p in ref.model.parameters()),
     }
+    figures["mfu"], figures["mfu_note"] = reference_mfu(
+        tokens_per_s * ref.flops_per_token, torch.cuda.get_device_name() if cuda else None
+    )
     if before is not None and after is not None:  # Linux: what the steps cost the kernel
         faults, user, system = (b - a for a, b in zip(before, after, strict=True))
         figures["page_faults_per_s"] = faults / wall
         figures["kernel_share"] = system / (user + system) if user + system else 0.0
     return figures
+
+
+def reference_mfu(flops_per_s: float, device_name: str | None) -> tuple[float | None, str | None]:
+    """(MFU, None) against the GPU's dense bf16 peak (torchscale's table), or (None, why)."""
+    if device_name is None:
+        return None, "no MFU on CPU"
+    from torchscale.rank.worker.peaks import peak_tflops
+
+    peak, note = peak_tflops(device_name, "bf16", tf32=False)
+    return (None, note) if peak is None else (flops_per_s / (peak * 1e12), None)
 
 
 def process_counters() -> tuple[float, float, float] | None:
@@ -128,6 +206,56 @@ def process_counters() -> tuple[float, float, float] | None:
     return float(fields[7]), int(fields[11]) / tick, int(fields[12]) / tick
 
 
+def bf16_stream(args: argparse.Namespace) -> bool:
+    """Whether both sides keep the residual stream and LayerNorms in bf16 (bf16 autocast on
+    CUDA only)."""
+    return bool(args.device == "cuda" and args.residual == "bf16")
+
+
+def residual_line(args: argparse.Namespace) -> str:
+    """What the residual stream runs in on both sides, said once."""
+    if args.device != "cuda":
+        return "residual stream and LayerNorms: fp32 on both sides (no autocast on CPU)"
+    if bf16_stream(args):
+        return (
+            "residual stream and LayerNorms: bf16 on both sides (the cell's "
+            "training.bf16_activations: true, its default for bf16 GPT-2)"
+        )
+    return (
+        "residual stream and LayerNorms: fp32 on both sides under bf16 autocast (the cell "
+        "with training.bf16_activations: false)"
+    )
+
+
+def cell_config(args: argparse.Namespace, threads: str) -> str:
+    """The torchscale cell of the reference's shapes, precision and residual stream."""
+    precision = "bf16" if args.device == "cuda" else "fp32"
+    training = f"precision: {precision}, compile: {str(args.compile).lower()}"
+    if args.device == "cuda":
+        training += f", bf16_activations: {str(bf16_stream(args)).lower()}"
+    return (
+        "experiment_name: ref\n"
+        f"models: [{args.model}]\n"
+        f"batch_sizes: [{args.batch}]\n"
+        "gpu_counts: [1]\n"
+        f"device: {args.device}\n"
+        f"training: {{{training}}}\n"
+        f"launcher: {{omp_num_threads: {threads}, cpu_malloc: {args.cpu_malloc}}}\n"
+        f"measurement: {{warmup_steps: {args.warmup}, steps: {args.steps}, repeats: 1, "
+        "comm_overhead: false, flops: false"
+        f"{', telemetry: {enabled: false}' if args.no_telemetry else ''}}}\n"
+    )
+
+
+def run_or_exit(argv: list[str], env: dict[str, str], what: str) -> str:
+    """`argv`'s stdout; a failure ends the script with the tail of what it printed."""
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
+        sys.exit(f"{what} failed (exit {done.returncode}):\n{tail}")
+    return done.stdout
+
+
 def torchscale_run(
     args: argparse.Namespace, workdir: Path, env: dict[str, str]
 ) -> tuple[float, int]:
@@ -136,43 +264,28 @@ def torchscale_run(
     the cores, and would otherwise ignore the shell's)."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "cell.yaml"
-    precision = "bf16" if args.device == "cuda" else "fp32"
-    config.write_text(
-        "experiment_name: ref\n"
-        f"models: [{args.model}]\n"
-        f"batch_sizes: [{args.batch}]\n"
-        "gpu_counts: [1]\n"
-        f"device: {args.device}\n"
-        f"training: {{precision: {precision}, compile: {str(args.compile).lower()}}}\n"
-        f"launcher: {{omp_num_threads: {env['OMP_NUM_THREADS']}, "
-        f"cpu_malloc: {args.cpu_malloc}}}\n"
-        f"measurement: {{warmup_steps: {args.warmup}, steps: {args.steps}, repeats: 1, "
-        "comm_overhead: false, flops: false"
-        f"{', telemetry: {enabled: false}' if args.no_telemetry else ''}}}\n",
-        encoding="utf-8",
-    )
+    config.write_text(cell_config(args, env["OMP_NUM_THREADS"]), encoding="utf-8")
     out = workdir / "out"
-    subprocess.run(
+    run_or_exit(
         [sys.executable, "-m", "torchscale", "benchmark", "-c", str(config), "-o", str(out), "-q"],
-        env=env,
-        check=True,
-        capture_output=True,
+        env,
+        "the torchscale cell",
     )
     [cell] = (out / "ref" / "cells").glob("*.json")
     result = json.loads(cell.read_text(encoding="utf-8"))
+    if result.get("status") != "ok" or not result.get("throughput"):
+        error = (result.get("error") or {}).get("reason")
+        sys.exit(f"the torchscale cell ended {result.get('status')}: {error}")
     return float(result["throughput"]["tokens_per_s"]), int(result["parameters"])
 
 
-def reference_subprocess(env: dict[str, str]) -> tuple[float, int]:
-    done = subprocess.run(
-        [sys.executable, __file__, *sys.argv[1:], "--role", "reference"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
+def reference_subprocess(env: dict[str, str]) -> dict[str, Any]:
+    """The reference in its own process: its figures (reference_run)."""
+    stdout = run_or_exit(
+        [sys.executable, __file__, *sys.argv[1:], "--role", "reference"], env, "the reference"
     )
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(figures["tokens_per_s"]), int(figures["parameters"])
+    figures: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    return figures
 
 
 def main() -> None:
@@ -184,6 +297,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument(
+        "--residual",
+        default="bf16",
+        choices=["bf16", "fp32"],
+        help="CUDA: the residual stream and LayerNorms of both sides in bf16 (the cell's "
+        "default, training.bf16_activations) or in fp32 (nanoGPT's; the cell with "
+        "bf16_activations: false); CPU trains in fp32 either way",
+    )
     parser.add_argument(
         "--no-telemetry",
         action="store_true",
@@ -208,8 +329,9 @@ def main() -> None:
         from torchscale.orchestration.launch.cpu_malloc import malloc_reuse_env
 
         env.update(malloc_reuse_env(env))
+    print(residual_line(args), flush=True)
     with tempfile.TemporaryDirectory(prefix="workload-reference-") as tmp:
-        ratios, parameters = take_turns(args, Path(tmp), env)
+        ratios, parameters, mfus = take_turns(args, Path(tmp), env)
     print(f"both sides train {parameters:,} parameters")
     print(
         f"{args.model} b{args.batch} on {args.device}"
@@ -217,56 +339,98 @@ def main() -> None:
         f"median ratio torchscale / reference {statistics.median(ratios):.3f} "
         f"(rounds {min(ratios):.3f}-{max(ratios):.3f}); {verdict(ratios)}"
     )
+    line = mfu_line(args, mfus, statistics.median(ratios))
+    if line:
+        print(line)
 
 
 def take_turns(
     args: argparse.Namespace, workdir: Path, env: dict[str, str]
-) -> tuple[list[float], int]:
-    """ROUNDS rounds of both sides, the order swapped every round: the ratios, and the
-    parameter count both sides train (a mismatch ends the run)."""
+) -> tuple[list[float], int, list[float | None]]:
+    """ROUNDS rounds of both sides, the order swapped every round: the ratios, the parameter
+    count both sides train (a mismatch ends the run) and the reference's MFU per round."""
     ratios = []
+    mfus: list[float | None] = []
     parameters = 0
     for round_ in range(1, args.rounds + 1):
         cell_dir = workdir / f"round{round_}"
         if round_ % 2:
-            bare, bare_params = reference_subprocess(env)
+            bare = reference_subprocess(env)
             ours, our_params = torchscale_run(args, cell_dir, env)
         else:
             ours, our_params = torchscale_run(args, cell_dir, env)
-            bare, bare_params = reference_subprocess(env)
+            bare = reference_subprocess(env)
+        bare_tokens, bare_params = float(bare["tokens_per_s"]), int(bare["parameters"])
         if bare_params != our_params:
             sys.exit(
                 f"the two sides train different models: reference {bare_params:,} parameters, "
                 f"torchscale {our_params:,}"
             )
-        ratios.append(ours / bare)
+        ratios.append(ours / bare_tokens)
+        mfus.append(bare.get("mfu"))
         print(
             f"round {round_} ({'reference' if round_ % 2 else 'torchscale'} first): reference "
-            f"{bare:,.0f} tokens/s, torchscale {ours:,.0f} tokens/s, ratio {ours / bare:.3f}",
+            f"{bare_tokens:,.0f} tokens/s, torchscale {ours:,.0f} tokens/s, "
+            f"ratio {ours / bare_tokens:.3f}",
             flush=True,
         )
         parameters = bare_params
-    return ratios, parameters
+    return ratios, parameters, mfus
 
 
 TARGET = 0.97  # the cell reaches at least 97 % of the bare loop's tokens/s
+CEILING = 1.02  # and beats it by at most 2 %: more means the bare loop is the slow side
+# The MFU a bare GPT-2 small loop reaches at batch >= 8 on a GPU in the peak table: below it
+# the reference itself is slow and the ratio cannot catch the harness's overhead. From the
+# torchscale cell on one H100 (docs/measured.md): 40.7 % compiled at b16, 24 % eager at b8
+# (6N + 12LHQT over the dense bf16 peak)
+MFU_FLOOR = {True: 0.35, False: 0.20}  # compiled, eager
+MFU_FLOOR_MODEL, MFU_FLOOR_BATCH = "gpt2", 8
 
 
 def verdict(ratios: list[float]) -> str:
-    """The target judged by the median ratio's 95 % interval (Student t on the log ratios over
-    the rounds, as torchscale judges several runs of a cell: each round runs both loops anew,
-    so the rounds' spread holds the drift between runs): met, missed, or not settled."""
+    """The target range judged by the median ratio's 95 % interval (Student t on the log
+    ratios over the rounds, as torchscale judges several runs of a cell: each round runs both
+    loops anew, so the rounds' spread holds the drift between runs): within, below, above (a
+    reference slower than the cell is no bar to pass), or not settled."""
     from torchscale.offline.analysis.uncertainty import median_of_runs
 
+    target = f"the target range {TARGET}-{CEILING}"
     median = median_of_runs(ratios)
     if median.low is None or median.high is None:
-        return f"one round: no interval, the target ({TARGET}) is not judged"
+        return f"one round: no interval, {target} is not judged"
     interval = f"95 % interval {median.low:.3f}-{median.high:.3f}"
-    if median.low >= TARGET:
-        return f"{interval}: meets the target (>= {TARGET})"
+    if median.low >= TARGET and median.high <= CEILING:
+        return f"{interval}: within {target}"
     if median.high < TARGET:
-        return f"{interval}: below the target (>= {TARGET})"
-    return f"{interval}: spans the target {TARGET}, not settled by {len(ratios)} rounds"
+        return f"{interval}: below {target} (torchscale is slower than the bare loop)"
+    if median.low > CEILING:
+        return (
+            f"{interval}: above {target} (the bare loop is slower than the cell: the "
+            "reference is weak, not torchscale fast; no pass)"
+        )
+    return f"{interval}: spans an edge of {target}, not settled by {len(ratios)} rounds"
+
+
+def mfu_line(args: argparse.Namespace, mfus: list[float | None], ratio: float) -> str | None:
+    """The reference's MFU (median of the rounds) and torchscale's at the same FLOPs per
+    token, with a warning where the reference is below MFU_FLOOR; None without a peak."""
+    known = [m for m in mfus if m is not None]
+    if not known:
+        return None
+    mfu = statistics.median(known)
+    line = (
+        f"MFU (6N + 12LHQT over the dense bf16 peak): reference {mfu:.1%}, torchscale "
+        f"{mfu * ratio:.1%}"
+    )
+    floor = MFU_FLOOR[bool(args.compile)]
+    if args.model == MFU_FLOOR_MODEL and args.batch >= MFU_FLOOR_BATCH and mfu < floor:
+        line += (
+            f"; the reference is below the {floor:.0%} a {'compiled' if args.compile else 'eager'}"
+            f" GPT-2 small loop reaches at batch >= {MFU_FLOOR_BATCH}: it is too slow a bar to "
+            "catch the harness's overhead, whatever the ratio"
+        )
+    return line
 
 
 if __name__ == "__main__":
