@@ -51,6 +51,7 @@ from torchscale.offline.results.versions import (
     upgrade_v12,
     upgrade_v13,
     upgrade_v14,
+    upgrade_v15,
 )
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
@@ -243,7 +244,8 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     assert upgraded["schema_version"] == 3
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
-    CellResult.model_validate(upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded)))))
+    upgraded = upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded))))
+    CellResult.model_validate(upgrade_v15(upgraded))
 
 
 def test_v1_upgrades_through_v2_to_the_current_version() -> None:
@@ -307,7 +309,8 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     assert upgraded["schema_version"] == 2
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
-    CellResult.model_validate(upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded)))))
+    upgraded = upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded))))
+    CellResult.model_validate(upgrade_v15(upgraded))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:

@@ -766,3 +766,29 @@ def test_real_capture_writes_one_trace_per_rank(straggler_cell: tuple[CellResult
                     t <= step - 0.045
                     for t, step in zip(own["cpu_time_s"], own["step_s"], strict=True)
                 )
+
+
+@pytest.mark.slow  # a real 2-rank torchrun cell
+def test_real_cell_times_no_step_of_a_window_edge(straggler_cell: tuple[CellResult, Path]) -> None:
+    """Each window ran one untimed step after its edge work (window_edge_steps), and every
+    kept step is a measured one: 8 per window, per rank, numbered from 0. The fixed costs are
+    itemised: a CPU cell has no CUDA context and no GPU busy probe, each with its reason."""
+    result, tmp = straggler_cell
+    assert result.window_edge_steps == 1
+    records = [json.loads(line) for line in (tmp / "steps.jsonl").read_text().splitlines()]
+    windows: dict[tuple[int, str, int], list[int]] = {}
+    for record in records:
+        windows.setdefault((record["rank"], record["window"], record["repeat"]), []).append(
+            record["step"]
+        )
+    assert len(windows) == 4  # 2 ranks x (sync, no_sync)
+    assert all(steps == list(range(8)) for steps in windows.values())
+    assert result.host_bound is None
+    assert result.unavailable["host_bound"].startswith("CPU device")
+    costs = result.fixed_costs
+    assert costs is not None
+    assert costs.process_start_s is not None and costs.process_start_s > 0  # under torchrun
+    assert costs.device_init_s is None
+    assert result.unavailable["fixed_costs.device_init_s"].startswith("CPU device")
+    for stage in (costs.process_group_init_s, costs.model_build_s, costs.warmup_s):
+        assert stage is not None and stage > 0

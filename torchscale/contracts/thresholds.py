@@ -15,3 +15,8 @@ CV_WARN_THRESHOLD = 0.10
 # and two runs whose other-process load differs by this much are not compared by the
 # regression rule ("not judged: busy machine", docs/regressions.md)
 OTHER_CORES_PER_RANK = 0.25
+
+# a GPU cell whose GPU is busy for less than this share of its measured step (the busy time of
+# a step issued ahead of the GPU: torchscale/rank/worker/host_probe.py) is "host-bound": the GPU
+# waits for Python and kernel launches for most of the step
+HOST_BOUND_SHARE = 0.5

@@ -18,7 +18,7 @@ from torchscale.contracts.power_limit import PowerLimit
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
-RESULT_SCHEMA_VERSION = 15
+RESULT_SCHEMA_VERSION = 16
 
 
 class _Model(BaseModel):
@@ -777,9 +777,79 @@ class CompileActivity(_Model):
     )
 
 
+# why a CPU cell has no host-bound record (the worker's and an upgraded result's one wording)
+HOST_BOUND_CPU = "CPU device: every step is host time; host-bound applies to GPUs"
+
+
+class HostBound(_Model):
+    """GPU cells: how much of a step the GPU is busy, measured by holding the host ahead of the
+    GPU (torchscale/rank/worker/host_probe.py). After the measured windows, outside every timer,
+    a GPU sleep is enqueued and K training steps are issued behind it: when the host has issued
+    them all before the sleep ends, the GPU runs them back to back, never waiting for Python or
+    a launch, and their event-timed span is the GPU's own time per step. Against the measured
+    step, a share well below 1 means the GPU waited for the host for the rest of the step.
+    Null with `reason` where it cannot be measured (a CPU cell, a pipeline, a step that waits
+    for the GPU inside it: a host sync such as GradScaler's inf check, or a full launch
+    queue)."""
+
+    gpu_busy_s: float | None = Field(
+        description="GPU time of one step issued ahead of the GPU, median over the K probe "
+        "steps; on several ranks the busiest rank's"
+    )
+    step_s: float | None = Field(
+        description="the cell's median measured step it is compared with (step_time.p50)"
+    )
+    gpu_busy_share: float | None = Field(
+        description="gpu_busy_s / step_s, clamped to [0, 1] (`note` says when the busy time "
+        "exceeded the step beyond noise)"
+    )
+    host_bound: bool | None = Field(
+        description="gpu_busy_share < HOST_BOUND_SHARE (torchscale/contracts/thresholds.py): "
+        "the GPU waits for Python and kernel launches for most of the step"
+    )
+    method: str = Field(
+        description='"sleep probe: K steps issued behind a <n> ms GPU sleep" or "flops at peak '
+        '(older result)"'
+    )
+    reason: str | None = Field(default=None, description="why the figures are null")
+    note: str | None = Field(
+        default=None, description="what a reader must know beside a measured share"
+    )
+
+
+class FixedCosts(_Model):
+    """What a cell pays once before its first measured step, in seconds, each the slowest
+    rank's; a null one has its reason in the result's `unavailable` under
+    `fixed_costs.<name>`. Compile time is not repeated here: it is inside `warmup_s`, and
+    counted on its own in `warmup.compile_s` (one fact, one copy)."""
+
+    process_start_s: float | None = Field(
+        default=None,
+        description="torchrun's start to the worker's entry: interpreter start and imports "
+        "(torch's included)",
+    )
+    device_init_s: float | None = Field(
+        default=None,
+        description="CUDA context: torch.cuda.init and the first allocation on the rank's GPU",
+    )
+    process_group_init_s: float | None = Field(
+        default=None,
+        description="init_process_group and the first barrier (NCCL's communicators); it "
+        "includes the rendezvous' wait for the last rank to join",
+    )
+    model_build_s: float | None = Field(
+        default=None, description="the model built, moved, wrapped (DDP/FSDP/mesh), optimizer"
+    )
+    warmup_s: float | None = Field(
+        default=None,
+        description="every warm-up step (compile included: warmup.compile_s) and the ranks' "
+        "agreements on extra steps and the window length",
+    )
+
+
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[15] = 15
+    schema_version: Literal[16] = 16
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -822,6 +892,18 @@ class CellResult(_Model):
     warmup: Warmup | None = None
     compile: CompileActivity | None = Field(
         default=None, description="training.compile: what compiled, and when (schema 11)"
+    )
+    window_edge_steps: int | None = Field(
+        default=None,
+        description="untimed steps run after each window's opening edge (collection, "
+        "sampler start, synchronize, barrier) before its timed steps (schema 16); null: "
+        "version <= 15 timed the first step after the edge work",
+    )
+    host_bound: HostBound | None = Field(
+        default=None, description="GPU cells: the GPU's busy share of a step (schema 16)"
+    )
+    fixed_costs: FixedCosts | None = Field(
+        default=None, description="what the cell paid before measuring, itemised (schema 16)"
     )
     warnings: list[str] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(

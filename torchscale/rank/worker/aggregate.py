@@ -26,6 +26,7 @@ from torchscale.contracts.schema.cell_result import (
     DataPipeline,
     Diagnosis,
     Estimate,
+    HostBound,
     InjectedDelay,
     Intervals,
     Memory,
@@ -60,6 +61,8 @@ from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.telemetry.window_figures import combine
 from torchscale.rank.worker.allocator import AllocatorStats
 from torchscale.rank.worker.compile_figures import compile_record
+from torchscale.rank.worker.fixed_costs import fixed_costs_record
+from torchscale.rank.worker.host_probe import CPU_REASON, host_bound_record
 from torchscale.rank.worker.measure import RankMeasurement
 from torchscale.rank.worker.measured_peak import MeasuredPeak, cell_measured_peak, guarded_mfu
 from torchscale.rank.worker.parallel_metrics import parallel_metrics, warmup_record
@@ -662,12 +665,28 @@ def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, s
 
 
 def read_steps(rank: RankMeasurement) -> int:
-    """The steps a rank read a batch for: warm-up, measured windows and no_sync windows."""
+    """The steps a rank read a batch for: warm-up, measured windows and no_sync windows (each
+    with its untimed edge steps), and the busy probe's."""
+    windows = len(rank.windows) + len(rank.no_sync_windows)
     return (
         len(rank.warmup_s)
         + sum(len(w.step_s) for w in rank.windows)
         + (len(rank.no_sync.step_s) if rank.no_sync else 0)
+        + windows * rank.window_edge_steps
+        + (rank.gpu_busy.steps if rank.gpu_busy is not None else 0)
     )
+
+
+def host_bound_block(
+    ranks: Sequence[RankMeasurement], pooled: StepTimeStats
+) -> tuple[HostBound | None, dict[str, str]]:
+    """The busy probe's verdict for a GPU cell (every rank probed); null with the reason on
+    CPU, where every step is host time."""
+    readings = [r.gpu_busy for r in ranks]
+    if any(reading is None for reading in readings):
+        return None, {"host_bound": CPU_REASON}
+    probed = [reading for reading in readings if reading is not None]
+    return host_bound_record(probed, pooled.p50, pooled.cv), {}
 
 
 def warmup_with_reason(
@@ -755,6 +774,10 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     warnings += compile_warnings
     warnings += facts.warnings
     unavailable.update(why_not)
+    host_bound, why_not = host_bound_block(ranks, pooled)
+    unavailable.update(why_not)
+    fixed_costs, why_not = fixed_costs_record([r.fixed for r in ranks])
+    unavailable.update(why_not)
 
     return CellResult(
         cell=spec.cell,
@@ -784,6 +807,9 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         parallel=parallel,
         warmup=warmup,
         compile=compile_activity,
+        window_edge_steps=ranks[0].window_edge_steps,
+        host_bound=host_bound,
+        fixed_costs=fixed_costs,
         warnings=warnings,
         unavailable=unavailable,
         environment=result_environment(ranks, facts),

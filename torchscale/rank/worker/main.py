@@ -19,6 +19,7 @@ if __name__ == "__main__":
 import gc
 import json
 import socket
+import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,11 @@ from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture
 from torchscale.rank.worker.cpu_binding import bind_cpu_rank
 from torchscale.rank.worker.error_file import record_errors
+from torchscale.rank.worker.fixed_costs import (
+    CPU_DEVICE_INIT,
+    RankFixedCosts,
+    process_start_seconds,
+)
 from torchscale.rank.worker.measure import RankMeasurement, Window, measure
 from torchscale.rank.worker.measured_peak import read_measured_peak
 from torchscale.rank.worker.peaks import (
@@ -55,6 +61,7 @@ from torchscale.rank.worker.rank_entry import (
 )
 from torchscale.rank.worker.run_environment import capture_environment
 from torchscale.rank.worker.spec import WorkerSpec
+from torchscale.rank.worker.timing import synchronize
 from torchscale.rank.worker.trainer import Trainer
 
 if TYPE_CHECKING:
@@ -68,6 +75,15 @@ def _device(spec: WorkerSpec) -> torch.device:
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True
     return device
+
+
+def _cuda_context(device: torch.device) -> None:
+    """The CUDA context made now (torch.cuda.init and a first allocation on the rank's GPU),
+    so that its cost is timed on its own (fixed_costs.device_init_s), not inside the process
+    group's or the model's."""
+    torch.cuda.init()
+    torch.empty(1, device=device)
+    torch.cuda.synchronize(device)
 
 
 FLOP_COUNT_STEP = (
@@ -169,16 +185,34 @@ def run(spec: WorkerSpec) -> None:
     # Kubernetes job's rank 0 writes the cell with no host process after it, and a forecast
     # is scored only by a cell that started after it was made
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    costs = RankFixedCosts()
+    costs.process_start_s, why = process_start_seconds()
+    if why is not None:
+        costs.notes["process_start_s"] = why
+    clock = time.perf_counter()
     device = _device(spec)
     if device.type == "cpu":
+        costs.notes["device_init_s"] = CPU_DEVICE_INIT
+    else:
+        _cuda_context(device)
+        costs.device_init_s = time.perf_counter() - clock
+    if device.type == "cpu":
         bind_cpu_rank()  # before any thread starts (gloo's, intra-op): they inherit it
+    clock = time.perf_counter()
     with process_group(spec.cell.backend, device):
+        dist.barrier()  # the first collective: NCCL's communicators exist after it
+        costs.process_group_init_s = time.perf_counter() - clock
+        clock = time.perf_counter()
         trainer = Trainer.build(spec, device)
+        synchronize(device)
+        costs.model_build_s = time.perf_counter() - clock
         # what set-up made (torch's modules, dynamo, the model) lives as long as the rank:
         # kept out of every later collection, so the one at each window's edge scans only the
         # steps' objects (0.16 s a window on 2 CPU cores without this; docs/methodology.md)
         gc.freeze()
         mine = measure(trainer, socket.gethostname())
+        costs.warmup_s = mine.fixed.warmup_s
+        mine.fixed = costs
         mine.measured_peak = read_measured_peak(
             spec.acceptance_dirs, socket.gethostname(), mfu_dtype(spec, trainer)
         )

@@ -5,7 +5,12 @@ training; per-step times come from timers that do not sync the host per step, an
 per-step phase times (torchscale/rank/worker/phases.py), recorded in every window. The telemetry
 sampler (torchscale/rank/telemetry/) runs in its own thread from just before each measured window's
 opening edge to just after its closing one. Python's garbage collector runs at each window's
-opening edge and not inside it. During the windows the collective timeout is cut from
+opening edge and not inside it. After the opening edge one untimed step runs
+(`WINDOW_EDGE_STEPS`), then the device is synchronised and the clocks start: the edge work
+(collection, sampler start, synchronize, barrier) leaves an empty launch queue and cold host
+caches behind, which made the first timed step of every window 1.35-1.6x the median on an H100.
+After the windows, GPU cells run the busy probe (torchscale/rank/worker/host_probe.py), outside
+every window and timer. During the windows the collective timeout is cut from
 init's 10 minutes to what the warm-up's steady steps justify
 (torchscale/rank/worker/steady_state.py): a rank whose peer will never come stops waiting after
 that, not after 10 minutes. Under `training.compile` each window is bracketed by readings of
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import resource
+import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +38,8 @@ from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.window_figures import summarise_rank
 from torchscale.rank.worker.allocator import AllocatorStats, allocator_stats, merge_windows
 from torchscale.rank.worker.compile_watch import CompileCounts, WindowCompiles
+from torchscale.rank.worker.fixed_costs import RankFixedCosts
+from torchscale.rank.worker.host_probe import ProbeReading, probe_rank
 from torchscale.rank.worker.measured_peak import MeasuredPeak
 from torchscale.rank.worker.model_parallel import replica_flops
 from torchscale.rank.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
@@ -46,6 +54,9 @@ PIPELINE_PHASES_NOTE = (
     "per-phase split; the stage's busy time and the bubble stand in for it (parallel in the "
     "result)"
 )
+# untimed steps after each window's opening edge, before its clocks start (CellResult's
+# window_edge_steps)
+WINDOW_EDGE_STEPS = 1
 META_COUNT_FAILED = (
     "the FLOP count runs the step on the meta device (shapes only, no memory), where this "
     "model failed; a count on the device could need more memory than a measured step"
@@ -112,6 +123,10 @@ class RankMeasurement:
     compile_note: str | None = None
     # tp > 1: this rank's reduced profiled steps (analysis.trace.reduce.RankReduction) or why none
     comm_probe: Any = None
+    window_edge_steps: int = WINDOW_EDGE_STEPS  # untimed steps before each window's clocks
+    # GPU cells: the busy probe after the windows (host_probe.py); None on CPU
+    gpu_busy: ProbeReading | None = None
+    fixed: RankFixedCosts = field(default_factory=RankFixedCosts)
 
 
 def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
@@ -155,7 +170,11 @@ def run_window(
 ) -> Window:
     """`steps` training steps between two barriers; per-step times from the timer, and per-step
     phase times unless `phases` is False (the overhead benchmark's control). `telemetry`
-    samples from just before the opening edge to just after the closing one."""
+    samples from just before the opening edge to just after the closing one.
+
+    After the opening edge, `WINDOW_EDGE_STEPS` untimed steps (no timer, no phase recorder,
+    the same `skip_sync`), then a device synchronize: the wall clock and the step timers start
+    on a steady step, whatever the path (DDP, FSDP, a pipeline runner, no_sync, a comm hook)."""
     device = trainer.device
     timer = make_timer(timing, steps, device)
     # under pipelining forward and backward interleave inside the schedule: no phases
@@ -171,6 +190,11 @@ def run_window(
         try:
             synchronize(device)
             dist.barrier()
+            for _ in range(WINDOW_EDGE_STEPS):
+                trainer.step(skip_gradient_sync=skip_sync)
+            if trainer.runner is not None:
+                trainer.runner.clear_busy()  # the edge step's stage time: not in the window
+            synchronize(device)
             start = time.perf_counter()
             for i in range(steps):
                 timer.start(i)
@@ -304,13 +328,20 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
+def measured_steps(result: RankMeasurement) -> list[float]:
+    """Every synchronised step time this rank measured."""
+    return [t for w in result.windows for t in w.step_s]
+
+
 def measure(trainer: Trainer, host: str) -> RankMeasurement:
     spec = trainer.spec
     settings = spec.measurement
     device = trainer.device
     timing = resolve_timing(settings.timing, device)
     compiled = bool(spec.training.compile)
+    started = time.perf_counter()
     warm = warm_up(trainer, settings.warmup_steps, watch_compile=compiled)
+    warmup_s = time.perf_counter() - started
     flops: float | None = None
     flops_note: str | None = "measurement.flops is off"
     if settings.flops:
@@ -327,6 +358,7 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
         warmup_compiled=warm.compiled,
         extra_warmup_steps=warm.extra_steps,
     )
+    result.fixed.warmup_s = warmup_s
     watch = WindowCompiles() if compiled else None
     if compiled:
         result.compile_s, _ = compile_seconds()
@@ -357,6 +389,9 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
                 result.no_sync_windows.append(
                     watched_window(watch, trainer, steps, timing, skip_sync=True)
                 )
+        # outside every window and timer: how much of a step the GPU is busy (every rank)
+        timed = measured_steps(result)
+        result.gpu_busy = probe_rank(trainer, statistics.median(timed) if timed else 0.0)
     if watch is not None:
         result.window_compiles, result.compile_note = watch.total, watch.note or warm.note
         result.graph_breaks = watch.last.graph_breaks if watch.last is not None else None
