@@ -295,6 +295,27 @@ def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path
 
 
 @pytest.mark.slow  # a real perf run under torchrun
+def test_a_run_whose_stderr_is_no_terminal_prints_a_line_per_phase_and_keeps_them(
+    perf_run: tuple[Any, Path],
+) -> None:
+    """Every phase (each matmul dtype) in a line on stderr as it ends, its file kept under
+    -o with perf.json; stdout stays the JSON alone."""
+    from torchscale.contracts.schema.perf import PerfSpec
+    from torchscale.orchestration.validate.perf import PERF_DIR, PHASES_DIR, planned_phases
+
+    result, out = perf_run
+    (folder,) = (out / "accept" / PERF_DIR).iterdir()
+    spec = PerfSpec.model_validate_json((folder / "perf-spec.json").read_text())
+    titles = planned_phases(spec)
+    lines = result.stderr.splitlines()
+    said = [line.split(":")[1].strip() for line in lines if line.startswith("> perf: ")]
+    assert said[1:-1] == titles, result.stderr  # between the launch's line and the comm sweep's
+    assert lines[-1] == "> perf: collective bus bandwidth (comm sweep)"
+    assert len(list((folder / PHASES_DIR).glob("*.json"))) == len(titles)
+    assert (folder / "perf.json").is_file()
+
+
+@pytest.mark.slow  # a real perf run under torchrun
 def test_the_verdicts_are_the_same_when_judged_again(perf_run: tuple[Any, Path]) -> None:
     """Same figures, same verdicts: nothing in judging depends on order, time or chance."""
     result, _ = perf_run

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from torchscale.contracts.schema.perf import PeakResult
+from torchscale.contracts.schema.perf import PeakResult, Probe
 from torchscale.rank.programs import matmul_peak as mp
 from torchscale.rank.worker.peaks import lookup
 
@@ -227,3 +227,43 @@ def test_gpu_dtypes_measure_or_say_why(dtype: str) -> None:
         assert dtype == "fp8", result.unavailable  # the only dtype a recent GPU may lack
         return
     assert result.best_tflops and result.suspect is None, result.suspect
+
+
+@pytest.mark.parametrize(
+    ("tflops", "stop"),
+    [
+        ([100.0, 200.0, 300.0], False),  # three probes, none before them: nothing to compare
+        ([100.0, 300.0, 301.0, 302.0, 302.5], True),  # the last three add 0.8 %
+        ([100.0, 300.0, 301.0, 302.0, 304.0], False),  # the last three add 1.3 %
+        ([300.0, None, None, None], True),  # failed probes add nothing
+        ([None, None, None, None], False),  # no figure yet
+        ([300.0, 250.0, 310.0, 299.0, 200.0, 305.0], True),  # 310 then nothing above it + 1 %
+    ],
+)
+def test_the_search_has_converged_when_three_probes_add_under_one_percent(
+    tflops: list[float | None], stop: bool
+) -> None:
+    assert mp.converged(tflops) is stop
+
+
+def test_the_search_stops_once_converged_long_before_its_budget() -> None:
+    """A flat landscape: the squares' ramp climbs, then three probes add nothing and the
+    search ends with the reason in its notes; the budget (60 s) is never the limit."""
+    clock = StepClock(0.0)
+
+    def fake_measure(run, shape, timer_, min_time_s, repeats, warmup):  # type: ignore[no-untyped-def]
+        clock.now += 1.0  # each probe takes a second
+        m, n, k = shape
+        return Probe(m=m, n=n, k=k, tflops=min(m, 32) * 10.0, iters=1)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mp, "measure_shape", fake_measure)
+        result = mp.find_peak(
+            "fp32", "cpu", budget_s=60, squares=(8, 16, 32, 48, 64, 96), step=8, clock=clock
+        )
+    # 8, 16, 32 climb; 48, 64, 96 add nothing: converged after six probes
+    assert [p.m for p in result.probes] == [8, 16, 32, 48, 64, 96]
+    assert result.best_tflops == 320.0
+    assert any(note.startswith("converged: the last 3 probes") for note in result.notes)
+    assert not any("budget" in note for note in result.notes)
+    assert result.elapsed_s is not None and result.elapsed_s < 60

@@ -90,7 +90,9 @@ def _run_rank(
         monkeypatch.setattr(
             perf_program,
             "measure_rank",
-            lambda spec, dev: RankPerf(rank=rank, device=f"cuda:{rank}", device_name="GPU"),
+            lambda spec, dev, done=None: RankPerf(
+                rank=rank, device=f"cuda:{rank}", device_name="GPU"
+            ),
         )
     monkeypatch.setattr(perf_program, "measure_p2p_matrix", measure_p2p_matrix)
     monkeypatch.setattr(perf_program, "read_host_topology", lambda torch, count: None)

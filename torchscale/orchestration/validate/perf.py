@@ -457,8 +457,8 @@ def merge_phases(phases: Sequence[PerfRun]) -> PerfRun | None:
 def _spread(values: Sequence[float], unit: str) -> str:
     low, high = min(values), max(values)
     if len(values) == 1:
-        return f"{low:.3g} {unit}"
-    return f"{low:.3g} to {high:.3g} {unit} over {len(values)} ranks"
+        return f"{low:.4g} {unit}"
+    return f"{low:.4g} to {high:.4g} {unit} over {len(values)} ranks"
 
 
 def _probes(count: int) -> str:
