@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# One lent GPU session, in one call of at most ~9 minutes: what a new user runs on a GPU node,
+# each step under its own timeout, its stdout and stderr to a file (never a terminal, as the
+# first H100 run had it), its wall time to times.txt, and its results folder tarred. A failed or
+# timed-out step does not stop the next one.
+#
+#   OUT=/some/dir bash benchmarks/gpu_session.sh      # from the repository root
+#   (SESSION_S: the whole session's seconds; PYTHON: the interpreter, python3 by default)
+#
+# What comes back (8 files at most, each under 16 MiB, nothing deeper than $OUT/):
+#   gpu_state.txt   nvidia-smi -q -d CLOCK,POWER,PERFORMANCE and uptime, at the start and end
+#   times.txt       one line per step: name, exit status (124: its timeout), seconds
+#   workload.out.txt, bench.out.txt, ref.out.txt, perf.out.txt   each step's stdout + stderr
+#   wl.tar.gz       /tmp/wl without compile caches and without files over 5 MB (traces)
+#   res-perf.tar.gz /tmp/res and /tmp/perf, the same rule
+#
+# Each step's timeout is its own (300, 200, 150, 120 s) or what is left of SESSION_S (default
+# 540 s) less a reserve for the tars, whichever is shorter.
+set -u
+export PYTHONUNBUFFERED=1
+
+OUT="${OUT:?set OUT to the folder that comes back}"
+SESSION_S="${SESSION_S:-540}"
+PY="${PYTHON:-python3}" # the interpreter with torch and torchscale's dependencies
+RESERVE_S=25 # the tars and the closing nvidia-smi
+MAX_FILE_BYTES=$((5 * 1000 * 1000))
+mkdir -p "$OUT"
+session_start=$(date +%s)
+
+gpu_state() {
+    {
+        echo "== $1: $(date -u +%FT%TZ)"
+        uptime
+        nvidia-smi -q -d CLOCK,POWER,PERFORMANCE 2>&1 || echo "nvidia-smi failed: $?"
+    } >>"$OUT/gpu_state.txt"
+}
+
+# step NAME TIMEOUT_S COMMAND...: COMMAND under timeout, stdout and stderr to $OUT/NAME.out.txt
+step() {
+    local name=$1 limit=$2
+    shift 2
+    local left=$((SESSION_S - ($(date +%s) - session_start) - RESERVE_S))
+    if ((left < limit)); then limit=$left; fi
+    if ((limit < 10)); then
+        echo "$name skipped: ${left}s left of the session" | tee -a "$OUT/times.txt"
+        return 0
+    fi
+    local start end status
+    start=$(date +%s)
+    echo "== $name (timeout ${limit}s): $*" >"$OUT/$name.out.txt"
+    timeout --kill-after=10 "$limit" "$@" >>"$OUT/$name.out.txt" 2>&1
+    status=$?
+    end=$(date +%s)
+    echo "$name exit $status in $((end - start)) s (timeout $limit s)" >>"$OUT/times.txt"
+    return 0
+}
+
+# pack TARBALL FOLDER...: the folders that exist, less compile caches and files over 5 MB
+pack() {
+    local tarball=$1
+    shift
+    local folders=() folder
+    for folder in "$@"; do # absolute paths, stored relative to / (tmp/wl/...)
+        [[ -d $folder ]] && folders+=("${folder#/}")
+    done
+    if ((${#folders[@]} == 0)); then
+        echo "$tarball: nothing to pack" >>"$OUT/times.txt"
+        return 0
+    fi
+    local list
+    list=$(mktemp)
+    (
+        cd / || exit 1
+        find "${folders[@]}" -type f -size "+${MAX_FILE_BYTES}c"
+        find "${folders[@]}" -type d \( -name compile_cache -o -name 'torchinductor_*' \
+            -o -name triton \) -prune -print
+    ) >"$list"
+    if [[ -s $list ]]; then
+        echo "$tarball leaves out:" >>"$OUT/times.txt"
+        sed 's/^/  /' "$list" >>"$OUT/times.txt"
+    fi
+    tar -C / -czf "$OUT/$tarball" --exclude-from="$list" "${folders[@]}" 2>>"$OUT/times.txt" ||
+        echo "$tarball: tar exit $?" >>"$OUT/times.txt"
+    rm -f "$list"
+}
+
+gpu_state start
+rm -rf /tmp/wl /tmp/res /tmp/perf
+
+step workload 300 "$PY" -m torchscale validate --level workload -o /tmp/wl
+pack wl.tar.gz /tmp/wl
+step bench 200 "$PY" -m torchscale benchmark -c benchmark_config.yaml -o /tmp/res
+step ref 150 "$PY" benchmarks/workload_reference.py --model gpt2 --batch 16 \
+    --device cuda --compile --rounds 2 --steps 30
+# stdout and stderr to the file: the progress a user sees off a terminal
+step perf 120 "$PY" -m torchscale validate --level perf -o /tmp/perf
+pack res-perf.tar.gz /tmp/res /tmp/perf
+
+gpu_state end
+echo "session $(($(date +%s) - session_start)) s" >>"$OUT/times.txt"
+exit 0
