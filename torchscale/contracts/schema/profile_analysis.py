@@ -15,7 +15,7 @@ from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding
 
 # what each version added and how older files are read: docs/results.md, "Profile analysis
 # versions"
-ANALYSIS_SCHEMA_VERSION = 6
+ANALYSIS_SCHEMA_VERSION = 7
 V1_ATTRIBUTION = (
     "analysis of schema 1: no step model (attribution); its stall, exposed communication, "
     "straggler and what-if figures come from separate methods and may disagree with each other"
@@ -133,7 +133,7 @@ class StepStall(_Model):
 
 class ProfileAnalysis(_Model):
     kind: Literal["torchscale.profile_analysis"] = "torchscale.profile_analysis"
-    schema_version: Literal[1, 2, 3, 4, 5, 6] = 6
+    schema_version: Literal[1, 2, 3, 4, 5, 6, 7] = 7
     torchscale_version: str
     target: str = Field(
         description="sync_stalls | comm | compute | memory | all: what the findings focus on"
@@ -149,7 +149,10 @@ class ProfileAnalysis(_Model):
     diagnosis: Diagnosis | None = Field(
         default=None,
         description="schema 3: the one diagnosis of the run (schema 2: attribution; the "
-        "reason when null: unavailable['diagnosis'])",
+        "reason when null: unavailable['diagnosis']); schema 7: judged against the run's "
+        "measured windows, the phase timers' split heading it where the profiler slowed the "
+        "traced steps beyond the noise (the cross-check 'traced steps against the measured "
+        "windows')",
     )
     sync_stall_pct: float | None = Field(
         description="time ranks wait for peers with nothing else to do (waits not hidden "

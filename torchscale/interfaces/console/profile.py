@@ -20,6 +20,7 @@ from torchscale.interfaces.report.estimates import plus_minus
 from torchscale.interfaces.report.render.formatting import readable
 from torchscale.interfaces.report.terminal.diagnosis import diagnosis_lines, findings_lines
 from torchscale.interfaces.report.terminal.lines import Line
+from torchscale.offline.results.profile_versions import compile_mode
 
 PART_LABELS = {
     "compute": "compute",
@@ -68,6 +69,11 @@ def parts_text(parts: list[StepPart]) -> str:
     return ", ".join(f"{PART_LABELS[p.name]} {share_text(p.share)}" for p in parts)
 
 
+def run_name(result: CellResult) -> str:
+    """'gpt2 b8 x1 bf16 ddp compiled': the cell as reports name it, compiled or eager."""
+    return f"{cell_name(result.cell)} {compile_mode(result)}"
+
+
 def run_lines(
     result: CellResult,
     directory: Path,
@@ -80,7 +86,7 @@ def run_lines(
     every line of a sweep's cell. The diagnosis is the analysis' (`analysis_lines`), never
     printed twice."""
     if verbose or result.status is not Status.OK or analysis is None:
-        lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {result.status}")]
+        lines = [Line("head", f"> [RUN] {run_name(result)}: {result.status}")]
         shown = result
         if analysis is not None and analysis.diagnosis is not None:
             unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
@@ -97,7 +103,7 @@ def run_lines(
         figures.append(f"{readable(result.throughput.samples_per_s)} samples/s")
     if result.step_time is not None:
         figures.append(f"step {ms(result.step_time.p50)} median")
-    lines = [Line("head", f"> [RUN] {cell_name(result.cell)}: {', '.join(['ok', *figures])}")]
+    lines = [Line("head", f"> [RUN] {run_name(result)}: {', '.join(['ok', *figures])}")]
     for delay in result.injected_delays:
         lines.append(
             Line(
@@ -274,6 +280,15 @@ def _finding_cost(finding: FindingFigures) -> str:
     return f"{finding.cost_pct:.1f}% of the step"
 
 
+def traced_steps(analysis: ProfileAnalysis) -> int:
+    """The steps the traces cover on every rank: the diagnosis' own where the traces decided
+    it, else (the phase timers' measured windows head it) the fewest any rank completed."""
+    diagnosis = analysis.diagnosis
+    if diagnosis is not None and diagnosis.source == "traces":
+        return diagnosis.steps
+    return min((r.steps for r in analysis.ranks), default=0)
+
+
 def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[Line]:
     """The trace analysis: its diagnosis and findings for its target; `verbose` adds the
     cross-checks, evidence and fixes, the target's detail lines, notes and what is
@@ -282,7 +297,7 @@ def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[
     if analysis.world_size and analysis.world_size != analysis.ranks_analysed:
         ranks += f" of {analysis.world_size}"
     backend = f", {analysis.backend}" if analysis.backend else ""
-    steps = f", {analysis.diagnosis.steps} traced step(s)" if analysis.diagnosis else ""
+    steps = f", {traced_steps(analysis)} traced step(s)" if analysis.diagnosis else ""
     lines = [Line("head", f"> [ANALYSIS] Profiling complete: {ranks}{backend}{steps}")]
     lines += diagnosis_lines(
         analysis.diagnosis, analysis.unavailable.get("diagnosis"), verbose=verbose

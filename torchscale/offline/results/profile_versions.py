@@ -18,6 +18,7 @@ from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
 from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.offline.analysis.diagnosis import marked_injected
+from torchscale.offline.results.profile_windows import judged_against_windows
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
 from torchscale.offline.results.upgrades.verdicts import with_not_named
 
@@ -96,4 +97,4 @@ def read_analysis(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         return None, f"invalid profile analysis: {where}: {first['msg']}"
-    return with_run(analysis, result), None
+    return with_run(judged_against_windows(analysis, path.parent, result), result), None

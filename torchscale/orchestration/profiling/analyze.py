@@ -17,26 +17,10 @@ import pandas as pd
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.errors import ResultsError, TraceInputError, describe_os_error
-from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.step_phases import (
-    COMM_HOLD,
-    COMM_HOLD_BACKWARD,
-    CPU_TIME,
-    CPU_WAIT,
-    STEP_PHASES,
-    seconds_column,
-)
-from torchscale.offline.analysis.diagnosis import (
-    RunEvidence,
-    TimerEvidence,
-    diagnose,
-)
-from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
-from torchscale.offline.analysis.diagnosis.traces import INFLATION_CHECK
 from torchscale.offline.analysis.trace.reduce import RankReduction, combine, reduce_rank
-from torchscale.offline.results.directory_layout import ProfileRun
-from torchscale.offline.results.upgrades.edge_steps import read_step_records
+from torchscale.offline.results.profile_windows import timer_diagnosis
 from torchscale.offline.traces.rank_trace import RankTrace
 from torchscale.orchestration.profiling.overhead import capture_overhead
 from torchscale.orchestration.profiling.phase_records import read_phase_record
@@ -104,69 +88,6 @@ def analyze_directory(
     analysis.notes += [n for n in notes if n not in analysis.notes]
     analysis.analysis_s = round(time.perf_counter() - started, 3)
     return analysis
-
-
-def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
-    """The phase timers' diagnosis of the profiled run's measured windows: the result's own
-    where rank 0 wrote it, else (a result an earlier analysis rewrote with its diagnosis)
-    rebuilt from steps.jsonl beside it as rank 0 built it; None where the run has none
-    (FSDP and model-parallel cells have no step split) or the steps are not there."""
-    stored = cell.diagnosis
-    if stored is None:
-        return None
-    if stored.source == "phase timers" and not any(
-        c.name == INFLATION_CHECK for c in stored.cross_checks
-    ):
-        return stored
-    records = read_step_records(ProfileRun(directory).steps_path)
-    if not records:
-        return None
-    table, no_sync = _steps_table(records)
-    if table.empty:
-        return None
-    return diagnose(
-        RunEvidence(
-            timers=TimerEvidence(steps=table, no_sync=no_sync),
-            device_type=cell.cell.device,
-            backend=cell.cell.backend,
-            strategy=cell.cell.strategy,
-            nodes=cell.cell.nodes,
-            injected_ranks=frozenset(d.rank for d in cell.injected_delays),
-        )
-    )
-
-
-# the steps table's columns beyond the phases, and the step record keys they come from
-_EXTRA = (CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
-
-
-def _steps_table(records: list[dict[str, object]]) -> tuple[pd.DataFrame, NoSyncSteps | None]:
-    """The step records as the phase table rank 0 diagnoses (window, step, rank, step_s, the
-    phases, cpu_wait, cpu_time, comm holds; NaN where not measured) and the no_sync windows'
-    steps per rank (None without)."""
-    rows = []
-    no_sync: dict[int, list[float]] = {}
-    for record in records:
-        rank = record.get("rank")
-        if not isinstance(rank, int):
-            continue
-        if record.get("window") == "no_sync":
-            no_sync.setdefault(rank, []).append(_seconds(record.get("time_s")))
-            continue
-        row = {
-            "window": record.get("repeat", 0),
-            "step": record.get("step"),
-            "rank": rank,
-            "step_s": _seconds(record.get("time_s")),
-        }
-        for column in (*STEP_PHASES, *_EXTRA):
-            row[column] = _seconds(record.get(seconds_column(column)))
-        rows.append(row)
-    columns = ["window", "step", "rank", "step_s", *STEP_PHASES, *_EXTRA]
-    table = pd.DataFrame(rows, columns=columns)
-    ranks = set(table["rank"]) if not table.empty else set()
-    complete = bool(no_sync) and set(no_sync) == ranks
-    return table, NoSyncSteps(no_sync) if complete else None
 
 
 def traced_cpu_waits(directory: Path, ranks: list[int]) -> pd.DataFrame | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.offline.analysis.diagnosis.traces import TracedInflation, traced_inflation
-from torchscale.orchestration.profiling.phase_records import read_phase_record
+from torchscale.offline.results.profile_windows import traced_step_times
 
 
 @dataclass(frozen=True)
@@ -89,22 +89,6 @@ def _pct(fraction: float) -> str:
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms"
-
-
-def traced_step_times(directory: Path, world_size: int) -> tuple[dict[int, list[float]], str]:
-    """Each rank's traced step times from its `rank<k>.phases.json` (absent or unreadable
-    files are left out) and the step timer they name."""
-    times: dict[int, list[float]] = {}
-    timing = "unknown"
-    for rank in range(world_size):
-        record = read_phase_record(directory, rank)
-        if record is None:
-            continue
-        steps = record.get("step_s")
-        if isinstance(steps, list) and steps:
-            times[rank] = [float(s) for s in steps]
-            timing = str(record.get("timing", timing))
-    return times, timing
 
 
 def capture_overhead(

@@ -1,0 +1,169 @@
+"""A profiled run's measured windows against its traced steps, from the files beside its
+traces: `rank<k>.phases.json` (each rank's traced steps, timed by the step timer of the
+measured windows), `steps.jsonl` (every measured step with its phases) and `result.json`.
+
+The profiled run's diagnosis judges its traces against its measured windows
+(`traces.with_inflation`): this module gives that judgement its two inputs, the traced steps'
+inflation over the measured windows (`run_inflation`) and the phase timers' diagnosis of the
+measured windows (`timer_diagnosis`), and applies it to an analysis written before it was
+made (`judged_against_windows`, analysis schema 6 or older).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.step_phases import (
+    COMM_HOLD,
+    COMM_HOLD_BACKWARD,
+    CPU_TIME,
+    CPU_WAIT,
+    STEP_PHASES,
+    seconds_column,
+)
+from torchscale.offline.analysis.diagnosis import (
+    RunEvidence,
+    TimerEvidence,
+    diagnose,
+    with_caveat,
+)
+from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
+from torchscale.offline.analysis.diagnosis.traces import (
+    INFLATION_CHECK,
+    TracedInflation,
+    traced_inflation,
+    with_inflation,
+)
+from torchscale.offline.analysis.trace.profile_record import findings_for_target
+from torchscale.offline.results.directory_layout import ProfileRun
+from torchscale.offline.results.upgrades.edge_steps import read_step_records
+
+# the newest analysis schema whose diagnosis was not judged against the measured windows
+LAST_UNJUDGED = 6
+
+
+def traced_step_times(directory: Path, world_size: int) -> tuple[dict[int, list[float]], str]:
+    """Each rank's traced step times from its `rank<k>.phases.json` (absent or unreadable
+    files are left out) and the step timer they name."""
+    times: dict[int, list[float]] = {}
+    timing = "unknown"
+    for rank in range(world_size):
+        try:
+            record = json.loads((directory / f"rank{rank}.phases.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        steps = record.get("step_s") if isinstance(record, dict) else None
+        if isinstance(steps, list) and steps:
+            times[rank] = [float(s) for s in steps if isinstance(s, (int, float))]
+            timing = str(record.get("timing", timing))
+    return times, timing
+
+
+def run_inflation(directory: Path, cell: CellResult) -> TracedInflation | None:
+    """The traced steps in `directory` against `cell`'s measured windows (its step_time:
+    mean, sample standard deviation, count); None without either."""
+    stats = cell.step_time
+    if stats is None or stats.mean <= 0:
+        return None
+    times, _ = traced_step_times(directory, cell.cell.world_size)
+    pooled = [t for steps in times.values() for t in steps]
+    return traced_inflation(pooled, stats.mean, stats.std, stats.count)
+
+
+def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
+    """The phase timers' diagnosis of the profiled run's measured windows: the result's own
+    where rank 0 wrote it, else (a result an earlier analysis rewrote with its diagnosis)
+    rebuilt from steps.jsonl beside it as rank 0 built it; None where the run has none
+    (FSDP and model-parallel cells have no step split) or the steps are not there."""
+    stored = cell.diagnosis
+    if stored is None:
+        return None
+    if stored.source == "phase timers" and not any(
+        c.name == INFLATION_CHECK for c in stored.cross_checks
+    ):
+        return stored
+    records = read_step_records(ProfileRun(directory).steps_path)
+    if not records:
+        return None
+    table, no_sync = _steps_table(records)
+    if table.empty:
+        return None
+    return diagnose(
+        RunEvidence(
+            timers=TimerEvidence(steps=table, no_sync=no_sync),
+            device_type=cell.cell.device,
+            backend=cell.cell.backend,
+            strategy=cell.cell.strategy,
+            nodes=cell.cell.nodes,
+            injected_ranks=frozenset(d.rank for d in cell.injected_delays),
+        )
+    )
+
+
+# the steps table's columns beyond the phases, and the step record keys they come from
+_EXTRA = (CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
+
+
+def _steps_table(records: list[dict[str, object]]) -> tuple[pd.DataFrame, NoSyncSteps | None]:
+    """The step records as the phase table rank 0 diagnoses (window, step, rank, step_s, the
+    phases, cpu_wait, cpu_time, comm holds; NaN where not measured) and the no_sync windows'
+    steps per rank (None without)."""
+    rows = []
+    no_sync: dict[int, list[float]] = {}
+    for record in records:
+        rank = record.get("rank")
+        if not isinstance(rank, int):
+            continue
+        if record.get("window") == "no_sync":
+            no_sync.setdefault(rank, []).append(_seconds(record.get("time_s")))
+            continue
+        row = {
+            "window": record.get("repeat", 0),
+            "step": record.get("step"),
+            "rank": rank,
+            "step_s": _seconds(record.get("time_s")),
+        }
+        for column in (*STEP_PHASES, *_EXTRA):
+            row[column] = _seconds(record.get(seconds_column(column)))
+        rows.append(row)
+    columns = ["window", "step", "rank", "step_s", *STEP_PHASES, *_EXTRA]
+    table = pd.DataFrame(rows, columns=columns)
+    ranks = set(table["rank"]) if not table.empty else set()
+    complete = bool(no_sync) and set(no_sync) == ranks
+    return table, NoSyncSteps(no_sync) if complete else None
+
+
+def _seconds(value: object) -> float:
+    """A recorded figure as a float; NaN where it is missing or not a number."""
+    return float(value) if isinstance(value, (int, float)) else float("nan")
+
+
+def judged_against_windows(
+    analysis: ProfileAnalysis, directory: Path, result: CellResult | None
+) -> ProfileAnalysis:
+    """An analysis written before its diagnosis was judged against the measured windows
+    (schema LAST_UNJUDGED or older), judged now from the files beside it, as a fresh analysis
+    would be: its findings follow the diagnosis; unchanged where the run's files cannot say."""
+    diagnosis = analysis.diagnosis
+    if (
+        analysis.schema_version > LAST_UNJUDGED
+        or result is None
+        or diagnosis is None
+        or diagnosis.source != "traces"
+        or any(c.name == INFLATION_CHECK for c in diagnosis.cross_checks)
+    ):
+        return analysis
+    inflation = run_inflation(directory, result)
+    if inflation is None:
+        return analysis
+    judged = with_inflation(diagnosis, timer_diagnosis(directory, result), inflation)
+    judged = with_caveat(judged, diagnosis.caveat)
+    kept, others = findings_for_target(judged.findings, analysis.target)
+    return analysis.model_copy(
+        update={"diagnosis": judged, "findings": kept, "other_findings": others}
+    )
