@@ -27,6 +27,7 @@ import torchscale
 import torchscale.results
 from torchscale.contracts.errors import ResultsError, UsageError
 from torchscale.contracts.schema.cell_result import PART_NAMES
+from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import (
     Chart,
@@ -568,14 +569,15 @@ def test_newer_or_corrupt_profile_analysis(tmp_path: Path) -> None:
     shutil.copytree(V3_PROFILE, root)
     analysis = root / "profile" / PROFILE_CELL / "analysis.json"
     data = json.loads(analysis.read_text(encoding="utf-8"))
-    data["schema_version"] = 7
+    newer = ANALYSIS_SCHEMA_VERSION + 1
+    data["schema_version"] = newer
     analysis.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(ResultsError, match="analysis schema version 7 is newer"):
+    with pytest.raises(ResultsError, match=f"analysis schema version {newer} is newer"):
         read_sources(root)  # nothing else usable in it
     shutil.copytree(V3_SWEEP, tmp_path / "v3_fixture")
     sources = read_sources(tmp_path)
     assert [s.name for s in sources.experiments] == ["v3_fixture"]
-    assert any("analysis schema version 7" in s.reason for s in sources.skipped)
+    assert any(f"analysis schema version {newer}" in s.reason for s in sources.skipped)
 
 
 def test_every_cell_unusable(sweep: Path) -> None:
