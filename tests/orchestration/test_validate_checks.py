@@ -987,11 +987,14 @@ def test_decode_clock_reasons(mask: int, expected: list[str]) -> None:
     assert decode_clock_reasons(mask) == expected
 
 
+IDLE_SLOWDOWN = "hardware or thermal slowdown set on an idle GPU: "
+
+
 def test_throttle_thermal_warns() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x1), FakeGpu(clock_reasons=0x40)])
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.WARN
-    assert result.detail == "clocks held down now: GPU1: HwThermalSlowdown"
+    assert result.detail == f"{IDLE_SLOWDOWN}GPU1: HwThermalSlowdown"
     assert "cooling" in result.hint
     assert result.data["gpus"] == {0: ["GpuIdle"], 1: ["HwThermalSlowdown"]}
 
@@ -1003,10 +1006,14 @@ def test_throttle_idle_passes() -> None:
     assert result.data["gpus"] == {0: ["GpuIdle"], 1: ["GpuIdle", "SyncBoost"]}
 
 
-def test_throttle_harmless_reasons_are_not_listed_as_slowing() -> None:
+def test_throttle_power_management_at_idle_is_no_problem() -> None:
+    """The mask is read once with the GPU idle: SwPowerCap there is power management, not a
+    slowdown, and the check says it read an idle GPU."""
     result = check_throttle(gpu_ctx(FakeNvml([FakeGpu(clock_reasons=0x1 | 0x4)])))
-    assert result.status is CheckStatus.WARN
-    assert result.detail == "clocks held down now: GPU0: SwPowerCap"
+    assert result.status is CheckStatus.PASS, result.detail
+    assert result.title == "Clock throttling (idle GPU)"
+    assert result.detail.startswith("read once with the GPUs idle: no hardware or thermal")
+    assert "SwPowerCap" not in result.detail and result.data["read"] == "once, idle"
 
 
 NEW_CLOCKS = "nvmlDeviceGetCurrentClocksEventReasons"
@@ -1029,15 +1036,14 @@ def test_throttle_falls_back_when_the_driver_lacks_the_new_function() -> None:
     )
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.WARN
-    assert result.detail == "clocks held down now: GPU1: HwThermalSlowdown"
+    assert result.detail == f"{IDLE_SLOWDOWN}GPU1: HwThermalSlowdown"
     assert len(fake.called(NEW_CLOCKS)) == 2
     assert len(fake.called(OLD_CLOCKS)) == 2
     assert result.data["errors"] == {}
 
 
 def test_throttle_falls_back_on_not_supported() -> None:
-    fake = FakeNvml([FakeGpu(clock_reasons=0x4)])
-    fake.gpus[0].clock_reasons = 0x4
+    fake = FakeNvml([FakeGpu(clock_reasons=0x8)])
     calls: list[str] = []
 
     def new_name_not_supported(handle: Any) -> int:
@@ -1048,7 +1054,7 @@ def test_throttle_falls_back_on_not_supported() -> None:
     result = check_throttle(gpu_ctx(fake))
     assert calls == ["new"]
     assert result.status is CheckStatus.WARN
-    assert "SwPowerCap" in result.detail
+    assert "HwSlowdown" in result.detail
     assert fake.called(OLD_CLOCKS)
 
 
@@ -1092,9 +1098,7 @@ def test_throttle_unreadable_gpu_is_named_next_to_a_throttling_one() -> None:
     fake = FakeNvml([FakeGpu(clock_reasons=0x20), FakeGpu(clock_reasons=NOT_SUPPORTED)])
     result = check_throttle(gpu_ctx(fake))
     assert result.status is CheckStatus.WARN
-    assert result.detail.startswith(
-        "clocks held down now: GPU0: SwThermalSlowdown; unreadable: GPU1: "
-    )
+    assert result.detail.startswith(f"{IDLE_SLOWDOWN}GPU0: SwThermalSlowdown; unreadable: GPU1: ")
     assert result.data["gpus"] == {0: ["SwThermalSlowdown"]}
     assert list(result.data["errors"]) == [1]
 

@@ -810,7 +810,7 @@ def test_report_shows_throttling_as_a_finding_and_in_the_telemetry_table(tmp_pat
     assert finding.title.endswith("GPU clocks throttled (HwThermalSlowdown)")
     assert finding.title.startswith(finding.source)  # the cell's label, not its hashed id
     assert finding.source.startswith("tiny-gpt2 b8 x2") and finding.severity == "warn"
-    assert any("HwThermalSlowdown set in 50.0 % of 10 samples" in e for e in finding.evidence)
+    assert any("HwThermalSlowdown in 5 of 10 in-window samples" in e for e in finding.evidence)
     bottlenecks = report.section("bottlenecks")
     tables = {b.id: b for b in bottlenecks.blocks if b.type == "table"}
     kinds = {r["kind"] for r in tables["bottlenecks-warnings"].rows}

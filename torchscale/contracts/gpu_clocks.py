@@ -91,10 +91,12 @@ def judge_clocks(
     max_why: str | None,
     limit: PowerLimit | None,
     where: str = "in-window samples",
+    max_source: str = "",
 ) -> ClockJudgement:
     """The verdict from how many of `samples` each reason was set in (`flagged`), the lowest SM
     clock of the samples with SwPowerCap (`low_clock_mhz`), the GPU's top SM clock and its power
-    limits (None: unread, `max_why` and `limit.unavailable` say why)."""
+    limits (None: unread, `max_why` and `limit.unavailable` say why); `max_source` names where
+    the top clock came from when not from the GPU itself."""
     of = f"of {samples} {where}"
     hardware = [r for r in HARDWARE_SLOWDOWNS if flagged.get(r, 0) >= MIN_FLAGGED_SAMPLES]
     if hardware:
@@ -105,26 +107,26 @@ def judge_clocks(
     capped = flagged.get(POWER_CAP, 0)
     if capped < MIN_FLAGGED_SAMPLES:
         one = f"; {POWER_CAP} in 1 sample only" if capped else ""
-        return ClockJudgement(
-            "full_clocks",
-            (),
-            f"no slowdown reason in {MIN_FLAGGED_SAMPLES} or more {of}{one}{aside}",
-        )
+        many = f"{MIN_FLAGGED_SAMPLES} or more" if capped or transient else "any"
+        return ClockJudgement("full_clocks", (), f"no slowdown reason in {many} {of}{one}{aside}")
     seen = f"{POWER_CAP} in {capped} {of}"
     limits = _limit_words(limit)
     if limit is not None and limit.capped:
         return ClockJudgement("throttled", (POWER_CAP,), f"{seen} under a site cap: {limits}")
     if max_sm_mhz and low_clock_mhz is not None:
         share = low_clock_mhz / max_sm_mhz
-        lowest = f"{low_clock_mhz:g} MHz, {share:.0%} of its {max_sm_mhz:g} MHz max"
+        of_max = f"{share:.0%} of its {max_sm_mhz:g} MHz max{max_source}"
         if share < FULL_CLOCK_SHARE:
             return ClockJudgement(
-                "throttled", (POWER_CAP,), f"{seen}, SM clock down to {lowest}; {limits}"
+                "throttled",
+                (POWER_CAP,),
+                f"{seen}, SM clock down to {low_clock_mhz:g} MHz, {of_max}; {limits}",
             )
         return ClockJudgement(
             "at_power_limit",
             (),
-            f"{AT_POWER_LIMIT}: {seen}, SM clock at {lowest} or more; {limits}{aside}",
+            f"{AT_POWER_LIMIT}: {seen}, SM clock at {low_clock_mhz:g} MHz or more, {of_max}; "
+            f"{limits}{aside}",
         )
     clock_why = max_why if not max_sm_mhz else "no SM clock read in those samples"
     if limit is not None and limit.capped is False:

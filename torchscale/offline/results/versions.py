@@ -23,6 +23,7 @@ from torchscale.contracts.schema.cell_result import (
     CellResult,
 )
 from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.offline.results.upgrades.telemetry_rules import rejudged_telemetry
 from torchscale.offline.results.upgrades.verdicts import with_not_named
 
 CELL_KIND = "torchscale.cell"
@@ -386,6 +387,7 @@ COMPLETIONS: dict[int, Callable[[CellResult], CellResult]] = {
     7: read_from_point_figures,
     9: completed_from_model,
     12: said_why_not_named,
+    15: rejudged_telemetry,  # throttling, in-window figures and NVML's averaging floor
     RESULT_SCHEMA_VERSION: judged_host_bound,  # every version: the probe or the fallback
 }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS
 from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, nvml_indices
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
@@ -20,11 +21,7 @@ from torchscale.orchestration.validate.check_result import (
     warned,
 )
 from torchscale.orchestration.validate.checks_software import NEEDS_TORCH, torch_build
-from torchscale.rank.telemetry.reasons import (
-    HARMLESS_REASONS,
-    decode_clock_reasons,
-    read_clock_reasons,
-)
+from torchscale.rank.telemetry.reasons import decode_clock_reasons, read_clock_reasons
 
 CPU_SKIP = "--device cpu: GPU checks are not run"
 NO_GPU = "no GPU visible"
@@ -408,7 +405,10 @@ def check_persistence(ctx: ValidateContext) -> CheckResult:
 
 
 def check_throttle(ctx: ValidateContext) -> CheckResult:
-    title = "Clock throttling"
+    """The clocks-event mask of every GPU, read once with the GPU idle: only a hardware or
+    thermal slowdown set at idle is a problem here. SwPowerCap and the idle bits are power
+    management, and throttling under load is judged from each cell's telemetry."""
+    title = "Clock throttling (idle GPU)"
     pynvml, skip = _nvml_or_skip(ctx, "throttle", title)
     if skip:
         return skip
@@ -420,20 +420,21 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
             unreadable[gpu.index] = err or "no answer"
         else:
             reasons[gpu.index] = decode_clock_reasons(mask)
-    slowing = {i: [r for r in rs if r not in HARMLESS_REASONS] for i, rs in reasons.items()}
+    slowing = {i: [r for r in rs if r in HARDWARE_SLOWDOWNS] for i, rs in reasons.items()}
     slowing = {i: rs for i, rs in slowing.items() if rs}
     by_error: dict[str, list[str]] = {}
     for i, e in unreadable.items():
         by_error.setdefault(e, []).append(f"GPU{i}")
     unknown = "; ".join(f"{', '.join(gpus)}: {e}" for e, gpus in by_error.items())
-    data: dict[str, Any] = {"gpus": reasons, "errors": unreadable}
+    data: dict[str, Any] = {"gpus": reasons, "errors": unreadable, "read": "once, idle"}
     if slowing:
         text = "; ".join(f"GPU{i}: {', '.join(rs)}" for i, rs in slowing.items())
         return warned(
             "throttle",
             title,
-            f"clocks held down now: {text}" + (f"; unreadable: {unknown}" if unknown else ""),
-            "check cooling and power limits (`nvidia-smi -q -d PERFORMANCE,POWER`); a "
+            f"hardware or thermal slowdown set on an idle GPU: {text}"
+            + (f"; unreadable: {unknown}" if unknown else ""),
+            "check cooling and the hardware (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE`); a "
             "throttling GPU becomes the straggler every rank waits for",
             **data,
         )
@@ -446,4 +447,10 @@ def check_throttle(ctx: ValidateContext) -> CheckResult:
             "PERFORMANCE` by hand, and the driver (`nvidia-smi`) if it fails too",
             **data,
         )
-    return passed("throttle", title, "no thermal or power slowdown active", **data)
+    return passed(
+        "throttle",
+        title,
+        "read once with the GPUs idle: no hardware or thermal slowdown set (throttling under "
+        "load is judged from each cell's telemetry)",
+        **data,
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS, POWER_CAP
 from torchscale.contracts.nvml import nvml_error_name
 
 # NVML clock event ("throttle") reason bits; names as in nvml.h
@@ -22,17 +23,13 @@ CLOCK_REASONS: dict[int, str] = {
     0x80: "HwPowerBrakeSlowdown",
     0x100: "DisplayClockSetting",
 }
-# set while nothing slows the GPU: an idle GPU, or clocks the administrator chose
-HARMLESS_REASONS = frozenset(
-    {"GpuIdle", "ApplicationsClocksSetting", "SyncBoost", "DisplayClockSetting"}
-)
 # bits the telemetry leaves out: idle between kernels and administrator-set clocks say nothing
 # about throttling during training
 IGNORED_REASONS = frozenset({"GpuIdle", "ApplicationsClocksSetting"})
-# the reasons that hold the clocks below what the workload asks for: power, heat, hardware
-SLOWDOWN_REASONS = frozenset(
-    {"SwPowerCap", "HwSlowdown", "SwThermalSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown"}
-)
+# the reasons that may hold the clocks below what the workload asks for: heat, hardware, the
+# power brake, and the power limit (SwPowerCap: a slowdown only under a site cap or at lowered
+# clocks, contracts/gpu_clocks.judge_clocks)
+SLOWDOWN_REASONS = frozenset({POWER_CAP, *HARDWARE_SLOWDOWNS})
 
 
 def decode_clock_reasons(mask: int) -> list[str]:

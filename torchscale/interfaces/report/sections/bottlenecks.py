@@ -449,10 +449,19 @@ def _throttling_status(results: list[CellResult]) -> tuple[str | None, str | Non
     note = None
     if read:
         intervals = sorted({r.telemetry.interval_ms for r in read if r.telemetry is not None})
+        at_limit = [
+            r for r in read if r.telemetry and r.telemetry.clock_verdict == "at_power_limit"
+        ]
+        limit = (
+            f"; {len(at_limit)} at their power limit (SwPowerCap at full clocks: normal under "
+            "dense load)"
+            if at_limit
+            else ""
+        )
         note = (
             f"No GPU clock throttling during the measured windows of {len(read)} GPU run(s): no "
-            "power, thermal or hardware slowdown reason in any NVML clocks-event sample (every "
-            f"{'/'.join(map(str, intervals))} ms)."
+            "thermal or hardware slowdown in two or more NVML clocks-event samples (every "
+            f"{'/'.join(map(str, intervals))} ms){limit}."
         )
     why = None
     if unread:
@@ -498,6 +507,8 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
                 if tel.throttled is None
                 else ", ".join(tel.throttle_reasons)
                 if tel.throttled
+                else "no (at power limit)"
+                if tel.clock_verdict == "at_power_limit"
                 else "no",
                 "_severity": "warn" if tel.throttled else "info",
             }

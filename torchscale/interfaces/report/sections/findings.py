@@ -218,9 +218,9 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
     for rank in telemetry.ranks:
         if not rank.throttle_reasons:
             continue
-        line = (
-            f"rank {rank.rank} ({rank.gpu_name or rank.device}): "
-            f"{', '.join(rank.throttle_reasons)} set in "
+        line = f"rank {rank.rank} ({rank.gpu_name or rank.device}): " + (
+            rank.clock_basis
+            or f"{', '.join(rank.throttle_reasons)} set in "
             f"{fmt(rank.throttled_fraction, 'ratio_pct')} of {rank.samples} samples"
         )
         if rank.sm_clock_mhz is not None:
@@ -239,7 +239,8 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
         source=label,
         evidence=evidence,
         recommendation="The figures were measured below full clocks. Thermal reasons point at "
-        "cooling or airflow, SwPowerCap at the power limit (`nvidia-smi -q -d "
+        "cooling or airflow, SwPowerCap (counted only under a site power cap or below 90 % of "
+        "the top SM clock) at the power limit (`nvidia-smi -q -d "
         "PERFORMANCE,POWER,TEMPERATURE`); in a multi-GPU cell a throttled GPU becomes the "
         "straggler every rank waits for.",
         severity="warn",

@@ -1,0 +1,260 @@
+"""GPU telemetry a GPU engineer can trust: the clock verdict (only hardware and thermal slowdowns,
+or SwPowerCap under a site cap or at lowered clocks, count as throttled), only the samples
+between a window's edges counted, NVML's ~1 s averages not measurable over shorter windows,
+power from the energy counter; and the first H100 run's results re-judged on load.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml
+from tests.h100_replay import WORKLOAD, h100_cell, needs_h100
+from torchscale.contracts.gpu_clocks import judge_clocks, sku_max_sm_mhz
+from torchscale.contracts.power_limit import PowerLimit
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.offline.results.versions import read_cell_result
+from torchscale.rank.telemetry.nvml_source import NvmlSource
+from torchscale.rank.telemetry.sampler import Sampler
+from torchscale.rank.telemetry.samples import SamplerReport, WindowSamples
+from torchscale.rank.telemetry.window_figures import combine, summarise_rank
+
+UUID = "GPU-7e57c10c-0000-4000-8000-000000000001"
+HW_SLOWDOWN, POWER_CAP, THERMAL = 0x8, 0x4, 0x40
+
+
+def sampled_gpu(**fields: Any) -> SamplerReport:
+    """One window of ~0.2 s on a fake GPU sampled every 10 ms; its edges marked 20 ms inside
+    the sampler's start and stop, as the measuring loop marks them."""
+    sampler = Sampler(
+        [NvmlSource(UUID, module=FakeNvml([FakeGpu(uuid=UUID, **fields)]))], 0.01, "cuda:0"
+    )
+    sampler.start()
+    time.sleep(0.02)
+    opened = time.perf_counter()
+    time.sleep(0.2)
+    closed = time.perf_counter()
+    sampler.mark_window(opened, closed)
+    time.sleep(0.02)
+    sampler.stop()
+    return sampler.report()
+
+
+def verdict_of(**fields: Any) -> tuple[str | None, bool | None, list[str]]:
+    rank = summarise_rank(0, "h", sampled_gpu(**fields), floor_s=0.0, counter_step_s=0.0)
+    telemetry, _, warnings = combine([rank], 10, 1, 8, None)
+    return rank.clock_verdict, telemetry.throttled, warnings
+
+
+def test_hardware_slowdown_bits_throttle() -> None:
+    for mask in (HW_SLOWDOWN, THERMAL, 0x20, 0x80):
+        verdict, throttled, warnings = verdict_of(clock_reasons=mask)
+        assert (verdict, throttled) == ("throttled", True), hex(mask)
+        assert warnings and warnings[0].startswith("GPU clocks throttled")
+
+
+def test_power_cap_at_the_top_clock_is_the_power_limit_not_throttling() -> None:
+    """The first H100 run's compiled GPT-2 cell: SwPowerCap at 1980 of 1980 MHz under the
+    default 700 W limit. An info verdict, no warning, nothing about cooling."""
+    report = sampled_gpu(clock_reasons=POWER_CAP | 0x1, sm_clock=1980)
+    rank = summarise_rank(0, "h", report, floor_s=0.0, counter_step_s=0.0)
+    assert rank.clock_verdict == "at_power_limit" and rank.throttle_reasons == []
+    assert rank.clock_basis is not None
+    assert rank.clock_basis.startswith("at its power limit (normal under dense load)")
+    assert "1980 MHz max" in rank.clock_basis and "700 W, its default" in rank.clock_basis
+    assert rank.sm_clock_max_mhz == 1980
+    assert rank.power_limit == PowerLimit(enforced_w=700, default_w=700)
+    telemetry, unavailable, warnings = combine([rank], 10, 1, 8, None)
+    assert telemetry.throttled is False and telemetry.clock_verdict == "at_power_limit"
+    assert warnings == [] and "telemetry.throttled" not in unavailable
+
+
+def test_power_cap_under_a_site_cap_throttles() -> None:
+    verdict, throttled, warnings = verdict_of(
+        clock_reasons=POWER_CAP, enforced_power_limit_mw=500_000, default_power_limit_mw=700_000
+    )
+    assert (verdict, throttled) == ("throttled", True)
+    assert "under a site cap: power limit 500 W, below its 700 W default" in warnings[0]
+
+
+def test_power_cap_below_ninety_percent_of_the_top_clock_throttles() -> None:
+    verdict, throttled, warnings = verdict_of(clock_reasons=POWER_CAP, sm_clock=1500)
+    assert (verdict, throttled) == ("throttled", True)
+    assert "SM clock down to 1500 MHz, 76% of its 1980 MHz max" in warnings[0]
+    # 90 % of 1980 is 1782: just above it holds the limit at full clocks
+    assert verdict_of(clock_reasons=POWER_CAP, sm_clock=1790)[:2] == ("at_power_limit", False)
+
+
+def test_power_cap_with_neither_limit_nor_top_clock_readable_is_not_judged() -> None:
+    rank = summarise_rank(
+        0,
+        "h",
+        sampled_gpu(
+            clock_reasons=POWER_CAP,
+            sm_clock_max=NOT_SUPPORTED,
+            enforced_power_limit_mw=NOT_SUPPORTED,
+        ),
+        floor_s=0.0,
+    )
+    assert rank.clock_verdict == "not_judged"
+    assert "nvmlDeviceGetMaxClockInfo" in rank.unavailable["sm_clock_max_mhz"]
+    telemetry, unavailable, warnings = combine([rank], 10, 1, 8, None)
+    assert telemetry.throttled is None and warnings == []
+    assert "whether it cost clocks is not known" in unavailable["telemetry.throttled"]
+
+
+def test_one_flagged_sample_is_a_transient() -> None:
+    judged = judge_clocks({"HwSlowdown": 1, "SwPowerCap": 1}, 10, 1980, 1980, None, None)
+    assert judged.verdict == "full_clocks" and "1 sample only" in judged.basis
+
+
+def window(t: list[float], opened: float, closed: float, **columns: list[Any]) -> WindowSamples:
+    return WindowSamples(
+        t=t,
+        values={name: list(v) for name, v in columns.items()},
+        energy_start_mj=0.0,
+        energy_stop_mj=700.0 * (t[-1] - t[0]) * 1000,
+        energy_t=(t[0], t[-1]),
+        complete=True,
+        opened=opened,
+        closed=closed,
+    )
+
+
+def report_of(windows: list[WindowSamples]) -> SamplerReport:
+    return SamplerReport(
+        device="cuda:0",
+        interval_s=0.1,
+        windows=windows,
+        gpu_name="NVIDIA H100 80GB HBM3",
+        sm_clock_max_mhz=1980.0,
+        power_limit=PowerLimit(enforced_w=700, default_w=700),
+    )
+
+
+def test_only_samples_between_the_window_edges_count() -> None:
+    """The sampler's first and last samples sit in the window's edge work (the idle GPU before
+    the opening barrier, after the closing one): utilisation, power, clocks and reasons count
+    the samples between the edges only."""
+    edge_mask = HW_SLOWDOWN | POWER_CAP
+    w = window(
+        [0.0, 0.1, 0.6, 1.1, 1.6, 1.7],
+        opened=0.05,
+        closed=1.65,
+        gpu_util_pct=[0, 95, 100, 100, 95, 0],
+        power_w=[90, 650, 690, 700, 680, 90],
+        sm_clock_mhz=[345, 1980, 1980, 1980, 1980, 345],
+        clock_reasons=[edge_mask, 0, 0, 0, 0, edge_mask],
+    )
+    rank = summarise_rank(0, "h", report_of([w]))
+    assert rank.window_samples == 4 and rank.samples == 6
+    assert rank.window_s == pytest.approx(1.6)
+    assert rank.gpu_util_pct is not None and rank.gpu_util_pct.mean == pytest.approx(97.5)
+    assert rank.sm_clock_mhz is not None and rank.sm_clock_mhz.mean == 1980
+    assert rank.clock_event_reasons == [] and rank.throttled_fraction == 0.0
+    assert rank.clock_verdict == "full_clocks"
+    # power: the energy counter's joules over its seconds, not the samples' 1-s averages
+    assert rank.power_method == "counter"
+    assert rank.power_w is not None and rank.power_w.mean == pytest.approx(700.0)
+
+
+def test_windows_too_short_for_nvml_averaging_are_not_measurable() -> None:
+    """0.216 s of windows (the compiled GPT-2 cell): NVML's 1 s power and utilisation averages
+    describe the seconds around them, and the counter's steps are too coarse: null, saying
+    why. One window of 2 s is measured, its power by the counter."""
+    short = [
+        window([0.0, 0.05, 0.11], 0.0, 0.108, gpu_util_pct=[5, 5, 5], power_w=[177] * 3),
+        window([1.0, 1.05, 1.11], 1.0, 1.108, gpu_util_pct=[5, 5, 5], power_w=[177] * 3),
+    ]
+    rank = summarise_rank(0, "h", report_of(short))
+    assert rank.gpu_util_pct is None and rank.power_w is None and rank.energy_j is None
+    assert rank.unavailable["gpu_util_pct"].startswith("not measurable: windows of 0.216 s")
+    assert "NVML averages over ~1 s" in rank.unavailable["power_w"]
+    assert "energy counter moves in steps" in rank.unavailable["energy_j"]
+    telemetry, unavailable, _ = combine([rank], 100, 2, 16, 1024)
+    assert telemetry.gpu_util_pct_mean is None and telemetry.power_w_mean is None
+    assert unavailable["telemetry.power_w_mean"].startswith("not measurable")
+    long = [window([0.0, 1.0, 2.0], 0.0, 2.0, gpu_util_pct=[99] * 3, power_w=[400] * 3)]
+    rank = summarise_rank(0, "h", report_of(long))
+    assert rank.gpu_util_pct is not None and rank.power_method == "counter"
+    assert rank.power_w is not None and rank.power_w.mean == pytest.approx(700.0)
+    assert rank.energy_j == pytest.approx(1400.0)
+
+
+def test_the_sampler_marks_the_windows_edges() -> None:
+    report = sampled_gpu(utilization=80)
+    (w,) = report.windows
+    assert w.opened is not None and w.closed is not None
+    assert w.t[0] < w.opened and w.t[-1] > w.closed  # the edge samples stay outside
+    assert 0 < len(w.inside()) < len(w.t)
+
+
+def test_the_sku_table() -> None:
+    assert sku_max_sm_mhz("NVIDIA H100 80GB HBM3") == 1980
+    assert sku_max_sm_mhz("NVIDIA H100 PCIe") == 1755
+    assert sku_max_sm_mhz("Tesla T4") is None
+
+
+# ===================================================== the first H100 run, read by today's rules
+
+
+def compiled_gpt2() -> CellResult:
+    read = read_cell_result(h100_cell(WORKLOAD / "runs" / "compiled", "gpt2__b8__w1__bf16__ddp"))
+    assert read.result is not None and read.version == 15, read.problem
+    return read.result
+
+
+@needs_h100
+def test_h100_compiled_gpt2_is_at_its_power_limit_not_throttled() -> None:
+    """SwPowerCap in 3 of 6 samples with the SM clock at 1970 mean, 1980 max: the lowest sample
+    was at least 1920 MHz, 97 % of the H100's 1980. Stored as throttled, read as not."""
+    result = compiled_gpt2()
+    telemetry = result.telemetry
+    assert telemetry is not None
+    assert telemetry.throttled is False and telemetry.clock_verdict == "at_power_limit"
+    assert telemetry.throttle_reasons == []
+    (rank,) = telemetry.ranks
+    assert rank.clock_basis is not None
+    assert rank.clock_basis.startswith("at its power limit (normal under dense load): SwPowerCap")
+    assert "1920 MHz or more, 97% of its 1980 MHz max" in rank.clock_basis
+    assert not any("throttled" in w or "cooling" in w for w in result.warnings)
+
+
+@needs_h100
+def test_h100_compiled_gpt2_utilisation_and_power_are_not_measurable() -> None:
+    """0.216 s of windows: the stored 5 % utilisation and 177 W (NVML's 1 s averages) and the
+    counter's 146 J (two windows of ~0.1 s) are not measurements."""
+    result = compiled_gpt2()
+    telemetry = result.telemetry
+    assert telemetry is not None
+    assert telemetry.gpu_util_pct_mean is None and telemetry.power_w_mean is None
+    assert telemetry.energy_j is None and telemetry.samples_per_joule is None
+    why = result.unavailable["telemetry.gpu_util_pct_mean"]
+    assert why.startswith("not measurable: windows of 0.216 s in all")
+    assert "NVML averages over ~1 s" in result.unavailable["telemetry.power_w_mean"]
+    assert "~27%" in result.unavailable["telemetry.energy_j"]
+
+
+@needs_h100
+def test_h100_report_does_not_call_the_power_limit_throttling() -> None:
+    from torchscale.interfaces.report.build import build_report
+    from torchscale.interfaces.report.request import ReportOptions
+    from torchscale.interfaces.report.sources import read_sources
+
+    report: Any = build_report(
+        read_sources(WORKLOAD / "runs" / "compiled"),
+        ReportOptions(generated_at="2026-01-01T00:00:00Z"),
+    )
+    findings = [
+        f for s in report.sections for b in s.blocks if b.type == "findings" for f in b.findings
+    ]
+    assert not [f for f in findings if "throttled" in f.title]
+    text = report.model_dump_json()
+    assert "below full clocks" not in text and "cooling" not in text
+    tables = {b.id: b for b in report.section("bottlenecks").blocks if b.type == "table"}
+    rows = {r["cell"]: r for r in tables["bottlenecks-telemetry"].rows}
+    assert "no (at power limit)" in [r["throttled"] for r in rows.values()]
+    assert "1 at their power limit (SwPowerCap at full clocks" in text

@@ -1,0 +1,157 @@
+"""A result of schema 15 or older, its GPU telemetry re-judged by today's rules
+(contracts/gpu_clocks.py) from what it stored.
+
+Those results counted SwPowerCap as throttling, took every sample (the window edges' too) and
+kept NVML's ~1 s averages over windows of a fraction of a second. What they stored still decides
+most of it: the samples' count and share with a slowdown bit, the SM clock's mean and max (the
+lowest sample was at least `samples x mean - (samples - 1) x max`), the GPU's name (its top SM
+clock from the SKU table) and the seconds from each window's first edge to its last. The power
+limits were not recorded: a site cap cannot be seen, and the basis says so.
+"""
+
+from __future__ import annotations
+
+from torchscale.contracts.gpu_clocks import (
+    THROTTLE_WARNING,
+    RankVerdict,
+    averaged_not_measurable,
+    cell_verdict,
+    counter_not_measurable,
+    judge_clocks,
+    sku_max_sm_mhz,
+    throttle_warning,
+)
+from torchscale.contracts.power_limit import PowerLimit
+from torchscale.contracts.schema.cell_result import CellResult, FieldStats, RankTelemetry
+
+NOT_RECORDED = "not recorded by results of schema 15 or older"
+EDGES_INCLUDED = "samples, window edges included"
+
+
+def lowest_clock(stats: FieldStats | None, samples: int) -> float | None:
+    """The lowest SM clock any of `samples` samples can have had, given their mean and max."""
+    if stats is None or samples < 1:
+        return None
+    return max(0.0, samples * stats.mean - (samples - 1) * stats.max)
+
+
+def rejudged_rank(rank: RankTelemetry, windows: int) -> RankTelemetry:
+    """One rank's figures and clock verdict by today's rules, from what it stored."""
+    window_s = rank.load.window_s if rank.load is not None and rank.load.window_s > 0 else None
+    seconds = window_s if window_s is not None else rank.sampled_s
+    unavailable = dict(rank.unavailable)
+    update: dict[str, object] = {}
+    short = averaged_not_measurable(seconds)
+    for name in ("gpu_util_pct", "power_w"):
+        if short is not None and getattr(rank, name) is not None:
+            update[name] = None
+            unavailable[name] = short
+    energy = rank.energy_j
+    if energy is not None and rank.energy_method == "counter":
+        coarse = counter_not_measurable(seconds, max(windows, 1))
+        if coarse is not None:
+            update |= {"energy_j": None, "energy_method": None}
+            unavailable["energy_j"] = coarse
+        elif seconds > 0:  # one definition of power: the counter's where it measured
+            watts = energy / seconds
+            top = rank.power_w.max if rank.power_w is not None and short is None else watts
+            update |= {"power_w": FieldStats(mean=watts, max=max(watts, top))}
+            update["power_method"] = "counter"
+            unavailable.pop("power_w", None)
+    elif energy is not None and short is not None:
+        update |= {"energy_j": None, "energy_method": None}
+        unavailable["energy_j"] = short
+    if "power_w" not in update and rank.power_w is not None:
+        update["power_method"] = "samples"
+    if rank.throttled_fraction is not None:
+        flagged_samples = round(rank.throttled_fraction * rank.samples)
+        flagged = dict.fromkeys(rank.throttle_reasons, flagged_samples)
+        judged = judge_clocks(
+            flagged,
+            rank.samples,
+            lowest_clock(rank.sm_clock_mhz, rank.samples),
+            sku_max_sm_mhz(rank.gpu_name),
+            f"{NOT_RECORDED}, and the SKU table has no {rank.gpu_name or 'name for it'}",
+            PowerLimit(unavailable=NOT_RECORDED),
+            where=EDGES_INCLUDED,
+            max_source=" (the SKU table's)",
+        )
+        update |= {
+            "clock_verdict": judged.verdict,
+            "clock_basis": judged.basis,
+            "throttle_reasons": list(judged.reasons) if judged.verdict == "throttled" else [],
+        }
+    else:
+        unavailable.setdefault("clock_verdict", unavailable.get("throttled_fraction", NOT_RECORDED))
+    return rank.model_copy(update=update | {"unavailable": unavailable})
+
+
+def rejudged_telemetry(result: CellResult) -> CellResult:
+    """The result with its ranks' telemetry re-judged and the cell's totals, throttled verdict
+    and throttling warning following them; a result judged by today's rules is returned as
+    it is."""
+    telemetry = result.telemetry
+    if (
+        telemetry is None
+        or all(r.device == "cpu" for r in telemetry.ranks)  # no GPU: nothing to re-judge
+        or any(r.clock_verdict is not None for r in telemetry.ranks)
+    ):
+        return result
+    ranks = [rejudged_rank(r, telemetry.windows) for r in telemetry.ranks]
+    unavailable = dict(result.unavailable)
+    update: dict[str, object] = {"ranks": ranks}
+
+    def total(key: str, values: list[float | None], mean: bool) -> float | None:
+        if not ranks or any(v is None for v in values):
+            reasons = {r.unavailable.get(key.removesuffix("_mean")) for r in ranks}
+            unavailable[f"telemetry.{key}"] = "; ".join(sorted(r for r in reasons if r))
+            return None
+        present = [v for v in values if v is not None]
+        return sum(present) / len(present) if mean else sum(present)
+
+    if telemetry.gpu_util_pct_mean is not None:
+        update["gpu_util_pct_mean"] = total(
+            "gpu_util_pct_mean",
+            [r.gpu_util_pct.mean if r.gpu_util_pct else None for r in ranks],
+            True,
+        )
+    if telemetry.power_w_mean is not None:
+        update["power_w_mean"] = total(
+            "power_w_mean", [r.power_w.mean if r.power_w else None for r in ranks], True
+        )
+        methods = {r.power_method for r in ranks}
+        if update["power_w_mean"] is not None:
+            update["power_method"] = methods.pop() if len(methods) == 1 else "mixed"
+    if telemetry.energy_j is not None:
+        energy = total("energy_j", [r.energy_j for r in ranks], False)
+        if energy is None:
+            update |= {"energy_j": None, "energy_method": None}
+            for key in ("samples_per_joule", "tokens_per_joule"):
+                if getattr(telemetry, key) is not None:
+                    update[key] = None
+                    unavailable[f"telemetry.{key}"] = unavailable["telemetry.energy_j"]
+    verdicts = [
+        RankVerdict(
+            r.rank,
+            r.gpu_name or r.device,
+            r.clock_verdict,
+            tuple(r.throttle_reasons),
+            r.clock_basis or r.unavailable.get("clock_verdict", NOT_RECORDED),
+        )
+        for r in ranks
+    ]
+    verdict, throttled, reasons, why_not = cell_verdict(verdicts)
+    update |= {"clock_verdict": verdict, "throttled": throttled, "throttle_reasons": reasons}
+    if throttled is None:
+        unavailable["telemetry.throttled"] = why_not or NOT_RECORDED
+    else:
+        unavailable.pop("telemetry.throttled", None)
+    warnings = [w for w in result.warnings if not w.startswith(THROTTLE_WARNING)]
+    warning = throttle_warning(verdicts)
+    return result.model_copy(
+        update={
+            "telemetry": telemetry.model_copy(update=update),
+            "warnings": warnings + ([warning] if warning else []),
+            "unavailable": unavailable,
+        }
+    )
