@@ -668,6 +668,9 @@ def test_real_cpu_cell_has_cpu_telemetry(cpu_cell: CellResult) -> None:
     for rank in telemetry.ranks:
         assert rank.device == "cpu"
         assert rank.samples >= 2 * 2  # at least both edges of both windows
+        # the measuring loop marks each window's edges: the sampler's edge samples fall outside
+        assert rank.window_samples is not None and rank.window_samples <= rank.samples - 2 * 2
+        assert rank.window_s is not None and 0 < rank.window_s < rank.sampled_s
         assert rank.cpu_util_pct is not None and rank.cpu_util_pct.mean > 0
         assert rank.rss_bytes is not None and rank.rss_bytes.max > 10_000_000
         for name in GPU_FIELDS[:-1]:

@@ -5,7 +5,8 @@ the sampler holds and makes no NVML or psutil call; NVML's ctypes calls release 
 the driver answers. start() returns once the window's first sample (and energy counter read, and
 the edge sources' reads) is taken, so the samples span the window; stop() takes the last ones
 and joins the thread. Both happen outside the timed steps (before the window's opening barrier,
-after its closing one).
+after its closing one); mark_window() records the window's own edges, between which the samples
+are the window's (window_figures.py counts those).
 """
 
 from __future__ import annotations
