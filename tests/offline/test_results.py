@@ -31,6 +31,7 @@ from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.uncertainty import median_of_repeats
 from torchscale.offline.results.frame import COLUMNS
 from torchscale.offline.results.store import ResultStore
+from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
 from torchscale.offline.results.versions import (
     V2_COMM_OVERHEAD,
@@ -109,8 +110,9 @@ def test_v1_figures_survive_the_upgrade_unchanged() -> None:
     assert new.cell.nodes == 1
     assert new.throughput is not None
     assert new.throughput.model_dump() == old["throughput"]
-    assert new.step_time is not None
-    assert new.step_time.model_dump() == old["step_time"]
+    assert new.step_time is not None  # read without each window's first step (edge_steps)
+    assert new.step_time.count == old["step_time"]["count"] - 2 * 2  # 2 ranks x 2 windows
+    assert new.unavailable["step_time"] == EDGE_NOTE
     memory = old["memory"]
     assert isinstance(memory, dict)
     assert new.memory is not None
@@ -142,9 +144,11 @@ def test_steps_and_ranks_tables() -> None:
     assert list(steps.columns) == ["cell_id", "rank", "window", "repeat", "step", "time_s", *phases]
     assert steps[phases].isna().all().all()  # v1 step files hold no phase times or CPU clocks
     w2 = steps[steps["cell_id"] == TINY_W2]
-    # 2 ranks x 2 repeats x 5 steps in sync windows, 2 ranks x 5 steps under no_sync
-    assert len(w2[w2["window"] == "sync"]) == 20
-    assert len(w2[w2["window"] == "no_sync"]) == 10
+    # 2 ranks x 2 repeats x 5 steps in sync windows, 2 ranks x 5 steps under no_sync, each
+    # window less its first step (it followed the window's edge work)
+    assert len(w2[w2["window"] == "sync"]) == 16
+    assert len(w2[w2["window"] == "no_sync"]) == 8
+    assert not (w2["step"] == 0).any()
     assert set(w2["rank"]) == {0, 1}
     assert (steps["time_s"] > 0).all()
     assert steps[steps["cell_id"] == CRASH_W2].empty  # a failed cell has no step records
@@ -192,7 +196,7 @@ def test_load_reads_every_v2_cell() -> None:
     assert (cells["status"] == "ok").all()
     assert list(experiment.cells.columns) == [*COLUMNS, "schema_version"]
     steps = experiment.steps
-    assert len(steps[steps["cell_id"] == V2_DDP_W2]) == 2 * 2 * 5 + 2 * 5
+    assert len(steps[steps["cell_id"] == V2_DDP_W2]) == 2 * 2 * 4 + 2 * 4  # less edge steps
 
 
 def test_v2_comm_overhead_becomes_sync_overhead() -> None:
@@ -218,11 +222,11 @@ def test_v2_comm_overhead_becomes_sync_overhead() -> None:
     assert row["sync_overhead"] == pytest.approx(old["communication"]["comm_overhead"])
     assert pd.isna(row["comm_overhead"])
     assert pd.isna(row["straggler_rank"])
-    # everything else as measured
+    # everything else as measured, but the step times: without each window's first step
     assert new.throughput is not None
     assert new.throughput.model_dump() == old["throughput"]
     assert new.step_time is not None
-    assert new.step_time.model_dump() == old["step_time"]
+    assert new.step_time.count == old["step_time"]["count"] - 2 * 2
 
 
 @pytest.mark.parametrize("cell_id", [V2_DDP_W1, V2_FSDP_W2])

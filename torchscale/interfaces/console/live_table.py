@@ -200,7 +200,8 @@ def status_text(row: pd.Series) -> tuple[str, Level]:
         return str(status), "fail"
     if bool(row.get("busy_machine")):
         return "busy", "warn"
-    if row.get("host_bound") is True:  # before noisy: a host-bound step is noisier
+    host = row.get("host_bound")
+    if not _missing(host) and bool(host):  # before noisy: a host-bound step is noisier
         return "host", "warn"
     if row.get("reliability") == "noisy":
         return "noisy", "warn"

@@ -20,6 +20,7 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     Tag,
+    ValidationError,
     field_validator,
     model_serializer,
     model_validator,
@@ -489,9 +490,10 @@ class OnCudaConfig(StrictModel):
     batch_sizes: BatchList | Literal["auto"] | None = Field(
         default=None, description="the per-device batch sizes on CUDA"
     )
-    gpu_counts: list[Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]] | None = Field(
-        default=None, description="the world sizes on CUDA"
-    )
+    gpu_counts: (
+        Annotated[list[Annotated[int, Field(gt=0), AtMost(MAX_WORLD_SIZE)]], Field(min_length=1)]
+        | None
+    ) = Field(default=None, description="the world sizes on CUDA")
     training: TrainingConfig | None = Field(
         default=None, description="training keys set here replace the config's on CUDA"
     )
@@ -591,6 +593,13 @@ class BenchConfig(StrictModel):
             )
         if self.launcher.kind == "k8s" and not self.launcher.k8s.image:
             raise ValueError("launcher.kind 'k8s' needs launcher.k8s.image")
+        if self.on_cuda is not None:  # the CUDA sweep is checked now, not when it is planned
+            try:
+                self.for_device("cuda")
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise ValueError(f"with on_cuda's keys, on CUDA: {where}: {first['msg']}") from None
         return self
 
     def for_device(self, device: str) -> tuple[BenchConfig, str | None]:
@@ -623,4 +632,5 @@ class BenchConfig(StrictModel):
         """The resolved config as YAML that loads back to itself (the results' config.yaml)."""
         from torchscale.orchestration.config.yaml_source import dump_yaml
 
-        return dump_yaml(self.model_dump(mode="json"))
+        written = None if self.on_cuda is not None else {"on_cuda"}  # a CPU/GPU-only config
+        return dump_yaml(self.model_dump(mode="json", exclude=written))

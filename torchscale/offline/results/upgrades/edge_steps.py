@@ -4,10 +4,11 @@ Up to schema 15 a window timed the step right after its edge work (gc.collect, t
 sampler's start, a synchronize and a barrier), and that step was systematically slower (1.35-1.6x
 the median on an H100), so it inflated the step-time CV. Today's windows run it untimed
 (`CellResult.window_edge_steps`). One rule reads both alike: where the steps file is there, an
-older result's step-time statistics (pooled, per rank, the percentile intervals and the
-high-variance warning) are recomputed without step 0 of each window, and the steps table
-leaves those steps out too; the result says so in `unavailable["step_time"]`. Throughput is
-the windows' wall time and stays as measured.
+older result's step-time statistics (pooled, per rank, the percentile intervals, the
+high-variance warning, each rank's no_sync compute time) are recomputed without step 0 of each
+window, and the steps table leaves those steps out too; the result says so in
+`unavailable["step_time"]`. Throughput is the windows' wall time and stays as measured; the
+stored step model (the diagnosis) too.
 """
 
 from __future__ import annotations
@@ -57,11 +58,13 @@ def read_step_records(path: Path) -> list[dict[str, Any]] | None:
     return records
 
 
-def _sync_times(records: Iterable[Mapping[str, Any]], rank: int | None = None) -> list[float]:
+def _sync_times(
+    records: Iterable[Mapping[str, Any]], rank: int | None = None, window: str = "sync"
+) -> list[float]:
     return [
         float(r["time_s"])
         for r in records
-        if r.get("window") == "sync"
+        if r.get("window") == window
         and not is_edge_step(r)
         and (rank is None or r.get("rank") == rank)
     ]
@@ -86,9 +89,13 @@ def without_edge_steps(result: CellResult, records: Sequence[Mapping[str, Any]])
     pooled = step_stats(pooled_times)
     ranks = []
     for rank in result.ranks:
-        times = _sync_times(records, rank.rank)
-        ranks.append(rank.model_copy(update={"step_time": step_stats(times)}) if times else rank)
-    update: dict[str, Any] = {
+        update: dict[str, Any] = {}
+        if times := _sync_times(records, rank.rank):
+            update["step_time"] = step_stats(times)
+        if rank.compute_time is not None and (alone := _sync_times(records, rank.rank, "no_sync")):
+            update["compute_time"] = step_stats(alone)  # its no_sync window, by the same rule
+        ranks.append(rank.model_copy(update=update))
+    update = {
         "step_time": pooled,
         "ranks": ranks,
         "warnings": _warnings(result.warnings, pooled),
