@@ -35,7 +35,9 @@ from torchscale.offline.analysis.diagnosis import (
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.diagnosis.traces import (
     INFLATION_CHECK,
+    OVERHEAD_NOTE,
     TracedInflation,
+    overhead_line,
     traced_inflation,
     with_inflation,
 )
@@ -164,6 +166,10 @@ def judged_against_windows(
     judged = with_inflation(diagnosis, timer_diagnosis(directory, result), inflation)
     judged = with_caveat(judged, diagnosis.caveat)
     kept, others = findings_for_target(judged.findings, analysis.target)
+    times, timing = traced_step_times(directory, result.cell.world_size)
+    # the note of the same comparison, on the means the diagnosis was judged by
+    notes = [n for n in analysis.notes if not n.startswith(f"{OVERHEAD_NOTE} (")]
+    notes.append(overhead_line(analysis.tool, inflation, len(times), timing))
     return analysis.model_copy(
-        update={"diagnosis": judged, "findings": kept, "other_findings": others}
+        update={"diagnosis": judged, "findings": kept, "other_findings": others, "notes": notes}
     )

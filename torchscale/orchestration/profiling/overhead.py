@@ -22,7 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.offline.analysis.diagnosis.traces import TracedInflation, traced_inflation
+from torchscale.offline.analysis.diagnosis.traces import (
+    TracedInflation,
+    overhead_line,
+    traced_inflation,
+)
 from torchscale.offline.results.profile_windows import traced_step_times
 
 
@@ -66,29 +70,7 @@ class CaptureOverhead:
         return self.low is None or self.high is None or not self.low <= 0.0 <= self.high
 
     def line(self) -> str:
-        if self.low is None or self.high is None:
-            figure = f"{_pct(self.overhead)}, no interval"
-        elif self.measurable:
-            figure = (
-                f"{_pct(self.overhead)}, 95 % interval {_pct(self.low)} to {_pct(self.high)}, "
-                "Welch's t"
-            )
-        else:
-            figure = f"not measurable: 95 % interval {_pct(self.low)} to {_pct(self.high)}"
-        return (
-            f"capture overhead ({self.tool}): traced steps {_ms(self.traced_step_s)} mean "
-            f"against {_ms(self.measured_step_s)} in the measured windows "
-            f"({figure}; {self.traced_steps} traced step(s) over {self.ranks} "
-            f"rank(s), same step timer: {self.timing})"
-        )
-
-
-def _pct(fraction: float) -> str:
-    return f"{fraction * 100:+.1f} %"
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
+        return overhead_line(self.tool, self.inflation, self.ranks, self.timing)
 
 
 def capture_overhead(

@@ -571,6 +571,7 @@ INFLATION_METHOD = (
     "end is above 5 % of the measured step"
 )
 TRACES_STRAGGLER = "traces: straggler"
+OVERHEAD_NOTE = "capture overhead"  # how the run's note on it starts
 
 
 @dataclass(frozen=True)
@@ -647,6 +648,29 @@ def traced_inflation(
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms"
+
+
+def overhead_line(tool: str, inflation: TracedInflation, ranks: int, timing: str) -> str:
+    """The capture overhead in one note of the run: 'capture overhead (torch): traced steps
+    34.8 ms mean against 19.7 ms in the measured windows (+76.4 %, 95 % interval +56.9 % to
+    +96.0 %, Welch's t; ...)'; 'not measurable' with the interval where it includes 0."""
+
+    def pct(fraction: float) -> str:
+        return f"{fraction * 100:+.1f} %"
+
+    low, high = inflation.low, inflation.high
+    if low is None or high is None:
+        figure = f"{pct(inflation.share)}, no interval"
+    elif not low <= 0.0 <= high:
+        figure = f"{pct(inflation.share)}, 95 % interval {pct(low)} to {pct(high)}, Welch's t"
+    else:
+        figure = f"not measurable: 95 % interval {pct(low)} to {pct(high)}"
+    return (
+        f"{OVERHEAD_NOTE} ({tool}): traced steps {_ms(inflation.traced_s)} mean against "
+        f"{_ms(inflation.untraced_s)} in the measured windows ({figure}; "
+        f"{inflation.traced_steps} traced step(s) over {ranks} rank(s), same step timer: "
+        f"{timing})"
+    )
 
 
 def _cost_s(finding: Finding, step_s: float) -> tuple[float, float]:
@@ -774,6 +798,7 @@ __all__ = [
     "build_step_model",
     "common_steps",
     "inflation_of",
+    "overhead_line",
     "own_work",
     "phase_timer_checks",
     "share_of_step",
