@@ -27,7 +27,6 @@ from torchscale.offline.results.upgrades.telemetry_rules import rejudged_telemet
 from torchscale.offline.results.upgrades.verdicts import with_not_named
 
 CELL_KIND = "torchscale.cell"
-LAST_TIMED_EDGE = 15  # the newest schema that timed each window's first step (edge_steps)
 _V1_IDENTITY = {
     "cell_id": "id",
     "definition_sha256": "definition_sha256",
@@ -424,7 +423,7 @@ def parse_cell_result(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         return None, version, f"invalid version {version} result: {where}: {first['msg']}"
-    if cell_path is not None and version <= LAST_TIMED_EDGE:
+    if cell_path is not None and version < RESULT_SCHEMA_VERSION:  # edge_steps says which
         from torchscale.offline.results.upgrades import edge_steps
 
         result = edge_steps.with_edge_rule(result, version, cell_path)

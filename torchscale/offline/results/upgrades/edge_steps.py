@@ -21,8 +21,9 @@ from typing import Any
 from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.offline.analysis.stats import step_stats
-from torchscale.offline.results.versions import LAST_TIMED_EDGE
 
+# the newest schema whose windows timed the first step after their edge work
+LAST_TIMED_EDGE = 15
 EDGE_NOTE = "first step of each window excluded: it followed the window's edge work"
 HIGH_VARIANCE = "High variance in step time"
 
