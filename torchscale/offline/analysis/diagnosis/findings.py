@@ -4,8 +4,10 @@ Every finding's cost is a part of the step model (`step_model.py`), as a share o
 step with its interval, so a finding never gives a second answer to a question the model
 answers: exposed communication costs the model's exposed transfer; a straggler and load
 imbalance cost its waiting for peers; data loading its data part; a host-bound device the
-host-wait share of its rest. A finding whose cost is not measurable above noise, or under
-MIN_COST_FRACTION (2 %) of the step, is not reported: below that, run-to-run noise of a
+host-wait share of its rest. A GPU cell's host-bound verdict (`host_bound_finding`: the busy
+probe's, or MFU under 1 % by arithmetic) costs the share of the step its GPU is not busy. A
+finding whose cost is not measurable above noise, or under MIN_COST_FRACTION (2 %) of the
+step, is not reported: below that, run-to-run noise of a
 profiled step is as large as the effect, and a fix would not show.
 
 `--target` picks which findings a profile reports and how they rank (`for_target`):
@@ -597,9 +599,9 @@ def _host_bound(i: FindingInputs) -> RankedFinding | None:
 HOST_BOUND_MFU = 0.01
 HOST_BOUND_TITLE = "host-bound"  # every host-bound verdict's title starts so (one per cell)
 HOST_BOUND_FIX = (
-    "The GPU waits for Python and kernel launches: give it more work per launch with a bigger "
-    "batch or model, CUDA graphs (torch.compile mode='reduce-overhead'), or torch.compile to "
-    "cut launches; a host-bound step is noisier, so judge its spread after that."
+    "Give the GPU more work per launch: a bigger batch or model, CUDA graphs "
+    "(torch.compile mode='reduce-overhead'), or torch.compile to cut launches; a host-bound "
+    "step is noisier, so judge its spread after that."
 )
 
 
