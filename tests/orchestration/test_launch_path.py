@@ -46,6 +46,7 @@ STARTS_OTHER_PROGRAMS: dict[str, str] = {
 # these modules (relative to torchscale/) -> why
 MENTIONS_TORCHRUN: dict[str, str] = {
     "orchestration/validate/checks_software.py": "checks that torchrun can be imported",
+    "rank/worker/fixed_costs.py": "knows its parent is torchrun, to time the launch",
 }
 TORCHRUN_MODULE = "torch.distributed.run"
 
