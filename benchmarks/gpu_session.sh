@@ -5,7 +5,8 @@
 # timed-out step does not stop the next one.
 #
 #   OUT=/some/dir bash benchmarks/gpu_session.sh      # from the repository root
-#   (SESSION_S: the whole session's seconds; PYTHON: the interpreter, python3 by default)
+#   (SESSION_S: the whole session's seconds; PYTHON: the interpreter, python3 by default;
+#   REF_ROUNDS: the reference's rounds, 2 by default)
 #
 # What comes back (8 files at most, each under 16 MiB, nothing deeper than $OUT/):
 #   gpu_state.txt   nvidia-smi -q -d CLOCK,POWER,PERFORMANCE and uptime, at the start and end
@@ -14,7 +15,7 @@
 #   wl.tar.gz       /tmp/wl without compile caches and without files over 5 MB (traces)
 #   res-perf.tar.gz /tmp/res and /tmp/perf, the same rule
 #
-# Each step's timeout is its own (300, 200, 150, 120 s) or what is left of SESSION_S (default
+# Each step's timeout is its own (perf 110, workload 280, bench 170, ref 150 s) or what is left of SESSION_S (default
 # 540 s) less a reserve for the tars, whichever is shorter.
 set -u
 export PYTHONUNBUFFERED=1
@@ -87,13 +88,13 @@ pack() {
 gpu_state start
 rm -rf /tmp/wl /tmp/res /tmp/perf
 
-step workload 300 "$PY" -m torchscale validate --level workload -o /tmp/wl
-pack wl.tar.gz /tmp/wl
-step bench 200 "$PY" -m torchscale benchmark -c benchmark_config.yaml -o /tmp/res
-step ref 150 "$PY" benchmarks/workload_reference.py --model gpt2 --batch 16 \
-    --device cuda --compile --rounds 2 --steps 30
 # stdout and stderr to the file: the progress a user sees off a terminal
-step perf 120 "$PY" -m torchscale validate --level perf -o /tmp/perf
+step perf 110 "$PY" -m torchscale validate --level perf -o /tmp/perf
+step workload 280 "$PY" -m torchscale validate --level workload -o /tmp/wl
+pack wl.tar.gz /tmp/wl
+step bench 170 "$PY" -m torchscale benchmark -c benchmark_config.yaml -o /tmp/res
+step ref 150 "$PY" benchmarks/workload_reference.py --model gpt2 --batch 16 \
+    --device cuda --compile --rounds "${REF_ROUNDS:-2}" --steps 30
 pack res-perf.tar.gz /tmp/res /tmp/perf
 
 gpu_state end
