@@ -47,6 +47,9 @@ def test_the_tiny_h100_cells_are_host_bound_by_arithmetic_first_on_every_surface
         assert first.title.startswith("host-bound (by arithmetic):")
         assert "waits for Python/launches" in first.title
         assert "CUDA graphs (torch.compile mode='reduce-overhead')" in first.recommendation
+        # arithmetic only bounds the idle share: no cost figure is claimed for it
+        assert first.cost_share is not None and not first.cost_share.measurable
+        assert first.cost_share.value is None and first.cost_share.high is not None
         # reading it twice adds nothing
         assert _host_findings(with_host_bound(result)) == _host_findings(result)
         # the sweep's lines: the verdict before the diagnosis, its fix behind -v
@@ -140,3 +143,21 @@ def test_a_cpu_cell_never_gets_a_host_bound_line() -> None:
     findings = read.result.diagnosis.findings if read.result.diagnosis is not None else []
     assert not any(f.category == "host_bound" for f in findings)
     assert not any("host-bound" in line.text for line in cell_lines(read.result, verbose=True))
+
+
+@needs_h100
+def test_the_h100_sweeps_report_names_host_bound_without_a_cost_it_did_not_measure(
+    tmp_path: Path,
+) -> None:
+    """The report over the stopped H100 sweep: the host-bound verdict leads what to do, and
+    no line gives it a share of the step (arithmetic only bounds the GPU's idle time)."""
+    from torchscale.interfaces.api import build_report
+
+    source = tmp_path / "default-sweep"
+    shutil.copytree(DEFAULT_SWEEP, source)
+    out = tmp_path / "report.md"
+    build_report(source, "md", output=out)
+    text = out.read_text(encoding="utf-8")
+    assert "host-bound (by arithmetic)" in text
+    assert "% of the step: host-bound" not in text
+    assert "of cycle/step time)" not in text.split("host-bound (by arithmetic)")[1].split("\n")[0]

@@ -98,7 +98,11 @@ def diagnosis_finding(
     `injected` records on the straggler's rank, said in its own words, or the verdict's
     `verdict_injected`)."""
     evidence = [line for line in item.evidence if line != caveat]
-    title, severity = item.title, cost_severity(item.cost_pct)
+    # a cost that is only bounded (not measurable) is shown as no figure, never as its bound
+    bounded = item.cost_share is not None and not item.cost_share.measurable
+    cost_pct = None if bounded else item.cost_pct
+    title = item.title
+    severity = cost_severity(cost_pct)
     advice = item.recommendation
     if item.category == "straggler":
         note = _injected_note(injected, straggler_rank) if injected is not None else None
@@ -111,7 +115,7 @@ def diagnosis_finding(
             advice = INJECTED_ADVICE
     return ReportFinding(
         title=title,
-        cost_pct=item.cost_pct,
+        cost_pct=cost_pct,
         source=source,
         evidence=evidence,
         recommendation=advice,

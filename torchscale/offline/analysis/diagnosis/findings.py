@@ -639,7 +639,18 @@ def host_bound_finding(
             f"MFU {pct_small(share)}, under {_pct(HOST_BOUND_MFU)}: at its peak the GPU would "
             f"finish the step's arithmetic in {pct_small(share)} of the step ({method})"
         ]
-        how = "at most 1 - MFU (by arithmetic: the GPU's busy time was not measured)"
+        # arithmetic bounds the idle share from above only (memory traffic and launches are
+        # GPU time it cannot see): the cost is not measurable, with that bound
+        cost = Estimate(
+            value=None,
+            low=None,
+            high=1.0 - share,
+            n=1,
+            method="at most 1 - MFU (by arithmetic)",
+            measurable=False,
+            reason="the GPU's busy time was not measured (no busy probe)",
+        )
+        return RankedFinding(title, cost, evidence, HOST_BOUND_FIX, "host_bound")
     cost = Estimate(
         value=1.0 - share, low=None, high=None, n=1, method=how, measurable=True, reason=None
     )

@@ -100,7 +100,8 @@ def with_host_bound(result: CellResult) -> CellResult:
         return result
     if any(f.title.startswith(HOST_BOUND_TITLE) for f in diagnosis.findings):
         return result
-    findings = sorted([finding, *diagnosis.findings], key=lambda f: -f.cost_pct)
+    # first whatever its cost: on a host-bound GPU the other findings describe host time too
+    findings = [finding, *diagnosis.findings]
     return result.model_copy(
         update={"diagnosis": diagnosis.model_copy(update={"findings": findings})}
     )
