@@ -61,6 +61,18 @@ def _strategies(groups: dict[str, dict[str, object]]) -> dict[str, list[str]]:
     return {name: data["training"]["strategy"] for name, data in groups.items()}  # type: ignore[index]
 
 
+def test_the_cells_run_as_many_repeats_as_the_report_asks_for() -> None:
+    """The report advises `measurement.repeats: 4` or more for a set with fewer (a 95 %
+    interval on 2 repeats uses t = 12.7): the level's own cells run that many, so its report
+    never advises a rerun the level refuses."""
+    from torchscale.offline.analysis.uncertainty import SMALL
+
+    plan = plan_workload(NodeFacts("cuda", 1, 80 * GIB, nsys=None, cpu_cores=16))
+    for groups in (plan.eager, plan.compiled):
+        for config in groups.values():
+            assert config["measurement"]["repeats"] >= SMALL  # type: ignore[index]
+
+
 def test_an_8_gpu_node_runs_every_strategy_where_gpt2_splits() -> None:
     plan = plan_workload(NodeFacts("cuda", 8, 80 * GIB, nsys="/usr/bin/nsys", cpu_cores=16))
     assert plan.unplaced == {}
