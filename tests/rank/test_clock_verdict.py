@@ -171,7 +171,9 @@ def test_windows_too_short_for_nvml_averaging_are_not_measurable() -> None:
     ]
     rank = summarise_rank(0, "h", report_of(short))
     assert rank.gpu_util_pct is None and rank.power_w is None and rank.energy_j is None
-    assert rank.unavailable["gpu_util_pct"].startswith("not measurable: windows of 0.216 s")
+    assert rank.unavailable["gpu_util_pct"].startswith(
+        "not measurable: the longest window is 0.108 s"
+    )
     assert "NVML averages over ~1 s" in rank.unavailable["power_w"]
     assert "energy counter moves in steps" in rank.unavailable["energy_j"]
     telemetry, unavailable, _ = combine([rank], 100, 2, 16, 1024)
@@ -258,3 +260,59 @@ def test_h100_report_does_not_call_the_power_limit_throttling() -> None:
     rows = {r["cell"]: r for r in tables["bottlenecks-telemetry"].rows}
     assert "no (at power limit)" in [r["throttled"] for r in rows.values()]
     assert "1 at their power limit (SwPowerCap at full clocks" in text
+
+
+def test_an_nvml_average_counts_only_once_it_lies_inside_one_window() -> None:
+    """Four 0.3 s windows make 1.2 s in all, yet each 1 s power or utilisation reading taken in
+    them mostly averages the edge work and the window before: not measurable. In a 3 s window
+    only the readings 1 s or more past its opening edge count (the 20 % one before is out)."""
+    four = [
+        window([t, t + 0.1, t + 0.2, t + 0.3], t, t + 0.3, gpu_util_pct=[5] * 4, power_w=[177] * 4)
+        for t in (0.0, 1.0, 2.0, 3.0)
+    ]
+    rank = summarise_rank(0, "h", report_of(four))
+    assert rank.gpu_util_pct is None and "the longest window is 0.3 s" in rank.unavailable[
+        "gpu_util_pct"
+    ]
+    assert rank.power_method in (None, "counter")  # never the 1 s average samples
+    settled = [
+        window([0.0, 0.5, 1.5, 2.5, 3.0], 0.0, 3.0, gpu_util_pct=[20, 20, 90, 90, 90])
+    ]
+    rank = summarise_rank(0, "h", report_of(settled))
+    assert rank.gpu_util_pct is not None and rank.gpu_util_pct.mean == pytest.approx(90.0)
+
+
+class _Counter:
+    """An energy counter that moves 1 J each read, and nothing else."""
+
+    fields: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self.mj = 0.0
+        self.unavailable: dict[str, str] = {}
+        self.errors: dict[str, str] = {}
+
+    def open(self) -> None:
+        pass
+
+    def read(self, into: dict[str, float | None]) -> None:
+        pass
+
+    def energy_mj(self) -> float:
+        self.mj += 1000.0
+        return self.mj
+
+
+def test_a_windows_energy_is_read_at_its_own_edges_not_the_samplers() -> None:
+    """The sampler starts before the window's edge work (synchronize, barrier, the untimed
+    step) and stops after it: the counter read at the window's own edges, from the main
+    thread, is what its joules come from."""
+    from torchscale.rank.telemetry.sampler import Sampler
+
+    sampler = Sampler([_Counter()], 0.05, "cuda:0")
+    sampler.start()  # the thread's own read: 1 J
+    sampler.mark_open()  # 2 J
+    sampler.mark_window(10.0, 11.0)  # 3 J
+    record = sampler.stop()  # the thread's closing read: 4 J
+    assert (record.energy_start_mj, record.energy_stop_mj) == (2000.0, 3000.0)
+    assert record.energy_t is not None and record.energy_t[1] >= record.energy_t[0]

@@ -186,23 +186,41 @@ def test_every_rank_agrees_to_keep_init_timeout_when_a_rank_has_no_steady_step()
 
 
 @pytest.mark.usefixtures("one_rank_group", "fresh_dynamo")
-@pytest.mark.parametrize("recompile", [True, False], ids=["guard-fails-in-window", "steady"])
+@pytest.mark.parametrize(
+    "flip",
+    ["timed", "edge", None],
+    ids=["guard-fails-in-window", "guard-fails-at-the-edge", "steady"],
+)
 def test_a_recompile_inside_a_window_is_counted_and_warned(
-    monkeypatch: pytest.MonkeyPatch, recompile: bool
+    monkeypatch: pytest.MonkeyPatch, flip: str | None
 ) -> None:
     """A model whose forward reads a Python flag and breaks its graph once: flipping the flag
-    as the first window opens fails dynamo's guard, so the model recompiles inside it. Left
-    alone (the control), nothing compiles in the windows, phase-timing hooks included."""
+    as the first window's clocks start fails dynamo's guard, so the model recompiles inside
+    its timed steps. Flipped before the window opens, it recompiles in the window's untimed
+    edge step, which times no step: nothing is counted. Left alone (the control), nothing
+    compiles in the windows, phase-timing hooks included."""
     compile_with(monkeypatch, "eager")  # dynamo's tracing, guards and counters; no codegen
     spec = compiled_spec(model="tests.plugin_models:switchable", warmup_steps=2, steps=3, repeats=2)
     trainer = Trainer.build(spec, CPU)
     real_run_window = measure_module.run_window
 
+    def doubled() -> None:
+        model = trainer.eager_model
+        assert isinstance(model, Switchable)
+        model.doubled = True
+
     def run_window(*args: Any, **kwargs: Any) -> Any:
-        if recompile:
-            model = trainer.eager_model
-            assert isinstance(model, Switchable)
-            model.doubled = True
+        if flip == "edge":
+            doubled()
+        elif flip == "timed":
+            opened = kwargs.get("on_open")
+
+            def open_then_flip() -> None:
+                if opened is not None:
+                    opened()
+                doubled()
+
+            kwargs["on_open"] = open_then_flip
         return real_run_window(*args, **kwargs)
 
     monkeypatch.setattr(measure_module, "run_window", run_window)
@@ -211,7 +229,7 @@ def test_a_recompile_inside_a_window_is_counted_and_warned(
     assert record is not None and unavailable == {}
     assert record.compiling_warmup_steps[:1] == [0]
     assert record.graph_breaks is not None and record.graph_breaks >= 1
-    if recompile:
+    if flip == "timed":
         assert record.recompiles_in_windows is not None and record.recompiles_in_windows >= 1
         assert record.graph_breaks_in_windows is not None and record.graph_breaks_in_windows >= 1
         assert record.compile_s_in_windows is not None and record.compile_s_in_windows > 0

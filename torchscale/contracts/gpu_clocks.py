@@ -143,11 +143,20 @@ def judge_clocks(
     )
 
 
-def averaged_not_measurable(window_s: float, floor_s: float = NVML_AVERAGING_S) -> str | None:
+def averaged_not_measurable(
+    window_s: float, floor_s: float = NVML_AVERAGING_S, *, longest: bool = False
+) -> str | None:
     """Why NVML's utilisation and power readings cannot describe windows of `window_s` seconds
-    in all, or None when they can."""
+    in all (`longest`: the longest window, each reading being a trailing average that must lie
+    inside one window), or None when they can."""
     if window_s >= floor_s:
         return None
+    if longest:
+        return (
+            f"not measurable: the longest window is {window_s:.3g} s, where NVML averages over "
+            f"~1 s (power) and 1/6-1 s (utilisation); a reading counts only {floor_s:g} s or "
+            "more into a window"
+        )
     return (
         f"not measurable: windows of {window_s:.3g} s in all, where NVML averages over ~1 s "
         f"(power) and 1/6-1 s (utilisation); at least {floor_s:g} s of windows is needed"

@@ -75,7 +75,8 @@ def blockwise_token_loss(logits: Any, targets: Any, block_bytes: int = BLOCK_BYT
     flat = logits.reshape(-1, logits.shape[-1])
     rows = rows_per_block(flat.shape[-1], block_bytes)
     if flat.shape[0] <= rows or not flat.requires_grad:
-        return token_loss(logits, targets)
+        # in fp32 as the blocks are, with or without autocast (FSDP's mixed precision runs none)
+        return token_loss(logits.float(), targets)
     loss: torch.Tensor = _BlockwiseCrossEntropy.apply(  # type: ignore[no-untyped-call]
         flat, targets.reshape(-1), rows
     )

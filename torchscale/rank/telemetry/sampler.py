@@ -104,16 +104,30 @@ class Sampler:
                     "later windows not sampled"
                 )
                 record = WindowSamples(failure=self._abandoned)
+        opened, closed = record.open_energy, record.close_energy
+        if opened is not None and closed is not None and None not in (opened[0], closed[0]):
+            record.energy_start_mj, record.energy_stop_mj = opened[0], closed[0]
+            record.energy_t = (opened[1], closed[1])
         self.windows.append(record)
         self._thread = self._record = None
         return record
 
+    def mark_open(self) -> None:
+        """The running window's clocks are about to start: read the energy counter here, from
+        the main thread (NVML is thread-safe), so that the window's joules leave out its edge
+        work (the untimed step, synchronize, barrier) that the sampler's own reads span."""
+        if self._record is not None and self._abandoned is None:
+            self._record.open_energy = (self._energy(), time.perf_counter())
+
     def mark_window(self, opened: float, closed: float) -> None:
         """The running window's own edges (perf_counter() after its opening barrier and after
-        its closing one): only samples between them count towards its figures. A plain
-        assignment from the main thread: the sampler thread never reads these."""
+        its closing one): only samples between them count towards its figures, and the energy
+        counter is read again here (see mark_open). Plain assignments from the main thread:
+        the sampler thread never reads these."""
         if self._record is not None:
             self._record.opened, self._record.closed = opened, closed
+            if self._abandoned is None and self._record.open_energy is not None:
+                self._record.close_energy = (self._energy(), time.perf_counter())
 
     def report(self) -> SamplerReport:
         """The windows sampled so far and why fields are missing (call when stopped)."""

@@ -57,6 +57,10 @@ class WindowSamples:
     edges: list[EdgeReading] = field(default_factory=list)  # at the start, then at the stop
     opened: float | None = None  # perf_counter() at the window's opening edge; None: not marked
     closed: float | None = None
+    # the energy counter read by the main thread at the window's own edges (millijoules,
+    # perf_counter()): Sampler.stop() makes them the window's counter reads when both answered
+    open_energy: tuple[float | None, float] | None = None
+    close_energy: tuple[float | None, float] | None = None
 
     def column(self, name: str) -> list[float | None]:
         return self.values.get(name, [None] * len(self.t))
@@ -75,6 +79,16 @@ class WindowSamples:
     def inside_column(self, name: str) -> list[float | None]:
         column = self.column(name)
         return [column[i] for i in self.inside()]
+
+    def settled_column(self, name: str, floor_s: float) -> list[float | None]:
+        """The window's samples taken at least `floor_s` after it opened: a reading that is a
+        trailing average over `floor_s` (NVML's power and utilisation) then covers the window
+        alone, not its edge work or the window before it."""
+        if not self.t:
+            return []
+        opened = self.opened if self.opened is not None else self.t[0]
+        column = self.column(name)
+        return [column[i] for i in self.inside() if self.t[i] >= opened + floor_s]
 
     @property
     def length_s(self) -> float:

@@ -312,17 +312,22 @@ def summarise_rank(
         return report.unavailable.get(name) or report.errors.get(name) or NO_SAMPLE
 
     def column(name: str) -> list[float | None]:
+        if name in AVERAGED:  # trailing averages: only those that lie inside one window
+            return [v for w in windows for v in w.settled_column(name, floor_s)]
         if name in IN_WINDOW:
             return [v for w in windows for v in w.inside_column(name)]
         return [v for w in windows for v in w.column(name)]
 
-    inside_s = sum(w.length_s for w in windows)
-    short = averaged_not_measurable(inside_s, floor_s)
+    longest_s = max((w.length_s for w in windows), default=0.0)
+    short = averaged_not_measurable(longest_s, floor_s, longest=True)
     unavailable: dict[str, str] = {}
     stats: dict[str, FieldStats | None] = {}
     for name in (*GPU_STATS, "rss_bytes"):
         stats[name] = field_stats(column(name))
-        if stats[name] is not None and name in AVERAGED and short is not None:
+        sampled = stats[name] is not None or any(
+            v is not None for w in windows for v in w.inside_column(name)
+        )
+        if sampled and name in AVERAGED and short is not None:
             stats[name] = None
             unavailable[name] = short
         elif stats[name] is None:
@@ -370,7 +375,7 @@ def summarise_rank(
         gpu_uuid=report.gpu_uuid,
         samples=sum(len(w.t) for w in windows),
         sampled_s=sum(w.t[-1] - w.t[0] for w in windows if len(w.t) >= 2),
-        window_s=inside_s,
+        window_s=sum(w.length_s for w in windows),
         window_samples=sum(len(w.inside()) for w in windows),
         gpu_util_pct=stats["gpu_util_pct"],
         gpu_memory_used_bytes=stats["gpu_memory_used_bytes"],

@@ -24,7 +24,7 @@ import contextlib
 import resource
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,6 +167,7 @@ def run_window(
     skip_sync: bool = False,
     phases: bool = True,
     telemetry: Sampler | None = None,
+    on_open: Callable[[], None] | None = None,
 ) -> Window:
     """`steps` training steps between two barriers; per-step times from the timer, and per-step
     phase times unless `phases` is False (the overhead benchmark's control). `telemetry`
@@ -174,7 +175,8 @@ def run_window(
 
     After the opening edge, `WINDOW_EDGE_STEPS` untimed steps (no timer, no phase recorder,
     the same `skip_sync`), then a device synchronize: the wall clock and the step timers start
-    on a steady step, whatever the path (DDP, FSDP, a pipeline runner, no_sync, a comm hook)."""
+    on a steady step, whatever the path (DDP, FSDP, a pipeline runner, no_sync, a comm hook).
+    `on_open` is called there, just before the clocks start."""
     device = trainer.device
     timer = make_timer(timing, steps, device)
     # under pipelining forward and backward interleave inside the schedule: no phases
@@ -195,6 +197,10 @@ def run_window(
             if trainer.runner is not None:
                 trainer.runner.clear_busy()  # the edge step's stage time: not in the window
             synchronize(device)
+            if on_open is not None:  # the caller's reading of the timed steps starts here
+                on_open()
+            if telemetry is not None:  # the window's energy from here, not the edge work
+                telemetry.mark_open()
             start = time.perf_counter()
             for i in range(steps):
                 timer.start(i)
@@ -229,11 +235,15 @@ def run_window(
 def watched_window(
     watch: WindowCompiles | None, trainer: Trainer, steps: int, timing: str, **options: Any
 ) -> Window:
-    """`run_window`, with dynamo's tallies read just outside its edges when `watch`."""
-    before = watch.start() if watch is not None else None
-    window = run_window(trainer, steps, timing, **options)
-    if watch is not None:
-        watch.stop(before)
+    """`run_window`, with dynamo's tallies read just outside its timed steps when `watch`: from
+    after the untimed edge step (a compile there times no step) to after the closing edge."""
+    if watch is None:
+        return run_window(trainer, steps, timing, **options)
+    before: list[CompileCounts | None] = []
+    window = run_window(
+        trainer, steps, timing, on_open=lambda: before.append(watch.start()), **options
+    )
+    watch.stop(before[0] if before else None)
     return window
 
 
