@@ -435,14 +435,18 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
         )
     if measured[0].cell.device != "cuda":
         return _info("telemetry", title, "CPU: process CPU and memory sampled (no NVML)")
-    blind = [r for r in measured if r.telemetry and r.telemetry.power_w_mean is None]
-    if blind:
-        ranks = blind[0].telemetry.ranks if blind[0].telemetry else []
-        why = next((v for rank in ranks for k, v in rank.unavailable.items() if "power" in k), "")
+    blind = {
+        _label(r): _power_gap(r)
+        for r in measured
+        if r.telemetry and r.telemetry.power_w_mean is None
+    }
+    unread = {label: why for label, why in blind.items() if not why.startswith(NOT_MEASURABLE)}
+    if unread:
+        label, why = next(iter(unread.items()))
         return warned(
             "telemetry",
             title,
-            f"{_label(blind[0])}: no NVML power ({why})",
+            f"{label}: no NVML power ({why})",
             "check that pynvml (nvidia-ml-py) is installed and sees the GPUs",
         )
     throttled = [r for r in measured if r.telemetry and r.telemetry.throttled]
@@ -456,8 +460,26 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
             f"{_label(throttled[0])} throttled: {reasons}",
             "nvidia-smi -q -d PERFORMANCE shows why; cooling or a power cap",
         )
-    power = max(r.telemetry.power_w_mean or 0.0 for r in measured if r.telemetry)
-    return passed("telemetry", title, f"NVML sampled every cell; up to {power:.0f} W")
+    powers = [r.telemetry.power_w_mean for r in measured if r.telemetry]
+    power = max((p for p in powers if p is not None), default=None)
+    said = f"up to {power:.0f} W" if power is not None else "no power figure"
+    if blind:  # windows too short for the power figures: the level's cells are seconds long
+        label, why = next(iter(blind.items()))
+        said += f"; {len(blind)} cell(s) without one, as their windows are short ({label}: {why})"
+    return passed("telemetry", title, f"NVML sampled every cell; {said}")
+
+
+NOT_MEASURABLE = "not measurable"
+
+
+def _power_gap(result: CellResult) -> str:
+    """Why a GPU cell has no power figure: its ranks' reason ('not measurable: ...' where the
+    windows were too short to judge, anything else where NVML did not answer)."""
+    ranks = result.telemetry.ranks if result.telemetry else []
+    return next(
+        (v for rank in ranks for k, v in rank.unavailable.items() if "power" in k),
+        (result.unavailable or {}).get("telemetry.power_w_mean", "no reason recorded"),
+    )
 
 
 def judge_report(written: Sequence[Path]) -> CheckResult:

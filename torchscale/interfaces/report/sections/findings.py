@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from torchscale.contracts.gpu_clocks import POWER_CAP
 from torchscale.contracts.schema.cell_result import CellResult, Finding
 from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
@@ -237,16 +238,32 @@ def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
     evidence.append(
         f"sampled every {telemetry.interval_ms} ms over {telemetry.windows} measured window(s)"
     )
+    reasons = ", ".join(telemetry.throttle_reasons)
+    if set(telemetry.throttle_reasons) <= {POWER_CAP}:
+        # held by its power limit: how a GPU keeps to it under dense work, not a fault
+        title = f"{label}: GPU clocks held down by the power limit ({reasons})"
+        advice = (
+            "The figures were measured below full clocks: the GPU lowered its SM clock to stay "
+            "within its power limit (the evidence says which limit and how far). At the default "
+            "limit under dense work this is normal power management, not a fault, but figures "
+            "from GPUs or runs at other limits or clocks do not compare; a limit below the "
+            "default is a site cap (`nvidia-smi -q -d POWER`). In a multi-GPU cell the GPU "
+            "held lowest becomes the straggler every rank waits for."
+        )
+    else:
+        title = f"{label}: GPU clocks throttled ({reasons})"
+        advice = (
+            "The figures were measured below full clocks. Thermal reasons point at cooling or "
+            "airflow, hardware slowdown at power delivery or the board (`nvidia-smi -q -d "
+            "PERFORMANCE,POWER,TEMPERATURE`); in a multi-GPU cell a throttled GPU becomes the "
+            "straggler every rank waits for."
+        )
     return ReportFinding(
-        title=f"{label}: GPU clocks throttled ({', '.join(telemetry.throttle_reasons)})",
+        title=title,
         cost_pct=None,
         source=label,
         evidence=evidence,
-        recommendation="The figures were measured below full clocks. Thermal reasons point at "
-        "cooling or airflow, SwPowerCap (counted only under a site power cap or below 90 % of "
-        "the top SM clock) at the power limit (`nvidia-smi -q -d "
-        "PERFORMANCE,POWER,TEMPERATURE`); in a multi-GPU cell a throttled GPU becomes the "
-        "straggler every rank waits for.",
+        recommendation=advice,
         severity="warn",
     )
 
