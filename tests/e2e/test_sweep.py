@@ -255,6 +255,7 @@ def test_sweep_prints_one_table_a_row_per_cell(main_sweep: Sweep) -> None:
     assert "Average Throughput" not in main_sweep.output  # -v shows each cell's lines
     assert "results:" in flat(main_sweep.output)
     assert "2 cell(s), 0 failed" in flat(main_sweep.output)
+    assert "time: 2 cell(s) in " in flat(main_sweep.output)  # where the minutes went
 
 
 @pytest.mark.slow  # real torchrun cells

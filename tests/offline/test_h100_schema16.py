@@ -77,3 +77,21 @@ def test_a_gpu_cell_itemises_its_fixed_costs_and_says_why_the_probe_could_not_ju
     assert cell.diagnosis is None or not any(
         f.title.startswith("host-bound") for f in cell.diagnosis.findings
     )
+
+
+def test_the_sweep_says_where_its_minutes_went_and_v_itemises_each_cell() -> None:
+    """The default sweep on the H100: 101 s for two cells, half of it compiling: said after the
+    table; -v gives each cell's stages."""
+    from torchscale.interfaces.console.cells import cell_lines, sweep_time_line
+
+    cells = [_sweep("gpt2__b8__w1"), _sweep("gpt2__b16__w1")]
+    line = sweep_time_line(cells)
+    assert line is not None and line.startswith("time: 2 cell(s) in ")
+    assert "compile 51.1 s" in line and "start-up" in line
+    verbose = [item.text for item in cell_lines(cells[1], verbose=True)]
+    (fixed,) = [t for t in verbose if t.startswith("> [INFO] Fixed costs:")]
+    assert "CUDA context" in fixed and "process group" in fixed and "compile" in fixed
+    assert not any(
+        t.startswith("> [INFO] Fixed costs:")
+        for t in (item.text for item in cell_lines(cells[1], verbose=False))
+    )

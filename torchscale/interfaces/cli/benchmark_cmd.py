@@ -407,6 +407,11 @@ class _Printer:
 
 def _sweep_summary(run: BenchmarkRun) -> None:
     """The lines after the table: where the results are, and why the sweep counts as failed."""
+    from torchscale.interfaces.console.cells import sweep_time_line
+
+    time_line = sweep_time_line(list(run.sweep.results))
+    if time_line is not None:
+        stdout.print(escape(time_line))
     stdout.print(
         f"results: {escape(str(run.store.root))} ({len(run.sweep.results)} cell(s), "
         f"{len(run.sweep.failures)} failed)"

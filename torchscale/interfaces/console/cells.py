@@ -104,6 +104,8 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
             result.diagnosis, result.unavailable.get("diagnosis"), verbose=verbose
         )
     lines += compile_lines(result)
+    if verbose:
+        lines += fixed_cost_lines(result)
     lines += headline_lines(result)
     lines += [Line("warn", f"> [WARN] {w}") for w in _shown_warnings(result, verbose)]
     return lines
@@ -149,6 +151,57 @@ def compile_lines(result: CellResult) -> list[Line]:
             "(outside the measured windows)",
         )
     ]
+
+
+FIXED_COST_NAMES = {
+    "process_start_s": "process start",
+    "device_init_s": "CUDA context",
+    "process_group_init_s": "process group",
+    "model_build_s": "model build",
+    "warmup_s": "warm-up",
+}
+
+
+def fixed_cost_lines(result: CellResult) -> list[Line]:
+    """'Fixed costs: process start 7.3 s, CUDA context 0.16 s, ...': what the cell paid before
+    its first measured step, stage by stage as the result stores them (-v)."""
+    costs = result.fixed_costs
+    if costs is None:
+        return []
+    parts = [
+        f"{label} {format_value(getattr(costs, name), 'seconds')}"
+        for name, label in FIXED_COST_NAMES.items()
+        if getattr(costs, name) is not None
+    ]
+    if not parts:
+        return []
+    compile_s = result.warmup.compile_s if result.warmup is not None else None
+    if compile_s is not None:
+        parts[-1] += f" (compile {format_value(compile_s, 'seconds')} of it)"
+    return [Line("info", f"> [INFO] Fixed costs: {', '.join(parts)}")]
+
+
+def sweep_time_line(results: list[CellResult]) -> str | None:
+    """'time: 2 cell(s) in 107 s; compile 54 s, start-up 31 s (-v: each cell)': where a
+    sweep's minutes went, from what each cell stored (start-up: process start, CUDA context,
+    process group and model build); None when no cell stored a wall time."""
+    walls = [r.wall_s for r in results if r.wall_s is not None]
+    if not walls:
+        return None
+    compile_s = sum(r.warmup.compile_s or 0.0 for r in results if r.warmup is not None)
+    start_s = sum(
+        getattr(r.fixed_costs, name) or 0.0
+        for r in results
+        if r.fixed_costs is not None
+        for name in ("process_start_s", "device_init_s", "process_group_init_s", "model_build_s")
+    )
+    parts = [
+        f"{label} {format_value(value, 'seconds')}"
+        for label, value in (("compile", compile_s), ("start-up", start_s))
+        if value > 0
+    ]
+    spent = f"; {', '.join(parts)} (-v: each cell)" if parts else ""
+    return f"time: {len(walls)} cell(s) in {format_value(sum(walls), 'seconds')}{spent}"
 
 
 def headline_lines(result: CellResult) -> list[Line]:
