@@ -25,6 +25,7 @@ from typer.testing import CliRunner, Result
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
+from torchscale.offline.analysis.diagnosis.traces import INFLATION_CHECK
 from torchscale.offline.results.versions import read_cell_result
 
 DELAY_MS = 50.0
@@ -131,7 +132,11 @@ def test_one_straggler_line_with_the_stored_figures(profiled: tuple[int, Result,
     analysis = ProfileAnalysis.model_validate_json((directory / "analysis.json").read_text())
     diagnosis = analysis.diagnosis
     assert diagnosis is not None and diagnosis.straggler is not None
-    assert diagnosis.source == "traces"
+    # the traces head the diagnosis unless tracing slowed the steps beyond the noise (a busy
+    # machine can): then the phase timers do, and the traced split is a named cross-check
+    if diagnosis.source != "traces":
+        assert diagnosis.source == "phase timers"
+        assert any(c.name == INFLATION_CHECK for c in diagnosis.cross_checks)
     run = read_cell_result(directory / "result.json").result
     assert run is not None and run.diagnosis == diagnosis
     lines = result.stdout.splitlines()
