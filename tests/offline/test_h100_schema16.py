@@ -95,3 +95,18 @@ def test_the_sweep_says_where_its_minutes_went_and_v_itemises_each_cell() -> Non
         t.startswith("> [INFO] Fixed costs:")
         for t in (item.text for item in cell_lines(cells[1], verbose=False))
     )
+
+
+def test_a_traced_split_the_noise_cannot_clear_says_so_in_its_own_line() -> None:
+    """The compiled profile: 3 traced steps at 23.3 ms against 20.1 ms measured, +16 % [-3,
+    +36]: not shown inflated, not shown clean either. Its split (compute 79.7 %, where the
+    measured windows' timers say 99.9 %) carries that caveat in the same line."""
+    from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+    from torchscale.interfaces.report.diagnosis_text import split_text
+
+    path = RUN / "workload" / "profile" / "analysis.json"
+    analysis = ProfileAnalysis.model_validate_json(path.read_text(encoding="utf-8"))
+    assert analysis.diagnosis is not None and analysis.diagnosis.source == "traces"
+    line = split_text(analysis.diagnosis)
+    assert line.startswith("Step 23.2 ms traced (+16 % [-3, +35] over the untraced step")
+    assert "not measurable" in line.split(":")[0] + line.split(":")[1]
