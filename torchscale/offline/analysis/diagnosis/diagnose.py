@@ -50,7 +50,6 @@ from torchscale.contracts.schema.cell_result import (
 )
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
-    RankedFinding,
     compute_spread,
     finding_inputs,
     rank_findings,
@@ -195,7 +194,7 @@ def _from_timers(model: Attribution, parts: pd.DataFrame, evidence: RunEvidence)
         rank_waits={w.rank: w.share for w in waits},
         compute_spread_frac=compute_spread(keyed, "key", model.step_s.value or 0.0),
     )
-    findings = [_finding(f) for f in rank_findings(inputs)]
+    findings = [f.stored() for f in rank_findings(inputs)]
     return _assemble(model, "phase timers", waits, whatif, findings, evidence)
 
 
@@ -221,7 +220,7 @@ def _from_traces(
     inputs = traces.inputs  # completed in place: the findings read the diagnosis' figures
     inputs.whatif = whatif.share if whatif is not None else None
     inputs.rank_waits = {w.rank: w.share for w in waits}
-    findings = [_finding(f) for f in rank_findings(inputs)]
+    findings = [f.stored() for f in rank_findings(inputs)]
     extra = phase_timer_checks(attribution, timer_model)
     return _assemble(attribution, "traces", waits, whatif, findings, evidence, extra)
 
@@ -305,17 +304,6 @@ def bounded_whatif(
 def _share(model: Attribution, name: str) -> Estimate | None:
     part = next((p for p in model.parts if p.name == name), None)
     return part.share if part is not None else None
-
-
-def _finding(f: RankedFinding) -> Finding:
-    return Finding(
-        title=f.title,
-        category=f.category,
-        cost_pct=100 * f.cost_fraction,
-        cost_share=f.cost,
-        evidence=list(f.evidence),
-        recommendation=f.recommendation,
-    )
 
 
 def _assemble(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
+from torchscale.contracts.schema.cell_result import Estimate, Finding, StragglerVerdict
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -69,6 +69,17 @@ class RankedFinding:
     def cost_fraction(self) -> float:
         """The cost's point value (share of the step)."""
         return float(self.cost.value or 0.0)
+
+    def stored(self) -> Finding:
+        """The finding as a result stores it (`CellResult.diagnosis.findings`)."""
+        return Finding(
+            title=self.title,
+            category=self.category,
+            cost_pct=100 * self.cost_fraction,
+            cost_share=self.cost,
+            evidence=list(self.evidence),
+            recommendation=self.recommendation,
+        )
 
 
 @dataclass

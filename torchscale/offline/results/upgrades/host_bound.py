@@ -16,7 +16,6 @@ from torchscale.contracts.schema.cell_result import CellResult, Finding, HostBou
 from torchscale.offline.analysis.diagnosis.findings import (
     HOST_BOUND_MFU,
     HOST_BOUND_TITLE,
-    RankedFinding,
     host_bound_finding,
     pct_small,
 )
@@ -27,17 +26,6 @@ ARITHMETIC_METHOD = (
 )
 NOT_MEASURED = "not measured"
 NO_PROBE = "no busy probe (schema 15 or older)"
-
-
-def _finding(f: RankedFinding) -> Finding:
-    return Finding(
-        title=f.title,
-        category=f.category,
-        cost_pct=100 * f.cost_fraction,
-        cost_share=f.cost,
-        evidence=list(f.evidence),
-        recommendation=f.recommendation,
-    )
 
 
 def judged_host_bound(result: CellResult) -> HostBound | None:
@@ -77,15 +65,13 @@ def host_bound_of(result: CellResult) -> Finding | None:
     if result.cell.device != "cuda" or record is None or not record.host_bound:
         return None
     mfu = result.compute.mfu if result.compute is not None else None
-    return _finding(
-        host_bound_finding(
-            busy_share=record.gpu_busy_share,
-            mfu=mfu,
-            method=record.method,
-            gpu_busy_s=record.gpu_busy_s,
-            step_s=record.step_s,
-        )
-    )
+    return host_bound_finding(
+        busy_share=record.gpu_busy_share,
+        mfu=mfu,
+        method=record.method,
+        gpu_busy_s=record.gpu_busy_s,
+        step_s=record.step_s,
+    ).stored()
 
 
 def with_host_bound(result: CellResult) -> CellResult:

@@ -13,7 +13,6 @@ from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, Estim
 from torchscale.offline.analysis.diagnosis import busy_caveat, with_caveat
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
-    RankedFinding,
     rank_findings,
 )
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
@@ -22,17 +21,6 @@ from torchscale.offline.results.upgrades.point_figures import is_point_figures
 def _share(diagnosis: Diagnosis, name: str) -> Estimate | None:
     part = diagnosis.part(name)
     return part.share if part is not None else None
-
-
-def _finding(f: RankedFinding) -> Finding:
-    return Finding(
-        title=f.title,
-        category=f.category,
-        cost_pct=100 * f.cost_fraction,
-        cost_share=f.cost,
-        evidence=list(f.evidence),
-        recommendation=f.recommendation,
-    )
 
 
 def stored_model_findings(result: CellResult, diagnosis: Diagnosis) -> list[Finding]:
@@ -52,7 +40,7 @@ def stored_model_findings(result: CellResult, diagnosis: Diagnosis) -> list[Find
         waits_known=several,
         verdict=diagnosis.straggler,
     )
-    return [_finding(f) for f in rank_findings(inputs)]
+    return [f.stored() for f in rank_findings(inputs)]
 
 
 def completed_from_model(result: CellResult) -> CellResult:
