@@ -83,7 +83,7 @@ def test_power_cap_under_a_site_cap_throttles() -> None:
 def test_power_cap_below_ninety_percent_of_the_top_clock_throttles() -> None:
     verdict, throttled, warnings = verdict_of(clock_reasons=POWER_CAP, sm_clock=1500)
     assert (verdict, throttled) == ("throttled", True)
-    assert "SM clock down to 1500 MHz, 76% of its 1980 MHz max" in warnings[0]
+    assert "SM clock median 1500 MHz in them (lowest 1500), 76% of its 1980 MHz max" in warnings[0]
     # 90 % of 1980 is 1782: just above it holds the limit at full clocks
     assert verdict_of(clock_reasons=POWER_CAP, sm_clock=1790)[:2] == ("at_power_limit", False)
 
@@ -271,13 +271,12 @@ def test_an_nvml_average_counts_only_once_it_lies_inside_one_window() -> None:
         for t in (0.0, 1.0, 2.0, 3.0)
     ]
     rank = summarise_rank(0, "h", report_of(four))
-    assert rank.gpu_util_pct is None and "the longest window is 0.3 s" in rank.unavailable[
-        "gpu_util_pct"
-    ]
+    assert (
+        rank.gpu_util_pct is None
+        and "the longest window is 0.3 s" in rank.unavailable["gpu_util_pct"]
+    )
     assert rank.power_method in (None, "counter")  # never the 1 s average samples
-    settled = [
-        window([0.0, 0.5, 1.5, 2.5, 3.0], 0.0, 3.0, gpu_util_pct=[20, 20, 90, 90, 90])
-    ]
+    settled = [window([0.0, 0.5, 1.5, 2.5, 3.0], 0.0, 3.0, gpu_util_pct=[20, 20, 90, 90, 90])]
     rank = summarise_rank(0, "h", report_of(settled))
     assert rank.gpu_util_pct is not None and rank.gpu_util_pct.mean == pytest.approx(90.0)
 
@@ -316,3 +315,22 @@ def test_a_windows_energy_is_read_at_its_own_edges_not_the_samplers() -> None:
     record = sampler.stop()  # the thread's closing read: 4 J
     assert (record.energy_start_mj, record.energy_stop_mj) == (2000.0, 3000.0)
     assert record.energy_t is not None and record.energy_t[1] >= record.energy_t[0]
+
+
+def test_one_clock_dip_among_capped_samples_is_the_power_manager_not_a_throttle() -> None:
+    """The second H100 run's GPT-2 b16: SwPowerCap in 42 of 44 samples, the SM clock ~1,830 MHz
+    (92 % of 1,980) with one sample at 1,560: the typical clock judges, not the dip. With most
+    capped samples below 90 % it is throttled."""
+    from torchscale.rank.telemetry.window_figures import clock_judgement
+
+    def windows(clocks: list[float]) -> list[WindowSamples]:
+        t = [0.1 * i for i in range(len(clocks))]
+        mask = float(POWER_CAP)
+        return [window(t, 0.0, t[-1], sm_clock_mhz=clocks, clock_reasons=[mask] * len(clocks))]
+
+    limit = PowerLimit(enforced_w=700, default_w=700)
+    dip = clock_judgement(windows([1830.0] * 41 + [1560.0]), 1980.0, None, limit)
+    assert dip is not None and dip.verdict == "at_power_limit"
+    assert "median 1830 MHz in them (lowest 1560)" in dip.basis
+    low = clock_judgement(windows([1700.0] * 30 + [1900.0] * 12), 1980.0, None, limit)
+    assert low is not None and low.verdict == "throttled"

@@ -92,11 +92,13 @@ def judge_clocks(
     limit: PowerLimit | None,
     where: str = "in-window samples",
     max_source: str = "",
+    lowest_mhz: float | None = None,
 ) -> ClockJudgement:
-    """The verdict from how many of `samples` each reason was set in (`flagged`), the lowest SM
-    clock of the samples with SwPowerCap (`low_clock_mhz`), the GPU's top SM clock and its power
-    limits (None: unread, `max_why` and `limit.unavailable` say why); `max_source` names where
-    the top clock came from when not from the GPU itself."""
+    """The verdict from how many of `samples` each reason was set in (`flagged`), the SM clock
+    of the samples with SwPowerCap (`low_clock_mhz`: their median where the samples are at
+    hand, `lowest_mhz` beside it; an old result's lowest possible), the GPU's top SM clock and
+    its power limits (None: unread, `max_why` and `limit.unavailable` say why); `max_source`
+    names where the top clock came from when not from the GPU itself."""
     of = f"of {samples} {where}"
     hardware = [r for r in HARDWARE_SLOWDOWNS if flagged.get(r, 0) >= MIN_FLAGGED_SAMPLES]
     if hardware:
@@ -116,17 +118,19 @@ def judge_clocks(
     if max_sm_mhz and low_clock_mhz is not None:
         share = low_clock_mhz / max_sm_mhz
         of_max = f"{share:.0%} of its {max_sm_mhz:g} MHz max{max_source}"
+        # the median of the capped samples with their lowest beside it; an old result's
+        # lowest possible clock alone
+        median = (
+            f"SM clock median {low_clock_mhz:g} MHz in them (lowest {lowest_mhz:g})"
+            if lowest_mhz is not None
+            else ""
+        )
         if share < FULL_CLOCK_SHARE:
-            return ClockJudgement(
-                "throttled",
-                (POWER_CAP,),
-                f"{seen}, SM clock down to {low_clock_mhz:g} MHz, {of_max}; {limits}",
-            )
+            down = median if lowest_mhz is not None else f"SM clock down to {low_clock_mhz:g} MHz"
+            return ClockJudgement("throttled", (POWER_CAP,), f"{seen}, {down}, {of_max}; {limits}")
+        held = median if lowest_mhz is not None else f"SM clock at {low_clock_mhz:g} MHz or more"
         return ClockJudgement(
-            "at_power_limit",
-            (),
-            f"{AT_POWER_LIMIT}: {seen}, SM clock at {low_clock_mhz:g} MHz or more, {of_max}; "
-            f"{limits}{aside}",
+            "at_power_limit", (), f"{AT_POWER_LIMIT}: {seen}, {held}, {of_max}; {limits}{aside}"
         )
     clock_why = max_why if not max_sm_mhz else "no SM clock read in those samples"
     if limit is not None and limit.capped is False:
