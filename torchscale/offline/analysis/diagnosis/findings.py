@@ -614,6 +614,12 @@ HOST_BOUND_FIX = (
     "(torch.compile mode='reduce-overhead'), or torch.compile to cut launches; a host-bound "
     "step is noisier, so judge its spread after that."
 )
+# a compiled cell has had its launches cut once already
+HOST_BOUND_FIX_COMPILED = (
+    "Give the GPU more work per launch: a bigger batch or model, or CUDA graphs "
+    "(torch.compile mode='reduce-overhead'; this cell was compiled in the default mode); a "
+    "host-bound step is noisier, so judge its spread after that."
+)
 
 
 def host_bound_finding(
@@ -623,11 +629,14 @@ def host_bound_finding(
     method: str,
     gpu_busy_s: float | None = None,
     step_s: float | None = None,
+    compiled: bool = False,
 ) -> RankedFinding:
     """The host-bound verdict of a GPU cell as a finding: from the busy probe (`busy_share`:
     the GPU's busy time over the median step) or, without one, by arithmetic (`mfu`: the
-    step's FLOPs at the GPU's peak over the step, under HOST_BOUND_MFU). Its cost is the share
+    step's FLOPs at the GPU's peak over the step, under HOST_BOUND_MFU); `compiled`: the cell
+    ran under torch.compile, so the fix does not offer it again. Its cost is the share
     of the step the GPU is not busy (by arithmetic: at most 1 - MFU, the share its FLOPs leave)."""
+    fix = HOST_BOUND_FIX_COMPILED if compiled else HOST_BOUND_FIX
     if busy_share is not None:
         share = min(max(busy_share, 0.0), 1.0)
         title = (
@@ -661,11 +670,11 @@ def host_bound_finding(
             measurable=False,
             reason="the GPU's busy time was not measured (no busy probe)",
         )
-        return RankedFinding(title, cost, evidence, HOST_BOUND_FIX, "host_bound")
+        return RankedFinding(title, cost, evidence, fix, "host_bound")
     cost = Estimate(
         value=1.0 - share, low=None, high=None, n=1, method=how, measurable=True, reason=None
     )
-    return RankedFinding(title, cost, evidence, HOST_BOUND_FIX, "host_bound")
+    return RankedFinding(title, cost, evidence, fix, "host_bound")
 
 
 def pct_small(x: float) -> str:

@@ -71,6 +71,8 @@ def host_bound_of(result: CellResult) -> Finding | None:
         method=record.method,
         gpu_busy_s=record.gpu_busy_s,
         step_s=record.step_s,
+        compiled=result.compile is not None
+        or (result.warmup is not None and result.warmup.compile_s is not None),
     ).stored()
 
 
