@@ -110,3 +110,19 @@ def test_a_traced_split_the_noise_cannot_clear_says_so_in_its_own_line() -> None
     line = split_text(analysis.diagnosis)
     assert line.startswith("Step 23.2 ms traced (+16 % [-3, +35] over the untraced step")
     assert "not measurable" in line.split(":")[0] + line.split(":")[1]
+
+
+def test_no_bottleneck_does_not_read_as_not_host_bound(tmp_path: Path) -> None:
+    """Every GPT-2 cell's busy probe was not measurable: the report's 'No bottleneck' line says
+    the GPU's wait for the host was not measured, rather than imply it was not there."""
+    import shutil
+
+    from torchscale.interfaces.api import build_report
+
+    source = tmp_path / "runs"
+    shutil.copytree(RUN / "workload" / "runs", source)
+    out = tmp_path / "report.md"
+    build_report(source, "md", output=out)
+    text = " ".join(out.read_text(encoding="utf-8").split())
+    assert "No bottleneck" in text
+    assert "whether the GPU waits for the host was not measured in 4 GPU cell(s)" in text

@@ -62,6 +62,16 @@ def no_finding_text(ctx: Context) -> str:
     without = sum(1 for d in diagnoses if d is None)
     if without:
         text += f"; runs without a diagnosis, so not judged: {without}"
+    unjudged = [
+        r.host_bound
+        for r in (ctx.result(row) for row in records(ctx.ok))
+        if r.cell.device == "cuda" and r.host_bound is not None and r.host_bound.host_bound is None
+    ]
+    if unjudged:  # 'no bottleneck' must not read as 'not host-bound'
+        text += (
+            f"; whether the GPU waits for the host was not measured in {len(unjudged)} GPU "
+            f"cell(s) ({unjudged[0].reason or unjudged[0].method})"
+        )
     return text
 
 
