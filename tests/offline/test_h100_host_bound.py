@@ -17,7 +17,7 @@ from torchscale.interfaces.console.live_table import LiveTable, live_layout
 from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
 from torchscale.offline.results import load
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE
+from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE, EDGE_WARNING
 from torchscale.offline.results.upgrades.host_bound import ARITHMETIC_METHOD, with_host_bound
 from torchscale.offline.results.versions import read_cell_result
 
@@ -91,6 +91,7 @@ def test_old_h100_cells_are_read_without_each_windows_first_step(tmp_path: Path)
     assert result.ranks[0].step_time.count == 36
     assert result.intervals is not None and result.intervals.step_p50_s.n == 36
     assert result.unavailable["step_time"] == EDGE_NOTE
+    assert result.warnings.count(EDGE_WARNING) == 1  # every surface listing warnings says it
     assert not any(w.startswith("High variance in step time") for w in result.warnings)
     row = cells_table([result]).iloc[0]
     assert "step-time CV" not in str(row["reliability_reason"])  # noisy by its repeats only

@@ -71,11 +71,21 @@ def _sync_times(
     ]
 
 
+# said once among the cell's warnings, so every surface that lists them tells the reader
+EDGE_WARNING = (
+    "step times read without each window's first step (this result timed the step right "
+    "after its window's edge work, which ran slow); its throughput, the windows' wall time, "
+    "still includes it"
+)
+
+
 def _warnings(warnings: Sequence[str], pooled: StepTimeStats) -> list[str]:
-    """The high-variance warning as today's worker words it, judged on the steps kept."""
-    kept = [w for w in warnings if not w.startswith(HIGH_VARIANCE)]
+    """The high-variance warning as today's worker words it, judged on the steps kept, and
+    the warning that says the steps were read so."""
+    kept = [w for w in warnings if not w.startswith(HIGH_VARIANCE) and w != EDGE_WARNING]
     if pooled.cv > CV_WARN_THRESHOLD:
         kept.append(f"{HIGH_VARIANCE}: CV {pooled.cv:.2f} > {CV_WARN_THRESHOLD:.2f}")
+    kept.append(EDGE_WARNING)
     return kept
 
 
