@@ -29,8 +29,7 @@ from torchscale.interfaces.report.estimates import (
     value_format,
 )
 from torchscale.interfaces.report.render.formatting import quantum_of
-from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
-from torchscale.offline.analysis.diagnosis.traces import INFLATION_CHECK, inflation_of
+from torchscale.offline.analysis.diagnosis.traces import inflation_of, uncleared_inflation
 
 PART_WORDS = {
     "compute": "compute",
@@ -171,23 +170,16 @@ def _traced(diagnosis: Diagnosis) -> str:
 
 def _maybe_traced(diagnosis: Diagnosis) -> str:
     """Traces that head the diagnosis as not inflated beyond the noise, yet ran longer than the
-    measured steps by more than the minimum effect (three traced steps cannot tell whether the
-    profiler added it): ' traced (+16 % [-3, +36] over the untraced step: not measurable)',
-    so the split is never read as the untraced run's without that caveat; nothing otherwise."""
-    check = next((c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK), None)
-    estimate = check.estimate if check is not None else None
-    if (
-        diagnosis.source != "traces"
-        or estimate is None
-        or estimate.value is None
-        or estimate.low is None
-        or estimate.high is None
-        or estimate.value <= MIN_EFFECT_SHARE
-    ):
+    measured steps by more than the minimum effect (`traces.uncleared_inflation`): ' traced
+    (+16 % [-3, +36] over the untraced step: not measurable)', so the split is never read as
+    the untraced run's without that caveat; nothing otherwise."""
+    estimate = uncleared_inflation(diagnosis)
+    if estimate is None or estimate.value is None:
         return ""
+    low, high = (100 * (x or 0.0) for x in (estimate.low, estimate.high))
     return (
-        f" traced ({estimate.value * 100:+.0f} % [{estimate.low * 100:+.0f}, "
-        f"{estimate.high * 100:+.0f}] over the untraced step: not measurable)"
+        f" traced ({estimate.value * 100:+.0f} % [{low:+.0f}, {high:+.0f}] over the untraced "
+        "step: not measurable)"
     )
 
 

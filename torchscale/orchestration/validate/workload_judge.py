@@ -369,11 +369,19 @@ def profile_step(analysis: ProfileAnalysis) -> str:
     +76 % under the profiler)' where the profiler slowed the traced steps beyond the noise,
     'step 34.8 ms traced, +76 % over the untraced' where only the traces have a split, else
     the traced step."""
-    from torchscale.offline.analysis.diagnosis.traces import inflation_of
+    from torchscale.offline.analysis.diagnosis.traces import inflation_of, uncleared_inflation
 
     diagnosis = analysis.diagnosis
     step_s = diagnosis.step_s.value if diagnosis is not None else None
     inflation = inflation_of(diagnosis) if diagnosis is not None else None
+    if diagnosis is not None and step_s is not None and inflation is None:
+        unclear = uncleared_inflation(diagnosis)
+        if unclear is not None and unclear.value is not None:  # the same caveat as its split
+            return (
+                f"step {step_s * 1e3:.3g} ms traced ({unclear.value * 100:+.0f} % over the "
+                "untraced step, within the noise of its few traced steps)"
+            )
+        return f"step {step_s * 1e3:.3g} ms"
     if diagnosis is None or step_s is None or inflation is None or inflation.value is None:
         return f"step {analysis.cycle_us / 1000:.3g} ms" if analysis.cycle_us else "no step time"
     added = f"{inflation.value * 100:+.0f} %"

@@ -790,6 +790,24 @@ def inflation_of(diagnosis: Diagnosis) -> Estimate | None:
     return check.estimate if check is not None and check.agrees is False else None
 
 
+def uncleared_inflation(diagnosis: Diagnosis) -> Estimate | None:
+    """The traced steps' excess over the measured ones where the traces head the diagnosis as
+    not inflated beyond the noise, yet ran longer by more than the minimum effect (few traced
+    steps cannot tell whether the profiler added it); None otherwise."""
+    check = next((c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK), None)
+    estimate = check.estimate if check is not None else None
+    if (
+        diagnosis.source != "traces"
+        or estimate is None
+        or estimate.value is None
+        or estimate.low is None
+        or estimate.high is None
+        or estimate.value <= MIN_EFFECT_SHARE
+    ):
+        return None
+    return estimate
+
+
 __all__ = [
     "INFLATION_CHECK",
     "PART_COLUMNS",
@@ -804,5 +822,6 @@ __all__ = [
     "share_of_step",
     "trace_parts",
     "traced_inflation",
+    "uncleared_inflation",
     "with_inflation",
 ]
