@@ -685,6 +685,17 @@ def _split_words(diagnosis: Diagnosis) -> str:
     return ", ".join(f"{p.name.replace('_', ' ')} {_figure(p.share)}" for p in diagnosis.parts)
 
 
+def _inflation_check(inflation: TracedInflation, agrees: bool, detail: str) -> CrossCheck:
+    """The cross-check that compares the traced steps with the measured windows."""
+    return CrossCheck(
+        name=INFLATION_CHECK,
+        method=INFLATION_METHOD,
+        estimate=inflation.estimate(),
+        agrees=agrees,
+        detail=detail,
+    )
+
+
 def with_inflation(
     traced: Diagnosis, timers: Diagnosis | None, inflation: TracedInflation
 ) -> Diagnosis:
@@ -702,13 +713,7 @@ def with_inflation(
         f"measured windows, {inflation.words()} (Welch's t)"
     )
     if not inflation.inflated:
-        check = CrossCheck(
-            name=INFLATION_CHECK,
-            method=INFLATION_METHOD,
-            estimate=inflation.estimate(),
-            agrees=True,
-            detail=f"{summary}: the traces describe the run's steps",
-        )
+        check = _inflation_check(inflation, True, f"{summary}: the traces describe the run's steps")
         return traced.model_copy(update={"cross_checks": [*base_checks, check]})
     step_s = traced.step_s.value or inflation.traced_s
     added_high = (inflation.high or inflation.share) * inflation.untraced_s
@@ -734,25 +739,13 @@ def with_inflation(
     )
     if timers is None:
         detail = f"{summary}: the step split describes the traced steps{overhead}"
-        check = CrossCheck(
-            name=INFLATION_CHECK,
-            method=INFLATION_METHOD,
-            estimate=inflation.estimate(),
-            agrees=False,
-            detail=detail,
-        )
+        check = _inflation_check(inflation, False, detail)
         return _with_checks(traced, [*base_checks, check], kept)
     detail = (
         f"{summary}: the step split is the measured windows'; the traced steps' under the "
         f"profiler: step {_ms(step_s)}: {_split_words(traced)}{overhead}"
     )
-    check = CrossCheck(
-        name=INFLATION_CHECK,
-        method=INFLATION_METHOD,
-        estimate=inflation.estimate(),
-        agrees=False,
-        detail=detail,
-    )
+    check = _inflation_check(inflation, False, detail)
     own = {INFLATION_CHECK, TRACES_STRAGGLER}
     trace_checks = [c for c in base_checks if not c.name.startswith("phase timers:")]
     if traced.straggler is not None and timers.straggler is not None:
