@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.h100_replay import WORKLOAD, needs_h100
+from tests.h100_replay import WORKLOAD, needs_h100, read_cells
 from tests.processes import processes_mentioning
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError, CellResult
@@ -291,12 +291,7 @@ def test_the_summary_puts_failures_first() -> None:
 
 
 def _h100(folder: str) -> list[CellResult]:
-    results = []
-    for path in sorted((WORKLOAD / "runs" / folder / "cells").glob("*.json")):
-        read = read_cell_result(path)
-        assert read.result is not None, read.problem
-        results.append(read.result)
-    return results
+    return read_cells(WORKLOAD / "runs" / folder)
 
 
 @needs_h100

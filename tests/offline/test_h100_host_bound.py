@@ -10,7 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, needs_h100
+from tests.h100_replay import DEFAULT_SWEEP, WORKLOAD, h100_cell, needs_h100, read_cell
 from torchscale.contracts.schema.cell_result import CellResult, HostBound
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.live_table import LiveTable, live_layout
@@ -25,9 +25,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def _read(folder: Path, stem: str) -> CellResult:
-    read = read_cell_result(h100_cell(folder, stem))
-    assert read.problem is None and read.result is not None
-    return read.result
+    return read_cell(h100_cell(folder, stem))
 
 
 def _host_findings(result: CellResult) -> list[str]:

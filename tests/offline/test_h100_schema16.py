@@ -10,30 +10,24 @@ from pathlib import Path
 
 import pytest
 
+from tests.h100_replay import read_cell
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.report.sections.findings import throttling_finding
-from torchscale.offline.results.versions import read_cell_result
 from torchscale.orchestration.validate.workload_judge import judge_telemetry
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "h100_schema16"
 WORKLOAD_CELLS = sorted((RUN / "workload" / "runs").glob("*/cells/*.json"))
 
 
-def _read(path: Path) -> CellResult:
-    read = read_cell_result(path)
-    assert read.problem is None and read.result is not None
-    return read.result
-
-
 def _sweep(stem: str) -> CellResult:
     (path,) = (RUN / "default-sweep" / "cells").glob(f"{stem}*.json")
-    return _read(path)
+    return read_cell(path)
 
 
 def test_short_windows_without_a_power_figure_are_no_telemetry_warning() -> None:
     """The workload's cells run 4 x 4 steps (0.15 s windows): NVML's 1 s power average cannot
     describe them and the level must not send the user to reinstall pynvml for that."""
-    cells = [_read(p) for p in WORKLOAD_CELLS]
+    cells = [read_cell(p) for p in WORKLOAD_CELLS]
     assert len(cells) == 4
     blind = [c for c in cells if c.telemetry is not None and c.telemetry.power_w_mean is None]
     assert blind, "the fixture holds cells whose windows were too short for a power figure"
@@ -64,7 +58,7 @@ def test_power_held_clocks_are_said_as_the_power_limit_not_cooling() -> None:
 def test_a_gpu_cell_itemises_its_fixed_costs_and_says_why_the_probe_could_not_judge(
     path: Path,
 ) -> None:
-    cell = _read(path)
+    cell = read_cell(path)
     assert cell.window_edge_steps == 1
     costs = cell.fixed_costs
     assert costs is not None and costs.device_init_s is not None and costs.device_init_s > 0

@@ -4,27 +4,14 @@ reason, not that the cell failed to finish."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tests.h100_replay import DEFAULT_SWEEP, needs_h100
-from torchscale.contracts.schema.cell_result import CellResult
+from tests.h100_replay import DEFAULT_SWEEP, needs_h100, read_cells
 from torchscale.offline.analysis.scaling_efficiency import NOT_MEASURED, REASON_COLUMN
 from torchscale.offline.results.frame import cells_table
-from torchscale.offline.results.versions import read_cell_result
-
-
-def _results(folder: Path) -> list[CellResult]:
-    results = []
-    for path in sorted((folder / "cells").glob("*.json")):
-        read = read_cell_result(path)
-        assert read.result is not None, read.problem
-        results.append(read.result)
-    return results
 
 
 @needs_h100
 def test_a_planned_skip_says_skipped_and_why_in_summary_csv() -> None:
-    results = _results(DEFAULT_SWEEP)
+    results = read_cells(DEFAULT_SWEEP)
     table = cells_table(results).set_index("cell_id")
     skipped = [r for r in results if r.status.value == "skipped"]
     assert skipped and all("w2" in r.cell.id for r in skipped)
