@@ -162,6 +162,10 @@ FIXED_COST_NAMES = {
 }
 
 
+# what a cell pays before its first step, less the warm-up (whose compile is said on its own)
+START_UP_STAGES = tuple(name for name in FIXED_COST_NAMES if name != "warmup_s")
+
+
 def fixed_cost_lines(result: CellResult) -> list[Line]:
     """'Fixed costs: process start 7.3 s, CUDA context 0.16 s, ...': what the cell paid before
     its first measured step, stage by stage as the result stores them (-v)."""
@@ -193,7 +197,7 @@ def sweep_time_line(results: list[CellResult]) -> str | None:
         getattr(r.fixed_costs, name) or 0.0
         for r in results
         if r.fixed_costs is not None
-        for name in ("process_start_s", "device_init_s", "process_group_init_s", "model_build_s")
+        for name in START_UP_STAGES
     )
     parts = [
         f"{label} {format_value(value, 'seconds')}"
