@@ -294,7 +294,16 @@ def test_profile_under_nsys_end_to_end(tmp_path: Path) -> None:
     # a step under half the median counts as cut by the capture; on a loaded machine one of
     # these millisecond steps may be, so 6 are traced and 3 required
     assert all(r.steps >= 3 for r in analysis.ranks)
-    assert "sync_stall_pct" in analysis.unavailable
+    # nsys sees no collectives on CPU, so the traces cannot give the stall; when the capture
+    # inflated the traced steps beyond the noise (it often does: ~+300 % on these 1 ms steps),
+    # the phase timers head the diagnosis and measure the wait themselves
+    assert analysis.diagnosis is not None
+    if analysis.diagnosis.source == "traces":
+        assert "sync_stall_pct" in analysis.unavailable
+    else:
+        assert analysis.diagnosis.source == "phase timers"
+        assert any(n.startswith("capture overhead (nsys)") for n in analysis.notes)
+        assert ("sync_stall_pct" in analysis.unavailable) != (analysis.sync_stall_pct is not None)
     # only the profiled steps: the ranks' empty `torchscale:capture` range started the
     # collection, so nothing of the start-up (torch's imports alone are ~1 s of OS calls)
     # or of the measured windows before it is in the report
