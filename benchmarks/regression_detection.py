@@ -1,4 +1,4 @@
-"""Does the baseline rule (torchscale/offline/analysis/regressions.py, docs/regressions.md) call a
+"""Does the baseline rule (offline/analysis/regression_rule.py, docs/regressions.md) call a
 regression when nothing changed, and does it catch a real slowdown? Measured, not assumed.
 
 On a machine made busy on purpose (`--hog N` processes spinning a core each, killed at the
@@ -60,7 +60,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-    from torchscale.offline.analysis.regressions import RegressionRule
+    from torchscale.offline.analysis.regression_rule import RegressionRule
     from torchscale.rank.models import ModelBundle
 
 REPO = Path(__file__).resolve().parent.parent
@@ -183,7 +183,8 @@ def benchmark_run(
 ) -> dict[str, Any]:
     """One `torchscale benchmark` of the cell; its per-repeat figures as a record."""
     import torchscale.results
-    from torchscale.offline.analysis.regressions import STEP_REPEATS, with_step_repeats
+    from torchscale.offline.analysis.regression_rule import STEP_REPEATS
+    from torchscale.offline.analysis.regressions import with_step_repeats
 
     config = workdir / f"{name}.yaml"
     config.write_text(
@@ -295,7 +296,7 @@ def _cells(side: Side, loads: bool = True) -> pd.DataFrame:
     runs of one config."""
     import pandas as pd
 
-    from torchscale.offline.analysis.regressions import STEP_REPEATS
+    from torchscale.offline.analysis.regression_rule import STEP_REPEATS
 
     rows = [
         {
@@ -406,7 +407,7 @@ def _repeats(record: dict[str, Any], key: str) -> list[float]:
 def _centred(record: dict[str, Any], level: float) -> dict[str, Any]:
     """`record` with its repeats scaled so that its median throughput is `level`: the run's
     own repeat-to-repeat noise kept, its offset from the other runs of its kind removed."""
-    from torchscale.offline.analysis.regressions import STEP_REPEATS
+    from torchscale.offline.analysis.regression_rule import STEP_REPEATS
 
     factor = level / statistics.median(_repeats(record, "samples_per_s_repeats"))
     out = dict(record)
@@ -607,7 +608,7 @@ def main() -> None:
     if args.quick:
         args.pairs, args.runs, args.repeats, args.steps = 2, 4, 5, 8
     sys.path.insert(0, str(REPO))
-    from torchscale.offline.analysis.regressions import RULE, RegressionRule
+    from torchscale.offline.analysis.regression_rule import RULE, RegressionRule
 
     rule = RegressionRule(
         alpha=RULE.alpha if args.alpha is None else args.alpha,

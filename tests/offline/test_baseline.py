@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from torchscale.offline.analysis.numbers import parse_repeats
-from torchscale.offline.analysis.regressions import (
+from torchscale.offline.analysis.regression_rule import (
     ALPHA,
     METRICS,
     MIN_EFFECT,
@@ -20,11 +20,13 @@ from torchscale.offline.analysis.regressions import (
     RULE,
     STEP_REPEATS,
     RegressionRule,
-    compare,
     detectable_regression,
     judge_change,
-    match_cells,
     min_p_value,
+)
+from torchscale.offline.analysis.regressions import (
+    compare,
+    match_cells,
     pair_columns,
     with_step_repeats,
 )

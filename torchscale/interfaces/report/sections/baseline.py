@@ -35,15 +35,13 @@ from torchscale.interfaces.report.sections.comparison import (
 from torchscale.interfaces.report.sections.context import Context, col, records, text
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.regressions import (
+from torchscale.offline.analysis.regression_rule import (
     METRICS,
     POWER,
-    Comparison,
-    PairVerdict,
     RegressionRule,
-    largest_changes,
     min_p_value,
 )
+from torchscale.offline.analysis.regressions import Comparison, PairVerdict, largest_changes
 from torchscale.offline.analysis.uncertainty import LEVEL, SMALL
 
 MATCH_TEXT = {"definition": "same definition", "key": "same key (settings differ)"}

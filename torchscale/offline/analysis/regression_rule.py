@@ -1,0 +1,327 @@
+"""The regression rule (docs/regressions.md): its parameters, the metrics it tests and
+`judge_change`, the verdict on one metric of one matched pair. Pure; no tables. Matching,
+pooling runs and the comparison of two result sets are `regressions.py`'s."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
+from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.analysis.uncertainty import (
+    LEVEL,
+    SMALL,
+    ratio_of_medians,
+)
+
+# The rule's parameters (docs/regressions.md; measured by benchmarks/regression_detection.py).
+TEST = "two-sided Welch t-test on the log figures"
+ALPHA = 0.05  # the test's significance level, over the per-unit figures of both sides
+MIN_EFFECT = 0.05  # the smallest |ratio of medians - 1| ever flagged; the interval must clear it
+POWER = 0.95  # `detectable`: the change the rule finds this often at the spread it saw
+STEP_REPEATS = "step_p50_s_repeats"  # added by `with_step_repeats` from the steps table
+Outcome = Literal[
+    "regression",
+    "improvement",
+    "no significant change",
+    "busy machine",
+    "not enough repeats",
+    "n/a",
+]
+
+
+def min_p_value(n_baseline: int, n_current: int) -> float:
+    """The smallest two-sided p-value a distribution-free test (an exact rank or permutation
+    test) can give for these sample sizes (every value of one side beyond every value of the
+    other): 2 / C(n1 + n2, n1). The rule's floor on the sample sizes (`RegressionRule.enough`):
+    where it is not below alpha, no arrangement of the figures is evidence of a change without
+    assuming their distribution (3 vs 3: 0.1), so the parametric test is not asked either."""
+    if n_baseline < 1 or n_current < 1:
+        return 1.0
+    return min(1.0, 2 / math.comb(n_baseline + n_current, n_baseline))
+
+
+@dataclass(frozen=True)
+class RegressionRule:
+    """When a change is a regression (or an improvement): the stated test at `alpha` AND a
+    change of at least `min_effect` AND the 95 % (uncertainty.LEVEL) bootstrap interval of the
+    ratio of medians entirely beyond 1 -/+ `min_effect`. Sample sizes with which no
+    distribution-free test could reach `alpha` (`min_p_value`) are "not enough repeats",
+    never a verdict."""
+
+    alpha: float = ALPHA
+    min_effect: float = MIN_EFFECT
+    test: str = TEST
+
+    def __post_init__(self) -> None:
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), not {self.alpha}")
+        if not 0 <= self.min_effect < 1:
+            raise ValueError(f"min_effect must be in [0, 1), not {self.min_effect}")
+
+    @property
+    def repeats_needed(self) -> int:
+        """The fewest repeats per side (equal sides) with which the test can reach `alpha`."""
+        n = 2
+        while min_p_value(n, n) >= self.alpha:
+            n += 1
+        return n
+
+    def enough(self, n_baseline: int, n_current: int) -> bool:
+        """Whether these sample sizes can give a verdict at all (2+ per side for an interval)."""
+        return min(n_baseline, n_current) >= 2 and min_p_value(n_baseline, n_current) < self.alpha
+
+    def describe(self) -> str:
+        """The rule in one paragraph, with its parameters (printed in every report)."""
+        e = f"{self.min_effect * 100:g} %"
+        return (
+            f"A change is a regression (or an improvement) only when all three hold, on the "
+            f"per-run figures of both sides when each holds several runs of the cell (each "
+            f"run's median; the same config run again, each its own launch), else on the "
+            f"per-repeat figures of one run (each repeat is one measured window): the "
+            f"{self.test} gives p < {self.alpha:g}; the ratio of the medians (now / "
+            f"baseline) differs from 1 by at least {e}; and its {LEVEL * 100:g} % "
+            f"interval (percentile bootstrap; Welch's t on the log ratio when a side holds "
+            f"fewer than {SMALL}) lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
+            f"runs or repeats for any distribution-free test to reach p < {self.alpha:g} "
+            f"(3 vs 3 give at best {min_p_value(3, 3):.2g}) the verdict is "
+            '"not enough repeats" '
+            f"(need {self.repeats_needed} per side), never a regression: not judged, its "
+            "change shown. When either side ran on a "
+            "busy machine (its host-load record: other processes took its cores), the pair is "
+            "judged only if both were loaded alike (other processes' cores within "
+            f"{OTHER_CORES_PER_RANK:g} per rank) and each side holds several runs; otherwise "
+            'it is "not judged: busy machine", neither a regression nor a pass.'
+        )
+
+
+RULE = RegressionRule()
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A compared metric: its column, whether higher is better, the column of its per-repeat
+    figures when it is judged by the rule (None: shown only), and what judges it. `points`: a
+    share or percentage (efficiency, exposed communication), whose `<key>_change` is the
+    difference now - baseline (printed in percentage points), never a relative change."""
+
+    key: str
+    label: str
+    higher_is_better: bool
+    repeats: str | None
+    judged_by: str
+    points: bool = False
+
+    @property
+    def tested(self) -> bool:
+        return self.repeats is not None
+
+
+METRICS = (
+    Metric(
+        "samples_per_s",
+        "throughput",
+        higher_is_better=True,
+        repeats="samples_per_s_repeats",
+        judged_by="the rule, over the global samples/s of each run (its repeats' median) "
+        "where each side holds several runs, else of each repeat",
+    ),
+    Metric(
+        "step_p50_s",
+        "step time p50",
+        higher_is_better=False,
+        repeats=STEP_REPEATS,
+        judged_by="the rule, over each run's (or each repeat's) median synchronised step "
+        "time (all ranks)",
+    ),
+    Metric(
+        "scaling_efficiency",
+        "scaling efficiency",
+        higher_is_better=True,
+        repeats=None,
+        judged_by="a ratio of two cells' medians: no per-repeat figures",
+        points=True,
+    ),
+    Metric(
+        "comm_overhead",
+        "exposed communication",
+        higher_is_better=False,
+        repeats=None,
+        judged_by="one figure per cell, from the medians of two windows: no per-repeat figures",
+        points=True,
+    ),
+    Metric(
+        "peak_memory_bytes",
+        "peak memory",
+        higher_is_better=False,
+        repeats=None,
+        judged_by="a maximum over the whole run: no per-repeat figures",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One metric's change by the rule: the change of the medians (now / baseline - 1) with
+    its bootstrap interval, the test's p-value, the repeats on each side, the outcome and why;
+    `detectable`: the smallest regression (a fraction, e.g. 0.14) the rule would find with
+    probability POWER at the spread these figures show (`detectable_regression`), None where
+    there is no interval."""
+
+    change: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    n_baseline: int
+    n_current: int
+    outcome: Outcome
+    reason: str
+    detectable: float | None = None
+
+
+def detectable_regression(
+    low: float,
+    high: float,
+    min_effect: float,
+    *,
+    higher_is_better: bool,
+    units: int,
+    power: float = POWER,
+) -> float | None:
+    """The smallest regression that the rule would flag with probability `power`, at the
+    spread the interval (low, high) of the ratio of medians shows, over `units` figures of
+    both sides together: a fraction of the baseline (0.14: throughput 14 % lower, or step
+    time 14 % higher).
+
+    On the log of the ratio: its standard error is the interval's width over 2 z (z the
+    normal quantile of the interval's level: a percentile bootstrap interval is a normal one
+    around the plug-in spread, too narrow in small samples); a change is flagged when the
+    interval clears the minimum effect, which happens with probability `power` once the true
+    log ratio lies (t_level + t_power) standard errors beyond log(1 -/+ min_effect), t the
+    Student quantiles with units - 2 degrees of freedom. Checked by simulation (log-normal
+    runs, 4-12 a side, spread 4-8 %): a drop of the stated size was found 90-100 % of the
+    time (normal quantiles throughout: 81-98 %). Why at all: a "no significant change" over
+    runs that spread 8 % cannot see a 15 % slowdown, and the reader must know that rather than
+    read it as a pass (docs/regressions.md). None when the interval is not positive or there
+    are too few units."""
+    if not 0 < low <= high or units < 3:
+        return None
+    z = float(scipy_stats.norm.ppf(0.5 + LEVEL / 2))
+    se = (math.log(high) - math.log(low)) / (2 * z)
+    t_level = float(scipy_stats.t.ppf(0.5 + LEVEL / 2, units - 2))
+    shift = (t_level + float(scipy_stats.t.ppf(power, units - 2))) * se
+    if higher_is_better:
+        return 1 - (1 - min_effect) * math.exp(-shift)
+    return (1 + min_effect) * math.exp(shift) - 1
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:+.1f} %"
+
+
+def welch_log_p(baseline: Sequence[float], current: Sequence[float]) -> float:
+    """The two-sided p-value of Welch's t-test (unequal variances) on the logs of two sides'
+    positive figures: a change that scales every run alike is a shift of the logs. 1 when
+    every figure is the same; with no spread on either side, 0 when the sides differ.
+
+    Why not a rank test: with 4 units a side, the exact Mann-Whitney U test reaches p < 0.05
+    only when every figure of one side lies beyond every figure of the other (2 / 70 =
+    0.029); a single run on the wrong side of one other run gives 4 / 70 = 0.057 however
+    large the change, so a 41 % drop with one slow baseline run would read "no significant
+    change". Welch's test weighs how far apart the sides are against their spread, so its
+    smallest p is not capped by the arrangement of a few figures; the minimum effect and the
+    interval condition keep its false alarms down (docs/regressions.md: simulated
+    false-positive and detection rates of both tests)."""
+    logs_b = np.log(np.asarray(baseline, dtype=float))
+    logs_c = np.log(np.asarray(current, dtype=float))
+    if len(set(logs_b.tolist()) | set(logs_c.tolist())) == 1:
+        return 1.0  # every figure the same: no evidence of any change
+    diff = float(logs_c.mean() - logs_b.mean())
+    var = float(logs_b.var(ddof=1) / logs_b.size + logs_c.var(ddof=1) / logs_c.size)
+    if var <= 0:
+        return 0.0 if diff != 0 else 1.0
+    result = scipy_stats.ttest_ind(logs_c, logs_b, equal_var=False)
+    return float(result.pvalue)
+
+
+def judge_change(
+    baseline: Sequence[float],
+    current: Sequence[float],
+    *,
+    higher_is_better: bool,
+    rule: RegressionRule = RULE,
+    unit: str = "repeats",
+) -> Verdict:
+    """Whether the per-repeat figures `current` regressed from `baseline`, by `rule`.
+
+    change = median(current) / median(baseline) - 1, with the 95 % interval of that ratio
+    (`uncertainty.ratio_of_medians`: the percentile bootstrap, each side resampled on its
+    own; Welch's t on the log ratio when a side holds fewer than 4 figures).
+
+    Outcome: `not enough repeats` when a side has fewer than 2 repeats or the smallest p-value
+    a distribution-free test can attain with these sizes is not below alpha (3 vs 3: 0.1;
+    `min_p_value`); otherwise `regression` / `improvement` when the test (`welch_log_p`:
+    Welch's t-test on the log figures) gives p < alpha AND |change| >= min_effect AND
+    the interval lies entirely beyond -/+ min_effect (worse: lower throughput, higher step
+    time); else `no significant change`. `n/a` when a side has no figures or the baseline's
+    median is not positive. Why: repeats run back to back on one machine state, and two runs
+    apart drift by a few percent; the test alone would flag that drift once it has enough
+    repeats, the minimum effect does not, and the interval keeps a lucky split from passing.
+    """
+    base = [v for v in (finite(x) for x in baseline) if v is not None]
+    now = [v for v in (finite(x) for x in current) if v is not None]
+    nb, nc = len(base), len(now)
+    if not base or not now:
+        side = "baseline" if not base else "current"
+        return Verdict(None, None, None, None, nb, nc, "n/a", f"no per-repeat figures ({side})")
+    if float(np.median(base)) <= 0:
+        return Verdict(None, None, None, None, nb, nc, "n/a", "baseline median not positive")
+    if min(base + now) <= 0:
+        return Verdict(None, None, None, None, nb, nc, "n/a", "a figure is not positive")
+    ratio, low, high = ratio_of_medians(now, base)
+    change = ratio - 1
+    if not rule.enough(nb, nc) or low is None or high is None:
+        floor = min_p_value(nb, nc)
+        why = (
+            f"one of the {unit} has no spread"
+            if min(nb, nc) < 2
+            else f"too few for a test free of assumptions to reach p < {rule.alpha:g} (at best "
+            f"{floor:.2g})"
+        )
+        reason = f"{nb} vs {nc} {unit}: {why}; need {rule.repeats_needed} per side"
+        lo = None if low is None else low - 1
+        hi = None if high is None else high - 1
+        return Verdict(change, lo, hi, None, nb, nc, "not enough repeats", reason)
+    p_value = welch_log_p(base, now)
+    lo, hi = low - 1, high - 1
+    beyond = hi < -rule.min_effect if change < 0 else lo > rule.min_effect
+    interval = f"{LEVEL * 100:g} % interval {_pct(lo)} to {_pct(hi)}"
+    evidence = f"p = {p_value:.2g} over {nb} vs {nc} {unit}, change {_pct(change)}, {interval}"
+    e = f"{rule.min_effect * 100:g} %"
+    blind = detectable_regression(
+        low, high, rule.min_effect, higher_is_better=higher_is_better, units=nb + nc
+    )
+    if p_value >= rule.alpha:
+        why = f"p >= {rule.alpha:g}"
+    elif abs(change) < rule.min_effect:
+        why = f"the change is smaller than {e}"
+    elif not beyond:
+        why = f"the interval reaches within {e} of no change"
+    else:
+        worse = change < 0 if higher_is_better else change > 0
+        outcome: Outcome = "regression" if worse else "improvement"
+        return Verdict(change, lo, hi, p_value, nb, nc, outcome, evidence, blind)
+    sees = ""
+    if blind is not None:
+        sees = (
+            f"; at this spread only a regression of about {blind * 100:.0f} % or more would be "
+            f"found {POWER * 100:g} % of the time"
+        )
+    reason = f"{why} ({evidence}){sees}"
+    return Verdict(change, lo, hi, p_value, nb, nc, "no significant change", reason, blind)
