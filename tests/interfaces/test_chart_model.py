@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from torchscale.interfaces.formatting import SEVERITY_COLOUR
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import (
     linear_axis,
@@ -19,7 +20,6 @@ from torchscale.interfaces.report.charts.axes import (
 from torchscale.interfaces.report.charts.limits import MAX_SERIES
 from torchscale.interfaces.report.charts.plot import LABEL_MAX, legend_columns, plot
 from torchscale.interfaces.report.model import Chart, Series
-from torchscale.interfaces.report.render.formatting import SEVERITY_COLOUR
 
 ROUND = re.compile(r"^-?[\d,]+(\.\d{1,2})?( [A-Za-z%]+)?$")
 

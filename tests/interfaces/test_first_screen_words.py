@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import KeyFigures, Report, Table
-from torchscale.interfaces.report.render.formatting import format_value
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.findings import action_text, short_advice
 from torchscale.interfaces.report.sections.words import GLOSSARY, plain_reason

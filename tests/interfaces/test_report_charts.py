@@ -23,6 +23,14 @@ from typer.testing import CliRunner
 
 from tests.report_sample import paired_chart, sample_report
 from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.formatting import (
+    SEVERITY_COLOUR,
+    code_spans,
+    heatmap_scale,
+    log_ticks,
+    strip_code,
+    tick_labels,
+)
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import (
     Band,
@@ -38,14 +46,6 @@ from torchscale.interfaces.report.model import (
     Text as TextBlock,
 )
 from torchscale.interfaces.report.render import markdown, pdf, svg_charts
-from torchscale.interfaces.report.render.formatting import (
-    SEVERITY_COLOUR,
-    code_spans,
-    heatmap_scale,
-    log_ticks,
-    strip_code,
-    tick_labels,
-)
 from torchscale.interfaces.report.render.html import render as render_html
 from torchscale.interfaces.report.render.plotly_charts import figure
 from torchscale.interfaces.report.sections import scaling

@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 from torchscale.contracts.schema.comm_result import CommPair, CommResult
+from torchscale.interfaces.formatting import MAX_LOG_TICKS, thin_ticks
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Chart, Table, Text
-from torchscale.interfaces.report.render.formatting import MAX_LOG_TICKS, thin_ticks
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.comm.nccl_footer import average_busbw, summarize, wrong_total
 from torchscale.offline.comm.nccl_tests import read_nccl_tests

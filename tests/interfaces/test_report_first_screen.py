@@ -37,8 +37,8 @@ from tests.interfaces.test_report_browser import (
     wait_gone,
 )
 from torchscale.interfaces.api import build_report
+from torchscale.interfaces.formatting import format_value, strip_code
 from torchscale.interfaces.report.model import MAX_CARDS, KeyFigure, KeyFigures, Report
-from torchscale.interfaces.report.render.formatting import format_value, strip_code
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
+from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Chart,
@@ -25,7 +26,6 @@ from torchscale.interfaces.report.model import (
     Text,
 )
 from torchscale.interfaces.report.render import json_format, markdown, renderer, term
-from torchscale.interfaces.report.render.formatting import format_value
 from torchscale.interfaces.report.terminal.report_full import chart_summary
 from torchscale.interfaces.report.terminal.report_recap import SUMMARY_MAX_LINES, summary_lines
 

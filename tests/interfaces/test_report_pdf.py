@@ -16,6 +16,7 @@ import pytest
 from matplotlib import cbook
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report, with_findings
+from torchscale.interfaces.formatting import format_value, strip_code
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.charts.palette import PALETTE
 from torchscale.interfaces.report.model import (
@@ -28,7 +29,6 @@ from torchscale.interfaces.report.model import (
     Table,
 )
 from torchscale.interfaces.report.render import pdf, renderer
-from torchscale.interfaces.report.render.formatting import format_value, strip_code
 from torchscale.interfaces.report.render.svg_charts import chart_svg, plain
 from torchscale.interfaces.report.sources import read_sources
 

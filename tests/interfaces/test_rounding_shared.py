@@ -16,6 +16,7 @@ import pytest
 from torchscale.contracts.schema.cell_result import CellResult, Estimate
 from torchscale.interfaces.console.cells import cell_lines
 from torchscale.interfaces.console.sweep_tables import _throughput
+from torchscale.interfaces.formatting import format_value, readable_like
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
 from torchscale.interfaces.report.estimates import (
@@ -27,7 +28,6 @@ from torchscale.interfaces.report.estimates import (
     value_format,
 )
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Table, Text
-from torchscale.interfaces.report.render.formatting import format_value, readable_like
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.context import throughput_text
 from torchscale.interfaces.report.sources import read_sources

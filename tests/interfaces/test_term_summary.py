@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 from tests.report_sample import sample_report
 from torchscale.interfaces.cli import common
 from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.formatting import format_value, strip_code
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Findings, KeyFigure, KeyFigures, Report, Table, Text
 from torchscale.interfaces.report.render import term
-from torchscale.interfaces.report.render.formatting import format_value, strip_code
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.interfaces.report.terminal import report_summary

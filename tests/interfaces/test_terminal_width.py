@@ -30,9 +30,9 @@ from torchscale.interfaces.console.sweep_tables import (
     _row_cells,
     model_tables,
 )
+from torchscale.interfaces.formatting import _FIGURE, format_value
 from torchscale.interfaces.report.model import Report, Table, Text
 from torchscale.interfaces.report.render import term
-from torchscale.interfaces.report.render.formatting import _FIGURE, format_value
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.versions import parse_cell_result
 

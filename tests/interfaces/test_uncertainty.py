@@ -17,6 +17,7 @@ from scipy import stats as scipy_stats
 
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.interfaces.console.sweep_tables import _throughput
+from torchscale.interfaces.formatting import format_value, tick_labels
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_text,
@@ -26,7 +27,6 @@ from torchscale.interfaces.report.estimates import (
     value_format,
     with_interval,
 )
-from torchscale.interfaces.report.render.formatting import format_value, tick_labels
 from torchscale.offline.analysis.uncertainty import (
     BETWEEN_RUN_SD,
     SMALL,
@@ -365,7 +365,7 @@ def test_the_terminal_table_prints_lopsided_throughput_as_brackets() -> None:
 
 def test_small_figures_keep_their_digits_on_the_terminal() -> None:
     """A throughput of 0.42 samples/s (a large model on CPU) is never "0 [0, 1]"."""
-    from torchscale.interfaces.report.render.formatting import readable
+    from torchscale.interfaces.formatting import readable
 
     small = pd.Series({"samples_per_s": 0.4213, "samples_per_s_low": 0.3902,
                        "samples_per_s_high": 0.4526})  # fmt: skip

@@ -12,8 +12,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from torchscale.interfaces.formatting import format_value, quantum_of
 from torchscale.interfaces.report.estimates import ValueFormatter, figure_with_interval
-from torchscale.interfaces.report.render.formatting import format_value, quantum_of
 from torchscale.interfaces.report.terminal.lines import Line, hanging
 from torchscale.offline.analysis.prediction.score import percent
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast

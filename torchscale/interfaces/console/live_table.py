@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from torchscale.contracts.cell import Status
+from torchscale.interfaces.formatting import format_value, readable
 from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
 from torchscale.interfaces.report.estimates import compact, too_wide
-from torchscale.interfaces.report.render.formatting import format_value, readable
 from torchscale.interfaces.report.terminal.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
 

@@ -16,8 +16,8 @@ from rich.text import Text
 from torchscale.contracts.cell import Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.interfaces.console.cells import STATUS_LEVEL
+from torchscale.interfaces.formatting import readable
 from torchscale.interfaces.report.estimates import figure_with_interval, value_format
-from torchscale.interfaces.report.render.formatting import readable
 from torchscale.interfaces.report.terminal.fit import FitColumn, fit_table
 from torchscale.interfaces.report.terminal.lines import LEVEL_STYLE
 

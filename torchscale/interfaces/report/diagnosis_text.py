@@ -22,13 +22,13 @@ from torchscale.contracts.schema.cell_result import (
     Finding,
     StragglerVerdict,
 )
+from torchscale.interfaces.formatting import quantum_of
 from torchscale.interfaces.report.estimates import (
     RoundedFigure,
     figure_quantum,
     round_figure,
     value_format,
 )
-from torchscale.interfaces.report.render.formatting import quantum_of
 from torchscale.offline.analysis.diagnosis.traces import inflation_of, uncleared_inflation
 
 PART_WORDS = {

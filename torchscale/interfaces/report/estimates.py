@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from torchscale.contracts.schema.cell_result import Estimate
-from torchscale.interfaces.report.model import ValueFormat
-from torchscale.interfaces.report.render.formatting import (
+from torchscale.interfaces.formatting import (
     format_rounded,
     format_value,
     quantum_of,
     round_half_up,
 )
+from torchscale.interfaces.report.model import ValueFormat
 
 Format = Callable[[float], str]
 

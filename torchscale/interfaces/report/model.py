@@ -17,25 +17,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from torchscale.interfaces.formatting import ValueFormat as ValueFormat
+
 # what each version added: docs/reporting.md, "Report schema versions"
 REPORT_SCHEMA_VERSION: Literal[8] = 8
 
-# how a renderer formats a value; raw values stay in the model
-ValueFormat = Literal[
-    "text",  # as is
-    "int",  # 1,234
-    "float",  # 3 significant figures
-    "ratio_pct",  # 0.123 -> 12.3 %
-    "pct",  # 12.3 -> 12.3 % (already a percentage)
-    "seconds",  # 0.0123 -> 12.3 ms
-    "us",  # microseconds -> ms / s as fits
-    "bytes",  # 1048576 -> 1.0 MiB
-    "rate",  # samples/s, tokens/s: 1,234.5
-    "readable",  # a rate read at a glance: 2,886, 42.1, 0.421 (three significant figures below 100)
-    "change_pct",  # signed ratio: +0.052 -> +5.2 %
-    "change_pts",  # signed difference of two shares: +0.123 -> +12.3 pts (percentage points)
-    "money",  # 1.234 -> $1.23
-]
 Severity = Literal["info", "good", "warn", "bad"]
 # a section's id is its module's name under report/sections/ (summary, scaling, ..., glossary):
 # the section list in report/build.py says which there are, so adding one edits no model

@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from torchscale.interfaces.report.model import Series, ValueFormat
-from torchscale.interfaces.report.render.formatting import (
+from torchscale.interfaces.formatting import (
     format_value,
     log_ticks,
     thin_ticks,
     tick_labels,
 )
+from torchscale.interfaces.report.model import Series, ValueFormat
 
 Scale = Literal["linear", "log", "category"]
 MAX_INTERVALS = 6  # a value axis has at most this many steps between its ticks

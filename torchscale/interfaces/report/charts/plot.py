@@ -32,6 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from torchscale.interfaces.formatting import (
+    BAND_COLOUR,
+    SEVERITY_COLOUR,
+    format_value,
+    heatmap_scale,
+    reference_label,
+    reference_legend,
+)
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import (
     CLIP_SPAN,
@@ -53,14 +61,6 @@ from torchscale.interfaces.report.charts.data import (
 from torchscale.interfaces.report.charts.limits import cap_chart
 from torchscale.interfaces.report.charts.palette import Dash, Hatch, Marker
 from torchscale.interfaces.report.model import Chart, Series, ValueFormat
-from torchscale.interfaces.report.render.formatting import (
-    BAND_COLOUR,
-    SEVERITY_COLOUR,
-    format_value,
-    heatmap_scale,
-    reference_label,
-    reference_legend,
-)
 
 # "dot": a bar chart on a log axis, drawn as dots (a bar's length means nothing there)
 Kind = Literal["line", "bar", "stacked_bar", "box", "heatmap", "dot"]

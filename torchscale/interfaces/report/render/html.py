@@ -31,9 +31,9 @@ from typing import Any, get_args
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
+from torchscale.interfaces.formatting import SEVERITY_MARK, template_environment
 from torchscale.interfaces.report.model import Chart, Report, Severity, Table
 from torchscale.interfaces.report.progress import OnStep, Step
-from torchscale.interfaces.report.render.formatting import SEVERITY_MARK, template_environment
 from torchscale.interfaces.report.sections.words import GLOSSARY
 
 TEMPLATE = "html/report.html.j2"
@@ -129,8 +129,9 @@ def figure_json(chart: Chart) -> Markup:
 def static_charts(report: Report, on_step: OnStep) -> tuple[dict[str, Markup], dict[str, str]]:
     """Chart id -> its SVG element (`svg_direct`), and chart id -> why it could not be drawn
     (text, escaped where it is shown): one chart that fails is said in its place."""
-    from torchscale.interfaces.report.render.svg_direct import chart_svg
     from torchscale.interfaces.report.render.svg_worker import ChartError, draw_serially
+
+    from torchscale.interfaces.report.render.svg_direct import chart_svg
 
     charts = report.charts()
     done = 0

@@ -21,6 +21,7 @@ from pathlib import PurePath
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from torchscale.interfaces.formatting import code_spans, format_value, severity_prefix
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -33,7 +34,6 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
 )
-from torchscale.interfaces.report.render.formatting import code_spans, format_value, severity_prefix
 
 MAX_ROWS = 20  # per table: a PR comment is read, not searched
 MAX_FINDINGS = 10  # the costliest

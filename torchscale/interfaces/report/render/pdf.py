@@ -26,19 +26,19 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-
-from torchscale.interfaces.report.model import Chart, Column, Findings, Report, Table
-from torchscale.interfaces.report.progress import OnStep, Step
-from torchscale.interfaces.report.render.formatting import (
-    SEVERITY_MARK,
-    format_value,
-    template_environment,
-)
 from torchscale.interfaces.report.render.svg_worker import (
     ChartError,
     draw_in_parallel,
     draw_serially,
 )
+
+from torchscale.interfaces.formatting import (
+    SEVERITY_MARK,
+    format_value,
+    template_environment,
+)
+from torchscale.interfaces.report.model import Chart, Column, Findings, Report, Table
+from torchscale.interfaces.report.progress import OnStep, Step
 
 log = logging.getLogger(__name__)
 

@@ -45,6 +45,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, NullLocator
 from matplotlib.typing import LineStyleType, RcKeyType
 
+from torchscale.interfaces.formatting import heatmap_scale, is_dark, scale_colour
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import Axis
 from torchscale.interfaces.report.charts.plot import (
@@ -59,7 +60,6 @@ from torchscale.interfaces.report.charts.plot import (
     plot,
 )
 from torchscale.interfaces.report.model import Chart
-from torchscale.interfaces.report.render.formatting import heatmap_scale, is_dark, scale_colour
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -24,6 +24,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from torchscale.interfaces.formatting import format_value, is_dark, scale_colour
 from torchscale.interfaces.report.charts import palette
 from torchscale.interfaces.report.charts.axes import Axis
 from torchscale.interfaces.report.charts.plot import (
@@ -38,7 +39,6 @@ from torchscale.interfaces.report.charts.plot import (
     plot,
 )
 from torchscale.interfaces.report.model import Chart
-from torchscale.interfaces.report.render.formatting import format_value, is_dark, scale_colour
 
 WIDTH = 660.0  # px: the PDF's 6.6 in at 100 dpi, so both formats have the same proportions
 PLOT_HEIGHT = 200.0

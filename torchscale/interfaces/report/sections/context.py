@@ -17,6 +17,7 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_kind,
@@ -26,7 +27,6 @@ from torchscale.interfaces.report.estimates import (
     too_wide,
 )
 from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
-from torchscale.interfaces.report.render.formatting import format_value
 from torchscale.interfaces.report.sections import tables
 from torchscale.interfaces.report.sections.tables import records as records
 from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile

@@ -19,6 +19,12 @@ from rich.rule import Rule
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
+from torchscale.interfaces.formatting import (
+    format_value,
+    is_figure,
+    severity_prefix,
+    strip_code,
+)
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -29,12 +35,6 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
     Unavailable,
-)
-from torchscale.interfaces.report.render.formatting import (
-    format_value,
-    is_figure,
-    severity_prefix,
-    strip_code,
 )
 from torchscale.interfaces.report.terminal.lines import hanging_prose
 

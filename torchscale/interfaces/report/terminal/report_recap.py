@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from torchscale.interfaces.formatting import format_value, strip_code
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text
-from torchscale.interfaces.report.render.formatting import format_value, strip_code
 
 SUMMARY_MAX_LINES = 10
 

@@ -30,6 +30,13 @@ from rich.console import Console, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
+from torchscale.interfaces.formatting import (
+    MISSING,
+    format_value,
+    is_figure,
+    severity_prefix,
+    strip_code,
+)
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -39,13 +46,6 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
     Unavailable,
-)
-from torchscale.interfaces.report.render.formatting import (
-    MISSING,
-    format_value,
-    is_figure,
-    severity_prefix,
-    strip_code,
 )
 from torchscale.interfaces.report.terminal import fit
 from torchscale.interfaces.report.terminal.lines import (

@@ -1,6 +1,7 @@
-"""Value formatting shared by every renderer, so a figure reads the same in HTML, PDF, Markdown
+"""Value formatting shared by every surface, so a figure reads the same in HTML, PDF, Markdown
 and the terminal. Pure functions: raw value + `ValueFormat` -> text. None, NaN and infinities
-render as '-' (the model says why elsewhere)."""
+render as '-' (the model says why elsewhere). It imports nothing else of interfaces/, so the
+report, its renderers and charts, and the console all stand above it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,40 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol, TypeVar
 
-from torchscale.interfaces.report.model import Series, ValueFormat
+# how a renderer formats a value; raw values stay in the report model
+ValueFormat = Literal[
+    "text",  # as is
+    "int",  # 1,234
+    "float",  # 3 significant figures
+    "ratio_pct",  # 0.123 -> 12.3 %
+    "pct",  # 12.3 -> 12.3 % (already a percentage)
+    "seconds",  # 0.0123 -> 12.3 ms
+    "us",  # microseconds -> ms / s as fits
+    "bytes",  # 1048576 -> 1.0 MiB
+    "rate",  # samples/s, tokens/s: 1,234.5
+    "readable",  # a rate read at a glance: 2,886, 42.1, 0.421 (three significant figures below 100)
+    "change_pct",  # signed ratio: +0.052 -> +5.2 %
+    "change_pts",  # signed difference of two shares: +0.123 -> +12.3 pts (percentage points)
+    "money",  # 1.234 -> $1.23
+]
+
+
+class Referenced(Protocol):
+    """What a reference line's legend reads of a chart series (the model's `Series`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def style(self) -> str: ...
+
+    @property
+    def reference_for(self) -> str | None: ...
+
+
+SeriesT = TypeVar("SeriesT", bound=Referenced)
 
 MISSING = "-"
 # the mark of a severity in every format, so a flagged row or figure survives greyscale print
@@ -251,14 +283,14 @@ def template_environment(folder: str, **globals_: Any) -> Any:
     return env
 
 
-def reference_legend(series: Sequence[Series]) -> Series | None:
+def reference_legend(series: Sequence[SeriesT]) -> SeriesT | None:
     """The series whose legend entry stands for every reference line attached to a series
     (`reference_for`): the first of them; None when there is none. Its label is
     `reference_label`."""
     return next((s for s in series if s.reference_for is not None), None)
 
 
-def reference_label(reference: Series) -> str:
+def reference_label(reference: Referenced) -> str:
     """ "ideal (dashed, in its series' colour)" for "ideal (b8 fp32 ddp)": what every attached
     reference line shares, for their one legend entry."""
     return f"{reference.name.split(' (')[0]} ({reference.style}, in its series' colour)"
