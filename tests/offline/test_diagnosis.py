@@ -23,8 +23,7 @@ from torchscale.offline.analysis.diagnosis.findings import (
     rank_findings,
     waits_spread,
 )
-from torchscale.offline.analysis.diagnosis.step_model import evidence_against, withdraw
-from torchscale.offline.analysis.diagnosis.traces import _arrival_check
+from torchscale.offline.analysis.diagnosis.verdict import arrival_check, evidence_against, withdraw
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
 from torchscale.offline.results.versions import parse_cell_result
@@ -93,7 +92,7 @@ def test_a_significant_gap_with_a_non_significant_arrival_order_is_named() -> No
     verdict = _named_verdict(1)
     # rank 1 last at 8 of 10 collectives: p = 0.11, so arrival order names nobody
     arrival = StragglerAnalysis(straggler=None, reason="no rank stands out (p = 0.11)")
-    check = _arrival_check(_matched({1: 8, 0: 2}, 10), arrival, 1, verdict)
+    check = arrival_check(_matched({1: 8, 0: 2}, 10), arrival, 1, verdict)
     assert check.agrees is None
     assert evidence_against([check]) == []
 
@@ -112,7 +111,7 @@ def test_a_significant_arrival_order_naming_another_rank_withdraws_the_name() ->
         op="all_reduce",
     )
     arrival = StragglerAnalysis(straggler=top, reason="rank 0 arrives last")
-    check = _arrival_check(_matched({0: 10}, 10), arrival, 1, verdict)
+    check = arrival_check(_matched({0: 10}, 10), arrival, 1, verdict)
     assert check.agrees is False
     found = evidence_against([check])
     assert len(found) == 1 and "rank 0" in found[0]

@@ -33,7 +33,8 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CrossCheck, Estimate, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, OWN_WORK_PHASES
-from torchscale.offline.analysis.diagnosis.kind import KIND_WORDS
+from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
+from torchscale.offline.analysis.diagnosis.step_model import ms
 from torchscale.offline.analysis.uncertainty import GapTest, judged, paired_gap_test
 
 HELD_CHECK = "held launches (DDP comm hook)"
@@ -103,7 +104,7 @@ def held_launch_check(
             held_est,
             None,
             f"no rank's hook holds its launches a straggler's time longer (the most: "
-            f"rank {rank}, {_ms(hold.mean_s)} per step)",
+            f"rank {rank}, {ms(hold.mean_s)} per step)",
         )
     mine = own.loc[keys]
     work = paired_gap_test(
@@ -111,14 +112,14 @@ def held_launch_check(
         min_effect_s=min_effect,
         alpha=alpha,
     )
-    held_text = f"rank {rank}'s hook holds its launches {_ms(hold.mean_s)} per step longer"
+    held_text = f"rank {rank}'s hook holds its launches {ms(hold.mean_s)} per step longer"
     if work.high_s is not None and work.high_s < -min_effect:
         # less work than the others by a straggler's size: its hook waits for them inside its
         # own collective (a blocking hook), it does not make them wait
         return verdict, _check(
             held_est,
             None,
-            f"{held_text}, but its own work is {_ms(work.mean_s)} per step below the "
+            f"{held_text}, but its own work is {ms(work.mean_s)} per step below the "
             "others': its hook waits for them",
         )
     # another rank named by its own work keeps the name unless this hold is larger beyond
@@ -141,7 +142,7 @@ def held_launch_check(
         )
     if work.significant and work.mean_s > hold.mean_s:
         return verdict, _check(
-            held_est, True, f"{held_text}, less than its extra work ({_ms(work.mean_s)}): compute"
+            held_est, True, f"{held_text}, less than its extra work ({ms(work.mean_s)}): compute"
         )
     return _named(verdict, rank, hold, work, held_est), _check(
         held_est, True, f"{held_text} than the others': they wait for its launch"
@@ -152,33 +153,22 @@ def _named(
     verdict: StragglerVerdict, rank: int, hold: GapTest, work: GapTest, held: Estimate
 ) -> StragglerVerdict:
     basis = (
-        f"its DDP communication hook holds its collectives {_ms(hold.mean_s)} per step longer "
+        f"its DDP communication hook holds its collectives {ms(hold.mean_s)} per step longer "
         f"than the others' (passes the straggler test), while its own work is "
-        f"{_ms(work.mean_s)} per step over theirs: the others wait for its launch"
+        f"{ms(work.mean_s)} per step over theirs: the others wait for its launch"
     )
-    summary = (
-        f"rank {rank} is a straggler (communication: {KIND_WORDS['communication']}): the others "
-        f"wait {_ms(hold.mean_s)} per step longer for it (95 % interval {_ms(hold.low_s)} to "
-        f"{_ms(hold.high_s)}) while its own work is on par ({_ms(work.mean_s)})"
-    )
+    summary = late_summary(rank, (hold.mean_s, hold.low_s, hold.high_s), ms(work.mean_s))
     gap = judged(work.mean_s, work.low_s, work.high_s, n=work.steps, method="paired", lower=None)
-    return verdict.model_copy(
-        update={
-            "named": True,
-            "rank": rank,
-            "phase": None,
-            "phase_gap_s": None,
-            "candidate_rank": rank,
-            "gap_s": gap,
-            "p_value": hold.p_value,
-            "kind": "communication",
-            "kind_basis": basis,
-            "late_s": held,
-            "not_named": None,
-            "withdrawn_by": None,
-            "host_bound": False,
-            "summary": summary,
-        }
+    return named_as(
+        verdict,
+        rank,
+        "communication",
+        gap=gap,
+        p_value=hold.p_value,
+        basis=basis,
+        summary=summary,
+        late_s=held,
+        host_bound=False,
     )
 
 
@@ -192,7 +182,3 @@ def _check(estimate: Estimate, agrees: bool | None, detail: str) -> CrossCheck:
 def _estimate(test: GapTest) -> Estimate:
     method = f"moving-block bootstrap of the mean paired difference over {test.steps} steps"
     return judged(test.mean_s, test.low_s, test.high_s, n=test.steps, method=method, lower=None)
-
-
-def _ms(seconds: float | None) -> str:
-    return "?" if seconds is None else f"{seconds * 1e3:+.3g} ms"

@@ -17,6 +17,7 @@ from torchscale.contracts.schema.cell_result import (
 )
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,
+    named_as,
     named_summary,
     straggler_kind,
 )
@@ -214,20 +215,14 @@ def _held_verdict(
         "was lost where it waits with them"
     )
     summary = named_summary(rank, "host", (held.mean_s, held.low_s, held.high_s), None)
-    return verdict.model_copy(
-        update={
-            "named": True,
-            "rank": rank,
-            "phase": None,
-            "phase_gap_s": None,
-            "candidate_rank": rank,
-            "gap_s": gap_estimate(work.mean_s, work.low_s, work.high_s, work.steps),
-            "p_value": held.p_value,
-            "host_wait_s": held_est,
-            "host_bound": True,
-            "kind": "host",
-            "kind_basis": basis,
-            "not_named": None,
-            "summary": summary,
-        }
+    return named_as(
+        verdict,
+        rank,
+        "host",
+        gap=gap_estimate(work.mean_s, work.low_s, work.high_s, work.steps),
+        p_value=held.p_value,
+        basis=basis,
+        summary=summary,
+        host_wait_s=held_est,
+        host_bound=True,
     )

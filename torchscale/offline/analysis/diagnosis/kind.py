@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from torchscale.contracts.schema.cell_result import StragglerKind
+from torchscale.contracts.schema.cell_result import Estimate, StragglerKind, StragglerVerdict
 from torchscale.offline.analysis.uncertainty import GapTest
 
 KIND_WORDS: dict[str, str] = {
@@ -102,6 +102,51 @@ def named_summary(
     )
 
 
+def late_summary(
+    rank: int, late: tuple[float | None, float | None, float | None], on_par: str
+) -> str:
+    """The one sentence of a communication straggler: how much longer the others wait for it
+    per step (`late`: mean, low, high seconds) while its own work is on par (`on_par`)."""
+    mean, low, high = late
+    return (
+        f"rank {rank} is a straggler (communication: {KIND_WORDS['communication']}): the others "
+        f"wait {_ms(mean)} per step longer for it (95 % interval {_ms(low)} to {_ms(high)}) "
+        f"while its own work is on par ({on_par})"
+    )
+
+
+def named_as(
+    verdict: StragglerVerdict,
+    rank: int,
+    kind: StragglerKind,
+    *,
+    gap: Estimate | None,
+    p_value: float | None,
+    basis: str,
+    summary: str,
+    **figures: object,
+) -> StragglerVerdict:
+    """`verdict` naming `rank` a straggler of `kind` by a kind rule that looks past its own-work
+    test (host.py, held_launches.py, late_collectives.py): no slow phase, nothing withdrawn,
+    `gap` its own work over the others', `p_value` the rule's test; `figures`: the rule's own
+    (late_s, host_wait_s, host_bound)."""
+    update = {
+        "named": True,
+        "rank": rank,
+        "phase": None,
+        "phase_gap_s": None,
+        "candidate_rank": rank,
+        "gap_s": gap,
+        "p_value": p_value,
+        "kind": kind,
+        "kind_basis": basis,
+        "not_named": None,
+        "withdrawn_by": None,
+        "summary": summary,
+    }
+    return verdict.model_copy(update={**update, **figures})
+
+
 def not_named_reason(gap: GapTest, step_s: float, share: float) -> str:
     """Why a tested candidate is not named, in the words of the rule (the gap itself is said
     beside it, `unnamed_summary`): it is below the minimum effect (`share` of the mean step
@@ -140,6 +185,8 @@ def _ms(seconds: float | None, *, sign: bool = True) -> str:
 __all__ = [
     "KIND_WORDS",
     "KindEvidence",
+    "late_summary",
+    "named_as",
     "named_summary",
     "not_named_reason",
     "straggler_kind",

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import Estimate, StragglerVerdict
-from torchscale.offline.analysis.diagnosis.kind import KIND_WORDS
+from torchscale.offline.analysis.diagnosis.kind import late_summary, named_as
 from torchscale.offline.analysis.diagnosis.step_model import ALPHA, MIN_EFFECT_SHARE, share_of_step
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 from torchscale.offline.analysis.uncertainty import (
@@ -102,28 +102,17 @@ def late_collectives(
         f"that wait (the wait exceeds its work gap by {unexplained.value * 1e3:+.3g} ms per "
         f"step, 95 % interval from {unexplained.low * 1e3:+.3g} ms)"
     )
-    summary = (
-        f"rank {rank} is a straggler (communication: {KIND_WORDS['communication']}): the "
-        f"others wait {_ms(seconds.value)} per step longer for it (95 % interval "
-        f"{_ms(seconds.low)} to {_ms(seconds.high)}) while its own work is on par "
-        f"({work.mean_s * 1e3:+.3g} ms, step {mean_step * 1e3:.3g} ms)"
-    )
-    return verdict.model_copy(
-        update={
-            "named": True,
-            "rank": rank,
-            "phase": None,
-            "phase_gap_s": None,
-            "candidate_rank": rank,
-            "gap_s": gap,
-            "p_value": work.p_value,
-            "kind": "communication",
-            "kind_basis": basis,
-            "late_s": seconds,
-            "not_named": None,
-            "withdrawn_by": None,
-            "summary": summary,
-        }
+    on_par = f"{work.mean_s * 1e3:+.3g} ms, step {mean_step * 1e3:.3g} ms"
+    summary = late_summary(rank, (seconds.value, seconds.low, seconds.high), on_par)
+    return named_as(
+        verdict,
+        rank,
+        "communication",
+        gap=gap,
+        p_value=work.p_value,
+        basis=basis,
+        summary=summary,
+        late_s=seconds,
     )
 
 
@@ -142,7 +131,3 @@ def _seconds(extra: np.ndarray) -> Estimate:
         return judged(float(means[0]), None, None, n=1, method="one step", reason="one step")
     low, high = percentile_interval(resampled[:, 0])
     return judged(float(means[0]), low, high, n=len(extra), method=LATE_METHOD)
-
-
-def _ms(seconds: float | None) -> str:
-    return "?" if seconds is None else f"{seconds * 1e3:+.3g} ms"

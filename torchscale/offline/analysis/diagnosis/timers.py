@@ -40,18 +40,15 @@ from torchscale.contracts.step_phases import (
     CPU_WAIT,
     STEP_PHASES,
 )
-from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check, late_launcher
-from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
+from torchscale.offline.analysis.diagnosis.held_launches import late_launcher
 from torchscale.offline.analysis.diagnosis.step_model import (
     ALPHA,
     MIN_EFFECT_SHARE,
     NoSyncSteps,
-    judged_by,
     mean_step,
-    others_wait_check,
-    straggler_verdict,
     wide,
 )
+from torchscale.offline.analysis.diagnosis.verdict import StragglerEvidence, judge
 from torchscale.offline.analysis.uncertainty import (
     block_indices,
     judged,
@@ -209,28 +206,19 @@ def cell_attribution(
         return None
     ranks = int(parts["rank"].nunique())
     model = mean_step(parts, ["window", "step"], ranks)
-    verdict = None
-    checks: list[CrossCheck] = []
-    if ranks > 1:
-        verdict = straggler_verdict(steps, parts, model.step_s.value or 0.0, no_sync)
-        own = wide(parts.assign(own=parts["compute"] + parts["data"]), "own")
-        verdict, host = cpu_wait_check(
-            own, cpu_wait_table(steps), verdict, cpu_wait_table(steps, CPU_TIME)
-        )
-        if host is not None:
-            checks.append(host)
-        held = cpu_wait_table(steps, COMM_HOLD)
-        if held is not None and held.shape[1] == ranks and not held.dropna().empty:
-            verdict, held_check = held_launch_check(own, held, verdict, ALPHA)
-            checks.append(held_check)
-        candidate = verdict.candidate_rank
-        if candidate is not None:
-            wait = wide(parts, "wait_for_peers").loc[model.per_step.index]
-            verdict, found = judged_by(
-                verdict,
-                lambda v: [others_wait_check(wait, candidate, v, model.series, CELL_WAIT)],
-            )
-            checks += found
+    evidence = StragglerEvidence(
+        own=parts,
+        phases=steps,
+        step_s=model.step_s.value or 0.0,
+        step=model.series,
+        wait=wide(parts, "wait_for_peers").loc[model.per_step.index],
+        wait_source=CELL_WAIT,
+        cpu_wait=cpu_wait_table(steps),
+        cpu_time=cpu_wait_table(steps, CPU_TIME),
+        holds=cpu_wait_table(steps, COMM_HOLD),
+        no_sync=no_sync,
+    )
+    verdict, checks = judge(evidence)
     if no_sync is not None and ranks > 1:
         by_name = {p.name: p for p in model.parts}
         sync_steps = parts.groupby(["window", "step"])["model_step_s"].mean()

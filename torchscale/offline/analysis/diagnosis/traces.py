@@ -39,7 +39,7 @@ explain.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,20 +57,14 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
-
-# the cell's model: the same estimates, the same straggler rule and the same sentences
-from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
-from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
 from torchscale.offline.analysis.diagnosis.step_model import (
     MIN_EFFECT_SHARE,
-    judged_by,
     mean_step,
-    others_wait_check,
     part_estimates,
     share_of_step,
-    straggler_verdict,
     wide,
 )
+from torchscale.offline.analysis.diagnosis.verdict import ArrivalOrder, StragglerEvidence, judge
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 
@@ -220,19 +214,6 @@ def own_work(
     return own, wide, OWN_WORK_PARTS
 
 
-def _last_counts(matched: Matched | None) -> dict[int, tuple[int, int]]:
-    """Per rank: (instances it arrived last at, instances with a clear last arriver)."""
-    if matched is None or matched.usable.empty:
-        return {}
-    use = matched.usable
-    decided = use.groupby(["group", "index"])["last_by_duration"].transform("any").astype(bool)
-    use = use[decided]
-    if use.empty:
-        return {}
-    agg = use.groupby("rank")["last_by_duration"].agg(["sum", "size"])
-    return {int(r): (int(row["sum"]), int(row["size"])) for r, row in agg.iterrows()}
-
-
 def _pct(value: float | None) -> str:
     return "?" if value is None else f"{value * 100:.1f} %"
 
@@ -264,81 +245,6 @@ def _overlap(a: Estimate, b: Estimate) -> bool | None:
     if ra is None or rb is None:
         return None
     return ra[0] <= rb[1] and rb[0] <= ra[1]
-
-
-def _arrival_check(
-    matched: Matched | None,
-    arrival: StragglerAnalysis | None,
-    candidate: int,
-    verdict: StragglerVerdict,
-) -> CrossCheck:
-    """Arrival order at the matched collectives (clock-free: the shortest instance arrived
-    last) against the verdict; a different rank standing out contradicts it."""
-    method = (
-        "share of the matched collectives the candidate arrived last at (clock-free: its "
-        "instance is the shortest), Clopper-Pearson 95 % interval; another rank names itself "
-        "only when it stands out (binomial test against chance, docs/profiling.md)"
-    )
-    counts = _last_counts(matched)
-    if candidate not in counts:
-        return CrossCheck(
-            name="arrival order (last arriver)",
-            method=method,
-            estimate=None,
-            agrees=None,
-            detail="no matched collective with a clear last arriver",
-        )
-    k, n = counts[candidate]
-    interval = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=0.95)
-    estimate = Estimate(
-        value=k / n if n else 0.0,
-        low=float(interval.low),
-        high=float(interval.high),
-        n=n,
-        method=method,
-        measurable=True,
-    )
-    top = arrival.straggler if arrival is not None else None
-    reason = arrival.reason if arrival is not None else ""
-    contradiction = None
-    if top is not None and top.rank != candidate:
-        contradiction = (
-            f"rank {top.rank} arrives last at {top.share_last:.0%} of the matched collectives"
-        )
-    agrees: bool | None
-    if verdict.named:
-        # only a different rank standing out (its binomial test) contradicts the own-work
-        # test; an arrival order that does not stand out confirms nothing and denies nothing
-        agrees = None if top is None else top.rank == candidate
-        detail = f"rank {candidate} arrives last at {k} of {n} matched collectives" + (
-            f" (chance: {top.expected_share:.0%}, p = {top.p_value:.2g})"
-            if agrees and top
-            else f"; {contradiction or reason}"
-        )
-    else:
-        agrees = top is None
-        if top is None:
-            detail = f"no rank arrives last more often than chance ({reason})"
-        elif top.rank == candidate:
-            detail = (
-                f"rank {candidate} arrives last at {k} of {n} matched collectives (chance: "
-                f"{top.expected_share:.0%}, p = {top.p_value:.2g}): arrival order alone would "
-                "name it, but its own work is not significantly above the others' (its delay "
-                "may lie outside the work the traces measure)"
-            )
-        else:
-            detail = (
-                f"rank {top.rank} arrives last at {top.share_last:.0%} of the matched "
-                "collectives: arrival order alone would name it; not a straggler by the step "
-                "model's test"
-            )
-    return CrossCheck(
-        name="arrival order (last arriver)",
-        method=method,
-        estimate=estimate,
-        agrees=agrees,
-        detail=detail,
-    )
 
 
 def build_step_model(
@@ -413,45 +319,20 @@ def build_step_model(
     if ranks > 1:
         own, phases, model.own_work_basis = own_work(parts, phases_by_rank, model.waits_known)
         model.own = own
-        verdict = straggler_verdict(phases, own, step_est.value or 0.0, None)
-        verdict = verdict.model_copy(update={"test": f"{verdict.test}; {model.own_work_basis}"})
-        own_table = own.pivot_table(index=["window", "step"], columns="rank", values="compute")
         waits, busy = _cpu_tables(cpu_wait)
-        verdict, host_check = cpu_wait_check(own_table, waits, verdict, busy)
-        peer_waits = wide(parts, "wait_for_peers", "step")
-
-        def checks_of(rank: int) -> Callable[[StragglerVerdict], list[CrossCheck]]:
-            """The traces' cross-checks of a verdict on `rank`: the others' wait for it at
-            the matched collectives (where they were matched) and arrival order."""
-
-            def made(v: StragglerVerdict) -> list[CrossCheck]:
-                out: list[CrossCheck] = []
-                if model.waits_known:
-                    out.append(others_wait_check(peer_waits, rank, v, step_series, TRACE_WAIT))
-                out.append(_arrival_check(matched, arrival, rank, v))
-                return out
-
-            return made
-
-        candidate = verdict.candidate_rank
-        if candidate is not None:
-            # a check that significantly points at another rank withdraws the name; one that
-            # merely fails to confirm it does not (docs/methodology.md, "One diagnosis")
-            verdict, checks = judged_by(verdict, checks_of(candidate))
-        if model.waits_known and not verdict.named:
-            late = late_collectives(
-                verdict,
-                arrival,
-                peer_waits,
-                own.pivot_table(index="step", columns="rank", values="compute"),
-                step_series,
-            )
-            if late.named:  # the checks judged the old candidate: judge the named rank
-                verdict = late
-                rank = int(late.rank) if late.rank is not None else -1
-                checks = checks_of(rank)(verdict)
-        if host_check is not None:
-            checks.insert(0, host_check)
+        evidence = StragglerEvidence(
+            own=own,
+            phases=phases,
+            step_s=step_est.value or 0.0,
+            step=step_series,
+            wait=wide(parts.assign(window=0), "wait_for_peers") if model.waits_known else None,
+            wait_source=TRACE_WAIT,
+            cpu_wait=waits,
+            cpu_time=busy,
+            order=ArrivalOrder(matched, arrival),
+            own_basis=model.own_work_basis,
+        )
+        verdict, checks = judge(evidence)
     model.attribution = Attribution(
         basis=basis,
         steps=int(per_step.shape[0]),

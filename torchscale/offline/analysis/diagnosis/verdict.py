@@ -1,0 +1,475 @@
+"""The straggler verdict: one judge over the evidence every source gives in one form.
+
+The phase timers (timers.py) and the traces (traces.py) each fill a `StragglerEvidence`: per
+rank and step, the own work the test compares and its phases, the wait for peers where it is
+split from the transfer, the wait for a CPU, and what only one source sees (the DDP hook's
+held launches: the timers; arrival order at matched collectives: the traces; the no_sync
+windows: the timers). `judge` reads it in one order (docs/methodology.md, "One diagnosis"):
+
+1. **the test**: the rank with the most own work per step against the median of the others'
+   at the same step (paired test, p < ALPHA, at least MIN_EFFECT_SHARE of the step); named
+   unless the no_sync windows show it faster; its kind compute or input from its phases;
+2. **host**: the time the host held it off the CPU may make its kind host, or name a rank held
+   inside a collective (host.py);
+3. **held launches**: a rank whose DDP comm hook holds its launches may be named
+   communication (held_launches.py);
+4. **cross-checks**: the others' wait for the candidate and arrival order; one that
+   significantly names another rank withdraws the name (`judged_by`); one that merely fails
+   to confirm withdraws nothing;
+5. **late collectives**: with no rank named, a rank whose collectives start late while its
+   work is on par is named communication (late_collectives.py), the checks made again for it.
+
+Each kind rule names through `kind.named_as`. Pure: evidence in, a verdict and its checks out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from torchscale.contracts.schema.cell_result import (
+    CrossCheck,
+    Estimate,
+    StragglerVerdict,
+)
+from torchscale.contracts.step_phases import OWN_WORK_PHASES
+from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check
+from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
+from torchscale.offline.analysis.diagnosis.kind import (
+    KindEvidence,
+    named_summary,
+    not_named_reason,
+    straggler_kind,
+    unnamed_summary,
+)
+from torchscale.offline.analysis.diagnosis.late_collectives import late_collectives
+from torchscale.offline.analysis.diagnosis.step_model import (
+    ALPHA,
+    MIN_EFFECT_SHARE,
+    MIN_PAIRED_STEPS,
+    NoSyncSteps,
+    gap_estimate,
+    share_of_step,
+    wide,
+)
+from torchscale.offline.analysis.trace.collective_matching import Matched
+from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
+from torchscale.offline.analysis.uncertainty import (
+    GapTest,
+    block_indices,
+    mean_columns,
+    paired_gap_test,
+    percentile_interval,
+)
+
+STRAGGLER_TEST = (
+    "one-sided Wilcoxon signed-rank test of the per-step differences (the rank's own work "
+    "minus the median of the other ranks' at the same step), p < {alpha:g}, and the lower end "
+    "of the 95 % block-bootstrap interval of the mean difference at least {share:.0%} of the "
+    "mean step ({min_effect:.3g} ms)"
+)
+
+
+@dataclass(frozen=True)
+class ArrivalOrder:
+    """The matched collectives and who arrived last at them (the traces; `matched` None: no
+    collective matched, said so in the check)."""
+
+    matched: Matched | None
+    analysis: StragglerAnalysis | None
+
+
+@dataclass(frozen=True)
+class StragglerEvidence:
+    """What one source saw of the ranks' steps, in the one form `judge` reads.
+
+    `own`: window, step, rank, compute and data seconds, the own work the test compares;
+    `phases`: window, step, rank and each own-work phase's seconds (the slow phase);
+    `step_s`: the mean step; `step`: the mean step at each step key, rows aligned with `wait`,
+    the (window, step) x rank wait for peers (None: not split from the transfer, named by
+    `wait_source`); `cpu_wait`, `cpu_time`, `holds`: (window, step) x rank seconds the training
+    thread waited for a CPU, ran on one, and its DDP comm hook held its launches (None: not
+    measured); `order`: arrival order, `no_sync`: the no_sync windows (None: not seen);
+    `own_basis`: what own work is, said beside the test where a source defines it."""
+
+    own: pd.DataFrame
+    phases: pd.DataFrame
+    step_s: float
+    step: np.ndarray
+    wait: pd.DataFrame | None
+    wait_source: str
+    cpu_wait: pd.DataFrame | None = None
+    cpu_time: pd.DataFrame | None = None
+    holds: pd.DataFrame | None = None
+    order: ArrivalOrder | None = None
+    no_sync: NoSyncSteps | None = None
+    own_basis: str | None = None
+
+
+def judge(evidence: StragglerEvidence) -> tuple[StragglerVerdict | None, list[CrossCheck]]:
+    """The straggler verdict of one source's evidence and its cross-checks, in the order of
+    the module doc (checks: host, held launches, others' wait, arrival order); (None, []) with
+    fewer than two ranks."""
+    e = evidence
+    ranks = int(e.own["rank"].nunique())
+    if ranks < 2:
+        return None, []
+    verdict = straggler_verdict(e.phases, e.own, e.step_s, e.no_sync)
+    if e.own_basis:
+        verdict = verdict.model_copy(update={"test": f"{verdict.test}; {e.own_basis}"})
+    own = wide(e.own.assign(own=e.own["compute"] + e.own["data"]), "own")
+    verdict, host = cpu_wait_check(own, e.cpu_wait, verdict, e.cpu_time)
+    checks = [host] if host is not None else []
+    if e.holds is not None and e.holds.shape[1] == ranks and not e.holds.dropna().empty:
+        verdict, held = held_launch_check(own, e.holds, verdict, ALPHA)
+        checks.append(held)
+
+    def checks_of(rank: int) -> Callable[[StragglerVerdict], list[CrossCheck]]:
+        def made(v: StragglerVerdict) -> list[CrossCheck]:
+            out = []
+            if e.wait is not None:
+                out.append(others_wait_check(e.wait, rank, v, e.step, e.wait_source))
+            if e.order is not None:
+                out.append(arrival_check(e.order.matched, e.order.analysis, rank, v))
+            return out
+
+        return made
+
+    judged_checks: list[CrossCheck] = []
+    if verdict.candidate_rank is not None:
+        verdict, judged_checks = judged_by(verdict, checks_of(verdict.candidate_rank))
+    if e.order is not None and e.wait is not None and not verdict.named:
+        arrival = e.order.analysis
+        late = late_collectives(verdict, arrival, e.wait, own, e.step)
+        if late.named:  # the checks judged the old candidate: judge the named rank
+            verdict = late
+            rank = int(late.rank) if late.rank is not None else -1
+            judged_checks = checks_of(rank)(verdict)
+    return verdict, [*checks, *judged_checks]
+
+
+def straggler_verdict(
+    steps: pd.DataFrame,
+    parts: pd.DataFrame,
+    step_mean_s: float,
+    no_sync: NoSyncSteps | None,
+) -> StragglerVerdict:
+    """Name the rank whose own work (data + forward + backward + optimizer) per step is
+    significantly above the others' at the same step, its slow phase and the kind of its
+    extra time (`straggler_kind`; `cpu_wait_check` may then make it host); else say in plain
+    words why the largest gap is not named."""
+    own = parts.assign(own=parts["compute"] + parts["data"])
+    table = wide(own, "own").dropna()
+    min_effect = MIN_EFFECT_SHARE * step_mean_s
+    test = STRAGGLER_TEST.format(alpha=ALPHA, share=MIN_EFFECT_SHARE, min_effect=min_effect * 1e3)
+    ranks = list(table.columns)
+    untested = None
+    if len(ranks) < 2 or table.empty:
+        untested = "no straggler test: fewer than two ranks with phase timers"
+    elif len(table) < MIN_PAIRED_STEPS:
+        untested = (
+            f"no straggler test: {len(table)} paired steps, the test needs at least "
+            f"{MIN_PAIRED_STEPS} to reach p < {ALPHA:g} (measure more steps)"
+        )
+    if untested is not None:
+        return StragglerVerdict(
+            named=False,
+            rank=None,
+            phase=None,
+            candidate_rank=None,
+            gap_s=None,
+            p_value=None,
+            significant=False,
+            min_effect_s=min_effect,
+            test=test,
+            summary=untested,
+            not_named=untested.removeprefix("no straggler test: "),
+        )
+    candidate = int(max(ranks, key=lambda r: (float(table[r].mean()), -int(r))))
+    others = table.drop(columns=[candidate]).median(axis=1)
+    result = paired_gap_test(table[candidate] - others, min_effect_s=min_effect, alpha=ALPHA)
+    gap = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
+    contradiction = _no_sync_contradicts(no_sync, candidate)
+    phase_tests = _phase_tests(steps, candidate, min_effect)
+    phase, phase_gap = None, None
+    if result.significant:
+        phase, phase_gap = _slow_phase(phase_tests)
+    named = result.significant and contradiction is None
+    kind, kind_basis, not_named = None, None, None
+    if named:
+        kind, kind_basis = straggler_kind(phase, KindEvidence(phase_tests))
+        summary = named_summary(
+            candidate, kind, (result.mean_s, result.low_s, result.high_s), phase
+        )
+    else:
+        # the no_sync windows withdraw a gap that passed; one that did not is judged by the rule
+        not_named = (
+            f"withdrawn: {contradiction}"
+            if result.significant and contradiction
+            else not_named_reason(result, step_mean_s, MIN_EFFECT_SHARE)
+        )
+        summary = unnamed_summary(
+            candidate, (result.mean_s, result.low_s, result.high_s), not_named
+        )
+    return StragglerVerdict(
+        named=named,
+        rank=candidate if named else None,
+        phase=phase if named else None,
+        candidate_rank=candidate,
+        gap_s=gap,
+        phase_gap_s=phase_gap if named else None,
+        p_value=result.p_value,
+        significant=result.significant,
+        min_effect_s=min_effect,
+        test=test,
+        summary=summary,
+        kind=kind,
+        kind_basis=kind_basis,
+        not_named=not_named,
+    )
+
+
+def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
+    """The verdict with its straggler withdrawn because other evidence contradicts it (the
+    trace analysis: arrival order, who waits at matched collectives)."""
+    gap = verdict.gap_s
+    not_named = f"withdrawn: {why}"
+    summary = unnamed_summary(
+        verdict.candidate_rank,
+        (
+            gap.value if gap is not None else None,
+            gap.low if gap is not None else None,
+            gap.high if gap is not None else None,
+        ),
+        not_named,
+    )
+    return verdict.model_copy(
+        update={
+            "named": False,
+            "rank": None,
+            "phase": None,
+            "phase_gap_s": None,
+            "withdrawn_by": why,
+            "summary": summary,
+            "kind": None,
+            "kind_basis": None,
+            "not_named": not_named,
+        }
+    )
+
+
+def _phase_tests(steps: pd.DataFrame, candidate: int, min_effect: float) -> dict[str, GapTest]:
+    """The candidate's per-step gap over the median of the others' in each own-work phase
+    the table has (the straggler test on that phase alone)."""
+    tests: dict[str, GapTest] = {}
+    for phase in OWN_WORK_PHASES:
+        if phase not in steps.columns:
+            continue
+        table = steps.pivot_table(index=["window", "step"], columns="rank", values=phase).dropna()
+        if candidate not in table.columns or table.shape[1] < 2:
+            continue
+        diff = table[candidate] - table.drop(columns=[candidate]).median(axis=1)
+        tests[phase] = paired_gap_test(diff, min_effect_s=min_effect, alpha=ALPHA)
+    return tests
+
+
+def _slow_phase(tests: dict[str, GapTest]) -> tuple[str | None, Estimate | None]:
+    """The phase with the largest significant per-step gap over the others'."""
+    best: tuple[float, str, Estimate] | None = None
+    for phase, result in tests.items():
+        if result.significant and (best is None or result.mean_s > best[0]):
+            gap = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
+            best = (result.mean_s, phase, gap)
+    return (best[1], best[2]) if best is not None else (None, None)
+
+
+def _no_sync_contradicts(no_sync: NoSyncSteps | None, candidate: int) -> str | None:
+    """Why the no_sync windows contradict the candidate, or None: they do when the candidate's
+    mean free-running step is below the median of the others' with the bootstrap interval of
+    that gap entirely below zero."""
+    if no_sync is None or candidate not in no_sync.per_rank or len(no_sync.per_rank) < 2:
+        return None
+    mine = np.asarray(no_sync.per_rank[candidate], dtype=float)
+    others = [np.asarray(v, dtype=float) for r, v in no_sync.per_rank.items() if r != candidate]
+    if mine.size < 2 or any(o.size < 2 for o in others):
+        return None
+    gaps = []
+    for seed, series in enumerate([mine, *others]):
+        rows = block_indices(series.size, seed=1000 + seed)
+        gaps.append(series[rows].mean(axis=1))
+    distribution = gaps[0] - np.median(np.vstack(gaps[1:]), axis=0)
+    _, high = percentile_interval(distribution)
+    if high < 0:
+        return "the no_sync windows show it faster than the others"
+    return None
+
+
+def others_wait_check(
+    wait: pd.DataFrame, candidate: int, verdict: StragglerVerdict, step: np.ndarray, source: str
+) -> CrossCheck:
+    """The others' wait for peers minus the candidate's, same step, as a share of the step
+    (`wait`: step x rank wait for peers, rows aligned with `step`, the mean step): a straggler
+    makes the others wait, not itself. Disagrees (agrees False) when the interval lies
+    entirely below 0; for a named candidate, agrees None when the extra wait is not
+    measurable (the caller withdraws the name: a straggler nobody waits for costs nothing).
+    `source`: where the waits come from, in the check's name and sentences."""
+    others = wait.drop(columns=[candidate]).mean(axis=1)
+    diff = (others - wait[candidate]).to_numpy(np.float64)
+    method = (
+        "mean over the other ranks of their wait for peers minus the candidate's, same step, "
+        "moving-block bootstrap over steps"
+    )
+    estimate = share_of_step(diff, step, method=method)
+    matrix = np.column_stack([diff, step])
+    _, resampled = mean_columns(matrix)
+    high = None
+    if resampled is not None:
+        ratio = resampled[:, 0] / resampled[:, 1]
+        high = percentile_interval(ratio)[1]
+    mean_step = float(np.mean(step))
+    min_share = (verdict.min_effect_s or 0.0) / mean_step if mean_step > 0 else 0.0
+    agrees: bool | None
+    if high is not None and high < 0:
+        agrees = False
+        detail = f"at the {source} rank {candidate} waits for the others more than they wait for it"
+    elif verdict.named:
+        agrees = True if estimate.measurable else None
+        detail = (
+            f"the other ranks wait for peers this share of the step longer than rank "
+            f"{candidate} does: they wait for it"
+            if estimate.measurable
+            else f"no measurable extra wait of the others for rank {candidate}: its extra work "
+            "may be hidden behind their compute"
+        )
+    else:
+        low = estimate.low if estimate.low is not None else estimate.value
+        agrees = low is None or low < min_share
+        detail = (
+            f"the other ranks' extra wait for peers over rank {candidate}'s (share of the "
+            "step) is not a straggler's size either"
+            if agrees
+            else f"the other ranks wait for peers longer than rank {candidate}, above the "
+            f"minimum effect ({min_share * 100:.1f} %), though its own work is not "
+            f"significantly above theirs: its delay may lie outside the work the {source} measure"
+        )
+    return CrossCheck(
+        name=f"others' wait for it ({source})",
+        method=method,
+        estimate=estimate,
+        agrees=agrees,
+        detail=detail,
+    )
+
+
+def judged_by(
+    verdict: StragglerVerdict, checks_for: Callable[[StragglerVerdict], list[CrossCheck]]
+) -> tuple[StragglerVerdict, list[CrossCheck]]:
+    """The verdict and its cross-checks (`checks_for` makes them for a verdict): a named rank
+    a check significantly contradicts (`evidence_against`) is withdrawn, and the checks, judged
+    against a named rank, are made again against the withdrawn verdict."""
+    checks = checks_for(verdict)
+    found = evidence_against(checks)
+    if verdict.named and found:
+        verdict = withdraw(verdict, "; ".join(found))
+        checks = checks_for(verdict)
+    return verdict, checks
+
+
+def evidence_against(checks: Sequence[CrossCheck]) -> list[str]:
+    """What withdraws a named straggler: only a check that disagrees, i.e. significantly
+    points at another rank (arrival order naming a different rank by its binomial test, the
+    others waiting significantly less than the candidate). A check that merely fails to
+    confirm (not judged, not measurable) withdraws nothing: the own-work test decides."""
+    return [f"{c.name}: {c.detail}" for c in checks if c.agrees is False]
+
+
+def _last_counts(matched: Matched | None) -> dict[int, tuple[int, int]]:
+    """Per rank: (instances it arrived last at, instances with a clear last arriver)."""
+    if matched is None or matched.usable.empty:
+        return {}
+    use = matched.usable
+    decided = use.groupby(["group", "index"])["last_by_duration"].transform("any").astype(bool)
+    use = use[decided]
+    if use.empty:
+        return {}
+    agg = use.groupby("rank")["last_by_duration"].agg(["sum", "size"])
+    return {int(r): (int(row["sum"]), int(row["size"])) for r, row in agg.iterrows()}
+
+
+def arrival_check(
+    matched: Matched | None,
+    arrival: StragglerAnalysis | None,
+    candidate: int,
+    verdict: StragglerVerdict,
+) -> CrossCheck:
+    """Arrival order at the matched collectives (clock-free: the shortest instance arrived
+    last) against the verdict; a different rank standing out contradicts it."""
+    method = (
+        "share of the matched collectives the candidate arrived last at (clock-free: its "
+        "instance is the shortest), Clopper-Pearson 95 % interval; another rank names itself "
+        "only when it stands out (binomial test against chance, docs/profiling.md)"
+    )
+    counts = _last_counts(matched)
+    if candidate not in counts:
+        return CrossCheck(
+            name="arrival order (last arriver)",
+            method=method,
+            estimate=None,
+            agrees=None,
+            detail="no matched collective with a clear last arriver",
+        )
+    k, n = counts[candidate]
+    interval = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=0.95)
+    estimate = Estimate(
+        value=k / n if n else 0.0,
+        low=float(interval.low),
+        high=float(interval.high),
+        n=n,
+        method=method,
+        measurable=True,
+    )
+    top = arrival.straggler if arrival is not None else None
+    reason = arrival.reason if arrival is not None else ""
+    contradiction = None
+    if top is not None and top.rank != candidate:
+        contradiction = (
+            f"rank {top.rank} arrives last at {top.share_last:.0%} of the matched collectives"
+        )
+    agrees: bool | None
+    if verdict.named:
+        # only a different rank standing out (its binomial test) contradicts the own-work
+        # test; an arrival order that does not stand out confirms nothing and denies nothing
+        agrees = None if top is None else top.rank == candidate
+        detail = f"rank {candidate} arrives last at {k} of {n} matched collectives" + (
+            f" (chance: {top.expected_share:.0%}, p = {top.p_value:.2g})"
+            if agrees and top
+            else f"; {contradiction or reason}"
+        )
+    else:
+        agrees = top is None
+        if top is None:
+            detail = f"no rank arrives last more often than chance ({reason})"
+        elif top.rank == candidate:
+            detail = (
+                f"rank {candidate} arrives last at {k} of {n} matched collectives (chance: "
+                f"{top.expected_share:.0%}, p = {top.p_value:.2g}): arrival order alone would "
+                "name it, but its own work is not significantly above the others' (its delay "
+                "may lie outside the work the traces measure)"
+            )
+        else:
+            detail = (
+                f"rank {top.rank} arrives last at {top.share_last:.0%} of the matched "
+                "collectives: arrival order alone would name it; not a straggler by the step "
+                "model's test"
+            )
+    return CrossCheck(
+        name="arrival order (last arriver)",
+        method=method,
+        estimate=estimate,
+        agrees=agrees,
+        detail=detail,
+    )
