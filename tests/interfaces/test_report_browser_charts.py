@@ -1,6 +1,6 @@
 """The HTML report's charts as a real headless Chromium lays them out at 1400 px:
-no legend taller than its plot or lying over it, and each series in the colour the static
-SVG (the PDF's and the plain HTML's) draws it in. Charts from the 500-cell results of benchmarks/report_scale.py, where a legend stood
+no legend taller than its plot or lying over it, and each series in the colour the PDF draws
+it in. Charts from the 500-cell results of benchmarks/report_scale.py, where a legend stood
 1,000 px tall over a 100 px plot, and from the hand-made sample report."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 import shutil
 import uuid
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from matplotlib.colors import to_hex, to_rgba
+from matplotlib.lines import Line2D
 
 from tests.interfaces.test_report_browser import (
     CHROMIUM,
@@ -26,7 +27,7 @@ from tests.scale_sample import one_per_family, scale_report
 from torchscale.interfaces.report.charts.plot import plot
 from torchscale.interfaces.report.model import Chart, Report, Section
 from torchscale.interfaces.report.render import html as html_format
-from torchscale.interfaces.report.render import svg_direct
+from torchscale.interfaces.report.render import svg_charts
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
@@ -121,25 +122,14 @@ def _legend_colours(div: Node, patterns: dict[str, str]) -> dict[str, str]:
 
 
 def _pdf_legend_colours(chart: Chart) -> dict[str, str]:
-    """Each legend label of the static SVG -> the fill or stroke of its handle."""
-    ns = "{http://www.w3.org/2000/svg}"
-    legend = next(
-        (
-            g
-            for g in ET.fromstring(svg_direct.chart_svg(chart)).iter(f"{ns}g")
-            if g.get("class") == "legend"
-        ),
-        None,
-    )
-    colours: dict[str, str] = {}
-    colour = ""
-    for node in legend if legend is not None else ():
-        paint = node.get("stroke") or node.get("fill") or ""
-        if node.tag == f"{ns}path" and paint.startswith("#"):
-            colour = colour or paint.lower()
-        elif node.tag == f"{ns}text":
-            colours["".join(node.itertext())] = colour
-            colour = ""
+    fig = svg_charts._figure(chart)
+    if not fig.legends:
+        return {}
+    legend = fig.legends[0]
+    colours = {}
+    for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True):
+        colour = handle.get_color() if isinstance(handle, Line2D) else handle.get_facecolor()
+        colours[text.get_text().replace("\\$", "$")] = to_hex(to_rgba(colour)[:3])
     return colours
 
 
@@ -166,8 +156,8 @@ def test_no_legend_is_taller_than_its_plot_or_over_it(drawn: tuple[list[Chart], 
 
 
 @pytest.mark.slow
-def test_each_series_has_the_static_svgs_colour(drawn: tuple[list[Chart], Node]) -> None:
-    """b32 was yellow in the interactive HTML and vermillion in the PDF."""
+def test_each_series_has_the_pdfs_colour(drawn: tuple[list[Chart], Node]) -> None:
+    """b32 was yellow in the HTML and vermillion in the PDF."""
     charts, root = drawn
     patterns = _pattern_colours(root)
     for chart in charts:
