@@ -115,8 +115,8 @@ def bare_load(experiment: Path) -> float:
 def measure(experiment: Path, formats: Sequence[str], out: Path) -> tuple[dict[str, float], Any]:
     """Seconds of the bare load and of each format's report as the command makes it (read,
     build what it shows, render, write), its size, and the full report (for `structure`)."""
+    from torchscale.interfaces.api.report_generate import ReportRequest, generate
     from torchscale.interfaces.report.build import build_report
-    from torchscale.interfaces.report.generate import ReportRequest, generate
     from torchscale.interfaces.report.request import ReportOptions
     from torchscale.interfaces.report.sources import read_sources
 
@@ -142,8 +142,9 @@ _NODE = re.compile(r"<[a-zA-Z]")
 def structure(report: Any) -> dict[str, int]:
     """What the charts are made of, independent of the machine: charts drawn, the most series
     and legend entries on one chart, and SVG nodes (most on one chart, all together)."""
-    from torchscale.interfaces.report.charts.plot import plot
     from torchscale.interfaces.report.render.svg_charts import chart_svg
+
+    from torchscale.interfaces.report.charts.plot import plot
 
     charts = report.charts()
     plots = [plot(chart) for chart in charts]

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import tests.added_section as added
 from torchscale.interfaces.report import build, model
-from torchscale.interfaces.report.render import FORMATS, renderer, term
+from torchscale.interfaces.api.report_generate import FORMATS, renderer
+from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
 

@@ -62,9 +62,9 @@ def test_one_model_keeps_the_first_categories() -> None:
 def test_a_series_left_out_is_named_where_the_chart_is_not_drawn() -> None:
     """Markdown and the terminal name a chart without drawing it: its absent series go with
     the name ('fsdp: not split'), as the HTML and PDF say them in the chart."""
+    from torchscale.interfaces.console import report_full
     from torchscale.interfaces.report.model import Report, Section
     from torchscale.interfaces.report.render import markdown
-    from torchscale.interfaces.report.terminal import report_full
 
     drawn = chart(models=1, per_model=2).model_copy(update={"absent": ["fsdp: not split"]})
     report = Report(

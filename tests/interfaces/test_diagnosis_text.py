@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from torchscale.contracts.schema.cell_result import Diagnosis
+from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.report.diagnosis_text import (
     REPORT_HINT,
     TERMINAL_HINT,
@@ -18,7 +19,6 @@ from torchscale.interfaces.report.diagnosis_text import (
     headline,
 )
 from torchscale.interfaces.report.sections.diagnosis import diagnosis_blocks
-from torchscale.interfaces.report.terminal.diagnosis import diagnosis_lines
 from torchscale.offline.results.versions import parse_cell_result
 
 CELLS = Path(__file__).parents[1] / "fixtures" / "sweep8_v13" / "default_scaling" / "cells"

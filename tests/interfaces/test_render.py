@@ -357,8 +357,8 @@ def test_a_profile_says_why_its_step_is_not_the_measured_one() -> None:
     from tests.interfaces.test_report_diagnosis import busy_diagnosis
     from tests.interfaces.test_report_uncertainty import estimate
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+    from torchscale.interfaces.console.lines import Line
     from torchscale.interfaces.console.profile import analysis_lines, run_lines
-    from torchscale.interfaces.report.terminal.lines import Line
 
     def analysed(step_s: float) -> ProfileAnalysis:
         return ProfileAnalysis(

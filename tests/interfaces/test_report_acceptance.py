@@ -9,10 +9,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from torchscale.interfaces.api.report_generate import renderer
+from torchscale.interfaces.console.report_term import render as render_term
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Report, Table, Text
-from torchscale.interfaces.report.render import renderer
-from torchscale.interfaces.report.render.term import render as render_term
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, ValidateReport

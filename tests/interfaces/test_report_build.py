@@ -28,6 +28,7 @@ import torchscale.results
 from torchscale.contracts.errors import ResultsError, UsageError
 from torchscale.contracts.schema.cell_result import PART_NAMES
 from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION
+from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import (
     Chart,
@@ -39,7 +40,6 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.render import term
 from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.cost import cost_per_million, cost_table, gpu_hours_per_million

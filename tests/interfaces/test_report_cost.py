@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from torchscale.contracts.errors import UsageError
+from torchscale.interfaces.api.report_generate import parse_prices
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.build import ReportOptions, build_report
-from torchscale.interfaces.report.generate import parse_prices
 from torchscale.interfaces.report.model import Report, Table
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.cost import cost_table

@@ -46,6 +46,7 @@ from tests.interfaces.test_report_uncertainty import (
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult, CommRow, OpSummary
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.formatting import strip_code
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.diagnosis_text import (
@@ -56,7 +57,7 @@ from torchscale.interfaces.report.diagnosis_text import (
 )
 from torchscale.interfaces.report.estimates import compact, long_form
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text, Unavailable
-from torchscale.interfaces.report.render import html, json_format, markdown, pdf, term
+from torchscale.interfaces.report.render import html, json_format, markdown, pdf
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sections.best import NO_CLEAR_BEST
 from torchscale.interfaces.report.sections.words import HOST_FIRST

@@ -15,8 +15,9 @@ import pytest
 
 from tests.forecast_samples import fixture_cell, fixture_copy, forecast_of
 from torchscale.contracts.schema.forecast import ForecastKey
+from torchscale.interfaces.api.report_generate import renderer
+from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report import build, model
-from torchscale.interfaces.report.render import renderer, term
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.prediction.score import score, track_record

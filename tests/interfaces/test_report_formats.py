@@ -13,6 +13,10 @@ from typing import Any
 import pytest
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, sample_report, with_findings
+from torchscale.interfaces.api.report_generate import renderer
+from torchscale.interfaces.console import report_term as term
+from torchscale.interfaces.console.report_full import chart_summary
+from torchscale.interfaces.console.report_recap import SUMMARY_MAX_LINES, summary_lines
 from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
@@ -25,9 +29,7 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
 )
-from torchscale.interfaces.report.render import json_format, markdown, renderer, term
-from torchscale.interfaces.report.terminal.report_full import chart_summary
-from torchscale.interfaces.report.terminal.report_recap import SUMMARY_MAX_LINES, summary_lines
+from torchscale.interfaces.report.render import json_format, markdown
 
 
 def _with_cell(report: Report, text: str) -> Report:
@@ -345,10 +347,18 @@ def test_summary_lines_stay_short_with_many_figures() -> None:
 # --- imports ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["markdown", "json_format", "term", "pdf"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "report.render.markdown",
+        "report.render.json_format",
+        "console.report_term",
+        "report.render.pdf",
+    ],
+)
 def test_light_formats_import_neither_weasyprint_nor_matplotlib(module: str) -> None:
     code = (
-        f"import sys, torchscale.interfaces.report.render.{module}; "
+        f"import sys, torchscale.interfaces.{module}; "
         "print(sorted(m for m in ('weasyprint', 'matplotlib') if m in sys.modules))"
     )
     done = subprocess.run(

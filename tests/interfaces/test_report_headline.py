@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.interfaces.api.report_generate import ReportRequest, generate
 from torchscale.interfaces.report.build import build_report, default_title
 from torchscale.interfaces.report.estimates import efficiency_phrase, pct_range
-from torchscale.interfaces.report.generate import ReportRequest, generate
 from torchscale.interfaces.report.model import (
     REPORT_SCHEMA_VERSION,
     Findings,

@@ -8,9 +8,9 @@ import json
 import shutil
 from pathlib import Path
 
+from torchscale.interfaces.api.report_generate import renderer
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Report, Table
-from torchscale.interfaces.report.render import renderer
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.orchestration.memory.max_batch_result import MaxBatchProbe, MaxBatchResult
 

@@ -11,6 +11,7 @@ import pytest
 
 from tests.interfaces.test_report_html import Element, parse
 from tests.report_sample import HOSTILE, sample_report
+from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.model import (
     Column,
@@ -21,7 +22,7 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
 )
-from torchscale.interfaces.report.render import html, markdown, pdf, term
+from torchscale.interfaces.report.render import html, markdown, pdf
 from torchscale.interfaces.report.sections.words import GLOSSARY
 
 BEST_TITLE = "Best configuration per model"

@@ -14,8 +14,10 @@ from typing import Any, Literal
 
 import pytest
 from matplotlib import cbook
+from torchscale.interfaces.report.render.svg_charts import chart_svg, plain
 
 from tests.report_sample import HOSTILE, HOSTILE_IMG, paired_chart, sample_report, with_findings
+from torchscale.interfaces.api.report_generate import renderer
 from torchscale.interfaces.formatting import format_value, strip_code
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.charts.palette import PALETTE
@@ -28,8 +30,7 @@ from torchscale.interfaces.report.model import (
     Series,
     Table,
 )
-from torchscale.interfaces.report.render import pdf, renderer
-from torchscale.interfaces.report.render.svg_charts import chart_svg, plain
+from torchscale.interfaces.report.render import pdf
 from torchscale.interfaces.report.sources import read_sources
 
 PDFTOTEXT = shutil.which("pdftotext")

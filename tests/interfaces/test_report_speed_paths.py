@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from torchscale.interfaces.report.generate import ReportRequest, generate
+from torchscale.interfaces.api.report_generate import ReportRequest, generate
 from torchscale.interfaces.report.progress import Step
 from torchscale.interfaces.report.sections.glossary import LOOK_ALIKES, THEIR_LETTERS, used_terms
 from torchscale.interfaces.report.sections.words import GLOSSARY

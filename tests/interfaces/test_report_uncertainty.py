@@ -36,6 +36,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
     Throughput,
 )
+from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.diagnosis_text import straggler_text
 from torchscale.interfaces.report.estimates import (
@@ -44,7 +45,7 @@ from torchscale.interfaces.report.estimates import (
     efficiency_text,
 )
 from torchscale.interfaces.report.model import Chart, Findings, KeyFigures, Report, Table, Text
-from torchscale.interfaces.report.render import html, json_format, markdown, term
+from torchscale.interfaces.report.render import html, json_format, markdown
 from torchscale.interfaces.report.sections.context import slug
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import with_caveat

@@ -20,13 +20,13 @@ from typer.testing import CliRunner
 from tests.report_sample import sample_report
 from torchscale.interfaces.cli import common
 from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.console import report_summary
+from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.formatting import format_value, strip_code
 from torchscale.interfaces.report.build import build_report
 from torchscale.interfaces.report.model import Findings, KeyFigure, KeyFigures, Report, Table, Text
-from torchscale.interfaces.report.render import term
 from torchscale.interfaces.report.request import ReportOptions
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.interfaces.report.terminal import report_summary
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_LINES = 60

@@ -25,6 +25,7 @@ from torchscale.contracts.model_specs.listing import rows as model_rows
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.cli import common
 from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.console.sweep_tables import (
     TABLE_COLUMNS,
     _row_cells,
@@ -32,7 +33,6 @@ from torchscale.interfaces.console.sweep_tables import (
 )
 from torchscale.interfaces.formatting import _FIGURE, format_value
 from torchscale.interfaces.report.model import Report, Table, Text
-from torchscale.interfaces.report.render import term
 from torchscale.offline.results.frame import cells_table
 from torchscale.offline.results.versions import parse_cell_result
 
@@ -232,7 +232,7 @@ def test_cell_lines_fit_with_their_prefix_and_whole_figures(width: int) -> None:
     `> ` line (grep '^>' finds the continuations), no unit alone on its row, and each
     interval ('[a, b]') on one row."""
     from torchscale.interfaces.console.cells import cell_lines
-    from torchscale.interfaces.report.terminal.lines import fit_lines
+    from torchscale.interfaces.console.lines import fit_lines
 
     for result in _fixture_results():
         for verbose in (False, True):
@@ -275,7 +275,7 @@ def test_lines_go_whole_to_a_pipe_and_cut_with_their_prefix_to_a_terminal(
     """To a file or pipe (no COLUMNS) a line stays one line, for grep and logs; with COLUMNS
     (or a terminal) it is cut to the width, each row a '> ' row."""
     from torchscale.interfaces.cli.common import print_lines
-    from torchscale.interfaces.report.terminal.lines import Line
+    from torchscale.interfaces.console.lines import Line
 
     text = "> [ANALYSIS] Step 4.45 ms: " + ", ".join(f"part{i} {i}.5 %" for i in range(12))
     monkeypatch.delenv("COLUMNS", raising=False)
@@ -297,8 +297,8 @@ def test_profile_lines_fit_with_their_prefix(width: int) -> None:
     from tests.interfaces.test_report_diagnosis import busy_diagnosis
     from tests.interfaces.test_report_uncertainty import estimate
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+    from torchscale.interfaces.console.lines import fit_lines
     from torchscale.interfaces.console.profile import analysis_lines
-    from torchscale.interfaces.report.terminal.lines import fit_lines
 
     analysis = ProfileAnalysis(
         torchscale_version="0",

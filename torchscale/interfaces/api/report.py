@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.contracts.errors import EXIT_NOT_JUDGED, EXIT_REGRESSION
-from torchscale.interfaces.report.generate import ReportOutcome, ReportRequest, generate
+from torchscale.interfaces.api.report_generate import ReportOutcome, ReportRequest, generate
 
 if TYPE_CHECKING:
     from torchscale.interfaces.report.model import Report

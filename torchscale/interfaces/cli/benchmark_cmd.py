@@ -24,7 +24,7 @@ from torchscale.interfaces.cli.shared_options import (
     VerbosityFlag,
     takes_dotted_overrides,
 )
-from torchscale.interfaces.report.terminal.lines import Line
+from torchscale.interfaces.console.lines import Line
 
 if TYPE_CHECKING:
     from rich.progress import TaskID

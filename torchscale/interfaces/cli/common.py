@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from torchscale.contracts.errors import TorchScaleError
 from torchscale.contracts.signals import Terminated, terminate_on_signals
-from torchscale.interfaces.report.terminal.lines import Line, fit_lines
+from torchscale.interfaces.console.lines import Line, fit_lines
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -121,8 +121,8 @@ def _run(
     interactive: bool = False,
 ) -> None:
     from torchscale.interfaces.api import build_report
-    from torchscale.interfaces.report.generate import parse_prices
-    from torchscale.interfaces.report.terminal.report_recap import summary_lines
+    from torchscale.interfaces.api.report_generate import parse_prices
+    from torchscale.interfaces.console.report_recap import summary_lines
 
     everyone, per_experiment = parse_prices(cost_per_gpu_hour or [])
     progress = _Progress(lines=fmt in ("pdf", "html"))

@@ -21,7 +21,7 @@ from torchscale.interfaces.cli.common import (
     stop_exit,
 )
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
-from torchscale.interfaces.report.terminal.lines import Level, Line
+from torchscale.interfaces.console.lines import Level, Line
 
 if TYPE_CHECKING:
     from torchscale.orchestration.validate.check_result import ValidateReport

@@ -1,12 +1,17 @@
-"""What the benchmark, profile and comm commands print as they run, one module per job.
+"""Everything printed to a terminal, one module per job; the library (api/) and the report's
+model (report/) print nothing.
 
+- lines and tables: `lines` (a line and its level: the CLI colours by level), `fit` (tables
+  fitted to the width: columns left out or abbreviated, figures never cut);
 - the sweep: `cells` (each cell's lines as it runs), `live_table` (the table redrawn in place
   while the sweep runs), `dry_run` (what --dry-run shows), `sweep_tables` (a table per model,
-  sized to the terminal);
+  sized to the terminal), `forecasts` (the forecasts checked against the cells);
+- `diagnosis`: a run's one diagnosis as lines (sweep and profile alike);
 - `profile`: `torchscale profile` and the profiles after a sweep;
-- `comm`: a comm result as the table nccl-tests users read.
+- `comm`: a comm result as the table nccl-tests users read;
+- a report: `report_term` (the term format: `report_summary`, at most 60 lines, or
+  `report_full` with --full), `report_recap` (the few lines after a report written to a file).
 
-The lines themselves (`Line`, levels, fitting to the width) and a diagnosis' lines are the
-report's terminal package's (`report/terminal/`), which the `report -f term` format shares;
-figures are formatted as the report formats them, so a number reads the same everywhere.
+Figures are formatted by `interfaces/formatting.py`, as the report's files format them, so a
+number reads the same everywhere.
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Mapping
 
-from torchscale.interfaces.report.terminal.lines import Line
+from torchscale.interfaces.console.lines import Line
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.plan import Plan
 

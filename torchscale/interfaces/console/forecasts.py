@@ -12,9 +12,9 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from torchscale.interfaces.console.lines import Line, hanging
 from torchscale.interfaces.formatting import format_value, quantum_of
 from torchscale.interfaces.report.estimates import ValueFormatter, figure_with_interval
-from torchscale.interfaces.report.terminal.lines import Line, hanging
 from torchscale.offline.analysis.prediction.score import percent
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ScoredForecast
 
@@ -73,7 +73,7 @@ def _groups(forecasts: Sequence[Forecast]) -> list[list[Forecast]]:
 def _table(members: Sequence[Forecast], width: int) -> list[Any]:
     from rich.text import Text
 
-    from torchscale.interfaces.report.terminal.fit import FitColumn, fit_table
+    from torchscale.interfaces.console.fit import FitColumn, fit_table
 
     key = members[0].key
     columns = (

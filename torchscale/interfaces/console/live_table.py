@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from torchscale.contracts.cell import Status
+from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.formatting import format_value, readable
 from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
 from torchscale.interfaces.report.estimates import compact, too_wide
-from torchscale.interfaces.report.terminal.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
 
 if TYPE_CHECKING:

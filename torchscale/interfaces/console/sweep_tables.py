@@ -16,10 +16,10 @@ from rich.text import Text
 from torchscale.contracts.cell import Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
 from torchscale.interfaces.console.cells import STATUS_LEVEL
+from torchscale.interfaces.console.fit import FitColumn, fit_table
+from torchscale.interfaces.console.lines import LEVEL_STYLE
 from torchscale.interfaces.formatting import readable
 from torchscale.interfaces.report.estimates import figure_with_interval, value_format
-from torchscale.interfaces.report.terminal.fit import FitColumn, fit_table
-from torchscale.interfaces.report.terminal.lines import LEVEL_STYLE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,7 +37,7 @@ def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
 
 
 # the per-model table: what may be abbreviated or left out when the terminal is narrow
-# (torchscale.interfaces.report.terminal.fit), lowest value first; what each column means goes in
+# (torchscale.interfaces.console.fit), lowest value first; what each column means goes in
 # the note
 TABLE_COLUMNS = (
     FitColumn("world", fact="world"),
@@ -126,7 +126,7 @@ def _row_cells(r: pd.Series) -> list[str]:
 
 def model_tables(table: pd.DataFrame, width: int) -> SweepTables:
     """One rich table per model from the flat cells table (results.frame.cells_table), each
-    at most `width` columns wide (torchscale.interfaces.report.terminal.fit: figures are never cut;
+    at most `width` columns wide (torchscale.interfaces.console.fit: figures are never cut;
     columns are abbreviated or left out, and the note says which)."""
     models = [
         (str(model), [[Text.from_markup(c) for c in _row_cells(r)] for _, r in rows.iterrows()])

@@ -8,7 +8,7 @@ decision and the few figures behind it, so this prints, in the report's order:
 1. the title, the headline verdict and what ran (hardware, dates, the config's description,
    cells per source, the baseline's verdict);
 2. the executive summary section as the model holds it: its text (the verdicts and top
-   findings), its key figures, its tables fitted to the width (`terminal/fit.py`: columns left out
+   findings), its key figures, its tables fitted to the width (`fit.py`: columns left out
    in a stated order, figures never cut), findings by title;
 3. a last line saying what was left out and where it is (`--full`, `-f html`).
 
@@ -30,6 +30,13 @@ from rich.console import Console, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
+from torchscale.interfaces.console import fit
+from torchscale.interfaces.console.lines import (
+    RICH_JOIN,
+    glued,
+    hanging_prose,
+    unglued,
+)
 from torchscale.interfaces.formatting import (
     MISSING,
     format_value,
@@ -46,13 +53,6 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
     Unavailable,
-)
-from torchscale.interfaces.report.terminal import fit
-from torchscale.interfaces.report.terminal.lines import (
-    RICH_JOIN,
-    glued,
-    hanging_prose,
-    unglued,
 )
 
 MAX_LINES = 60

@@ -1,5 +1,7 @@
 """`torchscale report` as a library call: read the sources, build the model, render one format,
-write it atomically. The CLI only prints what comes back and picks the exit code.
+write it atomically. The CLI only prints what comes back and picks the exit code. The formats
+are listed here, above both their homes: the files' renderers in `report/render/`, the
+terminal's in `console/report_term.py`.
 
 A report is produced from whatever is valid: unreadable inputs become `Report.skipped` lines,
 never an abort, unless nothing at all can be read.
@@ -7,12 +9,13 @@ never an abort, unless nothing at all can be read.
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from torchscale.contracts.atomic import write_bytes_atomic
 from torchscale.contracts.cell import file_safe
@@ -25,12 +28,33 @@ from torchscale.contracts.errors import (
 from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.interfaces.report.model import Report
 from torchscale.interfaces.report.progress import OnStep, Step
-from torchscale.interfaces.report.render import FORMATS, SUFFIX, renderer
 from torchscale.interfaces.report.short import Scope
 from torchscale.offline.results.store import check_output_dir
 
 if TYPE_CHECKING:
     from torchscale.interfaces.report.sources import Sources
+
+FORMATS = ("html", "pdf", "md", "json", "term")
+SUFFIX = {"html": ".html", "pdf": ".pdf", "md": ".md", "json": ".json", "term": ".txt"}
+# imported on demand, so that `--format md` never imports weasyprint
+_MODULES = {
+    "html": "torchscale.interfaces.report.render.html",
+    "pdf": "torchscale.interfaces.report.render.pdf",
+    "md": "torchscale.interfaces.report.render.markdown",
+    "json": "torchscale.interfaces.report.render.json_format",
+    "term": "torchscale.interfaces.console.report_term",
+}
+
+
+class Renderer(Protocol):
+    def __call__(self, report: Report) -> bytes: ...
+
+
+def renderer(fmt: str) -> Renderer:
+    """The `render(report) -> bytes` function of a format (KeyError for an unknown one)."""
+    module = importlib.import_module(_MODULES[fmt])
+    render: Renderer = module.render
+    return render
 
 
 @dataclass(frozen=True)
@@ -170,9 +194,9 @@ def render(request: ReportRequest, report: Report, on_step: OnStep = _ignore) ->
     """The report in the request's format: the terminal's at its width, summary or full; the
     HTML's charts as SVG or interactive; the PDF saying how far it got."""
     if request.fmt == "term":
-        from torchscale.interfaces.report.render import term
+        from torchscale.interfaces.console import report_term
 
-        return term.render(report, request.width or term.WIDTH, full=request.full)
+        return report_term.render(report, request.width or report_term.WIDTH, full=request.full)
     if request.fmt == "pdf":
         from torchscale.interfaces.report.render import pdf
 

@@ -6,6 +6,7 @@ terminal's tags, and what `-v` adds; the findings by title.
 from __future__ import annotations
 
 from torchscale.contracts.schema.cell_result import Diagnosis, Finding
+from torchscale.interfaces.console.lines import Line
 from torchscale.interfaces.report.diagnosis_text import (
     PART_WORDS,
     VERDICT_WORDS,
@@ -17,7 +18,6 @@ from torchscale.interfaces.report.diagnosis_text import (
     share_text,
     straggler_test_text,
 )
-from torchscale.interfaces.report.terminal.lines import Line
 
 
 def diagnosis_lines(

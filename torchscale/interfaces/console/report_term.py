@@ -1,13 +1,11 @@
-"""The term format: the report as terminal text, its summary (at most 60 lines) or, with
-`full`, the whole of it. The drawing is the terminal package's (`report/terminal/`:
-`report_summary`, `report_full`); this module is the format's entry in the renderer protocol.
-"""
+"""The term format: the report as terminal text, its summary (at most 60 lines: `report_summary`)
+or, with `full`, the whole of it (`report_full`)."""
 
 from __future__ import annotations
 
+from torchscale.interfaces.console import report_full, report_summary
+from torchscale.interfaces.console.report_full import WIDTH
 from torchscale.interfaces.report.model import Report
-from torchscale.interfaces.report.terminal import report_full, report_summary
-from torchscale.interfaces.report.terminal.report_full import WIDTH
 
 __all__ = ["WIDTH", "render"]
 

@@ -19,6 +19,7 @@ from rich.rule import Rule
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
+from torchscale.interfaces.console.lines import hanging_prose
 from torchscale.interfaces.formatting import (
     format_value,
     is_figure,
@@ -36,7 +37,6 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.terminal.lines import hanging_prose
 
 WIDTH = 100  # a report written to a file; printed, it takes the terminal's width
 CHART_POINTS = 6
