@@ -341,7 +341,7 @@ def test_mfu_reference_is_todays_measurement() -> None:
 
 @needs_h100
 def test_h100_max_batch_says_the_limit_and_the_memory_share_at_it() -> None:
-    from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
+    from torchscale.contracts.schema.max_batch import MaxBatchResult
 
     [path] = (WORKLOAD / "memory" / "fit" / "max_batch").glob("*.json")
     result = MaxBatchResult.model_validate_json(path.read_text())

@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner, Result
 
+from torchscale.contracts.schema.validate_report import SCHEMA_VERSION, ValidateReport
 from torchscale.interfaces.cli.app import app
-from torchscale.orchestration.validate.check_result import SCHEMA_VERSION, ValidateReport
 
 GOLDEN_SCHEMA = Path(__file__).parents[1] / "golden" / "validate_report.schema.json"
 REGENERATE = (
@@ -220,7 +220,7 @@ def test_schema_matches_golden_file() -> None:
     assert current.strip() == golden.strip(), (
         "The JSON Schema of `torchscale validate --json` changed. If that is deliberate, bump "
         "SCHEMA_VERSION (and the schema_version Literal) in "
-        "torchscale/orchestration/validate/check_result.py, then "
+        "torchscale/contracts/schema/validate_report.py, then "
         f"regenerate the golden file:\n    {REGENERATE}"
     )
 

@@ -20,19 +20,14 @@ from tests.fake_nvml import FakeGpu, FakeNvml
 from tests.processes import REPO_ROOT, processes_mentioning
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellError, CellResult, Memory, Warmup
+from torchscale.contracts.schema.max_batch import MAX_BATCH_SCHEMA_VERSION, MaxBatchResult
 from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.documents import read_max_batch
+from torchscale.offline.results.max_batch_table import COLUMNS, load_max_batch
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.memory import max_batch_runs as runner
-from torchscale.orchestration.memory.max_batch_result import (
-    COLUMNS,
-    CPU_UTILISATION,
-    MAX_BATCH_SCHEMA_VERSION,
-    MaxBatchResult,
-    build_result,
-    load_max_batch,
-    read_max_batch,
-)
+from torchscale.orchestration.memory.max_batch_result import CPU_UTILISATION, build_result
 from torchscale.orchestration.memory.max_batch_runs import (
     known_fits,
     run_max_batch_search,
@@ -330,8 +325,9 @@ def test_a_schema_1_result_reads_as_probed_without_warm_up(tmp_path: Path) -> No
         del probe["warmup_steps"]
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(old), encoding="utf-8")
-    result, problem = read_max_batch(path)
-    assert result is not None, problem
+    read = read_max_batch(path)
+    result = read.doc
+    assert result is not None, read.problem
     assert (result.schema_version, result.probe_warmup_min, result.probe_warmup_steps) == (1, 0, 0)
     assert result.probe_compiled is None and "probe_compiled" in result.unavailable
     assert result.peak_scope is not None and result.peak_scope.startswith("every probe step")
@@ -373,7 +369,7 @@ def test_load_max_batch_reads_and_refuses_newer_versions(tmp_path: Path) -> None
         "torchscale to read it"
     )
     assert reasons[str(tmp_path / "max_batch" / "junk.json")].startswith("not valid JSON")
-    assert read_max_batch(newer)[0] is None
+    assert read_max_batch(newer).doc is None
 
 
 # -- probes and groups -------------------------------------------------------------------------
@@ -550,8 +546,9 @@ def test_real_search_on_cpu_through_the_benchmark_command(tmp_path: Path) -> Non
     flat = " ".join(run.output.split())
     assert "max batch per device 5 (5 probes" in flat
     [group] = list((store.root / "max_batch").glob("*.json"))
-    result, problem = read_max_batch(group)
-    assert result is not None, problem
+    read = read_max_batch(group)
+    result = read.doc
+    assert result is not None, read.problem
     assert result.status == "ok", result.reason
     assert result.max_batch == 5 and not result.limit_reached
     assert (result.probe_compiled, result.probe_warmup_min, result.probe_warmup_steps) == (

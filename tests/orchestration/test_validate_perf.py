@@ -23,12 +23,12 @@ from torchscale.contracts.schema.perf import (
     RankPerf,
 )
 from torchscale.interfaces.cli.app import app
+from torchscale.offline.results.documents import read_validate_report
 from torchscale.orchestration.schedulers.slurm.preflight import validate_argv
 from torchscale.orchestration.validate.check_result import (
     CheckStatus,
     Measurement,
     ValidateReport,
-    read_validate_report,
 )
 from torchscale.orchestration.validate.fleet_table import fleet_summary, measurement_table
 from torchscale.orchestration.validate.perf import (
@@ -289,7 +289,8 @@ def test_a_real_cpu_perf_run_measures_judges_and_saves(perf_run: tuple[Any, Path
         assert "CUDA" in rows[(check, None)]["unavailable"]
     assert report["measured_peaks"]["fp32"] == rows[("matmul.fp32", None)]["value"]
     saved = out / "accept" / "acceptance" / f"{socket.gethostname()}.perf.json"
-    again = read_validate_report(saved)
+    again = read_validate_report(saved).doc
+    assert again is not None
     assert again.measurements == ValidateReport.model_validate(report).measurements
     assert list((out / "accept" / "comm").glob("*.json"))  # comm's own run, stored as comm's
 
@@ -370,5 +371,6 @@ def test_a_fail_in_the_measurements_exits_one_and_the_saved_report_says_so(
     assert "NOT ready" in result.output
     saved = read_validate_report(
         out / "standalone" / "acceptance" / f"{socket.gethostname()}.perf.json"
-    )
+    ).doc
+    assert saved is not None
     assert saved.ok is False and saved.measurements[0].detail == "planted"

@@ -19,7 +19,7 @@ from torchscale.contracts.schema.perf import BandwidthResult, PeakResult, PerfRu
 from torchscale.contracts.signals import Terminated
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.cli.validate_cmd import NOTHING_KEPT, perf_kept, workload_kept
-from torchscale.orchestration.validate.check_result import read_validate_report
+from torchscale.offline.results.documents import read_validate_report
 from torchscale.orchestration.validate.perf import (
     PHASES_DIR,
     finished_phases,
@@ -192,7 +192,8 @@ def test_a_perf_run_to_a_file_prints_each_phase_and_sigterm_keeps_the_finished_o
     # the acceptance report of what finished, where `torchscale report` finds it
     saved = read_validate_report(
         out / "standalone" / "acceptance" / f"{socket.gethostname()}.perf.json"
-    )
+    ).doc
+    assert saved is not None
     assert saved.ok is False and saved.verdict.startswith("Not judged: stopped by SIGTERM")
     assert "fp32" in saved.measured_peaks
     assert json.loads(_phase_files(out)[0].read_text())["ranks"][0]["matmul"][0]["dtype"] == "fp32"

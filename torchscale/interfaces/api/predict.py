@@ -25,8 +25,8 @@ from torchscale.offline.analysis.prediction.forecast import (
     measured_groups,
 )
 from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.documents import read_cells, read_comm, read_folder
 from torchscale.offline.results.forecast_store import new_forecast_id, utc_now, write_forecast
-from torchscale.offline.results.versions import read_cell_result
 
 
 def parse_counts(text: str, what: str) -> list[int]:
@@ -111,28 +111,10 @@ class _Experiment:
 def _read(root: Path, skipped: list[Refusal]) -> tuple[list[CellResult], list[CommResult]]:
     """The usable cells and comm runs; each file that cannot be used is one line in `skipped`
     (a forecast from fewer cells than the folder holds must say so)."""
-    from torchscale.contracts.versioned import read_json, version_problem
-
     layout = ResultLayout(root)
-    results = []
-    for path in sorted(layout.cells_dir.glob("*.json")):
-        read = read_cell_result(path)
-        if read.result is not None:
-            results.append(read.result)
-        else:
-            skipped.append(Refusal(str(path), read.problem or "not a cell result"))
-    runs = []
-    for path in sorted(layout.comm_dir.glob("*.json")):
-        data, why = read_json(path)
-        if why is None:
-            why = version_problem(data, "torchscale.comm", "comm result", 1)
-        if why is None:
-            try:
-                runs.append(CommResult.model_validate(data))
-                continue
-            except ValueError as exc:
-                why = f"not a valid comm result: {str(exc).splitlines()[0]}"
-        skipped.append(Refusal(str(path), why))
+    results, _, bad_cells = read_cells(layout)
+    runs, bad_runs = read_folder(layout.comm_dir, read_comm)
+    skipped += [Refusal(str(path), why) for path, why in bad_cells + bad_runs]
     return results, runs
 
 

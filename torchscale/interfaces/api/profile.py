@@ -99,12 +99,12 @@ def analyze_traces(
     is analysed with its run's result.json, as the profiled run was: its measured windows are
     the untraced steps the traced ones are judged against."""
     from torchscale.offline.results.directory_layout import ProfileRun
-    from torchscale.offline.results.versions import read_cell_result
+    from torchscale.offline.results.documents import read_cell
     from torchscale.orchestration.profiling.analyze import analyze_directory, write_analysis
 
     directory = Path(trace_dir)
     run = ProfileRun(directory).result_path
-    cell = read_cell_result(run).result if run.is_file() else None
+    cell = read_cell(run).doc if run.is_file() else None
     if cell is not None and cell.status is not Status.OK:
         cell = None
     try:

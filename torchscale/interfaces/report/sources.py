@@ -18,26 +18,32 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
 
 from torchscale.contracts.errors import ResultsError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.schema.comm_result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
+from torchscale.contracts.schema.comm_result import CommResult
+from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.contracts.schema.validate_report import ValidateReport
 from torchscale.interfaces.report.model import Skipped
 from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
-from torchscale.offline.results.experiment import Experiment, load, read_cells
+from torchscale.offline.results.documents import (
+    Read,
+    read_cell,
+    read_cells,
+    read_comm,
+    read_folder,
+    read_max_batch,
+    read_profile_analysis,
+    read_validate_report,
+)
+from torchscale.offline.results.experiment import Experiment, load
 from torchscale.offline.results.forecast_store import (
     StoredForecasts,
     read_forecasts,
     utc_now,
     with_pending,
 )
-from torchscale.offline.results.profile_versions import read_analysis
-from torchscale.offline.results.versions import read_cell_result
-from torchscale.orchestration.memory.max_batch_result import MaxBatchResult, read_max_batch
-from torchscale.orchestration.validate.check_result import ValidateReport, read_validate_report
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -100,6 +106,14 @@ def _skip(skipped: list[Skipped], path: Path, reason: str) -> None:
     skipped.append(Skipped(path=str(path), reason=_one_line(reason)))
 
 
+def _read_each(folder: Path, read: Callable[[Path], Read[T]], skipped: list[Skipped]) -> list[T]:
+    """Every document of `folder` that `read` can use; the others are skipped with why."""
+    docs, bad = read_folder(folder, read)
+    for path, reason in bad:
+        _skip(skipped, path, reason)
+    return docs
+
+
 def _is_dir(path: Path) -> bool:
     try:
         return path.is_dir()
@@ -157,16 +171,16 @@ def _read_profiles(
         paths = ProfileRun(run)
         result = None
         if paths.result_path.is_file():
-            read = read_cell_result(paths.result_path)
+            read = read_cell(paths.result_path)
             if read.problem is not None:
                 _skip(skipped, paths.result_path, read.problem)
-            result = read.result
+            result = read.doc
         if paths.analysis_path.is_file():
-            analysis, problem = read_analysis(paths.analysis_path, result)
-            if analysis is None:
-                _skip(skipped, paths.analysis_path, problem or "unreadable")
+            analysis = read_profile_analysis(paths.analysis_path, result)
+            if analysis.doc is None:
+                _skip(skipped, paths.analysis_path, analysis.problem or "unreadable")
                 continue
-            entries.append(ProfileEntry(run.name, run, analysis, result))
+            entries.append(ProfileEntry(run.name, run, analysis.doc, result))
         elif result is not None:
             reason = (
                 f"the profiled run ended {result.status.value}: {result.error.reason}"
@@ -198,43 +212,6 @@ def _load_without_metadata(root: Path) -> Experiment:
     return Experiment(root, config, environment, results, versions, bad)
 
 
-def read_comm(path: Path) -> tuple[CommResult | None, str | None]:
-    """One comm/<run>.json, or why it cannot be used (never raises)."""
-    data, problem = read_json(path)
-    if problem is None:
-        problem = version_problem(data, COMM_KIND, "comm result", COMM_SCHEMA_VERSION)
-    if problem is not None:
-        return None, problem
-    try:
-        return CommResult.model_validate(data), None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return None, f"invalid comm result: {where}: {first['msg']}"
-
-
-def read_acceptance(path: Path) -> tuple[ValidateReport | None, str | None]:
-    """One acceptance/<host>.<level>.json (a `validate` report), or why not (never raises)."""
-    try:
-        return read_validate_report(path), None
-    except ResultsError as exc:
-        return None, str(exc).removeprefix(f"{path}: ")
-
-
-def _read_each(
-    paths: list[Path], read: Callable[[Path], tuple[T | None, str | None]], skipped: list[Skipped]
-) -> list[T]:
-    """Every file `read` can use; the others are skipped with its reason."""
-    found = []
-    for path in paths:
-        item, problem = read(path)
-        if item is None:
-            _skip(skipped, path, problem or "unusable")
-        else:
-            found.append(item)
-    return found
-
-
 def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | None:
     """One experiment directory, or None when nothing in it can be used (reasons skipped)."""
     layout = ResultLayout(root)
@@ -252,16 +229,14 @@ def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | N
         if not experiment.results:
             experiment = None
     profiles, unanalysed = _read_profiles(layout.profiles_dir, skipped)
-    comm = _read_each(_json_files(layout.comm_dir), read_comm, skipped)
-    acceptance = _read_each(_json_files(layout.acceptance_dir), read_acceptance, skipped)
+    comm = _read_each(layout.comm_dir, read_comm, skipped)
+    acceptance = _read_each(layout.acceptance_dir, read_validate_report, skipped)
     if experiment is None and not profiles and not unanalysed and not comm and not acceptance:
         _skip(skipped, root, "no readable cell result, profile, comm run or validate report")
         return None
     name = experiment.name if experiment is not None else root.name
     max_batch = (
-        _read_each(_json_files(layout.max_batch_dir), read_max_batch, skipped)
-        if experiment is not None
-        else []
+        _read_each(layout.max_batch_dir, read_max_batch, skipped) if experiment is not None else []
     )
     forecasts = read_forecasts(root) if experiment is not None else StoredForecasts()
     for path, reason in forecasts.skipped:

@@ -24,9 +24,9 @@ from torchscale.contracts.step_phases import (
     seconds_column,
 )
 from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.documents import read_cells
 from torchscale.offline.results.frame import cells_table, ranks_table
 from torchscale.offline.results.upgrades.edge_steps import is_edge_step, timed_edge
-from torchscale.offline.results.versions import read_cell_result
 
 log = logging.getLogger(__name__)
 STEP_COLUMNS = ["cell_id", "rank", "window", "repeat", "step", "time_s"]
@@ -154,21 +154,3 @@ def load(path: str | Path) -> Experiment:
     for file, reason in skipped:
         log.warning("skipping %s: %s", file, reason)
     return Experiment(root, config, environment, results, versions, skipped)
-
-
-def read_cells(
-    layout: ResultLayout[Path],
-) -> tuple[list[CellResult], dict[str, int], list[tuple[Path, str]]]:
-    """Every readable cell result of cells/ (upgraded to the current schema), the version each
-    file was written in (by cell id), and the files that could not be used, with why."""
-    results: list[CellResult] = []
-    versions: dict[str, int] = {}
-    skipped: list[tuple[Path, str]] = []
-    for file in sorted(layout.cells_dir.glob("*.json")):
-        read = read_cell_result(file)
-        if read.result is None or read.version is None:
-            skipped.append((file, read.problem or "unreadable"))
-            continue
-        results.append(read.result)
-        versions[read.result.cell.id] = read.version
-    return results, versions, skipped

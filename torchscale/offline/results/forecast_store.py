@@ -16,29 +16,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING
 
 from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.cell import file_safe
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.schema.forecast import (
-    FORECAST_KIND,
-    FORECAST_SCHEMA_VERSION,
-    FORECAST_SCORE_KIND,
-    Forecast,
-    ForecastKey,
-    ForecastScore,
-)
-from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
 from torchscale.offline.analysis.prediction.score import pending_scores
 from torchscale.offline.results.directory_layout import ResultLayout
+from torchscale.offline.results.documents import (
+    read_cells,
+    read_folder,
+    read_forecast,
+    read_forecast_score,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
-
-M = TypeVar("M", bound=BaseModel)
 
 FORECASTS_DIR = "forecasts"
 SCORES_DIR = "scores"
@@ -96,19 +90,6 @@ class StoredForecasts:
         return [s for s in self.scores if s.forecast_id == forecast_id]
 
 
-def _read(model: type[M], path: Path, kind: str, what: str) -> tuple[M | None, str | None]:
-    data, why = read_json(path)
-    if why is not None:
-        return None, why
-    problem = version_problem(data, kind, what, FORECAST_SCHEMA_VERSION)
-    if problem is not None:
-        return None, problem
-    try:
-        return model.model_validate(data), None
-    except ValidationError as exc:
-        return None, f"not a valid {what}: {exc.errors()[0]['msg']}"
-
-
 def with_pending(
     stored: StoredForecasts, results: Sequence[CellResult], scored_at: str
 ) -> StoredForecasts:
@@ -124,21 +105,10 @@ def with_pending(
 
 def read_forecasts(experiment: Path) -> StoredForecasts:
     """The forecasts and scores stored under `experiment` (none: an empty record)."""
-    out = StoredForecasts()
     folder = forecasts_dir(experiment)
-    for path in sorted(folder.glob("*.json")):
-        forecast, why = _read(Forecast, path, FORECAST_KIND, "forecast")
-        if forecast is None:
-            out.skipped.append((path, why or "unreadable"))
-        else:
-            out.forecasts.append(forecast)
-    for path in sorted((folder / SCORES_DIR).glob("*.json")):
-        score, why = _read(ForecastScore, path, FORECAST_SCORE_KIND, "forecast score")
-        if score is None:
-            out.skipped.append((path, why or "unreadable"))
-        else:
-            out.scores.append(score)
-    return out
+    forecasts, skipped = read_folder(folder, read_forecast)
+    scores, bad_scores = read_folder(folder / SCORES_DIR, read_forecast_score)
+    return StoredForecasts(forecasts, scores, skipped + bad_scores)
 
 
 FORECAST_COLUMNS = [
@@ -168,8 +138,6 @@ def load_forecasts(path: str | Path) -> pd.DataFrame:
     not yet scored has one row with empty score columns; scores its measured cells owe and
     no sweep wrote are computed, as the report does). `assumptions` is '; '-joined."""
     import pandas as pd
-
-    from torchscale.offline.results.experiment import read_cells
 
     root = Path(path)
     stored = read_forecasts(root)

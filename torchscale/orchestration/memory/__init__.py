@@ -10,18 +10,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from torchscale.orchestration.memory.max_batch_result import (
-        MaxBatchResult,
-        load_max_batch,
-        read_max_batch,
-    )
+    from torchscale.contracts.schema.max_batch import MaxBatchResult
+    from torchscale.offline.results.documents import read_max_batch
+    from torchscale.offline.results.max_batch_table import load_max_batch
     from torchscale.orchestration.memory.max_batch_runs import SearchGroup, run_max_batch_search
     from torchscale.orchestration.memory.search import ProbeOutcome, SearchOutcome, search_max_batch
 
 _WHERE = {
-    "MaxBatchResult": "torchscale.orchestration.memory.max_batch_result",
-    "load_max_batch": "torchscale.orchestration.memory.max_batch_result",
-    "read_max_batch": "torchscale.orchestration.memory.max_batch_result",
+    "MaxBatchResult": "torchscale.contracts.schema.max_batch",
+    "load_max_batch": "torchscale.offline.results.max_batch_table",
+    "read_max_batch": "torchscale.offline.results.documents",
     "SearchGroup": "torchscale.orchestration.memory.max_batch_runs",
     "run_max_batch_search": "torchscale.orchestration.memory.max_batch_runs",
     "ProbeOutcome": "torchscale.orchestration.memory.search",

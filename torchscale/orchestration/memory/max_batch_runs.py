@@ -24,11 +24,9 @@ from typing import Any
 
 from torchscale.contracts.cell import MAX_SLUG, CellIdentity, definition_hash, file_safe
 from torchscale.contracts.errors import ResultsError, describe_os_error
+from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.offline.results.store import ResultStore
-from torchscale.orchestration.memory.max_batch_result import (
-    MaxBatchResult,
-    build_result,
-)
+from torchscale.orchestration.memory.max_batch_result import build_result
 from torchscale.orchestration.memory.probe import PROBE_WARMUP_STEPS, CellProber
 from torchscale.orchestration.memory.search import ProbeOutcome, search_max_batch
 from torchscale.orchestration.plan import Plan, PlannedCell

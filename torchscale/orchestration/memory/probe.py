@@ -34,8 +34,9 @@ from collections.abc import Mapping
 from torchscale.contracts.cell import Status, definition_hash, make_cell_id
 from torchscale.contracts.cell_settings import MeasurementConfig
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.max_batch import ProbeKind
 from torchscale.offline.results.store import ResultStore
-from torchscale.orchestration.memory.search import ProbeKind, ProbeOutcome
+from torchscale.orchestration.memory.search import ProbeOutcome
 from torchscale.orchestration.plan import PlannedCell
 
 # discarded before the measured steps: the compile (and first-call allocations) happen there,

@@ -19,10 +19,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-ProbeKind = Literal["fits", "oom", "failed"]
-Phase = Literal["double", "bisect", "confirm"]
+from torchscale.contracts.schema.max_batch import Phase, ProbeKind
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Literal, Protocol
 if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.contracts.schema.comm_result import CommResult
+    from torchscale.contracts.schema.max_batch import MaxBatchResult
     from torchscale.offline.results.store import ResultStore
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.orchestration.config.schema import BenchConfig
     from torchscale.orchestration.forecast_scoring import ForecastCheck
-    from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
     from torchscale.orchestration.memory.max_batch_runs import SearchGroup
     from torchscale.orchestration.memory.search import ProbeOutcome
     from torchscale.orchestration.plan import Machine, Plan, PlannedCell

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.interfaces.report.diagnosis_text import share_text
 from torchscale.interfaces.report.model import Block, Section, Table, Text
 from torchscale.interfaces.report.sections.context import Context, col, fmt, records
 from torchscale.offline.analysis.numbers import finite
-from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
 
 
 def _max_batch_rows(ctx: Context) -> list[tuple[str, MaxBatchResult]]:

@@ -102,16 +102,11 @@ def node_verdict(path: Path) -> str:
 
 def fleet_verdict(paths: list[Path]) -> str:
     """The nodes' measured figures against the fleet's median, in one line."""
-    from torchscale.contracts.errors import ResultsError
-    from torchscale.orchestration.validate.check_result import read_validate_report
+    from torchscale.offline.results.documents import read_validate_report
     from torchscale.orchestration.validate.fleet_table import fleet_summary
 
-    reports = []
-    for path in paths:
-        try:
-            reports.append(read_validate_report(path))
-        except ResultsError:
-            continue  # that node's own line already says its report is missing
+    # a node without a report is left out: its own line already says so
+    reports = [r.doc for r in map(read_validate_report, paths) if r.doc is not None]
     return fleet_summary(reports)[1]
 
 

@@ -1,0 +1,111 @@
+"""What `torchscale validate --json` writes (acceptance/<host>.<level>.json): the checks, the
+measured figures and the verdict, versioned. Older versions are read by the model itself
+(`ValidateReport._upgrade`); the one reader is offline/results/documents.py.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+VALIDATE_KIND = "torchscale.validate"
+# 2: `level`, `sku`, `measurements` (perf and burn figures, one row per check and GPU),
+#    `measured_peaks`, `fail_on`, and the INFO status (measured, with nothing to compare to)
+# 3: the `workload` level (its steps are checks; `folder` says where it left everything)
+SCHEMA_VERSION = 3
+Level = Literal["basic", "perf", "burn", "workload"]
+
+
+class CheckStatus(str, Enum):
+    PASS = "PASS"  # noqa: S105
+    WARN = "WARN"
+    FAIL = "FAIL"
+    SKIP = "SKIP"
+    INFO = "INFO"  # measured, with no reference to judge it by (an unknown SKU, a CPU)
+
+
+class CheckResult(BaseModel):
+    """One check: a verdict, what was seen, and how to fix it when it is not a PASS."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="stable identifier, e.g. 'nccl'")
+    title: str = Field(description="short human name")
+    status: CheckStatus
+    detail: str = Field(description="what was found")
+    hint: str = Field(default="", description="how to fix it (empty on PASS)")
+    data: dict[str, Any] = Field(default_factory=dict, description="machine-readable facts")
+
+
+class Measurement(BaseModel):
+    """One measured figure of `--level perf` or `burn` for one GPU (or the node), beside the
+    value expected for this SKU, their ratio and the verdict the documented threshold gives.
+    A figure that could not be measured has `value` None and says why in `unavailable`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    check: str = Field(description="stable id, e.g. 'matmul.bf16', 'memory.triad', 'h2d'")
+    title: str = Field(description="short human name, e.g. 'matmul bf16'")
+    gpu: int | None = Field(default=None, description="GPU index (CPU: rank); None: the node")
+    value: float | None = Field(description="the measured figure in `unit`; None: unavailable")
+    unit: str = Field(description="'TFLOP/s', 'GB/s', 'us', ...")
+    higher_is_better: bool = True
+    expected: float | None = Field(
+        default=None, description="what this SKU should reach (see expected_source)"
+    )
+    expected_source: str | None = Field(
+        default=None, description="where `expected` comes from (a citation)"
+    )
+    ratio: float | None = Field(default=None, description="value / expected")
+    status: CheckStatus
+    detail: str = Field(default="", description="the evidence, one sentence")
+    unavailable: str | None = Field(default=None, description="why there is no value")
+    data: dict[str, Any] = Field(default_factory=dict, description="machine-readable extras")
+
+
+class ValidateReport(BaseModel):
+    """The whole `torchscale validate --json` document."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["torchscale.validate"] = "torchscale.validate"
+    schema_version: Literal[3] = 3  # bump with SCHEMA_VERSION when the document changes
+    torchscale_version: str
+    created_at: str = Field(description="UTC time, ISO 8601")
+    hostname: str
+    device: Literal["cuda", "cpu"] = Field(description="the path that was validated")
+    quick: bool = Field(description="true when the live smoke test was skipped")
+    ok: bool = Field(description="true when no check failed (exit code 0)")
+    counts: dict[CheckStatus, int]
+    verdict: str = Field(description="one-paragraph conclusion for a person")
+    checks: list[CheckResult]
+    level: Level = Field(
+        default="basic", description="basic (seconds), perf, burn, or workload (minutes)"
+    )
+    sku: str | None = Field(default=None, description="the device model the figures are for")
+    measurements: list[Measurement] = Field(
+        default_factory=list, description="perf and burn figures, one per check and GPU"
+    )
+    measured_peaks: dict[str, float] = Field(
+        default_factory=dict,
+        description="TFLOP/s per dtype this node's GPUs reached (median over its GPUs), "
+        "used for MFU against the measured peak",
+    )
+    fail_on: Literal["fail", "warn"] = Field(
+        default="fail", description="the status from which `ok` is false and the exit 1"
+    )
+    folder: str | None = Field(
+        default=None, description="workload: the folder holding everything it ran (schema 3)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """Versions 1 and 2 read as 3: what they lack has its default (version 1 had no level
+        or measurements: a basic run)."""
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if isinstance(version, int) and 1 <= version < SCHEMA_VERSION:
+            return {**data, "schema_version": SCHEMA_VERSION}
+        return data
