@@ -25,7 +25,7 @@ from typer.testing import CliRunner, Result
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.report.diagnosis_text import split_text, straggler_text
-from torchscale.offline.analysis.diagnosis.traces import INFLATION_CHECK
+from torchscale.offline.analysis.diagnosis.inflation import INFLATION_CHECK
 from torchscale.offline.results.versions import read_cell_result
 
 DELAY_MS = 50.0

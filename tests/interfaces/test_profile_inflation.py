@@ -25,7 +25,7 @@ from torchscale.interfaces.api.profile import analyze_traces
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console.profile import analysis_lines, run_lines
 from torchscale.interfaces.report.diagnosis_text import split_text
-from torchscale.offline.analysis.diagnosis.traces import (
+from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     inflation_of,
     traced_inflation,

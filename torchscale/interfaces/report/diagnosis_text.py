@@ -6,7 +6,7 @@ thing with the same digits: a figure with its interval as [low, high] (a lopside
 never a '±'), cut by the one rounding rule (`estimates.round_figure`: two significant digits of
 the half-width), a point value as a share with one decimal or milliseconds with three
 significant figures. The
-terminal's lines around these sentences (levels, what -v adds) are console/diagnosis.py's.
+terminal's lines around these sentences (levels, what -v adds) are report/terminal/diagnosis.py's.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from torchscale.interfaces.report.estimates import (
     round_figure,
     value_format,
 )
-from torchscale.offline.analysis.diagnosis.traces import inflation_of, uncleared_inflation
+from torchscale.offline.analysis.diagnosis.inflation import inflation_of, uncleared_inflation
 
 PART_WORDS = {
     "compute": "compute",
@@ -155,7 +155,7 @@ def split_text(diagnosis: Diagnosis) -> str:
 
 
 def _traced(diagnosis: Diagnosis) -> str:
-    """Where a profiler slowed the traced steps beyond the noise (`traces.inflation_of`):
+    """Where a profiler slowed the traced steps beyond the noise (`inflation.inflation_of`):
     ' untraced (the profiler added +76 %)' after the measured windows' step that heads the
     diagnosis, ' traced, +76 % over the untraced step' after the traces' where no phase timers
     could; nothing otherwise."""

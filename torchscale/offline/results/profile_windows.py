@@ -3,7 +3,7 @@ traces: `rank<k>.phases.json` (each rank's traced steps, timed by the step timer
 measured windows), `steps.jsonl` (every measured step with its phases) and `result.json`.
 
 The profiled run's diagnosis judges its traces against its measured windows
-(`traces.with_inflation`): this module gives that judgement its two inputs, the traced steps'
+(`inflation.with_inflation`): this module gives that judgement its two inputs, the traced steps'
 inflation over the measured windows (`run_inflation`) and the phase timers' diagnosis of the
 measured windows (`timer_diagnosis`), and applies it to an analysis written before it was
 made (`judged_against_windows`, analysis schema 6 or older).
@@ -33,7 +33,7 @@ from torchscale.offline.analysis.diagnosis import (
     with_caveat,
 )
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
-from torchscale.offline.analysis.diagnosis.traces import (
+from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     OVERHEAD_NOTE,
     TracedInflation,

@@ -9,7 +9,7 @@ same definition of a step (`measurement.timing`; one optimizer step), so
 over all ranks pooled on both sides (the measured mean, standard deviation and count are the
 result's `step_time`). It is what the profiler (torch.profiler's instrumentation, or nsys's
 CUDA/NVTX/OS runtime hooks) adds to a step, plus run-to-run drift. Its 95 % interval is
-Welch's t interval on the difference of the two means (`traces.traced_inflation`, the figure
+Welch's t interval on the difference of the two means (`inflation.traced_inflation`, the figure
 the diagnosis judges the traces by: inflated beyond the noise, the phase timers' split heads
 it). An interval that includes 0 reads "not measurable", with the interval, never as a figure.
 It is recorded as one line in the run's `profile.notes` (result.json) and in the analysis'
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.offline.analysis.diagnosis.traces import (
+from torchscale.offline.analysis.diagnosis.inflation import (
     TracedInflation,
     overhead_line,
     traced_inflation,

@@ -369,7 +369,7 @@ def profile_step(analysis: ProfileAnalysis) -> str:
     +76 % under the profiler)' where the profiler slowed the traced steps beyond the noise,
     'step 34.8 ms traced, +76 % over the untraced' where only the traces have a split, else
     the traced step."""
-    from torchscale.offline.analysis.diagnosis.traces import inflation_of, uncleared_inflation
+    from torchscale.offline.analysis.diagnosis.inflation import inflation_of, uncleared_inflation
 
     diagnosis = analysis.diagnosis
     step_s = diagnosis.step_s.value if diagnosis is not None else None

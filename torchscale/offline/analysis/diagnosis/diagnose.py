@@ -54,14 +54,15 @@ from torchscale.offline.analysis.diagnosis.findings import (
     finding_inputs,
     rank_findings,
 )
-from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps, share_of_step
-from torchscale.offline.analysis.diagnosis.timers import cell_attribution, step_parts
-from torchscale.offline.analysis.diagnosis.traces import (
-    StepModel,
+from torchscale.offline.analysis.diagnosis.inflation import (
     TracedInflation,
+    disagreement,
     phase_timer_checks,
     with_inflation,
 )
+from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps, share_of_step
+from torchscale.offline.analysis.diagnosis.timers import cell_attribution, step_parts
+from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.uncertainty import judged, mean_columns, percentile_interval
 
 WHATIF_METHOD = (
@@ -110,7 +111,7 @@ class RunEvidence:
     strategy: str | None = None
     nodes: int | None = None  # hosts the ranks ran on; None: not known (traces alone)
     injected_ranks: frozenset[int] = frozenset()  # ranks --inject-delay slowed on purpose
-    # the traced steps against the measured windows (traces.traced_inflation); None: unknown
+    # the traced steps against the measured windows (inflation.traced_inflation); None: unknown
     inflation: TracedInflation | None = None
 
 
@@ -152,7 +153,7 @@ def diagnose(evidence: RunEvidence) -> Diagnosis | None:
         if evidence.inflation is None:
             return diagnosis
         # a profiler that slowed the traced steps beyond the noise hands the headline to the
-        # phase timers of the measured windows (traces.with_inflation)
+        # phase timers of the measured windows (inflation.with_inflation)
         stored = timers.stored if timers is not None else None
         untraced = (
             stored if isinstance(stored, Diagnosis) and stored.source == "phase timers" else None
@@ -316,8 +317,6 @@ def _assemble(
     extra_checks: Sequence[CrossCheck] = (),
 ) -> Diagnosis:
     checks = [*model.cross_checks, *extra_checks]
-    differ = [c.name for c in checks if c.agrees is False]
-    disagreement = f"cross-checks disagree: {', '.join(differ)} (-v shows them)" if differ else None
     diagnosis = Diagnosis(
         basis=model.basis,
         steps=model.steps,
@@ -330,7 +329,7 @@ def _assemble(
         rank_waits=list(waits),
         whatif=whatif,
         findings=list(findings),
-        disagreement=disagreement,
+        disagreement=disagreement(checks),
     )
     return with_caveat(diagnosis, evidence.caveat)
 

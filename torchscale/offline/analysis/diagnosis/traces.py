@@ -27,38 +27,28 @@ withdraws it only when it significantly points at another rank (the others wait 
 binomial test). Arrival order is a cross-check, never a second headline. The what-if and the
 findings are built over this model by the diagnosis (diagnose.py).
 
-A profiler slows the steps it traces. When the traced steps ran longer than the same run's
-measured windows beyond the noise (`traced_inflation`: Welch's t interval on the difference of
-the mean steps, its low end above MIN_EFFECT_SHARE of the untraced step), the traces' split
-describes the profiler as much as the run: `with_inflation` then makes the phase timers' model
-the headline (the traces' split a cross-check), or, without one, says the inflation in the
-split's own line, and withholds every finding whose cost the profiler's added time could
-explain.
+The traced steps against the same run's measured windows (the profiler's inflation, the phase
+timers' model as cross-checks) are inflation.py's.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from torchscale.contracts.schema.cell_result import (
     PART_NAMES,
     Attribution,
     CrossCheck,
-    Diagnosis,
     Estimate,
-    Finding,
     StepPart,
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
 from torchscale.offline.analysis.diagnosis.step_model import (
-    MIN_EFFECT_SHARE,
     mean_step,
     part_estimates,
     share_of_step,
@@ -68,9 +58,6 @@ from torchscale.offline.analysis.diagnosis.verdict import ArrivalOrder, Straggle
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import StragglerAnalysis
 
-# the parts both models measure from the same event, the wait at the gradient sync: the phase
-# timers' agreement is judged on these (compute and rest are cut differently by design)
-SYNC_PARTS = ("wait_for_peers", "exposed_transfer")
 PART_COLUMNS = ["rank", "step", "step_s", *PART_NAMES, "host_wait", "memory"]
 BASIS = (
     "profiler traces: per rank and complete step, the step window cut instant by instant "
@@ -214,39 +201,6 @@ def own_work(
     return own, wide, OWN_WORK_PARTS
 
 
-def _pct(value: float | None) -> str:
-    return "?" if value is None else f"{value * 100:.1f} %"
-
-
-def _figure(estimate: Estimate) -> str:
-    """An estimate in a sentence of this module: '12.3 % [11.0, 13.9]' (the interval itself,
-    never a ± that a lopsided interval would misstate), 'not measurable (< 0.4 %)',
-    'unknown'."""
-    if not estimate.measurable or estimate.value is None:
-        return (
-            f"not measurable (< {_pct(estimate.high)})" if estimate.high is not None else "unknown"
-        )
-    if estimate.low is None or estimate.high is None:
-        return f"{_pct(estimate.value)} (spread unknown)"
-    return f"{_pct(estimate.value)} [{estimate.low * 100:.1f}, {estimate.high * 100:.1f}]"
-
-
-def _range(estimate: Estimate) -> tuple[float, float] | None:
-    """The interval an estimate allows ([value, value] without one); None when unknown."""
-    if estimate.low is not None and estimate.high is not None:
-        return estimate.low, estimate.high
-    if estimate.value is not None:
-        return estimate.value, estimate.value
-    return None
-
-
-def _overlap(a: Estimate, b: Estimate) -> bool | None:
-    ra, rb = _range(a), _range(b)
-    if ra is None or rb is None:
-        return None
-    return ra[0] <= rb[1] and rb[0] <= ra[1]
-
-
 def build_step_model(
     taxonomy: pd.DataFrame,
     *,
@@ -374,328 +328,11 @@ def _unknown(why: str) -> Estimate:
     )
 
 
-# ------------------------------------------------------------------ the cell's own model
-
-
-def phase_timer_checks(trace: Attribution, cell: Attribution | None) -> list[CrossCheck]:
-    """The benchmark cell's step model (phase timers, measured windows without a profiler)
-    as cross-checks of the trace model: its parts, agreeing when its waiting for peers and
-    exposed transfer lie within the traces' intervals (compute and rest are cut differently:
-    whole phases against ops), and its straggler verdict, agreeing when both name the same
-    rank or none."""
-    if cell is None:
-        return []
-    method = (
-        "the run's own phase timers over its measured windows, before any traced step and "
-        "without the profiler (docs/methodology.md, 'One model of the step')"
-    )
-    by_name = {p.name: p for p in trace.parts}
-    judged_on, differ, other = [], [], []
-    for part in cell.parts:
-        mine = by_name.get(part.name)
-        if mine is None:
-            continue
-        same = _overlap(part.share, mine.share)
-        if same is None:
-            continue
-        text = f"{part.name.replace('_', ' ')} {_figure(part.share)} against {_figure(mine.share)}"
-        if part.name in SYNC_PARTS:
-            judged_on.append(part.name)
-            if not same:
-                differ.append(text)
-        elif not same:
-            other.append(text)
-    parts_text = ", ".join(f"{p.name.replace('_', ' ')} {_figure(p.share)}" for p in cell.parts)
-    step_ms = (cell.step_s.value or 0.0) * 1e3
-    detail = f"measured windows: step {step_ms:.3g} ms: {parts_text}"
-    if differ:
-        detail += "; the waits differ: " + "; ".join(differ)
-    elif judged_on:
-        detail += "; waiting for peers and exposed transfer within the traces' intervals"
-    if other:
-        detail += (
-            "; also outside the traces' intervals, as the methods differ (the timers count "
-            "whole phases, Python included, the traces only ops; the traced steps run under "
-            "the profiler): " + "; ".join(other)
-        )
-    checks = [
-        CrossCheck(
-            name="phase timers: step model",
-            method=method,
-            estimate=None,
-            agrees=not differ if judged_on else None,
-            detail=detail,
-        )
-    ]
-    if cell.straggler is not None and trace.straggler is not None:
-        a, b = cell.straggler, trace.straggler
-        same_rank = a.named == b.named and (not a.named or a.rank == b.rank)
-        checks.append(
-            CrossCheck(
-                name="phase timers: straggler",
-                method=method,
-                estimate=None,
-                agrees=same_rank,
-                detail=a.summary,
-            )
-        )
-    return checks
-
-
-# ------------------------------------------------------------------ the profiler's inflation
-
-INFLATION_CHECK = "traced steps against the measured windows"
-INFLATION_METHOD = (
-    "Welch's t 95 % interval on the difference of the mean step, traced (each rank's step "
-    "timer under the profiler, rank<k>.phases.json) minus measured (the same timer in the "
-    "measured windows, without the profiler), over the measured mean; inflated when its low "
-    "end is above 5 % of the measured step"
-)
-TRACES_STRAGGLER = "traces: straggler"
-OVERHEAD_NOTE = "capture overhead"  # how the run's note on it starts
-
-
-@dataclass(frozen=True)
-class TracedInflation:
-    """How much longer the traced steps ran than the measured windows: the mean steps (every
-    rank pooled) and the 95 % interval of the difference as a fraction of the measured mean
-    (None: fewer than two steps on a side)."""
-
-    traced_s: float
-    untraced_s: float
-    traced_steps: int
-    untraced_steps: int
-    low: float | None
-    high: float | None
-
-    @property
-    def share(self) -> float:
-        return self.traced_s / self.untraced_s - 1.0
-
-    @property
-    def inflated(self) -> bool:
-        """The profiler added more than the model's minimum effect, beyond the noise."""
-        return self.low is not None and self.low > MIN_EFFECT_SHARE
-
-    def estimate(self) -> Estimate:
-        return Estimate(
-            value=self.share,
-            low=self.low,
-            high=self.high,
-            n=self.traced_steps,
-            method=INFLATION_METHOD,
-            measurable=self.low is not None and self.high is not None,
-            reason=None if self.low is not None else "fewer than two steps on a side",
-        )
-
-    def words(self) -> str:
-        """'+76.4 % [+56.0, +96.9]', or '+76.4 % (no interval)'."""
-        if self.low is None or self.high is None:
-            return f"{self.share:+.1%} (no interval)".replace("%", " %")
-        return f"{self.share * 100:+.1f} % [{self.low * 100:+.1f}, {self.high * 100:+.1f}]"
-
-
-def traced_inflation(
-    traced: Sequence[float], untraced_mean: float, untraced_std: float, untraced_n: int
-) -> TracedInflation | None:
-    """The traced steps (seconds, every rank pooled) against the measured windows' mean,
-    sample standard deviation and count (`CellResult.step_time`), by Welch's t interval on
-    the difference of the means; None without steps on either side."""
-    values = np.asarray([t for t in traced if math.isfinite(t) and t > 0], dtype=np.float64)
-    if values.size == 0 or untraced_mean <= 0 or untraced_n < 1:
-        return None
-    mean = float(values.mean())
-    low = high = None
-    if values.size >= 2 and untraced_n >= 2:
-        a = float(values.var(ddof=1)) / values.size
-        b = untraced_std**2 / untraced_n
-        se = math.sqrt(a + b)
-        if se > 0:
-            df = (a + b) ** 2 / (a**2 / (values.size - 1) + b**2 / (untraced_n - 1))
-            half = float(scipy_stats.t.ppf(0.975, df)) * se
-        else:
-            half = 0.0
-        low = (mean - untraced_mean - half) / untraced_mean
-        high = (mean - untraced_mean + half) / untraced_mean
-    return TracedInflation(
-        traced_s=mean,
-        untraced_s=untraced_mean,
-        traced_steps=int(values.size),
-        untraced_steps=int(untraced_n),
-        low=low,
-        high=high,
-    )
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
-
-
-def overhead_line(tool: str, inflation: TracedInflation, ranks: int, timing: str) -> str:
-    """The capture overhead in one note of the run: 'capture overhead (torch): traced steps
-    34.8 ms mean against 19.7 ms in the measured windows (+76.4 %, 95 % interval +56.9 % to
-    +96.0 %, Welch's t; ...)'; 'not measurable' with the interval where it includes 0."""
-
-    def pct(fraction: float) -> str:
-        return f"{fraction * 100:+.1f} %"
-
-    low, high = inflation.low, inflation.high
-    if low is None or high is None:
-        figure = f"{pct(inflation.share)}, no interval"
-    elif not low <= 0.0 <= high:
-        figure = f"{pct(inflation.share)}, 95 % interval {pct(low)} to {pct(high)}, Welch's t"
-    else:
-        figure = f"not measurable: 95 % interval {pct(low)} to {pct(high)}"
-    return (
-        f"{OVERHEAD_NOTE} ({tool}): traced steps {_ms(inflation.traced_s)} mean against "
-        f"{_ms(inflation.untraced_s)} in the measured windows ({figure}; "
-        f"{inflation.traced_steps} traced step(s) over {ranks} rank(s), same step timer: "
-        f"{timing})"
-    )
-
-
-def _cost_s(finding: Finding, step_s: float) -> tuple[float, float]:
-    """A finding's cost per step in seconds: (value, low end of its interval)."""
-    share = finding.cost_share
-    value = finding.cost_pct / 100
-    low = share.low if share is not None and share.low is not None else value
-    return value * step_s, low * step_s
-
-
-def _split_words(diagnosis: Diagnosis) -> str:
-    return ", ".join(f"{p.name.replace('_', ' ')} {_figure(p.share)}" for p in diagnosis.parts)
-
-
-def _inflation_check(inflation: TracedInflation, agrees: bool, detail: str) -> CrossCheck:
-    """The cross-check that compares the traced steps with the measured windows."""
-    return CrossCheck(
-        name=INFLATION_CHECK,
-        method=INFLATION_METHOD,
-        estimate=inflation.estimate(),
-        agrees=agrees,
-        detail=detail,
-    )
-
-
-def with_inflation(
-    traced: Diagnosis, timers: Diagnosis | None, inflation: TracedInflation
-) -> Diagnosis:
-    """The run's diagnosis once the traced steps are compared with the measured ones
-    (`inflation`). Not inflated: the traces' diagnosis with the comparison as an agreeing
-    cross-check. Inflated: every finding of the traces whose cost (its interval's low end, per
-    step) fits in the time the profiler added (the high end of its interval) is withheld, said
-    with its figure in the comparison's cross-check; then `timers`, the phase timers'
-    diagnosis of the measured windows, is the diagnosis (the traces' split and straggler its
-    cross-checks, their other findings kept with a note), or, without it, the traces' with
-    the comparison disagreeing (the split's line carries the inflation)."""
-    base_checks = [c for c in traced.cross_checks if c.name != INFLATION_CHECK]
-    summary = (
-        f"traced steps {_ms(inflation.traced_s)} against {_ms(inflation.untraced_s)} in the "
-        f"measured windows, {inflation.words()} (Welch's t)"
-    )
-    if not inflation.inflated:
-        check = _inflation_check(inflation, True, f"{summary}: the traces describe the run's steps")
-        return traced.model_copy(update={"cross_checks": [*base_checks, check]})
-    step_s = traced.step_s.value or inflation.traced_s
-    added_high = (inflation.high or inflation.share) * inflation.untraced_s
-    withheld, kept = [], []
-    for finding in traced.findings:
-        value, low = _cost_s(finding, step_s)
-        if low <= added_high:
-            withheld.append(
-                f"{finding.title}, {_ms(value)} a step ({finding.cost_pct:.1f} % of the traced "
-                "step)"
-            )
-        else:
-            kept.append(finding)
-    added = _ms(inflation.traced_s - inflation.untraced_s)
-    if inflation.low is not None and inflation.high is not None:
-        low, high = (inflation.untraced_s * x * 1e3 for x in (inflation.low, inflation.high))
-        added += f" [{low:.3g}, {high:.3g}]"
-    overhead = (
-        f"; withheld as profiler overhead (within the +{added} a step the profiler added): "
-        + "; ".join(withheld)
-        if withheld
-        else ""
-    )
-    if timers is None:
-        detail = f"{summary}: the step split describes the traced steps{overhead}"
-        check = _inflation_check(inflation, False, detail)
-        return _with_checks(traced, [*base_checks, check], kept)
-    detail = (
-        f"{summary}: the step split is the measured windows'; the traced steps' under the "
-        f"profiler: step {_ms(step_s)}: {_split_words(traced)}{overhead}"
-    )
-    check = _inflation_check(inflation, False, detail)
-    own = {INFLATION_CHECK, TRACES_STRAGGLER}
-    trace_checks = [c for c in base_checks if not c.name.startswith("phase timers:")]
-    if traced.straggler is not None and timers.straggler is not None:
-        a, b = timers.straggler, traced.straggler
-        trace_checks.append(
-            CrossCheck(
-                name=TRACES_STRAGGLER,
-                method=traced.basis,
-                estimate=None,
-                agrees=a.named == b.named and (not a.named or a.rank == b.rank),
-                detail=b.summary,
-            )
-        )
-    note = f"in the traced steps, {inflation.words()} slower under the profiler"
-    traced_findings = [f.model_copy(update={"evidence": [*f.evidence, note]}) for f in kept]
-    findings = sorted([*timers.findings, *traced_findings], key=lambda f: -f.cost_pct)
-    checks = [c for c in timers.cross_checks if c.name not in own]
-    return _with_checks(timers, [*checks, check, *trace_checks], findings)
-
-
-def _with_checks(
-    diagnosis: Diagnosis, checks: list[CrossCheck], findings: list[Finding]
-) -> Diagnosis:
-    differ = [c.name for c in checks if c.agrees is False]
-    disagreement = f"cross-checks disagree: {', '.join(differ)} (-v shows them)" if differ else None
-    return diagnosis.model_copy(
-        update={"cross_checks": checks, "findings": findings, "disagreement": disagreement}
-    )
-
-
-def inflation_of(diagnosis: Diagnosis) -> Estimate | None:
-    """The traced steps' inflation a diagnosis was judged with, where the profiler inflated
-    them (`with_inflation`); None otherwise."""
-    check = next((c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK), None)
-    return check.estimate if check is not None and check.agrees is False else None
-
-
-def uncleared_inflation(diagnosis: Diagnosis) -> Estimate | None:
-    """The traced steps' excess over the measured ones where the traces head the diagnosis as
-    not inflated beyond the noise, yet ran longer by more than the minimum effect (few traced
-    steps cannot tell whether the profiler added it); None otherwise."""
-    check = next((c for c in diagnosis.cross_checks if c.name == INFLATION_CHECK), None)
-    estimate = check.estimate if check is not None else None
-    if (
-        diagnosis.source != "traces"
-        or estimate is None
-        or estimate.value is None
-        or estimate.low is None
-        or estimate.high is None
-        or estimate.value <= MIN_EFFECT_SHARE
-    ):
-        return None
-    return estimate
-
-
 __all__ = [
-    "INFLATION_CHECK",
     "PART_COLUMNS",
     "StepModel",
-    "TracedInflation",
     "build_step_model",
     "common_steps",
-    "inflation_of",
-    "overhead_line",
     "own_work",
-    "phase_timer_checks",
-    "share_of_step",
     "trace_parts",
-    "traced_inflation",
-    "uncleared_inflation",
-    "with_inflation",
 ]

@@ -25,7 +25,7 @@ from torchscale.offline.analysis.diagnosis import (
 )
 from torchscale.offline.analysis.diagnosis import findings as ranked_findings
 from torchscale.offline.analysis.diagnosis import traces as step_model
-from torchscale.offline.analysis.diagnosis.traces import TracedInflation
+from torchscale.offline.analysis.diagnosis.inflation import TracedInflation
 from torchscale.offline.analysis.trace import (
     clock,
     collective_matching,

@@ -17,7 +17,7 @@ from torchscale.contracts.schema.profile_analysis import (
     ProfileAnalysis,
     TraceFile,
 )
-from torchscale.offline.analysis.diagnosis.traces import TracedInflation
+from torchscale.offline.analysis.diagnosis.inflation import TracedInflation
 from torchscale.offline.analysis.trace import (
     registry,
     steps,
