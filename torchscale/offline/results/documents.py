@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -38,7 +38,7 @@ from torchscale.contracts.schema.validate_report import (
 from torchscale.contracts.schema.validate_report import VALIDATE_KIND, ValidateReport
 from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.offline.results.directory_layout import ResultLayout
-from torchscale.offline.results.versions import read_cell_result
+from torchscale.offline.results.versions import CELL_KIND, read_cell_result
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -107,6 +107,14 @@ def read_profile_analysis(path: Path, result: CellResult | None = None) -> Read[
 
     analysis, problem = read_analysis(path, result)
     return Read(path, analysis, problem)
+
+
+# every stored kind's one reader, by the `kind` its files carry
+READERS: dict[str, Callable[[Path], Read[Any]]] = {
+    CELL_KIND: read_cell,
+    ProfileAnalysis.model_fields["kind"].default: read_profile_analysis,
+    **{k.name: k.read for k in (COMM, FORECAST, FORECAST_SCORE, MAX_BATCH, VALIDATE)},
+}
 
 
 def read_folder(

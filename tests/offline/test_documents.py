@@ -1,0 +1,134 @@
+"""One reader per stored document kind (offline/results/documents.py): every kind a schema
+declares has exactly one, nothing outside offline/results/ reads a stored document itself,
+and the loader, the report and `predict` all reach the same reader (same file, same reason)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import pkgutil
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import torchscale.contracts.schema as schema_package
+from torchscale.interfaces.api.predict import PredictRequest, run_predict
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.results import documents
+from torchscale.offline.results.experiment import load
+
+PACKAGE = Path(documents.__file__).parents[2]
+SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "sweep8_v13" / "default_scaling"
+# what only a reader in offline/results/ may call on a stored document
+READING = {"version_problem", "read_cell_result", "parse_cell_result", "read_analysis"}
+STORED_MODELS = {
+    "CellResult",
+    "ProfileAnalysis",
+    "CommResult",
+    "Forecast",
+    "ForecastScore",
+    "MaxBatchResult",
+    "ValidateReport",
+}
+
+
+def _stored_kinds() -> dict[str, type[BaseModel]]:
+    """Every document kind a schema in contracts/schema/ declares (its `kind` field)."""
+    kinds: dict[str, type[BaseModel]] = {}
+    for info in pkgutil.iter_modules(schema_package.__path__):
+        module = importlib.import_module(f"{schema_package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, BaseModel):
+                field = value.model_fields.get("kind")
+                if field is not None and str(field.default).startswith("torchscale."):
+                    kinds[field.default] = value
+    return kinds
+
+
+def test_each_stored_kind_has_exactly_one_reader() -> None:
+    kinds = _stored_kinds()
+    assert set(kinds) == set(documents.READERS)
+    assert len(kinds) == 7  # cell, profile analysis, comm, forecast, its score, max batch, validate
+
+
+def _readers_of_stored_documents(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if name in READING:
+            found.append(f"{name} (line {node.lineno})")
+        owner = func.value if isinstance(func, ast.Attribute) else None
+        stored = isinstance(owner, ast.Name) and owner.id in STORED_MODELS
+        if name.startswith("model_validate") and stored:
+            found.append(f"{ast.unparse(func)} (line {node.lineno})")
+    return found
+
+
+def test_nothing_outside_offline_results_reads_a_stored_document_itself() -> None:
+    results = PACKAGE / "offline" / "results"
+    offenders = {
+        str(path.relative_to(PACKAGE)): calls
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if results not in path.parents and (calls := _readers_of_stored_documents(path))
+    }
+    assert offenders == {}, "read stored documents through offline/results/documents.py"
+
+
+@pytest.fixture
+def experiment(tmp_path: Path) -> Path:
+    """The 8-cell sweep with a cell and a comm run of a newer schema than this one reads."""
+    root = Path(shutil.copytree(SWEEP, tmp_path / "sweep"))
+    (root / "comm").mkdir()
+    for folder, kind in (("cells", "torchscale.cell"), ("comm", "torchscale.comm")):
+        newer = {"kind": kind, "schema_version": 999}
+        (root / folder / "zz-newer.json").write_text(json.dumps(newer), encoding="utf-8")
+    return root
+
+
+def test_loader_report_and_predict_reach_the_one_reader(
+    experiment: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[str] = []
+    for name in ("read_cell_result", "read_json"):  # the cell reader's and the other kinds'
+        original = getattr(documents, name)
+
+        def spy(path: Path, original: Any = original) -> Any:
+            read.append(f"{path.parent.name}/{path.name}")
+            return original(path)
+
+        monkeypatch.setattr(documents, name, spy)
+    cells = {f"cells/{p.name}" for p in (experiment / "cells").glob("*.json")}
+    newer_cell = experiment / "cells" / "zz-newer.json"
+    newer_comm = experiment / "comm" / "zz-newer.json"
+    why_cell, why_comm = documents.read_cell(newer_cell).problem, documents.read_comm(newer_comm)
+    assert why_cell and "newer than this torchscale reads" in why_cell
+    assert why_comm.problem and "newer than this torchscale reads" in why_comm.problem
+
+    read.clear()
+    loaded = load(experiment)
+    assert set(read) >= cells
+    assert dict(loaded.skipped) == {newer_cell: why_cell}
+
+    read.clear()
+    sources = read_sources(experiment)
+    assert set(read) >= cells | {"comm/zz-newer.json"}
+    assert {(s.path, s.reason) for s in sources.skipped} == {
+        (str(newer_cell), why_cell),
+        (str(newer_comm), why_comm.problem),
+    }
+
+    read.clear()
+    run = run_predict(PredictRequest(experiment, [16], write=False))
+    assert set(read) >= cells | {"comm/zz-newer.json"}
+    assert {(r.what, r.why) for r in run.skipped} == {
+        (str(newer_cell), why_cell),
+        (str(newer_comm), why_comm.problem),
+    }
