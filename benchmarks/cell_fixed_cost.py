@@ -115,7 +115,7 @@ def bare_rank(out: str, model: str | None, batch: int, warmup: int) -> None:
     dist.barrier()
     _write_mark(out, dist.get_rank())
     dist.destroy_process_group()
-    # as a cell's rank leaves (torchscale.rank.worker.rank_entry.leave_without_teardown): on gloo
+    # as a cell's rank leaves (torchscale.rank.worker.harness.leave_without_teardown): on gloo
     # a rank sometimes aborts in interpreter teardown, seen here with DDP about 1 run in 10
     sys.stdout.flush()
     sys.stderr.flush()

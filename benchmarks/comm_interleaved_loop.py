@@ -34,7 +34,7 @@ from bare_collective_loop import init, time_per_op
 
 from torchscale.contracts.comm_spec import CommSpec
 from torchscale.rank.programs.comm import _row
-from torchscale.rank.programs.harness import Group
+from torchscale.rank.worker.harness import Group
 
 
 def main() -> None:

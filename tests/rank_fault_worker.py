@@ -1,11 +1,11 @@
-"""Test-only torchrun worker for a rank's error path (torchscale/rank/worker/rank_entry.py) and its
+"""Test-only torchrun worker for a rank's error path (torchscale/rank/worker/harness.py) and its
 identity record (torchscale/rank/worker/diagnostics.py).
 
 Run under torchrun as `python -m tests.rank_fault_worker --raise-on R|all [--outstanding]
 [--torn-error-file-on T] [--exit-grace-s S] [--marker M]` (the tests put the repo root on
 PYTHONPATH; M, unused, lets a test find its ranks). Like the benchmark worker it dies with
 torchrun, installs its diagnostics (pid, stack dumps, identity) and joins a gloo group through
-`rank_entry.process_group` under `record_errors`. Then the raising rank(s) raise
+`harness.process_group` under `record_errors`. Then the raising rank(s) raise
 torch.OutOfMemoryError naming their global rank, while every other rank sits in all_reduce
 waiting for them. `--outstanding`: the raising rank first starts a receive from rank 0 that
 never completes, as the async collectives of DDP buckets, FSDP prefetches or pipeline sends
@@ -34,7 +34,7 @@ import torch.distributed as dist
 
 from torchscale.rank.worker.diagnostics import install
 from torchscale.rank.worker.error_file import record_errors
-from torchscale.rank.worker.rank_entry import ERROR_EXIT_GRACE, process_group
+from torchscale.rank.worker.harness import ERROR_EXIT_GRACE, process_group
 
 
 def fail(rank: int, outstanding: bool) -> None:

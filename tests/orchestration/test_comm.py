@@ -32,7 +32,7 @@ from torchscale.orchestration.comm.sizes import size_ladder
 from torchscale.orchestration.comm.sweep_launch import parse_ops
 from torchscale.rank.programs import comm as rank_main
 from torchscale.rank.programs.collective_ops import Unsupported, count_wrong, pattern, prepare
-from torchscale.rank.programs.harness import Group
+from torchscale.rank.worker.harness import Group
 
 
 def invoke(*args: str | Path) -> Result:

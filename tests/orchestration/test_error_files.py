@@ -35,7 +35,7 @@ from torchscale.orchestration.launch.failure import classify_failure
 from torchscale.orchestration.launch.process import ProcessOutcome, run_launch
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.rank.worker import error_file as error_file_module
-from torchscale.rank.worker import rank_entry
+from torchscale.rank.worker import harness
 from torchscale.rank.worker.error_file import AtomicErrorHandler, record_errors
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "torchrun_torn_error_file"
@@ -196,14 +196,14 @@ def test_a_write_stopped_halfway_leaves_the_previous_file_whole(
     truncates first: the same stop leaves an empty file, which this test would see."""
     path = tmp_path / "error.json"
     monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(path))
-    rank_entry.record_error(RuntimeError("first"))
+    harness.record_error(RuntimeError("first"))
     assert read_recorded_error(path) == RecordedError("RuntimeError: first", False)
 
     def stopped(fd: int) -> None:
         raise OSError("stopped")
 
     monkeypatch.setattr(os, "fsync", stopped)
-    rank_entry.record_error(RuntimeError("second"))  # the OSError is suppressed, as before
+    harness.record_error(RuntimeError("second"))  # the OSError is suppressed, as before
     with pytest.raises(OSError, match="stopped"):
         AtomicErrorHandler().record_exception(RuntimeError("third"))
     assert read_recorded_error(path) == RecordedError("RuntimeError: first", False)
@@ -211,16 +211,14 @@ def test_a_write_stopped_halfway_leaves_the_previous_file_whole(
 
 
 def test_every_rank_entry_point_records_through_the_atomic_handler() -> None:
-    """The benchmark, comm, and validate workers: none wraps main in torchelastic's bare
-    `@record`, whose writer truncates before it writes."""
-    entry_points = [
-        "torchscale/rank/worker/main.py",
-        "torchscale/rank/programs/harness.py",
-    ]
-    for relative in entry_points:
-        source = (REPO_ROOT / relative).read_text(encoding="utf-8")
-        assert "@record_errors\ndef main(" in source, relative
-        assert "\n@record\n" not in source, relative
+    """The benchmark, comm, and validate workers all start through the harness's `main`,
+    which none wraps in torchelastic's bare `@record`, whose writer truncates before it
+    writes."""
+    source = (REPO_ROOT / "torchscale/rank/worker/harness.py").read_text(encoding="utf-8")
+    assert "@record_errors\ndef main(" in source
+    assert "\n@record\n" not in source
+    for entry in ("torchscale/rank/worker/main.py", "torchscale/rank/programs/__main__.py"):
+        assert "harness import main" in (REPO_ROOT / entry).read_text(encoding="utf-8"), entry
     assert error_file_module.record_errors.__module__ == "torchscale.rank.worker.error_file"
 
 

@@ -43,8 +43,8 @@ from torchscale.orchestration.validate.smoke import (
     run_smoke,
     smoke_launch,
 )
-from torchscale.rank.programs import harness
 from torchscale.rank.programs import smoke as smoke_worker
+from torchscale.rank.worker import harness
 
 GLOO_CPU = SmokeSpec("gloo", 2, "cpu")
 

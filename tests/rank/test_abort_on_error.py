@@ -37,8 +37,8 @@ from torchscale.contracts.cell_settings import (
 from torchscale.orchestration.launch.failure import classify_failure
 from torchscale.orchestration.launch.process import run_launch
 from torchscale.orchestration.launch.torchrun import torchrun_command
+from torchscale.rank.worker import harness
 from torchscale.rank.worker import measure as measure_module
-from torchscale.rank.worker import rank_entry
 from torchscale.rank.worker.measure import measure
 from torchscale.rank.worker.spec import WorkerSpec
 from torchscale.rank.worker.steady_state import WarmUp, collective_timeout_s
@@ -97,7 +97,7 @@ def fake_group(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     monkeypatch.setattr(dist, "destroy_process_group", lambda: calls.append("destroy"))
     monkeypatch.setattr(c10d, "_abort_process_group", abort)
     # never arm the real watchdog in the test process: it would end pytest
-    monkeypatch.setattr(rank_entry, "exit_if_stuck", lambda s: calls.append(f"exit after {s:g} s"))
+    monkeypatch.setattr(harness, "exit_if_stuck", lambda s: calls.append(f"exit after {s:g} s"))
     return calls
 
 
@@ -106,18 +106,18 @@ def test_a_rank_that_raised_records_bounds_its_exit_and_aborts_never_destroys(
 ) -> None:
     with (
         pytest.raises(torch.OutOfMemoryError, match="CUDA out of memory"),
-        rank_entry.process_group("gloo", torch.device("cpu")),
+        harness.process_group("gloo", torch.device("cpu")),
     ):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     assert fake_group == [
         "init",
-        f"exit after {rank_entry.ERROR_EXIT_GRACE.total_seconds():g} s",
+        f"exit after {harness.ERROR_EXIT_GRACE.total_seconds():g} s",
         "abort (error file: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB)",
     ]
 
 
 def test_a_rank_that_succeeded_destroys_its_group(fake_group: list[str]) -> None:
-    with rank_entry.process_group("gloo", torch.device("cpu")):
+    with harness.process_group("gloo", torch.device("cpu")):
         pass
     assert fake_group == ["init", "destroy"]
 
@@ -131,7 +131,7 @@ def test_a_failed_abort_does_not_hide_the_ranks_own_error(
     monkeypatch.setattr(c10d, "_abort_process_group", abort)
     with (
         pytest.raises(ValueError, match="the rank's own"),
-        rank_entry.process_group("gloo", torch.device("cpu")),
+        harness.process_group("gloo", torch.device("cpu")),
     ):
         raise ValueError("the rank's own")
     assert "destroy" not in fake_group
@@ -143,7 +143,7 @@ def test_an_interrupt_is_not_recorded_as_the_ranks_error(
     """As torchelastic's @record: only an Exception is the rank's error."""
     with (
         pytest.raises(KeyboardInterrupt),
-        rank_entry.process_group("gloo", torch.device("cpu"), exit_grace=timedelta(seconds=5)),
+        harness.process_group("gloo", torch.device("cpu"), exit_grace=timedelta(seconds=5)),
     ):
         raise KeyboardInterrupt
     assert not (tmp_path / "error.json").exists()
@@ -159,7 +159,7 @@ def one_rank_group(tmp_path: Path) -> Iterator[None]:
     """A 1-rank gloo group, as torchrun would give a world-size-1 cell."""
     store = f"file://{tmp_path / 'store'}"
     dist.init_process_group(
-        "gloo", init_method=store, rank=0, world_size=1, timeout=rank_entry.INIT_TIMEOUT
+        "gloo", init_method=store, rank=0, world_size=1, timeout=harness.INIT_TIMEOUT
     )
     try:
         yield
@@ -230,5 +230,5 @@ def test_measure_cuts_the_timeout_for_its_windows_then_restores_it(
     assert group_timeout() == timedelta(minutes=10)
     measure(trainer, "host")
     assert seen == [timedelta(seconds=80)] * 2
-    assert group_timeout() == rank_entry.INIT_TIMEOUT  # rank 0 aggregates after: long again
+    assert group_timeout() == harness.INIT_TIMEOUT  # rank 0 aggregates after: long again
     assert trainer.settings["collective_timeout_s"] == 80.0

@@ -334,17 +334,27 @@ def test_facts_on_a_fake_cuda_device(
 
 
 def test_cuda_device_turns_cudnn_benchmark_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchscale.rank.worker.main import _device
+    """The cell's device, readied before the group is joined: on CUDA cuDNN autotuning on and
+    the context's cost timed; on CPU neither (and the reason recorded)."""
+    from torchscale.rank.worker import main as worker_main
 
-    monkeypatch.setattr(torch.cuda, "set_device", lambda _device: None)
+    for name in ("set_device", "init", "synchronize"):
+        monkeypatch.setattr(torch.cuda, name, lambda _device=None: None)
+    monkeypatch.setattr(torch, "empty", lambda *args, **kwargs: None)
+    monkeypatch.setattr(worker_main, "bind_cpu_rank", lambda: None)
     monkeypatch.setenv("LOCAL_RANK", "0")
     before = torch.backends.cudnn.benchmark
     try:
         torch.backends.cudnn.benchmark = False
-        assert _device(make_spec(device="cpu")) == torch.device("cpu")
+        cpu = worker_main.CellRun(make_spec(device="cpu"))
+        assert cpu.ready("cpu") == torch.device("cpu")
         assert torch.backends.cudnn.benchmark is False  # untouched on CPU
-        assert _device(make_spec(device="cuda")) == torch.device("cuda", 0)
+        assert cpu.costs.device_init_s is None
+        assert cpu.costs.notes["device_init_s"] == worker_main.CPU_DEVICE_INIT
+        cuda = worker_main.CellRun(make_spec(device="cuda"))
+        assert cuda.ready("cuda") == torch.device("cuda", 0)
         assert torch.backends.cudnn.benchmark is True
+        assert cuda.costs.device_init_s is not None
     finally:
         torch.backends.cudnn.benchmark = before
 

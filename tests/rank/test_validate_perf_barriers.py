@@ -20,8 +20,8 @@ import torch
 
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.perf import BandwidthResult, P2PMatrix, PerfRun, PerfSpec, RankPerf
-from torchscale.rank.programs import harness
 from torchscale.rank.programs import perf as perf_program
+from torchscale.rank.worker import harness
 
 WORLD = 4
 

@@ -19,6 +19,6 @@ if __name__ == "__main__":
 
     if len(sys.argv) < 2 or sys.argv[1] not in PROGRAMS:
         sys.exit(f"usage: python -m torchscale.rank.programs {{{','.join(PROGRAMS)}}} ARGS")
-    from torchscale.rank.programs.harness import main
+    from torchscale.rank.worker.harness import main
 
     main(importlib.import_module(PROGRAMS[sys.argv[1]]).PROGRAM, sys.argv[2:])

@@ -1,5 +1,5 @@
 """Runs inside every rank of `validate --level burn` (torchrun, through the harness of
-rank/programs/harness.py: one rank per GPU; 2 gloo ranks, one thread each, on a CPU node).
+rank/worker/harness.py: one rank per GPU; 2 gloo ranks, one thread each, on a CPU node).
 
 For the duration, interval after interval, each rank runs tensor-core GEMMs (bf16 on a GPU,
 fp32 on CPU) then a large copy, timing each part, with the telemetry sampler (NVML on a GPU,
@@ -26,12 +26,12 @@ import torch.distributed as dist
 
 from torchscale.contracts.cell_settings import TelemetryConfig
 from torchscale.contracts.schema.burn_in import BurnRun, BurnSpec, Fingerprint, Interval, RankBurn
-from torchscale.rank.programs.harness import Group, Join, Program, spec_file
 from torchscale.rank.programs.matmul_peak import device_name
 from torchscale.rank.telemetry.nvml_source import uuid_candidates
 from torchscale.rank.telemetry.rank import rank_sampler, torch_uuid
 from torchscale.rank.telemetry.reasons import IGNORED_REASONS, decode_clock_reasons
 from torchscale.rank.telemetry.samples import WindowSamples
+from torchscale.rank.worker.harness import Group, Join, Program, spec_file
 
 SEED = 20261123
 WORK_SIZE = 256  # the seeded work: a chain of WORK_STEPS (256 x 256) matmuls and tanh

@@ -1,5 +1,5 @@
 """Every rank of `torchscale comm`: `python -m torchscale.rank.programs comm --spec F`, run by the
-harness of rank/programs/harness.py.
+harness of rank/worker/harness.py.
 
 Per op and size: a check run on known inputs (with --check), warm-up, a barrier, then `iters`
 operations back to back timed at the two ends (the figure nccl-tests reports), then a second
@@ -29,7 +29,7 @@ from torchscale.offline.analysis.nccl_bandwidth import count_for_size, size_byte
 from torchscale.offline.comm.nccl_footer import ONE_RANK, add_footer
 from torchscale.offline.comm.rows import RankTiming, measured_row, pair_result, unmeasured_row
 from torchscale.rank.programs.collective_ops import Prepared, Unsupported, exchange, prepare
-from torchscale.rank.programs.harness import Group, Join, Program, spec_file
+from torchscale.rank.worker.harness import Group, Join, Program, spec_file
 from torchscale.rank.worker.run_environment import capture_environment
 
 # what backends say when they lack an op (gloo before reduce_scatter_tensor, for one)

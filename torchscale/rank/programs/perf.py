@@ -1,5 +1,5 @@
 """Runs inside every rank of `validate --level perf` (started by torchrun through the harness of
-rank/programs/harness.py, one rank per GPU; one rank on a CPU node, which then uses all its
+rank/worker/harness.py, one rank per GPU; one rank on a CPU node, which then uses all its
 threads).
 
 Every rank measures its own device at the same time as the others (a barrier starts each
@@ -49,10 +49,10 @@ from torchscale.rank.programs.bandwidth import (
     measure_memory,
     measure_p2p_matrix,
 )
-from torchscale.rank.programs.harness import Group, Join, Program, spec_file
 from torchscale.rank.programs.matmul_peak import device_name, find_peak
 from torchscale.rank.telemetry.nvml_source import uuid_candidates
 from torchscale.rank.telemetry.rank import torch_uuid
+from torchscale.rank.worker.harness import Group, Join, Program, spec_file
 
 # the CPU backend of every barrier: see the module docstring
 BACKEND = "gloo"

@@ -1,5 +1,5 @@
 """Runs inside every rank of the `validate` smoke test (started by torchrun, through the harness
-of rank/programs/harness.py).
+of rank/worker/harness.py).
 
 Each rank fills a tensor with rank + 1 and all-reduces it; every element of the result must be
 1 + 2 + ... + world_size, which float32 represents exactly. An all_gather of the ranks checks
@@ -19,7 +19,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from torchscale.rank.programs.harness import Group, Join, Program
+from torchscale.rank.worker.harness import Group, Join, Program
 
 INIT_TIMEOUT = timedelta(seconds=60)  # a smoke test that cannot rendezvous fails fast
 

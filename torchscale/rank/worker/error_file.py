@@ -10,7 +10,7 @@ being reported. Here the same JSON is written to a temporary file beside it and 
 it: torchrun sees the previous file or the whole new one, never a part.
 
 Every entry point of a rank wraps its `main` in `record_errors` (not torchelastic's bare
-`@record`), and `rank_entry.record_error` writes through the same handler.
+`@record`), and `harness.record_error` writes through the same handler.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""Entry point of every rank: `python -m torchscale.rank.worker --spec CELL.json` under torchrun.
+"""Every rank of a cell: `python -m torchscale.rank.worker.main --spec CELL.json` under torchrun.
 
-Rank 0 gathers every rank's measurements (outside the timed windows) and writes the cell's
-result and per-step records atomically. With a profile in the spec, every rank first runs the
-profiled steps (torchscale/rank/worker/capture.py), after its measured windows. Under
-`record_errors` (torchelastic's @record, written atomically), an exception in any rank lands in
-the error file the sweep reads to name the root cause (and to tell an OOM).
+The cell is a body on the harness of every rank program (rank/worker/harness.py: the process
+group, the gather, rank 0's atomic write, the teardown, the error file where the sweep reads
+the root cause and tells an OOM). Besides the harness's stages, a cell's rank times its fixed
+costs (rank/worker/fixed_costs.py) and, with a profile in the spec, runs the profiled steps
+(rank/worker/capture.py) after its measured windows; rank 0 aggregates and writes the result
+and the per-step records.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ import gc
 import json
 import socket
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
-import torch.distributed as dist
 
-from torchscale.contracts.atomic import write_text_atomic
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
     COMM_HOLD_BACKWARD,
@@ -38,12 +39,12 @@ from torchscale.contracts.step_phases import (
 from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture
 from torchscale.rank.worker.cpu_binding import bind_cpu_rank
-from torchscale.rank.worker.error_file import record_errors
 from torchscale.rank.worker.fixed_costs import (
     CPU_DEVICE_INIT,
     RankFixedCosts,
     process_start_seconds,
 )
+from torchscale.rank.worker.harness import Group, Join, Program, rank_device, spec_file
 from torchscale.rank.worker.measure import RankMeasurement, Window, measure
 from torchscale.rank.worker.measured_peak import read_measured_peak
 from torchscale.rank.worker.peaks import (
@@ -53,12 +54,6 @@ from torchscale.rank.worker.peaks import (
     read_tf32_settings,
     tf32_off_warning,
 )
-from torchscale.rank.worker.rank_entry import (
-    leave_without_teardown,
-    process_group,
-    rank_device,
-    read_spec,
-)
 from torchscale.rank.worker.run_environment import capture_environment
 from torchscale.rank.worker.spec import WorkerSpec
 from torchscale.rank.worker.timing import synchronize
@@ -66,24 +61,6 @@ from torchscale.rank.worker.trainer import Trainer
 
 if TYPE_CHECKING:
     from torchscale.rank.worker.aggregate import CellFacts
-
-
-def _device(spec: WorkerSpec) -> torch.device:
-    """This rank's device. On CUDA cuDNN autotuning is switched on, as training with fixed
-    shapes runs it; the warm-up steps absorb its first-call cost (recorded by `_facts`)."""
-    device = rank_device(spec.cell.device)
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = True
-    return device
-
-
-def _cuda_context(device: torch.device) -> None:
-    """The CUDA context made now (torch.cuda.init and a first allocation on the rank's GPU),
-    so that its cost is timed on its own (fixed_costs.device_init_s), not inside the process
-    group's or the model's."""
-    torch.cuda.init()
-    torch.empty(1, device=device)
-    torch.cuda.synchronize(device)
 
 
 FLOP_COUNT_STEP = (
@@ -180,72 +157,103 @@ def mfu_dtype(spec: WorkerSpec, trainer: Trainer) -> str:
     return dtype
 
 
-def run(spec: WorkerSpec) -> None:
-    # rank 0's clock at the start: the host's launcher records its own over it, but a
-    # Kubernetes job's rank 0 writes the cell with no host process after it, and a forecast
-    # is scored only by a cell that started after it was made
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    costs = RankFixedCosts()
-    costs.process_start_s, why = process_start_seconds()
-    if why is not None:
-        costs.notes["process_start_s"] = why
-    clock = time.perf_counter()
-    device = _device(spec)
-    if device.type == "cpu":
-        costs.notes["device_init_s"] = CPU_DEVICE_INIT
-    else:
-        _cuda_context(device)
-        costs.device_init_s = time.perf_counter() - clock
-    if device.type == "cpu":
-        bind_cpu_rank()  # before any thread starts (gloo's, intra-op): they inherit it
-    clock = time.perf_counter()
-    with process_group(spec.cell.backend, device):
-        dist.barrier()  # the first collective: NCCL's communicators exist after it
-        costs.process_group_init_s = time.perf_counter() - clock
+@dataclass
+class CellRun:
+    """One rank's run of a cell: its spec, rank 0's clock at the start (the host's launcher
+    records its own over it, but a Kubernetes job's rank 0 writes the cell with no host process
+    after it, and a forecast is scored only by a cell that started after it was made), and the
+    fixed costs it times as it goes (`clock`: when the last timed stage ended)."""
+
+    spec: WorkerSpec
+    started: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")
+    )
+    costs: RankFixedCosts = field(default_factory=RankFixedCosts)
+    clock: float = 0.0
+
+    def ready(self, kind: str) -> torch.device:
+        """This rank's device, its set-up timed on its own (fixed_costs.device_init_s). On
+        CUDA the context is made now (a first allocation), and cuDNN autotuning is switched
+        on, as training with fixed shapes runs it (the warm-up absorbs its first-call cost);
+        a CPU rank is bound to its cores before any thread starts (gloo's, intra-op)."""
         clock = time.perf_counter()
-        trainer = Trainer.build(spec, device)
-        synchronize(device)
-        costs.model_build_s = time.perf_counter() - clock
-        # what set-up made (torch's modules, dynamo, the model) lives as long as the rank:
-        # kept out of every later collection, so the one at each window's edge scans only the
-        # steps' objects (0.16 s a window on 2 CPU cores without this; docs/methodology.md)
-        gc.freeze()
-        mine = measure(trainer, socket.gethostname())
-        costs.warmup_s = mine.fixed.warmup_s
-        mine.fixed = costs
-        mine.measured_peak = read_measured_peak(
-            spec.acceptance_dirs, socket.gethostname(), mfu_dtype(spec, trainer)
-        )
-        if spec.profile is not None:  # after the measured windows, outside them
-            outcome = capture(trainer, spec.profile, dist.get_rank())
-            mine.profile_capture_s = outcome.capture_s
-            mine.profile_files = outcome.files
-            mine.profile_notes = outcome.notes
-        elif spec.cell.parallel is not None and spec.cell.parallel.tp > 1:
-            from torchscale.rank.worker.comm_probe import probe_rank
-
-            mine.comm_probe = probe_rank(trainer, dist.get_rank())
-        trainer.close()  # DataLoader workers: gone before the gather (also at exit, on error)
-        gathered: list[Any] = [None] * dist.get_world_size()
-        dist.all_gather_object(gathered, mine)
-        if dist.get_rank() == 0:
-            # imported here, after every window: scipy and pandas cost a rank 0.7 s of CPU
-            # and 90 MiB at start-up (docs/methodology.md); only rank 0 aggregates
-            from torchscale.rank.worker.aggregate import aggregate
-
-            result = aggregate(spec, gathered, _facts(spec, trainer))
-            result.started_at = result.started_at or started
-            write_text_atomic(spec.steps_path, _step_records(gathered))
-            write_text_atomic(spec.result_path, result.model_dump_json(indent=2))
-        dist.barrier()
+        device = rank_device(kind)
+        if device.type == "cuda":
+            torch.backends.cudnn.benchmark = True
+            torch.cuda.init()
+            torch.empty(1, device=device)
+            torch.cuda.synchronize(device)
+            self.costs.device_init_s = time.perf_counter() - clock
+        else:
+            self.costs.notes["device_init_s"] = CPU_DEVICE_INIT
+            bind_cpu_rank()
+        self.clock = time.perf_counter()
+        return device
 
 
-@record_errors
-def main(argv: list[str] | None = None) -> None:
-    spec = read_spec(WorkerSpec, "torchscale benchmark worker (one rank)", argv)
-    run(spec)
-    leave_without_teardown()
+DESCRIPTION = "torchscale benchmark worker (one rank)"
+
+
+def read_cell(argv: Sequence[str] | None) -> CellRun:
+    """The cell's spec, and the time from torchrun's start to here (process_start_s)."""
+    cell = CellRun(spec_file(WorkerSpec, DESCRIPTION)(argv))
+    cell.costs.process_start_s, why = process_start_seconds()
+    if why is not None:
+        cell.costs.notes["process_start_s"] = why
+    return cell
+
+
+def body(cell: CellRun, group: Group) -> None:
+    """Measure the cell on this rank; rank 0 aggregates every rank's measurements (outside
+    the timed windows) and writes the result and the per-step records."""
+    spec, costs = cell.spec, cell.costs
+    group.barrier()  # the first collective: NCCL's communicators exist after it
+    costs.process_group_init_s = time.perf_counter() - cell.clock
+    clock = time.perf_counter()
+    trainer = Trainer.build(spec, group.device)
+    synchronize(group.device)
+    costs.model_build_s = time.perf_counter() - clock
+    # what set-up made (torch's modules, dynamo, the model) lives as long as the rank:
+    # kept out of every later collection, so the one at each window's edge scans only the
+    # steps' objects (0.16 s a window on 2 CPU cores without this; docs/methodology.md)
+    gc.freeze()
+    mine = measure(trainer, socket.gethostname())
+    costs.warmup_s = mine.fixed.warmup_s
+    mine.fixed = costs
+    mine.measured_peak = read_measured_peak(
+        spec.acceptance_dirs, socket.gethostname(), mfu_dtype(spec, trainer)
+    )
+    if spec.profile is not None:  # after the measured windows, outside them
+        outcome = capture(trainer, spec.profile, group.rank)
+        mine.profile_capture_s = outcome.capture_s
+        mine.profile_files = outcome.files
+        mine.profile_notes = outcome.notes
+    elif spec.cell.parallel is not None and spec.cell.parallel.tp > 1:
+        from torchscale.rank.worker.comm_probe import probe_rank
+
+        mine.comm_probe = probe_rank(trainer, group.rank)
+    trainer.close()  # DataLoader workers: gone before the gather (also at exit, on error)
+    gathered = group.gather(mine)
+    if group.rank == 0:
+        # imported here, after every window: scipy and pandas cost a rank 0.7 s of CPU
+        # and 90 MiB at start-up (docs/methodology.md); only rank 0 aggregates
+        from torchscale.rank.worker.aggregate import aggregate
+
+        result = aggregate(spec, gathered, _facts(spec, trainer))
+        result.started_at = result.started_at or cell.started
+        group.write(spec.steps_path, _step_records(gathered))
+        group.write(spec.result_path, result.model_dump_json(indent=2))
+
+
+PROGRAM = Program(
+    DESCRIPTION,
+    read_cell,
+    lambda cell: Join(cell.spec.cell.backend, cell.spec.cell.device, ready=cell.ready),
+    body,
+)
 
 
 if __name__ == "__main__":
-    main()
+    from torchscale.rank.worker.harness import main
+
+    main(PROGRAM)

@@ -39,11 +39,11 @@ from torchscale.rank.telemetry.window_figures import summarise_rank
 from torchscale.rank.worker.allocator import AllocatorStats, allocator_stats, merge_windows
 from torchscale.rank.worker.compile_watch import CompileCounts, WindowCompiles
 from torchscale.rank.worker.fixed_costs import RankFixedCosts
+from torchscale.rank.worker.harness import collective_timeout
 from torchscale.rank.worker.host_probe import ProbeReading, probe_rank
 from torchscale.rank.worker.measured_peak import MeasuredPeak
 from torchscale.rank.worker.model_parallel import replica_flops
 from torchscale.rank.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
-from torchscale.rank.worker.rank_entry import collective_timeout
 from torchscale.rank.worker.spec import WorkerSpec
 from torchscale.rank.worker.steady_state import agreed_steps, collective_timeout_s, warm_up
 from torchscale.rank.worker.timing import make_timer, resolve_timing, synchronize

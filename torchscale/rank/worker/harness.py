@@ -1,14 +1,14 @@
-"""What every rank's entry point does around its own work, once for all of them: the cells'
-ranks (torchscale/rank/worker/main.py) and the harness of the other rank programs
-(torchscale/rank/programs/harness.py: comm, smoke, perf, burn-in).
+"""What every rank of every torchrun program does around its own work, once for all: the cell
+worker (rank/worker/main.py) and the programs of rank/programs/ (comm, smoke, perf, burn-in).
 
-A rank first installs its diagnostics (it dies with its torchrun, and answers the parent's
-SIGUSR1 with a stack dump: torchscale/rank/worker/diagnostics.py), then reads what to run, finds its
-device and joins the process group, which it leaves however its work ended: destroyed after
-success, aborted after an error (see `process_group`). (The entry modules also call
-`die_with_torchrun` before they import torch, and wrap `main` in `record_errors`
-(torchelastic's `@record`, written atomically: rank/worker/error_file.py) so an exception lands
-in the error file the parent reads for the root cause.)
+The entry module has tied the rank to its torchrun before torch was imported and wraps `main`
+in `record_errors` (torchelastic's `@record`, written atomically: rank/worker/error_file.py), so
+an exception lands in the error file where the parent reads the root cause. `main` then installs
+the rank's diagnostics (a hung rank answers the parent's SIGUSR1 with its stacks), reads the
+program's spec, readies the rank's device and joins the process group, runs the body with a
+`Group` (gathering, rank 0's atomic write), waits at a last barrier where the program asks for
+it, and leaves: the group destroyed after success, aborted after an error (`process_group`),
+the interpreter left without its teardown.
 """
 
 from __future__ import annotations
@@ -17,36 +17,29 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import torch
 import torch.distributed as dist
 from pydantic import BaseModel
 from torch.distributed import distributed_c10d as c10d
 
+from torchscale.contracts.atomic import write_text_atomic
 from torchscale.rank.worker.diagnostics import exit_if_stuck, install
-from torchscale.rank.worker.error_file import AtomicErrorHandler
+from torchscale.rank.worker.error_file import AtomicErrorHandler, record_errors
 
 INIT_TIMEOUT = timedelta(minutes=10)
 # how long a rank that raised may take to leave (abort, interpreter teardown) before it is
 # ended with its stacks dumped: its exception is already in its error file by then
 ERROR_EXIT_GRACE = timedelta(seconds=30)
 
-Spec = TypeVar("Spec", bound=BaseModel)
-
-
-def read_spec(spec_type: type[Spec], description: str, argv: Sequence[str] | None) -> Spec:
-    """Diagnostics first (a rank that hangs later can then be asked for its stacks), then the
-    JSON file named by `--spec`, validated as `spec_type`."""
-    install()
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--spec", required=True, help="what this rank runs (JSON)")
-    args = parser.parse_args(argv)
-    return spec_type.model_validate_json(Path(args.spec).read_text(encoding="utf-8"))
+Spec = TypeVar("Spec")
+Model = TypeVar("Model", bound=BaseModel)
 
 
 def rank_device(kind: str) -> torch.device:
@@ -56,6 +49,83 @@ def rank_device(kind: str) -> torch.device:
         torch.cuda.set_device(device)
         return device
     return torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class Join:
+    """How a program's ranks meet: the backend, the device kind, the collectives' timeout, and
+    what readies the rank's device before the group is joined (None: `rank_device`)."""
+
+    backend: str
+    device: str
+    timeout: timedelta = INIT_TIMEOUT
+    ready: Callable[[str], torch.device] | None = None
+
+
+class Group:
+    """The process group as a body sees it, joined and on this rank's device."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.rank = dist.get_rank()
+        self.size = dist.get_world_size()
+
+    def gather(self, mine: Any) -> list[Any]:
+        """Every rank's `mine`, in rank order, on every rank (pickled: plain data only)."""
+        gathered: list[Any] = [None] * self.size
+        dist.all_gather_object(gathered, mine)
+        return gathered
+
+    def write(self, path: str | Path, text: str) -> None:
+        """Rank 0 writes `text` atomically (a reader never sees half a file); others skip."""
+        if self.rank == 0:
+            write_text_atomic(path, text)
+
+    def barrier(self) -> None:
+        dist.barrier()
+
+
+@dataclass(frozen=True)
+class Program(Generic[Spec]):
+    """One rank program: how it reads its spec, how its ranks meet, and its body."""
+
+    description: str
+    read: Callable[[Sequence[str] | None], Spec]
+    join: Callable[[Spec], Join]
+    body: Callable[[Spec, Group], None]
+    # every rank waits for the others at the end (rank 0 may still be writing or measuring)
+    last_barrier: bool = True
+
+
+def spec_file(spec_type: type[Model], description: str) -> Callable[[Sequence[str] | None], Model]:
+    """A reader of `--spec FILE`, the JSON the host wrote, validated as `spec_type`."""
+
+    def read(argv: Sequence[str] | None) -> Model:
+        parser = argparse.ArgumentParser(description=description)
+        parser.add_argument("--spec", required=True, help="what this rank runs (JSON)")
+        args = parser.parse_args(argv)
+        return spec_type.model_validate_json(Path(args.spec).read_text(encoding="utf-8"))
+
+    return read
+
+
+def run(program: Program[Spec], spec: Spec) -> None:
+    """The body inside the process group, then the last barrier; the group left after."""
+    join = program.join(spec)
+    device = (join.ready or rank_device)(join.device)
+    with process_group(join.backend, device, join.timeout):
+        program.body(spec, Group(device))
+        if program.last_barrier:
+            dist.barrier()
+
+
+@record_errors
+def main(program: Program[Any], argv: Sequence[str] | None = None) -> None:
+    """One rank of `program`: diagnostics first (a rank that hangs later can then be asked
+    for its stacks), then its spec, its run, and an exit without interpreter teardown."""
+    install()
+    run(program, program.read(argv))
+    leave_without_teardown()
 
 
 @contextmanager
