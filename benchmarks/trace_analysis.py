@@ -40,6 +40,7 @@ def peak_rss():
     return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
 mode, directory = sys.argv[1], Path(sys.argv[2])
 if mode == "torchscale":
+    from torchscale.offline.results.profile_figures import sync_stall_pct
     from torchscale.orchestration.profiling.analyze import analyze_directory
 elif mode == "json":
     import gzip
@@ -50,7 +51,7 @@ cpu0, wall0 = cpu_time(), time.perf_counter()
 extra = {}
 if mode == "torchscale":
     analysis = analyze_directory(directory)
-    extra = {"sync_stall_pct": analysis.sync_stall_pct, "overlap_pct": analysis.overlap_pct,
+    extra = {"sync_stall_pct": sync_stall_pct(analysis).value, "overlap_pct": analysis.overlap_pct,
              "ranks": analysis.ranks_analysed,
              "steps_overlap": {r.rank: r.overlap_pct for r in analysis.ranks}}
 elif mode == "json":

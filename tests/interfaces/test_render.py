@@ -61,7 +61,6 @@ def ok_result(warnings: list[str] | None = None, label: str = "tiny-mlp") -> Cel
                 "spread": 0.0,
             },
             "step_time": stats,
-            "communication": {"step_time_no_sync_s": 0.008, "comm_overhead": 0.2},
             "warnings": warnings or [],
         }
     )
@@ -370,9 +369,6 @@ def test_a_profile_says_why_its_step_is_not_the_measured_one() -> None:
             ranks_analysed=2,
             backend="gloo",
             device_type="cpu",
-            cycle_us=None,
-            sync_stall_pct=None,
-            exposed_comm_pct=None,
             overlap_pct=None,
             diagnosis=busy_diagnosis(step_s=estimate(step_s, step_s * 0.95, step_s * 1.05)),
         )

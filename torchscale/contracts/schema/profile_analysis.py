@@ -15,7 +15,7 @@ from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding
 
 # what each version added and how older files are read: docs/results.md, "Profile analysis
 # versions"
-ANALYSIS_SCHEMA_VERSION = 7
+ANALYSIS_SCHEMA_VERSION = 8
 V1_ATTRIBUTION = (
     "analysis of schema 1: no step model (attribution); its stall, exposed communication, "
     "straggler and what-if figures come from separate methods and may disagree with each other"
@@ -84,8 +84,7 @@ class ClockOffset(_Model):
 
 
 class StragglerFigures(_Model):
-    """Schema 2: set only when the step model's verdict names a straggler (its rank, phase and
-    gap); the arrival figures are its cross-check."""
+    """Schema 1: the straggler the analysis named by arrival order and phase gap."""
 
     rank: int
     last_arrival_share: float | None = Field(
@@ -99,8 +98,7 @@ class StragglerFigures(_Model):
 
 
 class WhatIf(_Model):
-    """Schema 2: the straggler candidate's what-if, an upper bound capped by the other ranks'
-    wait for peers."""
+    """Schema 1-2: one rank's what-if, an upper bound capped by the other ranks' wait."""
 
     rank: int
     saved_us_per_step: float
@@ -108,6 +106,18 @@ class WhatIf(_Model):
     share: Estimate | None = Field(
         default=None, description="schema 2: the same share with its 95 % interval"
     )
+
+
+class BeforeDiagnosis(_Model):
+    """The headline figures of a schema-1 analysis, which has no diagnosis to read them from
+    (separate methods: they may disagree with each other). Never written from schema 8 on."""
+
+    sync_stall_pct: float | None = None
+    exposed_comm_pct: float | None = Field(
+        default=None, description="communication not hidden behind compute, waits included"
+    )
+    straggler: StragglerFigures | None = None
+    whatif: list[WhatIf] = Field(default_factory=list)
 
 
 FindingFigures = Finding  # the diagnosis' findings (schema 3: one class for both files)
@@ -133,7 +143,7 @@ class StepStall(_Model):
 
 class ProfileAnalysis(_Model):
     kind: Literal["torchscale.profile_analysis"] = "torchscale.profile_analysis"
-    schema_version: Literal[1, 2, 3, 4, 5, 6, 7] = 7
+    schema_version: Literal[1, 2, 3, 4, 5, 6, 7, 8] = 8
     torchscale_version: str
     target: str = Field(
         description="sync_stalls | comm | compute | memory | all: what the findings focus on"
@@ -145,7 +155,6 @@ class ProfileAnalysis(_Model):
     ranks_analysed: int
     backend: str | None
     device_type: str | None
-    cycle_us: float | None = Field(description="median step time over ranks")
     diagnosis: Diagnosis | None = Field(
         default=None,
         description="schema 3: the one diagnosis of the run (schema 2: attribution; the "
@@ -154,19 +163,10 @@ class ProfileAnalysis(_Model):
         "traced steps beyond the noise (the cross-check 'traced steps against the measured "
         "windows')",
     )
-    sync_stall_pct: float | None = Field(
-        description="time ranks wait for peers with nothing else to do (waits not hidden "
-        "behind their own compute), % of the step: schema 2, the model's wait_for_peers share; "
-        "null when unknown or not measurable above noise (the reason in unavailable)"
-    )
     collective_wait_pct: float | None = Field(
         default=None,
         description="all waiting for peers inside collectives, hidden behind compute or not, "
-        "over step time, %",
-    )
-    exposed_comm_pct: float | None = Field(
-        description="schema 2: the model's exposed_transfer share, % (schema 1: all "
-        "communication not hidden behind compute, waits included)"
+        "over step time, % (null: no collective matched)",
     )
     overlap_pct: float | None = Field(
         description="HTA's: time computing while communicating / communication time, %"
@@ -179,8 +179,13 @@ class ProfileAnalysis(_Model):
     arrival_agreement: float | None = Field(
         default=None, description="share where last-by-arrival equals last-by-duration"
     )
-    straggler: StragglerFigures | None = None
-    whatif: list[WhatIf] = Field(default_factory=list)
+    arrival_shares: dict[str, float] = Field(
+        default_factory=dict,
+        description="schema 8: rank -> share of the matched collectives it arrived last at",
+    )
+    before_diagnosis: BeforeDiagnosis | None = Field(
+        default=None, description="schema 1's own headline figures (it has no diagnosis)"
+    )
     findings: list[FindingFigures] = Field(
         default_factory=list, description="the target's findings, ranked for it"
     )
@@ -204,20 +209,68 @@ class ProfileAnalysis(_Model):
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
         """Older files stay readable: schema 1 has no step model (said in `unavailable`);
-        schema 2's attribution is read as a diagnosis decided by the traces."""
-        if not isinstance(data, dict):
+        schema 2's attribution is read as a diagnosis decided by the traces; before schema 8
+        the headline figures were copies of the diagnosis: dropped where it holds them,
+        folded into it where it lacks them (schema 2's what-if), and kept apart
+        (`before_diagnosis`) where there is no diagnosis."""
+        if not isinstance(data, dict) or data.get("schema_version", 8) >= 8:
             return data
-        if data.get("schema_version") == 1:
-            unavailable = dict(data.get("unavailable") or {})
+        data = dict(data)
+        unavailable = dict(data.get("unavailable") or {})
+        if data["schema_version"] == 1:
             unavailable.setdefault("diagnosis", V1_ATTRIBUTION)
-            data = {**data, "unavailable": unavailable}
-        if data.get("schema_version") in (1, 2):
-            data = dict(data)
+        if data["schema_version"] in (1, 2):
             attribution = data.pop("attribution", None)
-            unavailable = dict(data.get("unavailable") or {})
             if "attribution" in unavailable:
                 unavailable["diagnosis"] = unavailable.pop("attribution")
-            data["unavailable"] = unavailable
             if isinstance(attribution, dict):
                 data["diagnosis"] = {**attribution, "source": "traces"}
+        data.pop("cycle_us", None)  # the median of ranks[].step_us
+        figures = {key: data.pop(key) for key in BEFORE_SCHEMA_8 if key in data}
+        diagnosis = data.get("diagnosis")
+        if diagnosis is None:
+            data["before_diagnosis"] = figures
+        else:
+            unavailable = {k: v for k, v in unavailable.items() if k not in BEFORE_SCHEMA_8}
+            data["arrival_shares"] = (figures.get("straggler") or {}).get("shares") or {}
+            if isinstance(diagnosis, dict) and diagnosis.get("whatif") is None:
+                data["diagnosis"] = {**diagnosis, "whatif": _folded_whatif(figures, diagnosis)}
+        data["unavailable"] = unavailable
         return data
+
+
+# the headline figures an analysis stored beside its diagnosis before schema 8
+BEFORE_SCHEMA_8 = ("sync_stall_pct", "exposed_comm_pct", "straggler", "whatif")
+SCHEMA_2_WHATIF = (
+    "schema 2 analysis: the candidate's what-if capped by the other ranks' wait for peers"
+)
+
+
+def _folded_whatif(figures: dict[str, Any], diagnosis: dict[str, Any]) -> dict[str, Any] | None:
+    """Schema 2's what-if as the diagnosis' (its attribution had none): the saving a point
+    figure, the share with its interval where it has one."""
+    whatif = next(iter(figures.get("whatif") or []), None)
+    if not isinstance(whatif, dict):
+        return None
+    verdict = diagnosis.get("straggler") or {}
+    share = whatif.get("share") or _point(whatif["speedup_pct"] / 100)
+    return {
+        "rank": whatif["rank"],
+        "named": bool(verdict.get("named")) and verdict.get("rank") == whatif["rank"],
+        "saved_s": _point(whatif["saved_us_per_step"] / 1e6),
+        "share": share,
+        "extra_work_s": None,
+        "method": SCHEMA_2_WHATIF,
+    }
+
+
+def _point(value: float) -> dict[str, Any]:
+    return {
+        "value": value,
+        "low": None,
+        "high": None,
+        "n": 1,
+        "method": SCHEMA_2_WHATIF,
+        "measurable": True,
+        "reason": "no interval",
+    }

@@ -265,7 +265,6 @@ def _memory_lines(analysis: ProfileAnalysis) -> list[Line]:
     ]
 
 
-MIRRORED = ("sync_stall_pct", "exposed_comm_pct", "straggler", "whatif")
 DETAILS = {
     "waits": _wait_lines,
     "comm": _comm_lines,
@@ -327,11 +326,9 @@ def analysis_lines(analysis: ProfileAnalysis, *, verbose: bool = False) -> list[
             )
         )
     lines += [Line("skip", f"> [NOTE] {note}") for note in analysis.notes]
-    # the older figures mirror the diagnosis: their reasons are its lines
-    shown = {"diagnosis"} if analysis.diagnosis is None else set(MIRRORED)
     lines += [
         Line("skip", f"> [UNAVAILABLE] {metric}: {reason}")
         for metric, reason in analysis.unavailable.items()
-        if metric not in shown
+        if metric != "diagnosis" or analysis.diagnosis is not None  # its own line above
     ]
     return lines

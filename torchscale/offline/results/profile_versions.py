@@ -15,7 +15,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
-from torchscale.contracts.schema.profile_analysis import ANALYSIS_SCHEMA_VERSION, ProfileAnalysis
+from torchscale.contracts.schema.profile_analysis import (
+    ANALYSIS_SCHEMA_VERSION,
+    BEFORE_SCHEMA_8,
+    ProfileAnalysis,
+)
 from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.results.profile_windows import judged_against_windows
@@ -41,7 +45,15 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
     if diagnosis is None:
         if result.diagnosis is None or is_point_figures(result.diagnosis):
             return analysis
-        return analysis.model_copy(update={"diagnosis": result.diagnosis})
+        # the run's diagnosis answers what the analysis' own figures did
+        unavailable = {k: v for k, v in analysis.unavailable.items() if k not in BEFORE_SCHEMA_8}
+        return analysis.model_copy(
+            update={
+                "diagnosis": result.diagnosis,
+                "before_diagnosis": None,
+                "unavailable": unavailable,
+            }
+        )
     return analysis.model_copy(update={"diagnosis": _marked(diagnosis, result)})
 
 
@@ -56,7 +68,8 @@ WAITS_INCLUDED = (
 def _notes(analysis: ProfileAnalysis) -> list[str]:
     """The analysis' notes, with what a schema-1 exposed communication holds."""
     notes = list(analysis.notes)
-    if analysis.schema_version == 1 and analysis.exposed_comm_pct is not None:
+    before = analysis.before_diagnosis
+    if analysis.schema_version == 1 and before is not None and before.exposed_comm_pct is not None:
         notes += [] if WAITS_INCLUDED in notes else [WAITS_INCLUDED]
     return notes
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscale.contracts.cell import Status
+from torchscale.offline.results import profile_figures
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
@@ -383,7 +384,8 @@ def profile_step(analysis: ProfileAnalysis) -> str:
             )
         return f"step {step_s * 1e3:.3g} ms"
     if diagnosis is None or step_s is None or inflation is None or inflation.value is None:
-        return f"step {analysis.cycle_us / 1000:.3g} ms" if analysis.cycle_us else "no step time"
+        cycle = profile_figures.cycle_us(analysis)
+        return f"step {cycle / 1000:.3g} ms" if cycle else "no step time"
     added = f"{inflation.value * 100:+.0f} %"
     if diagnosis.source == "traces":
         return f"step {step_s * 1e3:.3g} ms traced, {added} over the untraced"

@@ -54,6 +54,7 @@ from torchscale.interfaces.report.sections.words import (
     plain,
     term_column,
 )
+from torchscale.offline.results import profile_figures
 
 WARNING_KINDS = (
     ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),
@@ -75,9 +76,6 @@ def warning_kind(warning: str) -> str:
     return "other"
 
 
-# an analysis' figures that mirror its diagnosis: the diagnosis' lines say
-# them, so neither they nor their reasons are shown beside it
-MIRRORED = ("sync_stall_pct", "exposed_comm_pct", "straggler", "whatif", "cycle_us")
 # the analysis' step-level figures left in its analysis.json beside a diagnosis
 NOT_SHOWN = ("collective_wait_pct", "idle_us")
 
@@ -107,22 +105,25 @@ def _analysis_figures(analysis: ProfileAnalysis) -> KeyFigures:
     """A run without a diagnosis: its analysis' own figures, from separate
     methods (they may disagree with each other: said in its unavailable reasons)."""
     why = analysis.unavailable
-    straggler = analysis.straggler
-    best = max(analysis.whatif, key=lambda w: w.speedup_pct, default=None)
+    straggler = profile_figures.own_straggler(analysis)
+    best = next(iter(profile_figures.own_whatifs(analysis)), None)
+    stall = profile_figures.sync_stall_pct(analysis)
+    exposed = profile_figures.exposed_comm_pct(analysis)
+    cycle = profile_figures.cycle_us(analysis)
     idle = [r.idle_us for r in analysis.ranks if r.idle_us is not None]
     figures = [
         KeyFigure(
             label="Cycle (median step)",
-            value=analysis.cycle_us,
+            value=cycle,
             format="us",
-            note=why.get("cycle_us") if analysis.cycle_us is None else None,
+            note=why.get("cycle_us") if cycle is None else None,
         ),
         KeyFigure(
             label="Sync stall",
-            value=analysis.sync_stall_pct,
+            value=stall.value,
             format="pct",
-            note=why.get("sync_stall_pct", "ranks waiting for peers with nothing else to do"),
-            severity="bad" if (analysis.sync_stall_pct or 0) >= 10 else "info",
+            note=stall.reason or "ranks waiting for peers with nothing else to do",
+            severity="bad" if (stall.value or 0) >= 10 else "info",
         ),
         KeyFigure(
             label="Collective wait",
@@ -132,9 +133,9 @@ def _analysis_figures(analysis: ProfileAnalysis) -> KeyFigures:
         ),
         KeyFigure(
             label=plain("exposed_comm"),
-            value=analysis.exposed_comm_pct,
+            value=exposed.value,
             format="pct",
-            note=why.get("exposed_comm_pct", TERMS["exposed_comm"].explained()),
+            note=exposed.reason or TERMS["exposed_comm"].explained(),
         ),
         KeyFigure(
             label="Compute/communication overlap",
@@ -189,7 +190,8 @@ def _ranks_table(ref: ProfileRef, key: str) -> Table:
     if diagnosis is not None:
         straggler = verdict.rank if verdict is not None and verdict.named else None
     else:
-        straggler = analysis.straggler.rank if analysis.straggler else None
+        own = profile_figures.own_straggler(analysis)
+        straggler = own.rank if own else None
     rows: list[dict[str, Any]] = []
     for rank in analysis.ranks:
         busy = rank.phases_busy_us
@@ -257,7 +259,7 @@ def _whatif_table(ref: ProfileRef, key: str) -> Table:
         ],
         rows=[
             {"rank": w.rank, "saved": w.saved_us_per_step, "speedup": w.speedup_pct}
-            for w in sorted(ref.entry.analysis.whatif, key=lambda w: -w.speedup_pct)
+            for w in profile_figures.own_whatifs(ref.entry.analysis)
         ],
     )
 
@@ -326,7 +328,7 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
         blocks.append(_analysis_figures(analysis))
     if analysis.ranks:
         blocks.append(_ranks_table(ref, key))
-    if analysis.whatif and diagnosis is None:
+    if profile_figures.own_whatifs(analysis):
         blocks.append(_whatif_table(ref, key))
     heatmap = _heatmap(ref, key)
     if heatmap is not None:
@@ -334,7 +336,7 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
     blocks += [Text(text=f"Note: {note}") for note in analysis.notes]
     unavailable = dict(analysis.unavailable)
     if diagnosis is not None:  # the diagnosis' lines say these, and why not
-        unavailable = {k: v for k, v in unavailable.items() if k not in MIRRORED + NOT_SHOWN}
+        unavailable = {k: v for k, v in unavailable.items() if k not in NOT_SHOWN}
     if heatmap is None:
         unavailable.setdefault(
             "stall heatmap", "the analysis holds no per-step stalls (stall_by_step is empty)"

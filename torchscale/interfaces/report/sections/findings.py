@@ -37,6 +37,7 @@ from torchscale.interfaces.report.sections.context import (
 )
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.results import profile_figures
 
 GROUP = ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
 SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's (not in the diagnosis)
@@ -143,7 +144,8 @@ def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
     if verdict is not None and verdict.named:
         rank = verdict.rank
     else:
-        rank = analysis.straggler.rank if analysis.straggler else None
+        own = profile_figures.own_straggler(analysis)
+        rank = own.rank if own else None
     caveat = diagnosis.caveat if diagnosis is not None else None
     result = ref.entry.result
     if caveat is None and result is not None:

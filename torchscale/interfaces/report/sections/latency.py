@@ -40,6 +40,7 @@ from torchscale.interfaces.report.sections.findings import caveat_of
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
+from torchscale.offline.results import profile_figures
 
 MAX_BOX_VALUES = 2000  # per box; more are reduced to this many evenly spaced quantiles
 MAX_RANKS_PER_CELL = 16  # per-rank rows of one cell: the slowest ones beyond this
@@ -256,8 +257,8 @@ def rank_sources(ctx: Context) -> list[RankSource]:
             continue
         diagnosis = ref.diagnosis  # the run's one diagnosis (`ProfileRef.diagnosis`)
         caveat = (diagnosis.caveat if diagnosis is not None else None) or caveat_of(result)
-        traced = ref.entry.analysis.straggler
-        own = (traced.rank, traced.phase) if traced is not None and diagnosis is None else None
+        traced = profile_figures.own_straggler(ref.entry.analysis)
+        own = (traced.rank, traced.phase) if traced is not None else None
         out.append(RankSource(ref.source, ref.label, result, diagnosis, caveat, own))
     for row in records(ctx.ok):
         result = ctx.result(row)

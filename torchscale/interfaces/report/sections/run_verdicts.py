@@ -26,6 +26,7 @@ from torchscale.interfaces.report.sections.context import (
     run_label,
 )
 from torchscale.interfaces.report.sections.findings import action_text
+from torchscale.offline.results import profile_figures
 from torchscale.offline.results.profile_versions import no_diagnosis
 
 MAX_RUN_LINES = 6
@@ -61,7 +62,7 @@ def verdict_text(ref: ProfileRef) -> str:
             return (
                 f"{ref.label}: {top.title}{injected} ({fmt(top.cost_pct, 'pct')} of the step){why}"
             )
-        stall = analysis.sync_stall_pct
+        stall = profile_figures.sync_stall_pct(analysis).value
         if stall is not None:
             return f"{ref.label}: sync stall {fmt(stall, 'pct')} of the step{why}"
         return f"{ref.label}: no bottleneck stored{why}"

@@ -82,6 +82,7 @@ from torchscale.offline.analysis.reliability import LEVELS
 from torchscale.offline.analysis.scaling_efficiency import (
     REASON_COLUMN,
 )
+from torchscale.offline.results import profile_figures
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
 TOP_FINDINGS = 5
@@ -410,17 +411,15 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             KeyFigure(label="Cost per million samples", value=None, format="money", note=NO_PRICE)
         )
     for ref in ctx.profiles:
-        stall = ref.entry.analysis.sync_stall_pct
+        stall = profile_figures.sync_stall_pct(ref.entry.analysis)
         figures.append(
             KeyFigure(
                 label=f"Sync stall: {ref.label}",
-                value=stall,
+                value=stall.value,
                 format="pct",
-                note="share of step time ranks wait for peers (trace analysis)"
-                if stall is not None
-                else ref.entry.analysis.unavailable.get("sync_stall_pct", "not measurable"),
+                note=stall.reason or "share of step time ranks wait for peers (trace analysis)",
                 # a low stall is no verdict on whether the run can be trusted: no check mark
-                severity="bad" if stall is not None and stall >= 10 else "info",
+                severity="bad" if stall.value is not None and stall.value >= 10 else "info",
             )
         )
     if ctx.comparison is not None:

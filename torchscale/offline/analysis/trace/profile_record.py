@@ -12,15 +12,13 @@ from collections.abc import Iterable
 import pandas as pd
 
 from torchscale import __version__
-from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding
+from torchscale.contracts.schema.cell_result import Finding
 from torchscale.contracts.schema.profile_analysis import (
     ClockOffset,
     OpFigures,
     ProfileAnalysis,
     RankFigures,
     StepStall,
-    StragglerFigures,
-    WhatIf,
 )
 from torchscale.offline.analysis.diagnosis import findings as ranked_findings
 from torchscale.offline.analysis.diagnosis import traces as step_model
@@ -46,6 +44,8 @@ def profile_analysis(
     notes = list(found.notes)
     unavailable: dict[str, str] = {}
     formats = {reductions[r].file.format for r in ranks}
+    # the headline figures (sync stall, exposed communication, straggler, what-if) are the
+    # diagnosis' own: read by offline/results/profile_figures.py, never stored beside it
     analysis = ProfileAnalysis(
         torchscale_version=__version__,
         target=target,
@@ -56,18 +56,16 @@ def profile_analysis(
         ranks_analysed=len(ranks),
         backend=first.backend,
         device_type=first.device_type,
-        cycle_us=None,
         diagnosis=diagnosis,
-        sync_stall_pct=None,
         collective_wait_pct=found.raw_wait.overall_pct,
-        exposed_comm_pct=None,
         overlap_pct=None,
         matched_collectives=_instances(matched.usable),
         mismatches=list(matched.mismatches),
     )
     if diagnosis is None:
         unavailable["diagnosis"] = model.reason or "no step model"
-    _model_figures(analysis, model, diagnosis, unavailable, len(ranks))
+    if analysis.device_type not in (None, "cpu"):
+        analysis.memory_copy_share = model.memory
     analysis.clock = [
         ClockOffset(
             rank=int(row.rank),
@@ -78,45 +76,7 @@ def profile_analysis(
         for row in offsets.table.itertuples()
     ]
     analysis.arrival_agreement = _finite(arrivals.agreement)
-    verdict = diagnosis.straggler if diagnosis is not None else None
-    if verdict is not None and verdict.named and verdict.rank is not None:
-        mine = (
-            arrival.straggler
-            if arrival.straggler and arrival.straggler.rank == verdict.rank
-            else None
-        )
-        step_s = diagnosis.step_s.value if diagnosis is not None else None
-        gap_s = verdict.phase_gap_s.value if verdict.phase_gap_s is not None else None
-        analysis.straggler = StragglerFigures(
-            rank=verdict.rank,
-            last_arrival_share=arrival.shares.get(verdict.rank),
-            mean_lateness_us=_finite(mine.mean_lateness_us) if mine is not None else None,
-            phase=verdict.phase,
-            phase_gap_us=gap_s * 1e6 if gap_s is not None else None,
-            phase_gap_pct=100 * gap_s / step_s if gap_s is not None and step_s else None,
-            shares={str(k): float(v) for k, v in arrival.shares.items()},
-        )
-    elif len(ranks) > 1:
-        unavailable["straggler"] = (
-            verdict.summary if verdict is not None else model.reason or "no step model"
-        )
-    whatif = diagnosis.whatif if diagnosis is not None else None
-    if whatif is not None:
-        share = whatif.share
-        if share.measurable and share.value is not None:
-            analysis.whatif = [
-                WhatIf(
-                    rank=whatif.rank,
-                    saved_us_per_step=float(whatif.saved_s.value or 0.0) * 1e6,
-                    speedup_pct=100 * share.value,
-                    share=share,
-                )
-            ]
-        else:
-            unavailable["whatif"] = (
-                f"rank {whatif.rank} doing the others' work would save nothing "
-                f"measurable ({_not_measurable(share)})"
-            )
+    analysis.arrival_shares = {str(k): float(v) for k, v in arrival.shares.items()}
     analysis.ops = _op_figures(matched.usable)
     analysis.ranks = [_rank_figures(r, reductions[r], model, found.taxonomy) for r in ranks]
     analysis.stall_by_step = (
@@ -132,7 +92,6 @@ def profile_analysis(
         if model.waits_known
         else []
     )
-    analysis.cycle_us = _median(f.step_us for f in analysis.ranks if f.step_us is not None)
     analysis.top_kernels = kernels.kernel_figures([reductions[r].kernels for r in ranks])
     # HTA's overlap over every rank and step: computing while communicating / communication
     analysis.overlap_pct = inputs.overlap_pct
@@ -159,54 +118,6 @@ MEMORY_UNAVAILABLE = (
     "events (torch.profiler profile_memory) and the trace reader does not read them; the "
     "peaks of the measured windows are in the run's result.json (memory)"
 )
-
-
-def _not_measurable(estimate: Estimate) -> str:
-    if estimate.high is None:
-        return estimate.reason or "no interval"
-    return f"< {estimate.high * 100:.1f} % of the step"
-
-
-def _model_figures(
-    analysis: ProfileAnalysis,
-    model: step_model.StepModel,
-    diagnosis: Diagnosis | None,
-    unavailable: dict[str, str],
-    ranks: int,
-) -> None:
-    """The schema-1 headline figures, read off the diagnosis (one answer per question)."""
-    parts = {p.name: p for p in diagnosis.parts} if diagnosis else {}
-    wait = parts.get("wait_for_peers")
-    waits_known = diagnosis is not None and (
-        model.waits_known if diagnosis.source == "traces" else diagnosis.ranks > 1
-    )
-    if not waits_known or wait is None:
-        unavailable["sync_stall_pct"] = (
-            "one rank in the input: waiting for peers needs the same collectives on two or "
-            "more ranks"
-            if ranks < 2
-            else "no collective could be matched across ranks"
-        )
-    else:
-        analysis.sync_stall_pct = _pct_of(wait.share, "sync_stall_pct", unavailable)
-    transfer = parts.get("exposed_transfer")
-    if transfer is None:
-        unavailable["exposed_comm_pct"] = model.reason or "no step model"
-    else:
-        analysis.exposed_comm_pct = _pct_of(transfer.share, "exposed_comm_pct", unavailable)
-    if analysis.device_type not in (None, "cpu"):
-        analysis.memory_copy_share = model.memory
-
-
-def _pct_of(share: Estimate, key: str, unavailable: dict[str, str]) -> float | None:
-    """A share as %, 0 when it is exactly 0 on every step (interval [0, 0]), None with the
-    reason when it is not measurable above noise."""
-    if share.measurable and share.value is not None:
-        return 100 * share.value
-    if share.value is None and share.high == 0:
-        return 0.0
-    unavailable[key] = f"not measurable above noise ({_not_measurable(share)})"
-    return None
 
 
 def findings_for_target(
