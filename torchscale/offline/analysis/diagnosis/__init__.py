@@ -3,10 +3,13 @@
 Layer 2 (offline side) of docs/architecture.md: imports only from layers below and its own.
 
 - `step_model`: the model of a step every source shares (five parts that add up to the step,
-  their intervals, the straggler rule and the cross-checks that may withdraw its name), and
-  the phase timers' evidence fed into it;
-- `traces`: the profiler traces' evidence fed into the same model;
-- `kind`, `held_launches`, `late_collectives`: what a straggler's extra time is;
+  their intervals);
+- `timers`, `traces`: the phase timers' and the traces' evidence cut into that model, each
+  handing the straggler evidence to the one judge;
+- `verdict`: the one judge of that evidence (the straggler test, the kind, the cross-checks,
+  the withdrawal, in one order); `kind`, `host`, `held_launches`, `late_collectives`: what a
+  straggler's extra time is;
+- `inflation`: the traced steps against the measured windows (the profiler's inflation);
 - `findings`: what costs the most step time, ranked from the model's parts;
 - `diagnose`: the rule that picks the deciding source and adds the what-if and the findings.
 

@@ -10,8 +10,9 @@ rule a reader would get two answers. The rule (docs/methodology.md, "One diagnos
   phase timers. Every figure of the diagnosis (the step split, the per-rank waits, the
   straggler verdict, the what-if, the findings) comes from that source, so the figures agree
   with each other by construction.
-- **The straggler** is the deciding source's own-work gap test (paired per step, p < 0.01 and
-  at least 5 % of the step). Other evidence withdraws the name only when it significantly
+- **The straggler** is the deciding source's verdict, both sources judged by one function
+  (`verdict.judge`): the own-work gap test (paired per step, p < 0.01 and at least 5 % of the
+  step), then the kind rules. Other evidence withdraws the name only when it significantly
   names another rank: arrival order that picks a different rank (binomial test), the others
   waiting significantly less than the candidate, or the no_sync windows showing it
   significantly faster. Evidence that merely fails to confirm withdraws nothing.
