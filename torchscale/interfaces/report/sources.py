@@ -10,14 +10,11 @@ never a traceback; only a path that holds nothing usable at all raises `ResultsE
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-import yaml
+from typing import TypeVar
 
 from torchscale.contracts.errors import ResultsError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
@@ -30,7 +27,6 @@ from torchscale.offline.results.directory_layout import ProfileRun, ResultLayout
 from torchscale.offline.results.documents import (
     Read,
     read_cell,
-    read_cells,
     read_comm,
     read_folder,
     read_max_batch,
@@ -192,36 +188,15 @@ def _read_profiles(
     return entries, unanalysed
 
 
-def _load_without_metadata(root: Path) -> Experiment:
-    """The cells of an experiment whose config.yaml or env.json is corrupt (`load` refuses
-    those): the cells are still worth a report; the broken file is in `skipped`."""
-    layout = ResultLayout(root)
-    results, versions, bad = read_cells(layout)
-    config: dict[str, Any] = {}
-    try:
-        data = yaml.safe_load(layout.config_path.read_text(encoding="utf-8"))
-        config = data if isinstance(data, dict) else {}
-    except (OSError, ValueError, yaml.YAMLError):
-        pass  # reported by the caller
-    environment: dict[str, Any] = {}
-    try:
-        data = json.loads(layout.environment_path.read_text(encoding="utf-8"))
-        environment = data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        pass
-    return Experiment(root, config, environment, results, versions, bad)
-
-
 def _read_experiment(root: Path, skipped: list[Skipped]) -> ExperimentSource | None:
     """One experiment directory, or None when nothing in it can be used (reasons skipped)."""
     layout = ResultLayout(root)
     experiment = None
     if _is_dir(layout.cells_dir):
-        try:
-            experiment = load(root)
-        except ResultsError as exc:
-            _skip(skipped, root, str(exc))
-            experiment = _load_without_metadata(root)
+        problems: list[str] = []  # a corrupt config.yaml or env.json: the cells still count
+        experiment = load(root, problems)
+        for problem in problems:
+            _skip(skipped, root, problem)
         # the lazy tables read steps/ now: a torn step file is found here, not mid-report
         _ = experiment.cells, experiment.ranks, experiment.steps
         for path, reason in experiment.skipped:

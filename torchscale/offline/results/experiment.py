@@ -120,23 +120,31 @@ class Experiment:
         return records
 
 
-def _read_mapping(path: Path, parse: Any, what: str) -> dict[str, Any]:
+def _read_mapping(path: Path, parse: Any, what: str, problems: list[str] | None) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
         data = parse(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ResultsError(f"cannot read {path}: {describe_os_error(exc)}") from None
+        problem = f"cannot read {path}: {describe_os_error(exc)}"
     except (ValueError, yaml.YAMLError) as exc:
-        raise ResultsError(f"{path}: not a valid {what}: {exc}") from None
-    return data if isinstance(data, dict) else {}
+        problem = f"{path}: not a valid {what}: {exc}"
+    else:
+        return data if isinstance(data, dict) else {}
+    if problems is None:
+        raise ResultsError(problem)
+    problems.append(problem)
+    return {}
 
 
-def load(path: str | Path) -> Experiment:
+def load(path: str | Path, metadata_problems: list[str] | None = None) -> Experiment:
     """Read the results directory of one experiment (`<output>/<experiment_name>`).
 
     Cells of every known schema version are upgraded to the current one; an unreadable file or
-    one of a newer version is skipped with a one-line reason (in `skipped` and the log).
+    one of a newer version is skipped with a one-line reason (in `skipped` and the log). A
+    config.yaml or env.json that cannot be read raises ResultsError, or, given
+    `metadata_problems`, reads as empty with its reason added there (the report still shows
+    the cells).
     """
     layout = ResultLayout(Path(path))
     root = layout.root
@@ -148,8 +156,9 @@ def load(path: str | Path) -> Experiment:
             else ""
         )
         raise ResultsError(f"{root} is not a torchscale results directory (no cells/){hint}")
-    config = _read_mapping(layout.config_path, yaml.safe_load, "YAML config")
-    environment = _read_mapping(layout.environment_path, json.loads, "JSON environment")
+    problems = metadata_problems
+    config = _read_mapping(layout.config_path, yaml.safe_load, "YAML config", problems)
+    environment = _read_mapping(layout.environment_path, json.loads, "JSON environment", problems)
     results, versions, skipped = read_cells(layout)
     for file, reason in skipped:
         log.warning("skipping %s: %s", file, reason)

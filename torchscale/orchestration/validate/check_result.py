@@ -6,25 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from torchscale.contracts.schema.validate_report import (
-    CheckResult,
-    CheckStatus,
-    Measurement,
-    ValidateReport,
-)
-
-__all__ = [
-    "SEVERITY",
-    "CheckResult",
-    "CheckStatus",
-    "Measurement",
-    "ValidateReport",
-    "failed",
-    "passed",
-    "skipped",
-    "status_counts",
-    "warned",
-]
+from torchscale.contracts.schema.validate_report import CheckResult as CheckResult
+from torchscale.contracts.schema.validate_report import CheckStatus as CheckStatus
+from torchscale.contracts.schema.validate_report import Measurement as Measurement
+from torchscale.contracts.schema.validate_report import ValidateReport as ValidateReport
 
 # worst first: a verdict over several GPUs, ranks or figures is its worst one's
 SEVERITY = (

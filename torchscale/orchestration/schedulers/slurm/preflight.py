@@ -18,7 +18,6 @@ prints them) and the driver's output; a cell on a broken node fails with its own
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -89,15 +88,15 @@ def validate_argv(
 
 def node_verdict(path: Path) -> str:
     """One node's validate report in one line: 'ok', 'not ready: <verdict>' or why unread."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return f"no report ({type(exc).__name__}: {exc})"
-    verdict = str(report.get("verdict", "")).strip()
-    host = report.get("hostname", "?")
-    if report.get("ok") is True:
-        return f"ok ({host})"
-    return f"not ready ({host}): {verdict or 'see the report'}"
+    from torchscale.offline.results.documents import read_validate_report
+
+    read = read_validate_report(path)
+    if read.doc is None:
+        return f"no report ({read.problem})"
+    report = read.doc
+    if report.ok:
+        return f"ok ({report.hostname})"
+    return f"not ready ({report.hostname}): {report.verdict.strip() or 'see the report'}"
 
 
 def fleet_verdict(paths: list[Path]) -> str:
