@@ -285,10 +285,10 @@ def run(out: Path, cli_events: bool) -> tuple[Tracer, list[dict[str, Any]], Path
         config = load_config(config_path, [])
         events = None
         if cli_events:
-            from torchscale.interfaces.cli.benchmark_cmd import _Printer
+            from torchscale.interfaces.console.benchmark import BenchmarkPrinter
 
             plan = api.plan_benchmark(config)
-            events = _Printer(len(plan.cells), plan).events()
+            events = BenchmarkPrinter(len(plan.cells), plan).events()
         tracer = Tracer()
         with host_writes(writes_log), traced(tracer):
             benchmark = api.run_benchmark(config, out, env=env, events=events)

@@ -35,7 +35,7 @@ def test_one_benchmark_calls_only_down_and_writes_each_file_once(tmp_path: Path)
     assert [(s.caller, s.callee, s.line) for s in route.real_up] == []
     # the CLI's printer is called back through the events it handed down, and only it
     assert route.callbacks_up
-    assert {s.callee for s in route.callbacks_up} == {"torchscale.interfaces.cli.benchmark_cmd"}
+    assert {s.callee for s in route.callbacks_up} == {"torchscale.interfaces.console.benchmark"}
 
     (result,) = route.result_files
     cell = Path(result).stem

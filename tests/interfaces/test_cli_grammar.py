@@ -262,7 +262,7 @@ def test_report_o_names_an_existing_file_without_a_suffix(tmp_path: Path) -> Non
 
 def test_the_consoles_read_no_emoji_codes_in_user_strings() -> None:
     """A plug-in named `mod:factory` printed beside a colon stays itself, never "mod🏭"."""
-    from torchscale.interfaces.cli.common import stderr, stdout
+    from torchscale.interfaces.console.streams import stderr, stdout
 
     for console in (stdout, stderr):
         with console.capture() as captured:

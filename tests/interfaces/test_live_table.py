@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.interfaces.cli import benchmark_cmd, common
+from torchscale.interfaces.console import benchmark, streams
 from torchscale.interfaces.console.live_table import (
     COLUMNS,
     NOTE_PREFIX,
@@ -133,10 +133,10 @@ def test_the_printer_shows_the_table_not_the_cell_lines(monkeypatch: pytest.Monk
     results = [r for r in sweep() if r.cell.label == "tiny-mlp" and r.cell.batch_size == 16]
     out = io.StringIO()
     console = Console(file=out, highlight=False, width=80, soft_wrap=True)
-    monkeypatch.setattr(benchmark_cmd, "stdout", console)
-    monkeypatch.setattr(common.Verbosity, "level", 0)
+    monkeypatch.setattr(benchmark, "stdout", console)
+    monkeypatch.setattr(streams.Verbosity, "level", 0)
     monkeypatch.setenv("COLUMNS", "80")
-    printer = benchmark_cmd._Printer(len(plan.cells), plan)
+    printer = benchmark.BenchmarkPrinter(len(plan.cells), plan)
     try:
         for i, (planned, result) in enumerate(zip(plan.cells, results, strict=True)):
             printer.cell_start(planned, i, 2, True)

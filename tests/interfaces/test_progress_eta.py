@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.interfaces.cli import benchmark_cmd, common
+from torchscale.interfaces.console import benchmark, streams
 from torchscale.interfaces.report.progress import (
     Finished,
     SweepProgress,
@@ -104,9 +104,9 @@ def test_running_lines_say_where_the_sweep_stands(monkeypatch: pytest.MonkeyPatc
     # a console of its own: patching the shared one's `file` would leave it writing to this
     # test's capture for the tests after it
     console = Console(file=out, highlight=False, soft_wrap=True)
-    monkeypatch.setattr(benchmark_cmd, "stderr", console)
-    monkeypatch.setattr(common.Verbosity, "level", 1)
-    printer = benchmark_cmd._Printer(len(plan.cells), plan)
+    monkeypatch.setattr(benchmark, "stderr", console)
+    monkeypatch.setattr(streams.Verbosity, "level", 1)
+    printer = benchmark.BenchmarkPrinter(len(plan.cells), plan)
     try:
         printer.cell_start(plan.cells[0], 0, 2, True)
         printer.cell_done(ok_result(plan.cells[0]), False)
@@ -138,10 +138,10 @@ def test_a_log_gets_the_position_under_the_live_table(monkeypatch: pytest.Monkey
     plan = build_plan(config, Machine(0, 2))
     out = io.StringIO()
     console = Console(file=out, highlight=False, soft_wrap=True)
-    monkeypatch.setattr(benchmark_cmd, "stdout", console)
-    monkeypatch.setattr(benchmark_cmd, "POSITION_EVERY_S", 0.0)
-    monkeypatch.setattr(common.Verbosity, "level", 0)
-    printer = benchmark_cmd._Printer(len(plan.cells), plan)
+    monkeypatch.setattr(benchmark, "stdout", console)
+    monkeypatch.setattr(benchmark, "POSITION_EVERY_S", 0.0)
+    monkeypatch.setattr(streams.Verbosity, "level", 0)
+    printer = benchmark.BenchmarkPrinter(len(plan.cells), plan)
     try:
         printer.cell_start(plan.cells[0], 0, 2, True)
         printer.cell_done(ok_result(plan.cells[0]), False)

@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.interfaces.cli import benchmark_cmd, common, report_cmd
+from torchscale.interfaces.cli import report_cmd
 from torchscale.interfaces.cli.app import app
+from torchscale.interfaces.console import benchmark, streams
 from torchscale.interfaces.report.progress import Step, StepProgress
 from torchscale.interfaces.report.render import pdf
 from torchscale.orchestration.config.schema import BenchConfig
@@ -168,10 +169,10 @@ def test_profile_lines_say_where_the_profiles_stand(monkeypatch: pytest.MonkeyPa
     plan = _plan(2)
     for quiet in (False, True):
         err, out = io.StringIO(), io.StringIO()
-        monkeypatch.setattr(benchmark_cmd, "stderr", Console(file=err, width=200))
-        monkeypatch.setattr(benchmark_cmd, "stdout", Console(file=out, width=200))
-        monkeypatch.setattr(common.Verbosity, "level", -1 if quiet else 0)
-        printer = benchmark_cmd._Printer(len(plan.cells), plan)
+        monkeypatch.setattr(benchmark, "stderr", Console(file=err, width=200))
+        monkeypatch.setattr(benchmark, "stdout", Console(file=out, width=200))
+        monkeypatch.setattr(streams.Verbosity, "level", -1 if quiet else 0)
+        printer = benchmark.BenchmarkPrinter(len(plan.cells), plan)
         clock = FakeClock()
         first, second = (Selected(p.cell.id, "profiling.trigger is 'always'") for p in plan.cells)
         try:
@@ -202,7 +203,7 @@ def test_the_report_progress_starts_no_bar_off_a_terminal(
     """A log gets lines, not a bar's leftovers (rich prints a blank line when a bar stops)."""
     err = io.StringIO()
     monkeypatch.setattr(report_cmd, "stderr", Console(file=err, width=120))
-    monkeypatch.setattr(common.Verbosity, "level", 0)
+    monkeypatch.setattr(streams.Verbosity, "level", 0)
     progress = report_cmd._Progress(lines=True)
     progress.step(Step("build", 0, 1))
     progress.step(Step("build", 1, 1))

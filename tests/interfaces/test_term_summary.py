@@ -18,9 +18,8 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from tests.report_sample import sample_report
-from torchscale.interfaces.cli import common
 from torchscale.interfaces.cli.app import app
-from torchscale.interfaces.console import report_summary
+from torchscale.interfaces.console import report_summary, streams
 from torchscale.interfaces.console import report_term as term
 from torchscale.interfaces.formatting import format_value, strip_code
 from torchscale.interfaces.report.build import build_report
@@ -139,7 +138,7 @@ def test_key_figures_lose_their_notes_before_they_are_left_out() -> None:
 
 
 def _invoke(*args: str, columns: str | None, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setattr(common.stdout, "_width", None)  # read COLUMNS as rich does
+    monkeypatch.setattr(streams.stdout, "_width", None)  # read COLUMNS as rich does
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
     env = {"COLUMNS": columns} if columns is not None else {}

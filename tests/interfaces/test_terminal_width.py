@@ -23,9 +23,9 @@ from tests.report_sample import sample_report
 from torchscale.api import build_report
 from torchscale.contracts.model_specs.listing import rows as model_rows
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.interfaces.cli import common
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console import report_term as term
+from torchscale.interfaces.console import streams
 from torchscale.interfaces.console.sweep_tables import (
     TABLE_COLUMNS,
     _row_cells,
@@ -100,7 +100,7 @@ def test_a_narrow_terminal_says_what_it_left_out_or_abbreviated() -> None:
 
 
 def _list_output(monkeypatch: pytest.MonkeyPatch, width: int) -> str:
-    monkeypatch.setattr(common.stdout, "_width", None)  # read COLUMNS as rich does
+    monkeypatch.setattr(streams.stdout, "_width", None)  # read COLUMNS as rich does
     result = CliRunner().invoke(app, ["list"], env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
     return result.output
@@ -206,7 +206,7 @@ def test_report_term_printed_takes_the_terminals_width(
 ) -> None:
     """`torchscale report -f term` printed (no --output) is as wide as the terminal; before,
     it stayed 100 columns whatever the width."""
-    monkeypatch.setattr(common.stdout, "_width", None)  # read COLUMNS as rich does
+    monkeypatch.setattr(streams.stdout, "_width", None)  # read COLUMNS as rich does
     source = FIXTURES / "results_v2" / "v2_fixture"
     result = CliRunner().invoke(
         app, ["report", "-s", str(source), "-f", "term"], env={"COLUMNS": str(width)}
@@ -274,8 +274,8 @@ def test_lines_go_whole_to_a_pipe_and_cut_with_their_prefix_to_a_terminal(
 ) -> None:
     """To a file or pipe (no COLUMNS) a line stays one line, for grep and logs; with COLUMNS
     (or a terminal) it is cut to the width, each row a '> ' row."""
-    from torchscale.interfaces.cli.common import print_lines
     from torchscale.interfaces.console.lines import Line
+    from torchscale.interfaces.console.streams import print_lines
 
     text = "> [ANALYSIS] Step 4.45 ms: " + ", ".join(f"part{i} {i}.5 %" for i in range(12))
     monkeypatch.delenv("COLUMNS", raising=False)

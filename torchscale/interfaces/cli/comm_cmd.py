@@ -13,8 +13,9 @@ import typer
 from rich.markup import escape
 
 from torchscale.contracts.catalog import COLLECTIVES
-from torchscale.interfaces.cli.common import Verbosity, handle_errors, stderr, stdout, table_width
+from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
+from torchscale.interfaces.console.streams import Verbosity, stderr, stdout, table_width
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 from torchscale.orchestration.comm.planning import (
     CPU_MAX_BYTES,

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from torchscale.interfaces.cli.common import Verbosity, handle_errors, stdout
+from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.cli.shared_options import DottedOverrides, SetOverrides, VerbosityFlag
+from torchscale.interfaces.console.streams import Verbosity, stdout
 
 app = typer.Typer(help="Check, resolve and describe benchmark config files.", no_args_is_help=True)
 

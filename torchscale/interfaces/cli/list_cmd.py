@@ -11,8 +11,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from torchscale.interfaces.cli.common import handle_errors, stdout
+from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.console.fit import FitColumn, fit_table
+from torchscale.interfaces.console.streams import stdout
 
 # what `fit_table` may abbreviate or leave out at 80 columns, lowest value first: the name
 # and the exact count are what the list is for, never cut

@@ -10,13 +10,9 @@ from typing import Annotated
 
 import typer
 
-from torchscale.interfaces.cli.common import (
-    Verbosity,
-    handle_errors,
-    print_error_lines,
-    stdout,
-)
+from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
+from torchscale.interfaces.console.streams import Verbosity, print_error_lines, stdout
 
 
 @handle_errors

@@ -9,14 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from torchscale.interfaces.cli.common import (
-    Verbosity,
-    handle_errors,
-    print_lines,
-    stderr,
-    stdout,
-)
+from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
+from torchscale.interfaces.console.streams import Verbosity, print_lines, stderr, stdout
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 from torchscale.orchestration.profiling.standalone import (
     CPU_MODEL,

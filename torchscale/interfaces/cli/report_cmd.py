@@ -11,8 +11,9 @@ import typer
 from rich.markup import escape
 
 from torchscale.contracts.errors import EXIT_NOT_JUDGED, EXIT_REGRESSION
-from torchscale.interfaces.cli.common import Verbosity, handle_errors, stderr, stdout
+from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
+from torchscale.interfaces.console.streams import Verbosity, stderr, stdout
 
 if TYPE_CHECKING:
     from rich.progress import TaskID

@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from torchscale import __version__
-from torchscale.interfaces.cli.common import Verbosity, print_error_lines
+from torchscale.interfaces.console.streams import Verbosity, print_error_lines
 
 
 class Subcommand(NamedTuple):

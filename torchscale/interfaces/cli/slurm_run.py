@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from torchscale.contracts.errors import UsageError
-from torchscale.interfaces.cli.common import stdout
+from torchscale.interfaces.console.streams import stdout
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.schedulers.slurm.client import job_states, require_sbatch

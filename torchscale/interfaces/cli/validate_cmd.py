@@ -11,17 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Literal, cast
 import typer
 from rich.markup import escape
 
-from torchscale.interfaces.cli.common import (
-    Verbosity,
-    as_stop,
-    handle_errors,
-    print_lines,
-    stderr,
-    stdout,
-    stop_exit,
-)
+from torchscale.interfaces.cli.common import as_stop, handle_errors, stop_exit
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
 from torchscale.interfaces.console.lines import Level, Line
+from torchscale.interfaces.console.streams import Verbosity, print_lines, stderr, stdout
 
 if TYPE_CHECKING:
     from torchscale.orchestration.validate.check_result import ValidateReport
