@@ -142,9 +142,8 @@ _NODE = re.compile(r"<[a-zA-Z]")
 def structure(report: Any) -> dict[str, int]:
     """What the charts are made of, independent of the machine: charts drawn, the most series
     and legend entries on one chart, and SVG nodes (most on one chart, all together)."""
-    from torchscale.interfaces.report.render.svg_charts import chart_svg
-
     from torchscale.interfaces.report.charts.plot import plot
+    from torchscale.interfaces.report.render.svg_direct import chart_svg
 
     charts = report.charts()
     plots = [plot(chart) for chart in charts]
@@ -219,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         rows, shapes = {}, {}
         warm = write_results(Path(tmp) / "warm", min(args.small, 8))
-        measure(warm, formats, warm)  # imports (jinja2, matplotlib, weasyprint) once
+        measure(warm, formats, warm)  # imports (jinja2, weasyprint) once
         for cells in (args.small, args.cells):
             experiment = write_results(Path(tmp), cells)
             rows[cells], report = measure(experiment, formats, experiment)

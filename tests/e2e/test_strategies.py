@@ -239,7 +239,7 @@ def test_throughput_by_layout_goes_on_a_log_axis_when_it_spans_a_decade() -> Non
     """Seen in a 50-cell report: a linear axis up to ~50k samples/s with most bars squashed
     near zero. Rates spanning more than 10x are drawn on a log axis, said in the label; memory
     and shares keep their linear axis. The PDF's chart draws it (a log y axis)."""
-    from torchscale.interfaces.report.render.svg_charts import chart_svg
+    from torchscale.interfaces.report.render.svg_direct import chart_svg
     from torchscale.interfaces.report.sections.strategies import _chart
 
     rows = [

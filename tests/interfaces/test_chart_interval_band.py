@@ -1,6 +1,6 @@
 """A forecast's interval is drawn as a shaded band along its dashed line (`Series.interval ==
-"band"`), in every chart back-end: plotly (the interactive HTML), the SVG written straight from
-the model (the static HTML) and matplotlib (the PDF). A measured series keeps a bar per point.
+"band"`), in both chart back-ends: plotly (the interactive HTML) and the SVG written straight
+from the model (the static HTML and the PDF). A measured series keeps a bar per point.
 The band is split where an interval end is missing, and a point standing alone in it keeps its
 bar (a one-point band has no width). Bars and dots never get a band: their points are not
 joined."""
@@ -11,9 +11,6 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from matplotlib.collections import PolyCollection
-from matplotlib.colors import to_rgba
-from matplotlib.lines import Line2D
 
 from torchscale.interfaces.report.charts.plot import (
     INTERVAL_BAND_ALPHA,
@@ -22,7 +19,7 @@ from torchscale.interfaces.report.charts.plot import (
     plot,
 )
 from torchscale.interfaces.report.model import Chart, Series
-from torchscale.interfaces.report.render import svg_charts, svg_direct
+from torchscale.interfaces.report.render import svg_direct
 from torchscale.interfaces.report.render.plotly_charts import figure
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -143,10 +140,6 @@ def test_a_gap_splits_the_band_and_a_lone_point_keeps_its_bar() -> None:
     (group,) = [g for g in root.iter(f"{NS}g") if g.get("id") == "forecast-band-series-1"]
     bars = [p for p in group.iter(f"{NS}path") if "V" in p.get("d", "")]
     assert len(bars) == 1 and bars[0].get("d", "").count("M") == 1
-    ax = svg_charts._figure(lone).axes[0]
-    assert [a.get_gid() for a in ax.get_children() if isinstance(a, Line2D)].count(
-        svg_charts.series_id(1, "interval-lone")
-    ) == 1
 
 
 def test_the_static_svg_fills_the_bands_under_every_series() -> None:
@@ -184,24 +177,3 @@ def test_a_cut_forecast_interval_keeps_its_legend_group_in_plotly() -> None:
     assert band["legendgroup"] == forecast["legendgroup"]
     assert all(m["legendgroup"] == forecast["legendgroup"] for m in marks)
     assert not forecast["legendgroup"].startswith("series-")
-
-
-def test_the_pdf_fills_the_band_under_every_line() -> None:
-    ax = svg_charts._figure(_chart()).axes[0]
-    gid = svg_charts.series_id
-    (band,) = [a for a in ax.get_children() if a.get_gid() == gid(1, "interval")]
-    assert isinstance(band, PolyCollection) and not isinstance(band, Line2D)
-    colour = plot(_chart()).series[1].colour
-    assert tuple(band.get_facecolor()[0]) == pytest.approx(to_rgba(colour, INTERVAL_BAND_ALPHA))
-    assert band.get_linewidth()[0] == 0
-    lines = [a for a in ax.lines if a.get_gid() in (gid(0), gid(1))]
-    assert lines and all(band.get_zorder() < line.get_zorder() for line in lines)
-    (polygon,) = band.get_paths()
-    xs = {round(float(x), 6) for x, _ in polygon.vertices}
-    assert xs == {2.0, 4.0, 8.0}
-    # the measured series keeps its bars, a line
-    (bars,) = [a for a in ax.get_children() if a.get_gid() == gid(0, "interval")]
-    assert isinstance(bars, Line2D)
-    svg = svg_charts.chart_svg(_chart())
-    opening = svg.index('<g id="series-1-interval">')
-    assert "fill-opacity: 0.2" in svg[opening : svg.index("</g>", opening)]

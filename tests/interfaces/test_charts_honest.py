@@ -16,16 +16,15 @@ import re
 from pathlib import Path
 
 import pytest
-from matplotlib.patches import PathPatch
 
+from tests.interfaces.test_svg_direct import NS, groups, parse, plot_box, rect, title_of
 from tests.scale_sample import scale_report
 from torchscale.interfaces.report.charts.axes import CLIP_SPAN
 from torchscale.interfaces.report.charts.limits import cap_chart
 from torchscale.interfaces.report.charts.plot import CLIP_DOWN, CLIP_UP, plot
 from torchscale.interfaces.report.model import Chart, Series
-from torchscale.interfaces.report.render import svg_charts
 from torchscale.interfaces.report.render.plotly_charts import figure
-from torchscale.interfaces.report.render.svg_charts import chart_svg, series_id
+from torchscale.interfaces.report.render.svg_direct import chart_svg, series_id
 from torchscale.interfaces.report.sections import strategies
 
 WILD_HIGH = 10.5  # a 2-repeat interval's top: 1,050 %
@@ -108,13 +107,13 @@ def test_both_back_ends_draw_the_cut_and_its_mark() -> None:
     assert "1050" in html.unescape(mark["text"][0]) or "1,050" in mark["text"][0]
     assert fig["layout"]["yaxis"]["range"] == [p.y.low, p.y.high]
     assert f">{CLIP_UP} interval cut" in fig["layout"]["title"]["text"]
-    ax = svg_charts._figure(chart).axes[0]
-    assert ax.get_ylim() == pytest.approx((p.y.low, p.y.high))
-    (up,) = [line for line in ax.lines if line.get_gid() == series_id(0, "clip-up")]
-    assert list(up.get_ydata()) == [p.y.high] and not up.get_clip_on()
     svg = chart_svg(chart)
-    title = re.search(r'<g id="series-0-clip-up"><title>([^<]*)</title>', svg)
-    assert title is not None and ("1050" in title.group(1) or "1,050" in title.group(1))
+    up = groups(parse(svg))[series_id(chart.id, 0, "clip-up")]
+    assert "1050" in title_of(up) or "1,050" in title_of(up)
+    # the mark sits on the plot's top edge (the axis' high end), over the frame
+    top = plot_box(parse(svg))[1]
+    ys = [float(v) for v in re.findall(r",([-\d.]+)", up[1].attrib["d"])]
+    assert min(ys) < top < max(ys)
     assert CLIP_UP in svg  # the subtitle is text in the picture
 
 
@@ -162,7 +161,9 @@ def test_bars_stand_on_zero_of_a_linear_axis() -> None:
     assert p.kind == "bar" and p.y.scale == "linear" and p.y.low == 0.0
     fig = figure(_layout_bars(y_log=False))
     assert fig["layout"]["yaxis"]["range"][0] == 0.0
-    assert svg_charts._figure(_layout_bars(y_log=False)).axes[0].get_ylim()[0] == 0.0
+    root = parse(chart_svg(_layout_bars(y_log=False)))
+    bars = groups(root)[series_id("throughput", 0)][1].attrib["d"]
+    assert {rect(part)[3] for part in bars.split("Z")[:-1]} == {plot_box(root)[3]}
 
 
 def test_no_bars_on_a_log_axis_dots_instead() -> None:
@@ -175,10 +176,11 @@ def test_no_bars_on_a_log_axis_dots_instead() -> None:
     traces = figure(chart)["data"][: len(p.series)]
     assert {t["type"] for t in traces} == {"scatter"}
     assert {t["mode"] for t in traces} == {"markers"}
-    ax = svg_charts._figure(chart).axes[0]
-    assert not [patch for patch in ax.patches if isinstance(patch, PathPatch)]
-    dots = [line for line in ax.lines if line.get_gid() == series_id(0)]
-    assert dots and dots[0].get_linestyle() == "None"
+    drawn = groups(parse(chart_svg(chart)))[series_id(chart.id, 0)]
+    paths = [e for e in drawn if e.tag == f"{NS}path"]
+    assert not [e for e in paths if e.get("stroke") == "white"]  # no bar
+    assert not [e for e in paths if e.get("fill") == "none" and "V" not in e.attrib["d"]]
+    assert [e for e in paths if e.get("fill", "").startswith("#")]  # the dots
 
 
 def test_an_absent_series_is_named_in_the_chart() -> None:

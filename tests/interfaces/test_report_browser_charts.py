@@ -1,7 +1,8 @@
-"""The HTML report's charts as a real headless Chromium lays them out at 1400 px:
-no legend taller than its plot or lying over it, and each series in the colour the PDF draws
-it in. Charts from the 500-cell results of benchmarks/report_scale.py, where a legend stood
-1,000 px tall over a 100 px plot, and from the hand-made sample report."""
+"""The HTML report's charts as a real headless Chromium lays them out at 1400 px: no legend
+taller than its plot or lying over it, and each series in the colour the static SVG (the PDF's
+and the plain HTML's) draws it in. Charts from the 500-cell results of
+benchmarks/report_scale.py, where a legend stood 1,000 px tall over a 100 px plot, and from the
+hand-made sample report."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from matplotlib.colors import to_hex, to_rgba
-from matplotlib.lines import Line2D
 
 from tests.interfaces.test_report_browser import (
     CHROMIUM,
@@ -22,12 +21,13 @@ from tests.interfaces.test_report_browser import (
     run_chromium,
     wait_gone,
 )
+from tests.interfaces.test_svg_direct import legend_entries, parse
 from tests.report_sample import paired_chart, sample_report
 from tests.scale_sample import one_per_family, scale_report
 from torchscale.interfaces.report.charts.plot import plot
 from torchscale.interfaces.report.model import Chart, Report, Section
 from torchscale.interfaces.report.render import html as html_format
-from torchscale.interfaces.report.render import svg_charts
+from torchscale.interfaces.report.render import svg_direct
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
@@ -122,15 +122,7 @@ def _legend_colours(div: Node, patterns: dict[str, str]) -> dict[str, str]:
 
 
 def _pdf_legend_colours(chart: Chart) -> dict[str, str]:
-    fig = svg_charts._figure(chart)
-    if not fig.legends:
-        return {}
-    legend = fig.legends[0]
-    colours = {}
-    for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True):
-        colour = handle.get_color() if isinstance(handle, Line2D) else handle.get_facecolor()
-        colours[text.get_text().replace("\\$", "$")] = to_hex(to_rgba(colour)[:3])
-    return colours
+    return dict(legend_entries(parse(svg_direct.chart_svg(chart))))
 
 
 @pytest.mark.slow
@@ -156,8 +148,8 @@ def test_no_legend_is_taller_than_its_plot_or_over_it(drawn: tuple[list[Chart], 
 
 
 @pytest.mark.slow
-def test_each_series_has_the_pdfs_colour(drawn: tuple[list[Chart], Node]) -> None:
-    """b32 was yellow in the HTML and vermillion in the PDF."""
+def test_each_series_has_the_static_svgs_colour(drawn: tuple[list[Chart], Node]) -> None:
+    """b32 was yellow in the interactive HTML and vermillion in the PDF."""
     charts, root = drawn
     patterns = _pattern_colours(root)
     for chart in charts:

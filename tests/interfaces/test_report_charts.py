@@ -1,5 +1,5 @@
-"""Charts a stakeholder reads in ten seconds, in both renderers: category labels
-that never overprint (measured), legends off the data, ticks without "20,000.0", a log axis
+"""Charts a stakeholder reads in ten seconds, plotly's and the static SVG's: category labels
+that never overprint, legends off the data, ticks without "20,000.0", a log axis
 for throughput spanning decades, the baseline chart coloured by verdict over its noise band,
 one heatmap colour scale per meaning, inline code in prose, row tints that mean something,
 and `--html-link` for the Markdown."""
@@ -9,18 +9,16 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
 import pytest
-from matplotlib.colors import to_hex, to_rgb
-from matplotlib.figure import Figure
-from matplotlib.patches import PathPatch
-from matplotlib.text import Text
 from typer.testing import CliRunner
 
+from tests.interfaces.test_svg_direct import NS, groups, parse, plot_box, texts
 from tests.report_sample import paired_chart, sample_report
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.formatting import (
@@ -32,6 +30,7 @@ from torchscale.interfaces.formatting import (
     tick_labels,
 )
 from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.charts.plot import plot
 from torchscale.interfaces.report.model import (
     Band,
     Chart,
@@ -45,7 +44,7 @@ from torchscale.interfaces.report.model import (
 from torchscale.interfaces.report.model import (
     Text as TextBlock,
 )
-from torchscale.interfaces.report.render import markdown, pdf, svg_charts
+from torchscale.interfaces.report.render import markdown, pdf, svg_direct
 from torchscale.interfaces.report.render.html import render as render_html
 from torchscale.interfaces.report.render.plotly_charts import figure
 from torchscale.interfaces.report.sections import scaling
@@ -56,38 +55,43 @@ from torchscale.interfaces.report.sources import read_sources
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
-def _drawn(chart: Chart) -> Figure:
-    fig = svg_charts._figure(chart)
-    fig.draw_without_rendering()
-    return fig
+def _drawn(chart: Chart) -> ET.Element:
+    return parse(svg_direct.chart_svg(chart))
 
 
-def _x_labels(fig: Figure) -> list[Text]:
-    ax = fig.axes[0]
-    low, high = sorted(ax.get_xlim())
-    return [
-        label
-        for tick, label in zip(ax.get_xticks(), ax.get_xticklabels(), strict=False)
-        if label.get_visible() and label.get_text() and low <= tick <= high
+def _x_labels(root: ET.Element) -> list[ET.Element]:
+    """The category labels under the plot, left to right."""
+    left, _, _, bottom = plot_box(root)
+    under = [
+        t
+        for t in root.iter(f"{NS}text")
+        if bottom < float(t.attrib["y"]) < bottom + 40 and float(t.attrib["x"]) >= left
     ]
+    return sorted(
+        (t for t in under if t.get("font-size") != str(svg_direct.SMALL)),
+        key=lambda t: float(t.attrib["x"]),
+    )
 
 
-def _assert_apart(fig: Figure) -> None:
-    """No two x labels overprint: level ones by their boxes; slanted ones (parallel strips)
-    by their distance across the slant against a line's height."""
-    labels = sorted(_x_labels(fig), key=lambda t: t.get_window_extent().x0)
+def _width(label: ET.Element) -> float:
+    """The widest line of a label, as the writer estimates it (characters x font size)."""
+    lines = [t.text or "" for t in label.iter(f"{NS}tspan")] or [label.text or ""]
+    size = float(label.attrib["font-size"])
+    return max(svg_direct._text_width(line, size) for line in lines)
+
+
+def _assert_apart(root: ET.Element) -> None:
+    """No two x labels overprint: level ones by their (estimated) widths; slanted ones
+    (parallel strips) by their distance across the slant against a line's height."""
+    labels = _x_labels(root)
     assert len(labels) >= 2
     for a, b in itertools.pairwise(labels):
-        angle = a.get_rotation()
-        if angle == 0:
-            assert a.get_window_extent().x1 <= b.get_window_extent().x0, (
-                a.get_text(),
-                b.get_text(),
-            )
+        xa, xb = float(a.attrib["x"]), float(b.attrib["x"])
+        if "rotate" not in a.get("transform", ""):
+            assert xa + _width(a) / 2 <= xb - _width(b) / 2, (a.text, b.text)
         else:
-            pitch = b.get_window_extent().x1 - a.get_window_extent().x1
-            height = a.get_fontsize() / 72 * fig.dpi
-            assert pitch * math.sin(math.radians(angle)) >= height, (a.get_text(), b.get_text())
+            height = float(a.attrib["font-size"]) * 1.3
+            assert (xb - xa) * math.sin(math.radians(svg_direct.ROTATION)) >= height
 
 
 def _categories(count: int, width: int) -> list[float | int | str]:
@@ -128,11 +132,11 @@ def _categories(count: int, width: int) -> list[float | int | str]:
     ],
     ids=lambda c: c.id,
 )
-def test_pdf_category_labels_never_overprint(chart: Chart) -> None:
+def test_static_category_labels_never_overprint(chart: Chart) -> None:
     _assert_apart(_drawn(chart))
 
 
-def test_pdf_many_slanted_labels_are_thinned_not_stacked() -> None:
+def test_static_many_slanted_labels_are_thinned_not_stacked() -> None:
     chart = Chart(
         id="many",
         title="many",
@@ -141,24 +145,20 @@ def test_pdf_many_slanted_labels_are_thinned_not_stacked() -> None:
         y_label="samples/s",
         series=[Series(name="s", x=_categories(90, 20), y=[1.0] * 90)],
     )
-    fig = _drawn(chart)
-    _assert_apart(fig)
-    assert 2 <= len(_x_labels(fig)) < 90
-
-
-def _overlaps(a: Any, b: Any) -> bool:
-    return bool(a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1)
+    root = _drawn(chart)
+    _assert_apart(root)
+    assert 2 <= len(_x_labels(root)) < 90
 
 
 @pytest.mark.parametrize("kind", ["line", "bar"])
-def test_pdf_legend_is_outside_the_plot(kind: str) -> None:
+def test_static_legend_is_under_the_plot(kind: str) -> None:
     """An ideal line runs corner to corner: a legend inside the axes covers it somewhere."""
     chart = paired_chart().model_copy(update={"kind": kind})
-    fig = _drawn(chart)
-    legends = [*fig.legends, *(a.get_legend() for a in fig.axes if a.get_legend())]
-    assert len(legends) == 1
-    plot = fig.axes[0].get_window_extent()
-    assert not _overlaps(legends[0].get_window_extent(), plot)
+    root = _drawn(chart)
+    (legend,) = [g for g in root.iter(f"{NS}g") if g.get("class") == "legend"]
+    bottom = plot_box(root)[3]
+    entries = [float(t.attrib["y"]) - svg_direct.SMALL for t in legend.iter(f"{NS}text")]
+    assert len(entries) == len(plot(chart).legend) and min(entries) > bottom
 
 
 def test_tick_labels_use_the_fewest_decimals() -> None:
@@ -185,8 +185,11 @@ def test_tick_labels_use_the_fewest_decimals() -> None:
     ]
 
 
-def _tick_texts(fig: Figure) -> list[str]:
-    return [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+def _tick_texts(chart: Chart) -> list[str]:
+    """The y tick labels the static SVG draws (every one the model gives)."""
+    ticks = plot(chart).y.tick_text
+    assert set(ticks) <= set(texts(_drawn(chart)))
+    return list(ticks)
 
 
 def test_no_trailing_zero_ticks_in_either_format() -> None:
@@ -201,7 +204,7 @@ def test_no_trailing_zero_ticks_in_either_format() -> None:
         x_log2=True,
         series=[Series(name="s", x=[1, 2], y=[4_000.0, 14_500.0])],
     )
-    ticks = _tick_texts(_drawn(chart))
+    ticks = _tick_texts(chart)
     assert ticks and not [t for t in ticks if re.search(r"\d\.0\b", t)], ticks
     assert any(t.endswith("k") for t in ticks), ticks
     assert figure(chart)["layout"]["yaxis"]["ticktext"] == ticks  # the same ticks in HTML
@@ -239,12 +242,11 @@ def test_throughput_over_decades_goes_on_a_log_axis_in_both_formats() -> None:
     assert chart.y_log and "log scale" in chart.y_label
     axis = figure(chart)["layout"]["yaxis"]
     assert axis["type"] == "log"
-    fig = _drawn(chart)
-    assert fig.axes[0].get_yscale() == "log"
+    y = plot(chart).y
+    assert y.scale == "log"
     # the same ticks, labelled alike, in both formats
-    shown = [float(v) for v in fig.axes[0].get_yticks()]
-    assert shown == axis["tickvals"]
-    assert _tick_texts(fig) == axis["ticktext"]
+    assert [float(v) for v in y.ticks] == axis["tickvals"]
+    assert _tick_texts(chart) == axis["ticktext"]
 
 
 def _verdict_chart() -> Chart:
@@ -280,16 +282,16 @@ def test_baseline_chart_coloured_by_verdict_with_its_noise_band() -> None:
     (band,) = plotly["layout"]["shapes"]
     assert (band["y0"], band["y1"]) == (-0.05, 0.05)
     assert "noise band" in [t["name"] for t in plotly["data"]]
-    fig = _drawn(chart)
-    ax = fig.axes[0]
-    bars = [p for p in ax.patches if isinstance(p, PathPatch)]
-    fills = {to_hex(p.get_facecolor()) for p in bars if p.get_facecolor()[3] > 0}
-    # the same colours as the HTML's bars
-    assert fills == {SEVERITY_COLOUR[s].lower() for s in ("bad", "good", "info")}
-    spans = [p for p in ax.patches if not isinstance(p, PathPatch)]
+    root = _drawn(chart)
+    series = [g for gid, g in groups(root).items() if "-series-" in gid]
+    fills = {p.attrib["fill"].lower() for g in series for p in g.iter(f"{NS}path")}
+    # the same colours as the interactive HTML's bars (hatched over where colour is not enough)
+    assert {f for f in fills if f.startswith("#")} == {
+        SEVERITY_COLOUR[s].lower() for s in ("bad", "good", "info")
+    }
+    spans = [p for p in root.iter(f"{NS}path") if p.get("fill-opacity") == "0.18"]
     assert spans, "the noise band is drawn"
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels[-1] == "noise band"
+    assert texts(root)[-1] == "noise band"  # the legend's last entry
 
 
 def test_built_baseline_chart_follows_the_table_verdicts() -> None:
@@ -314,7 +316,7 @@ def test_built_baseline_chart_follows_the_table_verdicts() -> None:
 
 
 @pytest.mark.parametrize("higher_is", ["worse", "better", None])
-def test_heatmap_colours_mean_the_same_in_html_and_pdf(higher_is: Any) -> None:
+def test_heatmap_colours_mean_the_same_in_plotly_and_svg(higher_is: Any) -> None:
     chart = Chart(
         id="heat",
         title="heat",
@@ -332,10 +334,12 @@ def test_heatmap_colours_mean_the_same_in_html_and_pdf(higher_is: Any) -> None:
     scale = [[p, c] for p, c in heatmap_scale(higher_is)]
     trace = figure(chart)["data"][0]
     assert trace["colorscale"] == scale and not trace.get("reversescale")
-    cmap = svg_charts.heatmap_cmap(higher_is)
-    for position, colour in scale:  # matplotlib's 256-step table rounds by a step at most
-        drawn, wanted = cmap(position)[:3], to_rgb(colour)
-        assert max(abs(a - b) for a, b in zip(drawn, wanted, strict=True)) <= 2 / 255
+    # the static SVG's lowest and highest cells are the scale's ends
+    cells = [p for p in _drawn(chart).iter(f"{NS}path") if p.find(f"{NS}title") is not None]
+    assert (cells[0].attrib["fill"], cells[-1].attrib["fill"]) == (
+        scale[0][1].lower(),
+        scale[-1][1].lower(),
+    )
     high = heatmap_scale(higher_is)[-1][1]
     # the high end is the dark one: dark red where high is worse, dark blue otherwise
     assert (high == "#800026") is (higher_is == "worse")

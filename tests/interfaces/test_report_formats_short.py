@@ -136,7 +136,7 @@ def test_static_html_escapes_every_user_string() -> None:
     page = html.render(sample_report()).decode("utf-8")
     assert "<script>alert" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    # the SVG charts carry the hostile names as text, escaped by matplotlib
+    # the SVG charts carry the hostile names as text, escaped by svg_direct
     svg = page[page.index("<svg ") :]
     assert "&lt;script&gt;" in svg and HOSTILE not in svg
     scripts = re.findall(r"<script\b", page)

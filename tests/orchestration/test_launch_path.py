@@ -29,7 +29,6 @@ STARTS_OTHER_PROGRAMS: dict[str, str] = {
     "contracts/host.py": "python -c asking torch the GPUs' memory (batch_sizes: auto; no "
     "CUDA context left in the host)",
     "orchestration/profiling/nsys.py": "nsys (--version, export to SQLite)",
-    "interfaces/report/render/svg_worker.py": "the chart renderer's worker processes",
     "orchestration/schedulers/kubernetes/manifests.py": "kubectl",
     "orchestration/schedulers/slurm/client.py": "sbatch, squeue, scontrol, scancel",
     "orchestration/schedulers/slurm/driver.py": "srun of each node's environment record "

@@ -6,8 +6,8 @@ formats). `limits.cap_chart` trims it to what a reader can take in (at most 12 s
 categories), at build time, so the JSON and terminal reports hold the same chart as the
 pictures. `plot.plot` then decides how it looks: series order, one colour, marker, dash and
 hatch per series (`palette`), axis ranges, ticks and their labels, whether an axis starts at
-zero (`axes`), legend entries and columns, and the heatmap's colour range. The HTML back-end
-(plotly, `render/plotly_charts.py`) and the PDF back-end (matplotlib SVG,
-`render/svg_charts.py`) only draw a `Plot`: they never choose a colour or a range, so the same
-chart reads the same in both formats.
+zero (`axes`), legend entries and columns, and the heatmap's colour range. The interactive
+back-end (plotly, `render/plotly_charts.py`) and the static one (SVG text, `render/svg_direct.py`:
+the HTML's and the PDF's) only draw a `Plot`: they never choose a colour or a range, so the same
+chart reads the same in every format.
 """

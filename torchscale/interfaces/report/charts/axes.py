@@ -4,8 +4,8 @@ Why this shape:
 - Ticks are chosen in the unit the labels show (MiB, ms), not in raw bytes or seconds: round
   numbers of the raw value are odd ones of the shown unit (3,000,000 B is "2.861023 MiB").
 - Both back-ends draw exactly these ticks over exactly this range, so an axis reads the same
-  in HTML and PDF: no back-end autoscaling (plotly padded a step-time axis down to 0 where
-  matplotlib started it at 75 ms).
+  in HTML and PDF: no back-end autoscaling (two drawings left to themselves started one
+  step-time axis at 0 and at 75 ms).
 - Which axes start at zero is one rule (`zero_based`): bars, stacked bars and boxes always (a
   bar's length is its value), lines of quantities counted from zero (times, bytes, shares);
   lines of rates and counts are fitted to their data, so a 5 % difference in throughput is

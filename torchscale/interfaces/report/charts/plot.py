@@ -4,8 +4,8 @@ Everything a reader compares between the HTML and the PDF is decided here, once:
 drawn and their order, each series' colour, marker, dash and hatch, the axes (scale, range,
 ticks and tick labels, zero or not), the bar layout (side by side, overlaid, stacked), the
 legend (entries, order, columns), the heatmap's colour range and labels, the hover text of
-each point. The back-ends map these to plotly or matplotlib calls and decide only what is
-theirs: pixel sizes, fonts, where a slanted label fits.
+each point. The back-ends map these to plotly figures or SVG elements and decide only what
+is theirs: pixel sizes, fonts, where a slanted label fits.
 
 The legend is bounded: at most MAX_SERIES series (`limits`), labels cut at LABEL_MAX
 characters (the full name stays in the hover text and the tables), and in as many columns as

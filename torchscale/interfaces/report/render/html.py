@@ -1,11 +1,11 @@
 """The HTML report: one self-contained file that works offline.
 
 Charts are, by default, SVG written straight from the chart model (`svg_direct`) inlined in
-the page, with a hover title per series giving each point's value: the PDF's picture (series,
-colours, axes, ticks and legend are decided once, by `charts.plot`), no JavaScript needed to
-see them, a few milliseconds a chart where matplotlib (the PDF's drawing) takes ~0.15 s, most
-of a 500-cell report's time, and a page of 8 cells in a few hundred KB, where inlining
-plotly.js (4.6 MB; its partial bundles are not a Python package) made every report 5 MB.
+the page, with a hover title per series giving each point's value: the PDF's picture (the
+same writer; series, colours, axes, ticks and legend are decided once, by `charts.plot`), no
+JavaScript needed to see them, a few milliseconds a chart, and a page of 8 cells in a few
+hundred KB, where inlining plotly.js (4.6 MB; its partial bundles are not a Python package)
+made every report 5 MB.
 `interactive` keeps the plotly version (zoom, hover per point): plotly.js is inlined once;
 each chart is a div plus its figure as JSON (escaped so that no user string can close the
 <script> it sits in) drawn by one small script. Templates are Jinja2 with autoescape on,
@@ -129,22 +129,11 @@ def figure_json(chart: Chart) -> Markup:
 def static_charts(report: Report, on_step: OnStep) -> tuple[dict[str, Markup], dict[str, str]]:
     """Chart id -> its SVG element (`svg_direct`), and chart id -> why it could not be drawn
     (text, escaped where it is shown): one chart that fails is said in its place."""
-    from torchscale.interfaces.report.render.svg_worker import ChartError, draw_serially
+    from torchscale.interfaces.report.render.svg_direct import ChartError, drawn_charts
 
-    from torchscale.interfaces.report.render.svg_direct import chart_svg
-
-    charts = report.charts()
-    done = 0
-
-    def drawn_more(count: int) -> None:
-        nonlocal done
-        done += count
-        on_step(Step("charts", done, len(charts)))
-
-    on_step(Step("charts", 0, len(charts)))
     svgs: dict[str, Markup] = {}
     errors: dict[str, str] = {}
-    for chart_id, drawn in draw_serially(charts, chart_svg, drawn_more).items():
+    for chart_id, drawn in drawn_charts(report.charts(), on_step).items():
         if isinstance(drawn, ChartError):
             errors[chart_id] = str(drawn)
         else:

@@ -1,8 +1,9 @@
 """PDF renderer: the report as print HTML (jinja2, autoescaped) laid out by WeasyPrint.
 
 Why this shape:
-- Charts are static vector SVGs from matplotlib (`svg_charts`), embedded as `data:` URIs: the
-  PDF needs no JavaScript, stays sharp at any zoom, and every image is an isolated document.
+- Charts are the HTML's static vector SVGs (`svg_direct`, one writer for both), embedded as
+  `data:` URIs that WeasyPrint draws: the PDF needs no JavaScript, stays sharp at any zoom,
+  and every image is an isolated document.
 - Nothing is fetched: the only URLs in the document are the chart `data:` URIs, and the URL
   fetcher refuses every other scheme (http, https, file), so a user string can never make the
   renderer reach the network or read a local file. Fonts are the system's (no web fonts).
@@ -15,6 +16,7 @@ Why this shape:
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import math
 import time
@@ -22,15 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import jinja2
-from torchscale.interfaces.report.render.svg_worker import (
-    ChartError,
-    draw_in_parallel,
-    draw_serially,
-)
 
 from torchscale.interfaces.formatting import (
     SEVERITY_MARK,
@@ -39,12 +35,14 @@ from torchscale.interfaces.formatting import (
 )
 from torchscale.interfaces.report.model import Chart, Column, Findings, Report, Table
 from torchscale.interfaces.report.progress import OnStep, Step
+from torchscale.interfaces.report.render.svg_direct import ChartError, chart_svg, drawn_charts
 
 log = logging.getLogger(__name__)
 
 TEMPLATE_PACKAGE = "torchscale.interfaces.report"
 TEMPLATE_DIR = "templates/pdf"
 STYLESHEET = "report.css"
+WIDTHS = "dejavu-sans-bold-widths.json"
 # greyscale-safe severity cue: a glyph and bold text, with colour only as a bonus
 SEVERITY_WORD = {"bad": "problem", "warn": "warning", "good": "good", "info": ""}
 # table layout of report.css: A4 less two 15 mm margins, 3 pt of padding each side of a cell,
@@ -119,32 +117,27 @@ def _cell_text(row: dict[str, Any], column: Column) -> str:
 
 
 @cache
-def _font(bold: bool) -> Any:
-    """DejaVu Sans (the PDF's font) as shipped with matplotlib, at 100 px per em."""
-    from matplotlib import font_manager, ft2font
-
-    name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
-    font = ft2font.FT2Font(str(Path(font_manager.__file__).parent / "mpl-data/fonts/ttf" / name))
-    font.set_size(100, 72)
-    return font
-
-
-@cache
-def char_em(char: str, bold: bool = True) -> float:
-    """The advance width of `char` in DejaVu Sans, in em, from the font file itself."""
-    from matplotlib import ft2font
-
-    font = _font(bold)
-    if font.get_char_index(ord(char)) == 0:
-        return MISSING_GLYPH_EM
-    glyph = font.load_char(ord(char), flags=ft2font.LoadFlags.NO_HINTING)
-    return float(glyph.linearHoriAdvance) / 65536 / 100
+def _widths() -> dict[int, float]:
+    """Code point -> advance width in em of DejaVu Sans Bold (the PDF's font), read from the
+    font file's metrics once and shipped as package data (`WIDTHS`): no font file needed."""
+    path = resources.files(TEMPLATE_PACKAGE)
+    for part in (*TEMPLATE_DIR.split("/"), WIDTHS):
+        path = path / part
+    data = json.loads(path.read_text(encoding="utf-8"))
+    em = float(data["units_per_em"])
+    return {
+        first + offset: width / em
+        for first, widths in data["blocks"]
+        for offset, width in enumerate(widths)
+    }
 
 
-def text_em(text: str, bold: bool = True) -> float:
-    """How wide `text` is in em of DejaVu Sans, the PDF's font (bold by default: headers and
-    the rows marked bad are bold). Only shares a table's width out between its columns."""
-    return sum(char_em(char, bold) for char in text)
+def text_em(text: str) -> float:
+    """How wide `text` is in em of DejaVu Sans Bold (headers and the rows marked bad are bold,
+    so everything is measured as bold; a character the font lacks counts MISSING_GLYPH_EM).
+    Only shares a table's width out between its columns."""
+    widths = _widths()
+    return sum(widths.get(ord(char), MISSING_GLYPH_EM) for char in text)
 
 
 @dataclass(frozen=True)
@@ -237,45 +230,17 @@ def _svg_uri(svg: str) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
-def drawn_charts(
-    report: Report, draw: Callable[[Chart], str] | None = None, on_step: OnStep = _ignore
-) -> dict[str, str | ChartError]:
-    """Each chart id -> its SVG document, or the `ChartError` that stopped it (logged; the
-    report then says so in its place instead of failing whole). The default drawing
-    (matplotlib, imported only here) uses every core (`svg_worker`); a given `draw` runs in
-    this process. `on_step` hears how many charts are drawn. The HTML's static charts are
-    these too, so both formats show the same drawing."""
-    charts = list(report.charts())
-    done = 0
-
-    def drawn_more(count: int) -> None:
-        nonlocal done
-        done += count
-        on_step(Step("charts", done, len(charts)))
-
-    on_step(Step("charts", 0, len(charts)))
-    if draw is None:
-        from torchscale.interfaces.report.render.svg_charts import chart_svg
-
-        drawn = draw_in_parallel(charts, chart_svg, on_drawn=drawn_more)
-    else:
-        drawn = draw_serially(charts, draw, drawn_more)
-    for chart in charts:
-        result = drawn[chart.id]
-        if isinstance(result, ChartError):
-            log.warning("chart %s could not be drawn: %s", chart.id, result)
-    return {chart.id: drawn[chart.id] for chart in charts}
-
-
 def chart_uris(
-    report: Report, draw: Callable[[Chart], str] | None = None, on_step: OnStep = _ignore
+    report: Report, draw: Callable[[Chart], str] = chart_svg, on_step: OnStep = _ignore
 ) -> dict[str, str]:
-    """Each chart id -> its SVG as a `data:` URI, or the error text (no `data:` prefix) when
-    the chart could not be drawn (`drawn_charts`)."""
-    return {
-        chart_id: str(result) if isinstance(result, ChartError) else _svg_uri(result)
-        for chart_id, result in drawn_charts(report, draw, on_step).items()
-    }
+    """Each chart id -> its SVG (`svg_direct`, the HTML's drawing) as a `data:` URI, or the
+    error text (no `data:` prefix, logged) when the chart could not be drawn."""
+    uris: dict[str, str] = {}
+    for chart_id, result in drawn_charts(report.charts(), on_step, draw).items():
+        if isinstance(result, ChartError):
+            log.warning("chart %s could not be drawn: %s", chart_id, result)
+        uris[chart_id] = str(result) if isinstance(result, ChartError) else _svg_uri(result)
+    return uris
 
 
 def render_html(

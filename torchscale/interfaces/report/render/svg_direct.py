@@ -1,19 +1,24 @@
-"""The HTML report's static charts: the chart model's `Plot` written straight as SVG text.
+"""The report's static charts, HTML and PDF alike: the chart model's `Plot` written straight
+as SVG text.
 
 Why this shape:
-- matplotlib (`svg_charts`, the PDF's drawing) takes ~0.15 s a chart: 27 charts of a 500-cell
-  report were most of its HTML's time. Writing the SVG elements from the model takes a few
-  milliseconds a chart, and a browser lays out text itself, so nothing here measures a font.
+- One writer for both formats: the HTML inlines each SVG, the PDF embeds it as a `data:` image
+  that WeasyPrint draws itself. Writing the elements from the model takes a few milliseconds
+  a chart in the calling process, and a browser or WeasyPrint lays out the text itself, so
+  nothing here measures a font. Only SVG that WeasyPrint draws is used: paths, text with
+  `text-anchor`, `rotate` transforms, `tspan`, dashes, opacity and `<pattern>` hatches; the
+  `<title>` hover text is ignored by WeasyPrint.
 - Nothing here decides what a chart shows: series, colours, markers, dashes, hatches, axis
   ranges, ticks and their labels, legend entries and columns, clip marks and the lines under
-  the title come from `report.charts.plot`, exactly as the PDF draws them. What is decided
-  here is the page's geometry (pixels; text widths estimated from character counts, so
-  margins and label thinning err on the roomy side).
+  the title come from `report.charts.plot`. What is decided here is the page's geometry
+  (pixels of a 660 px wide picture, scaled to the page; text widths estimated from character
+  counts, so margins and label thinning err on the roomy side).
 - Each series is a group `<g id="CHART-series-N">` whose first child is a `<title>` with
   its points' hover text (and each cut-interval mark's group the full intervals): a browser
   shows it on hover with no script. Ids carry the chart's id (unique in a report), so two
   charts inlined in one page never share a hatch pattern or a group id.
 - Every user string is escaped (`html.escape`): a series named `</svg><script>` is text.
+- One chart that cannot be drawn costs only its place (`ChartError`): the report says so there.
 """
 
 from __future__ import annotations
@@ -39,18 +44,19 @@ from torchscale.interfaces.report.charts.plot import (
     plot,
 )
 from torchscale.interfaces.report.model import Chart
+from torchscale.interfaces.report.progress import OnStep, Step
 
-WIDTH = 660.0  # px: the PDF's 6.6 in at 100 dpi, so both formats have the same proportions
+WIDTH = 660.0  # px: 6.6 in at 100 dpi, an A4 column's proportions
 PLOT_HEIGHT = 200.0
 FONT = 11.0  # tick labels
 SMALL = 10.0  # legend, subtitle, heatmap values
 CHAR = 0.58  # an average character's width, in font sizes (for margins, never for a cut)
 LEGEND_ROW = 16.0
 LEGEND_HANDLE = 24.0
-ROTATION = 50.0  # degrees, as the PDF's slanted category labels
+ROTATION = 50.0  # degrees: slanted category labels
 SLANTED_FONT = 9.5
 LABEL_GAP = 8.0  # px between two level category labels
-SUBTITLE_WRAP = 118  # characters of a line under the title (as the PDF's)
+SUBTITLE_WRAP = 118  # characters of a line under the title
 SUBTITLE_COLOUR = "#555555"
 BOX_ALPHA = 0.35
 BAND_ALPHA = 0.18
@@ -124,7 +130,7 @@ class XLabels:
 
 def _x_labels(p: Plot, pitch: float) -> XLabels:
     """Level labels where they fit their slot (wrapped on up to three lines), else slanted,
-    every n-th where the slots are narrower than a line across the slant (the PDF's rule)."""
+    every n-th where the slots are narrower than a line across the slant."""
     ticks = list(zip(p.x.ticks, p.x.tick_text, strict=False))
     if p.x.scale != "category" or len(ticks) < 2:
         lines = tuple((text,) for _, text in ticks)
@@ -391,7 +397,7 @@ class BoxStats:
 
 def box_stats(samples: Sequence[float]) -> BoxStats:
     """Quartiles, whiskers to the farthest sample within 1.5 IQR, the samples beyond (the
-    rule of the PDF's boxes and of plotly's)."""
+    rule of plotly's boxes)."""
     ordered = sorted(samples)
     q1, median, q3 = (quantile(ordered, q) for q in (0.25, 0.5, 0.75))
     reach = 1.5 * (q3 - q1)
@@ -577,7 +583,7 @@ def _legend_handle(entry: LegendEntry, x: float, y: float, hatches: dict[str, st
 
 
 def _legend(p: Plot, f: Frame, hatches: dict[str, str]) -> list[str]:
-    """Under the axes, row by row in the model's columns (the PDF's order)."""
+    """Under the axes, row by row in the model's columns (plotly's order)."""
     if not p.legend:
         return []
     top = f.bottom + f.x_labels.height + (18.0 if p.x.title else 0.0) + 8.0 + LEGEND_ROW / 2
@@ -722,3 +728,33 @@ def plot_svg(p: Plot) -> str:
 def chart_svg(chart: Chart | Plot) -> str:
     """One chart as an <svg> element for a page (no prologue: it is inlined)."""
     return plot_svg(chart if isinstance(chart, Plot) else plot(chart))
+
+
+class ChartError(Exception):
+    """A chart that could not be drawn: "ErrorType: message"."""
+
+    @classmethod
+    def from_error(cls, error: Exception) -> ChartError:
+        return cls(f"{type(error).__name__}: {error}")
+
+
+def _ignore(step: Step) -> None:
+    return None
+
+
+def drawn_charts(
+    charts: Sequence[Chart],
+    on_step: OnStep = _ignore,
+    draw: Callable[[Chart], str] = chart_svg,
+) -> dict[str, str | ChartError]:
+    """Each chart id -> its <svg> (by `draw`), or the `ChartError` that stopped it (one chart
+    is one figure: the rest of the report stands). `on_step` hears how many are drawn."""
+    drawn: dict[str, str | ChartError] = {}
+    on_step(Step("charts", 0, len(charts)))
+    for done, chart in enumerate(charts, start=1):
+        try:
+            drawn[chart.id] = draw(chart)
+        except Exception as error:
+            drawn[chart.id] = ChartError.from_error(error)
+        on_step(Step("charts", done, len(charts)))
+    return drawn
