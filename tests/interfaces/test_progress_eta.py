@@ -13,7 +13,7 @@ from rich.console import Console
 
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.console import benchmark, streams
-from torchscale.interfaces.report.progress import (
+from torchscale.interfaces.console.progress import (
     Finished,
     SweepProgress,
     duration_text,

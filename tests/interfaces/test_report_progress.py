@@ -19,7 +19,8 @@ from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.interfaces.cli import report_cmd
 from torchscale.interfaces.cli.app import app
 from torchscale.interfaces.console import benchmark, streams
-from torchscale.interfaces.report.progress import Step, StepProgress
+from torchscale.interfaces.console.progress import StepProgress
+from torchscale.interfaces.report.progress import Step
 from torchscale.interfaces.report.render import pdf
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.plan import Machine, build_plan

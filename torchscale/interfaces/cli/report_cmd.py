@@ -180,7 +180,7 @@ class _Progress:
     def __init__(self, lines: bool) -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from torchscale.interfaces.report.progress import StepProgress
+        from torchscale.interfaces.console.progress import StepProgress
 
         self.quiet = Verbosity.quiet()
         self.lines = lines and not self.quiet
@@ -201,7 +201,7 @@ class _Progress:
         self.quarter = 0
 
     def step(self, step: Step) -> None:
-        from torchscale.interfaces.report.progress import STAGE_WORDS, eta_text
+        from torchscale.interfaces.console.progress import STAGE_WORDS, eta_text
 
         if self.quiet:
             return

@@ -1,11 +1,14 @@
 """Everything printed to a terminal, one module per job; the library (api/) and the report's
 model (report/) print nothing.
 
-- lines and tables: `lines` (a line and its level: the CLI colours by level), `fit` (tables
-  fitted to the width: columns left out or abbreviated, figures never cut);
-- the sweep: `cells` (each cell's lines as it runs), `live_table` (the table redrawn in place
-  while the sweep runs), `dry_run` (what --dry-run shows), `sweep_tables` (a table per model,
-  sized to the terminal), `forecasts` (the forecasts checked against the cells);
+- where and how much: `streams` (the stdout and stderr consoles, lines fitted to the width,
+  `Verbosity`), `lines` (a line and its level: the CLI colours by level), `fit` (tables fitted
+  to the width: columns left out or abbreviated, figures never cut), `progress` (where long
+  work stands: cell i/N, elapsed, ETA);
+- the sweep: `benchmark` (what `torchscale benchmark` prints, from the library's events),
+  `cells` (each cell's lines), `live_table` (the table redrawn in place while the sweep runs),
+  `dry_run` (what --dry-run shows), `sweep_tables` (a table per model, sized to the terminal),
+  `forecasts` (the forecasts checked against the cells);
 - `diagnosis`: a run's one diagnosis as lines (sweep and profile alike);
 - `profile`: `torchscale profile` and the profiles after a sweep;
 - `comm`: a comm result as the table nccl-tests users read;

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from torchscale.contracts.schema.comm_result import CommResult
     from torchscale.contracts.schema.max_batch import MaxBatchResult
     from torchscale.interfaces.console.live_table import LiveTable
-    from torchscale.interfaces.report.progress import SweepProgress
+    from torchscale.interfaces.console.progress import SweepProgress
     from torchscale.orchestration.comm.sweep_launch import CommLaunch, CommRequest
     from torchscale.orchestration.forecast_scoring import ForecastCheck
     from torchscale.orchestration.memory.max_batch_runs import SearchGroup
@@ -48,7 +48,7 @@ class BenchmarkPrinter:
     after it: progress and cell lines on stderr, tables and summaries on stdout.
 
     Each running line says where the sweep stands (cell i/N, elapsed, ETA from the plan's
-    estimates corrected by the measured cells: `report/progress.py`), so a log or CI shows it
+    estimates corrected by the measured cells: `progress.py`), so a log or CI shows it
     too; on a terminal the rich progress bar shows the same ETA. Without `plan` the
     ETA is the mean measured cell times the cells left."""
 
@@ -61,7 +61,7 @@ class BenchmarkPrinter:
             TimeElapsedColumn,
         )
 
-        from torchscale.interfaces.report.progress import SweepProgress, eta_text
+        from torchscale.interfaces.console.progress import SweepProgress, eta_text
 
         self.quiet = Verbosity.quiet()
         self.plan = plan
@@ -247,7 +247,7 @@ class BenchmarkPrinter:
         """A profiled run begins: which cell, why, and where the profiles stand (profile i/N,
         elapsed, ETA: the mean run so far times the runs left), on stderr like the sweep's
         running lines, with the bar on a terminal."""
-        from torchscale.interfaces.report.progress import SweepProgress, eta_text
+        from torchscale.interfaces.console.progress import SweepProgress, eta_text
 
         if self.profiles is None:
             self.profiles = SweepProgress(total, what="profile")
