@@ -47,9 +47,9 @@ def worker(args: argparse.Namespace) -> None:
         ModelSpec,
         TrainingConfig,
     )
+    from torchscale.contracts.worker_spec import WorkerSpec
     from torchscale.rank.worker.measure import run_window
     from torchscale.rank.worker.phases import trainable
-    from torchscale.rank.worker.spec import WorkerSpec
     from torchscale.rank.worker.steady_state import warm_up
     from torchscale.rank.worker.timing import resolve_timing
     from torchscale.rank.worker.trainer import Trainer

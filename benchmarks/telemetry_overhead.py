@@ -50,11 +50,11 @@ def worker(args: argparse.Namespace) -> None:
         TelemetryConfig,
         TrainingConfig,
     )
+    from torchscale.contracts.worker_spec import WorkerSpec
     from torchscale.rank.telemetry.process_source import ProcessSource
     from torchscale.rank.telemetry.rank import rank_sampler
     from torchscale.rank.telemetry.sampler import Sampler
     from torchscale.rank.worker.measure import run_window
-    from torchscale.rank.worker.spec import WorkerSpec
     from torchscale.rank.worker.steady_state import warm_up
     from torchscale.rank.worker.timing import resolve_timing
     from torchscale.rank.worker.trainer import Trainer

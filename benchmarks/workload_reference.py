@@ -190,7 +190,7 @@ def reference_mfu(flops_per_s: float, device_name: str | None) -> tuple[float | 
     """(MFU, None) against the GPU's dense bf16 peak (torchscale's table), or (None, why)."""
     if device_name is None:
         return None, "no MFU on CPU"
-    from torchscale.rank.worker.peaks import peak_tflops
+    from torchscale.contracts.gpu_peaks import peak_tflops
 
     peak, note = peak_tflops(device_name, "bf16", tf32=False)
     return (None, note) if peak is None else (flops_per_s / (peak * 1e12), None)

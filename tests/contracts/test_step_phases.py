@@ -10,9 +10,9 @@ from torchscale.contracts.step_phases import (
     phase_range,
     seconds_column,
 )
+from torchscale.contracts.worker_spec import DelaySpec
 from torchscale.interfaces.report.sections.latency import PHASE_LABELS
 from torchscale.offline.results.upgrades.point_findings import PHASE_ADVICE
-from torchscale.rank.worker.spec import DelaySpec
 
 
 def test_a_step_is_its_own_work_and_the_wait_for_gradient_sync_in_order() -> None:

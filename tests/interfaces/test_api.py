@@ -22,9 +22,9 @@ from torchscale.api import (
     run_profile,
 )
 from torchscale.contracts.errors import EXIT_NOT_JUDGED, UsageError
+from torchscale.contracts.worker_spec import DelaySpec
 from torchscale.orchestration.config.schema import BenchConfig
 from torchscale.orchestration.schedulers import launcher_for
-from torchscale.rank.worker.spec import DelaySpec
 
 
 def config(**changes: object) -> BenchConfig:

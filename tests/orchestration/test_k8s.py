@@ -25,6 +25,7 @@ from referencing import Registry, Resource
 from tests.forecast_samples import forecast_of
 from torchscale.contracts.errors import ConfigError, LaunchError, ResultsError, UsageError
 from torchscale.contracts.schema.forecast import ForecastKey
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.forecast_store import load_forecasts, write_forecast
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config import load_config, parse_config
@@ -39,7 +40,6 @@ from torchscale.orchestration.schedulers.kubernetes.manifests import (
     object_name,
     write_k8s_manifests,
 )
-from torchscale.rank.worker.spec import WorkerSpec
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "k8s"
 GPU_NODE = Machine(gpu_count=2, cpu_cores=8)

@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
+from torchscale.contracts.worker_spec import ProfileSpec
 from torchscale.orchestration.config import parse_config
 from torchscale.orchestration.launch.torchrun import torchrun_command
 from torchscale.orchestration.plan import Machine, build_plan
@@ -42,7 +43,6 @@ from torchscale.rank.worker.capture import (
     capture_range,
     nsys_trigger,
 )
-from torchscale.rank.worker.spec import ProfileSpec
 
 INNER = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=8", "-m", "w"]
 NSYS = NsysInstall(Path("/opt/nsys"), "2022.4.2.1", "PATH")

@@ -54,7 +54,7 @@ def test_matmul_prefers_a_published_achievable_figure_over_the_sheet() -> None:
     h100 = expected_for("NVIDIA H100 80GB HBM3", "matmul.bf16")
     assert h100 is not None and (h100.value, h100.kind) == (792.0, "achievable")
     fp32 = expected_for("NVIDIA H100 80GB HBM3", "matmul.fp32")
-    assert fp32 is not None and (fp32.value, fp32.kind) == (67.0, "spec")  # worker/peaks.py
+    assert fp32 is not None and (fp32.value, fp32.kind) == (67.0, "spec")  # contracts/gpu_peaks.py
 
 
 @pytest.mark.parametrize(

@@ -49,9 +49,6 @@ LAYER_NAMES = {
 
 # (importing unit, imported unit) -> why it still runs upward
 UPWARD_DEBT: dict[tuple[str, str], str] = {}
-# modules outside rank/ that import torch at module level -> why (torch takes seconds to import,
-# and the host, the offline readers and the CLI must answer without it)
-TORCH_OUTSIDE_RANK: dict[str, str] = {}
 # package loops (sorted units or subunits) -> why
 PACKAGE_LOOP_DEBT: dict[tuple[str, ...], str] = {}
 # file loops (sorted modules) -> why
@@ -248,68 +245,3 @@ def test_parallel_reads_models_only_through_their_plans() -> None:
             todo += [(t, target) for t in GRAPH[target] if subunit(t) == "rank.models"]
     concrete = sorted(f"{via} -> {t}" for t, via in reached.items() if t not in interface)
     assert concrete == [], "parallel/ imports model code: declare it in the model's ParallelPlan"
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def torch_at_module_level(tree: ast.Module) -> list[int]:
-    """Lines of the imports of torch (or a torch submodule) that run when the module is
-    imported: at the top, in a class body, under if/try/with; not inside a function, nor under
-    `if TYPE_CHECKING:` (its else branch does run)."""
-    found: list[int] = []
-
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, ast.Import):
-                if any(a.name == "torch" or a.name.startswith("torch.") for a in node.names):
-                    found.append(node.lineno)
-            elif isinstance(node, ast.ImportFrom):
-                name = node.module or ""
-                if node.level == 0 and (name == "torch" or name.startswith("torch.")):
-                    found.append(node.lineno)
-            elif isinstance(node, ast.If):
-                if not _is_type_checking(node.test):
-                    visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-                for handler in node.handlers:
-                    visit(handler.body)
-                visit(node.orelse)
-                visit(node.finalbody)
-            elif isinstance(node, (ast.With, ast.ClassDef)):
-                visit(node.body)
-
-    visit(tree.body)
-    return found
-
-
-def test_torch_is_imported_at_module_level_only_under_rank() -> None:
-    # a path says where code runs: only rank/ runs inside a torchrun rank, where torch is needed
-    # anyway; elsewhere torch is imported inside the function that needs it
-    found = {}
-    for path in PACKAGE.rglob("*.py"):
-        module = _module_name(path)
-        lines = torch_at_module_level(ast.parse(path.read_text(encoding="utf-8")))
-        if lines and unit(module) != "rank":
-            found[module] = lines
-    new = {m: lines for m, lines in found.items() if m not in TORCH_OUTSIDE_RANK}
-    assert new == {}, "torch imported at module level outside rank/ (module -> lines)"
-    assert sorted(set(TORCH_OUTSIDE_RANK) - set(found)) == [], "paid: remove these entries"
-
-
-def test_the_torch_rule_sees_what_runs_at_import() -> None:
-    source = (
-        "from typing import TYPE_CHECKING\n"
-        "import torch.distributed as dist\n"  # 2
-        "if TYPE_CHECKING:\n    import torch\nelse:\n    from torch import nn\n"  # 6
-        "try:\n    import torch.cuda\nexcept ImportError:\n    pass\n"  # 8
-        "class A:\n    import torch\n"  # 12
-        "def f():\n    import torch\n"
-        "import torchscale\nfrom torchvision import io\n"
-    )
-    assert torch_at_module_level(ast.parse(source)) == [2, 6, 8, 12]

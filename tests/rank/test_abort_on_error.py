@@ -34,13 +34,13 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.launch.failure import classify_failure
 from torchscale.orchestration.launch.process import run_launch
 from torchscale.orchestration.launch.torchrun import torchrun_command
 from torchscale.rank.worker import harness
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.measure import measure
-from torchscale.rank.worker.spec import WorkerSpec
 from torchscale.rank.worker.steady_state import WarmUp, collective_timeout_s
 from torchscale.rank.worker.trainer import Trainer
 

@@ -24,6 +24,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.scaling_efficiency import (
     BASE,
     NO_BASE,
@@ -34,8 +35,6 @@ from torchscale.offline.analysis.scaling_efficiency import (
 from torchscale.offline.analysis.stats import median_and_spread, scaling_efficiency, step_stats
 from torchscale.rank.worker.aggregate import CellFacts, aggregate
 from torchscale.rank.worker.measure import RankMeasurement, Window
-from torchscale.rank.worker.peaks import peak_tflops
-from torchscale.rank.worker.spec import WorkerSpec
 
 STATIC = {"parameter_bytes": 1000, "gradient_bytes": 1000, "optimizer_state_bytes": 2000}
 
@@ -552,54 +551,6 @@ def test_a_sweep_of_one_world_size_has_no_scaling_figure() -> None:
     csv = pd.read_csv(io.StringIO(out.to_csv(index=False)))
     assert csv["scaling_efficiency"].isna().all()
     assert csv[REASON_COLUMN].str.startswith("no base").all()
-
-
-# =========================================================================== worker.peaks
-
-
-@pytest.mark.parametrize(
-    ("name", "precision", "tf32", "expected"),
-    [
-        ("NVIDIA H100 80GB HBM3", "bf16", False, 989.0),  # SXM
-        ("NVIDIA H100 80GB HBM3", "amp", False, 989.0),
-        ("NVIDIA H100 80GB HBM3", "fp32", False, 67.0),
-        ("NVIDIA H100 80GB HBM3", "fp32", True, 494.0),
-        ("NVIDIA H100 PCIe", "bf16", False, 756.0),
-        ("NVIDIA H100 PCIe", "fp32", True, 378.0),
-        ("NVIDIA H100 PCIe", "fp32", False, 51.0),
-        ("NVIDIA A100-SXM4-80GB", "bf16", False, 312.0),
-        ("NVIDIA A100-SXM4-80GB", "fp32", True, 156.0),
-        ("NVIDIA L40S", "bf16", False, 362.0),
-        ("NVIDIA L4", "bf16", False, 121.0),
-        ("Tesla V100-SXM2-32GB", "amp", False, 125.0),
-        ("Tesla V100-SXM2-32GB", "fp32", False, 15.7),
-    ],
-)
-def test_peak_tflops_known(name: str, precision: str, tf32: bool, expected: float) -> None:
-    assert peak_tflops(name, precision, tf32) == (expected, None)
-
-
-def test_peak_tflops_unknown_gpu() -> None:
-    peak, reason = peak_tflops("NVIDIA GeForce GTX 1080", "fp32", False)
-    assert peak is None
-    assert reason is not None
-    assert "NVIDIA GeForce GTX 1080" in reason
-
-
-def test_peak_tflops_dtype_not_in_table() -> None:
-    peak, reason = peak_tflops("Tesla V100-SXM2-32GB", "bf16", False)
-    assert peak is None
-    assert reason is not None
-    assert "bf16" in reason
-
-
-@pytest.mark.parametrize(
-    ("name", "wrong"),
-    [("NVIDIA L40", 121.0), ("NVIDIA RTX A1000 6GB Laptop GPU", 312.0)],
-)
-def test_peak_tflops_does_not_match_a_different_gpu(name: str, wrong: float) -> None:
-    peak, _ = peak_tflops(name, "bf16", False)
-    assert peak != wrong
 
 
 def test_a_straggler_named_on_a_busy_host_says_so() -> None:

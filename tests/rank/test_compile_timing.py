@@ -29,13 +29,13 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.versions import V10_COMPILE, parse_cell_result
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.aggregate import aggregate
 from torchscale.rank.worker.compile_figures import compile_record
 from torchscale.rank.worker.compile_watch import CompileCounts
 from torchscale.rank.worker.measure import RankMeasurement, measure
-from torchscale.rank.worker.spec import WorkerSpec
 from torchscale.rank.worker.steady_state import (
     MAX_EXTRA_STEPS,
     WarmUp,

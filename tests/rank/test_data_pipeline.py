@@ -29,6 +29,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.errors import DataError
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.frame import COLUMNS
 from torchscale.orchestration.plan import Machine, build_plan
@@ -40,7 +41,6 @@ from torchscale.rank.data.prepare import prepare_data
 from torchscale.rank.models import build_model
 from torchscale.rank.worker.aggregate import DATA_KEY, CellFacts, aggregate
 from torchscale.rank.worker.measure import RankMeasurement, Window
-from torchscale.rank.worker.spec import WorkerSpec
 
 MB = 10**6
 CPU = torch.device("cpu")

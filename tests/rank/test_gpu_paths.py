@@ -33,13 +33,14 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.gpu_peaks import Tf32Settings, cell_peak, peak_tflops
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import call_model
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker import trainer as trainer_module
 from torchscale.rank.worker.main import FLOP_COUNT_STEP
 from torchscale.rank.worker.measure import META_COUNT_FAILED, Window, count_flops, measure
-from torchscale.rank.worker.peaks import Tf32Settings, cell_peak, peak_tflops, read_tf32_settings
-from torchscale.rank.worker.spec import WorkerSpec
+from torchscale.rank.worker.tf32_settings import read_tf32_settings
 from torchscale.rank.worker.trainer import Trainer, batch_norms, ddp_module
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -232,7 +233,7 @@ def test_mig_slice_gets_no_peak(name: str, precision: str) -> None:
         ("NVIDIA L40", 121.0),
         ("NVIDIA RTX A1000 6GB Laptop GPU", 312.0),
         # GH200 has its own row with the H100 SXM figures (the same GPU):
-        # tests/orchestration/test_peaks_table.py; these two must still not borrow a neighbour's
+        # tests/contracts/test_gpu_peaks.py; these two must still not borrow a neighbour's
         # peak
         ("NVIDIA GB200", 2250.0),  # not HGX B200's
         ("NVIDIA H20", 989.0),  # not H200's
@@ -264,7 +265,7 @@ def test_read_tf32_settings_follows_the_new_api() -> None:
     """In a fresh process: after the new API is used, reading the legacy flag raises."""
     script = (
         "import json, torch\n"
-        "from torchscale.rank.worker.peaks import read_tf32_settings\n"
+        "from torchscale.rank.worker.tf32_settings import read_tf32_settings\n"
         "torch.backends.cuda.matmul.fp32_precision = 'tf32'\n"
         "torch.backends.cudnn.conv.fp32_precision = 'ieee'\n"
         "r = read_tf32_settings()\n"

@@ -10,9 +10,9 @@ from collections.abc import Callable
 import pytest
 import torch
 
+from torchscale.contracts.gpu_peaks import lookup
 from torchscale.contracts.schema.perf import PeakResult, Probe
 from torchscale.rank.programs import matmul_peak as mp
-from torchscale.rank.worker.peaks import lookup
 
 
 class StepClock:

@@ -26,11 +26,11 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.memory.probe import PROBE_WARMUP_STEPS, probe_measurement
 from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker import steady_state
 from torchscale.rank.worker.measure import Window, measure
-from torchscale.rank.worker.spec import WorkerSpec
 from torchscale.rank.worker.trainer import Trainer
 
 

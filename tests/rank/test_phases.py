@@ -37,6 +37,7 @@ from torchscale.contracts.errors import UsageError
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
+from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec, WorkerSpec
 from torchscale.offline.results.frame import cells_table, ranks_table
 from torchscale.rank.telemetry.cpu_wait import SCHEDSTAT
 from torchscale.rank.worker import markers
@@ -44,7 +45,6 @@ from torchscale.rank.worker import measure as measure_module
 from torchscale.rank.worker.delay import RankDelays, parse_delay
 from torchscale.rank.worker.measure import run_window
 from torchscale.rank.worker.phases import FSDP_REASON, PhaseRecorder
-from torchscale.rank.worker.spec import DelaySpec, ProfileSpec, WorkerSpec
 from torchscale.rank.worker.trainer import Trainer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -30,6 +30,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.errors import DataError, ModelError
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.interfaces.cli.app import app
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.data.plugin_batches import (
@@ -41,7 +42,6 @@ from torchscale.rank.data.plugin_batches import (
 )
 from torchscale.rank.models import load_plugin
 from torchscale.rank.worker.aggregate import NOTHING_READ, CellFacts, data_pipeline
-from torchscale.rank.worker.spec import WorkerSpec
 from torchscale.rank.worker.trainer import Trainer
 
 CPU = torch.device("cpu")

@@ -37,6 +37,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.schema.cell_result import CellResult, FieldStats, RankLoad, RankTelemetry
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.frame import COLUMNS, cells_table, ranks_table
 from torchscale.offline.results.versions import (
     V3_ALLOCATOR,
@@ -63,7 +64,6 @@ from torchscale.rank.telemetry.window_figures import (
     window_energy,
 )
 from torchscale.rank.worker.allocator import allocator_stats
-from torchscale.rank.worker.spec import WorkerSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 V3_DIR = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.h100_replay import DEFAULT_SWEEP, h100_cell, needs_h100
-from torchscale.rank.worker.peaks import Tf32Settings, tf32_off_warning
+from torchscale.contracts.gpu_peaks import Tf32Settings, tf32_off_warning
 
 H100 = "NVIDIA H100 80GB HBM3"
 OFF = "torch.backends.cuda.matmul.allow_tf32=False"

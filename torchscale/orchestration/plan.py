@@ -43,6 +43,7 @@ from torchscale.contracts.training_defaults import (
     resolve_fused_optimizer,
     resolve_loss,
 )
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 from torchscale.rank.data.model_tasks import unsupported
@@ -53,7 +54,6 @@ from torchscale.rank.strategy_layouts import (
     parallel_shapes,
     world_problem,
 )
-from torchscale.rank.worker.spec import WorkerSpec
 
 if TYPE_CHECKING:  # the config's pydantic schema: only its values are read here
     from torchscale.orchestration.config.schema import Backend as RequestedBackend

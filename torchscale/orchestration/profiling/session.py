@@ -28,6 +28,7 @@ from torchscale.contracts.errors import (
 )
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
+from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec
 from torchscale.offline.results.directory_layout import ProfileRun
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.versions import read_cell_result
@@ -37,7 +38,6 @@ from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.plan import Plan, PlannedCell
 from torchscale.orchestration.profiling.overhead import CaptureOverhead, capture_overhead
 from torchscale.orchestration.profiling.trigger import Selected
-from torchscale.rank.worker.spec import DelaySpec, ProfileSpec
 
 Tool = Literal["torch", "nsys"]
 CONFIG_TOOL_KEY = "profiling.tool:"

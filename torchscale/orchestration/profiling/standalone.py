@@ -16,10 +16,10 @@ from torchscale.contracts.errors import UsageError
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 
 if TYPE_CHECKING:  # the CLI imports this module for its choices: keep it light
+    from torchscale.contracts.worker_spec import DelaySpec
     from torchscale.orchestration.config.schema import BenchConfig
     from torchscale.orchestration.plan import Machine, PlannedCell
     from torchscale.orchestration.profiling.session import ProfileRequest
-    from torchscale.rank.worker.spec import DelaySpec
 
 Target = Literal["sync_stalls", "comm", "compute", "memory", "all"]
 ToolChoice = Literal["torch", "nsys", "auto"]

@@ -4,13 +4,13 @@
 Two kinds of expected value, judged differently:
 - "achievable": a published *measured* best (stas00's MAMF finder: the best matmul a healthy
   GPU reaches). A healthy GPU gets within a few percent of it.
-- "spec": a vendor datasheet peak (dense matmul TFLOP/s from torchscale.rank.worker.peaks, HBM
+- "spec": a vendor datasheet peak (dense matmul TFLOP/s from torchscale.contracts.gpu_peaks, HBM
   bandwidth, PCIe and NVLink rates). Nobody reaches a sheet figure, so the bar is lower, and a
   figure well ABOVE a spec is impossible: a measurement bug, never a fast GPU.
 
 An unknown SKU (or a CPU) has no expected value: the figure is shown alone with INFO. Figures
-are matched by device name as worker/peaks.py matches (whole tokens, variants before the plain
-name, first match wins); where no source could be cited, the figure is left out.
+are matched by device name as contracts/gpu_peaks.py matches (whole tokens, variants before the
+plain name, first match wins); where no source could be cited, the figure is left out.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from torchscale.contracts.gpu_peaks import MIG, lookup
 from torchscale.orchestration.validate.check_result import CheckStatus
-from torchscale.rank.worker.peaks import MIG, lookup
 
 Kind = Literal["spec", "achievable"]
 

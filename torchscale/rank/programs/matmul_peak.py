@@ -3,7 +3,8 @@
 A spec sheet's peak is never reached by a real matmul; what a node can really do is the best
 TFLOP/s over a search of matmul shapes (stas00's MAMF finder: an H100 SXM reaches ~790 of its
 989 bf16 TFLOP/s). `measure_matmul` times given shapes; `find_peak` searches shapes within a
-time budget and sets the best figure beside the spec-sheet peak of `torchscale.rank.worker.peaks`.
+time budget and sets the best figure beside the spec-sheet peak of
+`torchscale.contracts.gpu_peaks`.
 
 Timing: inputs allocated once, warm-up, then a loop long enough to exceed `min_time_s` timed as
 a whole (CUDA events on a GPU, `time.perf_counter` on CPU, synchronized at both ends), the
@@ -30,8 +31,8 @@ from typing import Literal, Protocol
 
 import torch
 
+from torchscale.contracts.gpu_peaks import MIG, lookup
 from torchscale.contracts.schema.perf import PeakResult, Probe, Shape
-from torchscale.rank.worker.peaks import MIG, lookup
 from torchscale.rank.worker.timing import CudaEventTimer
 
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
@@ -285,9 +286,9 @@ def measure_matmul(
 
 
 def spec_for(name: str, dtype: str) -> tuple[float | None, str | None, str | None]:
-    """(spec TFLOP/s, its source, None) or (None, None, why not), from worker.peaks' table."""
+    """(spec TFLOP/s, its source, None) or (None, None, why not), from the gpu_peaks table."""
     if name.startswith("CPU"):
-        return None, None, "no spec-sheet peak for CPUs (torchscale.rank.worker.peaks lists GPUs)"
+        return None, None, "no spec-sheet peak for CPUs (contracts/gpu_peaks.py lists GPUs)"
     if MIG.search(name):
         return None, None, f"'{name}' is a MIG slice: its share of the GPU's peak is unknown"
     row = lookup(name)

@@ -47,6 +47,7 @@ from torchscale.contracts.step_phases import (
     OWN_WORK_PHASES,
     STEP_PHASES,
 )
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.analysis.diagnosis import (
     RunEvidence,
     TimerEvidence,
@@ -67,7 +68,6 @@ from torchscale.rank.worker.measure import RankMeasurement
 from torchscale.rank.worker.measured_peak import MeasuredPeak, cell_measured_peak, guarded_mfu
 from torchscale.rank.worker.parallel_metrics import parallel_metrics, warmup_record
 from torchscale.rank.worker.phases import medians
-from torchscale.rank.worker.spec import WorkerSpec
 
 FSDP_NO_SPLIT = (
     "FSDP: its forward and backward phases contain all-gather/reduce-scatter waits (backward is "

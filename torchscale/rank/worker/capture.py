@@ -45,7 +45,7 @@ from torchscale.contracts.step_phases import RANGE_PREFIX
 from torchscale.rank.worker import markers
 
 if TYPE_CHECKING:
-    from torchscale.rank.worker.spec import ProfileSpec
+    from torchscale.contracts.worker_spec import ProfileSpec
     from torchscale.rank.worker.timing import StepTimer
     from torchscale.rank.worker.trainer import Trainer
 

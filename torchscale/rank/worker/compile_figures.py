@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from torchscale.contracts.schema.cell_result import CompileActivity
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
-from torchscale.rank.worker.spec import WorkerSpec
 
 NOT_READ = "torch._dynamo's counters were not read"
 

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE, OWN_WORK_PHASES
+from torchscale.contracts.worker_spec import MAX_DELAY_MS, DelaySpec
 from torchscale.rank.worker import markers
-from torchscale.rank.worker.spec import MAX_DELAY_MS, DelaySpec
 
 if TYPE_CHECKING:
     import torch

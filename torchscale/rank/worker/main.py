@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from torchscale.contracts.gpu_peaks import PRECISION_DTYPE, Peak, cell_peak, tf32_off_warning
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
     COMM_HOLD_BACKWARD,
@@ -36,6 +37,7 @@ from torchscale.contracts.step_phases import (
     STEP_PHASES,
     seconds_column,
 )
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture
 from torchscale.rank.worker.cpu_binding import bind_cpu_rank
@@ -47,15 +49,8 @@ from torchscale.rank.worker.fixed_costs import (
 from torchscale.rank.worker.harness import Group, Join, Program, rank_device, spec_file
 from torchscale.rank.worker.measure import RankMeasurement, Window, measure
 from torchscale.rank.worker.measured_peak import read_measured_peak
-from torchscale.rank.worker.peaks import (
-    PRECISION_DTYPE,
-    Peak,
-    cell_peak,
-    read_tf32_settings,
-    tf32_off_warning,
-)
 from torchscale.rank.worker.run_environment import capture_environment
-from torchscale.rank.worker.spec import WorkerSpec
+from torchscale.rank.worker.tf32_settings import read_tf32_settings
 from torchscale.rank.worker.timing import synchronize
 from torchscale.rank.worker.trainer import Trainer
 

@@ -33,6 +33,7 @@ import torch.distributed as dist
 
 from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_result import RankTelemetry
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.telemetry.rank import rank_sampler
 from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.window_figures import summarise_rank
@@ -44,7 +45,6 @@ from torchscale.rank.worker.host_probe import ProbeReading, probe_rank
 from torchscale.rank.worker.measured_peak import MeasuredPeak
 from torchscale.rank.worker.model_parallel import replica_flops
 from torchscale.rank.worker.phases import PhaseRecorder, PhaseSeconds, backward_split, trainable
-from torchscale.rank.worker.spec import WorkerSpec
 from torchscale.rank.worker.steady_state import agreed_steps, collective_timeout_s, warm_up
 from torchscale.rank.worker.timing import make_timer, resolve_timing, synchronize
 from torchscale.rank.worker.trainer import Trainer

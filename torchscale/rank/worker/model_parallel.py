@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import ModelBundle
 from torchscale.rank.worker.precision import fsdp_policy
-from torchscale.rank.worker.spec import WorkerSpec
 
 if TYPE_CHECKING:
     from torchscale.rank.parallel.pipeline_step import PipelineRunner

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from torchscale.contracts.cell import ParallelShape
 from torchscale.contracts.schema.cell_result import ParallelMetrics, ProfiledComm, StageTime, Warmup
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
-from torchscale.rank.worker.spec import WorkerSpec
 
 if (
     TYPE_CHECKING

@@ -26,6 +26,7 @@ from torchscale.contracts.training_defaults import (
     resolve_fused_optimizer,
     resolve_loss,
 )
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.data import plugin_batches as plugin_data
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY, Pipeline, build_pipeline, layout_for
 from torchscale.rank.models import ModelBundle, build_model, call_model
@@ -45,7 +46,6 @@ from torchscale.rank.worker.precision import (
     norm_policy,
     upcast_loss,
 )
-from torchscale.rank.worker.spec import WorkerSpec
 
 if TYPE_CHECKING:  # imported when a cell is model-parallel: ddp and fsdp ranks never load them
     from torchscale.rank.parallel.pipeline_step import PipelineRunner

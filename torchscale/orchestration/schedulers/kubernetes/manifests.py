@@ -49,12 +49,12 @@ from typing import Any, Literal
 import yaml
 
 from torchscale.contracts.errors import LaunchError, UsageError
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.config.schema import K8sConfig
 from torchscale.orchestration.launch.torchrun_env import is_inherited_distributed_var
 from torchscale.orchestration.plan import Plan, PlannedCell
-from torchscale.rank.worker.spec import WorkerSpec
 
 TRAINJOB_API = "trainer.kubeflow.org/v1alpha1"
 PYTORCHJOB_API = "kubeflow.org/v1"

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.comm.from_config import section_request
@@ -22,7 +23,6 @@ from torchscale.orchestration.comm.sweep_launch import CommRequest
 from torchscale.orchestration.config.schema import CommConfig, SlurmConfig
 from torchscale.orchestration.plan import LaunchSettings, PlannedCell
 from torchscale.orchestration.schedulers.slurm.cpus import cpus_per_node
-from torchscale.rank.worker.spec import WorkerSpec
 
 ALLOCATION_KIND = "torchscale.slurm_allocation"
 ALLOCATION_VERSION = 1

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from torchscale.contracts.atomic import write_text_atomic
-from torchscale.rank.worker.run_environment import capture_environment
 
 SLURM_FIELDS = (
     "SLURM_JOB_ID",
@@ -28,6 +27,10 @@ SLURM_FIELDS = (
 
 
 def main() -> None:
+    # the record names torch, CUDA and the GPUs, so taking it loads torch: on the node, when
+    # this runs, never on importing the module
+    from torchscale.rank.worker.run_environment import capture_environment
+
     directory = Path(sys.argv[1])
     node = os.environ.get("SLURM_NODEID", "0")
     record = capture_environment()

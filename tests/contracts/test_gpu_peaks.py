@@ -1,4 +1,4 @@
-"""The MFU peak table (torchscale/rank/worker/peaks.py) against the device names drivers really
+"""The MFU peak table (torchscale/contracts/gpu_peaks.py) against the device names drivers really
 report: NVML's nvmlDeviceGetName (the same string torch.cuda.get_device_name gives on NVIDIA)
 and ROCm's torch.cuda.get_device_name / amdsmi's names on AMD. A partial match must never give
 a GPU its neighbour's peak ("GH200" is not "H200", "GB200" not "B200", "MI308X" not "MI300X").
@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchscale.orchestration.config.hardware import PROFILES
-from torchscale.rank.worker.peaks import (
+from torchscale.contracts.gpu_peaks import (
     GPU_PEAKS,
     GpuPeaks,
     Tf32Settings,
@@ -17,6 +16,7 @@ from torchscale.rank.worker.peaks import (
     lookup,
     peak_tflops,
 )
+from torchscale.orchestration.config.hardware import PROFILES
 
 TF32_OFF = Tf32Settings(False, False, "matmul=False", "conv=False")
 TF32_ON = Tf32Settings(True, True, "matmul=True", "conv=True")
@@ -153,3 +153,48 @@ def test_every_named_hardware_profile_has_a_peak(profile: str) -> None:
     name = PROFILES[profile].gpu_name
     assert name is not None
     assert (lookup(name) is not None) != (name in PROFILE_GAPS)
+
+
+@pytest.mark.parametrize(
+    ("name", "precision", "tf32", "expected"),
+    [
+        ("NVIDIA H100 80GB HBM3", "bf16", False, 989.0),  # SXM
+        ("NVIDIA H100 80GB HBM3", "amp", False, 989.0),
+        ("NVIDIA H100 80GB HBM3", "fp32", False, 67.0),
+        ("NVIDIA H100 80GB HBM3", "fp32", True, 494.0),
+        ("NVIDIA H100 PCIe", "bf16", False, 756.0),
+        ("NVIDIA H100 PCIe", "fp32", True, 378.0),
+        ("NVIDIA H100 PCIe", "fp32", False, 51.0),
+        ("NVIDIA A100-SXM4-80GB", "bf16", False, 312.0),
+        ("NVIDIA A100-SXM4-80GB", "fp32", True, 156.0),
+        ("NVIDIA L40S", "bf16", False, 362.0),
+        ("NVIDIA L4", "bf16", False, 121.0),
+        ("Tesla V100-SXM2-32GB", "amp", False, 125.0),
+        ("Tesla V100-SXM2-32GB", "fp32", False, 15.7),
+    ],
+)
+def test_peak_tflops_known(name: str, precision: str, tf32: bool, expected: float) -> None:
+    assert peak_tflops(name, precision, tf32) == (expected, None)
+
+
+def test_peak_tflops_unknown_gpu() -> None:
+    peak, reason = peak_tflops("NVIDIA GeForce GTX 1080", "fp32", False)
+    assert peak is None
+    assert reason is not None
+    assert "NVIDIA GeForce GTX 1080" in reason
+
+
+def test_peak_tflops_dtype_not_in_table() -> None:
+    peak, reason = peak_tflops("Tesla V100-SXM2-32GB", "bf16", False)
+    assert peak is None
+    assert reason is not None
+    assert "bf16" in reason
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong"),
+    [("NVIDIA L40", 121.0), ("NVIDIA RTX A1000 6GB Laptop GPU", 312.0)],
+)
+def test_peak_tflops_does_not_match_a_different_gpu(name: str, wrong: float) -> None:
+    peak, _ = peak_tflops(name, "bf16", False)
+    assert peak != wrong

@@ -1,4 +1,5 @@
-"""The cell description the sweep hands to every rank (a JSON file named on the command line)."""
+"""The cell description the sweep hands to every rank (a JSON file named on the command line):
+the host writes it, the cell worker (rank/worker/main.py) reads it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Peak dense FLOP/s per GPU model and dtype, for MFU. Unknown GPU, MIG slice or CPU: no MFU,
-with the reason: a guessed peak is the classic source of MFU above 100%.
+with the reason: a guessed peak is the classic source of MFU above 100%. A datasheet, read by the
+ranks (MFU), `validate --level perf` and the matmul program alike, so it needs no torch.
 
 Figures are the vendors' dense (no sparsity) peaks for the variant named: NVIDIA's sheets print
 "with sparsity" tensor figures, so the dense figure is half of those. fp32 is the peak fp32
@@ -12,12 +13,8 @@ peak is used, so MFU may read low, never high (beyond NVIDIA's own rounding, und
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-
-import torch
 
 
 @dataclass(frozen=True)
@@ -52,7 +49,7 @@ _CDNA3_OAM = {"bf16": 1307.4, "fp16": 1307.4, "tf32": 653.7, "fp32": 163.4, "fp8
 # Matched against torch.cuda.get_device_name() (NVML reports the same strings on NVIDIA; ROCm's
 # torch reports the HIP marketing name). Whole model tokens only ("L4" must not match "L40",
 # "A100" not "RTX A1000", "H200" not "GH200", "B200" not "GB200"); the first match wins, so
-# variants come before the plain name. tests/orchestration/test_peaks_table.py holds real device
+# variants come before the plain name. tests/contracts/test_gpu_peaks.py holds real device
 # names.
 GPU_PEAKS: tuple[GpuPeaks, ...] = (
     # H100 PCIe product brief PB-11133: FP32 51, TF32 756*, BF16/FP16 1,513*, FP8 3,026*
@@ -237,59 +234,6 @@ class Peak:
     tflops: float | None
     note: str | None  # why tflops is None
     basis: str | None  # which peak was used and why
-
-
-def _fp32_precision(read: Callable[[], object]) -> str | None:
-    """A `fp32_precision` setting of torch >= 2.9 ('ieee', 'tf32', 'none'); None if absent."""
-    try:
-        value = read()
-    except (AttributeError, RuntimeError):
-        return None
-    return value if isinstance(value, str) else None
-
-
-def _legacy_flag(read: Callable[[], object]) -> bool | None:
-    """A legacy `allow_tf32` flag; torch >= 2.9 raises when the new API set TF32 instead."""
-    try:
-        return bool(read())
-    except RuntimeError:
-        return None
-
-
-def _value(flag: bool | None) -> str:
-    return "" if flag is None else f"={flag}"
-
-
-def read_tf32_settings() -> Tf32Settings:
-    """Read torch's TF32 settings in this process, new API first.
-
-    In torch 2.13 the new per-op setting (`torch.backends.cuda.matmul.fp32_precision`,
-    `torch.backends.cudnn.conv.fp32_precision`) says 'tf32' or 'ieee' once anything set it;
-    'none' means unset, and the legacy flag (`allow_tf32`, also moved by
-    `torch.set_float32_matmul_precision`) then decides. Reading the legacy flag after the new
-    API was used raises, hence this order. TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 forces TF32 for
-    cuBLAS whatever the flags say.
-    """
-    matmul: bool | None
-    new = _fp32_precision(lambda: torch.backends.cuda.matmul.fp32_precision)
-    if os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE") == "1":
-        matmul, matmul_source = True, "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"
-    elif new in ("tf32", "ieee"):
-        matmul = new == "tf32"
-        matmul_source = f"torch.backends.cuda.matmul.fp32_precision='{new}'"
-    else:
-        matmul = _legacy_flag(lambda: torch.backends.cuda.matmul.allow_tf32)
-        matmul_source = "torch.backends.cuda.matmul.allow_tf32" + _value(matmul)
-    conv: bool | None
-    conv_module = getattr(torch.backends.cudnn, "conv", None)
-    new = _fp32_precision(lambda: conv_module.fp32_precision) if conv_module else None
-    if new in ("tf32", "ieee"):
-        conv = new == "tf32"
-        conv_source = f"torch.backends.cudnn.conv.fp32_precision='{new}'"
-    else:
-        conv = _legacy_flag(lambda: torch.backends.cudnn.allow_tf32)
-        conv_source = "torch.backends.cudnn.allow_tf32" + _value(conv)
-    return Tf32Settings(matmul, conv, matmul_source, conv_source)
 
 
 def cell_peak(device_name: str, precision: str, conv_net: bool, tf32: Tf32Settings) -> Peak:
