@@ -50,6 +50,7 @@ from torchscale.interfaces.report.sections.context import slug
 from torchscale.interfaces.report.sources import read_sources
 from torchscale.offline.analysis.diagnosis import BUSY_CAVEAT, marked_injected
 from torchscale.offline.results.frame import COLUMNS, cells_table
+from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 from torchscale.offline.results.upgrades.point_figures import with_point_figure_diagnosis
 from torchscale.offline.results.versions import parse_cell_result
 
@@ -227,14 +228,16 @@ def test_a_point_figure_verdict_keeps_its_gaps_apart() -> None:
     gap (compute_gap_s) and its phase's (gap_s) fill the two columns apart."""
     path = Path(__file__).parents[1] / "fixtures" / "results_v7" / "cpu_tiny_mlp_ddp_w2.json"
     result, _, problem = parse_cell_result(json.loads(path.read_text()))
-    assert result is not None and result.communication is not None, problem
-    waited = result.communication.model_copy(update={"load_imbalance": 0.2})
+    older = OlderBlocks.of(json.loads(path.read_text()))
+    assert result is not None and older.communication is not None, problem
+    waited = older.communication.model_copy(update={"load_imbalance": 0.2})
     result = with_point_figure_diagnosis(
-        result.model_copy(update={"communication": waited, "diagnosis": None})
+        result.model_copy(update={"diagnosis": None}),
+        older.model_copy(update={"communication": waited}),
     )
     assert result.diagnosis is not None and result.diagnosis.straggler is not None
     assert result.diagnosis.straggler.named
-    record = result.straggler
+    record = older.straggler
     assert record is not None and record.gap_s != record.compute_gap_s
     row = cells_table([result]).iloc[0]
     assert row["straggler_gap_s"] == pytest.approx(record.compute_gap_s)

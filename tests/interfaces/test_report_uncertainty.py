@@ -26,13 +26,13 @@ from scipy import stats as scipy_stats
 import torchscale.results
 from torchscale.contracts.cell_settings import MeasurementConfig
 from torchscale.contracts.schema.cell_result import (
-    Attribution,
     CellResult,
     Diagnosis,
     Estimate,
     Finding,
     Intervals,
     StepPart,
+    StepSplit,
     StragglerVerdict,
     Throughput,
 )
@@ -54,6 +54,8 @@ from torchscale.offline.analysis.scaling_efficiency import (
     add_scaling_efficiency,
     efficiency_interval,
 )
+from torchscale.offline.results.split_figures import split_figures
+from torchscale.offline.results.upgrades.older_blocks import Communication, OlderBlocks
 from torchscale.offline.results.upgrades.point_figures import with_point_figure_diagnosis
 
 V3_SWEEP = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
@@ -88,7 +90,7 @@ def estimate(
     )
 
 
-def balanced_attribution(step_s: float = 3.0e-3) -> Attribution:
+def balanced_attribution(step_s: float = 3.0e-3) -> StepSplit:
     """A balanced 2-rank cell: exposed transfer and data inside their noise, a 36 us gap
     between the ranks that the test does not name. The measurable shares add up to 0.97; the
     two parts inside their noise hold the other 0.03."""
@@ -123,7 +125,7 @@ def balanced_attribution(step_s: float = 3.0e-3) -> Attribution:
         summary=SUMMARY_36US,
         not_named="could be noise: its interval reaches 0",
     )
-    return Attribution(
+    return StepSplit(
         basis="phase timers (hand-made)",
         steps=24,
         ranks=2,
@@ -133,7 +135,7 @@ def balanced_attribution(step_s: float = 3.0e-3) -> Attribution:
     )
 
 
-def named_attribution() -> Attribution:
+def named_attribution() -> StepSplit:
     """A 2-rank cell whose rank 1 the test names, slow in backward."""
     model = balanced_attribution()
     verdict = model.straggler
@@ -152,7 +154,7 @@ def named_attribution() -> Attribution:
 
 
 def diagnosis_of(
-    model: Attribution, findings: list[Finding] | None = None, caveat: str | None = None
+    model: StepSplit, findings: list[Finding] | None = None, caveat: str | None = None
 ) -> Diagnosis:
     """The phase timers' diagnosis around a hand-made step model, with its findings and the
     busy-machine caveat as `analysis.diagnosis.with_caveat` keeps it."""
@@ -160,7 +162,7 @@ def diagnosis_of(
     return with_caveat(diagnosis, caveat)
 
 
-def with_attribution(model: Attribution | Diagnosis, *, caveat: str | None = None) -> Edit:
+def with_attribution(model: StepSplit | Diagnosis, *, caveat: str | None = None) -> Edit:
     """The diagnosis (a hand-made step model read as one, without findings unless it holds
     some) and headline intervals added to a result."""
     diagnosis = model if isinstance(model, Diagnosis) else diagnosis_of(model, caveat=caveat)
@@ -660,12 +662,16 @@ def test_point_shares_outside_their_domain_are_not_measurable(tmp_path: Path) ->
     measurable, said, and no negative time or share is printed anywhere."""
 
     def negative(result: CellResult) -> CellResult:
-        assert result.communication is not None
-        comm = result.communication.model_copy(
-            update={"comm_overhead": -0.295, "exposed_comm_s": -0.0667, "load_imbalance": 0.02}
+        figures = split_figures(result)
+        comm = Communication(
+            step_time_s=figures.step_s,
+            comm_overhead=-0.295,
+            exposed_comm_s=-0.0667,
+            load_imbalance=0.02,
+            load_imbalance_s=figures.load_imbalance_s,
         )
-        changed = result.model_copy(update={"communication": comm, "diagnosis": None})
-        return with_point_figure_diagnosis(changed)
+        changed = result.model_copy(update={"diagnosis": None})
+        return with_point_figure_diagnosis(changed, OlderBlocks(communication=comm))
 
     root = sweep(tmp_path, {MLP_W2: [negative]})
     report = build(root)

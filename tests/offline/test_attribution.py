@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.contracts.schema.cell_result import PART_NAMES, Attribution
+from torchscale.contracts.schema.cell_result import PART_NAMES, StepSplit
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE, NoSyncSteps
 from torchscale.offline.analysis.diagnosis.timers import cell_attribution, step_parts
 
@@ -68,7 +68,7 @@ def step_table(
     return pd.DataFrame(rows)
 
 
-def parts_of(attribution: Attribution) -> dict[str, float | None]:
+def parts_of(attribution: StepSplit) -> dict[str, float | None]:
     return {p.name: p.share.value for p in attribution.parts}
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.contracts.schema.cell_result import Attribution, StragglerVerdict
+from torchscale.contracts.schema.cell_result import StepSplit, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD
 from torchscale.offline.analysis.diagnosis.held_launches import HELD_CHECK
 from torchscale.offline.analysis.diagnosis.timers import cell_attribution
@@ -73,13 +73,13 @@ def held_steps(
     return pd.DataFrame(rows)
 
 
-def judged(table: pd.DataFrame) -> tuple[Attribution, StragglerVerdict]:
+def judged(table: pd.DataFrame) -> tuple[StepSplit, StragglerVerdict]:
     model = cell_attribution(table, None)
     assert model is not None and model.straggler is not None
     return model, model.straggler
 
 
-def held_check(model: Attribution) -> str:
+def held_check(model: StepSplit) -> str:
     check = next(c for c in model.cross_checks if c.name == HELD_CHECK)
     return check.detail
 

@@ -17,6 +17,8 @@ from torchscale.contracts.schema.cell_result import (
 )
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.offline.results.profile_versions import with_run
+from torchscale.offline.results.split_figures import split_figures
+from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 from torchscale.offline.results.upgrades.point_figures import (
     INSIDE_COMPUTE,
     NO_INTERVAL,
@@ -60,7 +62,8 @@ def test_point_figures_with_nothing_to_split_read_with_every_part_not_measurable
     diagnosis = result.diagnosis
     assert diagnosis is not None and is_point_figures(diagnosis)
     assert all(p.share.value is None and p.share.reason == NO_WINDOW for p in diagnosis.parts)
-    assert diagnosis.findings == point_figure_findings(result) == []
+    older = _older("results_v6/cpu_tiny_gpt2_tp2.json")
+    assert diagnosis.findings == point_figure_findings(result, older) == []
     assert diagnosis.step_s.value == result.step_time.p50
 
 
@@ -72,11 +75,11 @@ def test_point_figures_read_at_load_as_a_diagnosis_with_their_own_findings() -> 
     relative = "results_v7/cpu_tiny_mlp_ddp_w2.json"
     result, version = _read(relative)
     raw = json.loads((FIXTURES / relative).read_text())
-    assert version == 7 and result.communication is not None
-    assert result.communication.load_imbalance == raw["communication"]["load_imbalance"]
+    assert version == 7 and "communication" not in result.model_dump()
+    assert split_figures(result).load_imbalance == raw["communication"]["load_imbalance"]
     diagnosis = result.diagnosis
     assert is_point_figures(diagnosis) and diagnosis is not None
-    assert diagnosis.findings == point_figure_findings(result)
+    assert diagnosis.findings == point_figure_findings(result, _older(relative))
     assert [f.category for f in diagnosis.findings] == ["exposed_comm"]
     (finding,) = diagnosis.findings
     assert finding.cost_pct == pytest.approx(100 * raw["communication"]["comm_overhead"])
@@ -84,10 +87,17 @@ def test_point_figures_read_at_load_as_a_diagnosis_with_their_own_findings() -> 
     assert diagnosis.straggler is not None and not diagnosis.straggler.named
 
 
-def _points() -> CellResult:
-    """The schema-7 cell as read, without the diagnosis its point figures gave it."""
+def _older(relative: str) -> OlderBlocks:
+    """The point figures a stored result's diagnosis is read from."""
+    return OlderBlocks.of(json.loads((FIXTURES / relative).read_text()))
+
+
+def _points() -> tuple[CellResult, OlderBlocks]:
+    """The schema-7 cell as read, without the diagnosis its point figures gave it, and them."""
     result, _ = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")
-    return result.model_copy(update={"diagnosis": None})
+    older = _older("results_v7/cpu_tiny_mlp_ddp_w2.json")
+    assert older.communication is not None and older.straggler is not None
+    return result.model_copy(update={"diagnosis": None}), older
 
 
 @pytest.mark.parametrize(
@@ -106,11 +116,11 @@ def test_a_point_figure_is_a_finding_from_its_threshold_and_in_its_domain(
 ) -> None:
     """No interval to judge noise by: a point share is a finding where it is at least its
     threshold and a share the step can have, in [0, 1]."""
-    result = _points()
-    assert result.communication is not None
+    result, older = _points()
+    assert older.communication is not None
     others = {"load_imbalance": 0.0, "comm_overhead": 0.0, field: share}
-    comm = result.communication.model_copy(update=others)
-    found = point_figure_findings(result.model_copy(update={"communication": comm}))
+    comm = older.communication.model_copy(update=others)
+    found = point_figure_findings(result, older.model_copy(update={"communication": comm}))
     assert [f.category for f in found] == ([category] if category else [])
     if category is not None:
         assert found[0].cost_pct == pytest.approx(100 * share)
@@ -119,14 +129,15 @@ def test_a_point_figure_is_a_finding_from_its_threshold_and_in_its_domain(
 def test_a_point_data_wait_is_a_finding_from_its_threshold() -> None:
     """The input pipeline is waited for at least DATA_WAIT_MIN of the step (never for
     synthetic data)."""
-    result = _points()
-    assert result.communication is not None
-    comm = result.communication.model_copy(update={"load_imbalance": 0.0, "comm_overhead": 0.0})
+    result, older = _points()
+    assert older.communication is not None
+    comm = older.communication.model_copy(update={"load_imbalance": 0.0, "comm_overhead": 0.0})
+    older = older.model_copy(update={"communication": comm})
     data = DataPipeline(source="disk", wait_s=0.001, share=DATA_WAIT_MIN)
-    fed = result.model_copy(update={"communication": comm, "data": data})
-    assert [f.category for f in point_figure_findings(fed)] == ["data_wait"]
+    fed = result.model_copy(update={"data": data})
+    assert [f.category for f in point_figure_findings(fed, older)] == ["data_wait"]
     synthetic = fed.model_copy(update={"data": data.model_copy(update={"source": "synthetic"})})
-    assert point_figure_findings(synthetic) == []
+    assert point_figure_findings(synthetic, older) == []
 
 
 def test_a_profiled_run_keeps_its_analysis_figures_over_point_figures() -> None:
@@ -212,10 +223,10 @@ def test_point_figures_read_as_a_step_split_without_intervals() -> None:
     """Schema 7's point figures as today's step split: exposed transfer and waiting for peers
     are the stored shares with no interval, compute the rest of the step, data and rest not
     measurable with why; the five shares' known values add up to the step."""
-    result = _points()
-    comm = result.communication
+    result, older = _points()
+    comm = older.communication
     assert comm is not None and comm.comm_overhead is not None and comm.load_imbalance is not None
-    diagnosis = diagnosis_from_point_figures(result)
+    diagnosis = diagnosis_from_point_figures(result, older)
     assert diagnosis is not None and diagnosis.source == "phase timers"
     shares = {p.name: p.share for p in diagnosis.parts}
     assert [p.name for p in diagnosis.parts] == list(PART_NAMES)
@@ -240,10 +251,12 @@ def test_a_point_share_outside_its_domain_is_not_measurable(
 ) -> None:
     """A point share outside [0, 1] is noise no interval can tell apart: no value, the reason
     said; compute is then unknown too."""
-    result = _points()
-    assert result.communication is not None
-    comm = result.communication.model_copy(update={"comm_overhead": stored})
-    diagnosis = diagnosis_from_point_figures(result.model_copy(update={"communication": comm}))
+    result, older = _points()
+    assert older.communication is not None
+    comm = older.communication.model_copy(update={"comm_overhead": stored})
+    diagnosis = diagnosis_from_point_figures(
+        result, older.model_copy(update={"communication": comm})
+    )
     assert diagnosis is not None
     exposed, compute = diagnosis.part("exposed_transfer"), diagnosis.part("compute")
     assert exposed is not None and compute is not None
@@ -259,10 +272,12 @@ def test_two_point_shares_over_the_step_are_both_not_measurable() -> None:
     """Exposed communication and waiting for peers each in [0, 1] but together above the
     step cannot both be right: neither is measurable, each says so, and compute (the rest)
     says the same, not that a figure was outside 0-100 %."""
-    result = _points()
-    assert result.communication is not None
-    comm = result.communication.model_copy(update={"comm_overhead": 0.7, "load_imbalance": 0.5})
-    diagnosis = diagnosis_from_point_figures(result.model_copy(update={"communication": comm}))
+    result, older = _points()
+    assert older.communication is not None
+    comm = older.communication.model_copy(update={"comm_overhead": 0.7, "load_imbalance": 0.5})
+    diagnosis = diagnosis_from_point_figures(
+        result, older.model_copy(update={"communication": comm})
+    )
     assert diagnosis is not None
     for name in ("exposed_transfer", "wait_for_peers", "compute"):
         part = diagnosis.part(name)
@@ -285,12 +300,12 @@ def test_the_slowest_rank_is_named_only_where_the_others_wait_for_it(
     """No significance test: the slowest rank by compute is named where the run delayed it
     on purpose or the others wait for it at least STRAGGLER_MIN of the step (a share it can
     have); the verdict says there was no test, and why nobody is named."""
-    result = _points()
-    assert result.communication is not None and result.straggler is not None
-    comm = result.communication.model_copy(update={"load_imbalance": imbalance})
-    straggler = result.straggler.model_copy(update={"injected": injected})
-    changed = result.model_copy(update={"communication": comm, "straggler": straggler})
-    diagnosis = diagnosis_from_point_figures(changed)
+    result, older = _points()
+    assert older.communication is not None and older.straggler is not None
+    comm = older.communication.model_copy(update={"load_imbalance": imbalance})
+    straggler = older.straggler.model_copy(update={"injected": injected})
+    changed = older.model_copy(update={"communication": comm, "straggler": straggler})
+    diagnosis = diagnosis_from_point_figures(result, changed)
     assert diagnosis is not None and diagnosis.straggler is not None
     verdict = diagnosis.straggler
     assert verdict.named is named and verdict.candidate_rank == straggler.rank
@@ -313,10 +328,12 @@ def test_an_unnamed_point_straggler_says_its_own_reason(
 ) -> None:
     """Nobody named: the reason is the case's own (the wait not recorded, outside 0-100 %, or
     below STRAGGLER_MIN), never 'less than 5 %' for a wait nobody recorded."""
-    result = _points()
-    assert result.communication is not None
-    comm = result.communication.model_copy(update={"load_imbalance": imbalance})
-    diagnosis = diagnosis_from_point_figures(result.model_copy(update={"communication": comm}))
+    result, older = _points()
+    assert older.communication is not None
+    comm = older.communication.model_copy(update={"load_imbalance": imbalance})
+    diagnosis = diagnosis_from_point_figures(
+        result, older.model_copy(update={"communication": comm})
+    )
     assert diagnosis is not None and diagnosis.straggler is not None
     why = diagnosis.straggler.not_named
     assert not diagnosis.straggler.named and why is not None and words in why
@@ -327,25 +344,26 @@ def test_an_unnamed_point_straggler_says_its_own_reason(
 def test_a_cell_with_nothing_to_split_keeps_its_data_wait_finding() -> None:
     """One rank, or no no_sync shares (tensor parallel): every part not measurable, no
     straggler verdict for one rank, and the data wait found by the point figures' rule."""
-    result = _points()
+    result, older = _points()
     data = DataPipeline(source="disk", wait_s=0.01, share=0.25)
-    for update in (
-        {"cell": result.cell.model_copy(update={"world_size": 1})},
-        {"communication": None},
+    for update, blocks in (
+        ({"cell": result.cell.model_copy(update={"world_size": 1})}, older),
+        ({}, older.model_copy(update={"communication": None})),
     ):
         cell = result.model_copy(update={**update, "data": data})
-        diagnosis = diagnosis_from_point_figures(cell)
+        diagnosis = diagnosis_from_point_figures(cell, blocks)
         assert diagnosis is not None
         why = NO_WINDOW if cell.cell.world_size > 1 else ONE_RANK
         assert all(p.share.value is None and p.share.reason == why for p in diagnosis.parts)
         assert [f.category for f in diagnosis.findings] == ["data_wait"]
         assert diagnosis.findings[0].cost_pct == pytest.approx(25.0)
     one = result.model_copy(update={"cell": result.cell.model_copy(update={"world_size": 1})})
-    alone = diagnosis_from_point_figures(one)
+    alone = diagnosis_from_point_figures(one, older)
     assert alone is not None and alone.straggler is None
-    assert diagnosis_from_point_figures(_read("results_v7/cpu_tiny_mlp_ddp_w2.json")[0]) is None
+    stored = _read("results_v7/cpu_tiny_mlp_ddp_w2.json")[0]
+    assert diagnosis_from_point_figures(stored, older) is None
     failed = result.model_copy(update={"status": "failed"})
-    assert diagnosis_from_point_figures(failed) is None
+    assert diagnosis_from_point_figures(failed, older) is None
 
 
 def test_tensor_parallel_point_figures_keep_their_profiled_shares() -> None:

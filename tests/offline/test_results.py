@@ -30,6 +30,7 @@ from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellR
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.uncertainty import median_of_repeats
 from torchscale.offline.results.frame import COLUMNS
+from torchscale.offline.results.split_figures import SplitFigures, split_figures
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.upgrades.edge_steps import EDGE_NOTE
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
@@ -53,6 +54,7 @@ from torchscale.offline.results.versions import (
     upgrade_v13,
     upgrade_v14,
     upgrade_v15,
+    upgrade_v16,
 )
 from torchscale.orchestration.config.loader import load_config
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
@@ -206,15 +208,14 @@ def test_v2_comm_overhead_becomes_sync_overhead() -> None:
     experiment = torchscale.results.load(V2_DIR)
     old = raw_v2(V2_DDP_W2)
     new = experiment.result(V2_DDP_W2)
-    assert new.communication is not None
-    assert new.communication.sync_overhead == old["communication"]["comm_overhead"]
-    assert new.communication.step_time_no_sync_s == old["communication"]["step_time_no_sync_s"]
-    assert new.communication.comm_overhead is None
-    assert new.communication.load_imbalance is None
+    comm = split_figures(new)
+    assert comm.sync_overhead == old["communication"]["comm_overhead"]
+    assert comm.no_sync_step_s == old["communication"]["step_time_no_sync_s"]
+    assert comm.comm_overhead is None and comm.load_imbalance is None
     assert new.unavailable["comm_overhead"] == V2_COMM_OVERHEAD
     assert "sync_overhead" in new.unavailable["comm_overhead"]
     assert old["straggler_rank"] is not None
-    assert new.straggler_rank is None and new.straggler is None
+    assert new.diagnosis is not None and new.diagnosis.straggler is None
     assert new.unavailable["straggler"] == V2_STRAGGLER
     assert new.ranks[0].phases is None and new.ranks[0].compute_time is None
     assert "no per-step phase timing" in new.unavailable["phases"]
@@ -233,9 +234,7 @@ def test_v2_comm_overhead_becomes_sync_overhead() -> None:
 def test_v2_unmeasured_comm_keeps_its_reason(cell_id: str) -> None:
     old = raw_v2(cell_id)
     new = torchscale.results.load(V2_DIR).result(cell_id)
-    assert new.communication is not None
-    assert new.communication.comm_overhead is None
-    assert new.communication.sync_overhead is None
+    assert split_figures(new) == SplitFigures()
     assert new.unavailable["comm_overhead"] == old["unavailable"]["comm_overhead"]
     assert new.unavailable["sync_overhead"] == old["unavailable"]["comm_overhead"]
 
@@ -249,7 +248,7 @@ def test_upgrade_v2_does_not_touch_its_input() -> None:
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgraded))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
     upgraded = upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded))))
-    CellResult.model_validate(upgrade_v15(upgraded))
+    CellResult.model_validate(upgrade_v16(upgrade_v15(upgraded)))
 
 
 def test_v1_upgrades_through_v2_to_the_current_version() -> None:
@@ -257,9 +256,8 @@ def test_v1_upgrades_through_v2_to_the_current_version() -> None:
     old = raw(TINY_W2)["communication"]
     assert isinstance(old, dict)
     assert new.schema_version == RESULT_SCHEMA_VERSION
-    assert new.communication is not None
-    assert new.communication.sync_overhead == old["comm_overhead"]
-    assert new.communication.comm_overhead is None
+    assert split_figures(new).sync_overhead == old["comm_overhead"]
+    assert split_figures(new).comm_overhead is None
 
 
 # ------------------------------------------------------------------ versions and bad files
@@ -314,7 +312,7 @@ def test_upgrade_v1_does_not_touch_its_input() -> None:
     upgraded = upgrade_v6(upgrade_v5(upgrade_v4(upgrade_v3(upgrade_v2(upgraded)))))
     upgraded = upgrade_v10(upgrade_v9(upgrade_v8(upgrade_v7(upgraded))))
     upgraded = upgrade_v14(upgrade_v13(upgrade_v12(upgrade_v11(upgraded))))
-    CellResult.model_validate(upgrade_v15(upgraded))
+    CellResult.model_validate(upgrade_v16(upgrade_v15(upgraded)))
 
 
 def test_load_refuses_a_directory_without_cells(tmp_path: Path) -> None:
@@ -483,8 +481,7 @@ def test_a_version_7_ddp_result_reads_as_the_current_schema() -> None:
     assert result.schema_version == RESULT_SCHEMA_VERSION
     assert is_point_figures(result.diagnosis) and result.intervals is None
     assert "schema 7 or older" in result.unavailable["diagnosis"]
-    assert result.communication is not None
-    assert result.communication.comm_overhead == raw["communication"]["comm_overhead"]
+    assert split_figures(result).comm_overhead == raw["communication"]["comm_overhead"]
     from torchscale.offline.results.frame import cells_table
 
     row = cells_table([result]).iloc[0]

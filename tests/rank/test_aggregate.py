@@ -33,6 +33,7 @@ from torchscale.offline.analysis.scaling_efficiency import (
     add_scaling_efficiency,
 )
 from torchscale.offline.analysis.stats import median_and_spread, scaling_efficiency, step_stats
+from torchscale.offline.results.split_figures import SplitFigures, split_figures
 from torchscale.rank.worker.aggregate import CellFacts, aggregate
 from torchscale.rank.worker.measure import RankMeasurement, Window
 
@@ -228,15 +229,13 @@ def test_straggler_is_not_the_highest_synchronised_median() -> None:
         make_rank(3, [1, 1, 1], (0.009, 0.009, 0.009, 0.009)),
     ]
     result = run(ranks)  # no no_sync window, no phase timing: no compute time per rank
-    assert result.straggler_rank is None
-    assert result.straggler is None
+    assert result.diagnosis is None
     assert "no phase timing" in result.unavailable["straggler"]
 
 
 def test_no_straggler_for_one_rank() -> None:
     result = run([make_rank(0, [1, 1, 1], no_sync=(0.01,) * 4)])
-    assert result.straggler_rank is None
-    assert result.straggler is None
+    assert result.diagnosis is None or result.diagnosis.straggler is None
     assert "world size 1" in result.unavailable["straggler"]
 
 
@@ -283,9 +282,9 @@ def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
         make_rank(1, [1, 1, 1], sync, no_sync=(0.004, 0.004, 0.004, 0.005), phases=phases),
     ]
     result = run(ranks)
-    comm, attribution = result.communication, result.diagnosis
-    assert comm is not None and attribution is not None
-    assert comm.step_time_no_sync_s == pytest.approx(0.004)
+    comm, attribution = split_figures(result), result.diagnosis
+    assert attribution is not None and attribution.no_sync is not None
+    assert attribution.no_sync.step_s == pytest.approx(0.004)
     # both ranks arrive together: the whole grad-sync wait is the transfer, nobody waits
     assert comm.comm_overhead == pytest.approx(0.4)
     assert comm.exposed_comm_s == pytest.approx(0.004)
@@ -301,17 +300,12 @@ def test_comm_overhead_is_the_step_models_exposed_transfer() -> None:
     assert check.estimate is not None and check.estimate.value == pytest.approx(0.575)
     assert check.agrees is False and "slows compute" in check.detail
     assert attribution.straggler is not None and not attribution.straggler.named
-    assert result.straggler is None
     assert "nobody named" in result.unavailable["straggler"]
 
 
 def test_comm_overhead_null_for_world_size_one() -> None:
     result = run([make_rank(0, [1, 1, 1])], make_spec(world=1))
-    assert result.communication is not None
-    assert result.communication.comm_overhead is None
-    assert result.communication.step_time_no_sync_s is None
-    assert result.communication.sync_overhead is None
-    assert result.communication.load_imbalance is None
+    assert split_figures(result) == SplitFigures()
     assert "world size 1" in result.unavailable["comm_overhead"]
     assert "world size 1" in result.unavailable["sync_overhead"]
 
@@ -319,8 +313,7 @@ def test_comm_overhead_null_for_world_size_one() -> None:
 def test_comm_overhead_null_for_fsdp() -> None:
     ranks = [make_rank(0, [1, 1, 1]), make_rank(1, [1, 1, 1])]
     result = run(ranks, make_spec(world=2, strategy="fsdp"))
-    assert result.communication is not None
-    assert result.communication.comm_overhead is None
+    assert split_figures(result).comm_overhead is None
     assert "FSDP" in result.unavailable["comm_overhead"]
 
 

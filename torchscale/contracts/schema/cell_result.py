@@ -18,7 +18,7 @@ from torchscale.contracts.power_limit import PowerLimit
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
-RESULT_SCHEMA_VERSION = 16
+RESULT_SCHEMA_VERSION = 17
 
 
 class _Model(BaseModel):
@@ -349,63 +349,6 @@ class Compute(_Model):
     )
 
 
-class Communication(_Model):
-    """The synchronised step T (median) split three ways (docs/methodology.md): the slowest
-    rank's compute, the wait of the other ranks for it (load imbalance), and communication
-    exposed beyond it. Per rank r: T = compute_r + (slowest - compute_r) + (T - slowest)."""
-
-    step_time_no_sync_s: float | None = Field(
-        description="median step under DDP no_sync(), all ranks pooled"
-    )
-    comm_overhead: float | None = Field(
-        description="exposed communication: (T - slowest rank's compute) / T"
-    )
-    sync_overhead: float | None = Field(
-        default=None,
-        description="1 - step_time_no_sync_s / T: pooled over ranks, so load imbalance and "
-        "communication together (what comm_overhead meant up to schema 2)",
-    )
-    step_time_s: float | None = Field(
-        default=None,
-        description="T: the mean synchronised step the diagnosis splits (its step_s); results "
-        "that kept only point figures stored the median (docs/results.md)",
-    )
-    slowest_compute_s: float | None = Field(
-        default=None, description="the slowest rank's median step under no_sync()"
-    )
-    slowest_compute_rank: int | None = None
-    load_imbalance_s: float | None = Field(
-        default=None, description="mean over ranks of (slowest compute - its compute)"
-    )
-    load_imbalance: float | None = Field(default=None, description="load_imbalance_s / T")
-    exposed_comm_s: float | None = Field(default=None, description="T - slowest compute")
-
-
-class Straggler(_Model):
-    """The rank with the highest compute time, and the phase that makes it slow."""
-
-    rank: int
-    basis: Literal["no_sync", "phases"] = Field(
-        description="no_sync: each rank's median step under DDP no_sync(); phases: the sum of "
-        "its data, forward, backward-compute and optimizer medians"
-    )
-    compute_s: float = Field(description="the straggler's compute time")
-    others_compute_s: float = Field(description="median of the other ranks' compute times")
-    compute_gap_s: float = Field(description="compute_s - others_compute_s")
-    phase: str | None = Field(
-        description="the phase with the largest positive gap (grad_sync_wait excluded: it is "
-        "where the other ranks wait for the straggler); null when no phase is slower"
-    )
-    gap_s: float | None = Field(description="that phase's gap, seconds")
-    phase_gaps_s: dict[str, float] = Field(
-        default_factory=dict,
-        description="per phase: the straggler's median - the median of the other ranks' medians",
-    )
-    injected: bool = Field(
-        default=False, description="a delay was injected on this rank (--inject-delay)"
-    )
-
-
 PartName = Literal["compute", "data", "wait_for_peers", "exposed_transfer", "rest"]
 PART_NAMES: tuple[PartName, ...] = ("compute", "data", "wait_for_peers", "exposed_transfer", "rest")
 
@@ -509,7 +452,7 @@ class CrossCheck(_Model):
     detail: str
 
 
-class Attribution(_Model):
+class StepSplit(_Model):
     """The one model of a step: compute + data + waiting for peers + exposed transfer + rest,
     each with its 95 % interval, the parts adding up to the step by construction."""
 
@@ -561,7 +504,25 @@ class Finding(_Model):
     recommendation: str
 
 
-class Diagnosis(Attribution):
+class NoSyncWindow(_Model):
+    """The DDP no_sync() windows, interleaved with the synchronised ones: each rank's compute
+    without gradient sync, a cross-check of the split (each rank's own figures: `ranks[].
+    compute_time`). Results of schema 7 or older, which kept point figures, also hold the
+    ones their split does not (the slowest rank's compute, the pooled sync overhead)."""
+
+    step_s: float | None = Field(description="median step under no_sync(), all ranks pooled")
+    slowest_compute_s: float | None = Field(
+        default=None, description="schema <= 7: the slowest rank's median step under no_sync()"
+    )
+    slowest_compute_rank: int | None = Field(default=None, description="schema <= 7: its rank")
+    sync_overhead: float | None = Field(
+        default=None,
+        description="schema <= 7: 1 - step_s / the median synchronised step, pooled over ranks "
+        "(load imbalance and communication together; what comm_overhead meant up to schema 2)",
+    )
+
+
+class Diagnosis(StepSplit):
     """The one diagnosis of a run, computed once (torchscale/offline/analysis/diagnosis.py) from all
     the evidence it has and rendered by every surface: the step model (the parts above), the
     per-rank waits, the straggler verdict, the what-if, the findings and the busy-machine
@@ -582,6 +543,11 @@ class Diagnosis(Attribution):
         default=None,
         description="the rule its findings were judged by where noise cannot judge them (figures "
         "kept without an interval); null: the diagnosis' own rule (docs/methodology.md)",
+    )
+    no_sync: NoSyncWindow | None = Field(
+        default=None,
+        description="schema 17: what the no_sync() windows measured beside the split; null: "
+        "none ran (one rank, not DDP, traces alone)",
     )
 
     def part(self, name: str) -> StepPart | None:
@@ -849,7 +815,7 @@ class FixedCosts(_Model):
 
 class CellResult(_Model):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[16] = 16
+    schema_version: Literal[17] = 17
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")
@@ -865,18 +831,14 @@ class CellResult(_Model):
     throughput: Throughput | None = None
     step_time: StepTimeStats | None = Field(default=None, description="all ranks pooled")
     ranks: list[RankStats] = Field(default_factory=list)
-    straggler_rank: int | None = Field(
-        default=None, description="rank with the highest compute time (= straggler.rank)"
-    )
-    straggler: Straggler | None = None
     diagnosis: Diagnosis | None = Field(
         default=None,
-        description="the one diagnosis of the run (schema 10; schema 8-9: attribution)",
+        description="the one diagnosis of the run (schema 10; schema 8-9: attribution); "
+        "the straggler and communication figures are read off it (schema 17)",
     )
     intervals: Intervals | None = Field(default=None, description="schema 8")
     memory: Memory | None = None
     compute: Compute | None = None
-    communication: Communication | None = None
     injected_delays: list[InjectedDelay] = Field(
         default_factory=list, description="--inject-delay: an artificial straggler"
     )

@@ -23,6 +23,7 @@ from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
 from torchscale.offline.analysis.reliability import add_reliability
 from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency
 from torchscale.offline.analysis.uncertainty import median_of_repeats
+from torchscale.offline.results.split_figures import split_figures
 
 # the one model of the step (schema 8): per part its share of the mean step with the 95 %
 # interval; the share is empty where it is not measurable above noise (the interval stays)
@@ -152,7 +153,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
     """The flat row of one cell (None where a figure was not measured)."""
     cell = result.cell
     thr, steps, mem = result.throughput, result.step_time, result.memory
-    comp, comm, straggler = result.compute, result.communication, result.straggler
+    comp, comm = result.compute, split_figures(result)
     tel, data, cost = result.telemetry, result.data, result.cost
     read = data.read_bytes_per_s if data else None
     shape, parallel, warmup = cell.parallel, result.parallel, result.warmup
@@ -185,16 +186,10 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "step_p99_s": steps.p99 if steps else None,
         "step_cv": steps.cv if steps else None,
         **_headline_intervals(result),
-        "straggler_rank": result.straggler_rank,
-        "straggler_phase": straggler.phase if straggler else None,
-        "straggler_kind": None,  # kinds came with schema 13
-        # the older record's gap_s is its phase's: the own-work gap is its compute_gap_s
-        "straggler_gap_s": straggler.compute_gap_s if straggler else None,
-        "straggler_phase_gap_s": straggler.gap_s if straggler else None,
         **_diagnosis(result.diagnosis),
-        "comm_overhead": comm.comm_overhead if comm else None,
-        "load_imbalance": comm.load_imbalance if comm else None,
-        "sync_overhead": comm.sync_overhead if comm else None,
+        "comm_overhead": comm.comm_overhead,
+        "load_imbalance": comm.load_imbalance,
+        "sync_overhead": comm.sync_overhead,
         "flops_per_step": comp.flops_per_step if comp else None,
         "tflops_per_device": comp.achieved_tflops_per_device if comp else None,
         "mfu": comp.mfu if comp else None,
@@ -292,6 +287,11 @@ def _value(estimate: Estimate | None) -> float | None:
 
 
 DIAGNOSIS_COLUMNS = [
+    "straggler_rank",
+    "straggler_phase",
+    "straggler_kind",
+    "straggler_gap_s",
+    "straggler_phase_gap_s",
     "straggler_named",
     "straggler_p_value",
     "straggler_summary",
@@ -302,11 +302,10 @@ DIAGNOSIS_COLUMNS = [
 
 
 def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
-    """The diagnosis' columns (None where there is none). Its verdict also gives
-    straggler_rank, straggler_phase, straggler_kind, straggler_gap_s (the gap every surface
-    prints: `StragglerVerdict.headline_gap`) and straggler_phase_gap_s (the named phase's gap,
-    its own column so that neither passes for the other), null unless it names a straggler:
-    the one verdict, never an older record's."""
+    """The diagnosis' columns (None where there is none). Its verdict gives straggler_rank,
+    straggler_phase, straggler_kind, straggler_gap_s (the gap every surface prints:
+    `StragglerVerdict.headline_gap`) and straggler_phase_gap_s (the named phase's gap, its own
+    column so that neither passes for the other), null unless it names a straggler."""
     row: dict[str, Any] = dict.fromkeys(DIAGNOSIS_COLUMNS)
     row.update(dict.fromkeys(ATTRIBUTION_COLUMNS))
     if diagnosis is None:

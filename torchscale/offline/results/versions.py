@@ -23,6 +23,7 @@ from torchscale.contracts.schema.cell_result import (
     CellResult,
 )
 from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.offline.results.upgrades.older_blocks import OlderBlocks, folded
 from torchscale.offline.results.upgrades.telemetry_rules import rejudged_telemetry
 from torchscale.offline.results.upgrades.verdicts import with_not_named
 
@@ -328,6 +329,15 @@ def upgrade_v15(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade_v16(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 16 -> 17. The `straggler`, `straggler_rank` and `communication` blocks mirrored
+    the diagnosis: dropped, the no_sync window's figures only they held kept in the diagnosis
+    (`upgrades.older_blocks`)."""
+    out = folded(data)
+    out["schema_version"] = 17
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -344,6 +354,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     13: upgrade_v13,
     14: upgrade_v14,
     15: upgrade_v15,
+    16: upgrade_v16,
 }
 
 
@@ -352,13 +363,13 @@ def said_why_not_named(result: CellResult) -> CellResult:
     return result.model_copy(update={"diagnosis": with_not_named(result.diagnosis)})
 
 
-def read_from_point_figures(result: CellResult) -> CellResult:
-    """A result that kept only point figures gets a diagnosis read from them, with the
-    findings their own rule gives (`upgrades.point_figures`, imported here: it needs numpy,
+def read_from_point_figures(result: CellResult, older: OlderBlocks) -> CellResult:
+    """A result that kept only point figures (`older`) gets a diagnosis read from them, with
+    the findings their own rule gives (`upgrades.point_figures`, imported here: it needs numpy,
     which a rank writing results through the store must not load)."""
     from torchscale.offline.results.upgrades import point_figures
 
-    return point_figures.with_point_figure_diagnosis(result)
+    return point_figures.with_point_figure_diagnosis(result, older)
 
 
 def completed_from_model(result: CellResult) -> CellResult:
@@ -382,8 +393,9 @@ def judged_host_bound(result: CellResult) -> CellResult:
 # what a result read from an old version gets once it is a valid current result, keyed by the
 # newest source version it applies to: derivations that need the typed result (the diagnosis'
 # findings), applied in order of the key, each to results read from that version or older
+POINT_FIGURES_VERSION = 7  # the newest version without a step model
+# (read_from_point_figures comes first, for version 7 or older: it needs the older blocks)
 COMPLETIONS: dict[int, Callable[[CellResult], CellResult]] = {
-    7: read_from_point_figures,
     9: completed_from_model,
     12: said_why_not_named,
     15: rejudged_telemetry,  # throttling, in-window figures and NVML's averaging floor
@@ -414,8 +426,9 @@ def parse_cell_result(
         newer = isinstance(version, int) and version > RESULT_SCHEMA_VERSION
         return None, version if newer else None, problem
     assert isinstance(version, int)  # version_problem checked it
-    upgraded = data
+    upgraded, older = data, OlderBlocks()
     for step in range(version, RESULT_SCHEMA_VERSION):
+        older = OlderBlocks.of(upgraded) if step == 16 else older
         upgraded = UPGRADES[step](upgraded)
     try:
         result = CellResult.model_validate(upgraded)
@@ -427,6 +440,8 @@ def parse_cell_result(
         from torchscale.offline.results.upgrades import edge_steps
 
         result = edge_steps.with_edge_rule(result, version, cell_path)
+    if version <= POINT_FIGURES_VERSION:
+        result = read_from_point_figures(result, older)
     for newest, complete in sorted(COMPLETIONS.items()):
         if version <= newest:
             result = complete(result)

@@ -30,6 +30,7 @@ from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec
 from torchscale.offline.results.directory_layout import ProfileRun
+from torchscale.offline.results.split_figures import with_split_reasons
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.versions import read_cell_result
 from torchscale.orchestration.config.schema import ProfilingConfig
@@ -253,27 +254,15 @@ def first_error_line(log: Path) -> str | None:
 
 
 def with_diagnosis(result: CellResult, diagnosis: Diagnosis) -> CellResult:
-    """The run's result holding `diagnosis`, with the older blocks that mirror it (the
-    `communication` shares, the `straggler` record) read off it, so the file gives one
-    answer per question."""
-    from torchscale.rank.worker.aggregate import communication_record
-
-    update: dict[str, object] = {"diagnosis": diagnosis}
-    unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
-    if diagnosis.ranks > 1 and result.communication is not None:
-        no_sync = result.communication.step_time_no_sync_s
-        update["communication"], why_not = communication_record(diagnosis, no_sync)
-        for key in ("comm_overhead", "load_imbalance"):
-            unavailable.pop(key, None)
-        unavailable.update(why_not)
-    verdict = diagnosis.straggler
-    record = result.straggler
-    if record is not None and not (verdict and verdict.named and verdict.rank == record.rank):
-        update["straggler"], update["straggler_rank"] = None, None
-    if verdict is not None and not verdict.named:
-        unavailable["straggler"] = verdict.summary
-    update["unavailable"] = unavailable
-    return result.model_copy(update=update)
+    """The run's result holding `diagnosis` (and the no_sync window its timers measured), its
+    unavailable reasons read off it, so the file gives one answer per question."""
+    window = result.diagnosis.no_sync if result.diagnosis is not None else None
+    return result.model_copy(
+        update={
+            "diagnosis": diagnosis.model_copy(update={"no_sync": diagnosis.no_sync or window}),
+            "unavailable": with_split_reasons(result, diagnosis),
+        }
+    )
 
 
 def _record_overhead(profiled: ProfiledCell, tool: str) -> None:

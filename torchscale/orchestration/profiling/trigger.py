@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.offline.results.split_figures import split_figures
 from torchscale.orchestration.config.schema import ProfilingConfig
 
 
@@ -26,13 +27,13 @@ class Selected:
 def stall_reasons(result: CellResult, settings: ProfilingConfig) -> list[str]:
     """What in this cell's measurement crosses the thresholds, one phrase each."""
     reasons = []
-    comm = result.communication
+    comm = split_figures(result)
     threshold = settings.stall_threshold
-    if comm is not None and comm.comm_overhead is not None and comm.comm_overhead >= threshold:
+    if comm.comm_overhead is not None and comm.comm_overhead >= threshold:
         reasons.append(
             f"exposed communication {comm.comm_overhead:.0%} >= {threshold:.0%} of the step"
         )
-    imbalance = comm.load_imbalance if comm is not None else None
+    imbalance = comm.load_imbalance
     if imbalance is not None and imbalance >= threshold:
         reasons.append(f"wait for the slowest rank {imbalance:.0%} >= {threshold:.0%}")
     steps = result.step_time

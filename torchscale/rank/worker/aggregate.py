@@ -4,8 +4,9 @@ The step (docs/methodology.md, "One model of the step"): every synchronised step
 splits into compute, data, waiting for peers, exposed transfer and rest from the phase timers
 (torchscale/offline/analysis/diagnosis/step_model.py), each part with its 95 % interval; a
 straggler is named only when a paired test over the steps says so. The no_sync windows,
-interleaved with the synchronised ones, cross-check the communication figure; the older
-`straggler` and `communication` blocks are read from the model, so each quantity has one value.
+interleaved with the synchronised ones, cross-check the communication figure (`diagnosis.
+no_sync`); the straggler and communication columns are read off the diagnosis where they are
+shown (torchscale/offline/results/split_figures.py), so each quantity is stored once.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ import pandas as pd
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import (
-    Attribution,
     CellResult,
-    Communication,
     Compute,
     DataPipeline,
     Diagnosis,
@@ -30,11 +29,11 @@ from torchscale.contracts.schema.cell_result import (
     InjectedDelay,
     Intervals,
     Memory,
+    NoSyncWindow,
     PhaseTimes,
     ProfileRecord,
     RankStats,
     StepTimeStats,
-    Straggler,
     Telemetry,
     Throughput,
     Warmup,
@@ -44,7 +43,6 @@ from torchscale.contracts.step_phases import (
     COMM_HOLD_BACKWARD,
     CPU_TIME,
     CPU_WAIT,
-    OWN_WORK_PHASES,
     STEP_PHASES,
 )
 from torchscale.contracts.worker_spec import WorkerSpec
@@ -58,6 +56,7 @@ from torchscale.offline.analysis.diagnosis import (
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.stats import median_and_spread, step_stats
 from torchscale.offline.analysis.uncertainty import median_of_repeats, percentile_of_steps
+from torchscale.offline.results.split_figures import split_unavailable
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.telemetry.window_figures import combine
 from torchscale.rank.worker.allocator import AllocatorStats
@@ -79,10 +78,6 @@ MODEL_PARALLEL = (
     "cannot separate it (tensor parallelism: parallel.profiled_comm; pipelines: the bubble)"
 )
 NO_PHASES = "no phase timing with backward split at the last gradient on every rank"
-SYNC_OVERHEAD_GONE = (
-    "schema 8: the pooled no_sync figure is a cross-check of the step model "
-    "(attribution.cross_checks), not a headline"
-)
 NO_ALLOCATOR = "no CUDA caching allocator on CPU (torch.cuda.memory_stats is CUDA only)"
 TELEMETRY_OFF = "measurement.telemetry.enabled is false"
 ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_split_peak_bytes")
@@ -210,59 +205,6 @@ def step_model(
     if diagnosis is None:
         return None, NO_PHASES
     return diagnosis, None
-
-
-def straggler_record(
-    attribution: Attribution, table: pd.DataFrame, injected: Sequence[int]
-) -> Straggler | None:
-    """The named straggler in the older `straggler` shape (None unless the test named one):
-    its own work per step, the others' median, the gap, and every phase's mean gap."""
-    verdict = attribution.straggler
-    if verdict is None or not verdict.named or verdict.rank is None:
-        return None
-    slow = verdict.rank
-    means = table.groupby("rank")[list(OWN_WORK_PHASES)].mean()
-    own = means.sum(axis=1)
-    others = own.drop(index=slow)
-    gaps: dict[str, float] = {
-        phase: float(means.loc[slow, phase] - means.drop(index=slow)[phase].median())
-        for phase in OWN_WORK_PHASES
-    }
-    return Straggler(
-        rank=slow,
-        basis="phases",
-        compute_s=float(own.loc[slow]),
-        others_compute_s=float(others.median()),
-        compute_gap_s=float(own.loc[slow] - others.median()),
-        phase=verdict.phase,
-        gap_s=verdict.phase_gap_s.value if verdict.phase_gap_s else None,
-        phase_gaps_s=gaps,
-        injected=slow in injected,
-    )
-
-
-def communication_record(
-    attribution: Attribution, no_sync_pooled_s: float | None
-) -> tuple[Communication, dict[str, str]]:
-    """The older `communication` block read from the step model (one value per quantity):
-    comm_overhead is the exposed transfer's share, load_imbalance the wait for peers'; each
-    null where the model says it is not measurable above noise."""
-    parts = {p.name: p for p in attribution.parts}
-    transfer, wait = parts["exposed_transfer"], parts["wait_for_peers"]
-    unavailable = {}
-    for key, part in (("comm_overhead", transfer), ("load_imbalance", wait)):
-        if part.share.value is None:
-            unavailable[key] = part.share.reason or "not measurable above noise"
-    unavailable["sync_overhead"] = SYNC_OVERHEAD_GONE
-    return Communication(
-        step_time_no_sync_s=no_sync_pooled_s,
-        comm_overhead=transfer.share.value,
-        sync_overhead=None,
-        step_time_s=attribution.step_s.value,
-        load_imbalance_s=wait.seconds.value,
-        load_imbalance=wait.share.value,
-        exposed_comm_s=transfer.seconds.value,
-    ), unavailable
 
 
 def _scaled(throughput: Estimate, value: float | None) -> Estimate | None:
@@ -561,33 +503,30 @@ def step_model_blocks(
     ranks: Sequence[RankMeasurement],
     table: pd.DataFrame,
     injected: Sequence[int],
-) -> tuple[Diagnosis | None, Straggler | None, Communication, dict[str, str]]:
-    """(diagnosis, straggler, communication, unavailable): the one model of the step, and the
-    older blocks read from it; with one rank or no model, each says why it is empty."""
-    attribution, why_not = step_model(spec, ranks, table, injected)
-    no_sync_s = no_sync_p50(ranks)
+) -> tuple[Diagnosis | None, dict[str, str]]:
+    """(diagnosis, unavailable): the one model of the step with the no_sync window beside it;
+    with one rank or no model, why its straggler and communication figures are empty."""
+    diagnosis, why_not = step_model(spec, ranks, table, injected)
     world = len(ranks)
     unavailable: dict[str, str] = {}
-    straggler = None
-    if attribution is not None and world > 1:
-        straggler = straggler_record(attribution, table, injected)
-        if straggler is None and attribution.straggler is not None:
-            unavailable["straggler"] = attribution.straggler.summary
-        communication, why_not_comm = communication_record(attribution, no_sync_s)
-        unavailable.update(why_not_comm)
+    if diagnosis is not None and world > 1:
+        if diagnosis.straggler is not None and not diagnosis.straggler.named:
+            unavailable["straggler"] = diagnosis.straggler.summary
+        unavailable.update(split_unavailable(diagnosis))
+        window = NoSyncWindow(step_s=no_sync_p50(ranks))
+        diagnosis = diagnosis.model_copy(update={"no_sync": window})
     else:
         unavailable["straggler"] = (
             "world size 1: no other rank to be slower than" if world == 1 else why_not
         ) or "no step model"
-        communication = Communication(step_time_no_sync_s=None, comm_overhead=None)
         reason = (
             "world size 1: no gradient communication to expose" if world == 1 else why_not
         ) or "no step model"
         for key in ("comm_overhead", "sync_overhead", "load_imbalance"):
             unavailable[key] = reason
-    if attribution is None:
+    if diagnosis is None:
         unavailable["diagnosis"] = why_not or NO_PHASES
-    return attribution, straggler, communication, unavailable
+    return diagnosis, unavailable
 
 
 def compute_record(
@@ -736,9 +675,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     sync_warning = sync_variance_warning(table, threshold)
     if sync_warning is not None:
         warnings.append(sync_warning)
-    attribution, straggler, communication, why_not = step_model_blocks(
-        spec, ranks, table, [d.rank for d in delays]
-    )
+    attribution, why_not = step_model_blocks(spec, ranks, table, [d.rank for d in delays])
     unavailable.update(why_not)
 
     compute, why_not = compute_record(ranks, facts, throughput, counts)
@@ -791,8 +728,6 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         throughput=throughput,
         step_time=pooled,
         ranks=rank_stats,
-        straggler_rank=straggler.rank if straggler is not None else None,
-        straggler=straggler,
         diagnosis=attribution,
         intervals=headline_intervals(
             throughput.repeats, step_times, compute.mfu, compute.mfu_measured
@@ -803,7 +738,6 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         data=data,
         memory=memory,
         compute=compute,
-        communication=communication,
         parallel=parallel,
         warmup=warmup,
         compile=compile_activity,

@@ -45,6 +45,7 @@ from torchscale.interfaces.report.sections.context import (
 from torchscale.interfaces.report.sections.tables import NO_PRICE
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.results.split_figures import split_figures
 
 # the parts of the step in plain words (headings and legends); their technical terms are
 # the tooltip and the footnote (sections.words)
@@ -279,9 +280,7 @@ def _sync_figures(result: CellResult) -> dict[str, Any]:
     compute, that rank, the sync overhead (waiting and exposed communication together) and,
     where the split's exposed transfer share is unknown or there is no split, the exposed time
     itself (where the split has the share, its row shows it)."""
-    comm = result.communication
-    if comm is None:
-        return dict.fromkeys(SYNC_KEYS)
+    comm = split_figures(result)
     diagnosis = result.diagnosis
     part = diagnosis.part("exposed_transfer") if diagnosis is not None else None
     beside = part is None or _unknown(part.share)
@@ -300,8 +299,7 @@ def _sync_figures(result: CellResult) -> dict[str, Any]:
 def _unsplit_row(ctx: Context, row: dict[str, Any], result: CellResult) -> dict[str, Any]:
     """A cell of two ranks or more with no split measured but figures of its no_sync window:
     the parts not measurable, its figures beside them."""
-    comm = result.communication
-    step = finite(comm.step_time_s) if comm else None
+    step = finite(split_figures(result).step_s)
     out: dict[str, Any] = {
         "cell": ctx.label(row),
         "model": str(row["model_label"]),

@@ -38,6 +38,7 @@ from torchscale.interfaces.report.sections.context import (
 from torchscale.offline.analysis.diagnosis.findings import MIN_COST_FRACTION
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.results import profile_figures
+from torchscale.offline.results.split_figures import split_figures
 
 GROUP = ("experiment", "model_label", "batch_size", "precision", "strategy", "device")
 SLOWDOWN_MIN = 0.10  # per-rank compute beyond the smallest world size's (not in the diagnosis)
@@ -189,13 +190,13 @@ def slowdown_finding(
 ) -> ReportFinding | None:
     """Each rank computes slower than the same batch per GPU did at the smallest world size:
     ranks compete for something (cores, memory bandwidth, clocks)."""
-    comm, cell = result.communication, result.cell
-    slowest = finite(comm.slowest_compute_s) if comm else None
-    step = finite(comm.step_time_s) if comm else None
+    comm, cell = split_figures(result), result.cell
+    slowest = finite(comm.slowest_compute_s)
+    step = finite(comm.step_s)
     if base.cell.world_size == 1:
         before = finite(base.step_time.p50) if base.step_time else None
     else:
-        before = finite(base.communication.slowest_compute_s) if base.communication else None
+        before = finite(split_figures(base).slowest_compute_s)
     if slowest is None or step is None or before is None or step <= 0 or before <= 0:
         return None
     share = (slowest - before) / step

@@ -289,8 +289,8 @@ def _named(source: RankSource) -> tuple[int, str | None] | None:
 
 def _role(source: RankSource, rank: int) -> str:
     """'straggler (backward)' for the rank the run's diagnosis names; else ''."""
-    result = source.result
-    injected = ", injected delay" if result.straggler and result.straggler.injected else ""
+    verdict = source.result.diagnosis.straggler if source.result.diagnosis else None
+    injected = ", injected delay" if verdict and verdict.named and verdict.injected else ""
     named = _named(source)
     if named is None or named[0] != rank:
         return ""

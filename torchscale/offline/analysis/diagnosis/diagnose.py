@@ -36,12 +36,12 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import (
-    Attribution,
     CrossCheck,
     Diagnosis,
     Estimate,
     Finding,
     RankWait,
+    StepSplit,
     StragglerVerdict,
     Telemetry,
     WhatIf,
@@ -89,7 +89,7 @@ class TimerEvidence:
 
     steps: pd.DataFrame | None = None
     no_sync: NoSyncSteps | None = None
-    stored: Attribution | None = None
+    stored: StepSplit | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def diagnose(evidence: RunEvidence) -> Diagnosis | None:
 # ------------------------------------------------------------------ the phase timers decide
 
 
-def _from_timers(model: Attribution, parts: pd.DataFrame, evidence: RunEvidence) -> Diagnosis:
+def _from_timers(model: StepSplit, parts: pd.DataFrame, evidence: RunEvidence) -> Diagnosis:
     """`parts`: the phase table's `step_parts`, the rows `model` was built from."""
     keyed = parts.assign(key=list(zip(parts["window"], parts["step"], strict=True)))
     step_col = keyed.assign(step_total=keyed["model_step_s"])
@@ -204,7 +204,7 @@ def _from_timers(model: Attribution, parts: pd.DataFrame, evidence: RunEvidence)
 
 
 def _from_traces(
-    traces: TraceEvidence, timer_model: Attribution | None, evidence: RunEvidence
+    traces: TraceEvidence, timer_model: StepSplit | None, evidence: RunEvidence
 ) -> Diagnosis:
     model = traces.model
     attribution = model.attribution
@@ -243,7 +243,7 @@ def rank_waits(parts: pd.DataFrame) -> list[RankWait]:
     return out
 
 
-def _whatif_for(model: Attribution, parts: pd.DataFrame, own: pd.DataFrame) -> WhatIf | None:
+def _whatif_for(model: StepSplit, parts: pd.DataFrame, own: pd.DataFrame) -> WhatIf | None:
     """The bounded what-if of the verdict's candidate (see `bounded_whatif`)."""
     verdict = model.straggler
     if verdict is None or verdict.candidate_rank is None:
@@ -303,13 +303,13 @@ def bounded_whatif(
     )
 
 
-def _share(model: Attribution, name: str) -> Estimate | None:
+def _share(model: StepSplit, name: str) -> Estimate | None:
     part = next((p for p in model.parts if p.name == name), None)
     return part.share if part is not None else None
 
 
 def _assemble(
-    model: Attribution,
+    model: StepSplit,
     source: str,
     waits: Sequence[RankWait],
     whatif: WhatIf | None,

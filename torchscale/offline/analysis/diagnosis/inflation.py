@@ -21,11 +21,11 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from torchscale.contracts.schema.cell_result import (
-    Attribution,
     CrossCheck,
     Diagnosis,
     Estimate,
     Finding,
+    StepSplit,
 )
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
@@ -67,7 +67,7 @@ def _overlap(a: Estimate, b: Estimate) -> bool | None:
     return ra[0] <= rb[1] and rb[0] <= ra[1]
 
 
-def phase_timer_checks(trace: Attribution, cell: Attribution | None) -> list[CrossCheck]:
+def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCheck]:
     """The benchmark cell's step model (phase timers, measured windows without a profiler)
     as cross-checks of the trace model: its parts, agreeing when its waiting for peers and
     exposed transfer lie within the traces' intervals (compute and rest are cut differently:

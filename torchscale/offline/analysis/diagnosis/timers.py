@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import (
-    Attribution,
     CrossCheck,
     StepPart,
+    StepSplit,
 )
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
@@ -198,7 +198,7 @@ def no_sync_cross_check(
 
 def cell_attribution(
     steps: pd.DataFrame, no_sync: NoSyncSteps | None, parts: pd.DataFrame | None = None
-) -> Attribution | None:
+) -> StepSplit | None:
     """The step model of a cell from its per-step phase table (see step_parts; `parts`: its
     step_parts when the caller has them already); None when no step has every phase."""
     parts = step_parts(steps) if parts is None else parts
@@ -227,7 +227,7 @@ def cell_attribution(
                 sync_steps.tolist(), no_sync, by_name["exposed_transfer"], by_name["rest"]
             )
         )
-    return Attribution(
+    return StepSplit(
         basis=PHASE_BASIS,
         steps=int(model.per_step.shape[0]),
         ranks=ranks,

@@ -41,10 +41,10 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import (
     PART_NAMES,
-    Attribution,
     CrossCheck,
     Estimate,
     StepPart,
+    StepSplit,
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
@@ -84,7 +84,7 @@ class StepModel:
     test compared (step, rank, compute = the own work per step), for the diagnosis' what-if.
     `waits_known`: collectives were matched across ranks, so wait and transfer are split."""
 
-    attribution: Attribution | None
+    attribution: StepSplit | None
     parts: pd.DataFrame
     per_rank: dict[int, list[StepPart]] = field(default_factory=dict)
     own: pd.DataFrame | None = None
@@ -287,7 +287,7 @@ def build_step_model(
             own_basis=model.own_work_basis,
         )
         verdict, checks = judge(evidence)
-    model.attribution = Attribution(
+    model.attribution = StepSplit(
         basis=basis,
         steps=int(per_step.shape[0]),
         ranks=ranks,

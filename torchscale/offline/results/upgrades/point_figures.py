@@ -38,6 +38,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 from torchscale.offline.results.upgrades.point_findings import (
     DATA_WAIT_MIN,
     EXPOSED_COMM_MIN,
@@ -122,9 +123,9 @@ def _compute_why(exposed: Estimate, waiting: Estimate) -> str:
     return f"rest after {label}: {share.reason or OUTSIDE}"
 
 
-def step_parts(result: CellResult) -> tuple[Estimate, list[StepPart]]:
+def step_parts(result: CellResult, older: OlderBlocks) -> tuple[Estimate, list[StepPart]]:
     """(the step T, the five parts in `PART_NAMES` order) from the point figures."""
-    comm = result.communication
+    comm = older.communication
     if comm is not None:
         step = _point(finite(comm.step_time_s), share=False, reason=SYNC_STEP)
     else:
@@ -210,11 +211,11 @@ def _why_not_named(imbalance: float | None) -> str:
     return f"the others wait for it less than {STRAGGLER_MIN:.0%} of the step"
 
 
-def straggler_verdict(result: CellResult) -> StragglerVerdict | None:
+def straggler_verdict(older: OlderBlocks) -> StragglerVerdict | None:
     """The slowest rank by compute, named where the run delayed it on purpose or the others
     wait for it at least `STRAGGLER_MIN` of the step (a share it can have); None where the
     result names no slowest rank."""
-    straggler, comm = result.straggler, result.communication
+    straggler, comm = older.straggler, older.communication
     if straggler is None:
         return None
     imbalance = finite(comm.load_imbalance) if comm else None
@@ -244,13 +245,13 @@ def straggler_verdict(result: CellResult) -> StragglerVerdict | None:
     )
 
 
-def diagnosis_from_point_figures(result: CellResult) -> Diagnosis | None:
+def diagnosis_from_point_figures(result: CellResult, older: OlderBlocks) -> Diagnosis | None:
     """The diagnosis of a measured cell that has none, from its point figures (its step split
     where its no_sync window gave a share, else every part not measurable) and the findings
     of their rule; None for a cell with a diagnosis or one that measured nothing."""
     if result.diagnosis is not None or result.status != "ok":
         return None
-    comm = result.communication
+    comm = older.communication
     split = (
         result.cell.world_size >= 2
         and comm is not None
@@ -259,7 +260,7 @@ def diagnosis_from_point_figures(result: CellResult) -> Diagnosis | None:
     profiled = None if split or result.cell.world_size < 2 else profiled_parts(result)
     basis = PROFILED_BASIS if profiled is not None else BASIS
     if split:
-        step, parts = step_parts(result)
+        step, parts = step_parts(result, older)
     elif profiled is not None:
         step, parts = profiled
     else:
@@ -271,10 +272,11 @@ def diagnosis_from_point_figures(result: CellResult) -> Diagnosis | None:
         ranks=result.cell.world_size,
         step_s=step,
         parts=parts,
-        straggler=straggler_verdict(result) if result.cell.world_size >= 2 else None,
-        findings=point_figure_findings(result),
+        straggler=straggler_verdict(older) if result.cell.world_size >= 2 else None,
+        findings=point_figure_findings(result, older),
         source="phase timers",
         rule=basis,
+        no_sync=older.no_sync(),
     )
 
 
@@ -283,9 +285,9 @@ def is_point_figures(diagnosis: Diagnosis | None) -> bool:
     return diagnosis is not None and diagnosis.basis in (BASIS, PROFILED_BASIS)
 
 
-def with_point_figure_diagnosis(result: CellResult) -> CellResult:
+def with_point_figure_diagnosis(result: CellResult, older: OlderBlocks) -> CellResult:
     """`result` with `diagnosis_from_point_figures` as its diagnosis (as is where none)."""
-    diagnosis = diagnosis_from_point_figures(result)
+    diagnosis = diagnosis_from_point_figures(result, older)
     if diagnosis is None:
         return result
     return result.model_copy(update={"diagnosis": diagnosis})

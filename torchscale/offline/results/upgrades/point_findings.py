@@ -15,6 +15,7 @@ import math
 from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.schema.cell_result import CellResult, Finding
 from torchscale.offline.analysis.numbers import finite
+from torchscale.offline.results.upgrades.older_blocks import OlderBlocks
 
 STRAGGLER_MIN = 0.05  # the others' wait for the slowest rank, as a share of the step
 EXPOSED_COMM_MIN = 0.10  # communication not hidden behind compute
@@ -80,11 +81,11 @@ def _finding(title: str, category: str, share: float, evidence: list[str], advic
     )
 
 
-def straggler_finding(result: CellResult) -> Finding | None:
+def straggler_finding(result: CellResult, older: OlderBlocks) -> Finding | None:
     """The slowest rank by compute, where the others wait for it at least `STRAGGLER_MIN` of
     the step (and a share it can have). No injected-delay note: the report marks a straggler
     the run delayed on purpose, for every diagnosis alike."""
-    straggler, comm = result.straggler, result.communication
+    straggler, comm = older.straggler, older.communication
     imbalance = finite(comm.load_imbalance) if comm else None
     if straggler is None or imbalance is None or not STRAGGLER_MIN <= imbalance <= 1.0:
         return None
@@ -124,10 +125,10 @@ def _comm_advice(result: CellResult) -> str:
     )
 
 
-def exposed_comm_finding(result: CellResult) -> Finding | None:
+def exposed_comm_finding(result: CellResult, older: OlderBlocks) -> Finding | None:
     """Communication not hidden behind the slowest rank's compute, at least
     `EXPOSED_COMM_MIN` of the step (and a share it can have)."""
-    comm = result.communication
+    comm = older.communication
     share = finite(comm.comm_overhead) if comm else None
     if comm is None or share is None:
         return profiled_comm_finding(result)
@@ -190,10 +191,10 @@ def data_wait_finding(result: CellResult) -> Finding | None:
     )
 
 
-def point_figure_findings(result: CellResult) -> list[Finding]:
+def point_figure_findings(result: CellResult, older: OlderBlocks) -> list[Finding]:
     """The findings of a result judged by its point figures, most expensive first: the data
     wait, and with two ranks or more the straggler and exposed communication."""
     found = [data_wait_finding(result)]
     if result.cell.world_size >= 2:
-        found += [straggler_finding(result), exposed_comm_finding(result)]
+        found += [straggler_finding(result, older), exposed_comm_finding(result, older)]
     return sorted((f for f in found if f is not None), key=lambda f: -f.cost_pct)

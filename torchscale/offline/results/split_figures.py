@@ -1,0 +1,86 @@
+"""The communication figures of a cell, read off its one diagnosis: the columns tables need
+(comm_overhead, load_imbalance, sync_overhead) and what the report shows beside the split.
+
+Since schema 17 a result stores them nowhere else (docs/results.md): every reader (the cells
+table, report sections, the profile trigger) calls `split_figures`, so a figure has one value.
+A diagnosis read from point figures (schema 7 or older) gives them as those figures were.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, NoSyncWindow, StepSplit
+from torchscale.offline.results.upgrades.point_figures import BASIS, PROFILED_BASIS, SYNC_STEP
+
+SYNC_OVERHEAD_GONE = (
+    "schema 8: the pooled no_sync figure is a cross-check of the step model "
+    "(attribution.cross_checks), not a headline"
+)
+
+
+@dataclass(frozen=True)
+class SplitFigures:
+    """The synchronised step T and its communication, each None where not measured."""
+
+    step_s: float | None = None  # T, the step the shares are of
+    comm_overhead: float | None = None  # exposed transfer / T
+    load_imbalance: float | None = None  # wait for peers / T
+    exposed_comm_s: float | None = None
+    load_imbalance_s: float | None = None
+    sync_overhead: float | None = None  # schema <= 7: 1 - pooled no_sync step / T
+    slowest_compute_s: float | None = None  # schema <= 7: the slowest rank's no_sync step
+    slowest_compute_rank: int | None = None
+    no_sync_step_s: float | None = None  # the pooled median step under no_sync()
+
+
+def split_figures(result: CellResult) -> SplitFigures:
+    """The figures of `result`'s diagnosis (none for one rank, or without a diagnosis)."""
+    diagnosis = result.diagnosis
+    if diagnosis is None:
+        return SplitFigures()
+    window = diagnosis.no_sync or NoSyncWindow(step_s=None)
+    older = SplitFigures(
+        sync_overhead=window.sync_overhead,
+        slowest_compute_s=window.slowest_compute_s,
+        slowest_compute_rank=window.slowest_compute_rank,
+        no_sync_step_s=window.step_s,
+    )
+    if diagnosis.ranks < 2 or diagnosis.basis == PROFILED_BASIS:
+        return older
+    transfer, wait = diagnosis.part("exposed_transfer"), diagnosis.part("wait_for_peers")
+    point = diagnosis.basis == BASIS
+    return replace(
+        older,
+        step_s=diagnosis.step_s.value
+        if not point or diagnosis.step_s.reason == SYNC_STEP
+        else None,
+        comm_overhead=transfer.share.value if transfer else None,
+        load_imbalance=wait.share.value if wait else None,
+        exposed_comm_s=transfer.seconds.value if transfer else None,
+        load_imbalance_s=wait.seconds.value if wait else None,
+    )
+
+
+def split_unavailable(model: StepSplit) -> dict[str, str]:
+    """Why a share of the split is null (not measurable above noise), for `unavailable`."""
+    unavailable = {}
+    for key, name in (("comm_overhead", "exposed_transfer"), ("load_imbalance", "wait_for_peers")):
+        part = next(p for p in model.parts if p.name == name)
+        if part.share.value is None:
+            unavailable[key] = part.share.reason or "not measurable above noise"
+    unavailable["sync_overhead"] = SYNC_OVERHEAD_GONE
+    return unavailable
+
+
+def with_split_reasons(result: CellResult, diagnosis: Diagnosis) -> dict[str, str]:
+    """`result`'s unavailable once `diagnosis` replaces its diagnosis (a profiled run's)."""
+    unavailable = {k: v for k, v in result.unavailable.items() if k != "diagnosis"}
+    if diagnosis.ranks > 1:
+        for key in ("comm_overhead", "load_imbalance"):
+            unavailable.pop(key, None)
+        unavailable.update(split_unavailable(diagnosis))
+    verdict = diagnosis.straggler
+    if verdict is not None and not verdict.named:
+        unavailable["straggler"] = verdict.summary
+    return unavailable
