@@ -169,11 +169,11 @@ def _table(
         cells = [r[i] for r in rows]
         widest = max((c.cell_len for c in cells), default=0)
         if column.wrap:
-            word = max((_longest_word(c.plain) for c in cells), default=0)
+            word = max((longest_word(c.plain) for c in cells), default=0)
             table.add_column(
                 header,
                 justify=column.justify,
-                min_width=max(word, _longest_word(header)),
+                min_width=max(word, longest_word(header)),
                 overflow="fold",
             )
         else:
@@ -188,5 +188,6 @@ def _table(
     return table
 
 
-def _longest_word(text: str) -> int:
+def longest_word(text: str) -> int:
+    """The widest a column of `text` must be so that no word is cut."""
     return max((len(word) for word in text.split()), default=0)

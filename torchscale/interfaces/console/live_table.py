@@ -16,14 +16,14 @@ as `report` and summary.csv judge them.
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
+from torchscale.interfaces.console.sweep_tables import missing, ranks_of
 from torchscale.interfaces.formatting import format_value, readable
 from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
 from torchscale.interfaces.report.estimates import compact, too_wide
@@ -137,13 +137,9 @@ def ranks_text(cell: CellIdentity) -> str:
     return f"{cell.world_size}" + (f" ({cell.nodes}n)" if cell.nodes > 1 else "")
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
 def _number(row: pd.Series, column: str) -> float | None:
     value = row.get(column)
-    return None if _missing(value) else float(value)
+    return None if missing(value) else float(value)
 
 
 def throughput_text(row: pd.Series) -> str:
@@ -201,7 +197,7 @@ def status_text(row: pd.Series) -> tuple[str, Level]:
     if bool(row.get("busy_machine")):
         return "busy", "warn"
     host = row.get("host_bound")
-    if not _missing(host) and bool(host):  # before noisy: a host-bound step is noisier
+    if not missing(host) and bool(host):  # before noisy: a host-bound step is noisier
         return "host", "warn"
     if row.get("reliability") == "noisy":
         return "noisy", "warn"
@@ -298,12 +294,10 @@ def row_values(row: pd.Series, model_width: int) -> dict[str, str]:
     label = str(row.get("model_label") or row.get("model"))
     if len(label) > model_width:
         label = "…" + label[len(label) - model_width + 1 :]
-    nodes = row.get("nodes")
-    spread = f" ({int(nodes)}n)" if not _missing(nodes) and int(nodes) > 1 else ""
     return {
         "model": label,
         "batch": str(row["batch_size"]),
-        "ranks": f"{row['world_size']}{spread}",
+        "ranks": ranks_of(row),
         "throughput": throughput_text(row),
         "step": step_text(row),
         "scaling": scaling_text(row),

@@ -19,6 +19,7 @@ from rich.rule import Rule
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
+from torchscale.interfaces.console.fit import longest_word
 from torchscale.interfaces.console.lines import hanging_prose
 from torchscale.interfaces.formatting import (
     format_value,
@@ -174,7 +175,7 @@ def _widths(
     for i in range(count):
         cells = [cells[i] for cells, _ in rows]
         longest = max((len(cell) for cell in cells), default=1)
-        header_word = _longest_word(labels[i])
+        header_word = max(1, longest_word(labels[i]))
         if i in texts:
             widths.append(max([header_word, *(_unbreakable(cell) for cell in cells)]))
             natural.append(max(longest, len(labels[i])))
@@ -192,13 +193,9 @@ def _widths(
     return widths
 
 
-def _longest_word(text: str) -> int:
-    return max((len(word) for word in text.split()), default=1)
-
-
 def _unbreakable(cell: str) -> int:
     """The narrowest a text cell can be: a figure whole, other text its longest word."""
-    return len(cell) if is_figure(cell) else _longest_word(cell)
+    return len(cell) if is_figure(cell) else longest_word(cell)
 
 
 def _points(series: Series, chart: Chart) -> list[str]:

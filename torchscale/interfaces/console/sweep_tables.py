@@ -25,13 +25,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _missing(value: Any) -> bool:
+def missing(value: Any) -> bool:
     """None or NaN (pandas fills missing figures with NaN)."""
     return value is None or value != value
 
 
+def ranks_of(row: pd.Series) -> str:
+    """A row's rank count: '4', or '8 (2n)' across nodes."""
+    nodes = row.get("nodes", 1)
+    spread = f" ({int(nodes)}n)" if not missing(nodes) and int(nodes) > 1 else ""
+    return f"{row['world_size']}{spread}"
+
+
 def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
-    if _missing(value):
+    if missing(value):
         return "-"
     return format(float(value) * scale, spec)
 
@@ -76,8 +83,8 @@ class SweepTables:
 
 def _throughput(r: pd.Series) -> str:
     value, low, high = r["samples_per_s"], r.get("samples_per_s_low"), r.get("samples_per_s_high")
-    if _missing(value) or _missing(low) or _missing(high):
-        return "-" if _missing(value) else readable(float(value))
+    if missing(value) or missing(low) or missing(high):
+        return "-" if missing(value) else readable(float(value))
     text = figure_with_interval(float(value), float(low), float(high), value_format("readable"))
     return text.replace(" ±", "±")  # glued: a table cell is one figure
 
@@ -86,9 +93,9 @@ def _scaling(r: pd.Series) -> str:
     """Efficiency; above 1 only when its whole interval is (else linear within noise); 'no
     base' where the cell's group has no smaller world size to scale from."""
     value, low = r["scaling_efficiency"], r.get("scaling_efficiency_low")
-    if _missing(value) and str(r.get("scaling_efficiency_reason") or "").startswith("no base"):
+    if missing(value) and str(r.get("scaling_efficiency_reason") or "").startswith("no base"):
         return "no base"
-    if not _missing(value) and float(value) > 1 and (_missing(low) or float(low) <= 1):
+    if not missing(value) and float(value) > 1 and (missing(low) or float(low) <= 1):
         return "≈100%"
     return _fmt(value, ".0%")
 
@@ -97,24 +104,22 @@ def _comm(r: pd.Series) -> str:
     """The diagnosis' exposed transfer share; '<x%' when not measurable above noise; '-'
     where the diagnosis has none."""
     value, high = r.get("exposed_transfer_share"), r.get("exposed_transfer_share_high")
-    if _missing(value) and not _missing(high):
+    if missing(value) and not missing(high):
         return f"<{float(high):.0%}"
     return _fmt(value, ".0%")
 
 
 def _row_cells(r: pd.Series) -> list[str]:
     gpu_mem = r["peak_allocated_bytes"]
-    mem = r["peak_rss_bytes"] if _missing(gpu_mem) else gpu_mem
+    mem = r["peak_rss_bytes"] if missing(gpu_mem) else gpu_mem
     status = Status(r["status"])
     style = LEVEL_STYLE[STATUS_LEVEL[status]] or "green"
-    nodes = r.get("nodes", 1)
-    spread = f" ({int(nodes)}n)" if not _missing(nodes) and int(nodes) > 1 else ""
     return [
-        f"{r['world_size']}{spread}",
+        ranks_of(r),
         str(r["batch_size"]),
         escape(f"{r['precision']}/{r.get('layout') or r['strategy']}"),
         _throughput(r),
-        "-" if _missing(per := r["samples_per_s_per_device"]) else readable(float(per)),
+        "-" if missing(per := r["samples_per_s_per_device"]) else readable(float(per)),
         f"{_fmt(r['step_p50_s'], '.1f', 1e3)}|{_fmt(r['step_p95_s'], '.1f', 1e3)}",
         _scaling(r),
         _comm(r),
