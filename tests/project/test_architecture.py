@@ -192,6 +192,26 @@ def test_no_files_import_each_other() -> None:
     assert [loop for loop in FILE_LOOP_DEBT if loop not in loops] == [], "paid: remove them"
 
 
+# inside interfaces/, lowest first: each imports only those below it (the shared formatting
+# nothing of interfaces/; the report, its model and file renderers, never the console that
+# prints it; api/ is the library's front door, cli/ its flags and exit codes)
+INTERFACES_FLOORS = ("formatting", "report", "console", "api", "cli")
+
+
+def test_the_interfaces_import_only_down_their_floors() -> None:
+    floor = {f"interfaces.{name}": i for i, name in enumerate(INTERFACES_FLOORS)}
+    inside = {subunit(m) for m in GRAPH if m.startswith("torchscale.interfaces.")}
+    assert sorted(inside - set(floor)) == [], "give a new package of interfaces/ its floor"
+    up = sorted(
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if subunit(module) in floor
+        for target in targets
+        if floor[subunit(module)] < floor.get(subunit(target), -1)
+    )
+    assert up == [], "an import up the floors of interfaces/"
+
+
 @pytest.mark.parametrize("name", sorted(UNITS - {"torchscale"}))
 def test_each_layer_package_says_its_layer(name: str) -> None:
     # the layer packages and the top-level entry points; inside a layer the path says it
