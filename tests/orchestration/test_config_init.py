@@ -13,8 +13,8 @@ from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config import load_config
 from torchscale.orchestration.config.hardware import PROFILES, cpu_node
 from torchscale.orchestration.config.starter import plan_starter
+from torchscale.orchestration.memory_estimate import fitting_batch
 from torchscale.orchestration.plan import Machine, build_plan
-from torchscale.rank.models.memory_estimate import fitting_batch
 
 runner = CliRunner()
 

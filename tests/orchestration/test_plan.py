@@ -607,7 +607,7 @@ def test_auto_batches_fill_the_gpu_by_the_memory_estimate() -> None:
     GPT-2 bf16 on 80 GiB: 64 (below the 75 the max-batch search found on one H100,
     docs/measured.md), fp32 half of it."""
     from torchscale.contracts.model_specs.registry import BUILTIN
-    from torchscale.rank.models.memory_estimate import activation_bytes, fitting_batch
+    from torchscale.orchestration.memory_estimate import activation_bytes, fitting_batch
 
     config = make_config(
         models=["gpt2", "resnet50"],

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from torchscale.contracts.catalog import BUILTIN_MODELS
 from torchscale.interfaces.cli.app import app
 from torchscale.orchestration.config import parse_config
-from torchscale.rank.data.model_tasks import task_of, unsupported
+from torchscale.contracts.model_tasks import task_of, unsupported
 from torchscale.contracts.errors import ConfigError
 from torchscale.contracts.training_defaults import (
     BLOCKWISE_LOSS_MODELS,

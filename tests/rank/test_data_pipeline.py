@@ -29,6 +29,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.errors import DataError
+from torchscale.contracts.model_tasks import unsupported
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.frame import COLUMNS
@@ -36,7 +37,6 @@ from torchscale.orchestration.plan import Machine, build_plan
 from torchscale.rank.data import shards
 from torchscale.rank.data.cifar100 import URL, load_train
 from torchscale.rank.data.input_pipeline import build_pipeline, layout_for
-from torchscale.rank.data.model_tasks import unsupported
 from torchscale.rank.data.prepare import prepare_data
 from torchscale.rank.models import build_model
 from torchscale.rank.worker.aggregate import DATA_KEY, CellFacts, aggregate

@@ -33,17 +33,16 @@ from torchscale.contracts.cell_settings import (
     TelemetryConfig,
     TrainingConfig,
 )
-from torchscale.contracts.errors import UsageError
 from torchscale.contracts.schema.cell_result import CellResult, StragglerVerdict
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE
 from torchscale.contracts.step_phases import STEP_PHASES as PHASES
-from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec, WorkerSpec
+from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec, WorkerSpec, parse_delay
 from torchscale.offline.results.frame import cells_table, ranks_table
 from torchscale.offline.results.split_figures import split_figures
 from torchscale.rank.telemetry.cpu_wait import SCHEDSTAT
 from torchscale.rank.worker import markers
 from torchscale.rank.worker import measure as measure_module
-from torchscale.rank.worker.delay import RankDelays, parse_delay
+from torchscale.rank.worker.delay import RankDelays
 from torchscale.rank.worker.measure import run_window
 from torchscale.rank.worker.phases import FSDP_REASON, PhaseRecorder
 from torchscale.rank.worker.trainer import Trainer
@@ -341,41 +340,6 @@ def test_phase_timing_off_is_said() -> None:
     result = run([make_rank(0, [1, 1, 1]), make_rank(1, [1, 1, 1])])
     assert result.ranks[0].phases is None
     assert result.unavailable["phases"] == "phase timing was off"
-
-
-# ========================================================================= parse_delay
-
-
-def test_parse_delay() -> None:
-    assert parse_delay("1:backward:50") == DelaySpec(rank=1, phase="backward", ms=50.0)
-    assert parse_delay(" 0:Forward:2.5ms ") == DelaySpec(rank=0, phase="forward", ms=2.5)
-    assert parse_delay("3:optimizer:1").text() == "3:optimizer:1"
-
-
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        ("1:backward", "expected RANK:PHASE:MS"),
-        ("1:backward:50:3", "expected RANK:PHASE:MS"),
-        ("", "expected RANK:PHASE:MS"),
-        ("-1:backward:50", "is not a rank"),
-        ("one:backward:50", "is not a rank"),
-        ("1:grad_sync_wait:50", "is not one of data, forward, backward, optimizer"),
-        ("1:backwards:50", "is not one of"),
-        ("1:backward:fast", "is not a number of milliseconds"),
-        ("1:backward:0", "more than 0"),
-        ("1:backward:-5", "more than 0"),
-        ("1:backward:nan", "more than 0"),
-        ("1:backward:1e9", "at most 60000 ms"),
-    ],
-)
-def test_parse_delay_errors_are_one_line(text: str, problem: str) -> None:
-    with pytest.raises(UsageError) as caught:
-        parse_delay(text)
-    message = str(caught.value)
-    assert problem in message
-    assert "\n" not in message
-    assert message.startswith(f"--inject-delay {text!r}")
 
 
 def test_rank_delays() -> None:

@@ -3,6 +3,7 @@ the host writes it, the cell worker (rank/worker/main.py) reads it."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,9 +16,11 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
-from torchscale.contracts.step_phases import OwnWorkPhase
+from torchscale.contracts.errors import UsageError
+from torchscale.contracts.step_phases import OWN_WORK_PHASES, OwnWorkPhase
 
 MAX_DELAY_MS = 60_000.0
+DELAY_FORMAT = "expected RANK:PHASE:MS, e.g. 1:backward:50"
 
 
 class DelaySpec(BaseModel):
@@ -33,6 +36,31 @@ class DelaySpec(BaseModel):
     def text(self) -> str:
         """As written on the command line: `1:backward:50`."""
         return f"{self.rank}:{self.phase}:{self.ms:g}"
+
+
+def parse_delay(text: str) -> DelaySpec:
+    """`RANK:PHASE:MS` -> DelaySpec; a UsageError with one line saying what is wrong."""
+    where = f"--inject-delay {text!r}"
+    parts = text.strip().split(":")
+    if len(parts) != 3:
+        raise UsageError(f"{where}: {DELAY_FORMAT}")
+    rank_text, phase, ms_text = (p.strip() for p in parts)
+    if not rank_text.isdigit():
+        raise UsageError(f"{where}: rank {rank_text!r} is not a rank (0, 1, 2, ...)")
+    phase = phase.lower()
+    if phase not in OWN_WORK_PHASES:
+        raise UsageError(f"{where}: phase {phase!r} is not one of {', '.join(OWN_WORK_PHASES)}")
+    if ms_text.lower().endswith("ms"):
+        ms_text = ms_text[:-2].strip()
+    try:
+        ms = float(ms_text)
+    except ValueError:
+        raise UsageError(f"{where}: {ms_text!r} is not a number of milliseconds") from None
+    if not math.isfinite(ms) or ms <= 0 or ms > MAX_DELAY_MS:
+        raise UsageError(
+            f"{where}: the delay must be more than 0 and at most {MAX_DELAY_MS:g} ms, got {ms_text}"
+        )
+    return DelaySpec.model_validate({"rank": int(rank_text), "phase": phase, "ms": ms})
 
 
 class ProfileSpec(BaseModel):

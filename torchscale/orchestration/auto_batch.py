@@ -2,7 +2,7 @@
 runs, chosen when the sweep is planned.
 
 On CUDA it is the batch that fills the GPU by the memory estimate of
-torchscale/rank/models/memory_estimate.py (weights, gradients and optimizer state plus the
+torchscale/orchestration/memory_estimate.py (weights, gradients and optimizer state plus the
 activations one sample saves for backward, x1.5, in 80 % of the smallest GPU's memory, read
 through NVML). A sweep with a small batch measures launch overhead and the optimizer pass, not
 the hardware: on one H100, GPT-2 at batch 8 kept the GPU 81.5 % busy. On CPU it is
@@ -23,7 +23,7 @@ from typing import Any
 from torchscale.contracts.catalog import BUILTIN_MODELS
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.model_specs.registry import stored
-from torchscale.rank.models.memory_estimate import CPU_BATCH, activation_bytes, fitting_batch
+from torchscale.orchestration.memory_estimate import CPU_BATCH, activation_bytes, fitting_batch
 
 
 @dataclass(frozen=True)

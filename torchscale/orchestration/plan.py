@@ -30,6 +30,7 @@ from torchscale.contracts.cell_settings import (
     ModelSpec,
     TrainingConfig,
 )
+from torchscale.contracts.model_tasks import unsupported
 from torchscale.contracts.training_defaults import (
     BLOCKWISE_LOSS_MODELS,
     WORKLOAD_REVISION,
@@ -46,7 +47,6 @@ from torchscale.contracts.training_defaults import (
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
-from torchscale.rank.data.model_tasks import unsupported
 from torchscale.rank.strategy_layouts import (
     compile_problem,
     model_problem,

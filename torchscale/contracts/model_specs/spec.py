@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Literal
 
 # the training task a built-in model runs (its batch maker in models/training_tasks.py), and so
-# which data sources can feed it (data/model_tasks.py)
+# which data sources can feed it (contracts/model_tasks.py)
 Task = Literal["classification", "next-token", "masked-tokens", "seq2seq"]
 # an option's value: its default's type is the check the value gets (models/registry.py)
 OptionValue = int | float | bool
@@ -28,7 +28,7 @@ class Measured:
     `train_flops` forward and backward of the loss, the work of a training step.
     `activation_bytes_fp32` / `_bf16`: what one sample's training step saves for backward,
     in fp32 and in bf16 (models/activation_count.py: attention as a fused kernel saves it),
-    the per-sample term of the memory estimate (models/memory_estimate.py)."""
+    the per-sample term of the memory estimate (orchestration/memory_estimate.py)."""
 
     kind: str  # ModelBundle.kind: vision (RGB images), language (tokens), other
     parameters: int

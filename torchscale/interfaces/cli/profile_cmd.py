@@ -114,8 +114,8 @@ def profile(
         return
     Verbosity.override(verbose)
     from torchscale.contracts.durations import parse_duration
+    from torchscale.contracts.worker_spec import parse_delay
     from torchscale.interfaces.api import ProfileOptions, run_profile
-    from torchscale.rank.worker.delay import parse_delay
 
     options = ProfileOptions(
         gpus=gpus,

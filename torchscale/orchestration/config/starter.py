@@ -3,7 +3,7 @@
 What it sizes and from what (docs/configuration.md, "Starter configs"):
 - GPU counts: powers of two up to the node's GPUs (CPU: up to its cores, at most 4 ranks).
 - Precision: bf16 where the GPUs compute in it, amp (fp16 autocast) on older GPUs, fp32 on CPU.
-- Batch sizes: the batch `batch_sizes: auto` would run (torchscale/rank/models/memory_estimate.py:
+- Batch sizes: the batch `batch_sizes: auto` would run (torchscale/orchestration/memory_estimate.py:
   the largest power of two whose estimated peak, weights, gradients and AdamW state plus the
   activations one sample saves for backward x1.5, fits in 80 % of one GPU's memory) and the
   two below it.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from torchscale.contracts.model_specs.registry import BUILTIN
 from torchscale.orchestration.config.hardware import Hardware
-from torchscale.rank.models.memory_estimate import activation_bytes, fitting_batch
+from torchscale.orchestration.memory_estimate import activation_bytes, fitting_batch
 
 GPU_MODEL = "gpt2"
 CPU_MODEL = "tiny-gpt2"

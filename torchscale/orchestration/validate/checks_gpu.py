@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchscale.contracts.clock_reasons import decode_clock_reasons, read_clock_reasons
 from torchscale.contracts.gpu_clocks import HARDWARE_SLOWDOWNS
 from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, nvml_indices
 from torchscale.orchestration.validate.check_context import ValidateContext
@@ -21,7 +22,6 @@ from torchscale.orchestration.validate.check_result import (
     warned,
 )
 from torchscale.orchestration.validate.checks_software import NEEDS_TORCH, torch_build
-from torchscale.rank.telemetry.reasons import decode_clock_reasons, read_clock_reasons
 
 CPU_SKIP = "--device cpu: GPU checks are not run"
 NO_GPU = "no GPU visible"

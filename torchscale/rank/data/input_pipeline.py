@@ -32,8 +32,8 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from torchscale.contracts.cell_settings import DataConfig
 from torchscale.contracts.errors import DataError
+from torchscale.contracts.model_tasks import PLUGIN_SYNTHETIC_ONLY, task_of, unsupported
 from torchscale.rank.data import cifar100
-from torchscale.rank.data.model_tasks import PLUGIN_SYNTHETIC_ONLY, task_of, unsupported
 from torchscale.rank.data.records import (
     CifarImages,
     CollateImages,

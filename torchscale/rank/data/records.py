@@ -2,7 +2,7 @@
 
 A disk record is `record_bytes` consecutive bytes of a shard (records never straddle two
 shards; a shard's tail shorter than a record is unused). Per task
-(torchscale/rank/data/model_tasks.py):
+(torchscale/contracts/model_tasks.py):
 
 - classification: prod(input_shape) uint8 values, then a little-endian uint16 label taken
   mod the model's class count. Inputs reach the device as uint8 and become float32 there,

@@ -6,8 +6,7 @@ splits for tensor and pipeline parallelism, from the ParallelPlan its class decl
 
 Each built-in model's facts (its options and defaults, its builder, what `torchscale list`
 shows) are its spec in torchscale/contracts/model_specs/, which imports no torch. The names below
-load on first use (PEP 562), so that a torch-free submodule (memory_estimate.py, which `config init`
-reads) imports without torch.
+load on first use (PEP 562): importing one submodule does not build the registry.
 """
 
 from __future__ import annotations

@@ -25,11 +25,11 @@ import torch
 import torch.distributed as dist
 
 from torchscale.contracts.cell_settings import TelemetryConfig
+from torchscale.contracts.clock_reasons import IGNORED_REASONS, decode_clock_reasons
 from torchscale.contracts.schema.burn_in import BurnRun, BurnSpec, Fingerprint, Interval, RankBurn
 from torchscale.rank.programs.matmul_peak import device_name
 from torchscale.rank.telemetry.nvml_source import uuid_candidates
 from torchscale.rank.telemetry.rank import rank_sampler, torch_uuid
-from torchscale.rank.telemetry.reasons import IGNORED_REASONS, decode_clock_reasons
 from torchscale.rank.telemetry.samples import WindowSamples
 from torchscale.rank.worker.harness import Group, Join, Program, spec_file
 

@@ -15,9 +15,9 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from torchscale.contracts.clock_reasons import read_clock_reasons
 from torchscale.contracts.nvml import nvml_error_name
 from torchscale.contracts.power_limit import PowerLimit, power_limit_of
-from torchscale.rank.telemetry.reasons import read_clock_reasons
 from torchscale.rank.telemetry.samples import (
     GPU_FIELDS,
     GPU_PROCESSES,

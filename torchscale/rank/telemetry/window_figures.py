@@ -27,6 +27,11 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Literal
 
+from torchscale.contracts.clock_reasons import (
+    IGNORED_REASONS,
+    SLOWDOWN_REASONS,
+    decode_clock_reasons,
+)
 from torchscale.contracts.gpu_clocks import (
     COUNTER_STEP_S,
     NVML_AVERAGING_S,
@@ -54,11 +59,6 @@ from torchscale.contracts.schema.cell_result import (
 # rank of the cell on a host (per core, when its ranks outnumber the host's cores), and that host
 # had fewer idle cores than the cell has ranks there
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
-from torchscale.rank.telemetry.reasons import (
-    IGNORED_REASONS,
-    SLOWDOWN_REASONS,
-    decode_clock_reasons,
-)
 from torchscale.rank.telemetry.samples import (
     GPU_PROCESSES,
     SM_CLOCK_MAX,

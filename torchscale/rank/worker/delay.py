@@ -23,45 +23,16 @@ meanwhile, so the GPU-side delay is the sleep less what was queued (negligible f
 from __future__ import annotations
 
 import functools
-import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from torchscale.contracts.errors import UsageError
 from torchscale.contracts.step_phases import INJECTED_DELAY_RANGE, OWN_WORK_PHASES
-from torchscale.contracts.worker_spec import MAX_DELAY_MS, DelaySpec
+from torchscale.contracts.worker_spec import DelaySpec
 from torchscale.rank.worker import markers
 
 if TYPE_CHECKING:
     import torch
-
-FORMAT_HINT = "expected RANK:PHASE:MS, e.g. 1:backward:50"
-
-
-def parse_delay(text: str) -> DelaySpec:
-    """`RANK:PHASE:MS` -> DelaySpec; a UsageError with one line saying what is wrong."""
-    where = f"--inject-delay {text!r}"
-    parts = text.strip().split(":")
-    if len(parts) != 3:
-        raise UsageError(f"{where}: {FORMAT_HINT}")
-    rank_text, phase, ms_text = (p.strip() for p in parts)
-    if not rank_text.isdigit():
-        raise UsageError(f"{where}: rank {rank_text!r} is not a rank (0, 1, 2, ...)")
-    phase = phase.lower()
-    if phase not in OWN_WORK_PHASES:
-        raise UsageError(f"{where}: phase {phase!r} is not one of {', '.join(OWN_WORK_PHASES)}")
-    if ms_text.lower().endswith("ms"):
-        ms_text = ms_text[:-2].strip()
-    try:
-        ms = float(ms_text)
-    except ValueError:
-        raise UsageError(f"{where}: {ms_text!r} is not a number of milliseconds") from None
-    if not math.isfinite(ms) or ms <= 0 or ms > MAX_DELAY_MS:
-        raise UsageError(
-            f"{where}: the delay must be more than 0 and at most {MAX_DELAY_MS:g} ms, got {ms_text}"
-        )
-    return DelaySpec.model_validate({"rank": int(rank_text), "phase": phase, "ms": ms})
 
 
 def sleep(seconds: float) -> None:

@@ -12,12 +12,12 @@ rule:
 
 and the batch is the largest power of two that fits (at least 1, at most the config's
 `memory.max_batch_limit`). Activations per sample are what one sample's training step saves
-for backward, counted on the meta device (activation_count.py), in bf16 for bf16 cells and in
-fp32 otherwise. The margin (x1.5) covers what is alive beside them at the peak: the logits and
-their gradient, the gradient of the activation being back-propagated, allocator slack. The
-estimate is the DDP one at one rank, the largest per-device footprint of the strategies (FSDP
-shards the static part, a pipeline stage holds part of the model), so one batch serves every
-strategy and world size of a sweep and its scaling curves compare like with like.
+for backward, counted on the meta device (rank/models/activation_count.py), in bf16 for bf16
+cells and in fp32 otherwise. The margin (x1.5) covers what is alive beside them at the peak:
+the logits and their gradient, the gradient of the activation being back-propagated, allocator
+slack. The estimate is the DDP one at one rank, the largest per-device footprint of the
+strategies (FSDP shards the static part, a pipeline stage holds part of the model), so one batch
+serves every strategy and world size of a sweep and its scaling curves compare like with like.
 
 It is an estimate: `memory.max_batch_search` measures the real limit on the GPU, and a cell
 that runs out of memory anyway is recorded as `oom` with the sweep going on.

@@ -7,15 +7,15 @@ import pytest
 import torch
 
 from torchscale.contracts.model_specs.registry import BUILTIN
-from torchscale.rank.models import build_model
-from torchscale.rank.models.activation_count import saved_activation_bytes
-from torchscale.rank.models.memory_estimate import (
+from torchscale.orchestration.memory_estimate import (
     ACTIVATION_MARGIN,
     CUDA_CONTEXT_BYTES,
     GIB,
     MEMORY_BUDGET,
     fitting_batch,
 )
+from torchscale.rank.models import build_model
+from torchscale.rank.models.activation_count import saved_activation_bytes
 
 
 def _real_saved_bytes(name: str, dtype: torch.dtype) -> int:
