@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         run_profile,
     )
     from torchscale.interfaces.api.report import ReportRun, build_report
+    from torchscale.interfaces.api.report_generate import renderer
     from torchscale.interfaces.api.workload import WorkloadRun, run_workload
 
 # each name's module, imported on first use: a command imports only its own function's
@@ -48,6 +49,7 @@ _HOMES = {
     "comm": ("CommOptions", "CommRun", "run_comm"),
     "profile": ("ProfileOptions", "ProfileRun", "TraceAnalysis", "analyze_traces", "run_profile"),
     "report": ("ReportRun", "build_report"),
+    "report_generate": ("renderer",),
     "workload": ("WorkloadRun", "run_workload"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -76,6 +78,7 @@ __all__ = [
     "build_report",
     "machine_for",
     "plan_benchmark",
+    "renderer",
     "run_benchmark",
     "run_comm",
     "run_profile",
