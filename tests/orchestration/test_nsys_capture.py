@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
-from torchscale.contracts.worker_spec import ProfileSpec
+from torchscale.contracts.worker_spec import CAPTURE_ENV, NVTX_CAPTURE, ProfileSpec, capture_range
 from torchscale.orchestration.config import parse_config
 from torchscale.orchestration.launch.torchrun import torchrun_command
 from torchscale.orchestration.plan import Machine, build_plan
@@ -35,14 +35,7 @@ from torchscale.orchestration.profiling.nsys import (
 from torchscale.orchestration.profiling.overhead import capture_overhead
 from torchscale.rank.worker import capture as capture_mod
 from torchscale.rank.worker import markers
-from torchscale.rank.worker.capture import (
-    CAPTURE_ENV,
-    NVTX_CAPTURE,
-    Trigger,
-    capture,
-    capture_range,
-    nsys_trigger,
-)
+from torchscale.rank.worker.capture import Trigger, capture, nsys_trigger
 
 INNER = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=8", "-m", "w"]
 NSYS = NsysInstall(Path("/opt/nsys"), "2022.4.2.1", "PATH")

@@ -20,22 +20,21 @@ import pytest
 
 from tests.fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml, NVMLError_Unknown
 from tests.rank.test_telemetry import UUID, quiet_load, rank_telemetry
+from torchscale.contracts.busy_machine import busy_cpu_seconds, busy_threshold, is_busy
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult, RankTelemetry
 from torchscale.offline.results.frame import cells_table
-from torchscale.rank.telemetry.host_source import HostSource, busy_cpu_seconds
+from torchscale.rank.telemetry.host_source import HostSource
 from torchscale.rank.telemetry.nvml_source import NvmlSource
 from torchscale.rank.telemetry.rank import CPU_NO_GPU
 from torchscale.rank.telemetry.sampler import Sampler
 from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 from torchscale.rank.telemetry.window_figures import (
     NAMESPACE_PIDS,
-    busy_threshold,
     busy_warnings,
     combine,
     host_load,
     host_loads,
-    is_busy,
     rank_load,
     summarise_rank,
     unresolved,

@@ -10,7 +10,7 @@ from __future__ import annotations
 CV_WARN_THRESHOLD = 0.10
 
 # other processes' CPU, in cores per rank of a cell (per core of the host where the ranks
-# outnumber its cores: window_figures.busy_threshold): at least this much (on a host with fewer
+# outnumber its cores: busy_machine.busy_threshold): at least this much (on a host with fewer
 # idle cores than the cell's ranks) makes the machine "busy" (telemetry's host-load record),
 # and two runs whose other-process load differs by this much are not compared by the
 # regression rule ("not judged: busy machine", docs/regressions.md)

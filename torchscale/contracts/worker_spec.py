@@ -4,6 +4,8 @@ the host writes it, the cell worker (rank/worker/main.py) reads it."""
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,7 +19,7 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.errors import UsageError
-from torchscale.contracts.step_phases import OWN_WORK_PHASES, OwnWorkPhase
+from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX, OwnWorkPhase
 
 MAX_DELAY_MS = 60_000.0
 DELAY_FORMAT = "expected RANK:PHASE:MS, e.g. 1:backward:50"
@@ -82,6 +84,34 @@ class ProfileSpec(BaseModel):
     record_shapes: bool = False
     with_stack: bool = False
     trace_dir: str
+
+
+# how the ranks start nsys's collection: the launcher (orchestration/profiling/nsys.py) sets
+# CAPTURE_ENV beside the `nsys profile` argv, the ranks (rank/worker/capture.py) fire the trigger
+CAPTURE_ENV = "TORCHSCALE_NSYS_CAPTURE"
+CaptureRange = Literal["cudaProfilerApi", "nvtx", "none"]
+CAPTURE_RANGES: tuple[CaptureRange, ...] = ("cudaProfilerApi", "nvtx", "none")
+NVTX_CAPTURE = f"{RANGE_PREFIX}capture"  # the range whose push starts an nvtx capture
+
+
+def capture_range(env: Mapping[str, str] | None = None) -> CaptureRange:
+    """The trigger the launcher asked for in CAPTURE_ENV; "none" when unset (a launch that is
+    not torchscale's own nsys wrap: nsys then captures the whole run and needs no trigger)."""
+    value = (os.environ if env is None else env).get(CAPTURE_ENV, "none")
+    for mode in CAPTURE_RANGES:
+        if value == mode:
+            return mode
+    return "none"
+
+
+def trace_name(rank: int) -> str:
+    """A rank's Kineto trace in ProfileSpec.trace_dir."""
+    return f"rank{rank}.trace.json.gz"
+
+
+def phases_name(rank: int) -> str:
+    """A rank's own phase timings of the traced steps in ProfileSpec.trace_dir."""
+    return f"rank{rank}.phases.json"
 
 
 class WorkerSpec(BaseModel):

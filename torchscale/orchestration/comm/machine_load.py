@@ -2,10 +2,10 @@
 
 A collective's time on a busy host is the scheduler's as much as the link's (seen: 512 B took
 18,272 us against 524 us at 1 KiB at load 9), so a comm run says when other work competed, by
-the rule the benchmark's cells use (rank/telemetry/window_figures.is_busy).
+the rule the benchmark's cells use (contracts/busy_machine.py).
 
 Read at the launch's two edges from this process: the host's busy CPU seconds (psutil, as the
-ranks' telemetry reads them: host_source.busy_cpu_seconds), this process's own CPU, and the CPU
+ranks' telemetry reads them: busy_cpu_seconds), this process's own CPU, and the CPU
 of its waited-for children (getrusage RUSAGE_CHILDREN: torchrun, and every rank torchrun reaped,
 since a child's figures include its own waited-for children). Other cores = (host busy - the
 launch's - this process's) / wall. One machine only: a multi-node run's other hosts are not read.
@@ -19,8 +19,7 @@ import resource
 import time
 from dataclasses import dataclass
 
-from torchscale.rank.telemetry.host_source import busy_cpu_seconds
-from torchscale.rank.telemetry.window_figures import BUSY_NOTE, is_busy
+from torchscale.contracts.busy_machine import BUSY_NOTE, busy_cpu_seconds, is_busy
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,8 @@ from pathlib import Path
 from typing import Literal
 
 from torchscale.contracts.errors import LaunchError, ToolNotFoundError, TraceError
+from torchscale.contracts.worker_spec import CAPTURE_ENV, NVTX_CAPTURE, CaptureRange
 from torchscale.orchestration.launch.torchrun import LaunchCommand
-from torchscale.rank.worker.capture import CAPTURE_ENV, NVTX_CAPTURE, CaptureRange
 
 NSYS_ENV = "TORCHSCALE_NSYS"  # path to the nsys executable (or its install directory)
 NSYS_ROOT_ENV = "TORCHSCALE_NSYS_ROOT"  # where .ci/install_nsys.sh installs (CI cache)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from torchscale.rank.worker.capture import phases_name
+from torchscale.contracts.worker_spec import phases_name
 
 
 def read_phase_record(directory: Path, rank: int) -> dict[str, Any] | None:

@@ -13,21 +13,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from torchscale.contracts.busy_machine import busy_cpu_seconds
 from torchscale.contracts.host import usable_cores
 from torchscale.rank.telemetry.samples import HOST_FIELDS, EdgeReading
-
-# psutil.cpu_times() fields that are not busy time; guest time is already inside user and nice
-# on Linux (as psutil.cpu_percent counts it)
-IDLE_FIELDS = ("idle", "iowait")
-GUEST_FIELDS = ("guest", "guest_nice")
-
-
-def busy_cpu_seconds(times: Any) -> float:
-    """Busy CPU seconds of all CPUs from a psutil.cpu_times() tuple: everything but idle and
-    I/O wait (steal, time the hypervisor gave another guest, counts as busy: the rank lost it)."""
-    values: dict[str, float] = times._asdict()
-    total = sum(v for k, v in values.items() if k not in GUEST_FIELDS)
-    return total - sum(values.get(k, 0.0) for k in IDLE_FIELDS)
 
 
 def tree_cpu_seconds(process: Any, psutil: Any) -> float:

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Literal
 
+from torchscale.contracts.busy_machine import BUSY_NOTE, busy_threshold, is_busy
 from torchscale.contracts.clock_reasons import (
     IGNORED_REASONS,
     SLOWDOWN_REASONS,
@@ -58,7 +59,6 @@ from torchscale.contracts.schema.cell_result import (
 # the busy-machine rule (docs/telemetry.md): other processes used at least this many cores per
 # rank of the cell on a host (per core, when its ranks outnumber the host's cores), and that host
 # had fewer idle cores than the cell has ranks there
-from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
 from torchscale.rank.telemetry.samples import (
     GPU_PROCESSES,
     SM_CLOCK_MAX,
@@ -78,7 +78,6 @@ GPU_STATS = ("gpu_util_pct", "gpu_memory_used_bytes", "power_w", "temperature_c"
 IN_WINDOW = ("gpu_util_pct", "power_w", "sm_clock_mhz")
 # NVML's ~1 s averages: not measurable over windows shorter than that in all
 AVERAGED = ("gpu_util_pct", "power_w")
-BUSY_NOTE = "timings may be slowed or noisy"
 NO_HOST = "no host readings"
 NAMESPACE_PIDS = (
     "NVML lists PIDs of another PID namespace (a container without the host's PID namespace: "
@@ -493,23 +492,6 @@ def other_gpu_processes(
         per_gpu.setdefault(r.gpu_uuid or r.device, []).append(load.gpu_processes_max or 0)
     count = sum(max(0, max(most) - len(most)) for most in per_gpu.values())
     return count, [], {"other_gpu_pids": NAMESPACE_PIDS}
-
-
-def busy_threshold(cores: int | None, ranks: int) -> float:
-    """Other processes' cores that make a host busy: OTHER_CORES_PER_RANK of each core the
-    cell's ranks can have. Ranks that outnumber the cores already share them all, so other
-    work that takes a share of the host's cores takes that share of every rank's time: 4 ranks
-    on 2 cores lose a quarter when others take half a core, not a whole one."""
-    return OTHER_CORES_PER_RANK * (min(ranks, cores) if cores else ranks)
-
-
-def is_busy(other_cores: float, busy_cores: float, cores: int | None, ranks: int) -> bool:
-    """The busy-machine rule (docs/telemetry.md): other processes used at least
-    `busy_threshold` cores (a quarter core per rank, or a quarter of the host's cores when the
-    ranks outnumber them), and the host had fewer idle cores than the cell has ranks there (so
-    they were not merely using cores the cell left free)."""
-    idle = cores - busy_cores if cores else None
-    return other_cores >= busy_threshold(cores, ranks) and (idle is None or idle < ranks)
 
 
 def unresolved(

@@ -35,25 +35,25 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.atomic import write_text_atomic
-from torchscale.contracts.step_phases import RANGE_PREFIX
+from torchscale.contracts.worker_spec import (
+    NVTX_CAPTURE,
+    CaptureRange,
+    capture_range,
+    phases_name,
+    trace_name,
+)
 from torchscale.rank.worker import markers
 
 if TYPE_CHECKING:
     from torchscale.contracts.worker_spec import ProfileSpec
     from torchscale.rank.worker.timing import StepTimer
     from torchscale.rank.worker.trainer import Trainer
-
-# the contract between torchscale/orchestration/profiling/nsys.py (argv) and the ranks (trigger)
-CAPTURE_ENV = "TORCHSCALE_NSYS_CAPTURE"
-CaptureRange = Literal["cudaProfilerApi", "nvtx", "none"]
-CAPTURE_RANGES: tuple[CaptureRange, ...] = ("cudaProfilerApi", "nvtx", "none")
-NVTX_CAPTURE = f"{RANGE_PREFIX}capture"  # the range whose push starts an nvtx capture
 
 
 @dataclass
@@ -72,24 +72,6 @@ class Trigger:
     mode: CaptureRange
     start: Callable[[], None]
     stop: Callable[[], None]
-
-
-def trace_name(rank: int) -> str:
-    return f"rank{rank}.trace.json.gz"
-
-
-def phases_name(rank: int) -> str:
-    return f"rank{rank}.phases.json"
-
-
-def capture_range(env: Mapping[str, str] | None = None) -> CaptureRange:
-    """The trigger the launcher asked for in CAPTURE_ENV; "none" when unset (a launch that is
-    not torchscale's own nsys wrap: nsys then captures the whole run and needs no trigger)."""
-    value = (os.environ if env is None else env).get(CAPTURE_ENV, "none")
-    for mode in CAPTURE_RANGES:
-        if value == mode:
-            return mode
-    return "none"
 
 
 def _nothing() -> None:

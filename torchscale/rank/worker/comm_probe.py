@@ -56,10 +56,10 @@ def probe_rank(trainer: Trainer, rank: int) -> RankReduction | str:
     """Profile this rank's extra steps and reduce its trace; a one-line reason on failure.
 
     Every rank must call it (the capture starts with a barrier)."""
-    from torchscale.contracts.worker_spec import ProfileSpec
+    from torchscale.contracts.worker_spec import ProfileSpec, trace_name
     from torchscale.offline.analysis.trace.reduce import reduce_rank
     from torchscale.offline.traces.kineto import read_kineto
-    from torchscale.rank.worker.capture import capture, trace_name
+    from torchscale.rank.worker.capture import capture
 
     directory = Path(tempfile.mkdtemp(prefix=f"torchscale-tp-comm-rank{rank}-"))
     try:
