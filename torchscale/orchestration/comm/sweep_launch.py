@@ -23,6 +23,7 @@ from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.contracts.cell import Backend, Device
 from torchscale.contracts.comm_spec import DTYPES, CommSpec
 from torchscale.contracts.errors import ResultsError, UsageError, describe_os_error
+from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.schema.comm_result import AcrossRanks, CommResult
 from torchscale.contracts.suggest import did_you_mean
 from torchscale.contracts.versioned import read_model
@@ -33,7 +34,6 @@ from torchscale.orchestration.comm.machine_load import busy_warning, read_edge
 from torchscale.orchestration.comm.sizes import size_ladder
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
-from torchscale.rank.programs import ENTRY, entry_args
 
 RANK_MODULE = ENTRY
 

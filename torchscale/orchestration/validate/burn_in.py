@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.schema.burn_in import BurnRun, BurnSpec, RankBurn
 from torchscale.contracts.versioned import read_model
 from torchscale.orchestration.launch.attempt import run_attempt
@@ -41,7 +42,6 @@ from torchscale.orchestration.validate.check_result import (
     CheckStatus,
     Measurement,
 )
-from torchscale.rank.programs import ENTRY, entry_args
 
 WORKER_MODULE = ENTRY
 RESULT_FILE = "burn.json"

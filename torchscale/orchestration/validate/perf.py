@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from torchscale.contracts import host
+from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.perf import (
     BandwidthResult,
@@ -56,7 +57,6 @@ from torchscale.orchestration.validate.host_links import (
 from torchscale.orchestration.validate.host_links import TITLES as HOST_TITLES
 from torchscale.orchestration.validate.node_peers import judge_with_peers
 from torchscale.orchestration.validate.reference import expected_for, judge, sku_for
-from torchscale.rank.programs import ENTRY, entry_args
 
 WORKER_MODULE = ENTRY
 RESULT_FILE = "perf.json"

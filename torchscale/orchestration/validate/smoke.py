@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.versioned import read_json_object
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.process import ProcessOutcome
@@ -26,7 +27,6 @@ from torchscale.orchestration.validate.check_result import (
     passed,
     skipped,
 )
-from torchscale.rank.programs import ENTRY, entry_args
 
 SMOKE_ELEMENTS = 1 << 20  # 4 MiB of float32: big enough to leave the latency regime
 SMOKE_ITERS = 10

@@ -15,7 +15,7 @@ if __name__ == "__main__":
     import importlib
     import sys
 
-    from torchscale.rank.programs import PROGRAMS
+    from torchscale.contracts.rank_programs import PROGRAMS
 
     if len(sys.argv) < 2 or sys.argv[1] not in PROGRAMS:
         sys.exit(f"usage: python -m torchscale.rank.programs {{{','.join(PROGRAMS)}}} ARGS")
