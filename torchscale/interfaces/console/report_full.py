@@ -49,30 +49,34 @@ def _text(text: str, style: str = "") -> RichText:
     return RichText(text, style=style)
 
 
-def _prose(text: str, style: str = "") -> RichText:
+def prose(text: str, style: str = "") -> RichText:
     """Report prose, whose `code` spans the HTML and PDF set in code type: here the backticks
     go (a terminal shows no markup)."""
     return _text(strip_code(text), style)
 
 
-def _header(report: Report) -> Iterator[RenderableType]:
-    yield _text(report.title, "bold")
-    if report.headline is not None:
-        yield _prose(severity_prefix(report.headline.severity) + report.headline.text, "bold")
-    if report.decision is not None:
-        for line in report.decision.lines():
-            yield _prose(f"  - {severity_prefix(line.severity)}{line.text}")
-        if report.decision.actions:
-            yield _text("What to do:", "bold")
-            for number, action in enumerate(report.decision.actions, 1):
-                yield _prose(f"  {number}. {action.text}")
-    for label, value in (
+def what_ran(report: Report) -> list[str]:
+    """The header's facts of the run: 'hardware: ...', 'measured: ...', 'description: ...'."""
+    facts = (
         ("hardware", report.hardware),
         ("measured", report.measured),
         ("description", report.description),
-    ):
-        if value:
-            yield _text(f"{label}: {value}")
+    )
+    return [f"{label}: {value}" for label, value in facts if value]
+
+
+def _header(report: Report) -> Iterator[RenderableType]:
+    yield _text(report.title, "bold")
+    if report.headline is not None:
+        yield prose(severity_prefix(report.headline.severity) + report.headline.text, "bold")
+    if report.decision is not None:
+        for line in report.decision.lines():
+            yield prose(f"  - {severity_prefix(line.severity)}{line.text}")
+        if report.decision.actions:
+            yield _text("What to do:", "bold")
+            for number, action in enumerate(report.decision.actions, 1):
+                yield prose(f"  {number}. {action.text}")
+    yield from map(_text, what_ran(report))
     yield _text(f"generated {report.generated_at} by torchscale {report.torchscale_version}")
     for source in report.sources:
         cells = f"{source.cells} cell{'' if source.cells == 1 else 's'}"
@@ -106,7 +110,7 @@ def _key_figures(block: KeyFigures) -> RichTable:
         table.add_row(
             _text(severity_prefix(figure.severity) + figure.label),
             _text(format_value(figure.value, figure.format)),
-            _prose(figure.note or ""),
+            prose(figure.note or ""),
         )
     return table
 
@@ -152,7 +156,7 @@ def _table(block: Table, width: int) -> Iterator[RenderableType]:
             table.add_row(*(_text(cell) for cell in cells), style=style)
     yield table
     if block.note:
-        yield _prose(block.note)
+        yield prose(block.note)
 
 
 def _wrappable(label: str) -> str:
@@ -258,7 +262,7 @@ def chart_summary(chart: Chart) -> str:
 
 def _block(block: Block, width: int) -> Iterator[RenderableType]:
     if isinstance(block, Text):
-        yield _prose(severity_prefix(block.severity) + block.text, SEVERITY_STYLE[block.severity])
+        yield prose(severity_prefix(block.severity) + block.text, SEVERITY_STYLE[block.severity])
     elif isinstance(block, KeyFigures):
         yield _key_figures(block)
     elif isinstance(block, Table):
@@ -275,23 +279,23 @@ def _block(block: Block, width: int) -> Iterator[RenderableType]:
                 if finding.cost_pct is not None
                 else ""
             )
-            yield _prose(
+            yield prose(
                 f"{severity_prefix(finding.severity)}{number}. {finding.title}",
                 SEVERITY_STYLE[finding.severity] or "bold",
             )
             yield _text(f"   source: {finding.source}{cost}")
             if finding.caveat:
-                yield _prose(
+                yield prose(
                     f"   {severity_prefix('warn')}caveat: {finding.caveat}", SEVERITY_STYLE["warn"]
                 )
             for item in finding.evidence:
-                yield _prose(f"   evidence: {item}")
+                yield prose(f"   evidence: {item}")
             if finding.recommendation:
-                yield _prose(f"   recommendation: {finding.recommendation}")
+                yield prose(f"   recommendation: {finding.recommendation}")
     elif isinstance(block, Unavailable):
         yield _text("Not available here:", "bold")
         for what, why in block.items.items():
-            yield _prose(f"  - {what}: {why}")
+            yield prose(f"  - {what}: {why}")
 
 
 def renderables(report: Report, width: int = WIDTH) -> list[RenderableType]:

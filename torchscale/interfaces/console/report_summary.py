@@ -31,12 +31,9 @@ from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
 from torchscale.interfaces.console import fit
-from torchscale.interfaces.console.lines import (
-    RICH_JOIN,
-    glued,
-    hanging_prose,
-    unglued,
-)
+from torchscale.interfaces.console.lines import RICH_JOIN, glued, hanging_prose, unglued
+from torchscale.interfaces.console.report_full import prose as _prose
+from torchscale.interfaces.console.report_full import what_ran
 from torchscale.interfaces.formatting import (
     MISSING,
     format_value,
@@ -99,10 +96,6 @@ def _lines(items: Sequence[RenderableType], width: int) -> list[str]:
         console.print(hanging_prose(item, width))
     text = unglued(console.export_text(styles=False))
     return [line.rstrip() for line in text.splitlines()]
-
-
-def _prose(text: str) -> RichText:
-    return RichText(strip_code(text))
 
 
 # a part's ways of being drawn, most complete first: (items shown, lines)
@@ -299,16 +292,9 @@ def _header(report: Report, width: int) -> list[str]:
         for line in report.decision.lines():
             items.append(_prose(f"  - {severity_prefix(line.severity)}{line.text}"))
         for number, action in enumerate(report.decision.actions, 1):
-            items.append(
-                _prose(f"  {'What to do: ' if number == 1 else ''}{number}. {action.text}")
-            )
-    for label, value in (
-        ("hardware", report.hardware),
-        ("measured", report.measured),
-        ("description", report.description),
-    ):
-        if value:
-            items.append(RichText(f"{label}: {value}"))
+            lead = "What to do: " if number == 1 else ""
+            items.append(_prose(f"  {lead}{number}. {action.text}"))
+    items += map(RichText, what_ran(report))
     for source in report.sources:
         role = "baseline" if source.role == "baseline" else "source"
         items.append(RichText(f"{role} {source.name}: {source.contents()}"))
