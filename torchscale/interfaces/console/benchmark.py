@@ -24,6 +24,7 @@ from torchscale.interfaces.console.streams import (
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
+    from torchscale.contracts.cell import CellIdentity
     from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.contracts.schema.comm_result import CommResult
     from torchscale.contracts.schema.max_batch import MaxBatchResult
@@ -350,16 +351,20 @@ def _max_batch_started() -> None:
 def _probed(group: SearchGroup, batch: int, outcome: ProbeOutcome) -> None:
     if not Verbosity.quiet():
         why = f": {outcome.reason}" if outcome.kind == "failed" and outcome.reason else ""
-        cell = group.cell  # the group's name without its hash: only batch differs inside it
-        name = f"{cell.label} x{cell.world_size} {cell.precision} {cell.strategy}"
+        name = _search_name(group.cell)
         stderr.print(f"> [MEMORY] {escape(name)}: batch {batch} {outcome.kind}{escape(why)}")
+
+
+def _search_name(searched: CellIdentity | MaxBatchResult) -> str:
+    """'gpt2 x2 bf16 fsdp': a max-batch search, named as its cells without batch and hash."""
+    return f"{searched.label} x{searched.world_size} {searched.precision} {searched.strategy}"
 
 
 def _max_batch_done(results: list[MaxBatchResult]) -> None:
     for result in results:
         if result.status != "ok" or result.max_batch is None:
-            name = f"{result.label} x{result.world_size} {result.precision} {result.strategy}"
-            stdout.print(f"> [MEMORY] {escape(name)}: no answer ({escape(result.reason or '')})")
+            name = escape(_search_name(result))
+            stdout.print(f"> [MEMORY] {name}: no answer ({escape(result.reason or '')})")
             continue
         answer = f"at least {result.max_batch}" if result.limit_reached else str(result.max_batch)
         used = (
@@ -369,8 +374,7 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
         )
         how = f", {result.how_probed()}" if result.how_probed() else ""
         stdout.print(
-            f"> [MEMORY] {escape(result.label)} x{result.world_size} {result.precision} "
-            f"{result.strategy}: max batch per device {answer}{used} "
+            f"> [MEMORY] {escape(_search_name(result))}: max batch per device {answer}{used} "
             f"({len(result.probes)} probes, {result.wall_s or 0:.0f} s{how})"
         )
 
