@@ -183,13 +183,6 @@ _SCALED: dict[str, tuple[float, str, str]] = {
     "ratio_pct": (100.0, "", " %"),
     "money": (1.0, "$", ""),
 }
-_DECIMALS = re.compile(r"\d(?:[\d,]*)(?:\.(\d+))?")
-
-
-def _shown_decimals(text: str) -> int:
-    """Digits after the point of the first number in `text` ('12.3 ms' -> 1)."""
-    match = _DECIMALS.search(text)
-    return len(match.group(1)) if match and match.group(1) else 0
 
 
 def _scale(value: float, fmt: ValueFormat) -> tuple[float, str, str] | None:
