@@ -31,6 +31,12 @@ from torchscale.contracts.cell_settings import (
     TrainingConfig,
 )
 from torchscale.contracts.model_tasks import unsupported
+from torchscale.contracts.parallel_shapes import (
+    compile_problem,
+    node_problem,
+    parallel_shapes,
+    world_problem,
+)
 from torchscale.contracts.training_defaults import (
     BLOCKWISE_LOSS_MODELS,
     WORKLOAD_REVISION,
@@ -47,13 +53,7 @@ from torchscale.contracts.training_defaults import (
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.orchestration.auto_batch import Footprint, auto_batch, footprint
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
-from torchscale.rank.strategy_layouts import (
-    compile_problem,
-    model_problem,
-    node_problem,
-    parallel_shapes,
-    world_problem,
-)
+from torchscale.rank.strategy_layouts import model_problem
 
 if TYPE_CHECKING:  # the config's pydantic schema: only its values are read here
     from torchscale.orchestration.config.schema import Backend as RequestedBackend
@@ -598,7 +598,7 @@ def _layout_problem(
     model: ModelSpec,
     training: TrainingConfig,
 ) -> str | None:
-    """Why a tp, pp or hybrid cell's mesh cannot run (strategy_layouts.py), or None."""
+    """Why a tp, pp or hybrid cell's mesh or model cannot run this layout, or None."""
     return (
         world_problem(cell.strategy, parallel, cell.world_size)
         or node_problem(

@@ -29,8 +29,8 @@ def validate_config(
     from torchscale.orchestration.config import load_config
 
     config = load_config(file, overrides or [])
+    from torchscale.contracts.parallel_shapes import parallel_shapes
     from torchscale.orchestration.plan import cell_shapes
-    from torchscale.rank.strategy_layouts import parallel_shapes
 
     per_model_batch = sum(
         len(parallel_shapes(strategy, config.training.parallel, shape.world_size))

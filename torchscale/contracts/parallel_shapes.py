@@ -1,0 +1,132 @@
+"""Which parallel layouts a strategy gives at a world size: the matrix's strategy axis, expanded,
+and the arithmetic that skips a layout before anything is launched.
+
+`ddp` and `fsdp` have one layout (none to describe). The model-parallel strategies take their
+degrees from `training.parallel`, each list joining the matrix only for the strategies it
+shapes (docs/strategies.md):
+
+- `tp`: one tensor-parallel group over the whole world (tp = world; a set `parallel.tp` only
+  keeps the cells of that world size);
+- `pp`: one pipeline over the whole world, one stage per rank, for every schedule and
+  micro-batch count;
+- `hybrid`: `fsdp_tp` (FSDP across TP groups of `tp` ranks) and/or `ddp_pp` (DDP across
+  pipelines of `pp` stages); the data-parallel degree is what the world size leaves.
+
+Pure arithmetic: whether a layout can train a model is judged on the model itself, on the rank
+side.
+"""
+
+from __future__ import annotations
+
+from torchscale.contracts.catalog import Strategy
+from torchscale.contracts.cell import ParallelShape
+from torchscale.contracts.cell_settings import ParallelConfig
+
+MODEL_PARALLEL: tuple[Strategy, ...] = ("tp", "pp", "hybrid")
+HYBRID_DEFAULT_DEGREE = 2
+
+
+def _dp(world: int, group: int) -> int:
+    return max(1, world // group)
+
+
+def _pipelines(parallel: ParallelConfig, degrees: list[int], world: int) -> list[ParallelShape]:
+    return [
+        ParallelShape(
+            dp=_dp(world, pp),
+            tp=1,
+            pp=pp,
+            microbatches=micro,
+            schedule=schedule,
+        )
+        for pp in degrees
+        for schedule in parallel.schedule
+        for micro in parallel.microbatches
+    ]
+
+
+def parallel_shapes(
+    strategy: Strategy, parallel: ParallelConfig, world: int
+) -> list[ParallelShape | None]:
+    """The layouts of `strategy` at `world` ranks, in run order; [None] for ddp and fsdp."""
+    if strategy == "tp":
+        return [
+            ParallelShape(
+                dp=_dp(world, tp), tp=tp, pp=1, sequence_parallel=parallel.sequence_parallel
+            )
+            for tp in (parallel.tp or [world])
+        ]
+    if strategy == "pp":
+        return list(_pipelines(parallel, parallel.pp or [world], world))
+    if strategy == "hybrid":
+        shapes: list[ParallelShape | None] = []
+        for layout in parallel.hybrid:
+            if layout == "fsdp_tp":
+                shapes.extend(
+                    ParallelShape(
+                        dp=_dp(world, tp),
+                        tp=tp,
+                        pp=1,
+                        sequence_parallel=parallel.sequence_parallel,
+                        hybrid="fsdp_tp",
+                    )
+                    for tp in (parallel.tp or [HYBRID_DEFAULT_DEGREE])
+                )
+            else:
+                pipes = _pipelines(parallel, parallel.pp or [HYBRID_DEFAULT_DEGREE], world)
+                shapes.extend(p.model_copy(update={"hybrid": "ddp_pp"}) for p in pipes)
+        return shapes
+    return [None]
+
+
+def compile_problem(shape: ParallelShape, compile_: bool) -> str | None:
+    """torch.compile is applied to the whole wrapped model; a pipeline's schedule calls its
+    stage modules itself, so a compiled pipeline is not built (yet): a skip reason."""
+    if compile_ and shape.pp > 1:
+        return (
+            "training.compile with pipelining is not supported: the schedule calls each stage "
+            "module itself (run the pp cells without compile)"
+        )
+    return None
+
+
+def world_problem(strategy: Strategy, shape: ParallelShape, world: int) -> str | None:
+    """The mesh does not fit the world size: a skip reason in the words of the config."""
+    group = shape.tp * shape.pp
+    if strategy == "tp" and shape.tp != world:
+        return (
+            f"strategy tp runs one tensor-parallel group over the whole world: parallel.tp "
+            f"{shape.tp} != world size {world} (hybrid fsdp_tp adds data parallelism across "
+            "TP groups)"
+        )
+    if strategy == "pp" and shape.pp != world:
+        return (
+            f"strategy pp runs one pipeline over the whole world: parallel.pp {shape.pp} != "
+            f"world size {world} (hybrid ddp_pp adds data parallelism across pipelines)"
+        )
+    if world % group:
+        inner = f"tp {shape.tp}" if shape.hybrid == "fsdp_tp" else f"pp {shape.pp}"
+        return f"world size {world} is not divisible by the mesh ({inner})"
+    return None
+
+
+def node_problem(
+    shape: ParallelShape, ranks_per_node: int, nodes: int, across_nodes: bool
+) -> str | None:
+    """A tensor-parallel group that would span nodes: a skip reason, unless the config asks
+    for it (`parallel.tp_across_nodes`). TP does an all-reduce per block and direction on the
+    critical path; over the inter-node link (tens of GB/s against hundreds inside a node) it
+    measures the network, not the layout. The mesh puts tp innermost and torchrun gives each
+    node contiguous global ranks, so the groups stay inside nodes exactly when tp divides the
+    ranks of a node."""
+    if nodes <= 1 or shape.tp <= 1 or across_nodes or ranks_per_node % shape.tp == 0:
+        return None
+    keep = (
+        f"hybrid fsdp_tp with parallel.tp {ranks_per_node} keeps TP inside each node"
+        if ranks_per_node > 1
+        else "give each node several ranks and use hybrid fsdp_tp"
+    )
+    return (
+        f"tensor-parallel groups of {shape.tp} ranks would span nodes ({nodes} nodes x "
+        f"{ranks_per_node} ranks): {keep}, or set training.parallel.tp_across_nodes: true"
+    )
