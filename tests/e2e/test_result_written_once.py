@@ -22,7 +22,7 @@ import torchscale.contracts.atomic as atomic
 import torchscale.orchestration.launch.attempt as attempt
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import ResultsError
-from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_result import CellResult, CellWarning
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.launch.process import ProcessOutcome
 from torchscale.orchestration.plan import Machine, PlannedCell, build_plan
@@ -37,6 +37,7 @@ TINY: dict[str, Any] = {
     "measurement": {"warmup_steps": 1, "steps": 3, "repeats": 1},
 }
 STEPS = '{"rank": 0}\n'
+RANK_0 = CellWarning(kind="other", text="rank 0")
 
 
 def _plan(tmp_path: Path) -> Any:
@@ -53,7 +54,7 @@ def _rank_zero_writes(store: ResultStore, planned: PlannedCell, then: Any = None
     def launch(command: Any, timeout_s: float, finished: Any = None) -> ProcessOutcome:
         cell_id = planned.cell.id
         atomic.write_text_atomic(store.attempt_steps_path(cell_id), STEPS)
-        mine = CellResult(cell=planned.cell, status=Status.OK, warnings=["rank 0"])
+        mine = CellResult(cell=planned.cell, status=Status.OK, warnings=[RANK_0])
         atomic.write_text_atomic(store.attempt_result_path(cell_id), mine.model_dump_json())
         if then is not None:
             then()
@@ -107,7 +108,7 @@ def test_the_result_file_is_written_once_with_the_hosts_additions(
     assert max(writes.values()) == 1, writes  # no file of the experiment written twice
     stored = store.read_cell(cell_id)
     assert stored == returned
-    assert stored.warnings == ["rank 0"] and stored.launch["argv"] and stored.wall_s == 1.5
+    assert stored.warnings == [RANK_0] and stored.launch["argv"] and stored.wall_s == 1.5
     assert not store.attempt_result_path(cell_id).exists()
     assert store.steps_path(cell_id).read_text(encoding="utf-8") == STEPS
 
@@ -134,6 +135,6 @@ def test_a_failed_write_keeps_what_rank_0_wrote(
     cell_id = planned.cell.id
     kept = store.read_cell(cell_id)
     assert kept is not None and kept.status is Status.OK
-    assert kept.warnings == ["rank 0"] and not kept.launch  # rank 0's, without the host's part
+    assert kept.warnings == [RANK_0] and not kept.launch  # rank 0's, without the host's part
     assert not store.attempt_result_path(cell_id).exists()
     assert store.steps_path(cell_id).read_text(encoding="utf-8") == STEPS

@@ -61,7 +61,7 @@ def ok_result(warnings: list[str] | None = None, label: str = "tiny-mlp") -> Cel
                 "spread": 0.0,
             },
             "step_time": stats,
-            "warnings": warnings or [],
+            "warnings": [{"kind": "other", "text": w} for w in warnings or []],
         }
     )
 

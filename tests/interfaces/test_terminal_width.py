@@ -247,6 +247,7 @@ def test_cell_lines_fit_with_their_prefix_and_whole_figures(width: int) -> None:
 
 
 def test_the_busy_machine_is_said_once_per_cell() -> None:
+    from torchscale.contracts.schema.cell_result import CellWarning
     from torchscale.interfaces.console.cells import cell_lines
 
     busy = "busy machine: other processes used 2.3 of 2 cores on vm (...); timings may be slowed"
@@ -256,7 +257,10 @@ def test_the_busy_machine_is_said_once_per_cell() -> None:
         caveat = "busy machine (others used 2.3 cores on vm): check the host first"
         noisy = result.model_copy(
             update={
-                "warnings": [busy, "High variance in step time"],
+                "warnings": [
+                    CellWarning(kind="busy machine", text=busy),
+                    CellWarning(kind="high variance", text="High variance in step time"),
+                ],
                 "diagnosis": result.diagnosis.model_copy(update={"caveat": caveat}),
             }
         )

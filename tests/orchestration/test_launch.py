@@ -630,7 +630,7 @@ def test_a_result_written_before_a_hung_shutdown_is_kept(tmp_path: Path) -> None
     attempt = run_attempt(_script_command(tmp_path, script), 3.0, lambda: _read(out))
     assert attempt.outcome.timed_out
     assert attempt.written == "42" and attempt.failure is None
-    assert any("killed in their shutdown; measurement kept" in w for w in attempt.warnings)
+    assert any("killed in their shutdown; measurement kept" in w.text for w in attempt.warnings)
 
 
 def test_a_result_written_before_a_bad_exit_is_kept(tmp_path: Path) -> None:
@@ -638,7 +638,7 @@ def test_a_result_written_before_a_bad_exit_is_kept(tmp_path: Path) -> None:
     script = f"import pathlib, sys; pathlib.Path({str(out)!r}).write_text('7'); sys.exit(3)"
     attempt = run_attempt(_script_command(tmp_path, script), 30.0, lambda: _read(out))
     assert attempt.written == "7" and attempt.failure is None
-    assert attempt.warnings == [
+    assert [w.text for w in attempt.warnings] == [
         f"torchrun exited with 3 after the result was written (shutdown failure; measurement "
         f"kept): see {tmp_path / 'logs'}"
     ]

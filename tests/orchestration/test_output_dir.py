@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 import torchscale.contracts.atomic
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import OutputDirError, ResultsError
-from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_result import CellResult, CellWarning
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.results.store import ResultStore, check_output_dir
 
@@ -275,7 +275,9 @@ def test_an_interrupted_rerun_keeps_the_earlier_result(
     plan = _one_cell_plan(tmp_path)
     (planned,) = plan.cells
     store = ResultStore(tmp_path / "out")
-    earlier = CellResult(cell=planned.cell, status=Status.OK, warnings=["earlier"])
+    earlier = CellResult(
+        cell=planned.cell, status=Status.OK, warnings=[CellWarning(kind="other", text="earlier")]
+    )
     store.write_cell(earlier)
     before = store.cell_path(planned.cell.id).read_bytes()
     stale = store.attempt_result_path(planned.cell.id)
@@ -310,16 +312,18 @@ def test_a_finished_attempt_is_moved_into_cells(
     def finished(command: Any, timeout_s: float, done: Any = None) -> ProcessOutcome:
         cell_id = planned.cell.id
         store.attempt_steps_path(cell_id).write_text('{"rank": 0}\n', encoding="utf-8")
-        new = CellResult(cell=planned.cell, status=Status.OK, warnings=["new"])
+        new = CellResult(
+            cell=planned.cell, status=Status.OK, warnings=[CellWarning(kind="other", text="new")]
+        )
         store.attempt_result_path(cell_id).write_text(new.model_dump_json(), encoding="utf-8")
         return ProcessOutcome(0, False, 1.0, command.log_path)
 
     monkeypatch.setattr(attempt, "run_launch", finished)
     outcome = sweep.run_sweep(plan, store, {})
     (result,) = outcome.results
-    assert result.warnings == ["new"]
+    assert [w.text for w in result.warnings] == ["new"]
     stored = store.read_cell(planned.cell.id)
-    assert stored is not None and stored.warnings == ["new"] and stored.launch
+    assert stored is not None and [w.text for w in stored.warnings] == ["new"] and stored.launch
     assert store.steps_path(planned.cell.id).read_text(encoding="utf-8") == '{"rank": 0}\n'
     assert not store.attempt_result_path(planned.cell.id).exists()
     assert not store.attempt_steps_path(planned.cell.id).exists()

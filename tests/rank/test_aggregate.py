@@ -248,9 +248,9 @@ def test_high_variance_warning_only_above_the_threshold() -> None:
     cv = _pooled_cv(list(times) * 6)
     ranks = [make_rank(0, [1, 1, 1], times), make_rank(1, [1, 1, 1], times)]
     below = run(ranks, make_spec(cv_warn=cv * 1.01))
-    assert not [w for w in below.warnings if "variance" in w.lower()]
+    assert not [w.text for w in below.warnings if "variance" in w.text.lower()]
     above = run(ranks, make_spec(cv_warn=cv * 0.99))
-    (warning,) = [w for w in above.warnings if "variance" in w.lower()]
+    (warning,) = [w.text for w in above.warnings if "variance" in w.text.lower()]
     assert warning.startswith("High variance in step time")
     assert f"{cv:.2f}" in warning
 
@@ -609,7 +609,7 @@ def test_noise_in_the_sync_wait_is_named() -> None:
     """The step is noisy and its noise is the wait: the published warning, with the share."""
     ranks = [_rank_with_phases(r, JITTERY, STEADY) for r in (0, 1)]
     result = run(ranks, make_spec(world=2, cv_warn=0.05))
-    (warning,) = [w for w in result.warnings if "gradient sync" in w]
+    (warning,) = [w.text for w in result.warnings if "gradient sync" in w.text]
     assert warning.startswith("High variance in gradient sync time: CV ")
     assert "100% of the step-time variance" in warning
 
@@ -617,8 +617,8 @@ def test_noise_in_the_sync_wait_is_named() -> None:
 def test_noise_in_compute_is_not_called_sync_noise() -> None:
     ranks = [_rank_with_phases(r, STEADY, JITTERY) for r in (0, 1)]
     result = run(ranks, make_spec(world=2, cv_warn=0.05))
-    assert [w for w in result.warnings if "High variance in step time" in w]
-    assert not [w for w in result.warnings if "gradient sync" in w]
+    assert [w.text for w in result.warnings if "High variance in step time" in w.text]
+    assert not [w.text for w in result.warnings if "gradient sync" in w.text]
 
 
 def test_a_steady_step_never_warns_of_its_sync() -> None:

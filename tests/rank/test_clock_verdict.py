@@ -46,7 +46,8 @@ def sampled_gpu(**fields: Any) -> SamplerReport:
 def verdict_of(**fields: Any) -> tuple[str | None, bool | None, list[str]]:
     rank = summarise_rank(0, "h", sampled_gpu(**fields), floor_s=0.0, counter_step_s=0.0)
     telemetry, _, warnings = combine([rank], 10, 1, 8, None)
-    return rank.clock_verdict, telemetry.throttled, warnings
+    assert all(w.kind == "throttling" for w in warnings)
+    return rank.clock_verdict, telemetry.throttled, [w.text for w in warnings]
 
 
 def test_hardware_slowdown_bits_throttle() -> None:
@@ -222,7 +223,7 @@ def test_h100_compiled_gpt2_is_at_its_power_limit_not_throttled() -> None:
     assert rank.clock_basis is not None
     assert rank.clock_basis.startswith("at its power limit (normal under dense load): SwPowerCap")
     assert "1920 MHz or more, 97% of its 1980 MHz max" in rank.clock_basis
-    assert not any("throttled" in w or "cooling" in w for w in result.warnings)
+    assert not any("throttled" in w.text or "cooling" in w.text for w in result.warnings)
 
 
 @needs_h100

@@ -63,7 +63,8 @@ def test_other_cores_are_the_host_less_the_cells_own() -> None:
     assert (load.load_avg_1m.mean, load.load_avg_1m.max) == (pytest.approx(2.6), 2.7)
     assert load.busy is True
     (warning,) = busy_warnings([load])
-    assert warning == (
+    assert warning.kind == "busy machine"
+    assert warning.text == (
         "busy machine: other processes used 0.9 of 2 cores on h (the cell's 2 rank(s) used 1.1, "
         "0.0 idle; load average up to 2.7) during the measured windows; timings may be slowed "
         "or noisy"
@@ -100,8 +101,8 @@ def test_ranks_that_outnumber_the_cores_are_starved_by_less_than_a_core() -> Non
     load = host_load("h", ranks)
     assert load.other_cores == pytest.approx(0.9) and load.busy is True
     (warning,) = busy_warnings([load])
-    assert warning.startswith("busy machine: other processes used 0.9 of 2 cores on h (the cell's")
-    assert "cell's 4 rank(s) used 1.1, 0.0 idle" in warning
+    assert warning.text.startswith("busy machine: other processes used 0.9 of 2 cores on h (the")
+    assert "cell's 4 rank(s) used 1.1, 0.0 idle" in warning.text
 
 
 def test_rounding_below_zero_is_clamped() -> None:
@@ -144,9 +145,9 @@ def test_each_host_has_its_own_figures_and_pids() -> None:
     assert hosts[1].other_gpu_processes == 1 and hosts[1].other_gpu_pids == [77]
     assert hosts[0].other_gpu_processes == 0
     warnings = busy_warnings(hosts)
-    assert warnings[0].startswith("busy machine: other processes used 1.0 of 2 cores on a (")
-    assert " on b " not in warnings[0]
-    assert warnings[1] == (
+    assert warnings[0].text.startswith("busy machine: other processes used 1.0 of 2 cores on a (")
+    assert " on b " not in warnings[0].text
+    assert warnings[1].text == (
         "GPU shared: 1 other compute process(es) on the cell's GPUs during the measured windows "
         "(b: 1 (PID 77)); their kernels time-share the GPU with the cell's: timings may be "
         "slowed or noisy"
@@ -175,7 +176,7 @@ def test_pids_of_another_namespace_are_counted_not_named() -> None:
     assert load.other_gpu_processes == 1 and load.other_gpu_pids == []
     assert load.unavailable["other_gpu_pids"] == NAMESPACE_PIDS
     (warning,) = busy_warnings([load])
-    assert "(h: 1 (PIDs of another PID namespace))" in warning
+    assert "(h: 1 (PIDs of another PID namespace))" in warning.text
 
 
 def test_what_is_missing_is_null_with_the_reason() -> None:
@@ -219,7 +220,7 @@ def test_combine_carries_the_hosts_and_the_busy_warning_after_throttling() -> No
     telemetry, unavailable, warnings = combine(ranks, 100, 2, 100, None)
     assert telemetry.hosts is not None and telemetry.hosts[0].busy is True
     assert "telemetry.hosts" not in unavailable
-    assert [w.split(":")[0] for w in warnings] == [
+    assert [w.text.split(":")[0] for w in warnings] == [
         "GPU clocks throttled during the measured windows",
         "busy machine",
     ]

@@ -332,7 +332,7 @@ def test_injected_delays_are_recorded_and_flagged() -> None:
         {"rank": 1, "phase": "backward", "ms": 50.0}
     ]
     assert named(result).injected
-    (warning,) = [w for w in result.warnings if "Injected delay" in w]
+    (warning,) = [w.text for w in result.warnings if "Injected delay" in w.text]
     assert "1:backward:50" in warning and "artificial" in warning
 
 

@@ -516,9 +516,9 @@ def test_throttling_is_a_warning() -> None:
     telemetry, _, warnings = combine(ranks, 100, 1, 10, None)
     assert telemetry.throttled is True and telemetry.throttle_reasons == ["HwThermalSlowdown"]
     assert telemetry.clock_verdict == "throttled"
-    assert warnings == [throttle_warning(ranks)]
-    assert warnings[0].startswith("GPU clocks throttled during the measured windows: rank 1")
-    assert basis in warnings[0] and "rank 0" not in warnings[0]
+    assert [(w.kind, w.text) for w in warnings] == [("throttling", throttle_warning(ranks))]
+    assert warnings[0].text.startswith("GPU clocks throttled during the measured windows: rank 1")
+    assert basis in warnings[0].text and "rank 0" not in warnings[0].text
     at_limit = [ranks[0], rank_telemetry(1)]
     telemetry, unavailable, warnings = combine(at_limit, 100, 1, 10, None)
     assert telemetry.throttled is False and telemetry.clock_verdict == "at_power_limit"
@@ -683,7 +683,7 @@ def test_real_cpu_cell_has_cpu_telemetry(cpu_cell: CellResult) -> None:
         assert cpu_cell.unavailable[f"telemetry.{name}"]
     assert cpu_cell.unavailable["telemetry.energy_j"] == CPU_NO_ENERGY
     assert telemetry.throttled is None
-    assert not any("throttl" in w for w in cpu_cell.warnings)
+    assert not any("throttl" in w.text for w in cpu_cell.warnings)
 
 
 @pytest.mark.slow  # a real torchrun cell
@@ -892,7 +892,7 @@ def test_aggregate_carries_telemetry_allocator_and_throttle_warning() -> None:
     assert telemetry.tokens_per_joule == pytest.approx(1.92 * 16)
     assert telemetry.interval_ms == spec.measurement.telemetry.interval_ms
     assert telemetry.windows == 3
-    assert any(w.startswith("GPU clocks throttled") for w in result.warnings)
+    assert any(w.text.startswith("GPU clocks throttled") for w in result.warnings)
     memory = result.memory
     assert memory is not None
     assert (memory.alloc_retries, memory.oom_count) == (3, 0)
@@ -929,7 +929,7 @@ def test_real_cpu_cell_records_what_else_ran_on_its_host(cpu_cell: CellResult) -
     assert all(load is not None and load.window_s > 0 for load in loads)
     assert len({load.pid for load in loads if load is not None}) == 2
     # the warning follows the rule, whatever else this shared machine was doing
-    assert any(w.startswith("busy machine") for w in cpu_cell.warnings) is host.busy
+    assert any(w.kind == "busy machine" for w in cpu_cell.warnings) is host.busy
     row = cells_table([cpu_cell]).iloc[0]
     assert row["other_cpu_cores"] == pytest.approx(host.other_cores)
 

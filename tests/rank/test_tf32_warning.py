@@ -10,6 +10,7 @@ import pytest
 
 from tests.h100_replay import DEFAULT_SWEEP, h100_cell, needs_h100
 from torchscale.contracts.gpu_peaks import Tf32Settings, tf32_off_warning
+from torchscale.contracts.schema.cell_result import CellWarning
 
 H100 = "NVIDIA H100 80GB HBM3"
 OFF = "torch.backends.cuda.matmul.allow_tf32=False"
@@ -75,6 +76,7 @@ def test_rank_zeros_setup_warning_lands_in_the_cells_warnings() -> None:
 
     warning = tf32_off_warning(H100, "fp32", False, settings(False))
     assert warning is not None
-    facts = replace(make_facts(peak=67.0), warnings=(warning,))
+    typed = CellWarning(kind="other", text=warning)
+    facts = replace(make_facts(peak=67.0), warnings=(typed,))
     result = aggregate(make_spec(world=1), [make_rank(0, [1, 1, 1])], facts)
-    assert warning in result.warnings
+    assert typed in result.warnings

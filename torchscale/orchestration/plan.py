@@ -37,6 +37,7 @@ from torchscale.contracts.parallel_shapes import (
     parallel_shapes,
     world_problem,
 )
+from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.contracts.training_defaults import (
     BLOCKWISE_LOSS_MODELS,
     WORKLOAD_REVISION,
@@ -166,7 +167,7 @@ class PlannedCell:
     data: DataConfig = field(repr=False)
     launch: LaunchSettings = field(repr=False)
     skip_reason: str | None = None  # set: recorded as 'skipped', never launched
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[CellWarning, ...] = ()
 
     def worker_spec(
         self, result_path: Path, steps_path: Path, acceptance_dirs: Sequence[Path] = ()
@@ -421,7 +422,7 @@ def _data_definition(config: BenchConfig) -> dict[str, Any]:
 
 def _skip_or_warn(
     cell: CellIdentity, shape: Shape, machine: Machine
-) -> tuple[str | None, tuple[str, ...]]:
+) -> tuple[str | None, tuple[CellWarning, ...]]:
     """(skip reason, warnings) of a cell on nodes like `machine`."""
     if shape.problem is not None:
         return shape.problem, ()
@@ -445,14 +446,16 @@ def _skip_or_warn(
         return None, ()
     if cell.backend == "nccl":
         return "backend 'nccl' needs CUDA GPUs; none is visible", ()
-    warnings: list[str] = []
+    warnings: list[CellWarning] = []
     if cell.precision == "amp":
-        warnings.append("amp (fp16 autocast) on CPU is slow and not representative of GPUs")
+        amp = "amp (fp16 autocast) on CPU is slow and not representative of GPUs"
+        warnings.append(CellWarning(kind="other", text=amp))
     if shape.nproc_per_node > machine.cpu_cores:
-        warnings.append(
+        text = (
             f"{shape.nproc_per_node} CPU ranks on {machine.cpu_cores} core(s): oversubscribed, "
             "timings include contention"
         )
+        warnings.append(CellWarning(kind="contention", text=text))
     return None, tuple(warnings)
 
 
@@ -500,7 +503,8 @@ def plan_cell(
     )
     skip, warnings = _feasibility(config, machine, identity, shape, model, training)
     note = compile_note(config.training.compile, device, pipeline, parameters)
-    warnings = (*warnings, note) if note is not None and skip is None else warnings
+    if note is not None and skip is None:
+        warnings = (*warnings, CellWarning(kind="other", text=note))
     return PlannedCell(
         identity,
         model,
@@ -579,7 +583,7 @@ def _feasibility(
     shape: Shape,
     model: ModelSpec,
     training: TrainingConfig,
-) -> tuple[str | None, tuple[str, ...]]:
+) -> tuple[str | None, tuple[CellWarning, ...]]:
     """(skip reason, warnings) of the cell, the first problem found: the nodes, then the data
     source, then the model-parallel layout; a skipped cell is recorded, never launched."""
     skip, warnings = _skip_or_warn(cell, shape, machine)

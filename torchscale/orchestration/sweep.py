@@ -19,7 +19,7 @@ import pandas as pd
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.errors import ResultsError
-from torchscale.contracts.schema.cell_result import CellError, CellResult, Cost
+from torchscale.contracts.schema.cell_result import CellError, CellResult, CellWarning, Cost
 from torchscale.offline.analysis.cost import cell_cost
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.summary_csv import write_summary
@@ -31,7 +31,10 @@ from torchscale.rank.data.prepare import DataReady, prepare_data
 
 
 def unmeasured_result(
-    planned: PlannedCell, status: Status, error: CellError, warnings: tuple[str, ...] = ()
+    planned: PlannedCell,
+    status: Status,
+    error: CellError,
+    warnings: tuple[CellWarning, ...] = (),
 ) -> CellResult:
     """The result of a cell that produced no measurement (skipped, failed, oom, timeout)."""
     return CellResult(cell=planned.cell, status=status, warnings=list(warnings), error=error)

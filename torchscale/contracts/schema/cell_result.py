@@ -25,6 +25,21 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# what a warning is about: the kind tables group warnings by, set where the warning is made
+WarningKind = Literal[
+    "high variance", "throttling", "injected delay", "busy machine", "contention", "other"
+]
+
+
+class CellWarning(_Model):
+    """One warning of a run: its kind, set by the code that writes it (so its words may change
+    without moving it in a table), and its words (schema 17; older results' plain words were
+    classified once, by the upgrade)."""
+
+    kind: WarningKind
+    text: str
+
+
 class Estimate(_Model):
     """One figure with its 95 % interval (torchscale/offline/analysis/uncertainty.py). Inside its
     own noise (the interval reaches outside the figure's domain, e.g. a time that may be 0 or a
@@ -867,7 +882,7 @@ class CellResult(_Model):
     fixed_costs: FixedCosts | None = Field(
         default=None, description="what the cell paid before measuring, itemised (schema 16)"
     )
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[CellWarning] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(
         default_factory=dict, description="metric -> why it could not be measured here"
     )

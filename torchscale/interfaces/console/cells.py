@@ -131,8 +131,8 @@ def _shown_warnings(result: CellResult, verbose: bool) -> list[str]:
     already said it (its figures are in the result and behind -v): one machine, said once."""
     caveat = result.diagnosis.caveat if result.diagnosis is not None else None
     if verbose or caveat is None or not caveat.startswith("busy machine"):
-        return list(result.warnings)
-    return [w for w in result.warnings if not w.startswith("busy machine:")]
+        return [w.text for w in result.warnings]
+    return [w.text for w in result.warnings if w.kind != "busy machine"]
 
 
 def compile_lines(result: CellResult) -> list[Line]:

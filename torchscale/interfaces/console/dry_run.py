@@ -38,7 +38,7 @@ def plan_lines(
         lines.append(
             Line("info", f"   env:  {env} (+ inherited, minus RANK/MASTER_*/PET_*/TORCHELASTIC_*)")
         )
-        lines += [Line("warn", f"   warn: {w}") for w in planned.warnings]
+        lines += [Line("warn", f"   warn: {w.text}") for w in planned.warnings]
     to_run = [p for p in plan.runnable if p.cell.id not in reused]
     estimate = plan.estimate(to_run)
     kept = f", {len(plan.runnable) - len(to_run)} reused (--resume)" if reused else ""

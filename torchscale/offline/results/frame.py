@@ -237,7 +237,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "repeats": result.repeats,
         "wall_s": result.wall_s,
         "definition_sha256": cell.definition_sha256,
-        "warnings": "; ".join(result.warnings),
+        "warnings": "; ".join(w.text for w in result.warnings),
         "error": result.error.reason if result.error else None,
         **_host_bound(result),
     }

@@ -26,6 +26,7 @@ from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks, folded
 from torchscale.offline.results.upgrades.telemetry_rules import rejudged_telemetry
 from torchscale.offline.results.upgrades.verdicts import with_not_named
+from torchscale.offline.results.upgrades.warning_kinds import typed
 
 CELL_KIND = "torchscale.cell"
 _V1_IDENTITY = {
@@ -332,8 +333,10 @@ def upgrade_v15(data: dict[str, Any]) -> dict[str, Any]:
 def upgrade_v16(data: dict[str, Any]) -> dict[str, Any]:
     """Version 16 -> 17. The `straggler`, `straggler_rank` and `communication` blocks mirrored
     the diagnosis: dropped, the no_sync window's figures only they held kept in the diagnosis
-    (`upgrades.older_blocks`)."""
+    (`upgrades.older_blocks`). Each warning gets the kind its words say
+    (`upgrades.warning_kinds`), once."""
     out = folded(data)
+    out["warnings"] = typed(out.get("warnings", []))
     out["schema_version"] = 17
     return out
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.orchestration.launch.failure import CellFailure, classify_failure
 from torchscale.orchestration.launch.process import ProcessOutcome, run_launch
 from torchscale.orchestration.launch.torchrun import LaunchCommand
@@ -40,7 +41,7 @@ class Attempt(Generic[T]):
     outcome: ProcessOutcome
     written: T | None
     launch_failure: CellFailure | None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[CellWarning] = field(default_factory=list)
 
     @property
     def failure(self) -> CellFailure | None:
@@ -51,8 +52,13 @@ class Attempt(Generic[T]):
 
 def shutdown_warnings(
     outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float
-) -> list[str]:
+) -> list[CellWarning]:
     """Why a launch that wrote its result did not end cleanly (none when it did)."""
+    texts = _shutdown_texts(outcome, command, timeout_s)
+    return [CellWarning(kind="other", text=text) for text in texts]
+
+
+def _shutdown_texts(outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float) -> list[str]:
     if outcome.killed_after_finish:
         return [
             f"the ranks had not exited {outcome.shutdown_grace_s:g} s after the result was "

@@ -47,6 +47,7 @@ from torchscale.contracts.gpu_clocks import (
 from torchscale.contracts.gpu_clocks import throttle_warning as clock_warning
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import (
+    CellWarning,
     EnergyMethod,
     FieldStats,
     HostLoad,
@@ -565,7 +566,7 @@ def host_loads(ranks: Sequence[RankTelemetry]) -> list[HostLoad] | None:
     return [host_load(host, members) for host, members in by_host.items()]
 
 
-def busy_warnings(hosts: Sequence[HostLoad]) -> list[str]:
+def busy_warnings(hosts: Sequence[HostLoad]) -> list[CellWarning]:
     """The result's warnings when other processes competed with the cell: for CPU by the
     busy rule, for a GPU whenever another compute process was on one of the cell's."""
     warnings = []
@@ -579,10 +580,11 @@ def busy_warnings(hosts: Sequence[HostLoad]) -> list[str]:
         load = f"; load average up to {h.load_avg_1m.max:.1f}" if h.load_avg_1m else ""
         parts.append(f"{h.other_cores:.1f}{of} cores on {h.host} ({mine}{load})")
     if parts:
-        warnings.append(
+        text = (
             f"busy machine: other processes used {'; '.join(parts)} during the measured "
             f"windows; {BUSY_NOTE}"
         )
+        warnings.append(CellWarning(kind="busy machine", text=text))
     shared = []
     for h in hosts:
         if not h.other_gpu_processes:
@@ -592,11 +594,12 @@ def busy_warnings(hosts: Sequence[HostLoad]) -> list[str]:
         shared.append(f"{h.host}: {h.other_gpu_processes} ({which})")
     if shared:
         total = sum(h.other_gpu_processes or 0 for h in hosts)
-        warnings.append(
+        text = (
             f"GPU shared: {total} other compute process(es) on the cell's GPUs during the "
             f"measured windows ({'; '.join(shared)}); their kernels time-share the GPU with the "
             f"cell's: {BUSY_NOTE}"
         )
+        warnings.append(CellWarning(kind="other", text=text))
     return warnings
 
 
@@ -606,7 +609,7 @@ def combine(
     windows: int,
     samples_processed: int,
     tokens_per_sample: int | None,
-) -> tuple[Telemetry, dict[str, str], list[str]]:
+) -> tuple[Telemetry, dict[str, str], list[CellWarning]]:
     """The cell's telemetry from every rank's: (telemetry, unavailable, warnings).
 
     `samples_processed` is what all ranks processed in the sampled windows (global batch x
@@ -688,4 +691,5 @@ def combine(
         hosts=hosts,
     )
     warning = throttle_warning(ranks)
-    return telemetry, unavailable, ([warning] if warning else []) + busy_warnings(hosts or [])
+    clocks = [CellWarning(kind="throttling", text=warning)] if warning else []
+    return telemetry, unavailable, clocks + busy_warnings(hosts or [])

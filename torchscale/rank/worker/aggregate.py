@@ -21,6 +21,7 @@ import pandas as pd
 from torchscale.contracts.cell import Status
 from torchscale.contracts.schema.cell_result import (
     CellResult,
+    CellWarning,
     Compute,
     DataPipeline,
     Diagnosis,
@@ -103,7 +104,7 @@ class CellFacts:
     fused_optimizer: bool
     channels_last: bool
     peak_basis: str | None = None  # which peak: GPU, dtype and why (e.g. TF32 convolutions)
-    warnings: tuple[str, ...] = ()  # what rank 0 saw set up (fp32 matmuls without TF32)
+    warnings: tuple[CellWarning, ...] = ()  # what rank 0 saw set up (fp32 without TF32)
 
 
 def achieved_tflops(
@@ -148,7 +149,7 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def sync_variance_warning(table: pd.DataFrame, threshold: float) -> str | None:
+def sync_variance_warning(table: pd.DataFrame, threshold: float) -> CellWarning | None:
     """The published "High variance in gradient sync time" warning, only where it says
     something: the step time is noisy (its CV above `threshold`) and at least half of its
     variance is in the gradient sync wait (cov(wait, step) / var(step), the wait's part of the
@@ -166,11 +167,12 @@ def sync_variance_warning(table: pd.DataFrame, threshold: float) -> str | None:
         return None
     # above 1 (other parts varying against the wait) a share would read as impossible
     part = f"{min(share, 1.0):.0%} of" if share < 1.005 else "most of"
-    return (
+    text = (
         f"High variance in gradient sync time: CV {wait.std() / wait.mean():.2f}, {part} the "
         f"step-time variance (step CV {step_cv:.2f} > {threshold:.2f}): the network or waiting "
         "for peers, not compute"
     )
+    return CellWarning(kind="high variance", text=text)
 
 
 def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
@@ -287,7 +289,7 @@ def _retries(allocator: AllocatorStats | None) -> int | None:
 
 def cell_telemetry(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFacts, samples: int
-) -> tuple[Telemetry | None, dict[str, str], list[str]]:
+) -> tuple[Telemetry | None, dict[str, str], list[CellWarning]]:
     """(telemetry, unavailable, warnings) of the cell from every rank's summary."""
     per_rank = [r.telemetry for r in ranks if r.telemetry is not None]
     if not per_rank:
@@ -470,21 +472,25 @@ def rank_records(
     return stats, unavailable
 
 
-def step_time_warning(pooled: StepTimeStats, threshold: float) -> list[str]:
+def step_time_warning(pooled: StepTimeStats, threshold: float) -> list[CellWarning]:
     """The published "High variance in step time" warning, when the pooled CV is above it."""
     if pooled.cv <= threshold:
         return []
-    return [f"High variance in step time: CV {pooled.cv:.2f} > {threshold:.2f}"]
+    text = f"High variance in step time: CV {pooled.cv:.2f} > {threshold:.2f}"
+    return [CellWarning(kind="high variance", text=text)]
 
 
-def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[str]]:
+def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWarning]]:
     """The delays --inject-delay added, each with the warning that what it causes is
     artificial (a result never passes an injected straggler off as a measured one)."""
     delays = [InjectedDelay(rank=d.rank, phase=d.phase, ms=d.ms) for d in spec.inject_delay]
     warnings = [
-        f"Injected delay (--inject-delay {delay.text()}): rank {delay.rank} sleeps "
-        f"{delay.ms:g} ms in its {delay.phase} phase every step: the straggler and load "
-        "imbalance it causes are artificial"
+        CellWarning(
+            kind="injected delay",
+            text=f"Injected delay (--inject-delay {delay.text()}): rank {delay.rank} sleeps "
+            f"{delay.ms:g} ms in its {delay.phase} phase every step: the straggler and load "
+            "imbalance it causes are artificial",
+        )
         for delay in spec.inject_delay
     ]
     return delays, warnings
@@ -657,7 +663,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     counts = sample_counts(spec, ranks)
     threshold = spec.measurement.cv_warn_threshold
     unavailable: dict[str, str] = {}
-    warnings: list[str] = []
+    warnings: list[CellWarning] = []
 
     throughput, why_not = throughput_record(ranks, counts, facts)
     unavailable.update(why_not)

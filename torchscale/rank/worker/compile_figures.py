@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torchscale.contracts.schema.cell_result import CompileActivity
+from torchscale.contracts.schema.cell_result import CellWarning, CompileActivity
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
 
@@ -20,7 +20,7 @@ NOT_READ = "torch._dynamo's counters were not read"
 
 def compile_record(
     spec: WorkerSpec, ranks: Sequence[RankMeasurement]
-) -> tuple[CompileActivity | None, list[str], dict[str, str]]:
+) -> tuple[CompileActivity | None, list[CellWarning], dict[str, str]]:
     """(compile, warnings, unavailable) of a cell; None for a cell that does not compile."""
     if not spec.training.compile or not ranks:
         return None, [], {}
@@ -53,7 +53,8 @@ def compile_record(
         compile_s_in_windows=seconds,
     )
     warning = compile_in_windows_warning(spec, ranks)
-    return record, [warning] if warning is not None else [], unavailable
+    warnings = [CellWarning(kind="other", text=warning)] if warning is not None else []
+    return record, warnings, unavailable
 
 
 def compile_in_windows_warning(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> str | None:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from torchscale.contracts.gpu_peaks import PRECISION_DTYPE, Peak, cell_peak, tf32_off_warning
+from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
     COMM_HOLD_BACKWARD,
@@ -72,14 +73,14 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
     from torchscale.rank.worker.aggregate import CellFacts  # scipy, pandas: after the windows
 
     tf32_record: dict[str, str] | None = None  # no TF32 on CPU
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[CellWarning, ...] = ()
     if trainer.device.type == "cuda":
         name = torch.cuda.get_device_name(trainer.device)
         tf32 = read_tf32_settings()
         peak = cell_peak(name, spec.cell.precision, trainer.bundle.conv_net, tf32)
         tf32_record = {"matmul": tf32.matmul_source, "conv": tf32.conv_source}
         tf32_off = tf32_off_warning(name, spec.cell.precision, trainer.bundle.conv_net, tf32)
-        warnings = (tf32_off,) if tf32_off else ()
+        warnings = (CellWarning(kind="other", text=tf32_off),) if tf32_off else ()
     else:
         name = "cpu"
         peak = Peak(None, "MFU is defined against GPU peak FLOP/s; none on CPU", None)

@@ -12,7 +12,6 @@ A profiled run without a diagnosis keeps its analysis' own figures, said so.
 
 from __future__ import annotations
 
-import re
 import statistics
 from typing import Any
 
@@ -56,24 +55,10 @@ from torchscale.interfaces.report.sections.words import (
 )
 from torchscale.offline.results import profile_figures
 
-WARNING_KINDS = (
-    ("high variance", re.compile(r"variance|\bCV\b", re.IGNORECASE)),
-    ("throttling", re.compile(r"throttl|thermal|power (cap|limit)|clocks?\b", re.IGNORECASE)),
-    ("injected delay", re.compile(r"inject", re.IGNORECASE)),
-    ("busy machine", re.compile(r"busy machine", re.IGNORECASE)),
-    ("contention", re.compile(r"oversubscri|contention", re.IGNORECASE)),
-)
 NO_PROFILE = (
     "no `torchscale profile` results in the sources (profile/<cell>/analysis.json): run "
     "`torchscale profile` on a cell to measure them from traces"
 )
-
-
-def warning_kind(warning: str) -> str:
-    for kind, pattern in WARNING_KINDS:
-        if pattern.search(warning):
-            return kind
-    return "other"
 
 
 # the analysis' step-level figures left in its analysis.json beside a diagnosis
@@ -407,14 +392,13 @@ def _warnings(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     runs = [(ctx.label(row), ctx.result(row)) for row in records(ctx.cells)]
     runs += [(ref.label, ref.entry.result) for ref in ctx.profiles if ref.entry.result]
     for label, result in runs:
-        for warning in result.warnings:
-            kind = warning_kind(warning)
+        for warning in result.warnings:  # grouped by the kind its writer gave it
             rows.append(
                 {
                     "cell": label,
-                    "kind": kind,
-                    "warning": warning,
-                    "_severity": "info" if kind == "injected delay" else "warn",
+                    "kind": warning.kind,
+                    "warning": warning.text,
+                    "_severity": "info" if warning.kind == "injected delay" else "warn",
                 }
             )
     blocks: list[Block] = []

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from torchscale.contracts.schema.cell_result import CellResult, StepTimeStats
+from torchscale.contracts.schema.cell_result import CellResult, CellWarning, StepTimeStats
 from torchscale.contracts.thresholds import CV_WARN_THRESHOLD
 from torchscale.offline.analysis.stats import step_stats
 
@@ -79,13 +79,15 @@ EDGE_WARNING = (
 )
 
 
-def _warnings(warnings: Sequence[str], pooled: StepTimeStats) -> list[str]:
+def _warnings(warnings: Sequence[CellWarning], pooled: StepTimeStats) -> list[CellWarning]:
     """The high-variance warning as today's worker words it, judged on the steps kept, and
     the warning that says the steps were read so."""
-    kept = [w for w in warnings if not w.startswith(HIGH_VARIANCE) and w != EDGE_WARNING]
+    old = (HIGH_VARIANCE, EDGE_WARNING)
+    kept = [w for w in warnings if not w.text.startswith(old)]
     if pooled.cv > CV_WARN_THRESHOLD:
-        kept.append(f"{HIGH_VARIANCE}: CV {pooled.cv:.2f} > {CV_WARN_THRESHOLD:.2f}")
-    kept.append(EDGE_WARNING)
+        text = f"{HIGH_VARIANCE}: CV {pooled.cv:.2f} > {CV_WARN_THRESHOLD:.2f}"
+        kept.append(CellWarning(kind="high variance", text=text))
+    kept.append(CellWarning(kind="other", text=EDGE_WARNING))
     return kept
 
 

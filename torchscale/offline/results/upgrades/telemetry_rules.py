@@ -22,7 +22,12 @@ from torchscale.contracts.gpu_clocks import (
     throttle_warning,
 )
 from torchscale.contracts.power_limit import PowerLimit
-from torchscale.contracts.schema.cell_result import CellResult, FieldStats, RankTelemetry
+from torchscale.contracts.schema.cell_result import (
+    CellResult,
+    CellWarning,
+    FieldStats,
+    RankTelemetry,
+)
 
 NOT_RECORDED = "not recorded by results of schema 15 or older"
 EDGES_INCLUDED = "samples, window edges included"
@@ -146,12 +151,13 @@ def rejudged_telemetry(result: CellResult) -> CellResult:
         unavailable["telemetry.throttled"] = why_not or NOT_RECORDED
     else:
         unavailable.pop("telemetry.throttled", None)
-    warnings = [w for w in result.warnings if not w.startswith(THROTTLE_WARNING)]
+    warnings = [w for w in result.warnings if not w.text.startswith(THROTTLE_WARNING)]
     warning = throttle_warning(verdicts)
     return result.model_copy(
         update={
             "telemetry": telemetry.model_copy(update=update),
-            "warnings": warnings + ([warning] if warning else []),
+            "warnings": warnings
+            + ([CellWarning(kind="throttling", text=warning)] if warning else []),
             "unavailable": unavailable,
         }
     )

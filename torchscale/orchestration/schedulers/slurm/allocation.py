@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.store import ResultStore
@@ -53,10 +54,10 @@ class AllocationCell(BaseModel):
     omp_num_threads: int
     extra_env: dict[str, str]
     timeout_s: float
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[CellWarning] = Field(default_factory=list)
 
     def planned(
-        self, omp_num_threads: int | None = None, warnings: tuple[str, ...] = ()
+        self, omp_num_threads: int | None = None, warnings: tuple[CellWarning, ...] = ()
     ) -> PlannedCell:
         """The plan's cell again, as the sweep's run_cell takes it (no definition text: the
         cell's identity carries its hash); the driver may size its threads from the CPUs the

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
-from torchscale.contracts.schema.cell_result import CellError
+from torchscale.contracts.schema.cell_result import CellError, CellWarning
 from torchscale.contracts.signals import Terminated, signal_name, terminate_on_signals
 from torchscale.offline.analysis.prediction.score import percent
 from torchscale.offline.results.store import ResultStore
@@ -84,7 +84,7 @@ def cell_as_run(allocation: Allocation, entry: AllocationCell, cpus: int) -> Pla
     ranks = entry.nproc_per_node
     threads = threads_per_rank(cpus, ranks) if allocation.threads_from_cpus else None
     warning = too_few_cpus(cpus, ranks, "the first node")
-    return entry.planned(threads, (warning,) if warning else ())
+    return entry.planned(threads, (CellWarning(kind="other", text=warning),) if warning else ())
 
 
 def comm_as_run(allocation: Allocation, cpus: int) -> Allocation:

@@ -1,0 +1,162 @@
+"""A cell result stores each fact once (schema 17): the straggler and communication figures live
+in its diagnosis, and the columns tables need are read off it (`offline/results/split_figures.py`,
+`frame.py`). The older blocks that mirrored it (`straggler`, `straggler_rank`,
+`communication`) are read only by the upgrade of older files (`offline/results/versions.py`,
+`offline/results/upgrades/`); nothing else writes or reads them. Warnings carry the kind their
+writer gave them, so rewording one moves it in no table."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.project.test_golden_renders import EXPERIMENTS
+from torchscale.contracts.schema.cell_result import CellResult, CellWarning
+from torchscale.interfaces.report.build import ReportOptions, build_report
+from torchscale.interfaces.report.model import Table
+from torchscale.interfaces.report.sources import read_sources
+from torchscale.offline.results.frame import cells_table
+from torchscale.offline.results.versions import parse_cell_result, read_cell_result
+
+PACKAGE = REPO_ROOT / "torchscale"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+GOLDEN = REPO_ROOT / "tests" / "golden" / "renders"
+MIRRORED = ("straggler", "straggler_rank", "communication")
+# the only code that may name the older blocks: the upgrade of files that carry them
+UPGRADE = (
+    PACKAGE / "offline" / "results" / "versions.py",
+    PACKAGE / "offline" / "results" / "upgrades",
+)
+
+
+def _modules() -> Iterator[tuple[Path, ast.AST]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == UPGRADE[0] or UPGRADE[1] in path.parents:
+            continue
+        yield path, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _mirrored_uses(tree: ast.AST) -> list[str]:
+    """Where a module writes a mirrored block into a result (a CellResult keyword, a key of a
+    model_copy update or model_validate dict) or reads one off it (`.straggler_rank`,
+    `.communication`)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("straggler_rank", "communication"):
+            found.append(f"{node.lineno}: .{node.attr}")
+        if not isinstance(node, ast.Call):
+            continue
+        name = (
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        )
+        if name == "CellResult":
+            found += [f"{node.lineno}: {k.arg}=" for k in node.keywords if k.arg in MIRRORED]
+        if name in ("model_copy", "model_validate"):
+            dicts = [k.value for k in node.keywords if k.arg == "update"] + node.args[:1]
+            for d in (d for d in dicts if isinstance(d, ast.Dict)):
+                keys = [k.value for k in d.keys if isinstance(k, ast.Constant)]
+                found += [
+                    f"{node.lineno}: {{'{k}': ...}}"
+                    for k in keys
+                    if k in ("straggler_rank", "communication")
+                ]
+    return found
+
+
+def test_no_mirrored_block_is_a_field_of_a_cell_result() -> None:
+    assert sorted(set(CellResult.model_fields) & set(MIRRORED)) == []
+
+
+def test_no_field_is_written_by_two_writers() -> None:
+    """Outside the upgrade no code writes or reads the older blocks: the diagnosis is the one
+    writer of the straggler and communication figures."""
+    found = {
+        str(path.relative_to(REPO_ROOT)): uses
+        for path, tree in _modules()
+        if (uses := _mirrored_uses(tree))
+    }
+    assert found == {}
+
+
+def _cells(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("cells/*.json") if p.is_file())
+
+
+def _golden_rows(folder: str) -> pd.DataFrame:
+    """The rows of a golden summary.csv (one table per experiment, each under its '# ' line)."""
+    text = (GOLDEN / folder / "summary.csv").read_text(encoding="utf-8")
+    parts = [p for p in re.split(r"^# .*\n", text, flags=re.MULTILINE) if p.strip()]
+    return pd.concat([pd.read_csv(io.StringIO(p)) for p in parts]).set_index("cell_id")
+
+
+@pytest.mark.parametrize("folder", sorted(EXPERIMENTS))
+def test_every_stored_version_reads_with_the_columns_it_had(folder: str) -> None:
+    """Each fixture folder's cells read as schema 17 and give the derived columns the golden
+    summary.csv kept (straggler rank, comm overhead, load imbalance, sync overhead, ...)."""
+    golden = _golden_rows(folder)
+    results = []
+    for path in _cells(EXPERIMENTS[folder]):
+        read = read_cell_result(path)
+        assert read.result is not None, read.problem
+        assert read.result.schema_version == 17 and read.version is not None
+        results.append(read.result)
+    table = cells_table(results).set_index("cell_id")
+    columns = [
+        "straggler_rank",
+        "straggler_phase",
+        "straggler_gap_s",
+        "comm_overhead",
+        "load_imbalance",
+        "sync_overhead",
+        "warnings",
+    ]
+    for cell_id in golden.index.intersection(table.index):
+        for column in columns:
+            want, got = golden.loc[cell_id, column], table.loc[cell_id, column]
+            if pd.isna(want):
+                assert got in (None, "") or pd.isna(got), (cell_id, column, got)
+            elif isinstance(want, str):
+                assert got == want, (cell_id, column)
+            else:
+                assert got == pytest.approx(want, rel=1e-9), (cell_id, column)
+
+
+def _warnings_table(root: Path) -> list[tuple[str, str]]:
+    report = build_report(read_sources(root), ReportOptions(generated_at="now"))
+    tables = [
+        b
+        for s in report.sections
+        for b in s.blocks
+        if isinstance(b, Table) and b.id == "bottlenecks-warnings"
+    ]
+    return [(r["cell"], r["kind"]) for t in tables for r in t.rows]
+
+
+def test_rewording_a_warning_moves_it_in_no_table(tmp_path: Path) -> None:
+    """The report groups warnings by the kind their writer stored: the same results with every
+    warning reworded give the same kinds, row for row."""
+    root = tmp_path / "runs"
+    shutil.copytree(FIXTURES / "results_v10" / "busy", root)
+    for path in _cells(root):  # written again as schema 17: kinds stored with the words
+        result, _, problem = parse_cell_result(json.loads(path.read_text()))
+        assert result is not None, problem
+        path.write_text(result.model_dump_json(), encoding="utf-8")
+    before = _warnings_table(root)
+    assert {kind for _, kind in before} >= {"high variance", "busy machine"}
+    for path in _cells(root):
+        result = CellResult.model_validate_json(path.read_text())
+        reworded = [
+            CellWarning(kind=w.kind, text=f"reworded {i}: nothing a pattern would know")
+            for i, w in enumerate(result.warnings)
+        ]
+        path.write_text(result.model_copy(update={"warnings": reworded}).model_dump_json())
+    assert _warnings_table(root) == before
