@@ -8,6 +8,7 @@ the module itself (now known to be torch-free), so the next child starts warm.""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -17,6 +18,22 @@ from tests.conftest import REPO_ROOT
 PACKAGE = REPO_ROOT / "torchscale"
 # module outside rank/ -> why it may load torch at import time (the goal: empty)
 TORCH_AT_IMPORT: dict[str, str] = {}
+# the rank/ modules that code outside rank/ imports (anywhere in a module) -> why; the list
+# must match the code exactly: what is pure belongs in contracts/, offline/ or orchestration/
+RANK_IMPORTED_BY_HOST: dict[str, str] = {
+    "torchscale.rank.data.prepare": "the host makes the dataset once with the ranks' own shard"
+    " writer and CIFAR reader (shards.py, cifar100.py), so the two cannot drift",
+    "torchscale.rank.models": "auto_batch builds the model on the meta device (torch, in the"
+    " function)",
+    "torchscale.rank.models.activation_count": "auto_batch counts saved activations on the meta"
+    " device (torch, in the function)",
+    "torchscale.rank.strategy_layouts": "the plan judges a layout on the model built on the meta"
+    " device (model_problem: torch, in the function)",
+    "torchscale.rank.worker.markers": "nsys asks which NVTX backend a rank would use (torch, in"
+    " the function)",
+    "torchscale.rank.worker.run_environment": "a run's env.json records torch, CUDA and the GPUs"
+    " as the ranks see them (torch, in the function)",
+}
 
 _PROBE = r"""
 import importlib, inspect, json, os, sys
@@ -117,3 +134,25 @@ def test_the_probe_names_the_chain(tmp_path) -> None:
     found = json.loads(done.stdout.splitlines()[-1])
     assert list(found) == ["probe_outer"]
     assert found["probe_outer"][:3] == ["probe_outer", "probe_inner", "torch"]
+
+
+def _rank_imports(tree: ast.AST) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        found.update(n for n in names if n.startswith("torchscale.rank"))
+    return found
+
+
+def test_host_code_imports_only_the_listed_rank_modules() -> None:
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "rank":
+            continue
+        for module in _rank_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            found.setdefault(module, []).append(str(path.relative_to(REPO_ROOT)))
+    new = {m: where for m, where in found.items() if m not in RANK_IMPORTED_BY_HOST}
+    assert new == {}, "host code imports rank/ (move what is pure below rank/, or list it)"
+    assert sorted(set(RANK_IMPORTED_BY_HOST) - set(found)) == [], "paid: remove these entries"
