@@ -276,7 +276,7 @@ def test_analysis_schema_2_attribution_reads_as_a_diagnosis_of_the_traces() -> N
 
 def test_ranks_sharing_cores_carry_the_caveat_too() -> None:
     """More ranks than cores on a host: the scheduler delays one rank like a straggler."""
-    from torchscale.contracts.schema.cell_result import HostLoad, Telemetry
+    from torchscale.contracts.schema.cell_telemetry import HostLoad, Telemetry
     from torchscale.offline.analysis.diagnosis import busy_caveat
 
     def telemetry(ranks: int, cores: int, busy: bool) -> Telemetry:

@@ -549,7 +549,7 @@ def test_a_sweep_of_one_world_size_has_no_scaling_figure() -> None:
 def test_a_straggler_named_on_a_busy_host_says_so() -> None:
     """Other processes that starve one rank of CPU make it slow exactly like a slow workload:
     the verdict keeps its name and figures and adds why to look at the host first."""
-    from torchscale.contracts.schema.cell_result import HostLoad, Telemetry
+    from torchscale.contracts.schema.cell_telemetry import HostLoad, Telemetry
     from torchscale.offline.analysis.diagnosis import busy_caveat, with_caveat
 
     phases = {"data": 0.0001, "forward": 0.002, "backward": 0.003, "optimizer": 0.0009}

@@ -22,7 +22,8 @@ from tests.fake_nvml import NOT_SUPPORTED, FakeGpu, FakeNvml, NVMLError_Unknown
 from tests.rank.test_telemetry import UUID, quiet_load, rank_telemetry
 from torchscale.contracts.busy_machine import busy_cpu_seconds, busy_threshold, is_busy
 from torchscale.contracts.cell import CellIdentity, Status
-from torchscale.contracts.schema.cell_result import CellResult, RankTelemetry
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_telemetry import RankTelemetry
 from torchscale.offline.results.frame import cells_table
 from torchscale.rank.telemetry.host_source import HostSource
 from torchscale.rank.telemetry.nvml_source import NvmlSource

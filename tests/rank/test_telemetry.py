@@ -36,7 +36,8 @@ from torchscale.contracts.cell_settings import (
     TelemetryConfig,
     TrainingConfig,
 )
-from torchscale.contracts.schema.cell_result import CellResult, FieldStats, RankLoad, RankTelemetry
+from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_telemetry import FieldStats, RankLoad, RankTelemetry
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.offline.results.frame import COLUMNS, cells_table, ranks_table
 from torchscale.offline.results.versions import (

@@ -16,9 +16,9 @@ from torchscale.contracts.schema.cell_result import (
     CellResult,
     Diagnosis,
     Estimate,
-    HostLoad,
     ParallelMetrics,
 )
+from torchscale.contracts.schema.cell_telemetry import HostLoad
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
 from torchscale.offline.analysis.reliability import add_reliability
 from torchscale.offline.analysis.scaling_efficiency import add_scaling_efficiency

@@ -46,8 +46,8 @@ from torchscale.contracts.gpu_clocks import (
 )
 from torchscale.contracts.gpu_clocks import throttle_warning as clock_warning
 from torchscale.contracts.power_limit import PowerLimit
-from torchscale.contracts.schema.cell_result import (
-    CellWarning,
+from torchscale.contracts.schema.cell_result import CellWarning
+from torchscale.contracts.schema.cell_telemetry import (
     EnergyMethod,
     FieldStats,
     HostLoad,

@@ -35,10 +35,10 @@ from torchscale.contracts.schema.cell_result import (
     ProfileRecord,
     RankStats,
     StepTimeStats,
-    Telemetry,
     Throughput,
     Warmup,
 )
+from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.contracts.step_phases import (
     COMM_HOLD,
     COMM_HOLD_BACKWARD,

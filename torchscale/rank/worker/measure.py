@@ -32,7 +32,7 @@ import torch
 import torch.distributed as dist
 
 from torchscale.contracts.gc_pause import cyclic_gc_paused
-from torchscale.contracts.schema.cell_result import RankTelemetry
+from torchscale.contracts.schema.cell_telemetry import RankTelemetry
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.telemetry.rank import rank_sampler
 from torchscale.rank.telemetry.sampler import Sampler

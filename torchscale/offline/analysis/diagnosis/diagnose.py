@@ -43,12 +43,12 @@ from torchscale.contracts.schema.cell_result import (
     RankWait,
     StepSplit,
     StragglerVerdict,
-    Telemetry,
     WhatIf,
 )
 from torchscale.contracts.schema.cell_result import (
     WhatIf as WhatIfRecord,
 )
+from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     compute_spread,

@@ -22,12 +22,8 @@ from torchscale.contracts.gpu_clocks import (
     throttle_warning,
 )
 from torchscale.contracts.power_limit import PowerLimit
-from torchscale.contracts.schema.cell_result import (
-    CellResult,
-    CellWarning,
-    FieldStats,
-    RankTelemetry,
-)
+from torchscale.contracts.schema.cell_result import CellResult, CellWarning
+from torchscale.contracts.schema.cell_telemetry import FieldStats, RankTelemetry
 
 NOT_RECORDED = "not recorded by results of schema 15 or older"
 EDGES_INCLUDED = "samples, window edges included"
