@@ -276,8 +276,9 @@ class CrossCheck(_Model):
 
 
 class StepSplit(_Model):
-    """The one model of a step: compute + data + waiting for peers + exposed transfer + rest,
-    each with its 95 % interval, the parts adding up to the step by construction."""
+    """The step split into compute + data + waiting for peers + exposed transfer + rest, each
+    with its 95 % interval, the parts adding up to the step by construction; with the straggler
+    verdict and cross-checks, what each source of evidence (phase timers, traces) builds."""
 
     basis: str = Field(description="the evidence the parts come from")
     steps: int = Field(description="steps the parts are averaged over (per rank)")
@@ -346,10 +347,10 @@ class NoSyncWindow(_Model):
 
 
 class Diagnosis(StepSplit):
-    """The one diagnosis of a run, computed once (torchscale/offline/analysis/diagnosis.py) from all
-    the evidence it has and rendered by every surface: the step model (the parts above), the
-    per-rank waits, the straggler verdict, the what-if, the findings and the busy-machine
-    caveat. `source` is the evidence that decided them (docs/methodology.md, "One diagnosis");
+    """The one diagnosis of a run, computed once (torchscale/offline/analysis/diagnosis/) from
+    all the evidence it has and rendered by every surface: the step split (the parts above),
+    the per-rank waits, the straggler verdict, the what-if, the findings, the busy-machine
+    caveat and the no_sync windows beside the split. `source` is the evidence that decided them (docs/methodology.md, "One diagnosis");
     other estimates are `cross_checks`, shown on request."""
 
     source: DiagnosisSource = Field(description="the evidence the figures come from")

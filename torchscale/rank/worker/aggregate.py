@@ -504,7 +504,7 @@ def no_sync_p50(ranks: Sequence[RankMeasurement]) -> float | None:
     return statistics.median(t for w in no_sync_ranks for t in w.step_s)
 
 
-def step_model_blocks(
+def diagnosis_record(
     spec: WorkerSpec,
     ranks: Sequence[RankMeasurement],
     table: pd.DataFrame,
@@ -681,7 +681,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     sync_warning = sync_variance_warning(table, threshold)
     if sync_warning is not None:
         warnings.append(sync_warning)
-    attribution, why_not = step_model_blocks(spec, ranks, table, [d.rank for d in delays])
+    diagnosis, why_not = diagnosis_record(spec, ranks, table, [d.rank for d in delays])
     unavailable.update(why_not)
 
     compute, why_not = compute_record(ranks, facts, throughput, counts)
@@ -695,8 +695,8 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     )
     unavailable.update(why_not)
     warnings += telemetry_warnings
-    if attribution is not None:
-        attribution = with_caveat(attribution, busy_caveat(telemetry))
+    if diagnosis is not None:
+        diagnosis = with_caveat(diagnosis, busy_caveat(telemetry))
 
     # the input pipeline: data wait per step and its share, bytes read per second of windows
     data, why_not = data_pipeline(
@@ -734,7 +734,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         throughput=throughput,
         step_time=pooled,
         ranks=rank_stats,
-        diagnosis=attribution,
+        diagnosis=diagnosis,
         intervals=headline_intervals(
             throughput.repeats, step_times, compute.mfu, compute.mfu_measured
         ),
