@@ -91,6 +91,36 @@ def _cells(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("cells/*.json") if p.is_file())
 
 
+def _stored_cells() -> list[tuple[Path, dict[str, object]]]:
+    """Every cell result kept under tests/fixtures, of every schema version."""
+    found = []
+    for path in sorted(FIXTURES.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and "status" in data and ("cell" in data or "cell_id" in data):
+            found.append((path, data))
+    return found
+
+
+def test_every_stored_version_reads_as_one_copy() -> None:
+    """Each stored cell result, whatever its version, reads as schema 17 with the mirrored
+    blocks folded: its no_sync pooled step, where it had one, is the diagnosis'."""
+    cells = _stored_cells()
+    assert {d["schema_version"] for _, d in cells} >= {1, 2, 3, 7, 8, 10, 13, 14, 16}
+    for path, data in cells:
+        result, _, problem = parse_cell_result(data, path)
+        assert result is not None, (path, problem)
+        dumped = result.model_dump()
+        assert result.schema_version == 17 and not set(MIRRORED) & set(dumped), path
+        comm = data.get("communication")
+        pooled = comm.get("step_time_no_sync_s") if isinstance(comm, dict) else None
+        if pooled is not None and result.diagnosis is not None:
+            assert result.diagnosis.no_sync is not None, path
+            assert result.diagnosis.no_sync.step_s == pooled, path
+
+
 def _golden_rows(folder: str) -> pd.DataFrame:
     """The rows of a golden summary.csv (one table per experiment, each under its '# ' line)."""
     text = (GOLDEN / folder / "summary.csv").read_text(encoding="utf-8")
