@@ -8,11 +8,11 @@ import json
 import shutil
 from pathlib import Path
 
+from torchscale.contracts.schema.max_batch import MaxBatchProbe, MaxBatchResult
 from torchscale.interfaces.api.report_generate import renderer
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Report, Table
 from torchscale.interfaces.report.sources import read_sources
-from torchscale.orchestration.memory.max_batch_result import MaxBatchProbe, MaxBatchResult
 
 V3_SWEEP = Path(__file__).parents[1] / "fixtures" / "results_v3" / "v3_fixture"
 GENERATED_AT = "2026-01-01T00:00:00Z"

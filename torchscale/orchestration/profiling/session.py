@@ -30,9 +30,9 @@ from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.worker_spec import DelaySpec, ProfileSpec
 from torchscale.offline.results.directory_layout import ProfileRun
+from torchscale.offline.results.documents import read_cell
 from torchscale.offline.results.split_figures import with_split_reasons
 from torchscale.offline.results.store import ResultStore
-from torchscale.offline.results.versions import read_cell_result
 from torchscale.orchestration.config.schema import ProfilingConfig
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand
@@ -141,7 +141,7 @@ def _nsys_wrap(command: LaunchCommand, directory: Path) -> tuple[LaunchCommand, 
 
 def _written_result(path: Path) -> CellResult | None:
     """The result rank 0 wrote, or None when it wrote none (or none that reads)."""
-    return read_cell_result(path).result if path.exists() else None
+    return read_cell(path).doc if path.exists() else None
 
 
 def launch_profiled(

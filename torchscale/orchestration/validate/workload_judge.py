@@ -28,8 +28,8 @@ from torchscale.orchestration.validate.check_result import (
 if TYPE_CHECKING:
     from torchscale.contracts.schema.cell_result import CellResult
     from torchscale.contracts.schema.comm_result import CommResult
+    from torchscale.contracts.schema.max_batch import MaxBatchResult
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-    from torchscale.orchestration.memory.max_batch_result import MaxBatchResult
     from torchscale.orchestration.profiling.session import ProfiledCell
 
 # MFU of GPT-2 124M at batch 8 in bf16 on one H100 (this level's own cells, torch 2.11): 24 %
