@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 from torchscale.contracts.schema.cell_result import Estimate
 from torchscale.interfaces.formatting import (
@@ -18,14 +18,6 @@ from torchscale.interfaces.formatting import (
 from torchscale.interfaces.report.model import ValueFormat
 
 Format = Callable[[float], str]
-
-
-class Rounding(Protocol):
-    """A `Format` that can also cut a figure to the precision of its interval."""
-
-    def __call__(self, value: float) -> str: ...
-
-    def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str: ...
 
 
 LOPSIDED = 1.5  # one side of the interval more than this times the other: '[lo, hi]', not '±'
@@ -70,8 +62,8 @@ class RoundedFigure:
 def round_figure(value: float, low: float, high: float, fmt: Format) -> RoundedFigure:
     """The figure, its interval's ends and half-width cut to one precision: two significant
     digits of the half-width (`figure_quantum`), the figure and both ends to the same step;
-    an end smaller than the step keeps two significant digits of its own. A `fmt` that cannot
-    round (`Rounding`) gets the numbers rounded before it writes them."""
+    an end smaller than the step keeps two significant digits of its own. A `fmt` without
+    `rounded` gets the numbers rounded before it writes them."""
     symmetric = not lopsided(value, low, high)
     half = (high - low) / 2
     show = _rounding(fmt, figure_quantum(value, low, high), like=value)
@@ -181,7 +173,7 @@ ONE_REPEAT = "one repeat: spread unknown"
 
 @dataclass(frozen=True)
 class ValueFormatter:
-    """A report value format as a `Format` that can also round to an interval (`Rounding`)."""
+    """A report value format as a `Format` that can also round to an interval (`rounded`)."""
 
     kind: ValueFormat
 

@@ -1,21 +1,8 @@
 """What a short report keeps: the decision and what carries it (`--full` has the rest).
 
 A stakeholder's PDF, a notebook's JSON and a pull request's Markdown are read for the decision,
-not searched: pages of per-rank tables and twenty charts bury it. So those formats build, by
-default, only the sections that carry the decision, and within them only what carries it:
-
-- "short" (PDF, JSON): the executive summary (headline, cards, the best configuration per
-  model, the top findings once), the scaling tables with their efficiency charts, the
-  forecasts' track record (where `torchscale predict` left any), the comparison against a
-  baseline, the failures, and for a report of profiled runs only (no sweep cells) the
-  profile's own diagnosis, its per-rank tables and stall chart. What is not available is
-  said by the full report; the findings' detail is there too.
-- "summary" (Markdown): the executive summary and the baseline comparison, all it renders.
-- "full": every section (`--full`; the HTML report, where length costs nothing and the short
-  formats send their reader).
-
-Sections not kept are never built: a short format waits only for what it shows.
-"""
+not searched, so those formats build by default only the sections that carry it (which, per
+scope: docs/reporting.md, "Formats and sizes"). Sections not kept are never built."""
 
 from __future__ import annotations
 
@@ -24,7 +11,6 @@ from typing import Literal
 from torchscale.interfaces.report.model import Block, Chart, Findings, Section, Text, Unavailable
 
 Scope = Literal["full", "short", "summary"]
-SCOPES: tuple[Scope, ...] = ("full", "short", "summary")
 # the glossary explains the words of the sections kept, so it comes with them
 SHORT_SECTIONS = frozenset({"summary", "scaling", "forecasts", "baseline", "failures", "glossary"})
 SUMMARY_SECTIONS = frozenset({"summary", "baseline", "glossary"})

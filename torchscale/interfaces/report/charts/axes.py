@@ -1,20 +1,15 @@
 """Axis ranges and ticks, decided once for both back-ends.
 
-Why this shape:
-- Ticks are chosen in the unit the labels show (MiB, ms), not in raw bytes or seconds: round
-  numbers of the raw value are odd ones of the shown unit (3,000,000 B is "2.861023 MiB").
-- Both back-ends draw exactly these ticks over exactly this range, so an axis reads the same
-  in HTML and PDF: no back-end autoscaling (two drawings left to themselves started one
-  step-time axis at 0 and at 75 ms).
-- Which axes start at zero is one rule (`zero_based`): bars, stacked bars and boxes always (a
-  bar's length is its value), lines of quantities counted from zero (times, bytes, shares);
-  lines of rates and counts are fitted to their data, so a 5 % difference in throughput is
-  not flattened against a zero far below.
-- An interval never stretches an axis: the axis spans at most CLIP_SPAN times the range of
-  the values plotted (`clip_window`; on a log axis, of their log). A 2-repeat interval of
-  35-1,050 % once flattened eight efficiency lines into the bottom fifth; now it is cut at the
-  axis' edge and marked there (`plot`), its full range kept in the hover and the tables.
-"""
+- Ticks are chosen in the unit the labels show (MiB, ms): round numbers of the raw value are
+  odd ones of the shown unit (3,000,000 B is "2.861023 MiB").
+- Both back-ends draw exactly these ticks over exactly this range (no back-end autoscaling),
+  so an axis reads the same in HTML and PDF.
+- Which axes start at zero is one rule (`zero_based`): bars and boxes always (a bar's length
+  is its value), lines of quantities counted from zero (times, bytes, shares); lines of rates
+  and counts are fitted to their data, so a 5 % throughput difference is not flattened.
+- An interval never stretches an axis: the axis spans at most CLIP_SPAN times the range of the
+  values plotted (`clip_window`; on a log axis, of their log); a longer one is cut at the edge
+  and marked there (`plot`), its full range kept in the hover and the tables."""
 
 from __future__ import annotations
 

@@ -1,20 +1,14 @@
-"""Limits on what one chart draws, so that a 500-cell sweep gives charts a person can read
-(and a PDF that lays out in seconds). Tables keep every row; a chart that had to leave data out
-says in its title what it kept and why ("11 of 100 series: the highest peak of each model"),
-and its note points at the table that has all of it. Pure functions over the model,
-applied when the report is built (`report.build`), so that every format (JSON and terminal
-included) holds the chart that is drawn.
+"""Limits on what one chart draws, so that a 500-cell sweep gives charts a person can read.
+Tables keep every row; a chart that left data out says in its title what it kept and why ("11
+of 100 series: the highest peak of each model"). Applied when the report is built, so every
+format (JSON and terminal included) holds the chart that is drawn.
 
-No chart draws more than MAX_SERIES series (an ideal line counts: it is a line on the plot),
-so that each series has a colour of its own (`palette.PALETTE`) and the legend stays shorter
-than the plot:
-- lines: the series with the highest peaks, each with its own reference line, the highest of
-  each model first (`pick`) so that every model of the sweep stays on the chart;
-- grouped bars: the series with the highest peaks, likewise;
-- stacked bars: the largest parts, and the rest summed as one "others" part (a stack adds up,
-  so the sum is still the total);
-- boxes: the first MAX_BOX_SERIES groups.
-"""
+No chart draws more than MAX_SERIES series (an ideal line counts), so each series has a colour
+of its own (`palette.PALETTE`):
+- lines and grouped bars: the series with the highest peaks, the highest of each model first
+  (`pick`), so every model of the sweep stays on the chart;
+- stacked bars: the largest parts, the rest summed as one "others" part (the total stays);
+- boxes: the first MAX_BOX_SERIES groups."""
 
 from __future__ import annotations
 

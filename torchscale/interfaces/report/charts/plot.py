@@ -1,29 +1,22 @@
 """`plot(chart) -> Plot`: a report chart as both back-ends draw it.
 
-Everything a reader compares between the HTML and the PDF is decided here, once: the series
-drawn and their order, each series' colour, marker, dash and hatch, the axes (scale, range,
-ticks and tick labels, zero or not), the bar layout (side by side, overlaid, stacked), the
-legend (entries, order, columns), the heatmap's colour range and labels, the hover text of
-each point. The back-ends map these to plotly figures or SVG elements and decide only what
-is theirs: pixel sizes, fonts, where a slanted label fits.
+Everything a reader compares between the HTML and the PDF is decided here, once: the series and
+their order, each one's colour, marker, dash and hatch, the axes, the bar layout, the legend,
+the heatmap's colour range and each point's hover text. The back-ends decide only pixel sizes,
+fonts and where a slanted label fits.
 
-The legend is bounded: at most MAX_SERIES series (`limits`), labels cut at LABEL_MAX
-characters (the full name stays in the hover text and the tables), and in as many columns as
-the longest label allows, so its rows never outgrow the plot's fixed height.
+The legend is bounded (at most MAX_SERIES series, labels cut at LABEL_MAX characters, the full
+name kept in the hover text and the tables), so its rows never outgrow the plot's fixed height.
 
 A chart cannot mislead by its drawing:
 - an interval longer than the axis allows (`axes.clip_window`) is drawn to the axis' edge and
-  marked there with a triangle (`PlotSeries.clips`), whose hover has the full interval, and a
-  line in the chart says so;
+  marked there with a triangle (`PlotSeries.clips`) whose hover has the full interval;
 - a bar's length is its value, so bars stand on a linear axis from zero; a bar chart that
-  needs a log axis (rates over decades) is drawn as dots ("dot"): on a log axis from 100 an
-  11.6x gap between two bars looked like 2x;
-- a series with nothing to draw is named in the chart (`Chart.absent`: "fsdp: not split"),
-  as is what a capped chart kept (in its title, by `limits`);
+  needs a log axis is drawn as dots (on a log axis a bar's length misstates the ratio);
+- a series with nothing to draw is named in the chart (`Chart.absent`);
 - a forecast's interval (`Series.interval == "band"`) is a shaded band along its line
-  (`band_runs`), split where an end is missing; a point with no neighbour to span to keeps
-  its bar (`bar_intervals`): a one-point band has no width, it would vanish.
-"""
+  (`band_runs`); a point with no neighbour to span to keeps its bar (`bar_intervals`), as a
+  one-point band has no width."""
 
 from __future__ import annotations
 

@@ -1,23 +1,16 @@
 """The HTML report: one self-contained file that works offline.
 
-Charts are, by default, SVG written straight from the chart model (`svg_direct`) inlined in
-the page, with a hover title per series giving each point's value: the PDF's picture (the
-same writer; series, colours, axes, ticks and legend are decided once, by `charts.plot`), no
-JavaScript needed to see them, a few milliseconds a chart, and a page of 8 cells in a few
-hundred KB, where inlining plotly.js (4.6 MB; its partial bundles are not a Python package)
-made every report 5 MB.
-`interactive` keeps the plotly version (zoom, hover per point): plotly.js is inlined once;
-each chart is a div plus its figure as JSON (escaped so that no user string can close the
-<script> it sits in) drawn by one small script. Templates are Jinja2 with autoescape on,
-loaded from the package, and only lay out: every value goes through `format_value`. A
-Content-Security-Policy in the page allows only the page's own scripts (by hash) and no
-network at all, so a string that escaped escaping still could not run or fetch.
+Charts are by default the SVG of `svg_direct` (the PDF's picture) inlined in the page, a hover
+title per series: no JavaScript needed, a page of 8 cells in a few hundred KB (inlining
+plotly.js adds 4.6 MB). `interactive` keeps the plotly version: plotly.js inlined once, each
+chart a div plus its figure as JSON (escaped so no user string can close its <script>).
+Templates are Jinja2 with autoescape on and only lay out; every value goes through
+`format_value`. A Content-Security-Policy allows only the page's own scripts (by hash) and no
+network, so a string that escaped escaping still could not run or fetch.
 
-The page records its own JavaScript errors on <body> (`data-js-errors`) and the number of charts
-drawn (`data-charts-rendered`: set by the page itself where plotly draws them, written with the
-page where they are SVG), and marks each table wider than its box (`data-overflows`, with a
-visible line saying to scroll), so a headless browser can check it from the DOM alone.
-"""
+The page records its JavaScript errors (`data-js-errors` on <body>), the charts drawn
+(`data-charts-rendered`) and each table wider than its box (`data-overflows`), so a headless
+browser can check it from the DOM alone."""
 
 from __future__ import annotations
 

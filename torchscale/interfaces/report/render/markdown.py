@@ -1,18 +1,12 @@
 """Markdown renderer: what fits a pull-request comment (GitHub takes 65,536 characters).
 
-The verdict, the hardware and dates, the sources, the executive summary (key figures, the best
-configuration per model, the top findings one line each), the cells that changed most against
-a baseline (judged or not, with their intervals), and where the HTML report is (a link where it
-has a URL, its file name otherwise: a path on the machine that made it means nothing in a pull
-request): a reader decides in ten seconds and follows the link for charts and every table.
-Bold is kept for the decision sentence alone, so it is what the eye finds; titles are headings
-and plain labels. No section is dumped whole (a 500-cell sweep has thousands of rows) unless
-`full` asks for every section, and the result is cut to `MAX_CHARS` should it still be longer.
-Every string from the model goes through `escape`, so a model name or an error message can
-neither inject HTML into a PR comment nor break a table: `|`, backslashes, `<`, `>`, `&` and
-the inline Markdown punctuation are escaped, line breaks become spaces. Prose keeps its code
-spans (`inline`): their content is shown literally by Markdown itself.
-"""
+The verdict, hardware and dates, sources, the executive summary, the cells that changed most
+against a baseline, and where the HTML report is (its file name where it has no URL: a local
+path means nothing in a pull request). Bold is kept for the decision sentence alone. No section
+is dumped whole unless `full` asks, and the result is cut to `MAX_CHARS`. Every string from
+the model goes through `escape` (`|`, backslashes, `<`, `>`, `&`, inline Markdown punctuation;
+line breaks become spaces), so a model name cannot inject HTML or break a table; prose keeps
+its code spans (`inline`), which Markdown shows literally."""
 
 from __future__ import annotations
 

@@ -1,17 +1,11 @@
 """PDF renderer: the report as print HTML (jinja2, autoescaped) laid out by WeasyPrint.
 
-Why this shape:
-- Charts are the HTML's static vector SVGs (`svg_direct`, one writer for both), embedded as
-  `data:` URIs that WeasyPrint draws: the PDF needs no JavaScript, stays sharp at any zoom,
-  and every image is an isolated document.
-- Nothing is fetched: the only URLs in the document are the chart `data:` URIs, and the URL
-  fetcher refuses every other scheme (http, https, file), so a user string can never make the
-  renderer reach the network or read a local file. Fonts are the system's (no web fonts).
-- Templates and the print stylesheet are package data; autoescape is on, so user strings
-  (titles, model names, error messages) are text, never markup.
+- Charts are the HTML's SVGs (`svg_direct`) embedded as `data:` URIs: no JavaScript, sharp at
+  any zoom, every image an isolated document.
+- Nothing is fetched: the URL fetcher refuses every scheme but the charts' `data:`, so a user
+  string can never make the renderer reach the network or read a local file.
 - Layout decisions only (column widths, font size of wide tables); every number comes from
-  the model and is formatted by `format_value`.
-"""
+  the model and is formatted by `format_value`."""
 
 from __future__ import annotations
 

@@ -1,25 +1,16 @@
-"""The report's static charts, HTML and PDF alike: the chart model's `Plot` written straight
-as SVG text.
+"""The report's static charts, HTML and PDF alike: the chart model's `Plot` written as SVG text.
 
-Why this shape:
-- One writer for both formats: the HTML inlines each SVG, the PDF embeds it as a `data:` image
-  that WeasyPrint draws itself. Writing the elements from the model takes a few milliseconds
-  a chart in the calling process, and a browser or WeasyPrint lays out the text itself, so
-  nothing here measures a font. Only SVG that WeasyPrint draws is used: paths, text with
-  `text-anchor`, `rotate` transforms, `tspan`, dashes, opacity and `<pattern>` hatches; the
-  `<title>` hover text is ignored by WeasyPrint.
-- Nothing here decides what a chart shows: series, colours, markers, dashes, hatches, axis
-  ranges, ticks and their labels, legend entries and columns, clip marks and the lines under
-  the title come from `report.charts.plot`. What is decided here is the page's geometry
-  (pixels of a 660 px wide picture, scaled to the page; text widths estimated from character
-  counts, so margins and label thinning err on the roomy side).
-- Each series is a group `<g id="CHART-series-N">` whose first child is a `<title>` with
-  its points' hover text (and each cut-interval mark's group the full intervals): a browser
-  shows it on hover with no script. Ids carry the chart's id (unique in a report), so two
-  charts inlined in one page never share a hatch pattern or a group id.
-- Every user string is escaped (`html.escape`): a series named `</svg><script>` is text.
-- One chart that cannot be drawn costs only its place (`ChartError`): the report says so there.
-"""
+- One writer for both formats: the HTML inlines each SVG, the PDF embeds it as a `data:` image.
+  Only SVG that WeasyPrint draws is used (paths, text with `text-anchor`, `rotate`, `tspan`,
+  dashes, opacity, `<pattern>` hatches); it ignores `<title>`.
+- Nothing here decides what a chart shows (`report.charts.plot` does); only the page's geometry
+  (px of a 660 px wide picture; text widths estimated from character counts, so margins and
+  label thinning err on the roomy side).
+- Each series is a group `<g id="CHART-series-N">` whose first child is a `<title>` with its
+  points' hover text (no script needed). Ids carry the chart's id, so two charts in one page
+  never share a hatch pattern or a group id.
+- Every user string is escaped (`html.escape`).
+- One chart that cannot be drawn costs only its place (`ChartError`): the report says so there."""
 
 from __future__ import annotations
 

@@ -1,22 +1,12 @@
-"""The report's findings, ranked by cost (share of the step). The report computes none of
-its own about where a run's step goes: they are the run's diagnosis' (torchscale/offline/analysis/
-diagnosis.py, `Diagnosis.findings`: ranked, each costing a part of the diagnosis' step split),
-the same findings in the same words as the terminal.
-
-- A profile's findings are its analysis' (the diagnosis' findings split by `--target`); its
-  result.json holds the same diagnosis, so the run gives one verdict, never the phase timers'
-  beside the traces'.
-- A sweep cell's findings are its result's diagnosis'.
-- Added from other figures, which the diagnosis does not cover: per-rank compute slower than at
-  the smallest world size (`slowdown_finding`) and GPU clocks throttled during the windows
-  (`throttling_finding`); a straggler an injected delay made is marked artificial.
-- Every finding of a run carries its busy-machine caveat (`Diagnosis.caveat`), shown with it on
-  every surface.
-
-A diagnosis that states the rule it was judged by (`Diagnosis.rule`: noise could not judge its
-figures) has that rule said where the report says what 'no finding' means.
-
-Shared by the summary (top lines) and the bottlenecks section (all of them)."""
+"""The report's findings, ranked by cost (share of the step). They are the run's diagnosis'
+(`Diagnosis.findings`, offline/analysis/diagnosis), the same findings in the same words as the
+terminal: a profile's from its analysis (its result.json holds the same diagnosis, so a run
+gives one verdict), a sweep cell's from its result. Added from figures the diagnosis does not
+cover: per-rank compute slower than at the smallest world size (`slowdown_finding`) and GPU
+clocks throttled (`throttling_finding`); a straggler an injected delay made is marked
+artificial. Every finding carries its run's busy-machine caveat (`Diagnosis.caveat`), and a
+diagnosis judged by a stated rule (`Diagnosis.rule`) has it said where 'no finding' is
+explained. Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,13 @@
-"""The report's header, for a stakeholder who reads ten seconds: the decision first,
-then the hardware, the dates the runs started and the configs' description.
+"""The report's header, for a stakeholder who reads ten seconds: the decision first, then the
+hardware, the dates the runs started and the configs' description.
 
 The headline sentence says whether the numbers can be used and, if not, why and what to do
-("These numbers cannot be used: 1.4-1.8 of 2 cores taken by other processes in every cell:
-rerun on an idle node.", `usability`). Under it, the `Decision`: one plain line per model over
-every configuration it ran ("tiny-gpt2 scales to 2 CPU ranks linearly within noise with batch
-16 and at 74-84 % of linear with batch 32"), the best configuration only where it leads the
-next beyond noise (`best`), the verdict against a baseline, and what to fix or buy, the host
-first where the host spoiled the numbers. A source without a sweep gets its runs' own verdict
-(`run_verdicts`: a profiled run's diagnosis, a comm run's bandwidth).
-
-Every figure is one the report already holds, one value per quantity: an efficiency as its 95 %
-interval, "linearly within noise" where the interval holds 100 %, "not measurably" where nothing
-can tell; CPU ranks are "CPU ranks", never "GPUs"."""
+(`usability`). Under it, the `Decision`: one plain line per model over every configuration it
+ran, the best configuration only where it leads the next beyond noise (`best`), the verdict
+against a baseline, and what to fix or buy, the host first where the host spoiled the numbers.
+A source without a sweep gets its runs' own verdict (`run_verdicts`). Every figure is one the
+report already holds: an efficiency as its 95 % interval, "linearly within noise" where the
+interval holds 100 %; CPU ranks are "CPU ranks", never "GPUs"."""
 
 from __future__ import annotations
 

@@ -1,18 +1,8 @@
-"""Can these numbers be used? The first thing every format says, from what the report
-already holds: the cells' load telemetry (other processes on their cores or GPUs), their
-reliability (noisy, spread unknown) and repeats, and the cells that failed or could not be read.
-
-- no: no measured cell is both quiet (no other load on its machine) and not noisy; in
-  particular other processes took the machine in at least half of the measured cells (their
-  timings measure the contention, not the models: fix the host first, workload tuning comes
-  second), or every measured cell is noisy;
-- with care: some cells are quiet and not noisy, but not all are quiet and reliable (some
-  failed, could not be read, ran on a busy machine, are noisy, or have one repeat);
-- yes: every measured cell quiet and reliable, and none failed;
-- nothing to judge: no cell finished ok.
-The table of these rules is in docs/reporting.md ('The first screen: headline rules').
-
-Pure: the verdict is computed once here and rendered by every format (report.model.Decision)."""
+"""Can these numbers be used? The first thing every format says, from what the report already
+holds: the cells' load telemetry, their reliability and repeats, and the cells that failed or
+could not be read. The rules (no / with care / yes / nothing to judge) are the table in
+docs/reporting.md ("The first screen: headline rules"); a busy machine puts fixing the host
+before tuning the workload. Computed once here, rendered by every format (`model.Decision`)."""
 
 from __future__ import annotations
 
