@@ -221,17 +221,19 @@ def compact(
     kind: ValueFormat,
     *,
     spread_unknown: bool = False,
+    long: bool = False,
 ) -> str | None:
     """A table cell: '4,075.9 ±8.8', '344.9 [215.0, 552.4]' (lopsided: `plus_minus`),
     'not measurable (< 3.4 %)', '4,075.9 (spread unknown)' where the interval is missing
     because of one repeat (`spread_unknown`), else the plain value (a figure stored without an
-    interval); None when there is nothing."""
-    estimate = from_columns(value, low, high)
+    interval); None when there is nothing. `long`: the same figure for a sentence
+    (`with_interval`)."""
+    estimate = from_columns(value, low, high, reason=ONE_REPEAT if spread_unknown else None)
     if estimate is None:
         return None
     if estimate.measurable and estimate.low is None and not spread_unknown:
         return format_value(value, kind)
-    return plus_minus(estimate, value_format(kind))
+    return (with_interval if long else plus_minus)(estimate, value_format(kind))
 
 
 def long_form(
@@ -243,12 +245,7 @@ def long_form(
     spread_unknown: bool = False,
 ) -> str | None:
     """The same figure for a sentence: '4,075.9 (95 % interval 4,067.1 to 4,084.7)'."""
-    estimate = from_columns(value, low, high, reason=ONE_REPEAT if spread_unknown else None)
-    if estimate is None:
-        return None
-    if estimate.measurable and estimate.low is None and not spread_unknown:
-        return format_value(value, kind)
-    return with_interval(estimate, value_format(kind))
+    return compact(value, low, high, kind, spread_unknown=spread_unknown, long=True)
 
 
 def supported_rate(

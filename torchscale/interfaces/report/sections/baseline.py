@@ -32,7 +32,7 @@ from torchscale.interfaces.report.sections.comparison import (
     regression_figure,
     short_verdict,
 )
-from torchscale.interfaces.report.sections.context import Context, col, records, text
+from torchscale.interfaces.report.sections.context import Context, col, interval, records, text
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regression_rule import (
@@ -415,11 +415,7 @@ def _largest_table(ctx: Context, comparison: Comparison) -> Table:
         rows.append(
             {
                 "cell": ctx.label(row),
-                "change": change_text(
-                    finite(row["samples_per_s_change"]),
-                    finite(row["samples_per_s_change_low"]),
-                    finite(row["samples_per_s_change_high"]),
-                ),
+                "change": change_text(*interval(row, "samples_per_s_change")),
                 "verdict": short_verdict(row),
                 "_severity": _severity(row),
             }

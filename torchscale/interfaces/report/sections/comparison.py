@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from torchscale.interfaces.report.model import KeyFigure
-from torchscale.interfaces.report.sections.context import Context, plural, records
+from torchscale.interfaces.report.sections.context import Context, interval, plural, records
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import Comparison, largest_changes
 
@@ -67,11 +67,7 @@ def largest_change_items(ctx: Context, comparison: Comparison, limit: int) -> li
     that changed most (regressions first), judged or not, each with its interval."""
     items = []
     for row in records(largest_changes(comparison, limit)):
-        change = change_text(
-            finite(row["samples_per_s_change"]),
-            finite(row["samples_per_s_change_low"]),
-            finite(row["samples_per_s_change_high"]),
-        )
+        change = change_text(*interval(row, "samples_per_s_change"))
         shown = f" {change}" if change else ""
         items.append(f"{ctx.label(row)}{shown}, {short_verdict(row)}")
     return items

@@ -21,7 +21,6 @@ from torchscale.interfaces.formatting import format_value
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_kind,
-    long_form,
     not_measurable,
     scaled_rate,
     too_wide,
@@ -547,12 +546,7 @@ def rate_text_value(row: Mapping[str, Any] | pd.Series, key: str) -> float | Non
     device, samples/s itself), cut to the digits the samples/s interval supports
     (`estimates.scaled_rate`): a 'readable' column writes it ('81,500', never '81,537.6'
     beside '1,270 ±110')."""
-    return scaled_rate(
-        finite(row.get(key)),
-        finite(row.get("samples_per_s")),
-        finite(row.get("samples_per_s_low")),
-        finite(row.get("samples_per_s_high")),
-    )
+    return scaled_rate(finite(row.get(key)), *interval(row, "samples_per_s"))
 
 
 def repeat_fields(row: Mapping[str, Any], result: CellResult) -> dict[str, Any]:
@@ -568,15 +562,21 @@ def _repeats(row: Mapping[str, Any] | pd.Series) -> int:
     return repeat_count(row.get("samples_per_s_repeats"))
 
 
+Interval = tuple[float | None, float | None, float | None]
+
+
+def interval(row: Mapping[str, Any] | pd.Series, name: str, unit: str = "") -> Interval:
+    """(value, low, high) of a figure stored as the columns `name`, `name_low` and `name_high`
+    (each followed by `unit`, e.g. '_s'), None where missing or not finite."""
+    value, low, high = (row.get(f"{name}{end}{unit}") for end in ("", "_low", "_high"))
+    return finite(value), finite(low), finite(high)
+
+
 def throughput_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
     """A cell's samples/s with its 95 % interval ('spread unknown' with one repeat)."""
-    show = long_form if long else compact
-    return show(
-        finite(row.get("samples_per_s")),
-        finite(row.get("samples_per_s_low")),
-        finite(row.get("samples_per_s_high")),
-        "rate",
-        spread_unknown=_repeats(row) < 2,
+    spread_unknown = _repeats(row) < 2
+    return compact(
+        *interval(row, "samples_per_s"), "rate", spread_unknown=spread_unknown, long=long
     )
 
 
@@ -584,9 +584,7 @@ def first_screen_throughput(row: Mapping[str, Any] | pd.Series) -> str:
     """A throughput for the first screen (headline, cards, best configuration): as
     `throughput_text`, but 'not measurable (2 repeats)' and no number where the interval is
     wider than the figure (`estimates.too_wide`)."""
-    value = finite(row.get("samples_per_s"))
-    low, high = finite(row.get("samples_per_s_low")), finite(row.get("samples_per_s_high"))
-    if too_wide(value, low, high):
+    if too_wide(*interval(row, "samples_per_s")):
         return not_measurable(repeats_of(row))
     return throughput_text(row) or "-"
 
@@ -596,22 +594,13 @@ def step_text(
 ) -> str | None:
     """Step time p50/p95/p99 ('p50') with its interval (the value alone where none was
     stored)."""
-    show = long_form if long else compact
-    return show(
-        finite(row.get(f"step_{percentile}_s")),
-        finite(row.get(f"step_{percentile}_low_s")),
-        finite(row.get(f"step_{percentile}_high_s")),
-        "seconds",
-    )
+    return compact(*interval(row, f"step_{percentile}", "_s"), "seconds", long=long)
 
 
 def mfu_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
     """MFU with its interval (it scales with throughput; the value alone where none was
     stored)."""
-    show = long_form if long else compact
-    return show(
-        finite(row.get("mfu")), finite(row.get("mfu_low")), finite(row.get("mfu_high")), "ratio_pct"
-    )
+    return compact(*interval(row, "mfu"), "ratio_pct", long=long)
 
 
 def spread_value(row: Mapping[str, Any] | pd.Series) -> float | str | None:

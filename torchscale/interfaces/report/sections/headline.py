@@ -36,6 +36,7 @@ from torchscale.interfaces.report.sections.context import (
     first_screen_throughput,
     fmt,
     integer,
+    interval,
     is_trusted,
     plural,
     ranks,
@@ -229,12 +230,7 @@ def _scaling_line(ctx: Context, model: str, rows: list[dict[str, Any]]) -> str:
     spans = {_span(r) for r in rows}
     shared = spans.pop() if len(spans) == 1 else None
     phrases = [
-        efficiency_phrase(
-            finite(r["efficiency"]),
-            finite(r["efficiency_low"]),
-            finite(r["efficiency_high"]),
-            repeats_of(r),
-        )
+        efficiency_phrase(*interval(r, "efficiency"), repeats_of(r))
         + (f" with {g}" if shared else f" {_span(r)} with {g}")
         for g, r in zip(groups, rows, strict=True)
     ]
@@ -294,12 +290,7 @@ def _model_line(
     severity: Severity = "info"
     if usable:
         trusted = all(is_trusted(r) for r in records(weak[weak["model_label"] == model]))
-        severity = _worst(
-            efficiency_severity(
-                finite(r["efficiency"]), finite(r["efficiency_low"]), finite(r["efficiency_high"])
-            )
-            for r in rows
-        )
+        severity = _worst(efficiency_severity(*interval(r, "efficiency")) for r in rows)
         if severity == "good" and not trusted:  # a check mark only from quiet, reliable cells
             severity = "info"
     return Text(text=_scaling_line(ctx, model, rows) + cost, severity=severity)

@@ -38,6 +38,7 @@ from torchscale.interfaces.report.sections.context import (
     col,
     efficiency_severity,
     integer,
+    interval,
     is_reliable,
     names,
     narrow,
@@ -97,8 +98,7 @@ def _rows(ctx: Context, table: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     reliable_base = _reliable_bases(table)
     for row in records(table):
-        efficiency = finite(row["efficiency"])
-        eff_low, eff_high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
+        efficiency, eff_low, eff_high = interval(row, "efficiency")
         world = integer(row["world_size"])
         base = world == integer(row["base_world_size"])
         reliable = is_reliable(row) and reliable_base.get(int(row["group"]), False)

@@ -57,6 +57,7 @@ from torchscale.interfaces.report.sections.context import (
     first_screen_throughput,
     fmt,
     integer,
+    interval,
     is_quiet,
     is_reliable,
     is_trusted,
@@ -174,8 +175,7 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
 def _efficiency_cell(row: dict[str, Any]) -> str | None:
     """A cell's own scaling efficiency as the tables show it (its base: '(base)'; 'no base'
     where no smaller world size was measured in its group: no figure, never 100 %)."""
-    low, high = finite(row["scaling_efficiency_low"]), finite(row["scaling_efficiency_high"])
-    efficiency = finite(row["scaling_efficiency"])
+    efficiency, low, high = interval(row, "scaling_efficiency")
     reason = str(row.get(REASON_COLUMN) or "")
     if efficiency is None and reason.startswith("no base"):
         return "no base"
@@ -210,8 +210,7 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
             note="no configuration of this model measured at two or more GPU counts",
         )
     largest = ranks(row["world_size"], row["device"])
-    efficiency = finite(row["efficiency"])
-    low, high = finite(row["efficiency_low"]), finite(row["efficiency_high"])
+    efficiency, low, high = interval(row, "efficiency")
     kind = efficiency_kind(efficiency, low, high)
     against = ranks(row["base_world_size"], row["device"])
     note = f"{_config(ctx, row)}, against {against} (100 % = linear)"
@@ -223,11 +222,9 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     if not measurable:  # the headline's words, and no number: the two never disagree
         value = phrase
         note = f"{_config(ctx, row)}, against {against}: {TOO_WIDE_NOTE}"
-    if not measurable:
-        pass
     elif kind == "super-linear":
-        interval = f"{fmt(low, 'ratio_pct')} to {fmt(high, 'ratio_pct')}"
-        note += f"; 95 % interval {interval}; {SUPER_LINEAR_NOTE}"
+        ends = f"{fmt(low, 'ratio_pct')} to {fmt(high, 'ratio_pct')}"
+        note += f"; 95 % interval {ends}; {SUPER_LINEAR_NOTE}"
     else:
         note += f"; {efficiency_text(efficiency, low, high, long=True)}"
     base = weak[
@@ -366,11 +363,7 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
             note += f"; {best['reliability']}: {plain_reason(str(best['reliability_reason']))}"
         if not is_quiet(best):
             note += "; ran on a busy machine"
-        value, low, high = (
-            finite(best["samples_per_s"]),
-            finite(best["samples_per_s_low"]),
-            finite(best["samples_per_s_high"]),
-        )
+        value, low, high = interval(best, "samples_per_s")
         if too_wide(value, low, high):  # the figure says nothing: no number on the card
             figures.append(
                 KeyFigure(
