@@ -270,7 +270,8 @@ class Source(_Model):
         parts = []
         files = self.cells + self.unreadable
         if files:
-            counts = [f"{n} {what}" for n, what in _cell_counts(self) if n]
+            by_status = ((self.ok, "ok"), (self.failed, "failed"), (self.skipped, "not run"))
+            counts = [f"{n} {what}" for n, what in by_status if n]
             head = (
                 f"{self.cells} of {files} cells readable"
                 if self.unreadable
@@ -286,10 +287,6 @@ class Source(_Model):
 
 def _s(count: int) -> str:
     return "" if count == 1 else "s"
-
-
-def _cell_counts(source: Source) -> list[tuple[int, str]]:
-    return [(source.ok, "ok"), (source.failed, "failed"), (source.skipped, "not run")]
 
 
 class Skipped(_Model):

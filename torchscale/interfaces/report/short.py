@@ -31,10 +31,6 @@ def kept_sections(scope: Scope, has_cells: bool) -> frozenset[str] | None:
     return SHORT_SECTIONS if has_cells else SHORT_SECTIONS | PROFILE_SECTIONS
 
 
-def _essential(chart: Chart) -> bool:
-    return chart.id.endswith(ESSENTIAL_CHARTS)
-
-
 def trim(sections: list[Section]) -> tuple[list[Section], int]:
     """The sections a short report shows (a section left with nothing but notes of what is
     unavailable is dropped), and how many charts it left out. Findings keep their costliest
@@ -48,7 +44,7 @@ def trim(sections: list[Section]) -> tuple[list[Section], int]:
             if isinstance(block, Unavailable):
                 continue
             if isinstance(block, Chart):
-                if _essential(block) and charts_left > 0:
+                if block.id.endswith(ESSENTIAL_CHARTS) and charts_left > 0:
                     charts_left -= 1
                     blocks.append(block)
                 else:

@@ -231,12 +231,8 @@ def measured_log_axis(title: str, fmt: ValueFormat, values: Sequence[float]) -> 
         low=positive[0] / LOG2_PAD,
         high=positive[-1] * LOG2_PAD,
         ticks=tuple(ticks),
-        tick_text=tuple(format_value(_integral(t), fmt) for t in ticks),
+        tick_text=tuple(format_value(int(t) if t.is_integer() else t, fmt) for t in ticks),
     )
-
-
-def _integral(value: float) -> float | int:
-    return int(value) if value.is_integer() else value
 
 
 def slants(categories: Sequence[str]) -> bool:

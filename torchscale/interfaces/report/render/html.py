@@ -163,10 +163,6 @@ def _csp_hash(script: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _plotly_hash() -> str:
-    return _csp_hash(plotly_js())
-
-
 def _ignore(step: Step) -> None:
     return None
 
@@ -186,7 +182,7 @@ def render(report: Report, interactive: bool = False, on_step: OnStep = _ignore)
         from torchscale.interfaces.report.render.plotly_charts import CONFIG
 
         draw_charts = env.get_template("html/draw_charts.js.j2").render(config=script_json(CONFIG))
-        scripts += [_plotly_hash(), _csp_hash(draw_charts)]
+        scripts += [_csp_hash(plotly_js()), _csp_hash(draw_charts)]
     else:
         charts, chart_errors = static_charts(report, on_step)
     csp = (

@@ -178,7 +178,7 @@ def _full_report(report: Report) -> list[str]:
     (`--html-link`), since a PR comment resolves nothing else; a file is named by its name
     alone (its path is on the machine that made it, and a relative link breaks once the
     comment is posted); else how to make it, from the results directory's name."""
-    if report.html_report and _is_url(report.html_report):
+    if report.html_report and urlsplit(report.html_report).scheme.lower() in ("http", "https"):
         target = _link_target(report.html_report)
         return [f"Full report (charts, every table): [{escape(report.html_report)}]({target})"]
     if report.html_report:
@@ -190,10 +190,6 @@ def _full_report(report: Report) -> list[str]:
     source = PurePath(report.source_path).name if report.source_path else "RESULTS"
     command = HTML_COMMAND.format(source=source or "RESULTS")
     return [f"Full report (charts, every table): run {escape(command)}"]
-
-
-def _is_url(target: str) -> bool:
-    return urlsplit(target).scheme.lower() in ("http", "https")
 
 
 def _key_figures(block: KeyFigures) -> list[str]:

@@ -367,14 +367,10 @@ def _actions(ctx: Context, usable: Usability) -> list[Text]:
         said.append(action_text(ctx.findings[0]))
     severity: Severity = "bad" if usable.usable == "no" else "warn"
     texts = [
-        Text(text=_capital(a) + ("" if a.endswith(".") else "."), severity=severity)
+        Text(text=a[:1].upper() + a[1:] + ("" if a.endswith(".") else "."), severity=severity)
         for a in dict.fromkeys(said)
     ]
     return texts[:MAX_ACTIONS]
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def baseline_phrase(

@@ -155,10 +155,6 @@ def _reliability_table(ctx: Context) -> Table | None:
     )
 
 
-def _throughput_repeats(result: CellResult) -> list[float]:
-    return list(result.throughput.repeats) if result.throughput is not None else []
-
-
 def _repeats_chart(ctx: Context) -> Chart | None:
     """Run-to-run spread per cell, noisiest first: one scale for every model (a spread, not a
     throughput), so a small model's noise is as visible as a large one's. None when no cell
@@ -166,7 +162,7 @@ def _repeats_chart(ctx: Context) -> Chart | None:
     rows = [
         (ctx.label(row), finite(row["throughput_spread"]), str(row["model_label"]))
         for row in records(ctx.ok)
-        if len(_throughput_repeats(ctx.result(row))) >= 2
+        if len(getattr(ctx.result(row).throughput, "repeats", ())) >= 2
     ]
     measured = sorted(
         ((label, spread) for label, spread, _ in rows if spread is not None),

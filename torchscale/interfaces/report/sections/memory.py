@@ -14,10 +14,6 @@ from torchscale.interfaces.report.sections.context import Context, col, fmt, rec
 from torchscale.offline.analysis.numbers import finite
 
 
-def _max_batch_rows(ctx: Context) -> list[tuple[str, MaxBatchResult]]:
-    return [(s.name, r) for s in ctx.sources.experiments for r in s.max_batch]
-
-
 def _answer(result: MaxBatchResult) -> str:
     if result.max_batch is None:
         return f"none ({result.reason})" if result.reason else "none"
@@ -25,7 +21,7 @@ def _answer(result: MaxBatchResult) -> str:
 
 
 def _max_batch_table(ctx: Context) -> list[Block]:
-    found = _max_batch_rows(ctx)
+    found = [(s.name, r) for s in ctx.sources.experiments for r in s.max_batch]
     if not found:
         return []
     rows: list[dict[str, Any]] = []
