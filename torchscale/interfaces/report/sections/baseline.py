@@ -278,28 +278,15 @@ def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
     for severity, name in CHART_VERDICTS.items():
         if severity not in verdicts:
             continue
+
         # every cell on each series' x, None where the cell has another verdict: the cells
         # keep the table's order, and no two series share a bar
-        mine = [v == severity for v in verdicts]
-        series.append(
-            Series(
-                name=name,
-                x=labels,
-                y=[
-                    finite(v) if m else None
-                    for v, m in zip(usable["samples_per_s_change"], mine, strict=True)
-                ],
-                low=[
-                    finite(v) if m else None
-                    for v, m in zip(usable["samples_per_s_change_low"], mine, strict=True)
-                ],
-                high=[
-                    finite(v) if m else None
-                    for v, m in zip(usable["samples_per_s_change_high"], mine, strict=True)
-                ],
-                severity=severity,
-            )
-        )
+        def mine(column: str, severity: Severity = severity) -> list[float | None]:
+            values = zip(usable[column], verdicts, strict=True)
+            return [finite(v) if verdict == severity else None for v, verdict in values]
+
+        y, low, high = (mine(f"samples_per_s_change{end}") for end in ("", "_low", "_high"))
+        series.append(Series(name=name, x=labels, y=y, low=low, high=high, severity=severity))
     return Chart(
         id="baseline-throughput-change",
         title="Throughput change against the baseline",

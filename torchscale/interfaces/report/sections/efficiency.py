@@ -62,9 +62,15 @@ SYNC_NOTE = (
 SYNC_KEYS = ("exposed_s", "slowest_s", "slowest_rank", "sync_overhead")
 EXPOSED_BAD = 0.3  # an exposed-transfer share worth a red row
 SUM_TOLERANCE = 1e-9  # shares computed as the rest of the step add up to 1 up to rounding
+MEMORY_PARTS = (  # the stacked parts of a rank's peak memory: (legend, row key)
+    ("parameters", "parameter_bytes"),
+    ("gradients", "gradient_bytes"),
+    ("optimizer state", "optimizer_bytes"),
+    ("non-static peak (activations, buffers)", "non_static"),
+)
 
 
-def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
+def _compute_table(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     units = ctx.units
     rows, missing = [], []
     for row in records(ctx.ok):
@@ -129,7 +135,7 @@ def _compute_table(ctx: Context) -> tuple[Table, dict[str, str]]:
     for metric in ("MFU", "achieved TFLOP/s"):
         found = ((c, r) for m, c, r in missing if m == metric)
         items.update(by_reason(found, metric, len(ctx.ok)))
-    return table, items
+    return [table], items
 
 
 def _attribution_row(ctx: Context, row: dict[str, Any], model: Diagnosis) -> dict[str, Any]:
@@ -431,20 +437,8 @@ def _memory(ctx: Context) -> tuple[list[Block], dict[str, str]]:
                 y_label="bytes per rank",
                 y_format="bytes",
                 series=[
-                    Series(
-                        name="parameters", x=list(x), y=[r["parameter_bytes"] for r in with_peak]
-                    ),
-                    Series(name="gradients", x=list(x), y=[r["gradient_bytes"] for r in with_peak]),
-                    Series(
-                        name="optimizer state",
-                        x=list(x),
-                        y=[r["optimizer_bytes"] for r in with_peak],
-                    ),
-                    Series(
-                        name="non-static peak (activations, buffers)",
-                        x=list(x),
-                        y=[r["non_static"] for r in with_peak],
-                    ),
+                    Series(name=name, x=list(x), y=[r[key] for r in with_peak])
+                    for name, key in MEMORY_PARTS
                 ],
             )
         )
@@ -513,18 +507,10 @@ def build(ctx: Context) -> Section:
     if ctx.ok.empty:
         unavailable["efficiency"] = ctx.nothing_measured()
         return Section(id="efficiency", title="Efficiency", blocks=[Unavailable(items=unavailable)])
-    table, missing = _compute_table(ctx)
-    blocks.append(table)
-    unavailable.update(missing)
-    comm_blocks, missing = _comm_blocks(ctx)
-    blocks += comm_blocks
-    unavailable.update(missing)
-    memory_blocks, missing = _memory(ctx)
-    blocks += memory_blocks
-    unavailable.update(missing)
-    cost_blocks, missing = _cost(ctx)
-    blocks += cost_blocks
-    unavailable.update(missing)
+    for part in (_compute_table, _comm_blocks, _memory, _cost):
+        found, missing = part(ctx)
+        blocks += found
+        unavailable.update(missing)
     if unavailable:
         blocks.append(Unavailable(items=unavailable))
     return Section(id="efficiency", title="Efficiency", blocks=blocks)
