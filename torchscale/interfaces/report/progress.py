@@ -20,3 +20,7 @@ class Step:
 
 
 OnStep = Callable[[Step], None]
+
+
+def ignore(step: Step) -> None:
+    """The `OnStep` of a caller that follows nothing."""

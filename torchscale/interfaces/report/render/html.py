@@ -26,7 +26,7 @@ from markupsafe import Markup, escape
 
 from torchscale.interfaces.formatting import SEVERITY_MARK, template_environment
 from torchscale.interfaces.report.model import Chart, Report, Severity, Table
-from torchscale.interfaces.report.progress import OnStep, Step
+from torchscale.interfaces.report.progress import OnStep, ignore
 from torchscale.interfaces.report.sections.words import GLOSSARY
 
 TEMPLATE = "html/report.html.j2"
@@ -157,17 +157,14 @@ def plotly_js() -> str:
     return re.sub(r"</(script)", r"<\\/\1", source, flags=re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=8)
 def _csp_hash(script: str) -> str:
+    """A script's CSP source hash; cached, as plotly.js (4.6 MB) is hashed for every page."""
     digest = hashlib.sha256(script.encode("utf-8")).digest()
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-@functools.lru_cache(maxsize=1)
-def _ignore(step: Step) -> None:
-    return None
-
-
-def render(report: Report, interactive: bool = False, on_step: OnStep = _ignore) -> bytes:
+def render(report: Report, interactive: bool = False, on_step: OnStep = ignore) -> bytes:
     """The report as one HTML file (UTF-8): charts as SVG, or with `interactive` drawn by
     plotly. Deterministic: the same report gives the same bytes (the only time in it is the
     report's own `generated_at`). `on_step` hears the SVG charts drawn."""

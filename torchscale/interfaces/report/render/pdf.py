@@ -28,7 +28,7 @@ from torchscale.interfaces.formatting import (
     template_environment,
 )
 from torchscale.interfaces.report.model import Chart, Column, Findings, Report, Table
-from torchscale.interfaces.report.progress import OnStep, Step
+from torchscale.interfaces.report.progress import OnStep, Step, ignore
 from torchscale.interfaces.report.render.svg_direct import ChartError, chart_svg, drawn_charts
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,6 @@ SHORT_TEXT_EM = 6.5
 LONG_TEXT_EM = 18.0
 SAFETY = 1.05  # rounding, kerning and fallback fonts
 MISSING_GLYPH_EM = 1.0  # a character DejaVu Sans lacks: another font draws it, as wide as this
-
-
-def _ignore(step: Step) -> None:
-    return None
 
 
 class RefusedURL(ValueError):
@@ -225,7 +221,7 @@ def _svg_uri(svg: str) -> str:
 
 
 def chart_uris(
-    report: Report, draw: Callable[[Chart], str] = chart_svg, on_step: OnStep = _ignore
+    report: Report, draw: Callable[[Chart], str] = chart_svg, on_step: OnStep = ignore
 ) -> dict[str, str]:
     """Each chart id -> its SVG (`svg_direct`, the HTML's drawing) as a `data:` URI, or the
     error text (no `data:` prefix, logged) when the chart could not be drawn."""
@@ -238,7 +234,7 @@ def chart_uris(
 
 
 def render_html(
-    report: Report, charts: dict[str, str] | None = None, on_step: OnStep = _ignore
+    report: Report, charts: dict[str, str] | None = None, on_step: OnStep = ignore
 ) -> str:
     """The print HTML handed to WeasyPrint (public for debugging the layout in a browser)."""
     template = _environment().get_template("report.html.j2")
@@ -296,7 +292,7 @@ def render(
     report: Report,
     max_rows: int | None = PDF_MAX_ROWS,
     max_findings: int = PDF_MAX_FINDINGS,
-    on_step: OnStep = _ignore,
+    on_step: OnStep = ignore,
 ) -> bytes:
     """The report as a PDF document, tables and findings cut as `shortened` says (max_rows
     None: nothing cut). `on_step` hears where the work stands: charts drawn, the layout, the

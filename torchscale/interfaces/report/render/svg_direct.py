@@ -35,7 +35,7 @@ from torchscale.interfaces.report.charts.plot import (
     plot,
 )
 from torchscale.interfaces.report.model import Chart
-from torchscale.interfaces.report.progress import OnStep, Step
+from torchscale.interfaces.report.progress import OnStep, Step, ignore
 
 WIDTH = 660.0  # px: 6.6 in at 100 dpi, an A4 column's proportions
 PLOT_HEIGHT = 200.0
@@ -729,13 +729,9 @@ class ChartError(Exception):
         return cls(f"{type(error).__name__}: {error}")
 
 
-def _ignore(step: Step) -> None:
-    return None
-
-
 def drawn_charts(
     charts: Sequence[Chart],
-    on_step: OnStep = _ignore,
+    on_step: OnStep = ignore,
     draw: Callable[[Chart], str] = chart_svg,
 ) -> dict[str, str | ChartError]:
     """Each chart id -> its <svg> (by `draw`), or the `ChartError` that stopped it (one chart

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
-from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -28,7 +27,7 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
 )
-from torchscale.interfaces.report.sections.context import Context, records, slug
+from torchscale.interfaces.report.sections.context import Context, records, slug, throughput_chart
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.prediction.measured_rates import (
     StepPoint,
@@ -260,20 +259,13 @@ def _throughput_charts(ctx: Context, curves: Sequence[_Curve]) -> list[Chart]:
     charts = []
     for model in sorted(by_model):
         series = [s for curve in by_model[model] for s in _pair(ctx, curve, "samples_per_s", False)]
-        log = spans_decades(series)
         charts.append(
-            Chart(
-                id=f"forecasts-throughput-{slug(model)}",
-                title=f"{model}: throughput vs {ctx.units.world}, measured and forecast",
-                kind="line",
-                x_label=ctx.units.world,
-                y_label="samples/s (log scale)" if log else "samples/s",
-                x_format="int",
-                y_format="rate",
-                x_log2=True,
-                y_log=log,
-                series=series,
-                note=ctx.units.say(CHART_NOTE),
+            throughput_chart(
+                ctx,
+                f"forecasts-throughput-{slug(model)}",
+                f"{model}: throughput vs {ctx.units.world}, measured and forecast",
+                series,
+                CHART_NOTE,
             )
         )
     return charts

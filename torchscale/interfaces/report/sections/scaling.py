@@ -15,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
@@ -46,6 +45,7 @@ from torchscale.interfaces.report.sections.context import (
     records,
     repeat_fields,
     slug,
+    throughput_chart,
     throughput_fields,
 )
 from torchscale.offline.analysis.numbers import finite
@@ -222,24 +222,15 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
                     reference_for=name,
                 )
             )
-        log = spans_decades(series)
         charts.append(
-            Chart(
-                id=f"scaling-{kind}-throughput-{slug(str(model))}",
-                title=f"{model}: throughput vs {ctx.units.world} ({kind} scaling)",
-                kind="line",
-                x_label=ctx.units.world,
-                y_label="samples/s (log scale)" if log else "samples/s",
-                x_format="int",
-                y_format="rate",
-                x_log2=True,
-                y_log=log,
-                series=series,
-                note=ctx.units.say(
-                    "dashed, in the colour of its series: ideal linear scaling from the "
-                    "smallest GPU count; interval: the 95 % interval of the median over the "
-                    "repeats (none with one repeat)"
-                ),
+            throughput_chart(
+                ctx,
+                f"scaling-{kind}-throughput-{slug(str(model))}",
+                f"{model}: throughput vs {ctx.units.world} ({kind} scaling)",
+                series,
+                "dashed, in the colour of its series: ideal linear scaling from the smallest GPU "
+                "count; interval: the 95 % interval of the median over the repeats (none with "
+                "one repeat)",
             )
         )
     return charts
