@@ -24,7 +24,7 @@ from torchscale.interfaces.formatting import (
     thin_ticks,
     tick_labels,
 )
-from torchscale.interfaces.report.model import Series, ValueFormat
+from torchscale.interfaces.report.model import Chart, Series, ValueFormat
 
 Scale = Literal["linear", "log", "category"]
 MAX_INTERVALS = 6  # a value axis has at most this many steps between its ticks
@@ -274,3 +274,24 @@ def spans_decades(series: list[Series], span: float = LOG_SPAN) -> bool:
         if v is not None and v > 0
     ]
     return bool(values) and max(values) > span * min(values)
+
+
+def throughput_chart(
+    chart_id: str, title: str, world: str, series: list[Series], note: str
+) -> Chart:
+    """Samples/s over the world size (`world`: its axis label) on a log2 axis, on a log y axis
+    where the series span decades (`spans_decades`)."""
+    log = spans_decades(series)
+    return Chart(
+        id=chart_id,
+        title=title,
+        kind="line",
+        x_label=world,
+        y_label="samples/s (log scale)" if log else "samples/s",
+        x_format="int",
+        y_format="rate",
+        x_log2=True,
+        y_log=log,
+        series=series,
+        note=note,
+    )

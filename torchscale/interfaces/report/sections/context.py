@@ -18,7 +18,6 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.interfaces.formatting import format_value
-from torchscale.interfaces.report.charts.axes import spans_decades
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_kind,
@@ -27,10 +26,8 @@ from torchscale.interfaces.report.estimates import (
     too_wide,
 )
 from torchscale.interfaces.report.model import (
-    Chart,
     Column,
     ReportFinding,
-    Series,
     Severity,
     Skipped,
     ValueFormat,
@@ -521,27 +518,6 @@ def _run_count(value: Any) -> float | None:
         sides = value.split(" vs ")
         return finite(sides[-1]) if len(sides) == 2 else None
     return finite(value)
-
-
-def throughput_chart(
-    ctx: Context, chart_id: str, title: str, series: list[Series], note: str
-) -> Chart:
-    """Samples/s over the world size (a log2 axis), on a log y axis where the series span
-    decades (`axes.spans_decades`); `note` in the report's rank units."""
-    log = spans_decades(series)
-    return Chart(
-        id=chart_id,
-        title=title,
-        kind="line",
-        x_label=ctx.units.world,
-        y_label="samples/s (log scale)" if log else "samples/s",
-        x_format="int",
-        y_format="rate",
-        x_log2=True,
-        y_log=log,
-        series=series,
-        note=ctx.units.say(note),
-    )
 
 
 def col(key: str, label: str, value_format: ValueFormat = "text") -> Column:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey, ForecastScore
+from torchscale.interfaces.report.charts.axes import throughput_chart
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -27,7 +28,7 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
 )
-from torchscale.interfaces.report.sections.context import Context, records, slug, throughput_chart
+from torchscale.interfaces.report.sections.context import Context, records, slug
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.prediction.measured_rates import (
     StepPoint,
@@ -261,11 +262,11 @@ def _throughput_charts(ctx: Context, curves: Sequence[_Curve]) -> list[Chart]:
         series = [s for curve in by_model[model] for s in _pair(ctx, curve, "samples_per_s", False)]
         charts.append(
             throughput_chart(
-                ctx,
                 f"forecasts-throughput-{slug(model)}",
                 f"{model}: throughput vs {ctx.units.world}, measured and forecast",
+                ctx.units.world,
                 series,
-                CHART_NOTE,
+                ctx.units.say(CHART_NOTE),
             )
         )
     return charts

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from torchscale.interfaces.report.charts.axes import throughput_chart
 from torchscale.interfaces.report.estimates import (
     PLUS_MINUS_NOTE,
     SUPER_LINEAR_NOTE,
@@ -45,7 +46,6 @@ from torchscale.interfaces.report.sections.context import (
     records,
     repeat_fields,
     slug,
-    throughput_chart,
     throughput_fields,
 )
 from torchscale.offline.analysis.numbers import finite
@@ -224,13 +224,15 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
             )
         charts.append(
             throughput_chart(
-                ctx,
                 f"scaling-{kind}-throughput-{slug(str(model))}",
                 f"{model}: throughput vs {ctx.units.world} ({kind} scaling)",
+                ctx.units.world,
                 series,
-                "dashed, in the colour of its series: ideal linear scaling from the smallest GPU "
-                "count; interval: the 95 % interval of the median over the repeats (none with "
-                "one repeat)",
+                ctx.units.say(
+                    "dashed, in the colour of its series: ideal linear scaling from the "
+                    "smallest GPU count; interval: the 95 % interval of the median over the "
+                    "repeats (none with one repeat)"
+                ),
             )
         )
     return charts
