@@ -21,7 +21,7 @@ from torchscale.offline.analysis.prediction.communication import (
 from torchscale.offline.analysis.prediction.compute import (
     forecast_compute,
     threads_at,
-    time_sharing,
+    time_sharing_middle,
     time_sharing_range,
 )
 from torchscale.offline.analysis.prediction.figures import (
@@ -100,12 +100,12 @@ def test_intervals_add_in_quadrature_and_widen() -> None:
 
 
 def test_time_sharing_past_the_cores() -> None:
-    assert time_sharing(4, 1.0, 2) == 2.0
-    assert time_sharing(2, 1.0, 2) == 1.0
-    assert time_sharing(8, None, 2) == 1.0
+    assert time_sharing_middle(4, 1.0, 2)[0] == 2.0
+    assert time_sharing_middle(2, 1.0, 2)[0] == 1.0
+    assert time_sharing_middle(8, None, 2)[0] == 1.0
     # 3 ranks on 2 cores: shared out perfectly 1.5x, the busiest core's 2 ranks 2x: 1.75x
     assert time_sharing_range(3, 1.0, 2) == (1.5, 2.0)
-    assert time_sharing(3, 1.0, 2) == 1.75
+    assert time_sharing_middle(3, 1.0, 2)[0] == 1.75
     # half a core each: 3 ranks fit on 2 cores however placed
     assert time_sharing_range(3, 0.5, 2) == (1.0, 1.0)
     # a rank wanting 1.6 cores (threads): spread over the cores, the fair share is the most

@@ -8,14 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis
+from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Finding
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
     MIN_COST_FRACTION,
     FindingInputs,
     RankedFinding,
     finding_inputs,
-    for_target,
     point,
     rank_findings,
 )
@@ -29,6 +28,7 @@ from torchscale.offline.analysis.trace.collective_matching import (
     sync_stall,
 )
 from torchscale.offline.analysis.trace.idle import CATEGORIES, idle_reducer, idle_taxonomy
+from torchscale.offline.analysis.trace.profile_record import findings_for_target
 from torchscale.offline.analysis.trace.steps import phase_table, step_table
 from torchscale.offline.analysis.trace.straggler import attribute_straggler, binomial_tail
 from torchscale.offline.traces.rank_trace import EVENT_COLUMNS
@@ -1119,8 +1119,8 @@ def test_contradicting_arrival_order_withdraws_the_straggler() -> None:
 
 
 def test_targets_select_and_rank_findings() -> None:
-    def make(category: str, cost: float) -> RankedFinding:
-        return RankedFinding(category, point(cost), ["e"], "fix", category)
+    def make(category: str, cost: float) -> Finding:
+        return Finding(title=category, category=category, cost_pct=cost, recommendation="fix")
 
     found = [
         make("exposed_comm", 0.30),
@@ -1128,15 +1128,15 @@ def test_targets_select_and_rank_findings() -> None:
         make("straggler", 0.10),
         make("data_wait", 0.05),
     ]
-    kept, left = for_target(found, "sync_stalls")
+    kept, left = findings_for_target(found, "sync_stalls")
     assert [f.category for f in kept] == ["straggler"]
     assert [f.category for f in left] == ["exposed_comm", "host_bound", "data_wait"]
-    kept, _ = for_target(found, "comm")
+    kept, _ = findings_for_target(found, "comm")
     assert [f.category for f in kept] == ["exposed_comm", "straggler"]
-    kept, _ = for_target(found, "compute")
+    kept, _ = findings_for_target(found, "compute")
     assert [f.category for f in kept] == ["host_bound", "data_wait"]
-    assert for_target(found, "memory")[0] == []
-    assert for_target(found, "all") == (found, [])
+    assert findings_for_target(found, "memory")[0] == []
+    assert findings_for_target(found, "all") == (found, [])
 
 
 def test_without_collectives_the_wait_is_unknown_but_the_phases_name_the_straggler() -> None:

@@ -13,7 +13,6 @@ import pandas as pd
 
 SECONDS_PER_HOUR = 3600.0
 MILLION = 1e6
-COST_COLUMNS = ["gpu_hours_per_m_samples", "cost_per_m_samples", "cost_per_m_tokens"]
 
 
 def gpu_hours_per_million(rate_per_s: float, world_size: int) -> float:

@@ -11,11 +11,8 @@ one unmatched cell on each side has that key; `matched_by` says which rule match
 whose settings may differ is visible as such. A key shared by several unmatched cells on one
 side is ambiguous and is not guessed: those cells are reported on one side only, with why.
 
-Regressions (docs/regressions.md): `judge_change` is the rule, over the per-run figures of both
-sides when each holds several runs of the cell (`pool_runs`: on a shared host whole runs drift
-apart by more than their windows do, so runs are the units that are independent enough), else
-over the per-repeat figures of one run (each repeat is one barrier-bounded window); `compare`
-says what is counted.
+Regressions (docs/regressions.md): `judge_change` over the per-run figures of both sides when
+each holds several runs of the cell (`pool_runs`), else over one run's per-repeat figures.
 """
 
 from __future__ import annotations
@@ -80,9 +77,8 @@ ALIKE_NOTE = (
 
 def with_step_repeats(cells: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """`cells` with STEP_REPEATS: per cell, each repeat's median synchronised step time over
-    every rank (';'-joined, in repeat order), the per-repeat figures of step time p50. Cells
-    are keyed by (experiment, cell_id) where both tables have `experiment`; a cell without
-    step records gets none (its step time is then not judged)."""
+    every rank (';'-joined, in repeat order); a cell without step records gets none (its step
+    time is then not judged)."""
     table = cells.copy()
     keys = ["experiment", "cell_id"]
     if "experiment" not in cells.columns or "experiment" not in steps.columns:
@@ -258,9 +254,9 @@ def load_check(cur: pd.Series, base: pd.Series) -> tuple[str | None, str | None]
     load of the two sides differs by OTHER_CORES_PER_RANK cores per rank or more, or cannot be
     compared; (None, note) when both were loaded alike (judged when each side holds several
     runs, with the note; one run a side is not judged: `_pair_row`); (None, None) when neither
-    was busy or the results predate the host-load record. Why like for like and not "never on
-    a busy machine": a CI runner that is always shared is loaded alike on both sides, and the
-    rule's false-positive rate there, over runs, is measured (docs/regressions.md)."""
+    was busy or the results have no host-load record. Like for like, not "never on a busy
+    machine": a CI runner that is always shared is loaded alike on both sides
+    (docs/regressions.md)."""
     if not (_busy(cur) or _busy(base)):
         return None, None
     now, then = finite(cur.get(OTHER_COLUMN)), finite(base.get(OTHER_COLUMN))
@@ -280,8 +276,7 @@ def load_check(cur: pd.Series, base: pd.Series) -> tuple[str | None, str | None]
 RUNS_SUFFIX = "_runs"  # per-run figures of a metric, added by `pool_runs`
 RUN_COLUMN = "runs"  # how many runs of the experiment a (pooled) row holds
 RUN_EXPERIMENTS = "run_experiments"  # a pooled row's experiments, one per run (a tuple)
-# figures a pooled row gives as the median over its runs with the bootstrap interval of that
-# median over the runs (value, low, high): not the first run's interval, nor the best run
+# a pooled row's (value, low, high) over its runs (`_over_runs`)
 OVER_RUNS = (
     ("samples_per_s", "samples_per_s_low", "samples_per_s_high"),
     ("step_p50_s", "step_p50_low_s", "step_p50_high_s"),
@@ -348,11 +343,9 @@ def _pooled_row(rows: pd.DataFrame) -> dict[str, Any]:
 
 
 def _over_runs(rows: pd.DataFrame, out: dict[str, Any]) -> None:
-    """A pooled row's shown figures over its runs (OVER_RUNS: the median and its interval
-    over the runs' figures, `median_of_runs`; MEDIAN_OVER_RUNS: the median), and its
-    reliability judged over the runs: noisy when the runs disagree by more than the threshold
-    or any run was noisy. Why: the headline of four runs is their median with the runs'
-    spread, never the best run nor the first run's own interval."""
+    """A pooled row's shown figures over its runs (OVER_RUNS: `median_of_runs`;
+    MEDIAN_OVER_RUNS: the median), and its reliability over the runs (noisy when they disagree
+    or any run was noisy): never the best run nor the first run's own interval."""
     for value, low, high in OVER_RUNS:
         if value not in rows.columns:
             continue
@@ -386,17 +379,15 @@ def _over_runs(rows: pd.DataFrame, out: dict[str, Any]) -> None:
 
 def pool_runs(cells: pd.DataFrame) -> pd.DataFrame:
     """One row per cell, with its runs pooled: cells of the same definition in different
-    experiments (the same config run several times, each its own torchrun, as a CI job that
-    wants verdicts on a shared machine does) become one row whose RUN_COLUMN counts them and
-    whose `<metric>_runs` hold one figure per run (`_pooled_row`). Other cells get runs = 1.
-    Why: on a busy host whole runs drift apart by more than their repeats do, so a test that
-    sees one run per side mistakes that drift for a change; runs as the units see it."""
+    experiments become one row whose RUN_COLUMN counts them and whose `<metric>_runs` hold one
+    figure per run (`_pooled_row`); other cells get runs = 1. Why: on a busy host whole runs
+    drift apart by more than their repeats do, so a test that sees one run per side mistakes
+    that drift for a change; runs as the units see it."""
     table = cells.reset_index(drop=True).copy()
     table[RUN_COLUMN] = 1
     if table.empty or "experiment" not in table.columns or "definition_sha256" not in table:
         return table
-    # each definition's rows found once: a filter of the whole table per row was quadratic
-    # (a second of a 500-cell report)
+    # each definition's rows found once: a filter of the whole table per row is quadratic
     groups = table.groupby("definition_sha256", sort=False).indices
     records = table.to_dict("records")
     rows: list[dict[str, Any]] = []
@@ -539,22 +530,11 @@ def pair_columns() -> list[str]:
 def compare(
     current: pd.DataFrame, baseline: pd.DataFrame, rule: RegressionRule = RULE
 ) -> Comparison:
-    """Match the cells of `current` with `baseline` and judge each matched pair by `rule`.
-
-    Per pair, every metric of METRICS gets its baseline and current value and the relative
-    change (peak memory on one basis for both sides: CUDA peak allocated, else peak RSS).
-    Throughput and step time p50 are judged by `judge_change` over their per-repeat figures
-    (`samples_per_s_repeats`; STEP_REPEATS, which `with_step_repeats` adds from the steps
-    table: without it step time is "n/a"); the other metrics are shown, never judged (no
-    per-repeat figures: see `Metric.judged_by`).
-
-    `verdict` per pair: regression when a judged metric regressed or the cell was ok in the
-    baseline and failed now (failed / oom / timeout: `status_change` 'broke'); improvement
-    when not a regression and a judged metric improved or a failed cell now runs ('fixed');
-    else no significant change, not enough repeats (no metric could be judged), or not
-    compared (not ok on both sides). `Comparison.regressions` counts regressing pairs (cells,
-    not metrics); improvements are never counted as regressions.
-    """
+    """Match the cells of `current` with `baseline` and judge each matched pair by `rule`:
+    every metric of METRICS gets its baseline, current value and change; the tested ones
+    (per-repeat figures: `Metric.judged_by`; step time needs `with_step_repeats`) a verdict,
+    and the pair one verdict (`_pair_verdict`). `Comparison.regressions` counts cells, not
+    metrics."""
     cur, base = pool_runs(current), pool_runs(baseline)
     pairs, only_cur, only_base = match_cells(cur, base)
     rows = [_pair_row(cur.loc[c], base.loc[b], how, rule) for c, b, how in pairs]

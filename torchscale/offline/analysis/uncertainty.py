@@ -1,33 +1,14 @@
 """Intervals and significance: every headline figure with its 95 % interval, and the rule that
-turns a figure inside its own noise into "not measurable". Pure functions over numbers (numpy,
-scipy.stats), no torch, no I/O. Definitions: docs/methodology.md, "Uncertainty".
+turns a figure inside its own noise into "not measurable". Pure functions over numbers, no
+torch, no I/O. The methods and why each: docs/methodology.md, "Uncertainty". In short: steps
+share machine state, so they are resampled in blocks (an i.i.d. bootstrap over autocorrelated
+steps is too narrow); repeats take Student t on the log of the figures (a rate is positive,
+its noise multiplicative), widened by the between-run drift one run cannot see; fewer than
+SMALL units get no bootstrap (it would only be their range); every resampling is seeded so a
+report re-rendered tomorrow says what it said today.
 
-Why these methods:
-- Steps are the units where a run has many of them (attribution, latency percentiles), but
-  neighbouring steps share machine state (a noisy neighbour slows several in a row), so steps
-  are resampled in blocks (moving-block bootstrap, block length n^(1/3)): an i.i.d. bootstrap
-  over autocorrelated steps gives intervals that are too narrow.
-- Repeats (barrier-bounded windows) are the units of throughput: each is one wall-time figure.
-  The interval is Student t on the log of the figures (a rate is positive and its noise
-  multiplicative), centred on the median shown, exponentiated: never below 0, wider above
-  than below. It is widened by the drift between runs (BETWEEN_RUN_SD), which one run's
-  repeats, taken back to back, cannot see: the reader of "2,886 ±214" expects a rerun of the
-  cell to land inside. Not the percentile bootstrap of the median: over 4 repeats that is
-  their range, which held the median of the other runs in 2 of 6 identical runs;
-  `benchmarks/interval_coverage.py` measures what each method covers. The t part has n - 1
-  degrees of freedom (12.7 for 2 repeats); the drift part, a measured constant, the normal
-  quantile; the two half-widths add in quadrature. A ratio of two medians with a side below
-  SMALL takes Welch's t on the log ratio. With one repeat there is no spread to speak of
-  ("spread unknown"), never a made-up one. Several runs of a cell (`median_of_runs`) take
-  the t interval over the runs with no drift term: their spread holds the drift already.
-- A statistic of steps with no t interval (a percentile of 2-3 steps) has none below SMALL:
-  "range of 3 steps, no interval", never the range called a 95 % interval.
-- Every resampling is seeded: the same measurements always give the same interval, so a
-  report re-rendered tomorrow says what it said today.
-
-scipy.stats is imported where a test or a quantile needs it, not with this module: the
-sweep's own process and every rank that imports this module for its types would otherwise
-load it at start-up (docs/methodology.md, "Fixed cost per cell").
+scipy.stats is imported where a test or a quantile needs it, not with this module: every rank
+that imports this module for its types would otherwise load it at start-up.
 """
 
 from __future__ import annotations
@@ -45,11 +26,8 @@ SMALL = 4  # fewer units than this: no bootstrap interval (a bootstrap of 2-3 is
 RESAMPLES = 2000
 SEED = 20261123  # fixed: intervals are reproducible, not random from run to run
 # The sd of log throughput between identical runs of one cell, which one run's repeats cannot
-# see: 0.041 and 0.042 over two measurements of 107 runs each on the 2-core development VM
-# (docs/regressions.md, benchmarks/regression_detection.py), rounded. A floor, not a law: the
-# same VM drifted 0.08-0.10 in other measurements, and a quiet tiny-mlp cell of 20 ms windows
-# 0.12 beyond repeats that spread 0.22 (docs/methodology.md, "Uncertainty": what
-# benchmarks/interval_coverage.py measured with it). Measure your machine with that benchmark.
+# see: a measured floor, not a law (docs/regressions.md, docs/methodology.md "Uncertainty");
+# benchmarks/interval_coverage.py measures it on your machine.
 BETWEEN_RUN_SD = 0.04
 REPEATS_METHOD = "Student t on log {name}, {n} repeats, widened by between-run drift (sd {sd:g})"
 # what a report says of the throughput's interval: one text, so every surface says the same
@@ -164,9 +142,8 @@ def log_interval(
     exponentiated: positive, wider above than below. `drift_sd`: a between-run drift that the
     figures cannot see, added in quadrature as a normal half-width (it is a measured constant,
     not estimated from these figures): half = sqrt((t x sd / sqrt(n))^2 + (z x drift_sd)^2).
-    Never narrower than the t interval alone nor than the drift alone; Welch-Satterthwaite
-    degrees of freedom were tried and dropped: a small known term raises them, which narrowed
-    the interval below the plain t one. Needs 2+ values."""
+    Never narrower than the t interval alone nor than the drift alone (Welch-Satterthwaite
+    degrees of freedom would: a small known term raises them). Needs 2+ values."""
     data = np.asarray(values, dtype=float)
     if data.size < 2 or not np.all(data > 0):
         raise ValueError("a log interval needs 2 positive values or more")
@@ -188,10 +165,9 @@ def median_of_repeats(
 ) -> Estimate:
     """The median of one run's per-repeat figures (`name`: throughput) with a 95 % interval
     that a rerun of the cell lands in: Student t on the log of the figures, widened by the
-    between-run drift its repeats cannot see (`log_interval`, drift_sd BETWEEN_RUN_SD). Not
-    the percentile bootstrap of the median: over 4 repeats that is their range, which held the
-    other runs' median in 2 of 6 identical runs. Figures not all positive: Student t
-    on the figures, n - 1 degrees of freedom, no drift term (a relative drift has no meaning
+    between-run drift its repeats cannot see (`log_interval`, drift_sd BETWEEN_RUN_SD); not
+    the percentile bootstrap of the median, which over 4 repeats is only their range. Figures
+    not all positive: Student t on the figures, no drift term (a relative drift has no meaning
     for a signed figure). One repeat: the value with "spread unknown"."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:

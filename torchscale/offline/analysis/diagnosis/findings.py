@@ -10,10 +10,8 @@ finding whose cost is not measurable above noise, or under MIN_COST_FRACTION (2 
 step, is not reported: below that, run-to-run noise of a
 profiled step is as large as the effect, and a fix would not show.
 
-`--target` picks which findings a profile reports and how they rank (`for_target`):
-sync_stalls -> straggler and load imbalance; comm -> exposed communication first, then the
-waits; compute -> host-bound and data wait; memory -> none of these; all -> every finding by
-cost.
+`--target` picks which findings a profile reports and how they rank
+(`trace.profile_record.findings_for_target`, by TARGET_CATEGORIES).
 """
 
 from __future__ import annotations
@@ -283,19 +281,6 @@ def rank_findings(inputs: FindingInputs) -> list[RankedFinding]:
         if f is not None and _costs(f.cost):
             found.append(f)
     return sorted(found, key=lambda f: f.cost_fraction, reverse=True)
-
-
-def for_target(
-    findings: list[RankedFinding], target: str
-) -> tuple[list[RankedFinding], list[RankedFinding]]:
-    """(the target's findings in its order, the others by cost). Within a target, categories
-    rank in the target's order, then by cost."""
-    order = TARGET_CATEGORIES.get(target)
-    if order is None:
-        return list(findings), []
-    kept = [f for f in findings if f.category in order]
-    kept.sort(key=lambda f: (order.index(f.category), -f.cost_fraction))
-    return kept, [f for f in findings if f.category not in order]
 
 
 def _straggler(i: FindingInputs) -> RankedFinding | None:

@@ -64,11 +64,6 @@ def time_sharing_middle(
     return (fair + busiest) / 2, (busiest - fair) / 2
 
 
-def time_sharing(ranks_per_host: float, busy_cores: float | None, cores: int | None) -> float:
-    """The middle of `time_sharing_range`: the forecast's value (both ends in its interval)."""
-    return time_sharing_middle(ranks_per_host, busy_cores, cores)[0]
-
-
 def launcher_threads(cores: int, ranks_per_host: float) -> int:
     """The launcher's default intra-op threads per rank: the cores shared out, at least one."""
     return max(1, cores // max(1, math.ceil(ranks_per_host)))

@@ -26,7 +26,6 @@ from torchscale.offline.analysis.trace.intervals import (
 PARTIAL_FRACTION = 0.5  # a step shorter than this x the median step was cut by the capture
 STEP_COLUMNS = ["step", "start", "end", "dur", "partial"]
 PHASE_COLUMNS = ["step", "phase", "dur_us", "busy_us", "has_comm", "effective_us"]
-DEVICE_KINDS = ("kernel", "memory", "collective")
 
 
 @dataclass
