@@ -9,7 +9,7 @@ hatches are named here in neutral words; each back-end maps them to its own voca
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 PALETTE = (
     "#0072B2",  # blue
@@ -35,16 +35,7 @@ NO_DATA_COLOUR = "#e3e6ea"
 Marker = Literal[
     "circle", "square", "triangle-up", "diamond", "triangle-down", "cross", "x", "star"
 ]
-MARKERS: tuple[Marker, ...] = (
-    "circle",
-    "square",
-    "triangle-up",
-    "diamond",
-    "triangle-down",
-    "cross",
-    "x",
-    "star",
-)
+MARKERS: tuple[Marker, ...] = get_args(Marker)
 Dash = Literal["solid", "dashed", "dotted"]
 # line hatches only: a dot or circle hatch is ~70 KB of SVG per pattern and slow to lay out
 Hatch = Literal["", "/", "x", "\\", "-", "|", "+"]

@@ -34,17 +34,7 @@ from torchscale.interfaces.report.model import Chart
 FONT_STACK = (
     'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif'
 )
-SYMBOLS = {
-    "circle": "circle",
-    "square": "square",
-    "triangle-up": "triangle-up",
-    "diamond": "diamond",
-    "triangle-down": "triangle-down",
-    "cross": "cross",
-    "x": "x",
-    "star": "star",
-}
-PATTERNS = {"": "", "/": "/", "x": "x", "\\": "\\", "-": "-", "|": "|", "+": "+"}
+# the palette's marker and hatch names are plotly's own symbol and pattern names
 _DASH = {"solid": "solid", "dashed": "dash", "dotted": "dot"}
 REFERENCE_GROUP = "reference"
 TITLE_WRAP = 72  # characters per title line: fits beside the mode bar on a laptop screen
@@ -173,7 +163,7 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
             marker={
                 "color": series.colour,
                 "size": 8,
-                "symbol": SYMBOLS[series.marker or "circle"],
+                "symbol": series.marker or "circle",
             },
         )
     elif p.kind == "line":
@@ -188,7 +178,7 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
         else:
             trace.update(
                 mode="lines+markers",
-                marker={"color": series.colour, "size": 7, "symbol": SYMBOLS[series.marker]},
+                marker={"color": series.colour, "size": 7, "symbol": series.marker},
             )
     else:
         marker: dict[str, Any] = {
@@ -197,7 +187,7 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
         }
         if series.hatch:
             marker["pattern"] = {
-                "shape": PATTERNS[series.hatch],
+                "shape": series.hatch,
                 "bgcolor": series.colour,  # else transparent: the bar would be white lines
                 "fgcolor": "#ffffff",
                 "fgopacity": 0.9,
