@@ -1,13 +1,10 @@
-"""A run's one diagnosis (`Diagnosis`, torchscale/offline/analysis/diagnosis/) as the report shows
-it.
+"""A run's one diagnosis (`Diagnosis`, torchscale/offline/analysis/diagnosis/) as report blocks.
 
 The sections compute nothing of their own about where a run's step goes, who straggles, or how
-long each rank waits: they show the diagnosis in the terminal's words (report/diagnosis_text.py:
-shares with one decimal, intervals as [low, high]), so every surface says the same thing with
-the same digits. Its cross-checks are kept for the appendix (`cross_check_rows`), never beside
-the verdict; where one disagrees, the verdict carries one line saying so
-(`disagreement_text`). The sentences are report/diagnosis_text.py's, written once for every
-surface; this module only lays them out as report blocks."""
+long each rank waits: they lay out report/diagnosis_text.py's sentences (written once for every
+surface, so each says the same with the same digits). Cross-checks are kept for the appendix
+(`cross_check_rows`), never beside the verdict; where one disagrees, the verdict carries one
+line saying so (`disagreement_text`)."""
 
 from __future__ import annotations
 

@@ -210,14 +210,14 @@ def _group_names(ctx: Context, rows: list[dict[str, Any]]) -> list[str]:
 def _largest_per_group(scaled: pd.DataFrame) -> list[dict[str, Any]]:
     """Each configuration's row at its largest world size (the fastest there), batch order.
     Over plain rows: a 500-cell sweep has a hundred groups."""
+
+    def key(row: dict[str, Any]) -> tuple[float, float]:
+        return finite(row["world_size"]) or 0.0, finite(row["samples_per_s"]) or 0.0
+
     best: dict[Any, dict[str, Any]] = {}
     for row in records(scaled):
-        key = (finite(row["world_size"]) or 0.0, finite(row["samples_per_s"]) or 0.0)
         held = best.get(row["group"])
-        if held is None or key > (
-            finite(held["world_size"]) or 0.0,
-            finite(held["samples_per_s"]) or 0.0,
-        ):
+        if held is None or key(row) > key(held):
             best[row["group"]] = row
     return sorted(best.values(), key=lambda r: (integer(r["batch_size"]) or 0, str(r["group"])))
 
