@@ -1,46 +1,16 @@
 """Read one rank's torch.profiler (Kineto) trace, `.json` or `.json.gz`, into a `RankTrace`.
 
-Traces reach hundreds of MB per rank, so the parser was chosen by measurement
-(`benchmarks/trace_parse.py`); see MEASURED below. The winner streams: the file is
-decompressed block by block, the `traceEvents` array is cut into pieces of about 8 MB at event
-boundaries, and each piece is decoded by msgspec into small typed structs holding only the
-fields the table needs (`args` likewise: the correlation id and the collective metadata; every
-other key is skipped in C). Each piece becomes numpy columns at once, so only one piece of
-events is alive at a time and peak memory stays a fraction of the file. Events are classified
+Traces reach hundreds of MB per rank, so the parser streams (chosen by measurement:
+`benchmarks/trace_parse.py` compares json, orjson, msgspec and ijson; only this design meets
+>= 100 MB/s per core with peak memory <= 1.5x the file). The file is decompressed block by
+block, the `traceEvents` array is cut into pieces of about 8 MB at event boundaries, and each
+piece is decoded by msgspec into small typed structs holding only the fields the table needs
+(every other key is skipped in C), then becomes numpy columns at once. Events are classified
 once per distinct (name, category) pair, not once per event.
 
 A cut is only a guess (`}` then `,` then `{`, whitespace between); a wrong one (inside a
 string, or inside an event) always leaves the piece malformed, msgspec rejects it, and an
 earlier cut is tried, so the result never depends on how the file was formatted.
-
-MEASURED with `python benchmarks/trace_parse.py --repeat 3 FILE` (2-core shared VM, Python
-3.11, msgspec 0.22, orjson 3.13, ijson 3.6 yajl2_c). MB/s = uncompressed JSON bytes per CPU
-second, best of 3; peak = growth of the process's max RSS while parsing; "x json" = ratio to
-the stdlib baseline in the same run. Every candidate parses and extracts the needed fields;
-only torchscale also classifies and builds the DataFrame.
-
-    mtia_rank_0.json.gz (86.9 MB uncompressed, 3.0 MB gzip, 138k complete events)
-    parser             MB/s  x json   peak MB  peak/file
-    json (stdlib)        27    1.00       583       6.70
-    orjson               43    1.59       782       9.00
-    msgspec-struct      152    5.59       260       2.99   whole document, args Raw, lazy
-    msgspec-raw-list    126    4.63       181       2.08   list[Raw], then one by one
-    ijson (yajl2_c)      38    1.41        43       0.49   streaming dicts
-    torchscale          179    6.57        55       0.64   msgspec on streamed pieces
-
-    synthetic rank0.trace.json (330.3 MB, 759k complete events), written by
-    `python benchmarks/make_trace.py DIR --ranks 1 --steps 300 --events-per-step 2500`
-    json (stdlib)        36    1.00      1725       5.22
-    orjson               50    1.41      2338       7.08
-    msgspec-struct      169    4.71       861       2.61
-    msgspec-raw-list    159    4.44       690       2.09
-    ijson (yajl2_c)      45    1.26       286       0.86
-    torchscale          192    5.36       129       0.39
-    torchscale, .gz     131       -       129       0.39   (24.4 MB gzip -1; msgspec-struct 105)
-
-Only the streamed msgspec pieces meet both targets (>= 100 MB/s per core, peak <= 1.5x the
-file): whole-document parsers hold the document and its objects (2-9x), and ijson, the only
-other bounded one, builds a dict per event (about 40 MB/s).
 """
 
 from __future__ import annotations
@@ -117,6 +87,9 @@ class _Header(msgspec.Struct):
     deviceProperties: Any = None
     baseTimeNanoseconds: Any = None
     schemaVersion: Any = None
+
+
+_HEADER_KEYS = tuple(_Header.__struct_fields__)
 
 
 class _Tail(_Header):
@@ -396,7 +369,7 @@ def _decode_tail(path: Path, buf: bytearray, filled: int, offset: int) -> _Tail:
         raise _json_error(path, exc, offset) from None
     events = obj.get("traceEvents") if isinstance(obj, dict) else None
     tail = _Tail(traceEvents=[_event_from(e) for e in events or []])
-    for key in ("distributedInfo", "deviceProperties", "baseTimeNanoseconds", "schemaVersion"):
+    for key in _HEADER_KEYS:
         if isinstance(obj, dict) and key in obj:
             setattr(tail, key, obj[key])
     return tail
@@ -432,16 +405,8 @@ def _event_from(obj: Any) -> _Event:
 
 def _merge(header: _Header, tail: _Tail) -> _Header:
     """Keys from before `traceEvents`, completed by those written after it."""
-    merged = _Header(
-        distributedInfo=header.distributedInfo,
-        deviceProperties=header.deviceProperties,
-        baseTimeNanoseconds=header.baseTimeNanoseconds,
-        schemaVersion=header.schemaVersion,
-    )
-    for key in ("distributedInfo", "deviceProperties", "baseTimeNanoseconds", "schemaVersion"):
-        if getattr(merged, key) is None:
-            setattr(merged, key, getattr(tail, key))
-    return merged
+    pick = [header if getattr(header, k) is not None else tail for k in _HEADER_KEYS]
+    return _Header(*(getattr(src, k) for src, k in zip(pick, _HEADER_KEYS, strict=True)))
 
 
 def _no_events_error(path: Path, buf: bytes) -> TraceError:

@@ -61,13 +61,11 @@ from torchscale.offline.traces.rank_trace import COLL_OPS, KINDS, RankSource, Ra
 SUPPORTED_SCHEMA_MAJORS = (3,)
 META_TABLES = ("EXPORT_META_DATA", "META_DATA_EXPORT")  # the second name: newer nsys releases
 
-NVTX_MARK = 34
-NVTX_PUSH_POP = 59
-NVTX_START_END = 60
+NVTX_MARK = 34  # push/pop ranges are 59, start/end 60 (written as literals in the SQL)
 
 # globalTid / globalPid: (host id << 48) | (pid << 24) | tid, per nsys's serialized GlobalId.
 # `globalTid >> 24` keys a process (host and pid), `& 0xFFFFFF` of that is the OS pid. The SQL
-# below writes these numbers (24, 16777215) and the NVTX event types out as literals.
+# below writes these numbers (24, 16777215) out as literals.
 ID_BITS = 24
 ID_MASK = 0xFFFFFF
 
@@ -149,10 +147,6 @@ OSRT_WAITS = frozenset(
 )
 OSRT_PREFIX = "osrt:"
 
-# NVTX ranges are classified as host annotations, like Kineto's record_function ranges, so both
-# readers agree (torchscale.offline.traces.classify): ProfilerStep#N -> step, torchscale:<phase> and
-# the ranges PyTorch writes (Optimizer.step#...) -> phase, anything else (torchscale:injected_delay,
-# aten:: ops of emit_nvtx, user ranges) -> cpu_op.
 NVTX_CAT = "nvtx"
 KERNEL_CAT = "kernel"
 MEMORY_CATS = {True: "gpu_memcpy", False: "gpu_memset"}

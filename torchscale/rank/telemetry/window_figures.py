@@ -56,10 +56,6 @@ from torchscale.contracts.schema.cell_telemetry import (
     RankTelemetry,
     Telemetry,
 )
-
-# the busy-machine rule (docs/telemetry.md): other processes used at least this many cores per
-# rank of the cell on a host (per core, when its ranks outnumber the host's cores), and that host
-# had fewer idle cores than the cell has ranks there
 from torchscale.rank.telemetry.samples import (
     GPU_PROCESSES,
     SM_CLOCK_MAX,
@@ -404,12 +400,9 @@ def summarise_rank(
 
 def _reason(ranks: Sequence[RankTelemetry], key: str) -> str:
     """Why a total is null: the ranks' reason, once when they share it."""
-    reasons = {r.rank: r.unavailable.get(key, "not measured") for r in ranks}
-    if not reasons:
+    if not ranks:
         return "no rank was sampled"
-    if len(set(reasons.values())) == 1:
-        return next(iter(reasons.values()))
-    return "; ".join(f"rank {rank}: {why}" for rank, why in reasons.items())
+    return _joined({r.rank: r.unavailable.get(key, "not measured") for r in ranks}, len(ranks))
 
 
 def _every(ranks: Sequence[RankTelemetry], values: list[float | None]) -> list[float] | None:
