@@ -43,9 +43,11 @@ def _join(note: str | None, extra: str) -> str:
     return f"{note}; {extra}" if note else extra
 
 
-def _titled(chart: Chart, kept: str) -> str:
-    """The chart's title with what it kept: a capped chart says so where it is read first."""
-    return f"{chart.title} · {kept}"
+def _capped(chart: Chart, series: list[Series], kept: str, note: str, **more: object) -> Chart:
+    """The chart cut to `series`: its title says what it kept (where it is read first), its
+    note where the rest is."""
+    update = {"series": series, "title": f"{chart.title} · {kept}", "note": _join(chart.note, note)}
+    return chart.model_copy(update={**update, **more})
 
 
 def pick(series: list[Series], room: int) -> tuple[list[Series], str]:
@@ -86,14 +88,8 @@ def _cap_lines(chart: Chart) -> Chart:
         or (s.style != "solid" and s.reference_for is None)
         or (s.reference_for is not None and s.reference_for in names)
     ]
-    note = f"all {len(measured)} series are in the table above"
-    return chart.model_copy(
-        update={
-            "series": series,
-            "title": _titled(chart, f"{room} of {len(measured)} series: {reason}"),
-            "note": _join(chart.note, note),
-        }
-    )
+    kept = f"{room} of {len(measured)} series: {reason}"
+    return _capped(chart, series, kept, f"all {len(measured)} series are in the table above")
 
 
 def _keep_categories(series: Series, kept: set[float | int | str]) -> Series:
@@ -140,14 +136,9 @@ def _cap_categories(chart: Chart) -> Chart:
         return chart
     kept, said = by_model(every, chart.category_models, limit)
     trimmed = [s for s in (_keep_categories(s, kept) for s in chart.series) if s.x]
-    note = f"all {len(every)} are in the tables"
-    return chart.model_copy(
-        update={
-            "series": trimmed,
-            "title": _titled(chart, said),
-            "note": _join(chart.note, note),
-            "category_models": {k: v for k, v in chart.category_models.items() if k in kept},
-        }
+    models = {k: v for k, v in chart.category_models.items() if k in kept}
+    return _capped(
+        chart, trimmed, said, f"all {len(every)} are in the tables", category_models=models
     )
 
 
@@ -158,14 +149,8 @@ def _cap_bar_series(chart: Chart) -> Chart:
     picked, reason = pick(chart.series, MAX_SERIES)
     keep = {id(s) for s in picked}
     series = [s for s in chart.series if id(s) in keep]
-    note = f"all {len(chart.series)} series are in the tables"
-    return chart.model_copy(
-        update={
-            "series": series,
-            "title": _titled(chart, f"{MAX_SERIES} of {len(chart.series)} series: {reason}"),
-            "note": _join(chart.note, note),
-        }
-    )
+    kept = f"{MAX_SERIES} of {len(chart.series)} series: {reason}"
+    return _capped(chart, series, kept, f"all {len(chart.series)} series are in the tables")
 
 
 def _cap_stack(chart: Chart) -> Chart:
@@ -186,13 +171,7 @@ def _cap_stack(chart: Chart) -> Chart:
         f"{OTHERS}: the sum of the {len(rest)} smallest parts ({', '.join(s.name for s in rest)})"
     )
     kept_text = f"the {len(kept)} largest of {len(chart.series)} parts, the rest as '{OTHERS}'"
-    return chart.model_copy(
-        update={
-            "series": [*kept, others],
-            "title": _titled(chart, kept_text),
-            "note": _join(chart.note, note),
-        }
-    )
+    return _capped(chart, [*kept, others], kept_text, note)
 
 
 def _cap_boxes(chart: Chart) -> Chart:
@@ -200,13 +179,7 @@ def _cap_boxes(chart: Chart) -> Chart:
         return chart
     note = f"the percentiles of all {len(chart.series)} groups are in the tables"
     kept = f"first {MAX_BOX_SERIES} of {len(chart.series)} groups shown, in the table's order"
-    return chart.model_copy(
-        update={
-            "series": chart.series[:MAX_BOX_SERIES],
-            "title": _titled(chart, kept),
-            "note": _join(chart.note, note),
-        }
-    )
+    return _capped(chart, chart.series[:MAX_BOX_SERIES], kept, note)
 
 
 def cap_chart(chart: Chart) -> Chart:
