@@ -1,28 +1,11 @@
 """The one diagnosis of a run, computed once from all the evidence it has.
 
-A run may carry two step models: the phase timers of its measured windows (every rank, every
-measured step, no profiler; `timers.cell_attribution`) and, when it was profiled, the
-traces (`traces.build_step_model`). Each answers the same questions, so without a
-rule a reader would get two answers. The rule (docs/methodology.md, "One diagnosis"):
-
-- **One source decides.** The traces when the run has a trace step model (they cut the step
-  instant by instant, so they see what overlaps and what waits at each collective); else the
-  phase timers. Every figure of the diagnosis (the step split, the per-rank waits, the
-  straggler verdict, the what-if, the findings) comes from that source, so the figures agree
-  with each other by construction.
-- **The straggler** is the deciding source's verdict, both sources judged by one function
-  (`verdict.judge`): the own-work gap test (paired per step, p < 0.01 and at least 5 % of the
-  step), then the kind rules. Other evidence withdraws the name only when it significantly
-  names another rank: arrival order that picks a different rank (binomial test), the others
-  waiting significantly less than the candidate, or the no_sync windows showing it
-  significantly faster. Evidence that merely fails to confirm withdraws nothing.
-- **The what-if** is per step the least wait for peers of any other rank (the wait a rank on
-  time removes) capped by the candidate's extra own work at that step: bounded by both.
-- **Findings** are ranked from the same figures (`findings.rank_findings`); "ranks
-  take turns" only when no rank's gap is significant and the waits are spread over the ranks.
-- **Cross-checks** (the other source's model and verdict, arrival order, others' wait, no_sync
-  windows) are kept with the diagnosis and shown on request; when one disagrees the default
-  output says so in one line (`disagreement`).
+A run may carry two step models: the phase timers of its measured windows
+(`timers.cell_attribution`) and, when it was profiled, the traces
+(`traces.build_step_model`). Each answers the same questions, so one source decides every
+figure (the traces when the run has a trace step model, else the phase timers) and the
+figures agree by construction; the other source's model and verdict are cross-checks. The
+rule, figure by figure and why: docs/methodology.md, "One diagnosis".
 
 Pure: tables and estimates in, a `Diagnosis` out.
 """
@@ -52,7 +35,6 @@ from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.offline.analysis.diagnosis.findings import (
     FindingInputs,
     compute_spread,
-    finding_inputs,
     rank_findings,
 )
 from torchscale.offline.analysis.diagnosis.inflation import (
@@ -119,9 +101,7 @@ class RunEvidence:
 def busy_caveat(telemetry: Telemetry | None) -> str | None:
     """The busy-machine caveat when other processes took cores during the windows, or when the
     run's own ranks outnumber a host's cores: a rank starved of CPU (by other processes or by
-    the scheduler sharing cores among ranks) is slow exactly like a slow workload (seen: 1.75
-    ms on a 9 ms step, load 9.6 on 2 cores, balanced ranks; a balanced 4-rank tiny-gpt2 on 2
-    cores named rank 0, +10.8 ms on a 44.6 ms step)."""
+    the scheduler sharing cores among ranks) is slow exactly like a slow workload."""
     if telemetry is None:
         return None
     hosts = telemetry.hosts or []
@@ -363,17 +343,3 @@ def with_caveat(diagnosis: Diagnosis, caveat: str | None) -> Diagnosis:
     return diagnosis.model_copy(
         update={"straggler": verdict, "findings": findings, "caveat": caveat}
     )
-
-
-__all__ = [
-    "RunEvidence",
-    "TimerEvidence",
-    "TraceEvidence",
-    "bounded_whatif",
-    "busy_caveat",
-    "diagnose",
-    "finding_inputs",
-    "marked_injected",
-    "rank_waits",
-    "with_caveat",
-]

@@ -372,17 +372,3 @@ def disagreement(checks: Sequence[CrossCheck]) -> str | None:
     """The one line the default output says when a cross-check disagrees, or None."""
     differ = [c.name for c in checks if c.agrees is False]
     return f"cross-checks disagree: {', '.join(differ)} (-v shows them)" if differ else None
-
-
-__all__ = [
-    "INFLATION_CHECK",
-    "OVERHEAD_NOTE",
-    "TracedInflation",
-    "disagreement",
-    "inflation_of",
-    "overhead_line",
-    "phase_timer_checks",
-    "traced_inflation",
-    "uncleared_inflation",
-    "with_inflation",
-]

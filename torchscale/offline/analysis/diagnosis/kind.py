@@ -180,15 +180,3 @@ def _ms(seconds: float | None, *, sign: bool = True) -> str:
     if seconds is None:
         return "?"
     return f"{seconds * 1e3:+.3g} ms" if sign else f"{seconds * 1e3:.3g} ms"
-
-
-__all__ = [
-    "KIND_WORDS",
-    "KindEvidence",
-    "late_summary",
-    "named_as",
-    "named_summary",
-    "not_named_reason",
-    "straggler_kind",
-    "unnamed_summary",
-]

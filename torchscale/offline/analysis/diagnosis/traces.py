@@ -326,13 +326,3 @@ def _unknown(why: str) -> Estimate:
         measurable=False,
         reason=UNKNOWN_WAIT.format(why=why),
     )
-
-
-__all__ = [
-    "PART_COLUMNS",
-    "StepModel",
-    "build_step_model",
-    "common_steps",
-    "own_work",
-    "trace_parts",
-]

@@ -1,25 +1,10 @@
 """The straggler verdict: one judge over the evidence every source gives in one form.
 
-The phase timers (timers.py) and the traces (traces.py) each fill a `StragglerEvidence`: per
-rank and step, the own work the test compares and its phases, the wait for peers where it is
-split from the transfer, the wait for a CPU, and what only one source sees (the DDP hook's
-held launches: the timers; arrival order at matched collectives: the traces; the no_sync
-windows: the timers). `judge` reads it in one order (docs/methodology.md, "One diagnosis"):
-
-1. **the test**: the rank with the most own work per step against the median of the others'
-   at the same step (paired test, p < ALPHA, at least MIN_EFFECT_SHARE of the step); named
-   unless the no_sync windows show it faster; its kind compute or input from its phases;
-2. **host**: the time the host held it off the CPU may make its kind host, or name a rank held
-   inside a collective (host.py);
-3. **held launches**: a rank whose DDP comm hook holds its launches may be named
-   communication (held_launches.py);
-4. **cross-checks**: the others' wait for the candidate and arrival order; one that
-   significantly names another rank withdraws the name (`judged_by`); one that merely fails
-   to confirm withdraws nothing;
-5. **late collectives**: with no rank named, a rank whose collectives start late while its
-   work is on par is named communication (late_collectives.py), the checks made again for it.
-
-Each kind rule names through `kind.named_as`. Pure: evidence in, a verdict and its checks out.
+The phase timers (timers.py) and the traces (traces.py) each fill a `StragglerEvidence`;
+`judge` reads it in one order (docs/methodology.md, "One judge"): the own-work test, then
+host (host.py), held launches (held_launches.py), the cross-checks that may withdraw the name
+(`judged_by`), and with no rank named the late collectives (late_collectives.py). Each kind
+rule names through `kind.named_as`. Pure: evidence in, a verdict and its checks out.
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ from torchscale.offline.analysis.prediction.figures import Figure
 from torchscale.offline.analysis.prediction.inputs import MeasuredCell
 from torchscale.offline.analysis.prediction.order_statistics import expected_max_normal
 
-__all__ = ["StragglerForecast", "expected_max_normal", "forecast_stragglers"]
-
 
 def _chi2_bounds(steps: int) -> tuple[float, float]:
     """95 % bounds on sigma / s for a sample std s over `steps` steps (chi-square)."""
