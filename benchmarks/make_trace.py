@@ -1,4 +1,4 @@
-"""Write a synthetic multi-rank Kineto trace directory (see torchscale/offline/traces/synthetic.py).
+"""Write a synthetic multi-rank Kineto trace directory (see synthetic_traces.py).
 
     python benchmarks/make_trace.py OUT_DIR --ranks 4 --steps 20 --straggler 1 --delay-us 50000 \\
         --phase backward --skew-us 500 [--events-per-step 240] [--cpu] [--gzip] [--seed 0]
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from torchscale.offline.traces.synthetic import PHASE_US, write_synthetic_traces
+from synthetic_traces import PHASE_US, write_synthetic_traces
 
 
 def main() -> None:

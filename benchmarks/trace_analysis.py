@@ -209,7 +209,7 @@ def main() -> None:
         for folder in sorted(p for p in SHARED.iterdir() if p.is_dir()):
             measure(f"shared/{folder.name}", folder, hta_python)
     if args.large_mb > 0:
-        from torchscale.offline.traces.synthetic import write_synthetic_traces
+        from synthetic_traces import write_synthetic_traces
 
         # ~1.1 MB of JSON per rank and step at 2500 events per step
         steps = max(2, int(args.large_mb / args.ranks / 1.1))

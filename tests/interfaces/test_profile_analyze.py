@@ -148,7 +148,7 @@ def test_cli_on_the_shared_traces_prints_and_writes_only_where_asked(tmp_path: P
 
 
 def _synthetic(tmp_path: Path, ranks: int, **kwargs: object) -> Path:
-    from torchscale.offline.traces.synthetic import write_synthetic_traces
+    from benchmarks.synthetic_traces import write_synthetic_traces
 
     out = tmp_path / f"synthetic{ranks}"
     write_synthetic_traces(out, ranks=ranks, **kwargs)  # type: ignore[arg-type]

@@ -23,7 +23,7 @@ from torchscale.offline.traces.classify import classify, normalise_coll_op, phas
 from torchscale.offline.traces.discover import find_traces, read_rank_traces
 from torchscale.offline.traces.kineto import rank_from_file_name, read_header, read_kineto
 from torchscale.offline.traces.rank_trace import COLL_OPS, EVENT_COLUMNS, KINDS, RankTrace
-from torchscale.offline.traces.synthetic import write_synthetic_traces
+from benchmarks.synthetic_traces import write_synthetic_traces
 
 SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 

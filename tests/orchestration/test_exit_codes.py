@@ -222,7 +222,7 @@ TINY_CONFIG: dict[str, Any] = {
 
 
 def _synthetic_traces(tmp: Path) -> Path:
-    from torchscale.offline.traces.synthetic import write_synthetic_traces
+    from benchmarks.synthetic_traces import write_synthetic_traces
 
     write_synthetic_traces(tmp / "traces", ranks=2, steps=3)
     return tmp / "traces"

@@ -1,21 +1,8 @@
 """Samples -> the result's telemetry figures. Pure functions: no threads, no NVML, no torch.
 
-Which samples (docs/telemetry.md): utilisation, power, SM clock and clocks-event reasons count
-only the samples taken between a window's opening and closing edges; the sampler's first and
-last samples sit outside them, in the window's edge work. Utilisation and NVML power are ~1 s
-averages: under 1 s of windows in all they are not measurable (contracts/gpu_clocks.py). The
-clock verdict is judged by contracts/gpu_clocks.judge_clocks.
-
-Energy: by the GPU's total-energy counter when it answered at both edges of every window,
-`E = sum over windows (E_stop - E_start) / 1000` joules, kept when its steps' error is small
-enough (`counter_not_measurable`); else by the trapezoid rule over the power samples,
-`E = sum over windows sum_i (t_i+1 - t_i) (P_i + P_i+1) / 2`, over at least 1 s of windows.
-Power is the counter's joules over its seconds when the counter measured them, else the mean of
-the in-window power samples.
-
-What else ran on each host (docs/telemetry.md): from the readings at every window's two edges,
-`other cores = (host busy CPU s - the cell's ranks' own CPU s) / window s`, with the 1-minute
-load average and the compute processes on the cell's GPUs that are not its ranks.
+docs/telemetry.md defines every figure: which samples count (only those between a window's
+edges; NVML's ~1 s averages need >= 1 s of windows), energy (the total-energy counter, else the
+trapezoid rule over power samples), power, and what else ran on each host.
 """
 
 from __future__ import annotations
