@@ -75,17 +75,11 @@ def fleet_outliers(
     min_relative: float = MIN_RELATIVE_GAP,
 ) -> pd.DataFrame:
     """Judge every row of `table` (columns node, gpu, check, value, higher_is_better; gpu is
-    null for a node-level figure) against the fleet median of its check.
-
-    Per check, over the rows that have a value: median m, robust sd s = MAD x 1.4826. A row is
-    an outlier when it is worse than m (below it if higher is better, above it otherwise) by
-    more than max(k x s, min_relative x |m|): the robust z says "unusual for this fleet", the
-    relative floor says "large enough to matter" (a uniform fleet's MAD can be ~0). Better than
-    the median is never an outlier: this looks for nodes that slow a job down. A check measured
-    on fewer than 3 distinct nodes gets no verdict. Returns one row per input row with the
-    columns of FLEET_COLUMNS, in the input's order with index 0..n-1 (relative_gap and
-    robust_z signed: value minus median).
-    """
+    null for a node-level figure) against the fleet median of its check: an outlier when worse
+    than the median by more than max(k robust sds, min_relative x |median|); the rule and why
+    each term: docs/validate.md, "Fleet view". Returns one row per input row with the columns
+    of FLEET_COLUMNS, in the input's order with index 0..n-1 (relative_gap and robust_z
+    signed: value minus median)."""
     missing = [c for c in _INPUT_COLUMNS if c not in table.columns]
     if missing:
         raise UsageError(f"fleet table lacks the column(s) {', '.join(missing)}")
@@ -309,25 +303,12 @@ def find_slow_link(
     threshold: float = SLOW_LINK_THRESHOLD,
 ) -> SlowLinkResult:
     """Find one slow inter-node link, or one slow node (every link through it slow), by
-    measuring the bus bandwidth of groups of nodes instead of every pair.
-
-    `measure(group)` runs one collective (all_reduce) over the nodes of `group` and returns its
-    busbw. A group is slow when its busbw is below the expected one by more than `threshold`;
-    the expected busbw is `reference_busbw` when given (e.g. the SKU's figure), else the better
-    of the two first halves (busbw is normalised so that a healthy group's does not depend on
-    its size). A group is slow only if it holds both ends of the slow link, or the slow node.
-
-    The search: measure the two halves (each >= 2 nodes). A slow half is searched the same way.
-    If neither half is slow but the whole is, the link crosses the halves: each end is then
-    found by binary search, running (half of one side) + (the other side). A slow group of 3
-    has its 3 pairs measured; a slow pair of 2 has each end run with a third node, which tells
-    a slow NIC from a slow link. One fault at a time is assumed.
-
-    Measurements for N nodes: at most 2 x ceil(log2 N) + 1 (`max_slow_link_measurements`),
-    with or without a reference. A fleet with no slow link costs 1 run with a reference (the
-    whole allocation, run first) and 3 without (both halves and the whole). 2 nodes need a
-    reference: there is no other group to compare with.
-    """
+    measuring the bus bandwidth of groups of nodes instead of every pair (the search and its
+    cost: docs/validate.md, "Slow link"). `measure(group)` runs one collective (all_reduce)
+    over the nodes of `group` and returns its busbw; a group is slow when its busbw is below
+    the expected one by more than `threshold`: `reference_busbw` when given (e.g. the SKU's
+    figure), else the better of the two first halves (busbw is normalised so that a healthy
+    group's does not depend on its size). One fault at a time is assumed."""
     nodes = list(nodes)
     if len(nodes) < 2:
         raise UsageError(f"a slow-link search needs at least 2 nodes, got {len(nodes)}")

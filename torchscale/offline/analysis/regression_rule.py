@@ -204,12 +204,11 @@ def detectable_regression(
     around the plug-in spread, too narrow in small samples); a change is flagged when the
     interval clears the minimum effect, which happens with probability `power` once the true
     log ratio lies (t_level + t_power) standard errors beyond log(1 -/+ min_effect), t the
-    Student quantiles with units - 2 degrees of freedom. Checked by simulation (log-normal
-    runs, 4-12 a side, spread 4-8 %): a drop of the stated size was found 90-100 % of the
-    time (normal quantiles throughout: 81-98 %). Why at all: a "no significant change" over
-    runs that spread 8 % cannot see a 15 % slowdown, and the reader must know that rather than
-    read it as a pass (docs/regressions.md). None when the interval is not positive or there
-    are too few units."""
+    Student quantiles with units - 2 degrees of freedom (normal quantiles understate it in
+    small samples). Why at all: a "no significant change" over runs that spread 8 % cannot
+    see a 15 % slowdown, and the reader must know that rather than read it as a pass
+    (docs/regressions.md). None when the interval is not positive or there are too few
+    units."""
     if not 0 < low <= high or units < 3:
         return None
     z = float(scipy_stats.norm.ppf(0.5 + LEVEL / 2))
@@ -231,13 +230,10 @@ def welch_log_p(baseline: Sequence[float], current: Sequence[float]) -> float:
     every figure is the same; with no spread on either side, 0 when the sides differ.
 
     Why not a rank test: with 4 units a side, the exact Mann-Whitney U test reaches p < 0.05
-    only when every figure of one side lies beyond every figure of the other (2 / 70 =
-    0.029); a single run on the wrong side of one other run gives 4 / 70 = 0.057 however
-    large the change, so a 41 % drop with one slow baseline run would read "no significant
-    change". Welch's test weighs how far apart the sides are against their spread, so its
-    smallest p is not capped by the arrangement of a few figures; the minimum effect and the
-    interval condition keep its false alarms down (docs/regressions.md: simulated
-    false-positive and detection rates of both tests)."""
+    only when every figure of one side lies beyond every figure of the other, however large
+    the change; Welch's test weighs how far apart the sides are against their spread. The
+    minimum effect and the interval condition keep its false alarms down (docs/regressions.md
+    compares both tests)."""
     logs_b = np.log(np.asarray(baseline, dtype=float))
     logs_c = np.log(np.asarray(current, dtype=float))
     if len(set(logs_b.tolist()) | set(logs_c.tolist())) == 1:
@@ -258,22 +254,12 @@ def judge_change(
     rule: RegressionRule = RULE,
     unit: str = "repeats",
 ) -> Verdict:
-    """Whether the per-repeat figures `current` regressed from `baseline`, by `rule`.
-
-    change = median(current) / median(baseline) - 1, with the 95 % interval of that ratio
-    (`uncertainty.ratio_of_medians`: the percentile bootstrap, each side resampled on its
-    own; Welch's t on the log ratio when a side holds fewer than 4 figures).
-
-    Outcome: `not enough repeats` when a side has fewer than 2 repeats or the smallest p-value
-    a distribution-free test can attain with these sizes is not below alpha (3 vs 3: 0.1;
-    `min_p_value`); otherwise `regression` / `improvement` when the test (`welch_log_p`:
-    Welch's t-test on the log figures) gives p < alpha AND |change| >= min_effect AND
-    the interval lies entirely beyond -/+ min_effect (worse: lower throughput, higher step
-    time); else `no significant change`. `n/a` when a side has no figures or the baseline's
-    median is not positive. Why: repeats run back to back on one machine state, and two runs
-    apart drift by a few percent; the test alone would flag that drift once it has enough
-    repeats, the minimum effect does not, and the interval keeps a lucky split from passing.
-    """
+    """Whether the per-repeat figures `current` regressed from `baseline`, by `rule` (see
+    `RegressionRule`): change = median(current) / median(baseline) - 1 with the interval of
+    `uncertainty.ratio_of_medians`. Why all three conditions: repeats run back to back on one
+    machine state, and two runs apart drift by a few percent; the test alone would flag that
+    drift once it has enough repeats, the minimum effect does not, and the interval keeps a
+    lucky split from passing."""
     base = [v for v in (finite(x) for x in baseline) if v is not None]
     now = [v for v in (finite(x) for x in current) if v is not None]
     nb, nc = len(base), len(now)
