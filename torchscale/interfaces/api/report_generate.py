@@ -27,7 +27,7 @@ from torchscale.contracts.errors import (
 )
 from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.interfaces.report.model import Report
-from torchscale.interfaces.report.progress import OnStep, Step
+from torchscale.interfaces.report.progress import OnStep, Step, ignore
 from torchscale.interfaces.report.short import Scope
 from torchscale.offline.results.store import check_output_dir
 
@@ -175,10 +175,6 @@ def _read_input(path: Path) -> Sources:
         raise ResultsInputError(str(exc)) from None
 
 
-def _ignore(step: Step) -> None:
-    return None
-
-
 def scope(request: ReportRequest) -> Scope:
     """What the request's format builds: with --full every section; without, the decision
     and what carries it (`report.short`): the Markdown's summary, the PDF's and JSON's short
@@ -190,7 +186,7 @@ def scope(request: ReportRequest) -> Scope:
     return "summary" if request.fmt == "md" else "short"
 
 
-def render(request: ReportRequest, report: Report, on_step: OnStep = _ignore) -> bytes:
+def render(request: ReportRequest, report: Report, on_step: OnStep = ignore) -> bytes:
     """The report in the request's format: the terminal's at its width, summary or full; the
     HTML's charts as SVG or interactive; the PDF saying how far it got."""
     if request.fmt == "term":
@@ -216,7 +212,7 @@ def generate(request: ReportRequest, on_step: OnStep | None = None) -> ReportOut
     """Build and render one report; write it unless it is terminal output without --output.
     `on_step` hears where the long work stands (building, then a PDF's charts and pages)."""
     check_request(request)
-    on_step = on_step or _ignore
+    on_step = on_step or ignore
     started = time.perf_counter()
     on_step(Step("build", 0, 1))
     sources = _read_input(request.source)

@@ -109,22 +109,28 @@ HtmlLinkOption = Annotated[
 ]
 
 
-def _run(
-    source: Path,
-    fmt: str,
-    output: Path | None,
-    baseline: Path | None,
-    fail_on_regression: bool,
-    cost_per_gpu_hour: list[str] | None,
-    title: str | None,
-    html_link: str | None = None,
-    full: bool = False,
-    interactive: bool = False,
+def _report(
+    ctx: typer.Context,
+    source: SourceOption = Path("./results"),
+    fmt: FormatOption = "html",
+    output: OutputOption = None,
+    baseline: BaselineOption = None,
+    fail_on_regression: FailOption = False,
+    cost_per_gpu_hour: CostOption = None,
+    title: TitleOption = None,
+    html_link: HtmlLinkOption = None,
+    full: FullOption = False,
+    interactive: InteractiveOption = False,
+    verbose: VerbosityFlag = None,
 ) -> None:
+    """Turn results into a report a stakeholder reads and an engineer acts on."""
     from torchscale.interfaces.api import build_report
     from torchscale.interfaces.api.report_generate import parse_prices
     from torchscale.interfaces.console.report_recap import summary_lines
 
+    if ctx.invoked_subcommand is not None:  # `report generate`: that call does it
+        return
+    Verbosity.override(verbose)
     everyone, per_experiment = parse_prices(cost_per_gpu_hour or [])
     progress = _Progress(lines=fmt in ("pdf", "html"))
     try:
@@ -254,66 +260,8 @@ def _gate(run: ReportRun) -> None:
         )
 
 
-@app.callback(invoke_without_command=True)
-@handle_errors
-def report(
-    ctx: typer.Context,
-    source: SourceOption = Path("./results"),
-    fmt: FormatOption = "html",
-    output: OutputOption = None,
-    baseline: BaselineOption = None,
-    fail_on_regression: FailOption = False,
-    cost_per_gpu_hour: CostOption = None,
-    title: TitleOption = None,
-    html_link: HtmlLinkOption = None,
-    full: FullOption = False,
-    interactive: InteractiveOption = False,
-    verbose: VerbosityFlag = None,
-) -> None:
-    """Turn results into a report a stakeholder reads and an engineer acts on."""
-    if ctx.invoked_subcommand is not None:
-        return
-    Verbosity.override(verbose)
-    _run(
-        source,
-        fmt,
-        output,
-        baseline,
-        fail_on_regression,
-        cost_per_gpu_hour,
-        title,
-        html_link,
-        full,
-        interactive,
-    )
-
-
-@app.command("generate")
-@handle_errors
-def generate_command(
-    source: SourceOption = Path("./results"),
-    fmt: FormatOption = "html",
-    output: OutputOption = None,
-    baseline: BaselineOption = None,
-    fail_on_regression: FailOption = False,
-    cost_per_gpu_hour: CostOption = None,
-    title: TitleOption = None,
-    html_link: HtmlLinkOption = None,
-    full: FullOption = False,
-    interactive: InteractiveOption = False,
-    verbose: VerbosityFlag = None,
-) -> None:
-    """The same as `torchscale report` (the spelling of the published docs)."""
-    Verbosity.override(verbose)
-    _run(
-        source,
-        fmt,
-        output,
-        baseline,
-        fail_on_regression,
-        cost_per_gpu_hour,
-        title,
-        html_link,
-        full,
-        interactive,
-    )
+# one command under two names: `torchscale report` and `torchscale report generate`
+report = app.callback(invoke_without_command=True)(handle_errors(_report))
+generate_command = app.command(
+    "generate", help="The same as `torchscale report` (the spelling of the published docs)."
+)(handle_errors(_report))
