@@ -364,25 +364,16 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
         if not is_quiet(best):
             note += "; ran on a busy machine"
         value, low, high = interval(best, "samples_per_s")
+        label = f"Highest throughput: {model}"
         if too_wide(value, low, high):  # the figure says nothing: no number on the card
-            figures.append(
-                KeyFigure(
-                    label=f"Highest throughput: {model}",
-                    value=not_measurable(repeats_of(best)),
-                    note=f"samples/s at {_config(ctx, best)}: {TOO_WIDE_NOTE}",
-                    severity="warn",
-                )
-            )
+            note = f"samples/s at {_config(ctx, best)}: {TOO_WIDE_NOTE}"
+            shown: float | str | None = not_measurable(repeats_of(best))
+            figures.append(KeyFigure(label=label, value=shown, note=note, severity="warn"))
         else:
             shown, shown_as = supported_rate(value, low, high)
+            severity = reliability_severity(best)
             figures.append(
-                KeyFigure(
-                    label=f"Highest throughput: {model}",
-                    value=shown,
-                    format=shown_as,
-                    note=note,
-                    severity=reliability_severity(best),
-                )
+                KeyFigure(label=label, value=shown, format=shown_as, note=note, severity=severity)
             )
         figures.append(_efficiency_figure(ctx, model, weak))
         costs = priced[priced["model_label"] == model] if priced is not None else None
