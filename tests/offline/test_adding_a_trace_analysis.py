@@ -16,13 +16,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.synthetic_traces import write_synthetic_traces
 from tests.added_reducer import COLUMNS, NAME, NOTE, event_counts
 from torchscale.interfaces.cli.app import app
 from torchscale.offline.analysis.trace import registry
 from torchscale.offline.analysis.trace.reduce import RankReduction, reduce_rank
 from torchscale.offline.analysis.trace.steps import full_steps
 from torchscale.offline.traces.discover import read_rank_traces
-from benchmarks.synthetic_traces import write_synthetic_traces
 from torchscale.orchestration.profiling.analyze import analyze_directory
 
 SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"

@@ -202,10 +202,3 @@ def _host_event(name: str, args: Mapping[str, Any] | None) -> EventClass:
         return EventClass("collective_call", coll_op=normalise_coll_op(arg_op))
     return EventClass("cpu_op")
 
-
-def classify(
-    name: str, cat: str, args: Mapping[str, Any] | None = None
-) -> tuple[str | None, str | None]:
-    """(kind, coll_op) of one event; kind None means the event is dropped."""
-    cls = classify_event(name, cat, args)
-    return (None, None) if cls is None else (cls.kind, cls.coll_op)

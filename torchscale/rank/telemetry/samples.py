@@ -26,7 +26,6 @@ HOST_FIELDS = ("busy_cpu_s", "own_cpu_s", "load_avg_1m")
 GPU_PROCESSES = "gpu_pids"  # the GPU's compute processes, read at the edges (nvml_source.py)
 # read once when the source opens (nvml_source.py): what a clock verdict is judged against
 SM_CLOCK_MAX = "sm_clock_max_mhz"
-POWER_LIMIT = "power_limit"
 
 
 @dataclass

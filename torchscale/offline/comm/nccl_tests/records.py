@@ -75,7 +75,6 @@ class Run:
     """What one nccl-tests run printed; a text file may hold several, one after another."""
 
     line: int
-    last_line: int = 0
     program: str | None = None
     settings: dict[str, int] = field(default_factory=dict)
     ranks: list[RankLine] = field(default_factory=list)

@@ -90,10 +90,8 @@ def scan_text(text: str, source: str) -> list[Run]:
             run = Run(line=number, command=pending)
             pending = None
             runs.append(run)
-        if run is not None:
-            run.last_line = number
-            if _read_line(run, body, commented, number, source):
-                continue
+        if run is not None and _read_line(run, body, commented, number, source):
+            continue
         if body.endswith("\\"):
             continued += body[:-1] + " "
             continue
