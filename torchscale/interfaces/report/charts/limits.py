@@ -39,14 +39,19 @@ def _total(series: Series) -> float:
     return sum(abs(v) for v in finite_values(series.y))
 
 
-def _join(note: str | None, extra: str) -> str:
+def join_notes(note: str | None, extra: str) -> str:
+    """`extra` after a chart's or table's note, or alone."""
     return f"{note}; {extra}" if note else extra
 
 
 def _capped(chart: Chart, series: list[Series], kept: str, note: str, **more: object) -> Chart:
     """The chart cut to `series`: its title says what it kept (where it is read first), its
     note where the rest is."""
-    update = {"series": series, "title": f"{chart.title} · {kept}", "note": _join(chart.note, note)}
+    update = {
+        "series": series,
+        "title": f"{chart.title} · {kept}",
+        "note": join_notes(chart.note, note),
+    }
     return chart.model_copy(update={**update, **more})
 
 

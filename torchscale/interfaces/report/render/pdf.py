@@ -27,6 +27,7 @@ from torchscale.interfaces.formatting import (
     format_value,
     template_environment,
 )
+from torchscale.interfaces.report.charts.limits import join_notes
 from torchscale.interfaces.report.model import Chart, Column, Findings, Report, Table
 from torchscale.interfaces.report.progress import OnStep, Step, ignore
 from torchscale.interfaces.report.render.svg_direct import ChartError, chart_svg, drawn_charts
@@ -85,13 +86,12 @@ def url_fetcher() -> Any:
 
 @cache
 def _environment() -> jinja2.Environment:
-    env: jinja2.Environment = template_environment(
+    return template_environment(  # type: ignore[no-any-return]
         TEMPLATE_DIR,
         severity_mark=SEVERITY_MARK,
         severity_word=SEVERITY_WORD,
         table_layout=table_layout,
     )
-    return env
 
 
 def stylesheet() -> str:
@@ -100,10 +100,6 @@ def stylesheet() -> str:
     for part in (*TEMPLATE_DIR.split("/"), STYLESHEET):
         path = path / part
     return path.read_text(encoding="utf-8")
-
-
-def _cell_text(row: dict[str, Any], column: Column) -> str:
-    return format_value(row.get(column.key), column.format)
 
 
 @cache
@@ -145,7 +141,10 @@ def table_layout(table: Table) -> TableLayout:
     content: list[tuple[float, float]] = []  # (header word, longest value) in em
     for index, column in enumerate(table.columns):
         header = max((text_em(word) for word in column.label.split()), default=0.0)
-        longest = max((text_em(_cell_text(row, column)) for row in table.rows), default=0.0)
+        longest = max(
+            (text_em(format_value(row.get(column.key), column.format)) for row in table.rows),
+            default=0.0,
+        )
         longest += 1.3 if marked and index == 0 else 0.0  # the severity mark and its space
         content.append((header, longest))
 
@@ -250,10 +249,6 @@ PDF_MAX_ROWS = 30  # per table: a stakeholder's PDF; the HTML and JSON keep ever
 PDF_MAX_FINDINGS = 15  # the costliest; each takes a fifth of a page
 
 
-def _noted(old: str | None, new: str) -> str:
-    return f"{old}; {new}" if old else new
-
-
 def shortened(
     report: Report, max_rows: int = PDF_MAX_ROWS, max_findings: int = PDF_MAX_FINDINGS
 ) -> Report:
@@ -269,7 +264,7 @@ def shortened(
                 more = len(block.rows) - max_rows
                 note = f"first {max_rows} of {len(block.rows)} rows; {more} more in the HTML report"
                 block = block.model_copy(
-                    update={"rows": block.rows[:max_rows], "note": _noted(block.note, note)}
+                    update={"rows": block.rows[:max_rows], "note": join_notes(block.note, note)}
                 )
             elif isinstance(block, Findings) and len(block.findings) > max_findings:
                 more = len(block.findings) - max_findings
@@ -280,7 +275,7 @@ def shortened(
                 block = block.model_copy(
                     update={
                         "findings": block.findings[:max_findings],
-                        "note": _noted(block.note, note),
+                        "note": join_notes(block.note, note),
                     }
                 )
             blocks.append(block)

@@ -425,7 +425,7 @@ def _box_series(p: Plot, sx: Scale, sy: Scale, chart_id: str) -> list[str]:
             where = p.x.categories[round(x)] if p.x.categories else ""
             texts.append(
                 f"{where + ' · ' if where else ''}{s.name}: median "
-                f"{_tick_like(p.y, stats.median)}, {len(samples)} samples"
+                f"{format_value(stats.median, p.y.format)}, {len(samples)} samples"
             )
         if not boxes:
             continue
@@ -443,10 +443,6 @@ def _box_series(p: Plot, sx: Scale, sy: Scale, chart_id: str) -> list[str]:
         parts.append("</g>")
         out.append("".join(parts))
     return out
-
-
-def _tick_like(axis: Axis, value: float) -> str:
-    return format_value(value, axis.format)
 
 
 def _clip_marks(p: Plot, sx: Scale, sy: Scale, chart_id: str) -> list[str]:
