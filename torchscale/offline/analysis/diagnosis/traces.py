@@ -20,12 +20,9 @@ so the parts are never negative and add up to the step by construction. The mode
 over ranks per step (steps every rank has), with block-bootstrap intervals over steps, exactly
 as the cell's (`step_model.part_estimates`).
 
-The straggler verdict is the cell's rule (`straggler_verdict`: paired per-step test of the
-rank's own work against the others', minimum effect 5 % of the step); the traces' own evidence
-withdraws it only when it significantly points at another rank (the others wait significantly
-*less* than the candidate at the matched collectives; arrival order names another rank by its
-binomial test). Arrival order is a cross-check, never a second headline. The what-if and the
-findings are built over this model by the diagnosis (diagnose.py).
+The straggler verdict is the one judge's (`verdict.judge`), fed the traces' evidence; arrival
+order is a cross-check, never a second headline. The what-if and the findings are built over
+this model by the diagnosis (diagnose.py).
 
 The traced steps against the same run's measured windows (the profiler's inflation, the phase
 timers' model as cross-checks) are inflation.py's.

@@ -1,23 +1,11 @@
 """The exposed-communication term: the part of the step's collectives that backward did not
-hide.
+hide. The model, each term and why: docs/prediction.md, "The model" (exposed communication).
 
-From a `comm` run (alpha-beta, the ring algorithm's cost: Thakur, Rabenseifner and Gropp
-2005): each collective's time at the run's size S over n ranks is fitted as
-t = alpha x steps(n) + beta x S x f(n), steps the ring's sequential steps (2(n-1) for
-all_reduce, n-1 for all_gather and reduce_scatter), each paying one link latency alpha, and f
-the nccl-tests bus factor (2(n-1)/n for all_reduce, (n-1)/n for the others), so beta is
-seconds per byte on the bus. The fit is Theil-Sen's (median slope and intercept): on a shared
-or idle host single rows stall by milliseconds, which a least-squares line follows. A step
-sends, in buckets of the DDP bucket size:
-DDP one all-reduce of the gradient bytes G; FSDP an all-gather of the parameter bytes P in
-forward and another in backward and a reduce-scatter of G. The collective time at N ranks is
-T(N) = buckets x alpha x steps(N) + beta x bytes x f(N). What backward hides (the overlap
-capacity H) is measured on the multi-rank cells: H = T(w) - (exposed(w) - exposed at one
-rank), below 0 where a step paid more than the comm run's collective;
-exposed(N) = exposed at one rank + max(0, T(N) - H).
-
-Without a comm run, the measured cells alone: their exposed transfer fitted by a straight line
-over f(w) (at one rank f = 0: the fixed cost of the gradient hooks), read at f(N).
+With a `comm` run: each collective fitted as alpha-beta over the ring's steps and the bus
+factor (`fit_alpha_beta`), the step's collective time T(N) from the bytes DDP or FSDP send,
+and exposed(N) = exposed at one rank + max(0, T(N) - H), H the overlap capacity measured on
+the multi-rank cells. Without one, the measured cells alone: their exposed transfer fitted by
+a straight line over f(w), read at f(N).
 """
 
 from __future__ import annotations
@@ -67,14 +55,10 @@ class AlphaBeta:
 
 
 def fit_alpha_beta(run: CommResult, op: str) -> AlphaBeta | None:
-    """The Theil-Sen line of the run's ok rows of `op` (time against bus bytes: the median of
-    the pairwise slopes, at least 0, and the median intercept), robust to the rows a busy or
-    idle host slowed; its error is the band that holds 95 % of the rows around it, 1.96 x their
-    robust relative spread (1.4826 x the median absolute relative residual): a comm row is,
-    like the step's collective, an average over many calls, so its scatter is how far another
-    run's collective falls from the line. None with fewer than MIN_FIT_SIZES sizes (a line
-    through two or three rows passes through them, so they leave no scatter to learn its
-    error from) or a world of one (nothing crosses a link)."""
+    """The Theil-Sen line of the run's ok rows of `op` (time against bus bytes), robust to the
+    rows a busy or idle host slowed; its error the band that holds 95 % of the rows around it
+    (docs/prediction.md). None with fewer than MIN_FIT_SIZES sizes (a line through fewer passes
+    through them and learns no scatter) or a world of one (nothing crosses a link)."""
     from scipy.stats import theilslopes  # the analysis' one statistics library, loaded late
 
     points: dict[int, float] = {}
@@ -229,13 +213,10 @@ def exposed_from_comm(
     reference_ranks_per_host: float | None = None,
 ) -> ExposedForecast | None:
     """exposed(N) = exposed at one rank + max(0, T(N) - H), H measured on the multi-rank
-    cells of `cells` with the compute reference's ranks per host (none such: those with the
-    fewest), since a cell past the cores exposes the turns its ranks take too, which the
-    contention term adds from the reference's sharing on; no multi-rank cell: H = 0, with the
-    interval down to H = min(T(N), own work) (backward can hide no more than the rank's own
-    work). H = 0 is no upper bound: a step can pay more than the comm run's collective (ranks
-    arriving apart, bucket copies, a CPU collective on the cores its ranks compute on), which
-    only a multi-rank cell measures, and the assumption says so."""
+    cells at the compute reference's ranks per host (`_overlap_cells`: a cell past the cores
+    exposes its ranks' turns too, which the contention term adds); no multi-rank cell: H = 0,
+    the interval down to H = min(T(N), own work), since backward can hide no more than the
+    rank's own work."""
     reference = cells[0]
     grads, params = reference.gradient_bytes, reference.parameter_bytes
     target = collective_time(fits, strategy, world_size, grads, params, bucket_bytes)
