@@ -21,21 +21,15 @@ from torchscale.offline.analysis.nccl_bandwidth import busbw_factor
 
 def summarize(rows: Sequence[CommRow], world_size: int) -> list[OpSummary]:
     """One summary per op, in the order the ops first appear."""
-    ops: list[str] = []
-    for row in rows:
-        if row.op not in ops:
-            ops.append(row.op)
     summaries = []
-    for op in ops:
+    for op in dict.fromkeys(row.op for row in rows):
         mine = [r for r in rows if r.op == op]
-        ok = [r.busbw_gbps for r in mine if r.status == "ok" and r.busbw_gbps is not None]
-        checked = [r.wrong for r in mine if r.wrong is not None]
         summaries.append(
             OpSummary(
                 op=op,
                 rows=len(mine),
-                avg_busbw_gbps=statistics.fmean(ok) if ok else None,
-                wrong=sum(checked) if checked else None,
+                avg_busbw_gbps=average_busbw(mine),
+                wrong=wrong_total(mine),
                 busbw_factor=busbw_factor(op, world_size),
             )
         )

@@ -26,7 +26,7 @@ import torch
 
 from torchscale.contracts.pcie_topology import PcieLink, fastest
 from torchscale.contracts.schema.perf import BandwidthResult, P2PMatrix, P2PPair
-from torchscale.rank.programs.matmul_peak import ClockTimer, CudaLoopTimer, Timer
+from torchscale.rank.programs.matmul_peak import CudaLoopTimer, Timer, default_timer, loop_length
 
 T = TypeVar("T")
 
@@ -39,7 +39,6 @@ CPU_FALLBACK_BYTES = 64 << 20  # when sysfs does not say the cache size
 GPU_MIN_BYTES = 1 << 30
 HOST_LINK_BYTES = 256 << 20
 LATENCY_BYTES = 4
-MAX_CALLS = 100_000
 # The link is read every LINK_READ_INTERVAL_S while LINK_BUSY_S of copies are in flight: the
 # GPU has just copied for a second or more (the timed loops), and the reads keep the fastest.
 # At most LINK_MAX_CALLS queued copies: CUDA's launch queue holds about a thousand, and a
@@ -80,10 +79,6 @@ def default_array_bytes(device: torch.device) -> int:
     return CACHE_MULTIPLE * llc if llc else CPU_FALLBACK_BYTES
 
 
-def _timer(device: torch.device) -> Timer:
-    return CudaLoopTimer() if device.type == "cuda" else ClockTimer()
-
-
 def time_per_call(
     fn: Callable[[], object],
     timer: Timer,
@@ -93,13 +88,7 @@ def time_per_call(
     """(median seconds per call over `repeats` loops, calls per loop): the loop grows until
     it lasts `min_time_s`, as matmul_peak's does."""
     fn()  # warm-up: allocation, first-touch pages, kernel selection
-    calls = 1
-    while True:
-        seconds = timer(fn, calls)
-        if seconds >= min_time_s or calls >= MAX_CALLS:
-            break
-        grow = min_time_s / seconds * 1.2 if seconds > 0 else 10.0
-        calls = min(MAX_CALLS, max(calls + 1, int(calls * min(grow, 10.0))))
+    calls = loop_length(fn, timer, min_time_s)
     per_call = [timer(fn, calls) / calls for _ in range(repeats)]
     return statistics.median(per_call), calls
 
@@ -128,7 +117,7 @@ def measure_memory(
 
     with torch.cuda.device(dev) if dev.type == "cuda" else contextlib.nullcontext():
         seconds, calls = time_per_call(
-            copy if kind == "copy" else triad, timer or _timer(dev), min_time_s, repeats
+            copy if kind == "copy" else triad, timer or default_timer(dev), min_time_s, repeats
         )
     moved = BYTES_MOVED[kind] * elements * 4
     return BandwidthResult(

@@ -42,7 +42,6 @@ DTYPES: tuple[Dtype, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
 SPEC_TOLERANCE = 1.05
 FP8_MIN_CAPABILITY = (8, 9)  # Ada and Hopper: the first fp8 tensor cores
 TF32_MIN_CAPABILITY = (8, 0)  # Ampere
-# Calibration grows a loop at most 10x a round up to this: a timer reading ~0 cannot hang it
 MAX_ITERS = 100_000
 
 # Search grids: square shapes first (ascending, cheap first), then a local search around the
@@ -206,8 +205,20 @@ def _matmul_fn(dtype: str, shape: Shape, device: torch.device) -> Callable[[], o
     return lambda: torch.mm(a, b, out=out)
 
 
-def _default_timer(device: torch.device) -> Timer:
+def default_timer(device: torch.device) -> Timer:
     return CudaLoopTimer() if device.type == "cuda" else ClockTimer()
+
+
+def loop_length(run: Callable[[], object], timer: Timer, min_time_s: float) -> int:
+    """Calls of `run` whose loop lasts >= `min_time_s`: grown at most 10x a round, up to
+    MAX_ITERS (a timer reading ~0 must not hang it)."""
+    iters = 1
+    while True:
+        elapsed = timer(run, iters)
+        if elapsed >= min_time_s or iters >= MAX_ITERS:
+            return iters
+        grow = min_time_s / elapsed * 1.2 if elapsed > 0 else 10.0
+        iters = min(MAX_ITERS, max(iters * 2, math.ceil(iters * min(grow, 10.0))))
 
 
 def measure_shape(
@@ -222,13 +233,7 @@ def measure_shape(
     such loops: the median loop gives the probe's TFLOP/s."""
     for _ in range(warmup):
         run()
-    iters = 1
-    while True:
-        elapsed = timer(run, iters)
-        if elapsed >= min_time_s or iters >= MAX_ITERS:  # a broken timer must not hang us
-            break
-        grow = min_time_s / elapsed * 1.2 if elapsed > 0 else 10.0
-        iters = min(MAX_ITERS, max(iters * 2, math.ceil(iters * min(grow, 10.0))))
+    iters = loop_length(run, timer, min_time_s)
     flops = matmul_flops(shape) * iters
     times = [timer(run, iters) for _ in range(repeats)]
     median = statistics.median(times)
@@ -265,7 +270,7 @@ def measure_matmul(
     reason = unavailable_reason(dtype, dev)
     if reason:
         raise ValueError(reason)
-    use_timer = timer or _default_timer(dev)
+    use_timer = timer or default_timer(dev)
     probes = []
     with _tf32(dtype == "tf32") if dev.type == "cuda" else contextlib.nullcontext():
         for shape in shapes:
