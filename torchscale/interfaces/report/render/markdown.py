@@ -326,11 +326,8 @@ def render(report: Report, full: bool = False) -> bytes:
     if full:
         for section in report.sections:
             lines += _section(section)
-        lines += _full_report(report)
-        return _fit(lines, report).encode("utf-8")
-    summary = report.section("summary")
-    if summary is not None:
-        lines += _section(summary)
-    lines += _baseline(report)
+    else:
+        summary = report.section("summary")
+        lines += (_section(summary) if summary is not None else []) + _baseline(report)
     lines += _full_report(report)
     return _fit(lines, report).encode("utf-8")
