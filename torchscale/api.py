@@ -1,11 +1,6 @@
 """`torchscale.api`, the public name of the library API (docs/python-api.md): the functions and
-types of `torchscale.interfaces.api`, under the name notebooks and scripts import.
-
-An entry point, not a unit of its own: it lives at the top level because the public import
-names it, and it only re-exports (its code is in interfaces/api/).
-
-Layer 4 (entry points) of docs/architecture.md: imports the interfaces; nothing imports it.
-"""
+types of `torchscale.interfaces.api`, under the name notebooks and scripts import. It only
+re-exports: Layer 4 (entry points) of docs/architecture.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """`torchscale.results.load`, the public name of the results reader (docs/python-api.md):
-`load` and `Experiment` of `torchscale.offline.results`, under the name notebooks import.
-
-An entry point, not a unit of its own: it lives at the top level because the public import
-names it, and it only re-exports. Imported lazily, as in offline/results/, so that importing
-this module does not import pandas.
-
-Layer 4 (entry points) of docs/architecture.md: imports the offline side; nothing imports it.
-"""
+`load` and `Experiment` of `torchscale.offline.results`, under the name notebooks import. It only
+re-exports (Layer 4, entry points, of docs/architecture.md). Imported lazily, so that importing
+this module does not import pandas."""
 
 from __future__ import annotations
 

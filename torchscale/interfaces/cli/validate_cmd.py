@@ -46,9 +46,6 @@ class FailOn(str, Enum):
     warn = "warn"
 
 
-STATUS_STYLE_INFO = {"INFO": "cyan"}
-
-
 def render_measurements(report: ValidateReport) -> None:
     """Each perf/burn figure per GPU beside its expected value (verbose only: the check table
     above sums them up per check)."""
@@ -66,7 +63,7 @@ def render_measurements(report: ValidateReport) -> None:
         value = "-" if row.value is None else f"{row.value:.3g} {row.unit}"
         expected = "-" if row.expected is None else f"{row.expected:.3g} {row.unit}"
         ratio = "-" if row.ratio is None else f"{row.ratio:.0%}"
-        style = {**STATUS_STYLE, **STATUS_STYLE_INFO}[row.status.value]
+        style = STATUS_STYLE[row.status.value]
         table.add_row(
             f"[{style}]{row.status.value}[/]", escape(row.title), where, value, expected, ratio
         )

@@ -9,7 +9,7 @@ by level and never by searching the text.
 from __future__ import annotations
 
 from torchscale.contracts.cell import CellIdentity, Status
-from torchscale.contracts.schema.cell_result import CellResult
+from torchscale.contracts.schema.cell_result import CellResult, Finding
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
 from torchscale.interfaces.formatting import (
@@ -111,12 +111,16 @@ def cell_lines(result: CellResult, *, verbose: bool = False) -> list[Line]:
     return lines
 
 
+def host_bound_finding(result: CellResult) -> Finding | None:
+    """The diagnosis' host-bound finding (one per cell at most), by its title."""
+    findings = result.diagnosis.findings if result.diagnosis is not None else []
+    return next((f for f in findings if f.title.startswith(HOST_BOUND_TITLE)), None)
+
+
 def host_bound_lines(result: CellResult, *, verbose: bool) -> list[Line]:
     """The diagnosis' host-bound finding, before the rest of the diagnosis (a host-bound step
     is noisier: the reader learns why first); `verbose` adds its evidence and fix."""
-    diagnosis = result.diagnosis
-    findings = diagnosis.findings if diagnosis is not None else []
-    finding = next((f for f in findings if f.title.startswith(HOST_BOUND_TITLE)), None)
+    finding = host_bound_finding(result)
     if finding is None:
         return []
     lines = [Line("warn", f"> [ANALYSIS] {finding.title}")]
@@ -254,15 +258,11 @@ def _telemetry_figures(result: CellResult) -> str | None:
     t = result.telemetry
     if t is None:
         return None
-    figures = []
-    if t.gpu_util_pct_mean is not None:
-        figures.append(f"GPU util {t.gpu_util_pct_mean:.0f}%")
-    if t.power_w_mean is not None:
-        figures.append(f"{t.power_w_mean:,.0f} W")
-    if t.temperature_c_max is not None:
-        figures.append(f"max {t.temperature_c_max:.0f} °C")
-    if t.sm_clock_mhz_mean is not None:
-        figures.append(f"SM {t.sm_clock_mhz_mean:,.0f} MHz")
-    if t.samples_per_joule is not None:
-        figures.append(f"{t.samples_per_joule:,.3g} samples/J")
-    return ", ".join(figures) or None
+    figures = (
+        ("GPU util {:.0f}%", t.gpu_util_pct_mean),
+        ("{:,.0f} W", t.power_w_mean),
+        ("max {:.0f} °C", t.temperature_c_max),
+        ("SM {:,.0f} MHz", t.sm_clock_mhz_mean),
+        ("{:,.3g} samples/J", t.samples_per_joule),
+    )
+    return ", ".join(text.format(value) for text, value in figures if value is not None) or None

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
+from torchscale.interfaces.console.cells import host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
 from torchscale.interfaces.formatting import format_value, readable
 from torchscale.interfaces.report.diagnosis_text import INJECTED, straggler_text
 from torchscale.interfaces.report.estimates import compact, too_wide
-from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -269,8 +269,8 @@ class LiveTable:
             notes.append(("fail", first))
         elif result.status is Status.SKIPPED and reason:
             notes.append(("skip", first))
-        if (host := host_bound_note(result)) is not None:
-            notes.append(("warn", host))
+        if (host := host_bound_finding(result)) is not None:  # its fix: -v and the report
+            notes.append(("warn", host.title))
         if (straggler := straggler_note(result, row)) is not None:
             notes.append(("warn", straggler))
         if bool(row.get("busy_machine")) and not self.busy_said:
@@ -316,13 +316,6 @@ def straggler_note(result: CellResult, row: pd.Series) -> str | None:
     if verdict.injected and text.endswith(INJECTED):  # first, where shortening never cuts it
         text = text.removesuffix(INJECTED).replace("Straggler:", f"Straggler{INJECTED}:", 1)
     return text
-
-
-def host_bound_note(result: CellResult) -> str | None:
-    """The diagnosis' host-bound finding, by its title (its fix is in -v and the report)."""
-    diagnosis = result.diagnosis
-    findings = diagnosis.findings if diagnosis is not None else []
-    return next((f.title for f in findings if f.title.startswith(HOST_BOUND_TITLE)), None)
 
 
 BUSY_NOTE_START = "busy machine"

@@ -1,23 +1,8 @@
 """The terminal report's default form: a summary of at most `MAX_LINES` lines, however many
 cells the sweep has, no line wider than the terminal (`report -f term --full` prints it all).
-
-The whole report in a terminal is a dump (a thousand lines for 8 cells, fifty thousand for
-500: every table becomes a block per row at 80 columns). A reader at a terminal wants the
-decision and the few figures behind it, so this prints, in the report's order:
-
-1. the title, the headline verdict and what ran (hardware, dates, the config's description,
-   cells per source, the baseline's verdict);
-2. the executive summary section as the model holds it: its text (the verdicts and top
-   findings), its key figures, its tables fitted to the width (`fit.py`: columns left out
-   in a stated order, figures never cut), findings by title;
-3. a last line saying what was left out and where it is (`--full`, `-f html`).
-
-When everything does not fit in `MAX_LINES`, blocks are taken by priority (text that warns,
-then tables, key figures, other text, notes), tables by as many rows as fit, key figures
-without their notes (what each is, its interval: the summary's table gives the intervals)
-and then by as many as fit; what is left out is counted in the last line. Nothing is
-computed: every figure is the model's, formatted by `format_value`, every sentence the
-model's own.
+What it shows and in which order blocks get lines when not all fit: docs/reporting.md
+("Terminal"). Nothing is computed here: every figure is the model's, formatted by
+`format_value`, every sentence the model's own.
 """
 
 from __future__ import annotations
