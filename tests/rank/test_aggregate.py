@@ -32,7 +32,7 @@ from torchscale.offline.analysis.scaling_efficiency import (
     REASON_COLUMN,
     add_scaling_efficiency,
 )
-from torchscale.offline.analysis.stats import median_and_spread, scaling_efficiency, step_stats
+from torchscale.offline.analysis.stats import median_and_spread, step_stats
 from torchscale.offline.results.split_figures import SplitFigures, split_figures
 from torchscale.rank.worker.aggregate import CellFacts, aggregate
 from torchscale.rank.worker.measure import RankMeasurement, Window
@@ -441,28 +441,6 @@ def test_median_and_spread() -> None:
     assert median_and_spread([5.0]) == (5.0, 0.0)
     with pytest.raises(ValueError):
         median_and_spread([])
-
-
-@pytest.mark.parametrize(
-    ("thr", "world", "base_thr", "base_world", "expected"),
-    [
-        (100.0, 1, 100.0, 1, 1.0),
-        (180.0, 2, 100.0, 1, 0.9),
-        (400.0, 4, 100.0, 1, 1.0),
-        (340.0, 4, 180.0, 2, 340 / (4 * 90)),
-        (50.0, 2, 100.0, 1, 0.25),
-    ],
-)
-def test_scaling_efficiency(
-    thr: float, world: int, base_thr: float, base_world: int, expected: float
-) -> None:
-    assert scaling_efficiency(thr, world, base_thr, base_world) == pytest.approx(expected)
-
-
-@pytest.mark.parametrize("args", [(1.0, 2, 0.0, 1), (1.0, 0, 1.0, 1), (1.0, 2, 1.0, 0)])
-def test_scaling_efficiency_rejects_bad_input(args: tuple[float, int, float, int]) -> None:
-    with pytest.raises(ValueError):
-        scaling_efficiency(*args)
 
 
 # ========================================================================= analysis.scaling

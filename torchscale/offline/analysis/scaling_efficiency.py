@@ -35,8 +35,7 @@ def efficiency_interval(
     repeats: tuple[float, ...], base_repeats: tuple[float, ...], world: int, base_world: int
 ) -> tuple[float | None, float | None]:
     """The 95 % interval of eff = thr(N) / (N x thr(N_min) / N_min): the interval of the
-    ratio of the two medians over their repeats (`uncertainty.ratio_of_medians`: bootstrap, or
-    Welch's t on the log ratio when a side has fewer than 4), times N_min / N. (None, None)
+    ratio of the two medians (`uncertainty.ratio_of_medians`) times N_min / N. (None, None)
     without two repeats on each side. Cached: the report asks for the same pairs several
     times."""
     if len(repeats) < 2 or len(base_repeats) < 2 or world <= 0 or base_world <= 0:
@@ -90,16 +89,11 @@ def _not_measured(status: Any, error: Any) -> str:
 
 
 def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
-    """Add `scaling_efficiency` = thr(N) / (N * thr(N_min) / N_min) per (model, batch,
-    precision, layout family, device), against the smallest world size measured ok in that
-    group, and its 95 % interval `scaling_efficiency_low` / `_high` from the per-repeat
-    throughputs (none for the base row, and without two repeats on each side), and
-    `scaling_efficiency_reason` where there is no figure or it is the base's 1 by definition.
-
-    A group measured at one world size only has no scaling figure: NaN with NO_BASE as the
-    reason, never a 100 % that reads as perfect scaling (a sweep of world size 2 only has
-    nothing smaller to compare with). Rows that are not ok get NaN too (NOT_MEASURED; a
-    skipped row: "skipped: " and the plan's reason)."""
+    """Add `scaling_efficiency` = thr(N) / (N * thr(N_min) / N_min) per GROUP_COLUMNS group,
+    against the smallest world size measured ok in it, its 95 % interval
+    `scaling_efficiency_low` / `_high` (`efficiency_interval`), and REASON_COLUMN where there
+    is no figure or it is the base's 1 by definition. A group measured at one world size only
+    gets NaN with NO_BASE, never a 100 % that reads as perfect scaling."""
     out = with_layout_family(table).copy()
     out["scaling_efficiency"] = float("nan")
     out["scaling_efficiency_low"] = float("nan")
@@ -156,13 +150,10 @@ def scaling_table(
     table: pd.DataFrame, group_columns: list[str] | None = None, min_world_sizes: int = 1
 ) -> pd.DataFrame:
     """The ok rows with a throughput, grouped by `group_columns` (default GROUP_COLUMNS: the
-    batch per GPU is fixed, so the global batch grows with the GPUs; STRONG_GROUP_COLUMNS
-    fixes the global batch instead), each against its smallest world size measured ok:
-    `speedup = thr(N) / thr(N_min)`, `ideal = thr(N_min) x N / N_min`, `efficiency = thr / ideal`
-    (the same formula and base row as `add_scaling_efficiency`) and its 95 % interval
-    `efficiency_low` / `_high`. Groups with fewer than `min_world_sizes` distinct world sizes
-    are left out. `group` numbers the groups kept, in key order; rows are sorted by group,
-    then world size."""
+    batch per GPU is fixed; STRONG_GROUP_COLUMNS fixes the global batch instead), each with
+    `speedup`, `ideal` and `efficiency` (with its interval) against its group's smallest world
+    size, as `add_scaling_efficiency`. Groups with fewer than `min_world_sizes` distinct world
+    sizes are left out; `group` numbers the groups kept, in key order."""
     columns = GROUP_COLUMNS if group_columns is None else group_columns
     table = with_layout_family(table)
     out_columns = [*table.columns, *SCALING_TABLE_COLUMNS]

@@ -39,12 +39,3 @@ def median_and_spread(values: Sequence[float]) -> tuple[float, float]:
     med = statistics.median(values)
     spread = (max(values) - min(values)) / med if med else 0.0
     return med, spread
-
-
-def scaling_efficiency(
-    throughput: float, world_size: int, base_throughput: float, base_world_size: int
-) -> float:
-    """eff(N) = thr(N) / (N * thr(N_min) / N_min): 1.0 is perfect linear scaling."""
-    if base_throughput <= 0 or world_size <= 0 or base_world_size <= 0:
-        raise ValueError("throughputs and world sizes must be positive")
-    return throughput / (world_size * base_throughput / base_world_size)
