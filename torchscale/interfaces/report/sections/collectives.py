@@ -15,10 +15,6 @@ from torchscale.interfaces.report.sections.context import Context, col, run_labe
 from torchscale.offline.analysis.nccl_bandwidth import factors_text
 
 
-def _runs(ctx: Context) -> list[tuple[str, CommResult]]:
-    return [(s.name, run) for s in ctx.sources.experiments for run in s.comm]
-
-
 def _ok(rows: list[CommRow], op: str) -> list[CommRow]:
     return sorted(
         (r for r in rows if r.op == op and r.status == "ok" and r.time_us is not None),
@@ -143,7 +139,7 @@ def _notes(runs: list[tuple[str, CommResult]], multi: bool) -> list[Block]:
 
 def build(ctx: Context) -> Section | None:
     """The section, or None when no comm run was read."""
-    runs = _runs(ctx)
+    runs = ctx.comm_runs
     if not runs:
         return None
     multi = len({experiment for experiment, _ in runs}) > 1

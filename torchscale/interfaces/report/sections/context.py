@@ -381,6 +381,11 @@ class Context:
         parts = [plural(n, word) for n, word in counts if n]
         return " and ".join(parts) or "nothing else readable"
 
+    @property
+    def comm_runs(self) -> list[tuple[str, CommResult]]:
+        """Every comm run read, with the experiment it came from."""
+        return [(s.name, run) for s in self.sources.experiments for run in s.comm]
+
     def result(self, row: Mapping[str, Any] | pd.Series) -> CellResult:
         return self.results[(str(row["experiment"]), str(row["cell_id"]))]
 

@@ -121,10 +121,6 @@ def _profile_verdict(ctx: Context) -> tuple[Text, Decision]:
     return headline, Decision(usable=usable, models=lines, actions=actions)
 
 
-def _comm_runs(ctx: Context) -> list[tuple[str, CommResult]]:
-    return [(s.name, run) for s in ctx.sources.experiments for run in s.comm]
-
-
 def _comm_line(label: str, run: CommResult) -> list[Text]:
     """'torchscale 2x gloo float32: all_reduce peaks at 1.23 GB/s bus bandwidth at 64.0 MiB,
     0.81 GB/s on average over 20 sizes' per op (a one-rank run: its time only)."""
@@ -157,7 +153,7 @@ def _comm_line(label: str, run: CommResult) -> list[Text]:
 
 
 def _comm_verdict(ctx: Context) -> tuple[Text, Decision]:
-    runs = _comm_runs(ctx)
+    runs = ctx.comm_runs
     multi = len({experiment for experiment, _ in runs}) > 1
     problems: list[str] = []
     cautions: list[str] = []
@@ -203,7 +199,7 @@ def run_verdict(ctx: Context) -> tuple[Text | None, Decision | None]:
     None) when it holds neither."""
     if ctx.profiles:
         return _profile_verdict(ctx)
-    if _comm_runs(ctx):
+    if ctx.comm_runs:
         return _comm_verdict(ctx)
     if ctx.unanalysed:
         names = ", ".join(u.name for _, u in ctx.unanalysed)
