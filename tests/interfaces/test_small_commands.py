@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tests import import_probe
 from torchscale.contracts.model_specs.listing import rows
-from torchscale.interfaces.cli.app import SUBCOMMANDS, LazyCommands, app, build_subcommand
+from torchscale.interfaces.cli.root import SUBCOMMANDS, LazyCommands, app, build_subcommand
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG = REPO_ROOT / "benchmark_config.yaml"

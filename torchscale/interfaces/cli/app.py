@@ -1,31 +1,10 @@
-"""`torchscale`: the console script's entry point (`main`), the Typer app of cli/root.py.
-
-`app`, `LazyCommands`, `BuiltOnUse`, `build_subcommand`, `root`, `SUBCOMMANDS` and
-`Subcommand` are cli/root.py's, read through this module too.
-"""
+"""`torchscale`: the console script's entry point (`main`), the Typer app of cli/root.py."""
 
 from __future__ import annotations
 
-from torchscale.interfaces.cli.root import (
-    SUBCOMMANDS,
-    BuiltOnUse,
-    LazyCommands,
-    Subcommand,
-    app,
-    build_subcommand,
-    root,
-)
+from torchscale.interfaces.cli.root import app
 
-__all__ = [
-    "SUBCOMMANDS",
-    "BuiltOnUse",
-    "LazyCommands",
-    "Subcommand",
-    "app",
-    "build_subcommand",
-    "main",
-    "root",
-]
+__all__ = ["app", "main"]
 
 
 def main() -> None:

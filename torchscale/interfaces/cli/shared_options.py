@@ -83,6 +83,6 @@ def _is_value(arg: str) -> bool:
 
 def takes_dotted_overrides(command: F) -> F:
     """Mark a command function for the root to build with `DottedOverrides` (read by
-    `torchscale.interfaces.cli.app.build_subcommand`)."""
+    `torchscale.interfaces.cli.root.build_subcommand`)."""
     setattr(command, "command_class", DottedOverrides)  # noqa: B010 (a function attribute)
     return command
