@@ -116,8 +116,7 @@ def run_lines(
 
 
 # traced and untraced steps within this fraction of each other read as one step time: a mean
-# against a median, in other steps, differs a little anyway (55.1 ms traced against 52.5 ms,
-# 5 %, for a 2-rank tiny-mlp profile on this project's 2-core machine)
+# against a median, of other steps, differs a little anyway
 TRACED_STEP_TOLERANCE = 0.10
 
 
@@ -151,13 +150,12 @@ def _run_memory_lines(result: CellResult) -> list[Line]:
     if memory is None:
         return []
     mib = 2**20
-    figures = []
-    if memory.peak_allocated_bytes is not None:
-        figures.append(f"peak allocated {memory.peak_allocated_bytes / mib:,.0f} MiB")
-    if memory.peak_reserved_bytes is not None:
-        figures.append(f"peak reserved {memory.peak_reserved_bytes / mib:,.0f} MiB")
-    if memory.peak_rss_bytes is not None:
-        figures.append(f"peak RSS {memory.peak_rss_bytes / mib:,.0f} MiB (largest rank)")
+    peaks = (
+        ("peak allocated", memory.peak_allocated_bytes, ""),
+        ("peak reserved", memory.peak_reserved_bytes, ""),
+        ("peak RSS", memory.peak_rss_bytes, " (largest rank)"),
+    )
+    figures = [f"{name} {size / mib:,.0f} MiB{of}" for name, size, of in peaks if size is not None]
     static = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_state_bytes
     figures.append(f"parameters + gradients + optimizer state {static / mib:,.1f} MiB per rank")
     return [Line("info", f"> [RUN] memory (measured windows, no profiler): {', '.join(figures)}")]

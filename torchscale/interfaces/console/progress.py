@@ -103,11 +103,8 @@ class SweepProgress:
     def start(self, index: int, will_launch: bool) -> str:
         """A cell starts: its position text (from its own start: this cell is still to run)."""
         self._current = (index, self.clock()) if will_launch else None
-        left = [self._estimate(i) for i in range(index, self.total)]
-        if self.estimates is not None:
-            left = [e for e in left if e != 0]  # skipped by the plan: no time to wait for
         elapsed = self.clock() - self.started
-        return position_text(index, self.total, elapsed, self.eta(left), self.what)
+        return position_text(index, self.total, elapsed, self.eta(self._left(index)), self.what)
 
     def done(self) -> None:
         """The current cell finished (a cell that never launched records nothing)."""
@@ -121,10 +118,13 @@ class SweepProgress:
 
     def eta_after(self, index: int) -> str:
         """The ETA text once the cell at `index` is done (for a progress bar's field)."""
-        left = [self._estimate(i) for i in range(index + 1, self.total)]
-        if self.estimates is not None:
-            left = [e for e in left if e != 0]
-        return eta_text(self.eta(left))
+        return eta_text(self.eta(self._left(index + 1)))
+
+    def _left(self, first: int) -> list[float | None]:
+        """The estimates of the cells from `first` on, less those the plan skips (0: no time
+        to wait for)."""
+        left = [self._estimate(i) for i in range(first, self.total)]
+        return left if self.estimates is None else [e for e in left if e != 0]
 
 
 STAGE_WORDS = {
