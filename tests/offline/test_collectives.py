@@ -11,7 +11,6 @@ from torchscale.contracts.catalog import COLLECTIVES
 from torchscale.offline.analysis.nccl_bandwidth import (
     algbw_gbps,
     busbw_factor,
-    busbw_gbps,
     count_for_size,
     size_bytes,
 )
@@ -46,12 +45,14 @@ def test_all_reduce_on_eight_ranks() -> None:
     # 1 GiB in 10 ms: algbw 107.37 GB/s (1 GB = 1e9 B), busbw x 2*7/8 = 187.90 GB/s
     size = 2**30
     assert algbw_gbps(size, 0.01) == pytest.approx(107.374182, rel=1e-6)
-    assert busbw_gbps("all_reduce", size, 0.01, ranks=8) == pytest.approx(187.904819, rel=1e-6)
+    assert algbw_gbps(size, 0.01) * busbw_factor("all_reduce", 8) == pytest.approx(
+        187.904819, rel=1e-6
+    )
 
 
 def test_one_rank_moves_nothing_over_a_link() -> None:
-    assert busbw_gbps("all_reduce", 1 << 20, 1e-3, ranks=1) == 0.0
-    assert busbw_gbps("broadcast", 1 << 20, 1e-3, ranks=1) == pytest.approx(1.048576)
+    assert algbw_gbps(1 << 20, 1e-3) * busbw_factor("all_reduce", 1) == 0.0
+    assert algbw_gbps(1 << 20, 1e-3) * busbw_factor("broadcast", 1) == pytest.approx(1.048576)
 
 
 def test_count_rounds_down_to_whole_elements() -> None:

@@ -8,14 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Finding
+from torchscale.contracts.schema.cell_result import PART_NAMES, Diagnosis, Estimate, Finding
 from torchscale.offline.analysis.diagnosis import RunEvidence, TraceEvidence, diagnose
 from torchscale.offline.analysis.diagnosis.findings import (
     MIN_COST_FRACTION,
     FindingInputs,
     RankedFinding,
     finding_inputs,
-    point,
     rank_findings,
 )
 from torchscale.offline.analysis.diagnosis.traces import build_step_model
@@ -52,6 +51,13 @@ DTYPES = {
     "dtype": object,
     "group_size": "Int64",
 }
+
+
+def point(value: float) -> Estimate:
+    """An Estimate without an interval (a figure given by hand)."""
+    return Estimate(
+        value=value, low=None, high=None, n=1, method="given", measurable=True, reason=None
+    )
 
 
 def ev(*rows: dict[str, Any]) -> pd.DataFrame:

@@ -74,11 +74,6 @@ def algbw_gbps(size: int, seconds: float) -> float:
     return size / seconds / GB
 
 
-def busbw_gbps(op: str, size: int, seconds: float, ranks: int) -> float:
-    """Bus bandwidth: algbw x busbw_factor(op, ranks), in GB/s."""
-    return algbw_gbps(size, seconds) * busbw_factor(op, ranks)
-
-
 def factors_text() -> str:
     """Every op's busbw factor in words, the ops of one factor together and 1 last:
     '2(n-1)/n for all_reduce, (n-1)/n for all_gather, ... and all_to_all, 1 otherwise'."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import Estimate, Finding, StragglerVerdict
@@ -84,7 +83,7 @@ class RankedFinding:
 class FindingInputs:
     """What the findings read: parts of the step model (shares of the step with intervals;
     None: not measured) and the straggler verdict. Build it with `finding_inputs` or by
-    hand (`point` makes an Estimate without an interval)."""
+    hand."""
 
     cycle_us: float  # the model's mean step, us
     ranks: int
@@ -109,13 +108,6 @@ class FindingInputs:
     compute_spread_frac: float | None = None  # median over steps of (max - min) rank compute
     rank_waits: dict[int, Estimate] = field(default_factory=dict)  # each rank's wait share
     notes: list[str] = field(default_factory=list)
-
-
-def point(value: float) -> Estimate:
-    """An Estimate without an interval (a figure given by hand)."""
-    return Estimate(
-        value=value, low=None, high=None, n=1, method="given", measurable=True, reason=None
-    )
 
 
 def _part(model: StepModel, name: str) -> Estimate | None:
@@ -665,14 +657,3 @@ def host_bound_finding(
 def pct_small(x: float) -> str:
     """A share too small for one decimal keeps its first significant digits."""
     return _pct(x) if x >= 0.001 else f"{100.0 * x:.2g} %"
-
-
-def cost_table(findings: list[RankedFinding]) -> pd.DataFrame:
-    """Findings as a table: title, category, cost_pct."""
-    return pd.DataFrame(
-        {
-            "title": [f.title for f in findings],
-            "category": [f.category for f in findings],
-            "cost_pct": np.asarray([100.0 * f.cost_fraction for f in findings], dtype=float),
-        }
-    )
