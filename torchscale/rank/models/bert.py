@@ -9,10 +9,8 @@ LayerNorm transform, decoder weight tied to the word embeddings, decoder bias of
 exactly 109,514,298 (base) / 335,174,458 (large) parameters. `BertModel(config)` here still
 builds the bare encoder with pooler for comparison with the published count.
 
-Those counts are the model as published (`faithful: true`: dropout 0.1, 30,522 rows). By
-default the zoo trains it as speed references do (torchscale/rank/models/workload.py): no dropout,
-and the word embedding, the tied MLM decoder and its bias padded to 30,528 rows (a multiple of
-64; +4,614 parameters for base), the pad logits never reaching the loss.
+Those counts are the model as published (`faithful: true`); by default the zoo trains it as
+speed references do (workload.py, docs/models.md): no dropout, vocabulary padded to 30,528 rows.
 """
 
 from __future__ import annotations

@@ -7,11 +7,8 @@ tanh-approximated GELU ("gelu_new") and causal attention through
 token ids.
 
 By default the zoo trains them as speed references do (nanoGPT, llm.c): no dropout, and the
-token embedding (so the tied output GEMM) padded to a multiple of 64 rows, 50,304 for 50,257
-tokens, a shape the GEMM kernels tile without a ragged edge. The pad rows are never an input,
-and the loss reads only the real tokens' logits, so the loss, and the gradient of every real
-weight, are the unpadded model's (tests/rank/test_models.py); the pad rows add 36,096 parameters
-(47 x 768) to GPT-2 small and their share of the head's FLOPs (0.09 %).
+token embedding (so the tied output GEMM) padded to 50,304 rows; the loss reads only the real
+tokens' logits (docs/models.md; tests/rank/test_models.py).
 """
 
 from __future__ import annotations

@@ -10,15 +10,13 @@ change the count), a causal decoder and an untied output projection with bias. T
 defaults: exactly 3,494,400 parameters (1,389,056 in nn.Transformer, 1,048,576 embedding,
 1,056,768 projection).
 
-Tensor parallelism splits only what torch's styles reach: every layer's feed-forward pair, the
-shared embedding and the output projection (both by vocabulary rows). Its attention stays
-replicated: nn.MultiheadAttention keeps q/k/v in one `in_proj_weight` Parameter (q rows, then k,
-then v) that F.multi_head_attention_forward reads directly, so no Linear module exists for
-ColwiseParallel to split into whole heads, and the output projection is called functionally too,
-out of reach of RowwiseParallel's hooks. Replicated attention sees replicated inputs and output
-gradients on every TP rank, so its gradients agree without any communication. A pipeline cuts
-between the encoder and decoder layers (torchscale/rank/models/seq2seq_units.py carries the two
-tensors across the cuts)."""
+Tensor parallelism splits the feed-forward pairs, the shared embedding and the output
+projection; attention stays replicated, since `in_proj_weight` is no Linear module for
+ColwiseParallel to split (docs/strategies.md). Replicated attention sees replicated inputs and
+output gradients on every TP rank, so its gradients agree without any communication. A pipeline
+cuts between the encoder and decoder layers (seq2seq_units.py carries the two tensors across
+the cuts).
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Device bandwidth for `validate --level perf`: memory copy and triad, host<->device with
 pinned memory, and the GPU-to-GPU matrix.
 
-Memory follows STREAM's conventions: `copy` (b = a) moves 2 bytes per byte of the array (one
-read, one write), `triad` (a = b + s*c) moves 3; arrays are at least 4x the last-level cache,
-so the figure is memory's, not the cache's. Timing is matmul_peak's: a loop calibrated to last
-`min_time_s`, CUDA events on a GPU, the median of `repeats` loops. What cannot be measured here
-(no GPU, one GPU) has no figure and says why.
+Memory follows STREAM's conventions (docs/validate.md): arrays at least 4x the last-level
+cache, so the figure is memory's, not the cache's. Timing is matmul_peak's loop. What cannot be
+measured here (no GPU, one GPU) has no figure and says why.
 
 A host copy can also read the GPU's PCIe link while copies are in flight (`read_link`): an idle
 GPU drops its link to a power-saving rate, so only a reading under load says what it trained to.

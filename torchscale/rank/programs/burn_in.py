@@ -1,13 +1,9 @@
 """Runs inside every rank of `validate --level burn` (torchrun, through the harness of
 rank/worker/harness.py: one rank per GPU; 2 gloo ranks, one thread each, on a CPU node).
 
-For the duration, interval after interval, each rank runs tensor-core GEMMs (bf16 on a GPU,
-fp32 on CPU) then a large copy, timing each part, with the telemetry sampler (NVML on a GPU,
-psutil for the process) running over the interval. Every few intervals, and at the start and
-the end, it computes the same seeded work as every other rank and hashes the result's bytes:
-all ranks must agree bit for bit, and with their own first hash (silent data corruption shows
-as a disagreement). NVML's ECC and row-remap counters are read at the start and the end. Rank
-0 gathers everything and writes it as JSON (atomically, types in contracts/schema/burn_in.py)
+What each interval runs, the correctness fingerprint (the same seeded work hashed on every
+rank, compared bit for bit) and the ECC counters are described in docs/validate.md, "Burn-in".
+Rank 0 gathers everything and writes it as JSON (atomically, types in contracts/schema/burn_in.py)
 for the parent (orchestration/validate/burn_in.py).
 """
 

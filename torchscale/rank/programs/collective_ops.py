@@ -1,15 +1,10 @@
 """Each collective as buffers, one call, and the result it must produce (for `--check`).
 
-Every op is run through the public torch.distributed call a training job would use (in-place
-all_reduce/broadcast/reduce, all_gather_single, reduce_scatter_single (all_gather_into_tensor and
-reduce_scatter_tensor where torch predates them), all_to_all_single,
-batched isend/irecv around a ring), looked up on `torch.distributed` at call time.
-
-Check inputs: element i of rank r's input holds `pattern(r, i) = (i + 13 r) mod 31 + 1`, small
-integers that every dtype holds exactly and that differ between ranks at the same index, so a
-chunk from the wrong rank or at the wrong offset is counted wrong, not just a wrong sum. Sums of
-up to 8 ranks stay exact in bfloat16 (<= 248); beyond, the tolerance allows for the rounding of
-the dtype (a relative error of a few units in the last place).
+Every op is run through the public torch.distributed call a training job would use, looked up
+on `torch.distributed` at call time (all_gather_into_tensor and reduce_scatter_tensor where
+torch predates the `_single` forms). The check's input pattern and tolerance are in
+docs/comm.md: small integers every dtype holds exactly, different between ranks at the same
+index, so a chunk from the wrong rank or offset counts as wrong, not just a wrong sum.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
 """Every rank of `torchscale comm`: `python -m torchscale.rank.programs comm --spec F`, run by the
 harness of rank/worker/harness.py.
 
-Per op and size: a check run on known inputs (with --check), warm-up, a barrier, then `iters`
-operations back to back timed at the two ends (the figure nccl-tests reports), then a second
-window of `iters` with a timestamp between every two operations (the per-iteration spread), so
-the per-op timestamps never weigh on the headline figure. Timestamps are CUDA events on the
-current stream, which waits for NCCL's stream, or perf_counter on CPU, where gloo calls return
-when done. Ranks meet only at the barriers and at the gather after the windows. Rank 0 rewrites
-the result after every row, so a later hang or crash loses no finished row, and names the row
-it is about to run in the progress file, so the parent can mark the row that hung.
+Per op and size (docs/comm.md): a check run, warm-up, a barrier, `iters` operations timed at
+the two ends (the headline), then a second window timing each operation (the spread), so the
+per-op timestamps never weigh on the headline. Timestamps are CUDA events on the current
+stream, which waits for NCCL's stream, or perf_counter on CPU, where gloo calls return when
+done. Rank 0 rewrites the result after every row, so a later hang or crash loses no finished
+row, and names the row it is about to run in the progress file, so the parent can mark the row
+that hung.
 """
 
 from __future__ import annotations

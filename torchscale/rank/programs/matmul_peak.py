@@ -1,21 +1,11 @@
 """Maximum achievable matmul FLOP/s (`validate --level perf`): the MAMF idea.
 
 A spec sheet's peak is never reached by a real matmul; what a node can really do is the best
-TFLOP/s over a search of matmul shapes (stas00's MAMF finder: an H100 SXM reaches ~790 of its
-989 bf16 TFLOP/s). `measure_matmul` times given shapes; `find_peak` searches shapes within a
-time budget and sets the best figure beside the spec-sheet peak of
-`torchscale.contracts.gpu_peaks`.
-
-Timing: inputs allocated once, warm-up, then a loop long enough to exceed `min_time_s` timed as
-a whole (CUDA events on a GPU, `time.perf_counter` on CPU, synchronized at both ends), the
-median of `repeats` such loops. FLOPs of one (M, K) x (K, N) matmul: 2*M*N*K.
-
-The search stops once it has converged: when the last `PLATEAU_PROBES` probes raised the best
-figure by less than `PLATEAU_GAIN` (`converged`). A GPU reaches its peak within a dozen probes;
-the time budget is only a backstop.
-
-A figure above the spec sheet (beyond `SPEC_TOLERANCE`) is physically impossible: the result is
-flagged `suspect` (a timing bug) and has no headline. Not wired into `validate` yet.
+TFLOP/s over a search of matmul shapes (stas00's MAMF finder). `measure_matmul` times given
+shapes; `find_peak` searches them until it has `converged` (the time budget is only a
+backstop). The search, the timing and the spec-sheet guard are described in docs/validate.md;
+a figure above the spec sheet (beyond `SPEC_TOLERANCE`) is physically impossible, so the
+result is flagged `suspect` (a timing bug) and has no headline.
 """
 
 from __future__ import annotations

@@ -2,26 +2,16 @@
 rank/worker/harness.py, one rank per GPU; one rank on a CPU node, which then uses all its
 threads).
 
-Every rank measures its own device at the same time as the others (a barrier starts each
-phase), because a node's GPUs share power, cooling and PCIe switches: a GPU measured alone on
-an idle node looks better than it will in training. The phases: the matmul peak per dtype
-(rank/programs/matmul_peak.py), device memory copy and triad, then host-to-device and
-device-to-host with pinned memory (rank/programs/bandwidth.py), twice: each GPU alone in turn (its
-own PCIe link, judged against the link's rate) and all at once (what the board gives when
-GPUs behind one PCIe switch split its uplink). Rank 0 then reads the PCIe topology
-(contracts/pcie_topology.py) and measures the GPU-to-GPU matrix, which needs every GPU in one
-process, while the others wait. Each CUDA rank also reads its GPU's power limits from NVML
-(contracts/power_limit.py): a node capped below the SKU's default power is below its matmul bar
-on every GPU, healthy. Each phase, as it ends, is gathered from every rank and written by rank 0
-into the spec's phase_dir (the parent reports it as progress, and a stopped run keeps it); at the
-end rank 0 writes everything as JSON (atomically, types in contracts/schema/perf.py) for the
-parent, which judges it (orchestration/validate/perf.py).
-
-Every barrier and the one gather run on gloo, on CUDA too: a rank waiting in an NCCL barrier
-has a kernel spinning on its GPU until the last rank arrives, and that kernel shares the GPU
-with the copies a peer is timing into it (rank 0's GPU-to-GPU pairs, a lone host copy). On
-gloo a waiting rank blocks in its CPU thread and its GPU is idle. No figure here crosses GPUs
-through a collective (NCCL's bus bandwidth is `comm`'s own run), so nothing needs NCCL.
+Every rank measures its own device at the same time as the others, a barrier starting each
+phase, and every barrier and the one gather run on gloo, on CUDA too (why both: docs/validate.md,
+"What `perf` measures"). The phases: the matmul peak per dtype (matmul_peak.py), device memory
+copy and triad, then host<->device copies (bandwidth.py), each GPU alone in turn and all at
+once; rank 0 then reads the PCIe topology and measures the GPU-to-GPU matrix, which needs every
+GPU in one process, while the others wait. Each CUDA rank also reads its GPU's power limits
+(a node capped below the SKU's default is below its matmul bar on every GPU, healthy). Each
+phase, as it ends, is gathered and written by rank 0 into the spec's phase_dir (progress, and
+what a stopped run keeps); at the end rank 0 writes everything as JSON (contracts/schema/perf.py)
+for the parent, which judges it (orchestration/validate/perf.py).
 """
 
 from __future__ import annotations
