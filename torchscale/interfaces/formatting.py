@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -66,29 +66,22 @@ def significant(value: float, digits: int = 3) -> str:
         return "0"
     magnitude = math.floor(math.log10(abs(value)))
     decimals = max(0, digits - 1 - magnitude)
-    text = f"{value:,.{decimals}f}"
-    return text
+    return f"{value:,.{decimals}f}"
 
 
 def readable(value: float) -> str:
     """A rate or a count to read at a glance: whole numbers from 100 up (2,886), three
     significant figures below (42.1, 7.31, 0.420), so a small figure keeps its digits and is
     never printed as 0 when it is not."""
-    return readable_like(value)(value)
-
-
-def readable_like(figure: float) -> ReadableLike:
-    """The format `readable` gives `figure`, for its interval's ends and half-width too (one
-    figure, one precision: '4,076', '0.420'); a figure that is not finite prints as Python
-    writes it ('nan', 'inf'). It can also round to an interval (`ReadableLike.rounded`), so a
-    figure with its interval reads as every other surface writes it."""
-    return ReadableLike(figure)
+    return _readable_text(value, value)
 
 
 @dataclass(frozen=True)
 class ReadableLike:
-    """`readable`'s precision for one figure as a format, which rounds to an interval by the
-    one rule (`format_rounded`) where one is known."""
+    """The format `readable` gives `figure`, for its interval's ends and half-width too (one
+    figure, one precision: '4,076', '0.420'); a figure that is not finite prints as Python
+    writes it ('nan', 'inf'). `rounded` rounds to an interval by the one rule
+    (`format_rounded`), so a figure with its interval reads as every other surface writes it."""
 
     figure: float
 
@@ -97,6 +90,9 @@ class ReadableLike:
 
     def rounded(self, value: float, quantum: float | None, like: float | None = None) -> str:
         return format_rounded(value, "readable", quantum)
+
+
+readable_like = ReadableLike
 
 
 def _readable_text(figure: float, value: float) -> str:
@@ -146,31 +142,27 @@ def format_value(value: Any, fmt: ValueFormat) -> str:
     number = _number(value)
     if number is None:
         return MISSING if value is None or isinstance(value, (int, float)) else str(value)
-    if fmt == "int":
-        return f"{round(number):,}"
-    if fmt == "float":
-        return significant(number)
-    if fmt == "ratio_pct":
-        return f"{number * 100:.1f} %"
-    if fmt == "pct":
-        return f"{number:.1f} %"
-    if fmt == "seconds":
-        return seconds(number)
-    if fmt == "us":
-        return seconds(number / 1e6)
-    if fmt == "bytes":
-        return size_bytes(number)
-    if fmt == "rate":
-        return f"{number:,.1f}" if abs(number) < 1e5 else f"{number:,.0f}"
-    if fmt == "readable":
-        return readable(number)
-    if fmt == "change_pct":
-        return f"{number * 100:+.1f} %"
-    if fmt == "change_pts":
-        return points(number)
-    if fmt == "money":
-        return f"${number:,.2f}" if abs(number) >= 0.01 else f"${number:.4f}"
-    raise ValueError(f"unknown value format {fmt!r}")
+    write = _WRITERS.get(fmt)
+    if write is None:
+        raise ValueError(f"unknown value format {fmt!r}")
+    return write(number)
+
+
+# how `format_value` writes a finite number in each format but 'text'
+_WRITERS: dict[str, Callable[[float], str]] = {
+    "int": lambda n: f"{round(n):,}",
+    "float": significant,
+    "ratio_pct": lambda n: f"{n * 100:.1f} %",
+    "pct": lambda n: f"{n:.1f} %",
+    "seconds": seconds,
+    "us": lambda n: seconds(n / 1e6),
+    "bytes": size_bytes,
+    "rate": lambda n: f"{n:,.1f}" if abs(n) < 1e5 else f"{n:,.0f}",
+    "readable": readable,
+    "change_pct": lambda n: f"{n * 100:+.1f} %",
+    "change_pts": points,
+    "money": lambda n: f"${n:,.2f}" if abs(n) >= 0.01 else f"${n:.4f}",
+}
 
 
 # value formats that `format_rounded` can cut to an interval's precision: (scale, prefix, suffix)
@@ -297,8 +289,7 @@ def thin_ticks(ticks: list[float]) -> list[float]:
     if len(ticks) <= MAX_LOG_TICKS:
         return ticks
     step = -(-len(ticks) // MAX_LOG_TICKS)
-    kept = ticks[::-1][::step][::-1]
-    return kept
+    return ticks[::-1][::step][::-1]
 
 
 # ------------------------------------------------------------------ inline code in prose
