@@ -34,6 +34,7 @@ from torchscale.contracts.cell_settings import DataConfig
 from torchscale.contracts.errors import DataError
 from torchscale.contracts.model_tasks import PLUGIN_SYNTHETIC_ONLY, task_of, unsupported
 from torchscale.rank.data import cifar100
+from torchscale.rank.data.plugin_batches import to_device
 from torchscale.rank.data.records import (
     CifarImages,
     CollateImages,
@@ -76,15 +77,6 @@ def _die_with_rank(_worker_id: int) -> None:
     set_parent_death_signal(signal.SIGKILL)
 
 
-def _move(value: Any, device: torch.device) -> Any:
-    """Tensors (nested in lists/tuples: pinning turns tuples into lists) to `device`."""
-    if isinstance(value, torch.Tensor):
-        return value.to(device, non_blocking=True)
-    if isinstance(value, (list, tuple)):
-        return tuple(_move(v, device) for v in value)
-    return value
-
-
 def _uint8_to_unit(x: torch.Tensor) -> torch.Tensor:
     return x.float().div_(127.5).sub_(1.0)
 
@@ -125,7 +117,7 @@ class Pipeline:
             self.sampler.set_epoch(self.epoch)
             self._iterator = iter(self.loader)
             inputs, targets = next(self._iterator)
-        inputs, targets = _move(inputs, self.device), _move(targets, self.device)
+        inputs, targets = to_device(inputs, self.device), to_device(targets, self.device)
         if self.finish is not None:
             inputs = self.finish(inputs)
         return inputs, targets

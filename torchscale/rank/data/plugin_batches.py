@@ -40,18 +40,18 @@ NOT_MODEL_PARALLEL = (
 )
 
 
-def _move(value: Any, device: torch.device) -> Any:
+def to_device(value: Any, device: torch.device) -> Any:
     """Tensors (nested in tuples, lists and mappings) to `device`, without waiting for the copy.
 
-    Lists become tuples, as in the built-in pipeline: a DataLoader's default collate turns the
+    Lists become tuples (also in the built-in pipeline): a DataLoader's default collate turns the
     tuples a dataset returns into lists, and the model is called with a tuple unpacked
     (torchscale/rank/models/bundle.py's call_model), as with make_batch's batch."""
     if isinstance(value, torch.Tensor):
         return value if value.device == device else value.to(device, non_blocking=True)
     if isinstance(value, (list, tuple)):
-        return tuple(_move(v, device) for v in value)
+        return tuple(to_device(v, device) for v in value)
     if isinstance(value, Mapping):
-        return {k: _move(v, device) for k, v in value.items()}
+        return {k: to_device(v, device) for k, v in value.items()}
     return value
 
 
@@ -103,7 +103,7 @@ class PluginBatches:
                 f"the plug-in's batches gave {_describe(batch)}; expected (inputs, targets)"
             )
         inputs, targets = batch
-        return _move(inputs, self.device), _move(targets, self.device)
+        return to_device(inputs, self.device), to_device(targets, self.device)
 
     def _start(self) -> Iterator[tuple[Any, Any]]:
         """An iterator over a new epoch: a fresh `iter()` of the iterable, or of a new one from
