@@ -87,17 +87,25 @@ def _header(report: Report) -> Iterator[RenderableType]:
         )
     for item in report.skipped:
         yield _text(f"input not read: {item.path}: {item.reason}", "italic")
+    yield from (_text(line, "bold") for line in baseline_verdicts(report))
+
+
+def baseline_verdicts(report: Report, counted: bool = False) -> list[str]:
+    """A header's baseline lines: the regressions, then nothing judged (`counted`: with the
+    cells not judged) or the cells not judged."""
+    said = []
     if report.regressions:
-        yield _text(
-            f"{severity_prefix('bad')}{report.regressions} regression(s) by the stated rule", "bold"
+        said.append(
+            f"{severity_prefix('bad')}{report.regressions} regression(s) by the stated rule"
         )
     if report.baseline_sources() and report.regressions is None:
-        yield _text(f"{severity_prefix('warn')}nothing judged against the baseline", "bold")
+        count = f" (not judged: {report.not_judged} cells)" if counted and report.not_judged else ""
+        said.append(f"{severity_prefix('warn')}nothing judged against the baseline{count}")
     elif report.not_judged:
-        yield _text(
-            f"{severity_prefix('warn')}{report.not_judged} cell(s) not judged against the baseline",
-            "bold",
+        said.append(
+            f"{severity_prefix('warn')}{report.not_judged} cell(s) not judged against the baseline"
         )
+    return said
 
 
 def _key_figures(block: KeyFigures) -> RichTable:

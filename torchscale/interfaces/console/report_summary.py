@@ -11,14 +11,15 @@ import io
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
 from torchscale.interfaces.console import fit
 from torchscale.interfaces.console.lines import RICH_JOIN, glued, hanging_prose, unglued
+from torchscale.interfaces.console.report_full import baseline_verdicts, what_ran
+from torchscale.interfaces.console.report_full import console as plain_console
 from torchscale.interfaces.console.report_full import prose as _prose
-from torchscale.interfaces.console.report_full import what_ran
 from torchscale.interfaces.formatting import (
     MISSING,
     format_value,
@@ -68,15 +69,7 @@ def _lines(items: Sequence[RenderableType], width: int) -> list[str]:
     """`items` as printed `width` columns wide, one string per line (plain: no styles)."""
     if not items:
         return []
-    console = Console(
-        file=io.StringIO(),
-        width=width,
-        record=True,
-        force_terminal=False,
-        markup=False,
-        emoji=False,
-        highlight=False,
-    )
+    console = plain_console(io.StringIO(), width)
     for item in items:
         console.print(hanging_prose(item, width))
     text = unglued(console.export_text(styles=False))
@@ -285,24 +278,7 @@ def _header(report: Report, width: int) -> list[str]:
         items.append(RichText(f"{role} {source.name}: {source.contents()}"))
     if report.skipped:
         items.append(RichText(f"{severity_prefix('warn')}inputs not read: {len(report.skipped)}"))
-    if report.regressions:
-        items.append(
-            RichText(
-                f"{severity_prefix('bad')}{report.regressions} regression(s) by the stated rule"
-            )
-        )
-    if report.baseline_sources() and report.regressions is None:
-        count = f" (not judged: {report.not_judged} cells)" if report.not_judged else ""
-        items.append(
-            RichText(f"{severity_prefix('warn')}nothing judged against the baseline{count}")
-        )
-    elif report.not_judged:
-        items.append(
-            RichText(
-                f"{severity_prefix('warn')}{report.not_judged} cell(s) not judged against "
-                "the baseline"
-            )
-        )
+    items += map(RichText, baseline_verdicts(report, counted=True))
     return _lines(items, width)
 
 
