@@ -24,7 +24,6 @@ from torchscale.offline.analysis.numbers import finite
 
 Level = Literal["reliable", "noisy", "spread unknown"]
 LEVELS: tuple[Level, ...] = ("reliable", "noisy", "spread unknown")
-COLUMNS = ["reliability", "reliability_reason"]
 
 
 @dataclass(frozen=True)

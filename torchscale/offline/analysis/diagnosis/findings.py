@@ -33,7 +33,6 @@ PHASE_WORDS = {
     "backward": "backward pass",
     "optimizer": "optimizer step",
 }
-TARGETS = ("sync_stalls", "comm", "compute", "memory", "all")
 # per target: the categories it reports, in the order it ranks them (None: all, by cost)
 TARGET_CATEGORIES: dict[str, tuple[str, ...] | None] = {
     "sync_stalls": ("straggler", "load_imbalance"),

@@ -7,24 +7,15 @@ spends inside its hook (`COMM_HOLD`, timed where a plug-in registers one:
 rank/worker/comm_hold.py). The step model already takes that time out of compute and out of
 the grad-sync wait (timers.step_parts), so the own-work test sees the rank's work alone.
 
-Named communication when (docs/methodology.md, "The kind of a straggler"):
-- the rank's hold per step over the median of the others' passes the straggler test (the
-  paired test and the 5 %-of-step minimum effect of the own-work test), the largest of any
-  rank's; and
-- its own work (hold taken out) is not named, or is named for this rank with a gap no larger
-  than the hold (the larger of the two is its kind), and is not below the others' by the
-  minimum effect (a rank with less work whose hook blocks in its own collective waits there
-  for the others: its hold is their lateness, not its own);
-- no other rank is named by its own work, unless the hold's interval lies above that rank's
-  gap: a hook that blocks inside its own collective holds longest on the ranks that wait there
-  for a slow one, by about what that one is behind, so a tie keeps the own-work name;
-- a rank named `host` stays host when the host held it at least as long as its hook did (a
-  hook's wall time grows with the time its thread waits for a CPU).
+Named communication when its hold passes the straggler test and no larger own-work gap is
+named (docs/methodology.md, "The kind of a straggler"). Two traps the rule avoids: a hook that
+blocks inside its own collective holds longest on the ranks that wait there for a slow one (so
+a rank with less work, or a tie with another rank's own-work gap, keeps the own-work name),
+and a hook's wall time grows with its thread's wait for a CPU (so a rank the host held at
+least as long stays host).
 
-A launch held anywhere but a hook (a thread that starts the step late) is not seen here: the
-traces read launch holds from every op (trace/steps.launch_holds).
-
-Pure: tables in, a verdict and its cross-check out.
+A launch held anywhere but a hook is not seen here: the traces read launch holds from every
+op (trace/steps.launch_holds). Pure: tables in, a verdict and its cross-check out.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """What a straggler's extra time is, and why a rank is not named, in plain words.
 
-The straggler test (step_model.straggler_verdict) says whether a rank's own work per step is
-significantly above the others'. A user acts on *why*: a rank with more work to do (compute),
-a rank waiting for its batch (input), a rank held off the CPU by other work on its core
-(host), or a rank whose collectives start late while its work is on par (communication:
-named from the traces by late_collectives.py, and from the phase timers by
-held_launches.py where a DDP comm hook is timed; the timers alone cannot tell when a
-collective was launched). The rule
-(docs/methodology.md, "The kind of a straggler"):
-
-- **host** only when the time the host held the rank off the CPU passes the straggler test
-  itself, is at least the rest of its gap, and is at least its extra time on a CPU when that
-  passes the test too (a rank that ran longer on a CPU than the host held it has more to do).
-  A rank doing more work is runnable longer, so on a loaded host it also waits longer for a
-  CPU; the held time is its wait (Linux run_delay) beyond what its own time on a CPU would
-  have waited at the other ranks' rate (host.held_off_cpu), so a rank with more work
-  is compute however loaded the host;
-- else **input** when its data phase holds the largest significant phase gap (or, with no
-  phase significant alone, more of the gap than its compute phases together);
-- else **compute**.
+The straggler test (verdict.straggler_verdict) says whether a rank's own work per step is
+significantly above the others'. A user acts on *why*: compute (more work to do), input
+(waiting for its batch), host (held off the CPU by other work on its core) or communication
+(its collectives start late while its work is on par: late_collectives.py from the traces,
+held_launches.py from the phase timers). The rule, and why a rank with more work is compute
+however loaded its host: docs/methodology.md, "The kind of a straggler".
 
 Pure: test results in, words out. Every sentence here is the one every surface prints.
 """

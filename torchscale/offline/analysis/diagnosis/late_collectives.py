@@ -1,24 +1,16 @@
 """A communication straggler: a rank whose collectives start late while its work is on par.
 
-The own-work test (step_model.straggler_verdict) cannot see it: the rank's operators take
-no longer than anyone's. Its time goes between its work and its collective launch (a slow
-communication hook, a late bucket, a thread that launches late), so the others wait for it at
-every matched collective. Only the traces show that: the phase timers see the others' wait but
-not who launched late (everyone's wait ends together).
+The own-work test (verdict.straggler_verdict) cannot see it: the rank's operators take no
+longer than anyone's, its time goes between its work and its collective launch, so the others
+wait for it at every matched collective. Only the traces show that: the phase timers see the
+others' wait but not who launched late (everyone's wait ends together).
 
 Named only when three things hold together (docs/methodology.md, "The kind of a straggler"):
-- the rank is the one arrival order names (it arrives last at a share of the matched
-  collectives chance does not explain: straggler.attribute_straggler's binomial test), or,
-  where order alone names nobody, the one the others wait for the most (on shared cores the
-  others also arrive last now and then, by little; a late launch costs them every step);
-- the others wait for it: their wait for peers minus its own, same step, as a share of the
-  step, has its 95 % interval's low end at least the minimum effect (5 % of the step), the
-  same floor the own-work test uses;
-- its own work is not significantly above the others' (else it is a compute or input
-  straggler, decided by the own-work test), and cannot explain that wait either: per step,
-  the others' extra wait minus its own-work gap, its mean's 95 % interval has its low end at
-  least the minimum effect, as the wait itself must (a noisy own-work gap that missed the
-  test is no evidence that the work is on par; a wait beyond it by a straggler's size is).
+the rank is the one arrival order names (or, where order alone names nobody, the one the
+others wait for the most: on shared cores the others also arrive last now and then, by
+little); the others' extra wait for it clears the minimum effect; and its own work is not
+significantly above the others' nor explains that wait (a noisy own-work gap that missed the
+test is no evidence that the work is on par; a wait beyond it by a straggler's size is).
 
 Pure: tables in, a verdict out.
 """
