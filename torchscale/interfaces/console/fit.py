@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from rich import box
 from rich.console import Console
@@ -167,22 +167,14 @@ def _table(
         column = columns[i]
         header = labels[i]
         cells = [r[i] for r in rows]
-        widest = max((c.cell_len for c in cells), default=0)
-        if column.wrap:
+        sizing: dict[str, Any]
+        if column.wrap:  # as wide as its longest word
             word = max((longest_word(c.plain) for c in cells), default=0)
-            table.add_column(
-                header,
-                justify=column.justify,
-                min_width=max(word, longest_word(header)),
-                overflow="fold",
-            )
+            sizing = {"min_width": max(word, longest_word(header)), "overflow": "fold"}
         else:
-            table.add_column(
-                header,
-                justify=column.justify,
-                no_wrap=True,
-                min_width=max(widest, len(header)),
-            )
+            widest = max((c.cell_len for c in cells), default=0)
+            sizing = {"min_width": max(widest, len(header)), "no_wrap": True}
+        table.add_column(header, justify=column.justify, **sizing)
     for r in rows:
         table.add_row(*(r[i] for i in keep))
     return table

@@ -113,16 +113,3 @@ def hanging(text: str, width: int) -> str:
     lead = _HANG.match(text)
     indent = " " * min(len(lead.group(0)) if lead else 0, width // 3)
     return "\n".join(_wrap(text, width, indent or "  "))
-
-
-__all__ = [
-    "CONTINUATION",
-    "LEVEL_STYLE",
-    "RICH_JOIN",
-    "Level",
-    "Line",
-    "fit_lines",
-    "glued",
-    "hanging",
-    "unglued",
-]
