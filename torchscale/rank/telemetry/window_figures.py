@@ -238,6 +238,11 @@ def rank_power(
     return None, None
 
 
+def _why(report: SamplerReport, name: str) -> str:
+    """Why the sampler has no `name`: the source's reason, its last error, else no sample."""
+    return report.unavailable.get(name) or report.errors.get(name) or NO_SAMPLE
+
+
 def rank_load(report: SamplerReport) -> RankLoad:
     """The rank's host readings over its windows: CPU-second deltas between each window's two
     edges, summed; the load average at every edge; the GPU's processes seen at any edge."""
@@ -247,28 +252,25 @@ def rank_load(report: SamplerReport) -> RankLoad:
     whole = [w for w in windows if w.complete and len(w.edges) >= 2]
     window_s = sum(w.edges[-1].t - w.edges[0].t for w in whole)
 
-    def why(name: str) -> str:
-        return report.unavailable.get(name) or report.errors.get(name) or NO_SAMPLE
-
     def delta(name: str) -> float | None:
         if broken or not whole:
             unavailable[name] = (
-                f"a window was not fully sampled: {broken[0]}" if broken else why(name)
+                f"a window was not fully sampled: {broken[0]}" if broken else _why(report, name)
             )
             return None
         pairs = [(w.edges[0].values.get(name), w.edges[-1].values.get(name)) for w in whole]
         if any(a is None or b is None for a, b in pairs):
-            unavailable[name] = why(name)
+            unavailable[name] = _why(report, name)
             return None
         return sum(b - a for a, b in pairs if a is not None and b is not None)
 
     busy, own = delta("busy_cpu_s"), delta("own_cpu_s")
     loads = [v for w in windows for e in w.edges if (v := e.values.get("load_avg_1m")) is not None]
     if not loads:
-        unavailable["load_avg_1m"] = why("load_avg_1m")
+        unavailable["load_avg_1m"] = _why(report, "load_avg_1m")
     lists = [e.gpu_pids for w in windows for e in w.edges if e.gpu_pids is not None]
     if not lists:
-        unavailable[GPU_PROCESSES] = why(GPU_PROCESSES)
+        unavailable[GPU_PROCESSES] = _why(report, GPU_PROCESSES)
     return RankLoad(
         pid=report.pid,
         cores=report.cores,
@@ -294,9 +296,6 @@ def summarise_rank(
     `counter_step_s` are NVML's averaging period and the energy counter's step."""
     windows = report.windows
 
-    def why(name: str) -> str:
-        return report.unavailable.get(name) or report.errors.get(name) or NO_SAMPLE
-
     def column(name: str) -> list[float | None]:
         if name in AVERAGED:  # trailing averages: only those that lie inside one window
             return [v for w in windows for v in w.settled_column(name, floor_s)]
@@ -317,10 +316,10 @@ def summarise_rank(
             stats[name] = None
             unavailable[name] = short
         elif stats[name] is None:
-            unavailable[name] = why(name)
+            unavailable[name] = _why(report, name)
     cpu = cpu_stats(windows)
     if cpu is None:
-        unavailable["cpu_util_pct"] = why("cpu_s")
+        unavailable["cpu_util_pct"] = _why(report, "cpu_s")
     energy, method, energy_why = window_energy(windows, floor_s, counter_step_s)
     if energy is None:
         # a window not fully sampled says it all; else why the counter, then the power failed
@@ -339,7 +338,7 @@ def summarise_rank(
         unavailable.pop("power_w", None)
     seen, _, fraction = clock_reasons(windows)
     if fraction is None:
-        unavailable["throttled_fraction"] = why("clock_reasons")
+        unavailable["throttled_fraction"] = _why(report, "clock_reasons")
     max_why = None
     if report.sm_clock_max_mhz is None and report.device != "cpu":
         max_why = unavailable[SM_CLOCK_MAX] = (
