@@ -58,10 +58,11 @@ def running_line(planned: PlannedCell, position: str | None = None) -> Line:
     )
 
 
+REUSED = "ok in a previous run (--resume), not rerun"  # a cell --resume kept
+
+
 def reused_line(result: CellResult) -> Line:
-    return Line(
-        "info", f"> [INFO] {cell_name(result.cell)}: ok in a previous run (--resume), not rerun"
-    )
+    return Line("info", f"> [INFO] {cell_name(result.cell)}: {REUSED}")
 
 
 def _pct(value: float) -> str:

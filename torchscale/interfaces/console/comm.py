@@ -145,14 +145,12 @@ def narrow_table(rows: list[CommRow]) -> list[str]:
         "#" + line([name for name, _, _ in columns])[1:],
         "#" + line([unit for _, unit, _ in columns])[1:],
     ]
-    body = []
-    for row, texts in zip(rows, cells, strict=True):
-        if row.status == "ok":
-            body.append(line(texts))
-        else:
-            body.append(
-                f"{line(texts[:figures_from])}   {row.status}: {row.reason or 'no reason recorded'}"
-            )
+    body = [
+        line(texts)
+        if row.status == "ok"
+        else f"{line(texts[:figures_from])}   {row.status}: {row.reason or 'no reason recorded'}"
+        for row, texts in zip(rows, cells, strict=True)
+    ]
     return header + body
 
 
@@ -208,10 +206,7 @@ def footer_lines(result: CommResult) -> list[str]:
 
 
 def _pair_bw(pairs: Iterable[CommPair], a: int, b: int) -> float | None:
-    for p in pairs:
-        if {p.a, p.b} == {a, b}:
-            return p.bandwidth_gbps
-    return None
+    return next((p.bandwidth_gbps for p in pairs if {p.a, p.b} == {a, b}), None)
 
 
 def pair_lines(result: CommResult, width: int | None = None) -> list[str]:
@@ -227,11 +222,8 @@ def pair_lines(result: CommResult, width: int | None = None) -> list[str]:
     if n <= MAX_MATRIX_RANKS and (width is None or matrix_width <= width):
         lines.append("#     " + "".join(f"{'r' + str(b):>9}" for b in range(n)))
         for a in range(n):
-            cells = []
-            for b in range(n):
-                value = None if a == b else _pair_bw(result.pairs, a, b)
-                cells.append(_number(value, 9))
-            lines.append(f"# {'r' + str(a):>4}" + "".join(cells))
+            cells = (None if a == b else _pair_bw(result.pairs, a, b) for b in range(n))
+            lines.append(f"# {'r' + str(a):>4}" + "".join(_number(v, 9) for v in cells))
     else:
         lines.append("# slowest pairs:")
         for p in sorted(measured, key=lambda p: p.bandwidth_gbps or 0.0)[:10]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Mapping
 
+from torchscale.interfaces.console.cells import REUSED
 from torchscale.interfaces.console.lines import Line
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.plan import Plan
@@ -29,7 +30,7 @@ def plan_lines(
             lines.append(Line("skip", f"   skip: {planned.skip_reason}"))
             continue
         if cell_id in reused:
-            lines.append(Line("skip", "   reuse: ok in a previous run (--resume), not rerun"))
+            lines.append(Line("skip", f"   reuse: {REUSED}"))
             continue
         shared = planned.sharing_compile_cache(store.compile_cache_dir)  # as run_cell runs it
         command = shared.command(store.spec_path(cell_id), store.log_dir(cell_id), base_env)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
-from torchscale.interfaces.console.cells import host_bound_finding
+from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
 from torchscale.interfaces.formatting import format_value, readable
@@ -235,7 +235,7 @@ class LiveTable:
         lines.append(self.layout.line(values, level))
         notes = self.notes(result, row)
         if reused:
-            notes.insert(0, ("info", REUSED_NOTE))
+            notes.insert(0, ("info", REUSED))
         return lines + self.note_lines(notes)
 
     def note_lines(self, notes: list[tuple[Level, str]]) -> list[Line]:
@@ -319,7 +319,6 @@ def straggler_note(result: CellResult, row: pd.Series) -> str | None:
 
 
 BUSY_NOTE_START = "busy machine"
-REUSED_NOTE = "ok in a previous run (--resume), not rerun"
 
 
 def _note_rows(text: str, room: int, rows: int) -> list[str]:
