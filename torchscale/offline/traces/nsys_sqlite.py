@@ -10,29 +10,22 @@ What is read (only the columns needed; the stdlib sqlite3 module, read-only):
   major version 3 (nsys 2022.4 writes 3.0.0) is known; another major, or a known table missing
   a column this reader needs, is a TraceError naming the version, never a wrong table.
 - NVTX_EVENTS (+ StringIds): push/pop (eventType 59) and start/end (60) ranges, already paired
-  by nsys into rows with start and end, classified by `traces/classify.py` as host annotations
-  (the same rules as Kineto's record_function ranges, so both readers agree):
-  `ProfilerStep#<n>` -> "step"; `torchscale:<phase>` (data, forward, backward, optimizer) and
-  PyTorch's own phase ranges -> "phase"; everything else -> "cpu_op", notably
-  `torchscale:injected_delay` (it stands for work the rank did) and the `aten::*` ranges of
-  torch's emit_nvtx. Ranges never closed are left out and counted. Marks (eventType 34):
-  `torchscale:rank=<r>` (optionally followed by ` world_size=<n>` and ` backend=<b>`) names the
-  process's rank; without it ranks follow the process order (pid order, the order torchrun
-  spawns local ranks in), rank_source "nsys process order", said in a note.
+  by nsys, classified by `traces/classify.py` as host annotations, the rules of Kineto's
+  record_function ranges, so both readers agree. Ranges never closed are left out and counted.
+  Marks (eventType 34): `torchscale:rank=<r>` (optionally followed by ` world_size=<n>` and
+  ` backend=<b>`) names the process's rank; without it ranks follow the process order (pid
+  order, the order torchrun spawns local ranks in), rank_source "nsys process order", noted.
 - CUPTI_ACTIVITY_KIND_KERNEL (demangled name, else short name): NCCL kernels
   (`ncclDevKernel_*`, `ncclKernel_*`, any case) -> "collective" with coll_op from the kernel
   name; other kernels -> "kernel" (classify.py again). tid is the stream, `correlation` the
   CUPTI correlation id. MEMCPY/MEMSET -> "memory", named `Memcpy HtoD` ... / `Memset`.
 - CUPTI_ACTIVITY_KIND_RUNTIME: CUDA runtime calls -> "runtime" with their correlation id.
-- OSRT_API: only blocking waits (`pthread_cond_wait`, `pthread_cond_timedwait`, `sem_wait`,
-  `poll`, `epoll_wait`, `recv`, ...) on the worker's training thread (the one with the step
-  ranges), between its first step's start and its last step's end, kept as kind "runtime" rows
-  named `osrt:<call>` (correlation null). On a CPU gloo run they are the only trace of the
-  collectives: the training thread sits in `pthread_cond_wait` while gloo's threads run the
-  all_reduce, so a rank that waits for a late peer shows a long wait there. Everything else in
-  OSRT_API (mmap, read, open, the gloo threads' own waits, sleeps) is dropped: tens of thousands
-  of rows per worker that no analysis uses, and sleeps/idle thread-pool waits are not waits
-  for peers.
+- OSRT_API: only blocking waits (OSRT_WAITS) on the worker's training thread (the one with the
+  step ranges), between its first step's start and its last step's end, kept as kind "runtime"
+  rows named `osrt:<call>`. On a CPU gloo run they are the only trace of the collectives: the
+  training thread sits in `pthread_cond_wait` while gloo's threads run the all_reduce, so a rank
+  that waits for a late peer shows a long wait there. The rest of OSRT_API (tens of thousands of
+  rows per worker: mmap, read, gloo's own waits, sleeps) is no wait for a peer and is dropped.
 
 Times: nsys stores integer ns since the session start (TARGET_INFO_SESSION_START_TIME holds its
 UTC epoch, kept as `base_time_ns`); the contract's `ts`/`dur` are float us on the rank's own
