@@ -155,12 +155,7 @@ def read_header(path: Path, *, limit: int = 1 << 20) -> dict[str, Any] | None:
             buf += block
             found = _find_header(buf, searched)
             if found is not None:
-                header = found[0]
-                return {
-                    "distributedInfo": header.distributedInfo,
-                    "deviceProperties": header.deviceProperties,
-                    "baseTimeNanoseconds": header.baseTimeNanoseconds,
-                }
+                return {k: getattr(found[0], k) for k in _HEADER_KEYS if k != "schemaVersion"}
     return None
 
 

@@ -44,9 +44,8 @@ KINDS:
 - "cpu_op": any other host op (aten ops, autograd functions); compute on CPU-only ranks.
   `torchscale:injected_delay` is a "cpu_op": the injected sleep counts as work.
 
-Not rows at all: instant, flow and metadata events, and (Kineto) `python_function`,
-`gpu_user_annotation`, `cuda_sync`, `overhead` and the profiler's own `Trace` span, which
-duplicate other rows or are no work (see `traces/classify.py`). Metadata columns come from the
+Not rows at all: instant, flow and metadata events, and the categories `traces/classify.py`
+drops (they duplicate other rows or are no work). Metadata columns come from the
 args of collective and collective_call rows: pg = "Process Group Name" (older traces: "Process
 Group ID", as text), seq = "Seq", nelems = "In msg nelems", dtype, group_size = "Group size".
 """
