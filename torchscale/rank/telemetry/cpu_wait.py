@@ -1,37 +1,29 @@
 """How long the rank's main thread waited for a CPU, and how long it ran on one, read at
 step edges: Linux's run_delay and the thread's CPU clock.
 
-A rank whose core is taken by other work (another process, a kernel thread, a second rank on
-the same core) runs its step later, exactly like a rank with more work: the phase timers and
-the traces cannot tell the two apart. The scheduler can: `/proc/thread-self/schedstat` holds,
-per thread, the nanoseconds it spent runnable but waiting on a run queue (`run_delay`, the
-second field; kept whenever the kernel has CONFIG_SCHED_INFO, as every distribution kernel
-does), and the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID, `time.thread_time_ns`) the
-nanoseconds it ran on a CPU (the scheduler's `sum_exec_runtime`). Read at a step's two
-edges, their differences are the time it was ready to work and the host gave its CPU to
-something else (the CPU wait) and the time it computed on a CPU (the CPU time). A rank with
-more work runs longer on the CPU (and, on a loaded host, also waits longer); a rank held off
-its core by other work waits longer with the same CPU time.
+A rank whose core is taken by other work runs its step later, exactly like a rank with more
+work: the phase timers and the traces cannot tell the two apart. The scheduler can:
+`/proc/thread-self/schedstat` holds, per thread, the nanoseconds it spent runnable but waiting
+on a run queue (`run_delay`, the second field; kept whenever the kernel has CONFIG_SCHED_INFO,
+as every distribution kernel does), and the thread's CPU clock (`time.thread_time_ns`) the
+nanoseconds it ran. Their differences over a step are the CPU wait and the CPU time; how the
+straggler rule weighs them is docs/methodology.md, "Host against compute".
 
 Why the CPU time is not schedstat's first field (`sum_exec_runtime`), though the same read
 has it: the kernel brings a running thread's figure up to date only at a scheduler tick, a
-context switch or a read of its CPU clock, and a read of the file is none of these. Read by
-the thread itself while it works, the field lags by up to a tick or more (on this 2-core VM,
-kernel 6.18: 41 changes in 100 ms of back-to-back reads, steps of up to 7 ms unseen), so a
-short step read 0 and the next more than its own length. The CPU clock updates it first
-(task_sched_runtime). run_delay has no such lag: it grows only while the thread is off the
-CPU, and is settled when the thread gets it back.
+context switch or a read of its CPU clock, and a read of the file is none of these, so read by
+the thread itself while it works the field lags by up to a tick or more (a short step reads 0,
+the next more than its own length). The CPU clock updates it first (task_sched_runtime).
+run_delay has no such lag: it grows only while the thread is off the CPU, and is settled when
+the thread gets it back.
 
 What the wait is not: a sleep or a blocking wait (an injected delay, a wait for a peer, the
-GPU or a disk) is not run_delay; nor is time lost on a CPU to interrupts or to a slower core
-(that is CPU time: the same work simply runs longer). Both are the main thread's: intra-op
-threads (torch.get_num_threads() > 1) run and wait on their own, which the main thread sees
-as a blocking wait, so with several threads per rank the CPU time is the main thread's share
-of the work only (not the intra-op threads' compute) and the wait under-states the host's
-share (the straggler rule then keeps a name rather than drops it).
+GPU or a disk), nor time lost on a CPU to interrupts or a slower core (that is CPU time). Both
+are the main thread's: intra-op threads run and wait on their own, so with several threads per
+rank the CPU time is the main thread's share of the work only and the wait under-states the
+host's share (the straggler rule then keeps a name rather than drops it).
 
-Cost per read: one pread of a file descriptor opened once and one clock_gettime (about 2 us
-and 1 us on the 2-core VM here).
+Cost per read: one pread of a file descriptor opened once and one clock_gettime.
 """
 
 from __future__ import annotations
@@ -73,14 +65,9 @@ class CpuWaitClock:
         """(seconds this thread has waited for a CPU, seconds it has run on one) since it
         started: run_delay and the thread's CPU clock, read together; None when
         unavailable."""
-        if self._fd is None:
-            return None
-        try:
-            on_cpu = time.thread_time_ns()
-            return self._parse(os.pread(self._fd, 128, 0)), on_cpu / 1e9
-        except (OSError, ValueError, IndexError) as exc:
-            self._fail(exc)
-            return None
+        on_cpu = time.thread_time_ns()
+        waited = self.read()
+        return None if waited is None else (waited, on_cpu / 1e9)
 
     def read(self) -> float | None:
         """Seconds this thread has waited for a CPU since it started, or None (the pread
