@@ -20,7 +20,12 @@ from torchscale.offline.analysis.trace.intervals import (
     subtract,
     union,
 )
-from torchscale.offline.analysis.trace.steps import cpu_busy_by_tid, full_steps, is_device_trace
+from torchscale.offline.analysis.trace.steps import (
+    cpu_busy_by_tid,
+    empty_table,
+    full_steps,
+    is_device_trace,
+)
 
 BREAKDOWN_COLUMNS = [
     "step",
@@ -69,8 +74,7 @@ def activity(events: pd.DataFrame) -> Activity:
 
 
 def _empty() -> pd.DataFrame:
-    frame = pd.DataFrame({c: pd.Series(dtype=np.float64) for c in BREAKDOWN_COLUMNS})
-    return frame.astype({"step": np.int64})
+    return empty_table(BREAKDOWN_COLUMNS, step=np.int64)
 
 
 def data_wait(events: pd.DataFrame, steps: pd.DataFrame, act: Activity | None = None) -> np.ndarray:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from torchscale.contracts.collective_facts import ops_where
 from torchscale.offline.analysis.trace.collective_matching import Matched
+from torchscale.offline.analysis.trace.steps import empty_table
 
 SYMMETRIC_OPS = ops_where(lambda op: op.ends_together)
 MAD_TO_SIGMA = 1.4826  # MAD x this estimates a normal standard deviation
@@ -112,14 +113,7 @@ def estimate_offsets(matched: Matched) -> Offsets:
 
 
 def _empty_offsets() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "rank": pd.Series(dtype=np.int64),
-            "offset_us": pd.Series(dtype=np.float64),
-            "uncertainty_us": pd.Series(dtype=np.float64),
-            "samples": pd.Series(dtype=np.int64),
-        }
-    )
+    return empty_table(OFFSET_COLUMNS, rank=np.int64, samples=np.int64)
 
 
 @dataclass
@@ -165,13 +159,6 @@ def arrivals(matched: Matched, offsets: Offsets) -> Arrivals:
 
 
 def _empty_arrivals() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "group": pd.Series(dtype=object),
-            "index": pd.Series(dtype=np.int64),
-            "rank": pd.Series(dtype=np.int64),
-            "aligned_ts": pd.Series(dtype=np.float64),
-            "arrival_lateness_us": pd.Series(dtype=np.float64),
-            "last_by_arrival": pd.Series(dtype=bool),
-        }
+    return empty_table(
+        ARRIVAL_COLUMNS, group=object, index=np.int64, rank=np.int64, last_by_arrival=bool
     )

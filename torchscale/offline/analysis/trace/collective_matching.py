@@ -26,7 +26,7 @@ from torchscale.offline.analysis.trace.intervals import (
     grouped_union_length,
     window_index,
 )
-from torchscale.offline.analysis.trace.steps import is_device_trace, launch_times
+from torchscale.offline.analysis.trace.steps import empty_table, is_device_trace, launch_times
 from torchscale.offline.traces.rank_trace import UNKNOWN_OP
 
 META = ["pg", "seq", "nelems", "dtype", "group_size"]
@@ -53,20 +53,16 @@ MAX_EXAMPLES = 3  # mismatch examples quoted per group
 
 
 def _empty_collectives() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "group": pd.Series(dtype=object),
-            "index": pd.Series(dtype=np.int64),
-            "op": pd.Series(dtype=object),
-            "nelems": pd.Series(dtype="Int64"),
-            "dtype": pd.Series(dtype=object),
-            "ts": pd.Series(dtype=np.float64),
-            "dur": pd.Series(dtype=np.float64),
-            "end": pd.Series(dtype=np.float64),
-            "step": pd.Series(dtype="Int64"),
-            "tid": pd.Series(dtype=np.int64),
-            "by_seq": pd.Series(dtype=bool),
-        }
+    return empty_table(
+        COLLECTIVE_COLUMNS,
+        group=object,
+        index=np.int64,
+        op=object,
+        nelems="Int64",
+        dtype=object,
+        step="Int64",
+        tid=np.int64,
+        by_seq=bool,
     )
 
 
@@ -259,11 +255,9 @@ class Matched:
 def empty_matched() -> pd.DataFrame:
     frame = _empty_collectives().drop(columns=["tid", "by_seq"])
     frame.insert(2, "rank", pd.Series(dtype=np.int64))
-    for col in ("wait_us", "transfer_us", "gap_us"):
-        frame[col] = pd.Series(dtype=np.float64)
-    frame["last_by_duration"] = pd.Series(dtype=bool)
-    frame["consistent"] = pd.Series(dtype=bool)
-    return frame[MATCHED_COLUMNS]
+    rest = empty_table(["wait_us", "transfer_us", "gap_us"])
+    flags = empty_table(["last_by_duration", "consistent"], default=bool)
+    return pd.concat([frame, rest, flags], axis=1)[MATCHED_COLUMNS]
 
 
 def match_collectives(tables: Mapping[int, pd.DataFrame]) -> Matched:
@@ -429,13 +423,7 @@ def stack_steps(steps_by_rank: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
             )
         )
     if not parts:
-        return pd.DataFrame(
-            {
-                "rank": pd.Series(dtype=np.int64),
-                "step": pd.Series(dtype=np.int64),
-                "step_us": pd.Series(dtype=np.float64),
-            }
-        )
+        return empty_table(["rank", "step", "step_us"], rank=np.int64, step=np.int64)
     return pd.concat(parts, ignore_index=True)
 
 

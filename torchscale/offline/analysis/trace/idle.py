@@ -45,7 +45,7 @@ from torchscale.offline.analysis.trace.intervals import (
     subtract,
     union,
 )
-from torchscale.offline.analysis.trace.steps import full_steps, launch_times
+from torchscale.offline.analysis.trace.steps import empty_table, full_steps, launch_times
 
 BASE_COLUMNS = [
     "step",
@@ -160,8 +160,7 @@ def _host_wait(events: pd.DataFrame, busy: Intervals) -> Intervals:
 
 
 def _empty_taxonomy() -> pd.DataFrame:
-    frame = pd.DataFrame({c: pd.Series(dtype=np.float64) for c in IDLE_COLUMNS})
-    return frame.astype({"rank": np.int64, "step": np.int64})
+    return empty_table(IDLE_COLUMNS, rank=np.int64, step=np.int64)
 
 
 def idle_taxonomy(bases: Mapping[int, IdleBase], matched: Matched | None) -> pd.DataFrame:

@@ -8,7 +8,9 @@ spent working inside the phase does not.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,16 +60,14 @@ def is_device_trace(events: pd.DataFrame) -> bool:
     return bool(not events.empty and events["device_side"].astype(bool).any())
 
 
+def empty_table(columns: Sequence[str], default: Any = np.float64, **dtypes: Any) -> pd.DataFrame:
+    """A table with no rows, each column of `default` dtype unless `dtypes` names it: what an
+    analysis returns for nothing, so concatenating and comparing keeps the dtypes."""
+    return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, default)) for c in columns})
+
+
 def empty_steps() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "step": pd.Series(dtype=np.int64),
-            "start": pd.Series(dtype=np.float64),
-            "end": pd.Series(dtype=np.float64),
-            "dur": pd.Series(dtype=np.float64),
-            "partial": pd.Series(dtype=bool),
-        }
-    )
+    return empty_table(STEP_COLUMNS, step=np.int64, partial=bool)
 
 
 def step_table(events: pd.DataFrame) -> Steps:
@@ -128,16 +128,7 @@ def launch_times(events: pd.DataFrame, rows: pd.DataFrame) -> pd.Series:
 
 
 def _empty_phases() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "step": pd.Series(dtype=np.int64),
-            "phase": pd.Series(dtype=object),
-            "dur_us": pd.Series(dtype=np.float64),
-            "busy_us": pd.Series(dtype=np.float64),
-            "has_comm": pd.Series(dtype=bool),
-            "effective_us": pd.Series(dtype=np.float64),
-        }
-    )
+    return empty_table(PHASE_COLUMNS, step=np.int64, phase=object, has_comm=bool)
 
 
 def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
@@ -148,9 +139,8 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     starts inside the phase), effective_us (the figure straggler attribution compares).
 
     busy_us: CPU ranks: union of the cpu_op rows nested in the phase on the same thread, less
-    its waits for collectives (`cpu_busy_by_tid`)
-    (collective and collective_call rows have their own kinds and are left out; a
-    `torchscale:injected_delay` range is a cpu_op and counts). GPU ranks: union of the compute
+    its waits for collectives (`cpu_busy_by_tid`; a `torchscale:injected_delay` range is a
+    cpu_op and counts). GPU ranks: union of the compute
     kernels whose launching runtime event (same correlation) lies inside the phase range, on any
     host thread (autograd runs backward on its own thread), or the union of the host's cpu_op
     rows in the phase range on any thread, whichever is longer (host-late or device-slow).
@@ -191,9 +181,8 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     device = is_device_trace(events)
     # a phase holds communication when a collective starts inside it (on any thread: GPU
     # backward launches them from autograd's thread); one still running from before it does
-    # not (gloo's worker threads record an all-reduce past the backward that waited for it,
-    # seen 2.5-10.6 ms into the next step's data phase, which would then count only its ops
-    # and lose a slow input's whole wait)
+    # not (gloo records an all-reduce past the backward that waited for it, into the next
+    # data phase, which would then count only its ops and lose a slow input's whole wait)
     comm_starts = np.sort(
         events.loc[events["kind"].isin(["collective", "collective_call"]), "ts"].to_numpy(
             dtype=np.float64
@@ -244,7 +233,7 @@ def cpu_busy_by_tid(events: pd.DataFrame) -> dict[int, Intervals]:
     """Per host thread: the union of its cpu_op rows less the time it was blocked in a wait
     for a collective (a `comm_wait` row) or inside a collective call (`c10d::allreduce_`,
     `record_param_comms`: enqueueing, and on gloo CPU ranks sometimes blocking for the whole
-    all-reduce, seen 3.1 ms inside DDP's last AccumulateGrad node). The subtraction matters
+    all-reduce inside DDP's last AccumulateGrad node). The subtraction matters
     because a wait is nested in ops that enclose it (a DTensor op, an autograd node), whose
     span alone would count the blocked thread as computing. Threads are kept apart: one
     thread's wait says nothing about what another thread did meanwhile."""
@@ -265,9 +254,8 @@ def cpu_busy_by_tid(events: pd.DataFrame) -> dict[int, Intervals]:
 
 def launch_holds(ops: pd.DataFrame, calls: pd.DataFrame) -> Intervals | None:
     """On one thread, the time the op that launches a collective spent in none of its own
-    child ops: a communication hook or callback holding the launch (seen: a DDP comm hook
-    that slept 15 ms inside the last AccumulateGrad node before its all-reduce, its self time),
-    which is when the collective starts, not the rank's work. None without a collective call.
+    child ops: a communication hook or callback holding the launch (its self time), which is
+    when the collective starts, not the rank's work. None without a collective call.
     The launching op is the innermost op enclosing the call (an outer one, a whole-step
     annotation, would count every gap of the step); its children are the ops nested in it (the
     call's own span is left to the blocked-wait subtraction); a launching op with no op nested
