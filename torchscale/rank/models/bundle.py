@@ -71,10 +71,16 @@ class ModelBundle:
         return self.loss_fn(call_model(self.model, inputs), targets)
 
 
-def call_model(model: torch.nn.Module, inputs: Any) -> Any:
-    """Call `model` on `inputs` following the ModelBundle convention (tuple, mapping or value)."""
+def model_args(inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Positional and keyword arguments by the ModelBundle convention (tuple, mapping, value)."""
     if isinstance(inputs, tuple):
-        return model(*inputs)
+        return inputs, {}
     if isinstance(inputs, Mapping):
-        return model(**inputs)
-    return model(inputs)
+        return (), dict(inputs)
+    return (inputs,), {}
+
+
+def call_model(model: torch.nn.Module, inputs: Any) -> Any:
+    """Call `model` on `inputs` following the ModelBundle convention."""
+    args, kwargs = model_args(inputs)
+    return model(*args, **kwargs)

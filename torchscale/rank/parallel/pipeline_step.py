@@ -11,7 +11,7 @@ BatchNorm in training mode on uninitialised memory.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +26,7 @@ from torch.distributed.pipelining import (
     ScheduleInterleaved1F1B,
 )
 
+from torchscale.rank.models.bundle import model_args
 from torchscale.rank.parallel.busy import BusyTimer
 from torchscale.rank.parallel.rank_layout import ParallelLayout
 
@@ -65,15 +66,6 @@ class TiedGrad:
     name: str
     param: torch.Tensor
     group: dist.ProcessGroup
-
-
-def _as_args(inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Positional and keyword arguments by the ModelBundle convention (tuple, mapping, value)."""
-    if isinstance(inputs, tuple):
-        return inputs, {}
-    if isinstance(inputs, Mapping):
-        return (), dict(inputs)
-    return (inputs,), {}
 
 
 def _meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
@@ -158,7 +150,7 @@ class PipelineRunner:
         across stages have their two gradients summed between the two stages' ranks, so both
         copies take the same update, as the single tied weight of the unsplit model would.
         """
-        args, kwargs = _as_args(inputs)
+        args, kwargs = model_args(inputs)
         losses: list[torch.Tensor] = []
         self.schedule.step(*args, target=targets, losses=losses, return_outputs=False, **kwargs)
         for tie in self.tied:
