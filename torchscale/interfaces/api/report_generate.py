@@ -82,17 +82,12 @@ class ReportOutcome:
     render_s: float
 
 
-def _slug(text: str) -> str:
-    slug = file_safe(text).strip("._-")
-    return (slug or "torchscale")[:80]
-
-
 def default_output(source: Path, report: Report, fmt: str) -> Path:
     """`<source>/<experiment>_report.<ext>`: named after the one experiment read, or after the
     source directory when it holds several."""
     names = [s.name for s in report.current_sources()]
-    stem = names[0] if len(names) == 1 else source.resolve().name
-    return source / f"{_slug(stem)}_report{SUFFIX[fmt]}"
+    stem = file_safe(names[0] if len(names) == 1 else source.resolve().name).strip("._-")
+    return source / f"{(stem or 'torchscale')[:80]}_report{SUFFIX[fmt]}"
 
 
 def known_html(request: ReportRequest, report: Report, output: Path | None) -> str | None:

@@ -69,8 +69,10 @@ def benchmark(
     if config_file is None:
         raise UsageError("--config FILE is needed (or --status DIR / --cancel DIR)")
     config = load_config(config_file, overrides or [])
-    if config.launcher.kind in OUTPUT_CHECKED_FIRST:
-        _check_output_dir(output_dir / config.experiment_name)
+    if config.launcher.kind in OUTPUT_CHECKED_FIRST:  # the launcher probes it again, as it runs
+        from torchscale.offline.results.store import check_output_dir
+
+        check_output_dir(output_dir / config.experiment_name, keep=False)
     # planning imports the library (pandas) and may ask torch for this node's GPUs: seconds
     # that a bad config or output directory is answered without
     from torchscale.interfaces.api import plan_benchmark, run_benchmark
@@ -99,11 +101,3 @@ def benchmark(
 # the launchers whose run (and dry run) refuses an output directory it cannot write before
 # anything else: asked here first, before the seconds of planning, the answer is the same line
 OUTPUT_CHECKED_FIRST = ("local", "slurm")
-
-
-def _check_output_dir(root: Path) -> None:
-    """The launcher's own probe of the results directory (it probes again when it runs),
-    leaving nothing behind."""
-    from torchscale.offline.results.store import check_output_dir
-
-    check_output_dir(root, keep=False)

@@ -43,16 +43,13 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-def _duration(seconds: float) -> str:
-    """Seconds as ms (or s from 10 s on), three significant figures at least."""
+def _us(us: float) -> str:
+    """Microseconds as ms (or s from 10 s on), three significant figures at least."""
+    seconds = us / 1e6
     if abs(seconds) >= 10:
         return f"{seconds:.2f} s"
     ms = seconds * 1e3
     return f"{ms:.2f} ms" if abs(ms) >= 1 else f"{ms:.3f} ms"
-
-
-def _us(us: float) -> str:
-    return _duration(us / 1e6)
 
 
 def share_text(estimate: Estimate) -> str:
