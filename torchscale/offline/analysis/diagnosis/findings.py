@@ -340,16 +340,20 @@ def _straggler(i: FindingInputs) -> RankedFinding | None:
     return RankedFinding(title, cost, evidence, _straggler_fix(i, v, who), "straggler")
 
 
+# the fix for a rank the host held back, whether it is named or the one the others wait for
+HOST_FIX = (
+    "{who}'s training thread was ready to run and waited for a CPU for most of its extra "
+    "time: other work shares its cores. Check what runs there (`top -H`, `ps -eLo "
+    "psr,pcpu,comm`), give each rank cores of its own (fewer ranks or threads per node, CPU "
+    "pinning) and move other work off the node; the code is not slower."
+)
+
+
 def _straggler_fix(i: FindingInputs, v: StragglerVerdict, who: str) -> str:
     gpu = i.device_type != "cpu"
     phase = "data" if v.kind == "input" else v.phase
     if v.kind == "host":
-        return (
-            f"{who}'s training thread was ready to run and waited for a CPU for most of its "
-            "extra time: other work shares its cores. Check what runs there (`top -H`, `ps -eLo "
-            "psr,pcpu,comm`), give each rank cores of its own (fewer ranks or threads per "
-            "node, CPU pinning) and move other work off the node; the code is not slower."
-        )
+        return HOST_FIX.format(who=who)
     if v.kind == "communication":
         return (
             f"{who} launches its collectives after the others with its work on par: look at "
@@ -427,10 +431,7 @@ def _imbalance(i: FindingInputs) -> RankedFinding | None:
             f"Ranks wait for {who}, which the host held back (it waited for a CPU)",
             i.stall,
             evidence,
-            f"{who}'s training thread was ready to run and waited for a CPU for most of its "
-            "extra time: other work shares its cores. Check what runs there (`top -H`, `ps -eLo "
-            "psr,pcpu,comm`), give each rank cores of its own (fewer ranks or threads per "
-            "node, CPU pinning) and move other work off the node; the code is not slower.",
+            HOST_FIX.format(who=who),
             "load_imbalance",
         )
     significant = i.verdict is not None and bool(i.verdict.significant)
