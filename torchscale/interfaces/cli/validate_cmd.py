@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, cast
 
@@ -29,21 +28,9 @@ STATUS_STYLE = {
 }
 
 
-class DeviceChoice(str, Enum):
-    cuda = "cuda"
-    cpu = "cpu"
-
-
-class LevelChoice(str, Enum):
-    basic = "basic"
-    perf = "perf"
-    burn = "burn"
-    workload = "workload"
-
-
-class FailOn(str, Enum):
-    fail = "fail"
-    warn = "warn"
+DeviceChoice = Literal["cuda", "cpu"]
+LevelChoice = Literal["basic", "perf", "burn", "workload"]
+FailOn = Literal["fail", "warn"]
 
 
 def render_measurements(report: ValidateReport) -> None:
@@ -128,7 +115,7 @@ def validate(
     device: Annotated[
         DeviceChoice,
         typer.Option("--device", help="Path to validate: cuda (GPU nodes) or cpu (gloo)."),
-    ] = DeviceChoice.cuda,
+    ] = "cuda",
     output_dir: Annotated[
         Path, typer.Option("--output-dir", "-o", help="Where results will go (free-disk check).")
     ] = Path("./results"),
@@ -144,7 +131,7 @@ def validate(
             "every path of a training job (strategies, compile, max batch, OOM, profile, "
             "comm, report) in one folder to attach to a bug report (minutes).",
         ),
-    ] = LevelChoice.basic,
+    ] = "basic",
     duration: Annotated[
         str, typer.Option("--duration", help="How long --level burn loads the GPUs (10m, 90s).")
     ] = "10m",
@@ -159,7 +146,7 @@ def validate(
     fail_on: Annotated[
         FailOn,
         typer.Option("--fail-on", help="Exit 1 on any FAIL (default) or on any WARN as well."),
-    ] = FailOn.fail,
+    ] = "fail",
     name: Annotated[
         str,
         typer.Option(
@@ -175,7 +162,7 @@ def validate(
     from torchscale.contracts.errors import UsageError
 
     Verbosity.override(verbose)
-    if level is LevelChoice.workload:
+    if level == "workload":
         ignored = [
             flag
             for flag, given in (
@@ -190,7 +177,7 @@ def validate(
             raise UsageError(f"{', '.join(ignored)}: not used by --level workload (drop it)")
         _workload(device, output_dir, name, fail_on, as_json)
     burn_s = parse_duration(duration)
-    if level is not LevelChoice.basic:
+    if level != "basic":
         from torchscale.offline.results.store import check_output_dir
 
         check_output_dir(output_dir / name)  # before minutes of measuring, not after
@@ -199,15 +186,15 @@ def validate(
     from torchscale.orchestration.validate.run_checks import run_validation
 
     ctx = ValidateContext(
-        device=device.value,
+        device=device,
         output_dir=output_dir,
         quick=quick,
         smoke_timeout_s=timeout,
-        level=cast('Literal["basic", "perf", "burn"]', level.value),  # workload left above
+        level=cast('Literal["basic", "perf", "burn"]', level),  # workload left above
         burn_duration_s=burn_s,
         matmul_budget_s=budget,
         experiment_dir=output_dir / name,
-        fail_on=fail_on.value,
+        fail_on=fail_on,
     )
     experiment = output_dir / name
     stopped: list[str] = []  # what a stop leaves, once on_stop has said it
@@ -221,7 +208,7 @@ def validate(
         stopped.append(perf_kept(kept.phases, kept.folder, saved))
 
     try:
-        with _progress("checking...", level is not LevelChoice.basic) as (progress, log):
+        with _progress("checking...", level != "basic") as (progress, log):
             checking = None if progress is None else _prefixed("checking ", progress)
             report = run_validation(ctx, progress=checking, log=log, on_stop=on_stop)
     except BaseException as exc:
@@ -229,7 +216,7 @@ def validate(
         if stop is None:
             raise
         raise stop_exit(stop, stopped[0] if stopped else NOTHING_KEPT) from None
-    saved = _save(report, experiment) if level is not LevelChoice.basic else None
+    saved = _save(report, experiment) if level != "basic" else None
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
@@ -255,10 +242,10 @@ def _workload(
     try:
         with _progress("workload: starting...", True) as (progress, log):
             run = run_workload(
-                device.value,
+                device,
                 output_dir,
                 name=name,
-                fail_on=fail_on.value,
+                fail_on=fail_on,
                 on_step=_prefixed("workload: ", progress, log),
                 on_stop=on_stop,
             )
