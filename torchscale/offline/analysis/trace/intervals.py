@@ -100,11 +100,7 @@ def _covered_before(iv: Intervals, t: FloatArray) -> FloatArray:
 
 def contains(iv: Intervals, points: FloatArray) -> BoolArray:
     """Whether each point lies inside the intervals (half-open)."""
-    if not iv.count:
-        return np.zeros(points.shape, dtype=bool)
-    k = np.searchsorted(iv.starts, points, side="right") - 1
-    kk = np.clip(k, 0, None)
-    return (k >= 0) & (points < iv.ends[kk])
+    return window_index(iv.starts, iv.ends, points) >= 0
 
 
 def combine(sets: Sequence[Intervals], keep: Callable[..., Any]) -> Intervals:

@@ -23,6 +23,7 @@ from torchscale.offline.analysis.trace.intervals import (
     slices_union,
     subtract,
     union,
+    window_index,
 )
 
 PARTIAL_FRACTION = 0.5  # a step shorter than this x the median step was cut by the capture
@@ -158,14 +159,12 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
         return _empty_phases()
     starts = steps["start"].to_numpy(dtype=np.float64)
     ends = steps["end"].to_numpy(dtype=np.float64)
-    p_ts = ph["ts"].to_numpy(dtype=np.float64)
-    k = np.searchsorted(starts, p_ts, side="right") - 1
-    kk = np.clip(k, 0, None)
-    inside = (k >= 0) & (p_ts < ends[kk])
+    k = window_index(starts, ends, ph["ts"].to_numpy(dtype=np.float64))
+    inside = k >= 0
     if not inside.any():
         return _empty_phases()
     ph = ph[inside]
-    kk = kk[inside]
+    kk = k[inside]
     lo = np.maximum(ph["ts"].to_numpy(dtype=np.float64), starts[kk])
     hi = np.minimum(ph["ts"].to_numpy(dtype=np.float64) + ph["dur"].to_numpy(np.float64), ends[kk])
     frame = pd.DataFrame(
