@@ -201,4 +201,3 @@ def _host_event(name: str, args: Mapping[str, Any] | None) -> EventClass:
             return EventClass("cpu_op")
         return EventClass("collective_call", coll_op=normalise_coll_op(arg_op))
     return EventClass("cpu_op")
-
