@@ -79,16 +79,17 @@ class BenchmarkPrinter:
 
             width = table_width(stdout) or stdout.width
             self.live = LiveTable(live_layout([p.cell for p in plan.cells], width))
+        # the live table's rows and the bar under them share one stream
+        stream = stdout if self.live is not None else stderr
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.fields[eta]}"),
-            # the live table's rows and the bar under them share one stream
-            console=stdout if self.live is not None else stderr,
+            console=stream,
             # a bar only on a terminal (in a log, rich would leave an empty line behind it)
-            disable=self.quiet or not (stdout if self.live is not None else stderr).is_terminal,
+            disable=self.quiet or not stream.is_terminal,
             transient=True,
         )
         self.task = self.progress.add_task("cells", total=cells, eta=eta_text(None))
@@ -362,8 +363,8 @@ def _search_name(searched: CellIdentity | MaxBatchResult) -> str:
 
 def _max_batch_done(results: list[MaxBatchResult]) -> None:
     for result in results:
+        name = escape(_search_name(result))
         if result.status != "ok" or result.max_batch is None:
-            name = escape(_search_name(result))
             stdout.print(f"> [MEMORY] {name}: no answer ({escape(result.reason or '')})")
             continue
         answer = f"at least {result.max_batch}" if result.limit_reached else str(result.max_batch)
@@ -374,7 +375,7 @@ def _max_batch_done(results: list[MaxBatchResult]) -> None:
         )
         how = f", {result.how_probed()}" if result.how_probed() else ""
         stdout.print(
-            f"> [MEMORY] {escape(_search_name(result))}: max batch per device {answer}{used} "
+            f"> [MEMORY] {name}: max batch per device {answer}{used} "
             f"({len(result.probes)} probes, {result.wall_s or 0:.0f} s{how})"
         )
 

@@ -1,14 +1,8 @@
-"""A comm result as the text table nccl-tests users read every day (plain lines, no markup).
-
-Same columns in the same order as nccl-tests (size, count, type, redop, root, time, algbw, busbw,
-#wrong), '#' before every line that is not a row, one table per op, then the footer (`Out of
-bounds values`, `Avg bus bandwidth`). Our extra columns come after #wrong: per-iteration p50 and
-p99, the CV, and the slowest rank with its time relative to the fastest, so a slow rank or node
-shows. That full layout is about 120 columns: written to a file it diffs against nccl-tests.
-Given a narrower width (a terminal, or COLUMNS), each table drops what the full one adds for
-completeness (count, which size and type give; root, for ops without one; p50 and cv) and sizes
-its columns to what they hold, the pair matrix becomes the slowest pairs, and every comment line
-wraps between words: no line is longer than the width, and no figure is cut.
+"""A comm result as the text table nccl-tests users read every day (plain lines, no markup):
+nccl-tests' columns in its order, '#' before every line that is not a row, one table per op,
+then the footer; our extra columns after #wrong. The full layout (about 120 columns) diffs
+against nccl-tests; a narrower width drops what another column gives, the pair matrix becomes
+the slowest pairs, and comment lines wrap between words, no figure cut (docs/comm.md, "Width").
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The sweep as one live table: a row per cell as it finishes, with at most two short notes,
-and only where they change the reading (a failure, a host-bound GPU, a named straggler, a busy
-machine the first time, a noisy cell). A note is one row, shortened at a word with '…' where it
-is longer: the whole text is in the cell's JSON, summary.csv and -v.
+only where they change the reading (what the reader sees: docs/cli.md, `benchmark`).
 
 A live table cannot be re-fitted once rows are printed, so its layout is decided before the
 first row from what the plan knows (model names, batch sizes, world sizes) and the terminal's
-width: columns are left out by priority until the row fits, and the legend says which. A figure
-is never cut; a row whose figure is wider than its column pushes the row right rather than lose
-a digit.
-
-Each row's figures come from the cells table of the results so far
+width. Each row's figures come from the cells table of the results so far
 (`torchscale.offline.results.frame.cells_table`), so scaling and reliability are judged exactly
 as `report` and summary.csv judge them.
 """
