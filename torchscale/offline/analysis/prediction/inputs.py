@@ -1,9 +1,8 @@
 """What one measured cell contributes to a forecast, read once from its result, in one robust
 statistic: the median synchronised step and its parts from the per-rank phase medians (a
-mean step carries every stall of a busy machine: one cell measured a mean of 41 ms over a
-median of 0.8 ms), a per-rank jitter from the faster half of the steps rather than the std,
-the threads each rank ran and how many cores it kept busy, and the run-to-run spread of its
-repeats."""
+mean step carries every stall of a busy machine), a per-rank jitter from the faster half of
+the steps rather than the std, the threads each rank ran and how many cores it kept busy, and
+the run-to-run spread of its repeats."""
 
 from __future__ import annotations
 
@@ -75,10 +74,7 @@ def _jitter(result: CellResult) -> tuple[float | None, int]:
         counts.append(stats.count)
     if not sigmas:
         return None, 0
-    sigmas.sort()
-    middle = len(sigmas) // 2
-    median = sigmas[middle] if len(sigmas) % 2 else (sigmas[middle - 1] + sigmas[middle]) / 2
-    return median, min(counts)
+    return statistics.median(sigmas), min(counts)
 
 
 def _median_step(result: CellResult) -> Figure | None:

@@ -23,8 +23,8 @@ def measured_step_s(result: CellResult) -> float | None:
     """The step a forecast is checked against: the median synchronised step (all ranks'
     measured steps pooled, `step_time.p50`; the figure `intervals.step_p50_s` bounds), the
     statistic forecasts are built from. A median, not the mean: on a busy machine a few
-    stalled steps move a mean by tens of times (41 ms over a median of 0.8 ms, measured) and
-    say nothing about the workload. None for a cell that measured nothing."""
+    stalled steps move a mean by tens of times and say nothing about the workload (docs/
+    prediction.md, "One statistic"). None for a cell that measured nothing."""
     if result.status != Status.OK:
         return None
     if result.step_time is not None and result.step_time.p50 > 0:
