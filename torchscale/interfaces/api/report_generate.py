@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from torchscale.contracts.atomic import write_bytes_atomic
 from torchscale.contracts.cell import file_safe
@@ -47,7 +47,7 @@ _MODULES = {
 
 
 class Renderer(Protocol):
-    def __call__(self, report: Report) -> bytes: ...
+    def __call__(self, report: Report, **options: Any) -> bytes: ...
 
 
 def renderer(fmt: str) -> Renderer:
@@ -184,23 +184,13 @@ def scope(request: ReportRequest) -> Scope:
 def render(request: ReportRequest, report: Report, on_step: OnStep = ignore) -> bytes:
     """The report in the request's format: the terminal's at its width, summary or full; the
     HTML's charts as SVG or interactive; the PDF saying how far it got."""
-    if request.fmt == "term":
-        from torchscale.interfaces.console import report_term
-
-        return report_term.render(report, request.width or report_term.WIDTH, full=request.full)
-    if request.fmt == "pdf":
-        from torchscale.interfaces.report.render import pdf
-
-        return pdf.render(report, on_step=on_step)
-    if request.fmt == "html":
-        from torchscale.interfaces.report.render import html
-
-        return html.render(report, interactive=request.interactive, on_step=on_step)
-    if request.fmt == "md":
-        from torchscale.interfaces.report.render import markdown
-
-        return markdown.render(report, full=request.full)
-    return renderer(request.fmt)(report)
+    by_format: dict[str, dict[str, Any]] = {
+        "term": {"full": request.full} | ({"width": request.width} if request.width else {}),
+        "pdf": {"on_step": on_step},
+        "html": {"interactive": request.interactive, "on_step": on_step},
+        "md": {"full": request.full},
+    }
+    return renderer(request.fmt)(report, **by_format.get(request.fmt, {}))
 
 
 def generate(request: ReportRequest, on_step: OnStep | None = None) -> ReportOutcome:
