@@ -38,7 +38,7 @@ def render_measurements(report: ValidateReport) -> None:
     above sums them up per check)."""
     from rich.table import Table
 
-    table = Table(title="Measured", show_lines=False, expand=False)
+    table = Table(title="Measured")
     for name in ("Status", "Check", "Where", "Measured", "Expected", "Ratio"):
         table.add_column(name, no_wrap=True)
     for row in report.measurements:
@@ -69,11 +69,7 @@ def render_report(report: ValidateReport) -> None:
     everything = Verbosity.level > 0
     shown = [c for c in report.checks if everything or c.status.value not in ("PASS", "SKIP")]
     if shown:
-        table = Table(
-            title=f"torchscale validate ({report.device}) on {escape(report.hostname)}",
-            show_lines=False,
-            expand=False,
-        )
+        table = Table(title=f"torchscale validate ({report.device}) on {escape(report.hostname)}")
         table.add_column("Status", no_wrap=True)
         table.add_column("Check", no_wrap=True)
         table.add_column("Detail / how to fix", overflow="fold")
