@@ -31,6 +31,7 @@ from torchscale.interfaces.report.model import (
     Block,
     Chart,
     Findings,
+    KeyFigure,
     KeyFigures,
     Report,
     Series,
@@ -108,17 +109,19 @@ def baseline_verdicts(report: Report, counted: bool = False) -> list[str]:
     return said
 
 
-def _key_figures(block: KeyFigures) -> RichTable:
+def key_figures(figures: Sequence[KeyFigure], notes: bool = True) -> RichTable:
+    """Label, value and (with `notes`) note, a row per figure."""
     table = RichTable(box=None, show_header=False, padding=(0, 2, 0, 0))
     table.add_column("label", overflow="fold")
     # a figure is never folded: label and note wrap between words around it
     table.add_column("value", justify="right", no_wrap=True, style="bold")
-    table.add_column("note", overflow="fold")
-    for figure in block.figures:
+    if notes:
+        table.add_column("note", overflow="fold")
+    for figure in figures:
         table.add_row(
             _text(severity_prefix(figure.severity) + figure.label),
             _text(format_value(figure.value, figure.format)),
-            prose(figure.note or ""),
+            *([prose(figure.note or "")] if notes else []),
         )
     return table
 
@@ -146,7 +149,6 @@ def _table(block: Table, width: int) -> Iterator[RenderableType]:
         show_header=widths is not None,
         padding=(0, 1, 0, 0),
         pad_edge=False,
-        expand=False,
     )
     if widths is None:
         table.add_column("field", style="bold", overflow="fold")
@@ -272,7 +274,7 @@ def _block(block: Block, width: int) -> Iterator[RenderableType]:
     if isinstance(block, Text):
         yield prose(severity_prefix(block.severity) + block.text, SEVERITY_STYLE[block.severity])
     elif isinstance(block, KeyFigures):
-        yield _key_figures(block)
+        yield key_figures(block.figures)
     elif isinstance(block, Table):
         yield from _table(block, width)
     elif isinstance(block, Chart):

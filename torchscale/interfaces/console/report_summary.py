@@ -12,12 +12,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rich.console import RenderableType
-from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
 from torchscale.interfaces.console import fit
 from torchscale.interfaces.console.lines import RICH_JOIN, glued, hanging_prose, unglued
-from torchscale.interfaces.console.report_full import baseline_verdicts, what_ran
+from torchscale.interfaces.console.report_full import baseline_verdicts, key_figures, what_ran
 from torchscale.interfaces.console.report_full import console as plain_console
 from torchscale.interfaces.console.report_full import prose as _prose
 from torchscale.interfaces.formatting import (
@@ -111,17 +110,7 @@ def _figures_part(order: int, block: KeyFigures, width: int) -> _Part:
     figures = block.figures
 
     def draw(count: int, notes: bool) -> list[str]:
-        table = RichTable(box=None, show_header=False, padding=(0, 2, 0, 0))
-        table.add_column("label", overflow="fold")
-        table.add_column("value", justify="right", no_wrap=True)
-        if notes:
-            table.add_column("note", overflow="fold")
-        for figure in figures[:count]:
-            cells = [
-                RichText(severity_prefix(figure.severity) + figure.label),
-                RichText(format_value(figure.value, figure.format)),
-            ]
-            table.add_row(*cells, *([_prose(figure.note or "")] if notes else []))
+        table = key_figures(figures[:count], notes)
         return _more(_lines([table], width), len(figures) - count, "key figure", width)
 
     def drafts() -> Iterator[tuple[int, list[str]]]:
