@@ -19,6 +19,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 EXIT_INTERRUPTED = 130
+# what a stopped command that says nothing of its own left: what it wrote as it went
+KEPT = "finished results are kept"
 
 
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -43,12 +45,12 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
             stderr.print("[yellow]interrupted[/]")
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except Terminated as exc:
-            raise _stopped(exc) from None
+            raise stop_exit(exc, KEPT) from None
         except OSError as exc:
             stop = terminated_in_chain(exc)
             if stop is None:
                 raise
-            raise _stopped(stop) from None
+            raise stop_exit(stop, KEPT) from None
 
     return wrapper
 
@@ -86,9 +88,3 @@ def stop_exit(stop: Terminated | KeyboardInterrupt, kept: str) -> typer.Exit:
     with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
         stderr.print(f"[yellow]{escape(f'{head}; {kept}')}[/]", soft_wrap=True)
     return typer.Exit(stop.exit_code if isinstance(stop, Terminated) else EXIT_INTERRUPTED)
-
-
-def _stopped(stop: Terminated) -> typer.Exit:
-    """A command that says nothing of its own: what it wrote as it went is kept (a sweep's
-    finished cells)."""
-    return stop_exit(stop, "finished results are kept")

@@ -232,8 +232,7 @@ class BenchmarkPrinter:
                 if result.cell.id not in self.live.printed_scaling:
                     self._print_live(self.live.row(result, table))
         if self.live.header_shown:
-            for line in self.live.layout.legend():
-                stdout.print(line.markup(), soft_wrap=True)
+            self._print_live(self.live.layout.legend())
         changed = self.live.changed_rows(table) if table is not None else []
         if table is not None and changed:
             stdout.print(
