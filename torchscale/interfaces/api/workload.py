@@ -292,12 +292,12 @@ def _judge_runs(
         return [r for run in runs.values() if run is not None for r in run.sweep.results]
 
     for runs, is_compiled in ((eager, False), (compiled, True)):
-        for run in runs.values():
-            if run is not None:
-                where = run.store.root
-                steps.checks.extend(
-                    judge.judge_cell(r, is_compiled, where) for r in run.sweep.results
-                )
+        steps.checks.extend(
+            judge.judge_cell(r, is_compiled, run.store.root)
+            for run in runs.values()
+            if run is not None
+            for r in run.sweep.results
+        )
     steps.checks.extend(judge.judge_unplaced(plan.unplaced))
     steps.checks.append(judge.judge_compile(results(eager), results(compiled)))
     if fit is not None:
