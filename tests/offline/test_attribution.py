@@ -10,7 +10,7 @@ import pytest
 
 from torchscale.contracts.schema.cell_result import PART_NAMES, StepSplit
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE, NoSyncSteps
-from torchscale.offline.analysis.diagnosis.timers import cell_attribution, step_parts
+from torchscale.offline.analysis.diagnosis.timers import step_parts, timers_step_split
 
 PHASE_MS = {"data": 0.1, "forward": 1.0, "backward": 2.0, "optimizer": 0.5}
 TRANSFER_MS = 1.0
@@ -74,7 +74,7 @@ def parts_of(attribution: StepSplit) -> dict[str, float | None]:
 
 def test_balanced_ranks_name_no_straggler() -> None:
     for seed in range(5):
-        attribution = cell_attribution(step_table(seed=seed), None)
+        attribution = timers_step_split(step_table(seed=seed), None)
         assert attribution is not None and attribution.straggler is not None
         verdict = attribution.straggler
         assert not verdict.named, verdict.summary
@@ -90,7 +90,7 @@ def test_balanced_ranks_name_no_straggler() -> None:
 def test_small_real_gap_below_the_minimum_effect_is_not_named() -> None:
     """A consistent but tiny gap (36 us on a ~5 ms step) is certain and still not a straggler."""
     table = step_table(delay=(1, "backward", 0.036), noise=0.001)
-    attribution = cell_attribution(table, None)
+    attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     assert not attribution.straggler.named
     # said in the rule's words: certain (its interval is above 0) and too small to act on
@@ -104,7 +104,7 @@ def test_small_real_gap_below_the_minimum_effect_is_not_named() -> None:
 )
 def test_injected_gap_names_rank_and_phase(rank: int, phase: str, ranks: int) -> None:
     table = step_table(ranks=ranks, delay=(rank, phase, 3.0))
-    attribution = cell_attribution(table, None)
+    attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
     assert verdict.named, verdict.summary
@@ -122,7 +122,7 @@ def test_injected_gap_names_rank_and_phase(rank: int, phase: str, ranks: int) ->
 def test_the_others_wait_for_the_straggler() -> None:
     """Waiting for peers is what the delay costs the other ranks; transfer stays the transfer."""
     table = step_table(ranks=2, delay=(1, "backward", 3.0), noise=0.01)
-    attribution = cell_attribution(table, None)
+    attribution = timers_step_split(table, None)
     assert attribution is not None
     seconds = {p.name: p.seconds.value for p in attribution.parts}
     # rank 0 waits ~3 ms, rank 1 none: the mean over the two ranks is ~1.5 ms
@@ -137,14 +137,14 @@ def test_no_sync_windows_that_contradict_the_candidate_stop_the_name() -> None:
     contradicting = NoSyncSteps(
         {0: list(rng.normal(8e-3, 1e-4, 30)), 1: list(rng.normal(4e-3, 1e-4, 30))}
     )
-    attribution = cell_attribution(table, contradicting)
+    attribution = timers_step_split(table, contradicting)
     assert attribution is not None and attribution.straggler is not None
     assert not attribution.straggler.named
     assert "no_sync windows show it faster" in attribution.straggler.summary
     agreeing = NoSyncSteps(
         {0: list(rng.normal(4e-3, 1e-4, 30)), 1: list(rng.normal(7e-3, 1e-4, 30))}
     )
-    named = cell_attribution(table, agreeing)
+    named = timers_step_split(table, agreeing)
     assert named is not None and named.straggler is not None and named.straggler.named
     checks = {c.name: c for c in named.cross_checks}
     assert set(checks) == {
@@ -186,7 +186,7 @@ def test_parts_never_negative_and_add_up_to_the_step() -> None:
         values = parts[list(PART_NAMES)]
         assert (values >= 0).all().all(), trial
         assert np.allclose(values.sum(axis=1), parts["model_step_s"]), trial
-        attribution = cell_attribution(table, None)
+        attribution = timers_step_split(table, None)
         assert attribution is not None
         shares = [p.share for p in attribution.parts]
         total = 0.0
@@ -201,18 +201,18 @@ def test_parts_never_negative_and_add_up_to_the_step() -> None:
 
 def test_rows_without_every_phase_give_no_model() -> None:
     table = step_table().assign(grad_sync_wait=None)  # FSDP: backward not split
-    assert cell_attribution(table, None) is None
+    assert timers_step_split(table, None) is None
 
 
 def test_too_few_steps_for_the_test_say_so() -> None:
     """With 6 paired steps the smallest one-sided signed-rank p is 2^-6 > 0.01: even a 3 ms
     gap on every step cannot be named, and the verdict says how many steps it needs."""
     table = step_table(windows=1, steps=6, delay=(1, "backward", 3.0))
-    attribution = cell_attribution(table, None)
+    attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     assert not attribution.straggler.named
     assert "needs at least 7" in attribution.straggler.summary
-    named = cell_attribution(step_table(windows=1, steps=7, delay=(1, "backward", 3.0)), None)
+    named = timers_step_split(step_table(windows=1, steps=7, delay=(1, "backward", 3.0)), None)
     assert named is not None and named.straggler is not None and named.straggler.named
 
 
@@ -226,7 +226,7 @@ def test_the_words_match_the_rule(seed: int, delay_ms: float) -> None:
     from torchscale.interfaces.report.diagnosis_text import straggler_text
 
     table = step_table(delay=(1, "backward", delay_ms) if delay_ms else None, seed=seed)
-    attribution = cell_attribution(table, None)
+    attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
     line = straggler_text(verdict, attribution.ranks)
@@ -249,7 +249,7 @@ def test_a_rank_blocked_on_its_input_is_input() -> None:
     """3 ms more in rank 1's data phase every step (its loader is slow): input, its data phase
     the slow one."""
     table = step_table(delay=(1, "data", 3.0))
-    attribution = cell_attribution(table, None)
+    attribution = timers_step_split(table, None)
     assert attribution is not None and attribution.straggler is not None
     verdict = attribution.straggler
     assert verdict.named and verdict.rank == 1 and verdict.phase == "data", verdict.summary

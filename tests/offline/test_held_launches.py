@@ -13,7 +13,7 @@ import pytest
 from torchscale.contracts.schema.cell_result import StepSplit, StragglerVerdict
 from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD
 from torchscale.offline.analysis.diagnosis.held_launches import HELD_CHECK
-from torchscale.offline.analysis.diagnosis.timers import cell_attribution
+from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 
 PHASE_MS = {"data": 0.1, "forward": 1.0, "backward": 2.0, "optimizer": 0.5}
 LAUNCH_MS = 0.3  # every rank's hook: the launch of its all-reduce
@@ -74,7 +74,7 @@ def held_steps(
 
 
 def judged(table: pd.DataFrame) -> tuple[StepSplit, StragglerVerdict]:
-    model = cell_attribution(table, None)
+    model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     return model, model.straggler
 

@@ -11,7 +11,7 @@ from tests.offline.test_attribution import step_table
 from tests.offline.test_trace_analysis import cpu_ddp_rank, run_all
 from torchscale.offline.analysis.diagnosis import timers, traces, verdict
 from torchscale.offline.analysis.diagnosis.step_model import mean_step, wide
-from torchscale.offline.analysis.diagnosis.timers import CELL_WAIT, cell_attribution, step_parts
+from torchscale.offline.analysis.diagnosis.timers import CELL_WAIT, step_parts, timers_step_split
 from torchscale.offline.analysis.diagnosis.verdict import StragglerEvidence, judge
 
 
@@ -29,7 +29,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[StragglerEvidence
 
 def test_both_sources_feed_the_one_judge(monkeypatch: pytest.MonkeyPatch) -> None:
     from_timers, from_traces = _spy(monkeypatch, timers), _spy(monkeypatch, traces)
-    model = cell_attribution(step_table(delay=(1, "backward", 3.0)), None)
+    model = timers_step_split(step_table(delay=(1, "backward", 3.0)), None)
     frames = {r: cpu_ddp_rank(r, delay=2000.0, steps=8) for r in range(2)}
     traced = run_all(frames)["model"].attribution
     assert len(from_timers) == 1 and len(from_traces) == 1

@@ -18,7 +18,7 @@ import torch
 from tests.offline.test_attribution import step_table
 from torchscale.contracts.step_phases import CPU_WAIT
 from torchscale.offline.analysis.diagnosis.host import CPU_WAIT_CHECK, CPU_WAIT_UNMEASURED
-from torchscale.offline.analysis.diagnosis.timers import cell_attribution
+from torchscale.offline.analysis.diagnosis.timers import timers_step_split
 from torchscale.rank.telemetry import cpu_wait as cpu_wait_module
 from torchscale.rank.telemetry.cpu_wait import CpuWaitClock
 from torchscale.rank.worker import phases as phases_module
@@ -47,11 +47,11 @@ def host_check(attribution):  # type: ignore[no-untyped-def]
 def test_a_rank_the_host_held_back_is_named_with_kind_host() -> None:
     # rank 1's forward is 1 ms longer on every step, and all of it was spent waiting for a CPU
     table = with_cpu_wait(step_table(delay=(1, "forward", 1.0)), rank=1, ms=1.0)
-    without = cell_attribution(table.drop(columns=[CPU_WAIT]), None)
+    without = timers_step_split(table.drop(columns=[CPU_WAIT]), None)
     assert without is not None and without.straggler is not None
     assert without.straggler.named and without.straggler.rank == 1  # the timers alone name it
     assert without.straggler.kind == "compute"  # without the scheduler's word: its work
-    model = cell_attribution(table, None)
+    model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
     assert verdict.named and verdict.rank == 1 and verdict.kind == "host"
@@ -70,7 +70,7 @@ def test_a_rank_with_more_work_that_waits_longer_for_a_cpu_is_compute() -> None:
     it also waits longer for a CPU; its extra work (3 ms) is more than its extra wait (1.5
     ms), so it is a compute straggler, never "check the host"."""
     table = with_cpu_wait(step_table(delay=(1, "forward", 3.0)), rank=1, ms=1.5)
-    model = cell_attribution(table, None)
+    model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
     assert verdict.named and verdict.rank == 1 and verdict.kind == "compute"
@@ -81,7 +81,7 @@ def test_a_rank_with_more_work_that_waits_longer_for_a_cpu_is_compute() -> None:
 def test_a_slow_rank_that_also_waited_for_a_cpu_is_still_named() -> None:
     # 2 ms more forward work, of which only 0.5 ms was a wait for a CPU: the work is slow
     table = with_cpu_wait(step_table(delay=(1, "forward", 2.0)), rank=1, ms=0.5)
-    model = cell_attribution(table, None)
+    model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
     assert verdict.named and verdict.rank == 1 and verdict.phase == "forward"
@@ -114,13 +114,13 @@ def test_more_work_on_a_heavily_loaded_host_is_compute_not_host() -> None:
     the time on a CPU the wait alone would make it host: the rule the user hit.)"""
     base = step_table(delay=(1, "forward", 3.0 * 8))
     table = on_a_loaded_host(base, rate=7.0, held={})
-    model = cell_attribution(table, None)
+    model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
     assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", verdict.summary
     assert verdict.host_wait_s is not None and verdict.host_wait_s.value is not None
     assert abs(verdict.host_wait_s.value) < 1e-3  # nothing held beyond its fair wait
-    blind = cell_attribution(table.drop(columns=["cpu_time"]), None)
+    blind = timers_step_split(table.drop(columns=["cpu_time"]), None)
     assert blind is not None and blind.straggler is not None
     assert blind.straggler.kind == "host"  # the fallback cannot tell: why the time is read
 
@@ -129,7 +129,7 @@ def test_a_rank_held_off_the_cpu_on_a_loaded_host_is_host() -> None:
     """Same load, same work on every rank, and rank 1 held off the CPU 6 ms more per step
     (a hog on its core): host, with the held time read beyond its fair wait."""
     table = on_a_loaded_host(step_table(), rate=7.0, held={1: 6.0})
-    model = cell_attribution(table, None)
+    model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
     assert verdict.named and verdict.rank == 1 and verdict.kind == "host", verdict.summary
@@ -149,7 +149,7 @@ def test_a_rank_held_inside_the_collective_is_named_host() -> None:
     table["grad_sync_wait"] += 20e-3
     table["step_s"] += 20e-3
     table["cpu_time"] = table[["data", "forward", "backward", "optimizer"]].sum(axis=1)
-    model = cell_attribution(table, None)
+    model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     verdict = model.straggler
     assert verdict.named and verdict.rank == 1 and verdict.kind == "host", verdict.summary
@@ -161,7 +161,7 @@ def test_a_rank_held_inside_the_collective_is_named_host() -> None:
 
 def test_a_wait_measured_on_no_step_says_so_and_changes_nothing() -> None:
     table = step_table(delay=(1, "forward", 2.0)).assign(**{CPU_WAIT: np.nan})
-    model = cell_attribution(table, None)
+    model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     assert model.straggler.named and model.straggler.host_bound is None
     check = host_check(model)
@@ -208,7 +208,7 @@ def test_every_surface_says_a_host_bound_gap_is_the_hosts() -> None:
     from torchscale.interfaces.report.diagnosis_text import straggler_text
 
     table = with_cpu_wait(step_table(delay=(1, "forward", 1.0)), rank=1, ms=1.0)
-    model = cell_attribution(table, None)
+    model = timers_step_split(table, None)
     assert model is not None and model.straggler is not None
     text = straggler_text(model.straggler, model.ranks)
     assert text.startswith("Straggler: rank 1, host (held off the CPU) +1")

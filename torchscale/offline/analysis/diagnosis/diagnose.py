@@ -1,7 +1,7 @@
 """The one diagnosis of a run, computed once from all the evidence it has.
 
 A run may carry two step models: the phase timers of its measured windows
-(`timers.cell_attribution`) and, when it was profiled, the traces
+(`timers.timers_step_split`) and, when it was profiled, the traces
 (`traces.build_step_model`). Each answers the same questions, so one source decides every
 figure (the traces when the run has a trace step model, else the phase timers) and the
 figures agree by construction; the other source's model and verdict are cross-checks. The
@@ -44,7 +44,7 @@ from torchscale.offline.analysis.diagnosis.inflation import (
     with_inflation,
 )
 from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps, share_of_step
-from torchscale.offline.analysis.diagnosis.timers import cell_attribution, step_parts
+from torchscale.offline.analysis.diagnosis.timers import step_parts, timers_step_split
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.uncertainty import judged, mean_columns, percentile_interval
 
@@ -125,7 +125,7 @@ def diagnose(evidence: RunEvidence) -> Diagnosis | None:
     timer_model = None
     if timers is not None:
         timer_model = (
-            cell_attribution(timers.steps, timers.no_sync, parts)
+            timers_step_split(timers.steps, timers.no_sync, parts)
             if timers.steps is not None
             else timers.stored
         )

@@ -196,7 +196,7 @@ def no_sync_cross_check(
     )
 
 
-def cell_attribution(
+def timers_step_split(
     steps: pd.DataFrame, no_sync: NoSyncSteps | None, parts: pd.DataFrame | None = None
 ) -> StepSplit | None:
     """The step model of a cell from its per-step phase table (see step_parts; `parts`: its
