@@ -350,8 +350,9 @@ class Diagnosis(StepSplit):
     """The one diagnosis of a run, computed once (torchscale/offline/analysis/diagnosis/) from
     all the evidence it has and rendered by every surface: the step split (the parts above),
     the per-rank waits, the straggler verdict, the what-if, the findings, the busy-machine
-    caveat and the no_sync windows beside the split. `source` is the evidence that decided them (docs/methodology.md, "One diagnosis");
-    other estimates are `cross_checks`, shown on request."""
+    caveat and the no_sync windows beside the split. `source` is the evidence that decided
+    them (docs/methodology.md, "One diagnosis"); other estimates are `cross_checks`, shown on
+    request."""
 
     source: DiagnosisSource = Field(description="the evidence the figures come from")
     rank_waits: list[RankWait] = Field(default_factory=list)

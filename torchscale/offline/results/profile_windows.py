@@ -32,7 +32,6 @@ from torchscale.offline.analysis.diagnosis import (
     diagnose,
     with_caveat,
 )
-from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     OVERHEAD_NOTE,
@@ -41,6 +40,7 @@ from torchscale.offline.analysis.diagnosis.inflation import (
     traced_inflation,
     with_inflation,
 )
+from torchscale.offline.analysis.diagnosis.step_model import NoSyncSteps
 from torchscale.offline.analysis.trace.profile_record import findings_for_target
 from torchscale.offline.results.directory_layout import ProfileRun
 from torchscale.offline.results.upgrades.edge_steps import read_step_records
