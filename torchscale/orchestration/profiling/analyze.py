@@ -63,6 +63,9 @@ def analyze_directory(
     started = time.perf_counter()
     inflation = None
     notes: list[str] = []
+    # the run's no_sync window is a fact of its measured windows, not of the traces: the
+    # analysis' diagnosis carries it as the run's result does, so the two are one diagnosis
+    window = cell.diagnosis.no_sync if cell is not None and cell.diagnosis is not None else None
     if cell is not None:
         overhead, _ = capture_overhead(cell, directory, tool or "torch")
         inflation = overhead.inflation if overhead is not None else None
@@ -86,6 +89,8 @@ def analyze_directory(
         inflation=inflation,
     )
     analysis.notes += [n for n in notes if n not in analysis.notes]
+    if analysis.diagnosis is not None and analysis.diagnosis.no_sync is None and window:
+        analysis.diagnosis = analysis.diagnosis.model_copy(update={"no_sync": window})
     analysis.analysis_s = round(time.perf_counter() - started, 3)
     return analysis
 
