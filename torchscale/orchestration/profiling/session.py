@@ -254,14 +254,11 @@ def first_error_line(log: Path) -> str | None:
 
 
 def with_diagnosis(result: CellResult, diagnosis: Diagnosis) -> CellResult:
-    """The run's result holding `diagnosis` (and the no_sync window its timers measured), its
-    unavailable reasons read off it, so the file gives one answer per question."""
-    window = result.diagnosis.no_sync if result.diagnosis is not None else None
+    """The run's result holding `diagnosis` (the analysis' own, which already carries the run's
+    no_sync window: `analyze_directory`), its unavailable reasons read off it, so the file
+    gives one answer per question."""
     return result.model_copy(
-        update={
-            "diagnosis": diagnosis.model_copy(update={"no_sync": diagnosis.no_sync or window}),
-            "unavailable": with_split_reasons(result, diagnosis),
-        }
+        update={"diagnosis": diagnosis, "unavailable": with_split_reasons(result, diagnosis)}
     )
 
 
