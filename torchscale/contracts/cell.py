@@ -11,9 +11,10 @@ import re
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from torchscale.contracts.catalog import HybridLayout, Precision, Schedule, Strategy
+from torchscale.contracts.versioned import FrozenRecord
 
 Device = Literal["cuda", "cpu"]  # as resolved by the plan ('auto' is gone by then)
 Backend = Literal["nccl", "gloo"]
@@ -71,11 +72,9 @@ def make_cell_id(
 SCHEDULE_SLUGS = {"gpipe": "gpipe", "1f1b": "1f1b", "interleaved_1f1b": "i1f1b"}
 
 
-class ParallelShape(BaseModel):
+class ParallelShape(FrozenRecord):
     """The mesh of a tp, pp or hybrid cell: how its world splits into data-parallel replicas,
     tensor-parallel ranks and pipeline stages (dp x tp x pp = world size)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     dp: int = Field(description="data-parallel replicas (each reads its own batch)")
     tp: int = Field(description="tensor-parallel ranks per replica (1: none)")
@@ -112,10 +111,8 @@ class ParallelShape(BaseModel):
         return f"pp{self.pp}{self._pipe()}"
 
 
-class CellIdentity(BaseModel):
+class CellIdentity(FrozenRecord):
     """Which measurement a cell is. Built once by the plan, carried by spec and result."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(description="stable id, also the result file's name")
     definition_sha256: str = Field(description="hash of everything that shapes the result")

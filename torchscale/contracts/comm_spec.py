@@ -4,17 +4,16 @@ the host writes it, the comm program's ranks (rank/programs/comm.py) read it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from torchscale.contracts.cell import Backend, Device
 from torchscale.contracts.schema.comm_result import AcrossRanks
+from torchscale.contracts.versioned import Record
 
 DTYPES = ("float32", "float16", "bfloat16")
 
 
-class CommSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CommSpec(Record):
     run_id: str
     ops: list[str] = Field(min_length=1)
     sizes: list[int] = Field(min_length=1, description="nccl-tests' S, bytes, ascending")

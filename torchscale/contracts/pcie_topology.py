@@ -33,9 +33,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from torchscale.contracts.nvml import NvmlGpu, NvmlState, call, nvml_indices, probe_nvml
+from torchscale.contracts.versioned import Record
 
 SYSFS_PCI_DEVICES = Path("/sys/bus/pci/devices")
 BUS_ID = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")  # as sysfs names devices
@@ -48,10 +49,8 @@ GENERATION_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 Source = Literal["sysfs", "nvml"]
 
 
-class PcieLink(BaseModel):
+class PcieLink(Record):
     """One PCIe link as trained now, and the most it can train to."""
-
-    model_config = ConfigDict(extra="forbid")
 
     speed_gts: float | None = Field(description="transfer rate per lane now, GT/s")
     width: int | None = Field(description="lanes now")
@@ -90,10 +89,8 @@ def _rate_text(speed: float | None, width: int | None) -> str:
     return f"{rate} x{width}" if width else rate
 
 
-class GpuPlacement(BaseModel):
+class GpuPlacement(Record):
     """One GPU (CUDA ordinal = perf rank) in the PCI tree."""
-
-    model_config = ConfigDict(extra="forbid")
 
     gpu: int
     bus_id: str | None = None
@@ -107,10 +104,8 @@ class GpuPlacement(BaseModel):
     link: PcieLink | None = Field(default=None, description="the GPU's own link (sysfs)")
 
 
-class HostTopology(BaseModel):
+class HostTopology(Record):
     """Every GPU's placement, from one source; or why it is unknown."""
-
-    model_config = ConfigDict(extra="forbid")
 
     source: Source | None = None
     gpus: list[GpuPlacement] = Field(default_factory=list)

@@ -19,15 +19,14 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from torchscale.contracts.nvml import call, nvml_error_name
+from torchscale.contracts.versioned import Record
 
 
-class PowerLimit(BaseModel):
+class PowerLimit(Record):
     """One GPU's enforced and default power limits (watts), or why they are unknown."""
-
-    model_config = ConfigDict(extra="forbid")
 
     enforced_w: float | None = Field(default=None, description="the limit NVML enforces now")
     default_w: float | None = Field(default=None, description="the board's default limit")

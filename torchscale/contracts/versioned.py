@@ -2,21 +2,33 @@
 comm runs, max-batch searches): the checks every reader makes before validating, in one place,
 so each kind of file refuses a wrong kind, a bad version or a newer version with the same
 one-line reasons. What a child process leaves for its parent (a launch's ranks, a probe):
-`read_model` and `read_json_object`, None when the file is missing or not whole.
+`read_model` and `read_json_object`, None when the file is missing or not whole. `Record`, the
+base of every document model in contracts/: an unknown key is an error, so a misspelt or removed
+field never passes silently.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict
 
 from torchscale.contracts.errors import describe_os_error
 
-if TYPE_CHECKING:
-    from pydantic import BaseModel
 
-M = TypeVar("M", bound="BaseModel")
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FrozenRecord(Record):
+    """A record used as a key or identity: hashable, never changed after it is built."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def read_json(path: Path) -> tuple[Any, str | None]:

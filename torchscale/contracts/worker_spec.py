@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from torchscale.contracts.cell import CellIdentity
 from torchscale.contracts.cell_settings import (
@@ -20,16 +20,15 @@ from torchscale.contracts.cell_settings import (
 )
 from torchscale.contracts.errors import UsageError
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, RANGE_PREFIX, OwnWorkPhase
+from torchscale.contracts.versioned import FrozenRecord, Record
 
 MAX_DELAY_MS = 60_000.0
 DELAY_FORMAT = "expected RANK:PHASE:MS, e.g. 1:backward:50"
 
 
-class DelaySpec(BaseModel):
+class DelaySpec(FrozenRecord):
     """`--inject-delay RANK:PHASE:MS`: rank RANK sleeps MS ms in PHASE once every step (see
     torchscale/rank/worker/delay.py for where exactly)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     rank: int = Field(ge=0)
     phase: OwnWorkPhase  # grad-sync wait is no place to sleep in: it is the wait for the others
@@ -65,7 +64,7 @@ def parse_delay(text: str) -> DelaySpec:
     return DelaySpec.model_validate({"rank": int(rank_text), "phase": phase, "ms": ms})
 
 
-class ProfileSpec(BaseModel):
+class ProfileSpec(Record):
     """Extra steps captured after the measured windows (never inside them).
 
     tool "torch": torch.profiler with schedule(wait, warmup, active), one compressed Kineto
@@ -74,8 +73,6 @@ class ProfileSpec(BaseModel):
     Either way `<trace_dir>/rank<k>.phases.json` holds the worker's own phase timings of the
     active steps, to cross-check a trace against.
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     tool: Literal["torch", "nsys"] = "torch"
     wait: int = Field(default=1, ge=0, le=MAX_PROFILE_STEPS)
@@ -114,10 +111,8 @@ def phases_name(rank: int) -> str:
     return f"rank{rank}.phases.json"
 
 
-class WorkerSpec(BaseModel):
+class WorkerSpec(Record):
     """What one rank needs: the cell's identity, how to build and train it, where to write."""
-
-    model_config = ConfigDict(extra="forbid")
 
     cell: CellIdentity
     model: ModelSpec  # name and architecture options (the identity holds name and label)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from torchscale.contracts.versioned import Record
 
 
-class BurnSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BurnSpec(Record):
     device: Literal["cuda", "cpu"]
     duration_s: float
     interval_s: float
@@ -26,9 +26,7 @@ class BurnSpec(BaseModel):
     corrupt_rank: int | None = None
 
 
-class Interval(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Interval(Record):
     index: int
     t_s: float = Field(description="seconds since the burn began, at the interval's end")
     tflops: float | None
@@ -39,16 +37,12 @@ class Interval(BaseModel):
     slowdown: list[str] = Field(default_factory=list, description="NVML slowdown reasons seen")
 
 
-class Fingerprint(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Fingerprint(Record):
     interval: int = Field(description="after this many intervals (0: before the first)")
     sha256: str
 
 
-class RankBurn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RankBurn(Record):
     rank: int
     device: str
     device_name: str
@@ -59,9 +53,7 @@ class RankBurn(BaseModel):
     unavailable: dict[str, str] = Field(default_factory=dict)
 
 
-class BurnRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BurnRun(Record):
     world_size: int
     duration_s: float
     ranks: list[RankBurn]

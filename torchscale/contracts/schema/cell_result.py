@@ -9,19 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION
 from torchscale.contracts.schema.cell_telemetry import Telemetry
+from torchscale.contracts.versioned import Record
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
 RESULT_SCHEMA_VERSION = 17
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 # what a warning is about: the kind tables group warnings by, set where the warning is made
@@ -30,7 +27,7 @@ WarningKind = Literal[
 ]
 
 
-class CellWarning(_Model):
+class CellWarning(Record):
     """One warning of a run: its kind, set by the code that writes it (so its words may change
     without moving it in a table), and its words (schema 17; older results' plain words were
     classified once, by the upgrade)."""
@@ -39,7 +36,7 @@ class CellWarning(_Model):
     text: str
 
 
-class Estimate(_Model):
+class Estimate(Record):
     """One figure with its 95 % interval (torchscale/offline/analysis/uncertainty.py). Inside its
     own noise (the interval reaches outside the figure's domain, e.g. a time that may be 0 or a
     share that may be 0) it is not measurable: `value` is null and the interval, clamped to the
@@ -54,7 +51,7 @@ class Estimate(_Model):
     reason: str | None = Field(default=None, description="why not measurable, or no interval")
 
 
-class StepTimeStats(_Model):
+class StepTimeStats(Record):
     """Step-time distribution in seconds (sample std; cv = std / mean)."""
 
     count: int
@@ -68,7 +65,7 @@ class StepTimeStats(_Model):
     cv: float
 
 
-class PhaseTimes(_Model):
+class PhaseTimes(Record):
     """Median seconds per phase of one rank over its synchronised measured steps
     (docs/methodology.md, "Phase timing"). A null phase has its reason in the result's
     `unavailable` under `phases.<phase>`."""
@@ -85,7 +82,7 @@ class PhaseTimes(_Model):
     optimizer: float | None = Field(description="optimizer step and zero_grad")
 
 
-class RankStats(_Model):
+class RankStats(Record):
     rank: int
     host: str
     step_time: StepTimeStats
@@ -101,7 +98,7 @@ class RankStats(_Model):
     phases: PhaseTimes | None = Field(default=None, description="median per phase, seconds")
 
 
-class Throughput(_Model):
+class Throughput(Record):
     """Samples (and tokens) per second over barrier-bounded windows; median over repeats."""
 
     samples_per_s: float = Field(description="global: all ranks together")
@@ -111,7 +108,7 @@ class Throughput(_Model):
     spread: float = Field(description="(max - min) / median of the repeats")
 
 
-class Memory(_Model):
+class Memory(Record):
     parameter_bytes: int
     gradient_bytes: int
     optimizer_state_bytes: int
@@ -149,7 +146,7 @@ class Memory(_Model):
     )
 
 
-class Compute(_Model):
+class Compute(Record):
     flops_per_step: float | None = Field(description="per rank, FlopCounterMode, fwd+bwd")
     achieved_tflops_per_device: float | None = Field(
         description="flops_per_step x steps / window wall time, median over repeats"
@@ -176,7 +173,7 @@ PartName = Literal["compute", "data", "wait_for_peers", "exposed_transfer", "res
 PART_NAMES: tuple[PartName, ...] = ("compute", "data", "wait_for_peers", "exposed_transfer", "rest")
 
 
-class StepPart(_Model):
+class StepPart(Record):
     """One part of the step (docs/methodology.md, "One model of the step")."""
 
     name: PartName
@@ -188,7 +185,7 @@ StragglerKind = Literal["compute", "input", "host", "communication"]
 STRAGGLER_KINDS: tuple[StragglerKind, ...] = get_args(StragglerKind)
 
 
-class StragglerVerdict(_Model):
+class StragglerVerdict(Record):
     """Whether one rank is significantly slower than the others, by a stated test."""
 
     named: bool = Field(description="true only when the test is significant and evidence agrees")
@@ -265,7 +262,7 @@ class StragglerVerdict(_Model):
         return self.gap_s
 
 
-class CrossCheck(_Model):
+class CrossCheck(Record):
     """A second estimate of a figure of the model, shown only as agreeing or not."""
 
     name: str
@@ -275,7 +272,7 @@ class CrossCheck(_Model):
     detail: str
 
 
-class StepSplit(_Model):
+class StepSplit(Record):
     """The step split into compute + data + waiting for peers + exposed transfer + rest, each
     with its 95 % interval, the parts adding up to the step by construction; with the straggler
     verdict and cross-checks, what each source of evidence (phase timers, traces) builds."""
@@ -292,14 +289,14 @@ class StepSplit(_Model):
 DiagnosisSource = Literal["phase timers", "traces"]
 
 
-class RankWait(_Model):
+class RankWait(Record):
     """One rank's wait for peers: its mean wait per step over its own mean step."""
 
     rank: int
     share: Estimate
 
 
-class WhatIf(_Model):
+class WhatIf(Record):
     """What the step would lose if the candidate rank did the others' work: per step, the
     least wait for peers of any other rank (the wait it removes), capped by the candidate's
     extra own work at that step; an upper bound."""
@@ -312,7 +309,7 @@ class WhatIf(_Model):
     method: str
 
 
-class Finding(_Model):
+class Finding(Record):
     """One problem of the run: who and what, its cost (a part of the step model), the figures
     behind it and a concrete next step."""
 
@@ -328,7 +325,7 @@ class Finding(_Model):
     recommendation: str
 
 
-class NoSyncWindow(_Model):
+class NoSyncWindow(Record):
     """The DDP no_sync() windows, interleaved with the synchronised ones: each rank's compute
     without gradient sync, a cross-check of the split (each rank's own figures: `ranks[].
     compute_time`). Results of schema 7 or older, which kept point figures, also hold the
@@ -380,7 +377,7 @@ class Diagnosis(StepSplit):
         return next((p for p in self.parts if p.name == name), None)
 
 
-class Intervals(_Model):
+class Intervals(Record):
     """Headline figures with their 95 % intervals (docs/methodology.md, "Uncertainty")."""
 
     samples_per_s: Estimate = Field(description="global throughput, median over repeats")
@@ -391,7 +388,7 @@ class Intervals(_Model):
     mfu_measured: Estimate | None = Field(default=None, description="scales with throughput")
 
 
-class InjectedDelay(_Model):
+class InjectedDelay(Record):
     """A delay injected on purpose (`--inject-delay RANK:PHASE:MS`): the straggler it makes is
     artificial."""
 
@@ -400,7 +397,7 @@ class InjectedDelay(_Model):
     ms: float
 
 
-class ProfileRecord(_Model):
+class ProfileRecord(Record):
     """Profiled steps run after the measured windows (never inside them)."""
 
     tool: str = Field(description="torch | nsys")
@@ -413,7 +410,7 @@ class ProfileRecord(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
-class CellError(_Model):
+class CellError(Record):
     """Why a cell did not produce a measurement (or why it was skipped)."""
 
     reason: str = Field(description="one line, for people")
@@ -429,7 +426,7 @@ class CellError(_Model):
     log_tail: str | None = None
 
 
-class DataPipeline(_Model):
+class DataPipeline(Record):
     """Where the batches came from and how long the step waited for them (docs/data.md).
 
     `wait_s` is the median time per step spent getting the batch (the `data` phase: the
@@ -456,7 +453,7 @@ class DataPipeline(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
-class Cost(_Model):
+class Cost(Record):
     """What the measured throughput costs (torchscale/offline/analysis/cost.py, docs/cost.md).
 
     Every GPU of the cell is paid for the whole time: GPU-hours per million samples =
@@ -469,7 +466,7 @@ class Cost(_Model):
     cost_per_m_tokens: float | None = Field(description="null: the model has no tokens")
 
 
-class StageTime(_Model):
+class StageTime(Record):
     """One pipeline rank in the measured windows (medians over its steps)."""
 
     rank: int
@@ -479,7 +476,7 @@ class StageTime(_Model):
     bubble: float = Field(description="1 - busy_s / step_s: idle share of its step")
 
 
-class ProfiledComm(_Model):
+class ProfiledComm(Record):
     """Communication of a tensor-parallel cell, from a few steps profiled after the measured
     windows (never inside them). Shares are of the step time, summed over ranks, as
     `torchscale profile` computes them (docs/strategies.md)."""
@@ -501,7 +498,7 @@ class ProfiledComm(_Model):
     method: str
 
 
-class ParallelMetrics(_Model):
+class ParallelMetrics(Record):
     """What a tp, pp or hybrid cell measured beyond every cell's figures (docs/strategies.md)."""
 
     global_batch_definition: str = Field(
@@ -524,7 +521,7 @@ class ParallelMetrics(_Model):
     )
 
 
-class Warmup(_Model):
+class Warmup(Record):
     """The discarded steps before the measured windows, and what they absorbed."""
 
     step_s: list[float] = Field(description="each warm-up step, slowest rank")
@@ -535,7 +532,7 @@ class Warmup(_Model):
     )
 
 
-class CompileActivity(_Model):
+class CompileActivity(Record):
     """training.compile: what torch.compile did in the cell, from dynamo's own tallies
     (torchscale/rank/worker/compile_watch.py). Windows and the collective timeout are sized from the
     warm-up steps that compiled nothing (docs/methodology.md)."""
@@ -572,7 +569,7 @@ class CompileActivity(_Model):
 HOST_BOUND_CPU = "CPU device: every step is host time; host-bound applies to GPUs"
 
 
-class HostBound(_Model):
+class HostBound(Record):
     """GPU cells: how much of a step the GPU is busy, measured by holding the host ahead of the
     GPU (torchscale/rank/worker/host_probe.py). After the measured windows, outside every timer,
     a GPU sleep is enqueued and K training steps are issued behind it: when the host has issued
@@ -608,7 +605,7 @@ class HostBound(_Model):
     )
 
 
-class FixedCosts(_Model):
+class FixedCosts(Record):
     """What a cell pays once before its first measured step, in seconds, each the slowest
     rank's; a null one has its reason in the result's `unavailable` under
     `fixed_costs.<name>`. Compile time is not repeated here: it is inside `warmup_s`, and
@@ -638,7 +635,7 @@ class FixedCosts(_Model):
     )
 
 
-class CellResult(_Model):
+class CellResult(Record):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
     schema_version: Literal[17] = 17
     cell: CellIdentity

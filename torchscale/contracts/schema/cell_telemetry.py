@@ -6,17 +6,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from torchscale.contracts.gpu_clocks import ClockVerdict
 from torchscale.contracts.power_limit import PowerLimit
+from torchscale.contracts.versioned import Record
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FieldStats(_Model):
+class FieldStats(Record):
     """Mean and maximum of one sampled quantity over a rank's samples in the measured windows."""
 
     mean: float
@@ -28,7 +25,7 @@ EnergyMethod = Literal["counter", "power_integral"]
 PowerMethod = Literal["counter", "samples"]
 
 
-class RankLoad(_Model):
+class RankLoad(Record):
     """What one rank's sampler read of its host at each measured window's start and stop, and
     of its GPU's compute processes: the inputs of the cell's `HostLoad` (docs/telemetry.md)."""
 
@@ -57,7 +54,7 @@ class RankLoad(_Model):
     unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
 
 
-class RankTelemetry(_Model):
+class RankTelemetry(Record):
     """What one rank's sampler saw during the measured windows (docs/telemetry.md). A null
     field has its reason in `unavailable` under the field's name."""
 
@@ -136,7 +133,7 @@ class RankTelemetry(_Model):
     )
 
 
-class Telemetry(_Model):
+class Telemetry(Record):
     """Telemetry of every rank and the cell's totals (docs/telemetry.md). A null total has its
     reason in the result's `unavailable` under `telemetry.<field>`."""
 
@@ -171,7 +168,7 @@ class Telemetry(_Model):
     )
 
 
-class HostLoad(_Model):
+class HostLoad(Record):
     """What else ran on one host during the cell's measured windows (docs/telemetry.md): the CPU
     of all its processes less the cell's ranks' own, the load average, and compute processes on
     the cell's GPUs that are not its ranks. A null figure has its reason in `unavailable`."""

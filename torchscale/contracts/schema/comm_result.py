@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from torchscale.contracts.versioned import Record
 
 COMM_SCHEMA_VERSION = 1
 COMM_KIND = "torchscale.comm"
@@ -20,11 +22,7 @@ Placement = Literal["in-place", "out-of-place"]
 AcrossRanks = Literal["avg", "min", "max"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RankTime(_Model):
+class RankTime(Record):
     """One rank's time of one operation: its timed iterations' total / iterations."""
 
     rank: int
@@ -32,7 +30,7 @@ class RankTime(_Model):
     time_us: float
 
 
-class CommRow(_Model):
+class CommRow(Record):
     """One op at one size, as one line of an nccl-tests table (one placement)."""
 
     op: str = Field(description="torchscale.contracts.catalog.COLLECTIVES name")
@@ -62,7 +60,7 @@ class CommRow(_Model):
     ranks: list[RankTime] = Field(default_factory=list, description="per-rank time of one op")
 
 
-class CommPair(_Model):
+class CommPair(Record):
     """Point-to-point bandwidth between two ranks (`--pairs`): both send `size_bytes` to each
     other at once while every other rank waits; bandwidth is per direction (nccl-tests'
     sendrecv on those two ranks)."""
@@ -78,7 +76,7 @@ class CommPair(_Model):
     bandwidth_gbps: float | None = Field(default=None, description="size_bytes / time_us")
 
 
-class OpSummary(_Model):
+class OpSummary(Record):
     """nccl-tests' footer, per op: mean busbw over this op's ok rows, and the check."""
 
     op: str
@@ -88,7 +86,7 @@ class OpSummary(_Model):
     busbw_factor: float = Field(description="0 with one rank for ops with an (n-1) term")
 
 
-class CommResult(_Model):
+class CommResult(Record):
     kind: Literal["torchscale.comm"] = "torchscale.comm"
     schema_version: Literal[1] = 1
     id: str = Field(description="run id, also the file's name")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from torchscale.contracts.catalog import Precision, Strategy
 from torchscale.contracts.cell import CellIdentity, Device, file_safe
 from torchscale.contracts.schema.cell_result import Estimate
+from torchscale.contracts.versioned import FrozenRecord, Record
 
 FORECAST_SCHEMA_VERSION = 1
 FORECAST_KIND = "torchscale.forecast"
@@ -23,15 +24,9 @@ FORECAST_SCORE_KIND = "torchscale.forecast_score"
 TermName = Literal["compute", "exposed_communication", "stragglers", "contention", "data", "rest"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ForecastKey(_Model):
+class ForecastKey(FrozenRecord):
     """Which cell a forecast is of: the fields of a cell's identity that say what was run and
     where, so a later measured cell matches a forecast when their keys are equal."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(description="model name (built-in or plug-in path)")
     label: str = Field(description="the model's display name (tells model options apart)")
@@ -65,7 +60,7 @@ class ForecastKey(_Model):
         )
 
 
-class ForecastTerm(_Model):
+class ForecastTerm(Record):
     """One additive part of the forecast step (seconds per step), and how it was computed."""
 
     name: TermName
@@ -73,7 +68,7 @@ class ForecastTerm(_Model):
     how: str = Field(description="one line: the formula with its inputs")
 
 
-class Forecast(_Model):
+class Forecast(Record):
     kind: Literal["torchscale.forecast"] = "torchscale.forecast"
     schema_version: Literal[1] = 1
     id: str = Field(description="forecast id, also the file's name")
@@ -100,7 +95,7 @@ class Forecast(_Model):
         return next((t for t in self.terms if t.name == name), None)
 
 
-class ForecastScore(_Model):
+class ForecastScore(Record):
     """A forecast checked against the cell that later measured it."""
 
     kind: Literal["torchscale.forecast_score"] = "torchscale.forecast_score"

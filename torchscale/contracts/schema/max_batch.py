@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from torchscale.contracts.catalog import Precision, Strategy
 from torchscale.contracts.cell import Backend, Device
+from torchscale.contracts.versioned import Record
 
 MAX_BATCH_KIND = "torchscale.max_batch"
 MAX_BATCH_SCHEMA_VERSION = 2
@@ -26,11 +27,7 @@ V1_COMPILED = "not recorded by schema 1 results"
 SETTLES = "until compile settles"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MaxBatchProbe(_Model):
+class MaxBatchProbe(Record):
     """One probe: one fresh torchrun at one batch, in the order the search ran them."""
 
     batch: int
@@ -53,7 +50,7 @@ class MaxBatchProbe(_Model):
     )
 
 
-class MaxBatchResult(_Model):
+class MaxBatchResult(Record):
     kind: Literal["torchscale.max_batch"] = "torchscale.max_batch"
     schema_version: Literal[1, 2] = 2
     group: str = Field(description="file-safe id: label, world size, precision, strategy, ...")

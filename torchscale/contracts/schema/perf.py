@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from torchscale.contracts.pcie_topology import HostTopology, PcieLink
 from torchscale.contracts.power_limit import PowerLimit
+from torchscale.contracts.versioned import Record
 
 Shape = tuple[int, int, int]  # (M, N, K): (M, K) @ (K, N)
 
 
-class Probe(BaseModel):
+class Probe(Record):
     """One shape measured: its achieved TFLOP/s (median of the repeats), or why it has none."""
-
-    model_config = ConfigDict(extra="forbid")
 
     m: int
     n: int
@@ -35,10 +34,8 @@ class Probe(BaseModel):
         return (self.m, self.n, self.k)
 
 
-class PeakResult(BaseModel):
+class PeakResult(Record):
     """The best matmul TFLOP/s found for one dtype on one device, beside the spec sheet."""
-
-    model_config = ConfigDict(extra="forbid")
 
     dtype: str
     device: str = Field(description="'cpu' or 'cuda:N'")
@@ -62,10 +59,8 @@ class PeakResult(BaseModel):
         return None if self.suspect or self.unavailable else self.best_tflops
 
 
-class BandwidthResult(BaseModel):
+class BandwidthResult(Record):
     """One bandwidth figure, or why there is none."""
-
-    model_config = ConfigDict(extra="forbid")
 
     check: str = Field(
         description="'memory.copy', 'memory.triad', 'h2d' or 'd2h' (this GPU alone), "
@@ -86,9 +81,7 @@ class BandwidthResult(BaseModel):
     )
 
 
-class P2PPair(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class P2PPair(Record):
     src: int
     dst: int
     peer_access: bool
@@ -96,20 +89,16 @@ class P2PPair(BaseModel):
     latency_us: float | None
 
 
-class P2PMatrix(BaseModel):
+class P2PMatrix(Record):
     """Every ordered GPU pair: one-way bandwidth and a tiny copy's latency."""
-
-    model_config = ConfigDict(extra="forbid")
 
     gpus: list[int] = Field(default_factory=list)
     pairs: list[P2PPair] = Field(default_factory=list)
     unavailable: str | None = None
 
 
-class PerfSpec(BaseModel):
+class PerfSpec(Record):
     """What every rank of a perf run measures, and where rank 0 writes it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     device: Literal["cuda", "cpu"]
     dtypes: list[str]
@@ -125,10 +114,8 @@ class PerfSpec(BaseModel):
     )
 
 
-class RankPerf(BaseModel):
+class RankPerf(Record):
     """One rank's (one GPU's) figures."""
-
-    model_config = ConfigDict(extra="forbid")
 
     rank: int
     device: str
@@ -141,10 +128,8 @@ class RankPerf(BaseModel):
     )
 
 
-class PerfRun(BaseModel):
+class PerfRun(Record):
     """Rank 0's file: every rank's figures and the GPU-to-GPU matrix."""
-
-    model_config = ConfigDict(extra="forbid")
 
     world_size: int
     ranks: list[RankPerf]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from torchscale.contracts.schema.cell_result import Diagnosis, Estimate, Finding, StepPart
+from torchscale.contracts.versioned import Record
 
 # what each version added and how older files are read: docs/results.md, "Profile analysis
 # versions"
@@ -22,11 +23,7 @@ V1_ATTRIBUTION = (
 )
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TraceFile(_Model):
+class TraceFile(Record):
     path: str
     rank: int
     rank_source: str = Field(description="distributedInfo | file name | nsys process order")
@@ -34,7 +31,7 @@ class TraceFile(_Model):
     bytes: int = Field(description="uncompressed bytes parsed")
 
 
-class RankFigures(_Model):
+class RankFigures(Record):
     """One rank, medians over its complete steps (HTA-style detail figures), and its parts of
     the step model (means with intervals, `parts`)."""
 
@@ -69,21 +66,21 @@ class RankFigures(_Model):
     )
 
 
-class OpFigures(_Model):
+class OpFigures(Record):
     op: str
     instances: int = Field(description="matched instances (one per group and index)")
     transfer_us: float = Field(description="sum of per-instance transfer (min over ranks)")
     wait_us: float = Field(description="sum over ranks and instances of the wait for peers")
 
 
-class ClockOffset(_Model):
+class ClockOffset(Record):
     rank: int
     offset_us: float = Field(description="this rank's clock minus the reference rank's")
     uncertainty_us: float
     samples: int
 
 
-class StragglerFigures(_Model):
+class StragglerFigures(Record):
     """Schema 1: the straggler the analysis named by arrival order and phase gap."""
 
     rank: int
@@ -97,7 +94,7 @@ class StragglerFigures(_Model):
     shares: dict[str, float] = Field(default_factory=dict, description="rank -> last share")
 
 
-class WhatIf(_Model):
+class WhatIf(Record):
     """Schema 1-2: one rank's what-if, an upper bound capped by the other ranks' wait."""
 
     rank: int
@@ -108,7 +105,7 @@ class WhatIf(_Model):
     )
 
 
-class BeforeDiagnosis(_Model):
+class BeforeDiagnosis(Record):
     """The headline figures of a schema-1 analysis, which has no diagnosis to read them from
     (separate methods: they may disagree with each other). Never written from schema 8 on."""
 
@@ -123,7 +120,7 @@ class BeforeDiagnosis(_Model):
 FindingFigures = Finding  # the diagnosis' findings (schema 3: one class for both files)
 
 
-class KernelFigures(_Model):
+class KernelFigures(Record):
     """A device kernel by total time over the analysed ranks and complete steps."""
 
     name: str
@@ -132,7 +129,7 @@ class KernelFigures(_Model):
     share_of_compute: float = Field(description="of all compute-kernel time, 0-1")
 
 
-class StepStall(_Model):
+class StepStall(Record):
     """One cell of the rank x step stall heatmap."""
 
     rank: int
@@ -141,7 +138,7 @@ class StepStall(_Model):
     stall_us: float
 
 
-class ProfileAnalysis(_Model):
+class ProfileAnalysis(Record):
     kind: Literal["torchscale.profile_analysis"] = "torchscale.profile_analysis"
     schema_version: Literal[1, 2, 3, 4, 5, 6, 7, 8] = 8
     torchscale_version: str

@@ -8,7 +8,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from torchscale.contracts.versioned import Record
 
 VALIDATE_KIND = "torchscale.validate"
 # 2: `level`, `sku`, `measurements` (perf and burn figures, one row per check and GPU),
@@ -26,10 +28,8 @@ class CheckStatus(str, Enum):
     INFO = "INFO"  # measured, with no reference to judge it by (an unknown SKU, a CPU)
 
 
-class CheckResult(BaseModel):
+class CheckResult(Record):
     """One check: a verdict, what was seen, and how to fix it when it is not a PASS."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(description="stable identifier, e.g. 'nccl'")
     title: str = Field(description="short human name")
@@ -39,12 +39,10 @@ class CheckResult(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable facts")
 
 
-class Measurement(BaseModel):
+class Measurement(Record):
     """One measured figure of `--level perf` or `burn` for one GPU (or the node), beside the
     value expected for this SKU, their ratio and the verdict the documented threshold gives.
     A figure that could not be measured has `value` None and says why in `unavailable`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     check: str = Field(description="stable id, e.g. 'matmul.bf16', 'memory.triad', 'h2d'")
     title: str = Field(description="short human name, e.g. 'matmul bf16'")
@@ -65,10 +63,8 @@ class Measurement(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict, description="machine-readable extras")
 
 
-class ValidateReport(BaseModel):
+class ValidateReport(Record):
     """The whole `torchscale validate --json` document."""
-
-    model_config = ConfigDict(extra="forbid")
 
     kind: Literal["torchscale.validate"] = "torchscale.validate"
     schema_version: Literal[3] = 3  # bump with SCHEMA_VERSION when the document changes
