@@ -36,6 +36,7 @@ from torchscale.contracts.cell_settings import (
     TelemetryConfig,
     TrainingConfig,
 )
+from torchscale.contracts.gpu_clocks import throttle_warning
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.cell_telemetry import FieldStats, RankLoad, RankTelemetry
 from torchscale.contracts.worker_spec import WorkerSpec
@@ -59,8 +60,8 @@ from torchscale.rank.telemetry.window_figures import (
     cpu_spans,
     cpu_stats,
     field_stats,
+    rank_verdicts,
     summarise_rank,
-    throttle_warning,
     trapezoid_j,
     window_energy,
 )
@@ -517,7 +518,9 @@ def test_throttling_is_a_warning() -> None:
     telemetry, _, warnings = combine(ranks, 100, 1, 10, None)
     assert telemetry.throttled is True and telemetry.throttle_reasons == ["HwThermalSlowdown"]
     assert telemetry.clock_verdict == "throttled"
-    assert [(w.kind, w.text) for w in warnings] == [("throttling", throttle_warning(ranks))]
+    assert [(w.kind, w.text) for w in warnings] == [
+        ("throttling", throttle_warning(rank_verdicts(ranks)))
+    ]
     assert warnings[0].text.startswith("GPU clocks throttled during the measured windows: rank 1")
     assert basis in warnings[0].text and "rank 0" not in warnings[0].text
     at_limit = [ranks[0], rank_telemetry(1)]

@@ -30,8 +30,8 @@ from torchscale.contracts.gpu_clocks import (
     cell_verdict,
     counter_not_measurable,
     judge_clocks,
+    throttle_warning,
 )
-from torchscale.contracts.gpu_clocks import throttle_warning as clock_warning
 from torchscale.contracts.power_limit import PowerLimit
 from torchscale.contracts.schema.cell_result import CellWarning
 from torchscale.contracts.schema.cell_telemetry import (
@@ -413,11 +413,6 @@ def rank_verdicts(ranks: Sequence[RankTelemetry]) -> list[RankVerdict]:
     ]
 
 
-def throttle_warning(ranks: Sequence[RankTelemetry]) -> str | None:
-    """The result's warning when any GPU's clock verdict is throttled: what it rests on."""
-    return clock_warning(rank_verdicts(ranks))
-
-
 def _joined(reasons: dict[int, str], ranks: int) -> str:
     """The reasons of the ranks that lack a figure: once when all `ranks` share it, else
     named by rank."""
@@ -622,7 +617,8 @@ def combine(
     if power is not None:
         one = powers.pop() if len(powers) == 1 else None
         power_method = one if one is not None else "mixed"
-    verdict, throttled, throttle_reasons, why_not = cell_verdict(rank_verdicts(ranks))
+    verdicts = rank_verdicts(ranks)
+    verdict, throttled, throttle_reasons, why_not = cell_verdict(verdicts)
 
     for key, value, source in (
         ("gpu_util_pct_mean", util, "gpu_util_pct"),
@@ -669,6 +665,6 @@ def combine(
         clock_verdict=verdict,
         hosts=hosts,
     )
-    warning = throttle_warning(ranks)
+    warning = throttle_warning(verdicts)
     clocks = [CellWarning(kind="throttling", text=warning)] if warning else []
     return telemetry, unavailable, clocks + busy_warnings(hosts or [])

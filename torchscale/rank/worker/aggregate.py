@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -60,7 +60,6 @@ from torchscale.offline.analysis.uncertainty import median_of_repeats, percentil
 from torchscale.offline.results.split_figures import split_unavailable
 from torchscale.rank.data.input_pipeline import SETTINGS_KEY
 from torchscale.rank.telemetry.window_figures import combine
-from torchscale.rank.worker.allocator import AllocatorStats
 from torchscale.rank.worker.compile_figures import compile_record
 from torchscale.rank.worker.fixed_costs import fixed_costs_record
 from torchscale.rank.worker.host_probe import CPU_REASON, host_bound_record
@@ -69,6 +68,7 @@ from torchscale.rank.worker.measured_peak import MeasuredPeak, cell_measured_pea
 from torchscale.rank.worker.parallel_metrics import parallel_metrics, warmup_record
 from torchscale.rank.worker.phases import medians
 
+T = TypeVar("T")
 FSDP_NO_SPLIT = (
     "FSDP: its forward and backward phases contain all-gather/reduce-scatter waits (backward is "
     "not split at the last gradient), so no step model separates compute from communication "
@@ -149,22 +149,22 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def sync_variance_warning(table: pd.DataFrame, threshold: float) -> CellWarning | None:
+def sync_variance_warning(table: pd.DataFrame, threshold: float) -> list[CellWarning]:
     """The published "High variance in gradient sync time" warning, only where it says
     something: the step time is noisy (its CV above `threshold`) and at least half of its
     variance is in the gradient sync wait (cov(wait, step) / var(step), the wait's part of the
     step-time variance when the phases add up to the step): the noise is the network or
-    waiting for peers, not this rank's compute. None without phase timing."""
+    waiting for peers, not this rank's compute. Empty without phase timing."""
     both = table[["step_s", "grad_sync_wait"]].dropna().astype(float)
     if len(both) < 3:
-        return None
+        return []
     step, wait = both["step_s"], both["grad_sync_wait"]
     step_cv = float(step.std() / step.mean()) if step.mean() > 0 else 0.0
     if step_cv <= threshold or wait.mean() <= 0:
-        return None
+        return []
     share = float(both.cov().loc["grad_sync_wait", "step_s"] / step.var())
     if share < SYNC_VARIANCE_SHARE:
-        return None
+        return []
     # above 1 (other parts varying against the wait) a share would read as impossible
     part = f"{min(share, 1.0):.0%} of" if share < 1.005 else "most of"
     text = (
@@ -172,7 +172,7 @@ def sync_variance_warning(table: pd.DataFrame, threshold: float) -> CellWarning 
         f"step-time variance (step CV {step_cv:.2f} > {threshold:.2f}): the network or waiting "
         "for peers, not compute"
     )
-    return CellWarning(kind="high variance", text=text)
+    return [CellWarning(kind="high variance", text=text)]
 
 
 def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
@@ -180,33 +180,6 @@ def no_sync_steps(ranks: Sequence[RankMeasurement]) -> NoSyncSteps | None:
     if not all(r.no_sync is not None and r.no_sync.step_s for r in ranks):
         return None
     return NoSyncSteps({r.rank: list(r.no_sync.step_s) for r in ranks if r.no_sync})
-
-
-def step_model(
-    spec: WorkerSpec,
-    ranks: Sequence[RankMeasurement],
-    table: pd.DataFrame,
-    injected: Sequence[int] = (),
-) -> tuple[Diagnosis | None, str | None]:
-    """The cell's one diagnosis, from its phase timers (a straggler on a rank of `injected`
-    marked artificial), or why there is none."""
-    if spec.cell.parallel is not None:
-        return None, MODEL_PARALLEL
-    if spec.cell.strategy == "fsdp":
-        return None, FSDP_NO_SPLIT
-    diagnosis = diagnose(
-        RunEvidence(
-            timers=TimerEvidence(steps=table, no_sync=no_sync_steps(ranks)),
-            device_type=spec.cell.device,
-            backend=spec.cell.backend,
-            strategy=spec.cell.strategy,
-            nodes=spec.cell.nodes,
-            injected_ranks=frozenset(injected),
-        )
-    )
-    if diagnosis is None:
-        return None, NO_PHASES
-    return diagnosis, None
 
 
 def _scaled(throughput: Estimate, value: float | None) -> Estimate | None:
@@ -281,10 +254,6 @@ def allocator_totals(ranks: Sequence[RankMeasurement]) -> tuple[dict[str, Any], 
     if not fragmentation:
         unavailable["memory.fragmentation"] = "the allocator reserved nothing in the windows"
     return fields, unavailable
-
-
-def _retries(allocator: AllocatorStats | None) -> int | None:
-    return allocator.alloc_retries if allocator is not None else None
 
 
 def cell_telemetry(
@@ -455,7 +424,7 @@ def rank_records(
             step_time=step_stats([t for w in r.windows for t in w.step_s]),
             peak_rss_bytes=r.peak_rss,
             peak_allocated_bytes=r.peak_allocated,
-            alloc_retries=_retries(r.allocator),
+            alloc_retries=r.allocator.alloc_retries if r.allocator else None,
             compute_time=step_stats(r.no_sync.step_s) if r.no_sync and r.no_sync.step_s else None,
             phases=PhaseTimes(**phase_medians) if (phase_medians := phases[r.rank]) else None,
         )
@@ -510,9 +479,25 @@ def diagnosis_record(
     table: pd.DataFrame,
     injected: Sequence[int],
 ) -> tuple[Diagnosis | None, dict[str, str]]:
-    """(diagnosis, unavailable): the one model of the step with the no_sync window beside it;
-    with one rank or no model, why its straggler and communication figures are empty."""
-    diagnosis, why_not = step_model(spec, ranks, table, injected)
+    """(diagnosis, unavailable): the one model of the step from the phase timers (a straggler
+    on a rank of `injected` marked artificial) with the no_sync window beside it; with one
+    rank or no model, why its straggler and communication figures are empty."""
+    diagnosis, why_not = None, NO_PHASES
+    if spec.cell.parallel is not None:
+        why_not = MODEL_PARALLEL
+    elif spec.cell.strategy == "fsdp":
+        why_not = FSDP_NO_SPLIT
+    else:
+        diagnosis = diagnose(
+            RunEvidence(
+                timers=TimerEvidence(steps=table, no_sync=no_sync_steps(ranks)),
+                device_type=spec.cell.device,
+                backend=spec.cell.backend,
+                strategy=spec.cell.strategy,
+                nodes=spec.cell.nodes,
+                injected_ranks=frozenset(injected),
+            )
+        )
     world = len(ranks)
     unavailable: dict[str, str] = {}
     if diagnosis is not None and world > 1:
@@ -524,14 +509,12 @@ def diagnosis_record(
     else:
         unavailable["straggler"] = (
             "world size 1: no other rank to be slower than" if world == 1 else why_not
-        ) or "no step model"
-        reason = (
-            "world size 1: no gradient communication to expose" if world == 1 else why_not
-        ) or "no step model"
+        )
+        reason = "world size 1: no gradient communication to expose" if world == 1 else why_not
         for key in ("comm_overhead", "sync_overhead", "load_imbalance"):
             unavailable[key] = reason
     if diagnosis is None:
-        unavailable["diagnosis"] = why_not or NO_PHASES
+        unavailable["diagnosis"] = why_not
     return diagnosis, unavailable
 
 
@@ -665,11 +648,14 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     unavailable: dict[str, str] = {}
     warnings: list[CellWarning] = []
 
-    throughput, why_not = throughput_record(ranks, counts, facts)
-    unavailable.update(why_not)
+    def known(block: tuple[T, dict[str, str]]) -> T:
+        """The block, with why its null fields are null kept in `unavailable`."""
+        unavailable.update(block[1])
+        return block[0]
+
+    throughput = known(throughput_record(ranks, counts, facts))
     phases = {r.rank: rank_phase_medians(r) for r in ranks}
-    rank_stats, why_not = rank_records(ranks, phases)
-    unavailable.update(why_not)
+    rank_stats = known(rank_records(ranks, phases))
     step_times = measured_step_times(ranks)
     pooled = step_stats(step_times)
     warnings += step_time_warning(pooled, threshold)
@@ -678,16 +664,11 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     delays, delay_warnings = injected_delays(spec)
     warnings += delay_warnings
     table = steps_table(ranks)
-    sync_warning = sync_variance_warning(table, threshold)
-    if sync_warning is not None:
-        warnings.append(sync_warning)
-    diagnosis, why_not = diagnosis_record(spec, ranks, table, [d.rank for d in delays])
-    unavailable.update(why_not)
+    warnings += sync_variance_warning(table, threshold)
+    diagnosis = known(diagnosis_record(spec, ranks, table, [d.rank for d in delays]))
 
-    compute, why_not = compute_record(ranks, facts, throughput, counts)
-    unavailable.update(why_not)
-    memory, why_not = memory_record(ranks)
-    unavailable.update(why_not)
+    compute = known(compute_record(ranks, facts, throughput, counts))
+    memory = known(memory_record(ranks))
 
     # telemetry: energy per sample counts what all ranks processed in the sampled windows
     telemetry, why_not, telemetry_warnings = cell_telemetry(
@@ -699,28 +680,25 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         diagnosis = with_caveat(diagnosis, busy_caveat(telemetry))
 
     # the input pipeline: data wait per step and its share, bytes read per second of windows
-    data, why_not = data_pipeline(
-        spec,
-        phases,
-        pooled.p50,
-        sum(window_walls(ranks, counts.repeats)),
-        counts.steps,
-        read_steps(ranks[0]),  # every step of the cell reads: warm-up, windows, no_sync
-        facts,
+    data = known(
+        data_pipeline(
+            spec,
+            phases,
+            pooled.p50,
+            sum(window_walls(ranks, counts.repeats)),
+            counts.steps,
+            read_steps(ranks[0]),  # every step of the cell reads: warm-up, windows, no_sync
+            facts,
+        )
     )
-    unavailable.update(why_not)
-    parallel, why_not = parallel_metrics(spec, ranks)
-    unavailable.update(why_not)
-    warmup, why_not = warmup_with_reason(spec, ranks)
-    unavailable.update(why_not)
+    parallel = known(parallel_metrics(spec, ranks))
+    warmup = known(warmup_with_reason(spec, ranks))
     compile_activity, compile_warnings, why_not = compile_record(spec, ranks)
     warnings += compile_warnings
     warnings += facts.warnings
     unavailable.update(why_not)
-    host_bound, why_not = host_bound_block(ranks, pooled)
-    unavailable.update(why_not)
-    fixed_costs, why_not = fixed_costs_record([r.fixed for r in ranks])
-    unavailable.update(why_not)
+    host_bound = known(host_bound_block(ranks, pooled))
+    fixed_costs = known(fixed_costs_record([r.fixed for r in ranks]))
 
     return CellResult(
         cell=spec.cell,

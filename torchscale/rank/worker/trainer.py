@@ -588,7 +588,3 @@ class Trainer:
                 sleep(delays.forward)
             self.runner.step(inputs, targets)
         self._optimizer_step(marks)  # no scaler: fp16 is refused with pipelines
-
-    def samples_per_step(self) -> int:
-        """Samples one rank processes per optimizer step."""
-        return self.spec.cell.batch_size * self.spec.training.grad_accum_steps
