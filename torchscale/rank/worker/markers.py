@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -64,51 +64,40 @@ class NvtxBackend(Protocol):
     def mark(self, message: str) -> None: ...
 
 
-class _TorchNvtx:
+@dataclass
+class _Nvtx:
+    """An NvtxBackend from a module's functions."""
+
+    name: str
+    push: Callable[[str], None]
+    pop: Callable[[], None]
+    start: Callable[[str], Any]
+    end: Callable[[Any], None]
+    mark: Callable[[str], None]
+
+
+def _torch_nvtx(module: Any) -> _Nvtx:
     """torch.cuda.nvtx (CUDA builds of torch): default domain, no domain argument."""
-
-    name = "torch.cuda.nvtx"
-
-    def __init__(self, module: Any) -> None:
-        self._nvtx = module
-
-    def push(self, message: str) -> None:
-        self._nvtx.range_push(message)
-
-    def pop(self) -> None:
-        self._nvtx.range_pop()
-
-    def start(self, message: str) -> Any:
-        return self._nvtx.range_start(message)
-
-    def end(self, handle: Any) -> None:
-        self._nvtx.range_end(handle)
-
-    def mark(self, message: str) -> None:
-        self._nvtx.mark(message)
+    return _Nvtx(
+        "torch.cuda.nvtx",
+        module.range_push,
+        module.range_pop,
+        module.range_start,
+        module.range_end,
+        module.mark,
+    )
 
 
-class _PackageNvtx:
+def _package_nvtx(module: Any, version: str) -> _Nvtx:
     """The `nvtx` package, domain "torchscale"."""
-
-    def __init__(self, module: Any, version: str) -> None:
-        self._nvtx = module
-        self.name = f"nvtx {version}"
-
-    def push(self, message: str) -> None:
-        self._nvtx.push_range(message=message, domain=NVTX_DOMAIN)
-
-    def pop(self) -> None:
-        self._nvtx.pop_range(domain=NVTX_DOMAIN)
-
-    def start(self, message: str) -> Any:
-        return self._nvtx.start_range(message=message, domain=NVTX_DOMAIN)
-
-    def end(self, handle: Any) -> None:
-        self._nvtx.end_range(handle)
-
-    def mark(self, message: str) -> None:
-        self._nvtx.mark(message=message, domain=NVTX_DOMAIN)
+    return _Nvtx(
+        f"nvtx {version}",
+        push=lambda message: module.push_range(message=message, domain=NVTX_DOMAIN),
+        pop=lambda: module.pop_range(domain=NVTX_DOMAIN),
+        start=lambda message: module.start_range(message=message, domain=NVTX_DOMAIN),
+        end=module.end_range,
+        mark=lambda message: module.mark(message=message, domain=NVTX_DOMAIN),
+    )
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -130,7 +119,7 @@ def nvtx_backend(cuda_build: bool | None = None) -> tuple[NvtxBackend | None, st
     if cuda_build:
         import torch.cuda.nvtx as torch_nvtx
 
-        return _TorchNvtx(torch_nvtx), (
+        return _torch_nvtx(torch_nvtx), (
             "NVTX from torch.cuda.nvtx: default NVTX domain (it takes none); ranges are "
             "named torchscale:<phase> and ProfilerStep#<n>"
         )
@@ -153,7 +142,7 @@ def nvtx_backend(cuda_build: bool | None = None) -> tuple[NvtxBackend | None, st
             f"nvtx {found} on a CPU build: with Nsight Systems 2022.4 only nvtx < 0.2.12 "
             "records anything from a CPU-only process; newer Nsight Systems may work"
         )
-    return _PackageNvtx(module, found), note
+    return _package_nvtx(module, found), note
 
 
 @dataclass

@@ -244,12 +244,16 @@ class PhaseRecorder:
             out.append(row)
         return out
 
+    def _done(self, steps: int | None) -> int:
+        """The steps recorded so far, at most `steps`."""
+        done = self._index // self.per_step
+        return done if steps is None else min(steps, done)
+
     def spans(self) -> list[float]:
         """Each recorded step from its own start edge to its own end edge: what its phases
         partition. The step timer's edges lie just outside these (trainer.py calls
         `step_start` and `step_end` inside the timed step)."""
-        done = self._index // self.per_step
-        return [row[-1] for row in self._boundaries()[:done]]
+        return [row[-1] for row in self._boundaries()[: self._done(None)]]
 
     def _sched_seconds(self, field: int, steps: int | None) -> list[float | None] | None:
         """Per recorded step (the first `steps`), the growth of the clock's `field` (0: the
@@ -257,8 +261,7 @@ class PhaseRecorder:
         unavailable."""
         if self._clock.unavailable is not None:
             return None
-        done = self._index // self.per_step
-        steps = done if steps is None else min(steps, done)
+        steps = self._done(steps)
         return [
             max(0.0, end[field] - start[field]) if start is not None and end is not None else None
             for start, end in zip(self._sched_start[:steps], self._sched_end[:steps], strict=True)
@@ -284,8 +287,7 @@ class PhaseRecorder:
         hook was registered)."""
         if self._hold is None:
             return None
-        done = self._index // self.per_step
-        steps = done if steps is None else min(steps, done)
+        steps = self._done(steps)
         total: list[float | None] = []
         in_backward: list[float | None] = []
         for step in range(steps):
@@ -313,8 +315,7 @@ class PhaseRecorder:
         grad_sync_wait is None for a step whose backward could not be split."""
         if self._cuda:
             torch.cuda.synchronize(self._device)
-        done = self._index // self.per_step
-        steps = done if steps is None else min(steps, done)
+        steps = self._done(steps)
         result: PhaseSeconds = {phase: [] for phase in STEP_PHASES}
         missed = False
         for step, row in enumerate(self._boundaries()[:steps]):
