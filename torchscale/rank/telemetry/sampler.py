@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, WindowSamples
 
@@ -22,6 +22,8 @@ from torchscale.rank.telemetry.samples import EdgeReading, SamplerReport, Window
 # persistence mode); a thread that does not stop within this is abandoned, its window marked
 OPEN_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
+SOURCE_FACTS = ("name", "uuid", "sm_clock_max_mhz", "power_limit")
+HOST_FACTS = ("pid", "cores", "usable_cores")
 
 
 class Source(Protocol):
@@ -133,31 +135,27 @@ class Sampler:
         """The windows sampled so far and why fields are missing (call when stopped)."""
         unavailable = dict(self._fixed_unavailable)
         errors: dict[str, str] = {}
-        name = uuid = pid = cores = usable = max_clock = limit = None
+        # the first source that knows it; only the host source knows its process and host
+        found: dict[str, Any] = {}
         for source in self.sources:
             unavailable.update(source.unavailable)
             errors.update(source.errors)
-            name = name or getattr(source, "name", None)
-            uuid = uuid or getattr(source, "uuid", None)
-            max_clock = max_clock or getattr(source, "sm_clock_max_mhz", None)
-            limit = limit or getattr(source, "power_limit", None)
-            if isinstance(source, EdgeSource):  # the host source knows its process and host
-                pid = pid or getattr(source, "pid", None)
-                cores = cores or getattr(source, "cores", None)
-                usable = usable or getattr(source, "usable_cores", None)
+            edge = isinstance(source, EdgeSource)
+            for attr in (*SOURCE_FACTS, *(HOST_FACTS if edge else ())):
+                found[attr] = found.get(attr) or getattr(source, attr, None)
         return SamplerReport(
             device=self.device,
             interval_s=self.interval_s,
             windows=list(self.windows),
             unavailable=unavailable,
             errors=errors,
-            gpu_name=name,
-            gpu_uuid=uuid,
-            pid=pid,
-            cores=cores,
-            usable_cores=usable,
-            sm_clock_max_mhz=max_clock,
-            power_limit=limit,
+            gpu_name=found.get("name"),
+            gpu_uuid=found.get("uuid"),
+            pid=found.get("pid"),
+            cores=found.get("cores"),
+            usable_cores=found.get("usable_cores"),
+            sm_clock_max_mhz=found.get("sm_clock_max_mhz"),
+            power_limit=found.get("power_limit"),
         )
 
     # -- the thread ----------------------------------------------------------------------------

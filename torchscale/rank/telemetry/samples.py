@@ -64,10 +64,6 @@ class WindowSamples:
     def column(self, name: str) -> list[float | None]:
         return self.values.get(name, [None] * len(self.t))
 
-    @property
-    def marked(self) -> bool:
-        return self.opened is not None and self.closed is not None
-
     def inside(self) -> list[int]:
         """Indices of the samples taken between the window's edges (every sample when the
         edges were not marked: the sampler's start and stop are then the window's)."""

@@ -83,6 +83,7 @@ def install(env: Mapping[str, str] | None = None) -> Path | None:
     belongs to a rank that will dump on SIGUSR1 rather than die of it (its default action).
     """
     # here, not at the top: they import the config schema, too late for die_with_torchrun
+    from torchscale.contracts.atomic import write_text_atomic
     from torchscale.contracts.rank_diagnostics import (
         DIAGNOSTICS_ENV,
         STACK_SIGNAL,
@@ -104,8 +105,8 @@ def install(env: Mapping[str, str] | None = None) -> Path | None:
     _open_files.append(handle)
     faulthandler.register(STACK_SIGNAL, file=handle, all_threads=True, chain=False)
     faulthandler.enable(file=handle, all_threads=True)
-    _write_atomic(identity_file(root, rank), rank_identity(env).to_json())
-    _write_atomic(pid_file(root, rank), f"{os.getpid()}\n")
+    write_text_atomic(identity_file(root, rank), rank_identity(env).to_json())
+    write_text_atomic(pid_file(root, rank), f"{os.getpid()}\n")
     return stacks
 
 
@@ -127,12 +128,6 @@ def rank_identity(env: Mapping[str, str]) -> RankIdentity:
 
 def _int_or_none(text: str | None) -> int | None:
     return int(text) if text is not None and text.strip().isdigit() else None
-
-
-def _write_atomic(target: Path, text: str) -> None:
-    partial = target.with_name(f".{target.name}.tmp")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(target)
 
 
 def exit_if_stuck(seconds: float) -> None:
