@@ -63,7 +63,7 @@ from torchscale.rank.telemetry.window_figures import combine
 from torchscale.rank.worker.compile_figures import compile_record
 from torchscale.rank.worker.fixed_costs import fixed_costs_record
 from torchscale.rank.worker.host_probe import CPU_REASON, host_bound_record
-from torchscale.rank.worker.measure import RankMeasurement
+from torchscale.rank.worker.measure import RankMeasurement, measured_steps
 from torchscale.rank.worker.measured_peak import MeasuredPeak, cell_measured_peak, guarded_mfu
 from torchscale.rank.worker.parallel_metrics import parallel_metrics, warmup_record
 from torchscale.rank.worker.phases import medians
@@ -408,11 +408,6 @@ def throughput_record(
     ), unavailable
 
 
-def measured_step_times(ranks: Sequence[RankMeasurement]) -> list[float]:
-    """Every synchronised step time of every rank, pooled (the cell's step distribution)."""
-    return [t for r in ranks for w in r.windows for t in w.step_s]
-
-
 def rank_records(
     ranks: Sequence[RankMeasurement], phases: dict[int, dict[str, float | None] | None]
 ) -> tuple[list[RankStats], dict[str, str]]:
@@ -421,7 +416,7 @@ def rank_records(
         RankStats(
             rank=r.rank,
             host=r.host,
-            step_time=step_stats([t for w in r.windows for t in w.step_s]),
+            step_time=step_stats(measured_steps(r)),
             peak_rss_bytes=r.peak_rss,
             peak_allocated_bytes=r.peak_allocated,
             alloc_retries=r.allocator.alloc_retries if r.allocator else None,
@@ -656,7 +651,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
     throughput = known(throughput_record(ranks, counts, facts))
     phases = {r.rank: rank_phase_medians(r) for r in ranks}
     rank_stats = known(rank_records(ranks, phases))
-    step_times = measured_step_times(ranks)
+    step_times = [t for r in ranks for t in measured_steps(r)]  # the cell's distribution
     pooled = step_stats(step_times)
     warnings += step_time_warning(pooled, threshold)
 

@@ -129,28 +129,25 @@ def host_bound_record(
         if runs
         else NOT_RUN_METHOD
     )
-    busy: list[float] = []
-    for reading in sorted(readings, key=lambda r: r.rank):
-        seconds, why = judge_reading(reading)
-        if seconds is None:
-            return HostBound(
-                gpu_busy_s=None,
-                step_s=step_s,
-                gpu_busy_share=None,
-                host_bound=None,
-                method=method,
-                reason=why,
-            )
-        busy.append(seconds)
-    if not busy or step_s is None or step_s <= 0:
+
+    def unjudged(gpu_busy_s: float | None, why: str | None) -> HostBound:
         return HostBound(
-            gpu_busy_s=max(busy, default=None),
+            gpu_busy_s=gpu_busy_s,
             step_s=step_s,
             gpu_busy_share=None,
             host_bound=None,
             method=method,
-            reason=NO_STEPS,
+            reason=why,
         )
+
+    busy: list[float] = []
+    for reading in sorted(readings, key=lambda r: r.rank):
+        seconds, why = judge_reading(reading)
+        if seconds is None:
+            return unjudged(None, why)
+        busy.append(seconds)
+    if not busy or step_s is None or step_s <= 0:
+        return unjudged(max(busy, default=None), NO_STEPS)
     gpu_busy = max(busy)
     share, note = busy_share(gpu_busy, step_s, step_cv)
     return HostBound(
