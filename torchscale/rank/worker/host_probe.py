@@ -47,6 +47,7 @@ import torch.distributed as dist
 from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_result import HOST_BOUND_CPU, HostBound
 from torchscale.contracts.thresholds import HOST_BOUND_SHARE
+from torchscale.rank.worker.steady_state import agreed_max
 from torchscale.rank.worker.timing import synchronize
 from torchscale.rank.worker.trainer import Trainer
 
@@ -195,13 +196,6 @@ def cycles_per_ms(device: torch.device) -> float:
     return CALIBRATION_CYCLES / max(elapsed, 1e-3)
 
 
-def _agreed_max(value: float, device: torch.device) -> float:
-    """`value`'s maximum over every rank (a collective: every rank calls it)."""
-    tensor = torch.tensor([value], dtype=torch.float64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    return float(tensor.item())
-
-
 def probe_rank(trainer: Trainer, step_s: float) -> ProbeReading | None:
     """This rank's probe (every rank calls it: it holds collectives), after the measured
     windows; `step_s` is this rank's median measured step. None on CPU (no probe); a reading
@@ -216,7 +210,7 @@ def probe_rank(trainer: Trainer, step_s: float) -> ProbeReading | None:
         rate = cycles_per_ms(device)
     except (AttributeError, RuntimeError) as exc:
         return ProbeReading(rank=rank, reason=f"{SLEEP_UNAVAILABLE} ({type(exc).__name__}: {exc})")
-    slowest_step = _agreed_max(step_s, device)
+    slowest_step = agreed_max(step_s, device)
     steps = probe_steps(slowest_step)
     sleep_ms = sleep_ms_for(slowest_step, steps)
     cycles = int(sleep_ms * rate)

@@ -80,19 +80,22 @@ def steps_to_fill(duration_s: float, warm: WarmUp) -> int:
     return max(1, math.ceil(duration_s / per_step)) if per_step > 0 else 1
 
 
+def agreed_max(value: float, device: torch.device) -> float:
+    """`value`'s maximum over every rank (a collective: every rank calls it)."""
+    tensor = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return float(tensor.item())
+
+
 def agree_any(flag: bool, device: torch.device) -> bool:
     """True on every rank when it is True on any (a collective: every rank calls it)."""
-    tensor = torch.tensor([int(flag)], dtype=torch.int64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    return bool(tensor.item())
+    return agreed_max(float(flag), device) > 0
 
 
 def agreed_steps(duration_s: float, warm: WarmUp, device: torch.device) -> int:
     """`steps_to_fill`, agreed by all ranks (MAX): ranks must run the same number of
     collectives, and no check happens inside the window."""
-    tensor = torch.tensor([steps_to_fill(duration_s, warm)], dtype=torch.int64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    return int(tensor.item())
+    return int(agreed_max(steps_to_fill(duration_s, warm), device))
 
 
 def collective_timeout_s(warm: WarmUp, device: torch.device) -> float | None:
@@ -104,10 +107,7 @@ def collective_timeout_s(warm: WarmUp, device: torch.device) -> float | None:
     if not warm.step_s:
         return None
     local = timeout_bound_s(warm.steady_s)
-    bound = math.inf if local is None else local
-    tensor = torch.tensor([bound], dtype=torch.float64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    agreed = float(tensor.item())
+    agreed = agreed_max(math.inf if local is None else local, device)
     return None if math.isinf(agreed) else agreed
 
 
