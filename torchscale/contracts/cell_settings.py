@@ -131,7 +131,6 @@ MAX_CV_WARN_THRESHOLD = 1.0  # a coefficient of variation, a fraction: 0.10 is 1
 MAX_BUSBW_GBPS = 100_000.0  # 100 TB/s, far beyond any interconnect
 MAX_BUCKET_CAP_MB = 65_536.0  # 64 GiB: one bucket larger than any model's gradients
 
-PositiveFloat = Annotated[float, Field(gt=0)]
 MAX_SHARD_MB = 4096  # one shard file; larger says nothing a 128 MB shard does not
 MAX_SHARDS = 100_000
 MAX_LOADER_WORKERS = 256

@@ -45,33 +45,25 @@ def _pipelines(parallel: ParallelConfig, degrees: list[int], world: int) -> list
     ]
 
 
+def _tp_groups(parallel: ParallelConfig, degrees: list[int], world: int) -> list[ParallelShape]:
+    sp = parallel.sequence_parallel
+    return [ParallelShape(dp=_dp(world, tp), tp=tp, pp=1, sequence_parallel=sp) for tp in degrees]
+
+
 def parallel_shapes(
     strategy: Strategy, parallel: ParallelConfig, world: int
 ) -> list[ParallelShape | None]:
     """The layouts of `strategy` at `world` ranks, in run order; [None] for ddp and fsdp."""
     if strategy == "tp":
-        return [
-            ParallelShape(
-                dp=_dp(world, tp), tp=tp, pp=1, sequence_parallel=parallel.sequence_parallel
-            )
-            for tp in (parallel.tp or [world])
-        ]
+        return list(_tp_groups(parallel, parallel.tp or [world], world))
     if strategy == "pp":
         return list(_pipelines(parallel, parallel.pp or [world], world))
     if strategy == "hybrid":
         shapes: list[ParallelShape | None] = []
         for layout in parallel.hybrid:
             if layout == "fsdp_tp":
-                shapes.extend(
-                    ParallelShape(
-                        dp=_dp(world, tp),
-                        tp=tp,
-                        pp=1,
-                        sequence_parallel=parallel.sequence_parallel,
-                        hybrid="fsdp_tp",
-                    )
-                    for tp in (parallel.tp or [HYBRID_DEFAULT_DEGREE])
-                )
+                groups = _tp_groups(parallel, parallel.tp or [HYBRID_DEFAULT_DEGREE], world)
+                shapes.extend(g.model_copy(update={"hybrid": "fsdp_tp"}) for g in groups)
             else:
                 pipes = _pipelines(parallel, parallel.pp or [HYBRID_DEFAULT_DEGREE], world)
                 shapes.extend(p.model_copy(update={"hybrid": "ddp_pp"}) for p in pipes)

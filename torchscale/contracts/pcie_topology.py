@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import takewhile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -155,33 +156,21 @@ def bus_chain(device_path: str | Path) -> list[str]:
     return [part for part in Path(device_path).parts if BUS_ID.match(part)]
 
 
-def _common_prefix(chains: Sequence[Sequence[str]]) -> list[str]:
-    prefix: list[str] = []
-    for parts in zip(*chains, strict=False):
-        if len(set(parts)) != 1:
-            break
-        prefix.append(parts[0])
-    return prefix
-
-
 def placements_from_chains(
     chains: Mapping[int, Sequence[str]],
     link_of: Callable[[str], PcieLink | None] = lambda bus_id: None,
 ) -> list[GpuPlacement]:
     """Group GPUs by root port: those under one share the link below it. For a group, the
     deepest bridge above all of them names the shared link (`via`, its upstream link)."""
-    groups: dict[str, list[int]] = {}
-    for gpu, chain in chains.items():
-        key = chain[0] if len(chain) >= 2 else chain[-1]  # a GPU on the root bus is alone
-        groups.setdefault(key, []).append(gpu)
+    # each GPU's root port; a GPU on the root bus is alone, its own root
+    root = {gpu: chain[0] if len(chain) >= 2 else chain[-1] for gpu, chain in chains.items()}
     placements = []
     for gpu, chain in sorted(chains.items()):
-        key = chain[0] if len(chain) >= 2 else chain[-1]
-        mates = sorted(g for g in groups[key] if g != gpu)
+        mates = sorted(g for g in chains if g != gpu and root[g] == root[gpu])
         via = None
         if mates:
-            above = [list(chains[g])[:-1] for g in [gpu, *mates]]
-            common = _common_prefix(above)
+            above = zip(*(list(chains[g])[:-1] for g in [gpu, *mates]), strict=False)
+            common = [parts[0] for parts in takewhile(lambda p: len(set(p)) == 1, above)]
             via = common[-1] if common else None
         placements.append(
             GpuPlacement(
@@ -231,13 +220,11 @@ def read_link(device_dir: Path) -> PcieLink | None:
     width = _read(device_dir / "current_link_width")
     if speed is None and width is None:
         return None
-    max_speed = _read(device_dir / "max_link_speed")
-    max_width = _read(device_dir / "max_link_width")
     return PcieLink(
         speed_gts=parse_link_speed(speed or ""),
         width=parse_link_width(width or ""),
-        max_speed_gts=parse_link_speed(max_speed or ""),
-        max_width=parse_link_width(max_width or ""),
+        max_speed_gts=parse_link_speed(_read(device_dir / "max_link_speed") or ""),
+        max_width=parse_link_width(_read(device_dir / "max_link_width") or ""),
     )
 
 

@@ -7,7 +7,7 @@ hardware is null with the reason in `unavailable`, never a guess.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -182,7 +182,6 @@ class StepPart(Record):
 
 
 StragglerKind = Literal["compute", "input", "host", "communication"]
-STRAGGLER_KINDS: tuple[StragglerKind, ...] = get_args(StragglerKind)
 
 
 class StragglerVerdict(Record):
