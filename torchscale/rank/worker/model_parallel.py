@@ -56,7 +56,6 @@ def model_parallel(
     example = None
     if layout.uses_pp:
         example, _ = bundle.make_batch(spec.cell.batch_size, device)
-    ddp = spec.training.ddp
     parts = parallelize(
         model,
         bundle.loss_fn,
@@ -70,12 +69,7 @@ def model_parallel(
         autocast=autocast,
         mp_policy_for_fsdp=fsdp_policy(spec.cell.precision),
         reshard_after_forward=spec.training.fsdp.reshard_after_forward,
-        ddp_options={
-            "bucket_cap_mb": ddp.bucket_cap_mb,
-            "gradient_as_bucket_view": ddp.gradient_as_bucket_view,
-            "static_graph": ddp.static_graph,
-            "find_unused_parameters": ddp.find_unused_parameters,
-        },
+        ddp_options=spec.training.ddp.model_dump(exclude={"broadcast_buffers"}),
         plugin_tp_plan=bundle.tp_plan,
         plugin_pp_split=bundle.pp_split,
     )

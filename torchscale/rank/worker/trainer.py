@@ -283,15 +283,9 @@ def _wrap(
             False,
         )
     ddp = spec.training.ddp
-    options: dict[str, Any] = {
-        "device_ids": [device.index] if device.type == "cuda" else None,
-        "bucket_cap_mb": ddp.bucket_cap_mb,
-        "gradient_as_bucket_view": ddp.gradient_as_bucket_view,
-        "static_graph": ddp.static_graph,
-        "find_unused_parameters": ddp.find_unused_parameters,
-    }
-    if not ddp.broadcast_buffers:  # newer torch warns when the (default) True is passed
-        options["broadcast_buffers"] = False
+    # broadcast_buffers only when off: newer torch warns when the (default) True is passed
+    options = ddp.model_dump(exclude={"broadcast_buffers"} if ddp.broadcast_buffers else None)
+    options["device_ids"] = [device.index] if device.type == "cuda" else None
     return (
         DistributedDataParallel(model, **options),
         {"fsdp_mesh_device": None, "fsdp_mixed_precision": None},
