@@ -42,13 +42,10 @@ class PowerLimit(Record):
 
 def power_limit_of(pynvml: Any, handle: Any) -> PowerLimit:
     """Both limits of the GPU behind an NVML handle; a failed query says which and why."""
-    enforced, enforced_error = call(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
-    default, default_error = call(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, handle)
-    errors = []
-    if enforced_error is not None:
-        errors.append(f"nvmlDeviceGetEnforcedPowerLimit: {enforced_error}")
-    if default_error is not None:
-        errors.append(f"nvmlDeviceGetPowerManagementDefaultLimit: {default_error}")
+    queries = ("nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetPowerManagementDefaultLimit")
+    read = {query: call(getattr(pynvml, query), handle) for query in queries}
+    errors = [f"{query}: {error}" for query, (_, error) in read.items() if error is not None]
+    enforced, default = (value for value, _ in read.values())
     return PowerLimit(
         enforced_w=int(enforced) / 1000 if enforced is not None else None,
         default_w=int(default) / 1000 if default is not None else None,

@@ -10,6 +10,7 @@ are told by the kernel instead (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -85,9 +86,13 @@ def terminate_on_signals(signums: tuple[int, ...] = TERMINATING_SIGNALS) -> Iter
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
 
-def _load_prctl() -> Callable[..., int] | None:
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
     """libc's prctl, from the symbols already loaded into this process (dlopen(NULL)), else
-    libc.so.6. Never ctypes.util.find_library, which runs `ldconfig -p` in a subprocess."""
+    libc.so.6. Never ctypes.util.find_library, which runs `ldconfig -p` in a subprocess.
+    Looked up on first use and kept. A preexec_fn must not be the first user (a forked child
+    should only make the call): resolve it in the parent first, with
+    parent_death_signal_supported()."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes  # here, not at import: every CLI start and every rank imports this module
@@ -99,21 +104,6 @@ def _load_prctl() -> Callable[..., int] | None:
             continue
         return prctl
     return None
-
-
-_resolved = False
-_prctl_function: Callable[..., int] | None = None
-
-
-def _prctl() -> Callable[..., int] | None:
-    """prctl, looked up on first use and kept. A preexec_fn must not be the first user (a
-    forked child should only make the call): resolve it in the parent first, with
-    parent_death_signal_supported()."""
-    global _resolved, _prctl_function
-    if not _resolved:
-        _prctl_function = _load_prctl()
-        _resolved = True
-    return _prctl_function
 
 
 def parent_death_signal_supported() -> bool:

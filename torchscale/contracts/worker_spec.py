@@ -95,10 +95,7 @@ def capture_range(env: Mapping[str, str] | None = None) -> CaptureRange:
     """The trigger the launcher asked for in CAPTURE_ENV; "none" when unset (a launch that is
     not torchscale's own nsys wrap: nsys then captures the whole run and needs no trigger)."""
     value = (os.environ if env is None else env).get(CAPTURE_ENV, "none")
-    for mode in CAPTURE_RANGES:
-        if value == mode:
-            return mode
-    return "none"
+    return next((mode for mode in CAPTURE_RANGES if mode == value), "none")
 
 
 def trace_name(rank: int) -> str:
