@@ -44,7 +44,7 @@ from torchscale.rank.worker.steady_state import (
     steps_to_fill,
     timeout_bound_s,
 )
-from torchscale.rank.worker.trainer import Trainer
+from torchscale.rank.worker.trainer import Trainer, eager_module
 
 CPU = torch.device("cpu")
 # a cold compile of tiny-gpt2 on CPU has taken 513-2,528 s in warm-up step 1 on this VM
@@ -205,7 +205,7 @@ def test_a_recompile_inside_a_window_is_counted_and_warned(
     real_run_window = measure_module.run_window
 
     def doubled() -> None:
-        model = trainer.eager_model
+        model = eager_module(trainer.model)
         assert isinstance(model, Switchable)
         model.doubled = True
 

@@ -41,7 +41,7 @@ from torchscale.rank.worker import trainer as trainer_module
 from torchscale.rank.worker.main import FLOP_COUNT_STEP
 from torchscale.rank.worker.measure import META_COUNT_FAILED, Window, count_flops, measure
 from torchscale.rank.worker.tf32_settings import read_tf32_settings
-from torchscale.rank.worker.trainer import Trainer, batch_norms, ddp_module
+from torchscale.rank.worker.trainer import Trainer, batch_norms, ddp_module, eager_module
 
 H100 = "NVIDIA H100 80GB HBM3"
 TF32_DEFAULTS = Tf32Settings(  # torch's defaults: cuDNN may use TF32, cuBLAS may not
@@ -373,7 +373,7 @@ def ddp_at_one_rank(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_lone_rank_trains_unwrapped_and_says_so() -> None:
     """World size 1: no DDP (no peer to average with); the step and no_sync still work."""
     trainer = build(grad_accum_steps=2)
-    assert not isinstance(trainer.eager_model, DistributedDataParallel)
+    assert not isinstance(eager_module(trainer.model), DistributedDataParallel)
     assert ddp_module(trainer.model) is None
     assert trainer.settings["ddp_wrapper"] == trainer_module.NO_DDP_AT_ONE_RANK
     before = [p.detach().clone() for p in trainer.model.parameters()]
@@ -427,7 +427,7 @@ def test_the_blockwise_loss_trains_the_step_the_plain_loss_does() -> None:
         small = TokenLoss(loss.vocab_size, block_bytes=37 * 4 * loss.vocab_size)
         trainer.loss_fn = small.eager if blockwise else small
         seen: dict[int, torch.Tensor] = {}  # each weight's gradient once both micro-batches
-        for index, param in enumerate(trainer.eager_model.parameters()):
+        for index, param in enumerate(eager_module(trainer.model).parameters()):
             param.register_post_accumulate_grad_hook(
                 lambda p, i=index, into=seen: into.__setitem__(i, p.grad.detach().clone())
             )
@@ -445,7 +445,7 @@ def test_no_sync_reaches_ddp_through_the_compiled_wrapper() -> None:
     assert not isinstance(trainer.model, DistributedDataParallel)  # the bug's precondition
     ddp = ddp_module(trainer.model)
     assert isinstance(ddp, DistributedDataParallel)
-    assert ddp is trainer.eager_model
+    assert ddp is eager_module(trainer.model)
     with trainer.no_sync(True):
         assert ddp.require_backward_grad_sync is False
     assert ddp.require_backward_grad_sync is True
@@ -459,7 +459,7 @@ def eager_step_flops(trainer: Trainer) -> float:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    assert trainer.model is trainer.eager_model  # not compiled
+    assert trainer.model is eager_module(trainer.model)  # not compiled
     trainer.loss_fn = trainer.bundle.loss_fn
     counter = FlopCounterMode(display=False)
     with counter, sdpa_kernel(SDPBackend.MATH):
@@ -500,7 +500,7 @@ def test_the_flop_count_never_runs_the_cells_model() -> None:
         raise AssertionError("the FLOP count ran the cell's model")
 
     compiled.model.forward = forbidden
-    compiled.eager_model.forward = forbidden
+    eager_module(compiled.model).forward = forbidden
     assert count_flops(compiled.spec) == plain
 
 
@@ -702,7 +702,7 @@ def test_compiled_fsdp_is_wrapped_as_torchtitan_does(monkeypatch: pytest.MonkeyP
         sharded = [i for i, e in enumerate(events) if e[0] == "shard" and e[1] is block]
         assert len(compiled) == 1 and len(sharded) == 1 and compiled[0] < sharded[0]
     assert not isinstance(trainer.model, torch._dynamo.eval_frame.OptimizedModule)
-    assert trainer.eager_model is trainer.model
+    assert eager_module(trainer.model) is trainer.model
     root = [e for e in events if e[0] == "shard" and e[1] is trainer.model]
     assert [e[2] for e in root] == [False]
     assert {e[2] for e in events if e[0] == "shard" and e[1] is not trainer.model} == {True}

@@ -363,11 +363,6 @@ class Trainer:
     # a plug-in's DDP comm hook: the running time it held its launches (comm_hold.py)
     comm_hold: HoldTally | None = None
 
-    @property
-    def eager_model(self) -> torch.nn.Module:
-        """The wrapped model without torch.compile's wrapper (itself when not compiled)."""
-        return eager_module(self.model)
-
     @classmethod
     def build(cls, spec: WorkerSpec, device: torch.device) -> Trainer:
         # one seed for the weights (every FSDP shard then comes from the same model, as DDP's
