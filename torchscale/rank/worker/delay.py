@@ -1,23 +1,10 @@
 """`--inject-delay RANK:PHASE:MS`: a known straggler, to check the analyses against.
 
-Rank RANK sleeps MS ms in PHASE once every optimizer step, in every step the worker runs
-(warm-up, measured windows, the no_sync window and profiled steps alike), so every
-figure of the cell sees the same straggler. With grad_accum_steps > 1 the sleep happens in the
-last micro-batch (the one whose backward synchronises gradients). Where exactly:
-
-- data: inside the data phase, after the batch is fetched.
-- forward: after the model's forward and the loss, inside the forward phase.
-- backward: in the backward pass of an identity autograd Function applied to the loss, so it
-  runs first in backward, before any gradient exists: every DDP bucket, and so every gradient
-  all-reduce, is delayed by it, as a rank with a slow backward delays them. (A sleep after
-  backward() returned would sit after the gradient sync, where the other ranks would not wait
-  for it; one inside a parameter hook would delay only the buckets after that parameter.)
-- optimizer: inside the optimizer phase, before optimizer.step().
-
-The sleep is a host sleep wrapped in a `torchscale:injected_delay` range (see
-torchscale/rank/worker/markers.py), so trace analyses count it as work of its phase, not as idle
-time. On CUDA it delays every kernel launched after it; kernels already queued keep the GPU busy
-meanwhile, so the GPU-side delay is the sleep less what was queued (negligible for tens of ms).
+Rank RANK sleeps MS ms in PHASE once every optimizer step, in every step the worker runs, inside
+a `torchscale:injected_delay` range; with grad_accum_steps > 1 in the last micro-batch (the one
+whose backward synchronises gradients). Where in each phase, and why the backward one is an
+identity autograd Function on the loss (it runs before any gradient exists, so every DDP bucket
+waits for it): docs/methodology.md, "Injected delays".
 """
 
 from __future__ import annotations

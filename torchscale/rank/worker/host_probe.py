@@ -1,34 +1,18 @@
-"""The GPU busy probe: how much of a measured step the GPU itself is busy.
-
-A step timed by CUDA events spans the GPU's work and every gap in which the GPU waited for the
-host to launch the next kernel. On a small model those gaps are most of the step: the step
-measures Python and launch latency, not the GPU. To separate the two, after the measured
-windows (outside every window and timer) each rank holds its GPU behind a sleep and issues K
-training steps behind it:
+"""The GPU busy probe: how much of a measured step the GPU itself is busy (docs/methodology.md,
+"GPU busy probe"). After the measured windows, outside every window and timer, each rank holds
+its GPU behind a sleep and issues K training steps behind it:
 
     synchronize; barrier
     record e0; torch.cuda._sleep(cycles); record e1   # GPU busy sleeping
     K x (training step; record an event)              # queued while the GPU sleeps
     synchronize
 
-When the host has issued all K steps before the GPU reaches e1, the GPU runs them back to back
-with its queue full, and the span between consecutive events is one step's GPU time with no
-host gap in it. The sleep is sized from the measured median step (2 x K x step + 20 ms: a step
-cannot take the host longer to issue than it takes to run), with the GPU's clock cycles per
-millisecond calibrated by a short timed sleep first. The probe is valid only when the host's
-issue time is below the sleep's measured span by a margin (`ISSUE_MARGIN`); otherwise the host
-waited for the GPU inside a step (a host sync: `.item()`, GradScaler's inf check, or a launch
-queue that filled up: on an H100, eager GPT-2 small's steps at batch 8 held more launches than
-the queue takes, and issuing 3 of them took 274 ms against a 211 ms sleep) and the busy time is
-not measurable, with that reason.
-
-With several ranks every rank runs the probe steps together (their collectives pair up), after
-a barrier and with one sleep length agreed by all. A rank's first probe step can absorb the
-skew between the ranks' sleeps (it waits in its first collective for the peer), so a rank's
-busy time is the median over its K steps. The cell's figure is the busiest rank's (the GPU
-that idles least bounds how much of the step any GPU is busy): the cell is host-bound only when
-even that GPU is busy less than HOST_BOUND_SHARE of the median step. A rank whose probe is not
-valid leaves the cell's share null with its reason, since it may be the busiest.
+When the host has issued all K steps before the GPU reaches e1 (within `ISSUE_MARGIN` of the
+sleep's measured span), the GPU runs them back to back and the span between consecutive events
+is one step's GPU time with no host gap in it; otherwise the host waited for the GPU inside a
+step and the busy time is not measurable, with that reason. A rank's first probe step can
+absorb the skew between the ranks' sleeps, so its busy time is the median over its K steps;
+the cell's is the busiest rank's (the GPU that idles least bounds how busy any GPU is).
 
 The pure part (`judge_reading`, `host_bound_record`) is what a CPU test exercises with made-up
 event times; `probe_rank` is the CUDA side.
