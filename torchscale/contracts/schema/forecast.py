@@ -40,16 +40,7 @@ class ForecastKey(FrozenRecord):
     @classmethod
     def of_cell(cls, cell: CellIdentity) -> ForecastKey:
         """The key of a measured cell: a forecast with this key is scored by that cell."""
-        return cls(
-            model=cell.model,
-            label=cell.label,
-            batch_size=cell.batch_size,
-            precision=cell.precision,
-            strategy=cell.strategy,
-            world_size=cell.world_size,
-            nodes=cell.nodes,
-            device=cell.device,
-        )
+        return cls(**cell.model_dump(include=set(cls.model_fields)))
 
     def slug(self) -> str:
         """A readable, file-safe name part: label__b<batch>__w<world>[__n<nodes>]__prec__strat."""
