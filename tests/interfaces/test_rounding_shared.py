@@ -22,7 +22,6 @@ from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
 from torchscale.interfaces.report.estimates import (
     compact,
     figure_with_interval,
-    long_form,
     plus_minus,
     scaled_rate,
     value_format,
@@ -83,7 +82,7 @@ def test_terminal_and_report_print_the_same_digits(
     # a sentence states the interval's ends, rounded alike
     value_text = digits(expected)[0]
     ends = ends or " to ".join(digits(expected)[1:])
-    assert long_form(value, low, high, "rate") == f"{value_text} (95 % interval {ends})"
+    assert compact(value, low, high, "rate", long=True) == f"{value_text} (95 % interval {ends})"
 
 
 def test_a_figure_is_never_rounded_to_zero() -> None:

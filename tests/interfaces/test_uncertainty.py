@@ -21,7 +21,6 @@ from torchscale.interfaces.formatting import format_value, tick_labels
 from torchscale.interfaces.report.estimates import (
     compact,
     efficiency_text,
-    long_form,
     lopsided,
     plus_minus,
     value_format,
@@ -350,7 +349,9 @@ def test_lopsided_intervals_print_as_brackets_never_plus_minus() -> None:
     # an efficiency in a table (was "30.2 % ±35.7 %": 30.2 - 35.7 is below 0)
     assert efficiency_text(0.302, 0.130, 0.844) == "30 % [13 %, 84 %]"
     # the long form states the interval either way
-    assert long_form(0.302, 0.130, 0.844, "ratio_pct") == ("30 % (95 % interval 13 % to 84 %)")
+    assert compact(0.302, 0.130, 0.844, "ratio_pct", long=True) == (
+        "30 % (95 % interval 13 % to 84 %)"
+    )
 
 
 def test_the_terminal_table_prints_lopsided_throughput_as_brackets() -> None:

@@ -236,18 +236,6 @@ def compact(
     return (with_interval if long else plus_minus)(estimate, value_format(kind))
 
 
-def long_form(
-    value: float | None,
-    low: float | None,
-    high: float | None,
-    kind: ValueFormat,
-    *,
-    spread_unknown: bool = False,
-) -> str | None:
-    """The same figure for a sentence: '4,075.9 (95 % interval 4,067.1 to 4,084.7)'."""
-    return compact(value, low, high, kind, spread_unknown=spread_unknown, long=True)
-
-
 def supported_rate(
     value: float | None, low: float | None, high: float | None
 ) -> tuple[float | None, ValueFormat]:

@@ -600,18 +600,16 @@ def first_screen_throughput(row: Mapping[str, Any] | pd.Series) -> str:
     return throughput_text(row) or "-"
 
 
-def step_text(
-    row: Mapping[str, Any] | pd.Series, percentile: str, *, long: bool = False
-) -> str | None:
+def step_text(row: Mapping[str, Any] | pd.Series, percentile: str) -> str | None:
     """Step time p50/p95/p99 ('p50') with its interval (the value alone where none was
     stored)."""
-    return compact(*interval(row, f"step_{percentile}", "_s"), "seconds", long=long)
+    return compact(*interval(row, f"step_{percentile}", "_s"), "seconds")
 
 
-def mfu_text(row: Mapping[str, Any] | pd.Series, *, long: bool = False) -> str | None:
+def mfu_text(row: Mapping[str, Any] | pd.Series) -> str | None:
     """MFU with its interval (it scales with throughput; the value alone where none was
     stored)."""
-    return compact(*interval(row, "mfu"), "ratio_pct", long=long)
+    return compact(*interval(row, "mfu"), "ratio_pct")
 
 
 def spread_value(row: Mapping[str, Any] | pd.Series) -> float | str | None:
