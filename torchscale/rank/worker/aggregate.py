@@ -36,7 +36,6 @@ from torchscale.contracts.schema.cell_result import (
     RankStats,
     StepTimeStats,
     Throughput,
-    Warmup,
 )
 from torchscale.contracts.schema.cell_telemetry import Telemetry
 from torchscale.contracts.step_phases import (
@@ -105,14 +104,6 @@ class CellFacts:
     channels_last: bool
     peak_basis: str | None = None  # which peak: GPU, dtype and why (e.g. TF32 convolutions)
     warnings: tuple[CellWarning, ...] = ()  # what rank 0 saw set up (fp32 without TF32)
-
-
-def achieved_tflops(
-    flops_per_step: float, samples_per_s_per_device: float, samples_per_rank_step: float
-) -> float:
-    """Achieved TFLOP/s per device over the timed windows: FLOPs per optimizer step times the
-    steps per second that the throughput figure implies, so MFU and throughput always agree."""
-    return flops_per_step * samples_per_s_per_device / samples_per_rank_step / 1e12
 
 
 def rank_phase_medians(rank: RankMeasurement) -> dict[str, float | None] | None:
@@ -522,14 +513,11 @@ def compute_record(
     """FLOPs, achieved TFLOP/s and MFU against the spec-sheet and the measured peak, each
     null with its reason."""
     flops = ranks[0].flops_per_step
-    # a device's share of a replica's samples (a whole replica under ddp and fsdp)
-    achieved = (
-        achieved_tflops(
-            flops, throughput.samples_per_s_per_device, counts.per_rank_step / counts.group
-        )
-        if flops
-        else None
-    )
+    # per device: FLOPs per optimizer step times the steps per second the throughput implies
+    # (so MFU and throughput always agree), a device's share of a replica's samples being
+    # per_rank_step / group (a whole replica under ddp and fsdp)
+    per_step = counts.per_rank_step / counts.group
+    achieved = flops * throughput.samples_per_s_per_device / per_step / 1e12 if flops else None
     unavailable: dict[str, str] = {}
     mfu, mfu_bug = guarded_mfu(achieved, facts.peak_tflops, "spec-sheet")
     if flops is None:
@@ -605,21 +593,10 @@ def host_bound_block(
 ) -> tuple[HostBound | None, dict[str, str]]:
     """The busy probe's verdict for a GPU cell (every rank probed); null with the reason on
     CPU, where every step is host time."""
-    readings = [r.gpu_busy for r in ranks]
-    if any(reading is None for reading in readings):
+    probed = [r.gpu_busy for r in ranks if r.gpu_busy is not None]
+    if len(probed) < len(ranks):
         return None, {"host_bound": CPU_REASON}
-    probed = [reading for reading in readings if reading is not None]
     return host_bound_record(probed, pooled.p50, pooled.cv), {}
-
-
-def warmup_with_reason(
-    spec: WorkerSpec, ranks: Sequence[RankMeasurement]
-) -> tuple[Warmup, dict[str, str]]:
-    """The warm-up record, and why a compiled cell has no compile time in it."""
-    warmup = warmup_record(ranks)
-    if spec.training.compile and warmup.compile_s is None:
-        return warmup, {"warmup.compile_s": "torch._dynamo's compile time could not be read"}
-    return warmup, {}
 
 
 def result_environment(ranks: Sequence[RankMeasurement], facts: CellFacts) -> dict[str, Any]:
@@ -687,7 +664,7 @@ def aggregate(spec: WorkerSpec, ranks: Sequence[RankMeasurement], facts: CellFac
         )
     )
     parallel = known(parallel_metrics(spec, ranks))
-    warmup = known(warmup_with_reason(spec, ranks))
+    warmup = known(warmup_record(spec, ranks))
     compile_activity, compile_warnings, why_not = compile_record(spec, ranks)
     warnings += compile_warnings
     warnings += facts.warnings

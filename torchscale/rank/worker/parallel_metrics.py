@@ -121,9 +121,15 @@ def _profiled_comm(
     )
 
 
-def warmup_record(ranks: Sequence[RankMeasurement]) -> Warmup:
-    """Each warm-up step's slowest rank, and the slowest rank's compile time."""
+def warmup_record(
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement]
+) -> tuple[Warmup, dict[str, str]]:
+    """Each warm-up step's slowest rank, and the slowest rank's compile time (or why a
+    compiled cell has none)."""
     counts = {len(r.warmup_s) for r in ranks}
     steps = [max(r.warmup_s[i] for r in ranks) for i in range(min(counts))] if counts else []
     compiles = [r.compile_s for r in ranks if r.compile_s is not None]
-    return Warmup(step_s=steps, compile_s=max(compiles) if compiles else None)
+    warmup = Warmup(step_s=steps, compile_s=max(compiles) if compiles else None)
+    if spec.training.compile and warmup.compile_s is None:
+        return warmup, {"warmup.compile_s": "torch._dynamo's compile time could not be read"}
+    return warmup, {}
