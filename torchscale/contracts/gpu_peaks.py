@@ -32,6 +32,12 @@ def _row(model: str, pattern: str, source: str, **tflops: float) -> GpuPeaks:
     return GpuPeaks(model, re.compile(pattern), tflops, source)
 
 
+def _dense(tensor16: float, fp32: float, tf32: float = 0, fp8: float = 0) -> dict[str, float]:
+    """A row's peaks: bf16 and fp16 share the 16-bit tensor peak; no tf32 or fp8 units: 0."""
+    peaks = {"bf16": tensor16, "fp16": tensor16, "tf32": tf32, "fp32": fp32, "fp8": fp8}
+    return {dtype: value for dtype, value in peaks.items() if value}
+
+
 H100_SHEET = "https://www.nvidia.com/en-us/data-center/h100/"
 H200_SHEET = "https://www.nvidia.com/en-us/data-center/h200/"
 # H100 SXM5 and H200 SXM: the sheets list FP32 67, TF32 989*, BF16/FP16 1,979*, FP8 3,958*
@@ -39,12 +45,12 @@ H200_SHEET = "https://www.nvidia.com/en-us/data-center/h200/"
 # FP32 66.9, https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper). The
 # GH200 sheet prints its GPU's dense figures: TF32 494, BF16 990, FP8 1,979, FP32 67, the
 # same Hopper GPU and clocks, so the same figures
-_HOPPER_SXM = {"bf16": 989.0, "fp16": 989.0, "tf32": 494.0, "fp32": 67.0, "fp8": 1979.0}
+_HOPPER_SXM = _dense(tensor16=989.0, tf32=494.0, fp32=67.0, fp8=1979.0)
 # H100 NVL and H200 NVL: FP32 60, TF32 835*, BF16/FP16 1,671*, FP8 3,341*
-_HOPPER_NVL = {"bf16": 835.5, "fp16": 835.5, "tf32": 417.5, "fp32": 60.0, "fp8": 1670.5}
+_HOPPER_NVL = _dense(tensor16=835.5, tf32=417.5, fp32=60.0, fp8=1670.5)
 # MI300X and MI325X (same CDNA 3 compute die, 304 CUs at 2,100 MHz): FP32 vector and matrix
 # 163.4, TF32 653.7, FP16/BF16 1,307.4, FP8 2,614.9 (sparsity doubles all but FP32)
-_CDNA3_OAM = {"bf16": 1307.4, "fp16": 1307.4, "tf32": 653.7, "fp32": 163.4, "fp8": 2614.9}
+_CDNA3_OAM = _dense(tensor16=1307.4, tf32=653.7, fp32=163.4, fp8=2614.9)
 
 # Matched against torch.cuda.get_device_name() (NVML reports the same strings on NVIDIA; ROCm's
 # torch reports the HIP marketing name). Whole model tokens only ("L4" must not match "L40",
@@ -58,11 +64,7 @@ GPU_PEAKS: tuple[GpuPeaks, ...] = (
         r"\bH100\b.*\bPCIe\b",
         "https://www.nvidia.com/content/dam/en-zz/Solutions/gtcs22/data-center/h100/"
         "PB-11133-001_v01.pdf",
-        bf16=756.0,
-        fp16=756.0,
-        tf32=378.0,
-        fp32=51.0,
-        fp8=1513.0,
+        **_dense(tensor16=756.0, tf32=378.0, fp32=51.0, fp8=1513.0),
     ),
     _row("H100 NVL", r"\bH100\b.*\bNVL\b", H100_SHEET, **_HOPPER_NVL),
     _row("H100 SXM", r"\bH100\b", H100_SHEET, **_HOPPER_SXM),
@@ -81,11 +83,7 @@ GPU_PEAKS: tuple[GpuPeaks, ...] = (
         "B200 (HGX)",
         r"\bB200\b",
         "https://www.nvidia.com/en-us/data-center/hgx/",
-        bf16=2250.0,
-        fp16=2250.0,
-        tf32=1125.0,
-        fp32=75.0,
-        fp8=4500.0,
+        **_dense(tensor16=2250.0, tf32=1125.0, fp32=75.0, fp8=4500.0),
     ),
     # GB200 NVL72 sheet, per Blackwell GPU of a GB200 (a superchip holds two): FP32 80,
     # TF32 2.5 PF*, BF16/FP16 5 PF*, FP8 10 PF*. Clocked above HGX B200, so its own row
@@ -93,53 +91,35 @@ GPU_PEAKS: tuple[GpuPeaks, ...] = (
         "GB200 (per GPU)",
         r"\bGB200\b",
         "https://www.nvidia.com/en-us/data-center/gb200-nvl72/",
-        bf16=2500.0,
-        fp16=2500.0,
-        tf32=1250.0,
-        fp32=80.0,
-        fp8=5000.0,
+        **_dense(tensor16=2500.0, tf32=1250.0, fp32=80.0, fp8=5000.0),
     ),
     # A100 sheet (SXM and PCIe, 40 and 80 GB alike): FP32 19.5, TF32 156, BF16/FP16 312 dense
     _row(
         "A100",
         r"\bA100\b",
         "https://www.nvidia.com/en-us/data-center/a100/",
-        bf16=312.0,
-        fp16=312.0,
-        tf32=156.0,
-        fp32=19.5,
+        **_dense(tensor16=312.0, tf32=156.0, fp32=19.5),
     ),
     # L40S sheet: FP32 91.6, TF32 183, BF16/FP16 362.05, FP8 733 dense (362.05 kept as 362)
     _row(
         "L40S",
         r"\bL40S\b",
         "https://www.nvidia.com/en-us/data-center/l40s/",
-        bf16=362.0,
-        fp16=362.0,
-        tf32=183.0,
-        fp32=91.6,
-        fp8=733.0,
+        **_dense(tensor16=362.0, tf32=183.0, fp32=91.6, fp8=733.0),
     ),
     # L4 sheet: FP32 30.3, TF32 120*, BF16/FP16 242*, FP8 485*
     _row(
         "L4",
         r"\bL4\b",
         "https://www.nvidia.com/en-us/data-center/l4/",
-        bf16=121.0,
-        fp16=121.0,
-        tf32=60.0,
-        fp32=30.3,
-        fp8=242.5,
+        **_dense(tensor16=121.0, tf32=60.0, fp32=30.3, fp8=242.5),
     ),
     # A10 sheet: FP32 31.2, TF32 62.5, BF16/FP16 125 dense
     _row(
         "A10",
         r"\bA10\b",
         "https://www.nvidia.com/en-us/data-center/products/a10-gpu/",
-        bf16=125.0,
-        fp16=125.0,
-        tf32=62.5,
-        fp32=31.2,
+        **_dense(tensor16=125.0, tf32=62.5, fp32=31.2),
     ),
     # V100 sheet: SXM2 FP32 15.7, tensor 125; PCIe FP32 14, tensor 112 (no TF32 or bf16 units)
     _row(
@@ -163,9 +143,7 @@ GPU_PEAKS: tuple[GpuPeaks, ...] = (
         "MI250X (per GCD)",
         r"\bMI250X\b",
         "https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html",
-        bf16=191.5,
-        fp16=191.5,
-        fp32=47.85,
+        **_dense(tensor16=191.5, fp32=47.85),
     ),
     _row(
         "MI300X",
