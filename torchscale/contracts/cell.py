@@ -63,7 +63,7 @@ def make_cell_id(
 ) -> str:
     """Stable, filesystem-safe, readable id; the hash keeps ids of different definitions
     apart (two transformer sizes, or a changed step count). More than one node shows as
-    `__n2` after the world size (one-node ids are as they always were)."""
+    `__n2` after the world size."""
     slug = file_safe(label)[:MAX_SLUG]
     spread = f"__n{nodes}" if nodes > 1 else ""
     return f"{slug}__b{batch_size}__w{world_size}{spread}__{precision}__{strategy}__{sha256[:8]}"

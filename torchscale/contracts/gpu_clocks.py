@@ -36,8 +36,7 @@ FULL_CLOCK_SHARE = 0.9
 # NVML averages power over ~1 s and utilisation over 1/6-1 s: windows shorter than this in all
 # cannot carry either figure
 NVML_AVERAGING_S = 1.0
-# the total-energy counter moves in steps of up to this long (the H100 run's tiny-mlp cells read
-# 25 J and 12 J for the same ~12 J over four ~25 ms windows): each window's two reads can each
+# the total-energy counter moves in steps of up to this long: each window's two reads can each
 # land up to a step late
 COUNTER_STEP_S = 0.1
 # counter energy is kept when the steps' standard error is at most this share of it

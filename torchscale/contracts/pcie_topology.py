@@ -116,9 +116,6 @@ class HostTopology(Record):
         return next((p for p in self.gpus if p.gpu == gpu), None)
 
 
-# --- parsing (pure) ---------------------------------------------------------------------------
-
-
 def normal_bus_id(text: str) -> str | None:
     """'00000000:19:00.0' (NVML) or '0000:19:00.0' (sysfs) as sysfs spells it; None if not
     a bus id."""
@@ -202,9 +199,6 @@ def placements_from_levels(
                 mates.append(other)
         placements.append(GpuPlacement(gpu=gpu, shares_with=sorted(mates)))
     return placements
-
-
-# --- reading ----------------------------------------------------------------------------------
 
 
 def _read(path: Path) -> str | None:

@@ -37,8 +37,7 @@ WORKLOAD_REVISION = 1
 
 
 # under this many parameters a model's CUDA step is launch-bound: compile's graph wrappers and
-# its 5-15 s per cell cost more than its fused kernels save (an H100 ran tiny-mlp compiled at
-# 1.7 ms a step, slower than eager on a 2-core CPU)
+# its 5-15 s per cell cost more than its fused kernels save
 COMPILE_MIN_PARAMETERS = 10_000_000
 
 

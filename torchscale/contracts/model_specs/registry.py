@@ -1,8 +1,5 @@
-"""The built-in models: one line per model, in the order `torchscale list` shows them.
-
-Every consumer reads this mapping (the catalog, config validation, `torchscale list`, the data
-tasks, the training defaults, the batch estimate, the rank-side builder), so a model added here
-is known everywhere; its spec says everything else (spec.py).
+"""The built-in models: one line per model, in the order `torchscale list` shows them. Every
+consumer reads this mapping (model_specs/__init__.py lists them); its spec says everything else.
 """
 
 from __future__ import annotations
