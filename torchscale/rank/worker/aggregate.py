@@ -84,6 +84,7 @@ ALLOCATOR_FIELDS = ("alloc_retries", "oom_count", "fragmentation", "inactive_spl
 DATA_KEY = SETTINGS_KEY  # the trainer's settings entry with the input pipeline's facts
 NOTHING_READ = "synthetic batches are made on the device: nothing is read"
 NO_DATA_PHASE = "no phase timing: the data wait was not measured"
+LOADER_FACTS = ("num_workers", "pin_memory", "prefetch_factor", "dir", "dataset_bytes", "samples")
 # the gradient sync wait's share of the step-time variance from which a noisy step is said to
 # be noisy in its sync ("High variance in gradient sync time"): at least half of it
 SYNC_VARIANCE_SHARE = 0.5
@@ -302,19 +303,15 @@ def data_pipeline(
     share = wait / step_p50_s if wait is not None and step_p50_s > 0 else None
     if wait is None:
         unavailable["data.wait_s"] = NO_DATA_PHASE
+    waited: dict[str, Any] = {"wait_s": wait, "share": share, "wait_s_per_rank": per_rank}
     info = facts.environment.get(DATA_KEY)
     if spec.data.source == "synthetic" or not isinstance(info, dict):
         # a plug-in's own batches (torchscale/rank/data/plugin_batches.py) are `synthetic` to
         # the schema: their info says where they came from in notes, and why nothing is counted
         told = info if isinstance(info, dict) else {}
         unavailable["data.read_bytes_per_s"] = str(told.get("not_read") or NOTHING_READ)
-        return DataPipeline(
-            source=spec.data.source,
-            wait_s=wait,
-            share=share,
-            wait_s_per_rank=per_rank,
-            notes=[str(n) for n in told.get("notes") or []],
-        ), unavailable
+        notes = [str(n) for n in told.get("notes") or []]
+        return DataPipeline(source=spec.data.source, notes=notes, **waited), unavailable
     world = len(phases)
     repeats = spec.measurement.repeats
     samples_per_step = spec.cell.batch_size * spec.training.grad_accum_steps * world
@@ -328,19 +325,9 @@ def data_pipeline(
     caveat = _epochs_note(info, spec, world, read_steps)
     if caveat is not None:
         notes.append(caveat)
+    loader: dict[str, Any] = {name: info.get(name) for name in LOADER_FACTS}
     return DataPipeline(
-        source=spec.data.source,
-        wait_s=wait,
-        share=share,
-        wait_s_per_rank=per_rank,
-        num_workers=info.get("num_workers"),
-        pin_memory=info.get("pin_memory"),
-        prefetch_factor=info.get("prefetch_factor"),
-        dir=info.get("dir"),
-        dataset_bytes=info.get("dataset_bytes"),
-        samples=info.get("samples"),
-        read_bytes_per_s=rate,
-        notes=notes,
+        source=spec.data.source, read_bytes_per_s=rate, notes=notes, **waited, **loader
     ), unavailable
 
 
@@ -550,14 +537,12 @@ def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, s
     """Static memory (parameters, gradients, optimizer state), the peaks of the worst rank,
     what the static part leaves (activations and workspace) and the allocator's figures."""
     static = ranks[0].static
-    peak_alloc = max(
-        (r.peak_allocated for r in ranks if r.peak_allocated is not None), default=None
-    )
-    peak_reserved = max(
-        (r.peak_reserved for r in ranks if r.peak_reserved is not None), default=None
-    )
+
+    def worst(name: str) -> int | None:
+        return max((v for r in ranks if (v := getattr(r, name)) is not None), default=None)
+
+    peak_alloc = worst("peak_allocated")
     non_static = peak_alloc - sum(static.values()) if peak_alloc is not None else None
-    peak_rss = max((r.peak_rss for r in ranks if r.peak_rss is not None), default=None)
     unavailable: dict[str, str] = {}
     if peak_alloc is None:
         unavailable["peak_allocated"] = "no CUDA caching allocator on CPU (see peak_rss_bytes)"
@@ -568,9 +553,9 @@ def memory_record(ranks: Sequence[RankMeasurement]) -> tuple[Memory, dict[str, s
         gradient_bytes=static.get("gradient_bytes", 0),
         optimizer_state_bytes=static.get("optimizer_state_bytes", 0),
         peak_allocated_bytes=peak_alloc,
-        peak_reserved_bytes=peak_reserved,
+        peak_reserved_bytes=worst("peak_reserved"),
         non_static_peak_bytes=non_static,
-        peak_rss_bytes=peak_rss,
+        peak_rss_bytes=worst("peak_rss"),
         **allocator,
     ), unavailable
 
