@@ -67,10 +67,8 @@ def workload_options(name: str, options: Mapping[str, object]) -> dict[str, obje
     changes the cells it shapes (their earlier results are not resumed as the new workload)."""
     if name not in WORKLOAD_MODELS:
         return dict(options)
-    faithful = bool(options.get("faithful", False))
-    base = PUBLISHED if faithful else SPEED_DEFAULTS
-    chosen = {key: value for key, value in options.items() if key != "faithful"}
-    return {**base, **chosen}
+    base = PUBLISHED if options.get("faithful", False) else SPEED_DEFAULTS
+    return {**base, **{key: value for key, value in options.items() if key != "faithful"}}
 
 
 def is_plugin_model(name: str) -> bool:

@@ -52,12 +52,8 @@ class ConfigProblem:
     def render(self) -> str:
         where = self.source
         if where and self.line is not None:
-            where += f":{self.line}"
-            if self.column is not None:
-                where += f":{self.column}"
-        parts = [p for p in (where, self.path) if p]
-        prefix = ": ".join(parts)
-        return f"{prefix}: {self.message}" if prefix else self.message
+            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
+        return ": ".join([*(part for part in (where, self.path) if part), self.message])
 
 
 class ConfigError(UsageError):

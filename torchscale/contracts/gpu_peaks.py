@@ -247,22 +247,17 @@ def cell_peak(device_name: str, precision: str, conv_net: bool, tf32: Tf32Settin
     tflops, note = peak_tflops(device_name, precision, tf32_on)
     if tflops is None:
         return Peak(None, note, None)
+    row = lookup(device_name)
     dtype = PRECISION_DTYPE[precision]
     if dtype == "fp32" and tf32_on:
-        dtype = "tf32" if _has_tf32(device_name) else "fp32"
+        dtype = "tf32" if row is not None and "tf32" in row.tflops else "fp32"
         if dtype == "fp32":
             why += "; no TF32 units on this GPU"
-    row = lookup(device_name)
     model = f" (as {row.model})" if row is not None else ""
     basis = f"{device_name}{model}: {dtype} dense peak {tflops:g} TFLOP/s"
     if why:
         basis += f" ({why})"
     return Peak(tflops, None, basis)
-
-
-def _has_tf32(device_name: str) -> bool:
-    row = lookup(device_name)
-    return row is not None and "tf32" in row.tflops
 
 
 TF32_HOW = (
