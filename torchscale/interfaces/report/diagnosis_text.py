@@ -53,12 +53,7 @@ def ms(seconds: float) -> str:
     """A duration: '52.6 ms', '0.412 ms', '348 ms', '1,234 ms'; from 10 s on '13.3 s'."""
     if abs(seconds) >= 10:
         return f"{seconds:.1f} s"
-    return f"{_ms_number(seconds)} ms"
-
-
-def _ms_number(seconds: float) -> str:
-    """Milliseconds without a unit: three significant figures below 100 ms, whole above."""
-    return _number(seconds * 1e3)
+    return f"{_number(seconds * 1e3)} ms"
 
 
 def share_text(estimate: Estimate | None) -> str:

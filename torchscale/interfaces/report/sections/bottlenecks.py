@@ -25,7 +25,6 @@ from torchscale.interfaces.report.model import (
     Heatmap,
     KeyFigure,
     KeyFigures,
-    ReportFinding,
     Section,
     Table,
     Text,
@@ -539,18 +538,15 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     return blocks, unavailable
 
 
-def secondary(finding: ReportFinding) -> ReportFinding:
-    """A finding measured on a machine that spoiled the numbers: shown, but not in a
-    problem's colour, so that it does not lead the fix of the host."""
-    return finding.model_copy(update={"severity": "info"})
-
-
 def build(ctx: Context) -> Section:
     """All findings by cost, each profile's figures and heatmap, and the runs' warnings."""
     blocks: list[Block] = []
     if ctx.findings and ctx.host_first:
         blocks.append(Text(text=HOST_FIRST, severity="bad"))
-        blocks.append(Findings(findings=[secondary(f) for f in ctx.findings]))
+        # measured on a machine that spoiled the numbers: shown, but not in a problem's
+        # colour, so that they do not lead the fix of the host
+        info = [f.model_copy(update={"severity": "info"}) for f in ctx.findings]
+        blocks.append(Findings(findings=info))
     elif ctx.findings:
         blocks.append(Findings(findings=ctx.findings))
     else:

@@ -337,6 +337,21 @@ class Context:
         read as their median, never as the best of them."""
         return pool_runs(self.ok)
 
+    @functools.cached_property
+    def measured(self) -> pd.DataFrame:
+        """The ok cells with a throughput: what every figure of the report is of."""
+        return self.ok[pd.to_numeric(self.ok["samples_per_s"]).notna()]
+
+    @functools.cached_property
+    def measured_pooled(self) -> pd.DataFrame:
+        """`pooled`, the cells with a throughput."""
+        return self.pooled[pd.to_numeric(self.pooled["samples_per_s"]).notna()]
+
+    @property
+    def models(self) -> list[str]:
+        """The measured models, in name order."""
+        return sorted(set(self.measured_pooled["model_label"].astype(str)))
+
     # the tables several sections read (`sections/tables.py`), each computed on first use
 
     @functools.cached_property
@@ -535,13 +550,6 @@ def col(key: str, label: str, value_format: ValueFormat = "text") -> Column:
     )
 
 
-def repeats_range(result: CellResult) -> tuple[float | None, float | None]:
-    """(min, max) of the repeats' global samples/s: the run-to-run interval."""
-    if result.throughput is None or not result.throughput.repeats:
-        return None, None
-    return min(result.throughput.repeats), max(result.throughput.repeats)
-
-
 def throughput_fields(row: Mapping[str, Any]) -> dict[str, Any]:
     """A cell's samples/s with its 95 % interval, as a table row carries them."""
     return {
@@ -561,8 +569,10 @@ def rate_text_value(row: Mapping[str, Any] | pd.Series, key: str) -> float | Non
 
 
 def repeat_fields(row: Mapping[str, Any], result: CellResult) -> dict[str, Any]:
-    """The run-to-run range of a cell's samples/s and its spread, as a table row carries them."""
-    low, high = repeats_range(result)
+    """The run-to-run range of a cell's samples/s (min, max of its repeats' global samples/s)
+    and its spread, as a table row carries them."""
+    repeats = result.throughput.repeats if result.throughput is not None else []
+    low, high = (min(repeats), max(repeats)) if repeats else (None, None)
     return {"low": low, "high": high, "spread": spread_value(row)}
 
 

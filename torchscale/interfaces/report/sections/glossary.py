@@ -8,16 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from torchscale.interfaces.report.model import Block, Section, Table, Text
+from torchscale.interfaces.report.model import Section, Table, Text
 from torchscale.interfaces.report.sections.context import col
 from torchscale.interfaces.report.sections.words import GLOSSARY
-
-
-def texts_of(blocks: Iterable[Block]) -> Iterable[str]:
-    """Every piece of prose and every table cell and heading of these blocks."""
-    for block in blocks:
-        yield block.model_dump_json()
-
 
 # the only characters a case-blind regex takes for an ASCII letter besides ASCII's own, and
 # the letters they are taken for
@@ -63,7 +56,8 @@ def build(sections: list[Section], lead: Iterable[Text | None]) -> Section | Non
     when none is used."""
     texts = [t.text for t in lead if t is not None]
     for section in sections:
-        texts += texts_of(section.blocks)
+        # every piece of prose and every table cell and heading
+        texts += (block.model_dump_json() for block in section.blocks)
     terms = used_terms(texts)
     if not terms:
         return None

@@ -244,10 +244,7 @@ def _scaling_line(ctx: Context, model: str, rows: list[dict[str, Any]]) -> str:
 
 def _single_size_line(ctx: Context, model: str) -> str:
     """A model measured at one world size: its best throughput, of how many configurations."""
-    pooled = ctx.pooled
-    measured = pooled[
-        (pooled["model_label"] == model) & pd.to_numeric(pooled["samples_per_s"]).notna()
-    ]
+    measured = ctx.measured_pooled[ctx.measured_pooled["model_label"] == model]
     best = dict(measured.loc[pd.to_numeric(measured["samples_per_s"]).idxmax()])
     where = ranks(best["world_size"], best["device"])
     runs = finite(best.get(RUN_COLUMN)) or 1
@@ -297,8 +294,7 @@ def _model_line(
 
 
 def _model_lines(ctx: Context, priced: pd.DataFrame | None, usable: bool) -> list[Text]:
-    measured = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
-    models = sorted(set(measured["model_label"].astype(str)))
+    models = ctx.models
     weak = ctx.weak_scaling
     lines = [_model_line(ctx, m, weak, priced, usable) for m in models[:MAX_MODEL_LINES]]
     if len(models) > MAX_MODEL_LINES:
@@ -311,8 +307,7 @@ def _best_line(ctx: Context, priced: pd.DataFrame | None, usable: Usability) -> 
     """'Best configuration by cost: tiny-gpt2 b32 x2 fp32 ddp (b16 x2 fp32 ddp costs +35 %
     [+20, +52] more per sample); tiny-mlp: no clear best (within noise: ...)'. A best is named
     only where it leads the next beyond noise, and none where the numbers cannot be used."""
-    measured = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
-    models = sorted(set(measured["model_label"].astype(str)))[:MAX_MODEL_LINES]
+    models = ctx.models[:MAX_MODEL_LINES]
     if not models:
         return None
     if usable.usable == "no":

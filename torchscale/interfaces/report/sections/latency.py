@@ -293,11 +293,6 @@ def _role(source: RankSource, rank: int) -> str:
     return "straggler" + (f" ({named[1]})" if named[1] else "") + injected
 
 
-def _is_real_straggler(source: RankSource) -> bool:
-    """Named by the run's diagnosis (or, without one, its traces)."""
-    return _named(source) is not None
-
-
 # the per-rank table's phases: grad-sync wait is left out, each rank's wait for peers being the
 # diagnosis' (`rank_waits`); the phase chart keeps every phase the timers measured
 TABLE_PHASES = tuple(p for p in STEP_PHASES if p != "grad_sync_wait")
@@ -337,7 +332,7 @@ def _ranks_table(sources: list[RankSource]) -> Table:
                     },
                     "wait_text": waits.get(rank.rank),
                     "role": role or None,
-                    "_severity": "warn" if role and _is_real_straggler(source) else "info",
+                    "_severity": "warn" if role and _named(source) is not None else "info",
                 }
             )
     note = (
@@ -384,7 +379,7 @@ def _chart_order(sources: list[RankSource]) -> list[RankSource]:
     """Profiled runs, cells with a straggler worth a finding, then each model's largest run."""
     with_phases = [s for s in sources if any(r.phases is not None for r in s.result.ranks)]
     profiled = [s for s in with_phases if s.key.startswith("profile ")]
-    stragglers = [s for s in with_phases if s not in profiled and _is_real_straggler(s)]
+    stragglers = [s for s in with_phases if s not in profiled and _named(s) is not None]
     largest: dict[tuple[str, str], RankSource] = {}
     for source in with_phases:
         if source in profiled:

@@ -121,8 +121,7 @@ def _best_rows(ctx: Context, priced: pd.DataFrame | None) -> list[dict[str, Any]
     the same cell wins both), each with its lead over the next one: a best is called so only
     where that lead is beyond noise ("no clear best (within noise)" otherwise)."""
     rows: list[dict[str, Any]] = []
-    ok = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
-    for model in sorted(set(ok["model_label"].astype(str))):
+    for model in ctx.models:
         fastest = by_throughput(ctx, model)
         if fastest is None:
             continue
@@ -251,7 +250,7 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
 
 def _reliability_figure(ctx: Context) -> KeyFigure | None:
     """How many measured cells are reliable, noisy, or of unknown spread (one repeat)."""
-    measured = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    measured = ctx.measured
     if measured.empty:
         return None
     counts = {level: len(rows) for level, rows in reliability_counts(measured).items()}
@@ -269,7 +268,7 @@ def _reliability_figure(ctx: Context) -> KeyFigure | None:
 def _headline(ctx: Context) -> Text | None:
     """'9 of 12 cells reliable; 2 noisy (a, b), 1 spread unknown (c).', and how many cells ran
     on a busy machine where the telemetry recorded it."""
-    measured = ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
+    measured = ctx.measured
     if measured.empty:
         return None
     rows = records(measured)
@@ -343,11 +342,10 @@ def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
     reliability = _reliability_figure(ctx)
     if reliability is not None:
         figures.append(reliability)
-    ok_cells = ctx.pooled[pd.to_numeric(ctx.pooled["samples_per_s"]).notna()]
-    models = sorted(set(ok_cells["model_label"]))
+    models = ctx.models
     weak = ctx.weak_scaling
     for model in models[:MAX_MODEL_FIGURES]:
-        group = ok_cells[ok_cells["model_label"] == model]
+        group = ctx.measured_pooled[ctx.measured_pooled["model_label"] == model]
         best = group.loc[pd.to_numeric(group["samples_per_s"]).idxmax()]
         tokens = rate_text_value(best, "tokens_per_s")
         note = f"samples/s at {_config(ctx, best)}: {throughput_text(best, long=True)}"

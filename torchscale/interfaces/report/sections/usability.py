@@ -36,11 +36,6 @@ RAISE_REPEATS = (
 QUIETER = "rerun on a quiet node or with longer windows (`measurement.steps`)"
 
 
-def measured_cells(ctx: Context) -> pd.DataFrame:
-    """The ok cells with a throughput: what every figure of the report is of."""
-    return ctx.ok[pd.to_numeric(ctx.ok["samples_per_s"]).notna()]
-
-
 def _flag(value: Any) -> bool:
     return value is True or value == 1.0
 
@@ -167,7 +162,7 @@ def _failures(ctx: Context) -> list[tuple[str, str]]:
 
 def judge(ctx: Context) -> Usability:
     """The verdict over the report's sweep cells (see the module docstring)."""
-    measured = measured_cells(ctx)
+    measured = ctx.measured
     failures = _failures(ctx)
     if measured.empty:
         total = len(ctx.cells) + ctx.unreadable
