@@ -214,9 +214,6 @@ def _profile_record(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> Profi
     if profile is None:
         return None
     times = [r.profile_capture_s for r in ranks if r.profile_capture_s is not None]
-    notes: list[str] = []
-    for r in ranks:
-        notes += [n for n in r.profile_notes if n not in notes]
     return ProfileRecord(
         tool=profile.tool,
         trace_dir=profile.trace_dir,
@@ -225,7 +222,7 @@ def _profile_record(spec: WorkerSpec, ranks: Sequence[RankMeasurement]) -> Profi
         active=profile.active,
         files=sorted({name for r in ranks for name in r.profile_files}),
         capture_s=max(times) if times else None,
-        notes=notes,
+        notes=list(dict.fromkeys(n for r in ranks for n in r.profile_notes)),
     )
 
 

@@ -255,14 +255,11 @@ def pooled_window(windows: list[Window]) -> Window:
         for w in windows:
             for name, values in (w.phases or {}).items():
                 phases.setdefault(name, []).extend(values)
-    notes: dict[str, str] = {}
-    for w in windows:
-        notes.update(w.phase_notes)
     return Window(
         wall_s=sum(w.wall_s for w in windows),
         step_s=[t for w in windows for t in w.step_s],
         phases=phases,
-        phase_notes=notes,
+        phase_notes={k: v for w in windows for k, v in w.phase_notes.items()},
     )
 
 
@@ -321,11 +318,12 @@ def static_memory(trainer: Trainer) -> dict[str, int]:
     """Exact bytes of parameters, gradients (one per trainable parameter, same dtype) and
     optimizer state held by this rank (shards under FSDP)."""
     params = list(trainer.model.parameters())
-    state = 0
-    for per_param in trainer.optimizer.state.values():
-        for value in per_param.values():
-            if isinstance(value, torch.Tensor):
-                state += _local_numel_bytes(value)
+    state = sum(
+        _local_numel_bytes(value)
+        for per_param in trainer.optimizer.state.values()
+        for value in per_param.values()
+        if isinstance(value, torch.Tensor)
+    )
     return {
         "parameter_bytes": sum(_local_numel_bytes(p) for p in params),
         "gradient_bytes": sum(_local_numel_bytes(p) for p in params if p.requires_grad),
