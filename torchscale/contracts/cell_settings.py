@@ -44,12 +44,7 @@ T = TypeVar("T", bound=Hashable)
 
 
 def _unique(values: list[T]) -> list[T]:
-    seen: set[T] = set()
-    dupes: list[T] = []
-    for v in values:
-        if v in seen and v not in dupes:
-            dupes.append(v)
-        seen.add(v)
+    dupes = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
     if dupes:
         raise ValueError("duplicate entries: " + ", ".join(str(d) for d in dupes))
     return values

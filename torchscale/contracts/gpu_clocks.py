@@ -67,10 +67,8 @@ class ClockJudgement:
 
 def sku_max_sm_mhz(gpu_name: str | None) -> float | None:
     """The SKU table's top SM clock for a GPU name, or None for a GPU it does not list."""
-    for pattern, mhz in SKU_MAX_SM_MHZ:
-        if gpu_name and re.search(pattern, gpu_name):
-            return mhz
-    return None
+    found = (mhz for pattern, mhz in SKU_MAX_SM_MHZ if re.search(pattern, gpu_name or ""))
+    return next(found, None) if gpu_name else None
 
 
 def _limit_words(limit: PowerLimit | None) -> str:
