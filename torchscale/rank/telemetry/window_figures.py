@@ -238,9 +238,9 @@ def rank_power(
     return None, None
 
 
-def _why(report: SamplerReport, name: str) -> str:
-    """Why the sampler has no `name`: the source's reason, its last error, else no sample."""
-    return report.unavailable.get(name) or report.errors.get(name) or NO_SAMPLE
+def _why(report: SamplerReport, name: str, otherwise: str = NO_SAMPLE) -> str:
+    """Why the sampler has no `name`: the source's reason, its last error, else `otherwise`."""
+    return report.unavailable.get(name) or report.errors.get(name) or otherwise
 
 
 def rank_load(report: SamplerReport) -> RankLoad:
@@ -341,11 +341,8 @@ def summarise_rank(
         unavailable["throttled_fraction"] = _why(report, "clock_reasons")
     max_why = None
     if report.sm_clock_max_mhz is None and report.device != "cpu":
-        max_why = unavailable[SM_CLOCK_MAX] = (
-            report.unavailable.get(SM_CLOCK_MAX)
-            or report.errors.get(SM_CLOCK_MAX)
-            or "not read by this GPU's telemetry source"
-        )
+        why = _why(report, SM_CLOCK_MAX, "not read by this GPU's telemetry source")
+        max_why = unavailable[SM_CLOCK_MAX] = why
     judged = clock_judgement(windows, report.sm_clock_max_mhz, max_why, report.power_limit)
     if judged is None:
         unavailable["clock_verdict"] = unavailable.get("throttled_fraction") or NO_SAMPLE

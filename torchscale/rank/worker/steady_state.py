@@ -1,23 +1,12 @@
 """The warm-up, and what its steady-state steps size: the duration windows and the timeout.
 
-Warm-up steps absorb first-call costs and are discarded; their times calibrate two things, the
-step count of `measurement.duration_s` windows and the collective timeout of the measured
-windows. With `training.compile` the first step (and any step that recompiles) carries the
-compile itself: 513-2,528 s for tiny-gpt2 and 4,488 s for gpt2 on CPU with a cold compile
-cache, where a steady step takes well under a second. Sized from such a step, a duration
-window would hold one step and the timeout would outlast init's 10 minutes it is meant to
-cut. So each warm-up step is read against dynamo's tallies
-(torchscale/rank/worker/compile_watch.py), and only the steps in which nothing compiled (steady
-steps) size anything.
-
-With compile on and fewer than MIN_STEADY_STEPS steady steps at the end of the configured
-warm-up (`warmup_steps` 1 or 2: the first is the compile), the warm-up goes on, one step at a
-time, until MIN_STEADY_STEPS steady steps exist or MAX_EXTRA_STEPS more were run; every rank
-agrees on each extra step (an all-reduce MAX), since a step holds collectives. Should that
-still leave no steady step (a model recompiling every step), the windows keep init's timeout
-and a duration window is sized from the fastest warm-up step. `warmup_steps: 0` stays zero:
-no warm-up, so the first compile lands in the first window, where it is counted and warned
-about (torchscale/rank/worker/compile_figures.py).
+Warm-up steps absorb first-call costs and are discarded; their times calibrate the step count
+of `measurement.duration_s` windows and the measured windows' collective timeout. A step that
+compiled (read against dynamo's tallies: torchscale/rank/worker/compile_watch.py) can take
+minutes where a steady step takes well under a second, so only steady steps size anything;
+under compile the warm-up runs on, all ranks agreeing on each extra step, until
+MIN_STEADY_STEPS are steady or MAX_EXTRA_STEPS more ran (docs/methodology.md, step 3, with the
+figures that made it so).
 """
 
 from __future__ import annotations
