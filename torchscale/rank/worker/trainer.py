@@ -56,7 +56,8 @@ CHANNELS_LAST_FSDP_NOTE = (
     "run channels_last convolutions"
 )
 
-
+# the FSDP settings of an unsharded cell; every use copies it (settings grow in place)
+NOT_SHARDED: dict[str, Any] = {"fsdp_mesh_device": None, "fsdp_mixed_precision": None}
 NO_DDP_AT_ONE_RANK = (
     "none: at world size 1 there is no peer to average gradients with, so the model trains "
     "unwrapped, as a one-GPU training script does (DDP's bucketing and hooks would cost "
@@ -273,24 +274,12 @@ def _wrap(
         settings, compiled = _shard(spec, model, device)
         return model, settings, compiled
     if not has_peers():
-        return (
-            model,
-            {
-                "fsdp_mesh_device": None,
-                "fsdp_mixed_precision": None,
-                "ddp_wrapper": NO_DDP_AT_ONE_RANK,
-            },
-            False,
-        )
+        return model, NOT_SHARDED | {"ddp_wrapper": NO_DDP_AT_ONE_RANK}, False
     ddp = spec.training.ddp
     # broadcast_buffers only when off: newer torch warns when the (default) True is passed
     options = ddp.model_dump(exclude={"broadcast_buffers"} if ddp.broadcast_buffers else None)
     options["device_ids"] = [device.index] if device.type == "cuda" else None
-    return (
-        DistributedDataParallel(model, **options),
-        {"fsdp_mesh_device": None, "fsdp_mixed_precision": None},
-        False,
-    )
+    return DistributedDataParallel(model, **options), dict(NOT_SHARDED), False
 
 
 def _ddp_comm_hook(
@@ -401,11 +390,7 @@ class Trainer:
             wrapped, runner = parallel.module, parallel.runner
             data_rank, data_ranks = parallel.data_rank, parallel.data_ranks
             params = parallel.param_groups
-            settings = {
-                "fsdp_mesh_device": None,
-                "fsdp_mixed_precision": None,
-                "model_parallel": parallel.settings,
-            }
+            settings = NOT_SHARDED | {"model_parallel": parallel.settings}
             del model  # a pipeline rank keeps only its stages: the rest can be freed
         else:
             wrapped, settings, units_compiled = _wrap(spec, model, device)
