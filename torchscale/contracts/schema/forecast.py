@@ -82,9 +82,6 @@ class Forecast(Record):
     )
     unavailable: dict[str, str] = Field(default_factory=dict, description="field -> why null")
 
-    def term(self, name: str) -> ForecastTerm | None:
-        return next((t for t in self.terms if t.name == name), None)
-
 
 class ForecastScore(Record):
     """A forecast checked against the cell that later measured it."""
