@@ -124,10 +124,7 @@ class NvmlSource:
             return getattr(self._nvml, query)(self._handle, *args)
         except Exception as exc:
             why = f"{query}: {nvml_error_name(exc)}"
-            if _permanent(exc):
-                self.unavailable[name] = why
-            else:
-                self.errors[name] = why
+            (self.unavailable if _permanent(exc) else self.errors)[name] = why
             return None
 
     def _clock_reasons(self) -> int | None:
@@ -182,10 +179,7 @@ class NvmlSource:
                     if not self._process_queries:
                         self.unavailable[GPU_PROCESSES] = why
                     continue
-                if _permanent(exc):
-                    self.unavailable[GPU_PROCESSES] = why
-                else:
-                    self.errors[GPU_PROCESSES] = why
+                (self.unavailable if _permanent(exc) else self.errors)[GPU_PROCESSES] = why
                 return
             into.gpu_pids = pids
             return
