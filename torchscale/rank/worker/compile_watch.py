@@ -18,7 +18,7 @@ They are private: where they cannot be read the reading is None with the reason,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 
 @dataclass(frozen=True)
@@ -31,18 +31,10 @@ class CompileCounts:
 
     def since(self, before: CompileCounts) -> CompileCounts:
         """What happened between `before` and this reading."""
-        return CompileCounts(
-            self.frames - before.frames,
-            self.graph_breaks - before.graph_breaks,
-            self.compile_s - before.compile_s,
-        )
+        return CompileCounts(*(a - b for a, b in zip(astuple(self), astuple(before), strict=True)))
 
     def plus(self, other: CompileCounts) -> CompileCounts:
-        return CompileCounts(
-            self.frames + other.frames,
-            self.graph_breaks + other.graph_breaks,
-            self.compile_s + other.compile_s,
-        )
+        return CompileCounts(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
     @property
     def compiled(self) -> bool:
