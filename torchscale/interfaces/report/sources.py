@@ -93,13 +93,9 @@ class Sources:
     skipped: list[Skipped] = field(default_factory=list)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _skip(skipped: list[Skipped], path: Path, reason: str) -> None:
     log.info("report: skipping %s: %s", path, reason)
-    skipped.append(Skipped(path=str(path), reason=_one_line(reason)))
+    skipped.append(Skipped(path=str(path), reason=" ".join(reason.split())))
 
 
 def _read_each(folder: Path, read: Callable[[Path], Read[T]], skipped: list[Skipped]) -> list[T]:

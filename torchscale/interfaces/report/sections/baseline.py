@@ -129,10 +129,8 @@ def _severity(row: pd.Series) -> Severity:
 
 
 def _verdict(row: pd.Series, rule: RegressionRule) -> str:
-    if row["status_change"] == "broke":
-        return f"regression: {row['baseline_status']} -> {row['status']}"
-    if row["status_change"] == "fixed":
-        return f"improvement: {row['baseline_status']} -> {row['status']}"
+    if row["status_change"] in ("broke", "fixed"):
+        return short_verdict(row)
     verdict = str(row["verdict"])
     alike = "; busy machine, loaded alike on both sides" if row.get("load_note") else ""
     if verdict in ("regression", "improvement"):

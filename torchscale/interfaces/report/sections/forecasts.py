@@ -183,12 +183,11 @@ def _curves(ctx: Context, made: Sequence[_Made]) -> list[_Curve]:
 def _estimate_lists(
     forecasts: Sequence[Forecast], field: str
 ) -> tuple[list[float | None], list[float | None], list[float | None]]:
-    values, lows, highs = [], [], []
-    for forecast in forecasts:
-        estimate = getattr(forecast, field)
-        values.append(None if estimate is None else estimate.value)
-        lows.append(None if estimate is None else estimate.low)
-        highs.append(None if estimate is None else estimate.high)
+    estimates = [getattr(forecast, field) for forecast in forecasts]
+    values, lows, highs = (
+        [None if e is None else getattr(e, end) for e in estimates]
+        for end in ("value", "low", "high")
+    )
     return values, lows, highs
 
 

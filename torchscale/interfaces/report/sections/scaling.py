@@ -56,7 +56,6 @@ from torchscale.offline.analysis.scaling_efficiency import (
 )
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
 
-# throughput across more than this factor goes on a log axis (a 1-to-64-GPU sweep spans ~50x)
 WEAK_TEXT = (
     "Every cell runs a fixed batch per GPU (batch_size is per device), so the global batch grows "
     "with the GPU count: these sweeps are weak scaling in the global-batch sense (the same work "
