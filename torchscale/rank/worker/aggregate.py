@@ -435,14 +435,6 @@ def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWar
     return delays, warnings
 
 
-def no_sync_p50(ranks: Sequence[RankMeasurement]) -> float | None:
-    """The median free-running step over every rank's no_sync windows (None unless all have)."""
-    no_sync_ranks = [r.no_sync for r in ranks if r.no_sync is not None]
-    if not no_sync_ranks or len(no_sync_ranks) != len(ranks):
-        return None
-    return statistics.median(t for w in no_sync_ranks for t in w.step_s)
-
-
 def diagnosis_record(
     spec: WorkerSpec,
     ranks: Sequence[RankMeasurement],
@@ -453,6 +445,7 @@ def diagnosis_record(
     on a rank of `injected` marked artificial) with the no_sync window beside it; with one
     rank or no model, why its straggler and communication figures are empty."""
     diagnosis, why_not = None, NO_PHASES
+    no_sync = no_sync_steps(ranks)
     if spec.cell.parallel is not None:
         why_not = MODEL_PARALLEL
     elif spec.cell.strategy == "fsdp":
@@ -460,7 +453,7 @@ def diagnosis_record(
     else:
         diagnosis = diagnose(
             RunEvidence(
-                timers=TimerEvidence(steps=table, no_sync=no_sync_steps(ranks)),
+                timers=TimerEvidence(steps=table, no_sync=no_sync),
                 device_type=spec.cell.device,
                 backend=spec.cell.backend,
                 strategy=spec.cell.strategy,
@@ -474,7 +467,9 @@ def diagnosis_record(
         if diagnosis.straggler is not None and not diagnosis.straggler.named:
             unavailable["straggler"] = diagnosis.straggler.summary
         unavailable.update(split_unavailable(diagnosis))
-        window = NoSyncWindow(step_s=no_sync_p50(ranks))
+        # the median free-running step over every rank's no_sync windows
+        pooled = [t for steps in no_sync.per_rank.values() for t in steps] if no_sync else []
+        window = NoSyncWindow(step_s=statistics.median(pooled) if pooled else None)
         diagnosis = diagnosis.model_copy(update={"no_sync": window})
     else:
         unavailable["straggler"] = (
