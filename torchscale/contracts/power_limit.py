@@ -104,9 +104,8 @@ def node_power_cap(limits: Sequence[PowerLimit | None]) -> tuple[bool | None, st
         )
     if not any(capped):
         return False, f"power limit {_watts(enforced)}, its default: not a power cap"
-    share = f"{sum(capped)} of {len(capped)}"
-    median = statistics.median(enforced)
     return False, (
-        f"{share} GPUs capped below their default (limits {_watts(enforced)}, median "
-        f"{median:g} W; default {_watts(default)}): not the whole node"
+        f"{sum(capped)} of {len(capped)} GPUs capped below their default (limits "
+        f"{_watts(enforced)}, median {statistics.median(enforced):g} W; default "
+        f"{_watts(default)}): not the whole node"
     )
