@@ -17,7 +17,13 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.interfaces.report.diagnosis_text import judging_rules, straggler_text, whatif_text
+from torchscale.interfaces.report.diagnosis_text import (
+    caveat_text,
+    disagreement_text,
+    judging_rules,
+    straggler_text,
+    whatif_text,
+)
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
@@ -38,12 +44,7 @@ from torchscale.interfaces.report.sections.context import (
     records,
     slug,
 )
-from torchscale.interfaces.report.sections.diagnosis import (
-    caveat_text,
-    diagnosis_blocks,
-    disagreement_text,
-    rank_wait_texts,
-)
+from torchscale.interfaces.report.sections.diagnosis import diagnosis_blocks, rank_wait_texts
 from torchscale.interfaces.report.sections.findings import caveat_of, no_finding_text
 from torchscale.interfaces.report.sections.words import (
     HOST_FIRST,

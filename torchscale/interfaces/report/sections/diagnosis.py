@@ -12,8 +12,6 @@ from typing import Any
 
 from torchscale.contracts.schema.cell_result import Diagnosis
 from torchscale.interfaces.report.diagnosis_text import (
-    REPORT_HINT,
-    TERMINAL_HINT,
     VERDICT_WORDS,
     acted,
     caveat_text,
@@ -128,15 +126,3 @@ def diagnoses_table(ctx: Any) -> Block | None:
         "the mean over ranks of the wait for peers with nothing else to do, share of the step "
         "with its 95 % interval [low, high]; named stragglers first",
     )
-
-
-__all__ = [
-    "REPORT_HINT",
-    "TERMINAL_HINT",
-    "caveat_text",
-    "cross_check_rows",
-    "diagnoses_table",
-    "diagnosis_blocks",
-    "disagreement_text",
-    "rank_wait_texts",
-]

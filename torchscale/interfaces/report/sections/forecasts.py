@@ -63,12 +63,11 @@ class _Made:
 
 
 def _made(ctx: Context) -> list[_Made]:
-    made = []
-    for source in ctx.sources.experiments:
-        stored = source.forecasts
-        for forecast in stored.forecasts:
-            made.append(_Made(source.name, forecast, tuple(stored.scores_of(forecast.id))))
-    return made
+    return [
+        _Made(source.name, forecast, tuple(source.forecasts.scores_of(forecast.id)))
+        for source in ctx.sources.experiments
+        for forecast in source.forecasts.forecasts
+    ]
 
 
 def _key_row(experiment: str, key: ForecastKey) -> dict[str, Any]:

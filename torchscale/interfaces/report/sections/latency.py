@@ -16,7 +16,11 @@ import pandas as pd
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, RankStats
 from torchscale.contracts.step_phases import OWN_WORK_PHASES, STEP_PHASES, seconds_column
 from torchscale.interfaces.report.charts.data import category_models
-from torchscale.interfaces.report.diagnosis_text import straggler_text
+from torchscale.interfaces.report.diagnosis_text import (
+    caveat_text,
+    disagreement_text,
+    straggler_text,
+)
 from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
 from torchscale.interfaces.report.sections.context import (
     Context,
@@ -31,11 +35,7 @@ from torchscale.interfaces.report.sections.context import (
     step_text,
     throughput_fields,
 )
-from torchscale.interfaces.report.sections.diagnosis import (
-    caveat_text,
-    disagreement_text,
-    rank_wait_texts,
-)
+from torchscale.interfaces.report.sections.diagnosis import rank_wait_texts
 from torchscale.interfaces.report.sections.findings import caveat_of
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite

@@ -55,11 +55,8 @@ def _groups(ok: pd.DataFrame) -> list[pd.DataFrame]:
     if ok.empty:
         return []
     keys = [k for k in GROUP if k in ok.columns]
-    found = []
-    for _, group in ok.groupby(keys, sort=False, dropna=False):
-        if group["layout"].nunique() >= 2:
-            found.append(group)
-    return found
+    groups = ok.groupby(keys, sort=False, dropna=False)
+    return [group for _, group in groups if group["layout"].nunique() >= 2]
 
 
 def _mesh(row: dict[str, Any]) -> str:
