@@ -24,7 +24,8 @@ from torchscale.interfaces.report.diagnosis_text import (
     sync_stall_text,
     whatif_text,
 )
-from torchscale.interfaces.report.model import Block, Text
+from torchscale.interfaces.report.model import Block, Table, Text
+from torchscale.interfaces.report.sections.context import Context, col, records
 
 
 def diagnosis_blocks(diagnosis: Diagnosis) -> list[Block]:
@@ -66,15 +67,12 @@ def cross_check_rows(run: str, diagnosis: Diagnosis) -> list[dict[str, Any]]:
     ]
 
 
-def diagnoses_table(ctx: Any) -> Block | None:
+def diagnoses_table(ctx: Context) -> Block | None:
     """The summary's one row per run with a diagnosis (multi-rank sweep cells and profiled
     runs): its sync stall, step split, straggler verdict, what-if and caveat in the terminal's
     words, named stragglers first, then by sync stall; so the first screen of every format (the
     Markdown and the default term report included, which show no Bottlenecks section) gives
     each run's verdict, and what naming a straggler is worth, as the terminal does."""
-    from torchscale.interfaces.report.model import Table
-    from torchscale.interfaces.report.sections.context import col, records
-
     rows: list[dict[str, Any]] = []
 
     def add(run: str, diagnosis: Diagnosis) -> None:

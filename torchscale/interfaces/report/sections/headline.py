@@ -75,6 +75,11 @@ class _Run:
     nodes: int
     environment: dict[str, Any]
 
+    @classmethod
+    def of(cls, result: CellResult, environment: dict[str, Any]) -> _Run:
+        cell = result.cell
+        return cls(str(cell.device), cell.world_size, cell.nodes or 1, environment)
+
 
 def _runs(ctx: Context) -> list[_Run]:
     """Every result with its device and size: the ok cells first (what the figures are of),
@@ -87,23 +92,11 @@ def _runs(ctx: Context) -> list[_Run]:
     }
     cells = [(row, ctx.result(row)) for row in records(ctx.cells)]
     ok = [pair for pair in cells if pair[0]["status"] == "ok"] or cells
-    runs = [
-        _Run(
-            str(r.cell.device),
-            r.cell.world_size,
-            r.cell.nodes or 1,
-            r.environment or hosts.get(str(row["experiment"])) or {},
-        )
-        for row, r in ok
-    ]
+    runs = [_Run.of(r, r.environment or hosts.get(str(row["experiment"])) or {}) for row, r in ok]
     if runs:
         return runs
     for source in ctx.sources.experiments:
-        results: list[CellResult] = [p.result for p in source.profiles if p.result is not None]
-        runs += [
-            _Run(str(r.cell.device), r.cell.world_size, r.cell.nodes or 1, r.environment)
-            for r in results
-        ]
+        runs += [_Run.of(p.result, p.result.environment) for p in source.profiles if p.result]
         for comm in source.comm:
             environment = dict(comm.environment)
             if comm.device_name:
