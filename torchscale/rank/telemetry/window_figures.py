@@ -176,22 +176,19 @@ def cpu_stats(
     return FieldStats(mean=cpu / wall * 100, max=max(spans))
 
 
-def clock_reasons(
-    windows: Sequence[WindowSamples],
-) -> tuple[list[str], list[str], float | None]:
-    """(every reason seen, those that may slow the GPU, share of samples with one of them),
-    from the clocks-event masks of the samples inside the windows; GpuIdle and
+def clock_reasons(windows: Sequence[WindowSamples]) -> tuple[list[str], float | None]:
+    """(every reason seen, share of samples with one that may slow the GPU), from the
+    clocks-event masks of the samples inside the windows; GpuIdle and
     ApplicationsClocksSetting are left out."""
     masks = [int(m) for w in windows for m in w.inside_column("clock_reasons") if m is not None]
     if not masks:
-        return [], [], None
+        return [], None
     union = 0
     for mask in masks:
         union |= mask
     seen = [n for n in decode_clock_reasons(union) if n not in IGNORED_REASONS]
-    slowing = [n for n in seen if n in SLOWDOWN_REASONS]
     throttled = sum(1 for m in masks if set(decode_clock_reasons(m)) & SLOWDOWN_REASONS)
-    return seen, slowing, throttled / len(masks)
+    return seen, throttled / len(masks)
 
 
 def clock_judgement(
@@ -336,7 +333,7 @@ def summarise_rank(
     power, power_method = rank_power(windows, energy, method, stats["power_w"])
     if power is not None:
         unavailable.pop("power_w", None)
-    seen, _, fraction = clock_reasons(windows)
+    seen, fraction = clock_reasons(windows)
     if fraction is None:
         unavailable["throttled_fraction"] = _why(report, "clock_reasons")
     max_why = None
