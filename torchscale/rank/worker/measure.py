@@ -293,20 +293,18 @@ def count_flops(spec: WorkerSpec) -> tuple[float | None, str | None]:
     return total, None
 
 
-def compile_seconds() -> tuple[float | None, str | None]:
+def compile_seconds() -> float | None:
     """Time torch.compile has spent compiling in this process (dynamo's own accounting,
     `torch._dynamo.utils.calculate_time_spent()['total_wall_time']`: tracing, AOT autograd,
-    Inductor code generation and kernel compilation, forward and backward graphs), or why
-    it cannot be read (a private API: it may move between torch versions)."""
+    Inductor code generation and kernel compilation, forward and backward graphs), or None
+    where it cannot be read (a private API: it may move between torch versions)."""
     try:
         from torch._dynamo.utils import calculate_time_spent
 
         spent = calculate_time_spent().get("total_wall_time")
-    except Exception as exc:  # private API: absent or changed in this torch
-        return None, f"torch._dynamo.utils.calculate_time_spent unavailable ({exc})"
-    if not isinstance(spent, (int, float)):
-        return None, "torch._dynamo reported no total_wall_time"
-    return float(spent), None
+    except Exception:  # private API: absent or changed in this torch
+        return None
+    return float(spent) if isinstance(spent, (int, float)) else None
 
 
 def _local_numel_bytes(tensor: torch.Tensor) -> int:
@@ -369,7 +367,7 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     result.fixed.warmup_s = warmup_s
     watch = WindowCompiles() if compiled else None
     if compiled:
-        result.compile_s, _ = compile_seconds()
+        result.compile_s = compile_seconds()
     sampler = rank_sampler(settings.telemetry, device)
     per_window_allocator: list[AllocatorStats] = []
     interleave = (
