@@ -74,10 +74,6 @@ class Trigger:
     stop: Callable[[], None]
 
 
-def _nothing() -> None:
-    return None
-
-
 def nsys_trigger(
     mode: CaptureRange, device_type: str, backend: markers.NvtxBackend | None
 ) -> tuple[Trigger | None, str | None]:
@@ -97,7 +93,7 @@ def nsys_trigger(
             nvtx.push(NVTX_CAPTURE)
             nvtx.pop()
 
-        return Trigger(mode, start, _nothing), None
+        return Trigger(mode, start, lambda: None), None
     return None, None
 
 

@@ -43,11 +43,6 @@ NVTX_CPU_MAX_VERSION = (0, 2, 12)
 _NULL: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
 
 
-def step_name(step: int) -> str:
-    """torch.profiler's own step range name, used for NVTX step ranges too."""
-    return f"ProfilerStep#{step}"
-
-
 def rank_mark(rank: int) -> str:
     return f"{RANGE_PREFIX}rank={rank}"
 
@@ -196,7 +191,7 @@ class Markers:
         if self.nvtx is None:
             yield
             return
-        handle = self.nvtx.start(step_name(step))
+        handle = self.nvtx.start(f"ProfilerStep#{step}")  # torch.profiler's own name
         try:
             yield
         finally:

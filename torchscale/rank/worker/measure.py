@@ -24,7 +24,7 @@ import contextlib
 import resource
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,18 +148,6 @@ def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
     )
 
 
-@contextlib.contextmanager
-def collected_at_the_edge() -> Iterator[None]:
-    """Python's cyclic garbage collector kept out of the measured steps: one collection at the
-    window's opening edge, automatic collection off inside it, on again after it (as `timeit`
-    does, and torchtitan in training). A collection inside a step stalls its rank at a random
-    point for up to a millisecond here: a straggler and a time in no phase, made by the
-    runtime, not the workload. Reference counting still frees every tensor as a step ends; only
-    reference cycles wait for the next edge."""
-    with cyclic_gc_paused(collect_first=True):
-        yield
-
-
 def run_window(
     trainer: Trainer,
     steps: int,
@@ -186,7 +174,9 @@ def run_window(
         if recorder is not None
         else contextlib.nullcontext()
     )
-    with hooks, collected_at_the_edge():
+    # the cyclic GC collects at the opening edge, never inside the window, where it would stall
+    # a rank at a random point: a straggler made by the runtime (docs/methodology.md, step 5)
+    with hooks, cyclic_gc_paused(collect_first=True):
         if telemetry is not None:
             telemetry.start()
         try:

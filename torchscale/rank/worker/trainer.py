@@ -98,14 +98,6 @@ def has_peers() -> bool:
     return dist.get_world_size() > 1
 
 
-def _fused_supported(device: torch.device) -> bool:
-    """Fused AdamW exists for CUDA and, in recent torch, for CPU."""
-    return "fused" in inspect.signature(torch.optim.AdamW).parameters and device.type in (
-        "cuda",
-        "cpu",
-    )
-
-
 def _optimizer(
     spec: WorkerSpec, params: Any, device: torch.device
 ) -> tuple[torch.optim.Optimizer, bool]:
@@ -115,7 +107,9 @@ def _optimizer(
     # CPU too: +14 % for tiny-gpt2 on 2 cores (docs/models.md); a torch without the kernel
     # for this device falls back, and the result's fused_optimizer says so
     fused = resolve_fused_optimizer(spec.training.fused_optimizer, "adamw")
-    fused = fused and _fused_supported(device)
+    # fused AdamW exists for CUDA and, in recent torch, for CPU
+    fused = fused and "fused" in inspect.signature(torch.optim.AdamW).parameters
+    fused = fused and device.type in ("cuda", "cpu")
     return torch.optim.AdamW(params, lr=lr, fused=fused or None), bool(fused)
 
 
@@ -176,19 +170,14 @@ COMPILE_PER_UNIT = (
 COMPILE_WHOLE = "the whole model compiled after fully_shard ({why}); the loss compiled beside"
 
 
-def _parents(model: torch.nn.Module) -> dict[int, tuple[torch.nn.Module, str]]:
-    """Each submodule's holder and its name there (id -> (parent, name))."""
-    return {
+def _compile_units(model: torch.nn.Module, units: list[torch.nn.Module]) -> list[torch.nn.Module]:
+    """Each unit replaced in its holder by its torch.compile wrapper (what fully_shard then
+    wraps, so FSDP's hooks run around the graph, not inside it); returns the wrappers."""
+    parents = {  # id -> (the holder, its name there)
         id(child): (parent, name)
         for parent in model.modules()
         for name, child in parent.named_children()
     }
-
-
-def _compile_units(model: torch.nn.Module, units: list[torch.nn.Module]) -> list[torch.nn.Module]:
-    """Each unit replaced in its holder by its torch.compile wrapper (what fully_shard then
-    wraps, so FSDP's hooks run around the graph, not inside it); returns the wrappers."""
-    parents = _parents(model)
     compiled = []
     for unit in units:
         parent, name = parents[id(unit)]
