@@ -255,22 +255,11 @@ def pooled_window(windows: list[Window]) -> Window:
 
 def count_flops(spec: WorkerSpec) -> tuple[float | None, str | None]:
     """FLOPs of one training step on this rank, counted on the meta device (outside every
-    window, and never a step on the device).
-
-    The cell's model is built again on the meta device and one step of it (forward, loss,
-    backward per micro-batch) runs there under FlopCounterMode: shapes only, no memory and no
-    kernels, so the count can never run out of memory where training fits (an eager step on
-    the device would hold the plain loss's fp32 logits, log-softmax and their gradient beyond
-    a compiled or blockwise step: about 3 x B x T x V x 4 bytes). The
-    math is the model's whatever runs it (compiled, DDP or FSDP): a compiled graph's kernels
-    never dispatch the aten ops the counter sees, so the eager model's ops are what is counted.
-    Attention runs under the MATH backend: its matmuls counted as the FLOP convention says
-    (torchscale/contracts/flop_convention.py), never a fused kernel's formula (none on CPU; flash
-    attention's backward formula adds the recomputed scores).
-
-    tp, pp and hybrid cells: the replica's FLOPs shared equally by the replica's ranks, so
-    that MFU counts each replica once, never once per shard. A model that cannot run on the
-    meta device (a plug-in reading tensor values) gets no count, with the reason.
+    window, and never a step on the device, so the count cannot run out of memory where
+    training fits): the eager model's ops under the MATH attention backend, as the FLOP
+    convention says (docs/methodology.md, step 4). tp, pp and hybrid cells: the replica's FLOPs
+    shared equally by its ranks, so that MFU counts each replica once. A model that cannot run
+    on the meta device (a plug-in reading tensor values) gets no count, with the reason.
     """
     parallel = spec.cell.parallel
     share = parallel.tp * parallel.pp if parallel is not None else 1
