@@ -77,15 +77,17 @@ def named_summary(
     kind: StragglerKind,
     gap: tuple[float | None, float | None, float | None],
     phase: str | None,
+    pattern: str | None = None,
 ) -> str:
     """The one sentence of a named straggler: who, by how much (`gap`: mean, low, high
-    seconds of its own work per step over the others'), and what its time is."""
+    seconds it costs the others per step), how that falls over the steps (`pattern`,
+    cost.pattern_words) and what its time is."""
     mean, low, high = gap
     where = f" in {phase}" if phase and kind in ("compute", "host") else ""
     check = "; check the host" if kind == "host" else ""
     return (
         f"rank {rank} is a straggler ({kind}: {KIND_WORDS[kind]}{where}): {_ms(mean)} per "
-        f"step over the others (95 % interval {_ms(low)} to {_ms(high)}){check}"
+        f"step over the others (95 % interval {_ms(low)} to {_ms(high)}){_as(pattern)}{check}"
     )
 
 
@@ -136,9 +138,9 @@ def named_as(
 
 def not_named_reason(gap: GapTest, step_s: float, share: float) -> str:
     """Why a tested candidate is not named, in the words of the rule (the gap itself is said
-    beside it, `unnamed_summary`): it is below the minimum effect (`share` of the mean step
-    `step_s`), or it could be noise (its interval reaches 0, or too few steps agree for the
-    test)."""
+    beside it, `unnamed_summary`): it could be noise (its interval reaches 0, or its one-sided
+    bound does: too few steps agree), or its mean is below the minimum effect (`share` of
+    the mean step `step_s`)."""
     floor = f"the {share:.0%} minimum effect ({_ms(gap.min_effect_s, sign=False)} of a "
     floor += f"{_ms(step_s, sign=False)} step)"
     low, high = gap.low_s, gap.high_s
@@ -146,21 +148,28 @@ def not_named_reason(gap: GapTest, step_s: float, share: float) -> str:
         return "no rank's own work is above the others'"
     if low is None or high is None or low <= 0:
         return "could be noise: its interval reaches 0"
-    if low < gap.min_effect_s:
-        return f"below {floor}" if gap.mean_s < gap.min_effect_s else f"may be below {floor}"
+    if gap.mean_s < gap.min_effect_s:
+        return f"below {floor}"
     return "could be noise: too few steps agree for the test"
 
 
 def unnamed_summary(
-    candidate: int | None, gap: tuple[float | None, float | None, float | None], why: str
+    candidate: int | None,
+    gap: tuple[float | None, float | None, float | None],
+    why: str,
+    pattern: str | None = None,
 ) -> str:
     """The one sentence of a candidate not named, on every surface: the largest gap (mean,
-    low, high seconds), then why."""
+    low, high seconds), how it falls over the steps, then why."""
     mean, low, high = gap
     return (
         f"nobody named: the largest gap, rank {candidate}, {_ms(mean)} per step (95 % "
-        f"interval {_ms(low)} to {_ms(high)}): {why}"
+        f"interval {_ms(low)} to {_ms(high)}{_as(pattern)}): {why}"
     )
+
+
+def _as(pattern: str | None) -> str:
+    return f"; {pattern}" if pattern else ""
 
 
 def _ms(seconds: float | None, *, sign: bool = True) -> str:

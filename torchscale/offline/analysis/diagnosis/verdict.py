@@ -22,6 +22,7 @@ from torchscale.contracts.schema.cell_result import (
     StragglerVerdict,
 )
 from torchscale.contracts.step_phases import OWN_WORK_PHASES
+from torchscale.offline.analysis.diagnosis.cost import cost_test, excess_costs, pattern_words
 from torchscale.offline.analysis.diagnosis.held_launches import held_launch_check
 from torchscale.offline.analysis.diagnosis.host import cpu_wait_check
 from torchscale.offline.analysis.diagnosis.kind import (
@@ -52,10 +53,14 @@ from torchscale.offline.analysis.uncertainty import (
 )
 
 STRAGGLER_TEST = (
+    "what the rank costs the others: per step, how far its own work runs past the slowest "
+    "other rank's (zero where it is not last), over the mean of the others' costs; named when "
+    "the one-sided moving-block bootstrap bound of the mean cost at {alpha:g} / ranks is above "
+    "zero and the mean is at least {share:.0%} of the mean step ({min_effect:.3g} ms)"
+)
+PAIRED_TEST = (
     "one-sided Wilcoxon signed-rank test of the per-step differences (the rank's own work "
-    "minus the median of the other ranks' at the same step), p < {alpha:g}, and the lower end "
-    "of the 95 % block-bootstrap interval of the mean difference at least {share:.0%} of the "
-    "mean step ({min_effect:.3g} ms)"
+    "minus the median of the others' at the same step): is it slower at the median step?"
 )
 
 
@@ -107,8 +112,9 @@ def judge(evidence: StragglerEvidence) -> tuple[StragglerVerdict | None, list[Cr
     if e.own_basis:
         verdict = verdict.model_copy(update={"test": f"{verdict.test}; {e.own_basis}"})
     own = wide(e.own.assign(own=e.own["compute"] + e.own["data"]), "own")
+    paired = paired_check(own.dropna(), verdict)
     verdict, host = cpu_wait_check(own, e.cpu_wait, verdict, e.cpu_time)
-    checks = [host] if host is not None else []
+    checks = [check for check in (paired, host) if check is not None]
     if e.holds is not None and e.holds.shape[1] == ranks and not e.holds.dropna().empty:
         verdict, held = held_launch_check(own, e.holds, verdict, ALPHA)
         checks.append(held)
@@ -174,22 +180,30 @@ def straggler_verdict(
             summary=untested,
             not_named=untested.removeprefix("no straggler test: "),
         )
-    candidate = int(max(ranks, key=lambda r: (float(table[r].mean()), -int(r))))
-    others = table.drop(columns=[candidate]).median(axis=1)
-    result = paired_gap_test(table[candidate] - others, min_effect_s=min_effect, alpha=ALPHA)
+    costs = excess_costs(table)
+    candidate = int(max(ranks, key=lambda r: (float(costs[r].mean()), -int(r))))
+    result = cost_test(
+        costs[candidate], min_effect_s=min_effect, alpha=ALPHA, candidates=len(ranks)
+    )
+    paired = paired_gap_test(
+        table[candidate] - table.drop(columns=[candidate]).median(axis=1),
+        min_effect_s=min_effect,
+        alpha=ALPHA,
+    )  # stored as the verdict's p_value; judge adds it as a cross-check
+    # a pattern is said of a cost worth acting on, never of noise below the minimum effect
+    pattern = pattern_words(costs[candidate], min_effect) if result.mean_s >= min_effect else None
     gap = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
     contradiction = _no_sync_contradicts(no_sync, candidate)
-    phase_tests = _phase_tests(steps, candidate, min_effect)
+    phase_tests = _phase_tests(steps, candidate, min_effect, len(ranks))
     phase, phase_gap = None, None
     if result.significant:
         phase, phase_gap = _slow_phase(phase_tests)
     named = result.significant and contradiction is None
     kind, kind_basis, not_named = None, None, None
+    figures = (result.mean_s, result.low_s, result.high_s)
     if named:
         kind, kind_basis = straggler_kind(phase, KindEvidence(phase_tests))
-        summary = named_summary(
-            candidate, kind, (result.mean_s, result.low_s, result.high_s), phase
-        )
+        summary = named_summary(candidate, kind, figures, phase, pattern)
     else:
         # the no_sync windows withdraw a gap that passed; one that did not is judged by the rule
         not_named = (
@@ -197,9 +211,7 @@ def straggler_verdict(
             if result.significant and contradiction
             else not_named_reason(result, step_mean_s, MIN_EFFECT_SHARE)
         )
-        summary = unnamed_summary(
-            candidate, (result.mean_s, result.low_s, result.high_s), not_named
-        )
+        summary = unnamed_summary(candidate, figures, not_named, pattern)
     return StragglerVerdict(
         named=named,
         rank=candidate if named else None,
@@ -207,7 +219,7 @@ def straggler_verdict(
         candidate_rank=candidate,
         gap_s=gap,
         phase_gap_s=phase_gap if named else None,
-        p_value=result.p_value,
+        p_value=paired.p_value,
         significant=result.significant,
         min_effect_s=min_effect,
         test=test,
@@ -215,6 +227,32 @@ def straggler_verdict(
         kind=kind,
         kind_basis=kind_basis,
         not_named=not_named,
+    )
+
+
+def paired_check(table: pd.DataFrame, verdict: StragglerVerdict) -> CrossCheck | None:
+    """The per-step paired test of the candidate (is it slower at the median step?) beside
+    its cost: it confirms a steady straggler and misses a periodic one, so it never withdraws
+    a name (agrees None when it does not confirm)."""
+    rank = verdict.candidate_rank
+    if rank is None or rank not in table.columns or table.shape[1] < 2:
+        return None
+    diff = table[rank] - table.drop(columns=[rank]).median(axis=1)
+    result = paired_gap_test(diff, min_effect_s=verdict.min_effect_s or 0.0, alpha=ALPHA)
+    estimate = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
+    p = f"p = {result.p_value:.2g}" if result.p_value is not None else "no p-value"
+    slower = result.p_value is not None and result.p_value < ALPHA
+    return CrossCheck(
+        name="paired per-step test",
+        method=PAIRED_TEST,
+        estimate=estimate,
+        agrees=True if slower else None,
+        detail=(
+            f"rank {rank} is slower at the median step ({p})"
+            if slower
+            else f"rank {rank} is not slower at the median step ({p}): its cost, if any, "
+            "falls on some steps only"
+        ),
     )
 
 
@@ -247,9 +285,12 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
     )
 
 
-def _phase_tests(steps: pd.DataFrame, candidate: int, min_effect: float) -> dict[str, GapTest]:
+def _phase_tests(
+    steps: pd.DataFrame, candidate: int, min_effect: float, ranks: int
+) -> dict[str, GapTest]:
     """The candidate's per-step gap over the median of the others' in each own-work phase
-    the table has (the straggler test on that phase alone)."""
+    the table has, judged as its cost is (`cost_test`): a stall every k-th step in one phase
+    is that phase's."""
     tests: dict[str, GapTest] = {}
     for phase in OWN_WORK_PHASES:
         if phase not in steps.columns:
@@ -258,7 +299,7 @@ def _phase_tests(steps: pd.DataFrame, candidate: int, min_effect: float) -> dict
         if candidate not in table.columns or table.shape[1] < 2:
             continue
         diff = table[candidate] - table.drop(columns=[candidate]).median(axis=1)
-        tests[phase] = paired_gap_test(diff, min_effect_s=min_effect, alpha=ALPHA)
+        tests[phase] = cost_test(diff, min_effect_s=min_effect, alpha=ALPHA, candidates=ranks)
     return tests
 
 

@@ -1,0 +1,98 @@
+"""What a rank costs the others (diagnosis/cost.py): the quantity a straggler is named by,
+and the words for how it falls over the steps. Tables as a user's runs make them: a stall
+every k-th step on one rank, a steadily slower rank, a few sporadic stalls, balanced ranks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from torchscale.offline.analysis.diagnosis.cost import (
+    cost_test,
+    excess_costs,
+    pattern_words,
+    step_delays,
+)
+from torchscale.offline.analysis.diagnosis.step_model import ALPHA, MIN_EFFECT_SHARE
+
+STEP_S = 0.037
+NOISE_S = 0.002
+
+
+def own_work(
+    steps: int, ranks: int, extra: dict[int, Callable[[int], float]], seed: int = 0
+) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    table = pd.DataFrame(STEP_S + rng.normal(0, NOISE_S, (steps, ranks)), columns=range(ranks))
+    for rank, seconds in extra.items():
+        table[rank] += [seconds(step) for step in range(steps)]
+    return table
+
+
+def judged(table: pd.DataFrame) -> tuple[int, bool, str | None]:
+    costs = excess_costs(table)
+    rank = int(costs.mean().idxmax())
+    min_effect = MIN_EFFECT_SHARE * float(table.to_numpy().mean())
+    test = cost_test(costs[rank], min_effect_s=min_effect, alpha=ALPHA, candidates=table.shape[1])
+    return rank, test.significant, pattern_words(costs[rank], min_effect)
+
+
+def test_a_rank_costs_what_its_work_runs_past_the_slowest_other() -> None:
+    table = pd.DataFrame({0: [1.0, 2.0, 3.0], 1: [2.0, 1.0, 3.0], 2: [1.5, 1.5, 1.0]})
+    delays = step_delays(table)
+    assert delays[0].tolist() == [0.0, 0.5, 0.0]  # last only at step 1, by 0.5 over rank 2
+    assert delays[1].tolist() == [0.5, 0.0, 0.0]  # a tie for last costs nobody anything
+    assert delays[2].tolist() == [0.0, 0.0, 0.0]
+    two = excess_costs(table[[0, 1]])
+    assert two[1].tolist() == pytest.approx((table[1] - table[0]).tolist())
+
+
+@pytest.mark.parametrize("every", [2, 3, 4, 6, 8])
+def test_a_periodic_stall_is_named_and_said_as_periodic(every: int) -> None:
+    """A 60 ms stall every k-th step (a GC pause, a checkpoint write): at the median step the
+    rank is on par, yet it costs the others 60/k ms a step."""
+    table = own_work(48, 2, {1: lambda step: 0.06 if step % every == every - 1 else 0.0})
+    rank, named, words = judged(table)
+    assert (rank, named) == (1, True)
+    assert words is not None and words.startswith(f"every {every}") and "+6" in words
+
+
+def test_a_steady_gap_is_said_as_most_or_all_steps() -> None:
+    rank, named, words = judged(own_work(40, 2, {1: lambda step: 0.0074}))
+    assert (rank, named) == (1, True)
+    assert words is not None and (words.startswith("all") or words.startswith("most"))
+
+
+def test_a_small_gap_among_four_ranks_costs_what_it_delays() -> None:
+    """A 20 % slower rank of 4 is named by what it costs (its work past the slowest other)."""
+    rank, named, words = judged(own_work(40, 4, {2: lambda step: 0.0074}))
+    assert (rank, named) == (2, True)
+    assert words is not None
+
+
+def test_sporadic_stalls_are_said_as_a_count() -> None:
+    """Three stalls in 40 steps are said as '3 of 40 steps' (named or not: three events are
+    at the edge of what 40 steps can tell), and never pinned on another rank."""
+    table = own_work(40, 2, {1: lambda step: 0.05 if step in (3, 17, 30) else 0.0})
+    rank, _, words = judged(table)
+    assert rank == 1
+    assert words is not None and words.startswith("3 of 40 steps")
+
+
+def test_balanced_ranks_name_nobody() -> None:
+    """Held to the rate the issue asks (>= 95 % of balanced runs name nobody) over seeds the
+    rule was not tuned on."""
+    runs = [
+        judged(own_work(steps, ranks, {}, seed=seed))
+        for seed in range(100, 160)
+        for steps, ranks in ((12, 2), (40, 2), (40, 4))
+    ]
+    named = sum(1 for _, was_named, _ in runs if was_named)
+    assert named <= 0.05 * len(runs), f"{named} of {len(runs)} balanced runs named a rank"
+
+
+def test_no_pattern_for_a_rank_that_costs_nothing() -> None:
+    assert pattern_words(np.array([-0.001, -0.002, -0.001]), 0.001) is None

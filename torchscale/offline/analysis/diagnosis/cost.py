@@ -1,0 +1,135 @@
+"""What a rank costs the others: how much later each step ends because of it.
+
+A synchronous step ends when its last rank arrives, so a rank's cost at a step is how far its
+own work runs past the slowest of the others' (zero where it is not last): the time every
+other rank waits for it, and the step time saved were it on par. A rank is named by the mean
+of that cost over the others' (a stall of 60 ms every 4th step costs 15 ms a step, though
+three steps in four are on par and a per-step median test calls it noise), judged by a
+moving-block bootstrap whose blocks span the periods users meet (up to `LONGEST_PERIOD`).
+How the cost falls over the steps is said in words: every k-th step, all or most steps, or
+k of n steps (docs/methodology.md, "What a straggler costs").
+
+Pure: a step x rank table of own-work seconds in, tests and words out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from torchscale.offline.analysis.uncertainty import (
+    SMALL,
+    GapTest,
+    block_indices,
+    block_length,
+    percentile_interval,
+    t_interval,
+)
+
+LONGEST_PERIOD = 8  # steps: a stall every 2nd..8th step is said as periodic
+STEADY_SHARE = 0.6  # of the steps carrying the cost: 'most steps'
+BEAT_FILLED = 0.7  # of the repeats of a period's costly step that carry the cost
+
+
+def step_delays(table: pd.DataFrame) -> pd.DataFrame:
+    """step x rank: how much later each step ends because of each rank (its own work over
+    the slowest other's, zero where it is not last). `table`: step x rank own-work seconds,
+    no missing values, at least two ranks."""
+    values = table.to_numpy(np.float64)
+    delays = np.zeros_like(values)
+    for column in range(values.shape[1]):
+        slowest_other = np.delete(values, column, axis=1).max(axis=1)
+        delays[:, column] = np.clip(values[:, column] - slowest_other, 0.0, None)
+    return pd.DataFrame(delays, index=table.index, columns=table.columns)
+
+
+def excess_costs(table: pd.DataFrame) -> pd.DataFrame:
+    """step x rank: each rank's cost at each step over the mean of the others' costs (two
+    ranks: simply its own work minus the other's)."""
+    delays = step_delays(table)
+    total = delays.sum(axis=1)
+    others = (total.to_numpy()[:, None] - delays.to_numpy()) / (delays.shape[1] - 1)
+    return pd.DataFrame(delays.to_numpy() - others, index=table.index, columns=table.columns)
+
+
+def cost_block(n: int) -> int:
+    """Block length for the cost's bootstrap: long enough to hold a period up to
+    LONGEST_PERIOD where the steps allow three blocks, never shorter than n^(1/3)."""
+    return max(block_length(n), min(LONGEST_PERIOD, n // 3))
+
+
+def cost_test(
+    costs: np.ndarray | pd.Series, *, min_effect_s: float, alpha: float, candidates: int = 1
+) -> GapTest:
+    """Is this cost real and large enough to act on? Significant when the one-sided
+    block-bootstrap bound of its mean at `alpha / candidates` (the largest of `candidates`
+    ranks was picked) is above zero AND the mean is at least `min_effect_s`. The interval
+    shown is the 95 % one; `p_value` is the bootstrap's share of resampled means at or below
+    zero. With 2-3 steps: Student t, never significant (too few steps to judge)."""
+    data = np.asarray(costs, dtype=np.float64)
+    data = data[np.isfinite(data)]
+    if data.size < 2:
+        mean = float(data.mean()) if data.size else 0.0
+        return GapTest(mean, None, None, None, min_effect_s, False, int(data.size))
+    mean = float(data.mean())
+    if data.size < SMALL:
+        low, high = t_interval(data, log=False)
+        return GapTest(mean, low, high, None, min_effect_s, False, int(data.size))
+    means = data[block_indices(data.size, block=cost_block(data.size))].mean(axis=1)
+    low, high = percentile_interval(means)
+    bound = float(np.quantile(means, alpha / max(candidates, 1)))
+    p_value = float(np.mean(means <= 0.0))
+    significant = bound > 0.0 and mean >= min_effect_s
+    return GapTest(mean, low, high, p_value, min_effect_s, significant, int(data.size))
+
+
+def pattern_words(costs: np.ndarray | pd.Series, min_effect_s: float) -> str | None:
+    """How the cost falls over the steps (in step order), or None when it costs nothing on
+    average: 'every 4th step +60 ms' (one step of each period carries it), 'all 40 steps
+    +3.1 ms' or 'most steps (31 of 40) +3.1 ms' (steady), '3 of 40 steps +52 ms' (sporadic:
+    the steps carrying at least half its largest cost). The figure: the typical cost of the
+    steps that carry it."""
+    data = np.nan_to_num(np.asarray(costs, dtype=np.float64))
+    n = data.size
+    mean = float(data.mean()) if n else 0.0
+    if n < 2 or mean <= 0:
+        return None
+    periodic = _period(data, min_effect_s)
+    if periodic is not None:
+        k, typical = periodic
+        return f"every {_ordinal(k)} step {_ms(typical)}"
+    steady = data >= mean / 2
+    if steady.all():
+        return f"all {n} steps {_ms(mean)}"
+    if steady.sum() >= STEADY_SHARE * n:
+        return f"most steps ({int(steady.sum())} of {n}) {_ms(float(np.median(data[steady])))}"
+    costly = data >= max(min_effect_s, float(data.max()) / 2)
+    return f"{int(costly.sum())} of {n} steps {_ms(float(np.median(data[costly])))}"
+
+
+def _period(data: np.ndarray, min_effect_s: float) -> tuple[int, float] | None:
+    """(k, the typical cost on its step) for the shortest k in 2..LONGEST_PERIOD where one
+    step of every k carries the cost: its mean at least twice the minimum effect, every other
+    step of the period under a quarter of it, and BEAT_FILLED of its repeats at least half
+    its mean; None when no period does."""
+    n = data.size
+    for k in range(2, LONGEST_PERIOD + 1):
+        if n < 2 * k:
+            break
+        beats = [data[start::k] for start in range(k)]
+        means = np.array([beat.mean() for beat in beats])
+        top = int(np.argmax(means))
+        rest = np.delete(means, top)
+        carried = float(np.mean(beats[top] >= means[top] / 2))
+        alone = means[top] >= 2 * min_effect_s and rest.max() < means[top] / 4
+        if alone and carried >= BEAT_FILLED:
+            return k, float(np.median(beats[top]))
+    return None
+
+
+def _ordinal(k: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(k, f"{k}th")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:+.2g} ms" if abs(seconds) < 0.01 else f"{seconds * 1e3:+.3g} ms"
