@@ -359,12 +359,13 @@ def test_sweep_communication(main_sweep: Sweep) -> None:
     # balanced ranks: a straggler is named only when the test says so, and then once
     assert (verdict.rank is not None) == verdict.named
     assert [c.name for c in attribution.cross_checks] == [
+        "paired per-step test",
         "CPU wait (host)",
         "others' wait for it (phase timers)",
         "communication cost (no_sync windows)",
     ]
     # every rank read its wait for a CPU at each step's edges (Linux): the check judged it
-    host = attribution.cross_checks[0]
+    host = attribution.cross_checks[1]
     assert host.estimate is not None and verdict.host_wait_s == host.estimate
     # the host's time is a kind of straggler: named, never a withdrawal
     assert verdict.host_bound is (verdict.kind == "host")

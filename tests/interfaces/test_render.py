@@ -122,7 +122,8 @@ def test_step_model_lines_come_from_the_diagnosis() -> None:
     assert len(notes) == 1
     verbose = cell_lines(result, verbose=True)
     checks = [line.text for line in verbose if line.text.startswith("> [CHECK]")]
-    assert len(checks) == 3
+    assert len(checks) == 4
+    assert any(text.startswith("> [CHECK] paired per-step test") for text in checks)
     # these synthetic windows carry no wait for a CPU: its check says so, judging nothing
     assert any(text.startswith("> [CHECK] CPU wait (host): not judged") for text in checks)
     assert any("communication cost (no_sync windows)" in text for text in checks)

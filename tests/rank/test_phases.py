@@ -213,10 +213,11 @@ def test_without_a_no_sync_window_the_phases_still_split_the_step() -> None:
     assert result.diagnosis is not None
     # (these synthetic windows carry no wait for a CPU: that check says it was not measured)
     assert [c.name for c in result.diagnosis.cross_checks] == [
+        "paired per-step test",
         "CPU wait (host)",
         "others' wait for it (phase timers)",
     ]
-    host = result.diagnosis.cross_checks[0]
+    host = result.diagnosis.cross_checks[1]
     assert host.agrees is None and "not measured" in host.detail
     assert split_figures(result).comm_overhead == pytest.approx(0.001 / 0.075)
     assert result.diagnosis.no_sync is not None and result.diagnosis.no_sync.step_s is None
