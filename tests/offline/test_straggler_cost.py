@@ -96,3 +96,19 @@ def test_balanced_ranks_name_nobody() -> None:
 
 def test_no_pattern_for_a_rank_that_costs_nothing() -> None:
     assert pattern_words(np.array([-0.001, -0.002, -0.001]), 0.001) is None
+
+
+def test_a_period_is_found_in_windows_whose_phase_shifts() -> None:
+    """A benchmark cell's step count restarts in each window and the edge and no_sync steps
+    between windows shift a user's every-4th-step stall: each window is folded on its own."""
+    rng = np.random.default_rng(7)
+    costs, windows = [], []
+    for window, shift in enumerate((0, 2, 1)):
+        for step in range(16):
+            stall = 0.06 if (step + shift) % 4 == 3 else 0.0
+            costs.append(stall + rng.normal(0, NOISE_S))
+            windows.append(window)
+    folded = pattern_words(np.array(costs), 0.00185, np.array(windows))
+    assert folded is not None and folded.startswith("every 4th step"), folded
+    glued = pattern_words(np.array(costs), 0.00185)
+    assert glued is not None and not glued.startswith("every 4th"), glued

@@ -83,18 +83,21 @@ def cost_test(
     return GapTest(mean, low, high, p_value, min_effect_s, significant, int(data.size))
 
 
-def pattern_words(costs: np.ndarray | pd.Series, min_effect_s: float) -> str | None:
+def pattern_words(
+    costs: np.ndarray | pd.Series, min_effect_s: float, windows: np.ndarray | None = None
+) -> str | None:
     """How the cost falls over the steps (in step order), or None when it costs nothing on
     average: 'every 4th step +60 ms' (one step of each period carries it), 'all 40 steps
     +3.1 ms' or 'most steps (31 of 40) +3.1 ms' (steady), '3 of 40 steps +52 ms' (sporadic:
     the steps carrying at least half its largest cost). The figure: the typical cost of the
-    steps that carry it."""
+    steps that carry it. `windows`: each step's window, where the step count restarts (a
+    period is looked for inside each window: the steps between windows shift its phase)."""
     data = np.nan_to_num(np.asarray(costs, dtype=np.float64))
     n = data.size
     mean = float(data.mean()) if n else 0.0
     if n < 2 or mean <= 0:
         return None
-    periodic = _period(data, min_effect_s)
+    periodic = _period(data, min_effect_s, windows)
     if periodic is not None:
         k, typical = periodic
         return f"every {_ordinal(k)} step {_ms(typical)}"
@@ -107,21 +110,29 @@ def pattern_words(costs: np.ndarray | pd.Series, min_effect_s: float) -> str | N
     return f"{int(costly.sum())} of {n} steps {_ms(float(np.median(data[costly])))}"
 
 
-def _period(data: np.ndarray, min_effect_s: float) -> tuple[int, float] | None:
+def _period(
+    data: np.ndarray, min_effect_s: float, windows: np.ndarray | None
+) -> tuple[int, float] | None:
     """(k, the typical cost on its step) for the shortest k in 2..LONGEST_PERIOD where one
     step of every k carries the cost: its mean at least twice the minimum effect, every other
     step of the period under a quarter of it, and BEAT_FILLED of its repeats at least half
-    its mean; None when no period does."""
-    n = data.size
+    its mean; None when no period does. Each window is folded on its own steps, its costliest
+    step of the period aligned with the others' (a window shorter than k is left out)."""
+    labels = np.zeros(data.size) if windows is None else np.asarray(windows)
+    groups = [data[labels == label] for label in dict.fromkeys(labels.tolist())]
     for k in range(2, LONGEST_PERIOD + 1):
-        if n < 2 * k:
-            break
-        beats = [data[start::k] for start in range(k)]
-        means = np.array([beat.mean() for beat in beats])
+        usable = [group for group in groups if group.size >= k]
+        if sum(group.size for group in usable) < 2 * k:
+            continue
+        beats: list[list[float]] = [[] for _ in range(k)]
+        for group in usable:
+            top_here = int(np.argmax([group[start::k].mean() for start in range(k)]))
+            for offset in range(k):
+                beats[offset].extend(group[(top_here + offset) % k :: k].tolist())
+        means = np.array([np.mean(beat) for beat in beats])
         top = int(np.argmax(means))
-        rest = np.delete(means, top)
-        carried = float(np.mean(beats[top] >= means[top] / 2))
-        alone = means[top] >= 2 * min_effect_s and rest.max() < means[top] / 4
+        carried = float(np.mean(np.asarray(beats[top]) >= means[top] / 2))
+        alone = means[top] >= 2 * min_effect_s and np.delete(means, top).max() < means[top] / 4
         if alone and carried >= BEAT_FILLED:
             return k, float(np.median(beats[top]))
     return None

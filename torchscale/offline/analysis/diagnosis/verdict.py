@@ -191,7 +191,12 @@ def straggler_verdict(
         alpha=ALPHA,
     )  # stored as the verdict's p_value; judge adds it as a cross-check
     # a pattern is said of a cost worth acting on, never of noise below the minimum effect
-    pattern = pattern_words(costs[candidate], min_effect) if result.mean_s >= min_effect else None
+    windows = table.index.get_level_values(0).to_numpy()
+    pattern = (
+        pattern_words(costs[candidate], min_effect, windows)
+        if result.mean_s >= min_effect
+        else None
+    )
     gap = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
     contradiction = _no_sync_contradicts(no_sync, candidate)
     phase_tests = _phase_tests(steps, candidate, min_effect, len(ranks))
