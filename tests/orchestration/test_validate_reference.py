@@ -11,13 +11,40 @@ import pytest
 from torchscale.orchestration.validate.check_result import CheckStatus
 from torchscale.orchestration.validate.reference import (
     ACHIEVABLE,
+    SKUS,
     SPEC_THRESHOLDS,
     Expected,
     expected_for,
     judge,
-    reference_rows,
     sku_for,
 )
+
+
+def reference_rows() -> list[dict[str, object]]:
+    """Every figure of the table with its source, as docs/cli.md shows it."""
+    rows: list[dict[str, object]] = []
+    for sku in SKUS:
+        cite = f"{sku.source} ({sku.sheet_text})"
+        rows.append(
+            {"sku": sku.model, "check": "memory", "value": sku.hbm_gbps, "unit": "GB/s",
+             "kind": "spec", "source": cite}
+        )  # fmt: skip
+        rows.append(
+            {"sku": sku.model, "check": "h2d/d2h", "value": sku.pcie_gbps, "unit": "GB/s",
+             "kind": "spec", "source": cite}
+        )  # fmt: skip
+        if sku.nvlink_gbps is not None:
+            rows.append(
+                {"sku": sku.model, "check": "p2p.bw/busbw", "value": sku.nvlink_gbps,
+                 "unit": "GB/s", "kind": "spec", "source": cite}
+            )  # fmt: skip
+        for dtype, (value, source) in sku.achievable_tflops.items():
+            rows.append(
+                {"sku": sku.model, "check": f"matmul.{dtype}", "value": value,
+                 "unit": "TFLOP/s", "kind": "achievable", "source": source}
+            )  # fmt: skip
+    return rows
+
 
 README = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
