@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.project.test_golden_renders import EXPERIMENTS
-from torchscale.contracts.schema.cell_result import CellResult, CellWarning
+from torchscale.contracts.schema.cell_result import RESULT_SCHEMA_VERSION, CellResult, CellWarning
 from torchscale.interfaces.report.build import ReportOptions, build_report
 from torchscale.interfaces.report.model import Table
 from torchscale.interfaces.report.sources import read_sources
@@ -105,7 +105,7 @@ def _stored_cells() -> list[tuple[Path, dict[str, object]]]:
 
 
 def test_every_stored_version_reads_as_one_copy() -> None:
-    """Each stored cell result, whatever its version, reads as schema 17 with the mirrored
+    """Each stored cell result, whatever its version, reads as the current schema with the mirrored
     blocks folded: its no_sync pooled step, where it had one, is the diagnosis'."""
     cells = _stored_cells()
     assert {d["schema_version"] for _, d in cells} >= {1, 2, 3, 7, 8, 10, 13, 14, 16}
@@ -113,7 +113,8 @@ def test_every_stored_version_reads_as_one_copy() -> None:
         result, _, problem = parse_cell_result(data, path)
         assert result is not None, (path, problem)
         dumped = result.model_dump()
-        assert result.schema_version == 17 and not set(MIRRORED) & set(dumped), path
+        assert result.schema_version == RESULT_SCHEMA_VERSION, path
+        assert not set(MIRRORED) & set(dumped), path
         comm = data.get("communication")
         pooled = comm.get("step_time_no_sync_s") if isinstance(comm, dict) else None
         if pooled is not None and result.diagnosis is not None:
@@ -130,14 +131,14 @@ def _golden_rows(folder: str) -> pd.DataFrame:
 
 @pytest.mark.parametrize("folder", sorted(EXPERIMENTS))
 def test_every_stored_version_reads_with_the_columns_it_had(folder: str) -> None:
-    """Each fixture folder's cells read as schema 17 and give the derived columns the golden
-    summary.csv kept (straggler rank, comm overhead, load imbalance, sync overhead, ...)."""
+    """Each fixture folder's cells read as the current schema and give the derived columns the
+    golden summary.csv kept (straggler rank, comm overhead, load imbalance, sync overhead, ...)."""
     golden = _golden_rows(folder)
     results = []
     for path in _cells(EXPERIMENTS[folder]):
         read = read_cell_result(path)
         assert read.result is not None, read.problem
-        assert read.result.schema_version == 17 and read.version is not None
+        assert read.result.schema_version == RESULT_SCHEMA_VERSION and read.version is not None
         results.append(read.result)
     table = cells_table(results).set_index("cell_id")
     columns = [
@@ -176,7 +177,7 @@ def test_rewording_a_warning_moves_it_in_no_table(tmp_path: Path) -> None:
     warning reworded give the same kinds, row for row."""
     root = tmp_path / "runs"
     shutil.copytree(FIXTURES / "results_v10" / "busy", root)
-    for path in _cells(root):  # written again as schema 17: kinds stored with the words
+    for path in _cells(root):  # written again in the current schema: kinds stored with the words
         result, _, problem = parse_cell_result(json.loads(path.read_text()))
         assert result is not None, problem
         path.write_text(result.model_dump_json(), encoding="utf-8")

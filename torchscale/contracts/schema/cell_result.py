@@ -18,7 +18,7 @@ from torchscale.contracts.versioned import Record
 
 # What each version added, and how an older result reads today: docs/results.md, "Schema
 # versions" (the upgrade functions: torchscale/offline/results/versions.py).
-RESULT_SCHEMA_VERSION = 17
+RESULT_SCHEMA_VERSION = 18
 
 
 # what a warning is about: the kind tables group warnings by, set where the warning is made
@@ -190,12 +190,27 @@ class StragglerVerdict(Record):
     named: bool = Field(description="true only when the test is significant and evidence agrees")
     rank: int | None = Field(description="the straggler; null unless named")
     phase: str | None = Field(description="its slow phase; null unless one is significant")
-    candidate_rank: int | None = Field(description="the rank with the largest mean gap")
+    candidate_rank: int | None = Field(
+        description="the rank that costs the others most (schema 17 and older: the largest mean "
+        "gap)"
+    )
     gap_s: Estimate | None = Field(
-        description="candidate's own work per step minus the median of the others', same step"
+        description="schema 18: what the candidate costs the others per step (how far its own "
+        "work runs past the slowest other's, over the others' mean cost; at 2 ranks its own "
+        "work minus the other's); schema 17 and older: its own work minus the median of the "
+        "others', same step"
     )
     phase_gap_s: Estimate | None = Field(default=None, description="the named phase's gap")
-    p_value: float | None = Field(description="one-sided Wilcoxon signed-rank, paired steps")
+    p_value: float | None = Field(
+        description="one-sided Wilcoxon signed-rank, paired steps (schema 18: a cross-check, "
+        "not the gate)"
+    )
+    pattern: str | None = Field(
+        default=None,
+        description="schema 18: how the cost falls over the steps, in words ('every 4th step "
+        "+60 ms', 'all 40 steps +3.1 ms', '3 of 40 steps +52 ms'); null below the minimum "
+        "effect, and in older results",
+    )
     significant: bool | None = Field(
         default=None,
         description="schema 10: the own-work gap passed the test (p and minimum effect), "
@@ -636,7 +651,7 @@ class FixedCosts(Record):
 
 class CellResult(Record):
     kind: Literal["torchscale.cell"] = "torchscale.cell"
-    schema_version: Literal[17] = 17
+    schema_version: Literal[18] = 18
     cell: CellIdentity
     status: Status
     model_kind: str | None = Field(default=None, description="vision | language | other")

@@ -16,7 +16,7 @@ from torchscale.contracts.versioned import Record
 
 # what each version added and how older files are read: docs/results.md, "Profile analysis
 # versions"
-ANALYSIS_SCHEMA_VERSION = 8
+ANALYSIS_SCHEMA_VERSION = 9
 V1_ATTRIBUTION = (
     "analysis of schema 1: no step model (attribution); its stall, exposed communication, "
     "straggler and what-if figures come from separate methods and may disagree with each other"
@@ -140,7 +140,7 @@ class StepStall(Record):
 
 class ProfileAnalysis(Record):
     kind: Literal["torchscale.profile_analysis"] = "torchscale.profile_analysis"
-    schema_version: Literal[1, 2, 3, 4, 5, 6, 7, 8] = 8
+    schema_version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9] = 9
     torchscale_version: str
     target: str = Field(
         description="sync_stalls | comm | compute | memory | all: what the findings focus on"

@@ -198,7 +198,8 @@ INJECTED = " (injected: --inject-delay)"
 def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     """The straggler in one line, without a p-value (the test lives behind -v:
     `straggler_test_text`): 'Straggler: rank 1, compute in backward, +52.6 ms [49.9, 55.3]/step'
-    (its own work per step over the median of the others', same step); 'Straggler: rank 1,
+    (what it costs the others per step), then how that falls over the steps where the verdict
+    says ('..., every 4th step +60 ms'); 'Straggler: rank 1,
     input, ...'; 'Straggler: rank 1, host (held off the CPU) +9.6 ms [8.1, 11.0]/step: check
     the host' (the time the host held it beyond its fair share); or, nobody named, 'Straggler:
     none (rank 0 +0.21 ms [-0.3, 0.7]/step: could be noise: its interval reaches 0)' / '...:
@@ -206,16 +207,17 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
     if verdict is None:
         return "Straggler: none (one rank)" if ranks < 2 else "Straggler: not tested"
     gap = seconds_text(verdict.gap_s, signed=True)
+    pattern = f", {verdict.pattern}" if verdict.pattern else ""
     if verdict.named and verdict.kind == "communication":
         late = seconds_text(verdict.headline_gap(), signed=True)
         said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}: the others wait {late}/step"
         return said + (INJECTED if verdict.injected else "")
     if verdict.named and verdict.kind == "host":
         held = seconds_text(verdict.headline_gap(), signed=True)
-        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)} {held}/step"
+        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)} {held}/step{pattern}"
         return said + (INJECTED if verdict.injected else ": check the host")
     if verdict.named:
-        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step"
+        said = f"Straggler: rank {verdict.rank}, {_kind_text(verdict)}, {gap}/step{pattern}"
         return said + (INJECTED if verdict.injected else "")
     if verdict.candidate_rank is None or verdict.gap_s is None:
         return f"Straggler: not tested ({verdict.summary.removeprefix('no straggler test: ')})"
@@ -226,7 +228,7 @@ def straggler_text(verdict: StragglerVerdict | None, ranks: int) -> str:
             f"waited {held} longer for a CPU): check the host"
         )
     why = verdict.not_named or "not named"
-    return f"Straggler: none (rank {verdict.candidate_rank} {gap}/step: {why})"
+    return f"Straggler: none (rank {verdict.candidate_rank} {gap}/step{pattern}: {why})"
 
 
 def _kind_text(verdict: StragglerVerdict) -> str:
@@ -247,8 +249,8 @@ def straggler_test_text(verdict: StragglerVerdict) -> str:
     """What -v adds: the test, its threshold and its p, and what decided the kind."""
     p = f"p = {verdict.p_value:.2g}" if verdict.p_value is not None else "no p (not tested)"
     floor = f"{ms(verdict.min_effect_s)}" if verdict.min_effect_s is not None else "?"
-    text = f"{verdict.test}; this run: {p}, interval {seconds_text(verdict.gap_s, signed=True)}"
-    text += f" against a minimum effect of {floor}"
+    text = f"{verdict.test}; this run: interval {seconds_text(verdict.gap_s, signed=True)}"
+    text += f" against a minimum effect of {floor}; paired per-step test: {p}"
     if verdict.kind_basis:
         text += f"; kind {verdict.kind}: {verdict.kind_basis}"
     return text

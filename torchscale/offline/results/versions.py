@@ -341,6 +341,14 @@ def upgrade_v16(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade_v17(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 17 -> 18. A straggler verdict of 17 was judged by the paired test (its gap:
+    own work over the others' median) and has no pattern: kept as judged, pattern null."""
+    out = dict(data)
+    out["schema_version"] = 18
+    return out
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: upgrade_v1,
     2: upgrade_v2,
@@ -358,6 +366,7 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     14: upgrade_v14,
     15: upgrade_v15,
     16: upgrade_v16,
+    17: upgrade_v17,
 }
 
 

@@ -151,6 +151,7 @@ def cpu_wait_check(
                     gap_est.high if gap_est is not None else None,
                 ),
                 verdict.phase,
+                verdict.pattern,
             )
             updated = updated.model_copy(
                 update={"kind": "host", "kind_basis": basis, "host_bound": True, "summary": summary}

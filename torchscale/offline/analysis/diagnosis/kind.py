@@ -132,6 +132,8 @@ def named_as(
         "not_named": None,
         "withdrawn_by": None,
         "summary": summary,
+        # the pattern is of the candidate's cost: another rank named by a kind rule has none
+        "pattern": verdict.pattern if rank == verdict.candidate_rank else None,
     }
     return verdict.model_copy(update={**update, **figures})
 

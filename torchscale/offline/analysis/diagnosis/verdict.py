@@ -232,6 +232,7 @@ def straggler_verdict(
         kind=kind,
         kind_basis=kind_basis,
         not_named=not_named,
+        pattern=pattern,
     )
 
 
@@ -274,6 +275,7 @@ def withdraw(verdict: StragglerVerdict, why: str) -> StragglerVerdict:
             gap.high if gap is not None else None,
         ),
         not_named,
+        verdict.pattern,
     )
     return verdict.model_copy(
         update={
