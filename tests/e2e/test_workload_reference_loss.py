@@ -123,9 +123,9 @@ def test_a_reference_below_a_sane_mfu_is_said_to_be_no_bar() -> None:
     assert "below the 35% a compiled GPT-2 small loop reaches" in line
     fine = script.mfu_line(args, [0.40, 0.41], 1.0)
     assert "below" not in fine
-    assert script.mfu_line(_args(model="gpt2", batch=2, device="cuda"), [0.2], 1.0).count(
-        "below"
-    ) == 0  # a small batch is not held to the floor
+    assert (
+        script.mfu_line(_args(model="gpt2", batch=2, device="cuda"), [0.2], 1.0).count("below") == 0
+    )  # a small batch is not held to the floor
     assert script.mfu_line(_args(), [None, None], 1.0) is None  # CPU: no peak, no line
 
 

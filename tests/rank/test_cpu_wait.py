@@ -213,7 +213,7 @@ def test_every_surface_says_a_host_bound_gap_is_the_hosts() -> None:
     text = straggler_text(model.straggler, model.ranks)
     assert text.startswith("Straggler: rank 1, host (held off the CPU) +1")
     # how its cost falls over the steps comes before the advice: a hog on its core all along
-    assert text.endswith(": check the host") and "/step, all " in text
+    assert text.endswith(": check the host") and "/step, every step" in text
     assert "p =" not in text
 
 

@@ -208,7 +208,7 @@ class StragglerVerdict(Record):
     pattern: str | None = Field(
         default=None,
         description="schema 18: how the cost falls over the steps, in words ('every 4th step "
-        "+60 ms', 'all 40 steps +3.1 ms', '3 of 40 steps +52 ms'); null below the minimum "
+        "+60 ms', 'every step', '3 of 40 steps +52 ms'); null below the minimum "
         "effect, and in older results",
     )
     significant: bool | None = Field(

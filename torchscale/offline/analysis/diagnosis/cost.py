@@ -87,8 +87,8 @@ def pattern_words(
     costs: np.ndarray | pd.Series, min_effect_s: float, windows: np.ndarray | None = None
 ) -> str | None:
     """How the cost falls over the steps (in step order), or None when it costs nothing on
-    average: 'every 4th step +60 ms' (one step of each period carries it), 'all 40 steps
-    +3.1 ms' or 'most steps (31 of 40) +3.1 ms' (steady), '3 of 40 steps +52 ms' (sporadic:
+    average: 'every 4th step +60 ms' (one step of each period carries it), 'every step' or
+    'most steps (31 of 40) +3.1 ms' (steady), '3 of 40 steps +52 ms' (sporadic:
     the steps carrying at least half its largest cost). The figure: the typical cost of the
     steps that carry it. `windows`: each step's window, where the step count restarts (a
     period is looked for inside each window: the steps between windows shift its phase)."""
@@ -103,7 +103,7 @@ def pattern_words(
         return f"every {_ordinal(k)} step {_ms(typical)}"
     steady = data >= mean / 2
     if steady.all():
-        return f"all {n} steps {_ms(mean)}"
+        return "every step"  # the figure beside it is its mean already
     if steady.sum() >= STEADY_SHARE * n:
         return f"most steps ({int(steady.sum())} of {n}) {_ms(float(np.median(data[steady])))}"
     costly = data >= max(min_effect_s, float(data.max()) / 2)
