@@ -125,6 +125,21 @@ def test_more_work_on_a_heavily_loaded_host_is_compute_not_host() -> None:
     assert blind.straggler.kind == "host"  # the fallback cannot tell: why the time is read
 
 
+def test_a_rank_that_did_more_work_is_compute_however_long_the_host_held_it() -> None:
+    """Issue 62's rule: the kind is read from the work done. Rank 1 runs 2 ms more on a CPU
+    per step and was also held off it 6 ms beyond its fair wait (more than the rest of its
+    gap): it did more work, so it is compute (the held time said beside it), never "check
+    the host"."""
+    base = step_table(delay=(1, "forward", 4.0))
+    table = on_a_loaded_host(base, rate=1.0, held={1: 6.0})
+    model = timers_step_split(table, None)
+    assert model is not None and model.straggler is not None
+    verdict = model.straggler
+    assert verdict.named and verdict.rank == 1 and verdict.kind == "compute", verdict.summary
+    assert verdict.kind_basis is not None and "held it off the CPU" in verdict.kind_basis
+    assert "check the host" not in verdict.summary and verdict.host_bound is False
+
+
 def test_a_rank_held_off_the_cpu_on_a_loaded_host_is_host() -> None:
     """Same load, same work on every rank, and rank 1 held off the CPU 6 ms more per step
     (a hog on its core): host, with the held time read beyond its fair wait."""

@@ -15,6 +15,7 @@ from torchscale.contracts.schema.cell_result import (
     CrossCheck,
     StragglerVerdict,
 )
+from torchscale.offline.analysis.diagnosis.cost import cost_test
 from torchscale.offline.analysis.diagnosis.kind import (
     KindEvidence,
     named_as,
@@ -122,7 +123,6 @@ def cpu_wait_check(
             held_rank is not None
             and (test := _on_cpu_test(cpu_time, waits.index, held_rank[0], min_effect)) is not None
             and test.significant
-            and test.mean_s > held_rank[1].mean_s
         )
         if held_rank is not None and not more_work:
             rank, test = held_rank
@@ -175,15 +175,16 @@ def cpu_wait_check(
 def _on_cpu_test(
     cpu_time: pd.DataFrame | None, index: pd.Index, rank: int, min_effect: float
 ) -> GapTest | None:
-    """Per step, `rank`'s time on a CPU over the median of the others', tested as the
-    straggler gap; None when not measured on every rank in those steps."""
+    """Per step, `rank`'s time on a CPU over the median of the others', judged as a cost is
+    (`cost.cost_test`: its mean at least the minimum effect, its bound above zero); None when
+    not measured on every rank in those steps."""
     if cpu_time is None:
         return None
     busy = cpu_time.reindex(index=index)
     if rank not in busy.columns or busy.shape[1] < 2 or not bool(busy.notna().all(axis=None)):
         return None
     extra = busy[rank] - busy.drop(columns=[rank]).median(axis=1)
-    return paired_gap_test(extra, min_effect_s=min_effect, alpha=ALPHA)
+    return cost_test(extra, min_effect_s=min_effect, alpha=ALPHA)
 
 
 def _most_held(

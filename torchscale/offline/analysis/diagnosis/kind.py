@@ -42,19 +42,26 @@ def straggler_kind(slow_phase: str | None, evidence: KindEvidence) -> tuple[Stra
     """(kind, the evidence that decided it in words) for a named rank (rule in the module
     doc). `slow_phase`: the phase with the largest significant gap, or None."""
     host, left, on_cpu = evidence.host, evidence.left, evidence.on_cpu
-    if host is not None and left is not None and host.significant:
-        if on_cpu is not None and on_cpu.significant and host.mean_s < on_cpu.mean_s:
-            where = f"its {slow_phase}" if slow_phase and slow_phase != "data" else "its work"
-            return "compute", (
-                f"it ran {_ms(on_cpu.mean_s)} per step longer on a CPU than the others, more "
-                f"than the host held it ({_ms(host.mean_s)}): {where} has more to do"
-            )
-        if host.mean_s >= left.mean_s:
-            return "host", (
-                f"the host held it off the CPU {_ms(host.mean_s)} per step, which passes the "
-                f"straggler test and is at least the rest of its gap ({_ms(left.mean_s)}): "
-                "other work held it off the CPU"
-            )
+    if on_cpu is not None and on_cpu.significant:
+        # the work done decides: a rank that ran longer on a CPU has more to do, however long
+        # a loaded host also kept it waiting (more work waits longer), never "check the host"
+        where = f"its {slow_phase}" if slow_phase and slow_phase != "data" else "its work"
+        held = (
+            f"; the host also held it off the CPU {_ms(host.mean_s)}"
+            if host is not None and host.significant
+            else ""
+        )
+        return "compute", (
+            f"it ran {_ms(on_cpu.mean_s)} per step longer on a CPU than the others: {where} "
+            f"has more to do{held}"
+        )
+    # host only with its work on par (above): the extra is time runnable but not running
+    if host is not None and left is not None and host.significant and host.mean_s >= left.mean_s:
+        return "host", (
+            f"the host held it off the CPU {_ms(host.mean_s)} per step, which passes the "
+            f"straggler test and is at least the rest of its gap ({_ms(left.mean_s)}): "
+            "other work held it off the CPU"
+        )
     waited = (
         f"; the host held it off the CPU {_ms(host.mean_s)}, less than its extra work"
         if host is not None and host.significant
