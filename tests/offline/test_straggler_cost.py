@@ -17,6 +17,8 @@ from torchscale.offline.analysis.diagnosis.cost import (
     step_delays,
 )
 from torchscale.offline.analysis.diagnosis.step_model import ALPHA, MIN_EFFECT_SHARE
+from torchscale.offline.analysis.diagnosis.verdict import steady_or_costly
+from torchscale.offline.analysis.uncertainty import paired_gap_test
 
 STEP_S = 0.037
 NOISE_S = 0.002
@@ -36,7 +38,10 @@ def judged(table: pd.DataFrame) -> tuple[int, bool, str | None]:
     costs = excess_costs(table)
     rank = int(costs.mean().idxmax())
     min_effect = MIN_EFFECT_SHARE * float(table.to_numpy().mean())
-    test = cost_test(costs[rank], min_effect_s=min_effect, alpha=ALPHA, candidates=table.shape[1])
+    cost = cost_test(costs[rank], min_effect_s=min_effect, alpha=ALPHA, candidates=table.shape[1])
+    others = table.drop(columns=[rank]).median(axis=1)
+    paired = paired_gap_test(table[rank] - others, min_effect_s=min_effect, alpha=ALPHA)
+    test = steady_or_costly(cost, paired)  # the rule straggler_verdict applies
     return rank, test.significant, pattern_words(costs[rank], min_effect)
 
 
