@@ -321,6 +321,18 @@ class GapTest:
     steps: int
 
 
+def finite_steps(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Per-step values as floats, the steps a rank did not measure (NaN) left out."""
+    data = np.asarray(values, dtype=np.float64)
+    return data[np.isfinite(data)]
+
+
+def untested_gap(data: np.ndarray, min_effect_s: float) -> GapTest:
+    """A gap over fewer than two steps: its mean (0 with none), no interval, not significant."""
+    mean = float(data.mean()) if data.size else 0.0
+    return GapTest(mean, None, None, None, min_effect_s, False, int(data.size))
+
+
 def paired_gap_test(
     differences: Sequence[float], *, min_effect_s: float, alpha: float = 0.01
 ) -> GapTest:
@@ -330,11 +342,9 @@ def paired_gap_test(
     on is not a straggler however certain it is). The interval: a block bootstrap from SMALL
     (4) steps on, Student t on the differences with 2-3 (where the test cannot reach alpha
     anyway: its smallest p with 3 steps is 1/8)."""
-    data = np.asarray(differences, dtype=float)
-    data = data[np.isfinite(data)]
+    data = finite_steps(differences)
     if data.size < 2:
-        mean = float(data.mean()) if data.size else 0.0
-        return GapTest(mean, None, None, None, min_effect_s, False, int(data.size))
+        return untested_gap(data, min_effect_s)
     mean = float(data.mean())
     if data.size < SMALL:
         low, high = t_interval(data, log=False)

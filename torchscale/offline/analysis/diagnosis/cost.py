@@ -22,8 +22,10 @@ from torchscale.offline.analysis.uncertainty import (
     GapTest,
     block_indices,
     block_length,
+    finite_steps,
     percentile_interval,
     t_interval,
+    untested_gap,
 )
 
 LONGEST_PERIOD = 8  # steps: a stall every 2nd..8th step is said as periodic
@@ -66,11 +68,9 @@ def cost_test(
     ranks was picked) is above zero AND the mean is at least `min_effect_s`. The interval
     shown is the 95 % one; `p_value` is the bootstrap's share of resampled means at or below
     zero. With 2-3 steps: Student t, never significant (too few steps to judge)."""
-    data = np.asarray(costs, dtype=np.float64)
-    data = data[np.isfinite(data)]
+    data = finite_steps(costs)
     if data.size < 2:
-        mean = float(data.mean()) if data.size else 0.0
-        return GapTest(mean, None, None, None, min_effect_s, False, int(data.size))
+        return untested_gap(data, min_effect_s)
     mean = float(data.mean())
     if data.size < SMALL:
         low, high = t_interval(data, log=False)

@@ -108,11 +108,11 @@ def judge(evidence: StragglerEvidence) -> tuple[StragglerVerdict | None, list[Cr
     ranks = int(e.own["rank"].nunique())
     if ranks < 2:
         return None, []
-    verdict = straggler_verdict(e.phases, e.own, e.step_s, e.no_sync)
+    verdict, paired_test = straggler_verdict(e.phases, e.own, e.step_s, e.no_sync)
     if e.own_basis:
         verdict = verdict.model_copy(update={"test": f"{verdict.test}; {e.own_basis}"})
     own = wide(e.own.assign(own=e.own["compute"] + e.own["data"]), "own")
-    paired = paired_check(own.dropna(), verdict)
+    paired = paired_check(paired_test, verdict)
     verdict, host = cpu_wait_check(own, e.cpu_wait, verdict, e.cpu_time)
     checks = [check for check in (paired, host) if check is not None]
     if e.holds is not None and e.holds.shape[1] == ranks and not e.holds.dropna().empty:
@@ -148,11 +148,12 @@ def straggler_verdict(
     parts: pd.DataFrame,
     step_mean_s: float,
     no_sync: NoSyncSteps | None,
-) -> StragglerVerdict:
-    """Name the rank whose own work (data + forward + backward + optimizer) per step is
-    significantly above the others' at the same step, its slow phase and the kind of its
-    extra time (`straggler_kind`; `cpu_wait_check` may then make it host); else say in plain
-    words why the largest gap is not named."""
+) -> tuple[StragglerVerdict, GapTest | None]:
+    """Name the rank whose own work (data + forward + backward + optimizer) per step costs
+    the others significantly, its slow phase and the kind of its extra time
+    (`straggler_kind`; `cpu_wait_check` may then make it host); else say in plain words why
+    the largest gap is not named. Beside it, the candidate's paired per-step test (None:
+    not tested), which `paired_check` shows."""
     own = parts.assign(own=parts["compute"] + parts["data"])
     table = wide(own, "own").dropna()
     min_effect = MIN_EFFECT_SHARE * step_mean_s
@@ -179,7 +180,7 @@ def straggler_verdict(
             test=test,
             summary=untested,
             not_named=untested.removeprefix("no straggler test: "),
-        )
+        ), None
     costs = excess_costs(table)
     candidate = int(max(ranks, key=lambda r: (float(costs[r].mean()), -int(r))))
     result = cost_test(
@@ -189,7 +190,7 @@ def straggler_verdict(
         table[candidate] - table.drop(columns=[candidate]).median(axis=1),
         min_effect_s=min_effect,
         alpha=ALPHA,
-    )  # stored as the verdict's p_value; judge adds it as a cross-check
+    )  # stored as the verdict's p_value; judge shows it as a cross-check (paired_check)
     result = steady_or_costly(result, paired)
     # a pattern is said of a cost worth acting on, never of noise below the minimum effect
     windows = table.index.get_level_values(0).to_numpy()
@@ -218,7 +219,7 @@ def straggler_verdict(
             else not_named_reason(result, step_mean_s, MIN_EFFECT_SHARE)
         )
         summary = unnamed_summary(candidate, figures, not_named, pattern)
-    return StragglerVerdict(
+    verdict = StragglerVerdict(
         named=named,
         rank=candidate if named else None,
         phase=phase if named else None,
@@ -235,20 +236,20 @@ def straggler_verdict(
         not_named=not_named,
         pattern=pattern,
     )
+    return verdict, paired
 
 
-def paired_check(table: pd.DataFrame, verdict: StragglerVerdict) -> CrossCheck | None:
-    """The per-step paired test of the candidate (is it slower at the median step?) beside
-    its cost: it confirms a steady straggler and misses a periodic one, so it never withdraws
-    a name (agrees None when it does not confirm)."""
+def paired_check(paired: GapTest | None, verdict: StragglerVerdict) -> CrossCheck | None:
+    """The candidate's per-step paired test (is it slower at the median step?) beside its
+    cost: it confirms a steady straggler and misses a periodic one, so it never withdraws a
+    name (agrees None when it does not confirm). `paired`: `straggler_verdict`'s, None when
+    nothing was tested."""
     rank = verdict.candidate_rank
-    if rank is None or rank not in table.columns or table.shape[1] < 2:
+    if paired is None or rank is None:
         return None
-    diff = table[rank] - table.drop(columns=[rank]).median(axis=1)
-    result = paired_gap_test(diff, min_effect_s=verdict.min_effect_s or 0.0, alpha=ALPHA)
-    estimate = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
-    p = f"p = {result.p_value:.2g}" if result.p_value is not None else "no p-value"
-    slower = result.p_value is not None and result.p_value < ALPHA
+    estimate = gap_estimate(paired.mean_s, paired.low_s, paired.high_s, paired.steps)
+    p = f"p = {paired.p_value:.2g}" if paired.p_value is not None else "no p-value"
+    slower = paired.p_value is not None and paired.p_value < ALPHA
     return CrossCheck(
         name="paired per-step test",
         method=PAIRED_TEST,
