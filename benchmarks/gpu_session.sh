@@ -6,16 +6,20 @@
 #
 #   OUT=/some/dir bash benchmarks/gpu_session.sh      # from the repository root
 #   (SESSION_S: the whole session's seconds; PYTHON: the interpreter, python3 by default;
-#   REF_ROUNDS: the reference's rounds, 2 by default)
+#   REF_ROUNDS: the reference's rounds, 2 by default; STEPS: which steps, in this order, from
+#   "perf workload bench ref" (the default: what a new user runs) and "gputests zoo zoo_compiled
+#   profile" (the gpu-marked tests, examples/gpu_zoo.yaml eager and compiled, a torch.profiler
+#   profile of GPT-2), each run once)
 #
 # What comes back (8 files at most, each under 16 MiB, nothing deeper than $OUT/):
 #   gpu_state.txt   nvidia-smi -q -d CLOCK,POWER,PERFORMANCE and uptime, at the start and end
 #   times.txt       one line per step: name, exit status (124: its timeout), seconds
 #   workload.out.txt, bench.out.txt, ref.out.txt, perf.out.txt   each step's stdout + stderr
 #   wl.tar.gz       /tmp/wl without compile caches and without files over 5 MB (traces)
-#   res-perf.tar.gz /tmp/res and /tmp/perf, the same rule
+#   res-perf.tar.gz /tmp/res, /tmp/perf, /tmp/zoo and /tmp/prof, the same rule
 #
-# Each step's timeout is its own (perf 110, workload 280, bench 170, ref 150 s) or what is left of SESSION_S (default
+# Each step's timeout is its own (perf 110, workload 280, bench 170, ref 150, gputests 90, zoo 150,
+# zoo_compiled 200, profile 110 s) or what is left of SESSION_S (default
 # 540 s) less a reserve for the tars, whichever is shorter.
 set -u
 export PYTHONUNBUFFERED=1
@@ -86,16 +90,34 @@ pack() {
 }
 
 gpu_state start
-rm -rf /tmp/wl /tmp/res /tmp/perf
+rm -rf /tmp/wl /tmp/res /tmp/perf /tmp/zoo /tmp/prof
 
 # stdout and stderr to the file: the progress a user sees off a terminal
-step perf 110 "$PY" -m torchscale validate --level perf -o /tmp/perf
-step workload 280 "$PY" -m torchscale validate --level workload -o /tmp/wl
-pack wl.tar.gz /tmp/wl
-step bench 170 "$PY" -m torchscale benchmark -c benchmark_config.yaml -o /tmp/res
-step ref 150 "$PY" benchmarks/workload_reference.py --model gpt2 --batch 16 \
-    --device cuda --compile --rounds "${REF_ROUNDS:-2}" --steps 30
-pack res-perf.tar.gz /tmp/res /tmp/perf
+for name in ${STEPS:-perf workload bench ref}; do
+    case $name in
+    perf) step perf 110 "$PY" -m torchscale validate --level perf -o /tmp/perf ;;
+    workload)
+        step workload 280 "$PY" -m torchscale validate --level workload -o /tmp/wl
+        pack wl.tar.gz /tmp/wl
+        ;;
+    bench) step bench 170 "$PY" -m torchscale benchmark -c benchmark_config.yaml -o /tmp/res ;;
+    ref) step ref 150 "$PY" benchmarks/workload_reference.py --model gpt2 --batch 16 \
+        --device cuda --compile --rounds "${REF_ROUNDS:-2}" --steps 30 ;;
+    gputests) # only the files that hold gpu-marked tests: the image lacks test-only packages
+        # (jsonschema), and a collection error in any other file stops the whole run
+        mapfile -t files < <(grep -rlE "pytest\.mark\.gpu|pytestmark = pytest\.mark\.gpu" tests)
+        step gputests 90 "$PY" -m pytest -q -m gpu -p no:cacheprovider "${files[@]}"
+        ;;
+    zoo) step zoo 150 "$PY" -m torchscale benchmark -c examples/gpu_zoo.yaml \
+        --set training.compile=false -o /tmp/zoo ;;
+    zoo_compiled) step zoo_compiled 200 "$PY" -m torchscale benchmark -c examples/gpu_zoo.yaml \
+        --set training.compile=true --set experiment_name=gpu_zoo_compiled -o /tmp/zoo ;;
+    profile) step profile 110 "$PY" -m torchscale profile --gpus 1 --model gpt2 --batch-size 16 \
+        --precision bf16 --device cuda --steps 30 -o /tmp/prof ;;
+    *) echo "unknown step $name" >>"$OUT/times.txt" ;;
+    esac
+done
+pack res-perf.tar.gz /tmp/res /tmp/perf /tmp/zoo /tmp/prof
 
 gpu_state end
 echo "session $(($(date +%s) - session_start)) s" >>"$OUT/times.txt"

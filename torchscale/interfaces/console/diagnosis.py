@@ -96,7 +96,9 @@ def findings_lines(
 ) -> list[Line]:
     """'Found N bottleneck(s):' and one line each (a straggler finding marked when the run's
     own --inject-delay made it: `injected`); `verbose` adds evidence and the fix."""
-    lines = [Line("info", f"> [ANALYSIS] {heading.format(n=len(findings))}")]
+    # no findings, no list: the heading's colon would announce one
+    heading = heading.format(n=len(findings))
+    lines = [Line("info", f"> [ANALYSIS] {heading if findings else heading.rstrip(':')}")]
     for number, finding in enumerate(findings, 1):
         lines.append(Line("warn", finding_line(number, finding, injected)))
         if verbose:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from torchscale.contracts.cell import Status
+from torchscale.contracts.share_bound import share_bound
 from torchscale.interfaces.console.cells import REUSED, host_bound_finding
 from torchscale.interfaces.console.lines import Level, Line, fit_lines, glued, unglued
 from torchscale.interfaces.console.sweep_tables import missing, ranks_of
@@ -177,7 +178,7 @@ def stall_text(row: pd.Series) -> str:
     value = _number(row, "wait_for_peers_share")
     high = _number(row, "wait_for_peers_share_high")
     if value is None:
-        return f"<{high:.0%}" if high is not None else "-"
+        return f"<{share_bound(high, places=0)}%" if high is not None else "-"
     return f"{value:.1%}" if value < 0.1 else f"{value:.0%}"
 
 

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from torchscale.contracts.cell import Status
 from torchscale.contracts.flop_convention import MFU_CONVENTION_SHORT
+from torchscale.contracts.share_bound import share_bound
 from torchscale.interfaces.console.cells import STATUS_LEVEL
 from torchscale.interfaces.console.fit import FitColumn, fit_table
 from torchscale.interfaces.console.lines import LEVEL_STYLE
@@ -105,7 +106,7 @@ def _comm(r: pd.Series) -> str:
     where the diagnosis has none."""
     value, high = r.get("exposed_transfer_share"), r.get("exposed_transfer_share_high")
     if missing(value) and not missing(high):
-        return f"<{float(high):.0%}"
+        return f"<{share_bound(float(high), places=0)}%"
     return _fmt(value, ".0%")
 
 

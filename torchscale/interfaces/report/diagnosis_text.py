@@ -22,6 +22,7 @@ from torchscale.contracts.schema.cell_result import (
     Finding,
     StragglerVerdict,
 )
+from torchscale.contracts.share_bound import share_bound
 from torchscale.interfaces.formatting import quantum_of
 from torchscale.interfaces.report.estimates import (
     RoundedFigure,
@@ -76,7 +77,8 @@ def _not_measurable(estimate: Estimate, unit: Callable[[float], str]) -> str:
     """A figure with no value: its upper bound where it has one ('not measurable (< 0.4 %)'),
     else its reason ('not measurable (not recorded)'), else 'unknown'."""
     if estimate.high is not None:
-        return f"not measurable (< {unit(estimate.high)})"
+        bound = f"{share_bound(estimate.high)} %" if unit is pct else unit(estimate.high)
+        return f"not measurable (< {bound})"
     return f"not measurable ({estimate.reason})" if estimate.reason else "unknown"
 
 
@@ -183,7 +185,7 @@ def _point(estimate: Estimate) -> str:
         return pct(estimate.value)
     if estimate.low == 0 and estimate.high == 0:
         return pct(0.0)
-    return f"< {pct(estimate.high)}" if estimate.high is not None else "unknown"
+    return f"< {share_bound(estimate.high)} %" if estimate.high is not None else "unknown"
 
 
 def _step(estimate: Estimate) -> str:

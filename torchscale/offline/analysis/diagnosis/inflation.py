@@ -27,6 +27,7 @@ from torchscale.contracts.schema.cell_result import (
     Finding,
     StepSplit,
 )
+from torchscale.contracts.share_bound import share_bound
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
 
 # the parts both models measure from the same event, the wait at the gradient sync: the phase
@@ -44,7 +45,9 @@ def _figure(estimate: Estimate) -> str:
     'unknown'."""
     if not estimate.measurable or estimate.value is None:
         return (
-            f"not measurable (< {_pct(estimate.high)})" if estimate.high is not None else "unknown"
+            f"not measurable (< {share_bound(estimate.high)} %)"
+            if estimate.high is not None
+            else "unknown"
         )
     if estimate.low is None or estimate.high is None:
         return f"{_pct(estimate.value)} (spread unknown)"
