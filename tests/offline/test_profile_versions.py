@@ -75,7 +75,11 @@ def test_an_analysis_without_a_diagnosis_takes_its_runs(tmp_path: Path) -> None:
     assert alone is not None and alone.diagnosis is None
 
 
-STORED = sorted([*FIXTURES.rglob("analysis.json"), *(SHARED_DIR / "gpu").rglob("analysis.json")])
+STORED = sorted(
+    path  # schema 8 and later keep no copy of the diagnosis' figures to compare with
+    for path in [*FIXTURES.rglob("analysis.json"), *(SHARED_DIR / "gpu").rglob("analysis.json")]
+    if json.loads(path.read_text(encoding="utf-8"))["schema_version"] < 8
+)
 
 
 @pytest.mark.parametrize("path", STORED, ids=lambda p: str(p.parent.name))

@@ -26,6 +26,7 @@ from torchscale.contracts.schema.cell_result import (
     Estimate,
     Finding,
     StepSplit,
+    StragglerVerdict,
 )
 from torchscale.contracts.share_bound import share_bound
 from torchscale.offline.analysis.diagnosis.step_model import MIN_EFFECT_SHARE
@@ -121,18 +122,54 @@ def phase_timer_checks(trace: StepSplit, cell: StepSplit | None) -> list[CrossCh
         )
     ]
     if cell.straggler is not None and trace.straggler is not None:
-        a, b = cell.straggler, trace.straggler
-        same_rank = a.named == b.named and (not a.named or a.rank == b.rank)
+        agrees, detail = straggler_agreement(cell, trace)
         checks.append(
             CrossCheck(
                 name="phase timers: straggler",
                 method=method,
                 estimate=None,
-                agrees=same_rank,
-                detail=a.summary,
+                agrees=agrees,
+                detail=detail,
             )
         )
     return checks
+
+
+def _named_as(verdict: StragglerVerdict) -> str:
+    if not verdict.named:
+        return "none"
+    kind = f", {verdict.kind}" if verdict.kind else ""
+    return f"rank {verdict.rank}{kind}"
+
+
+def straggler_agreement(cell: StepSplit, trace: StepSplit) -> tuple[bool, str]:
+    """(agrees, detail) of the phase timers' straggler verdict against the traces': they agree
+    when both name the same rank with the same kind, or neither names one. A disagreement
+    says why the evidence differs (issue 62: `profile` and `benchmark` name the same rank and
+    kind for the same run, or say why not): the side that names nobody gives its reason on
+    its own count of steps; two kinds for one rank come from different evidence."""
+    a, b = cell.straggler, trace.straggler
+    assert a is not None and b is not None
+    timers, traces = f"{cell.steps} measured steps", f"{trace.steps} traced steps"
+    same_rank = a.named == b.named and (not a.named or a.rank == b.rank)
+    if same_rank and (not a.named or not a.kind or not b.kind or a.kind == b.kind):
+        both = f"both name {_named_as(a)}" if a.named else "neither names a rank"
+        return True, f"{both}: {a.summary}"
+    said = f"the timers ({timers}) name {_named_as(a)}, the traces ({traces}) {_named_as(b)}"
+    if a.named != b.named:
+        silent = b if a.named else a
+        more = trace.steps < cell.steps and silent is b
+        hint = ": trace more steps (--profile-steps)" if more else ""
+        return False, f"{said}: {silent.not_named or 'not named'}{hint}"
+    if a.rank != b.rank:
+        return False, (
+            f"{said}: the traced steps are another sample of the run, taken after its measured "
+            "windows and under the profiler"
+        )
+    return False, (
+        f"{said}: one rank, its kind read from different evidence: the timers' "
+        f"({a.kind_basis or 'phase times'}) against the traces' ({b.kind_basis or 'ops'})"
+    )
 
 
 INFLATION_CHECK = "traced steps against the measured windows"

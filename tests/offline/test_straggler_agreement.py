@@ -1,0 +1,85 @@
+"""`profile` and `benchmark` judge one run alike, or say why not (issue 62, point 3): the phase
+timers' verdict (the measured windows, what `benchmark` judges) against the traces' (what
+`profile` judges) agrees on rank and kind, and a disagreement states why the evidence differs."""
+
+from __future__ import annotations
+
+from torchscale.contracts.schema.cell_result import (
+    CrossCheck,
+    Estimate,
+    StepSplit,
+    StragglerKind,
+    StragglerVerdict,
+)
+from torchscale.offline.analysis.diagnosis.inflation import phase_timer_checks
+
+GAP = Estimate(value=0.012, low=0.010, high=0.015, n=24, method="m", measurable=True)
+STEP = Estimate(value=0.04, low=0.039, high=0.041, n=24, method="m", measurable=True)
+
+
+def verdict(
+    rank: int | None, kind: StragglerKind | None = None, why: str | None = None
+) -> StragglerVerdict:
+    named = rank is not None
+    return StragglerVerdict(
+        named=named,
+        rank=rank,
+        phase="forward" if named else None,
+        candidate_rank=1,
+        gap_s=GAP,
+        p_value=0.001,
+        min_effect_s=0.002,
+        kind=kind,
+        kind_basis=f"{kind} evidence" if kind else None,
+        not_named=why,
+        test="t",
+        summary=f"rank {rank}, {kind}" if named else f"none ({why})",
+    )
+
+
+def split(straggler: StragglerVerdict, steps: int) -> StepSplit:
+    return StepSplit(basis="b", steps=steps, ranks=2, step_s=STEP, parts=[], straggler=straggler)
+
+
+def check(timers: StragglerVerdict, traces: StragglerVerdict, traced_steps: int = 10) -> CrossCheck:
+    [found] = [
+        c
+        for c in phase_timer_checks(split(traces, traced_steps), split(timers, 96))
+        if c.name == "phase timers: straggler"
+    ]
+    return found
+
+
+def test_the_same_rank_and_kind_agree() -> None:
+    found = check(verdict(1, "compute"), verdict(1, "compute"))
+    assert found.agrees is True and found.detail.startswith("both name rank 1, compute")
+
+
+def test_nobody_on_both_sides_agrees() -> None:
+    found = check(verdict(None, why="could be noise"), verdict(None, why="below the minimum"))
+    assert found.agrees is True and found.detail.startswith("neither names a rank")
+
+
+def test_traces_too_few_to_name_say_so_and_ask_for_more_steps() -> None:
+    found = check(verdict(1, "compute"), verdict(None, why="could be noise"))
+    assert found.agrees is False
+    assert "the timers (96 measured steps) name rank 1, compute" in found.detail
+    assert "the traces (10 traced steps) none: could be noise" in found.detail
+    assert found.detail.endswith("trace more steps (--profile-steps)")
+
+
+def test_timers_that_name_nobody_give_their_reason_without_the_hint() -> None:
+    found = check(verdict(None, why="below the minimum effect"), verdict(1, "compute"))
+    assert found.agrees is False and found.detail.endswith("below the minimum effect")
+
+
+def test_another_kind_for_the_same_rank_names_both_kinds_evidence() -> None:
+    found = check(verdict(1, "host"), verdict(1, "compute"), traced_steps=24)
+    assert found.agrees is False
+    assert "different evidence" in found.detail
+    assert "(host evidence)" in found.detail and "(compute evidence)" in found.detail
+
+
+def test_another_rank_says_the_traces_are_another_sample() -> None:
+    found = check(verdict(0, "compute"), verdict(1, "compute"))
+    assert found.agrees is False and "another sample of the run" in found.detail
