@@ -1,15 +1,21 @@
-r"""Held-out stragglers: does the rule name a rank that stalls every k-th step? Measured.
+r"""Held-out stragglers: does the rule name the rank, its kind and its pattern, for straggler
+models written after the rule and never used to tune it? Measured.
 
-The scenarios (benchmarks/heldout_plugins.py) were written after the rule and are never used
-to tune it: one rank of 2 burns real CPU work for STALL ms every k-th step (k in 2..8), plus
-balanced runs. Each case runs `torchscale profile` (10 traced steps) and `torchscale
-benchmark` (one cell, --steps measured steps) in its own process. Printed: per k, the runs
-that named the right rank (and with the pattern 'every k-th step'), balanced runs that named
-nobody, each with its 95 % Clopper-Pearson interval, and the load before and after (other
-work on the machine makes the rates noise: said, not judged).
+The scenarios (benchmarks/heldout_plugins.py), each on the LAST rank only, real CPU work:
+- `every-k`: a stall of --stall-ms every k-th step (k in --every), 2 ranks: compute, and the
+  pattern 'every k-th step';
+- `slower-S`: S more work in every forward and backward (--slower), 2 ranks: compute;
+- `optimizer`: --stall-ms after each optimizer step (a step hook), 2 ranks: compute;
+- `4 ranks slower-S`: the same on the last of 4 ranks (--slower4, the issue's 5-15 % gaps);
+- balanced runs on 2 and 4 ranks: nobody named.
+Each case runs `torchscale profile` (its default traced steps, or --profile-steps) and
+`torchscale benchmark` (one cell, --steps measured steps) in its own process. Printed per
+scenario and command: right rank, right kind (and pattern), with 95 % Clopper-Pearson
+intervals, whether the two commands named the same rank and kind, and the load before and
+after (other work on the machine makes the rates noise: said, not judged).
 
-    python benchmarks/straggler_heldout.py [--every 2,3,4,6,8] [--stall-ms 30] \
-        [--repeats 2] [--steps 48] [--balanced 4]
+    python benchmarks/straggler_heldout.py [--every 2,4,8] [--stall-ms 30] [--slower 0.25,0.5] \
+        [--slower4 0.15] [--repeats 2] [--steps 48] [--balanced 3] [--profile-steps N]
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from scipy.stats import binomtest
@@ -27,48 +34,59 @@ from scipy.stats import binomtest
 HERE = Path(__file__).resolve().parent
 CONFIG = """experiment_name: heldout
 device: cpu
-models: ["heldout_plugins:periodic"]
+models: ["heldout_plugins:{plugin}"]
 batch_sizes: [32]
-gpu_counts: [2]
+gpu_counts: [{ranks}]
 measurement:
   steps: {steps}
   repeats: 1
 """
 
 
-def straggler(command: str, every: int, stall_ms: float, steps: int, out: Path) -> dict:
+@dataclass(frozen=True)
+class Case:
+    label: str
+    plugin: str
+    ranks: int
+    env: dict[str, str]
+    straggler: bool = True  # the last rank straggles; False: balanced
+    pattern: str | None = None  # words the verdict's pattern must hold
+
+
+def cases(args: argparse.Namespace) -> list[Case]:
+    found = []
+    for k in map(int, filter(None, args.every.split(","))):
+        nth = {2: "2nd", 3: "3rd"}.get(k, f"{k}th")
+        env = {"HELDOUT_EVERY": str(k), "HELDOUT_STALL_MS": str(args.stall_ms)}
+        found.append(Case(f"every {nth}", "periodic", 2, env, pattern=f"every {nth} step"))
+    for share in map(float, filter(None, args.slower.split(","))):
+        found.append(Case(f"slower {share:.0%}", "slower", 2, {"HELDOUT_SHARE": str(share)}))
+    found.append(Case("optimizer", "optimizer", 2, {"HELDOUT_STALL_MS": str(args.stall_ms)}))
+    for share in map(float, filter(None, args.slower4.split(","))):
+        env = {"HELDOUT_SHARE": str(share)}
+        found.append(Case(f"4 ranks slower {share:.0%}", "slower", 4, env))
+    found = found * args.repeats
+    balanced = [Case(f"balanced {n} ranks", "periodic", n, {}, straggler=False) for n in (2, 4)]
+    return found + balanced * args.balanced
+
+
+def verdict(command: str, case: Case, args: argparse.Namespace, out: Path) -> dict:
     """The run's stored straggler verdict (diagnosis.straggler), {} when none was written."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(HERE),
-        "HELDOUT_EVERY": str(every),
-        "HELDOUT_STALL_MS": str(stall_ms),
-    }
+    env = {**os.environ, "PYTHONPATH": str(HERE), **case.env}
+    model = f"heldout_plugins:{case.plugin}"
     if command == "profile":
-        argv = [
-            "torchscale",
-            "profile",
-            "--gpus",
-            "2",
-            "--device",
-            "cpu",
-            "--model",
-            "heldout_plugins:periodic",
-            "--steps",
-            "16",
-            "--profile-steps",
-            "10",
-            "-o",
-            str(out),
-        ]
+        argv = ["torchscale", "profile", "--gpus", str(case.ranks), "--device", "cpu"]
+        argv += ["--model", model, "--steps", "16", "-o", str(out)]
+        if args.profile_steps:
+            argv += ["--profile-steps", str(args.profile_steps)]
         found = "analysis.json"
     else:
         config = out / "config.yaml"
         out.mkdir(parents=True, exist_ok=True)
-        config.write_text(CONFIG.format(steps=steps))
+        config.write_text(CONFIG.format(plugin=case.plugin, ranks=case.ranks, steps=args.steps))
         argv = ["torchscale", "benchmark", "-c", str(config), "-o", str(out)]
         found = "cells/*.json"
-    subprocess.run(argv, env=env, capture_output=True, timeout=600, check=False)
+    subprocess.run(argv, env=env, capture_output=True, timeout=900, check=False)
     for path in sorted(out.rglob(found)):
         diagnosis = json.loads(path.read_text()).get("diagnosis") or {}
         return diagnosis.get("straggler") or {}
@@ -86,41 +104,51 @@ def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
 
 
+def named_as(v: dict) -> tuple:
+    return (v.get("rank"), v.get("kind")) if v.get("named") else (None, None)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--every", default="2,3,4,6,8")
+    parser.add_argument("--every", default="2,4,8")
     parser.add_argument("--stall-ms", type=float, default=30.0)
+    parser.add_argument("--slower", default="0.25,0.5")
+    parser.add_argument("--slower4", default="0.15")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--steps", type=int, default=48)
-    parser.add_argument("--balanced", type=int, default=4)
+    parser.add_argument("--balanced", type=int, default=3)
+    parser.add_argument("--profile-steps", type=int, default=0)
     args = parser.parse_args()
     print(f"load before: {load()}")
-    rows = []
+    rows: list[tuple[Case, dict[str, dict]]] = []
     with tempfile.TemporaryDirectory(prefix="heldout-") as tmp:
-        cases = [(k, args.stall_ms) for k in map(int, args.every.split(","))]
-        cases = cases * args.repeats + [(0, 0.0)] * args.balanced
-        for index, (every, stall) in enumerate(cases):
+        for index, case in enumerate(cases(args)):
+            said = {}
             for command in ("profile", "benchmark"):
-                out = Path(tmp) / f"{index}-{command}"
-                verdict = straggler(command, every, stall, args.steps, out)
-                rows.append((every, command, verdict))
-                said = verdict.get("summary", "no verdict written")
-                print(f"k={every} {command:9} {said[:150]}", flush=True)
+                said[command] = verdict(command, case, args, Path(tmp) / f"{index}-{command}")
+                text = said[command].get("summary", "no verdict written")
+                print(f"{case.label:22} {command:9} {text[:140]}", flush=True)
+            rows.append((case, said))
     print(f"load after: {load()}")
-    for command in ("profile", "benchmark"):
-        for every in sorted({k for k, _, _ in rows}):
-            runs = [v for k, c, v in rows if k == every and c == command]
-            if every == 0:
-                clean = sum(1 for v in runs if v and not v.get("named"))
-                print(f"{command:9} balanced: named nobody {rate(clean, len(runs))}")
+    for label in dict.fromkeys(case.label for case, _ in rows):
+        runs = [(case, said) for case, said in rows if case.label == label]
+        case = runs[0][0]
+        for command in ("profile", "benchmark"):
+            got = [said[command] for _, said in runs]
+            if not case.straggler:
+                clean = sum(1 for v in got if v and not v.get("named"))
+                print(f"{label:22} {command:9} named nobody {rate(clean, len(got))}")
                 continue
-            right = sum(1 for v in runs if v.get("named") and v.get("rank") == 1)
-            nth = {2: "2nd", 3: "3rd"}.get(every, f"{every}th")
-            said = sum(1 for v in runs if f"every {nth} step" in (v.get("pattern") or ""))
-            print(
-                f"{command:9} every {nth}: right rank {rate(right, len(runs))}, "
-                f"pattern said {rate(said, len(runs))}"
-            )
+            last = case.ranks - 1
+            right = [v for v in got if v.get("named") and v.get("rank") == last]
+            kind = sum(1 for v in right if v.get("kind") == "compute")
+            line = f"right rank {rate(len(right), len(got))}, compute {rate(kind, len(got))}"
+            if case.pattern:
+                said_it = sum(1 for v in got if case.pattern in (v.get("pattern") or ""))
+                line += f", pattern {rate(said_it, len(got))}"
+            print(f"{label:22} {command:9} {line}")
+        same = sum(1 for _, s in runs if named_as(s["profile"]) == named_as(s["benchmark"]))
+        print(f"{label:22} both      same rank and kind {rate(same, len(runs))}")
     return 0
 
 
