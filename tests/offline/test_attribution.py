@@ -218,6 +218,18 @@ def test_too_few_steps_for_the_test_say_so() -> None:
     assert named is not None and named.straggler is not None and named.straggler.named
 
 
+def test_steps_left_out_are_counted_with_why() -> None:
+    """Issue 62 point 6: a verdict on too few steps says how many were left out and why (a
+    capture that cut one rank's steps leaves them on the other rank only)."""
+    table = step_table(windows=1, steps=10, delay=(1, "backward", 3.0))
+    cut = table[~((table["rank"] == 1) & (table["step"] >= 5))]
+    attribution = timers_step_split(cut, None)
+    assert attribution is not None and attribution.straggler is not None
+    summary = attribution.straggler.summary
+    assert "5 paired steps, 5 of 10 left out: not on every rank" in summary, summary
+    assert "needs at least 7 (trace or measure more steps)" in summary
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("delay_ms", [0.0, 0.05, 0.15, 0.3, 3.0])
 def test_the_words_match_the_rule(seed: int, delay_ms: float) -> None:

@@ -155,7 +155,8 @@ def straggler_verdict(
     the largest gap is not named. Beside it, the candidate's paired per-step test (None:
     not tested), which `paired_check` shows."""
     own = parts.assign(own=parts["compute"] + parts["data"])
-    table = wide(own, "own").dropna()
+    every_step = wide(own, "own")
+    table = every_step.dropna()
     min_effect = MIN_EFFECT_SHARE * step_mean_s
     test = STRAGGLER_TEST.format(alpha=ALPHA, share=MIN_EFFECT_SHARE, min_effect=min_effect * 1e3)
     ranks = list(table.columns)
@@ -163,9 +164,13 @@ def straggler_verdict(
     if len(ranks) < 2 or table.empty:
         untested = "no straggler test: fewer than two ranks with phase timers"
     elif len(table) < MIN_PAIRED_STEPS:
+        left_out = len(every_step) - len(table)
+        dropped = (
+            f", {left_out} of {len(every_step)} left out: not on every rank" if left_out else ""
+        )
         untested = (
-            f"no straggler test: {len(table)} paired steps, the test needs at least "
-            f"{MIN_PAIRED_STEPS} to reach p < {ALPHA:g} (measure more steps)"
+            f"no straggler test: {len(table)} paired steps{dropped}; the test needs at least "
+            f"{MIN_PAIRED_STEPS} (trace or measure more steps)"
         )
     if untested is not None:
         return StragglerVerdict(
