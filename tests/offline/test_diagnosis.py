@@ -169,6 +169,19 @@ def test_whatif_is_capped_by_the_wait_it_removes_and_by_the_extra_work() -> None
     assert capped is not None and (capped.saved_s.value or 0.0) == 0.0
 
 
+def test_whatif_among_many_ranks_is_bounded_by_its_cost_past_the_slowest_other() -> None:
+    """On par with the median rank, the step still waits for the slowest other: at 3 ranks
+    the candidate (14 ms of work) saves its work past the next slowest (13 ms), 1 ms, never
+    its 2.5 ms over the median (11.5 ms), though the least wait of the others is 1.5 ms."""
+    keys = pd.Index([0, 1, 2])
+    step = pd.Series([0.02] * 3, index=keys)
+    own = pd.DataFrame({0: [0.010] * 3, 1: [0.013] * 3, 2: [0.014] * 3}, index=keys)
+    wait = pd.DataFrame({0: [0.0045] * 3, 1: [0.0015] * 3, 2: [0.0005] * 3}, index=keys)
+    capped = bounded_whatif(wait, own, step, 2, named=True)
+    assert capped is not None and capped.saved_s.value == pytest.approx(0.001)
+    assert capped.extra_work_s == pytest.approx(0.001)
+
+
 def _share(value: float) -> Estimate:
     return Estimate(
         value=value, low=value * 0.9, high=value * 1.1, n=20, method="m", measurable=True

@@ -319,7 +319,10 @@ class WhatIf(Record):
     named: bool = Field(description="the named straggler (false: the largest gap, not named)")
     saved_s: Estimate = Field(description="mean seconds per step it would save")
     share: Estimate = Field(description="saved / the mean step")
-    extra_work_s: float | None = Field(description="its mean own-work gap per step (the cap)")
+    extra_work_s: float | None = Field(
+        description="its mean own work past the slowest other rank's per step (the cap; "
+        "schema 17 and older: past the others' median)"
+    )
     method: str
 
 

@@ -50,7 +50,7 @@ from torchscale.offline.analysis.uncertainty import judged, mean_columns, percen
 
 WHATIF_METHOD = (
     "per step, the least wait for peers of any other rank (the wait it removes) capped by the "
-    "candidate's own work over the median of the others' (its extra work), at least 0; mean "
+    "candidate's own work past the slowest other's (what it costs them), at least 0; mean "
     "over steps, moving-block bootstrap over steps"
 )
 WHATIF_LATE_METHOD = (
@@ -249,7 +249,8 @@ def bounded_whatif(
 ) -> WhatIfRecord | None:
     """What a step would lose if `candidate` did no more work than the others: per step, the
     least wait for peers of any other rank (what its lateness costs them) capped by its own
-    work over the median of the others' (its extra work), at least 0. `wait` and `own`: step x
+    work past the slowest other's (its cost, `cost.step_delays`: on par with the median rank
+    the step still waits for the slowest), at least 0. `wait` and `own`: step x
     rank seconds; `step`: the mean step per step key. None without other ranks or steps.
     `cap_by_work` False (a rank whose collectives start late, its work on par): what the step
     would lose if it launched them on time, the others' least wait alone."""
@@ -261,7 +262,7 @@ def bounded_whatif(
     if len(keys) == 0:
         return None
     least_wait = wait.loc[keys].drop(columns=[candidate]).min(axis=1).to_numpy(np.float64)
-    others = own.loc[keys].drop(columns=[candidate]).median(axis=1)
+    others = own.loc[keys].drop(columns=[candidate]).max(axis=1)
     extra = (own.loc[keys, candidate] - others).to_numpy(np.float64)
     saved = np.clip(np.minimum(least_wait, extra) if cap_by_work else least_wait, 0.0, None)
     method = WHATIF_METHOD if cap_by_work else WHATIF_LATE_METHOD
