@@ -301,6 +301,8 @@ def test_the_appendix_holds_only_what_the_config_set(priced: Report) -> None:
         # written when compile defaulted to false; today's default is null (on for CUDA
         # cells), so an old experiment's uncompiled cells say so
         "training": {"compile": False},
+        # written when a profile traced 10 steps by default; today's default is 24
+        "profiling": {"steps": 10},
     }
     environment = next(
         b for b in appendix.blocks if isinstance(b, Table) and b.id == "appendix-environment"

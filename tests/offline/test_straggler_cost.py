@@ -117,3 +117,14 @@ def test_a_period_is_found_in_windows_whose_phase_shifts() -> None:
     assert folded is not None and folded.startswith("every 4th step"), folded
     glued = pattern_words(np.array(costs), 0.00185)
     assert glued is not None and not glued.startswith("every 4th"), glued
+
+
+def test_the_default_trace_holds_three_blocks_of_the_longest_period() -> None:
+    """A profile traces enough steps by default for the rule to see the longest period it
+    names: three whole blocks of LONGEST_PERIOD (10 traced steps cut a stall every 4th step
+    into blocks of 3)."""
+    from torchscale.contracts.cell_settings import TRACED_STEPS
+    from torchscale.offline.analysis.diagnosis.cost import LONGEST_PERIOD, cost_block
+
+    assert TRACED_STEPS >= 3 * LONGEST_PERIOD
+    assert cost_block(TRACED_STEPS) == LONGEST_PERIOD

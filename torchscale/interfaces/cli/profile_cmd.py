@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.interfaces.cli.common import handle_errors
 from torchscale.interfaces.cli.shared_options import VerbosityFlag
 from torchscale.interfaces.console.streams import Verbosity, print_lines, stderr, stdout
@@ -77,10 +78,10 @@ def profile(
             "--profile-steps",
             min=1,
             max=1000,
-            help="Traced steps per rank (a straggler is named only when it is last at enough "
-            "collectives to rule out chance: small models need about 10 steps).",
+            help="Traced steps per rank (a stall every k-th step needs about 3k to be told "
+            "from chance).",
         ),
-    ] = 10,
+    ] = TRACED_STEPS,
     target: Annotated[Target, typer.Option("--target", "-t", help=TARGET_HELP)] = "sync_stalls",
     tool: Annotated[
         ToolChoice,

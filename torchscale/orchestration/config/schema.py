@@ -44,6 +44,7 @@ from torchscale.contracts.cell_settings import (
     MAX_STEP_FACTOR,
     MAX_STEPS,
     MAX_WORLD_SIZE,
+    TRACED_STEPS,
     AtMost,
     DataConfig,
     MeasurementConfig,
@@ -437,7 +438,7 @@ class ProfilingConfig(StrictModel):
         default=0.10, description="step-time coefficient of variation (0.10 is 10 %)"
     )
     steps: Annotated[int, Field(gt=0), AtMost(MAX_PROFILE_STEPS)] = Field(
-        default=10, description="active (traced) steps per rank"
+        default=TRACED_STEPS, description="active (traced) steps per rank"
     )
     warmup_steps: Annotated[int, Field(ge=0), AtMost(MAX_PROFILE_STEPS)] = Field(
         default=2, description="profiler warm-up steps (traced, then discarded)"

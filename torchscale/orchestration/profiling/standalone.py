@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from torchscale.contracts.cell_settings import TRACED_STEPS
 from torchscale.contracts.errors import UsageError
 from torchscale.offline.results.directory_layout import STANDALONE_EXPERIMENT
 
@@ -44,7 +45,7 @@ class ProfileOptions:
     device: str = "auto"  # auto | cuda | cpu (checked with the rest of the cell's config)
     duration_s: float | None = None
     steps: int | None = None
-    profile_steps: int = 10
+    profile_steps: int = TRACED_STEPS
     target: Target = "sync_stalls"
     tool: ToolChoice = "auto"
     inject_delay: tuple[DelaySpec, ...] = ()
