@@ -1,6 +1,6 @@
 """Test-only plug-in models with one slow rank of each kind, written as a user meets them (no
-torchscale knob): more real work, a slow input pipeline, other work pinned to its core, a DDP
-communication hook that launches late.
+torchscale knob): more real work, a periodic stall, a slow input pipeline, other work pinned to
+its core, a DDP communication hook that launches late.
 
 Loaded by the worker as 'tests.straggler_plugins:<factory>' (the tests put the repo root on
 PYTHONPATH through `launcher.env`). The slow rank is the last one (RANK == WORLD_SIZE - 1).
@@ -81,6 +81,30 @@ def _bundle(model: nn.Module, **extra: Any) -> ModelBundle:
 def compute(repeat: int = 48) -> ModelBundle:
     """The slow rank runs its forward `repeat` more times: a compute straggler."""
     return _bundle(_Net(repeat if _slow_rank() else 0))
+
+
+class _Stalling(_Net):
+    """No extra work but, on the slow rank, `stall_s` of real CPU work before every
+    `every`-th training forward: a periodic stall (a GC pause, a checkpoint write)."""
+
+    def __init__(self, every: int, stall_s: float) -> None:
+        super().__init__(0)
+        self.every, self.stall_s, self.calls = every, stall_s, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        if self.stall_s and self.training and self.calls % self.every == 0:
+            scratch, end = torch.randn(128, 128), time.perf_counter() + self.stall_s
+            with torch.no_grad():
+                while time.perf_counter() < end:
+                    scratch = scratch @ scratch / 128.0
+        return super().forward(x)
+
+
+def periodic(every: int = 4, stall_ms: float = 40.0) -> ModelBundle:
+    """The slow rank stalls on `stall_ms` of CPU work every `every`-th step: compute, and
+    the pattern 'every 4th step'."""
+    return _bundle(_Stalling(every, stall_ms / 1e3 if _slow_rank() else 0.0))
 
 
 def slow_input(sleep_ms: float = 30.0) -> ModelBundle:

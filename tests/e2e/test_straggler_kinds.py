@@ -1,13 +1,14 @@
 """Stragglers of four kinds, met as a user meets them (tests/straggler_plugins.py: more real
-work, a slow input pipeline, busy processes pinned to the rank's core, a DDP comm hook that
-launches late; no torchscale knob), named with their rank and kind on every surface: the
-terminal, result.json, the profile's analysis.json, summary.csv and `report -f md`.
+work, a periodic stall with its pattern, a slow input pipeline, busy processes pinned to the
+rank's core, a DDP comm hook that launches late; no torchscale knob), named with their rank
+and kind (so `profile` and `benchmark` agree) on every surface: the terminal, result.json, the
+profile's analysis.json, summary.csv and `report -f md`.
 
-One real sweep (four 2-rank cells, each profiled after the sweep) serves every test here. The
+One real sweep (five 2-rank cells, each profiled after the sweep) serves every test here. The
 sizes are large so the verdicts hold on a loaded machine too: the slow rank runs its forward 48
 more times (several ms of work on a CPU, well above what a loaded host holds a rank off it:
-with 12 it once read as host), its batches take 30 ms, three busy processes share its core, its
-hook sleeps 30 ms.
+with 12 it once read as host), stalls 40 ms every 4th step, its batches take 30 ms, three busy
+processes share its core, its hook sleeps 30 ms.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ pytestmark = pytest.mark.slow
 
 KINDS = {
     "compute": "compute",
+    "periodic": "compute",
     "slow_input": "input",
     "host": "host",
     "late_launch": "communication",
 }
 SLOW_RANK = 1
+PATTERNS = {"periodic": "every 4th step"}  # how its cost falls over the steps, in words
 
 
 @dataclass(frozen=True)
@@ -79,10 +82,15 @@ def _cell(root: Path, plugin: str) -> Path:
     return path
 
 
-def _check(verdict: StragglerVerdict | None, kind: str, where: str) -> None:
+def _check(verdict: StragglerVerdict | None, plugin: str, where: str) -> None:
+    """The rank and kind (so `profile` and `benchmark` agree on both), and the pattern."""
     assert verdict is not None, where
     assert verdict.named and verdict.rank == SLOW_RANK, f"{where}: {verdict.summary}"
+    kind = KINDS[plugin]
     assert verdict.kind == kind, f"{where}: {verdict.summary} ({verdict.kind_basis})"
+    if plugin in PATTERNS:
+        assert PATTERNS[plugin] in (verdict.pattern or ""), f"{where}: {verdict.summary}"
+        assert PATTERNS[plugin] in straggler_text(verdict, 2), where
 
 
 @pytest.mark.parametrize("plugin", list(KINDS))
@@ -91,12 +99,12 @@ def test_the_rank_and_kind_on_every_surface(swept: Swept, plugin: str) -> None:
     read = read_cell_result(_cell(swept.root, plugin))
     assert read.result is not None and read.result.diagnosis is not None, read.problem
     cell_verdict = read.result.diagnosis.straggler
-    _check(cell_verdict, kind, "result.json (phase timers)")
+    _check(cell_verdict, plugin, "result.json (phase timers)")
     assert cell_verdict is not None
     profile = swept.root / "profile" / _cell(swept.root, plugin).stem
     analysis = ProfileAnalysis.model_validate_json((profile / "analysis.json").read_text())
     assert analysis.diagnosis is not None
-    _check(analysis.diagnosis.straggler, kind, "analysis.json (traces)")
+    _check(analysis.diagnosis.straggler, plugin, "analysis.json (traces)")
     profiled = read_cell_result(profile / "result.json")
     assert profiled.result is not None and profiled.result.diagnosis is not None
     assert profiled.result.diagnosis.straggler == analysis.diagnosis.straggler
