@@ -15,7 +15,7 @@ intervals, whether the two commands named the same rank and kind, and the load b
 after (other work on the machine makes the rates noise: said, not judged).
 
     python benchmarks/straggler_heldout.py [--every 2,4,8] [--stall-ms 30] [--slower 0.25,0.5] \
-        [--slower4 0.15] [--repeats 2] [--steps 48] [--balanced 3] [--profile-steps N]
+        [--slower4 0.15,0.5] [--repeats 2] [--steps 48] [--balanced 3] [--profile-steps N]
 """
 
 from __future__ import annotations
@@ -104,6 +104,18 @@ def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
 
 
+def said_in_short(v: dict) -> str:
+    """Who, which kind, the cost as a share of the step (the minimum effect is 5 % of it) and
+    the pattern; or why nobody was named."""
+    if not v:
+        return "no verdict written"
+    gap, floor = (v.get("gap_s") or {}).get("value"), v.get("min_effect_s")
+    cost = f"cost {gap / (floor / 0.05):.1%} of the step" if gap and floor else "cost unknown"
+    if not v.get("named"):
+        return f"nobody ({cost} for rank {v.get('candidate_rank')}): {v.get('not_named')}"
+    return f"rank {v.get('rank')} {v.get('kind')} in {v.get('phase')}, {cost}, {v.get('pattern')}"
+
+
 def named_as(v: dict) -> tuple:
     return (v.get("rank"), v.get("kind")) if v.get("named") else (None, None)
 
@@ -113,7 +125,7 @@ def main() -> int:
     parser.add_argument("--every", default="2,4,8")
     parser.add_argument("--stall-ms", type=float, default=30.0)
     parser.add_argument("--slower", default="0.25,0.5")
-    parser.add_argument("--slower4", default="0.15")
+    parser.add_argument("--slower4", default="0.15,0.5")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--steps", type=int, default=48)
     parser.add_argument("--balanced", type=int, default=3)
@@ -126,8 +138,7 @@ def main() -> int:
             said = {}
             for command in ("profile", "benchmark"):
                 said[command] = verdict(command, case, args, Path(tmp) / f"{index}-{command}")
-                text = said[command].get("summary", "no verdict written")
-                print(f"{case.label:22} {command:9} {text[:140]}", flush=True)
+                print(f"{case.label:22} {command:9} {said_in_short(said[command])}", flush=True)
             rows.append((case, said))
     print(f"load after: {load()}")
     for label in dict.fromkeys(case.label for case, _ in rows):
