@@ -119,6 +119,19 @@ def test_a_period_is_found_in_windows_whose_phase_shifts() -> None:
     assert glued is not None and not glued.startswith("every 4th"), glued
 
 
+def test_a_step_left_out_mid_trace_shifts_no_phase() -> None:
+    """A profile's traced step cut from the middle (missing on one rank) left a stall every
+    2nd step read as '12 of 23 steps' when folded by position: folded by step number, the
+    period holds."""
+    rng = np.random.default_rng(3)
+    numbers = np.array([n for n in range(24) if n != 11])
+    costs = np.array([(0.03 if n % 2 else 0.0) + rng.normal(0, NOISE_S) for n in numbers])
+    by_number = pattern_words(costs, 0.002, steps=numbers)
+    assert by_number is not None and by_number.startswith("every 2nd step"), by_number
+    by_position = pattern_words(costs, 0.002)
+    assert by_position is not None and not by_position.startswith("every 2nd"), by_position
+
+
 def test_the_default_trace_holds_three_blocks_of_the_longest_period() -> None:
     """A profile traces enough steps by default for the rule to see the longest period it
     names: three whole blocks of LONGEST_PERIOD (10 traced steps cut a stall every 4th step

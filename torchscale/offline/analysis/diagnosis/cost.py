@@ -84,20 +84,26 @@ def cost_test(
 
 
 def pattern_words(
-    costs: np.ndarray | pd.Series, min_effect_s: float, windows: np.ndarray | None = None
+    costs: np.ndarray | pd.Series,
+    min_effect_s: float,
+    windows: np.ndarray | None = None,
+    steps: np.ndarray | None = None,
 ) -> str | None:
     """How the cost falls over the steps (in step order), or None when it costs nothing on
     average: 'every 4th step +60 ms' (one step of each period carries it), 'every step' or
     'most steps (31 of 40) +3.1 ms' (steady), '3 of 40 steps +52 ms' (sporadic:
     the steps carrying at least half its largest cost). The figure: the typical cost of the
     steps that carry it. `windows`: each step's window, where the step count restarts (a
-    period is looked for inside each window: the steps between windows shift its phase)."""
+    period is looked for inside each window: the steps between windows shift its phase);
+    `steps`: each step's number, so that a step left out (cut by a capture, missing on a
+    rank) shifts no phase (default: consecutive)."""
     data = np.nan_to_num(np.asarray(costs, dtype=np.float64))
     n = data.size
     mean = float(data.mean()) if n else 0.0
     if n < 2 or mean <= 0:
         return None
-    periodic = _period(data, min_effect_s, windows)
+    numbers = np.arange(n) if steps is None else np.asarray(steps, dtype=np.int64)
+    periodic = _period(data, min_effect_s, windows, numbers)
     if periodic is not None:
         k, typical = periodic
         return f"every {_ordinal(k)} step {_ms(typical)}"
@@ -111,24 +117,33 @@ def pattern_words(
 
 
 def _period(
-    data: np.ndarray, min_effect_s: float, windows: np.ndarray | None
+    data: np.ndarray, min_effect_s: float, windows: np.ndarray | None, steps: np.ndarray
 ) -> tuple[int, float] | None:
     """(k, the typical cost on its step) for the shortest k in 2..LONGEST_PERIOD where one
     step of every k carries the cost: its mean at least twice the minimum effect, every other
     step of the period under a quarter of it, and BEAT_FILLED of its repeats at least half
-    its mean; None when no period does. Each window is folded on its own steps, its costliest
-    step of the period aligned with the others' (a window shorter than k is left out)."""
+    its mean; None when no period does. Each window is folded on its own step numbers, its
+    costliest step of the period aligned with the others' (a window shorter than k is left
+    out)."""
     labels = np.zeros(data.size) if windows is None else np.asarray(windows)
-    groups = [data[labels == label] for label in dict.fromkeys(labels.tolist())]
+    groups = [
+        (data[labels == label], steps[labels == label]) for label in dict.fromkeys(labels.tolist())
+    ]
     for k in range(2, LONGEST_PERIOD + 1):
-        usable = [group for group in groups if group.size >= k]
-        if sum(group.size for group in usable) < 2 * k:
+        usable = [(group, numbers) for group, numbers in groups if group.size >= k]
+        if sum(group.size for group, _ in usable) < 2 * k:
             continue
         beats: list[list[float]] = [[] for _ in range(k)]
-        for group in usable:
-            top_here = int(np.argmax([group[start::k].mean() for start in range(k)]))
+        for group, numbers in usable:
+            residue = numbers % k
+            here = [
+                group[residue == r].mean() if (residue == r).any() else -np.inf for r in range(k)
+            ]
+            top_here = int(np.argmax(here))
             for offset in range(k):
-                beats[offset].extend(group[(top_here + offset) % k :: k].tolist())
+                beats[offset].extend(group[residue == (top_here + offset) % k].tolist())
+        if any(not beat for beat in beats):
+            continue
         means = np.array([np.mean(beat) for beat in beats])
         top = int(np.argmax(means))
         carried = float(np.mean(np.asarray(beats[top]) >= means[top] / 2))

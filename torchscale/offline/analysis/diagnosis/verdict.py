@@ -199,8 +199,10 @@ def straggler_verdict(
     result = steady_or_costly(result, paired)
     # a pattern is said of a cost worth acting on, never of noise below the minimum effect
     windows = table.index.get_level_values(0).to_numpy()
+    numbers = pd.to_numeric(table.index.get_level_values(-1), errors="coerce")
+    numbers = None if numbers.isna().any() else numbers.to_numpy(dtype=np.int64)
     pattern = (
-        pattern_words(costs[candidate], min_effect, windows)
+        pattern_words(costs[candidate], min_effect, windows, numbers)
         if result.mean_s >= min_effect
         else None
     )
