@@ -90,15 +90,10 @@ class Seq2SeqTransformer(nn.Module):
         )
         self.output = nn.Linear(d_model, vocab_size)
 
-    def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
-        positions = sinusoidal_positions(tokens.shape[1], self.d_model, tokens.device)
-        y: torch.Tensor = self.dropout(self.embedding(tokens) * math.sqrt(self.d_model) + positions)
-        return y
-
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         causal = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], device=tgt.device)
         out = self.transformer(
-            self._embed(src), self._embed(tgt), tgt_mask=causal, tgt_is_causal=True
+            _embed(self, src), _embed(self, tgt), tgt_mask=causal, tgt_is_causal=True
         )
         y: torch.Tensor = self.output(out)
         return y
@@ -111,19 +106,21 @@ class Seq2SeqTransformer(nn.Module):
 
 class Seq2SeqEmbed(nn.Module):
     """The shared token embedding, scaled, plus sinusoidal positions and dropout, applied to
-    the source and the target ids (Seq2SeqTransformer._embed, twice)."""
+    the source and the target ids (as Seq2SeqTransformer.forward does)."""
 
     def __init__(self, model: Seq2SeqTransformer) -> None:
         super().__init__()
         self.embedding, self.dropout, self.d_model = model.embedding, model.dropout, model.d_model
 
-    def _embed(self, tokens: torch.Tensor) -> torch.Tensor:
-        positions = sinusoidal_positions(tokens.shape[1], self.d_model, tokens.device)
-        y: torch.Tensor = self.dropout(self.embedding(tokens) * math.sqrt(self.d_model) + positions)
-        return y
-
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> seq2seq_units.Pair:
-        return self._embed(src), self._embed(tgt)
+        return _embed(self, src), _embed(self, tgt)
+
+
+def _embed(m: Seq2SeqTransformer | Seq2SeqEmbed, tokens: torch.Tensor) -> torch.Tensor:
+    """The shared token embedding scaled by sqrt(d_model), plus positions, then dropout."""
+    positions = sinusoidal_positions(tokens.shape[1], m.d_model, tokens.device)
+    y: torch.Tensor = m.dropout(m.embedding(tokens) * math.sqrt(m.d_model) + positions)
+    return y
 
 
 class Seq2SeqHead(nn.Module):
@@ -212,32 +209,14 @@ class Seq2SeqPlan(ParallelPlan):
         return [span(noun, r) for noun, r in named if r]
 
 
-def seq2seq_transformer(
-    name: str,
-    *,
-    d_model: int,
-    nhead: int,
-    num_encoder_layers: int,
-    num_decoder_layers: int,
-    dim_feedforward: int,
-    dropout: float,
-    seq_len: int,
-    vocab_size: int,
-) -> ModelBundle:
-    """An encoder-decoder bundle of the given sizes (checked by the registry: positive
-    integers, dropout a probability); the shapes the heads and positions need are checked
-    here."""
-    divisible(name, "d_model", d_model, nhead, "d_model is split across nhead heads")
+def seq2seq_transformer(name: str, *, seq_len: int, vocab_size: int, **sizes: Any) -> ModelBundle:
+    """An encoder-decoder bundle; `sizes` are Seq2SeqTransformer's other arguments (checked by
+    the registry: positive integers, dropout a probability); the shapes the heads and
+    positions need are checked here."""
+    d_model = sizes["d_model"]
+    divisible(name, "d_model", d_model, sizes["nhead"], "d_model is split across nhead heads")
     divisible(name, "d_model", d_model, 2, "sinusoidal positions pair sin and cos")
-    model = Seq2SeqTransformer(
-        vocab_size=vocab_size,
-        d_model=d_model,
-        nhead=nhead,
-        num_encoder_layers=num_encoder_layers,
-        num_decoder_layers=num_decoder_layers,
-        dim_feedforward=dim_feedforward,
-        dropout=dropout,
-    )
+    model = Seq2SeqTransformer(vocab_size=vocab_size, **sizes)
     task = training_tasks.sequence_to_sequence(vocab_size, seq_len)
     return training_tasks.language_bundle(model, task, seq_len)
 
