@@ -31,6 +31,7 @@ from torchscale.offline.analysis.uncertainty import (
 LONGEST_PERIOD = 8  # steps: a stall every 2nd..8th step is said as periodic
 STEADY_SHARE = 0.6  # of the steps carrying the cost: 'most steps'
 BEAT_FILLED = 0.7  # of the repeats of a period's costly step that carry the cost
+SPORADIC_CARRY = 0.7  # of the cost that a few costly steps carry: 'k of n steps'
 
 
 def step_delays(table: pd.DataFrame) -> pd.DataFrame:
@@ -92,9 +93,11 @@ def pattern_words(
     """How the cost falls over the steps (in step order), or None when it costs nothing on
     average: 'every 4th step +60 ms' (one step of each period carries it), 'every step' or
     'most steps (31 of 40) +3.1 ms' (steady), '3 of 40 steps +52 ms' (sporadic:
-    the steps carrying at least half its largest cost). The figure: the typical cost of the
-    steps that carry it. `windows`: each step's window, where the step count restarts (a
-    period is looked for inside each window: the steps between windows shift its phase);
+    the steps at least half its largest cost, carrying SPORADIC_CARRY of it), else 'uneven
+    over the steps, typically +2.9 ms' (a steady extra the others' noise scatters). The
+    figure: the typical cost of the steps that carry it. `windows`: each step's window,
+    where the step count restarts (a period is looked for inside each window: the steps
+    between windows shift its phase);
     `steps`: each step's number, so that a step left out (cut by a capture, missing on a
     rank) shifts no phase (default: consecutive)."""
     data = np.nan_to_num(np.asarray(costs, dtype=np.float64))
@@ -113,7 +116,11 @@ def pattern_words(
     if steady.sum() >= STEADY_SHARE * n:
         return f"most steps ({int(steady.sum())} of {n}) {_ms(float(np.median(data[steady])))}"
     costly = data >= max(min_effect_s, float(data.max()) / 2)
-    return f"{int(costly.sum())} of {n} steps {_ms(float(np.median(data[costly])))}"
+    carried = float(data[costly].sum()) / max(float(data[data > 0].sum()), 1e-12)
+    if carried >= SPORADIC_CARRY:
+        return f"{int(costly.sum())} of {n} steps {_ms(float(np.median(data[costly])))}"
+    # neither steady nor a few events: a steady extra scattered by the others' noise
+    return f"uneven over the steps, typically {_ms(float(np.median(data)))}"
 
 
 def _period(
