@@ -25,7 +25,7 @@ from torch import nn
 from torchscale.rank.models import training_tasks, workload
 from torchscale.rank.models.block_stack import BlockStackPlan
 from torchscale.rank.models.bundle import ModelBundle
-from torchscale.rank.models.layers import Block, Norm, ResidualStart, init_normal
+from torchscale.rank.models.layers import Norm, ResidualStart, init_normal, repeat_block
 from torchscale.rank.models.option_values import at_most
 from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
@@ -81,20 +81,16 @@ class BertModel(nn.Module):
     def __init__(self, cfg: BertConfig, add_pooling_layer: bool = True) -> None:
         super().__init__()
         self.embeddings = BertEmbeddings(cfg)
-        self.encoder = nn.Sequential(
-            *(
-                Block(
-                    cfg.hidden,
-                    cfg.heads,
-                    cfg.intermediate,
-                    norm_first=False,
-                    causal=False,
-                    dropout=cfg.dropout,
-                    attn_dropout=cfg.dropout,
-                    eps=cfg.eps,
-                )
-                for _ in range(cfg.layers)
-            )
+        self.encoder = repeat_block(
+            cfg.layers,
+            cfg.hidden,
+            cfg.heads,
+            cfg.intermediate,
+            norm_first=False,
+            causal=False,
+            dropout=cfg.dropout,
+            attn_dropout=cfg.dropout,
+            eps=cfg.eps,
         )
         self.pooler = nn.Linear(cfg.hidden, cfg.hidden) if add_pooling_layer else None
         self.apply(init_normal)

@@ -24,7 +24,7 @@ from torch import nn
 from torchscale.rank.models import training_tasks, workload
 from torchscale.rank.models.block_stack import BlockStackPlan
 from torchscale.rank.models.bundle import ModelBundle
-from torchscale.rank.models.layers import Block, Norm, ResidualStart, init_normal
+from torchscale.rank.models.layers import Block, Norm, ResidualStart, init_normal, repeat_block
 from torchscale.rank.models.option_values import at_most
 from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts, TiedWeight
 
@@ -62,21 +62,17 @@ class GPT2(nn.Module):
         self.wpe = nn.Embedding(cfg.max_positions, cfg.hidden)
         self.drop = nn.Dropout(cfg.dropout)
         self.residual = ResidualStart()
-        self.blocks = nn.Sequential(
-            *(
-                Block(
-                    cfg.hidden,
-                    cfg.heads,
-                    4 * cfg.hidden,
-                    norm_first=True,
-                    causal=True,
-                    dropout=cfg.dropout,
-                    attn_dropout=cfg.dropout,
-                    eps=cfg.eps,
-                    gelu="tanh",
-                )
-                for _ in range(cfg.layers)
-            )
+        self.blocks = repeat_block(
+            cfg.layers,
+            cfg.hidden,
+            cfg.heads,
+            4 * cfg.hidden,
+            norm_first=True,
+            causal=True,
+            dropout=cfg.dropout,
+            attn_dropout=cfg.dropout,
+            eps=cfg.eps,
+            gelu="tanh",
         )
         self.ln_f = Norm(cfg.hidden, eps=cfg.eps)
         self.apply(init_normal)

@@ -11,6 +11,8 @@ heads (torchscale/rank/models/block_tp.py); unsplit, it is the same attention.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -158,6 +160,13 @@ class Block(nn.Module):
             x = self.ln_1(x + self.attn(x))
             y = self.ln_2(x + self.mlp(x))
         return y
+
+
+def repeat_block(
+    count: int, dim: int, heads: int, mlp_hidden: int, **switches: Any
+) -> nn.Sequential:
+    """`count` Blocks of the same shape and switches (each with its own weights), in order."""
+    return nn.Sequential(*(Block(dim, heads, mlp_hidden, **switches) for _ in range(count)))
 
 
 def init_normal(module: nn.Module, std: float = 0.02) -> None:

@@ -14,7 +14,7 @@ from torch import nn
 
 from torchscale.rank.models.block_stack import BlockStackPlan
 from torchscale.rank.models.bundle import ModelBundle
-from torchscale.rank.models.layers import Block, Norm, ResidualStart
+from torchscale.rank.models.layers import Block, Norm, ResidualStart, repeat_block
 from torchscale.rank.models.option_values import divisible
 from torchscale.rank.models.parallel_plan import ParallelPlan, PipelineParts
 from torchscale.rank.models.training_tasks import vision_bundle
@@ -42,20 +42,16 @@ class VisionTransformer(nn.Module):
         self.pos_embedding = nn.Parameter(torch.empty(1, patches + 1, hidden))
         self.dropout = nn.Dropout(dropout)
         self.residual = ResidualStart()
-        self.blocks = nn.Sequential(
-            *(
-                Block(
-                    hidden,
-                    heads,
-                    mlp_hidden,
-                    norm_first=True,
-                    causal=False,
-                    dropout=dropout,
-                    attn_dropout=0.0,
-                    eps=1e-6,
-                )
-                for _ in range(layers)
-            )
+        self.blocks = repeat_block(
+            layers,
+            hidden,
+            heads,
+            mlp_hidden,
+            norm_first=True,
+            causal=False,
+            dropout=dropout,
+            attn_dropout=0.0,
+            eps=1e-6,
         )
         self.ln = Norm(hidden, eps=1e-6)
         self.head = nn.Linear(hidden, num_classes)
