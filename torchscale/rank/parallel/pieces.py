@@ -57,12 +57,8 @@ class Split:
 def block_ranges(blocks: int, stages: int) -> list[range]:
     """Consecutive runs of blocks, as even as possible, the longer runs first."""
     base, extra = divmod(blocks, stages)
-    ranges, start = [], 0
-    for i in range(stages):
-        size = base + (1 if i < extra else 0)
-        ranges.append(range(start, start + size))
-        start += size
-    return ranges
+    start = [i * base + min(i, extra) for i in range(stages + 1)]
+    return [range(start[i], start[i + 1]) for i in range(stages)]
 
 
 def split_at_blocks(model: nn.Module, stages: int) -> Split:

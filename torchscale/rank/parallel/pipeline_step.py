@@ -10,7 +10,6 @@ BatchNorm in training mode on uninitialised memory.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -177,11 +176,10 @@ class PipelineRunner:
 def build_schedule(layout: ParallelLayout, stages: list[TimedStage], loss_fn: LossFn) -> Any:
     """torch's schedule for the layout: ScheduleGPipe, Schedule1F1B or ScheduleInterleaved1F1B."""
     m = layout.microbatches
-    if layout.schedule == "gpipe":
-        return ScheduleGPipe(stages[0], n_microbatches=m, loss_fn=loss_fn)
-    if layout.schedule == "1f1b":
-        return Schedule1F1B(stages[0], n_microbatches=m, loss_fn=loss_fn)
-    return ScheduleInterleaved1F1B(list(stages), n_microbatches=m, loss_fn=loss_fn)
+    if layout.schedule == "interleaved_1f1b":
+        return ScheduleInterleaved1F1B(list(stages), n_microbatches=m, loss_fn=loss_fn)
+    single = ScheduleGPipe if layout.schedule == "gpipe" else Schedule1F1B
+    return single(stages[0], n_microbatches=m, loss_fn=loss_fn)
 
 
 def timed_loss(loss_fn: LossFn, timer: BusyTimer, autocast: Autocast) -> LossFn:
@@ -193,7 +191,3 @@ def timed_loss(loss_fn: LossFn, timer: BusyTimer, autocast: Autocast) -> LossFn:
             return loss_fn(output, target)
 
     return loss
-
-
-def null_autocast() -> AbstractContextManager[Any]:
-    return contextlib.nullcontext()

@@ -113,7 +113,7 @@ def pipeline_parallel(
             )
         )
     schedule = build_schedule(layout, stages, timed_loss(loss_fn, timer, autocast))
-    params = _unique_params(local)
+    params = list({id(p): p for module in local for p in module.parameters()}.values())
     settings = {
         "pp_rank": pp_rank,
         "pp_stage_indices": mine,
@@ -133,14 +133,6 @@ def pipeline_parallel(
         "pp_theoretical_bubble": theoretical_bubble(layout),
     }
     return PipelineRunner(layout, schedule, stages, tied, timer), params, settings
-
-
-def _unique_params(modules: list[nn.Module]) -> list[nn.Parameter]:
-    seen: dict[int, nn.Parameter] = {}
-    for module in modules:
-        for param in module.parameters():
-            seen.setdefault(id(param), param)
-    return list(seen.values())
 
 
 def _tied_grads(

@@ -53,17 +53,8 @@ class ParallelLayout:
         hybrid: Hybrid | None = None,
     ) -> ParallelLayout:
         """A layout with `dp` derived from the world size (check it with `layout_problem`)."""
-        return cls(
-            strategy=strategy,
-            world=world,
-            tp=tp,
-            pp=pp,
-            dp=max(1, world // max(1, tp * pp)),
-            microbatches=microbatches,
-            schedule=schedule,
-            sequence_parallel=sequence_parallel,
-            hybrid=hybrid,
-        )
+        dp = max(1, world // max(1, tp * pp))
+        return cls(strategy, world, tp, pp, dp, microbatches, schedule, sequence_parallel, hybrid)
 
     @property
     def uses_tp(self) -> bool:

@@ -8,6 +8,7 @@ whose `step` runs the forward and backward of all micro-batches. Either way the 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 
 from torchscale.rank.models.bundle import PpSplit, TpPlan
-from torchscale.rank.parallel.pipeline_step import Autocast, PipelineRunner, null_autocast
+from torchscale.rank.parallel.pipeline_step import Autocast, PipelineRunner
 from torchscale.rank.parallel.pp_setup import first_tensor, pipeline_parallel
 from torchscale.rank.parallel.rank_layout import ParallelLayout, infeasible
 from torchscale.rank.parallel.tp_setup import tensor_parallel
@@ -121,7 +122,7 @@ def parallelize(
         mesh,
         device,
         example_inputs,
-        autocast or null_autocast,
+        autocast or contextlib.nullcontext,
         ddp_options or {},
         plugin_pp_split,
     )

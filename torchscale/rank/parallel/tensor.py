@@ -40,10 +40,5 @@ def summary(model: nn.Module, mesh: DeviceMesh) -> dict[str, Any]:
 def _collapse(names: list[str]) -> list[str]:
     """Parameter names with per-block entries folded ("blocks.0.ln_1.weight",
     "blocks.1.ln_1.weight" -> "blocks.*.ln_1.weight"), so the list stays short for deep models."""
-    folded: list[str] = []
-    for name in names:
-        parts = [("*" if part.isdigit() else part) for part in name.split(".")]
-        key = ".".join(parts)
-        if key not in folded:
-            folded.append(key)
-    return folded
+    folded = (".".join("*" if p.isdigit() else p for p in name.split(".")) for name in names)
+    return list(dict.fromkeys(folded))
