@@ -83,10 +83,7 @@ class Cifar100:
 
 
 def _field(content: dict[Any, Any], key: str) -> Any:
-    for candidate in (key.encode(), key):
-        if candidate in content:
-            return content[candidate]
-    return None
+    return next((content[k] for k in (key.encode(), key) if k in content), None)
 
 
 def load_train(directory: str | Path) -> Cifar100:

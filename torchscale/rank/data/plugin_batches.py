@@ -23,6 +23,7 @@ import torch
 
 from torchscale.contracts.errors import DataError
 from torchscale.rank.models.bundle import Batches
+from torchscale.rank.models.plugin import describe
 
 SOURCE = "plug-in batches"
 # what the result's `data.notes` says of a cell that drew them (the schema's `data.source` only
@@ -53,12 +54,6 @@ def to_device(value: Any, device: torch.device) -> Any:
     if isinstance(value, Mapping):
         return {k: to_device(v, device) for k, v in value.items()}
     return value
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, (tuple, list)):
-        return f"a {type(value).__name__} of {len(value)} items"
-    return f"a {type(value).__name__}"
 
 
 @dataclass
@@ -100,7 +95,7 @@ class PluginBatches:
                 ) from None
         if not isinstance(batch, (tuple, list)) or len(batch) != 2:
             raise DataError(
-                f"the plug-in's batches gave {_describe(batch)}; expected (inputs, targets)"
+                f"the plug-in's batches gave {describe(batch)}; expected (inputs, targets)"
             )
         inputs, targets = batch
         return to_device(inputs, self.device), to_device(targets, self.device)
@@ -126,7 +121,7 @@ class PluginBatches:
         except Exception as exc:
             raise DataError(f"{call} failed: {type(exc).__name__}: {exc}") from exc
         if not isinstance(iterable, Iterable):
-            raise DataError(f"{call} returned {_describe(iterable)}, not an iterable")
+            raise DataError(f"{call} returned {describe(iterable)}, not an iterable")
         return iterable
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ what reaches the device has exactly the shapes and dtypes of the model's synthet
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,8 +111,6 @@ class ShardRecords(torch.utils.data.Dataset[bytes]):
         return self.per_shard * len(self.paths)
 
     def _fd(self, shard: int) -> int:
-        import os
-
         if self._pid != os.getpid():  # a forked worker: its own descriptors
             self._fds, self._pid = {}, os.getpid()
         fd = self._fds.get(shard)
@@ -120,8 +119,6 @@ class ShardRecords(torch.utils.data.Dataset[bytes]):
         return fd
 
     def __getitem__(self, index: int) -> bytes:
-        import os
-
         shard, slot = divmod(index, self.per_shard)
         data = os.pread(self._fd(shard), self.record_bytes, slot * self.record_bytes)
         if len(data) != self.record_bytes:

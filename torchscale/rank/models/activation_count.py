@@ -20,8 +20,6 @@ Two things the meta device would count wrong are set right here:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -79,12 +77,6 @@ class _AttentionAsFusedKernels(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-@contextmanager
-def _attention_as_fused_kernels() -> Iterator[None]:
-    with _AttentionAsFusedKernels():
-        yield
-
-
 def saved_activation_bytes(bundle: ModelBundle, dtype: torch.dtype) -> int:
     """Bytes autograd keeps for backward in one sample's training step of `bundle` (built on
     the meta device), its floating-point weights and inputs cast to `dtype`."""
@@ -101,13 +93,9 @@ def saved_activation_bytes(bundle: ModelBundle, dtype: torch.dtype) -> int:
 
     inputs, targets = bundle.make_batch(1, meta)
     inputs = _cast_floating(inputs, dtype)
-    with _attention_as_fused_kernels(), torch.autograd.graph.saved_tensors_hooks(pack, _same):
+    with _AttentionAsFusedKernels(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         bundle.step_loss(inputs, targets)
     return sum(t.numel() * t.element_size() for t in kept.values())
-
-
-def _same(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor
 
 
 def _cast_floating(inputs: Any, dtype: torch.dtype) -> Any:

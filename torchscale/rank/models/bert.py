@@ -76,7 +76,7 @@ class BertEmbeddings(nn.Module):
 
 
 class BertModel(nn.Module):
-    """The bare encoder; returns the sequence output. `pool()` gives the [CLS] pooled vector."""
+    """The bare encoder; returns the sequence output (the pooler, unused, is for the count)."""
 
     def __init__(self, cfg: BertConfig, add_pooling_layer: bool = True) -> None:
         super().__init__()
@@ -98,12 +98,6 @@ class BertModel(nn.Module):
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         y: torch.Tensor = self.encoder(self.embeddings(input_ids))
         return y
-
-    def pool(self, sequence_output: torch.Tensor) -> torch.Tensor:
-        """tanh(dense(first token)): HF's BertPooler."""
-        if self.pooler is None:
-            raise RuntimeError("this BertModel was built without a pooling layer")
-        return torch.tanh(self.pooler(sequence_output[:, 0]))
 
 
 class BertForMaskedLM(nn.Module):

@@ -75,7 +75,7 @@ def _as_bundle(spec: str, result: Any) -> ModelBundle:
         return result
     if not isinstance(result, (tuple, list)) or len(result) not in (3, 4):
         raise ModelError(
-            f"model plug-in '{spec}': factory returned {_describe(result)}; expected a "
+            f"model plug-in '{spec}': factory returned {describe(result)}; expected a "
             "ModelBundle or a (model, make_batch, loss_fn[, batches]) tuple"
         )
     model, make_batch, loss_fn, *rest = result
@@ -106,7 +106,8 @@ def _check_callable(spec: str, label: str, fn: Any) -> None:
         )
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
+    """What a plug-in gave instead: its type, and its length for a tuple or list."""
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)} items"
     return f"a {type(value).__name__}"
