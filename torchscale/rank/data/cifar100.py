@@ -1,14 +1,9 @@
 """CIFAR-100 from the user's own files (the "python version"), read safely, never downloaded.
 
-Layout (the archive https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz, unpacked):
-`<data.dir>/train`, `test` and `meta`, each a pickle of a dict. `train` holds b'data' (a
-50000 x 3072 uint8 array: per image the 1024 red, then green, then blue values of a 32x32
-image, row-major) and b'fine_labels' (50000 ints in 0..99). Only `train` is read.
-
-A pickle can run arbitrary code when loaded, and these files come from the internet: they are
-read with an Unpickler that resolves only the few globals a pickled numpy array needs (its
-reconstructor, ndarray, dtype, and `_codecs.encode`, which protocol-2 pickles use for bytes).
-Anything else in the file is refused with a DataError, never executed.
+File layout and safety: docs/data.md, "CIFAR-100" (only `<data.dir>/train` is read). A pickle
+can run arbitrary code when loaded, and these files come from the internet: the Unpickler
+resolves only the few globals a pickled numpy array needs (_ALLOWED); anything else in the file
+is refused with a DataError, never executed.
 """
 
 from __future__ import annotations

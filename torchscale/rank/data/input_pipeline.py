@@ -1,18 +1,11 @@
-"""One rank's input pipeline for `disk` and `cifar100`: DataLoader in, device batches out.
-
-Each rank reads its own share of the samples (a DistributedSampler: shuffled with the training
-seed, a new order every epoch, no sample read by two ranks in an epoch) through a DataLoader
-with `num_workers` processes, pinned host memory and `prefetch_factor` batches in flight per
-worker, then copies the batch to the device with non_blocking=True and finishes it there
-(uint8 images to normalised float32; CIFAR images resized to the model's side). The iterator
-never ends: at the end of an epoch the next one starts (workers persist across epochs).
+"""One rank's input pipeline for `disk` and `cifar100`: DataLoader in, device batches out
+(sampler, workers, pinning, prefetch, on-device finishing: docs/data.md).
 
 The trainer calls `next_batch()` inside the step's data phase, so the phase measures what a
 training step really waits for its input: the wait for a batch the workers have not finished,
-the copy and the on-device finishing (torchscale/rank/worker/phases.py).
-
-Worker processes get a parent-death signal (they die with their rank, even on SIGKILL) and are
-shut down by `close()`, which the trainer also registers at exit.
+the copy and the on-device finishing (torchscale/rank/worker/phases.py). Worker processes get a
+parent-death signal (they die with their rank, even on SIGKILL) and are shut down by `close()`,
+which the trainer also registers at exit.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """How a model's batch is read from bytes: the record layout of each task, and its decoding.
 
-A disk record is `record_bytes` consecutive bytes of a shard (records never straddle two
-shards; a shard's tail shorter than a record is unused). Per task
-(torchscale/contracts/model_tasks.py):
-
-- classification: prod(input_shape) uint8 values, then a little-endian uint16 label taken
-  mod the model's class count. Inputs reach the device as uint8 and become float32 there,
-  v / 127.5 - 1 (in [-1, 1]): a quarter of the bytes of float32 over the host-device link.
-- next-token: seq_len + 1 token ids; inputs are the first seq_len, targets the last seq_len.
-- masked-tokens: seq_len token ids, then seq_len mask bytes: a position is a target when its
-  byte is < 38 (38/256 = 14.8 %, BERT's 15 %), position 0 always; the others hold -100.
-- seq2seq: 2 x seq_len + 1 token ids: the source, then the target (shifted as in training).
-
-Token ids are little-endian uint16 when the vocabulary fits in 65,536, else uint32, taken mod
-the vocabulary. Decoding happens in the DataLoader workers (a whole batch at once, numpy);
-what reaches the device has exactly the shapes and dtypes of the model's synthetic batch.
+The layouts are docs/data.md's table ("The record of each model"); a record never straddles two
+shards, and what reaches the device has exactly the shapes and dtypes of the model's synthetic
+batch. Images travel as uint8 (a quarter of float32's bytes over the host-device link) and
+become float32 on the device. Decoding runs in the DataLoader workers, a whole batch at once.
 """
 
 from __future__ import annotations

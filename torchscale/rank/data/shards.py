@@ -1,16 +1,10 @@
 """The on-disk dataset of `data.source: disk`: shard files of random bytes, made once, cached.
 
-The shards hold no structure: a model reads them as fixed-size records whose size and meaning
-depend on its task (torchscale/rank/data/records.py), so one generated dataset serves every model of
-a sweep. Generation writes each shard under a temporary name, fsyncs and renames it, and writes
-`manifest.json` last: a manifest on disk always describes complete shards. A later sweep with the
-same parameters verifies the manifest (size and a checksum of each shard's first and last MiB)
-and generates nothing. A write that fails (disk full, quota) removes what this generation wrote
-and nothing else.
-
-Format version 1: `shard_0000.bin` ... each exactly shard_mb x 10^6 bytes from numpy's PCG64
-seeded with `seed` (one stream over all shards, in order); manifest.json = {format_version,
-shard_mb, num_shards, seed, shard_bytes, shards: [{name, bytes, checksum}]}.
+Names, manifest fields, caching and disk-full handling: docs/data.md, "Disk shards". The shards
+hold no structure (each model reads its own records: records.py), so one generated dataset
+serves every model of a sweep. Each shard is written under a temporary name, fsynced and
+renamed, and `manifest.json` last, so a manifest on disk always describes complete shards; the
+random bytes are one PCG64 stream over all shards, in order.
 """
 
 from __future__ import annotations
