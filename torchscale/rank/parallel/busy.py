@@ -1,18 +1,10 @@
-"""How long a pipeline rank computes within a step, for the measured bubble fraction.
+"""How long a pipeline rank computes within a step, for the measured bubble fraction
+1 - busy / step (docs/strategies.md, "Pipeline: per-stage time and the bubble").
 
-The bubble is the part of a step a rank spends waiting, so the measured fraction is
-1 - busy / step. Busy time is summed over the rank's own compute actions (each stage module's
-forward, its loss, its backward), never across a wait for a neighbour:
-
-* CPU: `time.perf_counter()` around each action. The schedule waits for received activations
-  and gradients before it calls an action, so the waits fall outside.
-* CUDA: a pair of timing events around each action on the current stream, read only when asked
-  for (after the step), so the step itself never waits on the host. The schedule's receive waits
-  are enqueued before the start event, so they fall outside here too.
-
-In either case DDP's gradient all-reduce under ddp_pp finishes inside each stage's last
-backward (DDP waits for it at the end of that backward), so it counts as busy: the measured
-bubble is then the pipeline's own idle time, not communication hidden elsewhere.
+Busy time is summed over the rank's own compute actions, never across a wait for a neighbour:
+the schedule waits for received activations and gradients before it calls an action (on CUDA
+the waits are enqueued before the action's start event), so the waits fall outside. CUDA
+events are read only when asked for (after the step), so the step never waits on the host.
 """
 
 from __future__ import annotations

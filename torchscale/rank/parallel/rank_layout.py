@@ -118,15 +118,10 @@ def stage_indices(layout: ParallelLayout, pp_rank: int) -> list[int]:
 
 
 def theoretical_bubble(layout: ParallelLayout) -> float:
-    """The idle fraction of an ideal step: (p-1)/(m+p-1) for GPipe and 1F1B,
-    (p-1)/(v*m+p-1) for interleaved 1F1B with v stages per rank.
-
-    Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
-    Megatron-LM" (SC'21, arXiv 2104.04473), section 2.2: the bubble takes (p-1)/m of the ideal
-    compute time, (1/v)(p-1)/m with v interleaved stages per device; as a fraction of the whole
-    step (bubble + compute) that is (p-1)/(v*m + p-1), v = 1 without interleaving. Assumes equal
-    stage costs and free communication.
-    """
+    """The idle fraction of an ideal step, (p-1)/(v*m+p-1) with v stages per rank (1 without
+    interleaving): Narayanan et al. (SC'21, arXiv 2104.04473) sec. 2.2 give the bubble as
+    (1/v)(p-1)/m of the compute, here a share of the whole step. Assumes equal stage costs and
+    free communication."""
     p, m, v = layout.pp, layout.microbatches, layout.stages_per_rank
     return (p - 1) / (v * m + p - 1)
 
