@@ -1,16 +1,11 @@
 """The token loss of the language models, and its memory-lean form for eager cells.
 
-PyTorch's `cross_entropy` over GPT-2's 8192 x 50,257 logits, eager and under bf16 autocast,
-copies the logits to fp32 (1.6 GB), keeps their fp32 log-softmax for backward (1.6 GB) and
-builds an fp32 gradient of the same size in backward before casting it down. A compiled cell
-has inductor fuse all of it; an eager one pays it every step. `blockwise_token_loss` computes the
-same mean loss a block of rows at a time and forms each block's gradient in the forward pass
-(softmax minus one-hot, over the real targets, divided by their count: the gradient of the mean
-cross entropy), written straight into a buffer of the logits' own dtype and size. Backward
-only scales that buffer. The fp32 tensors live one block at a time (at most `block_bytes`), and
-what autograd keeps is the gradient buffer instead of the fp32 log-softmax: half the bytes
-under bf16, the same under fp32. Loss and gradient equal `cross_entropy`'s to rounding
-(tests/rank/test_token_loss.py).
+Why (docs/models.md, "The loss of an eager cell"): eager `cross_entropy` under bf16 autocast
+copies the logits to fp32, keeps their fp32 log-softmax for backward and builds an fp32 gradient
+of the same size, where a compiled cell has inductor fuse all of it. `blockwise_token_loss`
+computes the same mean loss a block of rows at a time and forms each block's gradient in forward
+(softmax minus one-hot over the real targets, divided by their count) straight into a buffer of
+the logits' dtype, which backward only scales: fp32 lives one block (`block_bytes`) at a time.
 """
 
 from __future__ import annotations

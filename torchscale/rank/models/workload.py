@@ -1,11 +1,9 @@
 """The workload options of the zoo's language models (GPT-2s, BERTs): dropout, the padded
 vocabulary, and `faithful`, which restores both as published.
 
-The defaults are the speed references' (model_specs/shared_options.py: no dropout, the
-vocabulary padded to a multiple of 64 rows); why, and what each changes, is in docs/models.md.
-A padded model has more logits than tokens; its task's loss reads the real ones only
-(token_loss.TokenLoss), so the loss and every real weight's gradient are the unpadded
-model's.
+The defaults are the speed references' (model_specs/shared_options.py); why, and what each
+changes, is in docs/models.md. A padded model's loss reads the real logits only
+(token_loss.TokenLoss), so the loss and every real weight's gradient are the unpadded model's.
 """
 
 from __future__ import annotations
