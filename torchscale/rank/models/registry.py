@@ -109,7 +109,8 @@ def measure(name: str, options: Mapping[str, Any] | None = None) -> Measured:
         bundle = build_model(name, options)
     with sdpa_kernel(SDPBackend.MATH):  # attention as matmuls: every op has a FLOP formula
         forward, train = _flops_per_sample(bundle, meta)
-    activations = {dtype: saved_activation_bytes(bundle, dtype) for dtype in _COUNTED_DTYPES}
+    counted = (torch.float32, torch.bfloat16)
+    activations = {dtype: saved_activation_bytes(bundle, dtype) for dtype in counted}
     return Measured(
         kind=bundle.kind,
         parameters=parameter_count(bundle.model),
@@ -120,9 +121,6 @@ def measure(name: str, options: Mapping[str, Any] | None = None) -> Measured:
         activation_bytes_fp32=activations[torch.float32],
         activation_bytes_bf16=activations[torch.bfloat16],
     )
-
-
-_COUNTED_DTYPES = (torch.float32, torch.bfloat16)
 
 
 def _flops_per_sample(bundle: ModelBundle, device: torch.device) -> tuple[int, int]:

@@ -83,12 +83,6 @@ def _meta_flow(x: Flow, requires_grad: bool) -> Flow:
     return _meta_like(x, requires_grad)
 
 
-def _call(module: nn.Module, x: Flow) -> Flow:
-    """Run a stage module as PipelineStage does: a tuple's tensors as separate arguments."""
-    y: Flow = module(*x) if isinstance(x, tuple) else module(x)
-    return y
-
-
 def stage_shapes(
     modules: list[nn.Module], example: Flow, autocast: Autocast
 ) -> list[tuple[Flow, Flow]]:
@@ -110,7 +104,8 @@ def stage_shapes(
         with torch.no_grad(), autocast():
             for i, module in enumerate(modules):
                 module.eval()
-                y = _call(module, x)
+                # as PipelineStage runs it: a tuple's tensors as separate arguments
+                y: Flow = module(*x) if isinstance(x, tuple) else module(x)
                 shapes.append((_meta_flow(x, requires_grad=i > 0), _meta_flow(y, True)))
                 x = y
     finally:
