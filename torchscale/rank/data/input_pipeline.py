@@ -137,10 +137,8 @@ def _shard_dataset(data: DataConfig, layout: Layout) -> tuple[Dataset[Any], dict
             f"one sample of this model is {layout.record_bytes:,} bytes, more than a "
             f"{data.shard_mb} MB shard: raise data.shard_mb"
         )
-    notes = []
     why_not = evict(paths)
-    if why_not is not None:
-        notes.append(why_not)
+    notes = [] if why_not is None else [why_not]
     dataset = ShardRecords([str(p) for p in paths], shard_bytes, layout.record_bytes)
     info = {
         "dataset_bytes": shard_bytes * len(paths),

@@ -1,13 +1,7 @@
 """What a model declares so that torchscale/rank/parallel/ can split it: the interface, not the
-split.
-
-As torchtitan's train specs bundle a model with its parallelize and pipelining functions, every
-built-in model class answers `parallel_plan()` with a ParallelPlan written beside it (its
-tensor-parallel plan, its pipeline cut, the checks that say which degrees fit). parallel/ reads
-only this interface, so a new model needs its own module and a registry entry, nothing in
-parallel/. A plug-in may declare the same (its model class defines `parallel_plan()`) or the
-short form on its ModelBundle, `tp_plan` / `pp_split`. Nothing here imports DTensor: a plan
-imports torch's tensor-parallel styles only when it is applied, so ddp and fsdp ranks never do.
+split (docs/models.md, "The parallel plan"; a plug-in may give the short form on its
+ModelBundle instead). Nothing here imports DTensor: a plan imports torch's tensor-parallel
+styles only when it is applied, so ddp and fsdp ranks never do.
 """
 
 from __future__ import annotations
