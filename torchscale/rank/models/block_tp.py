@@ -1,16 +1,10 @@
-"""Megatron-style tensor parallelism for a stack of layers.Block, with torch's DTensor styles.
+"""Megatron-style tensor parallelism for a stack of layers.Block, with torch's DTensor styles
+(the split: BLOCK_PLAN and SP_PLAN below, docs/strategies.md).
 
-Every transformer block splits as Megatron-LM does: q/k/v and the first MLP layer by output
-columns (ColwiseParallel: whole heads per rank, since the fused q/k/v rows are grouped per head),
-the attention output projection and the second MLP layer by input rows (RowwiseParallel: one
-all-reduce each, forward and backward). Embeddings, the final norm and heads stay replicated:
-GPT-2's LM head is tied to the token embedding, and sharding one without the other would break
-the tie. With sequence parallelism (Korthikanti et al. 2022, arXiv 2205.05198) the LayerNorms
-and the dropouts after the row-parallel layers run on a sequence shard, the all-reduces becoming
-reduce-scatter + all-gather, as in torchtitan.
-
-Imported only when a plan is applied (torchscale/rank/models/block_stack.py), so building a model
-never loads DTensor.
+Embeddings, the final norm and heads stay replicated: GPT-2's LM head is tied to the token
+embedding, and sharding one without the other would break the tie. Sequence parallelism is
+Korthikanti et al. 2022's (arXiv 2205.05198), as in torchtitan. Imported only when a plan is
+applied (block_stack.py), so building a model never loads DTensor.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ The three differ only in where LayerNorm sits (pre-LN for ViT and GPT-2, post-LN
 GELU flavour, the LayerNorm epsilon and causality; one block with those switches keeps the
 architectures from drifting apart. Attention uses one fused q/k/v projection (same parameter
 count as three separate ones) and `scaled_dot_product_attention`, so the fastest kernel the
-device has is the one benchmarked. The fused projection's output rows are ordered per head (q, k,
-v of head 0, then of head 1, ...) so that tensor parallelism can split it by columns into whole
-heads (torchscale/rank/models/block_tp.py); unsplit, it is the same attention.
+device has is the one benchmarked. The fused projection's rows are ordered per head, so that
+tensor parallelism splits it into whole heads (docs/strategies.md, "The fused q/k/v projection").
 """
 
 from __future__ import annotations

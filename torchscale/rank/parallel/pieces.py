@@ -1,14 +1,9 @@
 """Cut a model into pipeline stage modules at block boundaries.
 
 Each stage module is input part (first stage only) + a run of blocks + output part (last stage
-only), the parts the model's ParallelPlan declares (torchscale/rank/models/parallel_plan.py), all
-made of the model's own submodules, so a stage trains the very parameters the unsplit model has.
-The one exception is a weight tied across the cut: GPT-2's LM head and BERT's MLM decoder reuse
-the token embedding, which lives in the first stage; the last stage gets its own copy,
-initialised equal, and the pipeline runner keeps the two equal by summing their gradients
-(Megatron-LM's treatment of tied embeddings). A block may carry several tensors (the
-encoder-decoder's pair): they arrive at a stage as separate arguments and travel between its
-blocks as one tuple.
+only), the parts the model's ParallelPlan declares, all made of the model's own submodules, so a
+stage trains the very parameters the unsplit model has. The one exception, a weight tied across
+the cut, has a copy in the last stage (docs/strategies.md, "Tied weights across stages").
 """
 
 from __future__ import annotations
