@@ -24,10 +24,7 @@ def classification(input_shape: tuple[int, ...], num_classes: int) -> tuple[Make
         targets = torch.randint(0, num_classes, (batch_size,), device=device)
         return inputs, targets
 
-    def loss_fn(logits: Any, targets: Any) -> torch.Tensor:
-        return F.cross_entropy(logits, targets)
-
-    return make_batch, loss_fn
+    return make_batch, F.cross_entropy
 
 
 def next_token(vocab_size: int, seq_len: int) -> tuple[MakeBatch, LossFn]:
