@@ -282,3 +282,15 @@ def test_one_rank_exchanges_nothing_its_sync_wait_is_backward() -> None:
     own = table[["forward", "backward", "grad_sync_wait", "optimizer"]].astype(float).sum(axis=1)
     assert np.allclose(parts["compute"], own)
     assert np.allclose(parts[list(PART_NAMES)].sum(axis=1), parts["model_step_s"])
+
+
+def test_a_rank_the_paired_test_names_below_the_cost_floor_has_its_pattern() -> None:
+    """At 4 ranks a rank 0.3 ms slower every step costs the others 0.24 ms (its work past the
+    slowest other's), under the 0.265 ms floor, yet the paired per-step test names it: the
+    named rank's line says how its cost falls ('most steps'), as every named rank's does."""
+    attribution = timers_step_split(step_table(ranks=4, delay=(3, "backward", 0.3)), None)
+    assert attribution is not None and attribution.straggler is not None
+    verdict = attribution.straggler
+    assert verdict.named and verdict.rank == 3
+    assert verdict.gap_s is not None and (verdict.gap_s.value or 0) < (verdict.min_effect_s or 0)
+    assert verdict.pattern is not None and verdict.pattern.startswith("most steps")

@@ -197,13 +197,14 @@ def straggler_verdict(
         alpha=ALPHA,
     )  # stored as the verdict's p_value; judge shows it as a cross-check (paired_check)
     result = steady_or_costly(result, paired)
-    # a pattern is said of a cost worth acting on, never of noise below the minimum effect
+    # a pattern is said of a cost worth acting on (or a gap named by the paired test), never
+    # of noise below the minimum effect
     windows = table.index.get_level_values(0).to_numpy()
     numbers = pd.to_numeric(table.index.get_level_values(-1), errors="coerce")
     numbers = None if numbers.isna().any() else numbers.to_numpy(dtype=np.int64)
     pattern = (
         pattern_words(costs[candidate], min_effect, windows, numbers)
-        if result.mean_s >= min_effect
+        if result.mean_s >= min_effect or result.significant
         else None
     )
     gap = gap_estimate(result.mean_s, result.low_s, result.high_s, result.steps)
