@@ -55,7 +55,6 @@ class Axis:
     ticks: tuple[float, ...] = ()
     tick_text: tuple[str, ...] = ()
     categories: tuple[str, ...] = field(default_factory=tuple)
-    zero_based: bool = False
     slanted: bool = False  # category labels drawn at a slant (`slants`)
 
     @property
@@ -141,7 +140,7 @@ def linear_axis(
     round ticks in the shown unit and labels by `tick_labels`; never beyond `window` (values
     outside it are cut at its edge, which is then the axis' end)."""
     if not values:
-        return Axis(title=title, scale="linear", format=fmt, zero_based=zero)
+        return Axis(title=title, scale="linear", format=fmt)
     values = _within(values, window)
     low, high = min(values), max(values)
     if zero:
@@ -173,7 +172,6 @@ def linear_axis(
         high=high,
         ticks=ticks,
         tick_text=tuple(tick_labels(list(ticks), fmt)),
-        zero_based=zero,
     )
 
 

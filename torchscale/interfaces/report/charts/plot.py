@@ -142,7 +142,6 @@ class PlotHeatmap:
     values: tuple[tuple[str, ...], ...] | None  # the text in each cell, when printed
     x_every: int
     y_every: int
-    missing: bool  # some cell has no data (drawn hatched / grey)
 
 
 @dataclass(frozen=True)
@@ -158,7 +157,6 @@ class Plot:
     bar_mode: BarMode | None = None
     bands: tuple[PlotBand, ...] = ()
     heatmap: PlotHeatmap | None = None
-    note: str | None = None
     # lines drawn in the chart under its title: the series not drawn and why, the intervals
     # cut at the axis' edge (the chart's caption is outside the picture)
     subtitle: tuple[str, ...] = ()
@@ -532,7 +530,6 @@ def _heatmap(chart: Chart) -> PlotHeatmap | None:
         else None,
         x_every=max(1, math.ceil(width / HEATMAP_X_LABELS)),
         y_every=max(1, math.ceil(len(rows) / HEATMAP_Y_LABELS)),
-        missing=len(present) < cells,
     )
 
 
@@ -557,7 +554,6 @@ def plot(chart: Chart) -> Plot:
             legend=(),
             legend_columns=1,
             heatmap=heat,
-            note=chart.note,
         )
     kind: Kind = "dot" if chart.kind == "bar" and chart.y_log else chart.kind
     categorical = _is_categorical(chart)
@@ -593,6 +589,5 @@ def plot(chart: Chart) -> Plot:
         legend_columns=legend_columns(legend),
         bar_mode=bar_mode,
         bands=tuple(PlotBand(low=b.low, high=b.high, label=short(b.label)) for b in chart.bands),
-        note=chart.note,
         subtitle=tuple(subtitle),
     )
