@@ -221,12 +221,13 @@ def _table(block: Table) -> list[str]:
         lines.append("| " + " | ".join(cells) + " |")
     if not block.rows:
         lines.append("| " + " | ".join(["-"] * len(block.columns)) + " |")
-    hidden = len(block.rows) - MAX_ROWS
-    if hidden > 0:
-        lines += ["", f"... {hidden} more rows in the HTML report"]
-    if block.note:
-        lines += ["", f"_{inline(block.note)}_"]
-    return lines
+    return lines + _tail(len(block.rows) - MAX_ROWS, "rows", block.note)
+
+
+def _tail(hidden: int, what: str, note: str | None) -> list[str]:
+    """How many `what` a list left out (where it did), and the block's note."""
+    lines = ["", f"... {hidden} more {what} in the HTML report"] if hidden > 0 else []
+    return lines + (["", f"_{inline(note)}_"] if note else [])
 
 
 def _finding(finding: ReportFinding) -> list[str]:
@@ -263,12 +264,7 @@ def _block(block: Block) -> list[str]:
         lines = ["### Findings", ""]
         for finding in block.findings[:MAX_FINDINGS]:
             lines += _finding(finding)
-        hidden = len(block.findings) - MAX_FINDINGS
-        if hidden > 0:
-            lines += ["", f"... {hidden} more findings in the HTML report"]
-        if block.note:
-            lines += ["", f"_{inline(block.note)}_"]
-        return lines
+        return lines + _tail(len(block.findings) - MAX_FINDINGS, "findings", block.note)
     lines = ["### Unavailable", ""]
     lines += [f"- {escape(what)}: {inline(why)}" for what, why in block.items.items()]
     return lines
