@@ -1,6 +1,5 @@
 """Fleet view: which node or GPU of an allocation is worse than its peers, and which inter-node
-link is slow. Pure functions over measurements (docs/validate.md, "Fleet
-view").
+link is slow. Pure functions over measurements (docs/validate.md, "Fleet view").
 
 - `fleet_outliers` compares every node's and GPU's figure of a check with the fleet's median,
   on a robust scale (median and MAD), because one bad node must not move the yardstick it is
@@ -14,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import pandas as pd
@@ -34,18 +33,9 @@ VERDICT_OK = "ok"
 VERDICT_FEW_NODES = f"not judged: fewer than {MIN_FLEET_NODES} nodes"
 VERDICT_NO_VALUE = "not judged: no value"
 
-FLEET_COLUMNS = [
-    "node",
-    "gpu",
-    "check",
-    "value",
-    "fleet_median",
-    "relative_gap",
-    "robust_z",
-    "verdict",
-    "evidence",
-]
 _INPUT_COLUMNS = ("node", "gpu", "check", "value", "higher_is_better")
+_JUDGEMENT = ("fleet_median", "relative_gap", "robust_z", "verdict", "evidence")
+FLEET_COLUMNS = [*_INPUT_COLUMNS[:4], *_JUDGEMENT]  # node, gpu, check, value, then the judgement
 
 
 def _fmt(value: float) -> str:
@@ -214,12 +204,16 @@ class _Search:
     def is_slow(self, busbw: float) -> bool:
         return busbw < self.expected * (1 - self.threshold)
 
+    def expect(self, busbw: float) -> None:
+        """Take `busbw` as a healthy group's and judge every measurement so far against it."""
+        self.expected = busbw
+        self.measured = [replace(m, slow=self.is_slow(m.busbw)) for m in self.measured]
+
     def judge_last(self) -> bool:
         """Judge the last measurement against the expected busbw and record the verdict."""
         last = self.measured[-1]
-        slow = self.is_slow(last.busbw)
-        self.measured[-1] = GroupMeasurement(last.nodes, last.busbw, slow)
-        return slow
+        self.measured[-1] = replace(last, slow=self.is_slow(last.busbw))
+        return self.measured[-1].slow
 
     def run(self, group: Sequence[str]) -> bool:
         self.measure(group)
@@ -328,13 +322,7 @@ def find_slow_link(
         raise UsageError("2 nodes need a reference busbw: there is no other group to compare")
     if len(nodes) == 3:
         pairs = [(nodes[0], nodes[1]), (nodes[0], nodes[2]), (nodes[1], nodes[2])]
-        busbws = [search.measure(p) for p in pairs]
-        search.expected = max(busbws)
-        for index in range(len(pairs)):
-            last = search.measured[index]
-            search.measured[index] = GroupMeasurement(
-                last.nodes, last.busbw, search.is_slow(last.busbw)
-            )
+        search.expect(max(search.measure(p) for p in pairs))
         slow = [m.nodes for m in search.measured if m.slow]
         if not slow:
             return search.result(None, None, "the 3 pairs have the same busbw")
@@ -343,11 +331,7 @@ def find_slow_link(
         node = (set(slow[0]) & set(slow[1])).pop()
         return search.result((node,), "node", "both pairs through this node are slow")
     half_a, half_b = nodes[: len(nodes) // 2], nodes[len(nodes) // 2 :]
-    busbw_a, busbw_b = search.measure(half_a), search.measure(half_b)
-    search.expected = max(busbw_a, busbw_b)
-    search.measured = [
-        GroupMeasurement(m.nodes, m.busbw, search.is_slow(m.busbw)) for m in search.measured
-    ]
+    search.expect(max(search.measure(half_a), search.measure(half_b)))
     if search.measured[0].slow:
         return search.within(half_a)
     if search.measured[1].slow:

@@ -2,14 +2,10 @@
 are regressions by a stated rule. Pure functions over cells tables (`Experiment.cells`
 columns) and steps tables (`Experiment.steps`); no I/O.
 
-Matching. A cell is first matched by `definition_sha256`, the hash of everything that shapes
-its measurement: the same hash is the same experiment, re-run. The hash also covers settings
-that do not change what is compared (step counts, repeats, telemetry, threads, a torchscale
-version that hashes another field), so a cell left unmatched is then matched on its identity,
-MATCH_KEY (model label, batch per GPU, world size, precision, strategy, device), when exactly
-one unmatched cell on each side has that key; `matched_by` says which rule matched, so a pair
-whose settings may differ is visible as such. A key shared by several unmatched cells on one
-side is ambiguous and is not guessed: those cells are reported on one side only, with why.
+Matching (docs/reporting.md, "Baseline comparison"): by `definition_sha256` first; the hash
+also covers settings that do not change what is compared (step counts, repeats, telemetry,
+threads), so a cell left unmatched is then matched on MATCH_KEY when exactly one unmatched cell
+on each side has it (`matched_by` says which rule); an ambiguous key is never guessed.
 
 Regressions (docs/regressions.md): `judge_change` over the per-run figures of both sides when
 each holds several runs of the cell (`pool_runs`), else over one run's per-repeat figures.
@@ -39,9 +35,7 @@ from torchscale.offline.analysis.regression_rule import (
     judge_change,
 )
 from torchscale.offline.analysis.reliability import judge as judge_reliability
-from torchscale.offline.analysis.uncertainty import (
-    median_of_runs,
-)
+from torchscale.offline.analysis.uncertainty import median_of_runs
 
 MATCH_KEY = ["model_label", "batch_size", "world_size", "precision", "strategy", "device"]
 FAILURES = frozenset({"failed", "oom", "timeout"})

@@ -38,17 +38,8 @@ SIZE_STRICT_OPS = ops_where(lambda op: op.same_size)
 # one instance on one rank: what it was and when it ran (on the rank's own clock)
 _INSTANCE_COLUMNS = ["op", "nelems", "dtype", "ts", "dur", "end", "step"]
 COLLECTIVE_COLUMNS = ["group", "index", *_INSTANCE_COLUMNS, "tid", "by_seq"]
-MATCHED_COLUMNS = [
-    "group",
-    "index",
-    "rank",
-    *_INSTANCE_COLUMNS,
-    "wait_us",
-    "transfer_us",
-    "gap_us",
-    "last_by_duration",
-    "consistent",
-]
+_STALL_COLUMNS = ["wait_us", "transfer_us", "gap_us", "last_by_duration", "consistent"]
+MATCHED_COLUMNS = ["group", "index", "rank", *_INSTANCE_COLUMNS, *_STALL_COLUMNS]
 MAX_EXAMPLES = 3  # mismatch examples quoted per group
 
 
@@ -73,10 +64,9 @@ def collective_table(
 
     Columns: group (pg name; else "size=<group_size>"; else "default"), index (matching key:
     the recorded `seq` when every row of the group has a distinct one, else the position by
-    start time),
-    op, nelems, dtype, ts, dur, end (us, own clock), step (the step whose window holds the
-    start; on GPU ranks the start of the *launch*, since a kernel may run after its step's host
-    range; <NA> outside every step), tid (thread or stream), by_seq (index is `seq`).
+    start time), op, nelems, dtype, ts, dur, end (us, own clock), step (the step whose window
+    holds the start; on GPU ranks the start of the *launch*, since a kernel may run after its
+    step's host range; <NA> outside every step), tid (thread or stream), by_seq (index is `seq`).
 
     Ordering: by start time (ties: thread, then size). gloo runs DDP buckets on two runloop
     threads at once, so neither thread alone nor end order gives issue order; a bucket is
@@ -211,11 +201,8 @@ def _fill_from_calls(events: pd.DataFrame, coll: pd.DataFrame, notes: list[str])
                 continue
             for col in META:
                 values = pd.Series(cl[col].to_numpy(dtype=object), index=ex.index)
-                coll.loc[ex.index, col] = (
-                    coll.loc[ex.index, col]
-                    .astype(object)
-                    .where(coll.loc[ex.index, col].notna(), values)
-                )
+                held = coll.loc[ex.index, col]
+                coll.loc[ex.index, col] = held.astype(object).where(held.notna(), values)
         if skipped:
             notes.append(
                 "collective metadata not taken from the enqueuing calls, counts differ: "
