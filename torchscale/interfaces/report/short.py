@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from torchscale.interfaces.report.charts.limits import cut
 from torchscale.interfaces.report.model import Block, Chart, Findings, Section, Text, Unavailable
 
 Scope = Literal["full", "short", "summary"]
@@ -53,12 +54,7 @@ def trim(sections: list[Section]) -> tuple[list[Section], int]:
             if isinstance(block, Findings) and len(block.findings) > MAX_FINDINGS:
                 more = len(block.findings) - MAX_FINDINGS
                 note = f"the {MAX_FINDINGS} costliest; {more} more with --full"
-                block = block.model_copy(
-                    update={
-                        "findings": block.findings[:MAX_FINDINGS],
-                        "note": f"{block.note}; {note}" if block.note else note,
-                    }
-                )
+                block = cut(block, "findings", MAX_FINDINGS, note)
             blocks.append(block)
         if blocks:
             out.append(section.model_copy(update={"blocks": blocks}))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from torchscale.interfaces.report.charts.data import categories, disjoint, finite_values
-from torchscale.interfaces.report.model import Chart, Series
+from torchscale.interfaces.report.model import Chart, Findings, Series, Table
 
 MAX_SERIES = 12  # series drawn on one chart (reference lines included)
 MAX_CATEGORIES = 40  # x categories per bar / stacked bar chart
@@ -42,6 +42,12 @@ def _total(series: Series) -> float:
 def join_notes(note: str | None, extra: str) -> str:
     """`extra` after a chart's or table's note, or alone."""
     return f"{note}; {extra}" if note else extra
+
+
+def cut(block: Table | Findings, field: str, keep: int, note: str) -> Table | Findings:
+    """`block` with its first `keep` rows or findings (`field`), `note` after its own note."""
+    kept = getattr(block, field)[:keep]
+    return block.model_copy(update={field: kept, "note": join_notes(block.note, note)})
 
 
 def _capped(chart: Chart, series: list[Series], kept: str, note: str, **more: object) -> Chart:

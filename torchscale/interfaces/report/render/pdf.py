@@ -27,7 +27,7 @@ from torchscale.interfaces.formatting import (
     format_value,
     template_environment,
 )
-from torchscale.interfaces.report.charts.limits import join_notes
+from torchscale.interfaces.report.charts.limits import cut
 from torchscale.interfaces.report.model import Chart, Column, Findings, Report, Table
 from torchscale.interfaces.report.progress import OnStep, Step, ignore
 from torchscale.interfaces.report.render.svg_direct import ChartError, chart_svg, drawn_charts
@@ -263,21 +263,14 @@ def shortened(
             if isinstance(block, Table) and len(block.rows) > max_rows:
                 more = len(block.rows) - max_rows
                 note = f"first {max_rows} of {len(block.rows)} rows; {more} more in the HTML report"
-                block = block.model_copy(
-                    update={"rows": block.rows[:max_rows], "note": join_notes(block.note, note)}
-                )
+                block = cut(block, "rows", max_rows, note)
             elif isinstance(block, Findings) and len(block.findings) > max_findings:
                 more = len(block.findings) - max_findings
                 note = (
                     f"the {max_findings} costliest of {len(block.findings)} findings; "
                     f"{more} more in the HTML report"
                 )
-                block = block.model_copy(
-                    update={
-                        "findings": block.findings[:max_findings],
-                        "note": join_notes(block.note, note),
-                    }
-                )
+                block = cut(block, "findings", max_findings, note)
             blocks.append(block)
         sections.append(section.model_copy(update={"blocks": blocks}))
     return report.model_copy(update={"sections": sections})
