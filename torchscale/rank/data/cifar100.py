@@ -121,9 +121,4 @@ def load_train(directory: str | Path) -> Cifar100:
         raise DataError(f"{path} holds no images")
     if label_array.min() < 0 or label_array.max() >= CLASSES:
         raise DataError(f"{path}: fine labels outside 0..{CLASSES - 1}")
-    return Cifar100(
-        images.reshape(-1, 3, IMAGE_SIDE, IMAGE_SIDE),
-        label_array,
-        path,
-        len(raw),
-    )
+    return Cifar100(images.reshape(-1, 3, IMAGE_SIDE, IMAGE_SIDE), label_array, path, len(raw))

@@ -99,11 +99,7 @@ class SelfAttention(nn.Module):
         qkv = qkv.view(batch, seq, heads, 3 * self.head_dim)
         q, k, v = (t.transpose(1, 2) for t in qkv.split(self.head_dim, dim=-1))
         out = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            dropout_p=self.attn_dropout if self.training else 0.0,
-            is_causal=self.causal,
+            q, k, v, dropout_p=self.attn_dropout if self.training else 0.0, is_causal=self.causal
         )
         out = out.transpose(1, 2).reshape(batch, seq, heads * self.head_dim)
         y: torch.Tensor = self.dropout(self.proj(out))
