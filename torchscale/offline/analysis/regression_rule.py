@@ -14,11 +14,7 @@ from scipy import stats as scipy_stats
 
 from torchscale.contracts.thresholds import OTHER_CORES_PER_RANK
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.uncertainty import (
-    LEVEL,
-    SMALL,
-    ratio_of_medians,
-)
+from torchscale.offline.analysis.uncertainty import LEVEL, SMALL, ratio_of_medians
 
 # The rule's parameters (docs/regressions.md; measured by benchmarks/regression_detection.py).
 TEST = "two-sided Welch t-test on the log figures"
@@ -90,14 +86,12 @@ class RegressionRule:
             f"interval (percentile bootstrap; Welch's t on the log ratio when a side holds "
             f"fewer than {SMALL}) lies entirely beyond 1 - {e} (or 1 + {e}). With too few "
             f"runs or repeats for any distribution-free test to reach p < {self.alpha:g} "
-            f"(3 vs 3 give at best {min_p_value(3, 3):.2g}) the verdict is "
-            '"not enough repeats" '
-            f"(need {self.repeats_needed} per side), never a regression: not judged, its "
-            "change shown. When either side ran on a "
-            "busy machine (its host-load record: other processes took its cores), the pair is "
-            "judged only if both were loaded alike (other processes' cores within "
-            f"{OTHER_CORES_PER_RANK:g} per rank) and each side holds several runs; otherwise "
-            'it is "not judged: busy machine", neither a regression nor a pass.'
+            f'(3 vs 3 give at best {min_p_value(3, 3):.2g}) the verdict is "not enough repeats" '
+            f"(need {self.repeats_needed} per side), never a regression: not judged, its change "
+            "shown. When either side ran on a busy machine (its host-load record: other processes "
+            "took its cores), the pair is judged only if both were loaded alike (other processes' "
+            f"cores within {OTHER_CORES_PER_RANK:g} per rank) and each side holds several runs; "
+            'otherwise it is "not judged: busy machine", neither a regression nor a pass.'
         )
 
 
@@ -197,18 +191,11 @@ def detectable_regression(
     """The smallest regression that the rule would flag with probability `power`, at the
     spread the interval (low, high) of the ratio of medians shows, over `units` figures of
     both sides together: a fraction of the baseline (0.14: throughput 14 % lower, or step
-    time 14 % higher).
-
-    On the log of the ratio: its standard error is the interval's width over 2 z (z the
-    normal quantile of the interval's level: a percentile bootstrap interval is a normal one
-    around the plug-in spread, too narrow in small samples); a change is flagged when the
-    interval clears the minimum effect, which happens with probability `power` once the true
-    log ratio lies (t_level + t_power) standard errors beyond log(1 -/+ min_effect), t the
-    Student quantiles with units - 2 degrees of freedom (normal quantiles understate it in
-    small samples). Why at all: a "no significant change" over runs that spread 8 % cannot
-    see a 15 % slowdown, and the reader must know that rather than read it as a pass
-    (docs/regressions.md). None when the interval is not positive or there are too few
-    units."""
+    time 14 % higher). Why: a "no significant change" over runs that spread 8 % cannot see a
+    15 % slowdown, and must not read as a pass. The method (the standard error from the
+    interval's width; Student quantiles at units - 2 degrees of freedom, as normal ones
+    understate it in small samples): docs/regressions.md, "The drop the rule would find". None
+    when the interval is not positive or there are too few units."""
     if not 0 < low <= high or units < 3:
         return None
     z = float(scipy_stats.norm.ppf(0.5 + LEVEL / 2))
@@ -229,11 +216,8 @@ def welch_log_p(baseline: Sequence[float], current: Sequence[float]) -> float:
     positive figures: a change that scales every run alike is a shift of the logs. 1 when
     every figure is the same; with no spread on either side, 0 when the sides differ.
 
-    Why not a rank test: with 4 units a side, the exact Mann-Whitney U test reaches p < 0.05
-    only when every figure of one side lies beyond every figure of the other, however large
-    the change; Welch's test weighs how far apart the sides are against their spread. The
-    minimum effect and the interval condition keep its false alarms down (docs/regressions.md
-    compares both tests)."""
+    Not a rank test: with 4 units a side the exact Mann-Whitney U reaches p < 0.05 only when
+    the sides do not overlap, however large the change (docs/regressions.md compares both)."""
     logs_b = np.log(np.asarray(baseline, dtype=float))
     logs_c = np.log(np.asarray(current, dtype=float))
     if len(set(logs_b.tolist()) | set(logs_c.tolist())) == 1:
