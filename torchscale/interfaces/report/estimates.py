@@ -9,12 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from torchscale.contracts.schema.cell_result import Estimate
-from torchscale.interfaces.formatting import (
-    format_rounded,
-    format_value,
-    quantum_of,
-    round_half_up,
-)
+from torchscale.interfaces.formatting import format_rounded, format_value, quantum_of, round_half_up
 from torchscale.interfaces.report.model import ValueFormat
 
 Format = Callable[[float], str]
@@ -203,14 +198,11 @@ def from_columns(
     empty value with an interval left is "not measurable above noise" (the table's rule)."""
     if value is None and (low is None or high is None):
         return None
-    if value is None:
-        return Estimate(
-            value=None, low=low, high=high, n=n, method=method, measurable=False, reason=reason
-        )
     if low is None or high is None:
         low = high = None
+    measurable = value is not None
     return Estimate(
-        value=value, low=low, high=high, n=n, method=method, measurable=True, reason=reason
+        value=value, low=low, high=high, n=n, method=method, measurable=measurable, reason=reason
     )
 
 
