@@ -94,7 +94,7 @@ def pattern_words(
     average: 'every 4th step +60 ms' (one step of each period carries it), 'every step' or
     'most steps (31 of 40) +3.1 ms' (steady), '3 of 40 steps +52 ms' (sporadic:
     the steps at least half its largest cost, carrying SPORADIC_CARRY of it), else 'uneven
-    over the steps, typically +2.9 ms' (a steady extra the others' noise scatters). The
+    over the steps' (a steady extra the others' noise scatters). The
     figure: the typical cost of the steps that carry it. `windows`: each step's window,
     where the step count restarts (a period is looked for inside each window: the steps
     between windows shift its phase);
@@ -119,8 +119,9 @@ def pattern_words(
     carried = float(data[costly].sum()) / max(float(data[data > 0].sum()), 1e-12)
     if carried >= SPORADIC_CARRY:
         return f"{int(costly.sum())} of {n} steps {_ms(float(np.median(data[costly])))}"
-    # neither steady nor a few events: a steady extra scattered by the others' noise
-    return f"uneven over the steps, typically {_ms(float(np.median(data)))}"
+    # neither steady nor a few events: a steady extra scattered by the others' noise (no
+    # figure: its median step can cost nothing, and the mean stands beside these words)
+    return "uneven over the steps"
 
 
 def _period(
