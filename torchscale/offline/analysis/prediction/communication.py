@@ -104,9 +104,8 @@ def pick_fits(runs: Sequence[CommResult], device: str, nodes: int) -> tuple[Fits
             continue
         exact = [f for f in candidates if f.nodes == nodes]
         pool = exact or [f for f in candidates if f.nodes == max(c.nodes for c in candidates)]
-        by_world: dict[int, AlphaBeta] = {}
-        for fit in sorted(pool, key=lambda f: f.started_at):  # the latest of a size is kept
-            by_world[fit.world_size] = fit
+        # the latest of a size is kept: it comes last in start order
+        by_world = {f.world_size: f for f in sorted(pool, key=lambda f: f.started_at)}
         fits[op] = [by_world[w] for w in sorted(by_world)]
     measured_nodes = {f.nodes for by_op in fits.values() for f in by_op}
     if fits and nodes not in measured_nodes:

@@ -27,11 +27,7 @@ from torchscale.offline.analysis.prediction.figures import (
     total,
     widened,
 )
-from torchscale.offline.analysis.prediction.inputs import (
-    MeasuredCell,
-    measured_cell,
-    noisy_cells,
-)
+from torchscale.offline.analysis.prediction.inputs import MeasuredCell, measured_cell, noisy_cells
 from torchscale.offline.analysis.prediction.stragglers import forecast_stragglers
 
 FORECAST_STRATEGIES = ("ddp", "fsdp")
@@ -109,13 +105,10 @@ def forecast_step(
     if isinstance(stragglers, str):
         return stragglers
     fits, comm_assumptions = pick_fits(runs, device, nodes)
-    exposed = (
-        exposed_from_comm(
-            cells, fits, strategy, world_size, bucket_bytes, compute.reference.ranks_per_node
-        )
-        if fits
-        else None
-    )
+    exposed = None
+    if fits:
+        ranks_per_node = compute.reference.ranks_per_node
+        exposed = exposed_from_comm(cells, fits, strategy, world_size, bucket_bytes, ranks_per_node)
     if exposed is None:
         comm_assumptions = []
         from_cells = exposed_from_cells(cells, strategy, world_size)
@@ -150,11 +143,10 @@ def forecast_step(
         terms.append(("exposed_communication", exposed.seconds, exposed.how))
         assumptions += exposed.assumptions
         basis += exposed.basis
-    if nodes > max(c.nodes for c in cells) and not any(
-        "node(s) not measured" in a for a in assumptions
-    ):
+    most = max(c.nodes for c in cells)
+    if nodes > most and not any("node(s) not measured" in a for a in assumptions):
         assumptions.append(
-            f"cells measured on {max(c.nodes for c in cells)} node(s): the link between "
+            f"cells measured on {most} node(s): the link between "
             f"nodes assumed as fast as the one measured; measure it with `torchscale comm` "
             f"across {nodes} nodes"
         )

@@ -22,9 +22,7 @@ from torchscale.contracts.schema.profile_analysis import (
 )
 from torchscale.offline.analysis.diagnosis import findings as ranked_findings
 from torchscale.offline.analysis.diagnosis import traces as step_model
-from torchscale.offline.analysis.trace import (
-    kernels,
-)
+from torchscale.offline.analysis.trace import kernels
 from torchscale.offline.analysis.trace.cross_rank import TraceAnalyses
 from torchscale.offline.analysis.trace.reduction import RankReduction
 
@@ -79,8 +77,8 @@ def profile_analysis(
     analysis.arrival_shares = {str(k): float(v) for k, v in arrival.shares.items()}
     analysis.ops = _op_figures(matched.usable)
     analysis.ranks = [_rank_figures(r, reductions[r], model, found.taxonomy) for r in ranks]
-    analysis.stall_by_step = (
-        [
+    if model.waits_known:
+        analysis.stall_by_step = [
             StepStall(
                 rank=int(row.rank),
                 step=int(row.step),
@@ -89,9 +87,6 @@ def profile_analysis(
             )
             for row in model.parts.itertuples()
         ]
-        if model.waits_known
-        else []
-    )
     analysis.top_kernels = kernels.kernel_figures([reductions[r].kernels for r in ranks])
     # HTA's overlap over every rank and step: computing while communicating / communication
     analysis.overlap_pct = inputs.overlap_pct
@@ -195,19 +190,11 @@ def _rank_figures(
     model's own per-step figures, so they never overlap) and its parts with intervals."""
     table = reduction.breakdown
     phases = reduction.phases
-    busy = (
-        {
-            str(k): float(v)
-            for k, v in phases.groupby("phase", observed=True)["busy_us"].median().items()
-        }
-        if len(phases)
-        else {}
-    )
+    medians = phases.groupby("phase", observed=True)["busy_us"].median() if len(phases) else {}
+    busy = {str(k): float(v) for k, v in medians.items()}
     split = taxonomy[taxonomy["rank"] == rank] if "rank" in taxonomy.columns else taxonomy
     parts = model.parts[model.parts["rank"] == rank] if not model.parts.empty else model.parts
-    stall_us = (
-        _median_of(parts.assign(w=parts["wait_for_peers"] * 1e6), "w") if len(parts) else None
-    )
+    stall_us = _median(parts["wait_for_peers"] * 1e6) if len(parts) else None
     stall_pct = None
     if len(parts) and model.waits_known:
         shares = 100 * parts["wait_for_peers"] / parts["step_s"].where(parts["step_s"] > 0)

@@ -141,10 +141,10 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
     busy_us: CPU ranks: union of the cpu_op rows nested in the phase on the same thread, less
     its waits for collectives (`cpu_busy_by_tid`; a `torchscale:injected_delay` range is a
-    cpu_op and counts). GPU ranks: union of the compute
-    kernels whose launching runtime event (same correlation) lies inside the phase range, on any
-    host thread (autograd runs backward on its own thread), or the union of the host's cpu_op
-    rows in the phase range on any thread, whichever is longer (host-late or device-slow).
+    cpu_op and counts). GPU ranks: union of the compute kernels whose launching runtime event
+    (same correlation) lies inside the phase range, on any host thread (autograd runs backward
+    on its own thread), or the union of the host's cpu_op rows in the phase range on any
+    thread, whichever is longer (host-late or device-slow).
 
     effective_us: busy_us when the phase holds communication (its duration may include waiting
     for peers, which is not this rank's cost); otherwise the phase cannot wait for peers, so
@@ -182,18 +182,13 @@ def phase_table(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     # backward launches them from autograd's thread); one still running from before it does
     # not (gloo records an all-reduce past the backward that waited for it, into the next
     # data phase, which would then count only its ops and lose a slow input's whole wait)
-    comm_starts = np.sort(
-        events.loc[events["kind"].isin(["collective", "collective_call"]), "ts"].to_numpy(
-            dtype=np.float64
-        )
-    )
+    comm = events["kind"].isin(["collective", "collective_call"])
+    comm_starts = np.sort(events.loc[comm, "ts"].to_numpy(dtype=np.float64))
     # union of each phase's ranges in the step (nested or repeated ranges count once)
     spans = grouped_merge(frame, ["step", "phase"], "lo", "hi")
     lo_s = spans["lo"].to_numpy(np.float64)
     hi_s = spans["hi"].to_numpy(np.float64)
-    started = np.searchsorted(comm_starts, hi_s, side="left") - np.searchsorted(
-        comm_starts, lo_s, side="left"
-    )
+    started = np.searchsorted(comm_starts, hi_s) - np.searchsorted(comm_starts, lo_s)
     spans = spans.assign(dur_us=hi_s - lo_s, comm=started > 0)
     out = spans.groupby(["step", "phase"], sort=True).agg(
         dur_us=("dur_us", "sum"), has_comm=("comm", "any")
@@ -232,10 +227,10 @@ def cpu_busy_by_tid(events: pd.DataFrame) -> dict[int, Intervals]:
     """Per host thread: the union of its cpu_op rows less the time it was blocked in a wait
     for a collective (a `comm_wait` row) or inside a collective call (`c10d::allreduce_`,
     `record_param_comms`: enqueueing, and on gloo CPU ranks sometimes blocking for the whole
-    all-reduce inside DDP's last AccumulateGrad node). The subtraction matters
-    because a wait is nested in ops that enclose it (a DTensor op, an autograd node), whose
-    span alone would count the blocked thread as computing. Threads are kept apart: one
-    thread's wait says nothing about what another thread did meanwhile."""
+    all-reduce inside DDP's last AccumulateGrad node). The subtraction matters because a wait
+    is nested in ops that enclose it (a DTensor op, an autograd node), whose span alone would
+    count the blocked thread as computing. Threads are kept apart: one thread's wait says
+    nothing about what another thread did meanwhile."""
     ops = events[events["kind"] == "cpu_op"]
     blocking = events[events["kind"].isin(["comm_wait", "collective_call"])]
     waits = {int(tid): from_frame(g) for tid, g in blocking.groupby("tid", sort=False)}
