@@ -337,10 +337,7 @@ class Report(_Model):
     )
 
     def section(self, section_id: str) -> Section | None:
-        for section in self.sections:
-            if section.id == section_id:
-                return section
-        return None
+        return next((s for s in self.sections if s.id == section_id), None)
 
     def current_sources(self) -> list[Source]:
         return [s for s in self.sources if s.role == "current"]

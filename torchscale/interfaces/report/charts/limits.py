@@ -53,12 +53,9 @@ def cut(block: Table | Findings, field: str, keep: int, note: str) -> Table | Fi
 def _capped(chart: Chart, series: list[Series], kept: str, note: str, **more: object) -> Chart:
     """The chart cut to `series`: its title says what it kept (where it is read first), its
     note where the rest is."""
-    update = {
-        "series": series,
-        "title": f"{chart.title} · {kept}",
-        "note": join_notes(chart.note, note),
-    }
-    return chart.model_copy(update={**update, **more})
+    title = f"{chart.title} · {kept}"
+    update = {"series": series, "title": title, "note": join_notes(chart.note, note), **more}
+    return chart.model_copy(update=update)
 
 
 def pick(series: list[Series], room: int) -> tuple[list[Series], str]:
