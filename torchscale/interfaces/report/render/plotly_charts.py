@@ -157,15 +157,8 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
     if series.reference:
         trace.update(legendgroup=REFERENCE_GROUP)
     if p.kind == "dot":
-        trace.update(
-            type="scatter",
-            mode="markers",
-            marker={
-                "color": series.colour,
-                "size": 8,
-                "symbol": series.marker or "circle",
-            },
-        )
+        marker = {"color": series.colour, "size": 8, "symbol": series.marker or "circle"}
+        trace.update(type="scatter", mode="markers", marker=marker)
     elif p.kind == "line":
         line = {
             "color": series.colour,
@@ -181,10 +174,7 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
                 marker={"color": series.colour, "size": 7, "symbol": series.marker},
             )
     else:
-        marker: dict[str, Any] = {
-            "color": series.colour,
-            "line": {"color": "#ffffff", "width": 0.5},
-        }
+        marker = {"color": series.colour, "line": {"color": "#ffffff", "width": 0.5}}
         if series.hatch:
             marker["pattern"] = {
                 "shape": series.hatch,
@@ -258,9 +248,8 @@ def subtitle_text(lines: tuple[str, ...], width: int = SUBTITLE_WRAP) -> tuple[s
     have to guess where the title ends), wrapped, and their count."""
     wrapped = [w for line in lines for w in textwrap.wrap(line, width=width) or [""]]
     style = f"font-size:{SUBTITLE_FONT_PX}px;color:{SUBTITLE_COLOUR}"
-    return "".join(f'<br><span style="{style}">{plotly_text(w)}</span>' for w in wrapped), len(
-        wrapped
-    )
+    text = "".join(f'<br><span style="{style}">{plotly_text(w)}</span>' for w in wrapped)
+    return text, len(wrapped)
 
 
 def _legend_only(entry: LegendEntry, group: str | None) -> dict[str, Any]:
