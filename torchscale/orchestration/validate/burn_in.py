@@ -41,6 +41,7 @@ from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
     Measurement,
+    wrote_nothing,
 )
 
 WORKER_MODULE = ENTRY
@@ -278,18 +279,7 @@ def run_burn(
         lambda: read_model(BurnRun, workdir / RESULT_FILE),
     )
     if attempt.written is None:
-        failure = attempt.launch_failure
-        why = failure.exception if failure is not None and failure.exception else "no result"
-        return BurnOutcome(
-            checks=[
-                CheckResult(
-                    id="burn",
-                    title="Burn-in",
-                    status=CheckStatus.FAIL,
-                    detail=f"the burn-in ranks wrote nothing: {why}",
-                    hint=f"each rank's log is under {workdir / 'ranks'}",
-                )
-            ]
-        )
+        failure = wrote_nothing("burn", "Burn-in", "burn-in", attempt.launch_failure, workdir)
+        return BurnOutcome(checks=[failure])
     shutil.rmtree(workdir, ignore_errors=True)
     return judge_burn(attempt.written, device)

@@ -4,12 +4,16 @@ contracts/schema/validate_report.py (imported from here by the checks)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from torchscale.contracts.schema.validate_report import CheckResult as CheckResult
 from torchscale.contracts.schema.validate_report import CheckStatus as CheckStatus
 from torchscale.contracts.schema.validate_report import Measurement as Measurement
 from torchscale.contracts.schema.validate_report import ValidateReport as ValidateReport
+
+if TYPE_CHECKING:
+    from torchscale.orchestration.launch.failure import CellFailure
 
 # worst first: a verdict over several GPUs, ranks or figures is its worst one's
 SEVERITY = (
@@ -46,3 +50,12 @@ def skipped(id: str, title: str, detail: str, hint: str = "", **data: Any) -> Ch
     return CheckResult(
         id=id, title=title, status=CheckStatus.SKIP, detail=detail, hint=hint, data=data
     )
+
+
+def wrote_nothing(
+    id: str, title: str, ranks: str, failure: CellFailure | None, workdir: Path
+) -> CheckResult:
+    """The FAIL of a launch whose ranks wrote no result: why, and where their logs are."""
+    why = failure.exception if failure is not None and failure.exception else "no result"
+    detail = f"the {ranks} ranks wrote nothing: {why}"
+    return failed(id, title, detail, f"each rank's log is under {workdir / 'ranks'}")

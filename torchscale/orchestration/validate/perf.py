@@ -47,6 +47,7 @@ from torchscale.orchestration.validate.check_result import (
     CheckResult,
     CheckStatus,
     Measurement,
+    wrote_nothing,
 )
 from torchscale.orchestration.validate.host_links import (
     ALL_AT_ONCE_CHECKS,
@@ -536,14 +537,7 @@ def run_measurements(
     if attempt.written is not None:
         return attempt.written, None
     failure = attempt.launch_failure
-    why = failure.exception if failure is not None and failure.exception else "no result"
-    return None, CheckResult(
-        id="perf_run",
-        title="Perf measurements",
-        status=CheckStatus.FAIL,
-        detail=f"the measurement ranks wrote nothing: {why}",
-        hint=f"each rank's log is under {workdir / 'ranks'}",
-    )
+    return None, wrote_nothing("perf_run", "Perf measurements", "measurement", failure, workdir)
 
 
 def run_busbw(
@@ -578,8 +572,12 @@ def run_busbw(
 def judged(run: PerfRun, device: Device) -> PerfOutcome:
     """The figures of a perf launch (whole, or the phases a stopped one finished) judged and
     summed up per check, without the collective sweep's."""
-    outcome = PerfOutcome(measurements=judge_perf(run, device), sku=_sku(run))
-    outcome.checks = perf_checks(outcome.measurements, "GPU" if device == "cuda" else "rank")
+    return _summed(PerfOutcome(judge_perf(run, device), sku=_sku(run)), device)
+
+
+def _summed(outcome: PerfOutcome, device: Device) -> PerfOutcome:
+    """`outcome` with its rows summed up per check and its measured peaks."""
+    outcome.checks += perf_checks(outcome.measurements, "GPU" if device == "cuda" else "rank")
     outcome.measured_peaks = measured_peaks(outcome.measurements)
     return outcome
 
@@ -627,18 +625,15 @@ def run_perf(
         log(f"perf: {plan.nproc} {units}(s), {len(phases)} phases, kept in {workdir}")
     watch = PhaseWatch(plan, workdir, progress, log)
     run, failure = run_measurements(plan, base_env, workdir, watch)
-    outcome = PerfOutcome()
     if run is None:
         assert failure is not None
-        outcome.checks.append(failure)
+        outcome = PerfOutcome(checks=[failure])
     else:
-        outcome.measurements = judge_perf(run, device)
-        outcome.sku = _sku(run)
+        outcome = PerfOutcome(judge_perf(run, device), sku=_sku(run))
     if busbw:
-        if progress:
-            progress("perf: collective bus bandwidth (comm sweep)")
-        if log:
-            log("perf: collective bus bandwidth (comm sweep)")
+        for hear in (progress, log):
+            if hear:
+                hear("perf: collective bus bandwidth (comm sweep)")
         name = run.ranks[0].device_name if run is not None and run.ranks else ""
         result, why = run_busbw(device, experiment_dir, base_env, gpu_count)
         if result is None:
@@ -649,6 +644,4 @@ def run_perf(
         else:
             stored = f"comm/{result.id}.json"
             outcome.measurements += busbw_rows(result, name, stored)
-    outcome.checks += perf_checks(outcome.measurements, units)
-    outcome.measured_peaks = measured_peaks(outcome.measurements)
-    return outcome
+    return _summed(outcome, device)

@@ -59,14 +59,7 @@ def _guarded(check: Check, ctx: ValidateContext) -> CheckResult:
         return check(ctx)
     except Exception as exc:
         name = check.__name__.removeprefix("check_")
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        return failed(
-            name,
-            name,
-            f"the check itself crashed: {type(exc).__name__}: {exc} "
-            f"({Path(where.filename).name}:{where.lineno})",
-            "please report this as a torchscale bug, with `torchscale validate --json`",
-        )
+        return _crashed(name, name, exc, "the check itself crashed")
 
 
 def _no_gpu_reasons(ctx: ValidateContext) -> list[str]:
@@ -159,10 +152,7 @@ def run_validation(
         if progress:
             progress(text)
 
-    def line(text: str) -> None:
-        if log:
-            log(text)
-
+    line: Callable[[str], None] = log or (lambda text: None)
     line(f"validate: {len(CHECKS)} node checks")
     for check in CHECKS:
         step(check.__name__.removeprefix("check_"))
@@ -265,7 +255,7 @@ def _measure(
     `measurements`; the SKU measured, or None. A crash is a FAIL naming it, never a traceback."""
     from torchscale.contracts import host
 
-    gpus = ctx.torch.cuda_gpu_count if ctx.torch.module is not None else 0
+    gpus = ctx.torch.cuda_gpu_count  # 0 without torch
     if ctx.torch.module is None:
         results.append(skipped("perf", "Measured capability", "needs torch"))
         return None
@@ -315,11 +305,12 @@ def _measure(
     return sku
 
 
-def _crashed(id: str, title: str, exc: Exception) -> CheckResult:
+def _crashed(id: str, title: str, exc: Exception, what: str = "could not run") -> CheckResult:
+    """A FAIL naming the exception and the line that raised it."""
     where = traceback.extract_tb(exc.__traceback__)[-1]
     return failed(
         id,
         title,
-        f"could not run: {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})",
+        f"{what}: {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})",
         "please report this as a torchscale bug, with `torchscale validate --json`",
     )
