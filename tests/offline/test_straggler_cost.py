@@ -149,7 +149,12 @@ def test_a_steady_extra_scattered_by_noise_is_not_said_as_a_few_steps() -> None:
     rng = np.random.default_rng(11)
     costs = np.clip(0.004 + rng.normal(0, 0.006, 48), 0, None)
     words = pattern_words(costs, 0.002)
-    assert words == "uneven over the steps", words
+    assert words is not None and not words[0].isdigit(), words
+    # spread thin over about half the steps, the costliest carrying under 70 %, some steps
+    # costing less than nothing: no count, and no figure (its median step costs nothing)
+    base = [0.004, 0.0035, 0.0015, 0.0015, 0.0015, -0.003, -0.003, 0.0, 0.0]
+    thin = np.random.default_rng(0).permutation(np.repeat(base, 6))
+    assert pattern_words(thin, 0.001) == "uneven over the steps"
     sporadic = np.zeros(48)
     sporadic[[5, 20, 33]] = 0.05
     assert pattern_words(sporadic + np.abs(rng.normal(0, 0.0005, 48)), 0.002).startswith("3 of 48")
