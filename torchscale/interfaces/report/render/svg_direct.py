@@ -213,14 +213,9 @@ def _marker_path(kind: str | None, x: float, y: float, r: float = MARKER_SIZE) -
         a, b = r * 0.3, r
         points = [(-b, -b + a), (-b + a, -b), (0, -a), (b - a, -b), (b, -b + a), (a, 0)]
         points += [(b, b - a), (b - a, b), (0, a), (-b + a, b), (-b, b - a), (-a, 0)]
-    else:  # star
-        points = [
-            (
-                (r * 1.15 if i % 2 == 0 else r * 0.5) * math.sin(math.pi * i / 5),
-                -(r * 1.15 if i % 2 == 0 else r * 0.5) * math.cos(math.pi * i / 5),
-            )
-            for i in range(10)
-        ]
+    else:  # star: ten points, alternately far and near
+        turns = [(r * (1.15 if i % 2 == 0 else 0.5), math.pi * i / 5) for i in range(10)]
+        points = [(d * math.sin(a), -d * math.cos(a)) for d, a in turns]
     return "M" + "L".join(f"{_n(x + dx)},{_n(y + dy)}" for dx, dy in points) + "Z"
 
 
@@ -506,16 +501,8 @@ def _x_axis(p: Plot, f: Frame, sx: Scale) -> list[str]:
             continue
         if labels.slanted:
             y = f.bottom + 10
-            out.append(
-                _text(
-                    x,
-                    y,
-                    lines[0],
-                    size=SLANTED_FONT,
-                    anchor="end",
-                    extra=f' transform="rotate(-{_n(ROTATION)} {_n(x)} {_n(y)})"',
-                )
-            )
+            turn = f' transform="rotate(-{_n(ROTATION)} {_n(x)} {_n(y)})"'
+            out.append(_text(x, y, lines[0], size=SLANTED_FONT, anchor="end", extra=turn))
         elif len(lines) == 1:
             out.append(_text(x, f.bottom + FONT + 3, lines[0]))
         else:
@@ -681,21 +668,16 @@ def plot_svg(p: Plot) -> str:
         f'height="{_n(f.height)}" viewBox="0 0 {_n(WIDTH)} {_n(f.height)}" '
         f'font-family="sans-serif" role="img" aria-label="{_e(p.title)}">'
     )
-    body: list[str] = []
     defs, hatches = _hatch_patterns(p, chart_id)
-    body.append(defs)
-    body += _subtitle(f)
+    body = [defs, *_subtitle(f)]
     if p.kind == "heatmap":
-        body += _heatmap(p, f)
-        body += _axis_titles(p, f)
-        return head + "".join(body) + "</svg>"
+        return head + "".join([*body, *_heatmap(p, f), *_axis_titles(p, f)]) + "</svg>"
     sx = _scale(p.x, f.left, f.right)
     sy = _scale(p.y, f.bottom, f.top)
     body.append(_frame_lines(f))
     if p.empty or sx is None or sy is None:
-        body.append(_text((f.left + f.right) / 2, (f.top + f.bottom) / 2, "no data"))
-        body += _axis_titles(p, f)
-        return head + "".join(body) + "</svg>"
+        no_data = _text((f.left + f.right) / 2, (f.top + f.bottom) / 2, "no data")
+        return head + "".join([*body, no_data, *_axis_titles(p, f)]) + "</svg>"
     body += _bands(p, f, sy)
     body += _y_axis(p, f, sy)
     body += _x_axis(p, f, sx)
@@ -720,10 +702,6 @@ def chart_svg(chart: Chart | Plot) -> str:
 class ChartError(Exception):
     """A chart that could not be drawn: "ErrorType: message"."""
 
-    @classmethod
-    def from_error(cls, error: Exception) -> ChartError:
-        return cls(f"{type(error).__name__}: {error}")
-
 
 def drawn_charts(
     charts: Sequence[Chart],
@@ -738,6 +716,6 @@ def drawn_charts(
         try:
             drawn[chart.id] = draw(chart)
         except Exception as error:
-            drawn[chart.id] = ChartError.from_error(error)
+            drawn[chart.id] = ChartError(f"{type(error).__name__}: {error}")
         on_step(Step("charts", done, len(charts)))
     return drawn
