@@ -18,9 +18,8 @@ finish the step before the late peer arrives, so the wait is what holds it; the 
 transfer. Data is the data-phase range (`torchscale:data`, DataLoader `__next__`) where the rank
 neither computes nor communicates: the ops inside a data phase (collate, the copy to the device)
 are compute, only the blocked remainder is the wait for data. Idle time is host wait when the
-device work that
-ended the gap was launched after the gap began (HTA's rule, GPU only: a CPU rank has no launch
-queue, its host_wait_us is 0), else other idle.
+device work that ended the gap was launched after the gap began (HTA's rule, GPU only: a CPU
+rank has no launch queue, its host_wait_us is 0), else other idle.
 
 Per-rank reducer `idle_reducer` keeps only per-step totals and the exposed communication
 intervals (about one per collective); `idle_taxonomy` adds the cross-rank waits.
@@ -47,30 +46,10 @@ from torchscale.offline.analysis.trace.intervals import (
 )
 from torchscale.offline.analysis.trace.steps import empty_table, full_steps, launch_times
 
-BASE_COLUMNS = [
-    "step",
-    "start",
-    "end",
-    "step_us",
-    "compute_us",
-    "memory_us",
-    "comm_exposed_us",
-    "data_us",
-    "host_wait_us",
-    "other_idle_us",
-]
-IDLE_COLUMNS = [
-    "rank",
-    "step",
-    "step_us",
-    "compute_us",
-    "memory_us",
-    "transfer_us",
-    "waiting_for_peers_us",
-    "data_us",
-    "host_wait_us",
-    "other_idle_us",
-]
+_OWN = ["step_us", "compute_us", "memory_us"]
+_IDLE = ["data_us", "host_wait_us", "other_idle_us"]
+BASE_COLUMNS = ["step", "start", "end", *_OWN, "comm_exposed_us", *_IDLE]
+IDLE_COLUMNS = ["rank", "step", *_OWN, "transfer_us", "waiting_for_peers_us", *_IDLE]
 CATEGORIES = IDLE_COLUMNS[3:]
 
 
@@ -184,21 +163,10 @@ def idle_taxonomy(bases: Mapping[int, IdleBase], matched: Matched | None) -> pd.
             waiting = intersect(base.exposed, merge(ts, w_end)).within(lo, hi)
         exposed = ps["comm_exposed_us"].to_numpy(np.float64)
         waiting = np.minimum(waiting, exposed)
+        copied = {c: ps[c].to_numpy(np.float64) for c in (*_OWN, *_IDLE)}
+        table = pd.DataFrame({"rank": int(rank), "step": ps["step"].to_numpy(dtype=np.int64)})
         parts.append(
-            pd.DataFrame(
-                {
-                    "rank": int(rank),
-                    "step": ps["step"].to_numpy(dtype=np.int64),
-                    "step_us": ps["step_us"].to_numpy(np.float64),
-                    "compute_us": ps["compute_us"].to_numpy(np.float64),
-                    "memory_us": ps["memory_us"].to_numpy(np.float64),
-                    "transfer_us": exposed - waiting,
-                    "waiting_for_peers_us": waiting,
-                    "data_us": ps["data_us"].to_numpy(np.float64),
-                    "host_wait_us": ps["host_wait_us"].to_numpy(np.float64),
-                    "other_idle_us": ps["other_idle_us"].to_numpy(np.float64),
-                }
-            )
+            table.assign(**copied, transfer_us=exposed - waiting, waiting_for_peers_us=waiting)
         )
     if not parts:
         return _empty_taxonomy()

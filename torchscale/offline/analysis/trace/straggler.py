@@ -69,9 +69,7 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     """P(X >= k) for X ~ Binomial(n, p), summed in log space (exact, no scipy)."""
     if k <= 0:
         return 1.0
-    if k > n:
-        return 0.0
-    if p <= 0:
+    if k > n or p <= 0:
         return 0.0
     if p >= 1:
         return 1.0
@@ -92,8 +90,7 @@ def attribute_straggler(
     use = matched.usable
     if use.empty:
         return StragglerAnalysis(None, "no matched collectives: no straggler analysis")
-    size = use.groupby(["group", "index"])["rank"].transform("size")
-    use = use.assign(_size=size)
+    use = use.assign(_size=use.groupby(["group", "index"])["rank"].transform("size"))
     inst = use.groupby(["group", "index"])["last_by_duration"].transform("any")
     decided = use[inst.astype(bool)]
     if decided.empty:
