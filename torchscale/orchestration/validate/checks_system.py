@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from torchscale.contracts.host import usable_cores
+from torchscale.orchestration.launch.compile_cache import nearest_existing
 from torchscale.orchestration.validate.check_context import ValidateContext
 from torchscale.orchestration.validate.check_result import (
     CheckResult,
@@ -105,11 +106,8 @@ def check_infiniband(ctx: ValidateContext, root: Path = INFINIBAND_SYSFS) -> Che
     ports: dict[str, dict[str, str]] = {}
     for dev in devices:
         for port in sorted((dev / "ports").glob("*")):
-            ports[f"{dev.name}/{port.name}"] = {
-                "state": _read(port / "state"),
-                "rate": _read(port / "rate"),
-                "link_layer": _read(port / "link_layer"),
-            }
+            facts = ("state", "rate", "link_layer")
+            ports[f"{dev.name}/{port.name}"] = {fact: _read(port / fact) for fact in facts}
     active = [name for name, p in ports.items() if "ACTIVE" in p["state"]]
     detail = (
         "; ".join(f"{n}: {p['state']}, {p['rate']}, {p['link_layer']}" for n, p in ports.items())
@@ -126,16 +124,9 @@ def check_infiniband(ctx: ValidateContext, root: Path = INFINIBAND_SYSFS) -> Che
     return passed("infiniband", title, detail, ports=ports)
 
 
-def _existing_ancestor(path: Path) -> Path:
-    path = path.resolve()
-    while not path.exists():
-        path = path.parent
-    return path
-
-
 def check_disk(ctx: ValidateContext) -> CheckResult:
     title = "Free disk at output dir"
-    where = _existing_ancestor(ctx.output_dir)
+    where = nearest_existing(ctx.output_dir.resolve())
     usage = shutil.disk_usage(where)
     detail = f"{usage.free / GIB:.1f} GiB free at {where}"
     data = {"path": str(where), "free_bytes": usage.free}

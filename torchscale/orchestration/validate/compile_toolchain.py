@@ -113,10 +113,6 @@ class Toolchain:
         )
 
 
-def probe_argv(device: str, out: Path, python: str = sys.executable) -> list[str]:
-    return [python, "-m", WORKER_MODULE, "--device", device, "--out", str(out)]
-
-
 def probe_env(base_env: Mapping[str, str], inductor: Path, triton: Path) -> dict[str, str]:
     """The ranks' environment, with the probe's own empty caches and one compile thread."""
     return {
@@ -207,7 +203,7 @@ def run_probe(
         started = time.monotonic()
         try:
             done = subprocess.run(
-                probe_argv(device, out, python),
+                [python, "-m", WORKER_MODULE, "--device", device, "--out", str(out)],
                 env=probe_env(base_env, inductor, triton),
                 capture_output=True,
                 text=True,

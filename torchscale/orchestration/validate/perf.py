@@ -226,9 +226,7 @@ def _bandwidth_row(result: BandwidthResult, gpu: int | None, device_name: str) -
 
 def _p2p_rows(matrix: P2PMatrix, device_name: str) -> list[Measurement]:
     if matrix.unavailable:
-        return [
-            _row("p2p.bw", "GPU to GPU", None, device_name, None, "GB/s", matrix.unavailable),
-        ]
+        return [_row("p2p.bw", "GPU to GPU", None, device_name, None, "GB/s", matrix.unavailable)]
     rows = []
     for pair in matrix.pairs:
         title = f"GPU {pair.src} to {pair.dst}"
