@@ -109,22 +109,20 @@ def _matrix(reports: Sequence[ValidateReport]) -> Table:
 
 
 def _findings(reports: Sequence[ValidateReport]) -> Table | None:
-    rows = []
-    for report in reports:
-        for m in report.measurements:
-            if m.status not in (CheckStatus.FAIL, CheckStatus.WARN):
-                continue
-            rows.append(
-                {
-                    "node": _where(report, m.gpu),
-                    "check": m.title,
-                    "verdict": m.status.value,
-                    "measured": None if m.value is None else f"{m.value:.3g} {m.unit}",
-                    "expected": None if m.expected is None else f"{m.expected:.3g} {m.unit}",
-                    "evidence": m.detail,
-                    "_severity": SEVERITY[m.status],
-                }
-            )
+    rows = [
+        {
+            "node": _where(report, m.gpu),
+            "check": m.title,
+            "verdict": m.status.value,
+            "measured": None if m.value is None else f"{m.value:.3g} {m.unit}",
+            "expected": None if m.expected is None else f"{m.expected:.3g} {m.unit}",
+            "evidence": m.detail,
+            "_severity": SEVERITY[m.status],
+        }
+        for report in reports
+        for m in report.measurements
+        if m.status in (CheckStatus.FAIL, CheckStatus.WARN)
+    ]
     if not rows:
         return None
     return Table(

@@ -247,14 +247,11 @@ def _environment_rows(source: ExperimentSource) -> list[dict[str, Any]]:
             seen[host] = len(rows)
             rows.append(_env_row(source.name, host, role, environment))
     recorded = {str(r["host"]) for r in rows}
-    for host in sorted(hosts_with_ranks - recorded):
-        rows.append(
-            {
-                "source": source.name,
-                "host": host,
-                "role": "ran ranks; no environment recorded (results keep rank 0's host only)",
-            }
-        )
+    unrecorded = "ran ranks; no environment recorded (results keep rank 0's host only)"
+    rows += [
+        {"source": source.name, "host": host, "role": unrecorded}
+        for host in sorted(hosts_with_ranks - recorded)
+    ]
     return [_clean(r) for r in rows]
 
 

@@ -7,7 +7,6 @@ enough repeats", never a regression."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
@@ -109,11 +108,7 @@ def _rule_table(rule: RegressionRule) -> Table:
     return Table(
         id="baseline-rule",
         title="Regression rule",
-        columns=[
-            col("parameter", "Parameter"),
-            col("value", "Value"),
-            col("meaning", "Meaning"),
-        ],
+        columns=[col("parameter", "Parameter"), col("value", "Value"), col("meaning", "Meaning")],
         rows=rows,
         note="docs/regressions.md: why these values, and the measured false-positive and "
         "detection rates",
@@ -157,27 +152,26 @@ def _verdict(row: pd.Series, rule: RegressionRule) -> str:
 
 
 def _tested_table(ctx: Context, comparison: Comparison) -> Table:
-    rows: list[dict[str, Any]] = []
-    for row in records(comparison.pairs):
-        rows.append(
-            {
-                "cell": ctx.label(row),
-                "matched_by": MATCH_TEXT.get(str(row["matched_by"]), str(row["matched_by"])),
-                "thr_base": finite(row["samples_per_s_baseline"]),
-                "thr_now": finite(row["samples_per_s_current"]),
-                "thr_change": finite(row["samples_per_s_change"]),
-                "thr_low": finite(row["samples_per_s_change_low"]),
-                "thr_high": finite(row["samples_per_s_change_high"]),
-                "thr_p": finite(row["samples_per_s_p_value"]),
-                "thr_detectable": finite(row["samples_per_s_detectable"]),
-                "repeats": text(row["samples_per_s_repeats"]),
-                "runs": text(row.get("runs")),
-                "step_change": finite(row["step_p50_s_change"]),
-                "step_p": finite(row["step_p50_s_p_value"]),
-                "verdict": _verdict(row, comparison.rule),
-                "_severity": _severity(row),
-            }
-        )
+    rows = [
+        {
+            "cell": ctx.label(row),
+            "matched_by": MATCH_TEXT.get(str(row["matched_by"]), str(row["matched_by"])),
+            "thr_base": finite(row["samples_per_s_baseline"]),
+            "thr_now": finite(row["samples_per_s_current"]),
+            "thr_change": finite(row["samples_per_s_change"]),
+            "thr_low": finite(row["samples_per_s_change_low"]),
+            "thr_high": finite(row["samples_per_s_change_high"]),
+            "thr_p": finite(row["samples_per_s_p_value"]),
+            "thr_detectable": finite(row["samples_per_s_detectable"]),
+            "repeats": text(row["samples_per_s_repeats"]),
+            "runs": text(row.get("runs")),
+            "step_change": finite(row["step_p50_s_change"]),
+            "step_p": finite(row["step_p50_s_p_value"]),
+            "verdict": _verdict(row, comparison.rule),
+            "_severity": _severity(row),
+        }
+        for row in records(comparison.pairs)
+    ]
     level = f"{LEVEL * 100:g} %"
     found = f"{POWER * 100:g} % of the time"
     return Table(
@@ -212,25 +206,22 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
 
 
 def _other_table(ctx: Context, comparison: Comparison) -> Table:
-    rows = []
-    for row in records(comparison.pairs):
-        memory_kind = text(row["peak_memory_kind"])
-        rows.append(
-            {
-                "cell": ctx.label(row),
-                "eff_base": finite(row["scaling_efficiency_baseline"]),
-                "eff_now": finite(row["scaling_efficiency_current"]),
-                "eff_change": finite(row["scaling_efficiency_change"]),
-                "comm_base": finite(row["comm_overhead_baseline"]),
-                "comm_now": finite(row["comm_overhead_current"]),
-                "mem_base": finite(row["peak_memory_bytes_baseline"]),
-                "mem_now": finite(row["peak_memory_bytes_current"]),
-                "mem_change": finite(row["peak_memory_bytes_change"]),
-                "mem_kind": {"allocated": "CUDA peak allocated", "rss": "peak RSS"}.get(
-                    memory_kind or ""
-                ),
-            }
-        )
+    memory_kinds = {"allocated": "CUDA peak allocated", "rss": "peak RSS"}
+    rows = [
+        {
+            "cell": ctx.label(row),
+            "eff_base": finite(row["scaling_efficiency_baseline"]),
+            "eff_now": finite(row["scaling_efficiency_current"]),
+            "eff_change": finite(row["scaling_efficiency_change"]),
+            "comm_base": finite(row["comm_overhead_baseline"]),
+            "comm_now": finite(row["comm_overhead_current"]),
+            "mem_base": finite(row["peak_memory_bytes_baseline"]),
+            "mem_now": finite(row["peak_memory_bytes_current"]),
+            "mem_change": finite(row["peak_memory_bytes_change"]),
+            "mem_kind": memory_kinds.get(text(row["peak_memory_kind"]) or ""),
+        }
+        for row in records(comparison.pairs)
+    ]
     return Table(
         id="baseline-other",
         title="Efficiency, communication and memory against the baseline (not judged)",
@@ -302,21 +293,18 @@ def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
 
 
 def _one_side(ctx: Context, comparison: Comparison) -> Table | None:
-    rows = []
-    for side, frame in (
-        ("now only", comparison.only_current),
-        ("baseline only", comparison.only_baseline),
-    ):
-        for row in records(frame):
-            rows.append(
-                {
-                    "cell": ctx.label(row),
-                    "side": side,
-                    "status": str(row["status"]),
-                    "samples_per_s": finite(row["samples_per_s"]),
-                    "why": str(row["why"]),
-                }
-            )
+    sides = (("now only", comparison.only_current), ("baseline only", comparison.only_baseline))
+    rows = [
+        {
+            "cell": ctx.label(row),
+            "side": side,
+            "status": str(row["status"]),
+            "samples_per_s": finite(row["samples_per_s"]),
+            "why": str(row["why"]),
+        }
+        for side, frame in sides
+        for row in records(frame)
+    ]
     if not rows:
         return None
     return Table(
@@ -335,19 +323,18 @@ def _one_side(ctx: Context, comparison: Comparison) -> Table | None:
 
 def _sources_table(ctx: Context) -> Table:
     baseline = ctx.baseline
-    rows = []
-    for source in baseline.experiments if baseline else []:
-        experiment = source.experiment
-        rows.append(
-            {
-                "name": source.name,
-                "path": str(source.path),
-                "cells": len(experiment.results) if experiment else 0,
-                "versions": ", ".join(str(v) for v in sorted(set(experiment.versions.values())))
-                if experiment
-                else None,
-            }
-        )
+    rows = [
+        {
+            "name": source.name,
+            "path": str(source.path),
+            "cells": len(experiment.results) if experiment else 0,
+            "versions": ", ".join(str(v) for v in sorted(set(experiment.versions.values())))
+            if experiment
+            else None,
+        }
+        for source in (baseline.experiments if baseline else [])
+        for experiment in [source.experiment]
+    ]
     return Table(
         id="baseline-sources",
         title="Baseline sources",
@@ -395,16 +382,15 @@ def _largest_table(ctx: Context, comparison: Comparison) -> Table:
     """The cells that changed most against the baseline, judged or not, each change with its
     interval and a short verdict: what the first screen, the Markdown and the CI gate's
     stderr list."""
-    rows = []
-    for row in records(largest_changes(comparison, LARGEST_TABLE)):
-        rows.append(
-            {
-                "cell": ctx.label(row),
-                "change": change_text(*interval(row, "samples_per_s_change")),
-                "verdict": short_verdict(row),
-                "_severity": _severity(row),
-            }
-        )
+    rows = [
+        {
+            "cell": ctx.label(row),
+            "change": change_text(*interval(row, "samples_per_s_change")),
+            "verdict": short_verdict(row),
+            "_severity": _severity(row),
+        }
+        for row in records(largest_changes(comparison, LARGEST_TABLE))
+    ]
     level = f"{LEVEL * 100:g} %"
     return Table(
         id=LARGEST_TABLE_ID,

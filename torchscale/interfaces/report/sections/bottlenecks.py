@@ -1,14 +1,7 @@
-"""Bottlenecks: every finding ranked by cost, each with evidence and a recommendation (the runs'
-diagnoses' own findings, `sections.findings`); each sweep run's diagnosis in one row (its
-straggler verdict, what-if, busy-machine caveat, and a line when a cross-check disagrees); per
-profile, its diagnosis in the terminal's lines (sync stall, step split, straggler, caveat,
-what-if), the traces' compute/communication overlap, each rank's figures with
-its wait for peers as the diagnosis holds it, and the rank x step stall heatmap; the sweep's
-warnings (high step-time variance, throttling); and the telemetry sampled during the measured
-windows (utilisation, power, clocks, energy).
-
-A profiled run without a diagnosis keeps its analysis' own figures, said so.
-"""
+"""Bottlenecks: every finding ranked by cost, each sweep run's diagnosis in one row, each
+profile's diagnosis, per-rank figures and stall heatmap, the runs' warnings and their telemetry
+(docs/reporting.md, "What is in it"). A profiled run without a diagnosis keeps its analysis'
+own figures, said so."""
 
 from __future__ import annotations
 
@@ -177,27 +170,25 @@ def _ranks_table(ref: ProfileRef, key: str) -> Table:
     else:
         own = profile_figures.own_straggler(analysis)
         straggler = own.rank if own else None
-    rows: list[dict[str, Any]] = []
-    for rank in analysis.ranks:
-        busy = rank.phases_busy_us
-        rows.append(
-            {
-                "rank": rank.rank,
-                "steps": rank.steps,
-                "step_us": rank.step_us,
-                "compute_us": rank.compute_us,
-                "comm_us": rank.comm_us,
-                "overlap_pct": rank.overlap_pct,
-                "wait_text": waits.get(rank.rank),
-                "stall_pct": rank.sync_stall_pct,
-                "idle_us": rank.idle_us,
-                "data_wait_us": rank.data_wait_us,
-                "forward_us": busy.get("forward"),
-                "backward_us": busy.get("backward"),
-                "optimizer_us": busy.get("optimizer"),
-                "_severity": "warn" if straggler == rank.rank else "info",
-            }
-        )
+    rows = [
+        {
+            "rank": rank.rank,
+            "steps": rank.steps,
+            "step_us": rank.step_us,
+            "compute_us": rank.compute_us,
+            "comm_us": rank.comm_us,
+            "overlap_pct": rank.overlap_pct,
+            "wait_text": waits.get(rank.rank),
+            "stall_pct": rank.sync_stall_pct,
+            "idle_us": rank.idle_us,
+            "data_wait_us": rank.data_wait_us,
+            "forward_us": rank.phases_busy_us.get("forward"),
+            "backward_us": rank.phases_busy_us.get("backward"),
+            "optimizer_us": rank.phases_busy_us.get("optimizer"),
+            "_severity": "warn" if straggler == rank.rank else "info",
+        }
+        for rank in analysis.ranks
+    ]
     note = "medians over each rank's complete profiled steps; the straggler's row is marked"
     if waits:
         wait = [term_column("wait_text", "wait_for_peers", suffix=" (share of its step)")]
@@ -388,19 +379,18 @@ def _straggler_tests(ctx: Context) -> Table | None:
 
 
 def _warnings(ctx: Context) -> tuple[list[Block], dict[str, str]]:
-    rows = []
     runs = [(ctx.label(row), ctx.result(row)) for row in records(ctx.cells)]
     runs += [(ref.label, ref.entry.result) for ref in ctx.profiles if ref.entry.result]
-    for label, result in runs:
-        for warning in result.warnings:  # grouped by the kind its writer gave it
-            rows.append(
-                {
-                    "cell": label,
-                    "kind": warning.kind,
-                    "warning": warning.text,
-                    "_severity": "info" if warning.kind == "injected delay" else "warn",
-                }
-            )
+    rows = [
+        {
+            "cell": label,
+            "kind": warning.kind,
+            "warning": warning.text,
+            "_severity": "info" if warning.kind == "injected delay" else "warn",
+        }
+        for label, result in runs
+        for warning in result.warnings  # grouped by the kind its writer gave it
+    ]
     blocks: list[Block] = []
     if rows:
         blocks.append(

@@ -1,15 +1,7 @@
-"""Efficiency: compute (achieved TFLOP/s, MFU against the stated peak, with its 95 % interval),
-where the step goes, memory (static state against the rest of the peak), and cost per million
-samples / tokens when a price is given.
-
-Where the step goes is each cell's diagnosis' step split (compute, data, waiting for peers,
-exposed transfer, rest, each a share with its 95 % interval, adding up to the step by
-construction), in the terminal's words; a part inside its noise reads "not measurable", never a
-negative time or a share above 100 %; a split without an interval says why (each estimate's
-reason) and what it was read from (its diagnosis' basis). Beside the split, the figures of the
-no_sync window where a cell recorded them (slowest compute and rank, the pooled sync overhead),
-and a row for a cell that recorded those but no split. The chart draws only splits whose
-parts add up to the step."""
+"""Efficiency: compute (achieved TFLOP/s, MFU), where the step goes (each cell's diagnosis'
+split, in the terminal's words), memory and cost (docs/reporting.md, "What is in it"). A part
+inside its noise reads "not measurable", never a negative time or a share above 100 %; the chart
+draws only splits whose parts add up to the step."""
 
 from __future__ import annotations
 
@@ -456,20 +448,19 @@ def _cost(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         return [], {"cost per million samples and tokens": NO_PRICE}
     if priced.empty:
         return [], {"cost per million samples and tokens": "no cell finished ok"}
-    rows = []
-    for row in records(priced):
-        rows.append(
-            {
-                "cell": ctx.label(row),
-                "gpus": integer(row["world_size"]),
-                "price": finite(row["price_per_gpu_hour"]),
-                "samples_per_s": rate_text_value(row, "samples_per_s"),
-                "tokens_per_s": rate_text_value(row, "tokens_per_s"),
-                "gpu_hours": finite(row["gpu_hours_per_m_samples"]),
-                "cost_samples": finite(row["cost_per_m_samples"]),
-                "cost_tokens": finite(row["cost_per_m_tokens"]),
-            }
-        )
+    rows = [
+        {
+            "cell": ctx.label(row),
+            "gpus": integer(row["world_size"]),
+            "price": finite(row["price_per_gpu_hour"]),
+            "samples_per_s": rate_text_value(row, "samples_per_s"),
+            "tokens_per_s": rate_text_value(row, "tokens_per_s"),
+            "gpu_hours": finite(row["gpu_hours_per_m_samples"]),
+            "cost_samples": finite(row["cost_per_m_samples"]),
+            "cost_tokens": finite(row["cost_per_m_tokens"]),
+        }
+        for row in records(priced)
+    ]
     prices = sorted(set(pd.Series(priced["price_per_gpu_hour"]).astype(float)))
     columns = [
         col("cell", "Cell"),
