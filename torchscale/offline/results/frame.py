@@ -31,6 +31,30 @@ ATTRIBUTION_COLUMNS = [
     f"{part}_{suffix}" for part in PART_NAMES for suffix in ("share", "share_low", "share_high")
 ]
 
+DIAGNOSIS_COLUMNS = [
+    "straggler_rank",
+    "straggler_phase",
+    "straggler_kind",
+    "straggler_gap_s",
+    "straggler_phase_gap_s",
+    "straggler_named",
+    "straggler_p_value",
+    "straggler_summary",
+    "diagnosis_source",
+    "caveat",
+    "step_mean_s",
+]
+# computed over the whole table (a cell against its group), not from one result
+DERIVED_COLUMNS = [
+    "scaling_efficiency",
+    "scaling_efficiency_low",
+    "scaling_efficiency_high",
+    "scaling_efficiency_reason",
+    "reliability",
+    "reliability_reason",
+]
+HOST_LOAD_COLUMNS = ["other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_machine"]
+
 COLUMNS = [
     "cell_id",
     "status",
@@ -68,24 +92,9 @@ COLUMNS = [
     "step_p95_high_s",
     "step_p99_low_s",
     "step_p99_high_s",
-    "straggler_rank",
-    "straggler_phase",
-    "straggler_kind",
-    "straggler_gap_s",
-    "straggler_phase_gap_s",
-    "straggler_named",
-    "straggler_p_value",
-    "straggler_summary",
-    "diagnosis_source",
-    "caveat",
-    "step_mean_s",
+    *DIAGNOSIS_COLUMNS,
     *ATTRIBUTION_COLUMNS,
-    "scaling_efficiency",
-    "scaling_efficiency_low",
-    "scaling_efficiency_high",
-    "scaling_efficiency_reason",
-    "reliability",
-    "reliability_reason",
+    *DERIVED_COLUMNS,
     "host_bound",
     "gpu_busy_share",
     "host_bound_method",
@@ -118,10 +127,7 @@ COLUMNS = [
     "tokens_per_joule",
     "throttled",
     "throttle_reasons",
-    "other_cpu_cores",
-    "load_avg_1m",
-    "other_gpu_processes",
-    "busy_machine",
+    *HOST_LOAD_COLUMNS,
     "bubble_measured",
     "bubble_theoretical",
     "tp_comm",
@@ -193,7 +199,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "flops_per_step": comp.flops_per_step if comp else None,
         "tflops_per_device": comp.achieved_tflops_per_device if comp else None,
         "mfu": comp.mfu if comp else None,
-        **_mfu_interval(result),
+        **_ends(result.intervals.mfu if result.intervals else None, "mfu"),
         "mfu_measured": comp.mfu_measured if comp else None,
         "measured_peak_tflops": comp.measured_peak_tflops_per_device if comp else None,
         "peak_tflops_per_device": comp.peak_tflops_per_device if comp else None,
@@ -246,12 +252,10 @@ def cell_row(result: CellResult) -> dict[str, Any]:
 def _host_bound(result: CellResult) -> dict[str, Any]:
     """The host-bound verdict (GPU cells; None: not judged) and how it was judged."""
     record = result.host_bound
-    if record is None:
-        return {"host_bound": None, "gpu_busy_share": None, "host_bound_method": None}
     return {
-        "host_bound": record.host_bound,
-        "gpu_busy_share": record.gpu_busy_share,
-        "host_bound_method": record.method,
+        "host_bound": record.host_bound if record else None,
+        "gpu_busy_share": record.gpu_busy_share if record else None,
+        "host_bound_method": record.method if record else None,
     }
 
 
@@ -278,27 +282,8 @@ def _headline_intervals(result: CellResult) -> dict[str, Any]:
     }
 
 
-def _mfu_interval(result: CellResult) -> dict[str, float | None]:
-    return _ends(result.intervals.mfu if result.intervals else None, "mfu")
-
-
 def _value(estimate: Estimate | None) -> float | None:
     return estimate.value if estimate is not None else None
-
-
-DIAGNOSIS_COLUMNS = [
-    "straggler_rank",
-    "straggler_phase",
-    "straggler_kind",
-    "straggler_gap_s",
-    "straggler_phase_gap_s",
-    "straggler_named",
-    "straggler_p_value",
-    "straggler_summary",
-    "diagnosis_source",
-    "caveat",
-    "step_mean_s",
-]
 
 
 def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
@@ -330,9 +315,6 @@ def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any]:
     return row
 
 
-HOST_LOAD_COLUMNS = ("other_cpu_cores", "load_avg_1m", "other_gpu_processes", "busy_machine")
-
-
 def _host_load(hosts: list[HostLoad] | None) -> dict[str, Any]:
     """What else ran on the cell's hosts during its windows (docs/telemetry.md): the busiest
     host's other-process cores and load average, other compute processes on the cell's GPUs
@@ -361,17 +343,6 @@ def _profiled_comm(parallel: ParallelMetrics | None) -> dict[str, float | None]:
         "tp_waiting_for_peers": comm.waiting_for_peers if comm else None,
         "tp_exposed_transfer": comm.exposed_transfer if comm else None,
     }
-
-
-# computed over the whole table (a cell against its group), not from one result
-DERIVED_COLUMNS = {
-    "scaling_efficiency",
-    "scaling_efficiency_low",
-    "scaling_efficiency_high",
-    "scaling_efficiency_reason",
-    "reliability",
-    "reliability_reason",
-}
 
 
 def cells_table(results: Sequence[CellResult]) -> pd.DataFrame:
