@@ -34,11 +34,7 @@ from torchscale.interfaces.report.sections import (
     summary,
 )
 from torchscale.interfaces.report.sections import baseline as baseline_section
-from torchscale.interfaces.report.sections.context import (
-    Context,
-    make_context,
-    unreadable_cells,
-)
+from torchscale.interfaces.report.sections.context import Context, make_context, unreadable_cells
 from torchscale.interfaces.report.sections.findings import collect_findings
 from torchscale.interfaces.report.sections.headline import (
     description,
@@ -136,12 +132,6 @@ def _unique_ids(sections: list[Section]) -> None:
                 seen.add(block.id)
 
 
-def _capped(section: Section) -> Section:
-    """Charts within the limits of `sections.limits` (tables keep every row)."""
-    blocks = [cap_chart(b) if isinstance(b, Chart) else b for b in section.blocks]
-    return section.model_copy(update={"blocks": blocks})
-
-
 def _against_baseline(ctx: Context) -> Section | None:
     """The comparison, only when a baseline was given (`--baseline`)."""
     return baseline_section.build(ctx) if ctx.baseline is not None else None
@@ -179,7 +169,9 @@ def _sections(ctx: Context, options: ReportOptions) -> list[Section]:
             continue
         section = build(ctx)
         if section is not None and (keep is None or section.id in keep):
-            sections.append(_capped(section))
+            # charts within the limits of `charts.limits` (tables keep every row)
+            blocks = [cap_chart(b) if isinstance(b, Chart) else b for b in section.blocks]
+            sections.append(section.model_copy(update={"blocks": blocks}))
     if options.scope != "short":
         return sections
     sections, charts = trim(sections)
