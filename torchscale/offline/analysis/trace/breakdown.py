@@ -27,16 +27,8 @@ from torchscale.offline.analysis.trace.steps import (
     is_device_trace,
 )
 
-BREAKDOWN_COLUMNS = [
-    "step",
-    "step_us",
-    "compute_us",
-    "comm_us",
-    "exposed_comm_us",
-    "overlap_pct",
-    "idle_us",
-    "data_wait_us",
-]
+_COMM_COLUMNS = ["comm_us", "exposed_comm_us", "overlap_pct"]
+BREAKDOWN_COLUMNS = ["step", "step_us", "compute_us", *_COMM_COLUMNS, "idle_us", "data_wait_us"]
 
 
 @dataclass(frozen=True)

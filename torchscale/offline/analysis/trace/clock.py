@@ -24,14 +24,7 @@ from torchscale.offline.analysis.trace.steps import empty_table
 SYMMETRIC_OPS = ops_where(lambda op: op.ends_together)
 MAD_TO_SIGMA = 1.4826  # MAD x this estimates a normal standard deviation
 OFFSET_COLUMNS = ["rank", "offset_us", "uncertainty_us", "samples"]
-ARRIVAL_COLUMNS = [
-    "group",
-    "index",
-    "rank",
-    "aligned_ts",
-    "arrival_lateness_us",
-    "last_by_arrival",
-]
+ARRIVAL_COLUMNS = ["group", "index", "rank", "aligned_ts", "arrival_lateness_us", "last_by_arrival"]
 
 
 @dataclass
@@ -100,12 +93,10 @@ def estimate_offsets(matched: Matched) -> Offsets:
                 notes.append(f"rank {r} aligned through rank {via} (no instance with rank {ref})")
     rows = []
     for r in ranks:
-        if r in solved:
-            off, unc, n = solved[r]
-            rows.append({"rank": r, "offset_us": off, "uncertainty_us": unc, "samples": n})
-        else:
+        if r not in solved:
             notes.append(f"rank {r} shares no collective with the others: clock not aligned")
-            rows.append({"rank": r, "offset_us": np.nan, "uncertainty_us": np.nan, "samples": 0})
+        off, unc, n = solved.get(r, (np.nan, np.nan, 0))
+        rows.append({"rank": r, "offset_us": off, "uncertainty_us": unc, "samples": n})
     table = pd.DataFrame(rows, columns=OFFSET_COLUMNS).astype(
         {"rank": np.int64, "samples": np.int64}
     )

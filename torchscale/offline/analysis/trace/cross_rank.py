@@ -26,11 +26,7 @@ from torchscale.offline.analysis.diagnosis import (
 from torchscale.offline.analysis.diagnosis import findings as ranked_findings
 from torchscale.offline.analysis.diagnosis import traces as step_model
 from torchscale.offline.analysis.diagnosis.inflation import TracedInflation
-from torchscale.offline.analysis.trace import (
-    clock,
-    collective_matching,
-    idle,
-)
+from torchscale.offline.analysis.trace import clock, collective_matching, idle
 from torchscale.offline.analysis.trace import straggler as straggler_analysis
 from torchscale.offline.analysis.trace.reduction import RankReduction
 

@@ -13,15 +13,9 @@ from __future__ import annotations
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.schema.profile_analysis import (
-    ProfileAnalysis,
-    TraceFile,
-)
+from torchscale.contracts.schema.profile_analysis import ProfileAnalysis, TraceFile
 from torchscale.offline.analysis.diagnosis.inflation import TracedInflation
-from torchscale.offline.analysis.trace import (
-    registry,
-    steps,
-)
+from torchscale.offline.analysis.trace import registry, steps
 from torchscale.offline.analysis.trace.cross_rank import analyse
 from torchscale.offline.analysis.trace.profile_record import profile_analysis, share_pct
 from torchscale.offline.analysis.trace.reduction import RankReduction

@@ -10,9 +10,7 @@ from typing import cast
 
 import pandas as pd
 
-from torchscale.contracts.schema.profile_analysis import (
-    TraceFile,
-)
+from torchscale.contracts.schema.profile_analysis import TraceFile
 from torchscale.offline.analysis.trace.idle import IdleBase
 
 
