@@ -15,32 +15,14 @@ Where nsys comes from (`find_nsys`, first hit wins):
    `$TORCHSCALE_NSYS_ROOT/bin/nsys`, default `~/.cache/torchscale-ci/nsys/bin/nsys`.
 
 Privacy: the report (`.nsys-rep`) and the SQLite exported from it store the profiled command's
-*whole environment* (SQLite table TARGET_INFO_SYSTEM_ENV, row DeviceEnvironment): tokens,
-passwords, cloud credentials in the environment end up in the file. Never publish either file.
-`export_sqlite` blanks that row in the SQLite by default (`redact_environment=True`); the
-`.nsys-rep` keeps it.
+*whole environment* (tokens, credentials included): never publish either. `export_sqlite` blanks
+it in the SQLite by default (`redact_environment=True`); the `.nsys-rep` keeps it.
 
-What a capture holds on CPU vs GPU (nsys 2022.4.2.1, measured): with `--trace=nvtx,osrt` on a
-CPU-only gloo job there are NVTX ranges and OS runtime calls only: no kernels, so collectives are
-not visible as such (gloo runs on host threads that nsys does not annotate); the blocking waits
-in OSRT_API (`pthread_cond_wait` on the training thread while gloo works) are what is left of
-them, which is why CPU captures keep `osrt`. On GPUs `--trace=cuda,nvtx` gives CUPTI kernels
-(NCCL: `ncclDevKernel_*`, `ncclKernel_*`), memcpy/memset and CUDA runtime calls; `osrt` is left
-out there: the kernels show the collectives, no analysis reads OS runtime calls on GPUs, and
-they are most of a report's rows (every pthread, poll and ioctl over 1 us, of every rank).
-
-What is captured: only the profiled steps (`--capture-range`), never the start-up, warm-up and
-measured windows before them. The ranks trigger the collection (torchscale/rank/worker/capture.py,
-`CAPTURE_ENV` says how): CUDA cells by cudaProfilerStart/Stop around the active steps
-(`--capture-range=cudaProfilerApi --capture-range-end=stop`); CPU cells by an empty NVTX range
-`torchscale:capture` just before them (`--capture-range=nvtx --capture-range-end=none`: the
-collection then runs to exit, since a range around the steps would read as an op covering
-them). nsys starts (and with `stop` ends) the collection of every process at the first trigger
-of any (measured with NVTX on CPU: a rank's range that began after another's ended was not
-captured); the ranks therefore trigger between barriers. Measured on CPU (2 gloo ranks, 3 of 9
-steps traced): OS runtime rows 874 instead of 22,519, report 158 KB instead of 492 KB. A
-capture range that never fires leaves no report at all, so a CPU cell whose ranks have no NVTX
-that this nsys records (`cpu_nvtx_records`) is captured whole, as before.
+What is traced on CPU vs GPU and why (`osrt` on CPU only: gloo's waits), and how only the
+profiled steps are captured (the ranks trigger the capture range between barriers, since nsys
+starts and stops every process's collection at the first trigger of any; a range that never
+fires leaves no report, so a CPU cell without recorded NVTX is captured whole):
+docs/profiling.md, "Nsight Systems".
 """
 
 from __future__ import annotations
@@ -202,12 +184,6 @@ def _executable(nsys: NsysInstall | Path | str) -> str:
     return str(nsys.path if isinstance(nsys, NsysInstall) else nsys)
 
 
-def default_trace(gpu: bool) -> tuple[str, ...]:
-    """APIs to trace: CUDA (kernels, runtime) and NVTX on GPUs; NVTX and OS runtime calls on
-    CPU, where the OS waits are all that shows of the collectives."""
-    return GPU_TRACE if gpu else CPU_TRACE
-
-
 def default_capture(gpu: bool, nvtx_records: bool = True) -> CaptureRange:
     """How the ranks start the collection: cudaProfilerApi on GPUs, an NVTX range on CPU when
     the ranks' NVTX reaches this nsys (`cpu_nvtx_records`), else none (the whole run)."""
@@ -256,7 +232,7 @@ def nsys_profile_argv(
 ) -> list[str]:
     """`nsys profile ... <inner_argv>` as an argv list.
 
-    - `--trace` defaults to nvtx,osrt on CPU and, with `gpu`, cuda,nvtx (`default_trace`).
+    - `--trace` defaults to nvtx,osrt on CPU and, with `gpu`, cuda,nvtx.
     - `--capture-range...`: `capture` (default `default_capture(gpu)`; see `capture_argv`):
       only what the ranks' trigger encloses is collected, so the inner command must be
       torchscale's worker launched with `wrap_launch`'s environment; "none" for any other.
@@ -270,7 +246,7 @@ def nsys_profile_argv(
     """
     if not inner_argv:
         raise ValueError("nsys_profile_argv: empty inner command")
-    apis = tuple(trace) if trace is not None else default_trace(gpu)
+    apis = tuple(trace) if trace is not None else GPU_TRACE if gpu else CPU_TRACE
     unknown = [a for a in apis if a not in TRACE_APIS]
     if unknown or not apis:
         raise ValueError(f"nsys_profile_argv: unknown trace API(s) {unknown or apis}")
@@ -295,14 +271,6 @@ def nsys_profile_argv(
     ]
 
 
-def nsys_environment(base_env: Mapping[str, str], tmp_dir: Path) -> dict[str, str]:
-    """`base_env` with TMPDIR pointing at `tmp_dir`: nsys writes its .qdstrm stream and injection
-    files there (hundreds of MB on long GPU runs), so keep them beside the results, not in /tmp."""
-    env = dict(base_env)
-    env["TMPDIR"] = str(tmp_dir)
-    return env
-
-
 def wrap_launch(
     launch: LaunchCommand,
     nsys: NsysInstall | Path | str,
@@ -316,7 +284,8 @@ def wrap_launch(
 ) -> LaunchCommand:
     """The same launch under `nsys profile`: argv wrapped, TMPDIR set (default: a `nsys-tmp`
     directory beside `output_base`), the ranks told which capture trigger the argv waits for
-    (`capture_environment`), everything else unchanged.
+    (`capture_environment`), everything else unchanged. nsys writes its .qdstrm stream and
+    injection files in TMPDIR (hundreds of MB on long GPU runs): beside the results, not /tmp.
 
     The one side effect: the TMPDIR directory is created, since nsys fails with only "Agent
     launcher failed." when it is missing."""
@@ -333,7 +302,7 @@ def wrap_launch(
     return dataclasses.replace(
         launch,
         argv=argv,
-        env={**nsys_environment(launch.env, tmp), **added},
+        env={**launch.env, **added},
         env_overrides={**launch.env_overrides, **added},
     )
 
