@@ -32,9 +32,7 @@ from torchscale.contracts.schema.max_batch import (
     MaxBatchResult,
 )
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.schema.validate_report import (
-    SCHEMA_VERSION as VALIDATE_SCHEMA_VERSION,
-)
+from torchscale.contracts.schema.validate_report import SCHEMA_VERSION as VALIDATE_SCHEMA_VERSION
 from torchscale.contracts.schema.validate_report import VALIDATE_KIND, ValidateReport
 from torchscale.contracts.versioned import read_json, version_problem
 from torchscale.offline.results.directory_layout import ResultLayout

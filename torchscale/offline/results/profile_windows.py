@@ -26,12 +26,7 @@ from torchscale.contracts.step_phases import (
     STEP_PHASES,
     seconds_column,
 )
-from torchscale.offline.analysis.diagnosis import (
-    RunEvidence,
-    TimerEvidence,
-    diagnose,
-    with_caveat,
-)
+from torchscale.offline.analysis.diagnosis import RunEvidence, TimerEvidence, diagnose, with_caveat
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
     OVERHEAD_NOTE,

@@ -423,14 +423,7 @@ def _read_nvtx(
             unclosed += 1
             continue
         cols.add(
-            name,
-            cls.kind,
-            start,
-            end,
-            tid,
-            step=cls.step,
-            phase=cls.phase,
-            coll_op=cls.coll_op,
+            name, cls.kind, start, end, tid, step=cls.step, phase=cls.phase, coll_op=cls.coll_op
         )
         if cls.kind in ("step", "phase"):
             per_thread[tid] += 1

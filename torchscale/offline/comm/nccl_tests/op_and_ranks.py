@@ -22,12 +22,7 @@ from torchscale.offline.comm.nccl_infer import (
     ranks_from_bandwidth,
 )
 from torchscale.offline.comm.nccl_tests.checks import column_problem, legacy_rows, row_problem
-from torchscale.offline.comm.nccl_tests.names import (
-    LEGACY_OPS,
-    PROGRAM_OPS,
-    TYPES,
-    program_op,
-)
+from torchscale.offline.comm.nccl_tests.names import LEGACY_OPS, PROGRAM_OPS, TYPES, program_op
 from torchscale.offline.comm.nccl_tests.records import Run, clip, fail, run_location
 
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis, Estimate, Finding
 from torchscale.offline.analysis.diagnosis import busy_caveat, with_caveat
-from torchscale.offline.analysis.diagnosis.findings import (
-    FindingInputs,
-    rank_findings,
-)
+from torchscale.offline.analysis.diagnosis.findings import FindingInputs, rank_findings
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
 
 
