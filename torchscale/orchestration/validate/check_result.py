@@ -25,6 +25,11 @@ SEVERITY = (
 )
 
 
+def worst(statuses: Sequence[CheckStatus]) -> CheckStatus:
+    """The worst of `statuses` by SEVERITY (SKIP when there are none)."""
+    return next((status for status in SEVERITY if status in statuses), CheckStatus.SKIP)
+
+
 def status_counts(checks: Sequence[CheckResult]) -> dict[CheckStatus, int]:
     """How many checks ended in each status: the report's `counts`, from which `ok` follows."""
     return {status: sum(c.status is status for c in checks) for status in CheckStatus}

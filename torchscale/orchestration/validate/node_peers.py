@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from torchscale.contracts.power_limit import PowerLimit, node_power_cap
-from torchscale.orchestration.validate.check_result import SEVERITY, CheckStatus, Measurement
+from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, worst
 from torchscale.orchestration.validate.reference import expected_for, judge, thresholds_for
 
 # GPUs of one model measured together differ by a few percent (boost clocks, silicon); a GPU
@@ -55,10 +55,6 @@ LAGGING_HINT = (
     "one GPU below its peers: check its clocks, power and temperature (nvidia-smi -q -d "
     "PERFORMANCE,POWER,TEMPERATURE), other processes on it and its ECC errors"
 )
-
-
-def _worse(a: CheckStatus, b: CheckStatus) -> CheckStatus:
-    return a if SEVERITY.index(a) <= SEVERITY.index(b) else b
 
 
 def peer_status(peer_ratio: float) -> CheckStatus:
@@ -143,7 +139,7 @@ def _with_peers(row: Measurement, peers: Peers, power: PowerLimit | None) -> Mea
     by_peers = peer_status(ratio)
     status, detail = row.status, row.detail
     if by_peers is not CheckStatus.PASS:
-        status = _worse(by_peers, row.status)
+        status = worst((by_peers, row.status))
         detail = (
             f"{ratio:.0%} of the median of the node's other {peers.count} GPUs "
             f"({peers.median:.3g} {row.unit}): this GPU lags its peers"

@@ -43,10 +43,10 @@ from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
 from torchscale.orchestration.validate.check_context import Device
 from torchscale.orchestration.validate.check_result import (
-    SEVERITY,
     CheckResult,
     CheckStatus,
     Measurement,
+    worst,
     wrote_nothing,
 )
 from torchscale.orchestration.validate.host_links import (
@@ -323,13 +323,6 @@ def busbw_rows(result: CommResult, device_name: str, stored: str) -> list[Measur
             row.detail = f"{wrong} wrong element(s) in the checked results ({stored})"
         rows.append(row)
     return rows
-
-
-def worst(statuses: Sequence[CheckStatus]) -> CheckStatus:
-    for status in SEVERITY:
-        if status in statuses:
-            return status
-    return CheckStatus.SKIP
 
 
 def _figure(value: float, unit: str) -> str:
