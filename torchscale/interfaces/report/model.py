@@ -1,15 +1,7 @@
-"""The report model: what a report says, independent of how it is drawn.
-
-`torchscale report` builds one `Report` from results by pure functions (`report.build`), then
-hands it to a renderer (terminal, HTML, PDF, Markdown, JSON). Every number is computed before
-rendering: templates and renderers only format and lay out. The JSON format is this model
-dumped as it is (`kind: torchscale.report`, versioned), so a notebook or a CI job can read a
-report without parsing HTML.
-
-A section is an ordered list of blocks, each of one type: text, key figures, a table, a chart,
-findings, or a note of what is unavailable and why. Values in tables and charts are raw numbers
-(seconds, bytes, ratios) with the unit in the column or axis; renderers choose the formatting.
-"""
+"""The report model: what a report says, independent of how it is drawn (docs/reporting.md, "How
+a report is made"). Every number is computed before rendering, so every format shows the same;
+values in tables and charts are raw numbers (seconds, bytes, ratios) with the unit in the column
+or axis, and renderers choose the formatting. The JSON format is this model as it is."""
 
 from __future__ import annotations
 

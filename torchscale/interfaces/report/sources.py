@@ -1,12 +1,8 @@
-"""What `torchscale report --source DIR` reads: one experiment directory, or a directory of them.
-
-An experiment directory holds `cells/` (a `torchscale benchmark` sweep), `profile/<run>/`
-(`torchscale profile` runs: `analysis.json`, `result.json`), `comm/<run>.json` (`torchscale
-comm` runs and nccl-tests imports), or any of them together. Everything is read here,
-once, so that building the report is pure. A file that cannot be used (unreadable, corrupt,
-truncated, of a newer schema version) is left out with a one-line reason in `Sources.skipped`,
-never a traceback; only a path that holds nothing usable at all raises `ResultsError`.
-"""
+"""What `torchscale report --source DIR` reads: one experiment directory (`cells/`,
+`profile/<run>/`, `comm/<run>.json`, or any of them together), or a directory of them. All is
+read here, once, so that building the report is pure; a file that cannot be used is left out
+with a one-line reason in `Sources.skipped`, never a traceback; only a path that holds nothing
+usable at all raises `ResultsError` (docs/reporting.md, "How a report is made")."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""Limits on what one chart draws, so that a 500-cell sweep gives charts a person can read.
-Tables keep every row; a chart that left data out says in its title what it kept and why ("11
-of 100 series: the highest peak of each model"). Applied when the report is built, so every
-format (JSON and terminal included) holds the chart that is drawn.
-
-No chart draws more than MAX_SERIES series (an ideal line counts), so each series has a colour
-of its own (`palette.PALETTE`):
-- lines and grouped bars: the series with the highest peaks, the highest of each model first
-  (`pick`), so every model of the sweep stays on the chart;
-- stacked bars: the largest parts, the rest summed as one "others" part (the total stays);
-- boxes: the first MAX_BOX_SERIES groups."""
+"""Limits on what one chart draws, so that a 500-cell sweep gives charts a person can read (what
+each kind keeps: docs/reporting.md, "Formats": "Readable at any size"). Tables keep every row; a
+chart that left data out says in its title what it kept and why ("11 of 100 series: the highest
+peak of each model"). Applied when the report is built, so every format (JSON and terminal
+included) holds the chart that is drawn. At most MAX_SERIES series, so each has a colour of its
+own (`palette.PALETTE`); the highest of each model first (`pick`), so every model stays on."""
 
 from __future__ import annotations
 
@@ -162,7 +157,8 @@ def _cap_bar_series(chart: Chart) -> Chart:
 
 
 def _cap_stack(chart: Chart) -> Chart:
-    """Stacked bars: the largest MAX_SERIES - 1 parts, the rest summed into "others"."""
+    """Stacked bars: the largest MAX_SERIES - 1 parts, the rest summed into "others" (the
+    total stays)."""
     if len(chart.series) <= MAX_SERIES:
         return chart
     largest = {id(s) for s in sorted(chart.series, key=_total, reverse=True)[: MAX_SERIES - 1]}

@@ -1,12 +1,6 @@
-"""`plot(chart) -> Plot`: a report chart as both back-ends draw it.
-
-Everything a reader compares between the HTML and the PDF is decided here, once: the series and
-their order, each one's colour, marker, dash and hatch, the axes, the bar layout, the legend,
-the heatmap's colour range and each point's hover text. The back-ends decide only pixel sizes,
-fonts and where a slanted label fits.
-
-The legend is bounded (at most MAX_SERIES series, labels cut at LABEL_MAX characters, the full
-name kept in the hover text and the tables), so its rows never outgrow the plot's fixed height.
+"""`plot(chart) -> Plot`: a report chart as both back-ends draw it. Everything a reader compares
+between the HTML and the PDF is decided here, once (docs/reporting.md, "Formats": the charts and
+their legend); the back-ends decide only pixel sizes, fonts and where a slanted label fits.
 
 A chart cannot mislead by its drawing:
 - an interval longer than the axis allows (`axes.clip_window`) is drawn to the axis' edge and

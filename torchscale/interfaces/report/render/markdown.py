@@ -1,12 +1,8 @@
-"""Markdown renderer: what fits a pull-request comment (GitHub takes 65,536 characters).
-
-The verdict, hardware and dates, sources, the executive summary, the cells that changed most
-against a baseline, and where the HTML report is (its file name where it has no URL: a local
-path means nothing in a pull request). Bold is kept for the decision sentence alone. No section
-is dumped whole unless `full` asks, and the result is cut to `MAX_CHARS`. Every string from
-the model goes through `escape` (`|`, backslashes, `<`, `>`, `&`, inline Markdown punctuation;
-line breaks become spaces), so a model name cannot inject HTML or break a table; prose keeps
-its code spans (`inline`), which Markdown shows literally."""
+"""Markdown renderer: what fits a pull-request comment, cut to `MAX_CHARS` (what it holds:
+docs/reporting.md, "Formats": "Markdown"). Every string from the model goes through `escape`
+(`|`, backslashes, `<`, `>`, `&`, inline Markdown punctuation; line breaks become spaces), so a
+model name cannot inject HTML or break a table; prose keeps its code spans (`inline`), which
+Markdown shows literally."""
 
 from __future__ import annotations
 
