@@ -416,12 +416,9 @@ def _value_numbers(
         bottoms: dict[float, float] = {}
         for s in series:
             for x, y in zip(s.x, s.y, strict=True):
-                if y is None:
-                    continue
-                if y >= 0:
-                    tops[x] = tops.get(x, 0.0) + y
-                else:
-                    bottoms[x] = bottoms.get(x, 0.0) + y
+                if y is not None:
+                    stack = tops if y >= 0 else bottoms
+                    stack[x] = stack.get(x, 0.0) + y
         numbers += [*tops.values(), *bottoms.values()]
     for band in chart.bands:
         numbers += [band.low, band.high]

@@ -31,7 +31,6 @@ from torchscale.interfaces.report.sections.words import GLOSSARY
 
 TEMPLATE = "html/report.html.j2"
 _SEVERITIES: tuple[str, ...] = get_args(Severity)
-# a glyph per severity besides the colour, so a flagged row survives greyscale print
 # table cell class by (column align, numeric format): short, as a big report has many cells;
 # r: right-aligned, n: a formatted number (kept on one line, tabular figures)
 CELL_CLASS = {
@@ -40,13 +39,7 @@ CELL_CLASS = {
     ("right", False): Markup(' class="r"'),
     ("right", True): Markup(' class="r n"'),
 }
-_SCRIPT_ESCAPES = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
+_SCRIPT_ESCAPES = {char: f"\\u{ord(char):04x}" for char in "<>&\u2028\u2029"}
 _SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
 # a table longer than this scrolls inside a box of its own (header kept in view), so that the
 # charts after a 500-row table are not 500 rows down the page; print shows every row

@@ -323,26 +323,19 @@ def _heatmap(p: Plot) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
         trace["texttemplate"] = "%{text}"
         trace["textfont"] = {"size": 11}
     axes = {
-        "xaxis": {
-            "type": "category",
-            "showgrid": False,
-            "title": {"text": plotly_text(p.x.title)},
-            "tickmode": "array",
-            "tickvals": x[:: heat.x_every],
-            "automargin": True,
-        },
-        "yaxis": {
-            "type": "category",
-            "showgrid": False,
-            "autorange": "reversed",  # first label on top, as in a table
-            "title": {"text": plotly_text(p.y.title)},
-            "tickmode": "array",
-            "tickvals": y[:: heat.y_every],
-            "automargin": True,
-        },
+        "xaxis": _heatmap_axis(p.x, x[:: heat.x_every]),
+        "yaxis": _heatmap_axis(p.y, y[:: heat.y_every], top_down=True),
     }
     height = min(900, max(PLOT_PX, 80 + HEATMAP_ROW_PX * len(heat.y_labels)))
     return [trace], axes, height
+
+
+def _heatmap_axis(axis: Axis, ticks: list[str], top_down: bool = False) -> dict[str, Any]:
+    props: dict[str, Any] = {"type": "category", "showgrid": False}
+    if top_down:
+        props["autorange"] = "reversed"  # first label on top, as in a table
+    title = {"text": plotly_text(axis.title)}
+    return {**props, "title": title, "tickmode": "array", "tickvals": ticks, "automargin": True}
 
 
 def figure(chart: Chart | Plot) -> dict[str, Any]:
