@@ -127,23 +127,10 @@ def add_scaling_efficiency(table: pd.DataFrame) -> pd.DataFrame:
 
 
 # strong scaling: the same global batch (the same work per step) split over more GPUs
-STRONG_GROUP_COLUMNS = [
-    "model_label",
-    "global_batch",
-    "precision",
-    "layout_family",
-    "device",
-]
-SCALING_TABLE_COLUMNS = [
-    "group",
-    "base_world_size",
-    "base_samples_per_s",
-    "ideal_samples_per_s",
-    "speedup",
-    "efficiency",
-    "efficiency_low",
-    "efficiency_high",
-]
+STRONG_GROUP_COLUMNS = ["model_label", "global_batch", "precision", "layout_family", "device"]
+_BASE_COLUMNS = ["base_world_size", "base_samples_per_s", "ideal_samples_per_s"]
+_SPEEDUP_COLUMNS = ["speedup", "efficiency", "efficiency_low", "efficiency_high"]
+SCALING_TABLE_COLUMNS = ["group", *_BASE_COLUMNS, *_SPEEDUP_COLUMNS]
 
 
 def scaling_table(

@@ -1,18 +1,10 @@
 """The compute terms: a rank's own work per step at the asked world size, and on CPU what the
-threads each rank gets and ranks taking turns on the host's cores add to it (contention).
-
-Own work is measured at the same per-device batch; the reference is the measured cell most
-like the target (the same threads per rank, then the most ranks per host not above the
-target's), so what ranks sharing caches and memory bandwidth cost there is in it. On CPU a
-rank that kept u cores busy with t threads runs its work on min(u, t') cores with t' < t
-threads: the work is the same, fewer cores run it at once, a thread factor of at most
-u / min(u, t') and at least 1, as u counts OpenMP's spin-waits too (taken as the middle);
-and k ranks wanting d cores each on C cores take turns past the cores (time-sharing between
-max(1, k x d / C), shared out perfectly, and the busiest core's ceil(k / C) x min(d, 1): the
-middle); a CPU collective (gloo) runs on the ranks' own cores, so past the cores
-its exposed part takes turns too (forecast.py adds it here). A rank whose compute holds no
-core (u ~ 0: a sleep, a wait on a device) is slowed by neither. GPU ranks each have their
-own device: no contention term.
+threads each rank gets and ranks taking turns on the host's cores add to it (contention). The
+formulas and why each: docs/prediction.md, "The model". Own work comes from the measured cell
+most like the target (`reference_cell`), so what ranks sharing caches and memory bandwidth cost
+there is in it; a CPU collective (gloo) runs on the ranks' own cores, so past the cores its
+exposed part takes turns too (forecast.py adds it). GPU ranks each have their own device: no
+contention term.
 """
 
 from __future__ import annotations

@@ -66,15 +66,10 @@ def robust_sigma(stats: StepTimeStats) -> float:
 def _jitter(result: CellResult) -> tuple[float | None, int]:
     """Robust step-to-step sigma of one rank's own work: its no_sync compute steps where
     measured (the gradient sync out of them), else its synchronised steps; median over ranks."""
-    sigmas: list[float] = []
-    counts: list[int] = []
-    for rank in result.ranks:
-        stats = rank.compute_time or rank.step_time
-        sigmas.append(robust_sigma(stats))
-        counts.append(stats.count)
-    if not sigmas:
+    stats = [rank.compute_time or rank.step_time for rank in result.ranks]
+    if not stats:
         return None, 0
-    return statistics.median(sigmas), min(counts)
+    return statistics.median([robust_sigma(s) for s in stats]), min(s.count for s in stats)
 
 
 def _median_step(result: CellResult) -> Figure | None:
@@ -95,15 +90,11 @@ def _own_work(result: CellResult, step: Figure) -> Figure | None:
     medians (the gradient-sync wait left out), mean over ranks; the step's relative interval.
     Without phase timers: the step times the diagnosis' own-work share (compute + data +
     rest), which a mean-based split gives."""
-    own: list[float] = []
-    for rank in result.ranks:
-        phases = rank.phases
-        if phases is None:
-            continue
-        parts = (phases.data, phases.forward, phases.backward, phases.optimizer)
-        if phases.forward is None or phases.backward is None:
-            continue
-        own.append(sum(p or 0.0 for p in parts))
+    own = [
+        sum(p or 0.0 for p in (ph.data, ph.forward, ph.backward, ph.optimizer))
+        for ph in (rank.phases for rank in result.ranks)
+        if ph is not None and ph.forward is not None and ph.backward is not None
+    ]
     if own:
         value = min(sum(own) / len(own), step.value)
     else:
@@ -204,26 +195,24 @@ def measured_cell(result: CellResult) -> tuple[MeasuredCell | None, str | None]:
     # FSDP holds a shard: the model's bytes are the shard's times the ranks
     shards = world if result.cell.strategy == "fsdp" else 1
     cores, busy = _busy_cores(result)
-    return (
-        MeasuredCell(
-            cell_id=result.cell.id,
-            world_size=world,
-            nodes=result.cell.nodes,
-            step=step,
-            own_work=own,
-            wait=wait,
-            exposed=exposed,
-            samples_per_s=throughput,
-            gradient_bytes=memory.gradient_bytes * shards,
-            parameter_bytes=memory.parameter_bytes * shards,
-            jitter_s=jitter,
-            jitter_steps=steps,
-            host_cores=cores,
-            busy_cores_per_rank=busy,
-            threads=_threads(result),
-            spread=result.throughput.spread if result.throughput is not None else None,
-            mean_step_s=result.step_time.mean if result.step_time is not None else None,
-            step_cv=result.step_time.cv if result.step_time is not None else None,
-        ),
-        None,
+    cell = MeasuredCell(
+        cell_id=result.cell.id,
+        world_size=world,
+        nodes=result.cell.nodes,
+        step=step,
+        own_work=own,
+        wait=wait,
+        exposed=exposed,
+        samples_per_s=throughput,
+        gradient_bytes=memory.gradient_bytes * shards,
+        parameter_bytes=memory.parameter_bytes * shards,
+        jitter_s=jitter,
+        jitter_steps=steps,
+        host_cores=cores,
+        busy_cores_per_rank=busy,
+        threads=_threads(result),
+        spread=result.throughput.spread if result.throughput is not None else None,
+        mean_step_s=result.step_time.mean if result.step_time is not None else None,
+        step_cv=result.step_time.cv if result.step_time is not None else None,
     )
+    return cell, None
