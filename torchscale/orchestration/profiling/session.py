@@ -70,10 +70,6 @@ class ProfiledCell:
     capture_overhead: CaptureOverhead | None = None
 
 
-def profile_dir(store: ResultStore, cell_id: str) -> Path:
-    return store.profile_run(cell_id).directory
-
-
 def resolve_tool(requested: str, device: str, asked_by: str = "--tool") -> tuple[Tool, str | None]:
     """torch | nsys, from torch | nsys | auto, with a line saying why when auto chose: auto
     is torch.profiler, which runs wherever torch does; nsys only when asked for by name.
@@ -151,8 +147,8 @@ def launch_profiled(
     request: ProfileRequest,
 ) -> ProfiledCell:
     """Run `planned` once with the profiler on every rank; analyse what it wrote."""
-    directory = profile_dir(store, planned.cell.id)
-    files = ProfileRun(directory)
+    files = store.profile_run(planned.cell.id)
+    directory = files.directory
     _prepare(directory)
     spec = planned.worker_spec(
         files.result_path, files.steps_path, store.peak_search_dirs
