@@ -144,10 +144,7 @@ def _findings(reports: Sequence[ValidateReport]) -> Table | None:
 def _basic_lines(reports: Sequence[ValidateReport]) -> list[Block]:
     """Nodes with no measured figures (basic reports, schema 1): their verdict alone."""
     return [
-        Text(
-            text=f"{r.hostname} ({r.level}): {r.verdict}",
-            severity="good" if r.ok else "bad",
-        )
+        Text(text=f"{r.hostname} ({r.level}): {r.verdict}", severity="good" if r.ok else "bad")
         for r in reports
         if not r.measurements
     ]

@@ -50,11 +50,10 @@ METHODOLOGY = [
         "95 % intervals",
         f"throughput: {THROUGHPUT_INTERVAL}; step percentiles and the step model's parts: "
         "moving-block bootstrap over the steps (no interval from 2-3 steps, nor for point "
-        "figures); MFU "
-        "scales with throughput; '±' is half the interval's width, '[low, high]' the interval "
-        "where one side is over 1.5 times the other or ± would reach below 0; a figure whose "
-        "interval reaches 0 is 'not measurable above noise'; a change of a percentage "
-        "(efficiency, MFU, a share) is in points",
+        "figures); MFU scales with throughput; '±' is half the interval's width, '[low, high]' "
+        "the interval where one side is over 1.5 times the other or ± would reach below 0; a "
+        "figure whose interval reaches 0 is 'not measurable above noise'; a change of a "
+        "percentage (efficiency, MFU, a share) is in points",
     ),
     (
         "Reliability",
@@ -71,8 +70,8 @@ METHODOLOGY = [
         "thr(N) / (N / N_min x thr(N_min)) within model, batch per GPU, precision, strategy and "
         "device: weak scaling, the batch per GPU is fixed; 95 % interval: bootstrap of the "
         "ratio of the two medians over their repeats (Welch's t on the log ratio when a side "
-        "has 2-3). Above 100 % with 100 % inside the "
-        "interval: linear within noise; interval wholly above 100 %: super-linear, flagged",
+        "has 2-3). Above 100 % with 100 % inside the interval: linear within noise; interval "
+        "wholly above 100 %: super-linear, flagged",
     ),
     (
         "Strong scaling",
@@ -297,11 +296,7 @@ def _defaults() -> tuple[dict[str, Any], frozenset[str]]:
     keys that have none (always shown: they say what the sweep is)."""
     from torchscale.orchestration.config.schema import BenchConfig
 
-    minimal = {
-        "experiment_name": "x",
-        "models": ["tiny-mlp"],
-        "gpu_counts": [1],
-    }
+    minimal = {"experiment_name": "x", "models": ["tiny-mlp"], "gpu_counts": [1]}
     try:
         defaults = BenchConfig.model_validate(minimal).model_dump(mode="json")
     except ValueError:  # cannot happen with a valid schema; then nothing counts as default

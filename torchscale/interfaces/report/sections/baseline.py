@@ -34,12 +34,7 @@ from torchscale.interfaces.report.sections.comparison import (
 from torchscale.interfaces.report.sections.context import Context, col, interval, records, text
 from torchscale.interfaces.report.sections.words import footnote, plain, term_column
 from torchscale.offline.analysis.numbers import finite
-from torchscale.offline.analysis.regression_rule import (
-    METRICS,
-    POWER,
-    RegressionRule,
-    min_p_value,
-)
+from torchscale.offline.analysis.regression_rule import METRICS, POWER, RegressionRule, min_p_value
 from torchscale.offline.analysis.regressions import Comparison, PairVerdict, largest_changes
 from torchscale.offline.analysis.uncertainty import LEVEL, SMALL
 
@@ -63,14 +58,12 @@ def rule_text(rule: RegressionRule) -> str:
     """The rule in words, with its parameters, and what else decides or is only shown."""
     shown = "; ".join(f"{m.label} ({m.judged_by})" for m in METRICS if not m.tested)
     return (
-        f"{rule.describe()} Throughput is judged over the global samples/s of each repeat "
-        "(a run's figure: their median); step time p50 over each repeat's median synchronised "
-        "step (every rank), where the step records are there. A cell that ran ok in the "
-        "baseline and fails now is a regression whatever its figures; a cell is a regression "
-        "when any judged metric is. "
-        f"Shown with their change, never judged: {shown}. Cells are matched by definition "
-        "hash, else by model, batch "
-        "per GPU, GPUs, precision, strategy and device."
+        f"{rule.describe()} Throughput is judged over the global samples/s of each repeat (a run's "
+        "figure: their median); step time p50 over each repeat's median synchronised step (every "
+        "rank), where the step records are there. A cell that ran ok in the baseline and fails "
+        "now is a regression whatever its figures; a cell is a regression when any judged metric "
+        f"is. Shown with their change, never judged: {shown}. Cells are matched by definition "
+        "hash, else by model, batch per GPU, GPUs, precision, strategy and device."
     )
 
 
@@ -286,9 +279,8 @@ def _change_chart(ctx: Context, comparison: Comparison) -> Chart | None:
         series=series,
         bands=[Band(low=-e, high=e, label=f"noise band: within ±{e * 100:g} %, never judged")],
         note=f"colour: the cell's verdict by the rule; whiskers: the {LEVEL * 100:g} % "
-        f"bootstrap interval of the change; a change is judged only when the whole interval "
-        f"lies beyond -{e * 100:g} % or +{e * 100:g} % (outside the grey band) and the test "
-        "agrees",
+        "bootstrap interval of the change; a change is judged only when the whole interval lies "
+        f"beyond -{e * 100:g} % or +{e * 100:g} % (outside the grey band) and the test agrees",
     )
 
 

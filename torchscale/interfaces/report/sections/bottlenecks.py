@@ -543,10 +543,9 @@ def build(ctx: Context) -> Section:
     else:
         blocks.append(Text(text=f"No finding: {no_finding_text(ctx)}.", severity="good"))
     ranking = (
-        "Findings are ranked by cost, their share of the step: each run's are its "
-        "diagnosis' own (decided by the traces where a run was profiled, else by the "
-        "phase timers), plus a per-rank compute slowdown against the smallest world size "
-        "and GPU throttling"
+        "Findings are ranked by cost, their share of the step: each run's are its diagnosis' own "
+        "(decided by the traces where a run was profiled, else by the phase timers), plus a "
+        "per-rank compute slowdown against the smallest world size and GPU throttling"
     )
     if judging_rules(ctx.result(row).diagnosis for row in records(ctx.ok)):
         ranking += (

@@ -25,13 +25,7 @@ from torchscale.interfaces.report.estimates import (
     scaled_rate,
     too_wide,
 )
-from torchscale.interfaces.report.model import (
-    Column,
-    ReportFinding,
-    Severity,
-    Skipped,
-    ValueFormat,
-)
+from torchscale.interfaces.report.model import Column, ReportFinding, Severity, Skipped, ValueFormat
 from torchscale.interfaces.report.sections import tables
 from torchscale.interfaces.report.sections.tables import records as records
 from torchscale.interfaces.report.sources import ProfileEntry, Sources, UnanalysedProfile

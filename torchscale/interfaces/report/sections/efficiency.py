@@ -14,14 +14,7 @@ from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diag
 from torchscale.interfaces.report.charts.data import category_models
 from torchscale.interfaces.report.diagnosis_text import seconds_text, share_text
 from torchscale.interfaces.report.estimates import PLUS_MINUS_NOTE
-from torchscale.interfaces.report.model import (
-    Block,
-    Chart,
-    Section,
-    Series,
-    Table,
-    Unavailable,
-)
+from torchscale.interfaces.report.model import Block, Chart, Section, Series, Table, Unavailable
 from torchscale.interfaces.report.sections.context import (
     Context,
     RankUnits,

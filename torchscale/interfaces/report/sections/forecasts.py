@@ -40,11 +40,10 @@ from torchscale.offline.analysis.prediction.score import track_record
 TITLE = "Forecasts"
 KEY_COLUMNS = ("model", "model_label", "batch_size", "precision", "strategy", "nodes", "device")
 CHART_NOTE = (
-    "solid: measured, as N x batch / median step (the statistic a forecast is made of and "
-    "scored on, not the wall-clock throughput of the cells table), with the 95 % interval of "
-    "the median step; dashed, in the colour of its measured curve: the forecast "
-    "(`torchscale predict`), with its 95 % interval as the shaded band around it (a bar where "
-    "a forecast stands alone)"
+    "solid: measured, as N x batch / median step (the statistic a forecast is made of and scored "
+    "on, not the wall-clock throughput of the cells table), with the 95 % interval of the median "
+    "step; dashed, in the colour of its measured curve: the forecast (`torchscale predict`), with "
+    "its 95 % interval as the shaded band around it (a bar where a forecast stands alone)"
 )
 TABLE_NOTE = (
     "error: (forecast - measured) / measured, of the median step (+: the forecast was too "

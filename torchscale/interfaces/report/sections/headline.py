@@ -1,13 +1,8 @@
-"""The report's header, for a stakeholder who reads ten seconds: the decision first, then the
-hardware, the dates the runs started and the configs' description.
-
-The headline sentence says whether the numbers can be used and, if not, why and what to do
-(`usability`). Under it, the `Decision`: one plain line per model over every configuration it
-ran, the best configuration only where it leads the next beyond noise (`best`), the verdict
-against a baseline, and what to fix or buy, the host first where the host spoiled the numbers.
-A source without a sweep gets its runs' own verdict (`run_verdicts`). Every figure is one the
-report already holds: an efficiency as its 95 % interval, "linearly within noise" where the
-interval holds 100 %; CPU ranks are "CPU ranks", never "GPUs"."""
+"""The report's header, for a stakeholder who reads ten seconds: the headline sentence (can the
+numbers be used, and if not why and what to do: `usability`), the `Decision` per model (`best`,
+the baseline's verdict, what to fix or buy), the hardware, the dates and the configs'
+description (docs/reporting.md, "The decision first"). A source without a sweep gets its runs'
+own verdict (`run_verdicts`). Every figure is one the report already holds."""
 
 from __future__ import annotations
 
@@ -370,23 +365,17 @@ def baseline_phrase(
     judged or not (`largest`: 'tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33], not judged: 2
     repeats a side')."""
     matched, judged = len(comparison.pairs), comparison.judged
-    tail = f"; largest change: {largest}" if largest else ""
+    tail = f"largest change: {largest}" if largest else ""
+    said = f" ({tail})" if tail else ""
     if comparison.regressions:
-        return (
-            f"{plural(comparison.regressions, 'regression')} against {against}"
-            + (f" ({tail[2:]})" if tail else ""),
-            "bad",
-        )
+        return f"{plural(comparison.regressions, 'regression')} against {against}{said}", "bad"
     if not matched:
         return f"no cell matched {against}", "warn"
     if not judged:
-        return (
-            f"none of {plural(matched, 'matched cell')} could be judged against {against}"
-            + (f" ({tail[2:]})" if tail else ""),
-            "warn",
-        )
+        none = f"none of {plural(matched, 'matched cell')} could be judged against {against}"
+        return none + said, "warn"
     notes = [f"{matched - judged} not judged"] if matched > judged else []
-    notes += [tail[2:]] if tail else []
+    notes += [tail] if tail else []
     said = f" ({'; '.join(notes)})" if notes else ""
     hidden = unconfirmed(comparison)
     severity: Severity = "warn" if matched > judged or hidden else "good"

@@ -1,9 +1,6 @@
-"""Throughput and latency: throughput and step-time percentiles per cell with their 95 %
-intervals and the cell's reliability, step-time distributions per world size (from the per-step
-records of the synchronised windows), the run-to-run spread of throughput over repeats, and
-per-rank step and phase times with each rank's wait for peers, and the straggler, as the run's one
-diagnosis holds them (a profiled run's: its analysis'; the verdict in the terminal's words, with
-the busy-machine caveat)."""
+"""Throughput and latency: per-cell throughput and step-time percentiles with their 95 %
+intervals and reliability, step-time distributions, the run-to-run spread, and per-rank step and
+phase times with the run's one diagnosis (docs/reporting.md, "What is in it")."""
 
 from __future__ import annotations
 
@@ -114,8 +111,8 @@ def _stats_table(ctx: Context) -> Table:
         "samples/s: the median over repeats ± half its 95 % interval ([low, high] where "
         f"lopsided; {THROUGHPUT_INTERVAL}); step percentiles over every measured step of "
         "every repeat, all ranks pooled, with the 95 % interval of a block bootstrap over the "
-        "steps; spread = (fastest - slowest "
-        "repeat) / median; CV = std / mean; reliable: interval and CV within the threshold"
+        "steps; spread = (fastest - slowest repeat) / median; CV = std / mean; reliable: "
+        "interval and CV within the threshold"
     )
     if any(value is not None for value in compile_s):  # a compiled cell: what compile cost it
         for entry, value in zip(rows, compile_s, strict=True):
@@ -336,10 +333,9 @@ def _ranks_table(sources: list[RankSource]) -> Table:
                 }
             )
     note = (
-        "compute: the rank's median step under DDP no_sync() (no gradient sync); phases: "
-        "medians over the synchronised steps; waiting for peers: the run's diagnosis, the "
-        "rank's mean wait over its mean step with the 95 % interval (the others wait there "
-        "for a straggler)"
+        "compute: the rank's median step under DDP no_sync() (no gradient sync); phases: medians "
+        "over the synchronised steps; waiting for peers: the run's diagnosis, the rank's mean "
+        "wait over its mean step with the 95 % interval (the others wait there for a straggler)"
     )
     if without_waits:
         note += (

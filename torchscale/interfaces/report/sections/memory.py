@@ -5,8 +5,6 @@ neither (synthetic data and no search)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchscale.contracts.schema.max_batch import MaxBatchResult
 from torchscale.interfaces.report.diagnosis_text import share_text
 from torchscale.interfaces.report.model import Block, Section, Table, Text
@@ -24,21 +22,20 @@ def _max_batch_table(ctx: Context) -> list[Block]:
     found = [(s.name, r) for s in ctx.sources.experiments for r in s.max_batch]
     if not found:
         return []
-    rows: list[dict[str, Any]] = []
-    for experiment, result in found:
-        config = f"{result.label} x{result.world_size} {result.precision} {result.strategy}"
-        rows.append(
-            {
-                "config": f"{config} [{experiment}]" if ctx.multi else config,
-                "device": result.device,
-                "max_batch": _answer(result),
-                "utilisation": result.memory_utilisation,
-                "peak": result.peak_bytes,
-                "basis": result.peak_basis or "-",
-                "probes": len(result.probes),
-                "wall": result.wall_s,
-            }
-        )
+    rows = [
+        {
+            "config": f"{r.label} x{r.world_size} {r.precision} {r.strategy}"
+            + (f" [{experiment}]" if ctx.multi else ""),
+            "device": r.device,
+            "max_batch": _answer(r),
+            "utilisation": r.memory_utilisation,
+            "peak": r.peak_bytes,
+            "basis": r.peak_basis or "-",
+            "probes": len(r.probes),
+            "wall": r.wall_s,
+        }
+        for experiment, r in found
+    ]
     blocks: list[Block] = [
         Table(
             id="memory-max-batch",
@@ -59,9 +56,11 @@ def _max_batch_table(ctx: Context) -> list[Block]:
             "fitted",
         )
     ]
-    for experiment, result in found:
-        for warning in result.warnings:
-            blocks.append(Text(text=f"{result.group} [{experiment}]: {warning}", severity="warn"))
+    blocks += [
+        Text(text=f"{result.group} [{experiment}]: {warning}", severity="warn")
+        for experiment, result in found
+        for warning in result.warnings
+    ]
     return blocks
 
 

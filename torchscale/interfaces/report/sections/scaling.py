@@ -62,11 +62,10 @@ WEAK_TEXT = (
     "per GPU; ideal: throughput linear in GPUs). Speed-up = thr(N) / thr(N_min); efficiency = "
     "thr(N) / (N / N_min x thr(N_min)), against the smallest GPU count measured ok in the same "
     "model, batch, precision, strategy and device (100 % = linear). Throughput is global "
-    "samples/s, the median over repeats, with its 95 % interval ("
-    f"{THROUGHPUT_INTERVAL}). Efficiency "
-    "carries the 95 % interval of the ratio of the two medians: above 100 % with 100 % inside "
-    "the interval it is linear within noise; an interval wholly above 100 % is super-linear "
-    "and said so (e.g. cache effects), never shown bare."
+    f"samples/s, the median over repeats, with its 95 % interval ({THROUGHPUT_INTERVAL}). "
+    "Efficiency carries the 95 % interval of the ratio of the two medians: above 100 % with 100 % "
+    "inside the interval it is linear within noise; an interval wholly above 100 % is "
+    "super-linear and said so (e.g. cache effects), never shown bare."
 )
 STRONG_TEXT = (
     "Strong scaling: the same global batch split over more GPUs (batch per GPU = global batch / "
@@ -158,10 +157,7 @@ def _columns(rows: list[dict[str, Any]], units: RankUnits) -> list[Column]:
     ]
     if any(r["tokens_per_s"] is not None for r in rows):
         columns.append(col("tokens_per_s", "Tokens/s", "readable"))
-    columns += [
-        col("speedup", "Speed-up", "float"),
-        col("efficiency_text", "Efficiency"),
-    ]
+    columns += [col("speedup", "Speed-up", "float"), col("efficiency_text", "Efficiency")]
     return columns
 
 
@@ -200,8 +196,7 @@ def _throughput_charts(ctx: Context, table: pd.DataFrame, strong: bool) -> list[
         series = []
         groups = by_model[model]
         for group in groups:
-            first = group[0]
-            name = _group_name(ctx, first, strong)
+            name = _group_name(ctx, group[0], strong)
             gpus = [int(row["world_size"]) for row in group]
             series.append(
                 Series(

@@ -1,18 +1,9 @@
-"""Strategies side by side: for each model and world size, what every parallel layout of the
-sweep costs in throughput, memory per rank and communication (docs/strategies.md).
-
-Communication is measured differently per strategy, so each row says how, and the split is the
-same everywhere: waiting for a late peer apart from the communication itself.
-- cells with a diagnosis: its exposed transfer and waiting for peers in the terminal's words,
-  each with its 95 % interval ("not measurable" inside the noise; a diagnosis read from the
-  no_sync window's point figures says it has no interval);
-- tp and fsdp x tp: steps profiled after the windows (`parallel.profiled_comm`): exposed
-  transfer and waiting for peers;
-- pipelines: the measured bubble beside the schedule's theory (waiting is their communication
-  cost: activations and gradients between stages);
-- fsdp and ddp x pp: not split (their collectives are not profiled), shown as '-'.
-None when the sweep has a single layout per model and world size.
-"""
+"""Strategies side by side: what every parallel layout of a model at one world size costs in
+throughput, memory per rank and communication (docs/strategies.md, "In the report").
+Communication is measured differently per strategy (a diagnosis, profiled steps, a pipeline's
+bubble, or not split: '-'), so each row says how; the split is the same everywhere: waiting for
+a late peer apart from the communication itself. None when the sweep has a single layout per
+model and world size."""
 
 from __future__ import annotations
 
@@ -79,12 +70,8 @@ def _comm(
     if diagnosis is not None and exposed_part is not None and waiting_part is not None:
         share = exposed_part.share
         charted = share.value if share.measurable else None
-        return (
-            share_text(share),
-            share_text(waiting_part.share),
-            f"diagnosis ({diagnosis.source})",
-            charted,
-        )
+        method = f"diagnosis ({diagnosis.source})"
+        return share_text(share), share_text(waiting_part.share), method, charted
     if finite(row.get("tp_exposed_comm")) is not None:  # collectives inside forward/backward
         exposed = finite(row.get("tp_exposed_transfer"))
         return exposed, finite(row.get("tp_waiting_for_peers")), "profiled steps", exposed

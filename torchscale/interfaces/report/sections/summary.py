@@ -80,9 +80,7 @@ from torchscale.interfaces.report.sections.words import HOST_FIRST, plain_reason
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.regressions import RUN_COLUMN, Comparison
 from torchscale.offline.analysis.reliability import LEVELS
-from torchscale.offline.analysis.scaling_efficiency import (
-    REASON_COLUMN,
-)
+from torchscale.offline.analysis.scaling_efficiency import REASON_COLUMN
 from torchscale.offline.results import profile_figures
 
 MAX_MODEL_FIGURES = 6  # per-model key figures; the table lists every model
@@ -509,10 +507,7 @@ def _lines(ctx: Context) -> list[Block]:
         reasons = names(str(r) for r in failed["error"].dropna())
         which = names(ctx.label(r) for r in records(failed))
         lines.append(
-            Text(
-                text=f"{len(failed)} cell(s) did not finish ({which}): {reasons}.",
-                severity="bad",
-            )
+            Text(text=f"{len(failed)} cell(s) did not finish ({which}): {reasons}.", severity="bad")
         )
     for _, unanalysed in ctx.unanalysed:
         lines.append(

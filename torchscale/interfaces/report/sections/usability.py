@@ -11,13 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.interfaces.report.sections.context import (
-    Context,
-    is_quiet,
-    names,
-    plural,
-    records,
-)
+from torchscale.interfaces.report.sections.context import Context, is_quiet, names, plural, records
 from torchscale.interfaces.report.sections.usable import Usability
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.reliability import repeat_count
@@ -141,22 +135,13 @@ def _failures(ctx: Context) -> list[tuple[str, str]]:
     failed = cells[cells["status"].isin(FAILED)]
     if len(failed):
         reasons = names(str(r) for r in failed["error"].dropna())
-        why = f": {reasons}" if reasons else ""
-        out.append(
-            (
-                f"{len(failed)} of {len(cells)} cells failed",
-                f"fix the {plural(len(failed), 'failed cell')}{why} (see Failures)",
-            )
-        )
+        fix = f"fix the {plural(len(failed), 'failed cell')}" + (f": {reasons}" if reasons else "")
+        out.append((f"{len(failed)} of {len(cells)} cells failed", f"{fix} (see Failures)"))
     if ctx.unreadable:
         total = len(cells) + ctx.unreadable
-        out.append(
-            (
-                f"{len(cells)} of {total} cells readable",
-                f"{plural(ctx.unreadable, 'cell file')} could not be read (see the skipped "
-                "inputs): rerun those cells",
-            )
-        )
+        files = plural(ctx.unreadable, "cell file")
+        rerun = f"{files} could not be read (see the skipped inputs): rerun those cells"
+        out.append((f"{len(cells)} of {total} cells readable", rerun))
     return out
 
 
@@ -251,11 +236,4 @@ def _none_quiet_and_reliable(
         repeats = _repeats(noisy)
         actions.append(RAISE_REPEATS.format(now=repeats, n=SMALL) if repeats < SMALL else QUIETER)
     first = actions[0].split(" for the busy cells")[0] if actions else None
-    return Usability(
-        "no",
-        reason,
-        first,
-        False,
-        busy_keys,
-        (*actions, *(f[1] for f in failures)),
-    )
+    return Usability("no", reason, first, False, busy_keys, (*actions, *(f[1] for f in failures)))
