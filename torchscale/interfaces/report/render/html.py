@@ -176,13 +176,8 @@ def render(report: Report, interactive: bool = False, on_step: OnStep = ignore) 
     else:
         charts, chart_errors = static_charts(report, on_step)
     csp = (
-        "default-src 'none'; "
-        f"script-src {' '.join(scripts)}; "
-        "style-src 'unsafe-inline'; "
-        "img-src data: blob:; "
-        "font-src data:; "
-        "base-uri 'none'; "
-        "form-action 'none'"
+        f"default-src 'none'; script-src {' '.join(scripts)}; style-src 'unsafe-inline'; "
+        "img-src data: blob:; font-src data:; base-uri 'none'; form-action 'none'"
     )
     # the scripts are the package's own code (no user string in them), inlined verbatim so
     # that their CSP hashes match

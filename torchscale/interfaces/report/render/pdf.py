@@ -298,9 +298,6 @@ def render(
     on_step(Step("pages", 0, pages))
     pdf: bytes = laid_out.write_pdf()
     on_step(Step("pages", pages, pages))
-    log.debug(
-        "PDF: charts and HTML %.2f s, layout and PDF %.2f s",
-        drawn - start,
-        time.perf_counter() - drawn,
-    )
+    laid = time.perf_counter() - drawn
+    log.debug("PDF: charts and HTML %.2f s, layout and PDF %.2f s", drawn - start, laid)
     return pdf

@@ -477,18 +477,14 @@ def _text(
 
 
 def _y_axis(p: Plot, f: Frame, sy: Scale) -> list[str]:
-    out = []
+    low, high = min(sy.start, sy.end) - 0.5, max(sy.start, sy.end) + 0.5
     grid = "".join(
-        f"M{_n(f.left)},{_n(sy(t))}H{_n(f.right)}"
-        for t in p.y.ticks
-        if min(sy.start, sy.end) - 0.5 <= sy(t) <= max(sy.start, sy.end) + 0.5
+        f"M{_n(f.left)},{_n(sy(t))}H{_n(f.right)}" for t in p.y.ticks if low <= sy(t) <= high
     )
-    if grid:
-        out.append(f'<path d="{grid}" stroke="{palette.GRID_COLOUR}" stroke-width="0.6"/>')
+    out = [f'<path d="{grid}" stroke="{palette.GRID_COLOUR}" stroke-width="0.6"/>'] if grid else []
     for tick, label in zip(p.y.ticks, p.y.tick_text, strict=False):
-        y = sy(tick)
-        if min(sy.start, sy.end) - 0.5 <= y <= max(sy.start, sy.end) + 0.5:
-            out.append(_text(f.left - 5, y + FONT * 0.35, label, anchor="end"))
+        if low <= sy(tick) <= high:
+            out.append(_text(f.left - 5, sy(tick) + FONT * 0.35, label, anchor="end"))
     return out
 
 
