@@ -60,9 +60,7 @@ def _where(node: object, gpu: object) -> str:
 
 
 def fleet_outliers(
-    table: pd.DataFrame,
-    k: float = OUTLIER_K,
-    min_relative: float = MIN_RELATIVE_GAP,
+    table: pd.DataFrame, k: float = OUTLIER_K, min_relative: float = MIN_RELATIVE_GAP
 ) -> pd.DataFrame:
     """Judge every row of `table` (columns node, gpu, check, value, higher_is_better; gpu is
     null for a node-level figure) against the fleet median of its check: an outlier when worse
@@ -183,10 +181,7 @@ class _Search:
     """The state of one search: the measurements so far and the busbw a healthy group has."""
 
     def __init__(
-        self,
-        nodes: Sequence[str],
-        measure: Callable[[Sequence[str]], float],
-        threshold: float,
+        self, nodes: Sequence[str], measure: Callable[[Sequence[str]], float], threshold: float
     ) -> None:
         self.nodes = list(nodes)
         self.measure_fn = measure

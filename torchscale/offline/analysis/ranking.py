@@ -1,12 +1,11 @@
 """Is the first of a ranking clearly ahead of the second? Pure functions, no I/O.
 
 A "best configuration" read off the highest median can change from one run of a sweep to the
-next when the top two are inside each other's noise (the summary's best changed
-between two runs of the same config). `lead` says by how much the first is ahead, as the
-ratio of their medians with its 95 % interval (`uncertainty.ratio_of_medians`: a percentile
-bootstrap from 4 figures a side, Welch's t on the log ratio below that), and calls the lead
-clear only when that whole interval lies above 1. One figure a side has no interval: never
-clear.
+next when the top two are inside each other's noise (the summary's best changed between two
+runs of the same config). `lead` says by how much the first is ahead, as the ratio of their
+medians with its 95 % interval (`uncertainty.ratio_of_medians`: a percentile bootstrap from 4
+figures a side, Welch's t on the log ratio below that), and calls the lead clear only when that
+whole interval lies above 1. One figure a side has no interval: never clear.
 """
 
 from __future__ import annotations

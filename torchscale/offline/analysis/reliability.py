@@ -8,8 +8,8 @@
 
 The threshold is `torchscale.contracts.thresholds.CV_WARN_THRESHOLD`, which is also the config's
 `measurement.cv_warn_threshold` default (the one the worker warns at): one constant, so the two
-can never drift apart. Pure functions over
-numbers and the cells table (pandas), no I/O. docs/methodology.md, "Uncertainty".
+can never drift apart. Pure functions over numbers and the cells table (pandas), no I/O.
+docs/methodology.md, "Uncertainty".
 """
 
 from __future__ import annotations

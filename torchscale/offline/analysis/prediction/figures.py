@@ -78,12 +78,7 @@ def to_estimate(figure: Figure, n: int, method: str) -> Estimate:
     # a time's interval stops at 0; a difference (contention) may be negative as measured
     low = figure.low if figure.value < 0 else max(figure.low, 0.0)
     return Estimate(
-        value=figure.value,
-        low=low,
-        high=figure.high,
-        n=n,
-        method=method,
-        measurable=True,
+        value=figure.value, low=low, high=figure.high, n=n, method=method, measurable=True
     )
 
 

@@ -51,13 +51,9 @@ def median_step_efficiency(points: Sequence[StepPoint]) -> list[Rated]:
         value = (rate.value / point.world_size) / (base.value / points[0].world_size)
         below = _quadrature(_below(rate), _above(base))
         above = _quadrature(_above(rate), _below(base))
-        out.append(
-            Rated(
-                value,
-                None if below is None else value * (1 - below),
-                None if above is None else value * (1 + above),
-            )
-        )
+        low = None if below is None else value * (1 - below)
+        high = None if above is None else value * (1 + above)
+        out.append(Rated(value, low, high))
     return out
 
 

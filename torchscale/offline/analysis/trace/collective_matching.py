@@ -87,9 +87,7 @@ def collective_table(
     pg = coll["pg"].astype(object)
     gsize = coll["group_size"].astype("Int64")
     group = np.where(
-        pg.notna(),
-        pg.astype(str),
-        np.where(gsize.notna(), "size=" + gsize.astype(str), "default"),
+        pg.notna(), pg.astype(str), np.where(gsize.notna(), "size=" + gsize.astype(str), "default")
     )
     table = pd.DataFrame(
         {

@@ -28,11 +28,7 @@ from torchscale.offline.analysis.trace.reduction import RankReduction
 
 
 def profile_analysis(
-    found: TraceAnalyses,
-    *,
-    source: str,
-    target: str = "sync_stalls",
-    tool: str | None = None,
+    found: TraceAnalyses, *, source: str, target: str = "sync_stalls", tool: str | None = None
 ) -> ProfileAnalysis:
     """The stored analysis of one profile (`target` splits the findings, `tool` names the
     profiler: by default nsys when every trace is an nsys export, else torch)."""
@@ -181,10 +177,7 @@ def _median_of(frame: pd.DataFrame, column: str) -> float | None:
 
 
 def _rank_figures(
-    rank: int,
-    reduction: RankReduction,
-    model: step_model.StepModel,
-    taxonomy: pd.DataFrame,
+    rank: int, reduction: RankReduction, model: step_model.StepModel, taxonomy: pd.DataFrame
 ) -> RankFigures:
     """One rank: HTA-style medians of its breakdown, the medians of its partition (the step
     model's own per-step figures, so they never overlap) and its parts with intervals."""
