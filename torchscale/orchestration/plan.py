@@ -354,8 +354,7 @@ def _definition(
     loss: LossKind,
     model: ModelSpec,
     batch_size: int,
-    world_size: int,
-    nodes: int,
+    shape: Shape,
     precision: str,
     strategy: str,
     device: str,
@@ -384,7 +383,7 @@ def _definition(
     payload: dict[str, Any] = {
         "model": model.model_dump(mode="json"),
         "batch_size": batch_size,
-        "world_size": world_size,
+        "world_size": shape.world_size,
         "precision": precision,
         "strategy": strategy,
         "device": device,
@@ -392,7 +391,7 @@ def _definition(
         "training": training,
         "measurement": config.measurement.model_dump(mode="json"),
         "data": _data_definition(config),
-        "nnodes": nodes,
+        "nnodes": shape.nodes,
         "omp_num_threads": omp_num_threads,
         "env": dict(sorted(config.launcher.env.items())),
         "workload_revision": WORKLOAD_REVISION,
@@ -489,8 +488,7 @@ def plan_cell(
         loss,
         model,
         batch_size,
-        shape.world_size,
-        shape.nodes,
+        shape,
         precision,
         strategy,
         device,
@@ -589,41 +587,30 @@ def _feasibility(
     skip, warnings = _skip_or_warn(cell, shape, machine)
     if skip is None:  # a model the data source cannot feed (e.g. CIFAR-100 for a language model)
         skip = unsupported(config.data.source, model.name)
-    if skip is None and cell.parallel is not None:
-        skip = _layout_problem(config, cell, cell.parallel, shape, model, training)
+    parallel = cell.parallel
+    if skip is None and parallel is not None:  # the mesh or model cannot run this layout
+        skip = (
+            world_problem(cell.strategy, parallel, cell.world_size)
+            or node_problem(
+                parallel,
+                shape.nproc_per_node,
+                shape.nodes,
+                config.training.parallel.tp_across_nodes,
+            )
+            or compile_problem(parallel, bool(training.compile))
+            or model_problem(
+                cell.strategy,
+                parallel,
+                cell.world_size,
+                model,
+                cell.batch_size,
+                cell.precision,
+                config.training.grad_accum_steps,
+                config.data.seq_len,
+                config.data.image_size,
+            )
+        )
     return skip, warnings
-
-
-def _layout_problem(
-    config: BenchConfig,
-    cell: CellIdentity,
-    parallel: ParallelShape,
-    shape: Shape,
-    model: ModelSpec,
-    training: TrainingConfig,
-) -> str | None:
-    """Why a tp, pp or hybrid cell's mesh or model cannot run this layout, or None."""
-    return (
-        world_problem(cell.strategy, parallel, cell.world_size)
-        or node_problem(
-            parallel,
-            shape.nproc_per_node,
-            shape.nodes,
-            config.training.parallel.tp_across_nodes,
-        )
-        or compile_problem(parallel, bool(training.compile))
-        or model_problem(
-            cell.strategy,
-            parallel,
-            cell.world_size,
-            model,
-            cell.batch_size,
-            cell.precision,
-            config.training.grad_accum_steps,
-            config.data.seq_len,
-            config.data.image_size,
-        )
-    )
 
 
 def _launch_settings(
