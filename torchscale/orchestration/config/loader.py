@@ -50,16 +50,8 @@ def parse_config(
     if data is None:
         raise ConfigError([ConfigProblem("", f"the file is empty; {REQUIRED_HINT}", source)])
     if not isinstance(data, dict):
-        raise ConfigError(
-            [
-                ConfigProblem(
-                    "",
-                    f"the top level must be a mapping of keys to values; {REQUIRED_HINT}",
-                    source,
-                    line=1,
-                )
-            ]
-        )
+        message = f"the top level must be a mapping of keys to values; {REQUIRED_HINT}"
+        raise ConfigError([ConfigProblem("", message, source, line=1)])
     data, applied = apply_overrides(data, overrides)
     return validate_data(data, source, index, applied)
 
@@ -104,14 +96,10 @@ def apply_overrides(
             continue
         if not sep or not key or any(not p for p in parts):
             example = "--training.precision=bf16" if published else "--set training.precision=bf16"
-            problems.append(
-                ConfigProblem(
-                    "",
-                    f"expected {'--' if published else ''}KEY=VALUE with a dotted key, "
-                    f"e.g. {example}",
-                    source,
-                )
+            message = (
+                f"expected {'--' if published else ''}KEY=VALUE with a dotted key, e.g. {example}"
             )
+            problems.append(ConfigProblem("", message, source))
             continue
         try:
             value = parse_scalar(raw_value)
