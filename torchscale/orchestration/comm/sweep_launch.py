@@ -35,8 +35,6 @@ from torchscale.orchestration.comm.sizes import size_ladder
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import ONE_NODE, LaunchCommand, torchrun_command
 
-RANK_MODULE = ENTRY
-
 
 @dataclass(frozen=True)
 class CommRequest:
@@ -130,7 +128,7 @@ def comm_launch(
     )
     spec_path = log_dir / "spec.json"
     command = torchrun_command(
-        RANK_MODULE,
+        ENTRY,
         entry_args("comm", ["--spec", str(spec_path)]),
         nproc=request.ranks // nodes,
         device=request.device,
