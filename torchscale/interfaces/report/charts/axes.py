@@ -159,15 +159,8 @@ def linear_axis(
     largest = max((abs(t) for t in ticks), default=0.0)
     if largest and display_factor(fmt, largest) != range_factor:
         ticks = _ticks(low, high, fmt, display_factor(fmt, largest))
-    return Axis(
-        title=title,
-        scale="linear",
-        format=fmt,
-        low=low,
-        high=high,
-        ticks=ticks,
-        tick_text=tuple(tick_labels(list(ticks), fmt)),
-    )
+    labels = tuple(tick_labels(list(ticks), fmt))
+    return Axis(title, "linear", fmt, low=low, high=high, ticks=ticks, tick_text=labels)
 
 
 def _ticks(low: float, high: float, fmt: ValueFormat, factor: float) -> tuple[float, ...]:
@@ -199,15 +192,8 @@ def log_axis(
         ticks = [t for t in ticks if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)]
         if len(ticks) < 2:  # a narrow window between two 1-2-5 ticks: its ends, labelled
             ticks = sorted({low, *ticks, high})
-    return Axis(
-        title=title,
-        scale="log",
-        format=fmt,
-        low=low,
-        high=high,
-        ticks=tuple(ticks),
-        tick_text=tuple(tick_labels(ticks, fmt, log=True)),
-    )
+    labels = tuple(tick_labels(ticks, fmt, log=True))
+    return Axis(title, "log", fmt, low=low, high=high, ticks=tuple(ticks), tick_text=labels)
 
 
 def measured_log_axis(title: str, fmt: ValueFormat, values: Sequence[float]) -> Axis:
@@ -217,15 +203,9 @@ def measured_log_axis(title: str, fmt: ValueFormat, values: Sequence[float]) -> 
     if not positive:
         return Axis(title=title, scale="log", format=fmt)
     ticks = thin_ticks(positive)
-    return Axis(
-        title=title,
-        scale="log",
-        format=fmt,
-        low=positive[0] / LOG2_PAD,
-        high=positive[-1] * LOG2_PAD,
-        ticks=tuple(ticks),
-        tick_text=tuple(format_value(int(t) if t.is_integer() else t, fmt) for t in ticks),
-    )
+    labels = tuple(format_value(int(t) if t.is_integer() else t, fmt) for t in ticks)
+    low, high = positive[0] / LOG2_PAD, positive[-1] * LOG2_PAD
+    return Axis(title, "log", fmt, low=low, high=high, ticks=tuple(ticks), tick_text=labels)
 
 
 def slants(categories: Sequence[str]) -> bool:
