@@ -100,14 +100,9 @@ def judged(
     if edge is None and lower is not None and value <= lower:
         edge = f"{lower:g}"  # a point at or below the domain's edge is noise whatever the spread
     if edge is not None:
+        reason = NOISE.format(edge=edge)
         return Estimate(
-            value=None,
-            low=low,
-            high=high,
-            n=n,
-            method=method,
-            measurable=False,
-            reason=NOISE.format(edge=edge),
+            value=None, low=low, high=high, n=n, method=method, measurable=False, reason=reason
         )
     return Estimate(value=value, low=low, high=high, n=n, method=method, measurable=True)
 
