@@ -40,10 +40,6 @@ def unmeasured_result(
     return CellResult(cell=planned.cell, status=status, warnings=list(warnings), error=error)
 
 
-def _cells(count: int) -> str:
-    return f"{count} cell" if count == 1 else f"{count} cells"
-
-
 def nothing_measured(results: Sequence[CellResult], planned: int) -> str | None:
     """Why a sweep measured nothing (no cell ok), or None when a cell was measured.
 
@@ -66,7 +62,8 @@ def nothing_measured(results: Sequence[CellResult], planned: int) -> str | None:
         parts.append(f"{len(skipped)} skipped{why}")
     if len(results) < planned:
         parts.append(f"{planned - len(results)} not run")
-    return f"nothing measured: no cell of {_cells(planned)} ok ({', '.join(parts)})"
+    cells = "1 cell" if planned == 1 else f"{planned} cells"
+    return f"nothing measured: no cell of {cells} ok ({', '.join(parts)})"
 
 
 @dataclass
