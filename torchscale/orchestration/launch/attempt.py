@@ -54,28 +54,25 @@ def shutdown_warnings(
     outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float
 ) -> list[CellWarning]:
     """Why a launch that wrote its result did not end cleanly (none when it did)."""
-    texts = _shutdown_texts(outcome, command, timeout_s)
-    return [CellWarning(kind="other", text=text) for text in texts]
-
-
-def _shutdown_texts(outcome: ProcessOutcome, command: LaunchCommand, timeout_s: float) -> list[str]:
     if outcome.killed_after_finish:
-        return [
+        text = (
             f"the ranks had not exited {outcome.shutdown_grace_s:g} s after the result was "
             f"written: killed in their shutdown; measurement kept: see {command.log_dir}"
-        ]
-    if outcome.timed_out:
-        return [
+        )
+    elif outcome.timed_out:
+        text = (
             f"the ranks had not exited {timeout_s:g} s after the launch (the cell timeout) "
             f"although the result was written: killed in their shutdown; measurement kept: "
             f"see {command.log_dir}"
-        ]
-    if outcome.returncode != 0:  # e.g. a rank aborting in gloo teardown after the gather
-        return [
+        )
+    elif outcome.returncode != 0:  # e.g. a rank aborting in gloo teardown after the gather
+        text = (
             f"torchrun exited with {outcome.returncode} after the result was written "
             f"(shutdown failure; measurement kept): see {command.log_dir}"
-        ]
-    return []
+        )
+    else:
+        return []
+    return [CellWarning(kind="other", text=text)]
 
 
 def run_attempt(

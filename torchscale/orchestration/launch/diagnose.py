@@ -206,11 +206,7 @@ def parse_dump(text: str) -> list[ThreadStack]:
 
 def main_thread(threads: list[ThreadStack]) -> ThreadStack | None:
     """The thread that runs the training loop: the interpreter's own, else the one dumped."""
-    for predicate in (
-        lambda t: t.is_main,
-        lambda t: t.current,
-        lambda t: bool(t.frames),
-    ):
+    for predicate in (lambda t: t.is_main, lambda t: t.current, lambda t: bool(t.frames)):
         for thread in threads:
             if predicate(thread):
                 return thread

@@ -123,10 +123,7 @@ def root_cause(log: str) -> RankExit:
         rank = _RANK.search(block["block"])
         code = _EXITCODE.search(block["block"])
         return RankExit(
-            _group_int(rank, 1),
-            _group_int(code, 1),
-            _group_int(rank, 2),
-            _group_int(code, 2),
+            _group_int(rank, 1), _group_int(code, 1), _group_int(rank, 2), _group_int(code, 2)
         )
     line = _FAILED_LINE.search(log)
     if line:
@@ -360,15 +357,9 @@ def _timeout(diagnosis: HangDiagnosis, timeout_s: float, tail: str) -> CellFailu
         reason += f": {diagnosis.summary()}"
     else:
         reason += " (hang or far slower than expected; no rank dumped its stack)"
-    return CellFailure(
-        Status.TIMEOUT,
-        reason,
-        diagnosis.root_cause_rank,
-        None,
-        tail,
-        diagnosis=tuple(diagnosis.lines()),
-        artifacts=tuple(str(p) for p in diagnosis.artifacts),
-    )
+    artifacts = tuple(str(p) for p in diagnosis.artifacts)
+    rank, lines = diagnosis.root_cause_rank, tuple(diagnosis.lines())
+    return CellFailure(Status.TIMEOUT, reason, rank, None, tail, None, lines, artifacts)
 
 
 def _killed(signum: int, rank: int | None, diagnostics: Path, tail: str) -> CellFailure:
@@ -387,12 +378,5 @@ def _killed(signum: int, rank: int | None, diagnostics: Path, tail: str) -> Cell
         if place is not None and place.kind != "unknown":
             diagnosis, artifacts = (place.line(),), (str(dump),)
     return CellFailure(
-        Status.FAILED,
-        reason,
-        rank,
-        None,
-        tail,
-        signal_name(signum),
-        diagnosis,
-        artifacts,
+        Status.FAILED, reason, rank, None, tail, signal_name(signum), diagnosis, artifacts
     )

@@ -22,6 +22,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,15 +98,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=TERM_GRACE_S)
 
 
-def _die_with(parent: int) -> Callable[[], None] | None:
+def _die_with(parent: int) -> Callable[[], object] | None:
     """A preexec_fn that gives the child SIGKILL as its parent-death signal (Linux only)."""
-    if not parent_death_signal_supported():
-        return None
-
-    def preexec() -> None:
-        die_with_parent(parent)
-
-    return preexec
+    return partial(die_with_parent, parent) if parent_death_signal_supported() else None
 
 
 def run_logged(
