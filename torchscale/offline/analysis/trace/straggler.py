@@ -1,21 +1,18 @@
-"""Which rank makes the others wait, and in which phase it loses the time.
+"""Which rank makes the others wait, and in which phase it loses the time (the arrival-order
+cross-check: docs/profiling.md, "How each figure is computed").
 
 Who: the rank whose matched collectives are most often the shortest (it arrived last; clock
-free). It is named only when it stands out:
+free), named only when it stands out: its share of "last" is at least min(2 x uniform,
+(1 + uniform) / 2), uniform = 1 / ranks in the collective (2 ranks: 75 %; 4: 50 %); the
+binomial tail P(X >= k | n, uniform) times the ranks (Bonferroni: any rank could have been the
+top one) is at most P_VALUE; and on the instances where it is last, the others' median wait
+averages at least MIN_LATENESS_US (below that is timer and scheduling noise).
 
-- its share of "last" is at least min(2 x uniform, (1 + uniform) / 2), uniform being 1 / ranks
-  in the collective (2 ranks: 75 %; 4: 50 %; 8: 25 %);
-- that share is not luck: the binomial tail P(X >= k | n, uniform), times the number of ranks
-  (Bonferroni, any rank could have been the top one), is at most 5 % (2 ranks: at least 6
-  collectives, all with the same last rank; 4 ranks: 4);
-- it is late by a material amount: on the instances where it is last, the median wait of the
-  other ranks averages at least MIN_LATENESS_US (below that is timer and scheduling noise).
-
-Where: per step, its `effective_us` per phase (see `steps.phase_table`: busy time, not
-duration, for phases that hold communication) minus the median of the other ranks in the same
-step; the phase is the one with the largest positive median gap over steps, named only if that
-gap explains at least PHASE_MIN_SHARE of its lateness (else the delay is outside the marked
-phases, or spread over them).
+Where: per step, its `effective_us` per phase (`steps.phase_table`: busy time, not duration,
+for phases that hold communication) minus the median of the other ranks in the same step; the
+phase with the largest positive median gap over steps, named only if that gap explains at least
+PHASE_MIN_SHARE of its lateness (else the delay is outside the marked phases, or spread over
+them).
 """
 
 from __future__ import annotations
