@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from torchscale.interfaces.report.model import Block, Column, Section, Severity, Table, Text
-from torchscale.interfaces.report.sections.context import Context
+from torchscale.interfaces.report.sections.context import Context, present
 from torchscale.orchestration.validate.check_result import CheckStatus, Measurement, ValidateReport
 from torchscale.orchestration.validate.fleet_table import fleet_summary
 
@@ -168,15 +168,11 @@ def build(ctx: Context) -> Section | None:
     measured = [r for r in reports if r.measurements]
     if measured:
         blocks.append(_matrix(measured))
-        findings = _findings(measured)
-        if findings is not None:
-            blocks.append(findings)
+        blocks += present(_findings(measured))
         outliers, line = fleet_summary(measured)
         blocks.append(
             Text(text="Fleet view: " + line, severity="warn" if len(outliers) else "info")
         )
-        source = _sources(measured)
-        if source is not None:
-            blocks.append(source)
+        blocks += present(_sources(measured))
     blocks += _basic_lines(reports)
     return Section(id="acceptance", title="Node acceptance", blocks=blocks)

@@ -26,7 +26,7 @@ from torchscale.interfaces.report.model import (
     Text,
     Unavailable,
 )
-from torchscale.interfaces.report.sections.context import Context, col, records
+from torchscale.interfaces.report.sections.context import Context, col, present, records
 from torchscale.interfaces.report.sections.diagnosis import cross_check_rows
 from torchscale.interfaces.report.sources import ExperimentSource
 from torchscale.offline.analysis.uncertainty import THROUGHPUT_INTERVAL
@@ -430,9 +430,7 @@ def build(ctx: Context) -> Section:
             note="details: docs/methodology.md and docs/profiling.md",
         )
     )
-    checks = _cross_checks(ctx)
-    if checks is not None:
-        blocks.append(checks)
+    blocks += present(_cross_checks(ctx))
     if unavailable:
         blocks.append(Unavailable(items=unavailable))
     return Section(id="appendix", title="Appendix", blocks=blocks)

@@ -34,6 +34,7 @@ from torchscale.interfaces.report.sections.context import (
     ProfileRef,
     col,
     fmt,
+    present,
     records,
     slug,
 )
@@ -552,9 +553,7 @@ def build(ctx: Context) -> Section:
             "; a diagnosis without an interval finds by the rule it states (the appendix gives it)"
         )
     blocks.append(Text(text=f"{ranking}."))
-    tests = _straggler_tests(ctx)
-    if tests is not None:
-        blocks.append(tests)
+    blocks += present(_straggler_tests(ctx))
     for ref in ctx.profiles:
         blocks += _profile_blocks(ref)
     warning_blocks, unavailable = _warnings(ctx)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
@@ -170,6 +170,14 @@ def narrow(frame: pd.DataFrame, *more: str) -> pd.DataFrame:
 def slug(value: str) -> str:
     """A fragment for chart and table ids: lower case, [a-z0-9-]."""
     return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-") or "x"
+
+
+T = TypeVar("T")
+
+
+def present(*items: T | None) -> list[T]:
+    """The items that are there, in order: a section's optional blocks (None: not shown)."""
+    return [item for item in items if item is not None]
 
 
 def names(items: Iterable[str], limit: int = LIST_LIMIT) -> str:

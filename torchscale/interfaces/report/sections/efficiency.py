@@ -24,6 +24,7 @@ from torchscale.interfaces.report.sections.context import (
     integer,
     mfu_text,
     names,
+    present,
     rate_text_value,
     records,
 )
@@ -346,9 +347,7 @@ def _comm_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
     blocks: list[Block] = []
     if rows:
         blocks.append(_attribution_table(rows, ctx.units))
-        chart = _attribution_chart([r for r in rows if r["basis"] is not None])
-        if chart is not None:
-            blocks.append(chart)
+        blocks += present(_attribution_chart([r for r in rows if r["basis"] is not None]))
     elif not unavailable:  # no cell of two ranks or more (each one without a row says why)
         unavailable["exposed communication and load imbalance"] = (
             "every cell ran on one rank: no gradient communication to expose"

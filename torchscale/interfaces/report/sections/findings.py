@@ -1,12 +1,9 @@
-"""The report's findings, ranked by cost (share of the step). They are the run's diagnosis'
-(`Diagnosis.findings`, offline/analysis/diagnosis), the same findings in the same words as the
-terminal: a profile's from its analysis (its result.json holds the same diagnosis, so a run
-gives one verdict), a sweep cell's from its result. Added from figures the diagnosis does not
-cover: per-rank compute slower than at the smallest world size (`slowdown_finding`) and GPU
-clocks throttled (`throttling_finding`); a straggler an injected delay made is marked
-artificial. Every finding carries its run's busy-machine caveat (`Diagnosis.caveat`), and a
-diagnosis judged by a stated rule (`Diagnosis.rule`) has it said where 'no finding' is
-explained. Shared by the summary (top lines) and the bottlenecks section (all of them)."""
+"""The report's findings, ranked by cost (share of the step): each run's diagnosis' own
+(`Diagnosis.findings`, in the terminal's words; a profile's from its analysis, whose result.json
+holds the same diagnosis, so a run gives one verdict), plus per-rank compute slower than at the
+smallest world size (`slowdown_finding`) and throttled GPU clocks (`throttling_finding`), each
+with its run's busy-machine caveat (docs/reporting.md, "What is in it"). Shared by the summary
+(top lines) and the bottlenecks section (all of them)."""
 
 from __future__ import annotations
 
@@ -317,12 +314,6 @@ def short_advice(recommendation: str | None) -> str:
     return recommendation.split(": ", 1)[0].split("; ", 1)[0].rstrip(".")
 
 
-def _with_caveat(findings: list[ReportFinding], caveat: str | None) -> list[ReportFinding]:
-    if caveat is None:
-        return findings
-    return [f if f.caveat else f.model_copy(update={"caveat": caveat}) for f in findings]
-
-
 def collect_findings(ctx: Context) -> list[ReportFinding]:
     """Every run's findings, ranked by cost: each profile's (its diagnosis', one verdict per
     run: the profile's result.json is not read for a second one), each ok sweep cell's
@@ -341,8 +332,11 @@ def collect_findings(ctx: Context) -> list[ReportFinding]:
             if base is not None and base.cell.world_size < result.cell.world_size:
                 base_label = ctx.result_label(str(row["experiment"]), base)
                 found.append(slowdown_finding(result, label, base, base_label))
-        kept = [applicable(f, result) for f in found if f is not None]
-        findings += _with_caveat(kept, caveat_of(result))
+        caveat = caveat_of(result)
+        findings += [
+            f if f.caveat or caveat is None else f.model_copy(update={"caveat": caveat})
+            for f in (applicable(f, result) for f in found if f is not None)
+        ]
     return rank_findings(findings)
 
 

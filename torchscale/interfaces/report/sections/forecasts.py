@@ -28,7 +28,7 @@ from torchscale.interfaces.report.model import (
     Table,
     Text,
 )
-from torchscale.interfaces.report.sections.context import Context, records, slug
+from torchscale.interfaces.report.sections.context import Context, present, records, slug
 from torchscale.offline.analysis.numbers import finite
 from torchscale.offline.analysis.prediction.measured_rates import (
     StepPoint,
@@ -339,13 +339,9 @@ def build(ctx: Context) -> Section | None:
         return None
     sentence, figures = _figures(made)
     blocks: list[Block] = [sentence, figures]
-    assumed = _assumptions(made)
-    if assumed is not None:
-        blocks.append(assumed)
+    blocks += present(_assumptions(made))
     blocks.append(_table(ctx, made))
     curves = _curves(ctx, made)
     blocks.extend(_throughput_charts(ctx, curves))
-    efficiency = _efficiency_chart(ctx, curves)
-    if efficiency is not None:
-        blocks.append(efficiency)
+    blocks += present(_efficiency_chart(ctx, curves))
     return Section(id="forecasts", title=TITLE, blocks=blocks)

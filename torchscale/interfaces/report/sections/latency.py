@@ -26,6 +26,7 @@ from torchscale.interfaces.report.sections.context import (
     integer,
     names,
     narrow,
+    present,
     records,
     repeat_fields,
     slug,
@@ -442,9 +443,7 @@ def build(ctx: Context) -> Section:
         unavailable["throughput and step-time statistics"] = ctx.nothing_measured()
     else:
         blocks.append(_stats_table(ctx))
-        reliability = _reliability_table(ctx)
-        if reliability is not None:
-            blocks.append(reliability)
+        blocks += present(_reliability_table(ctx))
         spread = _repeats_chart(ctx)
         if spread is not None:
             blocks.append(spread)

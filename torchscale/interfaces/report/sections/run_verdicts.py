@@ -23,6 +23,7 @@ from torchscale.interfaces.report.sections.context import (
     ProfileRef,
     fmt,
     plural,
+    present,
     run_label,
 )
 from torchscale.interfaces.report.sections.findings import action_text
@@ -91,10 +92,7 @@ def _detail_lines(ref: ProfileRef) -> list[Text]:
     lines = [sync_stall_text(diagnosis)]
     if diagnosis.ranks > 1 or diagnosis.straggler is not None:
         lines.append(split_text(diagnosis))
-    whatif = whatif_text(diagnosis)
-    if whatif is not None:
-        lines.append(whatif)
-    return [Text(text=line) for line in lines]
+    return [Text(text=line) for line in [*lines, *present(whatif_text(diagnosis))]]
 
 
 def _profile_verdict(ctx: Context) -> tuple[Text, Decision]:

@@ -1,12 +1,7 @@
 """Scaling: throughput against GPU count with the ideal line, and speed-up and efficiency per
-model x batch x precision x strategy.
-
-Every cell's batch size is per GPU, so a sweep over GPU counts keeps the work per GPU fixed and
-grows the global batch with the GPUs: weak scaling in the global-batch sense, whose ideal is
-linear throughput. Strong scaling (the same global batch split over more GPUs) exists only where
-the sweep holds the same global batch at two or more GPU counts (batch sizes that shrink as the
-GPUs grow); it is shown when it does, and said to be absent otherwise.
-"""
+model x batch x precision x strategy: weak scaling (the batch per GPU is fixed, so the global
+batch grows with the GPUs), and strong scaling only where the sweep holds one global batch at
+two or more GPU counts, said to be absent otherwise (docs/reporting.md, "What is in it")."""
 
 from __future__ import annotations
 

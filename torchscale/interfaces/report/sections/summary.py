@@ -62,6 +62,7 @@ from torchscale.interfaces.report.sections.context import (
     is_reliable,
     is_trusted,
     names,
+    present,
     rank_unit,
     ranks,
     rate_text_value,
@@ -336,10 +337,7 @@ def _cells_figure(ctx: Context) -> KeyFigure:
 
 
 def _figures(ctx: Context, priced: pd.DataFrame | None) -> list[KeyFigure]:
-    figures = [_cells_figure(ctx)]
-    reliability = _reliability_figure(ctx)
-    if reliability is not None:
-        figures.append(reliability)
+    figures = [_cells_figure(ctx), *present(_reliability_figure(ctx))]
     models = ctx.models
     weak = ctx.weak_scaling
     for model in models[:MAX_MODEL_FIGURES]:
@@ -509,13 +507,10 @@ def _lines(ctx: Context) -> list[Block]:
         lines.append(
             Text(text=f"{len(failed)} cell(s) did not finish ({which}): {reasons}.", severity="bad")
         )
-    for _, unanalysed in ctx.unanalysed:
-        lines.append(
-            Text(
-                text=f"Profile {unanalysed.name} has no analysis: {unanalysed.reason}.",
-                severity="warn",
-            )
-        )
+    lines += [
+        Text(text=f"Profile {u.name} has no analysis: {u.reason}.", severity="warn")
+        for _, u in ctx.unanalysed
+    ]
     if ctx.comparison is not None and ctx.comparison.regressions:
         flagged = ctx.comparison.pairs[ctx.comparison.pairs["regression"]]
         lines.append(
@@ -526,9 +521,7 @@ def _lines(ctx: Context) -> list[Block]:
             )
         )
     if ctx.comparison is not None:
-        changes = _changes_line(ctx, ctx.comparison)
-        if changes is not None:
-            lines.append(changes)
+        lines += present(_changes_line(ctx, ctx.comparison))
     if ctx.findings and ctx.host_first:
         lines.append(Text(text=HOST_FIRST, severity="bad"))
     for finding, count in grouped_findings(ctx, ctx.findings)[:TOP_FINDINGS]:
@@ -597,9 +590,7 @@ def build(ctx: Context) -> Section:
         figures = [_unjudged(f) for f in figures]
     cards, more = first_cards(figures)
     blocks: list[Block] = [KeyFigures(figures=cards)]
-    headline = _headline(ctx)
-    if headline is not None:
-        blocks.append(headline)
+    blocks += present(_headline(ctx))
     table = _best_table(ctx, priced)
     if table is not None:
         blocks.append(table)
@@ -607,10 +598,7 @@ def build(ctx: Context) -> Section:
         blocks.append(Unavailable(items={"best configuration": ctx.nothing_measured()}))
     if more:  # the figures past the first screen's cards, as a list after the best table
         blocks.append(KeyFigures(figures=more, role="more"))
-    blocks += _lines(ctx)
-    diagnoses = diagnoses_table(ctx)
-    if diagnoses is not None:
-        blocks.append(diagnoses)
+    blocks += _lines(ctx) + present(diagnoses_table(ctx))
     return Section(id="summary", title="Executive summary", blocks=blocks)
 
 
