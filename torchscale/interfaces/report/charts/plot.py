@@ -455,31 +455,15 @@ def _x_axis(chart: Chart, labels: list[str] | None) -> Axis:
 def _legend(chart: Chart, p_kind: Kind, series: Sequence[PlotSeries]) -> list[LegendEntry]:
     kind: EntryKind = "line" if p_kind == "line" else "marker" if p_kind == "dot" else "patch"
     entries = [
-        LegendEntry(
-            label=s.label,
-            kind=kind,
-            colour=s.colour,
-            marker=s.marker,
-            dash=s.dash,
-            hatch=s.hatch,
-            series=index,
-        )
+        LegendEntry(s.label, kind, s.colour, s.marker, s.dash, s.hatch, series=index)
         for index, s in enumerate(series)
         if s.in_legend
     ]
     attached = reference_legend(chart.series)
     if attached is not None:
-        entries.append(
-            LegendEntry(
-                label=short(reference_label(attached)),
-                kind="line",
-                colour=palette.REFERENCE_GREY,
-                dash=attached.style,
-            )
-        )
-    entries += [
-        LegendEntry(label=short(b.label), kind="band", colour=BAND_COLOUR) for b in chart.bands
-    ]
+        label = short(reference_label(attached))
+        entries.append(LegendEntry(label, "line", palette.REFERENCE_GREY, dash=attached.style))
+    entries += [LegendEntry(short(b.label), "band", BAND_COLOUR) for b in chart.bands]
     if len(entries) <= 1 and not chart.bands:
         return []  # one series: the title and axis say what it is
     return entries
