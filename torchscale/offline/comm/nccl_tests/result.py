@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from torchscale.contracts.schema.comm_result import CommResult, CommRow
-from torchscale.offline.comm.nccl_footer import average_busbw, summarize, wrong_total
+from torchscale.offline.comm.nccl_footer import add_footer
 from torchscale.offline.comm.nccl_tests.checks import (
     check_columns,
     consistency,
@@ -118,7 +118,7 @@ def convert(run: Run, op: str | None, source: str) -> _Converted:
     rows = legacy_rows(run.rows, world) if identity.legacy else run.rows
     warnings = [
         *(
-            f"inferred {_inferred_text(k, the_op, world)}: {v}"
+            f"inferred {f'the op, {the_op}' if k == 'op' else f'{world} ranks'}: {v}"
             for k, v in identity.inferred.items()
         ),
         *identity.notes,
@@ -178,10 +178,6 @@ def _extra_column_notes(run: Run) -> list[str]:
     return []
 
 
-def _inferred_text(key: str, op: str, world: int) -> str:
-    return f"the op, {op}" if key == "op" else f"{world} ranks"
-
-
 def _legacy_notes(identity: Identity) -> list[str]:
     if not identity.legacy:
         return []
@@ -235,32 +231,31 @@ def build_result(
         warnings.append(f"rows of several dtypes ({', '.join(dtypes)}): dtype names the first")
     names = frozenset().union(*(c.device_names for c in converted))
     status, error = _stopped(every)
-    return CommResult(
-        id=run_id,
-        source="nccl-tests",
-        imported_from=source,
-        world_size=worlds[0],
-        nodes=max(1, len(frozenset().union(*(c.hosts for c in converted)))),
-        device="cuda",
-        backend="nccl",
-        device_name=next(iter(names)) if len(names) == 1 else None,
-        dtype=dtypes[0],
-        warmup_iters=_same([r.settings.get("warmup") for r in runs]),
-        iters=_same([r.settings.get("iters") for r in runs]),
-        check=any(row.wrong is not None for row in rows),
-        across_ranks=_same([r.across_ranks for r in runs]) or "avg",
-        rows=rows,
-        unavailable=_unavailable(converted),
-        summaries=summarize(rows, worlds[0]),
-        avg_busbw_gbps=average_busbw(rows),
-        wrong_total=wrong_total(rows),
-        status=status,
-        error=error,
-        warnings=warnings,
-        environment=runs[0].environment,
-        launch=_launch(runs, converted),
-        started_at=runs[0].started_at,
-        wall_s=runs[0].wall_s if len(runs) == 1 else None,
+    return add_footer(
+        CommResult(
+            id=run_id,
+            source="nccl-tests",
+            imported_from=source,
+            world_size=worlds[0],
+            nodes=max(1, len(frozenset().union(*(c.hosts for c in converted)))),
+            device="cuda",
+            backend="nccl",
+            device_name=next(iter(names)) if len(names) == 1 else None,
+            dtype=dtypes[0],
+            warmup_iters=_same([r.settings.get("warmup") for r in runs]),
+            iters=_same([r.settings.get("iters") for r in runs]),
+            check=any(row.wrong is not None for row in rows),
+            across_ranks=_same([r.across_ranks for r in runs]) or "avg",
+            rows=rows,
+            unavailable=_unavailable(converted),
+            status=status,
+            error=error,
+            warnings=warnings,
+            environment=runs[0].environment,
+            launch=_launch(runs, converted),
+            started_at=runs[0].started_at,
+            wall_s=runs[0].wall_s if len(runs) == 1 else None,
+        )
     )
 
 
