@@ -108,13 +108,8 @@ def job_state(job: JobRecord, state: JobState) -> LauncherEvent:
 
 
 def running(job: JobRecord, cell_id: str) -> LauncherEvent:
-    return LauncherEvent(
-        KIND,
-        "progress",
-        f"{TAG} job {job.job_id}: running",
-        cell_id,
-        payload={"job_id": job.job_id},
-    )
+    message = f"{TAG} job {job.job_id}: running"
+    return LauncherEvent(KIND, "progress", message, cell_id, payload={"job_id": job.job_id})
 
 
 def preflight(job: JobRecord, step: str, verdict: str) -> LauncherEvent:

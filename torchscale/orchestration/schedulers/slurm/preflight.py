@@ -164,30 +164,10 @@ def comm_step(
     there)."""
     flags = rendezvous_flags(nodes, place, port, "comm")
     launch = comm_launch(
-        request,
-        experiment_root,
-        env,
-        run_id,
-        nodes=nodes,
-        python=place.python,
-        rendezvous=flags,
+        request, experiment_root, env, run_id, nodes=nodes, python=place.python, rendezvous=flags
     )
     command = srun_wrap(launch.command, nodes, f"torchscale-comm-{run_id}", place)
     return replace(launch, command=command)
-
-
-def run_comm_preflight(
-    request: CommRequest,
-    nodes: int,
-    experiment_root: Path,
-    env: Mapping[str, str],
-    place: StepPlace,
-) -> CommResult:
-    """The comm sweep across every node, stored in comm/ as `torchscale comm` stores its
-    runs."""
-    run_id = comm_run_id(request, nodes, place.job_id)
-    launch = comm_step(request, nodes, experiment_root, env, place, free_port(), run_id)
-    return run_comm_launch(launch, request)
 
 
 def comm_verdict(result: CommResult) -> str:
@@ -224,10 +204,11 @@ def run_preflight(
         write_progress(allocation.directory, progress)
     if allocation.preflight_comm is not None:
         try:
-            result = run_comm_preflight(
-                allocation.preflight_comm, allocation.nodes, root, env, place
-            )
-            progress.preflight["comm"] = comm_verdict(result)
+            # across every node, stored in comm/ as `torchscale comm` stores its runs
+            request, nodes = allocation.preflight_comm, allocation.nodes
+            run_id = comm_run_id(request, nodes, place.job_id)
+            launch = comm_step(request, nodes, root, env, place, free_port(), run_id)
+            progress.preflight["comm"] = comm_verdict(run_comm_launch(launch, request))
         except (OSError, TorchScaleError) as exc:
             progress.preflight["comm"] = describe_error(exc)
         write_progress(allocation.directory, progress)

@@ -124,11 +124,6 @@ def srun_command(
     placeholder where the command is shown before the job runs, torchscale/orchestration/
     schedulers/slurm/review.py)."""
     nodes = planned.launch.nnodes
-    inner = planned.command(
-        spec_path,
-        log_dir,
-        base_env,
-        python=place.python,
-        rendezvous=rendezvous_flags(nodes, place, port, index),
-    )
+    flags = rendezvous_flags(nodes, place, port, index)
+    inner = planned.command(spec_path, log_dir, base_env, python=place.python, rendezvous=flags)
     return srun_wrap(inner, nodes, planned.cell.id, place)

@@ -117,10 +117,6 @@ def nodes_not_checked(plan: Plan) -> list[str]:
     ]
 
 
-def _submission_number(store: ResultStore) -> int:
-    return len(read_jobs(store).jobs) + 1
-
-
 def _active_jobs(store: ResultStore, env: Mapping[str, str]) -> list[JobRecord]:
     jobs = read_jobs(store).jobs
     if not jobs:
@@ -169,7 +165,7 @@ def prepare_sweep(
         if cell_id in busy:
             continue
         by_nodes.setdefault(planned.cell.nodes, []).append(planned)
-    number = _submission_number(store)
+    number = len(read_jobs(store).jobs) + 1
     for offset, (nodes, cells) in enumerate(sorted(by_nodes.items())):
         name = f"s{number + offset:02d}-n{nodes}"
         allocation = build_allocation(
