@@ -207,14 +207,8 @@ def largest_changes(comparison: Comparison, limit: int | None = None) -> pd.Data
     if not len(pairs):
         return pairs
     size = pd.to_numeric(pairs["samples_per_s_change"], errors="coerce").abs()
-    order = pd.DataFrame(
-        {
-            "regression": ~pairs["regression"].astype(bool),
-            "missing": size.isna(),
-            "size": -size.fillna(0.0),
-        },
-        index=pairs.index,
-    )
+    later = ~pairs["regression"].astype(bool)  # False, so first: the regressions
+    order = pd.DataFrame({"regression": later, "missing": size.isna(), "size": -size.fillna(0.0)})
     ranked = pairs.loc[order.sort_values(["regression", "missing", "size"], kind="stable").index]
     return (ranked if limit is None else ranked.head(limit)).reset_index(drop=True)
 
