@@ -2,26 +2,19 @@
 step edges: Linux's run_delay and the thread's CPU clock.
 
 A rank whose core is taken by other work runs its step later, exactly like a rank with more
-work: the phase timers and the traces cannot tell the two apart. The scheduler can:
-`/proc/thread-self/schedstat` holds, per thread, the nanoseconds it spent runnable but waiting
-on a run queue (`run_delay`, the second field; kept whenever the kernel has CONFIG_SCHED_INFO,
-as every distribution kernel does), and the thread's CPU clock (`time.thread_time_ns`) the
-nanoseconds it ran. Their differences over a step are the CPU wait and the CPU time; how the
-straggler rule weighs them is docs/methodology.md, "Host against compute".
+work: the phase timers and the traces cannot tell the two apart; the scheduler can. Over a step,
+the CPU wait is the difference of `run_delay` (second field of `/proc/thread-self/schedstat`,
+kept under CONFIG_SCHED_INFO, as in every distribution kernel) and the CPU time that of
+`time.thread_time_ns`; how the straggler rule weighs them: docs/methodology.md, "Host against
+compute".
 
-Why the CPU time is not schedstat's first field (`sum_exec_runtime`), though the same read
-has it: the kernel brings a running thread's figure up to date only at a scheduler tick, a
-context switch or a read of its CPU clock, and a read of the file is none of these, so read by
-the thread itself while it works the field lags by up to a tick or more (a short step reads 0,
-the next more than its own length). The CPU clock updates it first (task_sched_runtime).
-run_delay has no such lag: it grows only while the thread is off the CPU, and is settled when
-the thread gets it back.
+Why not schedstat's first field (`sum_exec_runtime`): the kernel updates a running thread's
+figure only at a tick, a context switch or a read of its CPU clock, so read by the thread itself
+it lags by a tick or more (a short step reads 0). run_delay grows only off the CPU: no lag.
 
-What the wait is not: a sleep or a blocking wait (an injected delay, a wait for a peer, the
-GPU or a disk), nor time lost on a CPU to interrupts or a slower core (that is CPU time). Both
-are the main thread's: intra-op threads run and wait on their own, so with several threads per
-rank the CPU time is the main thread's share of the work only and the wait under-states the
-host's share (the straggler rule then keeps a name rather than drops it).
+The wait is not a sleep or blocking wait (delay, peer, GPU, disk), nor time lost to interrupts
+or a slower core (that is CPU time). Both are the main thread's only: with several intra-op
+threads the wait under-states the host's share (the straggler rule then keeps a name).
 
 Cost per read: one pread of a file descriptor opened once and one clock_gettime.
 """

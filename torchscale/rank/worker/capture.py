@@ -3,30 +3,17 @@
 With a `ProfileSpec` in the worker spec, every rank runs wait + warmup + active more steps once
 its windows are done (same model, same batch, same injected delays):
 
-- tool "torch": under `torch.profiler.profile(schedule=schedule(wait, warmup, active))`, CPU
-  activity always and CUDA activity on GPUs, with the phases marked by `record_function`
-  ranges (torchscale/rank/worker/markers.py) and torch.profiler's own `ProfilerStep#<n>` ranges.
-  The trace is written compressed to `<trace_dir>/rank<k>.trace.json.gz` (torch's
-  export_chrome_trace gzips a path ending in .gz), atomically: exported under a temporary name in
-  the same directory, fsynced, renamed.
-- tool "nsys": no torch profiler (Nsight Systems wraps the launch); NVTX ranges only: one mark
-  `torchscale:rank=<r>` when the capture starts, then for each active step a `ProfilerStep#<n>`
-  start/end range and push/pop phase ranges inside it. The wait and warm-up steps run unmarked,
-  so both tools see the same active steps with the same step numbers.
-  nsys collects only from the trigger the launcher chose (`CAPTURE_ENV`, set beside the argv by
-  torchscale/orchestration/profiling/nsys.py): `cudaProfilerApi` (CUDA cells) calls
-  cudaProfilerStart before the first active step and cudaProfilerStop after the last; `nvtx` (CPU
-  cells) pushes and pops the empty range `torchscale:capture`, which starts the collection (it then
-  runs to exit: a range around the steps would read as one op covering them); `none` or unset: no
-  trigger. nsys starts and stops the collection of every process at the first trigger of any, so
-  each trigger sits between barriers: no rank's traced step begins before the start or ends after
-  the stop.
+- tool "torch": under `torch.profiler.profile(schedule=...)`, with the phases marked by
+  `record_function` ranges (markers.py); the trace goes to `<trace_dir>/rank<k>.trace.json.gz`
+  (torch gzips a path ending in .gz) atomically: a temporary name, fsynced, renamed.
+- tool "nsys": NVTX ranges only (Nsight Systems wraps the launch), with the same step numbers
+  as under torch. The trigger the launcher chose (`CAPTURE_ENV`) starts the collection; nsys
+  starts and stops every process's at the first trigger of any, so each trigger sits between
+  barriers: docs/profiling.md, "What is captured".
 
-Either way `<trace_dir>/rank<k>.phases.json` holds the worker's own phase timings
-(torchscale/rank/worker/phases.py) of the active steps, to cross-check a trace's phase ranges
-against, and their step times (`step_s`, the measured windows' step timer), from which the
-profiling session derives the capture overhead. The wall time the capture took is returned
-(and recorded as `profile.capture_s`).
+Either way `<trace_dir>/rank<k>.phases.json` holds the worker's own phase timings of the active
+steps and their step times (`step_s`), to cross-check the trace and derive the capture overhead.
+The wall time the capture took is returned (recorded as `profile.capture_s`).
 """
 
 from __future__ import annotations

@@ -4,22 +4,17 @@ One API for the worker: `current().range(name)` around a phase, `current().step(
 profiled step, `current().mark(text)` for a point in time. What it emits depends on the
 `Markers` made current with `use(...)`:
 
-- torch.profiler active (`torch_profiler=True`): `torch.autograd.profiler.record_function`
-  ranges, which land in the Kineto trace as `user_annotation` events named
-  `torchscale:<phase>`. torch.profiler writes its own `ProfilerStep#<n>` ranges.
-- NVTX requested (`nvtx=...`, for Nsight Systems): push/pop ranges of the same names, a
-  start/end range `ProfilerStep#<n>` around each profiled step, and one mark
-  `torchscale:rank=<r>` so a reader can map a process to its rank. The backend is
-  `torch.cuda.nvtx` on a CUDA build of torch (default NVTX domain: it takes no domain), else
-  the `nvtx` package if importable (domain "torchscale"; with the Nsight Systems 2022.4 of this
-  project's CPU machines only nvtx < 0.2.12 records anything), else nothing, with a note.
-  Readers must match ranges by name (`torchscale:` prefix, `ProfilerStep#`), not by domain.
-- Neither (every plain benchmark window): `range()` returns one shared null context. No
-  record_function is entered, so the measured windows pay nothing for the markers.
+- torch.profiler (`torch_profiler=True`): `record_function` ranges named `torchscale:<phase>`
+  (`user_annotation` events in the Kineto trace); torch.profiler adds `ProfilerStep#<n>`.
+- NVTX (`nvtx=...`, for Nsight Systems): push/pop ranges of the same names, a `ProfilerStep#<n>`
+  range per profiled step and one mark `torchscale:rank=<r>`. Backend: `torch.cuda.nvtx` on a
+  CUDA build (default domain), else the `nvtx` package (domain "torchscale"; below 0.2.12,
+  docs/profiling.md), else nothing, with a note. Readers match by name, not by domain.
+- Neither (every plain benchmark window): `range()` returns one shared null context, so the
+  measured windows pay nothing for the markers.
 
 Names are the contract with the trace readers (torchscale/offline/traces), spelled once in
-torchscale/contracts/step_phases.py: `torchscale:data`, `torchscale:forward`, `torchscale:backward`,
-`torchscale:optimizer`, `torchscale:injected_delay`.
+torchscale/contracts/step_phases.py.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """The measurement protocol inside one rank: warm-up, FLOP count, timed windows, memory.
 
 Only window edges synchronise (device sync + barrier), so the steps inside run exactly as in
-training; per-step times come from timers that do not sync the host per step, and so do the
-per-step phase times (torchscale/rank/worker/phases.py), recorded in every window. The telemetry
-sampler (torchscale/rank/telemetry/) runs in its own thread from just before each measured window's
-opening edge to just after its closing one. Python's garbage collector runs at each window's
-opening edge and not inside it. After the opening edge one untimed step runs
-(`WINDOW_EDGE_STEPS`), then the device is synchronised and the clocks start: the edge work
-(collection, sampler start, synchronize, barrier) leaves an empty launch queue and cold host
-caches behind, which made the first timed step of every window 1.35-1.6x the median on an H100.
-After the windows, GPU cells run the busy probe (torchscale/rank/worker/host_probe.py), outside
-every window and timer. During the windows the collective timeout is cut from
-init's 10 minutes to what the warm-up's steady steps justify
-(torchscale/rank/worker/steady_state.py): a rank whose peer will never come stops waiting after
-that, not after 10 minutes. Under `training.compile` each window is bracketed by readings of
-dynamo's tallies, so a recompile inside one is counted and reported
-(torchscale/rank/worker/compile_watch.py), not timed unseen.
+training; step and phase times (phases.py) come from timers that do not sync the host per
+step. Around each window: the telemetry sampler (its own thread), one garbage collection at the
+opening edge, then one untimed step (`WINDOW_EDGE_STEPS`: the edge work leaves an empty launch
+queue and cold caches, 1.35-1.6x the median first step on an H100), a collective timeout cut to
+what the warm-up justifies (steady_state.py), and under `training.compile` dynamo's tallies
+(compile_watch.py). GPU cells run the busy probe (host_probe.py) after all windows.
+docs/methodology.md, "Inside every rank", has the why of each.
 """
 
 from __future__ import annotations

@@ -1,59 +1,19 @@
 """Per-step phase timing inside the measured windows: where each rank's step goes.
 
-Each step of a window is cut at these boundaries (one optimizer step of `accum` micro-batches):
+Each step is cut, per micro-batch, at data end | forward end | last gradient | backward end,
+then at the step end, into data, forward, backward, grad_sync_wait and optimizer, which add up
+to the step: the table, the clocks, micro-batching, FSDP2 and torch.compile are in
+docs/methodology.md, "Phase timing". On CUDA every boundary is an event, all read after the
+window (one synchronize, never one per step): host times would be kernel launch times.
 
-    step start
-      per micro-batch:  data end | forward end (= backward start) | last gradient | backward end
-    step end (after optimizer.step() and zero_grad)
+When the split cannot be made, backward is reported whole and grad_sync_wait is None, with the
+reason in `PhaseRecorder.notes`: under FSDP2 (its hooks fire after each reduce-scatter), and on
+CUDA for a step whose hook count differs from the expected (unused parameters, a parameter used
+twice under reentrant checkpointing); the count seen becomes the expected one for the next steps.
 
-and split into five phases that add up to the step exactly:
-
-- data: fetching the batch. With `data.source: synthetic` a pre-made on-device batch, so about
-  0 unless a delay is injected; with disk or CIFAR-100 data the DataLoader's next() and the
-  copy to the device (torchscale/rank/data/, docs/data.md), the cell's data wait.
-- forward: the model's forward and the loss (and the division by `accum`).
-- backward: backward compute, from backward() called to the LAST gradient produced: the time
-  of the last `register_post_accumulate_grad_hook` call on the trainable parameters (DDP wraps
-  the same parameter objects, so these are the gradients DDP reduces).
-- grad_sync_wait: last gradient produced -> backward() returned: the wait for gradient
-  synchronisation at the end of backward (DDP's buckets still in flight, and the other ranks
-  that have not produced theirs yet).
-- optimizer: optimizer.step() (GradScaler's step and update under fp16) and zero_grad.
-
-Micro-batching (grad_accum_steps > 1): data, forward, backward and grad_sync_wait are summed
-over the micro-batches of the step. The first accum - 1 micro-batches run under no_sync(), so
-their grad_sync_wait is only autograd's own finishing (microseconds): the figure is, in effect,
-the last micro-batch's wait.
-
-Clocks: `time.perf_counter` on CPU, where every op is synchronous from the host's view. On CUDA
-a CUDA event is recorded at every boundary and all are read after the window (one synchronize,
-never one per step), whatever `measurement.timing` the step timer uses (host times of phase
-boundaries would be the launch times of asynchronous kernels). The last-gradient event is
-recorded inside the gradient hook, which the autograd engine runs on its CUDA device thread
-with that thread's current stream set to the stream the backward ops (and AccumulateGrad) of
-the parameter run on, the default stream here: an event recorded there on the current stream
-lands right after the kernels that produced the gradient, in the same stream order as the
-boundary events the main thread records. Only one
-event per micro-batch is recorded from the hooks: each hook counts, and the event is recorded
-when the count reaches the number of gradients expected (no per-parameter event). On CPU each
-hook stores `perf_counter()`, and hooks run one after another, so the last stored is the max.
-
-When the split cannot be made, backward is reported whole (backward() called -> returned) and
-grad_sync_wait is None, with the reason in `PhaseRecorder.notes`:
-- FSDP2: it runs post-accumulate-grad hooks itself on the sharded parameters AFTER each
-  group's reduce-scatter (seen on torch 2.13), so the last hook marks the end of gradient
-  reduction, not of gradient production.
-- a step whose hook count differs from the expected (unused parameters, a parameter used twice
-  under reentrant checkpointing) on CUDA: that step is reported whole, and the count seen
-  becomes the expected one for the next steps.
-torch.compile (DDP): the hooks fire as in eager (AccumulateGrad stays an eager autograd node;
-seen on torch 2.13 CPU), so the split holds.
-
-Cost per step: 2 + 4 x accum perf_counter calls or event records, at each of the two edges
-one schedstat pread and one thread CPU clock read (the CPU wait and the CPU time:
-telemetry/cpu_wait.py), plus one Python call per trainable parameter per micro-batch (an
-attribute store; on CUDA an integer compare), which `benchmarks/phase_timing_overhead.py`
-measures against the same loop without it.
+Cost per step: 2 + 4 x accum clock reads or event records, one schedstat pread and one thread
+CPU clock read at each edge (telemetry/cpu_wait.py), one Python call per trainable parameter
+per micro-batch; `benchmarks/phase_timing_overhead.py` measures it.
 """
 
 from __future__ import annotations
