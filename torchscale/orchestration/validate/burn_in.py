@@ -1,23 +1,10 @@
 """`validate --level burn`: sustained load on every GPU, judged per GPU with its evidence.
 
 One torchrun of the `burn_in` rank program (rank/programs/burn_in.py: one rank per GPU; 2 gloo
-ranks on a CPU node) loads every device for the duration and records, per interval, its GEMM
-TFLOP/s, copy GB/s and telemetry, plus fingerprints of the same seeded work. `judge_burn` (pure)
-gives each rank its verdict:
-
-- **fingerprint** (FAIL): a rank whose hash differs from its own first one, or (3 or more
-  ranks) from the majority's at the same point. Two ranks that disagree from the start cannot
-  say which is wrong: both are named.
-- **error counters** (FAIL): NVML's uncorrected ECC errors or row-remap failures rising during
-  the burn; a remap pending: WARN (the GPU needs a reset).
-- **throughput over time** (GPU): the median TFLOP/s of the last third of the intervals against
-  the first third: a drop of more than 10 % WARN, 25 % FAIL, with the telemetry that explains
-  it (SM clock, temperature, NVML slowdown reasons).
-- **against its peers** (GPU, 3 or more ranks): a rank's median more than 10 % below its
-  peers' median WARN, 25 % FAIL; with 2 ranks the slower one is named with WARN at most.
-
-On a CPU node the ranks share the cores with everything else on the machine, so their
-throughput is reported (INFO), not judged: only the fingerprint decides there.
+ranks on a CPU node) loads every device for the duration; `judge_burn` (pure) gives each rank
+its verdict by the rules of docs/validate.md ('Burn-in'): seeded fingerprints, NVML's error
+counters, throughput over time and against its peers. On a CPU node the ranks share the cores
+with the machine, so their throughput is reported (INFO), not judged: the fingerprint decides.
 """
 
 from __future__ import annotations

@@ -1,25 +1,16 @@
 """Can torch.compile build and run a kernel on this node? Asked once per device type, of a
-child process (rank/programs/compile_probe.py) that compiles one tiny function.
+child process (rank/programs/compile_probe.py) that compiles one tiny function (docs/validate.md,
+'The compile toolchain check'). Without the toolchain every compiled cell fails at its first
+step: `validate` reports it as a check, and `benchmark` refuses the run up front with the same
+one line (`require_toolchain`).
 
-A cell with `training.compile` on (the CUDA default) needs inductor's toolchain: on CPU a C++
-compiler and the Python headers, on CUDA Triton and a C compiler with the Python headers for
-the launcher Triton builds. Without it every such cell fails at its first step, one after
-another; `validate` reports it as a check, and `benchmark` refuses the run up front with the
-same one line (`require_toolchain`).
-
-The child compiles where the cells will: in a fresh, empty folder (removed afterwards) inside
-the experiment's compile cache folder (launch/compile_cache.py), so a kernel cached by an earlier
-run cannot hide a missing compiler, while a folder that cannot hold a cache (NFS without locks,
-a noexec mount) shows up here and not in every compiled cell. When only that folder is at fault
-(its quick check fails, or the compile there fails and one in node-local storage passes) the
-toolchain passes, and `require_toolchain` hands the cells the node-local cache with one line
-saying so. The child gets one compile thread (no worker pool to start for one kernel).
-
-A PASS is remembered per process and per toolchain environment (compiler, paths, inductor and
-Triton settings, cache folder): a sweep asks once; and kept in the user's cache folder per
-machine and toolchain (validate/compile_verdicts.py): the next `validate` reads it back.
-
-Judging the child's verdict (`judge_probe`) is pure; `run_probe` runs it.
+The child compiles in a fresh, empty folder where the cells will (inside the experiment's
+compile cache folder), so a kernel cached by an earlier run cannot hide a missing compiler,
+while a folder that cannot hold a cache shows up here and not in every compiled cell; then the
+toolchain passes and the cells get the node-local cache, with one line saying so. A PASS is
+remembered per process and toolchain environment, and kept per machine and toolchain
+(validate/compile_verdicts.py). Judging the child's verdict (`judge_probe`) is pure;
+`run_probe` runs it.
 """
 
 from __future__ import annotations
@@ -114,7 +105,8 @@ class Toolchain:
 
 
 def probe_env(base_env: Mapping[str, str], inductor: Path, triton: Path) -> dict[str, str]:
-    """The ranks' environment, with the probe's own empty caches and one compile thread."""
+    """The ranks' environment, with the probe's own empty caches and one compile thread (no
+    worker pool to start for one kernel)."""
     return {
         **base_env,
         INDUCTOR_CACHE_ENV: str(inductor),

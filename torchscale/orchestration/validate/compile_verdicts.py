@@ -1,15 +1,8 @@
 """The compile probe's PASS, kept per machine and toolchain in the user's cache folder.
 
-Building one kernel takes a cold inductor seconds on an idle node and close to a minute on a
-busy small one: most of `validate`'s time, and the same answer every time until the machine or
-its toolchain changes. A PASS is kept under `$XDG_CACHE_HOME/torchscale/compile-toolchain/`
-(default `~/.cache`), keyed by what decides it: the host, the Python and torch (and Triton on
-CUDA) versions, the compiler found (its path, size and time: a reinstall is a new key), the
-Python headers, the toolchain variables and the filesystem of the cache folder probed (its mount
-point and device: a `validate` from another directory on the same disk reads the PASS back, one
-on another mount compiles there; the folder's quick look, compile_cache.cache_folder_problem,
-is taken every time). A FAIL is never kept: the next run tries again, as it would after the
-fix. Deleting the folder makes the next run compile.
+Building one kernel is most of `validate`'s time, and the same answer every time until the
+machine or its toolchain changes. The folder and what the key holds: docs/validate.md ('A PASS is
+kept'). A FAIL is never kept: the next run tries again, as it would after the fix.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Host<->device copies judged against the right bar.
-
-A GPU copying alone uses its own PCIe link: that figure (`h2d`, `d2h`) is judged against the
-link's rate (the SKU's PCIe figure, validate/reference.py); a link trained below its maximum is
-named on a low row, from the reading taken while the GPU copied (an idle GPU's link reads low).
-With every GPU copying at once (`h2d.all`, `d2h.all`) GPUs behind one PCIe switch split its
-uplink: on an HGX board two GPUs share one Gen5 x16, so a healthy GPU gets about half its
-link. That figure is what the board gives, not a verdict on the GPU: it is reported (INFO)
-beside the topology that explains it (contracts/pcie_topology.py), or "topology unknown" with
-the reason.
+"""Host<->device copies judged against the right bar (docs/validate.md, 'Host links and the
+PCIe topology'): a GPU copying alone (`h2d`, `d2h`) against its own PCIe link's rate, naming a
+link trained below its maximum on a low row; every GPU at once (`h2d.all`, `d2h.all`) reported
+(INFO) beside the topology (contracts/pcie_topology.py), since GPUs behind one switch split its
+uplink: a healthy HGX GPU gets about half its link, what the board gives, not a fault.
 
 Pure functions over a perf run's figures.
 """

@@ -1,25 +1,11 @@
 """A GPU's matmul figure judged against the node's other GPUs as well as against its SKU.
 
-Every GPU of the node searches at once, sharing the node's power and cooling, and cloud nodes
-often cap each GPU's power below the SKU's default: a healthy node can then sit below the
-SKU's bar on every GPU. The SKU bar alone cannot tell that from a faulty GPU; the GPU's peers
-can. A GPU well below the median of the node's other GPUs of its model is the faulty-GPU
-signal (clocks, power, thermals, another process, ECC); every GPU alike and the node's median
-below the SKU's bar is the node's doing (a power cap, an application clock), said as such.
-
-Per matmul row with a figure, among the rows of its check and device model:
-- below PEER_PASS of its peers' median: it lags them: WARN, FAIL below PEER_FAIL (its SKU
-  verdict where that is worse);
-- within its peers, below the SKU's bar while the node's median is below it too: worded as
-  the whole node's, with the power limits NVML read on the node's GPUs
-  (contracts/power_limit.py): every GPU capped below its default: at most WARN, the cap said
-  ("power limit 500 W of 700 W default: the node is capped; per GPU it is healthy"); the
-  limits unknown: its SKU verdict, said so, with the power-cap hint; not capped: its SKU
-  verdict, with where else to look;
-- else its SKU verdict stands. A GPU alone (or a CPU) has no peers: its SKU verdict stands.
-
-Capped at WARN, not PASS: the node will train below what its SKU can, which the user should
-know; but no GPU of it is faulty, and a FAIL (validate exits 1) would say one is.
+Every GPU searches at once, sharing the node's power and cooling, and cloud nodes often cap
+each GPU's power below the SKU's default: the SKU bar alone cannot tell a healthy capped node
+from a faulty GPU; the GPU's peers can. The rules (a GPU lagging its peers; the whole node below
+the SKU, power-capped or not) are docs/validate.md's table ('Matmul against the node's other
+GPUs'). A capped node is at most WARN, not PASS: it trains below what its SKU can, which the
+user should know; but no GPU of it is faulty, and a FAIL (validate exits 1) would say one is.
 
 Pure functions over judged rows (validate/perf.py makes them).
 """

@@ -1,21 +1,16 @@
 """`validate --level perf`: what this node can really do, beside what its SKU should do.
 
 One torchrun of the `perf` rank program (rank/programs/perf.py: one rank per GPU, all measuring
-at once; one rank on a CPU node) measures the matmul peak per dtype, memory copy and triad,
-host<->device copies (each GPU alone, then all at once, with the PCIe topology:
-validate/host_links.py) and the GPU-to-GPU matrix; then `comm`'s own sweep (comm/planning.py,
-the one launch path) measures NCCL (gloo on CPU) bus bandwidth for the four collectives, stored
-in the experiment's comm/ as `torchscale comm` stores its runs. `judge_perf` turns the figures
-into `Measurement` rows, each beside the expected value for the detected SKU with its source,
-the ratio and a verdict by the thresholds of validate/reference.py; `perf_checks` sums them up
-per check for the table.
+at once; one rank on a CPU node) measures matmul, memory, host links (validate/host_links.py)
+and GPU-to-GPU copies; then `comm`'s own sweep (comm/planning.py) measures bus bandwidth, stored
+in the experiment's comm/. What each figure is: docs/validate.md ('What `perf` measures').
+`judge_perf` judges each figure against the detected SKU (validate/reference.py); `perf_checks`
+sums them up per check for the table.
 
-Rank 0 writes each phase as it ends (a matmul dtype, memory copy, ...) into
-OUTPUT_DIR/<experiment>/perf/<host>-<time>/phases/, beside the ranks' logs and, once every phase
-has run, perf.json: the parent reads them while the launch runs (a progress line per phase), and a
-stopped run keeps them (`finished_phases`, `merge_phases`).
-
-Planning and judging are pure; `run_perf` runs the two launches.
+Rank 0 writes each phase as it ends into OUTPUT_DIR/<experiment>/perf/<host>-<time>/phases/:
+the parent reads them while the launch runs (a progress line per phase), and a stopped run
+keeps them (`finished_phases`, `merge_phases`). Planning and judging are pure; `run_perf` runs
+the two launches.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """What a GPU of a given SKU should do, with the source of every figure, and the thresholds
-`validate --level perf` judges a measured figure by.
-
-Two kinds of expected value, judged differently:
-- "achievable": a published *measured* best (stas00's MAMF finder: the best matmul a healthy
-  GPU reaches). A healthy GPU gets within a few percent of it.
-- "spec": a vendor datasheet peak (dense matmul TFLOP/s from torchscale.contracts.gpu_peaks, HBM
-  bandwidth, PCIe and NVLink rates). Nobody reaches a sheet figure, so the bar is lower, and a
-  figure well ABOVE a spec is impossible: a measurement bug, never a fast GPU.
-
-An unknown SKU (or a CPU) has no expected value: the figure is shown alone with INFO. Figures
-are matched by device name as contracts/gpu_peaks.py matches (whole tokens, variants before the
-plain name, first match wins); where no source could be cited, the figure is left out.
+`validate --level perf` judges a measured figure by (docs/validate.md, 'The SKU reference and the
+thresholds'). A published *achievable* figure (a measured best) is one a healthy GPU reaches; a
+*spec-sheet* peak is one nobody reaches, so its bar is lower and a figure well above it is a
+measurement bug. An unknown SKU (or a CPU) has no expected value: INFO. Device names are matched
+as contracts/gpu_peaks.py matches them (whole tokens, variants before the plain name, first match
+wins); where no source could be cited, the figure is left out.
 """
 
 from __future__ import annotations
