@@ -62,12 +62,7 @@ def round_figure(value: float, low: float, high: float, fmt: Format) -> RoundedF
     symmetric = not lopsided(value, low, high)
     half = (high - low) / 2
     show = _rounding(fmt, figure_quantum(value, low, high), like=value)
-    return RoundedFigure(
-        value=show(value),
-        low=show(low),
-        high=show(high),
-        half=show(half) if symmetric else None,
-    )
+    return RoundedFigure(show(value), show(low), show(high), show(half) if symmetric else None)
 
 
 def figure_quantum(value: float, low: float, high: float) -> float | None:
@@ -314,10 +309,7 @@ def not_measurable(repeats: int | None) -> str:
 
 
 def efficiency_phrase(
-    efficiency: float | None,
-    low: float | None,
-    high: float | None,
-    repeats: int | None = None,
+    efficiency: float | None, low: float | None, high: float | None, repeats: int | None = None
 ) -> str:
     """How one configuration scales, in a few words: '74-84 % of linear', 'linear within
     noise', 'super-linear (110-130 %: check for cache effects)', '90.0 % of linear (one

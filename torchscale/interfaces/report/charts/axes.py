@@ -125,11 +125,7 @@ def _within(values: Sequence[float], window: Window | None) -> list[float]:
 
 
 def linear_axis(
-    title: str,
-    fmt: ValueFormat,
-    values: Sequence[float],
-    zero: bool,
-    window: Window | None = None,
+    title: str, fmt: ValueFormat, values: Sequence[float], zero: bool, window: Window | None = None
 ) -> Axis:
     """A linear value axis over `values` (finite numbers), starting at zero when `zero`, with
     round ticks in the shown unit and labels by `tick_labels`; never beyond `window` (values

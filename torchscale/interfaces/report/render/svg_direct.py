@@ -700,9 +700,7 @@ class ChartError(Exception):
 
 
 def drawn_charts(
-    charts: Sequence[Chart],
-    on_step: OnStep = ignore,
-    draw: Callable[[Chart], str] = chart_svg,
+    charts: Sequence[Chart], on_step: OnStep = ignore, draw: Callable[[Chart], str] = chart_svg
 ) -> dict[str, str | ChartError]:
     """Each chart id -> its <svg> (by `draw`), or the `ChartError` that stopped it (one chart
     is one figure: the rest of the report stands). `on_step` hears how many are drawn."""
