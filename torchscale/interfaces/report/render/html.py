@@ -1,12 +1,9 @@
-"""The HTML report: one self-contained file that works offline.
-
-Charts are by default the SVG of `svg_direct` (the PDF's picture) inlined in the page, a hover
-title per series: no JavaScript needed, a page of 8 cells in a few hundred KB (inlining
-plotly.js adds 4.6 MB). `interactive` keeps the plotly version: plotly.js inlined once, each
-chart a div plus its figure as JSON (escaped so no user string can close its <script>).
-Templates are Jinja2 with autoescape on and only lay out; every value goes through
-`format_value`. A Content-Security-Policy allows only the page's own scripts (by hash) and no
-network, so a string that escaped escaping still could not run or fetch.
+"""The HTML report: one self-contained file that works offline (docs/reporting.md, "Formats";
+why its charts are `svg_direct`'s SVG by default, plotly only with `interactive`: "Formats and
+sizes"). Templates only lay out (Jinja2, autoescape on, every value by `format_value`); a
+figure's JSON is escaped so no user string can close its <script>, and a Content-Security-Policy
+allows only the page's own scripts (by hash) and no network, so a string that escaped escaping
+still could not run or fetch.
 
 The page records its JavaScript errors (`data-js-errors` on <body>), the charts drawn
 (`data-charts-rendered`) and each table wider than its box (`data-overflows`), so a headless

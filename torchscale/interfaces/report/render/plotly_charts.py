@@ -1,10 +1,8 @@
 """Plotly figures of the chart model's `Plot`, as plain JSON-ready dicts (the HTML back-end).
 
-The HTML renderer embeds each figure as JSON and draws it with `Plotly.newPlot`. Nothing here
-decides what a chart looks like: series, colours, markers, hatches, axis ranges, ticks and
-legend columns all come from `report.charts.plot` and are the PDF's too. What happens here is
-plotly's vocabulary and pixel layout only: trace types, a fixed plot height with the title and
-legend above it, hover templates, and escaping text.
+Every look is `report.charts.plot`'s, the PDF's too (docs/reporting.md, "Formats"); here only
+plotly's vocabulary and pixel layout: trace types, a fixed plot height with the title and legend
+above it, hover templates, and escaping text.
 
 Plotly draws titles, trace names, axis labels and category labels through its own pseudo-HTML
 (`<b>`, `<br>`, `<a href=...>`), so every user string goes through `plotly_text`, which turns
