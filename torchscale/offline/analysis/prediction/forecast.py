@@ -206,10 +206,6 @@ def model_error(tested: BackTest, cells: Sequence[MeasuredCell]) -> tuple[float 
     return error, f"model error: {'; '.join(parts)}: interval widened by {error:.1%}"
 
 
-def _rate(key: ForecastKey, step: Figure) -> Figure:
-    return _samples_per_s(key.world_size, key.batch_size, step)
-
-
 def _samples_per_s(world: int, batch: int, step: Figure) -> Figure:
     """world x batch / step, with the step's interval turned over (a step of 0 at its lower
     end leaves the rate no upper end)."""
@@ -227,7 +223,7 @@ def _efficiency(key: ForecastKey, step: Figure, reference: MeasuredCell) -> Figu
     on). The cell's wall-clock throughput is a mean over the run: against a median-based rate
     it would move the efficiency by the run's stalls, not by scaling. The two relative
     intervals in quadrature."""
-    rate = _rate(key, step)
+    rate = _samples_per_s(key.world_size, key.batch_size, step)
     base = _samples_per_s(reference.world_size, key.batch_size, reference.step)
     value = rate.value / (key.world_size * base.value / reference.world_size)
     below = math.hypot(rate.below / rate.value, base.above / base.value)
@@ -285,13 +281,14 @@ def build_forecast(
         for name, fig, how in step.terms
     ]
     dominant = max(step.terms, key=lambda t: t[1].value)[0]
+    rate = _samples_per_s(key.world_size, key.batch_size, figure)
     return Forecast(
         id=forecast_id,
         created_at=created_at,
         key=key,
         basis=step.basis,
         step_s=to_estimate(figure, n, METHOD),
-        samples_per_s=to_estimate(_rate(key, figure), n, METHOD),
+        samples_per_s=to_estimate(rate, n, METHOD),
         scaling_efficiency=to_estimate(_efficiency(key, figure, cells[0]), n, METHOD),
         dominant=dominant,
         terms=terms,

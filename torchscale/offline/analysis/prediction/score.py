@@ -25,9 +25,7 @@ def measured_step_s(result: CellResult) -> float | None:
     statistic forecasts are built from. A median, not the mean: on a busy machine a few
     stalled steps move a mean by tens of times and say nothing about the workload (docs/
     prediction.md, "One statistic"). None for a cell that measured nothing."""
-    if result.status != Status.OK:
-        return None
-    if result.step_time is not None and result.step_time.p50 > 0:
+    if result.status == Status.OK and result.step_time is not None and result.step_time.p50 > 0:
         return result.step_time.p50
     return None
 
