@@ -257,11 +257,9 @@ def _node_pod_patch(config: K8sConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     container: dict[str, Any] = {"name": TRAINER_JOB, "volumeMounts": mounts}
     if config.ipc_lock:
         container["securityContext"] = copy.deepcopy(IPC_LOCK)
-    metadata = {"annotations": dict(config.network_annotations)}
-    return (metadata if config.network_annotations else {}), {
-        "volumes": volumes,
-        "containers": [container],
-    }
+    annotations = dict(config.network_annotations)
+    metadata = {"annotations": annotations} if annotations else {}
+    return metadata, {"volumes": volumes, "containers": [container]}
 
 
 def _pod_patch(config: K8sConfig, api: PodPatchApi) -> dict[str, Any]:
@@ -392,17 +390,8 @@ def k8s_manifests(
         else:
             manifest = trainjob(planned, config, metadata, paths, pod_patch)
         spec = planned.worker_spec(Path(str(paths.result)), Path(str(paths.steps)))
-        manifests.append(
-            K8sManifest(
-                cell_id=cell_id,
-                name=name,
-                manifest=manifest,
-                spec=spec,
-                pod_spec_path=paths.spec,
-                path=on_host.k8s_manifest_path(name),
-                spec_path=on_host.k8s_spec_path(cell_id),
-            )
-        )
+        path, spec_path = on_host.k8s_manifest_path(name), on_host.k8s_spec_path(cell_id)
+        manifests.append(K8sManifest(cell_id, name, manifest, spec, paths.spec, path, spec_path))
     return manifests
 
 

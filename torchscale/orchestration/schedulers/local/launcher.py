@@ -102,12 +102,7 @@ class ThisNode:
             from torchscale.orchestration.profiling.session import profile_after_sweep
 
             run.profiles = profile_after_sweep(
-                plan,
-                store,
-                env,
-                outcome.results,
-                events.on_profile_start,
-                events.on_profile_done,
+                plan, store, env, outcome.results, events.on_profile_start, events.on_profile_done
             )
         return run
 

@@ -193,9 +193,7 @@ def partition_limits(
         total = fields.get("TotalNodes", "")
         most = fields.get("MaxNodes", "")
         return PartitionLimits(
-            name,
-            int(total) if total.isdigit() else None,
-            int(most) if most.isdigit() else None,
+            name, int(total) if total.isdigit() else None, int(most) if most.isdigit() else None
         )
     return None
 
@@ -275,6 +273,5 @@ def partition_gpus(
     None when Slurm names no such partition or lists none of its nodes. Raises SlurmError
     when the controller cannot be asked."""
     answer = ask_partition(partition, env)
-    if answer.error is not None:
-        raise answer.error
+    answer.limits_or_raise()
     return answer.gpus

@@ -18,6 +18,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from torchscale.contracts.cell import Status
@@ -27,7 +28,6 @@ from torchscale.offline.analysis.prediction.score import percent
 from torchscale.offline.results.store import ResultStore
 from torchscale.orchestration.forecast_scoring import ForecastCheck, ForecastScorer
 from torchscale.orchestration.launch.process import run_logged
-from torchscale.orchestration.launch.torchrun import LaunchCommand
 from torchscale.orchestration.plan import PlannedCell, threads_per_rank
 from torchscale.orchestration.schedulers.slurm.allocation import Allocation, AllocationCell
 from torchscale.orchestration.schedulers.slurm.client import hostnames, node_address
@@ -141,17 +141,7 @@ def run_allocation(allocation: Allocation, env: Mapping[str, str], grace_s: int 
                 progress.current = current.cell.id
                 write_progress(allocation.directory, progress)
                 port = free_port()
-
-                def command_for(
-                    planned: PlannedCell,
-                    spec_path: Path,
-                    log_dir: Path,
-                    base_env: Mapping[str, str],
-                    port: int = port,
-                    index: int = index,
-                ) -> LaunchCommand:
-                    return srun_command(planned, spec_path, log_dir, base_env, place, port, index)
-
+                command_for = partial(srun_command, place=place, port=port, index=index)
                 notes = {
                     "slurm_job_id": job_id,
                     "slurm_nodes": nodes,

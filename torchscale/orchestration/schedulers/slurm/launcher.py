@@ -137,12 +137,7 @@ class SlurmAllocations:
         )
         try:
             follow(
-                store,
-                plan,
-                sweep.following + jobs,
-                env,
-                hooks,
-                poll_s=plan.launcher.slurm.poll_s,
+                store, plan, sweep.following + jobs, env, hooks, poll_s=plan.launcher.slurm.poll_s
             )
         except (KeyboardInterrupt, Terminated):
             tell(said.detached(store.root))
