@@ -22,11 +22,7 @@ def measurement_table(reports: Sequence[ValidateReport]) -> pd.DataFrame:
     rows = [
         {
             "node": report.hostname,
-            "gpu": row.gpu,
-            "check": row.check,
-            "value": row.value,
-            "unit": row.unit,
-            "higher_is_better": row.higher_is_better,
+            **{column: getattr(row, column) for column in TABLE_COLUMNS[1:-1]},
             "status": row.status.value,
         }
         for report in reports

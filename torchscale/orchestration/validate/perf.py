@@ -26,7 +26,6 @@ from torchscale.contracts import host
 from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.perf import (
-    BandwidthResult,
     P2PMatrix,
     PeakResult,
     PerfRun,
@@ -206,19 +205,6 @@ def _matmul_row(peak: PeakResult, gpu: int | None) -> Measurement:
 BANDWIDTH_TITLES = {"memory.copy": "memory copy", "memory.triad": "memory triad", **HOST_TITLES}
 
 
-def _bandwidth_row(result: BandwidthResult, gpu: int | None, device_name: str) -> Measurement:
-    return _row(
-        result.check,
-        BANDWIDTH_TITLES.get(result.check, result.check),
-        gpu,
-        device_name,
-        result.gbps,
-        "GB/s",
-        result.unavailable,
-        bytes_per_call=result.bytes_per_call,
-    )
-
-
 def _p2p_rows(matrix: P2PMatrix, device_name: str) -> list[Measurement]:
     if matrix.unavailable:
         return [_row("p2p.bw", "GPU to GPU", None, device_name, None, "GB/s", matrix.unavailable)]
@@ -252,7 +238,16 @@ def _rank_bandwidth_rows(run: PerfRun, rank: RankPerf, gpu: int | None) -> list[
             alone = next((b for b in rank.bandwidth if b.check == direction), None)
             rows.append(all_at_once_row(result, gpu, everyone, alone, run.host_topology))
             continue
-        row = _bandwidth_row(result, gpu, rank.device_name)
+        row = _row(
+            result.check,
+            BANDWIDTH_TITLES.get(result.check, result.check),
+            gpu,
+            rank.device_name,
+            result.gbps,
+            "GB/s",
+            result.unavailable,
+            bytes_per_call=result.bytes_per_call,
+        )
         if result.check in ALONE_CHECKS:
             row = annotate_alone(row, run.host_topology, result.link)
         rows.append(row)
@@ -448,10 +443,6 @@ def _spread(values: Sequence[float], unit: str) -> str:
     return f"{low:.4g} to {high:.4g} {unit} over {len(values)} ranks"
 
 
-def _probes(count: int) -> str:
-    return f"{count} probe" if count == 1 else f"{count} probes"
-
-
 def phase_line(title: str, run: PerfRun) -> str:
     """A finished phase in a line: its figure (the spread over ranks), or why it has none."""
     peaks = [peak for rank in run.ranks for peak in rank.matmul]
@@ -463,7 +454,8 @@ def phase_line(title: str, run: PerfRun) -> str:
             return f"perf: {title}: not measured: {why}"
         first = peaks[0]
         took = f", {first.elapsed_s:.1f} s" if first.elapsed_s is not None else ""
-        return f"perf: {title}: {_spread(values, 'TFLOP/s')} ({_probes(len(first.probes))}{took})"
+        probes = f"{len(first.probes)} probe" + ("" if len(first.probes) == 1 else "s")
+        return f"perf: {title}: {_spread(values, 'TFLOP/s')} ({probes}{took})"
     values = [b.gbps for b in bandwidths if b.gbps is not None]
     if values:
         return f"perf: {title}: {_spread(values, 'GB/s')}"

@@ -64,18 +64,14 @@ def plan_smoke(device: Device, gpu_count: int) -> list[SmokeSpec]:
 def smoke_launch(spec: SmokeSpec, workdir: Path, base_env: dict[str, str]) -> LaunchCommand:
     """The torchrun of one smoke run: the shared builder, one OpenMP thread per rank, the
     worker's verdict written to `workdir/result.json`."""
-    worker_args = [
-        "--backend",
-        spec.backend,
-        "--device",
-        spec.device,
-        "--elements",
-        str(SMOKE_ELEMENTS),
-        "--iters",
-        str(SMOKE_ITERS),
-        "--out",
-        str(workdir / RESULT_FILE),
-    ]
+    options = {
+        "backend": spec.backend,
+        "device": spec.device,
+        "elements": SMOKE_ELEMENTS,
+        "iters": SMOKE_ITERS,
+        "out": workdir / RESULT_FILE,
+    }
+    worker_args = [arg for name, value in options.items() for arg in (f"--{name}", str(value))]
     return torchrun_command(
         WORKER_MODULE,
         entry_args("smoke", worker_args),
