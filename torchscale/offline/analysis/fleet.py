@@ -101,17 +101,13 @@ def fleet_outliers(
                 "relative_gap": math.nan,
                 "robust_z": math.nan,
             }
+            records.append(record)
             if index not in measured.index:
-                record["verdict"] = VERDICT_NO_VALUE
-                record["evidence"] = f"{where}: {check} has no value"
-                records.append(record)
+                record.update(verdict=VERDICT_NO_VALUE, evidence=f"{where}: {check} has no value")
                 continue
             if n_nodes < MIN_FLEET_NODES:
-                record["verdict"] = VERDICT_FEW_NODES
-                record["evidence"] = (
-                    f"{where}: {check} {_fmt(value)}, measured on {n_nodes} node(s) only"
-                )
-                records.append(record)
+                few = f"{where}: {check} {_fmt(value)}, measured on {n_nodes} node(s) only"
+                record.update(verdict=VERDICT_FEW_NODES, evidence=few)
                 continue
             delta = float(value) - median
             relative = delta / abs(median) if median != 0 else math.nan
@@ -129,7 +125,6 @@ def fleet_outliers(
                 f"{where}: {check} {_fmt(value)} vs fleet median {_fmt(median)} "
                 f"({rel_text}, robust z {z_text})"
             )
-            records.append(record)
     result = pd.DataFrame.from_records(records, columns=FLEET_COLUMNS, index=positions)
     return result.sort_index()
 
