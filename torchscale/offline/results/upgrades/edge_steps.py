@@ -125,17 +125,13 @@ def without_edge_steps(result: CellResult, records: Sequence[Mapping[str, Any]])
     return result.model_copy(update=update)
 
 
-def steps_path(cell_path: Path, cell_id: str) -> Path:
-    """Where a cell file's steps are (`<root>/steps/<cell_id>.jsonl`, beside `cells/`)."""
-    from torchscale.offline.results.directory_layout import ResultLayout
-
-    return ResultLayout(cell_path.parent.parent).steps_path(cell_id)
-
-
 def with_edge_rule(result: CellResult, version: int | None, cell_path: Path) -> CellResult:
     """A result that timed each window's first step, recomputed without it where its steps
     file is there; any other result as read."""
     if not timed_edge(version) or result.step_time is None:
         return result
-    records = read_step_records(steps_path(cell_path, result.cell.id))
+    from torchscale.offline.results.directory_layout import ResultLayout
+
+    # <root>/steps/<cell_id>.jsonl, beside cells/
+    records = read_step_records(ResultLayout(cell_path.parent.parent).steps_path(result.cell.id))
     return without_edge_steps(result, records) if records else result
