@@ -1,19 +1,10 @@
 """What tracing cost the profiled steps: their step time against the measured windows'.
 
-A profiled run measures its windows first, with no profiler attached, then runs the traced
-steps (torchscale/rank/worker/capture.py). Every rank times both with the same step timer and the
-same definition of a step (`measurement.timing`; one optimizer step), so
-
-    overhead = mean traced step / mean measured step - 1
-
-over all ranks pooled on both sides (the measured mean, standard deviation and count are the
-result's `step_time`). It is what the profiler (torch.profiler's instrumentation, or nsys's
-CUDA/NVTX/OS runtime hooks) adds to a step, plus run-to-run drift. Its 95 % interval is
-Welch's t interval on the difference of the two means (`inflation.traced_inflation`, the figure
-the diagnosis judges the traces by: inflated beyond the noise, the phase timers' split heads
-it). An interval that includes 0 reads "not measurable", with the interval, never as a figure.
-It is recorded as one line in the run's `profile.notes` (result.json) and in the analysis'
-notes (analysis.json, printed).
+overhead = mean traced step / mean measured step - 1, every rank's steps pooled on both sides,
+timed by the same step timer (`measurement.timing`): what the profiler adds, plus run-to-run
+drift. Its 95 % interval is Welch's t (`inflation.traced_inflation`; docs/profiling.md, "When
+the profiler inflates the traced steps"); one that includes 0 reads "not measurable". One line
+in the run's `profile.notes` (result.json) and in the analysis' notes (analysis.json).
 """
 
 from __future__ import annotations
