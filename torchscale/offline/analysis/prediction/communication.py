@@ -1,11 +1,9 @@
 """The exposed-communication term: the part of the step's collectives that backward did not
 hide. The model, each term and why: docs/prediction.md, "The model" (exposed communication).
 
-With a `comm` run: each collective fitted as alpha-beta over the ring's steps and the bus
-factor (`fit_alpha_beta`), the step's collective time T(N) from the bytes DDP or FSDP send,
-and exposed(N) = exposed at one rank + max(0, T(N) - H), H the overlap capacity measured on
-the multi-rank cells. Without one, the measured cells alone: their exposed transfer fitted by
-a straight line over f(w), read at f(N).
+With a `comm` run: alpha-beta fits of each collective (`fit_alpha_beta`) give the step's
+collective time T(N), and exposed(N) = E1 + max(0, T(N) - H) (`exposed_from_comm`); without
+one, a straight line through the cells' exposed transfer over f(w) (`exposed_from_cells`).
 """
 
 from __future__ import annotations

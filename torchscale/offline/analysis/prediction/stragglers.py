@@ -1,12 +1,8 @@
 """The stragglers term: a synchronised step waits for the slowest of N ranks, and the expected
-maximum of N ranks' own work grows with N.
-
-With per-step own work X_r = mu + sigma Z_r (Z independent standard normal), the step pays
-E[max_r X_r] - mu = sigma e(N), e(N) the expected maximum of N standard normals (0, 0.564,
-0.846, 1.029, ... 1.766 at 16; about sqrt(2 ln N) for large N). sigma is a robust per-rank
-jitter, (p50 - min) / e(steps) of each rank's own-work steps (a normal's sigma from its
-faster half: a busy machine's stalls only slow steps, and a std counts each stall squared),
-median over the ranks of the reference cell, scaled with the own work at the asked size.
+maximum of N ranks' own work grows with N: sigma x e(N), e(N) the expected maximum of N
+standard normals, sigma a robust per-rank jitter from the faster half of the steps
+(`inputs.robust_sigma`: a busy machine's stalls only slow steps, and a std counts each stall
+squared). The formula and its inputs: docs/prediction.md, "The model".
 """
 
 from __future__ import annotations
