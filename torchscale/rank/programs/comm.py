@@ -5,9 +5,8 @@ Per op and size (docs/comm.md): a check run, warm-up, a barrier, `iters` operati
 the two ends (the headline), then a second window timing each operation (the spread), so the
 per-op timestamps never weigh on the headline. Timestamps are CUDA events on the current
 stream, which waits for NCCL's stream, or perf_counter on CPU, where gloo calls return when
-done. Rank 0 rewrites the result after every row, so a later hang or crash loses no finished
-row, and names the row it is about to run in the progress file, so the parent can mark the row
-that hung.
+done. Rank 0 rewrites the result after every row and names the row it is about to run in the
+progress file, so a hang or crash loses no finished row and the parent can mark the one that hung.
 """
 
 from __future__ import annotations

@@ -3,15 +3,13 @@ rank/worker/harness.py, one rank per GPU; one rank on a CPU node, which then use
 threads).
 
 Every rank measures its own device at the same time as the others, a barrier starting each
-phase, and every barrier and the one gather run on gloo, on CUDA too (why both: docs/validate.md,
-"What `perf` measures"). The phases: the matmul peak per dtype (matmul_peak.py), device memory
-copy and triad, then host<->device copies (bandwidth.py), each GPU alone in turn and all at
-once; rank 0 then reads the PCIe topology and measures the GPU-to-GPU matrix, which needs every
-GPU in one process, while the others wait. Each CUDA rank also reads its GPU's power limits
-(a node capped below the SKU's default is below its matmul bar on every GPU, healthy). Each
-phase, as it ends, is gathered and written by rank 0 into the spec's phase_dir (progress, and
-what a stopped run keeps); at the end rank 0 writes everything as JSON (contracts/schema/perf.py)
-for the parent, which judges it (orchestration/validate/perf.py).
+phase, every barrier and the one gather on gloo (why: docs/validate.md, "What `perf`
+measures"). The phases: the matmul peak per dtype (matmul_peak.py), device memory and host
+copies (bandwidth.py), each GPU alone in turn and all at once; then rank 0 alone the PCIe
+topology and the GPU-to-GPU matrix (every GPU in one process). Each CUDA rank also reads its
+power limits (a capped node is below its matmul bar on every GPU, healthy). Rank 0 writes each
+phase into the spec's phase_dir as it ends (what a stopped run keeps), then everything as JSON
+(contracts/schema/perf.py) for the parent to judge (orchestration/validate/perf.py).
 """
 
 from __future__ import annotations

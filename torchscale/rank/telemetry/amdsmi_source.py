@@ -1,15 +1,11 @@
 """One AMD GPU through amdsmi (the Python package of ROCm 6 and later): utilisation, VRAM used,
 power, temperature and GFX clock, read where pynvml reads an NVIDIA GPU.
 
-amdsmi is not a dependency of torchscale: where it is not importable, every GPU field is null
-with the reason (`NOT_INSTALLED`), the process fields are still sampled. The GPU is found by the
-PCI address torch reports for the rank's device, never by index: HIP_VISIBLE_DEVICES and its
-kin may hide or reorder GPUs while amdsmi lists every GPU of the node, and torch and amdsmi
-spell a GPU's UUID differently on ROCm. Not read here, each null with its reason: NVML's
-clocks-event mask (amdsmi has no such mask), the GPU's process list, and the energy counter
-(its fields changed across amdsmi versions), so energy integrates the power samples. Every call
-happens in the sampler thread; a query amdsmi does not support on this GPU (NOT_SUPPORTED, an
-'N/A' answer) is not asked again, any other error loses that one sample.
+docs/telemetry.md, "On AMD GPUs (ROCm)", has the calls, the fields left null and why the GPU
+is found by its PCI address (never an index or a UUID). Without amdsmi every GPU field is null
+with `NOT_INSTALLED` and the process fields are still sampled. Every call happens in the sampler
+thread; a query amdsmi does not support on this GPU (NOT_SUPPORTED, an 'N/A' answer) is not
+asked again, any other error loses that one sample.
 """
 
 from __future__ import annotations

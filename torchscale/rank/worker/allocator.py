@@ -1,13 +1,10 @@
 """CUDA caching-allocator figures of the measured windows, from torch.cuda.memory_stats.
 
 Pure: takes the stats read before and after the windows (outside them), with the peaks reset
-before the windows. Fragmentation is defined as `1 - allocated_bytes.all.peak /
-reserved_bytes.all.peak`: the share of the memory the allocator held at its peak that never
-held live tensors at the peak, i.e. what caching and block splitting cost on top of the
-tensors. Reserved memory does not shrink inside the windows (the allocator returns memory to
-the driver only on empty_cache() or an allocation retry, counted in alloc_retries), so the two
-peaks compare like for like. `inactive_split_bytes.all.peak` (free bytes stranded inside partly
-used segments) is kept beside it as the allocator's own fragmentation counter.
+before the windows. Fragmentation is `1 - allocated_bytes.all.peak / reserved_bytes.all.peak`,
+beside `inactive_split_bytes.all.peak`; why that definition (reserved memory does not shrink
+inside the windows, so the two peaks compare like for like): docs/telemetry.md, "CUDA allocator
+figures".
 """
 
 from __future__ import annotations

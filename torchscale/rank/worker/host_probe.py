@@ -1,21 +1,16 @@
 """The GPU busy probe: how much of a measured step the GPU itself is busy (docs/methodology.md,
-"GPU busy probe"). After the measured windows, outside every window and timer, each rank holds
-its GPU behind a sleep and issues K training steps behind it:
+"GPU busy probe": the sleep, the K steps queued behind it, when it is not measurable). After
+the measured windows, outside every window and timer:
 
     synchronize; barrier
     record e0; torch.cuda._sleep(cycles); record e1   # GPU busy sleeping
     K x (training step; record an event)              # queued while the GPU sleeps
     synchronize
 
-When the host has issued all K steps before the GPU reaches e1 (within `ISSUE_MARGIN` of the
-sleep's measured span), the GPU runs them back to back and the span between consecutive events
-is one step's GPU time with no host gap in it; otherwise the host waited for the GPU inside a
-step and the busy time is not measurable, with that reason. A rank's first probe step can
-absorb the skew between the ranks' sleeps, so its busy time is the median over its K steps;
-the cell's is the busiest rank's (the GPU that idles least bounds how busy any GPU is).
-
-The pure part (`judge_reading`, `host_bound_record`) is what a CPU test exercises with made-up
-event times; `probe_rank` is the CUDA side.
+A rank's first probe step can absorb the skew between the ranks' sleeps, so its busy time is
+the median over its K steps; the cell's is the busiest rank's (the GPU that idles least bounds
+how busy any GPU is). The pure part (`judge_reading`, `host_bound_record`) is what a CPU test
+exercises with made-up event times; `probe_rank` is the CUDA side.
 """
 
 from __future__ import annotations

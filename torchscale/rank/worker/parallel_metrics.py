@@ -1,13 +1,9 @@
 """The `parallel` and `warmup` parts of a cell's result, from every rank's measurements.
 
-Pure functions over the gathered RankMeasurements. Pipeline figures per rank:
-- busy: the median over measured steps of the time its stage modules computed (forward, loss,
-  backward; torchscale/rank/parallel/busy.py), the stage's own step time;
-- bubble: 1 - busy / its median step time, the share of its step it waited (for activations,
-  gradients, or the rest of the schedule);
-set beside the schedule's theoretical (p-1)/(v*m+p-1) (torchscale/rank/parallel/rank_layout.py),
-which assumes equal stages and free communication: a measured bubble above it says the stages are
-unequal or the transfers cost.
+Pure functions over the gathered RankMeasurements. Per pipeline rank, busy (the median time its
+stage modules computed per step: torchscale/rank/parallel/busy.py) and bubble (1 - busy / its
+median step), beside the schedule's theoretical bubble, which assumes equal stages and free
+transfers: docs/strategies.md, "Pipeline: per-stage time and the bubble".
 """
 
 from __future__ import annotations
