@@ -90,10 +90,10 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def stylesheet() -> str:
-    """The print stylesheet (package data)."""
+def _template_file(name: str) -> str:
+    """A file beside the PDF's templates (package data): the stylesheet, the font's widths."""
     path = resources.files(TEMPLATE_PACKAGE)
-    for part in (*TEMPLATE_DIR.split("/"), STYLESHEET):
+    for part in (*TEMPLATE_DIR.split("/"), name):
         path = path / part
     return path.read_text(encoding="utf-8")
 
@@ -102,10 +102,7 @@ def stylesheet() -> str:
 def _widths() -> dict[int, float]:
     """Code point -> advance width in em of DejaVu Sans Bold (the PDF's font), read from the
     font file's metrics once and shipped as package data (`WIDTHS`): no font file needed."""
-    path = resources.files(TEMPLATE_PACKAGE)
-    for part in (*TEMPLATE_DIR.split("/"), WIDTHS):
-        path = path / part
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = json.loads(_template_file(WIDTHS))
     em = float(data["units_per_em"])
     return {
         first + offset: width / em
@@ -290,7 +287,7 @@ def render(
     drawn = time.perf_counter()
     fetcher = url_fetcher()
     document = weasyprint.HTML(string=html, url_fetcher=fetcher)
-    css = weasyprint.CSS(string=stylesheet(), url_fetcher=fetcher)
+    css = weasyprint.CSS(string=_template_file(STYLESHEET), url_fetcher=fetcher)
     on_step(Step("layout", 0, 1))
     laid_out = document.render(stylesheets=[css])  # what write_pdf does, in two steps
     on_step(Step("layout", 1, 1))
