@@ -25,26 +25,10 @@ SEVERITY: dict[CheckStatus, Severity] = {
 ORDER = (CheckStatus.FAIL, CheckStatus.WARN, CheckStatus.PASS, CheckStatus.INFO, CheckStatus.SKIP)
 # the matrix's columns in this order, then any other check
 CHECK_ORDER = (
-    "matmul.fp32",
-    "matmul.tf32",
-    "matmul.bf16",
-    "matmul.fp16",
-    "matmul.fp8",
-    "memory.copy",
-    "memory.triad",
-    "h2d",
-    "d2h",
-    "h2d.all",
-    "d2h.all",
-    "p2p.bw",
-    "p2p.latency",
-    "busbw.all_reduce",
-    "busbw.all_gather",
-    "busbw.reduce_scatter",
-    "busbw.all_to_all",
-    "burn.tflops",
-    "burn.copy",
-    "burn.fingerprint",
+    *("matmul.fp32", "matmul.tf32", "matmul.bf16", "matmul.fp16", "matmul.fp8"),
+    *("memory.copy", "memory.triad", "h2d", "d2h", "h2d.all", "d2h.all", "p2p.bw", "p2p.latency"),
+    *("busbw.all_reduce", "busbw.all_gather", "busbw.reduce_scatter", "busbw.all_to_all"),
+    *("burn.tflops", "burn.copy", "burn.fingerprint"),
 )
 
 
@@ -80,8 +64,8 @@ def _where(report: ValidateReport, gpu: int | None) -> str:
 
 
 def _matrix(reports: Sequence[ValidateReport]) -> Table:
-    present = {m.check for r in reports for m in r.measurements}
-    checks = [c for c in CHECK_ORDER if c in present] + sorted(present - set(CHECK_ORDER))
+    found = {m.check for r in reports for m in r.measurements}
+    checks = [c for c in CHECK_ORDER if c in found] + sorted(found - set(CHECK_ORDER))
     units = {m.check: m.unit for r in reports for m in r.measurements}
     rows = []
     for report in reports:

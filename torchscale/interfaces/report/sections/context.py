@@ -49,15 +49,8 @@ if TYPE_CHECKING:
 
 CELL_COLUMNS = ["experiment", *COLUMNS]
 SORT_COLUMNS = [
-    "experiment_order",
-    "model_label",
-    "precision",
-    "strategy",
-    "device",
-    "batch_size",
-    "world_size",
-    "nodes",
-    "cell_id",
+    *("experiment_order", "model_label", "precision", "strategy", "device", "batch_size"),
+    *("world_size", "nodes", "cell_id"),
 ]
 # scaling efficiency: at or above GOOD reads good, below BAD reads bad, warn between
 EFFICIENCY_GOOD = 0.9

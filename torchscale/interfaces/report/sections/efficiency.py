@@ -292,7 +292,7 @@ def _unsplit_row(ctx: Context, row: dict[str, Any], result: CellResult) -> dict[
     """A cell of two ranks or more with no split measured but figures of its no_sync window:
     the parts not measurable, its figures beside them."""
     step = finite(split_figures(result).step_s)
-    out: dict[str, Any] = {
+    return {
         "cell": ctx.label(row),
         "model": str(row["model_label"]),
         "gpus": integer(row["world_size"]),
@@ -301,10 +301,8 @@ def _unsplit_row(ctx: Context, row: dict[str, Any], result: CellResult) -> dict[
         "basis": None,
         "source": "phase timers",
         "_severity": "info",
+        **{f"{name}_text": NO_SPLIT for name in PART_NAMES},
     }
-    for name in PART_NAMES:
-        out[f"{name}_text"] = NO_SPLIT
-    return out
 
 
 def _comm_rows(ctx: Context) -> tuple[list[dict[str, Any]], dict[str, str]]:

@@ -212,9 +212,7 @@ def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigur
     kind = efficiency_kind(efficiency, low, high)
     against = ranks(row["base_world_size"], row["device"])
     note = f"{_config(ctx, row)}, against {against} (100 % = linear)"
-    value: float | str | None = efficiency
-    if kind == "linear within noise":
-        value = "linear within noise"
+    value: float | str | None = kind if kind == "linear within noise" else efficiency
     phrase = efficiency_phrase(efficiency, low, high, repeats_of(row))
     measurable = not phrase.startswith("not measurable")
     if not measurable:  # the headline's words, and no number: the two never disagree
