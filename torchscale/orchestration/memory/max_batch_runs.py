@@ -1,14 +1,11 @@
 """`memory.max_batch_search`: one search per group of the plan's runnable cells.
 
 A group is a cell without its batch. Each search probes batches in fresh torchrun processes
-(torchscale/orchestration/memory/probe.py), writes max_batch/<group>.json atomically and keeps every
-probe's own result under max_batch/probes/<group>/. It starts at the largest batch the sweep already
-ran ok for the group (1 when there is none).
-
-On CPU the search runs the same way and finds where the *host* runs out of memory (the
-allocator fails, or the kernel's OOM killer kills a rank: that is reported as a failure, not an
-OOM, since a signal proves nothing about memory). On a shared machine that pressure falls on
-everyone; `memory.max_batch_limit` bounds it, so keep it modest there.
+(torchscale/orchestration/memory/probe.py), writes max_batch/<group>.json atomically and keeps
+every probe's result under max_batch/probes/<group>/, starting at the largest batch the sweep
+already ran ok for the group (else 1). On CPU it finds where the *host* runs out of memory (a
+rank the kernel's OOM killer kills is a failure: a signal proves nothing about memory); on a
+shared machine that pressure falls on everyone, so keep `memory.max_batch_limit` modest there.
 """
 
 from __future__ import annotations

@@ -1,28 +1,10 @@
 """The real probe: the sweep's cell at batch b, run for a few steps in a fresh torchrun.
 
-A fresh process tree per probe, because an OOM poisons the process it happens in: the caching
-allocator keeps its fragmented pool, a rank may be left half way through a collective, and
-gloo/NCCL communicators may be unusable. A probe inside the process that just ran out of memory
-would measure that damage, not the batch.
-
-Each probe reuses the sweep's own launch path (`torchscale.orchestration.sweep.run_cell`): the same
-worker, environment, threads, timeout and failure classification (a rank raising
-torch.OutOfMemoryError is `Status.OOM`; anything else is a failure and stops the search). Only
-the batch and the measurement change: at least one warm-up step, then `probe_steps` measured
-steps, one repeat, no FLOP count, no no_sync window, no telemetry. Probe results go to a store
-of their own, never among the sweep's cells.
-
-The warm-up step is there for compiled cells, whose batch the answer is for: torch.compile
-compiles in the first step (the rank's warm-up goes on until two steps compile nothing,
-torchscale/rank/worker/steady_state.py), and the rank resets the CUDA peak counters after the
-warm-up (torchscale/rank/worker/measure.py), so a probe's peaks are the training steps', not
-the compiler's scratch. A batch whose warm-up runs out of memory, compile included, is an OOM
-all the same: the compiled cell would run out there too. Eager probes get the same step, which
-also keeps first-call allocations (cuDNN autotune, DDP buckets) out of the peaks, as in the
-sweep's cells. Every probe compiles into the experiment's compile cache
-(torchscale/orchestration/launch/compile_cache.py); inductor keys its graphs by shape, so a
-batch the sweep or an earlier probe compiled (the confirmation) loads them, a new batch
-compiles anew.
+A fresh process tree per probe, because an OOM poisons the process it happens in (fragmented
+allocator pool, ranks stuck in a collective). Each probe reuses the sweep's own launch path
+(`torchscale.orchestration.sweep.run_cell`); only the batch and the measurement change (at least
+one warm-up step, so compiled peaks are the training steps', not the compiler's), and results go
+to a store of their own. Why and how: docs/memory.md, "One fresh process per probe, and why".
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The max-batch search itself, over any oracle `probe(batch) -> ProbeOutcome`.
 
-Pure (no processes, no files) so that every branch is tested with fake oracles. The real
-oracle, one fresh torchrun per probe, is in torchscale/orchestration/memory/probe.py.
-
-The answer is the largest batch b whose probe fitted while the probe of b + 1 ran out of
-memory, both observed; or the limit, when it fitted there ("at least <limit>"). The search
-doubles from `start` until a probe runs out of memory (or the limit fits), then bisects between
-the last fit and the first OOM: about 2 x log2(answer) probes. Memory use is assumed to grow
-with the batch, but not trusted to: the answer is probed once more (fresh process, `confirm`),
-and any fit at or above an observed OOM, probed or known from the sweep, is reported as a
-warning. A probe that fails for any other reason (a crash, a hang, a rank killed by a signal)
-stops the search with that reason: a crash is never taken for an OOM, which would make the
-answer look smaller than it is.
+Pure (no processes, no files) so that every branch is tested with fake oracles; the real oracle,
+one fresh torchrun per probe, is torchscale/orchestration/memory/probe.py. Double, bisect,
+confirm (docs/memory.md, "Algorithm"): only an OOM counts as an OOM, since a crash taken for
+one would make the answer look smaller than it is; non-monotonic fits are warned about.
 """
 
 from __future__ import annotations
