@@ -192,9 +192,7 @@ def _figure_ranks(
 def _ranks_at(kind: str, factor: float) -> float:
     """The inverse of the busbw factor: 2(n-1)/n = f -> n = 2 / (2 - f); (n-1)/n = f -> 1/(1-f)."""
     ceiling = 2.0 if kind == "2(n-1)/n" else 1.0
-    if factor >= ceiling:
-        return math.inf
-    return ceiling / (ceiling - factor)
+    return math.inf if factor >= ceiling else ceiling / (ceiling - factor)
 
 
 def _most_allowed(bounds: Sequence[tuple[int, int]]) -> tuple[int, int, int]:

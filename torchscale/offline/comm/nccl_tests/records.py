@@ -121,15 +121,11 @@ def finite(value: float | None) -> float | None:
 
 def wrong_count(value: float | None) -> int | None:
     """#wrong: printed with %g (so 1e+06 for a million); N/A or negative means unchecked."""
-    if value is None or not math.isfinite(value) or value < 0:
-        return None
-    return round(value)
+    return None if value is None or not math.isfinite(value) or value < 0 else round(value)
 
 
 def read_redop(text: str | None) -> str | None:
-    if text is None or text.strip() in NO_REDOP:
-        return None
-    return text.strip()
+    return None if text is None or text.strip() in NO_REDOP else text.strip()
 
 
 def run_location(run: Run, source: str) -> str:

@@ -332,6 +332,4 @@ def _printed(token: str) -> tuple[float, float]:
 
 def _root(text: str | None) -> int | None:
     """The root column as printed (-1 for ops without a root); None where there is none."""
-    if text is None or not text.strip():
-        return None
-    return int(text)
+    return None if text is None or not text.strip() else int(text)

@@ -288,6 +288,4 @@ def is_point_figures(diagnosis: Diagnosis | None) -> bool:
 def with_point_figure_diagnosis(result: CellResult, older: OlderBlocks) -> CellResult:
     """`result` with `diagnosis_from_point_figures` as its diagnosis (as is where none)."""
     diagnosis = diagnosis_from_point_figures(result, older)
-    if diagnosis is None:
-        return result
-    return result.model_copy(update={"diagnosis": diagnosis})
+    return result if diagnosis is None else result.model_copy(update={"diagnosis": diagnosis})
