@@ -149,13 +149,9 @@ def run_logged(
         except BaseException:
             _kill_group(proc)
             raise
-    return ProcessOutcome(
-        returncode,
-        timed_out,
-        time.perf_counter() - start,
-        log_path,
-        shutdown_grace_s=grace if timed_out and after_finish else None,
-    )
+    wall_s = time.perf_counter() - start
+    grace_used = grace if timed_out and after_finish else None
+    return ProcessOutcome(returncode, timed_out, wall_s, log_path, shutdown_grace_s=grace_used)
 
 
 class _Expired(Exception):

@@ -114,14 +114,9 @@ def validate_command(allocation: Allocation) -> list[str] | None:
     from), as the driver runs it and `--dry-run` shows it."""
     if not (allocation.preflight_validate and allocation.cells):
         return None
-    return validate_argv(
-        allocation.nodes,
-        allocation.python,
-        allocation.cells[0].spec.cell.device,
-        allocation.directory / PREFLIGHT_DIR,
-        allocation.preflight_validate_level,
-        Path(allocation.experiment_root),
-    )
+    device, level = allocation.cells[0].spec.cell.device, allocation.preflight_validate_level
+    directory, root = allocation.directory / PREFLIGHT_DIR, Path(allocation.experiment_root)
+    return validate_argv(allocation.nodes, allocation.python, device, directory, level, root)
 
 
 def run_validate(
@@ -190,13 +185,9 @@ def run_preflight(
     validate = validate_command(allocation)
     if validate is not None:
         try:
-            verdicts = run_validate(
-                validate,
-                allocation.nodes,
-                allocation.directory / PREFLIGHT_DIR,
-                env,
-                allocation.preflight_validate_level,
-            )
+            directory = allocation.directory / PREFLIGHT_DIR
+            level = allocation.preflight_validate_level
+            verdicts = run_validate(validate, allocation.nodes, directory, env, level)
         except (OSError, TorchScaleError) as exc:
             verdicts = {"srun": describe_error(exc)}
         for name, verdict in verdicts.items():
