@@ -10,7 +10,7 @@ wins); where no source could be cited, the figure is left out.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from torchscale.contracts.gpu_peaks import MIG, lookup
@@ -79,60 +79,47 @@ class Sku:
     """One SKU's non-matmul figures (GB/s) and published achievable matmul TFLOP/s."""
 
     model: str
-    pattern: re.Pattern[str]
+    pattern: str  # searched in the device name
     hbm_gbps: float
     pcie_gbps: float  # per direction
     nvlink_gbps: float | None  # per direction, per GPU; None: no NVLink
     source: str
     sheet_text: str
-    achievable_tflops: dict[str, tuple[float, str]]
-
-
-def _sku(
-    model: str,
-    pattern: str,
-    hbm: float,
-    pcie: float,
-    nvlink: float | None,
-    source: str,
-    text: str,
-    **achievable: tuple[float, str],
-) -> Sku:
-    return Sku(model, re.compile(pattern), hbm, pcie, nvlink, source, text, achievable)
+    achievable_tflops: dict[str, tuple[float, str]] = field(default_factory=dict)
 
 
 # PCIe per direction: Gen5 x16 64 GB/s, Gen4 x16 32 GB/s (the sheets print both directions
 # together: 128 and 64 GB/s). NVLink per direction: half the sheet's bidirectional total.
 SKUS: tuple[Sku, ...] = (
-    _sku("H100 PCIe", r"(?i)\bH100\b.*\bPCIe\b", 2000.0, 64.0, None, H100_SHEET,
-         "H100 PCIe: 2 TB/s HBM2e, PCIe Gen5 128 GB/s"),
-    _sku("H100 NVL", r"\bH100\b.*\bNVL\b", 3900.0, 64.0, 300.0, H100_SHEET,
-         "H100 NVL: 3.9 TB/s HBM3, NVLink 600 GB/s, PCIe Gen5 128 GB/s"),
-    _sku("H100 SXM", r"\bH100\b", 3350.0, 64.0, 450.0, H100_SHEET,
-         "H100 SXM: 3.35 TB/s HBM3, NVLink 900 GB/s, PCIe Gen5 128 GB/s",
-         bf16=(792.0, MAMF_TABLE + ": H100 SXM bf16 maximum achievable ~792 TFLOPS (80 %)")),
-    _sku("H200 SXM", r"\bH200\b(?!.*\bNVL\b)", 4800.0, 64.0, 450.0, H200_SHEET,
-         "H200 SXM: 4.8 TB/s HBM3e, NVLink 900 GB/s, PCIe Gen5 128 GB/s"),
-    _sku("A100 PCIe 80GB", r"(?i)\bA100\b.*\bPCIe\b.*80|\bA100\b.*80GB.*\bPCIe\b", 1935.0,
-         32.0, None, A100_SHEET, "A100 80GB PCIe: 1,935 GB/s HBM2e, PCIe Gen4 64 GB/s"),
-    _sku("A100 PCIe 40GB", r"(?i)\bA100\b.*\bPCIe\b", 1555.0, 32.0, None, A100_SHEET,
-         "A100 40GB PCIe: 1,555 GB/s HBM2, PCIe Gen4 64 GB/s"),
-    _sku("A100 SXM4 80GB", r"\bA100\b.*SXM.*80", 2039.0, 32.0, 300.0, A100_SHEET,
-         "A100 80GB SXM: 2,039 GB/s HBM2e, NVLink 600 GB/s, PCIe Gen4 64 GB/s"),
-    _sku("A100 40GB", r"\bA100\b", 1555.0, 32.0, 300.0, A100_SHEET,
-         "A100 40GB: 1,555 GB/s HBM2, NVLink 600 GB/s (SXM), PCIe Gen4 64 GB/s"),
-    _sku("L40S", r"\bL40S\b", 864.0, 32.0, None, L40S_SHEET,
-         "L40S: 864 GB/s GDDR6, PCIe Gen4 x16 64 GB/s"),
-    _sku("L4", r"\bL4\b", 300.0, 32.0, None, L4_SHEET, "L4: 300 GB/s GDDR6, PCIe Gen4 x16 64 GB/s"),
-    _sku("MI300X", r"\bMI300X\b", 5300.0, 64.0, None, MI300X_SHEET,
-         "MI300X: 5.3 TB/s HBM3, PCIe Gen5 x16 128 GB/s"),
+    Sku("H100 PCIe", r"(?i)\bH100\b.*\bPCIe\b", 2000.0, 64.0, None, H100_SHEET,
+        "H100 PCIe: 2 TB/s HBM2e, PCIe Gen5 128 GB/s"),
+    Sku("H100 NVL", r"\bH100\b.*\bNVL\b", 3900.0, 64.0, 300.0, H100_SHEET,
+        "H100 NVL: 3.9 TB/s HBM3, NVLink 600 GB/s, PCIe Gen5 128 GB/s"),
+    Sku("H100 SXM", r"\bH100\b", 3350.0, 64.0, 450.0, H100_SHEET,
+        "H100 SXM: 3.35 TB/s HBM3, NVLink 900 GB/s, PCIe Gen5 128 GB/s",
+        {"bf16": (792.0, MAMF_TABLE + ": H100 SXM bf16 maximum achievable ~792 TFLOPS (80 %)")}),
+    Sku("H200 SXM", r"\bH200\b(?!.*\bNVL\b)", 4800.0, 64.0, 450.0, H200_SHEET,
+        "H200 SXM: 4.8 TB/s HBM3e, NVLink 900 GB/s, PCIe Gen5 128 GB/s"),
+    Sku("A100 PCIe 80GB", r"(?i)\bA100\b.*\bPCIe\b.*80|\bA100\b.*80GB.*\bPCIe\b", 1935.0,
+        32.0, None, A100_SHEET, "A100 80GB PCIe: 1,935 GB/s HBM2e, PCIe Gen4 64 GB/s"),
+    Sku("A100 PCIe 40GB", r"(?i)\bA100\b.*\bPCIe\b", 1555.0, 32.0, None, A100_SHEET,
+        "A100 40GB PCIe: 1,555 GB/s HBM2, PCIe Gen4 64 GB/s"),
+    Sku("A100 SXM4 80GB", r"\bA100\b.*SXM.*80", 2039.0, 32.0, 300.0, A100_SHEET,
+        "A100 80GB SXM: 2,039 GB/s HBM2e, NVLink 600 GB/s, PCIe Gen4 64 GB/s"),
+    Sku("A100 40GB", r"\bA100\b", 1555.0, 32.0, 300.0, A100_SHEET,
+        "A100 40GB: 1,555 GB/s HBM2, NVLink 600 GB/s (SXM), PCIe Gen4 64 GB/s"),
+    Sku("L40S", r"\bL40S\b", 864.0, 32.0, None, L40S_SHEET,
+        "L40S: 864 GB/s GDDR6, PCIe Gen4 x16 64 GB/s"),
+    Sku("L4", r"\bL4\b", 300.0, 32.0, None, L4_SHEET, "L4: 300 GB/s GDDR6, PCIe Gen4 x16 64 GB/s"),
+    Sku("MI300X", r"\bMI300X\b", 5300.0, 64.0, None, MI300X_SHEET,
+        "MI300X: 5.3 TB/s HBM3, PCIe Gen5 x16 128 GB/s"),
 )  # fmt: skip
 
 
 def _match(device_name: str) -> Sku | None:
     if MIG.search(device_name):
         return None  # a MIG slice has a share of the GPU: no SKU figure applies
-    return next((sku for sku in SKUS if sku.pattern.search(device_name)), None)
+    return next((sku for sku in SKUS if re.search(sku.pattern, device_name)), None)
 
 
 def sku_for(device_name: str) -> str | None:
