@@ -1,11 +1,8 @@
 """CPU ranks bound to cores of their own, before they start a thread.
 
-Unbound, the scheduler moves a rank's training thread between cores and now and then lets two
-ranks' threads share one: the rank it moved runs its step with cold caches or after a wait,
-every step of a window, and the straggler test sees a slower rank in a balanced run. Measured
-on the 2-core VM (docs/profiling.md): 2 ranks unbound named a rank in 7 of 113 quiet
-balanced runs; each rank pinned to its own core, in 0 of 72. PyTorch's own CPU launcher
-(`torch.backends.xeon.run_cpu`) binds its instances to cores for the same reason.
+Unbound, the scheduler moves a rank's thread between cores or lets two ranks share one, and the
+straggler test sees a slower rank in a balanced run (7 of 113 quiet runs unbound, 0 of 72
+pinned): docs/methodology.md, "Inside every rank", step 0.
 
 The rank splits the cores it may run on (its affinity: taskset, cgroup cpusets and Slurm's
 binding respected) into `local_world_size` equal, contiguous, disjoint sets and takes set

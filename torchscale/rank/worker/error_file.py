@@ -1,13 +1,10 @@
 """A rank's torchelastic error file, written atomically.
 
 torchrun's agent parses a failed rank's error file the moment it sees the rank gone, and a file
-that exists but does not parse kills torchrun itself (`ProcessFailure` re-raises the
-JSONDecodeError, which then stands in the node's error file where the rank's exception should
-be). torchelastic's own `ErrorHandler` opens the file for writing (truncating it) and then
-serialises into it, so a rank that torchrun stops with SIGTERM between the two leaves an empty
-file: a healthy peer recording its broken-collective error while the rank that really failed is
-being reported. Here the same JSON is written to a temporary file beside it and renamed over
-it: torchrun sees the previous file or the whole new one, never a part.
+that exists but does not parse kills torchrun itself (docs/troubleshooting.md, "torchrun itself
+failed"). torchelastic's own `ErrorHandler` truncates the file and then serialises into it, so
+a rank stopped with SIGTERM between the two leaves an empty file. Here the same JSON goes to a
+temporary file beside it, renamed over it: torchrun sees the previous file or the whole new one.
 
 Every entry point of a rank wraps its `main` in `record_errors` (not torchelastic's bare
 `@record`), and `harness.record_error` writes through the same handler.
