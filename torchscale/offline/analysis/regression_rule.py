@@ -22,14 +22,15 @@ ALPHA = 0.05  # the test's significance level, over the per-unit figures of both
 MIN_EFFECT = 0.05  # the smallest |ratio of medians - 1| ever flagged; the interval must clear it
 POWER = 0.95  # `detectable`: the change the rule finds this often at the spread it saw
 STEP_REPEATS = "step_p50_s_repeats"  # added by `with_step_repeats` from the steps table
-Outcome = Literal[
+# a metric's outcome; regressions.PairVerdict is the same but "not compared" for "n/a"
+Judgement = Literal[
     "regression",
     "improvement",
     "no significant change",
     "busy machine",
     "not enough repeats",
-    "n/a",
 ]
+Outcome = Literal[Judgement, "n/a"]
 
 
 def min_p_value(n_baseline: int, n_current: int) -> float:

@@ -28,6 +28,7 @@ from torchscale.offline.analysis.regression_rule import (
     METRICS,
     RULE,
     STEP_REPEATS,
+    Judgement,
     Metric,
     Outcome,
     RegressionRule,
@@ -39,14 +40,7 @@ from torchscale.offline.analysis.uncertainty import median_of_runs
 
 MATCH_KEY = ["model_label", "batch_size", "world_size", "precision", "strategy", "device"]
 FAILURES = frozenset({"failed", "oom", "timeout"})
-PairVerdict = Literal[
-    "regression",
-    "improvement",
-    "no significant change",
-    "busy machine",
-    "not enough repeats",
-    "not compared",
-]
+PairVerdict = Literal[Judgement, "not compared"]
 JUDGED_OUTCOMES = ("regression", "improvement", "no significant change")
 BUSY_COLUMN = "busy_machine"  # the cell's host-load record: other processes took its cores
 OTHER_COLUMN = "other_cpu_cores"  # how many cores other processes used during its windows
