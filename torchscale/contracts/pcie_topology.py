@@ -4,25 +4,12 @@ On HGX-style boards two GPUs (and NICs) sit behind one PCIe switch whose single 
 the CPU: each GPU alone copies at its own link's rate, and both at once split the uplink. So
 `validate --level perf` judges a GPU's host link by its figure alone and reports the figure
 with every GPU copying at once beside this topology (orchestration/validate/host_links.py).
-
-- sysfs: `/sys/bus/pci/devices/<bus id>` links to the device's place in the PCI tree
-  (`/sys/devices/pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0/0000:19:00.0`): the
-  bridges above it, root port first. GPUs under the same root port share the link below it;
-  the deepest bridge above all of them (a switch's upstream port) names that link, and its
-  `current_link_speed` and `current_link_width` give its rate.
-- NVML: `nvmlDeviceGetTopologyCommonAncestor` per pair; a common ancestor at
-  NVML_TOPOLOGY_MULTIPLE (some PCIe switches) or closer means a shared link. NVML does not
-  give the uplink's rate.
-
-Neither readable (no sysfs in a container, no driver): the topology is unknown, and says why.
-Parsing and grouping are pure; `read_host_topology` does the reading.
-
-A GPU's own link is read at two times: by rank 0 with the topology, after the copies, when an
-idle GPU has often dropped its link to a power-saving rate (Gen1, where it copies at Gen5),
-and by each rank while it copies alone (`read_gpu_link`, rank/programs/bandwidth.py), the reading
-that says what the link trained to.
-
-Shared by the ranks that read the links (rank/programs/perf.py) and the host that judges them.
+How sysfs (the deepest bridge above GPUs under one root port names their shared uplink) and NVML
+(a common ancestor at NVML_TOPOLOGY_MULTIPLE or closer; no uplink rate) are read, and why a GPU's
+own link counts as read under load (`read_gpu_link`: an idle GPU drops to a power-saving rate):
+docs/validate.md. Neither readable: the topology is unknown, and says why. Parsing and grouping
+are pure; `read_host_topology` does the reading. Shared by the ranks that read the links
+(rank/programs/perf.py) and the host that judges them.
 """
 
 from __future__ import annotations
