@@ -139,26 +139,23 @@ def convert(run: Run, op: str | None, source: str) -> _Converted:
 
 
 def _comm_rows(run: Run, raws: Sequence[RawRow], op: str, source: str) -> list[CommRow]:
-    rows = []
-    for raw in raws:
-        dtype, _ = dtype_of(raw, source)
-        for placement, fig in raw.placements:
-            rows.append(
-                CommRow(
-                    op=op,
-                    size_bytes=raw.size,
-                    count=raw.count,
-                    dtype=dtype,
-                    redop=raw.redop if op in REDUCING_OPS else None,
-                    root=raw.root if op in ROOTED_OPS else None,
-                    placement=placement,
-                    time_us=None if run.cputime else fig.time_us,
-                    algbw_gbps=fig.algbw,
-                    busbw_gbps=fig.busbw,
-                    wrong=fig.wrong,
-                )
-            )
-    return rows
+    return [
+        CommRow(
+            op=op,
+            size_bytes=raw.size,
+            count=raw.count,
+            dtype=dtype_of(raw, source)[0],  # `consistency` already refused an unknown type
+            redop=raw.redop if op in REDUCING_OPS else None,
+            root=raw.root if op in ROOTED_OPS else None,
+            placement=placement,
+            time_us=None if run.cputime else fig.time_us,
+            algbw_gbps=fig.algbw,
+            busbw_gbps=fig.busbw,
+            wrong=fig.wrong,
+        )
+        for raw in raws
+        for placement, fig in raw.placements
+    ]
 
 
 def _extra_column_notes(run: Run) -> list[str]:
