@@ -132,15 +132,11 @@ def _trace(p: Plot, series: PlotSeries) -> dict[str, Any]:
         "showlegend": series.in_legend and bool(p.legend),
     }
     if p.kind == "box":
-        xs: list[float] = []
-        ys: list[float] = []
-        for x, samples in zip(series.x, series.values or (), strict=True):
-            xs.extend([x] * len(samples))
-            ys.extend(samples)
+        boxes = list(zip(series.x, series.values or (), strict=True))
         trace.update(
             type="box",
-            x=xs,
-            y=ys,
+            x=[x for x, samples in boxes for _ in samples],
+            y=[v for _, samples in boxes for v in samples],
             boxpoints="outliers",
             marker={"color": series.colour, "size": 4},
             line={"color": series.colour, "width": 1.5},
