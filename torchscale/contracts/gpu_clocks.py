@@ -1,14 +1,9 @@
 """When a GPU counts as throttled, and when NVML's averaged figures can be measured at all: the
 rules a rank's telemetry is judged by (rank/telemetry/window_figures.py) and an older result is
 re-judged by from what it stored (offline/results/upgrades/telemetry_rules.py). docs/telemetry.md
-states them.
-
-Only the hardware and thermal slowdown bits say the clocks were held down. SwPowerCap is how a
-GPU holds its power limit under dense load: it costs clocks only under a site cap (an enforced
-limit below the board's default) or when the SM clock in the flagged samples is well below its
-maximum. NVML's power (`nvmlDeviceGetPowerUsage`) is a ~1 s average on Ampere and newer, and its
-utilisation averages over 1/6 to 1 s: over shorter windows both describe the seconds around the
-windows, not the windows. The total-energy counter is exact per joule but moves in steps.
+states them. Why: SwPowerCap is how a GPU holds its power limit under dense load, so it costs
+clocks only under a site cap or with the SM clock well below its maximum; NVML's power and
+utilisation are trailing ~1 s averages, and the energy counter moves in steps.
 """
 
 from __future__ import annotations
