@@ -1,22 +1,11 @@
-"""One compile cache per experiment: where inductor and Triton keep what they compile.
+"""One compile cache per experiment, `<experiment>/compile_cache/`, where inductor and Triton
+keep what they compile (docs/methodology.md, "Compile time and the experiment's compile cache":
+why, and how a user's own setting wins).
 
-Every cell, max-batch probe, profile and resume is a fresh torchrun, and a fresh process
-compiles its model anew. Inductor caches what it produces (FX graphs, AOT autograd artifacts,
-C++ and Triton kernels) on disk, keyed by the graph, its shapes, the torch version and the
-config, so a process that meets a graph compiled before loads it instead of building it. Left
-to its default (`<tmp>/torchinductor_<user>`) the cache lives on one node's local disk: a Slurm
-job or a Kubernetes pod on another node, or a resume after the temporary directory was cleaned,
-starts cold. Pointing every launch of an experiment at `<experiment>/compile_cache/` (on the
-results directory, which every node of a multi-node launch already shares) makes the first
-process to compile a graph the only one that pays for it (docs/methodology.md, "Compile time").
-
-A user's own setting wins: a `TORCHINDUCTOR_CACHE_DIR` in the inherited environment or in
-`launcher.env` leaves both variables alone (Triton's cache then sits where inductor puts it,
-under the user's directory); a `TRITON_CACHE_DIR` of theirs leaves Triton's. One value is not
-taken for the user's: inductor's own default, which inductor writes into `os.environ` of any
-process that compiled or read its cache directory (a notebook that ran `torch.compile` before
-calling the API; a test session that imported inductor): inherited, it would send every cell
-to the node-local default this module exists to replace.
+One value is not taken for the user's: inductor's own default, which inductor writes into
+`os.environ` of any process that compiled or read its cache directory (a notebook that ran
+`torch.compile` before calling the API; a test session that imported inductor): inherited, it
+would send every cell to the node-local default this module exists to replace.
 
 A results folder cannot always hold a cache: on NFS without a lock daemon inductor's file
 locks fail, on a filesystem mounted noexec (common for shared scratch under Slurm) the kernels

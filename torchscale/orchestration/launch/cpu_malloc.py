@@ -1,17 +1,8 @@
-"""glibc malloc settings for CPU ranks: keep freed memory for the next step.
-
-With its defaults glibc hands a freed block above its mmap threshold back to the kernel, and
-trims free memory at the top of the heap once it exceeds 128 KiB. A training step frees and
-allocates the same activations every step, so every step takes their pages again, one minor
-page fault at a time. On this project's 2-core VM (tiny-gpt2, batch 8, 2 threads) a bare
-training loop took 52-130k page faults a second, spent 5-10 % of its time in the kernel, and its
-throughput depended on the process (which allocations the dynamic threshold happened to
-mmap): 61-83k tokens/s between runs of one script. With the mmap threshold at glibc's largest
-(32 MiB) and the trim threshold at 1 GiB, the same loop took no page faults in its steps and
-ran 84-86k tokens/s. This is what a caching allocator gives a GPU (torch's CUDA allocator) and
-what CPU recipes get by preloading jemalloc or tcmalloc; glibc's own tunables do it without a
-dependency. Memory the process freed stays mapped for reuse: its RSS stays near its peak
-instead of shrinking, and its peak is unchanged.
+"""glibc malloc settings for CPU ranks: keep freed memory for the next step. With glibc's
+defaults a step's freed activations go back to the kernel and are faulted in again every step
+(docs/models.md, "The workload: fast by default, faithful on request"; measured in
+docs/measured.md). Memory the process freed stays mapped for reuse: its RSS stays near its
+peak instead of shrinking, its peak unchanged.
 
 `launcher.cpu_malloc: default` leaves glibc as it is. A threshold the user set (in
 GLIBC_TUNABLES or as MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_) is theirs: only the ones

@@ -1,37 +1,17 @@
-"""Kubernetes: the launch of every cell as data, one job manifest per cell (docs/multinode.md).
+"""Kubernetes: the launch of every cell as data, one job manifest per cell (docs/multinode.md,
+"Kubernetes": the TrainJob and PyTorchJob layouts, the results claim, the error files, the
+network settings).
 
-Two kinds of job, both running the torchrun command of a local launch (torchrun.py) with
-`--nnodes=N` in place of its `--standalone` rendezvous:
-
-- `TrainJob` (Kubeflow Trainer v2, trainer.kubeflow.org/v1alpha1): the torch runtime's plugin
-  sets PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT in
-  the trainer container named `node`, and runs `spec.trainer.command` as given (it wraps
-  nothing in torchrun itself). torchrun reads PET_<FLAG> as the default of each flag, so its
-  static rendezvous finds node 0 with no flag of ours. The webhook rejects a TrainJob that sets
-  those five variables itself.
-- `PyTorchJob` (training operator, kubeflow.org/v1, v1.7 or later for `nprocPerNode`) for
-  clusters without Trainer v2: one Master pod and nodes - 1 Worker pods, container `pytorch`;
-  the operator sets the same PET_* variables (and MASTER_ADDR/PORT, WORLD_SIZE, RANK, which
-  torchrun replaces for the ranks it starts).
-
-The results PersistentVolumeClaim is the host's output directory (the parent of the store
-root): rank 0 writes `cells/<id>.json` and `steps/<id>.jsonl` under `<mount>/<experiment>/`
-and reads its spec from `<mount>/<experiment>/k8s/specs/<id>.json`, which
-`write_k8s_manifests` writes beside the manifests.
-
-Every pod's torchrun writes its own TORCHELASTIC_ERROR_FILE on that shared claim (one file
-would keep only the last writer's), named as the failure reader finds a Slurm node's
-(`error-node<k>.json` beside `error.json`, torchscale/orchestration/launch/failure.py): a TrainJob's
-node k writes `error-node<k>.json`, k being its Job completion index (the PET_NODE_RANK Trainer
-sets); a PyTorchJob's Master `error-node-master.json` and Worker i `error-node-worker<i>.json` (node
-i + 1). The index comes from the pod (a `fieldRef`) into a variable listed before the error
-file's, since Kubernetes expands `$(VAR)` only from variables listed earlier, and the operators
-append theirs after ours.
-
-Across nodes NCCL takes the fastest transport it finds; a pod with no RDMA device and only the
-pod network has TCP sockets. `launcher.k8s` asks for the usual ways out (an RDMA device
-resource, IPC_LOCK, the host's network, a Multus secondary network), and `network_warnings`
-says when a multi-node NCCL cell asks for none.
+Both kinds run the torchrun command of a local launch (torchrun.py; Trainer runs
+`spec.trainer.command` as given, wrapping nothing in torchrun) with `--nnodes=N` in place of
+its `--standalone` rendezvous: the operators set PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK
+and PET_MASTER_ADDR/PORT, which torchrun reads as its flags' defaults (Trainer's webhook
+rejects a TrainJob that sets them itself). A PyTorchJob needs training operator v1.7 or later
+(`nprocPerNode`). Every pod's torchrun writes its own TORCHELASTIC_ERROR_FILE on the results
+claim (one shared file would keep only the last writer's), named as the failure reader finds a
+Slurm node's (torchscale/orchestration/launch/failure.py), from the pod's index in a variable
+listed before the error file's: Kubernetes expands `$(VAR)` only from variables listed
+earlier, and the operators append theirs after ours.
 """
 
 from __future__ import annotations
