@@ -1,25 +1,14 @@
 """Where every file of an experiment's results directory lies: the one place that spells the
 layout (reading and writing are `store.ResultStore`'s, which is this layout on the host).
 
-results/<experiment>/
-  config.yaml  env.json  summary.csv
-  cells/<cell_id>.json     one CellResult per cell (schema-versioned)
-  steps/<cell_id>.jsonl    per-step records (rank, window, repeat, step, time_s, <phase>_s)
-  logs/<cell_id>/          torchrun log, per-rank logs, torchelastic error file, diagnostics;
-                           a launch's result.json and steps.jsonl until the launch is over
-  specs/<cell_id>.json     what the worker was asked to run
-  comm/<run>.json          collective sweeps (torchscale/orchestration/comm/) and nccl-tests
-  imports;
-                           each launch's own files under logs/comm/<run>/
-  max_batch/<group>.json   max-batch searches; their probes, a results directory of their
-                           own, under max_batch/probes/<group>/
-  profile/<cell_id>/       a profiled run (`ProfileRun`): its result, traces, analysis.json
-  k8s/<name>.yaml          Kubernetes job manifests; k8s/specs/<cell_id>.json their specs
-  slurm/jobs.json          the Slurm jobs of the sweep; slurm/<allocation>/ each one's files
-  acceptance/<host>.<level>.json  `torchscale validate` reports (node acceptance), the latest
-                           per node and level; `report` draws its acceptance section from them
-  compile_cache/           inductor's cache (Triton's in compile_cache/triton/), shared by
-                           every compiled launch of the experiment; safe to delete
+The tree is in docs/results.md ("The directory"); what it does not show: comm/ also holds
+nccl-tests imports, each comm launch's own files are under logs/comm/<run>/, and logs/<cell_id>/
+holds a launch's result.json and steps.jsonl until the launch is over. profile/<cell_id>/ is a
+profiled run (`ProfileRun`: its result, traces, analysis.json); k8s/<name>.yaml the Kubernetes
+job manifests, k8s/specs/<cell_id>.json their specs; slurm/jobs.json the sweep's Slurm jobs,
+slurm/<allocation>/ each one's files; acceptance/<host>.<level>.json the latest `torchscale
+validate` report (node acceptance) per node and level, from which `report` draws its
+acceptance section.
 
 Every command writes OUTPUT_DIR/<experiment>/ in this one layout. A `torchscale profile` or
 `torchscale comm` run given no `--name` goes to the experiment STANDALONE_EXPERIMENT:
