@@ -181,10 +181,8 @@ def check_driver(ctx: ValidateContext) -> CheckResult:
 
 def cuda_compatibility(runtime: tuple[int, int], driver: tuple[int, int]) -> str:
     """'ok', 'minor' (newer minor runtime on an older driver of the same major) or 'too_old'.
-
-    Since CUDA 11, a driver runs any runtime of its major version (minor version
-    compatibility) except for features needing a newer driver and PTX JIT; a lower major fails.
-    """
+    Since CUDA 11 a driver runs any runtime of its major version (minor version compatibility)
+    but for features needing a newer driver and PTX JIT; a lower major fails."""
     if driver[0] < runtime[0]:
         return "too_old"
     if driver[0] == runtime[0] and driver[1] < runtime[1]:

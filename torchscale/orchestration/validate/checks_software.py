@@ -172,12 +172,10 @@ def check_nsys(ctx: ValidateContext) -> CheckResult:
 
 
 def check_compile(ctx: ValidateContext) -> CheckResult:
-    """torch.compile builds and runs one kernel on the validated device, in an empty folder
-    inside the compile cache folder a benchmark under the output directory would use (a child
-    process: validate/compile_toolchain.py; a PASS is kept per machine and toolchain and read
-    back). CUDA cells compile by default, so there a failure is a FAIL; CPU cells do not (only
-    `training.compile: true` needs it): a WARN. A cache folder that cannot hold a cache is a
-    WARN: the cells then compile in node-local storage, each node and run from scratch."""
+    """torch.compile builds and runs one kernel where a benchmark's cells would (docs/validate.md,
+    'The compile toolchain check'). CUDA cells compile by default, so there a failure is a FAIL;
+    CPU cells only with `training.compile: true`: a WARN. A cache folder that cannot hold a
+    cache is a WARN: the cells then compile in node-local storage, each node and run anew."""
     title = "torch.compile toolchain"
     if ctx.quick:
         return skipped("compile", title, "--quick: no kernel compiled")

@@ -47,13 +47,9 @@ class SmokeSpec:
 
 
 def plan_smoke(device: Device, gpu_count: int) -> list[SmokeSpec]:
-    """Which smoke runs prove the path being validated works on this node.
-
-    NCCL needs one GPU per rank, and a node is only ready when every GPU it offers works: with
-    >= 2 GPUs, one NCCL rank per GPU torch sees; with exactly 1, a 1-rank NCCL run proves the
-    library and kernels work and 2 gloo ranks prove multi-process rendezvous; without GPUs (or
-    --device cpu), 2 gloo ranks on the CPU.
-    """
+    """Which smoke runs prove the validated path works here (docs/validate.md, 'The smoke
+    test'): a node is only ready when every GPU it offers works, and NCCL needs one GPU per
+    rank, so one GPU adds 2 gloo ranks to prove multi-process rendezvous."""
     if device == "cuda" and gpu_count >= 2:
         return [SmokeSpec("nccl", gpu_count, "cuda")]
     if device == "cuda" and gpu_count == 1:

@@ -155,9 +155,7 @@ def judge_unplaced(unplaced: Mapping[str, str]) -> list[CheckResult]:
 
 def compile_speedup(eager: CellResult, compiled: CellResult) -> tuple[float, float, float] | str:
     """Eager median step / compiled median step with its 95 % interval (COMPILE_METHOD), or
-    why it cannot be judged. Judged on steps, not repeats: the level runs few repeats (4; the
-    first H100 run had 2, where a Student t on one degree of freedom, 12.7, called a 1.5x gap
-    noise)."""
+    why it cannot be judged; on steps, as the level runs few repeats (docs/validate.md)."""
     limits = []
     for result in (eager, compiled):
         median = result.intervals.step_p50_s if result.intervals else None
