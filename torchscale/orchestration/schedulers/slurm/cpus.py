@@ -1,19 +1,12 @@
-"""How many CPUs a Slurm step's ranks get, asked for and checked (no heavy imports: node.py,
-which runs once per node per cell, reads it too).
+"""How many CPUs a Slurm step's ranks get, asked for and checked (docs/multinode.md, "CPUs":
+what the job asks and what its steps then use). No heavy imports: node.py, which runs once per
+node per cell, reads it too.
 
-Without a CPU request, Slurm gives a job one CPU per task (sbatch --cpus-per-task: "the
-controller will just try to allocate one processor per task"), unless the site sets
-DefCpuPerGPU or the job is exclusive. With one task per node, torchrun, all its ranks and
-NCCL's proxy threads would then share one CPU. So the job always asks a share:
-- `launcher.slurm.cpus_per_task` when given (srun repeats it: since Slurm 22.05 srun no
-  longer inherits sbatch's --cpus-per-task);
-- otherwise, with `exclusive`, nothing more: whole nodes bring all their CPUs;
-- otherwise AUTO_CPUS_PER_GPU per GPU of the node (nearly every GPU server has 10 or more
-  CPUs per GPU, so the request fits), or one CPU per rank on CPU cells (their ranks are the
-  work, and a small CPU node must still take the job).
-Steps then ask no CPU count of their own: without --cpus-per-task (which implies --exact),
-a step uses every CPU its job has on each node (srun --exact, Slurm 22.05), so the cells get
-whatever the job was given (a larger DefCpuPerGPU, a whole node) and not one CPU less.
+Without a CPU request Slurm gives a job one CPU per task (sbatch --cpus-per-task: "the
+controller will just try to allocate one processor per task"), and there is one task per node:
+torchrun, all its ranks and NCCL's proxy threads would share one CPU, so the job always asks a
+share. AUTO_CPUS_PER_GPU fits nearly every GPU server (10 or more CPUs per GPU); CPU cells get
+one per rank, as a small CPU node must still take the job.
 """
 
 from __future__ import annotations

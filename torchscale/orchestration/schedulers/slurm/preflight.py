@@ -1,16 +1,12 @@
-"""The optional first steps of an allocation (`launcher.slurm.preflight`), before its cells.
+"""The optional first steps of an allocation (`launcher.slurm.preflight`), before its cells
+(docs/multinode.md, "Preflight: validate every node, measure the fabric first"):
 
-- `validate: true`: `torchscale validate --json` on every node at once (one srun task per
-  node, each writing `preflight/validate-node<k>.json`), so a node with a sick GPU, a wrong
-  driver or no NCCL is named before the cells spend the allocation on it. With
-  `validate_level: perf` each node also measures its capability (saved in the experiment's
-  acceptance/, where `torchscale report` finds it) and the fleet view compares every node's
-  and GPU's figures with the allocation's median (validate/fleet_table.py): the outliers,
-  with their evidence, are the preflight's `fleet` line.
-- `comm: true`: the collective sweep of the config's `comm:` section (its defaults when the
-  section is off) across all the allocation's nodes, as one srun step of torchrun like a cell,
-  stored in `<experiment>/comm/` where `torchscale report` finds it: the fabric the cells
-  then ran on, measured in the same allocation.
+- `validate: true`: `torchscale validate --json` on every node at once, each node writing
+  `preflight/validate-node<k>.json`; at `validate_level: perf` each node also measures its
+  capability (saved in the experiment's acceptance/) and the fleet view compares the nodes'
+  figures with the allocation's median (validate/fleet_table.py): the preflight's `fleet` line.
+- `comm: true`: the collective sweep of the config's `comm:` section across all the nodes, as
+  one srun step of torchrun like a cell, stored in `<experiment>/comm/`.
 
 Neither stops the cells: their verdicts go into progress.json (`torchscale benchmark --status`
 prints them) and the driver's output; a cell on a broken node fails with its own root cause.
