@@ -1,20 +1,12 @@
-"""One launch of torchrun and what it left: the one way every torchrun this project starts is run.
+"""One launch of torchrun and what it left: the one way every torchrun this project starts is
+run (docs/architecture.md, "One launch path"; tests/orchestration/test_launch_path.py).
 
-Sweep cells (and the max-batch probes and Slurm steps, which run as cells), profiled runs, the
-collective sweep and validate's smoke test all call `run_attempt`: run the command in its own
-process group under its timeout (torchscale/orchestration/launch/process.py), read what the ranks
-wrote with the caller's reader, and classify how the launch failed, if it did, with its root cause
-(torchscale/orchestration/launch/failure.py). Each caller then interprets the one `Attempt`:
-
-- a cell or a profiled run keeps a result that was written whatever happened afterwards: ranks
-  that hang in their shutdown and are killed at the timeout, or a torchrun that exits non-zero
-  after the write (a gloo teardown abort), cost a warning, never the measurement; only a launch
-  that wrote nothing is a failure (`failure`);
-- the collective sweep keeps the rows written before a failure and marks the run with how the
-  launch failed (`launch_failure`);
-- the smoke test judges the verdict, the exit and the root cause strictly.
-
-Nothing outside this package starts torchrun (tests/orchestration/test_launch_path.py).
+Each caller reads the one `Attempt` its own way: a cell or a profiled run keeps a result that
+was written whatever happened afterwards (ranks killed in a hung shutdown, or a torchrun that
+exits non-zero after the write, a gloo teardown abort, cost a warning, never the measurement;
+only a launch that wrote nothing is a `failure`); the collective sweep keeps the rows written
+before a failure and marks the run with `launch_failure`; the smoke test judges the verdict,
+the exit and the root cause strictly.
 """
 
 from __future__ import annotations
