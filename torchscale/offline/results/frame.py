@@ -383,13 +383,7 @@ def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
             "cell_id": r.cell.id,
             "rank": rank.rank,
             "host": rank.host,
-            "step_mean_s": rank.step_time.mean,
-            "step_p50_s": rank.step_time.p50,
-            "step_p95_s": rank.step_time.p95,
-            "step_p99_s": rank.step_time.p99,
-            "step_min_s": rank.step_time.min,
-            "step_max_s": rank.step_time.max,
-            "step_std_s": rank.step_time.std,
+            **{f"step_{stat}_s": getattr(rank.step_time, stat) for stat in RANK_STEP_STATS},
             "step_cv": rank.step_time.cv,
             "step_count": rank.step_time.count,
             "peak_rss_bytes": rank.peak_rss_bytes,
@@ -408,6 +402,7 @@ def ranks_table(results: Sequence[CellResult]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
 
 
+RANK_STEP_STATS = ("mean", "p50", "p95", "p99", "min", "max", "std")
 RANK_TELEMETRY_COLUMNS = [
     "gpu_util_mean",
     "power_w_mean",
@@ -422,13 +417,7 @@ RANK_COLUMNS = [
     "cell_id",
     "rank",
     "host",
-    "step_mean_s",
-    "step_p50_s",
-    "step_p95_s",
-    "step_p99_s",
-    "step_min_s",
-    "step_max_s",
-    "step_std_s",
+    *(f"step_{stat}_s" for stat in RANK_STEP_STATS),
     "step_cv",
     "step_count",
     "peak_rss_bytes",
