@@ -32,13 +32,7 @@ def _dp(world: int, group: int) -> int:
 
 def _pipelines(parallel: ParallelConfig, degrees: list[int], world: int) -> list[ParallelShape]:
     return [
-        ParallelShape(
-            dp=_dp(world, pp),
-            tp=1,
-            pp=pp,
-            microbatches=micro,
-            schedule=schedule,
-        )
+        ParallelShape(dp=_dp(world, pp), tp=1, pp=pp, microbatches=micro, schedule=schedule)
         for pp in degrees
         for schedule in parallel.schedule
         for micro in parallel.microbatches

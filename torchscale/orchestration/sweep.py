@@ -31,10 +31,7 @@ from torchscale.rank.data.prepare import DataReady, prepare_data
 
 
 def unmeasured_result(
-    planned: PlannedCell,
-    status: Status,
-    error: CellError,
-    warnings: tuple[CellWarning, ...] = (),
+    planned: PlannedCell, status: Status, error: CellError, warnings: tuple[CellWarning, ...] = ()
 ) -> CellResult:
     """The result of a cell that produced no measurement (skipped, failed, oom, timeout)."""
     return CellResult(cell=planned.cell, status=status, warnings=list(warnings), error=error)

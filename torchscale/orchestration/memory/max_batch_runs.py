@@ -181,10 +181,7 @@ def run_max_batch_search(
         started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         began = time.monotonic()
         outcome = search_max_batch(
-            probe,
-            settings.max_batch_limit,
-            start=max(fits, default=1),
-            known_fits=fits,
+            probe, settings.max_batch_limit, start=max(fits, default=1), known_fits=fits
         )
         total: tuple[int | None, str | None] = (None, None)
         if group.cell.device == "cuda":

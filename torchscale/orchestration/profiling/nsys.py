@@ -392,8 +392,7 @@ def redact_sqlite_environment(sqlite_path: Path) -> int:
             return 0
         con.execute("PRAGMA secure_delete=ON")
         cur = con.execute(
-            "UPDATE TARGET_INFO_SYSTEM_ENV SET value=? WHERE name='DeviceEnvironment'",
-            (REDACTED,),
+            "UPDATE TARGET_INFO_SYSTEM_ENV SET value=? WHERE name='DeviceEnvironment'", (REDACTED,)
         )
         con.commit()
         return cur.rowcount

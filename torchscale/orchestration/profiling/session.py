@@ -141,10 +141,7 @@ def _written_result(path: Path) -> CellResult | None:
 
 
 def launch_profiled(
-    planned: PlannedCell,
-    store: ResultStore,
-    base_env: Mapping[str, str],
-    request: ProfileRequest,
+    planned: PlannedCell, store: ResultStore, base_env: Mapping[str, str], request: ProfileRequest
 ) -> ProfiledCell:
     """Run `planned` once with the profiler on every rank; analyse what it wrote."""
     files = store.profile_run(planned.cell.id)
