@@ -189,24 +189,17 @@ def _full_report(report: Report) -> list[str]:
 
 
 def _key_figures(block: KeyFigures) -> list[str]:
-    lines = []
-    for figure in block.figures:
-        line = (
-            f"- {severity_prefix(figure.severity)}{escape(figure.label)}: "
-            f"{_value(figure.value, figure.format)}"
-        )
-        if figure.note:
-            line += f" ({inline(figure.note)})"
-        lines.append(line)
-    return lines
+    return [
+        f"- {severity_prefix(f.severity)}{escape(f.label)}: {_value(f.value, f.format)}"
+        + (f" ({inline(f.note)})" if f.note else "")
+        for f in block.figures
+    ]
 
 
 def _table(block: Table) -> list[str]:
-    lines = [f"### {escape(block.title)}", ""]
-    lines.append("| " + " | ".join(escape(c.label) for c in block.columns) + " |")
-    lines.append(
-        "|" + "|".join(":---" if c.align == "left" else "---:" for c in block.columns) + "|"
-    )
+    header = "| " + " | ".join(escape(c.label) for c in block.columns) + " |"
+    rule = "|" + "|".join(":---" if c.align == "left" else "---:" for c in block.columns) + "|"
+    lines = [f"### {escape(block.title)}", "", header, rule]
     for row in block.rows[:MAX_ROWS]:
         severity = row.get("_severity") or "info"
         cells = [_value(row.get(c.key), c.format) for c in block.columns]
