@@ -31,11 +31,7 @@ PRECISION_NOTES = {
 
 
 def powers_of_two(limit: int) -> list[int]:
-    counts, n = [], 1
-    while n <= limit:
-        counts.append(n)
-        n *= 2
-    return counts
+    return [2**i for i in range(max(limit, 0).bit_length())]  # 1, 2, 4, ... <= limit
 
 
 @dataclass(frozen=True)
