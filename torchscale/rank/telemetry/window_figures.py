@@ -149,12 +149,9 @@ def cpu_spans(t: Sequence[float], cpu_s: Sequence[float | None], min_span_s: flo
             spans.append((ti - start_t, ci - start_c))
             start_t, start_c = ti, ci
     end_t, end_c = points[-1]
-    if end_t > start_t:  # the remainder
-        if spans:
-            dt, dc = spans.pop()
-            spans.append((dt + end_t - start_t, dc + end_c - start_c))
-        else:
-            spans.append((end_t - start_t, end_c - start_c))
+    if end_t > start_t:  # the remainder, joined to the span before it
+        dt, dc = spans.pop() if spans else (0.0, 0.0)
+        spans.append((dt + end_t - start_t, dc + end_c - start_c))
     return [dc / dt * 100 for dt, dc in spans if dt > 0]
 
 

@@ -122,7 +122,8 @@ class RankMeasurement:
 
 
 def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
-    """A recorder for `steps` steps of `trainer`: CUDA events on GPUs, perf_counter on CPU."""
+    """A recorder for `steps` steps of `trainer`: CUDA events on GPUs whatever the step timer
+    (phases.py says why), perf_counter on CPU."""
     params = trainable(trainer.model)
     strategy = trainer.spec.cell.strategy
     parallel = trainer.spec.cell.parallel
@@ -132,8 +133,6 @@ def phase_recorder(trainer: Trainer, steps: int) -> PhaseRecorder:
         steps,
         trainer.spec.training.grad_accum_steps,
         trainer.device,
-        # CUDA events on GPUs whatever the step timer (with sync_cuda, host times of phase
-        # boundaries would be launch times of asynchronous kernels: events are the real ones)
         cuda_events=trainer.device.type == "cuda",
         split_reason=backward_split(strategy, params),
         hold=trainer.comm_hold,
@@ -265,10 +264,8 @@ def count_flops(spec: WorkerSpec) -> tuple[float | None, str | None]:
 
 
 def compile_seconds() -> float | None:
-    """Time torch.compile has spent compiling in this process (dynamo's own accounting,
-    `torch._dynamo.utils.calculate_time_spent()['total_wall_time']`: tracing, AOT autograd,
-    Inductor code generation and kernel compilation, forward and backward graphs), or None
-    where it cannot be read (a private API: it may move between torch versions)."""
+    """Seconds torch.compile spent compiling in this process (dynamo's `total_wall_time`:
+    docs/methodology.md, "Compile time"), or None where its private API cannot be read."""
     try:
         from torch._dynamo.utils import calculate_time_spent
 
@@ -319,10 +316,7 @@ def measure(trainer: Trainer, host: str) -> RankMeasurement:
     started = time.perf_counter()
     warm = warm_up(trainer, settings.warmup_steps, watch_compile=compiled)
     warmup_s = time.perf_counter() - started
-    flops: float | None = None
-    flops_note: str | None = "measurement.flops is off"
-    if settings.flops:
-        flops, flops_note = count_flops(spec)
+    flops, flops_note = count_flops(spec) if settings.flops else (None, "measurement.flops is off")
     steps = settings.steps or agreed_steps(settings.duration_s or 0.0, warm, device)
     result = RankMeasurement(
         dist.get_rank(),
