@@ -31,6 +31,7 @@ ATTRIBUTION_COLUMNS = [
     f"{part}_{suffix}" for part in PART_NAMES for suffix in ("share", "share_low", "share_high")
 ]
 
+STEP_QUANTILES = ("p50", "p95", "p99")
 DIAGNOSIS_COLUMNS = [
     "straggler_rank",
     "straggler_phase",
@@ -79,19 +80,12 @@ COLUMNS = [
     "samples_per_s_per_device",
     "tokens_per_s",
     "throughput_spread",
-    "step_p50_s",
-    "step_p95_s",
-    "step_p99_s",
+    *(f"step_{q}_s" for q in STEP_QUANTILES),
     "step_cv",
     "samples_per_s_low",
     "samples_per_s_high",
     "samples_per_s_repeats",
-    "step_p50_low_s",
-    "step_p50_high_s",
-    "step_p95_low_s",
-    "step_p95_high_s",
-    "step_p99_low_s",
-    "step_p99_high_s",
+    *(f"step_{q}_{end}_s" for q in STEP_QUANTILES for end in ("low", "high")),
     *DIAGNOSIS_COLUMNS,
     *ATTRIBUTION_COLUMNS,
     *DERIVED_COLUMNS,
@@ -187,9 +181,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "samples_per_s_per_device": thr.samples_per_s_per_device if thr else None,
         "tokens_per_s": thr.tokens_per_s if thr else None,
         "throughput_spread": thr.spread if thr else None,
-        "step_p50_s": steps.p50 if steps else None,
-        "step_p95_s": steps.p95 if steps else None,
-        "step_p99_s": steps.p99 if steps else None,
+        **{f"step_{q}_s": getattr(steps, q) if steps else None for q in STEP_QUANTILES},
         "step_cv": steps.cv if steps else None,
         **_headline_intervals(result),
         **_diagnosis(result.diagnosis),
