@@ -85,16 +85,10 @@ def _walk(
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
             mark = _mark(key_node)
             if key in first_seen:
-                problems.append(
-                    ConfigProblem(
-                        path=render_path((*path, key)),
-                        message=f"duplicate key '{key}' (first defined on line "
-                        f"{first_seen[key].line}); remove one of them",
-                        source=source,
-                        line=mark.line,
-                        column=mark.column,
-                    )
-                )
+                where = render_path((*path, key))
+                first = f"(first defined on line {first_seen[key].line})"
+                message = f"duplicate key '{key}' {first}; remove one of them"
+                problems.append(ConfigProblem(where, message, source, mark.line, mark.column))
                 continue
             first_seen[key] = mark
             child: Path_ = (*path, key)
@@ -121,21 +115,11 @@ def read_yaml(text: str, source: str) -> tuple[Any, YamlIndex]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise ConfigError(
-            [
-                ConfigProblem(
-                    path="",
-                    message=f"YAML syntax error: {what}",
-                    source=source,
-                    line=mark.line + 1 if mark else None,
-                    column=mark.column + 1 if mark else None,
-                )
-            ]
-        ) from None
+        line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        problem = ConfigProblem("", f"YAML syntax error: {what}", source, line, column)
+        raise ConfigError([problem]) from None
     except yaml.YAMLError as exc:  # errors without a position (e.g. bad encoding)
-        raise ConfigError(
-            [ConfigProblem(path="", message=f"YAML error: {exc}", source=source)]
-        ) from None
+        raise ConfigError([ConfigProblem("", f"YAML error: {exc}", source)]) from None
     finally:
         loader.dispose()
 
