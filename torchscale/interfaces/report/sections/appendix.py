@@ -89,9 +89,8 @@ METHODOLOGY = [
     ),
     (
         "Step split",
-        "every step of every rank = compute + data + waiting for peers + exposed transfer + "
-        "rest, means over ranks and steps (they add up to the step), each share with its 95 % "
-        "interval",
+        "every step of every rank = compute + data + waiting for peers + exposed transfer + rest, "
+        "means over ranks and steps (they add up to the step), each share with its 95 % interval",
     ),
     (
         "Straggler",
@@ -359,9 +358,8 @@ def _config_blocks(ctx: Context) -> tuple[list[Block], dict[str, str]]:
             dumped = yaml.safe_dump(set_keys(source.experiment.config), sort_keys=False, width=100)
             blocks.append(
                 Text(
-                    text=f"Config of {source.name}: the keys it sets that differ from "
-                    "torchscale's defaults (the whole resolved config: config.yaml in "
-                    f"{source.path})"
+                    text=f"Config of {source.name}: the keys it sets that differ from torchscale's "
+                    f"defaults (the whole resolved config: config.yaml in {source.path})"
                 )
             )
             blocks.append(Text(text=dumped.rstrip(), preformatted=True))

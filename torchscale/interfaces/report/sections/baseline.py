@@ -188,13 +188,12 @@ def _tested_table(ctx: Context, comparison: Comparison) -> Table:
         ],
         rows=rows,
         note=f"change: median now / median baseline - 1; low, high: its {level} interval "
-        f"(bootstrap; Welch's t on the log ratio below {SMALL} a side); p: the test on the "
-        "per-run figures where both sides hold several runs of the cell (figures compared end "
-        "in 'runs'), else on one run's per-repeat figures (none: too few); "
-        f"drop found {found}: the smallest throughput drop the rule would flag "
-        f"{found} at the spread these figures show (an approximation from the "
-        "interval's width): a 'no significant change' says nothing about smaller drops. "
-        "Verdict by the rule above. " + footnote(["units"]),
+        f"(bootstrap; Welch's t on the log ratio below {SMALL} a side); p: the test on the per-run "
+        "figures where both sides hold several runs of the cell (figures compared end in 'runs'), "
+        f"else on one run's per-repeat figures (none: too few); drop found {found}: the smallest "
+        f"throughput drop the rule would flag {found} at the spread these figures show (an "
+        "approximation from the interval's width): a 'no significant change' says nothing about "
+        "smaller drops. Verdict by the rule above. " + footnote(["units"]),
     )
 
 

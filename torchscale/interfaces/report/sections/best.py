@@ -118,10 +118,9 @@ def _interval(low: float, high: float) -> str:
 
 
 def lead_text(pick: Pick, runner_up: str | None) -> str:
-    """How far the pick leads the next one, in words: '+12 % [+5, +20] throughput over b16 x2
-    fp32 ddp', 'within noise of b16 x2 fp32 ddp (+3 % [-10, +18] throughput)', 'the only
-    configuration measured'; for cost, what the next one costs more. `runner_up` names the
-    next one."""
+    """How far the pick leads the next one, in words: '+12 % [+5, +20] throughput over b16 x2 fp32
+    ddp', 'within noise of b16 x2 fp32 ddp (+3 % [-10, +18] throughput)', 'the only configuration
+    measured'; for cost, what the next one costs more. `runner_up` names the next one."""
     if pick.runner_up is None or runner_up is None:
         return "the only configuration measured"
     ahead = pick.lead

@@ -1,7 +1,6 @@
-"""The comparison with the baseline in a few words and one figure: what the baseline section,
-the summary and the headline all say of it (the largest changes, the regressions figure, the
-drops the rule could not confirm), so the three read the same sentence from one place.
-"""
+"""The comparison with the baseline in a few words and one figure: what the baseline section, the
+summary and the headline all say of it (the largest changes, the regressions figure, the drops the
+rule could not confirm), so the three read the same sentence from one place."""
 
 from __future__ import annotations
 
@@ -85,10 +84,9 @@ def unconfirmed(comparison: Comparison) -> int:
 
 
 def regression_figure(comparison: Comparison, label: str) -> KeyFigure:
-    """The regressions against the baseline as one figure: the count only where the rule
-    judged something (nothing judged is "not judged: N cells", amber, never a 0 with a check);
-    a check only where every matched cell was judged and none dropped beyond the minimum
-    effect unconfirmed."""
+    """The regressions against the baseline as one figure: the count only where the rule judged
+    something (nothing judged is "not judged: N cells", amber, never a 0 with a check); a check only
+    where every matched cell was judged and none dropped beyond the minimum effect unconfirmed."""
     matched, judged = len(comparison.pairs), comparison.judged
     regressions = comparison.regressions
     unjudged = comparison.not_judged

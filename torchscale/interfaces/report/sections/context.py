@@ -556,10 +556,9 @@ def throughput_fields(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def rate_text_value(row: Mapping[str, Any] | pd.Series, key: str) -> float | None:
-    """`row[key]`, a rate in proportion to the cell's samples/s (tokens/s, samples/s per
-    device, samples/s itself), cut to the digits the samples/s interval supports
-    (`estimates.scaled_rate`): a 'readable' column writes it ('81,500', never '81,537.6'
-    beside '1,270 ±110')."""
+    """`row[key]`, a rate in proportion to the cell's samples/s (tokens/s, samples/s per device,
+    samples/s itself), cut to the digits the samples/s interval supports (`estimates.scaled_rate`):
+    a 'readable' column writes it ('81,500', never '81,537.6' beside '1,270 ±110')."""
     return scaled_rate(finite(row.get(key)), *interval(row, "samples_per_s"))
 
 
@@ -606,20 +605,17 @@ def first_screen_throughput(row: Mapping[str, Any] | pd.Series) -> str:
 
 
 def step_text(row: Mapping[str, Any] | pd.Series, percentile: str) -> str | None:
-    """Step time p50/p95/p99 ('p50') with its interval (the value alone where none was
-    stored)."""
+    """Step time p50/p95/p99 ('p50') with its interval (the value alone where none was stored)."""
     return compact(*interval(row, f"step_{percentile}", "_s"), "seconds")
 
 
 def mfu_text(row: Mapping[str, Any] | pd.Series) -> str | None:
-    """MFU with its interval (it scales with throughput; the value alone where none was
-    stored)."""
+    """MFU with its interval (it scales with throughput; the value alone where none was stored)."""
     return compact(*interval(row, "mfu"), "ratio_pct")
 
 
 def spread_value(row: Mapping[str, Any] | pd.Series) -> float | str | None:
-    """The repeats' spread, or 'spread unknown' with one repeat (never a 0.0 % it cannot
-    have)."""
+    """The repeats' spread, or 'spread unknown' with one repeat (never a 0.0 % it cannot have)."""
     if finite(row.get("samples_per_s")) is None:
         return None
     return finite(row.get("throughput_spread")) if _repeats(row) >= 2 else "spread unknown"

@@ -92,11 +92,10 @@ def diagnosis_finding(
     straggler_rank: int | None = None,
     verdict_injected: bool = False,
 ) -> ReportFinding:
-    """One of a diagnosis' findings as the report shows it: its own title, cost, evidence and
-    fix; the caveat as its own field (not repeated in the evidence); marked artificial, with
-    no advice about the host, when the run's own --inject-delay makes the straggler (a delay
-    `injected` records on the straggler's rank, said in its own words, or the verdict's
-    `verdict_injected`)."""
+    """One of a diagnosis' findings as the report shows it: its own title, cost, evidence and fix;
+    the caveat as its own field (not repeated in the evidence); marked artificial, with no advice
+    about the host, when the run's own --inject-delay makes the straggler (a delay `injected`
+    records on the straggler's rank, said in its own words, or the verdict's `verdict_injected`)."""
     evidence = [line for line in item.evidence if line != caveat]
     # a cost that is only bounded (not measurable) is shown as no figure, never as its bound
     bounded = item.cost_share is not None and not item.cost_share.measurable
@@ -213,9 +212,8 @@ def slowdown_finding(
 
 
 def throttling_finding(result: CellResult, label: str) -> ReportFinding | None:
-    """GPU clocks held down by power, heat or hardware during the measured windows (the
-    telemetry's clocks-event reasons). No cost: the share of samples throttled is not a share
-    of the step."""
+    """GPU clocks held down by power, heat or hardware during the measured windows (the telemetry's
+    clocks-event reasons). No cost: the share of samples throttled is not a share of the step."""
     telemetry = result.telemetry
     if telemetry is None or not telemetry.throttled:
         return None
@@ -306,9 +304,8 @@ def action_text(finding: ReportFinding) -> str:
 
 
 def short_advice(recommendation: str | None) -> str:
-    """The plain first clause of a recommendation: every finding's advice reads 'what to do:
-    how, in technical terms' ('Hide or shrink gradient communication: DDP bucket_cap_mb
-    ...')."""
+    """The plain first clause of a recommendation: every finding's advice reads 'what to do: how, in
+    technical terms' ('Hide or shrink gradient communication: DDP bucket_cap_mb ...')."""
     if not recommendation:
         return ""
     return recommendation.split(": ", 1)[0].split("; ", 1)[0].rstrip(".")

@@ -1,7 +1,6 @@
-"""The report's last section: the technical terms its text uses, each explained once in plain
-words (`words.GLOSSARY`), so the first screen can stay in plain words. HTML shows the same
-meanings as tooltips where a renderer marks a term (`Column.term`).
-"""
+"""The report's last section: the technical terms its text uses, each explained once in plain words
+(`words.GLOSSARY`), so the first screen can stay in plain words. HTML shows the same meanings as
+tooltips where a renderer marks a term (`Column.term`)."""
 
 from __future__ import annotations
 

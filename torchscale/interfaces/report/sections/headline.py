@@ -359,11 +359,10 @@ def _actions(ctx: Context, usable: Usability) -> list[Text]:
 def baseline_phrase(
     comparison: Comparison, against: str, largest: str | None = None
 ) -> tuple[str, Severity]:
-    """'2 regressions against X', 'no regression against X in 12 judged cells (3 not
-    judged)', or 'none of 3 matched cells could be judged against X': "no regression" only
-    where the rule judged something (nothing judged is no pass); each with the largest change,
-    judged or not (`largest`: 'tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33], not judged: 2
-    repeats a side')."""
+    """'2 regressions against X', 'no regression against X in 12 judged cells (3 not judged)', or
+    'none of 3 matched cells could be judged against X': "no regression" only where the rule judged
+    something (nothing judged is no pass); each with the largest change, judged or not (`largest`:
+    'tiny-gpt2 b16 x2 fp32 ddp -49 % [-61, -33], not judged: 2 repeats a side')."""
     matched, judged = len(comparison.pairs), comparison.judged
     tail = f"largest change: {largest}" if largest else ""
     said = f" ({tail})" if tail else ""

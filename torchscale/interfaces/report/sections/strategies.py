@@ -1,9 +1,8 @@
 """Strategies side by side: what every parallel layout of a model at one world size costs in
-throughput, memory per rank and communication (docs/strategies.md, "In the report").
-Communication is measured differently per strategy (a diagnosis, profiled steps, a pipeline's
-bubble, or not split: '-'), so each row says how; the split is the same everywhere: waiting for
-a late peer apart from the communication itself. None when the sweep has a single layout per
-model and world size."""
+throughput, memory per rank and communication (docs/strategies.md, "In the report"). Communication
+is measured differently per strategy (a diagnosis, profiled steps, a pipeline's bubble, or not
+split: '-'), so each row says how; the split is the same everywhere: waiting for a late peer apart
+from the communication itself. None when the sweep has a single layout per model and world size."""
 
 from __future__ import annotations
 
@@ -61,10 +60,9 @@ Share = float | str | None  # a share, or text saying it is not measurable
 def _comm(
     row: dict[str, Any], diagnosis: Diagnosis | None
 ) -> tuple[Share, Share, str, float | None]:
-    """(exposed transfer, waiting for peers, method, exposed share to chart) of one cell: the
-    run's diagnosis where it has one (its parts in the terminal's words, with their
-    intervals), else the figures of cells it does not cover; a number to chart only where it
-    is measurable."""
+    """(exposed transfer, waiting for peers, method, exposed share to chart) of one cell: the run's
+    diagnosis where it has one (its parts in the terminal's words, with their intervals), else the
+    figures of cells it does not cover; a number to chart only where it is measurable."""
     exposed_part = diagnosis.part("exposed_transfer") if diagnosis is not None else None
     waiting_part = diagnosis.part("wait_for_peers") if diagnosis is not None else None
     if diagnosis is not None and exposed_part is not None and waiting_part is not None:

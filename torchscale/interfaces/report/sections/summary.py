@@ -196,9 +196,8 @@ def largest_scaled(weak: pd.DataFrame, model: str) -> dict[str, Any] | None:
 
 
 def _efficiency_figure(ctx: Context, model: str, weak: pd.DataFrame) -> KeyFigure:
-    """Efficiency at the model's largest GPU count that has a smaller one to compare with,
-    with its 95 % interval: above 1 it reads "linear within noise" unless the interval is
-    above 1 too."""
+    """Efficiency at the model's largest GPU count that has a smaller one to compare with, with its
+    95 % interval: above 1 it reads "linear within noise" unless the interval is above 1 too."""
     row = largest_scaled(weak, model)
     if row is None:
         return KeyFigure(
@@ -541,10 +540,9 @@ def _lines(ctx: Context) -> list[Block]:
 def grouped_findings(
     ctx: Context, findings: list[ReportFinding]
 ) -> list[tuple[ReportFinding, int]]:
-    """One entry per finding however many cells share it (the same title once its cell is
-    taken out, the same advice): its costliest instance and how many cells it is in, in the
-    order of their costliest; at 500 cells the top five are five findings, not one five
-    times."""
+    """One entry per finding however many cells share it (the same title once its cell is taken out,
+    the same advice): its costliest instance and how many cells it is in, in the order of their
+    costliest; at 500 cells the top five are five findings, not one five times."""
     groups: dict[tuple[str, str], list[ReportFinding]] = {}
     for finding in findings:
         title = finding.title

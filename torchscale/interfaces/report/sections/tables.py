@@ -1,8 +1,7 @@
-"""The tables more than one section reads, each computed once per report: the cells with
-their price and cost, the pooled cells' cost, and the weak-scaling rows. `Context` holds them
-as typed cached properties that call these functions, so the summary, the efficiency section
-and the headline read one table and never compute it again or ask each other for it.
-"""
+"""The tables more than one section reads, each computed once per report: the cells with their price
+and cost, the pooled cells' cost, and the weak-scaling rows. `Context` holds them as typed cached
+properties that call these functions, so the summary, the efficiency section and the headline read
+one table and never compute it again or ask each other for it."""
 
 from __future__ import annotations
 
@@ -49,9 +48,8 @@ def pooled_priced(
     cells: pd.DataFrame, pooled: pd.DataFrame, prices: pd.Series
 ) -> pd.DataFrame | None:
     """`priced_cells` over the pooled cells: a cell run several times is costed at its median
-    throughput over the runs (at the price of its runs: their median), so the summary's and
-    the headline's cost is of the same figure as their throughput. None when no cell has a
-    price."""
+    throughput over the runs (at the price of its runs: their median), so the summary's and the
+    headline's cost is of the same figure as their throughput. None when no cell has a price."""
     if prices.isna().all():
         return None
     by_cell = {
