@@ -175,16 +175,12 @@ def table_layout(table: Table) -> TableLayout:
 
 def sources_table(report: Report) -> Table:
     """The report's sources as a table block, laid out like every other table."""
+    counts = {"cells": "Cells", "ok": "OK", "failed": "Failed", "skipped": "Not run"}
+    counts |= {"unreadable": "Unreadable", "profiles": "Profiles", "comm_runs": "Comm runs"}
     columns = [
         Column(key="name", label="Name", align="left"),
         Column(key="path", label="Path", align="left"),
-        Column(key="cells", label="Cells", format="int"),
-        Column(key="ok", label="OK", format="int"),
-        Column(key="failed", label="Failed", format="int"),
-        Column(key="skipped", label="Not run", format="int"),
-        Column(key="unreadable", label="Unreadable", format="int"),
-        Column(key="profiles", label="Profiles", format="int"),
-        Column(key="comm_runs", label="Comm runs", format="int"),
+        *(Column(key=key, label=label, format="int") for key, label in counts.items()),
         Column(key="schema", label="Schema"),
     ]
     rows = [
