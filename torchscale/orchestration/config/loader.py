@@ -257,10 +257,5 @@ def _problem(
         if shared and path[:shared] == set_path[:shared]:
             return ConfigProblem(render_path(path), message, set_source)
     mark = index.locate(path, key=err["type"] in ("extra_forbidden",))
-    return ConfigProblem(
-        render_path(path),
-        message,
-        source,
-        line=mark.line if mark else None,
-        column=mark.column if mark else None,
-    )
+    line, column = (mark.line, mark.column) if mark else (None, None)
+    return ConfigProblem(render_path(path), message, source, line, column)
