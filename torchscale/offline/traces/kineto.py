@@ -376,17 +376,8 @@ def _event_from(obj: Any) -> _Event:
         return _Event()
     raw = obj.get("args")
     args = None
-    if isinstance(raw, dict):
-        args = _Args(
-            correlation=raw.get("correlation"),
-            coll_name=raw.get("Collective name"),
-            in_nelems=raw.get("In msg nelems"),
-            dtype=raw.get("dtype"),
-            group_size=raw.get("Group size"),
-            pg_name=raw.get("Process Group Name"),
-            pg_id=raw.get("Process Group ID"),
-            seq=raw.get("Seq"),
-        )
+    if isinstance(raw, dict):  # each field under the key the file writes it as
+        args = _Args(*(raw.get(key) for key in _Args.__struct_encode_fields__))
     return _Event(
         ph=obj.get("ph"),
         name=obj.get("name", ""),
