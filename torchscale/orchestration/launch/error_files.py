@@ -1,17 +1,13 @@
-"""Reading torchelastic error files, and telling a rank's exception from torchrun's own.
+"""Reading torchelastic error files, and telling a rank's exception from torchrun's own
+(docs/troubleshooting.md, 'A reason ends in "torchrun itself failed ..."').
 
-A torchrun writes its node's error file (TORCHELASTIC_ERROR_FILE) at exit. Normally it copies the
-first failed rank's file there. But torchrun can fail itself: its agent parses a failed rank's
-file as soon as it sees the rank gone and re-raises whatever that parse raised, so a file that
-exists and does not parse (one a rank was stopped while writing) kills torchrun with
-`JSONDecodeError`. A node's agent can also lose the rendezvous store. Then the node's file
-holds torchrun's exception, with torchrun's own call stack, and the rank's exception must come
-from the ranks' own files (torchscale/orchestration/launch/failure.py). The call stack tells the
-two apart: every stack torchrun records runs through its launcher (`torch/distributed/run.py`,
-`torch/distributed/launcher/api.py`); a rank's never does.
-
-A file that does not parse is no error at all here: torchrun's parse failure is the symptom,
-never a root cause.
+A node's error file (TORCHELASTIC_ERROR_FILE) normally holds a copy of the first failed rank's.
+When torchrun failed itself (its agent re-raises the parse error of a rank's file that exists
+but does not parse, or it lost the rendezvous store) the file holds torchrun's exception with
+torchrun's own call stack, and the rank's exception must come from the ranks' own files
+(failure.py). The call stack tells the two apart: every stack torchrun records runs through its
+launcher (`torch/distributed/run.py`, `torch/distributed/launcher/api.py`); a rank's never
+does. A file that does not parse is no error at all here: a symptom, never a root cause.
 """
 
 from __future__ import annotations

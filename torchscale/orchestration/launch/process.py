@@ -61,11 +61,16 @@ class ProcessOutcome:
 
     def log_tail(self, lines: int = 20) -> str:
         """The last `lines` lines of the combined stdout/stderr log."""
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return file_tail(self.log_path, lines)
+
+
+def file_tail(path: Path, lines: int = 20) -> str:
+    """The last `lines` lines of a text file ("" when it cannot be read)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def _group_alive(pgid: int) -> bool:

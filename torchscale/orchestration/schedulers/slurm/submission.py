@@ -20,6 +20,7 @@ from torchscale.contracts.errors import SlurmError, UsageError
 from torchscale.contracts.schema.cell_result import CellError, CellResult
 from torchscale.offline.results.store import ResultStore
 from torchscale.offline.results.summary_csv import write_summary
+from torchscale.orchestration.launch.process import file_tail
 from torchscale.orchestration.plan import Plan, PlannedCell
 from torchscale.orchestration.schedulers.slurm.allocation import (
     ALLOCATION_FILE,
@@ -206,22 +207,13 @@ def submit_sweep(sweep: SlurmSweep, store: ResultStore, env: Mapping[str, str]) 
     return records
 
 
-def _job_output_tail(store: ResultStore, job: JobRecord, lines: int = 20) -> str:
-    path = job_output_path(store.slurm_allocation_dir(job.allocation), job.job_id)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
 def settle_job(
     store: ResultStore, job: JobRecord, state: JobState, planned: Mapping[str, PlannedCell]
 ) -> list[CellResult]:
     """After a job ended: a failed result for each of its cells that got none from it."""
     progress = read_progress(store.slurm_allocation_dir(job.allocation))
     written = []
-    tail = _job_output_tail(store, job)
+    tail = file_tail(job_output_path(store.slurm_allocation_dir(job.allocation), job.job_id))
     ended = state.state + (f", {state.reason}" if state.reason else "")
     for cell_id in job.cells:
         if cell_id in progress.done or cell_id not in planned:
