@@ -67,11 +67,6 @@ def machinery_only(result: CellResult) -> bool:
     return result.cell.strategy == "fsdp" and result.cell.world_size == 1
 
 
-def _unwrapped(result: CellResult) -> bool:
-    """DDP at world 1: the model trains without a wrapper (no peer to average with)."""
-    return result.cell.strategy == "ddp" and result.cell.world_size == 1
-
-
 def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cell") -> CheckResult:
     """One short cell: it ran, and its throughput and MFU are possible figures. The plan puts
     each strategy where the planner runs it, so a skipped cell is a fault of the plan."""
@@ -100,7 +95,7 @@ def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cel
     if machinery_only(result):
         return passed(id_, title, f"{rate}; {NOTHING_SHARDED}", mfu=mfu)
     verdict = _judge_figures(result, id_, title, rate, mfu)
-    if _unwrapped(result):
+    if cell.strategy == "ddp" and cell.world_size == 1:  # no wrapper: no peer to average with
         return verdict.model_copy(update={"detail": f"{verdict.detail} ({NO_WRAPPER})"})
     return verdict
 
@@ -201,10 +196,8 @@ def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -
         if isinstance(ratio, str):
             parts.append(f"{strategy}: not judged ({ratio})")
             continue
-        steps = (
-            f"median step {_median_ms(before)} -> {_median_ms(result)} ms, "
-            f"{_count(before)} + {_count(result)} steps"
-        )
+        (eager_ms, eager_n), (compiled_ms, compiled_n) = _steps(before), _steps(result)
+        steps = f"median step {eager_ms} -> {compiled_ms} ms, {eager_n} + {compiled_n} steps"
         parts.append(_speedup_text(strategy, ratio, steps))
         data[strategy] = {"speedup": ratio[0], "low": ratio[1], "high": ratio[2]}
         if ratio[2] < 1:
@@ -224,16 +217,11 @@ def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -
     return _info("compile.ratio", "compiled / eager", detail, **data)
 
 
-def _median_ms(result: CellResult) -> str:
-    """The cell's median step in ms, 3 significant figures."""
+def _steps(result: CellResult) -> tuple[str, int]:
+    """The cell's median step in ms (3 significant figures) and how many steps it is of."""
     median = result.intervals.step_p50_s if result.intervals else None
     value = median.value if median is not None and median.value is not None else float("nan")
-    return f"{value * 1000:.3g}"
-
-
-def _count(result: CellResult) -> int:
-    median = result.intervals.step_p50_s if result.intervals else None
-    return median.n if median is not None and median.n is not None else 0
+    return f"{value * 1000:.3g}", (median.n or 0) if median is not None else 0
 
 
 def judge_max_batch(results: Sequence[MaxBatchResult], skipped_why: str | None) -> CheckResult:
