@@ -119,6 +119,7 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
     comm_hold_backward); phases None without timing, the others None where they were not
     measured."""
     rows = []
+    extras = (CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
     for r in ranks:
         for window, w in enumerate(r.windows):
             for step, seconds in enumerate(w.step_s):
@@ -130,14 +131,8 @@ def steps_table(ranks: Sequence[RankMeasurement]) -> pd.DataFrame:
                 }
                 for phase in STEP_PHASES:
                     row[phase] = w.phases[phase][step] if w.phases is not None else None
-                row[CPU_WAIT] = w.cpu_wait_s[step] if w.cpu_wait_s is not None else None
-                row[CPU_TIME] = w.cpu_time_s[step] if w.cpu_time_s is not None else None
-                held, before = w.comm_hold_s, w.comm_hold_backward_s
-                row[COMM_HOLD] = held[step] if held is not None else None
-                row[COMM_HOLD_BACKWARD] = before[step] if before is not None else None
-                rows.append(row)
-    columns = ["window", "step", "rank", "step_s", *STEP_PHASES, CPU_WAIT, CPU_TIME]
-    columns += [COMM_HOLD, COMM_HOLD_BACKWARD]
+                rows.append(row | dict.fromkeys(extras) | w.step_extras(step))
+    columns = ["window", "step", "rank", "step_s", *STEP_PHASES, *extras]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -30,14 +30,7 @@ import torch
 
 from torchscale.contracts.gpu_peaks import PRECISION_DTYPE, Peak, cell_peak, tf32_off_warning
 from torchscale.contracts.schema.cell_result import CellWarning
-from torchscale.contracts.step_phases import (
-    COMM_HOLD,
-    COMM_HOLD_BACKWARD,
-    CPU_TIME,
-    CPU_WAIT,
-    STEP_PHASES,
-    seconds_column,
-)
+from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.models import parameter_count
 from torchscale.rank.worker.capture import capture
@@ -106,19 +99,12 @@ def _facts(spec: WorkerSpec, trainer: Trainer) -> CellFacts:
 
 
 def _phase_columns(window: Window, step: int) -> dict[str, float | None]:
-    """`<phase>_s` of one step, and `cpu_wait_s` and `cpu_time_s` where measured (none when
-    the window has no phase timing)."""
+    """`<phase>_s` of one step, and `cpu_wait_s`, `cpu_time_s` and the comm holds where
+    measured (none when the window has no phase timing)."""
     if window.phases is None:
         return {}
     columns = {seconds_column(phase): window.phases[phase][step] for phase in STEP_PHASES}
-    if window.cpu_wait_s is not None:
-        columns[seconds_column(CPU_WAIT)] = window.cpu_wait_s[step]
-    if window.cpu_time_s is not None:
-        columns[seconds_column(CPU_TIME)] = window.cpu_time_s[step]
-    if window.comm_hold_s is not None and window.comm_hold_backward_s is not None:
-        columns[seconds_column(COMM_HOLD)] = window.comm_hold_s[step]
-        columns[seconds_column(COMM_HOLD_BACKWARD)] = window.comm_hold_backward_s[step]
-    return columns
+    return columns | {seconds_column(k): v for k, v in window.step_extras(step).items()}
 
 
 def _step_records(measurements: list[RankMeasurement]) -> str:

@@ -25,6 +25,7 @@ import torch.distributed as dist
 
 from torchscale.contracts.gc_pause import cyclic_gc_paused
 from torchscale.contracts.schema.cell_telemetry import RankTelemetry
+from torchscale.contracts.step_phases import COMM_HOLD, COMM_HOLD_BACKWARD, CPU_TIME, CPU_WAIT
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.telemetry.rank import rank_sampler
 from torchscale.rank.telemetry.sampler import Sampler
@@ -74,6 +75,13 @@ class Window:
     # before the last gradient (comm_hold.py); None: no hook was timed
     comm_hold_s: list[float | None] | None = None
     comm_hold_backward_s: list[float | None] | None = None
+
+    def step_extras(self, step: int) -> dict[str, float | None]:
+        """The step's CPU wait and time and comm holds, by their step_phases names: those the
+        window measured (the steps table and the step records both read them here)."""
+        names = (CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
+        lists = (self.cpu_wait_s, self.cpu_time_s, self.comm_hold_s, self.comm_hold_backward_s)
+        return {n: v[step] for n, v in zip(names, lists, strict=True) if v is not None}
 
 
 @dataclass
