@@ -378,15 +378,8 @@ def _event_from(obj: Any) -> _Event:
     args = None
     if isinstance(raw, dict):  # each field under the key the file writes it as
         args = _Args(*(raw.get(key) for key in _Args.__struct_encode_fields__))
-    return _Event(
-        ph=obj.get("ph"),
-        name=obj.get("name", ""),
-        cat=obj.get("cat", ""),
-        ts=obj.get("ts"),
-        dur=obj.get("dur"),
-        tid=obj.get("tid"),
-        args=args,
-    )
+    present = {k: obj[k] for k in ("ph", "name", "cat", "ts", "dur", "tid") if k in obj}
+    return _Event(**present, args=args)  # an absent key: the field's default
 
 
 def _merge(header: _Header, tail: _Tail) -> _Header:
