@@ -503,6 +503,15 @@ def plan_cell(
     note = compile_note(config.training.compile, device, pipeline, parameters)
     if note is not None and skip is None:
         warnings = (*warnings, CellWarning(kind="other", text=note))
+    launch = LaunchSettings(
+        nproc_per_node=shape.nproc_per_node,
+        nnodes=shape.nodes,
+        omp_num_threads=threads,
+        extra_env=dict(config.launcher.env),
+        timeout_s=config.launcher.cell_timeout_s,
+        malloc_reuse=device == "cpu" and config.launcher.cpu_malloc == "reuse",
+        cpu_binding=device == "cpu" and config.launcher.cpu_binding == "cores",
+    )
     return PlannedCell(
         identity,
         model,
@@ -510,7 +519,7 @@ def plan_cell(
         training,
         config.measurement,
         config.data,
-        _launch_settings(config, shape, device, threads),
+        launch,
         skip,
         warnings,
     )
@@ -611,21 +620,6 @@ def _feasibility(
             )
         )
     return skip, warnings
-
-
-def _launch_settings(
-    config: BenchConfig, shape: Shape, device: Device, threads: int
-) -> LaunchSettings:
-    """How the cell starts, resolved here once so --dry-run shows what the run does."""
-    return LaunchSettings(
-        nproc_per_node=shape.nproc_per_node,
-        nnodes=shape.nodes,
-        omp_num_threads=threads,
-        extra_env=dict(config.launcher.env),
-        timeout_s=config.launcher.cell_timeout_s,
-        malloc_reuse=device == "cpu" and config.launcher.cpu_malloc == "reuse",
-        cpu_binding=device == "cpu" and config.launcher.cpu_binding == "cores",
-    )
 
 
 def device_set(config: BenchConfig, machine: Machine) -> tuple[BenchConfig, str | None]:
