@@ -123,18 +123,18 @@ def _x_labels(p: Plot, pitch: float) -> XLabels:
     """Level labels where they fit their slot (wrapped on up to three lines), else slanted,
     every n-th where the slots are narrower than a line across the slant."""
     ticks = list(zip(p.x.ticks, p.x.tick_text, strict=False))
+    level, positions = tuple((text,) for _, text in ticks), tuple(x for x, _ in ticks)
     if p.x.scale != "category" or len(ticks) < 2:
-        lines = tuple((text,) for _, text in ticks)
-        return XLabels(lines, tuple(x for x, _ in ticks), False, FONT + 6)
+        return XLabels(level, positions, False, FONT + 6)
     if not p.x.slanted:
         room = pitch - LABEL_GAP
         if all(_text_width(text, FONT) <= room for _, text in ticks):
-            return XLabels(tuple((t,) for _, t in ticks), tuple(x for x, _ in ticks), False, 17)
+            return XLabels(level, positions, False, 17)
         chars = int(room / (FONT * CHAR))
         wrapped = [tuple(textwrap.wrap(text, max(chars, 4))) for _, text in ticks]
         if chars >= 6 and all(len(lines) <= 3 for lines in wrapped):
             rows = max(len(lines) for lines in wrapped)
-            return XLabels(tuple(wrapped), tuple(x for x, _ in ticks), False, 6 + rows * 12)
+            return XLabels(tuple(wrapped), positions, False, 6 + rows * 12)
     across = pitch * math.sin(math.radians(ROTATION))
     line = SLANTED_FONT * 1.3
     every = 1 if across >= line else math.ceil(line / max(across, 1e-6))
@@ -166,8 +166,7 @@ def _frame(p: Plot) -> Frame:
     right = WIDTH - (90.0 if p.kind == "heatmap" else 14.0)
     plot_height = PLOT_HEIGHT
     if p.kind == "heatmap" and p.heatmap is not None:
-        rows = len(p.heatmap.y_labels)
-        plot_height = min(3 * PLOT_HEIGHT, max(PLOT_HEIGHT, HEATMAP_ROW * rows))
+        plot_height = min(3 * PLOT_HEIGHT, max(PLOT_HEIGHT, HEATMAP_ROW * len(p.heatmap.y_labels)))
     bottom = top + plot_height
     count = max(len(p.x.ticks), 1)
     pitch = (right - left) / count if p.x.scale == "category" else right - left
@@ -281,15 +280,13 @@ def _line_series(p: Plot, sx: Scale, sy: Scale, chart_id: str) -> list[str]:
     out = [f'<g id="{chart_id}-bands" pointer-events="none">{bands}</g>'] if bands else []
     for index, s in enumerate(p.series):
         points = [(sx(x), sy(y)) if y is not None else None for x, y in zip(s.x, s.y, strict=True)]
-        dash = DASHES[s.dash]
         parts = [f'<g id="{series_id(chart_id, index)}">', _hover(s)]
         parts.append(_interval_path(s.x, bar_intervals(s), sx, sy))
         if p.kind == "line":
+            dash = f' stroke-dasharray="{DASHES[s.dash]}"' if DASHES[s.dash] else ""
             parts.append(
                 f'<path d="{_polyline(points)}" fill="none" stroke="{s.colour}" '
-                f'stroke-width="{1.0 if s.reference else 1.6}"'
-                + (f' stroke-dasharray="{dash}"' if dash else "")
-                + "/>"
+                f'stroke-width="{1.0 if s.reference else 1.6}"{dash}/>'
             )
         marker = s.marker or ("circle" if p.kind == "dot" else None)
         if marker is not None:
