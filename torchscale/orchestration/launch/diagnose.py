@@ -131,13 +131,9 @@ class Frame:
         return f"{name}:{self.line}"
 
     @property
-    def is_torch(self) -> bool:
-        return bool(_TORCH.search(self.path))
-
-    @property
     def is_code(self) -> bool:
         """Code of the model, the harness or a library other than torch and the stdlib."""
-        return not (self.is_torch or self.path.startswith("<") or _is_stdlib(self.path))
+        return not (_TORCH.search(self.path) or self.path.startswith("<") or _is_stdlib(self.path))
 
 
 @dataclass(frozen=True)

@@ -64,12 +64,8 @@ def judged_gpus(config: BenchConfig, ask: AskPartition) -> JudgedGpus:
     count = gpus.most if stated is None else stated
     spread = f"{gpus.fewest} to " if gpus.fewest != gpus.most else ""
     has = f"{spread}{gpus.most}"
-    return JudgedGpus(
-        count,
-        f"{named}, Slurm's Gres",
-        f"{named} has {has} GPU(s) per node (Slurm's Gres): cells judged against {count}",
-        answer,
-    )
+    note = f"{named} has {has} GPU(s) per node (Slurm's Gres): cells judged against {count}"
+    return JudgedGpus(count, f"{named}, Slurm's Gres", note, answer)
 
 
 def counts_no_gpus(answer: PartitionAnswer | None) -> bool:

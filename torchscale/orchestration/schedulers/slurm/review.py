@@ -90,10 +90,8 @@ def job_steps(allocation: Allocation, store: ResultStore, env: Mapping[str, str]
         root, place = Path(allocation.experiment_root), shown_place(allocation)
         comm = comm_step(request, allocation.nodes, root, env, place, PORT, run_id)
         steps.append(Step(COMM, comm.command.argv, comm.command))
-    for entry, (cell_id, command) in zip(
-        allocation.cells, step_commands(allocation, store, env), strict=True
-    ):
-        steps.append(Step(cell_id, command.argv, command, entry.extra_env))
+    cells = zip(allocation.cells, step_commands(allocation, store, env), strict=True)
+    steps += [Step(cell_id, cmd.argv, cmd, entry.extra_env) for entry, (cell_id, cmd) in cells]
     return steps
 
 
@@ -114,8 +112,7 @@ def step_lines(allocation: Allocation, store: ResultStore, env: Mapping[str, str
     (shell-quoted) and, where torchscale sets any, its environment."""
     lines = []
     for step in job_steps(allocation, store, env):
-        lines.append(f"  {step.label}")
-        lines.append(f"    argv: {shlex.join(step.argv)}")
+        lines += [f"  {step.label}", f"    argv: {shlex.join(step.argv)}"]
         if step.command is not None:
             lines.append(f"    env:  {shown_env(step.command, allocation, step.extra_env)}")
     return lines
