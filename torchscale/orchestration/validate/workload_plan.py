@@ -154,12 +154,8 @@ def _place(
         else:
             unplaced[strategy] = reason
             continue
-        shape = (world, data["batch_sizes"][0])
-        name = (
-            prefix
-            if world == facts.devices and shape[1] == batch
-            else f"{prefix}-{strategy}-w{world}"
-        )
+        moved = world != facts.devices or data["batch_sizes"][0] != batch
+        name = f"{prefix}-{strategy}-w{world}" if moved else prefix
         if name in groups:
             groups[name]["training"]["strategy"].append(strategy)
         else:
