@@ -33,6 +33,8 @@ from torchscale.offline.comm.nccl_tests.records import (
 )
 
 RunStatus = Literal["ok", "failed", "oom", "timeout"]  # CommResult.status
+# unavailable["nodes"]: CommResult.nodes must hold a number all the same
+NO_HOSTS = "the output lists no hosts (no '#  Rank' lines): nodes is not known"
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,7 @@ def build_result(
             check=any(row.wrong is not None for row in rows),
             across_ranks=_same([r.across_ranks for r in runs]) or "avg",
             rows=rows,
-            unavailable=_unavailable(converted),
+            unavailable={} if any(c.hosts for c in converted) else {"nodes": NO_HOSTS},
             status=status,
             error=error,
             warnings=warnings,
@@ -254,13 +256,6 @@ def build_result(
             wall_s=runs[0].wall_s if len(runs) == 1 else None,
         )
     )
-
-
-def _unavailable(converted: list[_Converted]) -> dict[str, str]:
-    """Fields the output does not give (CommResult.nodes must hold a number all the same)."""
-    if any(c.hosts for c in converted):
-        return {}
-    return {"nodes": "the output lists no hosts (no '#  Rank' lines): nodes is not known"}
 
 
 def _launch(runs: list[Run], converted: list[_Converted]) -> dict[str, Any]:

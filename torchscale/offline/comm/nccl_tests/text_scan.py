@@ -201,7 +201,8 @@ def _read_comment(run: Run, body: str, number: int, source: str) -> bool:
     """The header and footer lines: version, test name, settings, ranks, the table header,
     the footer (with or without their '#'); False for any other line."""
     if (rank := RANK.match(body)) is not None:
-        run.ranks.append(_text_rank(rank))
+        index, group, pid, host, _device, name = rank.groups()
+        run.ranks.append(RankLine(int(index), int(group or 0), int(pid), host, name.strip()))
     elif body.startswith("nThread "):
         run.settings = {k: int(m.group(1)) for k, p in SETTINGS.items() if (m := p.search(body))}
     elif (version := VERSION.search(body)) is not None:
@@ -223,11 +224,6 @@ def _read_comment(run: Run, body: str, number: int, source: str) -> bool:
     else:
         return False
     return True
-
-
-def _text_rank(match: re.Match[str]) -> RankLine:
-    rank, group, pid, host, _device, name = match.groups()
-    return RankLine(int(rank), int(group or 0), int(pid), host, name.strip())
 
 
 def _footer_value(token: str) -> tuple[float, float] | None:

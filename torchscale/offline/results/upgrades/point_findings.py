@@ -50,12 +50,8 @@ def _seconds(value: float | None) -> str:
     scaled, unit = (
         (value * 1e6, "us") if size < 1e-3 else (value * 1e3, "ms") if size < 1 else (value, "s")
     )
-    decimals = max(0, 2 - _magnitude(scaled))
+    decimals = max(0, 2 - math.floor(math.log10(abs(scaled))))
     return f"{scaled:,.{decimals}f} {unit}"
-
-
-def _magnitude(value: float) -> int:
-    return math.floor(math.log10(abs(value)))
 
 
 def _pct(share: float) -> str:
