@@ -114,14 +114,10 @@ def static_charts(report: Report, on_step: OnStep) -> tuple[dict[str, Markup], d
     (text, escaped where it is shown): one chart that fails is said in its place."""
     from torchscale.interfaces.report.render.svg_direct import ChartError, drawn_charts
 
-    svgs: dict[str, Markup] = {}
-    errors: dict[str, str] = {}
-    for chart_id, drawn in drawn_charts(report.charts(), on_step).items():
-        if isinstance(drawn, ChartError):
-            errors[chart_id] = str(drawn)
-        else:
-            # safe: svg_direct escapes every string it writes; its ids carry the chart's id
-            svgs[chart_id] = Markup(drawn)  # noqa: S704
+    drawn = drawn_charts(report.charts(), on_step)
+    errors = {k: str(v) for k, v in drawn.items() if isinstance(v, ChartError)}
+    # safe: svg_direct escapes every string it writes; its ids carry the chart's id
+    svgs = {k: Markup(v) for k, v in drawn.items() if not isinstance(v, ChartError)}  # noqa: S704
     return svgs, errors
 
 
