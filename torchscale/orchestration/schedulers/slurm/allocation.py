@@ -256,14 +256,9 @@ def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -
         lines.append(f"#SBATCH --gpus-per-node={allocation.gpus_per_node}")
     if allocation.cpus_asked is not None:
         lines.append(f"#SBATCH --cpus-per-task={allocation.cpus_asked}")
-    for option, value in (
-        ("partition", slurm.partition),
-        ("account", slurm.account),
-        ("qos", slurm.qos),
-        ("time", slurm.time_limit),
-    ):
-        if value:
-            lines.append(f"#SBATCH --{option}={value}")
+    options = {"partition": slurm.partition, "account": slurm.account, "qos": slurm.qos}
+    options["time"] = slurm.time_limit
+    lines += [f"#SBATCH --{option}={value}" for option, value in options.items() if value]
     if slurm.exclusive:
         lines.append("#SBATCH --exclusive")
     lines.extend(f"#SBATCH {option}" for option in slurm.extra_sbatch)
@@ -272,13 +267,7 @@ def sbatch_script(allocation: Allocation, slurm: SlurmConfig, experiment: str) -
         lines.append("# launcher.slurm.setup")
         lines.extend(slurm.setup)
         lines.append("")
-    driver = [
-        allocation.python,
-        "-m",
-        DRIVER_MODULE,
-        "--allocation",
-        str(directory / ALLOCATION_FILE),
-        f"--grace-s={slurm.signal_grace_s}",
-    ]
+    driver = [allocation.python, "-m", DRIVER_MODULE, "--allocation"]
+    driver += [str(directory / ALLOCATION_FILE), f"--grace-s={slurm.signal_grace_s}"]
     lines.append("exec " + shlex.join(driver))
     return "\n".join(lines) + "\n"
