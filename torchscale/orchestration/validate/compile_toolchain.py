@@ -104,17 +104,6 @@ class Toolchain:
         )
 
 
-def probe_env(base_env: Mapping[str, str], inductor: Path, triton: Path) -> dict[str, str]:
-    """The ranks' environment, with the probe's own empty caches and one compile thread (no
-    worker pool to start for one kernel)."""
-    return {
-        **base_env,
-        INDUCTOR_CACHE_ENV: str(inductor),
-        TRITON_CACHE_ENV: str(triton),
-        "TORCHINDUCTOR_COMPILE_THREADS": "1",
-    }
-
-
 @contextlib.contextmanager
 def scratch_caches(env: Mapping[str, str]) -> Iterator[tuple[Path, Path]]:
     """Fresh, empty inductor and Triton cache folders where `env` sends the cells' caches
@@ -196,7 +185,12 @@ def run_probe(
         try:
             done = subprocess.run(
                 [python, "-m", WORKER_MODULE, "--device", device, "--out", str(out)],
-                env=probe_env(base_env, inductor, triton),
+                env={  # the ranks' environment, with the probe's own empty caches
+                    **base_env,
+                    INDUCTOR_CACHE_ENV: str(inductor),
+                    TRITON_CACHE_ENV: str(triton),
+                    "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no worker pool for one kernel
+                },
                 capture_output=True,
                 text=True,
                 timeout=timeout_s,

@@ -164,17 +164,6 @@ def compile_speedup(eager: CellResult, compiled: CellResult) -> tuple[float, flo
     return e / c, e_low / c_high, e_high / c_low
 
 
-def _speedup_text(strategy: str, ratio: tuple[float, float, float], steps: str) -> str:
-    value, low, high = ratio
-    if low > 1:
-        lead = "compiled faster"
-    elif high < 1:
-        lead = "compiled slower"
-    else:
-        lead = "no clear difference"
-    return f"{strategy}: {lead}, {value:.2f}x [{low:.2f}, {high:.2f}] ({steps})"
-
-
 def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -> CheckResult:
     """Compiled against eager, strategy by strategy, on the cells' steps (COMPILE_METHOD):
     INFO when compile is faster or the gap is within the interval, WARN when compiled is
@@ -198,9 +187,12 @@ def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -
             continue
         (eager_ms, eager_n), (compiled_ms, compiled_n) = _steps(before), _steps(result)
         steps = f"median step {eager_ms} -> {compiled_ms} ms, {eager_n} + {compiled_n} steps"
-        parts.append(_speedup_text(strategy, ratio, steps))
-        data[strategy] = {"speedup": ratio[0], "low": ratio[1], "high": ratio[2]}
-        if ratio[2] < 1:
+        value, low, high = ratio
+        clear = "compiled faster" if low > 1 else "compiled slower"
+        lead = clear if low > 1 or high < 1 else "no clear difference"
+        parts.append(f"{strategy}: {lead}, {value:.2f}x [{low:.2f}, {high:.2f}] ({steps})")
+        data[strategy] = {"speedup": value, "low": low, "high": high}
+        if high < 1:
             slower.append(strategy)
     if not parts:
         return skipped("compile.ratio", "compiled / eager", "no strategy ran both ways")
