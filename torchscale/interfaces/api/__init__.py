@@ -1,14 +1,7 @@
 """The library API: a whole job in one call, returning typed results (docs/python-api.md).
-
-Each command of the CLI is a thin call into one function here: `run_benchmark` (benchmark.py),
-`run_profile` (profile.py), `run_comm` (comm.py), `build_report` (report.py), and
-`run_workload` (workload.py: `validate --level workload`). They print
-nothing and exit nothing; a caller that wants progress passes callbacks, and every result
-carries the exit code the command would set.
-
-The API and the CLI are the two front doors: they import everything below them and nothing
-imports them.
-"""
+Each CLI command is a thin call into one function here. They print nothing and exit nothing
+(callbacks for progress; every result carries the command's exit code). The API and the CLI
+are the two front doors: they import everything below them and nothing imports them."""
 
 from __future__ import annotations
 

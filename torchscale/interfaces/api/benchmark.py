@@ -1,13 +1,7 @@
-"""`run_benchmark`: a whole benchmark in one call, returning typed results (docs/python-api.md).
-
-It is what `torchscale benchmark` does: plan the config's cells on the nodes its launcher names,
-then hand the plan to that launcher (`torchscale.orchestration.schedulers`): on this node the sweep
-and the suites the config turns on (the collective sweep, the max-batch search, profiles of the
-cells its trigger selects); under Slurm the allocations submitted and followed; on Kubernetes the
-job manifests written (and applied). Everything produced comes back in a `BenchmarkRun` with the
-exit code the command would set. It prints nothing; a caller that wants progress passes
-`BenchmarkEvents`, which is how the CLI prints as it goes.
-"""
+"""`run_benchmark`: what `torchscale benchmark` does, in one call (docs/python-api.md): plan
+the config's cells on the nodes its launcher names, then hand the plan to that launcher
+(`torchscale.orchestration.schedulers`). It prints nothing; a caller that wants progress passes
+`BenchmarkEvents`, which is how the CLI prints as it goes."""
 
 from __future__ import annotations
 

@@ -63,16 +63,10 @@ def build_report(
     on_step: OnStep | None = None,
 ) -> ReportRun:
     """Report on `source` (one experiment's results, or a folder of several) as
-    `torchscale report -s SOURCE -f FMT` does. `fmt`: html, pdf, md, json or term; `output`:
-    the file (default: <source>/<experiment>_report.<ext>; term: not written); `baseline`:
-    results to compare against (a verdict per matched cell, docs/regressions.md);
-    `cost_per_gpu_hour` prices every result set, `prices` one per experiment name;
-    `html_link`: where the HTML report is published (a URL or path), for the Markdown to link;
-    `width`: the terminal report's width (default 100); `full`: every section, not the
-    decision and what carries it (a summary, a short report; the HTML holds every section
-    either way); `interactive`: HTML charts drawn by plotly rather than SVG; `on_step`:
-    called as the long work goes (`Step`: building the report, then the charts, a PDF's
-    layout and pages), for a progress display."""
+    `torchscale report -s SOURCE -f FMT` does (parameters: docs/python-api.md; the flags they
+    mirror: docs/cli.md). `html_link`: where the HTML report is published, for the Markdown to
+    link; `interactive`: HTML charts drawn by plotly rather than SVG; `prices`: a price per
+    experiment name."""
     from torchscale.interfaces.report.sections.baseline import gate_summary
 
     outcome = generate(

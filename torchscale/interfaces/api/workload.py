@@ -1,14 +1,8 @@
-"""`run_workload`: what `torchscale validate --level workload` does, in one call.
-
-It proves the whole training stack on this node's devices: the basic checks, then short cells
-of every strategy the node can hold (eager, then compiled), a max-batch search, a batch that
-cannot fit (it must end `oom` and the cells after it must run), a profile per profiler present
-(each trace analysed), a collective sweep, the telemetry the cells carry, and a report of it
-all. Every step goes through the same functions as the commands (`run_benchmark`,
-`run_profile`, `build_report`), so a step that passes here passes there. Everything lands in
-one folder, meant to be attached to a bug report. Each step's verdict comes from
-orchestration/validate/workload_judge.py; it prints nothing.
-"""
+"""`run_workload`: what `torchscale validate --level workload` does, in one call (its steps:
+docs/first-gpu-run.md; its folder: docs/validate.md). Every step goes through the same
+functions as the commands (`run_benchmark`, `run_profile`, `build_report`), so a step that
+passes here passes there. Each step's verdict comes from
+orchestration/validate/workload_judge.py; it prints nothing."""
 
 from __future__ import annotations
 

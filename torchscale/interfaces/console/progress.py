@@ -1,21 +1,11 @@
-"""Where long work stands: cell i of N (a sweep), profile i of N (the profiles after it), chart
-i of N (a PDF), the time elapsed, and when it should end.
+"""Where long work stands: cell, profile or chart i of N, the time elapsed, and when it should
+end (what the user reads: docs/cli.md, `benchmark`; docs/profiling.md; docs/reporting.md).
 
-The plan's estimate of a cell (`Plan.estimate`) is a lower bound: launch overhead, plus the
-timed windows when the measurement is duration-based; step times are unknown until measured.
-So the ETA scales the estimate of the cells left by what the finished cells took against their
-own estimate (measured / estimated); with no estimate, it is the mean finished cell times the
-cells left; before any cell finished there is no ETA ("ETA unknown"). Cells that never launch
-(skipped by the plan, reused by --resume) are no evidence of how long a cell takes.
-
-The same holds for the profiles after a sweep (`what="profile"`, no estimates: the mean
-profiled run so far times the runs left). A report's long steps (building the model, drawing a
-PDF's charts, laying out and writing its pages) arrive as `Step` events from the library;
-`StepProgress` turns them into the same kind of text, the ETA of a step being the mean item
-so far times the items left.
-
-Pure computation, the clock passed in: the commands print the text as they please.
-"""
+The plan's estimate of a cell (`Plan.estimate`) is a lower bound (launch overhead plus the timed
+windows; step times are unknown until measured), so the ETA scales the estimate of the cells left
+by what the finished cells took against their own estimate; with no estimate, it is the mean
+finished item times the items left. Cells that never launch (skipped by the plan, reused by
+--resume) are no evidence of how long a cell takes. Pure computation, the clock passed in."""
 
 from __future__ import annotations
 
