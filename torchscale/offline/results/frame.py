@@ -11,13 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from torchscale.contracts.schema.cell_result import (
-    PART_NAMES,
-    CellResult,
-    Diagnosis,
-    Estimate,
-    ParallelMetrics,
-)
+from torchscale.contracts.schema.cell_result import PART_NAMES, CellResult, Diagnosis, Estimate
 from torchscale.contracts.schema.cell_telemetry import HostLoad
 from torchscale.contracts.step_phases import STEP_PHASES, seconds_column
 from torchscale.offline.analysis.reliability import add_reliability
@@ -157,6 +151,7 @@ def cell_row(result: CellResult) -> dict[str, Any]:
     tel, data, cost = result.telemetry, result.data, result.cost
     read = data.read_bytes_per_s if data else None
     shape, parallel, warmup = cell.parallel, result.parallel, result.warmup
+    tp, bound = parallel.profiled_comm if parallel else None, result.host_bound
     return {
         "cell_id": cell.id,
         "status": result.status.value,
@@ -216,7 +211,11 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         **_host_load(tel.hosts if tel else None),
         "bubble_measured": parallel.bubble_measured if parallel else None,
         "bubble_theoretical": parallel.bubble_theoretical if parallel else None,
-        **_profiled_comm(parallel),
+        # a tensor-parallel cell's profiled communication shares (None elsewhere)
+        "tp_comm": tp.comm if tp else None,
+        "tp_exposed_comm": tp.exposed if tp else None,
+        "tp_waiting_for_peers": tp.waiting_for_peers if tp else None,
+        "tp_exposed_transfer": tp.exposed_transfer if tp else None,
         "parameter_bytes": mem.parameter_bytes if mem else None,
         "static_bytes": (
             mem.parameter_bytes + mem.gradient_bytes + mem.optimizer_state_bytes if mem else None
@@ -237,17 +236,10 @@ def cell_row(result: CellResult) -> dict[str, Any]:
         "definition_sha256": cell.definition_sha256,
         "warnings": "; ".join(w.text for w in result.warnings),
         "error": result.error.reason if result.error else None,
-        **_host_bound(result),
-    }
-
-
-def _host_bound(result: CellResult) -> dict[str, Any]:
-    """The host-bound verdict (GPU cells; None: not judged) and how it was judged."""
-    record = result.host_bound
-    return {
-        "host_bound": record.host_bound if record else None,
-        "gpu_busy_share": record.gpu_busy_share if record else None,
-        "host_bound_method": record.method if record else None,
+        # the host-bound verdict (GPU cells; None: not judged) and how it was judged
+        "host_bound": bound.host_bound if bound else None,
+        "gpu_busy_share": bound.gpu_busy_share if bound else None,
+        "host_bound_method": bound.method if bound else None,
     }
 
 
@@ -323,17 +315,6 @@ def _host_load(hosts: list[HostLoad] | None) -> dict[str, Any]:
         "load_avg_1m": max(v for v in load if v is not None) if None not in load else None,
         "other_gpu_processes": sum(v for v in gpu if v is not None) if None not in gpu else None,
         "busy_machine": True if any(busy) else (False if None not in busy else None),
-    }
-
-
-def _profiled_comm(parallel: ParallelMetrics | None) -> dict[str, float | None]:
-    """A tensor-parallel cell's profiled communication shares (None elsewhere)."""
-    comm = parallel.profiled_comm if parallel else None
-    return {
-        "tp_comm": comm.comm if comm else None,
-        "tp_exposed_comm": comm.exposed if comm else None,
-        "tp_waiting_for_peers": comm.waiting_for_peers if comm else None,
-        "tp_exposed_transfer": comm.exposed_transfer if comm else None,
     }
 
 
