@@ -149,23 +149,13 @@ class Sampler:
             windows=list(self.windows),
             unavailable=unavailable,
             errors=errors,
-            gpu_name=found.get("name"),
-            gpu_uuid=found.get("uuid"),
-            pid=found.get("pid"),
-            cores=found.get("cores"),
-            usable_cores=found.get("usable_cores"),
-            sm_clock_max_mhz=found.get("sm_clock_max_mhz"),
-            power_limit=found.get("power_limit"),
+            **{f"gpu_{k}" if k in ("name", "uuid") else k: v for k, v in found.items()},
         )
 
     # -- the thread ----------------------------------------------------------------------------
 
     def _energy(self) -> float | None:
-        for source in self.sources:
-            value = source.energy_mj()
-            if value is not None:
-                return value
-        return None
+        return next((mj for s in self.sources if (mj := s.energy_mj()) is not None), None)
 
     def _edge(self, record: WindowSamples) -> None:
         reading = EdgeReading(t=time.perf_counter())
