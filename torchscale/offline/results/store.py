@@ -58,18 +58,12 @@ def check_output_dir(root: Path, *, keep: bool = True, what: str = "results") ->
         raise OutputDirError(
             f"cannot write {what} to '{root}': {where}: {describe_os_error(exc)}"
         ) from None
-    finally:
-        if not keep:
-            _remove_empty(created)
-
-
-def _remove_empty(directories: list[Path]) -> None:
-    """Remove the directories a dry run's probe created, deepest first, when still empty."""
-    for directory in directories:  # root first, then its parents: deepest first
-        try:
-            directory.rmdir()
-        except OSError:
-            return
+    finally:  # a dry run: the directories the probe created, deepest first, while empty
+        for directory in [] if keep else created:  # root first, then its parents
+            try:
+                directory.rmdir()
+            except OSError:
+                break
 
 
 def _read_if_there(path: Path) -> CellResult | None:
