@@ -202,16 +202,12 @@ def run_launch(
     `torchscale.orchestration.launch.attempt.run_attempt`, the one launch path."""
     _clear_diagnostics(command.diagnostics_dir)
     stacks: dict[int, Path] = {}
-
-    def diagnose() -> None:
-        stacks.update(request_stacks(command.diagnostics_dir))
-
     outcome = run_logged(
         command.argv,
         command.env,
         command.log_path,
         timeout_s,
-        on_timeout=diagnose,
+        on_timeout=lambda: stacks.update(request_stacks(command.diagnostics_dir)),
         finished=finished,
     )
     return replace(outcome, stacks=stacks)

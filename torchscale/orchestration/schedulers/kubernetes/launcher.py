@@ -89,9 +89,8 @@ class KubernetesJobs:
         paths = write_k8s_manifests(plan, store, settings.pod_patch)
         skipped = sum(1 for p in plan.cells if p.skip_reason is not None)
         written = _written(store.k8s_dir, paths, skipped)
-        events.on_launcher_event(
-            LauncherEvent(KIND, "submitted", written.lines[-1], submission=written)
-        )
+        event = LauncherEvent(KIND, "submitted", written.lines[-1], submission=written)
+        events.on_launcher_event(event)
         applied = apply_manifests(paths) if apply else []
         submission = replace(written, closing=_applied_lines(applied), record=tuple(applied))
         return BenchmarkRun(plan, store, dry_run=dry_run, submission=submission)
