@@ -46,13 +46,9 @@ def with_run(analysis: ProfileAnalysis, result: CellResult | None) -> ProfileAna
         if result.diagnosis is None or is_point_figures(result.diagnosis):
             return analysis
         # the run's diagnosis answers what the analysis' own figures did
-        unavailable = {k: v for k, v in analysis.unavailable.items() if k not in BEFORE_SCHEMA_8}
+        kept = {k: v for k, v in analysis.unavailable.items() if k not in BEFORE_SCHEMA_8}
         return analysis.model_copy(
-            update={
-                "diagnosis": result.diagnosis,
-                "before_diagnosis": None,
-                "unavailable": unavailable,
-            }
+            update={"diagnosis": result.diagnosis, "before_diagnosis": None, "unavailable": kept}
         )
     return analysis.model_copy(update={"diagnosis": _marked(diagnosis, result)})
 
