@@ -463,22 +463,16 @@ def phase_line(title: str, run: PerfRun) -> str:
     return f"perf: {title}: not measured: {why}"
 
 
+@dataclass
 class PhaseWatch:
     """Reports each phase the ranks finish, once, as `log` lines, and the phase now running
     as `progress` text; polled while the launch runs."""
 
-    def __init__(
-        self,
-        plan: PerfPlan,
-        folder: Path,
-        progress: Callable[[str], None] | None,
-        log: Callable[[str], None] | None,
-    ) -> None:
-        self.planned = planned_phases(plan.spec)
-        self.folder = folder
-        self.progress = progress
-        self.log = log
-        self.reported = 0
+    planned: list[str]  # the phases' titles, in order (`planned_phases`)
+    folder: Path
+    progress: Callable[[str], None] | None
+    log: Callable[[str], None] | None
+    reported: int = 0
 
     def poll(self) -> bool:
         """Report the phases finished since the last poll; whether perf.json is written."""
@@ -601,7 +595,7 @@ def run_perf(
         progress(f"perf: {phases[0]} (1/{len(phases)})" if phases else "perf")
     if log:
         log(f"perf: {plan.nproc} {units}(s), {len(phases)} phases, kept in {workdir}")
-    watch = PhaseWatch(plan, workdir, progress, log)
+    watch = PhaseWatch(phases, workdir, progress, log)
     run, failure = run_measurements(plan, base_env, workdir, watch)
     if run is None:
         assert failure is not None
