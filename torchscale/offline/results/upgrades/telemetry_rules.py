@@ -148,12 +148,9 @@ def rejudged_telemetry(result: CellResult) -> CellResult:
     else:
         unavailable.pop("telemetry.throttled", None)
     warnings = [w for w in result.warnings if not w.text.startswith(THROTTLE_WARNING)]
-    warning = throttle_warning(verdicts)
+    if warning := throttle_warning(verdicts):
+        warnings.append(CellWarning(kind="throttling", text=warning))
+    telemetry = telemetry.model_copy(update=update)
     return result.model_copy(
-        update={
-            "telemetry": telemetry.model_copy(update=update),
-            "warnings": warnings
-            + ([CellWarning(kind="throttling", text=warning)] if warning else []),
-            "unavailable": unavailable,
-        }
+        update={"telemetry": telemetry, "warnings": warnings, "unavailable": unavailable}
     )
