@@ -43,14 +43,10 @@ def submitted(
     lines = sweep_lines(sweep, jobs, store if dry_run else None, env or {})
     if dry_run:
         lines = [f"note: {note}" for note in notes] + lines
+    closing = ("dry run: nothing submitted",) if dry_run else ()
+    followed, record = bool(jobs or sweep.following), SlurmSubmitted(sweep, jobs)
     submission = LauncherSubmission(
-        launcher=KIND,
-        directory=store.slurm_dir,
-        files=tuple(sweep.scripts),
-        lines=tuple(lines),
-        closing=("dry run: nothing submitted",) if dry_run else (),
-        followed=bool(jobs or sweep.following),
-        record=SlurmSubmitted(sweep, jobs),
+        KIND, store.slurm_dir, tuple(sweep.scripts), tuple(lines), closing, followed, record
     )
     message = f"{len(sweep.scripts)} sbatch script(s) {verb} under {store.slurm_dir}"
     return LauncherEvent(KIND, "submitted", message, submission=submission)
