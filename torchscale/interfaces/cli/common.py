@@ -44,10 +44,8 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except KeyboardInterrupt:
             stderr.print("[yellow]interrupted[/]")
             raise typer.Exit(EXIT_INTERRUPTED) from None
-        except Terminated as exc:
-            raise stop_exit(exc, KEPT) from None
-        except OSError as exc:
-            stop = terminated_in_chain(exc)
+        except (Terminated, OSError) as exc:
+            stop = as_stop(exc)
             if stop is None:
                 raise
             raise stop_exit(stop, KEPT) from None

@@ -36,6 +36,8 @@ TARGET_HELP = (
     "run's memory peaks (allocator events are not traced: said why); all = everything."
 )
 
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print the analysis as JSON on stdout.")]
+
 app = typer.Typer(
     help="Profile one cell on every rank and find sync stalls and stragglers "
     "(or analyse existing traces: `torchscale profile analyze DIR`).",
@@ -105,9 +107,7 @@ def profile(
     name: Annotated[
         str, typer.Option(help="Experiment name (results sub-directory).")
     ] = STANDALONE_EXPERIMENT,
-    json_output: Annotated[
-        bool, typer.Option("--json", help="Print the analysis as JSON on stdout.")
-    ] = False,
+    json_output: JsonFlag = False,
     verbose: VerbosityFlag = None,
 ) -> None:
     """Profile one cell on every rank, then name the stalls, the straggler and the fix."""
@@ -190,9 +190,7 @@ def analyze(
             help="Where to write analysis.json (default: TRACE_DIR/analysis.json when writable).",
         ),
     ] = None,
-    json_output: Annotated[
-        bool, typer.Option("--json", help="Print the analysis as JSON on stdout.")
-    ] = False,
+    json_output: JsonFlag = False,
     verbose: VerbosityFlag = None,
 ) -> None:
     """Analyse existing traces from any PyTorch job: one trace per rank."""
