@@ -299,16 +299,14 @@ def request_from_config(
 ) -> tuple[ProfileRequest, str | None]:
     """The request a sweep's `profiling:` section makes for a cell on `device`."""
     tool, note = resolve_tool(settings.tool, device, asked_by=CONFIG_TOOL_KEY)
-    return (
-        ProfileRequest(
-            tool=tool,
-            warmup_steps=settings.warmup_steps,
-            active_steps=settings.steps,
-            record_shapes=settings.record_shapes,
-            with_stack=settings.with_stack,
-        ),
-        note,
+    request = ProfileRequest(
+        tool=tool,
+        warmup_steps=settings.warmup_steps,
+        active_steps=settings.steps,
+        record_shapes=settings.record_shapes,
+        with_stack=settings.with_stack,
     )
+    return request, note
 
 
 def profile_after_sweep(
