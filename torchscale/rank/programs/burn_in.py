@@ -28,6 +28,7 @@ from torchscale.rank.telemetry.nvml_source import uuid_candidates
 from torchscale.rank.telemetry.rank import rank_sampler, torch_uuid
 from torchscale.rank.telemetry.samples import WindowSamples
 from torchscale.rank.worker.harness import Group, Join, Program, spec_file
+from torchscale.rank.worker.timing import synchronize
 
 SEED = 20261123
 WORK_SIZE = 256  # the seeded work: a chain of WORK_STEPS (256 x 256) matmuls and tanh
@@ -52,11 +53,6 @@ def fingerprint(result: torch.Tensor, corrupt: bool = False) -> str:
     return hashlib.sha256(bytes(data)).hexdigest()
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _timed_loop(fn: Any, device: torch.device, budget_s: float) -> tuple[int, float]:
     """(calls, seconds) of calling `fn` in batches until `budget_s` has passed."""
     calls, start = 0, time.perf_counter()
@@ -64,7 +60,7 @@ def _timed_loop(fn: Any, device: torch.device, budget_s: float) -> tuple[int, fl
     while True:
         for _ in range(batch):
             fn()
-        _sync(device)
+        synchronize(device)
         calls += batch
         elapsed = time.perf_counter() - start
         if elapsed >= budget_s:

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
 from torchscale.contracts.comm_spec import CommSpec
 from torchscale.contracts.schema.comm_result import CommPair, CommResult, CommRow
@@ -29,6 +28,7 @@ from torchscale.offline.comm.rows import RankTiming, measured_row, pair_result, 
 from torchscale.rank.programs.collective_ops import Prepared, Unsupported, exchange, prepare
 from torchscale.rank.worker.harness import Group, Join, Program, spec_file
 from torchscale.rank.worker.run_environment import capture_environment
+from torchscale.rank.worker.timing import settle
 
 # what backends say when they lack an op (gloo before reduce_scatter_tensor, for one)
 UNSUPPORTED_MESSAGE = re.compile(r"not support|unsupported|not implement", re.IGNORECASE)
@@ -66,13 +66,6 @@ def _itemsize(dtype: str) -> int:
     return torch.empty(0, dtype=getattr(torch, dtype)).element_size()
 
 
-def _settle(device: torch.device) -> None:
-    """Everything queued is done and every rank is here: the window starts on even terms."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    dist.barrier()
-
-
 def _first_call(prepared: Prepared) -> None:
     """Run once; a backend that lacks the op raises Unsupported with its own words."""
     try:
@@ -92,7 +85,7 @@ def time_op(
     wrong = None
     if spec.check:
         checked = prepare(op, count, dtype, device, rank=rank, ranks=ranks, check=True)
-        _settle(device)
+        settle(device)
         _first_call(checked)
         wrong = checked.verify()
         del checked
@@ -103,7 +96,7 @@ def time_op(
         else:
             timed.run()
     # the figure nccl-tests prints: `iters` ops back to back, timestamps at the ends only
-    _settle(device)
+    settle(device)
     ends = Stamps(device, 1)
     ends.mark(0)
     for _ in range(spec.iters):
@@ -112,7 +105,7 @@ def time_op(
     window = ends.intervals()[0]
     # the spread: a second window with a timestamp between every two ops (on one H100 an event
     # per op cost about 8 us, 20 % of a 40 us launch-bound op, so it is kept out of the first)
-    _settle(device)
+    settle(device)
     stamps = Stamps(device, spec.iters)
     stamps.mark(0)
     for i in range(spec.iters):
@@ -158,7 +151,7 @@ def _pairs(spec: CommSpec, group: Group, host: str) -> list[CommPair]:
     count = max(1, spec.pairs_bytes // itemsize)
     windows: dict[tuple[int, int], float] = {}
     for a, b in itertools.combinations(range(ranks), 2):
-        _settle(device)
+        settle(device)
         if rank not in (a, b):
             continue
         run = exchange(b if rank == a else a, count, dtype, device)
@@ -170,7 +163,7 @@ def _pairs(spec: CommSpec, group: Group, host: str) -> list[CommPair]:
             run()
             stamps.mark(i + 1)
         windows[(a, b)] = stamps.intervals()[0]
-    _settle(device)
+    settle(device)
     gathered = group.gather((host, windows))
     hosts = {r: g[0] for r, g in enumerate(gathered)}
     pairs = []

@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from torchscale.rank.worker.harness import Group, Join, Program
+from torchscale.rank.worker.timing import settle, synchronize
 
 INIT_TIMEOUT = timedelta(seconds=60)  # a smoke test that cannot rendezvous fails fast
 
@@ -52,11 +53,6 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def body(args: argparse.Namespace, group: Group) -> None:
     """The smoke test on this rank; rank 0 writes the verdict."""
     device, rank, world = group.device, group.rank, group.size
@@ -70,11 +66,10 @@ def body(args: argparse.Namespace, group: Group) -> None:
     elapsed = 0.0
     for _ in range(args.iters):
         tensor.fill_(rank + 1)
-        _sync(device)
-        dist.barrier()
+        settle(device)
         start = time.perf_counter()
         dist.all_reduce(tensor)
-        _sync(device)
+        synchronize(device)
         elapsed += time.perf_counter() - start
         wrong += (tensor != expected_sum(world)).sum()
 

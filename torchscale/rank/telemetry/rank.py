@@ -44,10 +44,7 @@ def rank_sampler(config: TelemetryConfig, device: torch.device) -> Sampler | Non
             unavailable = {**dict.fromkeys((*GPU_FIELDS, GPU_PROCESSES), gpu), ENERGY: gpu}
             return Sampler(process, interval_s, label, unavailable)
         return Sampler([gpu, *process], interval_s, label)
-    unavailable = {
-        **dict.fromkeys((*GPU_FIELDS, GPU_PROCESSES), CPU_NO_GPU),
-        ENERGY: CPU_NO_ENERGY,
-    }
+    unavailable = {**dict.fromkeys((*GPU_FIELDS, GPU_PROCESSES), CPU_NO_GPU), ENERGY: CPU_NO_ENERGY}
     return Sampler(process, interval_s, "cpu", unavailable)
 
 

@@ -116,11 +116,10 @@ def _timed_step(trainer: Trainer, timer: StepTimer, step: int, recorder: Any) ->
 
 def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome:
     """Run the profiled steps on this rank and write its files (every rank calls this)."""
-    import torch.distributed as dist
 
     from torchscale.rank.worker.measure import PIPELINE_PHASES_NOTE, phase_recorder
     from torchscale.rank.worker.phases import trainable
-    from torchscale.rank.worker.timing import make_timer, resolve_timing, synchronize
+    from torchscale.rank.worker.timing import make_timer, resolve_timing, settle
 
     directory = Path(profile.trace_dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -131,8 +130,7 @@ def capture(trainer: Trainer, profile: ProfileSpec, rank: int) -> CaptureOutcome
     # pipelines interleave forward and backward inside the schedule: no phase split
     recorder = phase_recorder(trainer, total) if trainer.runner is None else None
     outcome = CaptureOutcome(0.0)
-    synchronize(trainer.device)
-    dist.barrier()
+    settle(trainer.device)
     started = time.perf_counter()
     hooks = (
         recorder.hooks(trainable(trainer.model))
@@ -185,7 +183,7 @@ def _nsys_steps(
     active steps marked and inside it (see the module docstring for the trigger and barriers)."""
     import torch.distributed as dist
 
-    from torchscale.rank.worker.timing import synchronize
+    from torchscale.rank.worker.timing import settle
 
     backend, note = markers.nvtx_backend()
     notes = [note] if note else []
@@ -195,8 +193,7 @@ def _nsys_steps(
     skipped = profile.wait + profile.warmup
     for step in range(skipped):
         _timed_step(trainer, timer, step, recorder)
-    synchronize(trainer.device)
-    dist.barrier()  # every rank is done with its untraced steps before anyone starts
+    settle(trainer.device)  # every rank is done with its untraced steps before anyone starts
     if trigger is not None:
         notes += filter(None, [_fire(trigger.start, "start", rank)])
     dist.barrier()  # the collection is on before any rank's first traced step
@@ -205,8 +202,7 @@ def _nsys_steps(
     for step in range(skipped, skipped + profile.active):
         with markers.use(marks), marks.step(step):
             _timed_step(trainer, timer, step, recorder)
-    synchronize(trainer.device)
-    dist.barrier()  # every rank's last traced step is over before anyone stops
+    settle(trainer.device)  # every rank's last traced step is over before anyone stops
     if trigger is not None:
         notes += filter(None, [_fire(trigger.stop, "stop", rank)])
     return notes

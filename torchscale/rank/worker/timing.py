@@ -12,6 +12,7 @@ import time
 from typing import Protocol
 
 import torch
+import torch.distributed as dist
 
 
 class StepTimer(Protocol):
@@ -81,3 +82,10 @@ def make_timer(mode: str, steps: int, device: torch.device) -> StepTimer:
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def settle(device: torch.device) -> None:
+    """Everything queued on the device is done and every rank is here: what follows (a window
+    of collectives, the traced steps) starts on even terms."""
+    synchronize(device)
+    dist.barrier()
