@@ -32,10 +32,9 @@ if TYPE_CHECKING:
     from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
     from torchscale.orchestration.profiling.session import ProfiledCell
 
-# MFU of GPT-2 124M at batch 8 in bf16 on one H100 (this level's own cells, torch 2.11): 24 %
-# eager, 35 % compiled (docs/measured.md). A short cell of it below MFU_FLOOR is a GPU far from
-# its clocks (throttled, shared, a wrong peak); above MFU_CEILING no dense training step goes,
-# so the FLOP count or the peak is wrong
+# against MFU_SOURCE (this level's own cells, torch 2.11): a short cell below MFU_FLOOR is a GPU
+# far from its clocks (throttled, shared, a wrong peak); above MFU_CEILING no dense training
+# step goes, so the FLOP count or the peak is wrong
 MFU_FLOOR = 0.04
 MFU_CEILING = 0.75
 MFU_SOURCE = "GPT-2 124M, batch 8, bf16 on one H100: 24 % eager, 35 % compiled (docs/measured.md)"

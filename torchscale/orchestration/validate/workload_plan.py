@@ -3,10 +3,10 @@ deliberate out-of-memory cell and the profiles, decided from the device type, ho
 there are and how much memory one has. Pure: the caller reads the node and runs the plan
 (torchscale/interfaces/api/workload.py).
 
-The level exists to run every path a first training job takes through the tool, once, in
-minutes: it is a proof that the stack works on this node, not a measurement to quote. So the
-cells are short (one repeat of a few steps beyond warm-up), and the model is the smallest that
-takes each path: GPT-2 124M on GPUs (what the docs' reference figures are for), tiny-gpt2 on CPU.
+The level runs every path a first training job takes, once, in minutes: a proof that the stack
+works here, not a figure to quote (docs/validate.md, 'What `workload` judges'). So the cells are
+short and the model the smallest that takes each path: GPT-2 124M on GPUs (what the docs'
+reference figures are for), tiny-gpt2 on CPU.
 """
 
 from __future__ import annotations
