@@ -40,22 +40,19 @@ def judged_host_bound(result: CellResult) -> HostBound | None:
     mfu = result.compute.mfu if result.compute is not None else None
     step_s = result.step_time.p50 if result.step_time is not None else None
     if mfu is None:
-        return HostBound(
-            gpu_busy_s=None,
-            step_s=step_s,
-            gpu_busy_share=None,
-            host_bound=None,
-            method=NOT_MEASURED,
-            reason=f"{why}; no MFU to judge by arithmetic",
-        )
+        bound, method, reason = None, NOT_MEASURED, f"{why}; no MFU to judge by arithmetic"
+    elif mfu < HOST_BOUND_MFU:
+        bound, method, reason = True, ARITHMETIC_METHOD, f"{why}; MFU {pct_small(mfu)}"
+    else:
+        bound, method = None, NOT_MEASURED
+        reason = f"{why}; MFU {pct_small(mfu)}, at least {HOST_BOUND_MFU:.0%}: not judged"
     return HostBound(
         gpu_busy_s=None,
         step_s=step_s,
         gpu_busy_share=None,
-        host_bound=True if mfu < HOST_BOUND_MFU else None,
-        method=ARITHMETIC_METHOD if mfu < HOST_BOUND_MFU else NOT_MEASURED,
-        reason=f"{why}; MFU {pct_small(mfu)}"
-        + ("" if mfu < HOST_BOUND_MFU else f", at least {HOST_BOUND_MFU:.0%}: not judged"),
+        host_bound=bound,
+        method=method,
+        reason=reason,
     )
 
 
@@ -89,7 +86,5 @@ def with_host_bound(result: CellResult) -> CellResult:
     if any(f.title.startswith(HOST_BOUND_TITLE) for f in diagnosis.findings):
         return result
     # first whatever its cost: on a host-bound GPU the other findings describe host time too
-    findings = [finding, *diagnosis.findings]
-    return result.model_copy(
-        update={"diagnosis": diagnosis.model_copy(update={"findings": findings})}
-    )
+    diagnosis = diagnosis.model_copy(update={"findings": [finding, *diagnosis.findings]})
+    return result.model_copy(update={"diagnosis": diagnosis})
