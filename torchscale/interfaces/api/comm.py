@@ -1,11 +1,7 @@
-"""`run_comm`: what `torchscale comm` does, in one call returning a typed result.
-
-It resolves the options (device, backend, ranks, threads per rank, sizes:
-torchscale/orchestration/comm/ planning.py), launches the collective sweep through the one launch
-path and stores the result in OUTPUT_DIR/<name>/comm/, or, with `import_file`, reads an nccl-tests
-output file and stores that. It prints nothing: the notes chosen for the user come back in the plan,
-through `on_plan` before anything is written and `on_start` before the ranks launch.
-"""
+"""`run_comm`: what `torchscale comm` does, in one call returning a typed result (docs/comm.md):
+the collective sweep through the one launch path, or an nccl-tests file read with `import_file`,
+stored in OUTPUT_DIR/<name>/comm/. It prints nothing: the notes for the user come back in the
+plan, through `on_plan` before anything is written and `on_start` before the ranks launch."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""`run_profile`: what `torchscale profile` does, and `analyze_traces`: what
-`torchscale profile analyze DIR` does, each in one call returning typed results.
-
-`run_profile` profiles one cell on every rank (torch.profiler or Nsight Systems) and analyses
-the traces; `analyze_traces` reads the per-rank traces any PyTorch job wrote. Neither prints:
-the notes chosen for the user (device, model, world size, profiler) come back in the result and
-through `on_start`, before the ranks launch.
-"""
+"""`run_profile` and `analyze_traces`: what `torchscale profile` and `torchscale profile analyze
+DIR` do, each in one call returning typed results (docs/profiling.md). Neither prints: the notes
+for the user (device, model, world size, profiler) come back in the result and through
+`on_start`, before the ranks launch."""
 
 from __future__ import annotations
 

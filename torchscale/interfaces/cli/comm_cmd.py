@@ -1,8 +1,6 @@
-"""`torchscale comm`: collective bandwidth in nccl-tests' conventions (or `--import` of an
-nccl-tests output file), printed as nccl-tests prints it and stored as a comm result.
-
-The flags become one `CommOptions`; `torchscale.interfaces.api.run_comm` does the rest and prints
-nothing: this module prints its notes, progress and the table, and sets the exit code."""
+"""`torchscale comm` (docs/comm.md): the flags become one `CommOptions`;
+`torchscale.interfaces.api.run_comm` does the rest and prints nothing: this module prints its
+notes, progress and the table, and sets the exit code."""
 
 from __future__ import annotations
 

@@ -46,12 +46,8 @@ POSITION_EVERY_S = 60.0  # a log gets the sweep's position at most once a minute
 
 class BenchmarkPrinter:
     """What `torchscale benchmark` prints as the run goes (from the library's events) and
-    after it: progress and cell lines on stderr, tables and summaries on stdout.
-
-    Each running line says where the sweep stands (cell i/N, elapsed, ETA from the plan's
-    estimates corrected by the measured cells: `progress.py`), so a log or CI shows it
-    too; on a terminal the rich progress bar shows the same ETA. Without `plan` the
-    ETA is the mean measured cell times the cells left."""
+    after it: progress and cell lines on stderr, tables and summaries on stdout. Each running
+    line says where the sweep stands (`progress.py`), so a log or CI shows it too."""
 
     def __init__(self, cells: int, plan: Plan | None = None) -> None:
         from rich.progress import (

@@ -1,10 +1,6 @@
-"""The sweep's lines for one cell: 'Running ...' as it starts, then its published figures
-(throughput, latency, with their intervals), a host-bound GPU, its diagnosis, compile time,
-input pipeline, telemetry and price, and its warnings.
-
-Each line carries its level (info, warn, fail, skip), chosen from the data, so the CLI colours
-by level and never by searching the text.
-"""
+"""The sweep's lines for one cell: 'Running ...' as it starts, then its figures, diagnosis and
+warnings. Each line carries its level (info, warn, fail, skip), chosen from the data, so the CLI
+colours by level and never by searching the text."""
 
 from __future__ import annotations
 

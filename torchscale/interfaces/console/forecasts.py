@@ -1,10 +1,7 @@
-"""Forecasts as the terminal shows them: `torchscale predict`'s tables (one per model, batch,
-precision, strategy and device; a figure with its interval rounded by the report's one rule,
-`figure_with_interval`), the assumptions under them (those every table shares once, at the
-end), each a paragraph with a hanging indent, never wider than the terminal; and the sweep's
-line for a forecast a measured cell scored: 'forecast for <cell>: 410 ms predicted [370 ms,
-450 ms], measured 430 ms: inside, error -5 %' (the error as prediction/score.py defines it,
-signed: + means the forecast was too slow). Builds renderables; the CLI prints them."""
+"""Forecasts as the terminal shows them (docs/prediction.md): `torchscale predict`'s tables, a
+figure with its interval rounded by the report's one rule (`figure_with_interval`), the
+assumptions under them, and the sweep's line for a forecast a measured cell scored (its error
+as prediction/score.py defines it). Builds renderables; the CLI prints them."""
 
 from __future__ import annotations
 

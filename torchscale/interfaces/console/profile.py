@@ -1,11 +1,7 @@
-"""Terminal rendering of a profile in the published style: `[ANALYSIS] Sync stall time: ...`,
-the straggler line, `Found N bottleneck(s):` with one line each, the what-if and the caveat.
-
-Every figure about where step time goes is the run's one diagnosis (`ProfileAnalysis.diagnosis`,
-torchscale/offline/analysis/diagnosis.py) written by `report/diagnosis_text.py`, the sentences every
-surface uses. The default output is short (about 15 lines at 80 columns); `verbose` (-v) adds
-the cross-checks, each finding's evidence and fix, the `--target` detail lines and the notes.
-"""
+"""Terminal rendering of a profile in the published style (docs/profiling.md). Every figure about
+where step time goes is the run's one diagnosis (`ProfileAnalysis.diagnosis`) in the sentences
+of `report/diagnosis_text.py`, which every surface uses. The default output is short (about 15
+lines at 80 columns); `verbose` (-v) adds the cross-checks, evidence, fixes and notes."""
 
 from __future__ import annotations
 
