@@ -116,11 +116,7 @@ def without_edge_steps(result: CellResult, records: Sequence[Mapping[str, Any]])
     }
     if result.intervals is not None:
         update["intervals"] = result.intervals.model_copy(
-            update={
-                "step_p50_s": percentile_of_steps(pooled_times, 50),
-                "step_p95_s": percentile_of_steps(pooled_times, 95),
-                "step_p99_s": percentile_of_steps(pooled_times, 99),
-            }
+            update={f"step_p{q}_s": percentile_of_steps(pooled_times, q) for q in (50, 95, 99)}
         )
     return result.model_copy(update=update)
 
