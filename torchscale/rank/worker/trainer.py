@@ -196,13 +196,8 @@ def _shard(
     The mesh is explicit because fully_shard's default mesh takes the accelerator when there
     is one: a `device: cpu` cell on a GPU node would otherwise shard onto CUDA and fail.
     Under bf16, BatchNorm layers become units of their own with fp32 parameters (see
-    `norm_policy`), as FSDP1 did by default; everything else shards with the bf16 policy.
-    Wrapped as torchtitan does: a compiled cell compiles each unit before fully_shard (none
-    of them holding another unit or a BatchNorm unit, whose hooks would land in the graph;
-    otherwise the whole model is compiled after sharding), and the root, which holds what no
-    unit does (embeddings, GPT-2's tied head, the final norm), is not resharded after forward:
-    backward needs its parameters first. An explicit `reshard_after_forward` would turn off
-    FSDP2's own rule that keeps the root's, so the root gets False by name.
+    `norm_policy`), as FSDP1 did by default. The units, the root never resharded after forward
+    and compiling per unit as torchtitan does: docs/strategies.md, "How FSDP2 is wrapped".
     """
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -477,10 +472,9 @@ class Trainer:
 
         `skip_gradient_sync` runs every micro-batch under DDP no_sync(): the same compute with
         no gradient all-reduce, each rank's compute alone (straggler, exposed communication).
-        `phases` records the phase boundaries
-        (torchscale/rank/worker/phases.py). Phase ranges go to whichever profiler listens
-        (torchscale/rank/worker/markers.py; none in the measured windows), and a delay injected
-        on this rank sleeps in its phase (torchscale/rank/worker/delay.py).
+        `phases` records the phase boundaries (phases.py). Phase ranges go to whichever
+        profiler listens (markers.py; none in the measured windows), and a delay injected on
+        this rank sleeps in its phase (delay.py).
         """
         if self.runner is not None:
             self._pipeline_step(phases)
