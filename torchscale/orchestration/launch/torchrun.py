@@ -114,21 +114,9 @@ def torchrun_command(
     (CPU cells): each rank binds itself to its own share of the node's cores.
     """
     error_file = log_dir / "error.json"
-    argv = [
-        python,
-        "-m",
-        "torch.distributed.run",
-        *rendezvous,
-        f"--nproc-per-node={nproc}",
-        "--max-restarts=0",
-        "--log-dir",
-        str(log_dir / "ranks"),
-        "--redirects",
-        "3",
-        "-m",
-        module,
-        *module_args,
-    ]
+    argv = [python, "-m", "torch.distributed.run", *rendezvous, f"--nproc-per-node={nproc}"]
+    argv += ["--max-restarts=0", "--log-dir", str(log_dir / "ranks"), "--redirects", "3"]
+    argv += ["-m", module, *module_args]
     diagnostics = log_dir / "diagnostics"
     overrides = {
         "OMP_NUM_THREADS": str(omp_num_threads),

@@ -64,22 +64,10 @@ def validate_argv(
             f"--output-dir={experiment_root.parent}",
             f"--name={experiment_root.name}",
         ]
-    return [
-        "srun",
-        f"--nodes={nodes}",
-        f"--ntasks={nodes}",
-        "--ntasks-per-node=1",
-        "--job-name=torchscale-validate",
-        f"--output={directory / 'validate-node%n.json'}",
-        f"--error={directory / 'validate-node%n.log'}",
-        python,
-        "-m",
-        "torchscale",
-        "validate",
-        "--json",
-        f"--device={device}",
-        *saved,
-    ]
+    srun = ["srun", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1"]
+    srun += ["--job-name=torchscale-validate", f"--output={directory / 'validate-node%n.json'}"]
+    srun += [f"--error={directory / 'validate-node%n.log'}"]
+    return [*srun, python, "-m", "torchscale", "validate", "--json", f"--device={device}", *saved]
 
 
 def node_verdict(path: Path) -> str:
