@@ -78,10 +78,7 @@ def default_array_bytes(device: torch.device) -> int:
 
 
 def time_per_call(
-    fn: Callable[[], object],
-    timer: Timer,
-    min_time_s: float,
-    repeats: int,
+    fn: Callable[[], object], timer: Timer, min_time_s: float, repeats: int
 ) -> tuple[float, int]:
     """(median seconds per call over `repeats` loops, calls per loop): the loop grows until
     it lasts `min_time_s`, as matmul_peak's does."""

@@ -25,12 +25,7 @@ import torch.distributed as dist
 
 from torchscale.contracts.pcie_topology import read_gpu_link, read_host_topology
 from torchscale.contracts.power_limit import PowerLimit, read_power_limit
-from torchscale.contracts.schema.perf import (
-    BandwidthResult,
-    PerfRun,
-    PerfSpec,
-    RankPerf,
-)
+from torchscale.contracts.schema.perf import BandwidthResult, PerfRun, PerfSpec, RankPerf
 from torchscale.rank.programs.bandwidth import (
     Direction,
     measure_host_device,

@@ -18,12 +18,7 @@ from typing import Any
 from torchscale.contracts.clock_reasons import read_clock_reasons
 from torchscale.contracts.nvml import nvml_error_name
 from torchscale.contracts.power_limit import PowerLimit, power_limit_of
-from torchscale.rank.telemetry.samples import (
-    GPU_FIELDS,
-    GPU_PROCESSES,
-    SM_CLOCK_MAX,
-    EdgeReading,
-)
+from torchscale.rank.telemetry.samples import GPU_FIELDS, GPU_PROCESSES, SM_CLOCK_MAX, EdgeReading
 
 ENERGY = "energy_j"  # the unavailable key of the energy counter
 # errors that say the query will never answer on this GPU and driver

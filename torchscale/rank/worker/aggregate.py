@@ -431,10 +431,7 @@ def injected_delays(spec: WorkerSpec) -> tuple[list[InjectedDelay], list[CellWar
 
 
 def diagnosis_record(
-    spec: WorkerSpec,
-    ranks: Sequence[RankMeasurement],
-    table: pd.DataFrame,
-    injected: Sequence[int],
+    spec: WorkerSpec, ranks: Sequence[RankMeasurement], table: pd.DataFrame, injected: Sequence[int]
 ) -> tuple[Diagnosis | None, dict[str, str]]:
     """(diagnosis, unavailable): the one model of the step from the phase timers (a straggler
     on a rank of `injected` marked artificial) with the no_sync window beside it; with one
@@ -479,10 +476,7 @@ def diagnosis_record(
 
 
 def compute_record(
-    ranks: Sequence[RankMeasurement],
-    facts: CellFacts,
-    throughput: Throughput,
-    counts: SampleCounts,
+    ranks: Sequence[RankMeasurement], facts: CellFacts, throughput: Throughput, counts: SampleCounts
 ) -> tuple[Compute, dict[str, str]]:
     """FLOPs, achieved TFLOP/s and MFU against the spec-sheet and the measured peak, each
     null with its reason."""

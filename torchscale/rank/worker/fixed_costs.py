@@ -54,9 +54,7 @@ def process_start_seconds(now: float | None = None) -> tuple[float | None, str |
     return max(0.0, now - created), None
 
 
-def fixed_costs_record(
-    per_rank: Sequence[RankFixedCosts],
-) -> tuple[FixedCosts, dict[str, str]]:
+def fixed_costs_record(per_rank: Sequence[RankFixedCosts]) -> tuple[FixedCosts, dict[str, str]]:
     """The cell's fixed costs (each stage the slowest rank's) and `unavailable` entries
     (`fixed_costs.<stage>`) for the stages some rank could not time."""
     values: dict[str, float | None] = {}

@@ -463,11 +463,7 @@ class Trainer:
         ddp = ddp_module(self.model) if skip_sync else None
         return ddp.no_sync() if ddp is not None else contextlib.nullcontext()
 
-    def step(
-        self,
-        skip_gradient_sync: bool = False,
-        phases: PhaseRecorder | None = None,
-    ) -> None:
+    def step(self, skip_gradient_sync: bool = False, phases: PhaseRecorder | None = None) -> None:
         """One optimizer step over grad_accum_steps micro-batches.
 
         `skip_gradient_sync` runs every micro-batch under DDP no_sync(): the same compute with
