@@ -141,7 +141,7 @@ def _table(block: Table, width: int) -> Iterator[RenderableType]:
     labels = [c.label for c in block.columns]
     widths = _widths(block, rows, width, labels)
     if widths is None:
-        labels = [_wrappable(label) for label in labels]
+        labels = [re.sub(r"([/-])(?=\w)", r"\1 ", label) for label in labels]
         widths = _widths(block, rows, width, labels)
     table = RichTable(
         box=box.SIMPLE_HEAD,
@@ -169,11 +169,6 @@ def _table(block: Table, width: int) -> Iterator[RenderableType]:
         yield prose(block.note)
 
 
-def _wrappable(label: str) -> str:
-    """A column label that may wrap after `/` and `-` too (Batch/GPU, Speed-up)."""
-    return re.sub(r"([/-])(?=\w)", r"\1 ", label)
-
-
 def _widths(
     block: Table, rows: Sequence[tuple[list[str], str]], width: int, labels: Sequence[str]
 ) -> list[int] | None:
@@ -191,7 +186,9 @@ def _widths(
         longest = max((len(cell) for cell in cells), default=1)
         header_word = max(1, longest_word(labels[i]))
         if i in texts:
-            widths.append(max([header_word, *(_unbreakable(cell) for cell in cells)]))
+            # the narrowest a text cell can be: a figure whole, other text its longest word
+            narrowest = (len(cell) if is_figure(cell) else longest_word(cell) for cell in cells)
+            widths.append(max([header_word, *narrowest]))
             natural.append(max(longest, len(labels[i])))
         else:
             widths.append(max(header_word, longest))
@@ -205,18 +202,6 @@ def _widths(
         budget -= grown - widths[i]
         widths[i] = grown
     return widths
-
-
-def _unbreakable(cell: str) -> int:
-    """The narrowest a text cell can be: a figure whole, other text its longest word."""
-    return len(cell) if is_figure(cell) else longest_word(cell)
-
-
-def _points(series: Series, chart: Chart) -> list[str]:
-    return [
-        f"{_x(x, chart)}={format_value(y, chart.y_format)}"
-        for x, y in zip(series.x, series.y, strict=False)
-    ]
 
 
 def _x(x: float | int | str, chart: Chart) -> str:
@@ -264,7 +249,10 @@ def chart_summary(chart: Chart) -> str:
                 + (" …" if len(labels) > CHART_POINTS else "")
             )
         else:
-            points = _points(series, chart)
+            points = [
+                f"{_x(x, chart)}={format_value(y, chart.y_format)}"
+                for x, y in zip(series.x, series.y, strict=False)
+            ]
             more = f" … ({len(points) - CHART_POINTS} more)" if len(points) > CHART_POINTS else ""
             parts.append(f"{series.name}: {', '.join(points[:CHART_POINTS])}{more}")
     return "; ".join(parts) or "no data"
