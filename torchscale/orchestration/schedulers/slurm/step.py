@@ -54,14 +54,8 @@ def free_port() -> int:
 def srun_prefix(nodes: int, job_name: str) -> list[str]:
     """srun over every node of the allocation, one task each, the step killed whole when one
     task fails."""
-    return [
-        "srun",
-        "--kill-on-bad-exit=1",
-        f"--nodes={nodes}",
-        f"--ntasks={nodes}",
-        "--ntasks-per-node=1",
-        f"--job-name={job_name}",
-    ]
+    one_task_per_node = [f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1"]
+    return ["srun", "--kill-on-bad-exit=1", *one_task_per_node, f"--job-name={job_name}"]
 
 
 def cpus_flags(cpus_per_task: int | None) -> list[str]:
@@ -74,14 +68,8 @@ def cpus_flags(cpus_per_task: int | None) -> list[str]:
 def hosts_command(allocation: Allocation) -> list[str]:
     """The step that records every node's environment before the cells, with the CPUs a
     cell's step gets."""
-    return [
-        *srun_prefix(allocation.nodes, "torchscale-hosts"),
-        *cpus_flags(allocation.cpus_per_task),
-        allocation.python,
-        "-m",
-        HOSTENV_MODULE,
-        str(allocation.directory / HOSTS_DIR),
-    ]
+    srun = srun_prefix(allocation.nodes, "torchscale-hosts") + cpus_flags(allocation.cpus_per_task)
+    return [*srun, allocation.python, "-m", HOSTENV_MODULE, str(allocation.directory / HOSTS_DIR)]
 
 
 def rendezvous_flags(
