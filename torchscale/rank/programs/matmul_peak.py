@@ -392,8 +392,7 @@ def find_peak(
     step = step or (GPU_STEP if gpu else CPU_STEP)
     min_step = min_step or (GPU_MIN_STEP if gpu else CPU_MIN_STEP)
     max_dim = max_dim or (GPU_MAX_DIM if gpu else CPU_MAX_DIM)
-    min_time = GPU_MIN_TIME_S if gpu else CPU_MIN_TIME_S
-    min_time = min_time_s if min_time_s is not None else min_time
+    min_time = min_time_s if min_time_s is not None else (GPU_MIN_TIME_S if gpu else CPU_MIN_TIME_S)
     seen: dict[Shape, Probe] = {}
     slowest = 0.0  # the longest probe so far, in budget seconds
     why: list[str] = []  # why the search stopped before it ran out of shapes
@@ -423,11 +422,7 @@ def find_peak(
         done = [p for p in seen.values() if p.tflops is not None]
         return max(done, key=lambda p: p.tflops or 0.0) if done else None
 
-    stopped = False
-    for size in sorted(sizes):
-        if probe((size, size, size)) is None:
-            stopped = True
-            break
+    stopped = any(probe((size, size, size)) is None for size in sorted(sizes))
     current = best()
     while current is not None and not stopped:
         moved = False
