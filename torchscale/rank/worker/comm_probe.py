@@ -1,17 +1,13 @@
 """Tensor-parallel communication from a few steps profiled after the measured windows.
 
-Why a trace: DDP's communication is measured by taking it away (the no_sync window), but
-tensor parallelism cannot run without its all-reduces, and they sit inside forward and
-backward where no phase timer can tell them from compute. So every rank of a cell with tp > 1
-runs PROBE_WARMUP + PROBE_STEPS more steps under torch.profiler once its windows are done (the
-windows are never profiled), exports its trace to a private temporary directory, reduces it
-with the same per-rank reducer `torchscale profile` uses
-(torchscale/offline/analysis/trace/reduce.py) and deletes it. Rank 0 combines the reductions:
-collectives matched across ranks split the exposed communication into waiting for a late peer and
-transfer (docs/strategies.md).
-
-A probe that fails (the profiler, the disk) costs the cell nothing but this figure: the reason
-goes into `unavailable`.
+Why a trace: DDP's communication is measured by taking it away (the no_sync window), but TP's
+all-reduces cannot be switched off and sit inside forward and backward, where no phase timer
+can tell them from compute. So a tp > 1 rank runs PROBE_WARMUP + PROBE_STEPS more steps under
+torch.profiler, reduces its trace with `torchscale profile`'s per-rank reducer
+(torchscale/offline/analysis/trace/reduce.py) in a private temporary directory it then
+deletes, and rank 0 splits the matched collectives into waiting and transfer: docs/strategies.md,
+"Tensor parallel: communication, from profiled steps". A probe that fails costs the cell only
+this figure: the reason goes into `unavailable`.
 """
 
 from __future__ import annotations
