@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import statistics
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from torchscale.contracts.schema.comm_result import CommPair, CommResult, CommRow
+from torchscale.contracts.schema.comm_result import CommResult, CommRow
 from torchscale.offline.comm.nccl_footer import inside_noise
 
 NOISE_LISTED = 12  # sizes named in the footer's noise line; the JSON has every row
@@ -199,10 +199,6 @@ def footer_lines(result: CommResult) -> list[str]:
     return lines
 
 
-def _pair_bw(pairs: Iterable[CommPair], a: int, b: int) -> float | None:
-    return next((p.bandwidth_gbps for p in pairs if {p.a, p.b} == {a, b}), None)
-
-
 def pair_lines(result: CommResult, width: int | None = None) -> list[str]:
     """The pairs as a matrix (small worlds that fit `width`) or slowest first, and the pairs
     that stand out."""
@@ -215,8 +211,9 @@ def pair_lines(result: CommResult, width: int | None = None) -> list[str]:
     matrix_width = 6 + 9 * n
     if n <= MAX_MATRIX_RANKS and (width is None or matrix_width <= width):
         lines.append("#     " + "".join(f"{'r' + str(b):>9}" for b in range(n)))
+        bandwidth = {frozenset((p.a, p.b)): p.bandwidth_gbps for p in reversed(result.pairs)}
         for a in range(n):
-            cells = (None if a == b else _pair_bw(result.pairs, a, b) for b in range(n))
+            cells = (None if a == b else bandwidth.get(frozenset((a, b))) for b in range(n))
             lines.append(f"# {'r' + str(a):>4}" + "".join(_number(v, 9) for v in cells))
     else:
         lines.append("# slowest pairs:")

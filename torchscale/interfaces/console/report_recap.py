@@ -4,8 +4,6 @@ the terminal's): the header facts and the summary section's top figures, in a fe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from torchscale.interfaces.formatting import format_value, strip_code
 from torchscale.interfaces.report.model import Findings, KeyFigures, Report, Text
 
@@ -63,9 +61,5 @@ def summary_lines(report: Report) -> list[str]:
     n_texts = min(len(texts), max(1, room // 3)) if texts else 0
     n_figures = min(len(figures), room - n_texts)
     n_texts = min(len(texts), room - n_figures)
-    body = _one_line(figures[:n_figures] + texts[:n_texts])
+    body = [" ".join(line.split()) for line in figures[:n_figures] + texts[:n_texts]]
     return [strip_code(line) for line in (*head, *body, *tail)]
-
-
-def _one_line(lines: Sequence[str]) -> list[str]:
-    return [" ".join(line.split()) for line in lines]
