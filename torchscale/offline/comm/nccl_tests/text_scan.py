@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from torchscale.contracts.schema.comm_result import Placement
 from torchscale.offline.comm.nccl_infer import Command, parse_command
@@ -271,10 +271,7 @@ def _text_row(tokens: list[str], layout: Layout, loc: str, source: str) -> RawRo
     lead = dict(zip(layout.lead, tokens, strict=False))
     try:
         placements = tuple(
-            (
-                placement,
-                _text_figures(dict(zip(layout.group, tokens[at : at + group_n], strict=True))),
-            )
+            (placement, _text_figures(layout.group, tokens[at : at + group_n]))
             for placement, at in spans
         )
         return RawRow(
@@ -305,7 +302,8 @@ def _fill_empty_redop(tokens: list[str], layout: Layout) -> list[str]:
     return tokens
 
 
-def _text_figures(columns: Mapping[str, str]) -> Figures:
+def _text_figures(names: Sequence[str], values: Sequence[str]) -> Figures:
+    columns = dict(zip(names, values, strict=True))
     time_us, time_res = _printed(columns.get("time") or columns["cputime"])
     algbw, algbw_res = _printed(columns["algbw"])
     busbw, busbw_res = _printed(columns["busbw"])
