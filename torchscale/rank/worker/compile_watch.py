@@ -3,17 +3,14 @@
 torch.compile compiles a frame on its first call and again whenever one of its guards fails (a
 recompile), inside the step that called it: a compiling step is timed as a slow step. So the
 warm-up tells its compiling steps from its steady ones (only steady ones size the windows and
-the collective timeout: torchscale/rank/worker/steady_state.py), and every measured window is
-bracketed by two readings, so a compile inside one is counted, not timed as training.
+the collective timeout: steady_state.py), and every measured window is bracketed by two
+readings, so a compile inside one is counted, not timed as training.
 
-Dynamo keeps process-wide tallies (torch/_dynamo/utils.py and convert_frame.py, torch 2.13):
-- `counters["frames"]["total"]`: frames handed to dynamo to compile, once per cache miss: each
-  first compile and each recompile after a failed guard;
-- `counters["graph_break"]`: graph breaks met while tracing, by reason;
-- `calculate_time_spent()["total_wall_time"]`: seconds spent compiling (its
-  `entire_frame_compile` and `entire_backward_compile`: tracing, AOT autograd, inductor's code
-  generation and kernel builds, forward and backward graphs).
-They are private: where they cannot be read the reading is None with the reason, never a guess.
+The tallies are dynamo's process-wide ones (torch/_dynamo/utils.py and convert_frame.py, torch
+2.13; docs/methodology.md, "Inside every rank", steps 3 and 5): frames handed to dynamo (once per
+cache miss: each first compile and each recompile), graph breaks by reason, and seconds spent
+compiling. They are private: where they cannot be read the reading is None with the reason,
+never a guess.
 """
 
 from __future__ import annotations
