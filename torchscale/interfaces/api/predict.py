@@ -118,15 +118,6 @@ def _read(root: Path, skipped: list[Refusal]) -> tuple[list[CellResult], list[Co
     return results, runs
 
 
-def _check_sizes(request: PredictRequest, smallest: int) -> None:
-    below = [n for n in request.world_sizes if n < smallest]
-    if below:
-        raise UsageError(
-            f"--gpus {','.join(map(str, below))}: below the smallest measured world size "
-            f"({smallest}); a forecast extrapolates up from what was measured"
-        )
-
-
 def _checked(request: PredictRequest, skipped: list[Refusal]) -> list[_Experiment]:
     """Every experiment read and every usage mistake raised, so that a mistake found in a
     later group leaves no forecast of an earlier one behind."""
@@ -140,9 +131,13 @@ def _checked(request: PredictRequest, skipped: list[Refusal]) -> list[_Experimen
         wanted = request.strategies or sorted(measured)
         _refuse_strategies(wanted, measured, runs, root)
         for by_strategy in groups.values():
-            usable = [g for g in by_strategy.values() if g.cells]
-            if usable:
-                _check_sizes(request, min(g.cells[0].world_size for g in usable))
+            sizes = [g.cells[0].world_size for g in by_strategy.values() if g.cells]
+            below = [n for n in request.world_sizes if sizes and n < min(sizes)]
+            if below:
+                raise UsageError(
+                    f"--gpus {','.join(map(str, below))}: below the smallest measured world "
+                    f"size ({min(sizes)}); a forecast extrapolates up from what was measured"
+                )
         experiments.append(_Experiment(root, groups, runs, wanted))
     return experiments
 
