@@ -260,11 +260,8 @@ def _epochs_note(
     info: dict[str, Any], spec: WorkerSpec, world: int, steps_per_rank: int
 ) -> str | None:
     """The page-cache caveat when the dataset fits in this host's memory."""
-    dataset, memory, samples = (
-        info.get("dataset_bytes"),
-        info.get("physical_memory_bytes"),
-        info.get("samples"),
-    )
+    keys = ("dataset_bytes", "physical_memory_bytes", "samples")
+    dataset, memory, samples = (info.get(key) for key in keys)
     if not dataset or not memory or not samples or dataset >= memory:
         return None
     per_rank = samples // world
