@@ -17,9 +17,7 @@ from torchscale.contracts.schema.cell_result import ParallelMetrics, ProfiledCom
 from torchscale.contracts.worker_spec import WorkerSpec
 from torchscale.rank.worker.measure import RankMeasurement
 
-if (
-    TYPE_CHECKING
-):  # imported by model-parallel cells only (torchscale/rank/worker/model_parallel.py)
+if TYPE_CHECKING:  # imported by model-parallel cells only (model_parallel.py)
     from torchscale.rank.parallel.rank_layout import ParallelLayout
 
 
