@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from torchscale.contracts.schema.cell_result import Estimate, Finding, StragglerVerdict
+from torchscale.contracts.share_bound import share_bound
 from torchscale.offline.analysis.diagnosis.traces import StepModel
 from torchscale.offline.analysis.trace.collective_matching import Matched
 from torchscale.offline.analysis.trace.straggler import Straggler, StragglerAnalysis
@@ -245,7 +246,7 @@ def _share(estimate: Estimate) -> str:
     """A share with its interval, for evidence text."""
     if not estimate.measurable or estimate.value is None:
         high = estimate.high
-        return "not measurable" + (f" (< {_pct(high)})" if high is not None else "")
+        return "not measurable" + (f" (< {share_bound(high)} %)" if high is not None else "")
     if estimate.low is None or estimate.high is None:
         return _pct(estimate.value)
     return f"{_pct(estimate.value)} (95 % interval {_pct(estimate.low)} to {_pct(estimate.high)})"
