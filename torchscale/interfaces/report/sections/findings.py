@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from torchscale.contracts.gpu_clocks import POWER_CAP
-from torchscale.contracts.schema.cell_result import CellResult, Finding
+from torchscale.contracts.schema.cell_result import CellResult, Finding, StragglerVerdict
 from torchscale.interfaces.report.diagnosis_text import judging_rules
 from torchscale.interfaces.report.model import ReportFinding
 from torchscale.interfaces.report.sections.context import (
@@ -128,26 +128,13 @@ def profile_findings(ref: ProfileRef) -> list[ReportFinding]:
     target), with its caveat, marked artificial when an injected delay makes the straggler."""
     analysis, diagnosis = ref.entry.analysis, ref.diagnosis
     verdict = diagnosis.straggler if diagnosis is not None else None
-    if verdict is not None and verdict.named:
-        rank = verdict.rank
-    else:
-        own = profile_figures.own_straggler(analysis)
-        rank = own.rank if own else None
+    own = profile_figures.own_straggler(analysis)  # the rank when no verdict names one
     caveat = diagnosis.caveat if diagnosis is not None else None
     result = ref.entry.result
     if caveat is None and result is not None:
         caveat = caveat_of(result)
-    found = [
-        diagnosis_finding(
-            item,
-            source=ref.label,
-            caveat=caveat,
-            injected=result,
-            straggler_rank=rank,
-            verdict_injected=bool(verdict is not None and verdict.injected),
-        )
-        for item in analysis.findings
-    ]
+    rank = own.rank if own else None
+    found = _findings(analysis.findings, ref.label, caveat, result, verdict, rank)
     return found if result is None else [applicable(f, result) for f in found]
 
 
@@ -156,18 +143,28 @@ def cell_findings(result: CellResult, label: str) -> list[ReportFinding]:
     diagnosis = result.diagnosis
     if diagnosis is None:
         return []
-    verdict = diagnosis.straggler
-    rank = verdict.rank if verdict is not None and verdict.named else None
+    return _findings(diagnosis.findings, label, diagnosis.caveat, result, diagnosis.straggler)
+
+
+def _findings(
+    items: list[Finding],
+    source: str,
+    caveat: str | None,
+    result: CellResult | None,
+    verdict: StragglerVerdict | None,
+    rank: int | None = None,
+) -> list[ReportFinding]:
+    """`diagnosis_finding` of each item; the straggler a named verdict names, else `rank`."""
     return [
         diagnosis_finding(
             item,
-            source=label,
-            caveat=diagnosis.caveat,
+            source=source,
+            caveat=caveat,
             injected=result,
-            straggler_rank=rank,
+            straggler_rank=verdict.rank if verdict is not None and verdict.named else rank,
             verdict_injected=bool(verdict is not None and verdict.injected),
         )
-        for item in diagnosis.findings
+        for item in items
     ]
 
 
