@@ -1,23 +1,13 @@
 """The phase timers as evidence for the step model (step_model.py): every rank, every measured
 step, no profiler. Pure functions over the per-step phase table.
 
-Each step of each rank is cut into the model's five parts:
-
-- compute: the rank's own work (forward, backward up to its last gradient, optimizer);
-- data: the wait for its batch;
-- exposed_transfer + wait_for_peers: the grad-sync wait (last gradient -> backward returned)
-  split at the same step across ranks: the rank that arrived last waits only for the transfer
-  itself, so `exposed_transfer` is the smallest grad-sync wait of any rank at that step and
-  each rank's `wait_for_peers` is its grad-sync wait minus that (the matched-wait idea of the
-  trace analysis, applied to the phase timers);
-- rest: what the timers see between the phases (the step minus the four above), and the time
-  a late launcher's DDP communication hook held its launches beyond the others'
-  (`held_launches.late_launcher`): held before its last gradient it leaves compute, held after
-  it leaves the grad-sync wait before that is split, so the others' wait for its late launch
-  is their wait for peers, not a transfer every rank pays.
-
-The interleaved no_sync windows, where they exist, are a cross-check of communication's cost
-(`no_sync_cross_check`) and may contradict a straggler (the model's rule).
+The grad-sync wait is split at the same step across ranks: the rank that arrived last waits
+only for the transfer itself, so `exposed_transfer` is the smallest grad-sync wait of any rank
+at that step and each rank's `wait_for_peers` is the rest of its own (the trace analysis'
+matched-wait idea). A late launcher's held launches (`held_launches.late_launcher`) leave
+compute or the grad-sync wait, so the others' wait for it is wait for peers. The five parts:
+docs/methodology.md, "One model of the step". The no_sync windows cross-check communication's
+cost (`no_sync_cross_check`) and may contradict a straggler.
 """
 
 from __future__ import annotations

@@ -1,31 +1,13 @@
 """The traces as evidence for the one step model (step_model.py): the same five parts as the
 phase timers' (timers.py), with the same definitions, so that every figure a profile prints is
-one of them or a cross-check of them.
+one of them or a cross-check of them. Per rank and complete step the idle taxonomy (`idle.py`)
+cuts the step window instant by instant, each instant counted once, so the parts are never
+negative and add up to the step by construction (the parts' definitions: docs/profiling.md,
+"How each figure is computed"; the model: docs/methodology.md, "One model of the step").
 
-Per rank and complete step, the idle taxonomy (`idle.py`) cuts the step window instant by
-instant, each instant counted once (priority compute > memory > waiting for peers > transfer >
-data > host wait > other idle):
-
-    compute          = compute + memory: the rank's own work on its timeline (GPU kernels and
-                       copies; on CPU ranks its ops outside the collective threads, the injected
-                       delay included)
-    data             = data-phase time with nothing computing or communicating
-    wait_for_peers   = exposed collective time inside [start, start + wait) of a matched
-                       collective: blocked for the last rank to arrive with nothing else to do
-                       (the "sync stall")
-    exposed_transfer = the rest of the exposed collective time: the transfer itself
-    rest             = the step minus the four: host wait and other idle
-
-so the parts are never negative and add up to the step by construction. The model is the mean
-over ranks per step (steps every rank has), with block-bootstrap intervals over steps, exactly
-as the cell's (`step_model.part_estimates`).
-
-The straggler verdict is the one judge's (`verdict.judge`), fed the traces' evidence; arrival
-order is a cross-check, never a second headline. The what-if and the findings are built over
-this model by the diagnosis (diagnose.py).
-
-The traced steps against the same run's measured windows (the profiler's inflation, the phase
-timers' model as cross-checks) are inflation.py's.
+The straggler verdict is the one judge's (`verdict.judge`); arrival order is a cross-check,
+never a second headline. The what-if and findings are diagnose.py's; the traced steps against
+the run's measured windows are inflation.py's.
 """
 
 from __future__ import annotations
