@@ -41,17 +41,9 @@ def list_catalog(
 
     models = rows()
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "models": models,
-                    "strategies": list(STRATEGIES),
-                    "precisions": list(PRECISIONS),
-                    "collectives": list(COLLECTIVES),
-                },
-                indent=2,
-            )
-        )
+        catalog = {"strategies": STRATEGIES, "precisions": PRECISIONS, "collectives": COLLECTIVES}
+        lists = {name: list(values) for name, values in catalog.items()}
+        typer.echo(json.dumps({"models": models, **lists}, indent=2))
         return
     rows_text = [
         [

@@ -1,7 +1,5 @@
-"""What `--dry-run` prints: every cell's exact argv and environment, what is skipped or reused
-and why, what runs after the cells (profiles, max batch search, the config's comm runs), and
-the estimate of what is left to run.
-"""
+"""What `--dry-run` prints (`plan_lines`), after the cells what runs then: profiles, the max
+batch search, the config's comm runs."""
 
 from __future__ import annotations
 
