@@ -65,10 +65,6 @@ def activity(events: pd.DataFrame) -> Activity:
     return Activity(compute=compute, comm=comm, memory=memory, device=device)
 
 
-def _empty() -> pd.DataFrame:
-    return empty_table(BREAKDOWN_COLUMNS, step=np.int64)
-
-
 def data_wait(events: pd.DataFrame, steps: pd.DataFrame, act: Activity | None = None) -> np.ndarray:
     """Per step window (steps as given, in order): the data-phase ranges where the rank neither
     computes nor communicates. The ops inside a data phase (collate, the copy to the device)
@@ -98,7 +94,7 @@ def rank_breakdown(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     steps is only as good as the host/device lag is short."""
     steps = full_steps(steps)
     if steps.empty:
-        return _empty()
+        return empty_table(BREAKDOWN_COLUMNS, step=np.int64)
     act = activity(events)
     lo = steps["start"].to_numpy(np.float64)
     hi = steps["end"].to_numpy(np.float64)

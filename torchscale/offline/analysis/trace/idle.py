@@ -138,10 +138,6 @@ def _host_wait(events: pd.DataFrame, busy: Intervals) -> Intervals:
     return merge(gap_lo[host], busy.starts[host])
 
 
-def _empty_taxonomy() -> pd.DataFrame:
-    return empty_table(IDLE_COLUMNS, rank=np.int64, step=np.int64)
-
-
 def idle_taxonomy(bases: Mapping[int, IdleBase], matched: Matched | None) -> pd.DataFrame:
     """Per rank and full step. Columns: rank, step, step_us, compute_us, memory_us,
     transfer_us, waiting_for_peers_us, data_us, host_wait_us, other_idle_us (us; the
@@ -169,5 +165,5 @@ def idle_taxonomy(bases: Mapping[int, IdleBase], matched: Matched | None) -> pd.
             table.assign(**copied, transfer_us=exposed - waiting, waiting_for_peers_us=waiting)
         )
     if not parts:
-        return _empty_taxonomy()
+        return empty_table(IDLE_COLUMNS, rank=np.int64, step=np.int64)
     return pd.concat(parts, ignore_index=True)[IDLE_COLUMNS]
