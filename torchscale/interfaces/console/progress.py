@@ -25,11 +25,8 @@ class Finished:
 
 
 def eta_s(remaining: Sequence[float | None], finished: Sequence[Finished]) -> float | None:
-    """Seconds until the cells of `remaining` (their estimates, None: unknown) are done.
-
-    None before any cell finished. When every estimate involved is known and positive, the
-    remaining estimates are scaled by measured / estimated over the finished cells; otherwise
-    the mean finished cell times the number of cells left."""
+    """Seconds until the cells of `remaining` (their estimates, None: unknown) are done, by
+    the rule of the module's docstring (None before any cell finished)."""
     if not finished:
         return None
     if not remaining:
@@ -67,12 +64,9 @@ def position_text(
 
 @dataclass
 class SweepProgress:
-    """The running state behind the progress text: when the sweep and the current cell
-    started, and the cells finished so far.
-
-    `estimates` has one entry per cell of the plan, in run order: the plan's estimate of the
-    cell (0 for a cell the plan skips), or None when unknown; `total` alone (no estimates) is
-    enough for the fallback (mean finished cell)."""
+    """The running state behind the progress text. `estimates` has one entry per cell of the
+    plan, in run order: the plan's estimate of the cell (0 for a cell the plan skips), or None
+    when unknown; `total` alone (no estimates) is enough for the fallback (mean finished cell)."""
 
     total: int
     estimates: Sequence[float | None] | None = None
