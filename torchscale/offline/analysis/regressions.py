@@ -277,12 +277,8 @@ def _run_figure(row: pd.Series, metric: Metric) -> float | None:
 
 
 def _pooled_status(statuses: list[str]) -> str:
-    if all(status == "ok" for status in statuses):
-        return "ok"
-    for status in STATUS_ORDER:
-        if status in statuses:
-            return status
-    return next(status for status in statuses if status != "ok")
+    bad = [status for status in statuses if status != "ok"]
+    return next((status for status in STATUS_ORDER if status in bad), bad[0] if bad else "ok")
 
 
 def _pooled_row(rows: pd.DataFrame) -> dict[str, Any]:
@@ -437,9 +433,7 @@ def _pair_row(
         differed, alike = ONE_RUN_WHY.format(alike=alike, runs=rule.repeats_needed), None
     row["load_note"] = differed or alike
     row["units"] = units
-    row["runs"] = (
-        f"{int(finite(base.get(RUN_COLUMN)) or 1)} vs {int(finite(cur.get(RUN_COLUMN)) or 1)}"
-    )
+    row["runs"] = " vs ".join(str(int(finite(s.get(RUN_COLUMN)) or 1)) for s in (base, cur))
     for metric in METRICS:
         if metric.key == "peak_memory_bytes":
             now, then = memory_now, memory_base
@@ -454,13 +448,9 @@ def _pair_row(
             continue
         column = f"{metric.key}{RUNS_SUFFIX}" if units == "runs" else metric.repeats
         if both_ok:
-            verdict = judge_change(
-                parse_repeats(base.get(column)),
-                parse_repeats(cur.get(column)),
-                higher_is_better=metric.higher_is_better,
-                rule=rule,
-                unit=units,
-            )
+            samples = parse_repeats(base.get(column)), parse_repeats(cur.get(column))
+            higher = metric.higher_is_better
+            verdict = judge_change(*samples, higher_is_better=higher, rule=rule, unit=units)
         else:
             verdict = Verdict(None, None, None, None, 0, 0, "n/a", "not ok on both sides")
         if differed is not None and verdict.outcome in JUDGED_OUTCOMES:
@@ -471,9 +461,8 @@ def _pair_row(
         row[f"{metric.key}_change_high"] = verdict.high
         row[f"{metric.key}_p_value"] = verdict.p_value
         row[f"{metric.key}_detectable"] = verdict.detectable
-        repeats = f"{verdict.n_baseline} vs {verdict.n_current}"
-        if units == "runs":
-            repeats += " runs"
+        in_runs = " runs" if units == "runs" else ""
+        repeats = f"{verdict.n_baseline} vs {verdict.n_current}{in_runs}"
         row[f"{metric.key}_repeats"] = repeats if both_ok else None
         row[f"{metric.key}_verdict"] = verdict.outcome
         row[f"{metric.key}_why"] = verdict.reason
