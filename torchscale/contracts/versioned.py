@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from torchscale.contracts.errors import describe_os_error
 
@@ -51,12 +51,17 @@ def read_model(model: type[M], path: Path) -> M | None:
     """`path` validated as `model`; None when it is missing, unreadable, not JSON or not a
     valid `model` (a child that wrote nothing, or died writing)."""
     data, why = read_json(path)
-    if why is not None:
-        return None
+    return None if why is not None else validated(model, data, model.__name__)[0]
+
+
+def validated(model: type[M], data: Any, what: str) -> tuple[M | None, str | None]:
+    """(`data` as `model`, None) or (None, 'invalid <what>: <where>: <why>'), its first error."""
     try:
-        return model.model_validate(data)
-    except ValueError:  # pydantic's ValidationError is one
-        return None
+        return model.model_validate(data), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return None, f"invalid {what}: {where}: {first['msg']}"
 
 
 def version_problem(data: Any, kind: str, what: str, current: int) -> str | None:

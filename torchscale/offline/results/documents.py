@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import COMM_KIND, COMM_SCHEMA_VERSION, CommResult
@@ -34,7 +34,7 @@ from torchscale.contracts.schema.max_batch import (
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
 from torchscale.contracts.schema.validate_report import SCHEMA_VERSION as VALIDATE_SCHEMA_VERSION
 from torchscale.contracts.schema.validate_report import VALIDATE_KIND, ValidateReport
-from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.versions import CELL_KIND, read_cell_result
 
@@ -70,12 +70,8 @@ class Kind(Generic[M]):
         if problem is not None:
             return Read(path, None, problem)
         version = data["schema_version"]
-        try:
-            return Read(path, self.model.model_validate(data), None, version)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            return Read(path, None, f"invalid {self.what}: {where}: {first['msg']}", version)
+        model, problem = validated(self.model, data, self.what)
+        return Read(path, model, problem, version)
 
 
 COMM = Kind(CommResult, COMM_KIND, "comm result", COMM_SCHEMA_VERSION)

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import (
     ANALYSIS_SCHEMA_VERSION,
     BEFORE_SCHEMA_8,
     ProfileAnalysis,
 )
-from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.offline.analysis.diagnosis import marked_injected
 from torchscale.offline.results.profile_windows import judged_against_windows
 from torchscale.offline.results.upgrades.point_figures import is_point_figures
@@ -100,10 +98,7 @@ def read_analysis(
         problem = version_problem(data, ANALYSIS_KIND, "analysis", ANALYSIS_SCHEMA_VERSION)
     if problem is not None:
         return None, problem
-    try:
-        analysis = ProfileAnalysis.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return None, f"invalid profile analysis: {where}: {first['msg']}"
+    analysis, problem = validated(ProfileAnalysis, data, "profile analysis")
+    if analysis is None:
+        return None, problem
     return with_run(judged_against_windows(analysis, path.parent, result), result), None

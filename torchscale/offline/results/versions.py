@@ -15,14 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from torchscale.contracts.schema.cell_result import (
     HOST_BOUND_CPU,
     RESULT_SCHEMA_VERSION,
     CellResult,
 )
-from torchscale.contracts.versioned import read_json, version_problem
+from torchscale.contracts.versioned import read_json, validated, version_problem
 from torchscale.offline.results.upgrades.older_blocks import OlderBlocks, folded
 from torchscale.offline.results.upgrades.telemetry_rules import rejudged_telemetry
 from torchscale.offline.results.upgrades.verdicts import with_not_named
@@ -442,12 +440,9 @@ def parse_cell_result(
     for step in range(version, RESULT_SCHEMA_VERSION):
         older = OlderBlocks.of(upgraded) if step == 16 else older
         upgraded = UPGRADES[step](upgraded)
-    try:
-        result = CellResult.model_validate(upgraded)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return None, version, f"invalid version {version} result: {where}: {first['msg']}"
+    result, problem = validated(CellResult, upgraded, f"version {version} result")
+    if result is None:
+        return None, version, problem
     if cell_path is not None and version < RESULT_SCHEMA_VERSION:  # edge_steps says which
         from torchscale.offline.results.upgrades import edge_steps
 
