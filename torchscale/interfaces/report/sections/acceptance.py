@@ -1,10 +1,6 @@
-"""Node acceptance: the `validate --level perf|burn` reports of an experiment's nodes.
-
-A node x check matrix (one row per node, or per GPU where figures are per GPU; each cell the
-figure and its verdict word, so it reads without colour), the rows that are not a PASS with
-their evidence and the expected value's source, and the fleet's outliers (analysis/fleet.py,
-through validate/fleet_table.py) when three or more nodes measured the same check.
-"""
+"""Node acceptance: the `validate --level perf|burn` reports of an experiment's nodes as a node
+x check matrix (each cell its figure and verdict word, so it reads without colour), the rows that
+are not a PASS with their evidence, and the fleet's outliers (analysis/fleet.py) from 3 nodes."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The best configuration of each model, and whether it is clearly the best.
-
-The highest median throughput (or the lowest cost per sample) is a pick; whether it is *the*
-best depends on how far it leads the next one against their noise: two runs of one sweep can
-swap the top two when they sit inside each other's interval. Each pick carries its
-lead over the runner-up with its 95 % interval (`analysis.ranking.lead`, over the per-run
-figures of cells run several times, else the per-repeat ones), and the report names a best
-configuration only where that lead is clear; elsewhere it says "no clear best (within noise)".
-"""
+"""The best configuration of each model, named only where its lead over the runner-up (with its
+95 % interval, `analysis.ranking.lead`) is clear: two runs of one sweep can swap the top two in
+each other's noise (docs/reporting.md, "The best configuration is named only beyond noise")."""
 
 from __future__ import annotations
 

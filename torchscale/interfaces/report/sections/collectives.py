@@ -1,11 +1,8 @@
-"""Collective bandwidth: `torchscale comm` runs and nccl-tests imports side by side.
-
-Bus bandwidth against message size on log axes (nccl-tests' own picture: latency-bound small
-messages, bandwidth-bound large ones), the time of one op against size, one summary row per run
-and op (average busbw as nccl-tests' footer, the peak and where, #wrong, the gate), and the pair
-matrix of `--pairs` runs as a heatmap. One-rank runs have no bus bandwidth to draw: they appear
-in the time chart and the table, with the reason.
-"""
+"""Collective bandwidth: `torchscale comm` runs and nccl-tests imports side by side, as
+nccl-tests pictures them: bus bandwidth and op time against size on log axes (latency-bound small
+messages, bandwidth-bound large ones), a summary row per run and op (its footer's figures), the
+`--pairs` matrix as a heatmap. One-rank runs have no bus bandwidth to draw: they appear in the
+time chart and the table, with the reason."""
 
 from __future__ import annotations
 

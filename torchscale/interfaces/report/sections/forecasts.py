@@ -1,13 +1,8 @@
 """Forecasts: what `torchscale predict` said of cells not yet measured, how each scored against
-the run that later measured it, and the track record of them all.
-
-The track record is `prediction.score.track_record` (the same count, median absolute error and
-intervals held that the benchmark's line and benchmarks/prediction_accuracy.py use). Each
-forecast is drawn dashed in the colour of the measured curve of its model, batch, precision and
-strategy, its interval as a shaded band along it (`Series.interval`: a forecast's interval runs
-with its curve between world sizes; a measured point's is its own, a bar).
-No forecast in the sources: no section.
-"""
+the run that later measured it, and their track record (`prediction.score.track_record`, the same
+the benchmark's line and benchmarks/prediction_accuracy.py use). A forecast is drawn dashed in
+its measured curve's colour, its interval a band along it (`Series.interval`: it runs with the
+curve between world sizes; a measured point's is a bar). No forecast in the sources: no section."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The verdict of a report without a benchmark sweep: a profile-only report leads with
-its profiled run's diagnosis, a comm-only report with its bandwidth, never with "no benchmark
-sweep" nor a sweep's "no cell finished ok".
-
-A profiled run's words are the diagnosis' own, as the terminal prints them
-(report/diagnosis_text.py): the one `Diagnosis` stored with the run, rendered, never a rival
-figure computed here. A run with no diagnosis at all says why (`no_diagnosis`) beside the
-figure its analysis stored."""
+"""The verdict of a report without a benchmark sweep, never "no benchmark sweep" nor a sweep's
+"no cell finished ok": a profiled run's words are its one stored `Diagnosis`' (diagnosis_text.py),
+never a rival figure computed here (docs/reporting.md, "A report without a sweep gets its own
+verdict"); a run with no diagnosis says why (`no_diagnosis`) beside its analysis' figure."""
 
 from __future__ import annotations
 
