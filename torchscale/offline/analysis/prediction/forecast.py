@@ -56,24 +56,20 @@ class Group:
     left_out: dict[str, str] = field(default_factory=dict)  # cell id -> why
 
 
-def group_key(result: CellResult) -> tuple[str, str, int, str, str]:
-    cell = result.cell
-    return (cell.model, cell.label, cell.batch_size, cell.precision, cell.device)
-
-
 def measured_groups(
     results: Sequence[CellResult],
 ) -> dict[tuple[str, str, int, str, str], dict[str, Group]]:
     """(model, label, batch, precision, device) -> strategy -> its usable cells."""
     groups: dict[tuple[str, str, int, str, str], dict[str, Group]] = {}
     for result in results:
-        strategy = result.cell.strategy
-        if strategy not in FORECAST_STRATEGIES:
+        c = result.cell
+        if c.strategy not in FORECAST_STRATEGIES:
             continue
-        group = groups.setdefault(group_key(result), {}).setdefault(strategy, Group(strategy))
+        key = (c.model, c.label, c.batch_size, c.precision, c.device)
+        group = groups.setdefault(key, {}).setdefault(c.strategy, Group(c.strategy))
         cell, why = measured_cell(result)
         if cell is None:
-            group.left_out[result.cell.id] = why or "unusable"
+            group.left_out[c.id] = why or "unusable"
         else:
             group.cells.append(cell)
     for by_strategy in groups.values():
