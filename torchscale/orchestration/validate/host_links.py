@@ -36,9 +36,7 @@ def _rate(link: PcieLink) -> str:
 
 
 def placement_text(
-    placement: GpuPlacement | None,
-    topology: HostTopology | None,
-    own_link: PcieLink | None = None,
+    placement: GpuPlacement | None, topology: HostTopology | None, own_link: PcieLink | None = None
 ) -> str:
     """Why this GPU's all-at-once figure is what it is, in the topology's words. `own_link`:
     the GPU's link as read while it copied, before the topology's idle reading."""

@@ -25,13 +25,7 @@ from pathlib import Path
 from torchscale.contracts import host
 from torchscale.contracts.rank_programs import ENTRY, entry_args
 from torchscale.contracts.schema.comm_result import CommResult
-from torchscale.contracts.schema.perf import (
-    P2PMatrix,
-    PeakResult,
-    PerfRun,
-    PerfSpec,
-    RankPerf,
-)
+from torchscale.contracts.schema.perf import P2PMatrix, PeakResult, PerfRun, PerfSpec, RankPerf
 from torchscale.contracts.versioned import read_model
 from torchscale.orchestration.launch.attempt import run_attempt
 from torchscale.orchestration.launch.torchrun import LaunchCommand, torchrun_command
@@ -490,10 +484,7 @@ class PhaseWatch:
 
 
 def run_measurements(
-    plan: PerfPlan,
-    base_env: Mapping[str, str],
-    workdir: Path,
-    watch: PhaseWatch | None = None,
+    plan: PerfPlan, base_env: Mapping[str, str], workdir: Path, watch: PhaseWatch | None = None
 ) -> tuple[PerfRun | None, CheckResult | None]:
     """The perf launch; (figures, None) or (None, the FAIL saying why there are none).
     `watch` is polled while it runs (and once after)."""

@@ -170,11 +170,7 @@ def thresholds_for(check: str, expected: Expected) -> Thresholds:
 
 
 def judge(
-    check: str,
-    value: float | None,
-    expected: Expected | None,
-    *,
-    higher_is_better: bool = True,
+    check: str, value: float | None, expected: Expected | None, *, higher_is_better: bool = True
 ) -> tuple[CheckStatus, float | None, str]:
     """(verdict, value / expected, one evidence sentence). A value and no reference: INFO."""
     if value is None:
