@@ -40,22 +40,14 @@ def check_cuda(ctx: ValidateContext) -> CheckResult:
         return failed("cuda", "CUDA", NEEDS_TORCH, "install PyTorch with CUDA support")
     build = torch_build(torch)
     if build == "CPU-only":
-        return failed(
-            "cuda",
-            "CUDA",
-            f"torch {torch.__version__} is a CPU-only build",
-            "install a CUDA build of PyTorch; on a machine without GPUs use --device cpu",
-        )
+        hint = "install a CUDA build of PyTorch; on a machine without GPUs use --device cpu"
+        return failed("cuda", "CUDA", f"torch {torch.__version__} is a CPU-only build", hint)
     try:
         available = bool(torch.cuda.is_available())
         count = int(torch.cuda.device_count()) if available else 0
     except Exception as exc:
-        return failed(
-            "cuda",
-            "CUDA",
-            f"torch.cuda raised {type(exc).__name__}: {exc}",
-            "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES",
-        )
+        hint = "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES"
+        return failed("cuda", "CUDA", f"torch.cuda raised {type(exc).__name__}: {exc}", hint)
     if not available or count == 0:
         return failed(
             "cuda",
@@ -124,12 +116,8 @@ def check_gpus(ctx: ValidateContext) -> CheckResult:
         source = "torch (NVML unavailable)"
     if not gpus:
         why = _no_nvml(state) if not state.ok else "NVML lists no GPU"
-        return failed(
-            "gpus",
-            "GPUs",
-            f"no GPU found ({why})",
-            "install the NVIDIA driver and check `nvidia-smi` lists the GPUs",
-        )
+        hint = "install the NVIDIA driver and check `nvidia-smi` lists the GPUs"
+        return failed("gpus", "GPUs", f"no GPU found ({why})", hint)
     unreadable = [g for g in state.gpus if g.handle is None] if state.ok else []
     if unreadable:
         return failed(
@@ -147,13 +135,8 @@ def check_gpus(ctx: ValidateContext) -> CheckResult:
     names = {g["name"] for g in gpus}
     detail = f"{len(gpus)} GPU(s) via {source}: " + "; ".join(_describe(g) for g in gpus)
     if len(names) > 1:
-        return warned(
-            "gpus",
-            "GPUs",
-            detail,
-            "mixed GPU models: the slowest one sets the pace of every DDP step",
-            gpus=gpus,
-        )
+        mixed = "mixed GPU models: the slowest one sets the pace of every DDP step"
+        return warned("gpus", "GPUs", detail, mixed, gpus=gpus)
     return passed("gpus", "GPUs", detail, gpus=gpus)
 
 
@@ -162,12 +145,8 @@ def check_driver(ctx: ValidateContext) -> CheckResult:
         return skipped("driver", "NVIDIA driver", CPU_SKIP)
     state = ctx.nvml
     if not state.ok:
-        return failed(
-            "driver",
-            "NVIDIA driver",
-            _no_nvml(state),
-            "install/load the NVIDIA driver; `nvidia-smi` must work on the node",
-        )
+        hint = "install/load the NVIDIA driver; `nvidia-smi` must work on the node"
+        return failed("driver", "NVIDIA driver", _no_nvml(state), hint)
     cuda = state.cuda_driver_version
     cuda_text = f", supports CUDA up to {cuda[0]}.{cuda[1]}" if cuda else ""
     return passed(
@@ -363,14 +342,11 @@ def check_ecc(ctx: ValidateContext) -> CheckResult:
                 bad.append(f"GPU{gpu.index}: row remapping pending (reset the GPU)")
         per_gpu[gpu.index] = facts
     if bad:
-        return failed(
-            "ecc",
-            title,
-            "; ".join(bad),
+        hint = (
             "drain the node: reset/reboot for pending retirement or remapping, "
-            "RMA the GPU on remapping failure or recurring uncorrected errors",
-            gpus=per_gpu,
+            "RMA the GPU on remapping failure or recurring uncorrected errors"
         )
+        return failed("ecc", title, "; ".join(bad), hint, gpus=per_gpu)
     if unsupported == len(ctx.nvml.gpus):
         return skipped("ecc", title, "ECC not supported or disabled on these GPUs", gpus=per_gpu)
     return passed(
@@ -389,14 +365,12 @@ def check_persistence(ctx: ValidateContext) -> CheckResult:
         modes[gpu.index] = None if err else value == pynvml.NVML_FEATURE_ENABLED
     off = [i for i, on in modes.items() if on is False]
     if off:
-        return warned(
-            "persistence",
-            title,
-            "disabled on GPU " + ", ".join(map(str, off)),
+        hint = (
             "enable it (`sudo nvidia-smi -pm 1` or nvidia-persistenced) so the driver "
-            "does not re-initialise the GPUs at every process start",
-            gpus=modes,
+            "does not re-initialise the GPUs at every process start"
         )
+        detail = "disabled on GPU " + ", ".join(map(str, off))
+        return warned("persistence", title, detail, hint, gpus=modes)
     if all(on is None for on in modes.values()):
         return skipped("persistence", title, "not queryable on these GPUs", gpus=modes)
     return passed("persistence", title, "enabled on every GPU", gpus=modes)

@@ -62,12 +62,8 @@ def torch_build(torch: object) -> str:
 def check_torch(ctx: ValidateContext) -> CheckResult:
     state = ctx.torch
     if state.module is None:
-        return failed(
-            "torch",
-            "PyTorch",
-            f"cannot import torch: {state.error}",
-            f"{INSTALL_TORCH} for this platform (CUDA build on GPU nodes)",
-        )
+        hint = f"{INSTALL_TORCH} for this platform (CUDA build on GPU nodes)"
+        return failed("torch", "PyTorch", f"cannot import torch: {state.error}", hint)
     torch = state.module
     version = str(torch.__version__)
     build = torch_build(torch)
@@ -105,20 +101,14 @@ def check_nccl(ctx: ValidateContext) -> CheckResult:
     if torch is None:
         return skipped("nccl", "NCCL", NEEDS_TORCH)
     if not (torch.distributed.is_available() and torch.distributed.is_nccl_available()):
+        detail = f"not available in torch {torch.__version__} ({torch_build(torch)})"
         return failed(
-            "nccl",
-            "NCCL",
-            f"not available in torch {torch.__version__} ({torch_build(torch)})",
-            "install a CUDA build of PyTorch: its wheels bundle NCCL",
+            "nccl", "NCCL", detail, "install a CUDA build of PyTorch: its wheels bundle NCCL"
         )
     version, error = probe_nccl_version(torch)
     if version is None:  # the library is missing or fails to load
-        return failed(
-            "nccl",
-            "NCCL",
-            f"torch reports NCCL but cannot load it: {error}",
-            "reinstall the CUDA build of PyTorch (nvidia-nccl-cu* wheel)",
-        )
+        hint = "reinstall the CUDA build of PyTorch (nvidia-nccl-cu* wheel)"
+        return failed("nccl", "NCCL", f"torch reports NCCL but cannot load it: {error}", hint)
     return passed("nccl", "NCCL", f"NCCL {version}", version=version)
 
 
@@ -128,12 +118,8 @@ def check_torchrun(ctx: ValidateContext) -> CheckResult:
         importlib.util.find_spec("torch.distributed.run") is not None
     )
     if not has_module:
-        return failed(
-            "torchrun",
-            "torchrun",
-            "torch.distributed.run is not importable",
-            f"{INSTALL_TORCH} in this environment",
-        )
+        hint = f"{INSTALL_TORCH} in this environment"
+        return failed("torchrun", "torchrun", "torch.distributed.run is not importable", hint)
     if path is None:
         return warned(
             "torchrun",
@@ -155,11 +141,7 @@ def check_nsys(ctx: ValidateContext) -> CheckResult:
         return warned("nsys", "Nsight Systems", "nsys not found on PATH", hint)
     try:
         proc = subprocess.run(
-            [path, "--version"],
-            capture_output=True,
-            text=True,
-            timeout=NSYS_TIMEOUT_S,
-            check=False,
+            [path, "--version"], capture_output=True, text=True, timeout=NSYS_TIMEOUT_S, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return warned("nsys", "Nsight Systems", f"{path} does not run: {exc}", hint, path=path)
