@@ -239,14 +239,8 @@ def _compute_lines(analysis: ProfileAnalysis) -> list[Line]:
 def _memory_lines(analysis: ProfileAnalysis) -> list[Line]:
     share = analysis.memory_copy_share
     if share is None:
-        return [
-            Line(
-                "skip",
-                "> [NOTE] device copies: none on CPU ranks"
-                if analysis.device_type == "cpu"
-                else "> [NOTE] device copies: no step model",
-            )
-        ]
+        where = "none on CPU ranks" if analysis.device_type == "cpu" else "no step model"
+        return [Line("skip", f"> [NOTE] device copies: {where}")]
     return [
         Line(
             "info",
