@@ -126,19 +126,6 @@ def fit_at(fits: Fits, op: str, world_size: int) -> AlphaBeta | None:
     return min(pool, key=lambda f: (abs(f.world_size - world_size), -f.world_size))
 
 
-def step_collectives(
-    strategy: str, gradient_bytes: int, parameter_bytes: int
-) -> list[tuple[str, int, str]]:
-    """(op, bytes, what) a step sends: DDP all-reduces the gradients; FSDP all-gathers the
-    parameters in forward and again in backward, and reduce-scatters the gradients."""
-    if strategy == "ddp":
-        return [("all_reduce", gradient_bytes, "gradients")]
-    return [
-        ("all_gather", 2 * parameter_bytes, "parameters, forward and backward"),
-        ("reduce_scatter", gradient_bytes, "gradients"),
-    ]
-
-
 def collective_time(
     fits: Fits,
     strategy: str,
@@ -151,7 +138,12 @@ def collective_time(
     None when a fit the strategy needs is missing (all_reduce standing in for FSDP's ops)."""
     parts: list[Figure] = []
     hows: list[str] = []
-    for op, size, _what in step_collectives(strategy, gradient_bytes, parameter_bytes):
+    # what a step sends: DDP all-reduces the gradients; FSDP all-gathers the parameters in
+    # forward and again in backward, and reduce-scatters the gradients
+    sends = [("all_reduce", gradient_bytes)]
+    if strategy != "ddp":
+        sends = [("all_gather", 2 * parameter_bytes), ("reduce_scatter", gradient_bytes)]
+    for op, size in sends:
         fit = fit_at(fits, op, world_size)
         if fit is None:
             return None
