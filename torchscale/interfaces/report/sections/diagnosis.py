@@ -1,10 +1,7 @@
-"""A run's one diagnosis (`Diagnosis`, torchscale/offline/analysis/diagnosis/) as report blocks.
-
-The sections compute nothing of their own about where a run's step goes, who straggles, or how
-long each rank waits: they lay out report/diagnosis_text.py's sentences (written once for every
-surface, so each says the same with the same digits). Cross-checks are kept for the appendix
-(`cross_check_rows`), never beside the verdict; where one disagrees, the verdict carries one
-line saying so (`disagreement_text`)."""
+"""A run's one diagnosis (`Diagnosis`, offline/analysis/diagnosis/) as report blocks: the sections
+compute nothing of their own about the step, stragglers or waits, they lay out diagnosis_text.py's
+sentences (one copy for every surface, same digits); cross-checks go to the appendix, never beside
+the verdict, which says in one line where one disagrees (`disagreement_text`)."""
 
 from __future__ import annotations
 

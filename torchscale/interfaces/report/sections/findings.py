@@ -1,9 +1,7 @@
-"""The report's findings, ranked by cost (share of the step): each run's diagnosis' own
-(`Diagnosis.findings`, in the terminal's words; a profile's from its analysis, whose result.json
-holds the same diagnosis, so a run gives one verdict), plus per-rank compute slower than at the
-smallest world size (`slowdown_finding`) and throttled GPU clocks (`throttling_finding`), each
-with its run's busy-machine caveat (docs/reporting.md, "What is in it"). Shared by the summary
-(top lines) and the bottlenecks section (all of them)."""
+"""The report's findings, ranked by cost (docs/reporting.md, "What is in it"): each run's diagnosis'
+own (a profile's from its analysis, whose result.json holds the same diagnosis: one verdict per
+run), plus `slowdown_finding` and `throttling_finding`, each with its run's busy-machine caveat.
+Shared by the summary (top lines) and the bottlenecks section (all of them)."""
 
 from __future__ import annotations
 

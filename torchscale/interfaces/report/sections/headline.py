@@ -1,8 +1,7 @@
-"""The report's header, for a stakeholder who reads ten seconds: the headline sentence (can the
-numbers be used, and if not why and what to do: `usability`), the `Decision` per model (`best`,
-the baseline's verdict, what to fix or buy), the hardware, the dates and the configs'
-description (docs/reporting.md, "The decision first"). A source without a sweep gets its runs'
-own verdict (`run_verdicts`). Every figure is one the report already holds."""
+"""The report's header, for a stakeholder who reads ten seconds (docs/reporting.md, "The decision
+first"): the headline sentence (`usability`), the `Decision` per model, the hardware, the dates
+and the configs' description, each a figure the report already holds; a source without a sweep
+gets its runs' own verdict (`run_verdicts`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""Can these numbers be used? The first thing every format says, from what the report already
-holds: the cells' load telemetry, their reliability and repeats, and the cells that failed or
-could not be read. The rules (no / with care / yes / nothing to judge) are the table in
-docs/reporting.md ("The first screen: headline rules"); a busy machine puts fixing the host
-before tuning the workload. Computed once here, rendered by every format (`model.Decision`)."""
+"""Can these numbers be used? The first thing every format says, from the cells' load telemetry,
+reliability and repeats and the cells that failed or could not be read, computed once here
+(`model.Decision`); the rules are docs/reporting.md's "The first screen: headline rules" (a busy
+machine puts fixing the host before tuning the workload)."""
 
 from __future__ import annotations
 
