@@ -199,15 +199,11 @@ class _Search:
         self.expected = busbw
         self.measured = [replace(m, slow=self.is_slow(m.busbw)) for m in self.measured]
 
-    def judge_last(self) -> bool:
-        """Judge the last measurement against the expected busbw and record the verdict."""
-        last = self.measured[-1]
-        self.measured[-1] = replace(last, slow=self.is_slow(last.busbw))
-        return self.measured[-1].slow
-
     def run(self, group: Sequence[str]) -> bool:
-        self.measure(group)
-        return self.judge_last()
+        """Measure `group`, judge it against the expected busbw and record the verdict."""
+        busbw = self.measure(group)
+        self.measured[-1] = replace(self.measured[-1], slow=self.is_slow(busbw))
+        return self.measured[-1].slow
 
     def result(
         self, suspect: tuple[str, ...] | None, kind: Literal["link", "node"] | None, note: str
@@ -240,11 +236,8 @@ class _Search:
         while len(side_b) > 1:
             half = side_b[: len(side_b) // 2]
             side_b = half if self.run(side_a + half) else side_b[len(side_b) // 2 :]
-        return self.result(
-            (side_a[0], side_b[0]),
-            "link",
-            "the halves are healthy on their own, so the slow path crosses them: a link",
-        )
+        why = "the halves are healthy on their own, so the slow path crosses them: a link"
+        return self.result((side_a[0], side_b[0]), "link", why)
 
     def triple(self, group: list[str]) -> SlowLinkResult:
         """A slow group of 3: measure its 3 pairs. One slow pair is a link; two slow pairs

@@ -122,9 +122,8 @@ def t_interval(
 
     x = np.log(data) if log else data
     centre = float(x.mean())
-    half = float(scipy_stats.t.ppf(0.5 + level / 2, x.size - 1)) * float(
-        x.std(ddof=1) / math.sqrt(x.size)
-    )
+    se = float(x.std(ddof=1) / math.sqrt(x.size))
+    half = float(scipy_stats.t.ppf(0.5 + level / 2, x.size - 1)) * se
     low, high = centre - half, centre + half
     return (math.exp(low), math.exp(high)) if log else (low, high)
 
@@ -146,9 +145,8 @@ def log_interval(
 
     logs = np.log(data)
     tail = 0.5 + level / 2
-    spread = float(scipy_stats.t.ppf(tail, logs.size - 1)) * float(
-        logs.std(ddof=1) / math.sqrt(logs.size)
-    )
+    se = float(logs.std(ddof=1) / math.sqrt(logs.size))
+    spread = float(scipy_stats.t.ppf(tail, logs.size - 1)) * se
     drift = float(scipy_stats.norm.ppf(tail)) * drift_sd
     half = math.hypot(spread, drift)
     centre = math.log(float(np.median(data)))
@@ -230,9 +228,8 @@ def step_statistic(
 
 def percentile_of_steps(values: Sequence[float], q: float) -> Estimate:
     """Step-time percentile q (0-100) with its block-bootstrap interval."""
-    return step_statistic(
-        values, lambda m: np.percentile(m, q, axis=1), f"p{q:g}" if q != 50 else "median"
-    )
+    name = f"p{q:g}" if q != 50 else "median"
+    return step_statistic(values, lambda m: np.percentile(m, q, axis=1), name)
 
 
 def mean_columns(matrix: np.ndarray, *, seed: int = SEED) -> tuple[np.ndarray, np.ndarray | None]:
