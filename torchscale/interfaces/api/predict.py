@@ -9,12 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchscale.contracts.errors import (
-    EXIT_USAGE,
-    ResultsInputError,
-    UsageError,
-    describe_os_error,
-)
+from torchscale.contracts.errors import EXIT_USAGE, ResultsInputError, UsageError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
 from torchscale.contracts.schema.comm_result import CommResult
 from torchscale.contracts.schema.forecast import Forecast, ForecastKey

@@ -8,11 +8,7 @@ from torchscale.contracts.cell import CellIdentity, Status
 from torchscale.contracts.schema.cell_result import CellResult, Finding
 from torchscale.interfaces.console.diagnosis import diagnosis_lines
 from torchscale.interfaces.console.lines import Level, Line
-from torchscale.interfaces.formatting import (
-    format_value,
-    readable,
-    readable_like,
-)
+from torchscale.interfaces.formatting import format_value, readable, readable_like
 from torchscale.interfaces.report.estimates import plus_minus, value_format
 from torchscale.offline.analysis.diagnosis.findings import HOST_BOUND_TITLE
 from torchscale.orchestration.plan import PlannedCell

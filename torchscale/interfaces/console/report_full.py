@@ -21,12 +21,7 @@ from rich.text import Text as RichText
 
 from torchscale.interfaces.console.fit import longest_word
 from torchscale.interfaces.console.lines import hanging_prose
-from torchscale.interfaces.formatting import (
-    format_value,
-    is_figure,
-    severity_prefix,
-    strip_code,
-)
+from torchscale.interfaces.formatting import format_value, is_figure, severity_prefix, strip_code
 from torchscale.interfaces.report.model import (
     Block,
     Chart,
