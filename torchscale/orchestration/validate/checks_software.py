@@ -121,13 +121,12 @@ def check_torchrun(ctx: ValidateContext) -> CheckResult:
         hint = f"{INSTALL_TORCH} in this environment"
         return failed("torchrun", "torchrun", "torch.distributed.run is not importable", hint)
     if path is None:
-        return warned(
-            "torchrun",
-            "torchrun",
+        detail = (
             f"not on PATH; `{sys.executable} -m torch.distributed.run` works "
-            "(torchscale launches it that way)",
-            "activate the environment that has torch so `torchrun` is on PATH",
+            "(torchscale launches it that way)"
         )
+        hint = "activate the environment that has torch so `torchrun` is on PATH"
+        return warned("torchrun", "torchrun", detail, hint)
     return passed("torchrun", "torchrun", f"{path}", path=path)
 
 

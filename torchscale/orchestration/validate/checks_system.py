@@ -30,13 +30,8 @@ def check_cpu(ctx: ValidateContext) -> CheckResult:
     cores = usable_cores()
     detail = f"{cores} usable core(s) ({os.cpu_count()} online)"
     if ctx.device == "cpu" and cores < 2:
-        return warned(
-            "cpu",
-            "CPU cores",
-            detail,
-            "two or more ranks will share one core: CPU-path timings are oversubscribed",
-            usable_cores=cores,
-        )
+        hint = "two or more ranks will share one core: CPU-path timings are oversubscribed"
+        return warned("cpu", "CPU cores", detail, hint, usable_cores=cores)
     return passed("cpu", "CPU cores", detail, usable_cores=cores, online_cores=os.cpu_count())
 
 
@@ -50,14 +45,11 @@ def check_shm(ctx: ValidateContext, path: Path = Path("/dev/shm")) -> CheckResul
     detail = f"{total / GIB:.1f} GiB ({free / GIB:.1f} GiB free)"
     data = {"total_bytes": total, "free_bytes": free}
     if total < SHM_WARN_BYTES:
-        return warned(
-            "shm",
-            title,
-            detail + f"; below {SHM_WARN_BYTES // GIB} GiB",
+        hint = (
             "DataLoader workers and NCCL's shared-memory transport need more: start "
-            "the container with --shm-size=16g or --ipc=host",
-            **data,
+            "the container with --shm-size=16g or --ipc=host"
         )
+        return warned("shm", title, detail + f"; below {SHM_WARN_BYTES // GIB} GiB", hint, **data)
     return passed("shm", title, detail, **data)
 
 
@@ -74,15 +66,11 @@ def check_open_files(ctx: ValidateContext) -> CheckResult:
 
     detail = f"soft {show(soft)}, hard {show(hard)}"
     if soft != resource.RLIM_INFINITY and soft < OPEN_FILES_WARN:
-        return warned(
-            "open_files",
-            title,
-            detail,
+        hint = (
             f"raise it (`ulimit -n 65536`): DataLoader workers sharing tensors and many "
-            f"ranks per node exhaust {soft} descriptors",
-            soft=soft,
-            hard=hard,
+            f"ranks per node exhaust {soft} descriptors"
         )
+        return warned("open_files", title, detail, hint, soft=soft, hard=hard)
     return passed("open_files", title, detail, soft=soft, hard=hard)
 
 
@@ -114,13 +102,8 @@ def check_infiniband(ctx: ValidateContext, root: Path = INFINIBAND_SYSFS) -> Che
         or "devices without ports"
     )
     if not active:
-        return warned(
-            "infiniband",
-            title,
-            detail,
-            "no port is ACTIVE: check cabling and the subnet manager (`ibstat`)",
-            ports=ports,
-        )
+        hint = "no port is ACTIVE: check cabling and the subnet manager (`ibstat`)"
+        return warned("infiniband", title, detail, hint, ports=ports)
     return passed("infiniband", title, detail, ports=ports)
 
 

@@ -164,14 +164,9 @@ def run_validation(
     try:
         results.extend(check_smoke(ctx, env))
     except Exception as exc:
-        results.append(
-            failed(
-                "smoke",
-                "Smoke test",
-                f"could not run: {type(exc).__name__}: {exc}",
-                "please report this as a torchscale bug",
-            )
-        )
+        detail = f"could not run: {type(exc).__name__}: {exc}"
+        hint = "please report this as a torchscale bug"
+        results.append(failed("smoke", "Smoke test", detail, hint))
     measurements: list[Measurement] = []
     peaks: dict[str, float] = {}
     sku: str | None = None
@@ -260,14 +255,9 @@ def _measure(
         results.append(skipped("perf", "Measured capability", "needs torch"))
         return None
     if ctx.device == "cuda" and gpus == 0:
-        results.append(
-            skipped(
-                "perf",
-                "Measured capability",
-                "needs a CUDA GPU, and torch sees none",
-                "`torchscale validate --device cpu --level perf` measures the CPU path",
-            )
-        )
+        hint = "`torchscale validate --device cpu --level perf` measures the CPU path"
+        why = "needs a CUDA GPU, and torch sees none"
+        results.append(skipped("perf", "Measured capability", why, hint))
         return None
     experiment = ctx.experiment_dir or ctx.output_dir / "standalone"
     sku = None
@@ -308,9 +298,6 @@ def _measure(
 def _crashed(id: str, title: str, exc: Exception, what: str = "could not run") -> CheckResult:
     """A FAIL naming the exception and the line that raised it."""
     where = traceback.extract_tb(exc.__traceback__)[-1]
-    return failed(
-        id,
-        title,
-        f"{what}: {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})",
-        "please report this as a torchscale bug, with `torchscale validate --json`",
-    )
+    detail = f"{what}: {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})"
+    hint = "please report this as a torchscale bug, with `torchscale validate --json`"
+    return failed(id, title, detail, hint)

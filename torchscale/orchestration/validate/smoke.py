@@ -80,10 +80,7 @@ def smoke_launch(spec: SmokeSpec, workdir: Path, base_env: dict[str, str]) -> La
 
 
 def judge_smoke(
-    spec: SmokeSpec,
-    outcome: ProcessOutcome,
-    verdict: dict[str, Any] | None,
-    root_cause: str | None,
+    spec: SmokeSpec, outcome: ProcessOutcome, verdict: dict[str, Any] | None, root_cause: str | None
 ) -> CheckResult:
     """Turn one smoke run's exit status and JSON verdict into a check result."""
     title = f"Smoke test ({spec.label})"
@@ -96,23 +93,13 @@ def judge_smoke(
     ranks_dir = outcome.log_path.parent / "ranks"
     hint_logs = f"full log: {outcome.log_path} (each rank's output under {ranks_dir})"
     if outcome.timed_out:
-        return failed(
-            id,
-            title,
-            f"no result after {outcome.wall_s:.0f} s (hung rendezvous or collective); killed",
-            f"{hint_logs}; check firewall/loopback and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME",
-            **data,
-        )
+        detail = f"no result after {outcome.wall_s:.0f} s (hung rendezvous or collective); killed"
+        hint = f"{hint_logs}; check firewall/loopback and NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME"
+        return failed(id, title, detail, hint, **data)
     if outcome.returncode != 0 or verdict is None:
         cause = root_cause or (tail.splitlines()[-1] if tail else "no output")
-        return failed(
-            id,
-            title,
-            f"torchrun exited with {outcome.returncode}: {cause}",
-            hint_logs,
-            log_tail=tail,
-            **data,
-        )
+        detail = f"torchrun exited with {outcome.returncode}: {cause}"
+        return failed(id, title, detail, hint_logs, log_tail=tail, **data)
     data["result"] = verdict
     if verdict.get("wrong_elements", 1) != 0 or not verdict.get("all_gather_ok", False):
         return failed(
@@ -127,13 +114,8 @@ def judge_smoke(
         )
     world = verdict.get("world_size")
     if world != spec.nproc:  # a node is ready only if every planned rank (GPU) took part
-        return failed(
-            id,
-            title,
-            f"ran on {world} rank(s), expected {spec.nproc}",
-            f"{hint_logs}; check CUDA_VISIBLE_DEVICES and that no other job holds a GPU",
-            **data,
-        )
+        hint = f"{hint_logs}; check CUDA_VISIBLE_DEVICES and that no other job holds a GPU"
+        return failed(id, title, f"ran on {world} rank(s), expected {spec.nproc}", hint, **data)
     ms = verdict["seconds_per_all_reduce"] * 1e3
     # busbw = algbw x 2(n-1)/n measures the links between ranks; one rank crosses none
     bandwidth = (

@@ -77,12 +77,8 @@ def judge_cell(result: CellResult, compiled: bool, where: Path, step: str = "cel
         title = f"{step}: {title}"
     if result.status is Status.SKIPPED:
         why = result.error.reason if result.error else "skipped"
-        return failed(
-            id_,
-            title,
-            f"the planner skipped it: {why}",
-            "the workload level planned a cell that cannot run: please report it",
-        )
+        hint = "the workload level planned a cell that cannot run: please report it"
+        return failed(id_, title, f"the planner skipped it: {why}", hint)
     if result.status is not Status.OK:
         why = result.error.reason if result.error else str(result.status)
         return failed(id_, title, f"{result.status}: {why}", LOOK.format(where=where))
@@ -111,26 +107,19 @@ def _judge_figures(
         return passed(id_, title, f"{rate}; MFU not judged: {why}")
     text = f"{rate}, MFU {mfu:.0%}"
     if mfu > MFU_CEILING:
-        return failed(
-            id_,
-            title,
-            f"{text}: above {MFU_CEILING:.0%}, no dense training step reaches it",
-            "the FLOP count or the GPU's peak is wrong: please report it with the cell's JSON",
-            mfu=mfu,
-        )
+        detail = f"{text}: above {MFU_CEILING:.0%}, no dense training step reaches it"
+        hint = "the FLOP count or the GPU's peak is wrong: please report it with the cell's JSON"
+        return failed(id_, title, detail, hint, mfu=mfu)
     if cell.strategy != "ddp":
         # the reference is DDP's: a tensor-parallel split of 768-wide matmuls or a
         # pipeline's bubble lowers MFU for reasons of its own
         return passed(id_, title, f"{text} (the floor is judged on ddp only)", mfu=mfu)
     if mfu < MFU_FLOOR:
-        return warned(
-            id_,
-            title,
-            f"{text}: below {MFU_FLOOR:.0%} ({MFU_SOURCE})",
+        hint = (
             "check clocks and throttling (nvidia-smi -q -d PERFORMANCE) and that no other "
-            "process shares the GPU",
-            mfu=mfu,
+            "process shares the GPU"
         )
+        return warned(id_, title, f"{text}: below {MFU_FLOOR:.0%} ({MFU_SOURCE})", hint, mfu=mfu)
     return passed(id_, title, text, mfu=mfu)
 
 
@@ -197,14 +186,11 @@ def judge_compile(eager: Sequence[CellResult], compiled: Sequence[CellResult]) -
         return skipped("compile.ratio", "compiled / eager", "no strategy ran both ways")
     detail = "; ".join(parts)
     if slower:
-        return warned(
-            "compile.ratio",
-            "compiled / eager",
-            detail,
+        hint = (
             f"compiled {', '.join(slower)} is slower than eager beyond the steps' spread: the "
-            "cells' rank logs show graph breaks and recompiles",
-            **data,
+            "cells' rank logs show graph breaks and recompiles"
         )
+        return warned("compile.ratio", "compiled / eager", detail, hint, **data)
     return _info("compile.ratio", "compiled / eager", detail, **data)
 
 
@@ -275,20 +261,14 @@ def judge_oom(
         return failed("oom", title, "the cell left no result", "see oom/ in the folder")
     if result.status is not Status.OOM:
         why = result.error.reason if result.error else "it ran"
-        return failed(
-            "oom",
-            title,
-            f"a batch that cannot fit ended {result.status}: {why}",
-            "the out-of-memory classification missed it: please report it with oom/",
-        )
+        hint = "the out-of-memory classification missed it: please report it with oom/"
+        return failed("oom", title, f"a batch that cannot fit ended {result.status}: {why}", hint)
     rank = result.error.root_cause_rank if result.error else None
     where = f"on rank {rank}" if rank is not None else "with no rank named"
     if recovered is False:
+        hint = "memory was not released after the failure: see the next cells' errors"
         return failed(
-            "oom",
-            title,
-            f"classified out of memory {where}, but the next cells failed",
-            "memory was not released after the failure: see the next cells' errors",
+            "oom", title, f"classified out of memory {where}, but the next cells failed", hint
         )
     after = "; the cells after it ran" if recovered else ""
     return passed("oom", title, f"classified out of memory {where}{after}")
@@ -300,20 +280,12 @@ def judge_profile(tool: str, profiled: ProfiledCell) -> CheckResult:
     id_, title = f"profile.{tool}", f"profile ({tool})"
     if profiled.result.status is not Status.OK:
         why = profiled.result.error.reason if profiled.result.error else str(profiled.result.status)
-        return failed(
-            id_,
-            title,
-            f"the profiled run {profiled.result.status}: {why}",
-            f"see {profiled.directory}",
-        )
+        hint = f"see {profiled.directory}"
+        return failed(id_, title, f"the profiled run {profiled.result.status}: {why}", hint)
     analysis = profiled.analysis
     if analysis is None:
-        return failed(
-            id_,
-            title,
-            f"no analysis: {profiled.analysis_error}",
-            f"the traces are in {profiled.directory}",
-        )
+        hint = f"the traces are in {profiled.directory}"
+        return failed(id_, title, f"no analysis: {profiled.analysis_error}", hint)
     world = profiled.result.cell.world_size
     problems = []
     if analysis.ranks_analysed < world:
@@ -414,12 +386,8 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
     missing = [r for r in measured if r.telemetry is None]
     if missing:
         why = (missing[0].unavailable or {}).get("telemetry", "no telemetry block")
-        return warned(
-            "telemetry",
-            title,
-            f"{_label(missing[0])}: {why}",
-            "see docs/telemetry.md, 'When a figure is missing'",
-        )
+        hint = "see docs/telemetry.md, 'When a figure is missing'"
+        return warned("telemetry", title, f"{_label(missing[0])}: {why}", hint)
     if measured[0].cell.device != "cuda":
         return _info("telemetry", title, "CPU: process CPU and memory sampled (no NVML)")
     blind = {
@@ -430,23 +398,15 @@ def judge_telemetry(results: Sequence[CellResult]) -> CheckResult:
     unread = {label: why for label, why in blind.items() if not why.startswith(NOT_MEASURABLE)}
     if unread:
         label, why = next(iter(unread.items()))
-        return warned(
-            "telemetry",
-            title,
-            f"{label}: no NVML power ({why})",
-            "check that pynvml (nvidia-ml-py) is installed and sees the GPUs",
-        )
+        hint = "check that pynvml (nvidia-ml-py) is installed and sees the GPUs"
+        return warned("telemetry", title, f"{label}: no NVML power ({why})", hint)
     throttled = [r for r in measured if r.telemetry and r.telemetry.throttled]
     if throttled:
         reasons = (
             ", ".join(throttled[0].telemetry.throttle_reasons) if throttled[0].telemetry else ""
         )
-        return warned(
-            "telemetry",
-            title,
-            f"{_label(throttled[0])} throttled: {reasons}",
-            "nvidia-smi -q -d PERFORMANCE shows why; cooling or a power cap",
-        )
+        hint = "nvidia-smi -q -d PERFORMANCE shows why; cooling or a power cap"
+        return warned("telemetry", title, f"{_label(throttled[0])} throttled: {reasons}", hint)
     powers = [r.telemetry.power_w_mean for r in measured if r.telemetry]
     power = max((p for p in powers if p is not None), default=None)
     said = f"up to {power:.0f} W" if power is not None else "no power figure"
@@ -472,11 +432,9 @@ def _power_gap(result: CellResult) -> str:
 def judge_report(written: Sequence[Path]) -> CheckResult:
     missing = [p.name for p in written if not p.is_file()]
     if not written or missing:
+        hint = "run `torchscale report -s FOLDER/runs` to see why"
         return failed(
-            "report",
-            "report",
-            f"not written: {', '.join(missing) or 'any format'}",
-            "run `torchscale report -s FOLDER/runs` to see why",
+            "report", "report", f"not written: {', '.join(missing) or 'any format'}", hint
         )
     return passed("report", "report", f"written: {', '.join(p.name for p in written)}")
 
