@@ -173,9 +173,7 @@ def _run_steps(
     }
     steps.checks.extend(
         _guarded(
-            "judge",
-            "verdicts",
-            lambda: _judge_runs(plan, eager, compiled, fit, oom, folder, steps),
+            "judge", "verdicts", lambda: _judge_runs(plan, eager, compiled, fit, oom, folder, steps)
         )
     )
     for tool in plan.profile_tools:

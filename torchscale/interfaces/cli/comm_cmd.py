@@ -41,8 +41,7 @@ def comm(
         ),
     ] = None,
     ops: Annotated[
-        str,
-        typer.Option(help=f"Comma-separated: {', '.join(COLLECTIVES)}, or 'all'."),
+        str, typer.Option(help=f"Comma-separated: {', '.join(COLLECTIVES)}, or 'all'.")
     ] = "all_reduce",
     min_bytes: Annotated[
         str, typer.Option("--min-bytes", "-b", help="Smallest size S (K/M/G = powers of 1024).")
@@ -100,8 +99,7 @@ def comm(
         ),
     ] = None,
     op: Annotated[
-        str | None,
-        typer.Option(help="With --import: the op, when the file does not name it."),
+        str | None, typer.Option(help="With --import: the op, when the file does not name it.")
     ] = None,
     output_dir: Annotated[
         Path, typer.Option("--output-dir", "-o", help="Results go to OUTPUT_DIR/<name>/comm/.")

@@ -28,8 +28,7 @@ def predict(
         str, typer.Option("--nodes", help="Node counts to spread them over: 1,2.")
     ] = "1",
     strategy: Annotated[
-        str | None,
-        typer.Option("--strategy", help="ddp, fsdp or both (default: those measured)."),
+        str | None, typer.Option("--strategy", help="ddp, fsdp or both (default: those measured).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the forecasts as JSON.")] = False,
     verbose: VerbosityFlag = None,

@@ -54,8 +54,7 @@ def profile(
         int, typer.Option("--gpus", "-g", min=1, help="Ranks to profile (GPUs; CPU processes)")
     ] = DEFAULT_GPUS,
     model: Annotated[
-        str | None,
-        typer.Option(help=f"Model (default: {GPU_MODEL} on GPUs, {CPU_MODEL} on CPU)."),
+        str | None, typer.Option(help=f"Model (default: {GPU_MODEL} on GPUs, {CPU_MODEL} on CPU).")
     ] = None,
     # no -b: that is comm's --min-bytes (nccl-tests' -b); one meaning per short flag
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 32,
@@ -71,8 +70,7 @@ def profile(
         ),
     ] = None,
     steps: Annotated[
-        int | None,
-        typer.Option(min=1, help="Measured steps instead of --duration."),
+        int | None, typer.Option(min=1, help="Measured steps instead of --duration.")
     ] = None,
     profile_steps: Annotated[
         int,

@@ -25,8 +25,7 @@ SetOverrides = Annotated[
 ]
 
 VerbosityFlag = Annotated[
-    bool | None,
-    typer.Option("--verbose/--quiet", "-v/-q", help="More detail, or only problems."),
+    bool | None, typer.Option("--verbose/--quiet", "-v/-q", help="More detail, or only problems.")
 ]
 
 _NUMBER = re.compile(r"^-\.?\d")  # a negative number is a value, not an option

@@ -13,10 +13,7 @@ from torchscale.orchestration.plan import Plan
 
 
 def plan_lines(
-    plan: Plan,
-    store: ResultStore,
-    base_env: Mapping[str, str],
-    reused: Collection[str] = (),
+    plan: Plan, store: ResultStore, base_env: Mapping[str, str], reused: Collection[str] = ()
 ) -> list[Line]:
     """What --dry-run shows: every cell's exact argv and environment, what is skipped and why,
     what --resume keeps (`reused`), and the estimate of what is left to run."""
