@@ -6,7 +6,6 @@ figure never gives a second answer. Pure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import pandas as pd
@@ -36,6 +35,7 @@ def profile_analysis(
     matched, model, inputs, diagnosis = found.matched, found.model, found.inputs, found.diagnosis
     arrival, arrivals, offsets = found.arrival, found.arrivals, found.offsets
     notes = list(found.notes)
+    usable = matched.usable
     unavailable: dict[str, str] = {}
     formats = {reductions[r].file.format for r in ranks}
     # the headline figures (sync stall, exposed communication, straggler, what-if) are the
@@ -53,7 +53,7 @@ def profile_analysis(
         diagnosis=diagnosis,
         collective_wait_pct=found.raw_wait.overall_pct,
         overlap_pct=None,
-        matched_collectives=_instances(matched.usable),
+        matched_collectives=0 if usable.empty else len(usable.drop_duplicates(["group", "index"])),
         mismatches=list(matched.mismatches),
     )
     if diagnosis is None:
@@ -69,9 +69,9 @@ def profile_analysis(
         )
         for row in offsets.table.itertuples()
     ]
-    analysis.arrival_agreement = _finite(arrivals.agreement)
+    analysis.arrival_agreement = arrivals.agreement  # a share of instances: None or finite
     analysis.arrival_shares = {str(k): float(v) for k, v in arrival.shares.items()}
-    analysis.ops = _op_figures(matched.usable)
+    analysis.ops = _op_figures(usable)
     analysis.ranks = [_rank_figures(r, reductions[r], model, found.taxonomy) for r in ranks]
     if model.waits_known:
         analysis.stall_by_step = [
@@ -122,16 +122,6 @@ def findings_for_target(
     kept = [f for f in findings if f.category in order]
     kept.sort(key=lambda f: (order.index(f.category), -f.cost_pct))
     return kept, [f for f in findings if f.category not in order]
-
-
-def _finite(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def _instances(usable: pd.DataFrame) -> int:
-    if usable.empty:
-        return 0
-    return int(usable[["group", "index"]].drop_duplicates().shape[0])
 
 
 def _op_figures(usable: pd.DataFrame) -> list[OpFigures]:
