@@ -303,13 +303,12 @@ def _profile_blocks(ref: ProfileRef) -> list[Block]:
         blocks.append(_trace_figures(analysis))
     else:
         blocks.append(_analysis_figures(analysis))
-    if analysis.ranks:
-        blocks.append(_ranks_table(ref, key))
-    if profile_figures.own_whatifs(analysis):
-        blocks.append(_whatif_table(ref, key))
     heatmap = _heatmap(ref, key)
-    if heatmap is not None:
-        blocks.append(heatmap)
+    blocks += present(
+        _ranks_table(ref, key) if analysis.ranks else None,
+        _whatif_table(ref, key) if profile_figures.own_whatifs(analysis) else None,
+        heatmap,
+    )
     blocks += [Text(text=f"Note: {note}") for note in analysis.notes]
     unavailable = dict(analysis.unavailable)
     if diagnosis is not None:  # the diagnosis' lines say these, and why not
@@ -392,19 +391,17 @@ def _warnings(ctx: Context) -> tuple[list[Block], dict[str, str]]:
         for label, result in runs
         for warning in result.warnings  # grouped by the kind its writer gave it
     ]
-    blocks: list[Block] = []
-    if rows:
-        blocks.append(
-            Table(
-                id="bottlenecks-warnings",
-                title="Warnings from the runs",
-                columns=[col("cell", "Run"), col("kind", "Kind"), col("warning", "Warning")],
-                rows=rows,
-                note="high variance: pooled step-time CV above measurement.cv_warn_threshold",
-            )
+    blocks: list[Block] = [
+        Table(
+            id="bottlenecks-warnings",
+            title="Warnings from the runs",
+            columns=[col("cell", "Run"), col("kind", "Kind"), col("warning", "Warning")],
+            rows=rows,
+            note="high variance: pooled step-time CV above measurement.cv_warn_threshold",
         )
-    else:
-        blocks.append(Text(text="No run recorded a warning.", severity="good"))
+        if rows
+        else Text(text="No run recorded a warning.", severity="good")
+    ]
     unavailable = {}
     if not any(r["kind"] == "throttling" for r in rows):
         note, why = _throttling_status([result for _, result in runs])
@@ -490,44 +487,40 @@ def _telemetry(ctx: Context) -> tuple[list[Block], dict[str, str]]:
                 "_severity": "warn" if tel.throttled else "info",
             }
         )
-    blocks: list[Block] = []
-    if rows:
-        columns = [
-            col("cell", "Cell"),
-            col("gpus", ctx.units.world, "int"),
-            col("gpu_util", "GPU utilisation (mean)", "pct"),
-            col("power", "Power per GPU, W (mean)", "float"),
-            col("temp", "Hottest GPU, C", "float"),
-            col("clock", "SM clock, MHz (mean)", "float"),
-            col("energy", "Energy, J (all GPUs)", "float"),
-            col("per_joule", "Samples per joule", "float"),
-            col("tokens_per_joule", "Tokens per joule", "float"),
-            col("cpu", "CPU per rank (mean, 100 % = one core)", "pct"),
-            col("throttled", "Throttled"),
-        ]
-        # a column no cell has a figure for (the GPU ones on CPU ranks) says nothing: left
-        # out, and named in the note
-        empty = [c for c in columns[2:] if all(row.get(c.key) in (None, "-") for row in rows)]
-        note = (
-            "NVML and psutil sampled in a thread from each window's start to its stop "
-            "(docs/telemetry.md); energy from the GPU's energy counter, or the power samples "
-            "where it has none; '-': not measurable here (reasons in the results)"
-        )
-        if empty:
-            note += "; no cell has a figure for " + ", ".join(c.label for c in empty)
-        blocks.append(
-            Table(
-                id="bottlenecks-telemetry",
-                title="Telemetry during the measured windows",
-                columns=[c for c in columns if c not in empty],
-                rows=rows,
-                note=note,
-            )
-        )
-    unavailable = {}
-    if missing:
-        unavailable["telemetry"] = "; ".join(sorted(missing))
-    return blocks, unavailable
+    unavailable = {"telemetry": "; ".join(sorted(missing))} if missing else {}
+    if not rows:
+        return [], unavailable
+    columns = [
+        col("cell", "Cell"),
+        col("gpus", ctx.units.world, "int"),
+        col("gpu_util", "GPU utilisation (mean)", "pct"),
+        col("power", "Power per GPU, W (mean)", "float"),
+        col("temp", "Hottest GPU, C", "float"),
+        col("clock", "SM clock, MHz (mean)", "float"),
+        col("energy", "Energy, J (all GPUs)", "float"),
+        col("per_joule", "Samples per joule", "float"),
+        col("tokens_per_joule", "Tokens per joule", "float"),
+        col("cpu", "CPU per rank (mean, 100 % = one core)", "pct"),
+        col("throttled", "Throttled"),
+    ]
+    # a column no cell has a figure for (the GPU ones on CPU ranks) says nothing: left
+    # out, and named in the note
+    empty = [c for c in columns[2:] if all(row.get(c.key) in (None, "-") for row in rows)]
+    note = (
+        "NVML and psutil sampled in a thread from each window's start to its stop "
+        "(docs/telemetry.md); energy from the GPU's energy counter, or the power samples "
+        "where it has none; '-': not measurable here (reasons in the results)"
+    )
+    if empty:
+        note += "; no cell has a figure for " + ", ".join(c.label for c in empty)
+    table = Table(
+        id="bottlenecks-telemetry",
+        title="Telemetry during the measured windows",
+        columns=[c for c in columns if c not in empty],
+        rows=rows,
+        note=note,
+    )
+    return [table], unavailable
 
 
 def build(ctx: Context) -> Section:
