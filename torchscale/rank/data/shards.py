@@ -132,11 +132,8 @@ def _write_shard(path: Path, size: int, generator: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with tmp.open("wb") as handle:
-            left = size
-            while left > 0:
-                count = min(CHUNK_BYTES, left)
-                write_chunk(handle, generator.bytes(count))
-                left -= count
+            for start in range(0, size, CHUNK_BYTES):
+                write_chunk(handle, generator.bytes(min(CHUNK_BYTES, size - start)))
             handle.flush()
             os.fsync(handle.fileno())
         tmp.replace(path)
@@ -226,9 +223,8 @@ def ensure_shards(
             ) from None
     needs = wanted["shard_bytes"] * num_shards
     free = _free_bytes(root)
-    reclaimed = sum(
-        (root / n).stat().st_size for n in names if (root / n).is_file()
-    )  # shards about to be replaced give their space back
+    # shards about to be replaced give their space back
+    reclaimed = sum((root / n).stat().st_size for n in names if (root / n).is_file())
     if free is not None and free + reclaimed < needs:
         raise DataError(
             f"data.dir {root}: not enough space for {num_shards} x {shard_mb} MB shards "
@@ -254,6 +250,4 @@ def evict(paths: list[Path]) -> str | None:
                 os.close(fd)
         except OSError as exc:
             failed.append(f"{path.name}: {describe_os_error(exc)}")
-    if failed:
-        return "page cache not dropped for " + "; ".join(failed)
-    return None
+    return "page cache not dropped for " + "; ".join(failed) if failed else None
