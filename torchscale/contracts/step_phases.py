@@ -41,6 +41,8 @@ CPU_TIME = "cpu_time"
 # registers a hook (rank/worker/comm_hold.py); DDP's built-in all-reduce has no hook to time.
 COMM_HOLD = "comm_hold"
 COMM_HOLD_BACKWARD = "comm_hold_backward"
+# what a step record times (each as `seconds_column`): the phases, then the rest it measures
+STEP_RECORD_TIMES = (*STEP_PHASES, CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
 RANGE_PREFIX = "torchscale:"  # of every range and mark torchscale writes into a trace
 # the range around an injected delay: work the rank does inside a phase, not a phase itself
 INJECTED_DELAY_RANGE = f"{RANGE_PREFIX}injected_delay"

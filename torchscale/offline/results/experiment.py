@@ -15,14 +15,7 @@ import yaml
 
 from torchscale.contracts.errors import ResultsError, describe_os_error
 from torchscale.contracts.schema.cell_result import CellResult
-from torchscale.contracts.step_phases import (
-    COMM_HOLD,
-    COMM_HOLD_BACKWARD,
-    CPU_TIME,
-    CPU_WAIT,
-    STEP_PHASES,
-    seconds_column,
-)
+from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
 from torchscale.offline.results.directory_layout import ResultLayout
 from torchscale.offline.results.documents import read_cells
 from torchscale.offline.results.frame import cells_table, ranks_table
@@ -34,10 +27,7 @@ STEP_COLUMNS = ["cell_id", "rank", "window", "repeat", "step", "time_s"]
 # its time on a CPU (cpu_time_s, added after schema 13 was out: a schema-13 file may lack it)
 # and a DDP comm hook's hold (comm_hold_s, comm_hold_backward_s: only where a plug-in
 # registered a hook); NaN in step files written before them, and where not measured
-PHASE_STEP_COLUMNS = [
-    seconds_column(phase)
-    for phase in (*STEP_PHASES, CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
-]
+PHASE_STEP_COLUMNS = [seconds_column(phase) for phase in STEP_RECORD_TIMES]
 
 
 @dataclass

@@ -18,14 +18,7 @@ import pandas as pd
 
 from torchscale.contracts.schema.cell_result import CellResult, Diagnosis
 from torchscale.contracts.schema.profile_analysis import ProfileAnalysis
-from torchscale.contracts.step_phases import (
-    COMM_HOLD,
-    COMM_HOLD_BACKWARD,
-    CPU_TIME,
-    CPU_WAIT,
-    STEP_PHASES,
-    seconds_column,
-)
+from torchscale.contracts.step_phases import STEP_RECORD_TIMES, seconds_column
 from torchscale.offline.analysis.diagnosis import RunEvidence, TimerEvidence, diagnose, with_caveat
 from torchscale.offline.analysis.diagnosis.inflation import (
     INFLATION_CHECK,
@@ -102,10 +95,6 @@ def timer_diagnosis(directory: Path, cell: CellResult) -> Diagnosis | None:
     )
 
 
-# the steps table's columns beyond the phases, and the step record keys they come from
-_EXTRA = (CPU_WAIT, CPU_TIME, COMM_HOLD, COMM_HOLD_BACKWARD)
-
-
 def _steps_table(records: list[dict[str, object]]) -> tuple[pd.DataFrame, NoSyncSteps | None]:
     """The step records as the phase table rank 0 diagnoses (window, step, rank, step_s, the
     phases, cpu_wait, cpu_time, comm holds; NaN where not measured) and the no_sync windows'
@@ -125,10 +114,10 @@ def _steps_table(records: list[dict[str, object]]) -> tuple[pd.DataFrame, NoSync
             "rank": rank,
             "step_s": _seconds(record.get("time_s")),
         }
-        for column in (*STEP_PHASES, *_EXTRA):
+        for column in STEP_RECORD_TIMES:
             row[column] = _seconds(record.get(seconds_column(column)))
         rows.append(row)
-    columns = ["window", "step", "rank", "step_s", *STEP_PHASES, *_EXTRA]
+    columns = ["window", "step", "rank", "step_s", *STEP_RECORD_TIMES]
     table = pd.DataFrame(rows, columns=columns)
     ranks = set(table["rank"]) if not table.empty else set()
     complete = bool(no_sync) and set(no_sync) == ranks
